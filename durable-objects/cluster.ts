@@ -1,0 +1,421 @@
+/**
+ * ClusterObject: one Durable Object per member cluster (named by the cluster name). It is the
+ * authority for the cluster's ManagedCluster object and holds its lease, its registered public
+ * keys and its replay cache; it writes the ManagedCluster's projection to the D1 index only when
+ * the object changes. The hub-side lease controller of OCM runs on its alarm (no scanning of all
+ * clusters anywhere).
+ *
+ * Every mutation runs through one queue, so writes to a cluster are serialised even across the
+ * awaits on D1.
+ */
+import { DurableObject } from "cloudflare:workers";
+import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, jwtVerify, type JWK } from "jose";
+import { ApiError, forbidden, notFound, unauthorized, type Status } from "../src/k8s/errors.ts";
+import { findCondition, rfc3339, setCondition, type KubeObject } from "../src/k8s/meta.ts";
+import { commitObject, database } from "../src/k8s/store.ts";
+import { computeWrite, settleDeletion, type WriteRequest } from "../src/k8s/write.ts";
+import {
+  CLUSTER_ID_ANNOTATION,
+  Conditions,
+  DEFAULT_LEASE_DURATION_SECONDS,
+  ManagedClusterKind,
+  reconcileManagedCluster,
+  specOf,
+  statusOf,
+} from "../src/kinds/managedcluster.ts";
+import type { Env } from "../src/env.ts";
+import { AGENT_AUDIENCE, MAX_TOKEN_LIFETIME_SECONDS, CLOCK_SKEW_SECONDS, type Heartbeat } from "../src/agent/protocol.ts";
+
+/** A result crossing the RPC boundary: a value, or a Kubernetes Status (errors as values). */
+export type Result<T> = { ok: true; value: T } | { ok: false; status: Status };
+
+/** Storage cost of one call: rows written to the object's SQLite and queries sent to D1. */
+export interface Cost {
+  rowsWritten: number;
+  d1Queries: number;
+}
+
+/** The outcome of an admin write: the stored object (null after a delete) and whether it was created. */
+export interface WriteOutcome {
+  object: KubeObject | null;
+  created: boolean;
+}
+
+/** What the agent learns about its registration (GET /agent/v1/clusters/{name}). */
+export interface RegistrationInfo {
+  clusterName: string;
+  hubAcceptsClient: boolean;
+  denied: boolean;
+  joined: boolean;
+  leaseDurationSeconds: number;
+}
+
+/** Registration input, already checked by the Worker (bootstrap token and cluster ID index). */
+export interface RegisterInput {
+  clusterName: string;
+  clusterId: string;
+  publicKey: JWK;
+  claims: { name: string; value: string }[];
+  autoApprove: boolean;
+}
+
+/** What an agent request asks for once its JWT is verified. */
+export type AgentAction =
+  | { action: "info" }
+  | { action: "heartbeat"; heartbeat: Heartbeat }
+  | { action: "rotate-key"; publicKey: JWK };
+
+/** How long a key replaced by rotation keeps working, in milliseconds. */
+export const ROTATION_OVERLAP_MS = 5 * 60 * 1000;
+
+function errorResult(e: unknown): { ok: false; status: Status } {
+  if (e instanceof ApiError) return { ok: false, status: e.toStatus() };
+  throw e;
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+}
+
+/** The per-cluster Durable Object. */
+export class ClusterObject extends DurableObject<Env> {
+  private sql: SqlStorage;
+  private queue: Promise<unknown> = Promise.resolve();
+  private keyCache = new Map<string, CryptoKey>();
+  private alarmArmedAt: number | null = null;
+  private lastPurgeMs = 0;
+  private cost: Cost = { rowsWritten: 0, d1Queries: 0 };
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.createSchema();
+  }
+
+  /** Creates this object's tables (again after a deleteAll). */
+  private createSchema(): void {
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS state (k TEXT PRIMARY KEY, v TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS keys (kid TEXT PRIMARY KEY, jwk TEXT NOT NULL, not_after INTEGER);
+      CREATE TABLE IF NOT EXISTS seen_jti (jti TEXT PRIMARY KEY, exp INTEGER NOT NULL);`);
+  }
+
+  // ---- storage helpers -------------------------------------------------------------------
+
+  private exec(query: string, ...bindings: unknown[]): Record<string, SqlStorageValue>[] {
+    const cursor = this.sql.exec(query, ...bindings);
+    const rows = cursor.toArray();
+    this.cost.rowsWritten += cursor.rowsWritten;
+    return rows;
+  }
+
+  private readState<T>(k: string): T | null {
+    const row = this.exec("SELECT v FROM state WHERE k = ?", k)[0];
+    return row ? (JSON.parse(row.v as string) as T) : null;
+  }
+
+  private writeState(k: string, v: unknown): void {
+    this.exec("INSERT INTO state (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v", k, JSON.stringify(v));
+  }
+
+  private object(): KubeObject | null {
+    return this.readState<KubeObject>("object");
+  }
+
+  private renewTimeMs(): number | null {
+    return this.readState<number>("lease");
+  }
+
+  private graceMs(obj: KubeObject): number {
+    const multiplier = Number(this.env.LEASE_GRACE_MULTIPLIER ?? "5") || 5;
+    const lease = specOf(obj).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS;
+    return multiplier * lease * 1000;
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn, fn);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private takeCost(): Cost {
+    const c = this.cost;
+    this.cost = { rowsWritten: 0, d1Queries: 0 };
+    return c;
+  }
+
+  /**
+   * Stores `next` as the cluster's object after running OCM's hub controllers on it, and writes
+   * the D1 projection when it differs from `current`. Bumps `generation` when the spec changed.
+   */
+  private async commit(current: KubeObject | null, next: KubeObject | null): Promise<KubeObject | null> {
+    const name = (next ?? current)!.metadata.name;
+    const now = Date.now();
+    if (next) {
+      reconcileManagedCluster(next, now);
+      if (current && !sameJson(next.spec, current.spec)) next.metadata.generation = (current.metadata.generation ?? 1) + 1;
+      if (current && sameJson(next, current)) return current;
+    }
+    const db = database(this.env.DB);
+    const expected = current ? Number(current.metadata.resourceVersion) : null;
+    this.cost.d1Queries += 1;
+    const stored = await commitObject(db, ManagedClusterKind, { namespace: "", name }, next, expected);
+    if (stored) {
+      this.writeState("object", stored);
+      await this.afterChange(stored, now);
+    } else {
+      this.cost.d1Queries += 1;
+      await this.env.DB.prepare("DELETE FROM cluster_identities WHERE name = ?").bind(name).run();
+      this.keyCache.clear();
+      this.alarmArmedAt = null;
+      await this.ctx.storage.deleteAlarm();
+      await this.ctx.storage.deleteAll();
+      this.createSchema();
+    }
+    return stored;
+  }
+
+  /** Starts the lease of a newly accepted cluster and keeps the alarm no later than its expiry. */
+  private async afterChange(obj: KubeObject, now: number): Promise<void> {
+    if (!findCondition(statusOf(obj).conditions, Conditions.HubAccepted)) return;
+    let renew = this.renewTimeMs();
+    if (renew === null) {
+      renew = now;
+      this.writeState("lease", renew);
+    }
+    await this.armAlarm(renew + this.graceMs(obj));
+  }
+
+  private async armAlarm(at: number): Promise<void> {
+    if (this.alarmArmedAt !== null && this.alarmArmedAt <= at) return;
+    const current = await this.ctx.storage.getAlarm();
+    if (current !== null && current <= at) {
+      this.alarmArmedAt = current;
+      return;
+    }
+    await this.ctx.storage.setAlarm(at);
+    this.cost.rowsWritten += 1;
+    this.alarmArmedAt = at;
+  }
+
+  // ---- admin API ---------------------------------------------------------------------------
+
+  /** The ManagedCluster, or a 404 Status. */
+  async get(name: string): Promise<Result<KubeObject>> {
+    const obj = this.object();
+    if (!obj) return { ok: false, status: notFound({ group: ManagedClusterKind.group, plural: ManagedClusterKind.plural, name }).toStatus() };
+    return { ok: true, value: obj };
+  }
+
+  /**
+   * Runs an admin write (create, update, patch, delete; main resource or status) through the
+   * generic write machinery, then OCM's hub controllers, then commits.
+   */
+  async write(name: string, req: WriteRequest): Promise<Result<WriteOutcome>> {
+    return this.serial(async () => {
+      try {
+        const current = this.object();
+        const { next, created } = computeWrite(ManagedClusterKind, { namespace: "", name }, current, req, { now: Date.now(), newUid: () => crypto.randomUUID() });
+        if (next === current) return { ok: true, value: { object: current, created } };
+        const stored = await this.commit(current, settleDeletion(next));
+        return { ok: true, value: { object: stored, created } };
+      } catch (e) {
+        return errorResult(e);
+      }
+    });
+  }
+
+  // ---- agent API ---------------------------------------------------------------------------
+
+  /**
+   * Registers (or re-registers) the cluster's agent: creates the ManagedCluster with
+   * `hubAcceptsClient` = the token's autoApprove when absent, records the cluster ID and makes
+   * `publicKey` the cluster's only key. The Worker has already checked the bootstrap token and
+   * claimed the (name, cluster ID) pair in the D1 index.
+   */
+  async register(input: RegisterInput): Promise<Result<{ created: boolean; info: RegistrationInfo }>> {
+    return this.serial(async () => {
+      try {
+        const now = Date.now();
+        const current = this.object();
+        let next: KubeObject;
+        let created = false;
+        if (!current) {
+          const body = {
+            metadata: { name: input.clusterName, annotations: { [CLUSTER_ID_ANNOTATION]: input.clusterId } },
+            spec: { hubAcceptsClient: input.autoApprove },
+          };
+          next = computeWrite(ManagedClusterKind, { namespace: "", name: input.clusterName }, null, { verb: "create", body }, { now, newUid: () => crypto.randomUUID() }).next!;
+          if (input.autoApprove) next.metadata.annotations!["open-cluster-management.io/automatically-accepted-on"] = rfc3339(now);
+          created = true;
+        } else {
+          next = structuredClone(current);
+          next.metadata.annotations = { ...(next.metadata.annotations ?? {}), [CLUSTER_ID_ANNOTATION]: input.clusterId };
+        }
+        if (input.claims.length > 0) statusOf(next).clusterClaims = input.claims;
+        const kid = await calculateJwkThumbprint(input.publicKey);
+        this.exec("DELETE FROM keys");
+        this.exec("INSERT INTO keys (kid, jwk, not_after) VALUES (?, ?, NULL)", kid, JSON.stringify(input.publicKey));
+        this.keyCache.clear();
+        const stored = (await this.commit(current, next))!;
+        return { ok: true, value: { created, info: this.info(stored) } };
+      } catch (e) {
+        return errorResult(e);
+      }
+    });
+  }
+
+  private info(obj: KubeObject): RegistrationInfo {
+    const spec = specOf(obj);
+    const conditions = statusOf(obj).conditions;
+    return {
+      clusterName: obj.metadata.name,
+      hubAcceptsClient: spec.hubAcceptsClient,
+      denied: findCondition(conditions, Conditions.HubAccepted)?.status === "False",
+      joined: findCondition(conditions, Conditions.Joined)?.status === "True",
+      leaseDurationSeconds: spec.leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS,
+    };
+  }
+
+  private async key(kid: string, now: number): Promise<CryptoKey | null> {
+    const cached = this.keyCache.get(kid);
+    const row = this.exec("SELECT jwk, not_after FROM keys WHERE kid = ?", kid)[0];
+    if (!row) return null;
+    if (row.not_after !== null && (row.not_after as number) <= now) return null;
+    if (cached) return cached;
+    const key = (await importJWK(JSON.parse(row.jwk as string) as JWK, "ES256")) as CryptoKey;
+    this.keyCache.set(kid, key);
+    return key;
+  }
+
+  /**
+   * Verifies an agent JWT (see docs/agent-protocol.md): ES256 signature by a registered key of
+   * this cluster, `iss`/`sub` equal to the cluster name, `aud` "flotilla", lifetime at most 60 s,
+   * 30 s clock skew, and a `jti` never seen before (replay cache in this object's SQLite).
+   *
+   * @throws ApiError 401 on any failure.
+   */
+  private async verify(token: string, name: string, now: number): Promise<void> {
+    let kid: string | undefined;
+    try {
+      kid = decodeProtectedHeader(token).kid;
+    } catch {
+      throw unauthorized("malformed agent token");
+    }
+    if (!kid) throw unauthorized("agent token has no kid");
+    const key = await this.key(kid, now);
+    if (!key) throw unauthorized("agent token signed by an unknown or retired key");
+    let payload;
+    try {
+      ({ payload } = await jwtVerify(token, key, {
+        algorithms: ["ES256"],
+        audience: AGENT_AUDIENCE,
+        issuer: name,
+        subject: name,
+        clockTolerance: CLOCK_SKEW_SECONDS,
+        requiredClaims: ["exp", "iat", "jti"],
+        currentDate: new Date(now),
+      }));
+    } catch (e) {
+      throw unauthorized(`agent token rejected: ${(e as Error).message}`);
+    }
+    if (payload.exp! - payload.iat! > MAX_TOKEN_LIFETIME_SECONDS) throw unauthorized(`agent token lives longer than ${MAX_TOKEN_LIFETIME_SECONDS} seconds`);
+    const jti = String(payload.jti);
+    if (jti.length > 128) throw unauthorized("agent token jti too long");
+    const seen = this.exec("INSERT INTO seen_jti (jti, exp) VALUES (?, ?) ON CONFLICT (jti) DO NOTHING RETURNING jti", jti, (payload.exp! + CLOCK_SKEW_SECONDS) * 1000);
+    if (seen.length === 0) throw unauthorized("agent token replayed");
+    if (now - this.lastPurgeMs > 60_000) {
+      this.lastPurgeMs = now;
+      this.exec("DELETE FROM seen_jti WHERE exp < ?", now);
+    }
+  }
+
+  /**
+   * Serves one agent request: verifies its JWT (401), checks it is for this cluster (`target`,
+   * 403 otherwise), then runs the action. Heartbeats need an accepted cluster (403 otherwise);
+   * they renew the lease and change the ManagedCluster (and D1) only when its status changes.
+   * The returned cost counts this call's SQLite rows written and D1 queries.
+   */
+  async agent(token: string, name: string, target: string, action: AgentAction): Promise<Result<unknown> & { cost: Cost }> {
+    const result = await this.serial(async (): Promise<Result<unknown>> => {
+      try {
+        const now = Date.now();
+        const current = this.object();
+        if (!current) throw unauthorized(`cluster ${name} is not registered`);
+        await this.verify(token, name, now);
+        if (target !== name) throw forbidden(`the credential of cluster ${name} may not act on cluster ${target}`);
+        switch (action.action) {
+          case "info":
+            return { ok: true, value: this.info(current) };
+          case "rotate-key":
+            return { ok: true, value: await this.rotate(action.publicKey, now) };
+          case "heartbeat":
+            return { ok: true, value: await this.heartbeat(current, action.heartbeat, now) };
+        }
+      } catch (e) {
+        return errorResult(e);
+      }
+    });
+    return { ...result, cost: this.takeCost() };
+  }
+
+  private async rotate(publicKey: JWK, now: number): Promise<{ kid: string }> {
+    const kid = await calculateJwkThumbprint(publicKey);
+    this.exec("UPDATE keys SET not_after = ? WHERE not_after IS NULL AND kid != ?", now + ROTATION_OVERLAP_MS, kid);
+    this.exec("INSERT INTO keys (kid, jwk, not_after) VALUES (?, ?, NULL) ON CONFLICT (kid) DO UPDATE SET not_after = NULL", kid, JSON.stringify(publicKey));
+    this.exec("DELETE FROM keys WHERE not_after IS NOT NULL AND not_after <= ?", now);
+    return { kid };
+  }
+
+  private async heartbeat(current: KubeObject, hb: Heartbeat, now: number): Promise<{ leaseDurationSeconds: number }> {
+    const spec = specOf(current);
+    if (!spec.hubAcceptsClient) throw forbidden(`cluster ${current.metadata.name} is not accepted by the hub`);
+    this.writeState("lease", now);
+    const next = structuredClone(current);
+    const status = statusOf(next);
+    const conditions = (status.conditions ??= []);
+    const nowText = rfc3339(now);
+    setCondition(conditions, { type: Conditions.Joined, status: "True", reason: "ManagedClusterJoined", message: "Managed cluster joined" }, nowText);
+    if (hb.healthy) {
+      setCondition(conditions, { type: Conditions.Available, status: "True", reason: "ManagedClusterAvailable", message: "Managed cluster is available" }, nowText);
+    } else {
+      setCondition(conditions, { type: Conditions.Available, status: "False", reason: "ManagedClusterKubeAPIServerUnavailable", message: hb.healthMessage || "The kube-apiserver is not ok" }, nowText);
+    }
+    if (hb.version) status.version = hb.version;
+    if (hb.capacity) status.capacity = hb.capacity;
+    if (hb.allocatable) status.allocatable = hb.allocatable;
+    if (hb.clusterClaims) status.clusterClaims = hb.clusterClaims;
+    const stored = (await this.commit(current, next)) ?? current;
+    await this.armAlarm(now + this.graceMs(stored));
+    return { leaseDurationSeconds: specOf(stored).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS };
+  }
+
+  /**
+   * OCM's hub lease controller for this cluster: when no renewal arrived for
+   * grace = LEASE_GRACE_MULTIPLIER x leaseDurationSeconds, Available becomes Unknown
+   * (ManagedClusterLeaseUpdateStopped) and the taint controller adds the `unreachable` taint.
+   * Otherwise the alarm is set again at the lease's expiry. Idempotent.
+   */
+  override async alarm(): Promise<void> {
+    this.alarmArmedAt = null;
+    await this.serial(async () => {
+      const current = this.object();
+      if (!current) return;
+      const now = Date.now();
+      this.exec("DELETE FROM seen_jti WHERE exp < ?", now);
+      if (!findCondition(statusOf(current).conditions, Conditions.HubAccepted)) return;
+      const renew = this.renewTimeMs() ?? now;
+      const expiry = renew + this.graceMs(current);
+      if (now < expiry) {
+        await this.armAlarm(expiry);
+        return;
+      }
+      const next = structuredClone(current);
+      setCondition(
+        (statusOf(next).conditions ??= []),
+        { type: Conditions.Available, status: "Unknown", reason: "ManagedClusterLeaseUpdateStopped", message: "Registration agent stopped updating its lease." },
+        rfc3339(now),
+      );
+      await this.commit(current, next);
+    });
+  }
+}

@@ -1,0 +1,302 @@
+/**
+ * The generic Kubernetes resource endpoints, shared by every kind (after the apiserver's generic
+ * registry): `/apis/{group}/{version}[/namespaces/{ns}]/{plural}[/{name}[/status]]` with get, list
+ * (labelSelector, fieldSelector), create, update, merge patch, server-side apply and delete.
+ * D1-stored kinds commit through the D1 store; ManagedCluster goes through its Durable Object.
+ */
+import { Hono, type Context } from "hono";
+import { ApiError, badRequest, forbidden, methodNotAllowed, notFound, unauthorized } from "../k8s/errors.ts";
+import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
+import { matches, parseSelector, SelectorParseError } from "../k8s/labels.ts";
+import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
+import { commitObject, database, getObject, listObjects } from "../k8s/store.ts";
+import { computeWrite, settleDeletion, type WriteRequest } from "../k8s/write.ts";
+import { isDNS1123Label } from "../k8s/validation.ts";
+import { findKind, KINDS, servedGroups } from "../kinds/index.ts";
+import { BUILTIN_CLUSTER_SETS, ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
+import { randomToken, sha256Hex } from "../kinds/bootstraptoken.ts";
+import { agentSubject, bearerToken, isAdmin } from "../auth/credentials.ts";
+import type { Env } from "../env.ts";
+import type { Result, WriteOutcome } from "../../durable-objects/cluster.ts";
+import { decodeDelete, decodePatch, parseJson, readBody, requireJsonBody, statusResponse } from "./request.ts";
+
+type Ctx = Context<{ Bindings: Env }>;
+
+interface Target {
+  def: KindDefinition;
+  namespace: string;
+  name?: string;
+  subresource?: "status";
+}
+
+function present(def: KindDefinition, obj: KubeObject): KubeObject {
+  return def.present ? def.present(obj) : obj;
+}
+
+function json(body: unknown, status = 200): Response {
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+}
+
+/** Parses the path after `/apis/{group}/{version}/`. @throws ApiError 404 */
+function resolve(group: string, version: string, rest: string[]): Target {
+  let namespace = "";
+  let parts = rest;
+  if (parts[0] === "namespaces" && parts.length >= 3) {
+    namespace = parts[1]!;
+    parts = parts.slice(2);
+  }
+  const [plural, name, sub, ...extra] = parts;
+  const def = plural ? findKind(group, version, plural) : undefined;
+  if (!def || extra.length > 0 || (sub !== undefined && sub !== "status")) {
+    throw new ApiError(404, "NotFound", "the server could not find the requested resource");
+  }
+  if (def.namespaced && !namespace && name !== undefined) throw new ApiError(404, "NotFound", "the server could not find the requested resource");
+  if (!def.namespaced && namespace) throw new ApiError(404, "NotFound", "the server could not find the requested resource");
+  if (namespace) {
+    const errs = isDNS1123Label(namespace);
+    if (errs.length > 0) throw badRequest(`invalid namespace ${JSON.stringify(namespace)}: ${errs.join("; ")}`, "metadata.namespace");
+  }
+  if (sub === "status" && !def.hasStatus) throw new ApiError(404, "NotFound", "the server could not find the requested resource");
+  return { def, namespace, name: name === undefined ? undefined : decodeURIComponent(name), subresource: sub as "status" | undefined };
+}
+
+let builtinsReady: Promise<void> | null = null;
+
+/** Creates the built-in ManagedClusterSets `default` and `global` when absent (once per isolate). */
+function ensureBuiltins(env: Env): Promise<void> {
+  builtinsReady ??= (async () => {
+    const db = database(env.DB);
+    for (const set of BUILTIN_CLUSTER_SETS) {
+      if (await getObject(db, ManagedClusterSetKind, { namespace: "", name: set.name })) continue;
+      const { next } = computeWrite(ManagedClusterSetKind, { namespace: "", name: set.name }, null, { verb: "create", body: { metadata: { name: set.name }, spec: set.spec } }, { now: Date.now(), newUid: () => crypto.randomUUID() });
+      try {
+        await commitObject(db, ManagedClusterSetKind, { namespace: "", name: set.name }, next, null);
+      } catch (e) {
+        if (!(e instanceof ApiError && e.reason === "AlreadyExists")) throw e;
+      }
+    }
+  })().catch((e) => {
+    builtinsReady = null;
+    throw e;
+  });
+  return builtinsReady;
+}
+
+/**
+ * Authorises a request on `/apis`: the admin token may do anything; a valid agent credential
+ * gets 403 (agents use `/agent/v1`); anything else 401.
+ *
+ * @throws ApiError 401, 403
+ */
+async function authorize(c: Ctx): Promise<void> {
+  const token = bearerToken(c);
+  if (!token) throw unauthorized();
+  if (await isAdmin(token, c.env.FLOTILLA_ADMIN_TOKEN)) return;
+  const sub = agentSubject(token);
+  const res = (await c.env.CLUSTERS.getByName(sub).agent(token, sub, sub, { action: "info" })) as Result<unknown>;
+  if (res.ok) throw forbidden(`cluster ${sub}'s agent credential may only use /agent/v1`);
+  throw unauthorized(res.status.message);
+}
+
+function selectorFilter(c: Ctx): (obj: KubeObject) => boolean {
+  const ls = c.req.query("labelSelector");
+  const fs = c.req.query("fieldSelector");
+  let labelSel: ReturnType<typeof parseSelector> | null = null;
+  if (ls) {
+    try {
+      labelSel = parseSelector(ls);
+    } catch (e) {
+      if (e instanceof SelectorParseError) throw badRequest(`unable to parse requirement: ${e.message}`, "labelSelector");
+      throw e;
+    }
+  }
+  const fields: [string, string, boolean][] = [];
+  if (fs) {
+    for (const part of fs.split(",")) {
+      const m = /^\s*([^!=\s]+)\s*(==|=|!=)\s*(.*?)\s*$/.exec(part);
+      if (!m || !["metadata.name", "metadata.namespace"].includes(m[1]!)) {
+        throw badRequest(`field label not supported: ${part.split(/[!=]/)[0]}`, "fieldSelector");
+      }
+      fields.push([m[1]!, m[3]!, m[2] !== "!="]);
+    }
+  }
+  return (obj) => {
+    if (labelSel && !matches(labelSel, obj.metadata.labels ?? {})) return false;
+    for (const [f, v, eq] of fields) {
+      const actual = f === "metadata.name" ? obj.metadata.name : obj.metadata.namespace ?? "";
+      if ((actual === v) !== eq) return false;
+    }
+    return true;
+  };
+}
+
+async function list(c: Ctx, t: Target): Promise<Response> {
+  const filter = selectorFilter(c);
+  const { items, resourceVersion } = await listObjects(database(c.env.DB), t.def, t.def.namespaced ? t.namespace || undefined : "");
+  return json({
+    apiVersion: apiVersionOf(t.def),
+    kind: t.def.listKind,
+    metadata: { resourceVersion },
+    items: items.filter(filter).map((o) => present(t.def, o)),
+  });
+}
+
+async function get(c: Ctx, t: Target): Promise<Response> {
+  const ref = { group: t.def.group, plural: t.def.plural, name: t.name };
+  if (t.def.storage === "cluster") {
+    const res = (await c.env.CLUSTERS.getByName(t.name!).get(t.name!)) as Result<KubeObject>;
+    if (!res.ok) return json(res.status, res.status.code);
+    return json(present(t.def, res.value));
+  }
+  const obj = await getObject(database(c.env.DB), t.def, { namespace: t.namespace, name: t.name! });
+  if (!obj) throw notFound(ref);
+  return json(present(t.def, obj));
+}
+
+/** Whether a failed write may be retried on a fresh read (no client precondition was given). */
+function retriable(req: WriteRequest): boolean {
+  if (req.verb === "delete") return !req.preconditions?.resourceVersion && !req.preconditions?.uid;
+  if (req.verb === "patch") {
+    const p = req.patchType === "merge" && isJsonObject(req.patch) ? req.patch : null;
+    return !(p && isJsonObject(p.metadata) && p.metadata.resourceVersion);
+  }
+  return false;
+}
+
+async function writeD1(c: Ctx, t: Target, name: string, req: WriteRequest, extras?: Record<string, unknown>): Promise<{ object: KubeObject | null; created: boolean }> {
+  const db = database(c.env.DB);
+  const key = { namespace: t.namespace, name };
+  for (let attempt = 0; ; attempt++) {
+    const current = req.verb === "create" ? null : await getObject(db, t.def, key);
+    const { next, created } = computeWrite(t.def, key, current, req, { now: Date.now(), newUid: () => crypto.randomUUID(), extras });
+    if (next === current) return { object: current, created };
+    const settled = settleDeletion(next);
+    const storeKey = { namespace: t.namespace, name: (settled ?? next ?? current)!.metadata.name };
+    try {
+      const stored = await commitObject(db, t.def, storeKey, settled, current ? Number(current.metadata.resourceVersion) : null);
+      return { object: stored ?? current, created };
+    } catch (e) {
+      if (e instanceof ApiError && e.reason === "Conflict" && retriable(req) && attempt < 4) continue;
+      throw e;
+    }
+  }
+}
+
+async function write(c: Ctx, t: Target, req: WriteRequest): Promise<Response> {
+  if (t.def.systemOwned) throw methodNotAllowed(`${t.def.plural}.${t.def.group} are written by the hub's scheduler only`);
+  let name = t.name;
+  let extras: Record<string, unknown> | undefined;
+  let secret: string | undefined;
+  if (req.verb === "create") {
+    const meta = isJsonObject(req.body) && isJsonObject(req.body.metadata) ? req.body.metadata : {};
+    name = typeof meta.name === "string" && meta.name ? meta.name : undefined;
+    if (t.def === findKind("flotilla.dev", "v1alpha1", "bootstraptokens")) {
+      secret = randomToken(16);
+      extras = { secretHash: await sha256Hex(secret) };
+    }
+  }
+  let outcome: { object: KubeObject | null; created: boolean };
+  if (t.def.storage === "cluster") {
+    if (!name && req.verb === "create") {
+      const meta = isJsonObject(req.body) && isJsonObject(req.body.metadata) ? req.body.metadata : {};
+      if (typeof meta.generateName === "string" && meta.generateName) {
+        name = meta.generateName + randomToken(5);
+        (req.body as { metadata: Record<string, unknown> }).metadata = { ...meta, name };
+      }
+    }
+    if (!name) {
+      throw computeWriteError(t, req);
+    }
+    const res = (await c.env.CLUSTERS.getByName(name).write(name, req)) as Result<WriteOutcome>;
+    if (!res.ok) return json(res.status, res.status.code);
+    outcome = res.value;
+  } else {
+    outcome = await writeD1(c, t, name ?? "", req, extras);
+  }
+  if (!outcome.object) {
+    return json({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", details: { name, group: t.def.group, kind: t.def.plural } });
+  }
+  const out = present(t.def, outcome.object);
+  if (secret && outcome.created) out.status = { ...(out.status ?? {}), token: `${outcome.object.metadata.name}.${secret}` };
+  return json(out, outcome.created ? 201 : 200);
+}
+
+/** The error a create without a name gets (the same one the generic validation gives). */
+function computeWriteError(t: Target, req: WriteRequest): ApiError {
+  try {
+    computeWrite(t.def, { namespace: t.namespace }, null, req, { now: Date.now(), newUid: () => "" });
+  } catch (e) {
+    if (e instanceof ApiError) return e;
+    throw e;
+  }
+  return badRequest("metadata.name is required", "metadata.name");
+}
+
+function discoveryResources(group: string, version: string) {
+  return KINDS.filter((k) => k.group === group && k.version === version).flatMap((k) => {
+    const verbs = k.systemOwned ? ["get", "list", "watch"] : ["create", "delete", "get", "list", "patch", "update", "watch"];
+    const main = { name: k.plural, singularName: k.singular, namespaced: k.namespaced, kind: k.kind, verbs, shortNames: k.shortNames };
+    return k.hasStatus ? [main, { name: `${k.plural}/status`, singularName: "", namespaced: k.namespaced, kind: k.kind, verbs: ["get", "patch", "update"] }] : [main];
+  });
+}
+
+/** The `/apis` routes: discovery documents and the generic resource endpoints. */
+export function resourceRoutes(): Hono<{ Bindings: Env }> {
+  const app = new Hono<{ Bindings: Env }>();
+
+  app.use("*", async (c, next) => {
+    await authorize(c);
+    await ensureBuiltins(c.env);
+    await next();
+  });
+
+  app.get("/", (c) =>
+    c.json({
+      kind: "APIGroupList",
+      apiVersion: "v1",
+      groups: servedGroups().map((g) => ({
+        name: g.group,
+        versions: g.versions.map((v) => ({ groupVersion: `${g.group}/${v}`, version: v })),
+        preferredVersion: { groupVersion: `${g.group}/${g.versions[0]}`, version: g.versions[0] },
+      })),
+    }),
+  );
+
+  app.get("/:group/:version", (c) => {
+    const { group, version } = c.req.param();
+    const resources = discoveryResources(group, version);
+    if (resources.length === 0) throw new ApiError(404, "NotFound", "the server could not find the requested resource");
+    return c.json({ kind: "APIResourceList", apiVersion: "v1", groupVersion: `${group}/${version}`, resources });
+  });
+
+  app.all("/:group/:version/*", async (c) => {
+    const { group, version } = c.req.param();
+    const prefix = `/apis/${group}/${version}/`;
+    const rest = new URL(c.req.url).pathname.slice(prefix.length).split("/").filter((s) => s !== "");
+    const t = resolve(group, version, rest);
+    const method = c.req.method;
+    if (method === "GET") return t.name === undefined ? list(c, t) : get(c, t);
+    if (method === "POST") {
+      if (t.name !== undefined) throw methodNotAllowed("POST is only allowed on a collection");
+      requireJsonBody(c);
+      return write(c, t, { verb: "create", body: parseJson(await readBody(c)) });
+    }
+    if (t.name === undefined) throw methodNotAllowed(`${method} is not allowed on a collection`);
+    if (method === "PUT") {
+      requireJsonBody(c);
+      return write(c, t, { verb: "update", body: parseJson(await readBody(c)), subresource: t.subresource });
+    }
+    if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource));
+    if (method === "DELETE") {
+      if (t.subresource) throw methodNotAllowed("DELETE is not allowed on the status subresource");
+      return write(c, t, await decodeDelete(c));
+    }
+    throw methodNotAllowed(`${method} is not allowed`);
+  });
+
+  app.onError((err) => {
+    if (err instanceof ApiError) return statusResponse(err);
+    throw err;
+  });
+  return app;
+}

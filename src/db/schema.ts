@@ -1,0 +1,42 @@
+/**
+ * The D1 index (drizzle). D1 is where objects are listed and selected; the per-cluster Durable
+ * Object is the authority for its ManagedCluster and writes its projection here.
+ */
+import { sqliteTable, text, integer, primaryKey, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+/**
+ * Every served object, one row each. `resource` is `<group>/<plural>` (version-independent),
+ * `namespace` is "" for cluster-scoped kinds. `body` is the object's JSON without
+ * `metadata.resourceVersion`, which lives in `resource_version` (a value of the global counter).
+ */
+export const objects = sqliteTable(
+  "objects",
+  {
+    resource: text("resource").notNull(),
+    namespace: text("namespace").notNull(),
+    name: text("name").notNull(),
+    uid: text("uid").notNull(),
+    resourceVersion: integer("resource_version").notNull(),
+    body: text("body").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.resource, t.namespace, t.name] })],
+);
+
+/** The global resourceVersion counter (one row, id 1), bumped by every write in the same batch. */
+export const counters = sqliteTable("counters", {
+  id: integer("id").primaryKey(),
+  value: integer("value").notNull(),
+});
+
+/**
+ * Cluster identities (Karmada's ClusterID, KEP-2149): one cluster ID per cluster name and one
+ * name per cluster ID, enforced by the unique constraints rather than a read-then-write check.
+ */
+export const clusterIdentities = sqliteTable(
+  "cluster_identities",
+  {
+    name: text("name").primaryKey(),
+    clusterId: text("cluster_id").notNull(),
+  },
+  (t) => [uniqueIndex("cluster_identities_cluster_id").on(t.clusterId)],
+);

@@ -1,0 +1,15 @@
+/**
+ * The Worker's bindings (wrangler.toml): the D1 index, the per-cluster Durable Object namespace
+ * and the hub settings.
+ */
+import type { ClusterObject } from "../durable-objects/cluster.ts";
+
+/** Bindings and variables of the hub Worker. */
+export interface Env {
+  DB: D1Database;
+  CLUSTERS: DurableObjectNamespace<ClusterObject>;
+  /** The admin bearer token (set by `npm start`, or a secret when deployed). */
+  FLOTILLA_ADMIN_TOKEN?: string;
+  /** Grace multiplier: a lease not renewed for this many leaseDurationSeconds expires (OCM: 5). */
+  LEASE_GRACE_MULTIPLIER?: string;
+}

@@ -1,0 +1,35 @@
+/**
+ * The Flotilla hub Worker: OCM's API served with Kubernetes conventions (`/apis/...`), the agent
+ * API (`/agent/v1/...`), and the per-cluster Durable Object class.
+ */
+import { Hono } from "hono";
+import { ApiError } from "./k8s/errors.ts";
+import { statusResponse } from "./api/request.ts";
+import { resourceRoutes } from "./api/resources.ts";
+import { agentRoutes } from "./agent/routes.ts";
+import type { Env } from "./env.ts";
+
+export { ClusterObject } from "../durable-objects/cluster.ts";
+
+/** Builds the hub's Hono app. */
+export function createApp(): Hono<{ Bindings: Env }> {
+  const app = new Hono<{ Bindings: Env }>();
+  app.get("/healthz", (c) => c.text("ok"));
+  app.get("/livez", (c) => c.text("ok"));
+  app.get("/readyz", (c) => c.text("ok"));
+  app.route("/apis", resourceRoutes());
+  app.route("/agent/v1", agentRoutes());
+  app.notFound(() => statusResponse(new ApiError(404, "NotFound", "the server could not find the requested resource")));
+  app.onError((err) => {
+    if (err instanceof ApiError) return statusResponse(err);
+    console.error("internal error", err);
+    return statusResponse(new ApiError(500, "InternalError", "Internal error occurred"));
+  });
+  return app;
+}
+
+const app = createApp();
+
+export default {
+  fetch: (req: Request, env: Env, ctx: ExecutionContext) => app.fetch(req, env, ctx),
+} satisfies ExportedHandler<Env>;

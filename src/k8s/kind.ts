@@ -1,0 +1,71 @@
+/**
+ * What a kind contributes to the generic API machinery, after Kubernetes' generic registry
+ * (`k8s.io/apiserver/pkg/registry/generic/registry/store.go` plus each kind's `strategy.go`):
+ * its names, its schema and a small strategy. Adding a kind is one file under src/kinds/.
+ */
+import type { z } from "zod";
+import type { StatusCause } from "./errors.ts";
+import type { KubeObject } from "./meta.ts";
+
+/** The time and identity of a write, passed to strategies so that they stay pure. */
+export interface WriteContext {
+  /** Current time, epoch milliseconds. */
+  now: number;
+  /** A fresh random UUID for the object (used on create). */
+  newUid: () => string;
+  /** Kind-specific extras a strategy may need (e.g. a generated secret). */
+  extras?: Record<string, unknown>;
+}
+
+/** A printer column as a CRD declares it (`additionalPrinterColumns`). */
+export interface PrinterColumn {
+  name: string;
+  type: "string" | "integer" | "boolean" | "date" | "number";
+  jsonPath: string;
+  priority?: number;
+}
+
+/**
+ * One served kind. `storage` says who is the authority for its objects: `d1` for the generic
+ * D1 store, `cluster` for the per-cluster Durable Object (ManagedCluster).
+ */
+export interface KindDefinition {
+  group: string;
+  version: string;
+  kind: string;
+  listKind: string;
+  plural: string;
+  singular: string;
+  shortNames: string[];
+  namespaced: boolean;
+  /** True when the kind has a `/status` subresource (status changes only through it). */
+  hasStatus: boolean;
+  /** The whole object as a client may send it (strict: unknown fields are reported). */
+  schema: z.ZodType;
+  storage: "d1" | "cluster";
+  /** Names must be DNS-1123 labels (namespace-like kinds such as ManagedCluster) rather than subdomains. */
+  nameIsLabel?: boolean;
+  /** When set, users may not create, update, patch or delete objects of this kind (written by the hub only). */
+  systemOwned?: boolean;
+  printerColumns?: PrinterColumn[];
+  /** Sets defaults on a create or update body (mutates). */
+  defaults?(obj: KubeObject): void;
+  /** Kind-specific validation of the object about to be stored; `old` is absent on create. */
+  validate?(obj: KubeObject, old: KubeObject | undefined): StatusCause[];
+  /** Mutates an object about to be created (server-set fields). May throw ApiError. */
+  prepareForCreate?(obj: KubeObject, ctx: WriteContext): void;
+  /** Mutates an object about to replace `old` (server-set fields). May throw ApiError. */
+  prepareForUpdate?(obj: KubeObject, old: KubeObject, ctx: WriteContext): void;
+  /** Strips fields that are stored but never served (e.g. a token's hash). */
+  present?(obj: KubeObject): KubeObject;
+}
+
+/** `<group>/<version>` as it appears in `apiVersion`. */
+export function apiVersionOf(def: KindDefinition): string {
+  return def.group ? `${def.group}/${def.version}` : def.version;
+}
+
+/** The D1 `resource` key of a kind: `<group>/<plural>`. */
+export function resourceKey(def: KindDefinition): string {
+  return `${def.group}/${def.plural}`;
+}

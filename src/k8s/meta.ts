@@ -1,0 +1,168 @@
+/**
+ * ObjectMeta, the generic object shape and zod helpers shared by every kind.
+ * Follows apimachinery `pkg/apis/meta/v1/types.go` (ObjectMeta) and the CRD structural-schema
+ * behaviour: wrong types are 422 Invalid, unknown fields are 400 BadRequest under strict field
+ * validation.
+ */
+import { z } from "zod";
+import type { StatusCause } from "./errors.ts";
+
+/** metav1.OwnerReference. */
+export const OwnerReferenceSchema = z.strictObject({
+  apiVersion: z.string(),
+  kind: z.string(),
+  name: z.string(),
+  uid: z.string(),
+  controller: z.boolean().optional(),
+  blockOwnerDeletion: z.boolean().optional(),
+});
+
+/**
+ * metav1.ObjectMeta as a client may send it. Server-owned fields (uid, resourceVersion,
+ * generation, creationTimestamp, deletionTimestamp) are accepted in the body and then set by the
+ * server; `managedFields` is accepted and ignored.
+ */
+export const ObjectMetaSchema = z.strictObject({
+  name: z.string().optional(),
+  generateName: z.string().optional(),
+  namespace: z.string().optional(),
+  uid: z.string().optional(),
+  resourceVersion: z.string().optional(),
+  generation: z.number().int().optional(),
+  creationTimestamp: z.string().nullable().optional(),
+  deletionTimestamp: z.string().nullable().optional(),
+  deletionGracePeriodSeconds: z.number().int().nullable().optional(),
+  labels: z.record(z.string(), z.string()).nullable().optional(),
+  annotations: z.record(z.string(), z.string()).nullable().optional(),
+  finalizers: z.array(z.string()).nullable().optional(),
+  ownerReferences: z.array(OwnerReferenceSchema).nullable().optional(),
+  managedFields: z.array(z.unknown()).nullable().optional(),
+  selfLink: z.string().optional(),
+});
+
+/** The metadata of a stored object: everything the server owns is present. */
+export interface ObjectMeta {
+  name: string;
+  generateName?: string;
+  namespace?: string;
+  uid: string;
+  resourceVersion: string;
+  generation?: number;
+  creationTimestamp: string;
+  deletionTimestamp?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+  ownerReferences?: z.infer<typeof OwnerReferenceSchema>[];
+}
+
+/** A Kubernetes object as stored and served: apiVersion, kind, metadata, and kind-specific fields. */
+export interface KubeObject {
+  apiVersion: string;
+  kind: string;
+  metadata: ObjectMeta;
+  spec?: Record<string, unknown>;
+  status?: Record<string, unknown>;
+  [field: string]: unknown;
+}
+
+/** A plain JSON object. */
+export type JsonObject = Record<string, unknown>;
+
+/** True for a non-null, non-array object. */
+export function isJsonObject(v: unknown): v is JsonObject {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Formats a zod issue path the Kubernetes way: `spec.taints[0].key`. */
+export function fieldPath(path: ReadonlyArray<PropertyKey>, prefix = ""): string {
+  let out = prefix;
+  for (const seg of path) {
+    if (typeof seg === "number") out += `[${seg}]`;
+    else out += out ? `.${String(seg)}` : String(seg);
+  }
+  return out;
+}
+
+/** The outcome of checking a body against a kind's schema: unknown fields and invalid values apart. */
+export interface SchemaCheck {
+  unknownFields: string[];
+  causes: StatusCause[];
+}
+
+/**
+ * Runs a zod schema over a request body and sorts its issues into unknown fields (Kubernetes:
+ * `strict decoding error: unknown field "spec.foo"`, 400) and invalid values (422 causes with
+ * the field path).
+ */
+export function checkSchema(schema: z.ZodType, value: unknown): SchemaCheck {
+  const r = schema.safeParse(value);
+  const out: SchemaCheck = { unknownFields: [], causes: [] };
+  if (r.success) return out;
+  for (const issue of r.error.issues) {
+    if (issue.code === "unrecognized_keys") {
+      for (const k of issue.keys) out.unknownFields.push(fieldPath([...issue.path, k]));
+      continue;
+    }
+    const field = fieldPath(issue.path);
+    const reason = issue.code === "invalid_type" && issue.input === undefined ? "FieldValueRequired" : "FieldValueInvalid";
+    const message = reason === "FieldValueRequired" ? "Required value" : `Invalid value: ${describe(issue.input)}: ${issue.message}`;
+    out.causes.push({ field, message, reason });
+  }
+  return out;
+}
+
+function describe(v: unknown): string {
+  if (v === undefined) return "undefined";
+  try {
+    const s = JSON.stringify(v);
+    return s.length > 80 ? `${s.slice(0, 77)}...` : s;
+  } catch {
+    return String(v);
+  }
+}
+
+/** Kubernetes metav1.Condition. */
+export const ConditionSchema = z.strictObject({
+  type: z.string().min(1).max(316),
+  status: z.enum(["True", "False", "Unknown"]),
+  observedGeneration: z.number().int().min(0).optional(),
+  lastTransitionTime: z.string(),
+  reason: z.string().min(1).max(1024),
+  message: z.string().max(32768),
+});
+
+/** A metav1.Condition value. */
+export type Condition = z.infer<typeof ConditionSchema>;
+
+/**
+ * Sets a condition the way apimachinery's `meta.SetStatusCondition` does: the
+ * `lastTransitionTime` changes only when `status` changes. Returns true when anything changed.
+ * `now` is an RFC 3339 time.
+ */
+export function setCondition(conditions: Condition[], next: Omit<Condition, "lastTransitionTime">, now: string): boolean {
+  const i = conditions.findIndex((c) => c.type === next.type);
+  if (i < 0) {
+    conditions.push({ ...next, lastTransitionTime: now });
+    return true;
+  }
+  const cur = conditions[i]!;
+  if (cur.status === next.status && cur.reason === next.reason && cur.message === next.message && cur.observedGeneration === next.observedGeneration) {
+    return false;
+  }
+  conditions[i] = {
+    ...next,
+    lastTransitionTime: cur.status === next.status ? cur.lastTransitionTime : now,
+  };
+  return true;
+}
+
+/** Finds a condition by type. */
+export function findCondition(conditions: Condition[] | undefined, type: string): Condition | undefined {
+  return conditions?.find((c) => c.type === type);
+}
+
+/** RFC 3339 time with second precision, as Kubernetes serialises metav1.Time. */
+export function rfc3339(ms: number): string {
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(".000Z", "Z");
+}

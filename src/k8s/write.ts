@@ -1,0 +1,318 @@
+/**
+ * The pure part of every write: given a kind, the current object and a request, compute the
+ * object to store (or that it is to be deleted), or throw the Kubernetes error. Both stores (the
+ * D1 store and the cluster Durable Object) run this same function and then commit the result
+ * with a resourceVersion precondition. Semantics follow the apiserver's generic registry and
+ * handlers (create, update, JSON merge patch, server-side apply, delete, the status subresource).
+ */
+import { parse as parseYaml } from "yaml";
+import { ApiError, alreadyExists, badRequest, conflict, invalid, notFound, type StatusCause } from "./errors.ts";
+import { apiVersionOf, type KindDefinition, type WriteContext } from "./kind.ts";
+import { checkSchema, isJsonObject, rfc3339, type JsonObject, type KubeObject } from "./meta.ts";
+import { isDNS1123Label, isDNS1123Subdomain, validateAnnotations, validateLabels } from "./validation.ts";
+
+/** Delete preconditions (metav1.Preconditions). */
+export interface Preconditions {
+  uid?: string;
+  resourceVersion?: string;
+}
+
+/**
+ * A write as the HTTP layer decodes it. `subresource: "status"` writes only the status.
+ * `patchType` `merge` is RFC 7386 JSON merge patch; `apply` is server-side apply (body is YAML
+ * or JSON; `fieldManager` required).
+ */
+export type WriteRequest =
+  | { verb: "create"; body: unknown }
+  | { verb: "update"; body: unknown; subresource?: "status" }
+  | { verb: "patch"; patchType: "merge" | "apply"; patch: unknown; fieldManager?: string; force?: boolean; subresource?: "status" }
+  | { verb: "delete"; preconditions?: Preconditions };
+
+/** Where the object lives: its namespace ("" when cluster-scoped) and name (absent for a create without name). */
+export interface ObjectKey {
+  namespace: string;
+  name?: string;
+}
+
+/**
+ * The result of a write: `next` is the object to store, or null when the object is to be removed.
+ * `created` is true when the write created the object (HTTP 201).
+ */
+export interface WriteResult {
+  next: KubeObject | null;
+  created: boolean;
+}
+
+const GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789";
+
+function generatedName(prefix: string): string {
+  const bytes = new Uint8Array(5);
+  crypto.getRandomValues(bytes);
+  let suffix = "";
+  for (const b of bytes) suffix += GENERATE_ALPHABET[b % GENERATE_ALPHABET.length];
+  return prefix + suffix;
+}
+
+function ref(def: KindDefinition, name?: string) {
+  return { group: def.group, plural: def.plural, kind: def.kind, name };
+}
+
+/** Applies an RFC 7386 JSON merge patch to `target` and returns the result (inputs are not mutated). */
+export function mergePatch(target: unknown, patch: unknown): unknown {
+  if (!isJsonObject(patch)) return structuredClone(patch);
+  const out: JsonObject = isJsonObject(target) ? { ...target } : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = mergePatch(out[k], v);
+  }
+  return out;
+}
+
+/**
+ * Decodes and checks a body against the kind: it must be an object whose apiVersion and kind
+ * match the endpoint (400), with no unknown fields (400 `strict decoding error`) and valid values
+ * (422 with the field paths).
+ */
+function decode(def: KindDefinition, body: unknown, nameHint: string | undefined): KubeObject {
+  if (!isJsonObject(body)) throw badRequest("the request body must be a JSON object");
+  const expected = apiVersionOf(def);
+  if (body.apiVersion !== undefined && body.apiVersion !== expected) {
+    throw badRequest(`the API version in the data (${String(body.apiVersion)}) does not match the expected API version (${expected})`, "apiVersion");
+  }
+  if (body.kind !== undefined && body.kind !== def.kind) {
+    throw badRequest(`the kind in the data (${String(body.kind)}) does not match the expected kind (${def.kind})`, "kind");
+  }
+  const obj = { ...body, apiVersion: expected, kind: def.kind, metadata: isJsonObject(body.metadata) ? { ...body.metadata } : {} } as JsonObject;
+  const check = checkSchema(def.schema, obj);
+  const name = (obj.metadata as JsonObject).name;
+  if (check.unknownFields.length > 0) {
+    const list = check.unknownFields.map((f) => `unknown field "${f}"`).join(", ");
+    throw new ApiError(400, "BadRequest", `strict decoding error: ${list}`, {
+      name: typeof name === "string" ? name : nameHint,
+      group: def.group,
+      kind: def.kind,
+      causes: check.unknownFields.map((f) => ({ reason: "FieldValueInvalid", message: `unknown field "${f}"`, field: f })),
+    });
+  }
+  if (check.causes.length > 0) throw invalid(ref(def, typeof name === "string" ? name : nameHint), check.causes);
+  return obj as unknown as KubeObject;
+}
+
+function validateMeta(def: KindDefinition, obj: KubeObject): StatusCause[] {
+  const causes: StatusCause[] = [];
+  const name = obj.metadata.name;
+  if (!name) {
+    causes.push({ field: "metadata.name", message: "Required value: name or generateName is required", reason: "FieldValueRequired" });
+  } else {
+    for (const m of def.nameIsLabel ? isDNS1123Label(name) : isDNS1123Subdomain(name)) {
+      causes.push({ field: "metadata.name", message: `Invalid value: ${JSON.stringify(name)}: ${m}`, reason: "FieldValueInvalid" });
+    }
+  }
+  if (obj.metadata.labels) for (const e of validateLabels(obj.metadata.labels, "metadata.labels")) causes.push(e);
+  if (obj.metadata.annotations) for (const e of validateAnnotations(obj.metadata.annotations, "metadata.annotations")) causes.push(e);
+  return causes;
+}
+
+function specOf(obj: KubeObject): string {
+  const { metadata: _m, status: _s, apiVersion: _a, kind: _k, ...rest } = obj;
+  return JSON.stringify(rest);
+}
+
+function cleanMeta(obj: KubeObject): void {
+  const m = obj.metadata as unknown as JsonObject;
+  for (const k of ["managedFields", "selfLink", "deletionGracePeriodSeconds"]) delete m[k];
+  for (const k of ["labels", "annotations", "finalizers", "ownerReferences"]) {
+    const v = m[k];
+    if (v === null || (Array.isArray(v) && v.length === 0) || (isJsonObject(v) && Object.keys(v).length === 0)) delete m[k];
+  }
+  if (obj.status === null) delete obj.status;
+}
+
+function finishValidation(def: KindDefinition, obj: KubeObject, old: KubeObject | undefined): void {
+  const causes = [...validateMeta(def, obj), ...(def.validate?.(obj, old) ?? [])];
+  if (causes.length > 0) throw invalid(ref(def, obj.metadata.name), causes);
+}
+
+function create(def: KindDefinition, key: ObjectKey, current: KubeObject | null, body: unknown, ctx: WriteContext): WriteResult {
+  const obj = decode(def, body, key.name);
+  const meta = obj.metadata;
+  if (meta.resourceVersion) throw badRequest("resourceVersion should not be set on objects to be created", "metadata.resourceVersion");
+  if (!meta.name && meta.generateName) meta.name = generatedName(meta.generateName);
+  if (key.name && meta.name && key.name !== meta.name) {
+    throw badRequest(`the name of the object (${meta.name}) does not match the name on the URL (${key.name})`, "metadata.name");
+  }
+  if (def.namespaced) {
+    if (meta.namespace && meta.namespace !== key.namespace) {
+      throw badRequest("the namespace of the provided object does not match the namespace sent on the request", "metadata.namespace");
+    }
+    meta.namespace = key.namespace;
+  } else {
+    delete meta.namespace;
+  }
+  if (current) throw alreadyExists(ref(def, meta.name));
+  if (def.hasStatus) delete obj.status;
+  def.defaults?.(obj);
+  def.prepareForCreate?.(obj, ctx);
+  finishValidation(def, obj, undefined);
+  meta.uid = ctx.newUid();
+  meta.creationTimestamp = rfc3339(ctx.now);
+  meta.generation = 1;
+  delete meta.deletionTimestamp;
+  cleanMeta(obj);
+  return { next: obj, created: true };
+}
+
+function update(def: KindDefinition, key: ObjectKey, current: KubeObject | null, body: unknown, subresource: "status" | undefined, ctx: WriteContext): WriteResult {
+  const incoming = decode(def, body, key.name);
+  if (!current) throw notFound(ref(def, key.name));
+  if (incoming.metadata.name && incoming.metadata.name !== key.name) {
+    throw badRequest(`the name of the object (${incoming.metadata.name}) does not match the name on the URL (${key.name})`, "metadata.name");
+  }
+  if (def.namespaced && incoming.metadata.namespace && incoming.metadata.namespace !== key.namespace) {
+    throw badRequest("the namespace of the provided object does not match the namespace sent on the request", "metadata.namespace");
+  }
+  const rv = incoming.metadata.resourceVersion;
+  if (rv && rv !== current.metadata.resourceVersion) {
+    throw conflict(ref(def, key.name), "the object has been modified; please apply your changes to the latest version and try again");
+  }
+  let next: KubeObject;
+  if (subresource === "status") {
+    if (!def.hasStatus) throw notFound(ref(def, key.name));
+    next = structuredClone(current);
+    if (incoming.status === undefined) delete next.status;
+    else next.status = incoming.status;
+  } else {
+    next = incoming;
+    next.metadata = {
+      ...incoming.metadata,
+      name: current.metadata.name,
+      uid: current.metadata.uid,
+      creationTimestamp: current.metadata.creationTimestamp,
+      generation: current.metadata.generation,
+      resourceVersion: current.metadata.resourceVersion,
+    };
+    if (def.namespaced) next.metadata.namespace = current.metadata.namespace;
+    else delete next.metadata.namespace;
+    if (current.metadata.deletionTimestamp) next.metadata.deletionTimestamp = current.metadata.deletionTimestamp;
+    else delete next.metadata.deletionTimestamp;
+    if (def.hasStatus) {
+      if (current.status === undefined) delete next.status;
+      else next.status = structuredClone(current.status);
+    }
+    def.defaults?.(next);
+    def.prepareForUpdate?.(next, current, ctx);
+  }
+  finishValidation(def, next, current);
+  cleanMeta(next);
+  if (specOf(next) !== specOf(current)) next.metadata.generation = (current.metadata.generation ?? 1) + 1;
+  if (JSON.stringify(next) === JSON.stringify(current)) return { next: current, created: false };
+  return { next, created: false };
+}
+
+function parseApplyBody(patch: unknown): unknown {
+  if (typeof patch !== "string") return patch;
+  try {
+    return parseYaml(patch);
+  } catch (e) {
+    throw badRequest(`error decoding YAML: ${(e as Error).message}`);
+  }
+}
+
+function patchObject(
+  def: KindDefinition,
+  key: ObjectKey,
+  current: KubeObject | null,
+  req: Extract<WriteRequest, { verb: "patch" }>,
+  ctx: WriteContext,
+): WriteResult {
+  if (req.patchType === "apply") {
+    if (!req.fieldManager) {
+      throw new ApiError(422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch", {
+        group: "meta.k8s.io",
+        kind: "PatchOptions",
+        causes: [{ reason: "FieldValueRequired", message: "Required value: is required for apply patch", field: "fieldManager" }],
+      });
+    }
+    const body = parseApplyBody(req.patch);
+    if (!isJsonObject(body)) throw badRequest("the apply patch must be an object");
+    if (body.apiVersion !== apiVersionOf(def) || body.kind !== def.kind) {
+      throw badRequest(`invalid object type: ${String(body.apiVersion)}, Kind=${String(body.kind)}`, "apiVersion");
+    }
+    if (isJsonObject(body.metadata) && body.metadata.managedFields != null) throw badRequest("metadata.managedFields must be nil", "metadata.managedFields");
+    if (isJsonObject(body.metadata) && typeof body.metadata.name === "string" && body.metadata.name !== key.name) {
+      throw badRequest(`the name of the object (${body.metadata.name}) does not match the name on the URL (${key.name})`, "metadata.name");
+    }
+    if (!current) {
+      if (req.subresource === "status") throw notFound(ref(def, key.name));
+      return create(def, key, null, { ...body, metadata: { ...(isJsonObject(body.metadata) ? body.metadata : {}), name: key.name } }, ctx);
+    }
+    const merged = mergePatch(current, stripNulls(body));
+    return update(def, key, current, withRv(merged, current), req.subresource, ctx);
+  }
+  if (req.force !== undefined) throw badRequest("force: Forbidden: may not be specified for non-apply patch", "force");
+  if (!current) throw notFound(ref(def, key.name));
+  if (!isJsonObject(req.patch)) throw badRequest("the merge patch must be a JSON object");
+  const merged = mergePatch(current, req.patch);
+  const patchRv = isJsonObject(req.patch.metadata) ? req.patch.metadata.resourceVersion : undefined;
+  return update(def, key, current, patchRv === undefined ? withRv(merged, current) : merged, req.subresource, ctx);
+}
+
+function stripNulls(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(stripNulls);
+  if (!isJsonObject(v)) return v;
+  const out: JsonObject = {};
+  for (const [k, x] of Object.entries(v)) if (x !== null) out[k] = stripNulls(x);
+  return out;
+}
+
+function withRv(obj: unknown, current: KubeObject): unknown {
+  if (!isJsonObject(obj)) return obj;
+  const meta = isJsonObject(obj.metadata) ? obj.metadata : {};
+  return { ...obj, metadata: { ...meta, resourceVersion: current.metadata.resourceVersion } };
+}
+
+function remove(def: KindDefinition, key: ObjectKey, current: KubeObject | null, pre: Preconditions | undefined, ctx: WriteContext): WriteResult {
+  if (!current) throw notFound(ref(def, key.name));
+  if (pre?.uid && pre.uid !== current.metadata.uid) {
+    throw conflict(ref(def, key.name), `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.metadata.uid}`);
+  }
+  if (pre?.resourceVersion && pre.resourceVersion !== current.metadata.resourceVersion) {
+    throw conflict(ref(def, key.name), `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${current.metadata.resourceVersion}`);
+  }
+  if ((current.metadata.finalizers?.length ?? 0) > 0) {
+    if (current.metadata.deletionTimestamp) return { next: current, created: false };
+    const next = structuredClone(current);
+    next.metadata.deletionTimestamp = rfc3339(ctx.now);
+    return { next, created: false };
+  }
+  return { next: null, created: false };
+}
+
+/**
+ * Computes the result of `req` on `current` (null when the object does not exist).
+ *
+ * @throws ApiError 400 (malformed body, unknown fields, mismatched name/namespace/kind), 404
+ * (update/patch/delete of a missing object), 409 (AlreadyExists, stale resourceVersion, failed
+ * precondition), 422 (invalid values, missing fieldManager for apply).
+ */
+export function computeWrite(def: KindDefinition, key: ObjectKey, current: KubeObject | null, req: WriteRequest, ctx: WriteContext): WriteResult {
+  switch (req.verb) {
+    case "create":
+      return create(def, key, current, req.body, ctx);
+    case "update":
+      return update(def, key, current, req.body, req.subresource, ctx);
+    case "patch":
+      return patchObject(def, key, current, req, ctx);
+    case "delete":
+      return remove(def, key, current, req.preconditions, ctx);
+  }
+}
+
+/**
+ * Finishes a deletion once the last finalizer is gone: an object carrying a deletionTimestamp and
+ * no finalizers is removed (returns null), as the apiserver does on the update that clears them.
+ */
+export function settleDeletion(obj: KubeObject | null): KubeObject | null {
+  if (obj && obj.metadata.deletionTimestamp && (obj.metadata.finalizers?.length ?? 0) === 0) return null;
+  return obj;
+}

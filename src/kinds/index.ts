@@ -1,0 +1,26 @@
+/**
+ * Every kind the hub serves. Adding a kind is one file in this folder plus one line here.
+ */
+import type { KindDefinition } from "../k8s/kind.ts";
+import { BootstrapTokenKind } from "./bootstraptoken.ts";
+import { ManagedClusterKind } from "./managedcluster.ts";
+import { ManagedClusterSetKind } from "./managedclusterset.ts";
+
+/** All served kinds. */
+export const KINDS: KindDefinition[] = [ManagedClusterKind, ManagedClusterSetKind, BootstrapTokenKind];
+
+/** Finds a kind by group, version and plural (or short name / singular, as kubectl may use). */
+export function findKind(group: string, version: string, resource: string): KindDefinition | undefined {
+  return KINDS.find((k) => k.group === group && k.version === version && k.plural === resource);
+}
+
+/** The groups served, each with its versions, in a stable order. */
+export function servedGroups(): { group: string; versions: string[] }[] {
+  const out: { group: string; versions: string[] }[] = [];
+  for (const k of KINDS) {
+    let g = out.find((x) => x.group === k.group);
+    if (!g) out.push((g = { group: k.group, versions: [] }));
+    if (!g.versions.includes(k.version)) g.versions.push(k.version);
+  }
+  return out;
+}

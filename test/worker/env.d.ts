@@ -1,0 +1,9 @@
+declare namespace Cloudflare {
+  interface Env {
+    DB: D1Database;
+    CLUSTERS: DurableObjectNamespace<import("../../durable-objects/cluster.ts").ClusterObject>;
+    FLOTILLA_ADMIN_TOKEN: string;
+    LEASE_GRACE_MULTIPLIER: string;
+    TEST_MIGRATIONS: import("cloudflare:test").D1Migration[];
+  }
+}

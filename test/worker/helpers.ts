@@ -1,0 +1,80 @@
+/** Helpers for Worker tests: HTTP calls into the hub inside workerd, and agent keys. */
+import { exports } from "cloudflare:workers";
+import { SignJWT, calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from "jose";
+
+export const ADMIN = "test-admin-token";
+export const MC = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
+export const MCSET = "/apis/cluster.open-cluster-management.io/v1beta2/managedclustersets";
+export const TOKENS = "/apis/flotilla.dev/v1alpha1/bootstraptokens";
+
+export interface CallOptions {
+  token?: string | null;
+  contentType?: string;
+  raw?: string;
+}
+
+/** Calls the hub; returns status, parsed JSON body and headers. */
+export async function call(method: string, path: string, body?: unknown, opts: CallOptions = {}) {
+  const headers: Record<string, string> = {};
+  const token = opts.token === undefined ? ADMIN : opts.token;
+  if (token) headers.authorization = `Bearer ${token}`;
+  let payload: string | undefined = opts.raw;
+  if (body !== undefined && payload === undefined) payload = typeof body === "string" ? body : JSON.stringify(body);
+  if (payload !== undefined) headers["content-type"] = opts.contentType ?? "application/json";
+  const res = await exports.default.fetch(`https://hub.test${path}`, { method, headers, body: payload });
+  const text = await res.text();
+  let json: any = undefined; // eslint-disable-line @typescript-eslint/no-explicit-any
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = text;
+  }
+  return { status: res.status, body: json, headers: res.headers };
+}
+
+/** An agent identity: ES256 key pair and a signer of per-request JWTs. */
+export interface AgentKeys {
+  publicJwk: JWK;
+  kid: string;
+  sign(cluster: string, opts?: { jti?: string; lifetimeSeconds?: number; iatOffsetSeconds?: number; aud?: string; sub?: string }): Promise<string>;
+}
+
+export async function agentKeys(): Promise<AgentKeys> {
+  const { publicKey, privateKey } = await generateKeyPair("ES256", { extractable: true });
+  const publicJwk = await exportJWK(publicKey);
+  const kid = await calculateJwkThumbprint(publicJwk);
+  return {
+    publicJwk,
+    kid,
+    async sign(cluster, o = {}) {
+      const iat = Math.floor(Date.now() / 1000) + (o.iatOffsetSeconds ?? 0);
+      return new SignJWT({})
+        .setProtectedHeader({ alg: "ES256", typ: "JWT", kid })
+        .setIssuer(cluster)
+        .setSubject(o.sub ?? cluster)
+        .setAudience(o.aud ?? "flotilla")
+        .setIssuedAt(iat)
+        .setExpirationTime(iat + (o.lifetimeSeconds ?? 60))
+        .setJti(o.jti ?? crypto.randomUUID())
+        .sign(privateKey);
+    },
+  };
+}
+
+/** Creates a bootstrap token and returns its secret. */
+export async function createToken(spec: Record<string, unknown> = {}): Promise<string> {
+  const r = await call("POST", TOKENS, { apiVersion: "flotilla.dev/v1alpha1", kind: "BootstrapToken", spec });
+  if (r.status !== 201) throw new Error(`token create failed: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body.status.token as string;
+}
+
+/** Registers an agent and returns its keys. */
+export async function register(token: string, clusterName: string, clusterId: string, keys?: AgentKeys) {
+  const k = keys ?? (await agentKeys());
+  const r = await call("POST", "/agent/v1/register", { clusterName, clusterId, publicKey: k.publicJwk, claims: [{ name: "region", value: "eu" }] }, { token });
+  return { keys: k, res: r };
+}
+
+export function condition(obj: any, type: string) { // eslint-disable-line @typescript-eslint/no-explicit-any
+  return (obj?.status?.conditions ?? []).find((c: { type: string }) => c.type === type);
+}

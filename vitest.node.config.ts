@@ -1,0 +1,12 @@
+import { defineConfig } from "vitest/config";
+
+// Node-side tests: pure modules (test/unit), the agent and the simulated member
+// cluster (test/agent), and end-to-end runs against `wrangler dev` (test/e2e).
+export default defineConfig({
+  test: {
+    include: ["test/unit/**/*.test.ts", "test/agent/**/*.test.ts", "test/e2e/**/*.test.ts"],
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+    fileParallelism: false,
+  },
+});
