@@ -336,7 +336,9 @@ export class ClusterObject extends DurableObject<Env> {
    * The returned cost counts this call's SQLite rows written and D1 queries.
    */
   async agent(token: string, name: string, target: string, action: AgentAction): Promise<Result<unknown> & { cost: Cost }> {
+    let cost: Cost = { rowsWritten: 0, d1Queries: 0 };
     const result = await this.serial(async (): Promise<Result<unknown>> => {
+      this.takeCost();
       try {
         const now = Date.now();
         const current = this.object();
@@ -353,9 +355,11 @@ export class ClusterObject extends DurableObject<Env> {
         }
       } catch (e) {
         return errorResult(e);
+      } finally {
+        cost = this.takeCost();
       }
     });
-    return { ...result, cost: this.takeCost() };
+    return { ...result, cost };
   }
 
   private async rotate(publicKey: JWK, now: number): Promise<{ kid: string }> {

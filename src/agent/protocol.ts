@@ -14,7 +14,7 @@ export const CLOCK_SKEW_SECONDS = 30;
 const claim = z.strictObject({ name: z.string().min(1).max(253), value: z.string().min(1).max(1024) });
 const quantityMap = z.record(z.string().min(1).max(253), z.string().min(1).max(64));
 
-/** A public EC P-256 JWK (ES256), as the agent registers it. Private members are refused. */
+/** A public EC P-256 JWK (ES256), as the agent registers it. Private members (`d`) are unknown fields and refused. */
 export const PublicJwkSchema = z
   .object({
     kty: z.literal("EC"),
@@ -24,7 +24,6 @@ export const PublicJwkSchema = z
     alg: z.literal("ES256").optional(),
     kid: z.string().max(128).optional(),
     use: z.string().optional(),
-    d: z.undefined({ error: "a private key must never be sent" }),
   })
   .strict();
 

@@ -1,0 +1,181 @@
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { agentKeys, call, condition, createToken, MC, register } from "./helpers.ts";
+
+const heartbeat = (over: Record<string, unknown> = {}) => ({
+  healthy: true,
+  version: { kubernetes: "v1.31.2" },
+  capacity: { cpu: "12", memory: "48Gi" },
+  allocatable: { cpu: "11400m", memory: "45Gi" },
+  clusterClaims: [{ name: "region", value: "eu" }],
+  ...over,
+});
+
+async function hb(name: string, keys: Awaited<ReturnType<typeof agentKeys>>, body = heartbeat(), target = name) {
+  return call("POST", `/agent/v1/clusters/${target}/heartbeat`, body, { token: await keys.sign(name) });
+}
+
+describe("registration (double opt-in)", () => {
+  it("registers pending, is accepted by the admin, then joins and becomes Available", async () => {
+    const token = await createToken();
+    expect(token).toMatch(/^[a-z0-9]{6}\.[a-z0-9]{16}$/);
+    const { keys, res } = await register(token, "reg1", "id-reg1");
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ clusterName: "reg1", hubAcceptsClient: false, leaseDurationSeconds: 60 });
+
+    const pending = await call("GET", `${MC}/reg1`);
+    expect(pending.body.spec.hubAcceptsClient).toBe(false);
+    expect(pending.body.metadata.annotations["flotilla.dev/cluster-id"]).toBe("id-reg1");
+    expect(pending.body.status.clusterClaims).toEqual([{ name: "region", value: "eu" }]);
+
+    const early = await hb("reg1", keys);
+    expect(early.status).toBe(403);
+    const info = await call("GET", "/agent/v1/clusters/reg1", undefined, { token: await keys.sign("reg1") });
+    expect(info.status).toBe(200);
+    expect(info.body.hubAcceptsClient).toBe(false);
+
+    await call("PATCH", `${MC}/reg1`, { spec: { hubAcceptsClient: true } }, { contentType: "application/merge-patch+json" });
+    const ok = await hb("reg1", keys);
+    expect(ok.status).toBe(200);
+    expect(ok.body.leaseDurationSeconds).toBe(60);
+    const joined = await call("GET", `${MC}/reg1`);
+    expect(condition(joined.body, "ManagedClusterJoined")).toMatchObject({ status: "True", reason: "ManagedClusterJoined" });
+    expect(condition(joined.body, "ManagedClusterConditionAvailable")).toMatchObject({ status: "True", reason: "ManagedClusterAvailable" });
+    expect(joined.body.status.version.kubernetes).toBe("v1.31.2");
+    expect(joined.body.status.allocatable).toEqual({ cpu: "11400m", memory: "45Gi" });
+    expect(joined.body.spec.taints ?? []).toEqual([]);
+  });
+
+  it("autoApprove tokens accept at once; expired and revoked tokens are refused", async () => {
+    const auto = await createToken({ autoApprove: true });
+    const { res } = await register(auto, "auto1", "id-auto1");
+    expect(res.body.hubAcceptsClient).toBe(true);
+    const obj = await call("GET", `${MC}/auto1`);
+    expect(obj.body.metadata.annotations["open-cluster-management.io/automatically-accepted-on"]).toBeTruthy();
+
+    const revoked = await createToken();
+    await call("DELETE", `/apis/flotilla.dev/v1alpha1/bootstraptokens/${revoked.split(".")[0]}`);
+    expect((await register(revoked, "rev1", "id-rev1")).res.status).toBe(401);
+
+    const short = await createToken({ ttlSeconds: 1 });
+    await new Promise((r) => setTimeout(r, 1100));
+    const expired = await register(short, "exp1", "id-exp1");
+    expect(expired.res.status).toBe(401);
+    expect(expired.res.body.message).toContain("expired");
+    expect((await call("GET", `${MC}/exp1`)).status).toBe(404);
+  });
+
+  it("enforces cluster ID uniqueness and lets a restart back in", async () => {
+    const token = await createToken();
+    const first = await register(token, "uniq1", "id-shared");
+    expect(first.res.status).toBe(201);
+    const dupId = await register(token, "uniq2", "id-shared");
+    expect(dupId.res.status).toBe(409);
+    expect(dupId.res.body.message).toContain('"uniq1"');
+    expect((await call("GET", `${MC}/uniq2`)).status).toBe(404);
+    const dupName = await register(token, "uniq1", "id-other");
+    expect(dupName.res.status).toBe(409);
+    const again = await register(token, "uniq1", "id-shared", first.keys);
+    expect(again.res.status).toBe(200);
+  });
+
+  it("scopes credentials: another cluster's endpoints are 403, forged or replayed tokens 401", async () => {
+    const token = await createToken({ autoApprove: true });
+    const a = await register(token, "scope-a", "id-scope-a");
+    await register(token, "scope-b", "id-scope-b");
+    const cross = await hb("scope-a", a.keys, heartbeat(), "scope-b");
+    expect(cross.status).toBe(403);
+    const stranger = await agentKeys();
+    expect((await hb("scope-a", stranger)).status).toBe(401);
+    const jwt = await a.keys.sign("scope-a", { jti: "fixed-jti" });
+    expect((await call("POST", "/agent/v1/clusters/scope-a/heartbeat", heartbeat(), { token: jwt })).status).toBe(200);
+    const replay = await call("POST", "/agent/v1/clusters/scope-a/heartbeat", heartbeat(), { token: jwt });
+    expect(replay.status).toBe(401);
+    expect(replay.body.message).toContain("replayed");
+    const old = await a.keys.sign("scope-a", { iatOffsetSeconds: -200 });
+    expect((await call("POST", "/agent/v1/clusters/scope-a/heartbeat", heartbeat(), { token: old })).status).toBe(401);
+    const long = await a.keys.sign("scope-a", { lifetimeSeconds: 3600 });
+    expect((await call("POST", "/agent/v1/clusters/scope-a/heartbeat", heartbeat(), { token: long })).status).toBe(401);
+    expect((await call("GET", MC, undefined, { token: await a.keys.sign("scope-a") })).status).toBe(403);
+  });
+
+  it("deny and delete stop the credential at once", async () => {
+    const token = await createToken({ autoApprove: true });
+    const { keys } = await register(token, "deny1", "id-deny1");
+    expect((await hb("deny1", keys)).status).toBe(200);
+    await call("PATCH", `${MC}/deny1`, { spec: { hubAcceptsClient: false } }, { contentType: "application/merge-patch+json" });
+    const denied = await hb("deny1", keys);
+    expect(denied.status).toBe(403);
+    const info = await call("GET", "/agent/v1/clusters/deny1", undefined, { token: await keys.sign("deny1") });
+    expect(info.body.denied).toBe(true);
+    await call("DELETE", `${MC}/deny1`);
+    expect((await hb("deny1", keys)).status).toBe(401);
+    // The identity is released with the cluster: the same ID may join under a new name.
+    expect((await register(token, "deny1-new", "id-deny1")).res.status).toBe(201);
+  });
+
+  it("rotates keys without downtime: the old key keeps working during the overlap", async () => {
+    const token = await createToken({ autoApprove: true });
+    const { keys } = await register(token, "rot1", "id-rot1");
+    const next = await agentKeys();
+    const r = await call("POST", "/agent/v1/clusters/rot1/rotate-key", { publicKey: next.publicJwk }, { token: await keys.sign("rot1") });
+    expect(r.status).toBe(200);
+    expect(r.body.kid).toBe(next.kid);
+    expect((await hb("rot1", next)).status).toBe(200);
+    expect((await hb("rot1", keys)).status).toBe(200);
+    const stub = env.CLUSTERS.getByName("rot1");
+    await runInDurableObject(stub, (_obj, state) => {
+      state.storage.sql.exec("UPDATE keys SET not_after = 1 WHERE not_after IS NOT NULL");
+    });
+    expect((await hb("rot1", keys)).status).toBe(401);
+    expect((await hb("rot1", next)).status).toBe(200);
+  });
+});
+
+describe("leases and availability", () => {
+  it("a healthy heartbeat writes no D1 when nothing changed; few SQLite rows", async () => {
+    const token = await createToken({ autoApprove: true });
+    const { keys } = await register(token, "cost1", "id-cost1");
+    const first = await hb("cost1", keys);
+    expect(first.headers.get("x-flotilla-d1-queries")).toBe("1");
+    const second = await hb("cost1", keys);
+    expect(second.status).toBe(200);
+    expect(second.headers.get("x-flotilla-d1-queries")).toBe("0");
+    expect(Number(second.headers.get("x-flotilla-storage-rows-written"))).toBeLessThanOrEqual(3);
+  });
+
+  it("an unhealthy report gives Available=False and the unavailable taint", async () => {
+    const token = await createToken({ autoApprove: true });
+    const { keys } = await register(token, "sick1", "id-sick1");
+    await hb("sick1", keys, heartbeat({ healthy: false, healthMessage: "livez: 500" }));
+    const obj = (await call("GET", `${MC}/sick1`)).body;
+    expect(condition(obj, "ManagedClusterConditionAvailable")).toMatchObject({ status: "False", reason: "ManagedClusterKubeAPIServerUnavailable", message: "livez: 500" });
+    expect(obj.spec.taints.map((t: { key: string; effect: string }) => `${t.key}:${t.effect}`)).toEqual(["cluster.open-cluster-management.io/unavailable:NoSelect"]);
+    await hb("sick1", keys);
+    expect((await call("GET", `${MC}/sick1`)).body.spec.taints ?? []).toEqual([]);
+  });
+
+  it("a lease not renewed within 5 x leaseDurationSeconds makes the cluster Unknown and unreachable", async () => {
+    const token = await createToken({ autoApprove: true });
+    const { keys } = await register(token, "lease1", "id-lease1");
+    await call("PATCH", `${MC}/lease1`, { spec: { leaseDurationSeconds: 1 } }, { contentType: "application/merge-patch+json" });
+    const first = await hb("lease1", keys);
+    expect(first.body.leaseDurationSeconds).toBe(1);
+    const stub = env.CLUSTERS.getByName("lease1");
+    // Not yet expired: the alarm only re-arms.
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(condition((await call("GET", `${MC}/lease1`)).body, "ManagedClusterConditionAvailable").status).toBe("True");
+    await runInDurableObject(stub, (_obj, state) => {
+      state.storage.sql.exec("UPDATE state SET v = ? WHERE k = 'lease'", JSON.stringify(Date.now() - 6000));
+    });
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    const obj = (await call("GET", `${MC}/lease1`)).body;
+    expect(condition(obj, "ManagedClusterConditionAvailable")).toMatchObject({ status: "Unknown", reason: "ManagedClusterLeaseUpdateStopped" });
+    expect(obj.spec.taints.map((t: { key: string }) => t.key)).toEqual(["cluster.open-cluster-management.io/unreachable"]);
+    await hb("lease1", keys);
+    const back = (await call("GET", `${MC}/lease1`)).body;
+    expect(condition(back, "ManagedClusterConditionAvailable").status).toBe("True");
+    expect(back.spec.taints ?? []).toEqual([]);
+  });
+});
