@@ -150,7 +150,7 @@ function validate(obj: KubeObject): StatusCause[] {
     seen.add(k);
   });
   spec.managedClusterClientConfigs?.forEach((c, i) => {
-    let ok = false;
+    let ok: boolean;
     try {
       ok = new URL(c.url).protocol === "https:";
     } catch {

@@ -7,3 +7,9 @@ declare namespace Cloudflare {
     TEST_MIGRATIONS: import("cloudflare:test").D1Migration[];
   }
 }
+declare namespace Cloudflare {
+  interface GlobalProps {
+    mainModule: typeof import("../../src/index.ts");
+    durableNamespaces: "ClusterObject";
+  }
+}

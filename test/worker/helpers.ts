@@ -23,7 +23,7 @@ export async function call(method: string, path: string, body?: unknown, opts: C
   if (payload !== undefined) headers["content-type"] = opts.contentType ?? "application/json";
   const res = await exports.default.fetch(`https://hub.test${path}`, { method, headers, body: payload });
   const text = await res.text();
-  let json: any = undefined; // eslint-disable-line @typescript-eslint/no-explicit-any
+  let json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
   try {
     json = text ? JSON.parse(text) : undefined;
   } catch {
