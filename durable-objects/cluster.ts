@@ -24,15 +24,20 @@ import {
   statusOf,
 } from "../src/kinds/managedcluster.ts";
 import type { Env } from "../src/env.ts";
+import { reschedule, triggerForCluster } from "../src/placement/triggers.ts";
 import { AGENT_AUDIENCE, MAX_TOKEN_LIFETIME_SECONDS, CLOCK_SKEW_SECONDS, type Heartbeat } from "../src/agent/protocol.ts";
 
 /** A result crossing the RPC boundary: a value, or a Kubernetes Status (errors as values). */
 export type Result<T> = { ok: true; value: T } | { ok: false; status: Status };
 
-/** Storage cost of one call: rows written to the object's SQLite and queries sent to D1. */
+/**
+ * Storage cost of one call: rows written to the object's SQLite, queries this object sent to D1,
+ * and scheduler runs it triggered (each reads the index and writes what changed).
+ */
 export interface Cost {
   rowsWritten: number;
   d1Queries: number;
+  schedulerRuns: number;
 }
 
 /** The outcome of an admin write: the stored object (null after a delete) and whether it was created. */
@@ -84,7 +89,7 @@ export class ClusterObject extends DurableObject<Env> {
   private keyCache = new Map<string, CryptoKey>();
   private alarmArmedAt: number | null = null;
   private lastPurgeMs = 0;
-  private cost: Cost = { rowsWritten: 0, d1Queries: 0 };
+  private cost: Cost = { rowsWritten: 0, d1Queries: 0, schedulerRuns: 0 };
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -139,7 +144,7 @@ export class ClusterObject extends DurableObject<Env> {
 
   private takeCost(): Cost {
     const c = this.cost;
-    this.cost = { rowsWritten: 0, d1Queries: 0 };
+    this.cost = { rowsWritten: 0, d1Queries: 0, schedulerRuns: 0 };
     return c;
   }
 
@@ -170,6 +175,11 @@ export class ClusterObject extends DurableObject<Env> {
       await this.ctx.storage.deleteAlarm();
       await this.ctx.storage.deleteAll();
       this.createSchema();
+    }
+    const trigger = triggerForCluster(current, stored);
+    if (trigger) {
+      this.cost.schedulerRuns += 1;
+      await reschedule(this.env, trigger);
     }
     return stored;
   }
@@ -336,7 +346,7 @@ export class ClusterObject extends DurableObject<Env> {
    * The returned cost counts this call's SQLite rows written and D1 queries.
    */
   async agent(token: string, name: string, target: string, action: AgentAction): Promise<Result<unknown> & { cost: Cost }> {
-    let cost: Cost = { rowsWritten: 0, d1Queries: 0 };
+    let cost: Cost = { rowsWritten: 0, d1Queries: 0, schedulerRuns: 0 };
     const result = await this.serial(async (): Promise<Result<unknown>> => {
       this.takeCost();
       try {

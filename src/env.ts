@@ -3,11 +3,14 @@
  * and the hub settings.
  */
 import type { ClusterObject } from "../durable-objects/cluster.ts";
+import type { SchedulerObject } from "../durable-objects/scheduler.ts";
 
 /** Bindings and variables of the hub Worker. */
 export interface Env {
   DB: D1Database;
   CLUSTERS: DurableObjectNamespace<ClusterObject>;
+  /** The placement scheduler (one object, named "scheduler"). */
+  SCHEDULER: DurableObjectNamespace<SchedulerObject>;
   /** The admin bearer token (set by `npm start`, or a secret when deployed). */
   FLOTILLA_ADMIN_TOKEN?: string;
   /** Grace multiplier: a lease not renewed for this many leaseDurationSeconds expires (OCM: 5). */

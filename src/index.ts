@@ -10,6 +10,7 @@ import { agentRoutes } from "./agent/routes.ts";
 import type { Env } from "./env.ts";
 
 export { ClusterObject } from "../durable-objects/cluster.ts";
+export { SchedulerObject } from "../durable-objects/scheduler.ts";
 
 /** Builds the hub's Hono app. */
 export function createApp(): Hono<{ Bindings: Env }> {

@@ -82,6 +82,7 @@ async function agentCall(c: Ctx, action: AgentAction): Promise<Response> {
     "content-type": "application/json",
     "x-flotilla-storage-rows-written": String(res.cost.rowsWritten),
     "x-flotilla-d1-queries": String(res.cost.d1Queries),
+    "x-flotilla-scheduler-runs": String(res.cost.schedulerRuns),
   };
   if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers });
   return new Response(JSON.stringify(res.value), { status: 200, headers });

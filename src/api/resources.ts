@@ -18,6 +18,7 @@ import { randomToken, sha256Hex } from "../kinds/bootstraptoken.ts";
 import { agentSubject, bearerToken, isAdmin } from "../auth/credentials.ts";
 import type { Env } from "../env.ts";
 import type { Result, WriteOutcome } from "../../durable-objects/cluster.ts";
+import { reschedule, triggerForWrite } from "../placement/triggers.ts";
 import { decodeDelete, decodePatch, parseJson, readBody, requireJsonBody, statusResponse } from "./request.ts";
 
 type Ctx = Context<{ Bindings: Env }>;
@@ -212,6 +213,8 @@ async function write(c: Ctx, t: Target, req: WriteRequest): Promise<Response> {
     outcome = res.value;
   } else {
     outcome = await writeD1(c, t, name ?? "", req, extras);
+    const written = outcome.object?.metadata.name ?? name ?? "";
+    await reschedule(c.env, triggerForWrite(t.def, t.namespace, written));
   }
   if (!outcome.object) {
     return json({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", details: { name, group: t.def.group, kind: t.def.plural } });

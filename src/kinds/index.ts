@@ -5,9 +5,18 @@ import type { KindDefinition } from "../k8s/kind.ts";
 import { BootstrapTokenKind } from "./bootstraptoken.ts";
 import { ManagedClusterKind } from "./managedcluster.ts";
 import { ManagedClusterSetKind } from "./managedclusterset.ts";
+import { AddOnPlacementScoreKind, ManagedClusterSetBindingKind, PlacementDecisionKind, PlacementKind } from "./placement.ts";
 
 /** All served kinds. */
-export const KINDS: KindDefinition[] = [ManagedClusterKind, ManagedClusterSetKind, BootstrapTokenKind];
+export const KINDS: KindDefinition[] = [
+  ManagedClusterKind,
+  ManagedClusterSetKind,
+  ManagedClusterSetBindingKind,
+  PlacementKind,
+  PlacementDecisionKind,
+  AddOnPlacementScoreKind,
+  BootstrapTokenKind,
+];
 
 /** Finds a kind by group, version and plural (or short name / singular, as kubectl may use). */
 export function findKind(group: string, version: string, resource: string): KindDefinition | undefined {

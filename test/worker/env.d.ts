@@ -2,6 +2,7 @@ declare namespace Cloudflare {
   interface Env {
     DB: D1Database;
     CLUSTERS: DurableObjectNamespace<import("../../durable-objects/cluster.ts").ClusterObject>;
+    SCHEDULER: DurableObjectNamespace<import("../../durable-objects/scheduler.ts").SchedulerObject>;
     FLOTILLA_ADMIN_TOKEN: string;
     LEASE_GRACE_MULTIPLIER: string;
     TEST_MIGRATIONS: import("cloudflare:test").D1Migration[];
@@ -10,6 +11,6 @@ declare namespace Cloudflare {
 declare namespace Cloudflare {
   interface GlobalProps {
     mainModule: typeof import("../../src/index.ts");
-    durableNamespaces: "ClusterObject";
+    durableNamespaces: "ClusterObject" | "SchedulerObject";
   }
 }

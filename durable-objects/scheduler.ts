@@ -1,0 +1,78 @@
+/**
+ * SchedulerObject: the one Durable Object (named "scheduler") that runs the placement controller.
+ * Writes that can change a placement's decisions call `reconcile` after they commit and wait for
+ * it, so decisions are computed before the write returns. Runs are serialised and each reads the
+ * state after the triggering write, so no placement's decisions are computed from a state older
+ * than the last write. Triggers that arrive during a run are merged into the next one.
+ *
+ * Toleration expiry (OCM's `tolerationSeconds` requeue) is a schedule table in this object's
+ * SQLite with one alarm at the earliest due time: a placement is scheduled again at the moment a
+ * toleration expires, not by polling.
+ */
+import { DurableObject } from "cloudflare:workers";
+import { database } from "../src/k8s/store.ts";
+import { mergeTriggers, runPlacementController, type RunResult, type Trigger } from "../src/placement/controller.ts";
+import type { Env } from "../src/env.ts";
+
+/** The name of the single scheduler object. */
+export const SCHEDULER_NAME = "scheduler";
+
+/** The placement scheduler Durable Object. */
+export class SchedulerObject extends DurableObject<Env> {
+  private pending: Trigger | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS requeue (placement TEXT PRIMARY KEY, due INTEGER NOT NULL)");
+  }
+
+  /**
+   * Schedules again the placements `trigger` can affect and resolves once a run that started
+   * after this call has finished. Returns that run's result (placements scheduled, writes).
+   */
+  async reconcile(trigger: Trigger): Promise<RunResult> {
+    this.pending = this.pending ? mergeTriggers(this.pending, trigger) : trigger;
+    const run = this.queue.then(() => this.runPending());
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private last: RunResult = { scheduled: [], writes: 0, requeue: {} };
+
+  private async runPending(): Promise<RunResult> {
+    const trigger = this.pending;
+    this.pending = null;
+    if (!trigger) return this.last;
+    const now = Date.now();
+    const result = await runPlacementController(database(this.env.DB), trigger, now);
+    const sql = this.ctx.storage.sql;
+    for (const p of result.scheduled) {
+      const due = result.requeue[p];
+      if (due === undefined) sql.exec("DELETE FROM requeue WHERE placement = ?", p);
+      else sql.exec("INSERT INTO requeue (placement, due) VALUES (?, ?) ON CONFLICT (placement) DO UPDATE SET due = excluded.due", p, due);
+    }
+    await this.armAlarm();
+    this.last = result;
+    return result;
+  }
+
+  private async armAlarm(): Promise<void> {
+    const row = this.ctx.storage.sql.exec<{ due: number }>("SELECT MIN(due) AS due FROM requeue").toArray()[0];
+    if (row?.due == null) {
+      await this.ctx.storage.deleteAlarm();
+      return;
+    }
+    const current = await this.ctx.storage.getAlarm();
+    if (current !== row.due) await this.ctx.storage.setAlarm(Math.max(row.due, Date.now() + 1));
+  }
+
+  /** Runs the placements whose toleration expired. */
+  override async alarm(): Promise<void> {
+    const now = Date.now();
+    const due = this.ctx.storage.sql.exec<{ placement: string }>("SELECT placement FROM requeue WHERE due <= ?", now).toArray().map((r) => r.placement);
+    this.ctx.storage.sql.exec("DELETE FROM requeue WHERE due <= ?", now);
+    if (due.length > 0) await this.reconcile({ placements: due });
+    else await this.armAlarm();
+  }
+}

@@ -1,0 +1,133 @@
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { beforeAll, describe, expect, it } from "vitest";
+import { agentKeys, call, condition, createToken, MC, MCSET, register } from "./helpers.ts";
+
+const G = "/apis/cluster.open-cluster-management.io";
+const PLACEMENTS = (ns: string) => `${G}/v1beta1/namespaces/${ns}/placements`;
+const DECISIONS = (ns: string) => `${G}/v1beta1/namespaces/${ns}/placementdecisions`;
+const BINDINGS = (ns: string) => `${G}/v1beta2/namespaces/${ns}/managedclustersetbindings`;
+const merge = { contentType: "application/merge-patch+json" };
+
+const available = (status: "True" | "False" | "Unknown") => ({
+  type: "ManagedClusterConditionAvailable",
+  status,
+  reason: "Test",
+  message: "test",
+  lastTransitionTime: "2026-01-01T00:00:00Z",
+});
+
+async function cluster(name: string, labels: Record<string, string>, memory: string) {
+  const created = await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name, labels }, spec: { hubAcceptsClient: true } });
+  expect(created.status).toBe(201);
+  const st = await call("PATCH", `${MC}/${name}/status`, { status: { conditions: [available("True")], allocatable: { cpu: "4", memory }, capacity: { cpu: "4", memory: "64Gi" } } }, merge);
+  expect(st.status).toBe(200);
+}
+
+async function decided(ns: string, placement: string): Promise<string[]> {
+  const r = await call("GET", `${DECISIONS(ns)}?labelSelector=${encodeURIComponent(`cluster.open-cluster-management.io/placement=${placement}`)}`);
+  expect(r.status).toBe(200);
+  return r.body.items.flatMap((d: { status: { decisions: { clusterName: string }[] } }) => d.status.decisions.map((x) => x.clusterName)).sort();
+}
+
+beforeAll(async () => {
+  const set = await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "prod" } });
+  expect(set.status).toBe(201);
+  const cs = "cluster.open-cluster-management.io/clusterset";
+  await cluster("p1", { [cs]: "prod", env: "prod" }, "8Gi");
+  await cluster("p2", { [cs]: "prod", env: "prod" }, "16Gi");
+  await cluster("p3", { [cs]: "prod", env: "prod" }, "32Gi");
+  await cluster("p4", { [cs]: "prod", env: "dev" }, "64Gi");
+  await cluster("other1", { env: "prod" }, "64Gi");
+  const b = await call("POST", BINDINGS("apps"), { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "prod" }, spec: { clusterSet: "prod" } });
+  expect(b.status).toBe(201);
+});
+
+describe("placement scheduling on write", () => {
+  it("binds, selects by predicates and prioritizers, and writes decisions before the write returns", async () => {
+    const binding = await call("GET", `${BINDINGS("apps")}/prod`);
+    expect(condition(binding.body, "Bound")).toMatchObject({ status: "True", reason: "ClusterSetBound" });
+    const p = await call("POST", PLACEMENTS("apps"), {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "Placement",
+      metadata: { name: "web" },
+      spec: {
+        numberOfClusters: 2,
+        predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { env: "prod" } } } }],
+        prioritizerPolicy: { mode: "Exact", configurations: [{ scoreCoordinate: { builtIn: "ResourceAllocatableMemory" }, weight: 1 }] },
+      },
+    });
+    expect(p.status).toBe(201);
+    // Most allocatable memory among prod clusters of the bound set: p3 (32Gi), p2 (16Gi). other1 is not in a bound set.
+    expect(await decided("apps", "web")).toEqual(["p2", "p3"]);
+    const placement = (await call("GET", `${PLACEMENTS("apps")}/web`)).body;
+    expect(placement.status.numberOfSelectedClusters).toBe(2);
+    expect(condition(placement, "PlacementSatisfied")).toMatchObject({ status: "True", reason: "AllDecisionsScheduled" });
+    const pd = (await call("GET", `${DECISIONS("apps")}/web-decision-1`)).body;
+    expect(pd.metadata.labels["cluster.open-cluster-management.io/decision-group-index"]).toBe("0");
+    expect(pd.metadata.ownerReferences[0]).toMatchObject({ kind: "Placement", name: "web", uid: placement.metadata.uid });
+  });
+
+  it("moves decisions when a cluster is tainted or becomes unavailable", async () => {
+    await call("PATCH", `${MC}/p3`, { spec: { taints: [{ key: "maintenance", effect: "NoSelect" }] } }, merge);
+    expect(await decided("apps", "web")).toEqual(["p1", "p2"]);
+    await call("PATCH", `${MC}/p3`, { spec: { taints: [] } }, merge);
+    expect(await decided("apps", "web")).toEqual(["p2", "p3"]);
+    await call("PATCH", `${MC}/p2/status`, { status: { conditions: [available("False")] } }, merge);
+    expect(await decided("apps", "web")).toEqual(["p1", "p3"]);
+  });
+
+  it("a lease that expires moves work away with no request to the placement", async () => {
+    const token = await createToken({ autoApprove: true });
+    const keys = await agentKeys();
+    await register(token, "p5", "id-p5", keys);
+    await call("PATCH", `${MC}/p5`, { metadata: { labels: { "cluster.open-cluster-management.io/clusterset": "prod", env: "prod" } }, spec: { leaseDurationSeconds: 1 } }, merge);
+    const hb = await call("POST", "/agent/v1/clusters/p5/heartbeat", { healthy: true, allocatable: { cpu: "4", memory: "128Gi" }, capacity: { cpu: "4", memory: "128Gi" } }, { token: await keys.sign("p5") });
+    expect(hb.status).toBe(200);
+    expect(await decided("apps", "web")).toEqual(["p3", "p5"]);
+    const stub = env.CLUSTERS.getByName("p5");
+    await runInDurableObject(stub, (_o, state) => {
+      state.storage.sql.exec("UPDATE state SET v = ? WHERE k = 'lease'", JSON.stringify(Date.now() - 60_000));
+    });
+    await runDurableObjectAlarm(stub);
+    expect(await decided("apps", "web")).toEqual(["p1", "p3"]);
+  });
+
+  it("re-runs a placement when a toleration expires (scheduler alarm)", async () => {
+    await call("PATCH", `${MC}/p4`, { metadata: { labels: { env: "prod" } }, spec: { taints: [{ key: "flaky", effect: "NoSelect" }] } }, merge);
+    const p = await call("POST", PLACEMENTS("apps"), {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "Placement",
+      metadata: { name: "tolerant" },
+      spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { env: "prod" } } } }], tolerations: [{ key: "flaky", operator: "Exists", tolerationSeconds: 2 }] },
+    });
+    expect(p.status).toBe(201);
+    expect(await decided("apps", "tolerant")).toContain("p4");
+    const timeAdded = Date.parse((await call("GET", `${MC}/p4`)).body.spec.taints.find((t: { key: string }) => t.key === "flaky").timeAdded);
+    const alarmAt = await runInDurableObject(env.SCHEDULER.getByName("scheduler"), (_o, state) => state.storage.getAlarm());
+    // The alarm is set at the moment the toleration ends (timeAdded + tolerationSeconds).
+    expect(alarmAt).toBe(timeAdded + 2000);
+    const deadline = Date.now() + 8000;
+    while (Date.now() < deadline && (await decided("apps", "tolerant")).includes("p4")) await new Promise((r) => setTimeout(r, 200));
+    expect(await decided("apps", "tolerant")).not.toContain("p4");
+  });
+
+  it("paginates past 100 clusters and refuses user writes to decisions", async () => {
+    const cs = "cluster.open-cluster-management.io/clusterset";
+    await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "big" } });
+    await call("POST", BINDINGS("bulk"), { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "big" }, spec: { clusterSet: "big" } });
+    for (let i = 0; i < 105; i++) {
+      await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: `b${String(i).padStart(3, "0")}`, labels: { [cs]: "big" } } });
+    }
+    const p = await call("POST", PLACEMENTS("bulk"), { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "all" }, spec: { tolerations: [{ key: "cluster.open-cluster-management.io/unreachable", operator: "Exists" }] } });
+    expect(p.status).toBe(201);
+    const pds = (await call("GET", DECISIONS("bulk"))).body.items;
+    expect(pds.map((d: { metadata: { name: string } }) => d.metadata.name).sort()).toEqual(["all-decision-1", "all-decision-2"]);
+    expect(pds.map((d: { status: { decisions: unknown[] } }) => d.status.decisions.length).sort()).toEqual([100, 5]);
+    const create = await call("POST", DECISIONS("bulk"), { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "PlacementDecision", metadata: { name: "mine" } });
+    expect(create.status).toBe(405);
+    const del = await call("DELETE", `${PLACEMENTS("bulk")}/all`);
+    expect(del.status).toBe(200);
+    expect((await call("GET", DECISIONS("bulk"))).body.items).toHaveLength(0);
+  });
+});
