@@ -99,9 +99,9 @@ export class ClusterObject extends DurableObject<Env> {
 
   /** Creates this object's tables (again after a deleteAll). */
   private createSchema(): void {
-    this.sql.exec(`CREATE TABLE IF NOT EXISTS state (k TEXT PRIMARY KEY, v TEXT NOT NULL);
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS state (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS keys (kid TEXT PRIMARY KEY, jwk TEXT NOT NULL, not_after INTEGER);
-      CREATE TABLE IF NOT EXISTS seen_jti (jti TEXT PRIMARY KEY, exp INTEGER NOT NULL);`);
+      CREATE TABLE IF NOT EXISTS seen_jti (jti TEXT PRIMARY KEY, exp INTEGER NOT NULL) WITHOUT ROWID;`);
   }
 
   // ---- storage helpers -------------------------------------------------------------------
