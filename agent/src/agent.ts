@@ -1,0 +1,593 @@
+/**
+ * The agent loop: obtain credentials (register with the bootstrap token, or load them from
+ * the Secret), wait until the hub admin accepts the cluster, then send a heartbeat with the
+ * cluster's status every `leaseDurationSeconds` (+ up to 25 % jitter), like OCM's registration
+ * agent renewing its lease and updating `ManagedCluster.status`.
+ *
+ * Failures never end the loop except the ones a human must fix (no credentials and no
+ * bootstrap token; 409/401/422/403 on registration; a corrupt Secret). Each ongoing problem is
+ * logged once when it starts and once when it ends.
+ */
+import type { KubeConfig } from "@kubernetes/client-node";
+import { Backoff, Sleeper, heartbeatDelayMs, DEFAULT_LEASE_DURATION_SECONDS, type Random } from "./backoff.ts";
+import {
+  CREDENTIALS_SECRET_NAME,
+  CredentialsSecretError,
+  DEFAULT_AGENT_NAMESPACE,
+  generateAgentKeyPair,
+  loadCredentials,
+  signAgentToken,
+  storeCredentials,
+  type AgentCredentials,
+} from "./credentials.ts";
+import { HubClient, type ClusterClaim, type HeartbeatRequest, type HubFailure, type HubResult, type RotateKeyResponse } from "./hub-client.ts";
+import { getClusterIdentity, listClusterProperties } from "./identity.ts";
+import { describeKubeError, rawGet } from "./kube.ts";
+import { ConditionLog, createLogger, type Logger } from "./log.ts";
+import {
+  DEFAULT_HEALTH_FAILURE_THRESHOLD_SECONDS,
+  HealthTracker,
+  MAX_CUSTOM_CLUSTER_CLAIMS,
+  buildClusterClaims,
+  collectClusterStatus,
+  probeKubeApiServer,
+  type HealthReport,
+  type ProbeResult,
+} from "./status.ts";
+
+/** Where the agent is in its life cycle, as returned by {@link AgentHandle.state}. */
+export type AgentState =
+  | "starting"
+  | "registering"
+  | "waiting-for-acceptance"
+  | "heartbeating"
+  | "stopped"
+  | "failed";
+
+/** Timings of the loop, in milliseconds; all have production defaults and are shortened in tests. */
+export interface AgentTiming {
+  /** Poll period of `GET /agent/v1/clusters/{name}` while waiting for acceptance; default 5 000. */
+  acceptancePollMs: number;
+  /** First backoff ceiling after a failure; default 1 000. */
+  backoffBaseMs: number;
+  /** Largest backoff ceiling; default 60 000. */
+  backoffCapMs: number;
+  /** Probe period of the kube-apiserver between heartbeats (OCM's `--cluster-healthcheck-period`, 1 min); default 60 000. */
+  healthCheckPeriodMs: number;
+  /** Re-probe period while a failure is within the threshold (OCM requeues every 5 s); default 5 000. */
+  healthRecheckMs: number;
+  /** Timeout of one hub request; default 15 000. */
+  requestTimeoutMs: number;
+  /** Random source in [0, 1) for jitter; default `Math.random`. */
+  random: Random;
+}
+
+const DEFAULT_TIMING: AgentTiming = {
+  acceptancePollMs: 5_000,
+  backoffBaseMs: 1_000,
+  backoffCapMs: 60_000,
+  healthCheckPeriodMs: 60_000,
+  healthRecheckMs: 5_000,
+  requestTimeoutMs: 15_000,
+  random: Math.random,
+};
+
+/** Options of {@link startAgent}. */
+export interface AgentOptions {
+  /** Hub base URL, e.g. `http://127.0.0.1:8787`. */
+  hubUrl: string;
+  /** ManagedCluster name (a DNS-1123 label). */
+  clusterName: string;
+  /** Bootstrap token `<id>.<secret>`; needed only when the credentials Secret does not exist yet. */
+  bootstrapToken?: string;
+  /** Client configuration of the member cluster. */
+  kubeConfig: KubeConfig;
+  /** The agent's namespace holding the credentials Secret; default `flotilla-agent`. */
+  namespace?: string;
+  /** Extra cluster claims (from `--claim name=value`), merged with the ClusterProperties. */
+  claims?: ClusterClaim[];
+  /** How long (seconds) a kube-apiserver failure must persist before it is reported; default 20. */
+  healthFailureThresholdSeconds?: number;
+  /** Cap on custom claims; default 20 (OCM's `--max-custom-cluster-claims`). */
+  maxCustomClusterClaims?: number;
+  /** Logger; default text lines on stderr. */
+  logger?: Logger;
+  /** Loop timings (milliseconds); defaults suit production. */
+  timing?: Partial<AgentTiming>;
+  /** fetch used for hub requests; default the global fetch. */
+  fetch?: typeof fetch;
+  /** Called once by `stop()` after the loop has ended (e.g. to close the simulated cluster). */
+  onStop?: () => Promise<void>;
+}
+
+/** A running agent, as returned by {@link startAgent}. */
+export interface AgentHandle {
+  /** Stops the loop (aborting in-flight hub requests), then runs `onStop`. Idempotent. */
+  stop(): Promise<void>;
+  /** The current {@link AgentState}. */
+  state(): AgentState;
+  /**
+   * Settles when the loop ends: resolves after `stop()`, rejects with {@link AgentFatalError}
+   * when the agent gives up (e.g. a 409 at registration).
+   */
+  done: Promise<void>;
+  /**
+   * Rotates the key of this running agent (see {@link rotateKey}) and switches to the new key
+   * at once. Resolves with the old and new `kid`.
+   * @throws Error when the agent has no credentials yet or the hub refuses.
+   */
+  rotateKey(): Promise<{ oldKid: string; newKid: string }>;
+}
+
+/** An error the agent cannot recover from by retrying; the CLI exits non-zero with its message. */
+export class AgentFatalError extends Error {
+  override name = "AgentFatalError";
+}
+
+function isMalformedSecretError(err: unknown): boolean {
+  return err instanceof CredentialsSecretError;
+}
+
+class AgentRunner {
+  private current: AgentState = "starting";
+  private creds: AgentCredentials | undefined;
+  private lease = DEFAULT_LEASE_DURATION_SECONDS;
+  private readonly abort = new AbortController();
+  private readonly sleeper = new Sleeper(this.abort.signal);
+  private readonly healthSleeper = new Sleeper(this.abort.signal);
+  private readonly timing: AgentTiming;
+  private readonly log: Logger;
+  private readonly hub: HubClient;
+  private readonly hubCond: ConditionLog;
+  private readonly authCond: ConditionLog;
+  private readonly kubeCond: ConditionLog;
+  private readonly statusCond: ConditionLog;
+  private readonly backoff: Backoff;
+  private readonly health: HealthTracker;
+  private readonly namespace: string;
+  private readonly healthLoopDone: Promise<void>;
+  private stopping: Promise<void> | undefined;
+  readonly done: Promise<void>;
+
+  constructor(private readonly opts: AgentOptions) {
+    this.timing = { ...DEFAULT_TIMING, ...opts.timing };
+    this.log = opts.logger ?? createLogger();
+    this.namespace = opts.namespace ?? DEFAULT_AGENT_NAMESPACE;
+    this.hub = new HubClient({ hubUrl: opts.hubUrl, timeoutMs: this.timing.requestTimeoutMs, fetch: this.abortableFetch() });
+    this.hubCond = new ConditionLog(this.log, "hub reachable again");
+    this.authCond = new ConditionLog(this.log, "hub accepts the agent's credentials again");
+    this.kubeCond = new ConditionLog(this.log, "member cluster API reachable again");
+    this.statusCond = new ConditionLog(this.log, "cluster status fully readable again");
+    this.backoff = new Backoff(this.timing.backoffBaseMs, this.timing.backoffCapMs, this.timing.random);
+    this.health = new HealthTracker((opts.healthFailureThresholdSeconds ?? DEFAULT_HEALTH_FAILURE_THRESHOLD_SECONDS) * 1000);
+    this.done = this.run().then(
+      () => {
+        this.current = "stopped";
+      },
+      (err: unknown) => {
+        this.current = "failed";
+        if (err instanceof AgentFatalError) this.log.error(err.message, { cluster: opts.clusterName });
+        else this.log.error(`agent stopped on an unexpected error: ${describeKubeError(err)}`);
+        throw err;
+      },
+    );
+    // The caller may never await `done`; keep an unhandled rejection from killing the process.
+    this.done.catch(() => undefined);
+    this.healthLoopDone = this.healthLoop();
+  }
+
+  state(): AgentState {
+    return this.current;
+  }
+
+  private get aborted(): boolean {
+    return this.abort.signal.aborted;
+  }
+
+  private abortableFetch(): typeof fetch {
+    const base = this.opts.fetch ?? fetch;
+    return (input, init) =>
+      base(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, this.abort.signal]) : this.abort.signal });
+  }
+
+  private fields(extra: Record<string, string | number | boolean | undefined> = {}) {
+    return { cluster: this.opts.clusterName, ...extra };
+  }
+
+  // ---- main loop -------------------------------------------------------------------------
+
+  private async run(): Promise<void> {
+    const creds = await this.obtainCredentials();
+    if (!creds) return;
+    this.creds = creds;
+    let announcedWaiting = false;
+    while (!this.aborted) {
+      if (!(await this.waitForAcceptance(announcedWaiting))) return;
+      announcedWaiting = await this.heartbeatLoop();
+    }
+  }
+
+  /** Retries a member-cluster call with backoff until it succeeds; `undefined` when stopped. */
+  private async retryKube<T>(what: string, fn: () => Promise<T>, fatal?: (err: unknown) => boolean): Promise<T | undefined> {
+    const backoff = new Backoff(this.timing.backoffBaseMs, this.timing.backoffCapMs, this.timing.random);
+    while (!this.aborted) {
+      try {
+        const v = await fn();
+        this.kubeCond.clear(this.fields());
+        return v;
+      } catch (err) {
+        if (fatal?.(err)) throw new AgentFatalError(`${what}: ${describeKubeError(err)}`);
+        this.kubeCond.set("failing", `member cluster API call failed (${what}): ${describeKubeError(err)}; retrying with backoff`, this.fields());
+        await this.sleeper.sleep(backoff.next());
+      }
+    }
+    return undefined;
+  }
+
+  private async obtainCredentials(): Promise<AgentCredentials | undefined> {
+    const { clusterName, hubUrl } = this.opts;
+    const secretRef = `${this.namespace}/${CREDENTIALS_SECRET_NAME}`;
+    const loaded = await this.retryKube("reading the credentials Secret", () => loadCredentials(this.opts.kubeConfig, this.namespace), isMalformedSecretError);
+    if (this.aborted) return undefined;
+    if (loaded) {
+      if (loaded.clusterName === clusterName && loaded.hubUrl.replace(/\/+$/, "") === hubUrl.replace(/\/+$/, "")) {
+        this.log.info(`loaded hub credentials from Secret ${secretRef}`, this.fields({ kid: loaded.key.kid }));
+        return loaded;
+      }
+      this.log.warn(
+        `Secret ${secretRef} holds credentials of cluster ${loaded.clusterName} at ${loaded.hubUrl}; registering anew`,
+        this.fields(),
+      );
+    }
+    const token = this.opts.bootstrapToken;
+    if (!token) {
+      throw new AgentFatalError(
+        `no hub credentials in Secret ${secretRef} and no bootstrap token: pass --bootstrap-token or set FLOTILLA_BOOTSTRAP_TOKEN`,
+      );
+    }
+    this.current = "registering";
+    const identity = await this.retryKube("reading the cluster ID", () => getClusterIdentity(this.opts.kubeConfig));
+    if (!identity) return undefined;
+    let properties: ClusterClaim[] = [];
+    try {
+      properties = await listClusterProperties(this.opts.kubeConfig);
+    } catch {
+      // Claims are sent again with every heartbeat; registration does not wait for them.
+    }
+    const claims = buildClusterClaims(properties, this.opts.claims ?? [], this.opts.maxCustomClusterClaims ?? MAX_CUSTOM_CLUSTER_CLAIMS);
+    const key = await generateAgentKeyPair();
+    this.backoff.reset();
+    while (!this.aborted) {
+      const r = await this.hub.register(token, { clusterName, clusterId: identity.id, publicKey: key.publicJwk, claims });
+      if (this.aborted) return undefined;
+      if (r.ok) {
+        this.hubCond.clear(this.fields());
+        this.lease = r.value.leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS;
+        this.log.info(r.status === 201 ? "registered with the hub" : "registration confirmed by the hub", this.fields({
+          clusterId: identity.id,
+          idSource: identity.source,
+          kid: key.kid,
+          hubAcceptsClient: r.value.hubAcceptsClient,
+        }));
+        break;
+      }
+      const e = r.error;
+      if (e.kind === "conflict") throw new AgentFatalError(`hub refused registration (409 Conflict): ${e.message}`);
+      if (e.kind === "unauthorized") throw new AgentFatalError(`hub refused the bootstrap token (401): ${e.message}`);
+      if (e.kind === "invalid") throw new AgentFatalError(`hub refused the registration request (${e.status}): ${e.message}`);
+      if (e.kind === "forbidden") throw new AgentFatalError(`hub forbids registration (403): ${e.message}`);
+      this.noteHubFailure(e);
+      await this.sleeper.sleep(this.backoff.next(e.retryAfterMs));
+    }
+    if (this.aborted) return undefined;
+    const creds: AgentCredentials = { clusterName, clusterId: identity.id, hubUrl, key };
+    // Stored only after the hub said 2xx; retried so a registered key is not lost to a blip.
+    const stored = await this.retryKube("storing the credentials Secret", async () => {
+      await storeCredentials(this.opts.kubeConfig, this.namespace, creds);
+      return true;
+    });
+    if (!stored) return undefined;
+    this.log.info(`stored hub credentials in Secret ${secretRef}`, this.fields());
+    return creds;
+  }
+
+  /** Logs a hub failure once per kind of failure; the caller sleeps. */
+  private noteHubFailure(e: HubFailure): void {
+    if (e.kind === "unreachable") {
+      this.hubCond.set("unreachable", `hub unreachable: ${e.status ? `HTTP ${e.status}: ` : ""}${e.message}; retrying with backoff`, this.fields());
+      return;
+    }
+    this.hubCond.set(`error:${e.status ?? "?"}`, `hub request failed (${e.status ?? "no status"}): ${e.message}; retrying with backoff`, this.fields());
+  }
+
+  private sign(): Promise<string> {
+    if (!this.creds) throw new Error("no credentials");
+    return signAgentToken(this.creds.clusterName, this.creds.key);
+  }
+
+  /**
+   * Handles a failed authenticated call other than a heartbeat 403: 401 reloads the Secret
+   * (another process may have rotated the key) and else backs off; anything else backs off.
+   * @returns the delay (ms) before retrying.
+   */
+  private async onAuthenticatedFailure(e: HubFailure): Promise<number> {
+    if (e.kind === "unauthorized" || e.kind === "forbidden") {
+      this.hubCond.clear(this.fields());
+      if (e.kind === "unauthorized") {
+        try {
+          const fresh = await loadCredentials(this.opts.kubeConfig, this.namespace);
+          if (fresh && this.creds && fresh.key.kid !== this.creds.key.kid && fresh.clusterName === this.creds.clusterName) {
+            this.log.info("the Secret holds a newer key (rotated); using it", this.fields({ kid: fresh.key.kid }));
+            this.creds = fresh;
+            return 0;
+          }
+        } catch {
+          // The member cluster is unreachable too; keep the key in memory.
+        }
+      }
+      this.authCond.set(
+        String(e.status),
+        e.kind === "unauthorized"
+          ? `hub rejected the agent's credentials (401): ${e.message}; the cluster may have been deleted at the hub; retrying with backoff`
+          : `hub refused the request (403): ${e.message}; retrying with backoff`,
+        this.fields(),
+      );
+      return this.backoff.next();
+    }
+    this.noteHubFailure(e);
+    return this.backoff.next(e.retryAfterMs);
+  }
+
+  private onHubSuccess(): void {
+    this.hubCond.clear(this.fields());
+    this.authCond.clear(this.fields());
+    this.backoff.reset();
+  }
+
+  /** Polls the cluster until the hub accepts it; `false` when stopped. */
+  private async waitForAcceptance(alreadyAnnounced: boolean): Promise<boolean> {
+    this.current = "waiting-for-acceptance";
+    let announced = alreadyAnnounced;
+    this.backoff.reset();
+    while (!this.aborted) {
+      const r = await this.hub.getCluster(this.opts.clusterName, await this.sign());
+      if (this.aborted) return false;
+      let delay: number;
+      if (r.ok) {
+        this.onHubSuccess();
+        this.lease = r.value.leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS;
+        if (r.value.hubAcceptsClient) {
+          this.log.info("cluster accepted by the hub", this.fields({ leaseDurationSeconds: this.lease }));
+          return true;
+        }
+        if (!announced) {
+          this.log.info(
+            r.value.denied
+              ? "the hub admin denied this cluster; waiting until it is accepted"
+              : "waiting for the hub admin to accept this cluster (hubAcceptsClient=false)",
+            this.fields(),
+          );
+          announced = true;
+        }
+        delay = this.timing.acceptancePollMs;
+      } else {
+        delay = await this.onAuthenticatedFailure(r.error);
+      }
+      await this.sleeper.sleep(delay);
+    }
+    return false;
+  }
+
+  /**
+   * Sends heartbeats until stopped or the hub answers 403.
+   * @returns true when it left because of a 403 (the reason is already logged).
+   */
+  private async heartbeatLoop(): Promise<boolean> {
+    this.current = "heartbeating";
+    this.backoff.reset();
+    let lastLease: number | undefined;
+    while (!this.aborted) {
+      const body = await this.buildHeartbeat();
+      if (this.aborted) return false;
+      const r: HubResult<{ leaseDurationSeconds: number }> = await this.hub.heartbeat(this.opts.clusterName, await this.sign(), body);
+      if (this.aborted) return false;
+      let delay: number;
+      if (r.ok) {
+        this.onHubSuccess();
+        this.lease = r.value.leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS;
+        if (lastLease === undefined) this.log.info(`heartbeating every ${this.lease}s (+ up to 25% jitter)`, this.fields());
+        else if (lastLease !== this.lease) this.log.info(`lease duration changed from ${lastLease}s to ${this.lease}s`, this.fields());
+        lastLease = this.lease;
+        delay = heartbeatDelayMs(this.lease, this.timing.random);
+      } else if (r.error.kind === "forbidden") {
+        this.hubCond.clear(this.fields());
+        this.log.warn(`hub no longer accepts this cluster (403): ${r.error.message}; waiting for acceptance`, this.fields());
+        return true;
+      } else {
+        delay = await this.onAuthenticatedFailure(r.error);
+      }
+      await this.sleeper.sleep(delay);
+    }
+    return false;
+  }
+
+  // ---- status and health -----------------------------------------------------------------
+
+  private probe() {
+    return probeKubeApiServer((path) => rawGet(this.opts.kubeConfig, path, this.timing.requestTimeoutMs));
+  }
+
+  /** Records a probe; logs when the reported health flips and then heartbeats at once. */
+  private observeHealth(result: ProbeResult): HealthReport & { transient: boolean } {
+    const before = this.health.current();
+    const now = this.health.observe(result, Date.now());
+    if (before.healthy !== now.healthy) {
+      if (now.healthy) this.log.info("kube-apiserver healthy again", this.fields());
+      else this.log.warn(`reporting the cluster unavailable: ${now.message}`, this.fields());
+      if (this.current === "heartbeating") this.sleeper.wake();
+    }
+    return now;
+  }
+
+  /**
+   * Probes the kube-apiserver every `healthCheckPeriodMs`, and every `healthRecheckMs` while a
+   * failure is within the threshold (as OCM's available reconciler requeues after 5 s), so a
+   * failure is reported soon after the threshold rather than at the next lease renewal.
+   */
+  private async healthLoop(): Promise<void> {
+    while (!this.aborted) {
+      const result = await this.probe();
+      if (this.aborted) return;
+      const report = this.observeHealth(result);
+      await this.healthSleeper.sleep(report.transient ? this.timing.healthRecheckMs : this.timing.healthCheckPeriodMs);
+    }
+  }
+
+  private async buildHeartbeat(): Promise<HeartbeatRequest> {
+    const [probe, collected] = await Promise.all([
+      this.probe(),
+      collectClusterStatus(this.opts.kubeConfig, this.opts.claims ?? [], this.opts.maxCustomClusterClaims ?? MAX_CUSTOM_CLUSTER_CLAIMS),
+    ]);
+    const health = this.observeHealth(probe);
+    if (collected.errors.length > 0) {
+      this.statusCond.set("partial", `could not read all of the cluster status: ${collected.errors.join("; ")}`, this.fields());
+    } else {
+      this.statusCond.clear(this.fields());
+    }
+    return { healthy: health.healthy, healthMessage: health.message.slice(0, 1024), ...collected.status };
+  }
+
+  // ---- control -----------------------------------------------------------------------------
+
+  async rotateKey(): Promise<{ oldKid: string; newKid: string }> {
+    if (!this.creds) throw new Error("the agent has no hub credentials yet");
+    const result = await rotateKey({
+      kubeConfig: this.opts.kubeConfig,
+      namespace: this.namespace,
+      hubUrl: this.opts.hubUrl,
+      clusterName: this.opts.clusterName,
+      logger: this.log,
+      hub: this.hub,
+      credentials: this.creds,
+    });
+    this.creds = result.credentials;
+    return { oldKid: result.oldKid, newKid: result.newKid };
+  }
+
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      this.abort.abort();
+      await this.done.catch(() => undefined);
+      await this.healthLoopDone;
+      if (this.current !== "failed") this.current = "stopped";
+      await this.opts.onStop?.();
+    })();
+    return this.stopping;
+  }
+}
+
+/**
+ * Starts the agent in-process. It returns at once; the loop runs in the background:
+ * 1. load the credentials Secret, or register (`POST /agent/v1/register` with the bootstrap
+ *    token, a new ES256 key, the cluster ID and claims) and store the Secret after a 2xx;
+ * 2. poll `GET /agent/v1/clusters/{name}` until `hubAcceptsClient`;
+ * 3. heartbeat every `leaseDurationSeconds` (from the hub's last answer) + up to 25 % jitter;
+ *    a 403 returns to step 2, a 401 reloads the Secret and retries with backoff;
+ * 4. an unreachable hub (network error, 5xx, 429) is retried with capped exponential backoff
+ *    and full jitter, logging one line when it starts and one when it ends.
+ *
+ * @param options see {@link AgentOptions}.
+ * @returns a handle to stop it, read its state, rotate its key, and await its end (`done`
+ *   rejects with {@link AgentFatalError}, e.g. on a 409 at registration or a missing
+ *   bootstrap token).
+ * @example
+ * const agent = await startAgent({ hubUrl, clusterName: "c1", bootstrapToken, kubeConfig: kc });
+ * // …
+ * await agent.stop();
+ */
+export async function startAgent(options: AgentOptions): Promise<AgentHandle> {
+  if (!options.hubUrl) throw new Error("hubUrl is required");
+  if (!options.clusterName) throw new Error("clusterName is required");
+  const runner = new AgentRunner(options);
+  return {
+    stop: () => runner.stop(),
+    state: () => runner.state(),
+    done: runner.done,
+    rotateKey: () => runner.rotateKey(),
+  };
+}
+
+/** Options of {@link rotateKey}. */
+export interface RotateKeyOptions {
+  /** Client configuration of the member cluster (where the Secret is). */
+  kubeConfig: KubeConfig;
+  /** The agent's namespace; default `flotilla-agent`. */
+  namespace?: string;
+  /** Hub URL; default the Secret's `hub-url`. */
+  hubUrl?: string;
+  /** When given, must match the Secret's `cluster-name`. */
+  clusterName?: string;
+  /** Logger; default text lines on stderr. */
+  logger?: Logger;
+  /** Hub client to use (tests, or the running agent's); default a new {@link HubClient}. */
+  hub?: { rotateKey(name: string, token: string, publicKey: AgentCredentials["key"]["publicJwk"]): Promise<HubResult<RotateKeyResponse>> };
+  /** Credentials to rotate; default read from the Secret. */
+  credentials?: AgentCredentials;
+  /** fetch for the default hub client. */
+  fetch?: typeof fetch;
+}
+
+/** Result of {@link rotateKey}. */
+export interface RotateKeyResult {
+  /** Thumbprint of the replaced key (valid at the hub for 5 more minutes). */
+  oldKid: string;
+  /** Thumbprint of the new key. */
+  newKid: string;
+  /** The credentials now stored in the Secret. */
+  credentials: AgentCredentials;
+}
+
+/**
+ * Rotates the agent's key with no downtime: generates a new ES256 key pair, sends its public
+ * JWK to `POST /agent/v1/clusters/{name}/rotate-key` signed with the CURRENT key, and only
+ * after a 2xx writes the new key to the Secret (the hub keeps the old key valid for 5 minutes,
+ * so a running agent still using it keeps working and reloads the Secret on its first 401).
+ *
+ * @param options see {@link RotateKeyOptions}.
+ * @returns the old and new `kid` and the new credentials.
+ * @throws Error when there is no credentials Secret, the cluster name does not match, the hub
+ *   refuses (message carries the hub's status and message; the Secret is left unchanged), or
+ *   the Secret cannot be written after 3 tries (the old key then stops working after 5 minutes).
+ */
+export async function rotateKey(options: RotateKeyOptions): Promise<RotateKeyResult> {
+  const namespace = options.namespace ?? DEFAULT_AGENT_NAMESPACE;
+  const log = options.logger ?? createLogger();
+  const creds = options.credentials ?? (await loadCredentials(options.kubeConfig, namespace));
+  if (!creds) throw new Error(`no hub credentials in Secret ${namespace}/${CREDENTIALS_SECRET_NAME}: the agent has not registered yet`);
+  if (options.clusterName && options.clusterName !== creds.clusterName) {
+    throw new Error(`Secret ${namespace}/${CREDENTIALS_SECRET_NAME} belongs to cluster ${creds.clusterName}, not ${options.clusterName}`);
+  }
+  const hub = options.hub ?? new HubClient({ hubUrl: options.hubUrl ?? creds.hubUrl, fetch: options.fetch });
+  const key = await generateAgentKeyPair();
+  const token = await signAgentToken(creds.clusterName, creds.key);
+  const r = await hub.rotateKey(creds.clusterName, token, key.publicJwk);
+  if (!r.ok) {
+    throw new Error(`hub refused key rotation (${r.error.status ?? "unreachable"}): ${r.error.message}`);
+  }
+  if (r.value.kid !== key.kid) log.warn(`hub answered kid ${r.value.kid}, expected ${key.kid}`, { cluster: creds.clusterName });
+  const next: AgentCredentials = { ...creds, key };
+  let lastErr: unknown;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      await storeCredentials(options.kubeConfig, namespace, next);
+      log.info("rotated the hub key", { cluster: creds.clusterName, oldKid: creds.key.kid, newKid: key.kid });
+      return { oldKid: creds.key.kid, newKid: key.kid, credentials: next };
+    } catch (err) {
+      lastErr = err;
+      await new Promise((resolve) => setTimeout(resolve, 500 * (attempt + 1)));
+    }
+  }
+  throw new Error(
+    `the hub accepted the new key but Secret ${namespace}/${CREDENTIALS_SECRET_NAME} could not be written (${describeKubeError(lastErr)}); the old key stops working in 5 minutes`,
+  );
+}

@@ -1,0 +1,115 @@
+/**
+ * Timing helpers of the agent loop: capped exponential backoff with full jitter (for an
+ * unreachable hub or kube-apiserver), the lease renew jitter of OCM's `wait.JitterUntil(…, 0.25)`,
+ * and a sleep that can be cut short.
+ */
+
+/** Random source returning a number in [0, 1); `Math.random` by default, injectable for tests. */
+export type Random = () => number;
+
+/**
+ * Capped exponential backoff with full jitter ("AWS full jitter"): the n-th consecutive
+ * failure (n from 0) waits a uniformly random time in [0, min(cap, base × 2^n)].
+ *
+ * @example
+ * const b = new Backoff(1_000, 60_000);
+ * await sleep(b.next()); // 0–1 s, then 0–2 s, 0–4 s, … never more than 60 s
+ * b.reset();             // after a success
+ */
+export class Backoff {
+  private attempt = 0;
+
+  /**
+   * @param baseMs first ceiling in milliseconds (e.g. 1 000).
+   * @param capMs largest ceiling in milliseconds (e.g. 60 000).
+   * @param random random source in [0, 1).
+   */
+  constructor(
+    private readonly baseMs: number,
+    private readonly capMs: number,
+    private readonly random: Random = Math.random,
+  ) {}
+
+  /** The ceiling (milliseconds) for the current attempt, without jitter. */
+  ceilingMs(): number {
+    return Math.min(this.capMs, this.baseMs * 2 ** Math.min(this.attempt, 52));
+  }
+
+  /**
+   * The delay before the next retry, in milliseconds, and counts the attempt.
+   *
+   * @param atLeastMs a floor, e.g. the hub's `Retry-After`; still capped at `capMs`.
+   */
+  next(atLeastMs = 0): number {
+    const delay = this.random() * this.ceilingMs();
+    this.attempt++;
+    return Math.min(this.capMs, Math.max(delay, atLeastMs));
+  }
+
+  /** Number of consecutive failures counted since the last {@link reset}. */
+  get failures(): number {
+    return this.attempt;
+  }
+
+  /** Starts over after a success. */
+  reset(): void {
+    this.attempt = 0;
+  }
+}
+
+/** OCM's lease renew jitter factor (`wait.JitterUntil(…, 0.25, …)`). */
+export const LEASE_JITTER_FACTOR = 0.25;
+
+/** OCM's default lease duration in seconds, used when the hub says 0. */
+export const DEFAULT_LEASE_DURATION_SECONDS = 60;
+
+/**
+ * The wait before the next heartbeat, as `wait.JitterUntil` computes it: the lease duration
+ * plus up to 25 % more, uniformly (60 s gives 60–75 s).
+ *
+ * @param leaseDurationSeconds the hub's `leaseDurationSeconds`; 0 or less means 60.
+ * @param random random source in [0, 1).
+ * @returns the wait in milliseconds.
+ */
+export function heartbeatDelayMs(leaseDurationSeconds: number, random: Random = Math.random): number {
+  const seconds = leaseDurationSeconds > 0 ? leaseDurationSeconds : DEFAULT_LEASE_DURATION_SECONDS;
+  return seconds * 1000 * (1 + LEASE_JITTER_FACTOR * random());
+}
+
+/**
+ * A sleep that ends early when {@link Sleeper.wake} is called or the abort signal fires, so
+ * the loop reacts at once to a health change or to stop().
+ */
+export class Sleeper {
+  private wakeCurrent: (() => void) | undefined;
+
+  /** @param signal aborting it ends every sleep at once. */
+  constructor(private readonly signal: AbortSignal) {}
+
+  /**
+   * Sleeps `ms` milliseconds.
+   *
+   * @returns `"elapsed"`, `"woken"` or `"aborted"`; never rejects.
+   */
+  sleep(ms: number): Promise<"elapsed" | "woken" | "aborted"> {
+    if (this.signal.aborted) return Promise.resolve("aborted");
+    return new Promise((resolve) => {
+      const done = (why: "elapsed" | "woken" | "aborted"): void => {
+        clearTimeout(timer);
+        this.signal.removeEventListener("abort", onAbort);
+        if (this.wakeCurrent === onWake) this.wakeCurrent = undefined;
+        resolve(why);
+      };
+      const onAbort = (): void => done("aborted");
+      const onWake = (): void => done("woken");
+      const timer = setTimeout(() => done("elapsed"), Math.max(0, ms));
+      this.signal.addEventListener("abort", onAbort, { once: true });
+      this.wakeCurrent = onWake;
+    });
+  }
+
+  /** Ends the sleep in progress, if any (returns `"woken"`). */
+  wake(): void {
+    this.wakeCurrent?.();
+  }
+}

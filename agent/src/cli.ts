@@ -1,0 +1,257 @@
+/**
+ * The `flotilla-agent` command line (commander). Exit codes: 0 after a clean stop (SIGINT or
+ * SIGTERM), 1 when the agent gives up (e.g. 409 at registration, no bootstrap token), 2 for bad
+ * flags.
+ *
+ * ```
+ * flotilla-agent --hub-url URL --cluster-name NAME [--bootstrap-token T] [--kubeconfig PATH]
+ *   [--namespace NS] [--claim name=value ...] [--simulate] [--simulate-state FILE]
+ *   [--simulate-nodes N] [--health-failure-threshold SECONDS] [--log-format text|json]
+ * flotilla-agent rotate-key [--cluster-name NAME] [--hub-url URL] [--kubeconfig PATH]
+ *   [--namespace NS] [--simulate] [--simulate-state FILE] [--log-format text|json]
+ * ```
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { AgentFatalError, rotateKey, startAgent } from "./agent.ts";
+import { DEFAULT_AGENT_NAMESPACE } from "./credentials.ts";
+import type { ClusterClaim } from "./hub-client.ts";
+import { kubeConfigFromYaml, loadKubeConfig } from "./kube.ts";
+import { createLogger, type LogFormat, type Logger } from "./log.ts";
+import { DEFAULT_HEALTH_FAILURE_THRESHOLD_SECONDS, parseClaimFlag } from "./status.ts";
+
+/** Exit code for bad flags, as with most CLIs. */
+export const EXIT_USAGE = 2;
+/** Exit code when the agent gives up. */
+export const EXIT_FAILURE = 1;
+
+const DNS_LABEL_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+function parseCount(value: string): number {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError("expected a whole number");
+  return Number(value);
+}
+
+function parseSeconds(value: string): number {
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n) || n < 0) throw new InvalidArgumentError("expected a number of seconds >= 0");
+  return n;
+}
+
+function collectClaim(value: string, previous: ClusterClaim[]): ClusterClaim[] {
+  try {
+    return [...previous, parseClaimFlag(value)];
+  } catch (err) {
+    throw new InvalidArgumentError(err instanceof Error ? err.message : String(err));
+  }
+}
+
+/** Options shared by the agent and `rotate-key` that choose the member cluster. */
+interface ClusterSourceOptions {
+  kubeconfig?: string;
+  simulate?: boolean;
+  simulateState?: string;
+  simulateNodes?: number;
+}
+
+/**
+ * Returns the member cluster's KubeConfig: the simulator's (started in-process) with
+ * `--simulate`, else {@link loadKubeConfig}.
+ */
+async function openCluster(
+  opts: ClusterSourceOptions,
+  clusterName: string,
+): Promise<{ kubeConfig: KubeConfig; close: () => Promise<void> }> {
+  if (!opts.simulate) return { kubeConfig: loadKubeConfig(opts.kubeconfig), close: async () => undefined };
+  const statePath = path.resolve(opts.simulateState ?? path.join(".flotilla", "sim", `${clusterName}.json`));
+  fs.mkdirSync(path.dirname(statePath), { recursive: true });
+  // Loaded only with --simulate, so a real deployment never loads the simulator.
+  const { startSimulatedCluster } = await import("../sim/index.ts");
+  const sim = await startSimulatedCluster({ statePath, ...(opts.simulateNodes !== undefined ? { nodes: opts.simulateNodes } : {}) });
+  return { kubeConfig: kubeConfigFromYaml(sim.kubeconfigYaml), close: () => sim.close() };
+}
+
+function addClusterSourceOptions(cmd: Command): Command {
+  return cmd
+    .option("--kubeconfig <path>", "kubeconfig of the member cluster (default: in-cluster config, else $KUBECONFIG)")
+    .addOption(new Option("--namespace <ns>", "namespace of the credentials Secret").default(DEFAULT_AGENT_NAMESPACE))
+    .option("--simulate", "run against an in-memory simulated member cluster started in-process")
+    .option("--simulate-state <file>", "state file of the simulated cluster (default .flotilla/sim/<cluster-name>.json)")
+    .addOption(new Option("--log-format <format>", "log line format").choices(["text", "json"]).default("text"));
+}
+
+/** Parsed options of the agent command. */
+interface RunOptions extends ClusterSourceOptions {
+  hubUrl?: string;
+  clusterName?: string;
+  bootstrapToken?: string;
+  namespace: string;
+  claim: ClusterClaim[];
+  healthFailureThreshold: number;
+  logFormat: LogFormat;
+}
+
+function usageError(cmd: Command, message: string): never {
+  cmd.error(`error: ${message}`, { exitCode: EXIT_USAGE, code: "flotilla.usage" });
+}
+
+function checkHubUrl(cmd: Command, url: string): void {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    usageError(cmd, `--hub-url "${url}" is not a URL`);
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") usageError(cmd, `--hub-url "${url}" must be http or https`);
+}
+
+function checkClusterName(cmd: Command, name: string): void {
+  if (name.length > 63 || !DNS_LABEL_RE.test(name)) {
+    usageError(cmd, `--cluster-name "${name}" must be a DNS-1123 label (lower case letters, digits and '-', at most 63)`);
+  }
+}
+
+/** Waits for SIGINT or SIGTERM, then calls `stop`; returns a function removing the handlers. */
+function onSignals(log: Logger, stop: () => Promise<void>): () => void {
+  const handler = (signal: NodeJS.Signals): void => {
+    log.info(`received ${signal}; stopping`);
+    void stop();
+  };
+  process.once("SIGINT", handler);
+  process.once("SIGTERM", handler);
+  return () => {
+    process.off("SIGINT", handler);
+    process.off("SIGTERM", handler);
+  };
+}
+
+/** Extra knobs of {@link runCli}, for tests. */
+export interface CliDeps {
+  /** Where log lines go (default stderr). */
+  writeLog?: (line: string) => void;
+  /** Where commander writes usage errors and help (default stderr/stdout). */
+  writeErr?: (text: string) => void;
+  /** Where help/version text goes (default stdout). */
+  writeOut?: (text: string) => void;
+}
+
+/**
+ * Runs the `flotilla-agent` command line.
+ *
+ * @param argv full argv as in `process.argv` (node, script, args…).
+ * @param deps output sinks (tests).
+ * @returns the exit code: 0 after a clean stop or `--help`; 1 when the agent gives up or
+ *   `rotate-key` fails; 2 for bad flags. Never calls `process.exit`.
+ */
+export async function runCli(argv: readonly string[], deps: CliDeps = {}): Promise<number> {
+  let exitCode = 0;
+  const program = new Command("flotilla-agent");
+  program
+    .description("Flotilla member-cluster agent: registers the cluster with the hub and keeps its lease and status fresh.")
+    .enablePositionalOptions()
+    .exitOverride()
+    .configureOutput({
+      writeErr: deps.writeErr ?? ((s) => void process.stderr.write(s)),
+      writeOut: deps.writeOut ?? ((s) => void process.stdout.write(s)),
+    })
+    .addOption(new Option("--hub-url <url>", "hub base URL").env("FLOTILLA_HUB_URL"))
+    .addOption(new Option("--cluster-name <name>", "ManagedCluster name (DNS-1123 label)").env("FLOTILLA_CLUSTER_NAME"))
+    .addOption(new Option("--bootstrap-token <token>", "bootstrap token <id>.<secret> (first registration only)").env("FLOTILLA_BOOTSTRAP_TOKEN"))
+    .option("--claim <name=value>", "extra cluster claim (repeatable)", collectClaim, [] as ClusterClaim[])
+    .option("--simulate-nodes <n>", "number of nodes of the simulated cluster", parseCount)
+    .option(
+      "--health-failure-threshold <seconds>",
+      "seconds a kube-apiserver failure must persist before it is reported",
+      parseSeconds,
+      DEFAULT_HEALTH_FAILURE_THRESHOLD_SECONDS,
+    );
+  addClusterSourceOptions(program);
+  program.action(async (opts: RunOptions) => {
+    if (!opts.hubUrl) usageError(program, "--hub-url (or FLOTILLA_HUB_URL) is required");
+    if (!opts.clusterName) usageError(program, "--cluster-name (or FLOTILLA_CLUSTER_NAME) is required");
+    checkHubUrl(program, opts.hubUrl);
+    checkClusterName(program, opts.clusterName);
+    if (opts.kubeconfig && opts.simulate) usageError(program, "--kubeconfig and --simulate exclude each other");
+    const log = createLogger({ format: opts.logFormat, write: deps.writeLog });
+    let cluster: Awaited<ReturnType<typeof openCluster>>;
+    try {
+      cluster = await openCluster(opts, opts.clusterName);
+    } catch (err) {
+      log.error(`cannot reach the member cluster configuration: ${err instanceof Error ? err.message : String(err)}`);
+      exitCode = EXIT_FAILURE;
+      return;
+    }
+    log.info("starting flotilla-agent", {
+      cluster: opts.clusterName,
+      hub: opts.hubUrl,
+      namespace: opts.namespace,
+      simulate: opts.simulate === true,
+    });
+    const agent = await startAgent({
+      hubUrl: opts.hubUrl,
+      clusterName: opts.clusterName,
+      bootstrapToken: opts.bootstrapToken,
+      kubeConfig: cluster.kubeConfig,
+      namespace: opts.namespace,
+      claims: opts.claim,
+      healthFailureThresholdSeconds: opts.healthFailureThreshold,
+      logger: log,
+      onStop: cluster.close,
+    });
+    const off = onSignals(log, () => agent.stop());
+    try {
+      await agent.done;
+      log.info("stopped");
+    } catch (err) {
+      exitCode = EXIT_FAILURE;
+      if (!(err instanceof AgentFatalError)) log.error(String(err));
+      await agent.stop();
+    } finally {
+      off();
+    }
+  });
+
+  const rotate = new Command("rotate-key")
+    .description("Generate a new key pair, register it with the hub (signed with the old key), then store it in the Secret.")
+    .addOption(new Option("--hub-url <url>", "hub base URL (default: the Secret's hub-url)").env("FLOTILLA_HUB_URL"))
+    .addOption(new Option("--cluster-name <name>", "cluster name; must match the Secret").env("FLOTILLA_CLUSTER_NAME"));
+  addClusterSourceOptions(rotate);
+  rotate.action(async (opts: ClusterSourceOptions & { hubUrl?: string; clusterName?: string; namespace: string; logFormat: LogFormat }) => {
+    if (opts.hubUrl) checkHubUrl(rotate, opts.hubUrl);
+    if (opts.simulate && !opts.clusterName && !opts.simulateState) {
+      usageError(rotate, "--simulate needs --cluster-name or --simulate-state to find the simulated cluster's state");
+    }
+    const log = createLogger({ format: opts.logFormat, write: deps.writeLog });
+    let cluster: Awaited<ReturnType<typeof openCluster>> | undefined;
+    try {
+      cluster = await openCluster(opts, opts.clusterName ?? "cluster");
+      const r = await rotateKey({
+        kubeConfig: cluster.kubeConfig,
+        namespace: opts.namespace,
+        hubUrl: opts.hubUrl,
+        clusterName: opts.clusterName,
+        logger: log,
+      });
+      (deps.writeOut ?? ((s: string) => void process.stdout.write(s)))(`${r.newKid}\n`);
+    } catch (err) {
+      log.error(`key rotation failed: ${err instanceof Error ? err.message : String(err)}`);
+      exitCode = EXIT_FAILURE;
+    } finally {
+      await cluster?.close();
+    }
+  });
+  program.addCommand(rotate);
+
+  try {
+    await program.parseAsync([...argv]);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.code === "commander.helpDisplayed" || err.code === "commander.version" || err.code === "commander.help") return 0;
+      return EXIT_USAGE;
+    }
+    throw err;
+  }
+  return exitCode;
+}

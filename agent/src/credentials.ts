@@ -1,0 +1,217 @@
+/**
+ * The agent's hub credential: an ES256 (P-256) key pair kept in the Secret
+ * `flotilla-hub-credentials` in the agent's namespace on the member cluster, and the
+ * short-lived JWT signed with it on every hub request (docs/agent-protocol.md, "Identity").
+ *
+ * This plays the part of OCM's `hub-kubeconfig-secret` (keys `cluster-name`, `tls.key`, …):
+ * with it a restarted agent neither re-registers nor needs the bootstrap token.
+ */
+import { randomUUID } from "node:crypto";
+import { CoreV1Api, type KubeConfig, type V1Secret } from "@kubernetes/client-node";
+import { SignJWT, calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from "jose";
+import { isConflict, isNotFound } from "./kube.ts";
+
+/** Name of the Secret holding the agent's hub credentials. */
+export const CREDENTIALS_SECRET_NAME = "flotilla-hub-credentials";
+/** The agent's namespace when `--namespace` is not given. */
+export const DEFAULT_AGENT_NAMESPACE = "flotilla-agent";
+/** `aud` claim of every agent JWT. */
+export const AGENT_TOKEN_AUDIENCE = "flotilla";
+/** Lifetime of an agent JWT in seconds (`exp - iat`); the hub refuses more than 60. */
+export const AGENT_TOKEN_TTL_SECONDS = 60;
+
+/** An ES256 key pair in the forms the agent needs. */
+export interface AgentKeyPair {
+  /** Private JWK (`kty: "EC"`, `crv: "P-256"`, with `d`); never leaves the member cluster. */
+  privateJwk: JWK;
+  /** Public JWK (`kty`, `crv`, `x`, `y` only), as sent to the hub. */
+  publicJwk: JWK;
+  /** RFC 7638 SHA-256 thumbprint of the public JWK (base64url), used as the JWT `kid`. */
+  kid: string;
+  /** The private key, imported for signing. */
+  signingKey: CryptoKey;
+}
+
+/** Everything stored in the credentials Secret, with the key pair ready to use. */
+export interface AgentCredentials {
+  /** Secret key `cluster-name`: the ManagedCluster name registered at the hub. */
+  clusterName: string;
+  /** Secret key `cluster-id`: the cluster ID registered at the hub. */
+  clusterId: string;
+  /** Secret key `hub-url`: the hub these credentials belong to. */
+  hubUrl: string;
+  /** Secret keys `private-key` and `public-key`. */
+  key: AgentKeyPair;
+}
+
+/** The credentials Secret exists but is unusable (a key missing, or a bad private key); a human must fix or delete it. */
+export class CredentialsSecretError extends Error {
+  override name = "CredentialsSecretError";
+}
+
+/** Only the public members of an EC JWK (drops `d` and any metadata). */
+export function publicJwkOf(jwk: JWK): JWK {
+  const { kty, crv, x, y } = jwk;
+  return { kty, crv, x, y };
+}
+
+/**
+ * Builds an {@link AgentKeyPair} from a stored private JWK.
+ *
+ * @param privateJwk an EC P-256 private JWK (with `d`).
+ * @throws Error when the JWK is not a P-256 private key.
+ */
+export async function keyPairFromJwk(privateJwk: JWK): Promise<AgentKeyPair> {
+  if (privateJwk.kty !== "EC" || privateJwk.crv !== "P-256" || typeof privateJwk.d !== "string") {
+    throw new Error("private key is not an EC P-256 private JWK");
+  }
+  const imported = await importJWK(privateJwk, "ES256");
+  if (imported instanceof Uint8Array) throw new Error("private key is not an asymmetric key");
+  const publicJwk = publicJwkOf(privateJwk);
+  return {
+    privateJwk: { ...publicJwk, d: privateJwk.d },
+    publicJwk,
+    kid: await calculateJwkThumbprint(publicJwk, "sha256"),
+    signingKey: imported,
+  };
+}
+
+/**
+ * Generates a fresh ES256 (P-256) key pair with jose.
+ *
+ * @returns the pair as JWKs, its thumbprint `kid` and the signing key.
+ */
+export async function generateAgentKeyPair(): Promise<AgentKeyPair> {
+  const { privateKey } = await generateKeyPair("ES256", { extractable: true });
+  return keyPairFromJwk(await exportJWK(privateKey));
+}
+
+/** Options of {@link signAgentToken}. */
+export interface SignOptions {
+  /** Current time in milliseconds since the epoch (tests); default `Date.now()`. */
+  nowMs?: number;
+}
+
+/**
+ * Signs the per-request agent JWT (docs/agent-protocol.md): header
+ * `{alg: "ES256", typ: "JWT", kid: <thumbprint>}`, claims `{iss: name, sub: name,
+ * aud: "flotilla", iat: now (seconds), exp: iat + 60, jti: random UUID}`. A new `jti` on every
+ * call, since the hub refuses replays.
+ *
+ * @param clusterName the ManagedCluster name (`iss` and `sub`).
+ * @param key the key pair to sign with.
+ * @returns the compact JWS, to send as `Authorization: Bearer <jwt>`.
+ */
+export async function signAgentToken(clusterName: string, key: AgentKeyPair, options: SignOptions = {}): Promise<string> {
+  const iat = Math.floor((options.nowMs ?? Date.now()) / 1000);
+  return new SignJWT({})
+    .setProtectedHeader({ alg: "ES256", typ: "JWT", kid: key.kid })
+    .setIssuer(clusterName)
+    .setSubject(clusterName)
+    .setAudience(AGENT_TOKEN_AUDIENCE)
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + AGENT_TOKEN_TTL_SECONDS)
+    .setJti(randomUUID())
+    .sign(key.signingKey);
+}
+
+function decode(data: Record<string, string> | undefined, key: string): string | undefined {
+  const v = data?.[key];
+  return v === undefined ? undefined : Buffer.from(v, "base64").toString("utf8");
+}
+
+/**
+ * Reads the credentials Secret `flotilla-hub-credentials` from `namespace`.
+ *
+ * @param kc the member cluster's configuration.
+ * @param namespace the agent's namespace.
+ * @returns the credentials, or `undefined` when the Secret does not exist.
+ * @throws CredentialsSecretError when the Secret exists but lacks a key or holds an unusable
+ *   private key (a human must look at it); the client-node error for API failures other than 404.
+ */
+export async function loadCredentials(kc: KubeConfig, namespace: string): Promise<AgentCredentials | undefined> {
+  let secret: V1Secret;
+  try {
+    secret = await kc.makeApiClient(CoreV1Api).readNamespacedSecret({ name: CREDENTIALS_SECRET_NAME, namespace });
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+  const get = (k: string): string => {
+    const v = decode(secret.data, k) ?? secret.stringData?.[k];
+    if (!v) throw new CredentialsSecretError(`Secret ${namespace}/${CREDENTIALS_SECRET_NAME} has no "${k}"`);
+    return v;
+  };
+  const clusterName = get("cluster-name");
+  const clusterId = get("cluster-id");
+  const hubUrl = get("hub-url");
+  const privateText = get("private-key");
+  let key: AgentKeyPair;
+  try {
+    key = await keyPairFromJwk(JSON.parse(privateText) as JWK);
+  } catch (err) {
+    throw new CredentialsSecretError(
+      `Secret ${namespace}/${CREDENTIALS_SECRET_NAME}: private-key is not a usable EC P-256 JWK (${err instanceof Error ? err.message : String(err)})`,
+      { cause: err },
+    );
+  }
+  return { clusterName, clusterId, hubUrl, key };
+}
+
+function secretBody(namespace: string, creds: AgentCredentials, resourceVersion?: string): V1Secret {
+  const enc = (s: string): string => Buffer.from(s, "utf8").toString("base64");
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: {
+      name: CREDENTIALS_SECRET_NAME,
+      namespace,
+      labels: { "app.kubernetes.io/managed-by": "flotilla-agent" },
+      ...(resourceVersion ? { resourceVersion } : {}),
+    },
+    type: "Opaque",
+    data: {
+      "cluster-name": enc(creds.clusterName),
+      "cluster-id": enc(creds.clusterId),
+      "hub-url": enc(creds.hubUrl),
+      "private-key": enc(JSON.stringify(creds.key.privateJwk)),
+      "public-key": enc(JSON.stringify(creds.key.publicJwk)),
+    },
+  };
+}
+
+/**
+ * Writes the credentials Secret: creates the namespace when missing, then creates the
+ * Secret, or replaces it (read-modify-write with its `resourceVersion`) when it exists.
+ *
+ * @param kc the member cluster's configuration.
+ * @param namespace the agent's namespace.
+ * @param creds what to store (keys `cluster-name`, `cluster-id`, `hub-url`, `private-key`, `public-key`).
+ * @throws the client-node error when the API server refuses (e.g. RBAC, or a 409 conflict
+ *   with a concurrent writer).
+ */
+export async function storeCredentials(kc: KubeConfig, namespace: string, creds: AgentCredentials): Promise<void> {
+  const core = kc.makeApiClient(CoreV1Api);
+  try {
+    await core.readNamespace({ name: namespace });
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    try {
+      await core.createNamespace({ body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } } });
+    } catch (createErr) {
+      if (!isConflict(createErr)) throw createErr;
+    }
+  }
+  try {
+    await core.createNamespacedSecret({ namespace, body: secretBody(namespace, creds) });
+    return;
+  } catch (err) {
+    if (!isConflict(err)) throw err;
+  }
+  const existing = await core.readNamespacedSecret({ name: CREDENTIALS_SECRET_NAME, namespace });
+  await core.replaceNamespacedSecret({
+    name: CREDENTIALS_SECRET_NAME,
+    namespace,
+    body: secretBody(namespace, creds, existing.metadata?.resourceVersion),
+  });
+}

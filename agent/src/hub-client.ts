@@ -1,0 +1,247 @@
+/**
+ * Client for the hub's agent API (`/agent/v1`, docs/agent-protocol.md). Every call returns a
+ * result value instead of throwing: `{ok: true, status, value}` or `{ok: false, error}` where
+ * `error.kind` classifies the failure the way the agent's loop reacts to it.
+ */
+import type { JWK } from "jose";
+
+/** A cluster claim as OCM's `ManagedCluster.status.clusterClaims[]`: name 1–253, value 1–1024 characters. */
+export interface ClusterClaim {
+  /** Claim name, e.g. `region.example.com`. */
+  name: string;
+  /** Claim value. */
+  value: string;
+}
+
+/** Body of `POST /agent/v1/register`. */
+export interface RegisterRequest {
+  /** ManagedCluster name wanted. */
+  clusterName: string;
+  /** Cluster ID (ClusterProperty `cluster.clusterset.k8s.io` or kube-system UID). */
+  clusterId: string;
+  /** The agent's public JWK (ES256). */
+  publicKey: JWK;
+  /** Initial cluster claims. */
+  claims?: ClusterClaim[];
+}
+
+/** Answer of `POST /agent/v1/register` (201 new, 200 same name and ID again). */
+export interface RegisterResponse {
+  clusterName: string;
+  /** `spec.hubAcceptsClient` of the ManagedCluster. */
+  hubAcceptsClient: boolean;
+  /** `spec.leaseDurationSeconds` (seconds; 0 means 60). */
+  leaseDurationSeconds: number;
+}
+
+/** Answer of `GET /agent/v1/clusters/{name}`. */
+export interface ClusterInfo {
+  clusterName: string;
+  /** Whether the hub admin accepted the cluster. */
+  hubAcceptsClient: boolean;
+  /** Whether the admin denied it (HubAcceptedManagedCluster=False, reason HubClusterAdminDenied). */
+  denied: boolean;
+  /** Whether the cluster has joined (ManagedClusterJoined=True). */
+  joined: boolean;
+  /** Lease duration in seconds (0 means 60). */
+  leaseDurationSeconds: number;
+}
+
+/** Body of `POST /agent/v1/clusters/{name}/heartbeat`: the ManagedCluster status the agent reports. */
+export interface HeartbeatRequest {
+  /** Result of the kube-apiserver health probe (ManagedClusterConditionAvailable True/False). */
+  healthy: boolean;
+  /** Human-readable detail of the health result. */
+  healthMessage?: string;
+  /** `status.version`: `{kubernetes: gitVersion}`. */
+  version?: { kubernetes: string };
+  /** `status.capacity`: resource name → quantity, summed over all nodes. */
+  capacity?: Record<string, string>;
+  /** `status.allocatable`: resource name → quantity, summed over schedulable nodes. */
+  allocatable?: Record<string, string>;
+  /** `status.clusterClaims`. */
+  clusterClaims?: ClusterClaim[];
+}
+
+/** Answer of a heartbeat: the lease duration (seconds) to use until the next one. */
+export interface HeartbeatResponse {
+  leaseDurationSeconds: number;
+}
+
+/** Answer of `POST /agent/v1/clusters/{name}/rotate-key`: the thumbprint of the new key. */
+export interface RotateKeyResponse {
+  kid: string;
+}
+
+/**
+ * How a call failed, as the agent reacts to it:
+ * - `unreachable`: network error, timeout, 5xx or 429 → retry with backoff, log once;
+ * - `unauthorized`: 401 (bad bootstrap token, or the cluster's key is not/no longer registered);
+ * - `forbidden`: 403 (not accepted, denied, or another cluster's endpoint);
+ * - `conflict`: 409 (cluster ID or name taken);
+ * - `invalid`: 400/422 (the hub rejected the body);
+ * - `other`: any other status, or a 2xx answer that is not the documented JSON.
+ */
+export type HubFailureKind = "unreachable" | "unauthorized" | "forbidden" | "conflict" | "invalid" | "other";
+
+/** A failed hub call. */
+export interface HubFailure {
+  kind: HubFailureKind;
+  /** HTTP status, absent for network errors. */
+  status?: number;
+  /** The Status object's `reason` (e.g. `Forbidden`), when the hub sent one. */
+  reason?: string;
+  /** The Status object's `message`, or a description of the network error. */
+  message: string;
+  /** The `Retry-After` header in milliseconds, when present on 429/503. */
+  retryAfterMs?: number;
+}
+
+/** Result of a hub call: the decoded answer, or a classified failure. */
+export type HubResult<T> = { ok: true; status: number; value: T } | { ok: false; error: HubFailure };
+
+/** Options of {@link HubClient}. */
+export interface HubClientOptions {
+  /** Base URL of the hub, e.g. `http://127.0.0.1:8787` (a trailing slash is ignored). */
+  hubUrl: string;
+  /** Per-request timeout in milliseconds; default 15 000. */
+  timeoutMs?: number;
+  /** The fetch implementation; default the global `fetch`. */
+  fetch?: typeof fetch;
+}
+
+function classify(status: number): HubFailureKind {
+  if (status === 429 || status >= 500) return "unreachable";
+  if (status === 401) return "unauthorized";
+  if (status === 403) return "forbidden";
+  if (status === 409) return "conflict";
+  if (status === 400 || status === 422) return "invalid";
+  return "other";
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function leaseOf(v: Record<string, unknown>): number | undefined {
+  const n = v.leaseDurationSeconds;
+  return typeof n === "number" && Number.isFinite(n) && n >= 0 ? n : undefined;
+}
+
+/**
+ * Talks to the hub's `/agent/v1` endpoints with `fetch`. Credentials are passed per call
+ * (a fresh JWT each time, since the hub refuses a reused `jti`).
+ *
+ * @example
+ * const hub = new HubClient({ hubUrl: "http://127.0.0.1:8787" });
+ * const r = await hub.getCluster("c1", await signAgentToken("c1", key));
+ * if (r.ok && r.value.hubAcceptsClient) startHeartbeats();
+ */
+export class HubClient {
+  private readonly base: string;
+  private readonly timeoutMs: number;
+  private readonly fetchImpl: typeof fetch;
+
+  /** @param options hub URL, timeout (ms) and fetch implementation. */
+  constructor(options: HubClientOptions) {
+    this.base = options.hubUrl.replace(/\/+$/, "");
+    this.timeoutMs = options.timeoutMs ?? 15_000;
+    this.fetchImpl = options.fetch ?? fetch;
+  }
+
+  /**
+   * `POST /agent/v1/register` with the bootstrap token (`Bearer <id>.<secret>`).
+   * 201/200 → registered; 401 bad/expired token; 409 ID or name taken; 422 invalid body.
+   */
+  register(bootstrapToken: string, body: RegisterRequest): Promise<HubResult<RegisterResponse>> {
+    return this.call("POST", "/agent/v1/register", bootstrapToken, body, (v) => {
+      const lease = leaseOf(v);
+      if (typeof v.hubAcceptsClient !== "boolean" || lease === undefined) return undefined;
+      return { clusterName: String(v.clusterName ?? body.clusterName), hubAcceptsClient: v.hubAcceptsClient, leaseDurationSeconds: lease };
+    });
+  }
+
+  /** `GET /agent/v1/clusters/{name}` with an agent JWT; answers before acceptance too. */
+  getCluster(name: string, token: string): Promise<HubResult<ClusterInfo>> {
+    return this.call("GET", `/agent/v1/clusters/${encodeURIComponent(name)}`, token, undefined, (v) => {
+      const lease = leaseOf(v);
+      if (typeof v.hubAcceptsClient !== "boolean" || lease === undefined) return undefined;
+      return {
+        clusterName: String(v.clusterName ?? name),
+        hubAcceptsClient: v.hubAcceptsClient,
+        denied: v.denied === true,
+        joined: v.joined === true,
+        leaseDurationSeconds: lease,
+      };
+    });
+  }
+
+  /** `POST /agent/v1/clusters/{name}/heartbeat`: renews the lease and reports status; 403 when not accepted. */
+  heartbeat(name: string, token: string, body: HeartbeatRequest): Promise<HubResult<HeartbeatResponse>> {
+    return this.call("POST", `/agent/v1/clusters/${encodeURIComponent(name)}/heartbeat`, token, body, (v) => {
+      const lease = leaseOf(v);
+      return lease === undefined ? undefined : { leaseDurationSeconds: lease };
+    });
+  }
+
+  /** `POST /agent/v1/clusters/{name}/rotate-key` signed with the current key; the old key stays valid 5 minutes. */
+  rotateKey(name: string, token: string, publicKey: JWK): Promise<HubResult<RotateKeyResponse>> {
+    return this.call("POST", `/agent/v1/clusters/${encodeURIComponent(name)}/rotate-key`, token, { publicKey }, (v) =>
+      typeof v.kid === "string" ? { kid: v.kid } : undefined,
+    );
+  }
+
+  private async call<T>(
+    method: "GET" | "POST",
+    path: string,
+    bearer: string,
+    body: unknown,
+    decode: (v: Record<string, unknown>) => T | undefined,
+  ): Promise<HubResult<T>> {
+    let res: Response;
+    try {
+      res = await this.fetchImpl(this.base + path, {
+        method,
+        headers: {
+          authorization: `Bearer ${bearer}`,
+          accept: "application/json",
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+    } catch (err) {
+      const e = err instanceof Error ? err : new Error(String(err));
+      const cause = e.cause instanceof Error ? `: ${e.cause.message}` : "";
+      const message = e.name === "TimeoutError" ? `no answer within ${this.timeoutMs} ms` : `${e.message}${cause}`;
+      return { ok: false, error: { kind: "unreachable", message } };
+    }
+    const text = await res.text().catch(() => "");
+    let parsed: unknown;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    if (res.status >= 200 && res.status < 300) {
+      const value = isRecord(parsed) ? decode(parsed) : undefined;
+      if (value === undefined) {
+        return { ok: false, error: { kind: "other", status: res.status, message: `unexpected answer to ${method} ${path}: ${text.slice(0, 200)}` } };
+      }
+      return { ok: true, status: res.status, value };
+    }
+    const status = isRecord(parsed) ? parsed : {};
+    const error: HubFailure = {
+      kind: classify(res.status),
+      status: res.status,
+      message:
+        typeof status.message === "string" && status.message
+          ? status.message
+          : `HTTP ${res.status}${text && !isRecord(parsed) ? `: ${text.slice(0, 200)}` : ""}`,
+    };
+    if (typeof status.reason === "string") error.reason = status.reason;
+    const retryAfter = res.headers.get("retry-after");
+    if (retryAfter && /^\d+$/.test(retryAfter)) error.retryAfterMs = Number(retryAfter) * 1000;
+    return { ok: false, error };
+  }
+}

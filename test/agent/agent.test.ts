@@ -1,0 +1,702 @@
+/**
+ * Tests of the member-cluster agent (agent/src). The Kubernetes side always goes over HTTP to
+ * the simulated cluster (agent/sim) with the real client-node code. The hub side is a tiny
+ * local HTTP stub of docs/agent-protocol.md, used only for backoff / log-once behaviour and
+ * 401/403/409 handling; the real hub is exercised by the end-to-end tests.
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
+import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, jwtVerify, type JWK } from "jose";
+import { startSimulatedCluster, type SimulatedCluster } from "../../agent/sim/index.ts";
+import { AgentFatalError, rotateKey, startAgent, type AgentHandle } from "../../agent/src/agent.ts";
+import { Backoff, heartbeatDelayMs } from "../../agent/src/backoff.ts";
+import { runCli } from "../../agent/src/cli.ts";
+import {
+  CREDENTIALS_SECRET_NAME,
+  generateAgentKeyPair,
+  loadCredentials,
+  signAgentToken,
+  storeCredentials,
+} from "../../agent/src/credentials.ts";
+import type { ClusterClaim, HeartbeatRequest } from "../../agent/src/hub-client.ts";
+import { getClusterIdentity } from "../../agent/src/identity.ts";
+import { kubeConfigFromYaml, rawGet } from "../../agent/src/kube.ts";
+import { ConditionLog, createLogger, type Logger } from "../../agent/src/log.ts";
+import { formatQuantity, parseQuantity, sumQuantities, sumResourceLists } from "../../agent/src/quantity.ts";
+import {
+  HealthTracker,
+  buildClusterClaims,
+  collectClusterStatus,
+  collectNodeResources,
+  parseClaimFlag,
+  probeKubeApiServer,
+} from "../../agent/src/status.ts";
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()?.();
+});
+
+async function sim(opts: Parameters<typeof startSimulatedCluster>[0] = {}): Promise<{ cluster: SimulatedCluster; kc: KubeConfig }> {
+  const cluster = await startSimulatedCluster(opts);
+  cleanups.push(() => cluster.close());
+  return { cluster, kc: kubeConfigFromYaml(cluster.kubeconfigYaml) };
+}
+
+function memoryLogger(): { log: Logger; lines: string[] } {
+  const lines: string[] = [];
+  return { log: createLogger({ write: (l) => lines.push(l) }), lines };
+}
+
+const count = (lines: string[], re: RegExp): number => lines.filter((l) => re.test(l)).length;
+
+async function until(cond: () => boolean, timeoutMs = 10_000, what = "condition"): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const FAST = { acceptancePollMs: 20, backoffBaseMs: 10, backoffCapMs: 40, healthCheckPeriodMs: 50, healthRecheckMs: 20, requestTimeoutMs: 2_000 };
+
+interface StubRequest {
+  method: string;
+  path: string;
+  body: Record<string, unknown> | undefined;
+  kid?: string;
+}
+
+type StubAnswer = { status: number; json?: unknown } | "destroy";
+
+/**
+ * A minimal hub speaking the agent protocol: registration stores the public key, agent JWTs are
+ * verified with jose against it (401 otherwise), and `answer` may override any reply.
+ */
+async function hubStub(answer: (req: StubRequest, n: number) => StubAnswer | undefined = () => undefined) {
+  const requests: StubRequest[] = [];
+  const keys = new Map<string, JWK>();
+  const state = { accepted: false, lease: 1 };
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      void (async () => {
+        const text = Buffer.concat(chunks).toString("utf8");
+        const body = text ? (JSON.parse(text) as Record<string, unknown>) : undefined;
+        const r: StubRequest = { method: req.method ?? "", path: req.url ?? "", body };
+        const auth = (req.headers.authorization ?? "").replace(/^Bearer /, "");
+        const send = (status: number, json: unknown) => {
+          res.writeHead(status, { "content-type": "application/json" });
+          res.end(JSON.stringify(json));
+        };
+        const failure = (code: number, reason: string, message: string) =>
+          send(code, { kind: "Status", apiVersion: "v1", status: "Failure", message, reason, code });
+        if (r.path !== "/agent/v1/register") {
+          try {
+            r.kid = decodeProtectedHeader(auth).kid;
+            const jwk = r.kid ? keys.get(r.kid) : undefined;
+            if (!jwk) throw new Error("unknown key");
+            await jwtVerify(auth, await importJWK(jwk, "ES256"), { audience: "flotilla", maxTokenAge: 60 });
+          } catch {
+            requests.push(r);
+            const o = answer(r, requests.length);
+            if (o === "destroy") return void req.socket.destroy();
+            if (o) return send(o.status, o.json);
+            return failure(401, "Unauthorized", "invalid agent credential");
+          }
+        }
+        requests.push(r);
+        const o = answer(r, requests.length);
+        if (o === "destroy") return void req.socket.destroy();
+        if (o) return send(o.status, o.json);
+        if (r.path === "/agent/v1/register") {
+          const pk = body?.publicKey as JWK;
+          keys.set(await calculateJwkThumbprint(pk, "sha256"), pk);
+          return send(201, { clusterName: body?.clusterName, hubAcceptsClient: state.accepted, leaseDurationSeconds: state.lease });
+        }
+        if (r.method === "GET") {
+          return send(200, { clusterName: "c1", hubAcceptsClient: state.accepted, denied: false, joined: state.accepted, leaseDurationSeconds: state.lease });
+        }
+        if (r.path.endsWith("/heartbeat")) {
+          if (!state.accepted) return failure(403, "Forbidden", "cluster c1 is not accepted");
+          return send(200, { leaseDurationSeconds: state.lease });
+        }
+        return failure(404, "NotFound", "no such endpoint");
+      })();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  );
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { url, requests, state, keys };
+}
+
+async function agent(opts: Parameters<typeof startAgent>[0]): Promise<AgentHandle> {
+  const a = await startAgent(opts);
+  cleanups.push(() => a.stop());
+  return a;
+}
+
+// ---------------------------------------------------------------------------------------------
+// pure parts
+
+describe("quantities", () => {
+  it.each([
+    [["3800m", "4"], "7800m"],
+    [["16Gi", "15Gi"], "31Gi"],
+    [["4", "4", "4"], "12"],
+    [["110", "110"], "220"],
+    [["500m", "500m"], "1"],
+    [["1Gi", "512Mi"], "1536Mi"],
+    [["1.5Gi"], "1536Mi"],
+    [["1000", "3000"], "4k"],
+    [["1e3", "2e3"], "3e3"],
+    [["0", "16Gi"], "16Gi"],
+    [["100Mi", "1G"], "1104857600"],
+    [["1k", "1Ki"], "2024"],
+    [[], "0"],
+  ])("sum %j = %s", (values, expected) => {
+    expect(sumQuantities(values)).toBe(expected);
+  });
+
+  it("parses exactly and rejects garbage", () => {
+    expect(parseQuantity("3800m").nanos).toBe(3_800_000_000n);
+    expect(parseQuantity("1Ki")).toEqual({ nanos: 1024n * 1_000_000_000n, format: "BinarySI" });
+    expect(parseQuantity("1n").nanos).toBe(1n);
+    expect(parseQuantity("0.1n").nanos).toBe(1n); // sub-nano rounds up, as Kubernetes
+    expect(formatQuantity(512n * 1_000_000_000n, "BinarySI")).toBe("512"); // < 1024 falls back to DecimalSI
+    expect(() => parseQuantity("4 cores")).toThrow(/invalid quantity/);
+    expect(() => parseQuantity("")).toThrow(/invalid quantity/);
+  });
+
+  it("sums resource lists per resource, skipping bad values", () => {
+    expect(sumResourceLists([{ cpu: "3800m", memory: "16Gi" }, undefined, { cpu: "4", memory: "15Gi", gpu: "bad" }])).toEqual({
+      cpu: "7800m",
+      memory: "31Gi",
+    });
+  });
+});
+
+describe("backoff and lease jitter", () => {
+  it("full jitter stays within a doubling ceiling capped at the cap", () => {
+    const b = new Backoff(1_000, 60_000, () => 0.999999);
+    const delays = Array.from({ length: 9 }, () => b.next());
+    expect(delays.map((d) => Math.round(d / 1000))).toEqual([1, 2, 4, 8, 16, 32, 60, 60, 60]);
+    b.reset();
+    expect(b.next()).toBeLessThan(1_000);
+    expect(new Backoff(1_000, 60_000, () => 0).next()).toBe(0);
+    expect(new Backoff(1_000, 60_000, () => 0).next(5_000)).toBe(5_000); // Retry-After floor
+  });
+
+  it("renews every leaseDurationSeconds with up to 25 % jitter, 0 meaning 60", () => {
+    expect(heartbeatDelayMs(60, () => 0)).toBe(60_000);
+    expect(heartbeatDelayMs(60, () => 0.999999)).toBeCloseTo(75_000, -1);
+    expect(heartbeatDelayMs(0, () => 0)).toBe(60_000);
+    expect(heartbeatDelayMs(10, () => 0.5)).toBe(11_250);
+  });
+
+  it("ConditionLog logs a condition once and its end once", () => {
+    const { log, lines } = memoryLogger();
+    const c = new ConditionLog(log, "back");
+    c.clear();
+    c.set("down", "down!");
+    c.set("down", "down!");
+    c.set("down", "down!");
+    c.clear();
+    c.clear();
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z WARN down!/);
+    expect(lines[1]).toMatch(/INFO back\n$/);
+  });
+
+  it("json log lines carry time, level, msg and fields", () => {
+    const lines: string[] = [];
+    createLogger({ format: "json", write: (l) => lines.push(l) }).info("hello", { cluster: "c1", n: 2 });
+    const parsed = JSON.parse(lines[0] ?? "") as Record<string, unknown>;
+    expect(parsed).toMatchObject({ level: "info", msg: "hello", cluster: "c1", n: 2 });
+    expect(new Date(String(parsed.time)).toISOString()).toBe(parsed.time);
+  });
+});
+
+describe("claims", () => {
+  it("keeps reserved claims, sorts custom ones by name and caps them at 20", () => {
+    const props: ClusterClaim[] = Array.from({ length: 25 }, (_, i) => ({ name: `c${String(24 - i).padStart(2, "0")}.example.com`, value: "v" }));
+    props.push({ name: "kubeversion.open-cluster-management.io", value: "v1.31.2" }, { name: "id.k8s.io", value: "x" });
+    const claims = buildClusterClaims(props, [{ name: "a.example.com", value: "flag" }]);
+    expect(claims.slice(0, 2).map((c) => c.name)).toEqual(["id.k8s.io", "kubeversion.open-cluster-management.io"]);
+    const custom = claims.slice(2);
+    expect(custom).toHaveLength(20);
+    expect(custom[0]).toEqual({ name: "a.example.com", value: "flag" });
+    expect(custom.map((c) => c.name)).toEqual([...custom.map((c) => c.name)].sort());
+    expect(custom.at(-1)?.name).toBe("c18.example.com");
+  });
+
+  it("a --claim overrides a property of the same name; invalid claims are dropped", () => {
+    const claims = buildClusterClaims(
+      [
+        { name: "region.example.com", value: "prop" },
+        { name: "Bad_Name", value: "x" },
+        { name: "big.example.com", value: "x".repeat(1025) },
+      ],
+      [{ name: "region.example.com", value: "flag" }],
+    );
+    expect(claims).toEqual([{ name: "region.example.com", value: "flag" }]);
+  });
+
+  it("parses --claim name=value, keeping '=' in the value", () => {
+    expect(parseClaimFlag("k.example.com=a=b")).toEqual({ name: "k.example.com", value: "a=b" });
+    expect(() => parseClaimFlag("novalue")).toThrow(/name=value/);
+    expect(() => parseClaimFlag("x.example.com=")).toThrow(/1-1024/);
+  });
+});
+
+describe("health probe and failure threshold", () => {
+  const fake = (answers: Record<string, number>) => {
+    const calls: string[] = [];
+    return {
+      calls,
+      get: async (p: string) => {
+        calls.push(p);
+        return { status: answers[p] ?? 599, body: "" };
+      },
+    };
+  };
+
+  it("falls back from /livez to /healthz on 404 and 403 only", async () => {
+    for (const code of [404, 403]) {
+      const f = fake({ "/livez": code, "/healthz": 200 });
+      expect((await probeKubeApiServer(f.get)).ok).toBe(true);
+      expect(f.calls).toEqual(["/livez", "/healthz"]);
+    }
+    const bad = fake({ "/livez": 404, "/healthz": 404 });
+    expect(await probeKubeApiServer(bad.get)).toMatchObject({ ok: false, message: expect.stringMatching(/\/healthz returned 404/) });
+    const down = fake({ "/livez": 500, "/healthz": 200 });
+    expect((await probeKubeApiServer(down.get)).ok).toBe(false);
+    expect(down.calls).toEqual(["/livez"]);
+    const err = await probeKubeApiServer(async () => {
+      throw new Error("ECONNREFUSED");
+    });
+    expect(err).toMatchObject({ ok: false, message: expect.stringMatching(/ECONNREFUSED/) });
+  });
+
+  it("reports a failure only once it has persisted for the threshold", () => {
+    const t = new HealthTracker(20_000);
+    const down = { ok: false, message: "down" };
+    expect(t.observe({ ok: true, message: "up" }, 0)).toMatchObject({ healthy: true, transient: false });
+    expect(t.observe(down, 1_000)).toMatchObject({ healthy: true, transient: true });
+    expect(t.observe(down, 20_999)).toMatchObject({ healthy: true, transient: true });
+    expect(t.observe(down, 21_000)).toMatchObject({ healthy: false, message: "down", transient: false });
+    expect(t.observe({ ok: true, message: "up" }, 22_000)).toMatchObject({ healthy: true });
+    // A new failure starts a new clock.
+    expect(t.observe(down, 23_000)).toMatchObject({ healthy: true, transient: true });
+    expect(new HealthTracker(0).observe(down, 0).healthy).toBe(false);
+  });
+
+  it("probes the simulated kube-apiserver over HTTP and applies the threshold", async () => {
+    const { cluster, kc } = await sim();
+    const probe = () => probeKubeApiServer((p) => rawGet(kc, p));
+    const t = new HealthTracker(300);
+    expect(t.observe(await probe(), Date.now()).healthy).toBe(true);
+    cluster.setHealthy(false);
+    const failed = await probe();
+    expect(failed).toMatchObject({ ok: false, message: expect.stringMatching(/\/livez returned 500/) });
+    expect(t.observe(failed, Date.now())).toMatchObject({ healthy: true, transient: true });
+    await new Promise((r) => setTimeout(r, 350));
+    expect(t.observe(await probe(), Date.now())).toMatchObject({ healthy: false, transient: false });
+    cluster.setHealthy(true);
+    expect(t.observe(await probe(), Date.now()).healthy).toBe(true);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// against the simulated cluster
+
+describe("identity", () => {
+  it("falls back to the kube-system UID", async () => {
+    const { kc } = await sim();
+    const ns = await kc.makeApiClient(CoreV1Api).readNamespace({ name: "kube-system" });
+    expect(ns.metadata?.uid).toMatch(/^[0-9a-f-]{36}$/);
+    expect(await getClusterIdentity(kc)).toEqual({ id: ns.metadata?.uid, source: "kube-system-uid" });
+  });
+
+  it("prefers the cluster.clusterset.k8s.io ClusterProperty", async () => {
+    const { kc } = await sim({ clusterProperties: { "cluster.clusterset.k8s.io": "edge-eu-1" } });
+    const ns = await kc.makeApiClient(CoreV1Api).readNamespace({ name: "kube-system" });
+    const id = await getClusterIdentity(kc);
+    expect(id).toEqual({ id: "edge-eu-1", source: "cluster-property" });
+    expect(id.id).not.toBe(ns.metadata?.uid);
+  });
+});
+
+describe("status collection", () => {
+  it("sums node capacity over all nodes and allocatable over schedulable ones", async () => {
+    const { kc } = await sim({ nodes: 3, kubernetesVersion: "v1.30.7" });
+    // Each simulated node: capacity cpu 4, memory 16Gi, pods 110, ephemeral-storage 100Gi;
+    // allocatable 3800m, 15Gi, 110, 95Gi.
+    expect(await collectNodeResources(kc)).toEqual({
+      capacity: { cpu: "12", memory: "48Gi", pods: "330", "ephemeral-storage": "300Gi" },
+      allocatable: { cpu: "11400m", memory: "45Gi", pods: "330", "ephemeral-storage": "285Gi" },
+    });
+    await kc
+      .makeApiClient(CoreV1Api)
+      .patchNode({ name: "sim-node-2", body: { spec: { unschedulable: true } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+    const { status, errors } = await collectClusterStatus(kc);
+    expect(errors).toEqual([]);
+    expect(status.version).toEqual({ kubernetes: "v1.30.7" });
+    expect(status.capacity).toEqual({ cpu: "12", memory: "48Gi", pods: "330", "ephemeral-storage": "300Gi" });
+    expect(status.allocatable).toEqual({ cpu: "7600m", memory: "30Gi", pods: "220", "ephemeral-storage": "190Gi" });
+  });
+
+  it("reports every ClusterProperty plus --claim flags as claims, sorted", async () => {
+    const { kc } = await sim({ clusterProperties: { "zone.example.com": "z1", "cluster.clusterset.k8s.io": "id-1" } });
+    const { status } = await collectClusterStatus(kc, [{ name: "env.example.com", value: "prod" }]);
+    expect(status.clusterClaims).toEqual([
+      { name: "cluster.clusterset.k8s.io", value: "id-1" },
+      { name: "env.example.com", value: "prod" },
+      { name: "zone.example.com", value: "z1" },
+    ]);
+  });
+});
+
+describe("credentials", () => {
+  it("stores the Secret (creating its namespace) and a restarted cluster loads the same key", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "flotilla-agent-test-"));
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const statePath = path.join(dir, "c1.json");
+    const first = await startSimulatedCluster({ statePath });
+    const kc1 = kubeConfigFromYaml(first.kubeconfigYaml);
+    expect(await loadCredentials(kc1, "agent-ns")).toBeUndefined();
+    const key = await generateAgentKeyPair();
+    await storeCredentials(kc1, "agent-ns", { clusterName: "c1", clusterId: "id-1", hubUrl: "http://hub", key });
+    const secret = await kc1.makeApiClient(CoreV1Api).readNamespacedSecret({ name: CREDENTIALS_SECRET_NAME, namespace: "agent-ns" });
+    expect(Object.keys(secret.data ?? {}).sort()).toEqual(["cluster-id", "cluster-name", "hub-url", "private-key", "public-key"]);
+    const publicStored = JSON.parse(Buffer.from(secret.data?.["public-key"] ?? "", "base64").toString()) as JWK;
+    expect(publicStored.d).toBeUndefined();
+    await first.close();
+
+    const second = await startSimulatedCluster({ statePath });
+    cleanups.push(() => second.close());
+    const loaded = await loadCredentials(kubeConfigFromYaml(second.kubeconfigYaml), "agent-ns");
+    expect(loaded).toMatchObject({ clusterName: "c1", clusterId: "id-1", hubUrl: "http://hub" });
+    expect(loaded?.key.kid).toBe(key.kid);
+    expect(loaded?.key.privateJwk).toEqual(key.privateJwk);
+    // A second store replaces the Secret in place.
+    const other = await generateAgentKeyPair();
+    await storeCredentials(kubeConfigFromYaml(second.kubeconfigYaml), "agent-ns", { clusterName: "c1", clusterId: "id-1", hubUrl: "http://hub", key: other });
+    expect((await loadCredentials(kubeConfigFromYaml(second.kubeconfigYaml), "agent-ns"))?.key.kid).toBe(other.kid);
+  });
+
+  it("signs JWTs as the protocol says", async () => {
+    const key = await generateAgentKeyPair();
+    const t1 = await signAgentToken("c1", key);
+    const t2 = await signAgentToken("c1", key);
+    expect(decodeProtectedHeader(t1)).toEqual({ alg: "ES256", typ: "JWT", kid: await calculateJwkThumbprint(key.publicJwk, "sha256") });
+    const { payload } = await jwtVerify(t1, await importJWK(key.publicJwk, "ES256"), { audience: "flotilla", issuer: "c1", subject: "c1" });
+    expect(typeof payload.iat).toBe("number");
+    expect((payload.exp ?? 0) - (payload.iat ?? 0)).toBeLessThanOrEqual(60);
+    expect((payload.exp ?? 0) - (payload.iat ?? 0)).toBeGreaterThan(0);
+    expect(payload.jti).toMatch(/^[0-9a-f-]{36}$/);
+    const p2 = (await jwtVerify(t2, await importJWK(key.publicJwk, "ES256"), { audience: "flotilla" })).payload;
+    expect(p2.jti).not.toBe(payload.jti);
+    // Another key does not verify it.
+    const other = await generateAgentKeyPair();
+    await expect(jwtVerify(t1, await importJWK(other.publicJwk, "ES256"))).rejects.toThrow();
+  });
+
+  it("rotateKey signs with the old key and stores the new one only after the hub agrees", async () => {
+    const { kc } = await sim();
+    const old = await generateAgentKeyPair();
+    await storeCredentials(kc, "flotilla-agent", { clusterName: "c1", clusterId: "id", hubUrl: "http://hub", key: old });
+    const seen: Array<{ token: string; publicKey: JWK }> = [];
+    let refuse = true;
+    const hub = {
+      rotateKey: async (_name: string, token: string, publicKey: JWK) => {
+        seen.push({ token, publicKey });
+        if (refuse) return { ok: false as const, error: { kind: "unauthorized" as const, status: 401, message: "nope" } };
+        return { ok: true as const, status: 200, value: { kid: await calculateJwkThumbprint(publicKey, "sha256") } };
+      },
+    };
+    const { log } = memoryLogger();
+    await expect(rotateKey({ kubeConfig: kc, hub, logger: log })).rejects.toThrow(/refused key rotation \(401\): nope/);
+    expect((await loadCredentials(kc, "flotilla-agent"))?.key.kid).toBe(old.kid);
+    refuse = false;
+    const r = await rotateKey({ kubeConfig: kc, hub, logger: log });
+    expect(r.oldKid).toBe(old.kid);
+    expect(r.newKid).not.toBe(old.kid);
+    const last = seen.at(-1);
+    await jwtVerify(last?.token ?? "", await importJWK(old.publicJwk, "ES256"), { audience: "flotilla", subject: "c1" });
+    expect(last?.publicKey.d).toBeUndefined();
+    expect((await loadCredentials(kc, "flotilla-agent"))?.key.kid).toBe(r.newKid);
+    await expect(rotateKey({ kubeConfig: kc, hub, clusterName: "other" })).rejects.toThrow(/belongs to cluster c1/);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// the loop, against a stub hub (backoff, log-once, 401/403/409)
+
+describe("agent loop", () => {
+  const TOKEN = "abcdef.0123456789abcdef";
+
+  it("retries an unreachable hub with backoff and logs one line per state change", async () => {
+    const { kc } = await sim();
+    const mode = { down: false };
+    // Registration: 3 dropped connections, then 3 × 503, then normal answers.
+    const hub = await hubStub((r, n) => {
+      if (mode.down) return n % 2 ? "destroy" : { status: 502, json: { message: "bad gateway" } };
+      if (r.path === "/agent/v1/register" && n <= 3) return "destroy";
+      if (n <= 6) return { status: 503, json: { kind: "Status", message: "overloaded", code: 503 } };
+      return undefined;
+    });
+    hub.state.accepted = true;
+    const { log, lines } = memoryLogger();
+    const a = await agent({ hubUrl: hub.url, clusterName: "c1", bootstrapToken: TOKEN, kubeConfig: kc, logger: log, timing: FAST });
+    await until(() => hub.requests.some((r) => r.path.endsWith("/heartbeat")), 10_000, "first heartbeat");
+    expect(a.state()).toBe("heartbeating");
+    expect(hub.requests.filter((r) => r.path === "/agent/v1/register")).toHaveLength(7);
+    expect(count(lines, /hub unreachable/)).toBe(1);
+    expect(count(lines, /hub reachable again/)).toBe(1);
+    expect(count(lines, /registered with the hub/)).toBe(1);
+    expect(count(lines, /cluster accepted by the hub/)).toBe(1);
+    expect(count(lines, /heartbeating every 1s/)).toBe(1);
+    const hb = hub.requests.find((r) => r.path.endsWith("/heartbeat"))?.body as unknown as HeartbeatRequest;
+    expect(hb).toMatchObject({ healthy: true, version: { kubernetes: "v1.31.2" }, capacity: { cpu: "12", memory: "48Gi", pods: "330" } });
+    expect(hb.allocatable).toEqual({ cpu: "11400m", memory: "45Gi", pods: "330", "ephemeral-storage": "285Gi" });
+
+    // The hub goes away mid-heartbeating: several failed attempts, still one line each way.
+    mode.down = true;
+    const failedFrom = hub.requests.length;
+    await until(() => hub.requests.length >= failedFrom + 5, 10_000, "failed heartbeats");
+    expect(a.state()).toBe("heartbeating");
+    mode.down = false;
+    const recoveredFrom = hub.requests.length;
+    await until(() => count(lines, /hub reachable again/) === 2, 10_000, "recovery");
+    expect(hub.requests.length).toBeGreaterThan(recoveredFrom);
+    expect(count(lines, /hub unreachable/)).toBe(2);
+    expect(lines.filter((l) => /unreachable/.test(l)).every((l) => /WARN/.test(l))).toBe(true);
+    await a.stop();
+    expect(a.state()).toBe("stopped");
+  });
+
+  it("a 409 at registration is fatal, logs the hub's message and stores nothing", async () => {
+    const { kc } = await sim();
+    const hub = await hubStub((r) =>
+      r.path === "/agent/v1/register"
+        ? { status: 409, json: { kind: "Status", apiVersion: "v1", status: "Failure", code: 409, reason: "Conflict", message: 'cluster ID "x" is already registered as cluster "other"' } }
+        : undefined,
+    );
+    const { log, lines } = memoryLogger();
+    const a = await agent({ hubUrl: hub.url, clusterName: "c1", bootstrapToken: TOKEN, kubeConfig: kc, logger: log, timing: FAST });
+    await expect(a.done).rejects.toBeInstanceOf(AgentFatalError);
+    await expect(a.done).rejects.toThrow(/409 Conflict.*already registered as cluster "other"/);
+    expect(a.state()).toBe("failed");
+    expect(hub.requests).toHaveLength(1);
+    expect(count(lines, /ERROR .*already registered as cluster/)).toBe(1);
+    expect(await loadCredentials(kc, "flotilla-agent")).toBeUndefined();
+  });
+
+  it("a corrupt Secret is fatal rather than retried forever", async () => {
+    const { kc } = await sim();
+    const key = await generateAgentKeyPair();
+    await storeCredentials(kc, "flotilla-agent", { clusterName: "c1", clusterId: "i", hubUrl: "http://h", key });
+    await kc.makeApiClient(CoreV1Api).patchNamespacedSecret(
+      { name: CREDENTIALS_SECRET_NAME, namespace: "flotilla-agent", body: { data: { "private-key": Buffer.from("{not json").toString("base64") } } },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+    await expect(loadCredentials(kc, "flotilla-agent")).rejects.toThrow(/private-key is not a usable EC P-256 JWK/);
+    const { log } = memoryLogger();
+    const a = await agent({ hubUrl: "http://h", clusterName: "c1", kubeConfig: kc, logger: log, timing: FAST });
+    await expect(a.done).rejects.toThrow(/credentials Secret.*private-key is not a usable/);
+  });
+
+  it("without a Secret and without a bootstrap token it stops with a clear message", async () => {
+    const { kc } = await sim();
+    const hub = await hubStub();
+    const { log } = memoryLogger();
+    const a = await agent({ hubUrl: hub.url, clusterName: "c1", kubeConfig: kc, logger: log, timing: FAST });
+    await expect(a.done).rejects.toThrow(/no hub credentials in Secret flotilla-agent\/flotilla-hub-credentials and no bootstrap token/);
+    expect(hub.requests).toHaveLength(0);
+  });
+
+  it("waits for acceptance, returns to waiting on a 403 heartbeat, and a restart reuses the Secret", async () => {
+    const { kc } = await sim();
+    const hub = await hubStub();
+    const { log, lines } = memoryLogger();
+    const a = await agent({ hubUrl: hub.url, clusterName: "c1", bootstrapToken: TOKEN, kubeConfig: kc, logger: log, timing: FAST });
+    await until(() => a.state() === "waiting-for-acceptance" && hub.requests.filter((r) => r.method === "GET").length >= 3, 10_000, "polling");
+    expect(count(lines, /waiting for the hub admin to accept/)).toBe(1);
+    expect(hub.requests.some((r) => r.path.endsWith("/heartbeat"))).toBe(false);
+    const registered = hub.requests[0];
+    expect(registered?.body).toMatchObject({ clusterName: "c1", publicKey: { kty: "EC", crv: "P-256" } });
+    expect((registered?.body?.publicKey as JWK).d).toBeUndefined();
+
+    hub.state.accepted = true;
+    await until(() => a.state() === "heartbeating" && hub.requests.some((r) => r.path.endsWith("/heartbeat")), 10_000, "heartbeat");
+    expect(count(lines, /cluster accepted by the hub/)).toBe(1);
+
+    // The admin denies the cluster: heartbeats get 403 → back to waiting, logged once.
+    hub.state.accepted = false;
+    await until(() => a.state() === "waiting-for-acceptance", 10_000, "back to waiting");
+    const since = hub.requests.length;
+    await until(() => hub.requests.length >= since + 4, 10_000, "polls");
+    expect(count(lines, /no longer accepts this cluster \(403\)/)).toBe(1);
+    expect(count(lines, /waiting for the hub admin to accept/)).toBe(1);
+    expect(hub.requests.slice(since).every((r) => r.method === "GET")).toBe(true);
+    hub.state.accepted = true;
+    await until(() => count(lines, /cluster accepted by the hub/) === 2, 10_000, "re-accepted");
+    await a.stop();
+
+    // Restart: no bootstrap token needed, no second registration, same key.
+    const kid = hub.requests.find((r) => r.kid)?.kid;
+    const registrations = hub.requests.filter((r) => r.path === "/agent/v1/register").length;
+    const b = await agent({ hubUrl: hub.url, clusterName: "c1", kubeConfig: kc, logger: log, timing: FAST });
+    const from = hub.requests.length;
+    await until(() => hub.requests.slice(from).some((r) => r.path.endsWith("/heartbeat")), 10_000, "heartbeat after restart");
+    expect(hub.requests.filter((r) => r.path === "/agent/v1/register")).toHaveLength(registrations);
+    expect(hub.requests.slice(from).every((r) => r.kid === kid)).toBe(true);
+    await b.stop();
+  });
+
+  it("a 401 is logged once and retried; a key rotated by another process is picked up", async () => {
+    const { kc } = await sim();
+    const mode = { reject: false };
+    const hub = await hubStub((r) => (mode.reject && r.path.endsWith("/heartbeat") ? { status: 401, json: { message: "cluster c1 is not registered" } } : undefined));
+    hub.state.accepted = true;
+    const { log, lines } = memoryLogger();
+    const a = await agent({ hubUrl: hub.url, clusterName: "c1", bootstrapToken: TOKEN, kubeConfig: kc, logger: log, timing: FAST });
+    await until(() => hub.requests.some((r) => r.path.endsWith("/heartbeat")), 10_000, "heartbeat");
+    mode.reject = true;
+    const since = hub.requests.length;
+    await until(() => hub.requests.length >= since + 5, 10_000, "rejected heartbeats");
+    expect(a.state()).toBe("heartbeating");
+    expect(count(lines, /rejected the agent's credentials \(401\): cluster c1 is not registered/)).toBe(1);
+    mode.reject = false;
+    await until(() => count(lines, /accepts the agent's credentials again/) === 1, 10_000, "recovery");
+
+    // Rotation by another process: the hub forgets the old key (as after 5 minutes); the agent
+    // meets a 401, reloads the Secret and continues with the new key.
+    const oldKid = (await loadCredentials(kc, "flotilla-agent"))?.key.kid;
+    const rotated = await rotateKey({
+      kubeConfig: kc,
+      logger: log,
+      hub: {
+        rotateKey: async (_n: string, _t: string, publicKey: JWK) => {
+          const kid = await calculateJwkThumbprint(publicKey, "sha256");
+          hub.keys.set(kid, publicKey);
+          return { ok: true as const, status: 200, value: { kid } };
+        },
+      },
+    });
+    if (oldKid) hub.keys.delete(oldKid);
+    const from = hub.requests.length;
+    await until(() => hub.requests.slice(from).some((r) => r.kid === rotated.newKid && r.path.endsWith("/heartbeat")), 10_000, "new key");
+    expect(count(lines, /newer key/)).toBe(1);
+    await a.stop();
+  });
+
+  it("reports the kube-apiserver unavailable only after the threshold, and heartbeats at once on a change", async () => {
+    const { cluster, kc } = await sim();
+    const hub = await hubStub();
+    hub.state.accepted = true;
+    hub.state.lease = 30; // long lease: only a health change can trigger an early heartbeat
+    const { log, lines } = memoryLogger();
+    const a = await agent({
+      hubUrl: hub.url,
+      clusterName: "c1",
+      bootstrapToken: TOKEN,
+      kubeConfig: kc,
+      logger: log,
+      timing: FAST,
+      healthFailureThresholdSeconds: 0.3,
+    });
+    const beats = () => hub.requests.filter((r) => r.path.endsWith("/heartbeat")).map((r) => r.body as unknown as HeartbeatRequest);
+    await until(() => beats().length === 1, 10_000, "first heartbeat");
+    expect(beats()[0]?.healthy).toBe(true);
+    const downAt = Date.now();
+    cluster.setHealthy(false);
+    await until(() => beats().length === 2, 10_000, "heartbeat after the threshold");
+    expect(Date.now() - downAt).toBeGreaterThanOrEqual(300);
+    expect(beats()[1]).toMatchObject({ healthy: false, healthMessage: expect.stringMatching(/\/livez returned 500/) });
+    expect(count(lines, /reporting the cluster unavailable/)).toBe(1);
+    cluster.setHealthy(true);
+    await until(() => beats().length === 3, 10_000, "heartbeat on recovery");
+    expect(beats()[2]?.healthy).toBe(true);
+    expect(count(lines, /kube-apiserver healthy again/)).toBe(1);
+
+    // The in-process rotation path surfaces the hub's refusal and keeps the old key.
+    const kid = hub.requests.at(-1)?.kid;
+    await expect(a.rotateKey()).rejects.toThrow(/refused key rotation \(404\): no such endpoint/);
+    expect((await loadCredentials(kc, "flotilla-agent"))?.key.kid).toBe(kid);
+    await a.stop();
+  });
+});
+
+describe("command line", () => {
+  const run = async (args: string[], env: Record<string, string> = {}) => {
+    const logs: string[] = [];
+    const errs: string[] = [];
+    const keys = ["FLOTILLA_HUB_URL", "FLOTILLA_CLUSTER_NAME", "FLOTILLA_BOOTSTRAP_TOKEN"];
+    const saved = Object.fromEntries(keys.map((k) => [k, process.env[k]]));
+    for (const k of keys) delete process.env[k];
+    Object.assign(process.env, env);
+    try {
+      const code = await runCli(["node", "flotilla-agent", ...args], { writeLog: (l) => logs.push(l), writeErr: (s) => errs.push(s), writeOut: () => undefined });
+      return { code, logs, errs: errs.join("") };
+    } finally {
+      for (const k of keys) {
+        if (saved[k] === undefined) delete process.env[k];
+        else process.env[k] = saved[k];
+      }
+    }
+  };
+
+  it("exits 2 with a clear message on bad flags", async () => {
+    expect(await run(["--cluster-name", "c1"])).toMatchObject({ code: 2, errs: expect.stringMatching(/--hub-url \(or FLOTILLA_HUB_URL\) is required/) });
+    expect(await run(["--hub-url", "http://h", "--cluster-name", "Bad_Name"])).toMatchObject({ code: 2, errs: expect.stringMatching(/DNS-1123 label/) });
+    expect(await run(["--hub-url", "ftp://h", "--cluster-name", "c1"])).toMatchObject({ code: 2, errs: expect.stringMatching(/http or https/) });
+    expect(await run(["--bogus"])).toMatchObject({ code: 2, errs: expect.stringMatching(/unknown option '--bogus'/) });
+    expect(await run(["--hub-url", "http://h", "--cluster-name", "c1", "--claim", "noequals"])).toMatchObject({ code: 2, errs: expect.stringMatching(/name=value/) });
+    expect(await run(["--hub-url", "http://h", "--cluster-name", "c1", "--log-format", "xml"])).toMatchObject({ code: 2 });
+    expect(await run(["--hub-url", "http://h", "--cluster-name", "c1", "--health-failure-threshold", "-1"])).toMatchObject({ code: 2 });
+    expect((await run(["--help"])).code).toBe(0);
+  });
+
+  it("--simulate with env configuration: a 409 from the hub exits 1 with the hub's message as a JSON log line", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "flotilla-agent-cli-"));
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const hub = await hubStub((r) => (r.path === "/agent/v1/register" ? { status: 409, json: { kind: "Status", code: 409, reason: "Conflict", message: 'cluster name "c1" is taken by another cluster ID' } } : undefined));
+    const { code, logs } = await run(["--simulate", "--simulate-state", path.join(dir, "state.json"), "--simulate-nodes", "2", "--log-format", "json"], {
+      FLOTILLA_HUB_URL: hub.url,
+      FLOTILLA_CLUSTER_NAME: "c1",
+      FLOTILLA_BOOTSTRAP_TOKEN: "abcdef.0123456789abcdef",
+    });
+    expect(code).toBe(1);
+    const parsed = logs.map((l) => JSON.parse(l) as { level: string; msg: string });
+    expect(parsed.filter((l) => l.level === "error" && /taken by another cluster ID/.test(l.msg))).toHaveLength(1);
+    expect(hub.requests).toHaveLength(1);
+    expect(hub.requests[0]?.body?.clusterName).toBe("c1");
+    expect(fs.existsSync(path.join(dir, "state.json"))).toBe(true);
+  });
+
+  it("exits 1 when there is neither a Secret nor a bootstrap token", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "flotilla-agent-cli-"));
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const { code, logs } = await run(["--simulate", "--simulate-state", path.join(dir, "s.json"), "--hub-url", "http://127.0.0.1:9", "--cluster-name", "c2"]);
+    expect(code).toBe(1);
+    expect(logs.join("")).toMatch(/ERROR no hub credentials .* pass --bootstrap-token or set FLOTILLA_BOOTSTRAP_TOKEN/);
+  });
+});
