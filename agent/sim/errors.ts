@@ -2,61 +2,16 @@
  * Kubernetes `Status` errors, in the shapes kube-apiserver produces
  * (apimachinery `pkg/api/errors`): reason, code, message wording and `details`.
  */
-import type { Obj } from "./types.ts";
 
-/** One `details.causes[]` entry of a Status (`metav1.StatusCause`; `Type` is serialised as `reason`). */
-export interface StatusCause {
-  reason: string;
-  message: string;
-  field?: string;
-}
+import { ApiError, type StatusCause, type StatusDetails } from "../../src/k8s/errors.ts";
 
-/** `details` of a Status: the object's name, API group and *resource* (plural, as Kubernetes puts it in `kind`). */
-export interface StatusDetails {
-  name?: string;
-  group?: string;
-  kind?: string;
-  uid?: string;
-  causes?: StatusCause[];
-  retryAfterSeconds?: number;
-}
+// The Status error type is the hub's own (src/k8s/errors.ts): one definition of the wire shape.
+export { ApiError, type StatusCause, type StatusDetails };
 
 /** Identifies a resource in error messages: API group ("" for core) and plural resource name. */
 export interface ResourceRef {
   group: string;
   plural: string;
-}
-
-/**
- * An error that the HTTP layer turns into a Kubernetes `Status` response with HTTP status `code`.
- * Thrown by the store, patch, SSA and server modules.
- */
-export class ApiError extends Error {
-  readonly code: number;
-  readonly reason: string;
-  readonly details: StatusDetails | undefined;
-
-  constructor(code: number, reason: string, message: string, details?: StatusDetails) {
-    super(message);
-    this.code = code;
-    this.reason = reason;
-    this.details = details;
-  }
-
-  /** The `Status` object (`kind: Status`, `status: Failure`) to send as the response body. */
-  toStatus(): Obj {
-    const s: Obj = {
-      kind: "Status",
-      apiVersion: "v1",
-      metadata: {},
-      status: "Failure",
-      message: this.message,
-      reason: this.reason,
-      code: this.code,
-    };
-    if (this.details) s.details = this.details;
-    return s;
-  }
 }
 
 /** `plural.group` as Kubernetes prints a resource in messages (`deployments.apps`, or `secrets` for core). */

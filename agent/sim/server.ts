@@ -172,7 +172,7 @@ function serveWatch(ctx: ServerContext, req: IncomingMessage, res: ServerRespons
   } else {
     const since = Number(rvParam);
     if (!Number.isFinite(since) || since < store.oldestWatchableRv()) {
-      send("ERROR", new ApiError(410, "Expired", `too old resource version: ${rvParam} (${store.oldestWatchableRv() + 1})`).toStatus());
+      send("ERROR", new ApiError(410, "Expired", `too old resource version: ${rvParam} (${store.oldestWatchableRv() + 1})`).toStatus() as unknown as Obj);
       unsubscribe();
       res.end();
       return;
