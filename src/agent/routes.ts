@@ -6,6 +6,7 @@
 import { Hono, type Context } from "hono";
 import type { z } from "zod";
 import { ApiError, conflict, invalid, unauthorized } from "../k8s/errors.ts";
+import { resourceKey } from "../k8s/kind.ts";
 import { checkSchema, type KubeObject } from "../k8s/meta.ts";
 import { database, getObject } from "../k8s/store.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
@@ -107,7 +108,15 @@ export function agentRoutes(): Hono<{ Bindings: Env }> {
       claims: body.claims ?? [],
       autoApprove: tokenObj.spec?.autoApprove === true,
     })) as Result<{ created: boolean; info: RegistrationInfo }>;
-    if (!res.ok) return c.json(res.status, res.status.code as 400);
+    if (!res.ok) {
+      // Release the identity claimed above unless a cluster of that name exists: no half write.
+      await c.env.DB.prepare(
+        "DELETE FROM cluster_identities WHERE name = ? AND cluster_id = ? AND NOT EXISTS (SELECT 1 FROM objects WHERE resource = ? AND namespace = '' AND name = ?)",
+      )
+        .bind(body.clusterName, body.clusterId, resourceKey(ManagedClusterKind), body.clusterName)
+        .run();
+      return c.json(res.status, res.status.code as 400);
+    }
     return c.json(res.value.info, res.value.created ? 201 : 200);
   });
 
