@@ -70,6 +70,15 @@ export type AgentAction =
   | { action: "heartbeat"; heartbeat: Heartbeat }
   | { action: "rotate-key"; publicKey: JWK };
 
+/**
+ * The cluster's lease (OCM's `managed-cluster-lease`): the last renewal, epoch milliseconds, and
+ * the `leaseDurationSeconds` the agent was told then (seconds).
+ */
+export interface LeaseRecord {
+  renewMs: number;
+  toldSeconds: number;
+}
+
 /** How long a key replaced by rotation keeps working, in milliseconds. */
 export const ROTATION_OVERLAP_MS = 5 * 60 * 1000;
 
@@ -126,14 +135,19 @@ export class ClusterObject extends DurableObject<Env> {
     return this.readState<KubeObject>("object");
   }
 
-  private renewTimeMs(): number | null {
-    return this.readState<number>("lease");
+  private lease(): LeaseRecord | null {
+    return this.readState<LeaseRecord>("lease");
   }
 
-  private graceMs(obj: KubeObject): number {
+  /**
+   * The grace period in milliseconds: LEASE_GRACE_MULTIPLIER x leaseDurationSeconds (OCM: 5 x).
+   * When an admin shortened the lease, the agent learns it only at its next renewal, so the
+   * interval the agent was told at its last renewal counts until then.
+   */
+  private graceMs(obj: KubeObject, lease: LeaseRecord | null): number {
     const multiplier = Number(this.env.LEASE_GRACE_MULTIPLIER ?? "5") || 5;
-    const lease = specOf(obj).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS;
-    return multiplier * lease * 1000;
+    const seconds = Math.max(specOf(obj).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS, lease?.toldSeconds ?? 0);
+    return multiplier * seconds * 1000;
   }
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
@@ -187,12 +201,12 @@ export class ClusterObject extends DurableObject<Env> {
   /** Starts the lease of a newly accepted cluster and keeps the alarm no later than its expiry. */
   private async afterChange(obj: KubeObject, now: number): Promise<void> {
     if (!findCondition(statusOf(obj).conditions, Conditions.HubAccepted)) return;
-    let renew = this.renewTimeMs();
-    if (renew === null) {
-      renew = now;
-      this.writeState("lease", renew);
+    let lease = this.lease();
+    if (lease === null) {
+      lease = { renewMs: now, toldSeconds: specOf(obj).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS };
+      this.writeState("lease", lease);
     }
-    await this.armAlarm(renew + this.graceMs(obj));
+    await this.armAlarm(lease.renewMs + this.graceMs(obj, lease));
   }
 
   private async armAlarm(at: number): Promise<void> {
@@ -383,7 +397,8 @@ export class ClusterObject extends DurableObject<Env> {
   private async heartbeat(current: KubeObject, hb: Heartbeat, now: number): Promise<{ leaseDurationSeconds: number }> {
     const spec = specOf(current);
     if (!spec.hubAcceptsClient) throw forbidden(`cluster ${current.metadata.name} is not accepted by the hub`);
-    this.writeState("lease", now);
+    const lease: LeaseRecord = { renewMs: now, toldSeconds: spec.leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS };
+    this.writeState("lease", lease);
     const next = structuredClone(current);
     const status = statusOf(next);
     const conditions = (status.conditions ??= []);
@@ -399,7 +414,7 @@ export class ClusterObject extends DurableObject<Env> {
     if (hb.allocatable) status.allocatable = hb.allocatable;
     if (hb.clusterClaims) status.clusterClaims = hb.clusterClaims;
     const stored = (await this.commit(current, next)) ?? current;
-    await this.armAlarm(now + this.graceMs(stored));
+    await this.armAlarm(now + this.graceMs(stored, lease));
     return { leaseDurationSeconds: specOf(stored).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS };
   }
 
@@ -417,8 +432,8 @@ export class ClusterObject extends DurableObject<Env> {
       const now = Date.now();
       this.exec("DELETE FROM seen_jti WHERE exp < ?", now);
       if (!findCondition(statusOf(current).conditions, Conditions.HubAccepted)) return;
-      const renew = this.renewTimeMs() ?? now;
-      const expiry = renew + this.graceMs(current);
+      const lease = this.lease();
+      const expiry = (lease?.renewMs ?? now) + this.graceMs(current, lease);
       if (now < expiry) {
         await this.armAlarm(expiry);
         return;

@@ -2,63 +2,13 @@
  * End to end: a real hub (`wrangler dev` on workerd with a local D1) and real agent processes
  * (`flotilla-agent --simulate`, whose client-node code talks HTTP to a simulated member cluster).
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { copyFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateAgentKeyPair, signAgentToken } from "../../agent/src/credentials.ts";
 import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const MC = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
-const merge = "application/merge-patch+json";
-
-interface AgentProcess {
-  child: ChildProcess;
-  output(): string;
-  exited: Promise<number | null>;
-}
-
-function startAgent(hub: Hub, args: string[]): AgentProcess {
-  const child = spawn(process.execPath, [path.join(root, "agent/bin/flotilla-agent.js"), "--hub-url", hub.url, "--simulate", ...args], {
-    cwd: root,
-    env: { ...process.env, FLOTILLA_BOOTSTRAP_TOKEN: "" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  return { child, output: () => out, exited };
-}
-
-async function stopAgent(a: AgentProcess): Promise<void> {
-  if (a.child.exitCode === null) a.child.kill("SIGTERM");
-  await a.exited;
-}
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v) return v;
-      last = v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (last: ${String(last)})`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-const cond = (mc: any, type: string) => (mc?.status?.conditions ?? []).find((c: { type: string }) => c.type === type);
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-const taintKeys = (mc: any): string[] => (mc?.spec?.taints ?? []).map((t: { key: string }) => t.key);
+import { cond, MC, merge, startAgent, stopAgent, taintKeys, waitFor, type AgentProcess } from "./support.ts";
 
 describe("a cluster joins, goes silent and comes back (wrangler dev + agent processes)", () => {
   let hub: Hub;

@@ -87,7 +87,7 @@ describe("placement scheduling on write", () => {
     expect(await decided("apps", "web")).toEqual(["p3", "p5"]);
     const stub = env.CLUSTERS.getByName("p5");
     await runInDurableObject(stub, (_o, state) => {
-      state.storage.sql.exec("UPDATE state SET v = ? WHERE k = 'lease'", JSON.stringify(Date.now() - 60_000));
+      state.storage.sql.exec("UPDATE state SET v = ? WHERE k = 'lease'", JSON.stringify({ renewMs: Date.now() - 60_000, toldSeconds: 1 }));
     });
     await runDurableObjectAlarm(stub);
     expect(await decided("apps", "web")).toEqual(["p1", "p3"]);

@@ -167,7 +167,7 @@ describe("leases and availability", () => {
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(condition((await call("GET", `${MC}/lease1`)).body, "ManagedClusterConditionAvailable").status).toBe("True");
     await runInDurableObject(stub, (_obj, state) => {
-      state.storage.sql.exec("UPDATE state SET v = ? WHERE k = 'lease'", JSON.stringify(Date.now() - 6000));
+      state.storage.sql.exec("UPDATE state SET v = ? WHERE k = 'lease'", JSON.stringify({ renewMs: Date.now() - 6000, toldSeconds: 1 }));
     });
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     const obj = (await call("GET", `${MC}/lease1`)).body;
@@ -177,5 +177,26 @@ describe("leases and availability", () => {
     const back = (await call("GET", `${MC}/lease1`)).body;
     expect(condition(back, "ManagedClusterConditionAvailable").status).toBe("True");
     expect(back.spec.taints ?? []).toEqual([]);
+  });
+
+  it("a shortened lease counts from the interval the agent was last told", async () => {
+    const token = await createToken({ autoApprove: true });
+    const { keys } = await register(token, "lease2", "id-lease2");
+    expect((await hb("lease2", keys)).body.leaseDurationSeconds).toBe(60);
+    await call("PATCH", `${MC}/lease2`, { spec: { leaseDurationSeconds: 1 } }, { contentType: "application/merge-patch+json" });
+    const stub = env.CLUSTERS.getByName("lease2");
+    // 10 s after a renewal made under a 60 s lease: within 5 x 60 s, so still Available.
+    await runInDurableObject(stub, (_obj, state) => {
+      state.storage.sql.exec("UPDATE state SET v = ? WHERE k = 'lease'", JSON.stringify({ renewMs: Date.now() - 10_000, toldSeconds: 60 }));
+    });
+    await runDurableObjectAlarm(stub);
+    expect(condition((await call("GET", `${MC}/lease2`)).body, "ManagedClusterConditionAvailable").status).toBe("True");
+    // The next renewal tells the agent 1 s; from then on 5 x 1 s applies.
+    expect((await hb("lease2", keys)).body.leaseDurationSeconds).toBe(1);
+    await runInDurableObject(stub, (_obj, state) => {
+      state.storage.sql.exec("UPDATE state SET v = ? WHERE k = 'lease'", JSON.stringify({ renewMs: Date.now() - 10_000, toldSeconds: 1 }));
+    });
+    await runDurableObjectAlarm(stub);
+    expect(condition((await call("GET", `${MC}/lease2`)).body, "ManagedClusterConditionAvailable").status).toBe("Unknown");
   });
 });

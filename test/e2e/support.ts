@@ -1,0 +1,61 @@
+/** Helpers for end-to-end tests: agent processes and polling. */
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Hub } from "../../scripts/hub-process.ts";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+export const MC = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
+export const merge = "application/merge-patch+json";
+
+/** A running `flotilla-agent` process, its output so far, and its exit. */
+export interface AgentProcess {
+  child: ChildProcess;
+  output(): string;
+  exited: Promise<number | null>;
+}
+
+/** Starts `flotilla-agent --simulate` against `hub` with extra CLI arguments. */
+export function startAgent(hub: Hub, args: string[]): AgentProcess {
+  const child = spawn(process.execPath, [path.join(root, "agent/bin/flotilla-agent.js"), "--hub-url", hub.url, "--simulate", ...args], {
+    cwd: root,
+    env: { ...process.env, FLOTILLA_BOOTSTRAP_TOKEN: "" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return { child, output: () => out, exited };
+}
+
+/** Stops an agent with SIGTERM and waits for it to exit. */
+export async function stopAgent(a: AgentProcess): Promise<void> {
+  if (a.child.exitCode === null) a.child.kill("SIGTERM");
+  await a.exited;
+}
+
+/** Polls `probe` every 250 ms until it returns a truthy value. @throws Error after `timeoutMs` milliseconds */
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v) return v;
+      last = v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (last: ${String(last)})`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** A condition of an object's status by type. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export const cond = (mc: any, type: string) => (mc?.status?.conditions ?? []).find((c: { type: string }) => c.type === type);
+/** The keys of a ManagedCluster's taints. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export const taintKeys = (mc: any): string[] => (mc?.spec?.taints ?? []).map((t: { key: string }) => t.key);
+
