@@ -130,4 +130,32 @@ describe("placement scheduling on write", () => {
     expect(del.status).toBe(200);
     expect((await call("GET", DECISIONS("bulk"))).body.items).toHaveLength(0);
   });
+
+  it("re-runs on AddOnPlacementScore, set and binding writes", async () => {
+    const scoreOf = (cluster: string) => `${G}/v1alpha1/namespaces/${cluster}/addonplacementscores`;
+    for (const c of ["p1", "p3"]) {
+      const created = await call("POST", scoreOf(c), { apiVersion: "cluster.open-cluster-management.io/v1alpha1", kind: "AddOnPlacementScore", metadata: { name: "load" } });
+      expect(created.status).toBe(201);
+    }
+    await call("PATCH", `${scoreOf("p1")}/load/status`, { status: { scores: [{ name: "free", value: 90 }] } }, merge);
+    await call("PATCH", `${scoreOf("p3")}/load/status`, { status: { scores: [{ name: "free", value: 10 }] } }, merge);
+    const p = await call("POST", PLACEMENTS("apps"), {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "Placement",
+      metadata: { name: "scored" },
+      spec: { numberOfClusters: 1, predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { env: "prod" } } } }], prioritizerPolicy: { mode: "Exact", configurations: [{ scoreCoordinate: { type: "AddOn", addOn: { resourceName: "load", scoreName: "free" } }, weight: 1 }] } },
+    });
+    expect(p.status).toBe(201);
+    expect(await decided("apps", "scored")).toEqual(["p1"]);
+    await call("PATCH", `${scoreOf("p3")}/load/status`, { status: { scores: [{ name: "free", value: 95 }] } }, merge);
+    expect(await decided("apps", "scored")).toEqual(["p3"]);
+
+    // Deleting the binding leaves the namespace without clusters; recreating it brings them back.
+    await call("DELETE", `${BINDINGS("apps")}/prod`);
+    expect(await decided("apps", "scored")).toEqual([]);
+    const unbound = (await call("GET", `${PLACEMENTS("apps")}/scored`)).body;
+    expect(condition(unbound, "PlacementSatisfied")).toMatchObject({ status: "False", reason: "NoManagedClusterSetBindings" });
+    await call("POST", BINDINGS("apps"), { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "prod" }, spec: { clusterSet: "prod" } });
+    expect(await decided("apps", "scored")).toEqual(["p3"]);
+  });
 });
