@@ -6,12 +6,15 @@
 //   FLOTILLA_ADMIN_TOKEN         the admin token; otherwise one is generated once into the
 //                                state folder and printed at start
 //   FLOTILLA_LEASE_GRACE_MULTIPLIER  lease grace multiplier (default 5, OCM's)
+//   FLOTILLA_HTTPS=1             serve HTTPS with a certificate for 127.0.0.1 and localhost signed
+//                                by a local CA generated once into <state>/tls (ca.crt)
 // Extra arguments are passed to `wrangler dev`.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { ensureLocalTls } from "./tls.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const stateDir = path.resolve(process.env.FLOTILLA_STATE_DIR || path.join(root, ".wrangler", "state"));
@@ -41,11 +44,20 @@ if (migrate.status !== 0) {
   process.exit(1);
 }
 
+const https = process.env.FLOTILLA_HTTPS === "1" || process.env.FLOTILLA_HTTPS === "true";
+const tlsArgs = [];
+let tls;
+if (https) {
+  tls = await ensureLocalTls(stateDir);
+  tlsArgs.push("--local-protocol", "https", "--https-key-path", tls.key, "--https-cert-path", tls.cert);
+}
+
 const vars = ["--var", `FLOTILLA_ADMIN_TOKEN:${adminToken}`];
 if (process.env.FLOTILLA_LEASE_GRACE_MULTIPLIER) vars.push("--var", `LEASE_GRACE_MULTIPLIER:${process.env.FLOTILLA_LEASE_GRACE_MULTIPLIER}`);
-const args = [wrangler, "dev", "--ip", "127.0.0.1", "--port", port, "--persist-to", stateDir, "--show-interactive-dev-session=false", ...vars, ...process.argv.slice(2)];
+const args = [wrangler, "dev", "--ip", "127.0.0.1", "--port", port, "--persist-to", stateDir, "--show-interactive-dev-session=false", ...tlsArgs, ...vars, ...process.argv.slice(2)];
 
-console.log(`Flotilla hub: http://127.0.0.1:${port}`);
+console.log(`Flotilla hub: ${https ? "https" : "http"}://127.0.0.1:${port}`);
+if (tls) console.log(`Local CA:     ${tls.ca}`);
 console.log(`State:        ${stateDir}`);
 console.log(`Admin token:  ${adminToken}`);
 console.log(`              export FLOTILLA_ADMIN_TOKEN=${adminToken}`);

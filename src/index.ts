@@ -12,12 +12,30 @@ import type { Env } from "./env.ts";
 export { ClusterObject } from "../durable-objects/cluster.ts";
 export { SchedulerObject } from "../durable-objects/scheduler.ts";
 
+/**
+ * What `/version` answers (apimachinery `version.Info`): the Kubernetes API level Flotilla's API
+ * conventions follow, tagged with Flotilla's own version.
+ */
+export const VERSION = {
+  major: "1",
+  minor: "32",
+  gitVersion: "v1.32.0-flotilla.0.1.0",
+  gitCommit: "",
+  gitTreeState: "clean",
+  buildDate: "2026-11-22T00:00:00Z",
+  goVersion: "",
+  compiler: "workerd",
+  platform: "cloudflare/workers",
+};
+
 /** Builds the hub's Hono app. */
 export function createApp(): Hono<{ Bindings: Env }> {
   const app = new Hono<{ Bindings: Env }>();
   app.get("/healthz", (c) => c.text("ok"));
   app.get("/livez", (c) => c.text("ok"));
   app.get("/readyz", (c) => c.text("ok"));
+  // Like the apiserver, /version is public (system:public-info-viewer).
+  app.get("/version", (c) => c.json(VERSION));
   app.route("/apis", resourceRoutes());
   app.route("/agent/v1", agentRoutes());
   app.notFound(() => statusResponse(new ApiError(404, "NotFound", "the server could not find the requested resource")));

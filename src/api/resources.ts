@@ -19,6 +19,8 @@ import { agentSubject, bearerToken, isAdmin } from "../auth/credentials.ts";
 import type { Env } from "../env.ts";
 import type { Result, WriteOutcome } from "../../durable-objects/cluster.ts";
 import { reschedule, triggerForWrite } from "../placement/triggers.ts";
+import { toTable, wantsTable } from "../k8s/table.ts";
+import { watchResponse } from "./watch.ts";
 import { decodeDelete, decodePatch, parseJson, readBody, requireJsonBody, statusResponse } from "./request.ts";
 
 type Ctx = Context<{ Bindings: Env }>;
@@ -133,7 +135,23 @@ function selectorFilter(c: Ctx): (obj: KubeObject) => boolean {
 
 async function list(c: Ctx, t: Target): Promise<Response> {
   const filter = selectorFilter(c);
-  const { items, resourceVersion } = await listObjects(database(c.env.DB), t.def, t.def.namespaced ? t.namespace || undefined : "");
+  const namespace = t.def.namespaced ? t.namespace || undefined : "";
+  const watch = c.req.query("watch");
+  if (watch === "true" || watch === "1") {
+    return watchResponse(
+      database(c.env.DB),
+      t.def,
+      namespace,
+      filter,
+      (o) => present(t.def, o),
+      { resourceVersion: c.req.query("resourceVersion"), timeoutSeconds: c.req.query("timeoutSeconds"), allowWatchBookmarks: c.req.query("allowWatchBookmarks") === "true" },
+      (p) => c.executionCtx.waitUntil(p),
+    );
+  }
+  const { items, resourceVersion } = await listObjects(database(c.env.DB), t.def, namespace);
+  if (wantsTable(c.req.header("accept"))) {
+    return json(toTable(t.def, items.filter(filter).map((o) => present(t.def, o)), resourceVersion, c.req.query("includeObject"), Date.now()));
+  }
   return json({
     apiVersion: apiVersionOf(t.def),
     kind: t.def.listKind,
@@ -144,13 +162,16 @@ async function list(c: Ctx, t: Target): Promise<Response> {
 
 async function get(c: Ctx, t: Target): Promise<Response> {
   const ref = { group: t.def.group, plural: t.def.plural, name: t.name };
+  let obj: KubeObject | null;
   if (t.def.storage === "cluster") {
     const res = (await c.env.CLUSTERS.getByName(t.name!).get(t.name!)) as Result<KubeObject>;
     if (!res.ok) return json(res.status, res.status.code);
-    return json(present(t.def, res.value));
+    obj = res.value;
+  } else {
+    obj = await getObject(database(c.env.DB), t.def, { namespace: t.namespace, name: t.name! });
   }
-  const obj = await getObject(database(c.env.DB), t.def, { namespace: t.namespace, name: t.name! });
   if (!obj) throw notFound(ref);
+  if (wantsTable(c.req.header("accept"))) return json(toTable(t.def, [present(t.def, obj)], obj.metadata.resourceVersion, c.req.query("includeObject"), Date.now()));
   return json(present(t.def, obj));
 }
 

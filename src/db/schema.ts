@@ -2,7 +2,7 @@
  * The D1 index (drizzle). D1 is where objects are listed and selected; the per-cluster Durable
  * Object is the authority for its ManagedCluster and writes its projection here.
  */
-import { sqliteTable, text, integer, primaryKey, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { sqliteTable, text, integer, primaryKey, uniqueIndex, index } from "drizzle-orm/sqlite-core";
 
 /**
  * Every served object, one row each. `resource` is `<group>/<plural>` (version-independent),
@@ -39,4 +39,22 @@ export const clusterIdentities = sqliteTable(
     clusterId: text("cluster_id").notNull(),
   },
   (t) => [uniqueIndex("cluster_identities_cluster_id").on(t.clusterId)],
+);
+
+/**
+ * The change log that watches read: one row per committed write, written in the same batch as the
+ * write, with the object as it was after the write (before, for DELETED). Old rows are pruned;
+ * a watch from a resourceVersion older than the oldest row gets 410 Expired.
+ */
+export const events = sqliteTable(
+  "events",
+  {
+    resourceVersion: integer("resource_version").primaryKey(),
+    resource: text("resource").notNull(),
+    namespace: text("namespace").notNull(),
+    name: text("name").notNull(),
+    type: text("type").notNull(),
+    body: text("body").notNull(),
+  },
+  (t) => [index("events_resource").on(t.resource, t.resourceVersion)],
 );

@@ -3,9 +3,9 @@
  * resourceVersion counter bumped in the same atomic `batch()` as every write. Optimistic
  * concurrency is a `WHERE resource_version = ?` on the row, so two writers never both win.
  */
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, exists, lt, sql } from "drizzle-orm";
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
-import { counters, objects } from "../db/schema.ts";
+import { counters, events, objects } from "../db/schema.ts";
 import { alreadyExists, conflict, notFound } from "./errors.ts";
 import { resourceKey, type KindDefinition } from "./kind.ts";
 import type { KubeObject } from "./meta.ts";
@@ -92,12 +92,39 @@ export async function commitObject(
   next: KubeObject | null,
   expectedRv: number | null,
 ): Promise<KubeObject | null> {
-  const where = and(eq(objects.resource, resourceKey(def)), eq(objects.namespace, key.namespace), eq(objects.name, key.name));
+  const resource = resourceKey(def);
+  const where = and(eq(objects.resource, resource), eq(objects.namespace, key.namespace), eq(objects.name, key.name));
+  const current = and(where, eq(objects.resourceVersion, expectedRv ?? -1));
   const objRef = { group: def.group, plural: def.plural, name: key.name };
+  const stale = async () => ((await getObject(db, def, key)) ? conflict(objRef, "the object has been modified; please apply your changes to the latest version and try again") : notFound(objRef));
+  // The event row is written only when the precondition holds (the same batch is one
+  // transaction); its resourceVersion is the counter's value after the bump.
+  const event = (type: "ADDED" | "MODIFIED" | "DELETED", body: string, onlyIfCurrent: boolean) =>
+    db.insert(events).select(
+      db
+        .select({
+          resourceVersion: counters.value,
+          resource: sql<string>`${resource}`.as("resource"),
+          namespace: sql<string>`${key.namespace}`.as("namespace"),
+          name: sql<string>`${key.name}`.as("name"),
+          type: sql<string>`${type}`.as("type"),
+          body: sql<string>`${body}`.as("body"),
+        })
+        .from(counters)
+        .where(onlyIfCurrent ? and(eq(counters.id, 1), exists(db.select({ one: sql`1` }).from(objects).where(current))) : eq(counters.id, 1)),
+    );
+  const prune = Math.random() < PRUNE_PROBABILITY ? [db.delete(events).where(lt(events.resourceVersion, sql`${counterValue} - ${EVENT_RETENTION}`))] : [];
+
   if (next === null) {
     if (expectedRv === null) return null;
-    const res = await db.delete(objects).where(and(where, eq(objects.resourceVersion, expectedRv))).returning({ name: objects.name });
-    if (res.length === 0) throw (await getObject(db, def, key)) ? conflict(objRef, "the object has been modified; please apply your changes to the latest version and try again") : notFound(objRef);
+    const last = await getObject(db, def, key);
+    const [, , deleted] = await db.batch([
+      db.run(bumpCounter),
+      event("DELETED", last ? toBody(last) : "{}", true),
+      db.delete(objects).where(current).returning({ name: objects.name }),
+      ...prune,
+    ]);
+    if (deleted.length === 0) throw await stale();
     return null;
   }
   const body = toBody(next);
@@ -107,8 +134,10 @@ export async function commitObject(
         db.run(bumpCounter),
         db
           .insert(objects)
-          .values({ resource: resourceKey(def), namespace: key.namespace, name: key.name, uid: next.metadata.uid, resourceVersion: sql`${counterValue}`, body })
+          .values({ resource, namespace: key.namespace, name: key.name, uid: next.metadata.uid, resourceVersion: sql`${counterValue}`, body })
           .returning({ resourceVersion: objects.resourceVersion }),
+        event("ADDED", body, false),
+        ...prune,
       ]);
       return { ...next, metadata: { ...next.metadata, resourceVersion: String(inserted[0]!.resourceVersion) } };
     } catch (e) {
@@ -116,16 +145,41 @@ export async function commitObject(
       throw e;
     }
   }
-  const [, updated] = await db.batch([
+  const [, , updated] = await db.batch([
     db.run(bumpCounter),
-    db
-      .update(objects)
-      .set({ body, resourceVersion: sql`${counterValue}` })
-      .where(and(where, eq(objects.resourceVersion, expectedRv)))
-      .returning({ resourceVersion: objects.resourceVersion }),
+    event("MODIFIED", body, true),
+    db.update(objects).set({ body, resourceVersion: sql`${counterValue}` }).where(current).returning({ resourceVersion: objects.resourceVersion }),
+    ...prune,
   ]);
-  if (updated.length === 0) {
-    throw (await getObject(db, def, key)) ? conflict(objRef, "the object has been modified; please apply your changes to the latest version and try again") : notFound(objRef);
-  }
+  if (updated.length === 0) throw await stale();
   return { ...next, metadata: { ...next.metadata, resourceVersion: String(updated[0]!.resourceVersion) } };
+}
+
+/** How many resourceVersions of events are kept for watches (older ones answer 410 Expired). */
+export const EVENT_RETENTION = 10_000;
+/** Share of commits that also prune old events (keeps pruning off most writes). */
+const PRUNE_PROBABILITY = 1 / 64;
+
+/** One change from the event log, as a watch sends it. */
+export interface WatchEvent {
+  type: "ADDED" | "MODIFIED" | "DELETED";
+  object: KubeObject;
+}
+
+/**
+ * Reads the events of a kind after `afterRv` (exclusive), oldest first, at most `limit`, in one
+ * namespace or all. Also returns the current value of the resourceVersion counter: events older
+ * than `latest - EVENT_RETENTION` may have been pruned, so a watch from before that is 410 Expired.
+ */
+export async function readEvents(db: DrizzleD1Database, def: KindDefinition, namespace: string | undefined, afterRv: number, limit = 500): Promise<{ events: WatchEvent[]; latest: number }> {
+  const conds = [eq(events.resource, resourceKey(def)), sql`${events.resourceVersion} > ${afterRv}`];
+  if (namespace !== undefined) conds.push(eq(events.namespace, namespace));
+  const [rows, counter] = await db.batch([
+    db.select({ rv: events.resourceVersion, type: events.type, body: events.body }).from(events).where(and(...conds)).orderBy(events.resourceVersion).limit(limit),
+    db.select({ value: counters.value }).from(counters).where(eq(counters.id, 1)),
+  ]);
+  return {
+    events: rows.map((r) => ({ type: r.type as WatchEvent["type"], object: fromRow({ body: r.body, resourceVersion: r.rv }) })),
+    latest: counter[0]?.value ?? 0,
+  };
 }
