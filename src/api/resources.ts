@@ -143,7 +143,9 @@ async function list(c: Ctx, t: Target): Promise<Response> {
       t.def,
       namespace,
       filter,
-      (o) => present(t.def, o),
+      wantsTable(c.req.header("accept"))
+        ? (o) => toTable(t.def, [present(t.def, o)], o.metadata.resourceVersion, c.req.query("includeObject"), Date.now())
+        : (o) => present(t.def, o),
       { resourceVersion: c.req.query("resourceVersion"), timeoutSeconds: c.req.query("timeoutSeconds"), allowWatchBookmarks: c.req.query("allowWatchBookmarks") === "true" },
       (p) => c.executionCtx.waitUntil(p),
     );

@@ -30,7 +30,8 @@ export interface WatchOptions {
 
 /**
  * Starts a watch and returns its streaming response. `filter` applies the request's label and field
- * selectors; `present` strips fields that are never served. `waitUntil` keeps the stream's writer
+ * selectors; `present` turns an object into what is sent (fields never served stripped, or a
+ * one-row Table when the client asked for tables, as `kubectl get -w` does). `waitUntil` keeps the stream's writer
  * alive after the response is returned.
  *
  * @throws ApiError 400 for a malformed resourceVersion or timeoutSeconds.
@@ -40,7 +41,7 @@ export function watchResponse(
   def: KindDefinition,
   namespace: string | undefined,
   filter: (o: KubeObject) => boolean,
-  present: (o: KubeObject) => KubeObject,
+  present: (o: KubeObject) => unknown,
   opts: WatchOptions,
   waitUntil: (p: Promise<unknown>) => void,
 ): Response {
@@ -90,5 +91,6 @@ export function watchResponse(
       .catch(() => undefined)
       .finally(() => writer.close().catch(() => undefined)),
   );
-  return new Response(readable, { status: 200, headers: { "content-type": "application/json", "transfer-encoding": "chunked" } });
+  // `content-encoding: identity`: a compressed stream would be held back until its buffer fills.
+  return new Response(readable, { status: 200, headers: { "content-type": "application/json", "cache-control": "no-cache, no-transform", "content-encoding": "identity" } });
 }
