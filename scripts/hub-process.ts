@@ -3,7 +3,8 @@
  * process, for end-to-end tests and benchmarks, and a small admin client for it.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { request as httpsRequest } from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -19,6 +20,8 @@ export interface HubOptions {
   graceMultiplier?: number;
   /** How long to wait for the hub to answer, in milliseconds (default 90 000). */
   startTimeoutMs?: number;
+  /** Serve HTTPS with the local CA (`FLOTILLA_HTTPS=1`). */
+  https?: boolean;
 }
 
 /** A running hub. */
@@ -26,6 +29,8 @@ export interface Hub {
   url: string;
   adminToken: string;
   stateDir: string;
+  /** The local CA certificate file when the hub serves HTTPS. */
+  caFile?: string;
   /** Everything the hub printed so far. */
   output(): string;
   /** Stops the hub (SIGTERM, then SIGKILL after 5 s). */
@@ -67,17 +72,19 @@ export async function startHub(opts: HubOptions = {}): Promise<Hub> {
   const adminToken = `admin-${Math.random().toString(36).slice(2)}`;
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), FLOTILLA_STATE_DIR: stateDir, FLOTILLA_ADMIN_TOKEN: adminToken };
   if (opts.graceMultiplier !== undefined) env.FLOTILLA_LEASE_GRACE_MULTIPLIER = String(opts.graceMultiplier);
+  if (opts.https) env.FLOTILLA_HTTPS = "1";
   const child = spawn(process.execPath, [path.join(root, "scripts", "start.mjs")], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"], detached: false });
   let out = "";
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-  const url = `http://127.0.0.1:${port}`;
+  const url = `${opts.https ? "https" : "http"}://127.0.0.1:${port}`;
+  const caFile = opts.https ? path.join(stateDir, "tls", "ca.crt") : undefined;
   const deadline = Date.now() + (opts.startTimeoutMs ?? 90_000);
   for (;;) {
     if (child.exitCode !== null) throw new Error(`hub exited with ${child.exitCode}:\n${out}`);
     try {
-      const r = await fetch(`${url}/healthz`);
-      if (r.ok) break;
+      const r = await hubFetch({ url, caFile }, "GET", "/healthz");
+      if (r.status === 200) break;
     } catch {
       // not up yet
     }
@@ -87,7 +94,7 @@ export async function startHub(opts: HubOptions = {}): Promise<Hub> {
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-  return { url, adminToken, stateDir, output: () => out, stop: () => stopProcess(child) };
+  return { url, adminToken, stateDir, caFile, output: () => out, stop: () => stopProcess(child) };
 }
 
 /** A response of the admin API: HTTP status and parsed JSON body. */
@@ -97,17 +104,36 @@ export interface AdminResponse {
   body: any;
 }
 
+/**
+ * One HTTP request to the hub: fetch for http, node:https with the hub's local CA for https.
+ * `headers` are added as given; the body is sent as is.
+ */
+export async function hubFetch(hub: { url: string; caFile?: string }, method: string, apiPath: string, headers: Record<string, string> = {}, body?: string): Promise<{ status: number; text: string }> {
+  if (!hub.url.startsWith("https:")) {
+    const res = await fetch(`${hub.url}${apiPath}`, { method, headers, body });
+    return { status: res.status, text: await res.text() };
+  }
+  const ca = hub.caFile ? readFileSync(hub.caFile) : undefined;
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(`${hub.url}${apiPath}`, { method, headers, ca }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (d: string) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on("error", reject);
+    if (body !== undefined) req.write(body);
+    req.end();
+  });
+}
+
 /** Calls the hub's admin API with the admin token. `contentType` defaults to JSON. */
 export async function admin(hub: Hub, method: string, apiPath: string, body?: unknown, contentType = "application/json"): Promise<AdminResponse> {
-  const res = await fetch(`${hub.url}${apiPath}`, {
-    method,
-    headers: { authorization: `Bearer ${hub.adminToken}`, ...(body !== undefined ? { "content-type": contentType } : {}) },
-    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let parsed: unknown = text;
+  const headers: Record<string, string> = { authorization: `Bearer ${hub.adminToken}`, ...(body !== undefined ? { "content-type": contentType } : {}) };
+  const res = await hubFetch(hub, method, apiPath, headers, body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body));
+  let parsed: unknown = res.text;
   try {
-    parsed = text ? JSON.parse(text) : undefined;
+    parsed = res.text ? JSON.parse(res.text) : undefined;
   } catch {
     // keep the text
   }

@@ -15,11 +15,14 @@ export interface AgentProcess {
   exited: Promise<number | null>;
 }
 
-/** Starts `flotilla-agent --simulate` against `hub` with extra CLI arguments. */
-export function startAgent(hub: Hub, args: string[]): AgentProcess {
+/**
+ * Starts `flotilla-agent --simulate` against `hub` with extra CLI arguments. For an HTTPS hub the
+ * hub's local CA is trusted through NODE_EXTRA_CA_CERTS.
+ */
+export function startAgent(hub: Pick<Hub, "url" | "caFile">, args: string[]): AgentProcess {
   const child = spawn(process.execPath, [path.join(root, "agent/bin/flotilla-agent.js"), "--hub-url", hub.url, "--simulate", ...args], {
     cwd: root,
-    env: { ...process.env, FLOTILLA_BOOTSTRAP_TOKEN: "" },
+    env: { ...process.env, FLOTILLA_BOOTSTRAP_TOKEN: "", ...(hub.caFile ? { NODE_EXTRA_CA_CERTS: hub.caFile } : {}) },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
