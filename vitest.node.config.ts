@@ -4,7 +4,7 @@ import { defineConfig } from "vitest/config";
 // cluster (test/agent), and end-to-end runs against `wrangler dev` (test/e2e).
 export default defineConfig({
   test: {
-    include: ["test/unit/**/*.test.ts", "test/agent/**/*.test.ts", "test/e2e/**/*.test.ts"],
+    include: ["test/unit/**/*.test.ts", "test/agent/**/*.test.ts", "test/e2e/**/*.test.ts", "test/cli/**/*.test.ts"],
     testTimeout: 120_000,
     hookTimeout: 120_000,
     fileParallelism: false,

@@ -1,0 +1,172 @@
+/**
+ * `flotilla accept` and `flotilla deny`: the hub side of OCM's double opt-in. Both merge-patch
+ * `spec.hubAcceptsClient` of ManagedClusters (as `clusteradm accept` does); `--wait` polls until
+ * an accepted cluster is Joined and Available (waiting first for it to register, if needed), or
+ * until a denied one is no longer HubAccepted.
+ */
+import { Command, InvalidArgumentError } from "commander";
+import { clusterNames, commaList, conditionStatus, getCluster, isJoinedAndAvailable, isNotFound, NO_SUCH_CLUSTER } from "../clusters.ts";
+import type { CommandContext } from "../context.ts";
+import { renderError, ReportedFailure } from "../errors.ts";
+import { ClusterConditions, Paths, type KubeObject } from "../resources.ts";
+import { parseDuration } from "../time.ts";
+import { pollUntil } from "../wait.ts";
+
+/** The options of `accept` and `deny`. */
+interface DecisionOptions {
+  clusters?: string[];
+  wait?: boolean;
+  /** Seconds. */
+  timeout: number;
+}
+
+/** The default `--timeout` of `--wait`, in seconds. */
+export const DEFAULT_WAIT_SECONDS = 300;
+
+const { HubAccepted, Joined, Available } = ClusterConditions;
+
+function timeoutArg(value: string): number {
+  try {
+    const s = parseDuration(value);
+    if (s <= 0) throw new Error("the timeout must be more than 0 seconds");
+    return s;
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+}
+
+interface WaitSettings {
+  deadlineMs: number;
+  timeoutSeconds: number;
+}
+
+/** Reads the cluster; with `wait`, waits for it to register when it does not exist yet. */
+async function findCluster(ctx: CommandContext, name: string, wait: WaitSettings | undefined): Promise<KubeObject> {
+  const client = ctx.client();
+  try {
+    return await getCluster(client, name, `${NO_SUCH_CLUSTER}, or pass --wait to wait for it to register`);
+  } catch (err) {
+    if (!wait || !isNotFound(err)) throw err;
+  }
+  const found = await pollUntil<KubeObject>({
+    ...wait,
+    progress: ctx.progress(),
+    intervalMs: ctx.pollIntervalMs,
+    timeoutHint: "start its agent with a bootstrap token (`flotilla token create` prints the command), then run this again",
+    probe: async () => {
+      try {
+        return { done: true, state: "", value: await getCluster(client, name) };
+      } catch (err) {
+        if (isNotFound(err)) return { done: false, state: `waiting for cluster ${name} to register` };
+        throw err;
+      }
+    },
+  });
+  ctx.out(`cluster ${name} registered\n`);
+  return found!;
+}
+
+async function acceptOne(ctx: CommandContext, name: string, wait: WaitSettings | undefined): Promise<void> {
+  const client = ctx.client();
+  const mc = await findCluster(ctx, name, wait);
+  if (mc.spec?.hubAcceptsClient === true) ctx.out(`cluster ${name} is already accepted\n`);
+  else {
+    await client.mergePatch(Paths.managedClusters(name), { spec: { hubAcceptsClient: true } }, { hints: { notFound: NO_SUCH_CLUSTER } });
+    ctx.out(`cluster ${name} accepted\n`);
+  }
+  if (!wait) return;
+  await pollUntil({
+    ...wait,
+    progress: ctx.progress(),
+    intervalMs: ctx.pollIntervalMs,
+    timeoutHint: `is its agent running? the agent's log says why it has not joined; \`flotilla get clusters ${name}\` shows its state`,
+    probe: async () => {
+      const cur = await getCluster(client, name);
+      return {
+        done: isJoinedAndAvailable(cur),
+        state: `waiting for cluster ${name} to join (${Joined}=${conditionStatus(cur, Joined)}, ${Available}=${conditionStatus(cur, Available)})`,
+      };
+    },
+  });
+  ctx.out(`cluster ${name} joined and is available\n`);
+}
+
+async function denyOne(ctx: CommandContext, name: string, wait: WaitSettings | undefined): Promise<void> {
+  const client = ctx.client();
+  const mc = await getCluster(client, name);
+  if (mc.spec?.hubAcceptsClient !== true && conditionStatus(mc, HubAccepted) !== "True") ctx.out(`cluster ${name} is not accepted\n`);
+  else {
+    await client.mergePatch(Paths.managedClusters(name), { spec: { hubAcceptsClient: false } }, { hints: { notFound: NO_SUCH_CLUSTER } });
+    ctx.out(`cluster ${name} denied; its agent can no longer renew its lease\n`);
+  }
+  if (!wait) return;
+  await pollUntil({
+    ...wait,
+    progress: ctx.progress(),
+    intervalMs: ctx.pollIntervalMs,
+    timeoutHint: `the hub has not revoked the cluster yet; \`flotilla get clusters ${name}\` shows its state`,
+    probe: async () => {
+      const status = conditionStatus(await getCluster(client, name), HubAccepted);
+      return { done: status !== "True", state: `waiting for the hub to revoke cluster ${name} (${HubAccepted}=${status})` };
+    },
+  });
+  ctx.out(`cluster ${name} is no longer accepted (${HubAccepted}=False)\n`);
+}
+
+/**
+ * Runs `one` for each cluster. With one cluster its error propagates; with several, each error
+ * is reported and the others still run, then the command fails.
+ *
+ * @throws the single cluster's error, or ReportedFailure.
+ */
+async function forEachCluster(ctx: CommandContext, names: string[], opts: DecisionOptions, one: typeof acceptOne): Promise<void> {
+  const wait = opts.wait ? { deadlineMs: ctx.now() + opts.timeout * 1000, timeoutSeconds: opts.timeout } : undefined;
+  if (names.length === 1) return one(ctx, names[0]!, wait);
+  let failed = false;
+  for (const name of names) {
+    try {
+      await one(ctx, name, wait);
+    } catch (err) {
+      failed = true;
+      ctx.warn(renderError(err));
+    }
+  }
+  if (failed) throw new ReportedFailure();
+}
+
+function withCommonOptions(cmd: Command): Command {
+  return cmd
+    .argument("[clusters...]", "cluster names")
+    .option("--clusters <names>", "comma-separated cluster names (as clusteradm takes them)", commaList)
+    .option("--wait", "wait until the change has taken effect, showing progress")
+    .option("--timeout <duration>", "how long --wait waits: seconds or 90s, 5m, 1h", timeoutArg, DEFAULT_WAIT_SECONDS);
+}
+
+/**
+ * Adds `accept` and `deny` to `program`.
+ *
+ * @param context builds the action's context from the command.
+ */
+export function registerAccept(program: Command, context: (cmd: Command) => CommandContext): void {
+  withCommonOptions(
+    program
+      .command("accept")
+      .description("Accept clusters whose agents registered (spec.hubAcceptsClient=true); with --wait, wait until they are Joined and Available"),
+  )
+    .addHelpText("after", "\nWith --wait, a cluster that has not registered yet is waited for too.\n\nExamples:\n  flotilla accept cluster1\n  flotilla accept --clusters cluster1,cluster2 --wait --timeout 2m")
+    .action(async (positional: string[], opts: DecisionOptions, cmd: Command) => {
+      const ctx = context(cmd);
+      await forEachCluster(ctx, clusterNames(positional, opts.clusters, "accept"), opts, acceptOne);
+      if (!opts.wait) ctx.out("next: `flotilla get clusters` shows when the agents have joined (or accept with --wait)\n");
+    });
+  withCommonOptions(
+    program
+      .command("deny")
+      .description("Deny clusters (spec.hubAcceptsClient=false): their agents can no longer renew their leases; with --wait, wait until HubAcceptedManagedCluster=False"),
+  )
+    .addHelpText("after", "\nExamples:\n  flotilla deny cluster1 --wait\n\nAccept a denied cluster again with `flotilla accept`.")
+    .action(async (positional: string[], opts: DecisionOptions, cmd: Command) => {
+      const ctx = context(cmd);
+      await forEachCluster(ctx, clusterNames(positional, opts.clusters, "deny"), opts, denyOne);
+    });
+}

@@ -1,0 +1,98 @@
+/**
+ * The hub's resources the CLI uses: their API paths, the labels that link them and the few
+ * object fields it reads (typed loosely: everything the hub may omit is optional).
+ */
+
+/** A Kubernetes condition (`metav1.Condition`); `lastTransitionTime` is RFC 3339. */
+export interface Condition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+  lastTransitionTime?: string;
+}
+
+/** The metadata fields the CLI reads or writes. */
+export interface ObjectMeta {
+  name: string;
+  namespace?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  resourceVersion?: string;
+  creationTimestamp?: string;
+}
+
+/** Any object served by the hub. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: Record<string, unknown>;
+  status?: Record<string, unknown> & { conditions?: Condition[] };
+}
+
+/** A list answer (`<Kind>List`). */
+export interface KubeList<T extends KubeObject = KubeObject> {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: { resourceVersion?: string };
+  items: T[];
+}
+
+/** A ManagedCluster taint; `timeAdded` is set by the hub only. */
+export interface Taint {
+  key: string;
+  value?: string;
+  effect: string;
+  timeAdded?: string | null;
+}
+
+const CLUSTER_GROUP = "/apis/cluster.open-cluster-management.io";
+
+/** Label naming a cluster's exclusive ManagedClusterSet. */
+export const CLUSTERSET_LABEL = "cluster.open-cluster-management.io/clusterset";
+/** Label linking a PlacementDecision to its Placement. */
+export const PLACEMENT_LABEL = "cluster.open-cluster-management.io/placement";
+/** Label holding a PlacementDecision's decision group name. */
+export const DECISION_GROUP_NAME_LABEL = "cluster.open-cluster-management.io/decision-group-name";
+/** Label holding a PlacementDecision's decision group index. */
+export const DECISION_GROUP_INDEX_LABEL = "cluster.open-cluster-management.io/decision-group-index";
+
+/** ManagedCluster condition types (OCM). */
+export const ClusterConditions = {
+  HubAccepted: "HubAcceptedManagedCluster",
+  Joined: "ManagedClusterJoined",
+  Available: "ManagedClusterConditionAvailable",
+} as const;
+
+function encode(name: string): string {
+  return encodeURIComponent(name);
+}
+
+function namespaced(groupVersion: string, plural: string, namespace: string | undefined, name?: string): string {
+  const ns = namespace ? `/namespaces/${encode(namespace)}` : "";
+  return `${groupVersion}${ns}/${plural}${name !== undefined ? `/${encode(name)}` : ""}`;
+}
+
+/** API paths, by kind. A namespaced kind's collection without a namespace lists all namespaces. */
+export const Paths = {
+  /** ManagedClusters (cluster-scoped); with `name`, one cluster. */
+  managedClusters: (name?: string) => `${CLUSTER_GROUP}/v1/managedclusters${name !== undefined ? `/${encode(name)}` : ""}`,
+  /** ManagedClusterSets (cluster-scoped). */
+  managedClusterSets: (name?: string) => `${CLUSTER_GROUP}/v1beta2/managedclustersets${name !== undefined ? `/${encode(name)}` : ""}`,
+  /** ManagedClusterSetBindings in `namespace`. */
+  managedClusterSetBindings: (namespace: string | undefined, name?: string) => namespaced(`${CLUSTER_GROUP}/v1beta2`, "managedclustersetbindings", namespace, name),
+  /** Placements in `namespace` (all namespaces when undefined). */
+  placements: (namespace: string | undefined, name?: string) => namespaced(`${CLUSTER_GROUP}/v1beta1`, "placements", namespace, name),
+  /** PlacementDecisions in `namespace` (all namespaces when undefined). */
+  placementDecisions: (namespace: string | undefined, name?: string) => namespaced(`${CLUSTER_GROUP}/v1beta1`, "placementdecisions", namespace, name),
+  /** ManifestWorks in a cluster's namespace (all namespaces when undefined). */
+  manifestWorks: (namespace: string | undefined, name?: string) => namespaced("/apis/work.open-cluster-management.io/v1", "manifestworks", namespace, name),
+  /** BootstrapTokens (cluster-scoped). */
+  bootstrapTokens: () => "/apis/flotilla.dev/v1alpha1/bootstraptokens",
+};
+
+/** The condition of `type` in an object's status, if any. */
+export function conditionOf(obj: KubeObject | undefined, type: string): Condition | undefined {
+  return obj?.status?.conditions?.find((c) => c.type === type);
+}

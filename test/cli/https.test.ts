@@ -1,0 +1,64 @@
+/**
+ * `flotilla` against an HTTPS hub (`FLOTILLA_HTTPS=1 npm start`, certificate signed by a local
+ * CA): the CA from --ca-file or the local state folder, the TLS failure hint, http:// against
+ * it, and a kubeconfig that embeds the CA.
+ */
+import { readFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse as parseYaml } from "yaml";
+import { startHub, type Hub } from "../../scripts/hub-process.ts";
+import { flotilla } from "./support.ts";
+
+describe("flotilla against an HTTPS hub", () => {
+  let hub: Hub;
+  let caFile: string;
+
+  beforeAll(async () => {
+    hub = await startHub({ https: true });
+    caFile = hub.caFile!;
+  });
+
+  afterAll(async () => {
+    await hub?.stop();
+  });
+
+  it("trusts the hub's CA given with --ca-file or FLOTILLA_CA_FILE", async () => {
+    const flag = await flotilla(["get", "clusters", "--ca-file", caFile], { hub });
+    expect(flag.code, flag.stderr).toBe(0);
+    expect(flag.stderr).toBe("No clusters found.\n");
+    const env = await flotilla(["clusterset", "create", "tls-set"], { hub, env: { FLOTILLA_CA_FILE: caFile } });
+    expect(env.code, env.stderr).toBe(0);
+    expect(env.stdout).toContain("clusterset tls-set created");
+  });
+
+  it("finds the CA in the local hub's state folder (FLOTILLA_STATE_DIR) by itself", async () => {
+    const r = await flotilla(["token", "create", "-o", "json"], { hub, env: { FLOTILLA_STATE_DIR: hub.stateDir } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).status.token).toMatch(/^[a-z0-9]{6}\.[a-z0-9]{16}$/);
+  });
+
+  it("without the CA, fails and says how to trust it; never skips verification", async () => {
+    const r = await flotilla(["get", "clusters"], { hub });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/Error: cannot reach the hub at https:\/\/127\.0\.0\.1:\d+: .*(certificate|CERT)/);
+    expect(r.stderr).toContain("Hint: trust the hub's CA with --ca-file / FLOTILLA_CA_FILE");
+  });
+
+  it("http:// against the HTTPS hub fails with a hint to use https", async () => {
+    const r = await flotilla(["get", "clusters"], { hub, env: { FLOTILLA_HUB_URL: hub.url.replace("https:", "http:") } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^Error: /);
+    expect(r.stderr).toMatch(/Hint: .*https/);
+  });
+
+  it("kubeconfig embeds the CA, so the certificate verifies with it alone", async () => {
+    const r = await flotilla(["kubeconfig", "--ca-file", caFile], { hub });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toBe("");
+    const kc = parseYaml(r.stdout);
+    expect(kc.clusters[0].cluster.server).toBe(hub.url);
+    expect(Buffer.from(kc.clusters[0].cluster["certificate-authority-data"], "base64").toString()).toBe(readFileSync(caFile, "utf8"));
+    expect(kc.users[0].user.token).toBe(hub.adminToken);
+    expect(r.stdout).not.toContain("insecure-skip-tls-verify");
+  });
+});
