@@ -9,15 +9,22 @@
  *   [--simulate-nodes N] [--health-failure-threshold SECONDS] [--log-format text|json]
  * flotilla-agent rotate-key [--cluster-name NAME] [--hub-url URL] [--kubeconfig PATH]
  *   [--namespace NS] [--simulate] [--simulate-state FILE] [--log-format text|json]
+ * flotilla-agent install --hub-url URL --cluster-name NAME --bootstrap-token TOKEN
+ *   [--namespace NS] [--image IMAGE] [--claim name=value ...]
  * ```
+ *
+ * `--namespace` may also come from `FLOTILLA_NAMESPACE` (the install manifests set it from the
+ * downward API). `install` prints the install manifests (install.ts) as YAML on stdout.
  */
 import fs from "node:fs";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { AgentFatalError, rotateKey, startAgent } from "./agent.ts";
 import { DEFAULT_AGENT_NAMESPACE } from "./credentials.ts";
 import type { ClusterClaim } from "./hub-client.ts";
+import { defaultAgentImage, InstallOptionsError, renderInstallManifests, toMultiDocumentYaml } from "./install.ts";
 import { kubeConfigFromYaml, loadKubeConfig } from "./kube.ts";
 import { createLogger, type LogFormat, type Logger } from "./log.ts";
 import { DEFAULT_HEALTH_FAILURE_THRESHOLD_SECONDS, parseClaimFlag } from "./status.ts";
@@ -76,7 +83,7 @@ async function openCluster(
 function addClusterSourceOptions(cmd: Command): Command {
   return cmd
     .option("--kubeconfig <path>", "kubeconfig of the member cluster (default: in-cluster config, else $KUBECONFIG)")
-    .addOption(new Option("--namespace <ns>", "namespace of the credentials Secret").default(DEFAULT_AGENT_NAMESPACE))
+    .addOption(new Option("--namespace <ns>", "namespace of the credentials Secret").env("FLOTILLA_NAMESPACE").default(DEFAULT_AGENT_NAMESPACE))
     .option("--simulate", "run against an in-memory simulated member cluster started in-process")
     .option("--simulate-state <file>", "state file of the simulated cluster (default .flotilla/sim/<cluster-name>.json)")
     .addOption(new Option("--log-format <format>", "log line format").choices(["text", "json"]).default("text"));
@@ -111,6 +118,14 @@ function checkClusterName(cmd: Command, name: string): void {
   if (name.length > 63 || !DNS_LABEL_RE.test(name)) {
     usageError(cmd, `--cluster-name "${name}" must be a DNS-1123 label (lower case letters, digits and '-', at most 63)`);
   }
+}
+
+/** The package version (package.json `version`), for the default image tag. */
+function packageVersion(): string {
+  const file = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "package.json");
+  const pkg: unknown = JSON.parse(fs.readFileSync(file, "utf8"));
+  if (typeof pkg === "object" && pkg !== null && "version" in pkg && typeof pkg.version === "string") return pkg.version;
+  throw new Error(`${file} has no version`);
 }
 
 /** Waits for SIGINT or SIGTERM, then calls `stop`; returns a function removing the handlers. */
@@ -243,6 +258,40 @@ export async function runCli(argv: readonly string[], deps: CliDeps = {}): Promi
     }
   });
   program.addCommand(rotate);
+
+  // copyInheritedSettings: exitOverride and the output sinks, so bad flags return 2 instead of exiting.
+  const install = new Command("install")
+    .copyInheritedSettings(program)
+    .description("Print the manifests that install the agent in a member cluster (pipe them to `kubectl apply -f -`).")
+    .addOption(new Option("--hub-url <url>", "hub base URL").env("FLOTILLA_HUB_URL"))
+    .addOption(new Option("--cluster-name <name>", "ManagedCluster name (DNS-1123 label)").env("FLOTILLA_CLUSTER_NAME"))
+    .addOption(new Option("--bootstrap-token <token>", "bootstrap token <id>.<secret>").env("FLOTILLA_BOOTSTRAP_TOKEN"))
+    .addOption(new Option("--namespace <ns>", "namespace of the agent").default(DEFAULT_AGENT_NAMESPACE))
+    .option("--image <image>", "agent container image (default ghcr.io/flotilla-dev/flotilla-agent:<version>)")
+    .option("--claim <name=value>", "extra cluster claim (repeatable)", collectClaim, [] as ClusterClaim[]);
+  install.action((opts: { hubUrl?: string; clusterName?: string; bootstrapToken?: string; namespace: string; image?: string; claim: ClusterClaim[] }) => {
+    if (!opts.hubUrl) usageError(install, "--hub-url (or FLOTILLA_HUB_URL) is required");
+    if (!opts.clusterName) usageError(install, "--cluster-name (or FLOTILLA_CLUSTER_NAME) is required");
+    if (!opts.bootstrapToken) usageError(install, "--bootstrap-token (or FLOTILLA_BOOTSTRAP_TOKEN) is required");
+    let yaml: string;
+    try {
+      yaml = toMultiDocumentYaml(
+        renderInstallManifests({
+          hubUrl: opts.hubUrl,
+          clusterName: opts.clusterName,
+          bootstrapToken: opts.bootstrapToken,
+          namespace: opts.namespace,
+          image: opts.image ?? defaultAgentImage(packageVersion()),
+          claims: opts.claim,
+        }),
+      );
+    } catch (err) {
+      if (err instanceof InstallOptionsError) usageError(install, err.message);
+      throw err;
+    }
+    (deps.writeOut ?? ((s: string) => void process.stdout.write(s)))(yaml);
+  });
+  program.addCommand(install);
 
   try {
     await program.parseAsync([...argv]);

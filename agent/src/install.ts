@@ -1,0 +1,300 @@
+/**
+ * Install manifests of the agent for a real member cluster, rendered by
+ * `flotilla-agent install` (and reusable by the admin CLI): a pure function from
+ * {@link InstallOptions} to Kubernetes objects, and from those to multi-document YAML for
+ * `kubectl apply -f -`.
+ *
+ * What is rendered, in apply order:
+ * 1. `Namespace` (default `flotilla-agent`);
+ * 2. `ServiceAccount` `flotilla-agent`;
+ * 3. `Secret` `flotilla-bootstrap` (stringData `hub-url`, `cluster-name`, `bootstrap-token`);
+ * 4. `ClusterRole` + `ClusterRoleBinding` `flotilla-agent-<namespace>`: exactly what the agent
+ *    reads cluster-wide (see {@link clusterRules});
+ * 5. `Role` + `RoleBinding` `flotilla-agent` in the namespace: its credentials Secret
+ *    (see {@link namespaceRules});
+ * 6. `Deployment` `flotilla-agent`: one replica, `Recreate`, non-root, read-only root
+ *    filesystem, every capability dropped, seccomp `RuntimeDefault`, an `emptyDir` at `/tmp`
+ *    (tsx keeps its compile cache in `os.tmpdir()`), configuration from the bootstrap Secret.
+ *
+ * The RBAC is the least the agent needs today (registration, identity, status, key rotation).
+ * The ManifestWork agent (issue 4) will need to create, update and delete the objects of the
+ * works it applies: its permissions belong in a separate ClusterRole added next to
+ * {@link clusterRules} (see the note there), so that this one stays read-only.
+ */
+import { stringify } from "yaml";
+import { CREDENTIALS_SECRET_NAME, DEFAULT_AGENT_NAMESPACE } from "./credentials.ts";
+import type { ClusterClaim } from "./hub-client.ts";
+import { CLUSTER_PROPERTY_GROUP, CLUSTER_PROPERTY_PLURAL } from "./identity.ts";
+import { isValidClaim } from "./status.ts";
+
+/** Name of the ServiceAccount, Role, RoleBinding and Deployment. */
+export const AGENT_NAME = "flotilla-agent";
+/** Name of the Secret carrying the agent's configuration (hub URL, cluster name, bootstrap token). */
+export const BOOTSTRAP_SECRET_NAME = "flotilla-bootstrap";
+/** Image repository of the agent; the tag is the package version (see {@link defaultAgentImage}). */
+export const AGENT_IMAGE_REPOSITORY = "ghcr.io/flotilla-dev/flotilla-agent";
+/** Numeric user and group the agent runs as (the image's `USER`). */
+export const AGENT_UID = 65532;
+/** Where the writable `emptyDir` is mounted; `TMPDIR` points here. */
+export const TMP_MOUNT_PATH = "/tmp";
+
+const DNS_LABEL_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const BOOTSTRAP_TOKEN_RE = /^[a-z0-9]{6}\.[a-z0-9]{16}$/;
+
+/** Options of {@link renderInstallManifests}. */
+export interface InstallOptions {
+  /** Hub base URL (http or https), e.g. `https://flotilla.example.com`. */
+  hubUrl: string;
+  /** ManagedCluster name to register as (DNS-1123 label, at most 63 characters). */
+  clusterName: string;
+  /** Bootstrap token `<id>.<secret>` (`[a-z0-9]{6}.[a-z0-9]{16}`). */
+  bootstrapToken: string;
+  /** Namespace of the agent (DNS-1123 label); default `flotilla-agent`. */
+  namespace?: string;
+  /** Container image; default {@link defaultAgentImage} of the package version. */
+  image: string;
+  /** Extra cluster claims, passed to the agent as `--claim name=value` arguments. */
+  claims?: readonly ClusterClaim[];
+}
+
+/** Bad {@link InstallOptions}; the message names the option and is fit for the command line. */
+export class InstallOptionsError extends Error {
+  override name = "InstallOptionsError";
+}
+
+/** One RBAC `PolicyRule` (rbac.authorization.k8s.io/v1). */
+export interface PolicyRule {
+  /** API groups (`""` is the core group); absent for non-resource rules. */
+  apiGroups?: string[];
+  /** Resource plurals; absent for non-resource rules. */
+  resources?: string[];
+  /** Object names the rule is limited to; absent means every name. */
+  resourceNames?: string[];
+  /** Paths such as `/version`; only in ClusterRoles. */
+  nonResourceURLs?: string[];
+  /** Verbs (`get`, `list`, `create`, `update`, …). */
+  verbs: string[];
+}
+
+/** A Kubernetes object as rendered: plain JSON data, `apiVersion`, `kind` and `metadata` always set. */
+export interface ManifestObject {
+  /** e.g. `apps/v1`. */
+  apiVersion: string;
+  /** e.g. `Deployment`. */
+  kind: string;
+  /** At least `name`; `namespace` on namespaced kinds. */
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  /** The rest of the object (spec, rules, subjects, stringData, …). */
+  [field: string]: unknown;
+}
+
+/**
+ * The default image of the agent: `ghcr.io/flotilla-dev/flotilla-agent:<version>`.
+ *
+ * @param version the package version (package.json `version`), e.g. `0.1.0`.
+ * @returns the image reference.
+ */
+export function defaultAgentImage(version: string): string {
+  return `${AGENT_IMAGE_REPOSITORY}:${version}`;
+}
+
+/**
+ * The cluster-wide permissions the agent needs, and why:
+ * - `get` the `kube-system` Namespace: the cluster ID falls back to its `metadata.uid`;
+ * - `get` its own Namespace: before writing its credentials Secret the agent checks that the
+ *   namespace exists (it creates it only when missing, which the manifests already did);
+ * - `list` Nodes: capacity and allocatable in the heartbeat (`get` for a single Node is not used);
+ * - `get` and `list` ClusterProperties (`about.k8s.io`): the cluster ID
+ *   (`cluster.clusterset.k8s.io`) and the cluster claims;
+ * - `get` `/version` (Kubernetes version), `/livez` and `/healthz` (the health probe).
+ *
+ * Note for the ManifestWork agent (issue 4): applying works needs write access to whatever the
+ * works carry; add it as a second ClusterRole (bound to the same ServiceAccount) rendered next
+ * to this one, not by widening these read-only rules.
+ *
+ * @param namespace the agent's namespace.
+ * @returns the rules, in a fixed order.
+ */
+export function clusterRules(namespace: string): PolicyRule[] {
+  return [
+    { apiGroups: [""], resources: ["namespaces"], resourceNames: ["kube-system", namespace], verbs: ["get"] },
+    { apiGroups: [""], resources: ["nodes"], verbs: ["list"] },
+    { apiGroups: [CLUSTER_PROPERTY_GROUP], resources: [CLUSTER_PROPERTY_PLURAL], verbs: ["get", "list"] },
+    { nonResourceURLs: ["/version", "/livez", "/healthz"], verbs: ["get"] },
+  ];
+}
+
+/**
+ * The permissions the agent needs in its own namespace: its credentials Secret
+ * `flotilla-hub-credentials` (first registration creates it; key rotation reads and replaces
+ * it). RBAC cannot limit `create` by name (the name is not known to the authorizer before the
+ * object exists), so `create` is a rule of its own without `resourceNames`; `get` and `update`
+ * are limited to that one Secret. The agent never patches, lists, watches or deletes Secrets,
+ * and never reads the bootstrap Secret (the kubelet injects it as environment variables).
+ *
+ * @returns the rules, in a fixed order.
+ */
+export function namespaceRules(): PolicyRule[] {
+  return [
+    { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
+    { apiGroups: [""], resources: ["secrets"], resourceNames: [CREDENTIALS_SECRET_NAME], verbs: ["get", "update"] },
+  ];
+}
+
+/**
+ * Name of the ClusterRole and ClusterRoleBinding: cluster-scoped, so it carries the namespace
+ * (two installs in different namespaces do not collide). A DNS-1123 subdomain (no `:`), which
+ * every API server and validator accepts.
+ *
+ * @param namespace the agent's namespace.
+ * @returns e.g. `flotilla-agent-flotilla-agent`.
+ */
+export function clusterRoleName(namespace: string): string {
+  return `${AGENT_NAME}-${namespace}`;
+}
+
+function checkOptions(opts: InstallOptions): void {
+  let url: URL;
+  try {
+    url = new URL(opts.hubUrl);
+  } catch {
+    throw new InstallOptionsError(`--hub-url "${opts.hubUrl}" is not a URL`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new InstallOptionsError(`--hub-url "${opts.hubUrl}" must be http or https`);
+  if (opts.clusterName.length > 63 || !DNS_LABEL_RE.test(opts.clusterName)) {
+    throw new InstallOptionsError(`--cluster-name "${opts.clusterName}" must be a DNS-1123 label (lower case letters, digits and '-', at most 63)`);
+  }
+  const ns = opts.namespace ?? DEFAULT_AGENT_NAMESPACE;
+  if (ns.length > 63 || !DNS_LABEL_RE.test(ns)) {
+    throw new InstallOptionsError(`--namespace "${ns}" must be a DNS-1123 label (lower case letters, digits and '-', at most 63)`);
+  }
+  if (!BOOTSTRAP_TOKEN_RE.test(opts.bootstrapToken)) {
+    throw new InstallOptionsError("--bootstrap-token must look like <id>.<secret> ([a-z0-9]{6}.[a-z0-9]{16})");
+  }
+  if (opts.image.trim() === "" || /\s/.test(opts.image)) throw new InstallOptionsError(`--image "${opts.image}" is not an image reference`);
+  for (const c of opts.claims ?? []) {
+    if (!isValidClaim(c)) throw new InstallOptionsError(`--claim "${c.name}=${c.value}": the name must be a DNS subdomain and the value 1-1024 characters`);
+  }
+}
+
+/**
+ * Renders the agent's install manifests (see the module comment for the list).
+ *
+ * The Deployment's container gets `FLOTILLA_HUB_URL`, `FLOTILLA_CLUSTER_NAME` and
+ * `FLOTILLA_BOOTSTRAP_TOKEN` from the bootstrap Secret (`secretKeyRef`; the token is
+ * `optional`, so the key may be removed once the cluster has joined), `FLOTILLA_NAMESPACE` from
+ * the downward API (`metadata.namespace`), `TMPDIR=/tmp`, and the arguments
+ * `--log-format json` plus one `--claim name=value` per claim.
+ *
+ * @param opts hub URL, cluster name, bootstrap token, namespace, image and claims.
+ * @returns the objects in apply order (Namespace first, Deployment last).
+ * @throws InstallOptionsError when an option is invalid (bad URL, name, namespace, token
+ *   format, image or claim).
+ */
+export function renderInstallManifests(opts: InstallOptions): ManifestObject[] {
+  checkOptions(opts);
+  const namespace = opts.namespace ?? DEFAULT_AGENT_NAMESPACE;
+  const labels = { "app.kubernetes.io/name": AGENT_NAME, "app.kubernetes.io/part-of": "flotilla" };
+  const meta = (name: string, namespaced = true): ManifestObject["metadata"] =>
+    namespaced ? { name, namespace, labels: { ...labels } } : { name, labels: { ...labels } };
+  const subjects = [{ kind: "ServiceAccount", name: AGENT_NAME, namespace }];
+  const fromSecret = (env: string, key: string, optional = false): Record<string, unknown> => ({
+    name: env,
+    valueFrom: { secretKeyRef: { name: BOOTSTRAP_SECRET_NAME, key, ...(optional ? { optional: true } : {}) } },
+  });
+  const args = ["--log-format", "json", ...(opts.claims ?? []).flatMap((c) => ["--claim", `${c.name}=${c.value}`])];
+
+  return [
+    { apiVersion: "v1", kind: "Namespace", metadata: meta(namespace, false) },
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: meta(AGENT_NAME), automountServiceAccountToken: true },
+    {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: meta(BOOTSTRAP_SECRET_NAME),
+      type: "Opaque",
+      stringData: { "hub-url": opts.hubUrl, "cluster-name": opts.clusterName, "bootstrap-token": opts.bootstrapToken },
+    },
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: meta(clusterRoleName(namespace), false), rules: clusterRules(namespace) },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: meta(clusterRoleName(namespace), false),
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: clusterRoleName(namespace) },
+      subjects,
+    },
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: meta(AGENT_NAME), rules: namespaceRules() },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: meta(AGENT_NAME),
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: AGENT_NAME },
+      subjects,
+    },
+    {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: meta(AGENT_NAME),
+      spec: {
+        // One agent per cluster: two would race on the credentials Secret and the lease.
+        replicas: 1,
+        strategy: { type: "Recreate" },
+        selector: { matchLabels: { "app.kubernetes.io/name": AGENT_NAME } },
+        template: {
+          metadata: { labels: { ...labels } },
+          spec: {
+            serviceAccountName: AGENT_NAME,
+            automountServiceAccountToken: true,
+            enableServiceLinks: false,
+            terminationGracePeriodSeconds: 30,
+            securityContext: {
+              runAsNonRoot: true,
+              runAsUser: AGENT_UID,
+              runAsGroup: AGENT_UID,
+              seccompProfile: { type: "RuntimeDefault" },
+            },
+            containers: [
+              {
+                name: "agent",
+                image: opts.image,
+                args,
+                env: [
+                  fromSecret("FLOTILLA_HUB_URL", "hub-url"),
+                  fromSecret("FLOTILLA_CLUSTER_NAME", "cluster-name"),
+                  fromSecret("FLOTILLA_BOOTSTRAP_TOKEN", "bootstrap-token", true),
+                  { name: "FLOTILLA_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
+                  { name: "TMPDIR", value: TMP_MOUNT_PATH },
+                ],
+                resources: {
+                  requests: { cpu: "50m", memory: "128Mi" },
+                  limits: { cpu: "500m", memory: "256Mi" },
+                },
+                securityContext: {
+                  runAsNonRoot: true,
+                  runAsUser: AGENT_UID,
+                  runAsGroup: AGENT_UID,
+                  allowPrivilegeEscalation: false,
+                  privileged: false,
+                  readOnlyRootFilesystem: true,
+                  capabilities: { drop: ["ALL"] },
+                  seccompProfile: { type: "RuntimeDefault" },
+                },
+                volumeMounts: [{ name: "tmp", mountPath: TMP_MOUNT_PATH }],
+              },
+            ],
+            volumes: [{ name: "tmp", emptyDir: { sizeLimit: "64Mi" } }],
+          },
+        },
+      },
+    },
+  ];
+}
+
+/**
+ * Serialises objects as multi-document YAML (`---` between documents), for `kubectl apply -f -`.
+ *
+ * @param objects the objects, e.g. from {@link renderInstallManifests}.
+ * @returns YAML text ending with a newline.
+ */
+export function toMultiDocumentYaml(objects: readonly ManifestObject[]): string {
+  return objects.map((o) => stringify(o, { lineWidth: 0 })).join("---\n");
+}
