@@ -6,6 +6,8 @@ import { Hono } from "hono";
 import { ApiError } from "./k8s/errors.ts";
 import { statusResponse } from "./api/request.ts";
 import { resourceRoutes } from "./api/resources.ts";
+import { openapiRoutes } from "./api/openapi.ts";
+import { docsRoutes } from "./api/docs.ts";
 import { agentRoutes } from "./agent/routes.ts";
 import type { Env } from "./env.ts";
 
@@ -36,6 +38,8 @@ export function createApp(): Hono<{ Bindings: Env }> {
   app.get("/readyz", (c) => c.text("ok"));
   // Like the apiserver, /version is public (system:public-info-viewer).
   app.get("/version", (c) => c.json(VERSION));
+  app.route("/", openapiRoutes());
+  app.route("/", docsRoutes());
   app.route("/apis", resourceRoutes());
   app.route("/agent/v1", agentRoutes());
   app.notFound(() => statusResponse(new ApiError(404, "NotFound", "the server could not find the requested resource")));

@@ -48,7 +48,10 @@ function typeLabel(s: JsonSchema): string {
   if (s["x-kubernetes-int-or-string"]) return "int-or-string";
   if (Array.isArray(s.anyOf)) return s.anyOf.map((a) => (isObj(a) ? typeLabel(a) : "?")).join(" | ");
   if (s.type === "array") return `[]${isObj(s.items) ? typeLabel(s.items) : "any"}`;
-  if (s.type === "object" && isObj(s.additionalProperties)) return `map[string]${typeLabel(s.additionalProperties)}`;
+  if (s.type === "object" && isObj(s.additionalProperties)) {
+    const value = typeLabel(s.additionalProperties);
+    return `map[string]${value.includes(" | ") ? `(${value})` : value}`;
+  }
   if (s.type === "object") return "Object";
   if (s.type === "integer" && typeof s.format === "string") return `integer (${esc(s.format)})`;
   if (typeof s.type === "string") return esc(s.type);
@@ -169,7 +172,7 @@ main{padding:8px 28px 60px;max-width:1100px}a{color:var(--accent)}
 section.kind{border-bottom:1px solid var(--line);padding:10px 0 22px}section.kind h2{margin:14px 0 4px;font-size:21px}section.kind h2 small{font-weight:400;color:var(--muted);font-size:13px;margin-left:6px}
 h3{font-size:15px;margin:18px 0 6px}code{font:12.5px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:var(--code);padding:1px 4px;border-radius:4px}
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}table.facts{width:auto}table.facts th{color:var(--muted);font-weight:500;padding-right:18px}
-.endpoints td:nth-child(2){white-space:nowrap}.sub{color:var(--muted);font-size:12.5px;margin-top:2px}
+.endpoints td:nth-child(2){overflow-wrap:anywhere;min-width:240px}main{min-width:0}.sub{color:var(--muted);font-size:12.5px;margin-top:2px}
 .m{display:inline-block;min-width:58px;text-align:center;font:600 11px ui-monospace,monospace;padding:2px 6px;border-radius:4px;color:#fff}.m-get{background:#2f7d4f}.m-post{background:#2456c9}.m-put{background:#8a5a00}.m-patch{background:#6b45b8}.m-delete{background:#b33a3a}
 .field{margin:2px 0;padding:3px 0 3px 10px;border-left:2px solid var(--line)}.field .children{margin-left:14px}summary{cursor:pointer}
 .fname{font:600 13px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}.ftype{color:var(--muted);font:12.5px ui-monospace,monospace}.req{color:#b33a3a;font-size:11px;font-weight:600;text-transform:uppercase}

@@ -455,6 +455,10 @@ const P = {
   namespace: param("namespace", "path", "object name and auth scope, such as for teams and projects"),
   labelSelector: param("labelSelector", "query", "A selector to restrict the list of returned objects by their labels (`=`, `==`, `!=`, `in`, `notin`, `exists`, `!`). Defaults to everything."),
   fieldSelector: param("fieldSelector", "query", "A selector to restrict the list of returned objects by their fields: `metadata.name` and `metadata.namespace` with `=`, `==`, `!=`. Defaults to everything."),
+  watch: param("watch", "query", "Watch for changes to the described resources and return them as a stream of add, update and remove notifications (newline-delimited JSON WatchEvents).", { type: "boolean", uniqueItems: true }),
+  resourceVersion: param("resourceVersion", "query", "With watch: the resourceVersion after which changes are streamed (usually a list's metadata.resourceVersion); unset streams ADDED events for the current objects first."),
+  timeoutSeconds: param("timeoutSeconds", "query", "Timeout for the watch call, in seconds.", { type: "integer", uniqueItems: true }),
+  allowWatchBookmarks: param("allowWatchBookmarks", "query", "Requests watch events of type BOOKMARK.", { type: "boolean", uniqueItems: true }),
   fieldManager: param("fieldManager", "query", "A name associated with the actor or entity that is making these changes (at most 128 printable characters). Required for apply patch."),
   fieldValidation: param(
     "fieldValidation",
@@ -510,12 +514,13 @@ function kindPaths(def: KindDefinition): Record<string, JsonSchema> {
     required: true,
   };
   const writeParams = [P.fieldManager, P.fieldValidation];
+  const listParams = [P.labelSelector, P.fieldSelector, P.watch, P.resourceVersion, P.timeoutSeconds, P.allowWatchBookmarks];
   const paths: Record<string, JsonSchema> = {};
 
   const collection = `${base}${def.namespaced ? "/namespaces/{namespace}" : ""}/${def.plural}`;
   const item = `${collection}/{name}`;
   paths[collection] = {
-    get: op("list", def.kind, opId("list", def, `${ns}${def.kind}`), `list or watch objects of kind ${def.kind}`, [...scope, P.labelSelector, P.fieldSelector], okResponses(listRef, false)),
+    get: op("list", def.kind, opId("list", def, `${ns}${def.kind}`), `list or watch objects of kind ${def.kind}`, [...scope, ...listParams], okResponses(listRef, false)),
     ...(writable
       ? { post: op("post", def.kind, opId("create", def, `${ns}${def.kind}`), `create a ${def.kind}`, [...scope, ...writeParams], okResponses(kindRef, true), body(kindRef)) }
       : {}),
@@ -559,7 +564,7 @@ function kindPaths(def: KindDefinition): Record<string, JsonSchema> {
   }
   if (def.namespaced) {
     paths[`${base}/${def.plural}`] = {
-      get: op("list", def.kind, opId("list", def, `${def.kind}ForAllNamespaces`), `list or watch objects of kind ${def.kind} in all namespaces`, [P.labelSelector, P.fieldSelector], okResponses(listRef, false)),
+      get: op("list", def.kind, opId("list", def, `${def.kind}ForAllNamespaces`), `list or watch objects of kind ${def.kind} in all namespaces`, listParams, okResponses(listRef, false)),
     };
   }
   return paths;
