@@ -1,0 +1,163 @@
+/**
+ * Kubernetes clients against a real hub served over HTTPS with its local CA: the real kubectl
+ * binary, through a kubeconfig printed by `flotilla kubeconfig`, and @kubernetes/client-node as a
+ * second client.
+ */
+import { execFile, spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { CustomObjectsApi, KubeConfig, Watch } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+
+const run = promisify(execFile);
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const dir = mkdtempSync(path.join(tmpdir(), "flotilla-kubectl-"));
+
+let hub: Hub;
+let kubeconfig: string;
+const agents: AgentProcess[] = [];
+
+async function kubectl(...args: string[]): Promise<string> {
+  const { stdout } = await run("kubectl", ["--kubeconfig", kubeconfig, ...args], { cwd: dir });
+  return stdout;
+}
+
+async function kubectlFails(...args: string[]): Promise<string> {
+  try {
+    await kubectl(...args);
+  } catch (e) {
+    return String((e as { stderr?: string }).stderr ?? e);
+  }
+  throw new Error(`kubectl ${args.join(" ")} succeeded`);
+}
+
+function file(name: string, text: string): string {
+  const p = path.join(dir, name);
+  writeFileSync(p, text);
+  return p;
+}
+
+beforeAll(async () => {
+  hub = await startHub({ https: true, graceMultiplier: 2 });
+  const { stdout } = await run(process.execPath, [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!], { cwd: root });
+  expect(stdout).toContain("certificate-authority-data");
+  expect(stdout).not.toContain("insecure-skip-tls-verify");
+  kubeconfig = file("kubeconfig", stdout);
+});
+
+afterAll(async () => {
+  for (const a of agents) await stopAgent(a);
+  await hub?.stop();
+});
+
+describe("kubectl against the hub", () => {
+  it("applies OCM YAML client-side and server-side, and reads it back as a table and as YAML", async () => {
+    const mcl = file("mcl.yaml", "apiVersion: cluster.open-cluster-management.io/v1\nkind: ManagedCluster\nmetadata:\n  name: kc1\n  labels:\n    env: dev\nspec:\n  hubAcceptsClient: true\n");
+    expect(await kubectl("apply", "-f", mcl)).toContain("managedcluster.cluster.open-cluster-management.io/kc1 created");
+    const table = await kubectl("get", "mcl");
+    expect(table).toMatch(/^NAME\s+HUB ACCEPTED\s+MANAGED CLUSTER URLS\s+JOINED\s+AVAILABLE\s+AGE/);
+    expect(table).toMatch(/\nkc1\s+true\s/);
+    const yaml = await kubectl("get", "managedclusters", "kc1", "-o", "yaml");
+    expect(yaml).toContain("kind: ManagedCluster");
+    expect(yaml).toContain("leaseDurationSeconds: 60");
+
+    const placement = file(
+      "placement.yaml",
+      [
+        "apiVersion: cluster.open-cluster-management.io/v1beta2",
+        "kind: ManagedClusterSet",
+        "metadata:",
+        "  name: dev",
+        "---",
+        "apiVersion: cluster.open-cluster-management.io/v1beta2",
+        "kind: ManagedClusterSetBinding",
+        "metadata:",
+        "  name: dev",
+        "  namespace: apps",
+        "spec:",
+        "  clusterSet: dev",
+        "---",
+        "apiVersion: cluster.open-cluster-management.io/v1beta1",
+        "kind: Placement",
+        "metadata:",
+        "  name: web",
+        "  namespace: apps",
+        "spec:",
+        "  predicates:",
+        "  - requiredClusterSelector:",
+        "      labelSelector:",
+        "        matchLabels:",
+        "          env: dev",
+        "  tolerations:",
+        "  - key: cluster.open-cluster-management.io/unreachable",
+        "    operator: Exists",
+        "",
+      ].join("\n"),
+    );
+    const applied = await kubectl("apply", "--server-side", "-f", placement);
+    expect(applied).toContain("placement.cluster.open-cluster-management.io/web serverside-applied");
+    expect(await kubectl("patch", "mcl", "kc1", "--type", "merge", "-p", '{"metadata":{"labels":{"cluster.open-cluster-management.io/clusterset":"dev"}}}')).toContain("patched");
+    const decisions = await kubectl("get", "placementdecisions", "-n", "apps", "-l", "cluster.open-cluster-management.io/placement=web", "-o", "jsonpath={.items[*].status.decisions[*].clusterName}");
+    expect(decisions.trim()).toBe("kc1");
+    expect(await kubectl("label", "mcl", "kc1", "env=prod", "--overwrite")).toContain("labeled");
+    const after = await kubectl("get", "placementdecisions", "-n", "apps", "-l", "cluster.open-cluster-management.io/placement=web", "-o", "jsonpath={.items[*].status.decisions[*].clusterName}");
+    expect(after.trim()).toBe("");
+  });
+
+  it("explains the OCM kinds from the OpenAPI document", async () => {
+    const explained = await kubectl("explain", "placement.spec");
+    expect(explained).toContain("numberOfClusters");
+    expect(explained).toContain("predicates");
+  });
+
+  it("refuses invalid input with the server's message", async () => {
+    const bad = file("bad.yaml", "apiVersion: cluster.open-cluster-management.io/v1\nkind: ManagedCluster\nmetadata:\n  name: Bad_Name\n");
+    expect(await kubectlFails("apply", "-f", bad)).toMatch(/Bad_Name|invalid/i);
+  });
+
+  it("watches a change (get -w) and waits for a joining cluster to be Available", async () => {
+    const watcher = spawn("kubectl", ["--kubeconfig", kubeconfig, "get", "mcl", "kc1", "-w"], { stdio: ["ignore", "pipe", "pipe"] });
+    let seen = "";
+    watcher.stdout.on("data", (d: Buffer) => (seen += d.toString()));
+    await waitFor("the initial row", async () => seen.includes("kc1"));
+    await kubectl("patch", "mcl", "kc1", "--type", "merge", "-p", '{"spec":{"hubAcceptsClient":false}}');
+    await waitFor("the watch to show the change", async () => /kc1\s+false/.test(seen), 20_000);
+    watcher.kill();
+
+    const token = await createBootstrapToken(hub);
+    const agent = startAgent({ url: hub.url, caFile: hub.caFile }, ["--cluster-name", "joiner", "--bootstrap-token", token, "--simulate-state", path.join(dir, "joiner.json")]);
+    agents.push(agent);
+    await waitFor("the cluster to register", async () => (await kubectl("get", "mcl", "-o", "name")).includes("managedcluster.cluster.open-cluster-management.io/joiner"));
+    await kubectl("patch", "mcl", "joiner", "--type", "merge", "-p", '{"spec":{"hubAcceptsClient":true,"leaseDurationSeconds":1}}');
+    const waited = await kubectl("wait", "--for=condition=ManagedClusterConditionAvailable", "mcl/joiner", "--timeout=60s");
+    expect(waited).toContain("condition met");
+    expect(await kubectl("delete", "mcl", "joiner")).toContain("deleted");
+    expect(await kubectlFails("get", "mcl", "joiner")).toContain("NotFound");
+  });
+});
+
+describe("@kubernetes/client-node against the hub", () => {
+  it("lists and watches ManagedClusters", async () => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(kubeconfig);
+    const api = kc.makeApiClient(CustomObjectsApi);
+    const list = (await api.listClusterCustomObject({ group: "cluster.open-cluster-management.io", version: "v1", plural: "managedclusters" })) as { items: { metadata: { name: string } }[]; metadata: { resourceVersion: string } };
+    expect(list.items.map((i) => i.metadata.name)).toContain("kc1");
+    const events: string[] = [];
+    const watch = new Watch(kc);
+    const req = await watch.watch(
+      "/apis/cluster.open-cluster-management.io/v1/managedclusters",
+      { resourceVersion: list.metadata.resourceVersion },
+      (type, obj: { metadata: { name: string } }) => events.push(`${type}:${obj.metadata.name}`),
+      () => undefined,
+    );
+    await kubectl("label", "mcl", "kc1", "watched=yes");
+    await waitFor("the client-node watch event", async () => events.includes("MODIFIED:kc1"), 20_000);
+    req.abort();
+  });
+});
