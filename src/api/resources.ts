@@ -21,6 +21,7 @@ import type { Result, WriteOutcome } from "../../durable-objects/cluster.ts";
 import { reschedule, triggerForWrite } from "../placement/triggers.ts";
 import { toTable, wantsTable } from "../k8s/table.ts";
 import { watchResponse } from "./watch.ts";
+import { afterCommit } from "../work/hooks.ts";
 import { decodeDelete, decodePatch, parseJson, readBody, requireJsonBody, statusResponse } from "./request.ts";
 
 type Ctx = Context<{ Bindings: Env }>;
@@ -187,23 +188,46 @@ function retriable(req: WriteRequest): boolean {
   return false;
 }
 
-async function writeD1(c: Ctx, t: Target, name: string, req: WriteRequest, extras?: Record<string, unknown>): Promise<{ object: KubeObject | null; created: boolean }> {
-  const db = database(c.env.DB);
-  const key = { namespace: t.namespace, name };
+/**
+ * Commits one write of a D1-stored kind (create, update, merge patch, apply, delete; main
+ * resource or status) with the generic strategy, retrying on a stale read when the client gave
+ * no precondition, then runs what the write triggers: the placement scheduler (before this
+ * returns) and `afterCommit` (works delivery, replica sets). The admin API, controllers and
+ * webhook receivers all write through here, so every write has the same effects.
+ * Returns the stored object (null after a delete) and whether it was created.
+ * @throws ApiError (4xx) for a bad request, a conflict or a missing object; nothing is written then.
+ */
+export async function writeStored(
+  env: Env,
+  def: KindDefinition,
+  namespace: string,
+  name: string,
+  req: WriteRequest,
+  extras?: Record<string, unknown>,
+): Promise<{ object: KubeObject | null; created: boolean }> {
+  const db = database(env.DB);
+  const key = { namespace, name };
+  let result: { object: KubeObject | null; created: boolean; before: KubeObject | null };
   for (let attempt = 0; ; attempt++) {
-    const current = req.verb === "create" ? null : await getObject(db, t.def, key);
-    const { next, created } = computeWrite(t.def, key, current, req, { now: Date.now(), newUid: () => crypto.randomUUID(), extras });
+    const current = req.verb === "create" ? null : await getObject(db, def, key);
+    const { next, created } = computeWrite(def, key, current, req, { now: Date.now(), newUid: () => crypto.randomUUID(), extras });
     if (next === current) return { object: current, created };
     const settled = settleDeletion(next);
-    const storeKey = { namespace: t.namespace, name: (settled ?? next ?? current)!.metadata.name };
+    const storeKey = { namespace, name: (settled ?? next ?? current)!.metadata.name };
     try {
-      const stored = await commitObject(db, t.def, storeKey, settled, current ? Number(current.metadata.resourceVersion) : null);
-      return { object: stored ?? current, created };
+      const stored = await commitObject(db, def, storeKey, settled, current ? Number(current.metadata.resourceVersion) : null);
+      result = { object: stored, created, before: current };
+      break;
     } catch (e) {
       if (e instanceof ApiError && e.reason === "Conflict" && retriable(req) && attempt < 4) continue;
       throw e;
     }
   }
+  const written = result.object?.metadata.name ?? result.before?.metadata.name ?? name;
+  await reschedule(env, triggerForWrite(def, namespace, written));
+  await afterCommit(env, def, namespace, written, result.before, result.object);
+  // A delete answers with the object as it was (as the apiserver does).
+  return { object: result.object ?? result.before, created: result.created };
 }
 
 async function write(c: Ctx, t: Target, req: WriteRequest): Promise<Response> {
@@ -235,9 +259,7 @@ async function write(c: Ctx, t: Target, req: WriteRequest): Promise<Response> {
     if (!res.ok) return json(res.status, res.status.code);
     outcome = res.value;
   } else {
-    outcome = await writeD1(c, t, name ?? "", req, extras);
-    const written = outcome.object?.metadata.name ?? name ?? "";
-    await reschedule(c.env, triggerForWrite(t.def, t.namespace, written));
+    outcome = await writeStored(c.env, t.def, t.namespace, name ?? "", req, extras);
   }
   if (!outcome.object) {
     return json({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", details: { name, group: t.def.group, kind: t.def.plural } });

