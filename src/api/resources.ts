@@ -22,6 +22,7 @@ import { reschedule, triggerForWrite } from "../placement/triggers.ts";
 import { toTable, wantsTable } from "../k8s/table.ts";
 import { watchResponse } from "./watch.ts";
 import { afterCommit } from "../work/hooks.ts";
+import { dropUnknownFields, fieldValidationOf, unknownFieldWarnings } from "./fieldvalidation.ts";
 import { decodeDelete, decodePatch, parseJson, readBody, requireJsonBody, statusResponse } from "./request.ts";
 
 type Ctx = Context<{ Bindings: Env }>;
@@ -232,6 +233,15 @@ export async function writeStored(
 
 async function write(c: Ctx, t: Target, req: WriteRequest): Promise<Response> {
   if (t.def.systemOwned) throw methodNotAllowed(`${t.def.plural}.${t.def.group} are written by the hub's scheduler only`);
+  const dropped = dropUnknownFields(t.def.schema, req, req.verb === "delete" ? "Strict" : fieldValidationOf(c));
+  const response = await writeValidated(c, t, req);
+  if (dropped.length > 0 && c.req.query("fieldValidation") === "Warn") {
+    for (const w of unknownFieldWarnings(dropped)) response.headers.append("Warning", w);
+  }
+  return response;
+}
+
+async function writeValidated(c: Ctx, t: Target, req: WriteRequest): Promise<Response> {
   let name = t.name;
   let extras: Record<string, unknown> | undefined;
   let secret: string | undefined;

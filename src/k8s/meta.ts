@@ -96,7 +96,9 @@ export interface SchemaCheck {
  * the field path).
  */
 export function checkSchema(schema: z.ZodType, value: unknown): SchemaCheck {
-  const r = schema.safeParse(value);
+  // reportInput: zod 4 leaves the offending value out of its issues unless asked; an issue
+  // without an input (or with undefined) is a missing field.
+  const r = schema.safeParse(value, { reportInput: true });
   const out: SchemaCheck = { unknownFields: [], causes: [] };
   if (r.success) return out;
   for (const issue of r.error.issues) {
@@ -105,7 +107,7 @@ export function checkSchema(schema: z.ZodType, value: unknown): SchemaCheck {
       continue;
     }
     const field = fieldPath(issue.path);
-    const reason = issue.code === "invalid_type" && issue.input === undefined ? "FieldValueRequired" : "FieldValueInvalid";
+    const reason = issue.input === undefined ? "FieldValueRequired" : "FieldValueInvalid";
     const message = reason === "FieldValueRequired" ? "Required value" : `Invalid value: ${describe(issue.input)}: ${issue.message}`;
     out.causes.push({ field, message, reason });
   }

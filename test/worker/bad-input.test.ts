@@ -55,6 +55,9 @@ const cases: Case[] = [
   { name: "negative lease duration", method: "POST", path: MC, body: mc({ name: "t2" }, { leaseDurationSeconds: -1 }), status: 422, reason: "Invalid", field: "spec.leaseDurationSeconds" },
   { name: "boolean as string", method: "POST", path: MC, body: mc({ name: "t3" }, { hubAcceptsClient: "true" }), status: 422, reason: "Invalid", field: "spec.hubAcceptsClient" },
   { name: "unknown spec field", method: "POST", path: MC, body: mc({ name: "t4" }, { foo: 1 }), status: 400, reason: "BadRequest", field: "spec.foo" },
+  { name: "bad fieldValidation directive", method: "POST", path: `${MC}?fieldValidation=Lenient`, body: mc({ name: "t4b" }), status: 400, reason: "BadRequest", field: "fieldValidation" },
+  { name: "unknown field with fieldValidation=Strict", method: "POST", path: `${MC}?fieldValidation=Strict`, body: mc({ name: "t4c" }, { foo: 1 }), status: 400, reason: "BadRequest", field: "spec.foo" },
+  { name: "unknown field dropped by Ignore, the rest still validated", method: "POST", path: `${MC}?fieldValidation=Ignore`, body: mc({ name: "t4d" }, { foo: 1, leaseDurationSeconds: "x" }), status: 422, reason: "Invalid", field: "spec.leaseDurationSeconds" },
   { name: "unknown top-level field", method: "POST", path: MC, body: mc({ name: "t5" }, {}, { extra: true }), status: 400, reason: "BadRequest", field: "extra" },
   { name: "unknown taint effect", method: "POST", path: MC, body: mc({ name: "t6" }, { taints: [{ key: "k", effect: "NoSchedule" }] }), status: 422, reason: "Invalid", field: "spec.taints[0].effect" },
   { name: "invalid taint key", method: "POST", path: MC, body: mc({ name: "t7" }, { taints: [{ key: "bad key!", effect: "NoSelect" }] }), status: 422, reason: "Invalid", field: "spec.taints[0].key" },
@@ -120,4 +123,38 @@ describe("bad input gets the right 4xx Status and changes nothing", () => {
       expect(await snapshot()).toBe(before);
     });
   }
+});
+
+describe("field error messages and fieldValidation", () => {
+  it("says Required value for a missing field and quotes the offending value otherwise", async () => {
+    const placement = (spec: Record<string, unknown>) => ({ apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "msg" }, spec });
+    const path = "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/msgs/placements";
+    const missing = await call("POST", path, placement({ tolerations: [{ operator: "Sideways" }, { key: "k", operator: "Exists", effect: "NoSelect", tolerationSeconds: "x" }] }));
+    expect(missing.status).toBe(422);
+    const causes = missing.body.details.causes as { field: string; message: string; reason: string }[];
+    expect(causes.find((x) => x.field === "spec.tolerations[0].operator")?.message).toMatch(/^Invalid value: "Sideways": /);
+    expect(causes.find((x) => x.field === "spec.tolerations[1].tolerationSeconds")?.message).toMatch(/^Invalid value: "x": /);
+    const mcMissing = await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "msg" }, spec: { taints: [{ key: "k" }] } });
+    expect(mcMissing.status).toBe(422);
+    expect(mcMissing.body.details.causes).toContainEqual(expect.objectContaining({ field: "spec.taints[0].effect", reason: "FieldValueRequired", message: "Required value" }));
+  });
+
+  it("drops unknown fields with Ignore silently and with Warn in a Warning header, and stores the rest", async () => {
+    const ignored = await call("POST", `${MC}?fieldValidation=Ignore`, mc({ name: "fv-ignore" }, { foo: 1, leaseDurationSeconds: 30 }, { extra: true }));
+    expect(ignored.status).toBe(201);
+    expect(ignored.headers.get("warning")).toBeNull();
+    expect(ignored.body.spec).toEqual(expect.objectContaining({ leaseDurationSeconds: 30 }));
+    expect(ignored.body.spec.foo).toBeUndefined();
+    expect(ignored.body.extra).toBeUndefined();
+    const warned = await call("POST", `${MC}?fieldValidation=Warn`, mc({ name: "fv-warn" }, { foo: 1 }));
+    expect(warned.status).toBe(201);
+    expect(warned.headers.get("warning")).toBe('299 - "unknown field \\"spec.foo\\""');
+    const patched = await call("PATCH", `${MC}/fv-warn?fieldValidation=Warn`, { spec: { bar: 2, leaseDurationSeconds: 45 } }, merge);
+    expect(patched.status).toBe(200);
+    expect(patched.headers.get("warning")).toContain("spec.bar");
+    expect(patched.body.spec.leaseDurationSeconds).toBe(45);
+    const applied = await call("PATCH", `${MC}/fv-apply?fieldManager=t&fieldValidation=Ignore`, "apiVersion: cluster.open-cluster-management.io/v1\nkind: ManagedCluster\nmetadata:\n  name: fv-apply\nspec:\n  nope: 1\n  hubAcceptsClient: false\n", { contentType: "application/apply-patch+yaml" });
+    expect(applied.status).toBe(201);
+    expect(applied.body.spec.nope).toBeUndefined();
+  });
 });
