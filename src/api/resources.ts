@@ -153,15 +153,44 @@ async function list(c: Ctx, t: Target): Promise<Response> {
     );
   }
   const { items, resourceVersion } = await listObjects(database(c.env.DB), t.def, namespace);
+  const page = paginate(items.filter(filter), c.req.query("limit"), c.req.query("continue"));
+  const shown = page.items.map((o) => present(t.def, o));
+  const listMeta = { resourceVersion, ...(page.continue ? { continue: page.continue, remainingItemCount: page.remaining } : {}) };
   if (wantsTable(c.req.header("accept"))) {
-    return json(toTable(t.def, items.filter(filter).map((o) => present(t.def, o)), resourceVersion, c.req.query("includeObject"), Date.now()));
+    const table = toTable(t.def, shown, resourceVersion, c.req.query("includeObject"), Date.now());
+    return json({ ...table, metadata: { ...table.metadata, ...listMeta } });
   }
-  return json({
-    apiVersion: apiVersionOf(t.def),
-    kind: t.def.listKind,
-    metadata: { resourceVersion },
-    items: items.filter(filter).map((o) => present(t.def, o)),
-  });
+  return json({ apiVersion: apiVersionOf(t.def), kind: t.def.listKind, metadata: listMeta, items: shown });
+}
+
+/**
+ * Kubernetes list chunking (`limit` and `continue`, apiserver `ListOptions`): at most `limit`
+ * items in (namespace, name) order, and a `continue` token naming the last one when more
+ * remain. A continued list starts after that key in the current state (the apiserver serves a
+ * snapshot at the first page's resourceVersion; here later writes may show up, which clients
+ * that re-list tolerate). @throws ApiError 400 for a malformed limit or continue token
+ */
+function paginate(items: KubeObject[], limitParam: string | undefined, continueParam: string | undefined): { items: KubeObject[]; continue?: string; remaining?: number } {
+  const keyOf = (o: KubeObject) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+  let rest = items;
+  if (continueParam) {
+    let after: unknown;
+    try {
+      after = (JSON.parse(atob(continueParam.replace(/-/g, "+").replace(/_/g, "/"))) as { start?: unknown }).start;
+    } catch {
+      after = undefined;
+    }
+    if (typeof after !== "string") throw badRequest("continue key is not valid: the token is malformed", "continue");
+    rest = [...items].sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0)).filter((o) => keyOf(o) > after);
+  }
+  if (limitParam === undefined || limitParam === "" || limitParam === "0") return { items: rest };
+  const limit = Number(limitParam);
+  if (!Number.isInteger(limit) || limit < 0) throw badRequest(`limit: Invalid value: ${JSON.stringify(limitParam)}: must be a non-negative integer`, "limit");
+  const sorted = continueParam ? rest : [...rest].sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0));
+  if (sorted.length <= limit) return { items: sorted };
+  const pageItems = sorted.slice(0, limit);
+  const token = btoa(JSON.stringify({ v: "flotilla.dev/v1", start: keyOf(pageItems[pageItems.length - 1]!) })).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return { items: pageItems, continue: token, remaining: sorted.length - limit };
 }
 
 async function get(c: Ctx, t: Target): Promise<Response> {
