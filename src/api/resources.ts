@@ -5,7 +5,7 @@
  * D1-stored kinds commit through the D1 store; ManagedCluster goes through its Durable Object.
  */
 import { Hono, type Context } from "hono";
-import { ApiError, badRequest, forbidden, methodNotAllowed, notFound, unauthorized } from "../k8s/errors.ts";
+import { alreadyExists, ApiError, badRequest, forbidden, methodNotAllowed, notFound, unauthorized } from "../k8s/errors.ts";
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { matches, parseSelector, SelectorParseError } from "../k8s/labels.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
@@ -263,7 +263,9 @@ export async function writeStored(
 async function write(c: Ctx, t: Target, req: WriteRequest): Promise<Response> {
   if (t.def.systemOwned) throw methodNotAllowed(`${t.def.plural}.${t.def.group} are written by the hub's scheduler only`);
   const dropped = dropUnknownFields(t.def.schema, req, req.verb === "delete" ? "Strict" : fieldValidationOf(c));
-  const response = await writeValidated(c, t, req);
+  const dryRun = c.req.queries("dryRun") ?? [];
+  for (const v of dryRun) if (v !== "All") throw badRequest(`dryRun: Unsupported value: ${JSON.stringify(v)}: supported values: "All"`, "dryRun");
+  const response = dryRun.length > 0 ? await writeDryRun(c, t, req) : await writeValidated(c, t, req);
   if (dropped.length > 0 && c.req.query("fieldValidation") === "Warn") {
     for (const w of unknownFieldWarnings(dropped)) response.headers.append("Warning", w);
   }
@@ -306,6 +308,33 @@ async function writeValidated(c: Ctx, t: Target, req: WriteRequest): Promise<Res
   const out = present(t.def, outcome.object);
   if (secret && outcome.created) out.status = { ...(out.status ?? {}), token: `${outcome.object.metadata.name}.${secret}` };
   return json(out, outcome.created ? 201 : 200);
+}
+
+/**
+ * `dryRun=All` (apiserver): the write is decoded, defaulted and validated exactly as a real one
+ * and the answer is the object that would be stored, but nothing is stored and nothing is
+ * triggered. Server-set fields computed at commit (resourceVersion, the hub controllers'
+ * conditions) are absent or stale in the answer. @throws ApiError as the real write would
+ */
+async function writeDryRun(c: Ctx, t: Target, req: WriteRequest): Promise<Response> {
+  const meta = req.verb === "create" && isJsonObject(req.body) && isJsonObject(req.body.metadata) ? req.body.metadata : {};
+  const name = req.verb === "create" ? (typeof meta.name === "string" ? meta.name : undefined) : t.name;
+  let current: KubeObject | null = null;
+  if (name) {
+    if (t.def.storage === "cluster") {
+      const res = (await c.env.CLUSTERS.getByName(name).get(name)) as Result<KubeObject>;
+      current = res.ok ? res.value : null;
+    } else {
+      current = await getObject(database(c.env.DB), t.def, { namespace: t.namespace, name });
+    }
+  }
+  const ref = { group: t.def.group, plural: t.def.plural, name };
+  if (req.verb === "create" && current) throw alreadyExists(ref);
+  const extras = req.verb === "create" && t.def === findKind("flotilla.dev", "v1alpha1", "bootstraptokens") ? { secretHash: "" } : undefined;
+  const { next, created } = computeWrite(t.def, { namespace: t.namespace, name }, req.verb === "create" ? null : current, req, { now: Date.now(), newUid: () => crypto.randomUUID(), extras });
+  const shown = next ?? current;
+  if (!shown) throw notFound(ref);
+  return json(present(t.def, shown), created ? 201 : 200);
 }
 
 /** The error a create without a name gets (the same one the generic validation gives). */
