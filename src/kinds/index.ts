@@ -5,6 +5,7 @@ import type { KindDefinition } from "../k8s/kind.ts";
 import { BootstrapTokenKind } from "./bootstraptoken.ts";
 import { ManagedClusterKind } from "./managedcluster.ts";
 import { ManagedClusterSetKind } from "./managedclusterset.ts";
+import { ManifestWorkKind, ManifestWorkReplicaSetKind } from "./manifestwork.ts";
 import { AddOnPlacementScoreKind, ManagedClusterSetBindingKind, PlacementDecisionKind, PlacementKind } from "./placement.ts";
 
 /** All served kinds. */
@@ -15,6 +16,8 @@ export const KINDS: KindDefinition[] = [
   PlacementKind,
   PlacementDecisionKind,
   AddOnPlacementScoreKind,
+  ManifestWorkKind,
+  ManifestWorkReplicaSetKind,
   BootstrapTokenKind,
 ];
 

@@ -7,6 +7,7 @@
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import type { Env } from "../env.ts";
+import { replicaSetAfterCommit } from "./replicaset.ts";
 
 /**
  * Runs the effects of a committed write of `def` at `namespace/name`.
@@ -21,10 +22,15 @@ export async function afterCommit(
   before: KubeObject | null,
   after: KubeObject | null,
 ): Promise<void> {
+  await deliverWorks(env, def, namespace, before, after);
+  await replicaSetAfterCommit(env, def, namespace, name, before, after);
+}
+
+/** Tells the cluster's Durable Object that its works changed (spec, metadata or deletion). */
+async function deliverWorks(env: Env, def: KindDefinition, namespace: string, before: KubeObject | null, after: KubeObject | null): Promise<void> {
   void env;
   void def;
   void namespace;
-  void name;
   void before;
   void after;
 }

@@ -1,0 +1,300 @@
+/**
+ * ManifestWork (`work.open-cluster-management.io/v1`, namespaced in the cluster's namespace) and
+ * ManifestWorkReplicaSet (`work.open-cluster-management.io/v1alpha1`, namespaced), with OCM's
+ * fields, defaults and hub-webhook validation (../shared/reference/ocm-semantics.md sections 3-4):
+ * non-empty manifests, each a Kubernetes object with apiVersion, kind and metadata.name, at most
+ * 500 KiB of manifests per work (`manifestLimit`), a `fieldManager` starting with "work-agent".
+ *
+ * A ManifestWork's status is written by its cluster's agent (through the agent API) or an admin
+ * through `/status`; a ManifestWorkReplicaSet's status by the hub's replica set controller.
+ */
+import { z } from "zod";
+import type { StatusCause } from "../k8s/errors.ts";
+import type { KindDefinition } from "../k8s/kind.ts";
+import { ConditionSchema, isJsonObject, ObjectMetaSchema, type KubeObject } from "../k8s/meta.ts";
+
+/** OCM's cap on the total size of a work's manifests, in bytes (500 KiB, `manifestLimit`). */
+export const MANIFEST_LIMIT_BYTES = 500 * 1024;
+
+/** Label a generated ManifestWork carries: `<mwrs namespace>.<mwrs name>` (OCM). */
+export const MWRS_LABEL = "work.open-cluster-management.io/manifestworkreplicaset";
+/** Label a generated ManifestWork carries: the placement whose decision put it there (OCM). */
+export const PLACEMENT_NAME_LABEL = "work.open-cluster-management.io/placementname";
+
+const ResourceIdentifierSchema = z.strictObject({
+  group: z.string().optional(),
+  resource: z.string().min(1),
+  name: z.string().min(1),
+  namespace: z.string().optional(),
+});
+
+const IntOrPercent = z.union([z.number().int().min(0), z.string().regex(/^(100|[1-9]?[0-9])%$/, "must be an integer or a percentage from 0% to 100%")]);
+const DURATION = /^(([0-9]+(h|m|s))+|None)$/;
+const Duration = z.string().regex(DURATION, "must be a duration such as 30s, 5m, 1h or None");
+
+/** `ManifestWork.spec` (v1), as the CRD validates it. */
+export const ManifestWorkSpecSchema = z.strictObject({
+  workload: z
+    .strictObject({
+      manifests: z.array(z.record(z.string(), z.unknown())).optional(),
+    })
+    .optional(),
+  deleteOption: z
+    .strictObject({
+      propagationPolicy: z.enum(["Foreground", "Orphan", "SelectivelyOrphan"]).optional(),
+      selectivelyOrphans: z
+        .strictObject({
+          orphaningRules: z.array(ResourceIdentifierSchema).optional(),
+        })
+        .optional(),
+      ttlSecondsAfterFinished: z.number().int().min(0).optional(),
+    })
+    .optional(),
+  manifestConfigs: z
+    .array(
+      z.strictObject({
+        resourceIdentifier: ResourceIdentifierSchema,
+        feedbackRules: z
+          .array(
+            z.strictObject({
+              type: z.enum(["WellKnownStatus", "JSONPaths"]),
+              jsonPaths: z.array(z.strictObject({ name: z.string().min(1), version: z.string().optional(), path: z.string().min(1) })).optional(),
+            }),
+          )
+          .optional(),
+        updateStrategy: z
+          .strictObject({
+            type: z.enum(["Update", "CreateOnly", "ServerSideApply", "ReadOnly"]).optional(),
+            serverSideApply: z
+              .strictObject({
+                force: z.boolean().optional(),
+                fieldManager: z.string().regex(/^work-agent/, 'must start with "work-agent"').optional(),
+                ignoreFields: z
+                  .array(
+                    z.strictObject({
+                      condition: z.enum(["OnSpokePresent", "OnSpokeChange"]).optional(),
+                      jsonPaths: z.array(z.string()).optional(),
+                      jsonPointers: z.array(z.string()).optional(),
+                      jqPathExpressions: z.array(z.string()).optional(),
+                    }),
+                  )
+                  .optional(),
+              })
+              .optional(),
+          })
+          .optional(),
+        conditionRules: z
+          .array(
+            z.strictObject({
+              condition: z.string().min(1),
+              type: z.enum(["WellKnownConditions", "CEL"]),
+              celExpressions: z.array(z.string()).optional(),
+              message: z.string().optional(),
+              messageExpression: z.string().optional(),
+            }),
+          )
+          .optional(),
+        feedbackScrapeType: z.enum(["Poll", "Watch"]).optional(),
+      }),
+    )
+    .optional(),
+  executor: z
+    .strictObject({
+      subject: z
+        .strictObject({
+          type: z.enum(["ServiceAccount"]),
+          serviceAccount: z.strictObject({ namespace: z.string().min(1), name: z.string().min(1) }).optional(),
+        })
+        .optional(),
+    })
+    .optional(),
+});
+
+const FieldValueSchema = z.strictObject({
+  type: z.enum(["Integer", "String", "Boolean", "JsonRaw"]),
+  integer: z.number().int().optional(),
+  string: z.string().optional(),
+  boolean: z.boolean().optional(),
+  jsonRaw: z.string().max(1024).optional(),
+});
+
+/** `ManifestWork.status` (v1). */
+export const ManifestWorkStatusSchema = z.strictObject({
+  conditions: z.array(ConditionSchema).optional(),
+  resourceStatus: z
+    .strictObject({
+      manifests: z
+        .array(
+          z.strictObject({
+            resourceMeta: z
+              .strictObject({
+                ordinal: z.number().int(),
+                group: z.string().optional(),
+                version: z.string().optional(),
+                kind: z.string().optional(),
+                resource: z.string().optional(),
+                name: z.string().optional(),
+                namespace: z.string().optional(),
+              })
+              .optional(),
+            statusFeedback: z.strictObject({ values: z.array(z.strictObject({ name: z.string(), fieldValue: FieldValueSchema })).optional() }).optional(),
+            conditions: z.array(ConditionSchema).optional(),
+          }),
+        )
+        .optional(),
+    })
+    .optional(),
+});
+
+/**
+ * Validates a work's spec as OCM's hub webhook does: manifests present and non-empty, each an
+ * object with `apiVersion`, `kind` and `metadata.name`, and their JSON size at most
+ * {@link MANIFEST_LIMIT_BYTES}. `prefix` is the field path of the spec ("spec" or
+ * "spec.manifestWorkTemplate"). Returns the causes (empty when valid).
+ */
+export function validateWorkSpec(spec: Record<string, unknown> | undefined, prefix: string): StatusCause[] {
+  const manifests = (spec?.workload as { manifests?: unknown[] } | undefined)?.manifests;
+  if (!manifests || manifests.length === 0) {
+    return [{ field: `${prefix}.workload.manifests`, message: "Required value: manifests should not be empty", reason: "FieldValueRequired" }];
+  }
+  const causes: StatusCause[] = [];
+  manifests.forEach((m, i) => {
+    const field = `${prefix}.workload.manifests[${i}]`;
+    const obj = m as Record<string, unknown>;
+    if (typeof obj.apiVersion !== "string" || !obj.apiVersion) causes.push({ field: `${field}.apiVersion`, message: "Required value: apiVersion must be set", reason: "FieldValueRequired" });
+    if (typeof obj.kind !== "string" || !obj.kind) causes.push({ field: `${field}.kind`, message: "Required value: kind must be set", reason: "FieldValueRequired" });
+    const meta = isJsonObject(obj.metadata) ? obj.metadata : {};
+    if (typeof meta.name !== "string" || !meta.name) causes.push({ field: `${field}.metadata.name`, message: "Required value: name must be set", reason: "FieldValueRequired" });
+  });
+  const size = new TextEncoder().encode(JSON.stringify(manifests)).length;
+  if (size > MANIFEST_LIMIT_BYTES) {
+    causes.push({ field: `${prefix}.workload`, message: `Too long: the size of manifests is ${size} bytes which exceeds the ${MANIFEST_LIMIT_BYTES} limit`, reason: "FieldValueTooLong" });
+  }
+  const rules = (spec?.deleteOption as { propagationPolicy?: string; selectivelyOrphans?: unknown } | undefined) ?? {};
+  if (rules.selectivelyOrphans && rules.propagationPolicy !== "SelectivelyOrphan") {
+    causes.push({ field: `${prefix}.deleteOption.selectivelyOrphans`, message: "Forbidden: selectivelyOrphans may only be set with propagationPolicy SelectivelyOrphan", reason: "FieldValueForbidden" });
+  }
+  return causes;
+}
+
+/** The ManifestWork kind (stored in D1; delivered to its cluster's agent; status from the agent). */
+export const ManifestWorkKind: KindDefinition = {
+  group: "work.open-cluster-management.io",
+  version: "v1",
+  kind: "ManifestWork",
+  listKind: "ManifestWorkList",
+  plural: "manifestworks",
+  singular: "manifestwork",
+  shortNames: ["mw"],
+  namespaced: true,
+  hasStatus: true,
+  schema: z.strictObject({
+    apiVersion: z.string(),
+    kind: z.string(),
+    metadata: ObjectMetaSchema,
+    spec: ManifestWorkSpecSchema.optional(),
+    status: ManifestWorkStatusSchema.nullable().optional(),
+  }),
+  storage: "d1",
+  printerColumns: [
+    { name: "Applied", type: "string", jsonPath: '.status.conditions[?(@.type=="Applied")].status' },
+    { name: "Available", type: "string", jsonPath: '.status.conditions[?(@.type=="Available")].status' },
+    { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
+  ],
+  defaults(obj) {
+    obj.spec ??= {};
+  },
+  validate(obj: KubeObject): StatusCause[] {
+    return validateWorkSpec(obj.spec, "spec");
+  },
+};
+
+const RolloutConfig = {
+  minSuccessTime: Duration.optional(),
+  progressDeadline: Duration.optional(),
+  maxFailures: IntOrPercent.optional(),
+};
+const MandatoryGroups = z.array(z.strictObject({ groupName: z.string().optional(), groupIndex: z.number().int().min(0).optional() })).optional();
+
+/** `RolloutStrategy` (cluster.open-cluster-management.io/v1alpha1, shared by MWRS and add-ons). */
+export const RolloutStrategySchema = z.strictObject({
+  type: z.enum(["All", "Progressive", "ProgressivePerGroup"]).optional(),
+  all: z.strictObject(RolloutConfig).optional(),
+  progressive: z.strictObject({ ...RolloutConfig, mandatoryDecisionGroups: MandatoryGroups, maxConcurrency: IntOrPercent.optional() }).optional(),
+  progressivePerGroup: z.strictObject({ ...RolloutConfig, mandatoryDecisionGroups: MandatoryGroups }).optional(),
+});
+
+const SummarySchema = z.strictObject({
+  total: z.number().int().optional(),
+  available: z.number().int().optional(),
+  applied: z.number().int().optional(),
+  progressing: z.number().int().optional(),
+  degraded: z.number().int().optional(),
+  desiredTotal: z.number().int().optional(),
+  updated: z.number().int().optional(),
+});
+
+/** The ManifestWorkReplicaSet kind (stored in D1; status written by the hub's controller). */
+export const ManifestWorkReplicaSetKind: KindDefinition = {
+  group: "work.open-cluster-management.io",
+  version: "v1alpha1",
+  kind: "ManifestWorkReplicaSet",
+  listKind: "ManifestWorkReplicaSetList",
+  plural: "manifestworkreplicasets",
+  singular: "manifestworkreplicaset",
+  shortNames: ["mwrs"],
+  namespaced: true,
+  hasStatus: true,
+  schema: z.strictObject({
+    apiVersion: z.string(),
+    kind: z.string(),
+    metadata: ObjectMetaSchema,
+    spec: z
+      .strictObject({
+        manifestWorkTemplate: ManifestWorkSpecSchema.optional(),
+        placementRefs: z.array(z.strictObject({ name: z.string().min(1), rolloutStrategy: RolloutStrategySchema.optional() })).optional(),
+        cascadeDeletionPolicy: z.enum(["Background", "Foreground"]).optional(),
+      })
+      .optional(),
+    status: z
+      .strictObject({
+        conditions: z.array(ConditionSchema).optional(),
+        summary: SummarySchema.optional(),
+        placementSummary: z
+          .array(z.strictObject({ name: z.string(), availableDecisionGroups: z.string().optional(), summary: SummarySchema.optional() }))
+          .optional(),
+      })
+      .nullable()
+      .optional(),
+  }),
+  storage: "d1",
+  printerColumns: [
+    { name: "Placement", type: "string", jsonPath: '.status.conditions[?(@.type=="PlacementVerified")].reason' },
+    { name: "Found", type: "string", jsonPath: '.status.conditions[?(@.type=="PlacementVerified")].status' },
+    { name: "ManifestWorks", type: "string", jsonPath: '.status.conditions[?(@.type=="ManifestworkApplied")].reason' },
+    { name: "Applied", type: "string", jsonPath: '.status.conditions[?(@.type=="ManifestworkApplied")].status' },
+    { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
+  ],
+  defaults(obj) {
+    const spec = (obj.spec ??= {}) as { placementRefs?: { rolloutStrategy?: { type?: string } }[]; cascadeDeletionPolicy?: string };
+    spec.cascadeDeletionPolicy ??= "Background";
+    for (const ref of spec.placementRefs ?? []) {
+      ref.rolloutStrategy ??= { type: "All" };
+      ref.rolloutStrategy.type ??= "All";
+    }
+  },
+  validate(obj: KubeObject): StatusCause[] {
+    const spec = (obj.spec ?? {}) as { placementRefs?: { name: string }[]; manifestWorkTemplate?: Record<string, unknown> };
+    const causes: StatusCause[] = [];
+    if (!spec.placementRefs || spec.placementRefs.length === 0) {
+      causes.push({ field: "spec.placementRefs", message: "Required value: at least one placementRef is required", reason: "FieldValueRequired" });
+    }
+    const seen = new Set<string>();
+    spec.placementRefs?.forEach((r, i) => {
+      if (seen.has(r.name)) causes.push({ field: `spec.placementRefs[${i}].name`, message: `Duplicate value: ${JSON.stringify(r.name)}`, reason: "FieldValueDuplicate" });
+      seen.add(r.name);
+    });
+    causes.push(...validateWorkSpec(spec.manifestWorkTemplate, "spec.manifestWorkTemplate"));
+    return causes;
+  },
+};
