@@ -10,9 +10,12 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, jwtVerify, type JWK } from "jose";
-import { ApiError, forbidden, notFound, unauthorized, type Status } from "../src/k8s/errors.ts";
+import { ApiError, conflict, forbidden, notFound, unauthorized, type Status } from "../src/k8s/errors.ts";
 import { findCondition, rfc3339, setCondition, type KubeObject } from "../src/k8s/meta.ts";
-import { commitObject, database } from "../src/k8s/store.ts";
+import { commitObject, database, listObjects } from "../src/k8s/store.ts";
+import { writeStored } from "../src/api/resources.ts";
+import { ManifestWorkKind } from "../src/kinds/manifestwork.ts";
+import { AddOnPlacementScoreKind } from "../src/kinds/placement.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../src/k8s/write.ts";
 import {
   CLUSTER_ID_ANNOTATION,
@@ -68,7 +71,27 @@ export interface RegisterInput {
 export type AgentAction =
   | { action: "info" }
   | { action: "heartbeat"; heartbeat: Heartbeat }
-  | { action: "rotate-key"; publicKey: JWK };
+  | { action: "rotate-key"; publicKey: JWK }
+  | { action: "works"; ifNoneMatch?: string; waitMs: number }
+  | { action: "report" }
+  | { action: "left" };
+
+/**
+ * The works state of a cluster as the Durable Object knows it: the works ETag (an opaque string
+ * that changes whenever a work in the cluster's namespace is created, changes spec or metadata, or
+ * is deleted), whether the cluster is leaving, and whether `etag` differs from the `If-None-Match`
+ * the agent sent (when false the Worker answers 304 without reading D1).
+ */
+export interface WorksState {
+  etag: string;
+  leaving: boolean;
+  changed: boolean;
+}
+
+/** The finalizer that holds a deleted, accepted ManagedCluster until its agent has left (or the leave timed out). */
+export const LEAVE_FINALIZER = "cluster.open-cluster-management.io/api-resource-cleanup";
+/** Default of LEAVE_TIMEOUT_SECONDS: how long the hub waits for a leaving agent, in seconds (KubeFleet: 15 minutes). */
+export const DEFAULT_LEAVE_TIMEOUT_SECONDS = 900;
 
 /**
  * The cluster's lease (OCM's `managed-cluster-lease`): the last renewal, epoch milliseconds, and
@@ -133,6 +156,22 @@ export class ClusterObject extends DurableObject<Env> {
 
   private object(): KubeObject | null {
     return this.readState<KubeObject>("object");
+  }
+
+  private worksEtag(): string {
+    let etag = this.readState<string>("worksEtag");
+    if (etag === null) {
+      etag = crypto.randomUUID();
+      this.writeState("worksEtag", etag);
+    }
+    return etag;
+  }
+
+  /** The leave deadline (epoch milliseconds) of a leaving cluster, else null. */
+  private leaveDeadline(obj: KubeObject): number | null {
+    if (!obj.metadata.deletionTimestamp || !obj.metadata.finalizers?.includes(LEAVE_FINALIZER)) return null;
+    const seconds = Number(this.env.LEAVE_TIMEOUT_SECONDS ?? DEFAULT_LEAVE_TIMEOUT_SECONDS);
+    return Date.parse(obj.metadata.deletionTimestamp) + (Number.isFinite(seconds) && seconds >= 0 ? seconds : DEFAULT_LEAVE_TIMEOUT_SECONDS) * 1000;
   }
 
   private lease(): LeaseRecord | null {
@@ -237,10 +276,32 @@ export class ClusterObject extends DurableObject<Env> {
   async write(name: string, req: WriteRequest): Promise<Result<WriteOutcome>> {
     return this.serial(async () => {
       try {
+        const now = Date.now();
         const current = this.object();
-        const { next, created } = computeWrite(ManagedClusterKind, { namespace: "", name }, current, req, { now: Date.now(), newUid: () => crypto.randomUUID() });
-        if (next === current) return { ok: true, value: { object: current, created } };
+        let base = current;
+        // Leave (KubeFleet's leave, OCM's cleanup finalizer): an accepted cluster's agent must first
+        // remove what its works applied, so its deletion waits on LEAVE_FINALIZER.
+        if (req.verb === "delete" && current && !current.metadata.deletionTimestamp && findCondition(statusOf(current).conditions, Conditions.HubAccepted)?.status === "True") {
+          base = structuredClone(current);
+          base.metadata.finalizers = [...(base.metadata.finalizers ?? []).filter((f) => f !== LEAVE_FINALIZER), LEAVE_FINALIZER];
+        }
+        const { next, created } = computeWrite(ManagedClusterKind, { namespace: "", name }, base, req, { now, newUid: () => crypto.randomUUID() });
+        if (next === base && base === current) return { ok: true, value: { object: current, created } };
+        if (next && next.metadata.deletionTimestamp && next.metadata.finalizers?.includes(LEAVE_FINALIZER) && !current?.metadata.deletionTimestamp) {
+          setCondition(
+            (statusOf(next).conditions ??= []),
+            { type: Conditions.Joined, status: "False", reason: "ManagedClusterLeaving", message: "The cluster is leaving: its agent is removing what works applied" },
+            rfc3339(now),
+          );
+        }
         const stored = await this.commit(current, settleDeletion(next));
+        if (stored && current && !current.metadata.deletionTimestamp && stored.metadata.deletionTimestamp) {
+          // The start of a leave changes what a works poll answers (`leaving`), so it is a new ETag.
+          await this.worksChanged();
+          const deadline = this.leaveDeadline(stored);
+          if (deadline !== null) await this.armAlarm(deadline);
+        }
+        if (!stored && current) await this.removeClusterObjects(name);
         return { ok: true, value: { object: stored, created } };
       } catch (e) {
         return errorResult(e);
@@ -376,6 +437,16 @@ export class ClusterObject extends DurableObject<Env> {
             return { ok: true, value: await this.rotate(action.publicKey, now) };
           case "heartbeat":
             return { ok: true, value: await this.heartbeat(current, action.heartbeat, now) };
+          case "works":
+            this.requireAccepted(current);
+            return { ok: true, value: this.worksState(current, action.ifNoneMatch) };
+          case "report":
+            this.requireAccepted(current);
+            return { ok: true, value: {} };
+          case "left":
+            if (!current.metadata.deletionTimestamp) throw conflict({ group: ManagedClusterKind.group, plural: ManagedClusterKind.plural, name }, `cluster ${name} is not leaving`);
+            await this.finishLeave(current, "ManagedClusterLeft", "The agent removed what works applied and left");
+            return { ok: true, value: {} };
         }
       } catch (e) {
         return errorResult(e);
@@ -383,7 +454,90 @@ export class ClusterObject extends DurableObject<Env> {
         cost = this.takeCost();
       }
     });
+    // A works long-poll whose ETag still matches waits here, outside the queue, so heartbeats and
+    // other calls go on; any works change (or the start of a leave) ends the wait at once.
+    if (action.action === "works" && result.ok && !(result.value as WorksState).changed && action.waitMs > 0) {
+      await this.waitForWorksChange(action.waitMs);
+      const obj = this.object();
+      const value: WorksState = obj ? this.worksState(obj, action.ifNoneMatch) : { ...(result.value as WorksState), leaving: true, changed: true };
+      return { ok: true, value, cost };
+    }
     return { ...result, cost };
+  }
+
+  private requireAccepted(current: KubeObject): void {
+    if (!specOf(current).hubAcceptsClient) throw forbidden(`cluster ${current.metadata.name} is not accepted by the hub`);
+  }
+
+  private worksState(obj: KubeObject, ifNoneMatch: string | undefined): WorksState {
+    const etag = this.worksEtag();
+    return { etag, leaving: Boolean(obj.metadata.deletionTimestamp), changed: ifNoneMatch !== etag };
+  }
+
+  private worksWaiters = new Set<() => void>();
+
+  private wakeWorksWaiters(): void {
+    const waiters = [...this.worksWaiters];
+    this.worksWaiters.clear();
+    for (const wake of waiters) wake();
+  }
+
+  private waitForWorksChange(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.worksWaiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.worksWaiters.add(done);
+    });
+  }
+
+  /**
+   * Records that the works in this cluster's namespace changed (a work created, deleted, or its
+   * spec or metadata changed): a new works ETag, and every waiting long-poll answers at once.
+   * Called by the Worker after the change committed to D1 (src/work/hooks.ts). Does nothing for a
+   * cluster that does not exist (its first poll gets a fresh ETag anyway). Not queued behind other
+   * calls: one SQLite row written.
+   */
+  async worksChanged(): Promise<void> {
+    if (!this.object()) return;
+    this.writeState("worksEtag", crypto.randomUUID());
+    this.wakeWorksWaiters();
+  }
+
+  /**
+   * Ends a leave: records how it ended in ManagedClusterJoined (reason ManagedClusterLeft or
+   * ManagedClusterLeaveTimedOut; the DELETED watch event carries it), removes the ManagedCluster
+   * (D1 row, identity, this object's storage; the scheduler drops it from every decision), then
+   * the objects in the cluster's namespace (ManifestWorks, AddOnPlacementScores).
+   */
+  private async finishLeave(current: KubeObject, reason: string, message: string): Promise<void> {
+    const ended = structuredClone(current);
+    setCondition((statusOf(ended).conditions ??= []), { type: Conditions.Joined, status: "False", reason, message }, rfc3339(Date.now()));
+    const stored = (await this.commit(current, ended)) ?? current;
+    const gone = structuredClone(stored);
+    gone.metadata.finalizers = (gone.metadata.finalizers ?? []).filter((f) => f !== LEAVE_FINALIZER);
+    const name = current.metadata.name;
+    const after = await this.commit(stored, settleDeletion(gone));
+    if (!after) await this.removeClusterObjects(name);
+  }
+
+  /** Deletes the objects kept in a removed cluster's namespace (its works and add-on scores) through the generic write path. */
+  private async removeClusterObjects(name: string): Promise<void> {
+    const db = database(this.env.DB);
+    for (const def of [ManifestWorkKind, AddOnPlacementScoreKind]) {
+      this.cost.d1Queries += 1;
+      const { items } = await listObjects(db, def, name);
+      for (const obj of items) {
+        try {
+          await writeStored(this.env, def, name, obj.metadata.name, { verb: "delete" });
+        } catch (e) {
+          if (!(e instanceof ApiError && e.reason === "NotFound")) throw e;
+        }
+      }
+    }
   }
 
   private async rotate(publicKey: JWK, now: number): Promise<{ kid: string }> {
@@ -394,7 +548,7 @@ export class ClusterObject extends DurableObject<Env> {
     return { kid };
   }
 
-  private async heartbeat(current: KubeObject, hb: Heartbeat, now: number): Promise<{ leaseDurationSeconds: number }> {
+  private async heartbeat(current: KubeObject, hb: Heartbeat, now: number): Promise<{ leaseDurationSeconds: number; worksEtag: string; leaving: boolean }> {
     const spec = specOf(current);
     if (!spec.hubAcceptsClient) throw forbidden(`cluster ${current.metadata.name} is not accepted by the hub`);
     const lease: LeaseRecord = { renewMs: now, toldSeconds: spec.leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS };
@@ -403,7 +557,9 @@ export class ClusterObject extends DurableObject<Env> {
     const status = statusOf(next);
     const conditions = (status.conditions ??= []);
     const nowText = rfc3339(now);
-    setCondition(conditions, { type: Conditions.Joined, status: "True", reason: "ManagedClusterJoined", message: "Managed cluster joined" }, nowText);
+    if (!current.metadata.deletionTimestamp) {
+      setCondition(conditions, { type: Conditions.Joined, status: "True", reason: "ManagedClusterJoined", message: "Managed cluster joined" }, nowText);
+    }
     if (hb.healthy) {
       setCondition(conditions, { type: Conditions.Available, status: "True", reason: "ManagedClusterAvailable", message: "Managed cluster is available" }, nowText);
     } else {
@@ -415,7 +571,7 @@ export class ClusterObject extends DurableObject<Env> {
     if (hb.clusterClaims) status.clusterClaims = hb.clusterClaims;
     const stored = (await this.commit(current, next)) ?? current;
     await this.armAlarm(now + this.graceMs(stored, lease));
-    return { leaseDurationSeconds: specOf(stored).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS };
+    return { leaseDurationSeconds: specOf(stored).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS, worksEtag: this.worksEtag(), leaving: Boolean(stored.metadata.deletionTimestamp) };
   }
 
   /**
@@ -431,6 +587,12 @@ export class ClusterObject extends DurableObject<Env> {
       if (!current) return;
       const now = Date.now();
       this.exec("DELETE FROM seen_jti WHERE exp < ?", now);
+      const deadline = this.leaveDeadline(current);
+      if (deadline !== null && now >= deadline) {
+        await this.finishLeave(current, "ManagedClusterLeaveTimedOut", "The agent did not confirm its leave in time; the hub removed the cluster without it");
+        return;
+      }
+      if (deadline !== null) await this.armAlarm(deadline);
       if (!findCondition(statusOf(current).conditions, Conditions.HubAccepted)) return;
       const lease = this.lease();
       const expiry = (lease?.renewMs ?? now) + this.graceMs(current, lease);

@@ -18,6 +18,8 @@ export interface HubOptions {
   stateDir?: string;
   /** Lease grace multiplier (`FLOTILLA_LEASE_GRACE_MULTIPLIER`), default the hub's (5). */
   graceMultiplier?: number;
+  /** Leave timeout in seconds (`FLOTILLA_LEAVE_TIMEOUT_SECONDS`), default the hub's (900). */
+  leaveTimeoutSeconds?: number;
   /** How long to wait for the hub to answer, in milliseconds (default 90 000). */
   startTimeoutMs?: number;
   /** Serve HTTPS with the local CA (`FLOTILLA_HTTPS=1`). */
@@ -72,6 +74,7 @@ export async function startHub(opts: HubOptions = {}): Promise<Hub> {
   const adminToken = `admin-${Math.random().toString(36).slice(2)}`;
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), FLOTILLA_STATE_DIR: stateDir, FLOTILLA_ADMIN_TOKEN: adminToken };
   if (opts.graceMultiplier !== undefined) env.FLOTILLA_LEASE_GRACE_MULTIPLIER = String(opts.graceMultiplier);
+  if (opts.leaveTimeoutSeconds !== undefined) env.FLOTILLA_LEAVE_TIMEOUT_SECONDS = String(opts.leaveTimeoutSeconds);
   if (opts.https) env.FLOTILLA_HTTPS = "1";
   const child = spawn(process.execPath, [path.join(root, "scripts", "start.mjs")], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"], detached: false });
   let out = "";

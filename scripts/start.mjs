@@ -6,6 +6,7 @@
 //   FLOTILLA_ADMIN_TOKEN         the admin token; otherwise one is generated once into the
 //                                state folder and printed at start
 //   FLOTILLA_LEASE_GRACE_MULTIPLIER  lease grace multiplier (default 5, OCM's)
+//   FLOTILLA_LEAVE_TIMEOUT_SECONDS   how long a deleted cluster waits for its agent to leave (default 900)
 //   FLOTILLA_HTTPS=1             serve HTTPS with a certificate for 127.0.0.1 and localhost signed
 //                                by a local CA generated once into <state>/tls (ca.crt)
 // Extra arguments are passed to `wrangler dev`.
@@ -53,6 +54,7 @@ if (https) {
 }
 
 const vars = ["--var", `FLOTILLA_ADMIN_TOKEN:${adminToken}`];
+if (process.env.FLOTILLA_LEAVE_TIMEOUT_SECONDS) vars.push("--var", `LEAVE_TIMEOUT_SECONDS:${process.env.FLOTILLA_LEAVE_TIMEOUT_SECONDS}`);
 if (process.env.FLOTILLA_LEASE_GRACE_MULTIPLIER) vars.push("--var", `LEASE_GRACE_MULTIPLIER:${process.env.FLOTILLA_LEASE_GRACE_MULTIPLIER}`);
 const args = [wrangler, "dev", "--ip", "127.0.0.1", "--port", port, "--persist-to", stateDir, "--show-interactive-dev-session=false", ...tlsArgs, ...vars, ...process.argv.slice(2)];
 

@@ -15,4 +15,6 @@ export interface Env {
   FLOTILLA_ADMIN_TOKEN?: string;
   /** Grace multiplier: a lease not renewed for this many leaseDurationSeconds expires (OCM: 5). */
   LEASE_GRACE_MULTIPLIER?: string;
+  /** How long a deleted cluster waits for its agent to confirm its leave, in seconds (default 900, KubeFleet's 15 minutes). */
+  LEAVE_TIMEOUT_SECONDS?: string;
 }

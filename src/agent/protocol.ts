@@ -50,3 +50,19 @@ export type Heartbeat = z.infer<typeof HeartbeatSchema>;
 
 /** Body of POST /agent/v1/clusters/{name}/rotate-key. */
 export const RotateKeySchema = z.strictObject({ publicKey: PublicJwkSchema });
+
+/** Longest `waitSeconds` of a works long-poll, in seconds (below the usual 60 s proxy idle timeout). */
+export const MAX_WORKS_WAIT_SECONDS = 55;
+
+/**
+ * Body of PUT /agent/v1/clusters/{name}/works/{work}/status: the work's `uid` as the agent last
+ * saw it (a different uid means the work was deleted and created again: 409) and its status.
+ * The status's shape is checked against the ManifestWork status schema by the Worker.
+ */
+export const WorkStatusReportSchema = z.strictObject({
+  uid: z.string().min(1).max(128),
+  status: z.record(z.string(), z.unknown()),
+});
+
+/** Body of POST /agent/v1/clusters/{name}/left (empty). */
+export const LeftSchema = z.strictObject({});

@@ -5,23 +5,27 @@
  */
 import { Hono, type Context } from "hono";
 import type { z } from "zod";
-import { ApiError, conflict, invalid, unauthorized } from "../k8s/errors.ts";
+import { ApiError, badRequest, conflict, invalid, notFound, unauthorized } from "../k8s/errors.ts";
 import { resourceKey } from "../k8s/kind.ts";
 import { checkSchema, type KubeObject } from "../k8s/meta.ts";
-import { database, getObject } from "../k8s/store.ts";
+import { database, getObject, listObjects } from "../k8s/store.ts";
+import { ManifestWorkKind, ManifestWorkStatusSchema, MANIFEST_LIMIT_BYTES } from "../kinds/manifestwork.ts";
+import { writeStored } from "../api/resources.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { BootstrapTokenKind, parseToken, sha256Hex } from "../kinds/bootstraptoken.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { agentSubject, bearerToken, safeEqual } from "../auth/credentials.ts";
-import type { AgentAction, Cost, RegistrationInfo, Result } from "../../durable-objects/cluster.ts";
+import type { AgentAction, Cost, RegistrationInfo, Result, WorksState } from "../../durable-objects/cluster.ts";
 import type { Env } from "../env.ts";
 import { parseJson, readBody, statusResponse } from "../api/request.ts";
-import { HeartbeatSchema, RegisterSchema, RotateKeySchema } from "./protocol.ts";
+import { HeartbeatSchema, LeftSchema, MAX_WORKS_WAIT_SECONDS, RegisterSchema, RotateKeySchema, WorkStatusReportSchema } from "./protocol.ts";
 
 type Ctx = Context<{ Bindings: Env }>;
 
 /** Largest agent request body, in bytes. */
 const AGENT_BODY_LIMIT = 256 * 1024;
+/** Largest work status report, in bytes: a work's status may mirror many manifests' feedback. */
+const WORK_STATUS_BODY_LIMIT = 2 * MANIFEST_LIMIT_BYTES;
 
 function decode<T extends z.ZodType>(schema: T, body: unknown, what: string): z.infer<T> {
   const check = checkSchema(schema, body);
@@ -73,20 +77,90 @@ async function claimIdentity(c: Ctx, name: string, clusterId: string): Promise<v
   throw conflict(ref, `the name ${name} is already registered by a cluster with another cluster ID (${byName?.cluster_id ?? "unknown"})`);
 }
 
-async function agentCall(c: Ctx, action: AgentAction): Promise<Response> {
+/** Sends an agent request to the cluster's Durable Object (which verifies the JWT) and returns its raw result. */
+async function agentResult(c: Ctx, action: AgentAction): Promise<Result<unknown> & { cost: Cost }> {
   const token = bearerToken(c);
   if (!token) throw unauthorized("an agent token is required");
   const sub = agentSubject(token);
   const target = c.req.param("name") ?? "";
-  const res = (await c.env.CLUSTERS.getByName(sub).agent(token, sub, target, action)) as Result<unknown> & { cost: Cost };
-  const headers = {
+  return (await c.env.CLUSTERS.getByName(sub).agent(token, sub, target, action)) as Result<unknown> & { cost: Cost };
+}
+
+function costHeaders(cost: Cost, extraD1Queries = 0): Record<string, string> {
+  return {
     "content-type": "application/json",
-    "x-flotilla-storage-rows-written": String(res.cost.rowsWritten),
-    "x-flotilla-d1-queries": String(res.cost.d1Queries),
-    "x-flotilla-scheduler-runs": String(res.cost.schedulerRuns),
+    "x-flotilla-storage-rows-written": String(cost.rowsWritten),
+    "x-flotilla-d1-queries": String(cost.d1Queries + extraD1Queries),
+    "x-flotilla-scheduler-runs": String(cost.schedulerRuns),
   };
+}
+
+async function agentCall(c: Ctx, action: AgentAction): Promise<Response> {
+  const res = await agentResult(c, action);
+  const headers = costHeaders(res.cost);
   if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers });
   return new Response(JSON.stringify(res.value), { status: 200, headers });
+}
+
+/** The ETag of `If-None-Match` without quotes or weak prefix, or undefined. */
+function ifNoneMatch(c: Ctx): string | undefined {
+  const h = c.req.header("if-none-match");
+  if (!h) return undefined;
+  return h.trim().replace(/^W\//, "").replace(/^"(.*)"$/, "$1");
+}
+
+/**
+ * GET works: the Durable Object answers an unchanged ETag alone (after waiting up to
+ * `waitSeconds` for a change); a changed one reads the namespace's ManifestWorks from D1 once.
+ * @throws ApiError 400 for a bad waitSeconds
+ */
+async function getWorks(c: Ctx): Promise<Response> {
+  const waitParam = c.req.query("waitSeconds");
+  const wait = waitParam === undefined || waitParam === "" ? 0 : Number(waitParam);
+  if (!Number.isInteger(wait) || wait < 0 || wait > MAX_WORKS_WAIT_SECONDS) {
+    throw badRequest(`waitSeconds: Invalid value: ${JSON.stringify(waitParam)}: must be an integer from 0 to ${MAX_WORKS_WAIT_SECONDS}`, "waitSeconds");
+  }
+  const res = await agentResult(c, { action: "works", ifNoneMatch: ifNoneMatch(c), waitMs: wait * 1000 });
+  if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers: costHeaders(res.cost) });
+  const state = res.value as WorksState;
+  const etag = `"${state.etag}"`;
+  if (!state.changed) return new Response(null, { status: 304, headers: { etag, "x-flotilla-d1-queries": String(res.cost.d1Queries) } });
+  const cluster = c.req.param("name") ?? "";
+  const { items } = await listObjects(database(c.env.DB), ManifestWorkKind, cluster);
+  const works = items.map((w) => {
+    const { status, ...rest } = w;
+    void status;
+    return rest;
+  });
+  return new Response(JSON.stringify({ etag: state.etag, leaving: state.leaving, works }), { status: 200, headers: { ...costHeaders(res.cost, 1), etag } });
+}
+
+/**
+ * PUT a work's status as the agent observed it: the agent's credential must be its cluster's and
+ * the work must still be the one the agent saw (`uid`). Written through the status subresource
+ * path, so the replica set controller sees it.
+ * @throws ApiError 404 (no such work), 409 (uid differs), 422 (invalid status)
+ */
+async function putWorkStatus(c: Ctx): Promise<Response> {
+  const body = decode(WorkStatusReportSchema, parseJson(await readBody(c, WORK_STATUS_BODY_LIMIT)), "workstatuses");
+  const cluster = c.req.param("name") ?? "";
+  const workName = c.req.param("work") ?? "";
+  const check = checkSchema(ManifestWorkStatusSchema, body.status);
+  const ref = { group: ManifestWorkKind.group, plural: ManifestWorkKind.plural, kind: ManifestWorkKind.kind, name: workName };
+  if (check.unknownFields.length > 0 || check.causes.length > 0) {
+    throw invalid(ref, [...check.unknownFields.map((f) => ({ field: `status.${f}`, message: "unknown field", reason: "FieldValueInvalid" })), ...check.causes.map((cause) => ({ ...cause, field: cause.field ? `status.${cause.field}` : "status" }))]);
+  }
+  const res = await agentResult(c, { action: "report" });
+  if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers: costHeaders(res.cost) });
+  const current = await getObject(database(c.env.DB), ManifestWorkKind, { namespace: cluster, name: workName });
+  if (!current) throw notFound(ref);
+  if (current.metadata.uid !== body.uid) throw conflict(ref, `the work's uid is ${current.metadata.uid}, not ${body.uid}: it was deleted and created again`);
+  const { object } = await writeStored(c.env, ManifestWorkKind, cluster, workName, {
+    verb: "update",
+    subresource: "status",
+    body: { ...current, status: body.status },
+  });
+  return c.json({ resourceVersion: object?.metadata.resourceVersion ?? "" });
 }
 
 /** The `/agent/v1` routes. */
@@ -125,6 +199,15 @@ export function agentRoutes(): Hono<{ Bindings: Env }> {
   app.post("/clusters/:name/heartbeat", async (c) => {
     const heartbeat = decode(HeartbeatSchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "heartbeats");
     return agentCall(c, { action: "heartbeat", heartbeat });
+  });
+
+  app.get("/clusters/:name/works", (c) => getWorks(c));
+
+  app.put("/clusters/:name/works/:work/status", (c) => putWorkStatus(c));
+
+  app.post("/clusters/:name/left", async (c) => {
+    decode(LeftSchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "leaves");
+    return agentCall(c, { action: "left" });
   });
 
   app.post("/clusters/:name/rotate-key", async (c) => {

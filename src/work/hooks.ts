@@ -8,6 +8,7 @@ import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import type { Env } from "../env.ts";
 import { replicaSetAfterCommit } from "./replicaset.ts";
+import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 
 /**
  * Runs the effects of a committed write of `def` at `namespace/name`.
@@ -26,11 +27,23 @@ export async function afterCommit(
   await replicaSetAfterCommit(env, def, namespace, name, before, after);
 }
 
-/** Tells the cluster's Durable Object that its works changed (spec, metadata or deletion). */
+/** A work as its agent receives it: everything but its status and resourceVersion. */
+function deliveredView(obj: KubeObject | null): string {
+  if (!obj) return "";
+  const { status, metadata, ...rest } = obj;
+  void status;
+  const { resourceVersion, ...meta } = metadata;
+  void resourceVersion;
+  return JSON.stringify([rest, meta]);
+}
+
+/**
+ * Tells the cluster's Durable Object (the namespace is the cluster's name) that its works changed
+ * when a ManifestWork was created, deleted, or changed anything its agent receives (spec or
+ * metadata); a status write does not. The object then changes its works ETag and wakes the
+ * agent's long-poll before this write's response is sent.
+ */
 async function deliverWorks(env: Env, def: KindDefinition, namespace: string, before: KubeObject | null, after: KubeObject | null): Promise<void> {
-  void env;
-  void def;
-  void namespace;
-  void before;
-  void after;
+  if (def !== ManifestWorkKind || deliveredView(before) === deliveredView(after)) return;
+  await env.CLUSTERS.getByName(namespace).worksChanged();
 }

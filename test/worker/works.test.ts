@@ -1,0 +1,209 @@
+/**
+ * ManifestWork over the admin API and the agent protocol (docs/agent-protocol.md, "Works" and
+ * "Leave"), inside workerd with real Durable Object storage and D1: validation, delivery with an
+ * ETag (an unchanged poll reads no D1), long-poll wake-up, status reports, credentials scoped to
+ * their own cluster, and the leave flow (agent confirms, or the leave times out).
+ */
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { ClusterObject } from "../../durable-objects/cluster.ts";
+import { call, condition, createToken, MC, register, type AgentKeys } from "./helpers.ts";
+
+const WORKS = (ns: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks`;
+const merge = { contentType: "application/merge-patch+json" };
+
+const configMap = (name: string, data: Record<string, string> = { a: "1" }) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" }, data });
+const work = (name: string, manifests: unknown[] = [configMap(name)], extra: Record<string, unknown> = {}) => ({
+  apiVersion: "work.open-cluster-management.io/v1",
+  kind: "ManifestWork",
+  metadata: { name },
+  spec: { workload: { manifests }, ...extra },
+});
+
+/** Registers and accepts a cluster, sends one heartbeat; returns its keys. */
+async function joined(name: string): Promise<AgentKeys> {
+  const token = await createToken({ autoApprove: true });
+  const { keys, res } = await register(token, name, `id-${name}`);
+  expect(res.status).toBe(201);
+  const hb = await call("POST", `/agent/v1/clusters/${name}/heartbeat`, { healthy: true }, { token: await keys.sign(name) });
+  expect(hb.status).toBe(200);
+  return keys;
+}
+
+/** A works poll as the agent sends it. */
+async function poll(name: string, keys: AgentKeys, etag?: string, waitSeconds?: number, signer = name) {
+  const headers: Record<string, string> = { authorization: `Bearer ${await keys.sign(signer)}` };
+  if (etag) headers["if-none-match"] = `"${etag}"`;
+  const q = waitSeconds === undefined ? "" : `?waitSeconds=${waitSeconds}`;
+  const res = await exports.default.fetch(`https://hub.test/agent/v1/clusters/${name}/works${q}`, { headers });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
+}
+
+describe("ManifestWork validation", () => {
+  it("refuses empty manifests, manifests without kind or name, more than 500 KiB, and a bad fieldManager; nothing is stored", async () => {
+    const cases: [unknown, number, string][] = [
+      [work("empty", []), 422, "spec.workload.manifests"],
+      [work("nokind", [{ apiVersion: "v1", metadata: { name: "x" } }]), 422, "spec.workload.manifests[0].kind"],
+      [work("noname", [{ apiVersion: "v1", kind: "ConfigMap", metadata: {} }]), 422, "spec.workload.manifests[0].metadata.name"],
+      [work("huge", [configMap("huge", { blob: "x".repeat(520 * 1024) })]), 422, "spec.workload"],
+      [work("badfm", undefined, { manifestConfigs: [{ resourceIdentifier: { resource: "configmaps", name: "badfm", namespace: "default" }, updateStrategy: { type: "ServerSideApply", serverSideApply: { fieldManager: "someone" } } }] }), 422, "spec.manifestConfigs[0].updateStrategy.serverSideApply.fieldManager"],
+      [work("badpolicy", undefined, { deleteOption: { propagationPolicy: "Sometimes" } }), 422, "spec.deleteOption.propagationPolicy"],
+    ];
+    for (const [body, code, field] of cases) {
+      const r = await call("POST", WORKS("valid1"), body);
+      expect(r.status, JSON.stringify(r.body)).toBe(code);
+      expect(r.body.kind).toBe("Status");
+      expect(r.body.details.causes.map((c: { field: string }) => c.field)).toContain(field);
+    }
+    expect((await call("GET", WORKS("valid1"))).body.items).toEqual([]);
+    const ok = await call("POST", WORKS("valid1"), work("fine"));
+    expect(ok.status).toBe(201);
+    expect(ok.body.metadata.generation).toBe(1);
+  });
+});
+
+describe("works delivery (agent protocol)", () => {
+  it("delivers the cluster's works with an ETag; an unchanged poll is 304 with no D1 query; a status write does not change the ETag", async () => {
+    const keys = await joined("wd1");
+    const first = await poll("wd1", keys);
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ leaving: false, works: [] });
+    const etag0 = first.body.etag as string;
+    expect(first.headers.get("etag")).toBe(`"${etag0}"`);
+
+    const idle = await poll("wd1", keys, etag0);
+    expect(idle.status).toBe(304);
+    expect(idle.headers.get("x-flotilla-d1-queries")).toBe("0");
+
+    expect((await call("POST", WORKS("wd1"), work("w1"))).status).toBe(201);
+    const changed = await poll("wd1", keys, etag0);
+    expect(changed.status).toBe(200);
+    expect(changed.body.etag).not.toBe(etag0);
+    expect(changed.body.works.map((w: { metadata: { name: string } }) => w.metadata.name)).toEqual(["w1"]);
+    const delivered = changed.body.works[0];
+    expect(delivered.spec.workload.manifests[0].kind).toBe("ConfigMap");
+    expect(delivered.status).toBeUndefined();
+
+    // The agent reports status: stored in the work, and the ETag stays.
+    const status = {
+      conditions: [{ type: "Applied", status: "True", reason: "AppliedManifestWorkComplete", message: "Apply manifest work complete", lastTransitionTime: "2026-11-23T00:00:00Z", observedGeneration: 1 }],
+      resourceStatus: { manifests: [{ resourceMeta: { ordinal: 0, group: "", version: "v1", kind: "ConfigMap", resource: "configmaps", name: "w1", namespace: "default" }, conditions: [] }] },
+    };
+    const put = await call("PUT", "/agent/v1/clusters/wd1/works/w1/status", { uid: delivered.metadata.uid, status }, { token: await keys.sign("wd1") });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    const stored = await call("GET", `${WORKS("wd1")}/w1`);
+    expect(condition(stored.body, "Applied")).toMatchObject({ status: "True", observedGeneration: 1 });
+    expect((await poll("wd1", keys, changed.body.etag)).status).toBe(304);
+
+    // A spec change and a delete change it again.
+    expect((await call("PATCH", `${WORKS("wd1")}/w1`, { spec: { workload: { manifests: [configMap("w1", { a: "2" })] } } }, merge)).status).toBe(200);
+    const updated = await poll("wd1", keys, changed.body.etag);
+    expect(updated.status).toBe(200);
+    expect(updated.body.works[0].metadata.generation).toBe(2);
+    expect((await call("DELETE", `${WORKS("wd1")}/w1`)).status).toBe(200);
+    const deleted = await poll("wd1", keys, updated.body.etag);
+    expect(deleted.body.works).toEqual([]);
+  });
+
+  it("a long-poll returns as soon as a work changes, and after waitSeconds when nothing does", async () => {
+    const keys = await joined("wd2");
+    const { etag } = (await poll("wd2", keys)).body;
+    const quiet = await poll("wd2", keys, etag, 1);
+    expect(quiet.status).toBe(304);
+    const waiting = poll("wd2", keys, etag, 50);
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await call("POST", WORKS("wd2"), work("w2"))).status).toBe(201);
+    const woken = await waiting;
+    expect(woken.status).toBe(200);
+    expect(woken.body.works.map((w: { metadata: { name: string } }) => w.metadata.name)).toEqual(["w2"]);
+  });
+
+  it("a credential reads and reports only its own cluster's works; bad reports change nothing", async () => {
+    const a = await joined("wd3");
+    await joined("wd4");
+    const created = await call("POST", WORKS("wd4"), work("secret-work"));
+    expect(created.status).toBe(201);
+    expect((await poll("wd4", a, undefined, undefined, "wd3")).status).toBe(403);
+    const foreign = await call("PUT", "/agent/v1/clusters/wd4/works/secret-work/status", { uid: created.body.metadata.uid, status: {} }, { token: await a.sign("wd3") });
+    expect(foreign.status).toBe(403);
+    expect((await poll("wd3", a, undefined, 99)).status).toBe(400);
+
+    expect((await call("POST", WORKS("wd3"), work("mine"))).status).toBe(201);
+    const mine = (await call("GET", `${WORKS("wd3")}/mine`)).body;
+    const stale = await call("PUT", "/agent/v1/clusters/wd3/works/mine/status", { uid: "another-uid", status: {} }, { token: await a.sign("wd3") });
+    expect(stale.status).toBe(409);
+    const missing = await call("PUT", "/agent/v1/clusters/wd3/works/nope/status", { uid: "x", status: {} }, { token: await a.sign("wd3") });
+    expect(missing.status).toBe(404);
+    const bad = await call("PUT", "/agent/v1/clusters/wd3/works/mine/status", { uid: mine.metadata.uid, status: { conditions: [{ type: "Applied", status: "Maybe" }] } }, { token: await a.sign("wd3") });
+    expect(bad.status).toBe(422);
+    expect((await call("GET", `${WORKS("wd3")}/mine`)).body.metadata.resourceVersion).toBe(mine.metadata.resourceVersion);
+    const noToken = await exports.default.fetch("https://hub.test/agent/v1/clusters/wd3/works");
+    expect(noToken.status).toBe(401);
+  });
+
+  it("a cluster not (or no longer) accepted gets 403 on works", async () => {
+    const token = await createToken();
+    const { keys } = await register(token, "wd5", "id-wd5");
+    expect((await poll("wd5", keys)).status).toBe(403);
+  });
+});
+
+describe("leave", () => {
+  it("deleting an accepted cluster waits for its agent: leaving, Joined=False, then gone with its works after the agent confirms", async () => {
+    const keys = await joined("lv1");
+    expect((await call("POST", WORKS("lv1"), work("app"))).status).toBe(201);
+    const { etag } = (await poll("lv1", keys)).body;
+    const waiting = poll("lv1", keys, etag, 50);
+    expect((await call("POST", "/agent/v1/clusters/lv1/left", {}, { token: await keys.sign("lv1") })).status).toBe(409);
+
+    const del = await call("DELETE", `${MC}/lv1`);
+    expect(del.status).toBe(200);
+    const woken = await waiting;
+    expect(woken.status).toBe(200);
+    expect(woken.body.leaving).toBe(true);
+    const leaving = await call("GET", `${MC}/lv1`);
+    expect(leaving.body.metadata.deletionTimestamp).toBeTruthy();
+    expect(condition(leaving.body, "ManagedClusterJoined")).toMatchObject({ status: "False", reason: "ManagedClusterLeaving" });
+    const hb = await call("POST", "/agent/v1/clusters/lv1/heartbeat", { healthy: true }, { token: await keys.sign("lv1") });
+    expect(hb.body).toMatchObject({ leaving: true });
+    expect(condition((await call("GET", `${MC}/lv1`)).body, "ManagedClusterJoined")?.status).toBe("False");
+
+    const left = await call("POST", "/agent/v1/clusters/lv1/left", {}, { token: await keys.sign("lv1") });
+    expect(left.status).toBe(200);
+    expect((await call("GET", `${MC}/lv1`)).status).toBe(404);
+    expect((await call("GET", WORKS("lv1"))).body.items).toEqual([]);
+    expect((await poll("lv1", keys)).status).toBe(401);
+  });
+
+  it("a leave the agent never confirms ends at the timeout, from the alarm, and says so", async () => {
+    await joined("lv2");
+    expect((await call("POST", WORKS("lv2"), work("app"))).status).toBe(201);
+    expect((await call("DELETE", `${MC}/lv2`)).status).toBe(200);
+    const stub = env.CLUSTERS.getByName("lv2");
+    // Move the deletion into the past, beyond LEAVE_TIMEOUT_SECONDS, then let the alarm run.
+    await runInDurableObject(stub, async (_obj: ClusterObject, state) => {
+      const row = state.storage.sql.exec<{ v: string }>("SELECT v FROM state WHERE k = 'object'").toArray()[0]!;
+      const obj = JSON.parse(row.v);
+      obj.metadata.deletionTimestamp = new Date(Date.now() - 3600_000).toISOString().replace(/\.\d+Z$/, "Z");
+      state.storage.sql.exec("UPDATE state SET v = ? WHERE k = 'object'", JSON.stringify(obj));
+      await state.storage.setAlarm(Date.now());
+    });
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect((await call("GET", `${MC}/lv2`)).status).toBe(404);
+    expect((await call("GET", WORKS("lv2"))).body.items).toEqual([]);
+    const events = await env.DB.prepare("SELECT body FROM events WHERE resource = ? AND name = ? AND type = 'DELETED'").bind("cluster.open-cluster-management.io/managedclusters", "lv2").all<{ body: string }>();
+    const last = JSON.parse(events.results.at(-1)!.body);
+    expect(condition(last, "ManagedClusterJoined")).toMatchObject({ status: "False", reason: "ManagedClusterLeaveTimedOut" });
+  });
+
+  it("a cluster never accepted is deleted at once", async () => {
+    const token = await createToken();
+    await register(token, "lv3", "id-lv3");
+    expect((await call("DELETE", `${MC}/lv3`)).status).toBe(200);
+    expect((await call("GET", `${MC}/lv3`)).status).toBe(404);
+  });
+});
+
+
