@@ -1,8 +1,8 @@
 /**
  * `flotilla` without a Flotilla hub: usage errors, help, where the hub URL and token come from
  * (flags, environment, config file, via `kubeconfig`, which needs no hub), a hub that is not
- * running, a server that is not the hub, and `get works` against a server that serves
- * ManifestWorks (the hub does not yet).
+ * running, a server that is not the hub, and `get works` against a stand-in server whose works
+ * carry conditions (the real hub's are covered in test/cli/placement.test.ts).
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";

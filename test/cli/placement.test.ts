@@ -187,11 +187,23 @@ describe("flotilla: clustersets, placements, decisions and works (real hub)", ()
   });
 
   describe("get works", () => {
-    it("says clearly that this hub does not serve ManifestWorks", async () => {
+    it("lists a cluster's ManifestWorks and all clusters' works; an unknown work fails with a hint", async () => {
+      const works = "/apis/work.open-cluster-management.io/v1/namespaces/east1/manifestworks";
+      const manifests = [
+        { apiVersion: "v1", kind: "Namespace", metadata: { name: "shop" } },
+        { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg", namespace: "shop" }, data: { a: "1" } },
+      ];
+      const w = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name: "shop" }, spec: { workload: { manifests } } };
+      expect((await admin(hub, "POST", works, w)).status).toBe(201);
       const r = await flotilla(["get", "works", "--cluster", "east1"], { hub });
-      expect(r.code).toBe(1);
-      expect(r.stderr).toContain("Error: the hub does not serve /apis/work.open-cluster-management.io/v1/namespaces/east1/manifestworks");
-      expect(r.stderr).toContain("Hint: this hub does not serve ManifestWorks (work.open-cluster-management.io/v1) yet");
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/^NAME\s+MANIFESTS\s+APPLIED\s+AVAILABLE\s+AGE\nshop\s+2\s+-\s+-\s+\d+s\n$/);
+      const all = await flotilla(["get", "works", "-A"], { hub });
+      expect(all.code, all.stderr).toBe(0);
+      expect(all.stdout).toMatch(/east1\s+shop\s+2/);
+      const missing = await flotilla(["get", "works", "nosuch", "--cluster", "east1"], { hub });
+      expect(missing.code).toBe(1);
+      expect(missing.stderr).toContain("Hint: no such ManifestWork in that cluster's namespace; list them with `flotilla get works -A`");
     });
   });
 });
