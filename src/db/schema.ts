@@ -58,3 +58,20 @@ export const events = sqliteTable(
   },
   (t) => [index("events_resource").on(t.resource, t.resourceVersion)],
 );
+
+/**
+ * Delivery IDs a WebhookReceiver has acted on (`X-Delivery-Id`, `X-GitHub-Delivery`), for replay
+ * protection: the primary key makes recording a delivery an atomic claim
+ * (`INSERT ... ON CONFLICT DO NOTHING RETURNING`), so a delivery is acted on at most once.
+ * `received_at` is epoch milliseconds; rows older than the retention (src/webhook/deliveries.ts,
+ * `DELIVERY_RETENTION_SECONDS`) are pruned.
+ */
+export const webhookDeliveries = sqliteTable(
+  "webhook_deliveries",
+  {
+    receiverUid: text("receiver_uid").notNull(),
+    deliveryId: text("delivery_id").notNull(),
+    receivedAt: integer("received_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.receiverUid, t.deliveryId] }), index("webhook_deliveries_received_at").on(t.receivedAt)],
+);
