@@ -5,7 +5,7 @@
 import { Hono } from "hono";
 import { ApiError } from "./k8s/errors.ts";
 import { statusResponse } from "./api/request.ts";
-import { resourceRoutes } from "./api/resources.ts";
+import { coreRoutes, resourceRoutes } from "./api/resources.ts";
 import { openapiRoutes } from "./api/openapi.ts";
 import { docsRoutes } from "./api/docs.ts";
 import { agentRoutes } from "./agent/routes.ts";
@@ -40,6 +40,7 @@ export function createApp(): Hono<{ Bindings: Env }> {
   app.get("/version", (c) => c.json(VERSION));
   app.route("/", openapiRoutes());
   app.route("/", docsRoutes());
+  app.route("/api", coreRoutes());
   app.route("/apis", resourceRoutes());
   app.route("/agent/v1", agentRoutes());
   app.notFound(() => statusResponse(new ApiError(404, "NotFound", "the server could not find the requested resource")));

@@ -9,7 +9,7 @@
  * Served without authentication, like `/openapi/*`: it describes the API and holds no data.
  */
 import { Hono } from "hono";
-import type { KindDefinition } from "../k8s/kind.ts";
+import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { KINDS } from "../kinds/index.ts";
 import type { Env } from "../env.ts";
 import { groupVersions, META_SCHEMAS, openAPIV3, schemaName, type JsonSchema } from "./openapi.ts";
@@ -132,7 +132,7 @@ function kindSection(def: KindDefinition, doc: JsonSchema): string {
   const schemas = (doc.components as { schemas: Record<string, JsonSchema> }).schemas;
   const name = schemaName(def.group, def.version, def.kind);
   const s = schemas[name]!;
-  const apiVersion = `${def.group}/${def.version}`;
+  const apiVersion = apiVersionOf(def);
   const facts: [string, string][] = [
     ["apiVersion", `<code>${esc(apiVersion)}</code>`],
     ["kind", `<code>${esc(def.kind)}</code> (list: <code>${esc(def.listKind)}</code>)`],
@@ -212,7 +212,7 @@ export function renderDocsPage(): string {
   let metaBody = "";
   for (const { group, version } of groupVersions()) {
     const doc = openAPIV3(group, version)!;
-    nav += `<h4>${esc(group)} <small>${esc(version)}</small></h4>`;
+    nav += `<h4>${esc(group || "core")} <small>${esc(version)}</small></h4>`;
     for (const def of KINDS.filter((k) => k.group === group && k.version === version)) {
       nav += `<a href="#${anchor(schemaName(group, version, def.kind))}">${esc(def.kind)}</a>`;
       body += kindSection(def, doc);
@@ -227,7 +227,7 @@ export function renderDocsPage(): string {
   nav += `<h4>Common types</h4>${[...metaDone].map((n) => `<a href="#${anchor(n)}">${esc(shortName(n))}</a>`).join("")}`;
   const intro =
     `<p>The Flotilla hub serves Open Cluster Management's API with Kubernetes API conventions: ` +
-    `<code>/apis/{group}/{version}[/namespaces/{namespace}]/{resource}[/{name}[/status]]</code>, authenticated with ` +
+    `<code>/apis/{group}/{version}[/namespaces/{namespace}]/{resource}[/{name}[/status]]</code> (the core group's Secrets at <code>/api/v1</code>), authenticated with ` +
     `<code>Authorization: Bearer &lt;token&gt;</code>; errors are <a href="#${anchor(META_SCHEMAS.Status)}">Status</a> objects. ` +
     `This page is generated from the same schemas that validate requests; the machine-readable documents are ` +
     `<a href="/openapi/v3">/openapi/v3</a> (OpenAPI 3.0, one per group-version, used by <code>kubectl explain</code>) and ` +

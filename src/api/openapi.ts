@@ -5,7 +5,8 @@
  *
  * - `GET /openapi/v3`: the OpenAPI v3 discovery document
  *   `{"paths": {"apis/<group>/<version>": {"serverRelativeURL": "/openapi/v3/apis/<group>/<version>?hash=<HASH>"}}}`
- *   (kube-openapi `handler3`); one entry per served group-version.
+ *   (kube-openapi `handler3`); one entry per served group-version. The core group (Secrets) is
+ *   `api/v1`, at `/openapi/v3/api/v1`, as the apiserver serves it.
  * - `GET /openapi/v3/apis/<group>/<version>`: an OpenAPI 3.0 document for one group-version:
  *   `components.schemas` keyed by Kubernetes-style names (`io.open-cluster-management.cluster.v1.ManagedCluster`,
  *   `io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta`, ...), each kind and list kind carrying
@@ -345,7 +346,7 @@ function metaSchemas(group: string, version: string): Record<string, JsonSchema>
   const gvkAll = (kind: string): GroupVersionKind[] => [
     { group: "", version: "v1", kind },
     { group: "meta.k8s.io", version: "v1", kind },
-    { group, version, kind },
+    ...(group === "" && version === "v1" ? [] : [{ group, version, kind }]),
   ];
   const str = (description: string): JsonSchema => ({ type: "string", description });
   return {
@@ -470,7 +471,7 @@ const P = {
 
 function opId(verb: string, def: KindDefinition, suffix = ""): string {
   const camel = (s: string) => s.replace(/[.-](\w)/g, (_m, c: string) => c.toUpperCase()).replace(/^\w/, (c) => c.toUpperCase());
-  return `${verb}${camel(def.group)}${camel(def.version)}${suffix}`;
+  return `${verb}${def.group ? camel(def.group) : "Core"}${camel(def.version)}${suffix}`;
 }
 
 function jsonContent(schema: JsonSchema): JsonSchema {
@@ -487,12 +488,12 @@ function okResponses(schema: JsonSchema, created: boolean): JsonSchema {
 
 /** The v3 `paths` of one kind: collection, item and (when the kind has one) status subresource. */
 function kindPaths(def: KindDefinition): Record<string, JsonSchema> {
-  const base = `/apis/${def.group}/${def.version}`;
+  const base = `/${groupVersionPath(def.group, def.version)}`;
   const kindRef = refTo(schemaName(def.group, def.version, def.kind));
   const listRef = refTo(schemaName(def.group, def.version, def.listKind));
   const statusRef = refTo(META_SCHEMAS.Status);
   const ns = def.namespaced ? "Namespaced" : "";
-  const tag = `${def.group.replace(/[.-](\w)/g, (_m, ch: string) => ch.toUpperCase())}_${def.version}`;
+  const tag = `${def.group ? def.group.replace(/[.-](\w)/g, (_m, ch: string) => ch.toUpperCase()) : "core"}_${def.version}`;
   const scope = def.namespaced ? [P.namespace] : [];
   const writable = !def.systemOwned;
   const op = (action: Action, kind: string, id: string, description: string, parameters: JsonSchema[], responses: JsonSchema, requestBody?: JsonSchema): JsonSchema => ({
@@ -574,6 +575,14 @@ function kindPaths(def: KindDefinition): Record<string, JsonSchema> {
 // Documents.
 // ---------------------------------------------------------------------------------------------
 
+/**
+ * The URL path of a group-version, without the leading slash: `apis/<group>/<version>`, or
+ * `api/<version>` for the core group ("", e.g. Secrets), as the apiserver serves them.
+ */
+export function groupVersionPath(group: string, version: string): string {
+  return group ? `apis/${group}/${version}` : `api/${version}`;
+}
+
 /** Every served group-version, in KINDS order. */
 export function groupVersions(): { group: string; version: string }[] {
   return servedGroups().flatMap((g) => g.versions.map((version) => ({ group: g.group, version })));
@@ -597,7 +606,7 @@ export function openAPIV3(group: string, version: string): JsonSchema | null {
   const sorted = Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b)));
   return {
     openapi: "3.0.0",
-    info: { title: "Flotilla", version: "v0.1.0", description: `Flotilla hub API, ${group}/${version}.` },
+    info: { title: "Flotilla", version: "v0.1.0", description: `Flotilla hub API, ${group ? `${group}/${version}` : version}.` },
     paths,
     components: {
       schemas: sorted,
@@ -674,7 +683,7 @@ export function openAPIV2(): JsonSchema {
 }
 
 interface Built {
-  /** Serialized v3 document and its hash, by `<group>/<version>`. */
+  /** Serialized v3 document and its hash, by path (`apis/<group>/<version>` or `api/<version>`). */
   v3: Map<string, { body: string; hash: string }>;
   v2: string;
 }
@@ -692,7 +701,7 @@ function documents(): Promise<Built> {
     const v3 = new Map<string, { body: string; hash: string }>();
     for (const { group, version } of groupVersions()) {
       const body = JSON.stringify(openAPIV3(group, version));
-      v3.set(`${group}/${version}`, { body, hash: await sha512Hex(body) });
+      v3.set(groupVersionPath(group, version), { body, hash: await sha512Hex(body) });
     }
     return { v3, v2: JSON.stringify(openAPIV2()) };
   })().catch((e) => {
@@ -710,7 +719,7 @@ function documents(): Promise<Built> {
 export async function openAPIV3Discovery(): Promise<{ paths: Record<string, { serverRelativeURL: string }> }> {
   const docs = await documents();
   const paths: Record<string, { serverRelativeURL: string }> = {};
-  for (const [gv, { hash }] of docs.v3) paths[`apis/${gv}`] = { serverRelativeURL: `/openapi/v3/apis/${gv}?hash=${hash}` };
+  for (const [gv, { hash }] of docs.v3) paths[gv] = { serverRelativeURL: `/openapi/v3/${gv}?hash=${hash}` };
   return { paths };
 }
 
@@ -755,20 +764,21 @@ export function openapiRoutes(): Hono<{ Bindings: Env }> {
     return c.json(await openAPIV3Discovery(), 200, { "cache-control": "no-cache, private" });
   });
 
-  app.get("/openapi/v3/apis/:group/:version", async (c) => {
+  const v3Document = async (c: Context, gv: string): Promise<Response> => {
     if (!acceptsJson(c)) throw notAcceptable();
-    const { group, version } = c.req.param();
-    const doc = (await documents()).v3.get(`${group}/${version}`);
+    const doc = (await documents()).v3.get(gv);
     if (!doc) throw notFound();
     const etag = `"${doc.hash}"`;
     const hash = c.req.query("hash");
     if (hash !== undefined && hash !== doc.hash) {
-      return new Response(null, { status: 301, headers: { location: `/openapi/v3/apis/${group}/${version}?hash=${doc.hash}`, "cache-control": "no-cache, private" } });
+      return new Response(null, { status: 301, headers: { location: `/openapi/v3/${gv}?hash=${doc.hash}`, "cache-control": "no-cache, private" } });
     }
     const cache = hash === undefined ? "no-cache, private" : "public, immutable";
     if (c.req.header("if-none-match") === etag) return new Response(null, { status: 304, headers: { etag, "cache-control": cache } });
     return jsonResponse(doc.body, { etag, "cache-control": cache });
-  });
+  };
+  app.get("/openapi/v3/apis/:group/:version", (c) => v3Document(c, groupVersionPath(c.req.param("group"), c.req.param("version"))));
+  app.get("/openapi/v3/api/:version", (c) => v3Document(c, groupVersionPath("", c.req.param("version"))));
 
   return app;
 }

@@ -240,8 +240,10 @@ export async function writeStored(
   let result: { object: KubeObject | null; created: boolean; before: KubeObject | null };
   for (let attempt = 0; ; attempt++) {
     const current = req.verb === "create" ? null : await getObject(db, def, key);
-    const { next, created } = computeWrite(def, key, current, req, { now: Date.now(), newUid: () => crypto.randomUUID(), extras });
+    const ctx = { now: Date.now(), newUid: () => crypto.randomUUID(), extras };
+    const { next, created } = computeWrite(def, key, current, req, ctx);
     if (next === current) return { object: current, created };
+    if (next && def.finalize) await def.finalize(next, current, ctx);
     const settled = settleDeletion(next);
     const storeKey = { namespace, name: (settled ?? next ?? current)!.metadata.name };
     try {
@@ -331,7 +333,9 @@ async function writeDryRun(c: Ctx, t: Target, req: WriteRequest): Promise<Respon
   const ref = { group: t.def.group, plural: t.def.plural, name };
   if (req.verb === "create" && current) throw alreadyExists(ref);
   const extras = req.verb === "create" && t.def === findKind("flotilla.dev", "v1alpha1", "bootstraptokens") ? { secretHash: "" } : undefined;
-  const { next, created } = computeWrite(t.def, { namespace: t.namespace, name }, req.verb === "create" ? null : current, req, { now: Date.now(), newUid: () => crypto.randomUUID(), extras });
+  const ctx = { now: Date.now(), newUid: () => crypto.randomUUID(), extras };
+  const { next, created } = computeWrite(t.def, { namespace: t.namespace, name }, req.verb === "create" ? null : current, req, ctx);
+  if (next && next !== current && t.def.finalize) await t.def.finalize(next, req.verb === "create" ? null : current, ctx);
   const shown = next ?? current;
   if (!shown) throw notFound(ref);
   return json(present(t.def, shown), created ? 201 : 200);
@@ -356,6 +360,60 @@ function discoveryResources(group: string, version: string) {
   });
 }
 
+/** Serves one request on a resource path: `prefix` is what precedes the resource part (`/apis/{group}/{version}/`). */
+async function serve(c: Ctx, group: string, version: string, prefix: string): Promise<Response> {
+  const rest = new URL(c.req.url).pathname.slice(prefix.length).split("/").filter((s) => s !== "");
+  const t = resolve(group, version, rest);
+  const method = c.req.method;
+  if (method === "GET") return t.name === undefined ? list(c, t) : get(c, t);
+  if (method === "POST") {
+    if (t.name !== undefined) throw methodNotAllowed("POST is only allowed on a collection");
+    requireJsonBody(c);
+    return write(c, t, { verb: "create", body: parseJson(await readBody(c)) });
+  }
+  if (t.name === undefined) throw methodNotAllowed(`${method} is not allowed on a collection`);
+  if (method === "PUT") {
+    requireJsonBody(c);
+    return write(c, t, { verb: "update", body: parseJson(await readBody(c)), subresource: t.subresource });
+  }
+  if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource));
+  if (method === "DELETE") {
+    if (t.subresource) throw methodNotAllowed("DELETE is not allowed on the status subresource");
+    return write(c, t, await decodeDelete(c));
+  }
+  throw methodNotAllowed(`${method} is not allowed`);
+}
+
+/**
+ * The `/api` routes of the core group (group "", version v1; e.g. Secrets), as the apiserver's
+ * legacy API: `GET /api` (APIVersions), `GET /api/v1` (APIResourceList) and the generic resource
+ * endpoints `/api/v1[/namespaces/{ns}]/{plural}[/{name}]`, with the same authorisation.
+ *
+ * @example app.route("/api", coreRoutes());
+ */
+export function coreRoutes(): Hono<{ Bindings: Env }> {
+  const app = new Hono<{ Bindings: Env }>();
+  app.use("*", async (c, next) => {
+    await authorize(c);
+    await ensureBuiltins(c.env);
+    await next();
+  });
+  const versions = servedGroups().find((g) => g.group === "")?.versions ?? [];
+  app.get("/", (c) => c.json({ kind: "APIVersions", versions, serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress: new URL(c.req.url).host }] }));
+  app.get("/:version", (c) => {
+    const { version } = c.req.param();
+    const resources = discoveryResources("", version);
+    if (resources.length === 0) throw new ApiError(404, "NotFound", "the server could not find the requested resource");
+    return c.json({ kind: "APIResourceList", groupVersion: version, resources });
+  });
+  app.all("/:version/*", (c) => serve(c, "", c.req.param("version"), `/api/${c.req.param("version")}/`));
+  app.onError((err) => {
+    if (err instanceof ApiError) return statusResponse(err);
+    throw err;
+  });
+  return app;
+}
+
 /** The `/apis` routes: discovery documents and the generic resource endpoints. */
 export function resourceRoutes(): Hono<{ Bindings: Env }> {
   const app = new Hono<{ Bindings: Env }>();
@@ -370,7 +428,7 @@ export function resourceRoutes(): Hono<{ Bindings: Env }> {
     c.json({
       kind: "APIGroupList",
       apiVersion: "v1",
-      groups: servedGroups().map((g) => ({
+      groups: servedGroups().filter((g) => g.group !== "").map((g) => ({
         name: g.group,
         versions: g.versions.map((v) => ({ groupVersion: `${g.group}/${v}`, version: v })),
         preferredVersion: { groupVersion: `${g.group}/${g.versions[0]}`, version: g.versions[0] },
@@ -385,29 +443,9 @@ export function resourceRoutes(): Hono<{ Bindings: Env }> {
     return c.json({ kind: "APIResourceList", apiVersion: "v1", groupVersion: `${group}/${version}`, resources });
   });
 
-  app.all("/:group/:version/*", async (c) => {
+  app.all("/:group/:version/*", (c) => {
     const { group, version } = c.req.param();
-    const prefix = `/apis/${group}/${version}/`;
-    const rest = new URL(c.req.url).pathname.slice(prefix.length).split("/").filter((s) => s !== "");
-    const t = resolve(group, version, rest);
-    const method = c.req.method;
-    if (method === "GET") return t.name === undefined ? list(c, t) : get(c, t);
-    if (method === "POST") {
-      if (t.name !== undefined) throw methodNotAllowed("POST is only allowed on a collection");
-      requireJsonBody(c);
-      return write(c, t, { verb: "create", body: parseJson(await readBody(c)) });
-    }
-    if (t.name === undefined) throw methodNotAllowed(`${method} is not allowed on a collection`);
-    if (method === "PUT") {
-      requireJsonBody(c);
-      return write(c, t, { verb: "update", body: parseJson(await readBody(c)), subresource: t.subresource });
-    }
-    if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource));
-    if (method === "DELETE") {
-      if (t.subresource) throw methodNotAllowed("DELETE is not allowed on the status subresource");
-      return write(c, t, await decodeDelete(c));
-    }
-    throw methodNotAllowed(`${method} is not allowed`);
+    return serve(c, group, version, `/apis/${group}/${version}/`);
   });
 
   app.onError((err) => {

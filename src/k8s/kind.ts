@@ -56,6 +56,12 @@ export interface KindDefinition {
   prepareForCreate?(obj: KubeObject, ctx: WriteContext): void;
   /** Mutates an object about to replace `old` (server-set fields). May throw ApiError. */
   prepareForUpdate?(obj: KubeObject, old: KubeObject, ctx: WriteContext): void;
+  /**
+   * Async last step of a write of a D1-stored kind, after defaults, the strategy and validation
+   * and before the commit: server-set fields that need WebCrypto (a digest). Mutates `obj`; `old`
+   * is null on create. May throw ApiError.
+   */
+  finalize?(obj: KubeObject, old: KubeObject | null, ctx: WriteContext): Promise<void>;
   /** Strips fields that are stored but never served (e.g. a token's hash). */
   present?(obj: KubeObject): KubeObject;
 }

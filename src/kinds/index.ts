@@ -7,6 +7,7 @@ import { ManagedClusterKind } from "./managedcluster.ts";
 import { ManagedClusterSetKind } from "./managedclusterset.ts";
 import { ManifestWorkKind, ManifestWorkReplicaSetKind } from "./manifestwork.ts";
 import { AddOnPlacementScoreKind, ManagedClusterSetBindingKind, PlacementDecisionKind, PlacementKind } from "./placement.ts";
+import { SecretKind } from "./secret.ts";
 
 /** All served kinds. */
 export const KINDS: KindDefinition[] = [
@@ -19,6 +20,7 @@ export const KINDS: KindDefinition[] = [
   ManifestWorkKind,
   ManifestWorkReplicaSetKind,
   BootstrapTokenKind,
+  SecretKind,
 ];
 
 /** Finds a kind by group, version and plural (or short name / singular, as kubectl may use). */

@@ -1,12 +1,14 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { KINDS } from "../../src/kinds/index.ts";
-import { schemaName } from "../../src/api/openapi.ts";
+import { groupVersionPath, schemaName } from "../../src/api/openapi.ts";
 import { call, MC } from "./helpers.ts";
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const groupVersions = [...new Set(KINDS.map((k) => `${k.group}/${k.version}`))];
+/** `apis/<group>/<version>`, or `api/<version>` for the core group (`gv` is then `/<version>`). */
+const gvPath = (gv: string) => groupVersionPath(gv.slice(0, gv.lastIndexOf("/")), gv.slice(gv.lastIndexOf("/") + 1));
 const CLUSTER_V1 = "/openapi/v3/apis/cluster.open-cluster-management.io/v1";
 const OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
@@ -19,7 +21,7 @@ async function rawGet(path: string, headers: Record<string, string>): Promise<{ 
 
 /** Fetches a group-version document without credentials, as kubectl's discovery does. */
 async function gvDoc(gv: string): Promise<Json> {
-  const r = await call("GET", `/openapi/v3/apis/${gv}`, undefined, { token: null });
+  const r = await call("GET", `/openapi/v3/${gvPath(gv)}`, undefined, { token: null });
   expect(r.status).toBe(200);
   return r.body;
 }
@@ -40,10 +42,10 @@ describe("OpenAPI v3 discovery", () => {
     const r = await call("GET", "/openapi/v3", undefined, { token: null });
     expect(r.status).toBe(200);
     expect(r.headers.get("content-type")).toContain("application/json");
-    expect(Object.keys(r.body.paths).sort()).toEqual(groupVersions.map((gv) => `apis/${gv}`).sort());
+    expect(Object.keys(r.body.paths).sort()).toEqual(groupVersions.map(gvPath).sort());
     for (const gv of groupVersions) {
-      const url: string = r.body.paths[`apis/${gv}`].serverRelativeURL;
-      expect(url).toMatch(new RegExp(`^/openapi/v3/apis/${gv.replace(/\./g, "\\.")}\\?hash=[0-9A-F]{128}$`));
+      const url: string = r.body.paths[gvPath(gv)].serverRelativeURL;
+      expect(url).toMatch(new RegExp(`^/openapi/v3/${gvPath(gv).replace(/\./g, "\\.")}\\?hash=[0-9A-F]{128}$`));
       const doc = await call("GET", url, undefined, { token: null });
       expect(doc.status).toBe(200);
       expect(doc.headers.get("cache-control")).toBe("public, immutable");
@@ -142,8 +144,8 @@ describe("OpenAPI v3 group-version documents", () => {
     for (const def of KINDS) {
       const doc = await gvDoc(`${def.group}/${def.version}`);
       const ns = def.namespaced ? "/namespaces/{namespace}" : "";
-      const item = doc.paths[`/apis/${def.group}/${def.version}${ns}/${def.plural}/{name}`];
-      const collection = doc.paths[`/apis/${def.group}/${def.version}${ns}/${def.plural}`];
+      const item = doc.paths[`/${groupVersionPath(def.group, def.version)}${ns}/${def.plural}/{name}`];
+      const collection = doc.paths[`/${groupVersionPath(def.group, def.version)}${ns}/${def.plural}`];
       const gvk = { group: def.group, version: def.version, kind: def.kind };
       expect(item.get["x-kubernetes-group-version-kind"]).toEqual(gvk);
       expect(item.get["x-kubernetes-action"]).toBe("get");
@@ -158,8 +160,8 @@ describe("OpenAPI v3 group-version documents", () => {
       expect(item.patch.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: "fieldValidation", in: "query" }), expect.objectContaining({ name: "fieldManager", in: "query" })]));
       expect(Object.keys(item.patch.requestBody.content).sort()).toEqual(["application/apply-patch+yaml", "application/merge-patch+json"]);
       expect(collection.post.requestBody.content["application/json"].schema.$ref).toBe(`#/components/schemas/${schemaName(def.group, def.version, def.kind)}`);
-      if (def.hasStatus) expect(doc.paths[`/apis/${def.group}/${def.version}${ns}/${def.plural}/{name}/status`].patch["x-kubernetes-group-version-kind"]).toEqual(gvk);
-      if (def.namespaced) expect(doc.paths[`/apis/${def.group}/${def.version}/${def.plural}`].get["x-kubernetes-action"]).toBe("list");
+      if (def.hasStatus) expect(doc.paths[`/${groupVersionPath(def.group, def.version)}${ns}/${def.plural}/{name}/status`].patch["x-kubernetes-group-version-kind"]).toEqual(gvk);
+      if (def.namespaced) expect(doc.paths[`/${groupVersionPath(def.group, def.version)}/${def.plural}`].get["x-kubernetes-action"]).toBe("list");
     }
   });
 });
@@ -193,7 +195,7 @@ describe("/docs", () => {
     expect(html).toMatch(/^<!doctype html>/);
     for (const def of KINDS) {
       expect(html).toContain(`id="t-${schemaName(def.group, def.version, def.kind)}"`);
-      expect(html).toContain(`/apis/${def.group}/${def.version}`);
+      expect(html).toContain(`/${groupVersionPath(def.group, def.version)}`);
     }
     expect(html).toContain("NoSelectIfNew");
     expect(html).toContain("minimum -10 · maximum 10");
