@@ -1,0 +1,280 @@
+/**
+ * The work agent's controller (OCM `pkg/work/spoke`): keeps the member cluster in line with the
+ * ManifestWorks the hub lists for this cluster. One {@link WorkController.sync} pass
+ * 1. applies every manifest of every work (all of them when the work is new or its spec
+ *    changed; otherwise only those that drifted, see apply.ts), in kind-rank order;
+ * 2. updates each work's AppliedManifestWork record (record.ts) and lets go of resources whose
+ *    manifest left the work (cleanup.ts, honouring the work's deleteOption);
+ * 3. lets go of everything a work applied when the work is no longer listed by the hub, per the
+ *    deleteOption last seen, and deletes its record;
+ * 4. computes each work's status (conditions.ts).
+ * The caller (agent.ts) runs passes serially: when the list changes and every status-sync period.
+ */
+import type { KubeConfig } from "@kubernetes/client-node";
+import { describeKubeError } from "../kube.ts";
+import type { Logger } from "../log.ts";
+import { applyManifest, type ManifestMemo } from "./apply.ts";
+import { releaseResources, type ReleaseResult } from "./cleanup.ts";
+import { nowRfc3339, workStatus, type ManifestOutcome } from "./conditions.ts";
+import { RestMapper } from "./discovery.ts";
+import { DynamicClient } from "./dynamic.ts";
+import { applyOrder } from "./order.ts";
+import { RecordStore, sortApplied, type WorkRecord } from "./record.ts";
+import { describeResource, sameResource, type AppliedResource, type ManifestWork, type ManifestWorkStatus } from "./types.ts";
+
+/** Options of {@link WorkController}. */
+export interface WorkControllerOptions {
+  /** The member cluster's configuration. */
+  kubeConfig: KubeConfig;
+  /** The agent's namespace, where the records live (e.g. `flotilla-agent`). */
+  namespace: string;
+  /** Where to log one line per work event (applied, failing, removed). */
+  logger: Logger;
+  /** Per-request timeout on the member cluster, in milliseconds; default 15 000. */
+  requestTimeoutMs?: number;
+}
+
+/** The status computed for one work in a pass. */
+export interface WorkReport {
+  /** The work's name on the hub. */
+  name: string;
+  /** The work's `metadata.uid` (sent with the status so the hub can refuse a replaced work). */
+  uid: string;
+  /** The work's status in OCM's shape. */
+  status: ManifestWorkStatus;
+}
+
+interface WorkState {
+  /** JSON of uid + spec last applied in full. */
+  specKey: string;
+  memos: Map<number, ManifestMemo>;
+  status?: ManifestWorkStatus;
+  /** Summary of the last logged failure, to log once per change. */
+  lastFailure?: string;
+}
+
+function generationOf(w: ManifestWork): number {
+  return typeof w.metadata.generation === "number" ? w.metadata.generation : 0;
+}
+
+/**
+ * Applies works, keeps records, removes what works no longer hold, and computes statuses.
+ *
+ * @example
+ * const c = new WorkController({ kubeConfig: kc, namespace: "flotilla-agent", logger: log });
+ * await c.init();
+ * c.setWorks(worksFromHub);
+ * const reports = await c.sync();
+ */
+export class WorkController {
+  private readonly client: DynamicClient;
+  private readonly mapper: RestMapper;
+  private readonly records: RecordStore;
+  private readonly log: Logger;
+  private recorded = new Map<string, WorkRecord>();
+  private desired = new Map<string, ManifestWork>();
+  private listedByHub = false;
+  private readonly states = new Map<string, WorkState>();
+  private initialised = false;
+
+  /** @param opts cluster, namespace, logger and timeout. */
+  constructor(opts: WorkControllerOptions) {
+    this.client = new DynamicClient(opts.kubeConfig, opts.requestTimeoutMs ?? 15_000);
+    this.mapper = new RestMapper(this.client);
+    this.records = new RecordStore(this.client, opts.namespace);
+    this.log = opts.logger;
+  }
+
+  /** Whether {@link init} has succeeded. */
+  get ready(): boolean {
+    return this.initialised;
+  }
+
+  /**
+   * Loads the records from the member cluster. Until the hub's first list arrives, the works
+   * they hold are the desired state, so drift is repaired even while the hub is unreachable
+   * after a restart.
+   *
+   * @throws the client's error when the records cannot be listed (retry later).
+   */
+  async init(): Promise<void> {
+    this.recorded = await this.records.list();
+    if (!this.listedByHub) {
+      for (const r of this.recorded.values()) if (r.work) this.desired.set(r.workName, r.work);
+    }
+    this.initialised = true;
+  }
+
+  /**
+   * Replaces the desired works with the hub's list (`GET .../works` answer). Works absent from
+   * it are removed at the next {@link sync}.
+   */
+  setWorks(works: readonly ManifestWork[]): void {
+    this.desired = new Map(works.map((w) => [w.metadata.name, w]));
+    this.listedByHub = true;
+  }
+
+  /** The works currently desired (from the hub's last list, or from the records before it). */
+  works(): ManifestWork[] {
+    return [...this.desired.values()];
+  }
+
+  private heldByOthers(workName: string): AppliedResource[] {
+    return [...this.recorded.values()].filter((r) => r.workName !== workName).flatMap((r) => r.appliedResources);
+  }
+
+  private logRelease(what: string, r: ReleaseResult): void {
+    const parts = [`deleted ${r.deleted.length}`, `orphaned ${r.orphaned.length}`, `kept ${r.shared.length} held by other works`];
+    if (r.failed.length) parts.push(`failed ${r.failed.length} (${r.failed.map((f) => `${describeResource(f.resource)}: ${f.error}`).join("; ")})`);
+    if (r.deleted.length + r.orphaned.length + r.shared.length + r.failed.length > 0) this.log.info(`${what}: ${parts.join(", ")}`);
+  }
+
+  /** Applies one work and updates its record; returns its status. */
+  private async syncWork(work: ManifestWork): Promise<WorkReport> {
+    const name = work.metadata.name;
+    const generation = generationOf(work);
+    const specKey = JSON.stringify([work.metadata.uid, work.spec]);
+    const prev = this.states.get(name);
+    const specChanged = !prev || prev.specKey !== specKey;
+    const state: WorkState = prev && !specChanged ? prev : { specKey, memos: prev?.memos ?? new Map(), ...(prev?.status ? { status: prev.status } : {}) };
+    if (specChanged) {
+      this.log.info(prev ? "work changed; applying it" : "applying work", { work: name, generation });
+    }
+    const manifests = work.spec.workload?.manifests ?? [];
+    const configs = work.spec.manifestConfigs ?? [];
+    const outcomes: ManifestOutcome[] = new Array<ManifestOutcome>(manifests.length);
+    const applied: AppliedResource[] = [];
+    const readOnly: AppliedResource[] = [];
+    for (const i of applyOrder(manifests)) {
+      const r = await applyManifest(this.client, this.mapper, { manifest: manifests[i], ordinal: i, configs, generation, specChanged, memo: state.memos.get(i) });
+      state.memos.set(i, r.memo);
+      outcomes[i] = r.outcome;
+      if (r.applied) applied.push(r.applied);
+      if (r.strategy === "ReadOnly") readOnly.push({ ...r.outcome.meta, uid: "" });
+    }
+    for (const k of [...state.memos.keys()]) if (k >= manifests.length) state.memos.delete(k);
+
+    // Record: what this work holds now; resources whose manifest left the work are released.
+    const old = this.recorded.get(name);
+    const named = (r: AppliedResource) =>
+      outcomes.some((o) => o.meta.group === r.group && o.meta.name === r.name && (o.meta.resource === "" || (o.meta.resource === r.resource && o.meta.namespace === r.namespace)));
+    const held = [...applied];
+    const released: AppliedResource[] = [];
+    for (const r of old?.appliedResources ?? []) {
+      if (held.some((h) => sameResource(h, r))) continue;
+      if (readOnly.some((ro) => ro.group === r.group && ro.resource === r.resource && ro.namespace === r.namespace && ro.name === r.name)) continue;
+      if (named(r)) {
+        // Still in the work but not (re)applied in this pass (e.g. a failed read): keep holding it.
+        if (!held.some((h) => h.group === r.group && h.resource === r.resource && h.namespace === r.namespace && h.name === r.name)) held.push(r);
+      } else released.push(r);
+    }
+    if (released.length > 0) {
+      const result = await releaseResources(this.client, released, old?.deleteOption ?? work.spec.deleteOption, this.heldByOthers(name));
+      this.logRelease(`manifests removed from work ${name}`, result);
+      held.push(...result.failed.map((f) => f.resource));
+    }
+    const record: WorkRecord = {
+      workName: name,
+      workUid: work.metadata.uid,
+      ...(work.spec.deleteOption ? { deleteOption: work.spec.deleteOption } : {}),
+      appliedResources: sortApplied(held),
+      work: { apiVersion: work.apiVersion, kind: work.kind, metadata: work.metadata, spec: work.spec },
+    };
+    this.recorded.set(name, record);
+    try {
+      await this.records.save(record);
+    } catch (e) {
+      this.log.warn(`could not write the record of work ${name}: ${describeKubeError(e)}; retrying at the next sync`, { work: name });
+    }
+
+    const status = workStatus(outcomes, generation, state.status, nowRfc3339());
+    state.status = status;
+    state.specKey = specKey;
+    this.states.set(name, state);
+    const failures = outcomes.filter((o) => !o.applied.ok).map((o) => `${o.meta.kind} ${o.meta.name}: ${o.applied.ok ? "" : o.applied.message}`);
+    const summary = failures.join("; ");
+    if (summary !== (state.lastFailure ?? "")) {
+      if (summary) this.log.warn(`work ${name}: ${failures.length} manifest(s) failed to apply: ${summary}`, { work: name, generation });
+      else if (state.lastFailure) this.log.info(`work ${name}: all manifests applied again`, { work: name, generation });
+      state.lastFailure = summary;
+    }
+    return { name, uid: work.metadata.uid, status };
+  }
+
+  /**
+   * Lets go of everything a work's record holds (per `deleteOption`), then deletes the record
+   * (kept, holding what failed, when a delete failed).
+   */
+  private async removeWork(record: WorkRecord): Promise<ReleaseResult> {
+    const result = await releaseResources(this.client, record.appliedResources, record.deleteOption, this.heldByOthers(record.workName));
+    if (result.failed.length > 0) {
+      const left: WorkRecord = { ...record, appliedResources: sortApplied(result.failed.map((f) => f.resource)) };
+      this.recorded.set(record.workName, left);
+      await this.records.save(left).catch(() => undefined);
+      return result;
+    }
+    await this.records.remove(record.workName);
+    this.recorded.delete(record.workName);
+    this.states.delete(record.workName);
+    return result;
+  }
+
+  /**
+   * One pass over all works (see the module doc).
+   *
+   * @returns the status of every desired work, in name order. Never throws for per-manifest
+   *   failures (they are in the statuses).
+   * @throws the client's error when records cannot be read before the first pass.
+   */
+  async sync(): Promise<WorkReport[]> {
+    if (!this.initialised) await this.init();
+    const reports: WorkReport[] = [];
+    for (const name of [...this.desired.keys()].sort()) {
+      const work = this.desired.get(name);
+      if (work) reports.push(await this.syncWork(work));
+    }
+    if (this.listedByHub) {
+      for (const record of [...this.recorded.values()]) {
+        if (this.desired.has(record.workName)) continue;
+        try {
+          this.logRelease(`work ${record.workName} deleted on the hub`, await this.removeWork(record));
+        } catch (e) {
+          this.log.warn(`could not remove work ${record.workName}: ${describeKubeError(e)}; retrying at the next sync`, { work: record.workName });
+        }
+      }
+      for (const name of [...this.states.keys()]) if (!this.desired.has(name) && !this.recorded.has(name)) this.states.delete(name);
+    }
+    return reports;
+  }
+
+  /**
+   * The cluster leaves the hub: lets go of everything every work applied, honouring each work's
+   * deleteOption (the hub's latest list when it has the work, else the record's), and deletes
+   * the records. Logs only failures; the caller logs the outcome.
+   *
+   * @returns `done` true when everything is released and every record deleted (false: call
+   *   again), and the numbers of resources deleted and orphaned.
+   * @throws the client's error when the records cannot be listed.
+   */
+  async leave(): Promise<{ done: boolean; deleted: number; orphaned: number }> {
+    if (!this.initialised) await this.init();
+    const out = { done: true, deleted: 0, orphaned: 0 };
+    for (const record of [...this.recorded.values()]) {
+      const current = this.desired.get(record.workName)?.spec.deleteOption;
+      const withOption: WorkRecord = current ? { ...record, deleteOption: current } : record;
+      try {
+        const r = await this.removeWork(withOption);
+        out.deleted += r.deleted.length;
+        out.orphaned += r.orphaned.length;
+        if (r.failed.length > 0) {
+          out.done = false;
+          this.log.warn(`could not delete ${r.failed.length} resource(s) of work ${record.workName} while leaving: ${r.failed.map((f) => `${describeResource(f.resource)}: ${f.error}`).join("; ")}`, { work: record.workName });
+        }
+      } catch (e) {
+        out.done = false;
+        this.log.warn(`could not remove work ${record.workName} while leaving: ${describeKubeError(e)}`, { work: record.workName });
+      }
+    }
+    return out;
+  }
+}

@@ -1,0 +1,175 @@
+/**
+ * The shapes of OCM's ManifestWork (`work.open-cluster-management.io/v1`, `api:work/v1/types.go`)
+ * that the work agent reads (spec) and writes (status), as plain JSON types. Only what the agent
+ * interprets is typed; everything else passes through untouched.
+ */
+
+/** A JSON object (a decoded Kubernetes object or a part of one). */
+export type Obj = Record<string, unknown>;
+
+/** Whether `v` is a plain JSON object (not an array, not null). */
+export function isObj(v: unknown): v is Obj {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Deep copy of JSON data (no Dates, functions or cycles expected). */
+export function cloneJson<T>(v: T): T {
+  return structuredClone(v);
+}
+
+/** A `metav1.Condition`: `lastTransitionTime` is RFC 3339 with second precision. */
+export interface Condition {
+  type: string;
+  status: "True" | "False" | "Unknown";
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+  observedGeneration?: number;
+}
+
+/** `spec.deleteOption.selectivelyOrphans.orphaningRules[]`: a resource kept when its work lets go. */
+export interface OrphaningRule {
+  /** API group ("" for the core group). */
+  group?: string;
+  /** Resource plural, e.g. `configmaps`. */
+  resource: string;
+  /** Object name. */
+  name: string;
+  /** Namespace ("" or absent for cluster-scoped objects). */
+  namespace?: string;
+}
+
+/** `spec.deleteOption`: what happens to applied resources when a work (or a manifest) goes. */
+export interface DeleteOption {
+  /** `Foreground` (default: delete), `Orphan` (keep all) or `SelectivelyOrphan` (keep the listed ones). */
+  propagationPolicy?: "Foreground" | "Orphan" | "SelectivelyOrphan";
+  selectivelyOrphans?: { orphaningRules?: OrphaningRule[] };
+  /** Hub-side only (GC of completed works), in seconds; ignored by the agent. */
+  ttlSecondsAfterFinished?: number;
+}
+
+/** `manifestConfigs[].resourceIdentifier`: which manifest a config applies to. */
+export interface ResourceIdentifier {
+  group?: string;
+  resource: string;
+  name: string;
+  namespace?: string;
+}
+
+/** One JSONPaths feedback rule: `path` is Kubernetes JSONPath; `version` limits it to one resource version. */
+export interface JsonPathRule {
+  name: string;
+  path: string;
+  version?: string;
+}
+
+/** `manifestConfigs[].feedbackRules[]`. */
+export interface FeedbackRule {
+  type: "WellKnownStatus" | "JSONPaths";
+  jsonPaths?: JsonPathRule[];
+}
+
+/** `updateStrategy.serverSideApply.ignoreFields[]`. */
+export interface IgnoreField {
+  /** `OnSpokePresent` (default): never revert spoke changes; `OnSpokeChange`: revert only when the hub changes the field. */
+  condition?: "OnSpokePresent" | "OnSpokeChange";
+  /** Kubernetes JSONPaths of the ignored fields, e.g. `.spec.replicas`. */
+  jsonPaths?: string[];
+}
+
+/** `manifestConfigs[].updateStrategy`. */
+export interface UpdateStrategy {
+  type?: "Update" | "CreateOnly" | "ServerSideApply" | "ReadOnly";
+  serverSideApply?: { force?: boolean; fieldManager?: string; ignoreFields?: IgnoreField[] };
+}
+
+/** `spec.manifestConfigs[]`. */
+export interface ManifestConfig {
+  resourceIdentifier: ResourceIdentifier;
+  feedbackRules?: FeedbackRule[];
+  updateStrategy?: UpdateStrategy;
+}
+
+/** `spec` of a ManifestWork. */
+export interface ManifestWorkSpec {
+  workload?: { manifests?: unknown[] };
+  deleteOption?: DeleteOption;
+  manifestConfigs?: ManifestConfig[];
+}
+
+/** A ManifestWork as the hub delivers it in the works list (docs/agent-protocol.md "Works"). */
+export interface ManifestWork {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid: string;
+    generation?: number;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  spec: ManifestWorkSpec;
+}
+
+/** `statusFeedback.values[].fieldValue`: exactly one of the typed members is set. */
+export type FieldValue =
+  | { type: "Integer"; integer: number }
+  | { type: "String"; string: string }
+  | { type: "Boolean"; boolean: boolean };
+
+/** `statusFeedback.values[]`. */
+export interface FeedbackValue {
+  name: string;
+  fieldValue: FieldValue;
+}
+
+/** `resourceStatus.manifests[].resourceMeta`. `ordinal` is the manifest's index in `spec.workload.manifests`. */
+export interface ResourceMeta {
+  ordinal: number;
+  group: string;
+  version: string;
+  kind: string;
+  resource: string;
+  name: string;
+  namespace: string;
+}
+
+/** `resourceStatus.manifests[]`. */
+export interface ManifestCondition {
+  resourceMeta: ResourceMeta;
+  statusFeedback: { values: FeedbackValue[] };
+  conditions: Condition[];
+}
+
+/** `status` of a ManifestWork as the agent reports it (`PUT .../works/{work}/status`). */
+export interface ManifestWorkStatus {
+  conditions: Condition[];
+  resourceStatus: { manifests: ManifestCondition[] };
+}
+
+/** An applied resource as the AppliedManifestWork's `status.appliedResources[]` records it. */
+export interface AppliedResource {
+  group: string;
+  version: string;
+  resource: string;
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
+/** Whether two applied resources are the same object (group/resource/namespace/name and uid; version ignored, as OCM). */
+export function sameResource(a: AppliedResource, b: AppliedResource): boolean {
+  return a.group === b.group && a.resource === b.resource && a.namespace === b.namespace && a.name === b.name && a.uid === b.uid;
+}
+
+/** Whether two applied resources name the same object, whatever its uid. */
+export function sameName(a: Omit<AppliedResource, "uid" | "version">, b: Omit<AppliedResource, "uid" | "version">): boolean {
+  return a.group === b.group && a.resource === b.resource && a.namespace === b.namespace && a.name === b.name;
+}
+
+/** `group/resource namespace/name`, for messages and logs. */
+export function describeResource(r: { group: string; resource: string; namespace: string; name: string }): string {
+  return `${r.group ? `${r.resource}.${r.group}` : r.resource} ${r.namespace ? `${r.namespace}/` : ""}${r.name}`;
+}
