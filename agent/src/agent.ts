@@ -2,7 +2,10 @@
  * The agent loop: obtain credentials (register with the bootstrap token, or load them from
  * the Secret), wait until the hub admin accepts the cluster, then send a heartbeat with the
  * cluster's status every `leaseDurationSeconds` (+ up to 25 % jitter), like OCM's registration
- * agent renewing its lease and updating `ManagedCluster.status`.
+ * agent renewing its lease and updating `ManagedCluster.status`. Beside it runs the work agent
+ * (work/loop.ts): it long-polls the cluster's ManifestWorks once the cluster is accepted, applies
+ * them, reports their status every status-sync period, and carries out the leave, after which
+ * the agent ends on its own (state `left`).
  *
  * Failures never end the loop except the ones a human must fix (no credentials and no
  * bootstrap token; 409/401/422/403 on registration; a corrupt Secret). Each ongoing problem is
@@ -14,13 +17,22 @@ import {
   CREDENTIALS_SECRET_NAME,
   CredentialsSecretError,
   DEFAULT_AGENT_NAMESPACE,
+  deleteCredentials,
   generateAgentKeyPair,
   loadCredentials,
   signAgentToken,
   storeCredentials,
   type AgentCredentials,
 } from "./credentials.ts";
-import { HubClient, type ClusterClaim, type HeartbeatRequest, type HubFailure, type HubResult, type RotateKeyResponse } from "./hub-client.ts";
+import {
+  HubClient,
+  type ClusterClaim,
+  type HeartbeatRequest,
+  type HeartbeatResponse,
+  type HubFailure,
+  type HubResult,
+  type RotateKeyResponse,
+} from "./hub-client.ts";
 import { getClusterIdentity, listClusterProperties } from "./identity.ts";
 import { describeKubeError, rawGet } from "./kube.ts";
 import { ConditionLog, createLogger, type Logger } from "./log.ts";
@@ -34,6 +46,8 @@ import {
   type HealthReport,
   type ProbeResult,
 } from "./status.ts";
+import { WorkController } from "./work/controller.ts";
+import { DEFAULT_STATUS_SYNC_INTERVAL_SECONDS, WorkLoop } from "./work/loop.ts";
 
 /** Where the agent is in its life cycle, as returned by {@link AgentHandle.state}. */
 export type AgentState =
@@ -42,6 +56,7 @@ export type AgentState =
   | "waiting-for-acceptance"
   | "heartbeating"
   | "stopped"
+  | "left"
   | "failed";
 
 /** Timings of the loop, in milliseconds; all have production defaults and are shortened in tests. */
@@ -58,6 +73,10 @@ export interface AgentTiming {
   healthRecheckMs: number;
   /** Timeout of one hub request; default 15 000. */
   requestTimeoutMs: number;
+  /** `waitSeconds` of the works long-poll, in SECONDS (0–55); default 30. */
+  worksWaitSeconds: number;
+  /** Least time between two works polls; default 1 000. */
+  worksMinPollMs: number;
   /** Random source in [0, 1) for jitter; default `Math.random`. */
   random: Random;
 }
@@ -69,6 +88,8 @@ const DEFAULT_TIMING: AgentTiming = {
   healthCheckPeriodMs: 60_000,
   healthRecheckMs: 5_000,
   requestTimeoutMs: 15_000,
+  worksWaitSeconds: 30,
+  worksMinPollMs: 1_000,
   random: Math.random,
 };
 
@@ -90,6 +111,12 @@ export interface AgentOptions {
   healthFailureThresholdSeconds?: number;
   /** Cap on custom claims; default 20 (OCM's `--max-custom-cluster-claims`). */
   maxCustomClusterClaims?: number;
+  /**
+   * Status-sync period of the work agent in seconds (OCM's `--status-sync-interval`, default 10):
+   * every period, plus up to 90 % jitter, the applied resources are re-read, drift repaired and
+   * changed statuses reported. Fractions are allowed (tests use short periods).
+   */
+  statusSyncIntervalSeconds?: number;
   /** Logger; default text lines on stderr. */
   logger?: Logger;
   /** Loop timings (milliseconds); defaults suit production. */
@@ -107,8 +134,9 @@ export interface AgentHandle {
   /** The current {@link AgentState}. */
   state(): AgentState;
   /**
-   * Settles when the loop ends: resolves after `stop()`, rejects with {@link AgentFatalError}
-   * when the agent gives up (e.g. a 409 at registration).
+   * Settles when the loop ends: resolves after `stop()` and after the cluster has left the hub
+   * (state `left`), rejects with {@link AgentFatalError} when the agent gives up (e.g. a 409 at
+   * registration).
    */
   done: Promise<void>;
   /**
@@ -147,6 +175,8 @@ class AgentRunner {
   private readonly namespace: string;
   private readonly healthLoopDone: Promise<void>;
   private stopping: Promise<void> | undefined;
+  private work: WorkLoop | undefined;
+  private left = false;
   readonly done: Promise<void>;
 
   constructor(private readonly opts: AgentOptions) {
@@ -161,8 +191,9 @@ class AgentRunner {
     this.backoff = new Backoff(this.timing.backoffBaseMs, this.timing.backoffCapMs, this.timing.random);
     this.health = new HealthTracker((opts.healthFailureThresholdSeconds ?? DEFAULT_HEALTH_FAILURE_THRESHOLD_SECONDS) * 1000);
     this.done = this.run().then(
-      () => {
-        this.current = "stopped";
+      async () => {
+        await this.work?.stopped();
+        this.current = this.left ? "left" : "stopped";
       },
       (err: unknown) => {
         this.current = "failed";
@@ -200,11 +231,44 @@ class AgentRunner {
     const creds = await this.obtainCredentials();
     if (!creds) return;
     this.creds = creds;
+    this.startWorkAgent();
     let announcedWaiting = false;
     while (!this.aborted) {
       if (!(await this.waitForAcceptance(announcedWaiting))) return;
+      this.work?.startPolling();
       announcedWaiting = await this.heartbeatLoop();
     }
+  }
+
+  /**
+   * Starts the work agent's sync loop (it repairs drift from the records even before the hub
+   * answers); the works poll starts once the cluster is accepted. When it has left the hub, the
+   * whole agent ends.
+   */
+  private startWorkAgent(): void {
+    const intervalSeconds = this.opts.statusSyncIntervalSeconds ?? DEFAULT_STATUS_SYNC_INTERVAL_SECONDS;
+    this.work = new WorkLoop({
+      clusterName: this.opts.clusterName,
+      hub: this.hub,
+      sign: () => this.sign(),
+      controller: new WorkController({ kubeConfig: this.opts.kubeConfig, namespace: this.namespace, logger: this.log, requestTimeoutMs: this.timing.requestTimeoutMs }),
+      deleteCredentials: () => deleteCredentials(this.opts.kubeConfig, this.namespace),
+      logger: this.log,
+      timing: {
+        statusSyncIntervalMs: intervalSeconds * 1000,
+        worksWaitSeconds: this.timing.worksWaitSeconds,
+        worksMinPollMs: this.timing.worksMinPollMs,
+        backoffBaseMs: this.timing.backoffBaseMs,
+        backoffCapMs: this.timing.backoffCapMs,
+        random: this.timing.random,
+      },
+      signal: this.abort.signal,
+    });
+    void this.work.done.then((how) => {
+      if (how !== "left") return;
+      this.left = true;
+      this.abort.abort();
+    });
   }
 
   /** Retries a member-cluster call with backoff until it succeeds; `undefined` when stopped. */
@@ -389,11 +453,12 @@ class AgentRunner {
     while (!this.aborted) {
       const body = await this.buildHeartbeat();
       if (this.aborted) return false;
-      const r: HubResult<{ leaseDurationSeconds: number }> = await this.hub.heartbeat(this.opts.clusterName, await this.sign(), body);
+      const r: HubResult<HeartbeatResponse> = await this.hub.heartbeat(this.opts.clusterName, await this.sign(), body);
       if (this.aborted) return false;
       let delay: number;
       if (r.ok) {
         this.onHubSuccess();
+        this.work?.hint(r.value);
         this.lease = r.value.leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS;
         if (lastLease === undefined) this.log.info(`heartbeating every ${this.lease}s (+ up to 25% jitter)`, this.fields());
         else if (lastLease !== this.lease) this.log.info(`lease duration changed from ${lastLease}s to ${this.lease}s`, this.fields());
@@ -479,7 +544,8 @@ class AgentRunner {
       this.abort.abort();
       await this.done.catch(() => undefined);
       await this.healthLoopDone;
-      if (this.current !== "failed") this.current = "stopped";
+      await this.work?.stopped();
+      if (this.current !== "failed" && this.current !== "left") this.current = "stopped";
       await this.opts.onStop?.();
     })();
     return this.stopping;
@@ -494,7 +560,11 @@ class AgentRunner {
  * 3. heartbeat every `leaseDurationSeconds` (from the hub's last answer) + up to 25 % jitter;
  *    a 403 returns to step 2, a 401 reloads the Secret and retries with backoff;
  * 4. an unreachable hub (network error, 5xx, 429) is retried with capped exponential backoff
- *    and full jitter, logging one line when it starts and one when it ends.
+ *    and full jitter, logging one line when it starts and one when it ends;
+ * 5. the work agent (work/loop.ts): once accepted, long-polls `GET .../works`, applies the
+ *    ManifestWorks, reports changed statuses every `statusSyncIntervalSeconds`; when the hub
+ *    says `leaving`, removes what works applied, calls `POST .../left`, deletes the Secret, and
+ *    the agent ends (`done` resolves, state `left`).
  *
  * @param options see {@link AgentOptions}.
  * @returns a handle to stop it, read its state, rotate its key, and await its end (`done`

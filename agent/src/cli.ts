@@ -1,12 +1,13 @@
 /**
  * The `flotilla-agent` command line (commander). Exit codes: 0 after a clean stop (SIGINT or
- * SIGTERM), 1 when the agent gives up (e.g. 409 at registration, no bootstrap token), 2 for bad
- * flags.
+ * SIGTERM) and after the cluster has left the hub (docs/agent-protocol.md "Leave"), 1 when the
+ * agent gives up (e.g. 409 at registration, no bootstrap token), 2 for bad flags.
  *
  * ```
  * flotilla-agent --hub-url URL --cluster-name NAME [--bootstrap-token T] [--kubeconfig PATH]
  *   [--namespace NS] [--claim name=value ...] [--simulate] [--simulate-state FILE]
- *   [--simulate-nodes N] [--health-failure-threshold SECONDS] [--log-format text|json]
+ *   [--simulate-nodes N] [--health-failure-threshold SECONDS] [--status-sync-interval SECONDS]
+ *   [--log-format text|json]
  * flotilla-agent rotate-key [--cluster-name NAME] [--hub-url URL] [--kubeconfig PATH]
  *   [--namespace NS] [--simulate] [--simulate-state FILE] [--log-format text|json]
  * flotilla-agent install --hub-url URL --cluster-name NAME --bootstrap-token TOKEN
@@ -28,6 +29,7 @@ import { defaultAgentImage, InstallOptionsError, renderInstallManifests, toMulti
 import { kubeConfigFromYaml, loadKubeConfig } from "./kube.ts";
 import { createLogger, type LogFormat, type Logger } from "./log.ts";
 import { DEFAULT_HEALTH_FAILURE_THRESHOLD_SECONDS, parseClaimFlag } from "./status.ts";
+import { DEFAULT_STATUS_SYNC_INTERVAL_SECONDS } from "./work/loop.ts";
 
 /** Exit code for bad flags, as with most CLIs. */
 export const EXIT_USAGE = 2;
@@ -44,6 +46,12 @@ function parseCount(value: string): number {
 function parseSeconds(value: string): number {
   const n = Number(value);
   if (value.trim() === "" || !Number.isFinite(n) || n < 0) throw new InvalidArgumentError("expected a number of seconds >= 0");
+  return n;
+}
+
+function parsePositiveSeconds(value: string): number {
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n) || n <= 0) throw new InvalidArgumentError("expected a number of seconds > 0");
   return n;
 }
 
@@ -97,6 +105,7 @@ interface RunOptions extends ClusterSourceOptions {
   namespace: string;
   claim: ClusterClaim[];
   healthFailureThreshold: number;
+  statusSyncInterval: number;
   logFormat: LogFormat;
 }
 
@@ -181,6 +190,12 @@ export async function runCli(argv: readonly string[], deps: CliDeps = {}): Promi
       "seconds a kube-apiserver failure must persist before it is reported",
       parseSeconds,
       DEFAULT_HEALTH_FAILURE_THRESHOLD_SECONDS,
+    )
+    .option(
+      "--status-sync-interval <seconds>",
+      "seconds between two status syncs of the applied works (drift repair and status reports; + up to 90% jitter)",
+      parsePositiveSeconds,
+      DEFAULT_STATUS_SYNC_INTERVAL_SECONDS,
     );
   addClusterSourceOptions(program);
   program.action(async (opts: RunOptions) => {
@@ -212,13 +227,16 @@ export async function runCli(argv: readonly string[], deps: CliDeps = {}): Promi
       namespace: opts.namespace,
       claims: opts.claim,
       healthFailureThresholdSeconds: opts.healthFailureThreshold,
+      statusSyncIntervalSeconds: opts.statusSyncInterval,
       logger: log,
       onStop: cluster.close,
     });
     const off = onSignals(log, () => agent.stop());
     try {
       await agent.done;
-      log.info("stopped");
+      // After a leave the loop ended on its own: stop() closes what is left (health probe, simulator).
+      await agent.stop();
+      log.info(agent.state() === "left" ? "stopped after leaving the hub" : "stopped");
     } catch (err) {
       exitCode = EXIT_FAILURE;
       if (!(err instanceof AgentFatalError)) log.error(String(err));

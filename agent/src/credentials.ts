@@ -215,3 +215,19 @@ export async function storeCredentials(kc: KubeConfig, namespace: string, creds:
     body: secretBody(namespace, creds, existing.metadata?.resourceVersion),
   });
 }
+
+/**
+ * Deletes the credentials Secret (the last step of leaving the hub, docs/agent-protocol.md
+ * "Leave"); a Secret already gone is fine.
+ *
+ * @param kc the member cluster's configuration.
+ * @param namespace the agent's namespace.
+ * @throws the client-node error for anything but 404.
+ */
+export async function deleteCredentials(kc: KubeConfig, namespace: string): Promise<void> {
+  try {
+    await kc.makeApiClient(CoreV1Api).deleteNamespacedSecret({ name: CREDENTIALS_SECRET_NAME, namespace });
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+}

@@ -63,9 +63,32 @@ export interface HeartbeatRequest {
   clusterClaims?: ClusterClaim[];
 }
 
-/** Answer of a heartbeat: the lease duration (seconds) to use until the next one. */
+/**
+ * Answer of a heartbeat: the lease duration (seconds) to use until the next one, and hints for
+ * the work agent: the hub's current works ETag and whether the cluster is leaving.
+ */
 export interface HeartbeatResponse {
   leaseDurationSeconds: number;
+  /** The works ETag (opaque); a value other than the agent's last one means the works changed. */
+  worksEtag?: string;
+  /** True once the cluster is being deleted on the hub (docs/agent-protocol.md "Leave"). */
+  leaving?: boolean;
+}
+
+/**
+ * Answer of `GET /agent/v1/clusters/{name}/works`: `changed: false` for a 304 (the works are as
+ * the agent's ETag says), else the list.
+ */
+export type WorksResponse =
+  | { changed: false; etag: string }
+  | { changed: true; etag: string; leaving: boolean; works: unknown[] };
+
+/** Body of `PUT /agent/v1/clusters/{name}/works/{work}/status`. */
+export interface WorkStatusRequest {
+  /** The work's `metadata.uid` the status was computed for. */
+  uid: string;
+  /** The ManifestWork status (OCM shape). */
+  status: unknown;
 }
 
 /** Answer of `POST /agent/v1/clusters/{name}/rotate-key`: the thumbprint of the new key. */
@@ -121,6 +144,13 @@ function classify(status: number): HubFailureKind {
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** `"abc"` or `W/"abc"` → `abc`; undefined for a missing header. */
+function unquote(etag: string | null): string | undefined {
+  if (etag === null) return undefined;
+  const m = /^(?:W\/)?"(.*)"$/.exec(etag.trim());
+  return m ? m[1] : etag.trim();
 }
 
 function leaseOf(v: Record<string, unknown>): number | undefined {
@@ -180,8 +210,56 @@ export class HubClient {
   heartbeat(name: string, token: string, body: HeartbeatRequest): Promise<HubResult<HeartbeatResponse>> {
     return this.call("POST", `/agent/v1/clusters/${encodeURIComponent(name)}/heartbeat`, token, body, (v) => {
       const lease = leaseOf(v);
-      return lease === undefined ? undefined : { leaseDurationSeconds: lease };
+      if (lease === undefined) return undefined;
+      const out: HeartbeatResponse = { leaseDurationSeconds: lease };
+      if (typeof v.worksEtag === "string") out.worksEtag = v.worksEtag;
+      if (typeof v.leaving === "boolean") out.leaving = v.leaving;
+      return out;
     });
+  }
+
+  /**
+   * `GET /agent/v1/clusters/{name}/works?waitSeconds=N` with `If-None-Match: "<etag>"` when an
+   * ETag is known: the hub answers 200 `{etag, leaving, works}` at once when the works differ
+   * from that ETag, else holds the request up to `waitSeconds` (0–55) and answers 304. The
+   * request timeout is `waitSeconds` plus the client's timeout.
+   *
+   * @param etag the ETag of the last 200 answer (without quotes), or undefined for a full list.
+   * @param waitSeconds long-poll duration in seconds (clamped to 0–55).
+   */
+  getWorks(name: string, token: string, etag: string | undefined, waitSeconds: number): Promise<HubResult<WorksResponse>> {
+    const wait = Math.max(0, Math.min(55, Math.floor(waitSeconds)));
+    const headers: Record<string, string> = etag !== undefined ? { "if-none-match": `"${etag}"` } : {};
+    return this.call(
+      "GET",
+      `/agent/v1/clusters/${encodeURIComponent(name)}/works?waitSeconds=${wait}`,
+      token,
+      undefined,
+      (v, res) => {
+        if (res.status === 304) return { changed: false, etag: etag ?? unquote(res.headers.get("etag")) ?? "" };
+        if (!Array.isArray(v.works)) return undefined;
+        const tag = typeof v.etag === "string" ? v.etag : unquote(res.headers.get("etag"));
+        if (tag === undefined) return undefined;
+        return { changed: true, etag: tag, leaving: v.leaving === true, works: v.works };
+      },
+      { headers, timeoutMs: wait * 1000 + this.timeoutMs },
+    );
+  }
+
+  /**
+   * `PUT /agent/v1/clusters/{name}/works/{work}/status` with `{uid, status}`: 200
+   * `{resourceVersion}`; 404 (kind `other`, status 404) the work is gone; 409 (kind `conflict`)
+   * the uid differs, the work was replaced.
+   */
+  putWorkStatus(name: string, work: string, token: string, body: WorkStatusRequest): Promise<HubResult<{ resourceVersion?: string }>> {
+    return this.call("PUT", `/agent/v1/clusters/${encodeURIComponent(name)}/works/${encodeURIComponent(work)}/status`, token, body, (v) =>
+      typeof v.resourceVersion === "string" ? { resourceVersion: v.resourceVersion } : {},
+    );
+  }
+
+  /** `POST /agent/v1/clusters/{name}/left` with `{}`: 200 once the hub took note; 409 when the cluster is not leaving. */
+  left(name: string, token: string): Promise<HubResult<Record<string, never>>> {
+    return this.call("POST", `/agent/v1/clusters/${encodeURIComponent(name)}/left`, token, {}, () => ({}));
   }
 
   /** `POST /agent/v1/clusters/{name}/rotate-key` signed with the current key; the old key stays valid 5 minutes. */
@@ -192,13 +270,15 @@ export class HubClient {
   }
 
   private async call<T>(
-    method: "GET" | "POST",
+    method: "GET" | "POST" | "PUT",
     path: string,
     bearer: string,
     body: unknown,
-    decode: (v: Record<string, unknown>) => T | undefined,
+    decode: (v: Record<string, unknown>, res: Response) => T | undefined,
+    extra: { headers?: Record<string, string>; timeoutMs?: number } = {},
   ): Promise<HubResult<T>> {
     let res: Response;
+    const timeoutMs = extra.timeoutMs ?? this.timeoutMs;
     try {
       res = await this.fetchImpl(this.base + path, {
         method,
@@ -206,15 +286,21 @@ export class HubClient {
           authorization: `Bearer ${bearer}`,
           accept: "application/json",
           ...(body === undefined ? {} : { "content-type": "application/json" }),
+          ...extra.headers,
         },
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.timeoutMs),
+        signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (err) {
       const e = err instanceof Error ? err : new Error(String(err));
       const cause = e.cause instanceof Error ? `: ${e.cause.message}` : "";
-      const message = e.name === "TimeoutError" ? `no answer within ${this.timeoutMs} ms` : `${e.message}${cause}`;
+      const message = e.name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : `${e.message}${cause}`;
       return { ok: false, error: { kind: "unreachable", message } };
+    }
+    if (res.status === 304) {
+      await res.body?.cancel().catch(() => undefined);
+      const value = decode({}, res);
+      if (value !== undefined) return { ok: true, status: 304, value };
     }
     const text = await res.text().catch(() => "");
     let parsed: unknown;
@@ -224,7 +310,7 @@ export class HubClient {
       parsed = undefined;
     }
     if (res.status >= 200 && res.status < 300) {
-      const value = isRecord(parsed) ? decode(parsed) : undefined;
+      const value = isRecord(parsed) ? decode(parsed, res) : undefined;
       if (value === undefined) {
         return { ok: false, error: { kind: "other", status: res.status, message: `unexpected answer to ${method} ${path}: ${text.slice(0, 200)}` } };
       }

@@ -77,14 +77,36 @@ interface StubRequest {
 
 type StubAnswer = { status: number; json?: unknown } | "destroy";
 
+/** The works side of {@link hubStub}: what `GET .../works` serves and what the agent sent back. */
+interface StubWorks {
+  /** The works ETag; change it (with `works`) through `setWorks`. */
+  etag: string;
+  works: unknown[];
+  leaving: boolean;
+  /** Bodies of `PUT .../works/{work}/status`, by work name, in arrival order. */
+  statuses: Map<string, Array<{ uid: string; status: Record<string, unknown> }>>;
+  /** Whether `POST .../left` was called. */
+  left: boolean;
+}
+
 /**
  * A minimal hub speaking the agent protocol: registration stores the public key, agent JWTs are
- * verified with jose against it (401 otherwise), and `answer` may override any reply.
+ * verified with jose against it (401 otherwise), works are served with ETag and long-poll (a
+ * poll whose `If-None-Match` matches is held until `setWorks` or `waitSeconds`), and `answer`
+ * may override any reply.
  */
 async function hubStub(answer: (req: StubRequest, n: number) => StubAnswer | undefined = () => undefined) {
   const requests: StubRequest[] = [];
   const keys = new Map<string, JWK>();
   const state = { accepted: false, lease: 1 };
+  const works: StubWorks = { etag: "0", works: [], leaving: false, statuses: new Map(), left: false };
+  const waiters = new Set<() => void>();
+  const setWorks = (items: unknown[], leaving = works.leaving): void => {
+    works.works = items;
+    works.leaving = leaving;
+    works.etag = String(Number(works.etag) + 1);
+    for (const w of [...waiters]) w();
+  };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -123,12 +145,49 @@ async function hubStub(answer: (req: StubRequest, n: number) => StubAnswer | und
           keys.set(await calculateJwkThumbprint(pk, "sha256"), pk);
           return send(201, { clusterName: body?.clusterName, hubAcceptsClient: state.accepted, leaseDurationSeconds: state.lease });
         }
+        const url = new URL(r.path, "http://stub");
+        if (r.method === "GET" && url.pathname.endsWith("/works")) {
+          if (!state.accepted) return failure(403, "Forbidden", "cluster c1 is not accepted");
+          const tag = `"${works.etag}"`;
+          if (req.headers["if-none-match"] === tag) {
+            const waitMs = Number(url.searchParams.get("waitSeconds") ?? "0") * 1000;
+            await new Promise<void>((resolve) => {
+              const done = () => {
+                clearTimeout(timer);
+                waiters.delete(done);
+                resolve();
+              };
+              const timer = setTimeout(done, waitMs);
+              waiters.add(done);
+              res.once("close", done);
+            });
+            if (res.destroyed) return;
+            if (req.headers["if-none-match"] === `"${works.etag}"`) {
+              res.writeHead(304, { etag: tag });
+              return void res.end();
+            }
+          }
+          res.setHeader("etag", `"${works.etag}"`);
+          return send(200, { etag: works.etag, leaving: works.leaving, works: works.works });
+        }
+        if (r.method === "PUT" && /\/works\/[^/]+\/status$/.test(url.pathname)) {
+          const name = decodeURIComponent(url.pathname.split("/").at(-2) ?? "");
+          const list = works.statuses.get(name) ?? [];
+          list.push(body as { uid: string; status: Record<string, unknown> });
+          works.statuses.set(name, list);
+          return send(200, { resourceVersion: String(list.length) });
+        }
+        if (r.method === "POST" && url.pathname.endsWith("/left")) {
+          if (!works.leaving) return failure(409, "Conflict", "cluster c1 is not leaving");
+          works.left = true;
+          return send(200, {});
+        }
         if (r.method === "GET") {
           return send(200, { clusterName: "c1", hubAcceptsClient: state.accepted, denied: false, joined: state.accepted, leaseDurationSeconds: state.lease });
         }
         if (r.path.endsWith("/heartbeat")) {
           if (!state.accepted) return failure(403, "Forbidden", "cluster c1 is not accepted");
-          return send(200, { leaseDurationSeconds: state.lease });
+          return send(200, { leaseDurationSeconds: state.lease, worksEtag: works.etag, leaving: works.leaving });
         }
         return failure(404, "NotFound", "no such endpoint");
       })();
@@ -143,7 +202,7 @@ async function hubStub(answer: (req: StubRequest, n: number) => StubAnswer | und
       }),
   );
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { url, requests, state, keys };
+  return { url, requests, state, keys, works, setWorks };
 }
 
 async function agent(opts: Parameters<typeof startAgent>[0]): Promise<AgentHandle> {
@@ -480,7 +539,8 @@ describe("agent loop", () => {
     // The hub goes away mid-heartbeating: several failed attempts, still one line each way.
     mode.down = true;
     const failedFrom = hub.requests.length;
-    await until(() => hub.requests.length >= failedFrom + 5, 10_000, "failed heartbeats");
+    // (Counted on heartbeats: the works poll fails and backs off on its own meanwhile.)
+    await until(() => hub.requests.slice(failedFrom).filter((r) => r.path.endsWith("/heartbeat")).length >= 3, 10_000, "failed heartbeats");
     expect(a.state()).toBe("heartbeating");
     mode.down = false;
     const recoveredFrom = hub.requests.length;
