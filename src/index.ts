@@ -9,6 +9,7 @@ import { coreRoutes, resourceRoutes } from "./api/resources.ts";
 import { openapiRoutes } from "./api/openapi.ts";
 import { docsRoutes } from "./api/docs.ts";
 import { agentRoutes } from "./agent/routes.ts";
+import { webhookRoutes } from "./webhook/receiver.ts";
 import type { Env } from "./env.ts";
 
 export { ClusterObject } from "../durable-objects/cluster.ts";
@@ -42,6 +43,8 @@ export function createApp(): Hono<{ Bindings: Env }> {
   app.route("/", docsRoutes());
   app.route("/api", coreRoutes());
   app.route("/apis", resourceRoutes());
+  // Webhook receivers: no bearer token, the delivery's HMAC signature is the credential.
+  app.route("/hooks", webhookRoutes());
   app.route("/agent/v1", agentRoutes());
   app.notFound(() => statusResponse(new ApiError(404, "NotFound", "the server could not find the requested resource")));
   app.onError((err) => {

@@ -21,10 +21,20 @@ export function statusResponse(err: ApiError): Response {
  * @throws ApiError 413
  */
 export async function readBody(c: Context, limit = MAX_BODY_BYTES): Promise<string> {
+  return new TextDecoder().decode(await readBodyBytes(c, limit));
+}
+
+/**
+ * Reads the request body as raw bytes (e.g. to check a signature over them), refusing more than
+ * `limit` bytes (413) whether or not a Content-Length was sent.
+ *
+ * @throws ApiError 413
+ */
+export async function readBodyBytes(c: Context, limit = MAX_BODY_BYTES): Promise<Uint8Array> {
   const declared = Number(c.req.header("content-length") ?? "0");
   if (declared > limit) throw tooLarge(limit);
   const body = c.req.raw.body;
-  if (!body) return "";
+  if (!body) return new Uint8Array(0);
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -44,7 +54,7 @@ export async function readBody(c: Context, limit = MAX_BODY_BYTES): Promise<stri
     all.set(ch, off);
     off += ch.byteLength;
   }
-  return new TextDecoder().decode(all);
+  return all;
 }
 
 /**

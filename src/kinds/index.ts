@@ -8,6 +8,7 @@ import { ManagedClusterSetKind } from "./managedclusterset.ts";
 import { ManifestWorkKind, ManifestWorkReplicaSetKind } from "./manifestwork.ts";
 import { AddOnPlacementScoreKind, ManagedClusterSetBindingKind, PlacementDecisionKind, PlacementKind } from "./placement.ts";
 import { SecretKind } from "./secret.ts";
+import { WebhookReceiverKind } from "./webhookreceiver.ts";
 
 /** All served kinds. */
 export const KINDS: KindDefinition[] = [
@@ -20,6 +21,7 @@ export const KINDS: KindDefinition[] = [
   ManifestWorkKind,
   ManifestWorkReplicaSetKind,
   BootstrapTokenKind,
+  WebhookReceiverKind,
   SecretKind,
 ];
 
