@@ -293,7 +293,14 @@ export const ManifestWorkReplicaSetKind: KindDefinition = {
     spec.placementRefs?.forEach((r, i) => {
       if (seen.has(r.name)) causes.push({ field: `spec.placementRefs[${i}].name`, message: `Duplicate value: ${JSON.stringify(r.name)}`, reason: "FieldValueDuplicate" });
       seen.add(r.name);
+      // The generated works carry it as the placementname label value.
+      if (r.name.length > 63) causes.push({ field: `spec.placementRefs[${i}].name`, message: `Too long: may not be more than 63 bytes (it is a label value of the generated ManifestWorks)`, reason: "FieldValueTooLong" });
     });
+    // The generated works carry `<namespace>.<name>` as the replica set label value and name.
+    const key = `${obj.metadata.namespace ?? ""}.${obj.metadata.name}`;
+    if (key.length > 63) {
+      causes.push({ field: "metadata.name", message: `Too long: "<namespace>.<name>" (${key.length} bytes) may not be more than 63 bytes: it names and labels the generated ManifestWorks`, reason: "FieldValueTooLong" });
+    }
     causes.push(...validateWorkSpec(spec.manifestWorkTemplate, "spec.manifestWorkTemplate"));
     return causes;
   },
