@@ -41,11 +41,16 @@ export function mergeTriggers(a: Trigger, b: Trigger): Trigger {
   };
 }
 
-/** The result of one run: placements scheduled, objects written, and the earliest toleration expiry per placement (epoch ms). */
+/**
+ * The result of one run: placements scheduled, objects written, the earliest toleration expiry
+ * per placement (epoch ms), and `decisionsChanged`: the placements (`<namespace>/<name>`) whose
+ * PlacementDecisions or status.decisionGroups were written or deleted (what replica sets read).
+ */
 export interface RunResult {
   scheduled: string[];
   writes: number;
   requeue: Record<string, number>;
+  decisionsChanged: string[];
 }
 
 interface HubState {
@@ -182,7 +187,7 @@ async function updateBindings(db: DrizzleD1Database, state: HubState, nowMs: num
   return writes;
 }
 
-async function schedulePlacement(db: DrizzleD1Database, state: HubState, placement: KubeObject, clusters: SchedulingCluster[], scores: ReturnType<typeof scoreInputs>, nowMs: number): Promise<{ writes: number; requeueAt?: number }> {
+async function schedulePlacement(db: DrizzleD1Database, state: HubState, placement: KubeObject, clusters: SchedulingCluster[], scores: ReturnType<typeof scoreInputs>, nowMs: number): Promise<{ writes: number; requeueAt?: number; decisionsChanged: boolean }> {
   const ns = placement.metadata.namespace!;
   const name = placement.metadata.name;
   const own = state.decisions.filter((d) => d.metadata.namespace === ns && d.metadata.labels?.[PLACEMENT_LABEL] === name);
@@ -201,6 +206,7 @@ async function schedulePlacement(db: DrizzleD1Database, state: HubState, placeme
   );
 
   let writes = 0;
+  let decisionsChanged = false;
   const now = rfc3339(nowMs);
   const desired = new Set<string>();
   for (const page of result.placementDecisions) {
@@ -210,9 +216,18 @@ async function schedulePlacement(db: DrizzleD1Database, state: HubState, placeme
     next.metadata.labels = { ...(next.metadata.labels ?? {}), ...page.labels };
     next.metadata.ownerReferences = [{ apiVersion: `${PlacementKind.group}/${PlacementKind.version}`, kind: "Placement", name, uid: placement.metadata.uid, controller: true, blockOwnerDeletion: true }];
     next.status = { decisions: page.decisions };
-    if (await save(db, PlacementDecisionKind, current, next)) writes++;
+    if (await save(db, PlacementDecisionKind, current, next)) {
+      writes++;
+      decisionsChanged = true;
+    }
   }
-  for (const d of own) if (!desired.has(d.metadata.name) && (await save(db, PlacementDecisionKind, d, null))) writes++;
+  for (const d of own) {
+    if (!desired.has(d.metadata.name) && (await save(db, PlacementDecisionKind, d, null))) {
+      writes++;
+      decisionsChanged = true;
+    }
+  }
+  const groupsBefore = JSON.stringify((placement.status as { decisionGroups?: unknown } | undefined)?.decisionGroups ?? null);
 
   const next = structuredClone(placement);
   const status = (next.status ??= {}) as { numberOfSelectedClusters?: number; decisionGroups?: unknown[]; conditions?: Condition[] };
@@ -220,7 +235,10 @@ async function schedulePlacement(db: DrizzleD1Database, state: HubState, placeme
   status.decisionGroups = result.decisionGroupStatus;
   const conditions = (status.conditions ??= []);
   for (const c of result.conditions) setCondition(conditions, { ...c, observedGeneration: placement.metadata.generation }, now);
-  if (await save(db, PlacementKind, placement, next)) writes++;
+  if (await save(db, PlacementKind, placement, next)) {
+    writes++;
+    if (JSON.stringify(status.decisionGroups ?? null) !== groupsBefore) decisionsChanged = true;
+  }
   // OCM requeues at the earliest toleration expiry among the placement's decisions; it learns the
   // new decisions from the PlacementDecision events of its own write, here they are at hand.
   let requeueAt = result.requeueAt ?? Infinity;
@@ -232,15 +250,18 @@ async function schedulePlacement(db: DrizzleD1Database, state: HubState, placeme
       if (until > nowMs && until < requeueAt) requeueAt = until;
     }
   }
-  return { writes, requeueAt: Number.isFinite(requeueAt) ? requeueAt : undefined };
+  return { writes, requeueAt: Number.isFinite(requeueAt) ? requeueAt : undefined, decisionsChanged };
 }
 
-async function deleteOrphanDecisions(db: DrizzleD1Database, state: HubState, gone: string[]): Promise<number> {
+async function deleteOrphanDecisions(db: DrizzleD1Database, state: HubState, gone: string[], changed: Set<string>): Promise<number> {
   let writes = 0;
   for (const k of gone) {
     const [ns, name] = k.split("/") as [string, string];
     for (const d of state.decisions) {
-      if (d.metadata.namespace === ns && d.metadata.labels?.[PLACEMENT_LABEL] === name && (await save(db, PlacementDecisionKind, d, null))) writes++;
+      if (d.metadata.namespace === ns && d.metadata.labels?.[PLACEMENT_LABEL] === name && (await save(db, PlacementDecisionKind, d, null))) {
+        writes++;
+        changed.add(k);
+      }
     }
   }
   return writes;
@@ -256,7 +277,8 @@ export async function runPlacementController(db: DrizzleD1Database, trigger: Tri
   let writes = 0;
   if ((trigger.sets?.length ?? 0) > 0 || (trigger.namespaces?.length ?? 0) > 0) writes += await updateBindings(db, state, nowMs);
   const existing = new Set(state.placements.map(key));
-  writes += await deleteOrphanDecisions(db, state, (trigger.placements ?? []).filter((p) => !existing.has(p)));
+  const decisionsChanged = new Set<string>();
+  writes += await deleteOrphanDecisions(db, state, (trigger.placements ?? []).filter((p) => !existing.has(p)), decisionsChanged);
   const targets = affected(state, trigger);
   const clusters = state.clusters.map((c) => schedulingCluster(c, state.sets));
   const scores = scoreInputs(state.scores);
@@ -265,6 +287,7 @@ export async function runPlacementController(db: DrizzleD1Database, trigger: Tri
     const r = await schedulePlacement(db, state, p, clusters, scores, nowMs);
     writes += r.writes;
     if (r.requeueAt !== undefined) requeue[key(p)] = r.requeueAt;
+    if (r.decisionsChanged) decisionsChanged.add(key(p));
   }
-  return { scheduled: targets.map(key), writes, requeue };
+  return { scheduled: targets.map(key), writes, requeue, decisionsChanged: [...decisionsChanged] };
 }
