@@ -5,6 +5,11 @@
  * state after the triggering write, so no placement's decisions are computed from a state older
  * than the last write. Triggers that arrive during a run are merged into the next one.
  *
+ * After a run, the ManifestWorkReplicaSets that refer to a placement whose decisions changed run
+ * (src/work/replicaset.ts `replicaSetsForPlacements`) outside this object's queue, so the next
+ * scheduling run does not wait for them; `reconcile` resolves once they finished too, so a write
+ * that moves decisions returns after the works followed.
+ *
  * Toleration expiry (OCM's `tolerationSeconds` requeue) is a schedule table in this object's
  * SQLite with one alarm at the earliest due time: a placement is scheduled again at the moment a
  * toleration expires, not by polling.
@@ -12,6 +17,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { database } from "../src/k8s/store.ts";
 import { mergeTriggers, runPlacementController, type RunResult, type Trigger } from "../src/placement/controller.ts";
+import { replicaSetsForPlacements } from "../src/work/replicaset.ts";
 import type { Env } from "../src/env.ts";
 
 /** The name of the single scheduler object. */
@@ -29,18 +35,21 @@ export class SchedulerObject extends DurableObject<Env> {
 
   /**
    * Schedules again the placements `trigger` can affect and resolves once a run that started
-   * after this call has finished. Returns that run's result (placements scheduled, writes).
+   * after this call has finished, and the replica sets following its decision changes too.
+   * Returns that run's result (placements scheduled, writes, placements whose decisions changed).
    */
   async reconcile(trigger: Trigger): Promise<RunResult> {
     this.pending = this.pending ? mergeTriggers(this.pending, trigger) : trigger;
     const run = this.queue.then(() => this.runPending());
     this.queue = run.catch(() => undefined);
-    return run;
+    const { result, followUp } = await run;
+    await followUp;
+    return result;
   }
 
-  private last: RunResult = { scheduled: [], writes: 0, requeue: {} };
+  private last: { result: RunResult; followUp: Promise<void> } = { result: { scheduled: [], writes: 0, requeue: {}, decisionsChanged: [] }, followUp: Promise.resolve() };
 
-  private async runPending(): Promise<RunResult> {
+  private async runPending(): Promise<{ result: RunResult; followUp: Promise<void> }> {
     const trigger = this.pending;
     this.pending = null;
     if (!trigger) return this.last;
@@ -53,8 +62,8 @@ export class SchedulerObject extends DurableObject<Env> {
       else sql.exec("INSERT INTO requeue (placement, due) VALUES (?, ?) ON CONFLICT (placement) DO UPDATE SET due = excluded.due", p, due);
     }
     await this.armAlarm();
-    this.last = result;
-    return result;
+    this.last = { result, followUp: replicaSetsForPlacements(this.env, result.decisionsChanged) };
+    return this.last;
   }
 
   private async armAlarm(): Promise<void> {

@@ -4,6 +4,7 @@
  */
 import type { ClusterObject } from "../durable-objects/cluster.ts";
 import type { SchedulerObject } from "../durable-objects/scheduler.ts";
+import type { ReplicaSetObject } from "../durable-objects/replicaset.ts";
 
 /** Bindings and variables of the hub Worker. */
 export interface Env {
@@ -11,6 +12,8 @@ export interface Env {
   CLUSTERS: DurableObjectNamespace<ClusterObject>;
   /** The placement scheduler (one object, named "scheduler"). */
   SCHEDULER: DurableObjectNamespace<SchedulerObject>;
+  /** The ManifestWorkReplicaSet controller (one object per replica set, named "<namespace>/<name>"). */
+  REPLICASETS: DurableObjectNamespace<ReplicaSetObject>;
   /** The admin bearer token (set by `npm start`, or a secret when deployed). */
   FLOTILLA_ADMIN_TOKEN?: string;
   /** Grace multiplier: a lease not renewed for this many leaseDurationSeconds expires (OCM: 5). */

@@ -14,6 +14,7 @@ import type { Env } from "./env.ts";
 
 export { ClusterObject } from "../durable-objects/cluster.ts";
 export { SchedulerObject } from "../durable-objects/scheduler.ts";
+export { ReplicaSetObject } from "../durable-objects/replicaset.ts";
 
 /**
  * What `/version` answers (apimachinery `version.Info`): the Kubernetes API level Flotilla's API

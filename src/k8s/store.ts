@@ -69,6 +69,20 @@ export async function listObjects(db: DrizzleD1Database, def: KindDefinition, na
   return { items: rows.map(fromRow), resourceVersion: String(counter[0]?.value ?? 0) };
 }
 
+/**
+ * Lists the objects of a namespaced kind that carry `name`, in every namespace, sorted by
+ * namespace (one query; used where a controller names its objects alike in many namespaces,
+ * such as a replica set's ManifestWorks).
+ */
+export async function listObjectsNamed(db: DrizzleD1Database, def: KindDefinition, name: string): Promise<KubeObject[]> {
+  const rows = await db
+    .select({ body: objects.body, resourceVersion: objects.resourceVersion })
+    .from(objects)
+    .where(and(eq(objects.resource, resourceKey(def)), eq(objects.name, name)))
+    .orderBy(objects.namespace);
+  return rows.map(fromRow);
+}
+
 function isUniqueViolation(e: unknown): boolean {
   return /UNIQUE constraint failed|SQLITE_CONSTRAINT/i.test(String((e as Error)?.message ?? e));
 }

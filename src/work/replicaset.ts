@@ -1,29 +1,420 @@
 /**
- * The ManifestWorkReplicaSet controller (OCM `pkg/work/hub/controllers/manifestworkreplicasetcontroller`).
- * Placeholder: the entry points the rest of the hub calls; the controller itself is being built.
+ * The ManifestWorkReplicaSet controller (OCM `pkg/work/hub/controllers/manifestworkreplicasetcontroller`,
+ * ../shared/reference/ocm-semantics.md section 4): one ManifestWork per cluster its placements
+ * decide, rolled out by each placementRef's rollout strategy (src/work/rollout.ts), and OCM's
+ * status (summary, placementSummary, PlacementVerified, PlacementRolledOut, ManifestworkApplied).
+ *
+ * Runs are serialised per replica set in its Durable Object (durable-objects/replicaset.ts,
+ * named `<namespace>/<name>`); every run reads the current state from D1 and writes through
+ * `writeStored`, so works delivery and watches see the controller's writes like any other.
+ *
+ * Triggers (each names exactly one replica set, or the ones referring to a placement):
+ * - a write of the replica set that creates it, changes its spec (generation) or starts its
+ *   deletion: run before the write returns;
+ * - a status report on one of its works (a status change of a work carrying the
+ *   {@link MWRS_LABEL} label): run before the report returns;
+ * - a change of a placement's decisions: run before the scheduler's caller returns
+ *   ({@link replicaSetsForPlacements}, called by durable-objects/scheduler.ts);
+ * - the deletion of one of its works, the removal of the replica set object or of its finalizer
+ *   by someone else: a run shortly after (the object's alarm, at once), never awaited, since
+ *   the controller's own runs make such writes;
+ * - rollout timers (minSuccessTime, progressDeadline): the object's alarm at the moment due.
+ * The controller's own writes (works' spec and metadata, the replica set's status and
+ * finalizer) trigger nothing, so a run never waits for a run of its own object.
  */
+import { ApiError } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
-import type { KubeObject } from "../k8s/meta.ts";
+import { setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
+import { database, getObject, listObjects, listObjectsNamed } from "../k8s/store.ts";
+import { ManifestWorkKind, ManifestWorkReplicaSetKind, MWRS_LABEL, PLACEMENT_NAME_LABEL } from "../kinds/manifestwork.ts";
+import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
+import { DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL, PLACEMENT_LABEL } from "../scheduling/index.ts";
 import type { Env } from "../env.ts";
+import { writeStored } from "../api/resources.ts";
+import { computeRollout, workRolloutStatus, type ClusterRolloutStatus, type DecisionGroup, type RolloutStrategy, type WorkCondition } from "./rollout.ts";
+
+/** The finalizer the controller keeps on a replica set until its works are deleted (OCM). */
+export const MWRS_FINALIZER = "work.open-cluster-management.io/manifest-work-cleanup";
+/**
+ * Annotation on a generated work: when the controller last wrote the template's content to it
+ * (RFC 3339 with milliseconds). progressDeadline counts from there.
+ */
+export const TEMPLATE_WRITTEN_ANNOTATION = "work.flotilla.dev/template-written-at";
+
+/** The value of {@link MWRS_LABEL} for a replica set: `<namespace>.<name>` (OCM). */
+export function replicaSetKey(namespace: string, name: string): string {
+  return `${namespace}.${name}`;
+}
 
 /**
- * Reacts to a committed write that can matter to replica sets: a ManifestWorkReplicaSet itself,
- * or a ManifestWork carrying the replica set label (status reports, deletions).
+ * The name of the ManifestWork a replica set generates in each cluster's namespace:
+ * `<mwrs namespace>.<mwrs name>`, the same as its {@link MWRS_LABEL} value. OCM first named the
+ * work exactly after the replica set, so two replica sets of the same name in different
+ * namespaces fought over one work; it now uses `generateName`, which needs a lookup by label
+ * for every work. Prefixing the namespace keeps the name deterministic (one point read, and a
+ * run that crashed half-way finds its works by name), unique across namespaces (a namespace is
+ * a DNS label and has no dot), and still readable. The kind's validation keeps it at most 63
+ * characters (it is also a label value).
+ */
+export function generatedWorkName(namespace: string, name: string): string {
+  return replicaSetKey(namespace, name);
+}
+
+/** Splits a {@link MWRS_LABEL} value into the replica set's namespace and name, or null. */
+function parseKey(value: string | undefined): { namespace: string; name: string } | null {
+  const i = value?.indexOf(".") ?? -1;
+  if (!value || i <= 0 || i === value.length - 1) return null;
+  return { namespace: value.slice(0, i), name: value.slice(i + 1) };
+}
+
+/** JSON with object keys sorted, so that equal contents compare equal. */
+function canonical(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) => {
+    if (x && typeof x === "object" && !Array.isArray(x)) {
+      const sorted: Record<string, unknown> = {};
+      for (const k of Object.keys(x as Record<string, unknown>).sort()) sorted[k] = (x as Record<string, unknown>)[k];
+      return sorted;
+    }
+    return x;
+  });
+}
+
+interface PlacementRef {
+  name: string;
+  rolloutStrategy?: RolloutStrategy;
+}
+
+interface ReplicaSetSpec {
+  manifestWorkTemplate?: Record<string, unknown>;
+  placementRefs?: PlacementRef[];
+  cascadeDeletionPolicy?: "Background" | "Foreground";
+}
+
+/** OCM's ManifestWorkReplicaSetSummary (desiredTotal and updated are not populated, as in OCM). */
+interface Summary {
+  total: number;
+  applied: number;
+  available: number;
+  progressing: number;
+  degraded: number;
+}
+
+/**
+ * The outcome of one run: `recheckAt` (epoch ms) when a rollout timer is due, `rerun` when a
+ * write lost a race and the run should be repeated at once, `gone` when the replica set no
+ * longer exists and nothing of it remains (its object may forget it).
+ */
+export interface RunOutcome {
+  recheckAt?: number;
+  rerun?: boolean;
+  gone?: boolean;
+}
+
+/** What the Durable Object learns from a run while it happens. */
+export interface RunHooks {
+  /** Called with a cluster's name before the run deletes its work there. */
+  deleting?(cluster: string): void;
+}
+
+const isTrue = (w: KubeObject, type: string) => ((w.status?.conditions ?? []) as WorkCondition[]).some((c) => c.type === type && c.status === "True");
+
+/** OCM's summary counts (conditions True at any generation) over works not being deleted. */
+function summarize(works: KubeObject[]): Summary {
+  const live = works.filter((w) => !w.metadata.deletionTimestamp);
+  return {
+    total: live.length,
+    applied: live.filter((w) => isTrue(w, "Applied")).length,
+    available: live.filter((w) => isTrue(w, "Available")).length,
+    progressing: live.filter((w) => isTrue(w, "Progressing")).length,
+    degraded: live.filter((w) => isTrue(w, "Degraded")).length,
+  };
+}
+
+/** A placement's decision groups from its status.decisionGroups, with PlacementDecisions not listed there grouped by their labels. */
+function decisionGroups(placement: KubeObject | null, decisions: KubeObject[]): DecisionGroup[] {
+  const clustersOf = (pd: KubeObject) => ((pd.status as { decisions?: { clusterName: string }[] } | undefined)?.decisions ?? []).map((d) => d.clusterName);
+  const byName = new Map(decisions.map((d) => [d.metadata.name, d]));
+  const groups = new Map<number, DecisionGroup>();
+  const covered = new Set<string>();
+  const add = (index: number, name: string, clusters: string[]) => {
+    const g = groups.get(index) ?? { index, name, clusters: [] };
+    g.clusters.push(...clusters);
+    groups.set(index, g);
+  };
+  const listed = ((placement?.status as { decisionGroups?: { decisionGroupIndex: number; decisionGroupName: string; decisions: string[] }[] } | undefined)?.decisionGroups ?? []);
+  for (const g of listed) {
+    const clusters: string[] = [];
+    for (const pdName of g.decisions) {
+      const pd = byName.get(pdName);
+      if (!pd) continue;
+      covered.add(pdName);
+      clusters.push(...clustersOf(pd));
+    }
+    add(g.decisionGroupIndex, g.decisionGroupName, clusters);
+  }
+  for (const pd of decisions) {
+    if (covered.has(pd.metadata.name)) continue;
+    const index = Number(pd.metadata.labels?.[DECISION_GROUP_INDEX_LABEL] ?? "0");
+    add(Number.isInteger(index) ? index : 0, pd.metadata.labels?.[DECISION_GROUP_NAME_LABEL] ?? "", clustersOf(pd));
+  }
+  return [...groups.values()].sort((a, b) => a.index - b.index);
+}
+
+/** Deletes a work (only the one read: uid precondition); a work already gone is fine. @returns false when it changed meanwhile */
+async function deleteWork(env: Env, work: KubeObject, hooks: RunHooks): Promise<boolean> {
+  hooks.deleting?.(work.metadata.namespace!);
+  try {
+    await writeStored(env, ManifestWorkKind, work.metadata.namespace!, work.metadata.name, { verb: "delete", preconditions: { uid: work.metadata.uid } });
+    return true;
+  } catch (e) {
+    if (e instanceof ApiError && e.reason === "NotFound") return true;
+    if (e instanceof ApiError && e.reason === "Conflict") return false;
+    throw e;
+  }
+}
+
+/** Runs a write; a lost race (409, or 404 for an update) gives null instead of throwing. */
+async function racing(write: () => Promise<{ object: KubeObject | null }>): Promise<KubeObject | null | "lost"> {
+  try {
+    return (await write()).object;
+  } catch (e) {
+    if (e instanceof ApiError && (e.reason === "Conflict" || e.reason === "AlreadyExists" || e.reason === "NotFound")) return "lost";
+    throw e;
+  }
+}
+
+/** Removes the controller's finalizer (the generic write machinery then finishes the deletion). */
+async function finalize(env: Env, mwrs: KubeObject): Promise<RunOutcome> {
+  const finalizers = (mwrs.metadata.finalizers ?? []).filter((f) => f !== MWRS_FINALIZER);
+  if (finalizers.length === (mwrs.metadata.finalizers ?? []).length) return {};
+  const body = { ...mwrs, metadata: { ...mwrs.metadata, finalizers } };
+  const r = await racing(() => writeStored(env, ManifestWorkReplicaSetKind, mwrs.metadata.namespace!, mwrs.metadata.name, { verb: "update", body }));
+  if (r === "lost") return { rerun: true };
+  return r ? {} : { gone: true };
+}
+
+/**
+ * Reconciles one replica set at `nowMs` (epoch ms): reads it, its placements' decisions and its
+ * works from D1, creates, updates and deletes works through `writeStored`, and writes its
+ * status through the status subresource when it changed. On deletion it deletes the works and
+ * then removes its finalizer (Foreground: only once the works are gone; Background, the
+ * default: as soon as their deletion is requested). A replica set that no longer exists gets
+ * its leftover works deleted.
+ * @throws errors of D1 or an unexpected write failure (the caller retries later); lost write
+ *   races are reported as `rerun`.
+ */
+export async function runReplicaSet(env: Env, namespace: string, name: string, nowMs: number, hooks: RunHooks = {}): Promise<RunOutcome> {
+  const db = database(env.DB);
+  const key = replicaSetKey(namespace, name);
+  const workName = generatedWorkName(namespace, name);
+  let mwrs = await getObject(db, ManifestWorkReplicaSetKind, { namespace, name });
+  const named = await listObjectsNamed(db, ManifestWorkKind, workName);
+  const ours = named.filter((w) => w.metadata.labels?.[MWRS_LABEL] === key);
+
+  if (!mwrs || mwrs.metadata.deletionTimestamp) {
+    let raced = false;
+    for (const w of ours) if (!w.metadata.deletionTimestamp && !(await deleteWork(env, w, hooks))) raced = true;
+    if (raced) return { rerun: true };
+    if (!mwrs) return ours.length === 0 ? { gone: true } : {};
+    const foreground = (mwrs.spec as ReplicaSetSpec | undefined)?.cascadeDeletionPolicy === "Foreground";
+    if (foreground && (await listObjectsNamed(db, ManifestWorkKind, workName)).some((w) => w.metadata.labels?.[MWRS_LABEL] === key)) return {};
+    return finalize(env, mwrs);
+  }
+
+  if (!(mwrs.metadata.finalizers ?? []).includes(MWRS_FINALIZER)) {
+    const body = { ...mwrs, metadata: { ...mwrs.metadata, finalizers: [...(mwrs.metadata.finalizers ?? []), MWRS_FINALIZER] } };
+    const r = await racing(() => writeStored(env, ManifestWorkReplicaSetKind, namespace, name, { verb: "update", body }));
+    if (r === "lost" || !r) return { rerun: true };
+    mwrs = r;
+  }
+
+  const spec = (mwrs.spec ?? {}) as ReplicaSetSpec;
+  const template = spec.manifestWorkTemplate ?? {};
+  const templateJson = canonical(template);
+  const now = new Date(nowMs).toISOString();
+  const allDecisions = (await listObjects(db, PlacementDecisionKind, namespace)).items;
+  const works = new Map(ours.map((w) => [w.metadata.namespace!, w]));
+  const foreign = new Set(named.filter((w) => w.metadata.labels?.[MWRS_LABEL] !== key).map((w) => w.metadata.namespace!));
+  const owner = new Map<string, string>();
+  const notFound: string[] = [];
+  const notes: string[] = [];
+  let decidedTotal = 0;
+  let succeeded = 0;
+  let breach = false;
+  let recheckAt = Infinity;
+  let raced = false;
+  const perPlacement: { name: string; groups: number; decided: number; clusters: string[] }[] = [];
+
+  for (const ref of spec.placementRefs ?? []) {
+    const placement = await getObject(db, PlacementKind, { namespace, name: ref.name });
+    const pds = allDecisions.filter((d) => d.metadata.labels?.[PLACEMENT_LABEL] === ref.name);
+    if (!placement || pds.length === 0) notFound.push(ref.name);
+    const groups = decisionGroups(placement, pds);
+    const decided = new Set(groups.flatMap((g) => g.clusters));
+    // A cluster decided by an earlier placementRef keeps that ref's work (one work per cluster);
+    // a work being deleted is recreated once it is gone; another owner's work is left alone.
+    const mine = (c: string) => !owner.has(c) && !foreign.has(c) && !works.get(c)?.metadata.deletionTimestamp;
+    for (const c of decided) if (foreign.has(c)) notes.push(`a ManifestWork ${workName} not created by this replica set exists in ${c}`);
+    const usable = groups.map((g) => ({ ...g, clusters: [...new Set(g.clusters)].filter(mine) }));
+    const clusters = [...new Set(usable.flatMap((g) => g.clusters))];
+    for (const c of clusters) owner.set(c, ref.name);
+    decidedTotal += decided.size;
+    perPlacement.push({ name: ref.name, groups: groups.length, decided: decided.size, clusters });
+
+    const statuses: ClusterRolloutStatus[] = [];
+    for (const c of clusters) {
+      const w = works.get(c);
+      if (!w || canonical(w.spec ?? {}) !== templateJson) continue;
+      const written = Date.parse(w.metadata.annotations?.[TEMPLATE_WRITTEN_ANNOTATION] ?? w.metadata.creationTimestamp);
+      statuses.push(workRolloutStatus(c, true, w.metadata.generation ?? 1, w.status?.conditions as WorkCondition[] | undefined, Number.isFinite(written) ? written : nowMs));
+    }
+    succeeded += statuses.filter((s) => s.status === "Succeeded").length;
+    const rollout = computeRollout(ref.rolloutStrategy, usable, statuses, nowMs);
+    if (rollout.maxFailureBreach) breach = true;
+    if (rollout.recheckAfterMs !== undefined) recheckAt = Math.min(recheckAt, nowMs + rollout.recheckAfterMs);
+
+    const apply = new Set(rollout.toApply);
+    for (const c of clusters) {
+      const w = works.get(c);
+      const labels = { ...(w?.metadata.labels ?? {}), [MWRS_LABEL]: key, [PLACEMENT_NAME_LABEL]: ref.name };
+      if (apply.has(c)) {
+        const metadata = { ...(w?.metadata ?? {}), name: workName, namespace: c, labels, annotations: { ...(w?.metadata.annotations ?? {}), [TEMPLATE_WRITTEN_ANNOTATION]: now } };
+        const body = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata, spec: structuredClone(template) };
+        const r = await racing(() => writeStored(env, ManifestWorkKind, c, workName, w ? { verb: "update", body } : { verb: "create", body }));
+        if (r === "lost" || !r) raced = true;
+        else works.set(c, r);
+      } else if (w && w.metadata.labels?.[PLACEMENT_NAME_LABEL] !== ref.name) {
+        // The cluster moved to this placementRef: relabel only, its content follows the rollout.
+        const r = await racing(() => writeStored(env, ManifestWorkKind, c, workName, { verb: "update", body: { ...w, metadata: { ...w.metadata, labels } } }));
+        if (r === "lost" || !r) raced = true;
+        else works.set(c, r);
+      }
+    }
+  }
+
+  // Clusters no placement decides any more lose their work at once.
+  for (const [c, w] of works) {
+    if (owner.has(c) || w.metadata.deletionTimestamp) continue;
+    if (!(await deleteWork(env, w, hooks))) raced = true;
+    works.delete(c);
+  }
+
+  const all = [...works.values()];
+  const summary = summarize(all);
+  const conditions = structuredClone((mwrs.status?.conditions ?? []) as Condition[]);
+  const at = new Date(nowMs).toISOString().replace(/\.\d{3}Z$/, "Z");
+  if (notFound.length > 0) {
+    setCondition(conditions, { type: "PlacementVerified", status: "False", reason: "PlacementDecisionNotFound", message: `no PlacementDecision found for placement ${notFound.join(", ")}` }, at);
+  } else if (decidedTotal === 0) {
+    setCondition(conditions, { type: "PlacementVerified", status: "False", reason: "PlacementDecisionEmpty", message: "" }, at);
+  } else {
+    setCondition(conditions, { type: "PlacementVerified", status: "True", reason: "AsExpected", message: "" }, at);
+  }
+  const rolledOut = succeeded === owner.size && owner.size === decidedTotal;
+  if (rolledOut) {
+    setCondition(conditions, { type: "PlacementRolledOut", status: "True", reason: "Complete", message: "" }, at);
+  } else {
+    const stopped = breach ? "; the rollout stopped: more failures than maxFailures allows" : "";
+    const extra = notes.length > 0 ? `; ${notes.join("; ")}` : "";
+    setCondition(conditions, { type: "PlacementRolledOut", status: "False", reason: "Progressing", message: `${succeeded} of ${decidedTotal} clusters succeeded${stopped}${extra}` }, at);
+  }
+  if (summary.available === summary.total && summary.progressing === 0 && summary.degraded === 0) {
+    setCondition(conditions, { type: "ManifestworkApplied", status: "True", reason: "AsExpected", message: "" }, at);
+  } else if (summary.progressing > 0 && summary.degraded === 0) {
+    setCondition(conditions, { type: "ManifestworkApplied", status: "False", reason: "Processing", message: "" }, at);
+  } else {
+    setCondition(conditions, { type: "ManifestworkApplied", status: "False", reason: "NotAsExpected", message: "" }, at);
+  }
+  const placementSummary = perPlacement.map((p) => {
+    const placed = p.clusters.map((c) => works.get(c)).filter((w): w is KubeObject => w !== undefined);
+    const current = placed.filter((w) => canonical(w.spec ?? {}) === templateJson).length;
+    return { name: p.name, availableDecisionGroups: `${p.groups} (${current} / ${p.decided} clusters applied)`, summary: summarize(placed) };
+  });
+  const status = { ...(mwrs.status ?? {}), conditions, summary, placementSummary };
+  if (canonical(status) !== canonical(mwrs.status ?? {})) {
+    const r = await racing(() => writeStored(env, ManifestWorkReplicaSetKind, namespace, name, { verb: "update", subresource: "status", body: { ...mwrs, status } }));
+    if (r === "lost") raced = true;
+  }
+  return { ...(Number.isFinite(recheckAt) ? { recheckAt } : {}), ...(raced ? { rerun: true } : {}) };
+}
+
+function stub(env: Env, namespace: string, name: string) {
+  return env.REPLICASETS.getByName(`${namespace}/${name}`);
+}
+
+/** Runs the replica set's controller and waits for a run that started after this call. */
+async function reconcileNow(env: Env, namespace: string, name: string): Promise<void> {
+  await stub(env, namespace, name).reconcile(namespace, name);
+}
+
+/** Asks for a run shortly after (the object's alarm, at once) without waiting for it. */
+async function reconcileSoon(env: Env, namespace: string, name: string, deletedWorkIn?: string): Promise<void> {
+  await stub(env, namespace, name).notify(namespace, name, deletedWorkIn);
+}
+
+/**
+ * Reacts to a committed write that can matter to replica sets (called by `afterCommit`,
+ * src/work/hooks.ts, for every D1 write):
+ * - a ManifestWorkReplicaSet created, its spec changed (generation) or its deletion started:
+ *   its run, awaited (the write returns after it);
+ * - removed, or its finalizer removed by someone else: a run shortly after (not awaited);
+ * - a ManifestWork carrying {@link MWRS_LABEL} whose status changed (an agent's report or an
+ *   admin's status write): its replica set's run, awaited;
+ * - such a work deleted (or its deletion started): a run shortly after (not awaited: the
+ *   controller itself deletes works).
+ * Status-only writes of a replica set and spec or metadata writes of works are the
+ * controller's own and trigger nothing.
  * @param before the stored object before the write, or null on create
  * @param after the stored object after the write, or null after a delete
  */
 export async function replicaSetAfterCommit(env: Env, def: KindDefinition, namespace: string, name: string, before: KubeObject | null, after: KubeObject | null): Promise<void> {
-  void env;
-  void def;
-  void namespace;
-  void name;
-  void before;
-  void after;
+  if (def === ManifestWorkReplicaSetKind) {
+    if (!after) return reconcileSoon(env, namespace, name);
+    const started = !before || before.metadata.generation !== after.metadata.generation || (!before.metadata.deletionTimestamp && !!after.metadata.deletionTimestamp);
+    if (started) return reconcileNow(env, namespace, name);
+    const lost = (before.metadata.finalizers ?? []).includes(MWRS_FINALIZER) && !(after.metadata.finalizers ?? []).includes(MWRS_FINALIZER);
+    if (lost && !after.metadata.deletionTimestamp) return reconcileSoon(env, namespace, name);
+    return;
+  }
+  if (def !== ManifestWorkKind) return;
+  const owner = parseKey((after ?? before)?.metadata.labels?.[MWRS_LABEL]);
+  if (!owner) return;
+  if (before && after && canonical(before.status ?? null) !== canonical(after.status ?? null)) return reconcileNow(env, owner.namespace, owner.name);
+  if (!after || (after.metadata.deletionTimestamp && !before?.metadata.deletionTimestamp)) return reconcileSoon(env, owner.namespace, owner.name, namespace);
 }
 
-/** Reconciles one ManifestWorkReplicaSet now (a webhook's re-evaluate action). */
+/**
+ * Runs the replica sets that refer to any of `placements` (`<namespace>/<name>` keys whose
+ * decisions changed) and waits for them. Called by the scheduler after a run, outside its
+ * queue. Failures are logged, never thrown: the scheduler's caller must not fail for them.
+ */
+export async function replicaSetsForPlacements(env: Env, placements: string[]): Promise<void> {
+  if (placements.length === 0) return;
+  const byNamespace = new Map<string, Set<string>>();
+  for (const p of placements) {
+    const i = p.indexOf("/");
+    const ns = p.slice(0, i);
+    if (!byNamespace.has(ns)) byNamespace.set(ns, new Set());
+    byNamespace.get(ns)!.add(p.slice(i + 1));
+  }
+  const db = database(env.DB);
+  const runs: Promise<void>[] = [];
+  for (const [ns, names] of byNamespace) {
+    const { items } = await listObjects(db, ManifestWorkReplicaSetKind, ns);
+    for (const m of items) {
+      const refs = ((m.spec as ReplicaSetSpec | undefined)?.placementRefs ?? []);
+      if (refs.some((r) => names.has(r.name))) runs.push(reconcileNow(env, ns, m.metadata.name));
+    }
+  }
+  const results = await Promise.allSettled(runs);
+  for (const r of results) if (r.status === "rejected") console.error("replica set run failed", r.reason);
+}
+
+/**
+ * Reconciles one ManifestWorkReplicaSet now (a webhook's re-evaluate action) and waits for a
+ * run that started after this call. Does nothing harmful for a replica set that does not exist
+ * (its leftover works, if any, are deleted).
+ */
 export async function reevaluateReplicaSet(env: Env, namespace: string, name: string): Promise<void> {
-  void env;
-  void namespace;
-  void name;
+  await reconcileNow(env, namespace, name);
 }

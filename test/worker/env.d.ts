@@ -3,6 +3,7 @@ declare namespace Cloudflare {
     DB: D1Database;
     CLUSTERS: DurableObjectNamespace<import("../../durable-objects/cluster.ts").ClusterObject>;
     SCHEDULER: DurableObjectNamespace<import("../../durable-objects/scheduler.ts").SchedulerObject>;
+    REPLICASETS: DurableObjectNamespace<import("../../durable-objects/replicaset.ts").ReplicaSetObject>;
     FLOTILLA_ADMIN_TOKEN: string;
     LEASE_GRACE_MULTIPLIER: string;
     TEST_MIGRATIONS: import("cloudflare:test").D1Migration[];
@@ -11,6 +12,6 @@ declare namespace Cloudflare {
 declare namespace Cloudflare {
   interface GlobalProps {
     mainModule: typeof import("../../src/index.ts");
-    durableNamespaces: "ClusterObject" | "SchedulerObject";
+    durableNamespaces: "ClusterObject" | "SchedulerObject" | "ReplicaSetObject";
   }
 }

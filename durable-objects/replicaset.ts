@@ -1,0 +1,130 @@
+/**
+ * ReplicaSetObject: one Durable Object per ManifestWorkReplicaSet, named `<namespace>/<name>`,
+ * that runs its controller (src/work/replicaset.ts). Runs of one replica set are serialised
+ * here, and each reads the state after the write that triggered it: a trigger that arrives
+ * during a run makes one more run after it (triggers coalesce, as in durable-objects/scheduler.ts).
+ *
+ * - `reconcile` (awaited): runs and resolves once a run that started after the call finished.
+ *   Used by writes the controller never makes itself (replica set spec changes, work status
+ *   reports, placement decision changes), so a run never waits for its own object.
+ * - `notify` (not awaited): sets the object's alarm to now and returns. Used for writes the
+ *   controller's own runs make too (work deletions), so a run never waits on itself; a
+ *   deletion the current run is making is ignored.
+ *
+ * Rollout timers (minSuccessTime soak ends, progressDeadline expiries) are this object's one
+ * alarm, set at the earliest due time a run reports: the replica set runs again at that moment,
+ * with no polling. A failed run is retried by the alarm with a backoff (1 s doubling to 5 min).
+ */
+import { DurableObject } from "cloudflare:workers";
+import { runReplicaSet, type RunOutcome } from "../src/work/replicaset.ts";
+import type { Env } from "../src/env.ts";
+
+/** Immediate re-runs after lost write races before the object backs off to its alarm. */
+const MAX_IMMEDIATE_RERUNS = 3;
+/** Longest retry delay after failed runs, in milliseconds. */
+const MAX_BACKOFF_MS = 300_000;
+
+/** The replica set controller's Durable Object. */
+export class ReplicaSetObject extends DurableObject<Env> {
+  private pending = false;
+  private notified = false;
+  private running = false;
+  private readonly deleting = new Set<string>();
+  private queue: Promise<unknown> = Promise.resolve();
+  private failures = 0;
+  private reruns = 0;
+  private targetCache: { namespace: string; name: string } | null = null;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS target (id INTEGER PRIMARY KEY CHECK (id = 1), namespace TEXT NOT NULL, name TEXT NOT NULL)");
+  }
+
+  private remember(namespace: string, name: string): void {
+    if (this.targetCache?.namespace === namespace && this.targetCache.name === name) return;
+    this.ctx.storage.sql.exec("INSERT INTO target (id, namespace, name) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET namespace = excluded.namespace, name = excluded.name", namespace, name);
+    this.targetCache = { namespace, name };
+  }
+
+  private target(): { namespace: string; name: string } | null {
+    this.targetCache ??= this.ctx.storage.sql.exec<{ namespace: string; name: string }>("SELECT namespace, name FROM target WHERE id = 1").toArray()[0] ?? null;
+    return this.targetCache;
+  }
+
+  /**
+   * Runs the replica set `namespace/name` and resolves once a run that started after this call
+   * has finished. Never rejects for a failed run (the alarm retries it).
+   */
+  async reconcile(namespace: string, name: string): Promise<void> {
+    this.remember(namespace, name);
+    this.pending = true;
+    const run = this.queue.then(() => this.runPending());
+    this.queue = run.catch(() => undefined);
+    await run;
+  }
+
+  /**
+   * Asks for a run shortly after, without waiting for it: the alarm is set to now. A work
+   * deletion in `deletedWorkIn` (a cluster's name) that the current run is making is ignored.
+   */
+  async notify(namespace: string, name: string, deletedWorkIn?: string): Promise<void> {
+    if (this.running && deletedWorkIn !== undefined && this.deleting.has(deletedWorkIn)) return;
+    this.remember(namespace, name);
+    this.notified = true;
+    const now = Date.now();
+    const at = await this.ctx.storage.getAlarm();
+    if (at === null || at > now) await this.ctx.storage.setAlarm(now);
+  }
+
+  private async runPending(): Promise<void> {
+    if (!this.pending) return;
+    this.pending = false;
+    this.notified = false;
+    const t = this.target();
+    if (!t) return;
+    let outcome: RunOutcome;
+    this.running = true;
+    try {
+      outcome = await runReplicaSet(this.env, t.namespace, t.name, Date.now(), { deleting: (c) => this.deleting.add(c) });
+      this.failures = 0;
+    } catch (e) {
+      console.error(`replica set ${t.namespace}/${t.name}: run failed`, e);
+      this.failures++;
+      outcome = { recheckAt: Date.now() + Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (this.failures - 1)) };
+    } finally {
+      this.running = false;
+      this.deleting.clear();
+    }
+    if (outcome.rerun) {
+      this.reruns++;
+      const delay = this.reruns <= MAX_IMMEDIATE_RERUNS ? 0 : Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (this.reruns - MAX_IMMEDIATE_RERUNS - 1));
+      outcome.recheckAt = Math.min(outcome.recheckAt ?? Infinity, Date.now() + delay);
+    } else {
+      this.reruns = 0;
+    }
+    if (outcome.gone && !this.notified && !this.pending) {
+      // Nothing of the replica set remains: forget it (a later trigger starts afresh).
+      await this.ctx.storage.deleteAlarm();
+      await this.ctx.storage.deleteAll();
+      this.targetCache = null;
+      this.ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS target (id INTEGER PRIMARY KEY CHECK (id = 1), namespace TEXT NOT NULL, name TEXT NOT NULL)");
+      return;
+    }
+    await this.armAlarm(this.notified ? Date.now() : outcome.recheckAt);
+  }
+
+  private async armAlarm(at: number | undefined): Promise<void> {
+    if (at === undefined) {
+      await this.ctx.storage.deleteAlarm();
+      return;
+    }
+    const current = await this.ctx.storage.getAlarm();
+    if (current !== at) await this.ctx.storage.setAlarm(Math.max(at, Date.now()));
+  }
+
+  /** A rollout timer, a notification or a retry: runs the replica set. */
+  override async alarm(): Promise<void> {
+    const t = this.target();
+    if (t) await this.reconcile(t.namespace, t.name);
+  }
+}
