@@ -8,6 +8,7 @@ async function snapshot(): Promise<string> {
     env.DB.prepare("SELECT resource, namespace, name, resource_version, body FROM objects ORDER BY resource, namespace, name"),
     env.DB.prepare("SELECT name, cluster_id FROM cluster_identities ORDER BY name"),
     env.DB.prepare("SELECT value FROM counters"),
+    env.DB.prepare("SELECT receiver_uid, delivery_id FROM webhook_deliveries ORDER BY receiver_uid, delivery_id"),
   ]);
   return JSON.stringify(rows.map((r) => r.results));
 }
@@ -43,6 +44,10 @@ beforeAll(async () => {
 });
 
 const merge = { contentType: "application/merge-patch+json" };
+const SECRETS = "/api/v1/namespaces/apps/secrets";
+const RECEIVERS = "/apis/flotilla.dev/v1alpha1/namespaces/apps/webhookreceivers";
+const receiver = (spec: Record<string, unknown>) => ({ apiVersion: "flotilla.dev/v1alpha1", kind: "WebhookReceiver", metadata: { name: "r1" }, spec });
+const receiverSpec = { type: "generic", secretRef: { name: "hook" }, target: { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", name: "web" }, action: { type: "Reevaluate" } };
 const big = "x".repeat(4 * 1024 * 1024);
 
 const cases: Case[] = [
@@ -99,6 +104,17 @@ const cases: Case[] = [
   { name: "bootstrap token with a wrong secret", method: "POST", path: "/agent/v1/register", body: { clusterName: "n1", clusterId: "i1", publicKey: {} }, opts: () => ({ token: `${victim.token.split(".")[0]}.0000000000000000` }), status: 401, reason: "Unauthorized" },
   { name: "register with an invalid cluster name", method: "POST", path: "/agent/v1/register", body: async () => ({ clusterName: "Not_Valid", clusterId: "i2", publicKey: (await agentKeys()).publicJwk }), opts: () => ({ token: victim.token }), status: 422, reason: "Invalid", field: "clusterName" },
   { name: "register sending a private key", method: "POST", path: "/agent/v1/register", body: async () => ({ clusterName: "n3", clusterId: "i3", publicKey: { ...(await agentKeys()).publicJwk, d: "secret" } }), opts: () => ({ token: victim.token }), status: 400, reason: "BadRequest", field: "publicKey.d" },
+  { name: "Secret with bad base64 data", method: "POST", path: SECRETS, body: { apiVersion: "v1", kind: "Secret", metadata: { name: "s1" }, data: { token: "%%%" } }, status: 422, reason: "Invalid", field: "data[token]" },
+  { name: "Secret with an invalid data key", method: "POST", path: SECRETS, body: { apiVersion: "v1", kind: "Secret", metadata: { name: "s2" }, stringData: { "a/b": "x" } }, status: 422, reason: "Invalid", field: "data[a/b]" },
+  { name: "Secret with a non-string stringData value", method: "POST", path: SECRETS, body: { apiVersion: "v1", kind: "Secret", metadata: { name: "s3" }, stringData: { a: 1 } }, status: 422, reason: "Invalid", field: "stringData.a" },
+  { name: "Secret posted with a group apiVersion", method: "POST", path: SECRETS, body: { apiVersion: "core/v1", kind: "Secret", metadata: { name: "s4" } }, status: 400, reason: "BadRequest", field: "apiVersion" },
+  { name: "unknown core resource", method: "GET", path: "/api/v1/namespaces/apps/widgets", status: 404, reason: "NotFound" },
+  { name: "receiver targeting an unsupported kind", method: "POST", path: RECEIVERS, body: receiver({ ...receiverSpec, target: { apiVersion: "apps/v1", kind: "Deployment", name: "web" } }), status: 422, reason: "Invalid", field: "spec.target" },
+  { name: "receiver with an unknown JSON Patch op", method: "POST", path: RECEIVERS, body: receiver({ ...receiverSpec, action: { type: "JSONPatch", patch: [{ op: "merge", path: "/spec" }] } }), status: 422, reason: "Invalid", field: "spec.action.patch[0].op" },
+  { name: "receiver with a malformed template", method: "POST", path: RECEIVERS, body: receiver({ ...receiverSpec, action: { type: "MergePatch", patch: { spec: { numberOfClusters: "{{ count }}" } } } }), status: 422, reason: "Invalid", field: "spec.action.patch.spec.numberOfClusters" },
+  { name: "receiver without secretRef", method: "POST", path: RECEIVERS, body: receiver({ ...receiverSpec, secretRef: undefined }), status: 422, reason: "Invalid", field: "spec.secretRef" },
+  { name: "delivery to an unknown hook", method: "POST", path: `/hooks/${"0".repeat(64)}`, body: {}, opts: () => ({ token: null }), status: 404, reason: "NotFound" },
+  { name: "delivery to a malformed hook path", method: "POST", path: "/hooks/..%2Fapis", body: {}, opts: () => ({ token: null }), status: 404, reason: "NotFound" },
   { name: "register with an ID taken by another name", method: "POST", path: "/agent/v1/register", body: async () => ({ clusterName: "n4", clusterId: "id-victim", publicKey: (await agentKeys()).publicJwk }), opts: () => ({ token: victim.token }), status: 409, reason: "Conflict" },
 ];
 
