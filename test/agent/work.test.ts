@@ -1,0 +1,781 @@
+/**
+ * Tests of the work agent (agent/src/work): the pure parts with tables of cases, the controller
+ * against the simulated member cluster over HTTP (real client-node transport, no mocks), and
+ * the loop against a small hub stub speaking docs/agent-protocol.md ("Works", "Leave"),
+ * including the agent process exiting 0 after a leave.
+ */
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import fs from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import { HttpMethod, type KubeConfig } from "@kubernetes/client-node";
+import { startSimulatedCluster } from "../../agent/sim/index.ts";
+import { startAgent } from "../../agent/src/agent.ts";
+import { CREDENTIALS_SECRET_NAME, loadCredentials } from "../../agent/src/credentials.ts";
+import { kubeConfigFromYaml } from "../../agent/src/kube.ts";
+import { createLogger, type Logger } from "../../agent/src/log.ts";
+import { isSubset } from "../../agent/src/work/apply.ts";
+import { isOrphaned } from "../../agent/src/work/cleanup.ts";
+import { mergeConditions, workStatus, type ManifestOutcome } from "../../agent/src/work/conditions.ts";
+import { WorkController } from "../../agent/src/work/controller.ts";
+import { DynamicClient, type ObjectRef } from "../../agent/src/work/dynamic.ts";
+import { collectFeedback } from "../../agent/src/work/feedback.ts";
+import { evaluate, toJsonPathPlus } from "../../agent/src/work/jsonpath.ts";
+import { applyOrder, kindRank } from "../../agent/src/work/order.ts";
+import { RECORD_LABEL, recordName } from "../../agent/src/work/record.ts";
+import { rolloutState } from "../../agent/src/work/rollout.ts";
+import type { Condition, ManifestConfig, ManifestWork, ManifestWorkStatus, Obj, ResourceMeta } from "../../agent/src/work/types.ts";
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+/** The dynamic client with answers typed loosely, for reading fields in assertions. */
+type JsonClient = { [K in keyof DynamicClient]: DynamicClient[K] extends (...a: infer A) => Promise<unknown> ? (...a: A) => Promise<Json> : DynamicClient[K] };
+const jsonClient = (kc: KubeConfig): JsonClient => new DynamicClient(kc) as unknown as JsonClient;
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()?.();
+});
+
+const AGENT_NS = "flotilla-agent";
+
+function memoryLogger(): { log: Logger; lines: string[] } {
+  const lines: string[] = [];
+  return { log: createLogger({ write: (l) => lines.push(l) }), lines };
+}
+
+async function until<T>(cond: () => T | Promise<T>, timeoutMs = 15_000, what = "condition"): Promise<NonNullable<T>> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await cond();
+    if (v) return v as NonNullable<T>;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** A simulated member cluster with the agent's namespace, its kubeconfig, and a dynamic client. */
+async function sim() {
+  const cluster = await startSimulatedCluster();
+  cleanups.push(() => cluster.close());
+  const kc: KubeConfig = kubeConfigFromYaml(cluster.kubeconfigYaml);
+  const dyn = jsonClient(kc);
+  await dyn.create({ group: "", version: "v1", resource: "namespaces" }, "", { apiVersion: "v1", kind: "Namespace", metadata: { name: AGENT_NS } }, "test");
+  return { cluster, kc, dyn };
+}
+
+const CM = { group: "", version: "v1", resource: "configmaps" };
+const DEPLOY = { group: "apps", version: "v1", resource: "deployments" };
+const ref = (gvr: typeof CM, namespace: string, name: string): ObjectRef => ({ ...gvr, namespace, name });
+
+async function getOrNull(dyn: JsonClient, r: ObjectRef): Promise<Json | null> {
+  try {
+    return await dyn.get(r);
+  } catch (e) {
+    if ((e as { code?: number }).code === 404) return null;
+    throw e;
+  }
+}
+
+function configMap(name: string, data: Record<string, string>, namespace = "default"): Obj {
+  return { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace }, data };
+}
+
+function deployment(name: string, namespace: string, image: string, replicas = 2): Obj {
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name, namespace },
+    spec: { replicas, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name, image }] } } },
+  };
+}
+
+let generation = 0;
+function work(name: string, manifests: unknown[], extra: Partial<ManifestWork["spec"]> = {}, uid: string = randomUUID()): ManifestWork {
+  generation += 1;
+  return {
+    apiVersion: "work.open-cluster-management.io/v1",
+    kind: "ManifestWork",
+    metadata: { name, namespace: "c1", uid, generation },
+    spec: { workload: { manifests }, ...extra },
+  };
+}
+
+/** The same work with a new spec and a bumped generation (as the hub stores an update). */
+function update(w: ManifestWork, manifests: unknown[], extra: Partial<ManifestWork["spec"]> = {}): ManifestWork {
+  return { ...w, metadata: { ...w.metadata, generation: (w.metadata.generation ?? 0) + 1 }, spec: { ...w.spec, workload: { manifests }, ...extra } };
+}
+
+function controller(kc: KubeConfig, log: Logger = memoryLogger().log): WorkController {
+  return new WorkController({ kubeConfig: kc, namespace: AGENT_NS, logger: log });
+}
+
+const cond = (conds: Condition[] | undefined, type: string) => conds?.find((c) => c.type === type);
+const status = (reports: Array<{ name: string; status: ManifestWorkStatus }>, name: string) => {
+  const r = reports.find((x) => x.name === name);
+  if (!r) throw new Error(`no report for ${name}`);
+  return r.status;
+};
+const rv = (o: Json): number => Number(o.metadata.resourceVersion);
+
+// ---------------------------------------------------------------------------------------------
+// pure parts
+
+describe("kind order", () => {
+  it.each([
+    ["Namespace", 0],
+    ["CustomResourceDefinition", 0],
+    ["ClusterRole", 1],
+    ["ServiceAccount", 2],
+    ["ConfigMap", 3],
+    ["Service", 4],
+    ["Deployment", 5],
+    ["ValidatingWebhookConfiguration", 6],
+    ["Widget", 1000],
+  ])("%s has rank %i", (kind, rank) => expect(kindRank(kind)).toBe(rank));
+
+  it("sorts stably by rank and keeps spec order among equals", () => {
+    const kinds = ["Deployment", "Widget", "Service", "ConfigMap", "Namespace", "Secret", "Job", "RoleBinding"];
+    expect(applyOrder(kinds.map((kind) => ({ kind }))).map((i) => kinds[i])).toEqual(["Namespace", "RoleBinding", "ConfigMap", "Secret", "Service", "Deployment", "Job", "Widget"]);
+    expect(applyOrder([{ kind: "Secret" }, {}, { kind: "ConfigMap" }])).toEqual([0, 2, 1]);
+  });
+});
+
+describe("Kubernetes JSONPath", () => {
+  it.each([
+    [".spec.replicas", "$.spec.replicas"],
+    ["{.status.readyReplicas}", "$.status.readyReplicas"],
+    ["spec.template.spec.containers[0].image", "$.spec.template.spec.containers[0].image"],
+    ['.status.conditions[?(@.type=="Ready")].status', '$.status.conditions[?(@.type=="Ready")].status'],
+    [".metadata.labels.app\\.kubernetes\\.io/name", '$.metadata.labels["app.kubernetes.io/name"]'],
+    ["{.items[*].metadata.name}", "$.items[*].metadata.name"],
+  ])("%s → %s", (k8s, plus) => expect(toJsonPathPlus(k8s)).toBe(plus));
+
+  it("evaluates filters and escaped names", () => {
+    const o = { metadata: { labels: { "app.kubernetes.io/name": "web" } }, status: { conditions: [{ type: "A", status: "False" }, { type: "Ready", status: "True" }] } };
+    expect(evaluate(o, '.status.conditions[?(@.type=="Ready")].status')).toEqual(["True"]);
+    expect(evaluate(o, ".metadata.labels.app\\.kubernetes\\.io/name")).toEqual(["web"]);
+    expect(evaluate(o, ".spec.missing")).toEqual([]);
+    expect(() => evaluate(o, ".status.conditions[0")).toThrow(/unterminated/);
+  });
+});
+
+describe("status feedback", () => {
+  const deploy = {
+    metadata: { generation: 2 },
+    spec: { replicas: 3, paused: false, template: { spec: { containers: [{ image: "nginx:1.25" }] } } },
+    status: { readyReplicas: 2, replicas: 3, availableReplicas: 2, conditions: [{ type: "Available", status: "True" }] },
+  };
+
+  it("reads WellKnownStatus per kind, in OCM's order, and nothing for other kinds", () => {
+    expect(collectFeedback(deploy, "apps", "v1", "Deployment", [{ type: "WellKnownStatus" }])).toEqual({
+      values: [
+        { name: "ReadyReplicas", fieldValue: { type: "Integer", integer: 2 } },
+        { name: "Replicas", fieldValue: { type: "Integer", integer: 3 } },
+        { name: "AvailableReplicas", fieldValue: { type: "Integer", integer: 2 } },
+      ],
+      errors: [],
+    });
+    const job = { status: { succeeded: 1, conditions: [{ type: "Complete", status: "True" }] } };
+    expect(collectFeedback(job, "batch", "v1", "Job", [{ type: "WellKnownStatus" }]).values).toEqual([
+      { name: "JobComplete", fieldValue: { type: "String", string: "True" } },
+      { name: "JobSucceeded", fieldValue: { type: "Integer", integer: 1 } },
+    ]);
+    const pod = { status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] } };
+    expect(collectFeedback(pod, "", "v1", "Pod", [{ type: "WellKnownStatus" }]).values.map((v) => v.name)).toEqual(["PodReady", "PodPhase"]);
+    const ds = { status: { numberReady: 3, desiredNumberScheduled: 3, numberAvailable: 3 } };
+    expect(collectFeedback(ds, "apps", "v1", "DaemonSet", [{ type: "WellKnownStatus" }]).values.map((v) => v.name)).toEqual(["NumberReady", "DesiredNumberScheduled", "NumberAvailable"]);
+    expect(collectFeedback(deploy, "apps", "v1", "StatefulSet", [{ type: "WellKnownStatus" }])).toEqual({ values: [], errors: [] });
+  });
+
+  it("types JSONPaths values, reads OCM-style status-relative paths, honours version, and reports bad rules", () => {
+    const rules = [
+      {
+        type: "JSONPaths" as const,
+        jsonPaths: [
+          { name: "image", path: ".spec.template.spec.containers[0].image" },
+          { name: "replicas", path: ".spec.replicas" },
+          { name: "paused", path: ".spec.paused" },
+          { name: "available", path: '.status.conditions[?(@.type=="Available")].status' },
+          { name: "ready", path: ".readyReplicas" },
+          { name: "missing", path: ".status.nothing" },
+          { name: "v2only", path: ".spec.replicas", version: "v2" },
+          { name: "object", path: ".spec.template" },
+        ],
+      },
+    ];
+    const r = collectFeedback(deploy, "apps", "v1", "Deployment", rules);
+    expect(r.values).toEqual([
+      { name: "image", fieldValue: { type: "String", string: "nginx:1.25" } },
+      { name: "replicas", fieldValue: { type: "Integer", integer: 3 } },
+      { name: "paused", fieldValue: { type: "Boolean", boolean: false } },
+      { name: "available", fieldValue: { type: "String", string: "True" } },
+      { name: "ready", fieldValue: { type: "Integer", integer: 2 } },
+    ]);
+    expect(r.errors).toHaveLength(1);
+    expect(r.errors[0]).toMatch(/^object: .*not an integer, string or boolean/);
+  });
+});
+
+describe("rollout state", () => {
+  const dep = (gen: number, status: Obj, replicas = 2) => ({ metadata: { generation: gen }, spec: { replicas }, status });
+  const done = { observedGeneration: 2, replicas: 2, updatedReplicas: 2, readyReplicas: 2, availableReplicas: 2 };
+  it.each([
+    ["Deployment rolled out", "apps", "Deployment", dep(2, done), { progressing: false }],
+    ["Deployment generation not observed", "apps", "Deployment", dep(3, done), { progressing: true }],
+    ["Deployment not all ready", "apps", "Deployment", dep(2, { ...done, readyReplicas: 1 }), { progressing: true }],
+    ["Deployment old replicas left", "apps", "Deployment", dep(2, { ...done, replicas: 3 }), { progressing: true }],
+    [
+      "Deployment past its progress deadline",
+      "apps",
+      "Deployment",
+      dep(2, { ...done, readyReplicas: 0, conditions: [{ type: "Progressing", status: "False", reason: "ProgressDeadlineExceeded", message: "timed out" }] }),
+      { progressing: false, degraded: "ProgressDeadlineExceeded" },
+    ],
+    ["StatefulSet not updated", "apps", "StatefulSet", dep(2, { ...done, updatedReplicas: 1 }), { progressing: true }],
+    ["DaemonSet rolled out", "apps", "DaemonSet", { metadata: { generation: 1 }, status: { observedGeneration: 1, desiredNumberScheduled: 3, updatedNumberScheduled: 3, numberReady: 3, numberAvailable: 3 } }, { progressing: false }],
+    ["DaemonSet not available", "apps", "DaemonSet", { metadata: { generation: 1 }, status: { observedGeneration: 1, desiredNumberScheduled: 3, updatedNumberScheduled: 3, numberReady: 3, numberAvailable: 2 } }, { progressing: true }],
+    ["Job running", "batch", "Job", { status: { active: 1 } }, { progressing: true }],
+    ["Job complete", "batch", "Job", { status: { conditions: [{ type: "Complete", status: "True" }] } }, { progressing: false }],
+    ["Job failed", "batch", "Job", { status: { conditions: [{ type: "Failed", status: "True", message: "BackoffLimitExceeded" }] } }, { progressing: false, degraded: "JobFailed" }],
+    ["ConfigMap", "", "ConfigMap", { data: {} }, { progressing: false }],
+  ])("%s", (_name, group, kind, obj, want) => {
+    const got = rolloutState(group, kind, obj);
+    expect(got.progressing).toBe(want.progressing);
+    expect(got.degraded).toBe("degraded" in want ? want.degraded : undefined);
+  });
+});
+
+describe("work status aggregation", () => {
+  const meta = (ordinal: number, kind = "ConfigMap"): ResourceMeta => ({ ordinal, group: "", version: "v1", kind, resource: "configmaps", name: `m${ordinal}`, namespace: "default" });
+  const found = { state: "found" as const, object: {} };
+  const ok: ManifestOutcome = { meta: meta(0), applied: { ok: true }, live: found, feedback: undefined, rollout: { progressing: false } };
+
+  it("Available is False on any False, Unknown on any Unknown, else True; conditions carry observedGeneration", () => {
+    const s = (outcomes: ManifestOutcome[]) => workStatus(outcomes, 7, undefined, "2026-01-01T00:00:00Z");
+    const all = s([ok, { ...ok, meta: meta(1) }]);
+    expect(cond(all.conditions, "Available")).toMatchObject({ status: "True", reason: "ResourcesAvailable", observedGeneration: 7 });
+    expect(all.conditions.map((c) => c.type)).toEqual(["Applied", "Available", "Progressing", "Degraded"]);
+    const missing = s([ok, { ...ok, meta: meta(1), live: { state: "missing" }, rollout: undefined }]);
+    expect(cond(missing.conditions, "Available")).toMatchObject({ status: "False", reason: "ResourcesNotAvailable", message: "1 of 2 resources are not available" });
+    const unknown = s([ok, { ...ok, meta: meta(1), live: { state: "error", message: "boom" }, rollout: undefined }]);
+    expect(cond(unknown.conditions, "Available")).toMatchObject({ status: "Unknown", reason: "ResourcesStatusUnknown" });
+    expect(cond(unknown.resourceStatus.manifests[1]?.conditions, "Available")).toMatchObject({ status: "Unknown", reason: "FetchingResourceFailed" });
+  });
+
+  it("Progressing and Degraded follow the workloads and the apply result", () => {
+    const s = (outcomes: ManifestOutcome[]) => workStatus(outcomes, 1, undefined, "2026-01-01T00:00:00Z").conditions;
+    const rolling = s([ok, { ...ok, meta: meta(1, "Deployment"), rollout: { progressing: true, message: "1 of 2 ready replicas" } }]);
+    expect(cond(rolling, "Progressing")).toMatchObject({ status: "True", reason: "ResourcesProgressing" });
+    expect(cond(rolling, "Progressing")?.message).toMatch(/Deployment default\/m1 \(1 of 2 ready replicas\)/);
+    expect(cond(rolling, "Degraded")).toMatchObject({ status: "False" });
+    const failedJob = s([{ ...ok, meta: meta(0, "Job"), rollout: { progressing: false, degraded: "JobFailed", message: "BackoffLimitExceeded" } }]);
+    expect(cond(failedJob, "Degraded")).toMatchObject({ status: "True", reason: "JobFailed" });
+    expect(cond(failedJob, "Progressing")).toMatchObject({ status: "False", reason: "ResourcesRolledOut" });
+    const failed = s([ok, { ...ok, meta: meta(1), applied: { ok: false, message: "nope" } }]);
+    expect(cond(failed, "Applied")).toMatchObject({ status: "False", reason: "AppliedManifestWorkFailed" });
+    expect(cond(failed, "Degraded")).toMatchObject({ status: "True", reason: "ApplyFailed" });
+  });
+
+  it("keeps lastTransitionTime while a condition's status holds", () => {
+    const first = mergeConditions(undefined, [{ type: "Applied", status: "True", reason: "r", message: "" }], "2026-01-01T00:00:00Z");
+    const same = mergeConditions(first, [{ type: "Applied", status: "True", reason: "r2", message: "m" }], "2026-01-01T00:05:00Z");
+    expect(same[0]?.lastTransitionTime).toBe("2026-01-01T00:00:00Z");
+    const flipped = mergeConditions(same, [{ type: "Applied", status: "False", reason: "r", message: "" }], "2026-01-01T00:09:00Z");
+    expect(flipped[0]?.lastTransitionTime).toBe("2026-01-01T00:09:00Z");
+  });
+
+  it("drift comparison and orphaning rules", () => {
+    expect(isSubset({ metadata: { name: "x", labels: { a: "1" } }, spec: { ports: [{ port: 80 }] } }, { metadata: { name: "x", uid: "u", labels: { a: "1", b: "2" } }, spec: { ports: [{ port: 80, protocol: "TCP" }] } })).toBe(true);
+    expect(isSubset({ spec: { ports: [{ port: 80 }] } }, { spec: { ports: [{ port: 80 }, { port: 81 }] } })).toBe(false);
+    expect(isSubset({ metadata: { labels: { a: "1" } } }, { metadata: { labels: { a: "2" } } })).toBe(false);
+    expect(isSubset({ status: { x: 1 } }, {})).toBe(true);
+    const r = { group: "", version: "v1", resource: "configmaps", namespace: "default", name: "a", uid: "u" };
+    expect(isOrphaned(r, undefined)).toBe(false);
+    expect(isOrphaned(r, { propagationPolicy: "Orphan" })).toBe(true);
+    expect(isOrphaned(r, { propagationPolicy: "SelectivelyOrphan", selectivelyOrphans: { orphaningRules: [{ resource: "configmaps", namespace: "default", name: "a" }] } })).toBe(true);
+    expect(isOrphaned(r, { propagationPolicy: "SelectivelyOrphan", selectivelyOrphans: { orphaningRules: [{ resource: "configmaps", namespace: "default", name: "b" }] } })).toBe(false);
+    expect(recordName("w1")).toBe("flotilla-work-w1");
+    expect(recordName("x".repeat(250))).toMatch(/^flotilla-work-[0-9a-f]{40}$/);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// the controller against the simulated cluster
+
+describe("work controller on a simulated cluster", () => {
+  it("applies in kind order, keeps spec ordinals, and reports OCM's status with Progressing and Degraded", async () => {
+    const { kc, dyn } = await sim();
+    const c = controller(kc);
+    const manifests = [deployment("web", "web", "nginx:1.25"), { apiVersion: "v1", kind: "Service", metadata: { name: "web", namespace: "web" }, spec: { selector: { app: "web" }, ports: [{ port: 80 }] } }, configMap("web", { a: "1" }, "web"), { apiVersion: "v1", kind: "Namespace", metadata: { name: "web" } }];
+    const w = work("w1", manifests);
+    c.setWorks([w]);
+    const s = status(await c.sync(), "w1");
+    const ns = await dyn.get({ group: "", version: "v1", resource: "namespaces", namespace: "", name: "web" });
+    const cm = await dyn.get(ref(CM, "web", "web"));
+    const svc = await dyn.get({ group: "", version: "v1", resource: "services", namespace: "web", name: "web" });
+    const dep = await dyn.get(ref(DEPLOY, "web", "web"));
+    expect(rv(ns)).toBeLessThan(rv(cm));
+    expect(rv(cm)).toBeLessThan(rv(svc));
+    expect(rv(svc)).toBeLessThan(rv(dep));
+    expect(s.resourceStatus.manifests.map((m) => m.resourceMeta)).toEqual([
+      { ordinal: 0, group: "apps", version: "v1", kind: "Deployment", resource: "deployments", name: "web", namespace: "web" },
+      { ordinal: 1, group: "", version: "v1", kind: "Service", resource: "services", name: "web", namespace: "web" },
+      { ordinal: 2, group: "", version: "v1", kind: "ConfigMap", resource: "configmaps", name: "web", namespace: "web" },
+      { ordinal: 3, group: "", version: "v1", kind: "Namespace", resource: "namespaces", name: "web", namespace: "" },
+    ]);
+    const g = w.metadata.generation;
+    expect(cond(s.conditions, "Applied")).toMatchObject({ status: "True", reason: "AppliedManifestWorkComplete", observedGeneration: g });
+    expect(cond(s.conditions, "Available")).toMatchObject({ status: "True", reason: "ResourcesAvailable", observedGeneration: g });
+    expect(cond(s.conditions, "Progressing")).toMatchObject({ status: "False", reason: "ResourcesRolledOut", observedGeneration: g });
+    expect(cond(s.conditions, "Degraded")).toMatchObject({ status: "False", observedGeneration: g });
+    const m0 = s.resourceStatus.manifests[0];
+    expect(m0?.conditions.map((x) => [x.type, x.status, x.reason])).toEqual([
+      ["Applied", "True", "AppliedManifestComplete"],
+      ["Available", "True", "ResourceAvailable"],
+      ["StatusFeedbackSynced", "True", "NoStatusFeedbackSynced"],
+    ]);
+    expect(m0?.conditions.every((x) => x.observedGeneration === g)).toBe(true);
+    expect(dep.metadata.managedFields.some((f: Json) => f.manager === "work-agent" && f.operation === "Apply")).toBe(true);
+    // The record on the cluster lists what the work holds.
+    const rec = await dyn.get(ref(CM, AGENT_NS, "flotilla-work-w1"));
+    expect(rec.metadata.labels[RECORD_LABEL]).toBe("true");
+    const record = JSON.parse(rec.data["record.json"]);
+    expect(record.appliedResources.map((r: Json) => `${r.resource}/${r.name}`)).toEqual(["configmaps/web", "namespaces/web", "services/web", "deployments/web"]);
+    expect(record.appliedResources.find((r: Json) => r.resource === "deployments").uid).toBe(dep.metadata.uid);
+  });
+
+  it("Update re-applies a changed manifest and drops fields the new revision no longer has", async () => {
+    const { kc, dyn } = await sim();
+    const c = controller(kc);
+    const w1 = work("w", [configMap("cfg", { a: "1", b: "2" })]);
+    c.setWorks([w1]);
+    await c.sync();
+    const w2 = update(w1, [configMap("cfg", { a: "3" })]);
+    c.setWorks([w2]);
+    const s = status(await c.sync(), "w");
+    expect((await dyn.get(ref(CM, "default", "cfg"))).data).toEqual({ a: "3" });
+    expect(cond(s.conditions, "Applied")?.observedGeneration).toBe(w2.metadata.generation);
+  });
+
+  it("repairs drift: a changed field and a deleted object come back at the next sync", async () => {
+    const { kc, dyn } = await sim();
+    const c = controller(kc);
+    c.setWorks([work("w", [configMap("cfg", { a: "1" }), deployment("d", "default", "nginx:1")])]);
+    await c.sync();
+    await dyn.request(HttpMethod.PATCH, "/api/v1/namespaces/default/configmaps/cfg", { body: { data: { a: "changed", extra: "x" } }, contentType: "application/merge-patch+json", query: { fieldManager: "kubectl-edit" } });
+    await dyn.request(HttpMethod.PATCH, "/apis/apps/v1/namespaces/default/deployments/d", { body: { spec: { template: { spec: { containers: [{ name: "d", image: "evil:1" }] } } } }, contentType: "application/strategic-merge-patch+json", query: { fieldManager: "kubectl-edit" } });
+    const oldUid = (await dyn.get(ref(DEPLOY, "default", "d"))).metadata.uid;
+    await c.sync();
+    expect((await dyn.get(ref(CM, "default", "cfg"))).data.a).toBe("1");
+    expect((await dyn.get(ref(DEPLOY, "default", "d"))).spec.template.spec.containers[0].image).toBe("nginx:1");
+    await dyn.delete(ref(DEPLOY, "default", "d"));
+    expect(await getOrNull(dyn, ref(DEPLOY, "default", "d"))).toBeNull();
+    const s = status(await c.sync(), "w");
+    const again = await dyn.get(ref(DEPLOY, "default", "d"));
+    expect(again.metadata.uid).not.toBe(oldUid);
+    expect(cond(s.conditions, "Applied")?.status).toBe("True");
+    const record = JSON.parse((await dyn.get(ref(CM, AGENT_NS, "flotilla-work-w"))).data["record.json"]);
+    expect(record.appliedResources.find((r: Json) => r.resource === "deployments").uid).toBe(again.metadata.uid);
+  });
+
+  it("ServerSideApply: a field owned by another manager conflicts without force and is taken with force", async () => {
+    const { kc, dyn } = await sim();
+    await dyn.create(CM, "default", configMap("shared", { owned: "theirs" }), "someone-else");
+    const c = controller(kc);
+    const ssa = (force: boolean): ManifestConfig[] => [{ resourceIdentifier: { resource: "configmaps", name: "shared", namespace: "default" }, updateStrategy: { type: "ServerSideApply", serverSideApply: { force } } }];
+    const w1 = work("w", [configMap("shared", { owned: "ours" })], { manifestConfigs: ssa(false) });
+    c.setWorks([w1]);
+    const s1 = status(await c.sync(), "w");
+    const m = s1.resourceStatus.manifests[0];
+    expect(cond(m?.conditions, "Applied")).toMatchObject({ status: "False", reason: "AppliedManifestFailed" });
+    expect(cond(m?.conditions, "Applied")?.message).toMatch(/conflict with "someone-else"/);
+    expect(cond(s1.conditions, "Applied")).toMatchObject({ status: "False", reason: "AppliedManifestWorkFailed" });
+    expect(cond(s1.conditions, "Degraded")).toMatchObject({ status: "True", reason: "ApplyFailed" });
+    expect((await dyn.get(ref(CM, "default", "shared"))).data.owned).toBe("theirs");
+    // A resync does not retry the same conflict against the same object; the failure stays reported.
+    const before = (await dyn.get(ref(CM, "default", "shared"))).metadata.resourceVersion;
+    const s2 = status(await c.sync(), "w");
+    expect(cond(s2.resourceStatus.manifests[0]?.conditions, "Applied")?.status).toBe("False");
+    expect((await dyn.get(ref(CM, "default", "shared"))).metadata.resourceVersion).toBe(before);
+    // With force the fields are taken over.
+    c.setWorks([update(w1, [configMap("shared", { owned: "ours" })], { manifestConfigs: ssa(true) })]);
+    const s3 = status(await c.sync(), "w");
+    expect(cond(s3.conditions, "Applied")?.status).toBe("True");
+    const live = await dyn.get(ref(CM, "default", "shared"));
+    expect(live.data.owned).toBe("ours");
+    expect(live.metadata.managedFields.find((f: Json) => f.manager === "work-agent")?.operation).toBe("Apply");
+  });
+
+  it("ServerSideApply ignoreFields OnSpokePresent: spoke changes to ignored fields are kept, others are reverted", async () => {
+    const { kc, dyn } = await sim();
+    const c = controller(kc);
+    const manifestConfigs: ManifestConfig[] = [
+      { resourceIdentifier: { group: "apps", resource: "deployments", name: "d", namespace: "default" }, updateStrategy: { type: "ServerSideApply", serverSideApply: { force: true, ignoreFields: [{ condition: "OnSpokePresent", jsonPaths: [".spec.replicas"] }] } } },
+    ];
+    c.setWorks([work("w", [deployment("d", "default", "nginx:1", 2)], { manifestConfigs })]);
+    await c.sync();
+    await dyn.request(HttpMethod.PATCH, "/apis/apps/v1/namespaces/default/deployments/d", { body: { spec: { replicas: 5, template: { spec: { containers: [{ name: "d", image: "evil:1" }] } } } }, contentType: "application/strategic-merge-patch+json", query: { fieldManager: "hpa" } });
+    const s = status(await c.sync(), "w");
+    const live = await dyn.get(ref(DEPLOY, "default", "d"));
+    expect(live.spec.replicas).toBe(5);
+    expect(live.spec.template.spec.containers[0].image).toBe("nginx:1");
+    expect(cond(s.conditions, "Applied")?.status).toBe("True");
+  });
+
+  it("CreateOnly creates a missing object but never changes an existing one", async () => {
+    const { kc, dyn } = await sim();
+    await dyn.create(CM, "default", configMap("pre", { a: "theirs" }), "someone-else");
+    const c = controller(kc);
+    const createOnly = (name: string): ManifestConfig => ({ resourceIdentifier: { resource: "configmaps", name, namespace: "default" }, updateStrategy: { type: "CreateOnly" } });
+    const w = work("w", [configMap("pre", { a: "ours" }), configMap("fresh", { a: "ours" })], { manifestConfigs: [createOnly("pre"), createOnly("fresh")] });
+    c.setWorks([w]);
+    const s = status(await c.sync(), "w");
+    expect((await dyn.get(ref(CM, "default", "pre"))).data.a).toBe("theirs");
+    expect((await dyn.get(ref(CM, "default", "fresh"))).data.a).toBe("ours");
+    expect(cond(s.conditions, "Applied")?.status).toBe("True");
+    await dyn.request(HttpMethod.PATCH, "/api/v1/namespaces/default/configmaps/fresh", { body: { data: { a: "edited" } }, contentType: "application/merge-patch+json" });
+    c.setWorks([update(w, [configMap("pre", { a: "ours2" }), configMap("fresh", { a: "ours2" })])]);
+    await c.sync();
+    expect((await dyn.get(ref(CM, "default", "fresh"))).data.a).toBe("edited");
+    await dyn.delete(ref(CM, "default", "fresh"));
+    await c.sync();
+    expect((await dyn.get(ref(CM, "default", "fresh"))).data.a).toBe("ours2");
+  });
+
+  it("ReadOnly writes nothing, reads existence and feedback, and never deletes", async () => {
+    const { kc, dyn } = await sim();
+    const created = await dyn.create(DEPLOY, "default", deployment("ro", "default", "nginx:1", 3), "someone-else");
+    const c = controller(kc);
+    const manifestConfigs: ManifestConfig[] = [
+      { resourceIdentifier: { group: "apps", resource: "deployments", name: "ro", namespace: "default" }, updateStrategy: { type: "ReadOnly" }, feedbackRules: [{ type: "WellKnownStatus" }] },
+      { resourceIdentifier: { resource: "configmaps", name: "absent", namespace: "default" }, updateStrategy: { type: "ReadOnly" } },
+    ];
+    const w = work("w", [deployment("ro", "default", "other:2", 1), configMap("absent", { a: "1" })], { manifestConfigs });
+    c.setWorks([w]);
+    const s = status(await c.sync(), "w");
+    const live = await dyn.get(ref(DEPLOY, "default", "ro"));
+    expect(live.metadata.resourceVersion).toBe(created.metadata.resourceVersion as string);
+    expect(live.spec.template.spec.containers[0].image).toBe("nginx:1");
+    expect(live.metadata.managedFields.some((f: Json) => f.manager === "work-agent")).toBe(false);
+    expect(await getOrNull(dyn, ref(CM, "default", "absent"))).toBeNull();
+    const [dm, cm] = s.resourceStatus.manifests;
+    expect(dm?.statusFeedback.values).toContainEqual({ name: "ReadyReplicas", fieldValue: { type: "Integer", integer: 3 } });
+    expect(cond(dm?.conditions, "Available")?.status).toBe("True");
+    expect(cond(dm?.conditions, "StatusFeedbackSynced")).toMatchObject({ status: "True", reason: "StatusFeedbackSynced" });
+    expect(cond(cm?.conditions, "Available")).toMatchObject({ status: "False", reason: "ResourceNotAvailable" });
+    expect(cond(s.conditions, "Available")).toMatchObject({ status: "False", reason: "ResourcesNotAvailable", message: "1 of 2 resources are not available" });
+    c.setWorks([]);
+    await c.sync();
+    expect(await getOrNull(dyn, ref(DEPLOY, "default", "ro"))).not.toBeNull();
+    expect(await getOrNull(dyn, ref(CM, AGENT_NS, "flotilla-work-w"))).toBeNull();
+  });
+
+  it("a resource held by two works is deleted only when the last one lets go", async () => {
+    const { kc, dyn } = await sim();
+    const c = controller(kc);
+    const a = work("a", [configMap("shared", { k: "v" }), configMap("only-a", { k: "v" })]);
+    const b = work("b", [configMap("shared", { k: "v" })]);
+    c.setWorks([a, b]);
+    await c.sync();
+    c.setWorks([b]);
+    await c.sync();
+    expect(await getOrNull(dyn, ref(CM, "default", "only-a"))).toBeNull();
+    expect(await getOrNull(dyn, ref(CM, "default", "shared"))).not.toBeNull();
+    c.setWorks([]);
+    await c.sync();
+    expect(await getOrNull(dyn, ref(CM, "default", "shared"))).toBeNull();
+    expect(await getOrNull(dyn, ref(CM, AGENT_NS, "flotilla-work-a"))).toBeNull();
+    expect(await getOrNull(dyn, ref(CM, AGENT_NS, "flotilla-work-b"))).toBeNull();
+  });
+
+  it("a manifest removed from a work is deleted; an object re-created by someone else is not (UID precondition)", async () => {
+    const { kc, dyn } = await sim();
+    const c = controller(kc);
+    const w = work("w", [configMap("x", { k: "1" }), configMap("y", { k: "1" }), configMap("z", { k: "1" })]);
+    c.setWorks([w]);
+    await c.sync();
+    // z is deleted and re-created by someone else: same name, another uid.
+    await dyn.delete(ref(CM, "default", "z"));
+    await dyn.create(CM, "default", configMap("z", { k: "mine" }), "someone-else");
+    c.setWorks([update(w, [configMap("x", { k: "1" })])]);
+    await c.sync();
+    expect(await getOrNull(dyn, ref(CM, "default", "x"))).not.toBeNull();
+    expect(await getOrNull(dyn, ref(CM, "default", "y"))).toBeNull();
+    expect((await dyn.get(ref(CM, "default", "z"))).data.k).toBe("mine");
+    const record = JSON.parse((await dyn.get(ref(CM, AGENT_NS, "flotilla-work-w"))).data["record.json"]);
+    expect(record.appliedResources.map((r: Json) => r.name)).toEqual(["x"]);
+  });
+
+  it.each([
+    ["Foreground", { propagationPolicy: "Foreground" as const }, { keep: false, orphan: false }],
+    ["Orphan", { propagationPolicy: "Orphan" as const }, { keep: true, orphan: true }],
+    [
+      "SelectivelyOrphan",
+      { propagationPolicy: "SelectivelyOrphan" as const, selectivelyOrphans: { orphaningRules: [{ group: "", resource: "configmaps", name: "keep", namespace: "default" }] } },
+      { keep: true, orphan: false },
+    ],
+  ])("deleteOption %s decides what a deleted work leaves behind", async (_name, deleteOption, want) => {
+    const { kc, dyn } = await sim();
+    const c = controller(kc);
+    c.setWorks([work("w", [configMap("keep", { k: "1" }), configMap("other", { k: "1" })], { deleteOption })]);
+    await c.sync();
+    c.setWorks([]);
+    await c.sync();
+    expect((await getOrNull(dyn, ref(CM, "default", "keep"))) !== null).toBe(want.keep);
+    expect((await getOrNull(dyn, ref(CM, "default", "other"))) !== null).toBe(want.orphan);
+    expect(await getOrNull(dyn, ref(CM, AGENT_NS, "flotilla-work-w"))).toBeNull();
+  });
+
+  it("the record survives a restart: a new controller deletes what a vanished work applied, per its last deleteOption", async () => {
+    const { kc, dyn } = await sim();
+    const first = controller(kc);
+    first.setWorks([work("w", [configMap("a", { k: "1" }), configMap("b", { k: "1" })], { deleteOption: { propagationPolicy: "SelectivelyOrphan", selectivelyOrphans: { orphaningRules: [{ resource: "configmaps", name: "b", namespace: "default" }] } } })]);
+    await first.sync();
+    const restarted = controller(kc);
+    await restarted.init();
+    expect(restarted.works().map((w) => w.metadata.name)).toEqual(["w"]);
+    // Before the hub answers, the recorded work is still repaired.
+    await dyn.delete(ref(CM, "default", "a"));
+    await restarted.sync();
+    expect(await getOrNull(dyn, ref(CM, "default", "a"))).not.toBeNull();
+    restarted.setWorks([]);
+    await restarted.sync();
+    expect(await getOrNull(dyn, ref(CM, "default", "a"))).toBeNull();
+    expect(await getOrNull(dyn, ref(CM, "default", "b"))).not.toBeNull();
+  });
+
+  it("feedback values from WellKnownStatus and JSONPaths, and Progressing/Degraded from live rollout state", async () => {
+    const { kc, dyn } = await sim();
+    const c = controller(kc);
+    const manifestConfigs: ManifestConfig[] = [
+      {
+        resourceIdentifier: { group: "apps", resource: "deployments", name: "web", namespace: "default" },
+        feedbackRules: [
+          { type: "WellKnownStatus" },
+          { type: "JSONPaths", jsonPaths: [{ name: "image", path: ".spec.template.spec.containers[0].image" }, { name: "available", path: '.status.conditions[?(@.type=="Available")].status' }, { name: "bad", path: ".spec.template" }] },
+        ],
+      },
+      { resourceIdentifier: { group: "batch", resource: "jobs", name: "once", namespace: "default" }, feedbackRules: [{ type: "JSONPaths", jsonPaths: [{ name: "suspend", path: ".spec.suspend" }] }, { type: "WellKnownStatus" }] },
+    ];
+    const job = { apiVersion: "batch/v1", kind: "Job", metadata: { name: "once", namespace: "default" }, spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "x", image: "busybox" }] } } } };
+    const w = work("w", [deployment("web", "default", "nginx:1.25", 2), job], { manifestConfigs });
+    c.setWorks([w]);
+    const s = status(await c.sync(), "w");
+    const [dm, jm] = s.resourceStatus.manifests;
+    expect(dm?.statusFeedback.values).toEqual([
+      { name: "ReadyReplicas", fieldValue: { type: "Integer", integer: 2 } },
+      { name: "Replicas", fieldValue: { type: "Integer", integer: 2 } },
+      { name: "AvailableReplicas", fieldValue: { type: "Integer", integer: 2 } },
+      { name: "image", fieldValue: { type: "String", string: "nginx:1.25" } },
+      { name: "available", fieldValue: { type: "String", string: "True" } },
+    ]);
+    expect(cond(dm?.conditions, "StatusFeedbackSynced")).toMatchObject({ status: "False", reason: "StatusFeedbackSyncFailed" });
+    expect(jm?.statusFeedback.values).toEqual([
+      { name: "suspend", fieldValue: { type: "Boolean", boolean: false } },
+      { name: "JobComplete", fieldValue: { type: "String", string: "True" } },
+      { name: "JobSucceeded", fieldValue: { type: "Integer", integer: 1 } },
+    ]);
+    expect(cond(s.conditions, "Progressing")?.status).toBe("False");
+
+    // The Deployment's controller reports a rollout in progress, then a missed deadline.
+    const setStatus = async (st: Obj) => {
+      const cur = await dyn.get(ref(DEPLOY, "default", "web"));
+      await dyn.request(HttpMethod.PUT, "/apis/apps/v1/namespaces/default/deployments/web/status", { body: { ...cur, status: { observedGeneration: cur.metadata.generation, replicas: 2, ...st } } });
+    };
+    await setStatus({ updatedReplicas: 2, readyReplicas: 1, availableReplicas: 1 });
+    const rolling = status(await c.sync(), "w");
+    expect(cond(rolling.conditions, "Progressing")).toMatchObject({ status: "True", reason: "ResourcesProgressing", observedGeneration: w.metadata.generation });
+    expect(cond(rolling.conditions, "Degraded")?.status).toBe("False");
+    expect(rolling.resourceStatus.manifests[0]?.statusFeedback.values[0]).toEqual({ name: "ReadyReplicas", fieldValue: { type: "Integer", integer: 1 } });
+    await setStatus({ updatedReplicas: 1, conditions: [{ type: "Progressing", status: "False", reason: "ProgressDeadlineExceeded", message: 'ReplicaSet "web-x" has timed out progressing.' }] });
+    const stuck = status(await c.sync(), "w");
+    expect(cond(stuck.conditions, "Degraded")).toMatchObject({ status: "True", reason: "ProgressDeadlineExceeded" });
+    expect(cond(stuck.conditions, "Progressing")?.status).toBe("False");
+  });
+
+  it("an unknown kind fails that manifest only: Applied False, Available Unknown, the rest applied", async () => {
+    const { kc, dyn } = await sim();
+    const c = controller(kc);
+    const s = status((c.setWorks([work("w", [{ apiVersion: "example.com/v1", kind: "Widget", metadata: { name: "w1" } }, configMap("ok", { a: "1" })])]), await c.sync()), "w");
+    const [widget, cm] = s.resourceStatus.manifests;
+    expect(cond(widget?.conditions, "Applied")).toMatchObject({ status: "False", reason: "AppliedManifestFailed" });
+    expect(cond(widget?.conditions, "Applied")?.message).toMatch(/no matches for kind "Widget"/);
+    expect(cond(widget?.conditions, "Available")).toMatchObject({ status: "Unknown", reason: "IncompleteResourceMeta" });
+    expect(cond(cm?.conditions, "Applied")?.status).toBe("True");
+    expect(await getOrNull(dyn, ref(CM, "default", "ok"))).not.toBeNull();
+    expect(cond(s.conditions, "Available")?.status).toBe("Unknown");
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// the loop against a hub stub
+
+interface HubState {
+  etag: number;
+  works: unknown[];
+  leaving: boolean;
+  statuses: Array<{ work: string; body: Json }>;
+  left: boolean;
+  requests: string[];
+}
+
+/** A hub that accepts any registration and agent JWT (signatures are checked by agent.test.ts) and serves works. */
+async function worksHub() {
+  const st: HubState = { etag: 1, works: [], leaving: false, statuses: [], left: false, requests: [] };
+  const waiters = new Set<() => void>();
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      void (async () => {
+        const url = new URL(req.url ?? "/", "http://hub");
+        st.requests.push(`${req.method} ${url.pathname}`);
+        const text = Buffer.concat(chunks).toString("utf8");
+        const send = (code: number, body: unknown) => {
+          res.writeHead(code, { "content-type": "application/json", etag: `"${st.etag}"` });
+          res.end(JSON.stringify(body));
+        };
+        const p = url.pathname;
+        if (p === "/agent/v1/register") return send(201, { clusterName: "c1", hubAcceptsClient: true, leaseDurationSeconds: 1 });
+        if (p.endsWith("/heartbeat")) return send(200, { leaseDurationSeconds: 1, worksEtag: String(st.etag), leaving: st.leaving });
+        if (p.endsWith("/works")) {
+          if (req.headers["if-none-match"] === `"${st.etag}"`) {
+            await new Promise<void>((resolve) => {
+              const done = () => {
+                clearTimeout(t);
+                waiters.delete(done);
+                resolve();
+              };
+              const t = setTimeout(done, Number(url.searchParams.get("waitSeconds") ?? 0) * 1000);
+              waiters.add(done);
+              res.once("close", done);
+            });
+            if (res.destroyed) return;
+            if (req.headers["if-none-match"] === `"${st.etag}"`) {
+              res.writeHead(304, { etag: `"${st.etag}"` });
+              return void res.end();
+            }
+          }
+          return send(200, { etag: String(st.etag), leaving: st.leaving, works: st.works });
+        }
+        if (p.endsWith("/status") && req.method === "PUT") {
+          st.statuses.push({ work: decodeURIComponent(p.split("/").at(-2) ?? ""), body: JSON.parse(text) });
+          return send(200, { resourceVersion: String(st.statuses.length) });
+        }
+        if (p.endsWith("/left")) {
+          if (!st.leaving) return send(409, { kind: "Status", code: 409, message: "not leaving" });
+          st.left = true;
+          return send(200, {});
+        }
+        if (req.method === "GET") return send(200, { clusterName: "c1", hubAcceptsClient: true, denied: false, joined: true, leaseDurationSeconds: 1 });
+        return send(404, { kind: "Status", code: 404, message: "no such endpoint" });
+      })();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  );
+  const set = (works: unknown[], leaving = false) => {
+    st.works = works;
+    st.leaving = leaving;
+    st.etag += 1;
+    for (const w of [...waiters]) w();
+  };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, st, set };
+}
+
+const FAST = { acceptancePollMs: 20, backoffBaseMs: 10, backoffCapMs: 40, healthCheckPeriodMs: 1_000, healthRecheckMs: 200, requestTimeoutMs: 2_000, worksWaitSeconds: 5, worksMinPollMs: 20 };
+
+describe("work loop against the hub protocol", () => {
+  it("long-polls works, applies them, reports status only when it changed, repairs drift, and leaves clean", async () => {
+    const { kc, dyn } = await sim();
+    const hub = await worksHub();
+    const { log, lines } = memoryLogger();
+    const a = await startAgent({ hubUrl: hub.url, clusterName: "c1", bootstrapToken: "abcdef.0123456789abcdef", kubeConfig: kc, logger: log, timing: FAST, statusSyncIntervalSeconds: 0.1 });
+    cleanups.push(() => a.stop());
+    const w = work("w", [configMap("cfg", { a: "1" }), configMap("kept", { a: "1" })], {
+      deleteOption: { propagationPolicy: "SelectivelyOrphan", selectivelyOrphans: { orphaningRules: [{ resource: "configmaps", name: "kept", namespace: "default" }] } },
+    });
+    hub.set([w]);
+    const first = await until(() => hub.st.statuses.find((s) => s.work === "w"), 15_000, "a status report");
+    expect(first.body.uid).toBe(w.metadata.uid);
+    expect(cond(first.body.status.conditions, "Applied")).toMatchObject({ status: "True", observedGeneration: w.metadata.generation });
+    expect((await dyn.get(ref(CM, "default", "cfg"))).data.a).toBe("1");
+    const polls = hub.st.requests.filter((r) => r.endsWith("/works"));
+    expect(polls.length).toBeGreaterThanOrEqual(2);
+
+    // Drift: repaired by a later sync pass, whose status is the same, so it is not reported again.
+    await dyn.delete(ref(CM, "default", "cfg"));
+    await until(async () => (await getOrNull(dyn, ref(CM, "default", "cfg"))) !== null, 15_000, "drift repair");
+    expect(hub.st.statuses.filter((s) => s.work === "w")).toHaveLength(1);
+
+    // A new generation is applied and reported.
+    const w2 = update(w, [configMap("cfg", { a: "2" }), configMap("kept", { a: "1" })]);
+    hub.set([w2]);
+    await until(() => hub.st.statuses.some((s) => cond(s.body.status.conditions, "Applied")?.observedGeneration === w2.metadata.generation), 15_000, "generation 2 reported");
+    expect((await dyn.get(ref(CM, "default", "cfg"))).data.a).toBe("2");
+
+    // Leave: what the work applied goes (except the orphaned one), then left, Secret deleted, done.
+    hub.set([w2], true);
+    await a.done;
+    expect(a.state()).toBe("left");
+    expect(hub.st.left).toBe(true);
+    expect(await getOrNull(dyn, ref(CM, "default", "cfg"))).toBeNull();
+    expect(await getOrNull(dyn, ref(CM, "default", "kept"))).not.toBeNull();
+    expect(await getOrNull(dyn, ref(CM, AGENT_NS, "flotilla-work-w"))).toBeNull();
+    expect(await loadCredentials(kc, AGENT_NS)).toBeUndefined();
+    expect(lines.filter((l) => /left the hub: deleted 1 applied resource\(s\), orphaned 1/.test(l))).toHaveLength(1);
+  });
+
+  it("keeps reporting nothing for a work the hub answers 404 or 409 for, and removes a work absent from the list", async () => {
+    const { kc, dyn } = await sim();
+    const hub = await worksHub();
+    const { log, lines } = memoryLogger();
+    const a = await startAgent({ hubUrl: hub.url, clusterName: "c1", bootstrapToken: "abcdef.0123456789abcdef", kubeConfig: kc, logger: log, timing: FAST, statusSyncIntervalSeconds: 0.1 });
+    cleanups.push(() => a.stop());
+    hub.set([work("gone", [configMap("g", { a: "1" })])]);
+    await until(async () => (await getOrNull(dyn, ref(CM, "default", "g"))) !== null, 15_000, "applied");
+    hub.set([]);
+    await until(async () => (await getOrNull(dyn, ref(CM, "default", "g"))) === null, 15_000, "removed");
+    expect(lines.some((l) => /work gone deleted on the hub: deleted 1/.test(l))).toBe(true);
+  });
+
+  it("the agent process exits 0 after leaving", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "flotilla-work-cli-"));
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const hub = await worksHub();
+    const cluster = await startSimulatedCluster({ statePath: path.join(dir, "state.json") });
+    cleanups.push(() => cluster.close());
+    const kc = kubeConfigFromYaml(cluster.kubeconfigYaml);
+    const dyn = jsonClient(kc);
+    hub.set([work("w", [configMap("cfg", { a: "1" })])]);
+    const child = spawn(process.execPath, [path.join(root, "agent/bin/flotilla-agent.js"), "--hub-url", hub.url, "--cluster-name", "c1", "--bootstrap-token", "abcdef.0123456789abcdef", "--kubeconfig", cluster.kubeconfigPath, "--status-sync-interval", "0.2"], {
+      cwd: root,
+      env: { ...process.env, FLOTILLA_BOOTSTRAP_TOKEN: "" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    cleanups.push(() => void child.kill());
+    await until(async () => (await getOrNull(dyn, ref(CM, "default", "cfg"))) !== null, 30_000, "the agent to apply the work");
+    hub.set(hub.st.works, true);
+    expect(await exited).toBe(0);
+    expect(out).toMatch(/left the hub/);
+    expect(hub.st.left).toBe(true);
+    expect(await getOrNull(dyn, ref(CM, "default", "cfg"))).toBeNull();
+    expect(await getOrNull(dyn, ref({ group: "", version: "v1", resource: "secrets" }, AGENT_NS, CREDENTIALS_SECRET_NAME))).toBeNull();
+  });
+});
