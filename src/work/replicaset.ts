@@ -229,7 +229,11 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
   }
 
   const spec = (mwrs.spec ?? {}) as ReplicaSetSpec;
-  const template = spec.manifestWorkTemplate ?? {};
+  // The spec a work stores for the template (the ManifestWork kind's defaults applied), so that
+  // defaults never make a written work look out of date.
+  const defaulted = { apiVersion: "", kind: "", metadata: { name: "", uid: "", resourceVersion: "", creationTimestamp: "" }, spec: structuredClone(spec.manifestWorkTemplate ?? {}) } as KubeObject;
+  ManifestWorkKind.defaults?.(defaulted);
+  const template = defaulted.spec ?? {};
   const templateJson = canonical(template);
   const now = new Date(nowMs).toISOString();
   const allDecisions = (await listObjects(db, PlacementDecisionKind, namespace)).items;
@@ -342,14 +346,27 @@ function stub(env: Env, namespace: string, name: string) {
   return env.REPLICASETS.getByName(`${namespace}/${name}`);
 }
 
-/** Runs the replica set's controller and waits for a run that started after this call. */
+/**
+ * Runs the replica set's controller and waits for a run that started after this call. The
+ * triggering write has committed already, so a failure to reach the object is logged and
+ * turned into a later run when possible, never thrown at the writer.
+ */
 async function reconcileNow(env: Env, namespace: string, name: string): Promise<void> {
-  await stub(env, namespace, name).reconcile(namespace, name);
+  try {
+    await stub(env, namespace, name).reconcile(namespace, name);
+  } catch (e) {
+    console.error(`replica set ${namespace}/${name}: could not run it`, e);
+    await reconcileSoon(env, namespace, name);
+  }
 }
 
-/** Asks for a run shortly after (the object's alarm, at once) without waiting for it. */
+/** Asks for a run shortly after (the object's alarm, at once) without waiting for it; failures are logged. */
 async function reconcileSoon(env: Env, namespace: string, name: string, deletedWorkIn?: string): Promise<void> {
-  await stub(env, namespace, name).notify(namespace, name, deletedWorkIn);
+  try {
+    await stub(env, namespace, name).notify(namespace, name, deletedWorkIn);
+  } catch (e) {
+    console.error(`replica set ${namespace}/${name}: could not ask for a run`, e);
+  }
 }
 
 /**
