@@ -73,6 +73,9 @@ beforeAll(async () => {
   await cluster("c4", { [CS]: "fleet", app: "other" });
   for (const c of ["r1", "r2", "r3"]) await cluster(c, { [CS]: "fleet", app: "roll" });
   for (const c of ["s1", "s2", "s3"]) await cluster(c, { [CS]: "fleet", app: "slow" });
+  await cluster("g1", { [CS]: "fleet", app: "grp" });
+  await cluster("g2", { [CS]: "fleet", app: "grp", ring: "canary" });
+  await cluster("g3", { [CS]: "fleet", app: "grp" });
 });
 
 describe("ManifestWorkReplicaSet", () => {
@@ -161,6 +164,26 @@ describe("ManifestWorkReplicaSet", () => {
     expect(ws.r3.spec).toEqual(template({ v: "2" }));
     await report("r3", "roll.app", "succeeded");
     expect(condition(await mwrs("roll", "app"), "PlacementRolledOut")).toMatchObject({ status: "True", reason: "Complete" });
+  });
+
+  it("ProgressivePerGroup with a mandatory group: the canary group first, then the next group at once", async () => {
+    await call("POST", BINDINGS("grp"), { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "fleet" }, spec: { clusterSet: "fleet" } });
+    const p = await call("POST", PLACEMENTS("grp"), {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "Placement",
+      metadata: { name: "grp" },
+      spec: {
+        predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { app: "grp" } } } }],
+        decisionStrategy: { groupStrategy: { decisionGroups: [{ groupName: "canary", groupClusterSelector: { labelSelector: { matchLabels: { ring: "canary" } } } }] } },
+      },
+    });
+    expect(p.status).toBe(201);
+    await createReplicaSet("grp", "app", [{ name: "grp", rolloutStrategy: { type: "ProgressivePerGroup", progressivePerGroup: { mandatoryDecisionGroups: [{ groupName: "canary" }] } } }]);
+    expect(Object.keys(await works("grp", "app"))).toEqual(["g2"]);
+    const m = await mwrs("grp", "app");
+    expect(m.status.placementSummary[0].availableDecisionGroups).toBe("2 (1 / 3 clusters applied)");
+    await report("g2", "grp.app", "succeeded");
+    expect(Object.keys(await works("grp", "app")).sort()).toEqual(["g1", "g2", "g3"]);
   });
 
   it("progressDeadline: a silent cluster times out on the object's alarm and counts toward maxFailures", async () => {
