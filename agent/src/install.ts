@@ -10,16 +10,19 @@
  * 3. `Secret` `flotilla-bootstrap` (stringData `hub-url`, `cluster-name`, `bootstrap-token`);
  * 4. `ClusterRole` + `ClusterRoleBinding` `flotilla-agent-<namespace>`: exactly what the agent
  *    reads cluster-wide (see {@link clusterRules});
- * 5. `Role` + `RoleBinding` `flotilla-agent` in the namespace: its credentials Secret
- *    (see {@link namespaceRules});
- * 6. `Deployment` `flotilla-agent`: one replica, `Recreate`, non-root, read-only root
+ * 5. `Role` + `RoleBinding` `flotilla-agent` in the namespace: its credentials Secret and its
+ *    AppliedManifestWork records (see {@link namespaceRules});
+ * 6. `ClusterRole` + `ClusterRoleBinding` `flotilla-agent-work-<namespace>`: what applying the
+ *    manifests of ManifestWorks needs (see {@link workRules}): every verb on every resource;
+ * 7. `Deployment` `flotilla-agent`: one replica, `Recreate`, non-root, read-only root
  *    filesystem, every capability dropped, seccomp `RuntimeDefault`, an `emptyDir` at `/tmp`
  *    (tsx keeps its compile cache in `os.tmpdir()`), configuration from the bootstrap Secret.
  *
- * The RBAC is the least the agent needs today (registration, identity, status, key rotation).
- * The ManifestWork agent (issue 4) will need to create, update and delete the objects of the
- * works it applies: its permissions belong in a separate ClusterRole added next to
- * {@link clusterRules} (see the note there), so that this one stays read-only.
+ * The agent's own RBAC (4 and 5) is the least its registration, identity, status, key rotation
+ * and work records need. The work ClusterRole (6) is separate and deliberately broad: a
+ * ManifestWork may carry any kind, as with OCM, whose work agent effectively runs with
+ * cluster-admin rights on the managed cluster. An admin who wants to limit what works may do
+ * replaces that one ClusterRole with narrower rules; the agent's own roles stay as they are.
  */
 import { stringify } from "yaml";
 import { CREDENTIALS_SECRET_NAME, DEFAULT_AGENT_NAMESPACE } from "./credentials.ts";
@@ -108,9 +111,8 @@ export function defaultAgentImage(version: string): string {
  *   (`cluster.clusterset.k8s.io`) and the cluster claims;
  * - `get` `/version` (Kubernetes version), `/livez` and `/healthz` (the health probe).
  *
- * Note for the ManifestWork agent (issue 4): applying works needs write access to whatever the
- * works carry; add it as a second ClusterRole (bound to the same ServiceAccount) rendered next
- * to this one, not by widening these read-only rules.
+ * Applying works needs write access to whatever the works carry: that is the separate
+ * {@link workRules} ClusterRole, so these rules stay read-only.
  *
  * @param namespace the agent's namespace.
  * @returns the rules, in a fixed order.
@@ -125,20 +127,51 @@ export function clusterRules(namespace: string): PolicyRule[] {
 }
 
 /**
- * The permissions the agent needs in its own namespace: its credentials Secret
- * `flotilla-hub-credentials` (first registration creates it; key rotation reads and replaces
- * it). RBAC cannot limit `create` by name (the name is not known to the authorizer before the
- * object exists), so `create` is a rule of its own without `resourceNames`; `get` and `update`
- * are limited to that one Secret. The agent never patches, lists, watches or deletes Secrets,
- * and never reads the bootstrap Secret (the kubelet injects it as environment variables).
+ * The permissions the agent needs in its own namespace:
+ * - its credentials Secret `flotilla-hub-credentials`: first registration creates it, key
+ *   rotation reads and replaces it, leaving the hub deletes it. RBAC cannot limit `create` by
+ *   name (the name is not known to the authorizer before the object exists), so `create` is a
+ *   rule of its own without `resourceNames`; `get`, `update` and `delete` are limited to that
+ *   one Secret. The agent never patches, lists or watches Secrets here, and never reads the
+ *   bootstrap Secret (the kubelet injects it as environment variables);
+ * - ConfigMaps: one AppliedManifestWork record per work (`flotilla-work-<work>`, listed by
+ *   label at start, created, replaced and deleted with the work).
  *
  * @returns the rules, in a fixed order.
  */
 export function namespaceRules(): PolicyRule[] {
   return [
     { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
-    { apiGroups: [""], resources: ["secrets"], resourceNames: [CREDENTIALS_SECRET_NAME], verbs: ["get", "update"] },
+    { apiGroups: [""], resources: ["secrets"], resourceNames: [CREDENTIALS_SECRET_NAME], verbs: ["get", "update", "delete"] },
+    { apiGroups: [""], resources: ["configmaps"], verbs: ["get", "list", "create", "update", "delete"] },
   ];
+}
+
+/**
+ * The permissions applying ManifestWorks needs: every verb on every resource of every group
+ * (a work may carry any kind: Namespaces, CRDs, RBAC, workloads, custom resources; the agent
+ * reads, creates, applies and deletes them), and `get` on the discovery paths the agent maps
+ * kinds to resources with. This is cluster-admin-level access, as OCM's work agent has on a
+ * managed cluster; it is a ClusterRole of its own so that an admin can narrow it.
+ *
+ * @returns the rules, in a fixed order.
+ */
+export function workRules(): PolicyRule[] {
+  return [
+    { apiGroups: ["*"], resources: ["*"], verbs: ["*"] },
+    { nonResourceURLs: ["/api", "/api/*", "/apis", "/apis/*"], verbs: ["get"] },
+  ];
+}
+
+/**
+ * Name of the work ClusterRole and its ClusterRoleBinding (cluster-scoped, so it carries the
+ * namespace).
+ *
+ * @param namespace the agent's namespace.
+ * @returns e.g. `flotilla-agent-work-flotilla-agent`.
+ */
+export function workClusterRoleName(namespace: string): string {
+  return `${AGENT_NAME}-work-${namespace}`;
 }
 
 /**
@@ -228,6 +261,14 @@ export function renderInstallManifests(opts: InstallOptions): ManifestObject[] {
       kind: "RoleBinding",
       metadata: meta(AGENT_NAME),
       roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: AGENT_NAME },
+      subjects,
+    },
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: meta(workClusterRoleName(namespace), false), rules: workRules() },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: meta(workClusterRoleName(namespace), false),
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: workClusterRoleName(namespace) },
       subjects,
     },
     {

@@ -40,8 +40,19 @@ const base: InstallOptions = { hubUrl: "https://hub.example.com", clusterName: "
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
+/** Whether `o` is the work agent's ClusterRole or ClusterRoleBinding (`flotilla-agent-work-<ns>`). */
+const isWorkRbac = (o: ManifestObject): boolean => o.metadata.name.startsWith("flotilla-agent-work-");
+
+/** The one object of `kind`, leaving out the work agent's ClusterRole and binding. */
 function byKind(objs: readonly ManifestObject[], kind: string): Json {
-  const found = objs.filter((o) => o.kind === kind);
+  const found = objs.filter((o) => o.kind === kind && !isWorkRbac(o));
+  expect(found, kind).toHaveLength(1);
+  return found[0];
+}
+
+/** The work agent's ClusterRole or ClusterRoleBinding. */
+function workRbac(objs: readonly ManifestObject[], kind: "ClusterRole" | "ClusterRoleBinding"): Json {
+  const found = objs.filter((o) => o.kind === kind && isWorkRbac(o));
   expect(found, kind).toHaveLength(1);
   return found[0];
 }
@@ -136,7 +147,9 @@ function ruleAllows(rule: PolicyRule, a: Attributes): boolean {
   if (a.path !== undefined) {
     return (rule.nonResourceURLs ?? []).some((u) => u === a.path || (u.endsWith("*") && a.path!.startsWith(u.slice(0, -1))));
   }
-  if (!rule.apiGroups?.includes(a.group!) || !rule.resources?.includes(a.resource!)) return false;
+  // "*" matches any group or resource, as in RBAC.
+  const has = (list: string[] | undefined, v: string) => !!list && (list.includes(v) || list.includes("*"));
+  if (!has(rule.apiGroups, a.group!) || !has(rule.resources, a.resource!)) return false;
   return rule.resourceNames === undefined || rule.resourceNames.length === 0 || (a.name !== undefined && rule.resourceNames.includes(a.name));
 }
 
@@ -198,6 +211,8 @@ describe("install manifests: shapes", () => {
       "rbac.authorization.k8s.io/v1/ClusterRoleBinding/flotilla-agent-flotilla-agent",
       "rbac.authorization.k8s.io/v1/Role/flotilla-agent",
       "rbac.authorization.k8s.io/v1/RoleBinding/flotilla-agent",
+      "rbac.authorization.k8s.io/v1/ClusterRole/flotilla-agent-work-flotilla-agent",
+      "rbac.authorization.k8s.io/v1/ClusterRoleBinding/flotilla-agent-work-flotilla-agent",
       "apps/v1/Deployment/flotilla-agent",
     ]);
     for (const o of objs) {
@@ -210,7 +225,7 @@ describe("install manifests: shapes", () => {
     });
   });
 
-  it("grants exactly the least RBAC: read-only cluster rules and the credentials Secret in its namespace", () => {
+  it("grants the agent the least RBAC (read-only cluster rules, its Secret and records) and works a separate cluster-admin-level role", () => {
     const objs = renderInstallManifests({ ...base, namespace: "fleet" });
     expect(byKind(objs, "ClusterRole").rules).toEqual([
       { apiGroups: [""], resources: ["namespaces"], resourceNames: ["kube-system", "fleet"], verbs: ["get"] },
@@ -222,7 +237,8 @@ describe("install manifests: shapes", () => {
       metadata: { name: "flotilla-agent", namespace: "fleet" },
       rules: [
         { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
-        { apiGroups: [""], resources: ["secrets"], resourceNames: [CREDENTIALS_SECRET_NAME], verbs: ["get", "update"] },
+        { apiGroups: [""], resources: ["secrets"], resourceNames: [CREDENTIALS_SECRET_NAME], verbs: ["get", "update", "delete"] },
+        { apiGroups: [""], resources: ["configmaps"], verbs: ["get", "list", "create", "update", "delete"] },
       ],
     });
     expect(byKind(objs, "Role").rules[0].resourceNames).toBeUndefined();
@@ -233,13 +249,25 @@ describe("install manifests: shapes", () => {
       subjects: sa,
     });
     expect(byKind(objs, "RoleBinding")).toMatchObject({ roleRef: { kind: "Role", name: "flotilla-agent" }, subjects: sa });
-    // No write verb anywhere cluster-wide, and no wildcard at all.
+    // The agent's own roles: no write verb cluster-wide, and no wildcard at all.
     const all: PolicyRule[] = [...byKind(objs, "ClusterRole").rules, ...byKind(objs, "Role").rules];
     expect(JSON.stringify(all)).not.toContain("*");
     expect(byKind(objs, "ClusterRole").rules.flatMap((r: PolicyRule) => r.verbs)).not.toEqual(expect.arrayContaining(["create"]));
+    // Works may carry any kind: their role is everything (OCM's work agent is cluster-admin-level), bound to the same ServiceAccount.
+    expect(workRbac(objs, "ClusterRole")).toMatchObject({
+      metadata: { name: "flotilla-agent-work-fleet" },
+      rules: [
+        { apiGroups: ["*"], resources: ["*"], verbs: ["*"] },
+        { nonResourceURLs: ["/api", "/api/*", "/apis", "/apis/*"], verbs: ["get"] },
+      ],
+    });
+    expect(workRbac(objs, "ClusterRoleBinding")).toMatchObject({ roleRef: { kind: "ClusterRole", name: "flotilla-agent-work-fleet" }, subjects: sa });
+    const canWork = authorizerFor(objs, { namespace: "fleet", name: "flotilla-agent" });
+    expect(canWork(requestAttributes("DELETE", "/apis/apps/v1/namespaces/default/deployments/web"))).toBe(true);
+    expect(canWork(requestAttributes("GET", "/apis/apps/v1"))).toBe(true);
 
-    // The authorizer used below agrees: what the agent needs is allowed, its neighbours are not.
-    const can = authorizerFor(objs, { namespace: "fleet", name: "flotilla-agent" });
+    // Without the work role, the authorizer agrees: what the agent needs is allowed, its neighbours are not.
+    const can = authorizerFor(objs.filter((o) => !isWorkRbac(o)), { namespace: "fleet", name: "flotilla-agent" });
     expect(can(requestAttributes("GET", "/api/v1/namespaces/kube-system"))).toBe(true);
     expect(can(requestAttributes("POST", "/api/v1/namespaces/fleet/secrets"))).toBe(true);
     expect(can(requestAttributes("PUT", `/api/v1/namespaces/fleet/secrets/${CREDENTIALS_SECRET_NAME}`))).toBe(true);
@@ -360,6 +388,8 @@ describe("install manifests: kubectl apply to the simulated member cluster", () 
       "clusterrolebinding.rbac.authorization.k8s.io/flotilla-agent-flotilla-agent created",
       "role.rbac.authorization.k8s.io/flotilla-agent created",
       "rolebinding.rbac.authorization.k8s.io/flotilla-agent created",
+      "clusterrole.rbac.authorization.k8s.io/flotilla-agent-work-flotilla-agent created",
+      "clusterrolebinding.rbac.authorization.k8s.io/flotilla-agent-work-flotilla-agent created",
       "deployment.apps/flotilla-agent created",
     ]);
 
@@ -516,9 +546,10 @@ describe("install manifests: an agent with their configuration joins the hub", (
     const after = (await kubectlJson(s.kubeconfigPath, ["-n", namespace, "get", "secret", CREDENTIALS_SECRET_NAME])).data["private-key"];
     expect(after).not.toBe(before);
 
-    // Every request the agent made is allowed by the rendered RBAC, and the traffic covered
-    // the interesting rules (so this check is not vacuous).
-    const can = authorizerFor(objs, { namespace, name: "flotilla-agent" });
+    // Every request the agent made is allowed by the rendered RBAC, even without the work role
+    // (no works were applied here), and the traffic covered the interesting rules (so this
+    // check is not vacuous).
+    const can = authorizerFor(objs.filter((o) => !isWorkRbac(o)), { namespace, name: "flotilla-agent" });
     const seen = proxy.requests.map((r) => ({ ...r, attrs: requestAttributes(r.method, r.url) }));
     const denied = seen.filter((r) => !can(r.attrs));
     expect(denied.map((r) => `${r.method} ${r.url}`)).toEqual([]);
@@ -528,6 +559,7 @@ describe("install manifests: an agent with their configuration joins the hub", (
     expect(has("get", { resource: "secrets", name: CREDENTIALS_SECRET_NAME })).toBe(true);
     expect(has("update", { resource: "secrets", name: CREDENTIALS_SECRET_NAME })).toBe(true);
     expect(has("list", { resource: "nodes" })).toBe(true);
+    expect(has("list", { resource: "configmaps", namespace })).toBe(true);
     expect(has("list", { group: "about.k8s.io", resource: "clusterproperties" })).toBe(true);
     expect(has("get", { path: "/version" })).toBe(true);
     expect(has("get", { path: "/livez" })).toBe(true);
