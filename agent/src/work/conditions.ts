@@ -40,6 +40,13 @@ export interface ManifestOutcome {
   rollout: RolloutState | undefined;
 }
 
+/** Longest condition message reported, in characters (metav1.Condition allows 32 768). */
+export const MAX_CONDITION_MESSAGE = 4096;
+
+function clip(message: string): string {
+  return message.length <= MAX_CONDITION_MESSAGE ? message : `${message.slice(0, MAX_CONDITION_MESSAGE - 3)}...`;
+}
+
 /** Current time as RFC 3339 with second precision, as `metav1.Time` serialises. */
 export function nowRfc3339(now: Date = new Date()): string {
   return now.toISOString().replace(/\.\d{3}Z$/, "Z");
@@ -48,6 +55,7 @@ export function nowRfc3339(now: Date = new Date()): string {
 /**
  * Merges freshly computed conditions into the previous ones the way `meta.SetStatusCondition`
  * does: a condition whose status did not change keeps its `lastTransitionTime`; others get `now`.
+ * Messages longer than {@link MAX_CONDITION_MESSAGE} characters are cut.
  *
  * @param previous the conditions last computed (may be undefined).
  * @param next the new conditions, in the order to report.
@@ -56,7 +64,7 @@ export function nowRfc3339(now: Date = new Date()): string {
 export function mergeConditions(previous: readonly Condition[] | undefined, next: readonly NewCondition[], now: string): Condition[] {
   return next.map((c) => {
     const old = previous?.find((p) => p.type === c.type);
-    return { ...c, lastTransitionTime: old && old.status === c.status ? old.lastTransitionTime : now };
+    return { ...c, message: clip(c.message), lastTransitionTime: old && old.status === c.status ? old.lastTransitionTime : now };
   });
 }
 
