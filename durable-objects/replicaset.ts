@@ -5,11 +5,12 @@
  * during a run makes one more run after it (triggers coalesce, as in durable-objects/scheduler.ts).
  *
  * - `reconcile` (awaited): runs and resolves once a run that started after the call finished.
- *   Used by writes the controller never makes itself (replica set spec changes, work status
- *   reports, placement decision changes), so a run never waits for its own object.
+ *   Used by writes the controller never makes itself (replica set spec changes, placement
+ *   decision changes), so a run never waits for its own object.
  * - `notify` (not awaited): sets the object's alarm to now and returns. Used for writes the
- *   controller's own runs make too (work deletions), so a run never waits on itself; a
- *   deletion the current run is making is ignored.
+ *   controller's own runs make too (work deletions), so a run never waits on itself (a
+ *   deletion the current run is making is ignored), and for work status reports, so that an
+ *   agent's report returns at once and many clusters' reports coalesce into one run.
  *
  * Rollout timers (minSuccessTime soak ends, progressDeadline expiries) are this object's one
  * alarm, set at the earliest due time a run reports: the replica set runs again at that moment,

@@ -31,6 +31,19 @@ import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
 import { DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL, PLACEMENT_LABEL } from "../scheduling/index.ts";
 import type { Env } from "../env.ts";
 import { writeStored } from "../api/resources.ts";
+
+/** How many ManifestWork writes one run keeps in flight (each is a D1 batch and a Durable Object call). */
+const WRITE_CONCURRENCY = 16;
+
+/** Runs `fn` on every item with at most `limit` calls in flight; resolves when all are done (first error rethrown). */
+async function forEachConcurrently<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
+}
 import { computeRollout, workRolloutStatus, type ClusterRolloutStatus, type DecisionGroup, type RolloutStrategy, type WorkCondition } from "./rollout.ts";
 
 /** The finalizer the controller keeps on a replica set until its works are deleted (OCM). */
@@ -278,7 +291,7 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
     if (rollout.recheckAfterMs !== undefined) recheckAt = Math.min(recheckAt, nowMs + rollout.recheckAfterMs);
 
     const apply = new Set(rollout.toApply);
-    for (const c of clusters) {
+    await forEachConcurrently(clusters, WRITE_CONCURRENCY, async (c) => {
       const w = works.get(c);
       const labels = { ...(w?.metadata.labels ?? {}), [MWRS_LABEL]: key, [PLACEMENT_NAME_LABEL]: ref.name };
       if (apply.has(c)) {
@@ -293,7 +306,7 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
         if (r === "lost" || !r) raced = true;
         else works.set(c, r);
       }
-    }
+    });
   }
 
   // Clusters no placement decides any more lose their work at once.
@@ -376,7 +389,9 @@ async function reconcileSoon(env: Env, namespace: string, name: string, deletedW
  *   its run, awaited (the write returns after it);
  * - removed, or its finalizer removed by someone else: a run shortly after (not awaited);
  * - a ManifestWork carrying {@link MWRS_LABEL} whose status changed (an agent's report or an
- *   admin's status write): its replica set's run, awaited;
+ *   admin's status write): its replica set's run shortly after (the object's alarm, set to now;
+ *   not awaited, so an agent's report returns at once and the reports of many clusters that
+ *   arrive during a run coalesce into the next run);
  * - such a work deleted (or its deletion started): a run shortly after (not awaited: the
  *   controller itself deletes works).
  * Status-only writes of a replica set and spec or metadata writes of works are the
@@ -396,7 +411,7 @@ export async function replicaSetAfterCommit(env: Env, def: KindDefinition, names
   if (def !== ManifestWorkKind) return;
   const owner = parseKey((after ?? before)?.metadata.labels?.[MWRS_LABEL]);
   if (!owner) return;
-  if (before && after && canonical(before.status ?? null) !== canonical(after.status ?? null)) return reconcileNow(env, owner.namespace, owner.name);
+  if (before && after && canonical(before.status ?? null) !== canonical(after.status ?? null)) return reconcileSoon(env, owner.namespace, owner.name);
   if (!after || (after.metadata.deletionTimestamp && !before?.metadata.deletionTimestamp)) return reconcileSoon(env, owner.namespace, owner.name, namespace);
 }
 
