@@ -1,18 +1,16 @@
 /**
  * Tests of the work agent (agent/src/work): the pure parts with tables of cases, the controller
  * against the simulated member cluster over HTTP (real client-node transport, no mocks), and
- * the loop against a small hub stub speaking docs/agent-protocol.md ("Works", "Leave"),
+ * the loop against a real hub (`wrangler dev`, docs/agent-protocol.md "Works" and "Leave"),
  * including the agent process exiting 0 after a leave.
  */
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { HttpMethod, type KubeConfig } from "@kubernetes/client-node";
 import { startSimulatedCluster } from "../../agent/sim/index.ts";
 import { startAgent } from "../../agent/src/agent.ts";
@@ -29,6 +27,7 @@ import { evaluate, toJsonPathPlus } from "../../agent/src/work/jsonpath.ts";
 import { applyOrder, kindRank } from "../../agent/src/work/order.ts";
 import { RECORD_LABEL, recordName } from "../../agent/src/work/record.ts";
 import { rolloutState } from "../../agent/src/work/rollout.ts";
+import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
 import type { Condition, ManifestConfig, ManifestWork, ManifestWorkStatus, Obj, ResourceMeta } from "../../agent/src/work/types.ts";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -615,166 +614,233 @@ describe("work controller on a simulated cluster", () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// the loop against a hub stub
+// the loop against a real hub (`wrangler dev`)
 
-interface HubState {
-  etag: number;
-  works: unknown[];
-  leaving: boolean;
-  statuses: Array<{ work: string; body: Json }>;
-  left: boolean;
-  requests: string[];
-}
+const FAST = { acceptancePollMs: 20, backoffBaseMs: 10, backoffCapMs: 40, healthCheckPeriodMs: 1_000, healthRecheckMs: 200, requestTimeoutMs: 5_000, worksWaitSeconds: 5, worksMinPollMs: 20 };
+const MANAGED_CLUSTERS = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
+const MERGE_PATCH = "application/merge-patch+json";
+const hubWorks = (cluster: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks`;
+/** A feedback rule reading the ConfigMap's annotation `mark` (set on the member cluster by the tests, never drift). */
+const markFeedback = (name: string): ManifestConfig => ({
+  resourceIdentifier: { group: "", resource: "configmaps", name, namespace: "default" },
+  feedbackRules: [{ type: "JSONPaths", jsonPaths: [{ name: "mark", path: ".metadata.annotations.mark" }] }],
+});
+/** The `mark` feedback value of the first manifest in a hub ManifestWork's status. */
+const markOf = (w: Json): string | undefined => w?.status?.resourceStatus?.manifests?.[0]?.statusFeedback?.values?.find((v: Json) => v.name === "mark")?.fieldValue?.string;
+/** Applied True at the work's current generation, as the hub stores it. */
+const appliedAtGeneration = (w: Json): boolean => {
+  const c = cond(w?.status?.conditions, "Applied");
+  return c?.status === "True" && c.observedGeneration === w.metadata.generation;
+};
 
-/** A hub that accepts any registration and agent JWT (signatures are checked by agent.test.ts) and serves works. */
-async function worksHub() {
-  const st: HubState = { etag: 1, works: [], leaving: false, statuses: [], left: false, requests: [] };
-  const waiters = new Set<() => void>();
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      void (async () => {
-        const url = new URL(req.url ?? "/", "http://hub");
-        st.requests.push(`${req.method} ${url.pathname}`);
-        const text = Buffer.concat(chunks).toString("utf8");
-        const send = (code: number, body: unknown) => {
-          res.writeHead(code, { "content-type": "application/json", etag: `"${st.etag}"` });
-          res.end(JSON.stringify(body));
-        };
-        const p = url.pathname;
-        if (p === "/agent/v1/register") return send(201, { clusterName: "c1", hubAcceptsClient: true, leaseDurationSeconds: 1 });
-        if (p.endsWith("/heartbeat")) return send(200, { leaseDurationSeconds: 1, worksEtag: String(st.etag), leaving: st.leaving });
-        if (p.endsWith("/works")) {
-          if (req.headers["if-none-match"] === `"${st.etag}"`) {
-            await new Promise<void>((resolve) => {
-              const done = () => {
-                clearTimeout(t);
-                waiters.delete(done);
-                resolve();
-              };
-              const t = setTimeout(done, Number(url.searchParams.get("waitSeconds") ?? 0) * 1000);
-              waiters.add(done);
-              res.once("close", done);
-            });
-            if (res.destroyed) return;
-            if (req.headers["if-none-match"] === `"${st.etag}"`) {
-              res.writeHead(304, { etag: `"${st.etag}"` });
-              return void res.end();
-            }
-          }
-          return send(200, { etag: String(st.etag), leaving: st.leaving, works: st.works });
-        }
-        if (p.endsWith("/status") && req.method === "PUT") {
-          st.statuses.push({ work: decodeURIComponent(p.split("/").at(-2) ?? ""), body: JSON.parse(text) });
-          return send(200, { resourceVersion: String(st.statuses.length) });
-        }
-        if (p.endsWith("/left")) {
-          if (!st.leaving) return send(409, { kind: "Status", code: 409, message: "not leaving" });
-          st.left = true;
-          return send(200, {});
-        }
-        if (req.method === "GET") return send(200, { clusterName: "c1", hubAcceptsClient: true, denied: false, joined: true, leaseDurationSeconds: 1 });
-        return send(404, { kind: "Status", code: 404, message: "no such endpoint" });
-      })();
-    });
+describe("work loop against a real hub (wrangler dev)", () => {
+  let hub: Hub;
+  beforeAll(async () => {
+    hub = await startHub();
+  }, 120_000);
+  afterAll(async () => {
+    await hub?.stop();
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  cleanups.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  );
-  const set = (works: unknown[], leaving = false) => {
-    st.works = works;
-    st.leaving = leaving;
-    st.etag += 1;
-    for (const w of [...waiters]) w();
-  };
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, st, set };
-}
 
-const FAST = { acceptancePollMs: 20, backoffBaseMs: 10, backoffCapMs: 40, healthCheckPeriodMs: 1_000, healthRecheckMs: 200, requestTimeoutMs: 2_000, worksWaitSeconds: 5, worksMinPollMs: 20 };
+  async function createWork(cluster: string, name: string, manifests: unknown[], extra: Partial<ManifestWork["spec"]> = {}): Promise<Json> {
+    const r = await admin(hub, "POST", hubWorks(cluster), { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name }, spec: { workload: { manifests }, ...extra } });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    return r.body;
+  }
+  async function getWork(cluster: string, name: string): Promise<Json | undefined> {
+    const r = await admin(hub, "GET", `${hubWorks(cluster)}/${name}`);
+    if (r.status === 404) return undefined;
+    expect(r.status).toBe(200);
+    return r.body;
+  }
+  async function deleteWork(cluster: string, name: string): Promise<void> {
+    const r = await admin(hub, "DELETE", `${hubWorks(cluster)}/${name}`);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    await until(async () => (await getWork(cluster, name)) === undefined, 30_000, `work ${name} to be gone from the hub`);
+  }
+  async function waitForRegistration(cluster: string): Promise<void> {
+    await until(async () => (await admin(hub, "GET", `${MANAGED_CLUSTERS}/${cluster}`)).status === 200, 30_000, `${cluster} to register`);
+  }
+  async function accept(cluster: string, spec: Record<string, unknown> = {}): Promise<void> {
+    const r = await admin(hub, "PATCH", `${MANAGED_CLUSTERS}/${cluster}`, { spec: { hubAcceptsClient: true, ...spec } }, MERGE_PATCH);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+  }
+  /** Sets the annotation `mark` on ConfigMaps of the member cluster (what the works' feedback reads). */
+  async function mark(dyn: JsonClient, names: string[], value: string): Promise<void> {
+    for (const name of names) {
+      const cm = await dyn.get(ref(CM, "default", name));
+      await dyn.replace(ref(CM, "default", name), { ...cm, metadata: { ...cm.metadata, annotations: { ...cm.metadata.annotations, mark: value } } }, "test");
+    }
+  }
+  /**
+   * Marks the probe work's ConfigMap and waits for the hub to hold that value: every sync pass
+   * that started before the call has then reported (passes run one after another).
+   */
+  async function syncBarrier(cluster: string, dyn: JsonClient, probe: string, value: string, others: string[] = []): Promise<void> {
+    await mark(dyn, [...others, probe], value);
+    await until(async () => markOf(await getWork(cluster, probe)) === value, 30_000, `the probe's feedback ${value} on the hub`);
+    await hubLogBarrier();
+  }
+  /**
+   * The hub (wrangler) logs one line per request, in the order the answers complete. A request
+   * sent now and seen in the log means every request answered before it is in the log too.
+   */
+  async function hubLogBarrier(): Promise<void> {
+    const marker = `/log-barrier/${randomUUID()}`;
+    await admin(hub, "GET", marker);
+    await until(() => hub.output().includes(marker), 15_000, "the hub's request log");
+  }
+  /** The hub's log lines of the agent's status reports for one work (`PUT ... <code> <text>`). */
+  const statusPuts = (cluster: string, work: string): string[] => hub.output().split("\n").filter((l) => l.includes(`PUT /agent/v1/clusters/${cluster}/works/${work}/status `));
 
-describe("work loop against the hub protocol", () => {
-  it("long-polls works, applies them, reports status only when it changed, repairs drift, and leaves clean", async () => {
+  it("long-polls works, applies them, reports status only when it changed, repairs drift, removes deleted works, and leaves clean", async () => {
+    const cluster = "loop-main";
     const { kc, dyn } = await sim();
-    const hub = await worksHub();
+    const token = await createBootstrapToken(hub);
     const { log, lines } = memoryLogger();
-    const a = await startAgent({ hubUrl: hub.url, clusterName: "c1", bootstrapToken: "abcdef.0123456789abcdef", kubeConfig: kc, logger: log, timing: FAST, statusSyncIntervalSeconds: 0.1 });
+    const a = await startAgent({ hubUrl: hub.url, clusterName: cluster, bootstrapToken: token, kubeConfig: kc, logger: log, timing: FAST, statusSyncIntervalSeconds: 0.1 });
     cleanups.push(() => a.stop());
-    const w = work("w", [configMap("cfg", { a: "1" }), configMap("kept", { a: "1" })], {
+    await waitForRegistration(cluster);
+    await accept(cluster);
+    await until(() => a.state() === "heartbeating", 30_000, "the agent to be accepted");
+
+    // Created while the agent long-polls: applied, and the status reported at the work's generation.
+    const created = await createWork(cluster, "w", [configMap("cfg", { a: "1" }), configMap("kept", { a: "1" })], {
       deleteOption: { propagationPolicy: "SelectivelyOrphan", selectivelyOrphans: { orphaningRules: [{ resource: "configmaps", name: "kept", namespace: "default" }] } },
     });
-    hub.set([w]);
-    const first = await until(() => hub.st.statuses.find((s) => s.work === "w"), 15_000, "a status report");
-    expect(first.body.uid).toBe(w.metadata.uid);
-    expect(cond(first.body.status.conditions, "Applied")).toMatchObject({ status: "True", observedGeneration: w.metadata.generation });
+    await createWork(cluster, "probe", [configMap("probe", { a: "1" })], { manifestConfigs: [markFeedback("probe")] });
+    const first = await until(async () => {
+      const w = await getWork(cluster, "w");
+      return appliedAtGeneration(w) && w;
+    }, 30_000, "work w's status on the hub");
+    expect(first.metadata.uid).toBe(created.metadata.uid);
+    expect(cond(first.status.conditions, "Applied")).toMatchObject({ status: "True", observedGeneration: created.metadata.generation });
+    expect(cond(first.status.conditions, "Available")).toMatchObject({ status: "True", observedGeneration: created.metadata.generation });
+    expect(first.status.resourceStatus.manifests.map((m: Json) => m.resourceMeta.name)).toEqual(["cfg", "kept"]);
     expect((await dyn.get(ref(CM, "default", "cfg"))).data.a).toBe("1");
-    const polls = hub.st.requests.filter((r) => r.endsWith("/works"));
-    expect(polls.length).toBeGreaterThanOrEqual(2);
+    expect((await dyn.get(ref(CM, "default", "kept"))).data.a).toBe("1");
 
-    // Drift: repaired by a later sync pass, whose status is the same, so it is not reported again.
+    // Drift: repaired by a later sync pass, whose status is the same, so it is not reported again
+    // (a status write would bump the work's resourceVersion on the hub).
+    // The hub's request log counts the reports: an identical status write would not change the
+    // resourceVersion, the log shows it anyway.
+    await syncBarrier(cluster, dyn, "probe", "before-drift");
+    const before = await getWork(cluster, "w");
+    const putsBefore = statusPuts(cluster, "w");
+    expect(putsBefore.length).toBeGreaterThanOrEqual(1);
+    expect(putsBefore.every((l) => / 200 /.test(l))).toBe(true);
+    const cfgUid = (await dyn.get(ref(CM, "default", "cfg"))).metadata.uid;
     await dyn.delete(ref(CM, "default", "cfg"));
-    await until(async () => (await getOrNull(dyn, ref(CM, "default", "cfg"))) !== null, 15_000, "drift repair");
-    expect(hub.st.statuses.filter((s) => s.work === "w")).toHaveLength(1);
+    const repaired = await until(async () => await getOrNull(dyn, ref(CM, "default", "cfg")), 15_000, "drift repair");
+    expect(repaired.metadata.uid).not.toBe(cfgUid);
+    await syncBarrier(cluster, dyn, "probe", "after-drift");
+    const after = await getWork(cluster, "w");
+    expect(statusPuts(cluster, "w")).toHaveLength(putsBefore.length);
+    expect(after.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+    expect(after.status).toEqual(before.status);
 
     // A new generation is applied and reported.
-    const w2 = update(w, [configMap("cfg", { a: "2" }), configMap("kept", { a: "1" })]);
-    hub.set([w2]);
-    await until(() => hub.st.statuses.some((s) => cond(s.body.status.conditions, "Applied")?.observedGeneration === w2.metadata.generation), 15_000, "generation 2 reported");
+    const patched = await admin(hub, "PATCH", `${hubWorks(cluster)}/w`, { spec: { workload: { manifests: [configMap("cfg", { a: "2" }), configMap("kept", { a: "1" })] } } }, MERGE_PATCH);
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body.metadata.generation).toBe(created.metadata.generation + 1);
+    await until(async () => appliedAtGeneration(await getWork(cluster, "w")), 30_000, "generation 2 reported");
     expect((await dyn.get(ref(CM, "default", "cfg"))).data.a).toBe("2");
 
-    // Leave: what the work applied goes (except the orphaned one), then left, Secret deleted, done.
-    hub.set([w2], true);
+    // A work deleted on the hub: the agent removes what it applied.
+    await deleteWork(cluster, "probe");
+    await until(async () => (await getOrNull(dyn, ref(CM, "default", "probe"))) === null, 30_000, "the probe's ConfigMap to go");
+    await until(() => lines.some((l) => /work probe deleted on the hub: deleted 1/.test(l)), 15_000, "the deletion's log line");
+    expect(await getOrNull(dyn, ref(CM, AGENT_NS, recordName("probe")))).toBeNull();
+
+    // Leave: deleting the ManagedCluster. What the work applied goes (except the orphaned one),
+    // then left, the hub forgets the cluster, the Secret is deleted, done.
+    expect((await admin(hub, "DELETE", `${MANAGED_CLUSTERS}/${cluster}`)).status).toBe(200);
     await a.done;
     expect(a.state()).toBe("left");
-    expect(hub.st.left).toBe(true);
+    await until(async () => (await admin(hub, "GET", `${MANAGED_CLUSTERS}/${cluster}`)).status === 404, 30_000, "the cluster to be gone from the hub");
+    expect((await admin(hub, "GET", hubWorks(cluster))).body.items).toEqual([]);
     expect(await getOrNull(dyn, ref(CM, "default", "cfg"))).toBeNull();
     expect(await getOrNull(dyn, ref(CM, "default", "kept"))).not.toBeNull();
-    expect(await getOrNull(dyn, ref(CM, AGENT_NS, "flotilla-work-w"))).toBeNull();
+    expect(await getOrNull(dyn, ref(CM, AGENT_NS, recordName("w")))).toBeNull();
     expect(await loadCredentials(kc, AGENT_NS)).toBeUndefined();
     expect(lines.filter((l) => /left the hub: deleted 1 applied resource\(s\), orphaned 1/.test(l))).toHaveLength(1);
   });
 
-  it("keeps reporting nothing for a work the hub answers 404 or 409 for, and removes a work absent from the list", async () => {
+  it("stops reporting a work the hub answers 404 (deleted) or 409 (deleted and created again) for", async () => {
+    const cluster = "loop-stale";
     const { kc, dyn } = await sim();
-    const hub = await worksHub();
+    const token = await createBootstrapToken(hub);
     const { log, lines } = memoryLogger();
-    const a = await startAgent({ hubUrl: hub.url, clusterName: "c1", bootstrapToken: "abcdef.0123456789abcdef", kubeConfig: kc, logger: log, timing: FAST, statusSyncIntervalSeconds: 0.1 });
+    // One works poll after acceptance, then none for the rest of the test (no long-poll wait, a
+    // long least time between polls, a lease of an hour so no heartbeat hints a change): the
+    // agent keeps the works it saw while the hub deletes and re-creates them.
+    const a = await startAgent({ hubUrl: hub.url, clusterName: cluster, bootstrapToken: token, kubeConfig: kc, logger: log, timing: { ...FAST, worksWaitSeconds: 0, worksMinPollMs: 3_600_000 }, statusSyncIntervalSeconds: 0.1 });
     cleanups.push(() => a.stop());
-    hub.set([work("gone", [configMap("g", { a: "1" })])]);
-    await until(async () => (await getOrNull(dyn, ref(CM, "default", "g"))) !== null, 15_000, "applied");
-    hub.set([]);
-    await until(async () => (await getOrNull(dyn, ref(CM, "default", "g"))) === null, 15_000, "removed");
-    expect(lines.some((l) => /work gone deleted on the hub: deleted 1/.test(l))).toBe(true);
+    await waitForRegistration(cluster);
+    for (const name of ["gone", "replaced", "probe"]) await createWork(cluster, name, [configMap(name, { a: "1" })], { manifestConfigs: [markFeedback(name)] });
+    await accept(cluster, { leaseDurationSeconds: 3600 });
+    for (const name of ["gone", "replaced", "probe"]) await until(async () => appliedAtGeneration(await getWork(cluster, name)), 30_000, `work ${name}'s status on the hub`);
+
+    // The hub deletes one work and deletes and re-creates the other (a new uid); the agent does
+    // not know. A change of their status (the feedback) makes it report with the old uids.
+    await deleteWork(cluster, "gone");
+    const oldUid = (await getWork(cluster, "replaced")).metadata.uid;
+    await deleteWork(cluster, "replaced");
+    const recreated = await createWork(cluster, "replaced", [configMap("replaced", { a: "1" })], { manifestConfigs: [markFeedback("replaced")] });
+    expect(recreated.metadata.uid).not.toBe(oldUid);
+    await syncBarrier(cluster, dyn, "probe", "1", ["gone", "replaced"]);
+    const gone = new RegExp(`work gone is gone on the hub \\(404\\); no more status reports`);
+    const replaced = new RegExp(`work replaced is replaced on the hub \\(409\\); no more status reports for uid ${oldUid}`);
+    await until(() => lines.some((l) => gone.test(l)) && lines.some((l) => replaced.test(l)), 15_000, "the 404 and 409 log lines");
+    expect(statusPuts(cluster, "gone").filter((l) => / 404 /.test(l))).toHaveLength(1);
+    expect(statusPuts(cluster, "replaced").filter((l) => / 409 /.test(l))).toHaveLength(1);
+    const goneCount = statusPuts(cluster, "gone").length;
+    const replacedCount = statusPuts(cluster, "replaced").length;
+
+    // Further changes are not reported for those uids (the hub sees no more reports for either
+    // work, one agent line each), and the re-created work still has no status from the old one.
+    await syncBarrier(cluster, dyn, "probe", "2", ["gone", "replaced"]);
+    await syncBarrier(cluster, dyn, "probe", "3", ["gone", "replaced"]);
+    expect(statusPuts(cluster, "gone")).toHaveLength(goneCount);
+    expect(statusPuts(cluster, "replaced")).toHaveLength(replacedCount);
+    expect(lines.filter((l) => gone.test(l))).toHaveLength(1);
+    expect(lines.filter((l) => replaced.test(l))).toHaveLength(1);
+    const stillNew = await getWork(cluster, "replaced");
+    expect(stillNew.metadata.uid).toBe(recreated.metadata.uid);
+    expect(stillNew.metadata.resourceVersion).toBe(recreated.metadata.resourceVersion);
+    expect(stillNew.status?.conditions ?? []).toEqual([]);
+    // The agent has not polled since: the objects of both works are still on the member cluster.
+    expect(await getOrNull(dyn, ref(CM, "default", "gone"))).not.toBeNull();
+    expect(a.state()).toBe("heartbeating");
   });
 
   it("the agent process exits 0 after leaving", async () => {
+    const cluster = "loop-cli";
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "flotilla-work-cli-"));
     cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
-    const hub = await worksHub();
-    const cluster = await startSimulatedCluster({ statePath: path.join(dir, "state.json") });
-    cleanups.push(() => cluster.close());
-    const kc = kubeConfigFromYaml(cluster.kubeconfigYaml);
+    const sim = await startSimulatedCluster({ statePath: path.join(dir, "state.json") });
+    cleanups.push(() => sim.close());
+    const kc = kubeConfigFromYaml(sim.kubeconfigYaml);
     const dyn = jsonClient(kc);
-    hub.set([work("w", [configMap("cfg", { a: "1" })])]);
-    const child = spawn(process.execPath, [path.join(root, "agent/bin/flotilla-agent.js"), "--hub-url", hub.url, "--cluster-name", "c1", "--bootstrap-token", "abcdef.0123456789abcdef", "--kubeconfig", cluster.kubeconfigPath, "--status-sync-interval", "0.2"], {
+    const token = await createBootstrapToken(hub, { autoApprove: true });
+    const child = spawn(process.execPath, [path.join(root, "agent/bin/flotilla-agent.js"), "--hub-url", hub.url, "--cluster-name", cluster, "--bootstrap-token", token, "--kubeconfig", sim.kubeconfigPath, "--status-sync-interval", "0.2"], {
       cwd: root,
       env: { ...process.env, FLOTILLA_BOOTSTRAP_TOKEN: "" },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
     child.stderr.on("data", (d: Buffer) => (out += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
     cleanups.push(() => void child.kill());
+    await waitForRegistration(cluster);
+    await createWork(cluster, "w", [configMap("cfg", { a: "1" })]);
     await until(async () => (await getOrNull(dyn, ref(CM, "default", "cfg"))) !== null, 30_000, "the agent to apply the work");
-    hub.set(hub.st.works, true);
+    await until(async () => appliedAtGeneration(await getWork(cluster, "w")), 30_000, "the work's status on the hub");
+    expect((await admin(hub, "DELETE", `${MANAGED_CLUSTERS}/${cluster}`)).status).toBe(200);
     expect(await exited).toBe(0);
-    expect(out).toMatch(/left the hub/);
-    expect(hub.st.left).toBe(true);
+    expect(out).toMatch(/left the hub: deleted 1 applied resource\(s\), orphaned 0/);
+    await until(async () => (await admin(hub, "GET", `${MANAGED_CLUSTERS}/${cluster}`)).status === 404, 30_000, "the cluster to be gone from the hub");
     expect(await getOrNull(dyn, ref(CM, "default", "cfg"))).toBeNull();
     expect(await getOrNull(dyn, ref({ group: "", version: "v1", resource: "secrets" }, AGENT_NS, CREDENTIALS_SECRET_NAME))).toBeNull();
   });
