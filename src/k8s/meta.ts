@@ -40,6 +40,21 @@ export const ObjectMetaSchema = z.strictObject({
   selfLink: z.string().optional(),
 });
 
+/**
+ * The schema of a whole object of a kind with a spec and a status subresource:
+ * `{apiVersion, kind, metadata, spec, status}`, strict (unknown fields are reported). `spec` is
+ * optional unless `specRequired`; `status` may be absent or null.
+ */
+export function objectSchema(spec: z.ZodType, status: z.ZodType, specRequired = false) {
+  return z.strictObject({
+    apiVersion: z.string(),
+    kind: z.string(),
+    metadata: ObjectMetaSchema,
+    spec: specRequired ? spec : spec.optional(),
+    status: status.nullable().optional(),
+  });
+}
+
 /** The metadata of a stored object: everything the server owns is present. */
 export interface ObjectMeta {
   name: string;

@@ -11,7 +11,7 @@
 import { z } from "zod";
 import type { StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
-import { ConditionSchema, isJsonObject, ObjectMetaSchema, type KubeObject } from "../k8s/meta.ts";
+import { ConditionSchema, isJsonObject, objectSchema, type KubeObject } from "../k8s/meta.ts";
 
 /** OCM's cap on the total size of a work's manifests, in bytes (500 KiB, `manifestLimit`). */
 export const MANIFEST_LIMIT_BYTES = 500 * 1024;
@@ -188,13 +188,7 @@ export const ManifestWorkKind: KindDefinition = {
   shortNames: ["mw"],
   namespaced: true,
   hasStatus: true,
-  schema: z.strictObject({
-    apiVersion: z.string(),
-    kind: z.string(),
-    metadata: ObjectMetaSchema,
-    spec: ManifestWorkSpecSchema.optional(),
-    status: ManifestWorkStatusSchema.nullable().optional(),
-  }),
+  schema: objectSchema(ManifestWorkSpecSchema, ManifestWorkStatusSchema),
   storage: "d1",
   printerColumns: [
     { name: "Applied", type: "string", jsonPath: '.status.conditions[?(@.type=="Applied")].status' },
@@ -245,28 +239,20 @@ export const ManifestWorkReplicaSetKind: KindDefinition = {
   shortNames: ["mwrs"],
   namespaced: true,
   hasStatus: true,
-  schema: z.strictObject({
-    apiVersion: z.string(),
-    kind: z.string(),
-    metadata: ObjectMetaSchema,
-    spec: z
-      .strictObject({
-        manifestWorkTemplate: ManifestWorkSpecSchema.optional(),
-        placementRefs: z.array(z.strictObject({ name: z.string().min(1), rolloutStrategy: RolloutStrategySchema.optional() })).optional(),
-        cascadeDeletionPolicy: z.enum(["Background", "Foreground"]).optional(),
-      })
-      .optional(),
-    status: z
-      .strictObject({
-        conditions: z.array(ConditionSchema).optional(),
-        summary: SummarySchema.optional(),
-        placementSummary: z
-          .array(z.strictObject({ name: z.string(), availableDecisionGroups: z.string().optional(), summary: SummarySchema.optional() }))
-          .optional(),
-      })
-      .nullable()
-      .optional(),
-  }),
+  schema: objectSchema(
+    z.strictObject({
+      manifestWorkTemplate: ManifestWorkSpecSchema.optional(),
+      placementRefs: z.array(z.strictObject({ name: z.string().min(1), rolloutStrategy: RolloutStrategySchema.optional() })).optional(),
+      cascadeDeletionPolicy: z.enum(["Background", "Foreground"]).optional(),
+    }),
+    z.strictObject({
+      conditions: z.array(ConditionSchema).optional(),
+      summary: SummarySchema.optional(),
+      placementSummary: z
+        .array(z.strictObject({ name: z.string(), availableDecisionGroups: z.string().optional(), summary: SummarySchema.optional() }))
+        .optional(),
+    }),
+  ),
   storage: "d1",
   printerColumns: [
     { name: "Placement", type: "string", jsonPath: '.status.conditions[?(@.type=="PlacementVerified")].reason' },

@@ -9,16 +9,7 @@ import { z } from "zod";
 import type { StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { LabelSelectorSchema, LabelSelectorRequirementSchema } from "../k8s/labels.ts";
-import { ConditionSchema, ObjectMetaSchema } from "../k8s/meta.ts";
-
-const objectSchema = (spec: z.ZodType, status: z.ZodType) =>
-  z.strictObject({
-    apiVersion: z.string(),
-    kind: z.string(),
-    metadata: ObjectMetaSchema,
-    spec: spec.optional(),
-    status: status.nullable().optional(),
-  });
+import { ConditionSchema, ObjectMetaSchema, objectSchema } from "../k8s/meta.ts";
 
 const ClaimSelectorSchema = z.strictObject({ matchExpressions: z.array(LabelSelectorRequirementSchema).optional() });
 const GROUP_NAME = /^[a-zA-Z0-9][-A-Za-z0-9_.]{0,61}[a-zA-Z0-9]$/;

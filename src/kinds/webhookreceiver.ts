@@ -22,7 +22,7 @@
 import { z } from "zod";
 import type { StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition, WriteContext } from "../k8s/kind.ts";
-import { ConditionSchema, isJsonObject, ObjectMetaSchema, rfc3339, type Condition, type KubeObject } from "../k8s/meta.ts";
+import { ConditionSchema, isJsonObject, objectSchema, rfc3339, type Condition, type KubeObject } from "../k8s/meta.ts";
 import { isDNS1123Subdomain } from "../k8s/validation.ts";
 import { jsonPatchErrors } from "../webhook/jsonpatch.ts";
 import { stringsOf, templateError } from "../webhook/template.ts";
@@ -113,13 +113,7 @@ export const WebhookReceiverKind: KindDefinition = {
   shortNames: ["whr"],
   namespaced: true,
   hasStatus: true,
-  schema: z.strictObject({
-    apiVersion: z.string(),
-    kind: z.string(),
-    metadata: ObjectMetaSchema,
-    spec: SpecSchema,
-    status: StatusSchema.nullable().optional(),
-  }),
+  schema: objectSchema(SpecSchema, StatusSchema, true),
   storage: "d1",
   printerColumns: [
     { name: "Type", type: "string", jsonPath: ".spec.type" },

@@ -16,11 +16,12 @@ export interface AgentProcess {
 }
 
 /**
- * Starts `flotilla-agent --simulate` against `hub` with extra CLI arguments. For an HTTPS hub the
- * hub's local CA is trusted through NODE_EXTRA_CA_CERTS.
+ * Starts `flotilla-agent --simulate` against `hub` with extra CLI arguments (without `--simulate`
+ * when `simulate` is false: the arguments then name the member cluster, e.g. `--kubeconfig`). For
+ * an HTTPS hub the hub's local CA is trusted through NODE_EXTRA_CA_CERTS.
  */
-export function startAgent(hub: Pick<Hub, "url" | "caFile">, args: string[]): AgentProcess {
-  const child = spawn(process.execPath, [path.join(root, "agent/bin/flotilla-agent.js"), "--hub-url", hub.url, "--simulate", ...args], {
+export function startAgent(hub: Pick<Hub, "url" | "caFile">, args: string[], simulate = true): AgentProcess {
+  const child = spawn(process.execPath, [path.join(root, "agent/bin/flotilla-agent.js"), "--hub-url", hub.url, ...(simulate ? ["--simulate"] : []), ...args], {
     cwd: root,
     env: { ...process.env, FLOTILLA_BOOTSTRAP_TOKEN: "", ...(hub.caFile ? { NODE_EXTRA_CA_CERTS: hub.caFile } : {}) },
     stdio: ["ignore", "pipe", "pipe"],

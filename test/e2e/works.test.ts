@@ -10,17 +10,14 @@
  */
 import { createHmac, randomUUID } from "node:crypto";
 import { AppsV1Api, CoreV1Api, KubeConfig } from "@kubernetes/client-node";
-import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createBootstrapToken, hubFetch, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { startSimulatedCluster, type SimulatedCluster } from "../../agent/sim/index.ts";
-import { cond, MC, merge, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const G = "/apis/cluster.open-cluster-management.io";
 const MWRS = "/apis/work.open-cluster-management.io/v1alpha1/namespaces/apps/manifestworkreplicasets";
 const WORKS = (cluster: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks`;
@@ -97,18 +94,8 @@ describe("works reach clusters (wrangler dev + 3 agent processes on simulated cl
   };
   const setTaint = async (c: string, taints: Json[]) => expect((await admin(hub, "PATCH", `${MC}/${c}`, { spec: { taints } }, merge)).status).toBe(200);
 
-  function startAgentOn(c: string, token: string): AgentProcess {
-    const child = spawn(process.execPath, [path.join(root, "agent/bin/flotilla-agent.js"), "--hub-url", hub.url, "--cluster-name", c, "--bootstrap-token", token, "--kubeconfig", sims.get(c)!.kubeconfigPath, "--status-sync-interval", "1"], {
-      cwd: root,
-      env: { ...process.env, FLOTILLA_BOOTSTRAP_TOKEN: "" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-    child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-    return { child, output: () => out, exited };
-  }
+  const startAgentOn = (c: string, token: string): AgentProcess =>
+    startAgent(hub, ["--cluster-name", c, "--bootstrap-token", token, "--kubeconfig", sims.get(c)!.kubeconfigPath, "--status-sync-interval", "1"], false);
 
   beforeAll(async () => {
     hub = await startHub();
