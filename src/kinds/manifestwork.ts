@@ -12,6 +12,7 @@ import { z } from "zod";
 import type { StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { ConditionSchema, isJsonObject, objectSchema, type KubeObject } from "../k8s/meta.ts";
+import { GO_DURATION } from "../work/rollout.ts";
 
 /** OCM's cap on the total size of a work's manifests, in bytes (500 KiB, `manifestLimit`). */
 export const MANIFEST_LIMIT_BYTES = 500 * 1024;
@@ -29,8 +30,7 @@ const ResourceIdentifierSchema = z.strictObject({
 });
 
 const IntOrPercent = z.union([z.number().int().min(0), z.string().regex(/^(100|[1-9]?[0-9])%$/, "must be an integer or a percentage from 0% to 100%")]);
-const DURATION = /^(([0-9]+(h|m|s))+|None)$/;
-const Duration = z.string().regex(DURATION, "must be a duration such as 30s, 5m, 1h or None");
+const Duration = z.string().refine((v) => v === "None" || GO_DURATION.test(v), "must be a duration such as 0, 30s, 1m30s, 1.5h or None");
 
 /** `ManifestWork.spec` (v1), as the CRD validates it. */
 export const ManifestWorkSpecSchema = z.strictObject({

@@ -82,20 +82,22 @@ export interface RolloutResult {
   recheckAfterMs?: number;
 }
 
-const UNIT_MS: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000 };
+const UNIT_MS: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 0.001, "µs": 0.001, ns: 0.000001 };
+/** A Go duration (`time.ParseDuration`, as metav1.Duration decodes it): "0", or number-unit pairs such as "1h30m", "1.5s", "300ms". */
+export const GO_DURATION = /^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$/;
 
 /**
- * Parses a rollout duration (the CRD pattern `^(([0-9])+[h|m|s])|None$`, sequences such as
- * "1h30m" allowed, "0" allowed) into milliseconds. "None", "" and undefined give `fallback`
- * (Infinity for progressDeadline, 0 for minSuccessTime).
+ * Parses a rollout duration into milliseconds: a Go duration ({@link GO_DURATION}; OCM's
+ * minSuccessTime is a metav1.Duration, its progressDeadline follows the CRD pattern
+ * `^(([0-9])+[h|m|s])|None$`, a subset). "None", "" and undefined give `fallback` (Infinity for
+ * progressDeadline, 0 for minSuccessTime).
  * @throws Error for any other string
  */
 export function parseRolloutDuration(value: string | undefined, fallback: number): number {
   if (value === undefined || value === "" || value === "None") return fallback;
-  if (value === "0") return 0;
-  if (!/^([0-9]+[hms])+$/.test(value)) throw new Error(`invalid duration ${JSON.stringify(value)}`);
+  if (!GO_DURATION.test(value)) throw new Error(`invalid duration ${JSON.stringify(value)}`);
   let ms = 0;
-  for (const m of value.matchAll(/([0-9]+)([hms])/g)) ms += Number(m[1]) * UNIT_MS[m[2]!]!;
+  for (const m of value.matchAll(/([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/g)) ms += Number(m[1]) * UNIT_MS[m[2]!]!;
   return ms;
 }
 

@@ -205,6 +205,11 @@ describe("helpers", () => {
     expect(parseRolloutDuration("None", Infinity)).toBe(Infinity);
     expect(parseRolloutDuration(undefined, 0)).toBe(0);
     expect(() => parseRolloutDuration("5 minutes", 0)).toThrow();
+    // metav1.Duration also takes decimals and sub-second units (Go's time.ParseDuration).
+    expect(parseRolloutDuration("1.5s", 0)).toBe(1500);
+    expect(parseRolloutDuration("300ms", 0)).toBe(300);
+    expect(parseRolloutDuration("2m0.5s", 0)).toBe(120_500);
+    expect(() => parseRolloutDuration("10", 0)).toThrow();
   });
   it("sizes like calculateRolloutSize", () => {
     expect(rolloutSize("34%", 3, 3)).toBe(2);

@@ -245,6 +245,8 @@ describe("ManifestWorkReplicaSet", () => {
       ["no-manifests", { manifestWorkTemplate: { workload: { manifests: [] } }, placementRefs: [{ name: "web" }] }],
       ["too-big", { manifestWorkTemplate: template({ big: "x".repeat(520 * 1024) }), placementRefs: [{ name: "web" }] }],
       ["a-name-too-long-for-the-label-of-its-generated-works-0123456789", { manifestWorkTemplate: template(), placementRefs: [{ name: "web" }] }],
+      ["bad-duration", { manifestWorkTemplate: template(), placementRefs: [{ name: "web", rolloutStrategy: { type: "Progressive", progressive: { minSuccessTime: "5 minutes" } } }] }],
+      ["bad-concurrency", { manifestWorkTemplate: template(), placementRefs: [{ name: "web", rolloutStrategy: { type: "Progressive", progressive: { maxConcurrency: "150%" } } }] }],
     ];
     for (const [name, spec] of cases) {
       const r = await call("POST", MWRS("apps"), body(name, spec));
@@ -253,6 +255,11 @@ describe("ManifestWorkReplicaSet", () => {
       expect((await call("GET", `${MWRS("apps")}/${name}`)).status).toBe(404);
       if (`apps.${name}`.length <= 63) expect(await works("apps", name)).toEqual({});
     }
+    // OCM's defaults and Go durations are accepted (minSuccessTime "0", "1m30s", "1.5s").
+    const durations = { type: "Progressive", progressive: { minSuccessTime: "0", progressDeadline: "1m30s", maxConcurrency: "50%" } };
+    const ok = await call("POST", MWRS("apps"), body("durations", { manifestWorkTemplate: template(), placementRefs: [{ name: "none", rolloutStrategy: durations }] }));
+    expect(ok.status, JSON.stringify(ok.body)).toBe(201);
+    expect((await call("PATCH", `${MWRS("apps")}/durations`, { spec: { placementRefs: [{ name: "none", rolloutStrategy: { type: "All", all: { minSuccessTime: "1.5s" } } }] } }, merge)).status).toBe(200);
     // An update to an invalid spec is refused too and changes nothing.
     const before = await mwrs("apps", "orphan");
     const bad = await call("PATCH", `${MWRS("apps")}/orphan`, { spec: { manifestWorkTemplate: { workload: { manifests: [] } } } }, merge);
