@@ -155,11 +155,7 @@ async function putWorkStatus(c: Ctx): Promise<Response> {
   const current = await getObject(database(c.env.DB), ManifestWorkKind, { namespace: cluster, name: workName });
   if (!current) throw notFound(ref);
   if (current.metadata.uid !== body.uid) throw conflict(ref, `the work's uid is ${current.metadata.uid}, not ${body.uid}: it was deleted and created again`);
-  const { object } = await writeStored(c.env, ManifestWorkKind, cluster, workName, {
-    verb: "update",
-    subresource: "status",
-    body: { ...current, status: body.status },
-  });
+  const { object } = await writeStored(c.env, ManifestWorkKind, cluster, workName, { verb: "update", subresource: "status", body: { ...current, status: body.status } }, undefined, current);
   return c.json({ resourceVersion: object?.metadata.resourceVersion ?? "" });
 }
 

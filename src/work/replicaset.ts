@@ -177,7 +177,7 @@ function decisionGroups(placement: KubeObject | null, decisions: KubeObject[]): 
 async function deleteWork(env: Env, work: KubeObject, hooks: RunHooks): Promise<boolean> {
   hooks.deleting?.(work.metadata.namespace!);
   try {
-    await writeStored(env, ManifestWorkKind, work.metadata.namespace!, work.metadata.name, { verb: "delete", preconditions: { uid: work.metadata.uid } });
+    await writeStored(env, ManifestWorkKind, work.metadata.namespace!, work.metadata.name, { verb: "delete", preconditions: { uid: work.metadata.uid } }, undefined, work);
     return true;
   } catch (e) {
     if (e instanceof ApiError && e.reason === "NotFound") return true;
@@ -297,12 +297,12 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
       if (apply.has(c)) {
         const metadata = { ...(w?.metadata ?? {}), name: workName, namespace: c, labels, annotations: { ...(w?.metadata.annotations ?? {}), [TEMPLATE_WRITTEN_ANNOTATION]: now } };
         const body = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata, spec: structuredClone(template) };
-        const r = await racing(() => writeStored(env, ManifestWorkKind, c, workName, w ? { verb: "update", body } : { verb: "create", body }));
+        const r = await racing(() => writeStored(env, ManifestWorkKind, c, workName, w ? { verb: "update", body } : { verb: "create", body }, undefined, w));
         if (r === "lost" || !r) raced = true;
         else works.set(c, r);
       } else if (w && w.metadata.labels?.[PLACEMENT_NAME_LABEL] !== ref.name) {
         // The cluster moved to this placementRef: relabel only, its content follows the rollout.
-        const r = await racing(() => writeStored(env, ManifestWorkKind, c, workName, { verb: "update", body: { ...w, metadata: { ...w.metadata, labels } } }));
+        const r = await racing(() => writeStored(env, ManifestWorkKind, c, workName, { verb: "update", body: { ...w, metadata: { ...w.metadata, labels } } }, undefined, w));
         if (r === "lost" || !r) raced = true;
         else works.set(c, r);
       }
@@ -349,7 +349,7 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
   });
   const status = { ...(mwrs.status ?? {}), conditions, summary, placementSummary };
   if (canonical(status) !== canonical(mwrs.status ?? {})) {
-    const r = await racing(() => writeStored(env, ManifestWorkReplicaSetKind, namespace, name, { verb: "update", subresource: "status", body: { ...mwrs, status } }));
+    const r = await racing(() => writeStored(env, ManifestWorkReplicaSetKind, namespace, name, { verb: "update", subresource: "status", body: { ...mwrs, status } }, undefined, mwrs));
     if (r === "lost") raced = true;
   }
   return { ...(Number.isFinite(recheckAt) ? { recheckAt } : {}), ...(raced ? { rerun: true } : {}) };
