@@ -12,12 +12,13 @@
  * - a write of the replica set that creates it, changes its spec (generation) or starts its
  *   deletion: run before the write returns;
  * - a status report on one of its works (a status change of a work carrying the
- *   {@link MWRS_LABEL} label): run before the report returns;
+ *   {@link MWRS_LABEL} label): a run shortly after (the object's alarm, at once; reports that
+ *   arrive during a run coalesce into the next);
  * - a change of a placement's decisions: run before the scheduler's caller returns
  *   ({@link replicaSetsForPlacements}, called by durable-objects/scheduler.ts);
  * - the deletion of one of its works, the removal of the replica set object or of its finalizer
- *   by someone else: a run shortly after (the object's alarm, at once), never awaited, since
- *   the controller's own runs make such writes;
+ *   by someone else: a run shortly after as well, never awaited, since the controller's own runs
+ *   make such writes;
  * - rollout timers (minSuccessTime, progressDeadline): the object's alarm at the moment due.
  * The controller's own writes (works' spec and metadata, the replica set's status and
  * finalizer) trigger nothing, so a run never waits for a run of its own object.
@@ -31,6 +32,7 @@ import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
 import { DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL, PLACEMENT_LABEL } from "../scheduling/index.ts";
 import type { Env } from "../env.ts";
 import { writeStored } from "../api/resources.ts";
+import { computeRollout, workRolloutStatus, type ClusterRolloutStatus, type DecisionGroup, type RolloutStrategy, type WorkCondition } from "./rollout.ts";
 
 /** How many ManifestWork writes one run keeps in flight (each is a D1 batch and a Durable Object call). */
 const WRITE_CONCURRENCY = 16;
@@ -44,7 +46,6 @@ async function forEachConcurrently<T>(items: T[], limit: number, fn: (item: T) =
     }),
   );
 }
-import { computeRollout, workRolloutStatus, type ClusterRolloutStatus, type DecisionGroup, type RolloutStrategy, type WorkCondition } from "./rollout.ts";
 
 /** The finalizer the controller keeps on a replica set until its works are deleted (OCM). */
 export const MWRS_FINALIZER = "work.open-cluster-management.io/manifest-work-cleanup";
