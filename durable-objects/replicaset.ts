@@ -7,7 +7,8 @@
  * - `reconcile` (awaited): runs and resolves once a run that started after the call finished.
  *   Used by writes the controller never makes itself (replica set spec changes, placement
  *   decision changes), so a run never waits for its own object.
- * - `notify` (not awaited): sets the object's alarm to now and returns. Used for writes the
+ * - `notify` (not awaited): sets the object's alarm to now (or, right after a run, to the end
+ *   of that run plus its duration) and returns. Used for writes the
  *   controller's own runs make too (work deletions), so a run never waits on itself (a
  *   deletion the current run is making is ignored), and for work status reports, so that an
  *   agent's report returns at once and many clusters' reports coalesce into one run.
@@ -35,6 +36,12 @@ export class ReplicaSetObject extends DurableObject<Env> {
   private failures = 0;
   private reruns = 0;
   private targetCache: { namespace: string; name: string } | null = null;
+  /**
+   * Earliest time (epoch ms) a notified run may start: the end of the last run plus its
+   * duration, so that a storm of notifications (status reports of a large fleet) keeps the
+   * controller busy at most half of the time.
+   */
+  private nextRunAt = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -72,9 +79,9 @@ export class ReplicaSetObject extends DurableObject<Env> {
     if (this.running && deletedWorkIn !== undefined && this.deleting.has(deletedWorkIn)) return;
     this.remember(namespace, name);
     this.notified = true;
-    const now = Date.now();
+    const due = Math.max(Date.now(), this.nextRunAt);
     const at = await this.ctx.storage.getAlarm();
-    if (at === null || at > now) await this.ctx.storage.setAlarm(now);
+    if (at === null || at > due) await this.ctx.storage.setAlarm(due);
   }
 
   private async runPending(): Promise<void> {
@@ -85,6 +92,7 @@ export class ReplicaSetObject extends DurableObject<Env> {
     if (!t) return;
     let outcome: RunOutcome;
     this.running = true;
+    const started = Date.now();
     try {
       outcome = await runReplicaSet(this.env, t.namespace, t.name, Date.now(), { deleting: (c) => this.deleting.add(c) });
       this.failures = 0;
@@ -95,6 +103,8 @@ export class ReplicaSetObject extends DurableObject<Env> {
     } finally {
       this.running = false;
       this.deleting.clear();
+      const ended = Date.now();
+      this.nextRunAt = ended + (ended - started);
     }
     if (outcome.rerun) {
       this.reruns++;
@@ -111,7 +121,7 @@ export class ReplicaSetObject extends DurableObject<Env> {
       this.ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS target (id INTEGER PRIMARY KEY CHECK (id = 1), namespace TEXT NOT NULL, name TEXT NOT NULL)");
       return;
     }
-    await this.armAlarm(this.notified ? Date.now() : outcome.recheckAt);
+    await this.armAlarm(this.notified ? Math.min(Math.max(Date.now(), this.nextRunAt), outcome.recheckAt ?? Infinity) : outcome.recheckAt);
   }
 
   private async armAlarm(at: number | undefined): Promise<void> {
