@@ -396,21 +396,22 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
  * @example app.route("/api", coreRoutes());
  */
 export function coreRoutes(): Hono<{ Bindings: Env }> {
+  const app = apiApp();
+  const versions = servedGroups().find((g) => g.group === "")?.versions ?? [];
+  app.get("/", (c) => c.json({ kind: "APIVersions", versions, serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress: new URL(c.req.url).host }] }));
+  app.get("/:version", (c) => c.json(resourceList("", c.req.param("version"))));
+  app.all("/:version/*", (c) => serve(c, "", c.req.param("version"), `/api/${c.req.param("version")}/`));
+  return app;
+}
+
+/** A Hono app for `/api` or `/apis`: every request authorised, errors as Status objects. */
+function apiApp(): Hono<{ Bindings: Env }> {
   const app = new Hono<{ Bindings: Env }>();
   app.use("*", async (c, next) => {
     await authorize(c);
     await ensureBuiltins(c.env);
     await next();
   });
-  const versions = servedGroups().find((g) => g.group === "")?.versions ?? [];
-  app.get("/", (c) => c.json({ kind: "APIVersions", versions, serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress: new URL(c.req.url).host }] }));
-  app.get("/:version", (c) => {
-    const { version } = c.req.param();
-    const resources = discoveryResources("", version);
-    if (resources.length === 0) throw new ApiError(404, "NotFound", "the server could not find the requested resource");
-    return c.json({ kind: "APIResourceList", groupVersion: version, resources });
-  });
-  app.all("/:version/*", (c) => serve(c, "", c.req.param("version"), `/api/${c.req.param("version")}/`));
   app.onError((err) => {
     if (err instanceof ApiError) return statusResponse(err);
     throw err;
@@ -418,15 +419,16 @@ export function coreRoutes(): Hono<{ Bindings: Env }> {
   return app;
 }
 
+/** The APIResourceList of a group version ("" for the core group). @throws ApiError 404 when nothing is served there */
+function resourceList(group: string, version: string) {
+  const resources = discoveryResources(group, version);
+  if (resources.length === 0) throw new ApiError(404, "NotFound", "the server could not find the requested resource");
+  return { kind: "APIResourceList", apiVersion: "v1", groupVersion: group ? `${group}/${version}` : version, resources };
+}
+
 /** The `/apis` routes: discovery documents and the generic resource endpoints. */
 export function resourceRoutes(): Hono<{ Bindings: Env }> {
-  const app = new Hono<{ Bindings: Env }>();
-
-  app.use("*", async (c, next) => {
-    await authorize(c);
-    await ensureBuiltins(c.env);
-    await next();
-  });
+  const app = apiApp();
 
   app.get("/", (c) =>
     c.json({
@@ -440,21 +442,11 @@ export function resourceRoutes(): Hono<{ Bindings: Env }> {
     }),
   );
 
-  app.get("/:group/:version", (c) => {
-    const { group, version } = c.req.param();
-    const resources = discoveryResources(group, version);
-    if (resources.length === 0) throw new ApiError(404, "NotFound", "the server could not find the requested resource");
-    return c.json({ kind: "APIResourceList", apiVersion: "v1", groupVersion: `${group}/${version}`, resources });
-  });
+  app.get("/:group/:version", (c) => c.json(resourceList(c.req.param("group"), c.req.param("version"))));
 
   app.all("/:group/:version/*", (c) => {
     const { group, version } = c.req.param();
     return serve(c, group, version, `/apis/${group}/${version}/`);
-  });
-
-  app.onError((err) => {
-    if (err instanceof ApiError) return statusResponse(err);
-    throw err;
   });
   return app;
 }
