@@ -9,7 +9,7 @@ import { ApiError, badRequest, conflict, invalid, notFound, unauthorized } from 
 import { resourceKey } from "../k8s/kind.ts";
 import { checkSchema, type KubeObject } from "../k8s/meta.ts";
 import { database, getObject, listObjects } from "../k8s/store.ts";
-import { ManifestWorkKind, ManifestWorkStatusSchema, MANIFEST_LIMIT_BYTES } from "../kinds/manifestwork.ts";
+import { ManifestWorkKind, MANIFEST_LIMIT_BYTES } from "../kinds/manifestwork.ts";
 import { writeStored } from "../api/resources.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { BootstrapTokenKind, parseToken, sha256Hex } from "../kinds/bootstraptoken.ts";
@@ -138,18 +138,15 @@ async function getWorks(c: Ctx): Promise<Response> {
 /**
  * PUT a work's status as the agent observed it: the agent's credential must be its cluster's and
  * the work must still be the one the agent saw (`uid`). Written through the status subresource
- * path, so the replica set controller sees it.
- * @throws ApiError 404 (no such work), 409 (uid differs), 422 (invalid status)
+ * path, which validates the status like any status write (422 invalid values, 400 unknown
+ * fields) and lets the replica set controller see it.
+ * @throws ApiError 404 (no such work), 409 (uid differs), 400/422 (invalid status)
  */
 async function putWorkStatus(c: Ctx): Promise<Response> {
   const body = decode(WorkStatusReportSchema, parseJson(await readBody(c, WORK_STATUS_BODY_LIMIT)), "workstatuses");
   const cluster = c.req.param("name") ?? "";
   const workName = c.req.param("work") ?? "";
-  const check = checkSchema(ManifestWorkStatusSchema, body.status);
   const ref = { group: ManifestWorkKind.group, plural: ManifestWorkKind.plural, kind: ManifestWorkKind.kind, name: workName };
-  if (check.unknownFields.length > 0 || check.causes.length > 0) {
-    throw invalid(ref, [...check.unknownFields.map((f) => ({ field: `status.${f}`, message: "unknown field", reason: "FieldValueInvalid" })), ...check.causes.map((cause) => ({ ...cause, field: cause.field ? `status.${cause.field}` : "status" }))]);
-  }
   const res = await agentResult(c, { action: "report" });
   if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers: costHeaders(res.cost) });
   const current = await getObject(database(c.env.DB), ManifestWorkKind, { namespace: cluster, name: workName });
