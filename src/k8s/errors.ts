@@ -151,3 +151,11 @@ export function unsupportedMediaType(contentType: string, supported: string[]): 
 export function tooLarge(limitBytes: number): ApiError {
   return new ApiError(413, "RequestEntityTooLarge", `Request entity too large: limit is ${limitBytes} bytes`);
 }
+
+/**
+ * 429 TooManyRequests, as the apiserver's max-in-flight and priority-and-fairness filters answer:
+ * `details.retryAfterSeconds` is sent as the `Retry-After` header (seconds).
+ */
+export function tooManyRequests(message: string, retryAfterSeconds: number): ApiError {
+  return new ApiError(429, "TooManyRequests", message, { retryAfterSeconds });
+}
