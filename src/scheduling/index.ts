@@ -4,7 +4,7 @@
  * @module
  */
 
-export { schedule, CEL_NOT_SUPPORTED, BUILTIN_PRIORITIZERS, MIN_WEIGHT, MAX_WEIGHT } from "./schedule.ts";
+export { schedule, eligibleClusterSets, prioritizerNames, CEL_NOT_SUPPORTED, BUILTIN_PRIORITIZERS, MIN_WEIGHT, MAX_WEIGHT } from "./schedule.ts";
 export {
   generateDecisionGroups,
   calculateGroupLength,

@@ -8,7 +8,7 @@
  */
 
 import { tryParseQuantity } from "./quantity.ts";
-import type { AddOnPlacementScoreInput, DecisionCounts, SchedulingCluster } from "./types.ts";
+import type { AddOnPlacementScoreInput, DecisionCountLookup, DecisionCounts, SchedulingCluster } from "./types.ts";
 
 /** OCM's `plugins.MaxClusterScore`. */
 export const MAX_CLUSTER_SCORE = 100;
@@ -37,27 +37,35 @@ function ownNumber(rec: Readonly<Record<string, number>>, key: string): number |
  * count == max/2 → 0, 1 of 3 → 32, 2 of 3 → −32.
  *
  * @param counts cluster → decisions of other placements (a Map is faster for large
- *   fleets: iterating a 30,000-key object costs about 10 ms); entries ≤ 0 count as absent.
+ *   fleets: iterating a 30,000-key object costs about 10 ms; a lookup with its
+ *   `maxCount` reads only the scored clusters); entries ≤ 0 count as absent.
  */
 export function balanceScores(clusters: readonly SchedulingCluster[], counts: DecisionCounts | undefined): Float64Array {
   const out = new Float64Array(clusters.length).fill(MAX_CLUSTER_SCORE);
   if (!counts) return out;
-  const isMap = counts instanceof Map;
+  const lookup = isLookup(counts) ? counts : undefined;
+  const map = counts instanceof Map ? (counts as ReadonlyMap<string, number>) : undefined;
   let maxCount = 0;
-  if (isMap) {
-    for (const c of (counts as ReadonlyMap<string, number>).values()) if (c > maxCount) maxCount = c;
+  if (lookup) maxCount = lookup.maxCount;
+  else if (map) {
+    for (const c of map.values()) if (c > maxCount) maxCount = c;
   } else {
     for (const c of Object.values(counts)) if (c > maxCount) maxCount = c;
   }
   if (maxCount <= 0) return out;
   for (let i = 0; i < clusters.length; i++) {
     const name = clusters[i]!.name;
-    const count = isMap ? (counts as ReadonlyMap<string, number>).get(name) : ownNumber(counts as Readonly<Record<string, number>>, name);
+    const count = lookup ? lookup.countOf(name) : map ? map.get(name) : ownNumber(counts as Readonly<Record<string, number>>, name);
     if (count === undefined || !(count > 0)) continue;
     const usage = count / maxCount;
     out[i] = 2 * Math.trunc(MAX_CLUSTER_SCORE * (0.5 - usage)) + 0;
   }
   return out;
+}
+
+// A plain count record holds numbers only, so a `countOf` function marks a lookup.
+function isLookup(counts: DecisionCounts): counts is DecisionCountLookup {
+  return typeof (counts as Partial<DecisionCountLookup>).countOf === "function";
 }
 
 /** Steady: 100 for a cluster in the placement's existing decisions, else 0. */

@@ -127,8 +127,37 @@ function getPrioritizers(entries: readonly WeightEntry[], input: ScheduleInput, 
   return out;
 }
 
-/** The eligible ManagedClusterSets: bound sets ∩ `spec.clusterSets` (when non-empty), sorted by name. */
-function eligibleClusterSets(spec: PlacementSpec, bound: readonly string[]): string[] {
+/**
+ * The prioritizers {@link schedule} runs for a spec, by name ("Balance", "Steady",
+ * "ResourceAllocatableCPU", "ResourceAllocatableMemory", "AddOn/<resource>/<score>"), with
+ * OCM's weight rules (`getWeights`, `getPrioritizers`: Additive defaults, weight 0 drops
+ * one). Lets a caller know what a placement's scores read (the Balance prioritizer reads
+ * other placements' decisions, AddOn ones read AddOnPlacementScores and the clock).
+ *
+ * @returns the names in evaluation order, or undefined when the policy is Misconfigured.
+ */
+export function prioritizerNames(spec: PlacementSpec): string[] | undefined {
+  const weights = getWeights(spec);
+  if (weights instanceof Misconfigured) return undefined;
+  const out: string[] = [];
+  for (const e of weights) {
+    if (e.weight === 0) continue;
+    if (e.type === "BuiltIn") {
+      if (!(BUILTIN_PRIORITIZERS as readonly string[]).includes(e.builtIn)) return undefined;
+      out.push(e.builtIn);
+    } else {
+      if (!e.addOn) return undefined;
+      out.push(`AddOn/${e.addOn.resourceName}/${e.addOn.scoreName}`);
+    }
+  }
+  return out;
+}
+
+/**
+ * The eligible ManagedClusterSets of a placement (OCM `schedule.go`): the bound sets ∩
+ * `spec.clusterSets` (all bound sets when it is empty), de-duplicated and sorted by name.
+ */
+export function eligibleClusterSets(spec: PlacementSpec, bound: readonly string[]): string[] {
   const boundSet = new Set(bound);
   const wanted = spec.clusterSets && spec.clusterSets.length > 0 ? spec.clusterSets.filter((s) => boundSet.has(s)) : bound;
   return [...new Set(wanted)].sort(compareNames);
@@ -216,14 +245,17 @@ function failed(m: Misconfigured, warnings: string[] = []): SchedulerOutcome {
   };
 }
 
-/** OCM's `pluginScheduler.Schedule` over the candidate clusters. */
-function runScheduler(input: ScheduleInput, candidates: readonly SchedulingCluster[], existing: ReadonlySet<string>, nowMs: number, explain: boolean): SchedulerOutcome {
+/**
+ * OCM's `pluginScheduler.Schedule` over the candidate clusters. `available` tells whether
+ * the eligible sets have any candidate at all (`candidates` may be a pre-filtered subset).
+ */
+function runScheduler(input: ScheduleInput, candidates: readonly SchedulingCluster[], available: boolean, existing: ReadonlySet<string>, nowMs: number, explain: boolean): SchedulerOutcome {
   const spec = input.placement.spec;
   let filtered: readonly SchedulingCluster[] = candidates;
 
   // Filter 1: Predicate. Selectors are only built when there is something to filter.
   const predicates = spec.predicates ?? [];
-  if (predicates.length > 0 && filtered.length > 0) {
+  if (predicates.length > 0 && available) {
     const selectors: CompiledClusterSelector[] = [];
     for (const p of predicates) {
       const rcs = p.requiredClusterSelector;
@@ -320,13 +352,13 @@ function runScheduler(input: ScheduleInput, candidates: readonly SchedulingClust
  * scheduler, and, as in OCM's code, a Misconfigured status does not take that row: a
  * misconfigured schedule selects nothing and so reports NoManagedClusterMatched.
  */
-function satisfiedCondition(spec: PlacementSpec, eligible: readonly string[], bindings: number, available: number, selected: number, unscheduled: number): PlacementCondition {
+function satisfiedCondition(spec: PlacementSpec, eligible: readonly string[], bindings: number, available: boolean, selected: number, unscheduled: number): PlacementCondition {
   const type = "PlacementSatisfied";
   if (bindings === 0) return { type, status: "False", reason: "NoManagedClusterSetBindings", message: "No valid ManagedClusterSetBindings found in placement namespace" };
   if (eligible.length === 0) {
     return { type, status: "False", reason: "NoIntersection", message: `None of ManagedClusterSets [${(spec.clusterSets ?? []).join(",")}] is bound to placement namespace` };
   }
-  if (available === 0) return { type, status: "False", reason: "AllManagedClusterSetsEmpty", message: `All ManagedClusterSets [${eligible.join(",")}] have no member ManagedCluster` };
+  if (!available) return { type, status: "False", reason: "AllManagedClusterSetsEmpty", message: `All ManagedClusterSets [${eligible.join(",")}] have no member ManagedCluster` };
   if (selected === 0) return { type, status: "False", reason: "NoManagedClusterMatched", message: "No ManagedCluster matches any of the cluster predicate" };
   if (unscheduled === 0) return { type, status: "True", reason: "AllDecisionsScheduled", message: "All cluster decisions scheduled" };
   return { type, status: "False", reason: "NotAllDecisionsScheduled", message: `${unscheduled} cluster decisions unscheduled` };
@@ -403,7 +435,8 @@ export function schedule(input: ScheduleInput, now: Date, options: ScheduleOptio
     }
   }
   const existing = new Set(input.existingDecisions ?? []);
-  const outcome = runScheduler(input, candidates, existing, nowMs, options.explain === true);
+  const available = eligibleSet.size > 0 && (input.eligibleSetsHaveClusters ?? candidates.length > 0);
+  const outcome = runScheduler(input, candidates, available, existing, nowMs, options.explain === true);
 
   const grouping = generateDecisionGroups(input.placement.name, outcome.selected, spec.decisionStrategy?.groupStrategy);
   const status: ScheduleStatus = grouping.error !== undefined ? { code: "Misconfigured", plugin: "", message: grouping.error } : outcome.status;
@@ -423,7 +456,7 @@ export function schedule(input: ScheduleInput, now: Date, options: ScheduleOptio
     placementDecisions: grouping.pages,
     conditions: [
       misconfiguredCondition(status),
-      satisfiedCondition(spec, eligible, new Set(input.boundClusterSets).size, candidates.length, selectedNames.length, outcome.unscheduled),
+      satisfiedCondition(spec, eligible, new Set(input.boundClusterSets).size, available, selectedNames.length, outcome.unscheduled),
     ],
     status,
     warnings: outcome.warnings,

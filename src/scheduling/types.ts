@@ -186,10 +186,23 @@ export interface AddOnPlacementScoreInput {
 }
 
 /**
- * Cluster name → count, as a plain object or a Map (a Map is much faster to iterate
- * when it has tens of thousands of entries).
+ * Cluster name → count, as a plain object, a Map (a Map is much faster to iterate
+ * when it has tens of thousands of entries), or a {@link DecisionCountLookup} that
+ * knows its largest count without iterating.
  */
-export type DecisionCounts = Readonly<Record<string, number>> | ReadonlyMap<string, number>;
+export type DecisionCounts = Readonly<Record<string, number>> | ReadonlyMap<string, number> | DecisionCountLookup;
+
+/**
+ * Decision counts kept by an index (the scheduler's view): `countOf` answers one
+ * cluster (undefined or ≤ 0 means none) and `maxCount` is the largest count over every
+ * cluster, so the Balance prioritizer reads only the clusters it scores.
+ */
+export interface DecisionCountLookup {
+  /** The largest count over every cluster (0 when there is none). */
+  readonly maxCount: number;
+  /** The count of one cluster; undefined when it has none. */
+  countOf(cluster: string): number | undefined;
+}
 
 /** Everything {@link schedule} needs for one Placement. */
 export interface ScheduleInput {
@@ -197,9 +210,19 @@ export interface ScheduleInput {
   placement: { name: string; spec: PlacementSpec };
   /**
    * Every ManagedCluster the hub knows (deleting ones included: they are skipped as
-   * candidates but still read when computing the requeue time of existing decisions).
+   * candidates but still read when computing the requeue time of existing decisions),
+   * or, with {@link ScheduleInput.eligibleSetsHaveClusters}, a subset of them that holds
+   * at least every cluster of an eligible set that can pass the filters and every
+   * cluster of `existingDecisions` (for example candidates taken from a label index).
    */
   clusters: readonly SchedulingCluster[];
+  /**
+   * Set when `clusters` is such a subset: whether any cluster that is not being deleted
+   * belongs to an eligible set (what tells OCM's AllManagedClusterSetsEmpty from
+   * NoManagedClusterMatched, and whether the predicates are evaluated at all). Unset,
+   * it is computed from `clusters`.
+   */
+  eligibleSetsHaveClusters?: boolean;
   /**
    * Names of the ManagedClusterSets bound to the placement's namespace by a valid
    * ManagedClusterSetBinding (one whose ManagedClusterSet exists; its `Bound` condition

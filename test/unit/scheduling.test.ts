@@ -369,6 +369,15 @@ describe("prioritizers", () => {
       scores: { a: 0, b: 50 },
     },
     {
+      // The same counts as a lookup that knows its largest count (x's 4), as the scheduler's view gives them.
+      name: "Balance: a count lookup with its maxCount",
+      spec: { prioritizerPolicy: exact({ scoreCoordinate: { builtIn: "Balance" }, weight: 1 }) },
+      clusters: names("a", "b"),
+      in: { otherDecisionCounts: { maxCount: 4, countOf: (c: string) => ({ a: 2, b: 1 })[c] } },
+      decisions: ["b", "a"],
+      scores: { a: 0, b: 50 },
+    },
+    {
       name: "Steady: 100 for already decided clusters",
       spec: { prioritizerPolicy: exact({ scoreCoordinate: { builtIn: "Steady" }, weight: 1 }) },
       clusters: names("a", "b", "c"),
@@ -862,6 +871,31 @@ describe("decision groups and PlacementDecisions", () => {
     expect(misconfigured(r).status).toBe("True");
     expect(misconfigured(r).message).toMatch(/^:.*operator/);
     expect(r.placementDecisions).toEqual([pd(1, "canary", 0, ["c1", "c10", "c3"])]);
+  });
+});
+
+describe("a pre-filtered candidate list (eligibleSetsHaveClusters)", () => {
+  const spec: PlacementSpec = { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { env: "prod" } } } }] };
+
+  it("tells an empty set from no match when the list holds no candidate", () => {
+    expect(satisfied(schedule(input(spec, []), NOW)).reason).toBe("AllManagedClusterSetsEmpty");
+    expect(satisfied(schedule(input(spec, [], { eligibleSetsHaveClusters: true }), NOW)).reason).toBe("NoManagedClusterMatched");
+    expect(satisfied(schedule(input(spec, [], { eligibleSetsHaveClusters: false }), NOW)).reason).toBe("AllManagedClusterSetsEmpty");
+  });
+
+  it("still reports an invalid predicate when the list holds no candidate", () => {
+    const bad: PlacementSpec = { predicates: [{ requiredClusterSelector: { labelSelector: { matchExpressions: [{ key: "env", operator: "Bogus" }] } } }] };
+    expect(misconfigured(schedule(input(bad, [], { eligibleSetsHaveClusters: true }), NOW)).status).toBe("True");
+    expect(misconfigured(schedule(input(bad, []), NOW)).status).toBe("False");
+  });
+
+  it("decides as over the whole fleet", () => {
+    const fleet = [cluster("a", { labels: { env: "prod" } }), cluster("b", { labels: { env: "dev" } }), cluster("c", { labels: { env: "prod" } })];
+    const whole = schedule(input({ ...spec, numberOfClusters: 1 }, fleet, { existingDecisions: ["c"] }), NOW);
+    const part = schedule(input({ ...spec, numberOfClusters: 1 }, [fleet[2]!, fleet[0]!], { existingDecisions: ["c"], eligibleSetsHaveClusters: true }), NOW);
+    expect(part.decisions).toEqual(["c"]);
+    expect(part.conditions).toEqual(whole.conditions);
+    expect(part.placementDecisions).toEqual(whole.placementDecisions);
   });
 });
 
