@@ -1,9 +1,15 @@
 /**
  * SchedulerObject: the one Durable Object (named "scheduler") that runs the placement controller.
  * Writes that can change a placement's decisions call `reconcile` after they commit and wait for
- * it, so decisions are computed before the write returns. Runs are serialised and each reads the
- * state after the triggering write, so no placement's decisions are computed from a state older
- * than the last write. Triggers that arrive during a run are merged into the next one.
+ * it, so decisions are computed before the write returns. Runs are serialised and each applies
+ * the triggering writes first, so no placement's decisions are computed from a state older than
+ * the last write. Triggers that arrive during a run are merged into the next one.
+ *
+ * The object keeps its own view of what scheduling reads (src/placement/view.ts), in memory:
+ * built from D1 on its first run after it starts (the cold start), then updated from the changes
+ * each trigger carries and from its own writes. After the cold start a run reads D1 only for a
+ * change that arrives without its object (one keyed read) and for an object whose write
+ * conflicted (read again, so the view never keeps a version D1 no longer has).
  *
  * After a run, the ManifestWorkReplicaSets that refer to a placement whose decisions changed run
  * (src/work/replicaset.ts `replicaSetsForPlacements`) outside this object's queue, so the next
@@ -15,8 +21,12 @@
  * toleration expires, not by polling.
  */
 import { DurableObject } from "cloudflare:workers";
+import { clock } from "../src/clock.ts";
 import { database } from "../src/k8s/store.ts";
-import { mergeTriggers, runPlacementController, type RunResult, type Trigger } from "../src/placement/controller.ts";
+import { save } from "../src/placement/controller.ts";
+import { mergeTriggers, type RunResult, type Trigger } from "../src/placement/plan.ts";
+import { runOnView, SchedulerView } from "../src/placement/view.ts";
+import { d1Source, refreshStale, resolveTrigger } from "../src/placement/view-d1.ts";
 import { replicaSetsForPlacements } from "../src/work/replicaset.ts";
 import type { Env } from "../src/env.ts";
 
@@ -47,14 +57,24 @@ export class SchedulerObject extends DurableObject<Env> {
     return result;
   }
 
-  private last: { result: RunResult; followUp: Promise<void> } = { result: { scheduled: [], writes: 0, requeue: {}, decisionsChanged: [] }, followUp: Promise.resolve() };
+  private last: { result: RunResult; followUp: Promise<void> } = { result: { scheduled: [], skipped: [], writes: 0, requeue: {}, decisionsChanged: [] }, followUp: Promise.resolve() };
+  private view: SchedulerView | null = null;
 
   private async runPending(): Promise<{ result: RunResult; followUp: Promise<void> }> {
     const trigger = this.pending;
     this.pending = null;
     if (!trigger) return this.last;
-    const now = Date.now();
-    const result = await runPlacementController(database(this.env.DB), trigger, now);
+    const now = clock.now();
+    const db = database(this.env.DB);
+    this.view ??= await SchedulerView.build(d1Source(db));
+    const view = this.view;
+    await resolveTrigger(db, view, trigger);
+    let result: RunResult;
+    try {
+      result = await runOnView(view, trigger, now, (def, current, next) => save(db, def, current, next));
+    } finally {
+      await refreshStale(db, view);
+    }
     const sql = this.ctx.storage.sql;
     for (const p of result.scheduled) {
       const due = result.requeue[p];
@@ -73,12 +93,12 @@ export class SchedulerObject extends DurableObject<Env> {
       return;
     }
     const current = await this.ctx.storage.getAlarm();
-    if (current !== row.due) await this.ctx.storage.setAlarm(Math.max(row.due, Date.now() + 1));
+    if (current !== row.due) await this.ctx.storage.setAlarm(Math.max(row.due, clock.now() + 1));
   }
 
   /** Runs the placements whose toleration expired. */
   override async alarm(): Promise<void> {
-    const now = Date.now();
+    const now = clock.now();
     const due = this.ctx.storage.sql.exec<{ placement: string }>("SELECT placement FROM requeue WHERE due <= ?", now).toArray().map((r) => r.placement);
     this.ctx.storage.sql.exec("DELETE FROM requeue WHERE due <= ?", now);
     if (due.length > 0) await this.reconcile({ placements: due });

@@ -1,0 +1,58 @@
+/**
+ * What scheduling reads of each stored object, in one place so that the full recompute
+ * (src/placement/state.ts), the scheduler's view (src/placement/view.ts) and the triggers that
+ * feed it (src/placement/triggers.ts) read them alike.
+ */
+import type { KubeObject } from "../k8s/meta.ts";
+import type { ManagedClusterSpec, ManagedClusterStatus } from "../kinds/managedcluster.ts";
+import { PLACEMENT_LABEL, type AddOnPlacementScoreInput, type PlacementSpec } from "../scheduling/index.ts";
+import type { ClusterView } from "./plan.ts";
+
+/**
+ * A ManagedCluster's {@link ClusterView}: `metadata.labels`, `status.clusterClaims` as
+ * name → value, `spec.taints` (key, value, effect, timeAdded), `status.allocatable`,
+ * `status.capacity`, and whether `metadata.deletionTimestamp` is set.
+ */
+export function clusterView(c: KubeObject): ClusterView {
+  const spec = (c.spec ?? {}) as unknown as ManagedClusterSpec;
+  const status = (c.status ?? {}) as ManagedClusterStatus;
+  const claims: Record<string, string> = {};
+  for (const cl of status.clusterClaims ?? []) claims[cl.name] = cl.value;
+  return {
+    name: c.metadata.name,
+    labels: c.metadata.labels,
+    claims,
+    taints: (spec.taints ?? []).map((t) => ({ key: t.key, value: t.value, effect: t.effect, timeAdded: t.timeAdded ?? undefined })),
+    allocatable: status.allocatable,
+    capacity: status.capacity,
+    deleting: Boolean(c.metadata.deletionTimestamp),
+  };
+}
+
+/** An AddOnPlacementScore's `status.scores` (name → value) and `status.validUntil`. */
+export function scoreInput(s: KubeObject): AddOnPlacementScoreInput {
+  const st = (s.status ?? {}) as { scores?: { name: string; value: number }[]; validUntil?: string | null };
+  const values: Record<string, number> = {};
+  for (const v of st.scores ?? []) values[v.name] = v.value;
+  return { scores: values, validUntil: st.validUntil ?? undefined };
+}
+
+/** A Placement's spec (`{}` when missing). */
+export function placementSpec(p: KubeObject): PlacementSpec {
+  return (p.spec ?? {}) as PlacementSpec;
+}
+
+/** The cluster names of a PlacementDecision's `status.decisions`, in order. */
+export function decidedClusters(d: KubeObject): string[] {
+  return ((d.status as { decisions?: { clusterName: string }[] } | undefined)?.decisions ?? []).map((x) => x.clusterName);
+}
+
+/** The placement a PlacementDecision belongs to (its placement label), or undefined. */
+export function decisionOwner(d: KubeObject): string | undefined {
+  return d.metadata.labels?.[PLACEMENT_LABEL];
+}
+
+/** Whether a placement's prioritizer configurations name one of the AddOn score resources `resourceNames`. */
+export function readsScore(spec: PlacementSpec, resourceNames: ReadonlySet<string>): boolean {
+  return (spec.prioritizerPolicy?.configurations ?? []).some((c) => c.scoreCoordinate?.type === "AddOn" && resourceNames.has(c.scoreCoordinate.addOn?.resourceName ?? ""));
+}
