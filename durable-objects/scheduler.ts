@@ -8,8 +8,13 @@
  * The object keeps its own view of what scheduling reads (src/placement/view.ts), in memory:
  * built from D1 on its first run after it starts (the cold start), then updated from the changes
  * each trigger carries and from its own writes. After the cold start a run reads D1 only for a
- * change that arrives without its object (one keyed read) and for an object whose write
- * conflicted (read again, so the view never keeps a version D1 no longer has).
+ * change that arrives without its object (one keyed read), for an object whose write conflicted
+ * (read again, so the view never keeps a version D1 no longer has), and, at most every
+ * RESYNC_INTERVAL_MS, for the consistency check: the writes D1's events log holds after the view's
+ * watermark, of which those the view missed (a trigger that never came) are read back and
+ * scheduled as their trigger would have been (src/placement/view.ts `catchUp`). When the log no
+ * longer reaches the watermark, or D1's counter is below it (a restore), the view is rebuilt and
+ * every placement scheduled again, as OCM's informers resync.
  *
  * After a run, the ManifestWorkReplicaSets that refer to a placement whose decisions changed run
  * (src/work/replicaset.ts `replicaSetsForPlacements`) outside this object's queue, so the next
@@ -25,13 +30,16 @@ import { clock } from "../src/clock.ts";
 import { database } from "../src/k8s/store.ts";
 import { save } from "../src/placement/controller.ts";
 import { mergeTriggers, type RunResult, type Trigger } from "../src/placement/plan.ts";
-import { runOnView, SchedulerView } from "../src/placement/view.ts";
-import { d1Source, refreshStale, resolveTrigger } from "../src/placement/view-d1.ts";
+import { catchUp, runOnView, type SchedulerView } from "../src/placement/view.ts";
+import { d1ChangeLog, loadView, refreshStale, resolveTrigger } from "../src/placement/view-d1.ts";
 import { replicaSetsForPlacements } from "../src/work/replicaset.ts";
 import type { Env } from "../src/env.ts";
 
 /** The name of the single scheduler object. */
 export const SCHEDULER_NAME = "scheduler";
+
+/** How often (milliseconds, at most once per run) the view is checked against D1's events log. */
+export const RESYNC_INTERVAL_MS = 10_000;
 
 /** The placement scheduler Durable Object. */
 export class SchedulerObject extends DurableObject<Env> {
@@ -59,15 +67,19 @@ export class SchedulerObject extends DurableObject<Env> {
 
   private last: { result: RunResult; followUp: Promise<void> } = { result: { scheduled: [], skipped: [], writes: 0, requeue: {}, decisionsChanged: [] }, followUp: Promise.resolve() };
   private view: SchedulerView | null = null;
+  /** Every write up to this resourceVersion is in the view. */
+  private watermark = 0;
+  /** When the view was last built or checked (epoch milliseconds). */
+  private syncedAt = -Infinity;
 
   private async runPending(): Promise<{ result: RunResult; followUp: Promise<void> }> {
-    const trigger = this.pending;
+    let trigger = this.pending;
     this.pending = null;
     if (!trigger) return this.last;
     const now = clock.now();
     const db = database(this.env.DB);
-    this.view ??= await SchedulerView.build(d1Source(db));
-    const view = this.view;
+    if (!this.view || now - this.syncedAt >= RESYNC_INTERVAL_MS) trigger = await this.sync(db, trigger, now);
+    const view = this.view!;
     await resolveTrigger(db, view, trigger);
     let result: RunResult;
     try {
@@ -84,6 +96,24 @@ export class SchedulerObject extends DurableObject<Env> {
     await this.armAlarm();
     this.last = { result, followUp: replicaSetsForPlacements(this.env, result.decisionsChanged) };
     return this.last;
+  }
+
+  /** Builds the view (cold start), or checks it against D1 and adds what it missed to `trigger`. */
+  private async sync(db: ReturnType<typeof database>, trigger: Trigger, now: number): Promise<Trigger> {
+    if (this.view) {
+      const caught = await catchUp(this.view, d1ChangeLog(db), this.watermark);
+      if (caught) {
+        this.watermark = caught.watermark;
+        this.syncedAt = now;
+        return mergeTriggers(trigger, caught.trigger);
+      }
+    }
+    const rebuild = this.view !== null;
+    const loaded = await loadView(db);
+    this.view = loaded.view;
+    this.watermark = loaded.watermark;
+    this.syncedAt = now;
+    return rebuild ? mergeTriggers(trigger, { placements: loaded.view.placementKeys() }) : trigger;
   }
 
   private async armAlarm(): Promise<void> {

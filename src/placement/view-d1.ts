@@ -1,25 +1,27 @@
 /**
  * The scheduler view's reads of D1: the cold start (every object of the kinds scheduling reads,
- * page by page, so that 50,000 ManagedClusters never sit in memory as full objects at once), and
- * keyed reads of single objects for the changes a trigger names without carrying them.
+ * page by page, so that 50,000 ManagedClusters never sit in memory as full objects at once),
+ * keyed reads of single objects for the changes a trigger names without carrying them, and the
+ * `events` log that {@link catchUp} checks the view against.
  */
-import { and, asc, eq, gt, or, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, max, or, type SQL } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
-import { objects } from "../db/schema.ts";
+import { counters, events, objects } from "../db/schema.ts";
 import { resourceKey, type KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { getObject } from "../k8s/store.ts";
+import { EVENT_RETENTION, getObject } from "../k8s/store.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
 import { AddOnPlacementScoreKind, ManagedClusterSetBindingKind, PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
-import type { Trigger, ViewResource } from "./plan.ts";
+import type { Trigger } from "./plan.ts";
 import { clusterView } from "./reads.ts";
-import type { SchedulerView, ViewSource } from "./view.ts";
+import { SchedulerView, type ChangeLog, type FollowedResource, type ViewSource } from "./view.ts";
 
 /** Rows per page of a cold-start read. */
 export const PAGE_SIZE = 1000;
 
-const KINDS: Record<ViewResource | "placementdecisions", KindDefinition> = {
+const KINDS: Record<FollowedResource, KindDefinition> = {
+  managedclusters: ManagedClusterKind,
   placements: PlacementKind,
   managedclustersets: ManagedClusterSetKind,
   managedclustersetbindings: ManagedClusterSetBindingKind,
@@ -85,4 +87,44 @@ export async function resolveTrigger(db: DrizzleD1Database, view: SchedulerView,
 /** Reads again the objects whose write conflicted in the last run, so the view holds what D1 holds. */
 export async function refreshStale(db: DrizzleD1Database, view: SchedulerView): Promise<void> {
   for (const s of view.takeStale()) view.applyObject(s.def, s.namespace, s.name, await getObject(db, s.def, { namespace: s.namespace, name: s.name }));
+}
+
+/** The latest committed resourceVersion (D1's counter). */
+async function latestVersion(db: DrizzleD1Database): Promise<number> {
+  const rows = await db.select({ value: counters.value }).from(counters).where(eq(counters.id, 1));
+  return rows[0]?.value ?? 0;
+}
+
+/**
+ * Builds the view from D1 (the cold start). Returns it with its watermark: the counter read
+ * before the first page, so every write up to it is in the view (later ones may be too).
+ */
+export async function loadView(db: DrizzleD1Database): Promise<{ view: SchedulerView; watermark: number }> {
+  const watermark = await latestVersion(db);
+  return { view: await SchedulerView.build(d1Source(db)), watermark };
+}
+
+/** D1's `events` log as a {@link ChangeLog}: one query (and the counter, in the same batch) per check. */
+export function d1ChangeLog(db: DrizzleD1Database): ChangeLog {
+  const byKey = new Map(Object.entries(KINDS).map(([resource, def]) => [resourceKey(def), resource as FollowedResource]));
+  return {
+    async since(version) {
+      const [rows, counter] = await db.batch([
+        db
+          .select({ resource: events.resource, namespace: events.namespace, name: events.name, resourceVersion: max(events.resourceVersion) })
+          .from(events)
+          .where(and(inArray(events.resource, [...byKey.keys()]), gt(events.resourceVersion, version)))
+          .groupBy(events.resource, events.namespace, events.name),
+        db.select({ value: counters.value }).from(counters).where(eq(counters.id, 1)),
+      ]);
+      const latest = counter[0]?.value ?? 0;
+      return {
+        latest,
+        // Events older than the counter minus EVENT_RETENTION may have been pruned (as a watch's 410).
+        expired: version < latest - EVENT_RETENTION,
+        changed: rows.map((r) => ({ resource: byKey.get(r.resource)!, namespace: r.namespace, name: r.name, resourceVersion: r.resourceVersion ?? 0 })),
+      };
+    },
+    read: (resource, namespace, name) => getObject(db, KINDS[resource], { namespace, name }),
+  };
 }

@@ -44,7 +44,8 @@
  *
  * Versions: every applied change carries the object's resourceVersion; an older one than the
  * view holds (or than a delete it saw) is ignored, so triggers that arrive out of order cannot
- * roll the view back.
+ * roll the view back. {@link catchUp} compares those versions with the store's log of committed
+ * writes, to repair a write whose trigger never arrived.
  */
 import { fromLabelSelector, matches, selectsEverything, type LabelSelectorRequirementSet } from "../k8s/labels.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
@@ -62,8 +63,8 @@ import {
   type ScheduleInput,
   type SchedulingCluster,
 } from "../scheduling/index.ts";
-import { runPlacementController, type ClusterView, type PlacementState, type RunResult, type SaveObject, type Trigger, type ViewResource } from "./plan.ts";
-import { decidedClusters, decisionOwner, placementSpec, readsScore, scoreInput } from "./reads.ts";
+import { mergeTriggers, runPlacementController, type ClusterView, type PlacementState, type RunResult, type SaveObject, type Trigger, type ViewResource } from "./plan.ts";
+import { clusterView, decidedClusters, decisionOwner, placementSpec, readsScore, scoreInput } from "./reads.ts";
 
 /** A cluster as the view keeps it: its scheduling view, set membership and resourceVersion. */
 interface ClusterRecord extends ClusterView {
@@ -493,6 +494,50 @@ export class SchedulerView implements PlacementState {
     }
   }
 
+  /** Every placement's `<namespace>/<name>`. */
+  placementKeys(): string[] {
+    const out: string[] = [];
+    for (const [ns, inNs] of this.placements) for (const name of inNs.keys()) out.push(objectKey(ns, name));
+    return out;
+  }
+
+  /**
+   * The trigger a write would have carried, for a committed write the view missed (read back
+   * as `object`, null when the object is gone): the cluster's labels before are the view's. A
+   * ManagedCluster write that changed nothing scheduling reads only advances the version the
+   * view holds; a PlacementDecision is applied at once and its placement scheduled again.
+   */
+  missedChange(resource: ViewResource | "managedclusters" | "placementdecisions", namespace: string, name: string, object: KubeObject | null): Trigger | null {
+    const held = this.versionOf(resource, namespace, name);
+    if (object === null && held === 0) return null;
+    const rv = object ? object.metadata.resourceVersion : String(held);
+    const key = objectKey(namespace, name);
+    switch (resource) {
+      case "managedclusters": {
+        const before = this.clusters.get(name);
+        const after = object ? clusterView(object) : null;
+        if (before && after && sameView(before, after)) {
+          before.rv = rvOf(object!);
+          return null;
+        }
+        return { clusters: [{ name, labelsBefore: before?.labels, labelsAfter: object?.metadata.labels, after, resourceVersion: rv }] };
+      }
+      case "placementdecisions": {
+        const owner = decisionOwner(object ?? this.decisions.get(key)!);
+        this.applyDecision(namespace, name, object, Number(rv));
+        return owner === undefined ? null : { placements: [objectKey(namespace, owner)] };
+      }
+      case "placements":
+        return { placements: [key], objects: [{ resource, namespace, name, object, resourceVersion: rv }] };
+      case "managedclustersets":
+        return { sets: [name], objects: [{ resource, namespace, name, object, resourceVersion: rv }] };
+      case "managedclustersetbindings":
+        return { namespaces: [namespace], objects: [{ resource, namespace, name, object, resourceVersion: rv }] };
+      case "addonplacementscores":
+        return { scores: [{ cluster: namespace, resourceName: name }], objects: [{ resource, namespace, name, object, resourceVersion: rv }] };
+    }
+  }
+
   // ---- runs ----------------------------------------------------------------------------------
 
   /**
@@ -916,6 +961,42 @@ function sameRecord(a: Readonly<Record<string, string>> | undefined, b: Readonly
   if (ka.length !== kb.length) return false;
   for (const k of ka) if (!Object.hasOwn(b ?? EMPTY, k) || a![k] !== b![k]) return false;
   return true;
+}
+
+/** The kinds whose writes the view follows, by plural. */
+export type FollowedResource = ViewResource | "managedclusters" | "placementdecisions";
+
+/** The store's log of committed writes (D1's `events` table), as {@link catchUp} reads it. */
+export interface ChangeLog {
+  /**
+   * The latest committed resourceVersion, and every object of the followed kinds written after
+   * `version` (with the version of its last write). `expired`: the log no longer reaches back
+   * to `version` (older entries were pruned).
+   */
+  since(version: number): Promise<{ latest: number; expired: boolean; changed: { resource: FollowedResource; namespace: string; name: string; resourceVersion: number }[] }>;
+  /** One object as stored now, or null. */
+  read(resource: FollowedResource, namespace: string, name: string): Promise<KubeObject | null>;
+}
+
+/**
+ * The consistency check of the view against the store: every object of the followed kinds
+ * written after `watermark` (a version up to which the view has every write) whose version is
+ * newer than the one the view holds was missed (its trigger never came); it is read back and
+ * turned into the trigger it should have carried. Returns that trigger and the new watermark,
+ * or undefined when the view cannot be repaired and must be rebuilt: the log was pruned past
+ * the watermark, or the store's latest version is below it (the store went back in time, as
+ * after a restore).
+ */
+export async function catchUp(view: SchedulerView, log: ChangeLog, watermark: number): Promise<{ trigger: Trigger; watermark: number } | undefined> {
+  const { latest, expired, changed } = await log.since(watermark);
+  if (expired || latest < watermark) return undefined;
+  let trigger: Trigger = {};
+  for (const c of changed) {
+    if (view.versionOf(c.resource, c.namespace, c.name) >= c.resourceVersion) continue;
+    const missed = view.missedChange(c.resource, c.namespace, c.name, await log.read(c.resource, c.namespace, c.name));
+    if (missed) trigger = mergeTriggers(trigger, missed);
+  }
+  return { trigger, watermark: latest };
 }
 
 /**

@@ -53,6 +53,8 @@ export class MemoryStore {
   private readonly kinds = new Map<string, Map<string, KubeObject>>();
   /** `<plural>\0<namespace>/<name>` of every object written since the last {@link MemoryStore.takeWritten}. */
   private written = new Set<string>();
+  /** Every commit, as D1's `events` table records it. */
+  readonly log: { plural: string; namespace: string; name: string; resourceVersion: number }[] = [];
 
   private table(def: KindDefinition): Map<string, KubeObject> {
     let t = this.kinds.get(def.plural);
@@ -86,6 +88,7 @@ export class MemoryStore {
     }
     this.counter++;
     this.written.add(`${def.plural}\0${k}`);
+    this.log.push({ plural: def.plural, namespace: o.metadata.namespace ?? "", name: o.metadata.name, resourceVersion: this.counter });
     if (next === null) {
       t.delete(k);
       return null;
@@ -94,6 +97,11 @@ export class MemoryStore {
     const stored = { ...next, metadata: { ...next.metadata, resourceVersion: String(this.counter) } };
     t.set(k, stored);
     return stored;
+  }
+
+  /** Reads one object by plural. */
+  getByPlural(plural: string, namespace: string, name: string): KubeObject | null {
+    return this.kinds.get(plural)?.get(`${namespace}/${name}`) ?? null;
   }
 
   lists(): HubLists {

@@ -11,11 +11,11 @@ import { CLUSTERSET_LABEL, ManagedClusterKind } from "../../src/kinds/managedclu
 import { ManagedClusterSetKind } from "../../src/kinds/managedclusterset.ts";
 import { AddOnPlacementScoreKind, ManagedClusterSetBindingKind, PlacementDecisionKind, PlacementKind } from "../../src/kinds/placement.ts";
 import type { PlacementSpec } from "../../src/scheduling/index.ts";
-import { runPlacementController, type RunResult, type Trigger, type ViewResource } from "../../src/placement/plan.ts";
+import { mergeTriggers, runPlacementController, type RunResult, type Trigger, type ViewResource } from "../../src/placement/plan.ts";
 import { clusterView } from "../../src/placement/reads.ts";
 import { ListState } from "../../src/placement/state.ts";
 import { triggerForCluster, triggerForWrite } from "../../src/placement/triggers.ts";
-import { runOnView, SchedulerView, type ViewSource } from "../../src/placement/view.ts";
+import { catchUp, runOnView, SchedulerView, type ChangeLog, type FollowedResource, type ViewSource } from "../../src/placement/view.ts";
 import {
   bindingObject,
   clone,
@@ -53,6 +53,20 @@ function memorySource(store: MemoryStore, reads: { count: number }): ViewSource 
   };
 }
 
+/** The store's commit log as the view's consistency check reads it (D1's `events` table). */
+function memoryLog(store: MemoryStore): ChangeLog {
+  return {
+    async since(version) {
+      const last = new Map<string, { resource: FollowedResource; namespace: string; name: string; resourceVersion: number }>();
+      for (const e of store.log) {
+        if (e.resourceVersion > version) last.set(`${e.plural}\0${e.namespace}/${e.name}`, { resource: e.plural as FollowedResource, namespace: e.namespace, name: e.name, resourceVersion: e.resourceVersion });
+      }
+      return { latest: store.counter, expired: false, changed: [...last.values()] };
+    },
+    read: async (resource, namespace, name) => store.getByPlural(resource, namespace, name),
+  };
+}
+
 /** The first object two stores hold differently, among those either wrote, or the counters. */
 function firstDifference(full: MemoryStore, inc: MemoryStore): string | undefined {
   for (const k of new Set([...full.takeWritten(), ...inc.takeWritten()])) {
@@ -73,7 +87,10 @@ class World {
   readonly requeueFull = new Map<string, number>();
   readonly requeueInc = new Map<string, number>();
   readonly reads = { count: 0 };
-  stats = { runs: 0, scheduled: 0, skipped: 0 };
+  stats = { runs: 0, scheduled: 0, skipped: 0, repaired: 0 };
+  /** Triggers of writes whose trigger was lost (the full recompute gets them with the next run). */
+  lost: Trigger[] = [];
+  watermark = 0;
   step = "";
   clusterSeq = 0;
 
@@ -83,6 +100,7 @@ class World {
   ) {}
 
   async coldStart(): Promise<void> {
+    this.watermark = this.inc.counter;
     this.view = await SchedulerView.build(memorySource(this.inc, this.reads));
   }
 
@@ -107,15 +125,22 @@ class World {
 
   async run(trigger: Trigger | null): Promise<void> {
     if (!trigger) return;
-    const full = await runPlacementController(new ListState(this.full.lists()), this.full.saver(), clone(trigger), this.now);
-    const inc = await runOnView(this.view, clone(trigger), this.now, this.inc.saver());
+    // The full recompute gets the lost writes' triggers; the view finds them in the commit log.
+    const fullTrigger = this.lost.reduce(mergeTriggers, clone(trigger));
+    this.lost = [];
+    const caught = await catchUp(this.view, memoryLog(this.inc), this.watermark);
+    expect(caught).toBeDefined();
+    this.watermark = caught!.watermark;
+    if (caught!.trigger.clusters?.length || caught!.trigger.objects?.length) this.stats.repaired++;
+    const full = await runPlacementController(new ListState(this.full.lists()), this.full.saver(), fullTrigger, this.now);
+    const inc = await runOnView(this.view, mergeTriggers(clone(trigger), caught!.trigger), this.now, this.inc.saver());
     for (const s of this.view.takeStale()) this.view.applyObject(s.def, s.namespace, s.name, this.inc.get(s.def, s.namespace, s.name));
     this.record(this.requeueFull, full);
     this.record(this.requeueInc, inc);
     this.stats.runs++;
     this.stats.scheduled += inc.scheduled.length;
     this.stats.skipped += inc.skipped.length;
-    const where = `seed ${this.seed}, ${this.step}, trigger ${JSON.stringify(trigger).slice(0, 400)}, skipped ${inc.skipped.join(",")}`;
+    const where = `seed ${this.seed}, ${this.step}, trigger ${JSON.stringify(fullTrigger).slice(0, 400)}, skipped ${inc.skipped.join(",")}`;
     const difference = firstDifference(this.full, this.inc);
     if (difference !== undefined) expect.fail(`${where}: stores differ at ${difference}`);
     expect(sorted([...inc.scheduled, ...inc.skipped]), where).toEqual(sorted(full.scheduled));
@@ -156,7 +181,7 @@ class World {
     const r = this.r;
     const clusters = this.clusters();
     const c = clusters.length > 0 ? r.pick(clusters) : undefined;
-    const kind = r.int(0, 19);
+    const kind = r.int(0, 21);
     if (!c || kind === 0) {
       await this.addCluster();
       return "cluster add";
@@ -244,6 +269,31 @@ class World {
         this.now += this.r.int(60, 600) * 1000;
         await this.alarm();
         return "time passes";
+      case 16: {
+        // A write the scheduler never hears of; the next run (whatever starts it) repairs it.
+        const labels = (next.metadata.labels ??= {});
+        labels.env = r.pick(["prod", "dev", "test"]);
+        labels.tier = r.pick(["1", "2", "3"]);
+        const t = triggerForCluster(c, this.commit(ManagedClusterKind, next, c));
+        if (t) this.lost.push(t);
+        await this.run({ placements: [] });
+        return `lost cluster write ${c.metadata.name}`;
+      }
+      case 17: {
+        const ns = r.pick(NAMESPACES);
+        const current = this.full.list(PlacementKind).find((p) => p.metadata.namespace === ns);
+        if (!current) return "no placement to lose a write of";
+        const p = { ...current, spec: randomSpec(r) as Record<string, unknown>, metadata: { ...current.metadata, generation: (current.metadata.generation ?? 1) + 1 } };
+        const stored = this.commit(PlacementKind, p, current);
+        this.lost.push(triggerForWrite(PlacementKind, ns, current.metadata.name, { before: current, after: stored })!);
+        await this.run({ placements: [] });
+        return `lost placement write ${ns}/${current.metadata.name}`;
+      }
+      case 18:
+        // A status write that changes nothing scheduling reads: no trigger at all.
+        next.status = { ...next.status, version: { kubernetes: `v1.${r.int(28, 31)}.0` } };
+        await this.writeCluster(next, c);
+        return `cluster version ${c.metadata.name}`;
       default: {
         // Several clusters changed before the scheduler ran: one merged trigger.
         const picks = r.subset(clusters, 0.3).slice(0, 4);
@@ -280,7 +330,7 @@ describe("incremental scheduler view", () => {
   it("decides exactly as the full recompute over randomised fleets and change sequences", async () => {
     const SEEDS = 250;
     const STEPS = 40;
-    const total = { runs: 0, scheduled: 0, skipped: 0, coldStarts: 0 };
+    const total = { runs: 0, scheduled: 0, skipped: 0, repaired: 0, coldStarts: 0 };
     for (let seed = 1; seed <= SEEDS; seed++) {
       const w = new World(seed, new Random(seed));
       await w.coldStart();
@@ -294,12 +344,14 @@ describe("incremental scheduler view", () => {
       total.runs += w.stats.runs;
       total.scheduled += w.stats.scheduled;
       total.skipped += w.stats.skipped;
+      total.repaired += w.stats.repaired;
       total.coldStarts += w.reads.count;
     }
     // The comparison is not vacuous: many runs, and the skipping rule was exercised often.
     expect(total.runs).toBeGreaterThan(SEEDS * STEPS * 0.8);
     expect(total.skipped).toBeGreaterThan(total.runs / 10);
     expect(total.scheduled).toBeGreaterThan(total.skipped);
+    expect(total.repaired).toBeGreaterThan(SEEDS);
   });
 
   it("reads D1 only at a cold start and schedules a label change over its candidates only", async () => {
@@ -382,6 +434,33 @@ describe("incremental scheduler view", () => {
     await w.writeObject(PlacementKind, placementObject("ns-a", "r2", one({ app: "b" })), null);
     await idle("g");
     expect(decided()).toContain('"x"');
+  });
+
+  it("checks itself against the commit log: repairs a missed write, and asks for a rebuild it cannot repair", async () => {
+    const w = new World(3, new Random(3));
+    await w.coldStart();
+    await w.populate();
+    const log = memoryLog(w.inc);
+    let reads = 0;
+    const counting: ChangeLog = { since: (v) => log.since(v), read: (...a) => (reads++, log.read(...a)) };
+    // A status write that changes nothing scheduling reads is read once, then known.
+    const c = w.clusters()[0]!;
+    await w.writeCluster({ ...c, status: { ...c.status, version: { kubernetes: "v1.31.0" } } }, c);
+    const first = await catchUp(w.view, counting, w.watermark);
+    expect(first?.trigger).toEqual({});
+    expect(reads).toBe(1);
+    const again = await catchUp(w.view, counting, w.watermark);
+    expect(again?.trigger).toEqual({});
+    expect(reads).toBe(1);
+    // A label write whose trigger never came becomes the trigger it should have carried.
+    const d = w.full.get(ManagedClusterKind, "", c.metadata.name)!;
+    const stored = w.inc.commit(ManagedClusterKind, { ...d, metadata: { ...d.metadata, labels: { ...d.metadata.labels, env: "elsewhere" } } }, d);
+    const missed = await catchUp(w.view, counting, first!.watermark);
+    expect(missed?.trigger.clusters).toEqual(triggerForCluster(d, stored)!.clusters);
+    expect(missed?.watermark).toBe(w.inc.counter);
+    // A log that no longer reaches the watermark, or a store behind it: rebuild.
+    expect(await catchUp(w.view, { ...log, since: async () => ({ latest: w.inc.counter, expired: true, changed: [] }) }, w.watermark)).toBeUndefined();
+    expect(await catchUp(w.view, log, w.inc.counter + 1)).toBeUndefined();
   });
 
   it("ignores a change older than the one it holds, and a late delete", async () => {
