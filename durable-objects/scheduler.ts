@@ -23,7 +23,9 @@
  *
  * Toleration expiry (OCM's `tolerationSeconds` requeue) is a schedule table in this object's
  * SQLite with one alarm at the earliest due time: a placement is scheduled again at the moment a
- * toleration expires, not by polling.
+ * toleration expires, not by polling. The same alarm runs the triggers accepted by `enqueue`
+ * (stored in the `pending_triggers` table until their run succeeded), for writers that must not
+ * wait for scheduling.
  */
 import { DurableObject } from "cloudflare:workers";
 import { clock } from "../src/clock.ts";
@@ -49,6 +51,21 @@ export class SchedulerObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS requeue (placement TEXT PRIMARY KEY, due INTEGER NOT NULL)");
+    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS pending_triggers (id INTEGER PRIMARY KEY AUTOINCREMENT, trigger TEXT NOT NULL)");
+  }
+
+  /**
+   * Accepts a trigger without waiting for its run, for a change whose writer must not wait for
+   * scheduling (an agent's status report, a lease expiry): the trigger is stored in this object's
+   * SQLite and the alarm set to fire at once; the alarm runs every stored trigger in one run and
+   * deletes them once it succeeded (a failed alarm is retried). The decisions follow after the
+   * runs already queued and that one.
+   */
+  async enqueue(trigger: Trigger): Promise<void> {
+    this.ctx.storage.sql.exec("INSERT INTO pending_triggers (trigger) VALUES (?)", JSON.stringify(trigger));
+    const now = clock.now();
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || current > now) await this.ctx.storage.setAlarm(now);
   }
 
   /**
@@ -117,7 +134,9 @@ export class SchedulerObject extends DurableObject<Env> {
   }
 
   private async armAlarm(): Promise<void> {
-    const row = this.ctx.storage.sql.exec<{ due: number }>("SELECT MIN(due) AS due FROM requeue").toArray()[0];
+    const sql = this.ctx.storage.sql;
+    const pending = sql.exec("SELECT 1 FROM pending_triggers LIMIT 1").toArray().length > 0;
+    const row = pending ? { due: clock.now() } : sql.exec<{ due: number }>("SELECT MIN(due) AS due FROM requeue").toArray()[0];
     if (row?.due == null) {
       await this.ctx.storage.deleteAlarm();
       return;
@@ -126,12 +145,17 @@ export class SchedulerObject extends DurableObject<Env> {
     if (current !== row.due) await this.ctx.storage.setAlarm(Math.max(row.due, clock.now() + 1));
   }
 
-  /** Runs the placements whose toleration expired. */
+  /** Runs the placements whose toleration expired and the triggers `enqueue` stored. */
   override async alarm(): Promise<void> {
+    const sql = this.ctx.storage.sql;
     const now = clock.now();
-    const due = this.ctx.storage.sql.exec<{ placement: string }>("SELECT placement FROM requeue WHERE due <= ?", now).toArray().map((r) => r.placement);
-    this.ctx.storage.sql.exec("DELETE FROM requeue WHERE due <= ?", now);
-    if (due.length > 0) await this.reconcile({ placements: due });
-    else await this.armAlarm();
+    const due = sql.exec<{ placement: string }>("SELECT placement FROM requeue WHERE due <= ?", now).toArray().map((r) => r.placement);
+    sql.exec("DELETE FROM requeue WHERE due <= ?", now);
+    const stored = sql.exec<{ id: number; trigger: string }>("SELECT id, trigger FROM pending_triggers ORDER BY id").toArray();
+    if (due.length > 0 || stored.length > 0) {
+      await this.reconcile(stored.reduce<Trigger>((t, r) => mergeTriggers(t, JSON.parse(r.trigger) as Trigger), { placements: due }));
+      if (stored.length > 0) sql.exec("DELETE FROM pending_triggers WHERE id <= ?", stored[stored.length - 1]!.id);
+    }
+    await this.armAlarm();
   }
 }

@@ -1,6 +1,12 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
+import { clock } from "../../src/clock.ts";
+import type { KubeObject } from "../../src/k8s/meta.ts";
+import { commitObject, database, getObject } from "../../src/k8s/store.ts";
+import { PlacementKind } from "../../src/kinds/placement.ts";
+import { triggerForWrite } from "../../src/placement/triggers.ts";
+import { RESYNC_INTERVAL_MS } from "../../durable-objects/scheduler.ts";
 import { agentKeys, call, condition, createToken, MC, MCSET, register } from "./helpers.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
@@ -157,5 +163,55 @@ describe("placement scheduling on write", () => {
     expect(condition(unbound, "PlacementSatisfied")).toMatchObject({ status: "False", reason: "NoManagedClusterSetBindings" });
     await call("POST", BINDINGS("apps"), { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "prod" }, spec: { clusterSet: "prod" } });
     expect(await decided("apps", "scored")).toEqual(["p3"]);
+  });
+});
+
+describe("the scheduler object", () => {
+  const scheduler = () => env.SCHEDULER.getByName("scheduler");
+  const db = () => database(env.DB);
+
+  /** Creates a PickN placement of env=prod in `apps` and returns it as stored. */
+  async function pickN(name: string, numberOfClusters: number): Promise<KubeObject> {
+    const p = await call("POST", PLACEMENTS("apps"), { apiVersion: `${PlacementKind.group}/v1beta1`, kind: "Placement", metadata: { name }, spec: { numberOfClusters, predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { env: "prod" } } } }] } });
+    expect(p.status).toBe(201);
+    expect(await decided("apps", name)).toHaveLength(numberOfClusters);
+    return (await getObject(db(), PlacementKind, { namespace: "apps", name }))!;
+  }
+
+  /** Writes a placement to D1 directly, as a writer whose trigger never reached the scheduler. */
+  async function commitQuietly(p: KubeObject, numberOfClusters: number): Promise<KubeObject> {
+    const next = { ...p, spec: { ...p.spec, numberOfClusters }, metadata: { ...p.metadata, generation: (p.metadata.generation ?? 1) + 1 } };
+    return (await commitObject(db(), PlacementKind, { namespace: "apps", name: p.metadata.name }, next, Number(p.metadata.resourceVersion)))!;
+  }
+
+  async function until(name: string, length: number): Promise<string[]> {
+    const deadline = Date.now() + 8000;
+    while (Date.now() < deadline && (await decided("apps", name)).length !== length) await new Promise((r) => setTimeout(r, 100));
+    return decided("apps", name);
+  }
+
+  it("enqueue returns without waiting for the run; the alarm runs the stored trigger", async () => {
+    const before = await pickN("queued", 1);
+    const after = await commitQuietly(before, 2);
+    await scheduler().enqueue(triggerForWrite(PlacementKind, "apps", "queued", { before, after })!);
+    await runDurableObjectAlarm(scheduler());
+    expect(await until("queued", 2)).toHaveLength(2);
+    const stored = await runInDurableObject(scheduler(), (_o, state) => state.storage.sql.exec("SELECT COUNT(*) AS n FROM pending_triggers").one().n);
+    expect(stored).toBe(0);
+  });
+
+  it("a write whose trigger never came is scheduled by the next run after the resync interval", async () => {
+    const before = await pickN("missed", 1);
+    await commitQuietly(before, 2);
+    expect(await decided("apps", "missed")).toHaveLength(1);
+    const real = clock.now;
+    try {
+      clock.now = () => real() + RESYNC_INTERVAL_MS + 1000;
+      const result = await scheduler().reconcile({});
+      expect(result.scheduled).toContain("apps/missed");
+    } finally {
+      clock.now = real;
+    }
+    expect(await decided("apps", "missed")).toHaveLength(2);
   });
 });
