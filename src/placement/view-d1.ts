@@ -18,7 +18,7 @@ import { clusterView } from "./reads.ts";
 import { SchedulerView, type ChangeLog, type FollowedResource, type ViewSource } from "./view.ts";
 
 /** Rows per page of a cold-start read. */
-export const PAGE_SIZE = 1000;
+const PAGE_SIZE = 1000;
 
 const KINDS: Record<FollowedResource, KindDefinition> = {
   managedclusters: ManagedClusterKind,
@@ -56,7 +56,7 @@ async function* pages(db: DrizzleD1Database, def: KindDefinition): AsyncIterable
 }
 
 /** The cold-start source over D1. */
-export function d1Source(db: DrizzleD1Database): ViewSource {
+function d1Source(db: DrizzleD1Database): ViewSource {
   return {
     async *clusters() {
       for await (const page of pages(db, ManagedClusterKind)) yield page.map((c) => ({ view: clusterView(c), resourceVersion: c.metadata.resourceVersion! }));

@@ -137,13 +137,10 @@ function cmp(a: string, b: string): number {
 }
 const rvOf = (o: KubeObject) => Number(o.metadata.resourceVersion);
 
-/** Objects of one kind to load at cold start. */
-export type ObjectPages = AsyncIterable<KubeObject[]>;
-
 /** What a cold start reads: every object of each kind, page by page (ManagedClusters as their views). */
 export interface ViewSource {
   clusters(): AsyncIterable<{ view: ClusterView; resourceVersion: string }[]>;
-  objects(resource: ViewResource | "placementdecisions"): ObjectPages;
+  objects(resource: ViewResource | "placementdecisions"): AsyncIterable<KubeObject[]>;
 }
 
 /** The scheduler's incremental view; a {@link PlacementState} for the placement controller. */
@@ -286,9 +283,15 @@ export class SchedulerView implements PlacementState {
     if (rv !== undefined && !Number.isNaN(rv)) this.tombstones.set(`${resource}\0${namespace}/${name}`, rv);
   }
 
+  /**
+   * One copy of each label, claim and quantity string (most repeat across the fleet). The pool
+   * is dropped when it outgrows the fleet, so values that change over time cannot grow it
+   * without bound; strings already shared stay shared.
+   */
   private intern(s: string): string {
     const hit = this.strings.get(s);
     if (hit !== undefined) return hit;
+    if (this.strings.size > 4 * this.clusters.size + 10_000) this.strings.clear();
     this.strings.set(s, s);
     return s;
   }
@@ -507,7 +510,7 @@ export class SchedulerView implements PlacementState {
    * ManagedCluster write that changed nothing scheduling reads only advances the version the
    * view holds; a PlacementDecision is applied at once and its placement scheduled again.
    */
-  missedChange(resource: ViewResource | "managedclusters" | "placementdecisions", namespace: string, name: string, object: KubeObject | null): Trigger | null {
+  missedChange(resource: FollowedResource, namespace: string, name: string, object: KubeObject | null): Trigger | null {
     const held = this.versionOf(resource, namespace, name);
     if (object === null && held === 0) return null;
     const rv = object ? object.metadata.resourceVersion : String(held);
