@@ -524,7 +524,8 @@ describe("agent loop", () => {
     hub.state.accepted = true;
     const { log, lines } = memoryLogger();
     const a = await agent({ hubUrl: hub.url, clusterName: "c1", bootstrapToken: TOKEN, kubeConfig: kc, logger: log, timing: FAST });
-    await until(() => hub.requests.some((r) => r.path.endsWith("/heartbeat")), 10_000, "first heartbeat");
+    // The agent logs after it has the hub's answer, which can come after the stub saw the request.
+    await until(() => count(lines, /heartbeating every 1s/) > 0, 10_000, "first heartbeat answered");
     expect(a.state()).toBe("heartbeating");
     expect(hub.requests.filter((r) => r.path === "/agent/v1/register")).toHaveLength(7);
     expect(count(lines, /hub unreachable/)).toBe(1);
