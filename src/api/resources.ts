@@ -9,7 +9,8 @@ import { alreadyExists, ApiError, badRequest, forbidden, methodNotAllowed, notFo
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { matches, parseSelector, SelectorParseError } from "../k8s/labels.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
-import { commitObject, database, getObject, listObjects } from "../k8s/store.ts";
+import { commitObject, database, getObject, listObjects, needsRewrite } from "../k8s/store.ts";
+import { keyringOf } from "../k8s/encryption.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../k8s/write.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { findKind, KINDS, servedGroups } from "../kinds/index.ts";
@@ -135,13 +136,18 @@ function selectorFilter(c: Ctx): (obj: KubeObject) => boolean {
   };
 }
 
+/** A store handle for a request: the D1 index with the keys that open encrypted fields. */
+function store(env: Env) {
+  return database(env.DB, keyringOf(env));
+}
+
 async function list(c: Ctx, t: Target): Promise<Response> {
   const filter = selectorFilter(c);
   const namespace = t.def.namespaced ? t.namespace || undefined : "";
   const watch = c.req.query("watch");
   if (watch === "true" || watch === "1") {
     return watchResponse(
-      database(c.env.DB),
+      store(c.env),
       t.def,
       namespace,
       filter,
@@ -152,7 +158,7 @@ async function list(c: Ctx, t: Target): Promise<Response> {
       (p) => c.executionCtx.waitUntil(p),
     );
   }
-  const { items, resourceVersion } = await listObjects(database(c.env.DB), t.def, namespace);
+  const { items, resourceVersion } = await listObjects(store(c.env), t.def, namespace);
   const page = paginate(items.filter(filter), c.req.query("limit"), c.req.query("continue"));
   const shown = page.items.map((o) => present(t.def, o));
   const listMeta = { resourceVersion, ...(page.continue ? { continue: page.continue, remainingItemCount: page.remaining } : {}) };
@@ -201,7 +207,7 @@ async function get(c: Ctx, t: Target): Promise<Response> {
     if (!res.ok) return json(res.status, res.status.code);
     obj = res.value;
   } else {
-    obj = await getObject(database(c.env.DB), t.def, { namespace: t.namespace, name: t.name! });
+    obj = await getObject(store(c.env), t.def, { namespace: t.namespace, name: t.name! });
   }
   if (!obj) throw notFound(ref);
   if (wantsTable(c.req.header("accept"))) return json(toTable(t.def, [present(t.def, obj)], obj.metadata.resourceVersion, c.req.query("includeObject"), Date.now()));
@@ -239,14 +245,14 @@ export async function writeStored(
   extras?: Record<string, unknown>,
   known?: KubeObject,
 ): Promise<{ object: KubeObject | null; created: boolean }> {
-  const db = database(env.DB);
+  const db = store(env);
   const key = { namespace, name };
   let result: { object: KubeObject | null; created: boolean; before: KubeObject | null };
   for (let attempt = 0; ; attempt++) {
     const current = req.verb === "create" ? null : attempt === 0 && known ? known : await getObject(db, def, key);
     const ctx = { now: Date.now(), newUid: () => crypto.randomUUID(), extras };
     const { next, created } = computeWrite(def, key, current, req, ctx);
-    if (next === current) return { object: current, created };
+    if (next === current && !(current && needsRewrite(current))) return { object: current, created };
     if (next && def.finalize) await def.finalize(next, current, ctx);
     const settled = settleDeletion(next);
     const storeKey = { namespace, name: (settled ?? next ?? current)!.metadata.name };
@@ -331,7 +337,7 @@ async function writeDryRun(c: Ctx, t: Target, req: WriteRequest): Promise<Respon
       const res = (await c.env.CLUSTERS.getByName(name).get(name)) as Result<KubeObject>;
       current = res.ok ? res.value : null;
     } else {
-      current = await getObject(database(c.env.DB), t.def, { namespace: t.namespace, name });
+      current = await getObject(store(c.env), t.def, { namespace: t.namespace, name });
     }
   }
   const ref = { group: t.def.group, plural: t.def.plural, name };
