@@ -151,3 +151,11 @@ export function unsupportedMediaType(contentType: string, supported: string[]): 
 export function tooLarge(limitBytes: number): ApiError {
   return new ApiError(413, "RequestEntityTooLarge", `Request entity too large: limit is ${limitBytes} bytes`);
 }
+
+/**
+ * 429 TooManyRequests, as the apiserver answers a request over a limit: `retryAfterSeconds` (in
+ * seconds) goes into `details.retryAfterSeconds` and the `Retry-After` header.
+ */
+export function tooManyRequests(message: string, retryAfterSeconds: number): ApiError {
+  return new ApiError(429, "TooManyRequests", message, { retryAfterSeconds });
+}

@@ -140,6 +140,99 @@ export async function listObjects(db: DrizzleD1Database, def: KindDefinition, na
   return { items: await Promise.all(rows.map((r) => readRow(db, def, r))), resourceVersion: String(counter[0]?.value ?? 0) };
 }
 
+/** Options of {@link listPage}. */
+export interface PageOptions {
+  /** Start after this key (exclusive), in (namespace, name) order: where a `continue` token points. */
+  after?: StoreKey;
+  /** Most items to return; undefined for all of them. */
+  limit?: number;
+  /** Keeps only the objects it accepts (label and field selectors), read before decryption. */
+  filter?: (obj: KubeObject) => boolean;
+  /** Counts the rows after the page when more remain (`remainingItemCount`; one COUNT query). */
+  countRemaining?: boolean;
+}
+
+/** One page of a list. */
+export interface Page {
+  items: KubeObject[];
+  /** The collection's resourceVersion (the counter's value when the first rows were read). */
+  resourceVersion: string;
+  /** Set when rows remain after the page: the key of its last item, where the next page starts. */
+  next?: StoreKey;
+  /** Rows after the page (`countRemaining` and `next` only). */
+  remaining?: number;
+  /** Rows read from D1 for this page (what bounds its memory). */
+  rowsRead: number;
+}
+
+/** Largest number of rows one page reads in one query, and so holds at once besides its items. */
+export const LIST_CHUNK_ROWS = 500;
+
+/**
+ * Reads one page of a kind's objects in (namespace, name) order (etcd's key order), in one
+ * namespace or (namespace undefined) all, starting after `after`: keyset pagination in SQL
+ * (`(namespace, name) > (?, ?) ORDER BY namespace, name LIMIT n` on the primary key), so a page
+ * never holds more than `limit` items plus one chunk of at most {@link LIST_CHUNK_ROWS} rows. Without
+ * a filter one query of `limit + 1` rows answers, the extra row telling whether more remain; with a
+ * filter, chunks start at `limit + 1` rows and double until the page is full or the rows end, as
+ * kube-apiserver's etcd3 store pages a filtered list. The counter is read in the same batch as the
+ * first chunk; later chunks may show writes after it (the list is not a snapshot).
+ *
+ * @throws ApiError 500 when an encrypted field cannot be opened.
+ */
+export async function listPage(db: DrizzleD1Database, def: KindDefinition, namespace: string | undefined, opts: PageOptions = {}): Promise<Page> {
+  const scope = namespace === undefined ? eq(objects.resource, resourceKey(def)) : and(eq(objects.resource, resourceKey(def)), eq(objects.namespace, namespace));
+  const want = opts.limit ?? Infinity;
+  // In one namespace the key order is the name's (a row-value comparison there would sort).
+  const after = (key: StoreKey | undefined) =>
+    !key
+      ? scope
+      : namespace === undefined
+        ? and(scope, sql`(${objects.namespace}, ${objects.name}) > (${key.namespace}, ${key.name})`)
+        : key.namespace === namespace
+          ? and(scope, sql`${objects.name} > ${key.name}`)
+          : key.namespace < namespace
+            ? scope
+            : sql`0`;
+  const rowsAfter = (key: StoreKey | undefined, n: number) =>
+    db.select({ body: objects.body, resourceVersion: objects.resourceVersion }).from(objects).where(after(key)).orderBy(objects.namespace, objects.name).limit(n);
+  const keyOf = (o: KubeObject): StoreKey => ({ namespace: o.metadata.namespace ?? "", name: o.metadata.name });
+
+  const items: KubeObject[] = [];
+  let cursor = opts.after;
+  let chunk = Math.min(want + 1, LIST_CHUNK_ROWS);
+  let rowsRead = 0;
+  let resourceVersion: string | undefined;
+  for (;;) {
+    let rows: { body: string; resourceVersion: number }[];
+    if (resourceVersion === undefined) {
+      const [r, counter] = await db.batch([rowsAfter(cursor, chunk), db.select({ value: counters.value }).from(counters).where(eq(counters.id, 1))]);
+      rows = r;
+      resourceVersion = String(counter[0]?.value ?? 0);
+    } else {
+      rows = await rowsAfter(cursor, chunk);
+    }
+    rowsRead += rows.length;
+    for (const row of rows) {
+      if (items.length >= want) {
+        const next = keyOf(items[items.length - 1]!);
+        let remaining: number | undefined;
+        if (opts.countRemaining) {
+          const [count] = await db.select({ n: sql<number>`count(*)` }).from(objects).where(after(next));
+          remaining = count?.n ?? 0;
+        }
+        return { items, resourceVersion, next, remaining, rowsRead };
+      }
+      const obj = fromRow(row);
+      cursor = keyOf(obj);
+      if (!opts.filter || opts.filter(obj)) items.push(await openFields(db, def, obj));
+    }
+    if (rows.length < chunk) return { items, resourceVersion, rowsRead };
+    // A full page needs one more row to know whether more remain; otherwise read a larger chunk.
+    chunk = items.length >= want ? 1 : Math.min(chunk * 2, LIST_CHUNK_ROWS);
+  }
+}
+
 /**
  * Lists the objects of a namespaced kind that carry `name`, in every namespace, sorted by
  * namespace (one query; used where a controller names its objects alike in many namespaces,
