@@ -2,8 +2,10 @@
  * `watch=true` on a list: a stream of `{"type": "ADDED"|"MODIFIED"|"DELETED"|"BOOKMARK"|"ERROR",
  * "object": ...}` lines, as the apiserver sends them, read from the D1 event log. Without a
  * `resourceVersion` (or with "0") it starts with ADDED events for the current objects; from a
- * resourceVersion older than the kept log it sends an ERROR event with a 410 Expired Status, so
- * that clients (client-go reflectors, `kubectl get -w`, `kubectl wait`) list again.
+ * resourceVersion older than the kept log (or one whose events were encrypted with a key since
+ * dropped) it sends an ERROR event with a 410 Expired Status, so that clients (client-go
+ * reflectors, `kubectl get -w`, `kubectl wait`) list again; another failure ends the stream with an
+ * ERROR event carrying its Status.
  *
  * The log is polled every second (one D1 read per watcher per second). The initial ADDED events are
  * read in pages of {@link WATCH_LIST_PAGE} objects, so a watch never holds the whole collection.
@@ -131,7 +133,16 @@ export function watchResponse(
     }
     let lastBookmark = Date.now();
     for (;;) {
-      const { events, latest } = await readEvents(db, def, namespace, rv);
+      let batch: Awaited<ReturnType<typeof readEvents>>;
+      try {
+        batch = await readEvents(db, def, namespace, rv);
+      } catch (e) {
+        // An event sealed by a key dropped since (a rotation) cannot be replayed: too old, list again.
+        if (!(e instanceof ApiError && e.reason === "InternalError")) throw e;
+        await send("ERROR", new ApiError(410, "Expired", `too old resource version: ${rv} (${e.message})`).toStatus());
+        return;
+      }
+      const { events, latest } = batch;
       if (rv < latest - EVENT_RETENTION) {
         const gone = new ApiError(410, "Expired", `too old resource version: ${rv} (${latest - EVENT_RETENTION})`);
         await send("ERROR", gone.toStatus());
@@ -153,7 +164,7 @@ export function watchResponse(
   };
   waitUntil(
     run()
-      .catch(() => undefined)
+      .catch((e: unknown) => (e instanceof ApiError ? send("ERROR", e.toStatus()).catch(() => undefined) : undefined))
       .finally(() => {
         release();
         return writer.close().catch(() => undefined);

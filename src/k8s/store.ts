@@ -45,7 +45,7 @@ const staleObjects = new WeakSet<KubeObject>();
  * Whether `obj`, as read from the store, holds a field stored unencrypted or encrypted with a key
  * other than the primary one: its next write is stored even when it changes nothing, as
  * kube-apiserver's GuaranteedUpdate rewrites an object its transformer reports stale (how
- * `kubectl get secrets -A -o json | kubectl replace -f -` re-encrypts after a key rotation).
+ * rewriting every Secret as read re-encrypts them after a key rotation, docs/encryption.md).
  */
 export function needsRewrite(obj: KubeObject): boolean {
   return staleObjects.has(obj);

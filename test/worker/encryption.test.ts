@@ -122,4 +122,19 @@ describe("Secrets at rest", () => {
     // A Secret without data needs no key.
     expect((await writeStored(none, SecretKind, "moved", "empty", { verb: "create", body: secret("empty", {}) })).object).toBeTruthy();
   });
+
+  it("a watch that meets a value it cannot decrypt says so: 410 Expired for old events (list again), the Status for the initial list", async () => {
+    const before = await call("GET", SECRETS("lost"));
+    await writeStored({ ...env, FLOTILLA_ENCRYPTION_KEYS: KEY_A }, SecretKind, "lost", "s", { verb: "create", body: secret("s", { data: { k: PLAIN_B64 } }) });
+    const read = async (query: string) => {
+      const res = await exports.default.fetch(`https://hub.test${SECRETS("lost")}?watch=true&timeoutSeconds=2&${query}`, { headers: { authorization: "Bearer test-admin-token" } });
+      return (await res.text()).trim().split("\n").map((l) => JSON.parse(l));
+    };
+    const replay = await read(`resourceVersion=${before.body.metadata.resourceVersion}`);
+    expect(replay).toEqual([{ type: "ERROR", object: expect.objectContaining({ kind: "Status", code: 410, reason: "Expired" }) }]);
+    const initial = await read("");
+    expect(initial).toEqual([{ type: "ERROR", object: expect.objectContaining({ code: 500, reason: "InternalError" }) }]);
+    expect(initial[0].object.message).toContain('key "a"');
+    expect(JSON.stringify([replay, initial])).not.toContain(PLAIN_B64);
+  });
 });
