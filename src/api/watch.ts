@@ -14,7 +14,8 @@
  * once in one Worker isolate (the unit whose memory the watches share; `npm start` runs one);
  * the next one is refused with 429 TooManyRequests and `Retry-After`, as the apiserver's
  * max-in-flight filter refuses what exceeds its limits. A watch ends, and frees its place, when the
- * client goes away.
+ * client goes away (noticed at the next write: a quiet watch writes a newline every
+ * {@link WATCH_KEEPALIVE_POLLS} polls).
  */
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { ApiError, badRequest, tooManyRequests } from "../k8s/errors.ts";
@@ -29,6 +30,13 @@ export const WATCH_POLL_MS = 1000;
 export const MAX_WATCH_SECONDS = 1800;
 /** Interval between BOOKMARK events when the client allows them, in milliseconds. */
 const BOOKMARK_MS = 15_000;
+/**
+ * Idle polls after which a quiet watch writes a newline (JSON whitespace between events, which
+ * client-go's and client-node's decoders skip): a watch learns that its client went away only
+ * when a write fails (wrangler dev's proxy does not pass the disconnect on), so an abandoned watch
+ * frees its place within about this many seconds.
+ */
+export const WATCH_KEEPALIVE_POLLS = 10;
 /** Objects read per page for the initial ADDED events. */
 export const WATCH_LIST_PAGE = 500;
 /**
@@ -106,7 +114,12 @@ export function watchResponse(
   const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
   const writer = writable.getWriter();
   const encoder = new TextEncoder();
-  const send = (type: string, object: unknown) => writer.write(encoder.encode(`${JSON.stringify({ type, object })}\n`));
+  // Polls since the stream last carried anything (see WATCH_KEEPALIVE_POLLS).
+  let quietPolls = 0;
+  const send = (type: string, object: unknown) => {
+    quietPolls = 0;
+    return writer.write(encoder.encode(`${JSON.stringify({ type, object })}\n`));
+  };
   // The client went away (the response body was cancelled): the writer's side errors.
   let gone = false;
   const closed = writer.closed.then(
@@ -156,6 +169,10 @@ export function watchResponse(
       if (opts.allowWatchBookmarks && Date.now() - lastBookmark >= BOOKMARK_MS) {
         await send("BOOKMARK", { kind: def.kind, apiVersion: apiVersionOf(def), metadata: { resourceVersion: String(Math.max(rv, latest)) } });
         lastBookmark = Date.now();
+      }
+      if (++quietPolls >= WATCH_KEEPALIVE_POLLS) {
+        quietPolls = 0;
+        await writer.write(encoder.encode("\n"));
       }
       if (Date.now() + WATCH_POLL_MS > deadline || gone) return;
       await Promise.race([new Promise((r) => setTimeout(r, WATCH_POLL_MS)), closed]);

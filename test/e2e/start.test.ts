@@ -1,11 +1,13 @@
 /**
- * `npm start` as an operator runs it: no secret on any command line, and a hub that comes back
- * (or exits non-zero for a supervisor) when its workerd processes are killed.
+ * `npm start` as an operator runs it: no secret on any command line, watches of clients that went
+ * away freed, and a hub that comes back (or exits non-zero for a supervisor) when its workerd
+ * processes are killed.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, startHub, workerdPids, type Hub } from "../../scripts/hub-process.ts";
+import { MAX_WATCHES_PER_CLIENT, WATCH_RETRY_AFTER_SECONDS } from "../../src/api/watch.ts";
 import { waitFor } from "./support.ts";
 
 /** Every process's command line (arguments joined by spaces), from /proc. */
@@ -56,6 +58,33 @@ describe("npm start", () => {
     // The key reached the Worker: a Secret is stored and served.
     const created = await admin(hub, "POST", SECRETS, { apiVersion: "v1", kind: "Secret", metadata: { name: "before-crash" }, stringData: { password: "hunter2" } });
     expect(created.status).toBe(201);
+  });
+
+  it("frees the watch places of clients that went away", { timeout: 180_000 }, async () => {
+    const url = `${hub.url}/apis/cluster.open-cluster-management.io/v1/managedclusters?watch=true`;
+    const headers = { authorization: `Bearer ${hub.adminToken}` };
+    const aborts: AbortController[] = [];
+    for (let i = 0; i < MAX_WATCHES_PER_CLIENT; i++) {
+      const abort = new AbortController();
+      const res = await fetch(url, { headers, signal: abort.signal });
+      expect(res.status).toBe(200);
+      aborts.push(abort);
+    }
+    const refused = await fetch(`${url}&timeoutSeconds=1`, { headers });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("retry-after")).toBe(String(WATCH_RETRY_AFTER_SECONDS));
+    await refused.body?.cancel();
+    for (const a of aborts) a.abort();
+    // The hub notices at each watch's next keepalive write (WATCH_KEEPALIVE_POLLS seconds).
+    await waitFor(
+      "a watch to be accepted again",
+      async () => {
+        const res = await fetch(`${url}&timeoutSeconds=1`, { headers, signal: AbortSignal.timeout(5000) });
+        await res.body?.cancel();
+        return res.status === 200;
+      },
+      120_000,
+    );
   });
 
   it("answers again after its workerd processes are killed, on the same state", { timeout: 300_000 }, async () => {

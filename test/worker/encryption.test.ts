@@ -53,7 +53,7 @@ describe("Secrets at rest", () => {
     const res = await exports.default.fetch(`https://hub.test${SECRETS("enc")}?watch=true&resourceVersion=${created.body.metadata.resourceVersion}&timeoutSeconds=2`, {
       headers: { authorization: "Bearer test-admin-token" },
     });
-    const lines = (await res.text()).trim().split("\n").map((l) => JSON.parse(l));
+    const lines = (await res.text()).split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
     expect(lines[0]).toMatchObject({ type: "MODIFIED", object: { data: want } });
   });
 
@@ -128,7 +128,7 @@ describe("Secrets at rest", () => {
     await writeStored({ ...env, FLOTILLA_ENCRYPTION_KEYS: KEY_A }, SecretKind, "lost", "s", { verb: "create", body: secret("s", { data: { k: PLAIN_B64 } }) });
     const read = async (query: string) => {
       const res = await exports.default.fetch(`https://hub.test${SECRETS("lost")}?watch=true&timeoutSeconds=2&${query}`, { headers: { authorization: "Bearer test-admin-token" } });
-      return (await res.text()).trim().split("\n").map((l) => JSON.parse(l));
+      return (await res.text()).split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
     };
     const replay = await read(`resourceVersion=${before.body.metadata.resourceVersion}`);
     expect(replay).toEqual([{ type: "ERROR", object: expect.objectContaining({ kind: "Status", code: 410, reason: "Expired" }) }]);

@@ -127,7 +127,7 @@ describe("a list reads what its page needs", () => {
     const res = await exports.default.fetch("https://hub.test/apis/cluster.open-cluster-management.io/v1beta1/namespaces/big/placements?watch=true&timeoutSeconds=1", {
       headers: { authorization: "Bearer test-admin-token" },
     });
-    const events = (await res.text()).trim().split("\n").map((l) => JSON.parse(l) as { type: string; object: { metadata: { name: string } } });
+    const events = (await res.text()).split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as { type: string; object: { metadata: { name: string } } });
     expect(events).toHaveLength(BIG);
     expect(events.every((e) => e.type === "ADDED")).toBe(true);
     expect(new Set(events.map((e) => e.object.metadata.name)).size).toBe(BIG);

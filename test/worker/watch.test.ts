@@ -18,7 +18,8 @@ async function readEvents(res: Response, n: number): Promise<any[]> {
     buf += decoder.decode(value, { stream: true });
     let i;
     while ((i = buf.indexOf("\n")) >= 0) {
-      out.push(JSON.parse(buf.slice(0, i)));
+      // Blank lines are the keepalives of a quiet watch.
+      if (buf.slice(0, i).trim()) out.push(JSON.parse(buf.slice(0, i)));
       buf = buf.slice(i + 1);
     }
   }
