@@ -157,8 +157,8 @@ export function watchResponse(
       }
       const { events, latest } = batch;
       if (rv < latest - EVENT_RETENTION) {
-        const gone = new ApiError(410, "Expired", `too old resource version: ${rv} (${latest - EVENT_RETENTION})`);
-        await send("ERROR", gone.toStatus());
+        const expired = new ApiError(410, "Expired", `too old resource version: ${rv} (${latest - EVENT_RETENTION})`);
+        await send("ERROR", expired.toStatus());
         return;
       }
       for (const e of events) {

@@ -18,9 +18,11 @@
 export const AESGCM_PREFIX = "k8s:enc:aesgcm:v1:";
 
 /** The environment variable (a Worker secret) the keys are read from. */
-export const KEYS_VARIABLE = "FLOTILLA_ENCRYPTION_KEYS";
+const KEYS_VARIABLE = "FLOTILLA_ENCRYPTION_KEYS";
 
 const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
+/** An imported AES-GCM key (WebCrypto's CryptoKey, named through the call that makes it). */
+type AesKey = ReturnType<typeof crypto.subtle.importKey>;
 const NONCE_BYTES = 12;
 
 /**
@@ -63,17 +65,17 @@ export function isSealed(value: unknown): value is string {
  * everything that is not encrypted). AES keys are imported once, on first use.
  */
 export class Keyring {
-  private parsed?: { ids: string[]; keys: Map<string, Promise<CryptoKey>> };
+  private parsed?: { ids: string[]; keys: Map<string, AesKey> };
 
   /** @param spec the variable's text; undefined or empty when no key is configured. */
   constructor(private readonly spec: string | undefined) {}
 
   /** @throws EncryptionError when no key is configured or the list is malformed. */
-  private keys(): { ids: string[]; keys: Map<string, Promise<CryptoKey>> } {
+  private keys(): { ids: string[]; keys: Map<string, AesKey> } {
     if (this.parsed) return this.parsed;
     if (!this.spec?.trim()) throw new EncryptionError(`no encryption key is configured: set the Worker secret ${KEYS_VARIABLE}`);
     const ids: string[] = [];
-    const keys = new Map<string, Promise<CryptoKey>>();
+    const keys = new Map<string, AesKey>();
     this.spec.split(",").forEach((entry, i) => {
       const at = `${KEYS_VARIABLE} entry ${i + 1}`;
       const colon = entry.indexOf(":");
@@ -87,11 +89,6 @@ export class Keyring {
     });
     this.parsed = { ids, keys };
     return this.parsed;
-  }
-
-  /** The ID of the key that seals new values. @throws EncryptionError as {@link Keyring.seal} */
-  primaryId(): string {
-    return this.keys().ids[0]!;
   }
 
   /**

@@ -11,7 +11,6 @@ describe("Keyring (AES-GCM, kube-apiserver's aesgcm provider)", () => {
     expect(isSealed(sealed)).toBe(true);
     expect(await old.open(sealed, "/secrets/ns/name")).toEqual({ plaintext: "{\"a\":\"b\"}", stale: false });
     const rotated = new Keyring(`k2:${key("y", 16)},k1:${key("x")}`);
-    expect(rotated.primaryId()).toBe("k2");
     expect(await rotated.open(sealed, "/secrets/ns/name")).toEqual({ plaintext: "{\"a\":\"b\"}", stale: true });
     expect((await rotated.seal("v", "c")).startsWith(`${AESGCM_PREFIX}k2:`)).toBe(true);
   });
