@@ -24,7 +24,8 @@
 // wrangler exits by itself, wrangler and its workerd processes are stopped and wrangler is started
 // again on the same state folder, after a backoff (1 s, doubling, at most 30 s). More than
 // MAX_RESTARTS restarts within RESTART_WINDOW_MS ends `npm start` with exit code 1, so that a
-// supervisor (systemd, a container runtime) takes over.
+// supervisor (systemd, a container runtime) takes over. A first start where wrangler exits before
+// the hub ever answered (a port in use, bad arguments) ends `npm start` at once with its code.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -186,7 +187,8 @@ process.on("exit", () => child && signalGroup(child, "SIGKILL"));
 
 /**
  * Runs one wrangler until it is dead: resolves with the reason once it exited by itself, did not
- * answer within START_TIMEOUT_MS, or failed PROBE_FAILURES probes in a row after answering.
+ * answer within START_TIMEOUT_MS, or failed PROBE_FAILURES probes in a row after answering;
+ * `exited` is wrangler's exit when it ended by itself before it ever answered.
  */
 async function runUntilDead(proc) {
   let exited = null;
@@ -194,27 +196,34 @@ async function runUntilDead(proc) {
   const startDeadline = Date.now() + START_TIMEOUT_MS;
   let up = false;
   let failures = 0;
+  const ended = () => ({ reason: `wrangler exited (${exited.signal ?? `code ${exited.code}`})`, exited: up ? null : exited });
   for (;;) {
-    if (exited) return `wrangler exited (${exited.signal ?? `code ${exited.code}`})`;
+    if (exited) return ended();
     const ok = await probe();
     if (stopping) return null;
-    if (exited) return `wrangler exited (${exited.signal ?? `code ${exited.code}`})`;
+    if (exited) return ended();
     if (ok) {
       up = true;
       failures = 0;
     } else if (up && ++failures >= PROBE_FAILURES) {
-      return `the hub did not answer /livez ${PROBE_FAILURES} times in a row`;
+      return { reason: `the hub did not answer /livez ${PROBE_FAILURES} times in a row`, exited: null };
     } else if (!up && Date.now() > startDeadline) {
-      return `the hub did not answer /livez within ${START_TIMEOUT_MS / 1000} seconds of starting`;
+      return { reason: `the hub did not answer /livez within ${START_TIMEOUT_MS / 1000} seconds of starting`, exited: null };
     }
     await sleep(up ? PROBE_INTERVAL_MS : 500);
   }
 }
 
-for (;;) {
+for (let first = true; ; first = false) {
   child = startWrangler();
-  const reason = await runUntilDead(child);
+  const dead = await runUntilDead(child);
   if (stopping) break;
+  // A first start that fails by itself (a port in use, bad arguments) is not helped by restarts.
+  if (first && dead.exited) {
+    signalGroup(child, "SIGKILL");
+    process.exit(dead.exited.code || 1);
+  }
+  const { reason } = dead;
   await stopWrangler(child);
   if (stopping) break;
   const now = Date.now();
