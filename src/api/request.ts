@@ -3,17 +3,22 @@
  * content types (415), query options, and Status responses.
  */
 import type { Context } from "hono";
-import { ApiError, badRequest, tooLarge, unsupportedMediaType } from "../k8s/errors.ts";
+import { ApiError, badRequest, tooLarge, unsupportedMediaType, type Status } from "../k8s/errors.ts";
 import type { WriteRequest } from "../k8s/write.ts";
 
 /** Largest request body accepted, in bytes (Kubernetes' apiserver allows 3 MiB). */
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
 
-/** A JSON response carrying a Kubernetes Status for `err` (with `Retry-After`, in seconds, when the Status names one). */
+/** A JSON response carrying a Kubernetes Status for `err` (with `Retry-After` when the Status gives `details.retryAfterSeconds`). */
 export function statusResponse(err: ApiError): Response {
-  const headers: Record<string, string> = { "content-type": "application/json" };
-  if (err.details?.retryAfterSeconds !== undefined) headers["retry-after"] = String(err.details.retryAfterSeconds);
-  return new Response(JSON.stringify(err.toStatus()), { status: err.code, headers });
+  const status = err.toStatus();
+  return new Response(JSON.stringify(status), { status: err.code, headers: { "content-type": "application/json", ...retryAfter(status) } });
+}
+
+/** The `Retry-After` header of a Status, in seconds, as the apiserver sets it from `details.retryAfterSeconds`; empty when it has none. */
+export function retryAfter(status: Status): Record<string, string> {
+  const s = status.details?.retryAfterSeconds;
+  return s !== undefined && s > 0 ? { "retry-after": String(s) } : {};
 }
 
 /**

@@ -24,7 +24,7 @@ function storedBytes(stateDir: string): { files: number; bytes: number } {
   let files = 0;
   let bytes = 0;
   for (const dir of ["v3/d1/miniflare-D1DatabaseObject", "v3/do/flotilla-ClusterObject"]) {
-    let names: string[] = [];
+    let names: string[];
     try {
       names = readdirSync(path.join(stateDir, dir));
     } catch {
