@@ -13,7 +13,7 @@ import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, jwtVerify, ty
 import { ApiError, conflict, forbidden, notFound, unauthorized, type Status } from "../src/k8s/errors.ts";
 import { findCondition, rfc3339, setCondition, type KubeObject } from "../src/k8s/meta.ts";
 import { commitObject, database, listObjects } from "../src/k8s/store.ts";
-import { writeStored } from "../src/api/resources.ts";
+import { writeStored } from "../src/store/write.ts";
 import { ManifestWorkKind } from "../src/kinds/manifestwork.ts";
 import { AddOnPlacementScoreKind } from "../src/kinds/placement.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../src/k8s/write.ts";

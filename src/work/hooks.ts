@@ -1,7 +1,7 @@
 /**
  * What a committed write of a D1-stored kind sets in motion beyond the placement scheduler:
  * delivery of ManifestWorks to their cluster's agent and the ManifestWorkReplicaSet controller.
- * Called by `writeStored` (src/api/resources.ts) after every commit, with the object before and
+ * Called by `writeStored` (src/store/write.ts) after every commit, with the object before and
  * after the write (null when absent); it runs before the write's response is sent.
  */
 import type { KindDefinition } from "../k8s/kind.ts";

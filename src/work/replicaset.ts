@@ -31,7 +31,7 @@ import { ManifestWorkKind, ManifestWorkReplicaSetKind, MWRS_LABEL, PLACEMENT_NAM
 import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
 import { DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL, PLACEMENT_LABEL } from "../scheduling/index.ts";
 import type { Env } from "../env.ts";
-import { writeStored } from "../api/resources.ts";
+import { writeStored } from "../store/write.ts";
 import { computeRollout, workRolloutStatus, type ClusterRolloutStatus, type DecisionGroup, type RolloutStrategy, type WorkCondition } from "./rollout.ts";
 
 /** How many ManifestWork writes one run keeps in flight (each is a D1 batch and a Durable Object call). */
