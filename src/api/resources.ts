@@ -9,7 +9,7 @@ import { alreadyExists, ApiError, badRequest, forbidden, methodNotAllowed, notFo
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { matches, parseSelector, SelectorParseError } from "../k8s/labels.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
-import { commitObject, database, getObject, listObjects } from "../k8s/store.ts";
+import { database, getObject, listObjects } from "../k8s/store.ts";
 import { computeWrite, type WriteRequest } from "../k8s/write.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { findKind, KINDS, servedGroups } from "../kinds/index.ts";
@@ -66,15 +66,14 @@ function resolve(group: string, version: string, rest: string[]): Target {
 
 let builtinsReady: Promise<void> | null = null;
 
-/** Creates the built-in ManagedClusterSets `default` and `global` when absent (once per isolate). */
+/** Creates the built-in ManagedClusterSets `default` and `global` when absent (once per isolate), through the write path. */
 function ensureBuiltins(env: Env): Promise<void> {
   builtinsReady ??= (async () => {
     const db = database(env.DB);
     for (const set of BUILTIN_CLUSTER_SETS) {
       if (await getObject(db, ManagedClusterSetKind, { namespace: "", name: set.name })) continue;
-      const { next } = computeWrite(ManagedClusterSetKind, { namespace: "", name: set.name }, null, { verb: "create", body: { metadata: { name: set.name }, spec: set.spec } }, { now: Date.now(), newUid: () => crypto.randomUUID() });
       try {
-        await commitObject(db, ManagedClusterSetKind, { namespace: "", name: set.name }, next, null);
+        await writeStored(env, ManagedClusterSetKind, "", set.name, { verb: "create", body: { metadata: { name: set.name }, spec: set.spec } });
       } catch (e) {
         if (!(e instanceof ApiError && e.reason === "AlreadyExists")) throw e;
       }

@@ -1,16 +1,65 @@
 /**
  * The one write path for D1-stored kinds, below the HTTP layer: every writer (the admin API,
- * agent routes, Durable Objects, controllers, webhook receivers) commits through `writeStored`,
- * so every write has the same effects.
+ * agent routes, Durable Objects, controllers, webhook receivers) commits through here, so every
+ * write has the same effects. A commit records what it owes the registered after-commit hooks
+ * (src/store/hooks.ts) in an outbox row of the same atomic batch (src/store/outbox.ts), runs
+ * them, and deletes the row once they finished.
  */
 import { ApiError } from "../k8s/errors.ts";
-import type { KindDefinition } from "../k8s/kind.ts";
+import { resourceKey, type KindDefinition } from "../k8s/kind.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
-import { commitObject, database, getObject } from "../k8s/store.ts";
+import { commitObject, database, getObject, type CommitExtras, type StoreKey } from "../k8s/store.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../k8s/write.ts";
 import type { Env } from "../env.ts";
-import { reschedule, triggerForWrite } from "../placement/triggers.ts";
-import { afterCommit } from "../work/hooks.ts";
+import { planHooks } from "./hooks.ts";
+import { OUTBOX_GRACE_MS, retryTime, runOwed, type OwedWork } from "./outbox.ts";
+
+/**
+ * A committed write: the object before it (null on create) and as stored (null after a delete),
+ * and the after-commit work it owes (its outbox row), or null when it owes none.
+ */
+export interface Committed {
+  before: KubeObject | null;
+  object: KubeObject | null;
+  owed: OwedWork | null;
+}
+
+/**
+ * Commits `next` (null: delete) in place of `before` (null: create) with the resourceVersion
+ * precondition of `before`, and in the same atomic batch the outbox row of what the change owes
+ * the registered hooks. Does not run the hooks: the caller runs {@link finishCommit} once it has
+ * done what must precede them (a Durable Object stores its copy first). `now` is epoch
+ * milliseconds; `extra` adds statements to the batch (see `CommitExtras`).
+ * @throws ApiError 404, 409 (the precondition failed; nothing was written)
+ */
+export async function commitChange(
+  env: Env,
+  def: KindDefinition,
+  key: StoreKey,
+  before: KubeObject | null,
+  next: KubeObject | null,
+  now: number,
+  extra?: CommitExtras["extra"],
+): Promise<Committed> {
+  const hooks = planHooks({ def, namespace: key.namespace, name: key.name, before, after: next });
+  const owed = hooks ? { id: crypto.randomUUID(), resource: resourceKey(def), namespace: key.namespace, name: key.name, hooks } : null;
+  const object = await commitObject(database(env.DB), def, key, next, before ? Number(before.metadata.resourceVersion) : null, {
+    outbox: owed ? { id: owed.id, hooks: JSON.stringify(hooks), createdAt: now, dueAt: now + OUTBOX_GRACE_MS } : undefined,
+    extra,
+  });
+  return { before, object, owed };
+}
+
+/**
+ * Runs the after-commit hooks a commit owes and deletes its outbox row; a hook that fails is
+ * logged and left to the sweep (never thrown: the write has committed). `now` is epoch
+ * milliseconds. Returns whether a hook rewrote the written object itself.
+ */
+export async function finishCommit(env: Env, committed: Committed, now: number): Promise<{ rewrote: boolean }> {
+  if (!committed.owed) return { rewrote: false };
+  const { rewrote } = await runOwed(env, committed.owed, false, retryTime(now));
+  return { rewrote };
+}
 
 /** Whether a failed write may be retried on a fresh read (no client precondition was given). */
 function retriable(req: WriteRequest): boolean {
@@ -24,11 +73,16 @@ function retriable(req: WriteRequest): boolean {
 
 /**
  * Commits one write of a D1-stored kind (create, update, merge patch, apply, delete; main
- * resource or status) with the generic strategy, retrying on a stale read when the client gave
- * no precondition, then runs what the write triggers: the placement scheduler (before this
- * returns) and `afterCommit` (works delivery, replica sets). The admin API, controllers and
- * webhook receivers all write through here, so every write has the same effects.
- * Returns the stored object (null after a delete) and whether it was created.
+ * resource or status) with the generic strategy, then runs the after-commit hooks it owes (the
+ * placement scheduler, works delivery, replica sets: before this returns). The admin API,
+ * controllers, Durable Objects and webhook receivers all write through here.
+ *
+ * Retries on a stale read when the client gave no precondition.
+ *
+ * Returns the object as stored when this returns (null after a delete: the object as it was):
+ * when an after-commit hook rewrote it (the scheduler writes a new Placement's status, the
+ * replica set controller its finalizer), it is read again, so an update built from the answer
+ * does not conflict with the write's own effects. Also whether the write created the object.
  * `known` is the stored object as the caller just read it (a controller that listed it, or a
  * route that checked it): the first attempt uses it instead of reading it again, and the commit's
  * resourceVersion precondition still refuses it if it was stale (one D1 query less per write).
@@ -45,27 +99,31 @@ export async function writeStored(
 ): Promise<{ object: KubeObject | null; created: boolean }> {
   const db = database(env.DB);
   const key = { namespace, name };
-  let result: { object: KubeObject | null; created: boolean; before: KubeObject | null };
+  let committed: Committed;
+  let created: boolean;
+  let now: number;
   for (let attempt = 0; ; attempt++) {
     const current = req.verb === "create" ? null : attempt === 0 && known ? known : await getObject(db, def, key);
-    const ctx = { now: Date.now(), newUid: () => crypto.randomUUID(), extras };
-    const { next, created } = computeWrite(def, key, current, req, ctx);
+    now = Date.now();
+    const ctx = { now, newUid: () => crypto.randomUUID(), extras };
+    const write = computeWrite(def, key, current, req, ctx);
+    created = write.created;
+    const { next } = write;
     if (next === current) return { object: current, created };
     if (next && def.finalize) await def.finalize(next, current, ctx);
     const settled = settleDeletion(next);
     const storeKey = { namespace, name: (settled ?? next ?? current)!.metadata.name };
     try {
-      const stored = await commitObject(db, def, storeKey, settled, current ? Number(current.metadata.resourceVersion) : null);
-      result = { object: stored, created, before: current };
+      committed = await commitChange(env, def, storeKey, current, settled, now);
       break;
     } catch (e) {
       if (e instanceof ApiError && e.reason === "Conflict" && retriable(req) && attempt < 4) continue;
       throw e;
     }
   }
-  const written = result.object?.metadata.name ?? result.before?.metadata.name ?? name;
-  await reschedule(env, triggerForWrite(def, namespace, written));
-  await afterCommit(env, def, namespace, written, result.before, result.object);
+  const { rewrote } = await finishCommit(env, committed, now);
+  let object = committed.object;
+  if (rewrote && object) object = (await getObject(db, def, { namespace, name: object.metadata.name })) ?? object;
   // A delete answers with the object as it was (as the apiserver does).
-  return { object: result.object ?? result.before, created: result.created };
+  return { object: object ?? committed.before, created };
 }
