@@ -7,7 +7,7 @@
  */
 import { ApiError } from "../k8s/errors.ts";
 import { resourceKey, type KindDefinition } from "../k8s/kind.ts";
-import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
+import type { KubeObject } from "../k8s/meta.ts";
 import { commitObject, database, getObject, type CommitExtras, type StoreKey } from "../k8s/store.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../k8s/write.ts";
 import type { Env } from "../env.ts";
@@ -61,14 +61,39 @@ export async function finishCommit(env: Env, committed: Committed, now: number):
   return { rewrote };
 }
 
-/** Whether a failed write may be retried on a fresh read (no client precondition was given). */
-function retriable(req: WriteRequest): boolean {
-  if (req.verb === "delete") return !req.preconditions?.resourceVersion && !req.preconditions?.uid;
-  if (req.verb === "patch") {
-    const p = req.patchType === "merge" && isJsonObject(req.patch) ? req.patch : null;
-    return !(p && isJsonObject(p.metadata) && p.metadata.resourceVersion);
+/**
+ * How many times a write without a resourceVersion precondition is tried when other writers
+ * keep committing first (kube-apiserver's GuaranteedUpdate retries without a bound; this bound
+ * only stops a livelock, and is far above what 50 concurrent writers on one object need).
+ */
+const MAX_ATTEMPTS = 100;
+/** Upper bound of the random wait before a retry, in milliseconds (grows with the attempt, up to this). */
+const MAX_RETRY_WAIT_MS = 200;
+
+/** Waits a random 0..min(2^attempt, MAX_RETRY_WAIT_MS) milliseconds (full jitter), so that racing writers spread out. */
+function backoff(attempt: number): Promise<void> {
+  const ms = Math.random() * Math.min(2 ** attempt, MAX_RETRY_WAIT_MS);
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Writes to one object queued in this isolate: each waits for the one before it (see {@link serialised}). */
+const queues = new Map<string, Promise<unknown>>();
+
+/**
+ * Runs `fn` after the writes to the same object (`key`) that this isolate started before it, so
+ * that writers in one isolate do not race each other to conflicts and retries; writers in other
+ * isolates (or Durable Objects) still race, and the retry settles that.
+ */
+async function serialised<T>(key: string, fn: () => Promise<T>): Promise<T> {
+  const before = queues.get(key) ?? Promise.resolve();
+  const run = before.then(fn, fn);
+  const tail = run.catch(() => undefined);
+  queues.set(key, tail);
+  try {
+    return await run;
+  } finally {
+    if (queues.get(key) === tail) queues.delete(key);
   }
-  return false;
 }
 
 /**
@@ -77,7 +102,12 @@ function retriable(req: WriteRequest): boolean {
  * placement scheduler, works delivery, replica sets: before this returns). The admin API,
  * controllers, Durable Objects and webhook receivers all write through here.
  *
- * Retries on a stale read when the client gave no precondition.
+ * As kube-apiserver's GuaranteedUpdate: when another writer committed between the read and the
+ * commit, the write is computed again on a fresh read and retried (with a small random wait),
+ * so patches, updates and deletes without a resourceVersion precondition apply however many
+ * writers race; a request that carries a precondition (a resourceVersion in the body or the
+ * patch, DeleteOptions preconditions) is checked again on the fresh read and gets its 409 there.
+ * Writes to one object from this isolate queue up instead of racing ({@link serialised}).
  *
  * Returns the object as stored when this returns (null after a delete: the object as it was):
  * when an after-commit hook rewrote it (the scheduler writes a new Placement's status, the
@@ -97,33 +127,48 @@ export async function writeStored(
   extras?: Record<string, unknown>,
   known?: KubeObject,
 ): Promise<{ object: KubeObject | null; created: boolean }> {
+  const attempt = () => commitWithRetries(env, def, { namespace, name }, req, extras, known);
+  const outcome = req.verb === "create" ? await attempt() : await serialised(`${resourceKey(def)}/${namespace}/${name}`, attempt);
+  if (!outcome.committed) return { object: outcome.unchanged, created: outcome.created };
+  const { committed, created, now } = outcome;
+  const { rewrote } = await finishCommit(env, committed, now);
+  let object = committed.object;
+  if (rewrote && object) object = (await getObject(database(env.DB), def, { namespace, name: object.metadata.name })) ?? object;
+  // A delete answers with the object as it was (as the apiserver does).
+  return { object: object ?? committed.before, created };
+}
+
+/**
+ * Reads, computes and commits one write, again on a fresh read while other writers commit first
+ * (see {@link writeStored}). Returns the commit and its time (epoch ms), or the stored object
+ * when the write changes nothing (`committed` null).
+ */
+async function commitWithRetries(
+  env: Env,
+  def: KindDefinition,
+  key: { namespace: string; name: string },
+  req: WriteRequest,
+  extras: Record<string, unknown> | undefined,
+  known: KubeObject | undefined,
+): Promise<{ committed: Committed; created: boolean; now: number } | { committed: null; unchanged: KubeObject | null; created: boolean }> {
   const db = database(env.DB);
-  const key = { namespace, name };
-  let committed: Committed;
-  let created: boolean;
-  let now: number;
   for (let attempt = 0; ; attempt++) {
     const current = req.verb === "create" ? null : attempt === 0 && known ? known : await getObject(db, def, key);
-    now = Date.now();
+    const now = Date.now();
     const ctx = { now, newUid: () => crypto.randomUUID(), extras };
-    const write = computeWrite(def, key, current, req, ctx);
-    created = write.created;
-    const { next } = write;
-    if (next === current) return { object: current, created };
+    const { next, created } = computeWrite(def, key, current, req, ctx);
+    if (next === current) return { committed: null, unchanged: current, created };
     if (next && def.finalize) await def.finalize(next, current, ctx);
     const settled = settleDeletion(next);
-    const storeKey = { namespace, name: (settled ?? next ?? current)!.metadata.name };
+    const storeKey = { namespace: key.namespace, name: (settled ?? next ?? current)!.metadata.name };
     try {
-      committed = await commitChange(env, def, storeKey, current, settled, now);
-      break;
+      return { committed: await commitChange(env, def, storeKey, current, settled, now), created, now };
     } catch (e) {
-      if (e instanceof ApiError && e.reason === "Conflict" && retriable(req) && attempt < 4) continue;
+      if (e instanceof ApiError && e.reason === "Conflict" && req.verb !== "create" && attempt + 1 < MAX_ATTEMPTS) {
+        await backoff(attempt);
+        continue;
+      }
       throw e;
     }
   }
-  const { rewrote } = await finishCommit(env, committed, now);
-  let object = committed.object;
-  if (rewrote && object) object = (await getObject(db, def, { namespace, name: object.metadata.name })) ?? object;
-  // A delete answers with the object as it was (as the apiserver does).
-  return { object: object ?? committed.before, created };
 }
