@@ -4,7 +4,7 @@
  * after-commit work, and what a crash leaves behind is finished (the outbox sweep, the cluster
  * object's repair from D1).
  */
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { ClusterObject } from "../../durable-objects/cluster.ts";
@@ -141,8 +141,8 @@ describe("crash recovery", () => {
       state.storage.sql.exec("INSERT INTO state (k, v) VALUES ('committing', ?)", JSON.stringify({ name: "torn" }));
     });
     expect((await call("GET", `${MC}/torn`)).body.metadata.labels.torn).toBeUndefined();
-    // Its next load repairs it (what the constructor runs; the object cannot be evicted here).
-    await runInDurableObject(stub, (obj: ClusterObject) => (obj as unknown as { repairFromIndex(): Promise<void> }).repairFromIndex());
+    // Its next load repairs it.
+    await evictDurableObject(stub);
     const repaired = (await call("GET", `${MC}/torn`)).body;
     const row = await getObject(database(env.DB), ManagedClusterKind, { namespace: "", name: "torn" });
     expect(repaired).toEqual(row);
