@@ -24,6 +24,8 @@ export interface HubOptions {
   startTimeoutMs?: number;
   /** Serve HTTPS with the local CA (`FLOTILLA_HTTPS=1`). */
   https?: boolean;
+  /** Port to listen on (default: a free one); a restarted hub takes its predecessor's. */
+  port?: number;
 }
 
 /** A running hub. */
@@ -35,6 +37,8 @@ export interface Hub {
   caFile?: string;
   /** Everything the hub printed so far. */
   output(): string;
+  /** Process ID of `scripts/start.mjs` (wrangler and workerd run below it). */
+  pid: number;
   /** Stops the hub (SIGTERM, then SIGKILL after 5 s). */
   stop(): Promise<void>;
 }
@@ -69,7 +73,7 @@ function stopProcess(child: ChildProcess): Promise<void> {
  * @throws Error when the hub exits or does not answer within `startTimeoutMs`.
  */
 export async function startHub(opts: HubOptions = {}): Promise<Hub> {
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   const stateDir = opts.stateDir ?? mkdtempSync(path.join(tmpdir(), "flotilla-hub-"));
   const adminToken = `admin-${Math.random().toString(36).slice(2)}`;
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), FLOTILLA_STATE_DIR: stateDir, FLOTILLA_ADMIN_TOKEN: adminToken };
@@ -97,7 +101,7 @@ export async function startHub(opts: HubOptions = {}): Promise<Hub> {
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-  return { url, adminToken, stateDir, caFile, output: () => out, stop: () => stopProcess(child) };
+  return { url, adminToken, stateDir, caFile, output: () => out, pid: child.pid!, stop: () => stopProcess(child) };
 }
 
 /** A response of the admin API: HTTP status and parsed JSON body. */
