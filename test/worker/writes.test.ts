@@ -103,6 +103,20 @@ describe("a write answers with the object as stored after its own after-commit w
     const put = await call("PUT", `${BINDINGS("fresh")}/fresh-set`, { ...created.body, metadata: { ...created.body.metadata, labels: { a: "b" } } });
     expect(put.status, JSON.stringify(put.body)).toBe(200);
   });
+
+  it("so does a ManifestWorkReplicaSet create (its controller adds its finalizer and status)", async () => {
+    const mwrs = {
+      apiVersion: "work.open-cluster-management.io/v1alpha1",
+      kind: "ManifestWorkReplicaSet",
+      metadata: { name: "fresh" },
+      spec: { placementRefs: [{ name: "p" }], manifestWorkTemplate: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", namespace: "default" } }] } } },
+    };
+    const created = await call("POST", "/apis/work.open-cluster-management.io/v1alpha1/namespaces/fresh/manifestworkreplicasets", mwrs);
+    expect(created.status).toBe(201);
+    expect(created.body.metadata.finalizers).toContain("work.open-cluster-management.io/manifest-work-cleanup");
+    const put = await call("PUT", "/apis/work.open-cluster-management.io/v1alpha1/namespaces/fresh/manifestworkreplicasets/fresh", { ...created.body, metadata: { ...created.body.metadata, labels: { a: "b" } } });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+  });
 });
 
 describe("crash recovery", () => {
