@@ -1,8 +1,8 @@
 /**
- * ClusterObject: one Durable Object per member cluster (named by the cluster name). It is the
- * authority for the cluster's ManagedCluster object and holds its lease, its registered public
- * keys and its replay cache; it writes the ManagedCluster's projection to the D1 index only when
- * the object changes. The hub-side lease controller of OCM runs on its alarm (no scanning of all
+ * ClusterObject: one Durable Object per member cluster (named by the cluster name). It serves the
+ * cluster's ManagedCluster object and holds its lease, its registered public keys and its replay
+ * cache; a change of the object commits to the D1 index (the commit point) and then to this
+ * object's copy, only when the object changes (see `commit`). The hub-side lease controller of OCM runs on its alarm (no scanning of all
  * clusters anywhere).
  *
  * Every mutation runs through one queue, so writes to a cluster are serialised even across the

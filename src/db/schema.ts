@@ -1,6 +1,7 @@
 /**
- * The D1 index (drizzle). D1 is where objects are listed and selected; the per-cluster Durable
- * Object is the authority for its ManagedCluster and writes its projection here.
+ * The D1 index (drizzle). D1 is where objects are listed and selected, and where every write
+ * commits; the per-cluster Durable Object serialises its ManagedCluster's writes and commits
+ * them here before it keeps its own copy.
  */
 import { sqliteTable, text, integer, primaryKey, uniqueIndex, index } from "drizzle-orm/sqlite-core";
 
