@@ -24,6 +24,8 @@ export interface HubOptions {
   startTimeoutMs?: number;
   /** Serve HTTPS with the local CA (`FLOTILLA_HTTPS=1`). */
   https?: boolean;
+  /** Port to listen on (default: a free one); a restarted hub takes its predecessor's. */
+  port?: number;
 }
 
 /** A running hub. */
@@ -73,7 +75,7 @@ function stopProcess(child: ChildProcess): Promise<void> {
  * @throws Error when the hub exits or does not answer within `startTimeoutMs`.
  */
 export async function startHub(opts: HubOptions = {}): Promise<Hub> {
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   const stateDir = opts.stateDir ?? mkdtempSync(path.join(tmpdir(), "flotilla-hub-"));
   const adminToken = `admin-${Math.random().toString(36).slice(2)}`;
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), FLOTILLA_STATE_DIR: stateDir, FLOTILLA_ADMIN_TOKEN: adminToken };

@@ -11,6 +11,11 @@ import { docsRoutes } from "./api/docs.ts";
 import { agentRoutes } from "./agent/routes.ts";
 import { webhookRoutes } from "./webhook/receiver.ts";
 import type { Env } from "./env.ts";
+import { recoverAtStart } from "./store/outbox.ts";
+// The after-commit hooks (src/store/hooks.ts): each feature registers its own as it loads.
+import "./placement/triggers.ts";
+import "./work/hooks.ts";
+import "./work/replicaset.ts";
 
 export { ClusterObject } from "../durable-objects/cluster.ts";
 export { SchedulerObject } from "../durable-objects/scheduler.ts";
@@ -59,5 +64,9 @@ export function createApp(): Hono<{ Bindings: Env }> {
 const app = createApp();
 
 export default {
-  fetch: (req: Request, env: Env, ctx: ExecutionContext) => app.fetch(req, env, ctx),
+  fetch: (req: Request, env: Env, ctx: ExecutionContext) => {
+    // What writes committed before this isolate started still owe runs in the background.
+    recoverAtStart(env, Date.now(), (p) => ctx.waitUntil(p));
+    return app.fetch(req, env, ctx);
+  },
 } satisfies ExportedHandler<Env>;

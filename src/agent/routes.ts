@@ -10,7 +10,7 @@ import { resourceKey } from "../k8s/kind.ts";
 import { checkSchema, type KubeObject } from "../k8s/meta.ts";
 import { database, getObject, listObjects } from "../k8s/store.ts";
 import { ManifestWorkKind, MANIFEST_LIMIT_BYTES } from "../kinds/manifestwork.ts";
-import { writeStored } from "../api/resources.ts";
+import { writeStored } from "../store/write.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { BootstrapTokenKind, parseToken, sha256Hex } from "../kinds/bootstraptoken.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";

@@ -9,9 +9,8 @@ import { alreadyExists, ApiError, badRequest, forbidden, methodNotAllowed, notFo
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { matches, parseSelector, SelectorParseError } from "../k8s/labels.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
-import { commitObject, database, getObject, listPage, needsRewrite } from "../k8s/store.ts";
-import { keyringOf } from "../k8s/encryption.ts";
-import { computeWrite, settleDeletion, type WriteRequest } from "../k8s/write.ts";
+import { getObject, listPage } from "../k8s/store.ts";
+import { computeWrite, type WriteRequest } from "../k8s/write.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { findKind, KINDS, servedGroups } from "../kinds/index.ts";
 import { BUILTIN_CLUSTER_SETS, ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
@@ -21,10 +20,9 @@ import { failureKeys, limitAuthFailures } from "../auth/ratelimit.ts";
 import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
 import type { Result, WriteOutcome } from "../../durable-objects/cluster.ts";
-import { reschedule, triggerForWrite } from "../placement/triggers.ts";
+import { store, writeStored } from "../store/write.ts";
 import { toTable, wantsTable } from "../k8s/table.ts";
 import { clientOf, watchResponse } from "./watch.ts";
-import { afterCommit } from "../work/hooks.ts";
 import { dropUnknownFields, fieldValidationOf, unknownFieldWarnings } from "./fieldvalidation.ts";
 import { decodeDelete, decodePatch, parseJson, readBody, requireJsonBody, statusResponse } from "./request.ts";
 
@@ -70,15 +68,14 @@ function resolve(group: string, version: string, rest: string[]): Target {
 
 let builtinsReady: Promise<void> | null = null;
 
-/** Creates the built-in ManagedClusterSets `default` and `global` when absent (once per isolate). */
+/** Creates the built-in ManagedClusterSets `default` and `global` when absent (once per isolate), through the write path. */
 function ensureBuiltins(env: Env): Promise<void> {
   builtinsReady ??= (async () => {
-    const db = database(env.DB);
+    const db = store(env);
     for (const set of BUILTIN_CLUSTER_SETS) {
       if (await getObject(db, ManagedClusterSetKind, { namespace: "", name: set.name })) continue;
-      const { next } = computeWrite(ManagedClusterSetKind, { namespace: "", name: set.name }, null, { verb: "create", body: { metadata: { name: set.name }, spec: set.spec } }, { now: Date.now(), newUid: () => crypto.randomUUID() });
       try {
-        await commitObject(db, ManagedClusterSetKind, { namespace: "", name: set.name }, next, null);
+        await writeStored(env, ManagedClusterSetKind, "", set.name, { verb: "create", body: { metadata: { name: set.name }, spec: set.spec } });
       } catch (e) {
         if (!(e instanceof ApiError && e.reason === "AlreadyExists")) throw e;
       }
@@ -142,11 +139,6 @@ function selectorFilter(c: Ctx): (obj: KubeObject) => boolean {
     }
     return true;
   };
-}
-
-/** A store handle for a request: the D1 index with the keys that open encrypted fields. */
-function store(env: Env) {
-  return database(env.DB, keyringOf(env));
 }
 
 async function list(c: Ctx, t: Target): Promise<Response> {
@@ -235,64 +227,6 @@ async function get(c: Ctx, t: Target): Promise<Response> {
   if (!obj) throw notFound(ref);
   if (wantsTable(c.req.header("accept"))) return json(toTable(t.def, [present(t.def, obj)], obj.metadata.resourceVersion, c.req.query("includeObject"), Date.now()));
   return json(present(t.def, obj));
-}
-
-/** Whether a failed write may be retried on a fresh read (no client precondition was given). */
-function retriable(req: WriteRequest): boolean {
-  if (req.verb === "delete") return !req.preconditions?.resourceVersion && !req.preconditions?.uid;
-  if (req.verb === "patch") {
-    const p = req.patchType === "merge" && isJsonObject(req.patch) ? req.patch : null;
-    return !(p && isJsonObject(p.metadata) && p.metadata.resourceVersion);
-  }
-  return false;
-}
-
-/**
- * Commits one write of a D1-stored kind (create, update, merge patch, apply, delete; main
- * resource or status) with the generic strategy, retrying on a stale read when the client gave
- * no precondition, then runs what the write triggers: the placement scheduler (before this
- * returns) and `afterCommit` (works delivery, replica sets). The admin API, controllers and
- * webhook receivers all write through here, so every write has the same effects.
- * Returns the stored object (null after a delete) and whether it was created.
- * `known` is the stored object as the caller just read it (a controller that listed it, or a
- * route that checked it): the first attempt uses it instead of reading it again, and the commit's
- * resourceVersion precondition still refuses it if it was stale (one D1 query less per write).
- * @throws ApiError (4xx) for a bad request, a conflict or a missing object; nothing is written then.
- */
-export async function writeStored(
-  env: Env,
-  def: KindDefinition,
-  namespace: string,
-  name: string,
-  req: WriteRequest,
-  extras?: Record<string, unknown>,
-  known?: KubeObject,
-): Promise<{ object: KubeObject | null; created: boolean }> {
-  const db = store(env);
-  const key = { namespace, name };
-  let result: { object: KubeObject | null; created: boolean; before: KubeObject | null };
-  for (let attempt = 0; ; attempt++) {
-    const current = req.verb === "create" ? null : attempt === 0 && known ? known : await getObject(db, def, key);
-    const ctx = { now: Date.now(), newUid: () => crypto.randomUUID(), extras };
-    const { next, created } = computeWrite(def, key, current, req, ctx);
-    if (next === current && !(current && needsRewrite(current))) return { object: current, created };
-    if (next && def.finalize) await def.finalize(next, current, ctx);
-    const settled = settleDeletion(next);
-    const storeKey = { namespace, name: (settled ?? next ?? current)!.metadata.name };
-    try {
-      const stored = await commitObject(db, def, storeKey, settled, current ? Number(current.metadata.resourceVersion) : null);
-      result = { object: stored, created, before: current };
-      break;
-    } catch (e) {
-      if (e instanceof ApiError && e.reason === "Conflict" && retriable(req) && attempt < 4) continue;
-      throw e;
-    }
-  }
-  const written = result.object?.metadata.name ?? result.before?.metadata.name ?? name;
-  await reschedule(env, triggerForWrite(def, namespace, written));
-  await afterCommit(env, def, namespace, written, result.before, result.object);
-  // A delete answers with the object as it was (as the apiserver does).
-  return { object: result.object ?? result.before, created: result.created };
 }
 
 async function write(c: Ctx, t: Target, req: WriteRequest): Promise<Response> {

@@ -26,8 +26,9 @@ export interface PrinterColumn {
 }
 
 /**
- * One served kind. `storage` says who is the authority for its objects: `d1` for the generic
- * D1 store, `cluster` for the per-cluster Durable Object (ManagedCluster).
+ * One served kind. `storage` says who writes its objects: `d1` for the generic D1 store,
+ * `cluster` for the per-cluster Durable Object (ManagedCluster), which serialises them and
+ * commits them to D1.
  */
 export interface KindDefinition {
   group: string;

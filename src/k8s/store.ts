@@ -8,9 +8,10 @@
  * kube-apiserver's storage transformers do (src/k8s/encryption.ts); rows stored before encryption
  * are read as they are and sealed on their next write.
  */
-import { and, eq, exists, lt, sql } from "drizzle-orm";
+import { and, eq, exists, lt, sql, type SQL } from "drizzle-orm";
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
-import { counters, events, objects } from "../db/schema.ts";
+import type { BatchItem } from "drizzle-orm/batch";
+import { counters, events, objects, outbox } from "../db/schema.ts";
 import { EncryptionError, isSealed, Keyring } from "./encryption.ts";
 import { alreadyExists, ApiError, conflict, notFound } from "./errors.ts";
 import { resourceKey, type KindDefinition } from "./kind.ts";
@@ -252,6 +253,18 @@ function isUniqueViolation(e: unknown): boolean {
 }
 
 /**
+ * What a commit writes besides the object, in the same atomic batch: an outbox row naming the
+ * after-commit work the write owes (src/store/outbox.ts; `createdAt` and `dueAt` epoch
+ * milliseconds), written only when the commit's precondition holds, and `extra` statements
+ * (e.g. the removal of a deleted cluster's identity row), built from `whileCurrent`, a condition
+ * that holds only when the precondition does (use it in their WHERE clause).
+ */
+export interface CommitExtras {
+  outbox?: { id: string; hooks: string; createdAt: number; dueAt: number };
+  extra?: (whileCurrent: SQL) => BatchItem<"sqlite">[];
+}
+
+/**
  * Commits a computed write with optimistic concurrency.
  *
  * - `expectedRv === null`: the object must not exist (create); a duplicate is 409 AlreadyExists.
@@ -259,7 +272,7 @@ function isUniqueViolation(e: unknown): boolean {
  * - `next === null` deletes the row.
  *
  * Returns the stored object with its new resourceVersion, or null after a delete.
- * `extra` statements (e.g. an identity row) run in the same atomic batch.
+ * `extras` (an outbox row, other statements) are written in the same atomic batch.
  *
  * @throws ApiError 404, 409
  */
@@ -269,14 +282,16 @@ export async function commitObject(
   key: StoreKey,
   next: KubeObject | null,
   expectedRv: number | null,
+  extras: CommitExtras = {},
 ): Promise<KubeObject | null> {
   const resource = resourceKey(def);
   const where = and(eq(objects.resource, resource), eq(objects.namespace, key.namespace), eq(objects.name, key.name));
   const current = and(where, eq(objects.resourceVersion, expectedRv ?? -1));
   const objRef = { group: def.group, plural: def.plural, name: key.name };
   const stale = async () => ((await getObject(db, def, key)) ? conflict(objRef, "the object has been modified; please apply your changes to the latest version and try again") : notFound(objRef));
-  // The event row is written only when the precondition holds (the same batch is one
-  // transaction); its resourceVersion is the counter's value after the bump.
+  // The event and outbox rows are written only when the precondition holds (the same batch is
+  // one transaction); their resourceVersion is the counter's value after the bump.
+  const onlyIf = (onlyIfCurrent: boolean) => (onlyIfCurrent ? and(eq(counters.id, 1), exists(db.select({ one: sql`1` }).from(objects).where(current))) : eq(counters.id, 1));
   const event = (type: "ADDED" | "MODIFIED" | "DELETED", body: string, onlyIfCurrent: boolean) =>
     db.insert(events).select(
       db
@@ -289,20 +304,39 @@ export async function commitObject(
           body: sql<string>`${body}`.as("body"),
         })
         .from(counters)
-        .where(onlyIfCurrent ? and(eq(counters.id, 1), exists(db.select({ one: sql`1` }).from(objects).where(current))) : eq(counters.id, 1)),
+        .where(onlyIf(onlyIfCurrent)),
     );
+  const owed = extras.outbox;
+  const outboxRow = (onlyIfCurrent: boolean) =>
+    owed
+      ? [
+          db.insert(outbox).select(
+            db
+              .select({
+                id: sql<string>`${owed.id}`.as("id"),
+                resourceVersion: counters.value,
+                resource: sql<string>`${resource}`.as("resource"),
+                namespace: sql<string>`${key.namespace}`.as("namespace"),
+                name: sql<string>`${key.name}`.as("name"),
+                hooks: sql<string>`${owed.hooks}`.as("hooks"),
+                createdAt: sql<number>`${owed.createdAt}`.as("created_at"),
+                dueAt: sql<number>`${owed.dueAt}`.as("due_at"),
+                attempts: sql<number>`0`.as("attempts"),
+              })
+              .from(counters)
+              .where(onlyIf(onlyIfCurrent)),
+          ),
+        ]
+      : [];
+  const extra = (onlyIfCurrent: boolean) => extras.extra?.(onlyIfCurrent ? exists(db.select({ one: sql`1` }).from(objects).where(current)) : sql`1`) ?? [];
   const prune = Math.random() < PRUNE_PROBABILITY ? [db.delete(events).where(lt(events.resourceVersion, sql`${counterValue} - ${EVENT_RETENTION}`))] : [];
 
   if (next === null) {
     if (expectedRv === null) return null;
     const last = await getObject(db, def, key);
-    const [, , deleted] = await db.batch([
-      db.run(bumpCounter),
-      event("DELETED", last ? await toBody(db, def, last) : "{}", true),
-      db.delete(objects).where(current).returning({ name: objects.name }),
-      ...prune,
-    ]);
-    if (deleted.length === 0) throw await stale();
+    const before = [event("DELETED", last ? await toBody(db, def, last) : "{}", true), ...outboxRow(true), ...extra(true)];
+    const results = await db.batch([db.run(bumpCounter), ...before, db.delete(objects).where(current).returning({ name: objects.name }), ...prune]);
+    if ((results[1 + before.length] as unknown[]).length === 0) throw await stale();
     return null;
   }
   const body = await toBody(db, def, next);
@@ -315,6 +349,8 @@ export async function commitObject(
           .values({ resource, namespace: key.namespace, name: key.name, uid: next.metadata.uid, resourceVersion: sql`${counterValue}`, body })
           .returning({ resourceVersion: objects.resourceVersion }),
         event("ADDED", body, false),
+        ...outboxRow(false),
+        ...extra(false),
         ...prune,
       ]);
       return { ...next, metadata: { ...next.metadata, resourceVersion: String(inserted[0]!.resourceVersion) } };
@@ -323,12 +359,14 @@ export async function commitObject(
       throw e;
     }
   }
-  const [, , updated] = await db.batch([
+  const before = [event("MODIFIED", body, true), ...outboxRow(true), ...extra(true)];
+  const results = await db.batch([
     db.run(bumpCounter),
-    event("MODIFIED", body, true),
+    ...before,
     db.update(objects).set({ body, resourceVersion: sql`${counterValue}` }).where(current).returning({ resourceVersion: objects.resourceVersion }),
     ...prune,
   ]);
+  const updated = results[1 + before.length] as { resourceVersion: number }[];
   if (updated.length === 0) throw await stale();
   return { ...next, metadata: { ...next.metadata, resourceVersion: String(updated[0]!.resourceVersion) } };
 }

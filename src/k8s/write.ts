@@ -246,8 +246,11 @@ function patchObject(
       if (req.subresource === "status") throw notFound(ref(def, key.name));
       return create(def, key, null, { ...body, metadata: { ...(isJsonObject(body.metadata) ? body.metadata : {}), name: key.name } }, ctx);
     }
-    const merged = mergePatch(current, stripNulls(body));
-    return update(def, key, current, withRv(merged, current), req.subresource, ctx);
+    // A resourceVersion in the applied configuration is a precondition, as in kube-apiserver.
+    const applied = stripNulls(body) as JsonObject;
+    const merged = mergePatch(current, applied);
+    const applyRv = isJsonObject(applied.metadata) ? applied.metadata.resourceVersion : undefined;
+    return update(def, key, current, applyRv === undefined ? withRv(merged, current) : merged, req.subresource, ctx);
   }
   if (req.force !== undefined) throw badRequest("force: Forbidden: may not be specified for non-apply patch", "force");
   if (!current) throw notFound(ref(def, key.name));

@@ -7,9 +7,11 @@
  */
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { ApiError } from "../k8s/errors.ts";
-import type { KindDefinition } from "../k8s/kind.ts";
+import { resourceKey, type KindDefinition } from "../k8s/kind.ts";
 import { rfc3339, setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
-import { commitObject, listObjects } from "../k8s/store.ts";
+import { database, listObjects } from "../k8s/store.ts";
+import { commitChange, type Committed } from "../store/write.ts";
+import type { Env } from "../env.ts";
 import { ManagedClusterKind, type ManagedClusterSpec, type ManagedClusterStatus } from "../kinds/managedcluster.ts";
 import { clusterInSet, ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
 import { AddOnPlacementScoreKind, ManagedClusterSetBindingKind, PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
@@ -43,14 +45,30 @@ export function mergeTriggers(a: Trigger, b: Trigger): Trigger {
 
 /**
  * The result of one run: placements scheduled, objects written, the earliest toleration expiry
- * per placement (epoch ms), and `decisionsChanged`: the placements (`<namespace>/<name>`) whose
- * PlacementDecisions or status.decisionGroups were written or deleted (what replica sets read).
+ * per placement (epoch ms), `decisionsChanged`: the placements (`<namespace>/<name>`) whose
+ * PlacementDecisions or status.decisionGroups were written or deleted (what replica sets read),
+ * and `statusWritten`: the objects whose status the run wrote (Placements, bindings), as
+ * `<group>/<plural>/<namespace>/<name>`.
  */
 export interface RunResult {
   scheduled: string[];
   writes: number;
   requeue: Record<string, number>;
   decisionsChanged: string[];
+  statusWritten: string[];
+}
+
+/**
+ * What one run writes with: the store (every write goes through the store's commit, so it owes
+ * what any writer's would), its time (epoch ms), the commits that owe after-commit work (run
+ * after the run, outside the scheduler's queue) and the objects whose status it wrote.
+ */
+interface RunContext {
+  env: Env;
+  db: DrizzleD1Database;
+  nowMs: number;
+  owing: Committed[];
+  statusWritten: Set<string>;
 }
 
 interface HubState {
@@ -146,11 +164,13 @@ function scoreInputs(scores: KubeObject[]): Record<string, Record<string, AddOnP
   return out;
 }
 
-async function save(db: DrizzleD1Database, def: KindDefinition, current: KubeObject | null, next: KubeObject | null): Promise<boolean> {
+async function save(run: RunContext, def: KindDefinition, current: KubeObject | null, next: KubeObject | null): Promise<boolean> {
   if (current && next && JSON.stringify(current) === JSON.stringify(next)) return false;
   const k = { namespace: (next ?? current)!.metadata.namespace ?? "", name: (next ?? current)!.metadata.name };
   try {
-    await commitObject(db, def, k, next, current ? Number(current.metadata.resourceVersion) : null);
+    const committed = await commitChange(run.env, def, k, current, next, run.nowMs);
+    if (committed.owed) run.owing.push(committed);
+    if (current && next && def !== PlacementDecisionKind) run.statusWritten.add(`${resourceKey(def)}/${k.namespace}/${k.name}`);
   } catch (e) {
     // A concurrent user write to the same object triggers its own run; this one yields.
     if (e instanceof ApiError && (e.reason === "Conflict" || e.reason === "AlreadyExists" || e.reason === "NotFound")) return false;
@@ -167,9 +187,9 @@ function newObject(def: KindDefinition, namespace: string, name: string, nowMs: 
   };
 }
 
-async function updateBindings(db: DrizzleD1Database, state: HubState, nowMs: number): Promise<number> {
+async function updateBindings(run: RunContext, state: HubState): Promise<number> {
   let writes = 0;
-  const now = rfc3339(nowMs);
+  const now = rfc3339(run.nowMs);
   const setNames = new Set(state.sets.map((s) => s.metadata.name));
   for (const b of state.bindings) {
     const next = structuredClone(b);
@@ -182,12 +202,13 @@ async function updateBindings(db: DrizzleD1Database, state: HubState, nowMs: num
         : { type: "Bound", status: "False", reason: "ClusterSetNotFound", message: "" },
       now,
     );
-    if (await save(db, ManagedClusterSetBindingKind, b, next)) writes++;
+    if (await save(run, ManagedClusterSetBindingKind, b, next)) writes++;
   }
   return writes;
 }
 
-async function schedulePlacement(db: DrizzleD1Database, state: HubState, placement: KubeObject, clusters: SchedulingCluster[], scores: ReturnType<typeof scoreInputs>, nowMs: number): Promise<{ writes: number; requeueAt?: number; decisionsChanged: boolean }> {
+async function schedulePlacement(run: RunContext, state: HubState, placement: KubeObject, clusters: SchedulingCluster[], scores: ReturnType<typeof scoreInputs>): Promise<{ writes: number; requeueAt?: number; decisionsChanged: boolean }> {
+  const nowMs = run.nowMs;
   const ns = placement.metadata.namespace!;
   const name = placement.metadata.name;
   const own = state.decisions.filter((d) => d.metadata.namespace === ns && d.metadata.labels?.[PLACEMENT_LABEL] === name);
@@ -216,13 +237,13 @@ async function schedulePlacement(db: DrizzleD1Database, state: HubState, placeme
     next.metadata.labels = { ...(next.metadata.labels ?? {}), ...page.labels };
     next.metadata.ownerReferences = [{ apiVersion: `${PlacementKind.group}/${PlacementKind.version}`, kind: "Placement", name, uid: placement.metadata.uid, controller: true, blockOwnerDeletion: true }];
     next.status = { decisions: page.decisions };
-    if (await save(db, PlacementDecisionKind, current, next)) {
+    if (await save(run, PlacementDecisionKind, current, next)) {
       writes++;
       decisionsChanged = true;
     }
   }
   for (const d of own) {
-    if (!desired.has(d.metadata.name) && (await save(db, PlacementDecisionKind, d, null))) {
+    if (!desired.has(d.metadata.name) && (await save(run, PlacementDecisionKind, d, null))) {
       writes++;
       decisionsChanged = true;
     }
@@ -235,7 +256,7 @@ async function schedulePlacement(db: DrizzleD1Database, state: HubState, placeme
   status.decisionGroups = result.decisionGroupStatus;
   const conditions = (status.conditions ??= []);
   for (const c of result.conditions) setCondition(conditions, { ...c, observedGeneration: placement.metadata.generation }, now);
-  if (await save(db, PlacementKind, placement, next)) {
+  if (await save(run, PlacementKind, placement, next)) {
     writes++;
     if (JSON.stringify(status.decisionGroups ?? null) !== groupsBefore) decisionsChanged = true;
   }
@@ -253,12 +274,12 @@ async function schedulePlacement(db: DrizzleD1Database, state: HubState, placeme
   return { writes, requeueAt: Number.isFinite(requeueAt) ? requeueAt : undefined, decisionsChanged };
 }
 
-async function deleteOrphanDecisions(db: DrizzleD1Database, state: HubState, gone: string[], changed: Set<string>): Promise<number> {
+async function deleteOrphanDecisions(run: RunContext, state: HubState, gone: string[], changed: Set<string>): Promise<number> {
   let writes = 0;
   for (const k of gone) {
     const [ns, name] = k.split("/") as [string, string];
     for (const d of state.decisions) {
-      if (d.metadata.namespace === ns && d.metadata.labels?.[PLACEMENT_LABEL] === name && (await save(db, PlacementDecisionKind, d, null))) {
+      if (d.metadata.namespace === ns && d.metadata.labels?.[PLACEMENT_LABEL] === name && (await save(run, PlacementDecisionKind, d, null))) {
         writes++;
         changed.add(k);
       }
@@ -269,25 +290,32 @@ async function deleteOrphanDecisions(db: DrizzleD1Database, state: HubState, gon
 
 /**
  * Runs the controller for one trigger: reads the state, schedules every affected placement, and
- * writes what changed. Placements that no longer exist lose their PlacementDecisions (OCM's
- * owner-reference garbage collection). `nowMs` is epoch milliseconds.
+ * writes what changed through the store (src/store/write.ts `commitChange`). Placements that no
+ * longer exist lose their PlacementDecisions (OCM's owner-reference garbage collection). `nowMs`
+ * is epoch milliseconds. Also returns the commits that owe after-commit work: the caller runs
+ * them (`finishCommit`) outside the scheduler's queue, since a hook may wait for the scheduler.
+ * The run's own writes (statuses, decisions) owe none today (see src/placement/triggers.ts).
  */
-export async function runPlacementController(db: DrizzleD1Database, trigger: Trigger, nowMs: number): Promise<RunResult> {
-  const state = await loadState(db);
+export async function runPlacementController(env: Env, trigger: Trigger, nowMs: number): Promise<{ result: RunResult; owing: Committed[] }> {
+  const run: RunContext = { env, db: database(env.DB), nowMs, owing: [], statusWritten: new Set() };
+  const state = await loadState(run.db);
   let writes = 0;
-  if ((trigger.sets?.length ?? 0) > 0 || (trigger.namespaces?.length ?? 0) > 0) writes += await updateBindings(db, state, nowMs);
+  if ((trigger.sets?.length ?? 0) > 0 || (trigger.namespaces?.length ?? 0) > 0) writes += await updateBindings(run, state);
   const existing = new Set(state.placements.map(key));
   const decisionsChanged = new Set<string>();
-  writes += await deleteOrphanDecisions(db, state, (trigger.placements ?? []).filter((p) => !existing.has(p)), decisionsChanged);
+  writes += await deleteOrphanDecisions(run, state, (trigger.placements ?? []).filter((p) => !existing.has(p)), decisionsChanged);
   const targets = affected(state, trigger);
   const clusters = state.clusters.map((c) => schedulingCluster(c, state.sets));
   const scores = scoreInputs(state.scores);
   const requeue: Record<string, number> = {};
   for (const p of targets) {
-    const r = await schedulePlacement(db, state, p, clusters, scores, nowMs);
+    const r = await schedulePlacement(run, state, p, clusters, scores);
     writes += r.writes;
     if (r.requeueAt !== undefined) requeue[key(p)] = r.requeueAt;
     if (r.decisionsChanged) decisionsChanged.add(key(p));
   }
-  return { scheduled: targets.map(key), writes, requeue, decisionsChanged: [...decisionsChanged] };
+  return {
+    result: { scheduled: targets.map(key), writes, requeue, decisionsChanged: [...decisionsChanged], statusWritten: [...run.statusWritten] },
+    owing: run.owing,
+  };
 }

@@ -34,7 +34,7 @@ import { PlacementKind } from "../kinds/placement.ts";
 import { decodeBase64, SecretKind } from "../kinds/secret.ts";
 import { HOOKS_PREFIX, WebhookReceiverKind, type WebhookReceiverSpec } from "../kinds/webhookreceiver.ts";
 import { readBodyBytes, statusResponse } from "../api/request.ts";
-import { writeStored } from "../api/resources.ts";
+import { writeStored } from "../store/write.ts";
 import { reschedule } from "../placement/triggers.ts";
 import { reevaluateReplicaSet } from "../work/replicaset.ts";
 import type { Env } from "../env.ts";

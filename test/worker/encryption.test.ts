@@ -5,7 +5,7 @@
  */
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { writeStored } from "../../src/api/resources.ts";
+import { writeStored } from "../../src/store/write.ts";
 import { keyringOf } from "../../src/k8s/encryption.ts";
 import { ApiError } from "../../src/k8s/errors.ts";
 import { database, getObject, needsRewrite } from "../../src/k8s/store.ts";
