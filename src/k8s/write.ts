@@ -82,7 +82,8 @@ function decode(def: KindDefinition, body: unknown, nameHint: string | undefined
   if (body.kind !== undefined && body.kind !== def.kind) {
     throw badRequest(`the kind in the data (${String(body.kind)}) does not match the expected kind (${def.kind})`, "kind");
   }
-  const obj = { ...body, apiVersion: expected, kind: def.kind, metadata: isJsonObject(body.metadata) ? { ...body.metadata } : {} } as JsonObject;
+  // An absent or null metadata is empty; one of another type stays, for the schema to refuse (422 `metadata`).
+  const obj = { ...body, apiVersion: expected, kind: def.kind, metadata: isJsonObject(body.metadata) ? { ...body.metadata } : (body.metadata ?? {}) } as JsonObject;
   const check = checkSchema(def.schema, obj);
   const name = (obj.metadata as JsonObject).name;
   if (check.unknownFields.length > 0) {
