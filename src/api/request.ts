@@ -4,8 +4,10 @@
  * content types (415), query options, and Status responses.
  */
 import type { Context } from "hono";
+import { z } from "zod";
 import { ApiError, badRequest, tooLarge, unsupportedMediaType } from "../k8s/errors.ts";
 import { decodeJson, decodeYaml } from "../k8s/decode.ts";
+import { checkSchema, isJsonObject } from "../k8s/meta.ts";
 import type { WriteRequest } from "../k8s/write.ts";
 import { checkDuplicateFields, fieldValidationOf, type FieldValidation } from "./fieldvalidation.ts";
 
@@ -171,11 +173,28 @@ export async function decodePatch(c: Context, subresource: "status" | undefined,
   throw unsupportedMediaType(t || "(none)", PATCH_TYPES.slice(0, 2));
 }
 
-/** Decodes DeleteOptions preconditions from the body, if any. @throws ApiError 400 */
+/** The part of metav1.DeleteOptions the hub reads: `preconditions` (other fields are left alone). */
+const DeleteOptionsSchema = z.looseObject({
+  preconditions: z.strictObject({ uid: z.string().nullish(), resourceVersion: z.string().nullish() }).nullish(),
+});
+
+/**
+ * Decodes DeleteOptions preconditions from the body, if any: the body must be an object and its
+ * preconditions strings (kube-apiserver answers an undecodable DeleteOptions with 400).
+ * @throws ApiError 400
+ */
 export async function decodeDelete(c: Context): Promise<WriteRequest> {
   const text = await readBody(c);
   if (text.trim() === "") return { verb: "delete" };
-  const body = parseJson(text) as { preconditions?: { uid?: string; resourceVersion?: string } } | null;
-  if (body === null || typeof body !== "object") throw badRequest("DeleteOptions must be an object");
-  return { verb: "delete", preconditions: body.preconditions };
+  const body = parseJson(text);
+  if (!isJsonObject(body)) throw badRequest("DeleteOptions must be a JSON object");
+  const check = checkSchema(DeleteOptionsSchema, body);
+  const problems = [...check.unknownFields.map((f) => ({ field: f, message: `unknown field "${f}"` })), ...check.causes];
+  if (problems.length > 0) {
+    throw new ApiError(400, "BadRequest", `invalid DeleteOptions: ${problems.map((p) => `${p.field}: ${p.message}`).join(", ")}`, {
+      causes: problems.map((p) => ({ reason: "FieldValueInvalid", message: p.message, field: p.field })),
+    });
+  }
+  const pre = body.preconditions as { uid?: string | null; resourceVersion?: string | null } | null | undefined;
+  return { verb: "delete", preconditions: pre ? { uid: pre.uid ?? undefined, resourceVersion: pre.resourceVersion ?? undefined } : undefined };
 }

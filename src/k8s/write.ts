@@ -267,7 +267,8 @@ function stripNulls(v: unknown): unknown {
 }
 
 function withRv(obj: unknown, current: KubeObject): unknown {
-  if (!isJsonObject(obj)) return obj;
+  // A metadata of the wrong type is left for decode() to refuse, not replaced.
+  if (!isJsonObject(obj) || (obj.metadata != null && !isJsonObject(obj.metadata))) return obj;
   const meta = isJsonObject(obj.metadata) ? obj.metadata : {};
   return { ...obj, metadata: { ...meta, resourceVersion: current.metadata.resourceVersion } };
 }
