@@ -5,7 +5,7 @@
  */
 import type { Context } from "hono";
 import { z } from "zod";
-import { ApiError, badRequest, tooLarge, unsupportedMediaType } from "../k8s/errors.ts";
+import { ApiError, badRequest, tooLarge, unsupportedMediaType, uriTooLong } from "../k8s/errors.ts";
 import { decodeJson, decodeYaml } from "../k8s/decode.ts";
 import { checkSchema, isJsonObject } from "../k8s/meta.ts";
 import type { WriteRequest } from "../k8s/write.ts";
@@ -21,7 +21,7 @@ export const MAX_BODY_BYTES = 3 * 1024 * 1024;
  * dev's proxy and workerd close it with unread data) instead of the 413; past this much the body
  * is cancelled anyway.
  */
-export const MAX_DRAIN_BYTES = 100 * 1024 * 1024;
+const MAX_DRAIN_BYTES = 100 * 1024 * 1024;
 
 /**
  * Longest request target (path and query) the hub reads, in bytes (8 KiB, the request line
@@ -31,12 +31,7 @@ export const MAX_DRAIN_BYTES = 100 * 1024 * 1024;
  * and Cloudflare's edge URLs over 16 KB. kube-apiserver has no limit of its own below Go's
  * 1 MiB of request line and headers (431).
  */
-export const MAX_REQUEST_TARGET_BYTES = 8 * 1024;
-
-/** 414 with a Status: no apimachinery reason exists for it, so the reason names the HTTP status, as RequestEntityTooLarge does for 413. */
-export function uriTooLong(length: number): ApiError {
-  return new ApiError(414, "RequestURITooLong", `Request-URI too long: ${length} bytes, the limit is ${MAX_REQUEST_TARGET_BYTES} bytes`);
-}
+const MAX_REQUEST_TARGET_BYTES = 8 * 1024;
 
 /**
  * Decodes one percent-encoded path segment (RFC 3986) to its UTF-8 text.
@@ -61,7 +56,7 @@ export function decodePathSegment(segment: string): string {
 export function checkRequestTarget(url: string): void {
   const u = new URL(url);
   const target = u.pathname.length + u.search.length;
-  if (target > MAX_REQUEST_TARGET_BYTES) throw uriTooLong(target);
+  if (target > MAX_REQUEST_TARGET_BYTES) throw uriTooLong(target, MAX_REQUEST_TARGET_BYTES);
   for (const segment of u.pathname.split("/")) decodePathSegment(segment);
   for (const pair of u.search.slice(1).split("&")) {
     try {

@@ -12,8 +12,8 @@
  *   composer) and 2,400 (`structuredClone`) levels, so the hub takes protobuf's default recursion
  *   limit, 100: ten times the depth of the deepest real object (a CRD's `openAPIV3Schema` inside
  *   a ManifestWorkReplicaSet stays under 40 levels) and a tenth of where the stack ends.
- * - YAML aliases are expanded into a value of at most `maxJsonBytes` (default 3 MiB, the body
- *   limit), so a small document with many aliases cannot grow into a large object (goyaml refuses
+ * - YAML aliases are expanded into a value of at most `maxJsonBytes` (the caller's body limit),
+ *   so a small document with many aliases cannot grow into a large object (goyaml refuses
  *   "excessive aliasing" likewise).
  */
 import { createScanner, type SyntaxKind } from "jsonc-parser";
@@ -204,12 +204,12 @@ function measure(value: unknown, maxDepth: number): { depth: number; bytes: numb
 /**
  * Decodes a YAML (or JSON) body such as a server-side apply patch: its syntax tree at most
  * {@link MAX_NESTING_DEPTH} levels deep before it is composed, one document, and a value (aliases
- * expanded) at most {@link MAX_NESTING_DEPTH} deep and `maxJsonBytes` large. Duplicate keys are
+ * expanded) at most {@link MAX_NESTING_DEPTH} deep and `maxJsonBytes` (bytes of JSON) large. Duplicate keys are
  * returned, not refused (the last one wins): the caller applies its field validation directive.
  *
  * @throws ApiError 400 BadRequest (empty, too deep, cyclic or not YAML), 413 (aliases expand past `maxJsonBytes`).
  */
-export function decodeYaml(text: string, maxJsonBytes = 3 * 1024 * 1024): Decoded {
+export function decodeYaml(text: string, maxJsonBytes: number): Decoded {
   if (text.trim() === "") throw badRequest("the request body is empty");
   if (yamlTreeDepth(text) > MAX_NESTING_DEPTH) throw tooDeep("YAML body");
   const doc = parseDocument(text, { uniqueKeys: false });

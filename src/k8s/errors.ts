@@ -151,3 +151,12 @@ export function unsupportedMediaType(contentType: string, supported: string[]): 
 export function tooLarge(limitBytes: number): ApiError {
   return new ApiError(413, "RequestEntityTooLarge", `Request entity too large: limit is ${limitBytes} bytes`);
 }
+
+/**
+ * 414 with a Status, for a request target longer than `limitBytes` (`lengthBytes` long).
+ * apimachinery has no reason for it, so the reason names the HTTP status, as
+ * RequestEntityTooLarge does for 413.
+ */
+export function uriTooLong(lengthBytes: number, limitBytes: number): ApiError {
+  return new ApiError(414, "RequestURITooLong", `Request-URI too long: ${lengthBytes} bytes, the limit is ${limitBytes} bytes`);
+}

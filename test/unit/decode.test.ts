@@ -1,9 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { decodeJson, decodeYaml, MAX_NESTING_DEPTH } from "../../src/k8s/decode.ts";
+import { decodeJson, decodeYaml as decodeYamlLimited, MAX_NESTING_DEPTH } from "../../src/k8s/decode.ts";
 import { ApiError } from "../../src/k8s/errors.ts";
 
 const nestArrays = (n: number) => "[".repeat(n) + "1" + "]".repeat(n);
 const nestObjects = (n: number) => '{"a":'.repeat(n) + "1" + "}".repeat(n);
+
+const MIB3 = 3 * 1024 * 1024;
+const decodeYaml = (text: string, maxJsonBytes = MIB3) => decodeYamlLimited(text, maxJsonBytes);
 
 function refusal(f: () => unknown): ApiError {
   try {
