@@ -8,7 +8,7 @@
  *   BENCH_SECONDS      length of the steady-state run in seconds (default 20)
  *   BENCH_CONCURRENCY  requests in flight (default 32)
  */
-import { generateAgentKeyPair, signAgentToken, type AgentKeyPair } from "../agent/src/credentials.ts";
+import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../agent/src/credentials.ts";
 import { HubClient } from "../agent/src/hub-client.ts";
 import { createBootstrapToken, startHub } from "../scripts/hub-process.ts";
 
@@ -44,8 +44,8 @@ const status = {
   clusterClaims: [{ name: "region", value: "bench" }],
 };
 
-async function heartbeat(url: string, name: string, key: AgentKeyPair): Promise<Sample> {
-  const token = await signAgentToken(name, key);
+async function heartbeat(url: string, name: string, key: AgentKeyPair, keyTag?: string): Promise<Sample> {
+  const token = await signAgentToken(name, key, { keyTag });
   const t0 = performance.now();
   const res = await fetch(`${url}/agent/v1/clusters/${name}/heartbeat`, {
     method: "POST",
@@ -85,13 +85,15 @@ async function main(): Promise<void> {
   try {
     const token = await createBootstrapToken(hub, { autoApprove: true });
     const client = new HubClient({ hubUrl: hub.url });
-    const agents: { name: string; key: AgentKeyPair }[] = [];
+    const agents: { name: string; key: AgentKeyPair; keyTag?: string }[] = [];
     for (let i = 0; i < N; i++) agents.push({ name: `bench-${String(i).padStart(5, "0")}`, key: await generateAgentKeyPair() });
 
     let t = performance.now();
     await pool(agents, 16, async (a) => {
-      const r = await client.register(token, { clusterName: a.name, clusterId: `id-${a.name}`, publicKey: a.key.publicJwk, claims: [] });
+      const proof = await signProof(a.name, a.key, `id-${a.name}`);
+      const r = await client.register(token, { clusterName: a.name, clusterId: `id-${a.name}`, publicKey: a.key.publicJwk, proof, claims: [] });
       if (!r.ok) throw new Error(`register ${a.name}: ${JSON.stringify(r.error)}`);
+      a.keyTag = client.keyTag(a.key.kid);
     });
     const registerMs = performance.now() - t;
     console.log(`registered ${N} agents in ${(registerMs / 1000).toFixed(1)} s`);
@@ -99,7 +101,7 @@ async function main(): Promise<void> {
     // First heartbeat: the cluster joins and becomes Available (a status change).
     const first: Sample[] = [];
     t = performance.now();
-    await pool(agents, CONCURRENCY, async (a) => void first.push(await heartbeat(hub.url, a.name, a.key)));
+    await pool(agents, CONCURRENCY, async (a) => void first.push(await heartbeat(hub.url, a.name, a.key, a.keyTag)));
     const firstMs = performance.now() - t;
 
     // Steady state: renewals that change nothing.
@@ -110,7 +112,7 @@ async function main(): Promise<void> {
     await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
       while (performance.now() < end) {
         const a = agents[i++ % agents.length]!;
-        steady.push(await heartbeat(hub.url, a.name, a.key));
+        steady.push(await heartbeat(hub.url, a.name, a.key, a.keyTag));
       }
     }));
     const steadyMs = performance.now() - t;

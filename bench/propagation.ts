@@ -14,7 +14,7 @@
  *
  *   BENCH_SIZES  fleet sizes, comma-separated (default "100,1000"); each size gets a fresh hub
  */
-import { generateAgentKeyPair, signAgentToken, type AgentKeyPair } from "../agent/src/credentials.ts";
+import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../agent/src/credentials.ts";
 import { HubClient } from "../agent/src/hub-client.ts";
 import { admin, createBootstrapToken, startHub, type Hub } from "../scripts/hub-process.ts";
 
@@ -25,6 +25,8 @@ const MWRS = "/apis/work.open-cluster-management.io/v1alpha1/namespaces/bench/ma
 interface BenchAgent {
   name: string;
   key: AgentKeyPair;
+  /** The hub's key tag for the key, from the registration answer. */
+  keyTag?: string;
   etag?: string;
   /** Highest work generation reported, and when (performance.now() milliseconds). */
   reported: Map<string, { generation: number; at: number }>;
@@ -43,7 +45,7 @@ async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise
 }
 
 async function agentFetch(hub: Hub, a: BenchAgent, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  const token = await signAgentToken(a.name, a.key);
+  const token = await signAgentToken(a.name, a.key, { keyTag: a.keyTag });
   return fetch(`${hub.url}/agent/v1/clusters/${a.name}${path}`, {
     method,
     headers: { authorization: `Bearer ${token}`, ...(body ? { "content-type": "application/json" } : {}), ...headers },
@@ -105,8 +107,10 @@ async function measure(size: number): Promise<string[]> {
     const agents: BenchAgent[] = [];
     for (let i = 0; i < size; i++) agents.push({ name: `prop-${String(i).padStart(5, "0")}`, key: await generateAgentKeyPair(), reported: new Map() });
     await pool(agents, 16, async (a) => {
-      const r = await client.register(token, { clusterName: a.name, clusterId: `id-${a.name}`, publicKey: a.key.publicJwk, claims: [] });
+      const proof = await signProof(a.name, a.key, `id-${a.name}`);
+      const r = await client.register(token, { clusterName: a.name, clusterId: `id-${a.name}`, publicKey: a.key.publicJwk, proof, claims: [] });
       if (!r.ok) throw new Error(`register ${a.name}: ${JSON.stringify(r.error)}`);
+      a.keyTag = client.keyTag(a.key.kid);
       const hb = await agentFetch(hub, a, "POST", "/heartbeat", { healthy: true });
       await hb.arrayBuffer();
       if (hb.status !== 200) throw new Error(`heartbeat ${a.name}: ${hb.status}`);

@@ -9,8 +9,8 @@
  * awaits on D1.
  */
 import { DurableObject } from "cloudflare:workers";
-import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, jwtVerify, type JWK } from "jose";
-import { ApiError, conflict, forbidden, notFound, unauthorized, type Status } from "../src/k8s/errors.ts";
+import { decodeProtectedHeader, importJWK, jwtVerify, type JWK } from "jose";
+import { ApiError, conflict, forbidden, invalid, notFound, unauthorized, type Status } from "../src/k8s/errors.ts";
 import { findCondition, rfc3339, setCondition, type KubeObject } from "../src/k8s/meta.ts";
 import { commitObject, database, listObjects } from "../src/k8s/store.ts";
 import { writeStored } from "../src/api/resources.ts";
@@ -18,7 +18,9 @@ import { ManifestWorkKind } from "../src/kinds/manifestwork.ts";
 import { AddOnPlacementScoreKind } from "../src/kinds/placement.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../src/k8s/write.ts";
 import {
-  CLUSTER_ID_ANNOTATION,
+  ACCEPT_KEY_ANNOTATION,
+  LEGACY_CLUSTER_ID_ANNOTATION,
+  PENDING_KEY_ANNOTATION,
   Conditions,
   DEFAULT_LEASE_DURATION_SECONDS,
   ManagedClusterKind,
@@ -28,7 +30,10 @@ import {
 } from "../src/kinds/managedcluster.ts";
 import type { Env } from "../src/env.ts";
 import { reschedule, triggerForCluster } from "../src/placement/triggers.ts";
-import { AGENT_AUDIENCE, MAX_TOKEN_LIFETIME_SECONDS, CLOCK_SKEW_SECONDS, type Heartbeat } from "../src/agent/protocol.ts";
+import { AGENT_AUDIENCE, CLOCK_SKEW_SECONDS, type Heartbeat } from "../src/agent/protocol.ts";
+import { INVALID_AGENT_CREDENTIAL } from "../src/auth/credentials.ts";
+import { checkTimes } from "../src/auth/keys.ts";
+import { clock } from "../src/clock.ts";
 
 /** A result crossing the RPC boundary: a value, or a Kubernetes Status (errors as values). */
 export type Result<T> = { ok: true; value: T } | { ok: false; status: Status };
@@ -49,20 +54,36 @@ export interface WriteOutcome {
   created: boolean;
 }
 
-/** What the agent learns about its registration (GET /agent/v1/clusters/{name}). */
+/**
+ * What the agent learns about its registration (GET /agent/v1/clusters/{name}). `keyPending` is
+ * true while the key the agent authenticated with (or registered) waits for an admin to accept
+ * it; such a key may only read this.
+ */
 export interface RegistrationInfo {
   clusterName: string;
   hubAcceptsClient: boolean;
   denied: boolean;
   joined: boolean;
   leaseDurationSeconds: number;
+  keyPending: boolean;
 }
 
-/** Registration input, already checked by the Worker (bootstrap token and cluster ID index). */
+/**
+ * How a registration ended: a new cluster (`created`), the cluster's current key registered
+ * again (`confirmed`, an agent restart), or a new key for a known cluster held until an admin
+ * accepts it (`pending`).
+ */
+export type RegistrationOutcome = "created" | "confirmed" | "pending";
+
+/**
+ * Registration input, already checked by the Worker: the bootstrap token, the cluster ID index,
+ * and the proof that the caller holds `publicKey`'s private key (`kid` is its thumbprint).
+ */
 export interface RegisterInput {
   clusterName: string;
   clusterId: string;
   publicKey: JWK;
+  kid: string;
   claims: { name: string; value: string }[];
   autoApprove: boolean;
 }
@@ -71,7 +92,7 @@ export interface RegisterInput {
 export type AgentAction =
   | { action: "info" }
   | { action: "heartbeat"; heartbeat: Heartbeat }
-  | { action: "rotate-key"; publicKey: JWK }
+  | { action: "rotate-key"; publicKey: JWK; kid: string }
   | { action: "works"; ifNoneMatch?: string; waitMs: number }
   | { action: "report" }
   | { action: "left" };
@@ -110,6 +131,14 @@ function errorResult(e: unknown): { ok: false; status: Status } {
   throw e;
 }
 
+/** Removes the cluster-ID annotation older hubs wrote (the ID is no longer served). */
+function dropLegacyClusterId(obj: KubeObject): void {
+  const annotations = obj.metadata.annotations;
+  if (annotations?.[LEGACY_CLUSTER_ID_ANNOTATION] === undefined) return;
+  delete annotations[LEGACY_CLUSTER_ID_ANNOTATION];
+  if (Object.keys(annotations).length === 0) delete obj.metadata.annotations;
+}
+
 function sameJson(a: unknown, b: unknown): boolean {
   return JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
 }
@@ -133,6 +162,7 @@ export class ClusterObject extends DurableObject<Env> {
   private createSchema(): void {
     this.sql.exec(`CREATE TABLE IF NOT EXISTS state (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS keys (kid TEXT PRIMARY KEY, jwk TEXT NOT NULL, not_after INTEGER);
+      CREATE TABLE IF NOT EXISTS pending_key (one INTEGER PRIMARY KEY CHECK (one = 1), kid TEXT NOT NULL, jwk TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS seen_jti (jti TEXT PRIMARY KEY, exp INTEGER NOT NULL) WITHOUT ROWID;`);
   }
 
@@ -209,6 +239,7 @@ export class ClusterObject extends DurableObject<Env> {
     const name = (next ?? current)!.metadata.name;
     const now = Date.now();
     if (next) {
+      dropLegacyClusterId(next);
       reconcileManagedCluster(next, now);
       if (current && !sameJson(next.spec, current.spec)) next.metadata.generation = (current.metadata.generation ?? 1) + 1;
       if (current && sameJson(next, current)) return current;
@@ -287,6 +318,7 @@ export class ClusterObject extends DurableObject<Env> {
         }
         const { next, created } = computeWrite(ManagedClusterKind, { namespace: "", name }, base, req, { now, newUid: () => crypto.randomUUID() });
         if (next === base && base === current) return { ok: true, value: { object: current, created } };
+        const accepted = next ? this.keyAcceptance(current, next) : null;
         if (next && next.metadata.deletionTimestamp && next.metadata.finalizers?.includes(LEAVE_FINALIZER) && !current?.metadata.deletionTimestamp) {
           setCondition(
             (statusOf(next).conditions ??= []),
@@ -295,6 +327,7 @@ export class ClusterObject extends DurableObject<Env> {
           );
         }
         const stored = await this.commit(current, settleDeletion(next));
+        if (stored && accepted) this.promotePendingKey(accepted);
         if (stored && current && !current.metadata.deletionTimestamp && stored.metadata.deletionTimestamp) {
           // The start of a leave changes what a works poll answers (`leaving`), so it is a new ETag.
           await this.worksChanged();
@@ -312,44 +345,56 @@ export class ClusterObject extends DurableObject<Env> {
   // ---- agent API ---------------------------------------------------------------------------
 
   /**
-   * Registers (or re-registers) the cluster's agent: creates the ManagedCluster with
-   * `hubAcceptsClient` = the token's autoApprove when absent, records the cluster ID and makes
-   * `publicKey` the cluster's only key. The Worker has already checked the bootstrap token and
-   * claimed the (name, cluster ID) pair in the D1 index.
+   * Registers the cluster's agent; its identity is its key, never its name or cluster ID (the
+   * Worker checked the bootstrap token, claimed the (name, cluster ID) pair in the D1 index and
+   * verified that the caller holds the key):
+   * - no ManagedCluster yet: creates it with `hubAcceptsClient` = the token's autoApprove, and
+   *   the key becomes the cluster's only key (`created`);
+   * - the key is the cluster's current key, or the cluster has none (an admin created it): the
+   *   claims are updated (`confirmed`);
+   * - any other key is held as the cluster's pending key, shown on the ManagedCluster as the
+   *   annotation `flotilla.dev/pending-key-id`, until an admin accepts it; the accepted key keeps
+   *   working and nothing else changes (`pending`), as OCM holds a new CSR until it is approved.
    */
-  async register(input: RegisterInput): Promise<Result<{ created: boolean; info: RegistrationInfo }>> {
+  async register(input: RegisterInput): Promise<Result<{ outcome: RegistrationOutcome; info: RegistrationInfo }>> {
     return this.serial(async () => {
       try {
-        const now = Date.now();
+        const now = clock.now();
         const current = this.object();
         let next: KubeObject;
-        let created = false;
+        let outcome: RegistrationOutcome;
         if (!current) {
-          const body = {
-            metadata: { name: input.clusterName, annotations: { [CLUSTER_ID_ANNOTATION]: input.clusterId } },
-            spec: { hubAcceptsClient: input.autoApprove },
-          };
+          const body = { metadata: { name: input.clusterName }, spec: { hubAcceptsClient: input.autoApprove } };
           next = computeWrite(ManagedClusterKind, { namespace: "", name: input.clusterName }, null, { verb: "create", body }, { now, newUid: () => crypto.randomUUID() }).next!;
-          if (input.autoApprove) next.metadata.annotations!["open-cluster-management.io/automatically-accepted-on"] = rfc3339(now);
-          created = true;
-        } else {
+          if (input.autoApprove) next.metadata.annotations = { "open-cluster-management.io/automatically-accepted-on": rfc3339(now) };
+          outcome = "created";
+        } else if (this.exec("SELECT 1 FROM keys LIMIT 1").length === 0 || this.activeKey(input.kid, now)) {
           next = structuredClone(current);
-          next.metadata.annotations = { ...(next.metadata.annotations ?? {}), [CLUSTER_ID_ANNOTATION]: input.clusterId };
+          outcome = "confirmed";
+        } else {
+          this.exec(
+            "INSERT INTO pending_key (one, kid, jwk) VALUES (1, ?, ?) ON CONFLICT (one) DO UPDATE SET kid = excluded.kid, jwk = excluded.jwk",
+            input.kid,
+            JSON.stringify(input.publicKey),
+          );
+          next = structuredClone(current);
+          next.metadata.annotations = { ...(next.metadata.annotations ?? {}), [PENDING_KEY_ANNOTATION]: input.kid };
+          const stored = (await this.commit(current, next)) ?? current;
+          return { ok: true, value: { outcome: "pending", info: this.info(stored, true) } };
         }
         if (input.claims.length > 0) statusOf(next).clusterClaims = input.claims;
-        const kid = await calculateJwkThumbprint(input.publicKey);
-        this.exec("DELETE FROM keys");
-        this.exec("INSERT INTO keys (kid, jwk, not_after) VALUES (?, ?, NULL)", kid, JSON.stringify(input.publicKey));
-        this.keyCache.clear();
+        if (outcome === "created" || this.exec("SELECT 1 FROM keys LIMIT 1").length === 0) {
+          this.exec("INSERT INTO keys (kid, jwk, not_after) VALUES (?, ?, NULL)", input.kid, JSON.stringify(input.publicKey));
+        }
         const stored = (await this.commit(current, next))!;
-        return { ok: true, value: { created, info: this.info(stored) } };
+        return { ok: true, value: { outcome, info: this.info(stored, false) } };
       } catch (e) {
         return errorResult(e);
       }
     });
   }
 
-  private info(obj: KubeObject): RegistrationInfo {
+  private info(obj: KubeObject, keyPending: boolean): RegistrationInfo {
     const spec = specOf(obj);
     const conditions = statusOf(obj).conditions;
     return {
@@ -358,40 +403,99 @@ export class ClusterObject extends DurableObject<Env> {
       denied: findCondition(conditions, Conditions.HubAccepted)?.status === "False",
       joined: findCondition(conditions, Conditions.Joined)?.status === "True",
       leaseDurationSeconds: spec.leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS,
+      keyPending,
     };
   }
 
-  private async key(kid: string, now: number): Promise<CryptoKey | null> {
-    const cached = this.keyCache.get(kid);
-    const row = this.exec("SELECT jwk, not_after FROM keys WHERE kid = ?", kid)[0];
-    if (!row) return null;
-    if (row.not_after !== null && (row.not_after as number) <= now) return null;
-    if (cached) return cached;
-    const key = (await importJWK(JSON.parse(row.jwk as string) as JWK, "ES256")) as CryptoKey;
-    this.keyCache.set(kid, key);
-    return key;
+  /** Whether `kid` is one of the cluster's keys and still valid at `now` (epoch milliseconds). */
+  private activeKey(kid: string, now: number): boolean {
+    const row = this.exec("SELECT not_after FROM keys WHERE kid = ?", kid)[0];
+    return row !== undefined && (row.not_after === null || (row.not_after as number) > now);
   }
 
   /**
-   * Verifies an agent JWT (see docs/agent-protocol.md): ES256 signature by a registered key of
-   * this cluster, `iss`/`sub` equal to the cluster name, `aud` "flotilla", lifetime at most 60 s,
-   * 30 s clock skew, and a `jti` never seen before (replay cache in this object's SQLite).
+   * An admin write's answer to the pending key (OCM: approving the cluster's CSR). The pending-key
+   * annotation is the hub's own; the accept annotation must name the pending key. Returns the key
+   * to promote once the write committed (and removes both annotations from `next`), or null.
+   * @throws ApiError 422 naming the annotation
+   */
+  private keyAcceptance(current: KubeObject | null, next: KubeObject): { kid: string; jwk: string } | null {
+    const ref = { group: ManagedClusterKind.group, plural: ManagedClusterKind.plural, kind: ManagedClusterKind.kind, name: next.metadata.name };
+    const annotations = next.metadata.annotations ?? {};
+    if (annotations[PENDING_KEY_ANNOTATION] !== current?.metadata.annotations?.[PENDING_KEY_ANNOTATION]) {
+      throw invalid(ref, [{ field: `metadata.annotations[${PENDING_KEY_ANNOTATION}]`, message: "set by the hub only: it shows the key a registration is waiting with" }]);
+    }
+    const accept = annotations[ACCEPT_KEY_ANNOTATION];
+    if (accept === undefined) return null;
+    const pending = this.exec("SELECT kid, jwk FROM pending_key")[0] as { kid: string; jwk: string } | undefined;
+    if (!pending || pending.kid !== accept) {
+      throw invalid(ref, [{ field: `metadata.annotations[${ACCEPT_KEY_ANNOTATION}]`, message: `Invalid value: ${JSON.stringify(accept)}: no registration is waiting with this key ID` }]);
+    }
+    const rest = { ...annotations };
+    delete rest[PENDING_KEY_ANNOTATION];
+    delete rest[ACCEPT_KEY_ANNOTATION];
+    next.metadata.annotations = rest;
+    if (Object.keys(rest).length === 0) delete next.metadata.annotations;
+    return pending;
+  }
+
+  /** Makes the accepted pending key the cluster's only key: every earlier key stops at once. */
+  private promotePendingKey(key: { kid: string; jwk: string }): void {
+    this.exec("DELETE FROM keys");
+    this.exec("INSERT INTO keys (kid, jwk, not_after) VALUES (?, ?, NULL)", key.kid, key.jwk);
+    this.exec("DELETE FROM pending_key");
+    this.keyCache.clear();
+  }
+
+  /**
+   * The verification key for `kid`: one of the cluster's keys still valid at `now` (epoch
+   * milliseconds), or its pending key (`pending: true`), else null. A stored key that no longer
+   * imports (registered by an older hub without a check) is treated as unknown.
+   */
+  private async key(kid: string, now: number): Promise<{ key: CryptoKey; pending: boolean } | null> {
+    let row = this.exec("SELECT jwk, not_after FROM keys WHERE kid = ?", kid)[0];
+    let pending = false;
+    if (!row) {
+      row = this.exec("SELECT jwk, NULL AS not_after FROM pending_key WHERE kid = ?", kid)[0];
+      pending = true;
+    }
+    if (!row) return null;
+    if (row.not_after !== null && (row.not_after as number) <= now) return null;
+    let key = this.keyCache.get(kid);
+    if (!key) {
+      try {
+        key = (await importJWK(JSON.parse(row.jwk as string) as JWK, "ES256")) as CryptoKey;
+      } catch {
+        return null;
+      }
+      this.keyCache.set(kid, key);
+    }
+    return { key, pending };
+  }
+
+  /**
+   * Verifies an agent JWT (see docs/agent-protocol.md): ES256 signature by a key of this cluster
+   * (or its pending key: then `pending` is true), `iss`/`sub` equal to the cluster name, `aud`
+   * "flotilla", lifetime at most 60 s, not issued in the future, 30 s clock skew, and a `jti`
+   * never seen before (replay cache in this object's SQLite). Every failure has the same
+   * message, so a caller learns nothing about the cluster.
    *
    * @throws ApiError 401 on any failure.
    */
-  private async verify(token: string, name: string, now: number): Promise<void> {
+  private async verify(token: string, name: string, now: number): Promise<{ kid: string; pending: boolean }> {
+    const refuse = () => unauthorized(INVALID_AGENT_CREDENTIAL);
     let kid: string | undefined;
     try {
       kid = decodeProtectedHeader(token).kid;
     } catch {
-      throw unauthorized("malformed agent token");
+      throw refuse();
     }
-    if (!kid) throw unauthorized("agent token has no kid");
-    const key = await this.key(kid, now);
-    if (!key) throw unauthorized("agent token signed by an unknown or retired key");
+    if (!kid) throw refuse();
+    const found = await this.key(kid, now);
+    if (!found) throw refuse();
     let payload;
     try {
-      ({ payload } = await jwtVerify(token, key, {
+      ({ payload } = await jwtVerify(token, found.key, {
         algorithms: ["ES256"],
         audience: AGENT_AUDIENCE,
         issuer: name,
@@ -400,24 +504,26 @@ export class ClusterObject extends DurableObject<Env> {
         requiredClaims: ["exp", "iat", "jti"],
         currentDate: new Date(now),
       }));
-    } catch (e) {
-      throw unauthorized(`agent token rejected: ${(e as Error).message}`);
+    } catch {
+      throw refuse();
     }
-    if (payload.exp! - payload.iat! > MAX_TOKEN_LIFETIME_SECONDS) throw unauthorized(`agent token lives longer than ${MAX_TOKEN_LIFETIME_SECONDS} seconds`);
+    checkTimes(payload.iat!, payload.exp!, now, refuse);
     const jti = String(payload.jti);
-    if (jti.length > 128) throw unauthorized("agent token jti too long");
+    if (jti.length > 128) throw refuse();
     const seen = this.exec("INSERT INTO seen_jti (jti, exp) VALUES (?, ?) ON CONFLICT (jti) DO NOTHING RETURNING jti", jti, (payload.exp! + CLOCK_SKEW_SECONDS) * 1000);
-    if (seen.length === 0) throw unauthorized("agent token replayed");
+    if (seen.length === 0) throw refuse();
     if (now - this.lastPurgeMs > 60_000) {
       this.lastPurgeMs = now;
       this.exec("DELETE FROM seen_jti WHERE exp < ?", now);
     }
+    return { kid, pending: found.pending };
   }
 
   /**
    * Serves one agent request: verifies its JWT (401), checks it is for this cluster (`target`,
-   * 403 otherwise), then runs the action. Heartbeats need an accepted cluster (403 otherwise);
-   * they renew the lease and change the ManagedCluster (and D1) only when its status changes.
+   * 403 otherwise), then runs the action. A pending key may only read the registration info
+   * (403 otherwise). Heartbeats need an accepted cluster (403 otherwise); they renew the lease
+   * and change the ManagedCluster (and D1) only when its status changes.
    * The returned cost counts this call's SQLite rows written and D1 queries.
    */
   async agent(token: string, name: string, target: string, action: AgentAction): Promise<Result<unknown> & { cost: Cost }> {
@@ -425,16 +531,20 @@ export class ClusterObject extends DurableObject<Env> {
     const result = await this.serial(async (): Promise<Result<unknown>> => {
       this.takeCost();
       try {
-        const now = Date.now();
+        const now = clock.now();
         const current = this.object();
-        if (!current) throw unauthorized(`cluster ${name} is not registered`);
-        await this.verify(token, name, now);
+        if (!current) throw unauthorized(INVALID_AGENT_CREDENTIAL);
+        const { kid, pending } = await this.verify(token, name, now);
         if (target !== name) throw forbidden(`the credential of cluster ${name} may not act on cluster ${target}`);
+        if (pending && action.action !== "info") {
+          throw forbidden(`the key ${kid} of cluster ${name} waits for an admin to accept it (flotilla accept ${name} --key ${kid})`);
+        }
         switch (action.action) {
           case "info":
-            return { ok: true, value: this.info(current) };
+            return { ok: true, value: this.info(current, pending) };
           case "rotate-key":
-            return { ok: true, value: await this.rotate(action.publicKey, now) };
+            this.requireAccepted(current);
+            return { ok: true, value: this.rotate(action.publicKey, action.kid, now) };
           case "heartbeat":
             return { ok: true, value: await this.heartbeat(current, action.heartbeat, now) };
           case "works":
@@ -540,8 +650,12 @@ export class ClusterObject extends DurableObject<Env> {
     }
   }
 
-  private async rotate(publicKey: JWK, now: number): Promise<{ kid: string }> {
-    const kid = await calculateJwkThumbprint(publicKey);
+  /**
+   * Key rotation signed with a current key (the Worker verified the proof for the new key): the
+   * new key becomes current and the others stop after ROTATION_OVERLAP_MS. A pending key, if
+   * any, still waits for the admin.
+   */
+  private rotate(publicKey: JWK, kid: string, now: number): { kid: string } {
     this.exec("UPDATE keys SET not_after = ? WHERE not_after IS NULL AND kid != ?", now + ROTATION_OVERLAP_MS, kid);
     this.exec("INSERT INTO keys (kid, jwk, not_after) VALUES (?, ?, NULL) ON CONFLICT (kid) DO UPDATE SET not_after = NULL", kid, JSON.stringify(publicKey));
     this.exec("DELETE FROM keys WHERE not_after IS NOT NULL AND not_after <= ?", now);

@@ -20,4 +20,11 @@ export interface Env {
   LEASE_GRACE_MULTIPLIER?: string;
   /** How long a deleted cluster waits for its agent to confirm its leave, in seconds (default 900, KubeFleet's 15 minutes). */
   LEAVE_TIMEOUT_SECONDS?: string;
+  /**
+   * The secret agent key tags are made with (src/auth/keys.ts); when unset they are derived from
+   * the admin token, so changing the admin token costs each agent one D1 read to get a new tag.
+   */
+  AGENT_KEY_TAG_SECRET?: string;
+  /** Counts failed authentications per source address and per credential (src/auth/ratelimit.ts). */
+  AUTH_FAILURES?: RateLimit;
 }

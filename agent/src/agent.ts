@@ -21,6 +21,7 @@ import {
   generateAgentKeyPair,
   loadCredentials,
   signAgentToken,
+  signProof,
   storeCredentials,
   type AgentCredentials,
 } from "./credentials.ts";
@@ -322,12 +323,13 @@ class AgentRunner {
     const key = await generateAgentKeyPair();
     this.backoff.reset();
     while (!this.aborted) {
-      const r = await this.hub.register(token, { clusterName, clusterId: identity.id, publicKey: key.publicJwk, claims });
+      const proof = await signProof(clusterName, key, identity.id);
+      const r = await this.hub.register(token, { clusterName, clusterId: identity.id, publicKey: key.publicJwk, proof, claims });
       if (this.aborted) return undefined;
       if (r.ok) {
         this.hubCond.clear(this.fields());
         this.lease = r.value.leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS;
-        this.log.info(r.status === 201 ? "registered with the hub" : "registration confirmed by the hub", this.fields({
+        this.log.info(r.value.keyPending ? "the hub holds this key until an admin accepts it" : r.status === 201 ? "registered with the hub" : "registration confirmed by the hub", this.fields({
           clusterId: identity.id,
           idSource: identity.source,
           kid: key.kid,
@@ -366,7 +368,7 @@ class AgentRunner {
 
   private sign(): Promise<string> {
     if (!this.creds) throw new Error("no credentials");
-    return signAgentToken(this.creds.clusterName, this.creds.key);
+    return signAgentToken(this.creds.clusterName, this.creds.key, { keyTag: this.hub.keyTag(this.creds.key.kid) });
   }
 
   /**
@@ -420,11 +422,16 @@ class AgentRunner {
       if (r.ok) {
         this.onHubSuccess();
         this.lease = r.value.leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS;
-        if (r.value.hubAcceptsClient) {
+        if (r.value.keyPending) {
+          if (!announced) {
+            const kid = this.creds?.key.kid ?? "";
+            this.log.info(`the hub holds this agent's key until an admin accepts it: flotilla accept ${this.opts.clusterName} --key ${kid}`, this.fields({ kid }));
+            announced = true;
+          }
+        } else if (r.value.hubAcceptsClient) {
           this.log.info("cluster accepted by the hub", this.fields({ leaseDurationSeconds: this.lease }));
           return true;
-        }
-        if (!announced) {
+        } else if (!announced) {
           this.log.info(
             r.value.denied
               ? "the hub admin denied this cluster; waiting until it is accepted"
@@ -600,7 +607,10 @@ export interface RotateKeyOptions {
   /** Logger; default text lines on stderr. */
   logger?: Logger;
   /** Hub client to use (tests, or the running agent's); default a new {@link HubClient}. */
-  hub?: { rotateKey(name: string, token: string, publicKey: AgentCredentials["key"]["publicJwk"]): Promise<HubResult<RotateKeyResponse>> };
+  hub?: {
+    rotateKey(name: string, token: string, publicKey: AgentCredentials["key"]["publicJwk"], proof: string): Promise<HubResult<RotateKeyResponse>>;
+    keyTag?(kid: string): string | undefined;
+  };
   /** Credentials to rotate; default read from the Secret. */
   credentials?: AgentCredentials;
   /** fetch for the default hub client. */
@@ -639,8 +649,8 @@ export async function rotateKey(options: RotateKeyOptions): Promise<RotateKeyRes
   }
   const hub = options.hub ?? new HubClient({ hubUrl: options.hubUrl ?? creds.hubUrl, fetch: options.fetch });
   const key = await generateAgentKeyPair();
-  const token = await signAgentToken(creds.clusterName, creds.key);
-  const r = await hub.rotateKey(creds.clusterName, token, key.publicJwk);
+  const token = await signAgentToken(creds.clusterName, creds.key, { keyTag: hub.keyTag?.(creds.key.kid) });
+  const r = await hub.rotateKey(creds.clusterName, token, key.publicJwk, await signProof(creds.clusterName, key));
   if (!r.ok) {
     throw new Error(`hub refused key rotation (${r.error.status ?? "unreachable"}): ${r.error.message}`);
   }

@@ -86,15 +86,39 @@ export async function generateAgentKeyPair(): Promise<AgentKeyPair> {
   return keyPairFromJwk(await exportJWK(privateKey));
 }
 
+/** `aud` of a proof of possession (registration and key rotation). */
+export const REGISTRATION_AUDIENCE = "flotilla-registration";
+
 /** Options of {@link signAgentToken}. */
 export interface SignOptions {
   /** Current time in milliseconds since the epoch (tests); default `Date.now()`. */
   nowMs?: number;
+  /** The hub's key tag for this key (sent as the `ktag` header parameter), when the hub handed one over. */
+  keyTag?: string;
+}
+
+/**
+ * Signs a proof of possession of `key` (docs/agent-protocol.md "Identity"): a JWT with header
+ * `{alg: "ES256", kid}` and claims `{iss: name, sub: name, aud: "flotilla-registration",
+ * cid: clusterId (registration only), iat, exp: iat + 60, jti}`, sent with a registration or a
+ * key rotation so the hub knows the caller holds the private key.
+ */
+export async function signProof(clusterName: string, key: AgentKeyPair, clusterId?: string, options: SignOptions = {}): Promise<string> {
+  const iat = Math.floor((options.nowMs ?? Date.now()) / 1000);
+  return new SignJWT(clusterId === undefined ? {} : { cid: clusterId })
+    .setProtectedHeader({ alg: "ES256", kid: key.kid })
+    .setIssuer(clusterName)
+    .setSubject(clusterName)
+    .setAudience(REGISTRATION_AUDIENCE)
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + AGENT_TOKEN_TTL_SECONDS)
+    .setJti(randomUUID())
+    .sign(key.signingKey);
 }
 
 /**
  * Signs the per-request agent JWT (docs/agent-protocol.md): header
- * `{alg: "ES256", typ: "JWT", kid: <thumbprint>}`, claims `{iss: name, sub: name,
+ * `{alg: "ES256", typ: "JWT", kid: <thumbprint>, ktag?: <the hub's key tag>}`, claims `{iss: name, sub: name,
  * aud: "flotilla", iat: now (seconds), exp: iat + 60, jti: random UUID}`. A new `jti` on every
  * call, since the hub refuses replays.
  *
@@ -105,7 +129,7 @@ export interface SignOptions {
 export async function signAgentToken(clusterName: string, key: AgentKeyPair, options: SignOptions = {}): Promise<string> {
   const iat = Math.floor((options.nowMs ?? Date.now()) / 1000);
   return new SignJWT({})
-    .setProtectedHeader({ alg: "ES256", typ: "JWT", kid: key.kid })
+    .setProtectedHeader({ alg: "ES256", typ: "JWT", kid: key.kid, ...(options.keyTag ? { ktag: options.keyTag } : {}) })
     .setIssuer(clusterName)
     .setSubject(clusterName)
     .setAudience(AGENT_TOKEN_AUDIENCE)

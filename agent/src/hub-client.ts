@@ -3,7 +3,7 @@
  * result value instead of throwing: `{ok: true, status, value}` or `{ok: false, error}` where
  * `error.kind` classifies the failure the way the agent's loop reacts to it.
  */
-import type { JWK } from "jose";
+import { calculateJwkThumbprint, decodeProtectedHeader, type JWK } from "jose";
 
 /** A cluster claim as OCM's `ManagedCluster.status.clusterClaims[]`: name 1–253, value 1–1024 characters. */
 export interface ClusterClaim {
@@ -21,17 +21,24 @@ export interface RegisterRequest {
   clusterId: string;
   /** The agent's public JWK (ES256). */
   publicKey: JWK;
+  /** Proof of possession of the private key ({@link signProof} in credentials.ts). */
+  proof: string;
   /** Initial cluster claims. */
   claims?: ClusterClaim[];
 }
 
-/** Answer of `POST /agent/v1/register` (201 new, 200 same name and ID again). */
+/**
+ * Answer of `POST /agent/v1/register`: 201 new, 200 the same key again, 202 a new key for a
+ * known cluster, held until an admin accepts it (`keyPending`).
+ */
 export interface RegisterResponse {
   clusterName: string;
   /** `spec.hubAcceptsClient` of the ManagedCluster. */
   hubAcceptsClient: boolean;
   /** `spec.leaseDurationSeconds` (seconds; 0 means 60). */
   leaseDurationSeconds: number;
+  /** Whether the registered key waits for an admin (`flotilla accept <cluster> --key <kid>`). */
+  keyPending: boolean;
 }
 
 /** Answer of `GET /agent/v1/clusters/{name}`. */
@@ -45,6 +52,8 @@ export interface ClusterInfo {
   joined: boolean;
   /** Lease duration in seconds (0 means 60). */
   leaseDurationSeconds: number;
+  /** Whether the key the agent signed with waits for an admin to accept it. */
+  keyPending: boolean;
 }
 
 /** Body of `POST /agent/v1/clusters/{name}/heartbeat`: the ManagedCluster status the agent reports. */
@@ -171,6 +180,16 @@ export class HubClient {
   private readonly base: string;
   private readonly timeoutMs: number;
   private readonly fetchImpl: typeof fetch;
+  /** Key tags the hub handed over (`flotilla-key-tag` answer header), by key ID. */
+  private readonly keyTags = new Map<string, string>();
+
+  /**
+   * The hub's key tag for `kid`, once an answer handed it over: the agent sends it in its JWT
+   * header (`ktag`) so the hub admits its requests without a D1 read (docs/agent-protocol.md).
+   */
+  keyTag(kid: string): string | undefined {
+    return this.keyTags.get(kid);
+  }
 
   /** @param options hub URL, timeout (ms) and fetch implementation. */
   constructor(options: HubClientOptions) {
@@ -183,12 +202,20 @@ export class HubClient {
    * `POST /agent/v1/register` with the bootstrap token (`Bearer <id>.<secret>`).
    * 201/200 → registered; 401 bad/expired token; 409 ID or name taken; 422 invalid body.
    */
-  register(bootstrapToken: string, body: RegisterRequest): Promise<HubResult<RegisterResponse>> {
-    return this.call("POST", "/agent/v1/register", bootstrapToken, body, (v) => {
-      const lease = leaseOf(v);
-      if (typeof v.hubAcceptsClient !== "boolean" || lease === undefined) return undefined;
-      return { clusterName: String(v.clusterName ?? body.clusterName), hubAcceptsClient: v.hubAcceptsClient, leaseDurationSeconds: lease };
-    });
+  async register(bootstrapToken: string, body: RegisterRequest): Promise<HubResult<RegisterResponse>> {
+    const kid = await calculateJwkThumbprint(body.publicKey);
+    return this.call(
+      "POST",
+      "/agent/v1/register",
+      bootstrapToken,
+      body,
+      (v) => {
+        const lease = leaseOf(v);
+        if (typeof v.hubAcceptsClient !== "boolean" || lease === undefined) return undefined;
+        return { clusterName: String(v.clusterName ?? body.clusterName), hubAcceptsClient: v.hubAcceptsClient, leaseDurationSeconds: lease, keyPending: v.keyPending === true };
+      },
+      { tagKid: kid },
+    );
   }
 
   /** `GET /agent/v1/clusters/{name}` with an agent JWT; answers before acceptance too. */
@@ -202,6 +229,7 @@ export class HubClient {
         denied: v.denied === true,
         joined: v.joined === true,
         leaseDurationSeconds: lease,
+        keyPending: v.keyPending === true,
       };
     });
   }
@@ -262,11 +290,15 @@ export class HubClient {
     return this.call("POST", `/agent/v1/clusters/${encodeURIComponent(name)}/left`, token, {}, () => ({}));
   }
 
-  /** `POST /agent/v1/clusters/{name}/rotate-key` signed with the current key; the old key stays valid 5 minutes. */
-  rotateKey(name: string, token: string, publicKey: JWK): Promise<HubResult<RotateKeyResponse>> {
-    return this.call("POST", `/agent/v1/clusters/${encodeURIComponent(name)}/rotate-key`, token, { publicKey }, (v) =>
+  /**
+   * `POST /agent/v1/clusters/{name}/rotate-key` signed with the current key, with a proof signed
+   * by the new one ({@link signProof}); the old key stays valid 5 minutes.
+   */
+  async rotateKey(name: string, token: string, publicKey: JWK, proof: string): Promise<HubResult<RotateKeyResponse>> {
+    const kid = await calculateJwkThumbprint(publicKey);
+    return this.call("POST", `/agent/v1/clusters/${encodeURIComponent(name)}/rotate-key`, token, { publicKey, proof }, (v) =>
       typeof v.kid === "string" ? { kid: v.kid } : undefined,
-    );
+    { tagKid: kid });
   }
 
   private async call<T>(
@@ -275,7 +307,7 @@ export class HubClient {
     bearer: string,
     body: unknown,
     decode: (v: Record<string, unknown>, res: Response) => T | undefined,
-    extra: { headers?: Record<string, string>; timeoutMs?: number } = {},
+    extra: { headers?: Record<string, string>; timeoutMs?: number; tagKid?: string } = {},
   ): Promise<HubResult<T>> {
     let res: Response;
     const timeoutMs = extra.timeoutMs ?? this.timeoutMs;
@@ -296,6 +328,16 @@ export class HubClient {
       const cause = e.cause instanceof Error ? `: ${e.cause.message}` : "";
       const message = e.name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : `${e.message}${cause}`;
       return { ok: false, error: { kind: "unreachable", message } };
+    }
+    const tag = res.headers.get("flotilla-key-tag");
+    if (tag && res.status < 400) {
+      let kid = extra.tagKid;
+      try {
+        kid ??= decodeProtectedHeader(bearer).kid;
+      } catch {
+        // not a JWT: nothing to tag
+      }
+      if (kid) this.keyTags.set(kid, tag);
     }
     if (res.status === 304) {
       await res.body?.cancel().catch(() => undefined);

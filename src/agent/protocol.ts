@@ -10,28 +10,51 @@ export const AGENT_AUDIENCE = "flotilla";
 export const MAX_TOKEN_LIFETIME_SECONDS = 60;
 /** Clock skew tolerated when checking an agent JWT's times, in seconds. */
 export const CLOCK_SKEW_SECONDS = 30;
+/** The `aud` of a registration proof (a JWT signed by the key being registered). */
+export const REGISTRATION_AUDIENCE = "flotilla-registration";
+/**
+ * The protected-header parameter of an agent JWT that carries the hub's key tag: an HMAC the hub
+ * issued for (cluster name, key ID) that lets the Worker refuse strangers before any Durable
+ * Object is touched (docs/agent-protocol.md "Identity").
+ */
+export const KEY_TAG_HEADER_PARAM = "ktag";
+/** The response header by which the hub hands an agent the key tag of the key it authenticated with (or registered, or rotated to). */
+export const KEY_TAG_RESPONSE_HEADER = "flotilla-key-tag";
 
 const claim = z.strictObject({ name: z.string().min(1).max(253), value: z.string().min(1).max(1024) });
 const quantityMap = z.record(z.string().min(1).max(253), z.string().min(1).max(64));
 
-/** A public EC P-256 JWK (ES256), as the agent registers it. Private members (`d`) are unknown fields and refused. */
+/** 32 bytes in unpadded base64url: one P-256 coordinate (RFC 7518 section 6.2.1.2). */
+const coordinate = z.string().regex(/^[A-Za-z0-9_-]{43}$/, "must be 32 bytes in unpadded base64url (a P-256 coordinate)");
+
+/**
+ * A public EC P-256 JWK (ES256), as the agent registers it. Private members (`d`) are unknown
+ * fields and refused. Whether the point lies on the curve is checked where the key is imported
+ * (registration and rotation verify a signature made with it).
+ */
 export const PublicJwkSchema = z
   .object({
     kty: z.literal("EC"),
     crv: z.literal("P-256"),
-    x: z.string().min(1).max(128),
-    y: z.string().min(1).max(128),
+    x: coordinate,
+    y: coordinate,
     alg: z.literal("ES256").optional(),
     kid: z.string().max(128).optional(),
     use: z.string().optional(),
   })
   .strict();
 
-/** Body of POST /agent/v1/register. */
+/**
+ * Body of POST /agent/v1/register. `proof` is a compact JWS signed by the private key of
+ * `publicKey` (proof of possession, as a CSR is signed by its key): header `{alg: "ES256", kid:
+ * <RFC 7638 thumbprint of publicKey>}`, claims `{iss: clusterName, sub: clusterName,
+ * aud: "flotilla-registration", cid: clusterId, iat, exp (at most 60 s after iat), jti}`.
+ */
 export const RegisterSchema = z.strictObject({
   clusterName: z.string().min(1).max(63),
   clusterId: z.string().min(1).max(253),
   publicKey: PublicJwkSchema,
+  proof: z.string().min(1).max(4096),
   claims: z.array(claim).max(64).optional(),
 });
 
@@ -48,8 +71,11 @@ export const HeartbeatSchema = z.strictObject({
 /** A validated heartbeat. */
 export type Heartbeat = z.infer<typeof HeartbeatSchema>;
 
-/** Body of POST /agent/v1/clusters/{name}/rotate-key. */
-export const RotateKeySchema = z.strictObject({ publicKey: PublicJwkSchema });
+/**
+ * Body of POST /agent/v1/clusters/{name}/rotate-key: the new key and a proof signed by it (the
+ * same claims as a registration proof), so nobody rotates a cluster to a key they do not hold.
+ */
+export const RotateKeySchema = z.strictObject({ publicKey: PublicJwkSchema, proof: z.string().min(1).max(4096) });
 
 /** Longest `waitSeconds` of a works long-poll, in seconds (below the usual 60 s proxy idle timeout). */
 export const MAX_WORKS_WAIT_SECONDS = 55;

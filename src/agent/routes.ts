@@ -14,11 +14,14 @@ import { writeStored } from "../api/resources.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { BootstrapTokenKind, parseToken, sha256Hex } from "../kinds/bootstraptoken.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
-import { agentSubject, bearerToken, safeEqual } from "../auth/credentials.ts";
-import type { AgentAction, Cost, RegistrationInfo, Result, WorksState } from "../../durable-objects/cluster.ts";
+import { admitAgentToken, agentSubject, bearerToken, INVALID_AGENT_CREDENTIAL, safeEqual } from "../auth/credentials.ts";
+import { keyTag, verifyProof } from "../auth/keys.ts";
+import { failureKeys, limitAuthFailures } from "../auth/ratelimit.ts";
+import { clock } from "../clock.ts";
+import type { AgentAction, Cost, RegistrationInfo, RegistrationOutcome, Result, WorksState } from "../../durable-objects/cluster.ts";
 import type { Env } from "../env.ts";
 import { parseJson, readBody, statusResponse } from "../api/request.ts";
-import { HeartbeatSchema, LeftSchema, MAX_WORKS_WAIT_SECONDS, RegisterSchema, RotateKeySchema, WorkStatusReportSchema } from "./protocol.ts";
+import { HeartbeatSchema, KEY_TAG_RESPONSE_HEADER, LeftSchema, MAX_WORKS_WAIT_SECONDS, RegisterSchema, RotateKeySchema, WorkStatusReportSchema } from "./protocol.ts";
 
 type Ctx = Context<{ Bindings: Env }>;
 
@@ -51,9 +54,15 @@ async function checkBootstrapToken(c: Ctx, token: string | null): Promise<KubeOb
   const status = (obj?.status ?? {}) as { secretHash?: string; expirationTimestamp?: string };
   const ok = obj && status.secretHash && (await safeEqual(await sha256Hex(parsed.secret), status.secretHash));
   if (!ok) throw unauthorized("invalid bootstrap token");
-  if (status.expirationTimestamp && Date.parse(status.expirationTimestamp) <= Date.now()) throw unauthorized("bootstrap token has expired");
+  if (status.expirationTimestamp && Date.parse(status.expirationTimestamp) <= clock.now()) throw unauthorized("bootstrap token has expired");
   return obj!;
 }
+
+/**
+ * The HTTP status of each registration outcome: 201 a new cluster, 200 the same key again (an
+ * agent restart), 202 a new key for a known cluster, held as pending until an admin accepts it.
+ */
+const REGISTRATION_STATUS = { created: 201, confirmed: 200, pending: 202 } as const;
 
 /**
  * Claims (cluster name, cluster ID) in the D1 index. The unique constraints make this atomic: a
@@ -77,27 +86,54 @@ async function claimIdentity(c: Ctx, name: string, clusterId: string): Promise<v
   throw conflict(ref, `the name ${name} is already registered by a cluster with another cluster ID (${byName?.cluster_id ?? "unknown"})`);
 }
 
-/** Sends an agent request to the cluster's Durable Object (which verifies the JWT) and returns its raw result. */
-async function agentResult(c: Ctx, action: AgentAction): Promise<Result<unknown> & { cost: Cost }> {
-  const token = bearerToken(c);
-  if (!token) throw unauthorized("an agent token is required");
-  const sub = agentSubject(token);
-  const target = c.req.param("name") ?? "";
-  return (await c.env.CLUSTERS.getByName(sub).agent(token, sub, target, action)) as Result<unknown> & { cost: Cost };
+/** The credential a request's failed authentication counts against: the cluster its JWT names, or the bootstrap token's ID. */
+function credentialOf(token: string | null): string | undefined {
+  if (!token) return undefined;
+  const bootstrap = parseToken(token);
+  if (bootstrap) return `bootstraptoken:${bootstrap.id}`;
+  try {
+    return `cluster:${agentSubject(token)}`;
+  } catch {
+    return undefined;
+  }
 }
 
-function costHeaders(cost: Cost, extraD1Queries = 0): Record<string, string> {
+/** An agent call's outcome: the Durable Object's result and, for a token that lacked it, the key tag to hand the agent. */
+type AgentOutcome = Result<unknown> & { cost: Cost; keyTag?: string };
+
+/**
+ * Sends an agent request to the cluster's Durable Object (which verifies the JWT) and returns its
+ * raw result. The Worker first admits the token (src/auth/credentials.ts: key tag, else the
+ * cluster must be registered), so a stranger's request never reaches a Durable Object; failed
+ * authentications are rate-limited per source address and per cluster.
+ * @throws ApiError 401 (any credential that does not verify, one message for all), 429
+ */
+async function agentResult(c: Ctx, action: AgentAction): Promise<AgentOutcome> {
+  const token = bearerToken(c);
+  const target = c.req.param("name") ?? "";
+  return limitAuthFailures(c.env, failureKeys(c.req.raw, credentialOf(token)), clock.now(), async () => {
+    if (!token) throw unauthorized(INVALID_AGENT_CREDENTIAL);
+    const admitted = await admitAgentToken(c.env, token);
+    const res = (await c.env.CLUSTERS.getByName(admitted.cluster).agent(token, admitted.cluster, target, action)) as AgentOutcome;
+    if (!res.ok && res.status.code === 401) throw unauthorized(res.status.message);
+    if (res.ok && !admitted.tagged) res.keyTag = (await keyTag(c.env, admitted.cluster, admitted.kid)) ?? undefined;
+    return res;
+  });
+}
+
+function costHeaders(cost: Cost, extraD1Queries = 0, tag?: string): Record<string, string> {
   return {
     "content-type": "application/json",
     "x-flotilla-storage-rows-written": String(cost.rowsWritten),
     "x-flotilla-d1-queries": String(cost.d1Queries + extraD1Queries),
     "x-flotilla-scheduler-runs": String(cost.schedulerRuns),
+    ...(tag ? { [KEY_TAG_RESPONSE_HEADER]: tag } : {}),
   };
 }
 
 async function agentCall(c: Ctx, action: AgentAction): Promise<Response> {
   const res = await agentResult(c, action);
-  const headers = costHeaders(res.cost);
+  const headers = costHeaders(res.cost, 0, res.keyTag);
   if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers });
   return new Response(JSON.stringify(res.value), { status: 200, headers });
 }
@@ -124,7 +160,10 @@ async function getWorks(c: Ctx): Promise<Response> {
   if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers: costHeaders(res.cost) });
   const state = res.value as WorksState;
   const etag = `"${state.etag}"`;
-  if (!state.changed) return new Response(null, { status: 304, headers: { etag, "x-flotilla-d1-queries": String(res.cost.d1Queries) } });
+  if (!state.changed) {
+    const tag: Record<string, string> = res.keyTag ? { [KEY_TAG_RESPONSE_HEADER]: res.keyTag } : {};
+    return new Response(null, { status: 304, headers: { etag, "x-flotilla-d1-queries": String(res.cost.d1Queries), ...tag } });
+  }
   const cluster = c.req.param("name") ?? "";
   const { items } = await listObjects(database(c.env.DB), ManifestWorkKind, cluster);
   const works = items.map((w) => {
@@ -132,7 +171,7 @@ async function getWorks(c: Ctx): Promise<Response> {
     void status;
     return rest;
   });
-  return new Response(JSON.stringify({ etag: state.etag, leaving: state.leaving, works }), { status: 200, headers: { ...costHeaders(res.cost, 1), etag } });
+  return new Response(JSON.stringify({ etag: state.etag, leaving: state.leaving, works }), { status: 200, headers: { ...costHeaders(res.cost, 1, res.keyTag), etag } });
 }
 
 /**
@@ -153,7 +192,7 @@ async function putWorkStatus(c: Ctx): Promise<Response> {
   if (!current) throw notFound(ref);
   if (current.metadata.uid !== body.uid) throw conflict(ref, `the work's uid is ${current.metadata.uid}, not ${body.uid}: it was deleted and created again`);
   const { object } = await writeStored(c.env, ManifestWorkKind, cluster, workName, { verb: "update", subresource: "status", body: { ...current, status: body.status } }, undefined, current);
-  return c.json({ resourceVersion: object?.metadata.resourceVersion ?? "" });
+  return new Response(JSON.stringify({ resourceVersion: object?.metadata.resourceVersion ?? "" }), { status: 200, headers: costHeaders(res.cost, 0, res.keyTag) });
 }
 
 /** The `/agent/v1` routes. */
@@ -161,20 +200,23 @@ export function agentRoutes(): Hono<{ Bindings: Env }> {
   const app = new Hono<{ Bindings: Env }>();
 
   app.post("/register", async (c) => {
-    const tokenObj = await checkBootstrapToken(c, bearerToken(c));
+    const token = bearerToken(c);
+    const tokenObj = await limitAuthFailures(c.env, failureKeys(c.req.raw, credentialOf(token)), clock.now(), () => checkBootstrapToken(c, token));
     const body = decode(RegisterSchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "registrations");
     const nameErrors = isDNS1123Label(body.clusterName);
     if (nameErrors.length > 0) {
       throw invalid({ group: "flotilla.dev", plural: "registrations", kind: "Registration", name: body.clusterName }, nameErrors.map((m) => ({ field: "clusterName", message: m })));
     }
+    const kid = await verifyProof(body.proof, body.publicKey, { clusterName: body.clusterName, clusterId: body.clusterId, now: clock.now() });
     await claimIdentity(c, body.clusterName, body.clusterId);
     const res = (await c.env.CLUSTERS.getByName(body.clusterName).register({
       clusterName: body.clusterName,
       clusterId: body.clusterId,
       publicKey: body.publicKey,
+      kid,
       claims: body.claims ?? [],
       autoApprove: tokenObj.spec?.autoApprove === true,
-    })) as Result<{ created: boolean; info: RegistrationInfo }>;
+    })) as Result<{ outcome: RegistrationOutcome; info: RegistrationInfo }>;
     if (!res.ok) {
       // Release the identity claimed above unless a cluster of that name exists: no half write.
       await c.env.DB.prepare(
@@ -184,7 +226,9 @@ export function agentRoutes(): Hono<{ Bindings: Env }> {
         .run();
       return c.json(res.status, res.status.code as 400);
     }
-    return c.json(res.value.info, res.value.created ? 201 : 200);
+    const tag = await keyTag(c.env, body.clusterName, kid);
+    if (tag) c.header(KEY_TAG_RESPONSE_HEADER, tag);
+    return c.json(res.value.info, REGISTRATION_STATUS[res.value.outcome]);
   });
 
   app.get("/clusters/:name", (c) => agentCall(c, { action: "info" }));
@@ -205,7 +249,14 @@ export function agentRoutes(): Hono<{ Bindings: Env }> {
 
   app.post("/clusters/:name/rotate-key", async (c) => {
     const body = decode(RotateKeySchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "keys");
-    return agentCall(c, { action: "rotate-key", publicKey: body.publicKey });
+    const name = c.req.param("name");
+    const kid = await verifyProof(body.proof, body.publicKey, { clusterName: name, now: clock.now() });
+    const res = await agentResult(c, { action: "rotate-key", publicKey: body.publicKey, kid });
+    // The answer hands over the tag of the new key, the one the agent signs with from now on.
+    const tag = res.ok ? await keyTag(c.env, name, kid) : null;
+    const headers = costHeaders(res.cost, 0, tag ?? undefined);
+    if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers });
+    return new Response(JSON.stringify(res.value), { status: 200, headers });
   });
 
   app.onError((err) => {

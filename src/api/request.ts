@@ -67,9 +67,11 @@ export function checkRequestTarget(url: string): void {
   }
 }
 
-/** A JSON response carrying a Kubernetes Status for `err`. */
+/** A JSON response carrying a Kubernetes Status for `err` (with `Retry-After`, in seconds, when the Status names one). */
 export function statusResponse(err: ApiError): Response {
-  return new Response(JSON.stringify(err.toStatus()), { status: err.code, headers: { "content-type": "application/json" } });
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (err.details?.retryAfterSeconds !== undefined) headers["retry-after"] = String(err.details.retryAfterSeconds);
+  return new Response(JSON.stringify(err.toStatus()), { status: err.code, headers });
 }
 
 /**

@@ -15,7 +15,9 @@ import { isDNS1123Label } from "../k8s/validation.ts";
 import { findKind, KINDS, servedGroups } from "../kinds/index.ts";
 import { BUILTIN_CLUSTER_SETS, ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
 import { randomToken, sha256Hex } from "../kinds/bootstraptoken.ts";
-import { agentSubject, bearerToken, isAdmin } from "../auth/credentials.ts";
+import { admitAgentToken, bearerToken, isAdmin } from "../auth/credentials.ts";
+import { failureKeys, limitAuthFailures } from "../auth/ratelimit.ts";
+import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
 import type { Result, WriteOutcome } from "../../durable-objects/cluster.ts";
 import { reschedule, triggerForWrite } from "../placement/triggers.ts";
@@ -92,18 +94,24 @@ function ensureBuiltins(env: Env): Promise<void> {
 
 /**
  * Authorises a request on `/apis`: the admin token may do anything; a valid agent credential
- * gets 403 (agents use `/agent/v1`); anything else 401.
+ * gets 403 (agents use `/agent/v1`); anything else 401. A token that names no registered cluster
+ * never reaches a Durable Object, and failed authentications are rate-limited per source address
+ * and per credential (429).
  *
- * @throws ApiError 401, 403
+ * @throws ApiError 401, 403, 429
  */
 async function authorize(c: Ctx): Promise<void> {
   const token = bearerToken(c);
-  if (!token) throw unauthorized();
-  if (await isAdmin(token, c.env.FLOTILLA_ADMIN_TOKEN)) return;
-  const sub = agentSubject(token);
-  const res = (await c.env.CLUSTERS.getByName(sub).agent(token, sub, sub, { action: "info" })) as Result<unknown>;
-  if (res.ok) throw forbidden(`cluster ${sub}'s agent credential may only use /agent/v1`);
-  throw unauthorized(res.status.message);
+  const credential = token ? `bearer:${(await sha256Hex(token)).slice(0, 32)}` : undefined;
+  const sub = await limitAuthFailures(c.env, failureKeys(c.req.raw, credential), clock.now(), async () => {
+    if (!token) throw unauthorized();
+    if (await isAdmin(token, c.env.FLOTILLA_ADMIN_TOKEN)) return null;
+    const admitted = await admitAgentToken(c.env, token);
+    const res = (await c.env.CLUSTERS.getByName(admitted.cluster).agent(token, admitted.cluster, admitted.cluster, { action: "info" })) as Result<unknown>;
+    if (!res.ok) throw unauthorized(res.status.message);
+    return admitted.cluster;
+  });
+  if (sub !== null) throw forbidden(`cluster ${sub}'s agent credential may only use /agent/v1`);
 }
 
 function selectorFilter(c: Ctx): (obj: KubeObject) => boolean {

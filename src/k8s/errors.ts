@@ -160,3 +160,11 @@ export function tooLarge(limitBytes: number): ApiError {
 export function uriTooLong(lengthBytes: number, limitBytes: number): ApiError {
   return new ApiError(414, "RequestURITooLong", `Request-URI too long: ${lengthBytes} bytes, the limit is ${limitBytes} bytes`);
 }
+
+/**
+ * 429 TooManyRequests, as the apiserver's max-in-flight and priority-and-fairness filters answer:
+ * `details.retryAfterSeconds` is sent as the `Retry-After` header (seconds).
+ */
+export function tooManyRequests(message: string, retryAfterSeconds: number): ApiError {
+  return new ApiError(429, "TooManyRequests", message, { retryAfterSeconds });
+}

@@ -15,8 +15,25 @@ export const CLUSTERSET_LABEL = "cluster.open-cluster-management.io/clusterset";
 export const TAINT_UNAVAILABLE = "cluster.open-cluster-management.io/unavailable";
 /** Built-in taint for a cluster whose lease stopped (Available=Unknown or missing). */
 export const TAINT_UNREACHABLE = "cluster.open-cluster-management.io/unreachable";
-/** Annotation recording the cluster ID (KEP-2149 `cluster.clusterset.k8s.io`, else kube-system UID). */
-export const CLUSTER_ID_ANNOTATION = "flotilla.dev/cluster-id";
+/**
+ * Annotation in which hubs before the identity fix recorded the cluster ID. The ID is no secret
+ * and never authorises anything, so it is no longer served: the hub drops the annotation from
+ * what it serves and at the object's next write (the ID stays in the D1 `cluster_identities`
+ * index, which keeps one cluster per ID).
+ */
+export const LEGACY_CLUSTER_ID_ANNOTATION = "flotilla.dev/cluster-id";
+/**
+ * Annotation set by the hub (never by users) while a registration for this cluster with a new key
+ * waits for an admin: the key's ID (RFC 7638 thumbprint). OCM holds such a registration as a
+ * pending CertificateSigningRequest.
+ */
+export const PENDING_KEY_ANNOTATION = "flotilla.dev/pending-key-id";
+/**
+ * Annotation an admin sets to accept the pending key (`flotilla accept <cluster> --key <kid>`):
+ * its value must be the pending key's ID; the hub then makes that key the cluster's only key and
+ * removes both annotations. OCM: approving the cluster's new CSR.
+ */
+export const ACCEPT_KEY_ANNOTATION = "flotilla.dev/accept-key-id";
 
 /** OCM condition types and reasons used on ManagedCluster. */
 export const Conditions = {
@@ -199,6 +216,12 @@ export const ManagedClusterKind: KindDefinition = {
   },
   prepareForUpdate(obj, old, ctx: WriteContext) {
     stampTaints(obj, old, ctx.now);
+  },
+  present(obj) {
+    if (obj.metadata.annotations?.[LEGACY_CLUSTER_ID_ANNOTATION] === undefined) return obj;
+    const { [LEGACY_CLUSTER_ID_ANNOTATION]: _id, ...annotations } = obj.metadata.annotations;
+    const { annotations: _all, ...metadata } = obj.metadata;
+    return { ...obj, metadata: Object.keys(annotations).length > 0 ? { ...metadata, annotations } : metadata };
   },
 };
 

@@ -7,7 +7,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { parse as parseYaml } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { admin, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../../agent/src/credentials.ts";
+import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { cond, MC, startAgent, stopAgent, type AgentProcess } from "../e2e/support.ts";
 import { flotilla } from "./support.ts";
 
@@ -196,6 +197,39 @@ describe("flotilla: tokens, accept/deny, get clusters, taints (real hub and agen
       const t = await flotilla(["deny", "x", "--wait", "--timeout", "0"], { hub });
       expect(t.code).toBe(2);
       expect(t.stderr).toContain("the timeout must be more than 0 seconds");
+    });
+
+    it("accept --key accepts the key a re-registration waits with; a wrong key ID fails and changes nothing", async () => {
+      const token = await createBootstrapToken(hub, { autoApprove: true });
+      const register = async (key: AgentKeyPair) => {
+        const r = await fetch(`${hub.url}/agent/v1/register`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify({ clusterName: "rekey1", clusterId: "rekey1-id", publicKey: key.publicJwk, proof: await signProof("rekey1", key, "rekey1-id") }),
+        });
+        return r.status;
+      };
+      const first = await generateAgentKeyPair();
+      const second = await generateAgentKeyPair();
+      expect(await register(first)).toBe(201);
+      expect(await register(second)).toBe(202);
+      const warned = await flotilla(["accept", "rekey1"], { hub });
+      expect(warned.code).toBe(0);
+      expect(warned.stderr).toContain(`flotilla accept rekey1 --key ${second.kid}`);
+      const wrong = await flotilla(["accept", "rekey1", "--key", first.kid], { hub });
+      expect(wrong.code).toBe(1);
+      expect(wrong.stderr).toContain(`cluster rekey1 is waiting with key ${second.kid}, not ${first.kid}`);
+      const two = await flotilla(["accept", "rekey1", "pending1", "--key", second.kid], { hub });
+      expect(two.code).toBe(2);
+      const ok = await flotilla(["accept", "rekey1", "--key", second.kid], { hub });
+      expect(ok.code).toBe(0);
+      expect(ok.stdout).toContain(`key ${second.kid} accepted`);
+      const mc = (await admin(hub, "GET", `${MC}/rekey1`)).body;
+      expect(mc.metadata.annotations?.["flotilla.dev/pending-key-id"]).toBeUndefined();
+      const info = async (key: AgentKeyPair) =>
+        (await fetch(`${hub.url}/agent/v1/clusters/rekey1`, { headers: { authorization: `Bearer ${await signAgentToken("rekey1", key)}` } })).status;
+      expect(await info(second)).toBe(200);
+      expect(await info(first)).toBe(401);
     });
 
     it("deny --wait revokes an accepted cluster; denying again says it is not accepted; unknown clusters fail", async () => {

@@ -2,13 +2,42 @@
  * End to end: a real hub (`wrangler dev` on workerd with a local D1) and real agent processes
  * (`flotilla-agent --simulate`, whose client-node code talks HTTP to a simulated member cluster).
  */
-import { copyFileSync, mkdtempSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { generateAgentKeyPair, signAgentToken } from "../../agent/src/credentials.ts";
+import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../../agent/src/credentials.ts";
 import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { cond, MC, merge, startAgent, stopAgent, taintKeys, waitFor, type AgentProcess } from "./support.ts";
+
+/** Registers `key` for (name, ID) with a bootstrap token, as an agent does. */
+async function registerKey(hub: Hub, token: string, name: string, id: string, key: AgentKeyPair): Promise<Response> {
+  return fetch(`${hub.url}/agent/v1/register`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ clusterName: name, clusterId: id, publicKey: key.publicJwk, proof: await signProof(name, key, id) }),
+  });
+}
+
+/** Files and bytes the hub stores: the D1 database and the cluster Durable Objects' SQLite files. */
+function storedBytes(stateDir: string): { files: number; bytes: number } {
+  let files = 0;
+  let bytes = 0;
+  for (const dir of ["v3/d1/miniflare-D1DatabaseObject", "v3/do/flotilla-ClusterObject"]) {
+    let names: string[];
+    try {
+      names = readdirSync(path.join(stateDir, dir));
+    } catch {
+      continue;
+    }
+    for (const n of names) {
+      if (n.endsWith("-shm")) continue;
+      files += 1;
+      bytes += statSync(path.join(stateDir, dir, n)).size;
+    }
+  }
+  return { files, bytes };
+}
 
 describe("a cluster joins, goes silent and comes back (wrangler dev + agent processes)", () => {
   let hub: Hub;
@@ -35,7 +64,8 @@ describe("a cluster joins, goes silent and comes back (wrangler dev + agent proc
     });
     expect(pending.spec.hubAcceptsClient).toBe(false);
     expect(cond(pending, "ManagedClusterJoined")).toBeUndefined();
-    expect(pending.metadata.annotations["flotilla.dev/cluster-id"]).toMatch(/^[0-9a-f-]{36}$/);
+    // The cluster ID is no secret and authorises nothing: the hub does not serve it.
+    expect(pending.metadata.annotations?.["flotilla.dev/cluster-id"]).toBeUndefined();
     await waitFor("the agent to wait for acceptance", async () => /accept/i.test(agent.output()));
 
     const accepted = await admin(hub, "PATCH", `${MC}/e2e1`, { spec: { hubAcceptsClient: true, leaseDurationSeconds: 1 } }, merge);
@@ -86,11 +116,7 @@ describe("a cluster joins, goes silent and comes back (wrangler dev + agent proc
   it("scopes credentials to their cluster, and a denied cluster's credential stops working", async () => {
     const token = await createBootstrapToken(hub, { autoApprove: true });
     const key = await generateAgentKeyPair();
-    const reg = await fetch(`${hub.url}/agent/v1/register`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: JSON.stringify({ clusterName: "e2e2", clusterId: "e2e2-id", publicKey: key.publicJwk }),
-    });
+    const reg = await registerKey(hub, token, "e2e2", "e2e2-id", key);
     expect(reg.status).toBe(201);
     const hb = (target: string) =>
       signAgentToken("e2e2", key).then((jwt) =>
@@ -115,5 +141,46 @@ describe("a cluster joins, goes silent and comes back (wrangler dev + agent proc
       return cond(mc, "ManagedClusterConditionAvailable")?.status === "Unknown" && mc;
     }, 30_000);
     expect(cond(silent, "HubAcceptedManagedCluster").reason).toBe("HubClusterAdminDenied");
+  });
+
+  it("a re-registration with another key is held for the admin; the real agent keeps going", async () => {
+    const token = await createBootstrapToken(hub, { autoApprove: true });
+    const key = await generateAgentKeyPair();
+    const reg = await registerKey(hub, token, "e2e3", "e2e3-id", key);
+    expect(reg.status).toBe(201);
+    const tag = reg.headers.get("flotilla-key-tag") ?? undefined;
+    expect(tag).toBeTruthy();
+    const attacker = await generateAgentKeyPair();
+    const takeover = await registerKey(hub, token, "e2e3", "e2e3-id", attacker);
+    expect(takeover.status).toBe(202);
+    expect(((await takeover.json()) as { keyPending: boolean }).keyPending).toBe(true);
+    const hb = async (k: AgentKeyPair, keyTag?: string) => {
+      const jwt = await signAgentToken("e2e3", k, { keyTag });
+      return fetch(`${hub.url}/agent/v1/clusters/e2e3/heartbeat`, { method: "POST", headers: { authorization: `Bearer ${jwt}`, "content-type": "application/json" }, body: JSON.stringify({ healthy: true }) });
+    };
+    expect((await hb(key, tag)).status).toBe(200);
+    // A steady heartbeat with the key tag is admitted with no D1 query.
+    const steady = await hb(key, tag);
+    expect(steady.status).toBe(200);
+    expect(steady.headers.get("x-flotilla-d1-queries")).toBe("0");
+    expect((await hb(attacker)).status).toBe(403);
+    const mc = (await admin(hub, "GET", `${MC}/e2e3`)).body;
+    expect(mc.metadata.annotations["flotilla.dev/pending-key-id"]).toBe(attacker.kid);
+  });
+
+  it("300 forged requests from strangers leave the stored bytes unchanged", async () => {
+    const before = storedBytes(hub.stateDir);
+    expect(before.files).toBeGreaterThan(0);
+    const stranger = await generateAgentKeyPair();
+    const statuses = new Set<number>();
+    for (let i = 0; i < 300; i++) {
+      const name = `nobody-${i}`;
+      const jwt = await signAgentToken(name, stranger);
+      const r = await fetch(`${hub.url}/agent/v1/clusters/${name}/heartbeat`, { method: "POST", headers: { authorization: `Bearer ${jwt}`, "content-type": "application/json" }, body: JSON.stringify({ healthy: true }) });
+      await r.arrayBuffer();
+      statuses.add(r.status);
+    }
+    expect([...statuses].every((s) => s === 401 || s === 429)).toBe(true);
+    expect(storedBytes(hub.stateDir)).toEqual(before);
   });
 });

@@ -90,7 +90,7 @@ const cases: Case[] = [
   { name: "heartbeat with unknown field", method: "POST", path: "/agent/v1/clusters/victim/heartbeat", body: { healthy: true, admin: true }, opts: async () => ({ token: await victim.keys.sign("victim") }), status: 400, reason: "BadRequest", field: "admin" },
   { name: "malformed bootstrap token", method: "POST", path: "/agent/v1/register", body: { clusterName: "n1", clusterId: "i1", publicKey: {} }, opts: () => ({ token: "abc" }), status: 401, reason: "Unauthorized" },
   { name: "bootstrap token with a wrong secret", method: "POST", path: "/agent/v1/register", body: { clusterName: "n1", clusterId: "i1", publicKey: {} }, opts: () => ({ token: `${victim.token.split(".")[0]}.0000000000000000` }), status: 401, reason: "Unauthorized" },
-  { name: "register with an invalid cluster name", method: "POST", path: "/agent/v1/register", body: async () => ({ clusterName: "Not_Valid", clusterId: "i2", publicKey: (await agentKeys()).publicJwk }), opts: () => ({ token: victim.token }), status: 422, reason: "Invalid", field: "clusterName" },
+  { name: "register with an invalid cluster name", method: "POST", path: "/agent/v1/register", body: async () => ({ clusterName: "Not_Valid", clusterId: "i2", publicKey: (await agentKeys()).publicJwk, proof: "x" }), opts: () => ({ token: victim.token }), status: 422, reason: "Invalid", field: "clusterName" },
   { name: "register sending a private key", method: "POST", path: "/agent/v1/register", body: async () => ({ clusterName: "n3", clusterId: "i3", publicKey: { ...(await agentKeys()).publicJwk, d: "secret" } }), opts: () => ({ token: victim.token }), status: 400, reason: "BadRequest", field: "publicKey.d" },
   { name: "Secret with bad base64 data", method: "POST", path: SECRETS, body: { apiVersion: "v1", kind: "Secret", metadata: { name: "s1" }, data: { token: "%%%" } }, status: 422, reason: "Invalid", field: "data[token]" },
   { name: "Secret with an invalid data key", method: "POST", path: SECRETS, body: { apiVersion: "v1", kind: "Secret", metadata: { name: "s2" }, stringData: { "a/b": "x" } }, status: 422, reason: "Invalid", field: "data[a/b]" },
@@ -103,7 +103,10 @@ const cases: Case[] = [
   { name: "receiver without secretRef", method: "POST", path: RECEIVERS, body: receiver({ ...receiverSpec, secretRef: undefined }), status: 422, reason: "Invalid", field: "spec.secretRef" },
   { name: "delivery to an unknown hook", method: "POST", path: `/hooks/${"0".repeat(64)}`, body: {}, opts: () => ({ token: null }), status: 404, reason: "NotFound" },
   { name: "delivery to a malformed hook path", method: "POST", path: "/hooks/..%2Fapis", body: {}, opts: () => ({ token: null }), status: 404, reason: "NotFound" },
-  { name: "register with an ID taken by another name", method: "POST", path: "/agent/v1/register", body: async () => ({ clusterName: "n4", clusterId: "id-victim", publicKey: (await agentKeys()).publicJwk }), opts: () => ({ token: victim.token }), status: 409, reason: "Conflict" },
+  { name: "register with an ID taken by another name", method: "POST", path: "/agent/v1/register", body: async () => {
+    const k = await agentKeys();
+    return { clusterName: "n4", clusterId: "id-victim", publicKey: k.publicJwk, proof: await k.proof("n4", "id-victim") };
+  }, opts: () => ({ token: victim.token }), status: 409, reason: "Conflict" },
 ];
 
 describe("bad input gets the right 4xx Status and changes nothing", () => {

@@ -11,6 +11,7 @@ export interface CallOptions {
   token?: string | null;
   contentType?: string;
   raw?: string;
+  /** Extra request headers (e.g. `cf-connecting-ip`, the source address rate limits count by). */
   headers?: Record<string, string>;
 }
 
@@ -37,20 +38,37 @@ export async function call(method: string, path: string, body?: unknown, opts: C
 export interface AgentKeys {
   publicJwk: JWK;
   kid: string;
-  sign(cluster: string, opts?: { jti?: string; lifetimeSeconds?: number; iatOffsetSeconds?: number; aud?: string; sub?: string }): Promise<string>;
+  /** The hub's key tag for this key, once an answer handed it over (sent as the `ktag` header parameter). */
+  tag?: string;
+  sign(cluster: string, opts?: { jti?: string; lifetimeSeconds?: number; iatOffsetSeconds?: number; aud?: string; sub?: string; tag?: string | null }): Promise<string>;
+  /** A proof of possession for a registration or rotation (docs/agent-protocol.md). */
+  proof(cluster: string, clusterId?: string, opts?: { iatOffsetSeconds?: number; lifetimeSeconds?: number; aud?: string }): Promise<string>;
 }
 
 export async function agentKeys(): Promise<AgentKeys> {
   const { publicKey, privateKey } = await generateKeyPair("ES256", { extractable: true });
   const publicJwk = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(publicJwk);
-  return {
+  const keys: AgentKeys = {
     publicJwk,
     kid,
+    async proof(cluster, clusterId, o = {}) {
+      const iat = Math.floor(Date.now() / 1000) + (o.iatOffsetSeconds ?? 0);
+      return new SignJWT(clusterId === undefined ? {} : { cid: clusterId })
+        .setProtectedHeader({ alg: "ES256", kid })
+        .setIssuer(cluster)
+        .setSubject(cluster)
+        .setAudience(o.aud ?? "flotilla-registration")
+        .setIssuedAt(iat)
+        .setExpirationTime(iat + (o.lifetimeSeconds ?? 60))
+        .setJti(crypto.randomUUID())
+        .sign(privateKey);
+    },
     async sign(cluster, o = {}) {
       const iat = Math.floor(Date.now() / 1000) + (o.iatOffsetSeconds ?? 0);
+      const tag = o.tag === undefined ? keys.tag : o.tag;
       return new SignJWT({})
-        .setProtectedHeader({ alg: "ES256", typ: "JWT", kid })
+        .setProtectedHeader({ alg: "ES256", typ: "JWT", kid, ...(tag ? { ktag: tag } : {}) })
         .setIssuer(cluster)
         .setSubject(o.sub ?? cluster)
         .setAudience(o.aud ?? "flotilla")
@@ -60,6 +78,7 @@ export async function agentKeys(): Promise<AgentKeys> {
         .sign(privateKey);
     },
   };
+  return keys;
 }
 
 /** Creates a bootstrap token and returns its secret. */
@@ -72,7 +91,10 @@ export async function createToken(spec: Record<string, unknown> = {}): Promise<s
 /** Registers an agent and returns its keys. */
 export async function register(token: string, clusterName: string, clusterId: string, keys?: AgentKeys) {
   const k = keys ?? (await agentKeys());
-  const r = await call("POST", "/agent/v1/register", { clusterName, clusterId, publicKey: k.publicJwk, claims: [{ name: "region", value: "eu" }] }, { token });
+  const proof = await k.proof(clusterName, clusterId);
+  const r = await call("POST", "/agent/v1/register", { clusterName, clusterId, publicKey: k.publicJwk, proof, claims: [{ name: "region", value: "eu" }] }, { token });
+  const tag = r.headers.get("flotilla-key-tag");
+  if (tag && r.status < 300) k.tag = tag;
   return { keys: k, res: r };
 }
 

@@ -2,7 +2,9 @@
  * `flotilla accept` and `flotilla deny`: the hub side of OCM's double opt-in. Both merge-patch
  * `spec.hubAcceptsClient` of ManagedClusters (as `clusteradm accept` does); `--wait` polls until
  * an accepted cluster is Joined and Available (waiting first for it to register, if needed), or
- * until a denied one is no longer HubAccepted.
+ * until a denied one is no longer HubAccepted. `accept --key <kid>` accepts the key a
+ * registration with a new key is waiting with (the annotation `flotilla.dev/pending-key-id`), as
+ * OCM's admin approves a cluster's new CSR.
  */
 import { Command, InvalidArgumentError } from "commander";
 import { clusterNames, commaList, conditionStatus, getCluster, isJoinedAndAvailable, isNotFound, NO_SUCH_CLUSTER } from "../clusters.ts";
@@ -15,6 +17,8 @@ import { pollUntil } from "../wait.ts";
 /** The options of `accept` and `deny`. */
 interface DecisionOptions {
   clusters?: string[];
+  /** The pending key ID to accept (accept only). */
+  key?: string;
   wait?: boolean;
   /** Seconds. */
   timeout: number;
@@ -66,9 +70,33 @@ async function findCluster(ctx: CommandContext, name: string, wait: WaitSettings
   return found!;
 }
 
-async function acceptOne(ctx: CommandContext, name: string, wait: WaitSettings | undefined): Promise<void> {
+/** The annotation that shows a registration's pending key, and the one that accepts it (src/kinds/managedcluster.ts). */
+const PENDING_KEY_ANNOTATION = "flotilla.dev/pending-key-id";
+const ACCEPT_KEY_ANNOTATION = "flotilla.dev/accept-key-id";
+
+/**
+ * Accepts the pending key `kid` of cluster `name`: the key becomes the cluster's only one and
+ * every earlier key stops at once.
+ * @throws Error when the cluster has no pending key with that ID.
+ */
+async function acceptKey(ctx: CommandContext, mc: KubeObject, kid: string): Promise<void> {
+  const name = mc.metadata.name;
+  const pending = mc.metadata.annotations?.[PENDING_KEY_ANNOTATION];
+  if (pending !== kid) {
+    throw new Error(pending ? `cluster ${name} is waiting with key ${pending}, not ${kid}` : `cluster ${name} has no registration waiting with a new key`);
+  }
+  await ctx.client().mergePatch(Paths.managedClusters(name), { metadata: { annotations: { [ACCEPT_KEY_ANNOTATION]: kid } } }, { hints: { notFound: NO_SUCH_CLUSTER } });
+  ctx.out(`key ${kid} accepted: it is now cluster ${name}'s only key\n`);
+}
+
+async function acceptOne(ctx: CommandContext, name: string, wait: WaitSettings | undefined, key?: string): Promise<void> {
   const client = ctx.client();
   const mc = await findCluster(ctx, name, wait);
+  if (key) await acceptKey(ctx, mc, key);
+  else if (mc.metadata.annotations?.[PENDING_KEY_ANNOTATION]) {
+    const pending = mc.metadata.annotations[PENDING_KEY_ANNOTATION];
+    ctx.warn(`cluster ${name}: a registration is waiting with a new key ${pending}; if it is your agent's (its log names its key), run \`flotilla accept ${name} --key ${pending}\`\n`);
+  }
   if (mc.spec?.hubAcceptsClient === true) ctx.out(`cluster ${name} is already accepted\n`);
   else {
     await client.mergePatch(Paths.managedClusters(name), { spec: { hubAcceptsClient: true } }, { hints: { notFound: NO_SUCH_CLUSTER } });
@@ -121,7 +149,8 @@ async function denyOne(ctx: CommandContext, name: string, wait: WaitSettings | u
  */
 async function forEachCluster(ctx: CommandContext, names: string[], opts: DecisionOptions, one: typeof acceptOne): Promise<void> {
   const wait = opts.wait ? { deadlineMs: ctx.now() + opts.timeout * 1000, timeoutSeconds: opts.timeout } : undefined;
-  if (names.length === 1) return one(ctx, names[0]!, wait);
+  if (opts.key && names.length !== 1) throw new InvalidArgumentError("--key accepts the key of one cluster: name exactly one");
+  if (names.length === 1) return one(ctx, names[0]!, wait, opts.key);
   let failed = false;
   for (const name of names) {
     try {
@@ -153,7 +182,11 @@ export function registerAccept(program: Command, context: (cmd: Command) => Comm
       .command("accept")
       .description("Accept clusters whose agents registered (spec.hubAcceptsClient=true); with --wait, wait until they are Joined and Available"),
   )
-    .addHelpText("after", "\nWith --wait, a cluster that has not registered yet is waited for too.\n\nExamples:\n  flotilla accept cluster1\n  flotilla accept --clusters cluster1,cluster2 --wait --timeout 2m")
+    .option("--key <kid>", "also accept the new key a registration of this cluster is waiting with (the ManagedCluster's flotilla.dev/pending-key-id); earlier keys stop at once")
+    .addHelpText(
+      "after",
+      "\nWith --wait, a cluster that has not registered yet is waited for too.\n\nA known cluster that registers again with another key (a lost Secret, a reinstalled agent, or\nsomeone else) is held until its key is accepted: compare the key ID with the agent's log first.\n\nExamples:\n  flotilla accept cluster1\n  flotilla accept --clusters cluster1,cluster2 --wait --timeout 2m\n  flotilla accept cluster1 --key <kid>",
+    )
     .action(async (positional: string[], opts: DecisionOptions, cmd: Command) => {
       const ctx = context(cmd);
       await forEachCluster(ctx, clusterNames(positional, opts.clusters, "accept"), opts, acceptOne);
