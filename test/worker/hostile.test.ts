@@ -469,6 +469,8 @@ add({ name: "WebhookReceiver: a template in a JSON Patch path", method: "POST", 
 
 let keys: AgentKeys;
 let bootstrap: string;
+/** Some other valid P-256 public key (set in beforeAll). */
+let sampleKey: Json;
 const AGENT = `/agent/v1/clusters/${CLUSTER}`;
 const signed = async (extra: CallOptions = {}): Promise<CallOptions> => ({ ...extra, token: await keys.sign(CLUSTER) });
 const agentCase = (c: Omit<Case, "agent" | "opts"> & { opts?: CallOptions; unsigned?: boolean }) =>
@@ -540,35 +542,37 @@ agentCase({ name: "agent: left with a field", method: "POST", path: `${AGENT}/le
 agentCase({ name: "agent: left that is not JSON", method: "POST", path: `${AGENT}/left`, opts: { raw: "[" }, status: 400, reason: "BadRequest" });
 agentCase({ name: "agent: left nested 10,000 levels", method: "POST", path: `${AGENT}/left`, opts: { raw: nest(10_000) }, status: 400, reason: "BadRequest" });
 agentCase({ name: "agent: rotate-key without a key", method: "POST", path: `${AGENT}/rotate-key`, body: {}, status: 422, reason: "Invalid", field: "publicKey" });
-agentCase({ name: "agent: rotate-key with a private key", method: "POST", path: `${AGENT}/rotate-key`, body: { publicKey: { kty: "EC", crv: "P-256", x: "a", y: "b", d: "secret" } }, status: 400, reason: "BadRequest", field: "publicKey.d" });
+agentCase({ name: "agent: rotate-key with a private key", method: "POST", path: `${AGENT}/rotate-key`, body: () => ({ publicKey: { ...sampleKey, d: "secret" }, proof: "proof" }), status: 400, reason: "BadRequest", field: "publicKey.d" });
 agentCase({ name: "agent: rotate-key with a duplicate key", method: "POST", path: `${AGENT}/rotate-key`, opts: { raw: '{"publicKey":{"kty":"EC","kty":"EC","crv":"P-256","x":"a","y":"b"}}' }, status: 400, reason: "BadRequest", field: "publicKey.kty" });
 for (const { path, schema } of fieldsOf(RotateKeySchema, [], 2)) {
   const field = fieldPathOf(path);
   for (const { label, value } of wrongValues(schema)) {
-    agentCase({ name: `agent: rotate-key with ${field} as ${label}`, method: "POST", path: `${AGENT}/rotate-key`, body: setAt({ publicKey: { kty: "EC", crv: "P-256", x: "a", y: "b" } }, path, value), status: 422, reason: "Invalid", field });
+    agentCase({ name: `agent: rotate-key with ${field} as ${label}`, method: "POST", path: `${AGENT}/rotate-key`, body: () => setAt({ publicKey: sampleKey, proof: "proof" }, path, value), status: 422, reason: "Invalid", field });
   }
 }
 
 // Registration: credentials first, then the body.
-const registration = (name: string) => ({ clusterName: name, clusterId: `id-${name}`, publicKey: { kty: "EC", crv: "P-256", x: "a", y: "b" } });
+/** A registration valid in shape (a real public key; the proof is checked after the body, so any string passes the schema). */
+const registration = (name: string) => ({ clusterName: name, clusterId: `id-${name}`, publicKey: sampleKey, proof: "proof" });
 const withBootstrap = (extra: CallOptions = {}) => () => ({ ...extra, token: bootstrap });
-add({ name: "register: no bootstrap token", method: "POST", path: "/agent/v1/register", body: registration("r1"), opts: { token: null }, status: 401, reason: "Unauthorized" });
-add({ name: "register: a malformed bootstrap token", method: "POST", path: "/agent/v1/register", body: registration("r1"), opts: { token: "abc.def" }, status: 401, reason: "Unauthorized" });
-add({ name: "register: an unknown bootstrap token", method: "POST", path: "/agent/v1/register", body: registration("r1"), opts: { token: "zzzzzz.0123456789abcdef" }, status: 401, reason: "Unauthorized" });
-add({ name: "register: a bootstrap token with a wrong secret", method: "POST", path: "/agent/v1/register", body: registration("r1"), opts: () => ({ token: `${bootstrap.split(".")[0]}.0000000000000000` }), status: 401, reason: "Unauthorized" });
-add({ name: "register: the admin token", method: "POST", path: "/agent/v1/register", body: registration("r1"), status: 401, reason: "Unauthorized" });
+add({ name: "register: no bootstrap token", method: "POST", path: "/agent/v1/register", body: () => registration("r1"), opts: { token: null }, status: 401, reason: "Unauthorized" });
+add({ name: "register: a malformed bootstrap token", method: "POST", path: "/agent/v1/register", body: () => registration("r1"), opts: { token: "abc.def" }, status: 401, reason: "Unauthorized" });
+add({ name: "register: an unknown bootstrap token", method: "POST", path: "/agent/v1/register", body: () => registration("r1"), opts: { token: "zzzzzz.0123456789abcdef" }, status: 401, reason: "Unauthorized" });
+add({ name: "register: a bootstrap token with a wrong secret", method: "POST", path: "/agent/v1/register", body: () => registration("r1"), opts: () => ({ token: `${bootstrap.split(".")[0]}.0000000000000000` }), status: 401, reason: "Unauthorized" });
+add({ name: "register: the admin token", method: "POST", path: "/agent/v1/register", body: () => registration("r1"), status: 401, reason: "Unauthorized" });
 add({ name: "register: a body that is not JSON", method: "POST", path: "/agent/v1/register", opts: withBootstrap({ raw: "{" }), status: 400, reason: "BadRequest" });
-add({ name: "register: a duplicate key", method: "POST", path: "/agent/v1/register", opts: withBootstrap({ raw: JSON.stringify(registration("r2")).replace('{"clusterName":', '{"clusterName":"first","clusterName":') }), status: 400, reason: "BadRequest", field: "clusterName" });
+add({ name: "register: a duplicate key", method: "POST", path: "/agent/v1/register", opts: () => withBootstrap({ raw: JSON.stringify(registration("r2")).replace('{"clusterName":', '{"clusterName":"first","clusterName":') })(), status: 400, reason: "BadRequest", field: "clusterName" });
 add({ name: "register: nested 10,000 levels", method: "POST", path: "/agent/v1/register", opts: withBootstrap({ raw: `{"clusterName":"r3","clusterId":"i","publicKey":${nest(10_000)}}` }), status: 400, reason: "BadRequest" });
-add({ name: "register: a 300 KiB body", method: "POST", path: "/agent/v1/register", body: { ...registration("r4"), clusterId: "x".repeat(300 * 1024) }, opts: withBootstrap(), status: 413, reason: "RequestEntityTooLarge" });
-add({ name: "register: an invalid cluster name", method: "POST", path: "/agent/v1/register", body: registration("Not_Valid"), opts: withBootstrap(), status: 422, reason: "Invalid", field: "clusterName" });
-add({ name: "register: a private key", method: "POST", path: "/agent/v1/register", body: setAt(registration("r5"), ["publicKey", "d"], "secret"), opts: withBootstrap(), status: 400, reason: "BadRequest", field: "publicKey.d" });
-add({ name: "register: an unknown field", method: "POST", path: "/agent/v1/register", body: { ...registration("r6"), accepted: true }, opts: withBootstrap(), status: 400, reason: "BadRequest", field: "accepted" });
-add({ name: "register: 65 claims", method: "POST", path: "/agent/v1/register", body: { ...registration("r7"), claims: Array.from({ length: 65 }, (_, i) => ({ name: `c${i}`, value: "v" })) }, opts: withBootstrap(), status: 422, reason: "Invalid", field: "claims" });
+add({ name: "register: a 300 KiB body", method: "POST", path: "/agent/v1/register", body: () => ({ ...registration("r4"), clusterId: "x".repeat(300 * 1024) }), opts: withBootstrap(), status: 413, reason: "RequestEntityTooLarge" });
+add({ name: "register: an invalid cluster name", method: "POST", path: "/agent/v1/register", body: () => registration("Not_Valid"), opts: withBootstrap(), status: 422, reason: "Invalid", field: "clusterName" });
+add({ name: "register: a private key", method: "POST", path: "/agent/v1/register", body: () => setAt(registration("r5"), ["publicKey", "d"], "secret"), opts: withBootstrap(), status: 400, reason: "BadRequest", field: "publicKey.d" });
+add({ name: "register: an unknown field", method: "POST", path: "/agent/v1/register", body: () => ({ ...registration("r6"), accepted: true }), opts: withBootstrap(), status: 400, reason: "BadRequest", field: "accepted" });
+add({ name: "register: 65 claims", method: "POST", path: "/agent/v1/register", body: () => ({ ...registration("r7"), claims: Array.from({ length: 65 }, (_, i) => ({ name: `c${i}`, value: "v" })) }), opts: withBootstrap(), status: 422, reason: "Invalid", field: "claims" });
 for (const { path, schema } of fieldsOf(RegisterSchema, [], 3)) {
   const field = fieldPathOf(path);
   for (const { label, value } of wrongValues(schema)) {
-    add({ name: `register: ${field} as ${label}`, method: "POST", path: "/agent/v1/register", body: setAt(registration(freshName()), path, value), opts: withBootstrap(), status: 422, reason: "Invalid", field });
+    const name = freshName();
+    add({ name: `register: ${field} as ${label}`, method: "POST", path: "/agent/v1/register", body: () => setAt(registration(name), path, value), opts: withBootstrap(), status: 422, reason: "Invalid", field });
   }
 }
 
@@ -637,6 +641,7 @@ async function must(r: Promise<{ status: number; body: Json }>, ...ok: number[])
 }
 
 beforeAll(async () => {
+  sampleKey = (await agentKeys()).publicJwk;
   bootstrap = await createToken({ autoApprove: true });
   const reg = await register(bootstrap, CLUSTER, `id-${CLUSTER}`);
   keys = reg.keys;
@@ -672,11 +677,13 @@ describe("hostile input: every case is a 4xx Status and writes nothing", () => {
     expect(names.filter((n, i) => names.indexOf(n) !== i)).toEqual([]);
   });
 
-  for (const c of cases) {
+  cases.forEach((c, i) => {
     it(`${c.name} -> ${c.status} ${c.reason}`, async () => {
       const path = typeof c.path === "function" ? c.path() : c.path;
       const body = typeof c.body === "function" ? (c.body as () => unknown)() : c.body;
-      const opts = typeof c.opts === "function" ? await c.opts() : (c.opts ?? {});
+      const given = typeof c.opts === "function" ? await c.opts() : (c.opts ?? {});
+      // Each case from its own (documentation) address: failed authentications are rate-limited per address.
+      const opts = { ...given, headers: { "cf-connecting-ip": `2001:db8::${i.toString(16)}`, ...given.headers } };
       const before = await snapshot();
       const clusterBefore = c.agent ? await call("GET", `/apis/cluster.open-cluster-management.io/v1/managedclusters/${CLUSTER}`) : undefined;
       const r = await call(c.method, path, body, opts);
@@ -691,5 +698,5 @@ describe("hostile input: every case is a 4xx Status and writes nothing", () => {
       expect(await snapshot()).toBe(before);
       if (clusterBefore) expect((await call("GET", `/apis/cluster.open-cluster-management.io/v1/managedclusters/${CLUSTER}`)).body).toEqual(clusterBefore.body);
     });
-  }
+  });
 });
