@@ -1,9 +1,10 @@
 /**
  * The `fieldValidation` query parameter of create, update and patch (Kubernetes 1.27+,
- * `metav1.CreateOptions.FieldValidation`): `Strict` refuses unknown fields and duplicate keys
- * with 400 (`strict decoding error: unknown field "spec.foo", duplicate field "metadata.name"`),
- * `Warn` drops unknown fields, keeps the last of duplicate keys and reports each in a
- * `Warning: 299` response header, `Ignore` does the same silently.
+ * `metav1.CreateOptions.FieldValidation`): `Strict` refuses duplicate keys (400 `strict decoding
+ * error: duplicate field "metadata.name"`, found as the body is decoded, so before unknown fields)
+ * and unknown fields (400 `strict decoding error: unknown field "spec.foo"`), `Warn` keeps the
+ * last of duplicate keys, drops unknown fields and reports each in a `Warning: 299` response
+ * header, `Ignore` does the same silently.
  * The apiserver's default when the parameter is absent is `Warn`; Flotilla's is `Strict`, so that
  * a mistyped field is an error rather than a silent no-op (kubectl sends `Strict` by default
  * anyway). Dropping happens before the write, so a pruned body then goes through the same
