@@ -10,7 +10,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { decodeProtectedHeader, importJWK, jwtVerify, type JWK } from "jose";
-import { ApiError, conflict, forbidden, invalid, notFound, unauthorized, type Status } from "../src/k8s/errors.ts";
+import { ApiError, conflict, forbidden, invalid, notFound, tooManyRequests, unauthorized, type Status } from "../src/k8s/errors.ts";
 import { findCondition, rfc3339, setCondition, type KubeObject } from "../src/k8s/meta.ts";
 import { commitObject, database, listObjects } from "../src/k8s/store.ts";
 import { writeStored } from "../src/api/resources.ts";
@@ -142,6 +142,14 @@ function dropLegacyClusterId(obj: KubeObject): void {
 function sameJson(a: unknown, b: unknown): boolean {
   return JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
 }
+
+/**
+ * Most works long-polls one cluster may have waiting at once. Its agent holds one; the rest covers
+ * agent restarts, whose abandoned polls wait out their `waitSeconds` (at most 55).
+ */
+export const MAX_WORKS_WAITERS = 8;
+/** `Retry-After` of a works long-poll refused by {@link MAX_WORKS_WAITERS}, in seconds. */
+export const WORKS_RETRY_AFTER_SECONDS = 5;
 
 /** The per-cluster Durable Object. */
 export class ClusterObject extends DurableObject<Env> {
@@ -567,7 +575,8 @@ export class ClusterObject extends DurableObject<Env> {
     // A works long-poll whose ETag still matches waits here, outside the queue, so heartbeats and
     // other calls go on; any works change (or the start of a leave) ends the wait at once.
     if (action.action === "works" && result.ok && !(result.value as WorksState).changed && action.waitMs > 0) {
-      await this.waitForWorksChange(action.waitMs);
+      const refused = await this.waitForWorksChange(action.waitMs);
+      if (refused) return { ...refused, cost };
       const obj = this.object();
       const value: WorksState = obj ? this.worksState(obj, action.ifNoneMatch) : { ...(result.value as WorksState), leaving: true, changed: true };
       return { ok: true, value, cost };
@@ -592,12 +601,19 @@ export class ClusterObject extends DurableObject<Env> {
     for (const wake of waiters) wake();
   }
 
-  private waitForWorksChange(ms: number): Promise<void> {
+  /**
+   * Waits up to `ms` milliseconds for a works change; resolves null then, or at once with a 429
+   * TooManyRequests Status when {@link MAX_WORKS_WAITERS} long-polls of this cluster already wait.
+   */
+  private waitForWorksChange(ms: number): Promise<{ ok: false; status: Status } | null> {
+    if (this.worksWaiters.size >= MAX_WORKS_WAITERS) {
+      return Promise.resolve(errorResult(tooManyRequests(`too many works long-polls: ${MAX_WORKS_WAITERS} requests of this cluster already wait for a works change`, WORKS_RETRY_AFTER_SECONDS)));
+    }
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
         this.worksWaiters.delete(done);
-        resolve();
+        resolve(null);
       };
       const timer = setTimeout(done, ms);
       this.worksWaiters.add(done);

@@ -5,7 +5,7 @@
  */
 import type { Context } from "hono";
 import { z } from "zod";
-import { ApiError, badRequest, tooLarge, unsupportedMediaType, uriTooLong } from "../k8s/errors.ts";
+import { ApiError, badRequest, tooLarge, unsupportedMediaType, uriTooLong, type Status } from "../k8s/errors.ts";
 import { decodeJson, decodeYaml } from "../k8s/decode.ts";
 import { checkSchema, isJsonObject } from "../k8s/meta.ts";
 import type { WriteRequest } from "../k8s/write.ts";
@@ -67,11 +67,16 @@ export function checkRequestTarget(url: string): void {
   }
 }
 
-/** A JSON response carrying a Kubernetes Status for `err` (with `Retry-After`, in seconds, when the Status names one). */
+/** A JSON response carrying a Kubernetes Status for `err` (with `Retry-After` when the Status gives `details.retryAfterSeconds`). */
 export function statusResponse(err: ApiError): Response {
-  const headers: Record<string, string> = { "content-type": "application/json" };
-  if (err.details?.retryAfterSeconds !== undefined) headers["retry-after"] = String(err.details.retryAfterSeconds);
-  return new Response(JSON.stringify(err.toStatus()), { status: err.code, headers });
+  const status = err.toStatus();
+  return new Response(JSON.stringify(status), { status: err.code, headers: { "content-type": "application/json", ...retryAfter(status) } });
+}
+
+/** The `Retry-After` header of a Status, in seconds, as the apiserver sets it from `details.retryAfterSeconds`; empty when it has none. */
+export function retryAfter(status: Status): Record<string, string> {
+  const s = status.details?.retryAfterSeconds;
+  return s !== undefined && s > 0 ? { "retry-after": String(s) } : {};
 }
 
 /**

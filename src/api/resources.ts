@@ -9,7 +9,8 @@ import { alreadyExists, ApiError, badRequest, forbidden, methodNotAllowed, notFo
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { matches, parseSelector, SelectorParseError } from "../k8s/labels.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
-import { commitObject, database, getObject, listObjects } from "../k8s/store.ts";
+import { commitObject, database, getObject, listPage, needsRewrite } from "../k8s/store.ts";
+import { keyringOf } from "../k8s/encryption.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../k8s/write.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { findKind, KINDS, servedGroups } from "../kinds/index.ts";
@@ -22,7 +23,7 @@ import type { Env } from "../env.ts";
 import type { Result, WriteOutcome } from "../../durable-objects/cluster.ts";
 import { reschedule, triggerForWrite } from "../placement/triggers.ts";
 import { toTable, wantsTable } from "../k8s/table.ts";
-import { watchResponse } from "./watch.ts";
+import { clientOf, watchResponse } from "./watch.ts";
 import { afterCommit } from "../work/hooks.ts";
 import { dropUnknownFields, fieldValidationOf, unknownFieldMessages, warningHeader } from "./fieldvalidation.ts";
 import { decodeDelete, decodePatch, decodePathSegment, parseJson, readBody, requireJsonBody, statusResponse } from "./request.ts";
@@ -146,62 +147,82 @@ function selectorFilter(c: Ctx): (obj: KubeObject) => boolean {
   };
 }
 
+/** A store handle for a request: the D1 index with the keys that open encrypted fields. */
+function store(env: Env) {
+  return database(env.DB, keyringOf(env));
+}
+
 async function list(c: Ctx, t: Target): Promise<Response> {
   const filter = selectorFilter(c);
   const namespace = t.def.namespaced ? t.namespace || undefined : "";
   const watch = c.req.query("watch");
   if (watch === "true" || watch === "1") {
     return watchResponse(
-      database(c.env.DB),
+      store(c.env),
       t.def,
       namespace,
       filter,
       wantsTable(c.req.header("accept"))
         ? (o) => toTable(t.def, [present(t.def, o)], o.metadata.resourceVersion, c.req.query("includeObject"), Date.now())
         : (o) => present(t.def, o),
-      { resourceVersion: c.req.query("resourceVersion"), timeoutSeconds: c.req.query("timeoutSeconds"), allowWatchBookmarks: c.req.query("allowWatchBookmarks") === "true" },
+      {
+        resourceVersion: c.req.query("resourceVersion"),
+        timeoutSeconds: c.req.query("timeoutSeconds"),
+        allowWatchBookmarks: c.req.query("allowWatchBookmarks") === "true",
+        client: await clientOf(bearerToken(c) ?? ""),
+      },
       (p) => c.executionCtx.waitUntil(p),
     );
   }
-  const { items, resourceVersion } = await listObjects(database(c.env.DB), t.def, namespace);
-  const page = paginate(items.filter(filter), c.req.query("limit"), c.req.query("continue"));
+  const limit = limitOf(c.req.query("limit"));
+  const after = continueKey(c.req.query("continue"));
+  // As the apiserver: remainingItemCount only when no selector filters the rows.
+  const selected = Boolean(c.req.query("labelSelector") || c.req.query("fieldSelector"));
+  const page = await listPage(store(c.env), t.def, namespace, { after, limit, filter, countRemaining: !selected });
   const shown = page.items.map((o) => present(t.def, o));
-  const listMeta = { resourceVersion, ...(page.continue ? { continue: page.continue, remainingItemCount: page.remaining } : {}) };
+  const listMeta = {
+    resourceVersion: page.resourceVersion,
+    ...(page.next ? { continue: continueToken(page.next), ...(page.remaining !== undefined ? { remainingItemCount: page.remaining } : {}) } : {}),
+  };
   if (wantsTable(c.req.header("accept"))) {
-    const table = toTable(t.def, shown, resourceVersion, c.req.query("includeObject"), Date.now());
+    const table = toTable(t.def, shown, page.resourceVersion, c.req.query("includeObject"), Date.now());
     return json({ ...table, metadata: { ...table.metadata, ...listMeta } });
   }
   return json({ apiVersion: apiVersionOf(t.def), kind: t.def.listKind, metadata: listMeta, items: shown });
 }
 
 /**
- * Kubernetes list chunking (`limit` and `continue`, apiserver `ListOptions`): at most `limit`
- * items in (namespace, name) order, and a `continue` token naming the last one when more
- * remain. A continued list starts after that key in the current state (the apiserver serves a
- * snapshot at the first page's resourceVersion; here later writes may show up, which clients
- * that re-list tolerate). @throws ApiError 400 for a malformed limit or continue token
+ * Kubernetes list chunking (`limit`, apiserver `ListOptions`): absent, empty or 0 means no limit.
+ * @throws ApiError 400 for a value that is not a non-negative integer
  */
-function paginate(items: KubeObject[], limitParam: string | undefined, continueParam: string | undefined): { items: KubeObject[]; continue?: string; remaining?: number } {
-  const keyOf = (o: KubeObject) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
-  let rest = items;
-  if (continueParam) {
-    let after: unknown;
-    try {
-      after = (JSON.parse(atob(continueParam.replace(/-/g, "+").replace(/_/g, "/"))) as { start?: unknown }).start;
-    } catch {
-      after = undefined;
-    }
-    if (typeof after !== "string") throw badRequest("continue key is not valid: the token is malformed", "continue");
-    rest = [...items].sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0)).filter((o) => keyOf(o) > after);
-  }
-  if (limitParam === undefined || limitParam === "" || limitParam === "0") return { items: rest };
+function limitOf(limitParam: string | undefined): number | undefined {
+  if (limitParam === undefined || limitParam === "" || limitParam === "0") return undefined;
   const limit = Number(limitParam);
   if (!Number.isInteger(limit) || limit < 0) throw badRequest(`limit: Invalid value: ${JSON.stringify(limitParam)}: must be a non-negative integer`, "limit");
-  const sorted = continueParam ? rest : [...rest].sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0));
-  if (sorted.length <= limit) return { items: sorted };
-  const pageItems = sorted.slice(0, limit);
-  const token = btoa(JSON.stringify({ v: "flotilla.dev/v1", start: keyOf(pageItems[pageItems.length - 1]!) })).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-  return { items: pageItems, continue: token, remaining: sorted.length - limit };
+  return limit;
+}
+
+/**
+ * The `continue` token of a page that ends at `last`: base64url of `{"v":"flotilla.dev/v1","start":"<namespace>/<name>"}`.
+ * A continued list starts after that key in the current state (the apiserver serves a snapshot at
+ * the first page's resourceVersion; here later writes may show up, which clients that re-list tolerate).
+ */
+function continueToken(last: { namespace: string; name: string }): string {
+  return btoa(JSON.stringify({ v: "flotilla.dev/v1", start: `${last.namespace}/${last.name}` })).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+/** The key a `continue` token starts after (namespaces hold no `/`). @throws ApiError 400 for a malformed token */
+function continueKey(continueParam: string | undefined): { namespace: string; name: string } | undefined {
+  if (!continueParam) return undefined;
+  let start: unknown;
+  try {
+    start = (JSON.parse(atob(continueParam.replace(/-/g, "+").replace(/_/g, "/"))) as { start?: unknown }).start;
+  } catch {
+    start = undefined;
+  }
+  const slash = typeof start === "string" ? start.indexOf("/") : -1;
+  if (typeof start !== "string" || slash < 0) throw badRequest("continue key is not valid: the token is malformed", "continue");
+  return { namespace: start.slice(0, slash), name: start.slice(slash + 1) };
 }
 
 async function get(c: Ctx, t: Target): Promise<Response> {
@@ -212,7 +233,7 @@ async function get(c: Ctx, t: Target): Promise<Response> {
     if (!res.ok) return json(res.status, res.status.code);
     obj = res.value;
   } else {
-    obj = await getObject(database(c.env.DB), t.def, { namespace: t.namespace, name: t.name! });
+    obj = await getObject(store(c.env), t.def, { namespace: t.namespace, name: t.name! });
   }
   if (!obj) throw notFound(ref);
   if (wantsTable(c.req.header("accept"))) return json(toTable(t.def, [present(t.def, obj)], obj.metadata.resourceVersion, c.req.query("includeObject"), Date.now()));
@@ -250,14 +271,14 @@ export async function writeStored(
   extras?: Record<string, unknown>,
   known?: KubeObject,
 ): Promise<{ object: KubeObject | null; created: boolean }> {
-  const db = database(env.DB);
+  const db = store(env);
   const key = { namespace, name };
   let result: { object: KubeObject | null; created: boolean; before: KubeObject | null };
   for (let attempt = 0; ; attempt++) {
     const current = req.verb === "create" ? null : attempt === 0 && known ? known : await getObject(db, def, key);
     const ctx = { now: Date.now(), newUid: () => crypto.randomUUID(), extras };
     const { next, created } = computeWrite(def, key, current, req, ctx);
-    if (next === current) return { object: current, created };
+    if (next === current && !(current && needsRewrite(current))) return { object: current, created };
     if (next && def.finalize) await def.finalize(next, current, ctx);
     const settled = settleDeletion(next);
     const storeKey = { namespace, name: (settled ?? next ?? current)!.metadata.name };
@@ -343,7 +364,7 @@ async function writeDryRun(c: Ctx, t: Target, req: WriteRequest): Promise<Respon
       const res = (await c.env.CLUSTERS.getByName(name).get(name)) as Result<KubeObject>;
       current = res.ok ? res.value : null;
     } else {
-      current = await getObject(database(c.env.DB), t.def, { namespace: t.namespace, name });
+      current = await getObject(store(c.env), t.def, { namespace: t.namespace, name });
     }
   }
   const ref = { group: t.def.group, plural: t.def.plural, name };

@@ -162,8 +162,8 @@ export function uriTooLong(lengthBytes: number, limitBytes: number): ApiError {
 }
 
 /**
- * 429 TooManyRequests, as the apiserver's max-in-flight and priority-and-fairness filters answer:
- * `details.retryAfterSeconds` is sent as the `Retry-After` header (seconds).
+ * 429 TooManyRequests, as the apiserver answers a request over a limit: `retryAfterSeconds` (in
+ * seconds) goes into `details.retryAfterSeconds` and the `Retry-After` header.
  */
 export function tooManyRequests(message: string, retryAfterSeconds: number): ApiError {
   return new ApiError(429, "TooManyRequests", message, { retryAfterSeconds });

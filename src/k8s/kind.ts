@@ -62,6 +62,11 @@ export interface KindDefinition {
    * is null on create. May throw ApiError.
    */
   finalize?(obj: KubeObject, old: KubeObject | null, ctx: WriteContext): Promise<void>;
+  /**
+   * Top-level fields stored encrypted at rest (kube-apiserver's EncryptionConfiguration
+   * `resources`), each sealed as a whole by the D1 store (src/k8s/store.ts); e.g. a Secret's `data`.
+   */
+  encryptedFields?: string[];
   /** Strips fields that are stored but never served (e.g. a token's hash). */
   present?(obj: KubeObject): KubeObject;
 }

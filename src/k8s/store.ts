@@ -2,11 +2,17 @@
  * The D1 index: objects stored as JSON rows keyed by (resource, namespace, name), with a global
  * resourceVersion counter bumped in the same atomic `batch()` as every write. Optimistic
  * concurrency is a `WHERE resource_version = ?` on the row, so two writers never both win.
+ *
+ * The fields a kind lists in `encryptedFields` (a Secret's `data`) are sealed with the handle's
+ * keyring on every write (object and event rows alike) and opened on every read, as
+ * kube-apiserver's storage transformers do (src/k8s/encryption.ts); rows stored before encryption
+ * are read as they are and sealed on their next write.
  */
 import { and, eq, exists, lt, sql } from "drizzle-orm";
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
 import { counters, events, objects } from "../db/schema.ts";
-import { alreadyExists, conflict, notFound } from "./errors.ts";
+import { EncryptionError, isSealed, Keyring } from "./encryption.ts";
+import { alreadyExists, ApiError, conflict, notFound } from "./errors.ts";
 import { resourceKey, type KindDefinition } from "./kind.ts";
 import type { KubeObject } from "./meta.ts";
 
@@ -28,17 +34,82 @@ function fromRow(row: { body: string; resourceVersion: number }): KubeObject {
   return obj;
 }
 
-function toBody(obj: KubeObject): string {
+/** A drizzle handle on the D1 index, with the keyring that seals the fields a kind stores encrypted. */
+export type Database = DrizzleD1Database & { readonly keyring?: Keyring };
+
+const noKeys = new Keyring(undefined);
+/** Objects read with a field stored unsealed or sealed by a key other than the primary one. */
+const staleObjects = new WeakSet<KubeObject>();
+
+/**
+ * Whether `obj`, as read from the store, holds a field stored unencrypted or encrypted with a key
+ * other than the primary one: its next write is stored even when it changes nothing, as
+ * kube-apiserver's GuaranteedUpdate rewrites an object its transformer reports stale (how
+ * rewriting every Secret as read re-encrypts them after a key rotation, docs/encryption.md).
+ */
+export function needsRewrite(obj: KubeObject): boolean {
+  return staleObjects.has(obj);
+}
+
+/** What a sealed field is bound to (the additional authenticated data): `<group>/<plural>/<namespace>/<name>`. */
+function sealContext(def: KindDefinition, obj: KubeObject): string {
+  return `${resourceKey(def)}/${obj.metadata.namespace ?? ""}/${obj.metadata.name}`;
+}
+
+function transformError(def: KindDefinition, obj: KubeObject, verb: "encrypt" | "decrypt", e: unknown): unknown {
+  if (!(e instanceof EncryptionError)) return e;
+  const name = obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata.name;
+  return new ApiError(500, "InternalError", `Internal error occurred: unable to ${verb} ${def.plural} "${name}": ${e.message}`);
+}
+
+/** The row body of an object: without `metadata.resourceVersion`, its encrypted fields sealed. @throws ApiError 500 when they cannot be sealed */
+async function toBody(db: DrizzleD1Database, def: KindDefinition, obj: KubeObject): Promise<string> {
   const { resourceVersion: _rv, ...meta } = obj.metadata;
-  return JSON.stringify({ ...obj, metadata: meta });
+  const stored: Record<string, unknown> = { ...obj, metadata: meta };
+  for (const field of def.encryptedFields ?? []) {
+    if (stored[field] === undefined) continue;
+    try {
+      stored[field] = await ((db as Database).keyring ?? noKeys).seal(JSON.stringify(stored[field]), sealContext(def, obj));
+    } catch (e) {
+      throw transformError(def, obj, "encrypt", e);
+    }
+  }
+  return JSON.stringify(stored);
+}
+
+/** Opens the encrypted fields of an object read from a row (in place). @throws ApiError 500 when they cannot be opened */
+async function openFields(db: DrizzleD1Database, def: KindDefinition, obj: KubeObject): Promise<KubeObject> {
+  for (const field of def.encryptedFields ?? []) {
+    const value = obj[field];
+    if (value === undefined) continue;
+    if (!isSealed(value)) {
+      staleObjects.add(obj);
+      continue;
+    }
+    try {
+      const opened = await ((db as Database).keyring ?? noKeys).open(value, sealContext(def, obj));
+      obj[field] = JSON.parse(opened.plaintext);
+      if (opened.stale) staleObjects.add(obj);
+    } catch (e) {
+      throw transformError(def, obj, "decrypt", e);
+    }
+  }
+  return obj;
+}
+
+async function readRow(db: DrizzleD1Database, def: KindDefinition, row: { body: string; resourceVersion: number }): Promise<KubeObject> {
+  return openFields(db, def, fromRow(row));
 }
 
 const bumpCounter = sql`INSERT INTO counters (id, value) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET value = value + 1`;
 const counterValue = sql`(SELECT value FROM counters WHERE id = 1)`;
 
-/** Creates a drizzle handle on the D1 binding. */
-export function database(d1: D1Database): DrizzleD1Database {
-  return drizzle(d1);
+/**
+ * Creates a drizzle handle on the D1 binding. `keyring` (`keyringOf(env)`) is needed to read or
+ * write a kind with `encryptedFields`; without it such reads and writes fail with 500.
+ */
+export function database(d1: D1Database, keyring?: Keyring): Database {
+  return Object.assign(drizzle(d1), { keyring });
 }
 
 /**
@@ -50,7 +121,7 @@ export async function getObject(db: DrizzleD1Database, def: KindDefinition, key:
     .from(objects)
     .where(and(eq(objects.resource, resourceKey(def)), eq(objects.namespace, key.namespace), eq(objects.name, key.name)))
     .limit(1);
-  return rows[0] ? fromRow(rows[0]) : null;
+  return rows[0] ? readRow(db, def, rows[0]) : null;
 }
 
 /**
@@ -66,7 +137,100 @@ export async function listObjects(db: DrizzleD1Database, def: KindDefinition, na
     db.select({ body: objects.body, resourceVersion: objects.resourceVersion }).from(objects).where(where).orderBy(objects.namespace, objects.name),
     db.select({ value: counters.value }).from(counters).where(eq(counters.id, 1)),
   ]);
-  return { items: rows.map(fromRow), resourceVersion: String(counter[0]?.value ?? 0) };
+  return { items: await Promise.all(rows.map((r) => readRow(db, def, r))), resourceVersion: String(counter[0]?.value ?? 0) };
+}
+
+/** Options of {@link listPage}. */
+export interface PageOptions {
+  /** Start after this key (exclusive), in (namespace, name) order: where a `continue` token points. */
+  after?: StoreKey;
+  /** Most items to return; undefined for all of them. */
+  limit?: number;
+  /** Keeps only the objects it accepts (label and field selectors), read before decryption. */
+  filter?: (obj: KubeObject) => boolean;
+  /** Counts the rows after the page when more remain (`remainingItemCount`; one COUNT query). */
+  countRemaining?: boolean;
+}
+
+/** One page of a list. */
+export interface Page {
+  items: KubeObject[];
+  /** The collection's resourceVersion (the counter's value when the first rows were read). */
+  resourceVersion: string;
+  /** Set when rows remain after the page: the key of its last item, where the next page starts. */
+  next?: StoreKey;
+  /** Rows after the page (`countRemaining` and `next` only). */
+  remaining?: number;
+  /** Rows read from D1 for this page (what bounds its memory). */
+  rowsRead: number;
+}
+
+/** Largest number of rows one page reads in one query, and so holds at once besides its items. */
+export const LIST_CHUNK_ROWS = 500;
+
+/**
+ * Reads one page of a kind's objects in (namespace, name) order (etcd's key order), in one
+ * namespace or (namespace undefined) all, starting after `after`: keyset pagination in SQL
+ * (`(namespace, name) > (?, ?) ORDER BY namespace, name LIMIT n` on the primary key), so a page
+ * never holds more than `limit` items plus one chunk of at most {@link LIST_CHUNK_ROWS} rows. Without
+ * a filter one query of `limit + 1` rows answers, the extra row telling whether more remain; with a
+ * filter, chunks start at `limit + 1` rows and double until the page is full or the rows end, as
+ * kube-apiserver's etcd3 store pages a filtered list. The counter is read in the same batch as the
+ * first chunk; later chunks may show writes after it (the list is not a snapshot).
+ *
+ * @throws ApiError 500 when an encrypted field cannot be opened.
+ */
+export async function listPage(db: DrizzleD1Database, def: KindDefinition, namespace: string | undefined, opts: PageOptions = {}): Promise<Page> {
+  const scope = namespace === undefined ? eq(objects.resource, resourceKey(def)) : and(eq(objects.resource, resourceKey(def)), eq(objects.namespace, namespace));
+  const want = opts.limit ?? Infinity;
+  // In one namespace the key order is the name's (a row-value comparison there would sort).
+  const after = (key: StoreKey | undefined) =>
+    !key
+      ? scope
+      : namespace === undefined
+        ? and(scope, sql`(${objects.namespace}, ${objects.name}) > (${key.namespace}, ${key.name})`)
+        : key.namespace === namespace
+          ? and(scope, sql`${objects.name} > ${key.name}`)
+          : key.namespace < namespace
+            ? scope
+            : sql`0`;
+  const rowsAfter = (key: StoreKey | undefined, n: number) =>
+    db.select({ body: objects.body, resourceVersion: objects.resourceVersion }).from(objects).where(after(key)).orderBy(objects.namespace, objects.name).limit(n);
+  const keyOf = (o: KubeObject): StoreKey => ({ namespace: o.metadata.namespace ?? "", name: o.metadata.name });
+
+  const items: KubeObject[] = [];
+  let cursor = opts.after;
+  let chunk = Math.min(want + 1, LIST_CHUNK_ROWS);
+  let rowsRead = 0;
+  let resourceVersion: string | undefined;
+  for (;;) {
+    let rows: { body: string; resourceVersion: number }[];
+    if (resourceVersion === undefined) {
+      const [r, counter] = await db.batch([rowsAfter(cursor, chunk), db.select({ value: counters.value }).from(counters).where(eq(counters.id, 1))]);
+      rows = r;
+      resourceVersion = String(counter[0]?.value ?? 0);
+    } else {
+      rows = await rowsAfter(cursor, chunk);
+    }
+    rowsRead += rows.length;
+    for (const row of rows) {
+      if (items.length >= want) {
+        const next = keyOf(items[items.length - 1]!);
+        let remaining: number | undefined;
+        if (opts.countRemaining) {
+          const [count] = await db.select({ n: sql<number>`count(*)` }).from(objects).where(after(next));
+          remaining = count?.n ?? 0;
+        }
+        return { items, resourceVersion, next, remaining, rowsRead };
+      }
+      const obj = fromRow(row);
+      cursor = keyOf(obj);
+      if (!opts.filter || opts.filter(obj)) items.push(await openFields(db, def, obj));
+    }
+    if (rows.length < chunk) return { items, resourceVersion, rowsRead };
+    // A full page needs one more row to know whether more remain; otherwise read a larger chunk.
+    chunk = items.length >= want ? 1 : Math.min(chunk * 2, LIST_CHUNK_ROWS);
+  }
 }
 
 /**
@@ -80,7 +244,7 @@ export async function listObjectsNamed(db: DrizzleD1Database, def: KindDefinitio
     .from(objects)
     .where(and(eq(objects.resource, resourceKey(def)), eq(objects.name, name)))
     .orderBy(objects.namespace);
-  return rows.map(fromRow);
+  return Promise.all(rows.map((r) => readRow(db, def, r)));
 }
 
 function isUniqueViolation(e: unknown): boolean {
@@ -134,14 +298,14 @@ export async function commitObject(
     const last = await getObject(db, def, key);
     const [, , deleted] = await db.batch([
       db.run(bumpCounter),
-      event("DELETED", last ? toBody(last) : "{}", true),
+      event("DELETED", last ? await toBody(db, def, last) : "{}", true),
       db.delete(objects).where(current).returning({ name: objects.name }),
       ...prune,
     ]);
     if (deleted.length === 0) throw await stale();
     return null;
   }
-  const body = toBody(next);
+  const body = await toBody(db, def, next);
   if (expectedRv === null) {
     try {
       const [, inserted] = await db.batch([
@@ -193,7 +357,7 @@ export async function readEvents(db: DrizzleD1Database, def: KindDefinition, nam
     db.select({ value: counters.value }).from(counters).where(eq(counters.id, 1)),
   ]);
   return {
-    events: rows.map((r) => ({ type: r.type as WatchEvent["type"], object: fromRow({ body: r.body, resourceVersion: r.rv }) })),
+    events: await Promise.all(rows.map(async (r) => ({ type: r.type as WatchEvent["type"], object: await readRow(db, def, { body: r.body, resourceVersion: r.rv }) }))),
     latest: counter[0]?.value ?? 0,
   };
 }
