@@ -4,7 +4,7 @@
  */
 import { Hono } from "hono";
 import { ApiError } from "./k8s/errors.ts";
-import { statusResponse } from "./api/request.ts";
+import { checkRequestTarget, statusResponse } from "./api/request.ts";
 import { coreRoutes, resourceRoutes } from "./api/resources.ts";
 import { openapiRoutes } from "./api/openapi.ts";
 import { docsRoutes } from "./api/docs.ts";
@@ -40,6 +40,11 @@ export const VERSION = {
 /** Builds the hub's Hono app. */
 export function createApp(): Hono<{ Bindings: Env }> {
   const app = new Hono<{ Bindings: Env }>();
+  // Every path (API, agent, webhooks): an overlong target or a malformed escape is refused before routing.
+  app.use("*", async (c, next) => {
+    checkRequestTarget(c.req.url);
+    await next();
+  });
   app.get("/healthz", (c) => c.text("ok"));
   app.get("/livez", (c) => c.text("ok"));
   app.get("/readyz", (c) => c.text("ok"));

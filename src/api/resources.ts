@@ -23,8 +23,8 @@ import type { Result, WriteOutcome } from "../../durable-objects/cluster.ts";
 import { store, writeStored } from "../store/write.ts";
 import { toTable, wantsTable } from "../k8s/table.ts";
 import { clientOf, watchResponse } from "./watch.ts";
-import { dropUnknownFields, fieldValidationOf, unknownFieldWarnings } from "./fieldvalidation.ts";
-import { decodeDelete, decodePatch, parseJson, readBody, requireJsonBody, statusResponse } from "./request.ts";
+import { dropUnknownFields, fieldValidationOf, unknownFieldMessages, warningHeader } from "./fieldvalidation.ts";
+import { decodeDelete, decodePatch, decodePathSegment, parseJson, readBody, requireJsonBody, statusResponse } from "./request.ts";
 
 type Ctx = Context<{ Bindings: Env }>;
 
@@ -43,10 +43,13 @@ function json(body: unknown, status = 200): Response {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 }
 
-/** Parses the path after `/apis/{group}/{version}/`. @throws ApiError 404 */
-function resolve(group: string, version: string, rest: string[]): Target {
+/**
+ * Parses the (still percent-encoded) path segments after `/apis/{group}/{version}/`.
+ * @throws ApiError 404 (no such resource), 400 (malformed escape, invalid namespace)
+ */
+function resolve(group: string, version: string, encoded: string[]): Target {
   let namespace = "";
-  let parts = rest;
+  let parts = encoded.map(decodePathSegment);
   if (parts[0] === "namespaces" && parts.length >= 3) {
     namespace = parts[1]!;
     parts = parts.slice(2);
@@ -63,7 +66,7 @@ function resolve(group: string, version: string, rest: string[]): Target {
     if (errs.length > 0) throw badRequest(`invalid namespace ${JSON.stringify(namespace)}: ${errs.join("; ")}`, "metadata.namespace");
   }
   if (sub === "status" && !def.hasStatus) throw new ApiError(404, "NotFound", "the server could not find the requested resource");
-  return { def, namespace, name: name === undefined ? undefined : decodeURIComponent(name), subresource: sub as "status" | undefined };
+  return { def, namespace, name, subresource: sub as "status" | undefined };
 }
 
 let builtinsReady: Promise<void> | null = null;
@@ -229,15 +232,16 @@ async function get(c: Ctx, t: Target): Promise<Response> {
   return json(present(t.def, obj));
 }
 
-async function write(c: Ctx, t: Target, req: WriteRequest): Promise<Response> {
+/** Runs a decoded write; `warnings` (from decoding the body under `fieldValidation=Warn`) become `Warning` headers. */
+async function write(c: Ctx, t: Target, req: WriteRequest, warnings: string[] = []): Promise<Response> {
   if (t.def.systemOwned) throw methodNotAllowed(`${t.def.plural}.${t.def.group} are written by the hub's scheduler only`);
-  const dropped = dropUnknownFields(t.def.schema, req, req.verb === "delete" ? "Strict" : fieldValidationOf(c));
+  const mode = req.verb === "delete" ? "Strict" : fieldValidationOf(c);
+  const dropped = dropUnknownFields(t.def.schema, req, mode);
   const dryRun = c.req.queries("dryRun") ?? [];
   for (const v of dryRun) if (v !== "All") throw badRequest(`dryRun: Unsupported value: ${JSON.stringify(v)}: supported values: "All"`, "dryRun");
   const response = dryRun.length > 0 ? await writeDryRun(c, t, req) : await writeValidated(c, t, req);
-  if (dropped.length > 0 && c.req.query("fieldValidation") === "Warn") {
-    for (const w of unknownFieldWarnings(dropped)) response.headers.append("Warning", w);
-  }
+  if (mode === "Warn") warnings.push(...unknownFieldMessages(dropped));
+  for (const w of warnings) response.headers.append("Warning", warningHeader(w));
   return response;
 }
 
@@ -332,18 +336,19 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
   const rest = new URL(c.req.url).pathname.slice(prefix.length).split("/").filter((s) => s !== "");
   const t = resolve(group, version, rest);
   const method = c.req.method;
+  const warnings: string[] = [];
   if (method === "GET") return t.name === undefined ? list(c, t) : get(c, t);
   if (method === "POST") {
     if (t.name !== undefined) throw methodNotAllowed("POST is only allowed on a collection");
     requireJsonBody(c);
-    return write(c, t, { verb: "create", body: parseJson(await readBody(c)) });
+    return write(c, t, { verb: "create", body: parseJson(await readBody(c), fieldValidationOf(c), warnings) }, warnings);
   }
   if (t.name === undefined) throw methodNotAllowed(`${method} is not allowed on a collection`);
   if (method === "PUT") {
     requireJsonBody(c);
-    return write(c, t, { verb: "update", body: parseJson(await readBody(c)), subresource: t.subresource });
+    return write(c, t, { verb: "update", body: parseJson(await readBody(c), fieldValidationOf(c), warnings), subresource: t.subresource }, warnings);
   }
-  if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource));
+  if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource, warnings), warnings);
   if (method === "DELETE") {
     if (t.subresource) throw methodNotAllowed("DELETE is not allowed on the status subresource");
     return write(c, t, await decodeDelete(c));

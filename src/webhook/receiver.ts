@@ -26,6 +26,7 @@ import { and, eq, sql } from "drizzle-orm";
 import { objects } from "../db/schema.ts";
 import { ApiError, badRequest, methodNotAllowed, unauthorized, type StatusCause } from "../k8s/errors.ts";
 import { resourceKey, type KindDefinition } from "../k8s/kind.ts";
+import { decodeJson } from "../k8s/decode.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
 import { keyringOf } from "../k8s/encryption.ts";
 import { database, getObject } from "../k8s/store.ts";
@@ -102,7 +103,7 @@ function parsePayload(c: Ctx, body: Uint8Array): unknown {
     text = new URLSearchParams(text).get("payload") ?? "";
   }
   try {
-    return JSON.parse(text);
+    return decodeJson(text).value; // at most 100 levels deep: its values may be templated into a patch
   } catch (e) {
     throw badRequest(`the payload is not JSON: ${(e as Error).message}`);
   }
