@@ -257,7 +257,7 @@ export class ClusterObject extends DurableObject<Env> {
    */
   private async commit(current: KubeObject | null, next: KubeObject | null): Promise<KubeObject | null> {
     const name = (next ?? current)!.metadata.name;
-    const now = Date.now();
+    const now = clock.now();
     if (next) {
       dropLegacyClusterId(next);
       reconcileManagedCluster(next, now);
@@ -316,7 +316,7 @@ export class ClusterObject extends DurableObject<Env> {
     if (!marker) return;
     const mine = this.object();
     const row = await getObject(database(this.env.DB), ManagedClusterKind, { namespace: "", name: marker.name });
-    const now = Date.now();
+    const now = clock.now();
     if (row && (!mine || Number(row.metadata.resourceVersion) > Number(mine.metadata.resourceVersion))) {
       console.warn(`cluster ${marker.name}: took resourceVersion ${row.metadata.resourceVersion} from D1 after an interrupted commit`);
       this.writeState("object", row);
@@ -377,7 +377,7 @@ export class ClusterObject extends DurableObject<Env> {
   async write(name: string, req: WriteRequest): Promise<Result<WriteOutcome>> {
     return this.serial(async () => {
       try {
-        const now = Date.now();
+        const now = clock.now();
         const current = this.object();
         let base = current;
         // Leave (KubeFleet's leave, OCM's cleanup finalizer): an accepted cluster's agent must first
@@ -703,7 +703,7 @@ export class ClusterObject extends DurableObject<Env> {
    */
   private async finishLeave(current: KubeObject, reason: string, message: string): Promise<void> {
     const ended = structuredClone(current);
-    setCondition((statusOf(ended).conditions ??= []), { type: Conditions.Joined, status: "False", reason, message }, rfc3339(Date.now()));
+    setCondition((statusOf(ended).conditions ??= []), { type: Conditions.Joined, status: "False", reason, message }, rfc3339(clock.now()));
     const stored = (await this.commit(current, ended)) ?? current;
     const gone = structuredClone(stored);
     gone.metadata.finalizers = (gone.metadata.finalizers ?? []).filter((f) => f !== LEAVE_FINALIZER);
@@ -759,7 +759,7 @@ export class ClusterObject extends DurableObject<Env> {
     await this.serial(async () => {
       const current = this.object();
       if (!current) return;
-      const now = Date.now();
+      const now = clock.now();
       this.exec("DELETE FROM seen_jti WHERE exp < ?", now);
       const deadline = this.leaveDeadline(current);
       if (deadline !== null && now >= deadline) {

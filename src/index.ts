@@ -16,6 +16,7 @@ import { recoverAtStart } from "./store/outbox.ts";
 import "./placement/triggers.ts";
 import "./work/hooks.ts";
 import "./work/replicaset.ts";
+import { clock } from "./clock.ts";
 
 export { ClusterObject } from "../durable-objects/cluster.ts";
 export { SchedulerObject } from "../durable-objects/scheduler.ts";
@@ -71,7 +72,7 @@ const app = createApp();
 export default {
   fetch: (req: Request, env: Env, ctx: ExecutionContext) => {
     // What writes committed before this isolate started still owe runs in the background.
-    recoverAtStart(env, Date.now(), (p) => ctx.waitUntil(p));
+    recoverAtStart(env, clock.now(), (p) => ctx.waitUntil(p));
     return app.fetch(req, env, ctx);
   },
 } satisfies ExportedHandler<Env>;

@@ -177,7 +177,7 @@ async function list(c: Ctx, t: Target): Promise<Response> {
     ...(page.next ? { continue: continueToken(page.next), ...(page.remaining !== undefined ? { remainingItemCount: page.remaining } : {}) } : {}),
   };
   if (wantsTable(c.req.header("accept"))) {
-    const table = toTable(t.def, shown, page.resourceVersion, c.req.query("includeObject"), Date.now());
+    const table = toTable(t.def, shown, page.resourceVersion, c.req.query("includeObject"), clock.now());
     return json({ ...table, metadata: { ...table.metadata, ...listMeta } });
   }
   return json({ apiVersion: apiVersionOf(t.def), kind: t.def.listKind, metadata: listMeta, items: shown });

@@ -23,6 +23,7 @@ import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { EVENT_RETENTION, listPage, readEvents, type StoreKey } from "../k8s/store.ts";
 import { apiVersionOf } from "../k8s/kind.ts";
+import { clock } from "../clock.ts";
 
 /** Poll interval of the event log, in milliseconds. */
 export const WATCH_POLL_MS = 1000;
@@ -174,7 +175,7 @@ export function watchResponse(
         quietPolls = 0;
         await writer.write(encoder.encode("\n"));
       }
-      if (Date.now() + WATCH_POLL_MS > deadline || gone) return;
+      if (clock.now() + WATCH_POLL_MS > deadline || gone) return;
       await Promise.race([new Promise((r) => setTimeout(r, WATCH_POLL_MS)), closed]);
       if (gone) return;
     }

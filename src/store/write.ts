@@ -14,6 +14,7 @@ import { computeWrite, settleDeletion, type WriteRequest } from "../k8s/write.ts
 import type { Env } from "../env.ts";
 import { planHooks } from "./hooks.ts";
 import { OUTBOX_GRACE_MS, retryTime, runOwed, type OwedWork } from "./outbox.ts";
+import { clock } from "../clock.ts";
 
 /**
  * The D1 store of a Worker environment, with the keys that seal and open encrypted fields
@@ -163,7 +164,7 @@ async function commitWithRetries(
   const db = store(env);
   for (let attempt = 0; ; attempt++) {
     const current = req.verb === "create" ? null : attempt === 0 && known ? known : await getObject(db, def, key);
-    const now = Date.now();
+    const now = clock.now();
     const ctx = { now, newUid: () => crypto.randomUUID(), extras };
     const { next, created } = computeWrite(def, key, current, req, ctx);
     // A row sealed under an older key (or not at all) is written again even when nothing changed,
