@@ -12,4 +12,11 @@ export default tseslint.config(
       "@typescript-eslint/no-explicit-any": "error",
     },
   },
+  {
+    // Storage, controllers and Durable Objects never import the HTTP layer (src/api).
+    files: ["src/store/**", "src/k8s/**", "src/kinds/**", "src/work/**", "src/placement/**", "src/scheduling/**", "durable-objects/**"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: [{ regex: "^(\\.\\./)+(src/)?api/", message: "storage, controllers and Durable Objects must not import the HTTP layer (src/api)" }] }],
+    },
+  },
 );

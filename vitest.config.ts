@@ -12,6 +12,8 @@ export default defineConfig(async () => ({
         bindings: {
           TEST_MIGRATIONS: await readD1Migrations(path.join(import.meta.dirname, "migrations")),
           FLOTILLA_ADMIN_TOKEN: "test-admin-token",
+          // Encrypts Secrets at rest in the tests (AES-256; the ID "test1" is what stored values carry).
+          FLOTILLA_ENCRYPTION_KEYS: "test1:dGVzdC1rZXktdGhhdC1pcy0zMi1ieXRlcy1sb25nISE=",
         },
       },
     }),

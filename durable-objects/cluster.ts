@@ -1,21 +1,22 @@
 /**
- * ClusterObject: one Durable Object per member cluster (named by the cluster name). It is the
- * authority for the cluster's ManagedCluster object and holds its lease, its registered public
- * keys and its replay cache; it writes the ManagedCluster's projection to the D1 index only when
- * the object changes. The hub-side lease controller of OCM runs on its alarm (no scanning of all
+ * ClusterObject: one Durable Object per member cluster (named by the cluster name). It serves the
+ * cluster's ManagedCluster object and holds its lease, its registered public keys and its replay
+ * cache; a change of the object commits to the D1 index (the commit point) and then to this
+ * object's copy, only when the object changes (see `commit`). The hub-side lease controller of OCM runs on its alarm (no scanning of all
  * clusters anywhere).
  *
  * Every mutation runs through one queue, so writes to a cluster are serialised even across the
  * awaits on D1.
  */
 import { DurableObject } from "cloudflare:workers";
+import { and, eq, type SQL } from "drizzle-orm";
 import { decodeProtectedHeader, importJWK, jwtVerify, type JWK } from "jose";
-import { ApiError, conflict, forbidden, invalid, notFound, unauthorized, type Status } from "../src/k8s/errors.ts";
+import { ApiError, conflict, forbidden, invalid, notFound, tooManyRequests, unauthorized, type Status } from "../src/k8s/errors.ts";
 import { findCondition, rfc3339, setCondition, type KubeObject } from "../src/k8s/meta.ts";
-import { commitObject, database, listObjects } from "../src/k8s/store.ts";
-import { writeStored } from "../src/api/resources.ts";
-import { ManifestWorkKind } from "../src/kinds/manifestwork.ts";
-import { AddOnPlacementScoreKind } from "../src/kinds/placement.ts";
+import { database, getObject } from "../src/k8s/store.ts";
+import { commitChange, finishCommit } from "../src/store/write.ts";
+import { armSweep } from "../src/store/outbox.ts";
+import { clusterIdentities } from "../src/db/schema.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../src/k8s/write.ts";
 import {
   ACCEPT_KEY_ANNOTATION,
@@ -29,7 +30,7 @@ import {
   statusOf,
 } from "../src/kinds/managedcluster.ts";
 import type { Env } from "../src/env.ts";
-import { reschedule, triggerForCluster } from "../src/placement/triggers.ts";
+import { schedulingHook } from "../src/placement/triggers.ts";
 import { AGENT_AUDIENCE, CLOCK_SKEW_SECONDS, type Heartbeat } from "../src/agent/protocol.ts";
 import { INVALID_AGENT_CREDENTIAL } from "../src/auth/credentials.ts";
 import { checkTimes } from "../src/auth/keys.ts";
@@ -123,6 +124,9 @@ export interface LeaseRecord {
   toldSeconds: number;
 }
 
+/** The `state` row that marks a D1 commit in flight ({ name }), see `commit`. */
+const COMMITTING = "committing";
+
 /** How long a key replaced by rotation keeps working, in milliseconds. */
 export const ROTATION_OVERLAP_MS = 5 * 60 * 1000;
 
@@ -143,6 +147,14 @@ function sameJson(a: unknown, b: unknown): boolean {
   return JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
 }
 
+/**
+ * Most works long-polls one cluster may have waiting at once. Its agent holds one; the rest covers
+ * agent restarts, whose abandoned polls wait out their `waitSeconds` (at most 55).
+ */
+export const MAX_WORKS_WAITERS = 8;
+/** `Retry-After` of a works long-poll refused by {@link MAX_WORKS_WAITERS}, in seconds. */
+export const WORKS_RETRY_AFTER_SECONDS = 5;
+
 /** The per-cluster Durable Object. */
 export class ClusterObject extends DurableObject<Env> {
   private sql: SqlStorage;
@@ -156,6 +168,7 @@ export class ClusterObject extends DurableObject<Env> {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.createSchema();
+    if (this.readState(COMMITTING)) void ctx.blockConcurrencyWhile(() => this.repairFromIndex());
   }
 
   /** Creates this object's tables (again after a deleteAll). */
@@ -232,40 +245,97 @@ export class ClusterObject extends DurableObject<Env> {
   }
 
   /**
-   * Stores `next` as the cluster's object after running OCM's hub controllers on it, and writes
+   * Stores `next` as the cluster's object after running OCM's hub controllers on it, and commits
    * the D1 projection when it differs from `current`. Bumps `generation` when the spec changed.
+   *
+   * The D1 commit (src/store/write.ts `commitChange`) is the commit point and D1 the authority
+   * for the object: a `committing` marker is stored here before it and removed once this object
+   * stored the result, so an object that crashed in between finds the marker at its next load
+   * and takes the object from D1 ({@link repairFromIndex}); so does a commit that fails. What
+   * the write owes after the commit (the scheduler, the removed cluster's namespace) is in the
+   * commit's outbox row, run here once this object stored the result, and swept after a crash.
    */
   private async commit(current: KubeObject | null, next: KubeObject | null): Promise<KubeObject | null> {
     const name = (next ?? current)!.metadata.name;
-    const now = Date.now();
+    const now = clock.now();
     if (next) {
       dropLegacyClusterId(next);
       reconcileManagedCluster(next, now);
       if (current && !sameJson(next.spec, current.spec)) next.metadata.generation = (current.metadata.generation ?? 1) + 1;
       if (current && sameJson(next, current)) return current;
     }
-    const db = database(this.env.DB);
-    const expected = current ? Number(current.metadata.resourceVersion) : null;
+    this.writeState(COMMITTING, { name });
     this.cost.d1Queries += 1;
-    const stored = await commitObject(db, ManagedClusterKind, { namespace: "", name }, next, expected);
+    const db = database(this.env.DB);
+    // A removed cluster's identity row goes in the same batch as its object.
+    const removeIdentity = next ? undefined : (whileCurrent: SQL) => [db.delete(clusterIdentities).where(and(eq(clusterIdentities.name, name), whileCurrent))];
+    let committed;
+    try {
+      committed = await commitChange(this.env, ManagedClusterKind, { namespace: "", name }, current, next, now, removeIdentity);
+    } catch (e) {
+      // Refused (this copy was stale: D1 has another row) or unknown (D1 may have committed):
+      // either way D1 tells. If it cannot be read now, the marker stays for the next load.
+      await this.repairFromIndex().catch((err: unknown) => console.error(`cluster ${name}: could not compare with D1`, err));
+      throw e;
+    }
+    const stored = committed.object;
     if (stored) {
       this.writeState("object", stored);
+      this.exec("DELETE FROM state WHERE k = ?", COMMITTING);
       await this.afterChange(stored, now);
     } else {
+      await this.forget();
+    }
+    if (committed.owed) {
       this.cost.d1Queries += 1;
-      await this.env.DB.prepare("DELETE FROM cluster_identities WHERE name = ?").bind(name).run();
-      this.keyCache.clear();
-      this.alarmArmedAt = null;
-      await this.ctx.storage.deleteAlarm();
-      await this.ctx.storage.deleteAll();
-      this.createSchema();
+      if (committed.owed.hooks[schedulingHook.name] !== undefined) this.cost.schedulerRuns += 1;
     }
-    const trigger = triggerForCluster(current, stored);
-    if (trigger) {
-      this.cost.schedulerRuns += 1;
-      await reschedule(this.env, trigger);
-    }
+    await finishCommit(this.env, committed, now);
     return stored;
+  }
+
+  /** Drops everything this object holds for a removed cluster (its D1 row is gone already). */
+  private async forget(): Promise<void> {
+    this.keyCache.clear();
+    this.alarmArmedAt = null;
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    this.createSchema();
+  }
+
+  /**
+   * Makes this object agree with D1 after a crash between a D1 commit and the end of
+   * {@link commit} (the `committing` marker is still here): D1 is the authority, so a newer D1
+   * row replaces this object's copy (its lease alarm and, for a leave that started, the works
+   * ETag and leave deadline follow), and a row gone from D1 means the removal committed, so this
+   * object forgets the cluster. The outbox sweep is set, for the after-commit work the crashed
+   * commit owes. Runs before any call reaches the object (`blockConcurrencyWhile`).
+   */
+  private async repairFromIndex(): Promise<void> {
+    const marker = this.readState<{ name: string }>(COMMITTING);
+    if (!marker) return;
+    const mine = this.object();
+    const row = await getObject(database(this.env.DB), ManagedClusterKind, { namespace: "", name: marker.name });
+    const now = clock.now();
+    if (row && (!mine || Number(row.metadata.resourceVersion) > Number(mine.metadata.resourceVersion))) {
+      console.warn(`cluster ${marker.name}: took resourceVersion ${row.metadata.resourceVersion} from D1 after an interrupted commit`);
+      this.writeState("object", row);
+      this.exec("DELETE FROM state WHERE k = ?", COMMITTING);
+      await this.afterChange(row, now);
+      if (row.metadata.deletionTimestamp && !mine?.metadata.deletionTimestamp) {
+        await this.worksChanged();
+        const deadline = this.leaveDeadline(row);
+        if (deadline !== null) await this.armAlarm(deadline);
+      }
+    } else if (!row && mine) {
+      console.warn(`cluster ${marker.name}: its removal committed before an interruption; forgetting it`);
+      await this.forget();
+    } else {
+      this.exec("DELETE FROM state WHERE k = ?", COMMITTING);
+      return;
+    }
+    // The commit that was interrupted may owe after-commit work: its outbox row is swept.
+    await armSweep(this.env, now);
   }
 
   /** Starts the lease of a newly accepted cluster and keeps the alarm no later than its expiry. */
@@ -307,7 +377,7 @@ export class ClusterObject extends DurableObject<Env> {
   async write(name: string, req: WriteRequest): Promise<Result<WriteOutcome>> {
     return this.serial(async () => {
       try {
-        const now = Date.now();
+        const now = clock.now();
         const current = this.object();
         let base = current;
         // Leave (KubeFleet's leave, OCM's cleanup finalizer): an accepted cluster's agent must first
@@ -334,7 +404,6 @@ export class ClusterObject extends DurableObject<Env> {
           const deadline = this.leaveDeadline(stored);
           if (deadline !== null) await this.armAlarm(deadline);
         }
-        if (!stored && current) await this.removeClusterObjects(name);
         return { ok: true, value: { object: stored, created } };
       } catch (e) {
         return errorResult(e);
@@ -567,7 +636,8 @@ export class ClusterObject extends DurableObject<Env> {
     // A works long-poll whose ETag still matches waits here, outside the queue, so heartbeats and
     // other calls go on; any works change (or the start of a leave) ends the wait at once.
     if (action.action === "works" && result.ok && !(result.value as WorksState).changed && action.waitMs > 0) {
-      await this.waitForWorksChange(action.waitMs);
+      const refused = await this.waitForWorksChange(action.waitMs);
+      if (refused) return { ...refused, cost };
       const obj = this.object();
       const value: WorksState = obj ? this.worksState(obj, action.ifNoneMatch) : { ...(result.value as WorksState), leaving: true, changed: true };
       return { ok: true, value, cost };
@@ -592,12 +662,19 @@ export class ClusterObject extends DurableObject<Env> {
     for (const wake of waiters) wake();
   }
 
-  private waitForWorksChange(ms: number): Promise<void> {
+  /**
+   * Waits up to `ms` milliseconds for a works change; resolves null then, or at once with a 429
+   * TooManyRequests Status when {@link MAX_WORKS_WAITERS} long-polls of this cluster already wait.
+   */
+  private waitForWorksChange(ms: number): Promise<{ ok: false; status: Status } | null> {
+    if (this.worksWaiters.size >= MAX_WORKS_WAITERS) {
+      return Promise.resolve(errorResult(tooManyRequests(`too many works long-polls: ${MAX_WORKS_WAITERS} requests of this cluster already wait for a works change`, WORKS_RETRY_AFTER_SECONDS)));
+    }
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
         this.worksWaiters.delete(done);
-        resolve();
+        resolve(null);
       };
       const timer = setTimeout(done, ms);
       this.worksWaiters.add(done);
@@ -621,33 +698,16 @@ export class ClusterObject extends DurableObject<Env> {
    * Ends a leave: records how it ended in ManagedClusterJoined (reason ManagedClusterLeft or
    * ManagedClusterLeaveTimedOut; the DELETED watch event carries it), removes the ManagedCluster
    * (D1 row, identity, this object's storage; the scheduler drops it from every decision), then
-   * the objects in the cluster's namespace (ManifestWorks, AddOnPlacementScores).
+   * the objects in the cluster's namespace (ManifestWorks, AddOnPlacementScores; the removal's
+   * after-commit hook, src/work/hooks.ts).
    */
   private async finishLeave(current: KubeObject, reason: string, message: string): Promise<void> {
     const ended = structuredClone(current);
-    setCondition((statusOf(ended).conditions ??= []), { type: Conditions.Joined, status: "False", reason, message }, rfc3339(Date.now()));
+    setCondition((statusOf(ended).conditions ??= []), { type: Conditions.Joined, status: "False", reason, message }, rfc3339(clock.now()));
     const stored = (await this.commit(current, ended)) ?? current;
     const gone = structuredClone(stored);
     gone.metadata.finalizers = (gone.metadata.finalizers ?? []).filter((f) => f !== LEAVE_FINALIZER);
-    const name = current.metadata.name;
-    const after = await this.commit(stored, settleDeletion(gone));
-    if (!after) await this.removeClusterObjects(name);
-  }
-
-  /** Deletes the objects kept in a removed cluster's namespace (its works and add-on scores) through the generic write path. */
-  private async removeClusterObjects(name: string): Promise<void> {
-    const db = database(this.env.DB);
-    for (const def of [ManifestWorkKind, AddOnPlacementScoreKind]) {
-      this.cost.d1Queries += 1;
-      const { items } = await listObjects(db, def, name);
-      for (const obj of items) {
-        try {
-          await writeStored(this.env, def, name, obj.metadata.name, { verb: "delete" });
-        } catch (e) {
-          if (!(e instanceof ApiError && e.reason === "NotFound")) throw e;
-        }
-      }
-    }
+    await this.commit(stored, settleDeletion(gone));
   }
 
   /**
@@ -699,7 +759,7 @@ export class ClusterObject extends DurableObject<Env> {
     await this.serial(async () => {
       const current = this.object();
       if (!current) return;
-      const now = Date.now();
+      const now = clock.now();
       this.exec("DELETE FROM seen_jti WHERE exp < ?", now);
       const deadline = this.leaveDeadline(current);
       if (deadline !== null && now >= deadline) {

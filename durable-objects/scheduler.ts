@@ -1,15 +1,18 @@
 /**
  * SchedulerObject: the one Durable Object (named "scheduler") that runs the placement controller.
- * Writes that can change a placement's decisions call `reconcile` after they commit and wait for
- * it, so decisions are computed before the write returns. Runs are serialised and each applies
- * the triggering writes first, so no placement's decisions are computed from a state older than
- * the last write. Triggers that arrive during a run are merged into the next one.
+ * Writes that can change a placement's decisions run `reconcile` as their after-commit hook
+ * (src/placement/triggers.ts) and wait for it, so decisions are computed before the write
+ * returns. Runs are serialised and each applies the triggering writes first, so no placement's
+ * decisions are computed from a state older than the last write. Triggers that arrive during a
+ * run are merged into the next one. Every write of a run goes through the store's one write path
+ * (src/store/write.ts `commitChange`: outbox row, after-commit hooks).
  *
  * The object keeps its own view of what scheduling reads (src/placement/view.ts), in memory:
  * built from D1 on its first run after it starts (the cold start), then updated from the changes
  * each trigger carries and from its own writes. After the cold start a run reads D1 only for a
- * change that arrives without its object (one keyed read), for an object whose write conflicted
- * (read again, so the view never keeps a version D1 no longer has), and, at most every
+ * change that arrives without its object (one keyed read; e.g. a hook run again by the outbox
+ * sweep after a crash, whose stored plan holds only the object's key), for an object whose write
+ * conflicted (read again, so the view never keeps a version D1 no longer has), and, at most every
  * RESYNC_INTERVAL_MS, for the consistency check: the writes D1's events log holds after the view's
  * watermark, of which those the view missed (a trigger that never came) are read back and
  * scheduled as their trigger would have been (src/placement/view.ts `catchUp`). When the log no
@@ -21,20 +24,23 @@
  * scheduling run does not wait for them; `reconcile` resolves once they finished too, so a write
  * that moves decisions returns after the works followed.
  *
- * Toleration expiry (OCM's `tolerationSeconds` requeue) is a schedule table in this object's
- * SQLite with one alarm at the earliest due time: a placement is scheduled again at the moment a
- * toleration expires, not by polling. The same alarm runs the triggers accepted by `enqueue`
- * (stored in the `pending_triggers` table until their run succeeded), for writers that must not
- * wait for scheduling.
+ * One alarm, at the earliest of its timers (SQLite tables): toleration expiry (OCM's
+ * `tolerationSeconds` requeue; a placement is scheduled again at the moment a toleration
+ * expires, not by polling), the after-commit outbox sweep (src/store/outbox.ts), set while
+ * outbox rows are left to run again, and the triggers accepted by `enqueue` (stored in the
+ * `pending_triggers` table until their run succeeded), for writers that must not wait for
+ * scheduling.
  */
 import { DurableObject } from "cloudflare:workers";
 import { clock } from "../src/clock.ts";
-import { database } from "../src/k8s/store.ts";
-import { save } from "../src/placement/controller.ts";
+import type { Database } from "../src/k8s/store.ts";
+import { d1Writer } from "../src/placement/controller.ts";
 import { mergeTriggers, type RunResult, type Trigger } from "../src/placement/plan.ts";
 import { catchUp, runOnView, type SchedulerView } from "../src/placement/view.ts";
 import { d1ChangeLog, loadView, refreshStale, resolveTrigger } from "../src/placement/view-d1.ts";
 import { replicaSetsForPlacements } from "../src/work/replicaset.ts";
+import { finishCommit, store, type Committed } from "../src/store/write.ts";
+import { sweepOutbox } from "../src/store/outbox.ts";
 import type { Env } from "../src/env.ts";
 
 /** The name of the single scheduler object. */
@@ -43,15 +49,19 @@ export const SCHEDULER_NAME = "scheduler";
 /** How often (milliseconds, at most once per run) the view is checked against D1's events log. */
 export const RESYNC_INTERVAL_MS = 10_000;
 
+/** The timer (row of the `timers` table) of the after-commit outbox sweep. */
+const SWEEP_TIMER = "outbox-sweep";
+
 /** The placement scheduler Durable Object. */
 export class SchedulerObject extends DurableObject<Env> {
-  private pending: Trigger | null = null;
+  private pending: { trigger: Trigger; followAll: boolean } | null = null;
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS requeue (placement TEXT PRIMARY KEY, due INTEGER NOT NULL)");
-    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS pending_triggers (id INTEGER PRIMARY KEY AUTOINCREMENT, trigger TEXT NOT NULL)");
+    ctx.storage.sql.exec(`CREATE TABLE IF NOT EXISTS requeue (placement TEXT PRIMARY KEY, due INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS timers (purpose TEXT PRIMARY KEY, due INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS pending_triggers (id INTEGER PRIMARY KEY AUTOINCREMENT, trigger TEXT NOT NULL);`);
   }
 
   /**
@@ -70,11 +80,14 @@ export class SchedulerObject extends DurableObject<Env> {
 
   /**
    * Schedules again the placements `trigger` can affect and resolves once a run that started
-   * after this call has finished, and the replica sets following its decision changes too.
-   * Returns that run's result (placements scheduled, writes, placements whose decisions changed).
+   * after this call has finished, and the replica sets following its decision changes too
+   * (`followAll`: the replica sets of every placement the run scheduled or skipped, whether or
+   * not their decisions changed; used when a crashed write's trigger runs again). Returns that
+   * run's result (placements scheduled and skipped, writes, placements whose decisions changed,
+   * objects whose status it wrote).
    */
-  async reconcile(trigger: Trigger): Promise<RunResult> {
-    this.pending = this.pending ? mergeTriggers(this.pending, trigger) : trigger;
+  async reconcile(trigger: Trigger, followAll = false): Promise<RunResult> {
+    this.pending = this.pending ? { trigger: mergeTriggers(this.pending.trigger, trigger), followAll: this.pending.followAll || followAll } : { trigger, followAll };
     const run = this.queue.then(() => this.runPending());
     this.queue = run.catch(() => undefined);
     const { result, followUp } = await run;
@@ -82,7 +95,7 @@ export class SchedulerObject extends DurableObject<Env> {
     return result;
   }
 
-  private last: { result: RunResult; followUp: Promise<void> } = { result: { scheduled: [], skipped: [], writes: 0, requeue: {}, decisionsChanged: [] }, followUp: Promise.resolve() };
+  private last: { result: RunResult; followUp: Promise<void> } = { result: { scheduled: [], skipped: [], writes: 0, requeue: {}, decisionsChanged: [], statusWritten: [] }, followUp: Promise.resolve() };
   private view: SchedulerView | null = null;
   /** Every write up to this resourceVersion is in the view. */
   private watermark = 0;
@@ -90,17 +103,19 @@ export class SchedulerObject extends DurableObject<Env> {
   private syncedAt = -Infinity;
 
   private async runPending(): Promise<{ result: RunResult; followUp: Promise<void> }> {
-    let trigger = this.pending;
+    const pending = this.pending;
     this.pending = null;
-    if (!trigger) return this.last;
+    if (!pending) return this.last;
+    let trigger = pending.trigger;
     const now = clock.now();
-    const db = database(this.env.DB);
+    const db = store(this.env);
     if (!this.view || now - this.syncedAt >= RESYNC_INTERVAL_MS) trigger = await this.sync(db, trigger, now);
     const view = this.view!;
     await resolveTrigger(db, view, trigger);
+    const writer = d1Writer(this.env, now);
     let result: RunResult;
     try {
-      result = await runOnView(view, trigger, now, (def, current, next) => save(db, def, current, next));
+      result = await runOnView(view, trigger, now, writer.save);
     } finally {
       await refreshStale(db, view);
     }
@@ -111,12 +126,18 @@ export class SchedulerObject extends DurableObject<Env> {
       else sql.exec("INSERT INTO requeue (placement, due) VALUES (?, ?) ON CONFLICT (placement) DO UPDATE SET due = excluded.due", p, due);
     }
     await this.armAlarm();
-    this.last = { result, followUp: replicaSetsForPlacements(this.env, result.decisionsChanged) };
+    const follow = pending.followAll ? [...result.scheduled, ...result.skipped] : result.decisionsChanged;
+    this.last = { result, followUp: this.followUp(follow, writer.owing, now) };
     return this.last;
   }
 
+  /** What follows a run outside the queue: the replica sets of `placements`, and the after-commit work the run's own writes owe. */
+  private async followUp(placements: string[], owing: Committed[], now: number): Promise<void> {
+    await Promise.all([replicaSetsForPlacements(this.env, placements), ...owing.map((c) => finishCommit(this.env, c, now))]);
+  }
+
   /** Builds the view (cold start), or checks it against D1 and adds what it missed to `trigger`. */
-  private async sync(db: ReturnType<typeof database>, trigger: Trigger, now: number): Promise<Trigger> {
+  private async sync(db: Database, trigger: Trigger, now: number): Promise<Trigger> {
     if (this.view) {
       const caught = await catchUp(this.view, d1ChangeLog(db), this.watermark);
       if (caught) {
@@ -136,7 +157,7 @@ export class SchedulerObject extends DurableObject<Env> {
   private async armAlarm(): Promise<void> {
     const sql = this.ctx.storage.sql;
     const pending = sql.exec("SELECT 1 FROM pending_triggers LIMIT 1").toArray().length > 0;
-    const row = pending ? { due: clock.now() } : sql.exec<{ due: number }>("SELECT MIN(due) AS due FROM requeue").toArray()[0];
+    const row = pending ? { due: clock.now() } : sql.exec<{ due: number | null }>("SELECT MIN(due) AS due FROM (SELECT due FROM requeue UNION ALL SELECT due FROM timers)").toArray()[0];
     if (row?.due == null) {
       await this.ctx.storage.deleteAlarm();
       return;
@@ -145,15 +166,41 @@ export class SchedulerObject extends DurableObject<Env> {
     if (current !== row.due) await this.ctx.storage.setAlarm(Math.max(row.due, clock.now() + 1));
   }
 
-  /** Runs the placements whose toleration expired and the triggers `enqueue` stored. */
+  /**
+   * Sets the after-commit outbox sweep to run no later than `at` (epoch milliseconds); called
+   * when outbox rows are left (src/store/outbox.ts `armSweep`).
+   */
+  async sweepOutboxAt(at: number): Promise<void> {
+    this.ctx.storage.sql.exec("INSERT INTO timers (purpose, due) VALUES (?, ?) ON CONFLICT (purpose) DO UPDATE SET due = min(due, excluded.due)", SWEEP_TIMER, at);
+    await this.armAlarm();
+  }
+
+  /**
+   * Runs what is due: the outbox sweep (set again while rows are left), then, in one run, the
+   * placements whose toleration expired and the triggers `enqueue` stored. A requeue row and a
+   * stored trigger are removed only once that run succeeded (a requeue row of a placement that
+   * no longer exists too), so a crash during the run leaves them for the next alarm.
+   */
   override async alarm(): Promise<void> {
-    const sql = this.ctx.storage.sql;
     const now = clock.now();
+    const sql = this.ctx.storage.sql;
+    const sweep = sql.exec<{ due: number }>("SELECT due FROM timers WHERE purpose = ? AND due <= ?", SWEEP_TIMER, now).toArray()[0];
+    if (sweep) {
+      sql.exec("DELETE FROM timers WHERE purpose = ?", SWEEP_TIMER);
+      try {
+        const { nextDue } = await sweepOutbox(this.env, now);
+        if (nextDue !== null) await this.sweepOutboxAt(nextDue);
+      } catch (e) {
+        console.error("outbox sweep failed; trying again in a minute", e);
+        await this.sweepOutboxAt(now + 60_000);
+      }
+    }
     const due = sql.exec<{ placement: string }>("SELECT placement FROM requeue WHERE due <= ?", now).toArray().map((r) => r.placement);
-    sql.exec("DELETE FROM requeue WHERE due <= ?", now);
     const stored = sql.exec<{ id: number; trigger: string }>("SELECT id, trigger FROM pending_triggers ORDER BY id").toArray();
     if (due.length > 0 || stored.length > 0) {
       await this.reconcile(stored.reduce<Trigger>((t, r) => mergeTriggers(t, JSON.parse(r.trigger) as Trigger), { placements: due }));
+      // Rows of placements that no longer exist (the run did not schedule them) are due still.
+      for (const p of due) sql.exec("DELETE FROM requeue WHERE placement = ? AND due <= ?", p, now);
       if (stored.length > 0) sql.exec("DELETE FROM pending_triggers WHERE id <= ?", stored[stored.length - 1]!.id);
     }
     await this.armAlarm();

@@ -3,7 +3,7 @@
  * process, for end-to-end tests and benchmarks, and a small admin client for it.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { request as httpsRequest } from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -24,6 +24,8 @@ export interface HubOptions {
   startTimeoutMs?: number;
   /** Serve HTTPS with the local CA (`FLOTILLA_HTTPS=1`). */
   https?: boolean;
+  /** Port to listen on (default: a free one); a restarted hub takes its predecessor's. */
+  port?: number;
 }
 
 /** A running hub. */
@@ -33,6 +35,10 @@ export interface Hub {
   stateDir: string;
   /** The local CA certificate file when the hub serves HTTPS. */
   caFile?: string;
+  /** Process ID of `node scripts/start.mjs`. */
+  pid: number;
+  /** The exit code of `npm start` once it exited (null while it runs, or when a signal ended it). */
+  exitCode(): number | null;
   /** Everything the hub printed so far. */
   output(): string;
   /** Stops the hub (SIGTERM, then SIGKILL after 5 s). */
@@ -69,7 +75,7 @@ function stopProcess(child: ChildProcess): Promise<void> {
  * @throws Error when the hub exits or does not answer within `startTimeoutMs`.
  */
 export async function startHub(opts: HubOptions = {}): Promise<Hub> {
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   const stateDir = opts.stateDir ?? mkdtempSync(path.join(tmpdir(), "flotilla-hub-"));
   const adminToken = `admin-${Math.random().toString(36).slice(2)}`;
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), FLOTILLA_STATE_DIR: stateDir, FLOTILLA_ADMIN_TOKEN: adminToken };
@@ -97,7 +103,32 @@ export async function startHub(opts: HubOptions = {}): Promise<Hub> {
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-  return { url, adminToken, stateDir, caFile, output: () => out, stop: () => stopProcess(child) };
+  return { url, adminToken, stateDir, caFile, pid: child.pid!, exitCode: () => child.exitCode, output: () => out, stop: () => stopProcess(child) };
+}
+
+/**
+ * The process IDs of the workerd processes a hub runs (descendants of its `npm start` process),
+ * read from Linux's /proc: what a test kills to crash the hub.
+ */
+export function workerdPids(hub: Pick<Hub, "pid">): number[] {
+  const parent = new Map<number, number>();
+  const cmd = new Map<number, string>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // The command name in /proc/<pid>/stat is parenthesised and may hold spaces: the fields after it are fixed.
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      parent.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+      cmd.set(Number(entry), readFileSync(`/proc/${entry}/cmdline`, "utf8"));
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  const descends = (pid: number): boolean => {
+    for (let p = parent.get(pid); p !== undefined && p > 1; p = parent.get(p)) if (p === hub.pid) return true;
+    return false;
+  };
+  return [...parent.keys()].filter((pid) => descends(pid) && /(^|\/)workerd\0/.test(cmd.get(pid) ?? ""));
 }
 
 /** A response of the admin API: HTTP status and parsed JSON body. */

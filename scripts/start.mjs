@@ -1,21 +1,57 @@
 #!/usr/bin/env node
 // Runs the Flotilla hub locally: applies the D1 migrations to the local database, then starts
-// `wrangler dev` (workerd) on 127.0.0.1. Contract (../shared/reference/contract.md):
+// `wrangler dev` (workerd) on 127.0.0.1 and keeps it alive. Contract (../shared/reference/contract.md):
 //   PORT                         port to listen on (default 8787)
 //   FLOTILLA_STATE_DIR           where state persists (default .wrangler/state)
 //   FLOTILLA_ADMIN_TOKEN         the admin token; otherwise one is generated once into the
 //                                state folder and printed at start
+//   FLOTILLA_ENCRYPTION_KEYS     the keys that encrypt Secrets at rest (`id:base64key,...`, the
+//                                first encrypts, all decrypt); otherwise one AES-256 key is
+//                                generated once into <state>/encryption-keys
 //   FLOTILLA_LEASE_GRACE_MULTIPLIER  lease grace multiplier (default 5, OCM's)
 //   FLOTILLA_LEAVE_TIMEOUT_SECONDS   how long a deleted cluster waits for its agent to leave (default 900)
 //   FLOTILLA_HTTPS=1             serve HTTPS with a certificate for 127.0.0.1 and localhost signed
 //                                by a local CA generated once into <state>/tls (ca.crt)
 // Extra arguments are passed to `wrangler dev`.
+//
+// Secrets never appear on a command line: the Worker's variables go to wrangler through an env
+// file in the state folder (<state>/hub.env, mode 0600, rewritten at every start), which
+// `wrangler dev --env-file` reads.
+//
+// Supervision: once the hub answered, `/livez` is probed every PROBE_INTERVAL_MS with a
+// PROBE_TIMEOUT_MS timeout. After PROBE_FAILURES consecutive failures (workerd crashed and
+// wrangler's own restart left the hub hanging, as it does when the entry workerd dies), or when
+// wrangler exits by itself, wrangler and its workerd processes are stopped and wrangler is started
+// again on the same state folder, after a backoff (1 s, doubling, at most 30 s). More than
+// MAX_RESTARTS restarts within RESTART_WINDOW_MS ends `npm start` with exit code 1, so that a
+// supervisor (systemd, a container runtime) takes over. A first start where wrangler exits before
+// the hub ever answered (a port in use, bad arguments) ends `npm start` at once with its code.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensureLocalTls } from "./tls.mjs";
+
+/** Interval between two `/livez` probes, in milliseconds. */
+const PROBE_INTERVAL_MS = 2_000;
+/** A probe that has not answered 200 within this many milliseconds failed. */
+const PROBE_TIMEOUT_MS = 3_000;
+/** Consecutive failed probes after which the hub counts as dead. */
+const PROBE_FAILURES = 3;
+/** How long a (re)started wrangler may take to answer its first probe, in milliseconds. */
+const START_TIMEOUT_MS = 180_000;
+/** Restarts allowed within RESTART_WINDOW_MS before giving up with exit code 1. */
+const MAX_RESTARTS = 5;
+/** The window of MAX_RESTARTS, in milliseconds (10 minutes). */
+const RESTART_WINDOW_MS = 10 * 60_000;
+/** First restart backoff and its cap, in milliseconds (doubling in between). */
+const BACKOFF_MS = 1_000;
+const BACKOFF_CAP_MS = 30_000;
+/** How long wrangler gets to stop after SIGTERM before its process group is killed, in milliseconds. */
+const STOP_GRACE_MS = 5_000;
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const stateDir = path.resolve(process.env.FLOTILLA_STATE_DIR || path.join(root, ".wrangler", "state"));
@@ -23,17 +59,25 @@ const port = process.env.PORT || "8787";
 const wrangler = path.join(root, "node_modules", "wrangler", "bin", "wrangler.js");
 mkdirSync(stateDir, { recursive: true });
 
-let adminToken = process.env.FLOTILLA_ADMIN_TOKEN;
-const tokenFile = path.join(stateDir, "admin-token");
-if (!adminToken) {
-  if (existsSync(tokenFile)) adminToken = readFileSync(tokenFile, "utf8").trim();
-  else {
-    adminToken = randomBytes(24).toString("hex");
-    writeFileSync(tokenFile, `${adminToken}\n`, { mode: 0o600 });
-  }
+/** A value from the environment, or one generated once into `<state>/<file>` (mode 0600). */
+function kept(envValue, file, generate) {
+  if (envValue) return envValue;
+  const p = path.join(stateDir, file);
+  if (existsSync(p)) return readFileSync(p, "utf8").trim();
+  const value = generate();
+  writeFileSync(p, `${value}\n`, { mode: 0o600 });
+  return value;
 }
 
-const env = { ...process.env, WRANGLER_SEND_METRICS: "false", CI: process.env.CI ?? "true" };
+const adminToken = kept(process.env.FLOTILLA_ADMIN_TOKEN, "admin-token", () => randomBytes(24).toString("hex"));
+// AES-256-GCM, as kube-apiserver's EncryptionConfiguration `aesgcm` provider (src/k8s/encryption.ts).
+const encryptionKeys = kept(process.env.FLOTILLA_ENCRYPTION_KEYS, "encryption-keys", () => `key1:${randomBytes(32).toString("base64")}`);
+
+// wrangler itself gets no FLOTILLA_* variable: the Worker reads its settings from the env file.
+const env = {};
+for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("FLOTILLA_")) env[k] = v;
+Object.assign(env, { WRANGLER_SEND_METRICS: "false", CI: process.env.CI ?? "true" });
+
 const migrate = spawnSync(process.execPath, [wrangler, "d1", "migrations", "apply", "DB", "--local", "--persist-to", stateDir], {
   cwd: root,
   env,
@@ -53,17 +97,144 @@ if (https) {
   tlsArgs.push("--local-protocol", "https", "--https-key-path", tls.key, "--https-cert-path", tls.cert);
 }
 
-const vars = ["--var", `FLOTILLA_ADMIN_TOKEN:${adminToken}`];
-if (process.env.FLOTILLA_LEAVE_TIMEOUT_SECONDS) vars.push("--var", `LEAVE_TIMEOUT_SECONDS:${process.env.FLOTILLA_LEAVE_TIMEOUT_SECONDS}`);
-if (process.env.FLOTILLA_LEASE_GRACE_MULTIPLIER) vars.push("--var", `LEASE_GRACE_MULTIPLIER:${process.env.FLOTILLA_LEASE_GRACE_MULTIPLIER}`);
-const args = [wrangler, "dev", "--ip", "127.0.0.1", "--port", port, "--persist-to", stateDir, "--show-interactive-dev-session=false", ...tlsArgs, ...vars, ...process.argv.slice(2)];
+/** One dotenv line `KEY='value'` (single quotes are literal in dotenv). @throws Error for a value dotenv cannot carry */
+function dotenvLine(key, value) {
+  if (/['\r\n]/.test(value)) throw new Error(`${key} must not contain a single quote or a line break`);
+  return `${key}='${value}'\n`;
+}
 
-console.log(`Flotilla hub: ${https ? "https" : "http"}://127.0.0.1:${port}`);
+const vars = { FLOTILLA_ADMIN_TOKEN: adminToken, FLOTILLA_ENCRYPTION_KEYS: encryptionKeys };
+if (process.env.FLOTILLA_LEAVE_TIMEOUT_SECONDS) vars.LEAVE_TIMEOUT_SECONDS = process.env.FLOTILLA_LEAVE_TIMEOUT_SECONDS;
+if (process.env.FLOTILLA_LEASE_GRACE_MULTIPLIER) vars.LEASE_GRACE_MULTIPLIER = process.env.FLOTILLA_LEASE_GRACE_MULTIPLIER;
+const envFile = path.join(stateDir, "hub.env");
+try {
+  if (existsSync(envFile)) chmodSync(envFile, 0o600);
+  writeFileSync(envFile, Object.entries(vars).map(([k, v]) => dotenvLine(k, v)).join(""), { mode: 0o600 });
+} catch (e) {
+  process.stderr.write(`flotilla: ${e.message}\n`);
+  process.exit(1);
+}
+
+const args = [wrangler, "dev", "--ip", "127.0.0.1", "--port", port, "--persist-to", stateDir, "--env-file", envFile, "--show-interactive-dev-session=false", ...tlsArgs, ...process.argv.slice(2)];
+const url = `${https ? "https" : "http"}://127.0.0.1:${port}`;
+
+console.log(`Flotilla hub: ${url}`);
 if (tls) console.log(`Local CA:     ${tls.ca}`);
 console.log(`State:        ${stateDir}`);
 console.log(`Admin token:  ${adminToken}`);
 console.log(`              export FLOTILLA_ADMIN_TOKEN=${adminToken}`);
 
-const child = spawn(process.execPath, args, { cwd: root, env, stdio: "inherit" });
-for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => child.kill(sig));
-child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+const ca = tls ? readFileSync(tls.ca) : undefined;
+
+/** Resolves true when `GET /livez` answers 200 within PROBE_TIMEOUT_MS, else false. */
+function probe() {
+  return new Promise((resolve) => {
+    const req = (https ? httpsRequest : httpRequest)(`${url}/livez`, { method: "GET", ca, timeout: PROBE_TIMEOUT_MS }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode === 200));
+      res.on("error", () => resolve(false));
+    });
+    req.on("timeout", () => req.destroy(new Error("timeout")));
+    req.on("error", () => resolve(false));
+    req.end();
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+let child = null;
+let stopping = false;
+const restarts = [];
+
+/** Starts wrangler in its own process group (so that it and its workerd processes stop together). */
+function startWrangler() {
+  const proc = spawn(process.execPath, args, { cwd: root, env, stdio: "inherit", detached: process.platform !== "win32" });
+  proc.exited = new Promise((resolve) => proc.once("exit", (code, signal) => resolve({ code, signal })));
+  return proc;
+}
+
+/** Sends `signal` to wrangler's process group (wrangler and workerd), or to wrangler alone on Windows. */
+function signalGroup(proc, signal) {
+  try {
+    if (process.platform === "win32") proc.kill(signal);
+    else process.kill(-proc.pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/** Stops wrangler and its workerd processes: SIGTERM, then SIGKILL after STOP_GRACE_MS. */
+async function stopWrangler(proc) {
+  signalGroup(proc, "SIGTERM");
+  const timer = setTimeout(() => signalGroup(proc, "SIGKILL"), STOP_GRACE_MS);
+  await proc.exited;
+  clearTimeout(timer);
+  // workerd may outlive wrangler's exit by a moment: the group goes as a whole.
+  signalGroup(proc, "SIGKILL");
+}
+
+for (const sig of ["SIGINT", "SIGTERM"]) {
+  process.on(sig, async () => {
+    if (stopping) return;
+    stopping = true;
+    if (!child) process.exit(0);
+    const { code } = await (signalGroup(child, sig), child.exited);
+    signalGroup(child, "SIGKILL");
+    process.exit(code ?? 0);
+  });
+}
+process.on("exit", () => child && signalGroup(child, "SIGKILL"));
+
+/**
+ * Runs one wrangler until it is dead: resolves with the reason once it exited by itself, did not
+ * answer within START_TIMEOUT_MS, or failed PROBE_FAILURES probes in a row after answering;
+ * `exited` is wrangler's exit when it ended by itself before it ever answered.
+ */
+async function runUntilDead(proc) {
+  let exited = null;
+  void proc.exited.then((e) => (exited = e));
+  const startDeadline = Date.now() + START_TIMEOUT_MS;
+  let up = false;
+  let failures = 0;
+  const ended = () => ({ reason: `wrangler exited (${exited.signal ?? `code ${exited.code}`})`, exited: up ? null : exited });
+  for (;;) {
+    if (exited) return ended();
+    const ok = await probe();
+    if (stopping) return null;
+    if (exited) return ended();
+    if (ok) {
+      up = true;
+      failures = 0;
+    } else if (up && ++failures >= PROBE_FAILURES) {
+      return { reason: `the hub did not answer /livez ${PROBE_FAILURES} times in a row`, exited: null };
+    } else if (!up && Date.now() > startDeadline) {
+      return { reason: `the hub did not answer /livez within ${START_TIMEOUT_MS / 1000} seconds of starting`, exited: null };
+    }
+    await sleep(up ? PROBE_INTERVAL_MS : 500);
+  }
+}
+
+for (let first = true; ; first = false) {
+  child = startWrangler();
+  const dead = await runUntilDead(child);
+  if (stopping) break;
+  // A first start that fails by itself (a port in use, bad arguments) is not helped by restarts.
+  if (first && dead.exited) {
+    signalGroup(child, "SIGKILL");
+    process.exit(dead.exited.code || 1);
+  }
+  const { reason } = dead;
+  await stopWrangler(child);
+  if (stopping) break;
+  const now = Date.now();
+  while (restarts.length > 0 && restarts[0] < now - RESTART_WINDOW_MS) restarts.shift();
+  if (restarts.length >= MAX_RESTARTS) {
+    process.stderr.write(`flotilla: ${reason}; ${MAX_RESTARTS} restarts within ${RESTART_WINDOW_MS / 60_000} minutes already, giving up\n`);
+    process.exit(1);
+  }
+  restarts.push(now);
+  const backoff = Math.min(BACKOFF_MS * 2 ** (restarts.length - 1), BACKOFF_CAP_MS);
+  process.stderr.write(`flotilla: ${reason}; restarting wrangler on ${stateDir} in ${backoff / 1000} s (restart ${restarts.length} of ${MAX_RESTARTS})\n`);
+  await sleep(backoff);
+  if (stopping) break;
+}

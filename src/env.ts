@@ -16,6 +16,11 @@ export interface Env {
   REPLICASETS: DurableObjectNamespace<ReplicaSetObject>;
   /** The admin bearer token (set by `npm start`, or a secret when deployed). */
   FLOTILLA_ADMIN_TOKEN?: string;
+  /**
+   * The keys that encrypt Secrets at rest (a Worker secret): `id:base64key[,id:base64key...]`, AES
+   * keys of 16, 24 or 32 bytes; the first encrypts, all decrypt (src/k8s/encryption.ts).
+   */
+  FLOTILLA_ENCRYPTION_KEYS?: string;
   /** Grace multiplier: a lease not renewed for this many leaseDurationSeconds expires (OCM: 5). */
   LEASE_GRACE_MULTIPLIER?: string;
   /** How long a deleted cluster waits for its agent to confirm its leave, in seconds (default 900, KubeFleet's 15 minutes). */

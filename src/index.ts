@@ -4,13 +4,19 @@
  */
 import { Hono } from "hono";
 import { ApiError } from "./k8s/errors.ts";
-import { statusResponse } from "./api/request.ts";
+import { checkRequestTarget, statusResponse } from "./api/request.ts";
 import { coreRoutes, resourceRoutes } from "./api/resources.ts";
 import { openapiRoutes } from "./api/openapi.ts";
 import { docsRoutes } from "./api/docs.ts";
 import { agentRoutes } from "./agent/routes.ts";
 import { webhookRoutes } from "./webhook/receiver.ts";
 import type { Env } from "./env.ts";
+import { recoverAtStart } from "./store/outbox.ts";
+// The after-commit hooks (src/store/hooks.ts): each feature registers its own as it loads.
+import "./placement/triggers.ts";
+import "./work/hooks.ts";
+import "./work/replicaset.ts";
+import { clock } from "./clock.ts";
 
 export { ClusterObject } from "../durable-objects/cluster.ts";
 export { SchedulerObject } from "../durable-objects/scheduler.ts";
@@ -35,6 +41,11 @@ export const VERSION = {
 /** Builds the hub's Hono app. */
 export function createApp(): Hono<{ Bindings: Env }> {
   const app = new Hono<{ Bindings: Env }>();
+  // Every path (API, agent, webhooks): an overlong target or a malformed escape is refused before routing.
+  app.use("*", async (c, next) => {
+    checkRequestTarget(c.req.url);
+    await next();
+  });
   app.get("/healthz", (c) => c.text("ok"));
   app.get("/livez", (c) => c.text("ok"));
   app.get("/readyz", (c) => c.text("ok"));
@@ -59,5 +70,9 @@ export function createApp(): Hono<{ Bindings: Env }> {
 const app = createApp();
 
 export default {
-  fetch: (req: Request, env: Env, ctx: ExecutionContext) => app.fetch(req, env, ctx),
+  fetch: (req: Request, env: Env, ctx: ExecutionContext) => {
+    // What writes committed before this isolate started still owe runs in the background.
+    recoverAtStart(env, clock.now(), (p) => ctx.waitUntil(p));
+    return app.fetch(req, env, ctx);
+  },
 } satisfies ExportedHandler<Env>;

@@ -10,7 +10,7 @@ import { resourceKey } from "../k8s/kind.ts";
 import { checkSchema, type KubeObject } from "../k8s/meta.ts";
 import { database, getObject, listObjects } from "../k8s/store.ts";
 import { ManifestWorkKind, MANIFEST_LIMIT_BYTES } from "../kinds/manifestwork.ts";
-import { writeStored } from "../api/resources.ts";
+import { writeStored } from "../store/write.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { BootstrapTokenKind, parseToken, sha256Hex } from "../kinds/bootstraptoken.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
@@ -20,7 +20,7 @@ import { failureKeys, limitAuthFailures } from "../auth/ratelimit.ts";
 import { clock } from "../clock.ts";
 import type { AgentAction, Cost, RegistrationInfo, RegistrationOutcome, Result, WorksState } from "../../durable-objects/cluster.ts";
 import type { Env } from "../env.ts";
-import { parseJson, readBody, statusResponse } from "../api/request.ts";
+import { parseJson, readBody, retryAfter, statusResponse } from "../api/request.ts";
 import { HeartbeatSchema, KEY_TAG_RESPONSE_HEADER, LeftSchema, MAX_WORKS_WAIT_SECONDS, RegisterSchema, RotateKeySchema, WorkStatusReportSchema } from "./protocol.ts";
 
 type Ctx = Context<{ Bindings: Env }>;
@@ -157,7 +157,7 @@ async function getWorks(c: Ctx): Promise<Response> {
     throw badRequest(`waitSeconds: Invalid value: ${JSON.stringify(waitParam)}: must be an integer from 0 to ${MAX_WORKS_WAIT_SECONDS}`, "waitSeconds");
   }
   const res = await agentResult(c, { action: "works", ifNoneMatch: ifNoneMatch(c), waitMs: wait * 1000 });
-  if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers: costHeaders(res.cost) });
+  if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers: { ...costHeaders(res.cost), ...retryAfter(res.status) } });
   const state = res.value as WorksState;
   const etag = `"${state.etag}"`;
   if (!state.changed) {

@@ -1,19 +1,82 @@
 /**
- * Decoding HTTP requests into the generic write machinery's terms: bounded body reading (413),
+ * Decoding HTTP requests into the generic write machinery's terms: the request target (414,
+ * malformed escapes), bounded body reading (413), JSON and YAML bodies (depth, duplicate keys),
  * content types (415), query options, and Status responses.
  */
 import type { Context } from "hono";
-import { ApiError, badRequest, tooLarge, unsupportedMediaType } from "../k8s/errors.ts";
+import { z } from "zod";
+import { ApiError, badRequest, tooLarge, unsupportedMediaType, uriTooLong, type Status } from "../k8s/errors.ts";
+import { decodeJson, decodeYaml } from "../k8s/decode.ts";
+import { checkSchema, isJsonObject } from "../k8s/meta.ts";
 import type { WriteRequest } from "../k8s/write.ts";
+import { checkDuplicateFields, fieldValidationOf, type FieldValidation } from "./fieldvalidation.ts";
 
 /** Largest request body accepted, in bytes (Kubernetes' apiserver allows 3 MiB). */
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
 
-/** A JSON response carrying a Kubernetes Status for `err` (with `Retry-After`, in seconds, when the Status names one). */
+/**
+ * How much of a body past its limit is read and discarded before the 413 is answered, in bytes
+ * (100 MiB, the largest body Cloudflare's edge forwards on its Free and Pro plans). A request
+ * whose body is cut off while the client is still sending it gets its connection reset (wrangler
+ * dev's proxy and workerd close it with unread data) instead of the 413; past this much the body
+ * is cancelled anyway.
+ */
+const MAX_DRAIN_BYTES = 100 * 1024 * 1024;
+
+/**
+ * Longest request target (path and query) the hub reads, in bytes (8 KiB, the request line
+ * nginx and most proxies accept). Longer ones get 414 with a Status before any parameter is
+ * parsed. Longer still, the server in front answers 414 without a Status and the Worker never
+ * sees the request: workerd refuses targets of 65,535 bytes or more (`URI too long`, text/plain)
+ * and Cloudflare's edge URLs over 16 KB. kube-apiserver has no limit of its own below Go's
+ * 1 MiB of request line and headers (431).
+ */
+const MAX_REQUEST_TARGET_BYTES = 8 * 1024;
+
+/**
+ * Decodes one percent-encoded path segment (RFC 3986) to its UTF-8 text.
+ *
+ * @throws ApiError 400 BadRequest for a malformed escape (`%A`, `%zz`) or escapes that are not UTF-8 (`%E0%A4`).
+ */
+export function decodePathSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw badRequest(`malformed percent-encoding in the request path: ${JSON.stringify(segment.slice(0, 256))}`);
+  }
+}
+
+/**
+ * Checks a request's target before anything routes or parses it: at most
+ * {@link MAX_REQUEST_TARGET_BYTES} long (414), and every percent-escape of the path and of the
+ * query well-formed UTF-8 (400; Go's HTTP server answers a malformed escape with a bare 400).
+ *
+ * @throws ApiError 400, 414
+ */
+export function checkRequestTarget(url: string): void {
+  const u = new URL(url);
+  const target = u.pathname.length + u.search.length;
+  if (target > MAX_REQUEST_TARGET_BYTES) throw uriTooLong(target, MAX_REQUEST_TARGET_BYTES);
+  for (const segment of u.pathname.split("/")) decodePathSegment(segment);
+  for (const pair of u.search.slice(1).split("&")) {
+    try {
+      decodeURIComponent(pair.replace(/\+/g, " "));
+    } catch {
+      throw badRequest(`malformed percent-encoding in the query: ${JSON.stringify(pair.slice(0, 256))}`);
+    }
+  }
+}
+
+/** A JSON response carrying a Kubernetes Status for `err` (with `Retry-After` when the Status gives `details.retryAfterSeconds`). */
 export function statusResponse(err: ApiError): Response {
-  const headers: Record<string, string> = { "content-type": "application/json" };
-  if (err.details?.retryAfterSeconds !== undefined) headers["retry-after"] = String(err.details.retryAfterSeconds);
-  return new Response(JSON.stringify(err.toStatus()), { status: err.code, headers });
+  const status = err.toStatus();
+  return new Response(JSON.stringify(status), { status: err.code, headers: { "content-type": "application/json", ...retryAfter(status) } });
+}
+
+/** The `Retry-After` header of a Status, in seconds, as the apiserver sets it from `details.retryAfterSeconds`; empty when it has none. */
+export function retryAfter(status: Status): Record<string, string> {
+  const s = status.details?.retryAfterSeconds;
+  return s !== undefined && s > 0 ? { "retry-after": String(s) } : {};
 }
 
 /**
@@ -28,7 +91,9 @@ export async function readBody(c: Context, limit = MAX_BODY_BYTES): Promise<stri
 
 /**
  * Reads the request body as raw bytes (e.g. to check a signature over them), refusing more than
- * `limit` bytes (413) whether or not a Content-Length was sent.
+ * `limit` bytes (413) whether or not a Content-Length was sent. A body found too large while
+ * reading is drained (up to {@link MAX_DRAIN_BYTES}) before the 413, so that the client, still
+ * sending, reads the answer instead of a reset connection.
  *
  * @throws ApiError 413
  */
@@ -45,6 +110,11 @@ export async function readBodyBytes(c: Context, limit = MAX_BODY_BYTES): Promise
     if (done) break;
     size += value.byteLength;
     if (size > limit) {
+      for (let drained = size; drained <= MAX_DRAIN_BYTES; ) {
+        const next = await reader.read();
+        if (next.done) throw tooLarge(limit);
+        drained += next.value.byteLength;
+      }
       await reader.cancel();
       throw tooLarge(limit);
     }
@@ -60,17 +130,14 @@ export async function readBodyBytes(c: Context, limit = MAX_BODY_BYTES): Promise
 }
 
 /**
- * Parses a JSON body.
+ * Parses a JSON body (src/k8s/decode.ts: at most 100 levels deep) under a field validation
+ * directive for its duplicate keys: `Strict` (the default, and what the agent API always uses)
+ * refuses them, `Warn` adds a warning for each to `warnings`, `Ignore` keeps the last value.
  *
- * @throws ApiError 400 when the body is empty or not JSON.
+ * @throws ApiError 400 when the body is empty, too deep, not JSON, or has duplicate keys under Strict.
  */
-export function parseJson(text: string): unknown {
-  if (text.trim() === "") throw badRequest("the request body is empty");
-  try {
-    return JSON.parse(text);
-  } catch (e) {
-    throw badRequest(`error decoding JSON body: ${(e as Error).message}`);
-  }
+export function parseJson(text: string, mode: FieldValidation = "Strict", warnings?: string[]): unknown {
+  return checkDuplicateFields(decodeJson(text), mode, warnings);
 }
 
 function mediaType(c: Context): string {
@@ -86,31 +153,50 @@ export function requireJsonBody(c: Context): void {
 const PATCH_TYPES = ["application/merge-patch+json", "application/apply-patch+yaml", "application/json-patch+json", "application/strategic-merge-patch+json"];
 
 /**
- * Decodes a PATCH into a WriteRequest: merge patch, or server-side apply (`fieldManager` and
- * `force` from the query). JSON patch and strategic merge patch get 415, as the apiserver answers
- * for custom resources.
+ * Decodes a PATCH into a WriteRequest: merge patch (JSON), or server-side apply (YAML or JSON,
+ * decoded here with the same depth limit; `fieldManager` and `force` from the query). Duplicate
+ * keys follow the request's `fieldValidation` (warnings for Warn go to `warnings`). JSON patch and
+ * strategic merge patch get 415, as the apiserver answers for custom resources.
  *
- * @throws ApiError 400, 415
+ * @throws ApiError 400, 413, 415
  */
-export async function decodePatch(c: Context, subresource: "status" | undefined): Promise<WriteRequest> {
+export async function decodePatch(c: Context, subresource: "status" | undefined, warnings?: string[]): Promise<WriteRequest> {
   const t = mediaType(c);
   const force = c.req.query("force");
   const fieldManager = c.req.query("fieldManager");
   const forceValue = force === undefined ? undefined : force === "true";
   if (t === "application/merge-patch+json") {
-    return { verb: "patch", patchType: "merge", patch: parseJson(await readBody(c)), force: forceValue, subresource };
+    return { verb: "patch", patchType: "merge", patch: parseJson(await readBody(c), fieldValidationOf(c), warnings), force: forceValue, subresource };
   }
   if (t === "application/apply-patch+yaml" || t === "application/apply-patch+json") {
-    return { verb: "patch", patchType: "apply", patch: await readBody(c), fieldManager, force: forceValue, subresource };
+    const patch = checkDuplicateFields(decodeYaml(await readBody(c), MAX_BODY_BYTES), fieldValidationOf(c), warnings);
+    return { verb: "patch", patchType: "apply", patch, fieldManager, force: forceValue, subresource };
   }
   throw unsupportedMediaType(t || "(none)", PATCH_TYPES.slice(0, 2));
 }
 
-/** Decodes DeleteOptions preconditions from the body, if any. @throws ApiError 400 */
+/** The part of metav1.DeleteOptions the hub reads: `preconditions` (other fields are left alone). */
+const DeleteOptionsSchema = z.looseObject({
+  preconditions: z.strictObject({ uid: z.string().nullish(), resourceVersion: z.string().nullish() }).nullish(),
+});
+
+/**
+ * Decodes DeleteOptions preconditions from the body, if any: the body must be an object and its
+ * preconditions strings (kube-apiserver answers an undecodable DeleteOptions with 400).
+ * @throws ApiError 400
+ */
 export async function decodeDelete(c: Context): Promise<WriteRequest> {
   const text = await readBody(c);
   if (text.trim() === "") return { verb: "delete" };
-  const body = parseJson(text) as { preconditions?: { uid?: string; resourceVersion?: string } } | null;
-  if (body === null || typeof body !== "object") throw badRequest("DeleteOptions must be an object");
-  return { verb: "delete", preconditions: body.preconditions };
+  const body = parseJson(text);
+  if (!isJsonObject(body)) throw badRequest("DeleteOptions must be a JSON object");
+  const check = checkSchema(DeleteOptionsSchema, body);
+  const problems = [...check.unknownFields.map((f) => ({ field: f, message: `unknown field "${f}"` })), ...check.causes];
+  if (problems.length > 0) {
+    throw new ApiError(400, "BadRequest", `invalid DeleteOptions: ${problems.map((p) => `${p.field}: ${p.message}`).join(", ")}`, {
+      causes: problems.map((p) => ({ reason: "FieldValueInvalid", message: p.message, field: p.field })),
+    });
+  }
+  const pre = body.preconditions as { uid?: string | null; resourceVersion?: string | null } | null | undefined;
+  return { verb: "delete", preconditions: pre ? { uid: pre.uid ?? undefined, resourceVersion: pre.resourceVersion ?? undefined } : undefined };
 }

@@ -9,8 +9,8 @@ import { alreadyExists, ApiError, badRequest, forbidden, methodNotAllowed, notFo
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { matches, parseSelector, SelectorParseError } from "../k8s/labels.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
-import { commitObject, database, getObject, listObjects } from "../k8s/store.ts";
-import { computeWrite, settleDeletion, type WriteRequest } from "../k8s/write.ts";
+import { getObject, listPage } from "../k8s/store.ts";
+import { computeWrite, type WriteRequest } from "../k8s/write.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { findKind, KINDS, servedGroups } from "../kinds/index.ts";
 import { BUILTIN_CLUSTER_SETS, ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
@@ -20,12 +20,11 @@ import { failureKeys, limitAuthFailures } from "../auth/ratelimit.ts";
 import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
 import type { Result, WriteOutcome } from "../../durable-objects/cluster.ts";
-import { reschedule, triggerForWrite } from "../placement/triggers.ts";
+import { store, writeStored } from "../store/write.ts";
 import { toTable, wantsTable } from "../k8s/table.ts";
-import { watchResponse } from "./watch.ts";
-import { afterCommit } from "../work/hooks.ts";
-import { dropUnknownFields, fieldValidationOf, unknownFieldWarnings } from "./fieldvalidation.ts";
-import { decodeDelete, decodePatch, parseJson, readBody, requireJsonBody, statusResponse } from "./request.ts";
+import { clientOf, watchResponse } from "./watch.ts";
+import { dropUnknownFields, fieldValidationOf, unknownFieldMessages, warningHeader } from "./fieldvalidation.ts";
+import { decodeDelete, decodePatch, decodePathSegment, parseJson, readBody, requireJsonBody, statusResponse } from "./request.ts";
 
 type Ctx = Context<{ Bindings: Env }>;
 
@@ -44,10 +43,13 @@ function json(body: unknown, status = 200): Response {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 }
 
-/** Parses the path after `/apis/{group}/{version}/`. @throws ApiError 404 */
-function resolve(group: string, version: string, rest: string[]): Target {
+/**
+ * Parses the (still percent-encoded) path segments after `/apis/{group}/{version}/`.
+ * @throws ApiError 404 (no such resource), 400 (malformed escape, invalid namespace)
+ */
+function resolve(group: string, version: string, encoded: string[]): Target {
   let namespace = "";
-  let parts = rest;
+  let parts = encoded.map(decodePathSegment);
   if (parts[0] === "namespaces" && parts.length >= 3) {
     namespace = parts[1]!;
     parts = parts.slice(2);
@@ -64,20 +66,19 @@ function resolve(group: string, version: string, rest: string[]): Target {
     if (errs.length > 0) throw badRequest(`invalid namespace ${JSON.stringify(namespace)}: ${errs.join("; ")}`, "metadata.namespace");
   }
   if (sub === "status" && !def.hasStatus) throw new ApiError(404, "NotFound", "the server could not find the requested resource");
-  return { def, namespace, name: name === undefined ? undefined : decodeURIComponent(name), subresource: sub as "status" | undefined };
+  return { def, namespace, name, subresource: sub as "status" | undefined };
 }
 
 let builtinsReady: Promise<void> | null = null;
 
-/** Creates the built-in ManagedClusterSets `default` and `global` when absent (once per isolate). */
+/** Creates the built-in ManagedClusterSets `default` and `global` when absent (once per isolate), through the write path. */
 function ensureBuiltins(env: Env): Promise<void> {
   builtinsReady ??= (async () => {
-    const db = database(env.DB);
+    const db = store(env);
     for (const set of BUILTIN_CLUSTER_SETS) {
       if (await getObject(db, ManagedClusterSetKind, { namespace: "", name: set.name })) continue;
-      const { next } = computeWrite(ManagedClusterSetKind, { namespace: "", name: set.name }, null, { verb: "create", body: { metadata: { name: set.name }, spec: set.spec } }, { now: Date.now(), newUid: () => crypto.randomUUID() });
       try {
-        await commitObject(db, ManagedClusterSetKind, { namespace: "", name: set.name }, next, null);
+        await writeStored(env, ManagedClusterSetKind, "", set.name, { verb: "create", body: { metadata: { name: set.name }, spec: set.spec } });
       } catch (e) {
         if (!(e instanceof ApiError && e.reason === "AlreadyExists")) throw e;
       }
@@ -149,56 +150,71 @@ async function list(c: Ctx, t: Target): Promise<Response> {
   const watch = c.req.query("watch");
   if (watch === "true" || watch === "1") {
     return watchResponse(
-      database(c.env.DB),
+      store(c.env),
       t.def,
       namespace,
       filter,
       wantsTable(c.req.header("accept"))
         ? (o) => toTable(t.def, [present(t.def, o)], o.metadata.resourceVersion, c.req.query("includeObject"), Date.now())
         : (o) => present(t.def, o),
-      { resourceVersion: c.req.query("resourceVersion"), timeoutSeconds: c.req.query("timeoutSeconds"), allowWatchBookmarks: c.req.query("allowWatchBookmarks") === "true" },
+      {
+        resourceVersion: c.req.query("resourceVersion"),
+        timeoutSeconds: c.req.query("timeoutSeconds"),
+        allowWatchBookmarks: c.req.query("allowWatchBookmarks") === "true",
+        client: await clientOf(bearerToken(c) ?? ""),
+      },
       (p) => c.executionCtx.waitUntil(p),
     );
   }
-  const { items, resourceVersion } = await listObjects(database(c.env.DB), t.def, namespace);
-  const page = paginate(items.filter(filter), c.req.query("limit"), c.req.query("continue"));
+  const limit = limitOf(c.req.query("limit"));
+  const after = continueKey(c.req.query("continue"));
+  // As the apiserver: remainingItemCount only when no selector filters the rows.
+  const selected = Boolean(c.req.query("labelSelector") || c.req.query("fieldSelector"));
+  const page = await listPage(store(c.env), t.def, namespace, { after, limit, filter, countRemaining: !selected });
   const shown = page.items.map((o) => present(t.def, o));
-  const listMeta = { resourceVersion, ...(page.continue ? { continue: page.continue, remainingItemCount: page.remaining } : {}) };
+  const listMeta = {
+    resourceVersion: page.resourceVersion,
+    ...(page.next ? { continue: continueToken(page.next), ...(page.remaining !== undefined ? { remainingItemCount: page.remaining } : {}) } : {}),
+  };
   if (wantsTable(c.req.header("accept"))) {
-    const table = toTable(t.def, shown, resourceVersion, c.req.query("includeObject"), Date.now());
+    const table = toTable(t.def, shown, page.resourceVersion, c.req.query("includeObject"), clock.now());
     return json({ ...table, metadata: { ...table.metadata, ...listMeta } });
   }
   return json({ apiVersion: apiVersionOf(t.def), kind: t.def.listKind, metadata: listMeta, items: shown });
 }
 
 /**
- * Kubernetes list chunking (`limit` and `continue`, apiserver `ListOptions`): at most `limit`
- * items in (namespace, name) order, and a `continue` token naming the last one when more
- * remain. A continued list starts after that key in the current state (the apiserver serves a
- * snapshot at the first page's resourceVersion; here later writes may show up, which clients
- * that re-list tolerate). @throws ApiError 400 for a malformed limit or continue token
+ * Kubernetes list chunking (`limit`, apiserver `ListOptions`): absent, empty or 0 means no limit.
+ * @throws ApiError 400 for a value that is not a non-negative integer
  */
-function paginate(items: KubeObject[], limitParam: string | undefined, continueParam: string | undefined): { items: KubeObject[]; continue?: string; remaining?: number } {
-  const keyOf = (o: KubeObject) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
-  let rest = items;
-  if (continueParam) {
-    let after: unknown;
-    try {
-      after = (JSON.parse(atob(continueParam.replace(/-/g, "+").replace(/_/g, "/"))) as { start?: unknown }).start;
-    } catch {
-      after = undefined;
-    }
-    if (typeof after !== "string") throw badRequest("continue key is not valid: the token is malformed", "continue");
-    rest = [...items].sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0)).filter((o) => keyOf(o) > after);
-  }
-  if (limitParam === undefined || limitParam === "" || limitParam === "0") return { items: rest };
+function limitOf(limitParam: string | undefined): number | undefined {
+  if (limitParam === undefined || limitParam === "" || limitParam === "0") return undefined;
   const limit = Number(limitParam);
   if (!Number.isInteger(limit) || limit < 0) throw badRequest(`limit: Invalid value: ${JSON.stringify(limitParam)}: must be a non-negative integer`, "limit");
-  const sorted = continueParam ? rest : [...rest].sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0));
-  if (sorted.length <= limit) return { items: sorted };
-  const pageItems = sorted.slice(0, limit);
-  const token = btoa(JSON.stringify({ v: "flotilla.dev/v1", start: keyOf(pageItems[pageItems.length - 1]!) })).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-  return { items: pageItems, continue: token, remaining: sorted.length - limit };
+  return limit;
+}
+
+/**
+ * The `continue` token of a page that ends at `last`: base64url of `{"v":"flotilla.dev/v1","start":"<namespace>/<name>"}`.
+ * A continued list starts after that key in the current state (the apiserver serves a snapshot at
+ * the first page's resourceVersion; here later writes may show up, which clients that re-list tolerate).
+ */
+function continueToken(last: { namespace: string; name: string }): string {
+  return btoa(JSON.stringify({ v: "flotilla.dev/v1", start: `${last.namespace}/${last.name}` })).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+/** The key a `continue` token starts after (namespaces hold no `/`). @throws ApiError 400 for a malformed token */
+function continueKey(continueParam: string | undefined): { namespace: string; name: string } | undefined {
+  if (!continueParam) return undefined;
+  let start: unknown;
+  try {
+    start = (JSON.parse(atob(continueParam.replace(/-/g, "+").replace(/_/g, "/"))) as { start?: unknown }).start;
+  } catch {
+    start = undefined;
+  }
+  const slash = typeof start === "string" ? start.indexOf("/") : -1;
+  if (typeof start !== "string" || slash < 0) throw badRequest("continue key is not valid: the token is malformed", "continue");
+  return { namespace: start.slice(0, slash), name: start.slice(slash + 1) };
 }
 
 async function get(c: Ctx, t: Target): Promise<Response> {
@@ -209,80 +225,23 @@ async function get(c: Ctx, t: Target): Promise<Response> {
     if (!res.ok) return json(res.status, res.status.code);
     obj = res.value;
   } else {
-    obj = await getObject(database(c.env.DB), t.def, { namespace: t.namespace, name: t.name! });
+    obj = await getObject(store(c.env), t.def, { namespace: t.namespace, name: t.name! });
   }
   if (!obj) throw notFound(ref);
   if (wantsTable(c.req.header("accept"))) return json(toTable(t.def, [present(t.def, obj)], obj.metadata.resourceVersion, c.req.query("includeObject"), Date.now()));
   return json(present(t.def, obj));
 }
 
-/** Whether a failed write may be retried on a fresh read (no client precondition was given). */
-function retriable(req: WriteRequest): boolean {
-  if (req.verb === "delete") return !req.preconditions?.resourceVersion && !req.preconditions?.uid;
-  if (req.verb === "patch") {
-    const p = req.patchType === "merge" && isJsonObject(req.patch) ? req.patch : null;
-    return !(p && isJsonObject(p.metadata) && p.metadata.resourceVersion);
-  }
-  return false;
-}
-
-/**
- * Commits one write of a D1-stored kind (create, update, merge patch, apply, delete; main
- * resource or status) with the generic strategy, retrying on a stale read when the client gave
- * no precondition, then runs what the write triggers: the placement scheduler (before this
- * returns) and `afterCommit` (works delivery, replica sets). The admin API, controllers and
- * webhook receivers all write through here, so every write has the same effects.
- * Returns the stored object (null after a delete) and whether it was created.
- * `known` is the stored object as the caller just read it (a controller that listed it, or a
- * route that checked it): the first attempt uses it instead of reading it again, and the commit's
- * resourceVersion precondition still refuses it if it was stale (one D1 query less per write).
- * @throws ApiError (4xx) for a bad request, a conflict or a missing object; nothing is written then.
- */
-export async function writeStored(
-  env: Env,
-  def: KindDefinition,
-  namespace: string,
-  name: string,
-  req: WriteRequest,
-  extras?: Record<string, unknown>,
-  known?: KubeObject,
-): Promise<{ object: KubeObject | null; created: boolean }> {
-  const db = database(env.DB);
-  const key = { namespace, name };
-  let result: { object: KubeObject | null; created: boolean; before: KubeObject | null };
-  for (let attempt = 0; ; attempt++) {
-    const current = req.verb === "create" ? null : attempt === 0 && known ? known : await getObject(db, def, key);
-    const ctx = { now: Date.now(), newUid: () => crypto.randomUUID(), extras };
-    const { next, created } = computeWrite(def, key, current, req, ctx);
-    if (next === current) return { object: current, created };
-    if (next && def.finalize) await def.finalize(next, current, ctx);
-    const settled = settleDeletion(next);
-    const storeKey = { namespace, name: (settled ?? next ?? current)!.metadata.name };
-    try {
-      const stored = await commitObject(db, def, storeKey, settled, current ? Number(current.metadata.resourceVersion) : null);
-      result = { object: stored, created, before: current };
-      break;
-    } catch (e) {
-      if (e instanceof ApiError && e.reason === "Conflict" && retriable(req) && attempt < 4) continue;
-      throw e;
-    }
-  }
-  const written = result.object?.metadata.name ?? result.before?.metadata.name ?? name;
-  await reschedule(env, triggerForWrite(def, namespace, written));
-  await afterCommit(env, def, namespace, written, result.before, result.object);
-  // A delete answers with the object as it was (as the apiserver does).
-  return { object: result.object ?? result.before, created: result.created };
-}
-
-async function write(c: Ctx, t: Target, req: WriteRequest): Promise<Response> {
+/** Runs a decoded write; `warnings` (from decoding the body under `fieldValidation=Warn`) become `Warning` headers. */
+async function write(c: Ctx, t: Target, req: WriteRequest, warnings: string[] = []): Promise<Response> {
   if (t.def.systemOwned) throw methodNotAllowed(`${t.def.plural}.${t.def.group} are written by the hub's scheduler only`);
-  const dropped = dropUnknownFields(t.def.schema, req, req.verb === "delete" ? "Strict" : fieldValidationOf(c));
+  const mode = req.verb === "delete" ? "Strict" : fieldValidationOf(c);
+  const dropped = dropUnknownFields(t.def.schema, req, mode);
   const dryRun = c.req.queries("dryRun") ?? [];
   for (const v of dryRun) if (v !== "All") throw badRequest(`dryRun: Unsupported value: ${JSON.stringify(v)}: supported values: "All"`, "dryRun");
   const response = dryRun.length > 0 ? await writeDryRun(c, t, req) : await writeValidated(c, t, req);
-  if (dropped.length > 0 && c.req.query("fieldValidation") === "Warn") {
-    for (const w of unknownFieldWarnings(dropped)) response.headers.append("Warning", w);
-  }
+  if (mode === "Warn") warnings.push(...unknownFieldMessages(dropped));
+  for (const w of warnings) response.headers.append("Warning", warningHeader(w));
   return response;
 }
 
@@ -339,7 +298,7 @@ async function writeDryRun(c: Ctx, t: Target, req: WriteRequest): Promise<Respon
       const res = (await c.env.CLUSTERS.getByName(name).get(name)) as Result<KubeObject>;
       current = res.ok ? res.value : null;
     } else {
-      current = await getObject(database(c.env.DB), t.def, { namespace: t.namespace, name });
+      current = await getObject(store(c.env), t.def, { namespace: t.namespace, name });
     }
   }
   const ref = { group: t.def.group, plural: t.def.plural, name };
@@ -377,18 +336,19 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
   const rest = new URL(c.req.url).pathname.slice(prefix.length).split("/").filter((s) => s !== "");
   const t = resolve(group, version, rest);
   const method = c.req.method;
+  const warnings: string[] = [];
   if (method === "GET") return t.name === undefined ? list(c, t) : get(c, t);
   if (method === "POST") {
     if (t.name !== undefined) throw methodNotAllowed("POST is only allowed on a collection");
     requireJsonBody(c);
-    return write(c, t, { verb: "create", body: parseJson(await readBody(c)) });
+    return write(c, t, { verb: "create", body: parseJson(await readBody(c), fieldValidationOf(c), warnings) }, warnings);
   }
   if (t.name === undefined) throw methodNotAllowed(`${method} is not allowed on a collection`);
   if (method === "PUT") {
     requireJsonBody(c);
-    return write(c, t, { verb: "update", body: parseJson(await readBody(c)), subresource: t.subresource });
+    return write(c, t, { verb: "update", body: parseJson(await readBody(c), fieldValidationOf(c), warnings), subresource: t.subresource }, warnings);
   }
-  if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource));
+  if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource, warnings), warnings);
   if (method === "DELETE") {
     if (t.subresource) throw methodNotAllowed("DELETE is not allowed on the status subresource");
     return write(c, t, await decodeDelete(c));

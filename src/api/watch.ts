@@ -2,17 +2,28 @@
  * `watch=true` on a list: a stream of `{"type": "ADDED"|"MODIFIED"|"DELETED"|"BOOKMARK"|"ERROR",
  * "object": ...}` lines, as the apiserver sends them, read from the D1 event log. Without a
  * `resourceVersion` (or with "0") it starts with ADDED events for the current objects; from a
- * resourceVersion older than the kept log it sends an ERROR event with a 410 Expired Status, so
- * that clients (client-go reflectors, `kubectl get -w`, `kubectl wait`) list again.
+ * resourceVersion older than the kept log (or one whose events were encrypted with a key since
+ * dropped) it sends an ERROR event with a 410 Expired Status, so that clients (client-go
+ * reflectors, `kubectl get -w`, `kubectl wait`) list again; another failure ends the stream with an
+ * ERROR event carrying its Status.
  *
- * The log is polled every second (one D1 read per watcher per second).
+ * The log is polled every second (one D1 read per watcher per second). The initial ADDED events are
+ * read in pages of {@link WATCH_LIST_PAGE} objects, so a watch never holds the whole collection.
+ *
+ * One client (one bearer token) may hold at most {@link MAX_WATCHES_PER_CLIENT} watches open at
+ * once in one Worker isolate (the unit whose memory the watches share; `npm start` runs one);
+ * the next one is refused with 429 TooManyRequests and `Retry-After`, as the apiserver's
+ * max-in-flight filter refuses what exceeds its limits. A watch ends, and frees its place, when the
+ * client goes away (noticed at the next write: a quiet watch writes a newline every
+ * {@link WATCH_KEEPALIVE_POLLS} polls).
  */
 import type { DrizzleD1Database } from "drizzle-orm/d1";
-import { ApiError, badRequest } from "../k8s/errors.ts";
+import { ApiError, badRequest, tooManyRequests } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { EVENT_RETENTION, listObjects, readEvents } from "../k8s/store.ts";
+import { EVENT_RETENTION, listPage, readEvents, type StoreKey } from "../k8s/store.ts";
 import { apiVersionOf } from "../k8s/kind.ts";
+import { clock } from "../clock.ts";
 
 /** Poll interval of the event log, in milliseconds. */
 export const WATCH_POLL_MS = 1000;
@@ -20,12 +31,60 @@ export const WATCH_POLL_MS = 1000;
 export const MAX_WATCH_SECONDS = 1800;
 /** Interval between BOOKMARK events when the client allows them, in milliseconds. */
 const BOOKMARK_MS = 15_000;
+/**
+ * Idle polls after which a quiet watch writes a newline (JSON whitespace between events, which
+ * client-go's and client-node's decoders skip): a watch learns that its client went away only
+ * when a write fails (wrangler dev's proxy does not pass the disconnect on), so an abandoned watch
+ * frees its place within about this many seconds.
+ */
+export const WATCH_KEEPALIVE_POLLS = 10;
+/** Objects read per page for the initial ADDED events. */
+export const WATCH_LIST_PAGE = 500;
+/**
+ * Most watches one client may hold open at once in one isolate: room for a controller's informers
+ * on every kind, `kubectl get -w` sessions and a dashboard, while one client's idle watches (one
+ * D1 read per second each) stay bounded.
+ */
+export const MAX_WATCHES_PER_CLIENT = 50;
+/** `Retry-After` of a watch refused by {@link MAX_WATCHES_PER_CLIENT}, in seconds. */
+export const WATCH_RETRY_AFTER_SECONDS = 5;
+
+/** Open watches per client in this isolate. */
+const openWatches = new Map<string, number>();
+
+/**
+ * The identity a watch is counted under: the hex SHA-256 of the client's bearer token (the token
+ * itself is never kept).
+ */
+export async function clientOf(token: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token)));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Takes one of a client's watch places; returns its release (idempotent). @throws ApiError 429 when the client holds them all */
+function acquireWatch(client: string): () => void {
+  const held = openWatches.get(client) ?? 0;
+  if (held >= MAX_WATCHES_PER_CLIENT) {
+    throw tooManyRequests(`too many watches: this client already holds ${MAX_WATCHES_PER_CLIENT} open watches, the most allowed at once`, WATCH_RETRY_AFTER_SECONDS);
+  }
+  openWatches.set(client, held + 1);
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    const left = (openWatches.get(client) ?? 1) - 1;
+    if (left > 0) openWatches.set(client, left);
+    else openWatches.delete(client);
+  };
+}
 
 /** What a watch request asked for. */
 export interface WatchOptions {
   resourceVersion?: string;
   timeoutSeconds?: string;
   allowWatchBookmarks?: boolean;
+  /** Who is watching ({@link clientOf}), counted against {@link MAX_WATCHES_PER_CLIENT}. */
+  client: string;
 }
 
 /**
@@ -34,7 +93,8 @@ export interface WatchOptions {
  * one-row Table when the client asked for tables, as `kubectl get -w` does). `waitUntil` keeps the stream's writer
  * alive after the response is returned.
  *
- * @throws ApiError 400 for a malformed resourceVersion or timeoutSeconds.
+ * @throws ApiError 400 for a malformed resourceVersion or timeoutSeconds, 429 when the client
+ *   already holds {@link MAX_WATCHES_PER_CLIENT} watches.
  */
 export function watchResponse(
   db: DrizzleD1Database,
@@ -50,27 +110,56 @@ export function watchResponse(
   const timeout = opts.timeoutSeconds === undefined ? MAX_WATCH_SECONDS : Number(opts.timeoutSeconds);
   if (!Number.isFinite(timeout) || timeout < 0) throw badRequest(`invalid timeoutSeconds ${JSON.stringify(opts.timeoutSeconds)}`, "timeoutSeconds");
 
+  const release = acquireWatch(opts.client);
+
   const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
   const writer = writable.getWriter();
   const encoder = new TextEncoder();
-  const send = (type: string, object: unknown) => writer.write(encoder.encode(`${JSON.stringify({ type, object })}\n`));
+  // Polls since the stream last carried anything (see WATCH_KEEPALIVE_POLLS).
+  let quietPolls = 0;
+  const send = (type: string, object: unknown) => {
+    quietPolls = 0;
+    return writer.write(encoder.encode(`${JSON.stringify({ type, object })}\n`));
+  };
+  // The client went away (the response body was cancelled): the writer's side errors.
+  let gone = false;
+  const closed = writer.closed.then(
+    () => undefined,
+    () => undefined,
+  );
+  void closed.then(() => (gone = true));
 
   const run = async () => {
     const deadline = Date.now() + Math.min(timeout, MAX_WATCH_SECONDS) * 1000;
     let rv: number;
     if (fromRv === undefined) {
-      const list = await listObjects(db, def, namespace);
-      for (const o of list.items) if (filter(o)) await send("ADDED", present(o));
-      rv = Number(list.resourceVersion);
+      let after: StoreKey | undefined;
+      let listRv: string | undefined;
+      do {
+        const page = await listPage(db, def, namespace, { after, limit: WATCH_LIST_PAGE, filter });
+        listRv ??= page.resourceVersion;
+        for (const o of page.items) await send("ADDED", present(o));
+        after = page.next;
+      } while (after && !gone);
+      rv = Number(listRv);
     } else {
       rv = fromRv;
     }
     let lastBookmark = Date.now();
     for (;;) {
-      const { events, latest } = await readEvents(db, def, namespace, rv);
+      let batch: Awaited<ReturnType<typeof readEvents>>;
+      try {
+        batch = await readEvents(db, def, namespace, rv);
+      } catch (e) {
+        // An event sealed by a key dropped since (a rotation) cannot be replayed: too old, list again.
+        if (!(e instanceof ApiError && e.reason === "InternalError")) throw e;
+        await send("ERROR", new ApiError(410, "Expired", `too old resource version: ${rv} (${e.message})`).toStatus());
+        return;
+      }
+      const { events, latest } = batch;
       if (rv < latest - EVENT_RETENTION) {
-        const gone = new ApiError(410, "Expired", `too old resource version: ${rv} (${latest - EVENT_RETENTION})`);
-        await send("ERROR", gone.toStatus());
+        const expired = new ApiError(410, "Expired", `too old resource version: ${rv} (${latest - EVENT_RETENTION})`);
+        await send("ERROR", expired.toStatus());
         return;
       }
       for (const e of events) {
@@ -82,14 +171,22 @@ export function watchResponse(
         await send("BOOKMARK", { kind: def.kind, apiVersion: apiVersionOf(def), metadata: { resourceVersion: String(Math.max(rv, latest)) } });
         lastBookmark = Date.now();
       }
-      if (Date.now() + WATCH_POLL_MS > deadline) return;
-      await new Promise((r) => setTimeout(r, WATCH_POLL_MS));
+      if (++quietPolls >= WATCH_KEEPALIVE_POLLS) {
+        quietPolls = 0;
+        await writer.write(encoder.encode("\n"));
+      }
+      if (clock.now() + WATCH_POLL_MS > deadline || gone) return;
+      await Promise.race([new Promise((r) => setTimeout(r, WATCH_POLL_MS)), closed]);
+      if (gone) return;
     }
   };
   waitUntil(
     run()
-      .catch(() => undefined)
-      .finally(() => writer.close().catch(() => undefined)),
+      .catch((e: unknown) => (e instanceof ApiError ? send("ERROR", e.toStatus()).catch(() => undefined) : undefined))
+      .finally(() => {
+        release();
+        return writer.close().catch(() => undefined);
+      }),
   );
   // `content-encoding: identity`: a compressed stream would be held back until its buffer fills.
   return new Response(readable, { status: 200, headers: { "content-type": "application/json", "cache-control": "no-cache, no-transform", "content-encoding": "identity" } });

@@ -1,6 +1,7 @@
 /**
- * The D1 index (drizzle). D1 is where objects are listed and selected; the per-cluster Durable
- * Object is the authority for its ManagedCluster and writes its projection here.
+ * The D1 index (drizzle). D1 is where objects are listed and selected, and where every write
+ * commits; the per-cluster Durable Object serialises its ManagedCluster's writes and commits
+ * them here before it keeps its own copy.
  */
 import { sqliteTable, text, integer, primaryKey, uniqueIndex, index } from "drizzle-orm/sqlite-core";
 
@@ -74,4 +75,31 @@ export const webhookDeliveries = sqliteTable(
     receivedAt: integer("received_at").notNull(),
   },
   (t) => [primaryKey({ columns: [t.receiverUid, t.deliveryId] }), index("webhook_deliveries_received_at").on(t.receivedAt)],
+);
+
+/**
+ * The after-commit outbox: what a committed write still owes its after-commit hooks
+ * (src/store/hooks.ts). A row is inserted in the same atomic batch as the write it belongs to,
+ * and deleted once every hook it names has finished; a row left behind by a crash or a failed
+ * hook is run again by a sweep (src/store/outbox.ts). `id` is a random UUID; `resource_version`
+ * is the write's resourceVersion (the order rows are swept in); `hooks` is JSON, hook name to
+ * what it owes (e.g. the scheduler's Trigger). `created_at` and `due_at` are epoch milliseconds:
+ * a sweep takes a row once `due_at` has passed (the writer runs its own hooks before that), and
+ * a sweep at an isolate's start takes every row committed before the isolate started.
+ * `attempts` counts sweeps that took the row (their backoff).
+ */
+export const outbox = sqliteTable(
+  "outbox",
+  {
+    id: text("id").primaryKey(),
+    resourceVersion: integer("resource_version").notNull(),
+    resource: text("resource").notNull(),
+    namespace: text("namespace").notNull(),
+    name: text("name").notNull(),
+    hooks: text("hooks").notNull(),
+    createdAt: integer("created_at").notNull(),
+    dueAt: integer("due_at").notNull(),
+    attempts: integer("attempts").notNull().default(0),
+  },
+  (t) => [index("outbox_due_at").on(t.dueAt), index("outbox_created_at").on(t.createdAt)],
 );

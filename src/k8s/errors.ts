@@ -153,8 +153,17 @@ export function tooLarge(limitBytes: number): ApiError {
 }
 
 /**
- * 429 TooManyRequests, as the apiserver's max-in-flight and priority-and-fairness filters answer:
- * `details.retryAfterSeconds` is sent as the `Retry-After` header (seconds).
+ * 414 with a Status, for a request target longer than `limitBytes` (`lengthBytes` long).
+ * apimachinery has no reason for it, so the reason names the HTTP status, as
+ * RequestEntityTooLarge does for 413.
+ */
+export function uriTooLong(lengthBytes: number, limitBytes: number): ApiError {
+  return new ApiError(414, "RequestURITooLong", `Request-URI too long: ${lengthBytes} bytes, the limit is ${limitBytes} bytes`);
+}
+
+/**
+ * 429 TooManyRequests, as the apiserver answers a request over a limit: `retryAfterSeconds` (in
+ * seconds) goes into `details.retryAfterSeconds` and the `Retry-After` header.
  */
 export function tooManyRequests(message: string, retryAfterSeconds: number): ApiError {
   return new ApiError(429, "TooManyRequests", message, { retryAfterSeconds });

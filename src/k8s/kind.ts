@@ -26,8 +26,9 @@ export interface PrinterColumn {
 }
 
 /**
- * One served kind. `storage` says who is the authority for its objects: `d1` for the generic
- * D1 store, `cluster` for the per-cluster Durable Object (ManagedCluster).
+ * One served kind. `storage` says who writes its objects: `d1` for the generic D1 store,
+ * `cluster` for the per-cluster Durable Object (ManagedCluster), which serialises them and
+ * commits them to D1.
  */
 export interface KindDefinition {
   group: string;
@@ -62,6 +63,11 @@ export interface KindDefinition {
    * is null on create. May throw ApiError.
    */
   finalize?(obj: KubeObject, old: KubeObject | null, ctx: WriteContext): Promise<void>;
+  /**
+   * Top-level fields stored encrypted at rest (kube-apiserver's EncryptionConfiguration
+   * `resources`), each sealed as a whole by the D1 store (src/k8s/store.ts); e.g. a Secret's `data`.
+   */
+  encryptedFields?: string[];
   /** Strips fields that are stored but never served (e.g. a token's hash). */
   present?(obj: KubeObject): KubeObject;
 }

@@ -2,11 +2,18 @@
  * The D1 index: objects stored as JSON rows keyed by (resource, namespace, name), with a global
  * resourceVersion counter bumped in the same atomic `batch()` as every write. Optimistic
  * concurrency is a `WHERE resource_version = ?` on the row, so two writers never both win.
+ *
+ * The fields a kind lists in `encryptedFields` (a Secret's `data`) are sealed with the handle's
+ * keyring on every write (object and event rows alike) and opened on every read, as
+ * kube-apiserver's storage transformers do (src/k8s/encryption.ts); rows stored before encryption
+ * are read as they are and sealed on their next write.
  */
-import { and, eq, exists, lt, sql } from "drizzle-orm";
+import { and, eq, exists, lt, sql, type SQL } from "drizzle-orm";
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
-import { counters, events, objects } from "../db/schema.ts";
-import { alreadyExists, conflict, notFound } from "./errors.ts";
+import type { BatchItem } from "drizzle-orm/batch";
+import { counters, events, objects, outbox } from "../db/schema.ts";
+import { EncryptionError, isSealed, Keyring } from "./encryption.ts";
+import { alreadyExists, ApiError, conflict, notFound } from "./errors.ts";
 import { resourceKey, type KindDefinition } from "./kind.ts";
 import type { KubeObject } from "./meta.ts";
 
@@ -28,17 +35,82 @@ function fromRow(row: { body: string; resourceVersion: number }): KubeObject {
   return obj;
 }
 
-function toBody(obj: KubeObject): string {
+/** A drizzle handle on the D1 index, with the keyring that seals the fields a kind stores encrypted. */
+export type Database = DrizzleD1Database & { readonly keyring?: Keyring };
+
+const noKeys = new Keyring(undefined);
+/** Objects read with a field stored unsealed or sealed by a key other than the primary one. */
+const staleObjects = new WeakSet<KubeObject>();
+
+/**
+ * Whether `obj`, as read from the store, holds a field stored unencrypted or encrypted with a key
+ * other than the primary one: its next write is stored even when it changes nothing, as
+ * kube-apiserver's GuaranteedUpdate rewrites an object its transformer reports stale (how
+ * rewriting every Secret as read re-encrypts them after a key rotation, docs/encryption.md).
+ */
+export function needsRewrite(obj: KubeObject): boolean {
+  return staleObjects.has(obj);
+}
+
+/** What a sealed field is bound to (the additional authenticated data): `<group>/<plural>/<namespace>/<name>`. */
+function sealContext(def: KindDefinition, obj: KubeObject): string {
+  return `${resourceKey(def)}/${obj.metadata.namespace ?? ""}/${obj.metadata.name}`;
+}
+
+function transformError(def: KindDefinition, obj: KubeObject, verb: "encrypt" | "decrypt", e: unknown): unknown {
+  if (!(e instanceof EncryptionError)) return e;
+  const name = obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata.name;
+  return new ApiError(500, "InternalError", `Internal error occurred: unable to ${verb} ${def.plural} "${name}": ${e.message}`);
+}
+
+/** The row body of an object: without `metadata.resourceVersion`, its encrypted fields sealed. @throws ApiError 500 when they cannot be sealed */
+async function toBody(db: DrizzleD1Database, def: KindDefinition, obj: KubeObject): Promise<string> {
   const { resourceVersion: _rv, ...meta } = obj.metadata;
-  return JSON.stringify({ ...obj, metadata: meta });
+  const stored: Record<string, unknown> = { ...obj, metadata: meta };
+  for (const field of def.encryptedFields ?? []) {
+    if (stored[field] === undefined) continue;
+    try {
+      stored[field] = await ((db as Database).keyring ?? noKeys).seal(JSON.stringify(stored[field]), sealContext(def, obj));
+    } catch (e) {
+      throw transformError(def, obj, "encrypt", e);
+    }
+  }
+  return JSON.stringify(stored);
+}
+
+/** Opens the encrypted fields of an object read from a row (in place). @throws ApiError 500 when they cannot be opened */
+async function openFields(db: DrizzleD1Database, def: KindDefinition, obj: KubeObject): Promise<KubeObject> {
+  for (const field of def.encryptedFields ?? []) {
+    const value = obj[field];
+    if (value === undefined) continue;
+    if (!isSealed(value)) {
+      staleObjects.add(obj);
+      continue;
+    }
+    try {
+      const opened = await ((db as Database).keyring ?? noKeys).open(value, sealContext(def, obj));
+      obj[field] = JSON.parse(opened.plaintext);
+      if (opened.stale) staleObjects.add(obj);
+    } catch (e) {
+      throw transformError(def, obj, "decrypt", e);
+    }
+  }
+  return obj;
+}
+
+async function readRow(db: DrizzleD1Database, def: KindDefinition, row: { body: string; resourceVersion: number }): Promise<KubeObject> {
+  return openFields(db, def, fromRow(row));
 }
 
 const bumpCounter = sql`INSERT INTO counters (id, value) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET value = value + 1`;
 const counterValue = sql`(SELECT value FROM counters WHERE id = 1)`;
 
-/** Creates a drizzle handle on the D1 binding. */
-export function database(d1: D1Database): DrizzleD1Database {
-  return drizzle(d1);
+/**
+ * Creates a drizzle handle on the D1 binding. `keyring` (`keyringOf(env)`) is needed to read or
+ * write a kind with `encryptedFields`; without it such reads and writes fail with 500.
+ */
+export function database(d1: D1Database, keyring?: Keyring): Database {
+  return Object.assign(drizzle(d1), { keyring });
 }
 
 /**
@@ -50,7 +122,7 @@ export async function getObject(db: DrizzleD1Database, def: KindDefinition, key:
     .from(objects)
     .where(and(eq(objects.resource, resourceKey(def)), eq(objects.namespace, key.namespace), eq(objects.name, key.name)))
     .limit(1);
-  return rows[0] ? fromRow(rows[0]) : null;
+  return rows[0] ? readRow(db, def, rows[0]) : null;
 }
 
 /**
@@ -66,7 +138,100 @@ export async function listObjects(db: DrizzleD1Database, def: KindDefinition, na
     db.select({ body: objects.body, resourceVersion: objects.resourceVersion }).from(objects).where(where).orderBy(objects.namespace, objects.name),
     db.select({ value: counters.value }).from(counters).where(eq(counters.id, 1)),
   ]);
-  return { items: rows.map(fromRow), resourceVersion: String(counter[0]?.value ?? 0) };
+  return { items: await Promise.all(rows.map((r) => readRow(db, def, r))), resourceVersion: String(counter[0]?.value ?? 0) };
+}
+
+/** Options of {@link listPage}. */
+export interface PageOptions {
+  /** Start after this key (exclusive), in (namespace, name) order: where a `continue` token points. */
+  after?: StoreKey;
+  /** Most items to return; undefined for all of them. */
+  limit?: number;
+  /** Keeps only the objects it accepts (label and field selectors), read before decryption. */
+  filter?: (obj: KubeObject) => boolean;
+  /** Counts the rows after the page when more remain (`remainingItemCount`; one COUNT query). */
+  countRemaining?: boolean;
+}
+
+/** One page of a list. */
+export interface Page {
+  items: KubeObject[];
+  /** The collection's resourceVersion (the counter's value when the first rows were read). */
+  resourceVersion: string;
+  /** Set when rows remain after the page: the key of its last item, where the next page starts. */
+  next?: StoreKey;
+  /** Rows after the page (`countRemaining` and `next` only). */
+  remaining?: number;
+  /** Rows read from D1 for this page (what bounds its memory). */
+  rowsRead: number;
+}
+
+/** Largest number of rows one page reads in one query, and so holds at once besides its items. */
+export const LIST_CHUNK_ROWS = 500;
+
+/**
+ * Reads one page of a kind's objects in (namespace, name) order (etcd's key order), in one
+ * namespace or (namespace undefined) all, starting after `after`: keyset pagination in SQL
+ * (`(namespace, name) > (?, ?) ORDER BY namespace, name LIMIT n` on the primary key), so a page
+ * never holds more than `limit` items plus one chunk of at most {@link LIST_CHUNK_ROWS} rows. Without
+ * a filter one query of `limit + 1` rows answers, the extra row telling whether more remain; with a
+ * filter, chunks start at `limit + 1` rows and double until the page is full or the rows end, as
+ * kube-apiserver's etcd3 store pages a filtered list. The counter is read in the same batch as the
+ * first chunk; later chunks may show writes after it (the list is not a snapshot).
+ *
+ * @throws ApiError 500 when an encrypted field cannot be opened.
+ */
+export async function listPage(db: DrizzleD1Database, def: KindDefinition, namespace: string | undefined, opts: PageOptions = {}): Promise<Page> {
+  const scope = namespace === undefined ? eq(objects.resource, resourceKey(def)) : and(eq(objects.resource, resourceKey(def)), eq(objects.namespace, namespace));
+  const want = opts.limit ?? Infinity;
+  // In one namespace the key order is the name's (a row-value comparison there would sort).
+  const after = (key: StoreKey | undefined) =>
+    !key
+      ? scope
+      : namespace === undefined
+        ? and(scope, sql`(${objects.namespace}, ${objects.name}) > (${key.namespace}, ${key.name})`)
+        : key.namespace === namespace
+          ? and(scope, sql`${objects.name} > ${key.name}`)
+          : key.namespace < namespace
+            ? scope
+            : sql`0`;
+  const rowsAfter = (key: StoreKey | undefined, n: number) =>
+    db.select({ body: objects.body, resourceVersion: objects.resourceVersion }).from(objects).where(after(key)).orderBy(objects.namespace, objects.name).limit(n);
+  const keyOf = (o: KubeObject): StoreKey => ({ namespace: o.metadata.namespace ?? "", name: o.metadata.name });
+
+  const items: KubeObject[] = [];
+  let cursor = opts.after;
+  let chunk = Math.min(want + 1, LIST_CHUNK_ROWS);
+  let rowsRead = 0;
+  let resourceVersion: string | undefined;
+  for (;;) {
+    let rows: { body: string; resourceVersion: number }[];
+    if (resourceVersion === undefined) {
+      const [r, counter] = await db.batch([rowsAfter(cursor, chunk), db.select({ value: counters.value }).from(counters).where(eq(counters.id, 1))]);
+      rows = r;
+      resourceVersion = String(counter[0]?.value ?? 0);
+    } else {
+      rows = await rowsAfter(cursor, chunk);
+    }
+    rowsRead += rows.length;
+    for (const row of rows) {
+      if (items.length >= want) {
+        const next = keyOf(items[items.length - 1]!);
+        let remaining: number | undefined;
+        if (opts.countRemaining) {
+          const [count] = await db.select({ n: sql<number>`count(*)` }).from(objects).where(after(next));
+          remaining = count?.n ?? 0;
+        }
+        return { items, resourceVersion, next, remaining, rowsRead };
+      }
+      const obj = fromRow(row);
+      cursor = keyOf(obj);
+      if (!opts.filter || opts.filter(obj)) items.push(await openFields(db, def, obj));
+    }
+    if (rows.length < chunk) return { items, resourceVersion, rowsRead };
+    // A full page needs one more row to know whether more remain; otherwise read a larger chunk.
+    chunk = items.length >= want ? 1 : Math.min(chunk * 2, LIST_CHUNK_ROWS);
+  }
 }
 
 /**
@@ -80,11 +245,23 @@ export async function listObjectsNamed(db: DrizzleD1Database, def: KindDefinitio
     .from(objects)
     .where(and(eq(objects.resource, resourceKey(def)), eq(objects.name, name)))
     .orderBy(objects.namespace);
-  return rows.map(fromRow);
+  return Promise.all(rows.map((r) => readRow(db, def, r)));
 }
 
 function isUniqueViolation(e: unknown): boolean {
   return /UNIQUE constraint failed|SQLITE_CONSTRAINT/i.test(String((e as Error)?.message ?? e));
+}
+
+/**
+ * What a commit writes besides the object, in the same atomic batch: an outbox row naming the
+ * after-commit work the write owes (src/store/outbox.ts; `createdAt` and `dueAt` epoch
+ * milliseconds), written only when the commit's precondition holds, and `extra` statements
+ * (e.g. the removal of a deleted cluster's identity row), built from `whileCurrent`, a condition
+ * that holds only when the precondition does (use it in their WHERE clause).
+ */
+export interface CommitExtras {
+  outbox?: { id: string; hooks: string; createdAt: number; dueAt: number };
+  extra?: (whileCurrent: SQL) => BatchItem<"sqlite">[];
 }
 
 /**
@@ -95,7 +272,7 @@ function isUniqueViolation(e: unknown): boolean {
  * - `next === null` deletes the row.
  *
  * Returns the stored object with its new resourceVersion, or null after a delete.
- * `extra` statements (e.g. an identity row) run in the same atomic batch.
+ * `extras` (an outbox row, other statements) are written in the same atomic batch.
  *
  * @throws ApiError 404, 409
  */
@@ -105,14 +282,16 @@ export async function commitObject(
   key: StoreKey,
   next: KubeObject | null,
   expectedRv: number | null,
+  extras: CommitExtras = {},
 ): Promise<KubeObject | null> {
   const resource = resourceKey(def);
   const where = and(eq(objects.resource, resource), eq(objects.namespace, key.namespace), eq(objects.name, key.name));
   const current = and(where, eq(objects.resourceVersion, expectedRv ?? -1));
   const objRef = { group: def.group, plural: def.plural, name: key.name };
   const stale = async () => ((await getObject(db, def, key)) ? conflict(objRef, "the object has been modified; please apply your changes to the latest version and try again") : notFound(objRef));
-  // The event row is written only when the precondition holds (the same batch is one
-  // transaction); its resourceVersion is the counter's value after the bump.
+  // The event and outbox rows are written only when the precondition holds (the same batch is
+  // one transaction); their resourceVersion is the counter's value after the bump.
+  const onlyIf = (onlyIfCurrent: boolean) => (onlyIfCurrent ? and(eq(counters.id, 1), exists(db.select({ one: sql`1` }).from(objects).where(current))) : eq(counters.id, 1));
   const event = (type: "ADDED" | "MODIFIED" | "DELETED", body: string, onlyIfCurrent: boolean) =>
     db.insert(events).select(
       db
@@ -125,23 +304,42 @@ export async function commitObject(
           body: sql<string>`${body}`.as("body"),
         })
         .from(counters)
-        .where(onlyIfCurrent ? and(eq(counters.id, 1), exists(db.select({ one: sql`1` }).from(objects).where(current))) : eq(counters.id, 1)),
+        .where(onlyIf(onlyIfCurrent)),
     );
+  const owed = extras.outbox;
+  const outboxRow = (onlyIfCurrent: boolean) =>
+    owed
+      ? [
+          db.insert(outbox).select(
+            db
+              .select({
+                id: sql<string>`${owed.id}`.as("id"),
+                resourceVersion: counters.value,
+                resource: sql<string>`${resource}`.as("resource"),
+                namespace: sql<string>`${key.namespace}`.as("namespace"),
+                name: sql<string>`${key.name}`.as("name"),
+                hooks: sql<string>`${owed.hooks}`.as("hooks"),
+                createdAt: sql<number>`${owed.createdAt}`.as("created_at"),
+                dueAt: sql<number>`${owed.dueAt}`.as("due_at"),
+                attempts: sql<number>`0`.as("attempts"),
+              })
+              .from(counters)
+              .where(onlyIf(onlyIfCurrent)),
+          ),
+        ]
+      : [];
+  const extra = (onlyIfCurrent: boolean) => extras.extra?.(onlyIfCurrent ? exists(db.select({ one: sql`1` }).from(objects).where(current)) : sql`1`) ?? [];
   const prune = Math.random() < PRUNE_PROBABILITY ? [db.delete(events).where(lt(events.resourceVersion, sql`${counterValue} - ${EVENT_RETENTION}`))] : [];
 
   if (next === null) {
     if (expectedRv === null) return null;
     const last = await getObject(db, def, key);
-    const [, , deleted] = await db.batch([
-      db.run(bumpCounter),
-      event("DELETED", last ? toBody(last) : "{}", true),
-      db.delete(objects).where(current).returning({ name: objects.name }),
-      ...prune,
-    ]);
-    if (deleted.length === 0) throw await stale();
+    const before = [event("DELETED", last ? await toBody(db, def, last) : "{}", true), ...outboxRow(true), ...extra(true)];
+    const results = await db.batch([db.run(bumpCounter), ...before, db.delete(objects).where(current).returning({ name: objects.name }), ...prune]);
+    if ((results[1 + before.length] as unknown[]).length === 0) throw await stale();
     return null;
   }
-  const body = toBody(next);
+  const body = await toBody(db, def, next);
   if (expectedRv === null) {
     try {
       const [, inserted] = await db.batch([
@@ -151,6 +349,8 @@ export async function commitObject(
           .values({ resource, namespace: key.namespace, name: key.name, uid: next.metadata.uid, resourceVersion: sql`${counterValue}`, body })
           .returning({ resourceVersion: objects.resourceVersion }),
         event("ADDED", body, false),
+        ...outboxRow(false),
+        ...extra(false),
         ...prune,
       ]);
       return { ...next, metadata: { ...next.metadata, resourceVersion: String(inserted[0]!.resourceVersion) } };
@@ -159,12 +359,14 @@ export async function commitObject(
       throw e;
     }
   }
-  const [, , updated] = await db.batch([
+  const before = [event("MODIFIED", body, true), ...outboxRow(true), ...extra(true)];
+  const results = await db.batch([
     db.run(bumpCounter),
-    event("MODIFIED", body, true),
+    ...before,
     db.update(objects).set({ body, resourceVersion: sql`${counterValue}` }).where(current).returning({ resourceVersion: objects.resourceVersion }),
     ...prune,
   ]);
+  const updated = results[1 + before.length] as { resourceVersion: number }[];
   if (updated.length === 0) throw await stale();
   return { ...next, metadata: { ...next.metadata, resourceVersion: String(updated[0]!.resourceVersion) } };
 }
@@ -193,7 +395,7 @@ export async function readEvents(db: DrizzleD1Database, def: KindDefinition, nam
     db.select({ value: counters.value }).from(counters).where(eq(counters.id, 1)),
   ]);
   return {
-    events: rows.map((r) => ({ type: r.type as WatchEvent["type"], object: fromRow({ body: r.body, resourceVersion: r.rv }) })),
+    events: await Promise.all(rows.map(async (r) => ({ type: r.type as WatchEvent["type"], object: await readRow(db, def, { body: r.body, resourceVersion: r.rv }) }))),
     latest: counter[0]?.value ?? 0,
   };
 }

@@ -5,7 +5,6 @@
  * with a resourceVersion precondition. Semantics follow the apiserver's generic registry and
  * handlers (create, update, JSON merge patch, server-side apply, delete, the status subresource).
  */
-import { parse as parseYaml } from "yaml";
 import { ApiError, alreadyExists, badRequest, conflict, invalid, notFound, type StatusCause } from "./errors.ts";
 import { apiVersionOf, type KindDefinition, type WriteContext } from "./kind.ts";
 import { checkSchema, isJsonObject, rfc3339, type JsonObject, type KubeObject } from "./meta.ts";
@@ -19,8 +18,9 @@ export interface Preconditions {
 
 /**
  * A write as the HTTP layer decodes it. `subresource: "status"` writes only the status.
- * `patchType` `merge` is RFC 7386 JSON merge patch; `apply` is server-side apply (body is YAML
- * or JSON; `fieldManager` required).
+ * `patchType` `merge` is RFC 7386 JSON merge patch; `apply` is server-side apply (`fieldManager`
+ * required). Every body and patch is already decoded (the HTTP layer parses JSON and YAML with
+ * its depth limit, src/k8s/decode.ts).
  */
 export type WriteRequest =
   | { verb: "create"; body: unknown }
@@ -82,7 +82,8 @@ function decode(def: KindDefinition, body: unknown, nameHint: string | undefined
   if (body.kind !== undefined && body.kind !== def.kind) {
     throw badRequest(`the kind in the data (${String(body.kind)}) does not match the expected kind (${def.kind})`, "kind");
   }
-  const obj = { ...body, apiVersion: expected, kind: def.kind, metadata: isJsonObject(body.metadata) ? { ...body.metadata } : {} } as JsonObject;
+  // An absent or null metadata is empty; one of another type stays, for the schema to refuse (422 `metadata`).
+  const obj = { ...body, apiVersion: expected, kind: def.kind, metadata: isJsonObject(body.metadata) ? { ...body.metadata } : (body.metadata ?? {}) } as JsonObject;
   const check = checkSchema(def.schema, obj);
   const name = (obj.metadata as JsonObject).name;
   if (check.unknownFields.length > 0) {
@@ -209,15 +210,6 @@ function update(def: KindDefinition, key: ObjectKey, current: KubeObject | null,
   return { next, created: false };
 }
 
-function parseApplyBody(patch: unknown): unknown {
-  if (typeof patch !== "string") return patch;
-  try {
-    return parseYaml(patch);
-  } catch (e) {
-    throw badRequest(`error decoding YAML: ${(e as Error).message}`);
-  }
-}
-
 function patchObject(
   def: KindDefinition,
   key: ObjectKey,
@@ -233,7 +225,7 @@ function patchObject(
         causes: [{ reason: "FieldValueRequired", message: "Required value: is required for apply patch", field: "fieldManager" }],
       });
     }
-    const body = parseApplyBody(req.patch);
+    const body = req.patch;
     if (!isJsonObject(body)) throw badRequest("the apply patch must be an object");
     if (body.apiVersion !== apiVersionOf(def) || body.kind !== def.kind) {
       throw badRequest(`invalid object type: ${String(body.apiVersion)}, Kind=${String(body.kind)}`, "apiVersion");
@@ -246,8 +238,11 @@ function patchObject(
       if (req.subresource === "status") throw notFound(ref(def, key.name));
       return create(def, key, null, { ...body, metadata: { ...(isJsonObject(body.metadata) ? body.metadata : {}), name: key.name } }, ctx);
     }
-    const merged = mergePatch(current, stripNulls(body));
-    return update(def, key, current, withRv(merged, current), req.subresource, ctx);
+    // A resourceVersion in the applied configuration is a precondition, as in kube-apiserver.
+    const applied = stripNulls(body) as JsonObject;
+    const merged = mergePatch(current, applied);
+    const applyRv = isJsonObject(applied.metadata) ? applied.metadata.resourceVersion : undefined;
+    return update(def, key, current, applyRv === undefined ? withRv(merged, current) : merged, req.subresource, ctx);
   }
   if (req.force !== undefined) throw badRequest("force: Forbidden: may not be specified for non-apply patch", "force");
   if (!current) throw notFound(ref(def, key.name));
@@ -266,7 +261,8 @@ function stripNulls(v: unknown): unknown {
 }
 
 function withRv(obj: unknown, current: KubeObject): unknown {
-  if (!isJsonObject(obj)) return obj;
+  // A metadata of the wrong type is left for decode() to refuse, not replaced.
+  if (!isJsonObject(obj) || (obj.metadata != null && !isJsonObject(obj.metadata))) return obj;
   const meta = isJsonObject(obj.metadata) ? obj.metadata : {};
   return { ...obj, metadata: { ...meta, resourceVersion: current.metadata.resourceVersion } };
 }

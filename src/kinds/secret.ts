@@ -12,8 +12,9 @@
  *   keys (`kubernetes.io/tls`: `tls.crt` and `tls.key`, ...).
  * - `immutable: true`: from then on `data` cannot change and `immutable` cannot be unset.
  *
- * Stored in D1 like every other kind (base64, not encrypted by the hub: D1 encrypts at rest).
- * The hub reads Secrets for WebhookReceivers (`data.token`).
+ * Stored in D1 with `data` encrypted (AES-GCM, kube-apiserver's `aesgcm` provider, keys from the
+ * Worker secret `FLOTILLA_ENCRYPTION_KEYS`: src/k8s/encryption.ts, docs/encryption.md); metadata
+ * stays plain, so selectors work. The hub reads Secrets for WebhookReceivers (`data.token`).
  */
 import { z } from "zod";
 import type { StatusCause } from "../k8s/errors.ts";
@@ -100,6 +101,7 @@ export const SecretKind: KindDefinition = {
   hasStatus: false,
   schema: SecretSchema,
   storage: "d1",
+  encryptedFields: ["data"],
   printerColumns: [
     { name: "Type", type: "string", jsonPath: ".type" },
     { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },

@@ -1,29 +1,39 @@
 /**
- * The placement controller's writer over D1 (the plan itself is src/placement/plan.ts): each
- * object the controller computed is committed only when it changed, with the resourceVersion it
- * was read at as the precondition.
+ * The placement controller's writer (the plan itself is src/placement/plan.ts): each object the
+ * controller computed is committed only when it changed, with the resourceVersion it was read at
+ * as the precondition, through the store's one write path (src/store/write.ts `commitChange`),
+ * so every scheduler write owes what any writer's would (outbox row, after-commit hooks).
  */
-import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { ApiError } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { commitObject } from "../k8s/store.ts";
-import type { Saved } from "./plan.ts";
+import { commitChange, type Committed } from "../store/write.ts";
+import type { Env } from "../env.ts";
+import type { SaveObject } from "./plan.ts";
 
 /**
- * Commits one computed object to D1 unless it equals `current`. A conflict with a concurrent
- * user write is not an error: that write triggers its own run, and this one yields.
- * @throws whatever the commit throws besides Conflict, AlreadyExists and NotFound.
+ * A run's writer: `save` commits one computed object unless it equals `current` (a conflict with
+ * a concurrent user write is not an error: that write triggers its own run, and this one
+ * yields); `owing` collects the commits that owe after-commit work, which the caller runs
+ * (`finishCommit`) outside the scheduler's queue, since a hook may wait for the scheduler. The
+ * run's own writes (statuses, decisions) owe none today (see src/placement/triggers.ts).
+ * `nowMs` is the run's time, epoch milliseconds. `save` throws whatever the commit throws
+ * besides Conflict, AlreadyExists and NotFound.
  */
-export async function save(db: DrizzleD1Database, def: KindDefinition, current: KubeObject | null, next: KubeObject | null): Promise<Saved> {
-  if (current && next && JSON.stringify(current) === JSON.stringify(next)) return { written: false, conflict: false };
-  const k = { namespace: (next ?? current)!.metadata.namespace ?? "", name: (next ?? current)!.metadata.name };
-  try {
-    const stored = await commitObject(db, def, k, next, current ? Number(current.metadata.resourceVersion) : null);
-    return { written: true, stored };
-  } catch (e) {
-    // A concurrent user write to the same object triggers its own run; this one yields.
-    if (e instanceof ApiError && (e.reason === "Conflict" || e.reason === "AlreadyExists" || e.reason === "NotFound")) return { written: false, conflict: true };
-    throw e;
-  }
+export function d1Writer(env: Env, nowMs: number): { save: SaveObject; owing: Committed[] } {
+  const owing: Committed[] = [];
+  const save: SaveObject = async (def: KindDefinition, current: KubeObject | null, next: KubeObject | null) => {
+    if (current && next && JSON.stringify(current) === JSON.stringify(next)) return { written: false, conflict: false };
+    const k = { namespace: (next ?? current)!.metadata.namespace ?? "", name: (next ?? current)!.metadata.name };
+    try {
+      const committed = await commitChange(env, def, k, current, next, nowMs);
+      if (committed.owed) owing.push(committed);
+      return { written: true, stored: committed.object };
+    } catch (e) {
+      // A concurrent user write to the same object triggers its own run; this one yields.
+      if (e instanceof ApiError && (e.reason === "Conflict" || e.reason === "AlreadyExists" || e.reason === "NotFound")) return { written: false, conflict: true };
+      throw e;
+    }
+  };
+  return { save, owing };
 }

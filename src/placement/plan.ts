@@ -10,7 +10,7 @@
  * recompute-everything reference that the equivalence tests compare the view with. What it
  * writes goes through a {@link SaveObject}: D1 (src/placement/controller.ts `save`) in production.
  */
-import type { KindDefinition } from "../k8s/kind.ts";
+import { resourceKey, type KindDefinition } from "../k8s/kind.ts";
 import { rfc3339, setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
 import { ManagedClusterSetBindingKind, PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
 import { clusterToleratedUntil, schedule, type PlacementSpec, type ScheduleInput, type SchedulingCluster } from "../scheduling/index.ts";
@@ -88,7 +88,9 @@ export function mergeTriggers(a: Trigger, b: Trigger): Trigger {
  * proven unaffected and not scheduled again (`skipped`, see src/placement/view.ts), objects
  * written, the earliest toleration expiry per scheduled placement (epoch ms), and
  * `decisionsChanged`: the placements (`<namespace>/<name>`) whose PlacementDecisions or
- * status.decisionGroups were written or deleted (what replica sets read).
+ * status.decisionGroups were written or deleted (what replica sets read), and `statusWritten`:
+ * the objects whose status the run wrote (Placements, bindings), as
+ * `<group>/<plural>/<namespace>/<name>`.
  */
 export interface RunResult {
   scheduled: string[];
@@ -96,6 +98,7 @@ export interface RunResult {
   writes: number;
   requeue: Record<string, number>;
   decisionsChanged: string[];
+  statusWritten: string[];
 }
 
 /**
@@ -240,7 +243,13 @@ async function deleteOrphanDecisions(state: PlacementState, saveObject: SaveObje
  * through `saveObject`, in that order. `nowMs` is epoch milliseconds.
  * @throws whatever `saveObject` throws; the writes before it stay committed.
  */
-export async function runPlacementController(state: PlacementState, saveObject: SaveObject, trigger: Trigger, nowMs: number): Promise<RunResult> {
+export async function runPlacementController(state: PlacementState, save: SaveObject, trigger: Trigger, nowMs: number): Promise<RunResult> {
+  const statusWritten = new Set<string>();
+  const saveObject: SaveObject = async (def, current, next) => {
+    const saved = await save(def, current, next);
+    if (saved.written && current && next && def !== PlacementDecisionKind) statusWritten.add(`${resourceKey(def)}/${current.metadata.namespace ?? ""}/${current.metadata.name}`);
+    return saved;
+  };
   let writes = 0;
   if ((trigger.sets?.length ?? 0) > 0 || (trigger.namespaces?.length ?? 0) > 0) writes += await updateBindings(state, saveObject, trigger, nowMs);
   const decisionsChanged = new Set<string>();
@@ -253,5 +262,5 @@ export async function runPlacementController(state: PlacementState, saveObject: 
     if (r.requeueAt !== undefined) requeue[key(p)] = r.requeueAt;
     if (r.decisionsChanged) decisionsChanged.add(key(p));
   }
-  return { scheduled: run.map(key), skipped, writes, requeue, decisionsChanged: [...decisionsChanged] };
+  return { scheduled: run.map(key), skipped, writes, requeue, decisionsChanged: [...decisionsChanged], statusWritten: [...statusWritten] };
 }

@@ -1,7 +1,7 @@
 /**
  * What scheduling reads of each stored object, in one place so that the full recompute
  * (src/placement/state.ts), the scheduler's view (src/placement/view.ts) and the triggers that
- * feed it (src/placement/triggers.ts) read them alike.
+ * feed it (src/placement/changes.ts) read them alike.
  */
 import type { KubeObject } from "../k8s/meta.ts";
 import type { ManagedClusterSpec, ManagedClusterStatus } from "../kinds/managedcluster.ts";

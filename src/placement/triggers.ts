@@ -1,76 +1,39 @@
 /**
- * Which placements a write can affect, as a Trigger for the scheduler (OCM's enqueue rules), with
- * what the scheduler's view reads of the written object, and the call that runs it before the
- * write returns.
+ * The placement scheduler's after-commit hook: a committed write's Trigger (src/placement/
+ * changes.ts, OCM's enqueue rules) run by the scheduler before the write returns.
  */
-import type { KindDefinition } from "../k8s/kind.ts";
-import type { KubeObject } from "../k8s/meta.ts";
-import { ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
-import { AddOnPlacementScoreKind, ManagedClusterSetBindingKind, PlacementKind } from "../kinds/placement.ts";
-import type { ManagedClusterStatus } from "../kinds/managedcluster.ts";
-import type { ObjectChange, Trigger, ViewResource } from "./plan.ts";
-import { clusterView } from "./reads.ts";
+import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
+import type { Env } from "../env.ts";
+import { triggerForChange } from "./changes.ts";
+import type { RunResult, Trigger } from "./plan.ts";
 
 /**
- * The Trigger for a committed write of a D1-stored kind, or null when no placement can care.
- * `change` is the object before and after the write (after null for a delete); without it the
- * scheduler reads the written object itself (one keyed D1 read).
+ * The after-commit hook that runs the scheduler for a write's Trigger and waits for it (and for
+ * the replica sets following the decisions it changed). Its plan, stored in the outbox row, holds
+ * the trigger without the written object; run right after its commit (`target.change`), the
+ * trigger is built again with the object as stored, so the scheduler's view applies it without a
+ * D1 read; run again by a sweep after a crash, the view reads the object by key. It reports
+ * `rewrote` when the run wrote the written object's status (a new Placement's, a binding's Bound
+ * condition). Run by a sweep, it asks the replica sets of every placement it scheduled (or
+ * skipped) to follow too, since the first run may have written the decisions and died before
+ * they ran.
  */
-export function triggerForWrite(def: KindDefinition, namespace: string, name: string, change?: { before: KubeObject | null; after: KubeObject | null }): Trigger | null {
-  const written = (resource: ViewResource): ObjectChange[] => {
-    const o: ObjectChange = { resource, namespace, name };
-    if (change) {
-      o.object = change.after;
-      if (!change.after && change.before) o.resourceVersion = change.before.metadata.resourceVersion;
-    }
-    return [o];
-  };
-  if (def === PlacementKind) return { placements: [`${namespace}/${name}`], objects: written("placements") };
-  if (def === ManagedClusterSetKind) return { sets: [name], objects: written("managedclustersets") };
-  if (def === ManagedClusterSetBindingKind) return { namespaces: [namespace], objects: written("managedclustersetbindings") };
-  if (def === AddOnPlacementScoreKind) return { scores: [{ cluster: namespace, resourceName: name }], objects: written("addonplacementscores") };
-  return null;
-}
-
-function schedulingView(obj: KubeObject | null): string {
-  if (!obj) return "";
-  const status = (obj.status ?? {}) as ManagedClusterStatus;
-  const available = status.conditions?.find((c) => c.type === "ManagedClusterConditionAvailable")?.status;
-  return JSON.stringify([obj.metadata.labels, obj.spec?.taints, available, status.clusterClaims, status.allocatable, status.capacity, obj.metadata.deletionTimestamp]);
-}
+export const schedulingHook: AfterCommitHook<Trigger> = {
+  name: "schedule",
+  plan: (change) => triggerForChange(change, false),
+  async run(env, trigger, target) {
+    const full = (target.change && triggerForChange(target.change)) ?? trigger;
+    const result = await reschedule(env, full, target.recovering);
+    return { rewrote: result.statusWritten.includes(`${target.resource}/${target.namespace}/${target.name}`) };
+  },
+};
+registerAfterCommitHook(schedulingHook);
 
 /**
- * The Trigger for a ManagedCluster write, or null when nothing the scheduler reads changed
- * (labels, taints, availability, claims, allocatable, capacity, deletion). It carries the
- * cluster's scheduling view after the write (null once deleted) and the resourceVersion of the
- * written (or deleted) object.
+ * Runs the scheduler for `trigger` and waits for it (decisions are updated before the caller
+ * returns), and for the replica sets following the decisions it changed (`followAll`: of every
+ * placement it scheduled or skipped). Returns the run's result.
  */
-export function triggerForCluster(before: KubeObject | null, after: KubeObject | null): Trigger | null {
-  if (schedulingView(before) === schedulingView(after)) return null;
-  const name = (after ?? before)!.metadata.name;
-  return {
-    clusters: [
-      {
-        name,
-        labelsBefore: before?.metadata.labels,
-        labelsAfter: after?.metadata.labels,
-        after: after ? clusterView(after) : null,
-        resourceVersion: (after ?? before)!.metadata.resourceVersion,
-      },
-    ],
-  };
-}
-
-/**
- * The binding {@link reschedule} calls: the hub's `Env.SCHEDULER` (typed by shape, so that the
- * pure trigger builders above stay importable outside the Worker).
- */
-export interface SchedulerBinding {
-  SCHEDULER: { getByName(name: string): { reconcile(trigger: Trigger): Promise<unknown> } };
-}
-
-/** Runs the scheduler for `trigger` and waits for it (decisions are updated before the caller returns). */
-export async function reschedule(env: SchedulerBinding, trigger: Trigger | null): Promise<void> {
-  if (!trigger) return;
-  await env.SCHEDULER.getByName("scheduler").reconcile(trigger);
+export async function reschedule(env: Env, trigger: Trigger, followAll = false): Promise<RunResult> {
+  return env.SCHEDULER.getByName("scheduler").reconcile(trigger, followAll);
 }

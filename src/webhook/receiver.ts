@@ -26,14 +26,16 @@ import { and, eq, sql } from "drizzle-orm";
 import { objects } from "../db/schema.ts";
 import { ApiError, badRequest, methodNotAllowed, unauthorized, type StatusCause } from "../k8s/errors.ts";
 import { resourceKey, type KindDefinition } from "../k8s/kind.ts";
+import { decodeJson } from "../k8s/decode.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
+import { keyringOf } from "../k8s/encryption.ts";
 import { database, getObject } from "../k8s/store.ts";
 import { ManifestWorkReplicaSetKind } from "../kinds/manifestwork.ts";
 import { PlacementKind } from "../kinds/placement.ts";
 import { decodeBase64, SecretKind } from "../kinds/secret.ts";
 import { HOOKS_PREFIX, WebhookReceiverKind, type WebhookReceiverSpec } from "../kinds/webhookreceiver.ts";
 import { readBodyBytes, statusResponse } from "../api/request.ts";
-import { writeStored } from "../api/resources.ts";
+import { writeStored } from "../store/write.ts";
 import { reschedule } from "../placement/triggers.ts";
 import { reevaluateReplicaSet } from "../work/replicaset.ts";
 import type { Env } from "../env.ts";
@@ -84,9 +86,9 @@ async function findReceiver(env: Env, path: string): Promise<KubeObject | null> 
   return obj.metadata.deletionTimestamp ? null : obj;
 }
 
-/** The HMAC key: the receiver's Secret's `data.token`, decoded. @throws ApiError 401 */
+/** The HMAC key: the receiver's Secret's `data.token`, decoded (opened with the hub's encryption keys). @throws ApiError 401, 500 when the Secret cannot be decrypted */
 async function signingKey(env: Env, namespace: string, secretName: string): Promise<Uint8Array> {
-  const secret = await getObject(database(env.DB), SecretKind, { namespace, name: secretName });
+  const secret = await getObject(database(env.DB, keyringOf(env)), SecretKind, { namespace, name: secretName });
   if (!secret) throw unauthorized(`the signature cannot be verified: the receiver's Secret "${secretName}" was not found`);
   const token = isJsonObject(secret.data) ? secret.data.token : undefined;
   const key = typeof token === "string" ? decodeBase64(token) : null;
@@ -101,7 +103,7 @@ function parsePayload(c: Ctx, body: Uint8Array): unknown {
     text = new URLSearchParams(text).get("payload") ?? "";
   }
   try {
-    return JSON.parse(text);
+    return decodeJson(text).value; // at most 100 levels deep: its values may be templated into a patch
   } catch (e) {
     throw badRequest(`the payload is not JSON: ${(e as Error).message}`);
   }

@@ -1,49 +1,61 @@
 /**
- * What a committed write of a D1-stored kind sets in motion beyond the placement scheduler:
- * delivery of ManifestWorks to their cluster's agent and the ManifestWorkReplicaSet controller.
- * Called by `writeStored` (src/api/resources.ts) after every commit, with the object before and
- * after the write (null when absent); it runs before the write's response is sent.
+ * After-commit hooks of works (src/store/hooks.ts): delivery of ManifestWorks to their cluster's
+ * agent, and the removal of what a removed cluster's namespace held.
  */
-import type { KindDefinition } from "../k8s/kind.ts";
+import { ApiError } from "../k8s/errors.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import type { Env } from "../env.ts";
-import { replicaSetAfterCommit } from "./replicaset.ts";
+import { database, listObjects } from "../k8s/store.ts";
+import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
-
-/**
- * Runs the effects of a committed write of `def` at `namespace/name`.
- * @param before the stored object before the write, or null on create
- * @param after the stored object after the write, or null after a delete
- */
-export async function afterCommit(
-  env: Env,
-  def: KindDefinition,
-  namespace: string,
-  name: string,
-  before: KubeObject | null,
-  after: KubeObject | null,
-): Promise<void> {
-  await deliverWorks(env, def, namespace, before, after);
-  await replicaSetAfterCommit(env, def, namespace, name, before, after);
-}
+import { AddOnPlacementScoreKind } from "../kinds/placement.ts";
+import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
+import { writeStored } from "../store/write.ts";
 
 /** A work as its agent receives it: everything but its status and resourceVersion. */
 function deliveredView(obj: KubeObject | null): string {
   if (!obj) return "";
-  const { status, metadata, ...rest } = obj;
-  void status;
-  const { resourceVersion, ...meta } = metadata;
-  void resourceVersion;
+  const { status: _status, metadata, ...rest } = obj;
+  const { resourceVersion: _rv, ...meta } = metadata;
   return JSON.stringify([rest, meta]);
 }
 
 /**
- * Tells the cluster's Durable Object (the namespace is the cluster's name) that its works changed
- * when a ManifestWork was created, deleted, or changed anything its agent receives (spec or
- * metadata); a status write does not. The object then changes its works ETag and wakes the
- * agent's long-poll before this write's response is sent.
+ * Works delivery: when a ManifestWork was created, deleted, or changed anything its agent
+ * receives (spec or metadata; a status write does not), tells the cluster's Durable Object (the
+ * namespace is the cluster's name) that its works changed. The object then changes its works
+ * ETag and wakes the agent's long-poll before the write's response is sent. Idempotent: run
+ * again, the agent fetches its works once more and finds nothing new.
  */
-async function deliverWorks(env: Env, def: KindDefinition, namespace: string, before: KubeObject | null, after: KubeObject | null): Promise<void> {
-  if (def !== ManifestWorkKind || deliveredView(before) === deliveredView(after)) return;
-  await env.CLUSTERS.getByName(namespace).worksChanged();
-}
+export const worksDeliveryHook: AfterCommitHook<true> = {
+  name: "works",
+  plan: (change) => (change.def === ManifestWorkKind && deliveredView(change.before) !== deliveredView(change.after) ? true : null),
+  async run(env, _owed, target) {
+    await env.CLUSTERS.getByName(target.namespace).worksChanged();
+  },
+};
+registerAfterCommitHook(worksDeliveryHook);
+
+/**
+ * A removed ManagedCluster's namespace: its ManifestWorks and AddOnPlacementScores are deleted
+ * through the write path (so their own hooks run: the agent is told, replica sets follow), as
+ * OCM's registration controller cleans up a removed cluster's namespace. Idempotent: run again,
+ * it finds nothing left (or what was created in the namespace since, when the cluster is gone).
+ */
+export const clusterNamespaceHook: AfterCommitHook<true> = {
+  name: "cluster-namespace",
+  plan: (change) => (change.def === ManagedClusterKind && change.before && !change.after ? true : null),
+  async run(env, _owed, target) {
+    const db = database(env.DB);
+    for (const def of [ManifestWorkKind, AddOnPlacementScoreKind]) {
+      const { items } = await listObjects(db, def, target.name);
+      for (const obj of items) {
+        try {
+          await writeStored(env, def, target.name, obj.metadata.name, { verb: "delete" });
+        } catch (e) {
+          if (!(e instanceof ApiError && e.reason === "NotFound")) throw e;
+        }
+      }
+    }
+  },
+};
+registerAfterCommitHook(clusterNamespaceHook);

@@ -24,14 +24,15 @@
  * finalizer) trigger nothing, so a run never waits for a run of its own object.
  */
 import { ApiError } from "../k8s/errors.ts";
-import type { KindDefinition } from "../k8s/kind.ts";
+import { resourceKey } from "../k8s/kind.ts";
 import { setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
 import { database, getObject, listObjects, listObjectsNamed } from "../k8s/store.ts";
 import { ManifestWorkKind, ManifestWorkReplicaSetKind, MWRS_LABEL, PLACEMENT_NAME_LABEL } from "../kinds/manifestwork.ts";
 import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
 import { DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL, PLACEMENT_LABEL } from "../scheduling/index.ts";
 import type { Env } from "../env.ts";
-import { writeStored } from "../api/resources.ts";
+import { writeStored } from "../store/write.ts";
+import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";
 import { computeRollout, workRolloutStatus, type ClusterRolloutStatus, type DecisionGroup, type RolloutStrategy, type WorkCondition } from "./rollout.ts";
 
 /** How many ManifestWork writes one run keeps in flight (each is a D1 batch and a Durable Object call). */
@@ -361,31 +362,34 @@ function stub(env: Env, namespace: string, name: string) {
 }
 
 /**
- * Runs the replica set's controller and waits for a run that started after this call. The
- * triggering write has committed already, so a failure to reach the object is logged and
- * turned into a later run when possible, never thrown at the writer.
+ * Runs the replica set's controller and waits for a run that started after this call. When the
+ * object cannot be reached, asks for a later run instead (its alarm).
+ * @throws when neither could be done (the caller's outbox row keeps the work, or it logs)
  */
 async function reconcileNow(env: Env, namespace: string, name: string): Promise<void> {
   try {
     await stub(env, namespace, name).reconcile(namespace, name);
   } catch (e) {
-    console.error(`replica set ${namespace}/${name}: could not run it`, e);
+    console.error(`replica set ${namespace}/${name}: could not run it; asking for a later run`, e);
     await reconcileSoon(env, namespace, name);
   }
 }
 
-/** Asks for a run shortly after (the object's alarm, at once) without waiting for it; failures are logged. */
+/** Asks for a run shortly after (the object's alarm, at once) without waiting for it. @throws when the object cannot be reached */
 async function reconcileSoon(env: Env, namespace: string, name: string, deletedWorkIn?: string): Promise<void> {
-  try {
-    await stub(env, namespace, name).notify(namespace, name, deletedWorkIn);
-  } catch (e) {
-    console.error(`replica set ${namespace}/${name}: could not ask for a run`, e);
-  }
+  await stub(env, namespace, name).notify(namespace, name, deletedWorkIn);
+}
+
+/** What a write owes a replica set: its run now (awaited) or soon (its alarm), and the cluster whose work was deleted. */
+interface ReplicaSetOwed {
+  namespace: string;
+  name: string;
+  now?: true;
+  deletedWorkIn?: string;
 }
 
 /**
- * Reacts to a committed write that can matter to replica sets (called by `afterCommit`,
- * src/work/hooks.ts, for every D1 write):
+ * Which replica set run a committed write calls for:
  * - a ManifestWorkReplicaSet created, its spec changed (generation) or its deletion started:
  *   its run, awaited (the write returns after it);
  * - removed, or its finalizer removed by someone else: a run shortly after (not awaited);
@@ -396,25 +400,42 @@ async function reconcileSoon(env: Env, namespace: string, name: string, deletedW
  * - such a work deleted (or its deletion started): a run shortly after (not awaited: the
  *   controller itself deletes works).
  * Status-only writes of a replica set and spec or metadata writes of works are the
- * controller's own and trigger nothing.
- * @param before the stored object before the write, or null on create
- * @param after the stored object after the write, or null after a delete
+ * controller's own and call for nothing.
  */
-export async function replicaSetAfterCommit(env: Env, def: KindDefinition, namespace: string, name: string, before: KubeObject | null, after: KubeObject | null): Promise<void> {
+function planReplicaSet(change: Change): ReplicaSetOwed | null {
+  const { def, namespace, name, before, after } = change;
   if (def === ManifestWorkReplicaSetKind) {
-    if (!after) return reconcileSoon(env, namespace, name);
+    if (!after) return { namespace, name };
     const started = !before || before.metadata.generation !== after.metadata.generation || (!before.metadata.deletionTimestamp && !!after.metadata.deletionTimestamp);
-    if (started) return reconcileNow(env, namespace, name);
+    if (started) return { namespace, name, now: true };
     const lost = (before.metadata.finalizers ?? []).includes(MWRS_FINALIZER) && !(after.metadata.finalizers ?? []).includes(MWRS_FINALIZER);
-    if (lost && !after.metadata.deletionTimestamp) return reconcileSoon(env, namespace, name);
-    return;
+    if (lost && !after.metadata.deletionTimestamp) return { namespace, name };
+    return null;
   }
-  if (def !== ManifestWorkKind) return;
+  if (def !== ManifestWorkKind) return null;
   const owner = parseKey((after ?? before)?.metadata.labels?.[MWRS_LABEL]);
-  if (!owner) return;
-  if (before && after && canonical(before.status ?? null) !== canonical(after.status ?? null)) return reconcileSoon(env, owner.namespace, owner.name);
-  if (!after || (after.metadata.deletionTimestamp && !before?.metadata.deletionTimestamp)) return reconcileSoon(env, owner.namespace, owner.name, namespace);
+  if (!owner) return null;
+  if (before && after && canonical(before.status ?? null) !== canonical(after.status ?? null)) return owner;
+  if (!after || (after.metadata.deletionTimestamp && !before?.metadata.deletionTimestamp)) return { ...owner, deletedWorkIn: namespace };
+  return null;
 }
+
+/**
+ * The replica set controller's after-commit hook (src/store/hooks.ts): runs or notifies the
+ * replica set a write calls for ({@link planReplicaSet}). An awaited run of the written replica
+ * set itself reports `rewrote` (the run adds its finalizer and writes its status). Idempotent:
+ * a run reads the current state.
+ */
+export const replicaSetHook: AfterCommitHook<ReplicaSetOwed> = {
+  name: "replicasets",
+  plan: planReplicaSet,
+  async run(env, owed, target) {
+    if (!owed.now) return reconcileSoon(env, owed.namespace, owed.name, owed.deletedWorkIn);
+    await reconcileNow(env, owed.namespace, owed.name);
+    return { rewrote: target.resource === resourceKey(ManifestWorkReplicaSetKind) && target.namespace === owed.namespace && target.name === owed.name };
+  },
+};
+registerAfterCommitHook(replicaSetHook);
 
 /**
  * Runs the replica sets that refer to any of `placements` (`<namespace>/<name>` keys whose
@@ -449,5 +470,9 @@ export async function replicaSetsForPlacements(env: Env, placements: string[]): 
  * (its leftover works, if any, are deleted).
  */
 export async function reevaluateReplicaSet(env: Env, namespace: string, name: string): Promise<void> {
-  await reconcileNow(env, namespace, name);
+  try {
+    await reconcileNow(env, namespace, name);
+  } catch (e) {
+    console.error(`replica set ${namespace}/${name}: could not ask for a run`, e);
+  }
 }

@@ -14,7 +14,7 @@ import type { PlacementSpec } from "../../src/scheduling/index.ts";
 import { mergeTriggers, runPlacementController, type RunResult, type Trigger, type ViewResource } from "../../src/placement/plan.ts";
 import { clusterView } from "../../src/placement/reads.ts";
 import { ListState } from "../../src/placement/state.ts";
-import { triggerForCluster, triggerForWrite } from "../../src/placement/triggers.ts";
+import { triggerForChange, triggerForCluster } from "../../src/placement/changes.ts";
 import { catchUp, runOnView, SchedulerView, type ChangeLog, type FollowedResource, type ViewSource } from "../../src/placement/view.ts";
 import {
   bindingObject,
@@ -120,7 +120,7 @@ class World {
   async writeObject(def: KindDefinition, next: KubeObject | null, current: KubeObject | null): Promise<void> {
     const stored = this.commit(def, next, current);
     const o = (next ?? current)!;
-    await this.run(triggerForWrite(def, o.metadata.namespace ?? "", o.metadata.name, { before: current, after: stored }));
+    await this.run(triggerForChange({ def, namespace: o.metadata.namespace ?? "", name: o.metadata.name, before: current, after: stored }));
   }
 
   async run(trigger: Trigger | null): Promise<void> {
@@ -285,7 +285,7 @@ class World {
         if (!current) return "no placement to lose a write of";
         const p = { ...current, spec: randomSpec(r) as Record<string, unknown>, metadata: { ...current.metadata, generation: (current.metadata.generation ?? 1) + 1 } };
         const stored = this.commit(PlacementKind, p, current);
-        this.lost.push(triggerForWrite(PlacementKind, ns, current.metadata.name, { before: current, after: stored })!);
+        this.lost.push(triggerForChange({ def: PlacementKind, namespace: ns, name: current.metadata.name, before: current, after: stored })!);
         await this.run({ placements: [] });
         return `lost placement write ${ns}/${current.metadata.name}`;
       }

@@ -1,17 +1,5 @@
-import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { agentKeys, call, createToken, MC, MCSET, register, TOKENS, type AgentKeys, type CallOptions } from "./helpers.ts";
-
-/** Everything the hub has stored, to prove a refused request changed nothing. */
-async function snapshot(): Promise<string> {
-  const rows = await env.DB.batch([
-    env.DB.prepare("SELECT resource, namespace, name, resource_version, body FROM objects ORDER BY resource, namespace, name"),
-    env.DB.prepare("SELECT name, cluster_id FROM cluster_identities ORDER BY name"),
-    env.DB.prepare("SELECT value FROM counters"),
-    env.DB.prepare("SELECT receiver_uid, delivery_id FROM webhook_deliveries ORDER BY receiver_uid, delivery_id"),
-  ]);
-  return JSON.stringify(rows.map((r) => r.results));
-}
+import { agentKeys, call, createToken, MC, MCSET, register, snapshot, TOKENS, type AgentKeys, type CallOptions } from "./helpers.ts";
 
 const mc = (metadata: Record<string, unknown>, spec: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) => ({
   apiVersion: "cluster.open-cluster-management.io/v1",

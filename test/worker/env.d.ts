@@ -5,6 +5,7 @@ declare namespace Cloudflare {
     SCHEDULER: DurableObjectNamespace<import("../../durable-objects/scheduler.ts").SchedulerObject>;
     REPLICASETS: DurableObjectNamespace<import("../../durable-objects/replicaset.ts").ReplicaSetObject>;
     FLOTILLA_ADMIN_TOKEN: string;
+    FLOTILLA_ENCRYPTION_KEYS: string;
     LEASE_GRACE_MULTIPLIER: string;
     TEST_MIGRATIONS: import("cloudflare:test").D1Migration[];
   }

@@ -1,5 +1,5 @@
-/** Helpers for Worker tests: HTTP calls into the hub inside workerd, and agent keys. */
-import { exports } from "cloudflare:workers";
+/** Helpers for Worker tests: HTTP calls into the hub inside workerd, agent keys, and what the hub stored. */
+import { env, exports } from "cloudflare:workers";
 import { SignJWT, calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from "jose";
 
 export const ADMIN = "test-admin-token";
@@ -22,7 +22,7 @@ export async function call(method: string, path: string, body?: unknown, opts: C
   if (token) headers.authorization = `Bearer ${token}`;
   let payload: string | undefined = opts.raw;
   if (body !== undefined && payload === undefined) payload = typeof body === "string" ? body : JSON.stringify(body);
-  if (payload !== undefined) headers["content-type"] = opts.contentType ?? "application/json";
+  if (payload !== undefined || opts.contentType !== undefined) headers["content-type"] ??= opts.contentType ?? "application/json";
   const res = await exports.default.fetch(`https://hub.test${path}`, { method, headers, body: payload });
   const text = await res.text();
   let json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -100,4 +100,15 @@ export async function register(token: string, clusterName: string, clusterId: st
 
 export function condition(obj: any, type: string) { // eslint-disable-line @typescript-eslint/no-explicit-any
   return (obj?.status?.conditions ?? []).find((c: { type: string }) => c.type === type);
+}
+
+/** Everything the hub has stored in D1 (objects, cluster identities, counters, webhook deliveries), to prove a refused request changed nothing. */
+export async function snapshot(): Promise<string> {
+  const rows = await env.DB.batch([
+    env.DB.prepare("SELECT resource, namespace, name, resource_version, body FROM objects ORDER BY resource, namespace, name"),
+    env.DB.prepare("SELECT name, cluster_id FROM cluster_identities ORDER BY name"),
+    env.DB.prepare("SELECT value FROM counters"),
+    env.DB.prepare("SELECT receiver_uid, delivery_id FROM webhook_deliveries ORDER BY receiver_uid, delivery_id"),
+  ]);
+  return JSON.stringify(rows.map((r) => r.results));
 }

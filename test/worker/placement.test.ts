@@ -4,8 +4,16 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { clock } from "../../src/clock.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
 import { commitObject, database, getObject } from "../../src/k8s/store.ts";
+import { resourceKey } from "../../src/k8s/kind.ts";
+import { ManagedClusterKind } from "../../src/kinds/managedcluster.ts";
 import { PlacementKind } from "../../src/kinds/placement.ts";
-import { triggerForWrite } from "../../src/placement/triggers.ts";
+import type { RunResult, Trigger } from "../../src/placement/plan.ts";
+import { clusterView } from "../../src/placement/reads.ts";
+import { schedulingHook } from "../../src/placement/triggers.ts";
+import { registerAfterCommitHook, type Change } from "../../src/store/hooks.ts";
+import { writeStored } from "../../src/store/write.ts";
+import type { Env } from "../../src/env.ts";
+import { triggerForChange } from "../../src/placement/changes.ts";
 import { RESYNC_INTERVAL_MS } from "../../durable-objects/scheduler.ts";
 import { agentKeys, call, condition, createToken, MC, MCSET, register } from "./helpers.ts";
 
@@ -193,7 +201,7 @@ describe("the scheduler object", () => {
   it("enqueue returns without waiting for the run; the alarm runs the stored trigger", async () => {
     const before = await pickN("queued", 1);
     const after = await commitQuietly(before, 2);
-    await scheduler().enqueue(triggerForWrite(PlacementKind, "apps", "queued", { before, after })!);
+    await scheduler().enqueue(triggerForChange({ def: PlacementKind, namespace: "apps", name: "queued", before, after })!);
     await runDurableObjectAlarm(scheduler());
     expect(await until("queued", 2)).toHaveLength(2);
     const stored = await runInDurableObject(scheduler(), (_o, state) => state.storage.sql.exec("SELECT COUNT(*) AS n FROM pending_triggers").one().n);
@@ -213,5 +221,69 @@ describe("the scheduler object", () => {
       clock.now = real;
     }
     expect(await decided("apps", "missed")).toHaveLength(2);
+  });
+});
+
+describe("the scheduling hook", () => {
+  const PLACEMENTS_KEY = resourceKey(PlacementKind);
+  const placement = (rv: string, n: number): KubeObject => ({
+    apiVersion: "cluster.open-cluster-management.io/v1beta1",
+    kind: "Placement",
+    metadata: { name: "hooked", namespace: "apps", uid: "u-hooked", creationTimestamp: "2026-01-01T00:00:00Z", resourceVersion: rv, generation: n },
+    spec: { numberOfClusters: n },
+  });
+  const capture = () => {
+    const seen: Trigger[] = [];
+    const result: RunResult = { scheduled: [], skipped: [], writes: 0, requeue: {}, decisionsChanged: [], statusWritten: [`${PLACEMENTS_KEY}/apps/hooked`] };
+    const fake = { SCHEDULER: { getByName: () => ({ reconcile: async (t: Trigger) => (seen.push(t), result) }) } } as unknown as Env;
+    return { seen, fake };
+  };
+
+  it("stores only keys in the outbox; run after its commit it passes the object as stored, run by a sweep the keys", async () => {
+    const change = { def: PlacementKind, namespace: "apps", name: "hooked", before: placement("5", 1), after: placement("6", 2) };
+    const planned = schedulingHook.plan(change)!;
+    expect(JSON.parse(JSON.stringify(planned))).toEqual({ placements: ["apps/hooked"], objects: [{ resource: "placements", namespace: "apps", name: "hooked" }] });
+    const { seen, fake } = capture();
+    const target = { resource: PLACEMENTS_KEY, namespace: "apps", name: "hooked" };
+    expect(await schedulingHook.run(fake, planned, { ...target, recovering: false, change })).toEqual({ rewrote: true });
+    expect(seen[0]!.objects).toEqual([{ resource: "placements", namespace: "apps", name: "hooked", object: change.after }]);
+    await schedulingHook.run(fake, planned, { ...target, recovering: true });
+    expect(seen[1]).toEqual(planned);
+    expect(schedulingHook.plan({ ...change, after: { ...change.before, status: { numberOfSelectedClusters: 1 } } })).toBeNull();
+  });
+
+  it("passes a ManagedCluster's scheduling view and resourceVersion after its commit, only its labels in the plan", async () => {
+    const before: KubeObject = { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "c9", uid: "u-c9", creationTimestamp: "2026-01-01T00:00:00Z", resourceVersion: "7", labels: { env: "dev" } }, spec: {} };
+    const after: KubeObject = { ...before, metadata: { ...before.metadata, resourceVersion: "8", labels: { env: "prod" } } };
+    const change = { def: ManagedClusterKind, namespace: "", name: "c9", before, after };
+    const planned = schedulingHook.plan(change)!;
+    expect(JSON.parse(JSON.stringify(planned))).toEqual({ clusters: [{ name: "c9", labelsBefore: { env: "dev" }, labelsAfter: { env: "prod" } }] });
+    const { seen, fake } = capture();
+    await schedulingHook.run(fake, planned, { resource: resourceKey(ManagedClusterKind), namespace: "", name: "c9", recovering: false, change });
+    expect(seen[0]!.clusters).toEqual([{ name: "c9", labelsBefore: { env: "dev" }, labelsAfter: { env: "prod" }, after: clusterView(after), resourceVersion: "8" }]);
+  });
+
+  it("the store gives a hook run after its commit the object as stored", async () => {
+    const changes: (Change | undefined)[] = [];
+    registerAfterCommitHook<true>({
+      name: "test-capture",
+      plan: (c) => (c.def === PlacementKind && c.name === "captured" && c.before === null ? true : null),
+      async run(_env, _owed, target) {
+        changes.push(target.change);
+      },
+    });
+    const { object } = await writeStored(env, PlacementKind, "apps", "captured", {
+      verb: "create",
+      body: { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "captured" }, spec: { numberOfClusters: 1 } },
+    });
+    expect(changes).toHaveLength(1);
+    expect(changes[0]!.before).toBeNull();
+    // As stored: the uid and resourceVersion the store gave it (the body had neither); the answer
+    // is newer, since the scheduler then wrote the new Placement's status.
+    const after = changes[0]!.after!;
+    expect(after.metadata.uid).toBe(object!.metadata.uid);
+    expect(Number(after.metadata.resourceVersion)).toBeGreaterThan(0);
+    expect(Number(after.metadata.resourceVersion)).toBeLessThan(Number(object!.metadata.resourceVersion));
+    expect(await decided("apps", "captured")).toHaveLength(1);
   });
 });

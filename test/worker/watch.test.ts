@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { call, MC } from "./helpers.ts";
 import { env, exports } from "cloudflare:workers";
+import { MAX_WATCHES_PER_CLIENT, WATCH_RETRY_AFTER_SECONDS } from "../../src/api/watch.ts";
 
 const mc = (name: string, labels: Record<string, string> = {}) => ({ apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name, labels } });
 
@@ -17,7 +18,8 @@ async function readEvents(res: Response, n: number): Promise<any[]> {
     buf += decoder.decode(value, { stream: true });
     let i;
     while ((i = buf.indexOf("\n")) >= 0) {
-      out.push(JSON.parse(buf.slice(0, i)));
+      // Blank lines are the keepalives of a quiet watch.
+      if (buf.slice(0, i).trim()) out.push(JSON.parse(buf.slice(0, i)));
       buf = buf.slice(i + 1);
     }
   }
@@ -68,5 +70,31 @@ describe("watch and tables", () => {
     const r = await call("GET", "/version", undefined, { token: null });
     expect(r.status).toBe(200);
     expect(r.body.gitVersion).toMatch(/^v1\./);
+  });
+
+  it(`refuses a client's watch beyond ${MAX_WATCHES_PER_CLIENT} open ones with 429 and Retry-After, and frees a place when a watch's client goes away`, async () => {
+    const open: Response[] = [];
+    for (let i = 0; i < MAX_WATCHES_PER_CLIENT; i++) {
+      const res = await watch("timeoutSeconds=120");
+      expect(res.status).toBe(200);
+      open.push(res);
+    }
+    const refused = await watch("timeoutSeconds=120");
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("retry-after")).toBe(String(WATCH_RETRY_AFTER_SECONDS));
+    expect(await refused.json()).toMatchObject({ kind: "Status", reason: "TooManyRequests", code: 429, details: { retryAfterSeconds: WATCH_RETRY_AFTER_SECONDS } });
+
+    await open.pop()!.body!.cancel();
+    const deadline = Date.now() + 10_000;
+    let again: Response;
+    for (;;) {
+      again = await watch("timeoutSeconds=120");
+      if (again.status === 200 || Date.now() > deadline) break;
+      await again.body?.cancel();
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(again.status).toBe(200);
+    open.push(again);
+    await Promise.all(open.map((r) => r.body!.cancel()));
   });
 });

@@ -1,6 +1,6 @@
-import { env, exports } from "cloudflare:workers";
+import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, MC, MCSET } from "./helpers.ts";
+import { call, MC, MCSET, snapshot } from "./helpers.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const PLACEMENTS = (ns: string) => `${G}/v1beta1/namespaces/${ns}/placements`;
@@ -53,15 +53,6 @@ async function image(ns = "apps", name = "web"): Promise<string> {
 async function decided(ns: string, placement: string): Promise<string[]> {
   const r = await call("GET", `${DECISIONS(ns)}?labelSelector=${encodeURIComponent(`cluster.open-cluster-management.io/placement=${placement}`)}`);
   return r.body.items.flatMap((d: Json) => d.status.decisions.map((x: Json) => x.clusterName)).sort();
-}
-
-/** Everything stored, to prove a refused delivery changed nothing. */
-async function snapshot(): Promise<string> {
-  const rows = await env.DB.batch([
-    env.DB.prepare("SELECT resource, namespace, name, resource_version, body FROM objects ORDER BY resource, namespace, name"),
-    env.DB.prepare("SELECT receiver_uid, delivery_id FROM webhook_deliveries ORDER BY receiver_uid, delivery_id"),
-  ]);
-  return JSON.stringify(rows.map((r) => r.results));
 }
 
 function deployment(img: string) {

@@ -7,7 +7,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { ClusterObject } from "../../durable-objects/cluster.ts";
+import { MAX_WORKS_WAITERS, WORKS_RETRY_AFTER_SECONDS, type ClusterObject } from "../../durable-objects/cluster.ts";
 import { call, condition, createToken, MC, register, type AgentKeys } from "./helpers.ts";
 
 const WORKS = (ns: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks`;
@@ -118,6 +118,27 @@ describe("works delivery (agent protocol)", () => {
     const woken = await waiting;
     expect(woken.status).toBe(200);
     expect(woken.body.works.map((w: { metadata: { name: string } }) => w.metadata.name)).toEqual(["w2"]);
+  });
+
+  it(`refuses a works long-poll beyond ${MAX_WORKS_WAITERS} waiting ones with 429 and Retry-After; a works change answers them all`, async () => {
+    const keys = await joined("wd9");
+    const { etag } = (await poll("wd9", keys)).body;
+    const stub = env.CLUSTERS.getByName("wd9");
+    const waiters = () => runInDurableObject(stub, (obj: ClusterObject) => (obj as unknown as { worksWaiters: Set<unknown> }).worksWaiters.size);
+    const waiting = Array.from({ length: MAX_WORKS_WAITERS }, () => poll("wd9", keys, etag, 50));
+    const deadline = Date.now() + 10_000;
+    while ((await waiters()) < MAX_WORKS_WAITERS && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(await waiters()).toBe(MAX_WORKS_WAITERS);
+    const refused = await poll("wd9", keys, etag, 50);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("retry-after")).toBe(String(WORKS_RETRY_AFTER_SECONDS));
+    expect(refused.body).toMatchObject({ kind: "Status", reason: "TooManyRequests", details: { retryAfterSeconds: WORKS_RETRY_AFTER_SECONDS } });
+    // A poll that need not wait (no ETag) is not refused.
+    expect((await poll("wd9", keys)).status).toBe(200);
+
+    expect((await call("POST", WORKS("wd9"), work("w9"))).status).toBe(201);
+    for (const res of await Promise.all(waiting)) expect(res.status).toBe(200);
+    expect(await waiters()).toBe(0);
   });
 
   it("a credential reads and reports only its own cluster's works; bad reports change nothing", async () => {

@@ -1,0 +1,83 @@
+/**
+ * After-commit hooks, registered by the features that need them (the placement scheduler, works
+ * delivery, the replica set controller, a removed cluster's namespace), after kube-apiserver's
+ * `registry.Store` AfterCreate/AfterUpdate/AfterDelete hooks and the informers controllers
+ * watch. The write path (src/store/write.ts) knows no feature: for every commit it asks each
+ * registered hook what the change owes it (`plan`, pure), records that in the commit's outbox
+ * row (src/store/outbox.ts), runs the hooks, and deletes the row once they all finished.
+ */
+import type { KindDefinition } from "../k8s/kind.ts";
+import type { KubeObject } from "../k8s/meta.ts";
+import type { Env } from "../env.ts";
+
+/**
+ * One committed change: the kind, where the object lives (`namespace` "" when cluster-scoped),
+ * and the object before (null on create) and after (null after a delete) the write.
+ */
+export interface Change {
+  def: KindDefinition;
+  namespace: string;
+  name: string;
+  before: KubeObject | null;
+  after: KubeObject | null;
+}
+
+/**
+ * What an owed hook runs for: the written object's D1 resource key (`<group>/<plural>`),
+ * namespace and name, and `recovering`: true when a sweep runs it again after a crash or a
+ * failure (the hook's first run may have done part of its work, or all of it). `change` is the
+ * committed change, its `after` the object as stored (with its resourceVersion), when the hook
+ * runs right after its commit in the writer's process; a sweep has only the outbox row, so a
+ * hook that needs the object then reads it by key.
+ */
+export interface HookTarget {
+  resource: string;
+  namespace: string;
+  name: string;
+  recovering: boolean;
+  change?: Change;
+}
+
+/** What a hook's run reports: `rewrote` when it wrote the changed object itself (e.g. a status). */
+export interface HookOutcome {
+  rewrote?: boolean;
+}
+
+/**
+ * An after-commit hook. `plan` decides, from the change alone and before the commit, what the
+ * change owes the hook: a JSON value stored in the outbox row, or null for nothing. `run` does
+ * the work from that value; it must be idempotent (run again after a crash, it may find its work
+ * done already) and throw when the work did not finish, so that the row is kept and swept later.
+ */
+export interface AfterCommitHook<Owed> {
+  /** A stable name: it is stored in outbox rows, so renaming a hook strands their work. */
+  readonly name: string;
+  plan(change: Change): Owed | null;
+  run(env: Env, owed: Owed, target: HookTarget): Promise<HookOutcome | void>;
+}
+
+const registry = new Map<string, AfterCommitHook<unknown>>();
+
+/**
+ * Registers `hook` (again under the same name: replaced). Features call this when their module
+ * loads; src/index.ts imports them all, so Worker and Durable Objects see the same hooks.
+ * Hooks run in the order they were first registered.
+ */
+export function registerAfterCommitHook<Owed>(hook: AfterCommitHook<Owed>): void {
+  registry.set(hook.name, hook as AfterCommitHook<unknown>);
+}
+
+/** What `change` owes each registered hook (hook name to its owed value), or null when nothing. */
+export function planHooks(change: Change): Record<string, unknown> | null {
+  let owed: Record<string, unknown> | null = null;
+  for (const hook of registry.values()) {
+    const value = hook.plan(change);
+    if (value !== null) (owed ??= {})[hook.name] = value;
+  }
+  return owed;
+}
+
+/** The registered hook named `name`, or undefined (a row naming it is then kept, never dropped). */
+export function hookNamed(name: string): AfterCommitHook<unknown> | undefined {
+  return registry.get(name);
+}

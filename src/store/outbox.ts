@@ -1,0 +1,143 @@
+/**
+ * The after-commit outbox (the transactional outbox pattern): a write that owes after-commit
+ * work commits an outbox row in the same atomic D1 batch (src/k8s/store.ts `commitObject`), the
+ * writer runs the hooks, and the row is deleted once they all finished. A row left behind (the
+ * process crashed between the commit and the end of its hooks, or a hook failed) is found by a
+ * sweep and run again, so no committed write stays unprocessed:
+ * - at start: the first request an isolate serves sweeps every row committed before it started
+ *   (in the background, `waitUntil`; src/index.ts);
+ * - periodically while rows are left: the scheduler object's alarm (durable-objects/scheduler.ts)
+ *   sweeps the rows that are due and sets itself again for the next one.
+ * Hooks are idempotent, so a row run twice (a sweep racing a slow writer) does no harm.
+ */
+import { and, asc, eq, gt, inArray, lt, lte, min, sql } from "drizzle-orm";
+import { outbox } from "../db/schema.ts";
+import { database } from "../k8s/store.ts";
+import type { Env } from "../env.ts";
+import { hookNamed, type Change, type HookTarget } from "./hooks.ts";
+
+/** How long a writer owns the row of its own commit before a sweep may take it, in milliseconds. */
+export const OUTBOX_GRACE_MS = 60_000;
+/** First retry delay of a row whose hook failed, in milliseconds (doubling per sweep, up to {@link MAX_RETRY_MS}). */
+const RETRY_MS = 2_000;
+/** Longest retry delay, in milliseconds. */
+const MAX_RETRY_MS = 300_000;
+/** Rows one sweep takes at a time (their hooks run concurrently). */
+const SWEEP_BATCH = 32;
+
+/** One outbox row: its id, the written object, and hook name to what the write owes it. */
+export interface OwedWork {
+  id: string;
+  resource: string;
+  namespace: string;
+  name: string;
+  hooks: Record<string, unknown>;
+}
+
+/**
+ * Runs the hooks `work` names, in order, and deletes its row once they all finished. A hook that
+ * throws (or is not registered) is logged and kept: the row then names only the unfinished hooks,
+ * is due again at `retryAt` (epoch milliseconds; unchanged when undefined) and the sweep is set
+ * for it. Never throws for a hook's failure: the write it belongs to has committed. `change` is
+ * the committed change when the writer runs its own row (see `HookTarget`), absent for a sweep.
+ * Returns whether a hook rewrote the written object, and whether every hook finished.
+ */
+export async function runOwed(env: Env, work: OwedWork, recovering: boolean, retryAt?: number, change?: Change): Promise<{ rewrote: boolean; finished: boolean }> {
+  let rewrote = false;
+  const left: Record<string, unknown> = {};
+  const target: HookTarget = { resource: work.resource, namespace: work.namespace, name: work.name, recovering, change };
+  for (const [name, owed] of Object.entries(work.hooks)) {
+    const hook = hookNamed(name);
+    if (!hook) {
+      console.error(`outbox: no after-commit hook named ${name} is registered; ${work.resource} ${work.namespace}/${work.name} keeps owing it`);
+      left[name] = owed;
+      continue;
+    }
+    try {
+      if ((await hook.run(env, owed, target))?.rewrote) rewrote = true;
+    } catch (e) {
+      console.error(`outbox: after-commit hook ${name} of ${work.resource} ${work.namespace}/${work.name} failed; a sweep runs it again`, e);
+      left[name] = owed;
+    }
+  }
+  const db = database(env.DB);
+  const finished = Object.keys(left).length === 0;
+  try {
+    if (finished) {
+      await db.delete(outbox).where(eq(outbox.id, work.id));
+    } else {
+      await db.update(outbox).set({ hooks: JSON.stringify(left), ...(retryAt !== undefined ? { dueAt: retryAt } : {}) }).where(eq(outbox.id, work.id));
+      if (retryAt !== undefined) await armSweep(env, retryAt);
+    }
+  } catch (e) {
+    // The row stays as it was: a sweep runs its hooks again, which they allow.
+    console.error(`outbox: could not settle the row of ${work.resource} ${work.namespace}/${work.name}`, e);
+  }
+  return { rewrote, finished };
+}
+
+/** The first retry time of a row whose hook failed at `now` (epoch milliseconds). */
+export function retryTime(now: number): number {
+  return now + RETRY_MS;
+}
+
+/**
+ * Sweeps the outbox at `now` (epoch milliseconds): takes the rows that are due and, when
+ * `startedAt` is given (an isolate's start, epoch milliseconds), every row committed before it,
+ * oldest first, in batches; pushes each taken row's due time back (doubling per attempt) so
+ * that a concurrent sweep leaves it alone, and runs its hooks (`recovering`).
+ * Returns how many rows finished and when the next row left is due (epoch ms, or null).
+ * @throws errors of D1 (the rows stay, for the next sweep)
+ */
+export async function sweepOutbox(env: Env, now: number, startedAt?: number): Promise<{ finished: number; nextDue: number | null }> {
+  const db = database(env.DB);
+  if (startedAt !== undefined) await db.update(outbox).set({ dueAt: now }).where(and(lt(outbox.createdAt, startedAt), gt(outbox.dueAt, now)));
+  let finished = 0;
+  for (;;) {
+    const claimed = await db
+      .update(outbox)
+      .set({ attempts: sql`${outbox.attempts} + 1`, dueAt: sql`${now} + min(${MAX_RETRY_MS}, ${RETRY_MS} << min(${outbox.attempts}, 16))` })
+      .where(inArray(outbox.id, db.select({ id: outbox.id }).from(outbox).where(lte(outbox.dueAt, now)).orderBy(asc(outbox.resourceVersion)).limit(SWEEP_BATCH)))
+      .returning();
+    if (claimed.length === 0) break;
+    const results = await Promise.all(
+      claimed.map((r) => runOwed(env, { id: r.id, resource: r.resource, namespace: r.namespace, name: r.name, hooks: JSON.parse(r.hooks) as Record<string, unknown> }, true)),
+    );
+    finished += results.filter((r) => r.finished).length;
+    if (claimed.length < SWEEP_BATCH) break;
+  }
+  const [next] = await db.select({ due: min(outbox.dueAt) }).from(outbox);
+  return { finished, nextDue: next?.due ?? null };
+}
+
+/**
+ * Sets the periodic sweep (the scheduler object's alarm, named "scheduler") to run no later
+ * than `at` (epoch milliseconds). Failures are logged: the next isolate's start sweeps anyway.
+ */
+export async function armSweep(env: Env, at: number): Promise<void> {
+  try {
+    await env.SCHEDULER.getByName("scheduler").sweepOutboxAt(at);
+  } catch (e) {
+    console.error("outbox: could not set the sweep", e);
+  }
+}
+
+let recovery: Promise<void> | null = null;
+
+/**
+ * The sweep at an isolate's start: the first call (the isolate's first request, at `now`, epoch
+ * milliseconds) sweeps every row committed before it in the background (`waitUntil`), and sets
+ * the periodic sweep for what is left. Later calls do nothing, unless that sweep failed (the
+ * next request tries again).
+ */
+export function recoverAtStart(env: Env, now: number, waitUntil: (p: Promise<unknown>) => void): void {
+  if (recovery) return;
+  recovery = (async () => {
+    const { nextDue } = await sweepOutbox(env, now, now);
+    if (nextDue !== null) await armSweep(env, nextDue);
+  })().catch((e: unknown) => {
+    console.error("outbox: the sweep at start failed; the next request tries again", e);
+    recovery = null;
+  });
+  waitUntil(recovery);
+}

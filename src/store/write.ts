@@ -1,0 +1,188 @@
+/**
+ * The one write path for D1-stored kinds, below the HTTP layer: every writer (the admin API,
+ * agent routes, Durable Objects, controllers, webhook receivers) commits through here, so every
+ * write has the same effects. A commit records what it owes the registered after-commit hooks
+ * (src/store/hooks.ts) in an outbox row of the same atomic batch (src/store/outbox.ts), runs
+ * them, and deletes the row once they finished.
+ */
+import { ApiError } from "../k8s/errors.ts";
+import { resourceKey, type KindDefinition } from "../k8s/kind.ts";
+import type { KubeObject } from "../k8s/meta.ts";
+import { keyringOf } from "../k8s/encryption.ts";
+import { commitObject, database, getObject, needsRewrite, type CommitExtras, type Database, type StoreKey } from "../k8s/store.ts";
+import { computeWrite, settleDeletion, type WriteRequest } from "../k8s/write.ts";
+import type { Env } from "../env.ts";
+import { planHooks } from "./hooks.ts";
+import { OUTBOX_GRACE_MS, retryTime, runOwed, type OwedWork } from "./outbox.ts";
+import { clock } from "../clock.ts";
+
+/**
+ * The D1 store of a Worker environment, with the keys that seal and open encrypted fields
+ * (Secret data, src/k8s/encryption.ts): every reader and writer of such a kind goes through it.
+ */
+export function store(env: Env): Database {
+  return database(env.DB, keyringOf(env));
+}
+
+/**
+ * A committed write: its kind, the object before it (null on create) and as stored (null after a
+ * delete), and the after-commit work it owes (its outbox row), or null when it owes none.
+ */
+export interface Committed {
+  def: KindDefinition;
+  before: KubeObject | null;
+  object: KubeObject | null;
+  owed: OwedWork | null;
+}
+
+/**
+ * Commits `next` (null: delete) in place of `before` (null: create) with the resourceVersion
+ * precondition of `before`, and in the same atomic batch the outbox row of what the change owes
+ * the registered hooks. Does not run the hooks: the caller runs {@link finishCommit} once it has
+ * done what must precede them (a Durable Object stores its copy first). `now` is epoch
+ * milliseconds; `extra` adds statements to the batch (see `CommitExtras`).
+ * @throws ApiError 404, 409 (the precondition failed; nothing was written)
+ */
+export async function commitChange(
+  env: Env,
+  def: KindDefinition,
+  key: StoreKey,
+  before: KubeObject | null,
+  next: KubeObject | null,
+  now: number,
+  extra?: CommitExtras["extra"],
+): Promise<Committed> {
+  const hooks = planHooks({ def, namespace: key.namespace, name: key.name, before, after: next });
+  const owed = hooks ? { id: crypto.randomUUID(), resource: resourceKey(def), namespace: key.namespace, name: key.name, hooks } : null;
+  const object = await commitObject(store(env), def, key, next, before ? Number(before.metadata.resourceVersion) : null, {
+    outbox: owed ? { id: owed.id, hooks: JSON.stringify(hooks), createdAt: now, dueAt: now + OUTBOX_GRACE_MS } : undefined,
+    extra,
+  });
+  return { def, before, object, owed };
+}
+
+/**
+ * Runs the after-commit hooks a commit owes and deletes its outbox row; a hook that fails is
+ * logged and left to the sweep (never thrown: the write has committed). `now` is epoch
+ * milliseconds. Returns whether a hook rewrote the written object itself.
+ */
+export async function finishCommit(env: Env, committed: Committed, now: number): Promise<{ rewrote: boolean }> {
+  const { def, before, object, owed } = committed;
+  if (!owed) return { rewrote: false };
+  const { rewrote } = await runOwed(env, owed, false, retryTime(now), { def, namespace: owed.namespace, name: owed.name, before, after: object });
+  return { rewrote };
+}
+
+/**
+ * How many times a write without a resourceVersion precondition is tried when other writers
+ * keep committing first (kube-apiserver's GuaranteedUpdate retries without a bound; this bound
+ * only stops a livelock, and is far above what 50 concurrent writers on one object need).
+ */
+const MAX_ATTEMPTS = 100;
+/** Upper bound of the random wait before a retry, in milliseconds (grows with the attempt, up to this). */
+const MAX_RETRY_WAIT_MS = 200;
+
+/** Waits a random 0..min(2^attempt, MAX_RETRY_WAIT_MS) milliseconds (full jitter), so that racing writers spread out. */
+function backoff(attempt: number): Promise<void> {
+  const ms = Math.random() * Math.min(2 ** attempt, MAX_RETRY_WAIT_MS);
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Writes to one object queued in this isolate: each waits for the one before it (see {@link serialised}). */
+const queues = new Map<string, Promise<unknown>>();
+
+/**
+ * Runs `fn` after the writes to the same object (`key`) that this isolate started before it, so
+ * that writers in one isolate do not race each other to conflicts and retries; writers in other
+ * isolates (or Durable Objects) still race, and the retry settles that.
+ */
+async function serialised<T>(key: string, fn: () => Promise<T>): Promise<T> {
+  const before = queues.get(key) ?? Promise.resolve();
+  const run = before.then(fn, fn);
+  const tail = run.catch(() => undefined);
+  queues.set(key, tail);
+  try {
+    return await run;
+  } finally {
+    if (queues.get(key) === tail) queues.delete(key);
+  }
+}
+
+/**
+ * Commits one write of a D1-stored kind (create, update, merge patch, apply, delete; main
+ * resource or status) with the generic strategy, then runs the after-commit hooks it owes (the
+ * placement scheduler, works delivery, replica sets: before this returns). The admin API,
+ * controllers, Durable Objects and webhook receivers all write through here.
+ *
+ * As kube-apiserver's GuaranteedUpdate: when another writer committed between the read and the
+ * commit, the write is computed again on a fresh read and retried (with a small random wait),
+ * so patches, updates and deletes without a resourceVersion precondition apply however many
+ * writers race; a request that carries a precondition (a resourceVersion in the body or the
+ * patch, DeleteOptions preconditions) is checked again on the fresh read and gets its 409 there.
+ * Writes to one object from this isolate queue up instead of racing ({@link serialised}).
+ *
+ * Returns the object as stored when this returns (null after a delete: the object as it was):
+ * when an after-commit hook rewrote it (the scheduler writes a new Placement's status, the
+ * replica set controller its finalizer), it is read again, so an update built from the answer
+ * does not conflict with the write's own effects. Also whether the write created the object.
+ * `known` is the stored object as the caller just read it (a controller that listed it, or a
+ * route that checked it): the first attempt uses it instead of reading it again, and the commit's
+ * resourceVersion precondition still refuses it if it was stale (one D1 query less per write).
+ * @throws ApiError (4xx) for a bad request, a conflict or a missing object; nothing is written then.
+ */
+export async function writeStored(
+  env: Env,
+  def: KindDefinition,
+  namespace: string,
+  name: string,
+  req: WriteRequest,
+  extras?: Record<string, unknown>,
+  known?: KubeObject,
+): Promise<{ object: KubeObject | null; created: boolean }> {
+  const attempt = () => commitWithRetries(env, def, { namespace, name }, req, extras, known);
+  const outcome = req.verb === "create" ? await attempt() : await serialised(`${resourceKey(def)}/${namespace}/${name}`, attempt);
+  if (!outcome.committed) return { object: outcome.unchanged, created: outcome.created };
+  const { committed, created, now } = outcome;
+  const { rewrote } = await finishCommit(env, committed, now);
+  let object = committed.object;
+  if (rewrote && object) object = (await getObject(store(env), def, { namespace, name: object.metadata.name })) ?? object;
+  // A delete answers with the object as it was (as the apiserver does).
+  return { object: object ?? committed.before, created };
+}
+
+/**
+ * Reads, computes and commits one write, again on a fresh read while other writers commit first
+ * (see {@link writeStored}). Returns the commit and its time (epoch ms), or the stored object
+ * when the write changes nothing (`committed` null).
+ */
+async function commitWithRetries(
+  env: Env,
+  def: KindDefinition,
+  key: { namespace: string; name: string },
+  req: WriteRequest,
+  extras: Record<string, unknown> | undefined,
+  known: KubeObject | undefined,
+): Promise<{ committed: Committed; created: boolean; now: number } | { committed: null; unchanged: KubeObject | null; created: boolean }> {
+  const db = store(env);
+  for (let attempt = 0; ; attempt++) {
+    const current = req.verb === "create" ? null : attempt === 0 && known ? known : await getObject(db, def, key);
+    const now = clock.now();
+    const ctx = { now, newUid: () => crypto.randomUUID(), extras };
+    const { next, created } = computeWrite(def, key, current, req, ctx);
+    // A row sealed under an older key (or not at all) is written again even when nothing changed,
+    // as the apiserver rewrites stale objects on update (src/k8s/encryption.ts).
+    if (next === current && !(current && needsRewrite(current))) return { committed: null, unchanged: current, created };
+    if (next && def.finalize) await def.finalize(next, current, ctx);
+    const settled = settleDeletion(next);
+    const storeKey = { namespace: key.namespace, name: (settled ?? next ?? current)!.metadata.name };
+    try {
+      return { committed: await commitChange(env, def, storeKey, current, settled, now), created, now };
+    } catch (e) {
+      if (e instanceof ApiError && e.reason === "Conflict" && req.verb !== "create" && attempt + 1 < MAX_ATTEMPTS) {
+        await backoff(attempt);
+        continue;
+      }
+      throw e;
+    }
+  }
+}

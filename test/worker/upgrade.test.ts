@@ -1,0 +1,62 @@
+/**
+ * An old hub upgraded: the migrations applied to a D1 database that holds what the previous
+ * release wrote (its schema without the outbox, its rows) give a hub that answers as before and
+ * writes as a fresh one does.
+ */
+import { applyD1Migrations } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { call, condition, MC } from "./helpers.ts";
+
+const G = "/apis/cluster.open-cluster-management.io";
+const PLACEMENTS = `${G}/v1beta1/namespaces/apps/placements`;
+const DECISIONS = `${G}/v1beta1/namespaces/apps/placementdecisions`;
+const WORKS = "/apis/work.open-cluster-management.io/v1/namespaces/up1/manifestworks";
+const merge = { contentType: "application/merge-patch+json" };
+/** The migrations this release adds (the previous release had every other one). */
+const NEW_MIGRATIONS = ["0003_outbox.sql"];
+
+const schemaOf = async (table: string) =>
+  (await env.DB.prepare("SELECT type, name, sql FROM sqlite_master WHERE tbl_name = ? ORDER BY name").bind(table).all()).results;
+
+const everything = async () => {
+  const out: Record<string, unknown> = {};
+  for (const path of [MC, `${G}/v1beta2/managedclustersets`, `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, PLACEMENTS, DECISIONS, WORKS]) out[path] = (await call("GET", path)).body.items;
+  return out;
+};
+
+describe("upgrade from the previous release's database", () => {
+  it("applies the new migrations over existing data; the hub answers the same and writes as a fresh one", async () => {
+    // What the previous release's hub stored: a cluster with status, a set and binding, a
+    // scheduled Placement, a ManifestWork (the rows are the same as this release writes).
+    expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "up1", labels: { env: "prod" } }, spec: { hubAcceptsClient: true } })).status).toBe(201);
+    const available = { type: "ManagedClusterConditionAvailable", status: "True", reason: "Test", message: "", lastTransitionTime: "2026-01-01T00:00:00Z" };
+    expect((await call("PATCH", `${MC}/up1/status`, { status: { conditions: [available] } }, merge)).status).toBe(200);
+    expect((await call("POST", `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } })).status).toBe(201);
+    expect((await call("POST", PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "old" }, spec: {} })).status).toBe(201);
+    const work = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name: "w" }, spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", namespace: "default" } }] } } };
+    expect((await call("POST", WORKS, work)).status).toBe(201);
+    const fresh = { outbox: await schemaOf("outbox") };
+    expect(fresh.outbox.length).toBeGreaterThan(0);
+    const before = await everything();
+
+    // The previous release's schema: without this release's migrations.
+    for (const table of ["outbox"]) await env.DB.prepare(`DROP TABLE ${table}`).run();
+    for (const m of NEW_MIGRATIONS) await env.DB.prepare("DELETE FROM d1_migrations WHERE name = ?").bind(m).run();
+    expect(await schemaOf("outbox")).toEqual([]);
+
+    await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
+    expect(await schemaOf("outbox")).toEqual(fresh.outbox);
+    expect(await everything()).toEqual(before);
+
+    // Writes work as on a fresh hub: scheduled before they return, nothing left owing.
+    const created = await call("POST", PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "new" }, spec: {} });
+    expect(created.status).toBe(201);
+    expect(condition(created.body, "PlacementSatisfied")).toMatchObject({ status: "True" });
+    const decided = (await call("GET", `${DECISIONS}?labelSelector=cluster.open-cluster-management.io/placement=new`)).body.items;
+    expect(decided.flatMap((d: { status: { decisions: { clusterName: string }[] } }) => d.status.decisions.map((x) => x.clusterName))).toEqual(["up1"]);
+    expect((await call("PATCH", `${WORKS}/w`, { metadata: { labels: { upgraded: "yes" } } }, merge)).status).toBe(200);
+    expect((await call("PATCH", `${MC}/up1`, { metadata: { labels: { upgraded: "yes" } } }, merge)).status).toBe(200);
+    expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox").first<{ n: number }>())!.n).toBe(0);
+  });
+});

@@ -1,0 +1,180 @@
+/**
+ * The one write path (src/store): writes without a precondition retry until they apply (as
+ * kube-apiserver's GuaranteedUpdate), a write answers with the object as stored after its own
+ * after-commit work, and what a crash leaves behind is finished (the outbox sweep, the cluster
+ * object's repair from D1).
+ */
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { ClusterObject } from "../../durable-objects/cluster.ts";
+import { database, getObject } from "../../src/k8s/store.ts";
+import { computeWrite } from "../../src/k8s/write.ts";
+import { ManagedClusterKind } from "../../src/kinds/managedcluster.ts";
+import { PlacementKind } from "../../src/kinds/placement.ts";
+import { commitChange, writeStored } from "../../src/store/write.ts";
+import { call, condition, MC } from "./helpers.ts";
+
+const G = "/apis/cluster.open-cluster-management.io";
+const PLACEMENTS = (ns: string) => `${G}/v1beta1/namespaces/${ns}/placements`;
+const DECISIONS = (ns: string) => `${G}/v1beta1/namespaces/${ns}/placementdecisions`;
+const BINDINGS = (ns: string) => `${G}/v1beta2/namespaces/${ns}/managedclustersetbindings`;
+const MCSET = `${G}/v1beta2/managedclustersets`;
+const WORKS = (ns: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks`;
+const merge = { contentType: "application/merge-patch+json" };
+
+const placement = (name: string) => ({ apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name }, spec: { numberOfClusters: 1 } });
+
+async function outboxRows(): Promise<{ resource: string; namespace: string; name: string; hooks: string }[]> {
+  return (await env.DB.prepare("SELECT resource, namespace, name, hooks FROM outbox ORDER BY resource_version").all<{ resource: string; namespace: string; name: string; hooks: string }>()).results;
+}
+
+/** 50 merge patches without a resourceVersion, all at once, each adding its own label; all must apply. */
+async function concurrentLabelPatches(path: string): Promise<void> {
+  const n = 50;
+  const results = await Promise.all(Array.from({ length: n }, (_, i) => call("PATCH", path, { metadata: { labels: { [`writer-${i}`]: "yes" } } }, merge)));
+  expect(results.map((r) => r.status)).toEqual(Array(n).fill(200));
+  const labels = (await call("GET", path)).body.metadata.labels;
+  for (let i = 0; i < n; i++) expect(labels[`writer-${i}`], `label writer-${i}`).toBe("yes");
+}
+
+describe("writes without a precondition retry until they apply", () => {
+  it("50 concurrent merge patches on one Placement: all 200, all applied", async () => {
+    expect((await call("POST", PLACEMENTS("race"), placement("p"))).status).toBe(201);
+    await concurrentLabelPatches(`${PLACEMENTS("race")}/p`);
+  });
+
+  it("50 concurrent merge patches on one ManifestWork: all 200, all applied", async () => {
+    const work = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name: "w" }, spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", namespace: "default" } }] } } };
+    expect((await call("POST", WORKS("race1"), work)).status).toBe(201);
+    await concurrentLabelPatches(`${WORKS("race1")}/w`);
+  });
+
+  it("50 concurrent merge patches on one ManagedCluster: all 200, all applied", async () => {
+    expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "race2" }, spec: { hubAcceptsClient: true } })).status).toBe(201);
+    await concurrentLabelPatches(`${MC}/race2`);
+  });
+
+  it("a write that lost the race to another writer (another isolate's) is computed again on a fresh read", async () => {
+    expect((await call("POST", PLACEMENTS("race"), placement("lost"))).status).toBe(201);
+    const stale = (await getObject(database(env.DB), PlacementKind, { namespace: "race", name: "lost" }))!;
+    expect((await call("PATCH", `${PLACEMENTS("race")}/lost`, { metadata: { labels: { first: "yes" } } }, merge)).status).toBe(200);
+    // The first attempt commits on the stale read (as a writer elsewhere would), loses, and retries.
+    const { object } = await writeStored(env, PlacementKind, "race", "lost", { verb: "patch", patchType: "merge", patch: { metadata: { labels: { second: "yes" } } } }, undefined, stale);
+    expect(object!.metadata.labels).toEqual({ first: "yes", second: "yes" });
+    // With a resourceVersion precondition the fresh read refuses it instead.
+    await expect(writeStored(env, PlacementKind, "race", "lost", { verb: "update", body: { ...stale, spec: { numberOfClusters: 3 } } }, undefined, stale)).rejects.toMatchObject({ code: 409, reason: "Conflict" });
+  });
+
+  it("a patch, an update or a delete that carries a stale resourceVersion still gets 409", async () => {
+    const created = await call("POST", PLACEMENTS("race"), placement("stale"));
+    expect(created.status).toBe(201);
+    const rv = created.body.metadata.resourceVersion;
+    expect((await call("PATCH", `${PLACEMENTS("race")}/stale`, { metadata: { labels: { a: "1" } } }, merge)).status).toBe(200);
+    expect((await call("PATCH", `${PLACEMENTS("race")}/stale`, { metadata: { resourceVersion: rv, labels: { b: "1" } } }, merge)).status).toBe(409);
+    const apply = `apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: stale\n  resourceVersion: "${rv}"\n  labels:\n    c: "1"\n`;
+    expect((await call("PATCH", `${PLACEMENTS("race")}/stale?fieldManager=test`, apply, { contentType: "application/apply-patch+yaml" })).status).toBe(409);
+    expect((await call("PUT", `${PLACEMENTS("race")}/stale`, { ...created.body, spec: { numberOfClusters: 2 } })).status).toBe(409);
+    expect((await call("DELETE", `${PLACEMENTS("race")}/stale`, { preconditions: { resourceVersion: rv } })).status).toBe(409);
+    expect((await call("GET", `${PLACEMENTS("race")}/stale`)).body.metadata.labels).toEqual({ a: "1" });
+  });
+});
+
+describe("a write answers with the object as stored after its own after-commit work", () => {
+  it("a Placement create's answer can be PUT back with a change (200)", async () => {
+    const created = await call("POST", PLACEMENTS("fresh"), placement("p"));
+    expect(created.status).toBe(201);
+    // The scheduler wrote the status before the create returned, and the answer carries it.
+    expect(condition(created.body, "PlacementSatisfied")).toBeDefined();
+    const stored = await call("GET", `${PLACEMENTS("fresh")}/p`);
+    expect(created.body.metadata.resourceVersion).toBe(stored.body.metadata.resourceVersion);
+    const put = await call("PUT", `${PLACEMENTS("fresh")}/p`, { ...created.body, spec: { numberOfClusters: 2 } });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    expect(put.body.spec.numberOfClusters).toBe(2);
+    const again = await call("PUT", `${PLACEMENTS("fresh")}/p`, { ...put.body, metadata: { ...put.body.metadata, labels: { tier: "web" } } });
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+  });
+
+  it("so does a ManagedClusterSetBinding create (the scheduler writes its Bound condition)", async () => {
+    expect((await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "fresh-set" } })).status).toBe(201);
+    const created = await call("POST", BINDINGS("fresh"), { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "fresh-set" }, spec: { clusterSet: "fresh-set" } });
+    expect(created.status).toBe(201);
+    expect(condition(created.body, "Bound")).toMatchObject({ status: "True" });
+    const put = await call("PUT", `${BINDINGS("fresh")}/fresh-set`, { ...created.body, metadata: { ...created.body.metadata, labels: { a: "b" } } });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+  });
+
+  it("so does a ManifestWorkReplicaSet create (its controller adds its finalizer and status)", async () => {
+    const mwrs = {
+      apiVersion: "work.open-cluster-management.io/v1alpha1",
+      kind: "ManifestWorkReplicaSet",
+      metadata: { name: "fresh" },
+      spec: { placementRefs: [{ name: "p" }], manifestWorkTemplate: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", namespace: "default" } }] } } },
+    };
+    const created = await call("POST", "/apis/work.open-cluster-management.io/v1alpha1/namespaces/fresh/manifestworkreplicasets", mwrs);
+    expect(created.status).toBe(201);
+    expect(created.body.metadata.finalizers).toContain("work.open-cluster-management.io/manifest-work-cleanup");
+    const put = await call("PUT", "/apis/work.open-cluster-management.io/v1alpha1/namespaces/fresh/manifestworkreplicasets/fresh", { ...created.body, metadata: { ...created.body.metadata, labels: { a: "b" } } });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+  });
+});
+
+describe("crash recovery", () => {
+  it("a committed Placement whose scheduling never ran is scheduled by the outbox sweep", async () => {
+    await call("GET", PLACEMENTS("crash")); // the isolate's start sweep has run
+    const obj = computeWrite(PlacementKind, { namespace: "crash", name: "lost" }, null, { verb: "create", body: placement("lost") }, { now: Date.now(), newUid: () => crypto.randomUUID() }).next!;
+    // The commit as a crashed writer left it: the row and its outbox row, no hook run.
+    await commitChange(env, PlacementKind, { namespace: "crash", name: "lost" }, null, obj, Date.now());
+    expect((await outboxRows()).map((r) => `${r.resource}/${r.namespace}/${r.name}`)).toContain("cluster.open-cluster-management.io/placements/crash/lost");
+    expect((await call("GET", `${PLACEMENTS("crash")}/lost`)).body.status).toBeUndefined();
+
+    const scheduler = env.SCHEDULER.getByName("scheduler");
+    await scheduler.sweepOutboxAt(Date.now());
+    // The row is not due yet (its writer owns it for a grace period) ...
+    expect(await runDurableObjectAlarm(scheduler)).toBe(true);
+    expect((await call("GET", `${PLACEMENTS("crash")}/lost`)).body.status).toBeUndefined();
+    // ... once it is (the writer died), the sweep runs its hooks and deletes it.
+    await env.DB.prepare("UPDATE outbox SET due_at = 0").run();
+    await scheduler.sweepOutboxAt(Date.now());
+    expect(await runDurableObjectAlarm(scheduler)).toBe(true);
+    const p = (await call("GET", `${PLACEMENTS("crash")}/lost`)).body;
+    expect(condition(p, "PlacementSatisfied")).toBeDefined();
+    expect((await call("GET", `${DECISIONS("crash")}?labelSelector=cluster.open-cluster-management.io/placement=lost`)).body.items).toHaveLength(1);
+    expect(await outboxRows()).toEqual([]);
+  });
+
+  it("a cluster object that crashed after its D1 commit takes the object from D1 at its next load", async () => {
+    expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "torn" }, spec: { hubAcceptsClient: true } })).status).toBe(201);
+    const stub = env.CLUSTERS.getByName("torn");
+    const before = (await call("GET", `${MC}/torn`)).body;
+    // D1 committed a label the object never stored, and the object's marker says so.
+    const next = structuredClone(before);
+    next.metadata.labels = { ...next.metadata.labels, torn: "yes" };
+    await commitChange(env, ManagedClusterKind, { namespace: "", name: "torn" }, before, next, Date.now());
+    await runInDurableObject(stub, (_obj: ClusterObject, state) => {
+      state.storage.sql.exec("INSERT INTO state (k, v) VALUES ('committing', ?)", JSON.stringify({ name: "torn" }));
+    });
+    expect((await call("GET", `${MC}/torn`)).body.metadata.labels.torn).toBeUndefined();
+    // Its next load repairs it.
+    await evictDurableObject(stub);
+    const repaired = (await call("GET", `${MC}/torn`)).body;
+    const row = await getObject(database(env.DB), ManagedClusterKind, { namespace: "", name: "torn" });
+    expect(repaired).toEqual(row);
+    expect(repaired.metadata.labels.torn).toBe("yes");
+    // And it takes writes again (its copy is no longer stale).
+    expect((await call("PATCH", `${MC}/torn`, { metadata: { labels: { after: "yes" } } }, merge)).status).toBe(200);
+  });
+
+  it("a cluster object whose copy is stale repairs itself on the failed commit", async () => {
+    expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "stale1" }, spec: { hubAcceptsClient: true } })).status).toBe(201);
+    const before = (await call("GET", `${MC}/stale1`)).body;
+    const next = structuredClone(before);
+    next.metadata.labels = { ...next.metadata.labels, behind: "yes" };
+    await commitChange(env, ManagedClusterKind, { namespace: "", name: "stale1" }, before, next, Date.now());
+    // The first write finds the copy stale (409) and repairs it; the next one applies.
+    expect((await call("PATCH", `${MC}/stale1`, { metadata: { labels: { first: "yes" } } }, merge)).status).toBe(409);
+    const second = await call("PATCH", `${MC}/stale1`, { metadata: { labels: { second: "yes" } } }, merge);
+    expect(second.status).toBe(200);
+    expect(second.body.metadata.labels).toMatchObject({ behind: "yes", second: "yes" });
+  });
+});
