@@ -16,6 +16,7 @@
 
 import { schedule } from "../src/scheduling/index.ts";
 import type { PlacementSpec, ScheduleInput, SchedulingCluster } from "../src/scheduling/index.ts";
+import { printTable } from "./table.ts";
 
 const NOW = new Date("2026-01-01T00:00:00Z");
 const REGIONS = ["us-east", "us-west", "eu-central", "ap-south", "sa-east"];
@@ -86,15 +87,6 @@ function timeRuns(runs: number, fn: () => void): { median: number; p90: number; 
 
 function fmt(ms: number): string {
   return ms < 10 ? ms.toFixed(3) : ms.toFixed(1);
-}
-
-function printTable(title: string, header: string[], rows: string[][]): void {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]): string => "| " + cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(" | ") + " |";
-  console.log(`\n${title}`);
-  console.log(line(header));
-  console.log("|" + widths.map((w, i) => (i === 0 ? "-".repeat(w + 2) : "-".repeat(w + 1) + ":")).join("|") + "|");
-  for (const r of rows) console.log(line(r));
 }
 
 function benchOne(label: string, numberOfClusters: number | undefined): void {

@@ -23,6 +23,7 @@ import { runPlacementController, type ClusterView, type RunResult, type SaveObje
 import { ListState } from "../src/placement/state.ts";
 import { runOnView, SchedulerView, type ViewSource } from "../src/placement/view.ts";
 import type { PlacementSpec } from "../src/scheduling/index.ts";
+import { printTable } from "./table.ts";
 
 const G = "cluster.open-cluster-management.io";
 const NOW = Date.parse("2026-01-01T00:00:00Z");
@@ -101,15 +102,6 @@ function memoryWriter(start: number): SaveObject & { stored: Map<string, Map<str
 
 function fmt(ms: number): string {
   return ms < 10 ? ms.toFixed(2) : ms.toFixed(0);
-}
-
-function printTable(title: string, header: string[], rows: string[][]): void {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]): string => "| " + cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(" | ") + " |";
-  console.log(`\n${title}`);
-  console.log(line(header));
-  console.log("|" + widths.map((w, i) => (i === 0 ? "-".repeat(w + 2) : "-".repeat(w + 1) + ":")).join("|") + "|");
-  for (const r of rows) console.log(line(r));
 }
 
 const quantile = (xs: number[], q: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))]!;
