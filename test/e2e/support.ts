@@ -39,22 +39,7 @@ export async function stopAgent(a: AgentProcess): Promise<void> {
   await a.exited;
 }
 
-/** Polls `probe` every 250 ms until it returns a truthy value. @throws Error after `timeoutMs` milliseconds */
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v) return v;
-      last = v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (last: ${String(last)})`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
+export { waitFor } from "../wait.ts";
 
 /** A condition of an object's status by type. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

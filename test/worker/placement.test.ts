@@ -16,6 +16,7 @@ import type { Env } from "../../src/env.ts";
 import { triggerForChange } from "../../src/placement/changes.ts";
 import { RESYNC_INTERVAL_MS } from "../../durable-objects/scheduler.ts";
 import { agentKeys, call, condition, createToken, MC, MCSET, register } from "./helpers.ts";
+import { waitFor } from "../wait.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const PLACEMENTS = (ns: string) => `${G}/v1beta1/namespaces/${ns}/placements`;
@@ -121,9 +122,7 @@ describe("placement scheduling on write", () => {
     const alarmAt = await runInDurableObject(env.SCHEDULER.getByName("scheduler"), (_o, state) => state.storage.getAlarm());
     // The alarm is set at the moment the toleration ends (timeAdded + tolerationSeconds).
     expect(alarmAt).toBe(timeAdded + 2000);
-    const deadline = Date.now() + 8000;
-    while (Date.now() < deadline && (await decided("apps", "tolerant")).includes("p4")) await new Promise((r) => setTimeout(r, 200));
-    expect(await decided("apps", "tolerant")).not.toContain("p4");
+    await waitFor("p4 to leave the decisions once its toleration ended", async () => !(await decided("apps", "tolerant")).includes("p4"), 8000, 100);
   });
 
   it("paginates past 100 clusters and refuses user writes to decisions", async () => {
@@ -193,9 +192,10 @@ describe("the scheduler object", () => {
   }
 
   async function until(name: string, length: number): Promise<string[]> {
-    const deadline = Date.now() + 8000;
-    while (Date.now() < deadline && (await decided("apps", name)).length !== length) await new Promise((r) => setTimeout(r, 100));
-    return decided("apps", name);
+    return waitFor(`${length} decisions of ${name}`, async () => {
+      const names = await decided("apps", name);
+      return names.length === length && names;
+    }, 8000, 100);
   }
 
   it("enqueue returns without waiting for the run; the alarm runs the stored trigger", async () => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { call, MC } from "./helpers.ts";
 import { env, exports } from "cloudflare:workers";
 import { MAX_WATCHES_PER_CLIENT, WATCH_RETRY_AFTER_SECONDS } from "../../src/api/watch.ts";
+import { waitFor } from "../wait.ts";
 
 const mc = (name: string, labels: Record<string, string> = {}) => ({ apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name, labels } });
 
@@ -85,14 +86,13 @@ describe("watch and tables", () => {
     expect(await refused.json()).toMatchObject({ kind: "Status", reason: "TooManyRequests", code: 429, details: { retryAfterSeconds: WATCH_RETRY_AFTER_SECONDS } });
 
     await open.pop()!.body!.cancel();
-    const deadline = Date.now() + 10_000;
-    let again: Response;
-    for (;;) {
-      again = await watch("timeoutSeconds=120");
-      if (again.status === 200 || Date.now() > deadline) break;
-      await again.body?.cancel();
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    // The freed place is taken again once the hub has seen the cancelled watch end.
+    const again = await waitFor("a watch place to be freed", async () => {
+      const r = await watch("timeoutSeconds=120");
+      if (r.status === 200) return r;
+      await r.body?.cancel();
+      return undefined;
+    }, 10_000, 50);
     expect(again.status).toBe(200);
     open.push(again);
     await Promise.all(open.map((r) => r.body!.cancel()));

@@ -9,6 +9,7 @@ import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MAX_WORKS_WAITERS, WORKS_RETRY_AFTER_SECONDS, type ClusterObject } from "../../durable-objects/cluster.ts";
 import { call, condition, createToken, MC, register, type AgentKeys } from "./helpers.ts";
+import { waitFor } from "../wait.ts";
 
 const WORKS = (ns: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks`;
 const merge = { contentType: "application/merge-patch+json" };
@@ -126,8 +127,7 @@ describe("works delivery (agent protocol)", () => {
     const stub = env.CLUSTERS.getByName("wd9");
     const waiters = () => runInDurableObject(stub, (obj: ClusterObject) => (obj as unknown as { worksWaiters: Set<unknown> }).worksWaiters.size);
     const waiting = Array.from({ length: MAX_WORKS_WAITERS }, () => poll("wd9", keys, etag, 50));
-    const deadline = Date.now() + 10_000;
-    while ((await waiters()) < MAX_WORKS_WAITERS && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(`${MAX_WORKS_WAITERS} waiting long-polls`, async () => (await waiters()) >= MAX_WORKS_WAITERS, 10_000, 20);
     expect(await waiters()).toBe(MAX_WORKS_WAITERS);
     const refused = await poll("wd9", keys, etag, 50);
     expect(refused.status).toBe(429);
