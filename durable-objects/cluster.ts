@@ -14,7 +14,7 @@ import { decodeProtectedHeader, importJWK, jwtVerify, type JWK } from "jose";
 import { ApiError, conflict, forbidden, invalid, notFound, tooManyRequests, unauthorized, type Status } from "../src/k8s/errors.ts";
 import { findCondition, rfc3339, setCondition, type KubeObject } from "../src/k8s/meta.ts";
 import { database, getObject } from "../src/k8s/store.ts";
-import { commitChange, finishCommit } from "../src/store/write.ts";
+import { commitChange, finishCommit, type WriterMode } from "../src/store/write.ts";
 import { armSweep } from "../src/store/outbox.ts";
 import { clusterIdentities } from "../src/db/schema.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../src/k8s/write.ts";
@@ -254,8 +254,11 @@ export class ClusterObject extends DurableObject<Env> {
    * and takes the object from D1 ({@link repairFromIndex}); so does a commit that fails. What
    * the write owes after the commit (the scheduler, the removed cluster's namespace) is in the
    * commit's outbox row, run here once this object stored the result, and swept after a crash.
+   * `mode` is "returns" for the agent's own writes and the lease controller's (registration,
+   * heartbeat status, lease expiry, leave): they return once the scheduling they cause is queued,
+   * and the decisions follow (src/store/write.ts `WriterMode`); an admin's write waits for them.
    */
-  private async commit(current: KubeObject | null, next: KubeObject | null): Promise<KubeObject | null> {
+  private async commit(current: KubeObject | null, next: KubeObject | null, mode: WriterMode = "waits"): Promise<KubeObject | null> {
     const name = (next ?? current)!.metadata.name;
     const now = clock.now();
     if (next) {
@@ -290,7 +293,7 @@ export class ClusterObject extends DurableObject<Env> {
       this.cost.d1Queries += 1;
       if (committed.owed.hooks[schedulingHook.name] !== undefined) this.cost.schedulerRuns += 1;
     }
-    await finishCommit(this.env, committed, now);
+    await finishCommit(this.env, committed, now, mode);
     return stored;
   }
 
@@ -448,14 +451,14 @@ export class ClusterObject extends DurableObject<Env> {
           );
           next = structuredClone(current);
           next.metadata.annotations = { ...(next.metadata.annotations ?? {}), [PENDING_KEY_ANNOTATION]: input.kid };
-          const stored = (await this.commit(current, next)) ?? current;
+          const stored = (await this.commit(current, next, "returns")) ?? current;
           return { ok: true, value: { outcome: "pending", info: this.info(stored, true) } };
         }
         if (input.claims.length > 0) statusOf(next).clusterClaims = input.claims;
         if (outcome === "created" || this.exec("SELECT 1 FROM keys LIMIT 1").length === 0) {
           this.exec("INSERT INTO keys (kid, jwk, not_after) VALUES (?, ?, NULL)", input.kid, JSON.stringify(input.publicKey));
         }
-        const stored = (await this.commit(current, next))!;
+        const stored = (await this.commit(current, next, "returns"))!;
         return { ok: true, value: { outcome, info: this.info(stored, false) } };
       } catch (e) {
         return errorResult(e);
@@ -704,10 +707,10 @@ export class ClusterObject extends DurableObject<Env> {
   private async finishLeave(current: KubeObject, reason: string, message: string): Promise<void> {
     const ended = structuredClone(current);
     setCondition((statusOf(ended).conditions ??= []), { type: Conditions.Joined, status: "False", reason, message }, rfc3339(clock.now()));
-    const stored = (await this.commit(current, ended)) ?? current;
+    const stored = (await this.commit(current, ended, "returns")) ?? current;
     const gone = structuredClone(stored);
     gone.metadata.finalizers = (gone.metadata.finalizers ?? []).filter((f) => f !== LEAVE_FINALIZER);
-    await this.commit(stored, settleDeletion(gone));
+    await this.commit(stored, settleDeletion(gone), "returns");
   }
 
   /**
@@ -743,7 +746,7 @@ export class ClusterObject extends DurableObject<Env> {
     if (hb.capacity) status.capacity = hb.capacity;
     if (hb.allocatable) status.allocatable = hb.allocatable;
     if (hb.clusterClaims) status.clusterClaims = hb.clusterClaims;
-    const stored = (await this.commit(current, next)) ?? current;
+    const stored = (await this.commit(current, next, "returns")) ?? current;
     await this.armAlarm(now + this.graceMs(stored, lease));
     return { leaseDurationSeconds: specOf(stored).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS, worksEtag: this.worksEtag(), leaving: Boolean(stored.metadata.deletionTimestamp) };
   }
@@ -780,7 +783,7 @@ export class ClusterObject extends DurableObject<Env> {
         { type: Conditions.Available, status: "Unknown", reason: "ManagedClusterLeaseUpdateStopped", message: "Registration agent stopped updating its lease." },
         rfc3339(now),
       );
-      await this.commit(current, next);
+      await this.commit(current, next, "returns");
     });
   }
 }

@@ -16,13 +16,20 @@ import type { RunResult, Trigger } from "./plan.ts";
  * `rewrote` when the run wrote the written object's status (a new Placement's, a binding's Bound
  * condition). Run by a sweep, it asks the replica sets of every placement it scheduled (or
  * skipped) to follow too, since the first run may have written the decisions and died before
- * they ran.
+ * they ran. When the writer does not wait (an agent's write, `target.writerWaits` false), the
+ * trigger is queued durably in the scheduler (`enqueue`) and the hook returns at once; the
+ * decisions follow within the scheduler's queue lag (bench:scale "decision lag").
  */
 export const schedulingHook: AfterCommitHook<Trigger> = {
   name: "schedule",
   plan: (change) => triggerForChange(change, false),
   async run(env, trigger, target) {
     const full = (target.change && triggerForChange(target.change)) ?? trigger;
+    if (!target.writerWaits && !target.recovering) {
+      // An agent's write: queued in the scheduler's storage, run by its alarm; the agent returns.
+      await env.SCHEDULER.getByName("scheduler").enqueue(full);
+      return {};
+    }
     const result = await reschedule(env, full, target.recovering);
     return { rewrote: result.statusWritten.includes(`${target.resource}/${target.namespace}/${target.name}`) };
   },

@@ -29,12 +29,19 @@ export interface Change {
  * committed change, its `after` the object as stored (with its resourceVersion), when the hook
  * runs right after its commit in the writer's process; a sweep has only the outbox row, so a
  * hook that needs the object then reads it by key.
+ *
+ * `writerWaits`: whether the writer waits for the hooks' effects before it answers (a person's
+ * or a webhook's write, which returns after the decisions it causes are written), or must answer
+ * at once (an agent's status report or lease expiry, which must never wait on work proportional
+ * to anything but itself): a hook with slow effects then hands its work to a durable queue of
+ * its own and returns once it is queued. A sweep runs with `writerWaits` false (nobody waits).
  */
 export interface HookTarget {
   resource: string;
   namespace: string;
   name: string;
   recovering: boolean;
+  writerWaits: boolean;
   change?: Change;
 }
 

@@ -39,13 +39,21 @@ export interface OwedWork {
  * throws (or is not registered) is logged and kept: the row then names only the unfinished hooks,
  * is due again at `retryAt` (epoch milliseconds; unchanged when undefined) and the sweep is set
  * for it. Never throws for a hook's failure: the write it belongs to has committed. `change` is
- * the committed change when the writer runs its own row (see `HookTarget`), absent for a sweep.
+ * the committed change when the writer runs its own row (see `HookTarget`), absent for a sweep;
+ * `writerWaits` tells the hooks whether the writer waits for their effects (`HookTarget`).
  * Returns whether a hook rewrote the written object, and whether every hook finished.
  */
-export async function runOwed(env: Env, work: OwedWork, recovering: boolean, retryAt?: number, change?: Change): Promise<{ rewrote: boolean; finished: boolean }> {
+export async function runOwed(
+  env: Env,
+  work: OwedWork,
+  recovering: boolean,
+  retryAt?: number,
+  change?: Change,
+  writerWaits = false,
+): Promise<{ rewrote: boolean; finished: boolean }> {
   let rewrote = false;
   const left: Record<string, unknown> = {};
-  const target: HookTarget = { resource: work.resource, namespace: work.namespace, name: work.name, recovering, change };
+  const target: HookTarget = { resource: work.resource, namespace: work.namespace, name: work.name, recovering, writerWaits, change };
   for (const [name, owed] of Object.entries(work.hooks)) {
     const hook = hookNamed(name);
     if (!hook) {

@@ -62,14 +62,25 @@ export async function commitChange(
 }
 
 /**
+ * Who is waiting on a write: `"waits"` (the default) for a person's, a webhook's or a
+ * controller's write, which returns after the effects its hooks cause (a Placement's decisions)
+ * are written; `"returns"` for an agent's write (a status report, a lease expiry), which returns
+ * once its hooks' work is durably queued (the scheduler's pending triggers), so an agent never
+ * waits on scheduling. README.md ("Which writes wait") lists them.
+ */
+export type WriterMode = "waits" | "returns";
+
+/**
  * Runs the after-commit hooks a commit owes and deletes its outbox row; a hook that fails is
  * logged and left to the sweep (never thrown: the write has committed). `now` is epoch
- * milliseconds. Returns whether a hook rewrote the written object itself.
+ * milliseconds; `mode` says whether the writer waits for the hooks' effects ({@link WriterMode}).
+ * Returns whether a hook rewrote the written object itself.
  */
-export async function finishCommit(env: Env, committed: Committed, now: number): Promise<{ rewrote: boolean }> {
+export async function finishCommit(env: Env, committed: Committed, now: number, mode: WriterMode = "waits"): Promise<{ rewrote: boolean }> {
   const { def, before, object, owed } = committed;
   if (!owed) return { rewrote: false };
-  const { rewrote } = await runOwed(env, owed, false, retryTime(now), { def, namespace: owed.namespace, name: owed.name, before, after: object });
+  const change = { def, namespace: owed.namespace, name: owed.name, before, after: object };
+  const { rewrote } = await runOwed(env, owed, false, retryTime(now), change, mode === "waits");
   return { rewrote };
 }
 

@@ -1,6 +1,8 @@
 /** Helpers for Worker tests: HTTP calls into the hub inside workerd, agent keys, and what the hub stored. */
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { SignJWT, calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from "jose";
+import { waitFor } from "../wait.ts";
 
 export const ADMIN = "test-admin-token";
 export const MC = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
@@ -111,4 +113,25 @@ export async function snapshot(): Promise<string> {
     env.DB.prepare("SELECT receiver_uid, delivery_id FROM webhook_deliveries ORDER BY receiver_uid, delivery_id"),
   ]);
   return JSON.stringify(rows.map((r) => r.results));
+}
+
+/**
+ * Waits until the scheduler has run every trigger that agents' writes queued (a heartbeat's
+ * status, a lease expiry: they do not wait for scheduling, src/store/write.ts `WriterMode`),
+ * running its alarm rather than waiting for it to fire.
+ * @throws Error when triggers are still queued after 10 000 milliseconds.
+ */
+export async function scheduled(): Promise<void> {
+  const stub = env.SCHEDULER.getByName("scheduler");
+  await waitFor(
+    "the scheduler's queued triggers to run",
+    async () => {
+      const left = await runInDurableObject(stub, (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM pending_triggers").one().n);
+      if (left === 0) return true;
+      await runDurableObjectAlarm(stub);
+      return false;
+    },
+    10_000,
+    20,
+  );
 }

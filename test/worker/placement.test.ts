@@ -15,7 +15,7 @@ import { writeStored } from "../../src/store/write.ts";
 import type { Env } from "../../src/env.ts";
 import { triggerForChange } from "../../src/placement/changes.ts";
 import { RESYNC_INTERVAL_MS } from "../../durable-objects/scheduler.ts";
-import { agentKeys, call, condition, createToken, MC, MCSET, register } from "./helpers.ts";
+import { agentKeys, call, condition, createToken, MC, MCSET, register, scheduled } from "./helpers.ts";
 import { waitFor } from "../wait.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
@@ -99,12 +99,15 @@ describe("placement scheduling on write", () => {
     await call("PATCH", `${MC}/p5`, { metadata: { labels: { "cluster.open-cluster-management.io/clusterset": "prod", env: "prod" } }, spec: { leaseDurationSeconds: 1 } }, merge);
     const hb = await call("POST", "/agent/v1/clusters/p5/heartbeat", { healthy: true, allocatable: { cpu: "4", memory: "128Gi" }, capacity: { cpu: "4", memory: "128Gi" } }, { token: await keys.sign("p5") });
     expect(hb.status).toBe(200);
+    // The agent's write returned before the scheduler ran (its trigger is queued); then it runs.
+    await scheduled();
     expect(await decided("apps", "web")).toEqual(["p3", "p5"]);
     const stub = env.CLUSTERS.getByName("p5");
     await runInDurableObject(stub, (_o, state) => {
       state.storage.sql.exec("UPDATE state SET v = ? WHERE k = 'lease'", JSON.stringify({ renewMs: Date.now() - 60_000, toldSeconds: 1 }));
     });
     await runDurableObjectAlarm(stub);
+    await scheduled();
     expect(await decided("apps", "web")).toEqual(["p1", "p3"]);
   });
 
@@ -235,8 +238,9 @@ describe("the scheduling hook", () => {
   const capture = () => {
     const seen: Trigger[] = [];
     const result: RunResult = { scheduled: [], skipped: [], writes: 0, requeue: {}, decisionsChanged: [], statusWritten: [`${PLACEMENTS_KEY}/apps/hooked`] };
-    const fake = { SCHEDULER: { getByName: () => ({ reconcile: async (t: Trigger) => (seen.push(t), result) }) } } as unknown as Env;
-    return { seen, fake };
+    const queued: Trigger[] = [];
+    const fake = { SCHEDULER: { getByName: () => ({ reconcile: async (t: Trigger) => (seen.push(t), result), enqueue: async (t: Trigger) => void queued.push(t) }) } } as unknown as Env;
+    return { seen, queued, fake };
   };
 
   it("stores only keys in the outbox; run after its commit it passes the object as stored, run by a sweep the keys", async () => {
@@ -245,9 +249,9 @@ describe("the scheduling hook", () => {
     expect(JSON.parse(JSON.stringify(planned))).toEqual({ placements: ["apps/hooked"], objects: [{ resource: "placements", namespace: "apps", name: "hooked" }] });
     const { seen, fake } = capture();
     const target = { resource: PLACEMENTS_KEY, namespace: "apps", name: "hooked" };
-    expect(await schedulingHook.run(fake, planned, { ...target, recovering: false, change })).toEqual({ rewrote: true });
+    expect(await schedulingHook.run(fake, planned, { ...target, recovering: false, writerWaits: true, change })).toEqual({ rewrote: true });
     expect(seen[0]!.objects).toEqual([{ resource: "placements", namespace: "apps", name: "hooked", object: change.after }]);
-    await schedulingHook.run(fake, planned, { ...target, recovering: true });
+    await schedulingHook.run(fake, planned, { ...target, recovering: true, writerWaits: false });
     expect(seen[1]).toEqual(planned);
     expect(schedulingHook.plan({ ...change, after: { ...change.before, status: { numberOfSelectedClusters: 1 } } })).toBeNull();
   });
@@ -259,8 +263,20 @@ describe("the scheduling hook", () => {
     const planned = schedulingHook.plan(change)!;
     expect(JSON.parse(JSON.stringify(planned))).toEqual({ clusters: [{ name: "c9", labelsBefore: { env: "dev" }, labelsAfter: { env: "prod" } }] });
     const { seen, fake } = capture();
-    await schedulingHook.run(fake, planned, { resource: resourceKey(ManagedClusterKind), namespace: "", name: "c9", recovering: false, change });
+    await schedulingHook.run(fake, planned, { resource: resourceKey(ManagedClusterKind), namespace: "", name: "c9", recovering: false, writerWaits: true, change });
     expect(seen[0]!.clusters).toEqual([{ name: "c9", labelsBefore: { env: "dev" }, labelsAfter: { env: "prod" }, after: clusterView(after), resourceVersion: "8" }]);
+  });
+
+  it("queues an agent's change in the scheduler instead of running it, with the object as stored", async () => {
+    const before: KubeObject = { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "c8", uid: "u-c8", creationTimestamp: "2026-01-01T00:00:00Z", resourceVersion: "3" }, spec: {} };
+    const after: KubeObject = { ...before, metadata: { ...before.metadata, resourceVersion: "4" }, status: { allocatable: { cpu: "4" } } };
+    const change = { def: ManagedClusterKind, namespace: "", name: "c8", before, after };
+    const planned = schedulingHook.plan(change)!;
+    const { seen, queued, fake } = capture();
+    expect(await schedulingHook.run(fake, planned, { resource: resourceKey(ManagedClusterKind), namespace: "", name: "c8", recovering: false, writerWaits: false, change })).toEqual({});
+    expect(seen).toHaveLength(0);
+    expect(queued).toHaveLength(1);
+    expect(queued[0]!.clusters).toEqual([{ name: "c8", labelsBefore: undefined, labelsAfter: undefined, after: clusterView(after), resourceVersion: "4" }]);
   });
 
   it("the store gives a hook run after its commit the object as stored", async () => {
