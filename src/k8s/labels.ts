@@ -470,16 +470,16 @@ class Parser {
           throw new SyntaxProblem(`found '${t2.lit}', expected: ',' or ')'`, t2.pos);
         }
         case ",": {
-          // Empty list elements ("(,a)", "(a,)", "(a,,b)") are the empty value.
+          // Empty list elements ("(,a)", "(a,)", "(a,,b)", "(a,,)", "(a,,,)") are the empty
+          // value, as apimachinery's parser takes them (its selector tests list each as valid).
           if (values.length === 0) values.push("");
-          const t2 = this.lookahead("values");
-          if (t2.tok === ")") {
-            values.push("");
-            return values;
-          }
-          if (t2.tok === ",") {
+          while (this.lookahead("values").tok === ",") {
             this.consume("values");
             values.push("");
+          }
+          if (this.lookahead("values").tok === ")") {
+            values.push("");
+            return values;
           }
           break;
         }
