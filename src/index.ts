@@ -40,7 +40,9 @@ export const VERSION = {
 
 /** Builds the hub's Hono app. */
 export function createApp(): Hono<{ Bindings: Env }> {
-  const app = new Hono<{ Bindings: Env }>();
+  // Not strict: a path answers with or without a trailing slash (`/version/`, `/apis/`, as the
+  // Python client asks for discovery), as kube-apiserver's routes do.
+  const app = new Hono<{ Bindings: Env }>({ strict: false });
   // Every path (API, agent, webhooks): an overlong target or a malformed escape is refused before routing.
   app.use("*", async (c, next) => {
     checkRequestTarget(c.req.url);

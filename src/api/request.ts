@@ -67,6 +67,17 @@ export function checkRequestTarget(url: string): void {
   }
 }
 
+/**
+ * A boolean query parameter (`watch`, `allowWatchBookmarks`, `force`, ...) as kube-apiserver
+ * decodes it (apimachinery's `Convert_Slice_string_To_bool`): absent is false; `0` and `false`
+ * in any case are false; any other value, the empty string included (`?watch`), is true. So
+ * `watch=True` from the Python client and `watch=1` from others both watch.
+ */
+export function queryFlag(value: string | undefined): boolean {
+  if (value === undefined) return false;
+  return !(value === "0" || value.toLowerCase() === "false");
+}
+
 /** A JSON response carrying a Kubernetes Status for `err` (with `Retry-After` when the Status gives `details.retryAfterSeconds`). */
 export function statusResponse(err: ApiError): Response {
   const status = err.toStatus();
@@ -164,7 +175,7 @@ export async function decodePatch(c: Context, subresource: "status" | undefined,
   const t = mediaType(c);
   const force = c.req.query("force");
   const fieldManager = c.req.query("fieldManager");
-  const forceValue = force === undefined ? undefined : force === "true";
+  const forceValue = force === undefined ? undefined : queryFlag(force);
   if (t === "application/merge-patch+json") {
     return { verb: "patch", patchType: "merge", patch: parseJson(await readBody(c), fieldValidationOf(c), warnings), force: forceValue, subresource };
   }

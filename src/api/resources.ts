@@ -24,7 +24,7 @@ import { store, writeStored } from "../store/write.ts";
 import { toTable, wantsTable } from "../k8s/table.ts";
 import { clientOf, watchResponse } from "./watch.ts";
 import { dropUnknownFields, fieldValidationOf, unknownFieldMessages, warningHeader } from "./fieldvalidation.ts";
-import { decodeDelete, decodePatch, decodePathSegment, parseJson, readBody, requireJsonBody, statusResponse } from "./request.ts";
+import { decodeDelete, decodePatch, decodePathSegment, parseJson, queryFlag, readBody, requireJsonBody, statusResponse } from "./request.ts";
 
 type Ctx = Context<{ Bindings: Env }>;
 
@@ -147,8 +147,7 @@ function selectorFilter(c: Ctx): (obj: KubeObject) => boolean {
 async function list(c: Ctx, t: Target): Promise<Response> {
   const filter = selectorFilter(c);
   const namespace = t.def.namespaced ? t.namespace || undefined : "";
-  const watch = c.req.query("watch");
-  if (watch === "true" || watch === "1") {
+  if (queryFlag(c.req.query("watch"))) {
     return watchResponse(
       store(c.env),
       t.def,
@@ -160,7 +159,7 @@ async function list(c: Ctx, t: Target): Promise<Response> {
       {
         resourceVersion: c.req.query("resourceVersion"),
         timeoutSeconds: c.req.query("timeoutSeconds"),
-        allowWatchBookmarks: c.req.query("allowWatchBookmarks") === "true",
+        allowWatchBookmarks: queryFlag(c.req.query("allowWatchBookmarks")),
         client: await clientOf(bearerToken(c) ?? ""),
       },
       (p) => c.executionCtx.waitUntil(p),
