@@ -509,6 +509,7 @@ function kindPaths(def: KindDefinition): Record<string, JsonSchema> {
   const body = (schema: JsonSchema): JsonSchema => ({ content: jsonContent(schema), required: true });
   const patchBody: JsonSchema = {
     content: {
+      "application/json-patch+json": { schema: refTo(META_SCHEMAS.Patch) },
       "application/merge-patch+json": { schema: refTo(META_SCHEMAS.Patch) },
       "application/apply-patch+yaml": { schema: refTo(META_SCHEMAS.Patch) },
     },

@@ -166,8 +166,9 @@ const PATCH_TYPES = ["application/merge-patch+json", "application/apply-patch+ya
 /**
  * Decodes a PATCH into a WriteRequest: merge patch (JSON), or server-side apply (YAML or JSON,
  * decoded here with the same depth limit; `fieldManager` and `force` from the query). Duplicate
- * keys follow the request's `fieldValidation` (warnings for Warn go to `warnings`). JSON patch and
- * strategic merge patch get 415, as the apiserver answers for custom resources.
+ * keys follow the request's `fieldValidation` (warnings for Warn go to `warnings`). JSON patch
+ * (RFC 6902, `application/json-patch+json`) is decoded here and applied by the write
+ * (src/k8s/write.ts); strategic merge patch gets 415, as the apiserver answers for custom resources.
  *
  * @throws ApiError 400, 413, 415
  */
@@ -179,11 +180,14 @@ export async function decodePatch(c: Context, subresource: "status" | undefined,
   if (t === "application/merge-patch+json") {
     return { verb: "patch", patchType: "merge", patch: parseJson(await readBody(c), fieldValidationOf(c), warnings), force: forceValue, subresource };
   }
+  if (t === "application/json-patch+json") {
+    return { verb: "patch", patchType: "json", patch: parseJson(await readBody(c), fieldValidationOf(c), warnings), force: forceValue, subresource };
+  }
   if (t === "application/apply-patch+yaml" || t === "application/apply-patch+json") {
     const patch = checkDuplicateFields(decodeYaml(await readBody(c), MAX_BODY_BYTES), fieldValidationOf(c), warnings);
     return { verb: "patch", patchType: "apply", patch, fieldManager, force: forceValue, subresource };
   }
-  throw unsupportedMediaType(t || "(none)", PATCH_TYPES.slice(0, 2));
+  throw unsupportedMediaType(t || "(none)", PATCH_TYPES.slice(0, 3));
 }
 
 /** The part of metav1.DeleteOptions the hub reads: `preconditions` (other fields are left alone). */

@@ -8,6 +8,7 @@
 import { ApiError, alreadyExists, badRequest, conflict, invalid, notFound, type StatusCause } from "./errors.ts";
 import { apiVersionOf, type KindDefinition, type WriteContext } from "./kind.ts";
 import { checkSchema, isJsonObject, rfc3339, type JsonObject, type KubeObject } from "./meta.ts";
+import { applyJsonPatch, jsonPatchErrors } from "./jsonpatch.ts";
 import { isDNS1123Label, isDNS1123Subdomain, validateAnnotations, validateLabels } from "./validation.ts";
 
 /** Delete preconditions (metav1.Preconditions). */
@@ -18,14 +19,14 @@ export interface Preconditions {
 
 /**
  * A write as the HTTP layer decodes it. `subresource: "status"` writes only the status.
- * `patchType` `merge` is RFC 7386 JSON merge patch; `apply` is server-side apply (`fieldManager`
- * required). Every body and patch is already decoded (the HTTP layer parses JSON and YAML with
+ * `patchType` `merge` is RFC 7386 JSON merge patch; `json` is RFC 6902 JSON patch (an array of
+ * operations); `apply` is server-side apply (`fieldManager` required). Every body and patch is already decoded (the HTTP layer parses JSON and YAML with
  * its depth limit, src/k8s/decode.ts).
  */
 export type WriteRequest =
   | { verb: "create"; body: unknown }
   | { verb: "update"; body: unknown; subresource?: "status" }
-  | { verb: "patch"; patchType: "merge" | "apply"; patch: unknown; fieldManager?: string; force?: boolean; subresource?: "status" }
+  | { verb: "patch"; patchType: "merge" | "json" | "apply"; patch: unknown; fieldManager?: string; force?: boolean; subresource?: "status" }
   | { verb: "delete"; preconditions?: Preconditions };
 
 /** Where the object lives: its namespace ("" when cluster-scoped) and name (absent for a create without name). */
@@ -246,10 +247,32 @@ function patchObject(
   }
   if (req.force !== undefined) throw badRequest("force: Forbidden: may not be specified for non-apply patch", "force");
   if (!current) throw notFound(ref(def, key.name));
+  if (req.patchType === "json") return update(def, key, current, jsonPatched(current, req.patch), req.subresource, ctx);
   if (!isJsonObject(req.patch)) throw badRequest("the merge patch must be a JSON object");
   const merged = mergePatch(current, req.patch);
   const patchRv = isJsonObject(req.patch.metadata) ? req.patch.metadata.resourceVersion : undefined;
   return update(def, key, current, patchRv === undefined ? withRv(merged, current) : merged, req.subresource, ctx);
+}
+
+/**
+ * `current` with an RFC 6902 JSON patch applied, as kube-apiserver's patcher applies
+ * `application/json-patch+json`: all operations or none; a `test` that does not hold, a path
+ * that does not resolve or a malformed operation refuses the patch (422). The result keeps
+ * `current`'s resourceVersion unless an operation sets it, which is then a precondition (409
+ * when stale); server-owned fields are settled by the update that follows, as for every update.
+ * @throws ApiError 400 when `patch` is not an array, 422 when it cannot be applied
+ */
+function jsonPatched(current: KubeObject, patch: unknown): unknown {
+  if (!Array.isArray(patch)) throw badRequest("json: cannot unmarshal object into Go value of type jsonpatch.Patch");
+  const causes = jsonPatchErrors(patch, "patch");
+  if (causes.length > 0) {
+    throw new ApiError(422, "Invalid", `the JSON patch is invalid: ${causes.map((c) => `${c.field}: ${c.message}`).join(", ")}`, {
+      causes: causes.map((c) => ({ reason: c.reason ?? "FieldValueInvalid", message: c.message, field: c.field })),
+    });
+  }
+  const outcome = applyJsonPatch(current, patch);
+  if (!outcome.ok) throw new ApiError(422, "Invalid", outcome.message);
+  return outcome.value;
 }
 
 function stripNulls(v: unknown): unknown {

@@ -24,7 +24,7 @@ import type { StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition, WriteContext } from "../k8s/kind.ts";
 import { ConditionSchema, isJsonObject, objectSchema, rfc3339, type Condition, type KubeObject } from "../k8s/meta.ts";
 import { isDNS1123Subdomain } from "../k8s/validation.ts";
-import { jsonPatchErrors } from "../webhook/jsonpatch.ts";
+import { jsonPatchErrors } from "../k8s/jsonpatch.ts";
 import { stringsOf, templateError } from "../webhook/template.ts";
 import { sha256Hex } from "./bootstraptoken.ts";
 

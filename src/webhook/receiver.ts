@@ -40,7 +40,7 @@ import { reschedule } from "../placement/triggers.ts";
 import { reevaluateReplicaSet } from "../work/replicaset.ts";
 import type { Env } from "../env.ts";
 import { claimDelivery, releaseDelivery } from "./deliveries.ts";
-import { applyJsonPatch } from "./jsonpatch.ts";
+import { applyJsonPatch } from "../k8s/jsonpatch.ts";
 import { verifySignature } from "./signature.ts";
 import { resolveTemplates, stringsOf, hasTemplate } from "./template.ts";
 

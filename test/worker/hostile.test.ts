@@ -373,9 +373,16 @@ for (const def of KINDS.filter((d) => !d.systemOwned)) {
   patch("an unknown field", { bogus: 1 }, 400, "BadRequest", "bogus");
   patch("a 4 MiB body", { metadata: { annotations: { big: "x".repeat(4 * 1024 * 1024) } } }, 413, "RequestEntityTooLarge");
   patch("an absent object", { metadata: {} }, 404, "NotFound", undefined, { contentType: MERGE }, () => `${coll}/absent`);
-  for (const contentType of ["application/json-patch+json", "application/strategic-merge-patch+json", "application/json", "text/plain"]) {
+  for (const contentType of ["application/strategic-merge-patch+json", "application/json", "text/plain"]) {
     add({ name: `${k}: PATCH as ${contentType}`, method: "PATCH", path: obj, body: [{ op: "add", path: "/metadata/labels", value: {} }], opts: { contentType }, status: 415, reason: "UnsupportedMediaType" });
   }
+  const jsonPatch = (name: string, body: unknown, status: number, field?: string) =>
+    add({ name: `${k}: JSON patch ${name}`, method: "PATCH", path: obj, body, opts: { contentType: "application/json-patch+json" }, status, reason: status === 400 ? "BadRequest" : "Invalid", field });
+  jsonPatch("that is an object", { op: "add", path: "/metadata/labels", value: {} }, 400);
+  jsonPatch("whose test fails", [{ op: "add", path: "/metadata/labels", value: { a: "1" } }, { op: "test", path: "/metadata/name", value: "someone-else" }], 422);
+  jsonPatch("with an unknown op", [{ op: "merge", path: "/metadata" }], 422, "patch[0].op");
+  jsonPatch("into __proto__", [{ op: "add", path: "/__proto__/polluted", value: true }], 422);
+  jsonPatch("removing what is not there", [{ op: "remove", path: "/spec/absent/deeper" }], 422);
   add({ name: `${k}: PATCH without a content type`, method: "PATCH", path: obj, body: {}, opts: { headers: { "content-type": "" } }, status: 415, reason: "UnsupportedMediaType" });
   const apply = (name: string, text: string | (() => string), status: number, reason: string, field?: string, query = "?fieldManager=hostile") =>
     add({ name: `${k}: apply with ${name}`, method: "PATCH", path: () => `${obj()}${query}`, opts: () => ({ contentType: APPLY, raw: typeof text === "function" ? text() : text }), status, reason, field });

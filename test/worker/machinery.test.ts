@@ -63,3 +63,66 @@ describe("label selector syntax apimachinery accepts", () => {
     expect(names.includes("sel-a")).toBe(!selector.startsWith("x notin"));
   });
 });
+
+describe("JSON patch (RFC 6902, application/json-patch+json)", () => {
+  const PL = "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/jp/placements";
+  const json = { contentType: "application/json-patch+json" };
+  const create = async (name: string) => {
+    const res = await call("POST", PL, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name, labels: { a: "1" } }, spec: { numberOfClusters: 1 } });
+    expect(res.status).toBe(201);
+    return res.body;
+  };
+
+  it("applies add, replace, remove and a test that holds, all at once", async () => {
+    const before = await create("jp1");
+    const res = await call(
+      "PATCH",
+      `${PL}/jp1`,
+      [
+        { op: "test", path: "/spec/numberOfClusters", value: 1 },
+        { op: "replace", path: "/spec/numberOfClusters", value: 3 },
+        { op: "add", path: "/metadata/labels/b", value: "2" },
+        { op: "remove", path: "/metadata/labels/a" },
+      ],
+      json,
+    );
+    expect(res.status).toBe(200);
+    expect(res.body.spec.numberOfClusters).toBe(3);
+    expect(res.body.metadata.labels).toEqual({ b: "2" });
+    expect(res.body.metadata.generation).toBe(before.metadata.generation + 1);
+    expect(res.body.metadata.uid).toBe(before.metadata.uid);
+  });
+
+  it("refuses the whole patch when a test fails or a path does not resolve (422), changing nothing", async () => {
+    const before = await create("jp2");
+    for (const ops of [
+      [{ op: "replace", path: "/spec/numberOfClusters", value: 5 }, { op: "test", path: "/spec/numberOfClusters", value: 2 }],
+      [{ op: "replace", path: "/spec/numberOfClusters", value: 5 }, { op: "remove", path: "/spec/nothing" }],
+      [{ op: "frobnicate", path: "/spec" }],
+    ]) {
+      const res = await call("PATCH", `${PL}/jp2`, ops, json);
+      expect(res.status).toBe(422);
+      expect(res.body).toMatchObject({ kind: "Status", code: 422, reason: "Invalid" });
+    }
+    const after = await call("GET", `${PL}/jp2`);
+    expect(after.body.spec.numberOfClusters).toBe(1);
+    expect(after.body.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+  });
+
+  it("answers 400 for a patch that is not an array, 409 for a stale resourceVersion it sets", async () => {
+    const before = await create("jp3");
+    expect((await call("PATCH", `${PL}/jp3`, { op: "add" }, json)).status).toBe(400);
+    await call("PATCH", `${PL}/jp3`, [{ op: "add", path: "/metadata/labels/c", value: "3" }], json);
+    const stale = await call("PATCH", `${PL}/jp3`, [{ op: "replace", path: "/metadata/resourceVersion", value: before.metadata.resourceVersion }, { op: "replace", path: "/spec/numberOfClusters", value: 2 }], json);
+    expect(stale.status).toBe(409);
+    expect(stale.body.reason).toBe("Conflict");
+  });
+
+  it("patches a ManagedCluster through its Durable Object too, and leaves the status alone on the main resource", async () => {
+    await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "jp-mc" } });
+    const res = await call("PATCH", `${MC}/jp-mc`, [{ op: "add", path: "/metadata/labels", value: { env: "prod" } }, { op: "add", path: "/status", value: { version: { kubernetes: "v9" } } }], json);
+    expect(res.status).toBe(200);
+    expect(res.body.metadata.labels).toMatchObject({ env: "prod" });
+    expect(res.body.status?.version?.kubernetes).toBeUndefined();
+  });
+});

@@ -158,7 +158,7 @@ describe("OpenAPI v3 group-version documents", () => {
       }
       expect(item.patch["x-kubernetes-group-version-kind"]).toEqual(gvk);
       expect(item.patch.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: "fieldValidation", in: "query" }), expect.objectContaining({ name: "fieldManager", in: "query" })]));
-      expect(Object.keys(item.patch.requestBody.content).sort()).toEqual(["application/apply-patch+yaml", "application/merge-patch+json"]);
+      expect(Object.keys(item.patch.requestBody.content).sort()).toEqual(["application/apply-patch+yaml", "application/json-patch+json", "application/merge-patch+json"]);
       expect(collection.post.requestBody.content["application/json"].schema.$ref).toBe(`#/components/schemas/${schemaName(def.group, def.version, def.kind)}`);
       if (def.hasStatus) expect(doc.paths[`/${groupVersionPath(def.group, def.version)}${ns}/${def.plural}/{name}/status`].patch["x-kubernetes-group-version-kind"]).toEqual(gvk);
       if (def.namespaced) expect(doc.paths[`/${groupVersionPath(def.group, def.version)}/${def.plural}`].get["x-kubernetes-action"]).toBe("list");
@@ -181,7 +181,7 @@ describe("OpenAPI v2", () => {
     const pl = r.body.definitions["io.open-cluster-management.cluster.v1beta1.Placement"];
     expect(pl.properties.spec.properties.decisionStrategy.properties.groupStrategy.properties.clustersPerDecisionGroup).toMatchObject({ type: "string", format: "int-or-string" });
     const patch = r.body.paths["/apis/cluster.open-cluster-management.io/v1/managedclusters/{name}"].patch;
-    expect(patch.consumes).toEqual(["application/merge-patch+json", "application/apply-patch+yaml"]);
+    expect(patch.consumes).toEqual(["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"]);
     expect(patch.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: "body", in: "body" }), expect.objectContaining({ name: "fieldValidation", in: "query", type: "string" })]));
   });
 });

@@ -1,12 +1,13 @@
 /**
- * RFC 6902 JSON Patch for WebhookReceivers, on fast-json-patch: the structural check of a patch
- * (operations add, remove, replace, move, copy, test, each with a JSON Pointer `path`, `from` for
- * move and copy, `value` for add, replace and test) and its application to a copy of a document.
+ * RFC 6902 JSON Patch, for the API's `application/json-patch+json` patches and for
+ * WebhookReceivers, on fast-json-patch: the structural check of a patch (operations add, remove,
+ * replace, move, copy, test, each with a JSON Pointer `path`, `from` for move and copy, `value`
+ * for add, replace and test) and its application to a copy of a document.
  * Results are values, never exceptions.
  */
 import { applyPatch, JsonPatchError, type Operation } from "fast-json-patch";
-import type { StatusCause } from "../k8s/errors.ts";
-import { isJsonObject } from "../k8s/meta.ts";
+import type { StatusCause } from "./errors.ts";
+import { isJsonObject } from "./meta.ts";
 
 const OPS = ["add", "remove", "replace", "move", "copy", "test"];
 const POINTER = /^(\/([^~]|~[01])*)*$/;
