@@ -4,7 +4,7 @@
  */
 import { Hono } from "hono";
 import { ApiError } from "./k8s/errors.ts";
-import { checkRequestTarget, statusResponse } from "./api/request.ts";
+import { checkRequestTarget, statusResponse, yamlResponses } from "./api/request.ts";
 import { coreRoutes, resourceRoutes } from "./api/resources.ts";
 import { openapiRoutes } from "./api/openapi.ts";
 import { docsRoutes } from "./api/docs.ts";
@@ -55,6 +55,9 @@ export function createApp(): Hono<{ Bindings: Env }> {
   app.get("/version", (c) => c.json(VERSION));
   app.route("/", openapiRoutes());
   app.route("/", docsRoutes());
+  // YAML out for the Kubernetes API when a client asks for it (`Accept: application/yaml`).
+  app.use("/api/*", yamlResponses);
+  app.use("/apis/*", yamlResponses);
   app.route("/api", coreRoutes());
   app.route("/apis", resourceRoutes());
   // Webhook receivers: no bearer token, the delivery's HMAC signature is the credential.

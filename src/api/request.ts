@@ -4,6 +4,7 @@
  * content types (415), query options, and Status responses.
  */
 import type { Context } from "hono";
+import { stringify as stringifyYaml } from "yaml";
 import { z } from "zod";
 import { ApiError, badRequest, tooLarge, unsupportedMediaType, uriTooLong, type Status } from "../k8s/errors.ts";
 import { decodeJson, decodeYaml } from "../k8s/decode.ts";
@@ -155,10 +156,57 @@ function mediaType(c: Context): string {
   return (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
 }
 
-/** Checks a create/update body's content type (JSON, or YAML as kubectl may send). @throws ApiError 415 */
-export function requireJsonBody(c: Context): void {
+/** The body media types a create or update takes, as kube-apiserver serves them (protobuf aside). */
+const BODY_TYPES = ["application/json", "application/yaml"];
+
+/**
+ * Decodes a create or update body: JSON (`application/json`, or no type) or YAML
+ * (`application/yaml`), with the same depth limit and the request's `fieldValidation` for
+ * duplicate keys (warnings for Warn go to `warnings`).
+ * @throws ApiError 400 (undecodable, duplicate keys under Strict), 413, 415 (another type)
+ */
+export async function decodeObjectBody(c: Context, warnings?: string[]): Promise<unknown> {
   const t = mediaType(c);
-  if (t !== "" && t !== "application/json" && t !== "*/*") throw unsupportedMediaType(t, ["application/json"]);
+  if (t === "application/yaml") return checkDuplicateFields(decodeYaml(await readBody(c), MAX_BODY_BYTES), fieldValidationOf(c), warnings);
+  if (t !== "" && t !== "application/json" && t !== "*/*") throw unsupportedMediaType(t, BODY_TYPES);
+  return parseJson(await readBody(c), fieldValidationOf(c), warnings);
+}
+
+/**
+ * Whether a request's `Accept` header prefers YAML (`application/yaml`) to JSON: the media
+ * range with the highest `q` among those the hub serves wins, the first listed on a tie, as
+ * kube-apiserver's negotiation picks (a range the hub does not serve is passed over).
+ */
+export function prefersYaml(accept: string | undefined): boolean {
+  if (!accept) return false;
+  let best: { yaml: boolean; q: number } | null = null;
+  for (const part of accept.split(",")) {
+    const [type, ...params] = part.split(";").map((x) => x.trim().toLowerCase());
+    // A Table or metadata-only form (`as=...`) is answered in JSON.
+    if (params.some((p) => p.startsWith("as="))) continue;
+    const q = Number(params.find((p) => p.startsWith("q="))?.slice(2) ?? "1");
+    const yaml = type === "application/yaml";
+    if (!yaml && type !== "application/json" && type !== "application/*" && type !== "*/*") continue;
+    if (!Number.isFinite(q) || q <= 0) continue;
+    if (best === null || q > best.q) best = { yaml, q };
+  }
+  return best?.yaml ?? false;
+}
+
+/**
+ * Middleware: answers in YAML what a handler answered in JSON when the request's `Accept`
+ * prefers `application/yaml` ({@link prefersYaml}); a watch stream stays JSON lines.
+ */
+export async function yamlResponses(c: Context, next: () => Promise<void>): Promise<void> {
+  await next();
+  if (!prefersYaml(c.req.header("accept")) || queryFlag(c.req.query("watch"))) return;
+  const type = c.res.headers.get("content-type") ?? "";
+  if (!type.startsWith("application/json")) return;
+  const body: unknown = await c.res.json();
+  const headers = new Headers(c.res.headers);
+  headers.set("content-type", "application/yaml");
+  headers.delete("content-length");
+  c.res = new Response(stringifyYaml(body), { status: c.res.status, headers });
 }
 
 const PATCH_TYPES = ["application/merge-patch+json", "application/apply-patch+yaml", "application/json-patch+json", "application/strategic-merge-patch+json"];

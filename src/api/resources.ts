@@ -24,7 +24,7 @@ import { store, writeStored } from "../store/write.ts";
 import { toTable, wantsTable } from "../k8s/table.ts";
 import { clientOf, watchResponse } from "./watch.ts";
 import { dropUnknownFields, fieldValidationOf, unknownFieldMessages, warningHeader } from "./fieldvalidation.ts";
-import { decodeDelete, decodePatch, decodePathSegment, parseJson, queryFlag, readBody, requireJsonBody, statusResponse } from "./request.ts";
+import { decodeDelete, decodeObjectBody, decodePatch, decodePathSegment, queryFlag, statusResponse } from "./request.ts";
 
 type Ctx = Context<{ Bindings: Env }>;
 
@@ -339,13 +339,11 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
   if (method === "GET") return t.name === undefined ? list(c, t) : get(c, t);
   if (method === "POST") {
     if (t.name !== undefined) throw methodNotAllowed("POST is only allowed on a collection");
-    requireJsonBody(c);
-    return write(c, t, { verb: "create", body: parseJson(await readBody(c), fieldValidationOf(c), warnings) }, warnings);
+    return write(c, t, { verb: "create", body: await decodeObjectBody(c, warnings) }, warnings);
   }
   if (t.name === undefined) throw methodNotAllowed(`${method} is not allowed on a collection`);
   if (method === "PUT") {
-    requireJsonBody(c);
-    return write(c, t, { verb: "update", body: parseJson(await readBody(c), fieldValidationOf(c), warnings), subresource: t.subresource }, warnings);
+    return write(c, t, { verb: "update", body: await decodeObjectBody(c, warnings), subresource: t.subresource }, warnings);
   }
   if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource, warnings), warnings);
   if (method === "DELETE") {

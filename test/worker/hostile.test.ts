@@ -308,7 +308,9 @@ for (const def of KINDS.filter((d) => !d.systemOwned)) {
   create("a body nested 10,000 levels", undefined, 400, "BadRequest", undefined, raw(deepBody(valid(def, freshName()), "spec", 10_000)));
   create("a 4 MiB body", setAt(valid(def, freshName()), ["metadata", "annotations", "big"], "x".repeat(4 * 1024 * 1024)), 413, "RequestEntityTooLarge");
   create("a text/plain body", valid(def, freshName()), 415, "UnsupportedMediaType", undefined, { contentType: "text/plain" });
-  create("a YAML body", "apiVersion: v1\n", 415, "UnsupportedMediaType", undefined, { contentType: "application/yaml" });
+  create("a YAML body of another kind", "apiVersion: example.com/v9\nkind: Pod\nmetadata:\n  name: x\n", 400, "BadRequest", "apiVersion", { contentType: "application/yaml" });
+  create("a YAML body that is not YAML", undefined, 400, "BadRequest", undefined, { contentType: "application/yaml", raw: "metadata: [1, 2\n" });
+  create("a protobuf body", "x", 415, "UnsupportedMediaType", undefined, { contentType: "application/vnd.kubernetes.protobuf" });
   add({ name: `${k}: create with fieldValidation=Lenient`, method: "POST", path: `${coll}?fieldValidation=Lenient`, body: valid(def, freshName()), status: 400, reason: "BadRequest", field: "fieldValidation" });
   add({ name: `${k}: create with dryRun=Some`, method: "POST", path: `${coll}?dryRun=Some`, body: valid(def, freshName()), status: 400, reason: "BadRequest", field: "dryRun" });
   add({ name: `${k}: POST to a named object`, method: "POST", path: `${coll}/x`, body: valid(def, "x"), status: 405, reason: "MethodNotAllowed" });

@@ -126,3 +126,35 @@ describe("JSON patch (RFC 6902, application/json-patch+json)", () => {
     expect(res.body.status?.version?.kubernetes).toBeUndefined();
   });
 });
+
+describe("YAML request and response bodies", () => {
+  const PL = "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/yml/placements";
+  const yamlCall = (method: string, path: string, body?: string, accept = "application/yaml") =>
+    exports.default.fetch(`https://hub.test${path}`, { method, body, headers: { authorization: "Bearer test-admin-token", accept, ...(body ? { "content-type": "application/yaml" } : {}) } });
+
+  it("creates from a YAML body and answers in YAML when Accept asks for it", async () => {
+    const created = await yamlCall("POST", PL, "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: y1\nspec:\n  numberOfClusters: 2\n");
+    expect(created.status).toBe(201);
+    expect(created.headers.get("content-type")).toBe("application/yaml");
+    const text = await created.text();
+    expect(text).toMatch(/^apiVersion: cluster.open-cluster-management.io\/v1beta1$/m);
+    expect(text).toMatch(/^ {2}numberOfClusters: 2$/m);
+    const list = await yamlCall("GET", PL);
+    expect(await list.text()).toMatch(/^kind: PlacementList$/m);
+    // JSON first in Accept keeps JSON; a higher q for YAML picks YAML.
+    expect((await yamlCall("GET", `${PL}/y1`, undefined, "application/json, application/yaml")).headers.get("content-type")).toMatch(/^application\/json/);
+    expect((await yamlCall("GET", `${PL}/y1`, undefined, "application/json;q=0.5, application/yaml")).headers.get("content-type")).toBe("application/yaml");
+  });
+
+  it("replaces from a YAML body; an error comes back as a YAML Status", async () => {
+    const current = await call("GET", `${PL}/y1`);
+    const updated = await yamlCall("PUT", `${PL}/y1`, `apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: y1\n  resourceVersion: "${current.body.metadata.resourceVersion}"\nspec:\n  numberOfClusters: 4\n`, "application/json");
+    expect(updated.status).toBe(200);
+    expect((await updated.json<{ spec: { numberOfClusters: number } }>()).spec.numberOfClusters).toBe(4);
+    const missing = await yamlCall("GET", `${PL}/absent`);
+    expect(missing.status).toBe(404);
+    expect(await missing.text()).toMatch(/^reason: NotFound$/m);
+    const bad = await yamlCall("POST", PL, "metadata: [1, 2\n");
+    expect(bad.status).toBe(400);
+  });
+});
