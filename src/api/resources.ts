@@ -9,7 +9,7 @@ import { alreadyExists, ApiError, badRequest, forbidden, methodNotAllowed, notFo
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { matches, parseSelector, SelectorParseError } from "../k8s/labels.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
-import { getObject, listPage } from "../k8s/store.ts";
+import { getObject, LIST_CHUNK_ROWS, listPage } from "../k8s/store.ts";
 import { computeWrite, type WriteRequest } from "../k8s/write.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { findKind, KINDS, servedGroups } from "../kinds/index.ts";
@@ -311,6 +311,46 @@ async function writeDryRun(c: Ctx, t: Target, req: WriteRequest): Promise<Respon
   return json(present(t.def, shown), created ? 201 : 200);
 }
 
+/** How many objects of a deletecollection are deleted at once. */
+const DELETE_COLLECTION_CONCURRENCY = 8;
+
+/**
+ * DELETE on a collection (kube-apiserver's `deletecollection`): deletes each object that a list
+ * with the request's `labelSelector` and `fieldSelector` selects, one by one as a DELETE of it
+ * would (DeleteOptions preconditions, `dryRun`, finalizers, an accepted cluster's leave, the
+ * after-commit hooks), and answers the list of those objects as their deletes left them (with
+ * `deletionTimestamp` while a finalizer holds one). An object gone meanwhile is skipped; the
+ * first other refusal is the answer. The path of a namespaced kind must name a namespace
+ * (kube-apiserver serves deletecollection on namespaced paths only).
+ * @throws ApiError 405 (system-owned kind, or all namespaces), 400 (bad selector or options)
+ */
+async function deleteCollection(c: Ctx, t: Target): Promise<Response> {
+  if (t.def.namespaced && !t.namespace) throw methodNotAllowed("DELETE is not allowed on a collection across all namespaces");
+  if (t.def.systemOwned) throw methodNotAllowed(`${t.def.plural}.${t.def.group} are written by the hub's scheduler only`);
+  const req = await decodeDelete(c);
+  const filter = selectorFilter(c);
+  const deleted: KubeObject[] = [];
+  let after: { namespace: string; name: string } | undefined;
+  let resourceVersion = "";
+  do {
+    const page = await listPage(store(c.env), t.def, t.namespace, { after, limit: LIST_CHUNK_ROWS, filter });
+    resourceVersion = page.resourceVersion;
+    for (let i = 0; i < page.items.length; i += DELETE_COLLECTION_CONCURRENCY) {
+      const batch = page.items.slice(i, i + DELETE_COLLECTION_CONCURRENCY);
+      const answers = await Promise.all(batch.map((o) => write(c, { ...t, name: o.metadata.name }, req)));
+      for (const [j, res] of answers.entries()) {
+        if (res.status === 404) continue;
+        if (res.status >= 300) return res;
+        const body = (await res.json()) as KubeObject;
+        // A delete that removed the object at once answers a Status: the object is shown as listed.
+        deleted.push(body.kind === "Status" ? present(t.def, batch[j]!) : body);
+      }
+    }
+    after = page.next;
+  } while (after);
+  return json({ apiVersion: apiVersionOf(t.def), kind: t.def.listKind, metadata: { resourceVersion }, items: deleted });
+}
+
 /** The error a create without a name gets (the same one the generic validation gives). */
 function computeWriteError(t: Target, req: WriteRequest): ApiError {
   try {
@@ -324,7 +364,7 @@ function computeWriteError(t: Target, req: WriteRequest): ApiError {
 
 function discoveryResources(group: string, version: string) {
   return KINDS.filter((k) => k.group === group && k.version === version).flatMap((k) => {
-    const verbs = k.systemOwned ? ["get", "list", "watch"] : ["create", "delete", "get", "list", "patch", "update", "watch"];
+    const verbs = k.systemOwned ? ["get", "list", "watch"] : ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
     const main = { name: k.plural, singularName: k.singular, namespaced: k.namespaced, kind: k.kind, verbs, shortNames: k.shortNames };
     return k.hasStatus ? [main, { name: `${k.plural}/status`, singularName: "", namespaced: k.namespaced, kind: k.kind, verbs: ["get", "patch", "update"] }] : [main];
   });
@@ -341,6 +381,7 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
     if (t.name !== undefined) throw methodNotAllowed("POST is only allowed on a collection");
     return write(c, t, { verb: "create", body: await decodeObjectBody(c, warnings) }, warnings);
   }
+  if (method === "DELETE" && t.name === undefined && !t.subresource) return deleteCollection(c, t);
   if (t.name === undefined) throw methodNotAllowed(`${method} is not allowed on a collection`);
   if (method === "PUT") {
     return write(c, t, { verb: "update", body: await decodeObjectBody(c, warnings), subresource: t.subresource }, warnings);

@@ -158,3 +158,52 @@ describe("YAML request and response bodies", () => {
     expect(bad.status).toBe(400);
   });
 });
+
+describe("deletecollection", () => {
+  const PL = (ns: string) => `/apis/cluster.open-cluster-management.io/v1beta1/namespaces/${ns}/placements`;
+  const placement = (name: string, labels: Record<string, string>) => ({ apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name, labels } });
+  const names = (items: { metadata: { name: string } }[]) => items.map((o) => o.metadata.name).sort();
+
+  it("deletes what the label selector selects and answers their list", async () => {
+    for (const [n, tier] of [["d1", "web"], ["d2", "web"], ["d3", "db"]] as const) expect((await call("POST", PL("dc"), placement(n, { tier }))).status).toBe(201);
+    const res = await call("DELETE", `${PL("dc")}?labelSelector=tier%3Dweb`);
+    expect(res.status).toBe(200);
+    expect(res.body.kind).toBe("PlacementList");
+    expect(names(res.body.items)).toEqual(["d1", "d2"]);
+    expect(names((await call("GET", PL("dc"))).body.items)).toEqual(["d3"]);
+  });
+
+  it("takes a field selector, and dryRun deletes nothing", async () => {
+    for (const n of ["f1", "f2"]) await call("POST", PL("dcf"), placement(n, {}));
+    const dry = await call("DELETE", `${PL("dcf")}?dryRun=All`);
+    expect(dry.status).toBe(200);
+    expect(names(dry.body.items)).toEqual(["f1", "f2"]);
+    expect(names((await call("GET", PL("dcf"))).body.items)).toEqual(["f1", "f2"]);
+    const res = await call("DELETE", `${PL("dcf")}?fieldSelector=metadata.name%3Df2`);
+    expect(names(res.body.items)).toEqual(["f2"]);
+    expect(names((await call("GET", PL("dcf"))).body.items)).toEqual(["f1"]);
+  });
+
+  it("deletes ManagedClusters through their Durable Objects", async () => {
+    for (const n of ["dcm1", "dcm2"]) await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: n, labels: { dc: "yes" } } });
+    const res = await call("DELETE", `${MC}?labelSelector=dc%3Dyes`);
+    expect(res.status).toBe(200);
+    expect(names(res.body.items)).toEqual(["dcm1", "dcm2"]);
+    expect((await call("GET", `${MC}/dcm1`)).status).toBe(404);
+  });
+
+  it("is refused across all namespaces, on system-owned kinds, and with a bad selector", async () => {
+    expect((await call("DELETE", "/apis/cluster.open-cluster-management.io/v1beta1/placements")).status).toBe(405);
+    expect((await call("DELETE", "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/dc/placementdecisions")).status).toBe(405);
+    const bad = await call("DELETE", `${PL("dc")}?labelSelector=${encodeURIComponent("a in (")}`);
+    expect(bad.status).toBe(400);
+    expect(names((await call("GET", PL("dc"))).body.items)).toEqual(["d3"]);
+  });
+
+  it("is a verb discovery lists for writable kinds", async () => {
+    const res = await call("GET", "/apis/cluster.open-cluster-management.io/v1beta1");
+    const verbs = (n: string) => res.body.resources.find((r: { name: string }) => r.name === n).verbs;
+    expect(verbs("placements")).toContain("deletecollection");
+    expect(verbs("placementdecisions")).not.toContain("deletecollection");
+  });
+});
