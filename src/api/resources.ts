@@ -331,7 +331,7 @@ async function deleteCollection(c: Ctx, t: Target): Promise<Response> {
   const filter = selectorFilter(c);
   const deleted: KubeObject[] = [];
   let after: { namespace: string; name: string } | undefined;
-  let resourceVersion = "";
+  let resourceVersion: string;
   do {
     const page = await listPage(store(c.env), t.def, t.namespace, { after, limit: LIST_CHUNK_ROWS, filter });
     resourceVersion = page.resourceVersion;
