@@ -5,6 +5,7 @@
  */
 import type { Context } from "hono";
 import { stringify as stringifyYaml } from "yaml";
+import { negotiate } from "./negotiate.ts";
 import { z } from "zod";
 import { ApiError, badRequest, tooLarge, unsupportedMediaType, uriTooLong, type Status } from "../k8s/errors.ts";
 import { decodeJson, decodeYaml } from "../k8s/decode.ts";
@@ -172,34 +173,22 @@ export async function decodeObjectBody(c: Context, warnings?: string[]): Promise
   return parseJson(await readBody(c), fieldValidationOf(c), warnings);
 }
 
-/**
- * Whether a request's `Accept` header prefers YAML (`application/yaml`) to JSON: the media
- * range with the highest `q` among those the hub serves wins, the first listed on a tie, as
- * kube-apiserver's negotiation picks (a range the hub does not serve is passed over).
- */
-export function prefersYaml(accept: string | undefined): boolean {
-  if (!accept) return false;
-  let best: { yaml: boolean; q: number } | null = null;
-  for (const part of accept.split(",")) {
-    const [type, ...params] = part.split(";").map((x) => x.trim().toLowerCase());
-    // A Table or metadata-only form (`as=...`) is answered in JSON.
-    if (params.some((p) => p.startsWith("as="))) continue;
-    const q = Number(params.find((p) => p.startsWith("q="))?.slice(2) ?? "1");
-    const yaml = type === "application/yaml";
-    if (!yaml && type !== "application/json" && type !== "application/*" && type !== "*/*") continue;
-    if (!Number.isFinite(q) || q <= 0) continue;
-    if (best === null || q > best.q) best = { yaml, q };
+/** The form `accept` asks for (src/api/negotiate.ts), or null when it names nothing served. */
+function wantedForm(accept: string | undefined): string | null {
+  try {
+    return negotiate(accept, "object").kind;
+  } catch {
+    return null;
   }
-  return best?.yaml ?? false;
 }
 
 /**
  * Middleware: answers in YAML what a handler answered in JSON when the request's `Accept`
- * prefers `application/yaml` ({@link prefersYaml}); a watch stream stays JSON lines.
+ * prefers `application/yaml` (src/api/negotiate.ts); a watch stream stays JSON lines.
  */
 export async function yamlResponses(c: Context, next: () => Promise<void>): Promise<void> {
   await next();
-  if (!prefersYaml(c.req.header("accept")) || queryFlag(c.req.query("watch"))) return;
+  if (queryFlag(c.req.query("watch")) || wantedForm(c.req.header("accept")) !== "yaml") return;
   const type = c.res.headers.get("content-type") ?? "";
   if (!type.startsWith("application/json")) return;
   const body: unknown = await c.res.json();

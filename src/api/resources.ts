@@ -21,7 +21,8 @@ import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
 import type { Result, WriteOutcome } from "../../durable-objects/cluster.ts";
 import { store, writeStored } from "../store/write.ts";
-import { toTable, wantsTable } from "../k8s/table.ts";
+import { toTable } from "../k8s/table.ts";
+import { negotiate, partialObjectMetadata, partialObjectMetadataList, type Answering } from "./negotiate.ts";
 import { clientOf, watchResponse } from "./watch.ts";
 import { dropUnknownFields, fieldValidationOf, unknownFieldMessages, warningHeader } from "./fieldvalidation.ts";
 import { decodeDelete, decodeObjectBody, decodePatch, decodePathSegment, queryFlag, statusResponse } from "./request.ts";
@@ -153,9 +154,7 @@ async function list(c: Ctx, t: Target): Promise<Response> {
       t.def,
       namespace,
       filter,
-      wantsTable(c.req.header("accept"))
-        ? (o) => toTable(t.def, [present(t.def, o)], o.metadata.resourceVersion, c.req.query("includeObject"), Date.now())
-        : (o) => present(t.def, o),
+      (o) => shape(c, t.def, o, "watch"),
       {
         resourceVersion: c.req.query("resourceVersion"),
         timeoutSeconds: c.req.query("timeoutSeconds"),
@@ -175,10 +174,12 @@ async function list(c: Ctx, t: Target): Promise<Response> {
     resourceVersion: page.resourceVersion,
     ...(page.next ? { continue: continueToken(page.next), ...(page.remaining !== undefined ? { remainingItemCount: page.remaining } : {}) } : {}),
   };
-  if (wantsTable(c.req.header("accept"))) {
+  const form = negotiate(c.req.header("accept"), "list");
+  if (form.kind === "table") {
     const table = toTable(t.def, shown, page.resourceVersion, c.req.query("includeObject"), clock.now());
     return json({ ...table, metadata: { ...table.metadata, ...listMeta } });
   }
+  if (form.kind === "metadata") return json(partialObjectMetadataList(shown, listMeta, form.version));
   return json({ apiVersion: apiVersionOf(t.def), kind: t.def.listKind, metadata: listMeta, items: shown });
 }
 
@@ -227,8 +228,21 @@ async function get(c: Ctx, t: Target): Promise<Response> {
     obj = await getObject(store(c.env), t.def, { namespace: t.namespace, name: t.name! });
   }
   if (!obj) throw notFound(ref);
-  if (wantsTable(c.req.header("accept"))) return json(toTable(t.def, [present(t.def, obj)], obj.metadata.resourceVersion, c.req.query("includeObject"), Date.now()));
-  return json(present(t.def, obj));
+  return json(shape(c, t.def, obj, "object"));
+}
+
+/**
+ * An object as the request's `Accept` asks for it (src/api/negotiate.ts): as served (the kind's
+ * `present`), as a one-row Table, or its PartialObjectMetadata. `answering` is what the request
+ * answers (an object, or a watch's event objects).
+ * @throws ApiError 406 when the Accept header names nothing the hub serves
+ */
+function shape(c: Ctx, def: KindDefinition, obj: KubeObject, answering: Answering): unknown {
+  const form = negotiate(c.req.header("accept"), answering);
+  const shown = present(def, obj);
+  if (form.kind === "table") return toTable(def, [shown], obj.metadata.resourceVersion, c.req.query("includeObject"), clock.now());
+  if (form.kind === "metadata") return partialObjectMetadata(shown, form.version);
+  return shown;
 }
 
 /** Runs a decoded write; `warnings` (from decoding the body under `fieldValidation=Warn`) become `Warning` headers. */
@@ -277,9 +291,9 @@ async function writeValidated(c: Ctx, t: Target, req: WriteRequest): Promise<Res
   if (!outcome.object) {
     return json({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", details: { name, group: t.def.group, kind: t.def.plural } });
   }
-  const out = present(t.def, outcome.object);
+  const out = structuredClone(outcome.object);
   if (secret && outcome.created) out.status = { ...(out.status ?? {}), token: `${outcome.object.metadata.name}.${secret}` };
-  return json(out, outcome.created ? 201 : 200);
+  return json(shape(c, t.def, out, "object"), outcome.created ? 201 : 200);
 }
 
 /**
@@ -308,7 +322,7 @@ async function writeDryRun(c: Ctx, t: Target, req: WriteRequest): Promise<Respon
   if (next && next !== current && t.def.finalize) await t.def.finalize(next, req.verb === "create" ? null : current, ctx);
   const shown = next ?? current;
   if (!shown) throw notFound(ref);
-  return json(present(t.def, shown), created ? 201 : 200);
+  return json(shape(c, t.def, shown, "object"), created ? 201 : 200);
 }
 
 /** How many objects of a deletecollection are deleted at once. */
@@ -376,6 +390,8 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
   const t = resolve(group, version, rest);
   const method = c.req.method;
   const warnings: string[] = [];
+  // As kube-apiserver, an answer the client cannot take is refused (406) before anything is done.
+  negotiate(c.req.header("accept"), method === "GET" && t.name === undefined ? (queryFlag(c.req.query("watch")) ? "watch" : "list") : "object");
   if (method === "GET") return t.name === undefined ? list(c, t) : get(c, t);
   if (method === "POST") {
     if (t.name !== undefined) throw methodNotAllowed("POST is only allowed on a collection");

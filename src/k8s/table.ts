@@ -7,11 +7,6 @@ import { evaluate } from "./jsonpath.ts";
 import type { KindDefinition, PrinterColumn } from "./kind.ts";
 import type { KubeObject } from "./meta.ts";
 
-/** True when an Accept header asks for a Table (`application/json;as=Table;v=v1;g=meta.k8s.io`). */
-export function wantsTable(accept: string | undefined): boolean {
-  return !!accept && accept.split(",").some((part) => /;\s*as=Table/.test(part) && /;\s*g=meta\.k8s\.io/.test(part));
-}
-
 /**
  * A duration as Kubernetes prints ages (apimachinery `duration.HumanDuration`): `45s`, `5m30s`,
  * `12m`, `5h10m`, `30h`, `3d4h`, `200d`, `2y100d`, `9y`. `ms` is in milliseconds.

@@ -207,3 +207,37 @@ describe("deletecollection", () => {
     expect(verbs("placementdecisions")).not.toContain("deletecollection");
   });
 });
+
+describe("content negotiation: metadata-only forms, 406", () => {
+  const PL = "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/meta/placements";
+  const LIST_ACCEPT = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+  const OBJ_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+  const withAccept = (accept: string, method = "GET", path = PL, body?: unknown, contentType?: string) =>
+    call(method, path, body, { headers: { accept }, contentType });
+
+  it("lists as a PartialObjectMetadataList and gets a PartialObjectMetadata", async () => {
+    await call("POST", PL, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "m1", labels: { a: "b" } }, spec: { numberOfClusters: 1 } });
+    const list = await withAccept(LIST_ACCEPT);
+    expect(list.status).toBe(200);
+    expect(list.body).toMatchObject({ apiVersion: "meta.k8s.io/v1", kind: "PartialObjectMetadataList", metadata: { resourceVersion: expect.any(String) } });
+    expect(list.body.items).toEqual([expect.objectContaining({ apiVersion: "meta.k8s.io/v1", kind: "PartialObjectMetadata", metadata: expect.objectContaining({ name: "m1", labels: { a: "b" } }) })]);
+    expect(list.body.items[0].spec).toBeUndefined();
+    const one = await withAccept(OBJ_ACCEPT, "GET", `${PL}/m1`);
+    expect(one.body).toEqual({ apiVersion: "meta.k8s.io/v1", kind: "PartialObjectMetadata", metadata: expect.objectContaining({ name: "m1", uid: expect.any(String) }) });
+    // A merge patch answered in the metadata form, as client-go's metadata client patches.
+    const patched = await withAccept(OBJ_ACCEPT, "PATCH", `${PL}/m1`, { metadata: { labels: { c: "d" } } }, "application/merge-patch+json");
+    expect(patched.body).toMatchObject({ kind: "PartialObjectMetadata", metadata: { labels: { a: "b", c: "d" } } });
+  });
+
+  it("answers 406 when nothing acceptable is served, before doing anything", async () => {
+    const res = await withAccept("application/vnd.kubernetes.protobuf");
+    expect(res.status).toBe(406);
+    expect(res.body).toMatchObject({ kind: "Status", code: 406, reason: "NotAcceptable" });
+    // The object form is not a list's form, and the reverse.
+    expect((await withAccept(OBJ_ACCEPT)).status).toBe(406);
+    expect((await withAccept(LIST_ACCEPT.split(",")[1]!, "GET", `${PL}/m1`)).status).toBe(406);
+    const create = await withAccept("application/vnd.kubernetes.protobuf", "POST", PL, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "never" } });
+    expect(create.status).toBe(406);
+    expect((await call("GET", `${PL}/never`)).status).toBe(404);
+  });
+});
