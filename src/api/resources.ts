@@ -23,7 +23,7 @@ import type { Result, WriteOutcome } from "../../durable-objects/cluster.ts";
 import { store, writeStored } from "../store/write.ts";
 import { toTable } from "../k8s/table.ts";
 import { negotiate, partialObjectMetadata, partialObjectMetadataList, type Answering } from "./negotiate.ts";
-import { clientOf, watchResponse } from "./watch.ts";
+import { checkWatchListOptions, clientOf, watchResponse } from "./watch.ts";
 import { dropUnknownFields, fieldValidationOf, unknownFieldMessages, warningHeader } from "./fieldvalidation.ts";
 import { decodeDelete, decodeObjectBody, decodePatch, decodePathSegment, queryFlag, statusResponse } from "./request.ts";
 
@@ -148,7 +148,10 @@ function selectorFilter(c: Ctx): (obj: KubeObject) => boolean {
 async function list(c: Ctx, t: Target): Promise<Response> {
   const filter = selectorFilter(c);
   const namespace = t.def.namespaced ? t.namespace || undefined : "";
-  if (queryFlag(c.req.query("watch"))) {
+  const watching = queryFlag(c.req.query("watch"));
+  const sendInitialEvents = c.req.query("sendInitialEvents");
+  checkWatchListOptions({ watch: watching, sendInitialEvents, allowWatchBookmarks: queryFlag(c.req.query("allowWatchBookmarks")), resourceVersionMatch: c.req.query("resourceVersionMatch") });
+  if (watching) {
     return watchResponse(
       store(c.env),
       t.def,
@@ -159,6 +162,7 @@ async function list(c: Ctx, t: Target): Promise<Response> {
         resourceVersion: c.req.query("resourceVersion"),
         timeoutSeconds: c.req.query("timeoutSeconds"),
         allowWatchBookmarks: queryFlag(c.req.query("allowWatchBookmarks")),
+        sendInitialEvents: sendInitialEvents === undefined ? undefined : queryFlag(sendInitialEvents),
         client: await clientOf(bearerToken(c) ?? ""),
       },
       (p) => c.executionCtx.waitUntil(p),

@@ -21,7 +21,7 @@ import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { ApiError, badRequest, tooManyRequests } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { EVENT_RETENTION, listPage, readEvents, type StoreKey } from "../k8s/store.ts";
+import { EVENT_RETENTION, eventLogStart, listPage, readEvents, type StoreKey } from "../k8s/store.ts";
 import { apiVersionOf } from "../k8s/kind.ts";
 import { clock } from "../clock.ts";
 
@@ -48,6 +48,33 @@ export const WATCH_LIST_PAGE = 500;
 export const MAX_WATCHES_PER_CLIENT = 50;
 /** `Retry-After` of a watch refused by {@link MAX_WATCHES_PER_CLIENT}, in seconds. */
 export const WATCH_RETRY_AFTER_SECONDS = 5;
+
+/** The annotation of the BOOKMARK that ends a watch-list's initial events (apimachinery `metav1.InitialEventsAnnotationKey`). */
+export const INITIAL_EVENTS_END = "k8s.io/initial-events-end";
+
+/**
+ * Checks a watch's watch-list options as kube-apiserver's ListOptions validation does:
+ * `sendInitialEvents` needs `watch`, `allowWatchBookmarks=true` and
+ * `resourceVersionMatch=NotOlderThan`; `resourceVersionMatch` on a watch needs `sendInitialEvents`;
+ * any other `resourceVersionMatch` than NotOlderThan and Exact is unsupported.
+ * @throws ApiError 422 Invalid (kind ListOptions) naming the offending field
+ */
+export function checkWatchListOptions(o: { watch: boolean; sendInitialEvents?: string; allowWatchBookmarks: boolean; resourceVersionMatch?: string }): void {
+  const causes: { field: string; message: string; reason: string }[] = [];
+  const match = o.resourceVersionMatch ?? "";
+  if (match !== "" && match !== "NotOlderThan" && match !== "Exact") {
+    causes.push({ field: "resourceVersionMatch", message: `Unsupported value: "${match}": supported values: "Exact", "NotOlderThan", ""`, reason: "FieldValueNotSupported" });
+  }
+  if (o.sendInitialEvents !== undefined) {
+    if (!o.watch) causes.push({ field: "sendInitialEvents", message: "Forbidden: sendInitialEvents is forbidden for list", reason: "FieldValueForbidden" });
+    if (match !== "NotOlderThan") causes.push({ field: "resourceVersionMatch", message: `Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan`, reason: "FieldValueForbidden" });
+    if (!o.allowWatchBookmarks) causes.push({ field: "allowWatchBookmarks", message: "Forbidden: sendInitialEvents requires setting allowWatchBookmarks to true", reason: "FieldValueForbidden" });
+  } else if (o.watch && match !== "") {
+    causes.push({ field: "resourceVersionMatch", message: "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided", reason: "FieldValueForbidden" });
+  }
+  if (causes.length === 0) return;
+  throw new ApiError(422, "Invalid", `ListOptions.meta.k8s.io "" is invalid: ${causes.map((c) => `${c.field}: ${c.message}`).join(", ")}`, { group: "meta.k8s.io", kind: "ListOptions", causes });
+}
 
 /** Open watches per client in this isolate. */
 const openWatches = new Map<string, number>();
@@ -83,6 +110,13 @@ export interface WatchOptions {
   resourceVersion?: string;
   timeoutSeconds?: string;
   allowWatchBookmarks?: boolean;
+  /**
+   * Watch-list (client-go's streaming list, KEP-3157): the current objects as ADDED events,
+   * then a BOOKMARK annotated `k8s.io/initial-events-end: "true"` at the list's resourceVersion,
+   * then the changes; false: only the changes after `resourceVersion` (after now without one).
+   * Checked by {@link checkWatchListOptions}.
+   */
+  sendInitialEvents?: boolean;
   /** Who is watching ({@link clientOf}), counted against {@link MAX_WATCHES_PER_CLIENT}. */
   client: string;
 }
@@ -132,7 +166,10 @@ export function watchResponse(
   const run = async () => {
     const deadline = Date.now() + Math.min(timeout, MAX_WATCH_SECONDS) * 1000;
     let rv: number;
-    if (fromRv === undefined) {
+    if (fromRv === undefined && opts.sendInitialEvents === false) {
+      // A watch-list without initial events and without a version starts from now.
+      rv = (await readEvents(db, def, namespace, Number.MAX_SAFE_INTEGER, 1)).latest;
+    } else if (fromRv === undefined || opts.sendInitialEvents) {
       let after: StoreKey | undefined;
       let listRv: string | undefined;
       do {
@@ -142,8 +179,18 @@ export function watchResponse(
         after = page.next;
       } while (after && !gone);
       rv = Number(listRv);
+      if (opts.sendInitialEvents) {
+        await send("BOOKMARK", { kind: def.kind, apiVersion: apiVersionOf(def), metadata: { resourceVersion: String(rv), annotations: { [INITIAL_EVENTS_END]: "true" } } });
+      }
     } else {
       rv = fromRv;
+      // A log that no longer reaches back to the version asked for (pruned, or started after it,
+      // as on a hub upgraded from before the log existed) cannot replay it: 410, so the client lists.
+      const start = await eventLogStart(db);
+      if (rv < start) {
+        await send("ERROR", new ApiError(410, "Expired", `too old resource version: ${rv} (${start})`).toStatus());
+        return;
+      }
     }
     let lastBookmark = Date.now();
     for (;;) {

@@ -383,6 +383,20 @@ export interface WatchEvent {
 }
 
 /**
+ * The oldest resourceVersion the event log can replay from: a watch from `rv` sees every change
+ * after it only when `rv >= eventLogStart`. That is one below the oldest event kept (events are
+ * pruned oldest first, and a hub upgraded from before the log existed holds none of its earlier
+ * writes), or the counter's value when the log is empty. One indexed read (MIN of the primary key).
+ */
+export async function eventLogStart(db: DrizzleD1Database): Promise<number> {
+  const [[oldest], [counter]] = await db.batch([
+    db.select({ rv: sql<number | null>`min(${events.resourceVersion})` }).from(events),
+    db.select({ value: counters.value }).from(counters).where(eq(counters.id, 1)),
+  ]);
+  return oldest?.rv != null ? oldest.rv - 1 : (counter?.value ?? 0);
+}
+
+/**
  * Reads the events of a kind after `afterRv` (exclusive), oldest first, at most `limit`, in one
  * namespace or all. Also returns the current value of the resourceVersion counter: events older
  * than `latest - EVENT_RETENTION` may have been pruned, so a watch from before that is 410 Expired.

@@ -98,3 +98,53 @@ describe("watch and tables", () => {
     await Promise.all(open.map((r) => r.body!.cancel()));
   });
 });
+
+describe("watch as informers expect", () => {
+  const base = (query: string) => exports.default.fetch(`https://hub.test${MC}?${query}`, { headers: { authorization: "Bearer test-admin-token" } });
+
+  it("watch-list: initial ADDED events end with the annotated BOOKMARK at the list's version", async () => {
+    await call("POST", MC, mc("wl1", { wl: "x" }));
+    await call("POST", MC, mc("wl2", { wl: "x" }));
+    const res = await base("watch=1&labelSelector=wl%3Dx&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan");
+    const events = await readEvents(res, 3);
+    expect(events.map((e) => e.type)).toEqual(["ADDED", "ADDED", "BOOKMARK"]);
+    expect(events[2].object.metadata.annotations).toEqual({ "k8s.io/initial-events-end": "true" });
+    expect(Number(events[2].object.metadata.resourceVersion)).toBeGreaterThanOrEqual(Number(events[1].object.metadata.resourceVersion));
+  });
+
+  it("refuses watch-list options as ListOptions validation does (422)", async () => {
+    for (const q of [
+      "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan",
+      "watch=1&sendInitialEvents=true&allowWatchBookmarks=true",
+      "sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan",
+      "watch=1&resourceVersionMatch=NotOlderThan",
+      "watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=Newest",
+    ]) {
+      const res = await base(q);
+      expect(res.status, q).toBe(422);
+      const status = await res.json<{ reason: string; details: { kind: string } }>();
+      expect(status.reason).toBe("Invalid");
+      expect(status.details.kind).toBe("ListOptions");
+    }
+  });
+
+  it("answers 410 Expired for a version the log cannot replay, never silence", async () => {
+    await call("POST", MC, mc("wl3"));
+    // As on a hub whose log began after its first writes (an upgrade), or pruned: the oldest event is far ahead.
+    await env.DB.prepare("DELETE FROM events WHERE resource_version < (SELECT value FROM counters WHERE id = 1)").run();
+    const events = await readEvents(await base("watch=true&resourceVersion=1&timeoutSeconds=5"), 1);
+    expect(events[0]).toMatchObject({ type: "ERROR", object: { kind: "Status", code: 410, reason: "Expired" } });
+  });
+
+  it("sendInitialEvents=false without a version sends only later changes", async () => {
+    await call("POST", MC, mc("wl4", { wl: "late" }));
+    const res = await base("watch=1&labelSelector=wl%3Dlate&sendInitialEvents=false&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan");
+    const pending = readEvents(res, 1);
+    // The watch starts from "now" once it has read the counter: wait for a change to reach it.
+    await waitFor("the watch to see a change", async () => {
+      await call("PATCH", `${MC}/wl4`, { metadata: { labels: { wl: "late", n: String(Math.random()).slice(2, 8) } } }, { contentType: "application/merge-patch+json" });
+      return Promise.race([pending, new Promise((r) => setTimeout(() => r(undefined), 1500))]);
+    });
+    expect((await pending)[0].type).toBe("MODIFIED");
+  });
+});
