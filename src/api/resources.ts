@@ -380,10 +380,14 @@ function computeWriteError(t: Target, req: WriteRequest): ApiError {
   return badRequest("metadata.name is required", "metadata.name");
 }
 
+/** The verbs discovery lists for a kind: read-only for what the hub alone writes. */
+function verbsOf(k: KindDefinition): string[] {
+  return k.systemOwned ? ["get", "list", "watch"] : ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+}
+
 function discoveryResources(group: string, version: string) {
   return KINDS.filter((k) => k.group === group && k.version === version).flatMap((k) => {
-    const verbs = k.systemOwned ? ["get", "list", "watch"] : ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
-    const main = { name: k.plural, singularName: k.singular, namespaced: k.namespaced, kind: k.kind, verbs, shortNames: k.shortNames };
+    const main = { name: k.plural, singularName: k.singular, namespaced: k.namespaced, kind: k.kind, verbs: verbsOf(k), shortNames: k.shortNames };
     return k.hasStatus ? [main, { name: `${k.plural}/status`, singularName: "", namespaced: k.namespaced, kind: k.kind, verbs: ["get", "patch", "update"] }] : [main];
   });
 }
@@ -424,7 +428,10 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
 export function coreRoutes(): Hono<{ Bindings: Env }> {
   const app = apiApp();
   const versions = servedGroups().find((g) => g.group === "")?.versions ?? [];
-  app.get("/", (c) => c.json({ kind: "APIVersions", versions, serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress: new URL(c.req.url).host }] }));
+  app.get("/", (c) => {
+    const aggregated = wantsAggregatedDiscovery(c.req.header("accept"));
+    return aggregated ? aggregatedDiscovery(true, aggregated) : c.json({ kind: "APIVersions", versions, serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress: new URL(c.req.url).host }] });
+  });
   app.get("/:version", (c) => c.json(resourceList("", c.req.param("version"))));
   app.all("/:version/*", (c) => serve(c, "", c.req.param("version"), `/api/${c.req.param("version")}/`));
   return app;
@@ -452,12 +459,71 @@ function resourceList(group: string, version: string) {
   return { kind: "APIResourceList", apiVersion: "v1", groupVersion: group ? `${group}/${version}` : version, resources };
 }
 
+/** The media type of aggregated discovery (apidiscovery.k8s.io), v2 or v2beta1. */
+function aggregatedDiscoveryType(version: string): string {
+  return `application/json;g=apidiscovery.k8s.io;v=${version};as=APIGroupDiscoveryList`;
+}
+
+/**
+ * The apidiscovery.k8s.io version an `Accept` header asks for first (`v2`, `v2beta1`), or null when
+ * it prefers the unaggregated documents (APIVersions, APIGroupList): kube-apiserver's choice
+ * between the two forms of `/api` and `/apis`.
+ */
+function wantsAggregatedDiscovery(accept: string | undefined): string | null {
+  for (const part of (accept ?? "").split(",")) {
+    const params = new Map(part.split(";").slice(1).map((p) => p.trim().split("=") as [string, string]));
+    const type = part.split(";")[0]!.trim();
+    if (type === "application/json" && params.get("as") === "APIGroupDiscoveryList" && params.get("g") === "apidiscovery.k8s.io") {
+      const v = params.get("v");
+      if (v === "v2" || v === "v2beta1") return v;
+      continue;
+    }
+    if (type === "application/json" || type === "*/*" || type === "application/*") return null;
+  }
+  return null;
+}
+
+/**
+ * Aggregated discovery (KEP-3352, `apidiscovery.k8s.io` APIGroupDiscoveryList) of the core group
+ * (`core`: what `/api` answers) or of every other group (`/apis`): each group with its versions in
+ * preference order, each version with its resources (scope, kinds, verbs, short names, the status
+ * subresource), so that a client learns the whole API in two requests instead of one per version.
+ */
+function aggregatedDiscovery(core: boolean, version: string) {
+  const items = servedGroups()
+    .filter((g) => (g.group === "") === core)
+    .map((g) => ({
+      metadata: { name: g.group, creationTimestamp: null },
+      versions: g.versions.map((v) => ({
+        version: v,
+        freshness: "Current",
+        resources: KINDS.filter((k) => k.group === g.group && k.version === v).map((k) => {
+          const responseKind = { group: g.group, version: v, kind: k.kind };
+          return {
+            resource: k.plural,
+            responseKind,
+            scope: k.namespaced ? "Namespaced" : "Cluster",
+            singularResource: k.singular,
+            verbs: verbsOf(k),
+            ...(k.shortNames?.length ? { shortNames: k.shortNames } : {}),
+            ...(k.hasStatus ? { subresources: [{ subresource: "status", responseKind, verbs: ["get", "patch", "update"] }] } : {}),
+          };
+        }),
+      })),
+    }));
+  return new Response(JSON.stringify({ kind: "APIGroupDiscoveryList", apiVersion: `apidiscovery.k8s.io/${version}`, metadata: {}, items }), {
+    headers: { "content-type": aggregatedDiscoveryType(version) },
+  });
+}
+
 /** The `/apis` routes: discovery documents and the generic resource endpoints. */
 export function resourceRoutes(): Hono<{ Bindings: Env }> {
   const app = apiApp();
 
-  app.get("/", (c) =>
-    c.json({
+  app.get("/", (c) => {
+    const aggregated = wantsAggregatedDiscovery(c.req.header("accept"));
+    if (aggregated) return aggregatedDiscovery(false, aggregated);
+    return c.json({
       kind: "APIGroupList",
       apiVersion: "v1",
       groups: servedGroups().filter((g) => g.group !== "").map((g) => ({
@@ -465,8 +531,8 @@ export function resourceRoutes(): Hono<{ Bindings: Env }> {
         versions: g.versions.map((v) => ({ groupVersion: `${g.group}/${v}`, version: v })),
         preferredVersion: { groupVersion: `${g.group}/${g.versions[0]}`, version: g.versions[0] },
       })),
-    }),
-  );
+    });
+  });
 
   app.get("/:group/:version", (c) => c.json(resourceList(c.req.param("group"), c.req.param("version"))));
 

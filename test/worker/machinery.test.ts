@@ -241,3 +241,36 @@ describe("content negotiation: metadata-only forms, 406", () => {
     expect((await call("GET", `${PL}/never`)).status).toBe(404);
   });
 });
+
+describe("aggregated discovery (apidiscovery.k8s.io/v2)", () => {
+  const ACCEPT = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+
+  it("answers /apis with every group, version and resource in one document", async () => {
+    const res = await call("GET", "/apis", undefined, { headers: { accept: ACCEPT } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList");
+    expect(res.body).toMatchObject({ kind: "APIGroupDiscoveryList", apiVersion: "apidiscovery.k8s.io/v2" });
+    const cluster = res.body.items.find((g: { metadata: { name: string } }) => g.metadata.name === "cluster.open-cluster-management.io");
+    expect(cluster.versions[0].version).toBe("v1");
+    const mcl = cluster.versions[0].resources.find((r: { resource: string }) => r.resource === "managedclusters");
+    expect(mcl).toMatchObject({
+      responseKind: { group: "cluster.open-cluster-management.io", version: "v1", kind: "ManagedCluster" },
+      scope: "Cluster",
+      singularResource: "managedcluster",
+      shortNames: expect.arrayContaining(["mcl"]),
+      subresources: [{ subresource: "status", verbs: ["get", "patch", "update"] }],
+    });
+    expect(res.body.items.some((g: { metadata: { name: string } }) => g.metadata.name === "")).toBe(false);
+  });
+
+  it("answers /api with the core group, and the plain documents without the aggregated Accept", async () => {
+    const core = await call("GET", "/api", undefined, { headers: { accept: ACCEPT } });
+    expect(core.body.items).toHaveLength(1);
+    expect(core.body.items[0].versions[0]).toMatchObject({ version: "v1", resources: [expect.objectContaining({ resource: "secrets", scope: "Namespaced" })] });
+    expect((await call("GET", "/apis")).body.kind).toBe("APIGroupList");
+    expect((await call("GET", "/api")).body.kind).toBe("APIVersions");
+    // v2beta1 alone is served too; a JSON-first Accept keeps the plain list.
+    expect((await call("GET", "/apis", undefined, { headers: { accept: "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList" } })).body.apiVersion).toBe("apidiscovery.k8s.io/v2beta1");
+    expect((await call("GET", "/apis", undefined, { headers: { accept: "application/json, application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList" } })).body.kind).toBe("APIGroupList");
+  });
+});
