@@ -26,6 +26,8 @@ export interface HubOptions {
   https?: boolean;
   /** Port to listen on (default: a free one); a restarted hub takes its predecessor's. */
   port?: number;
+  /** Admin token (default: a fresh random one); a restarted hub keeps its clients' by taking its predecessor's. */
+  adminToken?: string;
 }
 
 /** A running hub. */
@@ -77,7 +79,7 @@ function stopProcess(child: ChildProcess): Promise<void> {
 export async function startHub(opts: HubOptions = {}): Promise<Hub> {
   const port = opts.port ?? (await freePort());
   const stateDir = opts.stateDir ?? mkdtempSync(path.join(tmpdir(), "flotilla-hub-"));
-  const adminToken = `admin-${Math.random().toString(36).slice(2)}`;
+  const adminToken = opts.adminToken ?? `admin-${Math.random().toString(36).slice(2)}`;
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), FLOTILLA_STATE_DIR: stateDir, FLOTILLA_ADMIN_TOKEN: adminToken };
   if (opts.graceMultiplier !== undefined) env.FLOTILLA_LEASE_GRACE_MULTIPLIER = String(opts.graceMultiplier);
   if (opts.leaveTimeoutSeconds !== undefined) env.FLOTILLA_LEAVE_TIMEOUT_SECONDS = String(opts.leaveTimeoutSeconds);

@@ -1,0 +1,199 @@
+/**
+ * The client conformance suite: real Kubernetes clients against a real hub (`wrangler dev` over
+ * HTTPS), each case asserting what the client got as kube-apiserver would answer it. The Python
+ * client is Debian's python3-kubernetes (`/usr/bin/python3`, installed by .ci/run), driven by
+ * test/e2e/clients/python_client.py; kubectl is the real binary; @kubernetes/client-node's
+ * informer is the reflector most Node controllers use.
+ */
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { CustomObjectsApi, KubeConfig, makeInformer, type KubernetesObject } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { admin, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { waitFor } from "./support.ts";
+
+const run = promisify(execFile);
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const dir = mkdtempSync(path.join(tmpdir(), "flotilla-clients-"));
+const PYTHON = "/usr/bin/python3";
+const SCRIPT = path.join(root, "test/e2e/clients/python_client.py");
+const MC = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
+
+let hub: Hub;
+let kubeconfig: string;
+
+function pythonEnv(): NodeJS.ProcessEnv {
+  return { ...process.env, HUB: hub.url, TOKEN: hub.adminToken, CA: hub.caFile! };
+}
+
+/** Runs one scenario of the Python driver and returns the JSON it printed. */
+async function python(scenario: string): Promise<Record<string, unknown>> {
+  const { stdout } = await run(PYTHON, [SCRIPT, scenario], { env: pythonEnv(), timeout: 60_000 });
+  return JSON.parse(stdout.trim().split("\n").pop()!) as Record<string, unknown>;
+}
+
+async function kubectl(...args: string[]): Promise<{ stdout: string; stderr: string }> {
+  return run("kubectl", ["--kubeconfig", kubeconfig, ...args], { cwd: dir });
+}
+
+function file(name: string, text: string): string {
+  const p = path.join(dir, name);
+  writeFileSync(p, text);
+  return p;
+}
+
+async function restart(pruneEventLog: boolean): Promise<void> {
+  const { stateDir, adminToken } = hub;
+  const port = Number(new URL(hub.url).port);
+  await hub.stop();
+  if (pruneEventLog) {
+    // As on a hub whose watch history no longer reaches back: every kept event is dropped, so a
+    // client resuming from its last version must get 410 Expired and list again.
+    const d1 = path.join(stateDir, "v3/d1/miniflare-D1DatabaseObject");
+    for (const f of readdirSync(d1).filter((n) => n.endsWith(".sqlite") && n !== "metadata.sqlite")) {
+      const db = new DatabaseSync(path.join(d1, f));
+      db.exec("DELETE FROM events");
+      db.close();
+    }
+  }
+  hub = await startHub({ https: true, stateDir, port, adminToken });
+}
+
+beforeAll(async () => {
+  hub = await startHub({ https: true });
+  const { stdout } = await run(process.execPath, [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!], { cwd: root });
+  kubeconfig = file("kubeconfig", stdout);
+});
+
+afterAll(async () => {
+  await hub?.stop();
+});
+
+describe("the Python client (python3-kubernetes)", () => {
+  it("discovers the API: /version/, /apis/, /api/", async () => {
+    const got = await python("discovery");
+    expect(got.gitVersion).toMatch(/^v1\.\d+\.\d+/);
+    expect(got.groups).toEqual(["cluster.open-cluster-management.io", "flotilla.dev", "work.open-cluster-management.io"]);
+    expect(got.core).toEqual(["v1"]);
+  });
+
+  it("creates, lists by label, merge- and JSON-patches, deletes and deletes a collection", async () => {
+    expect(await python("crud")).toEqual({ selected: ["p1", "p2"], merged: 2, jsonPatched: 3, collectionDeleted: ["p1", "p2"], left: [] });
+  });
+
+  it("lists through the dynamic client with a set-based selector", async () => {
+    expect(await python("dynamic")).toEqual({ selected: ["dyn1"], kind: "ManagedClusterList" });
+  });
+
+  it("watches with watch=True and sees every change", async () => {
+    expect(await python("watch")).toEqual({ events: ["ADDED:pyw1", "MODIFIED:pyw1", "ADDED:pyw2", "DELETED:pyw1"] });
+  });
+});
+
+describe("kubectl's less common paths", () => {
+  it("needs at most 3 requests for get mcl with a cold discovery cache", async () => {
+    const cache = mkdtempSync(path.join(dir, "cache-"));
+    const { stderr } = await kubectl("get", "mcl", "--cache-dir", cache, "-v=6");
+    const requests = stderr.split("\n").filter((l) => /round_trippers.*\b(GET|POST|PUT|PATCH|DELETE) https:/.test(l));
+    expect(requests.length).toBeLessThanOrEqual(3);
+  });
+
+  it("patches with --type=json, deletes by label, and reads YAML", async () => {
+    const placement = file("kp.yaml", "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: kp\n  namespace: kns\n  labels:\n    app: x\nspec:\n  numberOfClusters: 1\n");
+    await kubectl("apply", "-f", placement);
+    await kubectl("patch", "placement", "kp", "-n", "kns", "--type=json", "-p", '[{"op":"replace","path":"/spec/numberOfClusters","value":4}]');
+    expect((await kubectl("get", "placement", "kp", "-n", "kns", "-o", "jsonpath={.spec.numberOfClusters}")).stdout).toBe("4");
+    const failed = await kubectl("patch", "placement", "kp", "-n", "kns", "--type=json", "-p", '[{"op":"test","path":"/spec/numberOfClusters","value":1}]').then(
+      () => "",
+      (e: { stderr?: string }) => String(e.stderr),
+    );
+    expect(failed).toMatch(/the test did not hold|Invalid/);
+    expect((await kubectl("delete", "placements", "-n", "kns", "-l", "app=x")).stdout).toContain('placement.cluster.open-cluster-management.io "kp" deleted');
+  });
+});
+
+describe("watchers across a hub restart", () => {
+  const N = 100;
+  const names = Array.from({ length: N }, (_, i) => `follow-${String(i).padStart(3, "0")}`);
+
+  /** Sets label step=`step` on every cluster in `which`, 8 at a time. */
+  async function setStep(which: string[], step: string): Promise<void> {
+    for (let i = 0; i < which.length; i += 8) {
+      await Promise.all(
+        which.slice(i, i + 8).map(async (n) => {
+          const res = await admin(hub, "PATCH", `${MC}/${n}`, { metadata: { labels: { follow: "yes", step } } }, "application/merge-patch+json");
+          expect(res.status).toBe(200);
+        }),
+      );
+    }
+  }
+
+  it("an informer and the Python reflector see every change to 100 ManagedClusters, none missed", async () => {
+    for (let i = 0; i < N; i += 8) {
+      await Promise.all(names.slice(i, i + 8).map((n) => admin(hub, "POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: n, labels: { follow: "yes", step: "0" } } })));
+    }
+
+    // client-node's informer, restarted on error as its documentation shows.
+    const kc = new KubeConfig();
+    kc.loadFromFile(kubeconfig);
+    const api = kc.makeApiClient(CustomObjectsApi);
+    const informer = makeInformer<KubernetesObject>(
+      kc,
+      MC,
+      () => api.listClusterCustomObject({ group: "cluster.open-cluster-management.io", version: "v1", plural: "managedclusters", labelSelector: "follow=yes" }) as never,
+      "follow=yes",
+    );
+    const informerSaw = new Set<string>();
+    for (const verb of ["add", "update", "delete"] as const) informer.on(verb, (o) => informerSaw.add(`${verb}:${o.metadata?.name}:${o.metadata?.labels?.step}`));
+    let restarts = 0;
+    informer.on("error", () => {
+      restarts++;
+      setTimeout(() => void informer.start().catch(() => undefined), 300);
+    });
+    await informer.start();
+
+    // The Python reflector: one JSON line per change it learns.
+    const py: ChildProcess = spawn(PYTHON, [SCRIPT, "follow"], { env: pythonEnv(), stdio: ["pipe", "pipe", "inherit"] });
+    const pyState = new Map<string, string | null>();
+    let buf = "";
+    py.stdout!.on("data", (d: Buffer) => {
+      buf += d.toString();
+      for (let i; (i = buf.indexOf("\n")) >= 0; buf = buf.slice(i + 1)) {
+        const line = JSON.parse(buf.slice(0, i)) as { name?: string; step?: string | null };
+        if (line.name) pyState.set(line.name, line.step ?? null);
+      }
+    });
+
+    const caughtUp = (step: string, gone: string[] = []) => async () => {
+      const cached = new Map(informer.list().map((o) => [o.metadata!.name!, o.metadata!.labels?.step]));
+      return names.every((n) => (gone.includes(n) ? !cached.has(n) && pyState.get(n) === null : cached.get(n) === step && pyState.get(n) === step));
+    };
+    try {
+      await waitFor("both watchers to hold the 100 clusters", caughtUp("0"), 60_000);
+
+      // Changes, then a restart during which the watches break: both resume from their last version.
+      await setStep(names, "1");
+      await restart(false);
+      await setStep(names.slice(10), "2");
+      for (const n of names.slice(0, 10)) expect((await admin(hub, "DELETE", `${MC}/${n}`)).status).toBe(200);
+      await waitFor("both watchers to see the changes made across the restart", caughtUp("2", names.slice(0, 10)), 90_000);
+
+      // A restart after which the history no longer reaches back: both get 410 and list again.
+      await restart(true);
+      await setStep(names.slice(10), "3");
+      await waitFor("both watchers to list again after 410 and see the rest", caughtUp("3", names.slice(0, 10)), 90_000);
+      expect(restarts).toBeGreaterThan(0);
+      // Every step of every surviving cluster reached the informer (an add, an update, or a relist's).
+      for (const n of names.slice(10)) for (const step of ["0", "1", "2", "3"]) expect([...informerSaw].some((e) => e.endsWith(`:${n}:${step}`)), `${n} step ${step}`).toBe(true);
+    } finally {
+      await informer.stop();
+      py.stdin!.end();
+      py.kill();
+    }
+  }, 300_000);
+});
