@@ -16,6 +16,7 @@ import { recoverAtStart } from "./store/outbox.ts";
 import "./placement/triggers.ts";
 import "./work/hooks.ts";
 import "./work/replicaset.ts";
+import "./gc/collector.ts";
 import { clock } from "./clock.ts";
 
 export { ClusterObject } from "../durable-objects/cluster.ts";

@@ -10,7 +10,7 @@ import { z } from "zod";
 import { ApiError, badRequest, tooLarge, unsupportedMediaType, uriTooLong, type Status } from "../k8s/errors.ts";
 import { decodeJson, decodeYaml } from "../k8s/decode.ts";
 import { checkSchema, isJsonObject } from "../k8s/meta.ts";
-import type { WriteRequest } from "../k8s/write.ts";
+import type { DeletePropagation as WriteDeletePolicy, WriteRequest } from "../k8s/write.ts";
 import { checkDuplicateFields, fieldValidationOf, type FieldValidation } from "./fieldvalidation.ts";
 
 /** Largest request body accepted, in bytes (Kubernetes' apiserver allows 3 MiB). */
@@ -227,10 +227,37 @@ export async function decodePatch(c: Context, subresource: "status" | undefined,
   throw unsupportedMediaType(t || "(none)", PATCH_TYPES.slice(0, 3));
 }
 
-/** The part of metav1.DeleteOptions the hub reads: `preconditions` (other fields are left alone). */
+/**
+ * The part of metav1.DeleteOptions the hub reads: `preconditions`, `propagationPolicy` and the
+ * older `orphanDependents` (other fields, e.g. `gracePeriodSeconds`, mean nothing to objects
+ * without a kubelet and are left alone, as kube-apiserver does for custom resources).
+ */
 const DeleteOptionsSchema = z.looseObject({
   preconditions: z.strictObject({ uid: z.string().nullish(), resourceVersion: z.string().nullish() }).nullish(),
+  propagationPolicy: z.string().nullish(),
+  orphanDependents: z.boolean().nullish(),
 });
+
+const PROPAGATION_POLICIES = ["Orphan", "Background", "Foreground"] as const;
+
+/**
+ * The dependents' fate a delete asks for (kube-apiserver's DeleteOptions validation): the
+ * `propagationPolicy` of the body or the query, or `orphanDependents` (true: Orphan, false:
+ * Background); undefined when neither says (the kind's default, Background).
+ * @throws ApiError 422 for an unknown policy, or both fields set
+ */
+function propagationOf(body: { propagationPolicy?: string | null; orphanDependents?: boolean | null }, query: string | undefined): WriteDeletePolicy | undefined {
+  const policy = body.propagationPolicy ?? query;
+  const invalid = (field: string, message: string) =>
+    new ApiError(422, "Invalid", `DeleteOptions.meta.k8s.io "" is invalid: ${field}: ${message}`, { group: "meta.k8s.io", kind: "DeleteOptions", causes: [{ reason: "FieldValueInvalid", message, field }] });
+  if (policy != null && body.orphanDependents != null) throw invalid("propagationPolicy", "Invalid value: orphanDependents and deletionPropagation cannot be both set");
+  if (policy != null) {
+    if (!(PROPAGATION_POLICIES as readonly string[]).includes(policy)) throw invalid("propagationPolicy", `Unsupported value: "${policy}": supported values: "Background", "Foreground", "Orphan"`);
+    return policy as WriteDeletePolicy;
+  }
+  if (body.orphanDependents != null) return body.orphanDependents ? "Orphan" : "Background";
+  return undefined;
+}
 
 /**
  * Decodes DeleteOptions preconditions from the body, if any: the body must be an object and its
@@ -239,7 +266,8 @@ const DeleteOptionsSchema = z.looseObject({
  */
 export async function decodeDelete(c: Context): Promise<WriteRequest> {
   const text = await readBody(c);
-  if (text.trim() === "") return { verb: "delete" };
+  const query = c.req.query("propagationPolicy");
+  if (text.trim() === "") return { verb: "delete", propagationPolicy: propagationOf({}, query) };
   const body = parseJson(text);
   if (!isJsonObject(body)) throw badRequest("DeleteOptions must be a JSON object");
   const check = checkSchema(DeleteOptionsSchema, body);
@@ -250,5 +278,6 @@ export async function decodeDelete(c: Context): Promise<WriteRequest> {
     });
   }
   const pre = body.preconditions as { uid?: string | null; resourceVersion?: string | null } | null | undefined;
-  return { verb: "delete", preconditions: pre ? { uid: pre.uid ?? undefined, resourceVersion: pre.resourceVersion ?? undefined } : undefined };
+  const propagationPolicy = propagationOf(body as { propagationPolicy?: string | null; orphanDependents?: boolean | null }, query);
+  return { verb: "delete", preconditions: pre ? { uid: pre.uid ?? undefined, resourceVersion: pre.resourceVersion ?? undefined } : undefined, propagationPolicy };
 }

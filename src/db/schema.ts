@@ -103,3 +103,19 @@ export const outbox = sqliteTable(
   },
   (t) => [index("outbox_due_at").on(t.dueAt), index("outbox_created_at").on(t.createdAt)],
 );
+
+/**
+ * The owner index (src/gc/collector.ts): which objects (`resource`, `namespace`, `name`) name the
+ * owner with UID `ownerUid` in their ownerReferences. Written in the batch of each write that
+ * changes an object's references (src/store/write.ts), so an owner's dependents are one lookup.
+ */
+export const ownerReferences = sqliteTable(
+  "owner_references",
+  {
+    ownerUid: text("owner_uid").notNull(),
+    resource: text("resource").notNull(),
+    namespace: text("namespace").notNull(),
+    name: text("name").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.ownerUid, t.resource, t.namespace, t.name] }), index("owner_references_dependent").on(t.resource, t.namespace, t.name)],
+);

@@ -11,7 +11,7 @@
 import { and, eq, exists, lt, sql, type SQL } from "drizzle-orm";
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
 import type { BatchItem } from "drizzle-orm/batch";
-import { counters, events, objects, outbox } from "../db/schema.ts";
+import { counters, events, objects, outbox, ownerReferences } from "../db/schema.ts";
 import { EncryptionError, isSealed, Keyring } from "./encryption.ts";
 import { alreadyExists, ApiError, conflict, notFound } from "./errors.ts";
 import { resourceKey, type KindDefinition } from "./kind.ts";
@@ -369,6 +369,50 @@ export async function commitObject(
   const updated = results[1 + before.length] as { resourceVersion: number }[];
   if (updated.length === 0) throw await stale();
   return { ...next, metadata: { ...next.metadata, resourceVersion: String(updated[0]!.resourceVersion) } };
+}
+
+/** The owner UIDs an object's `metadata.ownerReferences` name (each once). */
+function ownerUids(obj: KubeObject | null): string[] {
+  const refs = (obj?.metadata as { ownerReferences?: { uid?: unknown }[] } | undefined)?.ownerReferences ?? [];
+  return [...new Set(refs.map((r) => r?.uid).filter((u): u is string => typeof u === "string" && u !== ""))];
+}
+
+/**
+ * The statements that keep the owner index (`owner_references`) in step with a write of the
+ * object at `key` from `before` to `after` (null: absent), guarded by `whileCurrent` (the write's
+ * precondition, so the index changes only with the object): none when its owner UIDs are the
+ * same, so writes that leave ownerReferences alone cost nothing more.
+ */
+export function ownerIndexStatements(db: DrizzleD1Database, def: KindDefinition, key: StoreKey, before: KubeObject | null, after: KubeObject | null, whileCurrent: SQL): BatchItem<"sqlite">[] {
+  const was = ownerUids(before);
+  const now = ownerUids(after);
+  if (was.length === now.length && was.every((u, i) => u === now[i])) return [];
+  const resource = resourceKey(def);
+  const mine = and(eq(ownerReferences.resource, resource), eq(ownerReferences.namespace, key.namespace), eq(ownerReferences.name, key.name));
+  return [
+    db.delete(ownerReferences).where(and(mine, whileCurrent)),
+    ...now.map((uid) =>
+      db.insert(ownerReferences).select(
+        db
+          .select({
+            ownerUid: sql<string>`${uid}`.as("owner_uid"),
+            resource: sql<string>`${resource}`.as("resource"),
+            namespace: sql<string>`${key.namespace}`.as("namespace"),
+            name: sql<string>`${key.name}`.as("name"),
+          })
+          .from(counters)
+          .where(and(eq(counters.id, 1), whileCurrent)),
+      ),
+    ),
+  ];
+}
+
+/**
+ * The objects whose ownerReferences name the owner with UID `uid` (the owner index: one indexed
+ * read, whatever the number of objects), as `{resource: "<group>/<plural>", namespace, name}`.
+ */
+export async function dependentsOf(db: DrizzleD1Database, uid: string): Promise<{ resource: string; namespace: string; name: string }[]> {
+  return db.select({ resource: ownerReferences.resource, namespace: ownerReferences.namespace, name: ownerReferences.name }).from(ownerReferences).where(eq(ownerReferences.ownerUid, uid));
 }
 
 /** How many resourceVersions of events are kept for watches (older ones answer 410 Expired). */

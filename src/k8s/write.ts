@@ -27,7 +27,21 @@ export type WriteRequest =
   | { verb: "create"; body: unknown }
   | { verb: "update"; body: unknown; subresource?: "status" }
   | { verb: "patch"; patchType: "merge" | "json" | "apply"; patch: unknown; fieldManager?: string; force?: boolean; subresource?: "status" }
-  | { verb: "delete"; preconditions?: Preconditions };
+  | { verb: "delete"; preconditions?: Preconditions; propagationPolicy?: DeletePropagation };
+
+/**
+ * What happens to a deleted object's dependents (metav1.DeletionPropagation, the objects whose
+ * `ownerReferences` name it): `Background` (the default) removes the object at once and the
+ * garbage collector deletes the dependents after; `Foreground` keeps the object, with the
+ * `foregroundDeletion` finalizer, until the dependents that block it are gone; `Orphan` keeps
+ * them, with the `orphan` finalizer until their references to it are removed (src/gc).
+ */
+export type DeletePropagation = "Orphan" | "Background" | "Foreground";
+
+/** The finalizer of a Foreground deletion (metav1.FinalizerDeleteDependents). */
+export const FOREGROUND_FINALIZER = "foregroundDeletion";
+/** The finalizer of an Orphan deletion (metav1.FinalizerOrphanDependents). */
+export const ORPHAN_FINALIZER = "orphan";
 
 /** Where the object lives: its namespace ("" when cluster-scoped) and name (absent for a create without name). */
 export interface ObjectKey {
@@ -290,13 +304,25 @@ function withRv(obj: unknown, current: KubeObject): unknown {
   return { ...obj, metadata: { ...meta, resourceVersion: current.metadata.resourceVersion } };
 }
 
-function remove(def: KindDefinition, key: ObjectKey, current: KubeObject | null, pre: Preconditions | undefined, ctx: WriteContext): WriteResult {
+function remove(def: KindDefinition, key: ObjectKey, current: KubeObject | null, pre: Preconditions | undefined, ctx: WriteContext, policy?: DeletePropagation): WriteResult {
   if (!current) throw notFound(ref(def, key.name));
   if (pre?.uid && pre.uid !== current.metadata.uid) {
     throw conflict(ref(def, key.name), `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.metadata.uid}`);
   }
   if (pre?.resourceVersion && pre.resourceVersion !== current.metadata.resourceVersion) {
     throw conflict(ref(def, key.name), `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${current.metadata.resourceVersion}`);
+  }
+  // Orphan and Foreground hold the object with their finalizer until the garbage collector has
+  // dealt with its dependents (kube-apiserver's deletionFinalizersForGarbageCollection).
+  if (policy === "Orphan" || policy === "Foreground") {
+    const wanted = policy === "Orphan" ? ORPHAN_FINALIZER : FOREGROUND_FINALIZER;
+    const unwanted = policy === "Orphan" ? FOREGROUND_FINALIZER : ORPHAN_FINALIZER;
+    const finalizers = (current.metadata.finalizers ?? []).filter((f) => f !== unwanted);
+    if (!finalizers.includes(wanted)) finalizers.push(wanted);
+    const next = structuredClone(current);
+    next.metadata.finalizers = finalizers;
+    next.metadata.deletionTimestamp ??= rfc3339(ctx.now);
+    return { next, created: false };
   }
   if ((current.metadata.finalizers?.length ?? 0) > 0) {
     if (current.metadata.deletionTimestamp) return { next: current, created: false };
@@ -323,7 +349,7 @@ export function computeWrite(def: KindDefinition, key: ObjectKey, current: KubeO
     case "patch":
       return patchObject(def, key, current, req, ctx);
     case "delete":
-      return remove(def, key, current, req.preconditions, ctx);
+      return remove(def, key, current, req.preconditions, ctx, req.propagationPolicy);
   }
 }
 

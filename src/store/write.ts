@@ -5,11 +5,11 @@
  * (src/store/hooks.ts) in an outbox row of the same atomic batch (src/store/outbox.ts), runs
  * them, and deletes the row once they finished.
  */
-import { ApiError } from "../k8s/errors.ts";
+import { ApiError, type Status } from "../k8s/errors.ts";
 import { resourceKey, type KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { keyringOf } from "../k8s/encryption.ts";
-import { commitObject, database, getObject, needsRewrite, type CommitExtras, type Database, type StoreKey } from "../k8s/store.ts";
+import { commitObject, database, getObject, needsRewrite, ownerIndexStatements, type CommitExtras, type Database, type StoreKey } from "../k8s/store.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../k8s/write.ts";
 import type { Env } from "../env.ts";
 import { planHooks } from "./hooks.ts";
@@ -54,9 +54,11 @@ export async function commitChange(
 ): Promise<Committed> {
   const hooks = planHooks({ def, namespace: key.namespace, name: key.name, before, after: next });
   const owed = hooks ? { id: crypto.randomUUID(), resource: resourceKey(def), namespace: key.namespace, name: key.name, hooks } : null;
-  const object = await commitObject(store(env), def, key, next, before ? Number(before.metadata.resourceVersion) : null, {
+  const db = store(env);
+  const object = await commitObject(db, def, key, next, before ? Number(before.metadata.resourceVersion) : null, {
     outbox: owed ? { id: owed.id, hooks: JSON.stringify(hooks), createdAt: now, dueAt: now + OUTBOX_GRACE_MS } : undefined,
-    extra,
+    // The owner index changes in the same batch as the object (src/gc/collector.ts reads it).
+    extra: (whileCurrent) => [...ownerIndexStatements(db, def, key, before, next, whileCurrent), ...(extra?.(whileCurrent) ?? [])],
   });
   return { def, before, object, owed };
 }
@@ -196,4 +198,18 @@ async function commitWithRetries(
       throw e;
     }
   }
+}
+
+/**
+ * One write of any kind, through the store that holds it: a ManagedCluster through its Durable
+ * Object (which runs OCM's hub controllers and holds its lease), every other kind through
+ * {@link writeStored}. For controllers (the garbage collector) that write whatever kind an owner
+ * reference names. Returns the object as stored (null once removed) and whether it was created.
+ * @throws ApiError (4xx) as the write's own answer would be
+ */
+export async function writeObject(env: Env, def: KindDefinition, namespace: string, name: string, req: WriteRequest): Promise<{ object: KubeObject | null; created: boolean }> {
+  if (def.storage !== "cluster") return writeStored(env, def, namespace, name, req);
+  const res = (await env.CLUSTERS.getByName(name).write(name, req)) as { ok: true; value: { object: KubeObject | null; created: boolean } } | { ok: false; status: Status };
+  if (!res.ok) throw new ApiError(res.status.code, res.status.reason, res.status.message, res.status.details);
+  return res.value;
 }
