@@ -117,6 +117,58 @@ describe("kubectl's less common paths", () => {
   });
 });
 
+describe("kubectl's everyday verbs on an OCM kind", () => {
+  it("apply (client- and server-side), diff, replace, edit, label, annotate, describe, wait, create, delete --all", async () => {
+    const yaml = (n: number) => `apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: kv\n  namespace: kv\nspec:\n  numberOfClusters: ${n}\n`;
+    const one = file("kv1.yaml", yaml(1));
+    expect((await kubectl("apply", "-f", one)).stdout).toContain("placement.cluster.open-cluster-management.io/kv created");
+    expect((await kubectl("apply", "--server-side", "-f", one)).stdout).toContain("serverside-applied");
+    const two = file("kv2.yaml", yaml(2));
+    // diff exits 1 when it finds a difference, and shows it.
+    const diff = await kubectl("diff", "-f", two).then(
+      () => "",
+      (e: { code?: number; stdout?: string }) => (e.code === 1 ? String(e.stdout) : `failed: ${String(e.code)}`),
+    );
+    expect(diff).toMatch(/^-\s+numberOfClusters: 1$/m);
+    expect(diff).toMatch(/^\+\s+numberOfClusters: 2$/m);
+    expect((await kubectl("replace", "-f", two)).stdout).toContain("replaced");
+    const editor = file("editor.sh", '#!/bin/sh\nsed -i "s/numberOfClusters: 2/numberOfClusters: 5/" "$1"\n');
+    await run("chmod", ["+x", editor]);
+    const edited = await run("kubectl", ["--kubeconfig", kubeconfig, "edit", "placement", "kv", "-n", "kv"], { env: { ...process.env, EDITOR: editor, KUBE_EDITOR: editor } });
+    expect(edited.stdout).toContain("edited");
+    expect((await kubectl("get", "placement", "kv", "-n", "kv", "-o", "jsonpath={.spec.numberOfClusters}")).stdout).toBe("5");
+    expect((await kubectl("label", "placement", "kv", "-n", "kv", "tier=web")).stdout).toContain("labeled");
+    expect((await kubectl("annotate", "placement", "kv", "-n", "kv", "note=hi")).stdout).toContain("annotated");
+    const described = (await kubectl("describe", "placement", "kv", "-n", "kv")).stdout;
+    expect(described).toMatch(/^Labels:\s+tier=web$/m);
+    expect(described).toMatch(/^Annotations:\s+note: hi$/m);
+    // No cluster can satisfy it: PlacementSatisfied is False, and wait sees that.
+    expect((await kubectl("wait", "placement", "kv", "-n", "kv", "--for=condition=PlacementSatisfied=False", "--timeout=20s")).stdout).toContain("condition met");
+    const versions = (await kubectl("api-versions")).stdout.split("\n");
+    expect(versions).toEqual(expect.arrayContaining(["cluster.open-cluster-management.io/v1", "cluster.open-cluster-management.io/v1beta1", "work.open-cluster-management.io/v1", "v1"]));
+    const again = await kubectl("create", "-f", one).then(
+      () => "",
+      (e: { stderr?: string }) => String(e.stderr),
+    );
+    expect(again).toContain("AlreadyExists");
+    expect((await kubectl("delete", "placements", "-n", "kv", "--all")).stdout).toContain('placement.cluster.open-cluster-management.io "kv" deleted');
+  });
+
+  it("get -w streams a change", async () => {
+    const watcher = spawn("kubectl", ["--kubeconfig", kubeconfig, "get", "placements", "-n", "kw", "-w", "--output-watch-events"], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    watcher.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    try {
+      await waitFor("the watch to start", async () => {
+        await admin(hub, "POST", "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/kw/placements", { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { generateName: "kw-" } });
+        return /ADDED\s+kw-/.test(out);
+      }, 30_000, 1000);
+    } finally {
+      watcher.kill();
+    }
+  });
+});
+
 describe("watchers across a hub restart", () => {
   const N = 100;
   const names = Array.from({ length: N }, (_, i) => `follow-${String(i).padStart(3, "0")}`);
