@@ -9,7 +9,7 @@ import { alreadyExists, ApiError, badRequest, forbidden, methodNotAllowed, notFo
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { matches, parseSelector, SelectorParseError } from "../k8s/labels.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
-import { getObject, LIST_CHUNK_ROWS, listPage } from "../k8s/store.ts";
+import { getObject, LIST_CHUNK_ROWS, listPage, type LabelIndexRequirement } from "../k8s/store.ts";
 import { computeWrite, type WriteRequest } from "../k8s/write.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { findKind, KINDS, servedGroups } from "../kinds/index.ts";
@@ -113,6 +113,27 @@ async function authorize(c: Ctx): Promise<void> {
   if (sub !== null) throw forbidden(`cluster ${sub}'s agent credential may only use /agent/v1`);
 }
 
+/**
+ * The requirement of the request's `labelSelector` that the label index answers (src/k8s/store.ts
+ * `listPage`): its first `=`, `==` or `in` requirement (a set of values: the most selective kind),
+ * else its first `exists`; undefined when it has none (only `!=`, `notin`, `!key`: a scan).
+ * The selector is parsed again by {@link selectorFilter}, which has already refused a bad one.
+ */
+function labelIndexOf(c: Ctx): LabelIndexRequirement | undefined {
+  const ls = c.req.query("labelSelector");
+  if (!ls) return undefined;
+  let reqs;
+  try {
+    reqs = parseSelector(ls).requirements;
+  } catch {
+    return undefined;
+  }
+  const exact = reqs.find((r) => r.operator === "=" || r.operator === "==" || r.operator === "in");
+  if (exact) return { key: exact.key, values: [...exact.values] };
+  const exists = reqs.find((r) => r.operator === "exists");
+  return exists ? { key: exists.key } : undefined;
+}
+
 function selectorFilter(c: Ctx): (obj: KubeObject) => boolean {
   const ls = c.req.query("labelSelector");
   const fs = c.req.query("fieldSelector");
@@ -172,7 +193,7 @@ async function list(c: Ctx, t: Target): Promise<Response> {
   const after = continueKey(c.req.query("continue"));
   // As the apiserver: remainingItemCount only when no selector filters the rows.
   const selected = Boolean(c.req.query("labelSelector") || c.req.query("fieldSelector"));
-  const page = await listPage(store(c.env), t.def, namespace, { after, limit, filter, countRemaining: !selected });
+  const page = await listPage(store(c.env), t.def, namespace, { after, limit, filter, countRemaining: !selected, index: labelIndexOf(c) });
   const shown = page.items.map((o) => present(t.def, o));
   const listMeta = {
     resourceVersion: page.resourceVersion,
@@ -351,7 +372,7 @@ async function deleteCollection(c: Ctx, t: Target): Promise<Response> {
   let after: { namespace: string; name: string } | undefined;
   let resourceVersion: string;
   do {
-    const page = await listPage(store(c.env), t.def, t.namespace, { after, limit: LIST_CHUNK_ROWS, filter });
+    const page = await listPage(store(c.env), t.def, t.namespace, { after, limit: LIST_CHUNK_ROWS, filter, index: labelIndexOf(c) });
     resourceVersion = page.resourceVersion;
     for (let i = 0; i < page.items.length; i += DELETE_COLLECTION_CONCURRENCY) {
       const batch = page.items.slice(i, i + DELETE_COLLECTION_CONCURRENCY);

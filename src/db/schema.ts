@@ -119,3 +119,20 @@ export const ownerReferences = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.ownerUid, t.resource, t.namespace, t.name] }), index("owner_references_dependent").on(t.resource, t.namespace, t.name)],
 );
+
+/**
+ * The label index (src/k8s/store.ts `listPage`): an object's (`resource`, `namespace`, `name`)
+ * labels, one row per key. Written in the batch of each write that changes the object's labels
+ * (src/store/write.ts), so a labelSelector list reads the rows its selector names.
+ */
+export const labels = sqliteTable(
+  "labels",
+  {
+    resource: text("resource").notNull(),
+    namespace: text("namespace").notNull(),
+    name: text("name").notNull(),
+    key: text("key").notNull(),
+    value: text("value").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.resource, t.namespace, t.name, t.key] }), index("labels_selector").on(t.resource, t.key, t.value, t.namespace, t.name)],
+);

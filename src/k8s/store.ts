@@ -8,10 +8,11 @@
  * kube-apiserver's storage transformers do (src/k8s/encryption.ts); rows stored before encryption
  * are read as they are and sealed on their next write.
  */
-import { and, eq, exists, lt, sql, type SQL } from "drizzle-orm";
+import { and, eq, exists, inArray, lt, sql, type SQL } from "drizzle-orm";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
 import type { BatchItem } from "drizzle-orm/batch";
-import { counters, events, objects, outbox, ownerReferences } from "../db/schema.ts";
+import { counters, events, labels, objects, outbox, ownerReferences } from "../db/schema.ts";
 import { EncryptionError, isSealed, Keyring } from "./encryption.ts";
 import { alreadyExists, ApiError, conflict, notFound } from "./errors.ts";
 import { resourceKey, type KindDefinition } from "./kind.ts";
@@ -151,6 +152,18 @@ export interface PageOptions {
   filter?: (obj: KubeObject) => boolean;
   /** Counts the rows after the page when more remain (`remainingItemCount`; one COUNT query). */
   countRemaining?: boolean;
+  /**
+   * A label requirement every listed object meets (`key` with one of `values`, or with any value
+   * when `values` is undefined): the rows are then read through the label index, so the page reads
+   * the objects that carry the label, not every object of the kind. `filter` still decides.
+   */
+  index?: LabelIndexRequirement;
+}
+
+/** A positive label requirement the label index answers: `key` in `values`, or `key` exists (no values). */
+export interface LabelIndexRequirement {
+  key: string;
+  values?: string[];
 }
 
 /** One page of a list. */
@@ -182,21 +195,36 @@ export const LIST_CHUNK_ROWS = 500;
  * @throws ApiError 500 when an encrypted field cannot be opened.
  */
 export async function listPage(db: DrizzleD1Database, def: KindDefinition, namespace: string | undefined, opts: PageOptions = {}): Promise<Page> {
-  const scope = namespace === undefined ? eq(objects.resource, resourceKey(def)) : and(eq(objects.resource, resourceKey(def)), eq(objects.namespace, namespace));
   const want = opts.limit ?? Infinity;
-  // In one namespace the key order is the name's (a row-value comparison there would sort).
-  const after = (key: StoreKey | undefined) =>
-    !key
-      ? scope
-      : namespace === undefined
-        ? and(scope, sql`(${objects.namespace}, ${objects.name}) > (${key.namespace}, ${key.name})`)
-        : key.namespace === namespace
-          ? and(scope, sql`${objects.name} > ${key.name}`)
-          : key.namespace < namespace
-            ? scope
-            : sql`0`;
+  // The rows are keyed by (resource, namespace, name) in `objects`, or in `labels` when the label
+  // index drives the read (its selector index is ordered by namespace and name under a key and value).
+  const keyed = (cols: { resource: SQLiteColumn; namespace: SQLiteColumn; name: SQLiteColumn }) => {
+    const scope = namespace === undefined ? eq(cols.resource, resourceKey(def)) : and(eq(cols.resource, resourceKey(def)), eq(cols.namespace, namespace));
+    // In one namespace the key order is the name's (a row-value comparison there would sort).
+    return (key: StoreKey | undefined) =>
+      !key
+        ? scope
+        : namespace === undefined
+          ? and(scope, sql`(${cols.namespace}, ${cols.name}) > (${key.namespace}, ${key.name})`)
+          : key.namespace === namespace
+            ? and(scope, sql`${cols.name} > ${key.name}`)
+            : key.namespace < namespace
+              ? scope
+              : sql`0`;
+  };
+  const after = keyed(objects);
+  const idx = opts.index;
+  const afterLabel = keyed(labels);
   const rowsAfter = (key: StoreKey | undefined, n: number) =>
-    db.select({ body: objects.body, resourceVersion: objects.resourceVersion }).from(objects).where(after(key)).orderBy(objects.namespace, objects.name).limit(n);
+    idx
+      ? db
+          .select({ body: objects.body, resourceVersion: objects.resourceVersion })
+          .from(labels)
+          .innerJoin(objects, and(eq(objects.resource, labels.resource), eq(objects.namespace, labels.namespace), eq(objects.name, labels.name)))
+          .where(and(afterLabel(key), eq(labels.key, idx.key), idx.values ? inArray(labels.value, idx.values) : undefined))
+          .orderBy(labels.namespace, labels.name)
+          .limit(n)
+      : db.select({ body: objects.body, resourceVersion: objects.resourceVersion }).from(objects).where(after(key)).orderBy(objects.namespace, objects.name).limit(n);
   const keyOf = (o: KubeObject): StoreKey => ({ namespace: o.metadata.namespace ?? "", name: o.metadata.name });
 
   const items: KubeObject[] = [];
@@ -405,6 +433,40 @@ export function ownerIndexStatements(db: DrizzleD1Database, def: KindDefinition,
       ),
     ),
   ];
+}
+
+/**
+ * The statements that keep the label index (`labels`) in step with a write of the object at `key`
+ * from `before` to `after` (null: absent), guarded by `whileCurrent` (the write's precondition):
+ * none when its labels are the same, so writes that leave labels alone (status reports, the
+ * scheduler's decisions) cost nothing more; otherwise the object's rows are replaced, by one
+ * statement that reads the new labels from their JSON.
+ */
+export function labelIndexStatements(db: DrizzleD1Database, def: KindDefinition, key: StoreKey, before: KubeObject | null, after: KubeObject | null, whileCurrent: SQL): BatchItem<"sqlite">[] {
+  const was = before?.metadata.labels ?? {};
+  const now = after?.metadata.labels ?? {};
+  if (before && after && JSON.stringify(was) === JSON.stringify(now)) return [];
+  if (!before && Object.keys(now).length === 0) return [];
+  const resource = resourceKey(def);
+  const mine = and(eq(labels.resource, resource), eq(labels.namespace, key.namespace), eq(labels.name, key.name));
+  const out: BatchItem<"sqlite">[] = [db.delete(labels).where(and(mine, whileCurrent))];
+  if (after && Object.keys(now).length > 0) {
+    out.push(
+      db.insert(labels).select(
+        db
+          .select({
+            resource: sql<string>`${resource}`.as("resource"),
+            namespace: sql<string>`${key.namespace}`.as("namespace"),
+            name: sql<string>`${key.name}`.as("name"),
+            key: sql<string>`l.key`.as("key"),
+            value: sql<string>`l.value`.as("value"),
+          })
+          .from(sql`json_each(${JSON.stringify(now)}) AS l`)
+          .where(whileCurrent),
+      ),
+    );
+  }
+  return out;
 }
 
 /**

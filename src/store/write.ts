@@ -9,7 +9,7 @@ import { ApiError, type Status } from "../k8s/errors.ts";
 import { resourceKey, type KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { keyringOf } from "../k8s/encryption.ts";
-import { commitObject, database, getObject, needsRewrite, ownerIndexStatements, type CommitExtras, type Database, type StoreKey } from "../k8s/store.ts";
+import { commitObject, database, getObject, labelIndexStatements, needsRewrite, ownerIndexStatements, type CommitExtras, type Database, type StoreKey } from "../k8s/store.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../k8s/write.ts";
 import type { Env } from "../env.ts";
 import { planHooks } from "./hooks.ts";
@@ -58,7 +58,13 @@ export async function commitChange(
   const object = await commitObject(db, def, key, next, before ? Number(before.metadata.resourceVersion) : null, {
     outbox: owed ? { id: owed.id, hooks: JSON.stringify(hooks), createdAt: now, dueAt: now + OUTBOX_GRACE_MS } : undefined,
     // The owner index changes in the same batch as the object (src/gc/collector.ts reads it).
-    extra: (whileCurrent) => [...ownerIndexStatements(db, def, key, before, next, whileCurrent), ...(extra?.(whileCurrent) ?? [])],
+    // The indexes change in the same batch as the object: labels (labelSelector lists) and owners
+    // (src/gc/collector.ts); a write that changes neither adds no statement.
+    extra: (whileCurrent) => [
+      ...labelIndexStatements(db, def, key, before, next, whileCurrent),
+      ...ownerIndexStatements(db, def, key, before, next, whileCurrent),
+      ...(extra?.(whileCurrent) ?? []),
+    ],
   });
   return { def, before, object, owed };
 }
