@@ -31,6 +31,7 @@
  */
 import { Hono, type Context } from "hono";
 import { z } from "zod";
+import { encodeOpenAPIV2 } from "./openapi-proto.ts";
 import { ApiError } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { ObjectMetaSchema, OwnerReferenceSchema } from "../k8s/meta.ts";
@@ -687,6 +688,21 @@ interface Built {
   /** Serialized v3 document and its hash, by path (`apis/<group>/<version>` or `api/<version>`). */
   v3: Map<string, { body: string; hash: string }>;
   v2: string;
+  /** The v2 document as gnostic protobuf, encoded the first time a client asks for it. */
+  v2Proto?: Uint8Array;
+}
+
+/** The media type of the Swagger 2.0 document as gnostic protobuf (what kubectl requests). */
+const OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+
+/** Whether an Accept header asks for the protobuf v2 document before JSON. */
+function prefersProtobuf(accept: string | undefined): boolean {
+  for (const part of (accept ?? "").split(",")) {
+    const type = part.split(";")[0]!.trim().toLowerCase();
+    if (type === OPENAPI_V2_PROTOBUF) return true;
+    if (type === "application/json" || type === "*/*" || type === "application/*") return false;
+  }
+  return false;
 }
 
 let built: Promise<Built> | null = null;
@@ -755,8 +771,15 @@ export function openapiRoutes(): Hono<{ Bindings: Env }> {
   const notAcceptable = () => new ApiError(406, "NotAcceptable", "only the following media types are accepted: application/json");
 
   app.get("/openapi/v2", async (c) => {
-    if (!acceptsJson(c)) throw notAcceptable();
     const docs = await documents();
+    // kubectl asks for gnostic's protobuf (validation, explain); other clients for JSON.
+    if (prefersProtobuf(c.req.header("accept"))) {
+      docs.v2Proto ??= encodeOpenAPIV2(JSON.parse(docs.v2) as Record<string, unknown>);
+      // As kube-openapi's handler: the protobuf is sent as application/octet-stream (Go's MIME
+      // parser, which client-go runs on the answer, refuses the requested type's "@").
+      return new Response(docs.v2Proto, { headers: { "content-type": "application/octet-stream", "cache-control": "no-cache, private" } });
+    }
+    if (!acceptsJson(c)) throw notAcceptable();
     return jsonResponse(docs.v2, { "cache-control": "no-cache, private" });
   });
 

@@ -103,6 +103,27 @@ describe("kubectl's less common paths", () => {
     expect(requests.length).toBeLessThanOrEqual(3);
   });
 
+  it("validates with the downloaded OpenAPI: a served read-only kind gets the server's answer, an unserved kind no mapping", async () => {
+    const cache = mkdtempSync(path.join(dir, "cache-"));
+    const pd = file("pd.yaml", "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: PlacementDecision\nmetadata:\n  name: mine\n  namespace: default\n");
+    const denied = await kubectl("apply", "--cache-dir", cache, "-f", pd).then(
+      () => "",
+      (e: { stderr?: string }) => String(e.stderr),
+    );
+    expect(denied).toContain("Error from server (MethodNotAllowed)");
+    expect(denied).not.toContain("error validating");
+    const deploy = file("deploy.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec: {containers: [{name: c, image: nginx}]}\n");
+    const unmapped = await kubectl("apply", "--cache-dir", cache, "-f", deploy).then(
+      () => "",
+      (e: { stderr?: string }) => String(e.stderr),
+    );
+    expect(unmapped).toContain('no matches for kind "Deployment" in version "apps/v1"');
+    expect(unmapped).toContain("ensure CRDs are installed first");
+    const explained = (await kubectl("explain", "placements.spec.numberOfClusters")).stdout;
+    expect(explained).toMatch(/KIND:\s+Placement/);
+    expect(explained).toMatch(/FIELD:\s+numberOfClusters <integer>/);
+  });
+
   it("patches with --type=json, deletes by label, and reads YAML", async () => {
     const placement = file("kp.yaml", "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: kp\n  namespace: kns\n  labels:\n    app: x\nspec:\n  numberOfClusters: 1\n");
     await kubectl("apply", "-f", placement);

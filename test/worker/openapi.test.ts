@@ -69,8 +69,8 @@ describe("OpenAPI v3 discovery", () => {
     expect(missing.body).toMatchObject({ kind: "Status", reason: "NotFound", code: 404 });
   });
 
-  it("refuses a protobuf-only Accept with 406 (JSON is the only encoding served)", async () => {
-    const r = await rawGet("/openapi/v2", { accept: "application/com.github.proto-openapi.spec.v2@v1.0+protobuf" });
+  it("refuses an Accept it serves nothing of with 406 (JSON and gnostic protobuf are served)", async () => {
+    const r = await rawGet("/openapi/v2", { accept: "application/vnd.kubernetes.protobuf" });
     expect(r.status).toBe(406);
     expect(r.body).toMatchObject({ kind: "Status", reason: "NotAcceptable" });
   });
@@ -213,5 +213,67 @@ describe("/docs", () => {
     expect(html).not.toMatch(/<link[^>]+stylesheet/i);
     expect(html).not.toMatch(/@import|url\(/i);
     expect(r.headers.get("content-security-policy")).toContain("default-src 'none'");
+  });
+});
+
+describe("/openapi/v2 as gnostic protobuf (what kubectl downloads)", () => {
+  /** A minimal protobuf reader: the fields of one message as [field number, value] (bytes for length-delimited). */
+  function fields(buf: Uint8Array): [number, number | Uint8Array][] {
+    const out: [number, number | Uint8Array][] = [];
+    let i = 0;
+    const varint = () => {
+      let v = 0;
+      let shift = 1;
+      for (;;) {
+        const b = buf[i++]!;
+        v += (b & 0x7f) * shift;
+        shift *= 128;
+        if (b < 0x80) return v;
+      }
+    };
+    while (i < buf.length) {
+      const tag = varint();
+      const wire = tag & 7;
+      if (wire === 0) out.push([tag >> 3, varint()]);
+      else if (wire === 1) {
+        out.push([tag >> 3, new DataView(buf.buffer, buf.byteOffset + i, 8).getFloat64(0, true)]);
+        i += 8;
+      } else if (wire === 2) {
+        const n = varint();
+        out.push([tag >> 3, buf.subarray(i, i + n)]);
+        i += n;
+      } else throw new Error(`wire type ${wire}`);
+    }
+    return out;
+  }
+  const text = (v: number | Uint8Array | undefined) => new TextDecoder().decode(v as Uint8Array);
+  const field = (m: [number, number | Uint8Array][], n: number) => m.filter(([f]) => f === n).map(([, v]) => v as Uint8Array);
+
+  it("encodes the same document as the JSON: version, paths with operations and their GVK, definitions", async () => {
+    const res = await exports.default.fetch("https://hub.test/openapi/v2", { headers: { accept: "application/com.github.proto-openapi.spec.v2@v1.0+protobuf" } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/octet-stream");
+    const doc = fields(new Uint8Array(await res.arrayBuffer()));
+    const json = await (await exports.default.fetch("https://hub.test/openapi/v2", { headers: { accept: "application/json" } })).json<{ paths: Record<string, unknown>; definitions: Record<string, unknown> }>();
+    expect(text(field(doc, 1)[0])).toBe("2.0");
+    const paths = field(doc, 8).flatMap((p) => field(fields(p), 2)).map((np) => fields(np));
+    expect(paths.map((np) => text(field(np, 1)[0])).sort()).toEqual(Object.keys(json.paths).sort());
+    const mcl = paths.find((np) => text(field(np, 1)[0]) === "/apis/cluster.open-cluster-management.io/v1/managedclusters/{name}")!;
+    const item = fields(field(mcl, 2)[0]!);
+    const patch = fields(field(item, 8)[0]!);
+    const extensions = field(patch, 13).map((na) => fields(na));
+    const gvk = extensions.find((na) => text(field(na, 1)[0]) === "x-kubernetes-group-version-kind")!;
+    const yaml = text(field(fields(field(gvk, 2)[0]!), 2)[0]);
+    // An operation's GVK is one object, as YAML text (gnostic's Any).
+    expect(yaml).toMatch(/^group: cluster.open-cluster-management.io$/m);
+    expect(yaml).toMatch(/^kind: ManagedCluster$/m);
+    expect(yaml).toMatch(/^version: v1$/m);
+    const defs = field(doc, 9).flatMap((d) => field(fields(d), 1)).map((nd) => text(field(fields(nd), 1)[0]));
+    expect(defs.sort()).toEqual(Object.keys(json.definitions).sort());
+  });
+
+  it("still answers JSON, and 406 for what it does not serve", async () => {
+    expect((await exports.default.fetch("https://hub.test/openapi/v2", { headers: { accept: "application/json" } })).headers.get("content-type")).toMatch(/^application\/json/);
+    expect((await exports.default.fetch("https://hub.test/openapi/v2", { headers: { accept: "application/vnd.kubernetes.protobuf" } })).status).toBe(406);
   });
 });
