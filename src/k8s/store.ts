@@ -276,10 +276,6 @@ export async function listObjectsNamed(db: DrizzleD1Database, def: KindDefinitio
   return Promise.all(rows.map((r) => readRow(db, def, r)));
 }
 
-function isUniqueViolation(e: unknown): boolean {
-  return /UNIQUE constraint failed|SQLITE_CONSTRAINT/i.test(String((e as Error)?.message ?? e));
-}
-
 /**
  * What a commit writes besides the object, in the same atomic batch: an outbox row naming the
  * after-commit work the write owes (src/store/outbox.ts; `createdAt` and `dueAt` epoch
@@ -290,6 +286,125 @@ function isUniqueViolation(e: unknown): boolean {
 export interface CommitExtras {
   outbox?: { id: string; hooks: string; createdAt: number; dueAt: number };
   extra?: (whileCurrent: SQL) => BatchItem<"sqlite">[];
+}
+
+/** One write of a {@link commitObjects} call: see {@link commitObject} for its fields. */
+export interface CommitItem {
+  key: StoreKey;
+  next: KubeObject | null;
+  expectedRv: number | null;
+  extras?: CommitExtras;
+  /** For a delete: the object as stored (its DELETED event's body); read when absent. */
+  last?: KubeObject | null;
+}
+
+/** The outcome of one item of {@link commitObjects}: the object as stored (null after a delete), or `lost` when its precondition failed. */
+export type CommitOutcome = { ok: true; object: KubeObject | null } | { ok: false; lost: true };
+
+/** Items per D1 batch in {@link commitObjects} (each item is 3 to 6 statements). */
+export const COMMIT_BATCH_ITEMS = 50;
+
+/**
+ * The statements of one item, and the index among them of the statement whose returned rows
+ * tell whether the item's precondition held (one row: it did).
+ */
+async function itemStatements(db: DrizzleD1Database, def: KindDefinition, item: CommitItem): Promise<{ statements: BatchItem<"sqlite">[]; result: number }> {
+  const { key, next, expectedRv, extras = {} } = item;
+  const resource = resourceKey(def);
+  const where = and(eq(objects.resource, resource), eq(objects.namespace, key.namespace), eq(objects.name, key.name));
+  const current = and(where, eq(objects.resourceVersion, expectedRv ?? -1));
+  // What follows the object's own statement runs only when that statement took effect: before a
+  // delete (or an update), while the row still carries the expected version; after a create,
+  // when the row carries the version just counted (the insert was not skipped as a duplicate).
+  const whileCurrent = exists(db.select({ one: sql`1` }).from(objects).where(current));
+  const written = exists(db.select({ one: sql`1` }).from(objects).where(and(where, sql`${objects.resourceVersion} = ${counterValue}`)));
+  const event = (type: "ADDED" | "MODIFIED" | "DELETED", body: string, cond: SQL) =>
+    db.insert(events).select(
+      db
+        .select({
+          resourceVersion: counters.value,
+          resource: sql<string>`${resource}`.as("resource"),
+          namespace: sql<string>`${key.namespace}`.as("namespace"),
+          name: sql<string>`${key.name}`.as("name"),
+          type: sql<string>`${type}`.as("type"),
+          body: sql<string>`${body}`.as("body"),
+        })
+        .from(counters)
+        .where(and(eq(counters.id, 1), cond)),
+    );
+  const owed = extras.outbox;
+  const outboxRow = (cond: SQL) =>
+    owed
+      ? [
+          db.insert(outbox).select(
+            db
+              .select({
+                id: sql<string>`${owed.id}`.as("id"),
+                resourceVersion: counters.value,
+                resource: sql<string>`${resource}`.as("resource"),
+                namespace: sql<string>`${key.namespace}`.as("namespace"),
+                name: sql<string>`${key.name}`.as("name"),
+                hooks: sql<string>`${owed.hooks}`.as("hooks"),
+                createdAt: sql<number>`${owed.createdAt}`.as("created_at"),
+                dueAt: sql<number>`${owed.dueAt}`.as("due_at"),
+                attempts: sql<number>`0`.as("attempts"),
+              })
+              .from(counters)
+              .where(and(eq(counters.id, 1), cond)),
+          ),
+        ]
+      : [];
+  const extra = (cond: SQL) => extras.extra?.(cond) ?? [];
+
+  if (next === null) {
+    const last = item.last !== undefined ? item.last : await getObject(db, def, key);
+    const before = [event("DELETED", last ? await toBody(db, def, last) : "{}", whileCurrent), ...outboxRow(whileCurrent), ...extra(whileCurrent)];
+    return { statements: [db.run(bumpCounter), ...before, db.delete(objects).where(current).returning({ name: objects.name })], result: 1 + before.length };
+  }
+  const body = await toBody(db, def, next);
+  if (expectedRv === null) {
+    const insert = db
+      .insert(objects)
+      .values({ resource, namespace: key.namespace, name: key.name, uid: next.metadata.uid, resourceVersion: sql`${counterValue}`, body })
+      .onConflictDoNothing()
+      .returning({ resourceVersion: objects.resourceVersion });
+    return { statements: [db.run(bumpCounter), insert, event("ADDED", body, written), ...outboxRow(written), ...extra(written)], result: 1 };
+  }
+  const before = [event("MODIFIED", body, whileCurrent), ...outboxRow(whileCurrent), ...extra(whileCurrent)];
+  const update = db.update(objects).set({ body, resourceVersion: sql`${counterValue}` }).where(current).returning({ resourceVersion: objects.resourceVersion });
+  return { statements: [db.run(bumpCounter), ...before, update], result: 1 + before.length };
+}
+
+/**
+ * Commits many computed writes of one kind with optimistic concurrency, {@link COMMIT_BATCH_ITEMS}
+ * to an atomic D1 batch: each item has its own precondition (as {@link commitObject}'s) and its own
+ * resourceVersion, and its event, outbox row and extra statements are written only when its
+ * precondition held; an item whose precondition failed (a duplicate create, a stale or missing
+ * object) changes nothing and is reported `lost`, the others commit. A batch that fails as a whole
+ * (D1 unreachable) throws, and what earlier batches committed stays committed.
+ * @throws errors of D1
+ */
+export async function commitObjects(db: DrizzleD1Database, def: KindDefinition, items: CommitItem[]): Promise<CommitOutcome[]> {
+  const out: CommitOutcome[] = [];
+  for (let i = 0; i < items.length; i += COMMIT_BATCH_ITEMS) {
+    const chunk = items.slice(i, i + COMMIT_BATCH_ITEMS);
+    const built = await Promise.all(chunk.map((item) => itemStatements(db, def, item)));
+    const statements: BatchItem<"sqlite">[] = [];
+    const at: number[] = [];
+    for (const b of built) {
+      at.push(statements.length + b.result);
+      statements.push(...b.statements);
+    }
+    if (Math.random() < PRUNE_PROBABILITY * chunk.length) statements.push(db.delete(events).where(lt(events.resourceVersion, sql`${counterValue} - ${EVENT_RETENTION}`)));
+    const results = (await db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]])) as unknown[];
+    chunk.forEach((item, j) => {
+      const rows = results[at[j]!] as { resourceVersion?: number }[];
+      if (rows.length === 0) out.push({ ok: false, lost: true });
+      else if (item.next === null) out.push({ ok: true, object: null });
+      else out.push({ ok: true, object: { ...item.next, metadata: { ...item.next.metadata, resourceVersion: String(rows[0]!.resourceVersion) } } });
+    });
+  }
+  return out;
 }
 
 /**
@@ -312,91 +427,12 @@ export async function commitObject(
   expectedRv: number | null,
   extras: CommitExtras = {},
 ): Promise<KubeObject | null> {
-  const resource = resourceKey(def);
-  const where = and(eq(objects.resource, resource), eq(objects.namespace, key.namespace), eq(objects.name, key.name));
-  const current = and(where, eq(objects.resourceVersion, expectedRv ?? -1));
+  if (next === null && expectedRv === null) return null;
+  const [outcome] = await commitObjects(db, def, [{ key, next, expectedRv, extras }]);
+  if (outcome!.ok) return outcome!.object;
   const objRef = { group: def.group, plural: def.plural, name: key.name };
-  const stale = async () => ((await getObject(db, def, key)) ? conflict(objRef, "the object has been modified; please apply your changes to the latest version and try again") : notFound(objRef));
-  // The event and outbox rows are written only when the precondition holds (the same batch is
-  // one transaction); their resourceVersion is the counter's value after the bump.
-  const onlyIf = (onlyIfCurrent: boolean) => (onlyIfCurrent ? and(eq(counters.id, 1), exists(db.select({ one: sql`1` }).from(objects).where(current))) : eq(counters.id, 1));
-  const event = (type: "ADDED" | "MODIFIED" | "DELETED", body: string, onlyIfCurrent: boolean) =>
-    db.insert(events).select(
-      db
-        .select({
-          resourceVersion: counters.value,
-          resource: sql<string>`${resource}`.as("resource"),
-          namespace: sql<string>`${key.namespace}`.as("namespace"),
-          name: sql<string>`${key.name}`.as("name"),
-          type: sql<string>`${type}`.as("type"),
-          body: sql<string>`${body}`.as("body"),
-        })
-        .from(counters)
-        .where(onlyIf(onlyIfCurrent)),
-    );
-  const owed = extras.outbox;
-  const outboxRow = (onlyIfCurrent: boolean) =>
-    owed
-      ? [
-          db.insert(outbox).select(
-            db
-              .select({
-                id: sql<string>`${owed.id}`.as("id"),
-                resourceVersion: counters.value,
-                resource: sql<string>`${resource}`.as("resource"),
-                namespace: sql<string>`${key.namespace}`.as("namespace"),
-                name: sql<string>`${key.name}`.as("name"),
-                hooks: sql<string>`${owed.hooks}`.as("hooks"),
-                createdAt: sql<number>`${owed.createdAt}`.as("created_at"),
-                dueAt: sql<number>`${owed.dueAt}`.as("due_at"),
-                attempts: sql<number>`0`.as("attempts"),
-              })
-              .from(counters)
-              .where(onlyIf(onlyIfCurrent)),
-          ),
-        ]
-      : [];
-  const extra = (onlyIfCurrent: boolean) => extras.extra?.(onlyIfCurrent ? exists(db.select({ one: sql`1` }).from(objects).where(current)) : sql`1`) ?? [];
-  const prune = Math.random() < PRUNE_PROBABILITY ? [db.delete(events).where(lt(events.resourceVersion, sql`${counterValue} - ${EVENT_RETENTION}`))] : [];
-
-  if (next === null) {
-    if (expectedRv === null) return null;
-    const last = await getObject(db, def, key);
-    const before = [event("DELETED", last ? await toBody(db, def, last) : "{}", true), ...outboxRow(true), ...extra(true)];
-    const results = await db.batch([db.run(bumpCounter), ...before, db.delete(objects).where(current).returning({ name: objects.name }), ...prune]);
-    if ((results[1 + before.length] as unknown[]).length === 0) throw await stale();
-    return null;
-  }
-  const body = await toBody(db, def, next);
-  if (expectedRv === null) {
-    try {
-      const [, inserted] = await db.batch([
-        db.run(bumpCounter),
-        db
-          .insert(objects)
-          .values({ resource, namespace: key.namespace, name: key.name, uid: next.metadata.uid, resourceVersion: sql`${counterValue}`, body })
-          .returning({ resourceVersion: objects.resourceVersion }),
-        event("ADDED", body, false),
-        ...outboxRow(false),
-        ...extra(false),
-        ...prune,
-      ]);
-      return { ...next, metadata: { ...next.metadata, resourceVersion: String(inserted[0]!.resourceVersion) } };
-    } catch (e) {
-      if (isUniqueViolation(e)) throw alreadyExists(objRef);
-      throw e;
-    }
-  }
-  const before = [event("MODIFIED", body, true), ...outboxRow(true), ...extra(true)];
-  const results = await db.batch([
-    db.run(bumpCounter),
-    ...before,
-    db.update(objects).set({ body, resourceVersion: sql`${counterValue}` }).where(current).returning({ resourceVersion: objects.resourceVersion }),
-    ...prune,
-  ]);
-  const updated = results[1 + before.length] as { resourceVersion: number }[];
-  if (updated.length === 0) throw await stale();
-  return { ...next, metadata: { ...next.metadata, resourceVersion: String(updated[0]!.resourceVersion) } };
+  if (expectedRv === null) throw alreadyExists(objRef);
+  throw (await getObject(db, def, key)) ? conflict(objRef, "the object has been modified; please apply your changes to the latest version and try again") : notFound(objRef);
 }
 
 /** The owner UIDs an object's `metadata.ownerReferences` name (each once). */
