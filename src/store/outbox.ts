@@ -40,7 +40,9 @@ export interface OwedWork {
  * is due again at `retryAt` (epoch milliseconds; unchanged when undefined) and the sweep is set
  * for it. Never throws for a hook's failure: the write it belongs to has committed. `change` is
  * the committed change when the writer runs its own row (see `HookTarget`), absent for a sweep;
- * `writerWaits` tells the hooks whether the writer waits for their effects (`HookTarget`).
+ * `writerWaits` tells the hooks whether the writer waits for their effects (`HookTarget`);
+ * `deleteWhenFinished` false leaves a finished row for the caller to delete with others
+ * ({@link deleteOutboxRows}).
  * Returns whether a hook rewrote the written object, and whether every hook finished.
  */
 export async function runOwed(
@@ -50,6 +52,7 @@ export async function runOwed(
   retryAt?: number,
   change?: Change,
   writerWaits = false,
+  deleteWhenFinished = true,
 ): Promise<{ rewrote: boolean; finished: boolean }> {
   let rewrote = false;
   const left: Record<string, unknown> = {};
@@ -72,7 +75,7 @@ export async function runOwed(
   const finished = Object.keys(left).length === 0;
   try {
     if (finished) {
-      await db.delete(outbox).where(eq(outbox.id, work.id));
+      if (deleteWhenFinished) await db.delete(outbox).where(eq(outbox.id, work.id));
     } else {
       await db.update(outbox).set({ hooks: JSON.stringify(left), ...(retryAt !== undefined ? { dueAt: retryAt } : {}) }).where(eq(outbox.id, work.id));
       if (retryAt !== undefined) await armSweep(env, retryAt);
@@ -82,6 +85,26 @@ export async function runOwed(
     console.error(`outbox: could not settle the row of ${work.resource} ${work.namespace}/${work.name}`, e);
   }
   return { rewrote, finished };
+}
+
+/** Parameters per D1 statement are at most 100: ids deleted per statement. */
+const DELETE_IDS_PER_STATEMENT = 90;
+
+/**
+ * Deletes the outbox rows `ids` (whose hooks all finished) in as few statements as D1's bound
+ * parameter limit allows, in one batch. Failures are logged: a row left is run again by a sweep,
+ * which its hooks allow.
+ */
+export async function deleteOutboxRows(env: Env, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  const db = database(env.DB);
+  const statements = [];
+  for (let i = 0; i < ids.length; i += DELETE_IDS_PER_STATEMENT) statements.push(db.delete(outbox).where(inArray(outbox.id, ids.slice(i, i + DELETE_IDS_PER_STATEMENT))));
+  try {
+    await db.batch(statements as [(typeof statements)[0], ...typeof statements]);
+  } catch (e) {
+    console.error(`outbox: could not delete ${ids.length} finished rows; a sweep runs them again`, e);
+  }
 }
 
 /** The first retry time of a row whose hook failed at `now` (epoch milliseconds). */

@@ -9,11 +9,11 @@ import { ApiError, type Status } from "../k8s/errors.ts";
 import { resourceKey, type KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { keyringOf } from "../k8s/encryption.ts";
-import { commitObject, database, getObject, labelIndexStatements, needsRewrite, ownerIndexStatements, type CommitExtras, type Database, type StoreKey } from "../k8s/store.ts";
+import { commitObject, commitObjects, database, getObject, labelIndexStatements, needsRewrite, ownerIndexStatements, type CommitExtras, type CommitItem, type Database, type StoreKey } from "../k8s/store.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../k8s/write.ts";
 import type { Env } from "../env.ts";
 import { planHooks } from "./hooks.ts";
-import { OUTBOX_GRACE_MS, retryTime, runOwed, type OwedWork } from "./outbox.ts";
+import { deleteOutboxRows, OUTBOX_GRACE_MS, retryTime, runOwed, type OwedWork } from "./outbox.ts";
 import { clock } from "../clock.ts";
 
 /**
@@ -52,21 +52,29 @@ export async function commitChange(
   now: number,
   extra?: CommitExtras["extra"],
 ): Promise<Committed> {
+  const db = store(env);
+  const { item, owed } = prepareCommit(db, def, key, before, next, now, extra);
+  const object = await commitObject(db, def, key, next, item.expectedRv, item.extras);
+  return { def, before, object, owed };
+}
+
+/**
+ * What a write of `key` from `before` to `next` commits besides the object, at `now` (epoch ms):
+ * the outbox row of what it owes the registered hooks, and the indexes' statements (labels for
+ * labelSelector lists, owners for the garbage collector: none when neither changed), plus `extra`.
+ */
+function prepareCommit(db: Database, def: KindDefinition, key: StoreKey, before: KubeObject | null, next: KubeObject | null, now: number, extra?: CommitExtras["extra"]): { item: CommitItem; owed: OwedWork | null } {
   const hooks = planHooks({ def, namespace: key.namespace, name: key.name, before, after: next });
   const owed = hooks ? { id: crypto.randomUUID(), resource: resourceKey(def), namespace: key.namespace, name: key.name, hooks } : null;
-  const db = store(env);
-  const object = await commitObject(db, def, key, next, before ? Number(before.metadata.resourceVersion) : null, {
+  const extras: CommitExtras = {
     outbox: owed ? { id: owed.id, hooks: JSON.stringify(hooks), createdAt: now, dueAt: now + OUTBOX_GRACE_MS } : undefined,
-    // The owner index changes in the same batch as the object (src/gc/collector.ts reads it).
-    // The indexes change in the same batch as the object: labels (labelSelector lists) and owners
-    // (src/gc/collector.ts); a write that changes neither adds no statement.
     extra: (whileCurrent) => [
       ...labelIndexStatements(db, def, key, before, next, whileCurrent),
       ...ownerIndexStatements(db, def, key, before, next, whileCurrent),
       ...(extra?.(whileCurrent) ?? []),
     ],
-  });
-  return { def, before, object, owed };
+  };
+  return { item: { key, next, expectedRv: before ? Number(before.metadata.resourceVersion) : null, extras, last: before }, owed };
 }
 
 /**
@@ -218,4 +226,77 @@ export async function writeObject(env: Env, def: KindDefinition, namespace: stri
   const res = (await env.CLUSTERS.getByName(name).write(name, req)) as { ok: true; value: { object: KubeObject | null; created: boolean } } | { ok: false; status: Status };
   if (!res.ok) throw new ApiError(res.status.code, res.status.reason, res.status.message, res.status.details);
   return res.value;
+}
+
+/** One write of {@link writeStoredMany}: where, what, and the stored object as the caller read it (undefined: read it). */
+export interface ManyWrite {
+  namespace: string;
+  name: string;
+  req: WriteRequest;
+  known?: KubeObject | null;
+}
+
+/** After-commit hook runs {@link writeStoredMany} keeps in flight (each may call a Durable Object). */
+const HOOK_CONCURRENCY = 32;
+
+/**
+ * Commits many writes of one kind through the store's write path at once, for a controller that
+ * writes across a fleet (a replica set's works): each is computed as {@link writeStored} computes
+ * it (on `known`, or a fresh read), the changes are committed {@link COMMIT_BATCH_ITEMS} to a D1
+ * batch, each with its own precondition, outbox row and indexes; then their after-commit hooks run,
+ * {@link HOOK_CONCURRENCY} at a time (works delivery tells the clusters' Durable Objects in
+ * parallel), and the finished outbox rows are deleted together. A crash after a batch leaves its
+ * outbox rows, which the sweep runs (src/store/outbox.ts). No write is retried here: one that lost
+ * a race is answered `lost` for the controller to compute again on a fresh read.
+ * Returns, per write in order, the object as stored (null after a delete), or `lost`.
+ * @throws ApiError (4xx) when a write is invalid (nothing of that batch is committed then), errors of D1
+ */
+export async function writeStoredMany(env: Env, def: KindDefinition, writes: ManyWrite[]): Promise<(KubeObject | null | "lost")[]> {
+  const db = store(env);
+  const now = clock.now();
+  const out: (KubeObject | null | "lost")[] = new Array(writes.length);
+  const items: CommitItem[] = [];
+  const pending: { index: number; key: StoreKey; before: KubeObject | null; owed: OwedWork | null }[] = [];
+  for (const [index, w] of writes.entries()) {
+    const key = { namespace: w.namespace, name: w.name };
+    const current = w.req.verb === "create" ? null : w.known !== undefined ? w.known : await getObject(db, def, key);
+    const ctx = { now, newUid: () => crypto.randomUUID() };
+    const { next } = computeWrite(def, key, current, w.req, ctx);
+    if (next === current && !(current && needsRewrite(current))) {
+      out[index] = current;
+      continue;
+    }
+    if (next && def.finalize) await def.finalize(next, current, ctx);
+    const settled = settleDeletion(next);
+    const storeKey = { namespace: key.namespace, name: (settled ?? next ?? current)!.metadata.name };
+    const { item, owed } = prepareCommit(db, def, storeKey, current, settled, now);
+    items.push(item);
+    pending.push({ index, key: storeKey, before: current, owed });
+  }
+  const outcomes = await commitObjects(db, def, items);
+  const committed: Committed[] = [];
+  outcomes.forEach((o, j) => {
+    const p = pending[j]!;
+    if (!o.ok) {
+      out[p.index] = "lost";
+      return;
+    }
+    out[p.index] = o.object ?? p.before;
+    committed.push({ def, before: p.before, object: o.object, owed: p.owed });
+  });
+  const finished: string[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(HOOK_CONCURRENCY, committed.length) }, async () => {
+      while (next < committed.length) {
+        const c = committed[next++]!;
+        if (!c.owed) continue;
+        const change = { def, namespace: c.owed.namespace, name: c.owed.name, before: c.before, after: c.object };
+        const r = await runOwed(env, c.owed, false, retryTime(now), change, true, false);
+        if (r.finished) finished.push(c.owed.id);
+      }
+    }),
+  );
+  await deleteOutboxRows(env, finished);
+  return out;
 }

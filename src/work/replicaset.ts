@@ -31,22 +31,9 @@ import { ManifestWorkKind, ManifestWorkReplicaSetKind, MWRS_LABEL, PLACEMENT_NAM
 import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
 import { DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL, PLACEMENT_LABEL } from "../scheduling/index.ts";
 import type { Env } from "../env.ts";
-import { writeStored } from "../store/write.ts";
+import { writeStored, writeStoredMany, type ManyWrite } from "../store/write.ts";
 import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";
 import { computeRollout, workRolloutStatus, type ClusterRolloutStatus, type DecisionGroup, type RolloutStrategy, type WorkCondition } from "./rollout.ts";
-
-/** How many ManifestWork writes one run keeps in flight (each is a D1 batch and a Durable Object call). */
-const WRITE_CONCURRENCY = 16;
-
-/** Runs `fn` on every item with at most `limit` calls in flight; resolves when all are done (first error rethrown). */
-async function forEachConcurrently<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) await fn(items[next++]!);
-    }),
-  );
-}
 
 /** The finalizer the controller keeps on a replica set until its works are deleted (OCM). */
 export const MWRS_FINALIZER = "work.open-cluster-management.io/manifest-work-cleanup";
@@ -293,28 +280,39 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
     if (rollout.recheckAfterMs !== undefined) recheckAt = Math.min(recheckAt, nowMs + rollout.recheckAfterMs);
 
     const apply = new Set(rollout.toApply);
-    await forEachConcurrently(clusters, WRITE_CONCURRENCY, async (c) => {
+    // The works of this ref's clusters are written together, in D1 batches (writeStoredMany).
+    const writes: { cluster: string; write: ManyWrite }[] = [];
+    for (const c of clusters) {
       const w = works.get(c);
       const labels = { ...(w?.metadata.labels ?? {}), [MWRS_LABEL]: key, [PLACEMENT_NAME_LABEL]: ref.name };
       if (apply.has(c)) {
         const metadata = { ...(w?.metadata ?? {}), name: workName, namespace: c, labels, annotations: { ...(w?.metadata.annotations ?? {}), [TEMPLATE_WRITTEN_ANNOTATION]: now } };
         const body = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata, spec: structuredClone(template) };
-        const r = await racing(() => writeStored(env, ManifestWorkKind, c, workName, w ? { verb: "update", body } : { verb: "create", body }, undefined, w));
-        if (r === "lost" || !r) raced = true;
-        else works.set(c, r);
+        writes.push({ cluster: c, write: { namespace: c, name: workName, req: w ? { verb: "update", body } : { verb: "create", body }, known: w ?? null } });
       } else if (w && w.metadata.labels?.[PLACEMENT_NAME_LABEL] !== ref.name) {
         // The cluster moved to this placementRef: relabel only, its content follows the rollout.
-        const r = await racing(() => writeStored(env, ManifestWorkKind, c, workName, { verb: "update", body: { ...w, metadata: { ...w.metadata, labels } } }, undefined, w));
-        if (r === "lost" || !r) raced = true;
-        else works.set(c, r);
+        writes.push({ cluster: c, write: { namespace: c, name: workName, req: { verb: "update", body: { ...w, metadata: { ...w.metadata, labels } } }, known: w } });
       }
+    }
+    const written = await writeStoredMany(env, ManifestWorkKind, writes.map((x) => x.write));
+    written.forEach((r, i) => {
+      if (r === "lost" || !r) raced = true;
+      else works.set(writes[i]!.cluster, r);
     });
   }
 
-  // Clusters no placement decides any more lose their work at once.
-  for (const [c, w] of works) {
-    if (owner.has(c) || w.metadata.deletionTimestamp) continue;
-    if (!(await deleteWork(env, w, hooks))) raced = true;
+  // Clusters no placement decides any more lose their work at once (deleted together; only the
+  // work read: uid precondition, a work already gone is fine, one changed meanwhile is a rerun).
+  const leaving = [...works].filter(([c, w]) => !owner.has(c) && !w.metadata.deletionTimestamp);
+  for (const [c] of leaving) hooks.deleting?.(c);
+  const deleted = await writeStoredMany(
+    env,
+    ManifestWorkKind,
+    leaving.map(([c, w]) => ({ namespace: c, name: w.metadata.name, req: { verb: "delete", preconditions: { uid: w.metadata.uid } }, known: w })),
+  );
+  for (const [i, r] of deleted.entries()) {
+    const [c, w] = leaving[i]!;
+    if (r === "lost" && (await getObject(db, ManifestWorkKind, { namespace: c, name: w.metadata.name }))) raced = true;
     works.delete(c);
   }
 
