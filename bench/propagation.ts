@@ -8,7 +8,10 @@
  * the hub's part (the write, the controller, the works, the ETag wake-up, the status write).
  *
  * Prints, for each fleet size, the time from one ManifestWorkReplicaSet update to each cluster
- * having reported Applied for it (p50, p99, max, in milliseconds), and the cost of an idle poll
+ * having reported Applied for it (p50, p99, max, in milliseconds); the same agents' traffic (a
+ * long-poll woken by one new works generation, then a status report each) against the no-op
+ * Worker of bench/noop (no credential check, no storage) in the same run, and the ratio of the
+ * p99s, which tells how much of the figure is this 2-core machine's; and the cost of an idle poll
  * (a poll whose ETag still matches, `waitSeconds=0`): latency and the D1 queries the hub reports
  * in `x-flotilla-d1-queries`.
  *
@@ -16,7 +19,8 @@
  */
 import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../agent/src/credentials.ts";
 import { HubClient } from "../agent/src/hub-client.ts";
-import { admin, createBootstrapToken, startHub, type Hub } from "../scripts/hub-process.ts";
+import { admin, createBootstrapToken, startHub } from "../scripts/hub-process.ts";
+import { startNoopWorker } from "./noop/start.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "100,1000").split(",").map((s) => Number(s.trim())).filter((n) => n > 0);
 const G = "/apis/cluster.open-cluster-management.io";
@@ -44,7 +48,7 @@ async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise
   }));
 }
 
-async function agentFetch(hub: Hub, a: BenchAgent, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+async function agentFetch(hub: { url: string }, a: BenchAgent, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
   const token = await signAgentToken(a.name, a.key, { keyTag: a.keyTag });
   return fetch(`${hub.url}/agent/v1/clusters/${a.name}${path}`, {
     method,
@@ -62,8 +66,55 @@ const workload = (image: string) => ({
   },
 });
 
+/** Resolves once every agent reported `generation` (polled every 20 ms). @throws after `timeoutMs` milliseconds */
+function everyone(agents: BenchAgent[], generation: number, timeoutMs: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const deadline = Date.now() + timeoutMs;
+    const tick = () => {
+      const done = agents.filter((a) => [...a.reported.values()].some((r) => r.generation >= generation)).length;
+      if (done === agents.length) resolve();
+      else if (Date.now() > deadline) reject(new Error(`only ${done}/${agents.length} clusters reported generation ${generation}`));
+      else setTimeout(tick, 20);
+    };
+    tick();
+  });
+}
+
+/** Each agent's time from `t0` (performance.now() ms) to its report of `generation`, sorted. */
+function latencies(agents: BenchAgent[], generation: number, t0: number): number[] {
+  return agents.map((a) => Math.max(...[...a.reported.values()].filter((r) => r.generation >= generation).map((r) => r.at)) - t0).sort((x, y) => x - y);
+}
+
+/**
+ * The same agents' traffic against the no-op Worker (bench/noop/worker.ts) on this machine: each
+ * agent long-polls and reports as against the hub, one works generation is published, and the
+ * time until every agent reported it is measured. What a local workerd and this client carry at
+ * all, to set the hub's figure against.
+ */
+async function measureNoop(agents: BenchAgent[]): Promise<number[]> {
+  const noop = await startNoopWorker();
+  const stop = { done: false };
+  const loops: Promise<void>[] = [];
+  try {
+    for (const a of agents) {
+      a.reported = new Map();
+      a.etag = undefined;
+      loops.push(runAgent(noop, a, stop));
+    }
+    await everyone(agents, 1, 600_000);
+    const t0 = performance.now();
+    await (await fetch(`${noop.url}/bump`, { method: "POST" })).arrayBuffer();
+    await everyone(agents, 2, 600_000);
+    return latencies(agents, 2, t0);
+  } finally {
+    stop.done = true;
+    await noop.stop();
+    await Promise.allSettled(loops);
+  }
+}
+
 /** One agent's poll loop: long-poll, then report every new work generation at once. */
-async function runAgent(hub: Hub, a: BenchAgent, stop: { done: boolean }): Promise<void> {
+async function runAgent(hub: { url: string }, a: BenchAgent, stop: { done: boolean }): Promise<void> {
   while (!stop.done) {
     let res: Response;
     try {
@@ -123,25 +174,14 @@ async function measure(size: number): Promise<string[]> {
     for (const a of agents) loops.push(runAgent(hub, a, stop));
     const spec = (image: string) => ({ placementRefs: [{ name: "all", rolloutStrategy: { type: "All" } }], manifestWorkTemplate: workload(image) });
     ok(await admin(hub, "POST", MWRS, { apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", metadata: { name: "bench" }, spec: spec("v1") }), "replica set");
-    const everyone = (generation: number, timeoutMs: number) =>
-      new Promise<void>((resolve, reject) => {
-        const deadline = Date.now() + timeoutMs;
-        const tick = () => {
-          const done = agents.filter((a) => [...a.reported.values()].some((r) => r.generation >= generation)).length;
-          if (done === agents.length) resolve();
-          else if (Date.now() > deadline) reject(new Error(`only ${done}/${agents.length} clusters reported generation ${generation}`));
-          else setTimeout(tick, 20);
-        };
-        tick();
-      });
-    await everyone(1, 300_000);
+    await everyone(agents, 1, 600_000);
 
     // The measured update: one template change.
     const t0 = performance.now();
     ok(await admin(hub, "PATCH", `${MWRS}/bench`, { spec: spec("v2") }, "application/merge-patch+json"), "update");
     const patchMs = performance.now() - t0;
-    await everyone(2, 300_000);
-    const lat = agents.map((a) => Math.max(...[...a.reported.values()].filter((r) => r.generation >= 2).map((r) => r.at)) - t0).sort((x, y) => x - y);
+    await everyone(agents, 2, 600_000);
+    const lat = latencies(agents, 2, t0);
 
     // Idle polls: the ETag matches, nothing waits.
     const idle: { ms: number; d1: number }[] = [];
@@ -152,12 +192,21 @@ async function measure(size: number): Promise<string[]> {
       if (r.status === 304) idle.push({ ms: performance.now() - t, d1: Number(r.headers.get("x-flotilla-d1-queries") ?? NaN) });
     }
     const idleMs = idle.map((s) => s.ms).sort((x, y) => x - y);
+    stop.done = true;
+    await hub.stop();
+    await Promise.allSettled(loops);
+    console.log(`fleet of ${size}: the same agents against the no-op Worker ...`);
+    const noop = await measureNoop(agents);
+    const p99 = percentile(lat, 99);
+    const noopP99 = percentile(noop, 99);
     return [
       String(size),
       patchMs.toFixed(0),
       percentile(lat, 50).toFixed(0),
-      percentile(lat, 99).toFixed(0),
+      p99.toFixed(0),
       lat[lat.length - 1]!.toFixed(0),
+      `${percentile(noop, 50).toFixed(0)} / ${noopP99.toFixed(0)}`,
+      (p99 / noopP99).toFixed(1),
       `${idle.length}`,
       percentile(idleMs, 50).toFixed(1),
       percentile(idleMs, 99).toFixed(1),
@@ -170,7 +219,7 @@ async function measure(size: number): Promise<string[]> {
   }
 }
 
-const header = ["clusters", "update ms", "Applied p50 ms", "p99 ms", "max ms", "idle polls", "idle p50 ms", "idle p99 ms", "D1 queries/idle poll"];
+const header = ["clusters", "update ms", "Applied p50 ms", "p99 ms", "max ms", "no-op Worker p50 / p99 ms", "p99 ratio", "idle polls", "idle p50 ms", "idle p99 ms", "D1 queries/idle poll"];
 const rows = [header];
 for (const size of SIZES) {
   console.log(`fleet of ${size}: starting the hub, joining the agents ...`);

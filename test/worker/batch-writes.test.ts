@@ -7,7 +7,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/k8s/meta.ts";
-import { COMMIT_BATCH_ITEMS, commitObjects, database, getObject } from "../../src/k8s/store.ts";
+import { COMMIT_BATCH_ITEMS, commitObjects, database } from "../../src/k8s/store.ts";
 import { computeWrite } from "../../src/k8s/write.ts";
 import { ManifestWorkKind } from "../../src/kinds/manifestwork.ts";
 import { writeStoredMany } from "../../src/store/write.ts";
