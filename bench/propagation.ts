@@ -66,6 +66,22 @@ const workload = (image: string) => ({
   },
 });
 
+/**
+ * Runs `fn` again (up to 5 times, 200 ms apart) when the connection failed: a keep-alive
+ * connection the server closed just as the client reused it ("other side closed") is not the
+ * hub's answer. Registration and a heartbeat are idempotent.
+ */
+async function retrying(fn: () => Promise<void>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (!(e instanceof TypeError) || attempt >= 5) throw e;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
 /** Resolves once every agent reported `generation` (polled every 20 ms). @throws after `timeoutMs` milliseconds */
 function everyone(agents: BenchAgent[], generation: number, timeoutMs: number): Promise<void> {
   return new Promise<void>((resolve, reject) => {
@@ -141,9 +157,11 @@ async function runAgent(hub: { url: string }, a: BenchAgent, stop: { done: boole
       const g = w.metadata.generation;
       const c = (type: string, status: string, reason: string) => ({ type, status, reason, message: reason, observedGeneration: g, lastTransitionTime: now });
       const status = { conditions: [c("Applied", "True", "AppliedManifestWorkComplete"), c("Available", "True", "ResourcesAvailable"), c("Progressing", "False", "Completed")] };
-      const put = await agentFetch(hub, a, "PUT", `/works/${w.metadata.name}/status`, { uid: w.metadata.uid, status });
-      await put.arrayBuffer();
-      if (put.status === 200) a.reported.set(w.metadata.name, { generation: g, at: performance.now() });
+      await retrying(async () => {
+        const put = await agentFetch(hub, a, "PUT", `/works/${w.metadata.name}/status`, { uid: w.metadata.uid, status });
+        await put.arrayBuffer();
+        if (put.status === 200) a.reported.set(w.metadata.name, { generation: g, at: performance.now() });
+      }).catch(() => undefined);
     }
   }
 }
@@ -157,15 +175,18 @@ async function measure(size: number): Promise<string[]> {
     const client = new HubClient({ hubUrl: hub.url });
     const agents: BenchAgent[] = [];
     for (let i = 0; i < size; i++) agents.push({ name: `prop-${String(i).padStart(5, "0")}`, key: await generateAgentKeyPair(), reported: new Map() });
-    await pool(agents, 16, async (a) => {
-      const proof = await signProof(a.name, a.key, `id-${a.name}`);
-      const r = await client.register(token, { clusterName: a.name, clusterId: `id-${a.name}`, publicKey: a.key.publicJwk, proof, claims: [] });
-      if (!r.ok) throw new Error(`register ${a.name}: ${JSON.stringify(r.error)}`);
-      a.keyTag = client.keyTag(a.key.kid);
-      const hb = await agentFetch(hub, a, "POST", "/heartbeat", { healthy: true });
-      await hb.arrayBuffer();
-      if (hb.status !== 200) throw new Error(`heartbeat ${a.name}: ${hb.status}`);
-    });
+    await pool(agents, 16, (a) =>
+      retrying(async () => {
+        const proof = await signProof(a.name, a.key, `id-${a.name}`);
+        const r = await client.register(token, { clusterName: a.name, clusterId: `id-${a.name}`, publicKey: a.key.publicJwk, proof, claims: [] });
+        // A network error (no HTTP status) is tried again like a failed fetch.
+        if (!r.ok) throw r.error.status === undefined ? new TypeError(`register ${a.name}: ${r.error.message}`) : new Error(`register ${a.name}: ${JSON.stringify(r.error)}`);
+        a.keyTag = client.keyTag(a.key.kid);
+        const hb = await agentFetch(hub, a, "POST", "/heartbeat", { healthy: true });
+        await hb.arrayBuffer();
+        if (hb.status !== 200) throw new Error(`heartbeat ${a.name}: ${hb.status}`);
+      }),
+    );
     const ok = (r: { status: number; body: unknown }, what: string) => {
       if (r.status >= 300) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
     };
