@@ -21,6 +21,7 @@ import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } fr
 import { HubClient } from "../agent/src/hub-client.ts";
 import { admin, createBootstrapToken, startHub } from "../scripts/hub-process.ts";
 import { startNoopWorker } from "./noop/start.ts";
+import { Agent as HttpAgent, request as httpRequest } from "node:http";
 
 const SIZES = (process.env.BENCH_SIZES ?? "100,1000").split(",").map((s) => Number(s.trim())).filter((n) => n > 0);
 const G = "/apis/cluster.open-cluster-management.io";
@@ -48,12 +49,38 @@ async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise
   }));
 }
 
+/**
+ * Connections the agents share (per server): a local workerd and this client each have 20,000
+ * file descriptors here, so 10,000 agents cannot each hold a long-poll and a report connection;
+ * beyond this many, requests queue for a free connection, against the hub and the no-op Worker
+ * alike (`BENCH_CONNECTIONS`, default 4,000).
+ */
+const connections = new HttpAgent({ keepAlive: true, maxSockets: Number(process.env.BENCH_CONNECTIONS ?? 4000) });
+
+/** One agent-protocol request, signed as the agent signs it, over the shared connections. */
 async function agentFetch(hub: { url: string }, a: BenchAgent, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
   const token = await signAgentToken(a.name, a.key, { keyTag: a.keyTag });
-  return fetch(`${hub.url}/agent/v1/clusters/${a.name}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body ? { "content-type": "application/json" } : {}), ...headers },
-    body: body ? JSON.stringify(body) : undefined,
+  const payload = body ? JSON.stringify(body) : undefined;
+  return new Promise<Response>((resolve, reject) => {
+    const req = httpRequest(
+      `${hub.url}/agent/v1/clusters/${a.name}${path}`,
+      { method, agent: connections, headers: { authorization: `Bearer ${token}`, ...(payload ? { "content-type": "application/json", "content-length": String(Buffer.byteLength(payload)) } : {}), ...headers } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => {
+          const h = new Headers();
+          for (const [k, v] of Object.entries(res.headers)) if (typeof v === "string") h.set(k, v);
+          const status = res.statusCode ?? 0;
+          resolve(new Response(status === 304 || status === 204 ? null : Buffer.concat(chunks), { status, headers: h }));
+        });
+        res.on("error", reject);
+      },
+    );
+    // A connection that breaks is a failed fetch, tried again by the caller.
+    req.on("error", (e) => reject(new TypeError(`fetch failed: ${e.message}`)));
+    if (payload) req.write(payload);
+    req.end();
   });
 }
 
