@@ -5,8 +5,8 @@
  *
  * Run: `npm run bench:scheduler-view` (Node with --expose-gc, for the heap figures). Prints:
  * 1. the view's cold-start build time and its heap (heapUsed after a GC, minus before) at
- *    1,000 / 10,000 / 50,000 ManagedClusters (6 labels, 3 claims, 3 resources each; sets
- *    `default` and `global`, 10 namespaces bound to both);
+ *    1,000 / 10,000 / 50,000 ManagedClusters (`BENCH_SIZES`, comma-separated; 6 labels, 3 claims,
+ *    3 resources each; sets `default` and `global`, 10 namespaces bound to both);
  * 2. one cluster's label change with 1,000 placements at 10,000 clusters: each placement selects
  *    one of 200 `app-group` label values (PickN 3), so about 10 placements are truly affected
  *    while OCM's enqueue rule names all 1,000; the first change after the placements were
@@ -106,16 +106,27 @@ function fmt(ms: number): string {
 
 const quantile = (xs: number[], q: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))]!;
 
+/** Fleet sizes of the cold-start build (`BENCH_SIZES`). */
+const BUILD_SIZES = (process.env.BENCH_SIZES ?? "1000,10000,50000").split(",").map((s) => Number(s.trim())).filter((n) => n > 0);
+
+/**
+ * Builds the view of `n` clusters and returns its figures, not the view: once this returns, the
+ * view is garbage, so the next size's "before" heap does not hold it (a view kept in a loop
+ * variable of the caller would stay reachable until the next build replaced it, and the next
+ * figure would be the difference of the two views).
+ */
+async function buildOnce(n: number): Promise<string[]> {
+  const before = heapMiB();
+  const t0 = performance.now();
+  const view = await SchedulerView.build(source(n));
+  const ms = performance.now() - t0;
+  const mib = heapMiB() - before;
+  return [n.toLocaleString("en-US"), fmt(ms), mib.toFixed(1), ((mib * 2 ** 20) / n).toFixed(0), String(view.clusterCount)];
+}
+
 async function benchBuild(): Promise<void> {
   const rows: string[][] = [];
-  for (const n of [1_000, 10_000, 50_000]) {
-    const before = heapMiB();
-    const t0 = performance.now();
-    const view = await SchedulerView.build(source(n));
-    const ms = performance.now() - t0;
-    const mib = heapMiB() - before;
-    rows.push([n.toLocaleString("en-US"), fmt(ms), mib.toFixed(1), ((mib * 2 ** 20) / n).toFixed(0), String(view.clusterCount)]);
-  }
+  for (const n of BUILD_SIZES) rows.push(await buildOnce(n));
   printTable("Cold start: build the view (pure, from in-memory pages)", ["clusters", "build ms", "heap MiB", "bytes / cluster", "clusters held"], rows);
 }
 
@@ -187,28 +198,31 @@ function fleetObject(v: ClusterView, rv: number): KubeObject {
   };
 }
 
+/** 50 Placement creates over a view of `n` clusters (after 5 to warm up); returns the figures, not the view (see {@link buildOnce}). */
+async function createOnce(n: number, spec: PlacementSpec): Promise<string[]> {
+  const before = heapMiB();
+  const view = await SchedulerView.build(source(n));
+  const save = memoryWriter(1_000_000);
+  for (let i = 0; i < 5; i++) await runOnView(view, created(placementObject("team-0", `warm-${i}`, 400_000 + i, spec)), NOW, save);
+  const times: number[] = [];
+  for (let i = 0; i < 50; i++) {
+    const p = placementObject(NAMESPACES[i % NAMESPACES.length]!, `web-${i}`, 500_000 + i, spec);
+    const t0 = performance.now();
+    await runOnView(view, created(p), NOW, save);
+    times.push(performance.now() - t0);
+  }
+  const mib = heapMiB() - before;
+  return [n.toLocaleString("en-US"), String(Math.round(n / 3)), fmt(quantile(times, 0.5)), fmt(quantile(times, 0.99)), mib.toFixed(1), String(view.clusterCount)];
+}
+
 async function benchCreate(): Promise<void> {
-  const rows: string[][] = [];
   const spec: PlacementSpec = {
     numberOfClusters: 10,
     predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { env: "prod" } } } }],
     prioritizerPolicy: { configurations: [{ scoreCoordinate: { builtIn: "ResourceAllocatableMemory" }, weight: 2 }] },
   };
-  for (const n of [10_000, 50_000]) {
-    const before = heapMiB();
-    const view = await SchedulerView.build(source(n));
-    const save = memoryWriter(1_000_000);
-    for (let i = 0; i < 5; i++) await runOnView(view, created(placementObject("team-0", `warm-${i}`, 400_000 + i, spec)), NOW, save);
-    const times: number[] = [];
-    for (let i = 0; i < 50; i++) {
-      const p = placementObject(NAMESPACES[i % NAMESPACES.length]!, `web-${i}`, 500_000 + i, spec);
-      const t0 = performance.now();
-      await runOnView(view, created(p), NOW, save);
-      times.push(performance.now() - t0);
-    }
-    const mib = heapMiB() - before;
-    rows.push([n.toLocaleString("en-US"), String(Math.round(n / 3)), fmt(quantile(times, 0.5)), fmt(quantile(times, 0.99)), mib.toFixed(1), String(view.clusterCount)]);
-  }
+  const rows: string[][] = [];
+  for (const n of [10_000, 50_000]) rows.push(await createOnce(n, spec));
   printTable("Placement create through the view (PickN 10 of env=prod; Balance, Steady, ResourceAllocatableMemory×2), 50 creates", ["clusters", "candidates", "p50 ms", "p99 ms", "view heap MiB (55 placements)", "clusters held"], rows);
 }
 
