@@ -28,6 +28,8 @@ export interface HubOptions {
   port?: number;
   /** Admin token (default: a fresh random one); a restarted hub keeps its clients' by taking its predecessor's. */
   adminToken?: string;
+  /** Extra arguments of `wrangler dev` (`npm start` passes them on), e.g. `--config` of another entry. */
+  wranglerArgs?: string[];
 }
 
 /** A running hub. */
@@ -84,7 +86,7 @@ export async function startHub(opts: HubOptions = {}): Promise<Hub> {
   if (opts.graceMultiplier !== undefined) env.FLOTILLA_LEASE_GRACE_MULTIPLIER = String(opts.graceMultiplier);
   if (opts.leaveTimeoutSeconds !== undefined) env.FLOTILLA_LEAVE_TIMEOUT_SECONDS = String(opts.leaveTimeoutSeconds);
   if (opts.https) env.FLOTILLA_HTTPS = "1";
-  const child = spawn(process.execPath, [path.join(root, "scripts", "start.mjs")], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"], detached: false });
+  const child = spawn(process.execPath, [path.join(root, "scripts", "start.mjs"), ...(opts.wranglerArgs ?? [])], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"], detached: false });
   let out = "";
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr!.on("data", (d: Buffer) => (out += d.toString()));

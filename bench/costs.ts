@@ -1,0 +1,417 @@
+/**
+ * Unit-cost benchmark: what one operation costs in the units Cloudflare bills, measured on a real
+ * local hub (`npm start`: wrangler dev, workerd, local D1) whose entry is the metered hub
+ * (bench/meter/worker.ts). For each operation it resets the meter, runs the operation
+ * BENCH_SAMPLES times one after another through the public or the agent API, waits until nothing
+ * more happens (the scheduler's and replica sets' alarms have run), and divides:
+ *
+ * - Worker requests; Durable Object requests (RPC calls and alarm invocations) and SQLite rows
+ *   written (table rows, index entries and `setAlarm`), per class: cluster, scheduler, replica set;
+ * - D1 calls (a batch is one), D1 rows read and rows written (`meta` of each result, as D1 bills);
+ * - the CPU time of the local workerd processes (the Worker, the objects and the local D1
+ *   together, from /proc), and the latency of the operation's own request (p50).
+ *
+ * Then it stops the hub, reads its local D1 file (node:sqlite, `dbstat`) and the cluster
+ * objects' SQLite files for the stored bytes per row and per object, and removes its state.
+ *
+ * The fleet: BENCH_CLUSTERS clusters registered as the agent registers (own ES256 key, bootstrap
+ * token with autoApprove), in the `default` set, bound to namespace `apps`, where BENCH_PLACEMENTS
+ * Placements pick 5 clusters each by ResourceAllocatableMemory (mode Exact; the clusters have
+ * 40, 41, ... GiB), and one (`all`) picks them all.
+ *
+ *   BENCH_CLUSTERS     clusters (default 20)
+ *   BENCH_SAMPLES      samples per operation (default 10; steady heartbeats and polls take 5x)
+ *   BENCH_PLACEMENTS   placements of the fleet (default 10)
+ */
+import { readdirSync, readFileSync, rmSync } from "node:fs";
+import path from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../agent/src/credentials.ts";
+import { HubClient } from "../agent/src/hub-client.ts";
+import { admin, createBootstrapToken, startHub, workerdPids, type Hub } from "../scripts/hub-process.ts";
+import type { MeterCounts } from "./meter/counts.ts";
+import { printTable } from "./table.ts";
+
+const CLUSTERS = Number(process.env.BENCH_CLUSTERS ?? 20);
+const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 10);
+const PLACEMENTS = Number(process.env.BENCH_PLACEMENTS ?? 10);
+
+const G = "cluster.open-cluster-management.io";
+const MC = `/apis/${G}/v1/managedclusters`;
+const PL = `/apis/${G}/v1beta1/namespaces/apps/placements`;
+const MW = (cluster: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks`;
+const MWRS = "/apis/work.open-cluster-management.io/v1alpha1/namespaces/apps/manifestworkreplicasets";
+const MERGE = "application/merge-patch+json";
+
+const log = (msg: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`);
+
+interface Agent {
+  name: string;
+  key: AgentKeyPair;
+  keyTag?: string;
+  etag?: string;
+  /** What the agent reports: changed by the status-change operations. */
+  status: { healthy: boolean; version: { kubernetes: string }; capacity: Record<string, string>; allocatable: Record<string, string>; clusterClaims: { name: string; value: string }[] };
+  works: { name: string; uid: string }[];
+}
+
+/** One operation's figures. */
+interface Measured {
+  label: string;
+  samples: number;
+  counts: MeterCounts;
+  cpuMs: number;
+  latencies: number[];
+  /** What the hub's cost headers said (agent calls), summed: the cluster object's own count. */
+  headers: { d1: number; rows: number };
+}
+
+async function meter(hub: Hub, reset = false): Promise<MeterCounts> {
+  const res = await fetch(`${hub.url}/__meter`, { method: reset ? "POST" : "GET" });
+  if (res.status !== 200) throw new Error(`the hub is not the metered one (bench/meter/worker.ts): /__meter answered ${res.status}`);
+  return (await res.json()) as MeterCounts;
+}
+
+/** Waits until the meter stops moving (three equal readings 150 ms apart), so alarms and follow-ups are counted. */
+async function settle(hub: Hub): Promise<MeterCounts> {
+  let last = JSON.stringify(await meter(hub));
+  let same = 0;
+  for (let i = 0; i < 200 && same < 3; i++) {
+    await new Promise((r) => setTimeout(r, 150));
+    const now = JSON.stringify(await meter(hub));
+    same = now === last ? same + 1 : 0;
+    last = now;
+  }
+  return JSON.parse(last) as MeterCounts;
+}
+
+/** CPU time (user + system) of the hub's workerd processes so far, in milliseconds (Linux /proc). */
+function workerdCpuMs(hub: Hub): number {
+  const tick = 1000 / 100; // USER_HZ is 100 on Linux
+  let ms = 0;
+  for (const pid of workerdPids(hub)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      ms += (Number(fields[11]) + Number(fields[12])) * tick;
+    } catch {
+      // the process ended
+    }
+  }
+  return ms;
+}
+
+/** Runs `op` for samples 0..n-1 one after another and measures them together. `op` returns its latency in ms and, for agent calls, the hub's cost headers. */
+async function measure(hub: Hub, label: string, n: number, op: (i: number) => Promise<{ ms: number; headers?: Response["headers"] }>): Promise<Measured> {
+  await settle(hub);
+  await meter(hub, true);
+  const cpu0 = workerdCpuMs(hub);
+  const latencies: number[] = [];
+  const headers = { d1: 0, rows: 0 };
+  for (let i = 0; i < n; i++) {
+    const r = await op(i);
+    latencies.push(r.ms);
+    headers.d1 += Number(r.headers?.get("x-flotilla-d1-queries") ?? 0);
+    headers.rows += Number(r.headers?.get("x-flotilla-storage-rows-written") ?? 0);
+  }
+  const counts = await settle(hub);
+  const cpuMs = workerdCpuMs(hub) - cpu0;
+  log(`${label}: ${n} samples`);
+  return { label, samples: n, counts, cpuMs, latencies, headers };
+}
+
+async function timed(fn: () => Promise<Response | { status: number }>, what: string): Promise<{ ms: number; headers?: Response["headers"] }> {
+  const t0 = performance.now();
+  const res = await fn();
+  const ms = performance.now() - t0;
+  if (res instanceof Response) await res.arrayBuffer();
+  if (res.status >= 300 && res.status !== 304) throw new Error(`${what}: HTTP ${res.status}`);
+  return { ms, headers: res instanceof Response ? res.headers : undefined };
+}
+
+async function agentFetch(hub: Hub, a: Agent, method: string, sub: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  const token = await signAgentToken(a.name, a.key, { keyTag: a.keyTag });
+  return fetch(`${hub.url}/agent/v1/clusters/${a.name}${sub}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
+const adminOk = async (hub: Hub, method: string, p: string, body: unknown, what: string, contentType?: string) => {
+  const t0 = performance.now();
+  const r = await admin(hub, method, p, body, contentType);
+  const ms = performance.now() - t0;
+  if (r.status >= 300) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
+  return { ms, body: r.body as { metadata: { uid: string; name: string } } };
+};
+
+const placement = (name: string, numberOfClusters?: number) => ({
+  apiVersion: `${G}/v1beta1`,
+  kind: "Placement",
+  metadata: { name },
+  spec: {
+    ...(numberOfClusters !== undefined ? { numberOfClusters } : {}),
+    // Exact: ResourceAllocatableMemory alone. Additive would add Balance and Steady, which move
+    // identical placements' decisions back and forth on every cluster change (each placement's
+    // choice lowers its clusters' Balance score for the next run), which is not the unit cost.
+    prioritizerPolicy: { mode: "Exact", configurations: [{ scoreCoordinate: { type: "BuiltIn", builtIn: "ResourceAllocatableMemory" }, weight: 1 }] },
+  },
+});
+
+/** The ManifestWork of the README's example: one ConfigMap and a status feedback rule. */
+const workload = (name: string) => ({
+  workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" }, data: { greeting: "hi" } }] },
+  manifestConfigs: [{ resourceIdentifier: { resource: "configmaps", name, namespace: "default" }, feedbackRules: [{ type: "JSONPaths", jsonPaths: [{ name: "greeting", path: ".data.greeting" }] }] }],
+});
+
+function workStatus(generation: number, message: string) {
+  const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+  const c = (type: string, status: string, reason: string) => ({ type, status, reason, message, observedGeneration: generation, lastTransitionTime: now });
+  return { conditions: [c("Applied", "True", "AppliedManifestWorkComplete"), c("Available", "True", "ResourcesAvailable"), c("Progressing", "False", "Completed")] };
+}
+
+/** Bytes stored in the hub's local D1, per table and index (dbstat), with row counts and JSON body sizes per kind. */
+function d1Storage(stateDir: string): { tables: string[][]; kinds: string[][] } {
+  const dir = path.join(stateDir, "v3/d1/miniflare-D1DatabaseObject");
+  const file = readdirSync(dir).find((n) => n.endsWith(".sqlite") && n !== "metadata.sqlite");
+  if (!file) throw new Error(`no D1 database under ${dir}`);
+  const db = new DatabaseSync(path.join(dir, file), { readOnly: true });
+  try {
+    const count = (table: string) => Number((db.prepare(`SELECT count(*) AS n FROM "${table}"`).get() as { n: number }).n);
+    const stat = db.prepare("SELECT s.name AS name, m.tbl_name AS tbl, m.type AS type, sum(s.pgsize) AS bytes, sum(s.payload) AS payload FROM dbstat s JOIN sqlite_schema m ON m.name = s.name GROUP BY s.name ORDER BY m.tbl_name, m.type DESC").all() as { name: string; tbl: string; type: string; bytes: number; payload: number }[];
+    const tables = stat
+      .filter((s) => !s.tbl.startsWith("_cf_") && !s.tbl.startsWith("d1_") && !s.tbl.startsWith("sqlite_"))
+      .map((s) => {
+        const rows = count(s.tbl);
+        return [`${s.name}${s.type === "index" ? ` (index of ${s.tbl})` : ""}`, String(rows), String(s.bytes), String(s.payload), rows ? (s.payload / rows).toFixed(0) : "-"];
+      });
+    const kinds = (db.prepare("SELECT resource, count(*) AS n, avg(length(body)) AS avg, max(length(body)) AS max FROM objects GROUP BY resource ORDER BY resource").all() as { resource: string; n: number; avg: number; max: number }[]).map((k) => [
+      k.resource,
+      String(k.n),
+      k.avg.toFixed(0),
+      String(k.max),
+    ]);
+    const ev = db.prepare("SELECT count(*) AS n, avg(length(body)) AS avg FROM events").get() as { n: number; avg: number };
+    kinds.push(["events (watch log)", String(ev.n), ev.avg.toFixed(0), "-"]);
+    return { tables, kinds };
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * The stored size of each cluster object's SQLite database in the local state (page count x page
+ * size, the log included, as node:sqlite reads it), for the objects that hold a ManagedCluster,
+ * and the payload bytes of its tables (dbstat), summed over them.
+ */
+function clusterObjectStorage(stateDir: string): { sizes: number[]; tables: Map<string, number> } {
+  const dir = path.join(stateDir, "v3/do/flotilla-ClusterObject");
+  const sizes: number[] = [];
+  const tables = new Map<string, number>();
+  for (const f of readdirSync(dir).filter((n) => n.endsWith(".sqlite"))) {
+    const db = new DatabaseSync(path.join(dir, f), { readOnly: true });
+    try {
+      const holds = db.prepare("SELECT 1 AS one FROM sqlite_schema WHERE name = 'state'").get() && db.prepare("SELECT 1 AS one FROM state WHERE k = 'object'").get();
+      if (!holds) continue;
+      const pages = Number((db.prepare("PRAGMA page_count").get() as { page_count: number }).page_count);
+      const pageSize = Number((db.prepare("PRAGMA page_size").get() as { page_size: number }).page_size);
+      sizes.push(pages * pageSize);
+      for (const t of db.prepare("SELECT name, sum(payload) AS payload FROM dbstat GROUP BY name").all() as { name: string; payload: number }[]) {
+        tables.set(t.name, (tables.get(t.name) ?? 0) + t.payload);
+      }
+    } finally {
+      db.close();
+    }
+  }
+  return { sizes, tables };
+}
+
+const per = (x: number, n: number): string => {
+  const v = x / n;
+  return Number.isInteger(v) ? String(v) : v.toFixed(2);
+};
+const p50 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+const sum = (r: Record<string, number>): number => Object.values(r).reduce((a, b) => a + b, 0);
+
+async function main(): Promise<void> {
+  log("starting the metered hub (npm start with bench/meter/wrangler.toml) ...");
+  const hub = await startHub({ wranglerArgs: ["--config", "bench/meter/wrangler.toml"] });
+  const results: Measured[] = [];
+  let stopped = false;
+  try {
+    await meter(hub);
+    const token = await createBootstrapToken(hub, { autoApprove: true });
+    const client = new HubClient({ hubUrl: hub.url });
+    const agents: Agent[] = [];
+    for (let i = 0; i < CLUSTERS; i++) {
+      agents.push({
+        name: `cost-${String(i).padStart(3, "0")}`,
+        key: await generateAgentKeyPair(),
+        status: {
+          healthy: true,
+          version: { kubernetes: "v1.31.2" },
+          capacity: { cpu: "12", memory: "48Gi", pods: "330" },
+          allocatable: { cpu: "11400m", memory: `${40 + i}Gi`, pods: "330" },
+          clusterClaims: [{ name: "region", value: "bench" }],
+        },
+        works: [],
+      });
+    }
+    const agentAt = (i: number) => agents[i % agents.length]!;
+
+    results.push(
+      await measure(hub, "registration (a new cluster)", CLUSTERS, async (i) => {
+        const a = agents[i]!;
+        const t0 = performance.now();
+        const proof = await signProof(a.name, a.key, `id-${a.name}`);
+        const r = await client.register(token, { clusterName: a.name, clusterId: `id-${a.name}`, publicKey: a.key.publicJwk, proof, claims: [] });
+        if (!r.ok) throw new Error(`register ${a.name}: ${JSON.stringify(r.error)}`);
+        a.keyTag = client.keyTag(a.key.kid);
+        return { ms: performance.now() - t0 };
+      }),
+    );
+    await adminOk(hub, "POST", `/apis/${G}/v1beta2/namespaces/apps/managedclustersetbindings`, { apiVersion: `${G}/v1beta2`, kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } }, "binding");
+    for (let p = 0; p < PLACEMENTS; p++) await adminOk(hub, "POST", PL, placement(`fleet-${p}`, 5), "placement");
+    await adminOk(hub, "POST", PL, placement("all"), "placement all");
+
+    const heartbeat = (a: Agent) => timed(() => agentFetch(hub, a, "POST", "/heartbeat", a.status), `heartbeat ${a.name}`);
+    results.push(await measure(hub, "heartbeat, first (the cluster joins: Available)", CLUSTERS, (i) => heartbeat(agents[i]!)));
+    results.push(await measure(hub, "heartbeat, steady (nothing changed)", 5 * SAMPLES, (i) => heartbeat(agentAt(i))));
+    results.push(
+      await measure(hub, "heartbeat with a change the scheduler reads (allocatable cpu)", SAMPLES, (i) => {
+        const a = agentAt(i);
+        a.status = { ...a.status, allocatable: { ...a.status.allocatable, cpu: `${11400 - 100 * (i + 1)}m` } };
+        return heartbeat(a);
+      }),
+    );
+    // The cluster with the most memory is in every fleet placement's 5; halving its memory takes
+    // it out of all of them (another cluster comes in), restoring it puts it back.
+    const top = agents[agents.length - 1]!;
+    const topMemory = top.status.allocatable.memory ?? "59Gi";
+    results.push(
+      await measure(hub, `heartbeat with a change that moves ${PLACEMENTS} placements' decisions (memory)`, SAMPLES, (i) => {
+        top.status = { ...top.status, allocatable: { ...top.status.allocatable, memory: i % 2 === 0 ? "20Gi" : topMemory } };
+        return heartbeat(top);
+      }),
+    );
+    results.push(
+      await measure(hub, "heartbeat with a change the scheduler does not read (version)", SAMPLES, (i) => {
+        const a = agentAt(i);
+        a.status = { ...a.status, version: { kubernetes: `v1.31.${3 + i}` } };
+        return heartbeat(a);
+      }),
+    );
+
+    for (const a of agents) {
+      const r = await agentFetch(hub, a, "GET", "/works?waitSeconds=0");
+      a.etag = r.headers.get("etag") ?? undefined;
+      await r.arrayBuffer();
+    }
+    results.push(
+      await measure(hub, "works poll, idle (ETag matches, 304)", 5 * SAMPLES, (i) => {
+        const a = agentAt(i);
+        return timed(() => agentFetch(hub, a, "GET", "/works?waitSeconds=0", undefined, { "if-none-match": a.etag! }), `poll ${a.name}`);
+      }),
+    );
+    results.push(
+      await measure(hub, "label change of a ManagedCluster (admin merge patch)", SAMPLES, async (i) => ({
+        ms: (await adminOk(hub, "PATCH", `${MC}/${agentAt(i).name}`, { metadata: { labels: { tier: `t${i}` } } }, "label", MERGE)).ms,
+      })),
+    );
+    results.push(await measure(hub, "Placement create (PickN 3, decided on return)", SAMPLES, async (i) => ({ ms: (await adminOk(hub, "POST", PL, placement(`new-${i}`, 3), "placement create")).ms })));
+    results.push(
+      await measure(hub, "Placement update (numberOfClusters 3 to 4)", SAMPLES, async (i) => ({
+        ms: (await adminOk(hub, "PATCH", `${PL}/new-${i}`, { spec: { numberOfClusters: 4 } }, "placement update", MERGE)).ms,
+      })),
+    );
+    results.push(
+      await measure(hub, "ManifestWork create (admin API)", SAMPLES, async (i) => {
+        const a = agentAt(i);
+        const name = `hello-${i}`;
+        const r = await adminOk(hub, "POST", MW(a.name), { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name }, spec: workload(name) }, "work create");
+        a.works.push({ name, uid: r.body.metadata.uid });
+        return { ms: r.ms };
+      }),
+    );
+    results.push(
+      await measure(hub, "work status report (agent PUT status)", SAMPLES, (i) => {
+        const a = agentAt(i);
+        const w = a.works[0]!;
+        return timed(() => agentFetch(hub, a, "PUT", `/works/${w.name}/status`, { uid: w.uid, status: workStatus(1, `applied, report ${i}`) }), `report ${a.name}`);
+      }),
+    );
+    results.push(
+      await measure(hub, `ManifestWorkReplicaSet create over ${CLUSTERS} clusters (all its works)`, 1, async () => ({
+        ms: (await adminOk(hub, "POST", MWRS, { apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", metadata: { name: "fleet" }, spec: { placementRefs: [{ name: "all", rolloutStrategy: { type: "All" } }], manifestWorkTemplate: workload("fleet") } }, "replica set")).ms,
+      })),
+    );
+
+    const fleetWorks = await admin(hub, "GET", "/apis/work.open-cluster-management.io/v1/manifestworks?labelSelector=work.open-cluster-management.io%2Fmanifestworkreplicaset%3Dapps.fleet");
+    const owned = new Map((fleetWorks.body as { items: { metadata: { namespace: string; name: string; uid: string } }[] }).items.map((w) => [w.metadata.namespace, w.metadata]));
+    results.push(
+      await measure(hub, "work status report of a replica set's work (its summary follows)", SAMPLES, (i) => {
+        const a = agentAt(i);
+        const w = owned.get(a.name);
+        if (!w) throw new Error(`no replica set work in ${a.name}`);
+        return timed(() => agentFetch(hub, a, "PUT", `/works/${w.name}/status`, { uid: w.uid, status: workStatus(1, `applied, report ${i}`) }), `report ${a.name}`);
+      }),
+    );
+
+    await hub.stop();
+    stopped = true;
+    const rows = results.map((r) => {
+      const c = r.counts;
+      return [
+        r.label,
+        String(r.samples),
+        per(c.workerRequests, r.samples),
+        per(sum(c.doRequests) + sum(c.doAlarms), r.samples),
+        per(sum(c.doRowsWritten), r.samples),
+        per(c.d1Calls, r.samples),
+        per(c.d1RowsRead, r.samples),
+        per(c.d1RowsWritten, r.samples),
+        per(r.cpuMs, r.samples),
+        p50(r.latencies).toFixed(0),
+      ];
+    });
+    console.log(`\nFlotilla unit costs (npm run bench:costs): ${CLUSTERS} clusters, ${PLACEMENTS} + 1 placements, ${SAMPLES} samples (steady heartbeats and polls ${5 * SAMPLES}); local wrangler dev on this machine, Node ${process.version}`);
+    printTable("Per operation (averages over the samples; everything it set off, alarms included)", ["operation", "samples", "Worker requests", "DO requests", "DO rows written", "D1 calls", "D1 rows read", "D1 rows written", "workerd CPU ms", "p50 ms"], rows);
+    const cls = ["cluster", "scheduler", "replicaset"] as const;
+    printTable(
+      "Durable Object requests (RPC + alarms), rows written and RPC round trip, per class; D1 round trip; the hub's own headers for agent calls (cluster object's count)",
+      ["operation", ...cls.map((k) => `${k} req`), ...cls.map((k) => `${k} alarms`), ...cls.map((k) => `${k} rows`), ...cls.map((k) => `${k} ms/req`), "D1 ms/call", "header D1 queries", "header rows"],
+      results.map((r) => [
+        r.label,
+        ...cls.map((k) => per(r.counts.doRequests[k], r.samples)),
+        ...cls.map((k) => per(r.counts.doAlarms[k], r.samples)),
+        ...cls.map((k) => per(r.counts.doRowsWritten[k], r.samples)),
+        ...cls.map((k) => (r.counts.doRequests[k] ? (r.counts.doRpcMs[k] / r.counts.doRequests[k]).toFixed(1) : "-")),
+        r.counts.d1Calls ? (r.counts.d1Ms / r.counts.d1Calls).toFixed(1) : "-",
+        per(r.headers.d1, r.samples),
+        per(r.headers.rows, r.samples),
+      ]),
+    );
+    const storage = d1Storage(hub.stateDir);
+    printTable("D1 objects by kind: JSON body bytes (local D1 at the end of the run)", ["resource", "rows", "avg body bytes", "max body bytes"], storage.kinds);
+    printTable("D1 tables and indexes (dbstat)", ["table or index", "rows", "bytes (pages)", "payload bytes", "payload bytes / row"], storage.tables);
+    const objects = clusterObjectStorage(hub.stateDir);
+    const n = Math.max(1, objects.sizes.length);
+    printTable(
+      `Cluster objects' SQLite (${objects.sizes.length} objects holding a cluster; local state at the end of the run)`,
+      ["what", "bytes per object"],
+      [
+        ["database size (page count x page size)", (objects.sizes.reduce((a, b) => a + b, 0) / n).toFixed(0)],
+        ...[...objects.tables].sort((a, b) => b[1] - a[1]).map(([t, bytes]) => [`payload of ${t}`, (bytes / n).toFixed(0)]),
+      ],
+    );
+    rmSync(hub.stateDir, { recursive: true, force: true });
+  } catch (e) {
+    process.stderr.write(`the hub's last output:\n${hub.output().slice(-3000)}\n`);
+    throw e;
+  } finally {
+    if (!stopped) await hub.stop();
+  }
+}
+
+await main();

@@ -1,0 +1,23 @@
+/**
+ * What the metered hub (bench/meter/worker.ts) counts, shared with the benchmark that reads it
+ * (bench/costs.ts). Types only: no Worker or Node API.
+ */
+
+/** The three Durable Object classes, as the meter names them. */
+export type ObjectClass = "cluster" | "scheduler" | "replicaset";
+
+/** Counts of billed units since the last reset (`GET /__meter`). */
+export interface MeterCounts {
+  workerRequests: number;
+  doRequests: Record<ObjectClass, number>;
+  doAlarms: Record<ObjectClass, number>;
+  doRowsWritten: Record<ObjectClass, number>;
+  /** Milliseconds from each RPC call to its answer, summed, as the caller's clock saw them (workerd's clock moves on I/O). */
+  doRpcMs: Record<ObjectClass, number>;
+  d1Calls: number;
+  /** Milliseconds from each D1 call to its result, summed (as `doRpcMs`). */
+  d1Ms: number;
+  d1Statements: number;
+  d1RowsRead: number;
+  d1RowsWritten: number;
+}
