@@ -106,6 +106,8 @@ export class ReplicaSetObject extends DurableObject<Env> {
       const ended = Date.now();
       this.nextRunAt = ended + (ended - started);
     }
+    // A run that stopped at its share of works goes on at once (a new invocation, its alarm).
+    if (outcome.more) outcome.recheckAt = Math.min(outcome.recheckAt ?? Infinity, Date.now());
     if (outcome.rerun) {
       this.reruns++;
       const delay = this.reruns <= MAX_IMMEDIATE_RERUNS ? 0 : Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (this.reruns - MAX_IMMEDIATE_RERUNS - 1));

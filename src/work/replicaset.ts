@@ -110,7 +110,17 @@ export interface RunOutcome {
   recheckAt?: number;
   rerun?: boolean;
   gone?: boolean;
+  /** The run wrote as many works as one run may ({@link MAX_WORK_WRITES_PER_RUN}): run again at once to go on. */
+  more?: boolean;
 }
+
+/**
+ * Most works one run writes: a run is one invocation (a request or an alarm), and on Cloudflare
+ * an invocation makes at most 1,000 subrequests (each work's write tells its cluster's Durable
+ * Object) and D1 queries; a replica set over a larger fleet writes its works over several runs,
+ * each continuing at once where the last stopped.
+ */
+export const MAX_WORK_WRITES_PER_RUN = 500;
 
 /** What the Durable Object learns from a run while it happens. */
 export interface RunHooks {
@@ -250,6 +260,8 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
   let recheckAt = Infinity;
   let raced = false;
   const perPlacement: { name: string; groups: number; decided: number; clusters: string[] }[] = [];
+  let budget = MAX_WORK_WRITES_PER_RUN;
+  let more = false;
 
   for (const ref of spec.placementRefs ?? []) {
     const placement = await getObject(db, PlacementKind, { namespace, name: ref.name });
@@ -294,6 +306,11 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
         writes.push({ cluster: c, write: { namespace: c, name: workName, req: { verb: "update", body: { ...w, metadata: { ...w.metadata, labels } } }, known: w } });
       }
     }
+    if (writes.length > budget) {
+      more = true;
+      writes.length = budget;
+    }
+    budget -= writes.length;
     const written = await writeStoredMany(env, ManifestWorkKind, writes.map((x) => x.write));
     written.forEach((r, i) => {
       if (r === "lost" || !r) raced = true;
@@ -304,6 +321,10 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
   // Clusters no placement decides any more lose their work at once (deleted together; only the
   // work read: uid precondition, a work already gone is fine, one changed meanwhile is a rerun).
   const leaving = [...works].filter(([c, w]) => !owner.has(c) && !w.metadata.deletionTimestamp);
+  if (leaving.length > budget) {
+    more = true;
+    leaving.length = budget;
+  }
   for (const [c] of leaving) hooks.deleting?.(c);
   const deleted = await writeStoredMany(
     env,
@@ -352,7 +373,7 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
     const r = await racing(() => writeStored(env, ManifestWorkReplicaSetKind, namespace, name, { verb: "update", subresource: "status", body: { ...mwrs, status } }, undefined, mwrs));
     if (r === "lost") raced = true;
   }
-  return { ...(Number.isFinite(recheckAt) ? { recheckAt } : {}), ...(raced ? { rerun: true } : {}) };
+  return { ...(Number.isFinite(recheckAt) ? { recheckAt } : {}), ...(raced ? { rerun: true } : {}), ...(more ? { more: true } : {}) };
 }
 
 function stub(env: Env, namespace: string, name: string) {
