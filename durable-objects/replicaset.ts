@@ -18,7 +18,8 @@
  * with no polling. A failed run is retried by the alarm with a backoff (1 s doubling to 5 min).
  */
 import { DurableObject } from "cloudflare:workers";
-import { runReplicaSet, type RunOutcome } from "../src/work/replicaset.ts";
+import { runReplicaSet, WorksCache, type RunOutcome } from "../src/work/replicaset.ts";
+import type { KubeObject } from "../src/k8s/meta.ts";
 import type { Env } from "../src/env.ts";
 
 /** Immediate re-runs after lost write races before the object backs off to its alarm. */
@@ -42,6 +43,8 @@ export class ReplicaSetObject extends DurableObject<Env> {
    * controller busy at most half of the time.
    */
   private nextRunAt = 0;
+  /** The replica set's works as this object last knew them (src/work/replicaset.ts WorksCache). */
+  private readonly works = new WorksCache();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -75,7 +78,12 @@ export class ReplicaSetObject extends DurableObject<Env> {
    * Asks for a run shortly after, without waiting for it: the alarm is set to now. A work
    * deletion in `deletedWorkIn` (a cluster's name) that the current run is making is ignored.
    */
-  async notify(namespace: string, name: string, deletedWorkIn?: string): Promise<void> {
+  async notify(namespace: string, name: string, deletedWorkIn?: string, work?: KubeObject | null): Promise<void> {
+    // What changed is kept (the work as stored, or its removal); a change that comes without it
+    // (an outbox sweep) makes the next run read every work again.
+    if (work) this.works.apply(work);
+    else if (work === null && deletedWorkIn !== undefined) this.works.remove(deletedWorkIn);
+    else this.works.invalidate();
     if (this.running && deletedWorkIn !== undefined && this.deleting.has(deletedWorkIn)) return;
     this.remember(namespace, name);
     this.notified = true;
@@ -94,7 +102,7 @@ export class ReplicaSetObject extends DurableObject<Env> {
     this.running = true;
     const started = Date.now();
     try {
-      outcome = await runReplicaSet(this.env, t.namespace, t.name, Date.now(), { deleting: (c) => this.deleting.add(c) });
+      outcome = await runReplicaSet(this.env, t.namespace, t.name, Date.now(), { deleting: (c) => this.deleting.add(c), cache: this.works });
       this.failures = 0;
     } catch (e) {
       console.error(`replica set ${t.namespace}/${t.name}: run failed`, e);
@@ -106,6 +114,8 @@ export class ReplicaSetObject extends DurableObject<Env> {
       const ended = Date.now();
       this.nextRunAt = ended + (ended - started);
     }
+    // A run that stopped at its share of works goes on at once (a new invocation, its alarm).
+    if (outcome.more) outcome.recheckAt = Math.min(outcome.recheckAt ?? Infinity, Date.now());
     if (outcome.rerun) {
       this.reruns++;
       const delay = this.reruns <= MAX_IMMEDIATE_RERUNS ? 0 : Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (this.reruns - MAX_IMMEDIATE_RERUNS - 1));

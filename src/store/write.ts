@@ -9,7 +9,7 @@ import { ApiError, type Status } from "../k8s/errors.ts";
 import { resourceKey, type KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { keyringOf } from "../k8s/encryption.ts";
-import { commitObject, commitObjects, database, getObject, labelIndexStatements, needsRewrite, ownerIndexStatements, type CommitExtras, type CommitItem, type Database, type StoreKey } from "../k8s/store.ts";
+import { COMMIT_BATCH_ITEMS, commitObject, commitObjects, database, getObject, labelIndexStatements, needsRewrite, ownerIndexStatements, type CommitExtras, type CommitItem, type Database, type StoreKey } from "../k8s/store.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../k8s/write.ts";
 import type { Env } from "../env.ts";
 import { planHooks } from "./hooks.ts";
@@ -245,25 +245,35 @@ const HOOK_CONCURRENCY = 32;
  * it (on `known`, or a fresh read), the changes are committed {@link COMMIT_BATCH_ITEMS} to a D1
  * batch, each with its own precondition, outbox row and indexes; then their after-commit hooks run,
  * {@link HOOK_CONCURRENCY} at a time (works delivery tells the clusters' Durable Objects in
- * parallel), and the finished outbox rows are deleted together. A crash after a batch leaves its
+ * parallel), and the finished outbox rows are deleted together, a batch at a time. A crash after a batch leaves its
  * outbox rows, which the sweep runs (src/store/outbox.ts). No write is retried here: one that lost
  * a race is answered `lost` for the controller to compute again on a fresh read.
  * Returns, per write in order, the object as stored (null after a delete), or `lost`.
  * @throws ApiError (4xx) when a write is invalid (nothing of that batch is committed then), errors of D1
  */
 export async function writeStoredMany(env: Env, def: KindDefinition, writes: ManyWrite[]): Promise<(KubeObject | null | "lost")[]> {
+  const out: (KubeObject | null | "lost")[] = new Array(writes.length);
+  // Chunk by chunk: computing a chunk's writes is CPU work, its commit and hooks are I/O, so a
+  // large fleet's writes never hold the isolate for long (its other requests run in between).
+  for (let start = 0; start < writes.length; start += COMMIT_BATCH_ITEMS) {
+    await writeChunk(env, def, writes.slice(start, start + COMMIT_BATCH_ITEMS), start, out);
+  }
+  return out;
+}
+
+/** One chunk of {@link writeStoredMany}: `writes` are its items from `offset`; results go to `out`. */
+async function writeChunk(env: Env, def: KindDefinition, writes: ManyWrite[], offset: number, out: (KubeObject | null | "lost")[]): Promise<void> {
   const db = store(env);
   const now = clock.now();
-  const out: (KubeObject | null | "lost")[] = new Array(writes.length);
   const items: CommitItem[] = [];
-  const pending: { index: number; key: StoreKey; before: KubeObject | null; owed: OwedWork | null }[] = [];
-  for (const [index, w] of writes.entries()) {
+  const pending: { index: number; before: KubeObject | null; owed: OwedWork | null }[] = [];
+  for (const [i, w] of writes.entries()) {
     const key = { namespace: w.namespace, name: w.name };
     const current = w.req.verb === "create" ? null : w.known !== undefined ? w.known : await getObject(db, def, key);
     const ctx = { now, newUid: () => crypto.randomUUID() };
     const { next } = computeWrite(def, key, current, w.req, ctx);
     if (next === current && !(current && needsRewrite(current))) {
-      out[index] = current;
+      out[offset + i] = current;
       continue;
     }
     if (next && def.finalize) await def.finalize(next, current, ctx);
@@ -271,7 +281,7 @@ export async function writeStoredMany(env: Env, def: KindDefinition, writes: Man
     const storeKey = { namespace: key.namespace, name: (settled ?? next ?? current)!.metadata.name };
     const { item, owed } = prepareCommit(db, def, storeKey, current, settled, now);
     items.push(item);
-    pending.push({ index, key: storeKey, before: current, owed });
+    pending.push({ index: offset + i, before: current, owed });
   }
   const outcomes = await commitObjects(db, def, items);
   const committed: Committed[] = [];
@@ -298,5 +308,4 @@ export async function writeStoredMany(env: Env, def: KindDefinition, writes: Man
     }),
   );
   await deleteOutboxRows(env, finished);
-  return out;
 }

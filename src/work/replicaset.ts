@@ -110,12 +110,71 @@ export interface RunOutcome {
   recheckAt?: number;
   rerun?: boolean;
   gone?: boolean;
+  /** The run wrote as many works as one run may ({@link MAX_WORK_WRITES_PER_RUN}): run again at once to go on. */
+  more?: boolean;
 }
 
-/** What the Durable Object learns from a run while it happens. */
+/**
+ * Most works one run writes: a run is one invocation (a request or an alarm), and on Cloudflare
+ * an invocation makes at most 1,000 subrequests (each work's write tells its cluster's Durable
+ * Object) and D1 queries; a replica set over a larger fleet writes its works over several runs,
+ * each continuing at once where the last stopped.
+ */
+export const MAX_WORK_WRITES_PER_RUN = 500;
+
+/** What the Durable Object learns from a run while it happens, and the works it already holds. */
 export interface RunHooks {
   /** Called with a cluster's name before the run deletes its work there. */
   deleting?(cluster: string): void;
+  /** The object's copy of the works named after the replica set, used instead of reading them all. */
+  cache?: WorksCache;
+}
+
+/** How long a {@link WorksCache} is trusted before a run reads the works again, in milliseconds. */
+export const WORKS_RESYNC_MS = 60_000;
+
+/**
+ * A replica set object's copy of the ManifestWorks named after its replica set, one per cluster
+ * namespace, so that a run reads none of them back: filled by a run's full read (when empty,
+ * stale, or invalidated), then kept by the run's own writes and by the works the after-commit hook
+ * hands over (an agent's status report carries the work as stored). A write of a work that reaches
+ * the object without the work (a hook run again by the outbox sweep), a lost write race, or
+ * {@link WORKS_RESYNC_MS} without a full read empties it, as an informer relists; a newer
+ * resourceVersion never gives way to an older one.
+ */
+export class WorksCache {
+  private works: Map<string, KubeObject> | null = null;
+  private filledAt = 0;
+
+  /** The works held (any owner's), or null when a run must read them (`now` epoch ms). */
+  current(now: number): KubeObject[] | null {
+    if (!this.works || now - this.filledAt > WORKS_RESYNC_MS) return null;
+    return [...this.works.values()];
+  }
+
+  /** Replaces what is held with a full read made at `now` (epoch ms). */
+  fill(works: KubeObject[], now: number): void {
+    this.works = new Map(works.map((w) => [w.metadata.namespace!, w]));
+    this.filledAt = now;
+  }
+
+  /** Takes a work as stored (kept only when newer than the copy held). */
+  apply(work: KubeObject): void {
+    if (!this.works) return;
+    const held = this.works.get(work.metadata.namespace!);
+    if (held && Number(held.metadata.resourceVersion) > Number(work.metadata.resourceVersion)) return;
+    this.works.set(work.metadata.namespace!, work);
+  }
+
+  /** Drops the work of `cluster` (removed). */
+  remove(cluster: string): void {
+    this.works?.delete(cluster);
+  }
+
+  /** Forgets everything: the next run reads the works again. */
+  invalidate(): void {
+    this.works = null;
+  }
 }
 
 const isTrue = (w: KubeObject, type: string) => ((w.status?.conditions ?? []) as WorkCondition[]).some((c) => c.type === type && c.status === "True");
@@ -210,10 +269,17 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
   const key = replicaSetKey(namespace, name);
   const workName = generatedWorkName(namespace, name);
   let mwrs = await getObject(db, ManifestWorkReplicaSetKind, { namespace, name });
-  const named = await listObjectsNamed(db, ManifestWorkKind, workName);
+  const cache = hooks.cache;
+  let named = cache?.current(nowMs) ?? null;
+  if (!named) {
+    named = await listObjectsNamed(db, ManifestWorkKind, workName);
+    cache?.fill(named, nowMs);
+  }
   const ours = named.filter((w) => w.metadata.labels?.[MWRS_LABEL] === key);
 
   if (!mwrs || mwrs.metadata.deletionTimestamp) {
+    // The works are being deleted: what the object holds is no longer worth keeping.
+    cache?.invalidate();
     let raced = false;
     for (const w of ours) if (!w.metadata.deletionTimestamp && !(await deleteWork(env, w, hooks))) raced = true;
     if (raced) return { rerun: true };
@@ -250,6 +316,8 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
   let recheckAt = Infinity;
   let raced = false;
   const perPlacement: { name: string; groups: number; decided: number; clusters: string[] }[] = [];
+  let budget = MAX_WORK_WRITES_PER_RUN;
+  let more = false;
 
   for (const ref of spec.placementRefs ?? []) {
     const placement = await getObject(db, PlacementKind, { namespace, name: ref.name });
@@ -294,16 +362,28 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
         writes.push({ cluster: c, write: { namespace: c, name: workName, req: { verb: "update", body: { ...w, metadata: { ...w.metadata, labels } } }, known: w } });
       }
     }
+    if (writes.length > budget) {
+      more = true;
+      writes.length = budget;
+    }
+    budget -= writes.length;
     const written = await writeStoredMany(env, ManifestWorkKind, writes.map((x) => x.write));
     written.forEach((r, i) => {
       if (r === "lost" || !r) raced = true;
-      else works.set(writes[i]!.cluster, r);
+      else {
+        works.set(writes[i]!.cluster, r);
+        cache?.apply(r);
+      }
     });
   }
 
   // Clusters no placement decides any more lose their work at once (deleted together; only the
   // work read: uid precondition, a work already gone is fine, one changed meanwhile is a rerun).
   const leaving = [...works].filter(([c, w]) => !owner.has(c) && !w.metadata.deletionTimestamp);
+  if (leaving.length > budget) {
+    more = true;
+    leaving.length = budget;
+  }
   for (const [c] of leaving) hooks.deleting?.(c);
   const deleted = await writeStoredMany(
     env,
@@ -313,6 +393,9 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
   for (const [i, r] of deleted.entries()) {
     const [c, w] = leaving[i]!;
     if (r === "lost" && (await getObject(db, ManifestWorkKind, { namespace: c, name: w.metadata.name }))) raced = true;
+    // A work with finalizers stays, being deleted; one without is gone.
+    if (r !== "lost" && r !== null && r.metadata.deletionTimestamp) cache?.apply(r);
+    else cache?.remove(c);
     works.delete(c);
   }
 
@@ -352,7 +435,9 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
     const r = await racing(() => writeStored(env, ManifestWorkReplicaSetKind, namespace, name, { verb: "update", subresource: "status", body: { ...mwrs, status } }, undefined, mwrs));
     if (r === "lost") raced = true;
   }
-  return { ...(Number.isFinite(recheckAt) ? { recheckAt } : {}), ...(raced ? { rerun: true } : {}) };
+  // A lost race means another writer changed what the run holds: read everything again next time.
+  if (raced) cache?.invalidate();
+  return { ...(Number.isFinite(recheckAt) ? { recheckAt } : {}), ...(raced ? { rerun: true } : {}), ...(more ? { more: true } : {}) };
 }
 
 function stub(env: Env, namespace: string, name: string) {
@@ -373,9 +458,13 @@ async function reconcileNow(env: Env, namespace: string, name: string): Promise<
   }
 }
 
-/** Asks for a run shortly after (the object's alarm, at once) without waiting for it. @throws when the object cannot be reached */
-async function reconcileSoon(env: Env, namespace: string, name: string, deletedWorkIn?: string): Promise<void> {
-  await stub(env, namespace, name).notify(namespace, name, deletedWorkIn);
+/**
+ * Asks for a run shortly after (the object's alarm, at once) without waiting for it, handing over
+ * the changed work as stored when the change carries it (`work`; null: the work was removed).
+ * @throws when the object cannot be reached
+ */
+async function reconcileSoon(env: Env, namespace: string, name: string, deletedWorkIn?: string, work?: KubeObject | null): Promise<void> {
+  await stub(env, namespace, name).notify(namespace, name, deletedWorkIn, work);
 }
 
 /** What a write owes a replica set: its run now (awaited) or soon (its alarm), and the cluster whose work was deleted. */
@@ -428,7 +517,10 @@ export const replicaSetHook: AfterCommitHook<ReplicaSetOwed> = {
   name: "replicasets",
   plan: planReplicaSet,
   async run(env, owed, target) {
-    if (!owed.now) return reconcileSoon(env, owed.namespace, owed.name, owed.deletedWorkIn);
+    // A work's change run right after its commit carries the work as stored: the replica set's
+    // object keeps it instead of reading every work back (a sweep's run has only the key).
+    const work = target.change?.def === ManifestWorkKind ? target.change.after : undefined;
+    if (!owed.now) return reconcileSoon(env, owed.namespace, owed.name, owed.deletedWorkIn, work);
     await reconcileNow(env, owed.namespace, owed.name);
     return { rewrote: target.resource === resourceKey(ManifestWorkReplicaSetKind) && target.namespace === owed.namespace && target.name === owed.name };
   },

@@ -237,6 +237,23 @@ describe("ManifestWorkReplicaSet", () => {
     await waitFor(async () => "r2" in (await works("apps", "orphan")));
   });
 
+  it("leaves alone a work of its name that someone else created where it is about to go", async () => {
+    await cluster("f1", { [CS]: "fleet", app: "foreign" });
+    await placement("apps", "foreign", { app: "foreign" });
+    await createReplicaSet("apps", "foreign", [{ name: "foreign" }]);
+    expect(Object.keys(await works("apps", "foreign"))).toEqual(["f1"]);
+    // A work of the same name, not the replica set's, is written in f2 (no notice reaches the
+    // replica set's object, whose copy of the works lacks it), then f2 joins the placement.
+    await cluster("f2", {});
+    const mine = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name: "apps.foreign" }, spec: { workload: { manifests: [configMap({ owner: "someone" })] } } };
+    expect((await call("POST", `${W}/v1/namespaces/f2/manifestworks`, mine)).status).toBe(201);
+    expect((await call("PATCH", `${MC}/f2`, { metadata: { labels: { [CS]: "fleet", app: "foreign" } } }, merge)).status).toBe(200);
+    await waitFor(async () => /not created by this replica set exists in f2/.test(condition(await mwrs("apps", "foreign"), "PlacementRolledOut")?.message ?? ""));
+    const theirs = (await call("GET", WORK("f2", "apps.foreign"))).body;
+    expect(theirs.spec.workload.manifests[0].data).toEqual({ owner: "someone" });
+    expect(theirs.metadata.labels?.[MWRS_LABEL]).toBeUndefined();
+  });
+
   it("refuses invalid replica sets with 422 and writes nothing", async () => {
     const body = (name: string, spec: Record<string, unknown>) => ({ apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", metadata: { name }, spec });
     const cases: [string, Record<string, unknown>][] = [
