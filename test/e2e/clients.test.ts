@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { CustomObjectsApi, KubeConfig, makeInformer, type KubernetesObject } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { admin, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { admin, hubFetch, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { waitFor } from "./support.ts";
 
 const run = promisify(execFile);
@@ -186,6 +186,46 @@ describe("kubectl's everyday verbs on an OCM kind", () => {
       }, 30_000, 1000);
     } finally {
       watcher.kill();
+    }
+  });
+});
+
+describe("API machinery over HTTP, as client-go and GitOps tools send it", () => {
+  const PLS = "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/am/placements";
+  const auth = () => ({ authorization: `Bearer ${hub.adminToken}` });
+
+  it("YAML in and out, metadata-only lists, the watch-list bookmark, a selector with empty values", async () => {
+    const created = await hubFetch(hub, "POST", PLS, { ...auth(), "content-type": "application/yaml", accept: "application/yaml" }, "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: am1\n  labels:\n    x: a\n");
+    expect(created.status).toBe(201);
+    expect(created.text).toMatch(/^kind: Placement$/m);
+    const meta = JSON.parse((await hubFetch(hub, "GET", PLS, { ...auth(), accept: "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json" })).text);
+    expect(meta).toMatchObject({ kind: "PartialObjectMetadataList", apiVersion: "meta.k8s.io/v1", items: [{ kind: "PartialObjectMetadata", metadata: { name: "am1" } }] });
+    const lines = (await hubFetch(hub, "GET", `${PLS}?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=2`, auth())).text.split("\n").filter((l) => l.trim());
+    const events = lines.map((l) => JSON.parse(l) as { type: string; object: { metadata: { name?: string; annotations?: Record<string, string> } } });
+    expect(events[0]).toMatchObject({ type: "ADDED", object: { metadata: { name: "am1" } } });
+    expect(events[1]).toMatchObject({ type: "BOOKMARK", object: { metadata: { annotations: { "k8s.io/initial-events-end": "true" } } } });
+    const selected = JSON.parse((await hubFetch(hub, "GET", `${PLS}?labelSelector=${encodeURIComponent("x in (a,,)")}`, auth())).text);
+    expect(selected.items.map((o: { metadata: { name: string } }) => o.metadata.name)).toEqual(["am1"]);
+  });
+
+  it("kubectl delete --cascade: orphan keeps the dependents without the reference, foreground and background remove them", async () => {
+    const make = async (name: string, owner?: { name: string; uid: string }) => {
+      const body = { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name, ...(owner ? { ownerReferences: [{ apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", name: owner.name, uid: owner.uid, blockOwnerDeletion: true }] } : {}) } };
+      const r = await admin(hub, "POST", PLS.replace("/am/", "/gc/"), body);
+      expect(r.status).toBe(201);
+      return (r.body as { metadata: { name: string; uid: string } }).metadata;
+    };
+    for (const cascade of ["orphan", "foreground", "background"]) {
+      const owner = await make(`owner-${cascade}`);
+      await make(`dep-${cascade}`, owner);
+      await kubectl("delete", "placement", `owner-${cascade}`, "-n", "gc", `--cascade=${cascade}`, "--wait=true", "--timeout=30s");
+      const dep = await admin(hub, "GET", `${PLS.replace("/am/", "/gc/")}/dep-${cascade}`);
+      if (cascade === "orphan") {
+        expect(dep.status).toBe(200);
+        expect((dep.body as { metadata: { ownerReferences?: unknown } }).metadata.ownerReferences).toBeUndefined();
+      } else {
+        expect(dep.status).toBe(404);
+      }
     }
   });
 });
