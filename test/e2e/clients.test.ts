@@ -165,6 +165,9 @@ describe("kubectl's everyday verbs on an OCM kind", () => {
     expect(described).toMatch(/^Annotations:\s+note: hi$/m);
     // No cluster can satisfy it: PlacementSatisfied is False, and wait sees that.
     expect((await kubectl("wait", "placement", "kv", "-n", "kv", "--for=condition=PlacementSatisfied=False", "--timeout=20s")).stdout).toContain("condition met");
+    const resources = (await kubectl("api-resources", "-o", "wide")).stdout;
+    expect(resources).toMatch(/^managedclusters\s+mcl,mcls\s+cluster\.open-cluster-management\.io\/v1\s+false\s+ManagedCluster\s+create,delete,deletecollection,get,list,patch,update,watch\s/m);
+    expect(resources).toMatch(/^placementdecisions\s+cluster\.open-cluster-management\.io\/v1beta1\s+true\s+PlacementDecision\s+get,list,watch\s/m);
     const versions = (await kubectl("api-versions")).stdout.split("\n");
     expect(versions).toEqual(expect.arrayContaining(["cluster.open-cluster-management.io/v1", "cluster.open-cluster-management.io/v1beta1", "work.open-cluster-management.io/v1", "v1"]));
     const again = await kubectl("create", "-f", one).then(
