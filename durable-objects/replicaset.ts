@@ -18,6 +18,7 @@
  * with no polling. A failed run is retried by the alarm with a backoff (1 s doubling to 5 min).
  */
 import { DurableObject } from "cloudflare:workers";
+import { clock } from "../src/clock.ts";
 import { runReplicaSet, WorksCache, type RunOutcome } from "../src/work/replicaset.ts";
 import type { KubeObject } from "../src/k8s/meta.ts";
 import type { Env } from "../src/env.ts";
@@ -87,7 +88,7 @@ export class ReplicaSetObject extends DurableObject<Env> {
     if (this.running && deletedWorkIn !== undefined && this.deleting.has(deletedWorkIn)) return;
     this.remember(namespace, name);
     this.notified = true;
-    const due = Math.max(Date.now(), this.nextRunAt);
+    const due = Math.max(clock.now(), this.nextRunAt);
     const at = await this.ctx.storage.getAlarm();
     if (at === null || at > due) await this.ctx.storage.setAlarm(due);
   }
@@ -100,26 +101,26 @@ export class ReplicaSetObject extends DurableObject<Env> {
     if (!t) return;
     let outcome: RunOutcome;
     this.running = true;
-    const started = Date.now();
+    const started = clock.now();
     try {
-      outcome = await runReplicaSet(this.env, t.namespace, t.name, Date.now(), { deleting: (c) => this.deleting.add(c), cache: this.works });
+      outcome = await runReplicaSet(this.env, t.namespace, t.name, clock.now(), { deleting: (c) => this.deleting.add(c), cache: this.works });
       this.failures = 0;
     } catch (e) {
       console.error(`replica set ${t.namespace}/${t.name}: run failed`, e);
       this.failures++;
-      outcome = { recheckAt: Date.now() + Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (this.failures - 1)) };
+      outcome = { recheckAt: clock.now() + Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (this.failures - 1)) };
     } finally {
       this.running = false;
       this.deleting.clear();
-      const ended = Date.now();
+      const ended = clock.now();
       this.nextRunAt = ended + (ended - started);
     }
     // A run that stopped at its share of works goes on at once (a new invocation, its alarm).
-    if (outcome.more) outcome.recheckAt = Math.min(outcome.recheckAt ?? Infinity, Date.now());
+    if (outcome.more) outcome.recheckAt = Math.min(outcome.recheckAt ?? Infinity, clock.now());
     if (outcome.rerun) {
       this.reruns++;
       const delay = this.reruns <= MAX_IMMEDIATE_RERUNS ? 0 : Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (this.reruns - MAX_IMMEDIATE_RERUNS - 1));
-      outcome.recheckAt = Math.min(outcome.recheckAt ?? Infinity, Date.now() + delay);
+      outcome.recheckAt = Math.min(outcome.recheckAt ?? Infinity, clock.now() + delay);
     } else {
       this.reruns = 0;
     }
@@ -131,7 +132,7 @@ export class ReplicaSetObject extends DurableObject<Env> {
       this.ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS target (id INTEGER PRIMARY KEY CHECK (id = 1), namespace TEXT NOT NULL, name TEXT NOT NULL)");
       return;
     }
-    await this.armAlarm(this.notified ? Math.min(Math.max(Date.now(), this.nextRunAt), outcome.recheckAt ?? Infinity) : outcome.recheckAt);
+    await this.armAlarm(this.notified ? Math.min(Math.max(clock.now(), this.nextRunAt), outcome.recheckAt ?? Infinity) : outcome.recheckAt);
   }
 
   private async armAlarm(at: number | undefined): Promise<void> {
@@ -140,7 +141,7 @@ export class ReplicaSetObject extends DurableObject<Env> {
       return;
     }
     const current = await this.ctx.storage.getAlarm();
-    if (current !== at) await this.ctx.storage.setAlarm(Math.max(at, Date.now()));
+    if (current !== at) await this.ctx.storage.setAlarm(Math.max(at, clock.now()));
   }
 
   /** A rollout timer, a notification or a retry: runs the replica set. */

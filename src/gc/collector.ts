@@ -24,18 +24,8 @@ import { ApiError } from "../k8s/errors.ts";
 import { FOREGROUND_FINALIZER, ORPHAN_FINALIZER } from "../k8s/write.ts";
 import { KINDS } from "../kinds/index.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
-import type { KubeObject } from "../k8s/meta.ts";
+import type { KubeObject, OwnerReference } from "../k8s/meta.ts";
 import type { Env } from "../env.ts";
-
-/** An owner reference as metav1.OwnerReference carries it. */
-export interface OwnerReference {
-  apiVersion: string;
-  kind: string;
-  name: string;
-  uid: string;
-  controller?: boolean;
-  blockOwnerDeletion?: boolean;
-}
 
 /** What a change owes the collector (stored in the outbox row; keys only, no objects). */
 interface GcOwed {
@@ -50,7 +40,7 @@ interface GcOwed {
 }
 
 function refsOf(obj: KubeObject | null): OwnerReference[] {
-  return ((obj?.metadata as { ownerReferences?: OwnerReference[] } | undefined)?.ownerReferences ?? []).filter((r) => r && typeof r.uid === "string");
+  return (obj?.metadata.ownerReferences ?? []).filter((r) => r && typeof r.uid === "string");
 }
 
 function sameRefs(a: OwnerReference[], b: OwnerReference[]): boolean {

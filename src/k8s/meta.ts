@@ -17,6 +17,9 @@ export const OwnerReferenceSchema = z.strictObject({
   blockOwnerDeletion: z.boolean().optional(),
 });
 
+/** metav1.OwnerReference: an owner of an object (garbage collection, src/gc/collector.ts). */
+export type OwnerReference = z.infer<typeof OwnerReferenceSchema>;
+
 /**
  * metav1.ObjectMeta as a client may send it. Server-owned fields (uid, resourceVersion,
  * generation, creationTimestamp, deletionTimestamp) are accepted in the body and then set by the
@@ -68,7 +71,7 @@ export interface ObjectMeta {
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   finalizers?: string[];
-  ownerReferences?: z.infer<typeof OwnerReferenceSchema>[];
+  ownerReferences?: OwnerReference[];
 }
 
 /** A Kubernetes object as stored and served: apiVersion, kind, metadata, and kind-specific fields. */
