@@ -24,14 +24,18 @@ export type Form = { kind: "json" } | { kind: "yaml" } | { kind: "table"; versio
 const META_VERSIONS = ["v1", "v1beta1"];
 
 /** One media range of an Accept header: type, parameters (lower-cased names) and its q. */
-interface MediaRange {
+export interface MediaRange {
   type: string;
   params: Map<string, string>;
   q: number;
   order: number;
 }
 
-function ranges(accept: string): MediaRange[] {
+/**
+ * The media ranges of an `Accept` header in the order a server tries them: by descending `q`, the
+ * first listed on a tie; ranges with `q=0` (refused) are left out.
+ */
+export function mediaRanges(accept: string): MediaRange[] {
   return accept
     .split(",")
     .map((part, order) => {
@@ -70,7 +74,7 @@ function formOf(r: MediaRange, answering: Answering): Form | null {
  */
 export function negotiate(accept: string | undefined, answering: Answering): Form {
   if (!accept || accept.trim() === "") return { kind: "json" };
-  for (const r of ranges(accept)) {
+  for (const r of mediaRanges(accept)) {
     const form = formOf(r, answering);
     if (form) return form;
   }

@@ -31,6 +31,7 @@
  */
 import { Hono, type Context } from "hono";
 import { z } from "zod";
+import { mediaRanges } from "./negotiate.ts";
 import { encodeOpenAPIV2 } from "./openapi-proto.ts";
 import { ApiError } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
@@ -697,10 +698,9 @@ const OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+p
 
 /** Whether an Accept header asks for the protobuf v2 document before JSON. */
 function prefersProtobuf(accept: string | undefined): boolean {
-  for (const part of (accept ?? "").split(",")) {
-    const type = part.split(";")[0]!.trim().toLowerCase();
-    if (type === OPENAPI_V2_PROTOBUF) return true;
-    if (type === "application/json" || type === "*/*" || type === "application/*") return false;
+  for (const r of mediaRanges(accept ?? "")) {
+    if (r.type === OPENAPI_V2_PROTOBUF) return true;
+    if (r.type === "application/json" || r.type === "*/*" || r.type === "application/*") return false;
   }
   return false;
 }

@@ -22,7 +22,7 @@ import type { Env } from "../env.ts";
 import type { Result, WriteOutcome } from "../../durable-objects/cluster.ts";
 import { store, writeStored } from "../store/write.ts";
 import { toTable } from "../k8s/table.ts";
-import { negotiate, partialObjectMetadata, partialObjectMetadataList, type Answering } from "./negotiate.ts";
+import { mediaRanges, negotiate, partialObjectMetadata, partialObjectMetadataList, type Answering } from "./negotiate.ts";
 import { checkWatchListOptions, clientOf, watchResponse } from "./watch.ts";
 import { dropUnknownFields, fieldValidationOf, unknownFieldMessages, warningHeader } from "./fieldvalidation.ts";
 import { decodeDelete, decodeObjectBody, decodePatch, decodePathSegment, queryFlag, statusResponse } from "./request.ts";
@@ -114,27 +114,23 @@ async function authorize(c: Ctx): Promise<void> {
 }
 
 /**
- * The requirement of the request's `labelSelector` that the label index answers (src/k8s/store.ts
+ * The requirement of a parsed label selector that the label index answers (src/k8s/store.ts
  * `listPage`): its first `=`, `==` or `in` requirement (a set of values: the most selective kind),
  * else its first `exists`; undefined when it has none (only `!=`, `notin`, `!key`: a scan).
- * The selector is parsed again by {@link selectorFilter}, which has already refused a bad one.
  */
-function labelIndexOf(c: Ctx): LabelIndexRequirement | undefined {
-  const ls = c.req.query("labelSelector");
-  if (!ls) return undefined;
-  let reqs;
-  try {
-    reqs = parseSelector(ls).requirements;
-  } catch {
-    return undefined;
-  }
-  const exact = reqs.find((r) => r.operator === "=" || r.operator === "==" || r.operator === "in");
+function indexRequirement(sel: ReturnType<typeof parseSelector>): LabelIndexRequirement | undefined {
+  const exact = sel.requirements.find((r) => r.operator === "=" || r.operator === "==" || r.operator === "in");
   if (exact) return { key: exact.key, values: [...exact.values] };
-  const exists = reqs.find((r) => r.operator === "exists");
+  const exists = sel.requirements.find((r) => r.operator === "exists");
   return exists ? { key: exists.key } : undefined;
 }
 
-function selectorFilter(c: Ctx): (obj: KubeObject) => boolean {
+/**
+ * The request's `labelSelector` and `fieldSelector` (metadata.name, metadata.namespace): the
+ * filter a listed object must pass, and the label requirement the label index reads rows by.
+ * @throws ApiError 400 for a selector that does not parse, or an unsupported field
+ */
+function selectorOf(c: Ctx): { filter: (obj: KubeObject) => boolean; index?: LabelIndexRequirement } {
   const ls = c.req.query("labelSelector");
   const fs = c.req.query("fieldSelector");
   let labelSel: ReturnType<typeof parseSelector> | null = null;
@@ -156,7 +152,7 @@ function selectorFilter(c: Ctx): (obj: KubeObject) => boolean {
       fields.push([m[1]!, m[3]!, m[2] !== "!="]);
     }
   }
-  return (obj) => {
+  const filter = (obj: KubeObject) => {
     if (labelSel && !matches(labelSel, obj.metadata.labels ?? {})) return false;
     for (const [f, v, eq] of fields) {
       const actual = f === "metadata.name" ? obj.metadata.name : obj.metadata.namespace ?? "";
@@ -164,10 +160,11 @@ function selectorFilter(c: Ctx): (obj: KubeObject) => boolean {
     }
     return true;
   };
+  return { filter, index: labelSel ? indexRequirement(labelSel) : undefined };
 }
 
 async function list(c: Ctx, t: Target): Promise<Response> {
-  const filter = selectorFilter(c);
+  const { filter, index } = selectorOf(c);
   const namespace = t.def.namespaced ? t.namespace || undefined : "";
   const watching = queryFlag(c.req.query("watch"));
   const sendInitialEvents = c.req.query("sendInitialEvents");
@@ -193,7 +190,7 @@ async function list(c: Ctx, t: Target): Promise<Response> {
   const after = continueKey(c.req.query("continue"));
   // As the apiserver: remainingItemCount only when no selector filters the rows.
   const selected = Boolean(c.req.query("labelSelector") || c.req.query("fieldSelector"));
-  const page = await listPage(store(c.env), t.def, namespace, { after, limit, filter, countRemaining: !selected, index: labelIndexOf(c) });
+  const page = await listPage(store(c.env), t.def, namespace, { after, limit, filter, countRemaining: !selected, index });
   const shown = page.items.map((o) => present(t.def, o));
   const listMeta = {
     resourceVersion: page.resourceVersion,
@@ -367,12 +364,12 @@ async function deleteCollection(c: Ctx, t: Target): Promise<Response> {
   if (t.def.namespaced && !t.namespace) throw methodNotAllowed("DELETE is not allowed on a collection across all namespaces");
   if (t.def.systemOwned) throw methodNotAllowed(`${t.def.plural}.${t.def.group} are written by the hub's scheduler only`);
   const req = await decodeDelete(c);
-  const filter = selectorFilter(c);
+  const { filter, index } = selectorOf(c);
   const deleted: KubeObject[] = [];
   let after: { namespace: string; name: string } | undefined;
   let resourceVersion: string;
   do {
-    const page = await listPage(store(c.env), t.def, t.namespace, { after, limit: LIST_CHUNK_ROWS, filter, index: labelIndexOf(c) });
+    const page = await listPage(store(c.env), t.def, t.namespace, { after, limit: LIST_CHUNK_ROWS, filter, index });
     resourceVersion = page.resourceVersion;
     for (let i = 0; i < page.items.length; i += DELETE_COLLECTION_CONCURRENCY) {
       const batch = page.items.slice(i, i + DELETE_COLLECTION_CONCURRENCY);
@@ -491,15 +488,13 @@ function aggregatedDiscoveryType(version: string): string {
  * between the two forms of `/api` and `/apis`.
  */
 function wantsAggregatedDiscovery(accept: string | undefined): string | null {
-  for (const part of (accept ?? "").split(",")) {
-    const params = new Map(part.split(";").slice(1).map((p) => p.trim().split("=") as [string, string]));
-    const type = part.split(";")[0]!.trim();
-    if (type === "application/json" && params.get("as") === "APIGroupDiscoveryList" && params.get("g") === "apidiscovery.k8s.io") {
-      const v = params.get("v");
+  for (const r of mediaRanges(accept ?? "")) {
+    if (r.type === "application/json" && r.params.get("as") === "APIGroupDiscoveryList" && r.params.get("g") === "apidiscovery.k8s.io") {
+      const v = r.params.get("v");
       if (v === "v2" || v === "v2beta1") return v;
       continue;
     }
-    if (type === "application/json" || type === "*/*" || type === "application/*") return null;
+    if (r.type === "application/json" || r.type === "*/*" || r.type === "application/*") return null;
   }
   return null;
 }

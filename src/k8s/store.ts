@@ -415,7 +415,8 @@ export async function commitObjects(db: DrizzleD1Database, def: KindDefinition, 
  * - `next === null` deletes the row.
  *
  * Returns the stored object with its new resourceVersion, or null after a delete.
- * `extras` (an outbox row, other statements) are written in the same atomic batch.
+ * `extras` (an outbox row, other statements) are written in the same atomic batch; `last` is the
+ * object as stored, the body of a delete's event (read when undefined).
  *
  * @throws ApiError 404, 409
  */
@@ -426,9 +427,10 @@ export async function commitObject(
   next: KubeObject | null,
   expectedRv: number | null,
   extras: CommitExtras = {},
+  last?: KubeObject | null,
 ): Promise<KubeObject | null> {
   if (next === null && expectedRv === null) return null;
-  const [outcome] = await commitObjects(db, def, [{ key, next, expectedRv, extras }]);
+  const [outcome] = await commitObjects(db, def, [{ key, next, expectedRv, extras, last }]);
   if (outcome!.ok) return outcome!.object;
   const objRef = { group: def.group, plural: def.plural, name: key.name };
   if (expectedRv === null) throw alreadyExists(objRef);

@@ -319,6 +319,8 @@ function remove(def: KindDefinition, key: ObjectKey, current: KubeObject | null,
     const unwanted = policy === "Orphan" ? FOREGROUND_FINALIZER : ORPHAN_FINALIZER;
     const finalizers = (current.metadata.finalizers ?? []).filter((f) => f !== unwanted);
     if (!finalizers.includes(wanted)) finalizers.push(wanted);
+    // Asked again while it already waits so: nothing to write.
+    if (current.metadata.deletionTimestamp && JSON.stringify(finalizers) === JSON.stringify(current.metadata.finalizers)) return { next: current, created: false };
     const next = structuredClone(current);
     next.metadata.finalizers = finalizers;
     next.metadata.deletionTimestamp ??= rfc3339(ctx.now);

@@ -34,26 +34,29 @@ export interface OwedWork {
   hooks: Record<string, unknown>;
 }
 
+/** How {@link runOwed} runs an outbox row's hooks. */
+export interface RunOwedOptions {
+  /** A sweep runs the row again (after a crash or a failure): see `HookTarget.recovering`. */
+  recovering: boolean;
+  /** When a row left unfinished is due again (epoch milliseconds; unchanged when undefined). */
+  retryAt?: number;
+  /** The committed change, when the writer runs its own row (see `HookTarget`). */
+  change?: Change;
+  /** Whether the writer waits for the hooks' effects (`HookTarget.writerWaits`; default false). */
+  writerWaits?: boolean;
+  /** False leaves a finished row for the caller to delete with others ({@link deleteOutboxRows}); default true. */
+  deleteWhenFinished?: boolean;
+}
+
 /**
- * Runs the hooks `work` names, in order, and deletes its row once they all finished. A hook that
- * throws (or is not registered) is logged and kept: the row then names only the unfinished hooks,
- * is due again at `retryAt` (epoch milliseconds; unchanged when undefined) and the sweep is set
- * for it. Never throws for a hook's failure: the write it belongs to has committed. `change` is
- * the committed change when the writer runs its own row (see `HookTarget`), absent for a sweep;
- * `writerWaits` tells the hooks whether the writer waits for their effects (`HookTarget`);
- * `deleteWhenFinished` false leaves a finished row for the caller to delete with others
- * ({@link deleteOutboxRows}).
+ * Runs the hooks `work` names, in order, and deletes its row once they all finished (see
+ * {@link RunOwedOptions}). A hook that throws (or is not registered) is logged and kept: the row
+ * then names only the unfinished hooks, is due again at `opts.retryAt` and the sweep is set for
+ * it. Never throws for a hook's failure: the write it belongs to has committed.
  * Returns whether a hook rewrote the written object, and whether every hook finished.
  */
-export async function runOwed(
-  env: Env,
-  work: OwedWork,
-  recovering: boolean,
-  retryAt?: number,
-  change?: Change,
-  writerWaits = false,
-  deleteWhenFinished = true,
-): Promise<{ rewrote: boolean; finished: boolean }> {
+export async function runOwed(env: Env, work: OwedWork, opts: RunOwedOptions): Promise<{ rewrote: boolean; finished: boolean }> {
+  const { recovering, retryAt, change, writerWaits = false, deleteWhenFinished = true } = opts;
   let rewrote = false;
   const left: Record<string, unknown> = {};
   const target: HookTarget = { resource: work.resource, namespace: work.namespace, name: work.name, recovering, writerWaits, change };
@@ -132,7 +135,7 @@ export async function sweepOutbox(env: Env, now: number, startedAt?: number): Pr
       .returning();
     if (claimed.length === 0) break;
     const results = await Promise.all(
-      claimed.map((r) => runOwed(env, { id: r.id, resource: r.resource, namespace: r.namespace, name: r.name, hooks: JSON.parse(r.hooks) as Record<string, unknown> }, true)),
+      claimed.map((r) => runOwed(env, { id: r.id, resource: r.resource, namespace: r.namespace, name: r.name, hooks: JSON.parse(r.hooks) as Record<string, unknown> }, { recovering: true })),
     );
     finished += results.filter((r) => r.finished).length;
     if (claimed.length < SWEEP_BATCH) break;

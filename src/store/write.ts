@@ -54,7 +54,7 @@ export async function commitChange(
 ): Promise<Committed> {
   const db = store(env);
   const { item, owed } = prepareCommit(db, def, key, before, next, now, extra);
-  const object = await commitObject(db, def, key, next, item.expectedRv, item.extras);
+  const object = await commitObject(db, def, key, next, item.expectedRv, item.extras, before);
   return { def, before, object, owed };
 }
 
@@ -96,7 +96,7 @@ export async function finishCommit(env: Env, committed: Committed, now: number, 
   const { def, before, object, owed } = committed;
   if (!owed) return { rewrote: false };
   const change = { def, namespace: owed.namespace, name: owed.name, before, after: object };
-  const { rewrote } = await runOwed(env, owed, false, retryTime(now), change, mode === "waits");
+  const { rewrote } = await runOwed(env, owed, { recovering: false, retryAt: retryTime(now), change, writerWaits: mode === "waits" });
   return { rewrote };
 }
 
@@ -302,7 +302,7 @@ async function writeChunk(env: Env, def: KindDefinition, writes: ManyWrite[], of
         const c = committed[next++]!;
         if (!c.owed) continue;
         const change = { def, namespace: c.owed.namespace, name: c.owed.name, before: c.before, after: c.object };
-        const r = await runOwed(env, c.owed, false, retryTime(now), change, true, false);
+        const r = await runOwed(env, c.owed, { recovering: false, retryAt: retryTime(now), change, writerWaits: true, deleteWhenFinished: false });
         if (r.finished) finished.push(c.owed.id);
       }
     }),
