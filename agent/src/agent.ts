@@ -11,7 +11,6 @@
  * bootstrap token; 409/401/422/403 on registration; a corrupt Secret). Each ongoing problem is
  * logged once when it starts and once when it ends.
  */
-import type { KubeConfig } from "@kubernetes/client-node";
 import { Backoff, Sleeper, heartbeatDelayMs, DEFAULT_LEASE_DURATION_SECONDS, type Random } from "./backoff.ts";
 import {
   CREDENTIALS_SECRET_NAME,
@@ -34,8 +33,9 @@ import {
   type HubResult,
   type RotateKeyResponse,
 } from "./hub-client.ts";
+import { httpFetch, type HubFetch } from "./http-fetch.ts";
 import { getClusterIdentity, listClusterProperties } from "./identity.ts";
-import { describeKubeError, rawGet } from "./kube.ts";
+import { describeKubeError, rawGet, type KubeConfig } from "./kube.ts";
 import { ConditionLog, createLogger, type Logger } from "./log.ts";
 import {
   DEFAULT_HEALTH_FAILURE_THRESHOLD_SECONDS,
@@ -122,8 +122,8 @@ export interface AgentOptions {
   logger?: Logger;
   /** Loop timings (milliseconds); defaults suit production. */
   timing?: Partial<AgentTiming>;
-  /** fetch used for hub requests; default the global fetch. */
-  fetch?: typeof fetch;
+  /** fetch used for hub requests; default {@link httpFetch}. */
+  fetch?: HubFetch;
   /** Called once by `stop()` after the loop has ended (e.g. to close the simulated cluster). */
   onStop?: () => Promise<void>;
 }
@@ -216,8 +216,8 @@ class AgentRunner {
     return this.abort.signal.aborted;
   }
 
-  private abortableFetch(): typeof fetch {
-    const base = this.opts.fetch ?? fetch;
+  private abortableFetch(): HubFetch {
+    const base = this.opts.fetch ?? httpFetch;
     return (input, init) =>
       base(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, this.abort.signal]) : this.abort.signal });
   }
@@ -252,7 +252,7 @@ class AgentRunner {
       clusterName: this.opts.clusterName,
       hub: this.hub,
       sign: () => this.sign(),
-      controller: new WorkController({ kubeConfig: this.opts.kubeConfig, namespace: this.namespace, logger: this.log, requestTimeoutMs: this.timing.requestTimeoutMs }),
+      controller: new WorkController({ kubeConfig: this.opts.kubeConfig, namespace: this.namespace, logger: this.log, requestTimeoutMs: this.timing.requestTimeoutMs, signal: this.abort.signal }),
       deleteCredentials: () => deleteCredentials(this.opts.kubeConfig, this.namespace),
       logger: this.log,
       timing: {
@@ -614,7 +614,7 @@ export interface RotateKeyOptions {
   /** Credentials to rotate; default read from the Secret. */
   credentials?: AgentCredentials;
   /** fetch for the default hub client. */
-  fetch?: typeof fetch;
+  fetch?: HubFetch;
 }
 
 /** Result of {@link rotateKey}. */

@@ -19,14 +19,14 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
-import type { KubeConfig } from "@kubernetes/client-node";
+import pkg from "../../package.json" with { type: "json" };
 import { AgentFatalError, rotateKey, startAgent } from "./agent.ts";
 import { DEFAULT_AGENT_NAMESPACE } from "./credentials.ts";
 import type { ClusterClaim } from "./hub-client.ts";
 import { defaultAgentImage, InstallOptionsError, renderInstallManifests, toMultiDocumentYaml } from "./install.ts";
-import { kubeConfigFromYaml, loadKubeConfig } from "./kube.ts";
+import type { KubeConfig } from "./kube.ts";
+import { kubeConfigFromYaml, loadKubeConfig } from "./kubeconfig.ts";
 import { createLogger, type LogFormat, type Logger } from "./log.ts";
 import { DEFAULT_HEALTH_FAILURE_THRESHOLD_SECONDS, parseClaimFlag } from "./status.ts";
 import { DEFAULT_STATUS_SYNC_INTERVAL_SECONDS } from "./work/loop.ts";
@@ -129,12 +129,9 @@ function checkClusterName(cmd: Command, name: string): void {
   }
 }
 
-/** The package version (package.json `version`), for the default image tag. */
+/** The package version (package.json `version`, built into the bundle), for the default image tag. */
 function packageVersion(): string {
-  const file = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "package.json");
-  const pkg: unknown = JSON.parse(fs.readFileSync(file, "utf8"));
-  if (typeof pkg === "object" && pkg !== null && "version" in pkg && typeof pkg.version === "string") return pkg.version;
-  throw new Error(`${file} has no version`);
+  return pkg.version;
 }
 
 /** Waits for SIGINT or SIGTERM, then calls `stop`; returns a function removing the handlers. */

@@ -6,10 +6,9 @@
  * This plays the part of OCM's `hub-kubeconfig-secret` (keys `cluster-name`, `tls.key`, …):
  * with it a restarted agent neither re-registers nor needs the bootstrap token.
  */
-import { randomUUID } from "node:crypto";
-import { CoreV1Api, type KubeConfig, type V1Secret } from "@kubernetes/client-node";
-import { SignJWT, calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from "jose";
-import { isConflict, isNotFound } from "./kube.ts";
+import { createHash, createPrivateKey, generateKeyPairSync, randomUUID, sign, type KeyObject } from "node:crypto";
+import type { JWK } from "jose";
+import { isConflict, isNotFound, type KubeConfig } from "./kube.ts";
 
 /** Name of the Secret holding the agent's hub credentials. */
 export const CREDENTIALS_SECRET_NAME = "flotilla-hub-credentials";
@@ -28,8 +27,8 @@ export interface AgentKeyPair {
   publicJwk: JWK;
   /** RFC 7638 SHA-256 thumbprint of the public JWK (base64url), used as the JWT `kid`. */
   kid: string;
-  /** The private key, imported for signing. */
-  signingKey: CryptoKey;
+  /** The private key, imported for signing (node:crypto). */
+  signingKey: KeyObject;
 }
 
 /** Everything stored in the credentials Secret, with the key pair ready to use. */
@@ -56,34 +55,64 @@ export function publicJwkOf(jwk: JWK): JWK {
 }
 
 /**
+ * The RFC 7638 SHA-256 thumbprint of an EC public JWK (base64url): the hash of
+ * `{"crv","kty","x","y"}` in that order, without whitespace.
+ *
+ * @throws Error when the JWK is not an EC key with `crv`, `x` and `y`.
+ */
+export function ecJwkThumbprint(jwk: JWK): string {
+  if (jwk.kty !== "EC" || typeof jwk.crv !== "string" || typeof jwk.x !== "string" || typeof jwk.y !== "string") {
+    throw new Error("not an EC public JWK");
+  }
+  return createHash("sha256").update(JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y })).digest("base64url");
+}
+
+/**
  * Builds an {@link AgentKeyPair} from a stored private JWK.
  *
  * @param privateJwk an EC P-256 private JWK (with `d`).
- * @throws Error when the JWK is not a P-256 private key.
+ * @throws Error when the JWK is not a usable P-256 private key.
  */
 export async function keyPairFromJwk(privateJwk: JWK): Promise<AgentKeyPair> {
   if (privateJwk.kty !== "EC" || privateJwk.crv !== "P-256" || typeof privateJwk.d !== "string") {
     throw new Error("private key is not an EC P-256 private JWK");
   }
-  const imported = await importJWK(privateJwk, "ES256");
-  if (imported instanceof Uint8Array) throw new Error("private key is not an asymmetric key");
   const publicJwk = publicJwkOf(privateJwk);
-  return {
-    privateJwk: { ...publicJwk, d: privateJwk.d },
-    publicJwk,
-    kid: await calculateJwkThumbprint(publicJwk, "sha256"),
-    signingKey: imported,
-  };
+  const signingKey = createPrivateKey({ key: { kty: "EC", crv: "P-256", x: String(publicJwk.x), y: String(publicJwk.y), d: privateJwk.d }, format: "jwk" });
+  return { privateJwk: { ...publicJwk, d: privateJwk.d }, publicJwk, kid: ecJwkThumbprint(publicJwk), signingKey };
 }
 
 /**
- * Generates a fresh ES256 (P-256) key pair with jose.
+ * Generates a fresh ES256 (P-256) key pair with node:crypto.
  *
  * @returns the pair as JWKs, its thumbprint `kid` and the signing key.
  */
 export async function generateAgentKeyPair(): Promise<AgentKeyPair> {
-  const { privateKey } = await generateKeyPair("ES256", { extractable: true });
-  return keyPairFromJwk(await exportJWK(privateKey));
+  const { privateKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  return keyPairFromJwk(privateKey.export({ format: "jwk" }) as JWK);
+}
+
+/**
+ * Signs a compact JWS with ES256 (RFC 7515, RFC 7518 3.4: the signature is R || S, 64 bytes).
+ * Node's own ECDSA instead of jose's WebCrypto path keeps the agent light (issue 16); the hub
+ * verifies with jose.
+ */
+function signEs256(header: Record<string, unknown>, claims: Record<string, unknown>, key: KeyObject): string {
+  const input = `${Buffer.from(JSON.stringify(header)).toString("base64url")}.${Buffer.from(JSON.stringify(claims)).toString("base64url")}`;
+  const signature = sign("sha256", Buffer.from(input), { key, dsaEncoding: "ieee-p1363" });
+  return `${input}.${signature.toString("base64url")}`;
+}
+
+/**
+ * The protected header of a compact JWS (its first segment, decoded), without verifying it.
+ *
+ * @throws Error when the token is not a JWS with a JSON object header.
+ */
+export function jwsHeader(token: string): Record<string, unknown> {
+  const first = token.split(".")[0] ?? "";
+  const header: unknown = JSON.parse(Buffer.from(first, "base64url").toString("utf8"));
+  if (typeof header !== "object" || header === null || Array.isArray(header)) throw new Error("the JWS header is not an object");
+  return header as Record<string, unknown>;
 }
 
 /** `aud` of a proof of possession (registration and key rotation). */
@@ -105,15 +134,11 @@ export interface SignOptions {
  */
 export async function signProof(clusterName: string, key: AgentKeyPair, clusterId?: string, options: SignOptions = {}): Promise<string> {
   const iat = Math.floor((options.nowMs ?? Date.now()) / 1000);
-  return new SignJWT(clusterId === undefined ? {} : { cid: clusterId })
-    .setProtectedHeader({ alg: "ES256", kid: key.kid })
-    .setIssuer(clusterName)
-    .setSubject(clusterName)
-    .setAudience(REGISTRATION_AUDIENCE)
-    .setIssuedAt(iat)
-    .setExpirationTime(iat + AGENT_TOKEN_TTL_SECONDS)
-    .setJti(randomUUID())
-    .sign(key.signingKey);
+  return signEs256(
+    { alg: "ES256", kid: key.kid },
+    { ...(clusterId === undefined ? {} : { cid: clusterId }), iss: clusterName, sub: clusterName, aud: REGISTRATION_AUDIENCE, iat, exp: iat + AGENT_TOKEN_TTL_SECONDS, jti: randomUUID() },
+    key.signingKey,
+  );
 }
 
 /**
@@ -128,15 +153,11 @@ export async function signProof(clusterName: string, key: AgentKeyPair, clusterI
  */
 export async function signAgentToken(clusterName: string, key: AgentKeyPair, options: SignOptions = {}): Promise<string> {
   const iat = Math.floor((options.nowMs ?? Date.now()) / 1000);
-  return new SignJWT({})
-    .setProtectedHeader({ alg: "ES256", typ: "JWT", kid: key.kid, ...(options.keyTag ? { ktag: options.keyTag } : {}) })
-    .setIssuer(clusterName)
-    .setSubject(clusterName)
-    .setAudience(AGENT_TOKEN_AUDIENCE)
-    .setIssuedAt(iat)
-    .setExpirationTime(iat + AGENT_TOKEN_TTL_SECONDS)
-    .setJti(randomUUID())
-    .sign(key.signingKey);
+  return signEs256(
+    { alg: "ES256", typ: "JWT", kid: key.kid, ...(options.keyTag ? { ktag: options.keyTag } : {}) },
+    { iss: clusterName, sub: clusterName, aud: AGENT_TOKEN_AUDIENCE, iat, exp: iat + AGENT_TOKEN_TTL_SECONDS, jti: randomUUID() },
+    key.signingKey,
+  );
 }
 
 function decode(data: Record<string, string> | undefined, key: string): string | undefined {
@@ -151,12 +172,12 @@ function decode(data: Record<string, string> | undefined, key: string): string |
  * @param namespace the agent's namespace.
  * @returns the credentials, or `undefined` when the Secret does not exist.
  * @throws CredentialsSecretError when the Secret exists but lacks a key or holds an unusable
- *   private key (a human must look at it); the client-node error for API failures other than 404.
+ *   private key (a human must look at it); the KubeError for API failures other than 404.
  */
 export async function loadCredentials(kc: KubeConfig, namespace: string): Promise<AgentCredentials | undefined> {
-  let secret: V1Secret;
+  let secret: { data?: Record<string, string>; stringData?: Record<string, string> };
   try {
-    secret = await kc.makeApiClient(CoreV1Api).readNamespacedSecret({ name: CREDENTIALS_SECRET_NAME, namespace });
+    secret = await kc.json("GET", secretPath(namespace, CREDENTIALS_SECRET_NAME));
   } catch (err) {
     if (isNotFound(err)) return undefined;
     throw err;
@@ -182,7 +203,11 @@ export async function loadCredentials(kc: KubeConfig, namespace: string): Promis
   return { clusterName, clusterId, hubUrl, key };
 }
 
-function secretBody(namespace: string, creds: AgentCredentials, resourceVersion?: string): V1Secret {
+function secretPath(namespace: string, name?: string): string {
+  return `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets${name ? `/${encodeURIComponent(name)}` : ""}`;
+}
+
+function secretBody(namespace: string, creds: AgentCredentials, resourceVersion?: string): Record<string, unknown> {
   const enc = (s: string): string => Buffer.from(s, "utf8").toString("base64");
   return {
     apiVersion: "v1",
@@ -211,33 +236,29 @@ function secretBody(namespace: string, creds: AgentCredentials, resourceVersion?
  * @param kc the member cluster's configuration.
  * @param namespace the agent's namespace.
  * @param creds what to store (keys `cluster-name`, `cluster-id`, `hub-url`, `private-key`, `public-key`).
- * @throws the client-node error when the API server refuses (e.g. RBAC, or a 409 conflict
+ * @throws the KubeError when the API server refuses (e.g. RBAC, or a 409 conflict
  *   with a concurrent writer).
  */
 export async function storeCredentials(kc: KubeConfig, namespace: string, creds: AgentCredentials): Promise<void> {
-  const core = kc.makeApiClient(CoreV1Api);
   try {
-    await core.readNamespace({ name: namespace });
+    await kc.json("GET", `/api/v1/namespaces/${encodeURIComponent(namespace)}`);
   } catch (err) {
     if (!isNotFound(err)) throw err;
     try {
-      await core.createNamespace({ body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } } });
+      await kc.json("POST", "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } } });
     } catch (createErr) {
       if (!isConflict(createErr)) throw createErr;
     }
   }
   try {
-    await core.createNamespacedSecret({ namespace, body: secretBody(namespace, creds) });
+    await kc.json("POST", secretPath(namespace), { body: secretBody(namespace, creds) });
     return;
   } catch (err) {
     if (!isConflict(err)) throw err;
   }
-  const existing = await core.readNamespacedSecret({ name: CREDENTIALS_SECRET_NAME, namespace });
-  await core.replaceNamespacedSecret({
-    name: CREDENTIALS_SECRET_NAME,
-    namespace,
-    body: secretBody(namespace, creds, existing.metadata?.resourceVersion),
-  });
+  const existing = await kc.json("GET", secretPath(namespace, CREDENTIALS_SECRET_NAME));
+  const meta = existing.metadata as { resourceVersion?: string } | undefined;
+  await kc.json("PUT", secretPath(namespace, CREDENTIALS_SECRET_NAME), { body: secretBody(namespace, creds, meta?.resourceVersion) });
 }
 
 /**
@@ -246,11 +267,11 @@ export async function storeCredentials(kc: KubeConfig, namespace: string, creds:
  *
  * @param kc the member cluster's configuration.
  * @param namespace the agent's namespace.
- * @throws the client-node error for anything but 404.
+ * @throws the KubeError for anything but 404.
  */
 export async function deleteCredentials(kc: KubeConfig, namespace: string): Promise<void> {
   try {
-    await kc.makeApiClient(CoreV1Api).deleteNamespacedSecret({ name: CREDENTIALS_SECRET_NAME, namespace });
+    await kc.json("DELETE", secretPath(namespace, CREDENTIALS_SECRET_NAME));
   } catch (err) {
     if (!isNotFound(err)) throw err;
   }

@@ -3,7 +3,9 @@
  * result value instead of throwing: `{ok: true, status, value}` or `{ok: false, error}` where
  * `error.kind` classifies the failure the way the agent's loop reacts to it.
  */
-import { calculateJwkThumbprint, decodeProtectedHeader, type JWK } from "jose";
+import type { JWK } from "jose";
+import { ecJwkThumbprint, jwsHeader } from "./credentials.ts";
+import { httpFetch, type HubFetch, type HubResponse } from "./http-fetch.ts";
 
 /** A cluster claim as OCM's `ManagedCluster.status.clusterClaims[]`: name 1–253, value 1–1024 characters. */
 export interface ClusterClaim {
@@ -138,8 +140,8 @@ export interface HubClientOptions {
   hubUrl: string;
   /** Per-request timeout in milliseconds; default 15 000. */
   timeoutMs?: number;
-  /** The fetch implementation; default the global `fetch`. */
-  fetch?: typeof fetch;
+  /** The fetch implementation; default {@link httpFetch} (node:http(s); the global `fetch` works too). */
+  fetch?: HubFetch;
 }
 
 function classify(status: number): HubFailureKind {
@@ -168,7 +170,7 @@ function leaseOf(v: Record<string, unknown>): number | undefined {
 }
 
 /**
- * Talks to the hub's `/agent/v1` endpoints with `fetch`. Credentials are passed per call
+ * Talks to the hub's `/agent/v1` endpoints (with {@link httpFetch} unless told otherwise). Credentials are passed per call
  * (a fresh JWT each time, since the hub refuses a reused `jti`).
  *
  * @example
@@ -179,7 +181,7 @@ function leaseOf(v: Record<string, unknown>): number | undefined {
 export class HubClient {
   private readonly base: string;
   private readonly timeoutMs: number;
-  private readonly fetchImpl: typeof fetch;
+  private readonly fetchImpl: HubFetch;
   /** Key tags the hub handed over (`flotilla-key-tag` answer header), by key ID. */
   private readonly keyTags = new Map<string, string>();
 
@@ -195,7 +197,7 @@ export class HubClient {
   constructor(options: HubClientOptions) {
     this.base = options.hubUrl.replace(/\/+$/, "");
     this.timeoutMs = options.timeoutMs ?? 15_000;
-    this.fetchImpl = options.fetch ?? fetch;
+    this.fetchImpl = options.fetch ?? httpFetch;
   }
 
   /**
@@ -203,7 +205,7 @@ export class HubClient {
    * 201/200 → registered; 401 bad/expired token; 409 ID or name taken; 422 invalid body.
    */
   async register(bootstrapToken: string, body: RegisterRequest): Promise<HubResult<RegisterResponse>> {
-    const kid = await calculateJwkThumbprint(body.publicKey);
+    const kid = ecJwkThumbprint(body.publicKey);
     return this.call(
       "POST",
       "/agent/v1/register",
@@ -295,7 +297,7 @@ export class HubClient {
    * by the new one ({@link signProof}); the old key stays valid 5 minutes.
    */
   async rotateKey(name: string, token: string, publicKey: JWK, proof: string): Promise<HubResult<RotateKeyResponse>> {
-    const kid = await calculateJwkThumbprint(publicKey);
+    const kid = ecJwkThumbprint(publicKey);
     return this.call("POST", `/agent/v1/clusters/${encodeURIComponent(name)}/rotate-key`, token, { publicKey, proof }, (v) =>
       typeof v.kid === "string" ? { kid: v.kid } : undefined,
     { tagKid: kid });
@@ -306,10 +308,10 @@ export class HubClient {
     path: string,
     bearer: string,
     body: unknown,
-    decode: (v: Record<string, unknown>, res: Response) => T | undefined,
+    decode: (v: Record<string, unknown>, res: HubResponse) => T | undefined,
     extra: { headers?: Record<string, string>; timeoutMs?: number; tagKid?: string } = {},
   ): Promise<HubResult<T>> {
-    let res: Response;
+    let res: HubResponse;
     const timeoutMs = extra.timeoutMs ?? this.timeoutMs;
     try {
       res = await this.fetchImpl(this.base + path, {
@@ -333,7 +335,8 @@ export class HubClient {
     if (tag && res.status < 400) {
       let kid = extra.tagKid;
       try {
-        kid ??= decodeProtectedHeader(bearer).kid;
+        const k = jwsHeader(bearer).kid;
+        kid ??= typeof k === "string" ? k : undefined;
       } catch {
         // not a JWT: nothing to tag
       }

@@ -3,8 +3,7 @@
  * when present, otherwise the UID of the `kube-system` namespace (what Karmada's
  * `ObtainClusterID` and the KEP recommend).
  */
-import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
-import { isNotFound } from "./kube.ts";
+import { isNotFound, type KubeConfig } from "./kube.ts";
 
 /** API group of the ClusterProperty CRD (kubernetes-sigs/about-api). */
 export const CLUSTER_PROPERTY_GROUP = "about.k8s.io";
@@ -45,18 +44,12 @@ function propertyValue(obj: unknown): string | undefined {
  * @param name the property's `metadata.name`.
  * @returns the property's value, or `undefined` when neither version serves it (CRD not
  *   installed, or no such object) or its `spec.value` is empty.
- * @throws the client-node error for anything other than 404 (e.g. the API server is down).
+ * @throws the KubeError for anything other than 404 (e.g. the API server is down).
  */
 export async function getClusterProperty(kc: KubeConfig, name: string): Promise<string | undefined> {
-  const api = kc.makeApiClient(CustomObjectsApi);
   for (const version of CLUSTER_PROPERTY_VERSIONS) {
     try {
-      const obj: unknown = await api.getClusterCustomObject({
-        group: CLUSTER_PROPERTY_GROUP,
-        version,
-        plural: CLUSTER_PROPERTY_PLURAL,
-        name,
-      });
+      const obj: unknown = await kc.json("GET", `/apis/${CLUSTER_PROPERTY_GROUP}/${version}/${CLUSTER_PROPERTY_PLURAL}/${encodeURIComponent(name)}`);
       const value = propertyValue(obj);
       if (value !== undefined) return value;
     } catch (err) {
@@ -71,14 +64,13 @@ export async function getClusterProperty(kc: KubeConfig, name: string): Promise<
  *
  * @param kc the member cluster's configuration.
  * @returns `{name, value}` pairs sorted by name; empty when the CRD is not installed.
- * @throws the client-node error for anything other than 404.
+ * @throws the KubeError for anything other than 404.
  */
 export async function listClusterProperties(kc: KubeConfig): Promise<ClusterProperty[]> {
-  const api = kc.makeApiClient(CustomObjectsApi);
   for (const version of CLUSTER_PROPERTY_VERSIONS) {
     let list: unknown;
     try {
-      list = await api.listClusterCustomObject({ group: CLUSTER_PROPERTY_GROUP, version, plural: CLUSTER_PROPERTY_PLURAL });
+      list = await kc.json("GET", `/apis/${CLUSTER_PROPERTY_GROUP}/${version}/${CLUSTER_PROPERTY_PLURAL}`);
     } catch (err) {
       if (isNotFound(err)) continue;
       throw err;
@@ -105,7 +97,7 @@ export async function listClusterProperties(kc: KubeConfig): Promise<ClusterProp
  *
  * @param kc the member cluster's configuration.
  * @returns the ID and its source.
- * @throws the client-node error when the API server cannot be read, or Error when
+ * @throws the KubeError when the API server cannot be read, or Error when
  *   `kube-system` has no UID.
  * @example
  * const { id, source } = await getClusterIdentity(kc); // e.g. { id: "721ab723-…", source: "kube-system-uid" }
@@ -113,8 +105,8 @@ export async function listClusterProperties(kc: KubeConfig): Promise<ClusterProp
 export async function getClusterIdentity(kc: KubeConfig): Promise<ClusterIdentity> {
   const fromProperty = await getClusterProperty(kc, CLUSTER_ID_PROPERTY);
   if (fromProperty !== undefined) return { id: fromProperty, source: "cluster-property" };
-  const ns = await kc.makeApiClient(CoreV1Api).readNamespace({ name: "kube-system" });
-  const uid = ns.metadata?.uid;
+  const ns = await kc.json("GET", "/api/v1/namespaces/kube-system");
+  const uid = (ns.metadata as { uid?: string } | undefined)?.uid;
   if (!uid) throw new Error("namespace kube-system has no metadata.uid");
   return { id: uid, source: "kube-system-uid" };
 }

@@ -1,86 +1,314 @@
 /**
- * Thin helpers around `@kubernetes/client-node` for talking to the member cluster's
- * kube-apiserver: loading a kubeconfig, raw GETs (for `/livez` and `/healthz`) and error codes.
+ * The agent's client of the member cluster's kube-apiserver: a {@link KubeConfig} (where the
+ * server is, how to trust it, how to authenticate; loaded by kubeconfig.ts) that sends
+ * authenticated HTTP requests over one keep-alive connection pool, Kubernetes `Status` errors as
+ * {@link KubeError}, and line-delimited watch streams. See kubeconfig.ts for why this is not
+ * `@kubernetes/client-node`.
  */
-import fs from "node:fs";
-import {
-  ApiException,
-  HttpMethod,
-  IsomorphicFetchHttpLibrary,
-  KubeConfig,
-  RequestContext,
-} from "@kubernetes/client-node";
+import http from "node:http";
+import https from "node:https";
 
-/** Where the service-account token lives inside a pod; its presence means "in-cluster". */
-const IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+/** Where the server is and how the connection is secured. */
+export interface KubeConnection {
+  /** Base URL, e.g. `https://10.0.0.1:6443` (a path prefix is kept). */
+  server: string;
+  /** PEM of the CA bundle to trust (default: Node's roots). */
+  ca?: Buffer;
+  /** `insecure-skip-tls-verify`: do not verify the server's certificate. */
+  insecureSkipTlsVerify: boolean;
+  /** `tls-server-name`: the name to verify the certificate against (SNI). */
+  tlsServerName?: string;
+  /** Client certificate (PEM), with {@link key}. */
+  cert?: Buffer;
+  /** Client key (PEM), with {@link cert}. */
+  key?: Buffer;
+}
 
-/**
- * Loads the member cluster's client configuration the way the contract says: an explicit
- * kubeconfig file when given, else the in-cluster service account (when running in a pod:
- * `KUBERNETES_SERVICE_HOST` set and the token file present), else `$KUBECONFIG` /
- * `~/.kube/config` (client-node's `loadFromDefault`).
- *
- * @param kubeconfigPath path of a kubeconfig file, or `undefined`.
- * @returns a loaded {@link KubeConfig}.
- * @throws Error when the file cannot be read or no current cluster is configured.
- */
-export function loadKubeConfig(kubeconfigPath?: string): KubeConfig {
-  const kc = new KubeConfig();
-  if (kubeconfigPath) kc.loadFromFile(kubeconfigPath);
-  else if (process.env.KUBERNETES_SERVICE_HOST && fs.existsSync(IN_CLUSTER_TOKEN)) kc.loadFromCluster();
-  else kc.loadFromDefault();
-  if (!kc.getCurrentCluster()) {
-    throw new Error(
-      kubeconfigPath
-        ? `kubeconfig ${kubeconfigPath} has no current cluster`
-        : "no Kubernetes configuration found (not in a pod, and no usable $KUBECONFIG or ~/.kube/config)",
-    );
-  }
-  return kc;
+/** An exec credential plugin as the kubeconfig names it (`users[].user.exec`). */
+export interface ExecConfig {
+  apiVersion: string;
+  command: string;
+  args: string[];
+  env: { name: string; value: string }[];
+}
+
+/** How requests authenticate (any combination the kubeconfig gives; exec wins over token). */
+export interface KubeAuth {
+  /** A bearer token (called per request, so a token file can be re-read). */
+  token?: () => string;
+  /** HTTP basic credentials. */
+  basic?: { username: string; password: string };
+  /** An exec plugin's credential; `get(true)` runs the plugin again (after a 401). */
+  exec?: { get(forceRefresh: boolean): Promise<{ token?: string; cert?: Buffer; key?: Buffer }> };
+}
+
+/** Options of one request. */
+export interface KubeRequestOptions {
+  /** Query parameters. */
+  query?: Record<string, string>;
+  /** Request body: a string is sent as is, anything else as JSON. */
+  body?: unknown;
+  /** Content-Type of the body; default `application/json`. */
+  contentType?: string;
+  /** Accept header; default `application/json`. */
+  accept?: string;
+  /** Timeout in milliseconds (no answer within it aborts the request); default 15 000. */
+  timeoutMs?: number;
+  /** Aborts the request (and a watch stream). */
+  signal?: AbortSignal;
+}
+
+/** An answer: status code, headers and the body as text. */
+export interface KubeResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
 }
 
 /**
- * The HTTP status code of a client-node error.
+ * A non-2xx answer of the kube-apiserver. `code` is the HTTP status, `body` the decoded
+ * `Status` object when the server sent JSON (else the text).
+ */
+export class KubeError extends Error {
+  override name = "KubeError";
+  /**
+   * @param code HTTP status code.
+   * @param message the Status message, or `HTTP <code>`.
+   * @param body the decoded body.
+   */
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly body: unknown,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Connection settings and the transport of one member cluster. Requests share one keep-alive
+ * agent (at most 16 sockets).
  *
- * @param err anything thrown by a client-node call.
- * @returns the status code for an `ApiException`, otherwise `undefined` (network error etc.).
+ * @example
+ * const kc = loadKubeConfig(); // kubeconfig.ts
+ * const ns = await kc.json("GET", "/api/v1/namespaces/kube-system");
+ */
+export class KubeConfig {
+  private agent: http.Agent;
+  private agentCert: Buffer | undefined;
+  private readonly isHttps: boolean;
+
+  /**
+   * @param conn where the server is and how to trust it.
+   * @param auth how to authenticate.
+   * @throws Error when `conn.server` is not an http(s) URL.
+   */
+  constructor(
+    readonly conn: KubeConnection,
+    private readonly auth: KubeAuth = {},
+  ) {
+    const u = new URL(conn.server);
+    if (u.protocol !== "https:" && u.protocol !== "http:") throw new Error(`server ${conn.server} is not an http(s) URL`);
+    this.isHttps = u.protocol === "https:";
+    this.agent = this.makeAgent(conn.cert, conn.key);
+  }
+
+  /** The server's base URL without a trailing slash. */
+  get server(): string {
+    return this.conn.server.replace(/\/+$/, "");
+  }
+
+  private makeAgent(cert: Buffer | undefined, key: Buffer | undefined): http.Agent {
+    this.agentCert = cert;
+    if (!this.isHttps) return new http.Agent({ keepAlive: true, maxSockets: 16 });
+    return new https.Agent({
+      keepAlive: true,
+      maxSockets: 16,
+      rejectUnauthorized: !this.conn.insecureSkipTlsVerify,
+      ...(this.conn.ca ? { ca: this.conn.ca } : {}),
+      ...(this.conn.tlsServerName ? { servername: this.conn.tlsServerName } : {}),
+      ...(cert && key ? { cert, key } : {}),
+    });
+  }
+
+  private async headers(forceRefresh: boolean): Promise<Record<string, string>> {
+    const h: Record<string, string> = {};
+    if (this.auth.exec) {
+      const cred = await this.auth.exec.get(forceRefresh);
+      if (cred.token) h.authorization = `Bearer ${cred.token}`;
+      if (cred.cert && cred.key && cred.cert !== this.agentCert) {
+        this.agent.destroy();
+        this.agent = this.makeAgent(cred.cert, cred.key);
+      }
+      if (cred.token) return h;
+    }
+    if (this.auth.token) h.authorization = `Bearer ${this.auth.token()}`;
+    else if (this.auth.basic) h.authorization = `Basic ${Buffer.from(`${this.auth.basic.username}:${this.auth.basic.password}`).toString("base64")}`;
+    return h;
+  }
+
+  private url(path: string, query: Record<string, string> | undefined): URL {
+    const u = new URL(this.server + path);
+    for (const [k, v] of Object.entries(query ?? {})) u.searchParams.set(k, v);
+    return u;
+  }
+
+  /**
+   * Starts one request and hands the response stream to `onResponse`.
+   *
+   * @throws Error on network errors, timeouts and aborts.
+   */
+  private async send<T>(method: string, path: string, opts: KubeRequestOptions, retried: boolean, onResponse: (res: http.IncomingMessage) => Promise<T>): Promise<T> {
+    const headers: Record<string, string> = { accept: opts.accept ?? "application/json", "user-agent": "flotilla-agent", ...(await this.headers(retried)) };
+    let payload: string | undefined;
+    if (opts.body !== undefined) {
+      payload = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
+      headers["content-type"] = opts.contentType ?? "application/json";
+      headers["content-length"] = String(Buffer.byteLength(payload));
+    }
+    const mod = this.isHttps ? https : http;
+    const timeoutMs = opts.timeoutMs ?? 15_000;
+    const result = await new Promise<{ res: http.IncomingMessage } | { value: T }>((resolve, reject) => {
+      const req = mod.request(this.url(path, opts.query), { method, headers, agent: this.agent, ...(opts.signal ? { signal: opts.signal } : {}) }, (res) => {
+        if (res.statusCode === 401 && this.auth.exec && !retried) {
+          res.resume();
+          resolve({ res });
+          return;
+        }
+        onResponse(res).then((value) => resolve({ value }), reject);
+      });
+      req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer from ${this.server} within ${timeoutMs} ms`)));
+      req.on("error", reject);
+      req.end(payload);
+    });
+    if ("value" in result) return result.value;
+    // 401 with an exec credential: run the plugin again and retry once (client-go does the same).
+    return this.send(method, path, opts, true, onResponse);
+  }
+
+  /**
+   * Sends one request and reads the whole answer; any status is returned, not thrown.
+   *
+   * @param method HTTP method.
+   * @param path absolute API path, e.g. `/api/v1/nodes`.
+   * @throws Error on network errors, timeouts (`opts.timeoutMs`, default 15 000 ms) and aborts.
+   */
+  request(method: string, path: string, opts: KubeRequestOptions = {}): Promise<KubeResponse> {
+    return this.send(method, path, opts, false, async (res) => {
+      res.setEncoding("utf8");
+      let body = "";
+      for await (const chunk of res) body += chunk as string;
+      return { status: res.statusCode ?? 0, headers: res.headers, body };
+    });
+  }
+
+  /**
+   * Sends one request and decodes its JSON answer.
+   *
+   * @returns the decoded body (`{}` for an empty or non-object one).
+   * @throws KubeError for any non-2xx answer; Error on network errors and timeouts.
+   */
+  async json(method: string, path: string, opts: KubeRequestOptions = {}): Promise<Record<string, unknown>> {
+    const res = await this.request(method, path, opts);
+    let parsed: unknown;
+    try {
+      parsed = res.body ? JSON.parse(res.body) : {};
+    } catch {
+      parsed = res.body;
+    }
+    const isObject = typeof parsed === "object" && parsed !== null && !Array.isArray(parsed);
+    if (res.status < 200 || res.status > 299) {
+      const message = isObject && typeof (parsed as { message?: unknown }).message === "string" ? (parsed as { message: string }).message : `HTTP ${res.status}`;
+      throw new KubeError(res.status, message, parsed);
+    }
+    return isObject ? (parsed as Record<string, unknown>) : {};
+  }
+
+  /**
+   * Opens a watch (`?watch=true` is the caller's query) and calls `onEvent` for each
+   * line-delimited JSON event until the server ends the stream or `opts.signal` aborts it
+   * (then it resolves).
+   * The request timeout applies to the headers only.
+   *
+   * @throws KubeError when the server refuses the watch (e.g. 410 Gone, 403); Error on network errors.
+   */
+  async watch(path: string, opts: KubeRequestOptions, onEvent: (event: Record<string, unknown>) => void): Promise<void> {
+    await this.send("GET", path, opts, false, async (res) => {
+      const status = res.statusCode ?? 0;
+      res.setEncoding("utf8");
+      if (status < 200 || status > 299) {
+        let body = "";
+        for await (const chunk of res) body += chunk as string;
+        let parsed: unknown = body;
+        try {
+          parsed = JSON.parse(body);
+        } catch {
+          // keep the text
+        }
+        const message = typeof parsed === "object" && parsed !== null && typeof (parsed as { message?: unknown }).message === "string" ? (parsed as { message: string }).message : `HTTP ${status}`;
+        throw new KubeError(status, message, parsed);
+      }
+      res.socket.setTimeout(0);
+      let buf = "";
+      try {
+        for await (const chunk of res) {
+          buf += chunk as string;
+          let nl: number;
+          while ((nl = buf.indexOf("\n")) >= 0) {
+            const line = buf.slice(0, nl).trim();
+            buf = buf.slice(nl + 1);
+            if (!line) continue;
+            const ev: unknown = JSON.parse(line);
+            if (typeof ev === "object" && ev !== null) onEvent(ev as Record<string, unknown>);
+          }
+        }
+      } catch (e) {
+        if (opts.signal?.aborted) return;
+        throw e;
+      }
+    }).catch((e: unknown) => {
+      // An abort ends the watch; it is not an error.
+      if (!opts.signal?.aborted) throw e;
+    });
+  }
+
+  /** Closes idle connections (the process can then exit). */
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+/**
+ * The HTTP status code of an error from the member cluster.
+ *
+ * @returns the code of a {@link KubeError} (or any error with a numeric `code`), else `undefined` (network error etc.).
  */
 export function statusCodeOf(err: unknown): number | undefined {
-  if (err instanceof ApiException) return err.code;
+  if (err instanceof KubeError) return err.code;
   if (typeof err === "object" && err !== null && "code" in err && typeof err.code === "number") return err.code;
   return undefined;
 }
 
-/** Whether a client-node error is a 404 Not Found. */
+/** Whether an error is a 404 Not Found. */
 export function isNotFound(err: unknown): boolean {
   return statusCodeOf(err) === 404;
 }
 
-/** Whether a client-node error is a 409 Conflict / AlreadyExists. */
+/** Whether an error is a 409 Conflict / AlreadyExists. */
 export function isConflict(err: unknown): boolean {
   return statusCodeOf(err) === 409;
 }
 
 /**
- * A short human description of a client-node error, for log lines: the Status message when
- * the server sent one, else the error message (with its cause, for network errors).
+ * A short human description of an error from the member cluster, for log lines: `HTTP <code>`
+ * with the Status message when the server sent one, else the error message (with its cause).
  */
 export function describeKubeError(err: unknown): string {
-  if (err instanceof ApiException) {
-    const body: unknown = err.body;
+  if (err instanceof KubeError) {
+    const body = err.body;
     let message: string | undefined;
-    if (typeof body === "string") {
-      try {
-        const parsed: unknown = JSON.parse(body);
-        if (typeof parsed === "object" && parsed !== null && "message" in parsed && typeof parsed.message === "string") {
-          message = parsed.message;
-        }
-      } catch {
-        message = body.slice(0, 200) || undefined;
-      }
-    } else if (typeof body === "object" && body !== null && "message" in body && typeof body.message === "string") {
-      message = body.message;
-    }
+    if (typeof body === "object" && body !== null && "message" in body && typeof body.message === "string") message = body.message;
+    else if (typeof body === "string") message = body.slice(0, 200) || undefined;
     return `HTTP ${err.code}${message ? `: ${message}` : ""}`;
   }
   if (err instanceof Error) {
@@ -99,52 +327,13 @@ export interface RawResponse {
 }
 
 /**
- * GETs an arbitrary path on the kube-apiserver with the kubeconfig's credentials and TLS
- * settings (the same transport client-node's generated APIs use).
+ * GETs an arbitrary path on the kube-apiserver (e.g. `/livez`).
  *
- * @param kc the member cluster's configuration.
- * @param path absolute path such as `/livez`.
  * @param timeoutMs abort after this many milliseconds (default 10 000).
  * @returns status and body; any status is returned, not thrown.
- * @throws Error on network errors, timeouts, or when the kubeconfig has no current cluster.
+ * @throws Error on network errors and timeouts.
  */
 export async function rawGet(kc: KubeConfig, path: string, timeoutMs = 10_000): Promise<RawResponse> {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error("kubeconfig has no current cluster");
-  const ctx = new RequestContext(cluster.server.replace(/\/+$/, "") + path, HttpMethod.GET);
-  await kc.applySecurityAuthentication(ctx);
-  ctx.setSignal(AbortSignal.timeout(timeoutMs));
-  const res = await new IsomorphicFetchHttpLibrary().send(ctx).toPromise();
-  const body = await res.body.text();
-  return { status: res.httpStatusCode, body };
-}
-
-function isLoopback(hostname: string): boolean {
-  return hostname === "localhost" || hostname === "[::1]" || hostname === "::1" || /^127\./.test(hostname);
-}
-
-/**
- * Loads a kubeconfig from YAML text (e.g. the simulated cluster's). client-node refuses plain
- * `http:` servers unless `skipTLSVerify` is set (there is no TLS to verify on them); for
- * `http:` servers on a loopback address only, this sets it, so a local simulator works.
- *
- * @param yaml kubeconfig YAML.
- * @returns the loaded configuration.
- * @throws Error when the YAML is not a kubeconfig.
- */
-export function kubeConfigFromYaml(yaml: string): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromString(yaml);
-  const clusters = kc.clusters.map((c) => {
-    let url: URL | undefined;
-    try {
-      url = new URL(c.server);
-    } catch {
-      url = undefined;
-    }
-    return url && url.protocol === "http:" && isLoopback(url.hostname) ? { ...c, skipTLSVerify: true } : c;
-  });
-  const fixed = new KubeConfig();
-  fixed.loadFromOptions({ clusters, users: kc.users, contexts: kc.contexts, currentContext: kc.getCurrentContext() });
-  return fixed;
+  const res = await kc.request("GET", path, { timeoutMs, accept: "*/*" });
+  return { status: res.status, body: res.body };
 }

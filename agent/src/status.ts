@@ -8,10 +8,9 @@
  * - health: `GET /livez`, falling back to `/healthz` on 404 or 403; a failure is reported only
  *   once it has persisted for the failure threshold (20 s by default).
  */
-import { CoreV1Api, VersionApi, type KubeConfig, type V1Node } from "@kubernetes/client-node";
 import type { ClusterClaim, HeartbeatRequest } from "./hub-client.ts";
 import { listClusterProperties } from "./identity.ts";
-import { describeKubeError, type RawResponse } from "./kube.ts";
+import { describeKubeError, type KubeConfig, type RawResponse } from "./kube.ts";
 import { sumResourceLists } from "./quantity.ts";
 
 /** OCM's `--max-custom-cluster-claims` default: custom claims beyond this many (by name order) are dropped. */
@@ -92,11 +91,18 @@ export function buildClusterClaims(
  * Reads the kube-apiserver's version (`GET /version`, `gitVersion`), what OCM puts in
  * `status.version.kubernetes`.
  *
- * @throws the client-node error when the API server cannot be read.
+ * @throws the KubeError when the API server cannot be read.
  */
 export async function getKubernetesVersion(kc: KubeConfig): Promise<string> {
-  const info = await kc.makeApiClient(VersionApi).getCode();
+  const info = await kc.json("GET", "/version");
+  if (typeof info.gitVersion !== "string") throw new Error("/version has no gitVersion");
   return info.gitVersion;
+}
+
+/** What of a Node (`v1`) the status reads. */
+export interface Node {
+  spec?: { unschedulable?: boolean };
+  status?: { capacity?: Record<string, string>; allocatable?: Record<string, string> };
 }
 
 /** Node resources summed for `status.capacity` and `status.allocatable`. */
@@ -114,7 +120,7 @@ export interface NodeResources {
  *
  * @param nodes the cluster's nodes.
  */
-export function summarizeNodes(nodes: readonly V1Node[]): NodeResources {
+export function summarizeNodes(nodes: readonly Node[]): NodeResources {
   return {
     capacity: sumResourceLists(nodes.map((n) => n.status?.capacity)),
     allocatable: sumResourceLists(nodes.filter((n) => n.spec?.unschedulable !== true).map((n) => n.status?.allocatable)),
@@ -124,11 +130,11 @@ export function summarizeNodes(nodes: readonly V1Node[]): NodeResources {
 /**
  * Lists all nodes (`GET /api/v1/nodes`) and sums them with {@link summarizeNodes}.
  *
- * @throws the client-node error when the API server cannot be read.
+ * @throws the KubeError when the API server cannot be read.
  */
 export async function collectNodeResources(kc: KubeConfig): Promise<NodeResources> {
-  const list = await kc.makeApiClient(CoreV1Api).listNode();
-  return summarizeNodes(list.items);
+  const list = await kc.json("GET", "/api/v1/nodes");
+  return summarizeNodes(Array.isArray(list.items) ? (list.items as Node[]) : []);
 }
 
 /** Result of one kube-apiserver probe. */

@@ -1,6 +1,6 @@
 /**
  * Tests of the member-cluster agent (agent/src). The Kubernetes side always goes over HTTP to
- * the simulated cluster (agent/sim) with the real client-node code. The hub side is a tiny
+ * the simulated cluster (agent/sim) over the agent's own transport (kube.ts). The hub side is a tiny
  * local HTTP stub of docs/agent-protocol.md, used only for backoff / log-once behaviour and
  * 401/403/409 handling; the real hub is exercised by the end-to-end tests.
  */
@@ -10,7 +10,6 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
 import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, jwtVerify, type JWK } from "jose";
 import { startSimulatedCluster, type SimulatedCluster } from "../../agent/sim/index.ts";
 import { AgentFatalError, rotateKey, startAgent, type AgentHandle } from "../../agent/src/agent.ts";
@@ -25,7 +24,8 @@ import {
 } from "../../agent/src/credentials.ts";
 import type { ClusterClaim, HeartbeatRequest } from "../../agent/src/hub-client.ts";
 import { getClusterIdentity } from "../../agent/src/identity.ts";
-import { kubeConfigFromYaml, rawGet } from "../../agent/src/kube.ts";
+import { rawGet, type KubeConfig } from "../../agent/src/kube.ts";
+import { kubeConfigFromYaml } from "../../agent/src/kubeconfig.ts";
 import { ConditionLog, createLogger, type Logger } from "../../agent/src/log.ts";
 import { formatQuantity, parseQuantity, sumQuantities, sumResourceLists } from "../../agent/src/quantity.ts";
 import {
@@ -388,14 +388,14 @@ describe("health probe and failure threshold", () => {
 describe("identity", () => {
   it("falls back to the kube-system UID", async () => {
     const { kc } = await sim();
-    const ns = await kc.makeApiClient(CoreV1Api).readNamespace({ name: "kube-system" });
+    const ns = (await kc.json("GET", "/api/v1/namespaces/kube-system")) as { metadata?: { uid?: string } };
     expect(ns.metadata?.uid).toMatch(/^[0-9a-f-]{36}$/);
     expect(await getClusterIdentity(kc)).toEqual({ id: ns.metadata?.uid, source: "kube-system-uid" });
   });
 
   it("prefers the cluster.clusterset.k8s.io ClusterProperty", async () => {
     const { kc } = await sim({ clusterProperties: { "cluster.clusterset.k8s.io": "edge-eu-1" } });
-    const ns = await kc.makeApiClient(CoreV1Api).readNamespace({ name: "kube-system" });
+    const ns = (await kc.json("GET", "/api/v1/namespaces/kube-system")) as { metadata?: { uid?: string } };
     const id = await getClusterIdentity(kc);
     expect(id).toEqual({ id: "edge-eu-1", source: "cluster-property" });
     expect(id.id).not.toBe(ns.metadata?.uid);
@@ -411,9 +411,7 @@ describe("status collection", () => {
       capacity: { cpu: "12", memory: "48Gi", pods: "330", "ephemeral-storage": "300Gi" },
       allocatable: { cpu: "11400m", memory: "45Gi", pods: "330", "ephemeral-storage": "285Gi" },
     });
-    await kc
-      .makeApiClient(CoreV1Api)
-      .patchNode({ name: "sim-node-2", body: { spec: { unschedulable: true } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+    await kc.json("PATCH", "/api/v1/nodes/sim-node-2", { body: { spec: { unschedulable: true } }, contentType: "application/merge-patch+json" });
     const { status, errors } = await collectClusterStatus(kc);
     expect(errors).toEqual([]);
     expect(status.version).toEqual({ kubernetes: "v1.30.7" });
@@ -442,7 +440,7 @@ describe("credentials", () => {
     expect(await loadCredentials(kc1, "agent-ns")).toBeUndefined();
     const key = await generateAgentKeyPair();
     await storeCredentials(kc1, "agent-ns", { clusterName: "c1", clusterId: "id-1", hubUrl: "http://hub", key });
-    const secret = await kc1.makeApiClient(CoreV1Api).readNamespacedSecret({ name: CREDENTIALS_SECRET_NAME, namespace: "agent-ns" });
+    const secret = (await kc1.json("GET", `/api/v1/namespaces/agent-ns/secrets/${CREDENTIALS_SECRET_NAME}`)) as { data?: Record<string, string> };
     expect(Object.keys(secret.data ?? {}).sort()).toEqual(["cluster-id", "cluster-name", "hub-url", "private-key", "public-key"]);
     const publicStored = JSON.parse(Buffer.from(secret.data?.["public-key"] ?? "", "base64").toString()) as JWK;
     expect(publicStored.d).toBeUndefined();
@@ -574,10 +572,10 @@ describe("agent loop", () => {
     const { kc } = await sim();
     const key = await generateAgentKeyPair();
     await storeCredentials(kc, "flotilla-agent", { clusterName: "c1", clusterId: "i", hubUrl: "http://h", key });
-    await kc.makeApiClient(CoreV1Api).patchNamespacedSecret(
-      { name: CREDENTIALS_SECRET_NAME, namespace: "flotilla-agent", body: { data: { "private-key": Buffer.from("{not json").toString("base64") } } },
-      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-    );
+    await kc.json("PATCH", `/api/v1/namespaces/flotilla-agent/secrets/${CREDENTIALS_SECRET_NAME}`, {
+      body: { data: { "private-key": Buffer.from("{not json").toString("base64") } },
+      contentType: "application/merge-patch+json",
+    });
     await expect(loadCredentials(kc, "flotilla-agent")).rejects.toThrow(/private-key is not a usable EC P-256 JWK/);
     const { log } = memoryLogger();
     const a = await agent({ hubUrl: "http://h", clusterName: "c1", kubeConfig: kc, logger: log, timing: FAST });

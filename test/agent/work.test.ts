@@ -1,6 +1,6 @@
 /**
  * Tests of the work agent (agent/src/work): the pure parts with tables of cases, the controller
- * against the simulated member cluster over HTTP (real client-node transport, no mocks), and
+ * against the simulated member cluster over HTTP (the agent's own transport, no mocks), and
  * the loop against a real hub (`wrangler dev`, docs/agent-protocol.md "Works" and "Leave"),
  * including the agent process exiting 0 after a leave.
  */
@@ -11,11 +11,11 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { HttpMethod, type KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "../../agent/src/kube.ts";
 import { startSimulatedCluster } from "../../agent/sim/index.ts";
 import { startAgent } from "../../agent/src/agent.ts";
 import { CREDENTIALS_SECRET_NAME, loadCredentials } from "../../agent/src/credentials.ts";
-import { kubeConfigFromYaml } from "../../agent/src/kube.ts";
+import { kubeConfigFromYaml } from "../../agent/src/kubeconfig.ts";
 import { createLogger, type Logger } from "../../agent/src/log.ts";
 import { isSubset } from "../../agent/src/work/apply.ts";
 import { isOrphaned } from "../../agent/src/work/cleanup.ts";
@@ -111,8 +111,25 @@ function update(w: ManifestWork, manifests: unknown[], extra: Partial<ManifestWo
   return { ...w, metadata: { ...w.metadata, generation: (w.metadata.generation ?? 0) + 1 }, spec: { ...w.spec, workload: { manifests }, ...extra } };
 }
 
-function controller(kc: KubeConfig, log: Logger = memoryLogger().log): WorkController {
-  return new WorkController({ kubeConfig: kc, namespace: AGENT_NS, logger: log });
+/**
+ * A controller that reads every object every pass (`watch: false`), so a test that changes the
+ * cluster sees the next sync act on it; the watch-driven mode has its own tests below.
+ */
+function controller(kc: KubeConfig, log: Logger = memoryLogger().log, watch = false): WorkController {
+  const c = new WorkController({ kubeConfig: kc, namespace: AGENT_NS, logger: log, watch });
+  cleanups.push(() => c.close());
+  return c;
+}
+
+/** Counts the GET requests `kc` sends from now on, by path. */
+function countGets(kc: KubeConfig): Map<string, number> {
+  const counts = new Map<string, number>();
+  const request = kc.request.bind(kc);
+  kc.request = (method, p, opts) => {
+    if (method === "GET" && opts?.query?.watch === undefined) counts.set(p, (counts.get(p) ?? 0) + 1);
+    return request(method, p, opts);
+  };
+  return counts;
 }
 
 const cond = (conds: Condition[] | undefined, type: string) => conds?.find((c) => c.type === type);
@@ -368,8 +385,8 @@ describe("work controller on a simulated cluster", () => {
     const c = controller(kc);
     c.setWorks([work("w", [configMap("cfg", { a: "1" }), deployment("d", "default", "nginx:1")])]);
     await c.sync();
-    await dyn.request(HttpMethod.PATCH, "/api/v1/namespaces/default/configmaps/cfg", { body: { data: { a: "changed", extra: "x" } }, contentType: "application/merge-patch+json", query: { fieldManager: "kubectl-edit" } });
-    await dyn.request(HttpMethod.PATCH, "/apis/apps/v1/namespaces/default/deployments/d", { body: { spec: { template: { spec: { containers: [{ name: "d", image: "evil:1" }] } } } }, contentType: "application/strategic-merge-patch+json", query: { fieldManager: "kubectl-edit" } });
+    await dyn.request("PATCH", "/api/v1/namespaces/default/configmaps/cfg", { body: { data: { a: "changed", extra: "x" } }, contentType: "application/merge-patch+json", query: { fieldManager: "kubectl-edit" } });
+    await dyn.request("PATCH", "/apis/apps/v1/namespaces/default/deployments/d", { body: { spec: { template: { spec: { containers: [{ name: "d", image: "evil:1" }] } } } }, contentType: "application/strategic-merge-patch+json", query: { fieldManager: "kubectl-edit" } });
     const oldUid = (await dyn.get(ref(DEPLOY, "default", "d"))).metadata.uid;
     await c.sync();
     expect((await dyn.get(ref(CM, "default", "cfg"))).data.a).toBe("1");
@@ -382,6 +399,42 @@ describe("work controller on a simulated cluster", () => {
     expect(cond(s.conditions, "Applied")?.status).toBe("True");
     const record = JSON.parse((await dyn.get(ref(CM, AGENT_NS, "flotilla-work-w"))).data["record.json"]);
     expect(record.appliedResources.find((r: Json) => r.resource === "deployments").uid).toBe(again.metadata.uid);
+  });
+
+  it("with watches, a pass reads only the objects that changed: none when nothing did, and drift is still repaired", async () => {
+    const { kc, dyn } = await sim();
+    const gets = countGets(kc);
+    const c = controller(kc, memoryLogger().log, true);
+    const manifests = [...Array.from({ length: 20 }, (_, i) => configMap(`cm-${i}`, { i: String(i) })), deployment("d", "default", "nginx:1")];
+    c.setWorks([work("w", manifests)]);
+    expect(cond(status(await c.sync(), "w").conditions, "Applied")?.status).toBe("True");
+    const objectGets = () => [...gets].filter(([p]) => /\/(configmaps\/cm-|deployments\/d$)/.test(p)).reduce((n, [, v]) => n + v, 0);
+    // Until the watches run and the first reads are confirmed, passes read; then they stop.
+    await until(async () => {
+      const before = objectGets();
+      await c.sync();
+      return objectGets() === before;
+    }, 15_000, "a pass without reads");
+    const before = objectGets();
+    const s = status(await c.sync(), "w");
+    expect(objectGets()).toBe(before);
+    expect(cond(s.conditions, "Available")?.status).toBe("True");
+    expect(s.resourceStatus?.manifests).toHaveLength(21);
+    // Someone edits one ConfigMap and deletes the Deployment: the watch tells, those two are read and repaired.
+    await dyn.request("PATCH", "/api/v1/namespaces/default/configmaps/cm-7", { body: { data: { i: "edited" } }, contentType: "application/merge-patch+json", query: { fieldManager: "kubectl-edit" } });
+    await dyn.delete(ref(DEPLOY, "default", "d"));
+    await until(async () => {
+      await c.sync();
+      const cm = await dyn.get(ref(CM, "default", "cm-7"));
+      return cm.data.i === "7" && (await getOrNull(dyn, ref(DEPLOY, "default", "d"))) !== null;
+    }, 15_000, "drift repaired");
+    const reread = [...gets].filter(([p]) => /\/configmaps\/cm-/.test(p) && !p.endsWith("/cm-7"));
+    // The other nineteen ConfigMaps were read by the first passes only, not again after the edit.
+    for (const [, n] of reread) expect(n).toBeLessThanOrEqual(3);
+    // A manifest that leaves the work takes its object out of the watch; a work without objects ends the watches.
+    c.setWorks([]);
+    await c.sync();
+    expect(await getOrNull(dyn, ref(CM, "default", "cm-0"))).toBeNull();
   });
 
   it("ServerSideApply: a field owned by another manager conflicts without force and is taken with force", async () => {
@@ -420,7 +473,7 @@ describe("work controller on a simulated cluster", () => {
     ];
     c.setWorks([work("w", [deployment("d", "default", "nginx:1", 2)], { manifestConfigs })]);
     await c.sync();
-    await dyn.request(HttpMethod.PATCH, "/apis/apps/v1/namespaces/default/deployments/d", { body: { spec: { replicas: 5, template: { spec: { containers: [{ name: "d", image: "evil:1" }] } } } }, contentType: "application/strategic-merge-patch+json", query: { fieldManager: "hpa" } });
+    await dyn.request("PATCH", "/apis/apps/v1/namespaces/default/deployments/d", { body: { spec: { replicas: 5, template: { spec: { containers: [{ name: "d", image: "evil:1" }] } } } }, contentType: "application/strategic-merge-patch+json", query: { fieldManager: "hpa" } });
     const s = status(await c.sync(), "w");
     const live = await dyn.get(ref(DEPLOY, "default", "d"));
     expect(live.spec.replicas).toBe(5);
@@ -439,7 +492,7 @@ describe("work controller on a simulated cluster", () => {
     expect((await dyn.get(ref(CM, "default", "pre"))).data.a).toBe("theirs");
     expect((await dyn.get(ref(CM, "default", "fresh"))).data.a).toBe("ours");
     expect(cond(s.conditions, "Applied")?.status).toBe("True");
-    await dyn.request(HttpMethod.PATCH, "/api/v1/namespaces/default/configmaps/fresh", { body: { data: { a: "edited" } }, contentType: "application/merge-patch+json" });
+    await dyn.request("PATCH", "/api/v1/namespaces/default/configmaps/fresh", { body: { data: { a: "edited" } }, contentType: "application/merge-patch+json" });
     c.setWorks([update(w, [configMap("pre", { a: "ours2" }), configMap("fresh", { a: "ours2" })])]);
     await c.sync();
     expect((await dyn.get(ref(CM, "default", "fresh"))).data.a).toBe("edited");
@@ -586,7 +639,7 @@ describe("work controller on a simulated cluster", () => {
     // The Deployment's controller reports a rollout in progress, then a missed deadline.
     const setStatus = async (st: Obj) => {
       const cur = await dyn.get(ref(DEPLOY, "default", "web"));
-      await dyn.request(HttpMethod.PUT, "/apis/apps/v1/namespaces/default/deployments/web/status", { body: { ...cur, status: { observedGeneration: cur.metadata.generation, replicas: 2, ...st } } });
+      await dyn.request("PUT", "/apis/apps/v1/namespaces/default/deployments/web/status", { body: { ...cur, status: { observedGeneration: cur.metadata.generation, replicas: 2, ...st } } });
     };
     await setStatus({ updatedReplicas: 2, readyReplicas: 1, availableReplicas: 1 });
     const rolling = status(await c.sync(), "w");

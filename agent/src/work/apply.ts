@@ -29,6 +29,7 @@ import { collectFeedback } from "./feedback.ts";
 import { getPointer, pointers, setPointer } from "./jsonpath.ts";
 import type { ManifestOutcome } from "./conditions.ts";
 import { rolloutState } from "./rollout.ts";
+import type { LiveTracker } from "./tracker.ts";
 import { cloneJson, isObj, type AppliedResource, type ManifestConfig, type Obj, type ResourceMeta, type UpdateStrategy } from "./types.ts";
 
 /** The field manager of the `Update` strategy and the default of `ServerSideApply` (OCM's). */
@@ -40,6 +41,11 @@ export interface ManifestMemo {
   failure?: { generation: number; liveResourceVersion: string | undefined; message: string };
   /** `OnSpokeChange` ignoreFields: the work's values last applied, by JSONPath (JSON-encoded). */
   hubValues?: Record<string, string>;
+  /**
+   * The last pass's result (without the live object), reused while the tracker says the object
+   * has not changed since and the work's spec is the same.
+   */
+  cached?: Omit<ApplyManifestResult, "memo">;
 }
 
 /** Input of {@link applyManifest}. */
@@ -56,6 +62,8 @@ export interface ApplyManifestInput {
   specChanged: boolean;
   /** What was remembered about this manifest, if anything. */
   memo: ManifestMemo | undefined;
+  /** Tells which objects changed since the last pass (watches); without it every pass reads every object. */
+  tracker?: LiveTracker;
 }
 
 /** Result of {@link applyManifest}. */
@@ -174,9 +182,13 @@ export async function applyManifest(client: DynamicClient, mapper: RestMapper, i
   const strategy = config?.updateStrategy?.type ?? "Update";
   const desired: Obj = cloneJson(m);
   if (mapping.namespaced) desired.metadata = { ...mMeta, namespace: meta.namespace };
+  const tracker = input.tracker;
+  const cached = input.memo?.cached;
+  if (!input.specChanged && cached && tracker?.unchanged(ref)) return { ...cached, memo: input.memo ?? {} };
   const memo: ManifestMemo = { ...(input.memo?.hubValues ? { hubValues: input.memo.hubValues } : {}) };
 
   // Read the live object.
+  tracker?.beginRead(ref);
   let live: Obj | undefined;
   let readError: string | undefined;
   try {
@@ -257,6 +269,12 @@ export async function applyManifest(client: DynamicClient, mapper: RestMapper, i
     outcome.rollout = rolloutState(meta.group, kind, live);
     const uid = isObj(live.metadata) && typeof live.metadata.uid === "string" ? live.metadata.uid : "";
     applied = { group: meta.group, version: meta.version, resource: meta.resource, namespace: meta.namespace, name, uid };
+  }
+  if (tracker && applyFailure === undefined && readError === undefined) {
+    tracker.note(ref, liveRv(live));
+    // Keep what the status needs, not the object.
+    const kept: ManifestOutcome = { ...outcome, live: outcome.live?.state === "found" ? { state: "found", object: {} } : outcome.live };
+    memo.cached = { outcome: kept, ...(applied ? { applied } : {}), strategy };
   }
   return { outcome, ...(applied ? { applied } : {}), strategy, memo };
 }

@@ -10,16 +10,17 @@
  * 4. computes each work's status (conditions.ts).
  * The caller (agent.ts) runs passes serially: when the list changes and every status-sync period.
  */
-import type { KubeConfig } from "@kubernetes/client-node";
-import { describeKubeError } from "../kube.ts";
+import { describeKubeError, type KubeConfig } from "../kube.ts";
 import type { Logger } from "../log.ts";
+import { createHash } from "node:crypto";
 import { applyManifest, type ManifestMemo } from "./apply.ts";
 import { releaseResources, type ReleaseResult } from "./cleanup.ts";
 import { nowRfc3339, workStatus, type ManifestOutcome } from "./conditions.ts";
 import { RestMapper } from "./discovery.ts";
-import { DynamicClient } from "./dynamic.ts";
+import { DynamicClient, type ObjectRef } from "./dynamic.ts";
 import { applyOrder } from "./order.ts";
 import { RecordStore, sortApplied, type WorkRecord } from "./record.ts";
+import { LiveTracker } from "./tracker.ts";
 import { describeResource, sameResource, type AppliedResource, type ManifestWork, type ManifestWorkStatus } from "./types.ts";
 
 /** Options of {@link WorkController}. */
@@ -32,6 +33,13 @@ export interface WorkControllerOptions {
   logger: Logger;
   /** Per-request timeout on the member cluster, in milliseconds; default 15 000. */
   requestTimeoutMs?: number;
+  /**
+   * Watch the applied objects, so that a pass reads only those that changed (default true);
+   * false reads every object every pass.
+   */
+  watch?: boolean;
+  /** Ends the watches. */
+  signal?: AbortSignal;
 }
 
 /** The status computed for one work in a pass. */
@@ -45,7 +53,7 @@ export interface WorkReport {
 }
 
 interface WorkState {
-  /** JSON of uid + spec last applied in full. */
+  /** SHA-256 of the JSON of uid + spec last applied in full. */
   specKey: string;
   memos: Map<number, ManifestMemo>;
   status?: ManifestWorkStatus;
@@ -75,6 +83,9 @@ export class WorkController {
   private desired = new Map<string, ManifestWork>();
   private listedByHub = false;
   private readonly states = new Map<string, WorkState>();
+  private readonly tracker: LiveTracker | undefined;
+  /** specKey of each work object seen (a work from the same hub answer is not hashed again). */
+  private specKeys = new WeakMap<ManifestWork, string>();
   private initialised = false;
 
   /** @param opts cluster, namespace, logger and timeout. */
@@ -83,6 +94,21 @@ export class WorkController {
     this.mapper = new RestMapper(this.client);
     this.records = new RecordStore(this.client, opts.namespace);
     this.log = opts.logger;
+    if (opts.watch !== false) this.tracker = new LiveTracker(opts.kubeConfig, opts.logger, opts.signal);
+  }
+
+  /** Ends the watches (the controller still works, reading every object). */
+  close(): void {
+    this.tracker?.close();
+  }
+
+  private specKeyOf(work: ManifestWork): string {
+    let k = this.specKeys.get(work);
+    if (k === undefined) {
+      k = createHash("sha256").update(JSON.stringify([work.metadata.uid, work.spec])).digest("base64url");
+      this.specKeys.set(work, k);
+    }
+    return k;
   }
 
   /** Whether {@link init} has succeeded. */
@@ -130,10 +156,10 @@ export class WorkController {
   }
 
   /** Applies one work and updates its record; returns its status. */
-  private async syncWork(work: ManifestWork): Promise<WorkReport> {
+  private async syncWork(work: ManifestWork, refs: ObjectRef[]): Promise<WorkReport> {
     const name = work.metadata.name;
     const generation = generationOf(work);
-    const specKey = JSON.stringify([work.metadata.uid, work.spec]);
+    const specKey = this.specKeyOf(work);
     const prev = this.states.get(name);
     const specChanged = !prev || prev.specKey !== specKey;
     const state: WorkState = prev && !specChanged ? prev : { specKey, memos: prev?.memos ?? new Map(), ...(prev?.status ? { status: prev.status } : {}) };
@@ -146,7 +172,8 @@ export class WorkController {
     const applied: AppliedResource[] = [];
     const readOnly: AppliedResource[] = [];
     for (const i of applyOrder(manifests)) {
-      const r = await applyManifest(this.client, this.mapper, { manifest: manifests[i], ordinal: i, configs, generation, specChanged, memo: state.memos.get(i) });
+      const r = await applyManifest(this.client, this.mapper, { manifest: manifests[i], ordinal: i, configs, generation, specChanged, memo: state.memos.get(i), ...(this.tracker ? { tracker: this.tracker } : {}) });
+      if (r.outcome.meta.resource) refs.push({ group: r.outcome.meta.group, version: r.outcome.meta.version, resource: r.outcome.meta.resource, namespace: r.outcome.meta.namespace, name: r.outcome.meta.name });
       state.memos.set(i, r.memo);
       outcomes[i] = r.outcome;
       if (r.applied) applied.push(r.applied);
@@ -229,10 +256,13 @@ export class WorkController {
   async sync(): Promise<WorkReport[]> {
     if (!this.initialised) await this.init();
     const reports: WorkReport[] = [];
+    const refs: ObjectRef[] = [];
     for (const name of [...this.desired.keys()].sort()) {
       const work = this.desired.get(name);
-      if (work) reports.push(await this.syncWork(work));
+      if (work) reports.push(await this.syncWork(work, refs));
     }
+    // Objects no work holds any more need no watching.
+    this.tracker?.retain(refs);
     if (this.listedByHub) {
       for (const record of [...this.recorded.values()]) {
         if (this.desired.has(record.workName)) continue;

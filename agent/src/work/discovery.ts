@@ -4,7 +4,6 @@
  * cached per group/version and fetched again on a miss, so a kind served by a CRD the same work
  * created a moment earlier is found.
  */
-import { HttpMethod } from "@kubernetes/client-node";
 import { statusCodeOf } from "../kube.ts";
 import type { DynamicClient } from "./dynamic.ts";
 import { isObj } from "./types.ts";
@@ -53,7 +52,7 @@ export class RestMapper {
     const { group } = splitApiVersion(apiVersion);
     let doc: Record<string, unknown>;
     try {
-      doc = await this.client.request(HttpMethod.GET, group ? `/apis/${apiVersion}` : `/api/${apiVersion}`);
+      doc = await this.client.request("GET", group ? `/apis/${apiVersion}` : `/api/${apiVersion}`);
     } catch (e) {
       if (statusCodeOf(e) === 404) {
         this.cache.set(apiVersion, []);

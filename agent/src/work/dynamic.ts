@@ -1,19 +1,9 @@
 /**
- * A small dynamic (untyped) Kubernetes client for arbitrary resources, on client-node's own
- * transport (`KubeConfig.applySecurityAuthentication` + `IsomorphicFetchHttpLibrary`, the same
- * path its generated APIs use), sending and receiving plain JSON.
- *
- * Why not client-node's `KubernetesObjectApi`: it (de)serialises known kinds through its typed
- * models, which drops fields its models do not know and turns timestamps into `Date`s; a work
- * agent must send manifests byte-for-byte and compare what it reads back.
+ * A small dynamic (untyped) Kubernetes client for arbitrary resources on the agent's transport
+ * (kube.ts), sending and receiving plain JSON: a work agent must send manifests as they are and
+ * compare what it reads back, so nothing goes through typed models.
  */
-import {
-  ApiException,
-  HttpMethod,
-  IsomorphicFetchHttpLibrary,
-  RequestContext,
-  type KubeConfig,
-} from "@kubernetes/client-node";
+import type { KubeConfig } from "../kube.ts";
 import { isObj, type Obj } from "./types.ts";
 
 /** A resource type: API group ("" for core), version and plural, e.g. `{group: "apps", version: "v1", resource: "deployments"}`. */
@@ -54,14 +44,12 @@ export interface RequestOptions {
  * const d = await dyn.get({group: "apps", version: "v1", resource: "deployments", namespace: "web", name: "web"});
  */
 export class DynamicClient {
-  private readonly http = new IsomorphicFetchHttpLibrary();
-
   /**
-   * @param kc the member cluster's configuration.
+   * @param kc the member cluster's configuration and transport.
    * @param timeoutMs per-request timeout in milliseconds (default 15 000).
    */
   constructor(
-    private readonly kc: KubeConfig,
+    readonly kc: KubeConfig,
     private readonly timeoutMs = 15_000,
   ) {}
 
@@ -71,65 +59,42 @@ export class DynamicClient {
    * @param method HTTP method.
    * @param path absolute path, e.g. `/apis/apps/v1/namespaces/web/deployments/web`.
    * @returns the decoded body (`{}` for an empty one).
-   * @throws ApiException (client-node's) with the status code and the Status body for any
-   *   non-2xx answer; Error on network errors and timeouts.
+   * @throws KubeError with the status code and the Status body for any non-2xx answer; Error
+   *   on network errors and timeouts.
    */
-  async request(method: HttpMethod, path: string, opts: RequestOptions = {}): Promise<Obj> {
-    const cluster = this.kc.getCurrentCluster();
-    if (!cluster) throw new Error("kubeconfig has no current cluster");
-    const ctx = new RequestContext(cluster.server.replace(/\/+$/, "") + path, method);
-    for (const [k, v] of Object.entries(opts.query ?? {})) ctx.setQueryParam(k, v);
-    ctx.setHeaderParam("Accept", "application/json");
-    if (opts.body !== undefined) {
-      ctx.setHeaderParam("Content-Type", opts.contentType ?? "application/json");
-      ctx.setBody(JSON.stringify(opts.body));
-    }
-    await this.kc.applySecurityAuthentication(ctx);
-    ctx.setSignal(AbortSignal.timeout(this.timeoutMs));
-    const res = await this.http.send(ctx).toPromise();
-    const text = await res.body.text();
-    let parsed: unknown;
-    try {
-      parsed = text ? JSON.parse(text) : {};
-    } catch {
-      parsed = text;
-    }
-    if (res.httpStatusCode < 200 || res.httpStatusCode > 299) {
-      const message = isObj(parsed) && typeof parsed.message === "string" ? parsed.message : `HTTP ${res.httpStatusCode}`;
-      throw new ApiException<unknown>(res.httpStatusCode, message, parsed, res.headers);
-    }
-    return isObj(parsed) ? parsed : {};
+  request(method: string, path: string, opts: RequestOptions = {}): Promise<Obj> {
+    return this.kc.json(method, path, { ...opts, timeoutMs: this.timeoutMs });
   }
 
-  /** GET one object. @throws ApiException 404 when it does not exist. */
+  /** GET one object. @throws KubeError 404 when it does not exist. */
   get(ref: ObjectRef): Promise<Obj> {
-    return this.request(HttpMethod.GET, resourcePath(ref, ref.namespace, ref.name));
+    return this.request("GET", resourcePath(ref, ref.namespace, ref.name));
   }
 
   /** LIST a collection, optionally filtered by a label selector; returns the items. */
   async list(gvr: GroupVersionResource, namespace: string, labelSelector?: string): Promise<Obj[]> {
-    const list = await this.request(HttpMethod.GET, resourcePath(gvr, namespace), labelSelector ? { query: { labelSelector } } : {});
+    const list = await this.request("GET", resourcePath(gvr, namespace), labelSelector ? { query: { labelSelector } } : {});
     return Array.isArray(list.items) ? list.items.filter(isObj) : [];
   }
 
-  /** POST (create) `obj` in `namespace` under `fieldManager`. @throws ApiException 409 AlreadyExists. */
+  /** POST (create) `obj` in `namespace` under `fieldManager`. @throws KubeError 409 AlreadyExists. */
   create(gvr: GroupVersionResource, namespace: string, obj: Obj, fieldManager: string): Promise<Obj> {
-    return this.request(HttpMethod.POST, resourcePath(gvr, namespace), { body: obj, query: { fieldManager } });
+    return this.request("POST", resourcePath(gvr, namespace), { body: obj, query: { fieldManager } });
   }
 
-  /** PUT (replace) an object; `obj.metadata.resourceVersion` makes it conditional. @throws ApiException 409 on a stale resourceVersion. */
+  /** PUT (replace) an object; `obj.metadata.resourceVersion` makes it conditional. @throws KubeError 409 on a stale resourceVersion. */
   replace(ref: ObjectRef, obj: Obj, fieldManager: string): Promise<Obj> {
-    return this.request(HttpMethod.PUT, resourcePath(ref, ref.namespace, ref.name), { body: obj, query: { fieldManager } });
+    return this.request("PUT", resourcePath(ref, ref.namespace, ref.name), { body: obj, query: { fieldManager } });
   }
 
   /**
    * Server-side apply (`PATCH` with `application/apply-patch+yaml`; JSON is valid YAML): creates
    * the object when missing, else merges the fields `fieldManager` owns.
    *
-   * @throws ApiException 409 Conflict when another manager owns an applied field and `force` is false.
+   * @throws KubeError 409 Conflict when another manager owns an applied field and `force` is false.
    */
   apply(ref: ObjectRef, obj: Obj, fieldManager: string, force: boolean): Promise<Obj> {
-    return this.request(HttpMethod.PATCH, resourcePath(ref, ref.namespace, ref.name), {
+    return this.request("PATCH", resourcePath(ref, ref.namespace, ref.name), {
       body: obj,
       contentType: "application/apply-patch+yaml",
       query: { fieldManager, force: String(force) },
@@ -140,10 +105,10 @@ export class DynamicClient {
    * DELETE one object with `propagationPolicy: Background` and, when `uid` is given, a UID
    * precondition (so an object re-created by someone else under the same name is not deleted).
    *
-   * @throws ApiException 404 when missing, 409 when the UID precondition fails.
+   * @throws KubeError 404 when missing, 409 when the UID precondition fails.
    */
   async delete(ref: ObjectRef, uid?: string): Promise<void> {
-    await this.request(HttpMethod.DELETE, resourcePath(ref, ref.namespace, ref.name), {
+    await this.request("DELETE", resourcePath(ref, ref.namespace, ref.name), {
       body: { kind: "DeleteOptions", apiVersion: "v1", propagationPolicy: "Background", ...(uid ? { preconditions: { uid } } : {}) },
     });
   }

@@ -37,10 +37,16 @@ export interface WorkRecord {
   work?: ManifestWork;
 }
 
+/** SHA-256 of `text`, base64url. */
+function digest(text: string): string {
+  return createHash("sha256").update(text).digest("base64url");
+}
+
 /**
  * The record ConfigMap's name: `flotilla-work-<work name>`, or `flotilla-work-<sha256 hex, 40>`
  * when that would exceed 253 characters.
  */
+
 export function recordName(workName: string): string {
   const plain = `flotilla-work-${workName}`;
   return plain.length <= 253 ? plain : `flotilla-work-${createHash("sha256").update(workName).digest("hex").slice(0, 40)}`;
@@ -70,6 +76,7 @@ function parseRecord(cm: Record<string, unknown>): WorkRecord | undefined {
  * change since this store last read or wrote it.
  */
 export class RecordStore {
+  /** SHA-256 of each record's JSON as last read or written (to skip writes that change nothing). */
   private readonly saved = new Map<string, string>();
 
   /**
@@ -104,7 +111,7 @@ export class RecordStore {
       const r = parseRecord(cm);
       if (!r) continue;
       out.set(r.workName, r);
-      this.saved.set(r.workName, JSON.stringify(r));
+      this.saved.set(r.workName, digest(JSON.stringify(r)));
     }
     return out;
   }
@@ -116,7 +123,8 @@ export class RecordStore {
    */
   async save(record: WorkRecord): Promise<void> {
     const text = JSON.stringify(record);
-    if (this.saved.get(record.workName) === text) return;
+    const hash = digest(text);
+    if (this.saved.get(record.workName) === hash) return;
     const ref = this.ref(record.workName);
     const body = {
       apiVersion: "v1",
@@ -135,7 +143,7 @@ export class RecordStore {
       if (statusCodeOf(e) !== 404) throw e;
       await this.client.create(CONFIGMAPS, this.namespace, body, "work-agent");
     }
-    this.saved.set(record.workName, text);
+    this.saved.set(record.workName, hash);
   }
 
   /**

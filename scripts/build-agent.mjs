@@ -1,0 +1,45 @@
+// Bundles the member-cluster agent, the `flotilla` CLI and the simulated cluster into plain
+// JavaScript under dist/agent/ with esbuild (tree-shaken, minified identifiers kept readable in
+// stack traces through names, ES modules, code split so that what only one program or only
+// `--simulate` needs is loaded only there). The bins (agent/bin/*.js) run these bundles; no
+// TypeScript compiler runs when the agent or the CLI starts. Run by `npm run build`, by npm's
+// `prepare` (so `npm ci` builds), and by `npm test` before the tests that start the programs.
+import { build } from "esbuild";
+import { rmSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const outdir = path.join(root, "dist", "agent");
+rmSync(outdir, { recursive: true, force: true });
+const t0 = performance.now();
+const result = await build({
+  absWorkingDir: root,
+  entryPoints: {
+    "flotilla-agent": "agent/src/main.ts",
+    flotilla: "agent/admin/main.ts",
+    "flotilla-sim": "agent/sim/main.ts",
+  },
+  outdir,
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node22",
+  minifySyntax: true,
+  minifyWhitespace: true,
+  keepNames: true,
+  sourcemap: "linked",
+  legalComments: "linked",
+  chunkNames: "chunks/[name]-[hash]",
+  // .mjs: ES modules wherever the files are copied, with no package.json beside them.
+  outExtension: { ".js": ".mjs" },
+  metafile: true,
+  // CommonJS dependencies (yaml, commander) call require() for Node's built-ins.
+  banner: { js: 'import { createRequire as __flotillaCreateRequire } from "node:module"; const require = __flotillaCreateRequire(import.meta.url);' },
+  logLevel: "warning",
+});
+const bytes = Object.entries(result.metafile.outputs)
+  .filter(([f]) => f.endsWith(".mjs"))
+  .reduce((n, [, o]) => n + o.bytes, 0);
+console.log(`built dist/agent: ${Object.keys(result.metafile.outputs).filter((f) => f.endsWith(".mjs")).length} files, ${(bytes / 1024).toFixed(0)} KiB of JavaScript in ${(performance.now() - t0).toFixed(0)} ms`);
