@@ -6,7 +6,6 @@
  * type, so tests and embedders may pass it instead.
  */
 import http from "node:http";
-import https from "node:https";
 
 /** What a hub request carries (a subset of `RequestInit`). */
 export interface HubRequestInit {
@@ -31,7 +30,17 @@ export interface HubResponse {
 /** A fetch-shaped function for hub requests. */
 export type HubFetch = (url: string, init?: HubRequestInit) => Promise<HubResponse>;
 
-const agents = { http: new http.Agent({ keepAlive: true, maxSockets: 8 }), https: new https.Agent({ keepAlive: true, maxSockets: 8 }) };
+const httpAgent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+/** node:https and its pool, loaded on the first https request (TLS costs memory a plain-http hub does not need). */
+let tls: { https: typeof import("node:https"); agent: http.Agent } | undefined;
+
+async function loadTls(): Promise<NonNullable<typeof tls>> {
+  if (!tls) {
+    const https = await import("node:https");
+    tls = { https, agent: new https.Agent({ keepAlive: true, maxSockets: 8 }) };
+  }
+  return tls;
+}
 
 /**
  * Sends one request with node:http(s) and resolves once the status and headers are in; the body
@@ -42,16 +51,16 @@ const agents = { http: new http.Agent({ keepAlive: true, maxSockets: 8 }), https
  * @throws the signal's reason when aborted (a `TimeoutError` for `AbortSignal.timeout`); Error
  *   on network errors or a URL that is not http(s).
  */
-export const httpFetch: HubFetch = (url, init = {}) => {
+export const httpFetch: HubFetch = async (url, init = {}) => {
   const u = new URL(url);
-  if (u.protocol !== "http:" && u.protocol !== "https:") return Promise.reject(new Error(`not an http(s) URL: ${url}`));
+  if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error(`not an http(s) URL: ${url}`);
   const signal = init.signal;
-  if (signal?.aborted) return Promise.reject(signal.reason as Error);
-  const isHttps = u.protocol === "https:";
+  if (signal?.aborted) throw signal.reason as Error;
+  const secure = u.protocol === "https:" ? await loadTls() : undefined;
   const headers: Record<string, string> = { ...init.headers };
   if (init.body !== undefined) headers["content-length"] = String(Buffer.byteLength(init.body));
   return new Promise<HubResponse>((resolve, reject) => {
-    const req = (isHttps ? https : http).request(u, { method: init.method ?? "GET", headers, agent: isHttps ? agents.https : agents.http });
+    const req = secure ? secure.https.request(u, { method: init.method ?? "GET", headers, agent: secure.agent }) : http.request(u, { method: init.method ?? "GET", headers, agent: httpAgent });
     const onAbort = () => req.destroy(signal?.reason instanceof Error ? signal.reason : new Error("aborted"));
     signal?.addEventListener("abort", onAbort, { once: true });
     const done = () => signal?.removeEventListener("abort", onAbort);

@@ -6,7 +6,6 @@
  * `@kubernetes/client-node`.
  */
 import http from "node:http";
-import https from "node:https";
 
 /** Where the server is and how the connection is secured. */
 export interface KubeConnection {
@@ -94,9 +93,11 @@ export class KubeError extends Error {
  * const ns = await kc.json("GET", "/api/v1/namespaces/kube-system");
  */
 export class KubeConfig {
-  private agent: http.Agent;
+  private agent: http.Agent | undefined;
   private agentCert: Buffer | undefined;
   private readonly isHttps: boolean;
+  /** node:https, loaded on the first https request (TLS costs memory a plain-http server does not need). */
+  private https: typeof import("node:https") | undefined;
 
   /**
    * @param conn where the server is and how to trust it.
@@ -110,7 +111,6 @@ export class KubeConfig {
     const u = new URL(conn.server);
     if (u.protocol !== "https:" && u.protocol !== "http:") throw new Error(`server ${conn.server} is not an http(s) URL`);
     this.isHttps = u.protocol === "https:";
-    this.agent = this.makeAgent(conn.cert, conn.key);
   }
 
   /** The server's base URL without a trailing slash. */
@@ -118,10 +118,16 @@ export class KubeConfig {
     return this.conn.server.replace(/\/+$/, "");
   }
 
+  private async pool(): Promise<http.Agent> {
+    if (this.isHttps) this.https ??= await import("node:https");
+    this.agent ??= this.makeAgent(this.conn.cert, this.conn.key);
+    return this.agent;
+  }
+
   private makeAgent(cert: Buffer | undefined, key: Buffer | undefined): http.Agent {
     this.agentCert = cert;
-    if (!this.isHttps) return new http.Agent({ keepAlive: true, maxSockets: 16 });
-    return new https.Agent({
+    if (!this.isHttps || !this.https) return new http.Agent({ keepAlive: true, maxSockets: 16 });
+    return new this.https.Agent({
       keepAlive: true,
       maxSockets: 16,
       rejectUnauthorized: !this.conn.insecureSkipTlsVerify,
@@ -137,7 +143,8 @@ export class KubeConfig {
       const cred = await this.auth.exec.get(forceRefresh);
       if (cred.token) h.authorization = `Bearer ${cred.token}`;
       if (cred.cert && cred.key && cred.cert !== this.agentCert) {
-        this.agent.destroy();
+        await this.pool();
+        this.agent?.destroy();
         this.agent = this.makeAgent(cred.cert, cred.key);
       }
       if (cred.token) return h;
@@ -166,10 +173,11 @@ export class KubeConfig {
       headers["content-type"] = opts.contentType ?? "application/json";
       headers["content-length"] = String(Buffer.byteLength(payload));
     }
-    const mod = this.isHttps ? https : http;
+    const agent = await this.pool();
+    const mod = this.isHttps && this.https ? this.https : http;
     const timeoutMs = opts.timeoutMs ?? 15_000;
     const result = await new Promise<{ res: http.IncomingMessage } | { value: T }>((resolve, reject) => {
-      const req = mod.request(this.url(path, opts.query), { method, headers, agent: this.agent, ...(opts.signal ? { signal: opts.signal } : {}) }, (res) => {
+      const req = mod.request(this.url(path, opts.query), { method, headers, agent, ...(opts.signal ? { signal: opts.signal } : {}) }, (res) => {
         if (res.statusCode === 401 && this.auth.exec && !retried) {
           res.resume();
           resolve({ res });
@@ -274,7 +282,7 @@ export class KubeConfig {
 
   /** Closes idle connections (the process can then exit). */
   close(): void {
-    this.agent.destroy();
+    this.agent?.destroy();
   }
 }
 

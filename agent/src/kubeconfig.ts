@@ -15,7 +15,6 @@
  * kubeconfig's directory. The removed `auth-provider` plugins and `proxy-url` are refused with
  * an error naming them rather than ignored.
  */
-import { execFile } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -105,7 +104,9 @@ function tokenFileSource(file: string): () => string {
 }
 
 /** Runs an exec credential plugin and returns its `ExecCredential.status`. */
-function runExecPlugin(exec: ExecConfig): Promise<Doc> {
+async function runExecPlugin(exec: ExecConfig): Promise<Doc> {
+  // Loaded only for exec plugins.
+  const { execFile } = await import("node:child_process");
   const env = { ...process.env };
   for (const e of exec.env) env[e.name] = e.value;
   env.KUBERNETES_EXEC_INFO = JSON.stringify({ apiVersion: exec.apiVersion, kind: "ExecCredential", spec: { interactive: false } });
