@@ -59,6 +59,12 @@ interface WorkState {
   status?: ManifestWorkStatus;
   /** Summary of the last logged failure, to log once per change. */
   lastFailure?: string;
+  /**
+   * Set after a pass in which every manifest applied and was read without error: the objects
+   * and the report, reused as they are while the spec stays and the tracker reports none of
+   * the objects changed.
+   */
+  quiet?: { refs: ObjectRef[]; report: WorkReport };
 }
 
 function generationOf(w: ManifestWork): number {
@@ -165,7 +171,12 @@ export class WorkController {
     const state: WorkState = prev && !specChanged ? prev : { specKey, memos: prev?.memos ?? new Map(), ...(prev?.status ? { status: prev.status } : {}) };
     if (specChanged) {
       this.log.info(prev ? "work changed; applying it" : "applying work", { work: name, generation });
+    } else if (prev?.quiet && this.tracker && prev.quiet.refs.every((r) => this.tracker!.unchanged(r))) {
+      refs.push(...prev.quiet.refs);
+      return prev.quiet.report;
     }
+    delete state.quiet;
+    const workRefs: ObjectRef[] = [];
     const manifests = work.spec.workload?.manifests ?? [];
     const configs = work.spec.manifestConfigs ?? [];
     const outcomes: ManifestOutcome[] = new Array<ManifestOutcome>(manifests.length);
@@ -173,7 +184,7 @@ export class WorkController {
     const readOnly: AppliedResource[] = [];
     for (const i of applyOrder(manifests)) {
       const r = await applyManifest(this.client, this.mapper, { manifest: manifests[i], ordinal: i, configs, generation, specChanged, memo: state.memos.get(i), ...(this.tracker ? { tracker: this.tracker } : {}) });
-      if (r.outcome.meta.resource) refs.push({ group: r.outcome.meta.group, version: r.outcome.meta.version, resource: r.outcome.meta.resource, namespace: r.outcome.meta.namespace, name: r.outcome.meta.name });
+      if (r.outcome.meta.resource) workRefs.push({ group: r.outcome.meta.group, version: r.outcome.meta.version, resource: r.outcome.meta.resource, namespace: r.outcome.meta.namespace, name: r.outcome.meta.name });
       state.memos.set(i, r.memo);
       outcomes[i] = r.outcome;
       if (r.applied) applied.push(r.applied);
@@ -208,9 +219,12 @@ export class WorkController {
       work: { apiVersion: work.apiVersion, kind: work.kind, metadata: work.metadata, spec: work.spec },
     };
     this.recorded.set(name, record);
+    refs.push(...workRefs);
+    let saved = true;
     try {
       await this.records.save(record);
     } catch (e) {
+      saved = false;
       this.log.warn(`could not write the record of work ${name}: ${describeKubeError(e)}; retrying at the next sync`, { work: name });
     }
 
@@ -225,7 +239,10 @@ export class WorkController {
       else if (state.lastFailure) this.log.info(`work ${name}: all manifests applied again`, { work: name, generation });
       state.lastFailure = summary;
     }
-    return { name, uid: work.metadata.uid, status };
+    const report: WorkReport = { name, uid: work.metadata.uid, status };
+    const everyManifestCached = manifests.every((_, i) => state.memos.get(i)?.cached !== undefined);
+    if (this.tracker && saved && released.length === 0 && everyManifestCached && workRefs.length === manifests.length) state.quiet = { refs: workRefs, report };
+    return report;
   }
 
   /**

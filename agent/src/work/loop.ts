@@ -15,6 +15,7 @@
  *   everything the works applied (honouring Orphan and SelectivelyOrphan), deletes the records,
  *   calls `POST .../left`, deletes the credentials Secret, logs one line and ends with `"left"`.
  */
+import { createHash } from "node:crypto";
 import { Backoff, Sleeper, type Random } from "../backoff.ts";
 import { describeKubeError } from "../kube.ts";
 import type { HubClient, HubFailure } from "../hub-client.ts";
@@ -90,7 +91,8 @@ export class WorkLoop {
   private pollDone: Promise<void> = Promise.resolve();
   private readonly syncSleeper: Sleeper;
   private readonly pollSleeper: Sleeper;
-  private readonly reported = new Map<string, { uid: string; json: string }>();
+  /** Per work: the uid, status object and SHA-256 of the status JSON last reported. */
+  private readonly reported = new Map<string, { uid: string; status: unknown; hash: string }>();
   private readonly dropped = new Set<string>();
   private readonly pollCond: ConditionLog;
   private readonly reportCond: ConditionLog;
@@ -224,12 +226,17 @@ export class WorkLoop {
     for (const r of reports) {
       if (this.aborted || this.leaving) return;
       if (this.dropped.has(r.uid)) continue;
-      const json = JSON.stringify(r.status);
       const last = this.reported.get(r.name);
-      if (last && last.uid === r.uid && last.json === json) continue;
+      // The controller hands back the same status object for a work nothing happened to.
+      if (last && last.uid === r.uid && last.status === r.status) continue;
+      const hash = createHash("sha256").update(JSON.stringify(r.status)).digest("base64url");
+      if (last && last.uid === r.uid && last.hash === hash) {
+        last.status = r.status;
+        continue;
+      }
       const res = await this.opts.hub.putWorkStatus(this.opts.clusterName, r.name, await this.opts.sign(), { uid: r.uid, status: r.status });
       if (res.ok) {
-        this.reported.set(r.name, { uid: r.uid, json });
+        this.reported.set(r.name, { uid: r.uid, status: r.status, hash });
         this.reportCond.clear(this.fields());
       } else if (res.error.status === 404 || res.error.status === 409) {
         this.dropped.add(r.uid);
