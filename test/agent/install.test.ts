@@ -301,12 +301,12 @@ describe("install manifests: shapes", () => {
       capabilities: { drop: ["ALL"] },
       seccompProfile: { type: "RuntimeDefault" },
     });
-    // The only writable place is the emptyDir at /tmp, where TMPDIR (tsx's cache) points.
+    // The only writable place is the emptyDir at /tmp, where TMPDIR points.
     expect(c.volumeMounts).toEqual([{ name: "tmp", mountPath: "/tmp" }]);
     expect(pod.volumes).toEqual([{ name: "tmp", emptyDir: { sizeLimit: "64Mi" } }]);
     expect(c.env).toContainEqual({ name: "TMPDIR", value: "/tmp" });
-    expect(c.resources.requests).toEqual({ cpu: "50m", memory: "128Mi" });
-    expect(c.resources.limits).toEqual({ cpu: "500m", memory: "256Mi" });
+    expect(c.resources.requests).toEqual({ cpu: "50m", memory: "64Mi" });
+    expect(c.resources.limits).toEqual({ cpu: "500m", memory: "128Mi" });
     expect(c.livenessProbe).toBeUndefined();
   });
 
@@ -465,9 +465,43 @@ async function resolveEnv(kubeconfig: string, deploy: Json, container: Json): Pr
   return env;
 }
 
-/** Runs `node agent/bin/flotilla-agent.js args` with exactly `env`; resolves with the exit code and output. */
+/**
+ * The container image's file system, without a container builder: the files the runtime stage of
+ * agent/Containerfile copies from the build stage (whose `/src` is this repository after
+ * `npm run build`), put in a temporary `/app`, and its ENTRYPOINT's command line.
+ */
+function imageFiles(): { app: string; entrypoint: string[]; env: Record<string, string> } {
+  const text = fs.readFileSync(path.join(root, "agent/Containerfile"), "utf8");
+  const runtime = text.slice(text.lastIndexOf("\nFROM "));
+  const app = fs.mkdtempSync(path.join(os.tmpdir(), "flotilla-image-"));
+  closers.push(async () => fs.rmSync(app, { recursive: true, force: true }));
+  for (const m of runtime.matchAll(/^COPY --from=build(?: --chown=\S+)? \/src\/(\S+) \/app\/(\S*)$/gm)) {
+    const from = path.join(root, m[1]!);
+    const to = path.join(app, m[2]!.endsWith("/") ? path.join(m[2]!, path.basename(from)) : m[2]!);
+    fs.mkdirSync(path.dirname(to), { recursive: true });
+    fs.cpSync(from, to, { recursive: true });
+  }
+  const entry = /^ENTRYPOINT (\[.*\])$/m.exec(runtime);
+  if (!entry) throw new Error("agent/Containerfile has no ENTRYPOINT");
+  const env: Record<string, string> = {};
+  for (const m of runtime.matchAll(/^ENV (.+)$/gm)) for (const kv of m[1]!.split(/\s+/)) env[kv.slice(0, kv.indexOf("="))] = kv.slice(kv.indexOf("=") + 1);
+  return { app, entrypoint: JSON.parse(entry[1]!) as string[], env };
+}
+
+/** Every file under `dir`, relative to it. */
+function filesUnder(dir: string): string[] {
+  return fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((d) => d.isFile()).map((d) => path.relative(dir, path.join(d.parentPath, d.name)));
+}
+
+/**
+ * Runs the agent as the image does (its files alone, its ENTRYPOINT and ENV) with `args` and
+ * exactly `env`; resolves with the exit code and output.
+ */
 function agentProcess(args: string[], env: Record<string, string>): { exited: Promise<number | null>; output(): string; stop(): Promise<void> } {
-  const child = spawn(process.execPath, [path.join(root, "agent/bin/flotilla-agent.js"), ...args], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
+  const image = imageFiles();
+  const [node, ...rest] = image.entrypoint;
+  expect(node).toBe("node");
+  const child = spawn(process.execPath, [...rest, ...args], { cwd: image.app, env: { ...image.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr.on("data", (d: Buffer) => (out += d.toString()));
@@ -481,6 +515,20 @@ function agentProcess(args: string[], env: Record<string, string>): { exited: Pr
     },
   };
 }
+
+describe("the container image", () => {
+  it("holds only the agent bundle: no TypeScript, no node_modules, no package.json; it runs from those files alone", async () => {
+    const image = imageFiles();
+    const files = filesUnder(image.app);
+    expect(files).toContain(path.join("dist", "agent", "flotilla-agent.mjs"));
+    expect(files.filter((f) => /\.(ts|tsx|mts|cts)$/.test(f) || f.includes("node_modules") || f.endsWith("package.json"))).toEqual([]);
+    expect(image.entrypoint.at(-1)).toBe("dist/agent/flotilla-agent.mjs");
+    const run = agentProcess(["install", "--hub-url", "https://hub.example.com", "--cluster-name", "c1", "--bootstrap-token", "abcdef.0123456789abcdef"], { PATH: process.env.PATH ?? "" });
+    expect(await run.exited).toBe(0);
+    const deploy = parseAllDocuments(run.output()).map((d) => d.toJS() as Json).find((o) => o.kind === "Deployment");
+    expect(deploy?.spec.template.spec.containers[0].resources).toEqual({ requests: { cpu: "50m", memory: "64Mi" }, limits: { cpu: "500m", memory: "128Mi" } });
+  });
+});
 
 describe("install manifests: an agent with their configuration joins the hub", () => {
   let hub: Hub;
