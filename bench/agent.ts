@@ -220,7 +220,7 @@ function imageSize(): string {
     if (spawnSync("sh", ["-c", `command -v ${tool}`]).status !== 0) continue;
     const tag = "flotilla-agent:bench";
     const b = spawnSync(tool, ["build", "-q", "-f", "agent/Containerfile", "-t", tag, "."], { cwd: root, encoding: "utf8" });
-    if (b.status !== 0) return `${tool} build failed: ${b.stderr.trim().slice(0, 200)}`;
+    if (b.status !== 0) return `not measured: ${tool} build failed (${b.stderr.trim().split("\n").at(-1)?.slice(0, 160)})`;
     const s = spawnSync(tool, ["image", "inspect", tag, "--format", "{{.Size}}"], { encoding: "utf8" });
     return `${(Number(s.stdout.trim()) / MiB).toFixed(1)} MiB (${tool})`;
   }
