@@ -20,6 +20,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { agentImage } from "../scripts/agent-image.ts";
 import { admin, createBootstrapToken, startHub, type Hub } from "../scripts/hub-process.ts";
 import { printTable } from "./table.ts";
 
@@ -34,23 +35,10 @@ const MiB = 1024 * 1024;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/**
- * How the image runs the agent: the Node flags of agent/Containerfile's ENTRYPOINT and the
- * environment its ENV lines set.
- */
+/** How the image runs the agent: the Node flags of its ENTRYPOINT and its ENV. */
 function imageRuntime(): { flags: string[]; env: Record<string, string> } {
-  const text = fs.readFileSync(path.join(root, "agent/Containerfile"), "utf8");
-  const entry = /^ENTRYPOINT (\[.*\])$/m.exec(text);
-  if (!entry) throw new Error("agent/Containerfile has no ENTRYPOINT");
-  const argv = JSON.parse(entry[1]!) as string[];
-  const env: Record<string, string> = {};
-  for (const m of text.matchAll(/^ENV ((?:\S+=\S+(?: \\\n\s*| )?)+)$/gm)) {
-    for (const kv of m[1]!.split(/\s+\\?\s*/)) {
-      const i = kv.indexOf("=");
-      if (i > 0) env[kv.slice(0, i)] = kv.slice(i + 1);
-    }
-  }
-  return { flags: argv.slice(1, -1), env };
+  const image = agentImage();
+  return { flags: image.entrypoint.slice(1, -1), env: image.env };
 }
 
 /** RSS and its high-water mark of a process, in bytes, from /proc. */

@@ -84,6 +84,18 @@ export class KubeError extends Error {
   }
 }
 
+/** The {@link KubeError} of a non-2xx answer: its Status decoded when the body is JSON, its message when it has one. */
+function kubeError(status: number, body: string): KubeError {
+  let parsed: unknown = body;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    // keep the text
+  }
+  const message = typeof parsed === "object" && parsed !== null && typeof (parsed as { message?: unknown }).message === "string" ? (parsed as { message: string }).message : `HTTP ${status}`;
+  return new KubeError(status, message, parsed);
+}
+
 /**
  * Connection settings and the transport of one member cluster. Requests share one keep-alive
  * agent (at most 16 sockets).
@@ -218,18 +230,14 @@ export class KubeConfig {
    */
   async json(method: string, path: string, opts: KubeRequestOptions = {}): Promise<Record<string, unknown>> {
     const res = await this.request(method, path, opts);
+    if (res.status < 200 || res.status > 299) throw kubeError(res.status, res.body);
     let parsed: unknown;
     try {
       parsed = res.body ? JSON.parse(res.body) : {};
     } catch {
-      parsed = res.body;
+      parsed = undefined;
     }
-    const isObject = typeof parsed === "object" && parsed !== null && !Array.isArray(parsed);
-    if (res.status < 200 || res.status > 299) {
-      const message = isObject && typeof (parsed as { message?: unknown }).message === "string" ? (parsed as { message: string }).message : `HTTP ${res.status}`;
-      throw new KubeError(res.status, message, parsed);
-    }
-    return isObject ? (parsed as Record<string, unknown>) : {};
+    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
   }
 
   /**
@@ -247,14 +255,7 @@ export class KubeConfig {
       if (status < 200 || status > 299) {
         let body = "";
         for await (const chunk of res) body += chunk as string;
-        let parsed: unknown = body;
-        try {
-          parsed = JSON.parse(body);
-        } catch {
-          // keep the text
-        }
-        const message = typeof parsed === "object" && parsed !== null && typeof (parsed as { message?: unknown }).message === "string" ? (parsed as { message: string }).message : `HTTP ${status}`;
-        throw new KubeError(status, message, parsed);
+        throw kubeError(status, body);
       }
       res.socket.setTimeout(0);
       let buf = "";

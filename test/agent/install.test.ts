@@ -16,6 +16,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
+import { agentImage } from "../../scripts/agent-image.ts";
 import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { kubeconfigFor, startSimulatedCluster, type SimulatedCluster } from "../../agent/sim/index.ts";
 import { runCli } from "../../agent/src/cli.ts";
@@ -471,21 +472,16 @@ async function resolveEnv(kubeconfig: string, deploy: Json, container: Json): Pr
  * `npm run build`), put in a temporary `/app`, and its ENTRYPOINT's command line.
  */
 function imageFiles(): { app: string; entrypoint: string[]; env: Record<string, string> } {
-  const text = fs.readFileSync(path.join(root, "agent/Containerfile"), "utf8");
-  const runtime = text.slice(text.lastIndexOf("\nFROM "));
+  const image = agentImage();
   const app = fs.mkdtempSync(path.join(os.tmpdir(), "flotilla-image-"));
   closers.push(async () => fs.rmSync(app, { recursive: true, force: true }));
-  for (const m of runtime.matchAll(/^COPY --from=build(?: --chown=\S+)? \/src\/(\S+) \/app\/(\S*)$/gm)) {
-    const from = path.join(root, m[1]!);
-    const to = path.join(app, m[2]!.endsWith("/") ? path.join(m[2]!, path.basename(from)) : m[2]!);
+  for (const c of image.copies) {
+    const from = path.join(root, c.from);
+    const to = path.join(app, c.to.endsWith("/") ? path.join(c.to, path.basename(from)) : c.to);
     fs.mkdirSync(path.dirname(to), { recursive: true });
     fs.cpSync(from, to, { recursive: true });
   }
-  const entry = /^ENTRYPOINT (\[.*\])$/m.exec(runtime);
-  if (!entry) throw new Error("agent/Containerfile has no ENTRYPOINT");
-  const env: Record<string, string> = {};
-  for (const m of runtime.matchAll(/^ENV (.+)$/gm)) for (const kv of m[1]!.split(/\s+/)) env[kv.slice(0, kv.indexOf("="))] = kv.slice(kv.indexOf("=") + 1);
-  return { app, entrypoint: JSON.parse(entry[1]!) as string[], env };
+  return { app, entrypoint: image.entrypoint, env: image.env };
 }
 
 /** Every file under `dir`, relative to it. */
