@@ -9,11 +9,12 @@
  * awaits on D1.
  */
 import { DurableObject } from "cloudflare:workers";
-import { and, eq, type SQL } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
+import { builder } from "../src/db/compiled.ts";
 import { decodeProtectedHeader, importJWK, jwtVerify, type JWK } from "jose";
 import { ApiError, conflict, forbidden, invalid, notFound, tooManyRequests, unauthorized, type Status } from "../src/k8s/errors.ts";
 import { findCondition, rfc3339, setCondition, type KubeObject } from "../src/k8s/meta.ts";
-import { database, getObject } from "../src/k8s/store.ts";
+import { database, getObject, guardedShape, type GuardedBinder } from "../src/k8s/store.ts";
 import { commitChange, finishCommit, type WriterMode } from "../src/store/write.ts";
 import { armSweep } from "../src/store/outbox.ts";
 import { clusterIdentities } from "../src/db/schema.ts";
@@ -123,6 +124,9 @@ export interface LeaseRecord {
   renewMs: number;
   toldSeconds: number;
 }
+
+/** Deletes the identity row of the cluster named by the commit's key, under its guard (a removal). */
+const removeIdentityShape = guardedShape((cond) => builder.delete(clusterIdentities).where(and(eq(clusterIdentities.name, sql.placeholder("name")), cond)));
 
 /** The `state` row that marks a D1 commit in flight ({ name }), see `commit`. */
 const COMMITTING = "committing";
@@ -269,9 +273,8 @@ export class ClusterObject extends DurableObject<Env> {
     }
     this.writeState(COMMITTING, { name });
     this.cost.d1Queries += 1;
-    const db = database(this.env.DB);
     // A removed cluster's identity row goes in the same batch as its object.
-    const removeIdentity = next ? undefined : (whileCurrent: SQL) => [db.delete(clusterIdentities).where(and(eq(clusterIdentities.name, name), whileCurrent))];
+    const removeIdentity = next ? undefined : (guarded: GuardedBinder) => [guarded(removeIdentityShape)];
     let committed;
     try {
       committed = await commitChange(this.env, ManagedClusterKind, { namespace: "", name }, current, next, now, removeIdentity);

@@ -11,8 +11,8 @@
 import { and, eq, exists, inArray, lt, sql, type SQL } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
-import type { BatchItem } from "drizzle-orm/batch";
 import { counters, events, labels, objects, outbox, ownerReferences } from "../db/schema.ts";
+import { bind, builder, compiled, type CompiledStatement, type Renderable } from "../db/compiled.ts";
 import { EncryptionError, isSealed, Keyring } from "./encryption.ts";
 import { alreadyExists, ApiError, conflict, notFound } from "./errors.ts";
 import { resourceKey, type KindDefinition } from "./kind.ts";
@@ -103,8 +103,6 @@ async function readRow(db: DrizzleD1Database, def: KindDefinition, row: { body: 
   return openFields(db, def, fromRow(row));
 }
 
-const bumpCounter = sql`INSERT INTO counters (id, value) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET value = value + 1`;
-const counterValue = sql`(SELECT value FROM counters WHERE id = 1)`;
 
 /**
  * Creates a drizzle handle on the D1 binding. `keyring` (`keyringOf(env)`) is needed to read or
@@ -114,16 +112,31 @@ export function database(d1: D1Database, keyring?: Keyring): Database {
   return Object.assign(drizzle(d1), { keyring });
 }
 
+const p = sql.placeholder;
+/** The row of the object at placeholders resource, namespace and name. */
+const keyIs = (cols: { resource: SQLiteColumn; namespace: SQLiteColumn; name: SQLiteColumn }) => and(eq(cols.resource, p("resource")), eq(cols.namespace, p("namespace")), eq(cols.name, p("name")));
+const getShape = compiled(() => builder.select({ body: objects.body, resource_version: objects.resourceVersion }).from(objects).where(keyIs(objects)).limit(1));
+const listShape = compiled(() => builder.select({ body: objects.body, resource_version: objects.resourceVersion }).from(objects).where(and(eq(objects.resource, p("resource")), eq(objects.namespace, p("namespace")))).orderBy(objects.namespace, objects.name));
+const listAllShape = compiled(() => builder.select({ body: objects.body, resource_version: objects.resourceVersion }).from(objects).where(eq(objects.resource, p("resource"))).orderBy(objects.namespace, objects.name));
+const counterShape = compiled(() => builder.select({ value: counters.value }).from(counters).where(eq(counters.id, 1)));
+
+/** A row as D1 returns it for the compiled reads above. */
+interface RawRow {
+  body: string;
+  resource_version: number;
+}
+
+/** The D1 binding under a drizzle handle (what compiled statements run on). */
+function d1Of(db: DrizzleD1Database): D1Database {
+  return (db as DrizzleD1Database & { $client: D1Database }).$client;
+}
+
 /**
  * Reads one object, or null when absent.
  */
 export async function getObject(db: DrizzleD1Database, def: KindDefinition, key: StoreKey): Promise<KubeObject | null> {
-  const rows = await db
-    .select({ body: objects.body, resourceVersion: objects.resourceVersion })
-    .from(objects)
-    .where(and(eq(objects.resource, resourceKey(def)), eq(objects.namespace, key.namespace), eq(objects.name, key.name)))
-    .limit(1);
-  return rows[0] ? readRow(db, def, rows[0]) : null;
+  const row = await bind(d1Of(db), getShape(), { resource: resourceKey(def), namespace: key.namespace, name: key.name }).first<RawRow>();
+  return row ? readRow(db, def, { body: row.body, resourceVersion: row.resource_version }) : null;
 }
 
 /**
@@ -132,14 +145,11 @@ export async function getObject(db: DrizzleD1Database, def: KindDefinition, key:
  * same batch.
  */
 export async function listObjects(db: DrizzleD1Database, def: KindDefinition, namespace: string | undefined): Promise<ListResult> {
-  const where = namespace === undefined
-    ? eq(objects.resource, resourceKey(def))
-    : and(eq(objects.resource, resourceKey(def)), eq(objects.namespace, namespace));
-  const [rows, counter] = await db.batch([
-    db.select({ body: objects.body, resourceVersion: objects.resourceVersion }).from(objects).where(where).orderBy(objects.namespace, objects.name),
-    db.select({ value: counters.value }).from(counters).where(eq(counters.id, 1)),
-  ]);
-  return { items: await Promise.all(rows.map((r) => readRow(db, def, r))), resourceVersion: String(counter[0]?.value ?? 0) };
+  const d1 = d1Of(db);
+  const rows = namespace === undefined ? bind(d1, listAllShape(), { resource: resourceKey(def) }) : bind(d1, listShape(), { resource: resourceKey(def), namespace });
+  const [found, counter] = await d1.batch<RawRow | { value: number }>([rows, bind(d1, counterShape(), {})]);
+  const items = (found!.results as RawRow[]).map((r) => readRow(db, def, { body: r.body, resourceVersion: r.resource_version }));
+  return { items: await Promise.all(items), resourceVersion: String((counter!.results[0] as { value: number } | undefined)?.value ?? 0) };
 }
 
 /** Options of {@link listPage}. */
@@ -277,15 +287,44 @@ export async function listObjectsNamed(db: DrizzleD1Database, def: KindDefinitio
 }
 
 /**
+ * A condition that holds only while a commit's precondition does, for the statements that must
+ * take effect with the object's own (its event, outbox row and indexes): `current`, the row still
+ * carries the expected version (`rv`; before an update or a delete); `written`, the row carries
+ * the version just counted (after a create that was not skipped as a duplicate). Both read the
+ * placeholders `resource`, `namespace`, `name` (and `rv`).
+ */
+export type Guard = "current" | "written";
+
+const guardConditions: Record<Guard, SQL> = {
+  current: exists(builder.select({ one: sql`1` }).from(objects).where(and(keyIs(objects), eq(objects.resourceVersion, p("rv"))))),
+  written: exists(builder.select({ one: sql`1` }).from(objects).where(and(keyIs(objects), sql`${objects.resourceVersion} = (SELECT value FROM counters WHERE id = 1)`))),
+};
+
+/** A statement shape that ends in a commit's {@link Guard} condition: compiled once per guard. */
+export type GuardedShape = Record<Guard, () => CompiledStatement>;
+
+/**
+ * Declares a statement shape written under a commit's guard: `build(cond)` renders it with the
+ * guard's condition (put `cond` in its WHERE clause), once per guard and isolate. Its values are
+ * bound by {@link GuardedBinder}: the commit's key placeholders plus the statement's own.
+ */
+export function guardedShape(build: (cond: SQL) => Renderable): GuardedShape {
+  return { current: compiled(() => build(guardConditions.current)), written: compiled(() => build(guardConditions.written)) };
+}
+
+/** Binds a {@link GuardedShape} under one commit's guard, with the commit's key and `values` (placeholder name to value). */
+export type GuardedBinder = (shape: GuardedShape, values?: Readonly<Record<string, unknown>>) => D1PreparedStatement;
+
+/**
  * What a commit writes besides the object, in the same atomic batch: an outbox row naming the
  * after-commit work the write owes (src/store/outbox.ts; `createdAt` and `dueAt` epoch
  * milliseconds), written only when the commit's precondition holds, and `extra` statements
- * (e.g. the removal of a deleted cluster's identity row), built from `whileCurrent`, a condition
- * that holds only when the precondition does (use it in their WHERE clause).
+ * (e.g. the removal of a deleted cluster's identity row), bound by `guarded` so that they take
+ * effect only when the precondition holds ({@link guardedShape}).
  */
 export interface CommitExtras {
   outbox?: { id: string; hooks: string; createdAt: number; dueAt: number };
-  extra?: (whileCurrent: SQL) => BatchItem<"sqlite">[];
+  extra?: (guarded: GuardedBinder) => D1PreparedStatement[];
 }
 
 /** One write of a {@link commitObjects} call: see {@link commitObject} for its fields. */
@@ -304,75 +343,90 @@ export type CommitOutcome = { ok: true; object: KubeObject | null } | { ok: fals
 /** Items per D1 batch in {@link commitObjects} (each item is 3 to 6 statements). */
 export const COMMIT_BATCH_ITEMS = 50;
 
+const counterValue = sql`(SELECT value FROM counters WHERE id = 1)`;
+/** Bumps the resourceVersion counter: every write's first statement. */
+const bumpShape = compiled(() => builder.insert(counters).values({ id: 1, value: 1 }).onConflictDoUpdate({ target: counters.id, set: { value: sql`${counters.value} + 1` } }));
+/** The event of a write: the row as written (before it, for DELETED) at the counter's new value. */
+const eventShape = guardedShape((cond) =>
+  builder.insert(events).select(
+    builder
+      .select({
+        resourceVersion: counters.value,
+        resource: sql<string>`${p("resource")}`.as("resource"),
+        namespace: sql<string>`${p("namespace")}`.as("namespace"),
+        name: sql<string>`${p("name")}`.as("name"),
+        type: sql<string>`${p("type")}`.as("type"),
+        body: sql<string>`${p("body")}`.as("body"),
+      })
+      .from(counters)
+      .where(and(eq(counters.id, 1), cond)),
+  ),
+);
+const outboxShape = guardedShape((cond) =>
+  builder.insert(outbox).select(
+    builder
+      .select({
+        id: sql<string>`${p("id")}`.as("id"),
+        resourceVersion: counters.value,
+        resource: sql<string>`${p("resource")}`.as("resource"),
+        namespace: sql<string>`${p("namespace")}`.as("namespace"),
+        name: sql<string>`${p("name")}`.as("name"),
+        hooks: sql<string>`${p("hooks")}`.as("hooks"),
+        createdAt: sql<number>`${p("createdAt")}`.as("created_at"),
+        dueAt: sql<number>`${p("dueAt")}`.as("due_at"),
+        attempts: sql<number>`0`.as("attempts"),
+      })
+      .from(counters)
+      .where(and(eq(counters.id, 1), cond)),
+  ),
+);
+const deleteShape = compiled(() => builder.delete(objects).where(and(keyIs(objects), eq(objects.resourceVersion, p("rv")))).returning({ name: objects.name }));
+const insertShape = compiled(() =>
+  builder
+    .insert(objects)
+    .values({ resource: sql`${p("resource")}`, namespace: sql`${p("namespace")}`, name: sql`${p("name")}`, uid: sql`${p("uid")}`, resourceVersion: sql`${counterValue}`, body: sql`${p("body")}` })
+    .onConflictDoNothing()
+    .returning({ resourceVersion: objects.resourceVersion }),
+);
+const updateShape = compiled(() =>
+  builder
+    .update(objects)
+    .set({ body: sql`${p("body")}`, resourceVersion: sql`${counterValue}` })
+    .where(and(keyIs(objects), eq(objects.resourceVersion, p("rv"))))
+    .returning({ resourceVersion: objects.resourceVersion }),
+);
+const pruneShape = compiled(() => builder.delete(events).where(lt(events.resourceVersion, sql`${counterValue} - ${p("retention")}`)));
+
 /**
  * The statements of one item, and the index among them of the statement whose returned rows
  * tell whether the item's precondition held (one row: it did).
  */
-async function itemStatements(db: DrizzleD1Database, def: KindDefinition, item: CommitItem): Promise<{ statements: BatchItem<"sqlite">[]; result: number }> {
+async function itemStatements(db: DrizzleD1Database, def: KindDefinition, item: CommitItem): Promise<{ statements: D1PreparedStatement[]; result: number }> {
+  const d1 = d1Of(db);
   const { key, next, expectedRv, extras = {} } = item;
-  const resource = resourceKey(def);
-  const where = and(eq(objects.resource, resource), eq(objects.namespace, key.namespace), eq(objects.name, key.name));
-  const current = and(where, eq(objects.resourceVersion, expectedRv ?? -1));
+  const keyValues = { resource: resourceKey(def), namespace: key.namespace, name: key.name, rv: expectedRv ?? -1 };
   // What follows the object's own statement runs only when that statement took effect: before a
   // delete (or an update), while the row still carries the expected version; after a create,
   // when the row carries the version just counted (the insert was not skipped as a duplicate).
-  const whileCurrent = exists(db.select({ one: sql`1` }).from(objects).where(current));
-  const written = exists(db.select({ one: sql`1` }).from(objects).where(and(where, sql`${objects.resourceVersion} = ${counterValue}`)));
-  const event = (type: "ADDED" | "MODIFIED" | "DELETED", body: string, cond: SQL) =>
-    db.insert(events).select(
-      db
-        .select({
-          resourceVersion: counters.value,
-          resource: sql<string>`${resource}`.as("resource"),
-          namespace: sql<string>`${key.namespace}`.as("namespace"),
-          name: sql<string>`${key.name}`.as("name"),
-          type: sql<string>`${type}`.as("type"),
-          body: sql<string>`${body}`.as("body"),
-        })
-        .from(counters)
-        .where(and(eq(counters.id, 1), cond)),
-    );
-  const owed = extras.outbox;
-  const outboxRow = (cond: SQL) =>
-    owed
-      ? [
-          db.insert(outbox).select(
-            db
-              .select({
-                id: sql<string>`${owed.id}`.as("id"),
-                resourceVersion: counters.value,
-                resource: sql<string>`${resource}`.as("resource"),
-                namespace: sql<string>`${key.namespace}`.as("namespace"),
-                name: sql<string>`${key.name}`.as("name"),
-                hooks: sql<string>`${owed.hooks}`.as("hooks"),
-                createdAt: sql<number>`${owed.createdAt}`.as("created_at"),
-                dueAt: sql<number>`${owed.dueAt}`.as("due_at"),
-                attempts: sql<number>`0`.as("attempts"),
-              })
-              .from(counters)
-              .where(and(eq(counters.id, 1), cond)),
-          ),
-        ]
-      : [];
-  const extra = (cond: SQL) => extras.extra?.(cond) ?? [];
+  const dependents = (guard: Guard, type: "ADDED" | "MODIFIED" | "DELETED", body: string): D1PreparedStatement[] => {
+    const guarded: GuardedBinder = (shape, values = {}) => bind(d1, shape[guard](), { ...keyValues, ...values });
+    const owed = extras.outbox;
+    return [guarded(eventShape, { type, body }), ...(owed ? [guarded(outboxShape, owed)] : []), ...(extras.extra?.(guarded) ?? [])];
+  };
+  const bump = bind(d1, bumpShape(), {});
 
   if (next === null) {
     const last = item.last !== undefined ? item.last : await getObject(db, def, key);
-    const before = [event("DELETED", last ? await toBody(db, def, last) : "{}", whileCurrent), ...outboxRow(whileCurrent), ...extra(whileCurrent)];
-    return { statements: [db.run(bumpCounter), ...before, db.delete(objects).where(current).returning({ name: objects.name })], result: 1 + before.length };
+    const before = dependents("current", "DELETED", last ? await toBody(db, def, last) : "{}");
+    return { statements: [bump, ...before, bind(d1, deleteShape(), keyValues)], result: 1 + before.length };
   }
   const body = await toBody(db, def, next);
   if (expectedRv === null) {
-    const insert = db
-      .insert(objects)
-      .values({ resource, namespace: key.namespace, name: key.name, uid: next.metadata.uid, resourceVersion: sql`${counterValue}`, body })
-      .onConflictDoNothing()
-      .returning({ resourceVersion: objects.resourceVersion });
-    return { statements: [db.run(bumpCounter), insert, event("ADDED", body, written), ...outboxRow(written), ...extra(written)], result: 1 };
+    const insert = bind(d1, insertShape(), { ...keyValues, uid: next.metadata.uid, body });
+    return { statements: [bump, insert, ...dependents("written", "ADDED", body)], result: 1 };
   }
-  const before = [event("MODIFIED", body, whileCurrent), ...outboxRow(whileCurrent), ...extra(whileCurrent)];
-  const update = db.update(objects).set({ body, resourceVersion: sql`${counterValue}` }).where(current).returning({ resourceVersion: objects.resourceVersion });
-  return { statements: [db.run(bumpCounter), ...before, update], result: 1 + before.length };
+  const before = dependents("current", "MODIFIED", body);
+  return { statements: [bump, ...before, bind(d1, updateShape(), { ...keyValues, body })], result: 1 + before.length };
 }
 
 /**
@@ -385,23 +439,24 @@ async function itemStatements(db: DrizzleD1Database, def: KindDefinition, item: 
  * @throws errors of D1
  */
 export async function commitObjects(db: DrizzleD1Database, def: KindDefinition, items: CommitItem[]): Promise<CommitOutcome[]> {
+  const d1 = d1Of(db);
   const out: CommitOutcome[] = [];
   for (let i = 0; i < items.length; i += COMMIT_BATCH_ITEMS) {
     const chunk = items.slice(i, i + COMMIT_BATCH_ITEMS);
     const built = await Promise.all(chunk.map((item) => itemStatements(db, def, item)));
-    const statements: BatchItem<"sqlite">[] = [];
+    const statements: D1PreparedStatement[] = [];
     const at: number[] = [];
     for (const b of built) {
       at.push(statements.length + b.result);
       statements.push(...b.statements);
     }
-    if (Math.random() < PRUNE_PROBABILITY * chunk.length) statements.push(db.delete(events).where(lt(events.resourceVersion, sql`${counterValue} - ${EVENT_RETENTION}`)));
-    const results = (await db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]])) as unknown[];
+    if (Math.random() < PRUNE_PROBABILITY * chunk.length) statements.push(bind(d1, pruneShape(), { retention: EVENT_RETENTION }));
+    const results = await d1.batch<{ resource_version?: number }>(statements);
     chunk.forEach((item, j) => {
-      const rows = results[at[j]!] as { resourceVersion?: number }[];
+      const rows = results[at[j]!]!.results;
       if (rows.length === 0) out.push({ ok: false, lost: true });
       else if (item.next === null) out.push({ ok: true, object: null });
-      else out.push({ ok: true, object: { ...item.next, metadata: { ...item.next.metadata, resourceVersion: String(rows[0]!.resourceVersion) } } });
+      else out.push({ ok: true, object: { ...item.next, metadata: { ...item.next.metadata, resourceVersion: String(rows[0]!.resource_version) } } });
     });
   }
   return out;
@@ -443,67 +498,64 @@ function ownerUids(obj: KubeObject | null): string[] {
   return [...new Set(refs.map((r) => r?.uid).filter((u): u is string => typeof u === "string" && u !== ""))];
 }
 
+const ownersDeleteShape = guardedShape((cond) => builder.delete(ownerReferences).where(and(keyIs(ownerReferences), cond)));
+const ownerInsertShape = guardedShape((cond) =>
+  builder.insert(ownerReferences).select(
+    builder
+      .select({
+        ownerUid: sql<string>`${p("ownerUid")}`.as("owner_uid"),
+        resource: sql<string>`${p("resource")}`.as("resource"),
+        namespace: sql<string>`${p("namespace")}`.as("namespace"),
+        name: sql<string>`${p("name")}`.as("name"),
+      })
+      .from(counters)
+      .where(and(eq(counters.id, 1), cond)),
+  ),
+);
+
 /**
- * The statements that keep the owner index (`owner_references`) in step with a write of the
- * object at `key` from `before` to `after` (null: absent), guarded by `whileCurrent` (the write's
- * precondition, so the index changes only with the object): none when its owner UIDs are the
- * same, so writes that leave ownerReferences alone cost nothing more.
+ * The statements that keep the owner index (`owner_references`) in step with a write of an object
+ * from `before` to `after` (null: absent), bound under the write's guard (so the index changes
+ * only with the object): none when its owner UIDs are the same, so writes that leave
+ * ownerReferences alone cost nothing more.
  */
-export function ownerIndexStatements(db: DrizzleD1Database, def: KindDefinition, key: StoreKey, before: KubeObject | null, after: KubeObject | null, whileCurrent: SQL): BatchItem<"sqlite">[] {
+export function ownerIndexStatements(before: KubeObject | null, after: KubeObject | null, guarded: GuardedBinder): D1PreparedStatement[] {
   const was = ownerUids(before);
   const now = ownerUids(after);
   if (was.length === now.length && was.every((u, i) => u === now[i])) return [];
-  const resource = resourceKey(def);
-  const mine = and(eq(ownerReferences.resource, resource), eq(ownerReferences.namespace, key.namespace), eq(ownerReferences.name, key.name));
-  return [
-    db.delete(ownerReferences).where(and(mine, whileCurrent)),
-    ...now.map((uid) =>
-      db.insert(ownerReferences).select(
-        db
-          .select({
-            ownerUid: sql<string>`${uid}`.as("owner_uid"),
-            resource: sql<string>`${resource}`.as("resource"),
-            namespace: sql<string>`${key.namespace}`.as("namespace"),
-            name: sql<string>`${key.name}`.as("name"),
-          })
-          .from(counters)
-          .where(and(eq(counters.id, 1), whileCurrent)),
-      ),
-    ),
-  ];
+  return [guarded(ownersDeleteShape), ...now.map((ownerUid) => guarded(ownerInsertShape, { ownerUid }))];
 }
 
+const labelsDeleteShape = guardedShape((cond) => builder.delete(labels).where(and(keyIs(labels), cond)));
+const labelsInsertShape = guardedShape((cond) =>
+  builder.insert(labels).select(
+    builder
+      .select({
+        resource: sql<string>`${p("resource")}`.as("resource"),
+        namespace: sql<string>`${p("namespace")}`.as("namespace"),
+        name: sql<string>`${p("name")}`.as("name"),
+        key: sql<string>`l.key`.as("key"),
+        value: sql<string>`l.value`.as("value"),
+      })
+      .from(sql`json_each(${p("labels")}) AS l`)
+      .where(cond),
+  ),
+);
+
 /**
- * The statements that keep the label index (`labels`) in step with a write of the object at `key`
- * from `before` to `after` (null: absent), guarded by `whileCurrent` (the write's precondition):
- * none when its labels are the same, so writes that leave labels alone (status reports, the
- * scheduler's decisions) cost nothing more; otherwise the object's rows are replaced, by one
- * statement that reads the new labels from their JSON.
+ * The statements that keep the label index (`labels`) in step with a write of an object from
+ * `before` to `after` (null: absent), bound under the write's guard: none when its labels are the
+ * same, so writes that leave labels alone (status reports, the scheduler's decisions) cost
+ * nothing more; otherwise the object's rows are replaced, by one statement that reads the new
+ * labels from their JSON.
  */
-export function labelIndexStatements(db: DrizzleD1Database, def: KindDefinition, key: StoreKey, before: KubeObject | null, after: KubeObject | null, whileCurrent: SQL): BatchItem<"sqlite">[] {
+export function labelIndexStatements(before: KubeObject | null, after: KubeObject | null, guarded: GuardedBinder): D1PreparedStatement[] {
   const was = before?.metadata.labels ?? {};
   const now = after?.metadata.labels ?? {};
   if (before && after && JSON.stringify(was) === JSON.stringify(now)) return [];
   if (!before && Object.keys(now).length === 0) return [];
-  const resource = resourceKey(def);
-  const mine = and(eq(labels.resource, resource), eq(labels.namespace, key.namespace), eq(labels.name, key.name));
-  const out: BatchItem<"sqlite">[] = [db.delete(labels).where(and(mine, whileCurrent))];
-  if (after && Object.keys(now).length > 0) {
-    out.push(
-      db.insert(labels).select(
-        db
-          .select({
-            resource: sql<string>`${resource}`.as("resource"),
-            namespace: sql<string>`${key.namespace}`.as("namespace"),
-            name: sql<string>`${key.name}`.as("name"),
-            key: sql<string>`l.key`.as("key"),
-            value: sql<string>`l.value`.as("value"),
-          })
-          .from(sql`json_each(${JSON.stringify(now)}) AS l`)
-          .where(whileCurrent),
-      ),
-    );
-  }
+  const out = [guarded(labelsDeleteShape)];
+  if (after && Object.keys(now).length > 0) out.push(guarded(labelsInsertShape, { labels: JSON.stringify(now) }));
   return out;
 }
 

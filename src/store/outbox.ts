@@ -11,6 +11,7 @@
  * Hooks are idempotent, so a row run twice (a sweep racing a slow writer) does no harm.
  */
 import { and, asc, eq, gt, inArray, lt, lte, min, sql } from "drizzle-orm";
+import { bind, builder, compiled } from "../db/compiled.ts";
 import { outbox } from "../db/schema.ts";
 import { database } from "../k8s/store.ts";
 import type { Env } from "../env.ts";
@@ -78,7 +79,7 @@ export async function runOwed(env: Env, work: OwedWork, opts: RunOwedOptions): P
   const finished = Object.keys(left).length === 0;
   try {
     if (finished) {
-      if (deleteWhenFinished) await db.delete(outbox).where(eq(outbox.id, work.id));
+      if (deleteWhenFinished) await bind(env.DB, deleteRowsShape(), { ids: JSON.stringify([work.id]) }).run();
     } else {
       await db.update(outbox).set({ hooks: JSON.stringify(left), ...(retryAt !== undefined ? { dueAt: retryAt } : {}) }).where(eq(outbox.id, work.id));
       if (retryAt !== undefined) await armSweep(env, retryAt);
@@ -90,21 +91,17 @@ export async function runOwed(env: Env, work: OwedWork, opts: RunOwedOptions): P
   return { rewrote, finished };
 }
 
-/** Parameters per D1 statement are at most 100: ids deleted per statement. */
-const DELETE_IDS_PER_STATEMENT = 90;
+/** Deletes the rows whose ids the JSON array `ids` holds: one bound parameter for any number of rows. */
+const deleteRowsShape = compiled(() => builder.delete(outbox).where(inArray(outbox.id, builder.select({ id: sql<string>`value` }).from(sql`json_each(${sql.placeholder("ids")})`))));
 
 /**
- * Deletes the outbox rows `ids` (whose hooks all finished) in as few statements as D1's bound
- * parameter limit allows, in one batch. Failures are logged: a row left is run again by a sweep,
- * which its hooks allow.
+ * Deletes the outbox rows `ids` (whose hooks all finished) in one statement. Failures are logged:
+ * a row left is run again by a sweep, which its hooks allow.
  */
 export async function deleteOutboxRows(env: Env, ids: string[]): Promise<void> {
   if (ids.length === 0) return;
-  const db = database(env.DB);
-  const statements = [];
-  for (let i = 0; i < ids.length; i += DELETE_IDS_PER_STATEMENT) statements.push(db.delete(outbox).where(inArray(outbox.id, ids.slice(i, i + DELETE_IDS_PER_STATEMENT))));
   try {
-    await db.batch(statements as [(typeof statements)[0], ...typeof statements]);
+    await bind(env.DB, deleteRowsShape(), { ids: JSON.stringify(ids) }).run();
   } catch (e) {
     console.error(`outbox: could not delete ${ids.length} finished rows; a sweep runs them again`, e);
   }

@@ -68,11 +68,7 @@ function prepareCommit(db: Database, def: KindDefinition, key: StoreKey, before:
   const owed = hooks ? { id: crypto.randomUUID(), resource: resourceKey(def), namespace: key.namespace, name: key.name, hooks } : null;
   const extras: CommitExtras = {
     outbox: owed ? { id: owed.id, hooks: JSON.stringify(hooks), createdAt: now, dueAt: now + OUTBOX_GRACE_MS } : undefined,
-    extra: (whileCurrent) => [
-      ...labelIndexStatements(db, def, key, before, next, whileCurrent),
-      ...ownerIndexStatements(db, def, key, before, next, whileCurrent),
-      ...(extra?.(whileCurrent) ?? []),
-    ],
+    extra: (guarded) => [...labelIndexStatements(before, next, guarded), ...ownerIndexStatements(before, next, guarded), ...(extra?.(guarded) ?? [])],
   };
   return { item: { key, next, expectedRv: before ? Number(before.metadata.resourceVersion) : null, extras, last: before }, owed };
 }
