@@ -128,6 +128,15 @@ export interface LeaseRecord {
 /** Deletes the identity row of the cluster named by the commit's key, under its guard (a removal). */
 const removeIdentityShape = guardedShape((cond) => builder.delete(clusterIdentities).where(and(eq(clusterIdentities.name, sql.placeholder("name")), cond)));
 
+/** Freezes `value` and everything it holds (JSON data: objects and arrays). @returns value */
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
 /** The `state` row that marks a D1 commit in flight ({ name }), see `commit`. */
 const COMMITTING = "committing";
 
@@ -167,6 +176,8 @@ export class ClusterObject extends DurableObject<Env> {
   private alarmArmedAt: number | null = null;
   private lastPurgeMs = 0;
   private cost: Cost = { rowsWritten: 0, d1Queries: 0, schedulerRuns: 0 };
+  /** Parsed `state` rows (see `readState`). */
+  private readonly stateCache = new Map<string, unknown>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -192,13 +203,33 @@ export class ClusterObject extends DurableObject<Env> {
     return rows;
   }
 
+  /** A `state` row's value (null when absent), parsed afresh: the caller may change it. */
   private readState<T>(k: string): T | null {
     const row = this.exec("SELECT v FROM state WHERE k = ?", k)[0];
     return row ? (JSON.parse(row.v as string) as T) : null;
   }
 
+  /**
+   * A `state` row's value (null when absent), read only: values are kept, deeply frozen, until
+   * this object writes or deletes the row (it is the table's only writer), so the agent
+   * requests that only look (a works poll, a status report) read the ManagedCluster and the works
+   * ETag without a query or a JSON parse.
+   */
+  private viewState<T>(k: string): Readonly<T> | null {
+    if (this.stateCache.has(k)) return this.stateCache.get(k) as T | null;
+    const value = deepFreeze(this.readState<T>(k));
+    this.stateCache.set(k, value);
+    return value;
+  }
+
   private writeState(k: string, v: unknown): void {
+    this.stateCache.delete(k);
     this.exec("INSERT INTO state (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v", k, JSON.stringify(v));
+  }
+
+  private deleteState(k: string): void {
+    this.stateCache.delete(k);
+    this.exec("DELETE FROM state WHERE k = ?", k);
   }
 
   private object(): KubeObject | null {
@@ -206,7 +237,7 @@ export class ClusterObject extends DurableObject<Env> {
   }
 
   private worksEtag(): string {
-    let etag = this.readState<string>("worksEtag");
+    let etag = this.viewState<string>("worksEtag");
     if (etag === null) {
       etag = crypto.randomUUID();
       this.writeState("worksEtag", etag);
@@ -287,7 +318,7 @@ export class ClusterObject extends DurableObject<Env> {
     const stored = committed.object;
     if (stored) {
       this.writeState("object", stored);
-      this.exec("DELETE FROM state WHERE k = ?", COMMITTING);
+      this.deleteState(COMMITTING);
       await this.afterChange(stored, now);
     } else {
       await this.forget();
@@ -306,6 +337,7 @@ export class ClusterObject extends DurableObject<Env> {
     this.alarmArmedAt = null;
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
+    this.stateCache.clear();
     this.createSchema();
   }
 
@@ -326,7 +358,7 @@ export class ClusterObject extends DurableObject<Env> {
     if (row && (!mine || Number(row.metadata.resourceVersion) > Number(mine.metadata.resourceVersion))) {
       console.warn(`cluster ${marker.name}: took resourceVersion ${row.metadata.resourceVersion} from D1 after an interrupted commit`);
       this.writeState("object", row);
-      this.exec("DELETE FROM state WHERE k = ?", COMMITTING);
+      this.deleteState(COMMITTING);
       await this.afterChange(row, now);
       if (row.metadata.deletionTimestamp && !mine?.metadata.deletionTimestamp) {
         await this.worksChanged();
@@ -337,7 +369,7 @@ export class ClusterObject extends DurableObject<Env> {
       console.warn(`cluster ${marker.name}: its removal committed before an interruption; forgetting it`);
       await this.forget();
     } else {
-      this.exec("DELETE FROM state WHERE k = ?", COMMITTING);
+      this.deleteState(COMMITTING);
       return;
     }
     // The commit that was interrupted may owe after-commit work: its outbox row is swept.
@@ -607,7 +639,8 @@ export class ClusterObject extends DurableObject<Env> {
       this.takeCost();
       try {
         const now = clock.now();
-        const current = this.object();
+        // Read only: an action that changes the ManagedCluster works on its own copy.
+        const current = this.viewState<KubeObject>("object") as KubeObject | null;
         if (!current) throw unauthorized(INVALID_AGENT_CREDENTIAL);
         const { kid, pending } = await this.verify(token, name, now);
         if (target !== name) throw forbidden(`the credential of cluster ${name} may not act on cluster ${target}`);
@@ -630,7 +663,7 @@ export class ClusterObject extends DurableObject<Env> {
             return { ok: true, value: {} };
           case "left":
             if (!current.metadata.deletionTimestamp) throw conflict({ group: ManagedClusterKind.group, plural: ManagedClusterKind.plural, name }, `cluster ${name} is not leaving`);
-            await this.finishLeave(current, "ManagedClusterLeft", "The agent removed what works applied and left");
+            await this.finishLeave(structuredClone(current), "ManagedClusterLeft", "The agent removed what works applied and left");
             return { ok: true, value: {} };
         }
       } catch (e) {
@@ -644,7 +677,7 @@ export class ClusterObject extends DurableObject<Env> {
     if (action.action === "works" && result.ok && !(result.value as WorksState).changed && action.waitMs > 0) {
       const refused = await this.waitForWorksChange(action.waitMs);
       if (refused) return { ...refused, cost };
-      const obj = this.object();
+      const obj = this.viewState<KubeObject>("object") as KubeObject | null;
       const value: WorksState = obj ? this.worksState(obj, action.ifNoneMatch) : { ...(result.value as WorksState), leaving: true, changed: true };
       return { ok: true, value, cost };
     }
