@@ -81,6 +81,21 @@ function canonical(v: unknown): string {
   });
 }
 
+/**
+ * A work's spec in {@link canonical} form, computed once per work object: the replica set
+ * object keeps its works between runs (WorksCache), so a run compares each with the template
+ * without serialising every work again.
+ */
+const specJsonOf = new WeakMap<KubeObject, string>();
+function specJson(w: KubeObject): string {
+  let json = specJsonOf.get(w);
+  if (json === undefined) {
+    json = canonical(w.spec ?? {});
+    specJsonOf.set(w, json);
+  }
+  return json;
+}
+
 interface PlacementRef {
   name: string;
   rolloutStrategy?: RolloutStrategy;
@@ -338,7 +353,7 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
     const statuses: ClusterRolloutStatus[] = [];
     for (const c of clusters) {
       const w = works.get(c);
-      if (!w || canonical(w.spec ?? {}) !== templateJson) continue;
+      if (!w || specJson(w) !== templateJson) continue;
       const written = Date.parse(w.metadata.annotations?.[TEMPLATE_WRITTEN_ANNOTATION] ?? w.metadata.creationTimestamp);
       statuses.push(workRolloutStatus(c, true, w.metadata.generation ?? 1, w.status?.conditions as WorkCondition[] | undefined, Number.isFinite(written) ? written : nowMs));
     }
@@ -427,7 +442,7 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
   }
   const placementSummary = perPlacement.map((p) => {
     const placed = p.clusters.map((c) => works.get(c)).filter((w): w is KubeObject => w !== undefined);
-    const current = placed.filter((w) => canonical(w.spec ?? {}) === templateJson).length;
+    const current = placed.filter((w) => specJson(w) === templateJson).length;
     return { name: p.name, availableDecisionGroups: `${p.groups} (${current} / ${p.decided} clusters applied)`, summary: summarize(placed) };
   });
   const status = { ...(mwrs.status ?? {}), conditions, summary, placementSummary };
