@@ -19,7 +19,9 @@
 // `wrangler dev --env-file` reads.
 //
 // Supervision: once the hub answered, `/livez` is probed every PROBE_INTERVAL_MS with a
-// PROBE_TIMEOUT_MS timeout. After PROBE_FAILURES consecutive failures (workerd crashed and
+// PROBE_TIMEOUT_MS timeout. A probe that timed out while wrangler's processes kept working (at
+// least BUSY_SHARE of a core, read from Linux's /proc) is a hub under load, not a dead one: it
+// does not count. After PROBE_FAILURES consecutive failures (workerd crashed and
 // wrangler's own restart left the hub hanging, as it does when the entry workerd dies), or when
 // wrangler exits by itself, wrangler and its workerd processes are stopped and wrangler is started
 // again on the same state folder, after a backoff (1 s, doubling, at most 30 s). More than
@@ -28,7 +30,7 @@
 // the hub ever answered (a port in use, bad arguments) ends `npm start` at once with its code.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import path from "node:path";
@@ -41,6 +43,8 @@ const PROBE_INTERVAL_MS = 2_000;
 const PROBE_TIMEOUT_MS = 3_000;
 /** Consecutive failed probes after which the hub counts as dead. */
 const PROBE_FAILURES = 3;
+/** Share of one core wrangler's processes must have used during a timed-out probe for it to count as busy, not dead. */
+const BUSY_SHARE = 0.25;
 /** How long a (re)started wrangler may take to answer its first probe, in milliseconds. */
 const START_TIMEOUT_MS = 180_000;
 /** Restarts allowed within RESTART_WINDOW_MS before giving up with exit code 1. */
@@ -126,18 +130,55 @@ console.log(`              export FLOTILLA_ADMIN_TOKEN=${adminToken}`);
 
 const ca = tls ? readFileSync(tls.ca) : undefined;
 
-/** Resolves true when `GET /livez` answers 200 within PROBE_TIMEOUT_MS, else false. */
+/**
+ * `GET /livez`: resolves "ok" when it answers 200 within PROBE_TIMEOUT_MS, "timeout" when it does
+ * not answer in time, "failed" otherwise (refused, reset, another status).
+ */
 function probe() {
   return new Promise((resolve) => {
+    let timedOut = false;
     const req = (https ? httpsRequest : httpRequest)(`${url}/livez`, { method: "GET", ca, timeout: PROBE_TIMEOUT_MS }, (res) => {
       res.resume();
-      res.on("end", () => resolve(res.statusCode === 200));
-      res.on("error", () => resolve(false));
+      res.on("end", () => resolve(res.statusCode === 200 ? "ok" : "failed"));
+      res.on("error", () => resolve(timedOut ? "timeout" : "failed"));
     });
-    req.on("timeout", () => req.destroy(new Error("timeout")));
-    req.on("error", () => resolve(false));
+    req.on("timeout", () => {
+      timedOut = true;
+      req.destroy(new Error("timeout"));
+    });
+    req.on("error", () => resolve(timedOut ? "timeout" : "failed"));
     req.end();
   });
+}
+
+/** Clock ticks per second of /proc/<pid>/stat's CPU times (USER_HZ, 100 on Linux). */
+const USER_HZ = 100;
+
+/**
+ * CPU time in milliseconds the processes of wrangler's process group (wrangler and its workerd
+ * processes) have used so far, from Linux's /proc; null where /proc cannot tell (another OS).
+ */
+function groupCpuMs(proc) {
+  if (process.platform !== "linux") return null;
+  let ticks = 0;
+  try {
+    for (const entry of readdirSync("/proc")) {
+      if (!/^\d+$/.test(entry)) continue;
+      let stat;
+      try {
+        stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      } catch {
+        continue; // ended meanwhile
+      }
+      // The command name is parenthesised and may hold spaces: count fields after it.
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      // f[2] is the process group; f[11] and f[12] are utime and stime.
+      if (Number(f[2]) === proc.pid) ticks += Number(f[11]) + Number(f[12]);
+    }
+  } catch {
+    return null;
+  }
+  return (ticks * 1000) / USER_HZ;
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -199,12 +240,18 @@ async function runUntilDead(proc) {
   const ended = () => ({ reason: `wrangler exited (${exited.signal ?? `code ${exited.code}`})`, exited: up ? null : exited });
   for (;;) {
     if (exited) return ended();
-    const ok = await probe();
+    const cpuBefore = up ? groupCpuMs(proc) : null;
+    const startedAt = Date.now();
+    const outcome = await probe();
     if (stopping) return null;
     if (exited) return ended();
-    if (ok) {
+    const cpuAfter = cpuBefore === null ? null : groupCpuMs(proc);
+    const busy = outcome === "timeout" && cpuAfter !== null && cpuAfter - cpuBefore >= BUSY_SHARE * (Date.now() - startedAt);
+    if (outcome === "ok") {
       up = true;
       failures = 0;
+    } else if (busy) {
+      // Working through a backlog: not dead, but not known to be alive either.
     } else if (up && ++failures >= PROBE_FAILURES) {
       return { reason: `the hub did not answer /livez ${PROBE_FAILURES} times in a row`, exited: null };
     } else if (!up && Date.now() > startDeadline) {
