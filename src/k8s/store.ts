@@ -103,7 +103,6 @@ async function readRow(db: DrizzleD1Database, def: KindDefinition, row: { body: 
   return openFields(db, def, fromRow(row));
 }
 
-
 /**
  * Creates a drizzle handle on the D1 binding. `keyring` (`keyringOf(env)`) is needed to read or
  * write a kind with `encryptedFields`; without it such reads and writes fail with 500.
@@ -113,6 +112,8 @@ export function database(d1: D1Database, keyring?: Keyring): Database {
 }
 
 const p = sql.placeholder;
+/** The resourceVersion counter's current value, inside a statement. */
+const counterValue = sql`(SELECT value FROM counters WHERE id = 1)`;
 /** The row of the object at placeholders resource, namespace and name. */
 const keyIs = (cols: { resource: SQLiteColumn; namespace: SQLiteColumn; name: SQLiteColumn }) => and(eq(cols.resource, p("resource")), eq(cols.namespace, p("namespace")), eq(cols.name, p("name")));
 const getShape = compiled(() => builder.select({ body: objects.body, resource_version: objects.resourceVersion }).from(objects).where(keyIs(objects)).limit(1));
@@ -297,7 +298,7 @@ export type Guard = "current" | "written";
 
 const guardConditions: Record<Guard, SQL> = {
   current: exists(builder.select({ one: sql`1` }).from(objects).where(and(keyIs(objects), eq(objects.resourceVersion, p("rv"))))),
-  written: exists(builder.select({ one: sql`1` }).from(objects).where(and(keyIs(objects), sql`${objects.resourceVersion} = (SELECT value FROM counters WHERE id = 1)`))),
+  written: exists(builder.select({ one: sql`1` }).from(objects).where(and(keyIs(objects), sql`${objects.resourceVersion} = ${counterValue}`))),
 };
 
 /** A statement shape that ends in a commit's {@link Guard} condition: compiled once per guard. */
@@ -343,7 +344,6 @@ export type CommitOutcome = { ok: true; object: KubeObject | null } | { ok: fals
 /** Items per D1 batch in {@link commitObjects} (each item is 3 to 6 statements). */
 export const COMMIT_BATCH_ITEMS = 50;
 
-const counterValue = sql`(SELECT value FROM counters WHERE id = 1)`;
 /** Bumps the resourceVersion counter: every write's first statement. */
 const bumpShape = compiled(() => builder.insert(counters).values({ id: 1, value: 1 }).onConflictDoUpdate({ target: counters.id, set: { value: sql`${counters.value} + 1` } }));
 /** The event of a write: the row as written (before it, for DELETED) at the counter's new value. */
