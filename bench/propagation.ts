@@ -15,12 +15,16 @@
  * (a poll whose ETag still matches, `waitSeconds=0`): latency and the D1 queries the hub reports
  * in `x-flotilla-d1-queries`.
  *
- *   BENCH_SIZES  fleet sizes, comma-separated (default "100,1000"); each size gets a fresh hub
+ *   BENCH_SIZES        fleet sizes, comma-separated (default "100,1000"); each size gets a fresh hub
+ *   BENCH_HUB_LOG      a file prefix: `<prefix>-<size>.log` gets everything the hub printed
+ *   BENCH_CPU_PROFILE  a file prefix: writes `<prefix>-<size>.cpuprofile`, the hub isolate's CPU
+ *                      profile from the update until every cluster reported (bench/cpu-profile.ts)
  */
 import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../agent/src/credentials.ts";
 import { HubClient } from "../agent/src/hub-client.ts";
-import { admin, createBootstrapToken, startHub } from "../scripts/hub-process.ts";
+import { admin, createBootstrapToken, freePort, startHub } from "../scripts/hub-process.ts";
 import { startNoopWorker } from "./noop/start.ts";
+import { startProfiling, type Profiling } from "./cpu-profile.ts";
 import { Agent as HttpAgent, request as httpRequest } from "node:http";
 
 const SIZES = (process.env.BENCH_SIZES ?? "100,1000").split(",").map((s) => Number(s.trim())).filter((n) => n > 0);
@@ -49,16 +53,50 @@ async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise
   }));
 }
 
+/** Requests in flight at once (`BENCH_CONNECTIONS`, default 4,000); see {@link agentFetch}. */
+const MAX_IN_FLIGHT = Number(process.env.BENCH_CONNECTIONS ?? 4000);
+
 /**
  * Connections the agents share (per server): a local workerd and this client each have 20,000
- * file descriptors here, so 10,000 agents cannot each hold a long-poll and a report connection;
- * beyond this many, requests queue for a free connection, against the hub and the no-op Worker
- * alike (`BENCH_CONNECTIONS`, default 4,000).
+ * file descriptors here, so 10,000 agents cannot each hold a long-poll and a report connection.
+ * Idle connections are all kept (Node closes those beyond 256 by default): wrangler's local proxy
+ * leaves the connections a client closed in CLOSE-WAIT, and with 10,000 agents it ran out of file
+ * descriptors ("Too many open files") within minutes.
  */
-const connections = new HttpAgent({ keepAlive: true, maxSockets: Number(process.env.BENCH_CONNECTIONS ?? 4000) });
+const connections = new HttpAgent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT, maxFreeSockets: MAX_IN_FLIGHT });
 
-/** One agent-protocol request, signed as the agent signs it, over the shared connections. */
+/** A counting semaphore: requests beyond MAX_IN_FLIGHT wait here, in arrival order. */
+let inFlight = 0;
+const waitingForSlot: (() => void)[] = [];
+async function slot(): Promise<() => void> {
+  if (inFlight >= MAX_IN_FLIGHT) await new Promise<void>((resolve) => waitingForSlot.push(resolve));
+  else inFlight++;
+  return () => {
+    const next = waitingForSlot.shift();
+    if (next) next();
+    else inFlight--;
+  };
+}
+
+/**
+ * One agent-protocol request, signed as the agent signs it, over the shared connections. Beyond
+ * MAX_IN_FLIGHT requests, a request waits for a free place before it is signed, as a real agent
+ * signs just before it sends: a token signed and then queued here could outlive its 60 s
+ * lifetime and be refused, which the hub counts as a failed authentication (and, past 50 a
+ * minute from this one address, answers every agent 429). Applies to the hub and the no-op
+ * Worker alike.
+ */
 async function agentFetch(hub: { url: string }, a: BenchAgent, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  const release = await slot();
+  try {
+    return await sendAgentRequest(hub, a, method, path, body, headers);
+  } finally {
+    release();
+  }
+}
+
+/** Sends one signed agent request and reads its whole answer. */
+async function sendAgentRequest(hub: { url: string }, a: BenchAgent, method: string, path: string, body: unknown, headers: Record<string, string>): Promise<Response> {
   const token = await signAgentToken(a.name, a.key, { keyTag: a.keyTag });
   const payload = body ? JSON.stringify(body) : undefined;
   return new Promise<Response>((resolve, reject) => {
@@ -136,7 +174,7 @@ function latencies(agents: BenchAgent[], generation: number, t0: number): number
  */
 async function measureNoop(agents: BenchAgent[]): Promise<number[]> {
   const noop = await startNoopWorker();
-  const stop = { done: false };
+  const stop: Stop = { done: false };
   const loops: Promise<void>[] = [];
   try {
     for (const a of agents) {
@@ -145,6 +183,7 @@ async function measureNoop(agents: BenchAgent[]): Promise<number[]> {
       loops.push(runAgent(noop, a, stop));
     }
     await everyone(agents, 1, 600_000);
+    stop.until = 2;
     const t0 = performance.now();
     await (await fetch(`${noop.url}/bump`, { method: "POST" })).arrayBuffer();
     await everyone(agents, 2, 600_000);
@@ -156,9 +195,26 @@ async function measureNoop(agents: BenchAgent[]): Promise<number[]> {
   }
 }
 
+/**
+ * When the agents' loops end: `done`, all of them; `until`, each agent's once it has reported
+ * that work generation. The measured generation ends an agent's loop because this client shares
+ * {@link connections} among all agents: a cluster done with it would otherwise hold a connection
+ * for its next long-poll (25 s) while other clusters' reports wait for one, which a real fleet
+ * (a connection per agent) does not do. The same applies to the no-op Worker's run.
+ */
+interface Stop {
+  done: boolean;
+  until?: number;
+}
+
+const finished = (a: BenchAgent, stop: Stop) => stop.done || (stop.until !== undefined && [...a.reported.values()].some((r) => r.generation >= stop.until!));
+
+/** Agent requests answered with an error, by HTTP status (printed: a run with any is suspect). */
+const refusals = new Map<number, number>();
+
 /** One agent's poll loop: long-poll, then report every new work generation at once. */
-async function runAgent(hub: { url: string }, a: BenchAgent, stop: { done: boolean }): Promise<void> {
-  while (!stop.done) {
+async function runAgent(hub: { url: string }, a: BenchAgent, stop: Stop): Promise<void> {
+  while (!finished(a, stop)) {
     let res: Response;
     try {
       res = await agentFetch(hub, a, "GET", "/works?waitSeconds=25", undefined, a.etag ? { "if-none-match": `"${a.etag}"` } : {});
@@ -171,6 +227,7 @@ async function runAgent(hub: { url: string }, a: BenchAgent, stop: { done: boole
       continue;
     }
     if (res.status !== 200) {
+      refusals.set(res.status, (refusals.get(res.status) ?? 0) + 1);
       await res.arrayBuffer();
       await new Promise((r) => setTimeout(r, 200));
       continue;
@@ -188,14 +245,34 @@ async function runAgent(hub: { url: string }, a: BenchAgent, stop: { done: boole
         const put = await agentFetch(hub, a, "PUT", `/works/${w.metadata.name}/status`, { uid: w.metadata.uid, status });
         await put.arrayBuffer();
         if (put.status === 200) a.reported.set(w.metadata.name, { generation: g, at: performance.now() });
+        else refusals.set(put.status, (refusals.get(put.status) ?? 0) + 1);
       }).catch(() => undefined);
     }
   }
 }
 
+const PROFILE = process.env.BENCH_CPU_PROFILE;
+
+/**
+ * Throws when `npm start` restarted the hub during the run (its supervisor's lines start with
+ * "flotilla:"), with the output that led to it: figures across a restart mean nothing.
+ */
+function checkNoRestart(hub: { output(): string }): void {
+  const out = hub.output();
+  const at = out.search(/^flotilla: .*restarting/m);
+  if (at >= 0) throw new Error(`the hub was restarted during the run:\n${out.slice(Math.max(0, at - 4000), at + 400)}`);
+}
+
 async function measure(size: number): Promise<string[]> {
-  const hub = await startHub();
-  const stop = { done: false };
+  const inspectorPort = PROFILE ? await freePort() : 0;
+  // The agents join with one heartbeat and send no more (heartbeats are not what is measured):
+  // a grace of 100 lease durations (100 minutes) keeps every lease valid through the run.
+  const hub = await startHub({
+    graceMultiplier: 100,
+    ...(PROFILE ? { wranglerArgs: ["--inspector-port", String(inspectorPort)] } : {}),
+    ...(process.env.BENCH_HUB_LOG ? { logFile: `${process.env.BENCH_HUB_LOG}-${size}.log` } : {}),
+  });
+  const stop: Stop = { done: false };
   const loops: Promise<void>[] = [];
   try {
     const token = await createBootstrapToken(hub, { autoApprove: true });
@@ -214,22 +291,38 @@ async function measure(size: number): Promise<string[]> {
         if (hb.status !== 200) throw new Error(`heartbeat ${a.name}: ${hb.status}`);
       }),
     );
+    checkNoRestart(hub);
     const ok = (r: { status: number; body: unknown }, what: string) => {
       if (r.status >= 300) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
     };
     ok(await admin(hub, "POST", `${G}/v1beta2/namespaces/bench/managedclustersetbindings`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } }), "binding");
     ok(await admin(hub, "POST", `${G}/v1beta1/namespaces/bench/placements`, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "all" }, spec: {} }), "placement");
-    for (const a of agents) loops.push(runAgent(hub, a, stop));
+    // The agents start 16 at a time, each with a first works poll: on this one machine, 10,000
+    // cluster objects loading their storage at once would queue requests for minutes, past their
+    // tokens' lifetime (a real fleet's objects load on many machines, as its agents start).
+    await pool(agents, 16, async (a) => {
+      await retrying(async () => {
+        const r = await agentFetch(hub, a, "GET", "/works?waitSeconds=0");
+        if (r.status !== 200) throw new Error(`first works poll of ${a.name}: ${r.status} ${await r.text()}`);
+        a.etag = ((await r.json()) as { etag: string }).etag;
+      });
+      loops.push(runAgent(hub, a, stop));
+    });
     const spec = (image: string) => ({ placementRefs: [{ name: "all", rolloutStrategy: { type: "All" } }], manifestWorkTemplate: workload(image) });
     ok(await admin(hub, "POST", MWRS, { apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", metadata: { name: "bench" }, spec: spec("v1") }), "replica set");
     await everyone(agents, 1, 600_000);
+    checkNoRestart(hub);
 
     // The measured update: one template change.
+    stop.until = 2;
+    const profiling: Profiling | undefined = PROFILE ? await startProfiling(inspectorPort) : undefined;
     const t0 = performance.now();
     ok(await admin(hub, "PATCH", `${MWRS}/bench`, { spec: spec("v2") }, "application/merge-patch+json"), "update");
     const patchMs = performance.now() - t0;
     await everyone(agents, 2, 600_000);
+    await profiling?.stop(`${PROFILE}-${size}.cpuprofile`);
     const lat = latencies(agents, 2, t0);
+    checkNoRestart(hub);
 
     // Idle polls: the ETag matches, nothing waits.
     const idle: { ms: number; d1: number }[] = [];
@@ -260,6 +353,9 @@ async function measure(size: number): Promise<string[]> {
       percentile(idleMs, 99).toFixed(1),
       (idle.reduce((s, x) => s + x.d1, 0) / Math.max(1, idle.length)).toFixed(2),
     ];
+  } catch (e) {
+    checkNoRestart(hub);
+    throw e;
   } finally {
     stop.done = true;
     await hub.stop();
@@ -274,5 +370,6 @@ for (const size of SIZES) {
   rows.push(await measure(size));
 }
 const widths = header.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+if (refusals.size > 0) console.log(`\nagent requests refused, by HTTP status: ${[...refusals].map(([code, n]) => `${code}: ${n}`).join(", ")}`);
 console.log("\nfrom one ManifestWorkReplicaSet update (rollout All) to each cluster reporting Applied (local wrangler dev on this machine)");
 for (const r of rows) console.log(r.map((v, c) => v.padStart(widths[c]!)).join("  "));

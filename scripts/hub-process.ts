@@ -3,7 +3,7 @@
  * process, for end-to-end tests and benchmarks, and a small admin client for it.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { createWriteStream, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { request as httpsRequest } from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -30,6 +30,8 @@ export interface HubOptions {
   adminToken?: string;
   /** Extra arguments of `wrangler dev` (`npm start` passes them on), e.g. `--config` of another entry. */
   wranglerArgs?: string[];
+  /** A file that gets a copy of everything the hub prints, as it prints it (a benchmark's record). */
+  logFile?: string;
 }
 
 /** A running hub. */
@@ -88,8 +90,9 @@ export async function startHub(opts: HubOptions = {}): Promise<Hub> {
   if (opts.https) env.FLOTILLA_HTTPS = "1";
   const child = spawn(process.execPath, [path.join(root, "scripts", "start.mjs"), ...(opts.wranglerArgs ?? [])], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"], detached: false });
   let out = "";
-  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+  const log = opts.logFile ? createWriteStream(opts.logFile) : undefined;
+  child.stdout!.on("data", (d: Buffer) => ((out += d.toString()), log?.write(d)));
+  child.stderr!.on("data", (d: Buffer) => ((out += d.toString()), log?.write(d)));
   const url = `${opts.https ? "https" : "http"}://127.0.0.1:${port}`;
   const caFile = opts.https ? path.join(stateDir, "tls", "ca.crt") : undefined;
   const deadline = Date.now() + (opts.startTimeoutMs ?? 90_000);
