@@ -225,6 +225,9 @@ export class ClusterObject extends DurableObject<Env> {
   private writeState(k: string, v: unknown): void {
     this.stateCache.delete(k);
     this.exec("INSERT INTO state (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v", k, JSON.stringify(v));
+    // A plain value (the works ETag) is kept as written; an object is read again when needed,
+    // since the caller may still change the one it passed.
+    if (v === null || typeof v !== "object") this.stateCache.set(k, v);
   }
 
   private deleteState(k: string): void {
@@ -728,7 +731,7 @@ export class ClusterObject extends DurableObject<Env> {
    * calls: one SQLite row written.
    */
   async worksChanged(): Promise<void> {
-    if (!this.object()) return;
+    if (!this.viewState("object")) return;
     this.writeState("worksEtag", crypto.randomUUID());
     this.wakeWorksWaiters();
   }
