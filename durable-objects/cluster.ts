@@ -176,7 +176,7 @@ export class ClusterObject extends DurableObject<Env> {
   private alarmArmedAt: number | null = null;
   private lastPurgeMs = 0;
   private cost: Cost = { rowsWritten: 0, d1Queries: 0, schedulerRuns: 0 };
-  /** Parsed `state` rows (see `readState`). */
+  /** Parsed, frozen `state` rows (see `viewState`). */
   private readonly stateCache = new Map<string, unknown>();
 
   constructor(ctx: DurableObjectState, env: Env) {

@@ -7,8 +7,8 @@
  * call's values straight onto a D1 prepared statement.
  *
  * @example
- * const byName = compiled(() => db.select({ body: objects.body }).from(objects).where(eq(objects.name, sql.placeholder("name"))));
- * const rows = (await bind(d1, byName, { name: "a" }).all()).results;
+ * const byName = compiled(() => builder.select({ body: objects.body }).from(objects).where(eq(objects.name, sql.placeholder("name"))));
+ * const rows = (await bind(env.DB, byName(), { name: "a" }).all()).results;
  */
 import { is, Param, Placeholder } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
