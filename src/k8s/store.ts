@@ -344,6 +344,13 @@ export type CommitOutcome = { ok: true; object: KubeObject | null } | { ok: fals
 /** Items per D1 batch in {@link commitObjects} (each item is 3 to 6 statements). */
 export const COMMIT_BATCH_ITEMS = 50;
 
+/** The commit's key (placeholders resource, namespace, name) as the columns of an INSERT ... SELECT. */
+const keySelection = () => ({
+  resource: sql<string>`${p("resource")}`.as("resource"),
+  namespace: sql<string>`${p("namespace")}`.as("namespace"),
+  name: sql<string>`${p("name")}`.as("name"),
+});
+
 /** Bumps the resourceVersion counter: every write's first statement. */
 const bumpShape = compiled(() => builder.insert(counters).values({ id: 1, value: 1 }).onConflictDoUpdate({ target: counters.id, set: { value: sql`${counters.value} + 1` } }));
 /** The event of a write: the row as written (before it, for DELETED) at the counter's new value. */
@@ -352,9 +359,7 @@ const eventShape = guardedShape((cond) =>
     builder
       .select({
         resourceVersion: counters.value,
-        resource: sql<string>`${p("resource")}`.as("resource"),
-        namespace: sql<string>`${p("namespace")}`.as("namespace"),
-        name: sql<string>`${p("name")}`.as("name"),
+        ...keySelection(),
         type: sql<string>`${p("type")}`.as("type"),
         body: sql<string>`${p("body")}`.as("body"),
       })
@@ -368,9 +373,7 @@ const outboxShape = guardedShape((cond) =>
       .select({
         id: sql<string>`${p("id")}`.as("id"),
         resourceVersion: counters.value,
-        resource: sql<string>`${p("resource")}`.as("resource"),
-        namespace: sql<string>`${p("namespace")}`.as("namespace"),
-        name: sql<string>`${p("name")}`.as("name"),
+        ...keySelection(),
         hooks: sql<string>`${p("hooks")}`.as("hooks"),
         createdAt: sql<number>`${p("createdAt")}`.as("created_at"),
         dueAt: sql<number>`${p("dueAt")}`.as("due_at"),
@@ -504,9 +507,7 @@ const ownerInsertShape = guardedShape((cond) =>
     builder
       .select({
         ownerUid: sql<string>`${p("ownerUid")}`.as("owner_uid"),
-        resource: sql<string>`${p("resource")}`.as("resource"),
-        namespace: sql<string>`${p("namespace")}`.as("namespace"),
-        name: sql<string>`${p("name")}`.as("name"),
+        ...keySelection(),
       })
       .from(counters)
       .where(and(eq(counters.id, 1), cond)),
@@ -531,9 +532,7 @@ const labelsInsertShape = guardedShape((cond) =>
   builder.insert(labels).select(
     builder
       .select({
-        resource: sql<string>`${p("resource")}`.as("resource"),
-        namespace: sql<string>`${p("namespace")}`.as("namespace"),
-        name: sql<string>`${p("name")}`.as("name"),
+        ...keySelection(),
         key: sql<string>`l.key`.as("key"),
         value: sql<string>`l.value`.as("value"),
       })
