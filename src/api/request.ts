@@ -115,8 +115,13 @@ export async function readBodyBytes(c: Context, limit = MAX_BODY_BYTES): Promise
   if (declared > limit) throw tooLarge(limit);
   const body = c.req.raw.body;
   if (!body) return new Uint8Array(0);
-  // A declared length within the limit is the body's length (HTTP framing): read it at once.
-  if (c.req.header("content-length") !== undefined && Number.isInteger(declared) && declared >= 0) return new Uint8Array(await c.req.raw.arrayBuffer());
+  // A declared length within the limit is the body's length (HTTP framing): read it at once,
+  // checked again in case a transfer encoding overrode the header.
+  if (c.req.header("content-length") !== undefined && Number.isInteger(declared) && declared >= 0) {
+    const all = new Uint8Array(await c.req.raw.arrayBuffer());
+    if (all.byteLength > limit) throw tooLarge(limit);
+    return all;
+  }
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
