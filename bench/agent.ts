@@ -22,6 +22,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { agentImage } from "../scripts/agent-image.ts";
 import { admin, createBootstrapToken, startHub, type Hub } from "../scripts/hub-process.ts";
+import { procStat } from "../scripts/proc.mjs";
 import { printTable } from "./table.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -30,7 +31,6 @@ const MANIFESTS = Number(process.env.BENCH_MANIFESTS ?? 100);
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 30);
 const CLI_RUNS = Number(process.env.BENCH_CLI_RUNS ?? 10);
 const MC = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
-const CLK_TCK = 100;
 const MiB = 1024 * 1024;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -50,9 +50,9 @@ function memory(pid: number): { rss: number; hwm: number } {
 
 /** User + system CPU time of a process so far, in seconds. */
 function cpuSeconds(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+  const stat = procStat(pid);
+  if (!stat) throw new Error(`process ${pid} has ended`);
+  return stat.cpuMs / 1000;
 }
 
 async function startSim(dir: string): Promise<{ child: ChildProcess; kubeconfig: string }> {

@@ -23,12 +23,13 @@
  *   BENCH_SAMPLES      samples per operation (default 10; steady heartbeats and polls take 5x)
  *   BENCH_PLACEMENTS   placements of the fleet (default 10)
  */
-import { readdirSync, readFileSync, rmSync } from "node:fs";
+import { readdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../agent/src/credentials.ts";
 import { HubClient } from "../agent/src/hub-client.ts";
 import { admin, createBootstrapToken, startHub, workerdPids, type Hub } from "../scripts/hub-process.ts";
+import { procStat } from "../scripts/proc.mjs";
 import type { MeterCounts } from "./meter/counts.ts";
 import { printTable } from "./table.ts";
 
@@ -87,18 +88,7 @@ async function settle(hub: Hub): Promise<MeterCounts> {
 
 /** CPU time (user + system) of the hub's workerd processes so far, in milliseconds (Linux /proc). */
 function workerdCpuMs(hub: Hub): number {
-  const tick = 1000 / 100; // USER_HZ is 100 on Linux
-  let ms = 0;
-  for (const pid of workerdPids(hub)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      ms += (Number(fields[11]) + Number(fields[12])) * tick;
-    } catch {
-      // the process ended
-    }
-  }
-  return ms;
+  return workerdPids(hub).reduce((ms, pid) => ms + (procStat(pid)?.cpuMs ?? 0), 0);
 }
 
 /** Runs `op` for samples 0..n-1 one after another and measures them together. `op` returns its latency in ms and, for agent calls, the hub's cost headers. */

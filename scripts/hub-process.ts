@@ -3,7 +3,8 @@
  * process, for end-to-end tests and benchmarks, and a small admin client for it.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { descendants } from "./proc.mjs";
+import { createWriteStream, mkdtempSync, readFileSync } from "node:fs";
 import { request as httpsRequest } from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -118,24 +119,14 @@ export async function startHub(opts: HubOptions = {}): Promise<Hub> {
  * read from Linux's /proc: what a test kills to crash the hub.
  */
 export function workerdPids(hub: Pick<Hub, "pid">): number[] {
-  const parent = new Map<number, number>();
-  const cmd = new Map<number, string>();
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
+  const command = (pid: number): string => {
     try {
-      // The command name in /proc/<pid>/stat is parenthesised and may hold spaces: the fields after it are fixed.
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      parent.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-      cmd.set(Number(entry), readFileSync(`/proc/${entry}/cmdline`, "utf8"));
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8");
     } catch {
-      // the process ended meanwhile
+      return ""; // the process ended meanwhile
     }
-  }
-  const descends = (pid: number): boolean => {
-    for (let p = parent.get(pid); p !== undefined && p > 1; p = parent.get(p)) if (p === hub.pid) return true;
-    return false;
   };
-  return [...parent.keys()].filter((pid) => descends(pid) && /(^|\/)workerd\0/.test(cmd.get(pid) ?? ""));
+  return descendants(hub.pid).filter((pid) => /(^|\/)workerd\0/.test(command(pid)));
 }
 
 /** A response of the admin API: HTTP status and parsed JSON body. */

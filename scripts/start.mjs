@@ -30,11 +30,12 @@
 // the hub ever answered (a port in use, bad arguments) ends `npm start` at once with its code.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { processes } from "./proc.mjs";
 import { ensureLocalTls } from "./tls.mjs";
 
 /** Interval between two `/livez` probes, in milliseconds. */
@@ -151,34 +152,13 @@ function probe() {
   });
 }
 
-/** Clock ticks per second of /proc/<pid>/stat's CPU times (USER_HZ, 100 on Linux). */
-const USER_HZ = 100;
-
 /**
  * CPU time in milliseconds the processes of wrangler's process group (wrangler and its workerd
  * processes) have used so far, from Linux's /proc; null where /proc cannot tell (another OS).
  */
 function groupCpuMs(proc) {
-  if (process.platform !== "linux") return null;
-  let ticks = 0;
-  try {
-    for (const entry of readdirSync("/proc")) {
-      if (!/^\d+$/.test(entry)) continue;
-      let stat;
-      try {
-        stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      } catch {
-        continue; // ended meanwhile
-      }
-      // The command name is parenthesised and may hold spaces: count fields after it.
-      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      // f[2] is the process group; f[11] and f[12] are utime and stime.
-      if (Number(f[2]) === proc.pid) ticks += Number(f[11]) + Number(f[12]);
-    }
-  } catch {
-    return null;
-  }
-  return (ticks * 1000) / USER_HZ;
+  const group = processes().filter((p) => p.pgrp === proc.pid);
+  return group.length === 0 ? null : group.reduce((ms, p) => ms + p.cpuMs, 0);
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

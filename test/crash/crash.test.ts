@@ -18,6 +18,7 @@ import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { descendants } from "../../scripts/proc.mjs";
 import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "../e2e/support.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
@@ -41,30 +42,6 @@ interface BurstWrite {
   /** Whether the hub's state shows the write (for an acknowledged write: must be true). */
   present: () => Promise<boolean>;
   acked?: boolean;
-}
-
-/** The IDs of every process below `pid`, read from /proc. */
-function descendants(pid: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const out: number[] = [];
-  const walk = (p: number) => {
-    for (const c of children.get(p) ?? []) {
-      out.push(c);
-      walk(c);
-    }
-  };
-  walk(pid);
-  return out;
 }
 
 const commandOf = (pid: number): string => {
