@@ -1,9 +1,9 @@
 /**
  * A CPU profile of a hub's Worker isolate, taken through the inspector `wrangler dev` opens with
  * `--inspector-port` (the Chrome DevTools protocol's Profiler domain), for the benchmarks'
- * `BENCH_CPU_PROFILE` option: open the file in Chrome DevTools or summarise it with
- * {@link topFunctions}.
+ * `BENCH_CPU_PROFILE` option: open the file in Chrome DevTools (Performance panel).
  */
+import { writeFileSync } from "node:fs";
 
 /** A running profile: `stop()` ends it and writes the `.cpuprofile` JSON to `file`. */
 export interface Profiling {
@@ -40,7 +40,6 @@ export async function startProfiling(port: number, intervalUs = 500): Promise<Pr
   return {
     async stop(file: string) {
       const r = (await send("Profiler.stop")) as { profile: unknown };
-      const { writeFileSync } = await import("node:fs");
       writeFileSync(file, JSON.stringify(r.profile));
       ws.close();
     },
