@@ -81,7 +81,11 @@ const encryptionKeys = kept(process.env.FLOTILLA_ENCRYPTION_KEYS, "encryption-ke
 // wrangler itself gets no FLOTILLA_* variable: the Worker reads its settings from the env file.
 const env = {};
 for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("FLOTILLA_")) env[k] = v;
-Object.assign(env, { WRANGLER_SEND_METRICS: "false", CI: process.env.CI ?? "true" });
+// wrangler's local dashboards are off: its local explorer wraps every Durable Object class, and
+// its local observability streams a tail event of every invocation to a collector Worker in the
+// same workerd, which took about 14 % of workerd's CPU under bench:propagation (perf). Neither is
+// part of the hub, nor of what Cloudflare runs.
+Object.assign(env, { WRANGLER_SEND_METRICS: "false", CI: process.env.CI ?? "true", X_LOCAL_OBSERVABILITY: "false", X_LOCAL_EXPLORER: "false" });
 
 const migrate = spawnSync(process.execPath, [wrangler, "d1", "migrations", "apply", "DB", "--local", "--persist-to", stateDir], {
   cwd: root,

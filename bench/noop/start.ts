@@ -25,7 +25,8 @@ export async function startNoopWorker(): Promise<NoopWorker> {
   const child: ChildProcess = spawn(process.execPath, [wrangler, "dev", "--config", path.join(here, "wrangler.toml"), "--ip", "127.0.0.1", "--port", String(port), "--persist-to", mkdtempSync(path.join(tmpdir(), "flotilla-noop-"))], {
     cwd: here,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+    // As `npm start` runs the hub: without wrangler's local explorer and observability.
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", X_LOCAL_OBSERVABILITY: "false", X_LOCAL_EXPLORER: "false" },
   });
   let out = "";
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
