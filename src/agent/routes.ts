@@ -8,6 +8,7 @@ import type { z } from "zod";
 import { ApiError, badRequest, conflict, invalid, notFound, unauthorized } from "../k8s/errors.ts";
 import { resourceKey } from "../k8s/kind.ts";
 import { checkSchema, type KubeObject } from "../k8s/meta.ts";
+import { deliveredWorks } from "./delivered.ts";
 import { database, getObject, listObjects } from "../k8s/store.ts";
 import { ManifestWorkKind, MANIFEST_LIMIT_BYTES } from "../kinds/manifestwork.ts";
 import { writeStored } from "../store/write.ts";
@@ -171,7 +172,9 @@ async function getWorks(c: Ctx): Promise<Response> {
     void status;
     return rest;
   });
-  return new Response(JSON.stringify({ etag: state.etag, leaving: state.leaving, works }), { status: 200, headers: { ...costHeaders(res.cost, 1, res.keyTag), etag } });
+  const body = JSON.stringify({ etag: state.etag, leaving: state.leaving, works });
+  deliveredWorks.delivered(cluster, items, body.length);
+  return new Response(body, { status: 200, headers: { ...costHeaders(res.cost, 1, res.keyTag), etag } });
 }
 
 /**
@@ -182,16 +185,37 @@ async function getWorks(c: Ctx): Promise<Response> {
  * @throws ApiError 404 (no such work), 409 (uid differs), 400/422 (invalid status)
  */
 async function putWorkStatus(c: Ctx): Promise<Response> {
-  const body = decode(WorkStatusReportSchema, parseJson(await readBody(c, WORK_STATUS_BODY_LIMIT)), "workstatuses");
+  const raw = await readBody(c, WORK_STATUS_BODY_LIMIT);
+  const body = decode(WorkStatusReportSchema, parseJson(raw), "workstatuses");
   const cluster = c.req.param("name") ?? "";
   const workName = c.req.param("work") ?? "";
   const ref = { group: ManifestWorkKind.group, plural: ManifestWorkKind.plural, kind: ManifestWorkKind.kind, name: workName };
   const res = await agentResult(c, { action: "report" });
   if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers: costHeaders(res.cost) });
-  const current = await getObject(database(c.env.DB), ManifestWorkKind, { namespace: cluster, name: workName });
-  if (!current) throw notFound(ref);
-  if (current.metadata.uid !== body.uid) throw conflict(ref, `the work's uid is ${current.metadata.uid}, not ${body.uid}: it was deleted and created again`);
-  const { object } = await writeStored(c.env, ManifestWorkKind, cluster, workName, { verb: "update", subresource: "status", body: { ...current, status: body.status } }, undefined, current);
+  const write = (current: KubeObject) => writeStored(c.env, ManifestWorkKind, cluster, workName, { verb: "update", subresource: "status", body: { ...current, status: body.status } }, undefined, current);
+  let object: KubeObject | null | undefined;
+  // The work as the last poll delivered it, when this isolate answered that poll: its
+  // resourceVersion is the write's precondition, so a stale copy is refused (409, or 404 once the
+  // work is gone) and the report is made again below on a fresh read, with the uid checked there.
+  // A report that changes nothing of the copy commits nothing, so nothing checked the copy: it is
+  // made again on a fresh read too.
+  const delivered = deliveredWorks.get(cluster, workName);
+  if (delivered && delivered.metadata.uid === body.uid) {
+    try {
+      const written = (await write(delivered)).object;
+      if (written !== delivered) object = written;
+    } catch (e) {
+      if (!(e instanceof ApiError && (e.code === 409 || e.code === 404))) throw e;
+      deliveredWorks.forget(cluster, workName);
+    }
+  }
+  if (object === undefined) {
+    const current = await getObject(database(c.env.DB), ManifestWorkKind, { namespace: cluster, name: workName });
+    if (!current) throw notFound(ref);
+    if (current.metadata.uid !== body.uid) throw conflict(ref, `the work's uid is ${current.metadata.uid}, not ${body.uid}: it was deleted and created again`);
+    object = (await write(current)).object;
+  }
+  if (object) deliveredWorks.stored(cluster, object, raw.length);
   return new Response(JSON.stringify({ resourceVersion: object?.metadata.resourceVersion ?? "" }), { status: 200, headers: costHeaders(res.cost, 0, res.keyTag) });
 }
 

@@ -108,6 +108,47 @@ describe("works delivery (agent protocol)", () => {
     expect(deleted.body.works).toEqual([]);
   });
 
+  it("a report on the work a poll delivered is written; a copy gone stale is never written over the stored work", async () => {
+    const keys = await joined("wd10");
+    const report = async (uid: string, type: string) =>
+      call("PUT", "/agent/v1/clusters/wd10/works/w10/status", { uid, status: { conditions: [{ type, status: "True", reason: "R", message: "m", lastTransitionTime: "2026-11-23T00:00:00Z", observedGeneration: 1 }] } }, { token: await keys.sign("wd10") });
+    const delivered = async () => {
+      const r = await poll("wd10", keys);
+      expect(r.status).toBe(200);
+      return r.body.works[0] as { metadata: { uid: string; resourceVersion?: string } };
+    };
+    expect((await call("POST", WORKS("wd10"), work("w10"))).status).toBe(201);
+
+    // Reported on the delivered copy, twice in a row (the second on the copy the first stored).
+    const first = await delivered();
+    expect((await report(first.metadata.uid, "Applied")).status).toBe(200);
+    expect((await report(first.metadata.uid, "Available")).status).toBe(200);
+    const both = await call("GET", `${WORKS("wd10")}/w10`);
+    expect(both.body.status.conditions.map((c: { type: string }) => c.type)).toEqual(["Available"]);
+
+    // Another writer changed the status after the poll: the report still lands, on a fresh read.
+    await delivered();
+    const current = (await call("GET", `${WORKS("wd10")}/w10`)).body;
+    expect((await call("PUT", `${WORKS("wd10")}/w10/status`, { ...current, status: { conditions: [] } })).status).toBe(200);
+    expect((await report(first.metadata.uid, "Applied")).status).toBe(200);
+    expect(condition((await call("GET", `${WORKS("wd10")}/w10`)).body, "Applied")).toMatchObject({ status: "True" });
+
+    // Deleted and created again after the poll: the old uid's report is 409, the new work untouched.
+    await delivered();
+    expect((await call("DELETE", `${WORKS("wd10")}/w10`)).status).toBe(200);
+    const again = await call("POST", WORKS("wd10"), work("w10"));
+    expect(again.status).toBe(201);
+    const refused = await report(first.metadata.uid, "Applied");
+    expect(refused.status).toBe(409);
+    expect(refused.body.message).toContain(again.body.metadata.uid);
+    expect((await call("GET", `${WORKS("wd10")}/w10`)).body.status).toBeUndefined();
+
+    // Deleted after the poll: 404.
+    await delivered();
+    expect((await call("DELETE", `${WORKS("wd10")}/w10`)).status).toBe(200);
+    expect((await report(again.body.metadata.uid, "Applied")).status).toBe(404);
+  });
+
   it("a long-poll returns as soon as a work changes, and after waitSeconds when nothing does", async () => {
     const keys = await joined("wd2");
     const { etag } = (await poll("wd2", keys)).body;

@@ -1,0 +1,97 @@
+/**
+ * The works this isolate last handed each cluster's agent (a works poll's answer), kept so that
+ * the agent's status report that follows can write on that copy instead of reading the work from
+ * D1 again: one D1 query less per report, the most frequent agent write during a rollout.
+ *
+ * A copy is only ever a guess of what is stored. The status write carries its resourceVersion as
+ * a precondition (src/store/write.ts `known`), so a copy that is no longer the stored object (a
+ * status write from another isolate, the work deleted or created again) is refused by the commit,
+ * and the caller makes the report again on a fresh read. Correctness never depends on it.
+ *
+ * Bounded by bytes, least recently delivered cluster first out; a cluster whose works are large
+ * is not kept at all.
+ */
+import type { KubeObject } from "../k8s/meta.ts";
+
+/** Most bytes (of the works' JSON) kept for all clusters. */
+export const DELIVERED_WORKS_MAX_BYTES = 8 * 1024 * 1024;
+/** Most bytes kept for one cluster: a poll answer above this is not kept. */
+export const DELIVERED_WORKS_MAX_CLUSTER_BYTES = 256 * 1024;
+
+interface Entry {
+  works: Map<string, KubeObject>;
+  bytes: number;
+}
+
+/**
+ * Works by cluster (namespace) and name, as delivered; see the module comment. One instance per
+ * isolate ({@link deliveredWorks}); tests make their own.
+ */
+export class DeliveredWorks {
+  private readonly clusters = new Map<string, Entry>();
+  private total = 0;
+
+  constructor(
+    private readonly maxBytes = DELIVERED_WORKS_MAX_BYTES,
+    private readonly maxClusterBytes = DELIVERED_WORKS_MAX_CLUSTER_BYTES,
+  ) {}
+
+  /** Bytes held, for tests and benchmarks. */
+  get bytes(): number {
+    return this.total;
+  }
+
+  /**
+   * Keeps `works`, the whole of what `cluster`'s namespace holds as just read, `bytes` being the
+   * size of their JSON (the poll answer's). Replaces what was kept for the cluster; keeps nothing
+   * for it when `bytes` is over the per-cluster bound. The objects must not be changed afterwards.
+   */
+  delivered(cluster: string, works: KubeObject[], bytes: number): void {
+    this.drop(cluster);
+    if (bytes > this.maxClusterBytes) return;
+    this.clusters.set(cluster, { works: new Map(works.map((w) => [w.metadata.name, w])), bytes });
+    this.total += bytes;
+    this.evict();
+  }
+
+  /** The copy of work `name` in `cluster`'s namespace, or undefined. */
+  get(cluster: string, name: string): KubeObject | undefined {
+    return this.clusters.get(cluster)?.works.get(name);
+  }
+
+  /**
+   * Replaces the copy of a work with the object as a write stored it (`grownBy`: bytes it may have
+   * grown, the report's size), when the cluster is kept.
+   */
+  stored(cluster: string, work: KubeObject, grownBy: number): void {
+    const entry = this.clusters.get(cluster);
+    if (!entry || !entry.works.has(work.metadata.name)) return;
+    entry.works.set(work.metadata.name, work);
+    entry.bytes += grownBy;
+    this.total += grownBy;
+    if (entry.bytes > this.maxClusterBytes) this.drop(cluster);
+    else this.evict();
+  }
+
+  /** Forgets the copy of one work (found stale). */
+  forget(cluster: string, name: string): void {
+    this.clusters.get(cluster)?.works.delete(name);
+  }
+
+  private drop(cluster: string): void {
+    const entry = this.clusters.get(cluster);
+    if (!entry) return;
+    this.total -= entry.bytes;
+    this.clusters.delete(cluster);
+  }
+
+  private evict(): void {
+    for (const cluster of this.clusters.keys()) {
+      if (this.total <= this.maxBytes) return;
+      this.drop(cluster);
+    }
+  }
+}
+
+/** This isolate's delivered works. */
+export const deliveredWorks = new DeliveredWorks();
