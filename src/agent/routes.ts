@@ -192,7 +192,9 @@ async function putWorkStatus(c: Ctx): Promise<Response> {
   const ref = { group: ManifestWorkKind.group, plural: ManifestWorkKind.plural, kind: ManifestWorkKind.kind, name: workName };
   const res = await agentResult(c, { action: "report" });
   if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers: costHeaders(res.cost) });
-  const write = (current: KubeObject) => writeStored(c.env, ManifestWorkKind, cluster, workName, { verb: "update", subresource: "status", body: { ...current, status: body.status } }, undefined, current);
+  // The finished outbox row of each report goes with other reports' rows, just after (waitUntil).
+  const waitUntil = (p: Promise<unknown>) => c.executionCtx.waitUntil(p);
+  const write = (current: KubeObject) => writeStored(c.env, ManifestWorkKind, cluster, workName, { verb: "update", subresource: "status", body: { ...current, status: body.status } }, undefined, current, waitUntil);
   let object: KubeObject | null | undefined;
   // The work as the last poll delivered it, when this isolate answered that poll: its
   // resourceVersion is the write's precondition, so a stale copy is refused (409, or 404 once the

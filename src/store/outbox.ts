@@ -16,6 +16,7 @@ import { outbox } from "../db/schema.ts";
 import { database } from "../k8s/store.ts";
 import type { Env } from "../env.ts";
 import { hookNamed, type Change, type HookTarget } from "./hooks.ts";
+import { clock } from "../clock.ts";
 
 /** How long a writer owns the row of its own commit before a sweep may take it, in milliseconds. */
 export const OUTBOX_GRACE_MS = 60_000;
@@ -105,6 +106,41 @@ export async function deleteOutboxRows(env: Env, ids: string[]): Promise<void> {
   } catch (e) {
     console.error(`outbox: could not delete ${ids.length} finished rows; a sweep runs them again`, e);
   }
+}
+
+/** How long a finished row waits to be deleted with others ({@link deferOutboxDelete}), in milliseconds. */
+export const DEFERRED_DELETE_MS = 20;
+/** Most rows one deferred deletion takes (their ids are one JSON parameter). */
+const DEFERRED_DELETE_MAX_ROWS = 500;
+/** The rows this isolate's next deferred deletion takes. */
+let deferred: { ids: string[] } | null = null;
+
+/**
+ * Deletes the outbox row `id`, whose hooks all finished, {@link DEFERRED_DELETE_MS} later together
+ * with the rows that other writes of this isolate finished meanwhile: one D1 statement for many
+ * agent status reports instead of one each. The first row of a group schedules the deletion in
+ * its own request (`waitUntil`, the request's `ExecutionContext.waitUntil`), so no request waits
+ * on another's I/O. Until then the row is an ordinary finished row: a sweep that finds it (the
+ * isolate died first) runs its hooks again, which they allow. A deletion that fails is logged and
+ * leaves its rows to the sweep, which is set for when they are due.
+ */
+export function deferOutboxDelete(env: Env, id: string, waitUntil: (p: Promise<unknown>) => void): void {
+  if (deferred && deferred.ids.length < DEFERRED_DELETE_MAX_ROWS) {
+    deferred.ids.push(id);
+    return;
+  }
+  const group = (deferred = { ids: [id] });
+  waitUntil(
+    new Promise((resolve) => setTimeout(resolve, DEFERRED_DELETE_MS)).then(async () => {
+      if (deferred === group) deferred = null;
+      try {
+        await bind(env.DB, deleteRowsShape(), { ids: JSON.stringify(group.ids) }).run();
+      } catch (e) {
+        console.error(`outbox: could not delete ${group.ids.length} finished rows; a sweep runs them again`, e);
+        await armSweep(env, clock.now() + OUTBOX_GRACE_MS);
+      }
+    }),
+  );
 }
 
 /** The first retry time of a row whose hook failed at `now` (epoch milliseconds). */

@@ -13,7 +13,7 @@ import { COMMIT_BATCH_ITEMS, commitObject, commitObjects, database, getObject, l
 import { computeWrite, settleDeletion, type WriteRequest } from "../k8s/write.ts";
 import type { Env } from "../env.ts";
 import { planHooks } from "./hooks.ts";
-import { deleteOutboxRows, OUTBOX_GRACE_MS, retryTime, runOwed, type OwedWork } from "./outbox.ts";
+import { deferOutboxDelete, deleteOutboxRows, OUTBOX_GRACE_MS, retryTime, runOwed, type OwedWork } from "./outbox.ts";
 import { clock } from "../clock.ts";
 
 /**
@@ -88,13 +88,22 @@ export type WriterMode = "waits" | "returns";
  * milliseconds; `mode` says whether the writer waits for the hooks' effects ({@link WriterMode}).
  * Returns whether a hook rewrote the written object itself.
  */
-export async function finishCommit(env: Env, committed: Committed, now: number, mode: WriterMode = "waits"): Promise<{ rewrote: boolean }> {
+export async function finishCommit(env: Env, committed: Committed, now: number, mode: WriterMode = "waits", waitUntil?: WaitUntil): Promise<{ rewrote: boolean }> {
   const { def, before, object, owed } = committed;
   if (!owed) return { rewrote: false };
   const change = { def, namespace: owed.namespace, name: owed.name, before, after: object };
-  const { rewrote } = await runOwed(env, owed, { recovering: false, retryAt: retryTime(now), change, writerWaits: mode === "waits" });
+  const { rewrote, finished } = await runOwed(env, owed, { recovering: false, retryAt: retryTime(now), change, writerWaits: mode === "waits", deleteWhenFinished: !waitUntil });
+  if (finished && waitUntil) deferOutboxDelete(env, owed.id, waitUntil);
   return { rewrote };
 }
+
+/**
+ * A request's `ExecutionContext.waitUntil`. Given to {@link writeStored} (and {@link finishCommit}),
+ * the write's finished outbox row is deleted a moment after it returns, with other writes' rows
+ * (src/store/outbox.ts `deferOutboxDelete`), instead of by a D1 query of its own before: for the
+ * most frequent writes (agents' work status reports).
+ */
+export type WaitUntil = (p: Promise<unknown>) => void;
 
 /**
  * How many times a write without a resourceVersion precondition is tried when other writers
@@ -151,6 +160,8 @@ async function serialised<T>(key: string, fn: () => Promise<T>): Promise<T> {
  * `known` is the stored object as the caller just read it (a controller that listed it, or a
  * route that checked it): the first attempt uses it instead of reading it again, and the commit's
  * resourceVersion precondition still refuses it if it was stale (one D1 query less per write).
+ * `waitUntil` (the request's): the finished outbox row is deleted just after, with others
+ * ({@link WaitUntil}).
  * @throws ApiError (4xx) for a bad request, a conflict or a missing object; nothing is written then.
  */
 export async function writeStored(
@@ -161,12 +172,13 @@ export async function writeStored(
   req: WriteRequest,
   extras?: Record<string, unknown>,
   known?: KubeObject,
+  waitUntil?: WaitUntil,
 ): Promise<{ object: KubeObject | null; created: boolean }> {
   const attempt = () => commitWithRetries(env, def, { namespace, name }, req, extras, known);
   const outcome = req.verb === "create" ? await attempt() : await serialised(`${resourceKey(def)}/${namespace}/${name}`, attempt);
   if (!outcome.committed) return { object: outcome.unchanged, created: outcome.created };
   const { committed, created, now } = outcome;
-  const { rewrote } = await finishCommit(env, committed, now);
+  const { rewrote } = await finishCommit(env, committed, now, "waits", waitUntil);
   let object = committed.object;
   if (rewrote && object) object = (await getObject(store(env), def, { namespace, name: object.metadata.name })) ?? object;
   // A delete answers with the object as it was (as the apiserver does).

@@ -13,6 +13,8 @@ import { computeWrite } from "../../src/k8s/write.ts";
 import { ManagedClusterKind } from "../../src/kinds/managedcluster.ts";
 import { PlacementKind } from "../../src/kinds/placement.ts";
 import { commitChange, writeStored } from "../../src/store/write.ts";
+import { deferOutboxDelete } from "../../src/store/outbox.ts";
+import { ManifestWorkKind } from "../../src/kinds/manifestwork.ts";
 import { call, condition, MC } from "./helpers.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
@@ -116,6 +118,33 @@ describe("a write answers with the object as stored after its own after-commit w
     expect(created.body.metadata.finalizers).toContain("work.open-cluster-management.io/manifest-work-cleanup");
     const put = await call("PUT", "/apis/work.open-cluster-management.io/v1alpha1/namespaces/fresh/manifestworkreplicasets/fresh", { ...created.body, metadata: { ...created.body.metadata, labels: { a: "b" } } });
     expect(put.status, JSON.stringify(put.body)).toBe(200);
+  });
+});
+
+describe("finished outbox rows of writes given the request's waitUntil", () => {
+  it("are deleted just after the writes return, many in one deletion", async () => {
+    const work = (name: string) => ({ apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name }, spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" } }] } } });
+    const scheduled: Promise<unknown>[] = [];
+    const waitUntil = (p: Promise<unknown>) => void scheduled.push(p);
+    // A ManifestWork create owes works delivery: the hook runs before the write returns.
+    const written = await writeStored(env, ManifestWorkKind, "dq", "w1", { verb: "create", body: work("w1") }, undefined, undefined, waitUntil);
+    expect(written.created).toBe(true);
+    expect(scheduled.length).toBe(1);
+    await Promise.all(scheduled);
+    expect((await outboxRows()).filter((r) => r.namespace === "dq")).toEqual([]);
+
+    // Rows finished together go in one deletion.
+    for (const id of ["dq-a", "dq-b"]) {
+      // Not due for an hour, so that no sweep takes them meanwhile.
+      await env.DB.prepare("INSERT INTO outbox (id, resource, namespace, name, hooks, created_at, due_at, resource_version) VALUES (?, 'x/y', 'dq', ?, '{}', ?, ?, 0)").bind(id, id, Date.now(), Date.now() + 3_600_000).run();
+    }
+    scheduled.length = 0;
+    deferOutboxDelete(env, "dq-a", waitUntil);
+    deferOutboxDelete(env, "dq-b", waitUntil);
+    expect(scheduled.length).toBe(1);
+    expect((await outboxRows()).filter((r) => r.namespace === "dq").length).toBe(2);
+    await Promise.all(scheduled);
+    expect((await outboxRows()).filter((r) => r.namespace === "dq")).toEqual([]);
   });
 });
 
