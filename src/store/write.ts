@@ -85,7 +85,8 @@ export type WriterMode = "waits" | "returns";
 /**
  * Runs the after-commit hooks a commit owes and deletes its outbox row; a hook that fails is
  * logged and left to the sweep (never thrown: the write has committed). `now` is epoch
- * milliseconds; `mode` says whether the writer waits for the hooks' effects ({@link WriterMode}).
+ * milliseconds; `mode` says whether the writer waits for the hooks' effects ({@link WriterMode});
+ * given `waitUntil`, the finished row is deleted just after instead, with others ({@link WaitUntil}).
  * Returns whether a hook rewrote the written object itself.
  */
 export async function finishCommit(env: Env, committed: Committed, now: number, mode: WriterMode = "waits", waitUntil?: WaitUntil): Promise<{ rewrote: boolean }> {
