@@ -10,7 +10,7 @@ import { DeliveredWorks } from "../../src/agent/delivered.ts";
 const work = (cluster: string, name: string, rv: number): KubeObject => ({
   apiVersion: "work.open-cluster-management.io/v1",
   kind: "ManifestWork",
-  metadata: { name, namespace: cluster, uid: `u-${cluster}-${name}`, resourceVersion: String(rv) },
+  metadata: { name, namespace: cluster, uid: `u-${cluster}-${name}`, resourceVersion: String(rv), creationTimestamp: "2026-01-01T00:00:00Z" },
 });
 
 describe("DeliveredWorks", () => {
