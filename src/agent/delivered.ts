@@ -13,7 +13,7 @@
  */
 import type { KubeObject } from "../k8s/meta.ts";
 
-/** Most bytes (of the works' JSON) kept for all clusters. */
+/** Most bytes kept for all clusters, counted as the length of the works' JSON (ASCII almost all). */
 export const DELIVERED_WORKS_MAX_BYTES = 8 * 1024 * 1024;
 /** Most bytes kept for one cluster: a poll answer above this is not kept. */
 export const DELIVERED_WORKS_MAX_CLUSTER_BYTES = 256 * 1024;
@@ -43,7 +43,7 @@ export class DeliveredWorks {
 
   /**
    * Keeps `works`, the whole of what `cluster`'s namespace holds as just read, `bytes` being the
-   * size of their JSON (the poll answer's). Replaces what was kept for the cluster; keeps nothing
+   * length of their JSON (the poll answer's). Replaces what was kept for the cluster; keeps nothing
    * for it when `bytes` is over the per-cluster bound. The objects must not be changed afterwards.
    */
   delivered(cluster: string, works: KubeObject[], bytes: number): void {

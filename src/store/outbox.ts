@@ -96,8 +96,8 @@ export async function runOwed(env: Env, work: OwedWork, opts: RunOwedOptions): P
 const deleteRowsShape = compiled(() => builder.delete(outbox).where(inArray(outbox.id, builder.select({ id: sql<string>`value` }).from(sql`json_each(${sql.placeholder("ids")})`))));
 
 /**
- * Deletes the outbox rows `ids` (whose hooks all finished) in one statement. Failures are logged:
- * a row left is run again by a sweep, which its hooks allow.
+ * Deletes the outbox rows `ids` (whose hooks all finished) in one statement. A failure is logged
+ * and the sweep is set for when the rows are due: a row left is run again, which its hooks allow.
  */
 export async function deleteOutboxRows(env: Env, ids: string[]): Promise<void> {
   if (ids.length === 0) return;
@@ -105,11 +105,15 @@ export async function deleteOutboxRows(env: Env, ids: string[]): Promise<void> {
     await bind(env.DB, deleteRowsShape(), { ids: JSON.stringify(ids) }).run();
   } catch (e) {
     console.error(`outbox: could not delete ${ids.length} finished rows; a sweep runs them again`, e);
+    await armSweep(env, clock.now() + OUTBOX_GRACE_MS);
   }
 }
 
+/** A request's `ExecutionContext.waitUntil`: keeps the request's work going after its answer. */
+export type WaitUntil = (p: Promise<unknown>) => void;
+
 /** How long a finished row waits to be deleted with others ({@link deferOutboxDelete}), in milliseconds. */
-export const DEFERRED_DELETE_MS = 20;
+const DEFERRED_DELETE_MS = 20;
 /** Most rows one deferred deletion takes (their ids are one JSON parameter). */
 const DEFERRED_DELETE_MAX_ROWS = 500;
 /** The rows this isolate's next deferred deletion takes. */
@@ -121,24 +125,19 @@ let deferred: { ids: string[] } | null = null;
  * agent status reports instead of one each. The first row of a group schedules the deletion in
  * its own request (`waitUntil`, the request's `ExecutionContext.waitUntil`), so no request waits
  * on another's I/O. Until then the row is an ordinary finished row: a sweep that finds it (the
- * isolate died first) runs its hooks again, which they allow. A deletion that fails is logged and
- * leaves its rows to the sweep, which is set for when they are due.
+ * isolate died first) runs its hooks again, which they allow; so does a deletion that fails
+ * ({@link deleteOutboxRows}).
  */
-export function deferOutboxDelete(env: Env, id: string, waitUntil: (p: Promise<unknown>) => void): void {
+export function deferOutboxDelete(env: Env, id: string, waitUntil: WaitUntil): void {
   if (deferred && deferred.ids.length < DEFERRED_DELETE_MAX_ROWS) {
     deferred.ids.push(id);
     return;
   }
   const group = (deferred = { ids: [id] });
   waitUntil(
-    new Promise((resolve) => setTimeout(resolve, DEFERRED_DELETE_MS)).then(async () => {
+    new Promise((resolve) => setTimeout(resolve, DEFERRED_DELETE_MS)).then(() => {
       if (deferred === group) deferred = null;
-      try {
-        await bind(env.DB, deleteRowsShape(), { ids: JSON.stringify(group.ids) }).run();
-      } catch (e) {
-        console.error(`outbox: could not delete ${group.ids.length} finished rows; a sweep runs them again`, e);
-        await armSweep(env, clock.now() + OUTBOX_GRACE_MS);
-      }
+      return deleteOutboxRows(env, group.ids);
     }),
   );
 }
@@ -197,7 +196,7 @@ let recovery: Promise<void> | null = null;
  * the periodic sweep for what is left. Later calls do nothing, unless that sweep failed (the
  * next request tries again).
  */
-export function recoverAtStart(env: Env, now: number, waitUntil: (p: Promise<unknown>) => void): void {
+export function recoverAtStart(env: Env, now: number, waitUntil: WaitUntil): void {
   if (recovery) return;
   recovery = (async () => {
     const { nextDue } = await sweepOutbox(env, now, now);

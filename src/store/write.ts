@@ -13,7 +13,7 @@ import { COMMIT_BATCH_ITEMS, commitObject, commitObjects, database, getObject, l
 import { computeWrite, settleDeletion, type WriteRequest } from "../k8s/write.ts";
 import type { Env } from "../env.ts";
 import { planHooks } from "./hooks.ts";
-import { deferOutboxDelete, deleteOutboxRows, OUTBOX_GRACE_MS, retryTime, runOwed, type OwedWork } from "./outbox.ts";
+import { deferOutboxDelete, deleteOutboxRows, OUTBOX_GRACE_MS, retryTime, runOwed, type OwedWork, type WaitUntil } from "./outbox.ts";
 import { clock } from "../clock.ts";
 
 /**
@@ -86,7 +86,8 @@ export type WriterMode = "waits" | "returns";
  * Runs the after-commit hooks a commit owes and deletes its outbox row; a hook that fails is
  * logged and left to the sweep (never thrown: the write has committed). `now` is epoch
  * milliseconds; `mode` says whether the writer waits for the hooks' effects ({@link WriterMode});
- * given `waitUntil`, the finished row is deleted just after instead, with others ({@link WaitUntil}).
+ * given `waitUntil` (the request's), the finished row is deleted just after instead, with other
+ * writes' rows (`deferOutboxDelete`): one D1 query less for the most frequent writes, agents' reports.
  * Returns whether a hook rewrote the written object itself.
  */
 export async function finishCommit(env: Env, committed: Committed, now: number, mode: WriterMode = "waits", waitUntil?: WaitUntil): Promise<{ rewrote: boolean }> {
@@ -97,14 +98,6 @@ export async function finishCommit(env: Env, committed: Committed, now: number, 
   if (finished && waitUntil) deferOutboxDelete(env, owed.id, waitUntil);
   return { rewrote };
 }
-
-/**
- * A request's `ExecutionContext.waitUntil`. Given to {@link writeStored} (and {@link finishCommit}),
- * the write's finished outbox row is deleted a moment after it returns, with other writes' rows
- * (src/store/outbox.ts `deferOutboxDelete`), instead of by a D1 query of its own before: for the
- * most frequent writes (agents' work status reports).
- */
-export type WaitUntil = (p: Promise<unknown>) => void;
 
 /**
  * How many times a write without a resourceVersion precondition is tried when other writers
@@ -162,7 +155,7 @@ async function serialised<T>(key: string, fn: () => Promise<T>): Promise<T> {
  * route that checked it): the first attempt uses it instead of reading it again, and the commit's
  * resourceVersion precondition still refuses it if it was stale (one D1 query less per write).
  * `waitUntil` (the request's): the finished outbox row is deleted just after, with others
- * ({@link WaitUntil}).
+ * (see {@link finishCommit}).
  * @throws ApiError (4xx) for a bad request, a conflict or a missing object; nothing is written then.
  */
 export async function writeStored(
