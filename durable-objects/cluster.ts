@@ -14,7 +14,9 @@ import { builder } from "../src/db/compiled.ts";
 import { decodeProtectedHeader, importJWK, jwtVerify, type JWK } from "jose";
 import { ApiError, conflict, forbidden, invalid, notFound, tooManyRequests, unauthorized, type Status } from "../src/k8s/errors.ts";
 import { findCondition, rfc3339, setCondition, type KubeObject } from "../src/k8s/meta.ts";
-import { database, getObject, guardedShape, type GuardedBinder } from "../src/k8s/store.ts";
+import { database, getObject, guardedShape, listObjects, type GuardedBinder } from "../src/k8s/store.ts";
+import { ManifestWorkKind } from "../src/kinds/manifestwork.ts";
+import { NamespaceWorks, type WorkDelta } from "../src/work/namespace-works.ts";
 import { commitChange, finishCommit, type WriterMode } from "../src/store/write.ts";
 import { armSweep } from "../src/store/outbox.ts";
 import { clusterIdentities } from "../src/db/schema.ts";
@@ -103,12 +105,15 @@ export type AgentAction =
  * The works state of a cluster as the Durable Object knows it: the works ETag (an opaque string
  * that changes whenever a work in the cluster's namespace is created, changes spec or metadata, or
  * is deleted), whether the cluster is leaving, and whether `etag` differs from the `If-None-Match`
- * the agent sent (when false the Worker answers 304 without reading D1).
+ * the agent sent (when false the Worker answers 304 without reading D1). When it differs, `works`
+ * are the namespace's works (src/work/namespace-works.ts), unless the namespace holds too many
+ * bytes of them: the Worker reads them from D1 then.
  */
 export interface WorksState {
   etag: string;
   leaving: boolean;
   changed: boolean;
+  works?: KubeObject[];
 }
 
 /** The finalizer that holds a deleted, accepted ManagedCluster until its agent has left (or the leave timed out). */
@@ -178,6 +183,8 @@ export class ClusterObject extends DurableObject<Env> {
   private cost: Cost = { rowsWritten: 0, d1Queries: 0, schedulerRuns: 0 };
   /** Parsed, frozen `state` rows (see `viewState`). */
   private readonly stateCache = new Map<string, unknown>();
+  /** The works of the cluster's namespace, for works polls (src/work/namespace-works.ts). */
+  private readonly works = new NamespaceWorks();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -341,6 +348,7 @@ export class ClusterObject extends DurableObject<Env> {
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     this.stateCache.clear();
+    this.works.invalidate();
     this.createSchema();
   }
 
@@ -675,16 +683,25 @@ export class ClusterObject extends DurableObject<Env> {
         cost = this.takeCost();
       }
     });
+    if (action.action !== "works" || !result.ok) return { ...result, cost };
+    let value = result.value as WorksState;
     // A works long-poll whose ETag still matches waits here, outside the queue, so heartbeats and
     // other calls go on; any works change (or the start of a leave) ends the wait at once.
-    if (action.action === "works" && result.ok && !(result.value as WorksState).changed && action.waitMs > 0) {
+    if (!value.changed && action.waitMs > 0) {
       const refused = await this.waitForWorksChange(action.waitMs);
       if (refused) return { ...refused, cost };
       const obj = this.viewState<KubeObject>("object") as KubeObject | null;
-      const value: WorksState = obj ? this.worksState(obj, action.ifNoneMatch) : { ...(result.value as WorksState), leaving: true, changed: true };
-      return { ok: true, value, cost };
+      value = obj ? this.worksState(obj, action.ifNoneMatch) : { ...value, leaving: true, changed: true };
     }
-    return { ...result, cost };
+    if (value.changed) {
+      const known = await this.works.current(clock.now(), async () => {
+        const { items, resourceVersion } = await listObjects(database(this.env.DB), ManifestWorkKind, name);
+        return { items, resourceVersion: Number(resourceVersion) };
+      });
+      if (known) value = { ...value, works: known.works };
+      if (known?.read) cost = { ...cost, d1Queries: cost.d1Queries + 1 };
+    }
+    return { ok: true, value, cost };
   }
 
   private requireAccepted(current: KubeObject): void {
@@ -726,12 +743,16 @@ export class ClusterObject extends DurableObject<Env> {
   /**
    * Records that the works in this cluster's namespace changed (a work created, deleted, or its
    * spec or metadata changed): a new works ETag, and every waiting long-poll answers at once.
-   * Called by the Worker after the change committed to D1 (src/work/hooks.ts). Does nothing for a
-   * cluster that does not exist (its first poll gets a fresh ETag anyway). Not queued behind other
-   * calls: one SQLite row written.
+   * Called by the Worker after the change committed to D1 (src/work/hooks.ts), with the change
+   * (`delta`, which the works a poll answers with take in) when the writer has it; without it
+   * (an outbox sweep, the start of a leave), the next changed poll reads the works from D1. Does
+   * nothing for a cluster that does not exist (its first poll gets a fresh ETag anyway). Not
+   * queued behind other calls: one SQLite row written.
    */
-  async worksChanged(): Promise<void> {
-    if (!this.viewState("object")) return;
+  async worksChanged(delta?: WorkDelta): Promise<void> {
+    if (!this.viewState("object")) return this.works.invalidate();
+    if (delta) this.works.apply(delta);
+    else this.works.invalidate();
     this.writeState("worksEtag", crypto.randomUUID());
     this.wakeWorksWaiters();
   }

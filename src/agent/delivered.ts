@@ -42,14 +42,21 @@ export class DeliveredWorks {
   }
 
   /**
-   * Keeps `works`, the whole of what `cluster`'s namespace holds as just read, `bytes` being the
-   * length of their JSON (the poll answer's). Replaces what was kept for the cluster; keeps nothing
-   * for it when `bytes` is over the per-cluster bound. The objects must not be changed afterwards.
+   * Keeps `works`, the whole of what `cluster`'s namespace holds as a poll answered it, `bytes`
+   * being the length of their JSON (the poll answer's). Replaces what was kept for the cluster,
+   * but for a work this isolate stored since (same uid, higher resourceVersion: the answer's copy
+   * may predate a status write, src/work/namespace-works.ts); keeps nothing for the cluster when
+   * `bytes` is over the per-cluster bound. The objects must not be changed afterwards.
    */
   delivered(cluster: string, works: KubeObject[], bytes: number): void {
+    const before = this.clusters.get(cluster)?.works;
     this.drop(cluster);
     if (bytes > this.maxClusterBytes) return;
-    this.clusters.set(cluster, { works: new Map(works.map((w) => [w.metadata.name, w])), bytes });
+    const newer = (w: KubeObject) => {
+      const kept = before?.get(w.metadata.name);
+      return kept && kept.metadata.uid === w.metadata.uid && Number(kept.metadata.resourceVersion) > Number(w.metadata.resourceVersion) ? kept : w;
+    };
+    this.clusters.set(cluster, { works: new Map(works.map((w) => [w.metadata.name, newer(w)])), bytes });
     this.total += bytes;
     this.evict();
   }

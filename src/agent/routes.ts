@@ -148,7 +148,8 @@ function ifNoneMatch(c: Ctx): string | undefined {
 
 /**
  * GET works: the Durable Object answers an unchanged ETag alone (after waiting up to
- * `waitSeconds` for a change); a changed one reads the namespace's ManifestWorks from D1 once.
+ * `waitSeconds` for a change), and a changed one with the namespace's ManifestWorks as it knows
+ * them (read from D1 once after it started, then kept by each change; src/work/namespace-works.ts).
  * @throws ApiError 400 for a bad waitSeconds
  */
 async function getWorks(c: Ctx): Promise<Response> {
@@ -166,7 +167,8 @@ async function getWorks(c: Ctx): Promise<Response> {
     return new Response(null, { status: 304, headers: { etag, "x-flotilla-d1-queries": String(res.cost.d1Queries), ...tag } });
   }
   const cluster = c.req.param("name") ?? "";
-  const { items } = await listObjects(database(c.env.DB), ManifestWorkKind, cluster);
+  // The cluster's object hands over the works it knows; a namespace too large for it is read here.
+  const items = state.works ?? (await listObjects(database(c.env.DB), ManifestWorkKind, cluster)).items;
   const works = items.map((w) => {
     const { status, ...rest } = w;
     void status;
@@ -174,7 +176,7 @@ async function getWorks(c: Ctx): Promise<Response> {
   });
   const body = JSON.stringify({ etag: state.etag, leaving: state.leaving, works });
   deliveredWorks.delivered(cluster, items, body.length);
-  return new Response(body, { status: 200, headers: { ...costHeaders(res.cost, 1, res.keyTag), etag } });
+  return new Response(body, { status: 200, headers: { ...costHeaders(res.cost, state.works ? 0 : 1, res.keyTag), etag } });
 }
 
 /**

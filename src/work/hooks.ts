@@ -8,7 +8,8 @@ import { database, listObjects } from "../k8s/store.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import { AddOnPlacementScoreKind } from "../kinds/placement.ts";
-import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
+import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";
+import type { WorkDelta } from "./namespace-works.ts";
 import { writeStored } from "../store/write.ts";
 
 /** A work as its agent receives it: everything but its status and resourceVersion. */
@@ -19,18 +20,27 @@ function deliveredView(obj: KubeObject | null): string {
   return JSON.stringify([rest, meta]);
 }
 
+/** The delta a committed change of a work hands its cluster's object, or undefined without the change (a sweep). */
+function workDelta(change: Change | undefined): WorkDelta | undefined {
+  const stored = change?.after ?? change?.before;
+  if (!change || !stored) return undefined;
+  return { name: change.name, resourceVersion: Number(stored.metadata.resourceVersion), work: change.after };
+}
+
 /**
  * Works delivery: when a ManifestWork was created, deleted, or changed anything its agent
  * receives (spec or metadata; a status write does not), tells the cluster's Durable Object (the
- * namespace is the cluster's name) that its works changed. The object then changes its works
- * ETag and wakes the agent's long-poll before the write's response is sent. Idempotent: run
- * again, the agent fetches its works once more and finds nothing new.
+ * namespace is the cluster's name) that its works changed, handing it the work as stored (or its
+ * removal) when the writer has it, for the works its polls answer with
+ * (src/work/namespace-works.ts). The object then changes its works ETag and wakes the agent's
+ * long-poll before the write's response is sent. Idempotent: run again, the agent fetches its
+ * works once more and finds nothing new.
  */
 export const worksDeliveryHook: AfterCommitHook<true> = {
   name: "works",
   plan: (change) => (change.def === ManifestWorkKind && deliveredView(change.before) !== deliveredView(change.after) ? true : null),
   async run(env, _owed, target) {
-    await env.CLUSTERS.getByName(target.namespace).worksChanged();
+    await env.CLUSTERS.getByName(target.namespace).worksChanged(workDelta(target.change));
   },
 };
 registerAfterCommitHook(worksDeliveryHook);

@@ -40,6 +40,17 @@ describe("DeliveredWorks", () => {
     expect(d.get("a", "w1")).toBeUndefined();
   });
 
+  it("keeps a copy it stored over an older copy of the same work in a later delivery, not over a work created again", () => {
+    const d = new DeliveredWorks(1000, 100);
+    d.delivered("a", [work("a", "w1", 1), work("a", "w2", 2)], 40);
+    d.stored("a", work("a", "w1", 9), 0);
+    d.stored("a", work("a", "w2", 9), 0);
+    const recreated = { ...work("a", "w2", 3), metadata: { ...work("a", "w2", 3).metadata, uid: "u-new" } };
+    d.delivered("a", [work("a", "w1", 4), recreated], 40);
+    expect(d.get("a", "w1")?.metadata.resourceVersion).toBe("9");
+    expect(d.get("a", "w2")?.metadata).toMatchObject({ uid: "u-new", resourceVersion: "3" });
+  });
+
   it("keeps nothing of a cluster over its bound, and drops the least recently delivered clusters over the total", () => {
     const d = new DeliveredWorks(100, 60);
     d.delivered("big", [work("big", "w", 1)], 61);

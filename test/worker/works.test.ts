@@ -149,6 +149,38 @@ describe("works delivery (agent protocol)", () => {
     expect((await report(again.body.metadata.uid, "Applied")).status).toBe(404);
   });
 
+  it("a changed poll is answered from the works the cluster's object keeps: D1 is read once, and again after a change it was not handed", async () => {
+    const keys = await joined("wd11");
+    const d1 = (r: { headers: Headers }) => r.headers.get("x-flotilla-d1-queries");
+    const first = await poll("wd11", keys);
+    expect(first.body.works).toEqual([]);
+    expect(d1(first)).toBe("1");
+    const asStored = async () => (await call("GET", WORKS("wd11"))).body.items.map(({ status: _s, ...w }: { status?: unknown }) => w);
+
+    expect((await call("POST", WORKS("wd11"), work("w1"))).status).toBe(201);
+    const created = await poll("wd11", keys, first.body.etag);
+    expect(d1(created)).toBe("0");
+    expect(created.body.works).toEqual(await asStored());
+    expect((await call("PATCH", `${WORKS("wd11")}/w1`, { metadata: { labels: { l: "1" } }, spec: { workload: { manifests: [configMap("w1", { a: "2" })] } } }, merge)).status).toBe(200);
+    expect((await call("POST", WORKS("wd11"), work("w0"))).status).toBe(201);
+    const changed = await poll("wd11", keys, created.body.etag);
+    expect(d1(changed)).toBe("0");
+    expect(changed.body.works).toEqual(await asStored());
+    expect(changed.body.works.map((w: { metadata: { name: string } }) => w.metadata.name)).toEqual(["w0", "w1"]);
+    expect(changed.body.works[1]).toMatchObject({ metadata: { generation: 2, labels: { l: "1" } }, spec: { workload: { manifests: [{ data: { a: "2" } }] } } });
+    expect((await call("DELETE", `${WORKS("wd11")}/w1`)).status).toBe(200);
+    const removed = await poll("wd11", keys, changed.body.etag);
+    expect(d1(removed)).toBe("0");
+    expect(removed.body.works.map((w: { metadata: { name: string } }) => w.metadata.name)).toEqual(["w0"]);
+
+    // A change without the work (as the outbox sweep runs the hook after a crash): read again.
+    await env.CLUSTERS.getByName("wd11").worksChanged();
+    const swept = await poll("wd11", keys, removed.body.etag);
+    expect(swept.status).toBe(200);
+    expect(d1(swept)).toBe("1");
+    expect(swept.body.works).toEqual(await asStored());
+  });
+
   it("a long-poll returns as soon as a work changes, and after waitSeconds when nothing does", async () => {
     const keys = await joined("wd2");
     const { etag } = (await poll("wd2", keys)).body;

@@ -1,0 +1,160 @@
+/**
+ * The ManifestWorks of one cluster's namespace as the cluster's Durable Object knows them, so that
+ * a works poll woken by a change is answered without reading D1 (docs/agent-protocol.md "Works").
+ *
+ * Filled once from D1 by the first poll that needs it, then kept by the changes the works delivery
+ * hook (src/work/hooks.ts) hands over after each commit: the work as stored, with its
+ * resourceVersion, or its removal. Changes may arrive in any order, before, during and after a
+ * fill, so each is kept only when it is newer than what is known of its work:
+ * - the fill reads the works with the store's resourceVersion (the counter every commit bumps) in
+ *   one snapshot, so a stored work of resourceVersion at or below it is already reflected there
+ *   (as it is, or by its absence after a removal): such a change that arrives late is dropped;
+ * - a removal carries the removed object's resourceVersion (its own commit's is not known to the
+ *   writer): it is kept as a tombstone at that version, which it wins at, so the removed version
+ *   does not come back; a work created again has a higher one. A change that comes without the object (an outbox sweep
+ * after a crash or a failed hook run) forgets everything: the next poll reads D1 again. So does
+ * this object's eviction, since the picture lives in memory only. As an informer's cache, it is
+ * only as current as the changes it was told of; the works ETag, changed after each, is what
+ * makes an agent poll.
+ *
+ * A status write does not reach the picture (it is not a delivered change): a work's `status` and
+ * `resourceVersion` here are those of its last delivered change, and a status report made on this
+ * copy is refused by the commit's precondition and made again on a fresh read (src/agent/routes.ts).
+ */
+import type { KubeObject } from "../k8s/meta.ts";
+
+/** Most bytes (JSON length) of works a picture holds; a namespace with more is read from D1 at each changed poll. */
+export const NAMESPACE_WORKS_MAX_BYTES = 256 * 1024;
+/** Most tombstones kept before the picture is forgotten (read again at the next poll). */
+export const NAMESPACE_WORKS_MAX_TOMBSTONES = 256;
+
+/**
+ * One delivered change of a work: its name, the resourceVersion of the write (for a removal, the
+ * removed object's), and the object as stored (null: removed).
+ */
+export interface WorkDelta {
+  name: string;
+  resourceVersion: number;
+  work: KubeObject | null;
+}
+
+/** A fill's read: every work of the namespace, and the store's resourceVersion of that snapshot. */
+export interface WorksRead {
+  items: KubeObject[];
+  resourceVersion: number;
+}
+
+interface Entry {
+  rv: number;
+  /** The work as stored, null for a tombstone. */
+  work: KubeObject | null;
+  bytes: number;
+}
+
+/** See the module comment. One per cluster Durable Object. */
+export class NamespaceWorks {
+  /** Null: nothing held (changes are not kept until a fill starts). */
+  private entries: Map<string, Entry> | null = null;
+  private complete = false;
+  private bytes = 0;
+  private tombstones = 0;
+  /** Bumped by {@link invalidate}: a fill that started before it keeps nothing. */
+  private epoch = 0;
+  private filling: Promise<WorksRead> | null = null;
+  /** The store's resourceVersion when the fill read: stored versions up to it are in the picture. */
+  private asOf = 0;
+  /** Epoch milliseconds until which the namespace counts as too large to hold. */
+  private largeUntil = 0;
+
+  /** Whether the picture holds every work of the namespace (for tests). */
+  get isComplete(): boolean {
+    return this.complete;
+  }
+
+  /** Takes one delivered change (kept only when newer than what the name holds). */
+  apply(delta: WorkDelta): void {
+    if (!this.entries) return;
+    if (delta.work && this.complete && delta.resourceVersion <= this.asOf) return;
+    const held = this.entries.get(delta.name);
+    // A removal carries the removed object's resourceVersion: at the same one, it is the later.
+    if (held && (held.rv > delta.resourceVersion || (held.rv === delta.resourceVersion && (delta.work || !held.work)))) return;
+    const bytes = delta.work ? JSON.stringify(delta.work).length : 0;
+    this.set(delta.name, { rv: delta.resourceVersion, work: delta.work, bytes }, held);
+    if (this.bytes > NAMESPACE_WORKS_MAX_BYTES || this.tombstones > NAMESPACE_WORKS_MAX_TOMBSTONES) this.invalidate();
+  }
+
+  /** Forgets everything (a change whose object is unknown): the next {@link current} reads again. */
+  invalidate(): void {
+    this.entries = null;
+    this.complete = false;
+    this.bytes = 0;
+    this.tombstones = 0;
+    this.epoch++;
+    this.filling = null;
+  }
+
+  /**
+   * The namespace's works, sorted by name, at `now` (epoch milliseconds): from the picture when it
+   * is complete, else from `read` (every work of the namespace as D1 holds it, with the store's
+   * resourceVersion read in the same snapshot), which then fills the picture. Null when the namespace's works are over {@link NAMESPACE_WORKS_MAX_BYTES}: the
+   * caller reads them itself (for a minute after that was found, this reads nothing).
+   * @throws what `read` throws (nothing is kept then)
+   */
+  async current(now: number, read: () => Promise<WorksRead>): Promise<{ works: KubeObject[]; read: boolean } | null> {
+    if (this.complete && this.entries) return { works: this.live(), read: false };
+    if (now < this.largeUntil) return null;
+    if (!this.filling) {
+      const epoch = this.epoch;
+      this.entries ??= new Map();
+      const filling = read();
+      this.filling = filling;
+      filling.then(
+        (items) => {
+          if (this.epoch === epoch) this.fill(items, now);
+        },
+        () => {
+          if (this.epoch === epoch) this.invalidate();
+        },
+      );
+    }
+    const { items } = await this.filling;
+    if (this.complete && this.entries) return { works: this.live(), read: true };
+    return this.largeUntil > now ? null : { works: [...items].sort(byName), read: true };
+  }
+
+  private fill({ items, resourceVersion }: WorksRead, now: number): void {
+    this.filling = null;
+    this.asOf = resourceVersion;
+    // A change that came during the read and is not newer than it: the read tells its work's state.
+    for (const [name, e] of this.entries!) if (e.work && e.rv <= resourceVersion) this.set(name, { rv: 0, work: null, bytes: 0 }, e, true);
+    for (const w of items) {
+      const rv = Number(w.metadata.resourceVersion);
+      const held = this.entries!.get(w.metadata.name);
+      if (!held || held.rv < rv) this.set(w.metadata.name, { rv, work: w, bytes: JSON.stringify(w).length }, held);
+    }
+    if (this.bytes > NAMESPACE_WORKS_MAX_BYTES) {
+      this.invalidate();
+      this.largeUntil = now + 60_000;
+      return;
+    }
+    this.complete = true;
+  }
+
+  /** Sets (or, `drop`, deletes) the entry of `name`, which held `held`. */
+  private set(name: string, entry: Entry, held: Entry | undefined, drop = false): void {
+    this.bytes += (drop ? 0 : entry.bytes) - (held?.bytes ?? 0);
+    this.tombstones += (drop || entry.work ? 0 : 1) - (held && !held.work ? 1 : 0);
+    if (drop) this.entries!.delete(name);
+    else this.entries!.set(name, entry);
+  }
+
+  private live(): KubeObject[] {
+    const works: KubeObject[] = [];
+    for (const e of this.entries!.values()) if (e.work) works.push(e.work);
+    return works.sort(byName);
+  }
+}
+
+function byName(a: KubeObject, b: KubeObject): number {
+  return a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0;
+}

@@ -1,0 +1,182 @@
+/**
+ * The works a cluster's Durable Object keeps for its polls (src/work/namespace-works.ts): filled
+ * by one read, then kept by delivered changes that arrive in any order, during a fill too; a
+ * change without its object forgets everything, and a namespace over the byte bound is not kept.
+ * Randomised: after any interleaving of changes and a fill, the picture equals the last state.
+ */
+import { describe, expect, it } from "vitest";
+import type { KubeObject } from "../../src/k8s/meta.ts";
+import { NAMESPACE_WORKS_MAX_BYTES, NamespaceWorks, type WorkDelta, type WorksRead } from "../../src/work/namespace-works.ts";
+
+const work = (name: string, rv: number, extra = ""): KubeObject => ({
+  apiVersion: "work.open-cluster-management.io/v1",
+  kind: "ManifestWork",
+  metadata: { name, namespace: "c1", uid: `u-${name}`, resourceVersion: String(rv), creationTimestamp: "2026-01-01T00:00:00Z" },
+  spec: { note: extra },
+});
+const put = (w: KubeObject): WorkDelta => ({ name: w.metadata.name, resourceVersion: Number(w.metadata.resourceVersion), work: w });
+const removed = (name: string, rv: number): WorkDelta => ({ name, resourceVersion: rv, work: null });
+/** A read of `items` at the store's resourceVersion `rv`. */
+const at = (rv: number, ...items: KubeObject[]) => async (): Promise<WorksRead> => ({ items, resourceVersion: rv });
+const names = (r: { works: KubeObject[] } | null) => r?.works.map((w) => `${w.metadata.name}@${w.metadata.resourceVersion}`);
+
+/** A read that resolves when the test says, to interleave changes with a fill. */
+function deferredRead(): { read: () => Promise<WorksRead>; resolve: (items: KubeObject[], resourceVersion: number) => void; calls: () => number } {
+  let calls = 0;
+  let resolve!: (read: WorksRead) => void;
+  return {
+    read: () => {
+      calls++;
+      return new Promise((r) => (resolve = r));
+    },
+    resolve: (items, resourceVersion) => resolve({ items, resourceVersion }),
+    calls: () => calls,
+  };
+}
+
+describe("NamespaceWorks", () => {
+  it("reads once, then answers from the changes it is handed, sorted by name", async () => {
+    const p = new NamespaceWorks();
+    p.apply(put(work("early", 1)));
+    let reads = 0;
+    const read = async () => (reads++, { items: [work("b", 2), work("a", 3)], resourceVersion: 3 });
+    expect(names(await p.current(0, read))).toEqual(["a@3", "b@2"]);
+    expect(p.isComplete).toBe(true);
+    p.apply(put(work("c", 4)));
+    p.apply(put(work("a", 5)));
+    p.apply(removed("b", 2));
+    expect(await p.current(0, read)).toMatchObject({ read: false });
+    expect(names(await p.current(0, read))).toEqual(["a@5", "c@4"]);
+    expect(reads).toBe(1);
+  });
+
+  it("keeps the newest version of each work whatever the order changes arrive in, a removal included", async () => {
+    const p = new NamespaceWorks();
+    await p.current(0, at(3, work("a", 3)));
+    p.apply(put(work("a", 7)));
+    p.apply(put(work("a", 5)));
+    expect(names(await p.current(0, at(0)))).toEqual(["a@7"]);
+    p.apply(removed("a", 7));
+    p.apply(put(work("a", 6)));
+    p.apply(put(work("a", 7)));
+    expect(names(await p.current(0, at(0)))).toEqual([]);
+    p.apply(put(work("a", 9)));
+    expect(names(await p.current(0, at(0)))).toEqual(["a@9"]);
+  });
+
+  it("drops a change the fill's snapshot already reflects, arriving before, during or after it", async () => {
+    // w0 was updated (rv 5) and then removed (rv 6) before the read at 6: whenever the update's
+    // change arrives, and even when the removal's came before the fill started, w0 stays gone.
+    const p = new NamespaceWorks();
+    p.apply(removed("w0", 5));
+    const d = deferredRead();
+    const answer = p.current(0, d.read);
+    p.apply(put(work("w1", 4)));
+    d.resolve([work("w1", 4), work("w2", 6)], 6);
+    expect(names(await answer)).toEqual(["w1@4", "w2@6"]);
+    p.apply(put(work("w0", 5)));
+    p.apply(put(work("w2", 2)));
+    expect(names(await p.current(0, at(0)))).toEqual(["w1@4", "w2@6"]);
+    // An update during a fill that the snapshot shows removed is dropped too.
+    const q = new NamespaceWorks();
+    const e = deferredRead();
+    const second = q.current(0, e.read);
+    q.apply(put(work("w0", 5)));
+    e.resolve([], 6);
+    expect(names(await second)).toEqual([]);
+  });
+
+  it("takes changes made during a fill, and the fill keeps none of what they replaced", async () => {
+    const p = new NamespaceWorks();
+    const d = deferredRead();
+    const first = p.current(0, d.read);
+    const second = p.current(0, d.read);
+    p.apply(put(work("a", 8)));
+    p.apply(removed("b", 4));
+    p.apply(put(work("new", 9)));
+    d.resolve([work("a", 3), work("b", 4), work("c", 5)], 5);
+    expect(names(await first)).toEqual(["a@8", "c@5", "new@9"]);
+    expect(names(await second)).toEqual(["a@8", "c@5", "new@9"]);
+    expect(d.calls()).toBe(1);
+  });
+
+  it("forgets everything on a change without its object, and a fill under way then keeps nothing", async () => {
+    const p = new NamespaceWorks();
+    await p.current(0, at(1, work("a", 1)));
+    p.invalidate();
+    expect(p.isComplete).toBe(false);
+    const d = deferredRead();
+    const answer = p.current(0, d.read);
+    p.invalidate();
+    d.resolve([work("a", 1)], 1);
+    expect(names(await answer)).toEqual(["a@1"]);
+    expect(p.isComplete).toBe(false);
+    p.apply(put(work("a", 2)));
+    expect(names(await p.current(0, at(3, work("a", 2), work("b", 3))))).toEqual(["a@2", "b@3"]);
+    expect(p.isComplete).toBe(true);
+  });
+
+  it("keeps nothing of a failed read, and reads again at the next call", async () => {
+    const p = new NamespaceWorks();
+    await expect(p.current(0, async () => Promise.reject(new Error("D1 down")))).rejects.toThrow("D1 down");
+    expect(p.isComplete).toBe(false);
+    expect(names(await p.current(0, at(1, work("a", 1))))).toEqual(["a@1"]);
+  });
+
+  it("holds no namespace over its byte bound: answers null for a minute, then tries again", async () => {
+    const p = new NamespaceWorks();
+    const big = [work("a", 1, "x".repeat(NAMESPACE_WORKS_MAX_BYTES))];
+    expect(await p.current(0, at(1, ...big))).toBeNull();
+    expect(p.isComplete).toBe(false);
+    let reads = 0;
+    expect(await p.current(59_000, async () => (reads++, { items: [], resourceVersion: 1 }))).toBeNull();
+    expect(reads).toBe(0);
+    expect(names(await p.current(61_000, at(2, work("a", 2))))).toEqual(["a@2"]);
+    // A change that grows the namespace past the bound forgets it.
+    p.apply(put(work("b", 3, "y".repeat(NAMESPACE_WORKS_MAX_BYTES))));
+    expect(p.isComplete).toBe(false);
+  });
+
+  it("equals the namespace's last state after any interleaving of changes with a fill (randomised)", async () => {
+    let seed = 7;
+    const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+    for (let round = 0; round < 1000; round++) {
+      // The store: a history of commits with rising resourceVersions.
+      const stored = new Map<string, KubeObject>();
+      const deltas: WorkDelta[] = [];
+      let rv = 0;
+      const commit = () => {
+        const name = `w${rand(6)}`;
+        rv++;
+        if (stored.has(name) && rand(3) === 0) {
+          const before = stored.get(name)!;
+          stored.delete(name);
+          deltas.push(removed(name, Number(before.metadata.resourceVersion)));
+        } else {
+          const w = work(name, rv);
+          stored.set(name, w);
+          deltas.push(put(w));
+        }
+      };
+      for (let i = rand(10); i > 0; i--) commit();
+      const p = new NamespaceWorks();
+      // Hooks of the commits so far may arrive before, during or after the fill, in any order.
+      const snapshot = [...stored.values()];
+      const snapshotRv = rv;
+      const early = deltas.splice(0, deltas.length).sort(() => rand(3) - 1);
+      const d = deferredRead();
+      const cut = rand(early.length + 1);
+      for (const delta of early.slice(0, cut)) p.apply(delta);
+      const answer = p.current(0, d.read);
+      for (let i = rand(5); i > 0; i--) commit();
+      const late = [...early.slice(cut), ...deltas.splice(0, deltas.length)].sort(() => rand(3) - 1);
+      const during = rand(late.length + 1);
+      for (const delta of late.slice(0, during)) p.apply(delta);
+      d.resolve(snapshot, snapshotRv);
+      await answer;
+      for (const delta of late.slice(during)) p.apply(delta);
+      const expected = [...stored.values()].map((w) => `${w.metadata.name}@${w.metadata.resourceVersion}`).sort();
+      expect(names(await p.current(0, at(0))), `round ${round}`).toEqual(expected);
+    }
+  });
+});
