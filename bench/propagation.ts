@@ -17,6 +17,7 @@
  *
  *   BENCH_SIZES        fleet sizes, comma-separated (default "100,1000"); each size gets a fresh hub
  *   BENCH_HUB_LOG      a file prefix: `<prefix>-<size>.log` gets everything the hub printed
+ *   BENCH_TIMELINE     set: also prints when the polls were answered and the reports written (percentiles)
  *   BENCH_CPU_PROFILE  a file prefix: writes `<prefix>-<size>.cpuprofile`, the hub isolate's CPU
  *                      profile from the update until every cluster reported (bench/cpu-profile.ts)
  */
@@ -39,6 +40,8 @@ interface BenchAgent {
   etag?: string;
   /** Highest work generation reported, and when (performance.now() milliseconds). */
   reported: Map<string, { generation: number; at: number }>;
+  /** When a poll answer first carried each work generation (performance.now() milliseconds). */
+  woken?: Map<number, number>;
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -167,6 +170,19 @@ function latencies(agents: BenchAgent[], generation: number, t0: number): number
 }
 
 /**
+ * With `BENCH_TIMELINE` set, prints when the agents' polls were answered with `generation` and
+ * when their reports of it were written, as percentiles of milliseconds after `t0`: where the
+ * time goes between the hub's wake-ups and its writes.
+ */
+function printTimeline(what: string, agents: BenchAgent[], generation: number, t0: number): void {
+  if (!process.env.BENCH_TIMELINE) return;
+  const woken = agents.map((a) => (a.woken?.get(generation) ?? NaN) - t0).filter((x) => !Number.isNaN(x)).sort((x, y) => x - y);
+  const done = latencies(agents, generation, t0);
+  const at = (xs: number[]) => [10, 25, 50, 75, 90, 99, 100].map((p) => `p${p} ${percentile(xs, p).toFixed(0)}`).join(", ");
+  console.log(`${what}: poll answered ${at(woken)}; reported ${at(done)} (ms)`);
+}
+
+/**
  * The same agents' traffic against the no-op Worker (bench/noop/worker.ts) on this machine: each
  * agent long-polls and reports as against the hub, one works generation is published, and the
  * time until every agent reported it is measured. What a local workerd and this client carry at
@@ -182,6 +198,7 @@ async function measureNoop(agents: BenchAgent[]): Promise<number[]> {
     // out of its 20,000 descriptors).
     await pool(agents, 16, async (a) => {
       a.reported = new Map();
+      a.woken = undefined;
       a.etag = undefined;
       await retrying(async () => {
         const r = await agentFetch(noop, a, "GET", "/works?waitSeconds=0");
@@ -195,6 +212,7 @@ async function measureNoop(agents: BenchAgent[]): Promise<number[]> {
     const t0 = performance.now();
     await (await fetch(`${noop.url}/bump`, { method: "POST" })).arrayBuffer();
     await everyone(agents, 2, 600_000);
+    printTimeline(`fleet of ${agents.length}, no-op Worker`, agents, 2, t0);
     return latencies(agents, 2, t0);
   } finally {
     stop.done = true;
@@ -242,6 +260,8 @@ async function runAgent(hub: { url: string }, a: BenchAgent, stop: Stop): Promis
     }
     const body = (await res.json()) as { etag: string; works: { metadata: { name: string; uid: string; generation: number } }[] };
     a.etag = body.etag;
+    a.woken ??= new Map();
+    for (const w of body.works) if (!a.woken.has(w.metadata.generation)) a.woken.set(w.metadata.generation, performance.now());
     for (const w of body.works) {
       const seen = a.reported.get(w.metadata.name);
       if (seen && seen.generation >= w.metadata.generation) continue;
@@ -330,6 +350,7 @@ async function measure(size: number): Promise<string[]> {
     await everyone(agents, 2, 600_000);
     await profiling?.stop(`${PROFILE}-${size}.cpuprofile`);
     const lat = latencies(agents, 2, t0);
+    printTimeline(`fleet of ${size}, hub`, agents, 2, t0);
     checkNoRestart(hub);
 
     // Idle polls: the ETag matches, nothing waits.
