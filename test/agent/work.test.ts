@@ -844,7 +844,9 @@ describe("work loop against a real hub (wrangler dev)", () => {
     await syncBarrier(cluster, dyn, "probe", "1", ["gone", "replaced"]);
     const gone = new RegExp(`work gone is gone on the hub \\(404\\); no more status reports`);
     const replaced = new RegExp(`work replaced is replaced on the hub \\(409\\); no more status reports for uid ${oldUid}`);
-    await until(() => lines.some((l) => gone.test(l)) && lines.some((l) => replaced.test(l)), 15_000, "the 404 and 409 log lines");
+    // wrangler prints its request line after the answer has left: wait for both sides' lines.
+    const hubAnswered = () => statusPuts(cluster, "gone").some((l) => / 404 /.test(l)) && statusPuts(cluster, "replaced").some((l) => / 409 /.test(l));
+    await until(() => lines.some((l) => gone.test(l)) && lines.some((l) => replaced.test(l)) && hubAnswered(), 15_000, "the 404 and 409 log lines");
     expect(statusPuts(cluster, "gone").filter((l) => / 404 /.test(l))).toHaveLength(1);
     expect(statusPuts(cluster, "replaced").filter((l) => / 409 /.test(l))).toHaveLength(1);
     const goneCount = statusPuts(cluster, "gone").length;
