@@ -14,6 +14,7 @@ import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
 import { counters, events, labels, objects, outbox, ownerReferences } from "../db/schema.ts";
 import { bind, builder, compiled, type CompiledStatement, type Renderable } from "../db/compiled.ts";
 import { EncryptionError, isSealed, Keyring } from "./encryption.ts";
+import { CommitGroups } from "./group-commit.ts";
 import { alreadyExists, ApiError, conflict, notFound } from "./errors.ts";
 import { resourceKey, type KindDefinition } from "./kind.ts";
 import type { KubeObject } from "./meta.ts";
@@ -465,14 +466,47 @@ export async function commitObjects(db: DrizzleD1Database, def: KindDefinition, 
     }
     if (Math.random() < PRUNE_PROBABILITY * chunk.length) statements.push(bind(d1, pruneShape(), { retention: EVENT_RETENTION }));
     const results = await d1.batch<{ resource_version?: number }>(statements);
-    chunk.forEach((item, j) => {
-      const rows = results[at[j]!]!.results;
-      if (rows.length === 0) out.push({ ok: false, lost: true });
-      else if (item.next === null) out.push({ ok: true, object: null });
-      else out.push({ ok: true, object: { ...item.next, metadata: { ...item.next.metadata, resourceVersion: String(rows[0]!.resource_version) } } });
-    });
+    chunk.forEach((item, j) => out.push(outcomeOf(item, results[at[j]!]!.results)));
   }
   return out;
+}
+
+/** An item's outcome from the rows its precondition statement returned (none: lost). */
+function outcomeOf(item: CommitItem, rows: { resource_version?: number }[]): CommitOutcome {
+  if (rows.length === 0) return { ok: false, lost: true };
+  if (item.next === null) return { ok: true, object: null };
+  return { ok: true, object: { ...item.next, metadata: { ...item.next.metadata, resourceVersion: String(rows[0]!.resource_version) } } };
+}
+
+/** One item's statements, ready for a group's batch. */
+type BuiltItem = { statements: D1PreparedStatement[]; result: number };
+type ResultRows = { resource_version?: number }[];
+
+/** The commit groups of each D1 binding (src/k8s/group-commit.ts), made on first use. */
+const groupsByBinding = new WeakMap<D1Database, CommitGroups<BuiltItem, ResultRows>>();
+
+function commitGroups(d1: D1Database): CommitGroups<BuiltItem, ResultRows> {
+  let groups = groupsByBinding.get(d1);
+  if (!groups) {
+    groups = new CommitGroups(async (items) => {
+      const statements: D1PreparedStatement[] = [];
+      const at: number[] = [];
+      for (const b of items) {
+        at.push(statements.length + b.result);
+        statements.push(...b.statements);
+      }
+      if (Math.random() < PRUNE_PROBABILITY * items.length) statements.push(bind(d1, pruneShape(), { retention: EVENT_RETENTION }));
+      const results = await d1.batch<{ resource_version?: number }>(statements);
+      return at.map((i) => results[i]!.results);
+    }, COMMIT_BATCH_ITEMS);
+    groupsByBinding.set(d1, groups);
+  }
+  return groups;
+}
+
+/** How many D1 batches grouped commits made, and how many commits they carried, in this isolate (benchmarks). */
+export function groupCommitCounts(db: DrizzleD1Database): { calls: number; items: number } {
+  return { ...commitGroups(d1Of(db)).counts };
 }
 
 /**
@@ -484,7 +518,10 @@ export async function commitObjects(db: DrizzleD1Database, def: KindDefinition, 
  *
  * Returns the stored object with its new resourceVersion, or null after a delete.
  * `extras` (an outbox row, other statements) are written in the same atomic batch; `last` is the
- * object as stored, the body of a delete's event (read when undefined).
+ * object as stored, the body of a delete's event (read when undefined). `grouped`: the commit may
+ * share its D1 batch with other grouped commits of this isolate that arrive while one is in
+ * flight (src/k8s/group-commit.ts), for frequent small writes from many requests (agents' status
+ * reports); the outcome is the same as alone.
  *
  * @throws ApiError 404, 409
  */
@@ -496,10 +533,12 @@ export async function commitObject(
   expectedRv: number | null,
   extras: CommitExtras = {},
   last?: KubeObject | null,
+  grouped = false,
 ): Promise<KubeObject | null> {
   if (next === null && expectedRv === null) return null;
-  const [outcome] = await commitObjects(db, def, [{ key, next, expectedRv, extras, last }]);
-  if (outcome!.ok) return outcome!.object;
+  const item: CommitItem = { key, next, expectedRv, extras, last };
+  const outcome = grouped ? outcomeOf(item, await commitGroups(d1Of(db)).run(await itemStatements(db, def, item))) : (await commitObjects(db, def, [item]))[0]!;
+  if (outcome.ok) return outcome.object;
   const objRef = { group: def.group, plural: def.plural, name: key.name };
   if (expectedRv === null) throw alreadyExists(objRef);
   throw (await getObject(db, def, key)) ? conflict(objRef, "the object has been modified; please apply your changes to the latest version and try again") : notFound(objRef);

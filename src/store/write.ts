@@ -40,7 +40,8 @@ export interface Committed {
  * precondition of `before`, and in the same atomic batch the outbox row of what the change owes
  * the registered hooks. Does not run the hooks: the caller runs {@link finishCommit} once it has
  * done what must precede them (a Durable Object stores its copy first). `now` is epoch
- * milliseconds; `extra` adds statements to the batch (see `CommitExtras`).
+ * milliseconds; `extra` adds statements to the batch (see `CommitExtras`); `grouped`: the commit
+ * may share a D1 batch with others (src/k8s/store.ts `commitObject`).
  * @throws ApiError 404, 409 (the precondition failed; nothing was written)
  */
 export async function commitChange(
@@ -51,10 +52,11 @@ export async function commitChange(
   next: KubeObject | null,
   now: number,
   extra?: CommitExtras["extra"],
+  grouped = false,
 ): Promise<Committed> {
   const db = store(env);
   const { item, owed } = prepareCommit(db, def, key, before, next, now, extra);
-  const object = await commitObject(db, def, key, next, item.expectedRv, item.extras, before);
+  const object = await commitObject(db, def, key, next, item.expectedRv, item.extras, before, grouped);
   return { def, before, object, owed };
 }
 
@@ -154,7 +156,9 @@ async function serialised<T>(key: string, fn: () => Promise<T>): Promise<T> {
  * `known` is the stored object as the caller just read it (a controller that listed it, or a
  * route that checked it): the first attempt uses it instead of reading it again, and the commit's
  * resourceVersion precondition still refuses it if it was stale (one D1 query less per write).
- * `waitUntil` (the request's): the finished outbox row is deleted just after, with others
+ * `waitUntil` (the request's, for frequent small writes from many requests: agents' status
+ * reports): the commit may share a D1 batch with other such writes of the isolate
+ * (src/k8s/group-commit.ts), and the finished outbox row is deleted just after, with others
  * (see {@link finishCommit}).
  * @throws ApiError (4xx) for a bad request, a conflict or a missing object; nothing is written then.
  */
@@ -168,7 +172,7 @@ export async function writeStored(
   known?: KubeObject,
   waitUntil?: WaitUntil,
 ): Promise<{ object: KubeObject | null; created: boolean }> {
-  const attempt = () => commitWithRetries(env, def, { namespace, name }, req, extras, known);
+  const attempt = () => commitWithRetries(env, def, { namespace, name }, req, extras, known, waitUntil !== undefined);
   const outcome = req.verb === "create" ? await attempt() : await serialised(`${resourceKey(def)}/${namespace}/${name}`, attempt);
   if (!outcome.committed) return { object: outcome.unchanged, created: outcome.created };
   const { committed, created, now } = outcome;
@@ -191,6 +195,7 @@ async function commitWithRetries(
   req: WriteRequest,
   extras: Record<string, unknown> | undefined,
   known: KubeObject | undefined,
+  grouped: boolean,
 ): Promise<{ committed: Committed; created: boolean; now: number } | { committed: null; unchanged: KubeObject | null; created: boolean }> {
   const db = store(env);
   for (let attempt = 0; ; attempt++) {
@@ -205,7 +210,7 @@ async function commitWithRetries(
     const settled = settleDeletion(next);
     const storeKey = { namespace: key.namespace, name: (settled ?? next ?? current)!.metadata.name };
     try {
-      return { committed: await commitChange(env, def, storeKey, current, settled, now), created, now };
+      return { committed: await commitChange(env, def, storeKey, current, settled, now, undefined, grouped), created, now };
     } catch (e) {
       if (e instanceof ApiError && e.reason === "Conflict" && req.verb !== "create" && attempt + 1 < MAX_ATTEMPTS) {
         await backoff(attempt);

@@ -181,6 +181,30 @@ describe("works delivery (agent protocol)", () => {
     expect(swept.body.works).toEqual(await asStored());
   });
 
+  it("status reports that arrive together all land, each on its own work, a stale one too (they may share a D1 batch)", async () => {
+    const clusters = ["wg1", "wg2", "wg3", "wg4", "wg5", "wg6"];
+    const agents: { name: string; keys: AgentKeys; uid: string }[] = [];
+    for (const name of clusters) {
+      const keys = await joined(name);
+      expect((await call("POST", WORKS(name), work("w"))).status).toBe(201);
+      agents.push({ name, keys, uid: (await poll(name, keys)).body.works[0].metadata.uid });
+    }
+    // Another writer changes one work's status after its agent's poll: that report's copy is stale.
+    const stale = (await call("GET", `${WORKS("wg3")}/w`)).body;
+    expect((await call("PUT", `${WORKS("wg3")}/w/status`, { ...stale, status: { conditions: [] } })).status).toBe(200);
+    const status = (reason: string) => ({ conditions: [{ type: "Applied", status: "True", reason, message: reason, lastTransitionTime: "2026-11-23T00:00:00Z", observedGeneration: 1 }] });
+    const reports = await Promise.all(
+      agents.map(async (a) => call("PUT", `/agent/v1/clusters/${a.name}/works/w/status`, { uid: a.uid, status: status(`From${a.name}`) }, { token: await a.keys.sign(a.name) })),
+    );
+    expect(reports.map((r) => r.status)).toEqual(clusters.map(() => 200));
+    for (const [i, name] of clusters.entries()) {
+      const stored = (await call("GET", `${WORKS(name)}/w`)).body;
+      expect(condition(stored, "Applied")).toMatchObject({ reason: `From${name}` });
+      expect(stored.metadata.resourceVersion).toBe(reports[i]!.body.resourceVersion);
+    }
+    expect(new Set(reports.map((r) => r.body.resourceVersion)).size).toBe(clusters.length);
+  });
+
   it("a long-poll returns as soon as a work changes, and after waitSeconds when nothing does", async () => {
     const keys = await joined("wd2");
     const { etag } = (await poll("wd2", keys)).body;

@@ -1,0 +1,112 @@
+/**
+ * Group commit, as databases do it for their log: writes that arrive while a commit is in flight
+ * wait for it to return and then go together, in one atomic D1 batch, so that many concurrent
+ * writes (a fleet's agents reporting status during a rollout) cost about one D1 round trip per
+ * round trip of the one before, instead of one each. A write that finds no commit in flight goes
+ * at once, alone: grouping never delays a write to an idle store.
+ *
+ * The first write to wait leads its group: once the commit in flight has returned, it sends the
+ * group from its own request, and the others of the group wait for that batch. Each write keeps
+ * its own precondition in the batch (src/k8s/store.ts `commitObjects`), so one that lost its race
+ * changes nothing and the others still commit. A leader waits at most {@link GROUP_WAIT_LIMIT_MS}
+ * for the commit before it. Should a group's batch fail as a whole, or a waiting write not hear of
+ * its group within twice that (its leader's request was cancelled), that write commits again alone: committed already, it is refused by its
+ * precondition rather than done twice.
+ */
+
+/** Longest a grouped write waits for a commit before it, or for its group's, in milliseconds. */
+export const GROUP_WAIT_LIMIT_MS = 10_000;
+
+type Settled<O> = { outs: O[] } | { failed: true };
+
+interface Group<I, O> {
+  items: I[];
+  done: Promise<Settled<O>>;
+  settle(s: Settled<O>): void;
+}
+
+/** Whether `p` settled within `ms` milliseconds (its outcome does not matter). */
+async function settledWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([p.then(() => true, () => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Groups the items of concurrent callers of {@link run} into calls of `commit` (see the module
+ * comment): `commit(items)` must answer one output per item, in order, or throw when nothing of
+ * the call took effect. At most `maxItems` items go in one call; a caller that finds the waiting
+ * group full goes alone.
+ */
+export class CommitGroups<I, O> {
+  /** The last commit sent or scheduled (a group's), until it settles: the next group waits for it. */
+  private tail: Promise<unknown> | null = null;
+  /** The group still taking writes, if any. */
+  private waiting: Group<I, O> | null = null;
+  /** Calls of `commit` made so far, and items they carried (for tests and benchmarks). */
+  readonly counts = { calls: 0, items: 0 };
+
+  constructor(
+    private readonly commit: (items: I[]) => Promise<O[]>,
+    private readonly maxItems: number,
+    private readonly waitLimitMs = GROUP_WAIT_LIMIT_MS,
+  ) {}
+
+  /**
+   * Commits `item`, alone or in a group, and answers its output.
+   * @throws what `commit` throws for the item committed alone
+   */
+  async run(item: I): Promise<O> {
+    const joined = this.waiting;
+    if (joined && joined.items.length < this.maxItems) {
+      const index = joined.items.push(item) - 1;
+      let settled: Settled<O> | undefined;
+      void joined.done.then((s) => (settled = s));
+      // Its leader may wait out the limit for the commit before, then its group's commit.
+      if (!(await settledWithin(joined.done, 2 * this.waitLimitMs)) || !settled || "failed" in settled) return this.alone(item);
+      return settled.outs[index]!;
+    }
+    const before = this.tail;
+    if (!before) return this.alone(item);
+    let settle!: (s: Settled<O>) => void;
+    const group: Group<I, O> = { items: [item], done: new Promise((resolve) => (settle = resolve)), settle };
+    this.waiting = group;
+    this.track(group.done);
+    await settledWithin(before, this.waitLimitMs);
+    if (this.waiting === group) this.waiting = null;
+    try {
+      const outs = await this.send(group.items);
+      group.settle({ outs });
+      return outs[0]!;
+    } catch (e) {
+      group.settle({ failed: true });
+      if (group.items.length === 1) throw e;
+      return this.alone(item);
+    }
+  }
+
+  private async alone(item: I): Promise<O> {
+    const call = this.send([item]);
+    if (!this.waiting) this.track(call);
+    return (await call)[0]!;
+  }
+
+  private send(items: I[]): Promise<O[]> {
+    this.counts.calls++;
+    this.counts.items += items.length;
+    return this.commit(items);
+  }
+
+  /** Makes `p` the commit the next group waits for, until it settles. */
+  private track(p: Promise<unknown>): void {
+    this.tail = p;
+    const clear = () => {
+      if (this.tail === p) this.tail = null;
+    };
+    p.then(clear, clear);
+  }
+}

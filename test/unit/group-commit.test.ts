@@ -1,0 +1,121 @@
+/**
+ * Group commit (src/k8s/group-commit.ts): a write to an idle store goes at once and alone; writes
+ * that arrive while a commit is in flight go together once it returns, each answered with its own
+ * output; a group whose commit fails, or that is not heard of in time, commits each write alone.
+ */
+import { describe, expect, it, vi } from "vitest";
+import { CommitGroups } from "../../src/k8s/group-commit.ts";
+
+/** A commit function whose calls the test answers: each call is recorded with its items. */
+function controlled() {
+  const calls: { items: string[]; answer: () => void; fail: () => void }[] = [];
+  const commit = (items: string[]) =>
+    new Promise<string[]>((resolve, reject) => {
+      calls.push({ items: [...items], answer: () => resolve(items.map((i) => `ok:${i}`)), fail: () => reject(new Error("D1 failed")) });
+    });
+  return { calls, commit };
+}
+
+const tick = () => new Promise((r) => setTimeout(r, 0));
+
+describe("CommitGroups", () => {
+  it("sends a write to an idle store at once, alone", async () => {
+    const { calls, commit } = controlled();
+    const g = new CommitGroups(commit, 50);
+    const a = g.run("a");
+    await tick();
+    expect(calls.map((c) => c.items)).toEqual([["a"]]);
+    calls[0]!.answer();
+    expect(await a).toBe("ok:a");
+  });
+
+  it("groups the writes that arrive while a commit is in flight into one call, each answered with its own output", async () => {
+    const { calls, commit } = controlled();
+    const g = new CommitGroups(commit, 50);
+    const first = g.run("a");
+    const rest = ["b", "c", "d"].map((i) => g.run(i));
+    await tick();
+    expect(calls.map((c) => c.items)).toEqual([["a"]]);
+    calls[0]!.answer();
+    await tick();
+    expect(calls.map((c) => c.items)).toEqual([["a"], ["b", "c", "d"]]);
+    // Meanwhile the next group gathers.
+    const later = g.run("e");
+    calls[1]!.answer();
+    expect(await first).toBe("ok:a");
+    expect(await Promise.all(rest)).toEqual(["ok:b", "ok:c", "ok:d"]);
+    await tick();
+    expect(calls.map((c) => c.items)).toEqual([["a"], ["b", "c", "d"], ["e"]]);
+    calls[2]!.answer();
+    expect(await later).toBe("ok:e");
+    expect(g.counts).toEqual({ calls: 3, items: 5 });
+  });
+
+  it("starts the next group when the waiting one is full; each group waits for the commit before it", async () => {
+    const { calls, commit } = controlled();
+    const g = new CommitGroups(commit, 2);
+    const all = ["a", "b", "c", "d", "e"].map((i) => g.run(i));
+    await tick();
+    expect(calls.map((c) => c.items)).toEqual([["a"]]);
+    calls[0]!.answer();
+    await tick();
+    expect(calls.map((c) => c.items)).toEqual([["a"], ["b", "c"]]);
+    calls[1]!.answer();
+    await tick();
+    expect(calls.map((c) => c.items)).toEqual([["a"], ["b", "c"], ["d", "e"]]);
+    calls[2]!.answer();
+    expect(await Promise.all(all)).toEqual(["ok:a", "ok:b", "ok:c", "ok:d", "ok:e"]);
+    // Idle again: the next write goes at once.
+    const f = g.run("f");
+    await tick();
+    expect(calls.map((c) => c.items)).toHaveLength(4);
+    calls[3]!.answer();
+    expect(await f).toBe("ok:f");
+  });
+
+  it("commits each write of a group alone when the group's commit fails; a write alone gets its error", async () => {
+    const { calls, commit } = controlled();
+    const g = new CommitGroups(commit, 50);
+    const first = g.run("a");
+    const rest = ["b", "c"].map((i) => g.run(i));
+    await tick();
+    calls[0]!.fail();
+    await expect(first).rejects.toThrow("D1 failed");
+    await tick();
+    expect(calls[1]!.items).toEqual(["b", "c"]);
+    calls[1]!.fail();
+    await tick();
+    await tick();
+    expect(calls.slice(2).map((c) => c.items).sort()).toEqual([["b"], ["c"]]);
+    calls[2]!.answer();
+    calls[3]!.answer();
+    expect((await Promise.all(rest)).sort()).toEqual(["ok:b", "ok:c"]);
+  });
+
+  it("stops waiting after the wait limit: for a commit in flight that never returns, and for a group never heard of", async () => {
+    vi.useFakeTimers();
+    try {
+      const { calls, commit } = controlled();
+      const g = new CommitGroups(commit, 50, 30);
+      void g.run("stuck");
+      const leader = g.run("b");
+      const member = g.run("c");
+      await vi.advanceTimersByTimeAsync(29);
+      expect(calls.map((c) => c.items)).toEqual([["stuck"]]);
+      await vi.advanceTimersByTimeAsync(1);
+      // The leader went on without the stuck commit; its group's call never returns either.
+      expect(calls.map((c) => c.items)).toEqual([["stuck"], ["b", "c"]]);
+      await vi.advanceTimersByTimeAsync(29);
+      expect(calls).toHaveLength(2);
+      await vi.advanceTimersByTimeAsync(1);
+      // The member gave up on its group (twice the limit) and committed alone.
+      expect(calls.map((c) => c.items)).toEqual([["stuck"], ["b", "c"], ["c"]]);
+      calls[2]!.answer();
+      expect(await member).toBe("ok:c");
+      calls[1]!.answer();
+      expect(await leader).toBe("ok:b");
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
