@@ -17,6 +17,7 @@
  *
  *   BENCH_SIZES        fleet sizes, comma-separated (default "100,1000"); each size gets a fresh hub
  *   BENCH_HUB_LOG      a file prefix: `<prefix>-<size>.log` gets everything the hub printed
+ *   BENCH_NOOP_ONLY    set: runs only the no-op Worker's side (for sizes the hub cannot run at here)
  *   BENCH_TIMELINE     set: also prints when the polls were answered and the reports written (percentiles)
  *   BENCH_CPU_PROFILE  a file prefix: writes `<prefix>-<size>.cpuprofile`, the hub isolate's CPU
  *                      profile from the update until every cluster reported (bench/cpu-profile.ts)
@@ -394,11 +395,23 @@ async function measure(size: number): Promise<string[]> {
   }
 }
 
+/**
+ * The no-op Worker's side alone (`BENCH_NOOP_ONLY`), for a fleet the hub cannot be run at here:
+ * what this machine's client and workerd take for the agents' traffic by itself.
+ */
+async function measureNoopOnly(size: number): Promise<string[]> {
+  const agents: BenchAgent[] = [];
+  for (let i = 0; i < size; i++) agents.push({ name: `prop-${String(i).padStart(5, "0")}`, key: await generateAgentKeyPair(), reported: new Map() });
+  const noop = await measureNoop(agents);
+  return [String(size), "-", "-", "-", "-", `${percentile(noop, 50).toFixed(0)} / ${percentile(noop, 99).toFixed(0)}`, "-", "-", "-", "-", "-"];
+}
+
+const NOOP_ONLY = Boolean(process.env.BENCH_NOOP_ONLY);
 const header = ["clusters", "update ms", "Applied p50 ms", "p99 ms", "max ms", "no-op Worker p50 / p99 ms", "p99 ratio", "idle polls", "idle p50 ms", "idle p99 ms", "D1 queries/idle poll"];
 const rows = [header];
 for (const size of SIZES) {
-  console.log(`fleet of ${size}: starting the hub, joining the agents ...`);
-  rows.push(await measure(size));
+  console.log(`fleet of ${size}: ${NOOP_ONLY ? "the no-op Worker only" : "starting the hub, joining the agents"} ...`);
+  rows.push(NOOP_ONLY ? await measureNoopOnly(size) : await measure(size));
 }
 const widths = header.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
 if (refusals.size > 0) console.log(`\nagent requests refused, by HTTP status: ${[...refusals].map(([code, n]) => `${code}: ${n}`).join(", ")}`);
