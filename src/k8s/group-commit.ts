@@ -40,7 +40,8 @@ async function settledWithin(p: Promise<unknown>, ms: number): Promise<boolean> 
  * Groups the items of concurrent callers of {@link run} into calls of `commit` (see the module
  * comment): `commit(items)` must answer one output per item, in order, or throw when nothing of
  * the call took effect. At most `maxItems` items go in one call; a caller that finds the waiting
- * group full goes alone.
+ * group full starts the next one, which waits for that group's commit (one commit in flight at a
+ * time, but for writes that go alone after a failure or a wait past the limit).
  */
 export class CommitGroups<I, O> {
   /** The last commit sent or scheduled (a group's), until it settles: the next group waits for it. */
