@@ -27,12 +27,12 @@ interface Group<I, O> {
 
 /** Whether `p` settled within `ms` milliseconds (its outcome does not matter). */
 async function settledWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | null = null;
+  let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
   try {
     return await Promise.race([p.then(() => true, () => true), late]);
   } finally {
-    clearTimeout(timer);
+    if (timer !== undefined) clearTimeout(timer);
   }
 }
 
