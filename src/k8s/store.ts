@@ -457,30 +457,40 @@ export async function commitObjects(db: DrizzleD1Database, def: KindDefinition, 
   const out: CommitOutcome[] = [];
   for (let i = 0; i < items.length; i += COMMIT_BATCH_ITEMS) {
     const chunk = items.slice(i, i + COMMIT_BATCH_ITEMS);
-    const built = await Promise.all(chunk.map((item) => itemStatements(db, def, item)));
-    const statements: D1PreparedStatement[] = [];
-    const at: number[] = [];
-    for (const b of built) {
-      at.push(statements.length + b.result);
-      statements.push(...b.statements);
-    }
-    if (Math.random() < PRUNE_PROBABILITY * chunk.length) statements.push(bind(d1, pruneShape(), { retention: EVENT_RETENTION }));
-    const results = await d1.batch<{ resource_version?: number }>(statements);
-    chunk.forEach((item, j) => out.push(outcomeOf(item, results[at[j]!]!.results)));
+    const rows = await commitBuilt(d1, await Promise.all(chunk.map((item) => itemStatements(db, def, item))));
+    chunk.forEach((item, j) => out.push(outcomeOf(item, rows[j]!)));
   }
   return out;
 }
 
+/** One item's statements, and the index among them of its precondition statement. */
+type BuiltItem = { statements: D1PreparedStatement[]; result: number };
+/** The rows an item's precondition statement returned (none: lost). */
+type ResultRows = { resource_version?: number }[];
+
+/**
+ * Commits the statements of `built` items in one atomic D1 batch (with, now and then, the watch
+ * log's pruning) and returns each item's precondition rows, in order.
+ * @throws errors of D1 (nothing of the batch is committed then)
+ */
+async function commitBuilt(d1: D1Database, built: BuiltItem[]): Promise<ResultRows[]> {
+  const statements: D1PreparedStatement[] = [];
+  const at: number[] = [];
+  for (const b of built) {
+    at.push(statements.length + b.result);
+    statements.push(...b.statements);
+  }
+  if (Math.random() < PRUNE_PROBABILITY * built.length) statements.push(bind(d1, pruneShape(), { retention: EVENT_RETENTION }));
+  const results = await d1.batch<{ resource_version?: number }>(statements);
+  return at.map((i) => results[i]!.results);
+}
+
 /** An item's outcome from the rows its precondition statement returned (none: lost). */
-function outcomeOf(item: CommitItem, rows: { resource_version?: number }[]): CommitOutcome {
+function outcomeOf(item: CommitItem, rows: ResultRows): CommitOutcome {
   if (rows.length === 0) return { ok: false, lost: true };
   if (item.next === null) return { ok: true, object: null };
   return { ok: true, object: { ...item.next, metadata: { ...item.next.metadata, resourceVersion: String(rows[0]!.resource_version) } } };
 }
-
-/** One item's statements, ready for a group's batch. */
-type BuiltItem = { statements: D1PreparedStatement[]; result: number };
-type ResultRows = { resource_version?: number }[];
 
 /** The commit groups of each D1 binding (src/k8s/group-commit.ts), made on first use. */
 const groupsByBinding = new WeakMap<D1Database, CommitGroups<BuiltItem, ResultRows>>();
@@ -488,25 +498,10 @@ const groupsByBinding = new WeakMap<D1Database, CommitGroups<BuiltItem, ResultRo
 function commitGroups(d1: D1Database): CommitGroups<BuiltItem, ResultRows> {
   let groups = groupsByBinding.get(d1);
   if (!groups) {
-    groups = new CommitGroups(async (items) => {
-      const statements: D1PreparedStatement[] = [];
-      const at: number[] = [];
-      for (const b of items) {
-        at.push(statements.length + b.result);
-        statements.push(...b.statements);
-      }
-      if (Math.random() < PRUNE_PROBABILITY * items.length) statements.push(bind(d1, pruneShape(), { retention: EVENT_RETENTION }));
-      const results = await d1.batch<{ resource_version?: number }>(statements);
-      return at.map((i) => results[i]!.results);
-    }, COMMIT_BATCH_ITEMS);
+    groups = new CommitGroups((items: BuiltItem[]) => commitBuilt(d1, items), COMMIT_BATCH_ITEMS);
     groupsByBinding.set(d1, groups);
   }
   return groups;
-}
-
-/** How many D1 batches grouped commits made, and how many commits they carried, in this isolate (benchmarks). */
-export function groupCommitCounts(db: DrizzleD1Database): { calls: number; items: number } {
-  return { ...commitGroups(d1Of(db)).counts };
 }
 
 /**
