@@ -10,8 +10,8 @@
  * its own precondition in the batch (src/k8s/store.ts `commitObjects`), so one that lost its race
  * changes nothing and the others still commit. A leader waits at most {@link GROUP_WAIT_LIMIT_MS}
  * for the commit before it. Should a group's batch fail as a whole, or a waiting write not hear of
- * its group within twice that (its leader's request was cancelled), that write commits again alone: committed already, it is refused by its
- * precondition rather than done twice.
+ * its group within twice that (its leader's request was cancelled), that write commits again
+ * alone: committed already, it is refused by its precondition rather than done twice.
  */
 
 /** Longest a grouped write waits for a commit before it, or for its group's, in milliseconds. */

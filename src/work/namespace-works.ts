@@ -25,6 +25,8 @@ import type { KubeObject } from "../k8s/meta.ts";
 
 /** Most bytes (JSON length) of works a picture holds; a namespace with more is read from D1 at each changed poll. */
 export const NAMESPACE_WORKS_MAX_BYTES = 256 * 1024;
+/** How long a namespace found over {@link NAMESPACE_WORKS_MAX_BYTES} is not read for a picture, in milliseconds. */
+export const LARGE_RETRY_MS = 60_000;
 /** Most tombstones kept before the picture is forgotten (read again at the next poll). */
 export const NAMESPACE_WORKS_MAX_TOMBSTONES = 256;
 
@@ -96,8 +98,9 @@ export class NamespaceWorks {
   /**
    * The namespace's works, sorted by name, at `now` (epoch milliseconds): from the picture when it
    * is complete, else from `read` (every work of the namespace as D1 holds it, with the store's
-   * resourceVersion read in the same snapshot), which then fills the picture. Null when the namespace's works are over {@link NAMESPACE_WORKS_MAX_BYTES}: the
-   * caller reads them itself (for a minute after that was found, this reads nothing).
+   * resourceVersion read in the same snapshot), which then fills the picture. Null when the
+   * namespace's works are over {@link NAMESPACE_WORKS_MAX_BYTES}: the caller reads them itself
+   * (for {@link LARGE_RETRY_MS} after that was found, this reads nothing).
    * @throws what `read` throws (nothing is kept then)
    */
   async current(now: number, read: () => Promise<WorksRead>): Promise<{ works: KubeObject[]; read: boolean } | null> {
@@ -134,7 +137,7 @@ export class NamespaceWorks {
     }
     if (this.bytes > NAMESPACE_WORKS_MAX_BYTES) {
       this.invalidate();
-      this.largeUntil = now + 60_000;
+      this.largeUntil = now + LARGE_RETRY_MS;
       return;
     }
     this.complete = true;
