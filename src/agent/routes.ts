@@ -194,7 +194,8 @@ async function putWorkStatus(c: Ctx): Promise<Response> {
   const ref = { group: ManifestWorkKind.group, plural: ManifestWorkKind.plural, kind: ManifestWorkKind.kind, name: workName };
   const res = await agentResult(c, { action: "report" });
   if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers: costHeaders(res.cost) });
-  // The finished outbox row of each report goes with other reports' rows, just after (waitUntil).
+  // Given the request's waitUntil, the report's commit may share a D1 batch with other reports'
+  // (group commit), and its finished outbox row goes with theirs, just after.
   const waitUntil = (p: Promise<unknown>) => c.executionCtx.waitUntil(p);
   const write = (current: KubeObject) => writeStored(c.env, ManifestWorkKind, cluster, workName, { verb: "update", subresource: "status", body: { ...current, status: body.status } }, undefined, current, waitUntil);
   let object: KubeObject | null | undefined;
