@@ -469,7 +469,7 @@ export class ClusterObject extends DurableObject<Env> {
    * - no ManagedCluster yet: creates it with `hubAcceptsClient` = the token's autoApprove, and
    *   the key becomes the cluster's only key (`created`);
    * - the key is the cluster's current key, or the cluster has none (an admin created it): the
-   *   claims are updated (`confirmed`);
+   *   claims are updated (`confirmed`); a key retired by a rotation is not current;
    * - any other key is held as the cluster's pending key, shown on the ManagedCluster as the
    *   annotation `flotilla.dev/pending-key-id`, until an admin accepts it; the accepted key keeps
    *   working and nothing else changes (`pending`), as OCM holds a new CSR until it is approved.
@@ -486,7 +486,7 @@ export class ClusterObject extends DurableObject<Env> {
           next = computeWrite(ManagedClusterKind, { namespace: "", name: input.clusterName }, null, { verb: "create", body }, { now, newUid: () => crypto.randomUUID() }).next!;
           if (input.autoApprove) next.metadata.annotations = { "open-cluster-management.io/automatically-accepted-on": rfc3339(now) };
           outcome = "created";
-        } else if (this.exec("SELECT 1 FROM keys LIMIT 1").length === 0 || this.activeKey(input.kid, now)) {
+        } else if (this.exec("SELECT 1 FROM keys LIMIT 1").length === 0 || this.currentKey(input.kid)) {
           next = structuredClone(current);
           outcome = "confirmed";
         } else {
@@ -525,10 +525,12 @@ export class ClusterObject extends DurableObject<Env> {
     };
   }
 
-  /** Whether `kid` is one of the cluster's keys and still valid at `now` (epoch milliseconds). */
-  private activeKey(kid: string, now: number): boolean {
-    const row = this.exec("SELECT not_after FROM keys WHERE kid = ?", kid)[0];
-    return row !== undefined && (row.not_after === null || (row.not_after as number) > now);
+  /**
+   * Whether `kid` is the cluster's current key: a key a rotation retired (still valid during its
+   * grace) is not, so registering with it again is held for an admin like any other key.
+   */
+  private currentKey(kid: string): boolean {
+    return this.exec("SELECT 1 FROM keys WHERE kid = ? AND not_after IS NULL", kid).length > 0;
   }
 
   /**
@@ -567,10 +569,11 @@ export class ClusterObject extends DurableObject<Env> {
 
   /**
    * The verification key for `kid`: one of the cluster's keys still valid at `now` (epoch
-   * milliseconds), or its pending key (`pending: true`), else null. A stored key that no longer
-   * imports (registered by an older hub without a check) is treated as unknown.
+   * milliseconds), or its pending key (`pending: true`), else null. `retired` is true for a key
+   * that a rotation replaced and that works only until its grace ends (`not_after`). A stored key
+   * that no longer imports (registered by an older hub without a check) is treated as unknown.
    */
-  private async key(kid: string, now: number): Promise<{ key: CryptoKey; pending: boolean } | null> {
+  private async key(kid: string, now: number): Promise<{ key: CryptoKey; pending: boolean; retired: boolean } | null> {
     let row = this.exec("SELECT jwk, not_after FROM keys WHERE kid = ?", kid)[0];
     let pending = false;
     if (!row) {
@@ -588,7 +591,7 @@ export class ClusterObject extends DurableObject<Env> {
       }
       this.keyCache.set(kid, key);
     }
-    return { key, pending };
+    return { key, pending, retired: row.not_after !== null };
   }
 
   /**
@@ -596,11 +599,12 @@ export class ClusterObject extends DurableObject<Env> {
    * (or its pending key: then `pending` is true), `iss`/`sub` equal to the cluster name, `aud`
    * "flotilla", lifetime at most 60 s, not issued in the future, 30 s clock skew, and a `jti`
    * never seen before (replay cache in this object's SQLite). Every failure has the same
-   * message, so a caller learns nothing about the cluster.
+   * message, so a caller learns nothing about the cluster. `retired`: signed by a key in its
+   * rotation grace period (see `rotate`).
    *
    * @throws ApiError 401 on any failure.
    */
-  private async verify(token: string, name: string, now: number): Promise<{ kid: string; pending: boolean }> {
+  private async verify(token: string, name: string, now: number): Promise<{ kid: string; pending: boolean; retired: boolean }> {
     const refuse = () => unauthorized(INVALID_AGENT_CREDENTIAL);
     let kid: string | undefined;
     try {
@@ -634,7 +638,7 @@ export class ClusterObject extends DurableObject<Env> {
       this.lastPurgeMs = now;
       this.exec("DELETE FROM seen_jti WHERE exp < ?", now);
     }
-    return { kid, pending: found.pending };
+    return { kid, pending: found.pending, retired: found.retired };
   }
 
   /**
@@ -653,7 +657,7 @@ export class ClusterObject extends DurableObject<Env> {
         // Read only: an action that changes the ManagedCluster works on its own copy.
         const current = this.viewState<KubeObject>("object") as KubeObject | null;
         if (!current) throw unauthorized(INVALID_AGENT_CREDENTIAL);
-        const { kid, pending } = await this.verify(token, name, now);
+        const { kid, pending, retired } = await this.verify(token, name, now);
         if (target !== name) throw forbidden(`the credential of cluster ${name} may not act on cluster ${target}`);
         if (pending && action.action !== "info") {
           throw forbidden(`the key ${kid} of cluster ${name} waits for an admin to accept it (flotilla accept ${name} --key ${kid})`);
@@ -662,6 +666,10 @@ export class ClusterObject extends DurableObject<Env> {
           case "info":
             return { ok: true, value: this.info(current, pending) };
           case "rotate-key":
+            // A retired key authenticates the agent's calls during its grace, and nothing more:
+            // were it leaked (the reason for the rotation), its holder could otherwise take the
+            // cluster over with a key of their own.
+            if (retired) throw forbidden(`the key ${kid} of cluster ${name} was replaced by a rotation; only the cluster's current key may rotate`);
             this.requireAccepted(current);
             return { ok: true, value: this.rotate(action.publicKey, action.kid, now) };
           case "heartbeat":
@@ -774,14 +782,17 @@ export class ClusterObject extends DurableObject<Env> {
   }
 
   /**
-   * Key rotation signed with a current key (the Worker verified the proof for the new key): the
-   * new key becomes current and the others stop after ROTATION_OVERLAP_MS. A pending key, if
-   * any, still waits for the admin.
+   * Key rotation signed with the current key (the caller checked that the signing key is not
+   * retired; the Worker verified the proof for the new key): the new key becomes current, the key
+   * it replaces works for ROTATION_OVERLAP_MS more (milliseconds), and the grace of every older
+   * key ends at once, so a chain of rotations never leaves more than one retired key alive.
+   * Rotating to a retired key makes it current again. A pending key, if any, still waits for the
+   * admin.
    */
   private rotate(publicKey: JWK, kid: string, now: number): { kid: string } {
+    this.exec("DELETE FROM keys WHERE not_after IS NOT NULL AND kid != ?", kid);
     this.exec("UPDATE keys SET not_after = ? WHERE not_after IS NULL AND kid != ?", now + ROTATION_OVERLAP_MS, kid);
     this.exec("INSERT INTO keys (kid, jwk, not_after) VALUES (?, ?, NULL) ON CONFLICT (kid) DO UPDATE SET not_after = NULL", kid, JSON.stringify(publicKey));
-    this.exec("DELETE FROM keys WHERE not_after IS NOT NULL AND not_after <= ?", now);
     return { kid };
   }
 

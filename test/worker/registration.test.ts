@@ -132,6 +132,58 @@ describe("registration (double opt-in)", () => {
     expect((await hb("rot1", keys)).status).toBe(401);
     expect((await hb("rot1", next)).status).toBe(200);
   });
+
+  const rotate = async (cluster: string, signer: Awaited<ReturnType<typeof agentKeys>>, to: Awaited<ReturnType<typeof agentKeys>>) =>
+    call("POST", `/agent/v1/clusters/${cluster}/rotate-key`, { publicKey: to.publicJwk, proof: await to.proof(cluster) }, { token: await signer.sign(cluster) });
+
+  it("a key retired by a rotation may not rotate (a leaked key hands nothing over)", async () => {
+    const token = await createToken({ autoApprove: true });
+    const { keys: k1 } = await register(token, "rot-retired", "id-rot-retired");
+    const k2 = await agentKeys();
+    expect((await rotate("rot-retired", k1, k2)).status).toBe(200);
+    // K1 still authenticates during its grace...
+    expect((await hb("rot-retired", k1)).status).toBe(200);
+    // ...but its holder cannot rotate the cluster to a key of their own.
+    const k4 = await agentKeys();
+    const refused = await rotate("rot-retired", k1, k4);
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({ kind: "Status", reason: "Forbidden" });
+    expect((await hb("rot-retired", k4)).status).toBe(401);
+    // The current key is untouched and still rotates.
+    expect((await hb("rot-retired", k2)).status).toBe(200);
+    const k3 = await agentKeys();
+    expect((await rotate("rot-retired", k2, k3)).status).toBe(200);
+    expect((await hb("rot-retired", k3)).status).toBe(200);
+  });
+
+  it("a rotation ends the grace of every older key at once", async () => {
+    const token = await createToken({ autoApprove: true });
+    const { keys: k1 } = await register(token, "rot-chain", "id-rot-chain");
+    const k2 = await agentKeys();
+    const k3 = await agentKeys();
+    expect((await rotate("rot-chain", k1, k2)).status).toBe(200);
+    expect((await rotate("rot-chain", k2, k3)).status).toBe(200);
+    expect((await hb("rot-chain", k1)).status).toBe(401);
+    expect((await hb("rot-chain", k2)).status).toBe(200);
+    expect((await hb("rot-chain", k3)).status).toBe(200);
+    const rows = await runInDurableObject(env.CLUSTERS.getByName("rot-chain"), (_obj, state) => state.storage.sql.exec("SELECT kid, not_after FROM keys ORDER BY kid").toArray());
+    expect(rows.map((r) => r.kid).sort()).toEqual([k2.kid, k3.kid].sort());
+    expect(rows.find((r) => r.kid === k3.kid)?.not_after).toBeNull();
+  });
+
+  it("registering again with a retired key is held for an admin, not confirmed", async () => {
+    const token = await createToken({ autoApprove: true });
+    const { keys: k1 } = await register(token, "rot-rereg", "id-rot-rereg");
+    const k2 = await agentKeys();
+    expect((await rotate("rot-rereg", k1, k2)).status).toBe(200);
+    const again = await register(token, "rot-rereg", "id-rot-rereg", k1);
+    expect(again.res.status).toBe(202);
+    expect(again.res.body.keyPending).toBe(true);
+    expect((await call("GET", `${MC}/rot-rereg`)).body.metadata.annotations["flotilla.dev/pending-key-id"]).toBe(k1.kid);
+    // K1 gained nothing: it still may not rotate, and K2 stays current.
+    expect((await rotate("rot-rereg", k1, await agentKeys())).status).toBe(403);
+    expect((await hb("rot-rereg", k2)).status).toBe(200);
+  });
 });
 
 describe("leases and availability", () => {
