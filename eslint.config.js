@@ -13,6 +13,17 @@ export default tseslint.config(
     },
   },
   {
+    // Type-aware rules: a promise nobody awaits (a Durable Object's write that outlives its
+    // request, a rejection nobody sees) is an error, and so is a promise where a value is expected.
+    files: ["**/*.ts"],
+    ignores: ["*.config.ts"],
+    languageOptions: { parserOptions: { project: ["./tsconfig.json", "./agent/tsconfig.json"], tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/no-misused-promises": "error",
+    },
+  },
+  {
     // Storage, controllers and Durable Objects never import the HTTP layer (src/api).
     files: ["src/store/**", "src/k8s/**", "src/kinds/**", "src/work/**", "src/placement/**", "src/scheduling/**", "durable-objects/**"],
     rules: {
