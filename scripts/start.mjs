@@ -34,6 +34,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "n
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import path from "node:path";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { processes } from "./proc.mjs";
 import { ensureLocalTls } from "./tls.mjs";
@@ -85,7 +86,9 @@ for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("FLOTILLA_")
 // its local observability streams a tail event of every invocation to a collector Worker in the
 // same workerd, which took about 14 % of workerd's CPU under bench:propagation (perf). Neither is
 // part of the hub, nor of what Cloudflare runs.
-Object.assign(env, { WRANGLER_SEND_METRICS: "false", CI: process.env.CI ?? "true", X_LOCAL_OBSERVABILITY: "false", X_LOCAL_EXPLORER: "false" });
+// The hub reads nothing of `request.cf`, so wrangler does not fetch its sample from
+// workers.cloudflare.com at each start (offline, that fetch printed two stack traces).
+Object.assign(env, { WRANGLER_SEND_METRICS: "false", CI: process.env.CI ?? "true", X_LOCAL_OBSERVABILITY: "false", X_LOCAL_EXPLORER: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" });
 
 const migrate = spawnSync(process.execPath, [wrangler, "d1", "migrations", "apply", "DB", "--local", "--persist-to", stateDir], {
   cwd: root,
@@ -171,9 +174,25 @@ let child = null;
 let stopping = false;
 const restarts = [];
 
+/**
+ * The supervisor's own probes, as wrangler logs them (`[wrangler:info] GET /livez 200 OK (3ms)`):
+ * one every PROBE_INTERVAL_MS, nothing a person needs, so they are not passed on. A failed probe
+ * (another status) still is.
+ */
+const PROBE_LINE = /^(\x1b\[[0-9;]*m)*\[wrangler:info\](\x1b\[[0-9;]*m)* GET \/livez 200 OK\b/;
+
+/** Copies `from` to `to` line by line, without the supervisor's probe lines. */
+function passOn(from, to) {
+  createInterface({ input: from, crlfDelay: Infinity }).on("line", (line) => {
+    if (!PROBE_LINE.test(line)) to.write(`${line}\n`);
+  });
+}
+
 /** Starts wrangler in its own process group (so that it and its workerd processes stop together). */
 function startWrangler() {
-  const proc = spawn(process.execPath, args, { cwd: root, env, stdio: "inherit", detached: process.platform !== "win32" });
+  const proc = spawn(process.execPath, args, { cwd: root, env, stdio: ["inherit", "pipe", "pipe"], detached: process.platform !== "win32" });
+  passOn(proc.stdout, process.stdout);
+  passOn(proc.stderr, process.stderr);
   proc.exited = new Promise((resolve) => proc.once("exit", (code, signal) => resolve({ code, signal })));
   return proc;
 }
