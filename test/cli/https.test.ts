@@ -37,6 +37,12 @@ describe("flotilla against an HTTPS hub", () => {
     expect(JSON.parse(r.stdout).status.token).toMatch(/^[a-z0-9]{6}\.[a-z0-9]{16}$/);
   });
 
+  it("token create prints an agent command that trusts the same CA", async () => {
+    const r = await flotilla(["token", "create", "--ca-file", caFile], { hub });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`NODE_EXTRA_CA_CERTS=${caFile} npx flotilla-agent --hub-url ${hub.url} `);
+  });
+
   it("without the CA, fails and says how to trust it; never skips verification", async () => {
     const r = await flotilla(["get", "clusters"], { hub });
     expect(r.code).toBe(1);

@@ -38,8 +38,10 @@ function isLoopback(hubUrl: string): boolean {
  * @param token the secret `<id>.<secret>`.
  * @param hubUrl the hub URL the agent should use.
  * @param clusterName the cluster name to put in the commands (a placeholder when undefined).
+ * @param caFile the CA file the CLI trusts the hub with (a local HTTPS hub's), if any: the agent
+ *   run directly must trust it too, through Node's `NODE_EXTRA_CA_CERTS`.
  */
-export function joinInstructions(obj: KubeObject, token: string, hubUrl: string, clusterName: string | undefined): string {
+export function joinInstructions(obj: KubeObject, token: string, hubUrl: string, clusterName: string | undefined, caFile?: string): string {
   const spec = (obj.spec ?? {}) as { ttlSeconds?: number; autoApprove?: boolean };
   const expires = (obj.status as { expirationTimestamp?: string } | undefined)?.expirationTimestamp;
   const name = clusterName ?? "<CLUSTER_NAME>";
@@ -53,7 +55,7 @@ export function joinInstructions(obj: KubeObject, token: string, hubUrl: string,
     `  flotilla-agent install ${flags} | kubectl apply -f -`,
     "",
     "Or run the agent directly against the cluster of your kubeconfig (add --simulate to try it without a cluster):",
-    `  npx flotilla-agent ${flags}`,
+    `  ${caFile && hubUrl.startsWith("https:") ? `NODE_EXTRA_CA_CERTS=${caFile} ` : ""}npx flotilla-agent ${flags}`,
     "",
     spec.autoApprove
       ? "The cluster is accepted as it registers (auto-approve); watch it join with `flotilla get clusters`."
@@ -75,7 +77,7 @@ async function create(ctx: CommandContext, opts: TokenCreateOptions): Promise<vo
     return;
   }
   const token = (obj.status as { token?: string } | undefined)?.token ?? "";
-  ctx.out(joinInstructions(obj, token, ctx.config.hubUrl, opts.clusterName));
+  ctx.out(joinInstructions(obj, token, ctx.config.hubUrl, opts.clusterName, ctx.config.caFile));
 }
 
 async function list(ctx: CommandContext, opts: { output?: OutputFormat }): Promise<void> {
