@@ -30,6 +30,6 @@ export interface Env {
    * the admin token, so changing the admin token costs each agent one D1 read to get a new tag.
    */
   AGENT_KEY_TAG_SECRET?: string;
-  /** Counts failed authentications per source address and per credential (src/auth/ratelimit.ts). */
+  /** Counts failed authentications per source address and per presented credential (src/auth/ratelimit.ts). */
   AUTH_FAILURES?: RateLimit;
 }

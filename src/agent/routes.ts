@@ -15,9 +15,9 @@ import { writeStored } from "../store/write.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { BootstrapTokenKind, parseToken, sha256Hex } from "../kinds/bootstraptoken.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
-import { admitAgentToken, agentSubject, bearerToken, INVALID_AGENT_CREDENTIAL, safeEqual } from "../auth/credentials.ts";
+import { admitAgentToken, bearerToken, INVALID_AGENT_CREDENTIAL, safeEqual } from "../auth/credentials.ts";
 import { keyTag, verifyProof } from "../auth/keys.ts";
-import { failureKeys, limitAuthFailures } from "../auth/ratelimit.ts";
+import { limitAuthFailures, type FailureLimit } from "../auth/ratelimit.ts";
 import { clock } from "../clock.ts";
 import type { AgentAction, Cost, RegistrationInfo, RegistrationOutcome, Result, WorksState } from "../../durable-objects/cluster.ts";
 import type { Env } from "../env.ts";
@@ -44,13 +44,15 @@ function decode<T extends z.ZodType>(schema: T, body: unknown, what: string): z.
 
 /**
  * Checks a bootstrap token (`<id>.<secret>`): the BootstrapToken object must exist, the secret's
- * hash match, and it must not have expired. Returns the token object.
+ * hash match, and it must not have expired. Returns the token object. Its D1 read is the costly
+ * step of the failed-authentication limiter (`limit.costly()`).
  *
- * @throws ApiError 401
+ * @throws ApiError 401, 429 (limited)
  */
-async function checkBootstrapToken(c: Ctx, token: string | null): Promise<KubeObject> {
+async function checkBootstrapToken(c: Ctx, token: string | null, limit: FailureLimit): Promise<KubeObject> {
   const parsed = token ? parseToken(token) : null;
   if (!parsed) throw unauthorized("a bootstrap token of the form [a-z0-9]{6}.[a-z0-9]{16} is required");
+  await limit.costly();
   const obj = await getObject(database(c.env.DB), BootstrapTokenKind, { namespace: "", name: parsed.id });
   const status = (obj?.status ?? {}) as { secretHash?: string; expirationTimestamp?: string };
   const ok = obj && status.secretHash && (await safeEqual(await sha256Hex(parsed.secret), status.secretHash));
@@ -87,34 +89,23 @@ async function claimIdentity(c: Ctx, name: string, clusterId: string): Promise<v
   throw conflict(ref, `the name ${name} is already registered by a cluster with another cluster ID (${byName?.cluster_id ?? "unknown"})`);
 }
 
-/** The credential a request's failed authentication counts against: the cluster its JWT names, or the bootstrap token's ID. */
-function credentialOf(token: string | null): string | undefined {
-  if (!token) return undefined;
-  const bootstrap = parseToken(token);
-  if (bootstrap) return `bootstraptoken:${bootstrap.id}`;
-  try {
-    return `cluster:${agentSubject(token)}`;
-  } catch {
-    return undefined;
-  }
-}
-
 /** An agent call's outcome: the Durable Object's result and, for a token that lacked it, the key tag to hand the agent. */
 type AgentOutcome = Result<unknown> & { cost: Cost; keyTag?: string };
 
 /**
  * Sends an agent request to the cluster's Durable Object (which verifies the JWT) and returns its
  * raw result. The Worker first admits the token (src/auth/credentials.ts: key tag, else the
- * cluster must be registered), so a stranger's request never reaches a Durable Object; failed
- * authentications are rate-limited per source address and per cluster.
+ * cluster must be registered), so a stranger's request never reaches a Durable Object. Failed
+ * authentications are limited by source address and presented token, never by the cluster a
+ * token names (src/auth/ratelimit.ts): a token with a valid key tag is always evaluated.
  * @throws ApiError 401 (any credential that does not verify, one message for all), 429
  */
 async function agentResult(c: Ctx, action: AgentAction): Promise<AgentOutcome> {
   const token = bearerToken(c);
   const target = c.req.param("name") ?? "";
-  return limitAuthFailures(c.env, failureKeys(c.req.raw, credentialOf(token)), clock.now(), async () => {
+  return limitAuthFailures(c.env, c.req.raw, "agent", token, clock.now(), async (limit) => {
     if (!token) throw unauthorized(INVALID_AGENT_CREDENTIAL);
-    const admitted = await admitAgentToken(c.env, token);
+    const admitted = await admitAgentToken(c.env, token, limit.costly);
     const res = (await c.env.CLUSTERS.getByName(admitted.cluster).agent(token, admitted.cluster, target, action)) as AgentOutcome;
     if (!res.ok && res.status.code === 401) throw unauthorized(res.status.message);
     if (res.ok && !admitted.tagged) res.keyTag = (await keyTag(c.env, admitted.cluster, admitted.kid)) ?? undefined;
@@ -230,7 +221,7 @@ export function agentRoutes(): Hono<{ Bindings: Env }> {
 
   app.post("/register", async (c) => {
     const token = bearerToken(c);
-    const tokenObj = await limitAuthFailures(c.env, failureKeys(c.req.raw, credentialOf(token)), clock.now(), () => checkBootstrapToken(c, token));
+    const tokenObj = await limitAuthFailures(c.env, c.req.raw, "register", token, clock.now(), (limit) => checkBootstrapToken(c, token, limit));
     const body = decode(RegisterSchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "registrations");
     const nameErrors = isDNS1123Label(body.clusterName);
     if (nameErrors.length > 0) {

@@ -69,12 +69,14 @@ export interface AdmittedAgentToken {
  * HMAC the hub issued for its cluster and key ID) is checked, and a token without a valid tag is
  * admitted only when the cluster is registered (one D1 read of `cluster_identities`; agents that
  * use their tag, as they do once they have one, cost no D1 query). The Durable Object then
- * verifies the signature.
+ * verifies the signature. `beforeLookup` runs before the D1 read, and only then (the failed
+ * authentication limiter's `costly()`, src/auth/ratelimit.ts): a token with a valid tag is
+ * checked without I/O and never waits on it.
  *
  * @throws ApiError 401 (the same message whatever the reason) when the token is not an agent JWT
- *   or names no registered cluster.
+ *   or names no registered cluster; whatever `beforeLookup` throws (429).
  */
-export async function admitAgentToken(env: Env, token: string): Promise<AdmittedAgentToken> {
+export async function admitAgentToken(env: Env, token: string, beforeLookup?: () => Promise<void>): Promise<AdmittedAgentToken> {
   const cluster = agentSubject(token);
   let header;
   try {
@@ -86,6 +88,7 @@ export async function admitAgentToken(env: Env, token: string): Promise<Admitted
   if (typeof kid !== "string" || kid.length === 0 || kid.length > 128) throw unauthorized(INVALID_AGENT_CREDENTIAL);
   const tag = header[KEY_TAG_HEADER_PARAM];
   if (typeof tag === "string" && (await checkKeyTag(env, cluster, kid, tag))) return { cluster, kid, tagged: true };
+  await beforeLookup?.();
   const row = await env.DB.prepare("SELECT 1 AS one FROM cluster_identities WHERE name = ?").bind(cluster).first();
   if (!row) throw unauthorized(INVALID_AGENT_CREDENTIAL);
   return { cluster, kid, tagged: false };

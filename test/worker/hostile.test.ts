@@ -691,8 +691,9 @@ describe("hostile input: every case is a 4xx Status and writes nothing", () => {
       const path = typeof c.path === "function" ? c.path() : c.path;
       const body = typeof c.body === "function" ? (c.body as () => unknown)() : c.body;
       const given = typeof c.opts === "function" ? await c.opts() : (c.opts ?? {});
-      // Each case from its own (documentation) address: failed authentications are rate-limited per address.
-      const opts = { ...given, headers: { "cf-connecting-ip": `2001:db8::${i.toString(16)}`, ...given.headers } };
+      // Each case from its own (documentation) address: failed authentications are rate-limited per
+      // address, an IPv6 one by its /64.
+      const opts = { ...given, headers: { "cf-connecting-ip": `2001:db8:${i.toString(16)}::1`, ...given.headers } };
       const before = await snapshot();
       const clusterBefore = c.agent ? await call("GET", `/apis/cluster.open-cluster-management.io/v1/managedclusters/${CLUSTER}`) : undefined;
       const r = await call(c.method, path, body, opts);

@@ -227,34 +227,3 @@ describe("strangers store nothing", () => {
     expect(codes.get(401)).toBeGreaterThan(0);
   });
 });
-
-describe("failed authentication is rate-limited", () => {
-  it("per source address: 429 with Retry-After and a Status, and a guess is not even checked while limited", async () => {
-    const address = "10.9.9.9";
-    let limited: { status: number; body: any; headers: Headers } | undefined; // eslint-disable-line @typescript-eslint/no-explicit-any
-    for (let i = 0; i < 60 && !limited; i++) {
-      const r = await call("GET", MC, undefined, from(address, `wrong-admin-token-${i}`));
-      if (r.status === 429) limited = r;
-      else expect(r.status).toBe(401);
-    }
-    expect(limited).toBeDefined();
-    expectStatus(limited!, 429, "TooManyRequests");
-    expect(Number(limited!.headers.get("retry-after"))).toBeGreaterThan(0);
-    // Even the right admin token is not evaluated from a limited address...
-    expect((await call("GET", MC, undefined, from(address, "test-admin-token"))).status).toBe(429);
-    // ...while other addresses are unaffected.
-    expect((await call("GET", MC, undefined, from("10.9.9.10", "test-admin-token"))).status).toBe(200);
-  });
-
-  it("per credential: wrong bootstrap secrets for one token ID are limited whatever the address", async () => {
-    const id = fleetToken.split(".")[0]!;
-    const statuses: number[] = [];
-    for (let i = 0; i < 60; i++) {
-      const r = await call("POST", "/agent/v1/register", { clusterName: "x", clusterId: "x" }, from(`10.8.${i}.1`, `${id}.${"0".repeat(15)}${i % 10}`));
-      statuses.push(r.status);
-      expect(r.body.kind).toBe("Status");
-    }
-    expect(statuses.filter((s) => s === 401).length).toBeGreaterThan(0);
-    expect(statuses.at(-1)).toBe(429);
-  });
-});
