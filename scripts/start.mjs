@@ -36,6 +36,7 @@ import { request as httpsRequest } from "node:https";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { stripVTControlCharacters } from "node:util";
 import { processes } from "./proc.mjs";
 import { ensureLocalTls } from "./tls.mjs";
 
@@ -179,12 +180,12 @@ const restarts = [];
  * one every PROBE_INTERVAL_MS, nothing a person needs, so they are not passed on. A failed probe
  * (another status) still is.
  */
-const PROBE_LINE = /^(\x1b\[[0-9;]*m)*\[wrangler:info\](\x1b\[[0-9;]*m)* GET \/livez 200 OK\b/;
+const PROBE_LINE = /^\[wrangler:info\] GET \/livez 200 OK\b/;
 
-/** Copies `from` to `to` line by line, without the supervisor's probe lines. */
+/** Copies `from` to `to` line by line, without the supervisor's probe lines (matched without colours). */
 function passOn(from, to) {
   createInterface({ input: from, crlfDelay: Infinity }).on("line", (line) => {
-    if (!PROBE_LINE.test(line)) to.write(`${line}\n`);
+    if (!PROBE_LINE.test(stripVTControlCharacters(line))) to.write(`${line}\n`);
   });
 }
 

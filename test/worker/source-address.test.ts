@@ -1,4 +1,5 @@
-// The source address failed authentications count against (src/auth/ratelimit.ts `sourceAddress`).
+// The source address failed authentications count against (src/auth/ratelimit.ts `sourceAddress`),
+// in workerd: the module belongs to the Worker.
 import { describe, expect, it } from "vitest";
 import { sourceAddress } from "../../src/auth/ratelimit.ts";
 
