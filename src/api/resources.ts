@@ -105,10 +105,16 @@ async function authorize(c: Ctx): Promise<void> {
   const sub = await limitAuthFailures(c.env, c.req.raw, "api", token, clock.now(), async (limit) => {
     if (!token) throw unauthorized();
     if (await isAdmin(token, c.env.FLOTILLA_ADMIN_TOKEN)) return null;
-    const admitted = await admitAgentToken(c.env, token, limit.costly);
-    const res = (await c.env.CLUSTERS.getByName(admitted.cluster).agent(token, admitted.cluster, admitted.cluster, { action: "info" })) as Result<unknown>;
-    if (!res.ok) throw unauthorized(res.status.message);
-    return admitted.cluster;
+    try {
+      const admitted = await admitAgentToken(c.env, token, limit.costly);
+      const res = (await c.env.CLUSTERS.getByName(admitted.cluster).agent(token, admitted.cluster, admitted.cluster, { action: "info" })) as Result<unknown>;
+      if (!res.ok) throw unauthorized(res.status.message);
+      return admitted.cluster;
+    } catch (e) {
+      // As kube-apiserver: one answer for every credential that fails, whatever it looked like.
+      if (e instanceof ApiError && e.code === 401) throw unauthorized();
+      throw e;
+    }
   });
   if (sub !== null) throw forbidden(`cluster ${sub}'s agent credential may only use /agent/v1`);
 }

@@ -179,6 +179,15 @@ describe("forged tokens", () => {
       expect(known.body).toEqual(unknown.body);
     }
   });
+
+  it("answers every failed credential on /apis as kube-apiserver does: 401 Unauthorized", async () => {
+    const stranger = await agentKeys();
+    for (const token of ["wrong-admin-token", await stranger.sign("victim"), await stranger.sign("nobody"), "a.b.c"]) {
+      const r = await call("GET", MC, undefined, from("10.0.3.1", token));
+      expect(r.status).toBe(401);
+      expect(r.body).toMatchObject({ kind: "Status", status: "Failure", reason: "Unauthorized", message: "Unauthorized", code: 401 });
+    }
+  });
 });
 
 describe("key rotation", () => {
