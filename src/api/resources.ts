@@ -9,7 +9,7 @@ import { alreadyExists, ApiError, badRequest, forbidden, methodNotAllowed, notFo
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { matches, parseSelector, SelectorParseError } from "../k8s/labels.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
-import { getObject, LIST_CHUNK_ROWS, listPage, type LabelIndexRequirement } from "../k8s/store.ts";
+import { awaitResourceVersion, getObject, LIST_CHUNK_ROWS, listPage, parseResourceVersion, type LabelIndexRequirement } from "../k8s/store.ts";
 import { computeWrite, type WriteRequest } from "../k8s/write.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { findKind, KINDS, servedGroups } from "../kinds/index.ts";
@@ -182,12 +182,17 @@ async function list(c: Ctx, t: Target): Promise<Response> {
         allowWatchBookmarks: queryFlag(c.req.query("allowWatchBookmarks")),
         sendInitialEvents: sendInitialEvents === undefined ? undefined : queryFlag(sendInitialEvents),
         client: await clientOf(bearerToken(c) ?? ""),
+        signal: c.req.raw.signal,
       },
       (p) => c.executionCtx.waitUntil(p),
     );
   }
   const limit = limitOf(c.req.query("limit"));
   const after = continueKey(c.req.query("continue"));
+  // A list from a resourceVersion answers data at least that new (NotOlderThan; an Exact match,
+  // or a legacy one with a limit, is served at the current version): a version the store has not
+  // reached gets kube-apiserver's 504 "Too large resource version" after a brief wait.
+  await awaitResourceVersion(store(c.env), parseResourceVersion(c.req.query("resourceVersion")), c.req.raw.signal);
   // As the apiserver: remainingItemCount only when no selector filters the rows.
   const selected = Boolean(c.req.query("labelSelector") || c.req.query("fieldSelector"));
   const page = await listPage(store(c.env), t.def, namespace, { after, limit, filter, countRemaining: !selected, index });

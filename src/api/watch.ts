@@ -16,12 +16,22 @@
  * max-in-flight filter refuses what exceeds its limits. A watch ends, and frees its place, when the
  * client goes away (noticed at the next write: a quiet watch writes a newline every
  * {@link WATCH_KEEPALIVE_POLLS} polls).
+ *
+ * A watch from a resourceVersion the hub has not reached yet waits up to 3 s for writes to reach
+ * it (src/k8s/store.ts `awaitResourceVersion`), then sends one ERROR event with kube-apiserver's
+ * 504 Timeout Status "Too large resource version" (cause ResourceVersionTooLarge, src/k8s/errors.ts
+ * `tooLargeResourceVersion`) and ends: the answer of its watch cache to a watch-list from such a
+ * version (cacher.go `waitUntilWatchCacheFreshAndForceAllEvents`, an ERROR event because the watch
+ * is already under way). The apiserver may instead hold a plain watch until the version comes
+ * (api-concepts "Unavailable resource versions"); the hub answers every watch the same way, so
+ * that a client resuming from a version of another database (a hub reset under it) lists again
+ * instead of waiting in silence.
  */
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { ApiError, badRequest, tooManyRequests } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { EVENT_RETENTION, eventLogStart, listPage, readEvents, type StoreKey } from "../k8s/store.ts";
+import { awaitResourceVersion, EVENT_RETENTION, eventLogStart, listPage, parseResourceVersion, readEvents, type StoreKey } from "../k8s/store.ts";
 import { apiVersionOf } from "../k8s/kind.ts";
 import { clock } from "../clock.ts";
 
@@ -119,6 +129,8 @@ export interface WatchOptions {
   sendInitialEvents?: boolean;
   /** Who is watching ({@link clientOf}), counted against {@link MAX_WATCHES_PER_CLIENT}. */
   client: string;
+  /** The request's abort signal: it aborts when the client goes away (a wait for a future resourceVersion then ends). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -139,8 +151,7 @@ export function watchResponse(
   opts: WatchOptions,
   waitUntil: (p: Promise<unknown>) => void,
 ): Response {
-  const fromRv = opts.resourceVersion && opts.resourceVersion !== "0" ? Number(opts.resourceVersion) : undefined;
-  if (fromRv !== undefined && (!Number.isInteger(fromRv) || fromRv < 0)) throw badRequest(`invalid resourceVersion ${JSON.stringify(opts.resourceVersion)}`, "resourceVersion");
+  const asked = parseResourceVersion(opts.resourceVersion);
   const timeout = opts.timeoutSeconds === undefined ? MAX_WATCH_SECONDS : Number(opts.timeoutSeconds);
   if (!Number.isFinite(timeout) || timeout < 0) throw badRequest(`invalid timeoutSeconds ${JSON.stringify(opts.timeoutSeconds)}`, "timeoutSeconds");
 
@@ -164,7 +175,11 @@ export function watchResponse(
   void closed.then(() => (gone = true));
 
   const run = async () => {
-    const deadline = Date.now() + Math.min(timeout, MAX_WATCH_SECONDS) * 1000;
+    const deadline = clock.now() + Math.min(timeout, MAX_WATCH_SECONDS) * 1000;
+    // A version the store has not reached: wait briefly for writes to reach it, else the ERROR
+    // event kube-apiserver's watch cache sends (504 Timeout, ResourceVersionTooLarge).
+    await awaitResourceVersion(db, asked, opts.signal);
+    const fromRv = asked === 0n ? undefined : Number(asked);
     let rv: number;
     if (fromRv === undefined && opts.sendInitialEvents === false) {
       // A watch-list without initial events and without a version starts from now.

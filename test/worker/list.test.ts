@@ -133,3 +133,53 @@ describe("a list reads what its page needs", () => {
     expect(new Set(events.map((e) => e.object.metadata.name)).size).toBe(BIG);
   });
 });
+
+describe("a list from a resourceVersion (kube-apiserver's NotOlderThan and its Too large resource version)", () => {
+  const current = async () => Number((await call("GET", `${PLACEMENTS}?limit=1`)).body.metadata.resourceVersion);
+  /** The Status kube-apiserver's storage.NewTooLargeResourceVersionError gives, with the watch cache's retry of 1 s. */
+  const tooLarge = (requested: string) => ({
+    kind: "Status",
+    apiVersion: "v1",
+    metadata: {},
+    status: "Failure",
+    code: 504,
+    reason: "Timeout",
+    message: expect.stringMatching(new RegExp(`^Timeout: Too large resource version: ${requested}, current: \\d+$`)),
+    details: { causes: [{ reason: "ResourceVersionTooLarge", message: "Too large resource version" }], retryAfterSeconds: 1 },
+  });
+
+  it("answers 504 Timeout with cause ResourceVersionTooLarge for a version the hub has not reached, whatever the match", async () => {
+    const ahead = String((await current()) + 1_000_000);
+    const queries = [`resourceVersion=${ahead}`, `resourceVersion=${ahead}&resourceVersionMatch=NotOlderThan`, `resourceVersion=${ahead}&resourceVersionMatch=Exact`, `resourceVersion=${ahead}&limit=2`, "resourceVersion=18446744073709551615"];
+    const answers = await Promise.all(queries.map((q) => call("GET", `${PLACEMENTS}?${q}`)));
+    for (const [i, r] of answers.entries()) {
+      expect(r.status, queries[i]).toBe(504);
+      expect(r.headers.get("retry-after"), queries[i]).toBe("1");
+      expect(r.body, queries[i]).toEqual(tooLarge(i === 4 ? "18446744073709551615" : ahead));
+    }
+    // The current number is the hub's version at the answer, below the one asked for.
+    expect(Number(/current: (\d+)$/.exec(answers[0]!.body.message)![1])).toBeLessThan(Number(ahead));
+  });
+
+  it("serves a version the hub has reached, and waits for one a write is about to reach", async () => {
+    const now = await current();
+    const same = await call("GET", `${PLACEMENTS}?resourceVersion=${now}`);
+    expect(same.status).toBe(200);
+    expect(Number(same.body.metadata.resourceVersion)).toBeGreaterThanOrEqual(now);
+    // One version ahead: the list waits while a create makes it, then shows the new object.
+    const pending = call("GET", `${PLACEMENTS}?resourceVersion=${now + 1}&resourceVersionMatch=NotOlderThan`);
+    expect((await call("POST", PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "p-f" }, spec: {} })).status).toBe(201);
+    const waited = await pending;
+    expect(waited.status).toBe(200);
+    expect(Number(waited.body.metadata.resourceVersion)).toBeGreaterThanOrEqual(now + 1);
+    expect(waited.body.items.map((o: { metadata: { name: string } }) => o.metadata.name)).toContain("p-f");
+  });
+
+  it("refuses a resourceVersion that is not an unsigned 64-bit integer with 400", async () => {
+    for (const rv of ["abc", "-1", "1.5", "18446744073709551616"]) {
+      const r = await call("GET", `${PLACEMENTS}?resourceVersion=${rv}`);
+      expect(r.status, rv).toBe(400);
+      expect(r.body.details.causes[0].field, rv).toBe("resourceVersion");
+    }
+  });
+});
