@@ -14,8 +14,9 @@
  * once in one Worker isolate (the unit whose memory the watches share; `npm start` runs one);
  * the next one is refused with 429 TooManyRequests and `Retry-After`, as the apiserver's
  * max-in-flight filter refuses what exceeds its limits. A watch ends, and frees its place, when the
- * client goes away (noticed at the next write: a quiet watch writes a newline every
- * {@link WATCH_KEEPALIVE_POLLS} polls).
+ * client goes away: at once when the runtime reports it (the request's abort signal, the
+ * response body's cancel), else at a failed write (a quiet watch writes a newline every
+ * {@link WATCH_KEEPALIVE_POLLS} polls), within {@link WATCH_GONE_FREED_SECONDS} s.
  *
  * A watch from a resourceVersion the hub has not reached yet waits up to 3 s for writes to reach
  * it (src/k8s/store.ts `awaitResourceVersion`), then sends one ERROR event with kube-apiserver's
@@ -43,11 +44,20 @@ export const MAX_WATCH_SECONDS = 1800;
 const BOOKMARK_MS = 15_000;
 /**
  * Idle polls after which a quiet watch writes a newline (JSON whitespace between events, which
- * client-go's and client-node's decoders skip): a watch learns that its client went away only
- * when a write fails (wrangler dev's proxy does not pass the disconnect on), so an abandoned watch
- * frees its place within about this many seconds.
+ * client-go's, client-node's and the Python client's decoders skip): every poll, i.e. every
+ * second. Under wrangler dev a watch learns that its client went away only from its writes (the
+ * proxy in front of the Worker neither cancels the body nor aborts the request's signal; its
+ * first write after the disconnect still succeeds, the next one ends the stream), so an abandoned
+ * watch frees its place about two seconds after its client left. Where the runtime reports the
+ * disconnect (the request's signal, the body's cancel) it frees it at once.
  */
-export const WATCH_KEEPALIVE_POLLS = 10;
+export const WATCH_KEEPALIVE_POLLS = 1;
+/**
+ * Longest time, in seconds, from a client leaving to its watch's place being free again, as the
+ * README states it: about 2 s under wrangler dev (see {@link WATCH_KEEPALIVE_POLLS}), with room
+ * for polls slowed by load.
+ */
+export const WATCH_GONE_FREED_SECONDS = 10;
 /** Objects read per page for the initial ADDED events. */
 export const WATCH_LIST_PAGE = 500;
 /**
@@ -129,7 +139,7 @@ export interface WatchOptions {
   sendInitialEvents?: boolean;
   /** Who is watching ({@link clientOf}), counted against {@link MAX_WATCHES_PER_CLIENT}. */
   client: string;
-  /** The request's abort signal: it aborts when the client goes away (a wait for a future resourceVersion then ends). */
+  /** The request's abort signal: it aborts when the client goes away, which ends the watch and frees its place at once. */
   signal?: AbortSignal;
 }
 
@@ -166,13 +176,21 @@ export function watchResponse(
     quietPolls = 0;
     return writer.write(encoder.encode(`${JSON.stringify({ type, object })}\n`));
   };
-  // The client went away (the response body was cancelled): the writer's side errors.
+  // The client went away: the response body was cancelled (the writer's side errors), or the
+  // request's signal aborted (workerd's `enable_request_signal`; how a disconnect reaches the
+  // Worker under wrangler dev, whose proxy never cancels the body). Either frees the watch's place
+  // at once and wakes the loop.
   let gone = false;
-  const closed = writer.closed.then(
-    () => undefined,
-    () => undefined,
-  );
-  void closed.then(() => (gone = true));
+  let wake: () => void = () => undefined;
+  const closed = new Promise<void>((resolve) => (wake = resolve));
+  const leave = () => {
+    gone = true;
+    release();
+    wake();
+  };
+  void writer.closed.then(leave, leave);
+  if (opts.signal?.aborted) leave();
+  opts.signal?.addEventListener("abort", leave, { once: true });
 
   const run = async () => {
     const deadline = clock.now() + Math.min(timeout, MAX_WATCH_SECONDS) * 1000;
@@ -247,6 +265,7 @@ export function watchResponse(
       .catch((e: unknown) => (e instanceof ApiError ? send("ERROR", e.toStatus()).catch(() => undefined) : undefined))
       .finally(() => {
         release();
+        opts.signal?.removeEventListener("abort", leave);
         return writer.close().catch(() => undefined);
       }),
   );
