@@ -246,6 +246,9 @@ function continueKey(continueParam: string | undefined): { namespace: string; na
 
 async function get(c: Ctx, t: Target): Promise<Response> {
   const ref = { group: t.def.group, plural: t.def.plural, name: t.name };
+  // A get from a resourceVersion, as kube-apiserver's (watch cache `WaitUntilFreshAndGet`): the
+  // object as it is now once the hub has reached that version, else 504 Too large resource version.
+  await awaitResourceVersion(store(c.env), parseResourceVersion(c.req.query("resourceVersion")), c.req.raw.signal);
   let obj: KubeObject | null;
   if (t.def.storage === "cluster") {
     const res = (await c.env.CLUSTERS.getByName(t.name!).get(t.name!)) as Result<KubeObject>;

@@ -134,7 +134,7 @@ describe("a list reads what its page needs", () => {
   });
 });
 
-describe("a list from a resourceVersion (kube-apiserver's NotOlderThan and its Too large resource version)", () => {
+describe("a list or get from a resourceVersion (kube-apiserver's NotOlderThan and its Too large resource version)", () => {
   const current = async () => Number((await call("GET", `${PLACEMENTS}?limit=1`)).body.metadata.resourceVersion);
   /** The Status kube-apiserver's storage.NewTooLargeResourceVersionError gives, with the watch cache's retry of 1 s. */
   const tooLarge = (requested: string) => ({
@@ -175,11 +175,22 @@ describe("a list from a resourceVersion (kube-apiserver's NotOlderThan and its T
     expect(waited.body.items.map((o: { metadata: { name: string } }) => o.metadata.name)).toContain("p-f");
   });
 
+  it("a get from a version the hub has not reached: the same 504; from one it has: the object", async () => {
+    const now = await current();
+    const [ahead, reached] = await Promise.all([call("GET", `${PLACEMENTS}/p-a?resourceVersion=${now + 1_000_000}`), call("GET", `${PLACEMENTS}/p-a?resourceVersion=${now}`)]);
+    expect(ahead.status).toBe(504);
+    expect(ahead.body).toEqual(tooLarge(String(now + 1_000_000)));
+    expect(reached.status).toBe(200);
+    expect(reached.body.metadata.name).toBe("p-a");
+  });
+
   it("refuses a resourceVersion that is not an unsigned 64-bit integer with 400", async () => {
     for (const rv of ["abc", "-1", "1.5", "18446744073709551616"]) {
-      const r = await call("GET", `${PLACEMENTS}?resourceVersion=${rv}`);
-      expect(r.status, rv).toBe(400);
-      expect(r.body.details.causes[0].field, rv).toBe("resourceVersion");
+      for (const path of [PLACEMENTS, `${PLACEMENTS}/p-a`]) {
+        const r = await call("GET", `${path}?resourceVersion=${rv}`);
+        expect(r.status, `${path} ${rv}`).toBe(400);
+        expect(r.body.details.causes[0].field, rv).toBe("resourceVersion");
+      }
     }
   });
 });
