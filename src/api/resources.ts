@@ -168,7 +168,8 @@ async function list(c: Ctx, t: Target): Promise<Response> {
   const namespace = t.def.namespaced ? t.namespace || undefined : "";
   const watching = queryFlag(c.req.query("watch"));
   const sendInitialEvents = c.req.query("sendInitialEvents");
-  checkWatchListOptions({ watch: watching, sendInitialEvents, allowWatchBookmarks: queryFlag(c.req.query("allowWatchBookmarks")), resourceVersionMatch: c.req.query("resourceVersionMatch") });
+  const resourceVersion = c.req.query("resourceVersion");
+  checkWatchListOptions({ watch: watching, sendInitialEvents, allowWatchBookmarks: queryFlag(c.req.query("allowWatchBookmarks")), resourceVersionMatch: c.req.query("resourceVersionMatch"), resourceVersion, continue: c.req.query("continue") });
   if (watching) {
     return watchResponse(
       store(c.env),
@@ -177,7 +178,7 @@ async function list(c: Ctx, t: Target): Promise<Response> {
       filter,
       (o) => shape(c, t.def, o, "watch"),
       {
-        resourceVersion: c.req.query("resourceVersion"),
+        resourceVersion,
         timeoutSeconds: c.req.query("timeoutSeconds"),
         allowWatchBookmarks: queryFlag(c.req.query("allowWatchBookmarks")),
         sendInitialEvents: sendInitialEvents === undefined ? undefined : queryFlag(sendInitialEvents),
@@ -187,12 +188,15 @@ async function list(c: Ctx, t: Target): Promise<Response> {
       (p) => c.executionCtx.waitUntil(p),
     );
   }
+  const asked = parseResourceVersion(resourceVersion);
   const limit = limitOf(c.req.query("limit"));
   const after = continueKey(c.req.query("continue"));
+  // As the etcd3 store: a continued list carries its version in the token, not in resourceVersion.
+  if (after && asked !== 0n) throw badRequest("specifying resource version is not allowed when using continue", "resourceVersion");
   // A list from a resourceVersion answers data at least that new (NotOlderThan; an Exact match,
   // or a legacy one with a limit, is served at the current version): a version the store has not
   // reached gets kube-apiserver's 504 "Too large resource version" after a brief wait.
-  await awaitResourceVersion(store(c.env), parseResourceVersion(c.req.query("resourceVersion")), c.req.raw.signal);
+  await awaitResourceVersion(store(c.env), asked, c.req.raw.signal);
   // As the apiserver: remainingItemCount only when no selector filters the rows.
   const selected = Boolean(c.req.query("labelSelector") || c.req.query("fieldSelector"));
   const page = await listPage(store(c.env), t.def, namespace, { after, limit, filter, countRemaining: !selected, index });

@@ -73,24 +73,33 @@ export const WATCH_RETRY_AFTER_SECONDS = 5;
 export const INITIAL_EVENTS_END = "k8s.io/initial-events-end";
 
 /**
- * Checks a watch's watch-list options as kube-apiserver's ListOptions validation does:
- * `sendInitialEvents` needs `watch`, `allowWatchBookmarks=true` and
- * `resourceVersionMatch=NotOlderThan`; `resourceVersionMatch` on a watch needs `sendInitialEvents`;
- * any other `resourceVersionMatch` than NotOlderThan and Exact is unsupported.
- * @throws ApiError 422 Invalid (kind ListOptions) naming the offending field
+ * Checks a list's or watch's ListOptions as kube-apiserver's ListOptions validation does
+ * (apimachinery `pkg/apis/meta/internalversion/validation` `ValidateListOptions`):
+ * - a watch: `sendInitialEvents` needs `allowWatchBookmarks=true` and
+ *   `resourceVersionMatch=NotOlderThan`; `resourceVersionMatch` needs `sendInitialEvents`;
+ * - a list: `sendInitialEvents` is forbidden; `resourceVersionMatch` needs a `resourceVersion`,
+ *   is forbidden with `continue`, and Exact is forbidden for resourceVersion "0";
+ * - either: any other `resourceVersionMatch` than NotOlderThan and Exact is unsupported.
+ * @throws ApiError 422 Invalid (kind ListOptions) naming the offending fields
  */
-export function checkWatchListOptions(o: { watch: boolean; sendInitialEvents?: string; allowWatchBookmarks: boolean; resourceVersionMatch?: string }): void {
+export function checkWatchListOptions(o: { watch: boolean; sendInitialEvents?: string; allowWatchBookmarks: boolean; resourceVersionMatch?: string; resourceVersion?: string; continue?: string }): void {
   const causes: { field: string; message: string; reason: string }[] = [];
   const match = o.resourceVersionMatch ?? "";
+  const forbid = (field: string, why: string) => causes.push({ field, message: `Forbidden: ${why}`, reason: "FieldValueForbidden" });
+  if (!o.watch && match !== "") {
+    if (!o.resourceVersion) forbid("resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided");
+    if (o.continue) forbid("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided");
+  }
   if (match !== "" && match !== "NotOlderThan" && match !== "Exact") {
     causes.push({ field: "resourceVersionMatch", message: `Unsupported value: "${match}": supported values: "Exact", "NotOlderThan", ""`, reason: "FieldValueNotSupported" });
   }
+  if (!o.watch && match === "Exact" && o.resourceVersion === "0") forbid("resourceVersionMatch", `resourceVersionMatch "exact" is forbidden for resourceVersion "0"`);
   if (o.sendInitialEvents !== undefined) {
-    if (!o.watch) causes.push({ field: "sendInitialEvents", message: "Forbidden: sendInitialEvents is forbidden for list", reason: "FieldValueForbidden" });
-    if (match !== "NotOlderThan") causes.push({ field: "resourceVersionMatch", message: `Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan`, reason: "FieldValueForbidden" });
-    if (!o.allowWatchBookmarks) causes.push({ field: "allowWatchBookmarks", message: "Forbidden: sendInitialEvents requires setting allowWatchBookmarks to true", reason: "FieldValueForbidden" });
+    if (!o.watch) forbid("sendInitialEvents", "sendInitialEvents is forbidden for list");
+    if (match !== "NotOlderThan") forbid("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan");
+    if (!o.allowWatchBookmarks) forbid("allowWatchBookmarks", "sendInitialEvents requires setting allowWatchBookmarks to true");
   } else if (o.watch && match !== "") {
-    causes.push({ field: "resourceVersionMatch", message: "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided", reason: "FieldValueForbidden" });
+    forbid("resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided");
   }
   if (causes.length === 0) return;
   throw new ApiError(422, "Invalid", `ListOptions.meta.k8s.io "" is invalid: ${causes.map((c) => `${c.field}: ${c.message}`).join(", ")}`, { group: "meta.k8s.io", kind: "ListOptions", causes });

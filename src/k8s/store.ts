@@ -666,7 +666,7 @@ const MAX_RESOURCE_VERSION = (1n << 64n) - 1n;
 export function parseResourceVersion(value: string | undefined): bigint {
   if (value === undefined || value === "") return 0n;
   const rv = /^[0-9]+$/.test(value) ? BigInt(value) : -1n;
-  if (rv < 0n || rv > MAX_RESOURCE_VERSION) throw badRequest(`invalid resourceVersion ${JSON.stringify(value)}`, "resourceVersion");
+  if (rv < 0n || rv > MAX_RESOURCE_VERSION) throw badRequest(`resourceVersion: Invalid value: ${JSON.stringify(value)}: must be an unsigned 64-bit decimal integer`, "resourceVersion");
   return rv;
 }
 

@@ -184,6 +184,28 @@ describe("a list or get from a resourceVersion (kube-apiserver's NotOlderThan an
     expect(reached.body.metadata.name).toBe("p-a");
   });
 
+  it("checks resourceVersion, resourceVersionMatch and continue together as kube-apiserver's TestListOptions expects", async () => {
+    const token = (await call("GET", `${PLACEMENTS}?limit=2`)).body.metadata.continue as string;
+    const cases: [string, number, string][] = [
+      ["resourceVersionMatch=NotOlderThan", 422, "resourceVersionMatch is forbidden unless resourceVersion is provided"],
+      ["resourceVersionMatch=Exact&limit=2", 422, "resourceVersionMatch is forbidden unless resourceVersion is provided"],
+      [`resourceVersion=0&resourceVersionMatch=NotOlderThan&limit=2&continue=${token}`, 422, "resourceVersionMatch is forbidden when continue is provided"],
+      ["resourceVersion=0&resourceVersionMatch=InvalidMatch", 422, "supported values"],
+      ["resourceVersion=0&resourceVersionMatch=Exact", 422, 'resourceVersionMatch \\"exact\\" is forbidden for resourceVersion \\"0\\"'],
+      ["resourceVersion=invalid&continue=invalidContinueToken", 400, "Invalid value"],
+      ["resourceVersion=invalid&resourceVersionMatch=NotOlderThan", 400, "Invalid value"],
+      ["continue=invalidContinueToken", 400, "continue key is not valid"],
+      [`resourceVersion=1&limit=2&continue=${token}`, 400, "specifying resource version is not allowed when using continue"],
+    ];
+    for (const [query, status, message] of cases) {
+      const r = await call("GET", `${PLACEMENTS}?${query}`);
+      expect(r.status, query).toBe(status);
+      expect(JSON.stringify(r.body.message), query).toContain(message);
+    }
+    // Version "0" with a continue token is allowed (the token carries the version).
+    expect((await call("GET", `${PLACEMENTS}?resourceVersion=0&limit=2&continue=${token}`)).status).toBe(200);
+  });
+
   it("refuses a resourceVersion that is not an unsigned 64-bit integer with 400", async () => {
     for (const rv of ["abc", "-1", "1.5", "18446744073709551616"]) {
       for (const path of [PLACEMENTS, `${PLACEMENTS}/p-a`]) {
