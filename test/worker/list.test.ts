@@ -1,6 +1,7 @@
 import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { database, LIST_CHUNK_ROWS, listPage } from "../../src/k8s/store.ts";
+import { awaitResourceVersion, database, FUTURE_RESOURCE_VERSION_WAIT_MS, LIST_CHUNK_ROWS, listPage } from "../../src/k8s/store.ts";
+import { clock } from "../../src/clock.ts";
 import { PlacementKind } from "../../src/kinds/placement.ts";
 import { call, MC } from "./helpers.ts";
 
@@ -204,6 +205,26 @@ describe("a list or get from a resourceVersion (kube-apiserver's NotOlderThan an
     }
     // Version "0" with a continue token is allowed (the token carries the version).
     expect((await call("GET", `${PLACEMENTS}?resourceVersion=0&limit=2&continue=${token}`)).status).toBe(200);
+  });
+
+  it("waits on the injected clock, and not at all once the client went away", async () => {
+    const db = database(env.DB);
+    const ahead = BigInt((await current()) + 1_000_000);
+    // The clock jumps past the wait at its first look: the answer comes after one re-read, not 3 s.
+    const real = clock.now;
+    let looks = 0;
+    clock.now = () => real() + (looks++ > 0 ? FUTURE_RESOURCE_VERSION_WAIT_MS : 0);
+    try {
+      await expect(awaitResourceVersion(db, ahead)).rejects.toMatchObject({ code: 504, reason: "Timeout", details: { causes: [{ reason: "ResourceVersionTooLarge" }] } });
+    } finally {
+      clock.now = real;
+    }
+    expect(looks).toBe(2);
+    // An aborted request (its client gone) is answered at once, whatever the clock says.
+    await expect(awaitResourceVersion(db, ahead, AbortSignal.abort())).rejects.toMatchObject({ code: 504 });
+    // Version 0 asks for nothing; one already reached returns the counter.
+    expect(await awaitResourceVersion(db, 0n)).toBe(0);
+    expect(await awaitResourceVersion(db, 1n)).toBeGreaterThanOrEqual(1);
   });
 
   it("refuses a resourceVersion that is not an unsigned 64-bit integer with 400", async () => {
