@@ -186,9 +186,9 @@ export function watchResponse(
     return writer.write(encoder.encode(`${JSON.stringify({ type, object })}\n`));
   };
   // The client went away: the response body was cancelled (the writer's side errors), or the
-  // request's signal aborted (workerd's `enable_request_signal`; how a disconnect reaches the
-  // Worker under wrangler dev, whose proxy never cancels the body). Either frees the watch's place
-  // at once and wakes the loop.
+  // request's signal aborted (workerd's `enable_request_signal`, as on Cloudflare). Either frees
+  // the watch's place at once and wakes the loop. Under wrangler dev neither happens: a failed
+  // keepalive write ends the watch instead (WATCH_KEEPALIVE_POLLS).
   let gone = false;
   let wake: () => void = () => undefined;
   const closed = new Promise<void>((resolve) => (wake = resolve));

@@ -687,8 +687,8 @@ export async function currentResourceVersion(db: DrizzleD1Database): Promise<num
 
 /**
  * Waits until the resourceVersion counter has reached `rv` and returns its value then: the guard
- * of a list or watch that names a version ("not older than"), as kube-apiserver's watch cache
- * waits to be fresh before it serves one. The counter is the D1 row every write of every isolate
+ * of a get, list or watch that names a version ("not older than"), as kube-apiserver's watch cache
+ * waits to be fresh before it serves one (`waitUntilFreshAndBlock`). The counter is the D1 row every write of every isolate
  * bumps, so a version above it is one no write has made yet; it is waited for only while writes
  * elsewhere can still make it, i.e. for at most {@link FUTURE_RESOURCE_VERSION_WAIT_MS} ms on the
  * injected clock, re-reading the counter every {@link FUTURE_RESOURCE_VERSION_POLL_MS} ms, and not
