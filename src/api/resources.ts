@@ -9,7 +9,7 @@ import { alreadyExists, ApiError, badRequest, forbidden, methodNotAllowed, notFo
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { matches, parseSelector, SelectorParseError } from "../k8s/labels.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
-import { getObject, LIST_CHUNK_ROWS, listPage, type LabelIndexRequirement } from "../k8s/store.ts";
+import { awaitResourceVersion, getObject, LIST_CHUNK_ROWS, listPage, parseResourceVersion, type LabelIndexRequirement } from "../k8s/store.ts";
 import { computeWrite, type WriteRequest } from "../k8s/write.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { findKind, KINDS, servedGroups } from "../kinds/index.ts";
@@ -174,7 +174,8 @@ async function list(c: Ctx, t: Target): Promise<Response> {
   const namespace = t.def.namespaced ? t.namespace || undefined : "";
   const watching = queryFlag(c.req.query("watch"));
   const sendInitialEvents = c.req.query("sendInitialEvents");
-  checkWatchListOptions({ watch: watching, sendInitialEvents, allowWatchBookmarks: queryFlag(c.req.query("allowWatchBookmarks")), resourceVersionMatch: c.req.query("resourceVersionMatch") });
+  const resourceVersion = c.req.query("resourceVersion");
+  checkWatchListOptions({ watch: watching, sendInitialEvents, allowWatchBookmarks: queryFlag(c.req.query("allowWatchBookmarks")), resourceVersionMatch: c.req.query("resourceVersionMatch"), resourceVersion, continue: c.req.query("continue") });
   if (watching) {
     return watchResponse(
       store(c.env),
@@ -183,17 +184,25 @@ async function list(c: Ctx, t: Target): Promise<Response> {
       filter,
       (o) => shape(c, t.def, o, "watch"),
       {
-        resourceVersion: c.req.query("resourceVersion"),
+        resourceVersion,
         timeoutSeconds: c.req.query("timeoutSeconds"),
         allowWatchBookmarks: queryFlag(c.req.query("allowWatchBookmarks")),
         sendInitialEvents: sendInitialEvents === undefined ? undefined : queryFlag(sendInitialEvents),
         client: await clientOf(bearerToken(c) ?? ""),
+        signal: c.req.raw.signal,
       },
       (p) => c.executionCtx.waitUntil(p),
     );
   }
+  const asked = parseResourceVersion(resourceVersion);
   const limit = limitOf(c.req.query("limit"));
   const after = continueKey(c.req.query("continue"));
+  // As the etcd3 store: a continued list carries its version in the token, not in resourceVersion.
+  if (after && asked !== 0n) throw badRequest("specifying resource version is not allowed when using continue", "resourceVersion");
+  // A list from a resourceVersion answers data at least that new (NotOlderThan; an Exact match,
+  // or a legacy one with a limit, is served at the current version): a version the store has not
+  // reached gets kube-apiserver's 504 "Too large resource version" after a brief wait.
+  await awaitResourceVersion(store(c.env), asked, c.req.raw.signal);
   // As the apiserver: remainingItemCount only when no selector filters the rows.
   const selected = Boolean(c.req.query("labelSelector") || c.req.query("fieldSelector"));
   const page = await listPage(store(c.env), t.def, namespace, { after, limit, filter, countRemaining: !selected, index });
@@ -247,6 +256,9 @@ function continueKey(continueParam: string | undefined): { namespace: string; na
 
 async function get(c: Ctx, t: Target): Promise<Response> {
   const ref = { group: t.def.group, plural: t.def.plural, name: t.name };
+  // A get from a resourceVersion, as kube-apiserver's (watch cache `WaitUntilFreshAndGet`): the
+  // object as it is now once the hub has reached that version, else 504 Too large resource version.
+  await awaitResourceVersion(store(c.env), parseResourceVersion(c.req.query("resourceVersion")), c.req.raw.signal);
   let obj: KubeObject | null;
   if (t.def.storage === "cluster") {
     const res = (await c.env.CLUSTERS.getByName(t.name!).get(t.name!)) as Result<KubeObject>;

@@ -14,14 +14,25 @@
  * once in one Worker isolate (the unit whose memory the watches share; `npm start` runs one);
  * the next one is refused with 429 TooManyRequests and `Retry-After`, as the apiserver's
  * max-in-flight filter refuses what exceeds its limits. A watch ends, and frees its place, when the
- * client goes away (noticed at the next write: a quiet watch writes a newline every
- * {@link WATCH_KEEPALIVE_POLLS} polls).
+ * client goes away: at once when the runtime reports it (the request's abort signal, the
+ * response body's cancel), else at a failed write (a quiet watch writes a newline every
+ * {@link WATCH_KEEPALIVE_POLLS} polls), within {@link WATCH_GONE_FREED_SECONDS} s.
+ *
+ * A watch from a resourceVersion the hub has not reached yet waits up to 3 s for writes to reach
+ * it (src/k8s/store.ts `awaitResourceVersion`), then sends one ERROR event with kube-apiserver's
+ * 504 Timeout Status "Too large resource version" (cause ResourceVersionTooLarge, src/k8s/errors.ts
+ * `tooLargeResourceVersion`) and ends: the answer of its watch cache to a watch-list from such a
+ * version (cacher.go `waitUntilWatchCacheFreshAndForceAllEvents`, an ERROR event because the watch
+ * is already under way). The apiserver may instead hold a plain watch until the version comes
+ * (api-concepts "Unavailable resource versions"); the hub answers every watch the same way, so
+ * that a client resuming from a version of another database (a hub reset under it) lists again
+ * instead of waiting in silence.
  */
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { ApiError, badRequest, tooManyRequests } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { EVENT_RETENTION, eventLogStart, listPage, readEvents, type StoreKey } from "../k8s/store.ts";
+import { awaitResourceVersion, EVENT_RETENTION, eventLogStart, listPage, parseResourceVersion, readEvents, type StoreKey } from "../k8s/store.ts";
 import { apiVersionOf } from "../k8s/kind.ts";
 import { clock } from "../clock.ts";
 
@@ -33,11 +44,20 @@ export const MAX_WATCH_SECONDS = 1800;
 const BOOKMARK_MS = 15_000;
 /**
  * Idle polls after which a quiet watch writes a newline (JSON whitespace between events, which
- * client-go's and client-node's decoders skip): a watch learns that its client went away only
- * when a write fails (wrangler dev's proxy does not pass the disconnect on), so an abandoned watch
- * frees its place within about this many seconds.
+ * client-go's, client-node's and the Python client's decoders skip): every poll, i.e. every
+ * second. Under wrangler dev a watch learns that its client went away only from its writes (the
+ * proxy in front of the Worker neither cancels the body nor aborts the request's signal; its
+ * first write after the disconnect still succeeds, the next one ends the stream), so an abandoned
+ * watch frees its place about two seconds after its client left. Where the runtime reports the
+ * disconnect (the request's signal, the body's cancel) it frees it at once.
  */
-export const WATCH_KEEPALIVE_POLLS = 10;
+export const WATCH_KEEPALIVE_POLLS = 1;
+/**
+ * Longest time, in seconds, from a client leaving to its watch's place being free again, as the
+ * README states it: about 2 s under wrangler dev (see {@link WATCH_KEEPALIVE_POLLS}), with room
+ * for polls slowed by load.
+ */
+export const WATCH_GONE_FREED_SECONDS = 10;
 /** Objects read per page for the initial ADDED events. */
 export const WATCH_LIST_PAGE = 500;
 /**
@@ -53,24 +73,33 @@ export const WATCH_RETRY_AFTER_SECONDS = 5;
 export const INITIAL_EVENTS_END = "k8s.io/initial-events-end";
 
 /**
- * Checks a watch's watch-list options as kube-apiserver's ListOptions validation does:
- * `sendInitialEvents` needs `watch`, `allowWatchBookmarks=true` and
- * `resourceVersionMatch=NotOlderThan`; `resourceVersionMatch` on a watch needs `sendInitialEvents`;
- * any other `resourceVersionMatch` than NotOlderThan and Exact is unsupported.
- * @throws ApiError 422 Invalid (kind ListOptions) naming the offending field
+ * Checks a list's or watch's ListOptions as kube-apiserver's ListOptions validation does
+ * (apimachinery `pkg/apis/meta/internalversion/validation` `ValidateListOptions`):
+ * - a watch: `sendInitialEvents` needs `allowWatchBookmarks=true` and
+ *   `resourceVersionMatch=NotOlderThan`; `resourceVersionMatch` needs `sendInitialEvents`;
+ * - a list: `sendInitialEvents` is forbidden; `resourceVersionMatch` needs a `resourceVersion`,
+ *   is forbidden with `continue`, and Exact is forbidden for resourceVersion "0";
+ * - either: any other `resourceVersionMatch` than NotOlderThan and Exact is unsupported.
+ * @throws ApiError 422 Invalid (kind ListOptions) naming the offending fields
  */
-export function checkWatchListOptions(o: { watch: boolean; sendInitialEvents?: string; allowWatchBookmarks: boolean; resourceVersionMatch?: string }): void {
+export function checkWatchListOptions(o: { watch: boolean; sendInitialEvents?: string; allowWatchBookmarks: boolean; resourceVersionMatch?: string; resourceVersion?: string; continue?: string }): void {
   const causes: { field: string; message: string; reason: string }[] = [];
   const match = o.resourceVersionMatch ?? "";
+  const forbid = (field: string, why: string) => causes.push({ field, message: `Forbidden: ${why}`, reason: "FieldValueForbidden" });
+  if (!o.watch && match !== "") {
+    if (!o.resourceVersion) forbid("resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided");
+    if (o.continue) forbid("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided");
+  }
   if (match !== "" && match !== "NotOlderThan" && match !== "Exact") {
     causes.push({ field: "resourceVersionMatch", message: `Unsupported value: "${match}": supported values: "Exact", "NotOlderThan", ""`, reason: "FieldValueNotSupported" });
   }
+  if (!o.watch && match === "Exact" && o.resourceVersion === "0") forbid("resourceVersionMatch", `resourceVersionMatch "exact" is forbidden for resourceVersion "0"`);
   if (o.sendInitialEvents !== undefined) {
-    if (!o.watch) causes.push({ field: "sendInitialEvents", message: "Forbidden: sendInitialEvents is forbidden for list", reason: "FieldValueForbidden" });
-    if (match !== "NotOlderThan") causes.push({ field: "resourceVersionMatch", message: `Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan`, reason: "FieldValueForbidden" });
-    if (!o.allowWatchBookmarks) causes.push({ field: "allowWatchBookmarks", message: "Forbidden: sendInitialEvents requires setting allowWatchBookmarks to true", reason: "FieldValueForbidden" });
+    if (!o.watch) forbid("sendInitialEvents", "sendInitialEvents is forbidden for list");
+    if (match !== "NotOlderThan") forbid("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan");
+    if (!o.allowWatchBookmarks) forbid("allowWatchBookmarks", "sendInitialEvents requires setting allowWatchBookmarks to true");
   } else if (o.watch && match !== "") {
-    causes.push({ field: "resourceVersionMatch", message: "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided", reason: "FieldValueForbidden" });
+    forbid("resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided");
   }
   if (causes.length === 0) return;
   throw new ApiError(422, "Invalid", `ListOptions.meta.k8s.io "" is invalid: ${causes.map((c) => `${c.field}: ${c.message}`).join(", ")}`, { group: "meta.k8s.io", kind: "ListOptions", causes });
@@ -119,6 +148,8 @@ export interface WatchOptions {
   sendInitialEvents?: boolean;
   /** Who is watching ({@link clientOf}), counted against {@link MAX_WATCHES_PER_CLIENT}. */
   client: string;
+  /** The request's abort signal: it aborts when the client goes away, which ends the watch and frees its place at once. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -139,8 +170,7 @@ export function watchResponse(
   opts: WatchOptions,
   waitUntil: (p: Promise<unknown>) => void,
 ): Response {
-  const fromRv = opts.resourceVersion && opts.resourceVersion !== "0" ? Number(opts.resourceVersion) : undefined;
-  if (fromRv !== undefined && (!Number.isInteger(fromRv) || fromRv < 0)) throw badRequest(`invalid resourceVersion ${JSON.stringify(opts.resourceVersion)}`, "resourceVersion");
+  const asked = parseResourceVersion(opts.resourceVersion);
   const timeout = opts.timeoutSeconds === undefined ? MAX_WATCH_SECONDS : Number(opts.timeoutSeconds);
   if (!Number.isFinite(timeout) || timeout < 0) throw badRequest(`invalid timeoutSeconds ${JSON.stringify(opts.timeoutSeconds)}`, "timeoutSeconds");
 
@@ -155,16 +185,28 @@ export function watchResponse(
     quietPolls = 0;
     return writer.write(encoder.encode(`${JSON.stringify({ type, object })}\n`));
   };
-  // The client went away (the response body was cancelled): the writer's side errors.
+  // The client went away: the response body was cancelled (the writer's side errors), or the
+  // request's signal aborted (workerd's `enable_request_signal`, as on Cloudflare). Either frees
+  // the watch's place at once and wakes the loop. Under wrangler dev neither happens: a failed
+  // keepalive write ends the watch instead (WATCH_KEEPALIVE_POLLS).
   let gone = false;
-  const closed = writer.closed.then(
-    () => undefined,
-    () => undefined,
-  );
-  void closed.then(() => (gone = true));
+  let wake: () => void = () => undefined;
+  const closed = new Promise<void>((resolve) => (wake = resolve));
+  const leave = () => {
+    gone = true;
+    release();
+    wake();
+  };
+  void writer.closed.then(leave, leave);
+  if (opts.signal?.aborted) leave();
+  opts.signal?.addEventListener("abort", leave, { once: true });
 
   const run = async () => {
-    const deadline = Date.now() + Math.min(timeout, MAX_WATCH_SECONDS) * 1000;
+    const deadline = clock.now() + Math.min(timeout, MAX_WATCH_SECONDS) * 1000;
+    // A version the store has not reached: wait briefly for writes to reach it, else the ERROR
+    // event kube-apiserver's watch cache sends (504 Timeout, ResourceVersionTooLarge).
+    await awaitResourceVersion(db, asked, opts.signal);
+    const fromRv = asked === 0n ? undefined : Number(asked);
     let rv: number;
     if (fromRv === undefined && opts.sendInitialEvents === false) {
       // A watch-list without initial events and without a version starts from now.
@@ -232,6 +274,7 @@ export function watchResponse(
       .catch((e: unknown) => (e instanceof ApiError ? send("ERROR", e.toStatus()).catch(() => undefined) : undefined))
       .finally(() => {
         release();
+        opts.signal?.removeEventListener("abort", leave);
         return writer.close().catch(() => undefined);
       }),
   );

@@ -168,3 +168,23 @@ export function uriTooLong(lengthBytes: number, limitBytes: number): ApiError {
 export function tooManyRequests(message: string, retryAfterSeconds: number): ApiError {
   return new ApiError(429, "TooManyRequests", message, { retryAfterSeconds });
 }
+
+/**
+ * 504 Timeout for a read at a resourceVersion the store has not reached, as kube-apiserver builds
+ * it (`storage.NewTooLargeResourceVersionError` in k8s.io/apiserver/pkg/storage/errors.go, on
+ * apimachinery's `NewTimeoutError`): message `Timeout: Too large resource version: <requested>,
+ * current: <current>`, one cause `{reason: "ResourceVersionTooLarge", message: "Too large resource
+ * version"}` and `details.retryAfterSeconds` (the watch cache sends 1; the `Retry-After` header
+ * carries it too). client-go's reflector recognises the cause (`IsTooLargeResourceVersion`) and
+ * lists again from the latest version.
+ *
+ * @param requested the resourceVersion asked for, as a decimal string (it may exceed 2^53)
+ * @param current the store's resourceVersion when the request gave up
+ * @param retryAfterSeconds in seconds (default 1, the watch cache's `resourceVersionTooHighRetrySeconds`)
+ */
+export function tooLargeResourceVersion(requested: string, current: number, retryAfterSeconds = 1): ApiError {
+  return new ApiError(504, "Timeout", `Timeout: Too large resource version: ${requested}, current: ${current}`, {
+    causes: [{ reason: "ResourceVersionTooLarge", message: "Too large resource version" }],
+    retryAfterSeconds,
+  });
+}

@@ -15,8 +15,9 @@ import { counters, events, labels, objects, outbox, ownerReferences } from "../d
 import { bind, builder, compiled, type CompiledStatement, type Renderable } from "../db/compiled.ts";
 import { EncryptionError, isSealed, Keyring } from "./encryption.ts";
 import { CommitGroups } from "./group-commit.ts";
-import { alreadyExists, ApiError, conflict, notFound } from "./errors.ts";
+import { alreadyExists, ApiError, badRequest, conflict, notFound, tooLargeResourceVersion } from "./errors.ts";
 import { resourceKey, type KindDefinition } from "./kind.ts";
+import { clock } from "../clock.ts";
 import type { KubeObject } from "./meta.ts";
 
 /** A (namespace, name) pair; namespace is "" for cluster-scoped kinds. */
@@ -651,4 +652,61 @@ export async function readEvents(db: DrizzleD1Database, def: KindDefinition, nam
     events: await Promise.all(rows.map(async (r) => ({ type: r.type as WatchEvent["type"], object: await readRow(db, def, { body: r.body, resourceVersion: r.rv }) }))),
     latest: counter[0]?.value ?? 0,
   };
+}
+
+/** Largest resourceVersion a request may name: apimachinery parses it as an unsigned 64-bit integer. */
+const MAX_RESOURCE_VERSION = (1n << 64n) - 1n;
+
+/**
+ * Parses a request's `resourceVersion` as apimachinery's `APIObjectVersioner.ParseResourceVersion`
+ * does (`strconv.ParseUint(v, 10, 64)`): absent, "" and "0" are 0 (any version); otherwise a
+ * decimal unsigned 64-bit integer, returned as a bigint (it may exceed 2^53).
+ * @throws ApiError 400 BadRequest (field `resourceVersion`) for anything else
+ */
+export function parseResourceVersion(value: string | undefined): bigint {
+  if (value === undefined || value === "") return 0n;
+  const rv = /^[0-9]+$/.test(value) ? BigInt(value) : -1n;
+  if (rv < 0n || rv > MAX_RESOURCE_VERSION) throw badRequest(`resourceVersion: Invalid value: ${JSON.stringify(value)}: must be an unsigned 64-bit decimal integer`, "resourceVersion");
+  return rv;
+}
+
+/**
+ * How long a read at a resourceVersion above the counter waits for writes to reach it, in
+ * milliseconds: kube-apiserver's watch cache waits up to 3 s (`blockTimeout` in
+ * `watch_cache.go` `waitUntilFreshAndBlock`) before answering "Too large resource version".
+ */
+export const FUTURE_RESOURCE_VERSION_WAIT_MS = 3000;
+/** Interval between reads of the counter while {@link awaitResourceVersion} waits, in milliseconds. */
+export const FUTURE_RESOURCE_VERSION_POLL_MS = 250;
+
+/** The resourceVersion counter's current value (one D1 read). */
+export async function currentResourceVersion(db: DrizzleD1Database): Promise<number> {
+  const row = await bind(d1Of(db), counterShape(), {}).first<{ value: number }>();
+  return row?.value ?? 0;
+}
+
+/**
+ * Waits until the resourceVersion counter has reached `rv` and returns its value then: the guard
+ * of a get, list or watch that names a version ("not older than"), as kube-apiserver's watch cache
+ * waits to be fresh before it serves one (`waitUntilFreshAndBlock`). The counter is the D1 row every write of every isolate
+ * bumps, so a version above it is one no write has made yet; it is waited for only while writes
+ * elsewhere can still make it, i.e. for at most {@link FUTURE_RESOURCE_VERSION_WAIT_MS} ms on the
+ * injected clock, re-reading the counter every {@link FUTURE_RESOURCE_VERSION_POLL_MS} ms, and not
+ * at all for a version beyond what the counter can hold (2^53 - 1) or once `signal` aborts (the
+ * client went away). `rv` 0 (any version) returns at once without a read.
+ *
+ * @throws ApiError 504 Timeout with cause ResourceVersionTooLarge ({@link tooLargeResourceVersion})
+ *   when the counter is still below `rv`
+ */
+export async function awaitResourceVersion(db: DrizzleD1Database, rv: bigint, signal?: AbortSignal): Promise<number> {
+  if (rv === 0n) return 0;
+  let current = await currentResourceVersion(db);
+  const reachable = rv <= BigInt(Number.MAX_SAFE_INTEGER);
+  const deadline = clock.now() + FUTURE_RESOURCE_VERSION_WAIT_MS;
+  while (BigInt(current) < rv) {
+    if (!reachable || signal?.aborted || clock.now() >= deadline) throw tooLargeResourceVersion(rv.toString(), current);
+    await new Promise((r) => setTimeout(r, FUTURE_RESOURCE_VERSION_POLL_MS));
+    current = await currentResourceVersion(db);
+  }
+  return current;
 }

@@ -12,7 +12,7 @@ import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { CustomObjectsApi, KubeConfig, makeInformer, type KubernetesObject } from "@kubernetes/client-node";
+import { CustomObjectsApi, KubeConfig, makeInformer, Watch, type KubernetesObject } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, hubFetch, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { waitFor } from "./support.ts";
@@ -92,6 +92,51 @@ describe("the Python client (python3-kubernetes)", () => {
 
   it("watches with watch=True and sees every change", async () => {
     expect(await python("watch")).toEqual({ events: ["ADDED:pyw1", "MODIFIED:pyw1", "ADDED:pyw2", "DELETED:pyw1"] });
+  });
+});
+
+describe("a watch and a list from a resourceVersion the hub has not reached", () => {
+  /** kube-apiserver's message for it (storage.NewTooLargeResourceVersionError on a 504 Timeout). */
+  const tooLarge = (rv: string) => new RegExp(`^Timeout: Too large resource version: ${rv}, current: \\d+$`);
+  const ahead = async () => String(Number(((await admin(hub, "GET", `${MC}?limit=1`)).body as { metadata: { resourceVersion: string } }).metadata.resourceVersion) + 1_000_000);
+
+  it("the Python client raises 504 Timeout for both, the list's Status naming ResourceVersionTooLarge", async () => {
+    const got = (await python("future")) as { ahead: string; watch: { status: number; reason: string }; list: Record<string, unknown> };
+    // The watch client raises the ERROR event's Status as "<reason>: <message>".
+    expect(got.watch.status).toBe(504);
+    expect(got.watch.reason).toMatch(new RegExp(`^Timeout: Timeout: Too large resource version: ${got.ahead}, current: \\d+$`));
+    expect(got.list).toEqual({ status: 504, reason: "Timeout", causes: ["ResourceVersionTooLarge"], retryAfter: "1" });
+  });
+
+  it("kubectl get --raw of the watch prints the ERROR event", async () => {
+    const rv = await ahead();
+    const { stdout } = await kubectl("get", "--raw", `${MC}?watch=1&resourceVersion=${rv}`);
+    const events = stdout.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as { type: string; object: { code: number; reason: string; message: string; details: { causes: { reason: string }[] } } });
+    expect(events).toHaveLength(1);
+    expect(events[0]!.type).toBe("ERROR");
+    expect(events[0]!.object).toMatchObject({ kind: "Status", code: 504, reason: "Timeout", details: { causes: [{ reason: "ResourceVersionTooLarge" }], retryAfterSeconds: 1 } });
+    expect(events[0]!.object.message).toMatch(tooLarge(rv));
+  });
+
+  it("client-node's Watch gets the ERROR event and ends; its list call rejects with 504", async () => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(kubeconfig);
+    const rv = await ahead();
+    const events: { type: string; object: { code?: number; reason?: string; message?: string } }[] = [];
+    await new Promise<void>((resolve, reject) => {
+      void new Watch(kc).watch(MC, { resourceVersion: rv }, (type, object) => events.push({ type, object }), (err) => (err ? reject(err as Error) : resolve()));
+    });
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ type: "ERROR", object: { code: 504, reason: "Timeout" } });
+    expect(events[0]!.object.message).toMatch(tooLarge(rv));
+    const api = kc.makeApiClient(CustomObjectsApi);
+    const listed = await api.listClusterCustomObject({ group: "cluster.open-cluster-management.io", version: "v1", plural: "managedclusters", resourceVersion: rv }).then(
+      () => undefined,
+      (e: { code?: number; body?: unknown }) => e,
+    );
+    expect(listed?.code).toBe(504);
+    const status = (typeof listed?.body === "string" ? JSON.parse(listed.body) : listed?.body) as { reason: string; details: { causes: { reason: string }[] } };
+    expect(status).toMatchObject({ reason: "Timeout", details: { causes: [{ reason: "ResourceVersionTooLarge" }] } });
   });
 });
 

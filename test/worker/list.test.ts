@@ -1,6 +1,7 @@
 import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { database, LIST_CHUNK_ROWS, listPage } from "../../src/k8s/store.ts";
+import { awaitResourceVersion, database, FUTURE_RESOURCE_VERSION_WAIT_MS, LIST_CHUNK_ROWS, listPage } from "../../src/k8s/store.ts";
+import { clock } from "../../src/clock.ts";
 import { PlacementKind } from "../../src/kinds/placement.ts";
 import { call, MC } from "./helpers.ts";
 
@@ -131,5 +132,108 @@ describe("a list reads what its page needs", () => {
     expect(events).toHaveLength(BIG);
     expect(events.every((e) => e.type === "ADDED")).toBe(true);
     expect(new Set(events.map((e) => e.object.metadata.name)).size).toBe(BIG);
+  });
+});
+
+describe("a list or get from a resourceVersion (kube-apiserver's NotOlderThan and its Too large resource version)", () => {
+  const current = async () => Number((await call("GET", `${PLACEMENTS}?limit=1`)).body.metadata.resourceVersion);
+  /** The Status kube-apiserver's storage.NewTooLargeResourceVersionError gives, with the watch cache's retry of 1 s. */
+  const tooLarge = (requested: string) => ({
+    kind: "Status",
+    apiVersion: "v1",
+    metadata: {},
+    status: "Failure",
+    code: 504,
+    reason: "Timeout",
+    message: expect.stringMatching(new RegExp(`^Timeout: Too large resource version: ${requested}, current: \\d+$`)),
+    details: { causes: [{ reason: "ResourceVersionTooLarge", message: "Too large resource version" }], retryAfterSeconds: 1 },
+  });
+
+  it("answers 504 Timeout with cause ResourceVersionTooLarge for a version the hub has not reached, whatever the match", async () => {
+    const ahead = String((await current()) + 1_000_000);
+    const queries = [`resourceVersion=${ahead}`, `resourceVersion=${ahead}&resourceVersionMatch=NotOlderThan`, `resourceVersion=${ahead}&resourceVersionMatch=Exact`, `resourceVersion=${ahead}&limit=2`, "resourceVersion=18446744073709551615"];
+    const answers = await Promise.all(queries.map((q) => call("GET", `${PLACEMENTS}?${q}`)));
+    for (const [i, r] of answers.entries()) {
+      expect(r.status, queries[i]).toBe(504);
+      expect(r.headers.get("retry-after"), queries[i]).toBe("1");
+      expect(r.body, queries[i]).toEqual(tooLarge(i === 4 ? "18446744073709551615" : ahead));
+    }
+    // The current number is the hub's version at the answer, below the one asked for.
+    expect(Number(/current: (\d+)$/.exec(answers[0]!.body.message)![1])).toBeLessThan(Number(ahead));
+  });
+
+  it("serves a version the hub has reached, and waits for one a write is about to reach", async () => {
+    const now = await current();
+    const same = await call("GET", `${PLACEMENTS}?resourceVersion=${now}`);
+    expect(same.status).toBe(200);
+    expect(Number(same.body.metadata.resourceVersion)).toBeGreaterThanOrEqual(now);
+    // One version ahead: the list waits while a create makes it, then shows the new object.
+    const pending = call("GET", `${PLACEMENTS}?resourceVersion=${now + 1}&resourceVersionMatch=NotOlderThan`);
+    expect((await call("POST", PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "p-f" }, spec: {} })).status).toBe(201);
+    const waited = await pending;
+    expect(waited.status).toBe(200);
+    expect(Number(waited.body.metadata.resourceVersion)).toBeGreaterThanOrEqual(now + 1);
+    expect(waited.body.items.map((o: { metadata: { name: string } }) => o.metadata.name)).toContain("p-f");
+  });
+
+  it("a get from a version the hub has not reached: the same 504; from one it has: the object", async () => {
+    const now = await current();
+    const [ahead, reached] = await Promise.all([call("GET", `${PLACEMENTS}/p-a?resourceVersion=${now + 1_000_000}`), call("GET", `${PLACEMENTS}/p-a?resourceVersion=${now}`)]);
+    expect(ahead.status).toBe(504);
+    expect(ahead.body).toEqual(tooLarge(String(now + 1_000_000)));
+    expect(reached.status).toBe(200);
+    expect(reached.body.metadata.name).toBe("p-a");
+  });
+
+  it("checks resourceVersion, resourceVersionMatch and continue together as kube-apiserver's TestListOptions expects", async () => {
+    const token = (await call("GET", `${PLACEMENTS}?limit=2`)).body.metadata.continue as string;
+    const cases: [string, number, string][] = [
+      ["resourceVersionMatch=NotOlderThan", 422, "resourceVersionMatch is forbidden unless resourceVersion is provided"],
+      ["resourceVersionMatch=Exact&limit=2", 422, "resourceVersionMatch is forbidden unless resourceVersion is provided"],
+      [`resourceVersion=0&resourceVersionMatch=NotOlderThan&limit=2&continue=${token}`, 422, "resourceVersionMatch is forbidden when continue is provided"],
+      ["resourceVersion=0&resourceVersionMatch=InvalidMatch", 422, "supported values"],
+      ["resourceVersion=0&resourceVersionMatch=Exact", 422, 'resourceVersionMatch \\"exact\\" is forbidden for resourceVersion \\"0\\"'],
+      ["resourceVersion=invalid&continue=invalidContinueToken", 400, "Invalid value"],
+      ["resourceVersion=invalid&resourceVersionMatch=NotOlderThan", 400, "Invalid value"],
+      ["continue=invalidContinueToken", 400, "continue key is not valid"],
+      [`resourceVersion=1&limit=2&continue=${token}`, 400, "specifying resource version is not allowed when using continue"],
+    ];
+    for (const [query, status, message] of cases) {
+      const r = await call("GET", `${PLACEMENTS}?${query}`);
+      expect(r.status, query).toBe(status);
+      expect(JSON.stringify(r.body.message), query).toContain(message);
+    }
+    // Version "0" with a continue token is allowed (the token carries the version).
+    expect((await call("GET", `${PLACEMENTS}?resourceVersion=0&limit=2&continue=${token}`)).status).toBe(200);
+  });
+
+  it("waits on the injected clock, and not at all once the client went away", async () => {
+    const db = database(env.DB);
+    const ahead = BigInt((await current()) + 1_000_000);
+    // The clock jumps past the wait at its first look: the answer comes after one re-read, not 3 s.
+    const real = clock.now;
+    let looks = 0;
+    clock.now = () => real() + (looks++ > 0 ? FUTURE_RESOURCE_VERSION_WAIT_MS : 0);
+    try {
+      await expect(awaitResourceVersion(db, ahead)).rejects.toMatchObject({ code: 504, reason: "Timeout", details: { causes: [{ reason: "ResourceVersionTooLarge" }] } });
+    } finally {
+      clock.now = real;
+    }
+    expect(looks).toBe(2);
+    // An aborted request (its client gone) is answered at once, whatever the clock says.
+    await expect(awaitResourceVersion(db, ahead, AbortSignal.abort())).rejects.toMatchObject({ code: 504 });
+    // Version 0 asks for nothing; one already reached returns the counter.
+    expect(await awaitResourceVersion(db, 0n)).toBe(0);
+    expect(await awaitResourceVersion(db, 1n)).toBeGreaterThanOrEqual(1);
+  });
+
+  it("refuses a resourceVersion that is not an unsigned 64-bit integer with 400", async () => {
+    for (const rv of ["abc", "-1", "1.5", "18446744073709551616"]) {
+      for (const path of [PLACEMENTS, `${PLACEMENTS}/p-a`]) {
+        const r = await call("GET", `${path}?resourceVersion=${rv}`);
+        expect(r.status, `${path} ${rv}`).toBe(400);
+        expect(r.body.details.causes[0].field, rv).toBe("resourceVersion");
+      }
+    }
   });
 });

@@ -136,6 +136,45 @@ describe("watch as informers expect", () => {
     expect(events[0]).toMatchObject({ type: "ERROR", object: { kind: "Status", code: 410, reason: "Expired" } });
   });
 
+  it("from a version the hub has not reached: the ERROR event of kube-apiserver's watch cache (504 Timeout, ResourceVersionTooLarge), never silence", async () => {
+    const now = Number((await call("GET", `${MC}?limit=1`)).body.metadata.resourceVersion);
+    const ahead = String(now + 1_000_000);
+    const queries = [`watch=1&resourceVersion=${ahead}`, `watch=1&resourceVersion=${ahead}&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan`, "watch=1&resourceVersion=18446744073709551615"];
+    const answers = await Promise.all(queries.map((q) => base(q)));
+    for (const [i, res] of answers.entries()) {
+      // As the watch cache answers once the watch is under way: 200, then one ERROR event, then the end.
+      expect(res.status, queries[i]).toBe(200);
+      const events = (await res.text()).split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+      expect(events, queries[i]).toEqual([
+        {
+          type: "ERROR",
+          object: {
+            kind: "Status",
+            apiVersion: "v1",
+            metadata: {},
+            status: "Failure",
+            code: 504,
+            reason: "Timeout",
+            message: expect.stringMatching(new RegExp(`^Timeout: Too large resource version: ${i === 2 ? "18446744073709551615" : ahead}, current: \\d+$`)),
+            details: { causes: [{ reason: "ResourceVersionTooLarge", message: "Too large resource version" }], retryAfterSeconds: 1 },
+          },
+        },
+      ]);
+    }
+  });
+
+  it("from a version a write is about to reach: waits for it, then streams what follows it", async () => {
+    await call("POST", MC, mc("fut1", { fut: "x" }));
+    const now = Number((await call("GET", `${MC}?limit=1`)).body.metadata.resourceVersion);
+    const res = await base(`watch=1&labelSelector=fut%3Dx&resourceVersion=${now + 1}&timeoutSeconds=20`);
+    const pending = readEvents(res, 1);
+    // The first write makes version now + 1 (the watch starts after it), the second is streamed.
+    await call("PATCH", `${MC}/fut1`, { metadata: { labels: { fut: "x", step: "1" } } }, { contentType: "application/merge-patch+json" });
+    await call("PATCH", `${MC}/fut1`, { metadata: { labels: { fut: "x", step: "2" } } }, { contentType: "application/merge-patch+json" });
+    const [event] = await pending;
+    expect(event).toMatchObject({ type: "MODIFIED", object: { metadata: { name: "fut1", labels: { step: "2" } } } });
+  });
+
   it("sendInitialEvents=false without a version sends only later changes", async () => {
     await call("POST", MC, mc("wl4", { wl: "late" }));
     const res = await base("watch=1&labelSelector=wl%3Dlate&sendInitialEvents=false&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan");

@@ -97,6 +97,28 @@ def watch_changes():
     return {"events": seen}
 
 
+def future():
+    """A watch and a list from a resourceVersion the hub has not reached (a million ahead): what
+    the client raises for each, as it would for kube-apiserver's 504 Too large resource version."""
+    co = client.CustomObjectsApi(api_client())
+    current = co.list_cluster_custom_object(GROUP, "v1", "managedclusters", limit=1)["metadata"]["resourceVersion"]
+    ahead = str(int(current) + 1000000)
+    out = {"ahead": ahead}
+    try:
+        for _ in watch.Watch().stream(co.list_cluster_custom_object, GROUP, "v1", "managedclusters", resource_version=ahead, timeout_seconds=30):
+            pass
+        out["watch"] = "ended without an error"
+    except client.ApiException as e:
+        out["watch"] = {"status": e.status, "reason": e.reason}
+    try:
+        co.list_cluster_custom_object(GROUP, "v1", "managedclusters", resource_version=ahead)
+        out["list"] = "answered"
+    except client.ApiException as e:
+        status = json.loads(e.body)
+        out["list"] = {"status": e.status, "reason": status["reason"], "causes": [c["reason"] for c in status["details"]["causes"]], "retryAfter": e.headers.get("Retry-After")}
+    return out
+
+
 def follow():
     """Follows ManagedClusters labelled follow=yes as a reflector does: list, then watch from the
     list's resourceVersion; a broken watch resumes from the last version seen, a 410 lists again.
@@ -152,5 +174,5 @@ def follow():
 
 
 if __name__ == "__main__":
-    scenario = {"discovery": discovery, "crud": crud, "dynamic": dynamic_list, "watch": watch_changes, "follow": follow}[sys.argv[1]]
+    scenario = {"discovery": discovery, "crud": crud, "dynamic": dynamic_list, "watch": watch_changes, "future": future, "follow": follow}[sys.argv[1]]
     print(json.dumps(scenario()))
