@@ -16,7 +16,7 @@
  * max-in-flight filter refuses what exceeds its limits. A watch ends, and frees its place, when the
  * client goes away: at once when the runtime reports it (the request's abort signal, the
  * response body's cancel), else at a failed write (a quiet watch writes a newline every
- * {@link WATCH_KEEPALIVE_POLLS} polls), within {@link WATCH_GONE_FREED_SECONDS} s.
+ * {@link WATCH_KEEPALIVE_POLLS} polls), within `WATCH_GONE_FREED_SECONDS` (src/api/watch-limits.ts).
  *
  * A watch from a resourceVersion the hub has not reached yet waits up to 3 s for writes to reach
  * it (src/k8s/store.ts `awaitResourceVersion`), then sends one ERROR event with kube-apiserver's
@@ -35,6 +35,7 @@ import type { KubeObject } from "../k8s/meta.ts";
 import { awaitResourceVersion, EVENT_RETENTION, eventLogStart, listPage, parseResourceVersion, readEvents, type StoreKey } from "../k8s/store.ts";
 import { apiVersionOf } from "../k8s/kind.ts";
 import { clock } from "../clock.ts";
+import { MAX_WATCHES_PER_CLIENT } from "./watch-limits.ts";
 
 /** Poll interval of the event log, in milliseconds. */
 export const WATCH_POLL_MS = 1000;
@@ -52,20 +53,8 @@ const BOOKMARK_MS = 15_000;
  * disconnect (the request's signal, the body's cancel) it frees it at once.
  */
 export const WATCH_KEEPALIVE_POLLS = 1;
-/**
- * Longest time, in seconds, from a client leaving to its watch's place being free again, as the
- * README states it: about 2 s under wrangler dev (see {@link WATCH_KEEPALIVE_POLLS}), with room
- * for polls slowed by load.
- */
-export const WATCH_GONE_FREED_SECONDS = 10;
 /** Objects read per page for the initial ADDED events. */
 export const WATCH_LIST_PAGE = 500;
-/**
- * Most watches one client may hold open at once in one isolate: room for a controller's informers
- * on every kind, `kubectl get -w` sessions and a dashboard, while one client's idle watches (one
- * D1 read per second each) stay bounded.
- */
-export const MAX_WATCHES_PER_CLIENT = 50;
 /** `Retry-After` of a watch refused by {@link MAX_WATCHES_PER_CLIENT}, in seconds. */
 export const WATCH_RETRY_AFTER_SECONDS = 5;
 

@@ -7,7 +7,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, startHub, workerdPids, type Hub } from "../../scripts/hub-process.ts";
-import { MAX_WATCHES_PER_CLIENT, WATCH_GONE_FREED_SECONDS } from "../../src/api/watch.ts";
+import { MAX_WATCHES_PER_CLIENT, WATCH_GONE_FREED_SECONDS } from "../../src/api/watch-limits.ts";
 import { waitFor } from "./support.ts";
 
 /** Every process's command line (arguments joined by spaces), from /proc. */

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { call, MC } from "./helpers.ts";
 import { env, exports } from "cloudflare:workers";
-import { MAX_WATCHES_PER_CLIENT, WATCH_RETRY_AFTER_SECONDS } from "../../src/api/watch.ts";
+import { WATCH_RETRY_AFTER_SECONDS } from "../../src/api/watch.ts";
+import { MAX_WATCHES_PER_CLIENT } from "../../src/api/watch-limits.ts";
 import { waitFor } from "../wait.ts";
 
 const mc = (name: string, labels: Record<string, string> = {}) => ({ apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name, labels } });
