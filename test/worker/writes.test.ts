@@ -16,7 +16,7 @@ import { commitChange, writeStored } from "../../src/store/write.ts";
 import { deferOutboxDelete } from "../../src/store/outbox.ts";
 import { ManifestWorkKind } from "../../src/kinds/manifestwork.ts";
 import { SecretKind } from "../../src/kinds/secret.ts";
-import { call, condition, MC } from "./helpers.ts";
+import { call, condition, MC, silentD1 } from "./helpers.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const PLACEMENTS = (ns: string) => `${G}/v1beta1/namespaces/${ns}/placements`;
@@ -82,16 +82,6 @@ describe("writes without a precondition retry until they apply", () => {
     expect((await call("GET", `${PLACEMENTS("race")}/stale`)).body.metadata.labels).toEqual({ a: "1" });
   });
 });
-
-/**
- * A D1 binding whose queries never answer: what a request's write sees of D1 once workerd
- * cancelled the request (its I/O is dropped, the write's promise never settles).
- */
-function silentD1(): D1Database {
-  const never = () => new Promise<never>(() => {});
-  const statement: D1PreparedStatement = new Proxy({} as D1PreparedStatement, { get: (_, p) => (p === "bind" ? () => statement : never) });
-  return new Proxy(env.DB, { get: (target, p) => (p === "prepare" ? () => statement : p === "batch" || p === "exec" ? never : Reflect.get(target, p)) });
-}
 
 describe("a write abandoned mid-commit leaves nothing behind (issue 27)", () => {
   it("later writes of the same object, from other requests, all apply", async () => {
