@@ -106,4 +106,8 @@ describe("concurrent writers never wedge an object (wrangler dev)", () => {
     await expectAppliedAndWritable(path);
     expect(errors.seen).toEqual([]);
   });
+
+  it("logged no cancellation of hung code", () => {
+    expect(hub.output()).not.toMatch(/had hung/);
+  });
 });
