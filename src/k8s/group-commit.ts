@@ -12,6 +12,13 @@
  * for the commit before it. Should a group's batch fail as a whole, or a waiting write not hear of
  * its group within twice that (its leader's request was cancelled), that write commits again
  * alone: committed already, it is refused by its precondition rather than done twice.
+ *
+ * Leaders and waiters wait on another request's promise, but never on it alone: each also waits
+ * on a timer of its own request, so workerd never cancels it as hung (a request with nothing of
+ * its own pending), and a leader's request that was cancelled costs its group's writes a wait,
+ * not an answer. workerd runs a waiter's continuation in the waiter's own request when the
+ * leader settles the group; a waiter that gave up and answered meanwhile is dropped with a
+ * warning, and its write, committed or not, was settled on its own.
  */
 
 /** Longest a grouped write waits for a commit before it, or for its group's, in milliseconds. */
