@@ -188,12 +188,18 @@ async function putWorkStatus(c: Ctx): Promise<Response> {
   // Given the request's waitUntil, the report's commit may share a D1 batch with other reports'
   // (group commit), and its finished outbox row goes with theirs, just after.
   const waitUntil = (p: Promise<unknown>) => c.executionCtx.waitUntil(p);
-  const write = (current: KubeObject) => writeStored(c.env, ManifestWorkKind, cluster, workName, { verb: "update", subresource: "status", body: { ...current, status: body.status } }, undefined, current, waitUntil);
+  // The report pins the work by its uid, not its resourceVersion: it is written as
+  // GuaranteedUpdate writes, again on a fresh read while other writers (admin patches, other
+  // reports) commit first, the uid checked on each read (src/store/write.ts `writeStored`).
+  const write = (current: KubeObject) => {
+    const { resourceVersion: _rv, ...metadata } = current.metadata;
+    return writeStored(c.env, ManifestWorkKind, cluster, workName, { verb: "update", subresource: "status", body: { ...current, metadata, status: body.status }, preconditions: { uid: body.uid } }, undefined, current, waitUntil);
+  };
   let object: KubeObject | null | undefined;
-  // The work as the last poll delivered it, when this isolate answered that poll: its
-  // resourceVersion is the write's precondition, so a stale copy is refused (409, or 404 once the
-  // work is gone) and the report is made again below on a fresh read, with the uid checked there.
-  // A report that changes nothing of the copy commits nothing, so nothing checked the copy: it is
+  // The work as the last poll delivered it, when this isolate answered that poll: the first
+  // attempt commits on it with its resourceVersion as the commit's precondition, so a stale copy
+  // is refused and the write made again on a fresh read (404 once the work is gone, 409 when its
+  // uid differs: the report is then made again below, on a read of its own). A report that changes nothing of the copy commits nothing, so nothing checked the copy: it is
   // made again on a fresh read too.
   const delivered = deliveredWorks.get(cluster, workName);
   if (delivered && delivered.metadata.uid === body.uid) {

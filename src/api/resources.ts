@@ -70,25 +70,29 @@ function resolve(group: string, version: string, encoded: string[]): Target {
   return { def, namespace, name, subresource: sub as "status" | undefined };
 }
 
-let builtinsReady: Promise<void> | null = null;
+/** Whether a request of this isolate has found or created the built-in ManagedClusterSets. */
+let builtinsDone = false;
 
-/** Creates the built-in ManagedClusterSets `default` and `global` when absent (once per isolate), through the write path. */
-function ensureBuiltins(env: Env): Promise<void> {
-  builtinsReady ??= (async () => {
-    const db = store(env);
-    for (const set of BUILTIN_CLUSTER_SETS) {
-      if (await getObject(db, ManagedClusterSetKind, { namespace: "", name: set.name })) continue;
-      try {
-        await writeStored(env, ManagedClusterSetKind, "", set.name, { verb: "create", body: { metadata: { name: set.name }, spec: set.spec } });
-      } catch (e) {
-        if (!(e instanceof ApiError && e.reason === "AlreadyExists")) throw e;
-      }
+/**
+ * Creates the built-in ManagedClusterSets `default` and `global` when absent, through the write
+ * path, until one request of the isolate has seen them there. Each request that comes before that
+ * checks for itself (a create that loses the race gets AlreadyExists, which is fine): a request
+ * never awaits another's promise, which workerd would cancel as hung had that request been
+ * cancelled meanwhile (issue 27).
+ * @throws errors of D1 (the next request checks again)
+ */
+async function ensureBuiltins(env: Env): Promise<void> {
+  if (builtinsDone) return;
+  const db = store(env);
+  for (const set of BUILTIN_CLUSTER_SETS) {
+    if (await getObject(db, ManagedClusterSetKind, { namespace: "", name: set.name })) continue;
+    try {
+      await writeStored(env, ManagedClusterSetKind, "", set.name, { verb: "create", body: { metadata: { name: set.name }, spec: set.spec } });
+    } catch (e) {
+      if (!(e instanceof ApiError && e.reason === "AlreadyExists")) throw e;
     }
-  })().catch((e) => {
-    builtinsReady = null;
-    throw e;
-  });
-  return builtinsReady;
+  }
+  builtinsDone = true;
 }
 
 /**

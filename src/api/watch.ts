@@ -16,7 +16,9 @@
  * max-in-flight filter refuses what exceeds its limits. A watch ends, and frees its place, when the
  * client goes away: at once when the runtime reports it (the request's abort signal, the
  * response body's cancel), else at a failed write (a quiet watch writes a newline every
- * {@link WATCH_KEEPALIVE_POLLS} polls), within `WATCH_GONE_FREED_SECONDS` (src/api/watch-limits.ts).
+ * {@link WATCH_KEEPALIVE_POLLS} polls), within `WATCH_GONE_FREED_SECONDS` (src/api/watch-limits.ts);
+ * a watch whose request workerd cancelled (its stream's end never runs) frees it at the latest
+ * {@link WATCH_PLACE_GRACE_MS} after its timeout.
  *
  * A watch from a resourceVersion the hub has not reached yet waits up to 3 s for writes to reach
  * it (src/k8s/store.ts `awaitResourceVersion`), then sends one ERROR event with kube-apiserver's
@@ -94,8 +96,16 @@ export function checkWatchListOptions(o: { watch: boolean; sendInitialEvents?: s
   throw new ApiError(422, "Invalid", `ListOptions.meta.k8s.io "" is invalid: ${causes.map((c) => `${c.field}: ${c.message}`).join(", ")}`, { group: "meta.k8s.io", kind: "ListOptions", causes });
 }
 
-/** Open watches per client in this isolate. */
-const openWatches = new Map<string, number>();
+/**
+ * How long past its deadline a watch's place is held when the watch never released it, in
+ * milliseconds: a watch whose request was cancelled (its stream's `finally` never runs) frees
+ * its place then, so a cancelled request never holds a client's place for the isolate's life.
+ */
+const WATCH_PLACE_GRACE_MS = 60_000;
+
+/** Open watches per client in this isolate: each place's number, and until when (epoch ms) it is held at most. */
+const openWatches = new Map<string, Map<number, number>>();
+let nextPlace = 0;
 
 /**
  * The identity a watch is counted under: the hex SHA-256 of the client's bearer token (the token
@@ -106,20 +116,23 @@ export async function clientOf(token: string): Promise<string> {
   return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-/** Takes one of a client's watch places; returns its release (idempotent). @throws ApiError 429 when the client holds them all */
-function acquireWatch(client: string): () => void {
-  const held = openWatches.get(client) ?? 0;
-  if (held >= MAX_WATCHES_PER_CLIENT) {
+/**
+ * Takes one of a client's watch places, held until the release this returns is called
+ * (idempotent) or, at the latest, until `until` (epoch milliseconds), at `now` (epoch ms).
+ * @throws ApiError 429 when the client holds them all
+ */
+function acquireWatch(client: string, now: number, until: number): () => void {
+  const held = openWatches.get(client) ?? new Map<number, number>();
+  for (const [place, end] of held) if (end <= now) held.delete(place);
+  if (held.size >= MAX_WATCHES_PER_CLIENT) {
     throw tooManyRequests(`too many watches: this client already holds ${MAX_WATCHES_PER_CLIENT} open watches, the most allowed at once`, WATCH_RETRY_AFTER_SECONDS);
   }
-  openWatches.set(client, held + 1);
-  let released = false;
+  const place = nextPlace++;
+  held.set(place, until);
+  openWatches.set(client, held);
   return () => {
-    if (released) return;
-    released = true;
-    const left = (openWatches.get(client) ?? 1) - 1;
-    if (left > 0) openWatches.set(client, left);
-    else openWatches.delete(client);
+    held.delete(place);
+    if (held.size === 0 && openWatches.get(client) === held) openWatches.delete(client);
   };
 }
 
@@ -163,7 +176,8 @@ export function watchResponse(
   const timeout = opts.timeoutSeconds === undefined ? MAX_WATCH_SECONDS : Number(opts.timeoutSeconds);
   if (!Number.isFinite(timeout) || timeout < 0) throw badRequest(`invalid timeoutSeconds ${JSON.stringify(opts.timeoutSeconds)}`, "timeoutSeconds");
 
-  const release = acquireWatch(opts.client);
+  const now = clock.now();
+  const release = acquireWatch(opts.client, now, now + Math.min(timeout, MAX_WATCH_SECONDS) * 1000 + WATCH_PLACE_GRACE_MS);
 
   const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
   const writer = writable.getWriter();

@@ -8,11 +8,22 @@
  * The first write to wait leads its group: once the commit in flight has returned, it sends the
  * group from its own request, and the others of the group wait for that batch. Each write keeps
  * its own precondition in the batch (src/k8s/store.ts `commitObjects`), so one that lost its race
- * changes nothing and the others still commit. A leader waits at most {@link GROUP_WAIT_LIMIT_MS}
- * for the commit before it. Should a group's batch fail as a whole, or a waiting write not hear of
- * its group within twice that (its leader's request was cancelled), that write commits again
- * alone: committed already, it is refused by its precondition rather than done twice.
+ * changes nothing and the others still commit. A leader waits for the commit before it until
+ * {@link GROUP_WAIT_LIMIT_MS} after that commit was sent, and a group takes writes for that long
+ * at most: a commit or a group older than that may be a cancelled request's, and is not waited
+ * for. Should a group's batch fail as a whole, or a waiting write not hear of its group within
+ * twice the limit (its leader's request was cancelled), that write commits again alone: committed
+ * already, it is refused by its precondition rather than done twice.
+ *
+ * Leaders and waiters wait on another request's promise, but never on it alone: each also waits
+ * on a timer of its own request, so workerd never cancels it as hung (a request with nothing of
+ * its own pending), and a leader's request that was cancelled costs its group's writes a wait,
+ * not an answer. workerd runs a waiter's continuation in the waiter's own request when the
+ * leader settles the group; a waiter that gave up and answered meanwhile is dropped with a
+ * warning, and its write, committed or not, was settled on its own.
  */
+
+import { clock } from "../clock.ts";
 
 /** Longest a grouped write waits for a commit before it, or for its group's, in milliseconds. */
 export const GROUP_WAIT_LIMIT_MS = 10_000;
@@ -21,6 +32,8 @@ type Settled<O> = { outs: O[] } | { failed: true };
 
 interface Group<I, O> {
   items: I[];
+  /** When the group was started (epoch ms): it takes writes for {@link GROUP_WAIT_LIMIT_MS} at most. */
+  since: number;
   done: Promise<Settled<O>>;
   settle(s: Settled<O>): void;
 }
@@ -44,8 +57,11 @@ async function settledWithin(p: Promise<unknown>, ms: number): Promise<boolean> 
  * time, but for writes that go alone after a failure or a wait past the limit).
  */
 export class CommitGroups<I, O> {
-  /** The last commit sent or scheduled (a group's), until it settles: the next group waits for it. */
-  private tail: Promise<unknown> | null = null;
+  /**
+   * The last commit sent or scheduled (a group's), and when (epoch ms), until it settles: the next
+   * group waits for it, until the wait limit from `since` at most.
+   */
+  private tail: { p: Promise<unknown>; since: number } | null = null;
   /** The group still taking writes, if any. */
   private waiting: Group<I, O> | null = null;
   /** Calls of `commit` made so far, and items they carried (for tests and benchmarks). */
@@ -62,6 +78,10 @@ export class CommitGroups<I, O> {
    * @throws what `commit` throws for the item committed alone
    */
   async run(item: I): Promise<O> {
+    const now = clock.now();
+    // A group still taking writes after the limit lost its leader (its request was cancelled
+    // while it waited): it takes no more.
+    if (this.waiting && now - this.waiting.since >= this.waitLimitMs) this.waiting = null;
     const joined = this.waiting;
     if (joined && joined.items.length < this.maxItems) {
       const index = joined.items.push(item) - 1;
@@ -72,13 +92,16 @@ export class CommitGroups<I, O> {
       return settled.outs[index]!;
     }
     const before = this.tail;
-    if (!before) return this.alone(item);
+    // A commit in flight for longer than the limit is not waited for (its request may be gone).
+    if (!before || now - before.since >= this.waitLimitMs) return this.alone(item);
     let settle!: (s: Settled<O>) => void;
-    const group: Group<I, O> = { items: [item], done: new Promise((resolve) => (settle = resolve)), settle };
+    const group: Group<I, O> = { items: [item], since: now, done: new Promise((resolve) => (settle = resolve)), settle };
     this.waiting = group;
-    this.track(group.done);
-    await settledWithin(before, this.waitLimitMs);
+    const tail = this.track(group.done, now);
+    await settledWithin(before.p, before.since + this.waitLimitMs - now);
     if (this.waiting === group) this.waiting = null;
+    // The next group waits for this one's commit from when it is sent.
+    tail.since = clock.now();
     try {
       const outs = await this.send(group.items);
       group.settle({ outs });
@@ -92,7 +115,7 @@ export class CommitGroups<I, O> {
 
   private async alone(item: I): Promise<O> {
     const call = this.send([item]);
-    if (!this.waiting) this.track(call);
+    if (!this.waiting) this.track(call, clock.now());
     return (await call)[0]!;
   }
 
@@ -102,12 +125,14 @@ export class CommitGroups<I, O> {
     return this.commit(items);
   }
 
-  /** Makes `p` the commit the next group waits for, until it settles. */
-  private track(p: Promise<unknown>): void {
-    this.tail = p;
+  /** Makes `p`, sent or scheduled at `since` (epoch ms), the commit the next group waits for, until it settles; returns its record. */
+  private track(p: Promise<unknown>, since: number): { p: Promise<unknown>; since: number } {
+    const tail = { p, since };
+    this.tail = tail;
     const clear = () => {
-      if (this.tail === p) this.tail = null;
+      if (this.tail === tail) this.tail = null;
     };
     p.then(clear, clear);
+    return tail;
   }
 }

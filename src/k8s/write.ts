@@ -19,13 +19,16 @@ export interface Preconditions {
 
 /**
  * A write as the HTTP layer decodes it. `subresource: "status"` writes only the status.
+ * An update's `preconditions` are checked against the stored object on every attempt, as
+ * GuaranteedUpdate checks its storage.Preconditions (for writers in the hub that pin the object's
+ * UID but not its resourceVersion: an agent's status report).
  * `patchType` `merge` is RFC 7386 JSON merge patch; `json` is RFC 6902 JSON patch (an array of
  * operations); `apply` is server-side apply (`fieldManager` required). Every body and patch is already decoded (the HTTP layer parses JSON and YAML with
  * its depth limit, src/k8s/decode.ts).
  */
 export type WriteRequest =
   | { verb: "create"; body: unknown }
-  | { verb: "update"; body: unknown; subresource?: "status" }
+  | { verb: "update"; body: unknown; subresource?: "status"; preconditions?: Preconditions }
   | { verb: "patch"; patchType: "merge" | "json" | "apply"; patch: unknown; fieldManager?: string; force?: boolean; subresource?: "status" }
   | { verb: "delete"; preconditions?: Preconditions; propagationPolicy?: DeletePropagation };
 
@@ -304,14 +307,19 @@ function withRv(obj: unknown, current: KubeObject): unknown {
   return { ...obj, metadata: { ...meta, resourceVersion: current.metadata.resourceVersion } };
 }
 
-function remove(def: KindDefinition, key: ObjectKey, current: KubeObject | null, pre: Preconditions | undefined, ctx: WriteContext, policy?: DeletePropagation): WriteResult {
-  if (!current) throw notFound(ref(def, key.name));
+/** Checks `pre` against the stored `current` (metav1.Preconditions). @throws ApiError 409 Conflict naming the precondition that failed */
+function checkPreconditions(def: KindDefinition, key: ObjectKey, current: KubeObject, pre: Preconditions | undefined): void {
   if (pre?.uid && pre.uid !== current.metadata.uid) {
     throw conflict(ref(def, key.name), `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.metadata.uid}`);
   }
   if (pre?.resourceVersion && pre.resourceVersion !== current.metadata.resourceVersion) {
     throw conflict(ref(def, key.name), `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${current.metadata.resourceVersion}`);
   }
+}
+
+function remove(def: KindDefinition, key: ObjectKey, current: KubeObject | null, pre: Preconditions | undefined, ctx: WriteContext, policy?: DeletePropagation): WriteResult {
+  if (!current) throw notFound(ref(def, key.name));
+  checkPreconditions(def, key, current, pre);
   // Orphan and Foreground hold the object with their finalizer until the garbage collector has
   // dealt with its dependents (kube-apiserver's deletionFinalizersForGarbageCollection).
   if (policy === "Orphan" || policy === "Foreground") {
@@ -347,6 +355,7 @@ export function computeWrite(def: KindDefinition, key: ObjectKey, current: KubeO
     case "create":
       return create(def, key, current, req.body, ctx);
     case "update":
+      if (current) checkPreconditions(def, key, current, req.preconditions);
       return update(def, key, current, req.body, req.subresource, ctx);
     case "patch":
       return patchObject(def, key, current, req, ctx);

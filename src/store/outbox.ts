@@ -116,8 +116,13 @@ export type WaitUntil = (p: Promise<unknown>) => void;
 const DEFERRED_DELETE_MS = 20;
 /** Most rows one deferred deletion takes (their ids are one JSON parameter). */
 const DEFERRED_DELETE_MAX_ROWS = 500;
-/** The rows this isolate's next deferred deletion takes. */
-let deferred: { ids: string[] } | null = null;
+/**
+ * How long after its start a deferred deletion that has not run counts as lost, in milliseconds:
+ * its request was cancelled, and its timer with it. Later rows then start a new one.
+ */
+const DEFERRED_DELETE_LOST_MS = 50 * DEFERRED_DELETE_MS;
+/** The rows this isolate's next deferred deletion takes, and when it was set (epoch ms). */
+let deferred: { ids: string[]; at: number } | null = null;
 
 /**
  * Deletes the outbox row `id`, whose hooks all finished, {@link DEFERRED_DELETE_MS} later together
@@ -125,15 +130,17 @@ let deferred: { ids: string[] } | null = null;
  * agent status reports instead of one each. The first row of a group schedules the deletion in
  * its own request (`waitUntil`, the request's `ExecutionContext.waitUntil`), so no request waits
  * on another's I/O. Until then the row is an ordinary finished row: a sweep that finds it (the
- * isolate died first) runs its hooks again, which they allow; so does a deletion that fails
- * ({@link deleteOutboxRows}).
+ * isolate died first, or the request that was to delete it was cancelled: its group is then
+ * given up after {@link DEFERRED_DELETE_LOST_MS}) runs its hooks again, which they allow; so does
+ * a deletion that fails ({@link deleteOutboxRows}).
  */
 export function deferOutboxDelete(env: Env, id: string, waitUntil: WaitUntil): void {
-  if (deferred && deferred.ids.length < DEFERRED_DELETE_MAX_ROWS) {
+  const now = clock.now();
+  if (deferred && deferred.ids.length < DEFERRED_DELETE_MAX_ROWS && now - deferred.at < DEFERRED_DELETE_LOST_MS) {
     deferred.ids.push(id);
     return;
   }
-  const group = (deferred = { ids: [id] });
+  const group = (deferred = { ids: [id], at: now });
   waitUntil(
     new Promise((resolve) => setTimeout(resolve, DEFERRED_DELETE_MS)).then(() => {
       if (deferred === group) deferred = null;
@@ -188,22 +195,38 @@ export async function armSweep(env: Env, at: number): Promise<void> {
   }
 }
 
-let recovery: Promise<void> | null = null;
+/**
+ * How long the sweep at an isolate's start may take before a later request starts it again, in
+ * milliseconds: the request that ran it may have been cancelled, and its sweep with it.
+ */
+const RECOVERY_LOST_MS = 60_000;
+/** The sweep at this isolate's start: when it was last started (epoch ms), and whether it finished. */
+let recovery: { at: number; done: boolean } | null = null;
+/** The isolate's start (epoch ms, its first request's time): the sweep takes the rows committed before it. */
+let isolateStart: number | null = null;
 
 /**
  * The sweep at an isolate's start: the first call (the isolate's first request, at `now`, epoch
  * milliseconds) sweeps every row committed before it in the background (`waitUntil`), and sets
- * the periodic sweep for what is left. Later calls do nothing, unless that sweep failed (the
- * next request tries again).
+ * the periodic sweep for what is left. Later calls do nothing, unless that sweep failed, or has
+ * not finished within {@link RECOVERY_LOST_MS} (its request was cancelled): the next request then
+ * sweeps again (concurrent sweeps leave each other's rows alone). Nothing awaits another
+ * request's sweep.
  */
 export function recoverAtStart(env: Env, now: number, waitUntil: WaitUntil): void {
-  if (recovery) return;
-  recovery = (async () => {
-    const { nextDue } = await sweepOutbox(env, now, now);
-    if (nextDue !== null) await armSweep(env, nextDue);
-  })().catch((e: unknown) => {
-    console.error("outbox: the sweep at start failed; the next request tries again", e);
-    recovery = null;
-  });
-  waitUntil(recovery);
+  if (recovery && (recovery.done || now - recovery.at < RECOVERY_LOST_MS)) return;
+  isolateStart ??= now;
+  const startedAt = isolateStart;
+  const mine: { at: number; done: boolean } = { at: now, done: false };
+  recovery = mine;
+  waitUntil(
+    (async () => {
+      const { nextDue } = await sweepOutbox(env, now, startedAt);
+      if (nextDue !== null) await armSweep(env, nextDue);
+      mine.done = true;
+    })().catch((e: unknown) => {
+      console.error("outbox: the sweep at start failed; the next request tries again", e);
+      if (recovery === mine) recovery = null;
+    }),
+  );
 }

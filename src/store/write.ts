@@ -116,26 +116,6 @@ function backoff(attempt: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** Writes to one object queued in this isolate: each waits for the one before it (see {@link serialised}). */
-const queues = new Map<string, Promise<unknown>>();
-
-/**
- * Runs `fn` after the writes to the same object (`key`) that this isolate started before it, so
- * that writers in one isolate do not race each other to conflicts and retries; writers in other
- * isolates (or Durable Objects) still race, and the retry settles that.
- */
-async function serialised<T>(key: string, fn: () => Promise<T>): Promise<T> {
-  const before = queues.get(key) ?? Promise.resolve();
-  const run = before.then(fn, fn);
-  const tail = run.catch(() => undefined);
-  queues.set(key, tail);
-  try {
-    return await run;
-  } finally {
-    if (queues.get(key) === tail) queues.delete(key);
-  }
-}
-
 /**
  * Commits one write of a D1-stored kind (create, update, merge patch, apply, delete; main
  * resource or status) with the generic strategy, then runs the after-commit hooks it owes (the
@@ -147,7 +127,10 @@ async function serialised<T>(key: string, fn: () => Promise<T>): Promise<T> {
  * so patches, updates and deletes without a resourceVersion precondition apply however many
  * writers race; a request that carries a precondition (a resourceVersion in the body or the
  * patch, DeleteOptions preconditions) is checked again on the fresh read and gets its 409 there.
- * Writes to one object from this isolate queue up instead of racing ({@link serialised}).
+ * Concurrent writers of one object race and retry rather than queue: a write never waits on a
+ * promise of another request (workerd cancels a request that waits on another's promise with
+ * nothing of its own pending, as hung, and a queue link such a request left would never settle;
+ * issue 27). Each retry waits on a timer of its own request.
  *
  * Returns the object as stored when this returns (null after a delete: the object as it was):
  * when an after-commit hook rewrote it (the scheduler writes a new Placement's status, the
@@ -172,8 +155,7 @@ export async function writeStored(
   known?: KubeObject,
   waitUntil?: WaitUntil,
 ): Promise<{ object: KubeObject | null; created: boolean }> {
-  const attempt = () => commitWithRetries(env, def, { namespace, name }, req, extras, known, waitUntil !== undefined);
-  const outcome = req.verb === "create" ? await attempt() : await serialised(`${resourceKey(def)}/${namespace}/${name}`, attempt);
+  const outcome = await commitWithRetries(env, def, { namespace, name }, req, extras, known, waitUntil !== undefined);
   if (!outcome.committed) return { object: outcome.unchanged, created: outcome.created };
   const { committed, created, now } = outcome;
   const { rewrote } = await finishCommit(env, committed, now, "waits", waitUntil);

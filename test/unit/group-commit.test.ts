@@ -118,4 +118,29 @@ describe("CommitGroups", () => {
       vi.useRealTimers();
     }
   });
+
+  it("does not wait again on a commit in flight for longer than the limit (its request may be gone): a write then goes at once", async () => {
+    vi.useFakeTimers();
+    try {
+      const { calls, commit } = controlled();
+      const g = new CommitGroups(commit, 50, 30);
+      void g.run("stuck");
+      await vi.advanceTimersByTimeAsync(10);
+      // A group formed now waits for the stuck commit until 30 ms after it was sent, not 30 ms from now.
+      void g.run("b");
+      await vi.advanceTimersByTimeAsync(19);
+      expect(calls.map((c) => c.items)).toEqual([["stuck"]]);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(calls.map((c) => c.items)).toEqual([["stuck"], ["b"]]);
+      // Its commit never returns either: 30 ms after it was sent, a write no longer waits for it.
+      await vi.advanceTimersByTimeAsync(30);
+      const late = g.run("c");
+      await vi.advanceTimersByTimeAsync(0);
+      expect(calls.map((c) => c.items)).toEqual([["stuck"], ["b"], ["c"]]);
+      calls[2]!.answer();
+      expect(await late).toBe("ok:c");
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });

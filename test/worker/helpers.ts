@@ -135,3 +135,13 @@ export async function scheduled(): Promise<void> {
     20,
   );
 }
+
+/**
+ * A D1 binding whose queries never answer: what a request's work sees of D1 once workerd
+ * cancelled the request (its I/O is dropped, and the work's promises never settle).
+ */
+export function silentD1(): D1Database {
+  const never = () => new Promise<never>(() => {});
+  const statement: D1PreparedStatement = new Proxy({} as D1PreparedStatement, { get: (_, p) => (p === "bind" ? () => statement : never) });
+  return new Proxy(env.DB, { get: (target, p) => (p === "prepare" ? () => statement : p === "batch" || p === "exec" ? never : Reflect.get(target, p)) });
+}

@@ -1,8 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { call, MC } from "./helpers.ts";
+import { call, MC, silentD1 } from "./helpers.ts";
 import { env, exports } from "cloudflare:workers";
-import { WATCH_RETRY_AFTER_SECONDS } from "../../src/api/watch.ts";
+import { WATCH_RETRY_AFTER_SECONDS, watchResponse } from "../../src/api/watch.ts";
 import { MAX_WATCHES_PER_CLIENT } from "../../src/api/watch-limits.ts";
+import { database } from "../../src/k8s/store.ts";
+import { ManagedClusterKind } from "../../src/kinds/managedcluster.ts";
+import { clock } from "../../src/clock.ts";
 import { waitFor } from "../wait.ts";
 
 const mc = (name: string, labels: Record<string, string> = {}) => ({ apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name, labels } });
@@ -72,6 +75,20 @@ describe("watch and tables", () => {
     const r = await call("GET", "/version", undefined, { token: null });
     expect(r.status).toBe(200);
     expect(r.body.gitVersion).toMatch(/^v1\./);
+  });
+
+  it("a watch whose request was cancelled holds its client's place no longer than its timeout and a minute (issue 27)", async () => {
+    // Watches whose requests are gone: their D1 reads never answer and their streams never end.
+    const start = () => watchResponse(database(silentD1()), ManagedClusterKind, undefined, () => true, (o) => o, { timeoutSeconds: "5", client: "cancelled-watches" }, () => undefined);
+    for (let i = 0; i < MAX_WATCHES_PER_CLIENT; i++) expect(start().status).toBe(200);
+    expect(() => start()).toThrow(expect.objectContaining({ code: 429 }));
+    const real = clock.now;
+    try {
+      clock.now = () => real() + 5_000 + 60_000;
+      expect(start().status).toBe(200);
+    } finally {
+      clock.now = real;
+    }
   });
 
   it(`refuses a client's watch beyond ${MAX_WATCHES_PER_CLIENT} open ones with 429 and Retry-After, and frees a place when a watch's client goes away`, async () => {

@@ -15,7 +15,8 @@ import { PlacementKind } from "../../src/kinds/placement.ts";
 import { commitChange, writeStored } from "../../src/store/write.ts";
 import { deferOutboxDelete } from "../../src/store/outbox.ts";
 import { ManifestWorkKind } from "../../src/kinds/manifestwork.ts";
-import { call, condition, MC } from "./helpers.ts";
+import { SecretKind } from "../../src/kinds/secret.ts";
+import { call, condition, MC, silentD1 } from "./helpers.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const PLACEMENTS = (ns: string) => `${G}/v1beta1/namespaces/${ns}/placements`;
@@ -79,6 +80,19 @@ describe("writes without a precondition retry until they apply", () => {
     expect((await call("PUT", `${PLACEMENTS("race")}/stale`, { ...created.body, spec: { numberOfClusters: 2 } })).status).toBe(409);
     expect((await call("DELETE", `${PLACEMENTS("race")}/stale`, { preconditions: { resourceVersion: rv } })).status).toBe(409);
     expect((await call("GET", `${PLACEMENTS("race")}/stale`)).body.metadata.labels).toEqual({ a: "1" });
+  });
+});
+
+describe("a write abandoned mid-commit leaves nothing behind (issue 27)", () => {
+  it("later writes of the same object, from other requests, all apply", async () => {
+    const SECRETS = "/api/v1/namespaces/abandoned/secrets";
+    expect((await call("POST", SECRETS, { apiVersion: "v1", kind: "Secret", metadata: { name: "x" }, stringData: { a: "b" } })).status).toBe(201);
+    // A write of this object whose request is gone: its D1 reads and commit never return.
+    const abandoned = writeStored({ ...env, DB: silentD1() }, SecretKind, "abandoned", "x", { verb: "patch", patchType: "merge", patch: { metadata: { labels: { lost: "yes" } } } });
+    void abandoned.catch(() => undefined);
+    // Writers of the object once queued behind it in this isolate, and were cancelled as hung.
+    await concurrentLabelPatches(`${SECRETS}/x`);
+    expect((await call("DELETE", `${SECRETS}/x`)).status).toBe(200);
   });
 });
 
