@@ -177,9 +177,27 @@ export function freePort(): Promise<number> {
 
 /**
  * Stops `child` (SIGTERM, then SIGKILL after 5 s) and waits until its output is read to the end
- * (its pipes closed, or at most 5 s after it exited: a workerd that outlived it may hold them).
+ * (its pipes closed, or at most 5 s after it exited: a workerd that outlived it may hold them) and
+ * until the processes it started (wrangler, workerd) are gone, at most 10 s more: a hub started
+ * next on the same port finds it free.
  */
-function stopProcess(child: ChildProcess): Promise<void> {
+async function stopProcess(child: ChildProcess): Promise<void> {
+  const tree = child.pid === undefined ? [] : descendants(child.pid);
+  await endProcess(child);
+  const deadline = Date.now() + 10_000;
+  while (tree.some(running) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+}
+
+/** Whether process `pid` still runs (a zombie has released its sockets: it does not). */
+function running(pid: number): boolean {
+  try {
+    return !/\) [ZX] /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+function endProcess(child: ChildProcess): Promise<void> {
   const closed = new Promise<void>((resolve) => {
     if (child.stdout!.closed && child.stderr!.closed) return resolve();
     child.once("close", () => resolve());
