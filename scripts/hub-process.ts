@@ -38,8 +38,9 @@ export interface HubOptions {
   /** Extra arguments of `wrangler dev` (`npm start` passes them on), e.g. `--config` of another entry. */
   wranglerArgs?: string[];
   /**
-   * A file that gets a copy of everything the hub prints, as it prints it (default
-   * `<stateDir>/hub.log`, appended to, so a restarted hub adds to its predecessor's).
+   * A file that gets a copy of everything the hub prints, as it prints it (a benchmark's record;
+   * written anew). Default `<stateDir>/hub.log`, appended to: a hub restarted on the same state
+   * adds to its predecessor's.
    */
   logFile?: string;
   /**
@@ -247,27 +248,27 @@ export async function startHub(opts: HubOptions = {}): Promise<Hub> {
   const child = spawn(process.execPath, [path.join(root, "scripts", "start.mjs"), ...(opts.wranglerArgs ?? [])], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"], detached: false });
   let out = "";
   const logFile = opts.logFile ?? path.join(stateDir, "hub.log");
-  const log = createWriteStream(logFile, { flags: "a" });
+  const log = createWriteStream(logFile, { flags: opts.logFile ? "w" : "a" });
   child.once("close", () => log.end());
   const expected = opts.expectedServerErrors ?? [];
   const errors: ServerErrorLine[] = [];
-  // Lines are scanned as they arrive (each stream keeps its unfinished last line).
-  const scanner = () => {
+  const scan = (line: string) => {
+    const e = serverErrorIn(line, expected);
+    if (e) errors.push(e);
+  };
+  // Lines are scanned as they arrive; each stream keeps its unfinished last line until it ends.
+  for (const stream of [child.stdout!, child.stderr!]) {
     let partial = "";
-    return (d: Buffer) => {
+    stream.on("data", (d: Buffer) => {
       const text = d.toString();
       out += text;
       log.write(d);
       const lines = (partial + text).split("\n");
       partial = lines.pop()!;
-      for (const l of lines) {
-        const e = serverErrorIn(l, expected);
-        if (e) errors.push(e);
-      }
-    };
-  };
-  child.stdout!.on("data", scanner());
-  child.stderr!.on("data", scanner());
+      lines.forEach(scan);
+    });
+    stream.once("end", () => scan(partial));
+  }
   const url = `${opts.https ? "https" : "http"}://127.0.0.1:${port}`;
   const caFile = opts.https ? path.join(stateDir, "tls", "ca.crt") : undefined;
   const deadline = Date.now() + (opts.startTimeoutMs ?? 90_000);
