@@ -98,7 +98,7 @@ export function serverErrorIn(rawLine: string, expected: readonly ExpectedServer
   if (HUNG.test(line)) return { kind: "hung", line, expected: false };
   const m = REQUEST_LINE.exec(line);
   if (!m || Number(m[3]) < 500) return null;
-  const [method, reqPath, status] = [m[1], m[2], Number(m[3])];
+  const [method, reqPath, status] = [m[1]!, m[2]!, Number(m[3])];
   const declared = expected.some((e) => (e.method === undefined || e.method === method) && e.path.test(reqPath) && (typeof e.status === "number" ? e.status === status : e.status.includes(status)));
   return { kind: "5xx", line, method, path: reqPath, status, expected: declared };
 }
