@@ -8,5 +8,7 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     fileParallelism: false,
+    // Fails a file whose hubs logged a 5xx or a hung-code cancellation it did not declare.
+    setupFiles: ["test/hub-log.setup.ts"],
   },
 });

@@ -31,6 +31,7 @@ import {
   reconcileManagedCluster,
   specOf,
   statusOf,
+  writableStatusOf,
 } from "../src/kinds/managedcluster.ts";
 import type { Env } from "../src/env.ts";
 import { schedulingHook } from "../src/placement/triggers.ts";
@@ -440,7 +441,7 @@ export class ClusterObject extends DurableObject<Env> {
         const accepted = next ? this.keyAcceptance(current, next) : null;
         if (next && next.metadata.deletionTimestamp && next.metadata.finalizers?.includes(LEAVE_FINALIZER) && !current?.metadata.deletionTimestamp) {
           setCondition(
-            (statusOf(next).conditions ??= []),
+            (writableStatusOf(next).conditions ??= []),
             { type: Conditions.Joined, status: "False", reason: "ManagedClusterLeaving", message: "The cluster is leaving: its agent is removing what works applied" },
             rfc3339(now),
           );
@@ -500,7 +501,7 @@ export class ClusterObject extends DurableObject<Env> {
           const stored = (await this.commit(current, next, "returns")) ?? current;
           return { ok: true, value: { outcome: "pending", info: this.info(stored, true) } };
         }
-        if (input.claims.length > 0) statusOf(next).clusterClaims = input.claims;
+        if (input.claims.length > 0) writableStatusOf(next).clusterClaims = input.claims;
         if (outcome === "created" || this.exec("SELECT 1 FROM keys LIMIT 1").length === 0) {
           this.exec("INSERT INTO keys (kid, jwk, not_after) VALUES (?, ?, NULL)", input.kid, JSON.stringify(input.publicKey));
         }
@@ -774,7 +775,7 @@ export class ClusterObject extends DurableObject<Env> {
    */
   private async finishLeave(current: KubeObject, reason: string, message: string): Promise<void> {
     const ended = structuredClone(current);
-    setCondition((statusOf(ended).conditions ??= []), { type: Conditions.Joined, status: "False", reason, message }, rfc3339(clock.now()));
+    setCondition((writableStatusOf(ended).conditions ??= []), { type: Conditions.Joined, status: "False", reason, message }, rfc3339(clock.now()));
     const stored = (await this.commit(current, ended, "returns")) ?? current;
     const gone = structuredClone(stored);
     gone.metadata.finalizers = (gone.metadata.finalizers ?? []).filter((f) => f !== LEAVE_FINALIZER);
@@ -802,7 +803,7 @@ export class ClusterObject extends DurableObject<Env> {
     const lease: LeaseRecord = { renewMs: now, toldSeconds: spec.leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS };
     this.writeState("lease", lease);
     const next = structuredClone(current);
-    const status = statusOf(next);
+    const status = writableStatusOf(next);
     const conditions = (status.conditions ??= []);
     const nowText = rfc3339(now);
     if (!current.metadata.deletionTimestamp) {
@@ -850,7 +851,7 @@ export class ClusterObject extends DurableObject<Env> {
       }
       const next = structuredClone(current);
       setCondition(
-        (statusOf(next).conditions ??= []),
+        (writableStatusOf(next).conditions ??= []),
         { type: Conditions.Available, status: "Unknown", reason: "ManagedClusterLeaseUpdateStopped", message: "Registration agent stopped updating its lease." },
         rfc3339(now),
       );

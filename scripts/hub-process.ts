@@ -1,8 +1,14 @@
 /**
  * Starts a real hub (`npm start`, i.e. `wrangler dev` on workerd with a local D1) in a child
  * process, for end-to-end tests and benchmarks, and a small admin client for it.
+ *
+ * A 500 is a bug everywhere: every hub started here has its output scanned for 5xx answers and
+ * hung-code cancellations (see {@link serverErrorsIn}); the node-side test suites fail a test file
+ * whose hubs logged one it did not declare (`expectedServerErrors`), through
+ * test/hub-log.setup.ts; benchmarks print a count when the hub stops.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { descendants } from "./proc.mjs";
 import { createWriteStream, mkdtempSync, readFileSync } from "node:fs";
 import { request as httpsRequest } from "node:https";
@@ -31,8 +37,75 @@ export interface HubOptions {
   adminToken?: string;
   /** Extra arguments of `wrangler dev` (`npm start` passes them on), e.g. `--config` of another entry. */
   wranglerArgs?: string[];
-  /** A file that gets a copy of everything the hub prints, as it prints it (a benchmark's record). */
+  /**
+   * A file that gets a copy of everything the hub prints, as it prints it (a benchmark's record;
+   * written anew). Default `<stateDir>/hub.log`, appended to: a hub restarted on the same state
+   * adds to its predecessor's.
+   */
   logFile?: string;
+  /**
+   * 5xx answers the caller provokes on purpose (e.g. requests in flight while workerd is killed).
+   * Any other 5xx or hung-code cancellation in the hub's log fails the test file that started it.
+   */
+  expectedServerErrors?: ExpectedServerError[];
+}
+
+/**
+ * A 5xx answer a test provokes on purpose, matched against wrangler's request lines
+ * (`[wrangler:info] GET /path 500 Internal Server Error (12ms)`: method, path without the query,
+ * status). Keep it narrow: one path pattern and the statuses the test's scenario explains.
+ */
+export interface ExpectedServerError {
+  /** The request method (e.g. "PUT"); any method when absent. */
+  method?: string;
+  /** The request path, without the query string (e.g. `/^\/agent\/v1\/clusters\/[^/]+\/heartbeat$/`). */
+  path: RegExp;
+  /** The expected status or statuses (5xx). */
+  status: number | readonly number[];
+  /** Why the scenario produces it (for the reader of the test). */
+  why: string;
+}
+
+/** One line of a hub's log that reports a server error. */
+export interface ServerErrorLine {
+  /** "5xx": a request line with a 5xx status; "hung": workerd cancelled a request whose code hung. */
+  kind: "5xx" | "hung";
+  /** The log line, without terminal colours. */
+  line: string;
+  /** The request line's method, path and status ("5xx" lines only). */
+  method?: string;
+  path?: string;
+  status?: number;
+  /** Whether an {@link ExpectedServerError} declared it. */
+  expected: boolean;
+}
+
+/** wrangler's request line (miniflare's entry worker): `[wrangler:info] GET /path 500 Internal Server Error (12ms)`. */
+const REQUEST_LINE = /^\[wrangler:[a-z]+\] ([A-Z]+) (\S+) (\d{3}) /;
+/** workerd's message when it cancels a request whose code can never finish (a promise nobody will settle). */
+const HUNG = /your Worker's code had hung/;
+// eslint-disable-next-line no-control-regex
+const ANSI = /\x1b\[[0-9;]*m/g;
+
+/**
+ * The server errors in one line of a hub's output: a 5xx request line or a hung-code
+ * cancellation, marked `expected` when one of `expected` declares it; null for any other line.
+ * Hung-code cancellations are never expected: they are a request waiting on something no one
+ * will finish.
+ */
+export function serverErrorIn(rawLine: string, expected: readonly ExpectedServerError[] = []): ServerErrorLine | null {
+  const line = rawLine.replace(ANSI, "").trimEnd();
+  if (HUNG.test(line)) return { kind: "hung", line, expected: false };
+  const m = REQUEST_LINE.exec(line);
+  if (!m || Number(m[3]) < 500) return null;
+  const [method, reqPath, status] = [m[1]!, m[2]!, Number(m[3])];
+  const declared = expected.some((e) => (e.method === undefined || e.method === method) && e.path.test(reqPath) && (typeof e.status === "number" ? e.status === status : e.status.includes(status)));
+  return { kind: "5xx", line, method, path: reqPath, status, expected: declared };
+}
+
+/** Every server error {@link serverErrorIn} finds in a hub's output, in order. */
+export function serverErrorsIn(output: string, expected: readonly ExpectedServerError[] = []): ServerErrorLine[] {
+  return output.split("\n").flatMap((l) => serverErrorIn(l, expected) ?? []);
 }
 
 /** A running hub. */
@@ -48,8 +121,47 @@ export interface Hub {
   exitCode(): number | null;
   /** Everything the hub printed so far. */
   output(): string;
-  /** Stops the hub (SIGTERM, then SIGKILL after 5 s). */
+  /** The file that holds a copy of the hub's output. */
+  logFile: string;
+  /** The 5xx answers and hung-code cancellations the hub logged so far, expected or not. */
+  serverErrors(): ServerErrorLine[];
+  /**
+   * Stops the hub (SIGTERM, then SIGKILL after 5 s), once the request lines of every answer it
+   * gave are in its output; prints a count of unexpected server errors to stderr if there were any.
+   */
   stop(): Promise<void>;
+}
+
+/** Every hub {@link startHub} started in this process since the last {@link takeStartedHubs}. */
+const started: Hub[] = [];
+
+/**
+ * The hubs started since the last call (each once), for a check at the end of a test file
+ * (test/hub-log.setup.ts).
+ */
+export function takeStartedHubs(): Hub[] {
+  return started.splice(0);
+}
+
+/**
+ * A failure message naming every unexpected server error of `hubs` (at most `limit` lines per
+ * hub), or null when there is none.
+ */
+export function unexpectedServerErrorReport(hubs: readonly Hub[], limit = 20): string | null {
+  const parts: string[] = [];
+  for (const hub of hubs) {
+    const bad = hub.serverErrors().filter((e) => !e.expected);
+    if (bad.length === 0) continue;
+    const counts = countByKind(bad);
+    parts.push(`hub ${hub.url} (${hub.logFile}) logged ${counts}:\n${bad.slice(0, limit).map((e) => `  ${e.line}`).join("\n")}${bad.length > limit ? `\n  ... and ${bad.length - limit} more` : ""}`);
+  }
+  return parts.length === 0 ? null : `A 500 is a bug everywhere: unexpected server errors in the hub's log (declare one a test provokes in startHub's expectedServerErrors)\n${parts.join("\n")}`;
+}
+
+function countByKind(errors: readonly ServerErrorLine[]): string {
+  const n5 = errors.filter((e) => e.kind === "5xx").length;
+  const hung = errors.length - n5;
+  return `${n5} unexpected 5xx answer${n5 === 1 ? "" : "s"} and ${hung} hung-code cancellation${hung === 1 ? "" : "s"}`;
 }
 
 /** A free TCP port on 127.0.0.1. */
@@ -64,8 +176,34 @@ export function freePort(): Promise<number> {
   });
 }
 
-function stopProcess(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
+/**
+ * Stops `child` (SIGTERM, then SIGKILL after 5 s) and waits until its output is read to the end
+ * (its pipes closed, or at most 5 s after it exited: a workerd that outlived it may hold them) and
+ * until the processes it started (wrangler, workerd) are gone, at most 10 s more: a hub started
+ * next on the same port finds it free.
+ */
+async function stopProcess(child: ChildProcess): Promise<void> {
+  const tree = child.pid === undefined ? [] : descendants(child.pid);
+  await endProcess(child);
+  const deadline = Date.now() + 10_000;
+  while (tree.some(running) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+}
+
+/** Whether process `pid` still runs (a zombie has released its sockets: it does not). */
+function running(pid: number): boolean {
+  try {
+    return !/\) [ZX] /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+function endProcess(child: ChildProcess): Promise<void> {
+  const closed = new Promise<void>((resolve) => {
+    if (child.stdout!.closed && child.stderr!.closed) return resolve();
+    child.once("close", () => resolve());
+  });
+  const exited = new Promise<void>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) return resolve();
     const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
     child.once("exit", () => {
@@ -74,6 +212,24 @@ function stopProcess(child: ChildProcess): Promise<void> {
     });
     child.kill("SIGTERM");
   });
+  return exited.then(() => Promise.race([closed, new Promise<void>((r) => setTimeout(r, 5000).unref())]));
+}
+
+/**
+ * Sends a request to a path of its own and waits until its request line is in the hub's output
+ * (at most `timeoutMs` milliseconds): wrangler prints a request line after the answer has left, so
+ * the answers given before are then logged too. Errors (a hub already gone) end the wait.
+ */
+async function logBarrier(hub: { url: string; caFile?: string }, output: () => string, timeoutMs: number): Promise<void> {
+  const marker = `/log-barrier/${randomUUID()}`;
+  const deadline = Date.now() + timeoutMs;
+  const timeout = new Promise<void>((r) => setTimeout(r, timeoutMs).unref());
+  try {
+    await Promise.race([hubFetch(hub, "GET", marker), timeout]);
+  } catch {
+    return;
+  }
+  while (!output().includes(marker) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
 }
 
 /**
@@ -91,9 +247,28 @@ export async function startHub(opts: HubOptions = {}): Promise<Hub> {
   if (opts.https) env.FLOTILLA_HTTPS = "1";
   const child = spawn(process.execPath, [path.join(root, "scripts", "start.mjs"), ...(opts.wranglerArgs ?? [])], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"], detached: false });
   let out = "";
-  const log = opts.logFile ? createWriteStream(opts.logFile) : undefined;
-  child.stdout!.on("data", (d: Buffer) => ((out += d.toString()), log?.write(d)));
-  child.stderr!.on("data", (d: Buffer) => ((out += d.toString()), log?.write(d)));
+  const logFile = opts.logFile ?? path.join(stateDir, "hub.log");
+  const log = createWriteStream(logFile, { flags: opts.logFile ? "w" : "a" });
+  child.once("close", () => log.end());
+  const expected = opts.expectedServerErrors ?? [];
+  const errors: ServerErrorLine[] = [];
+  const scan = (line: string) => {
+    const e = serverErrorIn(line, expected);
+    if (e) errors.push(e);
+  };
+  // Lines are scanned as they arrive; each stream keeps its unfinished last line until it ends.
+  for (const stream of [child.stdout!, child.stderr!]) {
+    let partial = "";
+    stream.on("data", (d: Buffer) => {
+      const text = d.toString();
+      out += text;
+      log.write(d);
+      const lines = (partial + text).split("\n");
+      partial = lines.pop()!;
+      lines.forEach(scan);
+    });
+    stream.once("end", () => scan(partial));
+  }
   const url = `${opts.https ? "https" : "http"}://127.0.0.1:${port}`;
   const caFile = opts.https ? path.join(stateDir, "tls", "ca.crt") : undefined;
   const deadline = Date.now() + (opts.startTimeoutMs ?? 90_000);
@@ -111,7 +286,27 @@ export async function startHub(opts: HubOptions = {}): Promise<Hub> {
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-  return { url, adminToken, stateDir, caFile, pid: child.pid!, exitCode: () => child.exitCode, output: () => out, stop: () => stopProcess(child) };
+  let stopping: Promise<void> | undefined;
+  const stop = async (): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) await logBarrier({ url, caFile }, () => out, 5000);
+    await stopProcess(child);
+    const bad = errors.filter((e) => !e.expected);
+    if (bad.length > 0) process.stderr.write(`hub ${url}: ${countByKind(bad)} in its log (${logFile})\n`);
+  };
+  const hub: Hub = {
+    url,
+    adminToken,
+    stateDir,
+    caFile,
+    pid: child.pid!,
+    exitCode: () => child.exitCode,
+    output: () => out,
+    logFile,
+    serverErrors: () => [...errors],
+    stop: () => (stopping ??= stop()),
+  };
+  started.push(hub);
+  return hub;
 }
 
 /**

@@ -106,13 +106,32 @@ export interface ManagedClusterStatus {
   clusterClaims?: { name: string; value: string }[];
 }
 
-/** Typed views of a stored ManagedCluster. */
+/** The empty spec or status a read of an object without one gets (frozen: a write to it throws). */
+const NONE: Readonly<Record<string, never>> = Object.freeze({});
+
+/**
+ * A ManagedCluster's spec, typed, for reading: an object without one gives a frozen empty spec.
+ * Never changes `obj`, which may be a Durable Object's frozen copy.
+ */
 export function specOf(obj: KubeObject): ManagedClusterSpec {
-  return (obj.spec ?? {}) as unknown as ManagedClusterSpec;
+  return (obj.spec ?? NONE) as unknown as ManagedClusterSpec;
 }
 
-/** The status of a ManagedCluster, created empty when missing. */
-export function statusOf(obj: KubeObject): ManagedClusterStatus {
+/**
+ * A ManagedCluster's status, typed, for reading (a pending cluster has none yet: a frozen empty
+ * status then). Never changes `obj`, which may be a Durable Object's frozen copy; to change the
+ * status of a copy being written, use {@link writableStatusOf}.
+ */
+export function statusOf(obj: KubeObject): Readonly<ManagedClusterStatus> {
+  return (obj.status ?? NONE) as ManagedClusterStatus;
+}
+
+/**
+ * The status of a ManagedCluster being written, for changing: created empty on `obj` when missing.
+ *
+ * @throws TypeError when `obj` is frozen (a stored object is changed only on a copy).
+ */
+export function writableStatusOf(obj: KubeObject): ManagedClusterStatus {
   obj.status ??= {};
   return obj.status as ManagedClusterStatus;
 }
@@ -238,7 +257,7 @@ export const ManagedClusterKind: KindDefinition = {
 export function reconcileManagedCluster(obj: KubeObject, nowMs: number): void {
   const now = rfc3339(nowMs);
   const spec = specOf(obj);
-  const status = statusOf(obj);
+  const status = writableStatusOf(obj);
   const conditions = (status.conditions ??= []);
   const accepted = findCondition(conditions, Conditions.HubAccepted);
   if (spec.hubAcceptsClient) {

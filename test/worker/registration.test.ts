@@ -48,6 +48,32 @@ describe("registration (double opt-in)", () => {
     expect(joined.body.spec.taints ?? []).toEqual([]);
   });
 
+  it("serves a pending cluster that reported no claims (no status yet) to its agent: 200, not 500", async () => {
+    // The Durable Object hands out a frozen copy of its cluster; reading the status of one that has
+    // none must not try to add it (TypeError: Cannot add property status, object is not extensible).
+    const token = await createToken();
+    const keys = await agentKeys();
+    const proof = await keys.proof("bare1", "id-bare1");
+    const res = await call("POST", "/agent/v1/register", { clusterName: "bare1", clusterId: "id-bare1", publicKey: keys.publicJwk, proof, claims: [] }, { token });
+    expect(res.status).toBe(201);
+    keys.tag = res.headers.get("flotilla-key-tag") ?? undefined;
+    expect((await call("GET", `${MC}/bare1`)).body.status).toBeUndefined();
+    for (let i = 0; i < 2; i++) {
+      const info = await call("GET", "/agent/v1/clusters/bare1", undefined, { token: await keys.sign("bare1") });
+      expect(info.status, JSON.stringify(info.body)).toBe(200);
+      expect(info.body).toMatchObject({ clusterName: "bare1", hubAcceptsClient: false, denied: false, joined: false });
+    }
+    expect((await hb("bare1", keys)).status).toBe(403);
+    // Registering again while pending (an agent restart) is answered too.
+    const again = await call("POST", "/agent/v1/register", { clusterName: "bare1", clusterId: "id-bare1", publicKey: keys.publicJwk, proof: await keys.proof("bare1", "id-bare1"), claims: [] }, { token });
+    expect(again.status, JSON.stringify(again.body)).toBeLessThan(300);
+
+    // Once accepted, the first heartbeat gives it a status.
+    await call("PATCH", `${MC}/bare1`, { spec: { hubAcceptsClient: true } }, { contentType: "application/merge-patch+json" });
+    expect((await hb("bare1", keys, heartbeat({ clusterClaims: undefined }))).status).toBe(200);
+    expect(condition((await call("GET", `${MC}/bare1`)).body, "ManagedClusterConditionAvailable")).toMatchObject({ status: "True" });
+  });
+
   it("autoApprove tokens accept at once; expired and revoked tokens are refused", async () => {
     const auto = await createToken({ autoApprove: true });
     const { res } = await register(auto, "auto1", "id-auto1");
