@@ -11,7 +11,7 @@
 import { z } from "zod";
 import type { StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
-import { ConditionSchema, isJsonObject, objectSchema, type KubeObject } from "../k8s/meta.ts";
+import { ConditionsSchema, isJsonObject, objectSchema, type KubeObject } from "../k8s/meta.ts";
 import { GO_DURATION } from "../work/rollout.ts";
 
 /** OCM's cap on the total size of a work's manifests, in bytes (500 KiB, `manifestLimit`). */
@@ -120,7 +120,7 @@ const FieldValueSchema = z.strictObject({
 
 /** `ManifestWork.status` (v1). */
 export const ManifestWorkStatusSchema = z.strictObject({
-  conditions: z.array(ConditionSchema).optional(),
+  conditions: ConditionsSchema.optional(),
   resourceStatus: z
     .strictObject({
       manifests: z
@@ -138,7 +138,7 @@ export const ManifestWorkStatusSchema = z.strictObject({
               })
               .optional(),
             statusFeedback: z.strictObject({ values: z.array(z.strictObject({ name: z.string(), fieldValue: FieldValueSchema })).optional() }).optional(),
-            conditions: z.array(ConditionSchema).optional(),
+            conditions: ConditionsSchema.optional(),
           }),
         )
         .optional(),
@@ -246,7 +246,7 @@ export const ManifestWorkReplicaSetKind: KindDefinition = {
       cascadeDeletionPolicy: z.enum(["Background", "Foreground"]).optional(),
     }),
     z.strictObject({
-      conditions: z.array(ConditionSchema).optional(),
+      conditions: ConditionsSchema.optional(),
       summary: SummarySchema.optional(),
       placementSummary: z
         .array(z.strictObject({ name: z.string(), availableDecisionGroups: z.string().optional(), summary: SummarySchema.optional() }))
