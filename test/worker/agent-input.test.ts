@@ -96,6 +96,22 @@ describe("work status conditions from an agent: a map by type, each a valid meta
     expect(res.body.details.causes).toContainEqual({ field: "status.resourceStatus.manifests[0].conditions[1].type", reason: "FieldValueDuplicate", message: 'Duplicate value: "Available"' });
   });
 
+  it("refuses two feedback values of one name, as OCM's CRD keys statusFeedback.values by name", async () => {
+    const { keys, uid } = await withWork("ai6");
+    const values = [
+      { name: "replicas", fieldValue: { type: "Integer", integer: 1 } },
+      { name: "replicas", fieldValue: { type: "Integer", integer: 2 } },
+    ];
+    const manifests = [{ resourceMeta: { ordinal: 0 }, statusFeedback: { values }, conditions: [cond("Applied")] }];
+    const res = await call("PUT", REPORT("ai6", "w"), { uid, status: { resourceStatus: { manifests } } }, { token: await keys.sign("ai6") });
+    expect(res.status).toBe(422);
+    expect(res.body.details.causes).toEqual([
+      { field: "status.resourceStatus.manifests[0].statusFeedback.values[1]", reason: "FieldValueDuplicate", message: 'Duplicate value: map[string]interface {}{"name":"replicas"}' },
+    ]);
+    values[1]!.name = "available";
+    expect((await call("PUT", REPORT("ai6", "w"), { uid, status: { resourceStatus: { manifests } } }, { token: await keys.sign("ai6") })).status).toBe(200);
+  });
+
   it("refuses a reason outside the apiserver's pattern, an empty one, and the other invalid fields, each named", async () => {
     const { keys, uid, rv } = await withWork("ai3");
     for (const reason of ["not a reason", "Bad-Reason", "1Reason", "Trailing:"]) {
