@@ -601,11 +601,12 @@ export class ClusterObject extends DurableObject<Env> {
    * "flotilla", lifetime at most 60 s, not issued in the future, 30 s clock skew, and a `jti`
    * never seen before (replay cache in this object's SQLite). Every failure has the same
    * message, so a caller learns nothing about the cluster. `retired`: signed by a key in its
-   * rotation grace period (see `rotate`).
+   * rotation grace period (see `rotate`). With `record` false the `jti` is checked but not
+   * recorded, so the same token can still be used once ({@link authenticates}).
    *
    * @throws ApiError 401 on any failure.
    */
-  private async verify(token: string, name: string, now: number): Promise<{ kid: string; pending: boolean; retired: boolean }> {
+  private async verify(token: string, name: string, now: number, record = true): Promise<{ kid: string; pending: boolean; retired: boolean }> {
     const refuse = () => unauthorized(INVALID_AGENT_CREDENTIAL);
     let kid: string | undefined;
     try {
@@ -633,6 +634,10 @@ export class ClusterObject extends DurableObject<Env> {
     checkTimes(payload.iat!, payload.exp!, now, refuse);
     const jti = String(payload.jti);
     if (jti.length > 128) throw refuse();
+    if (!record) {
+      if (this.exec("SELECT 1 FROM seen_jti WHERE jti = ?", jti).length > 0) throw refuse();
+      return { kid, pending: found.pending, retired: found.retired };
+    }
     const seen = this.exec("INSERT INTO seen_jti (jti, exp) VALUES (?, ?) ON CONFLICT (jti) DO NOTHING RETURNING jti", jti, (payload.exp! + CLOCK_SKEW_SECONDS) * 1000);
     if (seen.length === 0) throw refuse();
     if (now - this.lastPurgeMs > 60_000) {
@@ -640,6 +645,22 @@ export class ClusterObject extends DurableObject<Env> {
       this.exec("DELETE FROM seen_jti WHERE exp < ?", now);
     }
     return { kid, pending: found.pending, retired: found.retired };
+  }
+
+  /**
+   * Whether an agent JWT verifies for this cluster as {@link agent} would verify it (signature,
+   * claims, times, a `jti` not yet used), without using it up: the Worker asks before it reads
+   * the body of a request whose token carries no key tag (src/agent/routes.ts), then sends the
+   * same token with the decoded body to {@link agent}. Read only; not queued behind other calls.
+   */
+  async authenticates(token: string, name: string): Promise<boolean> {
+    if (!this.viewState("object")) return false;
+    try {
+      await this.verify(token, name, clock.now(), false);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /**

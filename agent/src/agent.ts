@@ -11,7 +11,7 @@
  * bootstrap token; 409/401/422/403 on registration; a corrupt Secret). Each ongoing problem is
  * logged once when it starts and once when it ends.
  */
-import { Backoff, Sleeper, heartbeatDelayMs, DEFAULT_LEASE_DURATION_SECONDS, type Random } from "./backoff.ts";
+import { Backoff, HUB_PROBE_PERIOD_MS, Sleeper, heartbeatDelayMs, sleepProbing, DEFAULT_LEASE_DURATION_SECONDS, type Random } from "./backoff.ts";
 import {
   CREDENTIALS_SECRET_NAME,
   CredentialsSecretError,
@@ -25,6 +25,7 @@ import {
   type AgentCredentials,
 } from "./credentials.ts";
 import {
+  hubAbsent,
   HubClient,
   type ClusterClaim,
   type HeartbeatRequest,
@@ -68,6 +69,12 @@ export interface AgentTiming {
   backoffBaseMs: number;
   /** Largest backoff ceiling; default 60 000. */
   backoffCapMs: number;
+  /**
+   * While backing off from an absent hub (no answer, or a gateway's 502/503/504), how often
+   * `GET /livez` probes whether it is back (jittered to 50–150 %); the failed call is made again
+   * as soon as it answers. Default 3 000 ({@link HUB_PROBE_PERIOD_MS}).
+   */
+  hubProbeMs: number;
   /** Probe period of the kube-apiserver between heartbeats (OCM's `--cluster-healthcheck-period`, 1 min); default 60 000. */
   healthCheckPeriodMs: number;
   /** Re-probe period while a failure is within the threshold (OCM requeues every 5 s); default 5 000. */
@@ -86,6 +93,7 @@ const DEFAULT_TIMING: AgentTiming = {
   acceptancePollMs: 5_000,
   backoffBaseMs: 1_000,
   backoffCapMs: 60_000,
+  hubProbeMs: HUB_PROBE_PERIOD_MS,
   healthCheckPeriodMs: 60_000,
   healthRecheckMs: 5_000,
   requestTimeoutMs: 15_000,
@@ -261,6 +269,7 @@ class AgentRunner {
         worksMinPollMs: this.timing.worksMinPollMs,
         backoffBaseMs: this.timing.backoffBaseMs,
         backoffCapMs: this.timing.backoffCapMs,
+        hubProbeMs: this.timing.hubProbeMs,
         random: this.timing.random,
       },
       signal: this.abort.signal,
@@ -343,7 +352,7 @@ class AgentRunner {
       if (e.kind === "invalid") throw new AgentFatalError(`hub refused the registration request (${e.status}): ${e.message}`);
       if (e.kind === "forbidden") throw new AgentFatalError(`hub forbids registration (403): ${e.message}`);
       this.noteHubFailure(e);
-      await this.sleeper.sleep(this.backoff.next(e.retryAfterMs));
+      await this.backOff(this.backoff.next(e.retryAfterMs), e);
     }
     if (this.aborted) return undefined;
     const creds: AgentCredentials = { clusterName, clusterId: identity.id, hubUrl, key };
@@ -364,6 +373,21 @@ class AgentRunner {
       return;
     }
     this.hubCond.set(`error:${e.status ?? "?"}`, `hub request failed (${e.status ?? "no status"}): ${e.message}; retrying with backoff`, this.fields());
+  }
+
+  /**
+   * Waits `delayMs` milliseconds before a failed hub call is made again. When the hub was absent
+   * ({@link hubAbsent}), it is probed every `hubProbeMs` meanwhile and the wait ends as soon as it
+   * answers, so however long the outage and the backoff, the agent is back within seconds of the
+   * hub; the backoff still spaces out the real calls to a hub that answers with errors.
+   */
+  private async backOff(delayMs: number, failure: HubFailure | undefined): Promise<void> {
+    if (!failure || !hubAbsent(failure)) {
+      await this.sleeper.sleep(delayMs);
+      return;
+    }
+    const probeTimeout = Math.min(this.timing.hubProbeMs, this.timing.requestTimeoutMs);
+    await sleepProbing(this.sleeper, delayMs, () => this.hub.live(probeTimeout), this.timing.hubProbeMs, this.timing.random);
   }
 
   private sign(): Promise<string> {
@@ -444,7 +468,7 @@ class AgentRunner {
       } else {
         delay = await this.onAuthenticatedFailure(r.error);
       }
-      await this.sleeper.sleep(delay);
+      await this.backOff(delay, r.ok ? undefined : r.error);
     }
     return false;
   }
@@ -478,7 +502,7 @@ class AgentRunner {
       } else {
         delay = await this.onAuthenticatedFailure(r.error);
       }
-      await this.sleeper.sleep(delay);
+      await this.backOff(delay, r.ok ? undefined : r.error);
     }
     return false;
   }

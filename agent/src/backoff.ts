@@ -1,7 +1,8 @@
 /**
  * Timing helpers of the agent loop: capped exponential backoff with full jitter (for an
  * unreachable hub or kube-apiserver), the lease renew jitter of OCM's `wait.JitterUntil(…, 0.25)`,
- * and a sleep that can be cut short.
+ * a sleep that can be cut short, and a backoff sleep that a cheap probe ends as soon as an absent
+ * hub is back.
  */
 
 /** Random source returning a number in [0, 1); `Math.random` by default, injectable for tests. */
@@ -111,5 +112,44 @@ export class Sleeper {
   /** Ends the sleep in progress, if any (returns `"woken"`). */
   wake(): void {
     this.wakeCurrent?.();
+  }
+}
+
+/**
+ * How often an agent backing off from an absent hub probes whether it is back, in milliseconds
+ * (3 000; each wait is jittered to 50–150 % of it). The probe is `GET /livez`; a hub back after
+ * an outage of any length is seen within 4.5 s plus the probe's answer, and the call that failed
+ * is made again at once, so agents are back within 10 s of the hub.
+ */
+export const HUB_PROBE_PERIOD_MS = 3_000;
+
+/**
+ * Sleeps a backoff delay of `delayMs` milliseconds, probing every `periodMs` (jittered to
+ * 50–150 %) whether what failed is back; ends as soon as `probe` resolves true. The backoff
+ * itself is unchanged for real work: only the probe, cheap and unauthenticated, runs at the short
+ * period, and not at all once less than a period of the backoff is left.
+ *
+ * @param sleeper the loop's sleeper (its wake and abort end this sleep too).
+ * @param probe resolves true when the hub answers; must not reject.
+ * @param now the clock, epoch milliseconds (`Date.now` by default).
+ * @returns `"back"` when a probe succeeded, else what the sleep ended with.
+ */
+export async function sleepProbing(
+  sleeper: Sleeper,
+  delayMs: number,
+  probe: () => Promise<boolean>,
+  periodMs: number = HUB_PROBE_PERIOD_MS,
+  random: Random = Math.random,
+  now: () => number = Date.now,
+): Promise<"elapsed" | "woken" | "aborted" | "back"> {
+  const deadline = now() + delayMs;
+  for (;;) {
+    const left = deadline - now();
+    const step = periodMs * (0.5 + random());
+    // What is left of the backoff is no longer than a probe period: the call itself is the probe.
+    if (left <= step) return sleeper.sleep(left);
+    const why = await sleeper.sleep(step);
+    if (why !== "elapsed") return why;
+    if (await probe()) return "back";
   }
 }

@@ -153,6 +153,19 @@ function classify(status: number): HubFailureKind {
   return "other";
 }
 
+/**
+ * Whether a failed hub call means the hub is not there at all, rather than there and failing:
+ * no answer (connection refused or reset, a timeout), or a 502/503/504 without a Kubernetes
+ * Status (a proxy or the edge answering for a hub it cannot reach). Only then may a probe
+ * ({@link HubClient.live}) cut the agent's backoff short: a hub that answers 5xx or 429 itself
+ * is up, and its backoff and `Retry-After` stand.
+ */
+export function hubAbsent(e: HubFailure): boolean {
+  if (e.kind !== "unreachable") return false;
+  if (e.status === undefined) return true;
+  return (e.status === 502 || e.status === 503 || e.status === 504) && e.reason === undefined;
+}
+
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
@@ -198,6 +211,21 @@ export class HubClient {
     this.base = options.hubUrl.replace(/\/+$/, "");
     this.timeoutMs = options.timeoutMs ?? 15_000;
     this.fetchImpl = options.fetch ?? httpFetch;
+  }
+
+  /**
+   * `GET /livez` without credentials: whether the hub answers 2xx within `timeoutMs`
+   * milliseconds (default: the client's timeout). The cheap probe an agent backing off from an
+   * absent hub sends every few seconds ({@link hubAbsent}). Never rejects.
+   */
+  async live(timeoutMs = this.timeoutMs): Promise<boolean> {
+    try {
+      const res = await this.fetchImpl(`${this.base}/livez`, { method: "GET", headers: { accept: "text/plain" }, signal: AbortSignal.timeout(timeoutMs) });
+      await res.text().catch(() => "");
+      return res.status >= 200 && res.status < 300;
+    } catch {
+      return false;
+    }
   }
 
   /**

@@ -3,6 +3,8 @@
  * (src/, durable-objects/) and usable by the agent.
  */
 import { z } from "zod";
+import { addFieldErrors } from "../k8s/meta.ts";
+import { validateResourceList } from "../k8s/validation.ts";
 
 /** The `aud` every agent JWT carries. */
 export const AGENT_AUDIENCE = "flotilla";
@@ -22,7 +24,15 @@ export const KEY_TAG_HEADER_PARAM = "ktag";
 export const KEY_TAG_RESPONSE_HEADER = "flotilla-key-tag";
 
 const claim = z.strictObject({ name: z.string().min(1).max(253), value: z.string().min(1).max(1024) });
-const quantityMap = z.record(z.string().min(1).max(253), z.string().min(1).max(64));
+/**
+ * A resource list an agent reports (`capacity`, `allocatable`): at most 64 resources, each a
+ * quantity >= 0 and below 2^63 parsed by the hub's one quantity parser (422 naming the entry,
+ * e.g. `capacity[cpu]`; src/k8s/validation.ts `validateResourceList`).
+ */
+const quantityMap = z
+  .record(z.string().min(1).max(253), z.string().min(1).max(64))
+  .refine((m) => Object.keys(m).length <= 64, "must have at most 64 resources")
+  .superRefine((m, ctx) => addFieldErrors(ctx, m, validateResourceList(m, "", { bounded: true })));
 
 /** 32 bytes in unpadded base64url: one P-256 coordinate (RFC 7518 section 6.2.1.2). */
 const coordinate = z.string().regex(/^[A-Za-z0-9_-]{43}$/, "must be 32 bytes in unpadded base64url (a P-256 coordinate)");

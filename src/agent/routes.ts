@@ -26,10 +26,19 @@ import { HeartbeatSchema, KEY_TAG_RESPONSE_HEADER, LeftSchema, MAX_WORKS_WAIT_SE
 
 type Ctx = Context<{ Bindings: Env }>;
 
-/** Largest agent request body, in bytes. */
-const AGENT_BODY_LIMIT = 256 * 1024;
-/** Largest work status report, in bytes: a work's status may mirror many manifests' feedback. */
-const WORK_STATUS_BODY_LIMIT = 2 * MANIFEST_LIMIT_BYTES;
+/**
+ * Largest agent request body other than a work status report (registration, heartbeat, key
+ * rotation, leave), in bytes: 256 KiB, far above the largest valid heartbeat (64 claims and 64
+ * resources of each list, about 100 KiB).
+ */
+export const AGENT_BODY_LIMIT = 256 * 1024;
+/**
+ * Largest work status report, in bytes: 1,000 KiB, twice OCM's 500 KiB manifest limit, since a
+ * work's status mirrors each manifest's conditions and feedback; a work with its largest spec
+ * and status stays within the 1.5 MiB etcd holds in one object. Checked once the request is
+ * authenticated and before the body is decoded.
+ */
+export const WORK_STATUS_BODY_LIMIT = 2 * MANIFEST_LIMIT_BYTES;
 
 function decode<T extends z.ZodType>(schema: T, body: unknown, what: string): z.infer<T> {
   const check = checkSchema(schema, body);
@@ -97,16 +106,26 @@ type AgentOutcome = Result<unknown> & { cost: Cost; keyTag?: string };
  * raw result. The Worker first admits the token (src/auth/credentials.ts: key tag, else the
  * cluster must be registered), so a stranger's request never reaches a Durable Object. Failed
  * authentications are limited by source address and presented token, never by the cluster a
- * token names (src/auth/ratelimit.ts): a token with a valid key tag is always evaluated.
- * @throws ApiError 401 (any credential that does not verify, one message for all), 429
+ * token names (src/auth/ratelimit.ts): a token with a valid key tag is always evaluated. An
+ * `action` given as a function reads and decodes the request's body: it runs only once the token
+ * is authenticated on the Authorization header alone, by its key tag (an HMAC only the hub makes,
+ * handed to the agent after it authenticated) or, for a token without one, by the cluster's object
+ * verifying it without using it up; so a stranger's body is never read, and a tagged agent's call
+ * stays one Durable Object call.
+ * @throws ApiError 401 (any credential that does not verify, one message for all), 429, and
+ *   what reading the body throws (413, 400, 422)
  */
-async function agentResult(c: Ctx, action: AgentAction): Promise<AgentOutcome> {
+async function agentResult(c: Ctx, action: AgentAction | (() => Promise<AgentAction>)): Promise<AgentOutcome> {
   const token = bearerToken(c);
   const target = c.req.param("name") ?? "";
   return limitAuthFailures(c.env, c.req.raw, "agent", token, clock.now(), async (limit) => {
     if (!token) throw unauthorized(INVALID_AGENT_CREDENTIAL);
     const admitted = await admitAgentToken(c.env, token, limit.costly);
-    const res = (await c.env.CLUSTERS.getByName(admitted.cluster).agent(token, admitted.cluster, target, action)) as AgentOutcome;
+    const stub = c.env.CLUSTERS.getByName(admitted.cluster);
+    // A body is read only for a token the hub's key tag admits or the cluster's object verifies.
+    if (typeof action === "function" && !admitted.tagged && !(await stub.authenticates(token, admitted.cluster))) throw unauthorized(INVALID_AGENT_CREDENTIAL);
+    const act = typeof action === "function" ? await action() : action;
+    const res = (await stub.agent(token, admitted.cluster, target, act)) as AgentOutcome;
     if (!res.ok && res.status.code === 401) throw unauthorized(res.status.message);
     if (res.ok && !admitted.tagged) res.keyTag = (await keyTag(c.env, admitted.cluster, admitted.kid)) ?? undefined;
     return res;
@@ -123,7 +142,7 @@ function costHeaders(cost: Cost, extraD1Queries = 0, tag?: string): Record<strin
   };
 }
 
-async function agentCall(c: Ctx, action: AgentAction): Promise<Response> {
+async function agentCall(c: Ctx, action: AgentAction | (() => Promise<AgentAction>)): Promise<Response> {
   const res = await agentResult(c, action);
   const headers = costHeaders(res.cost, 0, res.keyTag);
   if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers });
@@ -178,13 +197,15 @@ async function getWorks(c: Ctx): Promise<Response> {
  * @throws ApiError 404 (no such work), 409 (uid differs), 400/422 (invalid status)
  */
 async function putWorkStatus(c: Ctx): Promise<Response> {
-  const raw = await readBody(c, WORK_STATUS_BODY_LIMIT);
-  const body = decode(WorkStatusReportSchema, parseJson(raw), "workstatuses");
   const cluster = c.req.param("name") ?? "";
   const workName = c.req.param("work") ?? "";
   const ref = { group: ManifestWorkKind.group, plural: ManifestWorkKind.plural, kind: ManifestWorkKind.kind, name: workName };
+  // Authenticated first (the cluster's object verifies the JWT of the Authorization header), so
+  // a stranger's body is never read; then read within its limit (413), then decoded.
   const res = await agentResult(c, { action: "report" });
   if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers: costHeaders(res.cost) });
+  const raw = await readBody(c, WORK_STATUS_BODY_LIMIT);
+  const body = decode(WorkStatusReportSchema, parseJson(raw), "workstatuses");
   // Given the request's waitUntil, the report's commit may share a D1 batch with other reports'
   // (group commit), and its finished outbox row goes with theirs, just after.
   const waitUntil = (p: Promise<unknown>) => c.executionCtx.waitUntil(p);
@@ -259,25 +280,29 @@ export function agentRoutes(): Hono<{ Bindings: Env }> {
 
   app.get("/clusters/:name", (c) => agentCall(c, { action: "info" }));
 
-  app.post("/clusters/:name/heartbeat", async (c) => {
-    const heartbeat = decode(HeartbeatSchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "heartbeats");
-    return agentCall(c, { action: "heartbeat", heartbeat });
-  });
+  app.post("/clusters/:name/heartbeat", (c) =>
+    agentCall(c, async () => ({ action: "heartbeat", heartbeat: decode(HeartbeatSchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "heartbeats") })),
+  );
 
   app.get("/clusters/:name/works", (c) => getWorks(c));
 
   app.put("/clusters/:name/works/:work/status", (c) => putWorkStatus(c));
 
-  app.post("/clusters/:name/left", async (c) => {
-    decode(LeftSchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "leaves");
-    return agentCall(c, { action: "left" });
-  });
+  app.post("/clusters/:name/left", (c) =>
+    agentCall(c, async () => {
+      decode(LeftSchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "leaves");
+      return { action: "left" };
+    }),
+  );
 
   app.post("/clusters/:name/rotate-key", async (c) => {
-    const body = decode(RotateKeySchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "keys");
     const name = c.req.param("name");
-    const kid = await verifyProof(body.proof, body.publicKey, { clusterName: name, now: clock.now() });
-    const res = await agentResult(c, { action: "rotate-key", publicKey: body.publicKey, kid });
+    let kid = "";
+    const res = await agentResult(c, async () => {
+      const body = decode(RotateKeySchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "keys");
+      kid = await verifyProof(body.proof, body.publicKey, { clusterName: name, now: clock.now() });
+      return { action: "rotate-key", publicKey: body.publicKey, kid };
+    });
     // The answer hands over the tag of the new key, the one the agent signs with from now on.
     const tag = res.ok ? await keyTag(c.env, name, kid) : null;
     const headers = costHeaders(res.cost, 0, tag ?? undefined);

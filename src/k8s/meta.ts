@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import type { StatusCause } from "./errors.ts";
+import { CONDITION_MESSAGE_MAX_LENGTH, CONDITION_REASON_MAX_LENGTH, CONDITION_TYPE_MAX_LENGTH, validateConditions, type FieldError } from "./validation.ts";
 
 /** metav1.OwnerReference. */
 export const OwnerReferenceSchema = z.strictObject({
@@ -125,6 +126,13 @@ export function checkSchema(schema: z.ZodType, value: unknown): SchemaCheck {
       continue;
     }
     const field = fieldPath(issue.path);
+    // A custom issue from addFieldErrors keeps its apimachinery cause (Duplicate value, Too long, ...).
+    const cause = issue.code === "custom" ? (issue.params as { cause?: FieldError } | undefined)?.cause : undefined;
+    if (cause) {
+      const sub = cause.field;
+      out.causes.push({ field: !sub ? field : !field || sub.startsWith("[") ? field + sub : `${field}.${sub}`, message: cause.message, reason: cause.reason });
+      continue;
+    }
     const reason = issue.input === undefined ? "FieldValueRequired" : "FieldValueInvalid";
     const message = reason === "FieldValueRequired" ? "Required value" : `Invalid value: ${describe(issue.input)}: ${issue.message}`;
     out.causes.push({ field, message, reason });
@@ -142,15 +150,44 @@ function describe(v: unknown): string {
   }
 }
 
-/** Kubernetes metav1.Condition. */
+/**
+ * Kubernetes metav1.Condition: the JSON shape (types, required fields, unknown fields). Its
+ * values are checked as apimachinery's `ValidateCondition` does by {@link ConditionsSchema}
+ * (src/k8s/validation.ts `validateConditions`); the `meta` here only documents the limits in
+ * the OpenAPI schema, as the CRDs generated from metav1.Condition state them.
+ */
 export const ConditionSchema = z.strictObject({
-  type: z.string().min(1).max(316),
+  type: z.string().meta({ maxLength: CONDITION_TYPE_MAX_LENGTH, pattern: "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$" }),
   status: z.enum(["True", "False", "Unknown"]),
-  observedGeneration: z.number().int().min(0).optional(),
-  lastTransitionTime: z.string(),
-  reason: z.string().min(1).max(1024),
-  message: z.string().max(32768),
+  observedGeneration: z.number().int().meta({ minimum: 0 }).optional(),
+  lastTransitionTime: z.string().meta({ format: "date-time" }),
+  reason: z.string().meta({ minLength: 1, maxLength: CONDITION_REASON_MAX_LENGTH, pattern: "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$" }),
+  message: z.string().meta({ maxLength: CONDITION_MESSAGE_MAX_LENGTH }),
 });
+
+/**
+ * Adds the field errors of a src/k8s/validation.ts check to a zod refinement as custom issues
+ * that keep their cause (reason and message; {@link checkSchema} reports them as they are). Each
+ * error's field is relative to the refined value (`[1].type`, `[cpu]`) and is appended to the
+ * value's own path (`status.conditions[1].type`, `capacity[cpu]`).
+ */
+export function addFieldErrors(ctx: z.RefinementCtx, value: unknown, errors: readonly FieldError[]): void {
+  for (const e of errors) {
+    ctx.addIssue({ code: "custom", message: e.message, input: value, params: { cause: { field: e.field, reason: e.reason, message: e.message } } });
+  }
+}
+
+/**
+ * A list of metav1.Condition as every status of the hub holds it: a map keyed by `type` (OCM's
+ * and Kubernetes' `+listType=map`, `+listMapKey=type`), each condition validated as apimachinery's
+ * `ValidateConditions` does (422 with causes such as `status.conditions[1].type: Duplicate value:
+ * "Applied"` or `status.conditions[0].reason: Invalid value: "not ok": a condition reason must
+ * start with ...`).
+ */
+export const ConditionsSchema = z
+  .array(ConditionSchema)
+  .meta({ "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"] })
+  .superRefine((list, ctx) => addFieldErrors(ctx, list, validateConditions(list, "")));
 
 /** A metav1.Condition value. */
 export type Condition = z.infer<typeof ConditionSchema>;

@@ -14,6 +14,7 @@
  * Lengths are measured in UTF-8 bytes, as Go's `len(string)` does; for the
  * ASCII strings these rules accept this is the same as the character count.
  */
+import { parseQuantity, QuantityError } from "../scheduling/quantity.ts";
 
 // ---------------------------------------------------------------------------
 // Field errors (k8s.io/apimachinery/pkg/util/validation/field)
@@ -600,4 +601,146 @@ export function validateObjectMeta(
     ...validateLabels(m.labels, childPath(base, "labels")),
     ...validateAnnotations(m.annotations, childPath(base, "annotations")),
   ];
+}
+
+// ---------------------------------------------------------------------------
+// Conditions (metav1.Condition; apimachinery's ValidateConditions)
+// ---------------------------------------------------------------------------
+
+/** Longest `type` of a metav1.Condition, in characters (its OpenAPI `maxLength`: a 253-byte prefix, `/` and a 63-byte name). */
+export const CONDITION_TYPE_MAX_LENGTH = 316;
+/** Longest `reason` of a metav1.Condition, in bytes (apimachinery's `maxReasonLen`). */
+export const CONDITION_REASON_MAX_LENGTH = 1024;
+/** Longest `message` of a metav1.Condition, in bytes (apimachinery's `maxMessageLen`). */
+export const CONDITION_MESSAGE_MAX_LENGTH = 32 * 1024;
+
+const CONDITION_REASON_FMT = "[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?";
+const CONDITION_REASON_ERR =
+  "a condition reason must start with alphabetic character, optionally followed by a string of alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'";
+const CONDITION_REASON_RE = new RegExp(`^${CONDITION_REASON_FMT}$`);
+
+/**
+ * apimachinery's `isValidConditionReason`: the format of a condition's `reason` (CamelCase,
+ * letters, digits and `_,:`), not its length. Returns the problems found; `[]` means valid.
+ *
+ * @example
+ * isValidConditionReason("AppliedManifestComplete") // []
+ * isValidConditionReason("not ok")                  // ["a condition reason must start with ... regex used for validation is '[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?')"]
+ */
+export function isValidConditionReason(value: string): string[] {
+  if (CONDITION_REASON_RE.test(value)) return [];
+  return [regexError(CONDITION_REASON_ERR, CONDITION_REASON_FMT, "my_name", "MY_NAME", "MyName", "ReasonA,ReasonB", "ReasonA:ReasonB")];
+}
+
+/**
+ * Whether `value` is an RFC 3339 date-time (`2026-01-01T00:00:00Z`, with an optional fraction and
+ * a `Z` or `±hh:mm` offset), the OpenAPI `date-time` format a metav1.Time is checked against.
+ */
+export function isRfc3339DateTime(value: string): boolean {
+  return /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/.test(value) && !Number.isNaN(Date.parse(value));
+}
+
+/** The fields of a metav1.Condition that {@link validateConditions} checks (already of the right JSON types). */
+export interface ConditionLike {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+  observedGeneration?: number;
+}
+
+/**
+ * apimachinery's `ValidateConditions` (`pkg/apis/meta/v1/validation`): a list of metav1.Condition
+ * is a map keyed by `type` (a second condition of one type is `<path>[i].type: Duplicate value`),
+ * and each condition has a qualified-name `type`, a `status` of True/False/Unknown, an
+ * `observedGeneration` >= 0, a `lastTransitionTime` (RFC 3339 here, as the CRD's `date-time`
+ * format), a `reason` of 1 to 1024 bytes matching `[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?`, and a
+ * `message` of at most 32 KiB. Errors carry the field path under `fieldPath`, e.g.
+ * `status.conditions[1].type`.
+ *
+ * @example
+ * validateConditions([{ type: "Applied", ... }, { type: "Applied", ... }], "status.conditions")
+ * // [{ field: "status.conditions[1].type", reason: "FieldValueDuplicate", message: 'Duplicate value: "Applied"' }]
+ */
+export function validateConditions(conditions: readonly ConditionLike[], fieldPath: string): FieldError[] {
+  const errs: FieldError[] = [];
+  const seen = new Set<string>();
+  conditions.forEach((c, i) => {
+    const at = indexPath(fieldPath, i);
+    if (seen.has(c.type)) errs.push(fieldDuplicate(childPath(at, "type"), c.type));
+    seen.add(c.type);
+    errs.push(...validateCondition(c, at));
+  });
+  return errs;
+}
+
+/** apimachinery's `ValidateCondition`: one condition's fields (see {@link validateConditions}), errors under `fieldPath`. */
+export function validateCondition(c: ConditionLike, fieldPath: string): FieldError[] {
+  const errs: FieldError[] = [];
+  const type = childPath(fieldPath, "type");
+  if (c.type.length > CONDITION_TYPE_MAX_LENGTH) errs.push(fieldTooLong(type, CONDITION_TYPE_MAX_LENGTH));
+  else errs.push(...validateLabelName(c.type, type));
+  const statuses = ["False", "True", "Unknown"];
+  if (!statuses.includes(c.status)) errs.push(fieldNotSupported(childPath(fieldPath, "status"), c.status, statuses));
+  if (c.observedGeneration !== undefined && c.observedGeneration < 0) {
+    errs.push(fieldInvalid(childPath(fieldPath, "observedGeneration"), c.observedGeneration, "must be greater than or equal to zero"));
+  }
+  const ltt = childPath(fieldPath, "lastTransitionTime");
+  if (c.lastTransitionTime === "") errs.push(fieldRequired(ltt, "must be set"));
+  else if (!isRfc3339DateTime(c.lastTransitionTime)) errs.push(fieldInvalid(ltt, c.lastTransitionTime, "must be an RFC 3339 date-time (e.g. '2026-01-01T00:00:00Z')"));
+  const reason = childPath(fieldPath, "reason");
+  if (c.reason.length === 0) {
+    errs.push(fieldRequired(reason, "must be set"));
+  } else {
+    for (const m of isValidConditionReason(c.reason)) errs.push(fieldInvalid(reason, c.reason, m));
+    if (utf8Length(c.reason) > CONDITION_REASON_MAX_LENGTH) errs.push(fieldTooLong(reason, CONDITION_REASON_MAX_LENGTH));
+  }
+  if (utf8Length(c.message) > CONDITION_MESSAGE_MAX_LENGTH) errs.push(fieldTooLong(childPath(fieldPath, "message"), CONDITION_MESSAGE_MAX_LENGTH));
+  return errs;
+}
+
+// ---------------------------------------------------------------------------
+// Resource lists (map[ResourceName]resource.Quantity)
+// ---------------------------------------------------------------------------
+
+/**
+ * The bound a quantity must stay below when {@link validateResourceList} is asked for bounded
+ * values: 2^63, past apimachinery's `maxAllowed` (2^63 - 1, the largest value a Quantity keeps;
+ * it caps larger ones silently, so `1e400` would read as 9.2e18).
+ */
+const QUANTITY_BOUND = 2 ** 63;
+
+/**
+ * Checks a resource list (`capacity`, `allocatable`: resource name to quantity) as the hub reads
+ * it: every key a qualified name (apimachinery's resource-name rule: `cpu`, `nvidia.com/gpu`),
+ * every value a Kubernetes quantity parsed by the one quantity parser
+ * (src/scheduling/quantity.ts, apimachinery's `ParseQuantity` grammar; a JSON number is its
+ * decimal text). With `bounded`, a value must also be >= 0 (as the apiserver's
+ * `ValidateNonnegativeQuantity` holds a node's capacity) and below 2^63 (no silently capped
+ * `1e400`). Errors name the entry: `<fieldPath>[cpu]`.
+ *
+ * @example
+ * validateResourceList({ cpu: "-5" }, "capacity", { bounded: true })
+ * // [{ field: "capacity[cpu]", reason: "FieldValueInvalid", message: 'Invalid value: "-5": must be greater than or equal to 0' }]
+ */
+export function validateResourceList(list: Readonly<Record<string, string | number>>, fieldPath: string, opts: { bounded?: boolean } = {}): FieldError[] {
+  const errs: FieldError[] = [];
+  for (const [name, raw] of Object.entries(list)) {
+    const at = indexPath(fieldPath, name);
+    for (const m of isQualifiedName(name)) errs.push(fieldInvalid(at, name, m));
+    const text = typeof raw === "number" ? String(raw) : raw;
+    let value: number;
+    try {
+      value = parseQuantity(text);
+    } catch (e) {
+      if (!(e instanceof QuantityError)) throw e;
+      errs.push(fieldInvalid(at, raw, "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"));
+      continue;
+    }
+    if (!opts.bounded) continue;
+    if (value < 0) errs.push(fieldInvalid(at, raw, "must be greater than or equal to 0"));
+    else if (!(value < QUANTITY_BOUND)) errs.push(fieldInvalid(at, raw, "must be less than 2^63 (9223372036854775807)"));
+  }
+  return errs;
 }

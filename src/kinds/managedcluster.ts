@@ -6,8 +6,8 @@
 import { z } from "zod";
 import { badRequest, type StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition, WriteContext } from "../k8s/kind.ts";
-import { ConditionSchema, ObjectMetaSchema, rfc3339, setCondition, findCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
-import { isQualifiedName } from "../k8s/validation.ts";
+import { addFieldErrors, ConditionsSchema, ObjectMetaSchema, rfc3339, setCondition, findCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
+import { isQualifiedName, validateResourceList } from "../k8s/validation.ts";
 
 /** Label naming a cluster's exclusive ManagedClusterSet. */
 export const CLUSTERSET_LABEL = "cluster.open-cluster-management.io/clusterset";
@@ -43,6 +43,8 @@ export const Conditions = {
 } as const;
 
 const quantity = z.union([z.string(), z.number()]);
+/** A resource list of a ManagedCluster's status: each value parsed as a quantity (422 `status.capacity[cpu]` for a malformed one, as the CRD's quantity pattern refuses it). */
+const resourceList = z.record(z.string(), quantity).superRefine((m, ctx) => addFieldErrors(ctx, m, validateResourceList(m, "")));
 
 /** A ManagedCluster taint: effects NoSelect, PreferNoSelect, NoSelectIfNew; `timeAdded` is stamped by the hub. */
 export const TaintSchema = z.strictObject({
@@ -73,9 +75,9 @@ export const ManagedClusterSpecSchema = z.strictObject({
 
 /** `status` of a ManagedCluster. */
 export const ManagedClusterStatusSchema = z.strictObject({
-  conditions: z.array(ConditionSchema).optional(),
-  capacity: z.record(z.string(), quantity).optional(),
-  allocatable: z.record(z.string(), quantity).optional(),
+  conditions: ConditionsSchema.optional(),
+  capacity: resourceList.optional(),
+  allocatable: resourceList.optional(),
   version: z.strictObject({ kubernetes: z.string().optional() }).optional(),
   clusterClaims: z.array(ClusterClaimSchema).optional(),
   managedNamespaces: z.array(z.record(z.string(), z.unknown())).optional(),

@@ -9,7 +9,7 @@ import { z } from "zod";
 import type { StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { fromLabelSelector, LabelSelectorSchema, matches, validateLabelSelector } from "../k8s/labels.ts";
-import { ConditionSchema, ObjectMetaSchema, type KubeObject } from "../k8s/meta.ts";
+import { ConditionsSchema, ObjectMetaSchema, type KubeObject } from "../k8s/meta.ts";
 import { CLUSTERSET_LABEL } from "./managedcluster.ts";
 
 const ManagedClusterSetSchema = z.strictObject({
@@ -27,7 +27,7 @@ const ManagedClusterSetSchema = z.strictObject({
       managedNamespaces: z.array(z.strictObject({ name: z.string() })).optional(),
     })
     .optional(),
-  status: z.strictObject({ conditions: z.array(ConditionSchema).optional() }).nullable().optional(),
+  status: z.strictObject({ conditions: ConditionsSchema.optional() }).nullable().optional(),
 });
 
 /** The ManagedClusterSet kind (stored in D1). */

@@ -11,7 +11,8 @@
 import { z } from "zod";
 import type { StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
-import { ConditionSchema, isJsonObject, objectSchema, type KubeObject } from "../k8s/meta.ts";
+import { addFieldErrors, ConditionsSchema, isJsonObject, objectSchema, type KubeObject } from "../k8s/meta.ts";
+import type { FieldError } from "../k8s/validation.ts";
 import { GO_DURATION } from "../work/rollout.ts";
 
 /** OCM's cap on the total size of a work's manifests, in bytes (500 KiB, `manifestLimit`). */
@@ -118,9 +119,29 @@ const FieldValueSchema = z.strictObject({
   jsonRaw: z.string().max(1024).optional(),
 });
 
+/**
+ * A manifest's `statusFeedback.values`: a map keyed by `name`, as OCM's CRD declares it
+ * (`x-kubernetes-list-type: map`, `x-kubernetes-list-map-keys: [name]`); a second value of one
+ * name is refused as the apiserver refuses a duplicate list-map key (`values[1]: Duplicate value:
+ * map[string]interface {}{"name":"replicas"}`).
+ */
+const FeedbackValuesSchema = z
+  .array(z.strictObject({ name: z.string(), fieldValue: FieldValueSchema }))
+  .meta({ "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"] })
+  .superRefine((values, ctx) => {
+    const seen = new Set<string>();
+    const errors = values.flatMap((v, i) => {
+      const dup = seen.has(v.name);
+      seen.add(v.name);
+      const error: FieldError = { field: `[${i}]`, reason: "FieldValueDuplicate", message: `Duplicate value: map[string]interface {}{"name":${JSON.stringify(v.name)}}` };
+      return dup ? [error] : [];
+    });
+    addFieldErrors(ctx, values, errors);
+  });
+
 /** `ManifestWork.status` (v1). */
 export const ManifestWorkStatusSchema = z.strictObject({
-  conditions: z.array(ConditionSchema).optional(),
+  conditions: ConditionsSchema.optional(),
   resourceStatus: z
     .strictObject({
       manifests: z
@@ -137,8 +158,8 @@ export const ManifestWorkStatusSchema = z.strictObject({
                 namespace: z.string().optional(),
               })
               .optional(),
-            statusFeedback: z.strictObject({ values: z.array(z.strictObject({ name: z.string(), fieldValue: FieldValueSchema })).optional() }).optional(),
-            conditions: z.array(ConditionSchema).optional(),
+            statusFeedback: z.strictObject({ values: FeedbackValuesSchema.optional() }).optional(),
+            conditions: ConditionsSchema.optional(),
           }),
         )
         .optional(),
@@ -246,7 +267,7 @@ export const ManifestWorkReplicaSetKind: KindDefinition = {
       cascadeDeletionPolicy: z.enum(["Background", "Foreground"]).optional(),
     }),
     z.strictObject({
-      conditions: z.array(ConditionSchema).optional(),
+      conditions: ConditionsSchema.optional(),
       summary: SummarySchema.optional(),
       placementSummary: z
         .array(z.strictObject({ name: z.string(), availableDecisionGroups: z.string().optional(), summary: SummarySchema.optional() }))

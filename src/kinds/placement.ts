@@ -9,7 +9,7 @@ import { z } from "zod";
 import type { StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { LabelSelectorSchema, LabelSelectorRequirementSchema } from "../k8s/labels.ts";
-import { ConditionSchema, ObjectMetaSchema, objectSchema } from "../k8s/meta.ts";
+import { ConditionsSchema, ObjectMetaSchema, objectSchema } from "../k8s/meta.ts";
 
 const ClaimSelectorSchema = z.strictObject({ matchExpressions: z.array(LabelSelectorRequirementSchema).optional() });
 const GROUP_NAME = /^[a-zA-Z0-9][-A-Za-z0-9_.]{0,61}[a-zA-Z0-9]$/;
@@ -110,7 +110,7 @@ const PlacementStatusSchema = z.strictObject({
       }),
     )
     .optional(),
-  conditions: z.array(ConditionSchema).optional(),
+  conditions: ConditionsSchema.optional(),
 });
 
 /** The Placement kind (stored in D1; status written by the scheduler). */
@@ -166,7 +166,7 @@ export const ManagedClusterSetBindingKind: KindDefinition = {
   shortNames: ["mclsetbinding", "mclsetbindings"],
   namespaced: true,
   hasStatus: true,
-  schema: objectSchema(z.strictObject({ clusterSet: z.string().min(1) }), z.strictObject({ conditions: z.array(ConditionSchema).optional() })),
+  schema: objectSchema(z.strictObject({ clusterSet: z.string().min(1) }), z.strictObject({ conditions: ConditionsSchema.optional() })),
   storage: "d1",
   validate(obj): StatusCause[] {
     const set = (obj.spec as { clusterSet?: string } | undefined)?.clusterSet;
@@ -193,7 +193,7 @@ export const AddOnPlacementScoreKind: KindDefinition = {
     metadata: ObjectMetaSchema,
     status: z
       .strictObject({
-        conditions: z.array(ConditionSchema).optional(),
+        conditions: ConditionsSchema.optional(),
         scores: z.array(z.strictObject({ name: z.string().min(1), value: z.number().int().min(-100).max(100) })).optional(),
         validUntil: z.string().nullable().optional(),
       })

@@ -22,7 +22,7 @@
 import { z } from "zod";
 import type { StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition, WriteContext } from "../k8s/kind.ts";
-import { ConditionSchema, isJsonObject, objectSchema, rfc3339, type Condition, type KubeObject } from "../k8s/meta.ts";
+import { ConditionsSchema, isJsonObject, objectSchema, rfc3339, type Condition, type KubeObject } from "../k8s/meta.ts";
 import { isDNS1123Subdomain } from "../k8s/validation.ts";
 import { jsonPatchErrors } from "../k8s/jsonpatch.ts";
 import { stringsOf, templateError } from "../webhook/template.ts";
@@ -58,7 +58,7 @@ const SpecSchema = z.strictObject({
 const StatusSchema = z.strictObject({
   webhookPath: z.string().optional(),
   observedGeneration: z.number().int().optional(),
-  conditions: z.array(ConditionSchema).optional(),
+  conditions: ConditionsSchema.optional(),
 });
 
 function nameErrors(value: string, field: string): StatusCause[] {

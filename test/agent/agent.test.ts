@@ -22,7 +22,7 @@ import {
   signAgentToken,
   storeCredentials,
 } from "../../agent/src/credentials.ts";
-import type { ClusterClaim, HeartbeatRequest } from "../../agent/src/hub-client.ts";
+import { hubAbsent, type ClusterClaim, type HeartbeatRequest } from "../../agent/src/hub-client.ts";
 import { getClusterIdentity } from "../../agent/src/identity.ts";
 import { rawGet, type KubeConfig } from "../../agent/src/kube.ts";
 import { kubeConfigFromYaml } from "../../agent/src/kubeconfig.ts";
@@ -508,6 +508,42 @@ describe("credentials", () => {
 
 describe("agent loop", () => {
   const TOKEN = "abcdef.0123456789abcdef";
+
+  it("backing off from an absent hub, probes GET /livez and retries at once when it answers, whatever its backoff", async () => {
+    const { kc } = await sim();
+    const mode = { down: false };
+    const hub = await hubStub((r) => {
+      if (mode.down) return "destroy";
+      if (r.path === "/livez") return { status: 200, json: {} };
+      return undefined;
+    });
+    hub.state.accepted = true;
+    const { log, lines } = memoryLogger();
+    // A backoff of a minute from the first failure: without the probe nothing would be retried for up to 60 s.
+    const a = await agent({ hubUrl: hub.url, clusterName: "c1", bootstrapToken: TOKEN, kubeConfig: kc, logger: log, timing: { ...FAST, backoffBaseMs: 60_000, backoffCapMs: 60_000, hubProbeMs: 100 } });
+    await until(() => count(lines, /heartbeating every 1s/) > 0, 10_000, "first heartbeat answered");
+    mode.down = true;
+    const downFrom = hub.requests.length;
+    await until(() => count(lines, /hub unreachable/) === 1, 10_000, "a failed heartbeat");
+    const heartbeats = () => hub.requests.slice(downFrom).filter((r) => r.path.endsWith("/heartbeat")).length;
+    const failedHeartbeats = heartbeats();
+    await until(() => hub.requests.slice(downFrom).filter((r) => r.path === "/livez").length >= 3, 10_000, "probes of the absent hub");
+    // The probes run under the backoff; the heartbeat itself is not retried meanwhile.
+    expect(heartbeats()).toBe(failedHeartbeats);
+    mode.down = false;
+    await until(() => count(lines, /hub reachable again/) === 1, 10_000, "the heartbeat made again once a probe succeeded");
+    expect(heartbeats()).toBeGreaterThan(failedHeartbeats);
+    expect(a.state()).toBe("heartbeating");
+  });
+
+  it("probes only a hub that is absent: one that answers 5xx or 429 itself keeps its backoff", () => {
+    expect(hubAbsent({ kind: "unreachable", message: "connect ECONNREFUSED" })).toBe(true);
+    expect(hubAbsent({ kind: "unreachable", status: 502, message: "bad gateway" })).toBe(true);
+    expect(hubAbsent({ kind: "unreachable", status: 503, reason: "ServiceUnavailable", message: "overloaded" })).toBe(false);
+    expect(hubAbsent({ kind: "unreachable", status: 500, message: "boom" })).toBe(false);
+    expect(hubAbsent({ kind: "unreachable", status: 429, reason: "TooManyRequests", message: "slow down" })).toBe(false);
+    expect(hubAbsent({ kind: "unauthorized", status: 401, message: "no" })).toBe(false);
+  });
 
   it("retries an unreachable hub with backoff and logs one line per state change", async () => {
     const { kc } = await sim();

@@ -2,13 +2,15 @@
  * End to end, over real HTTP against `wrangler dev`: what only a real connection shows of the
  * hostile-input rules (test/worker/hostile.test.ts has the rest).
  * - A 50 MB chunked body (no Content-Length) on every write path gets a 413 Status, not a reset
- *   connection: the Worker drains what it refuses (src/api/request.ts, MAX_DRAIN_BYTES).
+ *   connection: the Worker drains what it refuses (src/api/request.ts, MAX_DRAIN_BYTES). On the
+ *   agent paths that is once the agent is authenticated; a stranger gets 401 unread.
  * - A request target over 8 KiB gets a 414 Status from the Worker; from 65,535 bytes workerd
  *   itself answers 414 in plain text before the Worker sees the request.
  * - A malformed percent-escape reaches the Worker and gets a 400 Status.
  */
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../../agent/src/credentials.ts";
 import { admin, createBootstrapToken, hubFetch, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { MC } from "./support.ts";
 
@@ -50,7 +52,10 @@ describe("hostile input over real HTTP (wrangler dev)", () => {
   let hub: Hub;
   let bootstrap: string;
   let hookPath: string;
+  let agentKey: AgentKeyPair;
   const auth = () => ({ authorization: `Bearer ${hub.adminToken}` });
+  /** A fresh JWT of cluster c1's agent (each is good once). */
+  const agentAuth = async () => ({ authorization: `Bearer ${await signAgentToken("c1", agentKey)}` });
 
   beforeAll(async () => {
     hub = await startHub();
@@ -67,6 +72,15 @@ describe("hostile input over real HTTP (wrangler dev)", () => {
     });
     expect(receiver.status).toBe(201);
     hookPath = receiver.body.status.webhookPath;
+    // Cluster c1 and its agent's key: the agent paths read a body only once it is authenticated.
+    agentKey = await generateAgentKeyPair();
+    const registered = await fetch(`${hub.url}/agent/v1/register`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${bootstrap}`, "content-type": "application/json" },
+      body: JSON.stringify({ clusterName: "c1", clusterId: "id-c1", publicKey: agentKey.publicJwk, proof: await signProof("c1", agentKey, "id-c1") }),
+    });
+    expect(registered.status).toBe(201);
+    expect((await admin(hub, "PATCH", `${MC}/c1`, { spec: { hubAcceptsClient: true } }, "application/merge-patch+json")).status).toBe(200);
   });
 
   afterAll(async () => {
@@ -74,24 +88,38 @@ describe("hostile input over real HTTP (wrangler dev)", () => {
   });
 
   const json = { "content-type": "application/json" };
-  const writePaths: [string, string, string, () => Record<string, string>][] = [
+  const writePaths: [string, string, string, () => Record<string, string> | Promise<Record<string, string>>][] = [
     ["create on /apis", "POST", MC, () => ({ ...auth(), ...json })],
     ["update on /apis", "PUT", `${MC}/c1`, () => ({ ...auth(), ...json })],
     ["merge patch on /apis", "PATCH", `${MC}/c1`, () => ({ ...auth(), "content-type": "application/merge-patch+json" })],
     ["apply on /apis", "PATCH", `${MC}/c1?fieldManager=e2e`, () => ({ ...auth(), "content-type": "application/apply-patch+yaml" })],
     ["create on /api", "POST", "/api/v1/namespaces/apps/secrets", () => ({ ...auth(), ...json })],
     ["register on /agent/v1", "POST", "/agent/v1/register", () => ({ authorization: `Bearer ${bootstrap}`, ...json })],
-    ["heartbeat on /agent/v1", "POST", "/agent/v1/clusters/c1/heartbeat", () => json],
-    ["work status on /agent/v1", "PUT", "/agent/v1/clusters/c1/works/w1/status", () => json],
+    ["heartbeat on /agent/v1", "POST", "/agent/v1/clusters/c1/heartbeat", async () => ({ ...(await agentAuth()), ...json })],
+    ["work status on /agent/v1", "PUT", "/agent/v1/clusters/c1/works/w1/status", async () => ({ ...(await agentAuth()), ...json })],
     ["a delivery on /hooks", "POST", "", () => json],
   ];
 
   for (const [what, method, path, headers] of writePaths) {
     it(`answers a 50 MB chunked ${what} with a 413 Status`, async () => {
-      const r = await sendChunked(hub, method, path || hookPath, headers());
+      const r = await sendChunked(hub, method, path || hookPath, await headers());
       expect(r.status, r.text.slice(0, 300)).toBe(413);
       expect(r.headers["content-type"]).toMatch(/^application\/json/);
       expect(JSON.parse(r.text)).toMatchObject({ kind: "Status", apiVersion: "v1", status: "Failure", code: 413, reason: "RequestEntityTooLarge" });
+    });
+  }
+
+  for (const [what, method, path] of [
+    ["heartbeat", "POST", "/agent/v1/clusters/c1/heartbeat"],
+    ["work status", "PUT", "/agent/v1/clusters/c1/works/w1/status"],
+  ] as const) {
+    it(`answers a stranger's 50 MB chunked ${what} with a 401 Status, its body unread`, async () => {
+      const stranger = await generateAgentKeyPair();
+      for (const authorization of [`Bearer ${await signAgentToken("c1", stranger)}`, undefined]) {
+        const r = await sendChunked(hub, method, path, { ...(authorization ? { authorization } : {}), ...json });
+        expect(r.status, r.text.slice(0, 300)).toBe(401);
+        expect(JSON.parse(r.text)).toMatchObject({ kind: "Status", code: 401, reason: "Unauthorized" });
+      }
     });
   }
 

@@ -14,6 +14,8 @@ import {
   regexError,
   utf8Length,
   validateAnnotations,
+  validateConditions,
+  validateResourceList,
   validateGenerateName,
   validateLabels,
   validateNamespaceName,
@@ -276,5 +278,49 @@ describe("object names", () => {
       ["metadata.labels", "FieldValueInvalid"],
       ["metadata.annotations", "FieldValueInvalid"],
     ]);
+  });
+});
+
+describe("validateConditions (apimachinery ValidateConditions)", () => {
+  const c = (type: string, extra: Record<string, unknown> = {}) => ({ type, status: "True", reason: "Done", message: "", lastTransitionTime: "2026-11-26T00:00:00Z", ...extra });
+
+  it("a list of conditions is a map by type: the second of a type is a Duplicate value on its type", () => {
+    expect(validateConditions([c("A"), c("B"), c("A"), c("A")], "status.conditions")).toEqual([
+      { field: "status.conditions[2].type", reason: "FieldValueDuplicate", message: 'Duplicate value: "A"' },
+      { field: "status.conditions[3].type", reason: "FieldValueDuplicate", message: 'Duplicate value: "A"' },
+    ]);
+  });
+
+  it("checks reason against the apiserver's pattern and length, and the other fields", () => {
+    for (const ok of ["A", "My_Reason", "ReasonA,ReasonB", "ReasonA:ReasonB", "x_"]) expect(validateConditions([c("T", { reason: ok })], ""), ok).toEqual([]);
+    for (const bad of ["1A", "_A", "A-B", "A ", "A,", "A:"]) {
+      expect(validateConditions([c("T", { reason: bad })], "").map((e) => [e.field, e.reason]), bad).toEqual([["[0].reason", "FieldValueInvalid"]]);
+    }
+    expect(validateConditions([c("T", { reason: "A".repeat(1025) })], "").map((e) => e.reason)).toEqual(["FieldValueTooLong"]);
+    expect(validateConditions([c("T", { reason: "" })], "")).toEqual([{ field: "[0].reason", reason: "FieldValueRequired", message: "Required value: must be set" }]);
+    expect(validateConditions([c("T", { message: "m".repeat(32 * 1024 + 1) })], "").map((e) => e.field)).toEqual(["[0].message"]);
+    expect(validateConditions([c("a/b/c"), c("T", { status: "Maybe", observedGeneration: -1, lastTransitionTime: "2026-11-26" })], "").map((e) => e.field)).toEqual([
+      "[0].type",
+      "[1].status",
+      "[1].observedGeneration",
+      "[1].lastTransitionTime",
+    ]);
+  });
+});
+
+describe("validateResourceList (quantities parsed by src/scheduling/quantity.ts)", () => {
+  it("names each bad entry; bounded lists refuse negative and beyond-int64 values", () => {
+    expect(validateResourceList({ cpu: "4", memory: "16Gi", "nvidia.com/gpu": "2", pods: 110 }, "capacity", { bounded: true })).toEqual([]);
+    const errs = validateResourceList({ a: "1e400", b: "-5", c: "-1Gi", d: "abc", e: "" }, "capacity", { bounded: true });
+    expect(errs.map((e) => [e.field, e.reason])).toEqual([
+      ["capacity[a]", "FieldValueInvalid"],
+      ["capacity[b]", "FieldValueInvalid"],
+      ["capacity[c]", "FieldValueInvalid"],
+      ["capacity[d]", "FieldValueInvalid"],
+      ["capacity[e]", "FieldValueInvalid"],
+    ]);
+    // Unbounded (an admin's status write, as the CRD's quantity pattern): only malformed values.
+    expect(validateResourceList({ b: "-5", d: "abc" }, "status.capacity").map((e) => e.field)).toEqual(["status.capacity[d]"]);
+    expect(validateResourceList({ "bad key!": "1" }, "capacity").map((e) => e.field)).toEqual(["capacity[bad key!]"]);
   });
 });

@@ -16,9 +16,9 @@
  *   calls `POST .../left`, deletes the credentials Secret, logs one line and ends with `"left"`.
  */
 import { createHash } from "node:crypto";
-import { Backoff, Sleeper, type Random } from "../backoff.ts";
+import { Backoff, HUB_PROBE_PERIOD_MS, Sleeper, sleepProbing, type Random } from "../backoff.ts";
 import { describeKubeError } from "../kube.ts";
-import type { HubClient, HubFailure } from "../hub-client.ts";
+import { hubAbsent, type HubClient, type HubFailure } from "../hub-client.ts";
 import { ConditionLog, type Logger } from "../log.ts";
 import type { WorkController, WorkReport } from "./controller.ts";
 import { isObj, type ManifestWork } from "./types.ts";
@@ -40,6 +40,8 @@ export interface WorkLoopTiming {
   backoffBaseMs: number;
   /** Largest backoff ceiling, in milliseconds. */
   backoffCapMs: number;
+  /** While backing off from an absent hub, how often `GET /livez` probes whether it is back, in milliseconds; default 3 000 (src/backoff.ts `HUB_PROBE_PERIOD_MS`). */
+  hubProbeMs?: number;
   /** Random source in [0, 1) for jitter. */
   random: Random;
 }
@@ -49,7 +51,7 @@ export interface WorkLoopOptions {
   /** The ManagedCluster name. */
   clusterName: string;
   /** The hub client. */
-  hub: Pick<HubClient, "getWorks" | "putWorkStatus" | "left">;
+  hub: Pick<HubClient, "getWorks" | "putWorkStatus" | "left"> & Partial<Pick<HubClient, "live">>;
   /** Signs a fresh agent JWT for each hub call. */
   sign: () => Promise<string>;
   /** The controller that applies works on the member cluster. */
@@ -163,7 +165,7 @@ export class WorkLoop {
       if (this.aborted) return;
       if (!r.ok) {
         this.pollCond.set(r.error.kind, `works poll failed (${this.describe(r.error)}); retrying with backoff`, this.fields());
-        await this.pollSleeper.sleep(backoff.next(r.error.retryAfterMs));
+        await this.backOff(this.pollSleeper, backoff.next(r.error.retryAfterMs), r.error);
         continue;
       }
       this.pollCond.clear(this.fields());
@@ -182,6 +184,21 @@ export class WorkLoop {
       const elapsed = Date.now() - started;
       if (elapsed < timing.worksMinPollMs) await this.pollSleeper.sleep(timing.worksMinPollMs - elapsed);
     }
+  }
+
+  /**
+   * Waits `delayMs` milliseconds before a failed hub call is made again; for an absent hub
+   * (hub-client.ts `hubAbsent`) it probes `GET /livez` meanwhile and ends the wait as soon as
+   * the hub answers (backoff.ts `sleepProbing`).
+   */
+  private async backOff(sleeper: Sleeper, delayMs: number, failure: HubFailure): Promise<void> {
+    const live = this.opts.hub.live?.bind(this.opts.hub);
+    if (!live || !hubAbsent(failure)) {
+      await sleeper.sleep(delayMs);
+      return;
+    }
+    const period = this.opts.timing.hubProbeMs ?? HUB_PROBE_PERIOD_MS;
+    await sleepProbing(sleeper, delayMs, () => live(period), period, this.opts.timing.random);
   }
 
   private syncDelayMs(): number {
@@ -289,7 +306,7 @@ export class WorkLoop {
         return false;
       }
       this.pollCond.set(`left:${r.error.kind}`, `POST left failed (${this.describe(r.error)}); retrying with backoff`, this.fields());
-      await this.syncSleeper.sleep(delay.next(r.error.retryAfterMs));
+      await this.backOff(this.syncSleeper, delay.next(r.error.retryAfterMs), r.error);
     }
     if (this.aborted) return true;
     while (!this.aborted) {
