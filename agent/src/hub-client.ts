@@ -134,6 +134,19 @@ export interface HubFailure {
 /** Result of a hub call: the decoded answer, or a classified failure. */
 export type HubResult<T> = { ok: true; status: number; value: T } | { ok: false; error: HubFailure };
 
+/** OpenSSL's codes for a server certificate that does not verify against the trusted CAs (Node's `err.code`). */
+const UNTRUSTED_CERTIFICATE = new Set(["UNABLE_TO_VERIFY_LEAF_SIGNATURE", "UNABLE_TO_GET_ISSUER_CERT_LOCALLY", "UNABLE_TO_GET_ISSUER_CERT", "SELF_SIGNED_CERT_IN_CHAIN", "DEPTH_ZERO_SELF_SIGNED_CERT"]);
+
+/**
+ * A hint for a hub whose certificate does not verify (`e` or its `cause` carries one of the codes
+ * above): how to trust the hub's CA. Empty for any other error.
+ */
+export function tlsHint(e: Error): string {
+  const code = (x: unknown) => (x && typeof x === "object" && "code" in x ? String((x as { code: unknown }).code) : "");
+  if (!UNTRUSTED_CERTIFICATE.has(code(e)) && !UNTRUSTED_CERTIFICATE.has(code(e.cause))) return "";
+  return " (the hub's certificate is not signed by a CA this agent trusts: run the agent with NODE_EXTRA_CA_CERTS=<the hub's CA file>; a local `FLOTILLA_HTTPS=1 npm start` hub writes it to <state folder>/tls/ca.crt)";
+}
+
 /** Options of {@link HubClient}. */
 export interface HubClientOptions {
   /** Base URL of the hub, e.g. `http://127.0.0.1:8787` (a trailing slash is ignored). */
@@ -356,7 +369,7 @@ export class HubClient {
     } catch (err) {
       const e = err instanceof Error ? err : new Error(String(err));
       const cause = e.cause instanceof Error ? `: ${e.cause.message}` : "";
-      const message = e.name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : `${e.message}${cause}`;
+      const message = e.name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : `${e.message}${cause}${tlsHint(e)}`;
       return { ok: false, error: { kind: "unreachable", message } };
     }
     const tag = res.headers.get("flotilla-key-tag");

@@ -16,7 +16,6 @@ import { stringify } from "yaml";
 import { KubeError } from "../../agent/src/kube.ts";
 import { inClusterConfig, kubeConfigFromYaml, loadKubeConfig } from "../../agent/src/kubeconfig.ts";
 import { startSimulatedCluster } from "../../agent/sim/index.ts";
-// @ts-expect-error -- plain ESM script without types
 import { ensureLocalTls } from "../../scripts/tls.mjs";
 
 interface Seen {
