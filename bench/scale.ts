@@ -40,6 +40,7 @@ import { clusterView } from "../src/placement/reads.ts";
 import { SchedulerView } from "../src/placement/view.ts";
 import type { KubeObject } from "../src/k8s/meta.ts";
 import { printTable } from "./table.ts";
+import { pool } from "../scripts/pool.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "1000,10000,50000").split(",").map(Number);
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 20);
@@ -58,18 +59,6 @@ const log = (msg: string) => process.stderr.write(`${new Date().toISOString().sl
 const q = (xs: number[], p: number): number => (xs.length === 0 ? NaN : [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!);
 const ms = (x: number): string => (Number.isNaN(x) ? "-" : x < 10 ? x.toFixed(1) : x.toFixed(0));
 
-/** Runs `fn` over `items`, `concurrency` at a time. */
-async function pool<T>(items: T[], concurrency: number, fn: (item: T, i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        await fn(items[i]!, i);
-      }
-    }),
-  );
-}
 
 /** An admin request that must succeed; returns the parsed body and the time it took (ms). */
 async function must(hub: Hub, method: string, apiPath: string, body?: unknown, contentType?: string): Promise<{ body: Record<string, unknown>; ms: number }> {

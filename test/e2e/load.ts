@@ -25,18 +25,7 @@ export async function adminCall(hub: Hub, errors: ServerErrors, method: string, 
   return r;
 }
 
-/** Runs `fn` over `items`, `concurrency` at a time. */
-export async function pool<T>(items: T[], concurrency: number, fn: (item: T, index: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        await fn(items[i]!, i);
-      }
-    }),
-  );
-}
+export { pool } from "../../scripts/pool.ts";
 
 /** A simulated agent: its cluster's name, key and the hub's key tag for it. */
 export interface LoadAgent {

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hubFetch, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { adminCall, appliedStatus, autoApproveToken, manifestWork, PATHS, registerAgent, ServerErrors, statusOf, tokenOf, type LoadAgent } from "./load.ts";
 import { merge } from "./support.ts";
+import { rng } from "../unit/fleet.ts";
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
 const SEED = Number(process.env.SOAK_SEED ?? Math.floor(Math.random() * 2 ** 31));
@@ -21,17 +22,6 @@ const WATCHERS = 3;
 /** Names each kind's writers pick from: few, so that they collide. */
 const NAMES = 4;
 
-/** mulberry32: a small seeded generator of numbers in [0, 1). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe(`randomised soak of writers, agents and watches (wrangler dev, ${SECONDS} s, seed ${SEED})`, () => {
   let hub: Hub;
@@ -54,9 +44,9 @@ describe(`randomised soak of writers, agents and watches (wrangler dev, ${SECOND
   it(
     "answers no request with a 5xx and logs no hung code",
     async () => {
-      const rand = random(SEED);
+      const rand = rng(SEED);
       /** Each loop draws from its own generator, seeded from the run's: its choices do not depend on the others' timing. */
-      const fork = () => random(Math.floor(rand() * 2 ** 31));
+      const fork = () => rng(Math.floor(rand() * 2 ** 31));
       const pick = <T>(r: () => number, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
       const deadline = Date.now() + SECONDS * 1000;
       const running = () => Date.now() < deadline;
