@@ -39,6 +39,8 @@ import { AGENT_AUDIENCE, CLOCK_SKEW_SECONDS, type Heartbeat } from "../src/agent
 import { INVALID_AGENT_CREDENTIAL } from "../src/auth/credentials.ts";
 import { checkTimes } from "../src/auth/keys.ts";
 import { clock } from "../src/clock.ts";
+import { AgentConnection, type ConnectionHost } from "./cluster/connection.ts";
+import { CloseCodes } from "../src/agent/channel-protocol.ts";
 
 /** A result crossing the RPC boundary: a value, or a Kubernetes Status (errors as values). */
 export type Result<T> = { ok: true; value: T } | { ok: false; status: Status };
@@ -186,6 +188,8 @@ export class ClusterObject extends DurableObject<Env> {
   private readonly stateCache = new Map<string, unknown>();
   /** The works of the cluster's namespace, for works polls (src/work/namespace-works.ts). */
   private readonly works = new NamespaceWorks();
+  /** The agent's channel: a hibernatable WebSocket (durable-objects/cluster/connection.ts). */
+  private readonly connection = new AgentConnection(this.ctx, this.env, this.connectionHost());
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -330,6 +334,7 @@ export class ClusterObject extends DurableObject<Env> {
     if (stored) {
       this.writeState("object", stored);
       this.deleteState(COMMITTING);
+      this.connection.objectChanged(stored);
       await this.afterChange(stored, now);
     } else {
       await this.forget();
@@ -344,6 +349,7 @@ export class ClusterObject extends DurableObject<Env> {
 
   /** Drops everything this object holds for a removed cluster (its D1 row is gone already). */
   private async forget(): Promise<void> {
+    this.connection.closeAll(CloseCodes.Left, "the cluster left or was removed");
     this.keyCache.clear();
     this.alarmArmedAt = null;
     await this.ctx.storage.deleteAlarm();
@@ -566,6 +572,7 @@ export class ClusterObject extends DurableObject<Env> {
     this.exec("INSERT INTO keys (kid, jwk, not_after) VALUES (?, ?, NULL)", key.kid, key.jwk);
     this.exec("DELETE FROM pending_key");
     this.keyCache.clear();
+    this.connection.closeAll(CloseCodes.KeyReplaced, "an admin accepted another key for the cluster", key.kid);
   }
 
   /**
@@ -693,6 +700,7 @@ export class ClusterObject extends DurableObject<Env> {
             // cluster over with a key of their own.
             if (retired) throw forbidden(`the key ${kid} of cluster ${name} was replaced by a rotation; only the cluster's current key may rotate`);
             this.requireAccepted(current);
+            this.connection.closeAll(CloseCodes.KeyRotated, "the key was replaced by a rotation", action.kid);
             return { ok: true, value: this.rotate(action.publicKey, action.kid, now) };
           case "heartbeat":
             return { ok: true, value: await this.heartbeat(current, action.heartbeat, now) };
@@ -724,14 +732,17 @@ export class ClusterObject extends DurableObject<Env> {
       value = obj ? this.worksState(obj, action.ifNoneMatch) : { ...value, leaving: true, changed: true };
     }
     if (value.changed) {
-      const known = await this.works.current(clock.now(), async () => {
-        const { items, resourceVersion } = await listObjects(database(this.env.DB), ManifestWorkKind, name);
-        return { items, resourceVersion: Number(resourceVersion) };
-      });
+      const known = await this.works.current(clock.now(), () => this.readWorks(name));
       if (known) value = { ...value, works: known.works };
       if (known?.read) cost = { ...cost, d1Queries: cost.d1Queries + 1 };
     }
     return { ok: true, value, cost };
+  }
+
+  /** Every work of the cluster's namespace as D1 holds it, with the store's resourceVersion (a fill of {@link works}). */
+  private async readWorks(name: string): Promise<{ items: KubeObject[]; resourceVersion: number }> {
+    const { items, resourceVersion } = await listObjects(database(this.env.DB), ManifestWorkKind, name);
+    return { items, resourceVersion: Number(resourceVersion) };
   }
 
   private requireAccepted(current: KubeObject): void {
@@ -785,6 +796,8 @@ export class ClusterObject extends DurableObject<Env> {
     else this.works.invalidate();
     this.writeState("worksEtag", crypto.randomUUID());
     this.wakeWorksWaiters();
+    // Pushed to a connected agent after this returns: a first push may read the works from D1.
+    this.ctx.waitUntil(this.connection.pushWorks().catch((e: unknown) => console.error("works push failed", e)));
   }
 
   /**
@@ -865,7 +878,9 @@ export class ClusterObject extends DurableObject<Env> {
       if (deadline !== null) await this.armAlarm(deadline);
       if (!findCondition(statusOf(current).conditions, Conditions.HubAccepted)) return;
       const lease = this.lease();
-      const expiry = (lease?.renewMs ?? now) + this.graceMs(current, lease);
+      // Renewed by an HTTP heartbeat or, without waking this object, by a ping on the channel.
+      const renewed = Math.max(lease?.renewMs ?? now, this.connection.lastPingMs() ?? -Infinity);
+      const expiry = renewed + this.graceMs(current, lease);
       if (now < expiry) {
         await this.armAlarm(expiry);
         return;
@@ -879,4 +894,53 @@ export class ClusterObject extends DurableObject<Env> {
       await this.commit(current, next, "returns");
     });
   }
+
+  // ---- the agent's channel (durable-objects/cluster/connection.ts) -------------------------
+
+  /** The WebSocket upgrade of `GET /agent/v1/clusters/{name}/connect`, handed over by the Worker (src/agent/channel.ts). */
+  override async fetch(request: Request): Promise<Response> {
+    return this.connection.accept(request);
+  }
+
+  override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    await this.connection.message(ws, message);
+  }
+
+  override async webSocketClose(): Promise<void> {
+    // Nothing to do: the close handshake completes by itself, and the lease runs out without pings.
+  }
+
+  override async webSocketError(): Promise<void> {
+    // As a close.
+  }
+
+  /** What the channel may do with this object. */
+  private connectionHost(): ConnectionHost {
+    const current = () => this.viewState<KubeObject>("object") as KubeObject | null;
+    return {
+      verify: (token, name, now) => this.verify(token, name, now),
+      current,
+      serial: (fn) => this.serial(fn),
+      renew: async (obj, now) => {
+        this.requireAccepted(obj);
+        const lease: LeaseRecord = { renewMs: now, toldSeconds: specOf(obj).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS };
+        this.writeState("lease", lease);
+        await this.armAlarm(now + this.graceMs(obj, lease));
+      },
+      heartbeat: (obj, hb, now) => this.heartbeat(obj, hb, now),
+      worksState: () => ({ etag: this.worksEtag(), leaving: Boolean(current()?.metadata.deletionTimestamp) }),
+      works: async () => {
+        const name = current()?.metadata.name;
+        if (!name) return [];
+        return (await this.works.current(clock.now(), () => this.readWorks(name)))?.works ?? null;
+      },
+      left: async (obj) => {
+        if (!obj.metadata.deletionTimestamp) throw conflict({ group: ManagedClusterKind.group, plural: ManagedClusterKind.plural, name: obj.metadata.name }, `cluster ${obj.metadata.name} is not leaving`);
+        await this.finishLeave(structuredClone(obj), "ManagedClusterLeft", "The agent removed what works applied and left");
+      },
+      leaseDurationSeconds: (obj) => specOf(obj).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS,
+      accepted: (obj) => specOf(obj).hubAcceptsClient,
+    };
+  }
+
 }
