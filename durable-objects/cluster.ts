@@ -711,8 +711,7 @@ export class ClusterObject extends DurableObject<Env> {
             this.requireAccepted(current);
             return { ok: true, value: {} };
           case "left":
-            if (!current.metadata.deletionTimestamp) throw conflict({ group: ManagedClusterKind.group, plural: ManagedClusterKind.plural, name }, `cluster ${name} is not leaving`);
-            await this.finishLeave(structuredClone(current), "ManagedClusterLeft", "The agent removed what works applied and left");
+            await this.agentLeft(current);
             return { ok: true, value: {} };
         }
       } catch (e) {
@@ -798,6 +797,17 @@ export class ClusterObject extends DurableObject<Env> {
     this.wakeWorksWaiters();
     // Pushed to a connected agent after this returns: a first push may read the works from D1.
     this.ctx.waitUntil(this.connection.pushWorks().catch((e: unknown) => console.error("works push failed", e)));
+  }
+
+  /**
+   * The agent's confirmation that it removed what the works applied (`POST .../left`, or `left`
+   * on the channel): ends the leave.
+   * @throws ApiError 409 when the cluster is not leaving
+   */
+  private async agentLeft(current: KubeObject): Promise<void> {
+    const name = current.metadata.name;
+    if (!current.metadata.deletionTimestamp) throw conflict({ group: ManagedClusterKind.group, plural: ManagedClusterKind.plural, name }, `cluster ${name} is not leaving`);
+    await this.finishLeave(structuredClone(current), "ManagedClusterLeft", "The agent removed what works applied and left");
   }
 
   /**
@@ -934,9 +944,11 @@ export class ClusterObject extends DurableObject<Env> {
         if (!name) return [];
         return (await this.works.current(clock.now(), () => this.readWorks(name)))?.works ?? null;
       },
-      left: async (obj) => {
-        if (!obj.metadata.deletionTimestamp) throw conflict({ group: ManagedClusterKind.group, plural: ManagedClusterKind.plural, name: obj.metadata.name }, `cluster ${obj.metadata.name} is not leaving`);
-        await this.finishLeave(structuredClone(obj), "ManagedClusterLeft", "The agent removed what works applied and left");
+      left: (obj) => this.agentLeft(obj),
+      recordTold: (seconds) => {
+        const lease = this.lease();
+        const renewMs = Math.max(lease?.renewMs ?? clock.now(), this.connection.lastPingMs() ?? -Infinity);
+        this.writeState("lease", { renewMs, toldSeconds: seconds } satisfies LeaseRecord);
       },
       leaseDurationSeconds: (obj) => specOf(obj).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS,
       accepted: (obj) => specOf(obj).hubAcceptsClient,

@@ -56,6 +56,8 @@ export interface ConnectionAttachment {
   kid: string;
   /** When it was accepted, epoch milliseconds. */
   connectedMs: number;
+  /** The lease interval the agent was last told (seconds). */
+  toldSeconds: number;
 }
 
 /**
@@ -96,6 +98,11 @@ export interface ConnectionHost {
    * @throws ApiError 409 when the cluster is not leaving
    */
   left(current: KubeObject): Promise<void>;
+  /**
+   * Records that the agent was just told the lease interval `seconds` (a `lease` message), as an
+   * HTTP heartbeat's answer tells it: the lease's grace follows it from now on.
+   */
+  recordTold(seconds: number): void;
   /** The lease interval the cluster's spec asks for (seconds). */
   leaseDurationSeconds(current: KubeObject): number;
   /** Whether the hub accepts the cluster (`hubAcceptsClient`). */
@@ -164,7 +171,7 @@ export class AgentConnection {
         for (const old of this.sockets()) closeQuietly(old, CloseCodes.Replaced, "replaced by a newer connection of this cluster");
         const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
         this.ctx.acceptWebSocket(server, [AGENT_TAG]);
-        server.serializeAttachment({ cluster: name, kid, connectedMs: now } satisfies ConnectionAttachment);
+        server.serializeAttachment({ cluster: name, kid, connectedMs: now, toldSeconds: this.host.leaseDurationSeconds(current) } satisfies ConnectionAttachment);
         return new Response(null, { status: 101, webSocket: client, headers: { "sec-websocket-protocol": CHANNEL_SUBPROTOCOL } });
       });
     } catch (e) {
@@ -292,10 +299,21 @@ export class AgentConnection {
 
   /**
    * Follows a change of the stored ManagedCluster: a cluster the hub no longer accepts has its
-   * connection closed ({@link CloseCodes.Denied}).
+   * connection closed ({@link CloseCodes.Denied}); a new lease interval is sent to the agent
+   * (a `lease` message) and recorded as told ({@link ConnectionHost.recordTold}).
    */
   objectChanged(stored: KubeObject): void {
-    if (!this.host.accepted(stored)) this.closeAll(CloseCodes.Denied, "the hub does not accept the cluster");
+    if (!this.host.accepted(stored)) return this.closeAll(CloseCodes.Denied, "the hub does not accept the cluster");
+    const seconds = this.host.leaseDurationSeconds(stored);
+    let told = false;
+    for (const ws of this.sockets()) {
+      const attachment = ws.deserializeAttachment() as ConnectionAttachment | null;
+      if (!attachment || attachment.toldSeconds === seconds) continue;
+      send(ws, { type: "lease", leaseDurationSeconds: seconds });
+      ws.serializeAttachment({ ...attachment, toldSeconds: seconds } satisfies ConnectionAttachment);
+      told = true;
+    }
+    if (told) this.host.recordTold(seconds);
   }
 }
 

@@ -88,6 +88,8 @@ export const ChannelReportSchema = WorkStatusReportSchema;
 export type HubMessage =
   /** Answer to `hello`: the lease interval to ping at (seconds), the works ETag the hub holds and whether the cluster is leaving. */
   | { type: "welcome"; leaseDurationSeconds: number; worksEtag: string; leaving: boolean }
+  /** The cluster's lease interval changed (an admin set `spec.leaseDurationSeconds`): ping at this interval from now on (seconds). */
+  | { type: "lease"; leaseDurationSeconds: number }
   /** The namespace's works (without status), when they differ from the agent's ETag, and at each change. */
   | { type: "works"; etag: string; leaving: boolean; works: KubeObject[] }
   /** The works changed but are too large to send (see {@link CHANNEL_MAX_WORKS_MESSAGE_BYTES}): read them over HTTP. */

@@ -9,7 +9,7 @@ import { evictDurableObject, listDurableObjectIds, runDurableObjectAlarm, runInD
 import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { ClusterObject } from "../../durable-objects/cluster.ts";
-import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, CloseCodes } from "../../src/agent/channel-protocol.ts";
+import { CHANNEL_MAX_MESSAGE_BYTES, CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, CloseCodes } from "../../src/agent/channel-protocol.ts";
 import { clock } from "../../src/clock.ts";
 import { agentKeys, call, condition, createToken, MC, register, snapshot, type AgentKeys } from "./helpers.ts";
 import { waitFor } from "../wait.ts";
@@ -309,6 +309,34 @@ describe("the agent channel", () => {
     expect(again.messages.filter((m) => m.type === "works")).toEqual([]);
   });
 
+  it("a namespace of works too large to keep is announced with works-changed, read over HTTP", async () => {
+    const keys = await joined("ch7b");
+    const big = work("big");
+    big.spec.workload.manifests[0]!.data = { a: "x".repeat(300 * 1024) };
+    expect((await call("POST", WORKS("ch7b"), big)).status).toBe(201);
+    const conn = await connect("ch7b", keys);
+    conn.send({ type: "hello" });
+    const changed = await conn.next((m) => m.type === "works" || m.type === "works-changed");
+    expect(changed.type).toBe("works-changed");
+    const polled = await exports.default.fetch("https://hub.test/agent/v1/clusters/ch7b/works", { headers: { authorization: `Bearer ${await keys.sign("ch7b")}` } });
+    expect(polled.status).toBe(200);
+    expect(((await polled.json()) as any).etag).toBe(changed.etag);
+  });
+
+  it("a new lease interval is sent to the connected agent and counts from then", async () => {
+    const keys = await joined("ch7c");
+    const conn = await connect("ch7c", keys);
+    expect((await call("PATCH", `${MC}/ch7c`, { spec: { leaseDurationSeconds: 7 } }, merge)).status).toBe(200);
+    expect(await conn.next((m) => m.type === "lease")).toEqual({ type: "lease", leaseDurationSeconds: 7 });
+    const lease = await runInDurableObject(env.CLUSTERS.getByName("ch7c"), (_o, state) => JSON.parse(state.storage.sql.exec<{ v: string }>("SELECT v FROM state WHERE k = 'lease'").one().v));
+    expect(lease.toldSeconds).toBe(7);
+    // An unrelated change sends nothing more.
+    expect((await call("PATCH", `${MC}/ch7c`, { metadata: { labels: { a: "b" } } }, merge)).status).toBe(200);
+    conn.send({ type: "status", id: "z", status: { healthy: true } });
+    expect(await conn.next((m) => m.id === "z")).toMatchObject({ leaseDurationSeconds: 7 });
+    expect(conn.messages.filter((m) => m.type === "lease")).toHaveLength(1);
+  });
+
   it("a report over the channel commits (ack with the resourceVersion); a stale uid gets 409, a missing work 404", async () => {
     const keys = await joined("ch8");
     const created = await call("POST", WORKS("ch8"), work("r1"));
@@ -328,7 +356,20 @@ describe("the agent channel", () => {
     expect((await conn.next((m) => m.id === "t")).status).toMatchObject({ code: 404, reason: "NotFound" });
   });
 
-  it("closes for a bad message (4005)", async () => {
+  it("concurrent reports all commit and are acknowledged, each with its own resourceVersion", async () => {
+    const keys = await joined("ch8b");
+    const uids: string[] = [];
+    for (let i = 0; i < 8; i++) uids.push((await call("POST", WORKS("ch8b"), work(`c${i}`))).body.metadata.uid);
+    const conn = await connect("ch8b", keys);
+    const status = { conditions: [{ type: "Applied", status: "True", reason: "AppliedManifestWorkComplete", message: "done", lastTransitionTime: "2026-11-26T00:00:00Z" }] };
+    uids.forEach((uid, i) => conn.send({ type: "report", id: `q${i}`, work: `c${i}`, report: { uid, status } }));
+    const acks = await Promise.all(uids.map((_, i) => conn.next((m) => m.id === `q${i}`)));
+    expect(acks.map((a) => a.type)).toEqual(uids.map(() => "ack"));
+    expect(new Set(acks.map((a) => a.resourceVersion)).size).toBe(uids.length);
+    for (let i = 0; i < uids.length; i++) expect(condition((await call("GET", `${WORKS("ch8b")}/c${i}`)).body, "Applied")).toMatchObject({ status: "True" });
+  });
+
+  it("closes for a bad message (4005) and for one over the size limit (1009)", async () => {
     const keys = await joined("ch9");
     const conn = await connect("ch9", keys);
     conn.send("{not json");
@@ -336,6 +377,12 @@ describe("the agent channel", () => {
     const conn2 = await connect("ch9", keys);
     conn2.send({ type: "launch", id: "1" });
     expect(await closedWith(conn2)).toBe(CloseCodes.BadMessage);
+    const conn3 = await connect("ch9", keys);
+    conn3.send({ type: "status", id: "big", status: { healthy: true, healthMessage: "x".repeat(CHANNEL_MAX_MESSAGE_BYTES) } });
+    expect(await closedWith(conn3)).toBe(1009);
+    const conn4 = await connect("ch9", keys);
+    conn4.ws.send(new Uint8Array([1, 2, 3]));
+    expect(await closedWith(conn4)).toBe(CloseCodes.BadMessage);
   });
 
   it("a rotation closes the old key's connection (4001); the new key connects", async () => {
