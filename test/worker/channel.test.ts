@@ -242,7 +242,15 @@ describe("the agent channel", () => {
     const built = constructions;
     await ping(conn);
     expect(constructions).toBe(built);
-    await runDurableObjectAlarm(stub);
+    // The lease check with only pings: one row written (the next alarm), no D1 query.
+    const takeCost = () => runInDurableObject(stub, (o) => (o as unknown as { takeCost(): { rowsWritten: number; d1Queries: number } }).takeCost());
+    await takeCost();
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await takeCost()).toMatchObject({ rowsWritten: 1, d1Queries: 0 });
+    const next = await runInDurableObject(stub, (_o, state) => state.storage.getAlarm());
+    // Set at the last pong plus the grace (5 x 1 s).
+    expect(next! - Date.now()).toBeGreaterThan(0); // not the HTTP renewal 6 s ago plus 5 s
+    expect(next! - Date.now()).toBeLessThanOrEqual(5000);
     expect(condition((await call("GET", `${MC}/ch5`)).body, "ManagedClusterConditionAvailable").status).toBe("True");
     // A connection that stays open but is silent (a stopped agent): 6 s later by the hub's clock.
     const real = clock.now;
