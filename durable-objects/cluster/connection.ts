@@ -116,6 +116,8 @@ function utf8Length(s: string): number {
 
 /** The agent channel of one cluster object; see the module comment. */
 export class AgentConnection {
+  /** The works sends in flight, in order ({@link sendWorks}). */
+  private sending: Promise<void> = Promise.resolve();
   /** The `left` request whose answer goes out just before the leave closes the connection. */
   private leaving: { ws: WebSocket; id: string } | null = null;
 
@@ -252,7 +254,7 @@ export class AgentConnection {
     if (!current) return closeQuietly(ws, CloseCodes.Left, "the cluster is gone");
     const state = this.host.worksState();
     send(ws, { type: "welcome", leaseDurationSeconds: this.host.leaseDurationSeconds(current), worksEtag: state.etag, leaving: state.leaving });
-    if (agentEtag !== state.etag) await this.sendWorks([ws]);
+    if (agentEtag !== state.etag) await this.sendWorks(ws);
   }
 
   /**
@@ -261,14 +263,26 @@ export class AgentConnection {
    * namespace is too large for one message. Called from the object's `worksChanged`.
    */
   async pushWorks(): Promise<void> {
-    const sockets = this.sockets();
-    if (sockets.length > 0) await this.sendWorks(sockets);
+    if (this.sockets().length > 0) await this.sendWorks(null);
   }
 
-  private async sendWorks(sockets: WebSocket[]): Promise<void> {
-    const items = await this.host.works();
-    // Read after the works: the ETag is then at least as new as they are.
+  /**
+   * Sends the works to `to` (null: every agent connection of the cluster), after the sends before
+   * it: messages go out in the order of the changes, so the last one an agent gets is the newest.
+   */
+  private sendWorks(to: WebSocket | null): Promise<void> {
+    const run = this.sending.then(() => this.sendWorksNow(to));
+    this.sending = run.catch(() => undefined);
+    return run;
+  }
+
+  private async sendWorksNow(to: WebSocket | null): Promise<void> {
+    // The ETag is read before the works: the works an agent holds are then at least as new as the
+    // ETag it says `hello` with, never older (a later change has another ETag, and is sent).
     const { etag, leaving } = this.host.worksState();
+    const items = await this.host.works();
+    const sockets = to ? [to] : this.sockets();
+    if (sockets.length === 0) return;
     let message: string | null = null;
     if (items) {
       const works = items.map(({ status: _status, ...rest }) => rest as KubeObject);
