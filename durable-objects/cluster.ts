@@ -700,7 +700,6 @@ export class ClusterObject extends DurableObject<Env> {
             // cluster over with a key of their own.
             if (retired) throw forbidden(`the key ${kid} of cluster ${name} was replaced by a rotation; only the cluster's current key may rotate`);
             this.requireAccepted(current);
-            this.connection.closeAll(CloseCodes.KeyRotated, "the key was replaced by a rotation", action.kid);
             return { ok: true, value: this.rotate(action.publicKey, action.kid, now) };
           case "heartbeat":
             return { ok: true, value: await this.heartbeat(current, action.heartbeat, now) };
@@ -832,12 +831,13 @@ export class ClusterObject extends DurableObject<Env> {
    * it replaces works for ROTATION_OVERLAP_MS more (milliseconds), and the grace of every older
    * key ends at once, so a chain of rotations never leaves more than one retired key alive.
    * Rotating to a retired key makes it current again. A pending key, if any, still waits for the
-   * admin.
+   * admin. A channel connection of another key is closed (4001).
    */
   private rotate(publicKey: JWK, kid: string, now: number): { kid: string } {
     this.exec("DELETE FROM keys WHERE not_after IS NOT NULL AND kid != ?", kid);
     this.exec("UPDATE keys SET not_after = ? WHERE not_after IS NULL AND kid != ?", now + ROTATION_OVERLAP_MS, kid);
     this.exec("INSERT INTO keys (kid, jwk, not_after) VALUES (?, ?, NULL) ON CONFLICT (kid) DO UPDATE SET not_after = NULL", kid, JSON.stringify(publicKey));
+    this.connection.closeAll(CloseCodes.KeyRotated, "the key was replaced by a rotation", kid);
     return { kid };
   }
 
