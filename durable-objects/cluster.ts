@@ -39,6 +39,8 @@ import { AGENT_AUDIENCE, CLOCK_SKEW_SECONDS, type Heartbeat } from "../src/agent
 import { INVALID_AGENT_CREDENTIAL } from "../src/auth/credentials.ts";
 import { checkTimes } from "../src/auth/keys.ts";
 import { clock } from "../src/clock.ts";
+import { AgentConnection, type ConnectionHost } from "./cluster/connection.ts";
+import { CloseCodes } from "../src/agent/channel-protocol.ts";
 
 /** A result crossing the RPC boundary: a value, or a Kubernetes Status (errors as values). */
 export type Result<T> = { ok: true; value: T } | { ok: false; status: Status };
@@ -186,6 +188,8 @@ export class ClusterObject extends DurableObject<Env> {
   private readonly stateCache = new Map<string, unknown>();
   /** The works of the cluster's namespace, for works polls (src/work/namespace-works.ts). */
   private readonly works = new NamespaceWorks();
+  /** The agent's channel: a hibernatable WebSocket (durable-objects/cluster/connection.ts). */
+  private readonly connection = new AgentConnection(this.ctx, this.env, this.connectionHost());
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -330,6 +334,7 @@ export class ClusterObject extends DurableObject<Env> {
     if (stored) {
       this.writeState("object", stored);
       this.deleteState(COMMITTING);
+      this.connection.objectChanged(stored);
       await this.afterChange(stored, now);
     } else {
       await this.forget();
@@ -344,6 +349,7 @@ export class ClusterObject extends DurableObject<Env> {
 
   /** Drops everything this object holds for a removed cluster (its D1 row is gone already). */
   private async forget(): Promise<void> {
+    this.connection.closeAll(CloseCodes.Left, "the cluster left or was removed");
     this.keyCache.clear();
     this.alarmArmedAt = null;
     await this.ctx.storage.deleteAlarm();
@@ -566,6 +572,7 @@ export class ClusterObject extends DurableObject<Env> {
     this.exec("INSERT INTO keys (kid, jwk, not_after) VALUES (?, ?, NULL)", key.kid, key.jwk);
     this.exec("DELETE FROM pending_key");
     this.keyCache.clear();
+    this.connection.closeAll(CloseCodes.KeyReplaced, "an admin accepted another key for the cluster", key.kid);
   }
 
   /**
@@ -703,8 +710,7 @@ export class ClusterObject extends DurableObject<Env> {
             this.requireAccepted(current);
             return { ok: true, value: {} };
           case "left":
-            if (!current.metadata.deletionTimestamp) throw conflict({ group: ManagedClusterKind.group, plural: ManagedClusterKind.plural, name }, `cluster ${name} is not leaving`);
-            await this.finishLeave(structuredClone(current), "ManagedClusterLeft", "The agent removed what works applied and left");
+            await this.agentLeft(current);
             return { ok: true, value: {} };
         }
       } catch (e) {
@@ -724,14 +730,17 @@ export class ClusterObject extends DurableObject<Env> {
       value = obj ? this.worksState(obj, action.ifNoneMatch) : { ...value, leaving: true, changed: true };
     }
     if (value.changed) {
-      const known = await this.works.current(clock.now(), async () => {
-        const { items, resourceVersion } = await listObjects(database(this.env.DB), ManifestWorkKind, name);
-        return { items, resourceVersion: Number(resourceVersion) };
-      });
+      const known = await this.works.current(clock.now(), () => this.readWorks(name));
       if (known) value = { ...value, works: known.works };
       if (known?.read) cost = { ...cost, d1Queries: cost.d1Queries + 1 };
     }
     return { ok: true, value, cost };
+  }
+
+  /** Every work of the cluster's namespace as D1 holds it, with the store's resourceVersion (a fill of {@link works}). */
+  private async readWorks(name: string): Promise<{ items: KubeObject[]; resourceVersion: number }> {
+    const { items, resourceVersion } = await listObjects(database(this.env.DB), ManifestWorkKind, name);
+    return { items, resourceVersion: Number(resourceVersion) };
   }
 
   private requireAccepted(current: KubeObject): void {
@@ -785,6 +794,19 @@ export class ClusterObject extends DurableObject<Env> {
     else this.works.invalidate();
     this.writeState("worksEtag", crypto.randomUUID());
     this.wakeWorksWaiters();
+    // Pushed to a connected agent after this returns: a first push may read the works from D1.
+    this.ctx.waitUntil(this.connection.pushWorks().catch((e: unknown) => console.error("works push failed", e)));
+  }
+
+  /**
+   * The agent's confirmation that it removed what the works applied (`POST .../left`, or `left`
+   * on the channel): ends the leave.
+   * @throws ApiError 409 when the cluster is not leaving
+   */
+  private async agentLeft(current: KubeObject): Promise<void> {
+    const name = current.metadata.name;
+    if (!current.metadata.deletionTimestamp) throw conflict({ group: ManagedClusterKind.group, plural: ManagedClusterKind.plural, name }, `cluster ${name} is not leaving`);
+    await this.finishLeave(structuredClone(current), "ManagedClusterLeft", "The agent removed what works applied and left");
   }
 
   /**
@@ -809,12 +831,13 @@ export class ClusterObject extends DurableObject<Env> {
    * it replaces works for ROTATION_OVERLAP_MS more (milliseconds), and the grace of every older
    * key ends at once, so a chain of rotations never leaves more than one retired key alive.
    * Rotating to a retired key makes it current again. A pending key, if any, still waits for the
-   * admin.
+   * admin. A channel connection of another key is closed (4001).
    */
   private rotate(publicKey: JWK, kid: string, now: number): { kid: string } {
     this.exec("DELETE FROM keys WHERE not_after IS NOT NULL AND kid != ?", kid);
     this.exec("UPDATE keys SET not_after = ? WHERE not_after IS NULL AND kid != ?", now + ROTATION_OVERLAP_MS, kid);
     this.exec("INSERT INTO keys (kid, jwk, not_after) VALUES (?, ?, NULL) ON CONFLICT (kid) DO UPDATE SET not_after = NULL", kid, JSON.stringify(publicKey));
+    this.connection.closeAll(CloseCodes.KeyRotated, "the key was replaced by a rotation", kid);
     return { kid };
   }
 
@@ -865,7 +888,9 @@ export class ClusterObject extends DurableObject<Env> {
       if (deadline !== null) await this.armAlarm(deadline);
       if (!findCondition(statusOf(current).conditions, Conditions.HubAccepted)) return;
       const lease = this.lease();
-      const expiry = (lease?.renewMs ?? now) + this.graceMs(current, lease);
+      // Renewed by an HTTP heartbeat or, without waking this object, by a ping on the channel.
+      const renewed = Math.max(lease?.renewMs ?? now, this.connection.lastPingMs() ?? -Infinity);
+      const expiry = renewed + this.graceMs(current, lease);
       if (now < expiry) {
         await this.armAlarm(expiry);
         return;
@@ -879,4 +904,55 @@ export class ClusterObject extends DurableObject<Env> {
       await this.commit(current, next, "returns");
     });
   }
+
+  // ---- the agent's channel (durable-objects/cluster/connection.ts) -------------------------
+
+  /** The WebSocket upgrade of `GET /agent/v1/clusters/{name}/connect`, handed over by the Worker (src/agent/channel.ts). */
+  override async fetch(request: Request): Promise<Response> {
+    return this.connection.accept(request);
+  }
+
+  override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    await this.connection.message(ws, message);
+  }
+
+  override async webSocketClose(): Promise<void> {
+    // Nothing to do: the close handshake completes by itself, and the lease runs out without pings.
+  }
+
+  override async webSocketError(): Promise<void> {
+    // As a close.
+  }
+
+  /** What the channel may do with this object. */
+  private connectionHost(): ConnectionHost {
+    const current = () => this.viewState<KubeObject>("object") as KubeObject | null;
+    return {
+      verify: (token, name, now) => this.verify(token, name, now),
+      current,
+      serial: (fn) => this.serial(fn),
+      renew: async (obj, now) => {
+        this.requireAccepted(obj);
+        const lease: LeaseRecord = { renewMs: now, toldSeconds: specOf(obj).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS };
+        this.writeState("lease", lease);
+        await this.armAlarm(now + this.graceMs(obj, lease));
+      },
+      heartbeat: (obj, hb, now) => this.heartbeat(obj, hb, now),
+      worksState: () => ({ etag: this.worksEtag(), leaving: Boolean(current()?.metadata.deletionTimestamp) }),
+      works: async () => {
+        const name = current()?.metadata.name;
+        if (!name) return [];
+        return (await this.works.current(clock.now(), () => this.readWorks(name)))?.works ?? null;
+      },
+      left: (obj) => this.agentLeft(obj),
+      recordTold: (seconds) => {
+        const lease = this.lease();
+        const renewMs = Math.max(lease?.renewMs ?? clock.now(), this.connection.lastPingMs() ?? -Infinity);
+        this.writeState("lease", { renewMs, toldSeconds: seconds } satisfies LeaseRecord);
+      },
+      leaseDurationSeconds: (obj) => specOf(obj).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS,
+      accepted: (obj) => specOf(obj).hubAcceptsClient,
+    };
+  }
+
 }

@@ -9,6 +9,7 @@ import { coreRoutes, resourceRoutes } from "./api/resources.ts";
 import { openapiRoutes } from "./api/openapi.ts";
 import { docsRoutes } from "./api/docs.ts";
 import { agentRoutes } from "./agent/routes.ts";
+import { channelRoutes } from "./agent/channel.ts";
 import { webhookRoutes } from "./webhook/receiver.ts";
 import type { Env } from "./env.ts";
 import { recoverAtStart } from "./store/outbox.ts";
@@ -63,6 +64,7 @@ export function createApp(): Hono<{ Bindings: Env }> {
   app.route("/apis", resourceRoutes());
   // Webhook receivers: no bearer token, the delivery's HMAC signature is the credential.
   app.route("/hooks", webhookRoutes());
+  app.route("/agent/v1", channelRoutes());
   app.route("/agent/v1", agentRoutes());
   app.notFound(() => statusResponse(new ApiError(404, "NotFound", "the server could not find the requested resource")));
   app.onError((err) => {

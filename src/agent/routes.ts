@@ -5,13 +5,13 @@
  */
 import { Hono, type Context } from "hono";
 import type { z } from "zod";
-import { ApiError, badRequest, conflict, invalid, notFound, unauthorized } from "../k8s/errors.ts";
+import { ApiError, badRequest, conflict, invalid, unauthorized } from "../k8s/errors.ts";
 import { resourceKey } from "../k8s/kind.ts";
 import { checkSchema, type KubeObject } from "../k8s/meta.ts";
 import { deliveredWorks } from "./delivered.ts";
+import { reportWorkStatus } from "./work-report.ts";
 import { database, getObject, listObjects } from "../k8s/store.ts";
 import { ManifestWorkKind, MANIFEST_LIMIT_BYTES } from "../kinds/manifestwork.ts";
-import { writeStored } from "../store/write.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { BootstrapTokenKind, parseToken, sha256Hex } from "../kinds/bootstraptoken.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
@@ -40,7 +40,7 @@ export const AGENT_BODY_LIMIT = 256 * 1024;
  */
 export const WORK_STATUS_BODY_LIMIT = 2 * MANIFEST_LIMIT_BYTES;
 
-function decode<T extends z.ZodType>(schema: T, body: unknown, what: string): z.infer<T> {
+export function decode<T extends z.ZodType>(schema: T, body: unknown, what: string): z.infer<T> {
   const check = checkSchema(schema, body);
   if (check.unknownFields.length > 0) {
     throw new ApiError(400, "BadRequest", `strict decoding error: ${check.unknownFields.map((f) => `unknown field "${f}"`).join(", ")}`, {
@@ -199,7 +199,6 @@ async function getWorks(c: Ctx): Promise<Response> {
 async function putWorkStatus(c: Ctx): Promise<Response> {
   const cluster = c.req.param("name") ?? "";
   const workName = c.req.param("work") ?? "";
-  const ref = { group: ManifestWorkKind.group, plural: ManifestWorkKind.plural, kind: ManifestWorkKind.kind, name: workName };
   // Authenticated first (the cluster's object verifies the JWT of the Authorization header), so
   // a stranger's body is never read; then read within its limit (413), then decoded.
   const res = await agentResult(c, { action: "report" });
@@ -208,37 +207,7 @@ async function putWorkStatus(c: Ctx): Promise<Response> {
   const body = decode(WorkStatusReportSchema, parseJson(raw), "workstatuses");
   // Given the request's waitUntil, the report's commit may share a D1 batch with other reports'
   // (group commit), and its finished outbox row goes with theirs, just after.
-  const waitUntil = (p: Promise<unknown>) => c.executionCtx.waitUntil(p);
-  // The report pins the work by its uid, not its resourceVersion: it is written as
-  // GuaranteedUpdate writes, again on a fresh read while other writers (admin patches, other
-  // reports) commit first, the uid checked on each read (src/store/write.ts `writeStored`).
-  const write = (current: KubeObject) => {
-    const { resourceVersion: _rv, ...metadata } = current.metadata;
-    return writeStored(c.env, ManifestWorkKind, cluster, workName, { verb: "update", subresource: "status", body: { ...current, metadata, status: body.status }, preconditions: { uid: body.uid } }, undefined, current, waitUntil);
-  };
-  let object: KubeObject | null | undefined;
-  // The work as the last poll delivered it, when this isolate answered that poll: the first
-  // attempt commits on it with its resourceVersion as the commit's precondition, so a stale copy
-  // is refused and the write made again on a fresh read (404 once the work is gone, 409 when its
-  // uid differs: the report is then made again below, on a read of its own). A report that changes nothing of the copy commits nothing, so nothing checked the copy: it is
-  // made again on a fresh read too.
-  const delivered = deliveredWorks.get(cluster, workName);
-  if (delivered && delivered.metadata.uid === body.uid) {
-    try {
-      const written = (await write(delivered)).object;
-      if (written !== delivered) object = written;
-    } catch (e) {
-      if (!(e instanceof ApiError && (e.code === 409 || e.code === 404))) throw e;
-      deliveredWorks.forget(cluster, workName);
-    }
-  }
-  if (object === undefined) {
-    const current = await getObject(database(c.env.DB), ManifestWorkKind, { namespace: cluster, name: workName });
-    if (!current) throw notFound(ref);
-    if (current.metadata.uid !== body.uid) throw conflict(ref, `the work's uid is ${current.metadata.uid}, not ${body.uid}: it was deleted and created again`);
-    object = (await write(current)).object;
-  }
-  if (object) deliveredWorks.stored(cluster, object, raw.length);
+  const object = await reportWorkStatus(c.env, cluster, workName, body, raw.length, (p) => c.executionCtx.waitUntil(p));
   return new Response(JSON.stringify({ resourceVersion: object?.metadata.resourceVersion ?? "" }), { status: 200, headers: costHeaders(res.cost, 0, res.keyTag) });
 }
 

@@ -1,0 +1,353 @@
+/**
+ * The cluster object's side of the agent channel (docs/agent-protocol.md "Channel"): one
+ * hibernatable WebSocket per cluster, accepted with `ctx.acceptWebSocket` (Cloudflare's WebSocket
+ * Hibernation API: the object may be evicted from memory while the socket stays open, and a
+ * message wakes it again, its constructor run anew).
+ *
+ * - The lease (OCM's `managed-cluster-lease`) is renewed by the agent's application ping, which the
+ *   runtime answers without waking the object (`setWebSocketAutoResponse`); the renewal time is
+ *   read back with `getWebSocketAutoResponseTimestamp` ({@link AgentConnection.lastPingMs}) by the
+ *   lease check on the object's alarm, so an idle connected cluster costs one alarm per grace
+ *   period and nothing else.
+ * - Status changes, work status reports and `left` arrive as messages with a request id and are
+ *   answered with `ack` or `error` (a Kubernetes Status), through the same paths as the HTTP
+ *   routes (the heartbeat's commit, src/agent/work-report.ts).
+ * - Works are pushed when they change ({@link AgentConnection.pushWorks}).
+ *
+ * Nothing here is kept in memory between events: what a connection needs (its key ID) is in its
+ * attachment (`serializeAttachment`), and the live connection is found with `ctx.getWebSockets`.
+ */
+import { ApiError, forbidden, unauthorized } from "../../src/k8s/errors.ts";
+import type { KubeObject } from "../../src/k8s/meta.ts";
+import { INVALID_AGENT_CREDENTIAL } from "../../src/auth/credentials.ts";
+import type { Heartbeat } from "../../src/agent/protocol.ts";
+import { decode } from "../../src/agent/routes.ts";
+import { reportWorkStatus } from "../../src/agent/work-report.ts";
+import { deliveredWorks } from "../../src/agent/delivered.ts";
+import { clock } from "../../src/clock.ts";
+import type { Env } from "../../src/env.ts";
+import {
+  AgentMessageSchema,
+  CHANNEL_MAX_MESSAGE_BYTES,
+  CHANNEL_MAX_WORKS_MESSAGE_BYTES,
+  CHANNEL_PING,
+  CHANNEL_PONG,
+  CHANNEL_SUBPROTOCOL,
+  ChannelReportSchema,
+  ChannelStatusSchema,
+  CloseCodes,
+  type AgentMessage,
+  type HubMessage,
+} from "../../src/agent/channel-protocol.ts";
+
+/** The request header by which the Worker tells the cluster's object which cluster the upgrade's token claims (its `sub`). */
+export const CHANNEL_CLUSTER_HEADER = "x-flotilla-channel-cluster";
+/** The request header by which the Worker tells the cluster's object the cluster named in the path. */
+export const CHANNEL_TARGET_HEADER = "x-flotilla-channel-target";
+
+/** The tag every agent connection is accepted with (`ctx.getWebSockets(AGENT_TAG)`). */
+const AGENT_TAG = "agent";
+
+/** What a connection keeps across hibernation (its attachment, well under the 16 KiB allowed). */
+export interface ConnectionAttachment {
+  /** The cluster's name. */
+  cluster: string;
+  /** The key ID the connection authenticated with. */
+  kid: string;
+  /** When it was accepted, epoch milliseconds. */
+  connectedMs: number;
+  /** The lease interval the agent was last told (seconds). */
+  toldSeconds: number;
+}
+
+/**
+ * What the channel needs from the cluster object. Every method that changes the cluster runs in
+ * the object's queue ({@link ConnectionHost.serial}); the others are read only.
+ */
+export interface ConnectionHost {
+  /**
+   * Verifies an agent JWT for cluster `name` at `now` (epoch ms) and records its `jti`.
+   * @throws ApiError 401 (one message for every failure)
+   */
+  verify(token: string, name: string, now: number): Promise<{ kid: string; pending: boolean; retired: boolean }>;
+  /** The cluster's ManagedCluster (read only), or null when there is none. */
+  current(): KubeObject | null;
+  /** Runs `fn` in the object's queue of mutations. */
+  serial<T>(fn: () => Promise<T>): Promise<T>;
+  /**
+   * Renews the lease as an HTTP heartbeat without status does (at connect): the lease row and the
+   * alarm.
+   * @throws ApiError 403 when the cluster is not accepted
+   */
+  renew(current: KubeObject, now: number): Promise<void>;
+  /**
+   * Commits the agent's view of its cluster exactly as an HTTP heartbeat does (lease, conditions,
+   * status; a D1 commit only when the status changed). Returns the lease interval (seconds).
+   * @throws ApiError 403 when the cluster is not accepted, what the commit throws
+   */
+  heartbeat(current: KubeObject, hb: Heartbeat, now: number): Promise<{ leaseDurationSeconds: number }>;
+  /** The works ETag and whether the cluster is leaving. */
+  worksState(): { etag: string; leaving: boolean };
+  /**
+   * The namespace's works as the object keeps them (src/work/namespace-works.ts), read from D1
+   * when it has none yet; null when the namespace holds too many bytes of works to keep.
+   */
+  works(): Promise<KubeObject[] | null>;
+  /**
+   * Ends the cluster's leave as `POST .../left` does (the ManagedCluster and its namespace go).
+   * @throws ApiError 409 when the cluster is not leaving
+   */
+  left(current: KubeObject): Promise<void>;
+  /**
+   * Records that the agent was just told the lease interval `seconds` (a `lease` message), as an
+   * HTTP heartbeat's answer tells it: the lease's grace follows it from now on.
+   */
+  recordTold(seconds: number): void;
+  /** The lease interval the cluster's spec asks for (seconds). */
+  leaseDurationSeconds(current: KubeObject): number;
+  /** Whether the hub accepts the cluster (`hubAcceptsClient`). */
+  accepted(current: KubeObject): boolean;
+}
+
+/** The UTF-8 length of `s` in bytes. */
+function utf8Length(s: string): number {
+  return s.length * 3 <= CHANNEL_MAX_MESSAGE_BYTES ? s.length : new TextEncoder().encode(s).length;
+}
+
+/** The agent channel of one cluster object; see the module comment. */
+export class AgentConnection {
+  /** The works sends in flight, in order ({@link sendWorks}). */
+  private sending: Promise<void> = Promise.resolve();
+  /** The `left` request whose answer goes out just before the leave closes the connection. */
+  private leaving: { ws: WebSocket; id: string } | null = null;
+
+  constructor(
+    private readonly ctx: DurableObjectState,
+    private readonly env: Env,
+    private readonly host: ConnectionHost,
+  ) {
+    // Answered by the runtime without waking the object; the answer's time renews the lease.
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(CHANNEL_PING, CHANNEL_PONG));
+  }
+
+  /** The open agent connections (normally one; a replaced one may still be closing). */
+  private sockets(): WebSocket[] {
+    return this.ctx.getWebSockets(AGENT_TAG);
+  }
+
+  /**
+   * The last lease renewal by a ping on any agent connection of this cluster, epoch ms, or null
+   * when none was answered (`getWebSocketAutoResponseTimestamp`).
+   */
+  lastPingMs(): number | null {
+    let last: number | null = null;
+    for (const ws of this.sockets()) {
+      const at = this.ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime();
+      if (at !== undefined && (last === null || at > last)) last = at;
+    }
+    return last;
+  }
+
+  /**
+   * Accepts an agent's upgrade (the Worker checked the upgrade headers and admitted the token,
+   * src/agent/channel.ts): verifies its JWT, checks that it names this cluster (403), that the key
+   * is neither pending (403) nor retired by a rotation (403: connect with the current key) and
+   * that the hub accepts the cluster (403); then closes any earlier connection
+   * ({@link CloseCodes.Replaced}), accepts the socket and renews the lease. Answers 101 with the
+   * subprotocol, or the Status of the refusal (401 for any credential that does not verify).
+   */
+  async accept(request: Request): Promise<Response> {
+    const name = request.headers.get(CHANNEL_CLUSTER_HEADER) ?? "";
+    const target = request.headers.get(CHANNEL_TARGET_HEADER) ?? "";
+    const token = /^Bearer (.+)$/i.exec(request.headers.get("authorization") ?? "")?.[1] ?? "";
+    try {
+      return await this.host.serial(async () => {
+        const now = clock.now();
+        const current = this.host.current();
+        if (!current || !token) throw unauthorized(INVALID_AGENT_CREDENTIAL);
+        const { kid, pending, retired } = await this.host.verify(token, name, now);
+        if (target !== name) throw forbidden(`the credential of cluster ${name} may not act on cluster ${target}`);
+        if (pending) throw forbidden(`the key ${kid} of cluster ${name} waits for an admin to accept it (flotilla accept ${name} --key ${kid})`);
+        if (retired) throw forbidden(`the key ${kid} of cluster ${name} was replaced by a rotation; connect with the cluster's current key`);
+        await this.host.renew(current, now);
+        for (const old of this.sockets()) closeQuietly(old, CloseCodes.Replaced, "replaced by a newer connection of this cluster");
+        const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
+        this.ctx.acceptWebSocket(server, [AGENT_TAG]);
+        server.serializeAttachment({ cluster: name, kid, connectedMs: now, toldSeconds: this.host.leaseDurationSeconds(current) } satisfies ConnectionAttachment);
+        return new Response(null, { status: 101, webSocket: client, headers: { "sec-websocket-protocol": CHANNEL_SUBPROTOCOL } });
+      });
+    } catch (e) {
+      if (!(e instanceof ApiError)) throw e;
+      return new Response(JSON.stringify(e.toStatus()), { status: e.code, headers: { "content-type": "application/json" } });
+    }
+  }
+
+  /**
+   * Handles one frame from an agent (the object may just have been woken for it). A frame that is
+   * not a channel message closes the connection ({@link CloseCodes.BadMessage}; 1009 when over
+   * {@link CHANNEL_MAX_MESSAGE_BYTES}); a request whose body is invalid is answered with an
+   * `error` carrying the Status the HTTP route would answer, and the connection stays.
+   */
+  async message(ws: WebSocket, data: string | ArrayBuffer): Promise<void> {
+    if (typeof data !== "string") return closeQuietly(ws, CloseCodes.BadMessage, "binary frames are not channel messages");
+    if (data === CHANNEL_PING) return; // Answered by the runtime; seen here only if the pair was unset.
+    const bytes = utf8Length(data);
+    if (bytes > CHANNEL_MAX_MESSAGE_BYTES) return closeQuietly(ws, 1009, `a message may have at most ${CHANNEL_MAX_MESSAGE_BYTES} bytes`);
+    let parsed: AgentMessage;
+    try {
+      const result = AgentMessageSchema.safeParse(JSON.parse(data));
+      if (!result.success) return closeQuietly(ws, CloseCodes.BadMessage, "not a channel message");
+      parsed = result.data;
+    } catch {
+      return closeQuietly(ws, CloseCodes.BadMessage, "not JSON");
+    }
+    const attachment = ws.deserializeAttachment() as ConnectionAttachment | null;
+    if (!attachment) return closeQuietly(ws, CloseCodes.BadMessage, "unknown connection");
+    if (parsed.type === "hello") return this.hello(ws, parsed.worksEtag);
+    try {
+      const answer = await this.request(ws, attachment, parsed, bytes);
+      if (answer) send(ws, answer);
+    } catch (e) {
+      if (!(e instanceof ApiError)) console.error(`cluster ${attachment.cluster}: channel ${parsed.type} failed`, e);
+      const error = e instanceof ApiError ? e : new ApiError(500, "InternalError", "Internal error occurred");
+      send(ws, { type: "error", id: parsed.id, status: error.toStatus() });
+    }
+  }
+
+  /** Runs a request message; returns its `ack` (null when the leave's close answers it). */
+  private async request(ws: WebSocket, attachment: ConnectionAttachment, msg: Exclude<AgentMessage, { type: "hello" }>, bytes: number): Promise<HubMessage | null> {
+    switch (msg.type) {
+      case "status": {
+        const hb = decode(ChannelStatusSchema, msg.status, "heartbeats");
+        const { leaseDurationSeconds } = await this.host.serial(async () => this.host.heartbeat(this.requireCluster(), hb, clock.now()));
+        return { type: "ack", id: msg.id, leaseDurationSeconds };
+      }
+      case "report": {
+        const report = decode(ChannelReportSchema, msg.report, "workstatuses");
+        const current = this.requireCluster();
+        if (!this.host.accepted(current)) throw forbidden(`cluster ${current.metadata.name} is not accepted by the hub`);
+        const stored = await reportWorkStatus(this.env, attachment.cluster, msg.work, report, bytes, (p) => this.ctx.waitUntil(p));
+        return { type: "ack", id: msg.id, resourceVersion: stored?.metadata.resourceVersion ?? "" };
+      }
+      case "left": {
+        this.leaving = { ws, id: msg.id };
+        try {
+          await this.host.serial(async () => this.host.left(this.requireCluster()));
+        } finally {
+          this.leaving = null;
+        }
+        // The leave removed the cluster, which closed the connection after sending the ack.
+        return null;
+      }
+    }
+  }
+
+  private requireCluster(): KubeObject {
+    const current = this.host.current();
+    if (!current) throw unauthorized(INVALID_AGENT_CREDENTIAL);
+    return current;
+  }
+
+  /** Answers `hello`: the lease interval and works ETag, then the works when the agent's ETag differs. */
+  private async hello(ws: WebSocket, agentEtag: string | undefined): Promise<void> {
+    const current = this.host.current();
+    if (!current) return closeQuietly(ws, CloseCodes.Left, "the cluster is gone");
+    const state = this.host.worksState();
+    send(ws, { type: "welcome", leaseDurationSeconds: this.host.leaseDurationSeconds(current), worksEtag: state.etag, leaving: state.leaving });
+    if (agentEtag !== state.etag) await this.sendWorks(ws);
+  }
+
+  /**
+   * Sends the connected agent the cluster's works after they changed (a work created, changed or
+   * deleted, or a leave started): the works the object keeps, or `works-changed` when the
+   * namespace is too large for one message. Called from the object's `worksChanged`.
+   */
+  async pushWorks(): Promise<void> {
+    if (this.sockets().length > 0) await this.sendWorks(null);
+  }
+
+  /**
+   * Sends the works to `to` (null: every agent connection of the cluster), after the sends before
+   * it: messages go out in the order of the changes, so the last one an agent gets is the newest.
+   */
+  private sendWorks(to: WebSocket | null): Promise<void> {
+    const run = this.sending.then(() => this.sendWorksNow(to));
+    this.sending = run.catch(() => undefined);
+    return run;
+  }
+
+  private async sendWorksNow(to: WebSocket | null): Promise<void> {
+    // The ETag is read before the works: the works an agent holds are then at least as new as the
+    // ETag it says `hello` with, never older (a later change has another ETag, and is sent).
+    const { etag, leaving } = this.host.worksState();
+    const items = await this.host.works();
+    const sockets = to ? [to] : this.sockets();
+    if (sockets.length === 0) return;
+    let message: string | null = null;
+    if (items) {
+      const works = items.map(({ status: _status, ...rest }) => rest as KubeObject);
+      message = JSON.stringify({ type: "works", etag, leaving, works } satisfies HubMessage);
+      if (message.length > CHANNEL_MAX_WORKS_MESSAGE_BYTES) message = null;
+      else {
+        const cluster = (sockets[0]!.deserializeAttachment() as ConnectionAttachment | null)?.cluster;
+        if (cluster) deliveredWorks.delivered(cluster, items, message.length);
+      }
+    }
+    message ??= JSON.stringify({ type: "works-changed", etag, leaving } satisfies HubMessage);
+    for (const ws of sockets) sendRaw(ws, message);
+  }
+
+  /**
+   * Closes the cluster's connections with `code` (one of {@link CloseCodes}), those whose key is
+   * not `keepKid` when given (a rotation or an accepted pending key ends the connections of the
+   * keys it replaced). A `left` request being answered gets its `ack` first.
+   */
+  closeAll(code: number, reason: string, keepKid?: string): void {
+    for (const ws of this.sockets()) {
+      const attachment = ws.deserializeAttachment() as ConnectionAttachment | null;
+      if (keepKid !== undefined && attachment?.kid === keepKid) continue;
+      if (this.leaving?.ws === ws) send(ws, { type: "ack", id: this.leaving.id });
+      closeQuietly(ws, code, reason);
+    }
+  }
+
+  /**
+   * Follows a change of the stored ManagedCluster: a cluster the hub no longer accepts has its
+   * connection closed ({@link CloseCodes.Denied}); a new lease interval is sent to the agent
+   * (a `lease` message) and recorded as told ({@link ConnectionHost.recordTold}).
+   */
+  objectChanged(stored: KubeObject): void {
+    if (!this.host.accepted(stored)) return this.closeAll(CloseCodes.Denied, "the hub does not accept the cluster");
+    const seconds = this.host.leaseDurationSeconds(stored);
+    let told = false;
+    for (const ws of this.sockets()) {
+      const attachment = ws.deserializeAttachment() as ConnectionAttachment | null;
+      if (!attachment || attachment.toldSeconds === seconds) continue;
+      send(ws, { type: "lease", leaseDurationSeconds: seconds });
+      ws.serializeAttachment({ ...attachment, toldSeconds: seconds } satisfies ConnectionAttachment);
+      told = true;
+    }
+    if (told) this.host.recordTold(seconds);
+  }
+}
+
+function send(ws: WebSocket, message: HubMessage): void {
+  sendRaw(ws, JSON.stringify(message));
+}
+
+function sendRaw(ws: WebSocket, text: string): void {
+  try {
+    ws.send(text);
+  } catch {
+    // The connection closed meanwhile: the agent reconnects and says hello again.
+  }
+}
+
+function closeQuietly(ws: WebSocket, code: number, reason: string): void {
+  try {
+    ws.close(code, reason);
+  } catch {
+    // Already closed.
+  }
+}
+

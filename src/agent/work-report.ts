@@ -1,0 +1,59 @@
+/**
+ * A work status report, as the agent sends it over HTTP (`PUT /agent/v1/clusters/{name}/works/{work}/status`,
+ * src/agent/routes.ts) or over its channel (a `report` message, durable-objects/cluster/connection.ts):
+ * one write path for both, so both answer the same and the group commit batches both.
+ */
+import { ApiError, conflict, notFound } from "../k8s/errors.ts";
+import type { KubeObject } from "../k8s/meta.ts";
+import { database, getObject } from "../k8s/store.ts";
+import { ManifestWorkKind } from "../kinds/manifestwork.ts";
+import { writeStored } from "../store/write.ts";
+import type { WaitUntil } from "../store/outbox.ts";
+import type { Env } from "../env.ts";
+import { deliveredWorks } from "./delivered.ts";
+
+/**
+ * Writes the status an agent observed on work `workName` of `cluster`'s namespace, pinned by the
+ * work's `uid` (a different uid means the work was deleted and created again). Written through the
+ * status subresource path (src/store/write.ts `writeStored`), which validates the status as any
+ * status write (422 invalid values, 400 unknown fields) and lets the replica set controller see
+ * it; with `waitUntil` (the request's, or the Durable Object's), the commit may share a D1 batch
+ * with other reports (group commit). `rawBytes` is the report's size in bytes, for the cache of
+ * delivered works (src/agent/delivered.ts). Returns the work as stored (null: nothing stored).
+ * @throws ApiError 404 (no such work), 409 (uid differs), 400/422 (invalid status)
+ */
+export async function reportWorkStatus(env: Env, cluster: string, workName: string, report: { uid: string; status: Record<string, unknown> }, rawBytes: number, waitUntil: WaitUntil): Promise<KubeObject | null> {
+  const ref = { group: ManifestWorkKind.group, plural: ManifestWorkKind.plural, kind: ManifestWorkKind.kind, name: workName };
+  // The report pins the work by its uid, not its resourceVersion: it is written as
+  // GuaranteedUpdate writes, again on a fresh read while other writers (admin patches, other
+  // reports) commit first, the uid checked on each read (src/store/write.ts `writeStored`).
+  const write = (current: KubeObject) => {
+    const { resourceVersion: _rv, ...metadata } = current.metadata;
+    return writeStored(env, ManifestWorkKind, cluster, workName, { verb: "update", subresource: "status", body: { ...current, metadata, status: report.status }, preconditions: { uid: report.uid } }, undefined, current, waitUntil);
+  };
+  let object: KubeObject | null | undefined;
+  // The work as the last poll delivered it, when this isolate answered that poll: the first
+  // attempt commits on it with its resourceVersion as the commit's precondition, so a stale copy
+  // is refused and the write made again on a fresh read (404 once the work is gone, 409 when its
+  // uid differs: the report is then made again below, on a read of its own). A report that
+  // changes nothing of the copy commits nothing, so nothing checked the copy: it is made again on
+  // a fresh read too.
+  const delivered = deliveredWorks.get(cluster, workName);
+  if (delivered && delivered.metadata.uid === report.uid) {
+    try {
+      const written = (await write(delivered)).object;
+      if (written !== delivered) object = written;
+    } catch (e) {
+      if (!(e instanceof ApiError && (e.code === 409 || e.code === 404))) throw e;
+      deliveredWorks.forget(cluster, workName);
+    }
+  }
+  if (object === undefined) {
+    const current = await getObject(database(env.DB), ManifestWorkKind, { namespace: cluster, name: workName });
+    if (!current) throw notFound(ref);
+    if (current.metadata.uid !== report.uid) throw conflict(ref, `the work's uid is ${current.metadata.uid}, not ${report.uid}: it was deleted and created again`);
+    object = (await write(current)).object;
+  }
+  if (object) deliveredWorks.stored(cluster, object, rawBytes);
+  return object;
+}

@@ -1,0 +1,440 @@
+/**
+ * The agent channel (docs/agent-protocol.md "Channel"), inside workerd: first the platform facts it
+ * stands on (WebSocket Hibernation API: acceptWebSocket through the Worker, auto-response without
+ * waking the object, its timestamp, wake on message after eviction, attachments kept), then the
+ * channel itself: authentication, replacement, the lease renewed by pings, status, works pushed,
+ * reports, leave and the close codes.
+ */
+import { evictDurableObject, listDurableObjectIds, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import { afterEach, describe, expect, it } from "vitest";
+import { ClusterObject } from "../../durable-objects/cluster.ts";
+import { CHANNEL_MAX_MESSAGE_BYTES, CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, CloseCodes } from "../../src/agent/channel-protocol.ts";
+import { clock } from "../../src/clock.ts";
+import { agentKeys, call, condition, createToken, MC, register, snapshot, type AgentKeys } from "./helpers.ts";
+import { waitFor } from "../wait.ts";
+
+const WORKS = (ns: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks`;
+const merge = { contentType: "application/merge-patch+json" };
+const work = (name: string) => ({
+  apiVersion: "work.open-cluster-management.io/v1",
+  kind: "ManifestWork",
+  metadata: { name },
+  spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" }, data: { a: "1" } }] } },
+});
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+
+/** One agent connection as a test sees it: every frame received, and how it closed. */
+interface Conn {
+  ws: WebSocket;
+  frames: string[];
+  messages: any[];
+  closed: { code: number; reason: string } | null;
+  send(m: unknown): void;
+  /** Waits for (and returns) the first message received since `from` that matches. */
+  next(match: (m: any) => boolean, from?: number): Promise<any>;
+}
+
+async function upgrade(name: string, headers: Record<string, string>, path = `/agent/v1/clusters/${name}/connect`): Promise<Response> {
+  return exports.default.fetch(`https://hub.test${path}`, { headers });
+}
+
+const wsHeaders = (token: string | null, protocol = CHANNEL_SUBPROTOCOL): Record<string, string> => ({
+  upgrade: "websocket",
+  connection: "Upgrade",
+  "sec-websocket-version": "13",
+  "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+  "sec-websocket-protocol": protocol,
+  ...(token ? { authorization: `Bearer ${token}` } : {}),
+});
+
+/** Dials the channel as the agent does; fails the test unless the hub answers 101. */
+async function connect(name: string, keys: AgentKeys): Promise<Conn> {
+  const res = await upgrade(name, wsHeaders(await keys.sign(name)));
+  expect(res.status, res.status === 101 ? "" : await res.text()).toBe(101);
+  expect(res.headers.get("sec-websocket-protocol")).toBe(CHANNEL_SUBPROTOCOL);
+  const ws = res.webSocket!;
+  const conn: Conn = {
+    ws,
+    frames: [],
+    messages: [],
+    closed: null,
+    send: (m) => ws.send(typeof m === "string" ? m : JSON.stringify(m)),
+    async next(match, from = 0) {
+      let found: any;
+      await waitFor("a channel message", async () => {
+        found = conn.messages.slice(from).find(match);
+        return found !== undefined || conn.closed !== null;
+      }, 10_000, 5);
+      if (found === undefined) throw new Error(`closed ${JSON.stringify(conn.closed)} before the message came; got ${JSON.stringify(conn.messages)}`);
+      return found;
+    },
+  };
+  ws.accept();
+  ws.addEventListener("message", (e) => {
+    const text = typeof e.data === "string" ? e.data : "";
+    conn.frames.push(text);
+    try {
+      conn.messages.push(JSON.parse(text));
+    } catch {
+      conn.messages.push(text);
+    }
+  });
+  ws.addEventListener("close", (e) => {
+    conn.closed = { code: e.code, reason: e.reason };
+  });
+  open.push(conn);
+  return conn;
+}
+
+const open: Conn[] = [];
+afterEach(() => {
+  for (const c of open.splice(0)) if (!c.closed) c.ws.close(1000, "test done");
+});
+
+async function closedWith(conn: Conn): Promise<number> {
+  await waitFor("the connection to close", async () => conn.closed !== null, 10_000, 5);
+  return conn.closed!.code;
+}
+
+/** Registers and accepts a cluster (autoApprove); returns its keys. */
+async function joined(name: string): Promise<AgentKeys> {
+  const token = await createToken({ autoApprove: true });
+  const { keys, res } = await register(token, name, `id-${name}`);
+  expect(res.status).toBe(201);
+  return keys;
+}
+
+/** How many ClusterObjects were constructed: counted on the constructor's one call of `connectionHost`. */
+let constructions = 0;
+const proto = ClusterObject.prototype as unknown as { connectionHost: (...a: unknown[]) => unknown };
+const realHost = proto.connectionHost;
+proto.connectionHost = function (this: unknown, ...a: unknown[]) {
+  constructions++;
+  return realHost.apply(this, a);
+};
+
+async function ping(conn: Conn): Promise<void> {
+  const from = conn.frames.length;
+  conn.send(CHANNEL_PING);
+  await waitFor("the pong", async () => conn.frames.slice(from).includes(CHANNEL_PONG), 10_000, 5);
+}
+
+async function agentSocketCount(name: string): Promise<number> {
+  return runInDurableObject(env.CLUSTERS.getByName(name), (_o, state) => state.getWebSockets("agent").length);
+}
+
+describe("platform facts the channel stands on (workerd, @cloudflare/vitest-plugin 1.5.0)", () => {
+  it("an upgrade through the Worker reaches the cluster object, which accepts it with acceptWebSocket", async () => {
+    const keys = await joined("fact1");
+    const conn = await connect("fact1", keys);
+    expect(await agentSocketCount("fact1")).toBe(1);
+    conn.send({ type: "hello" });
+    expect(await conn.next((m) => m.type === "welcome")).toMatchObject({ leaseDurationSeconds: 60, leaving: false });
+  });
+
+  it("a ping is answered by the auto-response without waking an evicted object, and its timestamp advances", async () => {
+    const keys = await joined("fact2");
+    const conn = await connect("fact2", keys);
+    const stub = env.CLUSTERS.getByName("fact2");
+    const before = await runInDurableObject(stub, (_o, state) => state.getWebSockets("agent").map((ws) => state.getWebSocketAutoResponseTimestamp(ws)));
+    expect(before).toEqual([null]);
+    await evictDurableObject(stub);
+    const built = constructions;
+    await ping(conn);
+    await ping(conn);
+    // The pongs came back and no ClusterObject was constructed: the object stayed asleep.
+    expect(constructions).toBe(built);
+    const first = await runInDurableObject(stub, (_o, state) => state.getWebSocketAutoResponseTimestamp(state.getWebSockets("agent")[0]!)!.getTime());
+    expect(constructions).toBe(built + 1); // runInDurableObject woke it
+    expect(first).toBeGreaterThan(Date.now() - 10_000);
+    await new Promise((r) => setTimeout(r, 5)); // the runtime clock advances between events
+    await ping(conn);
+    const second = await runInDurableObject(stub, (_o, state) => state.getWebSocketAutoResponseTimestamp(state.getWebSockets("agent")[0]!)!.getTime());
+    expect(second).toBeGreaterThan(first);
+    expect(conn.closed).toBeNull();
+  });
+
+  it("a message wakes an evicted object (its constructor runs again), the socket stays open, its attachment survives", async () => {
+    const keys = await joined("fact3");
+    const conn = await connect("fact3", keys);
+    const stub = env.CLUSTERS.getByName("fact3");
+    await evictDurableObject(stub);
+    const built = constructions;
+    conn.send({ type: "hello" });
+    await conn.next((m) => m.type === "welcome");
+    expect(constructions).toBe(built + 1);
+    expect(conn.closed).toBeNull();
+    await evictDurableObject(stub);
+    const attachment = await runInDurableObject(stub, (_o, state) => state.getWebSockets("agent")[0]!.deserializeAttachment());
+    expect(attachment).toMatchObject({ cluster: "fact3", kid: keys.kid });
+  });
+});
+
+describe("the agent channel", () => {
+  it("refuses what is not an upgrade (426) or lacks the subprotocol (400); strangers get 401 and create nothing", async () => {
+    const keys = await joined("ch1");
+    const token = await keys.sign("ch1");
+    const plain = await upgrade("ch1", { authorization: `Bearer ${token}` });
+    expect(plain.status).toBe(426);
+    expect(plain.headers.get("upgrade")).toBe("websocket");
+    expect((await plain.json<any>()).reason).toBe("UpgradeRequired");
+    const wrong = await upgrade("ch1", wsHeaders(token, "flotilla.agent.v0"));
+    expect(wrong.status).toBe(400);
+    expect((await wrong.json<any>()).details.causes[0].field).toBe("Sec-WebSocket-Protocol");
+
+    const before = await snapshot();
+    const idsBefore = (await listDurableObjectIds(env.CLUSTERS)).length;
+    const stranger = await agentKeys();
+    for (const t of [null, "not-a-jwt", await stranger.sign("nobody-here"), await stranger.sign("ch1", { tag: null })]) {
+      const r = await upgrade(t === null ? "ch1" : "nobody-here", wsHeaders(t));
+      expect(r.status).toBe(401);
+      expect((await r.json<any>()).message).toBe("invalid agent credential");
+    }
+    expect(await snapshot()).toBe(before);
+    expect((await listDurableObjectIds(env.CLUSTERS)).length).toBe(idsBefore);
+    // Another cluster's credential may not connect to this one.
+    const other = await joined("ch1b");
+    const cross = await upgrade("ch1", wsHeaders(await other.sign("ch1b")));
+    expect(cross.status).toBe(403);
+  });
+
+  it("a token without the key tag connects and is handed the tag; a replayed token is refused", async () => {
+    const keys = await joined("ch2");
+    const token = await keys.sign("ch2", { tag: null });
+    const res = await upgrade("ch2", wsHeaders(token));
+    expect(res.status).toBe(101);
+    expect(res.headers.get("flotilla-key-tag")).toBe(keys.tag);
+    res.webSocket!.accept();
+    res.webSocket!.close(1000);
+    expect((await upgrade("ch2", wsHeaders(token))).status).toBe(401);
+  });
+
+  it("a pending or not accepted cluster may not connect (403)", async () => {
+    const token = await createToken();
+    const { keys } = await register(token, "ch3", "id-ch3");
+    const r = await upgrade("ch3", wsHeaders(await keys.sign("ch3")));
+    expect(r.status).toBe(403);
+  });
+
+  it("a second connection replaces the first (close 4000)", async () => {
+    const keys = await joined("ch4");
+    const first = await connect("ch4", keys);
+    const second = await connect("ch4", keys);
+    expect(await closedWith(first)).toBe(CloseCodes.Replaced);
+    expect(second.closed).toBeNull();
+    await waitFor("one agent socket", async () => (await agentSocketCount("ch4")) === 1, 5_000, 10);
+  });
+
+  it("pings renew the lease without waking the object; without them the lease runs out (Unknown)", async () => {
+    const keys = await joined("ch5");
+    await call("PATCH", `${MC}/ch5`, { spec: { leaseDurationSeconds: 1 } }, merge);
+    const conn = await connect("ch5", keys);
+    conn.send({ type: "status", id: "s1", status: { healthy: true } });
+    await conn.next((m) => m.id === "s1");
+    const stub = env.CLUSTERS.getByName("ch5");
+    // The last renewal that wrote anything was 6 s ago (over 5 x 1 s); only pings since.
+    await runInDurableObject(stub, (_o, state) => {
+      state.storage.sql.exec("UPDATE state SET v = ? WHERE k = 'lease'", JSON.stringify({ renewMs: Date.now() - 6000, toldSeconds: 1 }));
+    });
+    await evictDurableObject(stub);
+    const built = constructions;
+    await ping(conn);
+    expect(constructions).toBe(built);
+    // The lease check with only pings: one row written (the next alarm), no D1 query.
+    const takeCost = () => runInDurableObject(stub, (o) => (o as unknown as { takeCost(): { rowsWritten: number; d1Queries: number } }).takeCost());
+    await takeCost();
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await takeCost()).toMatchObject({ rowsWritten: 1, d1Queries: 0 });
+    const next = await runInDurableObject(stub, (_o, state) => state.storage.getAlarm());
+    // Set at the last pong plus the grace (5 x 1 s).
+    expect(next! - Date.now()).toBeGreaterThan(0); // not the HTTP renewal 6 s ago plus 5 s
+    expect(next! - Date.now()).toBeLessThanOrEqual(5000);
+    expect(condition((await call("GET", `${MC}/ch5`)).body, "ManagedClusterConditionAvailable").status).toBe("True");
+    // A connection that stays open but is silent (a stopped agent): 6 s later by the hub's clock.
+    const real = clock.now;
+    try {
+      clock.now = () => real() + 6000;
+      await runDurableObjectAlarm(stub);
+    } finally {
+      clock.now = real;
+    }
+    const obj = (await call("GET", `${MC}/ch5`)).body;
+    expect(condition(obj, "ManagedClusterConditionAvailable")).toMatchObject({ status: "Unknown", reason: "ManagedClusterLeaseUpdateStopped" });
+    expect(conn.closed).toBeNull();
+  });
+
+  it("a status message commits as a heartbeat does and is acknowledged; a bad one gets the heartbeat's 422", async () => {
+    const keys = await joined("ch6");
+    const conn = await connect("ch6", keys);
+    conn.send({ type: "status", id: "a", status: { healthy: true, version: { kubernetes: "v1.31.2" }, capacity: { cpu: "12" }, allocatable: { cpu: "11400m" } } });
+    expect(await conn.next((m) => m.id === "a")).toEqual({ type: "ack", id: "a", leaseDurationSeconds: 60 });
+    const obj = (await call("GET", `${MC}/ch6`)).body;
+    expect(condition(obj, "ManagedClusterConditionAvailable")).toMatchObject({ status: "True" });
+    expect(condition(obj, "ManagedClusterJoined")).toMatchObject({ status: "True" });
+    expect(obj.status.version.kubernetes).toBe("v1.31.2");
+    expect(obj.status.allocatable).toEqual({ cpu: "11400m" });
+
+    conn.send({ type: "status", id: "b", status: { healthy: true, capacity: { cpu: "lots" } } });
+    const bad = await conn.next((m) => m.id === "b");
+    expect(bad.type).toBe("error");
+    expect(bad.status).toMatchObject({ kind: "Status", code: 422 });
+    expect(bad.status.details.causes[0].field).toBe("capacity[cpu]");
+    conn.send({ type: "status", id: "c", status: { healthy: true, extra: 1 } });
+    expect((await conn.next((m) => m.id === "c")).status.code).toBe(400);
+    expect(conn.closed).toBeNull();
+  });
+
+  it("pushes works: on hello when the agent's ETag differs, and at once when the admin creates, changes or deletes one", async () => {
+    const keys = await joined("ch7");
+    expect((await call("POST", WORKS("ch7"), work("w0"))).status).toBe(201);
+    const conn = await connect("ch7", keys);
+    conn.send({ type: "hello" });
+    const welcome = await conn.next((m) => m.type === "welcome");
+    const first = await conn.next((m) => m.type === "works");
+    expect(first.etag).toBe(welcome.worksEtag);
+    expect(first.works.map((w: any) => w.metadata.name)).toEqual(["w0"]);
+    expect(first.works[0].status).toBeUndefined();
+
+    const from = conn.messages.length;
+    expect((await call("POST", WORKS("ch7"), work("w1"))).status).toBe(201);
+    const pushed = await conn.next((m) => m.type === "works", from);
+    expect(pushed.works.map((w: any) => w.metadata.name)).toEqual(["w0", "w1"]);
+    expect(pushed.etag).not.toBe(first.etag);
+
+    const from2 = conn.messages.length;
+    expect((await call("DELETE", `${WORKS("ch7")}/w0`)).status).toBe(200);
+    const afterDelete = await conn.next((m) => m.type === "works", from2);
+    expect(afterDelete.works.map((w: any) => w.metadata.name)).toEqual(["w1"]);
+
+    // Reconnecting with the ETag it holds, the agent gets no works again.
+    const again = await connect("ch7", keys);
+    again.send({ type: "hello", worksEtag: afterDelete.etag });
+    expect((await again.next((m) => m.type === "welcome")).worksEtag).toBe(afterDelete.etag);
+    again.send({ type: "status", id: "x", status: { healthy: true } });
+    await again.next((m) => m.id === "x");
+    expect(again.messages.filter((m) => m.type === "works")).toEqual([]);
+  });
+
+  it("a namespace of works too large to keep is announced with works-changed, read over HTTP", async () => {
+    const keys = await joined("ch7b");
+    const big = work("big");
+    big.spec.workload.manifests[0]!.data = { a: "x".repeat(300 * 1024) };
+    expect((await call("POST", WORKS("ch7b"), big)).status).toBe(201);
+    const conn = await connect("ch7b", keys);
+    conn.send({ type: "hello" });
+    const changed = await conn.next((m) => m.type === "works" || m.type === "works-changed");
+    expect(changed.type).toBe("works-changed");
+    const polled = await exports.default.fetch("https://hub.test/agent/v1/clusters/ch7b/works", { headers: { authorization: `Bearer ${await keys.sign("ch7b")}` } });
+    expect(polled.status).toBe(200);
+    expect(((await polled.json()) as any).etag).toBe(changed.etag);
+  });
+
+  it("a new lease interval is sent to the connected agent and counts from then", async () => {
+    const keys = await joined("ch7c");
+    const conn = await connect("ch7c", keys);
+    expect((await call("PATCH", `${MC}/ch7c`, { spec: { leaseDurationSeconds: 7 } }, merge)).status).toBe(200);
+    expect(await conn.next((m) => m.type === "lease")).toEqual({ type: "lease", leaseDurationSeconds: 7 });
+    const lease = await runInDurableObject(env.CLUSTERS.getByName("ch7c"), (_o, state) => JSON.parse(state.storage.sql.exec<{ v: string }>("SELECT v FROM state WHERE k = 'lease'").one().v));
+    expect(lease.toldSeconds).toBe(7);
+    // An unrelated change sends nothing more.
+    expect((await call("PATCH", `${MC}/ch7c`, { metadata: { labels: { a: "b" } } }, merge)).status).toBe(200);
+    conn.send({ type: "status", id: "z", status: { healthy: true } });
+    expect(await conn.next((m) => m.id === "z")).toMatchObject({ leaseDurationSeconds: 7 });
+    expect(conn.messages.filter((m) => m.type === "lease")).toHaveLength(1);
+  });
+
+  it("a report over the channel commits (ack with the resourceVersion); a stale uid gets 409, a missing work 404", async () => {
+    const keys = await joined("ch8");
+    const created = await call("POST", WORKS("ch8"), work("r1"));
+    const uid = created.body.metadata.uid;
+    const conn = await connect("ch8", keys);
+    const status = { conditions: [{ type: "Applied", status: "True", reason: "AppliedManifestWorkComplete", message: "Apply manifest work complete", lastTransitionTime: "2026-11-26T00:00:00Z" }] };
+    conn.send({ type: "report", id: "r", work: "r1", report: { uid, status } });
+    const ack = await conn.next((m) => m.id === "r");
+    expect(ack.type, JSON.stringify(ack)).toBe("ack");
+    const stored = (await call("GET", `${WORKS("ch8")}/r1`)).body;
+    expect(ack.resourceVersion).toBe(stored.metadata.resourceVersion);
+    expect(condition(stored, "Applied")).toMatchObject({ status: "True" });
+
+    conn.send({ type: "report", id: "s", work: "r1", report: { uid: "another-uid", status } });
+    expect((await conn.next((m) => m.id === "s")).status).toMatchObject({ code: 409, reason: "Conflict" });
+    conn.send({ type: "report", id: "t", work: "gone", report: { uid, status } });
+    expect((await conn.next((m) => m.id === "t")).status).toMatchObject({ code: 404, reason: "NotFound" });
+  });
+
+  it("concurrent reports all commit and are acknowledged, each with its own resourceVersion", async () => {
+    const keys = await joined("ch8b");
+    const uids: string[] = [];
+    for (let i = 0; i < 8; i++) uids.push((await call("POST", WORKS("ch8b"), work(`c${i}`))).body.metadata.uid);
+    const conn = await connect("ch8b", keys);
+    const status = { conditions: [{ type: "Applied", status: "True", reason: "AppliedManifestWorkComplete", message: "done", lastTransitionTime: "2026-11-26T00:00:00Z" }] };
+    uids.forEach((uid, i) => conn.send({ type: "report", id: `q${i}`, work: `c${i}`, report: { uid, status } }));
+    const acks = await Promise.all(uids.map((_, i) => conn.next((m) => m.id === `q${i}`)));
+    expect(acks.map((a) => a.type)).toEqual(uids.map(() => "ack"));
+    expect(new Set(acks.map((a) => a.resourceVersion)).size).toBe(uids.length);
+    for (let i = 0; i < uids.length; i++) expect(condition((await call("GET", `${WORKS("ch8b")}/c${i}`)).body, "Applied")).toMatchObject({ status: "True" });
+  });
+
+  it("closes for a bad message (4005) and for one over the size limit (1009)", async () => {
+    const keys = await joined("ch9");
+    const conn = await connect("ch9", keys);
+    conn.send("{not json");
+    expect(await closedWith(conn)).toBe(CloseCodes.BadMessage);
+    const conn2 = await connect("ch9", keys);
+    conn2.send({ type: "launch", id: "1" });
+    expect(await closedWith(conn2)).toBe(CloseCodes.BadMessage);
+    const conn3 = await connect("ch9", keys);
+    conn3.send({ type: "status", id: "big", status: { healthy: true, healthMessage: "x".repeat(CHANNEL_MAX_MESSAGE_BYTES) } });
+    expect(await closedWith(conn3)).toBe(1009);
+    const conn4 = await connect("ch9", keys);
+    conn4.ws.send(new Uint8Array([1, 2, 3]));
+    expect(await closedWith(conn4)).toBe(CloseCodes.BadMessage);
+  });
+
+  it("a rotation closes the old key's connection (4001); the new key connects", async () => {
+    const keys = await joined("ch10");
+    const conn = await connect("ch10", keys);
+    const next = await agentKeys();
+    const r = await call("POST", "/agent/v1/clusters/ch10/rotate-key", { publicKey: next.publicJwk, proof: await next.proof("ch10") }, { token: await keys.sign("ch10") });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    next.tag = r.headers.get("flotilla-key-tag") ?? undefined;
+    expect(await closedWith(conn)).toBe(CloseCodes.KeyRotated);
+    // The retired key still answers HTTP during its grace, but holds no connection.
+    expect((await upgrade("ch10", wsHeaders(await keys.sign("ch10")))).status).toBe(403);
+    const fresh = await connect("ch10", next);
+    fresh.send({ type: "hello" });
+    await fresh.next((m) => m.type === "welcome");
+  });
+
+  it("accepting a pending key closes the old key's connection (4002); denying closes with 4003", async () => {
+    const token = await createToken({ autoApprove: true });
+    const { keys } = await register(token, "ch11", "id-ch11");
+    const conn = await connect("ch11", keys);
+    const { keys: newer, res } = await register(token, "ch11", "id-ch11");
+    expect(res.status).toBe(202);
+    expect((await call("PATCH", `${MC}/ch11`, { metadata: { annotations: { "flotilla.dev/accept-key-id": newer.kid } } }, merge)).status).toBe(200);
+    expect(await closedWith(conn)).toBe(CloseCodes.KeyReplaced);
+    const conn2 = await connect("ch11", newer);
+    expect((await call("PATCH", `${MC}/ch11`, { spec: { hubAcceptsClient: false } }, merge)).status).toBe(200);
+    expect(await closedWith(conn2)).toBe(CloseCodes.Denied);
+  });
+
+  it("left over the channel is acknowledged, then the leave's end closes the connection (4004)", async () => {
+    const keys = await joined("ch12");
+    const conn = await connect("ch12", keys);
+    conn.send({ type: "left", id: "early" });
+    expect((await conn.next((m) => m.id === "early")).status).toMatchObject({ code: 409 });
+    conn.send({ type: "status", id: "hb", status: { healthy: true } });
+    await conn.next((m) => m.id === "hb");
+    const from = conn.messages.length;
+    expect((await call("DELETE", `${MC}/ch12`)).status).toBe(200);
+    // The start of the leave is pushed (leaving: true).
+    expect((await conn.next((m) => m.type === "works" || m.type === "works-changed", from)).leaving).toBe(true);
+    conn.send({ type: "left", id: "bye" });
+    expect(await conn.next((m) => m.id === "bye")).toEqual({ type: "ack", id: "bye" });
+    expect(await closedWith(conn)).toBe(CloseCodes.Left);
+    expect((await call("GET", `${MC}/ch12`)).status).toBe(404);
+  });
+});
