@@ -25,11 +25,8 @@ export function noCost(): Cost {
   return { rowsWritten: 0, d1Queries: 0, schedulerRuns: 0 };
 }
 
-/** The outcome of an admin write: the stored object (null after a delete) and whether it was created. */
-export interface WriteOutcome {
-  object: KubeObject | null;
-  created: boolean;
-}
+/** The outcome of an admin write (the store's, src/store/store.ts). */
+export type { WriteOutcome } from "../../src/store/store.ts";
 
 /**
  * What the agent learns about its registration (GET /agent/v1/clusters/{name}). `keyPending` is

@@ -11,7 +11,7 @@ import { checkSchema, type KubeObject } from "../k8s/meta.ts";
 import { deliveredWorks } from "./delivered.ts";
 import { database, getObject, listObjects } from "../k8s/store.ts";
 import { ManifestWorkKind, MANIFEST_LIMIT_BYTES } from "../kinds/manifestwork.ts";
-import { writeStored } from "../store/write.ts";
+import { storeOf } from "../store/store.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { BootstrapTokenKind, parseToken, sha256Hex } from "../kinds/bootstraptoken.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
@@ -214,7 +214,7 @@ async function putWorkStatus(c: Ctx): Promise<Response> {
   // reports) commit first, the uid checked on each read (src/store/write.ts `writeStored`).
   const write = (current: KubeObject) => {
     const { resourceVersion: _rv, ...metadata } = current.metadata;
-    return writeStored(c.env, ManifestWorkKind, cluster, workName, { verb: "update", subresource: "status", body: { ...current, metadata, status: body.status }, preconditions: { uid: body.uid } }, undefined, current, waitUntil);
+    return storeOf(c.env, ManifestWorkKind).write(cluster, workName, { verb: "update", subresource: "status", body: { ...current, metadata, status: body.status }, preconditions: { uid: body.uid } }, { known: current, waitUntil });
   };
   let object: KubeObject | null | undefined;
   // The work as the last poll delivered it, when this isolate answered that poll: the first
