@@ -11,9 +11,11 @@
  * - cluster/lease.ts: the lease rule (pure) and the lease's storage and timer;
  * - cluster/leave.ts: the leave finalizer, deadline and end;
  * - cluster/works.ts: the works ETag, the works kept in memory, the long-poll waiters.
- * One alarm owner: the `timers` table (durable-objects/timers.ts) with the purposes `lease` and
- * `leave`; the alarm runs the due ones (the replay cache is purged then too, and by
- * verifications at most once a minute, so it needs no timer of its own).
+ * One alarm owner (durable-objects/timers.ts `Timers`): the `timers` table holds the `leave`
+ * deadline; the lease check's due time is derived from the stored renewal (renewal + grace), so
+ * a heartbeat writes no timer and, as the alarm only moves earlier outside `alarm()`, sets no
+ * alarm either. The alarm runs what is due and arms the next one. The replay cache is purged at
+ * each alarm and by verifications at most once a minute, so it needs no timer of its own.
  *
  * Every mutation runs through one queue, so writes to a cluster are serialised even across the
  * awaits on D1.
@@ -33,7 +35,7 @@ import { Timers } from "./timers.ts";
 import type { ClusterHost } from "./cluster/host.ts";
 import { ClusterState, STATE_SCHEMA } from "./cluster/state.ts";
 import { Keys, KEYS_SCHEMA } from "./cluster/keys.ts";
-import { Lease, LEASE_TIMER, leaseStopped } from "./cluster/lease.ts";
+import { Lease } from "./cluster/lease.ts";
 import { heldForLeave, Leave, LEAVE_TIMER, markLeaving } from "./cluster/leave.ts";
 import { WorksDelivery } from "./cluster/works.ts";
 import { errorResult, noCost, type AgentAction, type Cost, type RegisterInput, type RegistrationInfo, type RegistrationOutcome, type Result, type WorksState, type WriteOutcome } from "./cluster/types.ts";
@@ -69,7 +71,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
       forget: () => this.forget(),
     });
     this.keys = new Keys(this);
-    this.lease = new Lease(env, this.state, this.timers);
+    this.lease = new Lease(env, this.state);
     this.leave = new Leave(env, this);
     this.delivery = new WorksDelivery(env, this.state);
     // An object created before the timers table (an alarm set, no timers rows) gets its timers
@@ -80,7 +82,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
     if (this.state.interrupted() || before) {
       void ctx.blockConcurrencyWhile(async () => {
         await this.state.repairFromIndex();
-        await this.timers.nextAlarm();
+        await this.nextAlarm("earlier");
       });
     }
   }
@@ -91,12 +93,19 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
     this.timers.create();
   }
 
-  /** Sets the lease and leave timers from the stored object and lease (an object older than its timers). */
+  /** Sets the leave timer from the stored object (an object older than its timers table). */
   private seedTimers(): void {
     const obj = this.state.object();
-    if (!obj) return;
-    this.lease.schedule(obj, clock.now());
-    this.leave.schedule(obj);
+    if (obj) this.leave.schedule(obj);
+  }
+
+  /**
+   * Arms the alarm at the earliest of the timers and the lease check (see the module comment);
+   * `mode` as `Timers.nextAlarm`.
+   */
+  private async nextAlarm(mode: "exact" | "earlier"): Promise<void> {
+    const obj = this.state.viewObject();
+    await this.timers.nextAlarm(obj ? this.lease.dueMs(obj, clock.now()) : null, mode);
   }
 
   // ---- the host ----------------------------------------------------------------------------
@@ -116,24 +125,23 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
 
   /**
    * After this object stored `obj` (a commit or a repair; `previous` its copy before): the lease
-   * of an accepted cluster starts and its timer is kept no later than its expiry; a leave that
-   * started changes what a works poll answers (`leaving`, so a new ETag) and sets the leave timer.
+   * of a newly accepted cluster starts; a leave that started changes what a works poll answers
+   * (`leaving`, so a new ETag) and sets the leave timer; the alarm comes no later than what is due.
    */
   private async stored(obj: KubeObject, previous: KubeObject | null, now: number): Promise<void> {
-    this.lease.schedule(obj, now);
+    this.lease.start(obj, now);
     if (previous && !previous.metadata.deletionTimestamp && obj.metadata.deletionTimestamp) {
       this.delivery.changed(true);
       this.leave.schedule(obj);
     }
-    await this.timers.nextAlarm();
+    await this.nextAlarm("earlier");
   }
 
   /** Drops everything this object holds for a removed cluster (its D1 row is gone already). */
   private async forget(): Promise<void> {
     this.keys.clearCache();
-    await this.ctx.storage.deleteAlarm();
+    await this.timers.reset();
     await this.ctx.storage.deleteAll();
-    this.timers.erased();
     this.state.clear();
     this.delivery.invalidate();
     this.createSchema();
@@ -357,8 +365,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
     if (hb.allocatable) status.allocatable = hb.allocatable;
     if (hb.clusterClaims) status.clusterClaims = hb.clusterClaims;
     const stored = (await this.commit(current, next, "returns")) ?? current;
-    this.lease.schedule(stored, now);
-    await this.timers.nextAlarm();
+    await this.nextAlarm("earlier");
     return { leaseDurationSeconds: specOf(stored).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS, worksEtag: this.delivery.etag(), leaving: Boolean(stored.metadata.deletionTimestamp) };
   }
 
@@ -367,7 +374,8 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
    * (cluster/leave.ts), then OCM's hub lease controller (cluster/lease.ts): when no renewal
    * arrived for grace = LEASE_GRACE_MULTIPLIER x leaseDurationSeconds, Available becomes Unknown
    * (ManagedClusterLeaseUpdateStopped) and the taint controller adds the `unreachable` taint.
-   * Then it arms the alarm at the next timer. Idempotent.
+   * Then it arms the alarm at what is due next. Idempotent: an alarm that fires early changes
+   * nothing.
    */
   override async alarm(): Promise<void> {
     this.timers.fired();
@@ -376,14 +384,12 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
       if (!current) return;
       const now = clock.now();
       this.keys.purgeReplays(now);
-      const due = new Set(this.timers.due(now));
-      if (due.has(LEAVE_TIMER) && (await this.leave.fire(current, now))) return;
-      if (due.has(LEASE_TIMER) && this.lease.fire(current, now)) {
-        await this.commit(current, leaseStopped(current, now), "returns");
-        this.lease.stop();
-      }
-      for (const purpose of due) if (purpose !== LEAVE_TIMER && purpose !== LEASE_TIMER) this.timers.cancel(purpose);
-      await this.timers.nextAlarm();
+      const due = this.timers.due(now);
+      if (due.includes(LEAVE_TIMER) && (await this.leave.fire(current, now))) return;
+      for (const purpose of due) if (purpose !== LEAVE_TIMER) this.timers.cancel(purpose);
+      const stopped = this.lease.check(current, now);
+      if (stopped) await this.commit(current, stopped, "returns");
+      await this.nextAlarm("exact");
     });
   }
 }

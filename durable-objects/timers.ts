@@ -4,6 +4,8 @@
  * earliest of them, as cloudflare/agents' scheduler arbitrates one alarm among many schedules.
  * A feature of the object never calls `setAlarm` itself: it sets, moves or cancels its timer, and
  * the object's `alarm()` asks which timers are due ({@link Timers.due}) and runs their purposes.
+ * A due time the object derives from what it stores (rather than keeps in this table) joins as
+ * `also` of {@link Timers.nextAlarm}.
  *
  * The object is the table's only writer, so the rows are kept in memory once read; a write goes
  * to SQLite only when a row changes. Used by SchedulerObject and ClusterObject.
@@ -21,6 +23,8 @@ export class Timers {
   private rows: Map<string, number> | null = null;
   /** The alarm as this object last set or read it (epoch milliseconds, null: none), undefined: unknown. */
   private armed: number | null | undefined = undefined;
+  /** The due time the alarm was set for (the alarm itself is 1 ms from then for a due time in the past). */
+  private armedFor: number | null = null;
 
   /**
    * @param storage the object's storage
@@ -107,31 +111,43 @@ export class Timers {
     this.armed = undefined;
   }
 
-  /** To call after the object's storage was erased (`deleteAll` also removes the alarm). */
-  erased(): void {
+  /** Removes the alarm and forgets the rows, before the object's storage is erased (`deleteAll`; then {@link create}). */
+  async reset(): Promise<void> {
+    await this.storage.deleteAlarm();
     this.rows = null;
     this.armed = null;
+    this.armedFor = null;
   }
 
   /**
    * Arms the object's one alarm at the earliest timer, or at `also` (epoch milliseconds, a due
-   * time the object keeps outside this table) when earlier; removes the alarm when there is
+   * time the object derives outside this table) when earlier; removes the alarm when there is
    * neither. A due time in the past arms the alarm 1 ms from now. Reads the alarm only when this
    * object has not set it since it started or since the alarm fired.
+   *
+   * `mode` "earlier" only ever brings the alarm forward (never later, never removed), for an
+   * object whose purposes check at each alarm whether they are really due: a due time that
+   * moves later at every request (a lease's expiry at each renewal) then costs no alarm write,
+   * and the alarm that fires early finds it not yet due and arms again ("exact", after it fired).
    */
-  async nextAlarm(also: number | null = null): Promise<void> {
+  async nextAlarm(also: number | null = null, mode: "exact" | "earlier" = "exact"): Promise<void> {
     const earliest = this.earliest();
     const target = earliest === null ? also : also === null ? earliest : Math.min(earliest, also);
-    if (this.armed === undefined) this.armed = await this.storage.getAlarm();
+    if (this.armed === undefined) {
+      this.armed = await this.storage.getAlarm();
+      this.armedFor = this.armed;
+    }
     if (target === null) {
+      if (mode === "earlier") return;
       if (this.armed !== null) await this.storage.deleteAlarm();
-      this.armed = null;
+      this.armed = this.armedFor = null;
       return;
     }
-    if (this.armed === target) return;
-    await this.storage.setAlarm(Math.max(target, this.now() + 1));
+    const at = Math.max(target, this.now() + 1);
+    if (mode === "earlier" ? this.armed !== null && this.armed <= at : this.armed !== null && this.armedFor === target) return;
+    await this.storage.setAlarm(at);
     this.meter(1);
-    // Kept as the target (not the time set for a past one), so that the next call finds it armed.
-    this.armed = target;
+    this.armed = at;
+    this.armedFor = target;
   }
 }

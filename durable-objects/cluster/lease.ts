@@ -2,16 +2,12 @@
  * The cluster's lease (OCM's `managed-cluster-lease` in the cluster's namespace) and the hub-side
  * lease controller that watches it: the rule is the pure {@link leaseRule} (OCM's
  * `registration/pkg/hub/lease/controller.go`), the rest keeps the last renewal in the object's
- * `state` table and the object's `lease` timer no later than the lease's expiry.
+ * `state` table, from which the check's due time follows.
  */
 import type { Env } from "../../src/env.ts";
 import { findCondition, rfc3339, setCondition, type KubeObject } from "../../src/k8s/meta.ts";
 import { Conditions, DEFAULT_LEASE_DURATION_SECONDS, specOf, statusOf, writableStatusOf } from "../../src/kinds/managedcluster.ts";
-import type { Timers } from "../timers.ts";
 import type { ClusterState } from "./state.ts";
-
-/** The timer (durable-objects/timers.ts) of the lease check. */
-export const LEASE_TIMER = "lease";
 
 /** Default of LEASE_GRACE_MULTIPLIER (OCM's `LeaseDurationTimes`: 5). */
 export const DEFAULT_LEASE_GRACE_MULTIPLIER = 5;
@@ -67,12 +63,21 @@ export function leaseStopped(current: KubeObject, now: number): KubeObject {
   return next;
 }
 
-/** The cluster's lease in the object's storage, and its timer. */
+/** Whether `obj` already shows its lease stopped ({@link leaseStopped}). */
+function markedStopped(obj: KubeObject): boolean {
+  const available = findCondition(statusOf(obj).conditions, Conditions.Available);
+  return available?.status === "Unknown" && available.reason === "ManagedClusterLeaseUpdateStopped";
+}
+
+/**
+ * The cluster's lease in the object's storage. Its check needs no row of the timers table: its
+ * due time is derived from the stored renewal ({@link Lease.dueMs}), so a renewal writes only
+ * the lease itself.
+ */
 export class Lease {
   constructor(
     private readonly env: Env,
     private readonly state: ClusterState,
-    private readonly timers: Timers,
   ) {}
 
   /** The stored lease, or null before the cluster was first accepted. */
@@ -86,18 +91,10 @@ export class Lease {
     return leaseRule(lease?.renewMs ?? now, countedLeaseSeconds(specOf(obj).leaseDurationSeconds, lease?.toldSeconds), graceMultiplier(this.env), now);
   }
 
-  /**
-   * Starts the lease of a newly accepted cluster (renewed at `now`, epoch milliseconds) and keeps
-   * the lease timer no later than its expiry. Nothing for a cluster the hub has not accepted.
-   */
-  schedule(obj: KubeObject, now: number): void {
-    if (!findCondition(statusOf(obj).conditions, Conditions.HubAccepted)) return;
-    let lease = this.record();
-    if (lease === null) {
-      lease = { renewMs: now, toldSeconds: specOf(obj).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS };
-      this.state.write("lease", lease);
-    }
-    this.timers.setEarlier(LEASE_TIMER, this.verdict(obj, now).expiresAtMs);
+  /** Starts the lease of a newly accepted cluster (renewed at `now`, epoch milliseconds; one row written). */
+  start(obj: KubeObject, now: number): void {
+    if (!findCondition(statusOf(obj).conditions, Conditions.HubAccepted) || this.record() !== null) return;
+    this.state.write("lease", { renewMs: now, toldSeconds: specOf(obj).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS } satisfies LeaseRecord);
   }
 
   /**
@@ -111,23 +108,22 @@ export class Lease {
   }
 
   /**
-   * The lease timer fired: when the lease of `current` expired at `now` (epoch milliseconds) the
-   * caller commits {@link leaseStopped} and then calls {@link stop} (the timer stays due until
-   * then, so a failed commit is tried again); otherwise the timer moves to the expiry.
-   * @returns whether the lease expired
+   * When the lease check of `obj` is due (epoch milliseconds): its expiry, or null for a cluster
+   * the hub never answered (no HubAccepted condition) and for one already marked stopped whose
+   * lease is still expired at `now` (until the next renewal).
    */
-  fire(current: KubeObject, now: number): boolean {
-    if (!findCondition(statusOf(current).conditions, Conditions.HubAccepted)) {
-      this.stop();
-      return false;
-    }
-    const { expired, expiresAtMs } = this.verdict(current, now);
-    if (!expired) this.timers.set(LEASE_TIMER, expiresAtMs);
-    return expired;
+  dueMs(obj: KubeObject, now: number): number | null {
+    if (!findCondition(statusOf(obj).conditions, Conditions.HubAccepted)) return null;
+    const { expired, expiresAtMs } = this.verdict(obj, now);
+    return expired && markedStopped(obj) ? null : expiresAtMs;
   }
 
-  /** Ends the lease timer (until the next renewal or acceptance sets it again). */
-  stop(): void {
-    this.timers.cancel(LEASE_TIMER);
+  /**
+   * The lease check at `now` (epoch milliseconds): the ManagedCluster to commit when the lease of
+   * `current` expired and it does not show that yet ({@link leaseStopped}), else null.
+   */
+  check(current: KubeObject, now: number): KubeObject | null {
+    if (!findCondition(statusOf(current).conditions, Conditions.HubAccepted) || markedStopped(current)) return null;
+    return this.verdict(current, now).expired ? leaseStopped(current, now) : null;
   }
 }

@@ -79,8 +79,17 @@ describe("the timers table (one alarm owner)", () => {
       const again = new Timers(state.storage, () => now);
       expect(again.earliest()).toBe(base + 1);
       expect(again.due(now)).toEqual(["d", "b", "c"]);
+      // "earlier" never moves the alarm later nor removes it; it brings it forward.
+      timers.cancel("d");
+      await timers.nextAlarm(null, "earlier");
+      expect(await state.storage.getAlarm()).toBe(base + 10_001);
+      timers.set("e", base + 20_000);
+      now = base;
+      await timers.nextAlarm(base + 500, "earlier");
+      expect(await state.storage.getAlarm()).toBe(base + 500);
+      timers.cancel("e");
       // No timers: no alarm.
-      for (const purpose of ["b", "c", "d"]) timers.cancel(purpose);
+      for (const purpose of ["b", "c"]) timers.cancel(purpose);
       await timers.nextAlarm();
       expect(await state.storage.getAlarm()).toBeNull();
     });
@@ -88,7 +97,7 @@ describe("the timers table (one alarm owner)", () => {
 });
 
 describe("a cluster object created before its timers table", () => {
-  it("seeds its lease timer from the stored lease at its first load, so the lease still expires", async () => {
+  it("still expires its lease (its due time follows from the stored renewal), and keeps no timer row for it", async () => {
     const token = await createToken({ autoApprove: true });
     const { keys } = await register(token, "pre-timers", "id-pre-timers");
     expect((await call("PATCH", `${MC}/pre-timers`, { spec: { leaseDurationSeconds: 1 } }, { contentType: "application/merge-patch+json" })).status).toBe(200);
@@ -105,6 +114,8 @@ describe("a cluster object created before its timers table", () => {
     expect(condition(obj, "ManagedClusterConditionAvailable")).toMatchObject({ status: "Unknown", reason: "ManagedClusterLeaseUpdateStopped" });
     const rows = await runInDurableObject(stub, (_o, state) => state.storage.sql.exec<{ purpose: string }>("SELECT purpose FROM timers").toArray());
     expect(rows).toEqual([]);
+    // Once marked, a stopped lease sets no alarm again until the next renewal.
+    expect(await runInDurableObject(stub, (_o, state) => state.storage.getAlarm())).toBeNull();
   });
 
   it("seeds its leave timer from a leave in progress, so the leave still times out", async () => {
