@@ -24,7 +24,7 @@
  * scheduling run does not wait for them; `reconcile` resolves once they finished too, so a write
  * that moves decisions returns after the works followed.
  *
- * One alarm, at the earliest of its timers (SQLite tables): toleration expiry (OCM's
+ * One alarm, at the earliest of its timers (durable-objects/timers.ts, and the `requeue` table's rows): toleration expiry (OCM's
  * `tolerationSeconds` requeue; a placement is scheduled again at the moment a toleration
  * expires, not by polling), the after-commit outbox sweep (src/store/outbox.ts), set while
  * outbox rows are left to run again, and the triggers accepted by `enqueue` (stored in the
@@ -41,6 +41,7 @@ import { d1ChangeLog, loadView, refreshStale, resolveTrigger } from "../src/plac
 import { replicaSetsForPlacements } from "../src/work/replicaset.ts";
 import { finishCommit, store, type Committed } from "../src/store/write.ts";
 import { sweepOutbox } from "../src/store/outbox.ts";
+import { Timers } from "./timers.ts";
 import type { Env } from "../src/env.ts";
 
 /** The name of the single scheduler object. */
@@ -56,12 +57,14 @@ const SWEEP_TIMER = "outbox-sweep";
 export class SchedulerObject extends DurableObject<Env> {
   private pending: { trigger: Trigger; followAll: boolean } | null = null;
   private queue: Promise<unknown> = Promise.resolve();
+  private readonly timers: Timers;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     ctx.storage.sql.exec(`CREATE TABLE IF NOT EXISTS requeue (placement TEXT PRIMARY KEY, due INTEGER NOT NULL);
-      CREATE TABLE IF NOT EXISTS timers (purpose TEXT PRIMARY KEY, due INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS pending_triggers (id INTEGER PRIMARY KEY AUTOINCREMENT, trigger TEXT NOT NULL);`);
+    this.timers = new Timers(ctx.storage, () => clock.now());
+    this.timers.create();
   }
 
   /**
@@ -73,9 +76,7 @@ export class SchedulerObject extends DurableObject<Env> {
    */
   async enqueue(trigger: Trigger): Promise<void> {
     this.ctx.storage.sql.exec("INSERT INTO pending_triggers (trigger) VALUES (?)", JSON.stringify(trigger));
-    const now = clock.now();
-    const current = await this.ctx.storage.getAlarm();
-    if (current === null || current > now) await this.ctx.storage.setAlarm(now);
+    await this.armAlarm();
   }
 
   /**
@@ -154,16 +155,12 @@ export class SchedulerObject extends DurableObject<Env> {
     return rebuild ? mergeTriggers(trigger, { placements: loaded.view.placementKeys() }) : trigger;
   }
 
+  /** Arms the alarm at the earliest timer or requeue row, or at once while triggers are stored. */
   private async armAlarm(): Promise<void> {
     const sql = this.ctx.storage.sql;
     const pending = sql.exec("SELECT 1 FROM pending_triggers LIMIT 1").toArray().length > 0;
-    const row = pending ? { due: clock.now() } : sql.exec<{ due: number | null }>("SELECT MIN(due) AS due FROM (SELECT due FROM requeue UNION ALL SELECT due FROM timers)").toArray()[0];
-    if (row?.due == null) {
-      await this.ctx.storage.deleteAlarm();
-      return;
-    }
-    const current = await this.ctx.storage.getAlarm();
-    if (current !== row.due) await this.ctx.storage.setAlarm(Math.max(row.due, clock.now() + 1));
+    const requeue = pending ? clock.now() : (sql.exec<{ due: number | null }>("SELECT MIN(due) AS due FROM requeue").toArray()[0]?.due ?? null);
+    await this.timers.nextAlarm(requeue);
   }
 
   /**
@@ -171,7 +168,7 @@ export class SchedulerObject extends DurableObject<Env> {
    * when outbox rows are left (src/store/outbox.ts `armSweep`).
    */
   async sweepOutboxAt(at: number): Promise<void> {
-    this.ctx.storage.sql.exec("INSERT INTO timers (purpose, due) VALUES (?, ?) ON CONFLICT (purpose) DO UPDATE SET due = min(due, excluded.due)", SWEEP_TIMER, at);
+    this.timers.setEarlier(SWEEP_TIMER, at);
     await this.armAlarm();
   }
 
@@ -182,11 +179,11 @@ export class SchedulerObject extends DurableObject<Env> {
    * no longer exists too), so a crash during the run leaves them for the next alarm.
    */
   override async alarm(): Promise<void> {
+    this.timers.fired();
     const now = clock.now();
     const sql = this.ctx.storage.sql;
-    const sweep = sql.exec<{ due: number }>("SELECT due FROM timers WHERE purpose = ? AND due <= ?", SWEEP_TIMER, now).toArray()[0];
-    if (sweep) {
-      sql.exec("DELETE FROM timers WHERE purpose = ?", SWEEP_TIMER);
+    if (this.timers.due(now).includes(SWEEP_TIMER)) {
+      this.timers.cancel(SWEEP_TIMER);
       try {
         const { nextDue } = await sweepOutbox(this.env, now);
         if (nextDue !== null) await this.sweepOutboxAt(nextDue);

@@ -7,7 +7,7 @@ import { ApiError, conflict, notFound } from "../k8s/errors.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { database, getObject } from "../k8s/store.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
-import { writeStored } from "../store/write.ts";
+import { storeOf } from "../store/store.ts";
 import type { WaitUntil } from "../store/outbox.ts";
 import type { Env } from "../env.ts";
 import { deliveredWorks } from "./delivered.ts";
@@ -15,7 +15,7 @@ import { deliveredWorks } from "./delivered.ts";
 /**
  * Writes the status an agent observed on work `workName` of `cluster`'s namespace, pinned by the
  * work's `uid` (a different uid means the work was deleted and created again). Written through the
- * status subresource path (src/store/write.ts `writeStored`), which validates the status as any
+ * status subresource path of the kind's store (src/store/store.ts), which validates the status as any
  * status write (422 invalid values, 400 unknown fields) and lets the replica set controller see
  * it; with `waitUntil` (the request's, or the Durable Object's), the commit may share a D1 batch
  * with other reports (group commit). `rawBytes` is the report's size in bytes, for the cache of
@@ -29,7 +29,7 @@ export async function reportWorkStatus(env: Env, cluster: string, workName: stri
   // reports) commit first, the uid checked on each read (src/store/write.ts `writeStored`).
   const write = (current: KubeObject) => {
     const { resourceVersion: _rv, ...metadata } = current.metadata;
-    return writeStored(env, ManifestWorkKind, cluster, workName, { verb: "update", subresource: "status", body: { ...current, metadata, status: report.status }, preconditions: { uid: report.uid } }, undefined, current, waitUntil);
+    return storeOf(env, ManifestWorkKind).write(cluster, workName, { verb: "update", subresource: "status", body: { ...current, metadata, status: report.status }, preconditions: { uid: report.uid } }, { known: current, waitUntil });
   };
   let object: KubeObject | null | undefined;
   // The work as the last poll delivered it, when this isolate answered that poll: the first

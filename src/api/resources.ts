@@ -9,7 +9,7 @@ import { alreadyExists, ApiError, badRequest, forbidden, methodNotAllowed, notFo
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { matches, parseSelector, SelectorParseError } from "../k8s/labels.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
-import { awaitResourceVersion, getObject, LIST_CHUNK_ROWS, listPage, parseResourceVersion, type LabelIndexRequirement } from "../k8s/store.ts";
+import { awaitResourceVersion, LIST_CHUNK_ROWS, listPage, parseResourceVersion, type LabelIndexRequirement } from "../k8s/store.ts";
 import { computeWrite, type WriteRequest } from "../k8s/write.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { findKind, KINDS, servedGroups } from "../kinds/index.ts";
@@ -19,8 +19,9 @@ import { admitAgentToken, bearerToken, isAdmin } from "../auth/credentials.ts";
 import { limitAuthFailures } from "../auth/ratelimit.ts";
 import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
-import type { Result, WriteOutcome } from "../../durable-objects/cluster.ts";
-import { store, writeStored } from "../store/write.ts";
+import type { Result } from "../../durable-objects/cluster.ts";
+import { store } from "../store/write.ts";
+import { storeOf } from "../store/store.ts";
 import { toTable } from "../k8s/table.ts";
 import { mediaRanges, negotiate, partialObjectMetadata, partialObjectMetadataList, type Answering } from "./negotiate.ts";
 import { checkWatchListOptions, clientOf, watchResponse } from "./watch.ts";
@@ -83,11 +84,11 @@ let builtinsDone = false;
  */
 async function ensureBuiltins(env: Env): Promise<void> {
   if (builtinsDone) return;
-  const db = store(env);
+  const sets = storeOf(env, ManagedClusterSetKind);
   for (const set of BUILTIN_CLUSTER_SETS) {
-    if (await getObject(db, ManagedClusterSetKind, { namespace: "", name: set.name })) continue;
+    if (await sets.get("", set.name)) continue;
     try {
-      await writeStored(env, ManagedClusterSetKind, "", set.name, { verb: "create", body: { metadata: { name: set.name }, spec: set.spec } });
+      await sets.write("", set.name, { verb: "create", body: { metadata: { name: set.name }, spec: set.spec } });
     } catch (e) {
       if (!(e instanceof ApiError && e.reason === "AlreadyExists")) throw e;
     }
@@ -263,14 +264,7 @@ async function get(c: Ctx, t: Target): Promise<Response> {
   // A get from a resourceVersion, as kube-apiserver's (watch cache `WaitUntilFreshAndGet`): the
   // object as it is now once the hub has reached that version, else 504 Too large resource version.
   await awaitResourceVersion(store(c.env), parseResourceVersion(c.req.query("resourceVersion")), c.req.raw.signal);
-  let obj: KubeObject | null;
-  if (t.def.storage === "cluster") {
-    const res = (await c.env.CLUSTERS.getByName(t.name!).get(t.name!)) as Result<KubeObject>;
-    if (!res.ok) return json(res.status, res.status.code);
-    obj = res.value;
-  } else {
-    obj = await getObject(store(c.env), t.def, { namespace: t.namespace, name: t.name! });
-  }
+  const obj = await storeOf(c.env, t.def).get(t.namespace, t.name!);
   if (!obj) throw notFound(ref);
   return json(shape(c, t.def, obj, "object"));
 }
@@ -314,24 +308,7 @@ async function writeValidated(c: Ctx, t: Target, req: WriteRequest): Promise<Res
       extras = { secretHash: await sha256Hex(secret) };
     }
   }
-  let outcome: { object: KubeObject | null; created: boolean };
-  if (t.def.storage === "cluster") {
-    if (!name && req.verb === "create") {
-      const meta = isJsonObject(req.body) && isJsonObject(req.body.metadata) ? req.body.metadata : {};
-      if (typeof meta.generateName === "string" && meta.generateName) {
-        name = meta.generateName + randomToken(5);
-        (req.body as { metadata: Record<string, unknown> }).metadata = { ...meta, name };
-      }
-    }
-    if (!name) {
-      throw computeWriteError(t, req);
-    }
-    const res = (await c.env.CLUSTERS.getByName(name).write(name, req)) as Result<WriteOutcome>;
-    if (!res.ok) return json(res.status, res.status.code);
-    outcome = res.value;
-  } else {
-    outcome = await writeStored(c.env, t.def, t.namespace, name ?? "", req, extras);
-  }
+  const outcome = await storeOf(c.env, t.def).write(t.namespace, name, req, { extras });
   if (!outcome.object) {
     return json({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", details: { name, group: t.def.group, kind: t.def.plural } });
   }
@@ -349,15 +326,7 @@ async function writeValidated(c: Ctx, t: Target, req: WriteRequest): Promise<Res
 async function writeDryRun(c: Ctx, t: Target, req: WriteRequest): Promise<Response> {
   const meta = req.verb === "create" && isJsonObject(req.body) && isJsonObject(req.body.metadata) ? req.body.metadata : {};
   const name = req.verb === "create" ? (typeof meta.name === "string" ? meta.name : undefined) : t.name;
-  let current: KubeObject | null = null;
-  if (name) {
-    if (t.def.storage === "cluster") {
-      const res = (await c.env.CLUSTERS.getByName(name).get(name)) as Result<KubeObject>;
-      current = res.ok ? res.value : null;
-    } else {
-      current = await getObject(store(c.env), t.def, { namespace: t.namespace, name });
-    }
-  }
+  const current = name ? await storeOf(c.env, t.def).get(t.namespace, name) : null;
   const ref = { group: t.def.group, plural: t.def.plural, name };
   if (req.verb === "create" && current) throw alreadyExists(ref);
   const extras = req.verb === "create" && t.def === findKind("flotilla.dev", "v1alpha1", "bootstraptokens") ? { secretHash: "" } : undefined;
@@ -407,17 +376,6 @@ async function deleteCollection(c: Ctx, t: Target): Promise<Response> {
     after = page.next;
   } while (after);
   return json({ apiVersion: apiVersionOf(t.def), kind: t.def.listKind, metadata: { resourceVersion }, items: deleted });
-}
-
-/** The error a create without a name gets (the same one the generic validation gives). */
-function computeWriteError(t: Target, req: WriteRequest): ApiError {
-  try {
-    computeWrite(t.def, { namespace: t.namespace }, null, req, { now: Date.now(), newUid: () => "" });
-  } catch (e) {
-    if (e instanceof ApiError) return e;
-    throw e;
-  }
-  return badRequest("metadata.name is required", "metadata.name");
 }
 
 /** The verbs discovery lists for a kind: read-only for what the hub alone writes. */

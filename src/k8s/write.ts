@@ -63,7 +63,11 @@ export interface WriteResult {
 
 const GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789";
 
-function generatedName(prefix: string): string {
+/**
+ * A name for `generateName` (apimachinery `SimpleNameGenerator`): `prefix` and five random
+ * characters of the alphabet apimachinery uses (no vowels, no look-alikes).
+ */
+export function generatedName(prefix: string): string {
   const bytes = new Uint8Array(5);
   crypto.getRandomValues(bytes);
   let suffix = "";

@@ -1,11 +1,12 @@
 /**
- * The one write path for D1-stored kinds, below the HTTP layer: every writer (the admin API,
- * agent routes, Durable Objects, controllers, webhook receivers) commits through here, so every
+ * The one write path for D1-stored kinds, below the HTTP layer: the D1 backend of the store
+ * (src/store/store.ts), through which every writer (the admin API, agent routes, controllers,
+ * webhook receivers) writes, and the commit the cluster object's backend runs too, so every
  * write has the same effects. A commit records what it owes the registered after-commit hooks
  * (src/store/hooks.ts) in an outbox row of the same atomic batch (src/store/outbox.ts), runs
  * them, and deletes the row once they finished.
  */
-import { ApiError, type Status } from "../k8s/errors.ts";
+import { ApiError } from "../k8s/errors.ts";
 import { resourceKey, type KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { keyringOf } from "../k8s/encryption.ts";
@@ -201,20 +202,6 @@ async function commitWithRetries(
       throw e;
     }
   }
-}
-
-/**
- * One write of any kind, through the store that holds it: a ManagedCluster through its Durable
- * Object (which runs OCM's hub controllers and holds its lease), every other kind through
- * {@link writeStored}. For controllers (the garbage collector) that write whatever kind an owner
- * reference names. Returns the object as stored (null once removed) and whether it was created.
- * @throws ApiError (4xx) as the write's own answer would be
- */
-export async function writeObject(env: Env, def: KindDefinition, namespace: string, name: string, req: WriteRequest): Promise<{ object: KubeObject | null; created: boolean }> {
-  if (def.storage !== "cluster") return writeStored(env, def, namespace, name, req);
-  const res = (await env.CLUSTERS.getByName(name).write(name, req)) as { ok: true; value: { object: KubeObject | null; created: boolean } } | { ok: false; status: Status };
-  if (!res.ok) throw new ApiError(res.status.code, res.status.reason, res.status.message, res.status.details);
-  return res.value;
 }
 
 /** One write of {@link writeStoredMany}: where, what, and the stored object as the caller read it (undefined: read it). */

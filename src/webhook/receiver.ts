@@ -14,7 +14,7 @@
  *    characters) is required (400); payload templates are resolved (400 when the payload is not
  *    JSON, 422 `payload has no .a.b` when a field is absent).
  * 6. The delivery is claimed (src/webhook/deliveries.ts); an ID already claimed is 409.
- * 7. The action runs through `writeStored` (the target's validation, the scheduler, works
+ * 7. The action runs through the store (src/store/store.ts: the target's validation, the scheduler, works
  *    delivery) or the re-evaluation; a target that is missing or would become invalid is 422 and
  *    the claim is released so the same delivery may be retried.
  *
@@ -35,7 +35,7 @@ import { PlacementKind } from "../kinds/placement.ts";
 import { decodeBase64, SecretKind } from "../kinds/secret.ts";
 import { HOOKS_PREFIX, WebhookReceiverKind, type WebhookReceiverSpec } from "../kinds/webhookreceiver.ts";
 import { readBodyBytes, statusResponse } from "../api/request.ts";
-import { writeStored } from "../store/write.ts";
+import { storeOf } from "../store/store.ts";
 import { reschedule } from "../placement/triggers.ts";
 import { reevaluateReplicaSet } from "../work/replicaset.ts";
 import type { Env } from "../env.ts";
@@ -163,7 +163,7 @@ async function act(env: Env, namespace: string, spec: WebhookReceiverSpec, patch
   try {
     if (spec.action.type === "MergePatch") {
       const before = await getObject(db, def, { namespace, name });
-      const { object } = await writeStored(env, def, namespace, name, { verb: "patch", patchType: "merge", patch });
+      const { object } = await storeOf(env, def).write(namespace, name, { verb: "patch", patchType: "merge", patch });
       return { object: object!, changed: object!.metadata.resourceVersion !== before?.metadata.resourceVersion };
     }
     if (spec.action.type === "JSONPatch") {
@@ -175,7 +175,7 @@ async function act(env: Env, namespace: string, spec: WebhookReceiverSpec, patch
         if (!isJsonObject(r.value)) throw unprocessable(`the patched ${def.kind} "${namespace}/${name}" is not an object`);
         const body = { ...r.value, metadata: { ...(isJsonObject(r.value.metadata) ? r.value.metadata : {}), resourceVersion: current.metadata.resourceVersion } };
         try {
-          const { object } = await writeStored(env, def, namespace, name, { verb: "update", body });
+          const { object } = await storeOf(env, def).write(namespace, name, { verb: "update", body });
           return { object: object!, changed: object!.metadata.resourceVersion !== current.metadata.resourceVersion };
         } catch (e) {
           if (e instanceof ApiError && e.reason === "Conflict" && attempt < 4) continue;

@@ -10,7 +10,7 @@ import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import { AddOnPlacementScoreKind } from "../kinds/placement.ts";
 import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";
 import type { WorkDelta } from "./namespace-works.ts";
-import { writeStored } from "../store/write.ts";
+import { storeOf } from "../store/store.ts";
 
 /** A work as its agent receives it: everything but its status and resourceVersion. */
 function deliveredView(obj: KubeObject | null): string {
@@ -60,7 +60,7 @@ export const clusterNamespaceHook: AfterCommitHook<true> = {
       const { items } = await listObjects(db, def, target.name);
       for (const obj of items) {
         try {
-          await writeStored(env, def, target.name, obj.metadata.name, { verb: "delete" });
+          await storeOf(env, def).write(target.name, obj.metadata.name, { verb: "delete" });
         } catch (e) {
           if (!(e instanceof ApiError && e.reason === "NotFound")) throw e;
         }

@@ -6,7 +6,7 @@
  *
  * Runs are serialised per replica set in its Durable Object (durable-objects/replicaset.ts,
  * named `<namespace>/<name>`); every run reads the current state from D1 and writes through
- * `writeStored`, so works delivery and watches see the controller's writes like any other.
+ * the store (src/store/store.ts), so works delivery and watches see the controller's writes like any other.
  *
  * Triggers (each names exactly one replica set, or the ones referring to a placement):
  * - a write of the replica set that creates it, changes its spec (generation) or starts its
@@ -31,7 +31,8 @@ import { ManifestWorkKind, ManifestWorkReplicaSetKind, MWRS_LABEL, PLACEMENT_NAM
 import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
 import { DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL, PLACEMENT_LABEL } from "../scheduling/index.ts";
 import type { Env } from "../env.ts";
-import { writeStored, writeStoredMany, type ManyWrite } from "../store/write.ts";
+import { writeStoredMany, type ManyWrite } from "../store/write.ts";
+import { storeOf } from "../store/store.ts";
 import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";
 import { computeRollout, workRolloutStatus, type ClusterRolloutStatus, type DecisionGroup, type RolloutStrategy, type WorkCondition } from "./rollout.ts";
 
@@ -240,7 +241,7 @@ function decisionGroups(placement: KubeObject | null, decisions: KubeObject[]): 
 async function deleteWork(env: Env, work: KubeObject, hooks: RunHooks): Promise<boolean> {
   hooks.deleting?.(work.metadata.namespace!);
   try {
-    await writeStored(env, ManifestWorkKind, work.metadata.namespace!, work.metadata.name, { verb: "delete", preconditions: { uid: work.metadata.uid } }, undefined, work);
+    await storeOf(env, ManifestWorkKind).write(work.metadata.namespace!, work.metadata.name, { verb: "delete", preconditions: { uid: work.metadata.uid } }, { known: work });
     return true;
   } catch (e) {
     if (e instanceof ApiError && e.reason === "NotFound") return true;
@@ -264,14 +265,14 @@ async function finalize(env: Env, mwrs: KubeObject): Promise<RunOutcome> {
   const finalizers = (mwrs.metadata.finalizers ?? []).filter((f) => f !== MWRS_FINALIZER);
   if (finalizers.length === (mwrs.metadata.finalizers ?? []).length) return {};
   const body = { ...mwrs, metadata: { ...mwrs.metadata, finalizers } };
-  const r = await racing(() => writeStored(env, ManifestWorkReplicaSetKind, mwrs.metadata.namespace!, mwrs.metadata.name, { verb: "update", body }));
+  const r = await racing(() => storeOf(env, ManifestWorkReplicaSetKind).write(mwrs.metadata.namespace!, mwrs.metadata.name, { verb: "update", body }));
   if (r === "lost") return { rerun: true };
   return r ? {} : { gone: true };
 }
 
 /**
  * Reconciles one replica set at `nowMs` (epoch ms): reads it, its placements' decisions and its
- * works from D1, creates, updates and deletes works through `writeStored`, and writes its
+ * works from D1, creates, updates and deletes works through the store, and writes its
  * status through the status subresource when it changed. On deletion it deletes the works and
  * then removes its finalizer (Foreground: only once the works are gone; Background, the
  * default: as soon as their deletion is requested). A replica set that no longer exists gets
@@ -306,7 +307,7 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
 
   if (!(mwrs.metadata.finalizers ?? []).includes(MWRS_FINALIZER)) {
     const body = { ...mwrs, metadata: { ...mwrs.metadata, finalizers: [...(mwrs.metadata.finalizers ?? []), MWRS_FINALIZER] } };
-    const r = await racing(() => writeStored(env, ManifestWorkReplicaSetKind, namespace, name, { verb: "update", body }));
+    const r = await racing(() => storeOf(env, ManifestWorkReplicaSetKind).write(namespace, name, { verb: "update", body }));
     if (r === "lost" || !r) return { rerun: true };
     mwrs = r;
   }
@@ -447,7 +448,7 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
   });
   const status = { ...(mwrs.status ?? {}), conditions, summary, placementSummary };
   if (canonical(status) !== canonical(mwrs.status ?? {})) {
-    const r = await racing(() => writeStored(env, ManifestWorkReplicaSetKind, namespace, name, { verb: "update", subresource: "status", body: { ...mwrs, status } }, undefined, mwrs));
+    const r = await racing(() => storeOf(env, ManifestWorkReplicaSetKind).write(namespace, name, { verb: "update", subresource: "status", body: { ...mwrs, status } }, { known: mwrs }));
     if (r === "lost") raced = true;
   }
   // A lost race means another writer changed what the run holds: read everything again next time.

@@ -3,6 +3,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { SignJWT, calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from "jose";
 import { waitFor } from "../wait.ts";
+import { clock } from "../../src/clock.ts";
 
 export const ADMIN = "test-admin-token";
 export const MC = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
@@ -144,4 +145,19 @@ export function silentD1(): D1Database {
   const never = () => new Promise<never>(() => {});
   const statement: D1PreparedStatement = new Proxy({} as D1PreparedStatement, { get: (_, p) => (p === "bind" ? () => statement : never) });
   return new Proxy(env.DB, { get: (target, p) => (p === "prepare" ? () => statement : p === "batch" || p === "exec" ? never : Reflect.get(target, p)) });
+}
+
+/**
+ * Runs `fn` with the hub's clock (src/clock.ts) `aheadMs` milliseconds ahead of the real time,
+ * then puts the clock back: how a test lets a lease expire or a deadline pass without waiting.
+ * @returns what `fn` returns
+ */
+export async function withClockAhead<T>(aheadMs: number, fn: () => Promise<T>): Promise<T> {
+  const real = clock.now;
+  clock.now = () => real() + aheadMs;
+  try {
+    return await fn();
+  } finally {
+    clock.now = real;
+  }
 }

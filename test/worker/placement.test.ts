@@ -15,7 +15,7 @@ import { writeStored } from "../../src/store/write.ts";
 import type { Env } from "../../src/env.ts";
 import { triggerForChange } from "../../src/placement/changes.ts";
 import { RESYNC_INTERVAL_MS } from "../../durable-objects/scheduler.ts";
-import { agentKeys, call, condition, createToken, MC, MCSET, register, scheduled } from "./helpers.ts";
+import { agentKeys, call, condition, createToken, MC, MCSET, register, scheduled, withClockAhead } from "./helpers.ts";
 import { waitFor } from "../wait.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
@@ -103,10 +103,8 @@ describe("placement scheduling on write", () => {
     await scheduled();
     expect(await decided("apps", "web")).toEqual(["p3", "p5"]);
     const stub = env.CLUSTERS.getByName("p5");
-    await runInDurableObject(stub, (_o, state) => {
-      state.storage.sql.exec("UPDATE state SET v = ? WHERE k = 'lease'", JSON.stringify({ renewMs: Date.now() - 60_000, toldSeconds: 1 }));
-    });
-    await runDurableObjectAlarm(stub);
+    // A minute later, far past 5 x 1 s without a renewal.
+    await withClockAhead(60_000, () => runDurableObjectAlarm(stub));
     await scheduled();
     expect(await decided("apps", "web")).toEqual(["p1", "p3"]);
   });

@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { agentKeys, call, condition, createToken, MC, register } from "./helpers.ts";
+import { agentKeys, call, condition, createToken, MC, register, withClockAhead } from "./helpers.ts";
 
 const heartbeat = (over: Record<string, unknown> = {}) => ({
   healthy: true,
@@ -247,10 +247,8 @@ describe("leases and availability", () => {
     // Not yet expired: the alarm only re-arms.
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(condition((await call("GET", `${MC}/lease1`)).body, "ManagedClusterConditionAvailable").status).toBe("True");
-    await runInDurableObject(stub, (_obj, state) => {
-      state.storage.sql.exec("UPDATE state SET v = ? WHERE k = 'lease'", JSON.stringify({ renewMs: Date.now() - 6000, toldSeconds: 1 }));
-    });
-    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    // 6 s later, past 5 x 1 s without a renewal.
+    expect(await withClockAhead(6000, () => runDurableObjectAlarm(stub))).toBe(true);
     const obj = (await call("GET", `${MC}/lease1`)).body;
     expect(condition(obj, "ManagedClusterConditionAvailable")).toMatchObject({ status: "Unknown", reason: "ManagedClusterLeaseUpdateStopped" });
     expect(obj.spec.taints.map((t: { key: string }) => t.key)).toEqual(["cluster.open-cluster-management.io/unreachable"]);
@@ -267,17 +265,11 @@ describe("leases and availability", () => {
     await call("PATCH", `${MC}/lease2`, { spec: { leaseDurationSeconds: 1 } }, { contentType: "application/merge-patch+json" });
     const stub = env.CLUSTERS.getByName("lease2");
     // 10 s after a renewal made under a 60 s lease: within 5 x 60 s, so still Available.
-    await runInDurableObject(stub, (_obj, state) => {
-      state.storage.sql.exec("UPDATE state SET v = ? WHERE k = 'lease'", JSON.stringify({ renewMs: Date.now() - 10_000, toldSeconds: 60 }));
-    });
-    await runDurableObjectAlarm(stub);
+    await withClockAhead(10_000, () => runDurableObjectAlarm(stub));
     expect(condition((await call("GET", `${MC}/lease2`)).body, "ManagedClusterConditionAvailable").status).toBe("True");
     // The next renewal tells the agent 1 s; from then on 5 x 1 s applies.
     expect((await hb("lease2", keys)).body.leaseDurationSeconds).toBe(1);
-    await runInDurableObject(stub, (_obj, state) => {
-      state.storage.sql.exec("UPDATE state SET v = ? WHERE k = 'lease'", JSON.stringify({ renewMs: Date.now() - 10_000, toldSeconds: 1 }));
-    });
-    await runDurableObjectAlarm(stub);
+    await withClockAhead(10_000, () => runDurableObjectAlarm(stub));
     expect(condition((await call("GET", `${MC}/lease2`)).body, "ManagedClusterConditionAvailable").status).toBe("Unknown");
   });
 });

@@ -7,8 +7,8 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { MAX_WORKS_WAITERS, WORKS_RETRY_AFTER_SECONDS, type ClusterObject } from "../../durable-objects/cluster.ts";
-import { call, condition, createToken, MC, register, type AgentKeys } from "./helpers.ts";
+import { DEFAULT_LEAVE_TIMEOUT_SECONDS, MAX_WORKS_WAITERS, WORKS_RETRY_AFTER_SECONDS, type ClusterObject } from "../../durable-objects/cluster.ts";
+import { call, condition, createToken, MC, register, withClockAhead, type AgentKeys } from "./helpers.ts";
 import { waitFor } from "../wait.ts";
 
 const WORKS = (ns: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks`;
@@ -222,7 +222,7 @@ describe("works delivery (agent protocol)", () => {
     const keys = await joined("wd9");
     const { etag } = (await poll("wd9", keys)).body;
     const stub = env.CLUSTERS.getByName("wd9");
-    const waiters = () => runInDurableObject(stub, (obj: ClusterObject) => (obj as unknown as { worksWaiters: Set<unknown> }).worksWaiters.size);
+    const waiters = () => runInDurableObject(stub, (obj: ClusterObject) => (obj as unknown as { delivery: { waiters: Set<unknown> } }).delivery.waiters.size);
     const waiting = Array.from({ length: MAX_WORKS_WAITERS }, () => poll("wd9", keys, etag, 50));
     await waitFor(`${MAX_WORKS_WAITERS} waiting long-polls`, async () => (await waiters()) >= MAX_WORKS_WAITERS, 10_000, 20);
     expect(await waiters()).toBe(MAX_WORKS_WAITERS);
@@ -300,15 +300,10 @@ describe("leave", () => {
     expect((await call("POST", WORKS("lv2"), work("app"))).status).toBe(201);
     expect((await call("DELETE", `${MC}/lv2`)).status).toBe(200);
     const stub = env.CLUSTERS.getByName("lv2");
-    // Move the deletion into the past, beyond LEAVE_TIMEOUT_SECONDS, then let the alarm run.
-    await runInDurableObject(stub, async (_obj: ClusterObject, state) => {
-      const row = state.storage.sql.exec<{ v: string }>("SELECT v FROM state WHERE k = 'object'").toArray()[0]!;
-      const obj = JSON.parse(row.v);
-      obj.metadata.deletionTimestamp = new Date(Date.now() - 3600_000).toISOString().replace(/\.\d+Z$/, "Z");
-      state.storage.sql.exec("UPDATE state SET v = ? WHERE k = 'object'", JSON.stringify(obj));
-      await state.storage.setAlarm(Date.now());
-    });
-    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    // Before the deadline the alarm changes nothing; past LEAVE_TIMEOUT_SECONDS (wrangler.toml: the default) it ends the leave.
+    expect(await withClockAhead(60_000, () => runDurableObjectAlarm(stub))).toBe(true);
+    expect((await call("GET", `${MC}/lv2`)).status).toBe(200);
+    expect(await withClockAhead(DEFAULT_LEAVE_TIMEOUT_SECONDS * 1000 + 1000, () => runDurableObjectAlarm(stub))).toBe(true);
     expect((await call("GET", `${MC}/lv2`)).status).toBe(404);
     expect((await call("GET", WORKS("lv2"))).body.items).toEqual([]);
     const events = await env.DB.prepare("SELECT body FROM events WHERE resource = ? AND name = ? AND type = 'DELETED'").bind("cluster.open-cluster-management.io/managedclusters", "lv2").all<{ body: string }>();

@@ -1,0 +1,151 @@
+/**
+ * The cluster's lease (OCM's `managed-cluster-lease` in the cluster's namespace) and the hub-side
+ * lease controller that watches it: the rule is the pure {@link leaseRule} (OCM's
+ * `registration/pkg/hub/lease/controller.go`), the rest keeps the last renewal in the object's
+ * `state` table, from which the check's due time follows.
+ */
+import type { Env } from "../../src/env.ts";
+import { findCondition, rfc3339, setCondition, type KubeObject } from "../../src/k8s/meta.ts";
+import { Conditions, DEFAULT_LEASE_DURATION_SECONDS, specOf, statusOf, writableStatusOf } from "../../src/kinds/managedcluster.ts";
+import type { ClusterState } from "./state.ts";
+
+/** Default of LEASE_GRACE_MULTIPLIER (OCM's `LeaseDurationTimes`: 5). */
+export const DEFAULT_LEASE_GRACE_MULTIPLIER = 5;
+
+/**
+ * The cluster's lease (OCM's `managed-cluster-lease`): the last renewal, epoch milliseconds, and
+ * the `leaseDurationSeconds` the agent was told then (seconds).
+ */
+export interface LeaseRecord {
+  renewMs: number;
+  toldSeconds: number;
+}
+
+/** What the lease rule says at one moment: whether the lease expired, and when it does (epoch milliseconds). */
+export interface LeaseVerdict {
+  expired: boolean;
+  expiresAtMs: number;
+}
+
+/**
+ * OCM's hub lease rule: a lease renewed last at `lastRenewalMs` (epoch milliseconds) with a lease
+ * of `leaseSeconds` (seconds) expires `graceMultiplier` x `leaseSeconds` after that renewal; at
+ * `nowMs` (epoch milliseconds) from its expiry on, the cluster's Available condition becomes
+ * Unknown (`ManagedClusterLeaseUpdateStopped`). Pure.
+ */
+export function leaseRule(lastRenewalMs: number, leaseSeconds: number, graceMultiplier: number, nowMs: number): LeaseVerdict {
+  const expiresAtMs = lastRenewalMs + graceMultiplier * leaseSeconds * 1000;
+  return { expired: nowMs >= expiresAtMs, expiresAtMs };
+}
+
+/**
+ * The lease interval that counts, in seconds: the ManagedCluster's `spec.leaseDurationSeconds`
+ * (0 or absent: OCM's default, 60), or the interval the agent was told at its last renewal
+ * (`toldSeconds`) when that is longer: an agent learns a shortened lease only at its next renewal.
+ */
+export function countedLeaseSeconds(specSeconds: number | undefined, toldSeconds = 0): number {
+  return Math.max(specSeconds || DEFAULT_LEASE_DURATION_SECONDS, toldSeconds);
+}
+
+/** LEASE_GRACE_MULTIPLIER of the Worker's environment, or its default (5) when unset or not a positive number. */
+export function graceMultiplier(env: Pick<Env, "LEASE_GRACE_MULTIPLIER">): number {
+  return Number(env.LEASE_GRACE_MULTIPLIER ?? DEFAULT_LEASE_GRACE_MULTIPLIER) || DEFAULT_LEASE_GRACE_MULTIPLIER;
+}
+
+/** The ManagedCluster's status once its lease expired: Available Unknown (OCM's lease controller), at `now` (epoch milliseconds). */
+export function leaseStopped(current: KubeObject, now: number): KubeObject {
+  const next = structuredClone(current);
+  setCondition(
+    (writableStatusOf(next).conditions ??= []),
+    { type: Conditions.Available, status: "Unknown", reason: "ManagedClusterLeaseUpdateStopped", message: "Registration agent stopped updating its lease." },
+    rfc3339(now),
+  );
+  return next;
+}
+
+/** Whether `obj` already shows its lease stopped ({@link leaseStopped}). */
+function markedStopped(obj: KubeObject): boolean {
+  const available = findCondition(statusOf(obj).conditions, Conditions.Available);
+  return available?.status === "Unknown" && available.reason === "ManagedClusterLeaseUpdateStopped";
+}
+
+/**
+ * The cluster's lease in the object's storage. Its check needs no row of the timers table: its
+ * due time is derived from the stored renewal ({@link Lease.dueMs}), so a renewal writes only
+ * the lease itself.
+ */
+export class Lease {
+  /**
+   * @param lastPingMs when the agent's channel last renewed the lease (the runtime's timestamp of
+   *   the last auto-answered ping, epoch milliseconds), or null: such a renewal writes nothing and
+   *   wakes nothing, so the check reads it here (durable-objects/cluster/connection.ts).
+   */
+  constructor(
+    private readonly env: Env,
+    private readonly state: ClusterState,
+    private readonly lastPingMs: () => number | null = () => null,
+  ) {}
+
+  /** The stored lease, or null before the cluster was first accepted. */
+  record(): LeaseRecord | null {
+    return this.state.read<LeaseRecord>("lease");
+  }
+
+  /**
+   * The last renewal (epoch milliseconds): the later of the stored one (an HTTP heartbeat, a
+   * status message, a connect) and the channel's last ping; `now` for a lease never renewed.
+   */
+  renewedMs(now: number): number {
+    return Math.max(this.record()?.renewMs ?? now, this.lastPingMs() ?? -Infinity);
+  }
+
+  /** The lease rule's verdict for `obj` at `now` (epoch milliseconds); a lease never renewed counts from `now`. */
+  verdict(obj: KubeObject, now: number): LeaseVerdict {
+    return leaseRule(this.renewedMs(now), countedLeaseSeconds(specOf(obj).leaseDurationSeconds, this.record()?.toldSeconds), graceMultiplier(this.env), now);
+  }
+
+  /**
+   * Records that the agent was just told the lease interval `seconds` (a channel `lease` message,
+   * as an HTTP heartbeat's answer tells it), keeping the last renewal ({@link renewedMs}) at `now`
+   * (epoch milliseconds; one row written).
+   */
+  told(seconds: number, now: number): void {
+    this.state.write("lease", { renewMs: this.renewedMs(now), toldSeconds: seconds } satisfies LeaseRecord);
+  }
+
+  /** Starts the lease of a newly accepted cluster (renewed at `now`, epoch milliseconds; one row written). */
+  start(obj: KubeObject, now: number): void {
+    if (!findCondition(statusOf(obj).conditions, Conditions.HubAccepted) || this.record() !== null) return;
+    this.state.write("lease", { renewMs: now, toldSeconds: specOf(obj).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS } satisfies LeaseRecord);
+  }
+
+  /**
+   * Renews the lease at `now` (epoch milliseconds; one row written), recording the interval the
+   * agent is told (`current`'s spec). @returns the new record
+   */
+  renew(current: KubeObject, now: number): LeaseRecord {
+    const lease: LeaseRecord = { renewMs: now, toldSeconds: specOf(current).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS };
+    this.state.write("lease", lease);
+    return lease;
+  }
+
+  /**
+   * When the lease check of `obj` is due (epoch milliseconds): its expiry, or null for a cluster
+   * the hub never answered (no HubAccepted condition) and for one already marked stopped whose
+   * lease is still expired at `now` (until the next renewal).
+   */
+  dueMs(obj: KubeObject, now: number): number | null {
+    if (!findCondition(statusOf(obj).conditions, Conditions.HubAccepted)) return null;
+    const { expired, expiresAtMs } = this.verdict(obj, now);
+    return expired && markedStopped(obj) ? null : expiresAtMs;
+  }
+
+  /**
+   * The lease check at `now` (epoch milliseconds): the ManagedCluster to commit when the lease of
+   * `current` expired and it does not show that yet ({@link leaseStopped}), else null.
+   */
+  check(current: KubeObject, now: number): KubeObject | null {
+    if (!findCondition(statusOf(current).conditions, Conditions.HubAccepted) || markedStopped(current)) return null;
+    return this.verdict(current, now).expired ? leaseStopped(current, now) : null;
+  }
+}

@@ -1,0 +1,211 @@
+/**
+ * The cluster object's copy of its ManagedCluster and its small values (the `state` table, with
+ * a cache of parsed, frozen rows), and the commit that keeps the copy and the D1 index in step,
+ * with its repair after a crash between the two.
+ */
+import { and, eq, sql } from "drizzle-orm";
+import { builder } from "../../src/db/compiled.ts";
+import { clusterIdentities } from "../../src/db/schema.ts";
+import type { Env } from "../../src/env.ts";
+import type { KubeObject } from "../../src/k8s/meta.ts";
+import { database, getObject, guardedShape, type GuardedBinder } from "../../src/k8s/store.ts";
+import { LEGACY_CLUSTER_ID_ANNOTATION, ManagedClusterKind, reconcileManagedCluster } from "../../src/kinds/managedcluster.ts";
+import { schedulingHook } from "../../src/placement/triggers.ts";
+import { armSweep } from "../../src/store/outbox.ts";
+import { commitChange, finishCommit, type WriterMode } from "../../src/store/write.ts";
+import { clock } from "../../src/clock.ts";
+import type { Cost } from "./types.ts";
+
+/** Creates the `state` table (idempotent): key to JSON value. */
+export const STATE_SCHEMA = "CREATE TABLE IF NOT EXISTS state (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID;";
+
+/** The `state` row that marks a D1 commit in flight ({ name }), see {@link ClusterState.commit}. */
+const COMMITTING = "committing";
+
+/** Deletes the identity row of the cluster named by the commit's key, under its guard (a removal). */
+const removeIdentityShape = guardedShape((cond) => builder.delete(clusterIdentities).where(and(eq(clusterIdentities.name, sql.placeholder("name")), cond)));
+
+/** Freezes `value` and everything it holds (JSON data: objects and arrays). @returns value */
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
+/** Removes the cluster-ID annotation older hubs wrote (the ID is no longer served). */
+function dropLegacyClusterId(obj: KubeObject): void {
+  const annotations = obj.metadata.annotations;
+  if (annotations?.[LEGACY_CLUSTER_ID_ANNOTATION] === undefined) return;
+  delete annotations[LEGACY_CLUSTER_ID_ANNOTATION];
+  if (Object.keys(annotations).length === 0) delete obj.metadata.annotations;
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+}
+
+/** What {@link ClusterState} needs of its object. */
+export interface StateHost {
+  /** Runs one statement on the object's SQLite (metered). */
+  exec(query: string, ...bindings: unknown[]): Record<string, SqlStorageValue>[];
+  /** The current call's storage cost. */
+  readonly cost: Cost;
+  /**
+   * Runs after the object stored `obj` (a commit, or a repair from D1), `previous` being its copy
+   * before (null: none): the lease starts, a leave that started is scheduled.
+   */
+  stored(obj: KubeObject, previous: KubeObject | null, now: number): Promise<void>;
+  /** Drops everything the object holds for the cluster, whose removal committed. */
+  forget(): Promise<void>;
+}
+
+/** The cluster object's `state` table, its cache, and the commit of its ManagedCluster. */
+export class ClusterState {
+  /** Parsed, frozen `state` rows (see {@link view}). */
+  private readonly cache = new Map<string, unknown>();
+
+  constructor(
+    private readonly env: Env,
+    private readonly host: StateHost,
+  ) {}
+
+  /** A `state` row's value (null when absent), parsed afresh: the caller may change it. */
+  read<T>(k: string): T | null {
+    const row = this.host.exec("SELECT v FROM state WHERE k = ?", k)[0];
+    return row ? (JSON.parse(row.v as string) as T) : null;
+  }
+
+  /**
+   * A `state` row's value (null when absent), read only: values are kept, deeply frozen, until
+   * this object writes or deletes the row (it is the table's only writer), so the agent
+   * requests that only look (a works poll, a status report) read the ManagedCluster and the works
+   * ETag without a query or a JSON parse.
+   */
+  view<T>(k: string): Readonly<T> | null {
+    if (this.cache.has(k)) return this.cache.get(k) as T | null;
+    const value = deepFreeze(this.read<T>(k));
+    this.cache.set(k, value);
+    return value;
+  }
+
+  /** Writes a `state` row (one row written). */
+  write(k: string, v: unknown): void {
+    this.cache.delete(k);
+    this.host.exec("INSERT INTO state (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v", k, JSON.stringify(v));
+    // A plain value (the works ETag) is kept as written; an object is read again when needed,
+    // since the caller may still change the one it passed.
+    if (v === null || typeof v !== "object") this.cache.set(k, v);
+  }
+
+  /** Deletes a `state` row. */
+  delete(k: string): void {
+    this.cache.delete(k);
+    this.host.exec("DELETE FROM state WHERE k = ?", k);
+  }
+
+  /** Forgets every cached row (after the object's storage was erased). */
+  clear(): void {
+    this.cache.clear();
+  }
+
+  /** The cluster's ManagedCluster (a copy the caller may change), or null. */
+  object(): KubeObject | null {
+    return this.read<KubeObject>("object");
+  }
+
+  /** The cluster's ManagedCluster, read only (see {@link view}), or null. */
+  viewObject(): KubeObject | null {
+    return this.view<KubeObject>("object") as KubeObject | null;
+  }
+
+  /** Whether a commit was interrupted (its marker is still here): see {@link repairFromIndex}. */
+  interrupted(): boolean {
+    return this.read(COMMITTING) !== null;
+  }
+
+  /**
+   * Stores `next` as the cluster's object after running OCM's hub controllers on it, and commits
+   * the D1 projection when it differs from `current`. Bumps `generation` when the spec changed.
+   *
+   * The D1 commit (src/store/write.ts `commitChange`) is the commit point and D1 the authority
+   * for the object: a `committing` marker is stored here before it and removed once this object
+   * stored the result, so an object that crashed in between finds the marker at its next load
+   * and takes the object from D1 ({@link repairFromIndex}); so does a commit that fails. What
+   * the write owes after the commit (the scheduler, the removed cluster's namespace) is in the
+   * commit's outbox row, run here once this object stored the result, and swept after a crash.
+   * `mode` is "returns" for the agent's own writes and the lease controller's (registration,
+   * heartbeat status, lease expiry, leave): they return once the scheduling they cause is queued,
+   * and the decisions follow (src/store/write.ts `WriterMode`); an admin's write waits for them.
+   * @returns the stored object, null after a removal
+   * @throws ApiError 404, 409 when D1 refused the commit (this copy then agrees with D1 again)
+   */
+  async commit(current: KubeObject | null, next: KubeObject | null, mode: WriterMode = "waits"): Promise<KubeObject | null> {
+    const name = (next ?? current)!.metadata.name;
+    const now = clock.now();
+    if (next) {
+      dropLegacyClusterId(next);
+      reconcileManagedCluster(next, now);
+      if (current && !sameJson(next.spec, current.spec)) next.metadata.generation = (current.metadata.generation ?? 1) + 1;
+      if (current && sameJson(next, current)) return current;
+    }
+    this.write(COMMITTING, { name });
+    this.host.cost.d1Queries += 1;
+    // A removed cluster's identity row goes in the same batch as its object.
+    const removeIdentity = next ? undefined : (guarded: GuardedBinder) => [guarded(removeIdentityShape)];
+    let committed;
+    try {
+      committed = await commitChange(this.env, ManagedClusterKind, { namespace: "", name }, current, next, now, removeIdentity);
+    } catch (e) {
+      // Refused (this copy was stale: D1 has another row) or unknown (D1 may have committed):
+      // either way D1 tells. If it cannot be read now, the marker stays for the next load.
+      await this.repairFromIndex().catch((err: unknown) => console.error(`cluster ${name}: could not compare with D1`, err));
+      throw e;
+    }
+    const stored = committed.object;
+    if (stored) {
+      this.write("object", stored);
+      this.delete(COMMITTING);
+      await this.host.stored(stored, current, now);
+    } else {
+      await this.host.forget();
+    }
+    if (committed.owed) {
+      this.host.cost.d1Queries += 1;
+      if (committed.owed.hooks[schedulingHook.name] !== undefined) this.host.cost.schedulerRuns += 1;
+    }
+    await finishCommit(this.env, committed, now, mode);
+    return stored;
+  }
+
+  /**
+   * Makes this object agree with D1 after a crash between a D1 commit and the end of
+   * {@link commit} (the `committing` marker is still here): D1 is the authority, so a newer D1
+   * row replaces this object's copy (the host's `stored` follows: the lease, and for a leave that
+   * started, the works ETag and leave deadline), and a row gone from D1 means the removal
+   * committed, so this object forgets the cluster. The outbox sweep is set, for the after-commit
+   * work the crashed commit owes. Runs before any call reaches the object (`blockConcurrencyWhile`).
+   */
+  async repairFromIndex(): Promise<void> {
+    const marker = this.read<{ name: string }>(COMMITTING);
+    if (!marker) return;
+    const mine = this.object();
+    const row = await getObject(database(this.env.DB), ManagedClusterKind, { namespace: "", name: marker.name });
+    const now = clock.now();
+    if (row && (!mine || Number(row.metadata.resourceVersion) > Number(mine.metadata.resourceVersion))) {
+      console.warn(`cluster ${marker.name}: took resourceVersion ${row.metadata.resourceVersion} from D1 after an interrupted commit`);
+      this.write("object", row);
+      this.delete(COMMITTING);
+      await this.host.stored(row, mine, now);
+    } else if (!row && mine) {
+      console.warn(`cluster ${marker.name}: its removal committed before an interruption; forgetting it`);
+      await this.host.forget();
+    } else {
+      this.delete(COMMITTING);
+      return;
+    }
+    // The commit that was interrupted may owe after-commit work: its outbox row is swept.
+    await armSweep(this.env, now);
+  }
+}

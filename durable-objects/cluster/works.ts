@@ -1,0 +1,127 @@
+/**
+ * Works delivery of one cluster: the works ETag (a new one whenever a work in the cluster's
+ * namespace changes, or a leave starts), the namespace's works kept in memory
+ * (src/work/namespace-works.ts), and the agents' works long-polls waiting for a change.
+ */
+import type { Env } from "../../src/env.ts";
+import { tooManyRequests, type Status } from "../../src/k8s/errors.ts";
+import type { KubeObject } from "../../src/k8s/meta.ts";
+import { database, listObjects } from "../../src/k8s/store.ts";
+import { ManifestWorkKind } from "../../src/kinds/manifestwork.ts";
+import { NamespaceWorks, type WorkDelta } from "../../src/work/namespace-works.ts";
+import { clock } from "../../src/clock.ts";
+import type { ClusterState } from "./state.ts";
+import { errorResult, type WorksState } from "./types.ts";
+
+/**
+ * Most works long-polls one cluster may have waiting at once. Its agent holds one; the rest covers
+ * agent restarts, whose abandoned polls wait out their `waitSeconds` (at most 55).
+ */
+export const MAX_WORKS_WAITERS = 8;
+/** `Retry-After` of a works long-poll refused by {@link MAX_WORKS_WAITERS}, in seconds. */
+export const WORKS_RETRY_AFTER_SECONDS = 5;
+
+/** The works delivery of the host's cluster. */
+export class WorksDelivery {
+  /** The works of the cluster's namespace, for works polls. */
+  private readonly works = new NamespaceWorks();
+  /** The long-polls waiting for a works change: each resolves when called. */
+  readonly waiters = new Set<() => void>();
+
+  constructor(
+    private readonly env: Env,
+    private readonly state: ClusterState,
+  ) {}
+
+  /** The works ETag, made (one row written) when the cluster has none yet. */
+  etag(): string {
+    let etag = this.state.view<string>("worksEtag");
+    if (etag === null) {
+      etag = crypto.randomUUID();
+      this.state.write("worksEtag", etag);
+    }
+    return etag;
+  }
+
+  /** What a works poll with `ifNoneMatch` (the ETag the agent holds) learns of `obj`'s works, without them. */
+  stateOf(obj: KubeObject, ifNoneMatch: string | undefined): WorksState {
+    const etag = this.etag();
+    return { etag, leaving: Boolean(obj.metadata.deletionTimestamp), changed: ifNoneMatch !== etag };
+  }
+
+  /**
+   * Records a works change: with `delta` the works kept in memory take it in, without it they
+   * are read from D1 at the next changed poll; a new ETag (one row written) when `exists` (the
+   * cluster has an object: a cluster without one gets a fresh ETag at its first poll anyway), and
+   * every waiting long-poll answers at once.
+   */
+  changed(exists: boolean, delta?: WorkDelta): void {
+    if (!exists) return this.works.invalidate();
+    if (delta) this.works.apply(delta);
+    else this.works.invalidate();
+    this.state.write("worksEtag", crypto.randomUUID());
+    const waiters = [...this.waiters];
+    this.waiters.clear();
+    for (const wake of waiters) wake();
+  }
+
+  /** Forgets the works kept in memory (the cluster was removed). */
+  invalidate(): void {
+    this.works.invalidate();
+  }
+
+  /**
+   * Waits up to `ms` milliseconds for a works change; resolves null then, or at once with a 429
+   * TooManyRequests Status when {@link MAX_WORKS_WAITERS} long-polls of this cluster already wait.
+   */
+  wait(ms: number): Promise<{ ok: false; status: Status } | null> {
+    if (this.waiters.size >= MAX_WORKS_WAITERS) {
+      return Promise.resolve(errorResult(tooManyRequests(`too many works long-polls: ${MAX_WORKS_WAITERS} requests of this cluster already wait for a works change`, WORKS_RETRY_AFTER_SECONDS)));
+    }
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        resolve(null);
+      };
+      const timer = setTimeout(done, ms);
+      this.waiters.add(done);
+    });
+  }
+
+  /**
+   * Finishes a works poll of cluster `name` outside the object's queue, so heartbeats and other
+   * calls go on: a poll whose ETag still matches waits up to `waitMs` milliseconds for a change
+   * (or the start of a leave), then the state is read again; a changed state carries the
+   * namespace's works (read from D1 when not kept: `read` is then true).
+   * @returns the poll's state, or a 429 Status (see {@link wait})
+   */
+  async answer(name: string, first: WorksState, ifNoneMatch: string | undefined, waitMs: number): Promise<{ ok: true; value: WorksState; read: boolean } | { ok: false; status: Status }> {
+    let value = first;
+    if (!value.changed && waitMs > 0) {
+      const refused = await this.wait(waitMs);
+      if (refused) return refused;
+      const obj = this.state.viewObject();
+      value = obj ? this.stateOf(obj, ifNoneMatch) : { ...value, leaving: true, changed: true };
+    }
+    let read = false;
+    if (value.changed) {
+      const known = await this.current(name);
+      if (known) value = { ...value, works: known.works };
+      read = known?.read ?? false;
+    }
+    return { ok: true, value, read };
+  }
+
+  /**
+   * The works of cluster `name`'s namespace as kept here (src/work/namespace-works.ts), read from
+   * D1 when none are kept (`read` true then); null when the namespace holds too many bytes of
+   * works to keep (a poll then reads them from D1 in the Worker).
+   */
+  current(name: string): Promise<{ works: KubeObject[]; read: boolean } | null> {
+    return this.works.current(clock.now(), async () => {
+      const { items, resourceVersion } = await listObjects(database(this.env.DB), ManifestWorkKind, name);
+      return { items, resourceVersion: Number(resourceVersion) };
+    });
+  }
+}

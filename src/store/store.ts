@@ -1,0 +1,117 @@
+/**
+ * The one store every writer and reader of objects goes through (kube-apiserver's generic
+ * `registry.Store`): `get`, `list` and `write` (create, update, patch, delete of the object or its
+ * status: a `WriteRequest`) over a backend that the kind's definition chooses (`def.storage`):
+ * - `d1`: the D1 store (src/store/write.ts `writeStored`: the kind's strategy, the commit with its
+ *   outbox row, the after-commit hooks);
+ * - `cluster`: the cluster's Durable Object (durable-objects/cluster.ts), which serialises the
+ *   writes of its ManagedCluster, runs OCM's hub controllers on them and holds the lease, and
+ *   commits to D1 through the same write path. Lists read the D1 index it commits to.
+ */
+import { ApiError, badRequest, type Status } from "../k8s/errors.ts";
+import type { KindDefinition } from "../k8s/kind.ts";
+import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
+import { getObject, listObjects, type ListResult } from "../k8s/store.ts";
+import { computeWrite, generatedName, type WriteRequest } from "../k8s/write.ts";
+import type { Env } from "../env.ts";
+import type { Result } from "../../durable-objects/cluster/types.ts";
+import type { WaitUntil } from "./outbox.ts";
+import { store as database, writeStored } from "./write.ts";
+
+/** The outcome of a write: the object as stored (after a delete: as it was, or null once removed) and whether it was created. */
+export interface WriteOutcome {
+  object: KubeObject | null;
+  created: boolean;
+}
+
+/**
+ * Options of {@link Store.write}, for the D1 backend (the cluster backend takes none):
+ * `extras` reach the kind's strategy (a BootstrapToken's secret hash); `known` is the object as
+ * the caller just read it (its first attempt skips the read; a stale copy fails its
+ * precondition); `waitUntil` lets the commit share a D1 batch with other small writes
+ * (src/store/write.ts `writeStored`).
+ */
+export interface WriteOptions {
+  extras?: Record<string, unknown>;
+  known?: KubeObject;
+  waitUntil?: WaitUntil;
+}
+
+/** The objects of one kind, wherever they are stored. */
+export interface Store {
+  /** The kind this store serves. */
+  readonly def: KindDefinition;
+  /** The object at (namespace, name) (namespace "" for a cluster-scoped kind), or null. */
+  get(namespace: string, name: string): Promise<KubeObject | null>;
+  /** Every object in `namespace` (undefined: all namespaces), sorted, with the collection's resourceVersion. */
+  list(namespace?: string): Promise<ListResult>;
+  /**
+   * Runs one write (the kind's strategy, validation, the commit, its after-commit hooks).
+   * `name` may be undefined or "" for a create whose body names the object or asks for a
+   * `generateName`.
+   * @throws ApiError (4xx) as the write's own answer: 400/422 bad input, 404, 409; nothing is written then
+   */
+  write(namespace: string, name: string | undefined, req: WriteRequest, opts?: WriteOptions): Promise<WriteOutcome>;
+}
+
+/** The D1 backend. */
+function d1Store(env: Env, def: KindDefinition): Store {
+  return {
+    def,
+    get: (namespace, name) => getObject(database(env), def, { namespace, name }),
+    list: (namespace) => listObjects(database(env), def, namespace),
+    write: (namespace, name, req, opts = {}) => writeStored(env, def, namespace, name ?? "", req, opts.extras, opts.known, opts.waitUntil),
+  };
+}
+
+/** A Status that crossed the Durable Object's RPC boundary, as the error it was. */
+function apiErrorOf(status: Status): ApiError {
+  return new ApiError(status.code, status.reason, status.message, status.details);
+}
+
+/**
+ * The name a create addresses, which routes it to its object: the body's `metadata.name`, or one
+ * made from its `generateName` (then written into the body).
+ * @throws ApiError the answer the write itself gives a create without either
+ */
+function nameOfCreate(def: KindDefinition, req: WriteRequest): string {
+  const meta = req.verb === "create" && isJsonObject(req.body) && isJsonObject(req.body.metadata) ? req.body.metadata : {};
+  if (typeof meta.name === "string" && meta.name) return meta.name;
+  if (req.verb === "create" && typeof meta.generateName === "string" && meta.generateName) {
+    const name = generatedName(meta.generateName);
+    (req.body as { metadata: Record<string, unknown> }).metadata = { ...meta, name };
+    return name;
+  }
+  // The same refusal the generic validation gives.
+  computeWrite(def, { namespace: "" }, null, req, { now: 0, newUid: () => "" });
+  throw badRequest("metadata.name is required", "metadata.name");
+}
+
+/** The cluster backend: each object in the Durable Object named by its name (CLUSTERS). */
+function clusterObjectStore(env: Env, def: KindDefinition): Store {
+  return {
+    def,
+    async get(_namespace, name) {
+      const res = (await env.CLUSTERS.getByName(name).get(name)) as Result<KubeObject>;
+      return res.ok ? res.value : null;
+    },
+    list: (namespace) => listObjects(database(env), def, namespace),
+    async write(_namespace, name, req) {
+      const target = name || nameOfCreate(def, req);
+      const res = (await env.CLUSTERS.getByName(target).write(target, req)) as Result<WriteOutcome>;
+      if (!res.ok) throw apiErrorOf(res.status);
+      return res.value;
+    },
+  };
+}
+
+/** The backends, by `KindDefinition.storage`. */
+const BACKENDS: Record<KindDefinition["storage"], (env: Env, def: KindDefinition) => Store> = {
+  d1: d1Store,
+  cluster: clusterObjectStore,
+};
+
+/** The store of kind `def` in a Worker environment (its backend chosen by `def.storage`). */
+export function storeOf(env: Env, def: KindDefinition): Store {
+  return BACKENDS[def.storage](env, def);
+}

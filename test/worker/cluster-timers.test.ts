@@ -1,0 +1,134 @@
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { countedLeaseSeconds, leaseRule } from "../../durable-objects/cluster/lease.ts";
+import { Timers } from "../../durable-objects/timers.ts";
+import { call, condition, createToken, MC, register, withClockAhead } from "./helpers.ts";
+
+describe("the lease rule (OCM's hub lease controller)", () => {
+  // [last renewal ms, lease seconds, grace multiplier, now ms] -> [expired, expires at ms]
+  const cases: [string, [number, number, number, number], [boolean, number]][] = [
+    ["just renewed", [1_000, 60, 5, 1_000], [false, 301_000]],
+    ["a millisecond before 5 x 60 s", [1_000, 60, 5, 300_999], [false, 301_000]],
+    ["exactly at 5 x 60 s", [1_000, 60, 5, 301_000], [true, 301_000]],
+    ["long after", [1_000, 60, 5, 10_000_000], [true, 301_000]],
+    ["a 1 s lease, 4 s later", [0, 1, 5, 4_000], [false, 5_000]],
+    ["a 1 s lease, 6 s later", [0, 1, 5, 6_000], [true, 5_000]],
+    ["another multiplier", [0, 10, 2, 19_999], [false, 20_000]],
+    ["a clock behind the renewal", [50_000, 1, 5, 40_000], [false, 55_000]],
+  ];
+  for (const [name, [renew, seconds, multiplier, now], [expired, expiresAtMs]] of cases) {
+    it(name, () => {
+      expect(leaseRule(renew, seconds, multiplier, now)).toEqual({ expired, expiresAtMs });
+    });
+  }
+
+  it("counts the longer of the spec's interval (0: OCM's default 60 s) and the one the agent was last told", () => {
+    expect(countedLeaseSeconds(1, 60)).toBe(60);
+    expect(countedLeaseSeconds(30, 1)).toBe(30);
+    expect(countedLeaseSeconds(0)).toBe(60);
+    expect(countedLeaseSeconds(undefined, 5)).toBe(60);
+  });
+});
+
+describe("the timers table (one alarm owner)", () => {
+  it("arms the earliest timer; moves, cancels and re-arms; keeps its rows across instances", async () => {
+    // An object with no cluster: its own alarm does nothing when it fires.
+    const stub = env.CLUSTERS.getByName("timers-unit");
+    await runInDurableObject(stub, async (_o, state) => {
+      const base = Date.now() + 3_600_000;
+      let now = base;
+      const written: number[] = [];
+      const timers = new Timers(state.storage, () => now, (rows) => written.push(rows));
+      timers.create();
+      timers.set("a", base + 5_000);
+      timers.set("b", base + 3_000);
+      await timers.nextAlarm();
+      expect(await state.storage.getAlarm()).toBe(base + 3_000);
+      // A later time changes nothing, an earlier one wins.
+      const before = written.length;
+      timers.setEarlier("a", base + 6_000);
+      expect(written.length).toBe(before);
+      expect(timers.get("a")).toBe(base + 5_000);
+      timers.setEarlier("a", base + 2_000);
+      await timers.nextAlarm();
+      expect(await state.storage.getAlarm()).toBe(base + 2_000);
+      // Cancelling the earliest re-arms at the next one, later.
+      timers.cancel("a");
+      await timers.nextAlarm();
+      expect(await state.storage.getAlarm()).toBe(base + 3_000);
+      // `also` (a due time kept outside the table) counts when earlier.
+      await timers.nextAlarm(base + 1_000);
+      expect(await state.storage.getAlarm()).toBe(base + 1_000);
+      await timers.nextAlarm();
+      expect(await state.storage.getAlarm()).toBe(base + 3_000);
+      // Nothing armed again when nothing changed: no storage write.
+      const settled = written.length;
+      await timers.nextAlarm();
+      expect(written.length).toBe(settled);
+      // Due ones, earliest first.
+      timers.set("c", base + 4_000);
+      now = base + 10_000;
+      expect(timers.due(base + 3_500)).toEqual(["b"]);
+      expect(timers.due(now)).toEqual(["b", "c"]);
+      // A due time in the past arms the alarm just after now.
+      timers.set("d", base + 1);
+      await timers.nextAlarm();
+      expect(await state.storage.getAlarm()).toBe(base + 10_001);
+      // Another instance over the same storage reads the same rows.
+      const again = new Timers(state.storage, () => now);
+      expect(again.earliest()).toBe(base + 1);
+      expect(again.due(now)).toEqual(["d", "b", "c"]);
+      // "earlier" never moves the alarm later nor removes it; it brings it forward.
+      timers.cancel("d");
+      await timers.nextAlarm(null, "earlier");
+      expect(await state.storage.getAlarm()).toBe(base + 10_001);
+      timers.set("e", base + 20_000);
+      now = base;
+      await timers.nextAlarm(base + 500, "earlier");
+      expect(await state.storage.getAlarm()).toBe(base + 500);
+      timers.cancel("e");
+      // No timers: no alarm.
+      for (const purpose of ["b", "c"]) timers.cancel(purpose);
+      await timers.nextAlarm();
+      expect(await state.storage.getAlarm()).toBeNull();
+    });
+  });
+});
+
+describe("a cluster object created before its timers table", () => {
+  it("still expires its lease (its due time follows from the stored renewal), and keeps no timer row for it", async () => {
+    const token = await createToken({ autoApprove: true });
+    const { keys } = await register(token, "pre-timers", "id-pre-timers");
+    expect((await call("PATCH", `${MC}/pre-timers`, { spec: { leaseDurationSeconds: 1 } }, { contentType: "application/merge-patch+json" })).status).toBe(200);
+    const hb = await call("POST", "/agent/v1/clusters/pre-timers/heartbeat", { healthy: true }, { token: await keys.sign("pre-timers") });
+    expect(hb.status).toBe(200);
+    const stub = env.CLUSTERS.getByName("pre-timers");
+    // What the last main stored: its state and an alarm, no timers table.
+    await runInDurableObject(stub, (_o, state) => {
+      state.storage.sql.exec("DROP TABLE timers");
+    });
+    await evictDurableObject(stub);
+    expect(await withClockAhead(6_000, () => runDurableObjectAlarm(stub))).toBe(true);
+    const obj = (await call("GET", `${MC}/pre-timers`)).body;
+    expect(condition(obj, "ManagedClusterConditionAvailable")).toMatchObject({ status: "Unknown", reason: "ManagedClusterLeaseUpdateStopped" });
+    const rows = await runInDurableObject(stub, (_o, state) => state.storage.sql.exec<{ purpose: string }>("SELECT purpose FROM timers").toArray());
+    expect(rows).toEqual([]);
+    // Once marked, a stopped lease sets no alarm again until the next renewal.
+    expect(await runInDurableObject(stub, (_o, state) => state.storage.getAlarm())).toBeNull();
+  });
+
+  it("seeds its leave timer from a leave in progress, so the leave still times out", async () => {
+    const token = await createToken({ autoApprove: true });
+    const { keys } = await register(token, "pre-leave", "id-pre-leave");
+    expect((await call("POST", "/agent/v1/clusters/pre-leave/heartbeat", { healthy: true }, { token: await keys.sign("pre-leave") })).status).toBe(200);
+    expect((await call("DELETE", `${MC}/pre-leave`)).status).toBe(200);
+    const stub = env.CLUSTERS.getByName("pre-leave");
+    await runInDurableObject(stub, (_o, state) => {
+      state.storage.sql.exec("DROP TABLE timers");
+    });
+    await evictDurableObject(stub);
+    expect(await withClockAhead(900_000 + 1_000, () => runDurableObjectAlarm(stub))).toBe(true);
+    expect((await call("GET", `${MC}/pre-leave`)).status).toBe(404);
+  });
+});
