@@ -1,8 +1,16 @@
 /**
- * The agent protocol's constants and request schemas (docs/agent-protocol.md). Shared by the hub
- * (src/, durable-objects/) and usable by the agent.
+ * The agent protocol, defined once (docs/agent-protocol.md): its constants, the HTTP bodies in
+ * both directions (what the agent sends and what the hub answers), and (to come) the messages of
+ * the WebSocket channel. The hub (src/agent/routes.ts, durable-objects/) decodes requests with
+ * these schemas; the agent (agent/src/hub-client.ts, bundled by esbuild) decodes answers with
+ * them; the benchmarks (bench/) build their requests with these types.
+ *
+ * Requests are strict (an unknown field is 400, as Kubernetes' strict decoding); answers are
+ * tolerant (an agent drops fields a newer hub adds; a delivered work keeps all of its own) but
+ * every documented field is checked, so a malformed answer is an error the agent reports, never
+ * a crash.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { addFieldErrors } from "../k8s/meta.ts";
 import { validateResourceList } from "../k8s/validation.ts";
 
@@ -54,6 +62,9 @@ export const PublicJwkSchema = z
   })
   .strict();
 
+/** A public EC P-256 JWK as the agent sends it. */
+export type PublicJwk = z.infer<typeof PublicJwkSchema>;
+
 /**
  * Body of POST /agent/v1/register. `proof` is a compact JWS signed by the private key of
  * `publicKey` (proof of possession, as a CSR is signed by its key): header `{alg: "ES256", kid:
@@ -102,3 +113,108 @@ export const WorkStatusReportSchema = z.strictObject({
 
 /** Body of POST /agent/v1/clusters/{name}/left (empty). */
 export const LeftSchema = z.strictObject({});
+
+/** A registration request as the agent sends it. */
+export type RegisterRequest = z.input<typeof RegisterSchema>;
+/** A heartbeat as the agent sends it (the hub's parsed value is {@link Heartbeat}). */
+export type HeartbeatRequest = z.input<typeof HeartbeatSchema>;
+/** A key rotation request. */
+export type RotateKeyRequest = z.input<typeof RotateKeySchema>;
+/** A work status report as the agent sends it. */
+export type WorkStatusReport = z.input<typeof WorkStatusReportSchema>;
+/** A cluster claim (OCM `ManagedCluster.status.clusterClaims[]`): name 1–253, value 1–1024 characters. */
+export type ClusterClaim = z.infer<typeof claim>;
+
+// ---- Answers: hub -> agent (HTTP bodies of 2xx answers; errors are Kubernetes Status objects) ----
+
+/** `leaseDurationSeconds` as the hub tells it: whole seconds >= 0 (0 means OCM's default, 60). */
+const leaseSeconds = z.number().int().min(0);
+
+/**
+ * Answer of POST /agent/v1/register (201 a new cluster, 200 the same key again, 202 a new key
+ * held until an admin accepts it) and of GET /agent/v1/clusters/{name}: what the agent learns
+ * about its registration. `denied`: HubAcceptedManagedCluster=False (reason
+ * HubClusterAdminDenied); `joined`: ManagedClusterJoined=True; `keyPending`: the key the agent
+ * registered or signed with waits for `flotilla accept <cluster> --key <kid>`.
+ */
+export const ClusterInfoSchema = z.object({
+  clusterName: z.string().min(1),
+  hubAcceptsClient: z.boolean(),
+  denied: z.boolean(),
+  joined: z.boolean(),
+  leaseDurationSeconds: leaseSeconds,
+  keyPending: z.boolean(),
+});
+
+/** A registration or info answer. */
+export type ClusterInfo = z.infer<typeof ClusterInfoSchema>;
+
+/**
+ * Answer of POST /agent/v1/clusters/{name}/heartbeat: the lease duration (seconds) until the
+ * next heartbeat, the cluster's works ETag (opaque; a value other than the agent's last one
+ * means its works changed: the poll transport fetches them then, and only then) and whether the
+ * cluster is leaving (docs/agent-protocol.md "Leave").
+ */
+export const HeartbeatAnswerSchema = z.object({
+  leaseDurationSeconds: leaseSeconds,
+  worksEtag: z.string().min(1).max(256),
+  leaving: z.boolean(),
+});
+
+/** A heartbeat answer. */
+export type HeartbeatAnswer = z.infer<typeof HeartbeatAnswerSchema>;
+
+/** Answer of POST /agent/v1/clusters/{name}/rotate-key: the RFC 7638 thumbprint of the new key. */
+export const RotateKeyAnswerSchema = z.object({ kid: z.string().min(1).max(128) });
+
+/** A key rotation answer. */
+export type RotateKeyAnswer = z.infer<typeof RotateKeyAnswerSchema>;
+
+/**
+ * A ManifestWork as a works answer delivers it: the stored object without `status`. Only what
+ * the agent keys on is checked here (a name and a uid, a spec object); the spec's shape was
+ * validated when it was written, and the agent's work controller reads it defensively.
+ */
+export const DeliveredWorkSchema = z.looseObject({
+  metadata: z.looseObject({ name: z.string().min(1), uid: z.string().min(1) }),
+  spec: z.looseObject({}),
+});
+
+/** A delivered ManifestWork. */
+export type DeliveredWork = z.infer<typeof DeliveredWorkSchema>;
+
+/**
+ * Answer 200 of GET /agent/v1/clusters/{name}/works (header `ETag: "<etag>"` too): the works
+ * ETag, whether the cluster is leaving, and every ManifestWork of the cluster's namespace. A 304
+ * (the `If-None-Match` ETag still matches) has no body.
+ */
+export const WorksAnswerSchema = z.object({
+  etag: z.string().min(1).max(256),
+  leaving: z.boolean(),
+  works: z.array(DeliveredWorkSchema),
+});
+
+/** A works answer. */
+export type WorksAnswer = z.infer<typeof WorksAnswerSchema>;
+
+/**
+ * Answer 200 of PUT /agent/v1/clusters/{name}/works/{work}/status: the work's new
+ * `resourceVersion` ("" when the report changed nothing the hub stores).
+ */
+export const WorkStatusAnswerSchema = z.object({ resourceVersion: z.string() });
+
+/** A work status answer. */
+export type WorkStatusAnswer = z.infer<typeof WorkStatusAnswerSchema>;
+
+/** Answer 200 of POST /agent/v1/clusters/{name}/left: an empty object. */
+export const LeftAnswerSchema = z.object({});
+
+/** A leave answer. */
+export type LeftAnswer = z.infer<typeof LeftAnswerSchema>;
+
+// ---- WebSocket channel messages (issue 28: GET /agent/v1/clusters/{name}/connect) ----
+//
+// The channel's messages (both directions: status, works pushed, reports and `left` with their
+// request ids and acknowledgements, close codes) are defined here, beside the HTTP bodies above,
+// reusing them (a status message carries a HeartbeatRequest, a report a WorkStatusReport). The
+// agent's transport interface for them is agent/src/transport.ts.

@@ -22,7 +22,8 @@ import {
   signAgentToken,
   storeCredentials,
 } from "../../agent/src/credentials.ts";
-import { hubAbsent, type ClusterClaim, type HeartbeatRequest } from "../../agent/src/hub-client.ts";
+import { hubAbsent } from "../../agent/src/hub-client.ts";
+import type { ClusterClaim, ClusterInfo, DeliveredWork, HeartbeatAnswer, HeartbeatRequest, WorkStatusAnswer, WorksAnswer } from "../../src/agent/protocol.ts";
 import { getClusterIdentity } from "../../agent/src/identity.ts";
 import { rawGet, type KubeConfig } from "../../agent/src/kube.ts";
 import { kubeConfigFromYaml } from "../../agent/src/kubeconfig.ts";
@@ -90,22 +91,20 @@ interface StubWorks {
 }
 
 /**
- * A minimal hub speaking the agent protocol: registration stores the public key, agent JWTs are
- * verified with jose against it (401 otherwise), works are served with ETag and long-poll (a
- * poll whose `If-None-Match` matches is held until `setWorks` or `waitSeconds`), and `answer`
- * may override any reply.
+ * A minimal hub speaking the agent protocol (its answers typed by src/agent/protocol.ts):
+ * registration stores the public key, agent JWTs are verified with jose against it (401
+ * otherwise), works are served with ETag (304 when `If-None-Match` matches; no long-poll), and
+ * `answer` may override any reply.
  */
 async function hubStub(answer: (req: StubRequest, n: number) => StubAnswer | undefined = () => undefined) {
   const requests: StubRequest[] = [];
   const keys = new Map<string, JWK>();
   const state = { accepted: false, lease: 1 };
   const works: StubWorks = { etag: "0", works: [], leaving: false, statuses: new Map(), left: false };
-  const waiters = new Set<() => void>();
   const setWorks = (items: unknown[], leaving = works.leaving): void => {
     works.works = items;
     works.leaving = leaving;
     works.etag = String(Number(works.etag) + 1);
-    for (const w of [...waiters]) w();
   };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -143,39 +142,25 @@ async function hubStub(answer: (req: StubRequest, n: number) => StubAnswer | und
         if (r.path === "/agent/v1/register") {
           const pk = body?.publicKey as JWK;
           keys.set(await calculateJwkThumbprint(pk, "sha256"), pk);
-          return send(201, { clusterName: body?.clusterName, hubAcceptsClient: state.accepted, leaseDurationSeconds: state.lease });
+          return send(201, { clusterName: String(body?.clusterName), hubAcceptsClient: state.accepted, denied: false, joined: false, leaseDurationSeconds: state.lease, keyPending: false } satisfies ClusterInfo);
         }
         const url = new URL(r.path, "http://stub");
         if (r.method === "GET" && url.pathname.endsWith("/works")) {
           if (!state.accepted) return failure(403, "Forbidden", "cluster c1 is not accepted");
           const tag = `"${works.etag}"`;
           if (req.headers["if-none-match"] === tag) {
-            const waitMs = Number(url.searchParams.get("waitSeconds") ?? "0") * 1000;
-            await new Promise<void>((resolve) => {
-              const done = () => {
-                clearTimeout(timer);
-                waiters.delete(done);
-                resolve();
-              };
-              const timer = setTimeout(done, waitMs);
-              waiters.add(done);
-              res.once("close", done);
-            });
-            if (res.destroyed) return;
-            if (req.headers["if-none-match"] === `"${works.etag}"`) {
-              res.writeHead(304, { etag: tag });
-              return void res.end();
-            }
+            res.writeHead(304, { etag: tag });
+            return void res.end();
           }
-          res.setHeader("etag", `"${works.etag}"`);
-          return send(200, { etag: works.etag, leaving: works.leaving, works: works.works });
+          res.setHeader("etag", tag);
+          return send(200, { etag: works.etag, leaving: works.leaving, works: works.works as DeliveredWork[] } satisfies WorksAnswer);
         }
         if (r.method === "PUT" && /\/works\/[^/]+\/status$/.test(url.pathname)) {
           const name = decodeURIComponent(url.pathname.split("/").at(-2) ?? "");
           const list = works.statuses.get(name) ?? [];
           list.push(body as { uid: string; status: Record<string, unknown> });
           works.statuses.set(name, list);
-          return send(200, { resourceVersion: String(list.length) });
+          return send(200, { resourceVersion: String(list.length) } satisfies WorkStatusAnswer);
         }
         if (r.method === "POST" && url.pathname.endsWith("/left")) {
           if (!works.leaving) return failure(409, "Conflict", "cluster c1 is not leaving");
@@ -183,11 +168,11 @@ async function hubStub(answer: (req: StubRequest, n: number) => StubAnswer | und
           return send(200, {});
         }
         if (r.method === "GET") {
-          return send(200, { clusterName: "c1", hubAcceptsClient: state.accepted, denied: false, joined: state.accepted, leaseDurationSeconds: state.lease });
+          return send(200, { clusterName: "c1", hubAcceptsClient: state.accepted, denied: false, joined: state.accepted, leaseDurationSeconds: state.lease, keyPending: false } satisfies ClusterInfo);
         }
         if (r.path.endsWith("/heartbeat")) {
           if (!state.accepted) return failure(403, "Forbidden", "cluster c1 is not accepted");
-          return send(200, { leaseDurationSeconds: state.lease, worksEtag: works.etag, leaving: works.leaving });
+          return send(200, { leaseDurationSeconds: state.lease, worksEtag: works.etag, leaving: works.leaving } satisfies HeartbeatAnswer);
         }
         return failure(404, "NotFound", "no such endpoint");
       })();
@@ -703,6 +688,57 @@ describe("agent loop", () => {
     await a.stop();
   });
 
+  it("poll transport: an idle agent sends only heartbeats; works are fetched when the heartbeat's ETag changed, never held", async () => {
+    const { kc } = await sim();
+    const hub = await hubStub();
+    hub.state.accepted = true;
+    const { log } = memoryLogger();
+    const a = await agent({ hubUrl: hub.url, clusterName: "c1", bootstrapToken: TOKEN, kubeConfig: kc, logger: log, timing: FAST, statusSyncIntervalSeconds: 0.05 });
+    const beats = () => hub.requests.filter((r) => r.path.endsWith("/heartbeat")).length;
+    const fetches = () => hub.requests.filter((r) => r.method === "GET" && r.path.includes("/works"));
+    // The first heartbeat answer's ETag is new to the agent: one fetch of the whole list.
+    await until(() => fetches().length === 1, 10_000, "the first works fetch");
+    const idleFrom = hub.requests.length;
+    const beatsAt = beats();
+    await until(() => beats() >= beatsAt + 3, 10_000, "three idle heartbeats (lease 1 s)");
+    expect(hub.requests.slice(idleFrom).map((r) => `${r.method} ${r.path}`).every((r) => r === "POST /agent/v1/clusters/c1/heartbeat")).toBe(true);
+
+    // A change: the next heartbeat answer carries a new ETag, and the agent fetches once.
+    hub.setWorks([]);
+    await until(() => fetches().length === 2, 10_000, "the fetch after the ETag changed");
+    const after = beats();
+    await until(() => beats() >= after + 2, 10_000, "two more heartbeats");
+    expect(fetches()).toHaveLength(2);
+    expect(hub.requests.some((r) => r.path.includes("waitSeconds"))).toBe(false);
+    await a.stop();
+  });
+
+  it("a malformed hub answer is an error the agent reports and retries, not a crash", async () => {
+    const { kc } = await sim();
+    const mode = { heartbeat: true, works: true };
+    const hub = await hubStub((r) => {
+      if (mode.heartbeat && r.path.endsWith("/heartbeat")) return { status: 200, json: { leaseDurationSeconds: "soon", worksEtag: "1", leaving: false } };
+      if (mode.works && r.method === "GET" && r.path.includes("/works")) return { status: 200, json: { etag: "1", leaving: false, works: [{ metadata: { name: "w" }, spec: {} }] } };
+      return undefined;
+    });
+    hub.state.accepted = true;
+    const { log, lines } = memoryLogger();
+    const a = await agent({ hubUrl: hub.url, clusterName: "c1", bootstrapToken: TOKEN, kubeConfig: kc, logger: log, timing: FAST });
+    await until(() => count(lines, /malformed answer to POST \/agent\/v1\/clusters\/c1\/heartbeat: leaseDurationSeconds: /) === 1, 10_000, "the heartbeat's malformed answer reported");
+    const since = hub.requests.length;
+    await until(() => hub.requests.length >= since + 3, 10_000, "heartbeats retried");
+    expect(a.state()).toBe("heartbeating");
+    mode.heartbeat = false;
+    await until(() => count(lines, /works fetch failed \(HTTP 200: malformed answer to GET \/agent\/v1\/clusters\/c1\/works: works\.0\.metadata\.uid: /) === 1, 10_000, "the works answer's problem reported");
+    const fetchesFrom = hub.requests.length;
+    await until(() => hub.requests.slice(fetchesFrom).filter((r) => r.path.includes("/works")).length >= 2, 10_000, "the fetch retried with backoff");
+    mode.works = false;
+    await until(() => count(lines, /works fetch succeeds again/) === 1, 10_000, "the fetch recovered");
+    expect(count(lines, /malformed answer to POST/)).toBe(1);
+    expect(a.state()).toBe("heartbeating");
+    await a.stop();
+  });
+
   it("reports the kube-apiserver unavailable only after the threshold, and heartbeats at once on a change", async () => {
     const { cluster, kc } = await sim();
     const hub = await hubStub();
@@ -744,7 +780,7 @@ describe("command line", () => {
   const run = async (args: string[], env: Record<string, string> = {}) => {
     const logs: string[] = [];
     const errs: string[] = [];
-    const keys = ["FLOTILLA_HUB_URL", "FLOTILLA_CLUSTER_NAME", "FLOTILLA_BOOTSTRAP_TOKEN"];
+    const keys = ["FLOTILLA_HUB_URL", "FLOTILLA_CLUSTER_NAME", "FLOTILLA_BOOTSTRAP_TOKEN", "FLOTILLA_TRANSPORT"];
     const saved = Object.fromEntries(keys.map((k) => [k, process.env[k]]));
     for (const k of keys) delete process.env[k];
     Object.assign(process.env, env);
@@ -767,10 +803,11 @@ describe("command line", () => {
     expect(await run(["--hub-url", "http://h", "--cluster-name", "c1", "--claim", "noequals"])).toMatchObject({ code: 2, errs: expect.stringMatching(/name=value/) });
     expect(await run(["--hub-url", "http://h", "--cluster-name", "c1", "--log-format", "xml"])).toMatchObject({ code: 2 });
     expect(await run(["--hub-url", "http://h", "--cluster-name", "c1", "--health-failure-threshold", "-1"])).toMatchObject({ code: 2 });
+    expect(await run(["--hub-url", "http://h", "--cluster-name", "c1", "--transport", "pigeon"])).toMatchObject({ code: 2, errs: expect.stringMatching(/Allowed choices are poll, ws/) });
     expect((await run(["--help"])).code).toBe(0);
   });
 
-  it("--simulate with env configuration: a 409 from the hub exits 1 with the hub's message as a JSON log line", async () => {
+  it("--simulate with env configuration (the ws transport asked for: poll, said once): a 409 from the hub exits 1 with the hub's message as a JSON log line", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "flotilla-agent-cli-"));
     cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
     const hub = await hubStub((r) => (r.path === "/agent/v1/register" ? { status: 409, json: { kind: "Status", code: 409, reason: "Conflict", message: 'cluster name "c1" is taken by another cluster ID' } } : undefined));
@@ -778,9 +815,12 @@ describe("command line", () => {
       FLOTILLA_HUB_URL: hub.url,
       FLOTILLA_CLUSTER_NAME: "c1",
       FLOTILLA_BOOTSTRAP_TOKEN: "abcdef.0123456789abcdef",
+      FLOTILLA_TRANSPORT: "ws",
     });
     expect(code).toBe(1);
-    const parsed = logs.map((l) => JSON.parse(l) as { level: string; msg: string });
+    const parsed = logs.map((l) => JSON.parse(l) as { level: string; msg: string; transport?: string });
+    expect(parsed.find((l) => /starting flotilla-agent/.test(l.msg))?.transport).toBe("ws");
+    expect(parsed.filter((l) => l.level === "warn" && /ws transport is not available in this agent yet; using poll/.test(l.msg))).toHaveLength(1);
     expect(parsed.filter((l) => l.level === "error" && /taken by another cluster ID/.test(l.msg))).toHaveLength(1);
     expect(hub.requests).toHaveLength(1);
     expect(hub.requests[0]?.body?.clusterName).toBe("c1");
