@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, jwtVerify, type JWK } from "jose";
 import { startSimulatedCluster, type SimulatedCluster } from "../../agent/sim/index.ts";
 import { AgentFatalError, rotateKey, startAgent, type AgentHandle } from "../../agent/src/agent.ts";
-import { Backoff, heartbeatDelayMs } from "../../agent/src/backoff.ts";
+import { Backoff, heartbeatDelayMs, ReconnectBackoff, RECONNECT_STABLE_MS } from "../../agent/src/backoff.ts";
 import { runCli } from "../../agent/src/cli.ts";
 import {
   CREDENTIALS_SECRET_NAME,
@@ -252,6 +252,40 @@ describe("backoff and lease jitter", () => {
     expect(heartbeatDelayMs(60, () => 0.999999)).toBeCloseTo(75_000, -1);
     expect(heartbeatDelayMs(0, () => 0)).toBe(60_000);
     expect(heartbeatDelayMs(10, () => 0.5)).toBe(11_250);
+  });
+
+  it("reconnects of a fleet dropped at once spread over the first window; a flapping hub keeps the ceilings growing", () => {
+    // A seeded PRNG (mulberry32): the same 10,000 draws each run.
+    let seed = 28;
+    const random = () => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+    const agents = Array.from({ length: 10_000 }, () => new ReconnectBackoff(1_000, 60_000, random));
+    for (const r of agents) r.connected(0);
+    // A deploy drops every connection at t = 60 s (each had been up a minute: the sequence starts over).
+    const first = agents.map((r) => r.lost(60_000));
+    expect(Math.max(...first)).toBeLessThan(1_000);
+    const perTenth = new Array<number>(10).fill(0);
+    for (const d of first) perTenth[Math.floor(d / 100)]!++;
+    // Uniform over the first second: each 100 ms holds about 1,000 of the 10,000 dials.
+    expect(Math.min(...perTenth)).toBeGreaterThan(850);
+    expect(Math.max(...perTenth)).toBeLessThan(1_150);
+    // A hub that takes connections and drops them at once: the ceiling doubles each time.
+    const r = new ReconnectBackoff(1_000, 60_000, () => 0.999999);
+    const ceilings: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      r.connected(i * 1_000);
+      ceilings.push(Math.round(r.lost(i * 1_000 + 500) / 1_000));
+    }
+    expect(ceilings).toEqual([1, 2, 4, 8, 16, 32, 60, 60]);
+    // A connection that lasted RECONNECT_STABLE_MS starts over; a Retry-After is a floor.
+    r.connected(100_000);
+    expect(r.lost(100_000 + RECONNECT_STABLE_MS)).toBeLessThan(1_000);
+    expect(r.failures).toBe(1);
+    expect(r.lost(200_000, 5_000)).toBe(5_000);
   });
 
   it("ConditionLog logs a condition once and its end once", () => {
