@@ -4,7 +4,9 @@
  * `error.kind` classifies the failure the way the agent's loop reacts to it.
  */
 import type { JWK } from "jose";
-import type { z } from "zod";
+import type * as z from "zod/mini";
+import type { HeartbeatRequest, RegisterRequest, WorkStatusReport } from "../../src/agent/protocol.ts";
+// The answer schemas' own module (zod/mini), not protocol.ts: the agent loads no classic zod.
 import {
   ClusterInfoSchema,
   HeartbeatAnswerSchema,
@@ -14,14 +16,11 @@ import {
   WorksAnswerSchema,
   type ClusterInfo,
   type HeartbeatAnswer,
-  type HeartbeatRequest,
   type LeftAnswer,
-  type RegisterRequest,
   type RotateKeyAnswer,
   type WorkStatusAnswer,
-  type WorkStatusReport,
   type WorksAnswer,
-} from "../../src/agent/protocol.ts";
+} from "../../src/agent/protocol-answers.ts";
 import { ecJwkThumbprint, jwsHeader } from "./credentials.ts";
 import { httpFetch, type HubFetch, type HubResponse } from "./http-fetch.ts";
 
@@ -103,7 +102,7 @@ function unquote(etag: string | null): string | undefined {
 }
 
 /** The first problems of a schema check, for a log line: `works[0].metadata.uid: expected string, ...`. */
-function describeIssues(error: z.ZodError): string {
+function describeIssues(error: z.core.$ZodError): string {
   return error.issues
     .slice(0, 3)
     .map((i) => `${i.path.length > 0 ? `${i.path.join(".")}: ` : ""}${i.message}`)
@@ -188,15 +187,20 @@ export class HubClient {
    * @param waitSeconds a long-poll (0–55 seconds) for the tests and benchmarks that exercise the
    *   hub's; the agent never passes it (no `waitSeconds` is sent then).
    */
-  getWorks(name: string, token: string, etag: string | undefined, waitSeconds?: number): Promise<HubResult<WorksResponse>> {
+  async getWorks(name: string, token: string, etag: string | undefined, waitSeconds?: number): Promise<HubResult<WorksResponse>> {
     const wait = waitSeconds === undefined ? undefined : Math.max(0, Math.min(55, Math.floor(waitSeconds)));
     const headers: Record<string, string> = etag !== undefined ? { "if-none-match": `"${etag}"` } : {};
     const path = `/agent/v1/clusters/${encodeURIComponent(name)}/works${wait === undefined ? "" : `?waitSeconds=${wait}`}`;
-    return this.call<WorksResponse>("GET", path, token, undefined, WorksAnswerSchema.transform((v) => ({ changed: true as const, ...v })), {
+    let notModified: WorksResponse | undefined;
+    const r = await this.call("GET", path, token, undefined, WorksAnswerSchema, {
       headers,
       timeoutMs: (wait ?? 0) * 1000 + this.timeoutMs,
-      notModified: (res) => ({ changed: false, etag: etag ?? unquote(res.headers.get("etag")) ?? "" }),
+      notModified: (res) => {
+        notModified = { changed: false, etag: etag ?? unquote(res.headers.get("etag")) ?? "" };
+      },
     });
+    if (!r.ok) return r;
+    return { ok: true, status: r.status, value: notModified ?? { changed: true, ...r.value } };
   }
 
   /**
@@ -224,15 +228,16 @@ export class HubClient {
   /**
    * One hub call: sends `body` as JSON, decodes a 2xx answer with `answer` (an answer schema of
    * src/agent/protocol.ts; a body it refuses is a failure of kind `other`) and an error answer as
-   * a Kubernetes Status. Never rejects.
+   * a Kubernetes Status. A 304, for a call that expects one (`notModified`, which is told), is
+   * ok with no value. Never rejects.
    */
   private async call<T>(
     method: "GET" | "POST" | "PUT",
     path: string,
     bearer: string,
     body: unknown,
-    answer: z.ZodType<T, unknown>,
-    extra: { headers?: Record<string, string>; timeoutMs?: number; tagKid?: string; notModified?: (res: HubResponse) => T } = {},
+    answer: z.ZodMiniType<T>,
+    extra: { headers?: Record<string, string>; timeoutMs?: number; tagKid?: string; notModified?: (res: HubResponse) => void } = {},
   ): Promise<HubResult<T>> {
     let res: HubResponse;
     const timeoutMs = extra.timeoutMs ?? this.timeoutMs;
@@ -267,7 +272,8 @@ export class HubClient {
     }
     if (res.status === 304 && extra.notModified) {
       await res.body?.cancel().catch(() => undefined);
-      return { ok: true, status: 304, value: extra.notModified(res) };
+      extra.notModified(res);
+      return { ok: true, status: 304, value: undefined as T };
     }
     const text = await res.text().catch(() => "");
     let parsed: unknown;
