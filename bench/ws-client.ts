@@ -1,15 +1,16 @@
 /**
  * WebSocket client footprint benchmark (issue 28): the agent's RSS while it holds one WebSocket,
  * with Node's built-in WebSocket (undici) and with the `ws` package, against the agent alone.
- * Starts a real hub (`wrangler dev`), a simulated member cluster in its own process, and a
- * WebSocket echo server (the `ws` package's server, in this process); then, for each variant, the
+ * Starts a real hub (`wrangler dev`), a WebSocket echo server (the `ws` package's server, in this process); then, for each variant, the
  * bundled agent as the container image runs it (agent/Containerfile's Node flags and ENV) with a
  * preload (`--import bench/ws-client/<variant>.mjs`) that opens one connection to the echo
- * server and sends an application ping every second. Prints, per variant, RSS steady (mean over
+ * server and sends an application ping every second, each beside a simulated member cluster
+ * of its own, in its own process. Prints, per variant, RSS steady (mean over
  * the idle window) and peak (VmHWM), and the pings the echo server received.
  *
  *   BENCH_IDLE_SECONDS  length of each idle window in seconds (default 20)
  *   BENCH_VARIANTS      comma-separated subset of "none,builtin,ws" (default all three)
+ *   BENCH_VERBOSE       set: the agents' log lines go to stderr
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
@@ -77,8 +78,12 @@ interface Row {
   pings: number;
 }
 
-async function run(hub: Hub, kubeconfig: string, echo: Awaited<ReturnType<typeof echoServer>>, variant: "none" | "builtin" | "ws"): Promise<Row> {
+async function run(hub: Hub, echo: Awaited<ReturnType<typeof echoServer>>, variant: "none" | "builtin" | "ws"): Promise<Row> {
   const cluster = `ws-${variant}`;
+  // A simulated cluster of its own (its own cluster ID), as its own process.
+  const simDir = fs.mkdtempSync(path.join(os.tmpdir(), `flotilla-bench-ws-${variant}-`));
+  const sim = await startSim(simDir);
+  const kubeconfig = sim.kubeconfig;
   const token = await createBootstrapToken(hub, { autoApprove: true });
   const image = agentImage();
   const flags = image.entrypoint.slice(1, -1);
@@ -89,7 +94,10 @@ async function run(hub: Hub, kubeconfig: string, echo: Awaited<ReturnType<typeof
     env: { ...process.env, ...image.env, BENCH_WS_URL: echo.url, BENCH_WS_PING_MS: "1000" },
   });
   let log = "";
-  agent.stderr!.on("data", (d: Buffer) => (log += d.toString()));
+  agent.stderr!.on("data", (d: Buffer) => {
+    log += d.toString();
+    if (process.env.BENCH_VERBOSE) process.stderr.write(d);
+  });
   try {
     for (let i = 0; ; i++) {
       const mc = (await admin(hub, "GET", `${MC}/${cluster}`)).body as { status?: { conditions?: { type: string; status: string }[] } };
@@ -112,17 +120,20 @@ async function run(hub: Hub, kubeconfig: string, echo: Awaited<ReturnType<typeof
     return { variant, steady: samples.reduce((a, b) => a + b, 0) / samples.length, peak: memory(agent.pid!).hwm, pings: echo.received() - pings0 };
   } finally {
     agent.kill("SIGTERM");
+    const killer = setTimeout(() => agent.kill("SIGKILL"), 10_000);
     await new Promise((r) => (agent.exitCode !== null ? r(null) : agent.once("exit", r)));
+    clearTimeout(killer);
+    sim.child.kill("SIGTERM");
+    await new Promise((r) => (sim.child.exitCode !== null ? r(null) : sim.child.once("exit", r)));
+    fs.rmSync(simDir, { recursive: true, force: true });
   }
 }
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), "flotilla-bench-ws-"));
 const hub = await startHub();
-const sim = await startSim(dir);
 const echo = await echoServer();
 try {
   const rows: Row[] = [];
-  for (const v of VARIANTS) rows.push(await run(hub, sim.kubeconfig, echo, v));
+  for (const v of VARIANTS) rows.push(await run(hub, echo, v));
   const image = agentImage();
   const labels = { none: "no WebSocket (the agent alone)", builtin: "Node's built-in WebSocket (undici)", ws: "ws package" };
   printTable(
@@ -132,7 +143,5 @@ try {
   );
 } finally {
   await echo.close();
-  sim.child.kill("SIGTERM");
   await hub.stop();
-  fs.rmSync(dir, { recursive: true, force: true });
 }

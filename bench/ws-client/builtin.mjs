@@ -8,3 +8,5 @@ ws.addEventListener("message", () => void echoes++);
 ws.addEventListener("error", (e) => process.stderr.write(`ws-client: error ${e.message ?? e.type}\n`));
 const timer = setInterval(() => ws.readyState === 1 && ws.send(JSON.stringify({ type: "ping", echoes })), Number(process.env.BENCH_WS_PING_MS ?? 1000));
 timer.unref();
+// The agent ends on SIGTERM once its loops have stopped: the connection must not hold it.
+process.once("SIGTERM", () => ws.close());

@@ -593,7 +593,7 @@ describe("agent loop", () => {
     // The hub goes away mid-heartbeating: several failed attempts, still one line each way.
     mode.down = true;
     const failedFrom = hub.requests.length;
-    // (Counted on heartbeats: the works poll fails and backs off on its own meanwhile.)
+    // (Counted on heartbeats: a works fetch, when one is due, fails and backs off on its own meanwhile.)
     await until(() => hub.requests.slice(failedFrom).filter((r) => r.path.endsWith("/heartbeat")).length >= 3, 10_000, "failed heartbeats");
     expect(a.state()).toBe("heartbeating");
     mode.down = false;
