@@ -262,6 +262,7 @@ class AgentRunner {
     this.work = new WorkLoop({
       clusterName: this.opts.clusterName,
       transport,
+      live: (timeoutMs) => this.hub.live(timeoutMs),
       controller: new WorkController({ kubeConfig: this.opts.kubeConfig, namespace: this.namespace, logger: this.log, requestTimeoutMs: this.timing.requestTimeoutMs, signal: this.abort.signal }),
       deleteCredentials: () => deleteCredentials(this.opts.kubeConfig, this.namespace),
       logger: this.log,
@@ -269,6 +270,7 @@ class AgentRunner {
         statusSyncIntervalMs: intervalSeconds * 1000,
         backoffBaseMs: this.timing.backoffBaseMs,
         backoffCapMs: this.timing.backoffCapMs,
+        hubProbeMs: this.timing.hubProbeMs,
         random: this.timing.random,
       },
       signal: this.abort.signal,

@@ -16,9 +16,9 @@
  */
 import { createHash } from "node:crypto";
 import type { DeliveredWork, HeartbeatAnswer } from "../../../src/agent/protocol.ts";
-import { Backoff, Sleeper, type Random } from "../backoff.ts";
+import { Backoff, HUB_PROBE_PERIOD_MS, Sleeper, sleepProbing, type Random } from "../backoff.ts";
 import { describeKubeError } from "../kube.ts";
-import type { HubFailure } from "../hub-client.ts";
+import { hubAbsent, type HubFailure } from "../hub-client.ts";
 import { ConditionLog, type Logger } from "../log.ts";
 import type { AgentTransport } from "../transport/transport.ts";
 import type { WorkController, WorkReport } from "./controller.ts";
@@ -37,6 +37,8 @@ export interface WorkLoopTiming {
   backoffBaseMs: number;
   /** Largest backoff ceiling, in milliseconds. */
   backoffCapMs: number;
+  /** While backing off from an absent hub, how often `GET /livez` probes whether it is back, in milliseconds; default 3 000 (backoff.ts `HUB_PROBE_PERIOD_MS`). */
+  hubProbeMs?: number;
   /** Random source in [0, 1) for jitter. */
   random: Random;
 }
@@ -47,6 +49,8 @@ export interface WorkLoopOptions {
   clusterName: string;
   /** The transport the works arrive by and the reports and `left` go by. */
   transport: AgentTransport;
+  /** `GET /livez` within a timeout in milliseconds (hub-client.ts `HubClient.live`): ends a backoff from an absent hub early. */
+  live?: (timeoutMs: number) => Promise<boolean>;
   /** The controller that applies works on the member cluster. */
   controller: WorkController;
   /** Deletes the credentials Secret (the last step of leaving). */
@@ -134,6 +138,21 @@ export class WorkLoop {
 
   private describe(e: HubFailure): string {
     return `${e.status ? `HTTP ${e.status}: ` : ""}${e.message}`;
+  }
+
+  /**
+   * Waits `delayMs` milliseconds before a failed hub call is made again; for an absent hub
+   * (hub-client.ts `hubAbsent`) it probes `GET /livez` meanwhile and ends the wait as soon as
+   * the hub answers (backoff.ts `sleepProbing`).
+   */
+  private async backOff(delayMs: number, failure: HubFailure): Promise<void> {
+    const { live } = this.opts;
+    if (!live || !hubAbsent(failure)) {
+      await this.syncSleeper.sleep(delayMs);
+      return;
+    }
+    const period = this.opts.timing.hubProbeMs ?? HUB_PROBE_PERIOD_MS;
+    await sleepProbing(this.syncSleeper, delayMs, () => live(period), period, this.opts.timing.random);
   }
 
   private syncDelayMs(): number {
@@ -242,7 +261,7 @@ export class WorkLoop {
         return false;
       }
       this.leftCond.set(r.error.kind, `POST left failed (${this.describe(r.error)}); retrying with backoff`, this.fields());
-      await this.syncSleeper.sleep(delay.next(r.error.retryAfterMs));
+      await this.backOff(delay.next(r.error.retryAfterMs), r.error);
     }
     if (this.aborted) return true;
     while (!this.aborted) {
