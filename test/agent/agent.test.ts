@@ -22,7 +22,8 @@ import {
   signAgentToken,
   storeCredentials,
 } from "../../agent/src/credentials.ts";
-import { hubAbsent } from "../../agent/src/hub-client.ts";
+import { hubAbsent, type HubResult, type WorksResponse } from "../../agent/src/hub-client.ts";
+import { PollTransport } from "../../agent/src/transport/poll.ts";
 import type { ClusterClaim, ClusterInfo, DeliveredWork, HeartbeatAnswer, HeartbeatRequest, WorkStatusAnswer, WorksAnswer } from "../../src/agent/protocol.ts";
 import { getClusterIdentity } from "../../agent/src/identity.ts";
 import { rawGet, type KubeConfig } from "../../agent/src/kube.ts";
@@ -745,6 +746,50 @@ describe("agent loop", () => {
     expect(fetches()).toHaveLength(2);
     expect(hub.requests.some((r) => r.path.includes("waitSeconds"))).toBe(false);
     await a.stop();
+  });
+
+  it("poll transport: a heartbeat answered during a fetch with a newer ETag fetches again; one with the same ETag does not", async () => {
+    const calls: (string | undefined)[] = [];
+    const answers: ((v: WorksAnswer | null) => void)[] = [];
+    const hub = {
+      getWorks: (_name: string, _token: string, etag: string | undefined) => {
+        calls.push(etag);
+        return new Promise<HubResult<WorksResponse>>((resolve) =>
+          answers.push((v) => resolve({ ok: true, status: v ? 200 : 304, value: v ? { changed: true, ...v } : { changed: false, etag: etag ?? "" } })),
+        );
+      },
+      putWorkStatus: () => Promise.reject(new Error("not used")),
+      left: () => Promise.reject(new Error("not used")),
+    };
+    const abort = new AbortController();
+    cleanups.push(() => abort.abort());
+    const { log } = memoryLogger();
+    const t = new PollTransport({ clusterName: "c1", hub, sign: () => Promise.resolve("jwt"), logger: log, timing: { backoffBaseMs: 10, backoffCapMs: 40, random: () => 0.5 }, signal: abort.signal });
+    const delivered: string[] = [];
+    t.start({ works: (u) => delivered.push(u.etag), leaving: () => undefined });
+    const beat = (worksEtag: string) => t.heartbeatAnswered({ leaseDurationSeconds: 1, worksEtag, leaving: false });
+
+    beat("e1");
+    await until(() => calls.length === 1, 2_000, "the first fetch");
+    expect(calls[0]).toBeUndefined();
+    beat("e2"); // the hub changed again while the first fetch is in flight
+    answers[0]!({ etag: "e1", leaving: false, works: [] });
+    await until(() => calls.length === 2, 2_000, "a second fetch for e2");
+    expect(calls[1]).toBe("e1");
+    answers[1]!({ etag: "e2", leaving: false, works: [] });
+    await until(() => delivered.length === 2, 2_000, "both lists delivered");
+    expect(delivered).toEqual(["e1", "e2"]);
+    beat("e2");
+    beat("e2");
+    await new Promise((r) => setTimeout(r, 50));
+    expect(calls).toHaveLength(2);
+    // A newer ETag the hub then answers 304 for (it went back): one fetch, nothing delivered.
+    beat("e3");
+    await until(() => calls.length === 3, 2_000, "a fetch for e3");
+    answers[2]!(null);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(delivered).toEqual(["e1", "e2"]);
+    expect(calls).toHaveLength(3);
   });
 
   it("a malformed hub answer is an error the agent reports and retries, not a crash", async () => {
