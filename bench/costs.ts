@@ -30,6 +30,7 @@ import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } fr
 import { HubClient } from "../agent/src/hub-client.ts";
 import { admin, createBootstrapToken, startHub, workerdPids, type Hub } from "../scripts/hub-process.ts";
 import { procStat } from "../scripts/proc.mjs";
+import type { HeartbeatRequest, WorkStatusReport } from "../src/agent/protocol.ts";
 import type { MeterCounts } from "./meter/counts.ts";
 import { printTable } from "./table.ts";
 
@@ -52,7 +53,7 @@ interface Agent {
   keyTag?: string;
   etag?: string;
   /** What the agent reports: changed by the status-change operations. */
-  status: { healthy: boolean; version: { kubernetes: string }; capacity: Record<string, string>; allocatable: Record<string, string>; clusterClaims: { name: string; value: string }[] };
+  status: HeartbeatRequest & Required<Pick<HeartbeatRequest, "version" | "capacity" | "allocatable" | "clusterClaims">>;
   works: { name: string; uid: string }[];
 }
 
@@ -119,7 +120,8 @@ async function timed(fn: () => Promise<Response | { status: number }>, what: str
   return { ms, headers: res instanceof Response ? res.headers : undefined };
 }
 
-async function agentFetch(hub: Hub, a: Agent, method: string, sub: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+/** One agent-protocol request, signed as the agent signs it; `body` is a request of src/agent/protocol.ts. */
+async function agentFetch(hub: Hub, a: Agent, method: string, sub: string, body?: HeartbeatRequest | WorkStatusReport, headers: Record<string, string> = {}): Promise<Response> {
   const token = await signAgentToken(a.name, a.key, { keyTag: a.keyTag });
   return fetch(`${hub.url}/agent/v1/clusters/${a.name}${sub}`, {
     method,
@@ -294,14 +296,14 @@ async function main(): Promise<void> {
     );
 
     for (const a of agents) {
-      const r = await agentFetch(hub, a, "GET", "/works?waitSeconds=0");
+      const r = await agentFetch(hub, a, "GET", "/works");
       a.etag = r.headers.get("etag") ?? undefined;
       await r.arrayBuffer();
     }
     results.push(
       await measure(hub, "works poll, idle (ETag matches, 304)", 5 * SAMPLES, (i) => {
         const a = agentAt(i);
-        return timed(() => agentFetch(hub, a, "GET", "/works?waitSeconds=0", undefined, { "if-none-match": a.etag! }), `poll ${a.name}`);
+        return timed(() => agentFetch(hub, a, "GET", "/works", undefined, { "if-none-match": a.etag! }), `poll ${a.name}`);
       }),
     );
     results.push(

@@ -11,6 +11,7 @@
 import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../agent/src/credentials.ts";
 import { HubClient } from "../agent/src/hub-client.ts";
 import { createBootstrapToken, startHub } from "../scripts/hub-process.ts";
+import type { HeartbeatRequest } from "../src/agent/protocol.ts";
 
 const N = Number(process.env.BENCH_AGENTS ?? 1000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
@@ -36,7 +37,7 @@ async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise
   }));
 }
 
-const status = {
+const status: HeartbeatRequest = {
   healthy: true,
   version: { kubernetes: "v1.31.2" },
   capacity: { cpu: "12", memory: "48Gi", pods: "330" },

@@ -24,6 +24,7 @@
  */
 import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../agent/src/credentials.ts";
 import { HubClient } from "../agent/src/hub-client.ts";
+import type { HeartbeatRequest, WorkStatusReport, WorksAnswer } from "../src/agent/protocol.ts";
 import { admin, createBootstrapToken, freePort, startHub } from "../scripts/hub-process.ts";
 import { startNoopWorker } from "./noop/start.ts";
 import { startProfiling, type Profiling } from "./cpu-profile.ts";
@@ -90,7 +91,7 @@ async function slot(): Promise<() => void> {
  * minute from this one address, answers every agent 429). Applies to the hub and the no-op
  * Worker alike.
  */
-async function agentFetch(hub: { url: string }, a: BenchAgent, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+async function agentFetch(hub: { url: string }, a: BenchAgent, method: string, path: string, body?: HeartbeatRequest | WorkStatusReport, headers: Record<string, string> = {}): Promise<Response> {
   const release = await slot();
   try {
     return await sendAgentRequest(hub, a, method, path, body, headers);
@@ -100,7 +101,7 @@ async function agentFetch(hub: { url: string }, a: BenchAgent, method: string, p
 }
 
 /** Sends one signed agent request and reads its whole answer. */
-async function sendAgentRequest(hub: { url: string }, a: BenchAgent, method: string, path: string, body: unknown, headers: Record<string, string>): Promise<Response> {
+async function sendAgentRequest(hub: { url: string }, a: BenchAgent, method: string, path: string, body: HeartbeatRequest | WorkStatusReport | undefined, headers: Record<string, string>): Promise<Response> {
   const token = await signAgentToken(a.name, a.key, { keyTag: a.keyTag });
   const payload = body ? JSON.stringify(body) : undefined;
   return new Promise<Response>((resolve, reject) => {
@@ -259,19 +260,20 @@ async function runAgent(hub: { url: string }, a: BenchAgent, stop: Stop): Promis
       await new Promise((r) => setTimeout(r, 200));
       continue;
     }
-    const body = (await res.json()) as { etag: string; works: { metadata: { name: string; uid: string; generation: number } }[] };
+    const body = (await res.json()) as WorksAnswer;
     a.etag = body.etag;
     a.woken ??= new Map();
-    for (const w of body.works) if (!a.woken.has(w.metadata.generation)) a.woken.set(w.metadata.generation, performance.now());
+    for (const w of body.works) if (!a.woken.has(Number(w.metadata.generation))) a.woken.set(Number(w.metadata.generation), performance.now());
     for (const w of body.works) {
+      const g = Number(w.metadata.generation);
       const seen = a.reported.get(w.metadata.name);
-      if (seen && seen.generation >= w.metadata.generation) continue;
+      if (seen && seen.generation >= g) continue;
       const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-      const g = w.metadata.generation;
       const c = (type: string, status: string, reason: string) => ({ type, status, reason, message: reason, observedGeneration: g, lastTransitionTime: now });
       const status = { conditions: [c("Applied", "True", "AppliedManifestWorkComplete"), c("Available", "True", "ResourcesAvailable"), c("Progressing", "False", "Completed")] };
       await retrying(async () => {
-        const put = await agentFetch(hub, a, "PUT", `/works/${w.metadata.name}/status`, { uid: w.metadata.uid, status });
+        const report: WorkStatusReport = { uid: w.metadata.uid, status };
+        const put = await agentFetch(hub, a, "PUT", `/works/${w.metadata.name}/status`, report);
         await put.arrayBuffer();
         if (put.status === 200) a.reported.set(w.metadata.name, { generation: g, at: performance.now() });
         else refusals.set(put.status, (refusals.get(put.status) ?? 0) + 1);
@@ -333,7 +335,7 @@ async function measure(size: number): Promise<string[]> {
       await retrying(async () => {
         const r = await agentFetch(hub, a, "GET", "/works?waitSeconds=0");
         if (r.status !== 200) throw new Error(`first works poll of ${a.name}: ${r.status} ${await r.text()}`);
-        a.etag = ((await r.json()) as { etag: string }).etag;
+        a.etag = ((await r.json()) as WorksAnswer).etag;
       });
       loops.push(runAgent(hub, a, stop));
     });

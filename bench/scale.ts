@@ -41,6 +41,7 @@ import { SchedulerView } from "../src/placement/view.ts";
 import type { KubeObject } from "../src/k8s/meta.ts";
 import { printTable } from "./table.ts";
 import { pool } from "../scripts/pool.ts";
+import type { HeartbeatRequest } from "../src/agent/protocol.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "1000,10000,50000").split(",").map(Number);
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 20);
@@ -184,7 +185,7 @@ interface Agent {
   keyTag?: string;
 }
 
-async function heartbeat(hub: Hub, a: Agent, body: Record<string, unknown>): Promise<number> {
+async function heartbeat(hub: Hub, a: Agent, body: HeartbeatRequest): Promise<number> {
   const token = await signAgentToken(a.name, a.key, { keyTag: a.keyTag });
   const t0 = performance.now();
   const res = await fetch(`${hub.url}/agent/v1/clusters/${a.name}/heartbeat`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
@@ -193,7 +194,7 @@ async function heartbeat(hub: Hub, a: Agent, body: Record<string, unknown>): Pro
   return performance.now() - t0;
 }
 
-const agentStatus = (cpuMilli: number, healthy = true) => ({
+const agentStatus = (cpuMilli: number, healthy = true): HeartbeatRequest => ({
   healthy,
   version: { kubernetes: "v1.31.2" },
   capacity: { cpu: "16", memory: "64Gi", pods: "110" },

@@ -3,7 +3,8 @@
  * the Secret), wait until the hub admin accepts the cluster, then send a heartbeat with the
  * cluster's status every `leaseDurationSeconds` (+ up to 25 % jitter), like OCM's registration
  * agent renewing its lease and updating `ManagedCluster.status`. Beside it runs the work agent
- * (work/loop.ts): it long-polls the cluster's ManifestWorks once the cluster is accepted, applies
+ * (work/loop.ts): once the cluster is accepted, its transport (transport/poll.ts) fetches the
+ * cluster's ManifestWorks whenever a heartbeat answer's works ETag changed, it applies
  * them, reports their status every status-sync period, and carries out the leave, after which
  * the agent ends on its own (state `left`).
  *
@@ -24,16 +25,8 @@ import {
   storeCredentials,
   type AgentCredentials,
 } from "./credentials.ts";
-import {
-  hubAbsent,
-  HubClient,
-  type ClusterClaim,
-  type HeartbeatRequest,
-  type HeartbeatResponse,
-  type HubFailure,
-  type HubResult,
-  type RotateKeyResponse,
-} from "./hub-client.ts";
+import type { ClusterClaim, HeartbeatAnswer, HeartbeatRequest, RotateKeyAnswer } from "../../src/agent/protocol.ts";
+import { hubAbsent, HubClient, type HubFailure, type HubResult } from "./hub-client.ts";
 import { httpFetch, type HubFetch } from "./http-fetch.ts";
 import { getClusterIdentity, listClusterProperties } from "./identity.ts";
 import { describeKubeError, rawGet, type KubeConfig } from "./kube.ts";
@@ -50,6 +43,8 @@ import {
 } from "./status.ts";
 import { WorkController } from "./work/controller.ts";
 import { DEFAULT_STATUS_SYNC_INTERVAL_SECONDS, WorkLoop } from "./work/loop.ts";
+import { PollTransport } from "./transport/poll.ts";
+import { DEFAULT_TRANSPORT, resolveTransport, type TransportName } from "./transport/transport.ts";
 
 /** Where the agent is in its life cycle, as returned by {@link AgentHandle.state}. */
 export type AgentState =
@@ -81,10 +76,6 @@ export interface AgentTiming {
   healthRecheckMs: number;
   /** Timeout of one hub request; default 15 000. */
   requestTimeoutMs: number;
-  /** `waitSeconds` of the works long-poll, in SECONDS (0–55); default 30. */
-  worksWaitSeconds: number;
-  /** Least time between two works polls; default 1 000. */
-  worksMinPollMs: number;
   /** Random source in [0, 1) for jitter; default `Math.random`. */
   random: Random;
 }
@@ -97,8 +88,6 @@ const DEFAULT_TIMING: AgentTiming = {
   healthCheckPeriodMs: 60_000,
   healthRecheckMs: 5_000,
   requestTimeoutMs: 15_000,
-  worksWaitSeconds: 30,
-  worksMinPollMs: 1_000,
   random: Math.random,
 };
 
@@ -132,6 +121,11 @@ export interface AgentOptions {
   timing?: Partial<AgentTiming>;
   /** fetch used for hub requests; default {@link httpFetch}. */
   fetch?: HubFetch;
+  /**
+   * The transport to the hub once accepted (transport/transport.ts); default `poll`. `ws` is not
+   * available yet: the agent logs one line and uses `poll`.
+   */
+  transport?: TransportName;
   /** Called once by `stop()` after the loop has ended (e.g. to close the simulated cluster). */
   onStop?: () => Promise<void>;
 }
@@ -198,6 +192,7 @@ class AgentRunner {
     this.kubeCond = new ConditionLog(this.log, "member cluster API reachable again");
     this.statusCond = new ConditionLog(this.log, "cluster status fully readable again");
     this.backoff = new Backoff(this.timing.backoffBaseMs, this.timing.backoffCapMs, this.timing.random);
+    resolveTransport(opts.transport ?? DEFAULT_TRANSPORT, this.log, this.fields());
     this.health = new HealthTracker((opts.healthFailureThresholdSeconds ?? DEFAULT_HEALTH_FAILURE_THRESHOLD_SECONDS) * 1000);
     this.done = this.run().then(
       async () => {
@@ -256,17 +251,23 @@ class AgentRunner {
    */
   private startWorkAgent(): void {
     const intervalSeconds = this.opts.statusSyncIntervalSeconds ?? DEFAULT_STATUS_SYNC_INTERVAL_SECONDS;
-    this.work = new WorkLoop({
+    const transport = new PollTransport({
       clusterName: this.opts.clusterName,
       hub: this.hub,
       sign: () => this.sign(),
+      logger: this.log,
+      timing: { backoffBaseMs: this.timing.backoffBaseMs, backoffCapMs: this.timing.backoffCapMs, hubProbeMs: this.timing.hubProbeMs, random: this.timing.random },
+      signal: this.abort.signal,
+    });
+    this.work = new WorkLoop({
+      clusterName: this.opts.clusterName,
+      transport,
+      live: (timeoutMs) => this.hub.live(timeoutMs),
       controller: new WorkController({ kubeConfig: this.opts.kubeConfig, namespace: this.namespace, logger: this.log, requestTimeoutMs: this.timing.requestTimeoutMs, signal: this.abort.signal }),
       deleteCredentials: () => deleteCredentials(this.opts.kubeConfig, this.namespace),
       logger: this.log,
       timing: {
         statusSyncIntervalMs: intervalSeconds * 1000,
-        worksWaitSeconds: this.timing.worksWaitSeconds,
-        worksMinPollMs: this.timing.worksMinPollMs,
         backoffBaseMs: this.timing.backoffBaseMs,
         backoffCapMs: this.timing.backoffCapMs,
         hubProbeMs: this.timing.hubProbeMs,
@@ -484,7 +485,7 @@ class AgentRunner {
     while (!this.aborted) {
       const body = await this.buildHeartbeat();
       if (this.aborted) return false;
-      const r: HubResult<HeartbeatResponse> = await this.hub.heartbeat(this.opts.clusterName, await this.sign(), body);
+      const r: HubResult<HeartbeatAnswer> = await this.hub.heartbeat(this.opts.clusterName, await this.sign(), body);
       if (this.aborted) return false;
       let delay: number;
       if (r.ok) {
@@ -592,7 +593,8 @@ class AgentRunner {
  *    a 403 returns to step 2, a 401 reloads the Secret and retries with backoff;
  * 4. an unreachable hub (network error, 5xx, 429) is retried with capped exponential backoff
  *    and full jitter, logging one line when it starts and one when it ends;
- * 5. the work agent (work/loop.ts): once accepted, long-polls `GET .../works`, applies the
+ * 5. the work agent (work/loop.ts): once accepted, fetches `GET .../works` when a heartbeat
+ *    answer's `worksEtag` changed (the poll transport; no request is held open), applies the
  *    ManifestWorks, reports changed statuses every `statusSyncIntervalSeconds`; when the hub
  *    says `leaving`, removes what works applied, calls `POST .../left`, deletes the Secret, and
  *    the agent ends (`done` resolves, state `left`).
@@ -632,7 +634,7 @@ export interface RotateKeyOptions {
   logger?: Logger;
   /** Hub client to use (tests, or the running agent's); default a new {@link HubClient}. */
   hub?: {
-    rotateKey(name: string, token: string, publicKey: AgentCredentials["key"]["publicJwk"], proof: string): Promise<HubResult<RotateKeyResponse>>;
+    rotateKey(name: string, token: string, publicKey: AgentCredentials["key"]["publicJwk"], proof: string): Promise<HubResult<RotateKeyAnswer>>;
     keyTag?(kid: string): string | undefined;
   };
   /** Credentials to rotate; default read from the Secret. */

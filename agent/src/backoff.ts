@@ -58,6 +58,71 @@ export class Backoff {
   }
 }
 
+/**
+ * How long a connection must have stayed up, in milliseconds, for its loss to start the
+ * reconnect backoff over (30 000): a hub that accepts connections and drops them at once keeps
+ * its agents' ceilings growing instead of being dialled again within a second each time.
+ */
+export const RECONNECT_STABLE_MS = 30_000;
+
+/**
+ * The reconnect policy of a long-lived connection to the hub (the WebSocket transport's; issue
+ * 28): capped exponential backoff with full jitter, from the FIRST attempt. When a hub restart,
+ * a deploy or an evicted object drops every agent's connection at once, each agent waits a
+ * uniformly random time in [0, base] before it dials again, then [0, 2 x base], ... up to
+ * [0, cap], so N agents arrive at N / base per millisecond on average rather than all within
+ * the same instant ("AWS full jitter"). A connection that stayed up at least `stableMs` starts
+ * the sequence over when it is lost; one dropped sooner continues it.
+ *
+ * @example
+ * const r = new ReconnectBackoff(1_000, 60_000);
+ * r.connected(Date.now());
+ * // ... the connection closes:
+ * await sleeper.sleep(r.lost(Date.now())); // 0–1 s after a stable connection, growing otherwise
+ */
+export class ReconnectBackoff {
+  private readonly backoff: Backoff;
+  private upSince: number | undefined;
+
+  /**
+   * @param baseMs first ceiling in milliseconds (e.g. 1 000; the window the first reconnects of a
+   *   fleet spread over).
+   * @param capMs largest ceiling in milliseconds (e.g. 60 000).
+   * @param random random source in [0, 1).
+   * @param stableMs how long a connection must last (ms) for its loss to start over; default {@link RECONNECT_STABLE_MS}.
+   */
+  constructor(
+    baseMs: number,
+    capMs: number,
+    random: Random = Math.random,
+    private readonly stableMs = RECONNECT_STABLE_MS,
+  ) {
+    this.backoff = new Backoff(baseMs, capMs, random);
+  }
+
+  /** The connection is up, at `now` (epoch milliseconds). */
+  connected(now: number): void {
+    this.upSince = now;
+  }
+
+  /**
+   * The connection was lost (or a dial failed) at `now` (epoch milliseconds): the delay before
+   * the next dial, in milliseconds.
+   *
+   * @param atLeastMs a floor, e.g. a `Retry-After` or a close code's advice; still capped.
+   */
+  lost(now: number, atLeastMs = 0): number {
+    if (this.upSince !== undefined && now - this.upSince >= this.stableMs) this.backoff.reset();
+    this.upSince = undefined;
+    return this.backoff.next(atLeastMs);
+  }
+
+  /** Consecutive losses counted since the sequence last started over. */
+  get failures(): number {
+    return this.backoff.failures;
+  }
+}
+
 /** OCM's lease renew jitter factor (`wait.JitterUntil(…, 0.25, …)`). */
 export const LEASE_JITTER_FACTOR = 0.25;
 

@@ -7,14 +7,16 @@
  * flotilla-agent --hub-url URL --cluster-name NAME [--bootstrap-token T] [--kubeconfig PATH]
  *   [--namespace NS] [--claim name=value ...] [--simulate] [--simulate-state FILE]
  *   [--simulate-nodes N] [--health-failure-threshold SECONDS] [--status-sync-interval SECONDS]
- *   [--log-format text|json]
+ *   [--transport poll|ws] [--log-format text|json]
  * flotilla-agent rotate-key [--cluster-name NAME] [--hub-url URL] [--kubeconfig PATH]
  *   [--namespace NS] [--simulate] [--simulate-state FILE] [--log-format text|json]
  * flotilla-agent install --hub-url URL --cluster-name NAME --bootstrap-token TOKEN
  *   [--namespace NS] [--image IMAGE] [--claim name=value ...]
  * ```
  *
- * `--namespace` may also come from `FLOTILLA_NAMESPACE` (the install manifests set it from the
+ * `--transport` (or `FLOTILLA_TRANSPORT`) chooses how the agent talks to the hub once accepted
+ * (transport/transport.ts): `poll`, the default, or `ws`, which this agent does not have yet
+ * and answers with one log line and `poll`. `--namespace` may also come from `FLOTILLA_NAMESPACE` (the install manifests set it from the
  * downward API). `install` prints the install manifests (install.ts) as YAML on stdout.
  */
 import fs from "node:fs";
@@ -23,13 +25,14 @@ import { Command, CommanderError, InvalidArgumentError, Option } from "commander
 import pkg from "../../package.json" with { type: "json" };
 import { AgentFatalError, rotateKey, startAgent } from "./agent.ts";
 import { DEFAULT_AGENT_NAMESPACE } from "./credentials.ts";
-import type { ClusterClaim } from "./hub-client.ts";
+import type { ClusterClaim } from "../../src/agent/protocol.ts";
 import { defaultAgentImage, InstallOptionsError, renderInstallManifests, toMultiDocumentYaml } from "./install.ts";
 import type { KubeConfig } from "./kube.ts";
 import { kubeConfigFromYaml, loadKubeConfig } from "./kubeconfig.ts";
 import { createLogger, type LogFormat, type Logger } from "./log.ts";
 import { DEFAULT_HEALTH_FAILURE_THRESHOLD_SECONDS, parseClaimFlag } from "./status.ts";
 import { DEFAULT_STATUS_SYNC_INTERVAL_SECONDS } from "./work/loop.ts";
+import { DEFAULT_TRANSPORT, TRANSPORT_NAMES, type TransportName } from "./transport/transport.ts";
 
 /** Exit code for bad flags, as with most CLIs. */
 export const EXIT_USAGE = 2;
@@ -106,6 +109,7 @@ interface RunOptions extends ClusterSourceOptions {
   claim: ClusterClaim[];
   healthFailureThreshold: number;
   statusSyncInterval: number;
+  transport: TransportName;
   logFormat: LogFormat;
 }
 
@@ -193,6 +197,12 @@ export async function runCli(argv: readonly string[], deps: CliDeps = {}): Promi
       "seconds between two status syncs of the applied works (drift repair and status reports; + up to 90% jitter)",
       parsePositiveSeconds,
       DEFAULT_STATUS_SYNC_INTERVAL_SECONDS,
+    )
+    .addOption(
+      new Option("--transport <transport>", "how the agent talks to the hub once accepted: poll (HTTP heartbeats; works fetched when their ETag changes) or ws (not available yet: falls back to poll)")
+        .choices(TRANSPORT_NAMES)
+        .env("FLOTILLA_TRANSPORT")
+        .default(DEFAULT_TRANSPORT),
     );
   addClusterSourceOptions(program);
   program.action(async (opts: RunOptions) => {
@@ -215,6 +225,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps = {}): Promi
       hub: opts.hubUrl,
       namespace: opts.namespace,
       simulate: opts.simulate === true,
+      transport: opts.transport,
     });
     const agent = await startAgent({
       hubUrl: opts.hubUrl,
@@ -225,6 +236,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps = {}): Promi
       claims: opts.claim,
       healthFailureThresholdSeconds: opts.healthFailureThreshold,
       statusSyncIntervalSeconds: opts.statusSyncInterval,
+      transport: opts.transport,
       logger: log,
       onStop: cluster.close,
     });

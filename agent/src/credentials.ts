@@ -8,6 +8,7 @@
  */
 import { createHash, createPrivateKey, generateKeyPairSync, randomUUID, sign, type KeyObject } from "node:crypto";
 import type { JWK } from "jose";
+import type { PublicJwk } from "../../src/agent/protocol.ts";
 import { isConflict, isNotFound, type KubeConfig } from "./kube.ts";
 
 /** Name of the Secret holding the agent's hub credentials. */
@@ -23,8 +24,8 @@ export const AGENT_TOKEN_TTL_SECONDS = 60;
 export interface AgentKeyPair {
   /** Private JWK (`kty: "EC"`, `crv: "P-256"`, with `d`); never leaves the member cluster. */
   privateJwk: JWK;
-  /** Public JWK (`kty`, `crv`, `x`, `y` only), as sent to the hub. */
-  publicJwk: JWK;
+  /** Public JWK (`kty`, `crv`, `x`, `y` only), as sent to the hub (src/agent/protocol.ts `PublicJwkSchema`). */
+  publicJwk: PublicJwk;
   /** RFC 7638 SHA-256 thumbprint of the public JWK (base64url), used as the JWT `kid`. */
   kid: string;
   /** The private key, imported for signing (node:crypto). */
@@ -48,10 +49,14 @@ export class CredentialsSecretError extends Error {
   override name = "CredentialsSecretError";
 }
 
-/** Only the public members of an EC JWK (drops `d` and any metadata). */
-export function publicJwkOf(jwk: JWK): JWK {
+/**
+ * Only the public members of an EC P-256 JWK (drops `d` and any metadata).
+ * @throws Error when the JWK is not an EC P-256 key with `x` and `y`.
+ */
+export function publicJwkOf(jwk: JWK): PublicJwk {
   const { kty, crv, x, y } = jwk;
-  return { kty, crv, x, y };
+  if (kty !== "EC" || crv !== "P-256" || typeof x !== "string" || typeof y !== "string") throw new Error("not an EC P-256 JWK");
+  return { kty: "EC", crv: "P-256", x, y };
 }
 
 /**

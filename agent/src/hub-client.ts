@@ -4,108 +4,31 @@
  * `error.kind` classifies the failure the way the agent's loop reacts to it.
  */
 import type { JWK } from "jose";
+import type * as z from "zod/mini";
+import type { HeartbeatRequest, RegisterRequest, WorkStatusReport } from "../../src/agent/protocol.ts";
+// The answer schemas' own module (zod/mini), not protocol.ts: the agent loads no classic zod.
+import {
+  ClusterInfoSchema,
+  HeartbeatAnswerSchema,
+  LeftAnswerSchema,
+  RotateKeyAnswerSchema,
+  WorkStatusAnswerSchema,
+  WorksAnswerSchema,
+  type ClusterInfo,
+  type HeartbeatAnswer,
+  type LeftAnswer,
+  type RotateKeyAnswer,
+  type WorkStatusAnswer,
+  type WorksAnswer,
+} from "../../src/agent/protocol-answers.ts";
 import { ecJwkThumbprint, jwsHeader } from "./credentials.ts";
 import { httpFetch, type HubFetch, type HubResponse } from "./http-fetch.ts";
 
-/** A cluster claim as OCM's `ManagedCluster.status.clusterClaims[]`: name 1–253, value 1–1024 characters. */
-export interface ClusterClaim {
-  /** Claim name, e.g. `region.example.com`. */
-  name: string;
-  /** Claim value. */
-  value: string;
-}
-
-/** Body of `POST /agent/v1/register`. */
-export interface RegisterRequest {
-  /** ManagedCluster name wanted. */
-  clusterName: string;
-  /** Cluster ID (ClusterProperty `cluster.clusterset.k8s.io` or kube-system UID). */
-  clusterId: string;
-  /** The agent's public JWK (ES256). */
-  publicKey: JWK;
-  /** Proof of possession of the private key ({@link signProof} in credentials.ts). */
-  proof: string;
-  /** Initial cluster claims. */
-  claims?: ClusterClaim[];
-}
-
-/**
- * Answer of `POST /agent/v1/register`: 201 new, 200 the same key again, 202 a new key for a
- * known cluster, held until an admin accepts it (`keyPending`).
- */
-export interface RegisterResponse {
-  clusterName: string;
-  /** `spec.hubAcceptsClient` of the ManagedCluster. */
-  hubAcceptsClient: boolean;
-  /** `spec.leaseDurationSeconds` (seconds; 0 means 60). */
-  leaseDurationSeconds: number;
-  /** Whether the registered key waits for an admin (`flotilla accept <cluster> --key <kid>`). */
-  keyPending: boolean;
-}
-
-/** Answer of `GET /agent/v1/clusters/{name}`. */
-export interface ClusterInfo {
-  clusterName: string;
-  /** Whether the hub admin accepted the cluster. */
-  hubAcceptsClient: boolean;
-  /** Whether the admin denied it (HubAcceptedManagedCluster=False, reason HubClusterAdminDenied). */
-  denied: boolean;
-  /** Whether the cluster has joined (ManagedClusterJoined=True). */
-  joined: boolean;
-  /** Lease duration in seconds (0 means 60). */
-  leaseDurationSeconds: number;
-  /** Whether the key the agent signed with waits for an admin to accept it. */
-  keyPending: boolean;
-}
-
-/** Body of `POST /agent/v1/clusters/{name}/heartbeat`: the ManagedCluster status the agent reports. */
-export interface HeartbeatRequest {
-  /** Result of the kube-apiserver health probe (ManagedClusterConditionAvailable True/False). */
-  healthy: boolean;
-  /** Human-readable detail of the health result. */
-  healthMessage?: string;
-  /** `status.version`: `{kubernetes: gitVersion}`. */
-  version?: { kubernetes: string };
-  /** `status.capacity`: resource name → quantity, summed over all nodes. */
-  capacity?: Record<string, string>;
-  /** `status.allocatable`: resource name → quantity, summed over schedulable nodes. */
-  allocatable?: Record<string, string>;
-  /** `status.clusterClaims`. */
-  clusterClaims?: ClusterClaim[];
-}
-
-/**
- * Answer of a heartbeat: the lease duration (seconds) to use until the next one, and hints for
- * the work agent: the hub's current works ETag and whether the cluster is leaving.
- */
-export interface HeartbeatResponse {
-  leaseDurationSeconds: number;
-  /** The works ETag (opaque); a value other than the agent's last one means the works changed. */
-  worksEtag?: string;
-  /** True once the cluster is being deleted on the hub (docs/agent-protocol.md "Leave"). */
-  leaving?: boolean;
-}
-
 /**
  * Answer of `GET /agent/v1/clusters/{name}/works`: `changed: false` for a 304 (the works are as
- * the agent's ETag says), else the list.
+ * the agent's ETag says), else the hub's list ({@link WorksAnswer}).
  */
-export type WorksResponse =
-  | { changed: false; etag: string }
-  | { changed: true; etag: string; leaving: boolean; works: unknown[] };
-
-/** Body of `PUT /agent/v1/clusters/{name}/works/{work}/status`. */
-export interface WorkStatusRequest {
-  /** The work's `metadata.uid` the status was computed for. */
-  uid: string;
-  /** The ManifestWork status (OCM shape). */
-  status: unknown;
-}
-
-/** Answer of `POST /agent/v1/clusters/{name}/rotate-key`: the thumbprint of the new key. */
-export interface RotateKeyResponse {
-  kid: string;
-}
+export type WorksResponse = { changed: false; etag: string } | ({ changed: true } & WorksAnswer);
 
 /**
  * How a call failed, as the agent reacts to it:
@@ -114,7 +37,8 @@ export interface RotateKeyResponse {
  * - `forbidden`: 403 (not accepted, denied, or another cluster's endpoint);
  * - `conflict`: 409 (cluster ID or name taken);
  * - `invalid`: 400/422 (the hub rejected the body);
- * - `other`: any other status, or a 2xx answer that is not the documented JSON.
+ * - `other`: any other status, or a 2xx answer that is not the documented JSON (the answer
+ *   schemas of src/agent/protocol.ts: a malformed answer is reported as a failure, never thrown).
  */
 export type HubFailureKind = "unreachable" | "unauthorized" | "forbidden" | "conflict" | "invalid" | "other";
 
@@ -190,9 +114,12 @@ function unquote(etag: string | null): string | undefined {
   return m ? m[1] : etag.trim();
 }
 
-function leaseOf(v: Record<string, unknown>): number | undefined {
-  const n = v.leaseDurationSeconds;
-  return typeof n === "number" && Number.isFinite(n) && n >= 0 ? n : undefined;
+/** The first problems of a schema check, for a log line: `works[0].metadata.uid: expected string, ...`. */
+function describeIssues(error: z.core.$ZodError): string {
+  return error.issues
+    .slice(0, 3)
+    .map((i) => `${i.path.length > 0 ? `${i.path.join(".")}: ` : ""}${i.message}`)
+    .join("; ");
 }
 
 /**
@@ -243,78 +170,50 @@ export class HubClient {
 
   /**
    * `POST /agent/v1/register` with the bootstrap token (`Bearer <id>.<secret>`).
-   * 201/200 → registered; 401 bad/expired token; 409 ID or name taken; 422 invalid body.
+   * 201/200 → registered; 202 → the key waits for an admin; 401 bad/expired token; 409 ID or
+   * name taken; 422 invalid body.
    */
-  async register(bootstrapToken: string, body: RegisterRequest): Promise<HubResult<RegisterResponse>> {
-    const kid = ecJwkThumbprint(body.publicKey);
-    return this.call(
-      "POST",
-      "/agent/v1/register",
-      bootstrapToken,
-      body,
-      (v) => {
-        const lease = leaseOf(v);
-        if (typeof v.hubAcceptsClient !== "boolean" || lease === undefined) return undefined;
-        return { clusterName: String(v.clusterName ?? body.clusterName), hubAcceptsClient: v.hubAcceptsClient, leaseDurationSeconds: lease, keyPending: v.keyPending === true };
-      },
-      { tagKid: kid },
-    );
+  async register(bootstrapToken: string, body: RegisterRequest): Promise<HubResult<ClusterInfo>> {
+    return this.call("POST", "/agent/v1/register", bootstrapToken, body, ClusterInfoSchema, { tagKid: ecJwkThumbprint(body.publicKey) });
   }
 
   /** `GET /agent/v1/clusters/{name}` with an agent JWT; answers before acceptance too. */
   getCluster(name: string, token: string): Promise<HubResult<ClusterInfo>> {
-    return this.call("GET", `/agent/v1/clusters/${encodeURIComponent(name)}`, token, undefined, (v) => {
-      const lease = leaseOf(v);
-      if (typeof v.hubAcceptsClient !== "boolean" || lease === undefined) return undefined;
-      return {
-        clusterName: String(v.clusterName ?? name),
-        hubAcceptsClient: v.hubAcceptsClient,
-        denied: v.denied === true,
-        joined: v.joined === true,
-        leaseDurationSeconds: lease,
-        keyPending: v.keyPending === true,
-      };
-    });
-  }
-
-  /** `POST /agent/v1/clusters/{name}/heartbeat`: renews the lease and reports status; 403 when not accepted. */
-  heartbeat(name: string, token: string, body: HeartbeatRequest): Promise<HubResult<HeartbeatResponse>> {
-    return this.call("POST", `/agent/v1/clusters/${encodeURIComponent(name)}/heartbeat`, token, body, (v) => {
-      const lease = leaseOf(v);
-      if (lease === undefined) return undefined;
-      const out: HeartbeatResponse = { leaseDurationSeconds: lease };
-      if (typeof v.worksEtag === "string") out.worksEtag = v.worksEtag;
-      if (typeof v.leaving === "boolean") out.leaving = v.leaving;
-      return out;
-    });
+    return this.call("GET", `/agent/v1/clusters/${encodeURIComponent(name)}`, token, undefined, ClusterInfoSchema);
   }
 
   /**
-   * `GET /agent/v1/clusters/{name}/works?waitSeconds=N` with `If-None-Match: "<etag>"` when an
-   * ETag is known: the hub answers 200 `{etag, leaving, works}` at once when the works differ
-   * from that ETag, else holds the request up to `waitSeconds` (0–55) and answers 304. The
-   * request timeout is `waitSeconds` plus the client's timeout.
+   * `POST /agent/v1/clusters/{name}/heartbeat`: renews the lease and reports status; answers the
+   * lease duration, the works ETag and whether the cluster is leaving; 403 when not accepted.
+   */
+  heartbeat(name: string, token: string, body: HeartbeatRequest): Promise<HubResult<HeartbeatAnswer>> {
+    return this.call("POST", `/agent/v1/clusters/${encodeURIComponent(name)}/heartbeat`, token, body, HeartbeatAnswerSchema);
+  }
+
+  /**
+   * `GET /agent/v1/clusters/{name}/works` with `If-None-Match: "<etag>"` when an ETag is known:
+   * 200 `{etag, leaving, works}` when the works differ from that ETag, else 304. The agent calls
+   * it only when a heartbeat answer's `worksEtag` differs from the ETag it holds, and never asks
+   * the hub to hold the request.
    *
    * @param etag the ETag of the last 200 answer (without quotes), or undefined for a full list.
-   * @param waitSeconds long-poll duration in seconds (clamped to 0–55).
+   * @param waitSeconds a long-poll (0–55 seconds) for the tests and benchmarks that exercise the
+   *   hub's; the agent never passes it (no `waitSeconds` is sent then).
    */
-  getWorks(name: string, token: string, etag: string | undefined, waitSeconds: number): Promise<HubResult<WorksResponse>> {
-    const wait = Math.max(0, Math.min(55, Math.floor(waitSeconds)));
+  async getWorks(name: string, token: string, etag: string | undefined, waitSeconds?: number): Promise<HubResult<WorksResponse>> {
+    const wait = waitSeconds === undefined ? undefined : Math.max(0, Math.min(55, Math.floor(waitSeconds)));
     const headers: Record<string, string> = etag !== undefined ? { "if-none-match": `"${etag}"` } : {};
-    return this.call(
-      "GET",
-      `/agent/v1/clusters/${encodeURIComponent(name)}/works?waitSeconds=${wait}`,
-      token,
-      undefined,
-      (v, res) => {
-        if (res.status === 304) return { changed: false, etag: etag ?? unquote(res.headers.get("etag")) ?? "" };
-        if (!Array.isArray(v.works)) return undefined;
-        const tag = typeof v.etag === "string" ? v.etag : unquote(res.headers.get("etag"));
-        if (tag === undefined) return undefined;
-        return { changed: true, etag: tag, leaving: v.leaving === true, works: v.works };
+    const path = `/agent/v1/clusters/${encodeURIComponent(name)}/works${wait === undefined ? "" : `?waitSeconds=${wait}`}`;
+    let notModified: WorksResponse | undefined;
+    const r = await this.call("GET", path, token, undefined, WorksAnswerSchema, {
+      headers,
+      timeoutMs: (wait ?? 0) * 1000 + this.timeoutMs,
+      notModified: (res) => {
+        notModified = { changed: false, etag: etag ?? unquote(res.headers.get("etag")) ?? "" };
       },
-      { headers, timeoutMs: wait * 1000 + this.timeoutMs },
-    );
+    });
+    if (!r.ok) return r;
+    return { ok: true, status: r.status, value: notModified ?? { changed: true, ...r.value } };
   }
 
   /**
@@ -322,35 +221,36 @@ export class HubClient {
    * `{resourceVersion}`; 404 (kind `other`, status 404) the work is gone; 409 (kind `conflict`)
    * the uid differs, the work was replaced.
    */
-  putWorkStatus(name: string, work: string, token: string, body: WorkStatusRequest): Promise<HubResult<{ resourceVersion?: string }>> {
-    return this.call("PUT", `/agent/v1/clusters/${encodeURIComponent(name)}/works/${encodeURIComponent(work)}/status`, token, body, (v) =>
-      typeof v.resourceVersion === "string" ? { resourceVersion: v.resourceVersion } : {},
-    );
+  putWorkStatus(name: string, work: string, token: string, body: WorkStatusReport): Promise<HubResult<WorkStatusAnswer>> {
+    return this.call("PUT", `/agent/v1/clusters/${encodeURIComponent(name)}/works/${encodeURIComponent(work)}/status`, token, body, WorkStatusAnswerSchema);
   }
 
   /** `POST /agent/v1/clusters/{name}/left` with `{}`: 200 once the hub took note; 409 when the cluster is not leaving. */
-  left(name: string, token: string): Promise<HubResult<Record<string, never>>> {
-    return this.call("POST", `/agent/v1/clusters/${encodeURIComponent(name)}/left`, token, {}, () => ({}));
+  left(name: string, token: string): Promise<HubResult<LeftAnswer>> {
+    return this.call("POST", `/agent/v1/clusters/${encodeURIComponent(name)}/left`, token, {}, LeftAnswerSchema);
   }
 
   /**
    * `POST /agent/v1/clusters/{name}/rotate-key` signed with the current key, with a proof signed
    * by the new one ({@link signProof}); the old key stays valid 5 minutes.
    */
-  async rotateKey(name: string, token: string, publicKey: JWK, proof: string): Promise<HubResult<RotateKeyResponse>> {
-    const kid = ecJwkThumbprint(publicKey);
-    return this.call("POST", `/agent/v1/clusters/${encodeURIComponent(name)}/rotate-key`, token, { publicKey, proof }, (v) =>
-      typeof v.kid === "string" ? { kid: v.kid } : undefined,
-    { tagKid: kid });
+  async rotateKey(name: string, token: string, publicKey: JWK, proof: string): Promise<HubResult<RotateKeyAnswer>> {
+    return this.call("POST", `/agent/v1/clusters/${encodeURIComponent(name)}/rotate-key`, token, { publicKey, proof }, RotateKeyAnswerSchema, { tagKid: ecJwkThumbprint(publicKey) });
   }
 
+  /**
+   * One hub call: sends `body` as JSON, decodes a 2xx answer with `answer` (an answer schema of
+   * src/agent/protocol.ts; a body it refuses is a failure of kind `other`) and an error answer as
+   * a Kubernetes Status. A 304, for a call that expects one (`notModified`, which is told), is
+   * ok with no value. Never rejects.
+   */
   private async call<T>(
     method: "GET" | "POST" | "PUT",
     path: string,
     bearer: string,
     body: unknown,
-    decode: (v: Record<string, unknown>, res: HubResponse) => T | undefined,
-    extra: { headers?: Record<string, string>; timeoutMs?: number; tagKid?: string } = {},
+    answer: z.ZodMiniType<T>,
+    extra: { headers?: Record<string, string>; timeoutMs?: number; tagKid?: string; notModified?: (res: HubResponse) => void } = {},
   ): Promise<HubResult<T>> {
     let res: HubResponse;
     const timeoutMs = extra.timeoutMs ?? this.timeoutMs;
@@ -383,10 +283,10 @@ export class HubClient {
       }
       if (kid) this.keyTags.set(kid, tag);
     }
-    if (res.status === 304) {
+    if (res.status === 304 && extra.notModified) {
       await res.body?.cancel().catch(() => undefined);
-      const value = decode({}, res);
-      if (value !== undefined) return { ok: true, status: 304, value };
+      extra.notModified(res);
+      return { ok: true, status: 304, value: undefined as T };
     }
     const text = await res.text().catch(() => "");
     let parsed: unknown;
@@ -396,11 +296,12 @@ export class HubClient {
       parsed = undefined;
     }
     if (res.status >= 200 && res.status < 300) {
-      const value = isRecord(parsed) ? decode(parsed, res) : undefined;
-      if (value === undefined) {
-        return { ok: false, error: { kind: "other", status: res.status, message: `unexpected answer to ${method} ${path}: ${text.slice(0, 200)}` } };
+      const checked = answer.safeParse(parsed);
+      if (!checked.success) {
+        const why = parsed === undefined ? `not JSON: ${text.slice(0, 200)}` : describeIssues(checked.error);
+        return { ok: false, error: { kind: "other", status: res.status, message: `malformed answer to ${method} ${path.replace(/\?.*$/, "")}: ${why}` } };
       }
-      return { ok: true, status: res.status, value };
+      return { ok: true, status: res.status, value: checked.data };
     }
     const status = isRecord(parsed) ? parsed : {};
     const error: HubFailure = {

@@ -27,7 +27,7 @@
  */
 import { stringify } from "yaml";
 import { CREDENTIALS_SECRET_NAME, DEFAULT_AGENT_NAMESPACE } from "./credentials.ts";
-import type { ClusterClaim } from "./hub-client.ts";
+import type { ClusterClaim } from "../../src/agent/protocol.ts";
 import { CLUSTER_PROPERTY_GROUP, CLUSTER_PROPERTY_PLURAL } from "./identity.ts";
 import { isValidClaim } from "./status.ts";
 

@@ -1,8 +1,16 @@
 /**
- * The agent protocol's constants and request schemas (docs/agent-protocol.md). Shared by the hub
- * (src/, durable-objects/) and usable by the agent.
+ * The agent protocol, defined once (docs/agent-protocol.md): its constants, the HTTP bodies in
+ * both directions (what the agent sends and what the hub answers), and (to come) the messages of
+ * the WebSocket channel. The hub (src/agent/routes.ts, durable-objects/) decodes requests with
+ * these schemas; the agent (agent/src/hub-client.ts, bundled by esbuild) decodes answers with
+ * them; the benchmarks (bench/) build their requests with these types.
+ *
+ * Requests are strict (an unknown field is 400, as Kubernetes' strict decoding); answers are
+ * tolerant (an agent drops fields a newer hub adds; a delivered work keeps all of its own) but
+ * every documented field is checked, so a malformed answer is an error the agent reports, never
+ * a crash.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { addFieldErrors } from "../k8s/meta.ts";
 import { validateResourceList } from "../k8s/validation.ts";
 
@@ -54,6 +62,9 @@ export const PublicJwkSchema = z
   })
   .strict();
 
+/** A public EC P-256 JWK as the agent sends it. */
+export type PublicJwk = z.infer<typeof PublicJwkSchema>;
+
 /**
  * Body of POST /agent/v1/register. `proof` is a compact JWS signed by the private key of
  * `publicKey` (proof of possession, as a CSR is signed by its key): header `{alg: "ES256", kid:
@@ -102,3 +113,29 @@ export const WorkStatusReportSchema = z.strictObject({
 
 /** Body of POST /agent/v1/clusters/{name}/left (empty). */
 export const LeftSchema = z.strictObject({});
+
+/** A registration request as the agent sends it. */
+export type RegisterRequest = z.input<typeof RegisterSchema>;
+/** A heartbeat as the agent sends it (the hub's parsed value is {@link Heartbeat}). */
+export type HeartbeatRequest = z.input<typeof HeartbeatSchema>;
+/** A key rotation request. */
+export type RotateKeyRequest = z.input<typeof RotateKeySchema>;
+/** A work status report as the agent sends it. */
+export type WorkStatusReport = z.input<typeof WorkStatusReportSchema>;
+/** A cluster claim (OCM `ManagedCluster.status.clusterClaims[]`): name 1–253, value 1–1024 characters. */
+export type ClusterClaim = z.infer<typeof claim>;
+
+// ---- Answers: hub -> agent (HTTP bodies of 2xx answers; errors are Kubernetes Status objects) ----
+//
+// Defined in ./protocol-answers.ts with zod/mini and re-exported here: the agent imports that
+// module alone at run time (a type import of this one is erased), so its bundle carries zod/mini
+// (25 KiB) and not the request schemas' classic zod (138 KiB and about 5 MiB of resident memory
+// in the agent; npm run bench:agent).
+export * from "./protocol-answers.ts";
+
+// ---- WebSocket channel messages (issue 28: GET /agent/v1/clusters/{name}/connect) ----
+//
+// The channel's messages (both directions: status, works pushed, reports and `left` with their
+// request ids and acknowledgements, close codes) are defined here, beside the HTTP bodies above,
+// reusing them (a status message carries a HeartbeatRequest, a report a WorkStatusReport). The
+// agent's transport interface for them is agent/src/transport.ts.

@@ -22,7 +22,21 @@ import { clock } from "../clock.ts";
 import type { AgentAction, Cost, RegistrationInfo, RegistrationOutcome, Result, WorksState } from "../../durable-objects/cluster.ts";
 import type { Env } from "../env.ts";
 import { parseJson, readBody, retryAfter, statusResponse } from "../api/request.ts";
-import { HeartbeatSchema, KEY_TAG_RESPONSE_HEADER, LeftSchema, MAX_WORKS_WAIT_SECONDS, RegisterSchema, RotateKeySchema, WorkStatusReportSchema } from "./protocol.ts";
+import {
+  HeartbeatSchema,
+  KEY_TAG_RESPONSE_HEADER,
+  LeftSchema,
+  MAX_WORKS_WAIT_SECONDS,
+  RegisterSchema,
+  RotateKeySchema,
+  WorkStatusReportSchema,
+  type ClusterInfo,
+  type HeartbeatAnswer,
+  type LeftAnswer,
+  type RotateKeyAnswer,
+  type WorkStatusAnswer,
+  type WorksAnswer,
+} from "./protocol.ts";
 
 type Ctx = Context<{ Bindings: Env }>;
 
@@ -142,11 +156,22 @@ function costHeaders(cost: Cost, extraD1Queries = 0, tag?: string): Record<strin
   };
 }
 
-async function agentCall(c: Ctx, action: AgentAction | (() => Promise<AgentAction>)): Promise<Response> {
+/**
+ * The answer body of each agent action the cluster's object serves, as src/agent/protocol.ts
+ * defines it (the object's results cross the RPC boundary untyped).
+ */
+interface AgentAnswers {
+  info: ClusterInfo;
+  heartbeat: HeartbeatAnswer;
+  left: LeftAnswer;
+}
+
+async function agentCall<A extends keyof AgentAnswers>(c: Ctx, action: { action: A } & AgentAction | (() => Promise<{ action: A } & AgentAction>)): Promise<Response> {
   const res = await agentResult(c, action);
   const headers = costHeaders(res.cost, 0, res.keyTag);
   if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers });
-  return new Response(JSON.stringify(res.value), { status: 200, headers });
+  const answer = res.value as AgentAnswers[A];
+  return new Response(JSON.stringify(answer), { status: 200, headers });
 }
 
 /** The ETag of `If-None-Match` without quotes or weak prefix, or undefined. */
@@ -184,7 +209,9 @@ async function getWorks(c: Ctx): Promise<Response> {
     void status;
     return rest;
   });
-  const body = JSON.stringify({ etag: state.etag, leaving: state.leaving, works });
+  // A WorksAnswer (src/agent/protocol.ts); each work is a stored ManifestWork without its status.
+  const head: Omit<WorksAnswer, "works"> = { etag: state.etag, leaving: state.leaving };
+  const body = JSON.stringify({ ...head, works });
   deliveredWorks.delivered(cluster, items, body.length);
   return new Response(body, { status: 200, headers: { ...costHeaders(res.cost, state.works ? 0 : 1, res.keyTag), etag } });
 }
@@ -208,7 +235,7 @@ async function putWorkStatus(c: Ctx): Promise<Response> {
   // Given the request's waitUntil, the report's commit may share a D1 batch with other reports'
   // (group commit), and its finished outbox row goes with theirs, just after.
   const object = await reportWorkStatus(c.env, cluster, workName, body, raw.length, (p) => c.executionCtx.waitUntil(p));
-  return new Response(JSON.stringify({ resourceVersion: object?.metadata.resourceVersion ?? "" }), { status: 200, headers: costHeaders(res.cost, 0, res.keyTag) });
+  return new Response(JSON.stringify({ resourceVersion: object?.metadata.resourceVersion ?? "" } satisfies WorkStatusAnswer), { status: 200, headers: costHeaders(res.cost, 0, res.keyTag) });
 }
 
 /** The `/agent/v1` routes. */
@@ -244,7 +271,7 @@ export function agentRoutes(): Hono<{ Bindings: Env }> {
     }
     const tag = await keyTag(c.env, body.clusterName, kid);
     if (tag) c.header(KEY_TAG_RESPONSE_HEADER, tag);
-    return c.json(res.value.info, REGISTRATION_STATUS[res.value.outcome]);
+    return c.json(res.value.info satisfies ClusterInfo, REGISTRATION_STATUS[res.value.outcome]);
   });
 
   app.get("/clusters/:name", (c) => agentCall(c, { action: "info" }));
@@ -276,7 +303,7 @@ export function agentRoutes(): Hono<{ Bindings: Env }> {
     const tag = res.ok ? await keyTag(c.env, name, kid) : null;
     const headers = costHeaders(res.cost, 0, tag ?? undefined);
     if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers });
-    return new Response(JSON.stringify(res.value), { status: 200, headers });
+    return new Response(JSON.stringify(res.value as RotateKeyAnswer), { status: 200, headers });
   });
 
   app.onError((err) => {

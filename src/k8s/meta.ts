@@ -4,7 +4,7 @@
  * behaviour: wrong types are 422 Invalid, unknown fields are 400 BadRequest under strict field
  * validation.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { StatusCause } from "./errors.ts";
 import { CONDITION_MESSAGE_MAX_LENGTH, CONDITION_REASON_MAX_LENGTH, CONDITION_TYPE_MAX_LENGTH, validateConditions, type FieldError } from "./validation.ts";
 

@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, jwtVerify, type JWK } from "jose";
 import { startSimulatedCluster, type SimulatedCluster } from "../../agent/sim/index.ts";
 import { AgentFatalError, rotateKey, startAgent, type AgentHandle } from "../../agent/src/agent.ts";
-import { Backoff, heartbeatDelayMs } from "../../agent/src/backoff.ts";
+import { Backoff, heartbeatDelayMs, ReconnectBackoff, RECONNECT_STABLE_MS } from "../../agent/src/backoff.ts";
 import { runCli } from "../../agent/src/cli.ts";
 import {
   CREDENTIALS_SECRET_NAME,
@@ -22,7 +22,9 @@ import {
   signAgentToken,
   storeCredentials,
 } from "../../agent/src/credentials.ts";
-import { hubAbsent, type ClusterClaim, type HeartbeatRequest } from "../../agent/src/hub-client.ts";
+import { hubAbsent, type HubResult, type WorksResponse } from "../../agent/src/hub-client.ts";
+import { PollTransport } from "../../agent/src/transport/poll.ts";
+import type { ClusterClaim, ClusterInfo, DeliveredWork, HeartbeatAnswer, HeartbeatRequest, WorkStatusAnswer, WorksAnswer } from "../../src/agent/protocol.ts";
 import { getClusterIdentity } from "../../agent/src/identity.ts";
 import { rawGet, type KubeConfig } from "../../agent/src/kube.ts";
 import { kubeConfigFromYaml } from "../../agent/src/kubeconfig.ts";
@@ -90,22 +92,20 @@ interface StubWorks {
 }
 
 /**
- * A minimal hub speaking the agent protocol: registration stores the public key, agent JWTs are
- * verified with jose against it (401 otherwise), works are served with ETag and long-poll (a
- * poll whose `If-None-Match` matches is held until `setWorks` or `waitSeconds`), and `answer`
- * may override any reply.
+ * A minimal hub speaking the agent protocol (its answers typed by src/agent/protocol.ts):
+ * registration stores the public key, agent JWTs are verified with jose against it (401
+ * otherwise), works are served with ETag (304 when `If-None-Match` matches; no long-poll), and
+ * `answer` may override any reply.
  */
 async function hubStub(answer: (req: StubRequest, n: number) => StubAnswer | undefined = () => undefined) {
   const requests: StubRequest[] = [];
   const keys = new Map<string, JWK>();
   const state = { accepted: false, lease: 1 };
   const works: StubWorks = { etag: "0", works: [], leaving: false, statuses: new Map(), left: false };
-  const waiters = new Set<() => void>();
   const setWorks = (items: unknown[], leaving = works.leaving): void => {
     works.works = items;
     works.leaving = leaving;
     works.etag = String(Number(works.etag) + 1);
-    for (const w of [...waiters]) w();
   };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -143,39 +143,25 @@ async function hubStub(answer: (req: StubRequest, n: number) => StubAnswer | und
         if (r.path === "/agent/v1/register") {
           const pk = body?.publicKey as JWK;
           keys.set(await calculateJwkThumbprint(pk, "sha256"), pk);
-          return send(201, { clusterName: body?.clusterName, hubAcceptsClient: state.accepted, leaseDurationSeconds: state.lease });
+          return send(201, { clusterName: String(body?.clusterName), hubAcceptsClient: state.accepted, denied: false, joined: false, leaseDurationSeconds: state.lease, keyPending: false } satisfies ClusterInfo);
         }
         const url = new URL(r.path, "http://stub");
         if (r.method === "GET" && url.pathname.endsWith("/works")) {
           if (!state.accepted) return failure(403, "Forbidden", "cluster c1 is not accepted");
           const tag = `"${works.etag}"`;
           if (req.headers["if-none-match"] === tag) {
-            const waitMs = Number(url.searchParams.get("waitSeconds") ?? "0") * 1000;
-            await new Promise<void>((resolve) => {
-              const done = () => {
-                clearTimeout(timer);
-                waiters.delete(done);
-                resolve();
-              };
-              const timer = setTimeout(done, waitMs);
-              waiters.add(done);
-              res.once("close", done);
-            });
-            if (res.destroyed) return;
-            if (req.headers["if-none-match"] === `"${works.etag}"`) {
-              res.writeHead(304, { etag: tag });
-              return void res.end();
-            }
+            res.writeHead(304, { etag: tag });
+            return void res.end();
           }
-          res.setHeader("etag", `"${works.etag}"`);
-          return send(200, { etag: works.etag, leaving: works.leaving, works: works.works });
+          res.setHeader("etag", tag);
+          return send(200, { etag: works.etag, leaving: works.leaving, works: works.works as DeliveredWork[] } satisfies WorksAnswer);
         }
         if (r.method === "PUT" && /\/works\/[^/]+\/status$/.test(url.pathname)) {
           const name = decodeURIComponent(url.pathname.split("/").at(-2) ?? "");
           const list = works.statuses.get(name) ?? [];
           list.push(body as { uid: string; status: Record<string, unknown> });
           works.statuses.set(name, list);
-          return send(200, { resourceVersion: String(list.length) });
+          return send(200, { resourceVersion: String(list.length) } satisfies WorkStatusAnswer);
         }
         if (r.method === "POST" && url.pathname.endsWith("/left")) {
           if (!works.leaving) return failure(409, "Conflict", "cluster c1 is not leaving");
@@ -183,11 +169,11 @@ async function hubStub(answer: (req: StubRequest, n: number) => StubAnswer | und
           return send(200, {});
         }
         if (r.method === "GET") {
-          return send(200, { clusterName: "c1", hubAcceptsClient: state.accepted, denied: false, joined: state.accepted, leaseDurationSeconds: state.lease });
+          return send(200, { clusterName: "c1", hubAcceptsClient: state.accepted, denied: false, joined: state.accepted, leaseDurationSeconds: state.lease, keyPending: false } satisfies ClusterInfo);
         }
         if (r.path.endsWith("/heartbeat")) {
           if (!state.accepted) return failure(403, "Forbidden", "cluster c1 is not accepted");
-          return send(200, { leaseDurationSeconds: state.lease, worksEtag: works.etag, leaving: works.leaving });
+          return send(200, { leaseDurationSeconds: state.lease, worksEtag: works.etag, leaving: works.leaving } satisfies HeartbeatAnswer);
         }
         return failure(404, "NotFound", "no such endpoint");
       })();
@@ -267,6 +253,40 @@ describe("backoff and lease jitter", () => {
     expect(heartbeatDelayMs(60, () => 0.999999)).toBeCloseTo(75_000, -1);
     expect(heartbeatDelayMs(0, () => 0)).toBe(60_000);
     expect(heartbeatDelayMs(10, () => 0.5)).toBe(11_250);
+  });
+
+  it("reconnects of a fleet dropped at once spread over the first window; a flapping hub keeps the ceilings growing", () => {
+    // A seeded PRNG (mulberry32): the same 10,000 draws each run.
+    let seed = 28;
+    const random = () => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+    const agents = Array.from({ length: 10_000 }, () => new ReconnectBackoff(1_000, 60_000, random));
+    for (const r of agents) r.connected(0);
+    // A deploy drops every connection at t = 60 s (each had been up a minute: the sequence starts over).
+    const first = agents.map((r) => r.lost(60_000));
+    expect(Math.max(...first)).toBeLessThan(1_000);
+    const perTenth = new Array<number>(10).fill(0);
+    for (const d of first) perTenth[Math.floor(d / 100)]!++;
+    // Uniform over the first second: each 100 ms holds about 1,000 of the 10,000 dials.
+    expect(Math.min(...perTenth)).toBeGreaterThan(850);
+    expect(Math.max(...perTenth)).toBeLessThan(1_150);
+    // A hub that takes connections and drops them at once: the ceiling doubles each time.
+    const r = new ReconnectBackoff(1_000, 60_000, () => 0.999999);
+    const ceilings: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      r.connected(i * 1_000);
+      ceilings.push(Math.round(r.lost(i * 1_000 + 500) / 1_000));
+    }
+    expect(ceilings).toEqual([1, 2, 4, 8, 16, 32, 60, 60]);
+    // A connection that lasted RECONNECT_STABLE_MS starts over; a Retry-After is a floor.
+    r.connected(100_000);
+    expect(r.lost(100_000 + RECONNECT_STABLE_MS)).toBeLessThan(1_000);
+    expect(r.failures).toBe(1);
+    expect(r.lost(200_000, 5_000)).toBe(5_000);
   });
 
   it("ConditionLog logs a condition once and its end once", () => {
@@ -574,7 +594,7 @@ describe("agent loop", () => {
     // The hub goes away mid-heartbeating: several failed attempts, still one line each way.
     mode.down = true;
     const failedFrom = hub.requests.length;
-    // (Counted on heartbeats: the works poll fails and backs off on its own meanwhile.)
+    // (Counted on heartbeats: a works fetch, when one is due, fails and backs off on its own meanwhile.)
     await until(() => hub.requests.slice(failedFrom).filter((r) => r.path.endsWith("/heartbeat")).length >= 3, 10_000, "failed heartbeats");
     expect(a.state()).toBe("heartbeating");
     mode.down = false;
@@ -703,6 +723,101 @@ describe("agent loop", () => {
     await a.stop();
   });
 
+  it("poll transport: an idle agent sends only heartbeats; works are fetched when the heartbeat's ETag changed, never held", async () => {
+    const { kc } = await sim();
+    const hub = await hubStub();
+    hub.state.accepted = true;
+    const { log } = memoryLogger();
+    const a = await agent({ hubUrl: hub.url, clusterName: "c1", bootstrapToken: TOKEN, kubeConfig: kc, logger: log, timing: FAST, statusSyncIntervalSeconds: 0.05 });
+    const beats = () => hub.requests.filter((r) => r.path.endsWith("/heartbeat")).length;
+    const fetches = () => hub.requests.filter((r) => r.method === "GET" && r.path.includes("/works"));
+    // The first heartbeat answer's ETag is new to the agent: one fetch of the whole list.
+    await until(() => fetches().length === 1, 10_000, "the first works fetch");
+    const idleFrom = hub.requests.length;
+    const beatsAt = beats();
+    await until(() => beats() >= beatsAt + 3, 10_000, "three idle heartbeats (lease 1 s)");
+    expect(hub.requests.slice(idleFrom).map((r) => `${r.method} ${r.path}`).every((r) => r === "POST /agent/v1/clusters/c1/heartbeat")).toBe(true);
+
+    // A change: the next heartbeat answer carries a new ETag, and the agent fetches once.
+    hub.setWorks([]);
+    await until(() => fetches().length === 2, 10_000, "the fetch after the ETag changed");
+    const after = beats();
+    await until(() => beats() >= after + 2, 10_000, "two more heartbeats");
+    expect(fetches()).toHaveLength(2);
+    expect(hub.requests.some((r) => r.path.includes("waitSeconds"))).toBe(false);
+    await a.stop();
+  });
+
+  it("poll transport: a heartbeat answered during a fetch with a newer ETag fetches again; one with the same ETag does not", async () => {
+    const calls: (string | undefined)[] = [];
+    const answers: ((v: WorksAnswer | null) => void)[] = [];
+    const hub = {
+      getWorks: (_name: string, _token: string, etag: string | undefined) => {
+        calls.push(etag);
+        return new Promise<HubResult<WorksResponse>>((resolve) =>
+          answers.push((v) => resolve({ ok: true, status: v ? 200 : 304, value: v ? { changed: true, ...v } : { changed: false, etag: etag ?? "" } })),
+        );
+      },
+      putWorkStatus: () => Promise.reject(new Error("not used")),
+      left: () => Promise.reject(new Error("not used")),
+    };
+    const abort = new AbortController();
+    cleanups.push(() => abort.abort());
+    const { log } = memoryLogger();
+    const t = new PollTransport({ clusterName: "c1", hub, sign: () => Promise.resolve("jwt"), logger: log, timing: { backoffBaseMs: 10, backoffCapMs: 40, random: () => 0.5 }, signal: abort.signal });
+    const delivered: string[] = [];
+    t.start({ works: (u) => delivered.push(u.etag), leaving: () => undefined });
+    const beat = (worksEtag: string) => t.heartbeatAnswered({ leaseDurationSeconds: 1, worksEtag, leaving: false });
+
+    beat("e1");
+    await until(() => calls.length === 1, 2_000, "the first fetch");
+    expect(calls[0]).toBeUndefined();
+    beat("e2"); // the hub changed again while the first fetch is in flight
+    answers[0]!({ etag: "e1", leaving: false, works: [] });
+    await until(() => calls.length === 2, 2_000, "a second fetch for e2");
+    expect(calls[1]).toBe("e1");
+    answers[1]!({ etag: "e2", leaving: false, works: [] });
+    await until(() => delivered.length === 2, 2_000, "both lists delivered");
+    expect(delivered).toEqual(["e1", "e2"]);
+    beat("e2");
+    beat("e2");
+    await new Promise((r) => setTimeout(r, 50));
+    expect(calls).toHaveLength(2);
+    // A newer ETag the hub then answers 304 for (it went back): one fetch, nothing delivered.
+    beat("e3");
+    await until(() => calls.length === 3, 2_000, "a fetch for e3");
+    answers[2]!(null);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(delivered).toEqual(["e1", "e2"]);
+    expect(calls).toHaveLength(3);
+  });
+
+  it("a malformed hub answer is an error the agent reports and retries, not a crash", async () => {
+    const { kc } = await sim();
+    const mode = { heartbeat: true, works: true };
+    const hub = await hubStub((r) => {
+      if (mode.heartbeat && r.path.endsWith("/heartbeat")) return { status: 200, json: { leaseDurationSeconds: "soon", worksEtag: "1", leaving: false } };
+      if (mode.works && r.method === "GET" && r.path.includes("/works")) return { status: 200, json: { etag: "1", leaving: false, works: [{ metadata: { name: "w" }, spec: {} }] } };
+      return undefined;
+    });
+    hub.state.accepted = true;
+    const { log, lines } = memoryLogger();
+    const a = await agent({ hubUrl: hub.url, clusterName: "c1", bootstrapToken: TOKEN, kubeConfig: kc, logger: log, timing: FAST });
+    await until(() => count(lines, /malformed answer to POST \/agent\/v1\/clusters\/c1\/heartbeat: leaseDurationSeconds: /) === 1, 10_000, "the heartbeat's malformed answer reported");
+    const since = hub.requests.length;
+    await until(() => hub.requests.length >= since + 3, 10_000, "heartbeats retried");
+    expect(a.state()).toBe("heartbeating");
+    mode.heartbeat = false;
+    await until(() => count(lines, /works fetch failed \(HTTP 200: malformed answer to GET \/agent\/v1\/clusters\/c1\/works: works\.0\.metadata\.uid: /) === 1, 10_000, "the works answer's problem reported");
+    const fetchesFrom = hub.requests.length;
+    await until(() => hub.requests.slice(fetchesFrom).filter((r) => r.path.includes("/works")).length >= 2, 10_000, "the fetch retried with backoff");
+    mode.works = false;
+    await until(() => count(lines, /works fetch succeeds again/) === 1, 10_000, "the fetch recovered");
+    expect(count(lines, /malformed answer to POST/)).toBe(1);
+    expect(a.state()).toBe("heartbeating");
+    await a.stop();
+  });
+
   it("reports the kube-apiserver unavailable only after the threshold, and heartbeats at once on a change", async () => {
     const { cluster, kc } = await sim();
     const hub = await hubStub();
@@ -744,7 +859,7 @@ describe("command line", () => {
   const run = async (args: string[], env: Record<string, string> = {}) => {
     const logs: string[] = [];
     const errs: string[] = [];
-    const keys = ["FLOTILLA_HUB_URL", "FLOTILLA_CLUSTER_NAME", "FLOTILLA_BOOTSTRAP_TOKEN"];
+    const keys = ["FLOTILLA_HUB_URL", "FLOTILLA_CLUSTER_NAME", "FLOTILLA_BOOTSTRAP_TOKEN", "FLOTILLA_TRANSPORT"];
     const saved = Object.fromEntries(keys.map((k) => [k, process.env[k]]));
     for (const k of keys) delete process.env[k];
     Object.assign(process.env, env);
@@ -767,10 +882,11 @@ describe("command line", () => {
     expect(await run(["--hub-url", "http://h", "--cluster-name", "c1", "--claim", "noequals"])).toMatchObject({ code: 2, errs: expect.stringMatching(/name=value/) });
     expect(await run(["--hub-url", "http://h", "--cluster-name", "c1", "--log-format", "xml"])).toMatchObject({ code: 2 });
     expect(await run(["--hub-url", "http://h", "--cluster-name", "c1", "--health-failure-threshold", "-1"])).toMatchObject({ code: 2 });
+    expect(await run(["--hub-url", "http://h", "--cluster-name", "c1", "--transport", "pigeon"])).toMatchObject({ code: 2, errs: expect.stringMatching(/Allowed choices are poll, ws/) });
     expect((await run(["--help"])).code).toBe(0);
   });
 
-  it("--simulate with env configuration: a 409 from the hub exits 1 with the hub's message as a JSON log line", async () => {
+  it("--simulate with env configuration (the ws transport asked for: poll, said once): a 409 from the hub exits 1 with the hub's message as a JSON log line", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "flotilla-agent-cli-"));
     cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
     const hub = await hubStub((r) => (r.path === "/agent/v1/register" ? { status: 409, json: { kind: "Status", code: 409, reason: "Conflict", message: 'cluster name "c1" is taken by another cluster ID' } } : undefined));
@@ -778,9 +894,12 @@ describe("command line", () => {
       FLOTILLA_HUB_URL: hub.url,
       FLOTILLA_CLUSTER_NAME: "c1",
       FLOTILLA_BOOTSTRAP_TOKEN: "abcdef.0123456789abcdef",
+      FLOTILLA_TRANSPORT: "ws",
     });
     expect(code).toBe(1);
-    const parsed = logs.map((l) => JSON.parse(l) as { level: string; msg: string });
+    const parsed = logs.map((l) => JSON.parse(l) as { level: string; msg: string; transport?: string });
+    expect(parsed.find((l) => /starting flotilla-agent/.test(l.msg))?.transport).toBe("ws");
+    expect(parsed.filter((l) => l.level === "warn" && /ws transport is not available in this agent yet; using poll/.test(l.msg))).toHaveLength(1);
     expect(parsed.filter((l) => l.level === "error" && /taken by another cluster ID/.test(l.msg))).toHaveLength(1);
     expect(hub.requests).toHaveLength(1);
     expect(hub.requests[0]?.body?.clusterName).toBe("c1");

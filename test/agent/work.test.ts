@@ -669,7 +669,12 @@ describe("work controller on a simulated cluster", () => {
 // ---------------------------------------------------------------------------------------------
 // the loop against a real hub (`wrangler dev`)
 
-const FAST = { acceptancePollMs: 20, backoffBaseMs: 10, backoffCapMs: 40, healthCheckPeriodMs: 1_000, healthRecheckMs: 200, requestTimeoutMs: 5_000, worksWaitSeconds: 5, worksMinPollMs: 20 };
+const FAST = { acceptancePollMs: 20, backoffBaseMs: 10, backoffCapMs: 40, healthCheckPeriodMs: 1_000, healthRecheckMs: 200, requestTimeoutMs: 5_000 };
+/**
+ * The lease (seconds) the loop tests accept their clusters with: the poll transport learns of a
+ * works change at the next heartbeat, so a change reaches the agent within 1.25 s.
+ */
+const SHORT_LEASE = { leaseDurationSeconds: 1 };
 const MANAGED_CLUSTERS = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
 const MERGE_PATCH = "application/merge-patch+json";
 const hubWorks = (cluster: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks`;
@@ -746,7 +751,7 @@ describe("work loop against a real hub (wrangler dev)", () => {
   /** The hub's log lines of the agent's status reports for one work (`PUT ... <code> <text>`). */
   const statusPuts = (cluster: string, work: string): string[] => hub.output().split("\n").filter((l) => l.includes(`PUT /agent/v1/clusters/${cluster}/works/${work}/status `));
 
-  it("long-polls works, applies them, reports status only when it changed, repairs drift, removes deleted works, and leaves clean", async () => {
+  it("fetches works when the heartbeat's ETag changed, applies them, reports status only when it changed, repairs drift, removes deleted works, and leaves clean", async () => {
     const cluster = "loop-main";
     const { kc, dyn } = await sim();
     const token = await createBootstrapToken(hub);
@@ -754,10 +759,10 @@ describe("work loop against a real hub (wrangler dev)", () => {
     const a = await startAgent({ hubUrl: hub.url, clusterName: cluster, bootstrapToken: token, kubeConfig: kc, logger: log, timing: FAST, statusSyncIntervalSeconds: 0.1 });
     cleanups.push(() => a.stop());
     await waitForRegistration(cluster);
-    await accept(cluster);
+    await accept(cluster, SHORT_LEASE);
     await until(() => a.state() === "heartbeating", 30_000, "the agent to be accepted");
 
-    // Created while the agent long-polls: applied, and the status reported at the work's generation.
+    // Created while the agent heartbeats: applied, and the status reported at the work's generation.
     const created = await createWork(cluster, "w", [configMap("cfg", { a: "1" }), configMap("kept", { a: "1" })], {
       deleteOption: { propagationPolicy: "SelectivelyOrphan", selectivelyOrphans: { orphaningRules: [{ resource: "configmaps", name: "kept", namespace: "default" }] } },
     });
@@ -772,6 +777,8 @@ describe("work loop against a real hub (wrangler dev)", () => {
     expect(first.status.resourceStatus.manifests.map((m: Json) => m.resourceMeta.name)).toEqual(["cfg", "kept"]);
     expect((await dyn.get(ref(CM, "default", "cfg"))).data.a).toBe("1");
     expect((await dyn.get(ref(CM, "default", "kept"))).data.a).toBe("1");
+    // The probe work may have come with the next heartbeat's ETag, after w's.
+    await until(async () => appliedAtGeneration(await getWork(cluster, "probe")), 30_000, "the probe work's status on the hub");
 
     // Drift: repaired by a later sync pass, whose status is the same, so it is not reported again
     // (a status write would bump the work's resourceVersion on the hub).
@@ -824,10 +831,10 @@ describe("work loop against a real hub (wrangler dev)", () => {
     const { kc, dyn } = await sim();
     const token = await createBootstrapToken(hub);
     const { log, lines } = memoryLogger();
-    // One works poll after acceptance, then none for the rest of the test (no long-poll wait, a
-    // long least time between polls, a lease of an hour so no heartbeat hints a change): the
-    // agent keeps the works it saw while the hub deletes and re-creates them.
-    const a = await startAgent({ hubUrl: hub.url, clusterName: cluster, bootstrapToken: token, kubeConfig: kc, logger: log, timing: { ...FAST, worksWaitSeconds: 0, worksMinPollMs: 3_600_000 }, statusSyncIntervalSeconds: 0.1 });
+    // One works fetch after acceptance (the first heartbeat's ETag), then none for the rest of the
+    // test (a lease of an hour: no more heartbeats, so no new ETag): the agent keeps the works it
+    // saw while the hub deletes and re-creates them.
+    const a = await startAgent({ hubUrl: hub.url, clusterName: cluster, bootstrapToken: token, kubeConfig: kc, logger: log, timing: FAST, statusSyncIntervalSeconds: 0.1 });
     cleanups.push(() => a.stop());
     await waitForRegistration(cluster);
     for (const name of ["gone", "replaced", "probe"]) await createWork(cluster, name, [configMap(name, { a: "1" })], { manifestConfigs: [markFeedback(name)] });
@@ -864,7 +871,7 @@ describe("work loop against a real hub (wrangler dev)", () => {
     expect(stillNew.metadata.uid).toBe(recreated.metadata.uid);
     expect(stillNew.metadata.resourceVersion).toBe(recreated.metadata.resourceVersion);
     expect(stillNew.status?.conditions ?? []).toEqual([]);
-    // The agent has not polled since: the objects of both works are still on the member cluster.
+    // The agent has not fetched since: the objects of both works are still on the member cluster.
     expect(await getOrNull(dyn, ref(CM, "default", "gone"))).not.toBeNull();
     expect(a.state()).toBe("heartbeating");
   });
@@ -877,7 +884,7 @@ describe("work loop against a real hub (wrangler dev)", () => {
     cleanups.push(() => sim.close());
     const kc = kubeConfigFromYaml(sim.kubeconfigYaml);
     const dyn = jsonClient(kc);
-    const token = await createBootstrapToken(hub, { autoApprove: true });
+    const token = await createBootstrapToken(hub);
     const child = spawn(process.execPath, [path.join(root, "agent/bin/flotilla-agent.js"), "--hub-url", hub.url, "--cluster-name", cluster, "--bootstrap-token", token, "--kubeconfig", sim.kubeconfigPath, "--status-sync-interval", "0.2"], {
       cwd: root,
       env: { ...process.env, FLOTILLA_BOOTSTRAP_TOKEN: "" },
@@ -889,6 +896,8 @@ describe("work loop against a real hub (wrangler dev)", () => {
     const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
     cleanups.push(() => void child.kill());
     await waitForRegistration(cluster);
+    // Accepted with a short lease: the work, and then the leave, reach the agent at its next heartbeat.
+    await accept(cluster, SHORT_LEASE);
     await createWork(cluster, "w", [configMap("cfg", { a: "1" })]);
     await until(async () => (await getOrNull(dyn, ref(CM, "default", "cfg"))) !== null, 30_000, "the agent to apply the work");
     await until(async () => appliedAtGeneration(await getWork(cluster, "w")), 30_000, "the work's status on the hub");

@@ -106,7 +106,8 @@ describe("works reach clusters (wrangler dev + 3 agent processes on simulated cl
     }
     for (const c of CLUSTERS) {
       await waitFor(`${c} to register`, async () => (await admin(hub, "GET", `${MC}/${c}`)).status === 200);
-      expect((await admin(hub, "PATCH", `${MC}/${c}`, { metadata: { labels: { tier: "web" } }, spec: { hubAcceptsClient: true } }, merge)).status).toBe(200);
+      // A 1 s lease: the agents' poll transport learns of a works change at its next heartbeat.
+      expect((await admin(hub, "PATCH", `${MC}/${c}`, { metadata: { labels: { tier: "web" } }, spec: { hubAcceptsClient: true, leaseDurationSeconds: 1 } }, merge)).status).toBe(200);
     }
     await waitFor("all clusters Available", async () => {
       const items = (await admin(hub, "GET", `${MC}?labelSelector=tier%3Dweb`)).body.items as Json[];

@@ -8,7 +8,8 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_LEAVE_TIMEOUT_SECONDS, MAX_WORKS_WAITERS, WORKS_RETRY_AFTER_SECONDS, type ClusterObject } from "../../durable-objects/cluster.ts";
-import { call, condition, createToken, MC, register, withClockAhead, type AgentKeys } from "./helpers.ts";
+import { agentKeys, call, condition, createToken, MC, register, withClockAhead, type AgentKeys } from "./helpers.ts";
+import { ClusterInfoSchema, HeartbeatAnswerSchema, LeftAnswerSchema, RotateKeyAnswerSchema, WorkStatusAnswerSchema, WorksAnswerSchema } from "../../src/agent/protocol.ts";
 import { waitFor } from "../wait.ts";
 
 const WORKS = (ns: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks`;
@@ -265,6 +266,41 @@ describe("works delivery (agent protocol)", () => {
     const token = await createToken();
     const { keys } = await register(token, "wd5", "id-wd5");
     expect((await poll("wd5", keys)).status).toBe(403);
+  });
+});
+
+describe("answers (src/agent/protocol.ts)", () => {
+  it("every 2xx answer of the agent protocol is its schema's value, no field more or less", async () => {
+    const token = await createToken();
+    const { keys, res } = await register(token, "ans1", "id-ans1");
+    expect(res.status).toBe(201);
+    expect(ClusterInfoSchema.parse(res.body)).toEqual(res.body);
+    expect(res.body).toMatchObject({ clusterName: "ans1", hubAcceptsClient: false, denied: false, joined: false, keyPending: false });
+    const info = await call("GET", "/agent/v1/clusters/ans1", undefined, { token: await keys.sign("ans1") });
+    expect(ClusterInfoSchema.parse(info.body)).toEqual(info.body);
+    expect((await call("PATCH", `${MC}/ans1`, { spec: { hubAcceptsClient: true } }, merge)).status).toBe(200);
+
+    const hb = await call("POST", "/agent/v1/clusters/ans1/heartbeat", { healthy: true }, { token: await keys.sign("ans1") });
+    expect(hb.status).toBe(200);
+    expect(HeartbeatAnswerSchema.parse(hb.body)).toEqual(hb.body);
+    expect((await call("POST", WORKS("ans1"), work("w1"))).status).toBe(201);
+    const polled = await poll("ans1", keys, hb.body.worksEtag);
+    expect(polled.status).toBe(200);
+    // Works answers keep every field of a delivered work (the schema passes them through).
+    expect(WorksAnswerSchema.parse(polled.body)).toEqual(polled.body);
+    const put = await call("PUT", "/agent/v1/clusters/ans1/works/w1/status", { uid: polled.body.works[0].metadata.uid, status: {} }, { token: await keys.sign("ans1") });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    expect(WorkStatusAnswerSchema.parse(put.body)).toEqual(put.body);
+
+    const next = await agentKeys();
+    const rotated = await call("POST", "/agent/v1/clusters/ans1/rotate-key", { publicKey: next.publicJwk, proof: await next.proof("ans1") }, { token: await keys.sign("ans1") });
+    expect(rotated.status, JSON.stringify(rotated.body)).toBe(200);
+    expect(RotateKeyAnswerSchema.parse(rotated.body)).toEqual(rotated.body);
+
+    expect((await call("DELETE", `${MC}/ans1`)).status).toBe(200);
+    const left = await call("POST", "/agent/v1/clusters/ans1/left", {}, { token: await next.sign("ans1") });
+    expect(left.status, JSON.stringify(left.body)).toBe(200);
+    expect(LeftAnswerSchema.parse(left.body)).toEqual(left.body);
   });
 });
 

@@ -1,13 +1,12 @@
 /**
  * The work agent's loops against the hub (docs/agent-protocol.md "Works" and "Leave"):
  *
- * - **poll**: `GET /agent/v1/clusters/{name}/works?waitSeconds=N` with `If-None-Match` of the
- *   last ETag; a 200 hands the list to the sync loop at once, a 304 means nothing changed. A hub
- *   that answers faster than `worksMinPollMs` is not polled again before that time has passed.
- *   Failures back off (capped exponential, full jitter) and log one line per state change.
+ * - **works**: the agent's transport (transport/transport.ts; the poll transport fetches them
+ *   when a heartbeat answer's works ETag changed) hands over the cluster's whole works list,
+ *   which the sync loop takes at once.
  * - **sync**: every status-sync period (`wait.Jitter(interval, 0.9)` as OCM: interval to
  *   1.9 × interval) and at once after a changed list, one {@link WorkController.sync} pass, then
- *   `PUT .../works/{work}/status` with `{uid, status}` for each work whose status changed since
+ *   a status report (`PUT .../works/{work}/status` with `{uid, status}`) for each work whose status changed since
  *   its last successful report. A 404 or 409 answer means the work is gone or replaced: no more
  *   reports for that uid. The sync loop runs whether or not the hub answers, so drift is
  *   repaired from the last known works while the hub is unreachable.
@@ -16,12 +15,14 @@
  *   calls `POST .../left`, deletes the credentials Secret, logs one line and ends with `"left"`.
  */
 import { createHash } from "node:crypto";
+import type { DeliveredWork, HeartbeatAnswer } from "../../../src/agent/protocol.ts";
 import { Backoff, HUB_PROBE_PERIOD_MS, Sleeper, sleepProbing, type Random } from "../backoff.ts";
 import { describeKubeError } from "../kube.ts";
-import { hubAbsent, type HubClient, type HubFailure } from "../hub-client.ts";
+import { hubAbsent, type HubFailure } from "../hub-client.ts";
 import { ConditionLog, type Logger } from "../log.ts";
+import type { AgentTransport } from "../transport/transport.ts";
 import type { WorkController, WorkReport } from "./controller.ts";
-import { isObj, type ManifestWork } from "./types.ts";
+import type { ManifestWork } from "./types.ts";
 
 /** OCM's default status sync interval (`--status-sync-interval`), in seconds. */
 export const DEFAULT_STATUS_SYNC_INTERVAL_SECONDS = 10;
@@ -32,15 +33,11 @@ export const STATUS_SYNC_JITTER = 0.9;
 export interface WorkLoopTiming {
   /** Status-sync period in milliseconds (before jitter); default 10 000. */
   statusSyncIntervalMs: number;
-  /** `waitSeconds` of the works long-poll, in seconds (0–55); default 30. */
-  worksWaitSeconds: number;
-  /** Least time between two works polls, in milliseconds (guards against a hub that does not hold the request); default 1 000. */
-  worksMinPollMs: number;
   /** First backoff ceiling after a failure, in milliseconds. */
   backoffBaseMs: number;
   /** Largest backoff ceiling, in milliseconds. */
   backoffCapMs: number;
-  /** While backing off from an absent hub, how often `GET /livez` probes whether it is back, in milliseconds; default 3 000 (src/backoff.ts `HUB_PROBE_PERIOD_MS`). */
+  /** While backing off from an absent hub, how often `GET /livez` probes whether it is back, in milliseconds; default 3 000 (backoff.ts `HUB_PROBE_PERIOD_MS`). */
   hubProbeMs?: number;
   /** Random source in [0, 1) for jitter. */
   random: Random;
@@ -50,10 +47,10 @@ export interface WorkLoopTiming {
 export interface WorkLoopOptions {
   /** The ManagedCluster name. */
   clusterName: string;
-  /** The hub client. */
-  hub: Pick<HubClient, "getWorks" | "putWorkStatus" | "left"> & Partial<Pick<HubClient, "live">>;
-  /** Signs a fresh agent JWT for each hub call. */
-  sign: () => Promise<string>;
+  /** The transport the works arrive by and the reports and `left` go by. */
+  transport: AgentTransport;
+  /** `GET /livez` within a timeout in milliseconds (hub-client.ts `HubClient.live`): ends a backoff from an absent hub early. */
+  live?: (timeoutMs: number) => Promise<boolean>;
   /** The controller that applies works on the member cluster. */
   controller: WorkController;
   /** Deletes the credentials Secret (the last step of leaving). */
@@ -67,36 +64,18 @@ export interface WorkLoopOptions {
 }
 
 /**
- * The works items of a hub answer as ManifestWorks, or undefined when any item is malformed
- * (then the whole answer is ignored: skipping one item would delete what it applied).
- */
-export function parseWorks(items: readonly unknown[]): ManifestWork[] | undefined {
-  const out: ManifestWork[] = [];
-  for (const w of items) {
-    if (!isObj(w) || !isObj(w.metadata) || !isObj(w.spec)) return undefined;
-    if (typeof w.metadata.name !== "string" || typeof w.metadata.uid !== "string") return undefined;
-    out.push(w as unknown as ManifestWork);
-  }
-  return out;
-}
-
-/**
  * Drives a {@link WorkController} from the hub's works list, reports statuses, and carries out
  * the leave. Construct it once the agent has credentials; call {@link WorkLoop.startPolling}
- * once the cluster is accepted.
+ * once the cluster is accepted (the transport starts then).
  */
 export class WorkLoop {
-  private etag: string | undefined;
   private pending: ManifestWork[] | undefined;
   private leaving = false;
-  private polling = false;
-  private pollDone: Promise<void> = Promise.resolve();
   private readonly syncSleeper: Sleeper;
-  private readonly pollSleeper: Sleeper;
   /** Per work: the uid, status object and SHA-256 of the status JSON last reported. */
   private readonly reported = new Map<string, { uid: string; status: unknown; hash: string }>();
   private readonly dropped = new Set<string>();
-  private readonly pollCond: ConditionLog;
+  private readonly leftCond: ConditionLog;
   private readonly reportCond: ConditionLog;
   private readonly kubeCond: ConditionLog;
   private readonly leaveBackoff: Backoff;
@@ -106,8 +85,7 @@ export class WorkLoop {
   /** @param opts see {@link WorkLoopOptions}; the sync loop starts at once. */
   constructor(private readonly opts: WorkLoopOptions) {
     this.syncSleeper = new Sleeper(opts.signal);
-    this.pollSleeper = new Sleeper(opts.signal);
-    this.pollCond = new ConditionLog(opts.logger, "works poll succeeds again");
+    this.leftCond = new ConditionLog(opts.logger, "POST left succeeds again");
     this.reportCond = new ConditionLog(opts.logger, "work status reports succeed again");
     this.kubeCond = new ConditionLog(opts.logger, "work sync on the member cluster succeeds again");
     this.leaveBackoff = new Backoff(opts.timing.backoffBaseMs, opts.timing.backoffCapMs, opts.timing.random);
@@ -122,26 +100,33 @@ export class WorkLoop {
     return { cluster: this.opts.clusterName, ...extra };
   }
 
-  /** Starts the works long-poll (idempotent). */
+  /** Starts the transport's works delivery (idempotent): once the cluster is accepted. */
   startPolling(): void {
-    if (this.polling) return;
-    this.polling = true;
-    this.pollDone = this.pollLoop();
+    this.opts.transport.start({
+      works: (update) => this.onWorks(update.works),
+      leaving: () => this.startLeaving(),
+    });
   }
 
   /**
-   * A heartbeat answer's hints: a `worksEtag` other than the last one ends a backoff sleep of
-   * the poll at once; `leaving: true` starts the leave.
+   * A heartbeat answer: `leaving: true` starts the leave; the transport learns the works ETag
+   * (the poll transport fetches the works when it changed).
    */
-  hint(h: { worksEtag?: string; leaving?: boolean }): void {
+  hint(h: HeartbeatAnswer): void {
     if (h.leaving) this.startLeaving();
-    if (h.worksEtag !== undefined && h.worksEtag !== this.etag) this.pollSleeper.wake();
+    this.opts.transport.heartbeatAnswered(h);
   }
 
-  /** Waits for the poll loop to end (after abort or leave). */
+  /** Waits for the loops to end (after abort or leave). */
   async stopped(): Promise<void> {
-    await this.pollDone;
+    await this.opts.transport.stopped();
     await this.done.catch(() => undefined);
+  }
+
+  /** A new works list (already checked against the protocol's schema): the sync loop takes it at once. */
+  private onWorks(works: DeliveredWork[]): void {
+    this.pending = works as unknown as ManifestWork[];
+    this.syncSleeper.wake();
   }
 
   private startLeaving(): void {
@@ -149,41 +134,10 @@ export class WorkLoop {
     this.leaving = true;
     this.opts.logger.info("the hub says this cluster is leaving; removing what works applied", this.fields());
     this.syncSleeper.wake();
-    this.pollSleeper.wake();
   }
 
   private describe(e: HubFailure): string {
     return `${e.status ? `HTTP ${e.status}: ` : ""}${e.message}`;
-  }
-
-  private async pollLoop(): Promise<void> {
-    const { timing } = this.opts;
-    const backoff = new Backoff(timing.backoffBaseMs, timing.backoffCapMs, timing.random);
-    while (!this.aborted && !this.leaving) {
-      const started = Date.now();
-      const r = await this.opts.hub.getWorks(this.opts.clusterName, await this.opts.sign(), this.etag, timing.worksWaitSeconds);
-      if (this.aborted) return;
-      if (!r.ok) {
-        this.pollCond.set(r.error.kind, `works poll failed (${this.describe(r.error)}); retrying with backoff`, this.fields());
-        await this.backOff(this.pollSleeper, backoff.next(r.error.retryAfterMs), r.error);
-        continue;
-      }
-      this.pollCond.clear(this.fields());
-      backoff.reset();
-      if (r.value.changed) {
-        const works = parseWorks(r.value.works);
-        if (!works) {
-          this.pollCond.set("malformed", "the hub's works list holds a malformed ManifestWork; keeping the previous list", this.fields());
-        } else {
-          this.etag = r.value.etag;
-          this.pending = works;
-          this.syncSleeper.wake();
-        }
-        if (r.value.leaving) this.startLeaving();
-      }
-      const elapsed = Date.now() - started;
-      if (elapsed < timing.worksMinPollMs) await this.pollSleeper.sleep(timing.worksMinPollMs - elapsed);
-    }
   }
 
   /**
@@ -191,14 +145,14 @@ export class WorkLoop {
    * (hub-client.ts `hubAbsent`) it probes `GET /livez` meanwhile and ends the wait as soon as
    * the hub answers (backoff.ts `sleepProbing`).
    */
-  private async backOff(sleeper: Sleeper, delayMs: number, failure: HubFailure): Promise<void> {
-    const live = this.opts.hub.live?.bind(this.opts.hub);
+  private async backOff(delayMs: number, failure: HubFailure): Promise<void> {
+    const { live } = this.opts;
     if (!live || !hubAbsent(failure)) {
-      await sleeper.sleep(delayMs);
+      await this.syncSleeper.sleep(delayMs);
       return;
     }
     const period = this.opts.timing.hubProbeMs ?? HUB_PROBE_PERIOD_MS;
-    await sleepProbing(sleeper, delayMs, () => live(period), period, this.opts.timing.random);
+    await sleepProbing(this.syncSleeper, delayMs, () => live(period), period, this.opts.timing.random);
   }
 
   private syncDelayMs(): number {
@@ -251,7 +205,7 @@ export class WorkLoop {
         last.status = r.status;
         continue;
       }
-      const res = await this.opts.hub.putWorkStatus(this.opts.clusterName, r.name, await this.opts.sign(), { uid: r.uid, status: r.status });
+      const res = await this.opts.transport.reportStatus(r.name, { uid: r.uid, status: { ...r.status } });
       if (res.ok) {
         this.reported.set(r.name, { uid: r.uid, status: r.status, hash });
         this.reportCond.clear(this.fields());
@@ -273,7 +227,7 @@ export class WorkLoop {
    * (after a backoff sleep).
    */
   private async leave(): Promise<boolean> {
-    const { controller, hub } = this.opts;
+    const { controller, transport } = this.opts;
     const delay = this.leaveBackoff;
     if (this.pending) {
       controller.setWorks(this.pending);
@@ -290,8 +244,11 @@ export class WorkLoop {
       return false;
     }
     while (!this.aborted) {
-      const r = await hub.left(this.opts.clusterName, await this.opts.sign());
-      if (r.ok) break;
+      const r = await transport.left();
+        if (r.ok) {
+        this.leftCond.clear(this.fields());
+        break;
+      }
       if (r.error.status === 401 || r.error.status === 403 || r.error.status === 404) {
         // The hub finished the leave without us (LEAVE_TIMEOUT_SECONDS) and forgot the key.
         this.opts.logger.warn(`the hub no longer knows this cluster (${this.describe(r.error)}); finishing the leave`, this.fields());
@@ -300,13 +257,11 @@ export class WorkLoop {
       if (r.error.status === 409) {
         this.opts.logger.warn(`the hub says the cluster is not leaving (409): ${r.error.message}; resuming work`, this.fields());
         this.leaving = false;
-        this.etag = undefined;
-        this.polling = false;
-        this.startPolling();
+        transport.resync();
         return false;
       }
-      this.pollCond.set(`left:${r.error.kind}`, `POST left failed (${this.describe(r.error)}); retrying with backoff`, this.fields());
-      await this.backOff(this.syncSleeper, delay.next(r.error.retryAfterMs), r.error);
+      this.leftCond.set(r.error.kind, `POST left failed (${this.describe(r.error)}); retrying with backoff`, this.fields());
+      await this.backOff(delay.next(r.error.retryAfterMs), r.error);
     }
     if (this.aborted) return true;
     while (!this.aborted) {

@@ -1,0 +1,100 @@
+/**
+ * The agent protocol's answers, hub -> agent (docs/agent-protocol.md): the bodies of the hub's
+ * 2xx answers, which the agent decodes with these schemas. Part of src/agent/protocol.ts (which
+ * re-exports everything here; import from there, except in the agent's run-time code): written
+ * with zod/mini so that the agent, which imports only this module at run time, does not load
+ * classic zod (see protocol.ts).
+ *
+ * Answers are tolerant (an agent drops fields a newer hub adds; a delivered work keeps all of its
+ * own) but every documented field is checked, so a malformed answer is an error the agent
+ * reports, never a crash.
+ */
+import * as z from "zod/mini";
+
+/** `leaseDurationSeconds` as the hub tells it: whole seconds >= 0 (0 means OCM's default, 60). */
+const leaseSeconds = z.int().check(z.minimum(0));
+/** An opaque works ETag. */
+const etag = z.string().check(z.minLength(1), z.maxLength(256));
+
+/**
+ * Answer of POST /agent/v1/register (201 a new cluster, 200 the same key again, 202 a new key
+ * held until an admin accepts it) and of GET /agent/v1/clusters/{name}: what the agent learns
+ * about its registration. `denied`: HubAcceptedManagedCluster=False (reason
+ * HubClusterAdminDenied); `joined`: ManagedClusterJoined=True; `keyPending`: the key the agent
+ * registered or signed with waits for `flotilla accept <cluster> --key <kid>`.
+ */
+export const ClusterInfoSchema = z.object({
+  clusterName: z.string().check(z.minLength(1)),
+  hubAcceptsClient: z.boolean(),
+  denied: z.boolean(),
+  joined: z.boolean(),
+  leaseDurationSeconds: leaseSeconds,
+  keyPending: z.boolean(),
+});
+
+/** A registration or info answer. */
+export type ClusterInfo = z.infer<typeof ClusterInfoSchema>;
+
+/**
+ * Answer of POST /agent/v1/clusters/{name}/heartbeat: the lease duration (seconds) until the
+ * next heartbeat, the cluster's works ETag (opaque; a value other than the agent's last one
+ * means its works changed: the poll transport fetches them then, and only then) and whether the
+ * cluster is leaving (docs/agent-protocol.md "Leave").
+ */
+export const HeartbeatAnswerSchema = z.object({
+  leaseDurationSeconds: leaseSeconds,
+  worksEtag: etag,
+  leaving: z.boolean(),
+});
+
+/** A heartbeat answer. */
+export type HeartbeatAnswer = z.infer<typeof HeartbeatAnswerSchema>;
+
+/** Answer of POST /agent/v1/clusters/{name}/rotate-key: the RFC 7638 thumbprint of the new key. */
+export const RotateKeyAnswerSchema = z.object({ kid: z.string().check(z.minLength(1), z.maxLength(128)) });
+
+/** A key rotation answer. */
+export type RotateKeyAnswer = z.infer<typeof RotateKeyAnswerSchema>;
+
+/**
+ * A ManifestWork as a works answer delivers it: the stored object without `status`, every field
+ * kept. Only what the agent keys on is checked here (a name and a uid, a spec object); the
+ * spec's shape was validated when it was written, and the agent's work controller reads it
+ * defensively.
+ */
+export const DeliveredWorkSchema = z.looseObject({
+  metadata: z.looseObject({ name: z.string().check(z.minLength(1)), uid: z.string().check(z.minLength(1)) }),
+  spec: z.looseObject({}),
+});
+
+/** A delivered ManifestWork. */
+export type DeliveredWork = z.infer<typeof DeliveredWorkSchema>;
+
+/**
+ * Answer 200 of GET /agent/v1/clusters/{name}/works (header `ETag: "<etag>"` too): the works
+ * ETag, whether the cluster is leaving, and every ManifestWork of the cluster's namespace. A 304
+ * (the `If-None-Match` ETag still matches) has no body.
+ */
+export const WorksAnswerSchema = z.object({
+  etag,
+  leaving: z.boolean(),
+  works: z.array(DeliveredWorkSchema),
+});
+
+/** A works answer. */
+export type WorksAnswer = z.infer<typeof WorksAnswerSchema>;
+
+/**
+ * Answer 200 of PUT /agent/v1/clusters/{name}/works/{work}/status: the work's new
+ * `resourceVersion` ("" when the report changed nothing the hub stores).
+ */
+export const WorkStatusAnswerSchema = z.object({ resourceVersion: z.string() });
+
+/** A work status answer. */
+export type WorkStatusAnswer = z.infer<typeof WorkStatusAnswerSchema>;
+
+/** Answer 200 of POST /agent/v1/clusters/{name}/left: an empty object. */
+export const LeftAnswerSchema = z.object({});
+
+/** A leave answer. */
+export type LeftAnswer = z.infer<typeof LeftAnswerSchema>;
