@@ -5,11 +5,15 @@
  * BENCH_SAMPLES times one after another through the public or the agent API, waits until nothing
  * more happens (the scheduler's and replica sets' alarms have run), and divides:
  *
- * - Worker requests; Durable Object requests (RPC calls and alarm invocations) and SQLite rows
+ * - Worker requests; Durable Object requests (RPC calls, alarm invocations, and WebSocket
+ *   messages delivered to an object, billed at 20:1), object wakes (constructions) and SQLite rows
  *   written (table rows, index entries and `setAlarm`), per class: cluster, scheduler, replica set;
  * - D1 calls (a batch is one), D1 rows read and rows written (`meta` of each result, as D1 bills);
  * - the CPU time of the local workerd processes (the Worker, the objects and the local D1
  *   together, from /proc), and the latency of the operation's own request (p50).
+ *
+ * The agent channel's operations (an auto-answered ping, a status message, a report) run over
+ * each agent's WebSocket (the `ws` package, as the agent's), connected once before them.
  *
  * Then it stops the hub, reads its local D1 file (node:sqlite, `dbstat`) and the cluster
  * objects' SQLite files for the stored bytes per row and per object, and removes its state.
@@ -33,6 +37,8 @@ import { procStat } from "../scripts/proc.mjs";
 import type { HeartbeatRequest, WorkStatusReport } from "../src/agent/protocol.ts";
 import type { MeterCounts } from "./meter/counts.ts";
 import { printTable } from "./table.ts";
+import WebSocket from "ws";
+import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, type HubMessage } from "../src/agent/channel-protocol.ts";
 
 const CLUSTERS = Number(process.env.BENCH_CLUSTERS ?? 20);
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 10);
@@ -55,6 +61,48 @@ interface Agent {
   /** What the agent reports: changed by the status-change operations. */
   status: HeartbeatRequest & Required<Pick<HeartbeatRequest, "version" | "capacity" | "allocatable" | "clusterClaims">>;
   works: { name: string; uid: string }[];
+  /** The agent's channel (docs/agent-protocol.md "Channel"), once connected. */
+  channel?: Channel;
+}
+
+/** One agent's channel: its socket and the hub's messages awaited by what they answer. */
+interface Channel {
+  ws: WebSocket;
+  /** Resolves the next frame that `match` accepts. */
+  next(match: (frame: string) => boolean): Promise<string>;
+}
+
+/** Connects agent `a`'s channel and says `hello` (awaiting `welcome` and the works it is sent). @throws Error when the upgrade fails */
+async function connectChannel(hub: Hub, a: Agent): Promise<Channel> {
+  const token = await signAgentToken(a.name, a.key, { keyTag: a.keyTag });
+  const ws = new WebSocket(`${hub.url.replace(/^http/, "ws")}/agent/v1/clusters/${a.name}/connect`, CHANNEL_SUBPROTOCOL, { headers: { authorization: `Bearer ${token}` } });
+  const waiting: { match: (f: string) => boolean; resolve: (f: string) => void }[] = [];
+  ws.on("message", (data) => {
+    const frame = String(data);
+    const i = waiting.findIndex((w) => w.match(frame));
+    if (i >= 0) waiting.splice(i, 1)[0]!.resolve(frame);
+  });
+  await new Promise<void>((resolve, reject) => {
+    ws.once("open", () => resolve());
+    ws.once("error", reject);
+    ws.once("unexpected-response", (_req, res) => reject(new Error(`connect ${a.name}: HTTP ${res.statusCode}`)));
+  });
+  const channel: Channel = { ws, next: (match) => new Promise((resolve) => waiting.push({ match, resolve })) };
+  const welcome = channel.next((f) => f.includes('"welcome"'));
+  ws.send(JSON.stringify({ type: "hello", worksEtag: a.etag }));
+  await welcome;
+  return channel;
+}
+
+/** Sends channel request `msg` (with a fresh id) and awaits its `ack`. @throws Error on an `error` answer */
+async function channelRequest(a: Agent, msg: Record<string, unknown>): Promise<{ ms: number }> {
+  const id = crypto.randomUUID();
+  const t0 = performance.now();
+  const answer = a.channel!.next((f) => f.includes(`"${id}"`));
+  a.channel!.ws.send(JSON.stringify({ ...msg, id }));
+  const m = JSON.parse(await answer) as HubMessage;
+  if (m.type !== "ack") throw new Error(`${String(msg.type)} ${a.name}: ${JSON.stringify(m)}`);
+  return { ms: performance.now() - t0 };
 }
 
 /** One operation's figures. */
@@ -306,6 +354,26 @@ async function main(): Promise<void> {
         return timed(() => agentFetch(hub, a, "GET", "/works", undefined, { "if-none-match": a.etag! }), `poll ${a.name}`);
       }),
     );
+    // The channel (docs/agent-protocol.md "Channel"): each agent connected once, then what a
+    // connected cluster costs while idle (its pings) and per change.
+    for (const a of agents) a.channel = await connectChannel(hub, a);
+    results.push(
+      await measure(hub, "channel ping, steady (auto-answered pong)", 5 * SAMPLES, async (i) => {
+        const a = agentAt(i);
+        const t0 = performance.now();
+        const pong = a.channel!.next((f) => f === CHANNEL_PONG);
+        a.channel!.ws.send(CHANNEL_PING);
+        await pong;
+        return { ms: performance.now() - t0 };
+      }),
+    );
+    results.push(
+      await measure(hub, "channel status message with a change the scheduler does not read (version)", SAMPLES, (i) => {
+        const a = agentAt(i);
+        a.status = { ...a.status, version: { kubernetes: `v1.32.${i}` } };
+        return channelRequest(a, { type: "status", status: a.status });
+      }),
+    );
     results.push(
       await measure(hub, "label change of a ManagedCluster (admin merge patch)", SAMPLES, async (i) => ({
         ms: (await adminOk(hub, "PATCH", `${MC}/${agentAt(i).name}`, { metadata: { labels: { tier: `t${i}` } } }, "label", MERGE)).ms,
@@ -334,6 +402,13 @@ async function main(): Promise<void> {
       }),
     );
     results.push(
+      await measure(hub, "work status report over the channel", SAMPLES, (i) => {
+        const a = agentAt(i);
+        const w = a.works[0]!;
+        return channelRequest(a, { type: "report", work: w.name, report: { uid: w.uid, status: workStatus(1, `applied, channel report ${i}`) } });
+      }),
+    );
+    results.push(
       await measure(hub, `ManifestWorkReplicaSet create over ${CLUSTERS} clusters (all its works)`, 1, async () => ({
         ms: (await adminOk(hub, "POST", MWRS, { apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", metadata: { name: "fleet" }, spec: { placementRefs: [{ name: "all", rolloutStrategy: { type: "All" } }], manifestWorkTemplate: workload("fleet") } }, "replica set")).ms,
       })),
@@ -350,6 +425,7 @@ async function main(): Promise<void> {
       }),
     );
 
+    for (const a of agents) a.channel?.ws.close(1000);
     await hub.stop();
     stopped = true;
     const rows = results.map((r) => {
@@ -358,7 +434,9 @@ async function main(): Promise<void> {
         r.label,
         String(r.samples),
         per(c.workerRequests, r.samples),
-        per(sum(c.doRequests) + sum(c.doAlarms), r.samples),
+        per(sum(c.doRequests) + sum(c.doAlarms) + sum(c.doMessages) / 20, r.samples),
+        per(sum(c.doMessages), r.samples),
+        per(sum(c.doWakes), r.samples),
         per(sum(c.doRowsWritten), r.samples),
         per(c.d1Calls, r.samples),
         per(c.d1RowsRead, r.samples),
@@ -368,7 +446,7 @@ async function main(): Promise<void> {
       ];
     });
     console.log(`\nFlotilla unit costs (npm run bench:costs): ${CLUSTERS} clusters, ${PLACEMENTS} + 1 placements, ${SAMPLES} samples (steady heartbeats and polls ${5 * SAMPLES}); local wrangler dev on this machine, Node ${process.version}`);
-    printTable("Per operation (averages over the samples; everything it set off, alarms included)", ["operation", "samples", "Worker requests", "DO requests", "DO rows written", "D1 calls", "D1 rows read", "D1 rows written", "workerd CPU ms", "p50 ms"], rows);
+    printTable("Per operation (averages over the samples; everything it set off, alarms included)", ["operation", "samples", "Worker requests", "DO requests (messages at 20:1)", "DO messages", "DO wakes", "DO rows written", "D1 calls", "D1 rows read", "D1 rows written", "workerd CPU ms", "p50 ms"], rows);
     const cls = ["cluster", "scheduler", "replicaset"] as const;
     printTable(
       "Durable Object requests (RPC + alarms), rows written and RPC round trip, per class; D1 round trip; the hub's own headers for agent calls (cluster object's count)",

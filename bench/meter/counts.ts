@@ -12,6 +12,10 @@ export interface MeterCounts {
   doRequests: Record<ObjectClass, number>;
   doAlarms: Record<ObjectClass, number>;
   doRowsWritten: Record<ObjectClass, number>;
+  /** Objects constructed (a first load, or a wake after eviction or hibernation), per class. */
+  doWakes: Record<ObjectClass, number>;
+  /** WebSocket messages delivered to an object (`webSocketMessage`; billed as requests at 20:1), per class. An auto-answered ping is not one. */
+  doMessages: Record<ObjectClass, number>;
   /** Milliseconds from each RPC call to its answer, summed, as the caller's clock saw them (workerd's clock moves on I/O). */
   doRpcMs: Record<ObjectClass, number>;
   d1Calls: number;

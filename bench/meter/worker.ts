@@ -10,6 +10,9 @@
  * - Durable Object requests: each RPC method call on a stub of `CLUSTERS`, `SCHEDULER` or
  *   `REPLICASETS` (each one is its own RPC session, billed as one request), and each alarm
  *   invocation, per class.
+ * - Durable Object wakes: each construction of an object (a first load, or after an eviction),
+ *   and WebSocket messages delivered to the cluster object (`webSocketMessage`, billed as requests
+ *   at 20:1; an auto-answered ping never reaches it), per class.
  * - Durable Object rows written: `rowsWritten` of every `ctx.storage.sql.exec` cursor (workerd's
  *   SQLite counts table rows and index entries, as billing does), plus one per `setAlarm`, per
  *   class. Read when `exec` returns: SQLite has made a write statement's changes by then.
@@ -29,7 +32,7 @@ import type { Env } from "../../src/env.ts";
 import type { MeterCounts, ObjectClass } from "./counts.ts";
 
 const perClass = (): Record<ObjectClass, number> => ({ cluster: 0, scheduler: 0, replicaset: 0 });
-const zero = (): MeterCounts => ({ workerRequests: 0, doRequests: perClass(), doAlarms: perClass(), doRowsWritten: perClass(), doRpcMs: perClass(), d1Calls: 0, d1Ms: 0, d1Statements: 0, d1RowsRead: 0, d1RowsWritten: 0 });
+const zero = (): MeterCounts => ({ workerRequests: 0, doRequests: perClass(), doAlarms: perClass(), doRowsWritten: perClass(), doWakes: perClass(), doMessages: perClass(), doRpcMs: perClass(), d1Calls: 0, d1Ms: 0, d1Statements: 0, d1RowsRead: 0, d1RowsWritten: 0 });
 let meter = zero();
 
 function addMeta(result: unknown): void {
@@ -182,6 +185,7 @@ function meterStorage(ctx: DurableObjectState, cls: ObjectClass): void {
 export class ClusterObject extends HubClusterObject {
   constructor(ctx: DurableObjectState, env: Env) {
     meterStorage(ctx, "cluster");
+    meter.doWakes.cluster += 1;
     super(ctx, metered(env));
   }
 
@@ -189,12 +193,18 @@ export class ClusterObject extends HubClusterObject {
     meter.doAlarms.cluster += 1;
     return super.alarm();
   }
+
+  override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    meter.doMessages.cluster += 1;
+    return super.webSocketMessage(ws, message);
+  }
 }
 
 /** The scheduler's Durable Object, metered. */
 export class SchedulerObject extends HubSchedulerObject {
   constructor(ctx: DurableObjectState, env: Env) {
     meterStorage(ctx, "scheduler");
+    meter.doWakes.scheduler += 1;
     super(ctx, metered(env));
   }
 
@@ -208,6 +218,7 @@ export class SchedulerObject extends HubSchedulerObject {
 export class ReplicaSetObject extends HubReplicaSetObject {
   constructor(ctx: DurableObjectState, env: Env) {
     meterStorage(ctx, "replicaset");
+    meter.doWakes.replicaset += 1;
     super(ctx, metered(env));
   }
 
