@@ -5,7 +5,7 @@
 import type { JWK } from "jose";
 import { ApiError, type Status } from "../../src/k8s/errors.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
-import type { Heartbeat } from "../../src/agent/protocol.ts";
+import type { ClusterInfo, Heartbeat } from "../../src/agent/protocol.ts";
 
 /** A result crossing the RPC boundary: a value, or a Kubernetes Status (errors as values). */
 export type Result<T> = { ok: true; value: T } | { ok: false; status: Status };
@@ -29,18 +29,11 @@ export function noCost(): Cost {
 export type { WriteOutcome } from "../../src/store/store.ts";
 
 /**
- * What the agent learns about its registration (GET /agent/v1/clusters/{name}). `keyPending` is
- * true while the key the agent authenticated with (or registered) waits for an admin to accept
- * it; such a key may only read this.
+ * What the agent learns about its registration (GET /agent/v1/clusters/{name}): the protocol's
+ * `ClusterInfo` (src/agent/protocol.ts). `keyPending` is true while the key the agent
+ * authenticated with (or registered) waits for an admin to accept it; such a key may only read this.
  */
-export interface RegistrationInfo {
-  clusterName: string;
-  hubAcceptsClient: boolean;
-  denied: boolean;
-  joined: boolean;
-  leaseDurationSeconds: number;
-  keyPending: boolean;
-}
+export type RegistrationInfo = ClusterInfo;
 
 /**
  * How a registration ended: a new cluster (`created`), the cluster's current key registered
