@@ -44,7 +44,8 @@ import {
 import { WorkController } from "./work/controller.ts";
 import { DEFAULT_STATUS_SYNC_INTERVAL_SECONDS, WorkLoop } from "./work/loop.ts";
 import { PollTransport } from "./transport/poll.ts";
-import { DEFAULT_TRANSPORT, resolveTransport, type TransportName } from "./transport/transport.ts";
+import { DEFAULT_TRANSPORT, type AgentTransport, type TransportName } from "./transport/transport.ts";
+import { WsTransport } from "./transport/ws.ts";
 
 /** Where the agent is in its life cycle, as returned by {@link AgentHandle.state}. */
 export type AgentState =
@@ -122,8 +123,8 @@ export interface AgentOptions {
   /** fetch used for hub requests; default {@link httpFetch}. */
   fetch?: HubFetch;
   /**
-   * The transport to the hub once accepted (transport/transport.ts); default `poll`. `ws` is not
-   * available yet: the agent logs one line and uses `poll`.
+   * The transport to the hub once accepted (transport/transport.ts); default `ws` (one WebSocket,
+   * falling back to `poll` when the upgrade is refused); `poll` for HTTP only.
    */
   transport?: TransportName;
   /** Called once by `stop()` after the loop has ended (e.g. to close the simulated cluster). */
@@ -179,6 +180,7 @@ class AgentRunner {
   private readonly healthLoopDone: Promise<void>;
   private stopping: Promise<void> | undefined;
   private work: WorkLoop | undefined;
+  private transport: AgentTransport | undefined;
   private left = false;
   readonly done: Promise<void>;
 
@@ -192,7 +194,6 @@ class AgentRunner {
     this.kubeCond = new ConditionLog(this.log, "member cluster API reachable again");
     this.statusCond = new ConditionLog(this.log, "cluster status fully readable again");
     this.backoff = new Backoff(this.timing.backoffBaseMs, this.timing.backoffCapMs, this.timing.random);
-    resolveTransport(opts.transport ?? DEFAULT_TRANSPORT, this.log, this.fields());
     this.health = new HealthTracker((opts.healthFailureThresholdSeconds ?? DEFAULT_HEALTH_FAILURE_THRESHOLD_SECONDS) * 1000);
     this.done = this.run().then(
       async () => {
@@ -251,14 +252,19 @@ class AgentRunner {
    */
   private startWorkAgent(): void {
     const intervalSeconds = this.opts.statusSyncIntervalSeconds ?? DEFAULT_STATUS_SYNC_INTERVAL_SECONDS;
-    const transport = new PollTransport({
+    const common = {
       clusterName: this.opts.clusterName,
       hub: this.hub,
       sign: () => this.sign(),
       logger: this.log,
-      timing: { backoffBaseMs: this.timing.backoffBaseMs, backoffCapMs: this.timing.backoffCapMs, hubProbeMs: this.timing.hubProbeMs, random: this.timing.random },
       signal: this.abort.signal,
-    });
+    };
+    const timing = { backoffBaseMs: this.timing.backoffBaseMs, backoffCapMs: this.timing.backoffCapMs, hubProbeMs: this.timing.hubProbeMs, random: this.timing.random };
+    const transport =
+      (this.opts.transport ?? DEFAULT_TRANSPORT) === "ws"
+        ? new WsTransport({ ...common, timing: { ...timing, requestTimeoutMs: this.timing.requestTimeoutMs } })
+        : new PollTransport({ ...common, timing });
+    this.transport = transport;
     this.work = new WorkLoop({
       clusterName: this.opts.clusterName,
       transport,
@@ -485,7 +491,9 @@ class AgentRunner {
     while (!this.aborted) {
       const body = await this.buildHeartbeat();
       if (this.aborted) return false;
-      const r: HubResult<HeartbeatAnswer> = await this.hub.heartbeat(this.opts.clusterName, await this.sign(), body);
+      // Over the transport: poll sends `POST .../heartbeat`; ws, while connected, a `status`
+      // message only when the status changed (its pings renew the lease).
+      const r: HubResult<HeartbeatAnswer> = this.transport ? await this.transport.heartbeat(body) : await this.hub.heartbeat(this.opts.clusterName, await this.sign(), body);
       if (this.aborted) return false;
       let delay: number;
       if (r.ok) {
