@@ -16,9 +16,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
-
 const WORKS = (cluster: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks`;
 const AVAILABLE = "ManagedClusterConditionAvailable";
 
