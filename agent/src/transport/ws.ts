@@ -18,17 +18,18 @@
  *   HTTP route would answer, mapped to the same failure); requests without an answer when the
  *   connection closes are sent again on the next connection.
  * - Close codes (src/agent/channel-protocol.ts `CloseCodes`): 4001 (key rotated) dials again at
- *   once with the current key; 4000 (replaced) and 4004 (left or removed) stop dialling; 4002
- *   (key replaced) and 4003 (denied) dial again with backoff while the heartbeat loop, over HTTP
- *   meanwhile, meets the 401/403 it handles as today; any other close dials again with
+ *   once with the current key; 4004 (left or removed) stops dialling and answers the requests
+ *   waiting as a 401 would (the leave finishes); 4002 (key replaced) and 4003 (denied) dial again
+ *   with backoff while the heartbeat loop, over HTTP meanwhile, meets the 401/403 it handles as
+ *   today; any other close (4000 replaced included, logged) dials again with
  *   {@link ReconnectBackoff} (full jitter), probing `GET /livez` while the hub is absent.
  * - While not connected the agent is a poll agent: heartbeats over HTTP, works fetched when their
  *   ETag changed. When the upgrade is refused outright (an answer other than 101, 401, 403, 429 or
  *   5xx, e.g. a proxy's 400/404/426), the transport logs it once and stays `poll` for the rest of
  *   the process's life.
  */
-import WebSocket from "ws";
-import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, CloseCodes } from "../../../src/agent/channel-protocol.ts";
+import type WebSocket from "ws";
+import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, CloseCodes } from "../../../src/agent/channel-constants.ts";
 import { ChannelHubMessageSchema, type ChannelHubMessage } from "../../../src/agent/protocol-answers.ts";
 import type { HeartbeatAnswer, HeartbeatRequest, LeftAnswer, WorkStatusAnswer, WorkStatusReport } from "../../../src/agent/protocol.ts";
 import { HUB_PROBE_PERIOD_MS, ReconnectBackoff, Sleeper, sleepProbing, DEFAULT_LEASE_DURATION_SECONDS, type Random } from "../backoff.ts";
@@ -72,7 +73,7 @@ interface Pending {
 /** The ws transport: one WebSocket per cluster, `poll` while it is not connected. */
 export class WsTransport implements AgentTransport {
   readonly name = "ws";
-  /** `poll` once the upgrade was refused outright (or the connection was replaced): for good. */
+  /** `poll` once the upgrade was refused outright: for good. */
   private mode: "ws" | "poll" = "ws";
   /** Dialling stopped (4004: the cluster left or is gone). */
   private dialling = true;
@@ -223,7 +224,7 @@ export class WsTransport implements AgentTransport {
 
   /** Sends one JSON frame; false when the socket is not open. */
   private send(ws: WebSocket, msg: object): boolean {
-    if (ws.readyState !== WebSocket.OPEN) return false;
+    if (ws.readyState !== ws.OPEN) return false;
     ws.send(JSON.stringify(msg));
     return true;
   }
@@ -267,10 +268,6 @@ export class WsTransport implements AgentTransport {
         this.opts.logger.warn(`channel upgrade failed (${failure.status ? `HTTP ${failure.status}: ` : ""}${failure.message}); heartbeating over HTTP until it connects`, this.fields());
       } else {
         const why = `channel closed (${end.code}${end.reason ? `: ${end.reason}` : ""})`;
-        if (end.code === CloseCodes.Replaced) {
-          this.fallBack(`${why}: a newer connection of this cluster replaced it`);
-          return;
-        }
         if (end.code === CloseCodes.Left) {
           this.opts.logger.info(`${why}: the cluster left the hub or was removed`, this.fields());
           this.dialling = false;
@@ -313,6 +310,8 @@ export class WsTransport implements AgentTransport {
 
   /** One connection: resolves when it ends, or when the dial fails. `welcomed` is called once the hub said `welcome`. */
   private async dial(welcomed: () => void): Promise<DialEnd> {
+    // Loaded at the first dial: a poll agent never loads the client (nor its tls and zlib).
+    const { default: WebSocketClient } = await import("ws");
     const token = await this.opts.sign();
     const url = `${this.opts.hub.baseUrl.replace(/^http/, "ws")}/agent/v1/clusters/${encodeURIComponent(this.opts.clusterName)}/connect`;
     return new Promise<DialEnd>((resolve) => {
@@ -327,7 +326,7 @@ export class WsTransport implements AgentTransport {
         this.opts.signal.removeEventListener("abort", onAbort);
         resolve(end);
       };
-      const ws = new WebSocket(url, CHANNEL_SUBPROTOCOL, {
+      const ws = new WebSocketClient(url, CHANNEL_SUBPROTOCOL, {
         headers: { authorization: `Bearer ${token}` },
         handshakeTimeout: this.opts.timing.requestTimeoutMs,
         perMessageDeflate: false,
