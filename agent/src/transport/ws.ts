@@ -313,13 +313,16 @@ export class WsTransport implements AgentTransport {
     // Loaded at the first dial: a poll agent never loads the client (nor its tls and zlib).
     const { default: WebSocketClient } = await import("ws");
     const token = await this.opts.sign();
+    if (this.opts.signal.aborted) return { kind: "closed", code: 1000, reason: "agent stopping" };
     const url = `${this.opts.hub.baseUrl.replace(/^http/, "ws")}/agent/v1/clusters/${encodeURIComponent(this.opts.clusterName)}/connect`;
     return new Promise<DialEnd>((resolve) => {
       let done = false;
       let opened = false;
       let pingTimer: NodeJS.Timeout | undefined;
       let awaitingPong = false;
+      let killTimer: NodeJS.Timeout | undefined;
       const finish = (end: DialEnd) => {
+        clearTimeout(killTimer);
         if (done) return;
         done = true;
         clearInterval(pingTimer);
@@ -331,7 +334,11 @@ export class WsTransport implements AgentTransport {
         handshakeTimeout: this.opts.timing.requestTimeoutMs,
         perMessageDeflate: false,
       });
-      const onAbort = () => ws.close(1000, "agent stopping");
+      const onAbort = () => {
+        ws.close(1000, "agent stopping");
+        // A hub that does not answer the close frame holds the process no longer than a second.
+        killTimer = setTimeout(() => ws.terminate(), 1000);
+      };
       this.opts.signal.addEventListener("abort", onAbort, { once: true });
       const ping = () => {
         if (awaitingPong) {
@@ -465,6 +472,5 @@ export class WsTransport implements AgentTransport {
   private shutdown(): void {
     this.failPending({ kind: "unreachable", message: "the agent is stopping" });
     for (const waiter of [...this.statusWaiters.values()]) waiter(undefined);
-    this.socket?.close(1000, "agent stopping");
   }
 }
