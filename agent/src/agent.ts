@@ -2,9 +2,12 @@
  * The agent loop: obtain credentials (register with the bootstrap token, or load them from
  * the Secret), wait until the hub admin accepts the cluster, then send a heartbeat with the
  * cluster's status every `leaseDurationSeconds` (+ up to 25 % jitter), like OCM's registration
- * agent renewing its lease and updating `ManagedCluster.status`. Beside it runs the work agent
- * (work/loop.ts): once the cluster is accepted, its transport (transport/poll.ts) fetches the
- * cluster's ManifestWorks whenever a heartbeat answer's works ETag changed, it applies
+ * agent renewing its lease and updating `ManagedCluster.status`, through the transport: over the
+ * ws transport's connection the lease is renewed by its pings and the status goes as a message
+ * only when it changed; over poll it is `POST .../heartbeat`. Beside it runs the work agent
+ * (work/loop.ts): once the cluster is accepted, its transport (transport/ws.ts, the default, or
+ * transport/poll.ts) delivers the cluster's ManifestWorks (pushed over the WebSocket; fetched
+ * over poll whenever a heartbeat answer's works ETag changed), it applies
  * them, reports their status every status-sync period, and carries out the leave, after which
  * the agent ends on its own (state `left`).
  *
@@ -601,8 +604,10 @@ class AgentRunner {
  *    a 403 returns to step 2, a 401 reloads the Secret and retries with backoff;
  * 4. an unreachable hub (network error, 5xx, 429) is retried with capped exponential backoff
  *    and full jitter, logging one line when it starts and one when it ends;
- * 5. the work agent (work/loop.ts): once accepted, fetches `GET .../works` when a heartbeat
- *    answer's `worksEtag` changed (the poll transport; no request is held open), applies the
+ * 5. the work agent (work/loop.ts): once accepted, takes the works its transport delivers (ws,
+ *    the default: pushed over one WebSocket, whose pings renew the lease and which carries the
+ *    status only when it changed; poll, or ws when the upgrade is refused: `GET .../works` when a
+ *    heartbeat answer's `worksEtag` changed, no request held open), applies the
  *    ManifestWorks, reports changed statuses every `statusSyncIntervalSeconds`; when the hub
  *    says `leaving`, removes what works applied, calls `POST .../left`, deletes the Secret, and
  *    the agent ends (`done` resolves, state `left`).
