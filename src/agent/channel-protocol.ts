@@ -12,6 +12,7 @@ import { z } from "zod";
 import { HeartbeatSchema, WorkStatusReportSchema } from "./protocol.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import type { Status } from "../k8s/errors.ts";
+import type { ChannelHubMessage } from "./protocol-answers.ts";
 
 // The constants (subprotocol, ping and pong, sizes, close codes) are defined in
 // ./channel-constants.ts, which loads no zod (the agent imports it at run time), and re-exported.
@@ -57,3 +58,14 @@ export type HubMessage =
   | { type: "ack"; id: string; resourceVersion?: string; leaseDurationSeconds?: number }
   /** A request refused: the Kubernetes Status the HTTP route would answer (400, 403, 404, 409, 422, ...). */
   | { type: "error"; id: string; status: Status };
+
+/**
+ * Every message the hub sends is one the agent's decoder (src/agent/protocol-answers.ts
+ * `ChannelHubMessageSchema`, zod/mini) is written to accept: checked at compile time, field by
+ * field except the works themselves, which are KubeObjects (the decoder checks their name, uid
+ * and spec at run time).
+ */
+type HubMessageShape<M> = M extends { works: unknown } ? Omit<M, "works"> & { works: unknown[] } : M extends { status: Status } ? Omit<M, "status"> & { status: { code: number; reason?: string; message?: string } } : M;
+type DecodedShape<M> = M extends { works: unknown } ? Omit<M, "works"> & { works: unknown[] } : M;
+export type HubMessagesDecodable = HubMessageShape<HubMessage> extends DecodedShape<ChannelHubMessage> ? true : never;
+true satisfies HubMessagesDecodable;
