@@ -33,7 +33,7 @@ import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, CloseCodes } from "../
 import { ChannelHubMessageSchema, type ChannelHubMessage } from "../../../src/agent/protocol-answers.ts";
 import type { HeartbeatAnswer, HeartbeatRequest, LeftAnswer, WorkStatusAnswer, WorkStatusReport } from "../../../src/agent/protocol.ts";
 import { HUB_PROBE_PERIOD_MS, ReconnectBackoff, Sleeper, sleepProbing, DEFAULT_LEASE_DURATION_SECONDS, type Random } from "../backoff.ts";
-import { failureFromStatus, hubAbsent, type HubClient, type HubFailure, type HubResult } from "../hub-client.ts";
+import { failureFromStatus, hubAbsent, tlsHint, type HubClient, type HubFailure, type HubResult } from "../hub-client.ts";
 import type { Logger } from "../log.ts";
 import { PollTransport } from "./poll.ts";
 import type { AgentTransport, TransportEvents } from "./transport.ts";
@@ -373,7 +373,7 @@ export class WsTransport implements AgentTransport {
         }
       });
       ws.on("error", (err) => {
-        if (!opened) finish({ kind: "failed", failure: { kind: "unreachable", message: err.message } });
+        if (!opened) finish({ kind: "failed", failure: { kind: "unreachable", message: `${err.message}${tlsHint(err)}` } });
       });
       ws.on("open", () => {
         opened = true;
