@@ -34,7 +34,7 @@ import { ChannelHubMessageSchema, type ChannelHubMessage } from "../../../src/ag
 import type { HeartbeatAnswer, HeartbeatRequest, LeftAnswer, WorkStatusAnswer, WorkStatusReport } from "../../../src/agent/protocol.ts";
 import { HUB_PROBE_PERIOD_MS, ReconnectBackoff, Sleeper, sleepProbing, DEFAULT_LEASE_DURATION_SECONDS, type Random } from "../backoff.ts";
 import { failureFromStatus, hubAbsent, tlsHint, type HubClient, type HubFailure, type HubResult } from "../hub-client.ts";
-import type { Logger } from "../log.ts";
+import { ConditionLog, type Logger } from "../log.ts";
 import { PollTransport } from "./poll.ts";
 import type { AgentTransport, TransportEvents } from "./transport.ts";
 
@@ -98,10 +98,13 @@ export class WsTransport implements AgentTransport {
   private loop: Promise<void> = Promise.resolve();
   private readonly sleeper: Sleeper;
   private readonly reconnect: ReconnectBackoff;
+  /** Failed dials: logged once when they start, once when a dial succeeds again. */
+  private readonly dialCond: ConditionLog;
 
   /** @param opts see {@link WsTransportOptions}. */
   constructor(private readonly opts: WsTransportOptions) {
     this.sleeper = new Sleeper(opts.signal);
+    this.dialCond = new ConditionLog(opts.logger, "channel upgrade succeeds again");
     this.reconnect = new ReconnectBackoff(opts.timing.backoffBaseMs, opts.timing.backoffCapMs, opts.timing.random);
     this.poll = new PollTransport({
       clusterName: opts.clusterName,
@@ -265,7 +268,11 @@ export class WsTransport implements AgentTransport {
         failure = end.failure;
         this.authRefused = failure.kind === "unauthorized" || failure.kind === "forbidden";
         atLeastMs = failure.retryAfterMs ?? 0;
-        this.opts.logger.warn(`channel upgrade failed (${failure.status ? `HTTP ${failure.status}: ` : ""}${failure.message}); heartbeating over HTTP until it connects`, this.fields());
+        this.dialCond.set(
+          `${failure.kind}:${failure.status ?? ""}`,
+          `channel upgrade failed (${failure.status ? `HTTP ${failure.status}: ` : ""}${failure.message}); heartbeating over HTTP and dialling again with backoff`,
+          this.fields(),
+        );
       } else {
         const why = `channel closed (${end.code}${end.reason ? `: ${end.reason}` : ""})`;
         if (end.code === CloseCodes.Left) {
@@ -393,6 +400,7 @@ export class WsTransport implements AgentTransport {
         if (msg.type === "welcome" && !this.socket) {
           this.socket = ws;
           this.reconnect.connected(Date.now());
+          this.dialCond.clear(this.fields());
           this.authRefused = false;
           const before = this.lease;
           this.setLease(msg.leaseDurationSeconds);
