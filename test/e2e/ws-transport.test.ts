@@ -4,16 +4,18 @@
  * create; an idle connected agent makes no HTTP request for several leases while its cluster stays
  * Available (counted by a proxy in front of the hub that passes upgrades through); a SIGSTOPped
  * agent turns Unknown within 5 x lease + 20 %; an agent whose upgrade a proxy refuses (426) runs
- * poll and still applies works.
+ * poll and still applies works; after `kill -9` of the hub's processes and a restart on the same
+ * state, a connected agent reconnects by itself and a new work reaches it at once.
  */
 import http from "node:http";
 import net from "node:net";
 import type { AddressInfo } from "node:net";
-import { mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { descendants } from "../../scripts/proc.mjs";
 import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
 
 const WORKS = (cluster: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks`;
@@ -169,5 +171,30 @@ describe("the agent's ws transport (wrangler dev + agent processes)", () => {
     await waitFor("the work Applied over poll", () => applied("ws4", "slow"), 20_000);
     expect(proxy.requests.some((r) => r.startsWith("POST /agent/v1/clusters/ws4/heartbeat"))).toBe(true);
     expect(proxy.requests.some((r) => r.startsWith("GET /agent/v1/clusters/ws4/works"))).toBe(true);
+  });
+
+  it("after kill -9 of the hub and a restart on its state, the agent reconnects by itself and applies a new work at once", async () => {
+    const agent = agents[0]!;
+    const connects = () => agent.output().split("connected to the hub over WebSocket").length - 1;
+    const before = connects();
+    expect(before).toBeGreaterThanOrEqual(1);
+    const pids = [hub.pid, ...descendants(hub.pid)];
+    for (const p of pids) {
+      try {
+        process.kill(p, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+    const alive = (pid: number) => existsSync(`/proc/${pid}`) && !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+    await waitFor("the hub's processes gone", async () => pids.every((p) => !alive(p)), 20_000);
+    hub = await startHub({ stateDir: hub.stateDir, port: Number(new URL(hub.url).port) });
+    await waitFor("the agent to reconnect", async () => connects() > before, 60_000);
+    const t0 = performance.now();
+    expect((await admin(hub, "POST", WORKS("ws1"), configMapWork("after-restart"))).status).toBe(201);
+    await waitFor("the work Applied", () => applied("ws1", "after-restart"), 10_000, 20);
+    const ms = performance.now() - t0;
+    console.log(`ws transport: after the hub's restart, a new work reached Applied ${ms.toFixed(0)} ms after its create`);
+    expect(ms).toBeLessThan(1000);
   });
 });
