@@ -4,18 +4,19 @@
  * (`--simulate`) through the proxy; accepts the cluster with a `leaseDurationSeconds` of
  * BENCH_LEASE_SECONDS (default 5), lets it settle, then counts every request the agent sends
  * during BENCH_WINDOW_SECONDS (default 40), by method and path (`:name` for the cluster), and
- * whether any upgraded (WebSocket) connection is open. With the poll transport an idle agent's
- * requests are its heartbeats alone (one per lease, + up to 25 % jitter).
+ * the WebSocket upgrades it passes through. With the ws transport (the default) an idle connected
+ * agent makes no HTTP request at all (its pings travel on the one upgraded connection); with
+ * `--transport poll` its requests are its heartbeats alone (one per lease, + up to 25 % jitter).
  *
  *   BENCH_LEASE_SECONDS   the cluster's lease duration in seconds (default 5)
  *   BENCH_WINDOW_SECONDS  the counting window in seconds (default 40)
  *   BENCH_AGENT_BIN       the agent launcher to run (default agent/bin/flotilla-agent.js), e.g.
  *                         an older build's, to compare
- *   BENCH_AGENT_ARGS      extra agent flags, space-separated (e.g. "--transport ws")
+ *   BENCH_AGENT_ARGS      extra agent flags, space-separated (e.g. "--transport poll")
  */
 import { spawn } from "node:child_process";
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import net, { type AddressInfo } from "node:net";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -45,10 +46,26 @@ async function countingProxy(target: string): Promise<{ url: string; seen: { at:
     up.on("error", () => res.destroy());
     req.pipe(up);
   });
-  server.on("upgrade", (req, socket) => {
+  const tunnels = new Set<net.Socket>();
+  // Upgrades (the ws transport's channel) are passed through to the hub and counted apart.
+  server.on("upgrade", (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
     upgrades++;
-    seen.push({ at: performance.now(), what: `UPGRADE ${req.url ?? ""}` });
-    socket.destroy();
+    seen.push({ at: performance.now(), what: `UPGRADE ${(req.url ?? "").replaceAll(`/${CLUSTER}`, "/:name")}` });
+    const upstream = net.connect(Number(to.port), to.hostname, () => {
+      const lines = [`${req.method} ${req.url} HTTP/1.1`];
+      for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+      upstream.write(`${lines.join("\r\n")}\r\n\r\n`);
+      if (head.length) upstream.write(head);
+      upstream.pipe(socket);
+      socket.pipe(upstream);
+    });
+    tunnels.add(socket).add(upstream);
+    const drop = () => {
+      socket.destroy();
+      upstream.destroy();
+    };
+    upstream.on("error", drop);
+    socket.on("error", drop);
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return {
@@ -56,6 +73,7 @@ async function countingProxy(target: string): Promise<{ url: string; seen: { at:
     seen,
     upgrades: () => upgrades,
     close: () => new Promise<void>((r) => {
+      for (const t of tunnels) t.destroy();
       server.close(() => r());
       server.closeAllConnections();
     }),

@@ -9,7 +9,8 @@
  * the idle window) and peak (VmHWM), and the pings the echo server received.
  *
  *   BENCH_IDLE_SECONDS  length of each idle window in seconds (default 20)
- *   BENCH_VARIANTS      comma-separated subset of "none,builtin,ws" (default all three)
+ *   BENCH_VARIANTS      comma-separated subset of "none,builtin,ws,agent" (default all four; `agent`: the
+ *                       agent on its own ws transport, connected to the hub; the others run `--transport poll`)
  *   BENCH_VERBOSE       set: the agents' log lines go to stderr
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -25,7 +26,13 @@ import { printTable } from "./table.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 20);
-const VARIANTS = (process.env.BENCH_VARIANTS ?? "none,builtin,ws").split(",").map((v) => v.trim()) as ("none" | "builtin" | "ws")[];
+const VARIANTS = (process.env.BENCH_VARIANTS ?? "none,builtin,ws,agent").split(",").map((v) => v.trim()) as Variant[];
+/**
+ * `none`: the agent alone on the poll transport; `builtin`/`ws`: the same with a preload holding
+ * one connection with that client; `agent`: the agent on its own ws transport (the default),
+ * connected to the hub, no preload.
+ */
+type Variant = "none" | "builtin" | "ws" | "agent";
 const MC = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
 const MiB = 1024 * 1024;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -78,7 +85,7 @@ interface Row {
   pings: number;
 }
 
-async function run(hub: Hub, echo: Awaited<ReturnType<typeof echoServer>>, variant: "none" | "builtin" | "ws"): Promise<Row> {
+async function run(hub: Hub, echo: Awaited<ReturnType<typeof echoServer>>, variant: Variant): Promise<Row> {
   const cluster = `ws-${variant}`;
   // A simulated cluster of its own (its own cluster ID), as its own process.
   const simDir = fs.mkdtempSync(path.join(os.tmpdir(), `flotilla-bench-ws-${variant}-`));
@@ -87,8 +94,9 @@ async function run(hub: Hub, echo: Awaited<ReturnType<typeof echoServer>>, varia
   const token = await createBootstrapToken(hub, { autoApprove: true });
   const image = agentImage();
   const flags = image.entrypoint.slice(1, -1);
-  const preload = variant === "none" ? [] : [`--import=${path.join(root, "bench/ws-client", `${variant}.mjs`)}`];
-  const agent = spawn(process.execPath, [...flags, ...preload, path.join(root, "dist/agent/flotilla-agent.mjs"), "--hub-url", hub.url, "--cluster-name", cluster, "--bootstrap-token", token, "--kubeconfig", kubeconfig], {
+  const preload = variant === "none" || variant === "agent" ? [] : [`--import=${path.join(root, "bench/ws-client", `${variant}.mjs`)}`];
+  const transport = ["--transport", variant === "agent" ? "ws" : "poll"];
+  const agent = spawn(process.execPath, [...flags, ...preload, path.join(root, "dist/agent/flotilla-agent.mjs"), "--hub-url", hub.url, "--cluster-name", cluster, "--bootstrap-token", token, "--kubeconfig", kubeconfig, ...transport], {
     cwd: root,
     stdio: ["ignore", "ignore", "pipe"],
     env: { ...process.env, ...image.env, BENCH_WS_URL: echo.url, BENCH_WS_PING_MS: "1000" },
@@ -105,7 +113,10 @@ async function run(hub: Hub, echo: Awaited<ReturnType<typeof echoServer>>, varia
       if (agent.exitCode !== null || i > 600) throw new Error(`the agent (${variant}) did not become Available:\n${log}`);
       await sleep(100);
     }
-    if (variant !== "none" && !/ws-client: connected/.test(log)) {
+    if (variant === "agent") {
+      for (let i = 0; i < 200 && !/connected to the hub over WebSocket/.test(log); i++) await sleep(50);
+      if (!/connected to the hub over WebSocket/.test(log)) throw new Error(`the agent's ws transport did not connect:\n${log}`);
+    } else if (variant !== "none" && !/ws-client: connected/.test(log)) {
       for (let i = 0; i < 100 && !/ws-client: connected/.test(log); i++) await sleep(50);
       if (!/ws-client: connected/.test(log)) throw new Error(`the ${variant} client did not connect:\n${log}`);
     }
@@ -135,7 +146,7 @@ try {
   const rows: Row[] = [];
   for (const v of VARIANTS) rows.push(await run(hub, echo, v));
   const image = agentImage();
-  const labels = { none: "no WebSocket (the agent alone)", builtin: "Node's built-in WebSocket (undici)", ws: "ws package" };
+  const labels = { none: "no WebSocket (the agent alone, poll transport)", builtin: "Node's built-in WebSocket (undici)", ws: "ws package", agent: "the agent's ws transport (default), connected to the hub" };
   printTable(
     `flotilla-agent holding one WebSocket to a local echo server (${process.version}; as the image runs it: ${[...Object.entries(image.env).map(([k, v]) => `${k}=${v}`), "node", ...image.entrypoint.slice(1, -1)].join(" ")}; idle window ${IDLE_SECONDS} s, a ping a second)`,
     ["client", "RSS steady MiB", "RSS peak MiB", "pings echoed in the window"],

@@ -2,9 +2,12 @@
  * The agent loop: obtain credentials (register with the bootstrap token, or load them from
  * the Secret), wait until the hub admin accepts the cluster, then send a heartbeat with the
  * cluster's status every `leaseDurationSeconds` (+ up to 25 % jitter), like OCM's registration
- * agent renewing its lease and updating `ManagedCluster.status`. Beside it runs the work agent
- * (work/loop.ts): once the cluster is accepted, its transport (transport/poll.ts) fetches the
- * cluster's ManifestWorks whenever a heartbeat answer's works ETag changed, it applies
+ * agent renewing its lease and updating `ManagedCluster.status`, through the transport: over the
+ * ws transport's connection the lease is renewed by its pings and the status goes as a message
+ * only when it changed; over poll it is `POST .../heartbeat`. Beside it runs the work agent
+ * (work/loop.ts): once the cluster is accepted, its transport (transport/ws.ts, the default, or
+ * transport/poll.ts) delivers the cluster's ManifestWorks (pushed over the WebSocket; fetched
+ * over poll whenever a heartbeat answer's works ETag changed), it applies
  * them, reports their status every status-sync period, and carries out the leave, after which
  * the agent ends on its own (state `left`).
  *
@@ -44,7 +47,8 @@ import {
 import { WorkController } from "./work/controller.ts";
 import { DEFAULT_STATUS_SYNC_INTERVAL_SECONDS, WorkLoop } from "./work/loop.ts";
 import { PollTransport } from "./transport/poll.ts";
-import { DEFAULT_TRANSPORT, resolveTransport, type TransportName } from "./transport/transport.ts";
+import { DEFAULT_TRANSPORT, type AgentTransport, type TransportName } from "./transport/transport.ts";
+import { WsTransport } from "./transport/ws.ts";
 
 /** Where the agent is in its life cycle, as returned by {@link AgentHandle.state}. */
 export type AgentState =
@@ -122,8 +126,8 @@ export interface AgentOptions {
   /** fetch used for hub requests; default {@link httpFetch}. */
   fetch?: HubFetch;
   /**
-   * The transport to the hub once accepted (transport/transport.ts); default `poll`. `ws` is not
-   * available yet: the agent logs one line and uses `poll`.
+   * The transport to the hub once accepted (transport/transport.ts); default `ws` (one WebSocket,
+   * falling back to `poll` when the upgrade is refused); `poll` for HTTP only.
    */
   transport?: TransportName;
   /** Called once by `stop()` after the loop has ended (e.g. to close the simulated cluster). */
@@ -179,6 +183,7 @@ class AgentRunner {
   private readonly healthLoopDone: Promise<void>;
   private stopping: Promise<void> | undefined;
   private work: WorkLoop | undefined;
+  private transport: AgentTransport | undefined;
   private left = false;
   readonly done: Promise<void>;
 
@@ -192,7 +197,6 @@ class AgentRunner {
     this.kubeCond = new ConditionLog(this.log, "member cluster API reachable again");
     this.statusCond = new ConditionLog(this.log, "cluster status fully readable again");
     this.backoff = new Backoff(this.timing.backoffBaseMs, this.timing.backoffCapMs, this.timing.random);
-    resolveTransport(opts.transport ?? DEFAULT_TRANSPORT, this.log, this.fields());
     this.health = new HealthTracker((opts.healthFailureThresholdSeconds ?? DEFAULT_HEALTH_FAILURE_THRESHOLD_SECONDS) * 1000);
     this.done = this.run().then(
       async () => {
@@ -251,14 +255,19 @@ class AgentRunner {
    */
   private startWorkAgent(): void {
     const intervalSeconds = this.opts.statusSyncIntervalSeconds ?? DEFAULT_STATUS_SYNC_INTERVAL_SECONDS;
-    const transport = new PollTransport({
+    const common = {
       clusterName: this.opts.clusterName,
       hub: this.hub,
       sign: () => this.sign(),
       logger: this.log,
-      timing: { backoffBaseMs: this.timing.backoffBaseMs, backoffCapMs: this.timing.backoffCapMs, hubProbeMs: this.timing.hubProbeMs, random: this.timing.random },
       signal: this.abort.signal,
-    });
+    };
+    const timing = { backoffBaseMs: this.timing.backoffBaseMs, backoffCapMs: this.timing.backoffCapMs, hubProbeMs: this.timing.hubProbeMs, random: this.timing.random };
+    const transport =
+      (this.opts.transport ?? DEFAULT_TRANSPORT) === "ws"
+        ? new WsTransport({ ...common, timing: { ...timing, requestTimeoutMs: this.timing.requestTimeoutMs } })
+        : new PollTransport({ ...common, timing });
+    this.transport = transport;
     this.work = new WorkLoop({
       clusterName: this.opts.clusterName,
       transport,
@@ -485,7 +494,9 @@ class AgentRunner {
     while (!this.aborted) {
       const body = await this.buildHeartbeat();
       if (this.aborted) return false;
-      const r: HubResult<HeartbeatAnswer> = await this.hub.heartbeat(this.opts.clusterName, await this.sign(), body);
+      // Over the transport: poll sends `POST .../heartbeat`; ws, while connected, a `status`
+      // message only when the status changed (its pings renew the lease).
+      const r: HubResult<HeartbeatAnswer> = this.transport ? await this.transport.heartbeat(body) : await this.hub.heartbeat(this.opts.clusterName, await this.sign(), body);
       if (this.aborted) return false;
       let delay: number;
       if (r.ok) {
@@ -593,8 +604,10 @@ class AgentRunner {
  *    a 403 returns to step 2, a 401 reloads the Secret and retries with backoff;
  * 4. an unreachable hub (network error, 5xx, 429) is retried with capped exponential backoff
  *    and full jitter, logging one line when it starts and one when it ends;
- * 5. the work agent (work/loop.ts): once accepted, fetches `GET .../works` when a heartbeat
- *    answer's `worksEtag` changed (the poll transport; no request is held open), applies the
+ * 5. the work agent (work/loop.ts): once accepted, takes the works its transport delivers (ws,
+ *    the default: pushed over one WebSocket, whose pings renew the lease and which carries the
+ *    status only when it changed; poll, or ws when the upgrade is refused: `GET .../works` when a
+ *    heartbeat answer's `worksEtag` changed, no request held open), applies the
  *    ManifestWorks, reports changed statuses every `statusSyncIntervalSeconds`; when the hub
  *    says `leaving`, removes what works applied, calls `POST .../left`, deletes the Secret, and
  *    the agent ends (`done` resolves, state `left`).

@@ -15,8 +15,9 @@
  * ```
  *
  * `--transport` (or `FLOTILLA_TRANSPORT`) chooses how the agent talks to the hub once accepted
- * (transport/transport.ts): `poll`, the default, or `ws`, which this agent does not have yet
- * and answers with one log line and `poll`. `--namespace` may also come from `FLOTILLA_NAMESPACE` (the install manifests set it from the
+ * (transport/transport.ts): `ws`, the default (one WebSocket; when the upgrade is refused, e.g.
+ * by a proxy that blocks WebSockets, it logs one line and runs `poll`), or `poll` (HTTP only).
+ * `--namespace` may also come from `FLOTILLA_NAMESPACE` (the install manifests set it from the
  * downward API). `install` prints the install manifests (install.ts) as YAML on stdout.
  */
 import fs from "node:fs";
@@ -199,7 +200,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps = {}): Promi
       DEFAULT_STATUS_SYNC_INTERVAL_SECONDS,
     )
     .addOption(
-      new Option("--transport <transport>", "how the agent talks to the hub once accepted: poll (HTTP heartbeats; works fetched when their ETag changes) or ws (not available yet: falls back to poll)")
+      new Option("--transport <transport>", "how the agent talks to the hub once accepted: ws (one WebSocket: works pushed at once, pings renew the lease; falls back to poll when the upgrade is refused) or poll (HTTP heartbeats; works fetched when their ETag changes)")
         .choices(TRANSPORT_NAMES)
         .env("FLOTILLA_TRANSPORT")
         .default(DEFAULT_TRANSPORT),

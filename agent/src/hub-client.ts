@@ -91,6 +91,17 @@ function classify(status: number): HubFailureKind {
 }
 
 /**
+ * The failure a Kubernetes `Status` answer means, classified as an HTTP answer with its `code` is
+ * (the channel's `error` messages carry the Status the HTTP route would answer, so a refused report
+ * is the same failure over either transport: 404 gone, 409 replaced, 422 invalid, ...).
+ */
+export function failureFromStatus(status: { code: number; reason?: string; message?: string }): HubFailure {
+  const error: HubFailure = { kind: classify(status.code), status: status.code, message: status.message || `HTTP ${status.code}` };
+  if (status.reason) error.reason = status.reason;
+  return error;
+}
+
+/**
  * Whether a failed hub call means the hub is not there at all, rather than there and failing:
  * no answer (connection refused or reset, a timeout), or a 502/503/504 without a Kubernetes
  * Status (a proxy or the edge answering for a hub it cannot reach). Only then may a probe
@@ -144,6 +155,24 @@ export class HubClient {
    */
   keyTag(kid: string): string | undefined {
     return this.keyTags.get(kid);
+  }
+
+  /**
+   * Keeps the key tag an answer other than a fetch's handed over (the channel's 101 answer): the
+   * tag of the key `bearer` (a JWT) was signed with.
+   */
+  noteKeyTag(bearer: string, tag: string): void {
+    try {
+      const kid = jwsHeader(bearer).kid;
+      if (typeof kid === "string") this.keyTags.set(kid, tag);
+    } catch {
+      // not a JWT: nothing to tag
+    }
+  }
+
+  /** The hub's base URL (without a trailing slash). */
+  get baseUrl(): string {
+    return this.base;
   }
 
   /** @param options hub URL, timeout (ms) and fetch implementation. */

@@ -12,51 +12,11 @@ import { z } from "zod";
 import { HeartbeatSchema, WorkStatusReportSchema } from "./protocol.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import type { Status } from "../k8s/errors.ts";
+import type { ChannelHubMessage } from "./protocol-answers.ts";
 
-/** The WebSocket subprotocol (`Sec-WebSocket-Protocol`) of this version of the channel. A later, incompatible version gets a new name. */
-export const CHANNEL_SUBPROTOCOL = "flotilla.agent.v1";
-
-/**
- * The application ping an agent sends every `leaseDurationSeconds` (a text frame). The hub's
- * runtime answers it with {@link CHANNEL_PONG} without waking the cluster's object, and the time
- * of that answer renews the lease (OCM's lease renewal; Cloudflare `setWebSocketAutoResponse`).
- */
-export const CHANNEL_PING = "ping";
-/** The hub's answer to {@link CHANNEL_PING}. */
-export const CHANNEL_PONG = "pong";
-
-/**
- * Largest frame an agent may send, in bytes (UTF-8 length of the text frame): a work status
- * report (1,000 KiB, src/agent/routes.ts `WORK_STATUS_BODY_LIMIT`) plus 24 KiB for its envelope.
- * A larger frame closes the connection with 1009 (RFC 6455 "message too big").
- */
-export const CHANNEL_MAX_MESSAGE_BYTES = 1000 * 1024 + 24 * 1024;
-
-/**
- * Largest `works` message the hub sends, in bytes: above it (a namespace with many or large works)
- * the hub sends `works-changed` instead and the agent reads its works with
- * `GET /agent/v1/clusters/{name}/works`, which has no such bound.
- */
-export const CHANNEL_MAX_WORKS_MESSAGE_BYTES = 1024 * 1024;
-
-/**
- * Close codes the hub uses (RFC 6455 section 7.4.2: 4000-4999 are the application's own). On
- * each, the agent acts as it does on the matching HTTP answer.
- */
-export const CloseCodes = {
-  /** A newer connection of the same cluster replaced this one: do not reconnect from this process. */
-  Replaced: 4000,
-  /** The key this connection authenticated with was replaced by a rotation: reconnect signing with the new key. */
-  KeyRotated: 4001,
-  /** An admin accepted another (pending) key for the cluster: this key stops (HTTP: 401); register again. */
-  KeyReplaced: 4002,
-  /** The hub no longer accepts the cluster (`hubAcceptsClient` false, HTTP: 403): poll the registration info until accepted. */
-  Denied: 4003,
-  /** The cluster left (the agent confirmed, or the leave timed out) or was removed (HTTP: 401): stop. */
-  Left: 4004,
-  /** The agent sent a frame that is not a channel message (not JSON, unknown `type`, no `id`): reconnect with a fixed agent. */
-  BadMessage: 4005,
-} as const;
+// The constants (subprotocol, ping and pong, sizes, close codes) are defined in
+// ./channel-constants.ts, which loads no zod (the agent imports it at run time), and re-exported.
+export * from "./channel-constants.ts";
 
 /** Request id of a message the hub answers: chosen by the agent, echoed in the answer. */
 const requestId = z.string().min(1).max(64);
@@ -98,3 +58,14 @@ export type HubMessage =
   | { type: "ack"; id: string; resourceVersion?: string; leaseDurationSeconds?: number }
   /** A request refused: the Kubernetes Status the HTTP route would answer (400, 403, 404, 409, 422, ...). */
   | { type: "error"; id: string; status: Status };
+
+/**
+ * Every message the hub sends is one the agent's decoder (src/agent/protocol-answers.ts
+ * `ChannelHubMessageSchema`, zod/mini) is written to accept: checked at compile time, field by
+ * field except the works themselves, which are KubeObjects (the decoder checks their name, uid
+ * and spec at run time).
+ */
+type HubMessageShape<M> = M extends { works: unknown } ? Omit<M, "works"> & { works: unknown[] } : M extends { status: Status } ? Omit<M, "status"> & { status: { code: number; reason?: string; message?: string } } : M;
+type DecodedShape<M> = M extends { works: unknown } ? Omit<M, "works"> & { works: unknown[] } : M;
+export type HubMessagesDecodable = HubMessageShape<HubMessage> extends DecodedShape<ChannelHubMessage> ? true : never;
+true satisfies HubMessagesDecodable;

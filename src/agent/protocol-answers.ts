@@ -98,3 +98,26 @@ export const LeftAnswerSchema = z.object({});
 
 /** A leave answer. */
 export type LeftAnswer = z.infer<typeof LeftAnswerSchema>;
+
+/**
+ * A message of the agent channel from the hub (src/agent/channel-protocol.ts `HubMessage`,
+ * docs/agent-protocol.md "Channel"), as the agent decodes it: tolerant of fields a newer hub adds,
+ * every documented field checked. A `works` message's works are checked as a works answer's are.
+ * The `error` message's `status` is a Kubernetes Status: its `code`, `reason` and `message` are
+ * what the agent reads.
+ */
+export const ChannelHubMessageSchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("welcome"), leaseDurationSeconds: leaseSeconds, worksEtag: etag, leaving: z.boolean() }),
+  z.object({ type: z.literal("lease"), leaseDurationSeconds: leaseSeconds }),
+  z.object({ type: z.literal("works"), etag, leaving: z.boolean(), works: z.array(DeliveredWorkSchema) }),
+  z.object({ type: z.literal("works-changed"), etag, leaving: z.boolean() }),
+  z.object({ type: z.literal("ack"), id: z.string(), resourceVersion: z.optional(z.string()), leaseDurationSeconds: z.optional(leaseSeconds) }),
+  z.object({
+    type: z.literal("error"),
+    id: z.string(),
+    status: z.looseObject({ code: z.int(), reason: z.optional(z.string()), message: z.optional(z.string()) }),
+  }),
+]);
+
+/** A hub channel message, as the agent decodes it. */
+export type ChannelHubMessage = z.infer<typeof ChannelHubMessageSchema>;

@@ -1,7 +1,8 @@
 /**
  * The agent protocol, defined once (docs/agent-protocol.md): its constants, the HTTP bodies in
- * both directions (what the agent sends and what the hub answers), and (to come) the messages of
- * the WebSocket channel. The hub (src/agent/routes.ts, durable-objects/) decodes requests with
+ * both directions (what the agent sends and what the hub answers); the messages of the WebSocket
+ * channel are in ./channel-protocol.ts (their constants in ./channel-constants.ts, the hub's
+ * messages as the agent decodes them in ./protocol-answers.ts). The hub (src/agent/routes.ts, durable-objects/) decodes requests with
  * these schemas; the agent (agent/src/hub-client.ts, bundled by esbuild) decodes answers with
  * them; the benchmarks (bench/) build their requests with these types.
  *

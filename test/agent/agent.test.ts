@@ -191,8 +191,13 @@ async function hubStub(answer: (req: StubRequest, n: number) => StubAnswer | und
   return { url, requests, state, keys, works, setWorks };
 }
 
+/**
+ * Starts an in-process agent; against the stub hub (HTTP only, no channel) it runs the poll
+ * transport unless told otherwise: these tests check the HTTP calls themselves. The ws transport
+ * is tested against a real hub (test/e2e/ws-transport.test.ts).
+ */
 async function agent(opts: Parameters<typeof startAgent>[0]): Promise<AgentHandle> {
-  const a = await startAgent(opts);
+  const a = await startAgent({ transport: "poll", ...opts });
   cleanups.push(() => a.stop());
   return a;
 }
@@ -886,7 +891,7 @@ describe("command line", () => {
     expect((await run(["--help"])).code).toBe(0);
   });
 
-  it("--simulate with env configuration (the ws transport asked for: poll, said once): a 409 from the hub exits 1 with the hub's message as a JSON log line", async () => {
+  it("--simulate with env configuration (FLOTILLA_TRANSPORT=ws): a 409 from the hub exits 1 with the hub's message as a JSON log line", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "flotilla-agent-cli-"));
     cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
     const hub = await hubStub((r) => (r.path === "/agent/v1/register" ? { status: 409, json: { kind: "Status", code: 409, reason: "Conflict", message: 'cluster name "c1" is taken by another cluster ID' } } : undefined));
@@ -899,7 +904,6 @@ describe("command line", () => {
     expect(code).toBe(1);
     const parsed = logs.map((l) => JSON.parse(l) as { level: string; msg: string; transport?: string });
     expect(parsed.find((l) => /starting flotilla-agent/.test(l.msg))?.transport).toBe("ws");
-    expect(parsed.filter((l) => l.level === "warn" && /ws transport is not available in this agent yet; using poll/.test(l.msg))).toHaveLength(1);
     expect(parsed.filter((l) => l.level === "error" && /taken by another cluster ID/.test(l.msg))).toHaveLength(1);
     expect(hub.requests).toHaveLength(1);
     expect(hub.requests[0]?.body?.clusterName).toBe("c1");

@@ -756,7 +756,7 @@ describe("work loop against a real hub (wrangler dev)", () => {
     const { kc, dyn } = await sim();
     const token = await createBootstrapToken(hub);
     const { log, lines } = memoryLogger();
-    const a = await startAgent({ hubUrl: hub.url, clusterName: cluster, bootstrapToken: token, kubeConfig: kc, logger: log, timing: FAST, statusSyncIntervalSeconds: 0.1 });
+    const a = await startAgent({ hubUrl: hub.url, clusterName: cluster, bootstrapToken: token, kubeConfig: kc, logger: log, timing: FAST, statusSyncIntervalSeconds: 0.1, transport: "poll" });
     cleanups.push(() => a.stop());
     await waitForRegistration(cluster);
     await accept(cluster, SHORT_LEASE);
@@ -834,7 +834,7 @@ describe("work loop against a real hub (wrangler dev)", () => {
     // One works fetch after acceptance (the first heartbeat's ETag), then none for the rest of the
     // test (a lease of an hour: no more heartbeats, so no new ETag): the agent keeps the works it
     // saw while the hub deletes and re-creates them.
-    const a = await startAgent({ hubUrl: hub.url, clusterName: cluster, bootstrapToken: token, kubeConfig: kc, logger: log, timing: FAST, statusSyncIntervalSeconds: 0.1 });
+    const a = await startAgent({ hubUrl: hub.url, clusterName: cluster, bootstrapToken: token, kubeConfig: kc, logger: log, timing: FAST, statusSyncIntervalSeconds: 0.1, transport: "poll" });
     cleanups.push(() => a.stop());
     await waitForRegistration(cluster);
     for (const name of ["gone", "replaced", "probe"]) await createWork(cluster, name, [configMap(name, { a: "1" })], { manifestConfigs: [markFeedback(name)] });

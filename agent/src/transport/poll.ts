@@ -11,7 +11,7 @@
 import { Backoff, HUB_PROBE_PERIOD_MS, Sleeper, sleepProbing, type Random } from "../backoff.ts";
 import { hubAbsent, type HubClient, type HubFailure } from "../hub-client.ts";
 import { ConditionLog, type Logger } from "../log.ts";
-import type { HeartbeatAnswer, WorkStatusReport } from "../../../src/agent/protocol.ts";
+import type { HeartbeatAnswer, HeartbeatRequest, WorkStatusReport } from "../../../src/agent/protocol.ts";
 import type { AgentTransport, TransportEvents } from "./transport.ts";
 
 /** Options of {@link PollTransport}. */
@@ -19,7 +19,7 @@ export interface PollTransportOptions {
   /** The ManagedCluster name. */
   clusterName: string;
   /** The hub client. */
-  hub: Pick<HubClient, "getWorks" | "putWorkStatus" | "left"> & Partial<Pick<HubClient, "live">>;
+  hub: Pick<HubClient, "getWorks" | "putWorkStatus" | "left"> & Partial<Pick<HubClient, "live" | "heartbeat">>;
   /** Signs a fresh agent JWT for each call. */
   sign: () => Promise<string>;
   /** Logger. */
@@ -63,6 +63,21 @@ export class PollTransport implements AgentTransport {
   resync(): void {
     this.etag = undefined;
     this.sleeper.wake();
+  }
+
+  /** `POST .../heartbeat` with `body`: every heartbeat is one request (the lease renewal). */
+  async heartbeat(body: HeartbeatRequest) {
+    if (!this.opts.hub.heartbeat) throw new Error("the poll transport was built without a heartbeat call");
+    return this.opts.hub.heartbeat(this.opts.clusterName, await this.opts.sign(), body);
+  }
+
+  /**
+   * The works at ETag `etag` were delivered by other means (the ws transport's channel): no fetch
+   * is needed for it.
+   */
+  hold(etag: string): void {
+    this.etag = etag;
+    this.wanted = etag;
   }
 
   async reportStatus(work: string, report: WorkStatusReport) {

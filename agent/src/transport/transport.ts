@@ -2,18 +2,19 @@
  * The agent's transport: how the work agent learns of its works and sends what it reports, once
  * the cluster is accepted (docs/agent-protocol.md "Transports"). Two are named:
  *
- * - `poll` (poll.ts, today's default): HTTP only. The heartbeat answer carries the works ETag
+ * - `poll` (poll.ts): HTTP only. The heartbeat answer carries the works ETag
  *   and `leaving`; the works are fetched (`GET .../works` with `If-None-Match`) only when that
  *   ETag changed, and no request is ever held open. An idle agent sends its heartbeats and
  *   nothing else.
- * - `ws` (issue 28): one WebSocket per cluster. Not in this agent yet: asking for it logs one
- *   line and falls back to `poll` ({@link resolveTransport}).
+ * - `ws` (ws.ts, the default): one WebSocket per cluster (docs/agent-protocol.md "Channel"):
+ *   works pushed at once, the lease renewed by an application ping the hub answers without
+ *   waking anything, status sent only when it changed. When the upgrade is refused (a proxy that
+ *   blocks WebSockets: a non-101 answer other than 401/403/429/5xx), it runs `poll` instead.
  *
  * The messages of both are defined once in src/agent/protocol.ts.
  */
-import type { DeliveredWork, HeartbeatAnswer, LeftAnswer, WorkStatusAnswer, WorkStatusReport } from "../../../src/agent/protocol.ts";
+import type { DeliveredWork, HeartbeatAnswer, HeartbeatRequest, LeftAnswer, WorkStatusAnswer, WorkStatusReport } from "../../../src/agent/protocol.ts";
 import type { HubResult } from "../hub-client.ts";
-import type { Logger } from "../log.ts";
 
 /** The transports `--transport` names. */
 export const TRANSPORT_NAMES = ["poll", "ws"] as const;
@@ -21,8 +22,8 @@ export const TRANSPORT_NAMES = ["poll", "ws"] as const;
 /** A transport's name. */
 export type TransportName = (typeof TRANSPORT_NAMES)[number];
 
-/** The default transport (until the WebSocket transport lands). */
-export const DEFAULT_TRANSPORT: TransportName = "poll";
+/** The default transport: the WebSocket channel (with its automatic fallback to `poll`). */
+export const DEFAULT_TRANSPORT: TransportName = "ws";
 
 /** What a transport hands the work agent. */
 export interface TransportEvents {
@@ -51,6 +52,14 @@ export interface AgentTransport {
    * changed (the poll transport fetches them then).
    */
   heartbeatAnswered(answer: HeartbeatAnswer): void;
+  /**
+   * Renews the lease and reports the cluster's status `body` (agent.ts's heartbeat loop, every
+   * `leaseDurationSeconds`): `poll` sends `POST .../heartbeat`; `ws`, while connected, sends a
+   * `status` message only when `body` differs from the last one the hub acknowledged (the lease
+   * is renewed by its pings) and answers from what the channel told it, else falls back to the
+   * HTTP heartbeat. Failures as the HTTP call's (403: no longer accepted; 401: credentials).
+   */
+  heartbeat(body: HeartbeatRequest): Promise<HubResult<HeartbeatAnswer>>;
   /** Forgets the works ETag held, so the next heartbeat answer brings the whole list again. */
   resync(): void;
   /** Reports a work's status: 200 `{resourceVersion}`, 404 the work is gone, 409 it was replaced. */
@@ -59,16 +68,4 @@ export interface AgentTransport {
   left(): Promise<HubResult<LeftAnswer>>;
   /** Settles once the transport's loops have ended (after the abort signal fired). */
   stopped(): Promise<void>;
-}
-
-/**
- * The transport the agent runs for the one asked: `ws` is not available in this agent yet, so it
- * logs one line and runs `poll`.
- */
-export function resolveTransport(wanted: TransportName, log: Logger, fields: Record<string, string>): TransportName {
-  if (wanted === "ws") {
-    log.warn("the ws transport is not available in this agent yet; using poll (HTTP heartbeats, works fetched when their ETag changes)", fields);
-    return "poll";
-  }
-  return wanted;
 }

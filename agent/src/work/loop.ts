@@ -1,12 +1,12 @@
 /**
  * The work agent's loops against the hub (docs/agent-protocol.md "Works" and "Leave"):
  *
- * - **works**: the agent's transport (transport/transport.ts; the poll transport fetches them
- *   when a heartbeat answer's works ETag changed) hands over the cluster's whole works list,
- *   which the sync loop takes at once.
+ * - **works**: the agent's transport (transport/transport.ts; the ws transport has them pushed,
+ *   the poll transport fetches them when a heartbeat answer's works ETag changed) hands over the
+ *   cluster's whole works list, which the sync loop takes at once.
  * - **sync**: every status-sync period (`wait.Jitter(interval, 0.9)` as OCM: interval to
  *   1.9 × interval) and at once after a changed list, one {@link WorkController.sync} pass, then
- *   a status report (`PUT .../works/{work}/status` with `{uid, status}`) for each work whose status changed since
+ *   a status report (`PUT .../works/{work}/status` with `{uid, status}`, or the channel's `report`) for each work whose status changed since
  *   its last successful report. A 404 or 409 answer means the work is gone or replaced: no more
  *   reports for that uid. The sync loop runs whether or not the hub answers, so drift is
  *   repaired from the last known works while the hub is unreachable.

@@ -1,0 +1,200 @@
+/**
+ * The agent's ws transport against a real hub (`wrangler dev`) and real agent processes
+ * (`flotilla-agent --simulate`, the default transport): a work reaches Applied within 1 s of its
+ * create; an idle connected agent makes no HTTP request for several leases while its cluster stays
+ * Available (counted by a proxy in front of the hub that passes upgrades through); a SIGSTOPped
+ * agent turns Unknown within 5 x lease + 20 %; an agent whose upgrade a proxy refuses (426) runs
+ * poll and still applies works; after `kill -9` of the hub's processes and a restart on the same
+ * state, a connected agent reconnects by itself and a new work reaches it at once.
+ */
+import http from "node:http";
+import net from "node:net";
+import type { AddressInfo } from "node:net";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { descendants } from "../../scripts/proc.mjs";
+import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+
+const WORKS = (cluster: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks`;
+const AVAILABLE = "ManagedClusterConditionAvailable";
+
+/**
+ * A reverse proxy to `target` that records every HTTP request (`METHOD path`) and, unless
+ * `refuseUpgrades`, passes WebSocket upgrades through (counted apart); with `refuseUpgrades` it
+ * answers them 426, as a proxy that does not pass WebSockets may.
+ */
+async function countingProxy(target: string, refuseUpgrades = false) {
+  const to = new URL(target);
+  const requests: string[] = [];
+  let upgrades = 0;
+  const sockets = new Set<net.Socket>();
+  const server = http.createServer((req, res) => {
+    requests.push(`${req.method} ${req.url}`);
+    const up = http.request({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: { ...req.headers, host: to.host } }, (r) => {
+      res.writeHead(r.statusCode ?? 502, r.headers);
+      r.pipe(res);
+    });
+    up.on("error", () => res.destroy());
+    req.pipe(up);
+  });
+  server.on("upgrade", (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
+    upgrades++;
+    if (refuseUpgrades) {
+      socket.end("HTTP/1.1 426 Upgrade Required\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+      return;
+    }
+    const upstream = net.connect(Number(to.port), to.hostname, () => {
+      const lines = [`${req.method} ${req.url} HTTP/1.1`];
+      for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+      upstream.write(`${lines.join("\r\n")}\r\n\r\n`);
+      if (head.length) upstream.write(head);
+      upstream.pipe(socket);
+      socket.pipe(upstream);
+    });
+    sockets.add(socket).add(upstream);
+    const drop = () => {
+      socket.destroy();
+      upstream.destroy();
+    };
+    upstream.on("error", drop);
+    socket.on("error", drop);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests,
+    upgrades: () => upgrades,
+    close: () =>
+      new Promise<void>((r) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+const configMapWork = (name: string) => ({
+  apiVersion: "work.open-cluster-management.io/v1",
+  kind: "ManifestWork",
+  metadata: { name },
+  spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" }, data: { a: "1" } }] } },
+});
+
+describe("the agent's ws transport (wrangler dev + agent processes)", () => {
+  let hub: Hub;
+  let token: string;
+  const dir = mkdtempSync(path.join(tmpdir(), "flotilla-e2e-ws-"));
+  const agents: AgentProcess[] = [];
+  const proxies: { close: () => Promise<void> }[] = [];
+
+  beforeAll(async () => {
+    hub = await startHub();
+    token = await createBootstrapToken(hub);
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const a of agents) {
+      if (a.child.exitCode === null) a.child.kill("SIGCONT");
+      await stopAgent(a);
+    }
+    for (const p of proxies) await p.close();
+    await hub?.stop();
+  });
+
+  /** Starts an agent for `name` against `url`, accepts its cluster with `lease` seconds and waits until it is Available. */
+  const join = async (name: string, url: string, lease: number, args: string[] = []) => {
+    const agent = startAgent({ url }, ["--cluster-name", name, "--bootstrap-token", token, "--simulate-state", path.join(dir, `${name}.json`), "--status-sync-interval", "1", ...args]);
+    agents.push(agent);
+    await waitFor(`${name} to register`, async () => (await admin(hub, "GET", `${MC}/${name}`)).status === 200);
+    expect((await admin(hub, "PATCH", `${MC}/${name}`, { spec: { hubAcceptsClient: true, leaseDurationSeconds: lease } }, merge)).status).toBe(200);
+    await waitFor(`${name} Available`, async () => cond((await admin(hub, "GET", `${MC}/${name}`)).body, AVAILABLE)?.status === "True");
+    return agent;
+  };
+
+  const applied = async (cluster: string, work: string) => cond((await admin(hub, "GET", `${WORKS(cluster)}/${work}`)).body, "Applied")?.status === "True";
+
+  it("connects by default and a new work reaches Applied within 1 s of its create", async () => {
+    const agent = await join("ws1", hub.url, 60);
+    await waitFor("the channel to connect", async () => agent.output().includes("connected to the hub over WebSocket"));
+    const t0 = performance.now();
+    expect((await admin(hub, "POST", WORKS("ws1"), configMapWork("fast"))).status).toBe(201);
+    await waitFor("the work Applied", () => applied("ws1", "fast"), 10_000, 20);
+    const ms = performance.now() - t0;
+    console.log(`ws transport: a new work reached Applied ${ms.toFixed(0)} ms after its create`);
+    expect(ms).toBeLessThan(1000);
+  });
+
+  it("an idle connected agent makes no HTTP request over five leases and stays Available", async () => {
+    const proxy = await countingProxy(hub.url);
+    proxies.push(proxy);
+    const lease = 2;
+    const agent = await join("ws2", proxy.url, lease);
+    await waitFor("the channel to connect", async () => agent.output().includes("connected to the hub over WebSocket"));
+    // Settle: the first status message and the first status sync.
+    await new Promise((r) => setTimeout(r, 2 * lease * 1000));
+    const before = proxy.requests.length;
+    const start = Date.now();
+    await waitFor("five leases to pass", async () => Date.now() - start >= 5 * lease * 1000, 30_000, 200);
+    const during = proxy.requests.slice(before);
+    expect(during).toEqual([]);
+    expect(proxy.upgrades()).toBe(1);
+    const mc = (await admin(hub, "GET", `${MC}/ws2`)).body;
+    expect(cond(mc, AVAILABLE)?.status).toBe("True");
+  });
+
+  it("a SIGSTOPped agent turns Unknown within 5 x lease + 20 %", async () => {
+    const lease = 2;
+    const agent = await join("ws3", hub.url, lease);
+    await waitFor("the channel to connect", async () => agent.output().includes("connected to the hub over WebSocket"));
+    agent.child.kill("SIGSTOP");
+    const t0 = performance.now();
+    try {
+      await waitFor("Unknown", async () => cond((await admin(hub, "GET", `${MC}/ws3`)).body, AVAILABLE)?.status === "Unknown", 60_000, 100);
+    } finally {
+      agent.child.kill("SIGCONT");
+    }
+    const s = (performance.now() - t0) / 1000;
+    console.log(`ws transport: a SIGSTOPped agent turned Unknown after ${s.toFixed(1)} s (lease ${lease} s)`);
+    expect(s).toBeLessThanOrEqual(5 * lease * 1.2);
+  });
+
+  it("falls back to poll when a proxy refuses the upgrade, and still applies works", async () => {
+    const proxy = await countingProxy(hub.url, true);
+    proxies.push(proxy);
+    const agent = await join("ws4", proxy.url, 1);
+    await waitFor("the fallback", async () => agent.output().includes("using the poll transport"));
+    expect(proxy.upgrades()).toBe(1);
+    expect((await admin(hub, "POST", WORKS("ws4"), configMapWork("slow"))).status).toBe(201);
+    await waitFor("the work Applied over poll", () => applied("ws4", "slow"), 20_000);
+    expect(proxy.requests.some((r) => r.startsWith("POST /agent/v1/clusters/ws4/heartbeat"))).toBe(true);
+    expect(proxy.requests.some((r) => r.startsWith("GET /agent/v1/clusters/ws4/works"))).toBe(true);
+  });
+
+  it("after kill -9 of the hub and a restart on its state, the agent reconnects by itself and applies a new work at once", async () => {
+    const agent = agents[0]!;
+    const connects = () => agent.output().split("connected to the hub over WebSocket").length - 1;
+    const before = connects();
+    expect(before).toBeGreaterThanOrEqual(1);
+    const pids = [hub.pid, ...descendants(hub.pid)];
+    for (const p of pids) {
+      try {
+        process.kill(p, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+    const alive = (pid: number) => existsSync(`/proc/${pid}`) && !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+    await waitFor("the hub's processes gone", async () => pids.every((p) => !alive(p)), 20_000);
+    hub = await startHub({ stateDir: hub.stateDir, port: Number(new URL(hub.url).port) });
+    await waitFor("the agent to reconnect", async () => connects() > before, 60_000);
+    const t0 = performance.now();
+    expect((await admin(hub, "POST", WORKS("ws1"), configMapWork("after-restart"))).status).toBe(201);
+    await waitFor("the work Applied", () => applied("ws1", "after-restart"), 10_000, 20);
+    const ms = performance.now() - t0;
+    console.log(`ws transport: after the hub's restart, a new work reached Applied ${ms.toFixed(0)} ms after its create`);
+    expect(ms).toBeLessThan(1000);
+  });
+});
