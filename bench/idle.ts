@@ -15,13 +15,12 @@
  *   BENCH_AGENT_ARGS      extra agent flags, space-separated (e.g. "--transport poll")
  */
 import { spawn } from "node:child_process";
-import http from "node:http";
-import net, { type AddressInfo } from "node:net";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { admin, createBootstrapToken, startHub } from "../scripts/hub-process.ts";
+import { startCountingProxy } from "../scripts/counting-proxy.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const LEASE = Number(process.env.BENCH_LEASE_SECONDS ?? 5);
@@ -32,57 +31,9 @@ const MC = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
 const CLUSTER = "idle-1";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** A counting reverse proxy to `target`: every request is recorded as `METHOD path` with the query. */
-async function countingProxy(target: string): Promise<{ url: string; seen: { at: number; what: string }[]; upgrades: () => number; close: () => Promise<void> }> {
-  const to = new URL(target);
-  const seen: { at: number; what: string }[] = [];
-  let upgrades = 0;
-  const server = http.createServer((req, res) => {
-    seen.push({ at: performance.now(), what: `${req.method} ${(req.url ?? "").replaceAll(`/${CLUSTER}`, "/:name")}` });
-    const up = http.request({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: { ...req.headers, host: to.host } }, (r) => {
-      res.writeHead(r.statusCode ?? 502, r.headers);
-      r.pipe(res);
-    });
-    up.on("error", () => res.destroy());
-    req.pipe(up);
-  });
-  const tunnels = new Set<net.Socket>();
-  // Upgrades (the ws transport's channel) are passed through to the hub and counted apart.
-  server.on("upgrade", (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
-    upgrades++;
-    seen.push({ at: performance.now(), what: `UPGRADE ${(req.url ?? "").replaceAll(`/${CLUSTER}`, "/:name")}` });
-    const upstream = net.connect(Number(to.port), to.hostname, () => {
-      const lines = [`${req.method} ${req.url} HTTP/1.1`];
-      for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
-      upstream.write(`${lines.join("\r\n")}\r\n\r\n`);
-      if (head.length) upstream.write(head);
-      upstream.pipe(socket);
-      socket.pipe(upstream);
-    });
-    tunnels.add(socket).add(upstream);
-    const drop = () => {
-      socket.destroy();
-      upstream.destroy();
-    };
-    upstream.on("error", drop);
-    socket.on("error", drop);
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    seen,
-    upgrades: () => upgrades,
-    close: () => new Promise<void>((r) => {
-      for (const t of tunnels) t.destroy();
-      server.close(() => r());
-      server.closeAllConnections();
-    }),
-  };
-}
-
 const hub = await startHub();
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "flotilla-bench-idle-"));
-const proxy = await countingProxy(hub.url);
+const proxy = await startCountingProxy(hub.url);
 const token = await createBootstrapToken(hub);
 const agent = spawn(process.execPath, [AGENT_BIN, "--hub-url", proxy.url, "--cluster-name", CLUSTER, "--bootstrap-token", token, "--simulate", "--simulate-state", path.join(dir, "sim.json"), ...EXTRA], {
   cwd: root,
@@ -110,7 +61,10 @@ try {
   await sleep(WINDOW * 1000);
   const window = proxy.seen.slice(start).filter((s) => s.at - from <= WINDOW * 1000);
   const byKind = new Map<string, number>();
-  for (const s of window) byKind.set(s.what, (byKind.get(s.what) ?? 0) + 1);
+  for (const s of window) {
+    const what = s.what.replaceAll(`/${CLUSTER}`, "/:name");
+    byKind.set(what, (byKind.get(what) ?? 0) + 1);
+  }
   console.log(`idle agent (${path.relative(root, AGENT_BIN)}${EXTRA.length ? ` ${EXTRA.join(" ")}` : ""}), lease ${LEASE} s, ${WINDOW} s window: ${window.length} requests, ${proxy.upgrades()} upgraded connections`);
   for (const [what, n] of [...byKind].sort((a, b) => b[1] - a[1])) console.log(`  ${String(n).padStart(4)}  ${what}`);
 } finally {

@@ -7,74 +7,18 @@
  * poll and still applies works; after `kill -9` of the hub's processes and a restart on the same
  * state, a connected agent reconnects by itself and a new work reaches it at once.
  */
-import http from "node:http";
-import net from "node:net";
-import type { AddressInfo } from "node:net";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { descendants } from "../../scripts/proc.mjs";
+import { startCountingProxy, type CountingProxy } from "../../scripts/counting-proxy.ts";
 import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
 
 const WORKS = (cluster: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks`;
 const AVAILABLE = "ManagedClusterConditionAvailable";
 
-/**
- * A reverse proxy to `target` that records every HTTP request (`METHOD path`) and, unless
- * `refuseUpgrades`, passes WebSocket upgrades through (counted apart); with `refuseUpgrades` it
- * answers them 426, as a proxy that does not pass WebSockets may.
- */
-async function countingProxy(target: string, refuseUpgrades = false) {
-  const to = new URL(target);
-  const requests: string[] = [];
-  let upgrades = 0;
-  const sockets = new Set<net.Socket>();
-  const server = http.createServer((req, res) => {
-    requests.push(`${req.method} ${req.url}`);
-    const up = http.request({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: { ...req.headers, host: to.host } }, (r) => {
-      res.writeHead(r.statusCode ?? 502, r.headers);
-      r.pipe(res);
-    });
-    up.on("error", () => res.destroy());
-    req.pipe(up);
-  });
-  server.on("upgrade", (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
-    upgrades++;
-    if (refuseUpgrades) {
-      socket.end("HTTP/1.1 426 Upgrade Required\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-      return;
-    }
-    const upstream = net.connect(Number(to.port), to.hostname, () => {
-      const lines = [`${req.method} ${req.url} HTTP/1.1`];
-      for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
-      upstream.write(`${lines.join("\r\n")}\r\n\r\n`);
-      if (head.length) upstream.write(head);
-      upstream.pipe(socket);
-      socket.pipe(upstream);
-    });
-    sockets.add(socket).add(upstream);
-    const drop = () => {
-      socket.destroy();
-      upstream.destroy();
-    };
-    upstream.on("error", drop);
-    socket.on("error", drop);
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    requests,
-    upgrades: () => upgrades,
-    close: () =>
-      new Promise<void>((r) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => r());
-        server.closeAllConnections();
-      }),
-  };
-}
 
 const configMapWork = (name: string) => ({
   apiVersion: "work.open-cluster-management.io/v1",
@@ -88,7 +32,7 @@ describe("the agent's ws transport (wrangler dev + agent processes)", () => {
   let token: string;
   const dir = mkdtempSync(path.join(tmpdir(), "flotilla-e2e-ws-"));
   const agents: AgentProcess[] = [];
-  const proxies: { close: () => Promise<void> }[] = [];
+  const proxies: CountingProxy[] = [];
 
   beforeAll(async () => {
     hub = await startHub();
@@ -128,17 +72,17 @@ describe("the agent's ws transport (wrangler dev + agent processes)", () => {
   });
 
   it("an idle connected agent makes no HTTP request over five leases and stays Available", async () => {
-    const proxy = await countingProxy(hub.url);
+    const proxy = await startCountingProxy(hub.url);
     proxies.push(proxy);
     const lease = 2;
     const agent = await join("ws2", proxy.url, lease);
     await waitFor("the channel to connect", async () => agent.output().includes("connected to the hub over WebSocket"));
     // Settle: the first status message and the first status sync.
     await new Promise((r) => setTimeout(r, 2 * lease * 1000));
-    const before = proxy.requests.length;
+    const before = proxy.seen.length;
     const start = Date.now();
     await waitFor("five leases to pass", async () => Date.now() - start >= 5 * lease * 1000, 30_000, 200);
-    const during = proxy.requests.slice(before);
+    const during = proxy.seen.slice(before).map((r) => r.what);
     expect(during).toEqual([]);
     expect(proxy.upgrades()).toBe(1);
     const mc = (await admin(hub, "GET", `${MC}/ws2`)).body;
@@ -162,15 +106,15 @@ describe("the agent's ws transport (wrangler dev + agent processes)", () => {
   });
 
   it("falls back to poll when a proxy refuses the upgrade, and still applies works", async () => {
-    const proxy = await countingProxy(hub.url, true);
+    const proxy = await startCountingProxy(hub.url, { refuseUpgrades: true });
     proxies.push(proxy);
     const agent = await join("ws4", proxy.url, 1);
     await waitFor("the fallback", async () => agent.output().includes("using the poll transport"));
     expect(proxy.upgrades()).toBe(1);
     expect((await admin(hub, "POST", WORKS("ws4"), configMapWork("slow"))).status).toBe(201);
     await waitFor("the work Applied over poll", () => applied("ws4", "slow"), 20_000);
-    expect(proxy.requests.some((r) => r.startsWith("POST /agent/v1/clusters/ws4/heartbeat"))).toBe(true);
-    expect(proxy.requests.some((r) => r.startsWith("GET /agent/v1/clusters/ws4/works"))).toBe(true);
+    expect(proxy.seen.some((r) => r.what.startsWith("POST /agent/v1/clusters/ws4/heartbeat"))).toBe(true);
+    expect(proxy.seen.some((r) => r.what.startsWith("GET /agent/v1/clusters/ws4/works"))).toBe(true);
   });
 
   it("after kill -9 of the hub and a restart on its state, the agent reconnects by itself and applies a new work at once", async () => {
