@@ -408,6 +408,7 @@ export class WsTransport implements AgentTransport {
           this.opts.logger.info(`connected to the hub over WebSocket; pinging every ${this.lease}s`, this.fields());
           if (msg.leaving) this.markLeaving();
           // Requests left without an answer by the previous connection go again.
+          if (this.pending.size > 0) this.opts.logger.info(`sending again ${this.pending.size} request(s) left without an answer by the previous connection`, this.fields());
           for (const p of this.pending.values()) this.send(ws, p.frame);
           welcomed();
           return;
