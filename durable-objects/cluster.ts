@@ -427,7 +427,10 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
       if (due.includes(LEAVE_TIMER) && (await this.leave.fire(current, now))) return;
       for (const purpose of due) if (purpose !== LEAVE_TIMER) this.timers.cancel(purpose);
       const stopped = this.lease.check(current, now);
-      if (stopped) await this.commit(current, stopped, "returns");
+      if (stopped) {
+        const stored = await this.commit(current, stopped, "returns");
+        if (stored) this.connection.leaseExpired(stored);
+      }
       await this.nextAlarm("exact");
     });
   }

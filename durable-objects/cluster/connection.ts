@@ -316,6 +316,17 @@ export class AgentConnection {
    * connection closed ({@link CloseCodes.Denied}); a new lease interval is sent to the agent
    * (a `lease` message) and recorded as told ({@link ConnectionHost.recordTold}).
    */
+  /**
+   * Tells the connected agent that the hub found its lease expired (Available Unknown, `stored`
+   * the ManagedCluster as committed): a `lease` message with the interval, after which the agent
+   * sends its status again, which brings Available back when it is alive (an agent resumed after
+   * SIGSTOP on a socket that stayed open). The message waits in the socket while nobody reads.
+   */
+  leaseExpired(stored: KubeObject): void {
+    const seconds = this.host.leaseDurationSeconds(stored);
+    for (const ws of this.sockets()) send(ws, { type: "lease", leaseDurationSeconds: seconds });
+  }
+
   objectChanged(stored: KubeObject): void {
     if (!this.host.accepted(stored)) return this.closeAll(CloseCodes.Denied, "the hub does not accept the cluster");
     const seconds = this.host.leaseDurationSeconds(stored);

@@ -89,7 +89,7 @@ describe("the agent's ws transport (wrangler dev + agent processes)", () => {
     expect(cond(mc, AVAILABLE)?.status).toBe("True");
   });
 
-  it("a SIGSTOPped agent turns Unknown within 5 x lease + 20 %", async () => {
+  it("a SIGSTOPped agent turns Unknown within 5 x lease + 20 %, and Available again once resumed", async () => {
     const lease = 2;
     const agent = await join("ws3", hub.url, lease);
     await waitFor("the channel to connect", async () => agent.output().includes("connected to the hub over WebSocket"));
@@ -103,6 +103,9 @@ describe("the agent's ws transport (wrangler dev + agent processes)", () => {
     const s = (performance.now() - t0) / 1000;
     console.log(`ws transport: a SIGSTOPped agent turned Unknown after ${s.toFixed(1)} s (lease ${lease} s)`);
     expect(s).toBeLessThanOrEqual(5 * lease * 1.2);
+    // Resumed on the same connection, the agent hears the hub's `lease` message and sends its
+    // status again: Available comes back.
+    await waitFor("Available again after SIGCONT", async () => cond((await admin(hub, "GET", `${MC}/ws3`)).body, AVAILABLE)?.status === "True", 30_000, 200);
   });
 
   it("falls back to poll when a proxy refuses the upgrade, and still applies works", async () => {

@@ -407,6 +407,9 @@ export class WsTransport implements AgentTransport {
           if (this.lease !== before) schedulePings();
           this.opts.logger.info(`connected to the hub over WebSocket; pinging every ${this.lease}s`, this.fields());
           if (msg.leaving) this.markLeaving();
+          // The hub may have marked the lease expired while no connection was up (its
+          // Available condition is then Unknown): the next heartbeat sends the status again.
+          this.lastStatus = undefined;
           // Requests left without an answer by the previous connection go again.
           if (this.pending.size > 0) this.opts.logger.info(`sending again ${this.pending.size} request(s) left without an answer by the previous connection`, this.fields());
           for (const p of this.pending.values()) this.send(ws, p.frame);
@@ -450,6 +453,9 @@ export class WsTransport implements AgentTransport {
       case "welcome":
         return;
       case "lease": {
+        // A new interval, or the hub found the lease expired (docs/agent-protocol.md "Channel"):
+        // either way the next heartbeat sends the status again.
+        this.lastStatus = undefined;
         const before = this.lease;
         this.setLease(msg.leaseDurationSeconds);
         if (this.lease !== before) reschedulePings();
