@@ -55,13 +55,17 @@ describe("failed authentication locks out no valid credential (wrangler dev + ag
     let available = true;
     let watching = true;
     // Watches the victim's cluster all along: it must never leave Available=True.
-    const watch = (async () => {
-      while (watching) {
+    // Every 500 ms until the forgeries end (waitFor's interval, the test's own deadline).
+    const watch = waitFor(
+      "the forgeries to end",
+      async () => {
         const mc = (await admin(hub, "GET", `${MC}/victim`)).body;
         if (cond(mc, "ManagedClusterConditionAvailable")?.status !== "True" || taintKeys(mc).length > 0) available = false;
-        await new Promise((r) => setTimeout(r, 500));
-      }
-    })();
+        return !watching;
+      },
+      600_000,
+      500,
+    );
     await inParallel(2_000, 8, async (i) => {
       const address = `198.51.100.${i % 100}`;
       if (i % 2 === 0) {

@@ -77,8 +77,20 @@ describe("the agent's ws transport (wrangler dev + agent processes)", () => {
     const lease = 2;
     const agent = await join("ws2", proxy.url, lease);
     await waitFor("the channel to connect", async () => agent.output().includes("connected to the hub over WebSocket"));
-    // Settle: the first status message and the first status sync.
-    await new Promise((r) => setTimeout(r, 2 * lease * 1000));
+    // Settled: the cluster is Available, and no request came through the proxy for a lease
+    // (a heartbeat sent over HTTP before the channel was welcomed has had its answer).
+    await waitFor("Available", async () => cond((await admin(hub, "GET", `${MC}/ws2`)).body, AVAILABLE)?.status === "True", 30_000, 200);
+    let seenBefore = -1;
+    await waitFor(
+      "the proxy to be quiet for a lease",
+      async () => {
+        const quiet = proxy.seen.length === seenBefore;
+        seenBefore = proxy.seen.length;
+        return quiet;
+      },
+      30_000,
+      lease * 1000,
+    );
     const before = proxy.seen.length;
     const start = Date.now();
     await waitFor("five leases to pass", async () => Date.now() - start >= 5 * lease * 1000, 30_000, 200);
