@@ -15,7 +15,7 @@
  *   BENCH_IDLE_SECONDS  length of each idle window in seconds (default 30)
  *   BENCH_CLI_RUNS      `flotilla get clusters` runs (default 10)
  */
-import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { execFile, spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -24,6 +24,7 @@ import { agentImage } from "../scripts/agent-image.ts";
 import { admin, createBootstrapToken, startHub, type Hub } from "../scripts/hub-process.ts";
 import { procStat } from "../scripts/proc.mjs";
 import { printTable } from "./table.ts";
+import { startSim } from "./sim-process.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const WORKS = Number(process.env.BENCH_WORKS ?? 10);
@@ -55,19 +56,6 @@ function cpuSeconds(pid: number): number {
   return stat.cpuMs / 1000;
 }
 
-async function startSim(dir: string): Promise<{ child: ChildProcess; kubeconfig: string }> {
-  const child = spawn(process.execPath, [path.join(root, "dist/agent/flotilla-sim.mjs"), "--state", path.join(dir, "sim.json")], { stdio: ["ignore", "pipe", "inherit"] });
-  let out = "";
-  const kubeconfig = await new Promise<string>((resolve, reject) => {
-    child.stdout!.on("data", (d: Buffer) => {
-      out += d.toString();
-      const m = /kubeconfig: (\S+)/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    child.once("exit", (code) => reject(new Error(`simulated cluster exited with ${code}`)));
-  });
-  return { child, kubeconfig };
-}
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const condition = (obj: any, type: string): string | undefined => obj?.status?.conditions?.find((c: { type: string }) => c.type === type)?.status;

@@ -13,7 +13,7 @@
  *                       agent on its own ws transport, connected to the hub; the others run `--transport poll`)
  *   BENCH_VERBOSE       set: the agents' log lines go to stderr
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -23,6 +23,7 @@ import { WebSocketServer } from "ws";
 import { agentImage } from "../scripts/agent-image.ts";
 import { admin, createBootstrapToken, startHub, type Hub } from "../scripts/hub-process.ts";
 import { printTable } from "./table.ts";
+import { startSim } from "./sim-process.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 20);
@@ -43,19 +44,6 @@ function memory(pid: number): { rss: number; hwm: number } {
   return { rss: kb("VmRSS"), hwm: kb("VmHWM") };
 }
 
-async function startSim(dir: string): Promise<{ child: ChildProcess; kubeconfig: string }> {
-  const child = spawn(process.execPath, [path.join(root, "dist/agent/flotilla-sim.mjs"), "--state", path.join(dir, "sim.json")], { stdio: ["ignore", "pipe", "inherit"] });
-  let out = "";
-  const kubeconfig = await new Promise<string>((resolve, reject) => {
-    child.stdout!.on("data", (d: Buffer) => {
-      out += d.toString();
-      const m = /kubeconfig: (\S+)/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    child.once("exit", (code) => reject(new Error(`simulated cluster exited with ${code}`)));
-  });
-  return { child, kubeconfig };
-}
 
 /** A WebSocket echo server; counts the messages it received. */
 async function echoServer(): Promise<{ url: string; received: () => number; close: () => Promise<void> }> {
