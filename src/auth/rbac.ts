@@ -35,6 +35,7 @@
  * // { allowed: true, reason: 'RBAC: allowed by RoleBinding "alice-edit/team-a" of ClusterRole "edit" to User "alice"' }
  */
 import { z } from "zod";
+import { ApiError } from "../k8s/errors.ts";
 import { fromLabelSelector, LabelSelectorSchema, matches, type LabelSelectorRequirementSet } from "../k8s/labels.ts";
 import { ObjectMetaSchema } from "../k8s/meta.ts";
 
@@ -242,6 +243,30 @@ export function isNonResourceRequest(attrs: RequestAttributes): attrs is NonReso
 export interface Decision {
   allowed: boolean;
   reason: string;
+}
+
+/**
+ * The 403 kube-apiserver answers a denied request with (`responsewriters.Forbidden` and
+ * `apierrors.NewForbidden`): reason `Forbidden`, details `{group, kind: resource, name}`, and the
+ * message `<resource>[.<group>] ["<name>"] is forbidden: User "<user>" cannot <verb> resource
+ * "<resource>[/<subresource>]" in API group "<group>" in the namespace "<ns>"` (or `at the
+ * cluster scope`), or for a path `forbidden: User "<user>" cannot <verb> path "<path>"`; a
+ * non-empty `reason` (the {@link Decision}'s) is appended after `: `.
+ *
+ * @example
+ * forbiddenError({ name: "alice" }, { verb: "create", apiGroup: "cluster.open-cluster-management.io", resource: "placements", namespace: "team-b" }).message
+ * // 'placements.cluster.open-cluster-management.io is forbidden: User "alice" cannot create resource "placements" in API group "cluster.open-cluster-management.io" in the namespace "team-b"'
+ */
+export function forbiddenError(user: UserInfo, attrs: RequestAttributes, reason = ""): ApiError {
+  const tail = reason ? `: ${reason}` : "";
+  if (isNonResourceRequest(attrs)) return new ApiError(403, "Forbidden", `forbidden: User ${JSON.stringify(user.name)} cannot ${attrs.verb} path ${JSON.stringify(attrs.path)}${tail}`);
+  const combined = attrs.subresource ? `${attrs.resource}/${attrs.subresource}` : attrs.resource;
+  const scope = attrs.namespace ? `in the namespace ${JSON.stringify(attrs.namespace)}` : "at the cluster scope";
+  const why = `User ${JSON.stringify(user.name)} cannot ${attrs.verb} resource ${JSON.stringify(combined)} in API group ${JSON.stringify(attrs.apiGroup)} ${scope}${tail}`;
+  const qualified = attrs.apiGroup ? `${attrs.resource}.${attrs.apiGroup}` : attrs.resource;
+  const subject = attrs.name ? `${qualified} ${JSON.stringify(attrs.name)}` : qualified;
+  const details = { ...(attrs.apiGroup ? { group: attrs.apiGroup } : {}), kind: attrs.resource, ...(attrs.name ? { name: attrs.name } : {}) };
+  return new ApiError(403, "Forbidden", `${subject} is forbidden: ${why}`, details);
 }
 
 // ---------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import {
   breakdownRule,
   compactRuleString,
   coversRules,
+  forbiddenError,
   nonResourceURLCovers,
   ruleAllows,
   serviceAccountGroups,
@@ -146,9 +147,15 @@ describe("authorize: bindings and namespaces (Kubernetes TestAuthorizer)", () =>
     expect(a.authorize(user("admin"), res("get", "pods", "ns1", { sub: "status" })).allowed).toBe(false);
   });
 
-  it("a rule on pods/status does not reach pods", () => {
-    const a = new RbacAuthorizer({ clusterRoles: [clusterRole("admin", newRule("*", "*", "pods/status", "*"))], roleBindings: [roleBinding("ns1", "ClusterRole", "admin", "User:admin")] });
+  it("rules on pods/status and */scale reach those subresources, not pods", () => {
+    const a = new RbacAuthorizer({
+      clusterRoles: [clusterRole("admin", newRule("*", "*", "pods/status", "*"), newRule("*", "*", "*/scale", "*"))],
+      roleBindings: [roleBinding("ns1", "ClusterRole", "admin", "User:admin", "Group:admins")],
+    });
     expect(a.authorize(user("admin"), res("get", "pods", "ns1", { sub: "status" })).allowed).toBe(true);
+    expect(a.authorize(user("admin"), res("get", "pods", "ns1", { sub: "scale" })).allowed).toBe(true);
+    expect(a.authorize(user("admin"), res("get", "deployments", "ns1", { sub: "scale" })).allowed).toBe(true);
+    expect(a.authorize(user("admin"), res("get", "anything", "ns1", { sub: "scale" })).allowed).toBe(true);
     expect(a.authorize(user("admin"), res("get", "pods", "ns1")).allowed).toBe(false);
   });
 });
@@ -400,6 +407,20 @@ describe("reasons and the system:masters bypass", () => {
   });
   it("a denial without resolution errors has no reason", () => {
     expect(rbac.authorize(user("alice"), res("get", "secrets", "team-a"))).toEqual({ allowed: false, reason: "" });
+  });
+  it("a denial is kube-apiserver's 403: who, verb, resource and scope", () => {
+    const ns = forbiddenError(user("alice"), res("create", "placements", "team-b", { group: "cluster.open-cluster-management.io" }), "");
+    expect(ns.toStatus()).toMatchObject({
+      code: 403,
+      reason: "Forbidden",
+      message: 'placements.cluster.open-cluster-management.io is forbidden: User "alice" cannot create resource "placements" in API group "cluster.open-cluster-management.io" in the namespace "team-b"',
+      details: { group: "cluster.open-cluster-management.io", kind: "placements" },
+    });
+    expect(forbiddenError(user("bob"), res("update", "managedclusters", "", { group: "register.open-cluster-management.io", sub: "accept", name: "c1" }), "RBAC: x").message).toBe(
+      'managedclusters.register.open-cluster-management.io "c1" is forbidden: User "bob" cannot update resource "managedclusters/accept" in API group "register.open-cluster-management.io" at the cluster scope: RBAC: x',
+    );
+    expect(forbiddenError(user("bob"), res("get", "secrets", "ns", { name: "s" })).message).toBe('secrets "s" is forbidden: User "bob" cannot get resource "secrets" in API group "" in the namespace "ns"');
+    expect(forbiddenError(user("bob"), { verb: "get", path: "/docs" }).message).toBe('forbidden: User "bob" cannot get path "/docs"');
   });
   it("system:masters may do anything, bound or not", () => {
     expect(rbac.authorize(user("root", "system:masters"), res("delete", "anything", "", { group: "x.io" })).allowed).toBe(true);
