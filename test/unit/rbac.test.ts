@@ -405,6 +405,19 @@ describe("reasons and the system:masters bypass", () => {
       'RBAC: allowed by RoleBinding "ci-reads/team-a" of ClusterRole "reader" to ServiceAccount "ci/team-a"',
     );
   });
+  it("kubectl auth can-i '*' '*': only a rule with verb * and resource * allows verb * on resource *", () => {
+    const a = new RbacAuthorizer({
+      clusterRoles: [clusterRole("all", { verbs: ["*"], apiGroups: ["*"], resources: ["*"] }), clusterRole("most", { verbs: ["get", "list", "create", "update", "delete"], apiGroups: ["*"], resources: ["*"] })],
+      clusterRoleBindings: [clusterRoleBinding("all", "User:root"), clusterRoleBinding("most", "User:almost")],
+    });
+    expect(a.authorize(user("root"), res("*", "*", "ns", { group: "*" })).allowed).toBe(true);
+    expect(a.authorize(user("almost"), res("*", "*", "ns", { group: "*" })).allowed).toBe(false);
+    expect(a.authorize(user("almost"), res("get", "*", "ns", { group: "*" })).allowed).toBe(true);
+  });
+  it("a ClusterRoleBinding to a Role resolves to nothing", () => {
+    const a = new RbacAuthorizer({ roles: [role("ns", "r", { verbs: ["get"], apiGroups: [""], resources: ["pods"] })], clusterRoleBindings: [{ ...clusterRoleBinding("r", "User:u"), roleRef: { apiGroup: RBAC_GROUP, kind: "Role", name: "r" } }] });
+    expect(a.authorize(user("u"), res("get", "pods", "ns"))).toEqual({ allowed: false, reason: `RBAC: role.${RBAC_GROUP} "r" not found` });
+  });
   it("a denial without resolution errors has no reason", () => {
     expect(rbac.authorize(user("alice"), res("get", "secrets", "team-a"))).toEqual({ allowed: false, reason: "" });
   });
