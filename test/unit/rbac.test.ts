@@ -686,7 +686,7 @@ describe("aggregateClusterRoles", () => {
   });
   it("any selector may match (matchExpressions too); a role never aggregates itself", () => {
     const got = aggregateClusterRoles([
-      aggregator("agg", { clusterRoleSelectors: [{ matchLabels: { x: "1" } }, { matchExpressions: [{ key: "y", operator: "Exists" }] }] }, { x: "1" }),
+      aggregator("agg", { clusterRoleSelectors: [{ matchLabels: { x: "1" } }, { matchExpressions: [{ key: "y", operator: "Exists" }] }] }, { x: "1" }, r3),
       labelled("one", { x: "1" }, r1),
       labelled("two", { y: "anything" }, r2),
     ]);
