@@ -323,6 +323,7 @@ function checkPreconditions(def: KindDefinition, key: ObjectKey, current: KubeOb
 
 function remove(def: KindDefinition, key: ObjectKey, current: KubeObject | null, pre: Preconditions | undefined, ctx: WriteContext, policy?: DeletePropagation): WriteResult {
   if (!current) throw notFound(ref(def, key.name));
+  def.validateDelete?.(current);
   checkPreconditions(def, key, current, pre);
   // Orphan and Foreground hold the object with their finalizer until the garbage collector has
   // dealt with its dependents (kube-apiserver's deletionFinalizersForGarbageCollection).
@@ -335,13 +336,17 @@ function remove(def: KindDefinition, key: ObjectKey, current: KubeObject | null,
     if (current.metadata.deletionTimestamp && JSON.stringify(finalizers) === JSON.stringify(current.metadata.finalizers)) return { next: current, created: false };
     const next = structuredClone(current);
     next.metadata.finalizers = finalizers;
-    next.metadata.deletionTimestamp ??= rfc3339(ctx.now);
+    if (!next.metadata.deletionTimestamp) {
+      next.metadata.deletionTimestamp = rfc3339(ctx.now);
+      def.prepareForDelete?.(next, ctx);
+    }
     return { next, created: false };
   }
-  if ((current.metadata.finalizers?.length ?? 0) > 0) {
+  if ((current.metadata.finalizers?.length ?? 0) > 0 || def.holdsDeletion?.(current)) {
     if (current.metadata.deletionTimestamp) return { next: current, created: false };
     const next = structuredClone(current);
     next.metadata.deletionTimestamp = rfc3339(ctx.now);
+    def.prepareForDelete?.(next, ctx);
     return { next, created: false };
   }
   return { next: null, created: false };
@@ -370,9 +375,10 @@ export function computeWrite(def: KindDefinition, key: ObjectKey, current: KubeO
 
 /**
  * Finishes a deletion once the last finalizer is gone: an object carrying a deletionTimestamp and
- * no finalizers is removed (returns null), as the apiserver does on the update that clears them.
+ * no finalizers (nor anything else its kind holds it by, `holdsDeletion`) is removed (returns
+ * null), as the apiserver does on the update that clears them (`ShouldDeleteDuringUpdate`).
  */
-export function settleDeletion(obj: KubeObject | null): KubeObject | null {
-  if (obj && obj.metadata.deletionTimestamp && (obj.metadata.finalizers?.length ?? 0) === 0) return null;
+export function settleDeletion(obj: KubeObject | null, def?: KindDefinition): KubeObject | null {
+  if (obj && obj.metadata.deletionTimestamp && (obj.metadata.finalizers?.length ?? 0) === 0 && !def?.holdsDeletion?.(obj)) return null;
   return obj;
 }
