@@ -495,6 +495,15 @@ function wantsAggregatedDiscovery(accept: string | undefined): string | null {
   return null;
 }
 
+/** A kind's subresources in aggregated discovery: a Namespace's `finalize`, and `status`. */
+function subresourcesOf(k: KindDefinition, responseKind: { group: string; version: string; kind: string }) {
+  const subresources = [
+    ...(k === NamespaceKind ? [{ subresource: "finalize", responseKind, verbs: ["update"] }] : []),
+    ...(k.hasStatus ? [{ subresource: "status", responseKind, verbs: ["get", "patch", "update"] }] : []),
+  ];
+  return subresources.length > 0 ? { subresources } : {};
+}
+
 /**
  * Aggregated discovery (KEP-3352, `apidiscovery.k8s.io` APIGroupDiscoveryList) of the core group
  * (`core`: what `/api` answers) or of every other group (`/apis`): each group with its versions in
@@ -518,7 +527,7 @@ function aggregatedDiscovery(core: boolean, version: string) {
             singularResource: k.singular,
             verbs: verbsOf(k),
             ...(k.shortNames?.length ? { shortNames: k.shortNames } : {}),
-            ...(k.hasStatus ? { subresources: [{ subresource: "status", responseKind, verbs: ["get", "patch", "update"] }] } : {}),
+            ...subresourcesOf(k, responseKind),
           };
         }),
       })),
