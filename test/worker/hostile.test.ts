@@ -15,7 +15,7 @@ import { HeartbeatSchema, RegisterSchema, RotateKeySchema } from "../../src/agen
 import { MAX_NESTING_DEPTH } from "../../src/k8s/decode.ts";
 import { apiVersionOf, type KindDefinition } from "../../src/k8s/kind.ts";
 import { KINDS } from "../../src/kinds/index.ts";
-import { agentKeys, call, createToken, register, snapshot, type AgentKeys, type CallOptions } from "./helpers.ts";
+import { agentKeys, call, createNamespaces, createToken, register, snapshot, type AgentKeys, type CallOptions } from "./helpers.ts";
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 type Path = (string | number)[];
@@ -70,6 +70,7 @@ const FIXTURE: Record<string, string> = {
   BootstrapToken: "", // its generated name, set in beforeAll
   WebhookReceiver: "hook",
   Secret: "hook",
+  Namespace: "hns",
 };
 const fixtureName = (def: KindDefinition) => FIXTURE[def.kind]!;
 const member = (def: KindDefinition) => `${collection(def)}/${fixtureName(def)}`;
@@ -650,13 +651,14 @@ async function must(r: Promise<{ status: number; body: Json }>, ...ok: number[])
 }
 
 beforeAll(async () => {
+  await createNamespaces(NS);
   sampleKey = (await agentKeys()).publicJwk;
   bootstrap = await createToken({ autoApprove: true });
   const reg = await register(bootstrap, CLUSTER, `id-${CLUSTER}`);
   keys = reg.keys;
   await must(call("POST", `${AGENT}/heartbeat`, { healthy: true }, { token: await keys.sign(CLUSTER) }), 200);
   FIXTURE.BootstrapToken = bootstrap.split(".")[0]!;
-  for (const kind of ["ManagedClusterSet", "ManagedClusterSetBinding", "Secret", "Placement", "AddOnPlacementScore", "ManifestWork", "ManifestWorkReplicaSet", "WebhookReceiver"]) {
+  for (const kind of ["Namespace", "ManagedClusterSet", "ManagedClusterSetBinding", "Secret", "Placement", "AddOnPlacementScore", "ManifestWork", "ManifestWorkReplicaSet", "WebhookReceiver"]) {
     const def = byKind(kind);
     await must(call("POST", collection(def), valid(def, fixtureName(def))), 201);
   }
