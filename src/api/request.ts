@@ -8,6 +8,7 @@ import { stringify as stringifyYaml } from "yaml";
 import { negotiate } from "./negotiate.ts";
 import { z } from "zod";
 import { ApiError, badRequest, tooLarge, unsupportedMediaType, uriTooLong, type Status } from "../k8s/errors.ts";
+import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from "./protobuf.ts";
 import { decodeJson, decodeYaml } from "../k8s/decode.ts";
 import { checkSchema, isJsonObject } from "../k8s/meta.ts";
 import type { DeletePropagation as WriteDeletePolicy, WriteRequest } from "../k8s/write.ts";
@@ -170,13 +171,16 @@ const BODY_TYPES = ["application/json", "application/yaml"];
 /**
  * Decodes a create or update body: JSON (`application/json`, or no type) or YAML
  * (`application/yaml`), with the same depth limit and the request's `fieldValidation` for
- * duplicate keys (warnings for Warn go to `warnings`).
+ * duplicate keys (warnings for Warn go to `warnings`); with `protobuf` (a core kind whose message
+ * src/api/protobuf.ts decodes, as kubectl's typed clients send them), also
+ * `application/vnd.kubernetes.protobuf`.
  * @throws ApiError 400 (undecodable, duplicate keys under Strict), 413, 415 (another type)
  */
-export async function decodeObjectBody(c: Context, warnings?: string[]): Promise<unknown> {
+export async function decodeObjectBody(c: Context, warnings?: string[], protobuf = false): Promise<unknown> {
   const t = mediaType(c);
   if (t === "application/yaml") return checkDuplicateFields(decodeYaml(await readBody(c), MAX_BODY_BYTES), fieldValidationOf(c), warnings);
-  if (t !== "" && t !== "application/json" && t !== "*/*") throw unsupportedMediaType(t, BODY_TYPES);
+  if (protobuf && t === PROTOBUF_MEDIA_TYPE) return decodeProtobufObject(await readBodyBytes(c));
+  if (t !== "" && t !== "application/json" && t !== "*/*") throw unsupportedMediaType(t, protobuf ? [...BODY_TYPES, PROTOBUF_MEDIA_TYPE] : BODY_TYPES);
   return parseJson(await readBody(c), fieldValidationOf(c), warnings);
 }
 

@@ -29,6 +29,7 @@ import { toTable } from "../k8s/table.ts";
 import { mediaRanges, negotiate, partialObjectMetadata, partialObjectMetadataList, type Answering } from "./negotiate.ts";
 import { checkWatchListOptions, clientOf, watchResponse } from "./watch.ts";
 import { dropUnknownFields, fieldValidationOf, unknownFieldMessages, warningHeader } from "./fieldvalidation.ts";
+import { decodesProtobuf } from "./protobuf.ts";
 import { decodeDelete, decodeObjectBody, decodePatch, decodePathSegment, queryFlag, statusResponse } from "./request.ts";
 
 type Ctx = Context<{ Bindings: Env }>;
@@ -417,12 +418,12 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
   if (method === "GET") return t.name === undefined ? list(c, t) : get(c, t);
   if (method === "POST") {
     if (t.name !== undefined) throw methodNotAllowed("POST is only allowed on a collection");
-    return write(c, t, { verb: "create", body: await decodeObjectBody(c, warnings) }, warnings);
+    return write(c, t, { verb: "create", body: await decodeObjectBody(c, warnings, decodesProtobuf(apiVersionOf(t.def), t.def.kind)) }, warnings);
   }
   if (method === "DELETE" && t.name === undefined && !t.subresource) return deleteCollection(c, t);
   if (t.name === undefined) throw methodNotAllowed(`${method} is not allowed on a collection`);
   if (method === "PUT") {
-    return write(c, t, { verb: "update", body: await decodeObjectBody(c, warnings), subresource: t.subresource }, warnings);
+    return write(c, t, { verb: "update", body: await decodeObjectBody(c, warnings, decodesProtobuf(apiVersionOf(t.def), t.def.kind)), subresource: t.subresource }, warnings);
   }
   if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource, warnings), warnings);
   if (method === "DELETE") {
