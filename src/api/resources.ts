@@ -425,7 +425,8 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
   if (method === "PUT") {
     return write(c, t, { verb: "update", body: await decodeObjectBody(c, warnings, decodesProtobuf(apiVersionOf(t.def), t.def.kind)), subresource: t.subresource }, warnings);
   }
-  if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource, warnings), warnings);
+  // kube-apiserver takes strategic merge patches for its built-in (core) kinds, not for custom resources.
+  if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource, warnings, t.def.group === ""), warnings);
   if (method === "DELETE") {
     if (t.subresource) throw methodNotAllowed("DELETE is not allowed on the status subresource");
     return write(c, t, await decodeDelete(c));

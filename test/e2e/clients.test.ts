@@ -201,10 +201,19 @@ describe("kubectl and namespaces (core v1)", () => {
     expect((await kubectl("create", "namespace", "team-x")).stdout).toBe("namespace/team-x created\n");
     expect((await kubectl("get", "ns", "team-x", "-o", "jsonpath={.status.phase} {.spec.finalizers[0]} {.metadata.labels.kubernetes\\.io/metadata\\.name}")).stdout).toBe("Active kubernetes team-x");
     expect((await kubectl("apply", "-f", placement)).stdout).toContain("placement.cluster.open-cluster-management.io/tp created");
+    // Client-side apply of an existing namespace sends a strategic merge patch, as for every core kind.
+    const nsFile = (team: string) => file(`ns-${team}.yaml`, `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-x\n  labels:\n    team: ${team}\n`);
+    expect((await kubectl("apply", "-f", nsFile("x"))).stdout).toContain("namespace/team-x configured");
+    expect((await kubectl("apply", "-f", nsFile("y"))).stdout).toContain("namespace/team-x configured");
+    expect((await kubectl("get", "ns", "team-x", "-o", "jsonpath={.metadata.labels.team}")).stdout).toBe("y");
+    // kubectl's typed create of a core kind sends protobuf.
+    expect((await kubectl("create", "secret", "generic", "hook", "-n", "team-x", "--from-literal=token=s3cret")).stdout).toBe("secret/hook created\n");
+    expect((await kubectl("get", "secret", "hook", "-n", "team-x", "-o", "jsonpath={.data.token}")).stdout).toBe(btoa("s3cret"));
     // kubectl delete waits until the namespace is gone, its Placement with it.
     expect((await kubectl("delete", "namespace", "team-x", "--timeout=60s")).stdout).toContain('namespace "team-x" deleted');
     expect((await admin(hub, "GET", "/api/v1/namespaces/team-x")).status).toBe(404);
     expect((await admin(hub, "GET", "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/team-x/placements/tp")).status).toBe(404);
+    expect((await admin(hub, "GET", "/api/v1/namespaces/team-x/secrets/hook")).status).toBe(404);
     const immortal = await kubectl("delete", "namespace", "default").then(
       () => "",
       (e: { stderr?: string }) => String(e.stderr),

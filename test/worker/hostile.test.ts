@@ -311,7 +311,9 @@ for (const def of KINDS.filter((d) => !d.systemOwned)) {
   create("a text/plain body", valid(def, freshName()), 415, "UnsupportedMediaType", undefined, { contentType: "text/plain" });
   create("a YAML body of another kind", "apiVersion: example.com/v9\nkind: Pod\nmetadata:\n  name: x\n", 400, "BadRequest", "apiVersion", { contentType: "application/yaml" });
   create("a YAML body that is not YAML", undefined, 400, "BadRequest", undefined, { contentType: "application/yaml", raw: "metadata: [1, 2\n" });
-  create("a protobuf body", "x", 415, "UnsupportedMediaType", undefined, { contentType: "application/vnd.kubernetes.protobuf" });
+  // The core kinds take Kubernetes' protobuf encoding (kubectl's typed clients send it): a body that is not it is 400.
+  if (def.group === "") create("a protobuf body without the envelope", "x", 400, "BadRequest", undefined, { contentType: "application/vnd.kubernetes.protobuf" });
+  else create("a protobuf body", "x", 415, "UnsupportedMediaType", undefined, { contentType: "application/vnd.kubernetes.protobuf" });
   add({ name: `${k}: create with fieldValidation=Lenient`, method: "POST", path: `${coll}?fieldValidation=Lenient`, body: valid(def, freshName()), status: 400, reason: "BadRequest", field: "fieldValidation" });
   add({ name: `${k}: create with dryRun=Some`, method: "POST", path: `${coll}?dryRun=Some`, body: valid(def, freshName()), status: 400, reason: "BadRequest", field: "dryRun" });
   add({ name: `${k}: POST to a named object`, method: "POST", path: `${coll}/x`, body: valid(def, "x"), status: 405, reason: "MethodNotAllowed" });
@@ -376,9 +378,11 @@ for (const def of KINDS.filter((d) => !d.systemOwned)) {
   patch("an unknown field", { bogus: 1 }, 400, "BadRequest", "bogus");
   patch("a 4 MiB body", { metadata: { annotations: { big: "x".repeat(4 * 1024 * 1024) } } }, 413, "RequestEntityTooLarge");
   patch("an absent object", { metadata: {} }, 404, "NotFound", undefined, { contentType: MERGE }, () => `${coll}/absent`);
-  for (const contentType of ["application/strategic-merge-patch+json", "application/json", "text/plain"]) {
+  // The core kinds take strategic merge patches (as kube-apiserver's built-in kinds), which must be objects.
+  for (const contentType of [...(def.group === "" ? [] : ["application/strategic-merge-patch+json"]), "application/json", "text/plain"]) {
     add({ name: `${k}: PATCH as ${contentType}`, method: "PATCH", path: obj, body: [{ op: "add", path: "/metadata/labels", value: {} }], opts: { contentType }, status: 415, reason: "UnsupportedMediaType" });
   }
+  if (def.group === "") add({ name: `${k}: a strategic merge patch that is an array`, method: "PATCH", path: obj, body: [{ op: "add", path: "/metadata/labels", value: {} }], opts: { contentType: "application/strategic-merge-patch+json" }, status: 400, reason: "BadRequest" });
   const jsonPatch = (name: string, body: unknown, status: number, field?: string) =>
     add({ name: `${k}: JSON patch ${name}`, method: "PATCH", path: obj, body, opts: { contentType: "application/json-patch+json" }, status, reason: status === 400 ? "BadRequest" : "Invalid", field });
   jsonPatch("that is an object", { op: "add", path: "/metadata/labels", value: {} }, 400);

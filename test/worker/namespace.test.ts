@@ -154,6 +154,18 @@ describe("Namespace", () => {
     expect((await call("GET", `${NAMESPACES}/nscluster`)).status).toBe(200);
   });
 
+  it("takes a strategic merge patch, as kube-apiserver does for its core kinds (custom resources get 415)", async () => {
+    await createNamespaces("smp");
+    const smp = { contentType: "application/strategic-merge-patch+json" };
+    const r = await call("PATCH", `${NAMESPACES}/smp`, { metadata: { labels: { team: "a" }, finalizers: ["example.com/x"] } }, smp);
+    expect(r.status).toBe(200);
+    expect(r.body.metadata.labels).toEqual({ team: "a", "kubernetes.io/metadata.name": "smp" });
+    const again = await call("PATCH", `${NAMESPACES}/smp`, { metadata: { finalizers: ["example.com/y"] } }, smp);
+    expect(again.body.metadata.finalizers).toEqual(["example.com/x", "example.com/y"]);
+    await call("POST", placements("smp"), placement("p"));
+    expect((await call("PATCH", `${placements("smp")}/p`, { metadata: { labels: { a: "b" } } }, smp)).status).toBe(415);
+  });
+
   it("the finalize subresource changes spec.finalizers only", async () => {
     await createNamespaces("fin2");
     const ns = (await call("GET", `${NAMESPACES}/fin2`)).body;
