@@ -203,9 +203,9 @@ describe("kubectl and namespaces (core v1)", () => {
     expect((await kubectl("apply", "-f", placement)).stdout).toContain("placement.cluster.open-cluster-management.io/tp created");
     // Client-side apply of an existing namespace sends a strategic merge patch, as for every core kind.
     const nsFile = (team: string) => file(`ns-${team}.yaml`, `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-x\n  labels:\n    team: ${team}\n`);
-    expect((await kubectl("apply", "-f", nsFile("x"))).stdout).toContain("namespace/team-x configured");
-    expect((await kubectl("apply", "-f", nsFile("y"))).stdout).toContain("namespace/team-x configured");
-    expect((await kubectl("get", "ns", "team-x", "-o", "jsonpath={.metadata.labels.team}")).stdout).toBe("y");
+    expect((await kubectl("apply", "-f", nsFile("blue"))).stdout).toContain("namespace/team-x configured");
+    expect((await kubectl("apply", "-f", nsFile("green"))).stdout).toContain("namespace/team-x configured");
+    expect((await kubectl("get", "ns", "team-x", "-o", "jsonpath={.metadata.labels.team}")).stdout).toBe("green");
     // kubectl's typed create of a core kind sends protobuf.
     expect((await kubectl("create", "secret", "generic", "hook", "-n", "team-x", "--from-literal=token=s3cret")).stdout).toBe("secret/hook created\n");
     expect((await kubectl("get", "secret", "hook", "-n", "team-x", "-o", "jsonpath={.data.token}")).stdout).toBe(btoa("s3cret"));
