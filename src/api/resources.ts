@@ -368,6 +368,7 @@ const DELETE_COLLECTION_CONCURRENCY = 8;
 async function deleteCollection(c: Ctx, t: Target): Promise<Response> {
   if (t.def.namespaced && !t.namespace) throw methodNotAllowed("DELETE is not allowed on a collection across all namespaces");
   if (t.def.systemOwned) throw methodNotAllowed(`${t.def.plural}.${t.def.group} are written by the hub's scheduler only`);
+  if (t.def === NamespaceKind) throw methodNotAllowed("DELETE is not allowed on the namespaces collection: delete each namespace");
   const req = await decodeDelete(c);
   const { filter, index } = selectorOf(c);
   const deleted: KubeObject[] = [];
@@ -392,9 +393,11 @@ async function deleteCollection(c: Ctx, t: Target): Promise<Response> {
   return json({ apiVersion: apiVersionOf(t.def), kind: t.def.listKind, metadata: { resourceVersion }, items: deleted });
 }
 
-/** The verbs discovery lists for a kind: read-only for what the hub alone writes. */
+/** The verbs discovery lists for a kind: read-only for what the hub alone writes; no deletecollection of namespaces (as kube-apiserver's). */
 function verbsOf(k: KindDefinition): string[] {
-  return k.systemOwned ? ["get", "list", "watch"] : ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+  if (k.systemOwned) return ["get", "list", "watch"];
+  const all = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+  return k === NamespaceKind ? all.filter((v) => v !== "deletecollection") : all;
 }
 
 function discoveryResources(group: string, version: string) {

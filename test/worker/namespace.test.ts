@@ -23,6 +23,10 @@ describe("Namespace", () => {
     const ns = list.body.resources.find((r: { name: string }) => r.name === "namespaces");
     expect(ns).toMatchObject({ kind: "Namespace", namespaced: false, shortNames: ["ns"], singularName: "namespace" });
     expect(list.body.resources.find((r: { name: string }) => r.name === "namespaces/finalize").verbs).toEqual(["update"]);
+    // As kube-apiserver's: no deletecollection of namespaces.
+    expect(ns.verbs).toEqual(["create", "delete", "get", "list", "patch", "update", "watch"]);
+    expect((await call("DELETE", NAMESPACES)).status).toBe(405);
+    expect((await call("GET", `${NAMESPACES}/default`)).status).toBe(200);
   });
 
   it("creates an Active namespace with the kubernetes finalizer and the name label", async () => {
