@@ -6,7 +6,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { call, createNamespaces, MC, NAMESPACES, snapshot } from "./helpers.ts";
+import { call, createNamespaces, createToken, MC, NAMESPACES, register, snapshot } from "./helpers.ts";
 import { waitFor } from "../wait.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
@@ -168,6 +168,16 @@ describe("Namespace", () => {
     expect(again.body.metadata.finalizers).toEqual(["example.com/x", "example.com/y"]);
     await call("POST", placements("smp"), placement("p"));
     expect((await call("PATCH", `${placements("smp")}/p`, { metadata: { labels: { a: "b" } } }, smp)).status).toBe(415);
+  });
+
+  it("an agent's registration creates its cluster's namespace too, before the agent is accepted", async () => {
+    const token = await createToken({});
+    const { res } = await register(token, "nsagent", "id-nsagent");
+    expect(res.status).toBe(201);
+    expect((await call("GET", `${MC}/nsagent`)).body.spec.hubAcceptsClient).toBeFalsy();
+    const ns = await call("GET", `${NAMESPACES}/nsagent`);
+    expect(ns.status).toBe(200);
+    expect(ns.body.metadata.labels["open-cluster-management.io/cluster-name"]).toBe("nsagent");
   });
 
   it("the finalize subresource changes spec.finalizers only", async () => {
