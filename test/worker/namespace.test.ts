@@ -146,6 +146,31 @@ describe("Namespace", () => {
     );
   });
 
+  it("a namespace whose replica set holds a finalizer goes once the replica set's works are gone, without further requests", async () => {
+    await createNamespaces("rsns");
+    const cluster = await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "rsc1" }, spec: { hubAcceptsClient: true } });
+    expect(cluster.status).toBe(201);
+    const available = { type: "ManagedClusterConditionAvailable", status: "True", reason: "Test", message: "", lastTransitionTime: "2026-01-01T00:00:00Z" };
+    expect((await call("PATCH", `${MC}/rsc1/status`, { status: { conditions: [available] } }, merge)).status).toBe(200);
+    const G2 = "/apis/cluster.open-cluster-management.io/v1beta2";
+    expect((await call("POST", `${G2}/namespaces/rsns/managedclustersetbindings`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } })).status).toBe(201);
+    expect((await call("POST", placements("rsns"), placement("all"))).status).toBe(201);
+    const mwrs = {
+      apiVersion: "work.open-cluster-management.io/v1alpha1",
+      kind: "ManifestWorkReplicaSet",
+      metadata: { name: "app" },
+      spec: { placementRefs: [{ name: "all" }], manifestWorkTemplate: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", namespace: "default" } }] } } },
+    };
+    const RS = "/apis/work.open-cluster-management.io/v1alpha1/namespaces/rsns/manifestworkreplicasets";
+    expect((await call("POST", RS, mwrs)).status).toBe(201);
+    const WORKS = "/apis/work.open-cluster-management.io/v1/namespaces/rsc1/manifestworks";
+    await waitFor("the replica set's work", async () => (await call("GET", WORKS)).body.items.length === 1, 10_000);
+    expect((await call("DELETE", `${NAMESPACES}/rsns`)).status).toBe(200);
+    await waitFor("namespace rsns to go", async () => (await call("GET", `${NAMESPACES}/rsns`)).status === 404, 20_000);
+    expect((await call("GET", RS)).body.items).toEqual([]);
+    expect((await call("GET", WORKS)).body.items).toEqual([]);
+  });
+
   it("a ManagedCluster's namespace is created with it and kept after it", async () => {
     const r = await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "nscluster" }, spec: { hubAcceptsClient: true } });
     expect(r.status).toBe(201);
