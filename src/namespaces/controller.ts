@@ -6,7 +6,7 @@
  *   the `kubernetes` finalizer is removed from `spec.finalizers` (the finalize subresource), and
  *   the namespace goes. While objects remain (held by their finalizers), the namespace's
  *   `NamespaceContentRemaining` / `NamespaceFinalizersRemaining` conditions say so and the hook
- *   fails, so the outbox sweep runs it again later (src/store/outbox.ts);
+ *   asks to be requeued, so the outbox sweep runs it again later (src/store/outbox.ts);
  * - a ManagedCluster's namespace (OCM's registration hub controller,
  *   `pkg/registration/hub/managedcluster/controller.go`, which applies namespace `X` labelled
  *   `open-cluster-management.io/cluster-name=X`): created with the cluster, and again when the
@@ -35,9 +35,6 @@ export const CLUSTER_NAME_LABEL = "open-cluster-management.io/cluster-name";
 const DELETE_CONCURRENCY = 8;
 /** Most objects one run deletes; a namespace holding more is finished by the sweep's next runs. */
 const DELETES_PER_RUN = 2_000;
-
-/** Thrown when a namespace still holds objects after a run (the sweep runs the hook again). */
-export class ContentRemaining extends Error {}
 
 /** What is left in a namespace after a deletion pass: per kind, how many objects, and the finalizers holding them. */
 interface Remaining {
@@ -118,13 +115,14 @@ function remainingConditions(ns: KubeObject, remaining: Remaining, now: number):
  * Finishes the deletion of namespace `name` (see the module comment): deletes its content, then
  * removes the `kubernetes` finalizer, after which the namespace goes. Idempotent: a namespace
  * already gone, not being deleted, or without the finalizer is left alone.
- * Returns whether the namespace was rewritten.
- * @throws ContentRemaining while objects remain (after recording them in its conditions); errors of D1
+ * Returns `rewrote` when the namespace was rewritten, `remaining` while objects remain (they are
+ * recorded in its conditions; the caller runs this again later).
+ * @throws errors of D1
  */
-export async function finishNamespaceDeletion(env: Env, name: string): Promise<boolean> {
+export async function finishNamespaceDeletion(env: Env, name: string): Promise<{ rewrote: boolean; remaining: boolean }> {
   const namespaces = storeOf(env, NamespaceKind);
   const ns = await namespaces.get("", name);
-  if (!ns || !ns.metadata.deletionTimestamp || !namespaceFinalizers(ns).includes(NAMESPACE_FINALIZER)) return false;
+  if (!ns || !ns.metadata.deletionTimestamp || !namespaceFinalizers(ns).includes(NAMESPACE_FINALIZER)) return { rewrote: false, remaining: false };
   const remaining = await deleteContent(env, name);
   if (remaining.resources.length > 0) {
     const { conditions, changed } = remainingConditions(ns, remaining, clock.now());
@@ -133,8 +131,7 @@ export async function finishNamespaceDeletion(env: Env, name: string): Promise<b
         if (!(e instanceof ApiError)) throw e;
       });
     }
-    const what = remaining.resources.map((r) => `${qualified(r.def)}: ${r.count}`).join(", ");
-    throw new ContentRemaining(`namespace ${name} still holds objects (${what}); its deletion continues when they are gone`);
+    return { rewrote: changed, remaining: true };
   }
   const finalizers = namespaceFinalizers(ns).filter((f) => f !== NAMESPACE_FINALIZER);
   const body = { apiVersion: "v1", kind: NamespaceKind.kind, metadata: { name }, spec: { finalizers } };
@@ -143,7 +140,7 @@ export async function finishNamespaceDeletion(env: Env, name: string): Promise<b
   } catch (e) {
     if (!(e instanceof ApiError && (e.reason === "NotFound" || e.reason === "Conflict"))) throw e;
   }
-  return true;
+  return { rewrote: true, remaining: false };
 }
 
 /** Deletion: owed by the write that starts a namespace's deletion (sets its deletionTimestamp). */
@@ -154,7 +151,8 @@ export const namespaceDeletionHook: AfterCommitHook<true> = {
       ? true
       : null,
   async run(env, _owed, target) {
-    return { rewrote: await finishNamespaceDeletion(env, target.name) };
+    const { rewrote, remaining } = await finishNamespaceDeletion(env, target.name);
+    return { rewrote, requeue: remaining };
   },
 };
 registerAfterCommitHook(namespaceDeletionHook);

@@ -45,9 +45,15 @@ export interface HookTarget {
   change?: Change;
 }
 
-/** What a hook's run reports: `rewrote` when it wrote the changed object itself (e.g. a status). */
+/**
+ * What a hook's run reports: `rewrote` when it wrote the changed object itself (e.g. a status);
+ * `requeue` when its work waits on something else (a namespace's objects held by their
+ * finalizers): the outbox row is kept and run again at its retry time, as a controller requeues,
+ * without the failure being logged as one.
+ */
 export interface HookOutcome {
   rewrote?: boolean;
+  requeue?: boolean;
 }
 
 /**
