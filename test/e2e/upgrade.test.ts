@@ -46,11 +46,11 @@ describe("a hub upgraded from the previous main's state (no Namespace objects)",
     const answers = async () => Object.fromEntries(await Promise.all([MC, BINDINGS, PLACEMENTS, `${G}/v1beta1/namespaces/apps/placementdecisions`, WORKS, SECRETS].map(async (p) => [p, (await admin(hub, "GET", p)).body.items])));
     const before = await answers();
 
-    // The previous main's state: the same rows without Namespaces, and migration 0006 not applied.
+    // The previous main's state: the same rows without Namespaces, and migration 0007 not applied.
     const { stateDir, adminToken } = hub;
     const port = Number(new URL(hub.url).port);
     await hub.stop();
-    onD1(hub, "DELETE FROM labels WHERE resource = '/namespaces'; DELETE FROM objects WHERE resource = '/namespaces'; DELETE FROM d1_migrations WHERE name = '0006_namespaces.sql';");
+    onD1(hub, "DELETE FROM labels WHERE resource = '/namespaces'; DELETE FROM objects WHERE resource = '/namespaces'; DELETE FROM d1_migrations WHERE name = '0007_namespaces.sql';");
     hub = await startHub({ stateDir, port, adminToken });
 
     expect(await answers()).toEqual(before);

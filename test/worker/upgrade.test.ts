@@ -72,7 +72,7 @@ describe("upgrade from the previous release's database", () => {
     expect((await call("POST", w2, work)).status).toBe(201);
     await env.DB.prepare("DELETE FROM labels WHERE resource = '/namespaces'").run();
     await env.DB.prepare("DELETE FROM objects WHERE resource = '/namespaces'").run();
-    await env.DB.prepare("DELETE FROM d1_migrations WHERE name = ?").bind("0006_namespaces.sql").run();
+    await env.DB.prepare("DELETE FROM d1_migrations WHERE name = ?").bind("0007_namespaces.sql").run();
     expect((await call("GET", NAMESPACES)).body.items).toEqual([]);
     const before = await everything();
     const held = { placements: (await call("GET", p2)).body.items, works: (await call("GET", w2)).body.items };
