@@ -130,6 +130,21 @@ export class Lease {
   }
 
   /**
+   * Whether the channel's pings alone keep the lease of `obj` valid at `now` (epoch milliseconds):
+   * a ping was answered and its time plus the grace is later than `now`. A channel status message
+   * then writes no lease row: in OCM a status update is not a lease renewal (the lease is the
+   * agent's `managed-cluster-lease`, renewed on its own period, here by the pings), so the lease
+   * rule reads the pings' time, which survives the object's eviction with the socket. Once the
+   * pings alone let it expire (an agent resumed after SIGSTOP, whose status comes before its next
+   * ping), the status message renews it, as the agent's first lease update would.
+   */
+  pingsRenew(obj: KubeObject, now: number): boolean {
+    const last = this.lastPingMs();
+    if (last === null) return false;
+    return !leaseRule(last, countedLeaseSeconds(specOf(obj).leaseDurationSeconds, this.record()?.toldSeconds), graceMultiplier(this.env), now).expired;
+  }
+
+  /**
    * When the lease check of `obj` is due (epoch milliseconds): its expiry, or null for a cluster
    * the hub never answered (no HubAccepted condition) and for one already marked stopped whose
    * lease is still expired at `now` (until the next renewal).

@@ -286,6 +286,37 @@ describe("the agent channel", () => {
     expect(conn.closed).toBeNull();
   });
 
+  it("a status change writes 2 rows in the cluster object and no lease row while the pings renew; once they let the lease expire, it renews", async () => {
+    const keys = await joined("ch6r");
+    await call("PATCH", `${MC}/ch6r`, { spec: { leaseDurationSeconds: 1 } }, merge);
+    const conn = await connect("ch6r", keys);
+    conn.send({ type: "status", id: "s0", status: { healthy: true } });
+    await conn.next((m) => m.id === "s0");
+    const stub = env.CLUSTERS.getByName("ch6r");
+    const lease = () => runInDurableObject(stub, (_o, state) => JSON.parse(state.storage.sql.exec<{ v: string }>("SELECT v FROM state WHERE k = 'lease'").one().v) as { renewMs: number });
+    const takeCost = () => runInDurableObject(stub, (o) => (o as unknown as { takeCost(): { rowsWritten: number; d1Queries: number } }).takeCost());
+    await ping(conn);
+    const renewed = (await lease()).renewMs;
+    await takeCost();
+    conn.send({ type: "status", id: "s1", status: { healthy: true, version: { kubernetes: "v1.31.9" } } });
+    await conn.next((m) => m.id === "s1");
+    // The commit marker in the object row, then the object (which clears it); no lease row.
+    expect(await takeCost()).toEqual(expect.objectContaining({ rowsWritten: 2 }));
+    expect((await lease()).renewMs).toBe(renewed);
+    // The pings alone let the lease expire (6 s later by the hub's clock, over 5 x 1 s): a
+    // status message then renews it (one row more), as an agent resumed after SIGSTOP needs.
+    const real = clock.now;
+    try {
+      clock.now = () => real() + 6000;
+      conn.send({ type: "status", id: "s2", status: { healthy: true, version: { kubernetes: "v1.31.10" } } });
+      await conn.next((m) => m.id === "s2");
+    } finally {
+      clock.now = real;
+    }
+    expect((await takeCost()).rowsWritten).toBe(3);
+    expect((await lease()).renewMs).toBeGreaterThan(renewed + 5000);
+  });
+
   it("pushes works: on hello when the agent's ETag differs, and at once when the admin creates, changes or deletes one", async () => {
     const keys = await joined("ch7");
     expect((await call("POST", WORKS("ch7"), work("w0"))).status).toBe(201);
