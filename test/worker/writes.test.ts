@@ -244,6 +244,12 @@ describe("crash recovery", () => {
     expect((await call("PATCH", `${MC}/torn2`, { metadata: { labels: { after: "yes" } } }, merge)).status).toBe(200);
   });
 
+  it("an outbox row costs D1 1 row written to insert and 1 to delete (no index entries)", async () => {
+    const ins = await env.DB.prepare("INSERT INTO outbox (id, resource_version, resource, namespace, name, hooks, created_at, due_at) VALUES ('probe', 1, 'r', 'n', 'm', '{}', 1, 2)").run();
+    const del = await env.DB.prepare("DELETE FROM outbox WHERE id = 'probe'").run();
+    expect([ins.meta.rows_written, del.meta.rows_written]).toEqual([1, 1]);
+  });
+
   it("a state table from before the marker column gets it, its rows kept", async () => {
     await runInDurableObject(env.CLUSTERS.getByName("old-state"), (_o, state) => {
       const sql = state.storage.sql;
