@@ -248,9 +248,10 @@ describe("the agent channel", () => {
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await takeCost()).toMatchObject({ rowsWritten: 1, d1Queries: 0 });
     const next = await runInDurableObject(stub, (_o, state) => state.storage.getAlarm());
-    // Set at the last pong plus the grace (5 x 1 s).
-    expect(next! - Date.now()).toBeGreaterThan(0); // not the HTTP renewal 6 s ago plus 5 s
-    expect(next! - Date.now()).toBeLessThanOrEqual(5000);
+    // Set at the last pong plus the grace (5 x 1 s) plus half a ping interval (0.5 s): the
+    // check lands after the next ping, within 1.1 x grace of the last pong.
+    const pong = await runInDurableObject(stub, (_o, state) => state.getWebSocketAutoResponseTimestamp(state.getWebSockets("agent")[0]!)!.getTime());
+    expect(next).toBe(pong + 5000 + 500); // not the HTTP renewal 6 s ago plus 5 s
     expect(condition((await call("GET", `${MC}/ch5`)).body, "ManagedClusterConditionAvailable").status).toBe("True");
     // A connection that stays open but is silent (a stopped agent): 6 s later by the hub's clock.
     const real = clock.now;
