@@ -82,7 +82,7 @@ function leftovers(stateDir: string): { outboxRows: number; committingMarkers: n
   for (const file of files(path.join(stateDir, "v3", "do")).filter((f) => f.includes("ClusterObject"))) {
     const db = new DatabaseSync(file, { readOnly: true });
     try {
-      if (db.prepare("SELECT name FROM sqlite_master WHERE name = 'state'").get()) committingMarkers += Number((db.prepare("SELECT COUNT(*) AS n FROM state WHERE k = 'committing'").get() as { n: number }).n);
+      if (db.prepare("SELECT name FROM sqlite_master WHERE name = 'state'").get()) committingMarkers += Number((db.prepare(`SELECT COUNT(*) AS n FROM state WHERE k = 'committing'${db.prepare("SELECT sql FROM sqlite_master WHERE name = 'state'").get()?.sql?.toString().includes("pending") ? " OR pending IS NOT NULL" : ""}`).get() as { n: number }).n);
     } finally {
       db.close();
     }
