@@ -2,7 +2,8 @@
  * Agent footprint benchmark (issue 16): starts a real hub (`wrangler dev`), a simulated member
  * cluster as its own process (so the figures are the agent's alone) and the bundled agent
  * against it as the container image runs it (the Node flags of agent/Containerfile's ENTRYPOINT
- * and its ENV), twice: idle with no works, then with BENCH_WORKS
+ * and its ENV) on its default transport (`ws`: one WebSocket to the hub, checked connected before
+ * the window), twice: idle with no works, then with BENCH_WORKS
  * ManifestWorks of BENCH_MANIFESTS ConfigMaps each. For each run it prints the time from
  * process start to the ManagedCluster Available, RSS (steady: the mean over the idle window;
  * peak: the kernel's high-water mark VmHWM), the V8 heap in use (from a Node diagnostic report,
@@ -14,6 +15,8 @@
  *   BENCH_MANIFESTS     ConfigMaps per work (default 100)
  *   BENCH_IDLE_SECONDS  length of each idle window in seconds (default 30)
  *   BENCH_CLI_RUNS      `flotilla get clusters` runs (default 10)
+ *   BENCH_TRANSPORT     the agent's `--transport`: `ws` (default) or `poll`
+ *   BENCH_VERBOSE       set: the agent's log lines go to stderr
  */
 import { execFile, spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
@@ -31,6 +34,8 @@ const WORKS = Number(process.env.BENCH_WORKS ?? 10);
 const MANIFESTS = Number(process.env.BENCH_MANIFESTS ?? 100);
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 30);
 const CLI_RUNS = Number(process.env.BENCH_CLI_RUNS ?? 10);
+const TRANSPORT = process.env.BENCH_TRANSPORT ?? "ws";
+if (TRANSPORT !== "ws" && TRANSPORT !== "poll") throw new Error(`BENCH_TRANSPORT must be ws or poll, not ${TRANSPORT}`);
 const MC = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
 const MiB = 1024 * 1024;
 
@@ -116,10 +121,15 @@ async function run(hub: Hub, label: string, cluster: string, works: number): Pro
   const image = imageRuntime();
   const agent = spawn(
     process.execPath,
-    [...image.flags, `--report-on-signal`, `--report-signal=SIGUSR2`, `--report-directory=${reportDir}`, path.join(root, "agent/bin/flotilla-agent.js"), "--hub-url", hub.url, "--cluster-name", cluster, "--bootstrap-token", token, "--kubeconfig", sim.kubeconfig],
-    { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, ...image.env } },
+    [...image.flags, `--report-on-signal`, `--report-signal=SIGUSR2`, `--report-directory=${reportDir}`, path.join(root, "agent/bin/flotilla-agent.js"), "--hub-url", hub.url, "--cluster-name", cluster, "--bootstrap-token", token, "--kubeconfig", sim.kubeconfig, "--transport", TRANSPORT],
+    { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...image.env } },
   );
   const pid = agent.pid!;
+  let log = "";
+  agent.stderr!.on("data", (d: Buffer) => {
+    log += d.toString();
+    if (process.env.BENCH_VERBOSE) process.stderr.write(d);
+  });
   try {
     let startToAvailableMs = NaN;
     for (;;) {
@@ -128,7 +138,7 @@ async function run(hub: Hub, label: string, cluster: string, works: number): Pro
         startToAvailableMs = performance.now() - t0;
         break;
       }
-      if (agent.exitCode !== null) throw new Error(`the agent exited with ${agent.exitCode}`);
+      if (agent.exitCode !== null) throw new Error(`the agent exited with ${agent.exitCode}:\n${log}`);
       if (performance.now() - t0 > 60_000) throw new Error("the cluster did not become Available within 60 s");
       await sleep(10);
     }
@@ -148,6 +158,12 @@ async function run(hub: Hub, label: string, cluster: string, works: number): Pro
         await sleep(100);
       }
       applyMs = performance.now() - t1;
+    }
+    // On ws, the window measures an agent holding its connection (not one fallen back to poll).
+    const connected = /connected to the hub over WebSocket/;
+    if (TRANSPORT === "ws") {
+      for (let i = 0; i < 200 && !connected.test(log); i++) await sleep(50);
+      if (!connected.test(log) || /using the poll transport/.test(log)) throw new Error(`the agent is not connected over WebSocket:\n${log}`);
     }
     // Settle (status reports, first resyncs), then the idle window.
     await sleep(5_000);
@@ -215,7 +231,7 @@ try {
   if (WORKS > 0) results.push(await run(hub, `${WORKS} works x ${MANIFESTS} ConfigMaps`, "bench-works", WORKS));
   const image = imageRuntime();
   printTable(
-    `flotilla-agent (${process.version}; as the image runs it: ${[...Object.entries(image.env).map(([k, v]) => `${k}=${v}`), "node", ...image.flags].join(" ")}; idle window ${IDLE_SECONDS} s)`,
+    `flotilla-agent, --transport ${TRANSPORT} (${process.version}; as the image runs it: ${[...Object.entries(image.env).map(([k, v]) => `${k}=${v}`), "node", ...image.flags].join(" ")}; idle window ${IDLE_SECONDS} s)`,
     ["run", "start to Available ms", "works applied ms", "RSS steady MiB", "RSS peak MiB", "heap used MiB", "idle CPU % of a core"],
     results.map((r) => [
       r.label,

@@ -376,6 +376,13 @@ async function main(): Promise<void> {
       }),
     );
     results.push(
+      await measure(hub, "channel status message with a change the scheduler reads (allocatable cpu)", SAMPLES, (i) => {
+        const a = agentAt(i);
+        a.status = { ...a.status, allocatable: { ...a.status.allocatable, cpu: `${10000 - 100 * (i + 1)}m` } };
+        return channelRequest(a, { type: "status", status: a.status });
+      }),
+    );
+    results.push(
       await measure(hub, "label change of a ManagedCluster (admin merge patch)", SAMPLES, async (i) => ({
         ms: (await adminOk(hub, "PATCH", `${MC}/${agentAt(i).name}`, { metadata: { labels: { tier: `t${i}` } } }, "label", MERGE)).ms,
       })),

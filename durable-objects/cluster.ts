@@ -36,7 +36,7 @@ import { INVALID_AGENT_CREDENTIAL } from "../src/auth/credentials.ts";
 import { clock } from "../src/clock.ts";
 import { Timers } from "./timers.ts";
 import type { ClusterHost } from "./cluster/host.ts";
-import { ClusterState, STATE_SCHEMA } from "./cluster/state.ts";
+import { ClusterState, migrateState, STATE_SCHEMA } from "./cluster/state.ts";
 import { Keys, KEYS_SCHEMA } from "./cluster/keys.ts";
 import { Lease } from "./cluster/lease.ts";
 import { heldForLeave, Leave, LEAVE_TIMER, markLeaving } from "./cluster/leave.ts";
@@ -97,6 +97,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
   /** Creates this object's tables (again after a deleteAll). */
   private createSchema(): void {
     this.ctx.storage.sql.exec(STATE_SCHEMA + KEYS_SCHEMA);
+    migrateState(this.ctx.storage.sql);
     this.timers.create();
   }
 
@@ -382,11 +383,13 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
 
   /**
    * A heartbeat: renews the lease, records the agent's status (Joined, Available, version,
-   * capacity, allocatable, claims) and commits it only when it changed.
+   * capacity, allocatable, claims) and commits it only when it changed. `channel`: a status
+   * message on the agent's channel, which renews the lease only when the pings do not already
+   * (cluster/lease.ts `Lease.pingsRenew`): no lease row written then.
    */
-  private async heartbeat(current: KubeObject, hb: Heartbeat, now: number): Promise<{ leaseDurationSeconds: number; worksEtag: string; leaving: boolean }> {
+  private async heartbeat(current: KubeObject, hb: Heartbeat, now: number, channel = false): Promise<{ leaseDurationSeconds: number; worksEtag: string; leaving: boolean }> {
     this.requireAccepted(current);
-    this.lease.renew(current, now);
+    if (!channel || !this.lease.pingsRenew(current, now)) this.lease.renew(current, now);
     const next = structuredClone(current);
     const status = writableStatusOf(next);
     const conditions = (status.conditions ??= []);
@@ -466,7 +469,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
         this.lease.renew(obj, now);
         await this.nextAlarm("earlier");
       },
-      heartbeat: (obj, hb, now) => this.heartbeat(obj, hb, now),
+      heartbeat: (obj, hb, now) => this.heartbeat(obj, hb, now, true),
       worksState: () => ({ etag: this.delivery.etag(), leaving: Boolean(current()?.metadata.deletionTimestamp) }),
       works: async () => {
         const name = current()?.metadata.name;

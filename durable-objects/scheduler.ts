@@ -29,7 +29,8 @@
  * expires, not by polling), the after-commit outbox sweep (src/store/outbox.ts), set while
  * outbox rows are left to run again, and the triggers accepted by `enqueue` (stored in the
  * `pending_triggers` table until their run succeeded), for writers that must not wait for
- * scheduling.
+ * scheduling. A writer's trigger whose outbox row the scheduling hook took over (`enqueueOwed`)
+ * is kept in memory instead: its row in D1 is its durable record, deleted once its run finished.
  */
 import { DurableObject } from "cloudflare:workers";
 import { clock } from "../src/clock.ts";
@@ -40,7 +41,7 @@ import { catchUp, runOnView, type SchedulerView } from "../src/placement/view.ts
 import { d1ChangeLog, loadView, refreshStale, resolveTrigger } from "../src/placement/view-d1.ts";
 import { replicaSetsForPlacements } from "../src/work/replicaset.ts";
 import { finishCommit, store, type Committed } from "../src/store/write.ts";
-import { sweepOutbox } from "../src/store/outbox.ts";
+import { deferOutboxDelete, OUTBOX_GRACE_MS, sweepOutbox } from "../src/store/outbox.ts";
 import { Timers } from "./timers.ts";
 import type { Env } from "../src/env.ts";
 
@@ -79,6 +80,37 @@ export class SchedulerObject extends DurableObject<Env> {
     await this.armAlarm();
   }
 
+  /** Whether this instance has set the outbox sweep for the rows it takes over ({@link enqueueOwed}). */
+  private sweepSet = false;
+
+  /**
+   * Accepts a writer's trigger together with its outbox row `outboxId` (the scheduling hook's
+   * only work, src/placement/triggers.ts), without waiting for its run and without storing it:
+   * the trigger runs from memory (merged with others into the next run), and the row is deleted
+   * once that run finished (with other rows, `deferOutboxDelete`). The row is the trigger's durable
+   * record: should this instance end before the run (a restart, an eviction), or the run fail,
+   * the outbox sweep finds the row once it is due and runs the hook again. So the first row an
+   * instance takes sets the sweep (a minute later, when such rows of an earlier instance are
+   * due), and a failed run sets it for its rows. No row written here: the decisions' writes are
+   * the run's own.
+   */
+  async enqueueOwed(trigger: Trigger, outboxId: string): Promise<void> {
+    if (!this.sweepSet) {
+      this.sweepSet = true;
+      await this.sweepOutboxAt(clock.now() + OUTBOX_GRACE_MS);
+    }
+    const waitUntil = (p: Promise<unknown>) => this.ctx.waitUntil(p);
+    waitUntil(
+      this.reconcile(trigger).then(
+        () => deferOutboxDelete(this.env, outboxId, waitUntil),
+        async (e: unknown) => {
+          console.error("scheduler: a run of taken-over triggers failed; the outbox sweep runs them again", e);
+          await this.sweepOutboxAt(clock.now() + OUTBOX_GRACE_MS);
+        },
+      ),
+    );
+  }
+
   /**
    * Schedules again the placements `trigger` can affect and resolves once a run that started
    * after this call has finished, and the replica sets following its decision changes too
@@ -110,7 +142,8 @@ export class SchedulerObject extends DurableObject<Env> {
     let trigger = pending.trigger;
     const now = clock.now();
     const db = store(this.env);
-    if (!this.view || now - this.syncedAt >= RESYNC_INTERVAL_MS) trigger = await this.sync(db, trigger, now);
+    // A clock that went back (syncedAt ahead of now) checks again too.
+    if (!this.view || now - this.syncedAt >= RESYNC_INTERVAL_MS || now < this.syncedAt) trigger = await this.sync(db, trigger, now);
     const view = this.view!;
     await resolveTrigger(db, view, trigger);
     const writer = d1Writer(this.env, now);

@@ -26,6 +26,27 @@ const builtinsAsRequire = {
   },
 };
 
+/**
+ * The `ws` package requires `https` and `tls` (for `wss:` only) and `zlib` (for permessage-deflate,
+ * which the agent turns off) when it loads. In the agent bundle they load at their first use
+ * instead, as the agent's own HTTP clients load `node:https` only for an `https:` URL: a
+ * connection to an `http:` hub does not pay TLS's 2.6 MiB of resident memory and zlib's 0.4 MiB
+ * (an `https:` hub or member cluster loads TLS either way). `npm run bench:agent` measures it.
+ */
+const LAZY_IN_WS = new Set(["https", "tls", "zlib"]);
+const lazyBuiltinsInWs = {
+  name: "lazy-builtins-in-ws",
+  setup(b) {
+    b.onResolve({ filter: /^(https|tls|zlib)$/ }, (args) =>
+      args.kind === "require-call" && LAZY_IN_WS.has(args.path) && /[\\/]node_modules[\\/]ws[\\/]/.test(args.importer) ? { path: args.path, namespace: "lazy-builtin" } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: "lazy-builtin" }, (args) => ({
+      contents: `let m; module.exports = new Proxy({}, { get: (_, k) => (m ??= require(${JSON.stringify(`node:${args.path}`)}))[k], has: (_, k) => k in (m ??= require(${JSON.stringify(`node:${args.path}`)})) });`,
+      loader: "js",
+    }));
+  },
+};
+
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const outdir = path.join(root, "dist", "agent");
 rmSync(outdir, { recursive: true, force: true });
@@ -52,7 +73,7 @@ const result = await build({
   // .mjs: ES modules wherever the files are copied, with no package.json beside them.
   outExtension: { ".js": ".mjs" },
   metafile: true,
-  plugins: [builtinsAsRequire],
+  plugins: [lazyBuiltinsInWs, builtinsAsRequire],
   // CommonJS dependencies (yaml, commander) call require() for Node's built-ins.
   banner: { js: 'import { createRequire as __flotillaCreateRequire } from "node:module"; const require = __flotillaCreateRequire(import.meta.url);' },
   logLevel: "warning",

@@ -81,8 +81,10 @@ export interface ConnectionHost {
    */
   renew(current: KubeObject, now: number): Promise<void>;
   /**
-   * Commits the agent's view of its cluster exactly as an HTTP heartbeat does (lease, conditions,
-   * status; a D1 commit only when the status changed). Returns the lease interval (seconds).
+   * Commits the agent's view of its cluster as an HTTP heartbeat does (conditions, status; a D1
+   * commit only when the status changed); the lease row is written only when the pings do not
+   * already keep the lease valid (cluster/lease.ts `Lease.pingsRenew`). Returns the lease
+   * interval (seconds).
    * @throws ApiError 403 when the cluster is not accepted, what the commit throws
    */
   heartbeat(current: KubeObject, hb: Heartbeat, now: number): Promise<{ leaseDurationSeconds: number }>;

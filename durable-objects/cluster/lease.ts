@@ -63,6 +63,21 @@ export function leaseStopped(current: KubeObject, now: number): KubeObject {
   return next;
 }
 
+/**
+ * How long after the lease's expiry the check of a lease renewed by the channel's pings runs, in
+ * milliseconds: half a ping interval (`leaseSeconds`, seconds), at most a tenth of the grace
+ * (`graceMultiplier` x `leaseSeconds`). The pings come every lease interval, so a check due at
+ * the last pong + grace + this lands just after the ping due then, sees it and moves a whole
+ * grace later: one check (one alarm, one `setAlarm` row) per grace, instead of one per
+ * grace - lease when the check lands just before that ping. The lease rule stays exact (expired
+ * when no renewal for the grace); only its check may come later, as OCM's hub lease controller
+ * checks on its resync period: an agent stopped (SIGSTOP) just after its last pong turns
+ * Unknown within 1.1 x grace, inside the 5 x lease + 20 % the lease bar allows.
+ */
+export function pingCheckDelayMs(leaseSeconds: number, graceMultiplier: number): number {
+  return Math.min(leaseSeconds * 500, graceMultiplier * leaseSeconds * 100);
+}
+
 /** Whether `obj` already shows its lease stopped ({@link leaseStopped}). */
 function markedStopped(obj: KubeObject): boolean {
   const available = findCondition(statusOf(obj).conditions, Conditions.Available);
@@ -130,14 +145,33 @@ export class Lease {
   }
 
   /**
-   * When the lease check of `obj` is due (epoch milliseconds): its expiry, or null for a cluster
-   * the hub never answered (no HubAccepted condition) and for one already marked stopped whose
-   * lease is still expired at `now` (until the next renewal).
+   * Whether the channel's pings alone keep the lease of `obj` valid at `now` (epoch milliseconds):
+   * a ping was answered and its time plus the grace is later than `now`. A channel status message
+   * then writes no lease row: in OCM a status update is not a lease renewal (the lease is the
+   * agent's `managed-cluster-lease`, renewed on its own period, here by the pings), so the lease
+   * rule reads the pings' time, which survives the object's eviction with the socket. Once the
+   * pings alone let it expire (an agent resumed after SIGSTOP, whose status comes before its next
+   * ping), the status message renews it, as the agent's first lease update would.
+   */
+  pingsRenew(obj: KubeObject, now: number): boolean {
+    const last = this.lastPingMs();
+    if (last === null) return false;
+    return !leaseRule(last, countedLeaseSeconds(specOf(obj).leaseDurationSeconds, this.record()?.toldSeconds), graceMultiplier(this.env), now).expired;
+  }
+
+  /**
+   * When the lease check of `obj` is due (epoch milliseconds): its expiry, and for a lease last
+   * renewed by a ping, {@link pingCheckDelayMs} after it; null for a cluster the hub never
+   * answered (no HubAccepted condition) and for one already marked stopped whose lease is still
+   * expired at `now` (until the next renewal).
    */
   dueMs(obj: KubeObject, now: number): number | null {
     if (!findCondition(statusOf(obj).conditions, Conditions.HubAccepted)) return null;
     const { expired, expiresAtMs } = this.verdict(obj, now);
-    return expired && markedStopped(obj) ? null : expiresAtMs;
+    if (expired && markedStopped(obj)) return null;
+    const ping = this.lastPingMs();
+    if (ping === null || ping < (this.record()?.renewMs ?? now)) return expiresAtMs;
+    return expiresAtMs + pingCheckDelayMs(countedLeaseSeconds(specOf(obj).leaseDurationSeconds, this.record()?.toldSeconds), graceMultiplier(this.env));
   }
 
   /**

@@ -16,10 +16,26 @@ import { commitChange, finishCommit, type WriterMode } from "../../src/store/wri
 import { clock } from "../../src/clock.ts";
 import type { Cost } from "./types.ts";
 
-/** Creates the `state` table (idempotent): key to JSON value. */
-export const STATE_SCHEMA = "CREATE TABLE IF NOT EXISTS state (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID;";
+/**
+ * Creates the `state` table (idempotent): key to JSON value, and `pending`, the marker of a D1
+ * commit in flight ({ name } as JSON) kept in the `object` row (see {@link ClusterState.commit}).
+ */
+export const STATE_SCHEMA = "CREATE TABLE IF NOT EXISTS state (k TEXT PRIMARY KEY, v TEXT NOT NULL, pending TEXT) WITHOUT ROWID;";
 
-/** The `state` row that marks a D1 commit in flight ({ name }), see {@link ClusterState.commit}. */
+/**
+ * Adds the `pending` column to a `state` table created before it (idempotent; a read when it is
+ * there already).
+ */
+export function migrateState(sql: SqlStorage): void {
+  const table = sql.exec<{ sql: string }>("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'state'").toArray()[0];
+  if (table && !/\bpending\b/.test(table.sql)) sql.exec("ALTER TABLE state ADD COLUMN pending TEXT");
+}
+
+/**
+ * The `state` row that marks a D1 commit in flight ({ name }) while the object has no `object`
+ * row yet (a create); otherwise the marker is the `object` row's `pending` column, so that the
+ * write of the stored object clears it in the same row.
+ */
 const COMMITTING = "committing";
 
 /** Deletes the identity row of the cluster named by the commit's key, under its guard (a removal). */
@@ -90,10 +106,10 @@ export class ClusterState {
     return value;
   }
 
-  /** Writes a `state` row (one row written). */
+  /** Writes a `state` row, clearing its commit marker (one row written). */
   write(k: string, v: unknown): void {
     this.cache.delete(k);
-    this.host.exec("INSERT INTO state (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v", k, JSON.stringify(v));
+    this.host.exec("INSERT INTO state (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v, pending = NULL", k, JSON.stringify(v));
     // A plain value (the works ETag) is kept as written; an object is read again when needed,
     // since the caller may still change the one it passed.
     if (v === null || typeof v !== "object") this.cache.set(k, v);
@@ -122,7 +138,31 @@ export class ClusterState {
 
   /** Whether a commit was interrupted (its marker is still here): see {@link repairFromIndex}. */
   interrupted(): boolean {
-    return this.read(COMMITTING) !== null;
+    return this.marker() !== null;
+  }
+
+  /** The marker of a commit in flight ({@link commit}), or null. */
+  private marker(): { name: string } | null {
+    const row = this.host.exec("SELECT v AS marker FROM state WHERE k = ? UNION ALL SELECT pending AS marker FROM state WHERE k = 'object' AND pending IS NOT NULL", COMMITTING)[0];
+    return row ? (JSON.parse(row.marker as string) as { name: string }) : null;
+  }
+
+  /**
+   * Marks a D1 commit of the cluster `name` in flight (one row written): in the `object` row when
+   * there is one (its next write clears it), else in a row of its own (a create).
+   * @returns whether the marker has a row of its own (to delete once the commit is stored)
+   */
+  private mark(name: string): boolean {
+    const marker = JSON.stringify({ name });
+    if (this.host.exec("UPDATE state SET pending = ? WHERE k = 'object' RETURNING k", marker).length > 0) return false;
+    this.write(COMMITTING, { name });
+    return true;
+  }
+
+  /** Removes the marker of a commit (its row, or the `object` row's `pending`). */
+  private unmark(): void {
+    this.delete(COMMITTING);
+    this.host.exec("UPDATE state SET pending = NULL WHERE k = 'object' AND pending IS NOT NULL");
   }
 
   /**
@@ -130,9 +170,11 @@ export class ClusterState {
    * the D1 projection when it differs from `current`. Bumps `generation` when the spec changed.
    *
    * The D1 commit (src/store/write.ts `commitChange`) is the commit point and D1 the authority
-   * for the object: a `committing` marker is stored here before it and removed once this object
-   * stored the result, so an object that crashed in between finds the marker at its next load
-   * and takes the object from D1 ({@link repairFromIndex}); so does a commit that fails. What
+   * for the object: a marker is stored here before it (the `object` row's `pending` column; a
+   * `committing` row for a create) and removed once this object stored the result (the write of
+   * the `object` row clears its `pending`: 2 rows written in all for an update), so an object
+   * that crashed in between finds the marker at its next load and takes the object from D1
+   * ({@link repairFromIndex}); so does a commit that fails. What
    * the write owes after the commit (the scheduler, the removed cluster's namespace) is in the
    * commit's outbox row, run here once this object stored the result, and swept after a crash.
    * `mode` is "returns" for the agent's own writes and the lease controller's (registration,
@@ -150,7 +192,7 @@ export class ClusterState {
       if (current && !sameJson(next.spec, current.spec)) next.metadata.generation = (current.metadata.generation ?? 1) + 1;
       if (current && sameJson(next, current)) return current;
     }
-    this.write(COMMITTING, { name });
+    const ownRow = this.mark(name);
     this.host.cost.d1Queries += 1;
     // A removed cluster's identity row goes in the same batch as its object.
     const removeIdentity = next ? undefined : (guarded: GuardedBinder) => [guarded(removeIdentityShape)];
@@ -166,7 +208,7 @@ export class ClusterState {
     const stored = committed.object;
     if (stored) {
       this.write("object", stored);
-      this.delete(COMMITTING);
+      if (ownRow) this.delete(COMMITTING);
       await this.host.stored(stored, current, now);
     } else {
       await this.host.forget();
@@ -188,7 +230,7 @@ export class ClusterState {
    * work the crashed commit owes. Runs before any call reaches the object (`blockConcurrencyWhile`).
    */
   async repairFromIndex(): Promise<void> {
-    const marker = this.read<{ name: string }>(COMMITTING);
+    const marker = this.marker();
     if (!marker) return;
     const mine = this.object();
     const row = await getObject(database(this.env.DB), ManagedClusterKind, { namespace: "", name: marker.name });
@@ -202,7 +244,7 @@ export class ClusterState {
       console.warn(`cluster ${marker.name}: its removal committed before an interruption; forgetting it`);
       await this.host.forget();
     } else {
-      this.delete(COMMITTING);
+      this.unmark();
       return;
     }
     // The commit that was interrupted may owe after-commit work: its outbox row is swept.

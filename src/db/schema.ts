@@ -87,6 +87,9 @@ export const webhookDeliveries = sqliteTable(
  * a sweep takes a row once `due_at` has passed (the writer runs its own hooks before that), and
  * a sweep at an isolate's start takes every row committed before the isolate started.
  * `attempts` counts sweeps that took the row (their backoff).
+ * The table is WITHOUT ROWID and has no secondary index (migrations/0006_outbox_lean.sql): D1
+ * bills every index entry an insert writes, and the table holds only the writes in flight, so
+ * the sweeps scan it.
  */
 export const outbox = sqliteTable(
   "outbox",
@@ -101,7 +104,6 @@ export const outbox = sqliteTable(
     dueAt: integer("due_at").notNull(),
     attempts: integer("attempts").notNull().default(0),
   },
-  (t) => [index("outbox_due_at").on(t.dueAt), index("outbox_created_at").on(t.createdAt)],
 );
 
 /**

@@ -17,8 +17,12 @@ import type { RunResult, Trigger } from "./plan.ts";
  * condition). Run by a sweep, it asks the replica sets of every placement it scheduled (or
  * skipped) to follow too, since the first run may have written the decisions and died before
  * they ran. When the writer does not wait (an agent's write, `target.writerWaits` false), the
- * trigger is queued durably in the scheduler (`enqueue`) and the hook returns at once; the
- * decisions follow within the scheduler's queue lag (bench:scale "decision lag").
+ * trigger is queued and the hook returns at once; the decisions follow within the scheduler's
+ * queue lag (bench:scale "decision lag"). Queued how: when the hook is its outbox row's only
+ * hook, the row is the durable record and the scheduler takes it over (`enqueueOwed`: the trigger
+ * in its memory, the row deleted once the run finished; a sweep runs the row again should the
+ * scheduler restart first), which writes no row in the scheduler; otherwise the scheduler stores
+ * the trigger (`enqueue`) and runs it on its alarm.
  */
 export const schedulingHook: AfterCommitHook<Trigger> = {
   name: "schedule",
@@ -26,8 +30,13 @@ export const schedulingHook: AfterCommitHook<Trigger> = {
   async run(env, trigger, target) {
     const full = (target.change && triggerForChange(target.change)) ?? trigger;
     if (!target.writerWaits && !target.recovering) {
-      // An agent's write: queued in the scheduler's storage, run by its alarm; the agent returns.
-      await env.SCHEDULER.getByName("scheduler").enqueue(full);
+      // An agent's write: queued in the scheduler, the agent returns.
+      const scheduler = env.SCHEDULER.getByName("scheduler");
+      if (target.outbox?.only) {
+        await scheduler.enqueueOwed(full, target.outbox.id);
+        return { tookRow: true };
+      }
+      await scheduler.enqueue(full);
       return {};
     }
     const result = await reschedule(env, full, target.recovering);

@@ -35,6 +35,10 @@ export interface Change {
  * at once (an agent's status report or lease expiry, which must never wait on work proportional
  * to anything but itself): a hook with slow effects then hands its work to a durable queue of
  * its own and returns once it is queued. A sweep runs with `writerWaits` false (nobody waits).
+ *
+ * `outbox`: the writer's outbox row (its id), when the writer runs its own row, and whether this
+ * hook is the row's only one (`only`). Only then may the hook take the row over
+ * ({@link HookOutcome.tookRow}): the row itself is the durable record of the queued work.
  */
 export interface HookTarget {
   resource: string;
@@ -43,16 +47,22 @@ export interface HookTarget {
   recovering: boolean;
   writerWaits: boolean;
   change?: Change;
+  outbox?: { id: string; only: boolean };
 }
 
 /**
  * What a hook's run reports: `rewrote` when it wrote the changed object itself (e.g. a status);
+ * `tookRow` when it took the outbox row over (only with `HookTarget.outbox.only`): its work is
+ * queued in memory elsewhere, which deletes the row once the work finished, and the writer
+ * leaves the row alone. The row stays the durable record until then: should the queue lose the
+ * work (its object restarted), a sweep finds the row and runs the hook again (`recovering`).
  * `requeue` when its work waits on something else (a namespace's objects held by their
  * finalizers): the outbox row is kept and run again at its retry time, as a controller requeues,
  * without the failure being logged as one.
  */
 export interface HookOutcome {
   rewrote?: boolean;
+  tookRow?: boolean;
   requeue?: boolean;
 }
 

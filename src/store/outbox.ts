@@ -55,14 +55,20 @@ export interface RunOwedOptions {
  * {@link RunOwedOptions}). A hook that asks to be requeued is kept silently; one that throws (or is
  * not registered) is logged and kept: the row
  * then names only the unfinished hooks, is due again at `opts.retryAt` and the sweep is set for
- * it. Never throws for a hook's failure: the write it belongs to has committed.
- * Returns whether a hook rewrote the written object, and whether every hook finished.
+ * it. Never throws for a hook's failure: the write it belongs to has committed. A hook that took
+ * the row over (`HookOutcome.tookRow`, only when it is the row's one hook and the writer runs it)
+ * finishes without the row being deleted here: the hook's queue deletes it.
+ * Returns whether a hook rewrote the written object, whether every hook finished, and whether
+ * the row was taken over (`tookRow`: the caller must not delete it either).
  */
-export async function runOwed(env: Env, work: OwedWork, opts: RunOwedOptions): Promise<{ rewrote: boolean; finished: boolean }> {
+export async function runOwed(env: Env, work: OwedWork, opts: RunOwedOptions): Promise<{ rewrote: boolean; finished: boolean; tookRow: boolean }> {
   const { recovering, retryAt, change, writerWaits = false, deleteWhenFinished = true } = opts;
   let rewrote = false;
+  let tookRow = false;
   const left: Record<string, unknown> = {};
-  const target: HookTarget = { resource: work.resource, namespace: work.namespace, name: work.name, recovering, writerWaits, change };
+  const names = Object.keys(work.hooks);
+  const outboxRow = recovering ? undefined : { id: work.id, only: names.length === 1 };
+  const target: HookTarget = { resource: work.resource, namespace: work.namespace, name: work.name, recovering, writerWaits, change, outbox: outboxRow };
   for (const [name, owed] of Object.entries(work.hooks)) {
     const hook = hookNamed(name);
     if (!hook) {
@@ -74,6 +80,7 @@ export async function runOwed(env: Env, work: OwedWork, opts: RunOwedOptions): P
       const outcome = await hook.run(env, owed, target);
       if (outcome?.rewrote) rewrote = true;
       if (outcome?.requeue) left[name] = owed;
+      else if (outcome?.tookRow && outboxRow?.only) tookRow = true;
     } catch (e) {
       console.error(`outbox: after-commit hook ${name} of ${work.resource} ${work.namespace}/${work.name} failed; a sweep runs it again`, e);
       left[name] = owed;
@@ -83,7 +90,7 @@ export async function runOwed(env: Env, work: OwedWork, opts: RunOwedOptions): P
   const finished = Object.keys(left).length === 0;
   try {
     if (finished) {
-      if (deleteWhenFinished) await bind(env.DB, deleteRowsShape(), { ids: JSON.stringify([work.id]) }).run();
+      if (deleteWhenFinished && !tookRow) await bind(env.DB, deleteRowsShape(), { ids: JSON.stringify([work.id]) }).run();
     } else {
       await db.update(outbox).set({ hooks: JSON.stringify(left), ...(retryAt !== undefined ? { dueAt: retryAt } : {}) }).where(eq(outbox.id, work.id));
       if (retryAt !== undefined) await armSweep(env, retryAt);
@@ -92,7 +99,7 @@ export async function runOwed(env: Env, work: OwedWork, opts: RunOwedOptions): P
     // The row stays as it was: a sweep runs its hooks again, which they allow.
     console.error(`outbox: could not settle the row of ${work.resource} ${work.namespace}/${work.name}`, e);
   }
-  return { rewrote, finished };
+  return { rewrote, finished, tookRow };
 }
 
 /** Deletes the rows whose ids the JSON array `ids` holds: one bound parameter for any number of rows. */

@@ -97,8 +97,8 @@ export async function finishCommit(env: Env, committed: Committed, now: number, 
   const { def, before, object, owed } = committed;
   if (!owed) return { rewrote: false };
   const change = { def, namespace: owed.namespace, name: owed.name, before, after: object };
-  const { rewrote, finished } = await runOwed(env, owed, { recovering: false, retryAt: retryTime(now), change, writerWaits: mode === "waits", deleteWhenFinished: !waitUntil });
-  if (finished && waitUntil) deferOutboxDelete(env, owed.id, waitUntil);
+  const { rewrote, finished, tookRow } = await runOwed(env, owed, { recovering: false, retryAt: retryTime(now), change, writerWaits: mode === "waits", deleteWhenFinished: !waitUntil });
+  if (finished && !tookRow && waitUntil) deferOutboxDelete(env, owed.id, waitUntil);
   return { rewrote };
 }
 
@@ -279,7 +279,7 @@ async function writeChunk(env: Env, def: KindDefinition, writes: ManyWrite[], of
         if (!c.owed) continue;
         const change = { def, namespace: c.owed.namespace, name: c.owed.name, before: c.before, after: c.object };
         const r = await runOwed(env, c.owed, { recovering: false, retryAt: retryTime(now), change, writerWaits: true, deleteWhenFinished: false });
-        if (r.finished) finished.push(c.owed.id);
+        if (r.finished && !r.tookRow) finished.push(c.owed.id);
       }
     }),
   );

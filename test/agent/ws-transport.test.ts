@@ -146,10 +146,13 @@ describe("ws transport", () => {
         else ws.send(JSON.stringify({ type: "ack", id: msg.id, resourceVersion: "7" }));
       }
     });
-    const { t, works, calls } = transportFor(server.url);
+    const { t, works, calls, lines } = transportFor(server.url);
     await waitFor("the works", async () => works.length === 1);
     const r = await t.reportStatus("a", { uid: "uid-a", status: {} });
     expect(r).toEqual({ ok: true, status: 200, value: { resourceVersion: "7" } });
+    // The log names what went again (the crash test reads it).
+    expect(lines.filter((l) => /sending again 1 request\(s\) left without an answer by the previous connection .*requests="report a"/.test(l))).toHaveLength(1);
+    expect(lines.filter((l) => /made while not connected/.test(l))).toEqual([]);
     expect(server.connections()).toBe(2);
     const hellos = server.received.filter((x) => x.msg.type === "hello").map((x) => x.msg);
     expect(hellos).toEqual([{ type: "hello" }, { type: "hello", worksEtag: "e1" }]);

@@ -8,11 +8,18 @@
  * - every committed Placement scheduled (status and decisions), acknowledged or not;
  * - every committed ManifestWork delivered (its agent reports it Applied);
  * - each ManagedCluster as its Durable Object serves it equal to its D1 row;
- * - the agents back, without a bootstrap token (the token is deleted before the crash).
+ * - the agents back, without a bootstrap token (the token is deleted before the crash), each
+ *   having dialled its WebSocket channel again by itself;
+ * - a work status report in flight on a channel at the kill neither lost nor applied twice: one
+ *   agent (`HOLDER`, whose namespace the burst leaves alone) holds a report sent on its connection
+ *   and not acknowledged when workerd is killed (see `holdReportInFlight`); after the restart it
+ *   sends it again on its new connection (its log names it), and the work ends Applied at its
+ *   new generation, the agent having applied that generation once and kept reporting (no 404 or
+ *   409 answer); no agent applies a work twice at one generation.
  * It prints what the crash left behind (writes without an answer, outbox rows, cluster objects
  * with a commit in flight) and how long the hub took to finish it. Every wait has a deadline.
  */
-import { readdirSync, readFileSync, existsSync, mkdtempSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync, existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -31,6 +38,22 @@ const CLUSTERS = ["k1", "k2", "k3"];
 const BURST = Number(process.env.CRASH_BURST ?? 90);
 const IN_FLIGHT = 24;
 const KILL_AFTER = Math.floor(BURST * 0.35);
+/** The agent that holds a report in flight at the kill; the burst creates works in the others' namespaces only. */
+const HOLDER = "k1";
+const WORK_CLUSTERS = CLUSTERS.filter((c) => c !== HOLDER);
+/** The holder's work updated at the kill. */
+const HELD = "in-flight";
+const heldWork = (data: Record<string, string>) => ({ apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name: HELD }, spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: HELD, namespace: "default" }, data }] } } });
+/**
+ * Fewest bytes of a `works` push or a `report` frame (either carries a ManifestWork's name, uid,
+ * and its ConfigMap or its condition): more than a ping, a pong or a close frame (under 130).
+ */
+const MESSAGE_BYTES = 200;
+const CONNECTED_WS = /connected to the hub over WebSocket/;
+const RESENT = /sending again (\d+) request\(s\) left without an answer by the previous connection .*requests="([^"]*)"/;
+const APPLIED = /(?:applying work|work changed; applying it) work=(\S+) generation=(\d+)/;
+/** The agent's log lines from offset `from` on. */
+const linesOf = (a: AgentProcess, from = 0): string[] => a.output().slice(from).split("\n");
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -52,6 +75,35 @@ const commandOf = (pid: number): string => {
   }
 };
 const alive = (pid: number): boolean => existsSync(`/proc/${pid}`) && !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+
+/**
+ * The unread bytes of process `pid`'s TCP connections to the hub on `hubPort`, from the kernel's
+ * receive queues (/proc/net/tcp and tcp6): `agent`, what the hub sent that the agent has not
+ * read; `hub`, what the agent sent that the hub (its listening workerd) has not read.
+ */
+function unread(pid: number, hubPort: number): { agent: number; hub: number } {
+  const rows = ["/proc/net/tcp", "/proc/net/tcp6"]
+    .filter((f) => existsSync(f))
+    .flatMap((f) => readFileSync(f, "utf8").split("\n").slice(1))
+    .map((l) => l.trim().split(/\s+/))
+    .filter((f) => f.length > 9)
+    .map((f) => ({ local: parseInt(f[1]!.split(":").at(-1)!, 16), remote: parseInt(f[2]!.split(":").at(-1)!, 16), rx: parseInt(f[4]!.split(":")[1]!, 16), inode: f[9]! }));
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(m[1]!);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  const out = { agent: 0, hub: 0 };
+  for (const mine of rows.filter((r) => inodes.has(r.inode) && r.remote === hubPort)) {
+    out.agent += mine.rx;
+    for (const theirs of rows.filter((r) => r.local === hubPort && r.remote === mine.local)) out.hub += theirs.rx;
+  }
+  return out;
+}
 
 /** SIGKILLs the hub's whole process tree (start.mjs, wrangler, workerd) and waits until it is gone. */
 async function killTree(hub: Hub): Promise<void> {
@@ -82,7 +134,7 @@ function leftovers(stateDir: string): { outboxRows: number; committingMarkers: n
   for (const file of files(path.join(stateDir, "v3", "do")).filter((f) => f.includes("ClusterObject"))) {
     const db = new DatabaseSync(file, { readOnly: true });
     try {
-      if (db.prepare("SELECT name FROM sqlite_master WHERE name = 'state'").get()) committingMarkers += Number((db.prepare("SELECT COUNT(*) AS n FROM state WHERE k = 'committing'").get() as { n: number }).n);
+      if (db.prepare("SELECT name FROM sqlite_master WHERE name = 'state'").get()) committingMarkers += Number((db.prepare(`SELECT COUNT(*) AS n FROM state WHERE k = 'committing'${db.prepare("SELECT sql FROM sqlite_master WHERE name = 'state'").get()?.sql?.toString().includes("pending") ? " OR pending IS NOT NULL" : ""}`).get() as { n: number }).n);
     } finally {
       db.close();
     }
@@ -111,6 +163,9 @@ describe("kill -9 of workerd during a burst of writes, restart on the same state
     for (let i = 0; i < 3; i++) {
       expect((await admin(hub, "POST", PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: `base-${i}` }, spec: { numberOfClusters: 1 } })).status).toBe(201);
     }
+    // The holder's work, applied before the burst: its update at the kill is a change to report.
+    expect((await admin(hub, "POST", WORKS(HOLDER), heldWork({ at: "start" }))).status).toBe(201);
+    await waitFor("the holder's work applied", async () => cond((await admin(hub, "GET", `${WORKS(HOLDER)}/${HELD}`)).body, "Applied")?.status === "True", 120_000);
   }, 180_000);
 
   afterAll(async () => {
@@ -122,6 +177,7 @@ describe("kill -9 of workerd during a burst of writes, restart on the same state
     const writes: BurstWrite[] = [];
     for (let i = 0; i < BURST; i++) {
       const cluster = CLUSTERS[i % CLUSTERS.length]!;
+      const workCluster = WORK_CLUSTERS[i % WORK_CLUSTERS.length]!;
       const kind = i % 4;
       if (kind === 0) {
         const name = `p-${i}`;
@@ -133,7 +189,7 @@ describe("kill -9 of workerd during a burst of writes, restart on the same state
       } else if (kind === 1) {
         const name = `w-${i}`;
         const work = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name }, spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" }, data: { i: String(i) } }] } } };
-        writes.push({ what: `create ManifestWork ${cluster}/${name}`, run: () => admin(hub, "POST", WORKS(cluster), work), present: async () => (await admin(hub, "GET", `${WORKS(cluster)}/${name}`)).status === 200 });
+        writes.push({ what: `create ManifestWork ${workCluster}/${name}`, run: () => admin(hub, "POST", WORKS(workCluster), work), present: async () => (await admin(hub, "GET", `${WORKS(workCluster)}/${name}`)).status === 200 });
       } else if (kind === 2) {
         const label = `burst-${i}`;
         writes.push({
@@ -152,20 +208,71 @@ describe("kill -9 of workerd during a burst of writes, restart on the same state
       }
     }
 
-    // The burst, IN_FLIGHT writes at a time; workerd is killed once KILL_AFTER writes were answered.
+    // The burst, IN_FLIGHT writes at a time. Once KILL_AFTER writes were answered, workerd is
+    // stopped and killed with writes in flight and with the holder's report in flight on its channel.
+    const hubPort = Number(new URL(hub.url).port);
+    const holder = agents[CLUSTERS.indexOf(HOLDER)]!;
+    const holderPid = holder.child.pid!;
     let answered = 0;
     let killed: Promise<void> | null = null;
-    const killWorkerd = () => {
+    const signalWorkerd = (signal: NodeJS.Signals) => {
       const workerd = descendants(hub.pid).filter((p) => /(^|\/)workerd\b/.test(commandOf(p).split(" ")[0] ?? ""));
       expect(workerd.length, "a workerd process below the hub").toBeGreaterThan(0);
-      for (const p of workerd) process.kill(p, "SIGKILL");
+      for (const p of workerd) process.kill(p, signal);
     };
+    // While the update is prepared the burst holds back its next writes (those already sent go
+    // on); they go again once the update is pushed, and workerd is stopped once a few of them
+    // were answered, so writes are in flight (some committed) at the kill.
+    let gate: Promise<void> = Promise.resolve();
+    let heldGeneration = 0;
+    const holdReportInFlight = async () => {
+      let open!: () => void;
+      gate = new Promise<void>((r) => (open = r));
+      // Stopped, the holder cannot read the update the hub pushes: it waits in its socket. The
+      // burst writes nothing the holder's channel carries (no work in its namespace), so what
+      // arrives there now is the push (a pong or a lease message is far smaller).
+      holder.child.kill("SIGSTOP");
+      try {
+        const before = unread(holderPid, hubPort).agent;
+        const patched = await admin(hub, "PATCH", `${WORKS(HOLDER)}/${HELD}`, { spec: heldWork({ at: "kill" }).spec }, merge);
+        expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+        heldGeneration = patched.body.metadata.generation as number;
+        expect(heldGeneration).toBeGreaterThan(1);
+        await waitFor("the update pushed to the stopped holder", async () => unread(holderPid, hubPort).agent >= before + MESSAGE_BYTES, 60_000, 20);
+        const resumedAt = answered;
+        open();
+        await waitFor("more of the burst answered", async () => answered >= resumedAt + IN_FLIGHT / 4, 60_000, 5);
+        signalWorkerd("SIGSTOP");
+      } finally {
+        open();
+        holder.child.kill("SIGCONT");
+      }
+      // The holder reads the update, applies it and sends its report on the same connection; the
+      // stopped workerd cannot read it (it waits in the hub's socket), nor acknowledge it. Then
+      // workerd is killed.
+      try {
+        await waitFor(
+          "the holder's report of the update sent and not read by the hub",
+          async () => linesOf(holder).some((l) => APPLIED.exec(l)?.slice(1, 3).join("@") === `${HELD}@${heldGeneration}`) && unread(holderPid, hubPort).hub >= MESSAGE_BYTES,
+          60_000,
+          20,
+        );
+      } finally {
+        killedAfterMs = Date.now() - burstStarted;
+        signalWorkerd("SIGKILL");
+      }
+    };
+    const connectedBefore = agents.map((a) => linesOf(a).filter((l) => CONNECTED_WS.test(l)).length);
+    expect(connectedBefore.every((n) => n > 0), "every agent on the WebSocket channel before the burst").toBe(true);
+    const logFrom = agents.map((a) => a.output().length);
     let next = 0;
     const burstStarted = Date.now();
     let killedAfterMs = 0;
     await Promise.all(
       Array.from({ length: IN_FLIGHT }, async () => {
         while (next < writes.length) {
+          await gate;
+          if (next >= writes.length) break;
           const w = writes[next++]!;
           try {
             const r = await w.run();
@@ -175,14 +282,12 @@ describe("kill -9 of workerd during a burst of writes, restart on the same state
             if (!killed) throw e;
             w.acked = false;
           }
-          if (++answered === KILL_AFTER && !killed) {
-            killedAfterMs = Date.now() - burstStarted;
-            killed = Promise.resolve(killWorkerd());
-          }
+          if (++answered === KILL_AFTER && !killed) killed = holdReportInFlight();
         }
       }),
     );
     expect(killed).not.toBeNull();
+    await killed;
     await killTree(hub);
     const left = leftovers(hub.stateDir);
 
@@ -209,14 +314,27 @@ describe("kill -9 of workerd during a burst of writes, restart on the same state
       return items.length > 0;
     }, 90_000);
 
-    // Every committed ManifestWork is delivered: its agent applied it and reports it.
-    await waitFor("every committed ManifestWork applied by its agent", async () => {
+    // Every committed ManifestWork is delivered: its agent applied it and reports it at its
+    // generation (the holder's work: the report in flight at the kill, sent again, not lost).
+    await waitFor("every committed ManifestWork applied by its agent at its generation", async () => {
       for (const c of CLUSTERS) {
         const items = (await admin(hub, "GET", WORKS(c))).body.items as Json[];
-        if (!items.every((w) => cond(w, "Applied")?.status === "True")) return false;
+        if (!items.every((w) => cond(w, "Applied")?.status === "True" && cond(w, "Applied")?.observedGeneration === w.metadata.generation)) return false;
       }
       return true;
     }, 120_000);
+    const held = (await admin(hub, "GET", `${WORKS(HOLDER)}/${HELD}`)).body;
+    expect(held.metadata.generation).toBe(heldGeneration);
+    expect((held.status.conditions as Json[]).filter((c) => c.type === "Applied")).toHaveLength(1);
+
+    // Each agent dialled its channel again by itself (not a poll agent from here on).
+    await waitFor("every agent connected again over WebSocket", async () => agents.every((a, k) => linesOf(a).filter((l) => CONNECTED_WS.test(l)).length > connectedBefore[k]!), 120_000);
+    // The holder's report went again on its new connection, and its log names it; the hub took it
+    // (no 404 or 409: the agent would stop reporting the work).
+    const holderLog = linesOf(holder, logFrom[CLUSTERS.indexOf(HOLDER)]);
+    const resent = holderLog.flatMap((l) => RESENT.exec(l)?.[2]?.split(", ") ?? []);
+    expect(resent, `the holder's log since the burst:\n${holderLog.join("\n")}`).toContain(`report ${HELD}`);
+    expect(linesOf(holder).filter((l) => /no more status reports/.test(l))).toEqual([]);
 
     // Durable Objects and D1 agree: each ManagedCluster served by its object equals its D1 row.
     await waitFor("each cluster object equal to its D1 row", async () => {
@@ -238,12 +356,21 @@ describe("kill -9 of workerd during a burst of writes, restart on the same state
       return true;
     }, 120_000);
     for (const a of agents) expect(a.child.exitCode, a.output()).toBeNull();
+    // No work applied twice at one generation: the reconnects deliver the works again, and the
+    // unchanged ones are not applied as changed (the agent logs each spec it applies).
+    for (const a of agents) {
+      const applied = linesOf(a).flatMap((l) => APPLIED.exec(l)?.slice(1, 3).join("@") ?? []);
+      expect(applied.filter((x, k) => applied.indexOf(x) !== k), "works applied twice at one generation").toEqual([]);
+      expect(applied.length).toBeGreaterThan(0);
+    }
+    expect(linesOf(holder).filter((l) => APPLIED.exec(l)?.[1] === HELD).length, "the held work applied at its first and its new generation").toBe(2);
     const recoveredMs = Date.now() - restartedAt;
 
     console.log(
       `crash test: ${writes.length} writes, ${IN_FLIGHT} in flight, workerd killed ${killedAfterMs} ms into the burst; ` +
         `${writes.filter((w) => w.acked).length} acknowledged, ${unacked.length} without an answer ` +
         `(${committedUnacked.length} of them committed: ${committedUnacked.join(", ") || "none"}); ` +
+        `the holder's report in flight at the kill sent again after the restart (${resent.join("; ")}); ` +
         `the crash left ${left.outboxRows} outbox rows and ${left.committingMarkers} cluster objects with a commit in flight; ` +
         `the hub answered ${startedMs} ms after the restart began, and all was finished and checked after ${recoveredMs} ms`,
     );

@@ -1,14 +1,14 @@
 /**
  * `npm start` as an operator runs it: no secret on any command line, watches of clients that went
  * away freed, and a hub that comes back (or exits non-zero for a supervisor) when its workerd
- * processes are killed.
+ * processes are killed, its agent reconnecting by itself and applying new works.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { admin, startHub, workerdPids, type Hub } from "../../scripts/hub-process.ts";
+import { admin, createBootstrapToken, startHub, workerdPids, type Hub } from "../../scripts/hub-process.ts";
 import { MAX_WATCHES_PER_CLIENT, WATCH_GONE_FREED_SECONDS } from "../../src/api/watch-limits.ts";
-import { waitFor } from "./support.ts";
+import { cond, MC, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
 
 /** Every process's command line (arguments joined by spaces), from /proc. */
 function commandLines(): string[] {
@@ -35,12 +35,17 @@ async function live(hub: Hub): Promise<boolean> {
 
 const SECRETS = "/api/v1/namespaces/default/secrets";
 
+const WORKS = "/apis/work.open-cluster-management.io/v1/namespaces/s1/manifestworks";
+const configMapWork = (name: string) => ({ apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name }, spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" } }] } } });
+
 describe("npm start", () => {
   let hub: Hub;
+  let agent: AgentProcess | undefined;
   beforeAll(async () => {
     hub = await startHub();
   });
   afterAll(async () => {
+    if (agent) await stopAgent(agent);
     await hub?.stop();
   });
 
@@ -96,7 +101,18 @@ describe("npm start", () => {
     }
   });
 
-  it("answers again after its workerd processes are killed, on the same state", { timeout: 300_000 }, async () => {
+  it("answers again after its workerd processes are killed, on the same state, and its agent reconnects by itself and applies new works", { timeout: 300_000 }, async () => {
+    // An agent on its default transport (ws), connected and applying works before the kill.
+    const token = await createBootstrapToken(hub, { autoApprove: true });
+    agent = startAgent(hub, ["--cluster-name", "s1", "--bootstrap-token", token]);
+    const connects = () => agent!.output().split("connected to the hub over WebSocket").length - 1;
+    await waitFor("the cluster Available", async () => cond((await admin(hub, "GET", `${MC}/s1`)).body, "ManagedClusterConditionAvailable")?.status === "True", 120_000);
+    expect((await admin(hub, "POST", WORKS, configMapWork("before-kill"))).status).toBe(201);
+    const applied = async (name: string) => cond((await admin(hub, "GET", `${WORKS}/${name}`)).body, "Applied")?.status === "True";
+    await waitFor("the work applied before the kill", () => applied("before-kill"), 60_000);
+    const connectedBefore = connects();
+    expect(connectedBefore).toBeGreaterThanOrEqual(1);
+
     const pids = workerdPids(hub);
     expect(pids.length).toBeGreaterThan(0);
     for (const pid of pids) process.kill(pid, "SIGKILL");
@@ -114,5 +130,11 @@ describe("npm start", () => {
     const got = await admin(hub, "GET", `${SECRETS}/before-crash`);
     expect(got.status).toBe(200);
     expect(Buffer.from(got.body.data.password, "base64").toString()).toBe("hunter2");
+
+    // The agent dials its channel again by itself (it was not restarted) and applies a new work.
+    await waitFor("the agent connected again over WebSocket", async () => connects() > connectedBefore, 120_000);
+    expect((await admin(hub, "POST", WORKS, configMapWork("after-kill"))).status).toBe(201);
+    await waitFor("the agent to apply a work created after the hub came back", () => applied("after-kill"), 60_000);
+    expect(agent.child.exitCode, agent.output()).toBeNull();
   });
 });

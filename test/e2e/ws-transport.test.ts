@@ -5,7 +5,8 @@
  * Available (counted by a proxy in front of the hub that passes upgrades through); a SIGSTOPped
  * agent turns Unknown within 5 x lease + 20 %; an agent whose upgrade a proxy refuses (426) runs
  * poll and still applies works; after `kill -9` of the hub's processes and a restart on the same
- * state, a connected agent reconnects by itself and a new work reaches it at once.
+ * state, a connected agent reconnects by itself and a new work reaches it at once; against an
+ * HTTPS hub the agent dials `wss:` and applies a work.
  */
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -155,5 +156,27 @@ describe("the agent's ws transport (wrangler dev + agent processes)", () => {
     const ms = performance.now() - t0;
     console.log(`ws transport: after the hub's restart, a new work reached Applied ${ms.toFixed(0)} ms after its create`);
     expect(ms).toBeLessThan(1000);
+  });
+});
+
+describe("the agent's ws transport to an HTTPS hub (wss:)", () => {
+  let hub: Hub;
+  let agent: AgentProcess | undefined;
+  beforeAll(async () => {
+    hub = await startHub({ https: true });
+  }, 120_000);
+  afterAll(async () => {
+    if (agent) await stopAgent(agent);
+    await hub?.stop();
+  });
+
+  it("dials wss: with the hub's CA (the bundle loads TLS at the first dial) and applies a work", async () => {
+    const token = await createBootstrapToken(hub, { autoApprove: true });
+    const dir = mkdtempSync(path.join(tmpdir(), "flotilla-e2e-wss-"));
+    agent = startAgent(hub, ["--cluster-name", "wss1", "--bootstrap-token", token, "--simulate-state", path.join(dir, "wss1.json")]);
+    await waitFor("the channel to connect over wss:", async () => agent!.output().includes("connected to the hub over WebSocket"), 60_000);
+    expect((await admin(hub, "POST", WORKS("wss1"), configMapWork("over-tls"))).status).toBe(201);
+    await waitFor("the work Applied", async () => cond((await admin(hub, "GET", `${WORKS("wss1")}/over-tls`)).body, "Applied")?.status === "True", 30_000);
+    expect(agent.output()).not.toMatch(/using the poll transport|channel upgrade failed/);
   });
 });

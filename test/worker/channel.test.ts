@@ -248,9 +248,10 @@ describe("the agent channel", () => {
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await takeCost()).toMatchObject({ rowsWritten: 1, d1Queries: 0 });
     const next = await runInDurableObject(stub, (_o, state) => state.storage.getAlarm());
-    // Set at the last pong plus the grace (5 x 1 s).
-    expect(next! - Date.now()).toBeGreaterThan(0); // not the HTTP renewal 6 s ago plus 5 s
-    expect(next! - Date.now()).toBeLessThanOrEqual(5000);
+    // Set at the last pong plus the grace (5 x 1 s) plus half a ping interval (0.5 s): the
+    // check lands after the next ping, within 1.1 x grace of the last pong.
+    const pong = await runInDurableObject(stub, (_o, state) => state.getWebSocketAutoResponseTimestamp(state.getWebSockets("agent")[0]!)!.getTime());
+    expect(next).toBe(pong + 5000 + 500); // not the HTTP renewal 6 s ago plus 5 s
     expect(condition((await call("GET", `${MC}/ch5`)).body, "ManagedClusterConditionAvailable").status).toBe("True");
     // A connection that stays open but is silent (a stopped agent): 6 s later by the hub's clock.
     const real = clock.now;
@@ -284,6 +285,37 @@ describe("the agent channel", () => {
     conn.send({ type: "status", id: "c", status: { healthy: true, extra: 1 } });
     expect((await conn.next((m) => m.id === "c")).status.code).toBe(400);
     expect(conn.closed).toBeNull();
+  });
+
+  it("a status change writes 2 rows in the cluster object and no lease row while the pings renew; once they let the lease expire, it renews", async () => {
+    const keys = await joined("ch6r");
+    await call("PATCH", `${MC}/ch6r`, { spec: { leaseDurationSeconds: 1 } }, merge);
+    const conn = await connect("ch6r", keys);
+    conn.send({ type: "status", id: "s0", status: { healthy: true } });
+    await conn.next((m) => m.id === "s0");
+    const stub = env.CLUSTERS.getByName("ch6r");
+    const lease = () => runInDurableObject(stub, (_o, state) => JSON.parse(state.storage.sql.exec<{ v: string }>("SELECT v FROM state WHERE k = 'lease'").one().v) as { renewMs: number });
+    const takeCost = () => runInDurableObject(stub, (o) => (o as unknown as { takeCost(): { rowsWritten: number; d1Queries: number } }).takeCost());
+    await ping(conn);
+    const renewed = (await lease()).renewMs;
+    await takeCost();
+    conn.send({ type: "status", id: "s1", status: { healthy: true, version: { kubernetes: "v1.31.9" } } });
+    await conn.next((m) => m.id === "s1");
+    // The commit marker in the object row, then the object (which clears it); no lease row.
+    expect(await takeCost()).toEqual(expect.objectContaining({ rowsWritten: 2 }));
+    expect((await lease()).renewMs).toBe(renewed);
+    // The pings alone let the lease expire (6 s later by the hub's clock, over 5 x 1 s): a
+    // status message then renews it (one row more), as an agent resumed after SIGSTOP needs.
+    const real = clock.now;
+    try {
+      clock.now = () => real() + 6000;
+      conn.send({ type: "status", id: "s2", status: { healthy: true, version: { kubernetes: "v1.31.10" } } });
+      await conn.next((m) => m.id === "s2");
+    } finally {
+      clock.now = real;
+    }
+    expect((await takeCost()).rowsWritten).toBe(3);
+    expect((await lease()).renewMs).toBeGreaterThan(renewed + 5000);
   });
 
   it("pushes works: on hello when the agent's ETag differs, and at once when the admin creates, changes or deletes one", async () => {

@@ -1,7 +1,7 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { countedLeaseSeconds, leaseRule } from "../../durable-objects/cluster/lease.ts";
+import { countedLeaseSeconds, leaseRule, pingCheckDelayMs } from "../../durable-objects/cluster/lease.ts";
 import { Timers } from "../../durable-objects/timers.ts";
 import { call, condition, createToken, MC, register, withClockAhead } from "./helpers.ts";
 
@@ -28,6 +28,16 @@ describe("the lease rule (OCM's hub lease controller)", () => {
     expect(countedLeaseSeconds(30, 1)).toBe(30);
     expect(countedLeaseSeconds(0)).toBe(60);
     expect(countedLeaseSeconds(undefined, 5)).toBe(60);
+  });
+
+  it("checks a lease the pings renew half a ping interval after its expiry, never more than 1.2 x grace after the last pong", () => {
+    expect(pingCheckDelayMs(60, 5)).toBe(30_000);
+    expect(pingCheckDelayMs(2, 5)).toBe(1_000);
+    expect(pingCheckDelayMs(1, 2)).toBe(200);
+    for (const [seconds, multiplier] of [[60, 5], [2, 5], [1, 2], [10, 1], [60, 100]] as const) {
+      const grace = seconds * multiplier * 1000;
+      expect(grace + pingCheckDelayMs(seconds, multiplier)).toBeLessThanOrEqual(1.1 * grace);
+    }
   });
 });
 

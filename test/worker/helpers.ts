@@ -119,7 +119,8 @@ export async function snapshot(): Promise<string> {
 /**
  * Waits until the scheduler has run every trigger that agents' writes queued (a heartbeat's
  * status, a lease expiry: they do not wait for scheduling, src/store/write.ts `WriterMode`),
- * running its alarm rather than waiting for it to fire.
+ * running its alarm rather than waiting for it to fire: those it stored, and those whose outbox
+ * rows it took over (`enqueueOwed`: the rows, not yet due, are gone once their run finished).
  * @throws Error when triggers are still queued after 10 000 milliseconds.
  */
 export async function scheduled(): Promise<void> {
@@ -128,7 +129,9 @@ export async function scheduled(): Promise<void> {
     "the scheduler's queued triggers to run",
     async () => {
       const left = await runInDurableObject(stub, (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM pending_triggers").one().n);
-      if (left === 0) return true;
+      const owed = (await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox WHERE due_at > ?").bind(Date.now()).first<{ n: number }>())!.n;
+      if (left === 0 && owed === 0) return true;
+      if (left === 0) return false;
       await runDurableObjectAlarm(stub);
       return false;
     },

@@ -210,6 +210,41 @@ describe("the scheduler object", () => {
     expect(stored).toBe(0);
   });
 
+  it("enqueueOwed runs the trigger from memory, stores nothing, and deletes the outbox row it took once the run finished", async () => {
+    const before = await pickN("owed", 1);
+    const after = await commitQuietly(before, 2);
+    const id = "owed-row";
+    await env.DB.prepare("INSERT INTO outbox (id, resource_version, resource, namespace, name, hooks, created_at, due_at) VALUES (?, ?, ?, 'apps', 'owed', '{}', ?, ?)")
+      .bind(id, Number(after.metadata.resourceVersion), resourceKey(PlacementKind), Date.now(), Date.now() + 60_000)
+      .run();
+    await scheduler().enqueueOwed(triggerForChange({ def: PlacementKind, namespace: "apps", name: "owed", before, after })!, id);
+    expect(await until("owed", 2)).toHaveLength(2);
+    await waitFor("the outbox row deleted", async () => (await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox WHERE id = ?").bind(id).first<{ n: number }>())!.n === 0, 5000, 20);
+    const stored = await runInDurableObject(scheduler(), (_o, state) => state.storage.sql.exec("SELECT COUNT(*) AS n FROM pending_triggers").one().n);
+    expect(stored).toBe(0);
+  });
+
+  it("an agent's status change: its outbox row is taken over by the scheduler (no row stored there) and gone once decided", async () => {
+    const token = await createToken({ autoApprove: true });
+    const keys = await agentKeys();
+    await register(token, "p6", "id-p6", keys);
+    await call("PATCH", `${MC}/p6`, { metadata: { labels: { "cluster.open-cluster-management.io/clusterset": "prod", env: "prod" } } }, merge);
+    const ids = async () => (await env.DB.prepare("SELECT id FROM outbox WHERE name = 'p6'").all<{ id: string }>()).results.map((r) => r.id);
+    const hooked: Change[] = [];
+    const spy = { ...schedulingHook, run: (e: Env, owed: Trigger, target: Parameters<typeof schedulingHook.run>[2]) => (target.change && hooked.push(target.change), schedulingHook.run(e, owed, target)) };
+    registerAfterCommitHook(spy);
+    try {
+      const res = await call("POST", "/agent/v1/clusters/p6/heartbeat", { healthy: true, allocatable: { cpu: "7", memory: "9Gi" } }, { token: await keys.sign("p6") });
+      expect(res.status).toBe(200);
+    } finally {
+      registerAfterCommitHook(schedulingHook);
+    }
+    expect(hooked.length).toBeGreaterThan(0);
+    await waitFor("the taken-over outbox row deleted after the run", async () => (await ids()).length === 0, 5000, 20);
+    const stored = await runInDurableObject(scheduler(), (_o, state) => state.storage.sql.exec("SELECT COUNT(*) AS n FROM pending_triggers").one().n);
+    expect(stored).toBe(0);
+  });
+
   it("a write whose trigger never came is scheduled by the next run after the resync interval", async () => {
     const before = await pickN("missed", 1);
     await commitQuietly(before, 2);

@@ -14,7 +14,7 @@ const DECISIONS = `${G}/v1beta1/namespaces/apps/placementdecisions`;
 const WORKS = "/apis/work.open-cluster-management.io/v1/namespaces/up1/manifestworks";
 const merge = { contentType: "application/merge-patch+json" };
 /** The migrations this release adds (the previous release had every other one). */
-const NEW_MIGRATIONS = ["0003_outbox.sql"];
+const NEW_MIGRATIONS = ["0003_outbox.sql", "0006_outbox_lean.sql"];
 
 const schemaOf = async (table: string) =>
   (await env.DB.prepare("SELECT type, name, sql FROM sqlite_master WHERE tbl_name = ? ORDER BY name").bind(table).all()).results;
@@ -106,5 +106,18 @@ describe("upgrade from the previous release's database", () => {
     expect((await call("GET", `${NAMESPACES}/legacy`)).status).toBe(404);
     expect((await call("GET", p2)).body.items).toEqual([]);
     expect((await call("DELETE", `${NAMESPACES}/default`)).status).toBe(403);
+  });
+
+  it("the lean outbox migration keeps the rows of writes in flight", async () => {
+    await env.DB.prepare("DROP TABLE outbox").run();
+    for (const m of NEW_MIGRATIONS) await env.DB.prepare("DELETE FROM d1_migrations WHERE name = ?").bind(m).run();
+    await applyD1Migrations(env.DB, env.TEST_MIGRATIONS.filter((m) => m.name === "0003_outbox.sql"));
+    await env.DB.prepare("INSERT INTO outbox (id, resource_version, resource, namespace, name, hooks, created_at, due_at, attempts) VALUES ('kept', 7, 'r', 'n', 'm', '{\"schedule\":{}}', 1, 2, 3)").run();
+    expect((await schemaOf("outbox")).map((r) => r.name)).toEqual(["outbox", "outbox_created_at", "outbox_due_at", "sqlite_autoindex_outbox_1"]);
+    await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
+    expect((await schemaOf("outbox")).map((r) => r.name)).toEqual(["outbox"]);
+    expect(await env.DB.prepare("SELECT * FROM outbox").all().then((r) => r.results)).toEqual([
+      { id: "kept", resource_version: 7, resource: "r", namespace: "n", name: "m", hooks: '{"schedule":{}}', created_at: 1, due_at: 2, attempts: 3 },
+    ]);
   });
 });

@@ -8,6 +8,7 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { ClusterObject } from "../../durable-objects/cluster.ts";
+import { ClusterState, migrateState } from "../../durable-objects/cluster/state.ts";
 import { database, getObject } from "../../src/k8s/store.ts";
 import { computeWrite } from "../../src/k8s/write.ts";
 import { ManagedClusterKind } from "../../src/kinds/managedcluster.ts";
@@ -208,6 +209,68 @@ describe("crash recovery", () => {
     expect(repaired.metadata.labels.torn).toBe("yes");
     // And it takes writes again (its copy is no longer stale).
     expect((await call("PATCH", `${MC}/torn`, { metadata: { labels: { after: "yes" } } }, merge)).status).toBe(200);
+  });
+
+  it("a crash between the D1 commit and the object's own write leaves the marker in the object row; the next load repairs", async () => {
+    expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "torn2" }, spec: { hubAcceptsClient: true } })).status).toBe(201);
+    const stub = env.CLUSTERS.getByName("torn2");
+    const pending = () => runInDurableObject(stub, (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM state WHERE pending IS NOT NULL OR k = 'committing'").one().n);
+    expect(await pending()).toBe(0);
+    // The object dies between the two steps: D1 committed, the object's write of the result fails.
+    const proto = ClusterState.prototype as unknown as { write(k: string, v: unknown): void };
+    const real = proto.write;
+    let crash = true;
+    proto.write = function (this: unknown, k: string, v: unknown) {
+      if (k === "object" && crash) {
+        crash = false;
+        throw new Error("simulated crash after the D1 commit");
+      }
+      return real.call(this, k, v);
+    };
+    try {
+      expect((await call("PATCH", `${MC}/torn2`, { metadata: { labels: { torn: "yes" } } }, merge)).status).toBe(500);
+    } finally {
+      proto.write = real;
+    }
+    expect(crash).toBe(false);
+    // The marker stayed, in the object row (no row of its own), and the copy is behind D1.
+    expect(await pending()).toBe(1);
+    expect(await runInDurableObject(stub, (_o, state) => state.storage.sql.exec("SELECT k FROM state WHERE k = 'committing'").toArray().length)).toBe(0);
+    const row = await getObject(database(env.DB), ManagedClusterKind, { namespace: "", name: "torn2" });
+    expect(row!.metadata.labels!.torn).toBe("yes");
+    expect((await call("GET", `${MC}/torn2`)).body.metadata.labels?.torn).toBeUndefined();
+    // Its next load takes the object from D1 and clears the marker.
+    await evictDurableObject(stub);
+    expect((await call("GET", `${MC}/torn2`)).body).toEqual(row);
+    expect(await pending()).toBe(0);
+    expect((await call("PATCH", `${MC}/torn2`, { metadata: { labels: { after: "yes" } } }, merge)).status).toBe(200);
+  });
+
+  it("an outbox row costs D1 1 row written to insert and 1 to delete (no index entries)", async () => {
+    const ins = await env.DB.prepare("INSERT INTO outbox (id, resource_version, resource, namespace, name, hooks, created_at, due_at) VALUES ('probe', 1, 'r', 'n', 'm', '{}', 1, 2)").run();
+    const del = await env.DB.prepare("DELETE FROM outbox WHERE id = 'probe'").run();
+    expect([ins.meta.rows_written, del.meta.rows_written]).toEqual([1, 1]);
+  });
+
+  it("a state table from before the marker column gets it, its rows kept", async () => {
+    await runInDurableObject(env.CLUSTERS.getByName("old-state"), (_o, state) => {
+      const sql = state.storage.sql;
+      sql.exec("DROP TABLE state");
+      sql.exec("CREATE TABLE state (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID");
+      sql.exec("INSERT INTO state (k, v) VALUES ('lease', '{}')");
+      migrateState(sql);
+      migrateState(sql);
+      expect(sql.exec("SELECT k, v, pending FROM state").toArray()).toEqual([{ k: "lease", v: "{}", pending: null }]);
+    });
+  });
+
+  it("a commit writes 2 rows in the cluster object: the marker in the object row, then the object, which clears it", async () => {
+    expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "rows2" }, spec: { hubAcceptsClient: true } })).status).toBe(201);
+    const stub = env.CLUSTERS.getByName("rows2");
+    const takeCost = () => runInDurableObject(stub, (o) => (o as unknown as { takeCost(): { rowsWritten: number } }).takeCost());
+    await takeCost();
+    expect((await call("PATCH", `${MC}/rows2`, { metadata: { annotations: { a: "b" } } }, merge)).status).toBe(200);
+    expect((await takeCost()).rowsWritten).toBe(2);
   });
 
   it("a cluster object whose copy is stale repairs itself on the failed commit", async () => {

@@ -68,7 +68,12 @@ type DialEnd =
 interface Pending {
   frame: { type: "report"; id: string; work: string; report: WorkStatusReport } | { type: "left"; id: string };
   resolve: (answer: Extract<ChannelHubMessage, { type: "ack" | "error" }> | HubFailure) => void;
+  /** Whether it was written to a connection (false: made while none was up, it waits for the next). */
+  sent: boolean;
 }
+
+/** What a waiting request is, for the log: `report <work>` or `left`. */
+const describeRequest = (p: Pending): string => (p.frame.type === "report" ? `report ${p.frame.work}` : "left");
 
 /** The ws transport: one WebSocket per cluster, `poll` while it is not connected. */
 export class WsTransport implements AgentTransport {
@@ -220,8 +225,9 @@ export class WsTransport implements AgentTransport {
   /** Sends a request and waits for its answer; "http" when the transport turned `poll` meanwhile. */
   private request(frame: Pending["frame"]): Promise<Extract<ChannelHubMessage, { type: "ack" | "error" }> | HubFailure | "http"> {
     return new Promise((resolve) => {
-      this.pending.set(frame.id, { frame, resolve });
-      if (this.socket) this.send(this.socket, frame);
+      const p: Pending = { frame, resolve, sent: false };
+      this.pending.set(frame.id, p);
+      if (this.socket) p.sent = this.send(this.socket, frame);
     }).then((a) => (a === undefined ? "http" : (a as Extract<ChannelHubMessage, { type: "ack" | "error" }> | HubFailure)));
   }
 
@@ -410,9 +416,16 @@ export class WsTransport implements AgentTransport {
           // The hub may have marked the lease expired while no connection was up (its
           // Available condition is then Unknown): the next heartbeat sends the status again.
           this.lastStatus = undefined;
-          // Requests left without an answer by the previous connection go again.
-          if (this.pending.size > 0) this.opts.logger.info(`sending again ${this.pending.size} request(s) left without an answer by the previous connection`, this.fields());
-          for (const p of this.pending.values()) this.send(ws, p.frame);
+          // Requests left without an answer by the previous connection go again (a report the
+          // hub committed before the connection ended changes nothing the second time, and is
+          // acknowledged as any), and those made while no connection was up go now.
+          const waiting = [...this.pending.values()];
+          const again = waiting.filter((p) => p.sent);
+          const first = waiting.filter((p) => !p.sent);
+          const list = (ps: Pending[]) => ps.slice(0, 10).map(describeRequest).join(", ") + (ps.length > 10 ? `, and ${ps.length - 10} more` : "");
+          if (again.length > 0) this.opts.logger.info(`sending again ${again.length} request(s) left without an answer by the previous connection`, this.fields({ requests: list(again) }));
+          if (first.length > 0) this.opts.logger.info(`sending ${first.length} request(s) made while not connected`, this.fields({ requests: list(first) }));
+          for (const p of waiting) p.sent = this.send(ws, p.frame);
           welcomed();
           return;
         }
