@@ -32,7 +32,7 @@ import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../agent/src/credentials.ts";
 import { HubClient } from "../agent/src/hub-client.ts";
-import { admin, createBootstrapToken, startHub, workerdPids, type Hub } from "../scripts/hub-process.ts";
+import { admin, createBootstrapToken, createNamespaces, startHub, workerdPids, type Hub } from "../scripts/hub-process.ts";
 import { procStat } from "../scripts/proc.mjs";
 import type { HeartbeatRequest, WorkStatusReport } from "../src/agent/protocol.ts";
 import type { MeterCounts } from "./meter/counts.ts";
@@ -311,6 +311,7 @@ async function main(): Promise<void> {
         return { ms: performance.now() - t0 };
       }),
     );
+    await createNamespaces(hub, "apps");
     await adminOk(hub, "POST", `/apis/${G}/v1beta2/namespaces/apps/managedclustersetbindings`, { apiVersion: `${G}/v1beta2`, kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } }, "binding");
     for (let p = 0; p < PLACEMENTS; p++) await adminOk(hub, "POST", PL, placement(`fleet-${p}`, 5), "placement");
     await adminOk(hub, "POST", PL, placement("all"), "placement all");

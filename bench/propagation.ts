@@ -25,7 +25,7 @@
 import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../agent/src/credentials.ts";
 import { HubClient } from "../agent/src/hub-client.ts";
 import type { HeartbeatRequest, WorkStatusReport, WorksAnswer } from "../src/agent/protocol.ts";
-import { admin, createBootstrapToken, freePort, startHub } from "../scripts/hub-process.ts";
+import { admin, createBootstrapToken, createNamespaces, freePort, startHub } from "../scripts/hub-process.ts";
 import { startNoopWorker } from "./noop/start.ts";
 import { startProfiling, type Profiling } from "./cpu-profile.ts";
 import { Agent as HttpAgent, request as httpRequest } from "node:http";
@@ -326,6 +326,7 @@ async function measure(size: number): Promise<string[]> {
     const ok = (r: { status: number; body: unknown }, what: string) => {
       if (r.status >= 300) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
     };
+    await createNamespaces(hub, "bench");
     ok(await admin(hub, "POST", `${G}/v1beta2/namespaces/bench/managedclustersetbindings`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } }), "binding");
     ok(await admin(hub, "POST", `${G}/v1beta1/namespaces/bench/placements`, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "all" }, spec: {} }), "placement");
     // The agents start 16 at a time, each with a first works poll: on this one machine, 10,000

@@ -34,7 +34,7 @@ import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../agent/src/credentials.ts";
 import { HubClient } from "../agent/src/hub-client.ts";
-import { admin, createBootstrapToken, startHub, workerdPids, type Hub } from "../scripts/hub-process.ts";
+import { admin, createBootstrapToken, createNamespaces, startHub, workerdPids, type Hub } from "../scripts/hub-process.ts";
 import { CLUSTERSET_LABEL } from "../src/kinds/managedcluster.ts";
 import { clusterView } from "../src/placement/reads.ts";
 import { SchedulerView } from "../src/placement/view.ts";
@@ -229,6 +229,7 @@ async function measure(n: number): Promise<string[]> {
     const rssBefore = workerdRssMiB(hub);
     let rssPeak = rssBefore;
     const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, workerdRssMiB(hub))), 50);
+    await createNamespaces(hub, ...NAMESPACES);
     const bind = (ns: string) => must(hub, "POST", `/apis/${G}/v1beta2/namespaces/${ns}/managedclustersetbindings`, { apiVersion: `${G}/v1beta2`, kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } });
     t = performance.now();
     await bind(NAMESPACES[0]!);

@@ -367,6 +367,18 @@ export async function admin(hub: Hub, method: string, apiPath: string, body?: un
   return { status: res.status, body: parsed };
 }
 
+/**
+ * Creates namespaces (core v1), as a user does before creating objects in them (the hub refuses
+ * a create in a namespace that does not exist); one that exists already is fine.
+ * @throws Error when the hub refuses a create for another reason
+ */
+export async function createNamespaces(hub: Hub, ...names: string[]): Promise<void> {
+  for (const name of names) {
+    const r = await admin(hub, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name } });
+    if (r.status !== 201 && !(r.status === 409 && r.body?.reason === "AlreadyExists")) throw new Error(`creating namespace ${name} failed: ${r.status} ${JSON.stringify(r.body)}`);
+  }
+}
+
 /** Creates a BootstrapToken and returns its secret (`<id>.<secret>`). @throws Error on failure */
 export async function createBootstrapToken(hub: Hub, spec: Record<string, unknown> = {}): Promise<string> {
   const r = await admin(hub, "POST", "/apis/flotilla.dev/v1alpha1/bootstraptokens", { apiVersion: "flotilla.dev/v1alpha1", kind: "BootstrapToken", spec });

@@ -18,6 +18,7 @@ import "./placement/triggers.ts";
 import "./work/hooks.ts";
 import "./work/replicaset.ts";
 import "./gc/collector.ts";
+import "./namespaces/controller.ts";
 import { clock } from "./clock.ts";
 
 export { ClusterObject } from "../durable-objects/cluster.ts";

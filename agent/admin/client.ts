@@ -5,7 +5,7 @@
  */
 import { readCaFile, requireToken, type ResolvedConfig } from "./config.ts";
 import { HubApiError, HubUnreachableError, isStatus, type KubeStatus } from "./errors.ts";
-import { hintForConnectionError, hintForStatus, type RequestHints } from "./hints.ts";
+import { hintForConnectionError, hintForStatus, missingNamespaceHint, type RequestHints } from "./hints.ts";
 import { httpRequest, type HttpRequest, type HttpResponse } from "./transport.ts";
 
 /** Content type of a JSON merge patch (RFC 7386). */
@@ -90,7 +90,9 @@ export class HubClient {
 
   private apiError(code: number, status: KubeStatus, hints: RequestHints | undefined): HubApiError {
     const err = new HubApiError(code, status);
-    return new HubApiError(code, status, hintForStatus(code, err.reason, err.resourceNotServed, this.config, hints));
+    // A create in a namespace that does not exist (NamespaceLifecycle): its 404 names the namespace.
+    const missingNamespace = code === 404 && status.details?.kind === "namespaces" && !status.details.group ? status.details.name : undefined;
+    return new HubApiError(code, status, hintForStatus(code, err.reason, err.resourceNotServed, this.config, missingNamespace ? { ...hints, notFound: missingNamespaceHint(missingNamespace) } : hints));
   }
 
   /** GET an object or a list. @throws as {@link request} */

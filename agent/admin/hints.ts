@@ -14,6 +14,14 @@ export interface RequestHints {
   alreadyExists?: string;
 }
 
+/**
+ * The hint of a create refused because its namespace does not exist (the hub's NamespaceLifecycle
+ * admission answers 404 `namespaces "NS" not found`): create the namespace first.
+ */
+export function missingNamespaceHint(namespace: string): string {
+  return `namespace ${namespace} does not exist; create it first with \`kubectl create namespace ${namespace}\``;
+}
+
 const TOKEN_HINT = "check --token / FLOTILLA_ADMIN_TOKEN (npm start prints the admin token)";
 
 /**

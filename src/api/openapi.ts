@@ -24,6 +24,11 @@
  * `fieldValidation=Strict` and leave validation to the server, which validates with these very zod
  * schemas. The PATCH operations list only the patch types the hub accepts (JSON merge patch and
  * apply), so client-side `kubectl apply` computes a JSON merge patch, as for custom resources.
+ * The core Namespace's PATCH does not list `fieldValidation` (the hub honours it all the same):
+ * kubectl's QueryParamVerifier, for a kind it finds no PATCH operation of (a read-only kind, a
+ * kind the hub does not serve), asks whether the Namespace's lists it and, if so, lists
+ * `customresourcedefinitions.apiextensions.k8s.io`, which the hub does not serve, and fails the
+ * command; without it, kubectl validates such a kind itself, as before namespaces were served.
  *
  * These endpoints, like `/docs`, are served WITHOUT authentication: they describe the API and hold
  * no data. (The kube-apiserver serves them to any authenticated user; the hub has no
@@ -539,7 +544,7 @@ function kindPaths(def: KindDefinition): Record<string, JsonSchema> {
             def.kind,
             opId("patch", def, `${ns}${def.kind}`),
             `partially update the specified ${def.kind} (JSON merge patch, or server-side apply with application/apply-patch+yaml)`,
-            [...scope, P.name(def.kind), ...writeParams, P.force],
+            [...scope, P.name(def.kind), ...(def.kind === "Namespace" && def.group === "" ? [P.fieldManager] : writeParams), P.force],
             okResponses(kindRef, true),
             patchBody,
           ),

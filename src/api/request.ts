@@ -8,6 +8,7 @@ import { stringify as stringifyYaml } from "yaml";
 import { negotiate } from "./negotiate.ts";
 import { z } from "zod";
 import { ApiError, badRequest, tooLarge, unsupportedMediaType, uriTooLong, type Status } from "../k8s/errors.ts";
+import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from "./protobuf.ts";
 import { decodeJson, decodeYaml } from "../k8s/decode.ts";
 import { checkSchema, isJsonObject } from "../k8s/meta.ts";
 import type { DeletePropagation as WriteDeletePolicy, WriteRequest } from "../k8s/write.ts";
@@ -170,13 +171,16 @@ const BODY_TYPES = ["application/json", "application/yaml"];
 /**
  * Decodes a create or update body: JSON (`application/json`, or no type) or YAML
  * (`application/yaml`), with the same depth limit and the request's `fieldValidation` for
- * duplicate keys (warnings for Warn go to `warnings`).
+ * duplicate keys (warnings for Warn go to `warnings`); with `protobuf` (a core kind whose message
+ * src/api/protobuf.ts decodes, as kubectl's typed clients send them), also
+ * `application/vnd.kubernetes.protobuf`.
  * @throws ApiError 400 (undecodable, duplicate keys under Strict), 413, 415 (another type)
  */
-export async function decodeObjectBody(c: Context, warnings?: string[]): Promise<unknown> {
+export async function decodeObjectBody(c: Context, warnings?: string[], protobuf = false): Promise<unknown> {
   const t = mediaType(c);
   if (t === "application/yaml") return checkDuplicateFields(decodeYaml(await readBody(c), MAX_BODY_BYTES), fieldValidationOf(c), warnings);
-  if (t !== "" && t !== "application/json" && t !== "*/*") throw unsupportedMediaType(t, BODY_TYPES);
+  if (protobuf && t === PROTOBUF_MEDIA_TYPE) return decodeProtobufObject(await readBodyBytes(c));
+  if (t !== "" && t !== "application/json" && t !== "*/*") throw unsupportedMediaType(t, protobuf ? [...BODY_TYPES, PROTOBUF_MEDIA_TYPE] : BODY_TYPES);
   return parseJson(await readBody(c), fieldValidationOf(c), warnings);
 }
 
@@ -212,17 +216,22 @@ const PATCH_TYPES = ["application/merge-patch+json", "application/apply-patch+ya
  * decoded here with the same depth limit; `fieldManager` and `force` from the query). Duplicate
  * keys follow the request's `fieldValidation` (warnings for Warn go to `warnings`). JSON patch
  * (RFC 6902, `application/json-patch+json`) is decoded here and applied by the write
- * (src/k8s/write.ts); strategic merge patch gets 415, as the apiserver answers for custom resources.
+ * (src/k8s/write.ts); strategic merge patch is taken for the core kinds (`strategic`: Namespace,
+ * Secret, src/k8s/strategicpatch.ts) and gets 415 otherwise, as the apiserver answers for custom
+ * resources.
  *
  * @throws ApiError 400, 413, 415
  */
-export async function decodePatch(c: Context, subresource: "status" | undefined, warnings?: string[]): Promise<WriteRequest> {
+export async function decodePatch(c: Context, subresource: "status" | undefined, warnings?: string[], strategic = false): Promise<WriteRequest> {
   const t = mediaType(c);
   const force = c.req.query("force");
   const fieldManager = c.req.query("fieldManager");
   const forceValue = force === undefined ? undefined : queryFlag(force);
   if (t === "application/merge-patch+json") {
     return { verb: "patch", patchType: "merge", patch: parseJson(await readBody(c), fieldValidationOf(c), warnings), force: forceValue, subresource };
+  }
+  if (strategic && t === "application/strategic-merge-patch+json") {
+    return { verb: "patch", patchType: "strategic", patch: parseJson(await readBody(c), fieldValidationOf(c), warnings), force: forceValue, subresource };
   }
   if (t === "application/json-patch+json") {
     return { verb: "patch", patchType: "json", patch: parseJson(await readBody(c), fieldValidationOf(c), warnings), force: forceValue, subresource };
@@ -231,7 +240,7 @@ export async function decodePatch(c: Context, subresource: "status" | undefined,
     const patch = checkDuplicateFields(decodeYaml(await readBody(c), MAX_BODY_BYTES), fieldValidationOf(c), warnings);
     return { verb: "patch", patchType: "apply", patch, fieldManager, force: forceValue, subresource };
   }
-  throw unsupportedMediaType(t || "(none)", PATCH_TYPES.slice(0, 3));
+  throw unsupportedMediaType(t || "(none)", strategic ? PATCH_TYPES : PATCH_TYPES.slice(0, 3));
 }
 
 /**

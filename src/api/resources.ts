@@ -14,6 +14,9 @@ import { computeWrite, type WriteRequest } from "../k8s/write.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { findKind, KINDS, servedGroups } from "../kinds/index.ts";
 import { BUILTIN_CLUSTER_SETS, ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
+import { BUILTIN_NAMESPACES, FINALIZE_EXTRA, NamespaceKind } from "../kinds/namespace.ts";
+import { ensureNamespace } from "../namespaces/controller.ts";
+import { admitNamespace } from "../namespaces/lifecycle.ts";
 import { randomToken, sha256Hex } from "../kinds/bootstraptoken.ts";
 import { admitAgentToken, bearerToken, isAdmin } from "../auth/credentials.ts";
 import { limitAuthFailures } from "../auth/ratelimit.ts";
@@ -26,6 +29,7 @@ import { toTable } from "../k8s/table.ts";
 import { mediaRanges, negotiate, partialObjectMetadata, partialObjectMetadataList, type Answering } from "./negotiate.ts";
 import { checkWatchListOptions, clientOf, watchResponse } from "./watch.ts";
 import { dropUnknownFields, fieldValidationOf, unknownFieldMessages, warningHeader } from "./fieldvalidation.ts";
+import { decodesProtobuf } from "./protobuf.ts";
 import { decodeDelete, decodeObjectBody, decodePatch, decodePathSegment, queryFlag, statusResponse } from "./request.ts";
 
 type Ctx = Context<{ Bindings: Env }>;
@@ -35,6 +39,8 @@ interface Target {
   namespace: string;
   name?: string;
   subresource?: "status";
+  /** A Namespace's `finalize` subresource (PUT only): the write changes `spec.finalizers` alone. */
+  finalize?: boolean;
 }
 
 function present(def: KindDefinition, obj: KubeObject): KubeObject {
@@ -52,12 +58,15 @@ function json(body: unknown, status = 200): Response {
 function resolve(group: string, version: string, encoded: string[]): Target {
   let namespace = "";
   let parts = encoded.map(decodePathSegment);
-  if (parts[0] === "namespaces" && parts.length >= 3) {
+  // `/api/v1/namespaces/{name}/status` and `.../finalize` address a Namespace, not a namespace's objects.
+  const namespaceSub = group === "" && parts[0] === "namespaces" && parts.length === 3 && (parts[2] === "status" || parts[2] === "finalize");
+  if (parts[0] === "namespaces" && parts.length >= 3 && !namespaceSub) {
     namespace = parts[1]!;
     parts = parts.slice(2);
   }
   const [plural, name, sub, ...extra] = parts;
   const def = plural ? findKind(group, version, plural) : undefined;
+  if (def === NamespaceKind && sub === "finalize" && extra.length === 0) return { def, namespace, name, finalize: true };
   if (!def || extra.length > 0 || (sub !== undefined && sub !== "status")) {
     throw new ApiError(404, "NotFound", "the server could not find the requested resource");
   }
@@ -71,11 +80,12 @@ function resolve(group: string, version: string, encoded: string[]): Target {
   return { def, namespace, name, subresource: sub as "status" | undefined };
 }
 
-/** Whether a request of this isolate has found or created the built-in ManagedClusterSets. */
+/** Whether a request of this isolate has found or created the built-in ManagedClusterSets and namespaces. */
 let builtinsDone = false;
 
 /**
- * Creates the built-in ManagedClusterSets `default` and `global` when absent, through the write
+ * Creates the built-in namespaces (`default`, `kube-system`, `kube-public`, `kube-node-lease`, as
+ * kube-apiserver does at start) and ManagedClusterSets `default` and `global` when absent, through the write
  * path, until one request of the isolate has seen them there. Each request that comes before that
  * checks for itself (a create that loses the race gets AlreadyExists, which is fine): a request
  * never awaits another's promise, which workerd would cancel as hung had that request been
@@ -84,6 +94,7 @@ let builtinsDone = false;
  */
 async function ensureBuiltins(env: Env): Promise<void> {
   if (builtinsDone) return;
+  for (const ns of BUILTIN_NAMESPACES) await ensureNamespace(env, ns);
   const sets = storeOf(env, ManagedClusterSetKind);
   for (const set of BUILTIN_CLUSTER_SETS) {
     if (await sets.get("", set.name)) continue;
@@ -308,6 +319,7 @@ async function writeValidated(c: Ctx, t: Target, req: WriteRequest): Promise<Res
       extras = { secretHash: await sha256Hex(secret) };
     }
   }
+  if (t.finalize) extras = { [FINALIZE_EXTRA]: true };
   const outcome = await storeOf(c.env, t.def).write(t.namespace, name, req, { extras });
   if (!outcome.object) {
     return json({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", details: { name, group: t.def.group, kind: t.def.plural } });
@@ -328,8 +340,10 @@ async function writeDryRun(c: Ctx, t: Target, req: WriteRequest): Promise<Respon
   const name = req.verb === "create" ? (typeof meta.name === "string" ? meta.name : undefined) : t.name;
   const current = name ? await storeOf(c.env, t.def).get(t.namespace, name) : null;
   const ref = { group: t.def.group, plural: t.def.plural, name };
+  // NamespaceLifecycle admits a dry run as a real write.
+  await admitNamespace(c.env, t.def, t.namespace, name, req, () => Promise.resolve(current !== null));
   if (req.verb === "create" && current) throw alreadyExists(ref);
-  const extras = req.verb === "create" && t.def === findKind("flotilla.dev", "v1alpha1", "bootstraptokens") ? { secretHash: "" } : undefined;
+  const extras = t.finalize ? { [FINALIZE_EXTRA]: true } : req.verb === "create" && t.def === findKind("flotilla.dev", "v1alpha1", "bootstraptokens") ? { secretHash: "" } : undefined;
   const ctx = { now: Date.now(), newUid: () => crypto.randomUUID(), extras };
   const { next, created } = computeWrite(t.def, { namespace: t.namespace, name }, req.verb === "create" ? null : current, req, ctx);
   if (next && next !== current && t.def.finalize) await t.def.finalize(next, req.verb === "create" ? null : current, ctx);
@@ -354,6 +368,7 @@ const DELETE_COLLECTION_CONCURRENCY = 8;
 async function deleteCollection(c: Ctx, t: Target): Promise<Response> {
   if (t.def.namespaced && !t.namespace) throw methodNotAllowed("DELETE is not allowed on a collection across all namespaces");
   if (t.def.systemOwned) throw methodNotAllowed(`${t.def.plural}.${t.def.group} are written by the hub's scheduler only`);
+  if (t.def === NamespaceKind) throw methodNotAllowed("DELETE is not allowed on the namespaces collection: delete each namespace");
   const req = await decodeDelete(c);
   const { filter, index } = selectorOf(c);
   const deleted: KubeObject[] = [];
@@ -378,15 +393,19 @@ async function deleteCollection(c: Ctx, t: Target): Promise<Response> {
   return json({ apiVersion: apiVersionOf(t.def), kind: t.def.listKind, metadata: { resourceVersion }, items: deleted });
 }
 
-/** The verbs discovery lists for a kind: read-only for what the hub alone writes. */
+/** The verbs discovery lists for a kind: read-only for what the hub alone writes; no deletecollection of namespaces (as kube-apiserver's). */
 function verbsOf(k: KindDefinition): string[] {
-  return k.systemOwned ? ["get", "list", "watch"] : ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+  if (k.systemOwned) return ["get", "list", "watch"];
+  const all = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+  return k === NamespaceKind ? all.filter((v) => v !== "deletecollection") : all;
 }
 
 function discoveryResources(group: string, version: string) {
   return KINDS.filter((k) => k.group === group && k.version === version).flatMap((k) => {
     const main = { name: k.plural, singularName: k.singular, namespaced: k.namespaced, kind: k.kind, verbs: verbsOf(k), shortNames: k.shortNames };
-    return k.hasStatus ? [main, { name: `${k.plural}/status`, singularName: "", namespaced: k.namespaced, kind: k.kind, verbs: ["get", "patch", "update"] }] : [main];
+    const status = k.hasStatus ? [{ name: `${k.plural}/status`, singularName: "", namespaced: k.namespaced, kind: k.kind, verbs: ["get", "patch", "update"] }] : [];
+    const finalize = k === NamespaceKind ? [{ name: `${k.plural}/finalize`, singularName: "", namespaced: false, kind: k.kind, verbs: ["update"] }] : [];
+    return [main, ...finalize, ...status];
   });
 }
 
@@ -398,17 +417,19 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
   const warnings: string[] = [];
   // As kube-apiserver, an answer the client cannot take is refused (406) before anything is done.
   negotiate(c.req.header("accept"), method === "GET" && t.name === undefined ? (queryFlag(c.req.query("watch")) ? "watch" : "list") : "object");
+  if (t.finalize && method !== "PUT") throw methodNotAllowed(`${method} is not allowed on the finalize subresource`);
   if (method === "GET") return t.name === undefined ? list(c, t) : get(c, t);
   if (method === "POST") {
     if (t.name !== undefined) throw methodNotAllowed("POST is only allowed on a collection");
-    return write(c, t, { verb: "create", body: await decodeObjectBody(c, warnings) }, warnings);
+    return write(c, t, { verb: "create", body: await decodeObjectBody(c, warnings, decodesProtobuf(apiVersionOf(t.def), t.def.kind)) }, warnings);
   }
   if (method === "DELETE" && t.name === undefined && !t.subresource) return deleteCollection(c, t);
   if (t.name === undefined) throw methodNotAllowed(`${method} is not allowed on a collection`);
   if (method === "PUT") {
-    return write(c, t, { verb: "update", body: await decodeObjectBody(c, warnings), subresource: t.subresource }, warnings);
+    return write(c, t, { verb: "update", body: await decodeObjectBody(c, warnings, decodesProtobuf(apiVersionOf(t.def), t.def.kind)), subresource: t.subresource }, warnings);
   }
-  if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource, warnings), warnings);
+  // kube-apiserver takes strategic merge patches for its built-in (core) kinds, not for custom resources.
+  if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource, warnings, t.def.group === ""), warnings);
   if (method === "DELETE") {
     if (t.subresource) throw methodNotAllowed("DELETE is not allowed on the status subresource");
     return write(c, t, await decodeDelete(c));
@@ -479,6 +500,15 @@ function wantsAggregatedDiscovery(accept: string | undefined): string | null {
   return null;
 }
 
+/** A kind's subresources in aggregated discovery: a Namespace's `finalize`, and `status`. */
+function subresourcesOf(k: KindDefinition, responseKind: { group: string; version: string; kind: string }) {
+  const subresources = [
+    ...(k === NamespaceKind ? [{ subresource: "finalize", responseKind, verbs: ["update"] }] : []),
+    ...(k.hasStatus ? [{ subresource: "status", responseKind, verbs: ["get", "patch", "update"] }] : []),
+  ];
+  return subresources.length > 0 ? { subresources } : {};
+}
+
 /**
  * Aggregated discovery (KEP-3352, `apidiscovery.k8s.io` APIGroupDiscoveryList) of the core group
  * (`core`: what `/api` answers) or of every other group (`/apis`): each group with its versions in
@@ -502,7 +532,7 @@ function aggregatedDiscovery(core: boolean, version: string) {
             singularResource: k.singular,
             verbs: verbsOf(k),
             ...(k.shortNames?.length ? { shortNames: k.shortNames } : {}),
-            ...(k.hasStatus ? { subresources: [{ subresource: "status", responseKind, verbs: ["get", "patch", "update"] }] } : {}),
+            ...subresourcesOf(k, responseKind),
           };
         }),
       })),

@@ -58,6 +58,19 @@ export interface KindDefinition {
   /** Mutates an object about to replace `old` (server-set fields). May throw ApiError. */
   prepareForUpdate?(obj: KubeObject, old: KubeObject, ctx: WriteContext): void;
   /**
+   * Refuses a delete of `current` before anything else is checked (kube-apiserver's admission
+   * of a delete, e.g. NamespaceLifecycle's immortal namespaces). @throws ApiError
+   */
+  validateDelete?(current: KubeObject): void;
+  /**
+   * Whether something besides `metadata.finalizers` holds a deleted object (a Namespace's
+   * `spec.finalizers`, kube-apiserver's `ShouldDeleteNamespaceDuringUpdate`): a delete then only
+   * sets `deletionTimestamp`, and the object goes once this and `metadata.finalizers` are empty.
+   */
+  holdsDeletion?(obj: KubeObject): boolean;
+  /** Mutates an object whose deletion starts (its `deletionTimestamp` just set): server-set fields (a Namespace's phase). */
+  prepareForDelete?(obj: KubeObject, ctx: WriteContext): void;
+  /**
    * Async last step of a write of a D1-stored kind, after defaults, the strategy and validation
    * and before the commit: server-set fields that need WebCrypto (a digest). Mutates `obj`; `old`
    * is null on create. May throw ApiError.

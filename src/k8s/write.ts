@@ -9,6 +9,7 @@ import { ApiError, alreadyExists, badRequest, conflict, invalid, notFound, type 
 import { apiVersionOf, type KindDefinition, type WriteContext } from "./kind.ts";
 import { checkSchema, isJsonObject, rfc3339, type JsonObject, type KubeObject } from "./meta.ts";
 import { applyJsonPatch, jsonPatchErrors } from "./jsonpatch.ts";
+import { strategicMergePatch } from "./strategicpatch.ts";
 import { isDNS1123Label, isDNS1123Subdomain, validateAnnotations, validateLabels } from "./validation.ts";
 
 /** Delete preconditions (metav1.Preconditions). */
@@ -22,14 +23,15 @@ export interface Preconditions {
  * An update's `preconditions` are checked against the stored object on every attempt, as
  * GuaranteedUpdate checks its storage.Preconditions (for writers in the hub that pin the object's
  * UID but not its resourceVersion: an agent's status report).
- * `patchType` `merge` is RFC 7386 JSON merge patch; `json` is RFC 6902 JSON patch (an array of
+ * `patchType` `merge` is RFC 7386 JSON merge patch; `strategic` is Kubernetes' strategic merge
+ * patch, for the core kinds (src/k8s/strategicpatch.ts); `json` is RFC 6902 JSON patch (an array of
  * operations); `apply` is server-side apply (`fieldManager` required). Every body and patch is already decoded (the HTTP layer parses JSON and YAML with
  * its depth limit, src/k8s/decode.ts).
  */
 export type WriteRequest =
   | { verb: "create"; body: unknown }
   | { verb: "update"; body: unknown; subresource?: "status"; preconditions?: Preconditions }
-  | { verb: "patch"; patchType: "merge" | "json" | "apply"; patch: unknown; fieldManager?: string; force?: boolean; subresource?: "status" }
+  | { verb: "patch"; patchType: "merge" | "strategic" | "json" | "apply"; patch: unknown; fieldManager?: string; force?: boolean; subresource?: "status" }
   | { verb: "delete"; preconditions?: Preconditions; propagationPolicy?: DeletePropagation };
 
 /**
@@ -270,7 +272,7 @@ function patchObject(
   if (!current) throw notFound(ref(def, key.name));
   if (req.patchType === "json") return update(def, key, current, jsonPatched(current, req.patch), req.subresource, ctx);
   if (!isJsonObject(req.patch)) throw badRequest("the merge patch must be a JSON object");
-  const merged = mergePatch(current, req.patch);
+  const merged = req.patchType === "strategic" ? strategicMergePatch(current, req.patch) : mergePatch(current, req.patch);
   const patchRv = isJsonObject(req.patch.metadata) ? req.patch.metadata.resourceVersion : undefined;
   return update(def, key, current, patchRv === undefined ? withRv(merged, current) : merged, req.subresource, ctx);
 }
@@ -323,6 +325,7 @@ function checkPreconditions(def: KindDefinition, key: ObjectKey, current: KubeOb
 
 function remove(def: KindDefinition, key: ObjectKey, current: KubeObject | null, pre: Preconditions | undefined, ctx: WriteContext, policy?: DeletePropagation): WriteResult {
   if (!current) throw notFound(ref(def, key.name));
+  def.validateDelete?.(current);
   checkPreconditions(def, key, current, pre);
   // Orphan and Foreground hold the object with their finalizer until the garbage collector has
   // dealt with its dependents (kube-apiserver's deletionFinalizersForGarbageCollection).
@@ -335,13 +338,17 @@ function remove(def: KindDefinition, key: ObjectKey, current: KubeObject | null,
     if (current.metadata.deletionTimestamp && JSON.stringify(finalizers) === JSON.stringify(current.metadata.finalizers)) return { next: current, created: false };
     const next = structuredClone(current);
     next.metadata.finalizers = finalizers;
-    next.metadata.deletionTimestamp ??= rfc3339(ctx.now);
+    if (!next.metadata.deletionTimestamp) {
+      next.metadata.deletionTimestamp = rfc3339(ctx.now);
+      def.prepareForDelete?.(next, ctx);
+    }
     return { next, created: false };
   }
-  if ((current.metadata.finalizers?.length ?? 0) > 0) {
+  if ((current.metadata.finalizers?.length ?? 0) > 0 || def.holdsDeletion?.(current)) {
     if (current.metadata.deletionTimestamp) return { next: current, created: false };
     const next = structuredClone(current);
     next.metadata.deletionTimestamp = rfc3339(ctx.now);
+    def.prepareForDelete?.(next, ctx);
     return { next, created: false };
   }
   return { next: null, created: false };
@@ -370,9 +377,10 @@ export function computeWrite(def: KindDefinition, key: ObjectKey, current: KubeO
 
 /**
  * Finishes a deletion once the last finalizer is gone: an object carrying a deletionTimestamp and
- * no finalizers is removed (returns null), as the apiserver does on the update that clears them.
+ * no finalizers (nor anything else its kind holds it by, `holdsDeletion`) is removed (returns
+ * null), as the apiserver does on the update that clears them (`ShouldDeleteDuringUpdate`).
  */
-export function settleDeletion(obj: KubeObject | null): KubeObject | null {
-  if (obj && obj.metadata.deletionTimestamp && (obj.metadata.finalizers?.length ?? 0) === 0) return null;
+export function settleDeletion(obj: KubeObject | null, def?: KindDefinition): KubeObject | null {
+  if (obj && obj.metadata.deletionTimestamp && (obj.metadata.finalizers?.length ?? 0) === 0 && !def?.holdsDeletion?.(obj)) return null;
   return obj;
 }

@@ -7,6 +7,7 @@ import { ManagedClusterKind } from "./managedcluster.ts";
 import { ManagedClusterSetKind } from "./managedclusterset.ts";
 import { ManifestWorkKind, ManifestWorkReplicaSetKind } from "./manifestwork.ts";
 import { AddOnPlacementScoreKind, ManagedClusterSetBindingKind, PlacementDecisionKind, PlacementKind } from "./placement.ts";
+import { NamespaceKind } from "./namespace.ts";
 import { SecretKind } from "./secret.ts";
 import { WebhookReceiverKind } from "./webhookreceiver.ts";
 
@@ -22,6 +23,7 @@ export const KINDS: KindDefinition[] = [
   ManifestWorkReplicaSetKind,
   BootstrapTokenKind,
   WebhookReceiverKind,
+  NamespaceKind,
   SecretKind,
 ];
 

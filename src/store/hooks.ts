@@ -56,10 +56,14 @@ export interface HookTarget {
  * queued in memory elsewhere, which deletes the row once the work finished, and the writer
  * leaves the row alone. The row stays the durable record until then: should the queue lose the
  * work (its object restarted), a sweep finds the row and runs the hook again (`recovering`).
+ * `requeue` when its work waits on something else (a namespace's objects held by their
+ * finalizers): the outbox row is kept and run again at its retry time, as a controller requeues,
+ * without the failure being logged as one.
  */
 export interface HookOutcome {
   rewrote?: boolean;
   tookRow?: boolean;
+  requeue?: boolean;
 }
 
 /**

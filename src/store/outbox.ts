@@ -52,7 +52,8 @@ export interface RunOwedOptions {
 
 /**
  * Runs the hooks `work` names, in order, and deletes its row once they all finished (see
- * {@link RunOwedOptions}). A hook that throws (or is not registered) is logged and kept: the row
+ * {@link RunOwedOptions}). A hook that asks to be requeued is kept silently; one that throws (or is
+ * not registered) is logged and kept: the row
  * then names only the unfinished hooks, is due again at `opts.retryAt` and the sweep is set for
  * it. Never throws for a hook's failure: the write it belongs to has committed. A hook that took
  * the row over (`HookOutcome.tookRow`, only when it is the row's one hook and the writer runs it)
@@ -78,7 +79,8 @@ export async function runOwed(env: Env, work: OwedWork, opts: RunOwedOptions): P
     try {
       const outcome = await hook.run(env, owed, target);
       if (outcome?.rewrote) rewrote = true;
-      if (outcome?.tookRow && outboxRow?.only) tookRow = true;
+      if (outcome?.requeue) left[name] = owed;
+      else if (outcome?.tookRow && outboxRow?.only) tookRow = true;
     } catch (e) {
       console.error(`outbox: after-commit hook ${name} of ${work.resource} ${work.namespace}/${work.name} failed; a sweep runs it again`, e);
       left[name] = owed;

@@ -17,6 +17,7 @@ import type { Env } from "../env.ts";
 import type { Result } from "../../durable-objects/cluster/types.ts";
 import type { WaitUntil } from "./outbox.ts";
 import { store as database, writeStored } from "./write.ts";
+import { admitNamespace, admitsNamespace } from "../namespaces/lifecycle.ts";
 
 /** The outcome of a write: the object as stored (after a delete: as it was, or null once removed) and whether it was created. */
 export interface WriteOutcome {
@@ -111,7 +112,19 @@ const BACKENDS: Record<KindDefinition["storage"], (env: Env, def: KindDefinition
   cluster: clusterObjectStore,
 };
 
-/** The store of kind `def` in a Worker environment (its backend chosen by `def.storage`). */
+/**
+ * The store of kind `def` in a Worker environment (its backend chosen by `def.storage`). Every
+ * create (or apply) of a namespaced kind passes NamespaceLifecycle first
+ * (src/namespaces/lifecycle.ts): its namespace must exist and not be terminating.
+ */
 export function storeOf(env: Env, def: KindDefinition): Store {
-  return BACKENDS[def.storage](env, def);
+  const backend = BACKENDS[def.storage](env, def);
+  if (!def.namespaced) return backend;
+  return {
+    ...backend,
+    async write(namespace, name, req, opts) {
+      if (admitsNamespace(def, req)) await admitNamespace(env, def, namespace, name, req, async () => name !== undefined && name !== "" && (await backend.get(namespace, name)) !== null);
+      return backend.write(namespace, name, req, opts);
+    },
+  };
 }

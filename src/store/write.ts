@@ -190,7 +190,7 @@ async function commitWithRetries(
     // as the apiserver rewrites stale objects on update (src/k8s/encryption.ts).
     if (next === current && !(current && needsRewrite(current))) return { committed: null, unchanged: current, created };
     if (next && def.finalize) await def.finalize(next, current, ctx);
-    const settled = settleDeletion(next);
+    const settled = settleDeletion(next, def);
     const storeKey = { namespace: key.namespace, name: (settled ?? next ?? current)!.metadata.name };
     try {
       return { committed: await commitChange(env, def, storeKey, current, settled, now, undefined, grouped), created, now };
@@ -253,7 +253,7 @@ async function writeChunk(env: Env, def: KindDefinition, writes: ManyWrite[], of
       continue;
     }
     if (next && def.finalize) await def.finalize(next, current, ctx);
-    const settled = settleDeletion(next);
+    const settled = settleDeletion(next, def);
     const storeKey = { namespace: key.namespace, name: (settled ?? next ?? current)!.metadata.name };
     const { item, owed } = prepareCommit(db, def, storeKey, current, settled, now);
     items.push(item);

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
-import { admin, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { admin, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { MC, waitFor } from "../e2e/support.ts";
 import { flotilla } from "./support.ts";
 
@@ -87,7 +87,12 @@ describe("flotilla: clustersets, placements, decisions and works (real hub)", ()
       expect(missing.stderr).toContain("required option '--clusters <names>' not specified");
     });
 
-    it("bind creates the ManagedClusterSetBinding; binding again is fine", async () => {
+    it("bind creates the ManagedClusterSetBinding once the namespace exists; binding again is fine", async () => {
+      const early = await flotilla(["clusterset", "bind", "east", "--namespace", "apps"], { hub });
+      expect(early.code).toBe(1);
+      expect(early.stderr).toContain('namespaces "apps" not found');
+      expect(early.stderr).toContain("Hint: namespace apps does not exist; create it first with `kubectl create namespace apps`");
+      await createNamespaces(hub, "apps");
       const r = await flotilla(["clusterset", "bind", "east", "--namespace", "apps"], { hub });
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toContain("clusterset east bound to namespace apps");

@@ -24,7 +24,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { admin, createBootstrapToken, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { descendants } from "../../scripts/proc.mjs";
 import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "../e2e/support.ts";
 
@@ -157,6 +157,7 @@ describe("kill -9 of workerd during a burst of writes, restart on the same state
     }, 120_000);
     // From here on the agents hold only their own keys: nothing can register with this token.
     expect((await admin(hub, "DELETE", `/apis/flotilla.dev/v1alpha1/bootstraptokens/${token.split(".")[0]}`)).status).toBe(200);
+    await createNamespaces(hub, NS);
     const binding = { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } };
     expect((await admin(hub, "POST", `${G}/v1beta2/namespaces/${NS}/managedclustersetbindings`, binding)).status).toBe(201);
     for (let i = 0; i < 3; i++) {

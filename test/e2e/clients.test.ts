@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { CustomObjectsApi, KubeConfig, makeInformer, Watch, type KubernetesObject } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { admin, hubFetch, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { admin, createNamespaces, hubFetch, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { waitFor } from "./support.ts";
 
 const run = promisify(execFile);
@@ -86,7 +86,7 @@ describe("the Python client (python3-kubernetes)", () => {
   });
 
   it("creates, lists by label, merge- and JSON-patches, deletes and deletes a collection", async () => {
-    expect(await python("crud")).toEqual({ selected: ["p1", "p2"], merged: 2, jsonPatched: 3, collectionDeleted: ["p1", "p2"], left: [] });
+    expect(await python("crud")).toEqual({ namespace: { phase: "Active", finalizers: ["kubernetes"] }, selected: ["p1", "p2"], merged: 2, jsonPatched: 3, collectionDeleted: ["p1", "p2"], left: [] });
   });
 
   it("lists through the dynamic client with a set-based selector", async () => {
@@ -173,6 +173,7 @@ describe("kubectl's less common paths", () => {
   });
 
   it("patches with --type=json, deletes by label, and reads YAML", async () => {
+    await kubectl("create", "namespace", "kns");
     const placement = file("kp.yaml", "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: kp\n  namespace: kns\n  labels:\n    app: x\nspec:\n  numberOfClusters: 1\n");
     await kubectl("apply", "-f", placement);
     await kubectl("patch", "placement", "kp", "-n", "kns", "--type=json", "-p", '[{"op":"replace","path":"/spec/numberOfClusters","value":4}]');
@@ -186,8 +187,44 @@ describe("kubectl's less common paths", () => {
   });
 });
 
+describe("kubectl and namespaces (core v1)", () => {
+  it("get, create and delete namespace: the built-in ones, STATUS and AGE, NotFound in a missing one, content deleted with it", async () => {
+    const listed = (await kubectl("get", "namespaces")).stdout;
+    expect(listed.split("\n")[0]).toMatch(/^NAME\s+STATUS\s+AGE$/);
+    for (const ns of ["default", "kube-node-lease", "kube-public", "kube-system"]) expect(listed).toMatch(new RegExp(`^${ns}\\s+Active\\s+\\d+[smhd]`, "m"));
+    const placement = file("team.yaml", "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: tp\n  namespace: team-x\nspec:\n  numberOfClusters: 1\n");
+    const missing = await kubectl("apply", "-f", placement).then(
+      () => "",
+      (e: { stderr?: string }) => String(e.stderr),
+    );
+    expect(missing).toContain('namespaces "team-x" not found');
+    expect((await kubectl("create", "namespace", "team-x")).stdout).toBe("namespace/team-x created\n");
+    expect((await kubectl("get", "ns", "team-x", "-o", "jsonpath={.status.phase} {.spec.finalizers[0]} {.metadata.labels.kubernetes\\.io/metadata\\.name}")).stdout).toBe("Active kubernetes team-x");
+    expect((await kubectl("apply", "-f", placement)).stdout).toContain("placement.cluster.open-cluster-management.io/tp created");
+    // Client-side apply of an existing namespace sends a strategic merge patch, as for every core kind.
+    const nsFile = (team: string) => file(`ns-${team}.yaml`, `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-x\n  labels:\n    team: ${team}\n`);
+    expect((await kubectl("apply", "-f", nsFile("blue"))).stdout).toContain("namespace/team-x configured");
+    expect((await kubectl("apply", "-f", nsFile("green"))).stdout).toContain("namespace/team-x configured");
+    expect((await kubectl("get", "ns", "team-x", "-o", "jsonpath={.metadata.labels.team}")).stdout).toBe("green");
+    // kubectl's typed create of a core kind sends protobuf.
+    expect((await kubectl("create", "secret", "generic", "hook", "-n", "team-x", "--from-literal=token=s3cret")).stdout).toBe("secret/hook created\n");
+    expect((await kubectl("get", "secret", "hook", "-n", "team-x", "-o", "jsonpath={.data.token}")).stdout).toBe(btoa("s3cret"));
+    // kubectl delete waits until the namespace is gone, its Placement with it.
+    expect((await kubectl("delete", "namespace", "team-x", "--timeout=60s")).stdout).toContain('namespace "team-x" deleted');
+    expect((await admin(hub, "GET", "/api/v1/namespaces/team-x")).status).toBe(404);
+    expect((await admin(hub, "GET", "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/team-x/placements/tp")).status).toBe(404);
+    expect((await admin(hub, "GET", "/api/v1/namespaces/team-x/secrets/hook")).status).toBe(404);
+    const immortal = await kubectl("delete", "namespace", "default").then(
+      () => "",
+      (e: { stderr?: string }) => String(e.stderr),
+    );
+    expect(immortal).toContain('Error from server (Forbidden): namespaces "default" is forbidden: this namespace may not be deleted');
+  });
+});
+
 describe("kubectl's everyday verbs on an OCM kind", () => {
   it("apply (client- and server-side), diff, replace, edit, label, annotate, describe, wait, create, delete --all", async () => {
+    expect((await kubectl("create", "namespace", "kv")).stdout).toContain("namespace/kv created");
     const yaml = (n: number) => `apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: kv\n  namespace: kv\nspec:\n  numberOfClusters: ${n}\n`;
     const one = file("kv1.yaml", yaml(1));
     expect((await kubectl("apply", "-f", one)).stdout).toContain("placement.cluster.open-cluster-management.io/kv created");
@@ -227,6 +264,7 @@ describe("kubectl's everyday verbs on an OCM kind", () => {
   });
 
   it("get -w streams a change", async () => {
+    await kubectl("create", "ns", "kw");
     const watcher = spawn("kubectl", ["--kubeconfig", kubeconfig, "get", "placements", "-n", "kw", "-w", "--output-watch-events"], { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     watcher.stdout.on("data", (d: Buffer) => (out += d.toString()));
@@ -244,6 +282,8 @@ describe("kubectl's everyday verbs on an OCM kind", () => {
 describe("API machinery over HTTP, as client-go and GitOps tools send it", () => {
   const PLS = "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/am/placements";
   const auth = () => ({ authorization: `Bearer ${hub.adminToken}` });
+
+  beforeAll(() => createNamespaces(hub, "am", "gc"));
 
   it("YAML in and out, metadata-only lists, the watch-list bookmark, a selector with empty values", async () => {
     const created = await hubFetch(hub, "POST", PLS, { ...auth(), "content-type": "application/yaml", accept: "application/yaml" }, "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: am1\n  labels:\n    x: a\n");

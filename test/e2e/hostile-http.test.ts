@@ -11,7 +11,7 @@
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../../agent/src/credentials.ts";
-import { admin, createBootstrapToken, hubFetch, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { admin, createBootstrapToken, createNamespaces, hubFetch, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { MC } from "./support.ts";
 
 const FIFTY_MB = 50 * 1024 * 1024;
@@ -60,6 +60,7 @@ describe("hostile input over real HTTP (wrangler dev)", () => {
   beforeAll(async () => {
     hub = await startHub();
     bootstrap = await createBootstrapToken(hub);
+    await createNamespaces(hub, "apps");
     const secret = await admin(hub, "POST", "/api/v1/namespaces/apps/secrets", { apiVersion: "v1", kind: "Secret", metadata: { name: "hook" }, stringData: { token: "s3cret" } });
     expect(secret.status).toBe(201);
     const placement = await admin(hub, "POST", "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/apps/placements", { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "web" }, spec: {} });

@@ -69,6 +69,11 @@ describe("kubectl against the hub", () => {
     const placement = file(
       "placement.yaml",
       [
+        "apiVersion: v1",
+        "kind: Namespace",
+        "metadata:",
+        "  name: apps",
+        "---",
         "apiVersion: cluster.open-cluster-management.io/v1beta2",
         "kind: ManagedClusterSet",
         "metadata:",

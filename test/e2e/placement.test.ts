@@ -7,7 +7,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { admin, createBootstrapToken, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
@@ -35,6 +35,7 @@ describe("placement decisions follow the fleet (wrangler dev + agent processes)"
 
   it("schedules, moves work off a tainted cluster and off a cluster whose lease expired", async () => {
     expect((await admin(hub, "POST", `${G}/v1beta2/managedclustersets`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "fleet" } })).status).toBe(201);
+    await createNamespaces(hub, "apps");
     expect((await admin(hub, "POST", `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "fleet" }, spec: { clusterSet: "fleet" } })).status).toBe(201);
 
     // A cluster created by the admin, its status written through the status subresource.

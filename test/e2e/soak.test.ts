@@ -8,7 +8,7 @@
  * so a failing run is replayed with the seed it printed: `SOAK_SEED=<seed> npm run soak`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { hubFetch, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { createNamespaces, hubFetch, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { adminCall, appliedStatus, autoApproveToken, manifestWork, PATHS, registerAgent, ServerErrors, statusOf, tokenOf, type LoadAgent } from "./load.ts";
 import { merge } from "./support.ts";
 import { rng } from "../unit/fleet.ts";
@@ -33,6 +33,7 @@ describe(`randomised soak of writers, agents and watches (wrangler dev, ${SECOND
   beforeAll(async () => {
     console.log(`soak: seed ${SEED} (replay with SOAK_SEED=${SEED}), ${SECONDS} s`);
     hub = await startHub({ graceMultiplier: 100 });
+    await createNamespaces(hub, NS);
     const token = await autoApproveToken(hub);
     for (let i = 0; i < AGENTS; i++) agents.push(await registerAgent(hub, token, `soak-${i}`));
   });

@@ -9,7 +9,7 @@
  * as hung and the key then answered 500 until the hub restarted.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startHub, type Hub } from "../../scripts/hub-process.ts";
+import { createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { adminCall, appliedStatus, autoApproveToken, manifestWork, PATHS, pool, registerAgent, ServerErrors, statusOf, tokenOf, type LoadAgent } from "./load.ts";
 import { merge } from "./support.ts";
 
@@ -24,6 +24,7 @@ describe("concurrent writers never wedge an object (wrangler dev)", () => {
   beforeAll(async () => {
     // A lease grace of 100 durations: the one heartbeat keeps the cluster Available through the run.
     hub = await startHub({ graceMultiplier: 100 });
+    await createNamespaces(hub, NS);
     agent = await registerAgent(hub, await autoApproveToken(hub), "wedge-c1");
   });
 

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { agentKeys, call, createToken, MC, MCSET, register, snapshot, TOKENS, type AgentKeys, type CallOptions } from "./helpers.ts";
+import { agentKeys, call, createNamespaces, createToken, MC, MCSET, register, snapshot, TOKENS, type AgentKeys, type CallOptions } from "./helpers.ts";
 
 const mc = (metadata: Record<string, unknown>, spec: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) => ({
   apiVersion: "cluster.open-cluster-management.io/v1",
@@ -23,6 +23,7 @@ interface Case {
 let victim: { keys: AgentKeys; token: string; rv: string; uid: string };
 
 beforeAll(async () => {
+  await createNamespaces("apps", "msgs");
   const token = await createToken({ autoApprove: true });
   const { keys } = await register(token, "victim", "id-victim");
   await call("POST", "/agent/v1/clusters/victim/heartbeat", { healthy: true }, { token: await keys.sign("victim") });

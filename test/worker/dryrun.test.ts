@@ -1,12 +1,14 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
-import { call, MC } from "./helpers.ts";
+import { beforeAll, describe, expect, it } from "vitest";
+import { call, createNamespaces, MC } from "./helpers.ts";
 
 const PLACEMENTS = "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/dry/placements";
 const placement = (name: string, spec: Record<string, unknown> = {}) => ({ apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name }, spec });
 const rows = async () => JSON.stringify((await env.DB.prepare("SELECT resource, namespace, name, resource_version FROM objects ORDER BY 1, 2, 3").all()).results);
 
 describe("dryRun=All", () => {
+  beforeAll(() => createNamespaces("dry"));
+
   it("answers a create, patch and delete with the would-be object and stores nothing", async () => {
     expect((await call("POST", PLACEMENTS, placement("kept", { numberOfClusters: 1 }))).status).toBe(201);
     const before = await rows();

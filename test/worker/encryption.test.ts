@@ -4,13 +4,13 @@
  * never the data.
  */
 import { env, exports } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { writeStored } from "../../src/store/write.ts";
 import { keyringOf } from "../../src/k8s/encryption.ts";
 import { ApiError } from "../../src/k8s/errors.ts";
 import { database, getObject, needsRewrite } from "../../src/k8s/store.ts";
 import { SecretKind } from "../../src/kinds/secret.ts";
-import { call } from "./helpers.ts";
+import { call, createNamespaces } from "./helpers.ts";
 
 const SECRETS = (ns: string) => `/api/v1/namespaces/${ns}/secrets`;
 const PLAIN = "correct-horse-battery-staple";
@@ -28,6 +28,8 @@ async function rows(ns: string, name: string): Promise<{ object: string | undefi
 const secret = (name: string, fields: Record<string, unknown>, labels: Record<string, string> = {}) => ({ apiVersion: "v1", kind: "Secret", metadata: { name, labels }, ...fields });
 
 describe("Secrets at rest", () => {
+  beforeAll(() => createNamespaces("enc", "moved", "lost"));
+
   it("stores data sealed (object and event rows), serves it opened on get, list and watch, keeps metadata queryable", async () => {
     const created = await call("POST", SECRETS("enc"), secret("db", { stringData: { password: PLAIN } }, { app: "db" }));
     expect(created.status).toBe(201);

@@ -4,8 +4,8 @@
  */
 import { applyD1Migrations } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
-import { call, MC, MCSET } from "./helpers.ts";
+import { beforeAll, describe, expect, it } from "vitest";
+import { call, createNamespaces, MC, MCSET } from "./helpers.ts";
 
 const PL = (ns: string) => `/apis/cluster.open-cluster-management.io/v1beta1/namespaces/${ns}/placements`;
 const merge = { contentType: "application/merge-patch+json" };
@@ -31,6 +31,8 @@ const refTo = (owner: { apiVersion: string; kind: string; metadata: { name: stri
   uid: owner.metadata.uid,
   ...(block ? { blockOwnerDeletion: true } : {}),
 });
+
+beforeAll(() => createNamespaces("gc1", "gc2", "gc3", "gc4", "gc5", "gcu"));
 
 describe("garbage collection by ownerReferences", () => {
   it("Background (the default): deleting the owner deletes its dependents", async () => {

@@ -164,3 +164,18 @@ export async function withClockAhead<T>(aheadMs: number, fn: () => Promise<T>): 
     clock.now = real;
   }
 }
+
+/** The core v1 Namespaces collection. */
+export const NAMESPACES = "/api/v1/namespaces";
+
+/**
+ * Creates namespaces (as a user does before creating objects in them: NamespaceLifecycle refuses a
+ * create in one that does not exist); one that exists already is fine.
+ * @throws Error when the hub refuses a create for another reason
+ */
+export async function createNamespaces(...names: string[]): Promise<void> {
+  for (const name of names) {
+    const r = await call("POST", NAMESPACES, { apiVersion: "v1", kind: "Namespace", metadata: { name } });
+    if (r.status !== 201 && !(r.status === 409 && r.body?.reason === "AlreadyExists")) throw new Error(`creating namespace ${name}: ${r.status} ${JSON.stringify(r.body)}`);
+  }
+}

@@ -15,7 +15,7 @@ import { HeartbeatSchema, RegisterSchema, RotateKeySchema } from "../../src/agen
 import { MAX_NESTING_DEPTH } from "../../src/k8s/decode.ts";
 import { apiVersionOf, type KindDefinition } from "../../src/k8s/kind.ts";
 import { KINDS } from "../../src/kinds/index.ts";
-import { agentKeys, call, createToken, register, snapshot, type AgentKeys, type CallOptions } from "./helpers.ts";
+import { agentKeys, call, createNamespaces, createToken, register, snapshot, type AgentKeys, type CallOptions } from "./helpers.ts";
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 type Path = (string | number)[];
@@ -70,6 +70,7 @@ const FIXTURE: Record<string, string> = {
   BootstrapToken: "", // its generated name, set in beforeAll
   WebhookReceiver: "hook",
   Secret: "hook",
+  Namespace: "hns",
 };
 const fixtureName = (def: KindDefinition) => FIXTURE[def.kind]!;
 const member = (def: KindDefinition) => `${collection(def)}/${fixtureName(def)}`;
@@ -310,7 +311,9 @@ for (const def of KINDS.filter((d) => !d.systemOwned)) {
   create("a text/plain body", valid(def, freshName()), 415, "UnsupportedMediaType", undefined, { contentType: "text/plain" });
   create("a YAML body of another kind", "apiVersion: example.com/v9\nkind: Pod\nmetadata:\n  name: x\n", 400, "BadRequest", "apiVersion", { contentType: "application/yaml" });
   create("a YAML body that is not YAML", undefined, 400, "BadRequest", undefined, { contentType: "application/yaml", raw: "metadata: [1, 2\n" });
-  create("a protobuf body", "x", 415, "UnsupportedMediaType", undefined, { contentType: "application/vnd.kubernetes.protobuf" });
+  // The core kinds take Kubernetes' protobuf encoding (kubectl's typed clients send it): a body that is not it is 400.
+  if (def.group === "") create("a protobuf body without the envelope", "x", 400, "BadRequest", undefined, { contentType: "application/vnd.kubernetes.protobuf" });
+  else create("a protobuf body", "x", 415, "UnsupportedMediaType", undefined, { contentType: "application/vnd.kubernetes.protobuf" });
   add({ name: `${k}: create with fieldValidation=Lenient`, method: "POST", path: `${coll}?fieldValidation=Lenient`, body: valid(def, freshName()), status: 400, reason: "BadRequest", field: "fieldValidation" });
   add({ name: `${k}: create with dryRun=Some`, method: "POST", path: `${coll}?dryRun=Some`, body: valid(def, freshName()), status: 400, reason: "BadRequest", field: "dryRun" });
   add({ name: `${k}: POST to a named object`, method: "POST", path: `${coll}/x`, body: valid(def, "x"), status: 405, reason: "MethodNotAllowed" });
@@ -375,9 +378,11 @@ for (const def of KINDS.filter((d) => !d.systemOwned)) {
   patch("an unknown field", { bogus: 1 }, 400, "BadRequest", "bogus");
   patch("a 4 MiB body", { metadata: { annotations: { big: "x".repeat(4 * 1024 * 1024) } } }, 413, "RequestEntityTooLarge");
   patch("an absent object", { metadata: {} }, 404, "NotFound", undefined, { contentType: MERGE }, () => `${coll}/absent`);
-  for (const contentType of ["application/strategic-merge-patch+json", "application/json", "text/plain"]) {
+  // The core kinds take strategic merge patches (as kube-apiserver's built-in kinds), which must be objects.
+  for (const contentType of [...(def.group === "" ? [] : ["application/strategic-merge-patch+json"]), "application/json", "text/plain"]) {
     add({ name: `${k}: PATCH as ${contentType}`, method: "PATCH", path: obj, body: [{ op: "add", path: "/metadata/labels", value: {} }], opts: { contentType }, status: 415, reason: "UnsupportedMediaType" });
   }
+  if (def.group === "") add({ name: `${k}: a strategic merge patch that is an array`, method: "PATCH", path: obj, body: [{ op: "add", path: "/metadata/labels", value: {} }], opts: { contentType: "application/strategic-merge-patch+json" }, status: 400, reason: "BadRequest" });
   const jsonPatch = (name: string, body: unknown, status: number, field?: string) =>
     add({ name: `${k}: JSON patch ${name}`, method: "PATCH", path: obj, body, opts: { contentType: "application/json-patch+json" }, status, reason: status === 400 ? "BadRequest" : "Invalid", field });
   jsonPatch("that is an object", { op: "add", path: "/metadata/labels", value: {} }, 400);
@@ -650,13 +655,14 @@ async function must(r: Promise<{ status: number; body: Json }>, ...ok: number[])
 }
 
 beforeAll(async () => {
+  await createNamespaces(NS);
   sampleKey = (await agentKeys()).publicJwk;
   bootstrap = await createToken({ autoApprove: true });
   const reg = await register(bootstrap, CLUSTER, `id-${CLUSTER}`);
   keys = reg.keys;
   await must(call("POST", `${AGENT}/heartbeat`, { healthy: true }, { token: await keys.sign(CLUSTER) }), 200);
   FIXTURE.BootstrapToken = bootstrap.split(".")[0]!;
-  for (const kind of ["ManagedClusterSet", "ManagedClusterSetBinding", "Secret", "Placement", "AddOnPlacementScore", "ManifestWork", "ManifestWorkReplicaSet", "WebhookReceiver"]) {
+  for (const kind of ["Namespace", "ManagedClusterSet", "ManagedClusterSetBinding", "Secret", "Placement", "AddOnPlacementScore", "ManifestWork", "ManifestWorkReplicaSet", "WebhookReceiver"]) {
     const def = byKind(kind);
     await must(call("POST", collection(def), valid(def, fixtureName(def))), 201);
   }

@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { database, listPage } from "../../src/k8s/store.ts";
 import { ManagedClusterKind } from "../../src/kinds/managedcluster.ts";
 import { PlacementKind } from "../../src/kinds/placement.ts";
-import { call, MC } from "./helpers.ts";
+import { call, createNamespaces, MC } from "./helpers.ts";
 
 const PL = "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/idx/placements";
 const merge = { contentType: "application/merge-patch+json" };
@@ -17,6 +17,7 @@ const indexed = async (name: string) =>
   (await env.DB.prepare("SELECT key, value FROM labels WHERE resource = 'cluster.open-cluster-management.io/placements' AND namespace = 'idx' AND name = ? ORDER BY key").bind(name).all()).results;
 
 beforeAll(async () => {
+  await createNamespaces("idx");
   // 200 Placements, 10 of them labelled tier=gold (every 20th), all labelled n=<i % 3>.
   for (let i = 0; i < 200; i += 20) {
     await Promise.all(

@@ -3,11 +3,12 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { awaitResourceVersion, database, FUTURE_RESOURCE_VERSION_WAIT_MS, LIST_CHUNK_ROWS, listPage } from "../../src/k8s/store.ts";
 import { clock } from "../../src/clock.ts";
 import { PlacementKind } from "../../src/kinds/placement.ts";
-import { call, MC } from "./helpers.ts";
+import { call, createNamespaces, MC } from "./helpers.ts";
 
 const PLACEMENTS = "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/paging/placements";
 
 beforeAll(async () => {
+  await createNamespaces("paging", "pg", "pg-x");
   for (const name of ["p-c", "p-a", "p-e", "p-b", "p-d"]) {
     const r = await call("POST", PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name }, spec: {} });
     expect(r.status).toBe(201);

@@ -2,9 +2,11 @@
  * API machinery as kube-apiserver answers it, for what standard clients send: boolean query
  * parameters, discovery paths with a trailing slash, selector syntax apimachinery accepts.
  */
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { exports } from "cloudflare:workers";
-import { call, MC } from "./helpers.ts";
+import { call, createNamespaces, MC } from "./helpers.ts";
+
+beforeAll(() => createNamespaces("jp", "yml", "dc", "dcf", "meta"));
 
 const get = (path: string) => exports.default.fetch(`https://hub.test${path}`, { headers: { authorization: "Bearer test-admin-token" } });
 
@@ -266,7 +268,13 @@ describe("aggregated discovery (apidiscovery.k8s.io/v2)", () => {
   it("answers /api with the core group, and the plain documents without the aggregated Accept", async () => {
     const core = await call("GET", "/api", undefined, { headers: { accept: ACCEPT } });
     expect(core.body.items).toHaveLength(1);
-    expect(core.body.items[0].versions[0]).toMatchObject({ version: "v1", resources: [expect.objectContaining({ resource: "secrets", scope: "Namespaced" })] });
+    expect(core.body.items[0].versions[0]).toMatchObject({
+      version: "v1",
+      resources: [
+        expect.objectContaining({ resource: "namespaces", scope: "Cluster", shortNames: ["ns"], subresources: [{ subresource: "finalize", responseKind: { group: "", version: "v1", kind: "Namespace" }, verbs: ["update"] }, expect.objectContaining({ subresource: "status" })] }),
+        expect.objectContaining({ resource: "secrets", scope: "Namespaced" }),
+      ],
+    });
     expect((await call("GET", "/apis")).body.kind).toBe("APIGroupList");
     expect((await call("GET", "/api")).body.kind).toBe("APIVersions");
     // v2beta1 alone is served too; a JSON-first Accept keeps the plain list.

@@ -15,7 +15,7 @@ import { writeStored } from "../../src/store/write.ts";
 import type { Env } from "../../src/env.ts";
 import { triggerForChange } from "../../src/placement/changes.ts";
 import { RESYNC_INTERVAL_MS } from "../../durable-objects/scheduler.ts";
-import { agentKeys, call, condition, createToken, MC, MCSET, register, scheduled, withClockAhead } from "./helpers.ts";
+import { agentKeys, call, condition, createNamespaces, createToken, MC, MCSET, register, scheduled, withClockAhead } from "./helpers.ts";
 import { waitFor } from "../wait.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
@@ -46,6 +46,7 @@ async function decided(ns: string, placement: string): Promise<string[]> {
 }
 
 beforeAll(async () => {
+  await createNamespaces("apps", "bulk");
   const set = await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "prod" } });
   expect(set.status).toBe(201);
   const cs = "cluster.open-cluster-management.io/clusterset";

@@ -4,7 +4,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, condition, MC, MCSET } from "./helpers.ts";
+import { call, condition, createNamespaces, MC, MCSET } from "./helpers.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const W = "/apis/work.open-cluster-management.io";
@@ -72,6 +72,7 @@ async function waitFor(check: () => Promise<boolean>, ms = 8000) {
 }
 
 beforeAll(async () => {
+  await createNamespaces("apps", "roll", "grp", "slow");
   expect((await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "fleet" } })).status).toBe(201);
   for (const c of ["c1", "c2", "c3"]) await cluster(c, { [CS]: "fleet", app: "web" });
   await cluster("c4", { [CS]: "fleet", app: "other" });

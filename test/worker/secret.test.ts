@@ -1,6 +1,6 @@
 import { env, exports } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
-import { call } from "./helpers.ts";
+import { beforeAll, describe, expect, it } from "vitest";
+import { call, createNamespaces } from "./helpers.ts";
 
 const SECRETS = (ns: string) => `/api/v1/namespaces/${ns}/secrets`;
 const merge = { contentType: "application/merge-patch+json" };
@@ -8,6 +8,8 @@ const secret = (name: string, fields: Record<string, unknown> = {}, metadata: Re
 const b64 = (s: string) => btoa(s);
 
 describe("core Secret: /api/v1/namespaces/{ns}/secrets", () => {
+  beforeAll(() => createNamespaces("apps", "crud", "imm", "table"));
+
   it("creates from stringData: merged into data base64-encoded, never stored or served, type defaults to Opaque", async () => {
     const r = await call("POST", SECRETS("apps"), secret("hook", { stringData: { token: "s3cret", greeting: "çödé" } }));
     expect(r.status).toBe(201);

@@ -1,12 +1,12 @@
 /**
- * An old hub upgraded: the migrations applied to a D1 database that holds what the previous
- * release wrote (its schema without the outbox, its rows) give a hub that answers as before and
- * writes as a fresh one does.
+ * An old hub upgraded: the migrations applied to a D1 database that holds what a previous
+ * release wrote (its schema without the outbox, its rows; or its objects without Namespaces)
+ * give a hub that answers as before and writes as a fresh one does.
  */
 import { applyD1Migrations } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { call, condition, MC } from "./helpers.ts";
+import { call, condition, createNamespaces, MC, NAMESPACES } from "./helpers.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const PLACEMENTS = `${G}/v1beta1/namespaces/apps/placements`;
@@ -29,6 +29,7 @@ describe("upgrade from the previous release's database", () => {
   it("applies the new migrations over existing data; the hub answers the same and writes as a fresh one", async () => {
     // What the previous release's hub stored: a cluster with status, a set and binding, a
     // scheduled Placement, a ManifestWork (the rows are the same as this release writes).
+    await createNamespaces("apps");
     expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "up1", labels: { env: "prod" } }, spec: { hubAcceptsClient: true } })).status).toBe(201);
     const available = { type: "ManagedClusterConditionAvailable", status: "True", reason: "Test", message: "", lastTransitionTime: "2026-01-01T00:00:00Z" };
     expect((await call("PATCH", `${MC}/up1/status`, { status: { conditions: [available] } }, merge)).status).toBe(200);
@@ -59,6 +60,54 @@ describe("upgrade from the previous release's database", () => {
     expect((await call("PATCH", `${MC}/up1`, { metadata: { labels: { upgraded: "yes" } } }, merge)).status).toBe(200);
     expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox").first<{ n: number }>())!.n).toBe(0);
   });
+
+  it("gives an upgraded hub's data its namespaces: the built-in ones, each cluster's and each holding objects", async () => {
+    // What the previous main stored: the same rows, and no Namespace objects at all.
+    expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "up2" }, spec: { hubAcceptsClient: true } })).status).toBe(201);
+    await createNamespaces("legacy");
+    const p2 = `${G}/v1beta1/namespaces/legacy/placements`;
+    expect((await call("POST", p2, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "kept" }, spec: {} })).status).toBe(201);
+    const w2 = "/apis/work.open-cluster-management.io/v1/namespaces/up2/manifestworks";
+    const work = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name: "w" }, spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", namespace: "default" } }] } } };
+    expect((await call("POST", w2, work)).status).toBe(201);
+    await env.DB.prepare("DELETE FROM labels WHERE resource = '/namespaces'").run();
+    await env.DB.prepare("DELETE FROM objects WHERE resource = '/namespaces'").run();
+    await env.DB.prepare("DELETE FROM d1_migrations WHERE name = ?").bind("0007_namespaces.sql").run();
+    expect((await call("GET", NAMESPACES)).body.items).toEqual([]);
+    const before = await everything();
+    const held = { placements: (await call("GET", p2)).body.items, works: (await call("GET", w2)).body.items };
+
+    await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
+
+    // It answers as before, and the namespaces exist, Active, as kube-apiserver makes them.
+    expect(await everything()).toEqual(before);
+    expect({ placements: (await call("GET", p2)).body.items, works: (await call("GET", w2)).body.items }).toEqual(held);
+    const list = (await call("GET", NAMESPACES)).body;
+    const names = list.items.map((n: { metadata: { name: string } }) => n.metadata.name);
+    expect(names).toEqual(expect.arrayContaining(["apps", "default", "kube-node-lease", "kube-public", "kube-system", "legacy", "up1", "up2"]));
+    const up2 = list.items.find((n: { metadata: { name: string } }) => n.metadata.name === "up2");
+    expect(up2).toMatchObject({ apiVersion: "v1", kind: "Namespace", spec: { finalizers: ["kubernetes"] }, status: { phase: "Active" } });
+    expect(up2.metadata.labels).toEqual({ "kubernetes.io/metadata.name": "up2", "open-cluster-management.io/cluster-name": "up2" });
+    expect(up2.metadata.uid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(new Date(up2.metadata.creationTimestamp).getTime()).toBeGreaterThan(0);
+    // Each its own resourceVersion, all at or below the collection's.
+    const rvs = list.items.map((n: { metadata: { resourceVersion: string } }) => Number(n.metadata.resourceVersion));
+    expect(new Set(rvs).size).toBe(rvs.length);
+    expect(Math.max(...rvs)).toBeLessThanOrEqual(Number(list.metadata.resourceVersion));
+    // The label index knows them.
+    const byCluster = (await call("GET", `${NAMESPACES}?labelSelector=open-cluster-management.io/cluster-name%3Dup2`)).body.items;
+    expect(byCluster.map((n: { metadata: { name: string } }) => n.metadata.name)).toEqual(["up2"]);
+
+    // Writes work as on a fresh hub: in a namespace that exists, not in one that does not; a
+    // migrated namespace is deleted with its content.
+    expect((await call("POST", p2, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "new" }, spec: {} })).status).toBe(201);
+    expect((await call("POST", `${G}/v1beta1/namespaces/nowhere/placements`, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "new" }, spec: {} })).status).toBe(404);
+    expect((await call("DELETE", `${NAMESPACES}/legacy`)).status).toBe(200);
+    expect((await call("GET", `${NAMESPACES}/legacy`)).status).toBe(404);
+    expect((await call("GET", p2)).body.items).toEqual([]);
+    expect((await call("DELETE", `${NAMESPACES}/default`)).status).toBe(403);
+  });
+
   it("the lean outbox migration keeps the rows of writes in flight", async () => {
     await env.DB.prepare("DROP TABLE outbox").run();
     for (const m of NEW_MIGRATIONS) await env.DB.prepare("DELETE FROM d1_migrations WHERE name = ?").bind(m).run();

@@ -1,6 +1,6 @@
 import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, MC, MCSET, snapshot } from "./helpers.ts";
+import { call, createNamespaces, MC, MCSET, snapshot } from "./helpers.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const PLACEMENTS = (ns: string) => `${G}/v1beta1/namespaces/${ns}/placements`;
@@ -73,6 +73,7 @@ async function cluster(name: string, labels: Record<string, string>) {
 let releasePath = "";
 
 beforeAll(async () => {
+  await createNamespaces("apps");
   const s = await call("POST", SECRETS("apps"), { apiVersion: "v1", kind: "Secret", metadata: { name: "hook" }, stringData: { token: "s3cret" } });
   expect(s.status).toBe(201);
   expect((await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "hooks" } })).status).toBe(201);

@@ -8,7 +8,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_LEAVE_TIMEOUT_SECONDS, MAX_WORKS_WAITERS, WORKS_RETRY_AFTER_SECONDS, type ClusterObject } from "../../durable-objects/cluster.ts";
-import { agentKeys, call, condition, createToken, MC, register, withClockAhead, type AgentKeys } from "./helpers.ts";
+import { agentKeys, call, condition, createNamespaces, createToken, MC, register, withClockAhead, type AgentKeys } from "./helpers.ts";
 import { ClusterInfoSchema, HeartbeatAnswerSchema, LeftAnswerSchema, RotateKeyAnswerSchema, WorkStatusAnswerSchema, WorksAnswerSchema } from "../../src/agent/protocol.ts";
 import { waitFor } from "../wait.ts";
 
@@ -53,6 +53,7 @@ describe("ManifestWork validation", () => {
       [work("badfm", undefined, { manifestConfigs: [{ resourceIdentifier: { resource: "configmaps", name: "badfm", namespace: "default" }, updateStrategy: { type: "ServerSideApply", serverSideApply: { fieldManager: "someone" } } }] }), 422, "spec.manifestConfigs[0].updateStrategy.serverSideApply.fieldManager"],
       [work("badpolicy", undefined, { deleteOption: { propagationPolicy: "Sometimes" } }), 422, "spec.deleteOption.propagationPolicy"],
     ];
+    await createNamespaces("valid1");
     for (const [body, code, field] of cases) {
       const r = await call("POST", WORKS("valid1"), body);
       expect(r.status, JSON.stringify(r.body)).toBe(code);

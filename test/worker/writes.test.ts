@@ -6,7 +6,7 @@
  */
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { ClusterObject } from "../../durable-objects/cluster.ts";
 import { ClusterState, migrateState } from "../../durable-objects/cluster/state.ts";
 import { database, getObject } from "../../src/k8s/store.ts";
@@ -17,7 +17,7 @@ import { commitChange, writeStored } from "../../src/store/write.ts";
 import { deferOutboxDelete } from "../../src/store/outbox.ts";
 import { ManifestWorkKind } from "../../src/kinds/manifestwork.ts";
 import { SecretKind } from "../../src/kinds/secret.ts";
-import { call, condition, MC, silentD1 } from "./helpers.ts";
+import { call, condition, createNamespaces, MC, silentD1 } from "./helpers.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const PLACEMENTS = (ns: string) => `${G}/v1beta1/namespaces/${ns}/placements`;
@@ -41,6 +41,8 @@ async function concurrentLabelPatches(path: string): Promise<void> {
   const labels = (await call("GET", path)).body.metadata.labels;
   for (let i = 0; i < n; i++) expect(labels[`writer-${i}`], `label writer-${i}`).toBe("yes");
 }
+
+beforeAll(() => createNamespaces("race", "race1", "abandoned", "fresh", "crash"));
 
 describe("writes without a precondition retry until they apply", () => {
   it("50 concurrent merge patches on one Placement: all 200, all applied", async () => {

@@ -40,6 +40,9 @@ def crud():
     co = client.CustomObjectsApi(api)
     ns = "py"
     out = {}
+    # As a user does first: the namespace the objects go in.
+    created = client.CoreV1Api(api).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
+    out["namespace"] = {"phase": created.status.phase, "finalizers": created.spec.finalizers}
     for name, tier in (("p1", "web"), ("p2", "web"), ("p3", "db")):
         body = {"apiVersion": f"{GROUP}/v1beta1", "kind": "Placement", "metadata": {"name": name, "labels": {"tier": tier}}, "spec": {"numberOfClusters": 1}}
         co.create_namespaced_custom_object(GROUP, "v1beta1", ns, "placements", body)

@@ -1,0 +1,233 @@
+/**
+ * Request bodies in Kubernetes' protobuf encoding (`application/vnd.kubernetes.protobuf`), which
+ * kubectl's typed clients send for the core kinds (`kubectl create namespace`, `kubectl create
+ * secret`): the envelope apimachinery's protobuf serializer writes (`pkg/runtime/serializer/
+ * protobuf`: the 4-byte magic `k8s\0`, then a `runtime.Unknown` whose `raw` is the object's
+ * message), and the messages of the kinds the hub serves in the core group, decoded to the JSON
+ * object the rest of the write path takes (field numbers from `k8s.io/api/core/v1/generated.proto`
+ * and `k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto`). Go's encoder writes every
+ * non-pointer field, so empty strings, zero numbers and zero times are dropped, as the JSON
+ * encoding omits them. Unknown fields are skipped. Answers stay JSON (the client accepts it).
+ */
+import { badRequest } from "../k8s/errors.ts";
+
+type Json = Record<string, unknown>;
+
+/** The media type of Kubernetes' protobuf encoding. */
+export const PROTOBUF_MEDIA_TYPE = "application/vnd.kubernetes.protobuf";
+
+/** The magic prefix of an encoded object (`protobuf.serializer` `protoEncodingPrefix`). */
+const MAGIC = [0x6b, 0x38, 0x73, 0x00];
+
+/** One field read from a message: its number, wire type and value (a bigint for varints, bytes for length-delimited). */
+interface Field {
+  n: number;
+  wire: number;
+  varint?: bigint;
+  bytes?: Uint8Array;
+}
+
+const text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+
+/** The fields of one message, in order. @throws ApiError 400 for malformed bytes */
+function fields(buf: Uint8Array): Field[] {
+  const out: Field[] = [];
+  let i = 0;
+  const varint = (): bigint => {
+    let v = 0n;
+    for (let shift = 0n; shift < 70n; shift += 7n) {
+      if (i >= buf.length) throw badRequest("the protobuf body is truncated");
+      const b = buf[i++]!;
+      v |= BigInt(b & 0x7f) << shift;
+      if (b < 0x80) return v;
+    }
+    throw badRequest("the protobuf body holds a malformed varint");
+  };
+  while (i < buf.length) {
+    const key = Number(varint());
+    const n = key >>> 3;
+    const wire = key & 7;
+    if (wire === 0) out.push({ n, wire, varint: varint() });
+    else if (wire === 2) {
+      const len = Number(varint());
+      if (len < 0 || i + len > buf.length) throw badRequest("the protobuf body is truncated");
+      out.push({ n, wire, bytes: buf.subarray(i, i + len) });
+      i += len;
+    } else if (wire === 1) i += 8;
+    else if (wire === 5) i += 4;
+    else throw badRequest(`the protobuf body holds an unsupported wire type ${wire}`);
+    if (i > buf.length) throw badRequest("the protobuf body is truncated");
+  }
+  return out;
+}
+
+function str(f: Field): string {
+  try {
+    return text.decode(f.bytes ?? new Uint8Array());
+  } catch {
+    throw badRequest("the protobuf body holds a string that is not UTF-8");
+  }
+}
+
+function base64(bytes: Uint8Array): string {
+  let bin = "";
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return btoa(bin);
+}
+
+/** A `map<string, V>` entry (key 1, value 2). */
+function entry(f: Field, value: (v: Field) => unknown): [string, unknown] {
+  let k = "";
+  let v: unknown = "";
+  for (const e of fields(f.bytes!)) {
+    if (e.n === 1) k = str(e);
+    else if (e.n === 2) v = value(e);
+  }
+  return [k, v];
+}
+
+/** metav1.Time (`seconds` 1, `nanos` 2) as RFC 3339, or undefined for the zero time (an empty message). */
+function time(f: Field): string | undefined {
+  let seconds = 0n;
+  for (const t of fields(f.bytes!)) if (t.n === 1) seconds = BigInt.asIntN(64, t.varint ?? 0n);
+  if (f.bytes!.length === 0) return undefined;
+  return new Date(Number(seconds) * 1000).toISOString().replace(".000Z", "Z");
+}
+
+/** metav1.OwnerReference. */
+function ownerReference(buf: Uint8Array): Json {
+  const o: Json = {};
+  for (const f of fields(buf)) {
+    if (f.n === 1) o.kind = str(f);
+    else if (f.n === 3) o.name = str(f);
+    else if (f.n === 4) o.uid = str(f);
+    else if (f.n === 5) o.apiVersion = str(f);
+    else if (f.n === 6) o.controller = f.varint !== 0n;
+    else if (f.n === 7) o.blockOwnerDeletion = f.varint !== 0n;
+  }
+  return o;
+}
+
+/** metav1.ObjectMeta (managedFields are dropped: the hub ignores them). */
+function objectMeta(buf: Uint8Array): Json {
+  const m: Json = {};
+  const labels: Record<string, unknown> = {};
+  const annotations: Record<string, unknown> = {};
+  const finalizers: string[] = [];
+  const owners: Json[] = [];
+  const strings: Record<number, string> = { 1: "name", 2: "generateName", 3: "namespace", 4: "selfLink", 5: "uid", 6: "resourceVersion" };
+  for (const f of fields(buf)) {
+    if (strings[f.n] && f.wire === 2) {
+      const s = str(f);
+      if (s) m[strings[f.n]!] = s;
+    } else if (f.n === 7 && f.varint) m.generation = Number(BigInt.asIntN(64, f.varint));
+    else if ((f.n === 8 || f.n === 9) && f.bytes) {
+      const t = time(f);
+      if (t) m[f.n === 8 ? "creationTimestamp" : "deletionTimestamp"] = t;
+    } else if (f.n === 10 && f.varint !== undefined) m.deletionGracePeriodSeconds = Number(BigInt.asIntN(64, f.varint));
+    else if (f.n === 11) {
+      const [k, v] = entry(f, str);
+      labels[k] = v;
+    } else if (f.n === 12) {
+      const [k, v] = entry(f, str);
+      annotations[k] = v;
+    } else if (f.n === 13) owners.push(ownerReference(f.bytes!));
+    else if (f.n === 14) finalizers.push(str(f));
+  }
+  if (Object.keys(labels).length > 0) m.labels = labels;
+  if (Object.keys(annotations).length > 0) m.annotations = annotations;
+  if (owners.length > 0) m.ownerReferences = owners;
+  if (finalizers.length > 0) m.finalizers = finalizers;
+  return m;
+}
+
+/** core/v1 NamespaceCondition. */
+function namespaceCondition(buf: Uint8Array): Json {
+  const c: Json = {};
+  for (const f of fields(buf)) {
+    if (f.n === 1) c.type = str(f);
+    else if (f.n === 2) c.status = str(f);
+    else if (f.n === 4) c.lastTransitionTime = time(f);
+    else if (f.n === 5) c.reason = str(f);
+    else if (f.n === 6) c.message = str(f);
+  }
+  return c;
+}
+
+/** core/v1 Namespace: metadata 1, spec 2 (finalizers 1), status 3 (phase 1, conditions 2). */
+function namespace(buf: Uint8Array): Json {
+  const o: Json = {};
+  for (const f of fields(buf)) {
+    if (f.n === 1) o.metadata = objectMeta(f.bytes!);
+    else if (f.n === 2) {
+      const finalizers = fields(f.bytes!).filter((x) => x.n === 1).map(str);
+      o.spec = finalizers.length > 0 ? { finalizers } : {};
+    } else if (f.n === 3) {
+      const status: Json = {};
+      const conditions: Json[] = [];
+      for (const s of fields(f.bytes!)) {
+        if (s.n === 1 && str(s)) status.phase = str(s);
+        else if (s.n === 2) conditions.push(namespaceCondition(s.bytes!));
+      }
+      if (conditions.length > 0) status.conditions = conditions;
+      if (Object.keys(status).length > 0) o.status = status;
+    }
+  }
+  return o;
+}
+
+/** core/v1 Secret: metadata 1, data 2 (map of bytes, served base64), type 3, stringData 4, immutable 5. */
+function secret(buf: Uint8Array): Json {
+  const o: Json = {};
+  const data: Record<string, unknown> = {};
+  const stringData: Record<string, unknown> = {};
+  for (const f of fields(buf)) {
+    if (f.n === 1) o.metadata = objectMeta(f.bytes!);
+    else if (f.n === 2) {
+      const [k, v] = entry(f, (x) => base64(x.bytes ?? new Uint8Array()));
+      data[k] = v;
+    } else if (f.n === 3 && str(f)) o.type = str(f);
+    else if (f.n === 4) {
+      const [k, v] = entry(f, str);
+      stringData[k] = v;
+    } else if (f.n === 5) o.immutable = f.varint !== 0n;
+  }
+  if (Object.keys(data).length > 0) o.data = data;
+  if (Object.keys(stringData).length > 0) o.stringData = stringData;
+  return o;
+}
+
+/** The message decoders, by `<apiVersion>/<kind>`. */
+const DECODERS: Record<string, (raw: Uint8Array) => Json> = {
+  "v1/Namespace": namespace,
+  "v1/Secret": secret,
+};
+
+/** Whether a body of kind `kind` (in `apiVersion`) can be decoded from protobuf here. */
+export function decodesProtobuf(apiVersion: string, kind: string): boolean {
+  return `${apiVersion}/${kind}` in DECODERS;
+}
+
+/**
+ * Decodes a protobuf-encoded object (see the module comment) to its JSON form, with the
+ * `apiVersion` and `kind` its envelope names.
+ * @throws ApiError 400 for a body without the envelope, malformed bytes, or a kind not decoded here
+ */
+export function decodeProtobufObject(body: Uint8Array): Json {
+  if (body.length < 4 || MAGIC.some((b, i) => body[i] !== b)) throw badRequest("the protobuf body does not start with the Kubernetes envelope (k8s\\0)");
+  let apiVersion = "";
+  let kind = "";
+  let raw: Uint8Array | undefined;
+  for (const f of fields(body.subarray(4))) {
+    if (f.n === 1 && f.bytes) {
+      for (const t of fields(f.bytes)) {
+        if (t.n === 1) apiVersion = str(t);
+        else if (t.n === 2) kind = str(t);
+      }
+    } else if (f.n === 2) raw = f.bytes;
+    else if (f.n === 3 && f.bytes && f.bytes.length > 0) throw badRequest(`the protobuf body has a content encoding (${str(f)}) the hub does not take`);
+  }
+  const decode = DECODERS[`${apiVersion}/${kind}`];
+  if (!decode) throw badRequest(`the hub does not decode ${kind || "this kind"} (${apiVersion || "no apiVersion"}) from protobuf; send it as JSON`);
+  return { apiVersion, kind, ...decode(raw ?? new Uint8Array()) };
+}

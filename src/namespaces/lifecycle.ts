@@ -1,0 +1,70 @@
+/**
+ * NamespaceLifecycle, kube-apiserver's admission plugin
+ * (`k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle/admission.go`), for the writes of
+ * namespaced objects: a create in a namespace that does not exist is refused with the
+ * namespace's NotFound (404 `namespaces "X" not found`), one in a namespace being terminated with
+ * 403 Forbidden (`unable to create new content in namespace X because it is being terminated`,
+ * cause `NamespaceTerminating`). Deletes, updates and cluster-scoped kinds pass. The immortal
+ * namespaces' refusal is the Namespace kind's own (src/kinds/namespace.ts `validateDelete`).
+ *
+ * The store (src/store/store.ts `storeOf`) runs it before every create or apply of a namespaced
+ * kind, whoever writes through it: one indexed D1 read of the namespace. Two controllers write
+ * below the store and are not admitted: the replica set controller's ManifestWorks (in cluster
+ * namespaces, created with their clusters) and the scheduler's PlacementDecisions (in the
+ * namespace of their Placement, admitted when it was created); what they create in a namespace
+ * being deleted is deleted by the namespace controller's next pass (src/namespaces/controller.ts).
+ */
+import { ApiError, notFound } from "../k8s/errors.ts";
+import type { KindDefinition } from "../k8s/kind.ts";
+import { isJsonObject } from "../k8s/meta.ts";
+import { getObject } from "../k8s/store.ts";
+import type { WriteRequest } from "../k8s/write.ts";
+import { NamespaceKind, namespacePhase } from "../kinds/namespace.ts";
+import type { Env } from "../env.ts";
+import { store } from "../store/write.ts";
+
+/** The Status cause type of a create refused in a terminating namespace (`v1.NamespaceTerminatingCause`). */
+export const NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating";
+
+/** Whether NamespaceLifecycle looks at `req` on a kind: a create, or an apply (which may create), of a namespaced kind. */
+export function admitsNamespace(def: KindDefinition, req: WriteRequest): boolean {
+  return def.namespaced && (req.verb === "create" || (req.verb === "patch" && req.patchType === "apply" && req.subresource === undefined));
+}
+
+/** The name NamespaceLifecycle's refusal names: the body's name, else its generateName (admission's `extractResourceName`). */
+function nameOf(req: WriteRequest, name: string | undefined): string {
+  if (name) return name;
+  const body = req.verb === "create" ? req.body : undefined;
+  const meta = isJsonObject(body) && isJsonObject(body.metadata) ? body.metadata : {};
+  return typeof meta.name === "string" && meta.name ? meta.name : typeof meta.generateName === "string" ? meta.generateName : "";
+}
+
+/**
+ * The 403 of a create in a terminating namespace, exactly as kube-apiserver's: message
+ * `<plural>[.<group>] "<name>" is forbidden: unable to create new content in namespace <ns>
+ * because it is being terminated`, with the `NamespaceTerminating` cause on `metadata.namespace`.
+ */
+export function namespaceTerminating(def: KindDefinition, namespace: string, name: string): ApiError {
+  const resource = def.group ? `${def.plural}.${def.group}` : def.plural;
+  return new ApiError(403, "Forbidden", `${resource} ${JSON.stringify(name)} is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`, {
+    name,
+    group: def.group,
+    kind: def.plural,
+    causes: [{ reason: NAMESPACE_TERMINATING_CAUSE, message: `namespace ${namespace} is being terminated`, field: "metadata.namespace" }],
+  });
+}
+
+/**
+ * NamespaceLifecycle for one write of kind `def` in `namespace` (see the module comment).
+ * `exists` tells, for an apply into a terminating namespace, whether the object exists (an
+ * apply that updates is let through, one that would create is refused).
+ * @throws ApiError 404 when the namespace does not exist, 403 when it is terminating
+ */
+export async function admitNamespace(env: Env, def: KindDefinition, namespace: string, name: string | undefined, req: WriteRequest, exists: () => Promise<boolean>): Promise<void> {
+  if (!admitsNamespace(def, req)) return;
+  const ns = await getObject(store(env), NamespaceKind, { namespace: "", name: namespace });
+  if (!ns) throw notFound({ group: "", plural: NamespaceKind.plural, name: namespace });
+  if (namespacePhase(ns) !== "Terminating" && !ns.metadata.deletionTimestamp) return;
+  if (req.verb === "patch" && (await exists())) return;
+  throw namespaceTerminating(def, namespace, nameOf(req, name));
+}

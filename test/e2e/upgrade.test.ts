@@ -1,0 +1,68 @@
+/**
+ * A hub upgraded in place (`npm start` on the state folder the previous release wrote, which
+ * applies the new D1 migrations before `wrangler dev` starts): the previous main stored no
+ * Namespace objects; after the upgrade the hub answers as before with the admin token, the
+ * namespaces of its ManagedClusters and of the namespaces holding objects exist, and writes
+ * follow NamespaceLifecycle.
+ */
+import { readdirSync } from "node:fs";
+import path from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { afterAll, describe, expect, it } from "vitest";
+import { admin, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { MC } from "./support.ts";
+
+const G = "/apis/cluster.open-cluster-management.io";
+const PLACEMENTS = `${G}/v1beta1/namespaces/apps/placements`;
+const BINDINGS = `${G}/v1beta2/namespaces/apps/managedclustersetbindings`;
+const WORKS = "/apis/work.open-cluster-management.io/v1/namespaces/old1/manifestworks";
+const SECRETS = "/api/v1/namespaces/apps/secrets";
+
+/** Runs `sql` on the hub's local D1 database files (the hub must be stopped). */
+function onD1(hub: Hub, sql: string): void {
+  const dir = path.join(hub.stateDir, "v3/d1/miniflare-D1DatabaseObject");
+  for (const f of readdirSync(dir).filter((n) => n.endsWith(".sqlite") && n !== "metadata.sqlite")) {
+    const db = new DatabaseSync(path.join(dir, f));
+    db.exec(sql);
+    db.close();
+  }
+}
+
+describe("a hub upgraded from the previous main's state (no Namespace objects)", () => {
+  let hub: Hub;
+  afterAll(async () => {
+    await hub?.stop();
+  });
+
+  it("answers as before with the admin token, and its clusters' and occupied namespaces exist", async () => {
+    hub = await startHub();
+    expect((await admin(hub, "POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "old1" }, spec: { hubAcceptsClient: true } })).status).toBe(201);
+    await createNamespaces(hub, "apps");
+    expect((await admin(hub, "POST", BINDINGS, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } })).status).toBe(201);
+    expect((await admin(hub, "POST", PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "web" }, spec: {} })).status).toBe(201);
+    const work = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name: "w" }, spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", namespace: "default" } }] } } };
+    expect((await admin(hub, "POST", WORKS, work)).status).toBe(201);
+    expect((await admin(hub, "POST", SECRETS, { apiVersion: "v1", kind: "Secret", metadata: { name: "s" }, stringData: { a: "b" } })).status).toBe(201);
+    const answers = async () => Object.fromEntries(await Promise.all([MC, BINDINGS, PLACEMENTS, `${G}/v1beta1/namespaces/apps/placementdecisions`, WORKS, SECRETS].map(async (p) => [p, (await admin(hub, "GET", p)).body.items])));
+    const before = await answers();
+
+    // The previous main's state: the same rows without Namespaces, and migration 0007 not applied.
+    const { stateDir, adminToken } = hub;
+    const port = Number(new URL(hub.url).port);
+    await hub.stop();
+    onD1(hub, "DELETE FROM labels WHERE resource = '/namespaces'; DELETE FROM objects WHERE resource = '/namespaces'; DELETE FROM d1_migrations WHERE name = '0007_namespaces.sql';");
+    hub = await startHub({ stateDir, port, adminToken });
+
+    expect(await answers()).toEqual(before);
+    const namespaces = (await admin(hub, "GET", "/api/v1/namespaces")).body.items as { metadata: { name: string; labels: Record<string, string> }; status: { phase: string } }[];
+    expect(namespaces.map((n) => n.metadata.name)).toEqual(["apps", "default", "kube-node-lease", "kube-public", "kube-system", "old1"]);
+    expect(namespaces.every((n) => n.status.phase === "Active")).toBe(true);
+    expect(namespaces.find((n) => n.metadata.name === "old1")!.metadata.labels["open-cluster-management.io/cluster-name"]).toBe("old1");
+    // Writes as on a fresh hub: in an existing namespace, not in a missing one; a namespace goes with its content.
+    expect((await admin(hub, "POST", PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "new" }, spec: {} })).status).toBe(201);
+    expect((await admin(hub, "POST", `${G}/v1beta1/namespaces/nowhere/placements`, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "new" }, spec: {} })).status).toBe(404);
+    expect((await admin(hub, "DELETE", "/api/v1/namespaces/apps")).status).toBe(200);
+    expect((await admin(hub, "GET", "/api/v1/namespaces/apps")).status).toBe(404);
+    expect((await admin(hub, "GET", SECRETS)).body.items).toEqual([]);
+  });
+});
