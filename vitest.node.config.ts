@@ -10,5 +10,7 @@ export default defineConfig({
     fileParallelism: false,
     // Fails a file whose hubs logged a 5xx or a hung-code cancellation it did not declare.
     setupFiles: ["test/hub-log.setup.ts"],
+    // Builds the agent's bundles again when their sources changed (the tests start them).
+    globalSetup: ["test/agent-bundle.setup.ts"],
   },
 });

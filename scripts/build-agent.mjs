@@ -4,8 +4,15 @@
 // `--simulate` needs is loaded only there). The bins (agent/bin/*.js) run these bundles; no
 // TypeScript compiler runs when the agent or the CLI starts. Run by `npm run build`, by npm's
 // `prepare` (so `npm ci` builds), and by `npm test` before the tests that start the programs.
+//
+// Each build records the SHA-256 of every file it read (esbuild's metafile inputs, this script
+// and esbuild's version) and of every file it wrote in dist/agent-inputs.json. With `--if-stale`
+// it builds only when one of them changed since (or there is no record): the node-side and crash suites run it before their
+// tests (test/agent-bundle.setup.ts), so a test never starts a bundle older than the sources,
+// e.g. after a merge or a checkout, when nothing ran `npm run build`.
 import { build } from "esbuild";
-import { rmSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -49,6 +56,27 @@ const lazyBuiltinsInWs = {
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const outdir = path.join(root, "dist", "agent");
+/** `{ files: { <path from the repository root>: <SHA-256 hex> } }` of the last build's inputs and outputs. */
+const manifest = path.join(root, "dist", "agent-inputs.json");
+/** Files the build depends on beside esbuild's inputs. */
+const BUILD_FILES = ["scripts/build-agent.mjs", "node_modules/esbuild/package.json"];
+const sha256 = (file) => createHash("sha256").update(readFileSync(path.join(root, file))).digest("hex");
+
+/** Whether the bundle in dist/agent is the one the last build wrote, from the files as they are now. */
+function current() {
+  if (!existsSync(manifest)) return false;
+  let files;
+  try {
+    files = JSON.parse(readFileSync(manifest, "utf8")).files;
+  } catch {
+    return false;
+  }
+  if (!files || typeof files !== "object") return false;
+  return Object.entries(files).every(([file, hash]) => existsSync(path.join(root, file)) && sha256(file) === hash);
+}
+
+if (process.argv.includes("--if-stale") && current()) process.exit(0);
+rmSync(manifest, { force: true });
 rmSync(outdir, { recursive: true, force: true });
 const t0 = performance.now();
 const result = await build({
@@ -78,6 +106,10 @@ const result = await build({
   banner: { js: 'import { createRequire as __flotillaCreateRequire } from "node:module"; const require = __flotillaCreateRequire(import.meta.url);' },
   logLevel: "warning",
 });
+// Inputs outside the file system (this script's `builtin-require:` and `lazy-builtin:` modules) are
+// made by the plugins above, which BUILD_FILES covers.
+const recorded = [...Object.keys(result.metafile.inputs).filter((f) => existsSync(path.join(root, f))), ...BUILD_FILES, ...Object.keys(result.metafile.outputs)];
+writeFileSync(manifest, JSON.stringify({ files: Object.fromEntries(recorded.sort().map((f) => [f, sha256(f)])) }, null, 1) + "\n");
 const bytes = Object.entries(result.metafile.outputs)
   .filter(([f]) => f.endsWith(".mjs"))
   .reduce((n, [, o]) => n + o.bytes, 0);
