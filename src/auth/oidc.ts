@@ -172,10 +172,11 @@ const JwksSchema = z.looseObject({ keys: z.array(z.looseObject({ kty: z.string()
 const MAX_DOCUMENT_BYTES = 256 * 1024;
 
 async function fetchJson(fetchFn: Fetch, url: string, timeoutMs: number): Promise<unknown> {
-  const res = await fetchFn(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(timeoutMs), redirect: "error" });
-  if (!res.ok) {
+  // Redirects are not followed ("manual": a 3xx is not ok), so the issuer's documents come from where it said.
+  const res = await fetchFn(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(timeoutMs), redirect: "manual" });
+  if (!res.ok || Number(res.headers.get("content-length") ?? 0) > MAX_DOCUMENT_BYTES) {
     await res.body?.cancel();
-    throw new Error(`GET ${url}: HTTP ${res.status}`);
+    throw new Error(`GET ${url}: ${res.ok ? `document larger than ${MAX_DOCUMENT_BYTES} bytes` : `HTTP ${res.status}`}`);
   }
   const text = await res.text();
   if (text.length > MAX_DOCUMENT_BYTES) throw new Error(`GET ${url}: document larger than ${MAX_DOCUMENT_BYTES} bytes`);

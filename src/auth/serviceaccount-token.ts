@@ -271,6 +271,7 @@ const PrivateClaims = z.looseObject({
  */
 export function serviceAccountAuthenticator(issuer: ServiceAccountIssuer, lookup: ServiceAccountLookup): Authenticator {
   const audiences = apiAudiences(issuer);
+  const imported = new WeakMap<JWK, Promise<CryptoKey | Uint8Array>>();
   return async (token, now) => {
     let iss: unknown;
     let header;
@@ -285,10 +286,11 @@ export function serviceAccountAuthenticator(issuer: ServiceAccountIssuer, lookup
     const { publicJwks } = await issuer.keys.keys();
     const jwk = publicJwks.find((k) => k.kid === header.kid);
     if (!jwk) throw new AuthenticationFailure("serviceaccount: token signed by an unknown key");
-    const key = await importJWK(jwk, SERVICE_ACCOUNT_TOKEN_ALG);
+    let key = imported.get(jwk);
+    if (!key) imported.set(jwk, (key = importJWK(jwk, SERVICE_ACCOUNT_TOKEN_ALG)));
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, key, {
+      ({ payload } = await jwtVerify(token, await key, {
         algorithms: [SERVICE_ACCOUNT_TOKEN_ALG],
         issuer: issuer.issuer,
         audience: audiences,

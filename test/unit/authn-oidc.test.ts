@@ -31,6 +31,8 @@ class FakeIssuer {
   discoveryFetches = 0;
   discoveryIssuer = ISSUER;
   down = false;
+  /** How the JWKS is answered: served, redirected elsewhere, or claimed too large. */
+  jwksMode: "serve" | "redirect" | "huge" = "serve";
 
   constructor(readonly issuer = ISSUER) {}
 
@@ -42,6 +44,8 @@ class FakeIssuer {
     }
     if (url === `${this.issuer}/keys`) {
       this.jwksFetches++;
+      if (this.jwksMode === "redirect") return new Response(null, { status: 302, headers: { location: "https://evil.example.test/keys" } });
+      if (this.jwksMode === "huge") return new Response("{}", { headers: { "content-length": String(10 * 1024 * 1024) } });
       return Response.json({ keys: this.keys.map((k) => k.publicJwk) });
     }
     return new Response("not found", { status: 404 });
@@ -212,6 +216,14 @@ describe("OIDC tokens", () => {
     expect(issuer.discoveryFetches).toBe(1);
     issuer.discoveryIssuer = ISSUER;
     expect(await authn(token, T0 + 11_000)).not.toBeNull();
+  });
+
+  it("does not follow a redirect of the JWKS, nor read a document over its size limit", async () => {
+    for (const mode of ["redirect", "huge"] as const) {
+      const { issuer, signer, authn } = await setup();
+      issuer.jwksMode = mode;
+      await expect(authn(await issuer.token(signer, {}), T0), mode).rejects.toThrow(mode === "redirect" ? /HTTP 302/ : /larger than/);
+    }
   });
 
   it("shares one fetch among concurrent first requests", async () => {
