@@ -9,23 +9,15 @@ import { unauthorized } from "../k8s/errors.ts";
 import { KEY_TAG_HEADER_PARAM } from "../agent/protocol.ts";
 import type { Env } from "../env.ts";
 import { checkKeyTag } from "./keys.ts";
+import { safeEqual } from "./authn.ts";
+
+export { safeEqual } from "./authn.ts";
 
 /** The bearer token of a request, or null. */
 export function bearerToken(c: Context): string | null {
   const h = c.req.header("authorization") ?? "";
   const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
   return m ? m[1]! : null;
-}
-
-/** Constant-time string comparison (both strings are hashed first so lengths do not leak). */
-export async function safeEqual(a: string, b: string): Promise<boolean> {
-  const enc = new TextEncoder();
-  const [ha, hb] = await Promise.all([crypto.subtle.digest("SHA-256", enc.encode(a)), crypto.subtle.digest("SHA-256", enc.encode(b))]);
-  const x = new Uint8Array(ha);
-  const y = new Uint8Array(hb);
-  let diff = 0;
-  for (let i = 0; i < x.length; i++) diff |= x[i]! ^ y[i]!;
-  return diff === 0;
 }
 
 /** True when `token` is the admin token (an unset admin token admits nobody). */
