@@ -311,6 +311,33 @@ export function descriptors(pid: number | undefined): Descriptors {
   return { all, sockets, distinctSockets: inodes.size, sqlite };
 }
 
+/** The soft limit of open files of process `pid` (`Max open files` in /proc/<pid>/limits); NaN when unreadable. */
+export function descriptorLimit(pid: number | undefined): number {
+  try {
+    return Number(/^Max open files\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/limits`, "utf8"))?.[1] ?? NaN);
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * Rejects as soon as `output()` (a Worker's log) shows that it ran out of descriptors
+ * (`EMFILE`, "Too many open files", `SQLITE_CANTOPEN`), naming the line; never resolves. Ends
+ * when `watch.done` is set. A size this machine cannot hold then fails at once, not at a timeout.
+ */
+export function outOfDescriptors(output: () => string, watch: { done: boolean }): Promise<never> {
+  return new Promise<never>((_, reject) => {
+    const check = () => {
+      if (watch.done) return;
+      // eslint-disable-next-line no-control-regex
+      const m = /^.*(EMFILE|Too many open files|SQLITE_CANTOPEN).*$/m.exec(output().replace(/\x1b\[[0-9;]*m/g, ""));
+      if (m) reject(new Error(`the Worker ran out of file descriptors: ${m[0].trim().slice(0, 300)}`));
+      else setTimeout(check, 1000);
+    };
+    check();
+  });
+}
+
 /** The largest {@link descriptors} counts seen while sampling, every `periodMs` milliseconds. */
 export function sampleDescriptors(pid: number | undefined, periodMs = 500): { stop(): Descriptors } {
   const peak: Descriptors = { all: 0, sockets: 0, distinctSockets: 0, sqlite: 0 };

@@ -37,7 +37,7 @@ import { createBootstrapToken, startHub, type Hub } from "../scripts/hub-process
 import { descendants, procStat } from "../scripts/proc.mjs";
 import type { HeartbeatRequest } from "../src/agent/protocol.ts";
 import type { MeterCounts } from "./meter/counts.ts";
-import { ChannelFleet, describeStats, entryUrl, hubProcesses, percentile as pct, sampleDescriptors, type Descriptors } from "./channel-fleet.ts";
+import { ChannelFleet, describeStats, descriptorLimit, entryUrl, hubProcesses, outOfDescriptors, percentile as pct, sampleDescriptors, type Descriptors } from "./channel-fleet.ts";
 import { printTable } from "./table.ts";
 
 const N = Number(process.env.BENCH_AGENTS ?? 1000);
@@ -185,19 +185,6 @@ async function dialTarget(hub: Hub): Promise<{ url: string; worker: number }> {
   return { url: ROUTE === "proxy" ? hub.url : await entryUrl(procs.worker), worker: procs.worker };
 }
 
-/** Rejects as soon as the hub's output shows it ran out of descriptors; never resolves. */
-function outOfDescriptors(hub: Hub, watch: { done: boolean }): Promise<never> {
-  return new Promise<never>((_, reject) => {
-    const check = () => {
-      if (watch.done) return;
-      const m = /^.*(EMFILE|Too many open files|SQLITE_CANTOPEN).*$/m.exec(hub.output());
-      if (m) reject(new Error(`the hub ran out of file descriptors: ${m[0].slice(0, 300)}`));
-      else setTimeout(check, 1000);
-    };
-    check();
-  });
-}
-
 const fdText = (d: Descriptors) => `${d.all} (${d.distinctSockets} sockets, ${d.sqlite} SQLite)`;
 const sum = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a + b, 0);
 
@@ -211,15 +198,18 @@ async function mainWs(): Promise<void> {
   let hub = await startHub({ wranglerArgs: METERED });
   const fleet = await ChannelFleet.start(Array.from({ length: N }, (_, i) => `bench-${String(i).padStart(5, "0")}`), { processes: PROCESSES, status });
   const watch = { done: false };
+  let sampler: ReturnType<typeof sampleDescriptors> | undefined;
+  let worker: number | undefined;
   try {
     const token = await createBootstrapToken(hub, { autoApprove: true });
     let t = performance.now();
     await fleet.register(hub.url, token);
     log(`registered ${N} agents in ${((performance.now() - t) / 1000).toFixed(1)} s`);
     let target = await dialTarget(hub);
-    let sampler = sampleDescriptors(target.worker);
+    worker = target.worker;
+    sampler = sampleDescriptors(target.worker);
     t = performance.now();
-    await Promise.race([fleet.connect(target.url), outOfDescriptors(hub, watch)]);
+    await Promise.race([fleet.connect(target.url), outOfDescriptors(() => hub.output(), watch)]);
     log(`${N} agents connected (${fleet.processes} agent processes, ${ROUTE}) in ${((performance.now() - t) / 1000).toFixed(1)} s; the Worker's workerd held at most ${fdText(sampler.stop())} descriptors`);
 
     await sleep(SETTLE_SECONDS * 1000);
@@ -252,9 +242,10 @@ async function mainWs(): Promise<void> {
       hub = await startHub({ port: Number(new URL(hub.url).port), stateDir: hub.stateDir, adminToken: hub.adminToken, wranglerArgs: METERED });
       const tUp = epochNow();
       target = await dialTarget(hub);
+      worker = target.worker;
       if (ROUTE === "direct") await fleet.retarget(target.url);
       sampler = sampleDescriptors(target.worker);
-      const times = (await Promise.race([fleet.connected(tDown), outOfDescriptors(hub, watch)])).sort((a, b) => a - b);
+      const times = (await Promise.race([fleet.connected(tDown), outOfDescriptors(() => hub.output(), watch)])).sort((a, b) => a - b);
       const tAll = times.at(-1)!;
       const storm = await meter(hub);
       const after = await fleet.stats();
@@ -277,6 +268,13 @@ async function mainWs(): Promise<void> {
       meterRows.push(meterRow("restart to all connected", storm));
     }
     printTable("what the metered hub counted", meterHeader, meterRows);
+  } catch (e) {
+    const fds = sampler?.stop();
+    const stats = await fleet.stats().catch(() => undefined);
+    throw new Error(
+      `${e instanceof Error ? e.message : String(e)}${fds ? `\nthe Worker's workerd held at most ${fdText(fds)} descriptors (its limit: ${descriptorLimit(worker)})` : ""}${stats ? `\nagents: ${stats.connected} connected; ${describeStats(stats)}` : ""}`,
+      { cause: e },
+    );
   } finally {
     watch.done = true;
     await fleet.stop();

@@ -47,7 +47,7 @@ import { admin, createBootstrapToken, freePort, startHub } from "../scripts/hub-
 import { startNoopWorker } from "./noop/start.ts";
 import { startProfiling, type Profiling } from "./cpu-profile.ts";
 import { Agent as HttpAgent, request as httpRequest } from "node:http";
-import { ChannelFleet, describeStats, entryUrl, hubProcesses, percentile as pct, sampleDescriptors, type AgentTimes, type Descriptors } from "./channel-fleet.ts";
+import { ChannelFleet, describeStats, descriptorLimit, entryUrl, hubProcesses, outOfDescriptors, percentile as pct, sampleDescriptors, type AgentTimes, type Descriptors } from "./channel-fleet.ts";
 import { printTable } from "./table.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "100,1000").split(",").map((s) => Number(s.trim())).filter((n) => n > 0);
@@ -437,30 +437,11 @@ const HUB_ONLY = Boolean(process.env.BENCH_HUB_ONLY);
 const NOOP_ONLY = Boolean(process.env.BENCH_NOOP_ONLY);
 /** Epoch milliseconds with sub-millisecond precision: the fleet's processes record the same clock. */
 const epochNow = () => performance.timeOrigin + performance.now();
-/** The descriptor limit per process here (`ulimit -Hn`). */
-const FD_LIMIT = 20_000;
 
 /** The address the agents dial for a Worker started under `wrangler dev` below `rootPid`, per {@link ROUTE}. */
 async function dialTarget(rootPid: number, url: string): Promise<{ url: string; worker: number }> {
   const procs = hubProcesses(rootPid, url);
   return { url: ROUTE === "proxy" ? url : await entryUrl(procs.worker), worker: procs.worker };
-}
-
-/**
- * Resolves never; rejects as soon as the Worker's output shows it ran out of descriptors
- * (`EMFILE`, "Too many open files", `SQLITE_CANTOPEN`), so a size this machine cannot hold fails
- * at once, naming the line, instead of at the fleet's timeout.
- */
-function outOfDescriptors(output: () => string, stop: { done: boolean }): Promise<never> {
-  return new Promise<never>((_, reject) => {
-    const check = () => {
-      if (stop.done) return;
-      const m = /^.*(EMFILE|Too many open files|SQLITE_CANTOPEN).*$/m.exec(output());
-      if (m) reject(new Error(`the Worker ran out of file descriptors: ${m[0].slice(0, 300)}`));
-      else setTimeout(check, 1000);
-    };
-    check();
-  });
 }
 
 /** p50 / p99 / max of `times`' report acknowledgements after `t0` (epoch ms), sorted latencies. */
@@ -477,6 +458,8 @@ function printWsTimeline(what: string, times: AgentTimes[], t0: number): void {
 }
 
 const fdText = (d: Descriptors) => `${d.all} (${d.distinctSockets} sockets, ${d.sqlite} SQLite)`;
+/** Guards `p` against the Worker running out of descriptors ({@link outOfDescriptors}). */
+const guard = <T>(p: Promise<T>, output: () => string, watch: { done: boolean }) => Promise.race([p, outOfDescriptors(output, watch)]);
 
 interface WsSide {
   lat: number[];
@@ -486,10 +469,16 @@ interface WsSide {
 
 /** The hub's side over the channel: join, first template, the measured update. */
 async function measureWsHub(fleet: ChannelFleet, size: number): Promise<WsSide> {
-  const hub = await startHub({ graceMultiplier: 100, ...(process.env.BENCH_HUB_LOG ? { logFile: `${process.env.BENCH_HUB_LOG}-${size}.log` } : {}) });
+  const inspectorPort = PROFILE ? await freePort() : 0;
+  const hub = await startHub({
+    graceMultiplier: 100,
+    ...(PROFILE ? { wranglerArgs: ["--inspector-port", String(inspectorPort)] } : {}),
+    ...(process.env.BENCH_HUB_LOG ? { logFile: `${process.env.BENCH_HUB_LOG}-${size}.log` } : {}),
+  });
   const watch = { done: false };
   let sampler: ReturnType<typeof sampleDescriptors> | undefined;
-  const guarded = <T>(p: Promise<T>) => Promise.race([p, outOfDescriptors(() => hub.output(), watch)]);
+  let limit = NaN;
+  const guarded = <T>(p: Promise<T>) => guard(p, () => hub.output(), watch);
   try {
     const token = await createBootstrapToken(hub, { autoApprove: true });
     let t = performance.now();
@@ -502,6 +491,7 @@ async function measureWsHub(fleet: ChannelFleet, size: number): Promise<WsSide> 
     ok(await admin(hub, "POST", `${G}/v1beta2/namespaces/bench/managedclustersetbindings`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } }), "binding");
     ok(await admin(hub, "POST", `${G}/v1beta1/namespaces/bench/placements`, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "all" }, spec: {} }), "placement");
     const target = await dialTarget(hub.pid, hub.url);
+    limit = descriptorLimit(target.worker);
     sampler = sampleDescriptors(target.worker);
     t = performance.now();
     await guarded(fleet.connect(target.url));
@@ -511,10 +501,12 @@ async function measureWsHub(fleet: ChannelFleet, size: number): Promise<WsSide> 
     ok(await admin(hub, "POST", MWRS, { apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", metadata: { name: "bench" }, spec: spec("v1") }), "replica set");
     await guarded(fleet.reported(1));
     checkNoRestart(hub);
+    const profiling: Profiling | undefined = PROFILE ? await startProfiling(inspectorPort) : undefined;
     const t0 = epochNow();
     ok(await admin(hub, "PATCH", `${MWRS}/bench`, { spec: spec("v2") }, "application/merge-patch+json"), "update");
     const patchMs = epochNow() - t0;
     const times = await guarded(fleet.reported(2));
+    await profiling?.stop(`${PROFILE}-${size}.cpuprofile`);
     const lat = doneAfter(times, t0);
     printWsTimeline(`fleet of ${size}, hub`, times, t0);
     checkNoRestart(hub);
@@ -522,7 +514,7 @@ async function measureWsHub(fleet: ChannelFleet, size: number): Promise<WsSide> 
   } catch (e) {
     const fds = sampler?.stop();
     const stats = await fleet.stats().catch(() => undefined);
-    throw new Error(`${e instanceof Error ? e.message : String(e)}${fds ? `\nthe Worker's workerd held at most ${fdText(fds)} descriptors (limit ${FD_LIMIT})` : ""}${stats ? `\nagents: ${stats.connected} connected; ${describeStats(stats)}` : ""}`, { cause: e });
+    throw new Error(`${e instanceof Error ? e.message : String(e)}${fds ? `\nthe Worker's workerd held at most ${fdText(fds)} descriptors (its limit: ${limit})` : ""}${stats ? `\nagents: ${stats.connected} connected; ${describeStats(stats)}` : ""}`, { cause: e });
   } finally {
     watch.done = true;
     const stats = await fleet.stats().catch(() => undefined);
@@ -536,7 +528,7 @@ async function measureWsHub(fleet: ChannelFleet, size: number): Promise<WsSide> 
 async function measureWsNoop(fleet: ChannelFleet, size: number): Promise<WsSide> {
   const noop = await startNoopWorker();
   const watch = { done: false };
-  const guarded = <T>(p: Promise<T>) => Promise.race([p, outOfDescriptors(() => noop.output(), watch)]);
+  const guarded = <T>(p: Promise<T>) => guard(p, () => noop.output(), watch);
   let sampler: ReturnType<typeof sampleDescriptors> | undefined;
   try {
     const target = await dialTarget(noop.pid, noop.url);
