@@ -364,7 +364,20 @@ export function sampleDescriptors(pid: number | undefined, periodMs = 500): { st
  * picks the port anew at each start.
  * @throws Error when no listening socket of the process answers
  */
-export async function entryUrl(workerPid: number, probePath = "/healthz"): Promise<string> {
+export async function entryUrl(workerPid: number, probePath = "/healthz", timeoutMs = 60_000): Promise<string> {
+  // A Worker just (re)started may not answer on its own socket yet: try again until the deadline.
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await findEntry(workerPid, probePath);
+    } catch (e) {
+      if (Date.now() > deadline) throw e;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
+async function findEntry(workerPid: number, probePath: string): Promise<string> {
   const inodes = new Set<string>();
   for (const fd of readdirSync(`/proc/${workerPid}/fd`)) {
     try {

@@ -200,6 +200,7 @@ async function mainWs(): Promise<void> {
   const watch = { done: false };
   let sampler: ReturnType<typeof sampleDescriptors> | undefined;
   let worker: number | undefined;
+  let limit = NaN;
   try {
     const token = await createBootstrapToken(hub, { autoApprove: true });
     let t = performance.now();
@@ -207,6 +208,7 @@ async function mainWs(): Promise<void> {
     log(`registered ${N} agents in ${((performance.now() - t) / 1000).toFixed(1)} s`);
     let target = await dialTarget(hub);
     worker = target.worker;
+    limit = descriptorLimit(worker);
     sampler = sampleDescriptors(target.worker);
     t = performance.now();
     await Promise.race([fleet.connect(target.url), outOfDescriptors(() => hub.output(), watch)]);
@@ -232,6 +234,8 @@ async function mainWs(): Promise<void> {
     );
     const meterHeader = ["window", "Worker requests", "DO requests", "DO wakes", "channel messages", "DO rows written", "D1 calls", "D1 rows read / written"];
     const meterRows = [meterRow(`idle ${(windowMs / 1000).toFixed(0)} s`, idle)];
+    // Printed now: a failure of the restart that follows does not lose the idle window's counts.
+    printTable("what the metered hub counted", meterHeader, meterRows);
 
     if (RESTART) {
       log(`restarting the hub (npm start stopped, then started on the same port and state folder) ...`);
@@ -265,14 +269,13 @@ async function mainWs(): Promise<void> {
           fdText(fds),
         ]],
       );
-      meterRows.push(meterRow("restart to all connected", storm));
+      printTable("what the metered hub counted", meterHeader, [meterRow("restart to all connected", storm)]);
     }
-    printTable("what the metered hub counted", meterHeader, meterRows);
   } catch (e) {
     const fds = sampler?.stop();
     const stats = await fleet.stats().catch(() => undefined);
     throw new Error(
-      `${e instanceof Error ? e.message : String(e)}${fds ? `\nthe Worker's workerd held at most ${fdText(fds)} descriptors (its limit: ${descriptorLimit(worker)})` : ""}${stats ? `\nagents: ${stats.connected} connected; ${describeStats(stats)}` : ""}`,
+      `${e instanceof Error ? e.message : String(e)}${fds ? `\nthe Worker's workerd held at most ${fdText(fds)} descriptors (its limit: ${limit})` : ""}${stats ? `\nagents: ${stats.connected} connected; ${describeStats(stats)}` : ""}`,
       { cause: e },
     );
   } finally {
