@@ -1,11 +1,25 @@
 /**
  * Propagation benchmark: starts a real hub (`wrangler dev`, workerd, local D1), joins N agents
  * (each with its own ES256 key and signed JWTs, as the agent does), binds them to a Placement
- * and a ManifestWorkReplicaSet (rollout All), and has every agent long-poll its works through
- * the agent protocol (docs/agent-protocol.md, `GET .../works?waitSeconds=25` with If-None-Match)
- * and report `Applied`, `Available` and `Progressing=False` at the work's generation as soon as a
- * new generation arrives. The agents here apply nothing to a member cluster: what is measured is
- * the hub's part (the write, the controller, the works, the ETag wake-up, the status write).
+ * and a ManifestWorkReplicaSet (rollout All), and has every agent report `Applied`, `Available`
+ * and `Progressing=False` at the work's generation as soon as a new generation reaches it. The
+ * agents here apply nothing to a member cluster: what is measured is the hub's part (the write,
+ * the controller, the works, their delivery, the status write).
+ *
+ * Two transports (`BENCH_TRANSPORT`):
+ * - `ws` (the default, the agent's): each agent holds its channel, one WebSocket
+ *   (docs/agent-protocol.md "Channel"; bench/channel-fleet.ts, its agents split across child
+ *   processes), gets the works pushed and reports over it. The no-op side is bench/noop's
+ *   Durable Object per cluster, which accepts the same WebSockets with the Hibernation API and
+ *   answers as the hub would. The agents dial the Worker's own workerd (`BENCH_ROUTE=direct`, the
+ *   default) or wrangler's dev proxy in front of it (`BENCH_ROUTE=proxy`), which holds four
+ *   descriptors per WebSocket and relays each frame (production has no such proxy); the hub and
+ *   the no-op Worker are dialled the same way. Also printed: the most descriptors the Worker's
+ *   workerd held (sockets, SQLite files), against this machine's 20,000 per process;
+ * - `poll`: the agents long-poll their works over HTTP (`GET .../works?waitSeconds=25` with
+ *   If-None-Match), the path measured before the channel (the hub's poll transport no longer
+ *   holds a long-poll: this measures the HTTP request path itself), against bench/noop's HTTP
+ *   routes, with the idle poll's cost.
  *
  * Prints, for each fleet size, the time from one ManifestWorkReplicaSet update to each cluster
  * having reported Applied for it (p50, p99, max, in milliseconds); the same agents' traffic (a
@@ -15,9 +29,13 @@
  * (a poll whose ETag still matches, `waitSeconds=0`): latency and the D1 queries the hub reports
  * in `x-flotilla-d1-queries`.
  *
+ *   BENCH_TRANSPORT    `ws` (default) or `poll`
+ *   BENCH_ROUTE        ws: `direct` (default) or `proxy` (see above)
+ *   BENCH_PROCESSES    ws: the fleet's processes (default: 5,000 agents each, at least 2 from 2,000 on)
  *   BENCH_SIZES        fleet sizes, comma-separated (default "100,1000"); each size gets a fresh hub
  *   BENCH_HUB_LOG      a file prefix: `<prefix>-<size>.log` gets everything the hub printed
  *   BENCH_NOOP_ONLY    set: runs only the no-op Worker's side (for sizes the hub cannot run at here)
+ *   BENCH_HUB_ONLY     set: ws: runs only the hub's side
  *   BENCH_TIMELINE     set: also prints when the polls were answered and the reports written (percentiles)
  *   BENCH_CPU_PROFILE  a file prefix: writes `<prefix>-<size>.cpuprofile`, the hub isolate's CPU
  *                      profile from the update until every cluster reported (bench/cpu-profile.ts)
@@ -29,6 +47,8 @@ import { admin, createBootstrapToken, createNamespaces, freePort, startHub } fro
 import { startNoopWorker } from "./noop/start.ts";
 import { startProfiling, type Profiling } from "./cpu-profile.ts";
 import { Agent as HttpAgent, request as httpRequest } from "node:http";
+import { ChannelFleet, describeStats, descriptorLimit, entryUrl, hubProcesses, outOfDescriptors, percentile as pct, sampleDescriptors, type AgentTimes, type Descriptors } from "./channel-fleet.ts";
+import { printTable } from "./table.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "100,1000").split(",").map((s) => Number(s.trim())).filter((n) => n > 0);
 const G = "/apis/cluster.open-cluster-management.io";
@@ -409,14 +429,178 @@ async function measureNoopOnly(size: number): Promise<string[]> {
   return [String(size), "-", "-", "-", "-", `${percentile(noop, 50).toFixed(0)} / ${percentile(noop, 99).toFixed(0)}`, "-", "-", "-", "-", "-"];
 }
 
+// ---- the ws transport ------------------------------------------------------------------------
+
+const TRANSPORT = process.env.BENCH_TRANSPORT ?? "ws";
+const ROUTE = process.env.BENCH_ROUTE ?? "direct";
+const PROCESSES = process.env.BENCH_PROCESSES ? Number(process.env.BENCH_PROCESSES) : undefined;
+const HUB_ONLY = Boolean(process.env.BENCH_HUB_ONLY);
 const NOOP_ONLY = Boolean(process.env.BENCH_NOOP_ONLY);
-const header = ["clusters", "update ms", "Applied p50 ms", "p99 ms", "max ms", "no-op Worker p50 / p99 ms", "p99 ratio", "idle polls", "idle p50 ms", "idle p99 ms", "D1 queries/idle poll"];
-const rows = [header];
-for (const size of SIZES) {
-  console.log(`fleet of ${size}: ${NOOP_ONLY ? "the no-op Worker only" : "starting the hub, joining the agents"} ...`);
-  rows.push(NOOP_ONLY ? await measureNoopOnly(size) : await measure(size));
+/** Epoch milliseconds with sub-millisecond precision: the fleet's processes record the same clock. */
+const epochNow = () => performance.timeOrigin + performance.now();
+
+/** The address the agents dial for a Worker started under `wrangler dev` below `rootPid`, per {@link ROUTE}. */
+async function dialTarget(rootPid: number, url: string): Promise<{ url: string; worker: number }> {
+  const procs = hubProcesses(rootPid, url);
+  return { url: ROUTE === "proxy" ? url : await entryUrl(procs.worker), worker: procs.worker };
 }
-const widths = header.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-if (refusals.size > 0) console.log(`\nagent requests refused, by HTTP status: ${[...refusals].map(([code, n]) => `${code}: ${n}`).join(", ")}`);
-console.log("\nfrom one ManifestWorkReplicaSet update (rollout All) to each cluster reporting Applied (local wrangler dev on this machine)");
-for (const r of rows) console.log(r.map((v, c) => v.padStart(widths[c]!)).join("  "));
+
+/** p50 / p99 / max of `times`' report acknowledgements after `t0` (epoch ms), sorted latencies. */
+function doneAfter(times: AgentTimes[], t0: number): number[] {
+  return times.map((t) => t.done - t0).sort((a, b) => a - b);
+}
+
+function printWsTimeline(what: string, times: AgentTimes[], t0: number): void {
+  if (!process.env.BENCH_TIMELINE) return;
+  const woken = times.map((t) => t.woken - t0).filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  const done = doneAfter(times, t0);
+  const at = (xs: number[]) => [10, 25, 50, 75, 90, 99, 100].map((p) => `p${p} ${pct(xs, p).toFixed(0)}`).join(", ");
+  console.log(`${what}: works arrived ${at(woken)}; reports acknowledged ${at(done)} (ms)`);
+}
+
+const fdText = (d: Descriptors) => `${d.all} (${d.distinctSockets} sockets, ${d.sqlite} SQLite)`;
+/** Guards `p` against the Worker running out of descriptors ({@link outOfDescriptors}). */
+const guard = <T>(p: Promise<T>, output: () => string, watch: { done: boolean }) => Promise.race([p, outOfDescriptors(output, watch)]);
+
+interface WsSide {
+  lat: number[];
+  patchMs: number;
+  fds: Descriptors;
+}
+
+/** The hub's side over the channel: join, first template, the measured update. */
+async function measureWsHub(fleet: ChannelFleet, size: number): Promise<WsSide> {
+  const inspectorPort = PROFILE ? await freePort() : 0;
+  const hub = await startHub({
+    graceMultiplier: 100,
+    ...(PROFILE ? { wranglerArgs: ["--inspector-port", String(inspectorPort)] } : {}),
+    ...(process.env.BENCH_HUB_LOG ? { logFile: `${process.env.BENCH_HUB_LOG}-${size}.log` } : {}),
+  });
+  const watch = { done: false };
+  let sampler: ReturnType<typeof sampleDescriptors> | undefined;
+  let limit = NaN;
+  const guarded = <T>(p: Promise<T>) => guard(p, () => hub.output(), watch);
+  try {
+    const token = await createBootstrapToken(hub, { autoApprove: true });
+    let t = performance.now();
+    await fleet.register(hub.url, token);
+    console.log(`fleet of ${size}: ${size} agents registered in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    checkNoRestart(hub);
+    const ok = (r: { status: number; body: unknown }, what: string) => {
+      if (r.status >= 300) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
+    };
+    ok(await admin(hub, "POST", `${G}/v1beta2/namespaces/bench/managedclustersetbindings`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } }), "binding");
+    ok(await admin(hub, "POST", `${G}/v1beta1/namespaces/bench/placements`, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "all" }, spec: {} }), "placement");
+    const target = await dialTarget(hub.pid, hub.url);
+    limit = descriptorLimit(target.worker);
+    sampler = sampleDescriptors(target.worker);
+    t = performance.now();
+    await guarded(fleet.connect(target.url));
+    console.log(`fleet of ${size}: connected (${fleet.processes} agent processes, ${ROUTE}) in ${((performance.now() - t) / 1000).toFixed(1)} s; the Worker's workerd holds ${fdText(sampler.stop())} descriptors at most so far`);
+    checkNoRestart(hub);
+    const spec = (image: string) => ({ placementRefs: [{ name: "all", rolloutStrategy: { type: "All" } }], manifestWorkTemplate: workload(image) });
+    ok(await admin(hub, "POST", MWRS, { apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", metadata: { name: "bench" }, spec: spec("v1") }), "replica set");
+    await guarded(fleet.reported(1));
+    checkNoRestart(hub);
+    const profiling: Profiling | undefined = PROFILE ? await startProfiling(inspectorPort) : undefined;
+    const t0 = epochNow();
+    ok(await admin(hub, "PATCH", `${MWRS}/bench`, { spec: spec("v2") }, "application/merge-patch+json"), "update");
+    const patchMs = epochNow() - t0;
+    const times = await guarded(fleet.reported(2));
+    await profiling?.stop(`${PROFILE}-${size}.cpuprofile`);
+    const lat = doneAfter(times, t0);
+    printWsTimeline(`fleet of ${size}, hub`, times, t0);
+    checkNoRestart(hub);
+    return { lat, patchMs, fds: sampler.stop() };
+  } catch (e) {
+    const fds = sampler?.stop();
+    const stats = await fleet.stats().catch(() => undefined);
+    throw new Error(`${e instanceof Error ? e.message : String(e)}${fds ? `\nthe Worker's workerd held at most ${fdText(fds)} descriptors (its limit: ${limit})` : ""}${stats ? `\nagents: ${stats.connected} connected; ${describeStats(stats)}` : ""}`, { cause: e });
+  } finally {
+    watch.done = true;
+    const stats = await fleet.stats().catch(() => undefined);
+    if (stats) console.log(`fleet of ${size}, hub: ${describeStats(stats)}`);
+    await fleet.disconnect().catch(() => undefined);
+    await hub.stop();
+  }
+}
+
+/** The same agents against the no-op Worker's channel: connect, generation 1, then one bump. */
+async function measureWsNoop(fleet: ChannelFleet, size: number): Promise<WsSide> {
+  const noop = await startNoopWorker();
+  const watch = { done: false };
+  const guarded = <T>(p: Promise<T>) => guard(p, () => noop.output(), watch);
+  let sampler: ReturnType<typeof sampleDescriptors> | undefined;
+  try {
+    const target = await dialTarget(noop.pid, noop.url);
+    sampler = sampleDescriptors(target.worker);
+    await guarded(fleet.connect(target.url));
+    await guarded(fleet.reported(1));
+    const t0 = epochNow();
+    const res = await fetch(`${noop.url}/bump`, { method: "POST" });
+    await res.arrayBuffer();
+    const patchMs = epochNow() - t0;
+    const times = await guarded(fleet.reported(2));
+    printWsTimeline(`fleet of ${size}, no-op Worker`, times, t0);
+    return { lat: doneAfter(times, t0), patchMs, fds: sampler.stop() };
+  } catch (e) {
+    const fds = sampler?.stop();
+    throw new Error(`no-op Worker: ${e instanceof Error ? e.message : String(e)}${fds ? ` (its workerd held at most ${fdText(fds)} descriptors)` : ""}`, { cause: e });
+  } finally {
+    watch.done = true;
+    await fleet.disconnect().catch(() => undefined);
+    await noop.stop();
+  }
+}
+
+const secs = (ms: number) => (ms / 1000).toFixed(2);
+
+async function measureWs(size: number): Promise<string[]> {
+  const fleet = await ChannelFleet.start(Array.from({ length: size }, (_, i) => `prop-${String(i).padStart(5, "0")}`), { processes: PROCESSES });
+  try {
+    const hub = NOOP_ONLY ? undefined : await measureWsHub(fleet, size);
+    if (hub) console.log(`fleet of ${size}: hub p50 ${secs(pct(hub.lat, 50))} s, p99 ${secs(pct(hub.lat, 99))} s, max ${secs(hub.lat.at(-1)!)} s (update ${hub.patchMs.toFixed(0)} ms); the Worker's workerd held at most ${fdText(hub.fds)} descriptors`);
+    const noop = HUB_ONLY ? undefined : await measureWsNoop(fleet, size);
+    if (noop) console.log(`fleet of ${size}: no-op Worker p50 ${secs(pct(noop.lat, 50))} s, p99 ${secs(pct(noop.lat, 99))} s, max ${secs(noop.lat.at(-1)!)} s; its workerd held at most ${fdText(noop.fds)} descriptors`);
+    const p = (side: WsSide | undefined, q: number) => (side ? secs(pct(side.lat, q)) : "-");
+    return [
+      String(size),
+      `ws (${ROUTE}, ${fleet.processes} agent processes)`,
+      hub ? hub.patchMs.toFixed(0) : "-",
+      `${p(hub, 50)} / ${p(hub, 99)} / ${hub ? secs(hub.lat.at(-1)!) : "-"}`,
+      `${p(noop, 50)} / ${p(noop, 99)} / ${noop ? secs(noop.lat.at(-1)!) : "-"}`,
+      hub && noop ? (pct(hub.lat, 99) / pct(noop.lat, 99)).toFixed(1) : "-",
+      hub ? fdText(hub.fds) : "-",
+    ];
+  } finally {
+    await fleet.stop();
+  }
+}
+
+// ---- main -------------------------------------------------------------------------------------
+
+if (TRANSPORT === "ws") {
+  const rows: string[][] = [];
+  for (const size of SIZES) {
+    console.log(`fleet of ${size}: ws transport, ${NOOP_ONLY ? "the no-op Worker only" : "starting the hub"} ...`);
+    rows.push(await measureWs(size));
+  }
+  printTable(
+    "from one ManifestWorkReplicaSet update (rollout All) to each cluster's report of Applied acknowledged over its channel (local wrangler dev on this machine; seconds)",
+    ["clusters", "transport", "update ms", "hub p50 / p99 / max s", "no-op p50 / p99 / max s", "p99 ratio", "hub workerd descriptors, most"],
+    rows,
+  );
+} else if (TRANSPORT === "poll") {
+  const header = ["clusters", "update ms", "Applied p50 ms", "p99 ms", "max ms", "no-op Worker p50 / p99 ms", "p99 ratio", "idle polls", "idle p50 ms", "idle p99 ms", "D1 queries/idle poll"];
+  const rows = [header];
+  for (const size of SIZES) {
+    console.log(`fleet of ${size}: ${NOOP_ONLY ? "the no-op Worker only" : "starting the hub, joining the agents"} ...`);
+    rows.push(NOOP_ONLY ? await measureNoopOnly(size) : await measure(size));
+  }
+  const widths = header.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  if (refusals.size > 0) console.log(`\nagent requests refused, by HTTP status: ${[...refusals].map(([code, n]) => `${code}: ${n}`).join(", ")}`);
+  console.log("\nfrom one ManifestWorkReplicaSet update (rollout All) to each cluster reporting Applied over HTTP (local wrangler dev on this machine)");
+  for (const r of rows) console.log(r.map((v, c) => v.padStart(widths[c]!)).join("  "));
+} else {
+  throw new Error(`BENCH_TRANSPORT must be ws or poll, not ${TRANSPORT}`);
+}

@@ -12,6 +12,10 @@ const root = path.resolve(here, "../..");
 /** A running no-op Worker: its URL and how to stop it. */
 export interface NoopWorker {
   url: string;
+  /** Process ID of its `wrangler dev` (its workerd processes run below it). */
+  pid: number;
+  /** Everything it printed so far. */
+  output(): string;
   stop(): Promise<void>;
 }
 
@@ -56,5 +60,5 @@ export async function startNoopWorker(): Promise<NoopWorker> {
       });
       child.kill("SIGTERM");
     });
-  return { url, stop };
+  return { url, pid: child.pid!, output: () => out, stop };
 }

@@ -1,33 +1,82 @@
 /**
- * The no-op Worker of the benchmarks: it answers the agent protocol's requests at once with the
- * least work (no credential check, no storage), so that timing the same agent traffic against it
- * and against the hub, in the same run on the same machine, separates the hub's cost from what
- * the machine (one local workerd, the client's own signing and HTTP) can carry at all.
+ * The no-op Worker of the benchmarks: it answers the agent protocol with the least work (no
+ * credential check, no storage), so that timing the same agent traffic against it and against
+ * the hub, in the same run on the same machine, separates the hub's cost from what the machine
+ * (one local workerd, wrangler's proxy, the client's own signing, HTTP and WebSockets) can carry
+ * at all.
  *
+ * HTTP (the poll transport, bench:propagation `BENCH_TRANSPORT=poll`):
  * - `POST /agent/v1/clusters/{name}/heartbeat`: 200 `{"leaseDurationSeconds":60,"worksEtag":<generation>,"leaving":false}`;
  * - `GET /agent/v1/clusters/{name}/works?waitSeconds=N` with `If-None-Match`: while the works
- *   generation is the ETag's, waits up to N seconds (as the hub's long-poll) and answers 304;
+ *   generation is the ETag's, waits up to N seconds (as the hub's long-poll did) and answers 304;
  *   otherwise 200 with one work at the current generation;
- * - `PUT /agent/v1/clusters/{name}/works/{work}/status`: 200;
- * - `POST /bump`: the next works generation, waking every waiting poll (what a replica set
- *   update does on the hub).
+ * - `PUT /agent/v1/clusters/{name}/works/{work}/status`: 200.
+ *
+ * The channel (the ws transport, docs/agent-protocol.md "Channel"):
+ * - `GET /agent/v1/clusters/{name}/connect`: handed to the cluster's own {@link NoopClusterObject}
+ *   (one Durable Object per cluster, as the hub's), which accepts the WebSocket with the
+ *   Hibernation API (`ctx.acceptWebSocket`) and has the runtime answer `ping` with `pong`
+ *   (`setWebSocketAutoResponse`) without waking it; it answers `hello` with `welcome` (and the
+ *   works when the agent's ETag is not the current generation), `status` and `report` with `ack`.
+ *   No credential is checked and nothing is stored.
+ *
+ * `POST /bump`: the next works generation. Every waiting poll wakes, and every cluster object
+ * that accepted a connection is told (`POST /push` to each, 64 at a time, the hub's fan-out from
+ * a replica set to its clusters' objects), and pushes the works to its agent.
+ *
+ * `GET /healthz`: 200 (what the benchmarks probe).
+ *
+ * In local workerd the Worker and its objects share one isolate: the generation and the names of
+ * the connected clusters are module variables that both read (the hub keeps them in storage).
  */
+import { DurableObject } from "cloudflare:workers";
 import type { HeartbeatAnswer, WorkStatusAnswer, WorksAnswer } from "../../src/agent/protocol.ts";
+import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL } from "../../src/agent/channel-constants.ts";
+import type { HubMessage } from "../../src/agent/channel-protocol.ts";
+
+interface Env {
+  NOOP_CLUSTERS: DurableObjectNamespace<NoopClusterObject>;
+}
 
 let generation = 1;
 let waiters: (() => void)[] = [];
+/** Clusters whose object accepted a connection (the ones {@link bump} tells). */
+const connected = new Set<string>();
 
 const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 
+/** The one work of the no-op Worker, at the current generation (what the agent's decoder checks: name, uid, spec). */
+const work = () => ({ apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name: "bench", namespace: "noop", uid: "noop-work", generation, resourceVersion: String(generation), creationTimestamp: "2026-01-01T00:00:00Z" }, spec: {} });
+
+async function bump(env: Env): Promise<Response> {
+  generation++;
+  const woken = waiters;
+  waiters = [];
+  for (const w of woken) w();
+  const names = [...connected];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 64 }, async () => {
+      while (next < names.length) {
+        const name = names[next++]!;
+        const res = await env.NOOP_CLUSTERS.getByName(name).fetch("http://noop/push", { method: "POST" });
+        await res.arrayBuffer();
+      }
+    }),
+  );
+  return json({ generation, told: names.length });
+}
+
 export default {
-  async fetch(req: Request): Promise<Response> {
+  async fetch(req: Request, env: Env): Promise<Response> {
     const url = new URL(req.url);
-    if (req.method === "POST" && url.pathname === "/bump") {
-      generation++;
-      const woken = waiters;
-      waiters = [];
-      for (const w of woken) w();
-      return json({ generation });
+    if (req.method === "POST" && url.pathname === "/bump") return bump(env);
+    if (url.pathname === "/healthz") return new Response("ok");
+    const c = /^\/agent\/v1\/clusters\/([^/]+)\/connect$/.exec(url.pathname);
+    if (c) {
+      if (req.headers.get("upgrade")?.toLowerCase() !== "websocket") return json({ kind: "Status", code: 426 }, 426);
+      connected.add(c[1]!);
+      return env.NOOP_CLUSTERS.getByName(c[1]!).fetch(req);
     }
     const m = /^\/agent\/v1\/clusters\/([^/]+)\/(heartbeat|works)(?:\/([^/]+)\/status)?$/.exec(url.pathname);
     if (!m) return json({ kind: "Status", code: 404 }, 404);
@@ -42,7 +91,46 @@ export default {
       await Promise.race([new Promise<void>((r) => waiters.push(r)), new Promise((r) => setTimeout(r, wait))]);
     }
     if (etag === String(generation)) return new Response(null, { status: 304, headers: { etag: `"${generation}"` } });
-    const work = { metadata: { name: "bench", uid: "noop-work", generation }, spec: {} };
-    return json({ etag: String(generation), leaving: false, works: [work] } satisfies WorksAnswer);
+    return json({ etag: String(generation), leaving: false, works: [work()] } satisfies WorksAnswer);
   },
 };
+
+const send = (ws: WebSocket, msg: HubMessage) => {
+  try {
+    ws.send(JSON.stringify(msg));
+  } catch {
+    // closed meanwhile: the agent says hello again
+  }
+};
+
+/** One cluster's channel on the no-op Worker; see the module comment. */
+export class NoopClusterObject extends DurableObject<Env> {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(CHANNEL_PING, CHANNEL_PONG));
+  }
+
+  override async fetch(req: Request): Promise<Response> {
+    if (new URL(req.url).pathname === "/push") {
+      for (const ws of this.ctx.getWebSockets()) send(ws, { type: "works", etag: String(generation), leaving: false, works: [work()] });
+      return new Response(null, { status: 204 });
+    }
+    for (const old of this.ctx.getWebSockets()) old.close(4000, "replaced");
+    const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
+    this.ctx.acceptWebSocket(server);
+    return new Response(null, { status: 101, webSocket: client, headers: { "sec-websocket-protocol": CHANNEL_SUBPROTOCOL } });
+  }
+
+  override async webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): Promise<void> {
+    if (typeof data !== "string") return;
+    const msg = JSON.parse(data) as { type: string; id?: string; worksEtag?: string };
+    if (msg.type === "hello") {
+      send(ws, { type: "welcome", leaseDurationSeconds: 60, worksEtag: String(generation), leaving: false });
+      if (msg.worksEtag !== String(generation)) send(ws, { type: "works", etag: String(generation), leaving: false, works: [work()] });
+    } else if (msg.type === "status") {
+      send(ws, { type: "ack", id: msg.id!, leaseDurationSeconds: 60 });
+    } else if (msg.type === "report") {
+      send(ws, { type: "ack", id: msg.id!, resourceVersion: String(generation) });
+    }
+  }
+}
