@@ -15,6 +15,7 @@
  * into request handling yet: that step wires authentication and authorization (src/auth/rbac.ts)
  * together.
  */
+import { decodeJwt, decodeProtectedHeader, type ProtectedHeaderParameters } from "jose";
 import { ApiError } from "../k8s/errors.ts";
 import { ALL_AUTHENTICATED, SYSTEM_MASTERS, type UserInfo } from "./rbac.ts";
 
@@ -36,6 +37,19 @@ export type Authenticator = (token: string, now: number) => Promise<UserInfo | n
  * A token of an authenticator's kind that does not verify. `message` is for the hub's own log and
  * the audit log only (the response is always a bare 401 `Unauthorized`); it never holds the token.
  */
+/**
+ * Reads a JWT's issuer (`iss` claim) and protected header without verifying anything, so that an
+ * authenticator can tell whether the token is one of its issuer's before it checks it.
+ * @returns the claim and header, or null for a token that is not a decodable JWT (never throws)
+ */
+export function peekIssuer(token: string): { iss: unknown; header: ProtectedHeaderParameters } | null {
+  try {
+    return { iss: decodeJwt(token).iss, header: decodeProtectedHeader(token) };
+  } catch {
+    return null;
+  }
+}
+
 export class AuthenticationFailure extends Error {
   constructor(message: string) {
     super(message);

@@ -13,9 +13,9 @@
  * leeway, only the configured signing algorithms are accepted, a token without `kid` is tried
  * against every key, an unknown `kid` makes the key set be fetched again).
  */
-import { decodeJwt, decodeProtectedHeader, importJWK, jwtVerify, type CryptoKey, type JWK, type JWTPayload } from "jose";
+import { importJWK, jwtVerify, type CryptoKey, type JWK, type JWTPayload } from "jose";
 import { z } from "zod";
-import { AuthenticationFailure, type Authenticator, type UserInfo } from "./authn.ts";
+import { AuthenticationFailure, peekIssuer, type Authenticator, type UserInfo } from "./authn.ts";
 
 // ---------------------------------------------------------------------------
 // Settings
@@ -358,15 +358,9 @@ export function oidcUser(settings: OidcSettings, payload: JWTPayload): UserInfo 
 export function oidcAuthenticator(settings: OidcSettings, options: OidcOptions = {}): Authenticator {
   const keySet = options.keySet ?? new IssuerKeySet(settings.issuerUrl, options.fetch, options.timings);
   return async (token, now) => {
-    let iss: unknown;
-    let header;
-    try {
-      iss = decodeJwt(token).iss;
-      header = decodeProtectedHeader(token);
-    } catch {
-      return null;
-    }
-    if (iss !== settings.issuerUrl) return null;
+    const peeked = peekIssuer(token);
+    if (!peeked || peeked.iss !== settings.issuerUrl) return null;
+    const header = peeked.header;
     const alg = header.alg;
     if (typeof alg !== "string" || !settings.signingAlgs.includes(alg)) throw new AuthenticationFailure(`oidc: token signed with unsupported algorithm ${JSON.stringify(String(alg))}`);
     const kid = typeof header.kid === "string" ? header.kid : undefined;
