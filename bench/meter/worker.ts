@@ -167,7 +167,9 @@ function meterStorage(ctx: DurableObjectState, cls: ObjectClass): void {
     configurable: true,
     value: (query: string, ...bindings: unknown[]) => {
       const cursor = exec(query, ...bindings);
-      meter.doRowsWritten[cls] += cursor.rowsWritten;
+      // Not the object's own write: the local runtime (miniflare) records an object's name in
+      // `__miniflare_do_name` each time it constructs it; Cloudflare has no such table.
+      if (!query.includes("__miniflare_do_name")) meter.doRowsWritten[cls] += cursor.rowsWritten;
       return cursor;
     },
   });
