@@ -4,8 +4,8 @@
  * (labelSelector, fieldSelector), create, update, merge patch, server-side apply and delete.
  * D1-stored kinds commit through the D1 store; ManagedCluster goes through its Durable Object.
  */
-import { Hono, type Context } from "hono";
-import { alreadyExists, ApiError, badRequest, forbidden, methodNotAllowed, notFound, unauthorized } from "../k8s/errors.ts";
+import { Hono } from "hono";
+import { alreadyExists, ApiError, badRequest, methodNotAllowed, notFound } from "../k8s/errors.ts";
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { matches, parseSelector, SelectorParseError } from "../k8s/labels.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
@@ -13,16 +13,16 @@ import { awaitResourceVersion, LIST_CHUNK_ROWS, listPage, parseResourceVersion, 
 import { computeWrite, type WriteRequest } from "../k8s/write.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { findKind, KINDS, servedGroups } from "../kinds/index.ts";
-import { BUILTIN_CLUSTER_SETS, ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
-import { BUILTIN_NAMESPACES, FINALIZE_EXTRA, NamespaceKind } from "../kinds/namespace.ts";
-import { ensureNamespace } from "../namespaces/controller.ts";
+import { FINALIZE_EXTRA, NamespaceKind } from "../kinds/namespace.ts";
 import { admitNamespace } from "../namespaces/lifecycle.ts";
 import { randomToken, sha256Hex } from "../kinds/bootstraptoken.ts";
-import { admitAgentToken, bearerToken, isAdmin } from "../auth/credentials.ts";
-import { limitAuthFailures } from "../auth/ratelimit.ts";
+import { bearerToken } from "../auth/credentials.ts";
+import { apiAccess } from "../auth/request.ts";
+import { rbacWriteExtras } from "../auth/rbac-store.ts";
+import { RBAC_GROUP } from "../auth/rbac.ts";
+import { ensureBuiltins } from "./builtins.ts";
+import type { ApiContext, ApiEnv } from "./context.ts";
 import { clock } from "../clock.ts";
-import type { Env } from "../env.ts";
-import type { Result } from "../../durable-objects/cluster.ts";
 import { store } from "../store/write.ts";
 import { storeOf } from "../store/store.ts";
 import { toTable } from "../k8s/table.ts";
@@ -32,7 +32,7 @@ import { dropUnknownFields, fieldValidationOf, unknownFieldMessages, warningHead
 import { decodesProtobuf } from "./protobuf.ts";
 import { decodeDelete, decodeObjectBody, decodePatch, decodePathSegment, queryFlag, statusResponse } from "./request.ts";
 
-type Ctx = Context<{ Bindings: Env }>;
+type Ctx = ApiContext;
 
 interface Target {
   def: KindDefinition;
@@ -78,61 +78,6 @@ function resolve(group: string, version: string, encoded: string[]): Target {
   }
   if (sub === "status" && !def.hasStatus) throw new ApiError(404, "NotFound", "the server could not find the requested resource");
   return { def, namespace, name, subresource: sub as "status" | undefined };
-}
-
-/** Whether a request of this isolate has found or created the built-in ManagedClusterSets and namespaces. */
-let builtinsDone = false;
-
-/**
- * Creates the built-in namespaces (`default`, `kube-system`, `kube-public`, `kube-node-lease`, as
- * kube-apiserver does at start) and ManagedClusterSets `default` and `global` when absent, through the write
- * path, until one request of the isolate has seen them there. Each request that comes before that
- * checks for itself (a create that loses the race gets AlreadyExists, which is fine): a request
- * never awaits another's promise, which workerd would cancel as hung had that request been
- * cancelled meanwhile (issue 27).
- * @throws errors of D1 (the next request checks again)
- */
-async function ensureBuiltins(env: Env): Promise<void> {
-  if (builtinsDone) return;
-  for (const ns of BUILTIN_NAMESPACES) await ensureNamespace(env, ns);
-  const sets = storeOf(env, ManagedClusterSetKind);
-  for (const set of BUILTIN_CLUSTER_SETS) {
-    if (await sets.get("", set.name)) continue;
-    try {
-      await sets.write("", set.name, { verb: "create", body: { metadata: { name: set.name }, spec: set.spec } });
-    } catch (e) {
-      if (!(e instanceof ApiError && e.reason === "AlreadyExists")) throw e;
-    }
-  }
-  builtinsDone = true;
-}
-
-/**
- * Authorises a request on `/apis`: the admin token may do anything; a valid agent credential
- * gets 403 (agents use `/agent/v1`); anything else 401. A token that names no registered cluster
- * never reaches a Durable Object. Failed authentications are limited by source address and
- * presented token (src/auth/ratelimit.ts): the admin token is always evaluated, so wrong tokens
- * from its address never lock the admin out; they are answered 429 once over the limit.
- *
- * @throws ApiError 401, 403, 429
- */
-async function authorize(c: Ctx): Promise<void> {
-  const token = bearerToken(c);
-  const sub = await limitAuthFailures(c.env, c.req.raw, "api", token, clock.now(), async (limit) => {
-    if (!token) throw unauthorized();
-    if (await isAdmin(token, c.env.FLOTILLA_ADMIN_TOKEN)) return null;
-    try {
-      const admitted = await admitAgentToken(c.env, token, limit.costly);
-      const res = (await c.env.CLUSTERS.getByName(admitted.cluster).agent(token, admitted.cluster, admitted.cluster, { action: "info" })) as Result<unknown>;
-      if (!res.ok) throw unauthorized(res.status.message);
-      return admitted.cluster;
-    } catch (e) {
-      // As kube-apiserver: one answer for every credential that fails, whatever it looked like.
-      if (e instanceof ApiError && e.code === 401) throw unauthorized();
-      throw e;
-    }
-  });
-  if (sub !== null) throw forbidden(`cluster ${sub}'s agent credential may only use /agent/v1`);
 }
 
 /**
@@ -320,6 +265,8 @@ async function writeValidated(c: Ctx, t: Target, req: WriteRequest): Promise<Res
     }
   }
   if (t.finalize) extras = { [FINALIZE_EXTRA]: true };
+  const rbac = await rbacWriteExtras(c.env, t.def, c.var.user);
+  if (rbac) extras = { ...extras, ...rbac };
   const outcome = await storeOf(c.env, t.def).write(t.namespace, name, req, { extras });
   if (!outcome.object) {
     return json({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", details: { name, group: t.def.group, kind: t.def.plural } });
@@ -343,7 +290,10 @@ async function writeDryRun(c: Ctx, t: Target, req: WriteRequest): Promise<Respon
   // NamespaceLifecycle admits a dry run as a real write.
   await admitNamespace(c.env, t.def, t.namespace, name, req, () => Promise.resolve(current !== null));
   if (req.verb === "create" && current) throw alreadyExists(ref);
-  const extras = t.finalize ? { [FINALIZE_EXTRA]: true } : req.verb === "create" && t.def === findKind("flotilla.dev", "v1alpha1", "bootstraptokens") ? { secretHash: "" } : undefined;
+  const extras = {
+    ...(t.finalize ? { [FINALIZE_EXTRA]: true } : req.verb === "create" && t.def === findKind("flotilla.dev", "v1alpha1", "bootstraptokens") ? { secretHash: "" } : {}),
+    ...(await rbacWriteExtras(c.env, t.def, c.var.user)),
+  };
   const ctx = { now: Date.now(), newUid: () => crypto.randomUUID(), extras };
   const { next, created } = computeWrite(t.def, { namespace: t.namespace, name }, req.verb === "create" ? null : current, req, ctx);
   if (next && next !== current && t.def.finalize) await t.def.finalize(next, req.verb === "create" ? null : current, ctx);
@@ -428,8 +378,8 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
   if (method === "PUT") {
     return write(c, t, { verb: "update", body: await decodeObjectBody(c, warnings, decodesProtobuf(apiVersionOf(t.def), t.def.kind)), subresource: t.subresource }, warnings);
   }
-  // kube-apiserver takes strategic merge patches for its built-in (core) kinds, not for custom resources.
-  if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource, warnings, t.def.group === ""), warnings);
+  // kube-apiserver takes strategic merge patches for its built-in kinds (core, RBAC), not for custom resources.
+  if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource, warnings, t.def.group === "" || t.def.group === RBAC_GROUP), warnings);
   if (method === "DELETE") {
     if (t.subresource) throw methodNotAllowed("DELETE is not allowed on the status subresource");
     return write(c, t, await decodeDelete(c));
@@ -444,7 +394,7 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
  *
  * @example app.route("/api", coreRoutes());
  */
-export function coreRoutes(): Hono<{ Bindings: Env }> {
+export function coreRoutes(): Hono<ApiEnv> {
   const app = apiApp();
   const versions = servedGroups().find((g) => g.group === "")?.versions ?? [];
   app.get("/", (c) => {
@@ -456,14 +406,13 @@ export function coreRoutes(): Hono<{ Bindings: Env }> {
   return app;
 }
 
-/** A Hono app for `/api` or `/apis`: every request authorised, errors as Status objects. */
-function apiApp(): Hono<{ Bindings: Env }> {
-  const app = new Hono<{ Bindings: Env }>();
-  app.use("*", async (c, next) => {
-    await authorize(c);
-    await ensureBuiltins(c.env);
-    await next();
-  });
+/**
+ * A Hono app for `/api` or `/apis`: every request authenticated and authorized (src/auth/request.ts
+ * `apiAccess`; the built-in objects made first), errors as Status objects.
+ */
+function apiApp(): Hono<ApiEnv> {
+  const app = new Hono<ApiEnv>();
+  app.use("*", apiAccess(ensureBuiltins));
   app.onError((err) => {
     if (err instanceof ApiError) return statusResponse(err);
     throw err;
@@ -543,7 +492,7 @@ function aggregatedDiscovery(core: boolean, version: string) {
 }
 
 /** The `/apis` routes: discovery documents and the generic resource endpoints. */
-export function resourceRoutes(): Hono<{ Bindings: Env }> {
+export function resourceRoutes(): Hono<ApiEnv> {
   const app = apiApp();
 
   app.get("/", (c) => {

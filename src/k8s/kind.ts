@@ -46,6 +46,18 @@ export interface KindDefinition {
   storage: "d1" | "cluster";
   /** Names must be DNS-1123 labels (namespace-like kinds such as ManagedCluster) rather than subdomains. */
   nameIsLabel?: boolean;
+  /**
+   * Names need only be valid path segments (not `.` or `..`, no `/` or `%`), as Kubernetes'
+   * RBAC kinds' (`system:discovery`): apimachinery's `path.IsValidPathSegmentName`.
+   */
+  nameIsPathSegment?: boolean;
+  /**
+   * The id of a row of the `counters` table (above 1, the resourceVersion counter's) that every
+   * committed write of this kind sets to its resourceVersion, in its own batch: readers that cache
+   * a derived view of every object of the kind (the RBAC authorizer) compare it to see a change
+   * with one read by key (src/k8s/store.ts `changeCounterValue`).
+   */
+  changeCounter?: number;
   /** When set, users may not create, update, patch or delete objects of this kind (written by the hub only). */
   systemOwned?: boolean;
   printerColumns?: PrinterColumn[];

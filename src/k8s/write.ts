@@ -10,7 +10,7 @@ import { apiVersionOf, type KindDefinition, type WriteContext } from "./kind.ts"
 import { checkSchema, isJsonObject, rfc3339, type JsonObject, type KubeObject } from "./meta.ts";
 import { applyJsonPatch, jsonPatchErrors } from "./jsonpatch.ts";
 import { strategicMergePatch } from "./strategicpatch.ts";
-import { isDNS1123Label, isDNS1123Subdomain, validateAnnotations, validateLabels } from "./validation.ts";
+import { isDNS1123Label, isDNS1123Subdomain, pathSegmentNameErrors, validateAnnotations, validateLabels } from "./validation.ts";
 
 /** Delete preconditions (metav1.Preconditions). */
 export interface Preconditions {
@@ -129,7 +129,7 @@ function validateMeta(def: KindDefinition, obj: KubeObject): StatusCause[] {
   if (!name) {
     causes.push({ field: "metadata.name", message: "Required value: name or generateName is required", reason: "FieldValueRequired" });
   } else {
-    for (const m of def.nameIsLabel ? isDNS1123Label(name) : isDNS1123Subdomain(name)) {
+    for (const m of def.nameIsPathSegment ? pathSegmentNameErrors(name) : def.nameIsLabel ? isDNS1123Label(name) : isDNS1123Subdomain(name)) {
       causes.push({ field: "metadata.name", message: `Invalid value: ${JSON.stringify(name)}: ${m}`, reason: "FieldValueInvalid" });
     }
   }

@@ -8,6 +8,7 @@ import { ManagedClusterSetKind } from "./managedclusterset.ts";
 import { ManifestWorkKind, ManifestWorkReplicaSetKind } from "./manifestwork.ts";
 import { AddOnPlacementScoreKind, ManagedClusterSetBindingKind, PlacementDecisionKind, PlacementKind } from "./placement.ts";
 import { NamespaceKind } from "./namespace.ts";
+import { ClusterRoleBindingKind, ClusterRoleKind, RoleBindingKind, RoleKind } from "./rbac.ts";
 import { SecretKind } from "./secret.ts";
 import { WebhookReceiverKind } from "./webhookreceiver.ts";
 
@@ -25,6 +26,10 @@ export const KINDS: KindDefinition[] = [
   WebhookReceiverKind,
   NamespaceKind,
   SecretKind,
+  ClusterRoleKind,
+  ClusterRoleBindingKind,
+  RoleKind,
+  RoleBindingKind,
 ];
 
 /** Finds a kind by group, version and plural (or short name / singular, as kubectl may use). */
