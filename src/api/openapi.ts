@@ -530,6 +530,10 @@ function kindPaths(def: KindDefinition): Record<string, JsonSchema> {
 
   const collection = `${base}${def.namespaced ? "/namespaces/{namespace}" : ""}/${def.plural}`;
   const item = `${collection}/{name}`;
+  if (def.createOnly) {
+    paths[collection] = { post: op("post", def.kind, opId("create", def, `${ns}${def.kind}`), `create a ${def.kind}`, [...scope, ...writeParams], okResponses(kindRef, true), body(kindRef)) };
+    return paths;
+  }
   paths[collection] = {
     get: op("list", def.kind, opId("list", def, `${ns}${def.kind}`), `list or watch objects of kind ${def.kind}`, [...scope, ...listParams], okResponses(listRef, false)),
     ...(writable
@@ -609,7 +613,7 @@ export function openAPIV3(group: string, version: string): JsonSchema | null {
   const paths: Record<string, JsonSchema> = {};
   for (const def of defs) {
     schemas[schemaName(def.group, def.version, def.kind)] = kindSchema(def);
-    schemas[schemaName(def.group, def.version, def.listKind)] = listSchema(def);
+    if (!def.createOnly) schemas[schemaName(def.group, def.version, def.listKind)] = listSchema(def);
     Object.assign(paths, kindPaths(def));
   }
   Object.assign(schemas, metaSchemas(group, version));

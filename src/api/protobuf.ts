@@ -197,10 +197,80 @@ function secret(buf: Uint8Array): Json {
   return o;
 }
 
+/** The string fields of a message, by field number, into an object (empty strings dropped, as Go omits them). */
+function stringFields(buf: Uint8Array, names: Record<number, string>): Json {
+  const o: Json = {};
+  for (const f of fields(buf)) {
+    const name = names[f.n];
+    if (name && f.wire === 2) {
+      const v = str(f);
+      if (v) o[name] = v;
+    }
+  }
+  return o;
+}
+
+/** authorization/v1 ResourceAttributes (namespace 1, verb 2, group 3, version 4, resource 5, subresource 6, name 7). */
+const resourceAttributes = (buf: Uint8Array) => stringFields(buf, { 1: "namespace", 2: "verb", 3: "group", 4: "version", 5: "resource", 6: "subresource", 7: "name" });
+/** authorization/v1 NonResourceAttributes (path 1, verb 2). */
+const nonResourceAttributes = (buf: Uint8Array) => stringFields(buf, { 1: "path", 2: "verb" });
+
+/**
+ * authorization/v1 SelfSubjectAccessReview and SubjectAccessReview: metadata 1, spec 2
+ * (resourceAttributes 1, nonResourceAttributes 2; SubjectAccessReviewSpec also user 3, groups 4,
+ * extra 5 as map of ExtraValue (items 1), uid 6); status 3 (the answer's: ignored).
+ */
+function accessReview(buf: Uint8Array): Json {
+  const o: Json = {};
+  for (const f of fields(buf)) {
+    if (f.n === 1) o.metadata = objectMeta(f.bytes!);
+    else if (f.n === 2) {
+      const spec: Json = {};
+      const groups: string[] = [];
+      const extra: Record<string, unknown> = {};
+      for (const s of fields(f.bytes!)) {
+        if (s.n === 1) spec.resourceAttributes = resourceAttributes(s.bytes!);
+        else if (s.n === 2) spec.nonResourceAttributes = nonResourceAttributes(s.bytes!);
+        else if (s.n === 3 && str(s)) spec.user = str(s);
+        else if (s.n === 4) groups.push(str(s));
+        else if (s.n === 5) {
+          const [k, v] = entry(s, (x) => fields(x.bytes!).filter((i) => i.n === 1).map(str));
+          extra[k] = v;
+        } else if (s.n === 6 && str(s)) spec.uid = str(s);
+      }
+      if (groups.length > 0) spec.groups = groups;
+      if (Object.keys(extra).length > 0) spec.extra = extra;
+      o.spec = spec;
+    }
+  }
+  return o;
+}
+
+/** authorization/v1 SelfSubjectRulesReview: metadata 1, spec 2 (namespace 1), status 3 (ignored). */
+function rulesReview(buf: Uint8Array): Json {
+  const o: Json = { spec: {} };
+  for (const f of fields(buf)) {
+    if (f.n === 1) o.metadata = objectMeta(f.bytes!);
+    else if (f.n === 2) o.spec = stringFields(f.bytes!, { 1: "namespace" });
+  }
+  return o;
+}
+
+/** authentication/v1 SelfSubjectReview: metadata 1, status 2 (ignored). */
+function selfSubjectReview(buf: Uint8Array): Json {
+  const o: Json = {};
+  for (const f of fields(buf)) if (f.n === 1) o.metadata = objectMeta(f.bytes!);
+  return o;
+}
+
 /** The message decoders, by `<apiVersion>/<kind>`. */
 const DECODERS: Record<string, (raw: Uint8Array) => Json> = {
   "v1/Namespace": namespace,
   "v1/Secret": secret,
+  "authorization.k8s.io/v1/SelfSubjectAccessReview": accessReview,
+  "authorization.k8s.io/v1/SubjectAccessReview": accessReview,
+  "authorization.k8s.io/v1/SelfSubjectRulesReview": rulesReview,
+  "authentication.k8s.io/v1/SelfSubjectReview": selfSubjectReview,
 };
 
 /** Whether a body of kind `kind` (in `apiVersion`) can be decoded from protobuf here. */

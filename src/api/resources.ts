@@ -10,7 +10,7 @@ import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { matches, parseSelector, SelectorParseError } from "../k8s/labels.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
 import { awaitResourceVersion, LIST_CHUNK_ROWS, listPage, parseResourceVersion, type LabelIndexRequirement } from "../k8s/store.ts";
-import { computeWrite, type WriteRequest } from "../k8s/write.ts";
+import { computeWrite, decode, type WriteRequest } from "../k8s/write.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { findKind, KINDS, servedGroups } from "../kinds/index.ts";
 import { FINALIZE_EXTRA, NamespaceKind } from "../kinds/namespace.ts";
@@ -21,6 +21,7 @@ import { apiAccess } from "../auth/request.ts";
 import { rbacWriteExtras } from "../auth/rbac-store.ts";
 import { RBAC_GROUP } from "../auth/rbac.ts";
 import { ensureBuiltins } from "./builtins.ts";
+import { answerReview } from "./reviews.ts";
 import type { ApiContext, ApiEnv } from "./context.ts";
 import { clock } from "../clock.ts";
 import { store } from "../store/write.ts";
@@ -302,6 +303,24 @@ async function writeDryRun(c: Ctx, t: Target, req: WriteRequest): Promise<Respon
   return json(shape(c, t.def, shown, "object"), created ? 201 : 200);
 }
 
+/**
+ * A request on a review kind (`createOnly`, src/api/reviews.ts): a POST on the collection is
+ * decoded, checked against the kind's schema and answered; any other method is 405, as
+ * kube-apiserver's create-only resources answer.
+ * @throws ApiError 400 (undecodable or unknown fields), 405, 422
+ */
+async function review(c: Ctx, t: Target, method: string, warnings: string[]): Promise<Response> {
+  if (method !== "POST" || t.name !== undefined) throw methodNotAllowed("the server does not allow this method on the requested resource");
+  const body = await decodeObjectBody(c, warnings, decodesProtobuf(apiVersionOf(t.def), t.def.kind));
+  const req: WriteRequest = { verb: "create", body };
+  const mode = fieldValidationOf(c);
+  const dropped = dropUnknownFields(t.def.schema, req, mode);
+  const response = await answerReview(c, t.def, decode(t.def, req.body, undefined) as unknown as Record<string, unknown>);
+  if (mode === "Warn") warnings.push(...unknownFieldMessages(dropped));
+  for (const w of warnings) response.headers.append("Warning", warningHeader(w));
+  return response;
+}
+
 /** How many objects of a deletecollection are deleted at once. */
 const DELETE_COLLECTION_CONCURRENCY = 8;
 
@@ -345,6 +364,7 @@ async function deleteCollection(c: Ctx, t: Target): Promise<Response> {
 
 /** The verbs discovery lists for a kind: read-only for what the hub alone writes; no deletecollection of namespaces (as kube-apiserver's). */
 function verbsOf(k: KindDefinition): string[] {
+  if (k.createOnly) return ["create"];
   if (k.systemOwned) return ["get", "list", "watch"];
   const all = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
   return k === NamespaceKind ? all.filter((v) => v !== "deletecollection") : all;
@@ -368,6 +388,7 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
   // As kube-apiserver, an answer the client cannot take is refused (406) before anything is done.
   negotiate(c.req.header("accept"), method === "GET" && t.name === undefined ? (queryFlag(c.req.query("watch")) ? "watch" : "list") : "object");
   if (t.finalize && method !== "PUT") throw methodNotAllowed(`${method} is not allowed on the finalize subresource`);
+  if (t.def.createOnly) return review(c, t, method, warnings);
   if (method === "GET") return t.name === undefined ? list(c, t) : get(c, t);
   if (method === "POST") {
     if (t.name !== undefined) throw methodNotAllowed("POST is only allowed on a collection");

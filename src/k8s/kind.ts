@@ -58,6 +58,12 @@ export interface KindDefinition {
    * with one read by key (src/k8s/store.ts `changeCounterValue`).
    */
   changeCounter?: number;
+  /**
+   * Answered, not stored (Kubernetes' access and identity reviews): only `create` (a POST on the
+   * collection) is served and its answer is computed from the request (src/api/reviews.ts); every
+   * other method is 405. Discovery lists the verb `create` only.
+   */
+  createOnly?: boolean;
   /** When set, users may not create, update, patch or delete objects of this kind (written by the hub only). */
   systemOwned?: boolean;
   printerColumns?: PrinterColumn[];

@@ -95,9 +95,10 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
 /**
  * Decodes and checks a body against the kind: it must be an object whose apiVersion and kind
  * match the endpoint (400), with no unknown fields (400 `strict decoding error`) and valid values
- * (422 with the field paths).
+ * (422 with the field paths). Exported for the review kinds, which are decoded but not written.
+ * @throws ApiError 400, 422
  */
-function decode(def: KindDefinition, body: unknown, nameHint: string | undefined): KubeObject {
+export function decode(def: KindDefinition, body: unknown, nameHint: string | undefined): KubeObject {
   if (!isJsonObject(body)) throw badRequest("the request body must be a JSON object");
   const expected = apiVersionOf(def);
   if (body.apiVersion !== undefined && body.apiVersion !== expected) {

@@ -9,6 +9,7 @@ import { ManifestWorkKind, ManifestWorkReplicaSetKind } from "./manifestwork.ts"
 import { AddOnPlacementScoreKind, ManagedClusterSetBindingKind, PlacementDecisionKind, PlacementKind } from "./placement.ts";
 import { NamespaceKind } from "./namespace.ts";
 import { ClusterRoleBindingKind, ClusterRoleKind, RoleBindingKind, RoleKind } from "./rbac.ts";
+import { SelfSubjectAccessReviewKind, SelfSubjectReviewKind, SelfSubjectRulesReviewKind, SubjectAccessReviewKind } from "./reviews.ts";
 import { SecretKind } from "./secret.ts";
 import { WebhookReceiverKind } from "./webhookreceiver.ts";
 
@@ -30,6 +31,10 @@ export const KINDS: KindDefinition[] = [
   ClusterRoleBindingKind,
   RoleKind,
   RoleBindingKind,
+  SelfSubjectAccessReviewKind,
+  SelfSubjectRulesReviewKind,
+  SubjectAccessReviewKind,
+  SelfSubjectReviewKind,
 ];
 
 /** Finds a kind by group, version and plural (or short name / singular, as kubectl may use). */
