@@ -29,22 +29,25 @@ let issuerUrl: string;
 let privateKey: CryptoKey;
 let kubeconfig: string;
 
-/** Runs kubectl (as the admin, or as `token`'s user); resolves stdout, or the exit code and output of a failure. */
-async function kubectl(args: string[], token?: string): Promise<{ code: number; out: string }> {
+/**
+ * Runs kubectl (as the admin, or as `token`'s user); resolves its exit code, its stdout (`stdout`)
+ * and both streams (`out`).
+ */
+async function kubectl(args: string[], token?: string): Promise<{ code: number; stdout: string; out: string }> {
   const all = ["--kubeconfig", kubeconfig, "--cache-dir", path.join(dir, "cache"), ...(token ? ["--token", token] : []), ...args];
   try {
-    const { stdout } = await run("kubectl", all, { cwd: dir });
-    return { code: 0, out: stdout };
+    const { stdout, stderr } = await run("kubectl", all, { cwd: dir });
+    return { code: 0, stdout, out: `${stdout}${stderr}` };
   } catch (e) {
     const err = e as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof err.code === "number" ? err.code : -1, out: `${err.stdout ?? ""}${err.stderr ?? ""}` };
+    return { code: typeof err.code === "number" ? err.code : -1, stdout: err.stdout ?? "", out: `${err.stdout ?? ""}${err.stderr ?? ""}` };
   }
 }
 
 async function ok(args: string[], token?: string): Promise<string> {
   const r = await kubectl(args, token);
   if (r.code !== 0) throw new Error(`kubectl ${args.join(" ")}: ${r.out}`);
-  return r.out;
+  return r.stdout;
 }
 
 function file(name: string, text: string): string {
@@ -271,7 +274,8 @@ describe("OIDC users and RBAC with kubectl", () => {
     const wrong: string[] = [];
     for (const [user, args, expected] of MATRIX) {
       const r = await kubectl(["auth", "can-i", ...args], user === "admin" ? undefined : tokens[user]);
-      const answer = r.out.trim().split("\n").pop()!;
+      // stdout is the answer; stderr may warn (a cluster-scoped resource asked with a namespace).
+      const answer = r.stdout.trim();
       const got = r.code === 0 && answer === "yes" ? true : r.code === 1 && answer.startsWith("no") ? false : null;
       if (got !== expected) wrong.push(`${user} can-i ${args.join(" ")}: expected ${expected ? "yes" : "no"}, got exit ${r.code}: ${r.out.trim()}`);
     }
@@ -281,7 +285,9 @@ describe("OIDC users and RBAC with kubectl", () => {
   it("kubectl auth can-i --list shows the user's rules in a namespace", async () => {
     const list = await ok(["auth", "can-i", "--list", "-n", "team-a"], tokens.alice);
     expect(list).toMatch(/^Resources\s+Non-Resource URLs\s+Resource Names\s+Verbs/);
-    expect(list).toMatch(/placements\.cluster\.open-cluster-management\.io\s+\[\]\s+\[\]\s+\[create update patch delete deletecollection\]/);
+    expect(list).toMatch(/\nplacements\.cluster\.open-cluster-management\.io\s+\[\]\s+\[\]\s+\[create update patch delete deletecollection get list watch\]/);
+    expect(list).toMatch(/\nplacements\.cluster\.open-cluster-management\.io\/status\s+\[\]\s+\[\]\s+\[get list watch\]/);
+    expect(list).not.toContain("managedclusters.cluster.open-cluster-management.io");
     expect(list).toMatch(/selfsubjectaccessreviews\.authorization\.k8s\.io\s+\[\]\s+\[\]\s+\[create\]/);
     expect(list).toMatch(/\[\/apis\/\*\]\s+\[\]\s+\[get\]/);
   });

@@ -327,7 +327,7 @@ for (const def of STORED.filter((d) => !d.systemOwned)) {
   create("a YAML body of another kind", "apiVersion: example.com/v9\nkind: Pod\nmetadata:\n  name: x\n", 400, "BadRequest", "apiVersion", { contentType: "application/yaml" });
   create("a YAML body that is not YAML", undefined, 400, "BadRequest", undefined, { contentType: "application/yaml", raw: "metadata: [1, 2\n" });
   // The core kinds take Kubernetes' protobuf encoding (kubectl's typed clients send it): a body that is not it is 400.
-  if (def.group === "") create("a protobuf body without the envelope", "x", 400, "BadRequest", undefined, { contentType: "application/vnd.kubernetes.protobuf" });
+  if (def.group === "" || def.group === RBAC_GROUP) create("a protobuf body without the envelope", "x", 400, "BadRequest", undefined, { contentType: "application/vnd.kubernetes.protobuf" });
   else create("a protobuf body", "x", 415, "UnsupportedMediaType", undefined, { contentType: "application/vnd.kubernetes.protobuf" });
   add({ name: `${k}: create with fieldValidation=Lenient`, method: "POST", path: `${coll}?fieldValidation=Lenient`, body: valid(def, freshName()), status: 400, reason: "BadRequest", field: "fieldValidation" });
   add({ name: `${k}: create with dryRun=Some`, method: "POST", path: `${coll}?dryRun=Some`, body: valid(def, freshName()), status: 400, reason: "BadRequest", field: "dryRun" });
