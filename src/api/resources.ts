@@ -18,8 +18,8 @@ import { admitNamespace } from "../namespaces/lifecycle.ts";
 import { randomToken, sha256Hex } from "../kinds/bootstraptoken.ts";
 import { bearerToken } from "../auth/credentials.ts";
 import { apiAccess } from "../auth/request.ts";
-import { rbacWriteExtras } from "../auth/rbac-store.ts";
-import { RBAC_GROUP } from "../auth/rbac.ts";
+import { authorizeRequest, isPrivileged, rbacWriteExtras } from "../auth/rbac-store.ts";
+import { isNonResourceRequest, RBAC_GROUP } from "../auth/rbac.ts";
 import { ensureBuiltins } from "./builtins.ts";
 import { answerReview } from "./reviews.ts";
 import type { ApiContext, ApiEnv } from "./context.ts";
@@ -240,6 +240,20 @@ function shape(c: Ctx, def: KindDefinition, obj: KubeObject, answering: Answerin
   return shown;
 }
 
+/**
+ * A server-side apply of an object that does not exist creates it: as kube-apiserver's patch
+ * handler, the user must then also be allowed to `create` it (the request was authorized as
+ * `patch`). `system:masters` is not checked (nothing is read).
+ * @throws ApiError 403 as kube-apiserver words it
+ */
+async function authorizeCreateOnApply(c: Ctx, t: Target, req: WriteRequest): Promise<void> {
+  if (req.verb !== "patch" || req.patchType !== "apply" || req.subresource || t.name === undefined || isPrivileged(c.var.user)) return;
+  if (await storeOf(c.env, t.def).get(t.namespace, t.name)) return;
+  const attrs = c.var.attributes;
+  if (isNonResourceRequest(attrs)) return;
+  await authorizeRequest(c.env, c.var.user, { ...attrs, verb: "create" });
+}
+
 /** Runs a decoded write; `warnings` (from decoding the body under `fieldValidation=Warn`) become `Warning` headers. */
 async function write(c: Ctx, t: Target, req: WriteRequest, warnings: string[] = []): Promise<Response> {
   if (t.def.systemOwned) throw methodNotAllowed(`${t.def.plural}.${t.def.group} are written by the hub's scheduler only`);
@@ -247,6 +261,7 @@ async function write(c: Ctx, t: Target, req: WriteRequest, warnings: string[] = 
   const dropped = dropUnknownFields(t.def.schema, req, mode);
   const dryRun = c.req.queries("dryRun") ?? [];
   for (const v of dryRun) if (v !== "All") throw badRequest(`dryRun: Unsupported value: ${JSON.stringify(v)}: supported values: "All"`, "dryRun");
+  await authorizeCreateOnApply(c, t, req);
   const response = dryRun.length > 0 ? await writeDryRun(c, t, req) : await writeValidated(c, t, req);
   if (mode === "Warn") warnings.push(...unknownFieldMessages(dropped));
   for (const w of warnings) response.headers.append("Warning", warningHeader(w));

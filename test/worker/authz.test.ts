@@ -159,6 +159,26 @@ describe("enforcement", () => {
     expect(one.body.items.map((i: { metadata: { name: string } }) => i.metadata.name)).toEqual(["pb"]);
   });
 
+  it("a server-side apply that would create needs create as well as patch", async () => {
+    await call("POST", `${RBAC}/namespaces/team-b/roles`, role("team-b", "patcher", [{ verbs: ["patch", "get"], apiGroups: [OCM], resources: ["placements"] }]));
+    await call("POST", `${RBAC}/namespaces/team-b/rolebindings`, binding("team-b", "hank-patch", "patcher", "oidc:hank", "Role"));
+    const applied = (name: string) =>
+      call("PATCH", `${PLACEMENTS("team-b")}/${name}?fieldManager=ci`, `apiVersion: ${OCM}/v1beta1\nkind: Placement\nmetadata:\n  name: ${name}\nspec:\n  numberOfClusters: 2\n`, {
+        contentType: "application/apply-patch+yaml",
+        token: null,
+        headers: { authorization: `Bearer ${hankToken}` },
+      });
+    const hankToken = await token("hank");
+    const created = await applied("new-one");
+    expect(created.status).toBe(403);
+    expect(created.body.message).toBe(`placements.${OCM} "new-one" is forbidden: User "oidc:hank" cannot create resource "placements" in API group "${OCM}" in the namespace "team-b"`);
+    expect((await call("GET", `${PLACEMENTS("team-b")}/new-one`)).status).toBe(404);
+    await call("POST", PLACEMENTS("team-b"), placement("existing"));
+    const patched = await applied("existing");
+    expect(patched.status).toBe(200);
+    expect(patched.body.spec.numberOfClusters).toBe(2);
+  });
+
   it("watch: 403 where the user may not watch; a namespace's watch streams only that namespace", async () => {
     await call("POST", `${RBAC}/namespaces/team-a/rolebindings`, binding("team-a", "dave-view", "view", "oidc:dave"));
     const all = await as("dave", "GET", `/apis/${OCM}/v1beta1/placements?watch=true`);
