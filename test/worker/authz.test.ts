@@ -4,10 +4,11 @@
  * (`https://issuer.test`, vitest.config.ts) whose discovery and keys this file serves by standing in
  * for `fetch`; the admin token is `system:masters`.
  */
-import { exports } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from "jose";
 import { call, createNamespaces, MC } from "./helpers.ts";
+import { ensureBootstrapPolicy } from "../../src/auth/rbac-store.ts";
 
 const ISSUER = "https://issuer.test";
 const RBAC = "/apis/rbac.authorization.k8s.io/v1";
@@ -291,5 +292,26 @@ describe("access reviews", () => {
     expect(authn.body.resources).toContainEqual(expect.objectContaining({ name: "selfsubjectreviews", verbs: ["create"] }));
     const rbac = await call("GET", RBAC);
     expect(rbac.body.resources.map((r: { name: string }) => r.name).sort()).toEqual(["clusterrolebindings", "clusterroles", "rolebindings", "roles"]);
+  });
+});
+
+describe("bootstrap reconciliation (as kube-apiserver's at start)", () => {
+  it("recreates what is missing, adds what an autoupdate object lacks, and leaves autoupdate=false alone", async () => {
+    const crb = `${RBAC}/clusterrolebindings`;
+    const cr = `${RBAC}/clusterroles`;
+    expect((await call("DELETE", `${crb}/system:basic-user`)).status).toBe(200);
+    expect((await call("PATCH", `${cr}/system:discovery`, { rules: [{ verbs: ["get"], nonResourceURLs: ["/api"] }] }, { contentType: "application/merge-patch+json" })).status).toBe(200);
+    const frozen = { metadata: { annotations: { "rbac.authorization.kubernetes.io/autoupdate": "false" } }, rules: [{ verbs: ["get"], nonResourceURLs: ["/healthz"] }] };
+    expect((await call("PATCH", `${cr}/system:public-info-viewer`, frozen, { contentType: "application/merge-patch+json" })).status).toBe(200);
+    expect((await as("ivy", "GET", "/apis")).status).toBe(403);
+
+    await ensureBootstrapPolicy(env);
+
+    expect((await call("GET", `${crb}/system:basic-user`)).body).toMatchObject({ roleRef: { name: "system:basic-user" }, subjects: [{ kind: "Group", name: "system:authenticated" }] });
+    const discovery = (await call("GET", `${cr}/system:discovery`)).body;
+    expect(discovery.rules[0]).toEqual({ verbs: ["get"], nonResourceURLs: ["/api"] });
+    expect(discovery.rules).toContainEqual({ verbs: ["get"], nonResourceURLs: ["/apis/*"] });
+    expect((await as("ivy", "GET", "/apis")).status).toBe(200);
+    expect((await call("GET", `${cr}/system:public-info-viewer`)).body.rules).toEqual(frozen.rules);
   });
 });
