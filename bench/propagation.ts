@@ -489,6 +489,7 @@ async function measureWsHub(fleet: ChannelFleet, size: number): Promise<WsSide> 
     const ok = (r: { status: number; body: unknown }, what: string) => {
       if (r.status >= 300) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
     };
+    await createNamespaces(hub, "bench");
     ok(await admin(hub, "POST", `${G}/v1beta2/namespaces/bench/managedclustersetbindings`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } }), "binding");
     ok(await admin(hub, "POST", `${G}/v1beta1/namespaces/bench/placements`, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "all" }, spec: {} }), "placement");
     const target = await dialTarget(hub.pid, hub.url);

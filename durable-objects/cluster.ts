@@ -27,6 +27,7 @@ import type { JWK } from "jose";
 import { conflict, forbidden, notFound, unauthorized } from "../src/k8s/errors.ts";
 import { findCondition, rfc3339, setCondition, type KubeObject } from "../src/k8s/meta.ts";
 import { Conditions, DEFAULT_LEASE_DURATION_SECONDS, ManagedClusterKind, PENDING_KEY_ANNOTATION, specOf, statusOf, writableStatusOf } from "../src/kinds/managedcluster.ts";
+import { admitAcceptance } from "../src/namespaces/lifecycle.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../src/k8s/write.ts";
 import type { WriterMode } from "../src/store/write.ts";
 import type { WorkDelta } from "../src/work/namespace-works.ts";
@@ -181,7 +182,8 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
   /**
    * Runs an admin write (create, update, patch, delete; main resource or status) through the
    * generic write machinery, then OCM's hub controllers, then commits. The delete of an accepted
-   * cluster starts its leave (cluster/leave.ts).
+   * cluster starts its leave (cluster/leave.ts). A write that accepts the cluster is refused
+   * (403) while its namespace is terminating (src/namespaces/lifecycle.ts `admitAcceptance`).
    */
   async write(name: string, req: WriteRequest): Promise<Result<WriteOutcome>> {
     return this.serial(async () => {
@@ -191,6 +193,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
         const base = req.verb === "delete" ? heldForLeave(current) : current;
         const { next, created } = computeWrite(ManagedClusterKind, { namespace: "", name }, base, req, { now, newUid: () => crypto.randomUUID() });
         if (next === base && base === current) return { ok: true, value: { object: current, created } };
+        if (next && specOf(next).hubAcceptsClient && !(current && specOf(current).hubAcceptsClient)) await admitAcceptance(this.env, name);
         const accepted = next ? this.keys.acceptance(current, next) : null;
         if (next) markLeaving(current, next, now);
         const stored = await this.commit(current, settleDeletion(next));

@@ -19,7 +19,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { clock } from "../src/clock.ts";
-import { runReplicaSet, WorksCache, type RunOutcome } from "../src/work/replicaset.ts";
+import { runReplicaSet, WorksCache, type ReplicaSetChange, type RunOutcome } from "../src/work/replicaset.ts";
 import type { KubeObject } from "../src/k8s/meta.ts";
 import type { Env } from "../src/env.ts";
 
@@ -55,6 +55,12 @@ export class ReplicaSetObject extends DurableObject<Env> {
   private nextRunAt = 0;
   /** The replica set's works as this object last knew them (src/work/replicaset.ts WorksCache). */
   private readonly works = new WorksCache();
+  /**
+   * The alarm's time (epoch ms) as this object last set or read it (null: none); undefined until
+   * read. This object is its alarm's one owner, so a notification (one per work status report)
+   * reads no storage to learn it.
+   */
+  private alarmAt: number | null | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -89,17 +95,46 @@ export class ReplicaSetObject extends DurableObject<Env> {
    * deletion in `deletedWorkIn` (a cluster's name) that the current run is making is ignored.
    */
   async notify(namespace: string, name: string, deletedWorkIn?: string, work?: KubeObject | null): Promise<void> {
-    // What changed is kept (the work as stored, or its removal); a change that comes without it
-    // (an outbox sweep) makes the next run read every work again.
-    if (work) this.works.apply(work);
-    else if (work === null && deletedWorkIn !== undefined) this.works.remove(deletedWorkIn);
-    else this.works.invalidate();
-    if (this.running && deletedWorkIn !== undefined && this.deleting.has(deletedWorkIn)) return;
+    await this.notifyMany(namespace, name, [{ deletedWorkIn, work }]);
+  }
+
+  /**
+   * {@link notify} for several changes of the replica set's works at once (the notifications of
+   * one isolate grouped while the one before was in flight: src/work/replicaset.ts): one call
+   * and at most one alarm write for all of them.
+   */
+  async notifyMany(namespace: string, name: string, changes: readonly ReplicaSetChange[]): Promise<void> {
+    let wanted = false;
+    for (const { deletedWorkIn, work } of changes) {
+      // What changed is kept (the work as stored, or its removal); a change that comes without it
+      // (an outbox sweep) makes the next run read every work again.
+      if (work) this.works.apply(work);
+      else if (work === null && deletedWorkIn !== undefined) this.works.remove(deletedWorkIn);
+      else this.works.invalidate();
+      if (!(this.running && deletedWorkIn !== undefined && this.deleting.has(deletedWorkIn))) wanted = true;
+    }
+    if (!wanted) return;
     this.remember(namespace, name);
     this.notified = true;
     const due = Math.max(clock.now(), this.nextRunAt);
-    const at = await this.ctx.storage.getAlarm();
-    if (at === null || at > due) await this.ctx.storage.setAlarm(due);
+    const at = await this.currentAlarm();
+    if (at === null || at > due) await this.setAlarm(due);
+  }
+
+  /** The alarm's time (epoch ms), or null: read once, then known ({@link alarmAt}). */
+  private async currentAlarm(): Promise<number | null> {
+    if (this.alarmAt === undefined) this.alarmAt = await this.ctx.storage.getAlarm();
+    return this.alarmAt;
+  }
+
+  private async setAlarm(at: number): Promise<void> {
+    this.alarmAt = at;
+    await this.ctx.storage.setAlarm(at);
+  }
+
+  private async deleteAlarm(): Promise<void> {
+    this.alarmAt = null;
+    await this.ctx.storage.deleteAlarm();
   }
 
   private async runPending(): Promise<void> {
@@ -135,7 +170,7 @@ export class ReplicaSetObject extends DurableObject<Env> {
     }
     if (outcome.gone && !this.notified && !this.pending) {
       // Nothing of the replica set remains: forget it (a later trigger starts afresh).
-      await this.ctx.storage.deleteAlarm();
+      await this.deleteAlarm();
       await this.ctx.storage.deleteAll();
       this.targetCache = null;
       this.ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS target (id INTEGER PRIMARY KEY CHECK (id = 1), namespace TEXT NOT NULL, name TEXT NOT NULL)");
@@ -146,15 +181,17 @@ export class ReplicaSetObject extends DurableObject<Env> {
 
   private async armAlarm(at: number | undefined): Promise<void> {
     if (at === undefined) {
-      await this.ctx.storage.deleteAlarm();
+      if ((await this.currentAlarm()) !== null) await this.deleteAlarm();
       return;
     }
-    const current = await this.ctx.storage.getAlarm();
-    if (current !== at) await this.ctx.storage.setAlarm(Math.max(at, clock.now()));
+    const current = await this.currentAlarm();
+    if (current !== at) await this.setAlarm(Math.max(at, clock.now()));
   }
 
   /** A rollout timer, a notification or a retry: runs the replica set. */
   override async alarm(): Promise<void> {
+    // A firing alarm is no longer set (the runtime retries it on its own should this throw).
+    this.alarmAt = null;
     const t = this.target();
     if (t) await this.reconcile(t.namespace, t.name);
   }

@@ -18,7 +18,8 @@ import { deliveredWorks } from "./delivered.ts";
  * status subresource path of the kind's store (src/store/store.ts), which validates the status as any
  * status write (422 invalid values, 400 unknown fields) and lets the replica set controller see
  * it; with `waitUntil` (the request's, or the Durable Object's), the commit may share a D1 batch
- * with other reports (group commit). `rawBytes` is the report's size in bytes, for the cache of
+ * with other reports (group commit), and the report answers once committed: its after-commit
+ * hooks (the replica set's notification) run after, under `waitUntil` (WriterMode `"returns"`). `rawBytes` is the report's size in bytes, for the cache of
  * delivered works (src/agent/delivered.ts). Returns the work as stored (null: nothing stored).
  * @throws ApiError 404 (no such work), 409 (uid differs), 400/422 (invalid status)
  */
@@ -29,7 +30,7 @@ export async function reportWorkStatus(env: Env, cluster: string, workName: stri
   // reports) commit first, the uid checked on each read (src/store/write.ts `writeStored`).
   const write = (current: KubeObject) => {
     const { resourceVersion: _rv, ...metadata } = current.metadata;
-    return storeOf(env, ManifestWorkKind).write(cluster, workName, { verb: "update", subresource: "status", body: { ...current, metadata, status: report.status }, preconditions: { uid: report.uid } }, { known: current, waitUntil });
+    return storeOf(env, ManifestWorkKind).write(cluster, workName, { verb: "update", subresource: "status", body: { ...current, metadata, status: report.status }, preconditions: { uid: report.uid } }, { known: current, waitUntil, mode: "returns" });
   };
   let object: KubeObject | null | undefined;
   // The work as the last poll delivered it, when this isolate answered that poll: the first

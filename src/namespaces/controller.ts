@@ -9,9 +9,11 @@
  *   asks to be requeued, so the outbox sweep runs it again later (src/store/outbox.ts);
  * - a ManagedCluster's namespace (OCM's registration hub controller,
  *   `pkg/registration/hub/managedcluster/controller.go`, which applies namespace `X` labelled
- *   `open-cluster-management.io/cluster-name=X`): created with the cluster, and again when the
- *   cluster is accepted and its namespace is missing. It is kept when the cluster is removed, as
- *   OCM keeps it (src/work/hooks.ts deletes the works it held).
+ *   `open-cluster-management.io/cluster-name=X`): created with the cluster, again when the
+ *   cluster is accepted and its namespace is missing, and again once a deletion of the namespace
+ *   of an accepted cluster completed. It is kept when the cluster is removed, as OCM keeps it
+ *   (src/work/hooks.ts deletes the works it held). Accepting a cluster while its namespace is
+ *   terminating is refused (src/namespaces/lifecycle.ts `admitAcceptance`).
  *
  * Each reads only the namespace and the objects of that namespace (by the store's
  * (resource, namespace, name) key), never the fleet.
@@ -140,6 +142,9 @@ export async function finishNamespaceDeletion(env: Env, name: string): Promise<{
   } catch (e) {
     if (!(e instanceof ApiError && (e.reason === "NotFound" || e.reason === "Conflict"))) throw e;
   }
+  // The namespace of an accepted cluster that still exists comes back, as OCM's registration
+  // controller applies it again at its next sync (after the deletion completed).
+  if (accepted(await storeOf(env, ManagedClusterKind).get("", name))) await ensureNamespace(env, name, { [CLUSTER_NAME_LABEL]: name });
   return { rewrote: true, remaining: false };
 }
 

@@ -68,3 +68,20 @@ export async function admitNamespace(env: Env, def: KindDefinition, namespace: s
   if (req.verb === "patch" && (await exists())) return;
   throw namespaceTerminating(def, namespace, nameOf(req, name));
 }
+
+/**
+ * OCM's check on accepting a cluster (`pkg/registration/webhook/v1/managedcluster_validating.go`,
+ * `validateAcceptByClusterNamespace`): setting `hubAcceptsClient: true` on ManagedCluster `name`
+ * (at create, or changing it from false) is refused while the cluster's namespace is being
+ * deleted, since what acceptance creates there would be deleted with it. A missing namespace is
+ * fine (acceptance creates it: src/namespaces/controller.ts). One indexed D1 read, only when a
+ * write accepts the cluster.
+ * @throws ApiError 403 `managedclusters/accept.cluster.open-cluster-management.io "<name>" is
+ *   forbidden: cluster namespace "<name>" is terminating`, as OCM's webhook words it
+ */
+export async function admitAcceptance(env: Env, name: string): Promise<void> {
+  const ns = await getObject(store(env), NamespaceKind, { namespace: "", name });
+  if (!ns || (namespacePhase(ns) !== "Terminating" && !ns.metadata.deletionTimestamp)) return;
+  const group = "cluster.open-cluster-management.io";
+  throw new ApiError(403, "Forbidden", `managedclusters/accept.${group} ${JSON.stringify(name)} is forbidden: cluster namespace ${JSON.stringify(name)} is terminating`, { name, group, kind: "managedclusters/accept" });
+}

@@ -16,7 +16,7 @@ import { computeWrite, generatedName, type WriteRequest } from "../k8s/write.ts"
 import type { Env } from "../env.ts";
 import type { Result } from "../../durable-objects/cluster/types.ts";
 import type { WaitUntil } from "./outbox.ts";
-import { store as database, writeStored } from "./write.ts";
+import { store as database, writeStored, type WriterMode } from "./write.ts";
 import { admitNamespace, admitsNamespace } from "../namespaces/lifecycle.ts";
 
 /** The outcome of a write: the object as stored (after a delete: as it was, or null once removed) and whether it was created. */
@@ -30,12 +30,15 @@ export interface WriteOutcome {
  * `extras` reach the kind's strategy (a BootstrapToken's secret hash); `known` is the object as
  * the caller just read it (its first attempt skips the read; a stale copy fails its
  * precondition); `waitUntil` lets the commit share a D1 batch with other small writes
- * (src/store/write.ts `writeStored`).
+ * (src/store/write.ts `writeStored`); `mode` `"returns"` (with `waitUntil`), for an agent's
+ * write: it answers once committed, and its after-commit hooks run after, under `waitUntil`
+ * (src/store/write.ts `WriterMode`).
  */
 export interface WriteOptions {
   extras?: Record<string, unknown>;
   known?: KubeObject;
   waitUntil?: WaitUntil;
+  mode?: WriterMode;
 }
 
 /** The objects of one kind, wherever they are stored. */
@@ -61,7 +64,7 @@ function d1Store(env: Env, def: KindDefinition): Store {
     def,
     get: (namespace, name) => getObject(database(env), def, { namespace, name }),
     list: (namespace) => listObjects(database(env), def, namespace),
-    write: (namespace, name, req, opts = {}) => writeStored(env, def, namespace, name ?? "", req, opts.extras, opts.known, opts.waitUntil),
+    write: (namespace, name, req, opts = {}) => writeStored(env, def, namespace, name ?? "", req, opts.extras, opts.known, opts.waitUntil, opts.mode),
   };
 }
 

@@ -148,7 +148,11 @@ function backoff(attempt: number): Promise<void> {
  * `waitUntil` (the request's, for frequent small writes from many requests: agents' status
  * reports): the commit may share a D1 batch with other such writes of the isolate
  * (src/k8s/group-commit.ts), and the finished outbox row is deleted just after, with others
- * (see {@link finishCommit}).
+ * (see {@link finishCommit}). `mode` `"returns"` with `waitUntil` (an agent's write): the write
+ * answers once committed, with the object as committed, and its hooks run after the answer under
+ * `waitUntil` (their outbox row, committed in the same batch, keeps them owed until they
+ * finished: a crash meanwhile leaves them to the sweep), so an agent's acknowledgement waits for
+ * no other object.
  * @throws ApiError (4xx) for a bad request, a conflict or a missing object; nothing is written then.
  */
 export async function writeStored(
@@ -160,10 +164,15 @@ export async function writeStored(
   extras?: Record<string, unknown>,
   known?: KubeObject,
   waitUntil?: WaitUntil,
+  mode: WriterMode = "waits",
 ): Promise<{ object: KubeObject | null; created: boolean }> {
   const outcome = await commitWithRetries(env, def, { namespace, name }, req, extras, known, waitUntil !== undefined);
   if (!outcome.committed) return { object: outcome.unchanged, created: outcome.created };
   const { committed, created, now } = outcome;
+  if (mode === "returns" && waitUntil) {
+    waitUntil(finishCommit(env, committed, now, "returns", waitUntil).catch((e: unknown) => console.error(`after-commit hooks of ${def.plural} ${namespace}/${name} failed; a sweep runs them again`, e)));
+    return { object: committed.object ?? committed.before, created };
+  }
   const { rewrote } = await finishCommit(env, committed, now, "waits", waitUntil);
   let object = committed.object;
   if (rewrote && object) object = (await getObject(store(env), def, { namespace, name: object.metadata.name })) ?? object;

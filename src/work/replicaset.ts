@@ -33,6 +33,7 @@ import { DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL, PLACEMENT_LABEL 
 import type { Env } from "../env.ts";
 import { writeStoredMany, type ManyWrite } from "../store/write.ts";
 import { storeOf } from "../store/store.ts";
+import { CommitGroups } from "../k8s/group-commit.ts";
 import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";
 import { computeRollout, workRolloutStatus, type ClusterRolloutStatus, type DecisionGroup, type RolloutStrategy, type WorkCondition } from "./rollout.ts";
 
@@ -132,11 +133,13 @@ export interface RunOutcome {
 
 /**
  * Most works one run writes: a run is one invocation (a request or an alarm), and on Cloudflare
- * an invocation makes at most 1,000 subrequests (each work's write tells its cluster's Durable
- * Object) and D1 queries; a replica set over a larger fleet writes its works over several runs,
- * each continuing at once where the last stopped.
+ * an invocation of the Paid plan makes at most 10,000 subrequests (Durable Object calls and D1
+ * queries; developers.cloudflare.com/workers/platform/limits, read 2026-11-26; it was 1,000):
+ * each work's write tells its cluster's Durable Object, and its D1 batch and outbox deletion are
+ * shared by 50 works, so 2,000 works cost about 2,100. A replica set over a larger fleet writes
+ * its works over several runs, each continuing at once where the last stopped.
  */
-export const MAX_WORK_WRITES_PER_RUN = 500;
+export const MAX_WORK_WRITES_PER_RUN = 2_000;
 
 /** What the Durable Object learns from a run while it happens, and the works it already holds. */
 export interface RunHooks {
@@ -475,12 +478,60 @@ async function reconcileNow(env: Env, namespace: string, name: string): Promise<
 }
 
 /**
+ * One change a replica set's object is told of: a work as stored (`work`), its removal (`work`
+ * null, with `deletedWorkIn`, the cluster's name), or a change whose object is unknown (`work`
+ * undefined: an outbox sweep's; the object then reads every work at its next run).
+ */
+export interface ReplicaSetChange {
+  deletedWorkIn?: string;
+  work?: KubeObject | null;
+}
+
+/** A notification on its way to a replica set's object: which one, and the change. */
+interface Notification {
+  namespace: string;
+  name: string;
+  change: ReplicaSetChange;
+}
+
+/** Most notifications one group carries (one call per replica set among them). */
+const NOTIFY_GROUP_MAX = 500;
+
+/** The notification groups of each replica set namespace binding (one per isolate), made on first use. */
+const notifyGroups = new WeakMap<DurableObjectNamespace, CommitGroups<Notification, void>>();
+
+/**
+ * Sends a group of notifications: one `notifyMany` call per replica set among them, in parallel.
+ * @throws when a call fails (the group's notifications are then sent again one by one: telling an
+ *   object twice of a change is harmless)
+ */
+async function sendNotifications(env: Env, items: Notification[]): Promise<void[]> {
+  const byTarget = new Map<string, Notification[]>();
+  for (const n of items) {
+    const key = `${n.namespace}/${n.name}`;
+    const xs = byTarget.get(key);
+    if (xs) xs.push(n);
+    else byTarget.set(key, [n]);
+  }
+  await Promise.all([...byTarget.values()].map((ns) => stub(env, ns[0]!.namespace, ns[0]!.name).notifyMany(ns[0]!.namespace, ns[0]!.name, ns.map((n) => n.change))));
+  return items.map(() => undefined);
+}
+
+/**
  * Asks for a run shortly after (the object's alarm, at once) without waiting for it, handing over
  * the changed work as stored when the change carries it (`work`; null: the work was removed).
+ * Notifications that come while one is in flight go together when it returns (group commit,
+ * src/k8s/group-commit.ts): during a fleet's rollout, the reports of many clusters reach their
+ * replica set's object in a few calls, not one each. Resolves once the object was told.
  * @throws when the object cannot be reached
  */
 async function reconcileSoon(env: Env, namespace: string, name: string, deletedWorkIn?: string, work?: KubeObject | null): Promise<void> {
-  await stub(env, namespace, name).notify(namespace, name, deletedWorkIn, work);
+  let groups = notifyGroups.get(env.REPLICASETS);
+  if (!groups) {
+    groups = new CommitGroups((items: Notification[]) => sendNotifications(env, items), NOTIFY_GROUP_MAX);
+    notifyGroups.set(env.REPLICASETS, groups);
+  }
+  await groups.run({ namespace, name, change: { deletedWorkIn, work } });
 }
 
 /** What a write owes a replica set: its run now (awaited) or soon (its alarm), and the cluster whose work was deleted. */

@@ -183,6 +183,45 @@ describe("Namespace", () => {
     expect((await call("GET", `${NAMESPACES}/nscluster`)).status).toBe(200);
   });
 
+  it("an accepted cluster's namespace comes back once its deletion completed; acceptance waits for a terminating one to go", async () => {
+    expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "nsback" }, spec: { hubAcceptsClient: true } })).status).toBe(201);
+    const first = (await call("GET", `${NAMESPACES}/nsback`)).body.metadata.uid;
+    expect((await call("DELETE", `${NAMESPACES}/nsback`)).status).toBe(200);
+    await waitFor("namespace nsback back", async () => {
+      const r = await call("GET", `${NAMESPACES}/nsback`);
+      return r.status === 200 && r.body.metadata.uid !== first && r.body.status.phase === "Active";
+    }, 10_000);
+    expect((await call("GET", `${NAMESPACES}/nsback`)).body.metadata.labels).toMatchObject({ "open-cluster-management.io/cluster-name": "nsback" });
+
+    // A cluster not accepted yet, whose namespace is held in Terminating by a finalizer.
+    expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "nshold" }, spec: { hubAcceptsClient: false } })).status).toBe(201);
+    const held = await call("POST", placements("nshold"), { ...placement("p"), metadata: { name: "p", finalizers: ["example.com/hold"] } });
+    expect(held.status).toBe(201);
+    expect((await call("DELETE", `${NAMESPACES}/nshold`)).status).toBe(200);
+    const before = await snapshot();
+    const refused = await call("PATCH", `${MC}/nshold`, { spec: { hubAcceptsClient: true } }, merge);
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({
+      reason: "Forbidden",
+      message: 'managedclusters/accept.cluster.open-cluster-management.io "nshold" is forbidden: cluster namespace "nshold" is terminating',
+      details: { name: "nshold", group: "cluster.open-cluster-management.io", kind: "managedclusters/accept" },
+    });
+    expect(await snapshot()).toBe(before);
+    expect((await call("GET", `${MC}/nshold`)).body.spec.hubAcceptsClient).toBe(false);
+    // Other changes of the cluster still go through.
+    expect((await call("PATCH", `${MC}/nshold`, { metadata: { labels: { team: "a" } } }, merge)).status).toBe(200);
+    // Once the namespace is gone, acceptance works and creates it again.
+    expect((await call("PATCH", `${placements("nshold")}/p`, { metadata: { finalizers: null } }, merge)).status).toBe(200);
+    const { sweepOutbox } = await import("../../src/store/outbox.ts");
+    await waitFor("namespace nshold to go", async () => {
+      await env.DB.prepare("UPDATE outbox SET due_at = 0").run();
+      await sweepOutbox(env, Date.now());
+      return (await call("GET", `${NAMESPACES}/nshold`)).status === 404;
+    }, 10_000);
+    expect((await call("PATCH", `${MC}/nshold`, { spec: { hubAcceptsClient: true } }, merge)).status).toBe(200);
+    expect((await call("GET", `${NAMESPACES}/nshold`)).body.status.phase).toBe("Active");
+  });
+
   it("takes a strategic merge patch, as kube-apiserver does for its core kinds (custom resources get 415)", async () => {
     await createNamespaces("smp");
     const smp = { contentType: "application/strategic-merge-patch+json" };

@@ -123,6 +123,17 @@ describe("ManifestWorkReplicaSet", () => {
     expect(condition(m, "PlacementRolledOut")).toMatchObject({ status: "True", reason: "Complete" });
   });
 
+  it("reports written at once all reach the summary (their notifications go to the object together)", async () => {
+    const gen = (await call("GET", WORK("c1", "apps.web"))).body.metadata.generation;
+    const conditions = [cond("Applied", "True", gen), cond("Available", "True", gen), cond("Progressing", "True", gen)];
+    const written = await Promise.all(["c1", "c2", "c3"].map((c) => call("PATCH", `${WORK(c, "apps.web")}/status`, { status: { conditions } }, merge)));
+    expect(written.map((r) => r.status)).toEqual([200, 200, 200]);
+    await waitFor(async () => (await mwrs("apps", "web")).status.summary.progressing === 3);
+    expect((await mwrs("apps", "web")).status.summary).toEqual({ total: 3, applied: 3, available: 3, progressing: 3, degraded: 0 });
+    for (const c of ["c1", "c2", "c3"]) await report(c, "apps.web", "succeeded");
+    expect(condition(await mwrs("apps", "web"), "PlacementRolledOut")).toMatchObject({ status: "True", reason: "Complete" });
+  });
+
   it("follows decision changes: a tainted cluster loses its work, a newly selected one gets it", async () => {
     const taint = await call("PATCH", `${MC}/c3`, { spec: { taints: [{ key: "maintenance", effect: "NoSelect" }] } }, merge);
     expect(taint.status).toBe(200);
