@@ -20,6 +20,9 @@ import { bearerToken } from "../auth/credentials.ts";
 import { apiAccess } from "../auth/request.ts";
 import { authorizeRequest, isPrivileged, rbacWriteExtras } from "../auth/rbac-store.ts";
 import { isNonResourceRequest, RBAC_GROUP } from "../auth/rbac.ts";
+import { admitBindingCreate, admitClusterWrite, type ClusterTransition } from "../auth/ocm-admission.ts";
+import { ManagedClusterKind } from "../kinds/managedcluster.ts";
+import { ManagedClusterSetBindingKind } from "../kinds/placement.ts";
 import { ensureBuiltins } from "./builtins.ts";
 import { answerReview } from "./reviews.ts";
 import type { ApiContext, ApiEnv } from "./context.ts";
@@ -283,13 +286,33 @@ async function writeValidated(c: Ctx, t: Target, req: WriteRequest): Promise<Res
   if (t.finalize) extras = { [FINALIZE_EXTRA]: true };
   const rbac = await rbacWriteExtras(c.env, t.def, c.var.user);
   if (rbac) extras = { ...extras, ...rbac };
-  const outcome = await storeOf(c.env, t.def).write(t.namespace, name, req, { extras });
+  const admitted = await admitOcm(c, t, req, name);
+  const outcome = await storeOf(c.env, t.def).write(t.namespace, name, req, { extras, ...(admitted ? { admitted } : {}) });
   if (!outcome.object) {
     return json({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", details: { name, group: t.def.group, kind: t.def.plural } });
   }
   const out = structuredClone(outcome.object);
   if (secret && outcome.created) out.status = { ...(out.status ?? {}), token: `${outcome.object.metadata.name}.${secret}` };
   return json(shape(c, t.def, out, "object"), outcome.created ? 201 : 200);
+}
+
+/**
+ * OCM's multi-tenancy checks of an API write (src/auth/ocm-admission.ts), for a user outside
+ * `system:masters`: a ManagedCluster write is computed on the object as stored to learn what it
+ * changes, which is checked and answered (the cluster's object holds the write to it); the create
+ * of a ManagedClusterSetBinding needs the bind permission. Nothing for deletes or other kinds.
+ * @throws ApiError 403 as OCM's webhooks word it, the write's own 4xx; errors of the store
+ */
+async function admitOcm(c: Ctx, t: Target, req: WriteRequest, name: string | undefined): Promise<ClusterTransition | undefined> {
+  if (req.verb === "delete" || isPrivileged(c.var.user)) return undefined;
+  const cluster = t.def === ManagedClusterKind;
+  if (!cluster && (t.def !== ManagedClusterSetBindingKind || (req.verb !== "create" && req.subresource))) return undefined;
+  const current = req.verb === "create" || !name ? null : await storeOf(c.env, t.def).get(t.namespace, name);
+  if (!cluster && current) return undefined;
+  const { next } = computeWrite(t.def, { namespace: t.namespace, name }, current, req, { now: clock.now(), newUid: () => crypto.randomUUID() });
+  if (cluster) return admitClusterWrite(c.env, c.var.user, name ?? next?.metadata.name ?? "", current, next);
+  await admitBindingCreate(c.env, c.var.user, String((next?.spec as { clusterSet?: unknown } | undefined)?.clusterSet ?? ""));
+  return undefined;
 }
 
 /**
@@ -306,6 +329,8 @@ async function writeDryRun(c: Ctx, t: Target, req: WriteRequest): Promise<Respon
   // NamespaceLifecycle admits a dry run as a real write.
   await admitNamespace(c.env, t.def, t.namespace, name, req, () => Promise.resolve(current !== null));
   if (req.verb === "create" && current) throw alreadyExists(ref);
+  // OCM's webhooks check a dry run as a real write.
+  await admitOcm(c, t, req, name);
   const extras = {
     ...(t.finalize ? { [FINALIZE_EXTRA]: true } : req.verb === "create" && t.def === findKind("flotilla.dev", "v1alpha1", "bootstraptokens") ? { secretHash: "" } : {}),
     ...(await rbacWriteExtras(c.env, t.def, c.var.user)),
