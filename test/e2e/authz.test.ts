@@ -316,4 +316,54 @@ describe("OIDC users and RBAC with kubectl", () => {
     // Within what admin holds, the same user may delegate.
     expect(await ok(["create", "rolebinding", "zoe-view", "--clusterrole=view", "--user=oidc:zoe", "-n", "team-a"], await idToken("erin"))).toContain("rolebinding.rbac.authorization.k8s.io/zoe-view created");
   });
+  it("clusterset join, bind and accept: refused without the permission, allowed with it (OCM's checks)", async () => {
+    const token = await idToken("olga");
+    const yaml = (name: string, text: string) => file(name, text);
+    // Olga may manage clusters and bindings, and nothing of OCM's guarded permissions yet.
+    await ok(["apply", "-f", yaml("olga.yaml", `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: olga-clusters}
+rules:
+- {verbs: [get, list, create, update, patch], apiGroups: [${OCM}], resources: [managedclusters, managedclustersetbindings]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: olga-clusters}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: olga-clusters}
+subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: "oidc:olga"}]
+`)]);
+    const cluster = yaml("olga-cluster.yaml", `apiVersion: ${OCM}/v1\nkind: ManagedCluster\nmetadata:\n  name: olga-1\n  labels: {${OCM}/clusterset: team-a}\nspec: {hubAcceptsClient: false}\n`);
+    const joinRefused = await kubectl(["create", "-f", cluster], token);
+    expect(joinRefused.code).toBe(1);
+    expect(joinRefused.out).toContain(`managedclustersets/join.${OCM} "team-a" is forbidden: user "oidc:olga" cannot add/remove a ManagedCluster to/from ManagedClusterSet "team-a"`);
+    expect((await kubectl(["get", "managedcluster", "olga-1"])).out).toContain("NotFound");
+    const binding = yaml("olga-binding.yaml", `apiVersion: ${OCM}/v1beta2\nkind: ManagedClusterSetBinding\nmetadata: {name: team-a, namespace: team-a}\nspec: {clusterSet: team-a}\n`);
+    const bindRefused = await kubectl(["create", "-f", binding], token);
+    expect(bindRefused.code).toBe(1);
+    expect(bindRefused.out).toContain(`managedclustersets/bind.${OCM} "team-a" is forbidden: user "oidc:olga" is not allowed to bind cluster set "team-a"`);
+    // Granted join and bind for team-a, and accept for olga-1.
+    await ok(["apply", "-f", yaml("olga-grants.yaml", `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: olga-team-a}
+rules:
+- {verbs: [create], apiGroups: [${OCM}], resources: [managedclustersets/join, managedclustersets/bind], resourceNames: [team-a]}
+- {verbs: [update], apiGroups: [register.open-cluster-management.io], resources: [managedclusters/accept], resourceNames: [olga-1]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: olga-team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: olga-team-a}
+subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: "oidc:olga"}]
+`)]);
+    expect(await ok(["create", "-f", cluster], token)).toContain(`managedcluster.${OCM}/olga-1 created`);
+    expect(await ok(["create", "-f", binding], token)).toContain("created");
+    const accept = await kubectl(["patch", "managedcluster", "olga-1", "--type=merge", "-p", '{"spec":{"hubAcceptsClient":true}}'], token);
+    expect(accept.out).toContain("patched");
+    expect(await ok(["get", "managedcluster", "olga-1", "-o", "jsonpath={.spec.hubAcceptsClient}"])).toBe("true");
+    // Moving it to a set Olga may not join is refused, and leaves it where it was.
+    const move = await kubectl(["label", "managedcluster", "olga-1", `${OCM}/clusterset=team-b`, "--overwrite"], token);
+    expect(move.code).toBe(1);
+    expect(move.out).toContain(`ManagedClusterSet "team-b"`);
+    expect(await ok(["get", "managedcluster", "olga-1", "-o", `jsonpath={.metadata.labels.cluster\\.open-cluster-management\\.io/clusterset}`])).toBe("team-a");
+  });
 });
