@@ -534,6 +534,10 @@ function kindPaths(def: KindDefinition): Record<string, JsonSchema> {
     paths[collection] = { post: op("post", def.kind, opId("create", def, `${ns}${def.kind}`), `create a ${def.kind}`, [...scope, ...writeParams], okResponses(kindRef, true), body(kindRef)) };
     return paths;
   }
+  if (def.viewOf) {
+    paths[collection] = { get: op("list", def.kind, opId("list", def, `${ns}${def.kind}`), `list or watch the ${def.plural} the user may see`, [...scope, ...listParams], okResponses(listRef, false)) };
+    return paths;
+  }
   paths[collection] = {
     get: op("list", def.kind, opId("list", def, `${ns}${def.kind}`), `list or watch objects of kind ${def.kind}`, [...scope, ...listParams], okResponses(listRef, false)),
     ...(writable

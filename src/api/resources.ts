@@ -21,6 +21,7 @@ import { apiAccess } from "../auth/request.ts";
 import { authorizeRequest, isPrivileged, rbacWriteExtras } from "../auth/rbac-store.ts";
 import { isNonResourceRequest, RBAC_GROUP } from "../auth/rbac.ts";
 import { admitBindingCreate, admitClusterWrite, type ClusterTransition } from "../auth/ocm-admission.ts";
+import { viewFilter } from "../auth/clusterview.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManagedClusterSetBindingKind } from "../kinds/placement.ts";
 import { ensureBuiltins } from "./builtins.ts";
@@ -45,6 +46,8 @@ interface Target {
   subresource?: "status";
   /** A Namespace's `finalize` subresource (PUT only): the write changes `spec.finalizers` alone. */
   finalize?: boolean;
+  /** A list or watch through a view (`KindDefinition.viewOf`): the view's kind, and what the user may see. */
+  view?: { def: KindDefinition; visible: (obj: KubeObject) => boolean };
 }
 
 function present(def: KindDefinition, obj: KubeObject): KubeObject {
@@ -135,7 +138,10 @@ function selectorOf(c: Ctx): { filter: (obj: KubeObject) => boolean; index?: Lab
 }
 
 async function list(c: Ctx, t: Target): Promise<Response> {
-  const { filter, index } = selectorOf(c);
+  if (t.def.viewOf) return list(c, { ...t, def: t.def.viewOf, view: { def: t.def, visible: await viewFilter(c.env, c.var.user, t.def.viewOf) } });
+  const { filter: requested, index } = selectorOf(c);
+  const visible = t.view?.visible;
+  const filter = visible ? (o: KubeObject) => visible(o) && requested(o) : requested;
   const namespace = t.def.namespaced ? t.namespace || undefined : "";
   const watching = queryFlag(c.req.query("watch"));
   const sendInitialEvents = c.req.query("sendInitialEvents");
@@ -170,7 +176,7 @@ async function list(c: Ctx, t: Target): Promise<Response> {
   await awaitResourceVersion(store(c.env), asked, c.req.raw.signal);
   // As the apiserver: remainingItemCount only when no selector filters the rows.
   const selected = Boolean(c.req.query("labelSelector") || c.req.query("fieldSelector"));
-  const page = await listPage(store(c.env), t.def, namespace, { after, limit, filter, countRemaining: !selected, index });
+  const page = await listPage(store(c.env), t.def, namespace, { after, limit, filter, countRemaining: !selected && !visible, index });
   const shown = page.items.map((o) => present(t.def, o));
   const listMeta = {
     resourceVersion: page.resourceVersion,
@@ -182,7 +188,7 @@ async function list(c: Ctx, t: Target): Promise<Response> {
     return json({ ...table, metadata: { ...table.metadata, ...listMeta } });
   }
   if (form.kind === "metadata") return json(partialObjectMetadataList(shown, listMeta, form.version));
-  return json({ apiVersion: apiVersionOf(t.def), kind: t.def.listKind, metadata: listMeta, items: shown });
+  return json({ apiVersion: apiVersionOf(t.view?.def ?? t.def), kind: t.def.listKind, metadata: listMeta, items: shown });
 }
 
 /**
@@ -405,6 +411,7 @@ async function deleteCollection(c: Ctx, t: Target): Promise<Response> {
 /** The verbs discovery lists for a kind: read-only for what the hub alone writes; no deletecollection of namespaces (as kube-apiserver's). */
 function verbsOf(k: KindDefinition): string[] {
   if (k.createOnly) return ["create"];
+  if (k.viewOf) return ["list", "watch"];
   if (k.systemOwned) return ["get", "list", "watch"];
   const all = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
   return k === NamespaceKind ? all.filter((v) => v !== "deletecollection") : all;
@@ -429,6 +436,7 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
   negotiate(c.req.header("accept"), method === "GET" && t.name === undefined ? (queryFlag(c.req.query("watch")) ? "watch" : "list") : "object");
   if (t.finalize && method !== "PUT") throw methodNotAllowed(`${method} is not allowed on the finalize subresource`);
   if (t.def.createOnly) return review(c, t, method, warnings);
+  if (t.def.viewOf && (method !== "GET" || t.name !== undefined)) throw methodNotAllowed("the server does not allow this method on the requested resource");
   if (method === "GET") return t.name === undefined ? list(c, t) : get(c, t);
   if (method === "POST") {
     if (t.name !== undefined) throw methodNotAllowed("POST is only allowed on a collection");

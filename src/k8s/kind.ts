@@ -66,6 +66,13 @@ export interface KindDefinition {
   createOnly?: boolean;
   /** When set, users may not create, update, patch or delete objects of this kind (written by the hub only). */
   systemOwned?: boolean;
+  /**
+   * A read-only view of another kind's objects (OCM's `clusterview.open-cluster-management.io`):
+   * only list and watch are served (other methods 405), showing the objects of `viewOf` that the
+   * requesting user may see (src/auth/clusterview.ts), as they are stored. Discovery lists the
+   * verbs `list` and `watch`.
+   */
+  viewOf?: KindDefinition;
   printerColumns?: PrinterColumn[];
   /** Sets defaults on a create or update body (mutates). */
   defaults?(obj: KubeObject): void;

@@ -12,6 +12,7 @@ import { ClusterRoleBindingKind, ClusterRoleKind, RoleBindingKind, RoleKind } fr
 import { SelfSubjectAccessReviewKind, SelfSubjectReviewKind, SelfSubjectRulesReviewKind, SubjectAccessReviewKind } from "./reviews.ts";
 import { SecretKind } from "./secret.ts";
 import { WebhookReceiverKind } from "./webhookreceiver.ts";
+import { ClusterViewManagedClusterKind, ClusterViewManagedClusterSetKind } from "./clusterview.ts";
 
 /** All served kinds. */
 export const KINDS: KindDefinition[] = [
@@ -35,6 +36,8 @@ export const KINDS: KindDefinition[] = [
   SelfSubjectRulesReviewKind,
   SubjectAccessReviewKind,
   SelfSubjectReviewKind,
+  ClusterViewManagedClusterKind,
+  ClusterViewManagedClusterSetKind,
 ];
 
 /** Finds a kind by group, version and plural (or short name / singular, as kubectl may use). */

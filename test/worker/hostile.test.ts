@@ -50,9 +50,9 @@ const add = (c: Case) => cases.push(c);
 // Kinds, their paths and valid objects
 // ---------------------------------------------------------------------------------------------
 
-const byKind = (kind: string) => KINDS.find((k) => k.kind === kind)!;
+const byKind = (kind: string) => KINDS.find((k) => k.kind === kind && !k.viewOf)!;
 /** The kinds stored and served with the generic verbs (the review kinds are answered, not stored: their own cases below). */
-const STORED = KINDS.filter((k) => !k.createOnly);
+const STORED = KINDS.filter((k) => !k.createOnly && !k.viewOf);
 const RBAC_GROUP = "rbac.authorization.k8s.io";
 /** kube-apiserver takes strategic merge patches for its built-in kinds (core, RBAC). */
 const strategic = (def: KindDefinition) => def.group === "" || def.group === RBAC_GROUP;
@@ -293,7 +293,7 @@ for (const def of STORED) {
 // Writes on every writable kind: bodies, content types, options, metadata
 // ---------------------------------------------------------------------------------------------
 
-for (const def of KINDS.filter((d) => d.systemOwned)) {
+for (const def of KINDS.filter((d) => d.systemOwned && !d.viewOf)) {
   const coll = collection(def);
   add({ name: `${def.kind}: create (written by the hub only)`, method: "POST", path: coll, body: valid(def, freshName()), status: 405, reason: "MethodNotAllowed" });
   add({ name: `${def.kind}: update (written by the hub only)`, method: "PUT", path: `${coll}/x`, body: valid(def, "x"), status: 405, reason: "MethodNotAllowed" });

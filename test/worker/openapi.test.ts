@@ -88,8 +88,12 @@ describe("OpenAPI v3 group-version documents", () => {
       expect(s.properties.metadata.allOf).toEqual([{ $ref: `#/components/schemas/${OBJECT_META}` }]);
       expect(schemas[OBJECT_META].properties.labels.additionalProperties).toEqual({ type: "string" });
       const list = schemas[schemaName(def.group, def.version, def.listKind)];
-      expect(list["x-kubernetes-group-version-kind"]).toEqual([{ group: def.group, version: def.version, kind: def.listKind }]);
-      expect(list.properties.items.items).toEqual({ $ref: `#/components/schemas/${schemaName(def.group, def.version, def.kind)}` });
+      // The reviews are answered, never listed: no list kind.
+      if (def.createOnly) expect(list).toBeUndefined();
+      else {
+        expect(list["x-kubernetes-group-version-kind"]).toEqual([{ group: def.group, version: def.version, kind: def.listKind }]);
+        expect(list.properties.items.items).toEqual({ $ref: `#/components/schemas/${schemaName(def.group, def.version, def.kind)}` });
+      }
       // Every $ref resolves within the document.
       for (const ref of JSON.stringify(doc).matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)) {
         expect(schemas[ref[1]!], ref[1]).toBeDefined();
@@ -147,6 +151,18 @@ describe("OpenAPI v3 group-version documents", () => {
       const item = doc.paths[`/${groupVersionPath(def.group, def.version)}${ns}/${def.plural}/{name}`];
       const collection = doc.paths[`/${groupVersionPath(def.group, def.version)}${ns}/${def.plural}`];
       const gvk = { group: def.group, version: def.version, kind: def.kind };
+      if (def.createOnly) {
+        expect(item).toBeUndefined();
+        expect(collection.post["x-kubernetes-action"]).toBe("post");
+        continue;
+      }
+      if (def.viewOf) {
+        // A view: list and watch on the collection only.
+        expect(item).toBeUndefined();
+        expect(collection.get["x-kubernetes-action"]).toBe("list");
+        expect(collection.post).toBeUndefined();
+        continue;
+      }
       expect(item.get["x-kubernetes-group-version-kind"]).toEqual(gvk);
       expect(item.get["x-kubernetes-action"]).toBe("get");
       expect(collection.get["x-kubernetes-action"]).toBe("list");
