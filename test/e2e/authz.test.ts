@@ -366,4 +366,28 @@ subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: "oidc:olga"}]
     expect(move.out).toContain(`ManagedClusterSet "team-b"`);
     expect(await ok(["get", "managedcluster", "olga-1", "-o", `jsonpath={.metadata.labels.cluster\\.open-cluster-management\\.io/clusterset}`])).toBe("team-a");
   });
+  it("the cluster view lists exactly the clusters of the sets a user may get", async () => {
+    await ok(["apply", "-f", file("vera.yaml", `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: vera-team-a}
+rules:
+- {verbs: [list, watch], apiGroups: [clusterview.open-cluster-management.io], resources: [managedclusters, managedclustersets]}
+- {verbs: [get], apiGroups: [${OCM}], resources: [managedclustersets], resourceNames: [team-a]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: vera-team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: vera-team-a}
+subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: "oidc:vera"}]
+`)]);
+    await ok(["apply", "-f", file("team-a-set.yaml", `apiVersion: ${OCM}/v1beta2\nkind: ManagedClusterSet\nmetadata: {name: team-a}\nspec: {}\n---\napiVersion: ${OCM}/v1\nkind: ManagedCluster\nmetadata:\n  name: vera-b\n  labels: {${OCM}/clusterset: team-b}\nspec: {hubAcceptsClient: false}\n`)]);
+    const token = await idToken("vera");
+    const expected = (await ok(["get", "managedclusters", "-l", `${OCM}/clusterset=team-a`, "-o", "jsonpath={.items[*].metadata.name}"])).split(" ").filter(Boolean).sort();
+    expect(expected.length).toBeGreaterThan(0);
+    const seen = (await ok(["get", "managedclusters.clusterview.open-cluster-management.io", "-o", "jsonpath={.items[*].metadata.name}"], token)).split(" ").filter(Boolean).sort();
+    expect(seen).toEqual(expected);
+    expect(seen).not.toContain("vera-b");
+    expect((await ok(["get", "managedclustersets.clusterview.open-cluster-management.io", "-o", "name"], token)).trim()).toBe(`managedclusterset.${OCM}/team-a`);
+    expect((await kubectl(["get", "managedclusters"], token)).out).toContain("Forbidden");
+  });
 });
