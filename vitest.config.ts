@@ -14,6 +14,11 @@ export default defineConfig(async () => ({
           FLOTILLA_ADMIN_TOKEN: "test-admin-token",
           // Encrypts Secrets at rest in the tests (AES-256; the ID "test1" is what stored values carry).
           FLOTILLA_ENCRYPTION_KEYS: "test1:dGVzdC1rZXktdGhhdC1pcy0zMi1ieXRlcy1sb25nISE=",
+          // OIDC users for the authorization tests (test/worker/authz.test.ts serves this issuer's
+          // discovery and keys by standing in for fetch).
+          FLOTILLA_OIDC_ISSUER_URL: "https://issuer.test",
+          FLOTILLA_OIDC_AUDIENCE: "flotilla",
+          FLOTILLA_OIDC_USERNAME_PREFIX: "oidc:",
         },
       },
     }),

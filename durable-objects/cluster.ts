@@ -27,6 +27,7 @@ import type { JWK } from "jose";
 import { conflict, forbidden, notFound, unauthorized } from "../src/k8s/errors.ts";
 import { findCondition, rfc3339, setCondition, type KubeObject } from "../src/k8s/meta.ts";
 import { Conditions, DEFAULT_LEASE_DURATION_SECONDS, ManagedClusterKind, PENDING_KEY_ANNOTATION, specOf, statusOf, writableStatusOf } from "../src/kinds/managedcluster.ts";
+import { clusterTransition, transitionCovered, type ClusterTransition } from "../src/auth/ocm-admission.ts";
 import { admitAcceptance } from "../src/namespaces/lifecycle.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../src/k8s/write.ts";
 import type { WriterMode } from "../src/store/write.ts";
@@ -182,10 +183,12 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
   /**
    * Runs an admin write (create, update, patch, delete; main resource or status) through the
    * generic write machinery, then OCM's hub controllers, then commits. The delete of an accepted
-   * cluster starts its leave (cluster/leave.ts). A write that accepts the cluster is refused
+   * cluster starts its leave (cluster/leave.ts). `admitted`: the transition the API checked for
+   * the requesting user (src/auth/ocm-admission.ts); a write that makes another (the object
+   * changed since the API read it) is refused with 409 Conflict. A write that accepts the cluster is refused
    * (403) while its namespace is terminating (src/namespaces/lifecycle.ts `admitAcceptance`).
    */
-  async write(name: string, req: WriteRequest): Promise<Result<WriteOutcome>> {
+  async write(name: string, req: WriteRequest, admitted?: ClusterTransition): Promise<Result<WriteOutcome>> {
     return this.serial(async () => {
       try {
         const now = clock.now();
@@ -193,6 +196,9 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
         const base = req.verb === "delete" ? heldForLeave(current) : current;
         const { next, created } = computeWrite(ManagedClusterKind, { namespace: "", name }, base, req, { now, newUid: () => crypto.randomUUID() });
         if (next === base && base === current) return { ok: true, value: { object: current, created } };
+        if (admitted && !transitionCovered(clusterTransition(current, next), admitted)) {
+          throw conflict({ group: ManagedClusterKind.group, plural: ManagedClusterKind.plural, name }, "the object has been modified; please apply your changes to the latest version and try again");
+        }
         if (next && specOf(next).hubAcceptsClient && !(current && specOf(current).hubAcceptsClient)) await admitAcceptance(this.env, name);
         const accepted = next ? this.keys.acceptance(current, next) : null;
         if (next) markLeaving(current, next, now);

@@ -35,6 +35,8 @@ export interface HubOptions {
   port?: number;
   /** Admin token (default: a fresh random one); a restarted hub keeps its clients' by taking its predecessor's. */
   adminToken?: string;
+  /** Extra environment of `npm start` (e.g. the `FLOTILLA_OIDC_*` settings). */
+  env?: Record<string, string>;
   /** Extra arguments of `wrangler dev` (`npm start` passes them on), e.g. `--config` of another entry. */
   wranglerArgs?: string[];
   /**
@@ -245,6 +247,7 @@ export async function startHub(opts: HubOptions = {}): Promise<Hub> {
   if (opts.graceMultiplier !== undefined) env.FLOTILLA_LEASE_GRACE_MULTIPLIER = String(opts.graceMultiplier);
   if (opts.leaveTimeoutSeconds !== undefined) env.FLOTILLA_LEAVE_TIMEOUT_SECONDS = String(opts.leaveTimeoutSeconds);
   if (opts.https) env.FLOTILLA_HTTPS = "1";
+  Object.assign(env, opts.env ?? {});
   const child = spawn(process.execPath, [path.join(root, "scripts", "start.mjs"), ...(opts.wranglerArgs ?? [])], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"], detached: false });
   let out = "";
   const logFile = opts.logFile ?? path.join(stateDir, "hub.log");

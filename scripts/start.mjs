@@ -12,6 +12,13 @@
 //   FLOTILLA_LEAVE_TIMEOUT_SECONDS   how long a deleted cluster waits for its agent to leave (default 900)
 //   FLOTILLA_HTTPS=1             serve HTTPS with a certificate for 127.0.0.1 and localhost signed
 //                                by a local CA generated once into <state>/tls (ca.crt)
+//   FLOTILLA_OIDC_ISSUER_URL     trust ID tokens of this OpenID Connect issuer (https, or http on a
+//                                loopback address); OIDC is off when unset. With it:
+//   FLOTILLA_OIDC_AUDIENCE       the client ID every token's `aud` must hold (required)
+//   FLOTILLA_OIDC_USERNAME_CLAIM (default `sub`), FLOTILLA_OIDC_USERNAME_PREFIX (default
+//                                `<issuer>#` unless the claim is `email`; `-` for none),
+//   FLOTILLA_OIDC_GROUPS_CLAIM   (default `groups`), FLOTILLA_OIDC_GROUPS_PREFIX (default none),
+//   FLOTILLA_OIDC_SIGNING_ALGS   (default RS256): kube-apiserver's --oidc-* flags and defaults
 // Extra arguments are passed to `wrangler dev`.
 //
 // Secrets never appear on a command line: the Worker's variables go to wrangler through an env
@@ -57,6 +64,17 @@ const RESTART_WINDOW_MS = 10 * 60_000;
 /** First restart backoff and its cap, in milliseconds (doubling in between). */
 const BACKOFF_MS = 1_000;
 const BACKOFF_CAP_MS = 30_000;
+/** The OIDC settings `npm start` passes to the Worker unchanged (src/auth/oidc.ts `OidcEnv`). */
+const OIDC_VARS = [
+  "FLOTILLA_OIDC_ISSUER_URL",
+  "FLOTILLA_OIDC_AUDIENCE",
+  "FLOTILLA_OIDC_USERNAME_CLAIM",
+  "FLOTILLA_OIDC_USERNAME_PREFIX",
+  "FLOTILLA_OIDC_GROUPS_CLAIM",
+  "FLOTILLA_OIDC_GROUPS_PREFIX",
+  "FLOTILLA_OIDC_SIGNING_ALGS",
+];
+
 /** How long wrangler gets to stop after SIGTERM before its process group is killed, in milliseconds. */
 const STOP_GRACE_MS = 5_000;
 
@@ -119,6 +137,8 @@ function dotenvLine(key, value) {
 const vars = { FLOTILLA_ADMIN_TOKEN: adminToken, FLOTILLA_ENCRYPTION_KEYS: encryptionKeys };
 if (process.env.FLOTILLA_LEAVE_TIMEOUT_SECONDS) vars.LEAVE_TIMEOUT_SECONDS = process.env.FLOTILLA_LEAVE_TIMEOUT_SECONDS;
 if (process.env.FLOTILLA_LEASE_GRACE_MULTIPLIER) vars.LEASE_GRACE_MULTIPLIER = process.env.FLOTILLA_LEASE_GRACE_MULTIPLIER;
+// OIDC authentication (src/auth/oidc.ts), as kube-apiserver's --oidc-* flags: passed on as they are.
+for (const k of OIDC_VARS) if (process.env[k]) vars[k] = process.env[k];
 const envFile = path.join(stateDir, "hub.env");
 try {
   if (existsSync(envFile)) chmodSync(envFile, 0o600);

@@ -5,9 +5,13 @@
 import type { ClusterObject } from "../durable-objects/cluster.ts";
 import type { SchedulerObject } from "../durable-objects/scheduler.ts";
 import type { ReplicaSetObject } from "../durable-objects/replicaset.ts";
+import type { OidcEnv } from "./auth/oidc.ts";
 
-/** Bindings and variables of the hub Worker. */
-export interface Env {
+/**
+ * Bindings and variables of the hub Worker; the `FLOTILLA_OIDC_*` settings of OIDC authentication
+ * (kube-apiserver's `--oidc-*` flags) are {@link OidcEnv}'s.
+ */
+export interface Env extends OidcEnv {
   DB: D1Database;
   CLUSTERS: DurableObjectNamespace<ClusterObject>;
   /** The placement scheduler (one object, named "scheduler"). */

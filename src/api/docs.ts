@@ -11,7 +11,9 @@
 import { Hono } from "hono";
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { KINDS } from "../kinds/index.ts";
-import type { Env } from "../env.ts";
+import { apiAccess } from "../auth/request.ts";
+import { ensureBuiltins } from "./builtins.ts";
+import type { ApiEnv } from "./context.ts";
 import { groupVersions, META_SCHEMAS, openAPIV3, schemaName, type JsonSchema } from "./openapi.ts";
 
 function esc(s: unknown): string {
@@ -247,12 +249,15 @@ let page: string | null = null;
 /**
  * The `/docs` route: the reference page (`text/html`), rendered once per isolate, with a
  * Content-Security-Policy that allows only the page's own inline style and script and same-origin
- * links (no external asset can load). No authentication.
+ * links (no external asset can load). Authenticated; every authenticated user may read it (the
+ * bootstrap system:discovery role lists `/docs`).
  *
  * @example app.route("/", docsRoutes());
  */
-export function docsRoutes(): Hono<{ Bindings: Env }> {
-  const app = new Hono<{ Bindings: Env }>();
+export function docsRoutes(): Hono<ApiEnv> {
+  const app = new Hono<ApiEnv>();
+  // Authenticated, and readable by every authenticated user (the bootstrap system:discovery role).
+  app.use("/docs", apiAccess(ensureBuiltins));
   app.get("/docs", () => {
     page ??= renderDocsPage();
     return new Response(page, {

@@ -42,7 +42,9 @@ import { ApiError } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { ObjectMetaSchema, OwnerReferenceSchema } from "../k8s/meta.ts";
 import { KINDS, servedGroups } from "../kinds/index.ts";
-import type { Env } from "../env.ts";
+import { apiAccess } from "../auth/request.ts";
+import { ensureBuiltins } from "./builtins.ts";
+import type { ApiEnv } from "./context.ts";
 
 /** A JSON Schema / OpenAPI node, as plain JSON. */
 export type JsonSchema = { [key: string]: unknown };
@@ -528,6 +530,14 @@ function kindPaths(def: KindDefinition): Record<string, JsonSchema> {
 
   const collection = `${base}${def.namespaced ? "/namespaces/{namespace}" : ""}/${def.plural}`;
   const item = `${collection}/{name}`;
+  if (def.createOnly) {
+    paths[collection] = { post: op("post", def.kind, opId("create", def, `${ns}${def.kind}`), `create a ${def.kind}`, [...scope, ...writeParams], okResponses(kindRef, true), body(kindRef)) };
+    return paths;
+  }
+  if (def.viewOf) {
+    paths[collection] = { get: op("list", def.kind, opId("list", def, `${ns}${def.kind}`), `list or watch the ${def.plural} the user may see`, [...scope, ...listParams], okResponses(listRef, false)) };
+    return paths;
+  }
   paths[collection] = {
     get: op("list", def.kind, opId("list", def, `${ns}${def.kind}`), `list or watch objects of kind ${def.kind}`, [...scope, ...listParams], okResponses(listRef, false)),
     ...(writable
@@ -607,7 +617,7 @@ export function openAPIV3(group: string, version: string): JsonSchema | null {
   const paths: Record<string, JsonSchema> = {};
   for (const def of defs) {
     schemas[schemaName(def.group, def.version, def.kind)] = kindSchema(def);
-    schemas[schemaName(def.group, def.version, def.listKind)] = listSchema(def);
+    if (!def.createOnly) schemas[schemaName(def.group, def.version, def.listKind)] = listSchema(def);
     Object.assign(paths, kindPaths(def));
   }
   Object.assign(schemas, metaSchemas(group, version));
@@ -764,15 +774,18 @@ function acceptsJson(c: Context): boolean {
 }
 
 /**
- * The unauthenticated routes describing the API: `/openapi/v2`, `/openapi/v3` and
+ * The routes describing the API (authenticated and authorized like the rest of the API; every
+ * authenticated user may read them, by the bootstrap system:discovery role): `/openapi/v2`, `/openapi/v3` and
  * `/openapi/v3/apis/{group}/{version}` (see the module comment for the shapes).
  * Unknown group-versions get a 404 Status; a client accepting only protobuf gets 406
  * NotAcceptable (the hub serves JSON only), as the apiserver answers an unsupported Accept.
  *
  * @example app.route("/", openapiRoutes());
  */
-export function openapiRoutes(): Hono<{ Bindings: Env }> {
-  const app = new Hono<{ Bindings: Env }>();
+export function openapiRoutes(): Hono<ApiEnv> {
+  const app = new Hono<ApiEnv>();
+  // As kube-apiserver: authenticated, and readable by every authenticated user (system:discovery).
+  app.use("/openapi/*", apiAccess(ensureBuiltins));
   const notAcceptable = () => new ApiError(406, "NotAcceptable", "only the following media types are accepted: application/json");
 
   app.get("/openapi/v2", async (c) => {

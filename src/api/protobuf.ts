@@ -1,13 +1,15 @@
 /**
  * Request bodies in Kubernetes' protobuf encoding (`application/vnd.kubernetes.protobuf`), which
- * kubectl's typed clients send for the core kinds (`kubectl create namespace`, `kubectl create
- * secret`): the envelope apimachinery's protobuf serializer writes (`pkg/runtime/serializer/
- * protobuf`: the 4-byte magic `k8s\0`, then a `runtime.Unknown` whose `raw` is the object's
- * message), and the messages of the kinds the hub serves in the core group, decoded to the JSON
- * object the rest of the write path takes (field numbers from `k8s.io/api/core/v1/generated.proto`
- * and `k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto`). Go's encoder writes every
- * non-pointer field, so empty strings, zero numbers and zero times are dropped, as the JSON
- * encoding omits them. Unknown fields are skipped. Answers stay JSON (the client accepts it).
+ * kubectl's typed clients send for the built-in kinds (`kubectl create namespace`, `kubectl create
+ * secret`, `kubectl create rolebinding`, `kubectl auth can-i`): the envelope apimachinery's
+ * protobuf serializer writes (`pkg/runtime/serializer/protobuf`: the 4-byte magic `k8s\0`, then a
+ * `runtime.Unknown` whose `raw` is the object's message), and the messages of the built-in kinds
+ * the hub serves (core, RBAC, the reviews), decoded to the JSON object the rest of the write path
+ * takes (field numbers from the `generated.proto` of `k8s.io/api` core/v1, rbac/v1,
+ * authorization/v1 and authentication/v1, and of `k8s.io/apimachinery/pkg/apis/meta/v1`). Go's
+ * encoder writes every non-pointer field, so empty strings, zero numbers and zero times are
+ * dropped, as the JSON encoding omits them. Unknown fields are skipped. Answers stay JSON (the
+ * client accepts it).
  */
 import { badRequest } from "../k8s/errors.ts";
 
@@ -197,10 +199,147 @@ function secret(buf: Uint8Array): Json {
   return o;
 }
 
+/** The string fields of a message, by field number, into an object (empty strings dropped, as Go omits them). */
+function stringFields(buf: Uint8Array, names: Record<number, string>): Json {
+  const o: Json = {};
+  for (const f of fields(buf)) {
+    const name = names[f.n];
+    if (name && f.wire === 2) {
+      const v = str(f);
+      if (v) o[name] = v;
+    }
+  }
+  return o;
+}
+
+/** authorization/v1 ResourceAttributes (namespace 1, verb 2, group 3, version 4, resource 5, subresource 6, name 7). */
+const resourceAttributes = (buf: Uint8Array) => stringFields(buf, { 1: "namespace", 2: "verb", 3: "group", 4: "version", 5: "resource", 6: "subresource", 7: "name" });
+/** authorization/v1 NonResourceAttributes (path 1, verb 2). */
+const nonResourceAttributes = (buf: Uint8Array) => stringFields(buf, { 1: "path", 2: "verb" });
+
+/**
+ * authorization/v1 SelfSubjectAccessReview and SubjectAccessReview: metadata 1, spec 2
+ * (resourceAttributes 1, nonResourceAttributes 2; SubjectAccessReviewSpec also user 3, groups 4,
+ * extra 5 as map of ExtraValue (items 1), uid 6); status 3 (the answer's: ignored).
+ */
+function accessReview(buf: Uint8Array): Json {
+  const o: Json = {};
+  for (const f of fields(buf)) {
+    if (f.n === 1) o.metadata = objectMeta(f.bytes!);
+    else if (f.n === 2) {
+      const spec: Json = {};
+      const groups: string[] = [];
+      const extra: Record<string, unknown> = {};
+      for (const s of fields(f.bytes!)) {
+        if (s.n === 1) spec.resourceAttributes = resourceAttributes(s.bytes!);
+        else if (s.n === 2) spec.nonResourceAttributes = nonResourceAttributes(s.bytes!);
+        else if (s.n === 3 && str(s)) spec.user = str(s);
+        else if (s.n === 4) groups.push(str(s));
+        else if (s.n === 5) {
+          const [k, v] = entry(s, (x) => fields(x.bytes!).filter((i) => i.n === 1).map(str));
+          extra[k] = v;
+        } else if (s.n === 6 && str(s)) spec.uid = str(s);
+      }
+      if (groups.length > 0) spec.groups = groups;
+      if (Object.keys(extra).length > 0) spec.extra = extra;
+      o.spec = spec;
+    }
+  }
+  return o;
+}
+
+/** authorization/v1 SelfSubjectRulesReview: metadata 1, spec 2 (namespace 1), status 3 (ignored). */
+function rulesReview(buf: Uint8Array): Json {
+  const o: Json = { spec: {} };
+  for (const f of fields(buf)) {
+    if (f.n === 1) o.metadata = objectMeta(f.bytes!);
+    else if (f.n === 2) o.spec = stringFields(f.bytes!, { 1: "namespace" });
+  }
+  return o;
+}
+
+/** authentication/v1 SelfSubjectReview: metadata 1, status 2 (ignored). */
+function selfSubjectReview(buf: Uint8Array): Json {
+  const o: Json = {};
+  for (const f of fields(buf)) if (f.n === 1) o.metadata = objectMeta(f.bytes!);
+  return o;
+}
+
+/** rbac/v1 PolicyRule: verbs 1, apiGroups 2, resources 3, resourceNames 4, nonResourceURLs 5 (repeated strings). */
+function policyRule(buf: Uint8Array): Json {
+  const names: Record<number, string> = { 1: "verbs", 2: "apiGroups", 3: "resources", 4: "resourceNames", 5: "nonResourceURLs" };
+  const o: Record<string, string[]> = {};
+  for (const f of fields(buf)) {
+    const name = names[f.n];
+    if (name && f.wire === 2) (o[name] ??= []).push(str(f));
+  }
+  return o;
+}
+
+/** meta/v1 LabelSelector: matchLabels 1 (map), matchExpressions 2 (key 1, operator 2, values 3). */
+function labelSelector(buf: Uint8Array): Json {
+  const o: Json = {};
+  const labels: Record<string, unknown> = {};
+  const expressions: Json[] = [];
+  for (const f of fields(buf)) {
+    if (f.n === 1) {
+      const [k, v] = entry(f, str);
+      labels[k] = v;
+    } else if (f.n === 2) {
+      const e: Json = {};
+      const values: string[] = [];
+      for (const x of fields(f.bytes!)) {
+        if (x.n === 1) e.key = str(x);
+        else if (x.n === 2) e.operator = str(x);
+        else if (x.n === 3) values.push(str(x));
+      }
+      if (values.length > 0) e.values = values;
+      expressions.push(e);
+    }
+  }
+  if (Object.keys(labels).length > 0) o.matchLabels = labels;
+  if (expressions.length > 0) o.matchExpressions = expressions;
+  return o;
+}
+
+/** rbac/v1 Role and ClusterRole: metadata 1, rules 2, aggregationRule 3 (clusterRoleSelectors 1). */
+function rbacRole(buf: Uint8Array): Json {
+  const o: Json = {};
+  const rules: Json[] = [];
+  for (const f of fields(buf)) {
+    if (f.n === 1) o.metadata = objectMeta(f.bytes!);
+    else if (f.n === 2) rules.push(policyRule(f.bytes!));
+    else if (f.n === 3) o.aggregationRule = { clusterRoleSelectors: fields(f.bytes!).filter((x) => x.n === 1).map((x) => labelSelector(x.bytes!)) };
+  }
+  if (rules.length > 0) o.rules = rules;
+  return o;
+}
+
+/** rbac/v1 RoleBinding and ClusterRoleBinding: metadata 1, subjects 2 (kind 1, apiGroup 2, name 3, namespace 4), roleRef 3 (apiGroup 1, kind 2, name 3). */
+function rbacBinding(buf: Uint8Array): Json {
+  const o: Json = {};
+  const subjects: Json[] = [];
+  for (const f of fields(buf)) {
+    if (f.n === 1) o.metadata = objectMeta(f.bytes!);
+    else if (f.n === 2) subjects.push(stringFields(f.bytes!, { 1: "kind", 2: "apiGroup", 3: "name", 4: "namespace" }));
+    else if (f.n === 3) o.roleRef = { apiGroup: "", kind: "", name: "", ...stringFields(f.bytes!, { 1: "apiGroup", 2: "kind", 3: "name" }) };
+  }
+  if (subjects.length > 0) o.subjects = subjects;
+  return o;
+}
+
 /** The message decoders, by `<apiVersion>/<kind>`. */
 const DECODERS: Record<string, (raw: Uint8Array) => Json> = {
   "v1/Namespace": namespace,
   "v1/Secret": secret,
+  "authorization.k8s.io/v1/SelfSubjectAccessReview": accessReview,
+  "authorization.k8s.io/v1/SubjectAccessReview": accessReview,
+  "authorization.k8s.io/v1/SelfSubjectRulesReview": rulesReview,
+  "authentication.k8s.io/v1/SelfSubjectReview": selfSubjectReview,
+  "rbac.authorization.k8s.io/v1/Role": rbacRole,
+  "rbac.authorization.k8s.io/v1/ClusterRole": rbacRole,
+  "rbac.authorization.k8s.io/v1/RoleBinding": rbacBinding,
+  "rbac.authorization.k8s.io/v1/ClusterRoleBinding": rbacBinding,
 };
 
 /** Whether a body of kind `kind` (in `apiVersion`) can be decoded from protobuf here. */

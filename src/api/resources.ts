@@ -4,25 +4,30 @@
  * (labelSelector, fieldSelector), create, update, merge patch, server-side apply and delete.
  * D1-stored kinds commit through the D1 store; ManagedCluster goes through its Durable Object.
  */
-import { Hono, type Context } from "hono";
-import { alreadyExists, ApiError, badRequest, forbidden, methodNotAllowed, notFound, unauthorized } from "../k8s/errors.ts";
+import { Hono } from "hono";
+import { alreadyExists, ApiError, badRequest, methodNotAllowed, notFound } from "../k8s/errors.ts";
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { matches, parseSelector, SelectorParseError } from "../k8s/labels.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
 import { awaitResourceVersion, LIST_CHUNK_ROWS, listPage, parseResourceVersion, type LabelIndexRequirement } from "../k8s/store.ts";
-import { computeWrite, type WriteRequest } from "../k8s/write.ts";
+import { computeWrite, decode, type WriteRequest } from "../k8s/write.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { findKind, KINDS, servedGroups } from "../kinds/index.ts";
-import { BUILTIN_CLUSTER_SETS, ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
-import { BUILTIN_NAMESPACES, FINALIZE_EXTRA, NamespaceKind } from "../kinds/namespace.ts";
-import { ensureNamespace } from "../namespaces/controller.ts";
+import { FINALIZE_EXTRA, NamespaceKind } from "../kinds/namespace.ts";
 import { admitNamespace } from "../namespaces/lifecycle.ts";
 import { randomToken, sha256Hex } from "../kinds/bootstraptoken.ts";
-import { admitAgentToken, bearerToken, isAdmin } from "../auth/credentials.ts";
-import { limitAuthFailures } from "../auth/ratelimit.ts";
+import { bearerToken } from "../auth/credentials.ts";
+import { apiAccess } from "../auth/request.ts";
+import { authorizeRequest, isPrivileged, rbacWriteExtras } from "../auth/rbac-store.ts";
+import { isNonResourceRequest, RBAC_GROUP } from "../auth/rbac.ts";
+import { admitBindingCreate, admitClusterWrite, type ClusterTransition } from "../auth/ocm-admission.ts";
+import { viewFilter } from "../auth/clusterview.ts";
+import { ManagedClusterKind } from "../kinds/managedcluster.ts";
+import { ManagedClusterSetBindingKind } from "../kinds/placement.ts";
+import { ensureBuiltins } from "./builtins.ts";
+import { answerReview } from "./reviews.ts";
+import type { ApiContext, ApiEnv } from "./context.ts";
 import { clock } from "../clock.ts";
-import type { Env } from "../env.ts";
-import type { Result } from "../../durable-objects/cluster.ts";
 import { store } from "../store/write.ts";
 import { storeOf } from "../store/store.ts";
 import { toTable } from "../k8s/table.ts";
@@ -32,7 +37,7 @@ import { dropUnknownFields, fieldValidationOf, unknownFieldMessages, warningHead
 import { decodesProtobuf } from "./protobuf.ts";
 import { decodeDelete, decodeObjectBody, decodePatch, decodePathSegment, queryFlag, statusResponse } from "./request.ts";
 
-type Ctx = Context<{ Bindings: Env }>;
+type Ctx = ApiContext;
 
 interface Target {
   def: KindDefinition;
@@ -41,6 +46,8 @@ interface Target {
   subresource?: "status";
   /** A Namespace's `finalize` subresource (PUT only): the write changes `spec.finalizers` alone. */
   finalize?: boolean;
+  /** A list or watch through a view (`KindDefinition.viewOf`): the view's kind, and what the user may see. */
+  view?: { def: KindDefinition; visible: (obj: KubeObject) => boolean };
 }
 
 function present(def: KindDefinition, obj: KubeObject): KubeObject {
@@ -78,61 +85,6 @@ function resolve(group: string, version: string, encoded: string[]): Target {
   }
   if (sub === "status" && !def.hasStatus) throw new ApiError(404, "NotFound", "the server could not find the requested resource");
   return { def, namespace, name, subresource: sub as "status" | undefined };
-}
-
-/** Whether a request of this isolate has found or created the built-in ManagedClusterSets and namespaces. */
-let builtinsDone = false;
-
-/**
- * Creates the built-in namespaces (`default`, `kube-system`, `kube-public`, `kube-node-lease`, as
- * kube-apiserver does at start) and ManagedClusterSets `default` and `global` when absent, through the write
- * path, until one request of the isolate has seen them there. Each request that comes before that
- * checks for itself (a create that loses the race gets AlreadyExists, which is fine): a request
- * never awaits another's promise, which workerd would cancel as hung had that request been
- * cancelled meanwhile (issue 27).
- * @throws errors of D1 (the next request checks again)
- */
-async function ensureBuiltins(env: Env): Promise<void> {
-  if (builtinsDone) return;
-  for (const ns of BUILTIN_NAMESPACES) await ensureNamespace(env, ns);
-  const sets = storeOf(env, ManagedClusterSetKind);
-  for (const set of BUILTIN_CLUSTER_SETS) {
-    if (await sets.get("", set.name)) continue;
-    try {
-      await sets.write("", set.name, { verb: "create", body: { metadata: { name: set.name }, spec: set.spec } });
-    } catch (e) {
-      if (!(e instanceof ApiError && e.reason === "AlreadyExists")) throw e;
-    }
-  }
-  builtinsDone = true;
-}
-
-/**
- * Authorises a request on `/apis`: the admin token may do anything; a valid agent credential
- * gets 403 (agents use `/agent/v1`); anything else 401. A token that names no registered cluster
- * never reaches a Durable Object. Failed authentications are limited by source address and
- * presented token (src/auth/ratelimit.ts): the admin token is always evaluated, so wrong tokens
- * from its address never lock the admin out; they are answered 429 once over the limit.
- *
- * @throws ApiError 401, 403, 429
- */
-async function authorize(c: Ctx): Promise<void> {
-  const token = bearerToken(c);
-  const sub = await limitAuthFailures(c.env, c.req.raw, "api", token, clock.now(), async (limit) => {
-    if (!token) throw unauthorized();
-    if (await isAdmin(token, c.env.FLOTILLA_ADMIN_TOKEN)) return null;
-    try {
-      const admitted = await admitAgentToken(c.env, token, limit.costly);
-      const res = (await c.env.CLUSTERS.getByName(admitted.cluster).agent(token, admitted.cluster, admitted.cluster, { action: "info" })) as Result<unknown>;
-      if (!res.ok) throw unauthorized(res.status.message);
-      return admitted.cluster;
-    } catch (e) {
-      // As kube-apiserver: one answer for every credential that fails, whatever it looked like.
-      if (e instanceof ApiError && e.code === 401) throw unauthorized();
-      throw e;
-    }
-  });
-  if (sub !== null) throw forbidden(`cluster ${sub}'s agent credential may only use /agent/v1`);
 }
 
 /**
@@ -186,7 +138,10 @@ function selectorOf(c: Ctx): { filter: (obj: KubeObject) => boolean; index?: Lab
 }
 
 async function list(c: Ctx, t: Target): Promise<Response> {
-  const { filter, index } = selectorOf(c);
+  if (t.def.viewOf) return list(c, { ...t, def: t.def.viewOf, view: { def: t.def, visible: await viewFilter(c.env, c.var.user, t.def.viewOf) } });
+  const { filter: requested, index } = selectorOf(c);
+  const visible = t.view?.visible;
+  const filter = visible ? (o: KubeObject) => visible(o) && requested(o) : requested;
   const namespace = t.def.namespaced ? t.namespace || undefined : "";
   const watching = queryFlag(c.req.query("watch"));
   const sendInitialEvents = c.req.query("sendInitialEvents");
@@ -221,7 +176,7 @@ async function list(c: Ctx, t: Target): Promise<Response> {
   await awaitResourceVersion(store(c.env), asked, c.req.raw.signal);
   // As the apiserver: remainingItemCount only when no selector filters the rows.
   const selected = Boolean(c.req.query("labelSelector") || c.req.query("fieldSelector"));
-  const page = await listPage(store(c.env), t.def, namespace, { after, limit, filter, countRemaining: !selected, index });
+  const page = await listPage(store(c.env), t.def, namespace, { after, limit, filter, countRemaining: !selected && !visible, index });
   const shown = page.items.map((o) => present(t.def, o));
   const listMeta = {
     resourceVersion: page.resourceVersion,
@@ -233,7 +188,7 @@ async function list(c: Ctx, t: Target): Promise<Response> {
     return json({ ...table, metadata: { ...table.metadata, ...listMeta } });
   }
   if (form.kind === "metadata") return json(partialObjectMetadataList(shown, listMeta, form.version));
-  return json({ apiVersion: apiVersionOf(t.def), kind: t.def.listKind, metadata: listMeta, items: shown });
+  return json({ apiVersion: apiVersionOf(t.view?.def ?? t.def), kind: t.def.listKind, metadata: listMeta, items: shown });
 }
 
 /**
@@ -294,6 +249,20 @@ function shape(c: Ctx, def: KindDefinition, obj: KubeObject, answering: Answerin
   return shown;
 }
 
+/**
+ * A server-side apply of an object that does not exist creates it: as kube-apiserver's patch
+ * handler, the user must then also be allowed to `create` it (the request was authorized as
+ * `patch`). `system:masters` is not checked (nothing is read).
+ * @throws ApiError 403 as kube-apiserver words it
+ */
+async function authorizeCreateOnApply(c: Ctx, t: Target, req: WriteRequest): Promise<void> {
+  if (req.verb !== "patch" || req.patchType !== "apply" || req.subresource || t.name === undefined || isPrivileged(c.var.user)) return;
+  if (await storeOf(c.env, t.def).get(t.namespace, t.name)) return;
+  const attrs = c.var.attributes;
+  if (isNonResourceRequest(attrs)) return;
+  await authorizeRequest(c.env, c.var.user, { ...attrs, verb: "create" });
+}
+
 /** Runs a decoded write; `warnings` (from decoding the body under `fieldValidation=Warn`) become `Warning` headers. */
 async function write(c: Ctx, t: Target, req: WriteRequest, warnings: string[] = []): Promise<Response> {
   if (t.def.systemOwned) throw methodNotAllowed(`${t.def.plural}.${t.def.group} are written by the hub's scheduler only`);
@@ -301,6 +270,7 @@ async function write(c: Ctx, t: Target, req: WriteRequest, warnings: string[] = 
   const dropped = dropUnknownFields(t.def.schema, req, mode);
   const dryRun = c.req.queries("dryRun") ?? [];
   for (const v of dryRun) if (v !== "All") throw badRequest(`dryRun: Unsupported value: ${JSON.stringify(v)}: supported values: "All"`, "dryRun");
+  await authorizeCreateOnApply(c, t, req);
   const response = dryRun.length > 0 ? await writeDryRun(c, t, req) : await writeValidated(c, t, req);
   if (mode === "Warn") warnings.push(...unknownFieldMessages(dropped));
   for (const w of warnings) response.headers.append("Warning", warningHeader(w));
@@ -320,13 +290,35 @@ async function writeValidated(c: Ctx, t: Target, req: WriteRequest): Promise<Res
     }
   }
   if (t.finalize) extras = { [FINALIZE_EXTRA]: true };
-  const outcome = await storeOf(c.env, t.def).write(t.namespace, name, req, { extras });
+  const rbac = await rbacWriteExtras(c.env, t.def, c.var.user);
+  if (rbac) extras = { ...extras, ...rbac };
+  const admitted = await admitOcm(c, t, req, name);
+  const outcome = await storeOf(c.env, t.def).write(t.namespace, name, req, { extras, ...(admitted ? { admitted } : {}) });
   if (!outcome.object) {
     return json({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", details: { name, group: t.def.group, kind: t.def.plural } });
   }
   const out = structuredClone(outcome.object);
   if (secret && outcome.created) out.status = { ...(out.status ?? {}), token: `${outcome.object.metadata.name}.${secret}` };
   return json(shape(c, t.def, out, "object"), outcome.created ? 201 : 200);
+}
+
+/**
+ * OCM's multi-tenancy checks of an API write (src/auth/ocm-admission.ts), for a user outside
+ * `system:masters`: a ManagedCluster write is computed on the object as stored to learn what it
+ * changes, which is checked and answered (the cluster's object holds the write to it); the create
+ * of a ManagedClusterSetBinding needs the bind permission. Nothing for deletes or other kinds.
+ * @throws ApiError 403 as OCM's webhooks word it, the write's own 4xx; errors of the store
+ */
+async function admitOcm(c: Ctx, t: Target, req: WriteRequest, name: string | undefined): Promise<ClusterTransition | undefined> {
+  if (req.verb === "delete" || isPrivileged(c.var.user)) return undefined;
+  const cluster = t.def === ManagedClusterKind;
+  if (!cluster && (t.def !== ManagedClusterSetBindingKind || (req.verb !== "create" && req.subresource))) return undefined;
+  const current = req.verb === "create" || !name ? null : await storeOf(c.env, t.def).get(t.namespace, name);
+  if (!cluster && current) return undefined;
+  const { next } = computeWrite(t.def, { namespace: t.namespace, name }, current, req, { now: clock.now(), newUid: () => crypto.randomUUID() });
+  if (cluster) return admitClusterWrite(c.env, c.var.user, name ?? next?.metadata.name ?? "", current, next);
+  await admitBindingCreate(c.env, c.var.user, String((next?.spec as { clusterSet?: unknown } | undefined)?.clusterSet ?? ""));
+  return undefined;
 }
 
 /**
@@ -343,13 +335,36 @@ async function writeDryRun(c: Ctx, t: Target, req: WriteRequest): Promise<Respon
   // NamespaceLifecycle admits a dry run as a real write.
   await admitNamespace(c.env, t.def, t.namespace, name, req, () => Promise.resolve(current !== null));
   if (req.verb === "create" && current) throw alreadyExists(ref);
-  const extras = t.finalize ? { [FINALIZE_EXTRA]: true } : req.verb === "create" && t.def === findKind("flotilla.dev", "v1alpha1", "bootstraptokens") ? { secretHash: "" } : undefined;
+  // OCM's webhooks check a dry run as a real write.
+  await admitOcm(c, t, req, name);
+  const extras = {
+    ...(t.finalize ? { [FINALIZE_EXTRA]: true } : req.verb === "create" && t.def === findKind("flotilla.dev", "v1alpha1", "bootstraptokens") ? { secretHash: "" } : {}),
+    ...(await rbacWriteExtras(c.env, t.def, c.var.user)),
+  };
   const ctx = { now: Date.now(), newUid: () => crypto.randomUUID(), extras };
   const { next, created } = computeWrite(t.def, { namespace: t.namespace, name }, req.verb === "create" ? null : current, req, ctx);
   if (next && next !== current && t.def.finalize) await t.def.finalize(next, req.verb === "create" ? null : current, ctx);
   const shown = next ?? current;
   if (!shown) throw notFound(ref);
   return json(shape(c, t.def, shown, "object"), created ? 201 : 200);
+}
+
+/**
+ * A request on a review kind (`createOnly`, src/api/reviews.ts): a POST on the collection is
+ * decoded, checked against the kind's schema and answered; any other method is 405, as
+ * kube-apiserver's create-only resources answer.
+ * @throws ApiError 400 (undecodable or unknown fields), 405, 422
+ */
+async function review(c: Ctx, t: Target, method: string, warnings: string[]): Promise<Response> {
+  if (method !== "POST" || t.name !== undefined) throw methodNotAllowed("the server does not allow this method on the requested resource");
+  const body = await decodeObjectBody(c, warnings, decodesProtobuf(apiVersionOf(t.def), t.def.kind));
+  const req: WriteRequest = { verb: "create", body };
+  const mode = fieldValidationOf(c);
+  const dropped = dropUnknownFields(t.def.schema, req, mode);
+  const response = await answerReview(c, t.def, decode(t.def, req.body, undefined) as unknown as Record<string, unknown>);
+  if (mode === "Warn") warnings.push(...unknownFieldMessages(dropped));
+  for (const w of warnings) response.headers.append("Warning", warningHeader(w));
+  return response;
 }
 
 /** How many objects of a deletecollection are deleted at once. */
@@ -395,6 +410,8 @@ async function deleteCollection(c: Ctx, t: Target): Promise<Response> {
 
 /** The verbs discovery lists for a kind: read-only for what the hub alone writes; no deletecollection of namespaces (as kube-apiserver's). */
 function verbsOf(k: KindDefinition): string[] {
+  if (k.createOnly) return ["create"];
+  if (k.viewOf) return ["list", "watch"];
   if (k.systemOwned) return ["get", "list", "watch"];
   const all = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
   return k === NamespaceKind ? all.filter((v) => v !== "deletecollection") : all;
@@ -418,6 +435,8 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
   // As kube-apiserver, an answer the client cannot take is refused (406) before anything is done.
   negotiate(c.req.header("accept"), method === "GET" && t.name === undefined ? (queryFlag(c.req.query("watch")) ? "watch" : "list") : "object");
   if (t.finalize && method !== "PUT") throw methodNotAllowed(`${method} is not allowed on the finalize subresource`);
+  if (t.def.createOnly) return review(c, t, method, warnings);
+  if (t.def.viewOf && (method !== "GET" || t.name !== undefined)) throw methodNotAllowed("the server does not allow this method on the requested resource");
   if (method === "GET") return t.name === undefined ? list(c, t) : get(c, t);
   if (method === "POST") {
     if (t.name !== undefined) throw methodNotAllowed("POST is only allowed on a collection");
@@ -428,8 +447,8 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
   if (method === "PUT") {
     return write(c, t, { verb: "update", body: await decodeObjectBody(c, warnings, decodesProtobuf(apiVersionOf(t.def), t.def.kind)), subresource: t.subresource }, warnings);
   }
-  // kube-apiserver takes strategic merge patches for its built-in (core) kinds, not for custom resources.
-  if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource, warnings, t.def.group === ""), warnings);
+  // kube-apiserver takes strategic merge patches for its built-in kinds (core, RBAC), not for custom resources.
+  if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource, warnings, t.def.group === "" || t.def.group === RBAC_GROUP), warnings);
   if (method === "DELETE") {
     if (t.subresource) throw methodNotAllowed("DELETE is not allowed on the status subresource");
     return write(c, t, await decodeDelete(c));
@@ -444,7 +463,7 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
  *
  * @example app.route("/api", coreRoutes());
  */
-export function coreRoutes(): Hono<{ Bindings: Env }> {
+export function coreRoutes(): Hono<ApiEnv> {
   const app = apiApp();
   const versions = servedGroups().find((g) => g.group === "")?.versions ?? [];
   app.get("/", (c) => {
@@ -456,14 +475,13 @@ export function coreRoutes(): Hono<{ Bindings: Env }> {
   return app;
 }
 
-/** A Hono app for `/api` or `/apis`: every request authorised, errors as Status objects. */
-function apiApp(): Hono<{ Bindings: Env }> {
-  const app = new Hono<{ Bindings: Env }>();
-  app.use("*", async (c, next) => {
-    await authorize(c);
-    await ensureBuiltins(c.env);
-    await next();
-  });
+/**
+ * A Hono app for `/api` or `/apis`: every request authenticated and authorized (src/auth/request.ts
+ * `apiAccess`; the built-in objects made first), errors as Status objects.
+ */
+function apiApp(): Hono<ApiEnv> {
+  const app = new Hono<ApiEnv>();
+  app.use("*", apiAccess(ensureBuiltins));
   app.onError((err) => {
     if (err instanceof ApiError) return statusResponse(err);
     throw err;
@@ -543,7 +561,7 @@ function aggregatedDiscovery(core: boolean, version: string) {
 }
 
 /** The `/apis` routes: discovery documents and the generic resource endpoints. */
-export function resourceRoutes(): Hono<{ Bindings: Env }> {
+export function resourceRoutes(): Hono<ApiEnv> {
   const app = apiApp();
 
   app.get("/", (c) => {

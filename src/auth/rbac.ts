@@ -990,7 +990,7 @@ function clusterRole(name: string, rules: PolicyRule[], extra: { labels?: Record
  *   `/status` writes;
  * - `system:aggregate-to-admin`: read and write Roles and RoleBindings, create
  *   LocalSubjectAccessReviews;
- * - `system:discovery` (discovery, OpenAPI, version and health paths), `system:basic-user`
+ * - `system:discovery` (discovery, OpenAPI, version and health paths, and `/docs`), `system:basic-user`
  *   (SelfSubjectAccessReview, SelfSubjectRulesReview, SelfSubjectReview) and
  *   `system:public-info-viewer` (version and health paths), bound to every authenticated user by
  *   {@link BOOTSTRAP_CLUSTER_ROLE_BINDINGS}.
@@ -1003,7 +1003,8 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
     { verbs: ["*"], nonResourceURLs: ["*"] },
   ]),
   clusterRole("system:discovery", [
-    { verbs: ["get"], nonResourceURLs: ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/"] },
+    // Kubernetes' list, plus Flotilla's reference page `/docs`.
+    { verbs: ["get"], nonResourceURLs: ["/api", "/api/*", "/apis", "/apis/*", "/docs", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/"] },
   ]),
   clusterRole("system:basic-user", [
     { verbs: ["create"], apiGroups: ["authorization.k8s.io"], resources: ["selfsubjectaccessreviews", "selfsubjectrulesreviews"] },

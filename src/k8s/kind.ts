@@ -46,8 +46,33 @@ export interface KindDefinition {
   storage: "d1" | "cluster";
   /** Names must be DNS-1123 labels (namespace-like kinds such as ManagedCluster) rather than subdomains. */
   nameIsLabel?: boolean;
+  /**
+   * Names need only be valid path segments (not `.` or `..`, no `/` or `%`), as Kubernetes'
+   * RBAC kinds' (`system:discovery`): apimachinery's `path.IsValidPathSegmentName`.
+   */
+  nameIsPathSegment?: boolean;
+  /**
+   * The id of a row of the `counters` table (above 1, the resourceVersion counter's) that every
+   * committed write of this kind sets to its resourceVersion, in its own batch: readers that cache
+   * a derived view of every object of the kind (the RBAC authorizer) compare it to see a change
+   * with one read by key (src/k8s/store.ts `changeCounterValue`).
+   */
+  changeCounter?: number;
+  /**
+   * Answered, not stored (Kubernetes' access and identity reviews): only `create` (a POST on the
+   * collection) is served and its answer is computed from the request (src/api/reviews.ts); every
+   * other method is 405. Discovery lists the verb `create` only.
+   */
+  createOnly?: boolean;
   /** When set, users may not create, update, patch or delete objects of this kind (written by the hub only). */
   systemOwned?: boolean;
+  /**
+   * A read-only view of another kind's objects (OCM's `clusterview.open-cluster-management.io`):
+   * only list and watch are served (other methods 405), showing the objects of `viewOf` that the
+   * requesting user may see (src/auth/clusterview.ts), as they are stored. Discovery lists the
+   * verbs `list` and `watch`.
+   */
+  viewOf?: KindDefinition;
   printerColumns?: PrinterColumn[];
   /** Sets defaults on a create or update body (mutates). */
   defaults?(obj: KubeObject): void;

@@ -410,6 +410,34 @@ const updateShape = compiled(() =>
     .where(and(keyIs(objects), eq(objects.resourceVersion, p("rv"))))
     .returning({ resourceVersion: objects.resourceVersion }),
 );
+/**
+ * A kind's change counter (`KindDefinition.changeCounter`): the `counters` row `counter` set to the
+ * write's resourceVersion, under the commit's guard, so a reader learns with one read by key
+ * whether any object of the kind changed since it last looked (src/auth/rbac-store.ts).
+ */
+export const changeCounterShape = guardedShape((cond) =>
+  builder
+    .insert(counters)
+    .select(
+      builder
+        .select({ id: sql<number>`${p("counter")}`.as("id"), value: counters.value })
+        .from(counters)
+        .where(and(eq(counters.id, 1), cond)),
+    )
+    .onConflictDoUpdate({ target: counters.id, set: { value: sql`excluded.value` } }),
+);
+
+/**
+ * The value of change counter `counter` (`KindDefinition.changeCounter`): the resourceVersion of
+ * the last write of a kind that bumps it, or 0 when none has. One D1 read by primary key.
+ * @throws errors of D1
+ */
+export async function changeCounterValue(db: DrizzleD1Database, counter: number): Promise<number> {
+  const row = await bind(d1Of(db), counterByIdShape(), { id: counter }).first<{ value: number }>();
+  return row?.value ?? 0;
+}
+const counterByIdShape = compiled(() => builder.select({ value: counters.value }).from(counters).where(eq(counters.id, p("id"))));
+
 const pruneShape = compiled(() => builder.delete(events).where(lt(events.resourceVersion, sql`${counterValue} - ${p("retention")}`)));
 
 /**

@@ -507,6 +507,20 @@ export interface ObjectNameOptions {
 }
 
 /**
+ * apimachinery's `path.IsValidPathSegmentName`: why `name` cannot be one segment of a URL path
+ * (it is `.` or `..`, or holds `/` or `%`); empty when it can. The name rule of the RBAC kinds.
+ *
+ * @example pathSegmentNameErrors("system:discovery") // []
+ * @example pathSegmentNameErrors("a/b")              // ["may not contain '/'"]
+ */
+export function pathSegmentNameErrors(name: string): string[] {
+  if (name === "." || name === "..") return [`may not be '${name}'`];
+  const errs: string[] = [];
+  for (const ch of ["/", "%"]) if (name.includes(ch)) errs.push(`may not contain '${ch}'`);
+  return errs;
+}
+
+/**
  * The name / generateName / namespace part of apimachinery's
  * `ValidateObjectMeta`:
  *

@@ -10,7 +10,7 @@ import { apiVersionOf, type KindDefinition, type WriteContext } from "./kind.ts"
 import { checkSchema, isJsonObject, rfc3339, type JsonObject, type KubeObject } from "./meta.ts";
 import { applyJsonPatch, jsonPatchErrors } from "./jsonpatch.ts";
 import { strategicMergePatch } from "./strategicpatch.ts";
-import { isDNS1123Label, isDNS1123Subdomain, validateAnnotations, validateLabels } from "./validation.ts";
+import { isDNS1123Label, isDNS1123Subdomain, pathSegmentNameErrors, validateAnnotations, validateLabels } from "./validation.ts";
 
 /** Delete preconditions (metav1.Preconditions). */
 export interface Preconditions {
@@ -95,9 +95,10 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
 /**
  * Decodes and checks a body against the kind: it must be an object whose apiVersion and kind
  * match the endpoint (400), with no unknown fields (400 `strict decoding error`) and valid values
- * (422 with the field paths).
+ * (422 with the field paths). Exported for the review kinds, which are decoded but not written.
+ * @throws ApiError 400, 422
  */
-function decode(def: KindDefinition, body: unknown, nameHint: string | undefined): KubeObject {
+export function decode(def: KindDefinition, body: unknown, nameHint: string | undefined): KubeObject {
   if (!isJsonObject(body)) throw badRequest("the request body must be a JSON object");
   const expected = apiVersionOf(def);
   if (body.apiVersion !== undefined && body.apiVersion !== expected) {
@@ -129,7 +130,7 @@ function validateMeta(def: KindDefinition, obj: KubeObject): StatusCause[] {
   if (!name) {
     causes.push({ field: "metadata.name", message: "Required value: name or generateName is required", reason: "FieldValueRequired" });
   } else {
-    for (const m of def.nameIsLabel ? isDNS1123Label(name) : isDNS1123Subdomain(name)) {
+    for (const m of def.nameIsPathSegment ? pathSegmentNameErrors(name) : def.nameIsLabel ? isDNS1123Label(name) : isDNS1123Subdomain(name)) {
       causes.push({ field: "metadata.name", message: `Invalid value: ${JSON.stringify(name)}: ${m}`, reason: "FieldValueInvalid" });
     }
   }

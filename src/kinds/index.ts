@@ -8,8 +8,11 @@ import { ManagedClusterSetKind } from "./managedclusterset.ts";
 import { ManifestWorkKind, ManifestWorkReplicaSetKind } from "./manifestwork.ts";
 import { AddOnPlacementScoreKind, ManagedClusterSetBindingKind, PlacementDecisionKind, PlacementKind } from "./placement.ts";
 import { NamespaceKind } from "./namespace.ts";
+import { ClusterRoleBindingKind, ClusterRoleKind, RoleBindingKind, RoleKind } from "./rbac.ts";
+import { SelfSubjectAccessReviewKind, SelfSubjectReviewKind, SelfSubjectRulesReviewKind, SubjectAccessReviewKind } from "./reviews.ts";
 import { SecretKind } from "./secret.ts";
 import { WebhookReceiverKind } from "./webhookreceiver.ts";
+import { ClusterViewManagedClusterKind, ClusterViewManagedClusterSetKind } from "./clusterview.ts";
 
 /** All served kinds. */
 export const KINDS: KindDefinition[] = [
@@ -25,6 +28,16 @@ export const KINDS: KindDefinition[] = [
   WebhookReceiverKind,
   NamespaceKind,
   SecretKind,
+  ClusterRoleKind,
+  ClusterRoleBindingKind,
+  RoleKind,
+  RoleBindingKind,
+  SelfSubjectAccessReviewKind,
+  SelfSubjectRulesReviewKind,
+  SubjectAccessReviewKind,
+  SelfSubjectReviewKind,
+  ClusterViewManagedClusterKind,
+  ClusterViewManagedClusterSetKind,
 ];
 
 /** Finds a kind by group, version and plural (or short name / singular, as kubectl may use). */

@@ -18,6 +18,7 @@ import type { Result } from "../../durable-objects/cluster/types.ts";
 import type { WaitUntil } from "./outbox.ts";
 import { store as database, writeStored, type WriterMode } from "./write.ts";
 import { admitNamespace, admitsNamespace } from "../namespaces/lifecycle.ts";
+import type { ClusterTransition } from "../auth/ocm-admission.ts";
 
 /** The outcome of a write: the object as stored (after a delete: as it was, or null once removed) and whether it was created. */
 export interface WriteOutcome {
@@ -39,6 +40,12 @@ export interface WriteOptions {
   known?: KubeObject;
   waitUntil?: WaitUntil;
   mode?: WriterMode;
+  /**
+   * The cluster backend's one option: the ManagedCluster transition the API admitted for the
+   * requesting user (src/auth/ocm-admission.ts); a write that would make another is refused with
+   * 409 Conflict. Absent for the hub's own writers.
+   */
+  admitted?: ClusterTransition;
 }
 
 /** The objects of one kind, wherever they are stored. */
@@ -100,9 +107,9 @@ function clusterObjectStore(env: Env, def: KindDefinition): Store {
       return res.ok ? res.value : null;
     },
     list: (namespace) => listObjects(database(env), def, namespace),
-    async write(_namespace, name, req) {
+    async write(_namespace, name, req, opts) {
       const target = name || nameOfCreate(def, req);
-      const res = (await env.CLUSTERS.getByName(target).write(target, req)) as Result<WriteOutcome>;
+      const res = (await env.CLUSTERS.getByName(target).write(target, req, opts?.admitted)) as Result<WriteOutcome>;
       if (!res.ok) throw apiErrorOf(res.status);
       return res.value;
     },

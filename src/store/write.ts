@@ -10,7 +10,7 @@ import { ApiError } from "../k8s/errors.ts";
 import { resourceKey, type KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { keyringOf } from "../k8s/encryption.ts";
-import { COMMIT_BATCH_ITEMS, commitObject, commitObjects, database, getObject, labelIndexStatements, needsRewrite, ownerIndexStatements, type CommitExtras, type CommitItem, type Database, type StoreKey } from "../k8s/store.ts";
+import { changeCounterShape, COMMIT_BATCH_ITEMS, commitObject, commitObjects, database, getObject, labelIndexStatements, needsRewrite, ownerIndexStatements, type CommitExtras, type CommitItem, type Database, type StoreKey } from "../k8s/store.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../k8s/write.ts";
 import type { Env } from "../env.ts";
 import { planHooks } from "./hooks.ts";
@@ -71,7 +71,12 @@ function prepareCommit(db: Database, def: KindDefinition, key: StoreKey, before:
   const owed = hooks ? { id: crypto.randomUUID(), resource: resourceKey(def), namespace: key.namespace, name: key.name, hooks } : null;
   const extras: CommitExtras = {
     outbox: owed ? { id: owed.id, hooks: JSON.stringify(hooks), createdAt: now, dueAt: now + OUTBOX_GRACE_MS } : undefined,
-    extra: (guarded) => [...labelIndexStatements(before, next, guarded), ...ownerIndexStatements(before, next, guarded), ...(extra?.(guarded) ?? [])],
+    extra: (guarded) => [
+      ...labelIndexStatements(before, next, guarded),
+      ...ownerIndexStatements(before, next, guarded),
+      ...(def.changeCounter !== undefined ? [guarded(changeCounterShape, { counter: def.changeCounter })] : []),
+      ...(extra?.(guarded) ?? []),
+    ],
   };
   return { item: { key, next, expectedRv: before ? Number(before.metadata.resourceVersion) : null, extras, last: before }, owed };
 }

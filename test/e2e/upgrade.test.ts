@@ -2,8 +2,8 @@
  * A hub upgraded in place (`npm start` on the state folder the previous release wrote, which
  * applies the new D1 migrations before `wrangler dev` starts): the previous main stored no
  * Namespace objects; after the upgrade the hub answers as before with the admin token, the
- * namespaces of its ManagedClusters and of the namespaces holding objects exist, and writes
- * follow NamespaceLifecycle.
+ * namespaces of its ManagedClusters and of the namespaces holding objects exist, writes
+ * follow NamespaceLifecycle, and the RBAC bootstrap policy (none before) exists as objects.
  */
 import { readdirSync } from "node:fs";
 import path from "node:path";
@@ -46,11 +46,14 @@ describe("a hub upgraded from the previous main's state (no Namespace objects)",
     const answers = async () => Object.fromEntries(await Promise.all([MC, BINDINGS, PLACEMENTS, `${G}/v1beta1/namespaces/apps/placementdecisions`, WORKS, SECRETS].map(async (p) => [p, (await admin(hub, "GET", p)).body.items])));
     const before = await answers();
 
-    // The previous main's state: the same rows without Namespaces, and migration 0007 not applied.
+    // The previous main's state: the same rows without Namespaces and RBAC objects, and migration 0007 not applied.
     const { stateDir, adminToken } = hub;
     const port = Number(new URL(hub.url).port);
     await hub.stop();
-    onD1(hub, "DELETE FROM labels WHERE resource = '/namespaces'; DELETE FROM objects WHERE resource = '/namespaces'; DELETE FROM d1_migrations WHERE name = '0007_namespaces.sql';");
+    onD1(
+      hub,
+      "DELETE FROM labels WHERE resource = '/namespaces' OR resource LIKE 'rbac.authorization.k8s.io/%'; DELETE FROM objects WHERE resource = '/namespaces' OR resource LIKE 'rbac.authorization.k8s.io/%'; DELETE FROM counters WHERE id = 2; DELETE FROM d1_migrations WHERE name = '0007_namespaces.sql';",
+    );
     hub = await startHub({ stateDir, port, adminToken });
 
     expect(await answers()).toEqual(before);
@@ -64,5 +67,11 @@ describe("a hub upgraded from the previous main's state (no Namespace objects)",
     expect((await admin(hub, "DELETE", "/api/v1/namespaces/apps")).status).toBe(200);
     expect((await admin(hub, "GET", "/api/v1/namespaces/apps")).status).toBe(404);
     expect((await admin(hub, "GET", SECRETS)).body.items).toEqual([]);
+    // The RBAC bootstrap policy exists as objects, as on a fresh hub: the aggregated roles with their rules.
+    const roles = (await admin(hub, "GET", "/apis/rbac.authorization.k8s.io/v1/clusterroles")).body.items as { metadata: { name: string }; rules?: unknown[] }[];
+    expect(roles.map((r) => r.metadata.name)).toEqual(expect.arrayContaining(["admin", "cluster-admin", "edit", "system:basic-user", "system:discovery", "view"]));
+    expect(roles.find((r) => r.metadata.name === "view")!.rules!.length).toBeGreaterThan(0);
+    const bindings = (await admin(hub, "GET", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings")).body.items as { metadata: { name: string } }[];
+    expect(bindings.map((b) => b.metadata.name).sort()).toEqual(["cluster-admin", "system:basic-user", "system:discovery", "system:public-info-viewer"]);
   });
 });

@@ -50,7 +50,12 @@ const add = (c: Case) => cases.push(c);
 // Kinds, their paths and valid objects
 // ---------------------------------------------------------------------------------------------
 
-const byKind = (kind: string) => KINDS.find((k) => k.kind === kind)!;
+const byKind = (kind: string) => KINDS.find((k) => k.kind === kind && !k.viewOf)!;
+/** The kinds stored and served with the generic verbs (the review kinds are answered, not stored: their own cases below). */
+const STORED = KINDS.filter((k) => !k.createOnly && !k.viewOf);
+const RBAC_GROUP = "rbac.authorization.k8s.io";
+/** kube-apiserver takes strategic merge patches for its built-in kinds (core, RBAC). */
+const strategic = (def: KindDefinition) => def.group === "" || def.group === RBAC_GROUP;
 const nsOf = (def: KindDefinition) => (def.kind === "ManifestWork" || def.kind === "AddOnPlacementScore" ? CLUSTER : NS);
 function collection(def: KindDefinition, namespace = nsOf(def)): string {
   const base = def.group ? `/apis/${def.group}/${def.version}` : `/api/${def.version}`;
@@ -71,6 +76,10 @@ const FIXTURE: Record<string, string> = {
   WebhookReceiver: "hook",
   Secret: "hook",
   Namespace: "hns",
+  Role: "hrole",
+  ClusterRole: "hcrole",
+  RoleBinding: "hrb",
+  ClusterRoleBinding: "hcrb",
 };
 const fixtureName = (def: KindDefinition) => FIXTURE[def.kind]!;
 const member = (def: KindDefinition) => `${collection(def)}/${fixtureName(def)}`;
@@ -105,6 +114,12 @@ function validFields(def: KindDefinition, name: string): Json {
       };
     case "Secret":
       return { type: "Opaque", stringData: { token: HOOK_KEY } };
+    case "Role":
+    case "ClusterRole":
+      return { rules: [{ verbs: ["get"], apiGroups: [""], resources: ["secrets"] }] };
+    case "RoleBinding":
+    case "ClusterRoleBinding":
+      return { roleRef: { apiGroup: RBAC_GROUP, kind: "ClusterRole", name: "view" }, subjects: [{ kind: "User", apiGroup: RBAC_GROUP, name: "hostile" }] };
     default:
       return {};
   }
@@ -238,7 +253,7 @@ const shapeOf = (def: KindDefinition) => defOf(unwrap(def.schema)).shape ?? {};
 
 const BAD_ESCAPES = ["%E0%A4%A", "%zz", "a%C0%AFb", "%ED%A0%80", "%"];
 
-for (const def of KINDS) {
+for (const def of STORED) {
   const coll = collection(def);
   const k = def.kind;
   for (const esc of BAD_ESCAPES) add({ name: `${k}: GET a name with the malformed escape ${esc}`, method: "GET", path: `${coll}/${esc}`, status: 400, reason: "BadRequest" });
@@ -278,7 +293,7 @@ for (const def of KINDS) {
 // Writes on every writable kind: bodies, content types, options, metadata
 // ---------------------------------------------------------------------------------------------
 
-for (const def of KINDS.filter((d) => d.systemOwned)) {
+for (const def of KINDS.filter((d) => d.systemOwned && !d.viewOf)) {
   const coll = collection(def);
   add({ name: `${def.kind}: create (written by the hub only)`, method: "POST", path: coll, body: valid(def, freshName()), status: 405, reason: "MethodNotAllowed" });
   add({ name: `${def.kind}: update (written by the hub only)`, method: "PUT", path: `${coll}/x`, body: valid(def, "x"), status: 405, reason: "MethodNotAllowed" });
@@ -286,7 +301,7 @@ for (const def of KINDS.filter((d) => d.systemOwned)) {
   add({ name: `${def.kind}: delete (written by the hub only)`, method: "DELETE", path: `${coll}/x`, status: 405, reason: "MethodNotAllowed" });
 }
 
-for (const def of KINDS.filter((d) => !d.systemOwned)) {
+for (const def of STORED.filter((d) => !d.systemOwned)) {
   const coll = collection(def);
   const k = def.kind;
   const create = (name: string, body: unknown, status: number, reason: string, field?: string, opts?: CallOptions) => add({ name: `${k}: create with ${name}`, method: "POST", path: coll, body, opts, status, reason, field });
@@ -312,7 +327,7 @@ for (const def of KINDS.filter((d) => !d.systemOwned)) {
   create("a YAML body of another kind", "apiVersion: example.com/v9\nkind: Pod\nmetadata:\n  name: x\n", 400, "BadRequest", "apiVersion", { contentType: "application/yaml" });
   create("a YAML body that is not YAML", undefined, 400, "BadRequest", undefined, { contentType: "application/yaml", raw: "metadata: [1, 2\n" });
   // The core kinds take Kubernetes' protobuf encoding (kubectl's typed clients send it): a body that is not it is 400.
-  if (def.group === "") create("a protobuf body without the envelope", "x", 400, "BadRequest", undefined, { contentType: "application/vnd.kubernetes.protobuf" });
+  if (def.group === "" || def.group === RBAC_GROUP) create("a protobuf body without the envelope", "x", 400, "BadRequest", undefined, { contentType: "application/vnd.kubernetes.protobuf" });
   else create("a protobuf body", "x", 415, "UnsupportedMediaType", undefined, { contentType: "application/vnd.kubernetes.protobuf" });
   add({ name: `${k}: create with fieldValidation=Lenient`, method: "POST", path: `${coll}?fieldValidation=Lenient`, body: valid(def, freshName()), status: 400, reason: "BadRequest", field: "fieldValidation" });
   add({ name: `${k}: create with dryRun=Some`, method: "POST", path: `${coll}?dryRun=Some`, body: valid(def, freshName()), status: 400, reason: "BadRequest", field: "dryRun" });
@@ -346,7 +361,12 @@ for (const def of KINDS.filter((d) => !d.systemOwned)) {
     ["a string generation", ["metadata", "generation"], "1", "metadata.generation"],
   ];
   for (const [label, path, value, field] of metaCases) create(label, setAt(valid(def, freshName()), path, value), 422, "Invalid", field);
-  for (const [label, name] of [["an uppercase name", "Bad"], ["a 254-character name", "a".repeat(254)], ["a leading dash", "-abcde"], ["an underscore", "a_bcde"], ["an empty name", ""]] as const) {
+  // RBAC names need only be path segments (Kubernetes' ValidateRBACName): "system:discovery" is one.
+  const badNames: (readonly [string, string])[] =
+    def.group === RBAC_GROUP
+      ? [["a slash in the name", "a/b"], ["a percent sign in the name", "a%b"], ["the name ..", ".."], ["an empty name", ""]]
+      : [["an uppercase name", "Bad"], ["a 254-character name", "a".repeat(254)], ["a leading dash", "-abcde"], ["an underscore", "a_bcde"], ["an empty name", ""]];
+  for (const [label, name] of badNames) {
     // A BootstrapToken without a name gets a generated one (its create answer carries it).
     if (!(def.kind === "BootstrapToken" && name === "")) create(label, valid(def, name), 422, "Invalid", "metadata.name");
   }
@@ -379,10 +399,10 @@ for (const def of KINDS.filter((d) => !d.systemOwned)) {
   patch("a 4 MiB body", { metadata: { annotations: { big: "x".repeat(4 * 1024 * 1024) } } }, 413, "RequestEntityTooLarge");
   patch("an absent object", { metadata: {} }, 404, "NotFound", undefined, { contentType: MERGE }, () => `${coll}/absent`);
   // The core kinds take strategic merge patches (as kube-apiserver's built-in kinds), which must be objects.
-  for (const contentType of [...(def.group === "" ? [] : ["application/strategic-merge-patch+json"]), "application/json", "text/plain"]) {
+  for (const contentType of [...(strategic(def) ? [] : ["application/strategic-merge-patch+json"]), "application/json", "text/plain"]) {
     add({ name: `${k}: PATCH as ${contentType}`, method: "PATCH", path: obj, body: [{ op: "add", path: "/metadata/labels", value: {} }], opts: { contentType }, status: 415, reason: "UnsupportedMediaType" });
   }
-  if (def.group === "") add({ name: `${k}: a strategic merge patch that is an array`, method: "PATCH", path: obj, body: [{ op: "add", path: "/metadata/labels", value: {} }], opts: { contentType: "application/strategic-merge-patch+json" }, status: 400, reason: "BadRequest" });
+  if (strategic(def)) add({ name: `${k}: a strategic merge patch that is an array`, method: "PATCH", path: obj, body: [{ op: "add", path: "/metadata/labels", value: {} }], opts: { contentType: "application/strategic-merge-patch+json" }, status: 400, reason: "BadRequest" });
   const jsonPatch = (name: string, body: unknown, status: number, field?: string) =>
     add({ name: `${k}: JSON patch ${name}`, method: "PATCH", path: obj, body, opts: { contentType: "application/json-patch+json" }, status, reason: status === 400 ? "BadRequest" : "Invalid", field });
   jsonPatch("that is an object", { op: "add", path: "/metadata/labels", value: {} }, 400);
@@ -419,7 +439,7 @@ for (const def of KINDS.filter((d) => !d.systemOwned)) {
 
 // Schema-derived: every field of every section (spec, data, type...) with wrong values, on create,
 // merge patch, and (for the fields right under a section) update and apply.
-for (const def of KINDS.filter((d) => !d.systemOwned)) {
+for (const def of STORED.filter((d) => !d.systemOwned)) {
   const coll = collection(def);
   for (const [section, sectionSchema] of Object.entries(shapeOf(def))) {
     if (["apiVersion", "kind", "metadata", "status"].includes(section)) continue;
@@ -459,6 +479,38 @@ for (const def of KINDS.filter((d) => !d.systemOwned)) {
   }
   add({ name: `${def.kind}: status update with status as an array`, method: "PUT", path: () => `${member(def)}/status`, body: () => ({ ...current(def), status: [] }), status: 422, reason: "Invalid", field: "status" });
   add({ name: `${def.kind}: status update with an unknown status field`, method: "PUT", path: () => `${member(def)}/status`, body: () => setAt(current(def), ["status", "bogus"], 1), status: 400, reason: "BadRequest", field: "status.bogus" });
+}
+
+// The review kinds (answered, not stored): create only, with Kubernetes' validation.
+for (const def of KINDS.filter((d) => d.createOnly)) {
+  const coll = collection(def);
+  const k = def.kind;
+  const body = { apiVersion: apiVersionOf(def), kind: k, ...(def.group === "authorization.k8s.io" ? { spec: {} } : {}) };
+  add({ name: `${k}: GET the collection`, method: "GET", path: coll, status: 405, reason: "MethodNotAllowed" });
+  add({ name: `${k}: GET an object`, method: "GET", path: `${coll}/x`, status: 405, reason: "MethodNotAllowed" });
+  add({ name: `${k}: PUT an object`, method: "PUT", path: `${coll}/x`, body, status: 405, reason: "MethodNotAllowed" });
+  add({ name: `${k}: DELETE the collection`, method: "DELETE", path: coll, status: 405, reason: "MethodNotAllowed" });
+  add({ name: `${k}: POST to a named object`, method: "POST", path: `${coll}/x`, body, status: 405, reason: "MethodNotAllowed" });
+  add({ name: `${k}: create without a credential`, method: "POST", path: coll, body, opts: { token: null }, status: 401, reason: "Unauthorized" });
+  add({ name: `${k}: create with a body that is not JSON`, method: "POST", path: coll, opts: { raw: "{nope" }, status: 400, reason: "BadRequest" });
+  add({ name: `${k}: create with an array body`, method: "POST", path: coll, body: [], status: 400, reason: "BadRequest" });
+  add({ name: `${k}: create with the wrong kind`, method: "POST", path: coll, body: { ...body, kind: "Pod" }, status: 400, reason: "BadRequest", field: "kind" });
+  add({ name: `${k}: create with an unknown field`, method: "POST", path: coll, body: { ...body, bogus: 1 }, status: 400, reason: "BadRequest", field: "bogus" });
+  add({ name: `${k}: create with a duplicate key`, method: "POST", path: coll, opts: { raw: `{"kind":"${k}","kind":"${k}"}` }, status: 400, reason: "BadRequest", field: "kind" });
+  add({ name: `${k}: create nested 10,000 levels`, method: "POST", path: coll, opts: { raw: deepBody(body, "metadata", 10_000) }, status: 400, reason: "BadRequest" });
+  add({ name: `${k}: create with a name`, method: "POST", path: coll, body: { ...body, metadata: { name: "x" } }, status: 422, reason: "Invalid", field: "metadata" });
+  add({ name: `${k}: create with metadata as an array`, method: "POST", path: coll, body: { ...body, metadata: [] }, status: 422, reason: "Invalid", field: "metadata" });
+  add({ name: `${k}: a text/plain body`, method: "POST", path: coll, body, opts: { contentType: "text/plain" }, status: 415, reason: "UnsupportedMediaType" });
+  add({ name: `${k}: a protobuf body without the envelope`, method: "POST", path: coll, body: "x", opts: { contentType: "application/vnd.kubernetes.protobuf" }, status: 400, reason: "BadRequest" });
+  add({ name: `${k}: a 4 MiB body`, method: "POST", path: coll, body: { ...body, pad: "x".repeat(4 * 1024 * 1024) }, status: 413, reason: "RequestEntityTooLarge" });
+  if (k === "SelfSubjectAccessReview" || k === "SubjectAccessReview") {
+    const subject = k === "SubjectAccessReview" ? { user: "u" } : {};
+    add({ name: `${k}: neither kind of attributes`, method: "POST", path: coll, body: { ...body, spec: subject }, status: 422, reason: "Invalid", field: "spec.resourceAttributes" });
+    add({ name: `${k}: both kinds of attributes`, method: "POST", path: coll, body: { ...body, spec: { ...subject, resourceAttributes: { verb: "get" }, nonResourceAttributes: { path: "/x", verb: "get" } } }, status: 422, reason: "Invalid", field: "spec.nonResourceAttributes" });
+    add({ name: `${k}: attributes as a string`, method: "POST", path: coll, body: { ...body, spec: { ...subject, resourceAttributes: "get" } }, status: 422, reason: "Invalid", field: "spec.resourceAttributes" });
+    add({ name: `${k}: a numeric verb`, method: "POST", path: coll, body: { ...body, spec: { ...subject, resourceAttributes: { verb: 1 } } }, status: 422, reason: "Invalid", field: "spec.resourceAttributes.verb" });
+  }
+  if (k === "SubjectAccessReview") add({ name: `${k}: neither user nor groups`, method: "POST", path: coll, body: { ...body, spec: { resourceAttributes: { verb: "get" } } }, status: 422, reason: "Invalid", field: "spec.user" });
 }
 
 // Kind-specific rules beyond types.
@@ -662,7 +714,7 @@ beforeAll(async () => {
   keys = reg.keys;
   await must(call("POST", `${AGENT}/heartbeat`, { healthy: true }, { token: await keys.sign(CLUSTER) }), 200);
   FIXTURE.BootstrapToken = bootstrap.split(".")[0]!;
-  for (const kind of ["Namespace", "ManagedClusterSet", "ManagedClusterSetBinding", "Secret", "Placement", "AddOnPlacementScore", "ManifestWork", "ManifestWorkReplicaSet", "WebhookReceiver"]) {
+  for (const kind of ["Namespace", "ManagedClusterSet", "ManagedClusterSetBinding", "Secret", "Placement", "AddOnPlacementScore", "ManifestWork", "ManifestWorkReplicaSet", "WebhookReceiver", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"]) {
     const def = byKind(kind);
     await must(call("POST", collection(def), valid(def, fixtureName(def))), 201);
   }
@@ -681,7 +733,8 @@ beforeAll(async () => {
 describe("hostile input: every case is a 4xx Status and writes nothing", () => {
   it("has at least 300 cases, across every kind, the agent API and the webhook endpoint", () => {
     expect(cases.length).toBeGreaterThanOrEqual(300);
-    for (const def of KINDS) expect(cases.filter((c) => c.name.startsWith(`${def.kind}:`)).length, def.kind).toBeGreaterThanOrEqual(20);
+    for (const def of STORED) expect(cases.filter((c) => c.name.startsWith(`${def.kind}:`)).length, def.kind).toBeGreaterThanOrEqual(20);
+    for (const def of KINDS.filter((d) => d.createOnly)) expect(cases.filter((c) => c.name.startsWith(`${def.kind}:`)).length, def.kind).toBeGreaterThanOrEqual(15);
     expect(cases.filter((c) => c.agent).length).toBeGreaterThanOrEqual(30);
     expect(cases.filter((c) => c.name.startsWith("register:")).length).toBeGreaterThanOrEqual(10);
     expect(cases.filter((c) => c.name.startsWith("webhook:")).length).toBeGreaterThanOrEqual(20);

@@ -2,7 +2,7 @@ import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { KINDS } from "../../src/kinds/index.ts";
 import { groupVersionPath, schemaName } from "../../src/api/openapi.ts";
-import { call, MC } from "./helpers.ts";
+import { ADMIN, call, MC } from "./helpers.ts";
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -12,16 +12,16 @@ const gvPath = (gv: string) => groupVersionPath(gv.slice(0, gv.lastIndexOf("/"))
 const CLUSTER_V1 = "/openapi/v3/apis/cluster.open-cluster-management.io/v1";
 const OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
-/** An unauthenticated GET with explicit headers (kubectl's Accept, If-None-Match); redirects are not followed. */
+/** A GET by the admin with explicit headers (kubectl's Accept, If-None-Match); redirects are not followed. */
 async function rawGet(path: string, headers: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }> { // eslint-disable-line @typescript-eslint/no-explicit-any
-  const res = await exports.default.fetch(`https://hub.test${path}`, { headers, redirect: "manual" });
+  const res = await exports.default.fetch(`https://hub.test${path}`, { headers: { authorization: `Bearer ${ADMIN}`, ...headers }, redirect: "manual" });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
 }
 
 /** Fetches a group-version document without credentials, as kubectl's discovery does. */
 async function gvDoc(gv: string): Promise<Json> {
-  const r = await call("GET", `/openapi/v3/${gvPath(gv)}`, undefined, { token: null });
+  const r = await call("GET", `/openapi/v3/${gvPath(gv)}`);
   expect(r.status).toBe(200);
   return r.body;
 }
@@ -38,15 +38,15 @@ function field(schema: Json, path: string): Json {
 }
 
 describe("OpenAPI v3 discovery", () => {
-  it("lists every served group-version, unauthenticated, each URL carrying the document's hash", async () => {
-    const r = await call("GET", "/openapi/v3", undefined, { token: null });
+  it("lists every served group-version, each URL carrying the document's hash", async () => {
+    const r = await call("GET", "/openapi/v3");
     expect(r.status).toBe(200);
     expect(r.headers.get("content-type")).toContain("application/json");
     expect(Object.keys(r.body.paths).sort()).toEqual(groupVersions.map(gvPath).sort());
     for (const gv of groupVersions) {
       const url: string = r.body.paths[gvPath(gv)].serverRelativeURL;
       expect(url).toMatch(new RegExp(`^/openapi/v3/${gvPath(gv).replace(/\./g, "\\.")}\\?hash=[0-9A-F]{128}$`));
-      const doc = await call("GET", url, undefined, { token: null });
+      const doc = await call("GET", url);
       expect(doc.status).toBe(200);
       expect(doc.headers.get("cache-control")).toBe("public, immutable");
       expect(doc.body.openapi).toBe("3.0.0");
@@ -54,17 +54,17 @@ describe("OpenAPI v3 discovery", () => {
   });
 
   it("redirects a stale hash to the current one and answers unknown group-versions with a 404 Status", async () => {
-    const disc = await call("GET", "/openapi/v3", undefined, { token: null });
+    const disc = await call("GET", "/openapi/v3");
     const current: string = disc.body.paths["apis/cluster.open-cluster-management.io/v1"].serverRelativeURL;
     const stale = await rawGet(`${CLUSTER_V1}?hash=0123`, {});
     expect(stale.status).toBe(301);
     expect(stale.headers.get("location")).toBe(current);
-    const unhashed = await call("GET", CLUSTER_V1, undefined, { token: null });
+    const unhashed = await call("GET", CLUSTER_V1);
     expect(unhashed.headers.get("cache-control")).toBe("no-cache, private");
     const etag = unhashed.headers.get("etag")!;
     const res304 = await rawGet(CLUSTER_V1, { "if-none-match": etag });
     expect(res304.status).toBe(304);
-    const missing = await call("GET", "/openapi/v3/apis/cluster.open-cluster-management.io/v9", undefined, { token: null });
+    const missing = await call("GET", "/openapi/v3/apis/cluster.open-cluster-management.io/v9");
     expect(missing.status).toBe(404);
     expect(missing.body).toMatchObject({ kind: "Status", reason: "NotFound", code: 404 });
   });
@@ -88,8 +88,12 @@ describe("OpenAPI v3 group-version documents", () => {
       expect(s.properties.metadata.allOf).toEqual([{ $ref: `#/components/schemas/${OBJECT_META}` }]);
       expect(schemas[OBJECT_META].properties.labels.additionalProperties).toEqual({ type: "string" });
       const list = schemas[schemaName(def.group, def.version, def.listKind)];
-      expect(list["x-kubernetes-group-version-kind"]).toEqual([{ group: def.group, version: def.version, kind: def.listKind }]);
-      expect(list.properties.items.items).toEqual({ $ref: `#/components/schemas/${schemaName(def.group, def.version, def.kind)}` });
+      // The reviews are answered, never listed: no list kind.
+      if (def.createOnly) expect(list).toBeUndefined();
+      else {
+        expect(list["x-kubernetes-group-version-kind"]).toEqual([{ group: def.group, version: def.version, kind: def.listKind }]);
+        expect(list.properties.items.items).toEqual({ $ref: `#/components/schemas/${schemaName(def.group, def.version, def.kind)}` });
+      }
       // Every $ref resolves within the document.
       for (const ref of JSON.stringify(doc).matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)) {
         expect(schemas[ref[1]!], ref[1]).toBeDefined();
@@ -147,6 +151,18 @@ describe("OpenAPI v3 group-version documents", () => {
       const item = doc.paths[`/${groupVersionPath(def.group, def.version)}${ns}/${def.plural}/{name}`];
       const collection = doc.paths[`/${groupVersionPath(def.group, def.version)}${ns}/${def.plural}`];
       const gvk = { group: def.group, version: def.version, kind: def.kind };
+      if (def.createOnly) {
+        expect(item).toBeUndefined();
+        expect(collection.post["x-kubernetes-action"]).toBe("post");
+        continue;
+      }
+      if (def.viewOf) {
+        // A view: list and watch on the collection only.
+        expect(item).toBeUndefined();
+        expect(collection.get["x-kubernetes-action"]).toBe("list");
+        expect(collection.post).toBeUndefined();
+        continue;
+      }
       expect(item.get["x-kubernetes-group-version-kind"]).toEqual(gvk);
       expect(item.get["x-kubernetes-action"]).toBe("get");
       expect(collection.get["x-kubernetes-action"]).toBe("list");
@@ -172,7 +188,7 @@ describe("OpenAPI v3 group-version documents", () => {
 
 describe("OpenAPI v2", () => {
   it("is one Swagger 2.0 document with every kind in definitions and no OpenAPI 3-only keywords", async () => {
-    const r = await call("GET", "/openapi/v2", undefined, { token: null });
+    const r = await call("GET", "/openapi/v2");
     expect(r.status).toBe(200);
     expect(r.body.swagger).toBe("2.0");
     for (const def of KINDS) {
@@ -191,8 +207,8 @@ describe("OpenAPI v2", () => {
 });
 
 describe("/docs", () => {
-  it("is an HTML page, unauthenticated, showing every kind, its fields and endpoints", async () => {
-    const r = await call("GET", "/docs", undefined, { token: null });
+  it("is an HTML page showing every kind, its fields and endpoints", async () => {
+    const r = await call("GET", "/docs");
     expect(r.status).toBe(200);
     expect(r.headers.get("content-type")).toBe("text/html; charset=utf-8");
     const html: string = r.body;
@@ -207,7 +223,7 @@ describe("/docs", () => {
   });
 
   it("loads nothing from another origin: no absolute asset URLs, and a CSP that forbids them", async () => {
-    const r = await call("GET", "/docs", undefined, { token: null });
+    const r = await call("GET", "/docs");
     const html: string = r.body;
     const urls = [...html.matchAll(/\b(?:src|href|action)\s*=\s*["']?([^"'\s>]+)/gi)].map((m) => m[1]!);
     expect(urls.length).toBeGreaterThan(10);
@@ -254,11 +270,11 @@ describe("/openapi/v2 as gnostic protobuf (what kubectl downloads)", () => {
   const field = (m: [number, number | Uint8Array][], n: number) => m.filter(([f]) => f === n).map(([, v]) => v as Uint8Array);
 
   it("encodes the same document as the JSON: version, paths with operations and their GVK, definitions", async () => {
-    const res = await exports.default.fetch("https://hub.test/openapi/v2", { headers: { accept: "application/com.github.proto-openapi.spec.v2@v1.0+protobuf" } });
+    const res = await exports.default.fetch("https://hub.test/openapi/v2", { headers: { authorization: `Bearer ${ADMIN}`, accept: "application/com.github.proto-openapi.spec.v2@v1.0+protobuf" } });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("application/octet-stream");
     const doc = fields(new Uint8Array(await res.arrayBuffer()));
-    const json = await (await exports.default.fetch("https://hub.test/openapi/v2", { headers: { accept: "application/json" } })).json<{ paths: Record<string, unknown>; definitions: Record<string, unknown> }>();
+    const json = await (await exports.default.fetch("https://hub.test/openapi/v2", { headers: { authorization: `Bearer ${ADMIN}`, accept: "application/json" } })).json<{ paths: Record<string, unknown>; definitions: Record<string, unknown> }>();
     expect(text(field(doc, 1)[0])).toBe("2.0");
     const paths = field(doc, 8).flatMap((p) => field(fields(p), 2)).map((np) => fields(np));
     expect(paths.map((np) => text(field(np, 1)[0])).sort()).toEqual(Object.keys(json.paths).sort());
@@ -277,7 +293,7 @@ describe("/openapi/v2 as gnostic protobuf (what kubectl downloads)", () => {
   });
 
   it("still answers JSON, and 406 for what it does not serve", async () => {
-    expect((await exports.default.fetch("https://hub.test/openapi/v2", { headers: { accept: "application/json" } })).headers.get("content-type")).toMatch(/^application\/json/);
-    expect((await exports.default.fetch("https://hub.test/openapi/v2", { headers: { accept: "application/vnd.kubernetes.protobuf" } })).status).toBe(406);
+    expect((await exports.default.fetch("https://hub.test/openapi/v2", { headers: { authorization: `Bearer ${ADMIN}`, accept: "application/json" } })).headers.get("content-type")).toMatch(/^application\/json/);
+    expect((await exports.default.fetch("https://hub.test/openapi/v2", { headers: { authorization: `Bearer ${ADMIN}`, accept: "application/vnd.kubernetes.protobuf" } })).status).toBe(406);
   });
 });

@@ -120,9 +120,9 @@ describe("core Secret: /api/v1/namespaces/{ns}/secrets", () => {
     expect(body.kind).toBe("Table");
     expect(body.columnDefinitions.map((c) => c.name)).toEqual(["Name", "Type", "Age"]);
     expect(body.rows[0]!.cells.slice(0, 2)).toEqual(["t1", "Opaque"]);
-    const disc = await call("GET", "/openapi/v3", undefined, { token: null });
+    const disc = await call("GET", "/openapi/v3");
     expect(disc.body.paths["api/v1"].serverRelativeURL).toMatch(/^\/openapi\/v3\/api\/v1\?hash=/);
-    const doc = await call("GET", "/openapi/v3/api/v1", undefined, { token: null });
+    const doc = await call("GET", "/openapi/v3/api/v1");
     expect(doc.status).toBe(200);
     expect(doc.body.components.schemas["io.k8s.api.core.v1.Secret"]["x-kubernetes-group-version-kind"]).toEqual([{ group: "", version: "v1", kind: "Secret" }]);
     expect(doc.body.paths["/api/v1/namespaces/{namespace}/secrets/{name}"].get.operationId).toBe("readCoreV1NamespacedSecret");

@@ -1,0 +1,30 @@
+/**
+ * The Hono context of a Kubernetes API request (`/api`, `/apis`, `/openapi/*`, `/docs`): the
+ * Worker's bindings and the request's identity and authorization attributes, set by the
+ * authentication and authorization middleware (src/auth/request.ts):
+ *
+ * - `user`: the authenticated user (Kubernetes `user.Info`, src/auth/rbac.ts `UserInfo`), set once
+ *   authentication succeeded (a failed one throws `Unauthenticated`, a 401);
+ * - `attributes`: what the request asks (Kubernetes `authorizer.Attributes`, src/auth/rbac.ts
+ *   `RequestAttributes`: verb, apiGroup, resource, subresource, namespace, name; or a path), as
+ *   kube-apiserver's RequestInfo derives them (src/auth/requestinfo.ts), set before it is
+ *   authorized (a denial throws the ApiError of `forbiddenError`, a 403).
+ */
+import type { Context } from "hono";
+import type { RequestAttributes, UserInfo } from "../auth/rbac.ts";
+import type { Env } from "../env.ts";
+
+/** The context variables of an API request (see the module comment). */
+export interface ApiVariables {
+  user: UserInfo;
+  attributes: RequestAttributes;
+}
+
+/** The Hono environment of the API routes: bindings and {@link ApiVariables}. */
+export interface ApiEnv {
+  Bindings: Env;
+  Variables: ApiVariables;
+}
+
+/** A request context of the API routes. */
+export type ApiContext = Context<ApiEnv>;
