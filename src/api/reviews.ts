@@ -8,8 +8,8 @@
  *   `reason` (what `kubectl auth can-i` prints);
  * - SubjectAccessReview: the same for `spec.user` / `spec.groups` (at least one; no group is
  *   added: "what if this user were in these groups only");
- * - SelfSubjectRulesReview: every rule the requester holds in `spec.namespace` (what
- *   `kubectl auth can-i --list` prints);
+ * - SelfSubjectRulesReview: every rule the requester holds in `spec.namespace` (required: 400
+ *   "no namespace on request" without; what `kubectl auth can-i --list` prints);
  * - SelfSubjectReview: the requester's user info (`kubectl auth whoami`).
  *
  * Each answers 201 with the review, its `status` filled in; nothing is stored. The request
@@ -17,7 +17,7 @@
  * create the self reviews, by the bootstrap system:basic-user role).
  */
 import type { z } from "zod";
-import { invalid, type StatusCause } from "../k8s/errors.ts";
+import { badRequest, invalid, type StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { apiVersionOf } from "../k8s/kind.ts";
 import { decide, rbacAuthorizer } from "../auth/rbac-store.ts";
@@ -113,7 +113,9 @@ export async function answerReview(c: ApiContext, def: KindDefinition, body: Rec
   }
   if (causes.length > 0) throw invalid(ref, causes);
   if (def === SelfSubjectRulesReviewKind) {
-    const review = (await rbacAuthorizer(c.env)).rulesReview(user, spec.namespace ?? "");
+    // As kube-apiserver's registry: a namespace is required (RBAC's rules are per namespace).
+    if (!spec.namespace) throw badRequest("no namespace on request");
+    const review = (await rbacAuthorizer(c.env)).rulesReview(user, spec.namespace);
     const status = {
       resourceRules: review.resourceRules.map((r) => ({
         verbs: r.verbs,
@@ -125,7 +127,8 @@ export async function answerReview(c: ApiContext, def: KindDefinition, body: Rec
       incomplete: review.incomplete,
       ...(review.evaluationError ? { evaluationError: review.evaluationError } : {}),
     };
-    return created({ ...head, spec, status });
+    // kube-apiserver answers the status alone (the spec is not echoed).
+    return created({ ...head, spec: {}, status });
   }
   // SelfSubjectReview.
   return created({ ...head, status: { userInfo: userInfoOf(user) } });

@@ -202,12 +202,18 @@ export async function ensureBootstrapPolicy(env: Env): Promise<void> {
   const roleByName = new Map(haveRoles.items.map((o) => [o.metadata.name, o]));
   const bindingByName = new Map(haveBindings.items.map((o) => [o.metadata.name, o]));
   let changed = false;
+  // A missing aggregated role is created with its aggregated rules, so that the aggregation hook
+  // its create owes finds nothing left to write.
+  const missing = BOOTSTRAP_CLUSTER_ROLES.filter((r) => !roleByName.has(r.metadata.name));
+  const aggregated = aggregateClusterRoles([...(haveRoles.items as unknown as ClusterRole[]), ...missing]).rules;
   for (const want of BOOTSTRAP_CLUSTER_ROLES) {
     const name = want.metadata.name;
     const have = roleByName.get(name);
     if (!have) {
       changed = true;
-      await tolerate(roles.write("", name, { verb: "create", body: structuredClone(want) }));
+      const body = structuredClone(want);
+      if (want.aggregationRule) body.rules = structuredClone([...(aggregated.get(name) ?? [])]);
+      await tolerate(roles.write("", name, { verb: "create", body }));
       continue;
     }
     if (!autoupdate(have)) continue;

@@ -5,9 +5,9 @@
  * `auth can-i` matrix whose expected answers are what kube-apiserver's RBAC answers for the same
  * objects (users, groups; namespaced and cluster-scoped; subresources; resourceNames; paths), and
  * enforcement: a user with `edit` in team-a writes there and is refused in team-b with nothing
- * written, and escalation is refused.
+ * written, a watch streams one namespace (across namespaces: Forbidden), and escalation is refused.
  */
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
@@ -18,6 +18,7 @@ import { promisify } from "node:util";
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHub, type Hub } from "../../scripts/hub-process.ts";
+import { waitFor } from "./support.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -303,6 +304,32 @@ describe("OIDC users and RBAC with kubectl", () => {
     expect(none.out).toContain("NotFound");
     // Reading across namespaces needs cluster-wide list.
     expect((await kubectl(["get", "placements", "-A"], tokens.alice)).out).toContain(`cannot list resource "placements" in API group "${OCM}" at the cluster scope`);
+  });
+
+  it("a watch streams only what the user may read: one namespace's, and across namespaces Forbidden", async () => {
+    // kubectl get -w lists first; a bare watch is refused as a watch.
+    const all = await kubectl(["get", "placements", "-A", "--watch", "--request-timeout=10s"], tokens.bob);
+    expect(all.code).toBe(1);
+    expect(all.out).toContain(`User "oidc:bob" cannot list resource "placements" in API group "${OCM}" at the cluster scope`);
+    const raw = await kubectl(["get", "--raw", `/apis/${OCM}/v1beta1/placements?watch=1&timeoutSeconds=5`], tokens.bob);
+    expect(raw.code).toBe(1);
+    expect(raw.out).toContain(`User "oidc:bob" cannot watch resource "placements" in API group "${OCM}" at the cluster scope`);
+    const watcher = spawn("kubectl", ["--kubeconfig", kubeconfig, "--cache-dir", path.join(dir, "cache"), "--token", tokens.bob!, "get", "placements", "-n", "team-b", "--watch", "--output-watch-events", "-o", "custom-columns=EVENT:.type,NS:.object.metadata.namespace,NAME:.object.metadata.name"], { stdio: ["ignore", "pipe", "pipe"] });
+    let seen = "";
+    watcher.stdout.on("data", (d: Buffer) => (seen += d.toString()));
+    try {
+      const placement = (ns: string, name: string) => file(`w-${ns}-${name}.yaml`, `apiVersion: ${OCM}/v1beta1\nkind: Placement\nmetadata:\n  name: ${name}\n  namespace: ${ns}\nspec: {}\n`);
+      await ok(["create", "-f", placement("team-b", "first-b")]);
+      await waitFor("bob's watch to run (team-b's first Placement)", async () => /ADDED\s+team-b\s+first-b/.test(seen), 20_000);
+      // Written in this order, team-a's Placement would come before team-b's second in the stream.
+      await ok(["create", "-f", placement("team-a", "seen-by-none")]);
+      await ok(["create", "-f", placement("team-b", "seen-by-bob")]);
+      await waitFor("bob's watch to show team-b's second Placement", async () => /ADDED\s+team-b\s+seen-by-bob/.test(seen), 20_000);
+      expect(seen).not.toContain("team-a");
+      expect(seen).not.toContain("seen-by-none");
+    } finally {
+      watcher.kill();
+    }
   });
 
   it("refuses escalation: an admin of team-a may not grant what they do not hold", async () => {

@@ -510,6 +510,7 @@ for (const def of KINDS.filter((d) => d.createOnly)) {
     add({ name: `${k}: attributes as a string`, method: "POST", path: coll, body: { ...body, spec: { ...subject, resourceAttributes: "get" } }, status: 422, reason: "Invalid", field: "spec.resourceAttributes" });
     add({ name: `${k}: a numeric verb`, method: "POST", path: coll, body: { ...body, spec: { ...subject, resourceAttributes: { verb: 1 } } }, status: 422, reason: "Invalid", field: "spec.resourceAttributes.verb" });
   }
+  if (k === "SelfSubjectRulesReview") add({ name: `${k}: no namespace`, method: "POST", path: coll, body, status: 400, reason: "BadRequest" });
   if (k === "SubjectAccessReview") add({ name: `${k}: neither user nor groups`, method: "POST", path: coll, body: { ...body, spec: { resourceAttributes: { verb: "get" } } }, status: 422, reason: "Invalid", field: "spec.user" });
 }
 
