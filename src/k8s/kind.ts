@@ -23,6 +23,11 @@ export interface PrinterColumn {
   type: "string" | "integer" | "boolean" | "date" | "number";
   jsonPath: string;
   priority?: number;
+  /**
+   * The cell computed from the object, when a JSONPath cannot say it (kube-apiserver's printers
+   * for built-in kinds, e.g. a ServiceAccount's count of `secrets`); wins over `jsonPath`.
+   */
+  value?: (obj: KubeObject) => unknown;
 }
 
 /**

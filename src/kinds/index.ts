@@ -9,6 +9,7 @@ import { ManifestWorkKind, ManifestWorkReplicaSetKind } from "./manifestwork.ts"
 import { AddOnPlacementScoreKind, ManagedClusterSetBindingKind, PlacementDecisionKind, PlacementKind } from "./placement.ts";
 import { NamespaceKind } from "./namespace.ts";
 import { SecretKind } from "./secret.ts";
+import { ServiceAccountKind } from "./serviceaccount.ts";
 import { WebhookReceiverKind } from "./webhookreceiver.ts";
 
 /** All served kinds. */
@@ -25,6 +26,7 @@ export const KINDS: KindDefinition[] = [
   WebhookReceiverKind,
   NamespaceKind,
   SecretKind,
+  ServiceAccountKind,
 ];
 
 /** Finds a kind by group, version and plural (or short name / singular, as kubectl may use). */
