@@ -15,11 +15,13 @@ import { isDNS1123Label } from "../k8s/validation.ts";
 import { findKind, KINDS, servedGroups } from "../kinds/index.ts";
 import { BUILTIN_CLUSTER_SETS, ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
 import { BUILTIN_NAMESPACES, FINALIZE_EXTRA, NamespaceKind } from "../kinds/namespace.ts";
+import { ServiceAccountKind } from "../kinds/serviceaccount.ts";
 import { ensureNamespace } from "../namespaces/controller.ts";
 import { admitNamespace } from "../namespaces/lifecycle.ts";
 import { randomToken, sha256Hex } from "../kinds/bootstraptoken.ts";
 import { admitAgentToken, bearerToken, isAdmin } from "../auth/credentials.ts";
 import { limitAuthFailures } from "../auth/ratelimit.ts";
+import { createToken } from "../auth/serviceaccounts.ts";
 import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
 import type { Result } from "../../durable-objects/cluster.ts";
@@ -41,6 +43,8 @@ interface Target {
   subresource?: "status";
   /** A Namespace's `finalize` subresource (PUT only): the write changes `spec.finalizers` alone. */
   finalize?: boolean;
+  /** A ServiceAccount's `token` subresource (POST only): a TokenRequest (src/auth/serviceaccounts.ts). */
+  token?: boolean;
 }
 
 function present(def: KindDefinition, obj: KubeObject): KubeObject {
@@ -67,6 +71,7 @@ function resolve(group: string, version: string, encoded: string[]): Target {
   const [plural, name, sub, ...extra] = parts;
   const def = plural ? findKind(group, version, plural) : undefined;
   if (def === NamespaceKind && sub === "finalize" && extra.length === 0) return { def, namespace, name, finalize: true };
+  if (def === ServiceAccountKind && sub === "token" && extra.length === 0 && namespace && isDNS1123Label(namespace).length === 0) return { def, namespace, name, token: true };
   if (!def || extra.length > 0 || (sub !== undefined && sub !== "status")) {
     throw new ApiError(404, "NotFound", "the server could not find the requested resource");
   }
@@ -405,7 +410,8 @@ function discoveryResources(group: string, version: string) {
     const main = { name: k.plural, singularName: k.singular, namespaced: k.namespaced, kind: k.kind, verbs: verbsOf(k), shortNames: k.shortNames };
     const status = k.hasStatus ? [{ name: `${k.plural}/status`, singularName: "", namespaced: k.namespaced, kind: k.kind, verbs: ["get", "patch", "update"] }] : [];
     const finalize = k === NamespaceKind ? [{ name: `${k.plural}/finalize`, singularName: "", namespaced: false, kind: k.kind, verbs: ["update"] }] : [];
-    return [main, ...finalize, ...status];
+    const token = k === ServiceAccountKind ? [{ name: `${k.plural}/token`, singularName: "", namespaced: true, group: "authentication.k8s.io", version: "v1", kind: "TokenRequest", verbs: ["create"] }] : [];
+    return [main, ...finalize, ...status, ...token];
   });
 }
 
@@ -418,6 +424,11 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
   // As kube-apiserver, an answer the client cannot take is refused (406) before anything is done.
   negotiate(c.req.header("accept"), method === "GET" && t.name === undefined ? (queryFlag(c.req.query("watch")) ? "watch" : "list") : "object");
   if (t.finalize && method !== "PUT") throw methodNotAllowed(`${method} is not allowed on the finalize subresource`);
+  if (t.token) {
+    if (method !== "POST") throw methodNotAllowed(`${method} is not allowed on the token subresource`);
+    const body = await decodeObjectBody(c, warnings, decodesProtobuf("authentication.k8s.io/v1", "TokenRequest"));
+    return json(await createToken(c.env, c.req.url, t.namespace, t.name!, body, clock.now()), 201);
+  }
   if (method === "GET") return t.name === undefined ? list(c, t) : get(c, t);
   if (method === "POST") {
     if (t.name !== undefined) throw methodNotAllowed("POST is only allowed on a collection");
@@ -500,11 +511,12 @@ function wantsAggregatedDiscovery(accept: string | undefined): string | null {
   return null;
 }
 
-/** A kind's subresources in aggregated discovery: a Namespace's `finalize`, and `status`. */
+/** A kind's subresources in aggregated discovery: a Namespace's `finalize`, `status`, a ServiceAccount's `token`. */
 function subresourcesOf(k: KindDefinition, responseKind: { group: string; version: string; kind: string }) {
   const subresources = [
     ...(k === NamespaceKind ? [{ subresource: "finalize", responseKind, verbs: ["update"] }] : []),
     ...(k.hasStatus ? [{ subresource: "status", responseKind, verbs: ["get", "patch", "update"] }] : []),
+    ...(k === ServiceAccountKind ? [{ subresource: "token", responseKind: { group: "authentication.k8s.io", version: "v1", kind: "TokenRequest" }, verbs: ["create"] }] : []),
   ];
   return subresources.length > 0 ? { subresources } : {};
 }
