@@ -1,12 +1,16 @@
 /**
  * An old hub upgraded: the migrations applied to a D1 database that holds what a previous
- * release wrote (its schema without the outbox, its rows; or its objects without Namespaces)
+ * release wrote (its schema without the outbox, its rows; its objects without Namespaces; its
+ * schema without hub_secrets)
  * give a hub that answers as before and writes as a fresh one does.
  */
 import { applyD1Migrations } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, condition, createNamespaces, MC, NAMESPACES } from "./helpers.ts";
+import { serviceAccountAuthenticator } from "../../src/auth/serviceaccounts.ts";
+import { clock } from "../../src/clock.ts";
+import type { Env } from "../../src/env.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const PLACEMENTS = `${G}/v1beta1/namespaces/apps/placements`;
@@ -106,6 +110,28 @@ describe("upgrade from the previous release's database", () => {
     expect((await call("GET", `${NAMESPACES}/legacy`)).status).toBe(404);
     expect((await call("GET", p2)).body.items).toEqual([]);
     expect((await call("DELETE", `${NAMESPACES}/default`)).status).toBe(403);
+  });
+
+  it("adds hub_secrets to a hub from before ServiceAccounts: it answers the same, then issues and verifies tokens", async () => {
+    await createNamespaces("apps", "ci");
+    expect((await call("POST", PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "kept-sa" }, spec: {} })).status).toBe(201);
+    expect((await call("POST", "/api/v1/namespaces/apps/secrets", { apiVersion: "v1", kind: "Secret", metadata: { name: "s" }, stringData: { a: "b" } })).status).toBe(201);
+    const fresh = await schemaOf("hub_secrets");
+    expect(fresh.length).toBeGreaterThan(0);
+    const before = { ...(await everything()), secrets: (await call("GET", "/api/v1/namespaces/apps/secrets")).body.items, namespaces: (await call("GET", NAMESPACES)).body.items };
+
+    // The previous main's schema: no hub_secrets table, migration 0008 not applied.
+    await env.DB.prepare("DROP TABLE hub_secrets").run();
+    await env.DB.prepare("DELETE FROM d1_migrations WHERE name = ?").bind("0008_hub_secrets.sql").run();
+    await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
+    expect(await schemaOf("hub_secrets")).toEqual(fresh);
+    expect({ ...(await everything()), secrets: (await call("GET", "/api/v1/namespaces/apps/secrets")).body.items, namespaces: (await call("GET", NAMESPACES)).body.items }).toEqual(before);
+
+    expect((await call("POST", "/api/v1/namespaces/ci/serviceaccounts", { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "deployer" } })).status).toBe(201);
+    const issued = await call("POST", "/api/v1/namespaces/ci/serviceaccounts/deployer/token", { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: {} });
+    expect(issued.status).toBe(201);
+    const user = await serviceAccountAuthenticator(env as unknown as Env)(issued.body.status.token, clock.now());
+    expect(user?.name).toBe("system:serviceaccount:ci:deployer");
   });
 
   it("the lean outbox migration keeps the rows of writes in flight", async () => {
