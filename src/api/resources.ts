@@ -410,8 +410,8 @@ function discoveryResources(group: string, version: string) {
     const main = { name: k.plural, singularName: k.singular, namespaced: k.namespaced, kind: k.kind, verbs: verbsOf(k), shortNames: k.shortNames };
     const status = k.hasStatus ? [{ name: `${k.plural}/status`, singularName: "", namespaced: k.namespaced, kind: k.kind, verbs: ["get", "patch", "update"] }] : [];
     const finalize = k === NamespaceKind ? [{ name: `${k.plural}/finalize`, singularName: "", namespaced: false, kind: k.kind, verbs: ["update"] }] : [];
-    const token = k === ServiceAccountKind ? [{ name: `${k.plural}/token`, singularName: "", namespaced: true, group: "authentication.k8s.io", version: "v1", kind: "TokenRequest", verbs: ["create"] }] : [];
-    return [main, ...finalize, ...status, ...token];
+    const created = (k.createSubresources ?? []).map((s) => ({ name: `${k.plural}/${s.name}`, singularName: "", namespaced: k.namespaced, group: s.group, version: s.version, kind: s.kind, verbs: ["create"] }));
+    return [main, ...finalize, ...status, ...created];
   });
 }
 
@@ -511,12 +511,12 @@ function wantsAggregatedDiscovery(accept: string | undefined): string | null {
   return null;
 }
 
-/** A kind's subresources in aggregated discovery: a Namespace's `finalize`, `status`, a ServiceAccount's `token`. */
+/** A kind's subresources in aggregated discovery: a Namespace's `finalize`, `status`, and those created with another kind (a ServiceAccount's `token`). */
 function subresourcesOf(k: KindDefinition, responseKind: { group: string; version: string; kind: string }) {
   const subresources = [
     ...(k === NamespaceKind ? [{ subresource: "finalize", responseKind, verbs: ["update"] }] : []),
     ...(k.hasStatus ? [{ subresource: "status", responseKind, verbs: ["get", "patch", "update"] }] : []),
-    ...(k === ServiceAccountKind ? [{ subresource: "token", responseKind: { group: "authentication.k8s.io", version: "v1", kind: "TokenRequest" }, verbs: ["create"] }] : []),
+    ...(k.createSubresources ?? []).map((s) => ({ subresource: s.name, responseKind: { group: s.group, version: s.version, kind: s.kind }, verbs: ["create"] })),
   ];
   return subresources.length > 0 ? { subresources } : {};
 }

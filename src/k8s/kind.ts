@@ -31,6 +31,24 @@ export interface PrinterColumn {
 }
 
 /**
+ * A subresource that is created (POST) with a body of another kind and answered with that kind, by
+ * a handler of its own, e.g. a ServiceAccount's `token`, which takes and answers an
+ * `authentication.k8s.io/v1` TokenRequest (kube-apiserver's TokenREST). Discovery lists it (verb
+ * `create`, its group, version and kind) and OpenAPI documents its POST operation and schema.
+ */
+export interface CreateSubresource {
+  /** The path segment after the object's name (`token`). */
+  name: string;
+  group: string;
+  version: string;
+  kind: string;
+  /** The body's and the answer's schema (for OpenAPI). */
+  schema: z.ZodType;
+  /** What the operation does, for OpenAPI. */
+  description: string;
+}
+
+/**
  * One served kind. `storage` says who writes its objects: `d1` for the generic D1 store,
  * `cluster` for the per-cluster Durable Object (ManagedCluster), which serialises them and
  * commits them to D1.
@@ -86,6 +104,8 @@ export interface KindDefinition {
    * `resources`), each sealed as a whole by the D1 store (src/k8s/store.ts); e.g. a Secret's `data`.
    */
   encryptedFields?: string[];
+  /** Subresources created with a body of another kind (a ServiceAccount's `token`). */
+  createSubresources?: CreateSubresource[];
   /** Strips fields that are stored but never served (e.g. a token's hash). */
   present?(obj: KubeObject): KubeObject;
 }

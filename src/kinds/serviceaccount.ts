@@ -38,6 +38,34 @@ const ServiceAccountSchema = z.strictObject({
   automountServiceAccountToken: z.boolean().nullable().optional(),
 });
 
+/**
+ * An `authentication.k8s.io/v1` TokenRequest, as OpenAPI describes the body and the answer of
+ * `POST .../serviceaccounts/{name}/token` (the handler validates the body itself, as TokenREST).
+ */
+const TokenRequestSchema = z.strictObject({
+  apiVersion: z.string().optional(),
+  kind: z.string().optional(),
+  metadata: ObjectMetaSchema.optional(),
+  spec: z
+    .strictObject({
+      audiences: z.array(z.string()).nullable().optional().describe("The intended audiences of the token; empty: the hub's API audience (its issuer)."),
+      expirationSeconds: z.number().int().nullable().optional().describe("The requested lifetime of the token, in seconds: at least 600 (10 minutes), at most 2^32; default 3600."),
+      boundObjectRef: z
+        .strictObject({ kind: z.string().optional(), apiVersion: z.string().optional(), name: z.string().optional(), uid: z.string().optional() })
+        .nullable()
+        .optional()
+        .describe("Not supported by the hub (422): tokens are bound to their ServiceAccount only."),
+    })
+    .describe("What the token is asked for."),
+  status: z
+    .strictObject({
+      token: z.string().describe("The bearer token (a JWT signed by the hub)."),
+      expirationTimestamp: z.string().describe("When the token expires (RFC 3339)."),
+    })
+    .optional()
+    .describe("The issued token, set by the hub."),
+});
+
 /** The strategy's `cleanSecretReferences`: each `secrets` entry keeps its name only. */
 function cleanSecretReferences(obj: KubeObject): void {
   const secrets = obj.secrets as { name?: string }[] | undefined;
@@ -67,4 +95,14 @@ export const ServiceAccountKind: KindDefinition = {
   },
   prepareForCreate: cleanSecretReferences,
   prepareForUpdate: cleanSecretReferences,
+  createSubresources: [
+    {
+      name: "token",
+      group: "authentication.k8s.io",
+      version: "v1",
+      kind: "TokenRequest",
+      schema: TokenRequestSchema,
+      description: "create token of a ServiceAccount: a JWT signed by the hub, bound to the ServiceAccount's UID",
+    },
+  ],
 };

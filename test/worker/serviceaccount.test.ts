@@ -63,6 +63,20 @@ describe("core ServiceAccount: /api/v1/namespaces/{ns}/serviceaccounts", () => {
     const res = agg.body.items[0].versions[0].resources.find((r: { resource: string }) => r.resource === "serviceaccounts");
     expect(res.subresources).toEqual([{ subresource: "token", responseKind: { group: "authentication.k8s.io", version: "v1", kind: "TokenRequest" }, verbs: ["create"] }]);
   });
+
+  it("is in the core group's OpenAPI documents, with the token subresource's POST of a TokenRequest", async () => {
+    const v3 = (await call("GET", "/openapi/v3/api/v1")).body;
+    const sa = v3.components.schemas["io.k8s.api.core.v1.ServiceAccount"];
+    expect(sa["x-kubernetes-group-version-kind"]).toEqual([{ group: "", version: "v1", kind: "ServiceAccount" }]);
+    expect(Object.keys(sa.properties)).toEqual(expect.arrayContaining(["secrets", "imagePullSecrets", "automountServiceAccountToken"]));
+    const post = v3.paths["/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"].post;
+    expect(post).toMatchObject({ "x-kubernetes-action": "post", "x-kubernetes-group-version-kind": { group: "authentication.k8s.io", version: "v1", kind: "TokenRequest" } });
+    const ref = post.requestBody.content["application/json"].schema.$ref as string;
+    const tr = v3.components.schemas[ref.replace("#/components/schemas/", "")];
+    expect(Object.keys(tr.properties.spec.properties)).toEqual(["audiences", "expirationSeconds", "boundObjectRef"]);
+    const v2 = (await call("GET", "/openapi/v2")).body;
+    expect(v2.paths["/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"].post.parameters.some((p: { in: string }) => p.in === "body")).toBe(true);
+  });
 });
 
 describe("TokenRequest: POST /api/v1/namespaces/{ns}/serviceaccounts/{name}/token", () => {
