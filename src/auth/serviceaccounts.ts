@@ -5,7 +5,7 @@
  *   `FLOTILLA_SERVICE_ACCOUNT_KEYS` (a JWK Set: its first key, a private EC P-256 JWK, signs; every
  *   key, private or public, verifies, so a key is rotated by putting a new one first and keeping
  *   the old one after it until the tokens it signed expired) when set; otherwise one key the hub
- *   generates on first use and keeps in D1 (`hub_secrets`, migrations/0008_hub_secrets.sql),
+ *   generates on first use and keeps in D1 (`hub_secrets`, migrations/0008_serviceaccounts.sql),
  *   sealed with the Secrets' encryption keys (`FLOTILLA_ENCRYPTION_KEYS`, src/k8s/encryption.ts),
  *   so that it survives restarts and every isolate signs with the same key;
  * - the issuer ({@link issuerOf}): `FLOTILLA_SERVICE_ACCOUNT_ISSUER` when set (kube-apiserver's
@@ -17,7 +17,10 @@
  *   kube-apiserver's ServiceAccountIssuerDiscovery serves them;
  * - {@link serviceAccountAuthenticator}: the hub's tokens, verified, and alive only while their
  *   ServiceAccount exists with the UID they were issued for (one primary-key read of D1 per
- *   request, of two columns).
+ *   request, of two columns);
+ * - the `default` ServiceAccount of every namespace ({@link defaultServiceAccountHook}), as
+ *   kube-controller-manager's serviceaccounts controller keeps it: created with the namespace, and
+ *   again when it is deleted while its namespace is active.
  *
  * Semantics sources (facts carried over, not code): `pkg/registry/core/serviceaccount/storage/
  * token.go` (the order of checks: the body's name and namespace, the ServiceAccount, the body's
@@ -32,6 +35,8 @@ import { EncryptionError, keyringOf } from "../k8s/encryption.ts";
 import { resourceKey } from "../k8s/kind.ts";
 import { ServiceAccountKind } from "../kinds/serviceaccount.ts";
 import { storeOf } from "../store/store.ts";
+import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
+import { NamespaceKind } from "../kinds/namespace.ts";
 import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
 import { peekIssuer, type Authenticator } from "./authn.ts";
@@ -227,3 +232,35 @@ export function serviceAccountIssuerRoutes(): Hono<{ Bindings: Env }> {
   app.get(JWKS_PATH, async (c) => new Response(JSON.stringify(await issuerJwks(issuerFor(c.env, c.req.url))), { headers: headers("application/jwk-set+json") }));
   return app;
 }
+
+/** The ServiceAccount every namespace has (kube-controller-manager's `--service-account-names` default). */
+export const DEFAULT_SERVICE_ACCOUNT = "default";
+
+/**
+ * The serviceaccounts controller as an after-commit hook (src/store/hooks.ts): owed by a
+ * namespace's create and by the delete of a namespace's `default` ServiceAccount; creates that
+ * ServiceAccount when it is missing. A namespace gone or terminating meanwhile is left alone
+ * (NamespaceLifecycle refuses the create, and the namespace controller deletes what it holds).
+ * One indexed read, and one write when the ServiceAccount is missing.
+ */
+export const defaultServiceAccountHook: AfterCommitHook<true> = {
+  name: "serviceaccount-default",
+  plan: (change) =>
+    (change.def === NamespaceKind && !change.before && change.after) ||
+    (change.def === ServiceAccountKind && change.name === DEFAULT_SERVICE_ACCOUNT && change.before && !change.after)
+      ? true
+      : null,
+  async run(env, _owed, target) {
+    const namespace = target.resource === resourceKey(NamespaceKind) ? target.name : target.namespace;
+    const accounts = storeOf(env, ServiceAccountKind);
+    if (await accounts.get(namespace, DEFAULT_SERVICE_ACCOUNT)) return;
+    try {
+      await accounts.write(namespace, DEFAULT_SERVICE_ACCOUNT, { verb: "create", body: { apiVersion: "v1", kind: ServiceAccountKind.kind, metadata: { name: DEFAULT_SERVICE_ACCOUNT } } });
+    } catch (e) {
+      // Created meanwhile; or the namespace is gone (404) or terminating (403).
+      if (e instanceof ApiError && (e.reason === "AlreadyExists" || e.code === 404 || e.code === 403)) return;
+      throw e;
+    }
+  },
+};
+registerAfterCommitHook(defaultServiceAccountHook);

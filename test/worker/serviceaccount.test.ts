@@ -37,6 +37,7 @@ describe("core ServiceAccount: /api/v1/namespaces/{ns}/serviceaccounts", () => {
     expect(table.body.columnDefinitions.map((c: { name: string }) => c.name)).toEqual(["Name", "Secrets", "Age"]);
     expect(table.body.rows.map((r: { cells: unknown[] }) => r.cells.slice(0, 2))).toEqual([
       ["builder", 1],
+      ["default", 0],
       ["plain", 0],
     ]);
 
@@ -45,6 +46,20 @@ describe("core ServiceAccount: /api/v1/namespaces/{ns}/serviceaccounts", () => {
     expect(patched.body.secrets).toEqual([{ name: "s2" }]);
     expect((await call("DELETE", `${SAS("sa-crud")}/plain`)).status).toBe(200);
     expect((await call("GET", `${SAS("sa-crud")}/plain`)).status).toBe(404);
+  });
+
+  it("gives every namespace its `default` ServiceAccount, again when it is deleted, and none once the namespace terminates", async () => {
+    await createNamespaces("sa-default");
+    const first = await call("GET", `${SAS("sa-default")}/default`);
+    expect(first.status).toBe(200);
+    expect((await call("GET", `${SAS("default")}/default`)).status).toBe(200);
+    expect((await call("DELETE", `${SAS("sa-default")}/default`)).status).toBe(200);
+    const again = await call("GET", `${SAS("sa-default")}/default`);
+    expect(again.status).toBe(200);
+    expect(again.body.metadata.uid).not.toBe(first.body.metadata.uid);
+    expect((await call("DELETE", "/api/v1/namespaces/sa-default")).status).toBe(200);
+    expect((await call("GET", "/api/v1/namespaces/sa-default")).status).toBe(404);
+    expect((await call("GET", `${SAS("sa-default")}/default`)).status).toBe(404);
   });
 
   it("refuses a ServiceAccount in a namespace that does not exist (NamespaceLifecycle) and unknown fields", async () => {

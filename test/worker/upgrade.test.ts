@@ -112,26 +112,38 @@ describe("upgrade from the previous release's database", () => {
     expect((await call("DELETE", `${NAMESPACES}/default`)).status).toBe(403);
   });
 
-  it("adds hub_secrets to a hub from before ServiceAccounts: it answers the same, then issues and verifies tokens", async () => {
+  it("adds hub_secrets and each namespace's default ServiceAccount to a hub from before ServiceAccounts: it answers the same, then issues and verifies tokens", async () => {
     await createNamespaces("apps", "ci");
     expect((await call("POST", PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "kept-sa" }, spec: {} })).status).toBe(201);
     expect((await call("POST", "/api/v1/namespaces/apps/secrets", { apiVersion: "v1", kind: "Secret", metadata: { name: "s" }, stringData: { a: "b" } })).status).toBe(201);
     const fresh = await schemaOf("hub_secrets");
     expect(fresh.length).toBeGreaterThan(0);
-    const before = { ...(await everything()), secrets: (await call("GET", "/api/v1/namespaces/apps/secrets")).body.items, namespaces: (await call("GET", NAMESPACES)).body.items };
+    const answers = async () => ({ ...(await everything()), secrets: (await call("GET", "/api/v1/namespaces/apps/secrets")).body.items, namespaces: (await call("GET", NAMESPACES)).body.items });
+    const before = await answers();
 
-    // The previous main's schema: no hub_secrets table, migration 0008 not applied.
+    // The previous main's state: no hub_secrets table, no ServiceAccounts, migration 0008 not applied.
     await env.DB.prepare("DROP TABLE hub_secrets").run();
-    await env.DB.prepare("DELETE FROM d1_migrations WHERE name = ?").bind("0008_hub_secrets.sql").run();
+    await env.DB.prepare("DELETE FROM objects WHERE resource = '/serviceaccounts'").run();
+    await env.DB.prepare("DELETE FROM d1_migrations WHERE name = ?").bind("0008_serviceaccounts.sql").run();
+    expect((await call("GET", "/api/v1/serviceaccounts")).body.items).toEqual([]);
     await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
     expect(await schemaOf("hub_secrets")).toEqual(fresh);
-    expect({ ...(await everything()), secrets: (await call("GET", "/api/v1/namespaces/apps/secrets")).body.items, namespaces: (await call("GET", NAMESPACES)).body.items }).toEqual(before);
+    expect(await answers()).toEqual(before);
 
-    expect((await call("POST", "/api/v1/namespaces/ci/serviceaccounts", { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "deployer" } })).status).toBe(201);
-    const issued = await call("POST", "/api/v1/namespaces/ci/serviceaccounts/deployer/token", { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: {} });
+    // Every namespace has its default ServiceAccount, each with its own UID and resourceVersion.
+    const list = (await call("GET", "/api/v1/serviceaccounts")).body;
+    const namespaces = (before.namespaces as { metadata: { name: string } }[]).map((n) => n.metadata.name);
+    expect(list.items.map((a: { metadata: { namespace: string; name: string } }) => `${a.metadata.namespace}/${a.metadata.name}`)).toEqual(namespaces.map((n) => `${n}/default`));
+    const rvs = list.items.map((a: { metadata: { resourceVersion: string } }) => Number(a.metadata.resourceVersion));
+    expect(new Set(rvs).size).toBe(rvs.length);
+    expect(Math.max(...rvs)).toBeLessThanOrEqual(Number(list.metadata.resourceVersion));
+    expect(new Set(list.items.map((a: { metadata: { uid: string } }) => a.metadata.uid)).size).toBe(rvs.length);
+
+    // Tokens: issued for a migrated ServiceAccount and taken back by the authenticator.
+    const issued = await call("POST", "/api/v1/namespaces/ci/serviceaccounts/default/token", { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: {} });
     expect(issued.status).toBe(201);
     const user = await serviceAccountAuthenticator(env as unknown as Env)(issued.body.status.token, clock.now());
-    expect(user?.name).toBe("system:serviceaccount:ci:deployer");
+    expect(user?.name).toBe("system:serviceaccount:ci:default");
   });
 
   it("the lean outbox migration keeps the rows of writes in flight", async () => {
