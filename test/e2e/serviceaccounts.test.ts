@@ -62,6 +62,8 @@ describe("ServiceAccount tokens with kubectl", () => {
     const table = await kubectl("get", "serviceaccounts", "-n", "ci");
     expect(table).toMatch(/^NAME\s+SECRETS\s+AGE\n/);
     expect(table).toMatch(/\ndeployer\s+0\s+\d+s\n/);
+    // The namespace's own ServiceAccount, as kube-controller-manager makes it.
+    expect(table).toMatch(/\ndefault\s+0\s+\d+s\n/);
     expect(await kubectl("get", "sa", "deployer", "-n", "ci", "-o", "jsonpath={.metadata.uid}")).toMatch(/^[0-9a-f-]{36}$/);
   });
 
