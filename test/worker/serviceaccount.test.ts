@@ -8,7 +8,7 @@ import { env } from "cloudflare:workers";
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, jwtVerify, SignJWT } from "jose";
 import { beforeAll, describe, expect, it } from "vitest";
 import { generateHubKey } from "../../src/auth/serviceaccount-token.ts";
-import { hubKeySource, serviceAccountAuthenticator } from "../../src/auth/serviceaccounts.ts";
+import { createToken, hubKeySource, serviceAccountAuthenticator } from "../../src/auth/serviceaccounts.ts";
 import type { Env } from "../../src/env.ts";
 import { clock } from "../../src/clock.ts";
 import { call, createNamespaces, withClockAhead } from "./helpers.ts";
@@ -203,12 +203,34 @@ describe("issuer discovery: /.well-known/openid-configuration and /openid/v1/jwk
     expect((await call("GET", "/openid/v1/jwks", undefined, { token: null })).body).toEqual(first);
   });
 
+  it("without FLOTILLA_SERVICE_ACCOUNT_KEYS and FLOTILLA_ENCRYPTION_KEYS, refuses with 500 naming the missing setting, never the key", async () => {
+    const err = await hubKeySource({ ...hubEnv, FLOTILLA_ENCRYPTION_KEYS: undefined })
+      .keys()
+      .catch((e: unknown) => e as { code: number; message: string });
+    expect(err).toMatchObject({ code: 500, message: expect.stringContaining("FLOTILLA_ENCRYPTION_KEYS") });
+    expect((err as { message: string }).message).toContain("FLOTILLA_SERVICE_ACCOUNT_KEYS");
+    expect((err as { message: string }).message).not.toMatch(/"d"|k8s:enc/);
+  });
+
   it("publishes every key of FLOTILLA_SERVICE_ACCOUNT_KEYS (rotation: the new key signs, the old one still verifies)", async () => {
     const fresh = await generateHubKey();
     const old = await generateHubKey();
     const keys = await hubKeySource({ ...hubEnv, FLOTILLA_SERVICE_ACCOUNT_KEYS: JSON.stringify({ keys: [fresh, { kty: old.kty, crv: old.crv, x: old.x, y: old.y }] }) }).keys();
     expect(keys.publicJwks.map((k) => k.x)).toEqual([fresh.x, old.x]);
     expect(keys.publicJwks.every((k) => k.d === undefined)).toBe(true);
+
+    // A token signed by the old key verifies once the new key signs, until the old key is dropped.
+    await createNamespaces("sa-rot");
+    expect((await call("POST", SAS("sa-rot"), sa("bot"))).status).toBe(201);
+    const withKeys = (keys: unknown[]) => ({ ...hubEnv, FLOTILLA_SERVICE_ACCOUNT_ISSUER: HUB, FLOTILLA_SERVICE_ACCOUNT_KEYS: JSON.stringify({ keys }) });
+    const before = withKeys([old]);
+    const during = withKeys([fresh, { kty: old.kty, crv: old.crv, x: old.x, y: old.y }]);
+    const after = withKeys([fresh]);
+    const oldToken = ((await createToken(before, HUB, "sa-rot", "bot", tokenRequest(), clock.now())).status as { token: string }).token;
+    const newToken = ((await createToken(during, HUB, "sa-rot", "bot", tokenRequest(), clock.now())).status as { token: string }).token;
+    expect(await serviceAccountAuthenticator(during)(oldToken, clock.now())).toMatchObject({ name: "system:serviceaccount:sa-rot:bot" });
+    expect(await serviceAccountAuthenticator(after)(newToken, clock.now())).toMatchObject({ name: "system:serviceaccount:sa-rot:bot" });
+    await expect(serviceAccountAuthenticator(after)(oldToken, clock.now())).rejects.toThrow(/unknown key/);
   });
 });
 
