@@ -78,6 +78,9 @@ describe("ServiceAccount tokens with kubectl", () => {
     expect(custom.aud).toEqual(["vault", "ci.example"]);
     expect(custom.exp! - custom.iat!).toBe(600);
 
+    // The namespace default's own ServiceAccount, without -n.
+    expect(decodeJwt((await kubectl("create", "token", "default")).trim()).sub).toBe("system:serviceaccount:default:default");
+
     const asYaml = await kubectl("create", "token", "deployer", "-n", "ci", "-o", "yaml");
     expect(asYaml).toContain("kind: TokenRequest");
     expect(asYaml).toContain("expirationTimestamp:");
