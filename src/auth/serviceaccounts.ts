@@ -66,7 +66,8 @@ const loadedKeys = new Map<string, HubKeys>();
 
 /**
  * Reads (or, the first time, generates and stores) the hub's generated signing key. Two isolates
- * that generate at once both insert-or-ignore, then read the row: both use the one that won.
+ * that generate at once both insert-or-ignore, then read the row: both use the one that won. A row
+ * sealed by an encryption key that is no longer the first is sealed again with the first.
  * @throws ApiError 500 when the row cannot be sealed or opened (no `FLOTILLA_ENCRYPTION_KEYS`, a
  *   key missing from it); the message names keys by ID only.
  */
@@ -81,7 +82,14 @@ async function storedKeys(env: Env): Promise<HubKeys> {
       row = await read();
       if (!row) throw new Error("the service account signing key was stored but cannot be read back");
     }
-    return await parseHubKeys((await ring.open(row.value, SIGNING_KEY_CONTEXT)).plaintext);
+    const opened = await ring.open(row.value, SIGNING_KEY_CONTEXT);
+    if (opened.stale) {
+      // Sealed by a key that is no longer the first (a rotation of FLOTILLA_ENCRYPTION_KEYS):
+      // sealed again with the first one, so that the old key can be dropped (docs/encryption.md).
+      const resealed = await ring.seal(opened.plaintext, SIGNING_KEY_CONTEXT);
+      await env.DB.prepare("UPDATE hub_secrets SET value = ? WHERE name = ? AND value = ?").bind(resealed, SIGNING_KEY_ROW, row.value).run();
+    }
+    return await parseHubKeys(opened.plaintext);
   } catch (e) {
     if (e instanceof EncryptionError) {
       throw new ApiError(500, "InternalError", `the hub's service account signing key cannot be kept: ${e.message} (or set FLOTILLA_SERVICE_ACCOUNT_KEYS)`);

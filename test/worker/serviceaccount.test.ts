@@ -203,6 +203,18 @@ describe("issuer discovery: /.well-known/openid-configuration and /openid/v1/jwk
     expect((await call("GET", "/openid/v1/jwks", undefined, { token: null })).body).toEqual(first);
   });
 
+  it("seals the generated key again with the first encryption key once the keys rotate, so the old one can be dropped", async () => {
+    const before = (await hubKeySource(hubEnv).keys()).publicJwks;
+    const rotated = { ...hubEnv, FLOTILLA_ENCRYPTION_KEYS: `new1:${btoa("0123456789abcdef0123456789abcdef")},${hubEnv.FLOTILLA_ENCRYPTION_KEYS}` };
+    expect((await hubKeySource(rotated).keys()).publicJwks).toEqual(before);
+    const row = await env.DB.prepare("SELECT value FROM hub_secrets WHERE name = 'service-account-signing-key'").first<{ value: string }>();
+    expect(row!.value.startsWith("k8s:enc:aesgcm:v1:new1:")).toBe(true);
+    const onlyNew = { ...hubEnv, FLOTILLA_ENCRYPTION_KEYS: `new1:${btoa("0123456789abcdef0123456789abcdef")}` };
+    expect((await hubKeySource(onlyNew).keys()).publicJwks).toEqual(before);
+    // Back to the test key, for what follows.
+    await hubKeySource({ ...hubEnv, FLOTILLA_ENCRYPTION_KEYS: `${hubEnv.FLOTILLA_ENCRYPTION_KEYS},${onlyNew.FLOTILLA_ENCRYPTION_KEYS}` }).keys();
+  });
+
   it("without FLOTILLA_SERVICE_ACCOUNT_KEYS and FLOTILLA_ENCRYPTION_KEYS, refuses with 500 naming the missing setting, never the key", async () => {
     const err = await hubKeySource({ ...hubEnv, FLOTILLA_ENCRYPTION_KEYS: undefined })
       .keys()
