@@ -8,6 +8,10 @@
 //   FLOTILLA_ENCRYPTION_KEYS     the keys that encrypt Secrets at rest (`id:base64key,...`, the
 //                                first encrypts, all decrypt); otherwise one AES-256 key is
 //                                generated once into <state>/encryption-keys
+//   FLOTILLA_SERVICE_ACCOUNT_KEYS    the keys ServiceAccount tokens are signed with (a JWK Set, the
+//                                first signs, all verify); otherwise one key is generated once and
+//                                kept in the D1 database, sealed with the encryption keys
+//   FLOTILLA_SERVICE_ACCOUNT_ISSUER  the tokens' issuer (`iss`); otherwise the hub's URL
 //   FLOTILLA_LEASE_GRACE_MULTIPLIER  lease grace multiplier (default 5, OCM's)
 //   FLOTILLA_LEAVE_TIMEOUT_SECONDS   how long a deleted cluster waits for its agent to leave (default 900)
 //   FLOTILLA_HTTPS=1             serve HTTPS with a certificate for 127.0.0.1 and localhost signed
@@ -135,6 +139,9 @@ function dotenvLine(key, value) {
 }
 
 const vars = { FLOTILLA_ADMIN_TOKEN: adminToken, FLOTILLA_ENCRYPTION_KEYS: encryptionKeys };
+// ServiceAccount tokens (src/auth/serviceaccounts.ts): without these, the hub generates its signing
+// key once and keeps it in D1 (sealed with the encryption keys), and its issuer is its URL.
+for (const k of ["FLOTILLA_SERVICE_ACCOUNT_KEYS", "FLOTILLA_SERVICE_ACCOUNT_ISSUER"]) if (process.env[k]) vars[k] = process.env[k];
 if (process.env.FLOTILLA_LEAVE_TIMEOUT_SECONDS) vars.LEAVE_TIMEOUT_SECONDS = process.env.FLOTILLA_LEAVE_TIMEOUT_SECONDS;
 if (process.env.FLOTILLA_LEASE_GRACE_MULTIPLIER) vars.LEASE_GRACE_MULTIPLIER = process.env.FLOTILLA_LEASE_GRACE_MULTIPLIER;
 // OIDC authentication (src/auth/oidc.ts), as kube-apiserver's --oidc-* flags: passed on as they are.

@@ -25,6 +25,17 @@ export interface Env extends OidcEnv {
    * keys of 16, 24 or 32 bytes; the first encrypts, all decrypt (src/k8s/encryption.ts).
    */
   FLOTILLA_ENCRYPTION_KEYS?: string;
+  /**
+   * The keys ServiceAccount tokens are signed with (a Worker secret): a JWK Set whose first key, a
+   * private EC P-256 JWK, signs and whose every key verifies (src/auth/serviceaccounts.ts). When
+   * unset, the hub generates one key and keeps it in D1, sealed with FLOTILLA_ENCRYPTION_KEYS.
+   */
+  FLOTILLA_SERVICE_ACCOUNT_KEYS?: string;
+  /**
+   * The issuer of ServiceAccount tokens (`iss`; kube-apiserver's `--service-account-issuer`), and
+   * their default audience; when unset, the hub's URL as each request reached it.
+   */
+  FLOTILLA_SERVICE_ACCOUNT_ISSUER?: string;
   /** Grace multiplier: a lease not renewed for this many leaseDurationSeconds expires (OCM: 5). */
   LEASE_GRACE_MULTIPLIER?: string;
   /** How long a deleted cluster waits for its agent to confirm its leave, in seconds (default 900, KubeFleet's 15 minutes). */

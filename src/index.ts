@@ -8,6 +8,7 @@ import { checkRequestTarget, statusResponse, yamlResponses } from "./api/request
 import { coreRoutes, resourceRoutes } from "./api/resources.ts";
 import { openapiRoutes } from "./api/openapi.ts";
 import { docsRoutes } from "./api/docs.ts";
+import { serviceAccountIssuerRoutes } from "./auth/serviceaccounts.ts";
 import { agentRoutes } from "./agent/routes.ts";
 import { channelRoutes } from "./agent/channel.ts";
 import { webhookRoutes } from "./webhook/receiver.ts";
@@ -58,6 +59,8 @@ export function createApp(): Hono<{ Bindings: Env }> {
   app.get("/version", (c) => c.json(VERSION));
   app.route("/", openapiRoutes());
   app.route("/", docsRoutes());
+  // ServiceAccount issuer discovery (OIDC discovery document and JWKS), public as kube-apiserver's.
+  app.route("/", serviceAccountIssuerRoutes());
   // YAML out for the Kubernetes API when a client asks for it (`Accept: application/yaml`).
   app.use("/api/*", yamlResponses);
   app.use("/apis/*", yamlResponses);

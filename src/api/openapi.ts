@@ -39,7 +39,7 @@ import { z } from "zod";
 import { mediaRanges } from "./negotiate.ts";
 import { encodeOpenAPIV2 } from "./openapi-proto.ts";
 import { ApiError } from "../k8s/errors.ts";
-import type { KindDefinition } from "../k8s/kind.ts";
+import type { CreateSubresource, KindDefinition } from "../k8s/kind.ts";
 import { ObjectMetaSchema, OwnerReferenceSchema } from "../k8s/meta.ts";
 import { KINDS, servedGroups } from "../kinds/index.ts";
 import { apiAccess } from "../auth/request.ts";
@@ -300,6 +300,18 @@ export function kindSchema(def: KindDefinition): JsonSchema {
   if ("metadata" in props) props.metadata = refTo(META_SCHEMAS.ObjectMeta, METADATA_DOC);
   const description = s.description ?? KIND_DOCS[def.kind] ?? `${def.kind} (${def.group}/${def.version}).`;
   return { description, ...s, "x-kubernetes-group-version-kind": [gvk(def)] };
+}
+
+/** The schema of a kind a subresource takes and answers (a TokenRequest), as {@link kindSchema} makes a kind's. */
+function subresourceSchema(sub: CreateSubresource): JsonSchema {
+  const s = toJsonSchema(sub.schema);
+  delete s.$schema;
+  tidy(s, sub.kind, []);
+  const props = isObj(s.properties) ? s.properties : {};
+  if ("apiVersion" in props) props.apiVersion = { type: "string", description: API_VERSION_DOC };
+  if ("kind" in props) props.kind = { type: "string", description: KIND_DOC };
+  if ("metadata" in props) props.metadata = refTo(META_SCHEMAS.ObjectMeta, METADATA_DOC);
+  return { description: `${sub.kind} (${sub.group}/${sub.version}).`, ...s, "x-kubernetes-group-version-kind": [{ group: sub.group, version: sub.version, kind: sub.kind }] };
 }
 
 function gvk(def: KindDefinition, kind = def.kind): GroupVersionKind {
@@ -581,6 +593,15 @@ function kindPaths(def: KindDefinition): Record<string, JsonSchema> {
         : {}),
     };
   }
+  for (const sub of def.createSubresources ?? []) {
+    const ref = refTo(schemaName(sub.group, sub.version, sub.kind));
+    paths[`${item}/${sub.name}`] = {
+      post: {
+        ...op("post", def.kind, opId("create", def, `${ns}${def.kind}${sub.name.replace(/^\w/, (c) => c.toUpperCase())}`), sub.description, [...scope, P.name(def.kind), ...writeParams], okResponses(ref, true), body(ref)),
+        "x-kubernetes-group-version-kind": { group: sub.group, version: sub.version, kind: sub.kind },
+      },
+    };
+  }
   if (def.namespaced) {
     paths[`${base}/${def.plural}`] = {
       get: op("list", def.kind, opId("list", def, `${def.kind}ForAllNamespaces`), `list or watch objects of kind ${def.kind} in all namespaces`, listParams, okResponses(listRef, false)),
@@ -618,6 +639,7 @@ export function openAPIV3(group: string, version: string): JsonSchema | null {
   for (const def of defs) {
     schemas[schemaName(def.group, def.version, def.kind)] = kindSchema(def);
     if (!def.createOnly) schemas[schemaName(def.group, def.version, def.listKind)] = listSchema(def);
+    for (const sub of def.createSubresources ?? []) schemas[schemaName(sub.group, sub.version, sub.kind)] = subresourceSchema(sub);
     Object.assign(paths, kindPaths(def));
   }
   Object.assign(schemas, metaSchemas(group, version));

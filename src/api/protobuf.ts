@@ -1,7 +1,8 @@
 /**
  * Request bodies in Kubernetes' protobuf encoding (`application/vnd.kubernetes.protobuf`), which
  * kubectl's typed clients send for the built-in kinds (`kubectl create namespace`, `kubectl create
- * secret`, `kubectl create rolebinding`, `kubectl auth can-i`): the envelope apimachinery's
+ * secret`, `kubectl create rolebinding`, `kubectl auth can-i`, `kubectl create serviceaccount`,
+ * `kubectl create token`): the envelope apimachinery's
  * protobuf serializer writes (`pkg/runtime/serializer/protobuf`: the 4-byte magic `k8s\0`, then a
  * `runtime.Unknown` whose `raw` is the object's message), and the messages of the built-in kinds
  * the hub serves (core, RBAC, the reviews), decoded to the JSON object the rest of the write path
@@ -328,6 +329,61 @@ function rbacBinding(buf: Uint8Array): Json {
   return o;
 }
 
+/** core/v1 ObjectReference: kind 1, namespace 2, name 3, uid 4, apiVersion 5, resourceVersion 6, fieldPath 7. */
+function objectReference(buf: Uint8Array): Json {
+  const o: Json = {};
+  const names: Record<number, string> = { 1: "kind", 2: "namespace", 3: "name", 4: "uid", 5: "apiVersion", 6: "resourceVersion", 7: "fieldPath" };
+  for (const f of fields(buf)) if (names[f.n] && f.wire === 2 && str(f)) o[names[f.n]!] = str(f);
+  return o;
+}
+
+/** core/v1 ServiceAccount: metadata 1, secrets 2 (ObjectReference), imagePullSecrets 3 (name 1), automountServiceAccountToken 4. */
+function serviceAccount(buf: Uint8Array): Json {
+  const o: Json = {};
+  const secrets: Json[] = [];
+  const pulls: Json[] = [];
+  for (const f of fields(buf)) {
+    if (f.n === 1) o.metadata = objectMeta(f.bytes!);
+    else if (f.n === 2) secrets.push(objectReference(f.bytes!));
+    else if (f.n === 3) {
+      const name = fields(f.bytes!).find((x) => x.n === 1);
+      pulls.push(name && str(name) ? { name: str(name) } : {});
+    } else if (f.n === 4) o.automountServiceAccountToken = f.varint !== 0n;
+  }
+  if (secrets.length > 0) o.secrets = secrets;
+  if (pulls.length > 0) o.imagePullSecrets = pulls;
+  return o;
+}
+
+/**
+ * authentication/v1 TokenRequest (what `kubectl create token` sends): metadata 1, spec 2
+ * (audiences 1, boundObjectRef 3 (kind 1, apiVersion 2, name 3, uid 4), expirationSeconds 4, a
+ * pointer: absent when unset), status 3 (ignored: server-set).
+ */
+function tokenRequest(buf: Uint8Array): Json {
+  const o: Json = {};
+  for (const f of fields(buf)) {
+    if (f.n === 1) o.metadata = objectMeta(f.bytes!);
+    else if (f.n === 2) {
+      const spec: Json = {};
+      const audiences: string[] = [];
+      for (const s of fields(f.bytes!)) {
+        if (s.n === 1) audiences.push(str(s));
+        else if (s.n === 4 && s.varint !== undefined) spec.expirationSeconds = Number(BigInt.asIntN(64, s.varint));
+        else if (s.n === 3) {
+          const ref: Json = {};
+          const names: Record<number, string> = { 1: "kind", 2: "apiVersion", 3: "name", 4: "uid" };
+          for (const r of fields(s.bytes!)) if (names[r.n] && r.wire === 2 && str(r)) ref[names[r.n]!] = str(r);
+          spec.boundObjectRef = ref;
+        }
+      }
+      if (audiences.length > 0) spec.audiences = audiences;
+      o.spec = spec;
+    }
+  }
+  return o;
+}
+
 /** The message decoders, by `<apiVersion>/<kind>`. */
 const DECODERS: Record<string, (raw: Uint8Array) => Json> = {
   "v1/Namespace": namespace,
@@ -340,6 +396,8 @@ const DECODERS: Record<string, (raw: Uint8Array) => Json> = {
   "rbac.authorization.k8s.io/v1/ClusterRole": rbacRole,
   "rbac.authorization.k8s.io/v1/RoleBinding": rbacBinding,
   "rbac.authorization.k8s.io/v1/ClusterRoleBinding": rbacBinding,
+  "v1/ServiceAccount": serviceAccount,
+  "authentication.k8s.io/v1/TokenRequest": tokenRequest,
 };
 
 /** Whether a body of kind `kind` (in `apiVersion`) can be decoded from protobuf here. */

@@ -27,6 +27,8 @@ import { ManagedClusterSetBindingKind } from "../kinds/placement.ts";
 import { ensureBuiltins } from "./builtins.ts";
 import { answerReview } from "./reviews.ts";
 import type { ApiContext, ApiEnv } from "./context.ts";
+import { ServiceAccountKind } from "../kinds/serviceaccount.ts";
+import { createToken } from "../auth/serviceaccounts.ts";
 import { clock } from "../clock.ts";
 import { store } from "../store/write.ts";
 import { storeOf } from "../store/store.ts";
@@ -48,6 +50,8 @@ interface Target {
   finalize?: boolean;
   /** A list or watch through a view (`KindDefinition.viewOf`): the view's kind, and what the user may see. */
   view?: { def: KindDefinition; visible: (obj: KubeObject) => boolean };
+  /** A ServiceAccount's `token` subresource (POST only): a TokenRequest (src/auth/serviceaccounts.ts). */
+  token?: boolean;
 }
 
 function present(def: KindDefinition, obj: KubeObject): KubeObject {
@@ -74,6 +78,7 @@ function resolve(group: string, version: string, encoded: string[]): Target {
   const [plural, name, sub, ...extra] = parts;
   const def = plural ? findKind(group, version, plural) : undefined;
   if (def === NamespaceKind && sub === "finalize" && extra.length === 0) return { def, namespace, name, finalize: true };
+  if (def === ServiceAccountKind && sub === "token" && extra.length === 0 && namespace && isDNS1123Label(namespace).length === 0) return { def, namespace, name, token: true };
   if (!def || extra.length > 0 || (sub !== undefined && sub !== "status")) {
     throw new ApiError(404, "NotFound", "the server could not find the requested resource");
   }
@@ -422,7 +427,8 @@ function discoveryResources(group: string, version: string) {
     const main = { name: k.plural, singularName: k.singular, namespaced: k.namespaced, kind: k.kind, verbs: verbsOf(k), shortNames: k.shortNames };
     const status = k.hasStatus ? [{ name: `${k.plural}/status`, singularName: "", namespaced: k.namespaced, kind: k.kind, verbs: ["get", "patch", "update"] }] : [];
     const finalize = k === NamespaceKind ? [{ name: `${k.plural}/finalize`, singularName: "", namespaced: false, kind: k.kind, verbs: ["update"] }] : [];
-    return [main, ...finalize, ...status];
+    const created = (k.createSubresources ?? []).map((s) => ({ name: `${k.plural}/${s.name}`, singularName: "", namespaced: k.namespaced, group: s.group, version: s.version, kind: s.kind, verbs: ["create"] }));
+    return [main, ...finalize, ...status, ...created];
   });
 }
 
@@ -437,6 +443,11 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
   if (t.finalize && method !== "PUT") throw methodNotAllowed(`${method} is not allowed on the finalize subresource`);
   if (t.def.createOnly) return review(c, t, method, warnings);
   if (t.def.viewOf && (method !== "GET" || t.name !== undefined)) throw methodNotAllowed("the server does not allow this method on the requested resource");
+  if (t.token) {
+    if (method !== "POST") throw methodNotAllowed(`${method} is not allowed on the token subresource`);
+    const body = await decodeObjectBody(c, warnings, decodesProtobuf("authentication.k8s.io/v1", "TokenRequest"));
+    return json(await createToken(c.env, c.req.url, t.namespace, t.name!, body, clock.now()), 201);
+  }
   if (method === "GET") return t.name === undefined ? list(c, t) : get(c, t);
   if (method === "POST") {
     if (t.name !== undefined) throw methodNotAllowed("POST is only allowed on a collection");
@@ -518,11 +529,12 @@ function wantsAggregatedDiscovery(accept: string | undefined): string | null {
   return null;
 }
 
-/** A kind's subresources in aggregated discovery: a Namespace's `finalize`, and `status`. */
+/** A kind's subresources in aggregated discovery: a Namespace's `finalize`, `status`, and those created with another kind (a ServiceAccount's `token`). */
 function subresourcesOf(k: KindDefinition, responseKind: { group: string; version: string; kind: string }) {
   const subresources = [
     ...(k === NamespaceKind ? [{ subresource: "finalize", responseKind, verbs: ["update"] }] : []),
     ...(k.hasStatus ? [{ subresource: "status", responseKind, verbs: ["get", "patch", "update"] }] : []),
+    ...(k.createSubresources ?? []).map((s) => ({ subresource: s.name, responseKind: { group: s.group, version: s.version, kind: s.kind }, verbs: ["create"] })),
   ];
   return subresources.length > 0 ? { subresources } : {};
 }

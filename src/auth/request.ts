@@ -22,6 +22,7 @@ import { adminAuthenticator, authenticate, Unauthenticated, type Authenticator }
 import { admitAgentToken, bearerToken } from "./credentials.ts";
 import { IssuerKeySet, oidcAuthenticator, parseOidcSettings } from "./oidc.ts";
 import { limitAuthFailures } from "./ratelimit.ts";
+import { serviceAccountAuthenticator } from "./serviceaccounts.ts";
 import { authorizeRequest } from "./rbac-store.ts";
 import { requestAttributes } from "./requestinfo.ts";
 import type { UserInfo } from "./rbac.ts";
@@ -59,11 +60,12 @@ function oidcFor(env: Env): Authenticator | null {
 
 /**
  * The hub's chain of token authenticators, in the order they are tried (Kubernetes' union
- * authenticator): the admin token (user `flotilla:admin`, group `system:masters`), then OIDC
- * when `FLOTILLA_OIDC_ISSUER_URL` is set. The ServiceAccount token authenticator joins this list.
+ * authenticator): the admin token (user `flotilla:admin`, group `system:masters`), the hub's
+ * own ServiceAccount tokens (src/auth/serviceaccounts.ts: `system:serviceaccount:NS:NAME`), then
+ * OIDC when `FLOTILLA_OIDC_ISSUER_URL` is set.
  */
 export function authenticatorsFor(env: Env): Authenticator[] {
-  const chain: Authenticator[] = [adminAuthenticator(env.FLOTILLA_ADMIN_TOKEN)];
+  const chain: Authenticator[] = [adminAuthenticator(env.FLOTILLA_ADMIN_TOKEN), serviceAccountAuthenticator(env)];
   const o = oidcFor(env);
   if (o) chain.push(o);
   return chain;

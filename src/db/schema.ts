@@ -138,3 +138,14 @@ export const labels = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.resource, t.namespace, t.name, t.key] }), index("labels_selector").on(t.resource, t.key, t.value, t.namespace, t.name)],
 );
+
+/**
+ * Secrets the hub generates for itself (the ServiceAccount token signing key when
+ * `FLOTILLA_SERVICE_ACCOUNT_KEYS` is unset, src/auth/serviceaccounts.ts): `value` sealed with the
+ * Secrets' encryption keys (src/k8s/encryption.ts), `createdAt` epoch milliseconds.
+ */
+export const hubSecrets = sqliteTable("hub_secrets", {
+  name: text("name").primaryKey(),
+  value: text("value").notNull(),
+  createdAt: integer("created_at").notNull(),
+});

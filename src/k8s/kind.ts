@@ -23,6 +23,29 @@ export interface PrinterColumn {
   type: "string" | "integer" | "boolean" | "date" | "number";
   jsonPath: string;
   priority?: number;
+  /**
+   * The cell computed from the object, when a JSONPath cannot say it (kube-apiserver's printers
+   * for built-in kinds, e.g. a ServiceAccount's count of `secrets`); wins over `jsonPath`.
+   */
+  value?: (obj: KubeObject) => unknown;
+}
+
+/**
+ * A subresource that is created (POST) with a body of another kind and answered with that kind, by
+ * a handler of its own, e.g. a ServiceAccount's `token`, which takes and answers an
+ * `authentication.k8s.io/v1` TokenRequest (kube-apiserver's TokenREST). Discovery lists it (verb
+ * `create`, its group, version and kind) and OpenAPI documents its POST operation and schema.
+ */
+export interface CreateSubresource {
+  /** The path segment after the object's name (`token`). */
+  name: string;
+  group: string;
+  version: string;
+  kind: string;
+  /** The body's and the answer's schema (for OpenAPI). */
+  schema: z.ZodType;
+  /** What the operation does, for OpenAPI. */
+  description: string;
 }
 
 /**
@@ -106,6 +129,8 @@ export interface KindDefinition {
    * `resources`), each sealed as a whole by the D1 store (src/k8s/store.ts); e.g. a Secret's `data`.
    */
   encryptedFields?: string[];
+  /** Subresources created with a body of another kind (a ServiceAccount's `token`). */
+  createSubresources?: CreateSubresource[];
   /** Strips fields that are stored but never served (e.g. a token's hash). */
   present?(obj: KubeObject): KubeObject;
 }

@@ -36,6 +36,7 @@ function columnsOf(def: KindDefinition): PrinterColumn[] {
 }
 
 function cell(obj: KubeObject, col: PrinterColumn, nowMs: number): unknown {
+  if (col.value) return col.value(obj);
   let values: unknown[];
   try {
     values = evaluate(obj, col.jsonPath);

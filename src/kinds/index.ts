@@ -11,6 +11,7 @@ import { NamespaceKind } from "./namespace.ts";
 import { ClusterRoleBindingKind, ClusterRoleKind, RoleBindingKind, RoleKind } from "./rbac.ts";
 import { SelfSubjectAccessReviewKind, SelfSubjectReviewKind, SelfSubjectRulesReviewKind, SubjectAccessReviewKind } from "./reviews.ts";
 import { SecretKind } from "./secret.ts";
+import { ServiceAccountKind } from "./serviceaccount.ts";
 import { WebhookReceiverKind } from "./webhookreceiver.ts";
 import { ClusterViewManagedClusterKind, ClusterViewManagedClusterSetKind } from "./clusterview.ts";
 
@@ -38,6 +39,7 @@ export const KINDS: KindDefinition[] = [
   SelfSubjectReviewKind,
   ClusterViewManagedClusterKind,
   ClusterViewManagedClusterSetKind,
+  ServiceAccountKind,
 ];
 
 /** Finds a kind by group, version and plural (or short name / singular, as kubectl may use). */

@@ -2,8 +2,9 @@
  * A hub upgraded in place (`npm start` on the state folder the previous release wrote, which
  * applies the new D1 migrations before `wrangler dev` starts): the previous main stored no
  * Namespace objects; after the upgrade the hub answers as before with the admin token, the
- * namespaces of its ManagedClusters and of the namespaces holding objects exist, writes
- * follow NamespaceLifecycle, and the RBAC bootstrap policy (none before) exists as objects.
+ * namespaces of its ManagedClusters and of the namespaces holding objects exist, each with its
+ * `default` ServiceAccount, writes follow NamespaceLifecycle, and the RBAC bootstrap policy (none
+ * before) exists as objects.
  */
 import { readdirSync } from "node:fs";
 import path from "node:path";
@@ -46,13 +47,15 @@ describe("a hub upgraded from the previous main's state (no Namespace objects)",
     const answers = async () => Object.fromEntries(await Promise.all([MC, BINDINGS, PLACEMENTS, `${G}/v1beta1/namespaces/apps/placementdecisions`, WORKS, SECRETS].map(async (p) => [p, (await admin(hub, "GET", p)).body.items])));
     const before = await answers();
 
-    // The previous main's state: the same rows without Namespaces and RBAC objects, and migration 0007 not applied.
+    // The previous main's state: the same rows without Namespaces, RBAC objects, ServiceAccounts or
+    // hub_secrets, and migrations 0007 and 0008 not applied.
     const { stateDir, adminToken } = hub;
     const port = Number(new URL(hub.url).port);
     await hub.stop();
     onD1(
       hub,
-      "DELETE FROM labels WHERE resource = '/namespaces' OR resource LIKE 'rbac.authorization.k8s.io/%'; DELETE FROM objects WHERE resource = '/namespaces' OR resource LIKE 'rbac.authorization.k8s.io/%'; DELETE FROM counters WHERE id = 2; DELETE FROM d1_migrations WHERE name = '0007_namespaces.sql';",
+      "DELETE FROM labels WHERE resource = '/namespaces' OR resource LIKE 'rbac.authorization.k8s.io/%'; DELETE FROM objects WHERE resource = '/namespaces' OR resource LIKE 'rbac.authorization.k8s.io/%'; DELETE FROM counters WHERE id = 2; DELETE FROM d1_migrations WHERE name = '0007_namespaces.sql';" +
+        "DROP TABLE hub_secrets; DELETE FROM objects WHERE resource = '/serviceaccounts'; DELETE FROM d1_migrations WHERE name = '0008_serviceaccounts.sql';",
     );
     hub = await startHub({ stateDir, port, adminToken });
 
@@ -61,6 +64,12 @@ describe("a hub upgraded from the previous main's state (no Namespace objects)",
     expect(namespaces.map((n) => n.metadata.name)).toEqual(["apps", "default", "kube-node-lease", "kube-public", "kube-system", "old1"]);
     expect(namespaces.every((n) => n.status.phase === "Active")).toBe(true);
     expect(namespaces.find((n) => n.metadata.name === "old1")!.metadata.labels["open-cluster-management.io/cluster-name"]).toBe("old1");
+    // Each namespace has its default ServiceAccount, and tokens are issued for them.
+    const accounts = (await admin(hub, "GET", "/api/v1/serviceaccounts")).body.items as { metadata: { namespace: string; name: string } }[];
+    expect(accounts.map((a) => `${a.metadata.namespace}/${a.metadata.name}`)).toEqual(namespaces.map((n) => `${n.metadata.name}/default`));
+    const issued = await admin(hub, "POST", "/api/v1/namespaces/apps/serviceaccounts/default/token", { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: {} });
+    expect(issued.status).toBe(201);
+    expect(issued.body.status.token.split(".")).toHaveLength(3);
     // Writes as on a fresh hub: in an existing namespace, not in a missing one; a namespace goes with its content.
     expect((await admin(hub, "POST", PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "new" }, spec: {} })).status).toBe(201);
     expect((await admin(hub, "POST", `${G}/v1beta1/namespaces/nowhere/placements`, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "new" }, spec: {} })).status).toBe(404);

@@ -15,7 +15,7 @@ import {
   issueServiceAccountToken,
   parseHubKeys,
   serveTokenRequest,
-  serviceAccountAuthenticator,
+  serviceAccountTokenAuthenticator,
   staticKeySource,
   type HubKeys,
   type ServiceAccountIssuer,
@@ -99,7 +99,7 @@ describe("TokenRequest", () => {
     expect(short.code).toBe(422);
     expect(short.toStatus()).toMatchObject({
       reason: "Invalid",
-      message: 'TokenRequest.authentication.k8s.io "deployer" is invalid: spec.expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes',
+      message: 'TokenRequest.authentication.k8s.io "" is invalid: spec.expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes',
       details: { causes: [{ field: "spec.expirationSeconds", reason: "FieldValueInvalid" }] },
     });
     await expect(serveTokenRequest(issuer, SA, { spec: { expirationSeconds: 2 ** 32 + 1 } }, T0)).rejects.toThrow(/larger than 2\^32 seconds/);
@@ -117,7 +117,7 @@ describe("TokenRequest", () => {
 describe("ServiceAccount token authentication", () => {
   it("verifies a token: user system:serviceaccount:NS:NAME with its uid, groups, and credential id", async () => {
     const { lookup } = store();
-    const authn = serviceAccountAuthenticator(issuer, lookup);
+    const authn = serviceAccountTokenAuthenticator(issuer, lookup);
     const { token } = await issueServiceAccountToken(issuer, SA, {}, T0);
     const jti = decodeJwt(token).jti;
     expect(await authn(token, T0 + 1000)).toEqual({
@@ -129,7 +129,7 @@ describe("ServiceAccount token authentication", () => {
   });
 
   it("expires: valid up to 60 s past exp, refused after; not valid more than 60 s before nbf/iat", async () => {
-    const authn = serviceAccountAuthenticator(issuer, store().lookup);
+    const authn = serviceAccountTokenAuthenticator(issuer, store().lookup);
     const { token } = await issueServiceAccountToken(issuer, SA, { expirationSeconds: 600 }, T0);
     expect(await authn(token, T0 + 659_000)).not.toBeNull();
     await expect(authn(token, T0 + 661_000)).rejects.toThrow(/exp/);
@@ -139,7 +139,7 @@ describe("ServiceAccount token authentication", () => {
 
   it("dies with its ServiceAccount: deleted, or recreated under the same name with another uid", async () => {
     const { lookup, sas } = store();
-    const authn = serviceAccountAuthenticator(issuer, lookup);
+    const authn = serviceAccountTokenAuthenticator(issuer, lookup);
     const { token } = await issueServiceAccountToken(issuer, SA, {}, T0);
     expect(await authn(token, T0)).not.toBeNull();
     sas.delete("ci/deployer");
@@ -149,7 +149,7 @@ describe("ServiceAccount token authentication", () => {
   });
 
   it("is accepted only for the API audiences", async () => {
-    const authn = serviceAccountAuthenticator(issuer, store().lookup);
+    const authn = serviceAccountTokenAuthenticator(issuer, store().lookup);
     const { token } = await issueServiceAccountToken(issuer, SA, { audiences: ["vault"] }, T0);
     await expect(authn(token, T0)).rejects.toThrow(/aud/);
     const both = await issueServiceAccountToken(issuer, SA, { audiences: ["vault", HUB] }, T0);
@@ -157,11 +157,11 @@ describe("ServiceAccount token authentication", () => {
     const custom = { ...issuer, apiAudiences: ["flotilla"] };
     const t = await issueServiceAccountToken(custom, SA, {}, T0);
     expect(decodeJwt(t.token).aud).toEqual(["flotilla"]);
-    expect(await serviceAccountAuthenticator(custom, store().lookup)(t.token, T0)).not.toBeNull();
+    expect(await serviceAccountTokenAuthenticator(custom, store().lookup)(t.token, T0)).not.toBeNull();
   });
 
   it("leaves other issuers' tokens and non-JWTs alone, and refuses a forged or unknown-key token", async () => {
-    const authn = serviceAccountAuthenticator(issuer, store().lookup);
+    const authn = serviceAccountTokenAuthenticator(issuer, store().lookup);
     const other = await issueServiceAccountToken({ ...issuer, issuer: "https://other.example.test" }, SA, {}, T0);
     expect(await authn(other.token, T0)).toBeNull();
     expect(await authn("opaque-token", T0)).toBeNull();
@@ -177,7 +177,7 @@ describe("ServiceAccount token authentication", () => {
   });
 
   it("refuses a token whose sub is not its kubernetes.io ServiceAccount", async () => {
-    const authn = serviceAccountAuthenticator(issuer, store({ "ci/deployer": SA.uid, "ci/admin": "u2" }).lookup);
+    const authn = serviceAccountTokenAuthenticator(issuer, store({ "ci/deployer": SA.uid, "ci/admin": "u2" }).lookup);
     const claims = decodeJwt((await issueServiceAccountToken(issuer, SA, {}, T0)).token);
     const token = await new SignJWT({ ...claims, sub: "system:serviceaccount:ci:admin" }).setProtectedHeader({ alg: "ES256", kid: keys.signing.kid }).sign(keys.signing.privateKey);
     await expect(authn(token, T0)).rejects.toThrow(/sub does not match/);
@@ -192,8 +192,8 @@ describe("ServiceAccount token authentication", () => {
     const after = { issuer: HUB, keys: staticKeySource(await parseHubKeys(JSON.stringify({ keys: [newKey, { kty: "EC", crv: "P-256", x: oldKey.x, y: oldKey.y }] }))) };
     const dropped = { issuer: HUB, keys: staticKeySource(await parseHubKeys(JSON.stringify({ keys: [newKey] }))) };
     const { token } = await issueServiceAccountToken(before, SA, {}, T0);
-    expect(await serviceAccountAuthenticator(after, store().lookup)(token, T0)).not.toBeNull();
-    await expect(serviceAccountAuthenticator(dropped, store().lookup)(token, T0)).rejects.toThrow(/unknown key/);
+    expect(await serviceAccountTokenAuthenticator(after, store().lookup)(token, T0)).not.toBeNull();
+    await expect(serviceAccountTokenAuthenticator(dropped, store().lookup)(token, T0)).rejects.toThrow(/unknown key/);
   });
 });
 

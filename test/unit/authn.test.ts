@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { adminAuthenticator, authenticate, safeEqual, Unauthenticated, withAuthenticatedGroup, type Authenticator } from "../../src/auth/authn.ts";
 import { oidcAuthenticator, parseOidcSettings, type Fetch } from "../../src/auth/oidc.ts";
-import { generateHubKey, issueServiceAccountToken, parseHubKeys, serviceAccountAuthenticator, staticKeySource } from "../../src/auth/serviceaccount-token.ts";
+import { generateHubKey, issueServiceAccountToken, parseHubKeys, serviceAccountTokenAuthenticator, staticKeySource } from "../../src/auth/serviceaccount-token.ts";
 
 const ADMIN_TOKEN = "s3cr3t-admin-token-0123456789abcdef";
 const T0 = Date.parse("2026-11-26T10:00:00Z");
@@ -54,7 +54,7 @@ describe("the chain", () => {
     const oidc = oidcAuthenticator(parseOidcSettings({ FLOTILLA_OIDC_ISSUER_URL: issuerUrl, FLOTILLA_OIDC_AUDIENCE: "flotilla", FLOTILLA_OIDC_USERNAME_PREFIX: "oidc:" })!, { fetch: serve });
     const hub = { issuer: "https://hub.example.test", keys: staticKeySource(await parseHubKeys(JSON.stringify({ keys: [await generateHubKey()] }))) };
     const sas = new Map([["ci/deployer", "uid-1"]]);
-    const sa = serviceAccountAuthenticator(hub, (ns, name) => Promise.resolve(sas.get(`${ns}/${name}`)));
+    const sa = serviceAccountTokenAuthenticator(hub, (ns, name) => Promise.resolve(sas.get(`${ns}/${name}`)));
     const authenticators: Authenticator[] = [oidc, sa, adminAuthenticator(ADMIN_TOKEN)];
     const oidcToken = (claims: Record<string, unknown>, exp = Math.floor(T0 / 1000) + 600) =>
       new SignJWT({ iss: issuerUrl, aud: "flotilla", ...claims }).setProtectedHeader({ alg: "RS256", kid: "k1" }).setExpirationTime(exp).sign(privateKey);

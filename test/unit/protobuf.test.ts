@@ -1,7 +1,9 @@
 /**
  * Kubernetes' protobuf request bodies (src/api/protobuf.ts), from the bytes kubectl v1.32's typed
  * clients sent (captured from `kubectl create namespace team-a` and `kubectl create secret
- * generic s1 -n apps --from-literal=token=s3cret --from-literal=b=x`).
+ * generic s1 -n apps --from-literal=token=s3cret --from-literal=b=x`, `kubectl create
+ * serviceaccount deployer -n ci`, `kubectl create token deployer -n ci [--duration 10m --audience
+ * vault --audience ci.example]`).
  */
 import { describe, expect, it } from "vitest";
 import { decodeProtobufObject, decodesProtobuf } from "../../src/api/protobuf.ts";
@@ -10,8 +12,18 @@ import { ApiError } from "../../src/k8s/errors.ts";
 const bytes = (b64: string) => Uint8Array.from(Buffer.from(b64, "base64"));
 const KUBECTL_CREATE_NAMESPACE = "azhzAAoPCgJ2MRIJTmFtZXNwYWNlEh4KFgoGdGVhbS1hEgAaACIAKgAyADgAQgASABoCCgAaACIA";
 const KUBECTL_CREATE_SECRET = "azhzAAoMCgJ2MRIGU2VjcmV0EjMKFgoCczESABoEYXBwcyIAKgAyADgAQgASBgoBYhIBeBIPCgV0b2tlbhIGczNjcmV0GgAaACIA";
+const KUBECTL_CREATE_SERVICEACCOUNT = "azhzAAoUCgJ2MRIOU2VydmljZUFjY291bnQSHAoaCghkZXBsb3llchIAGgJjaSIAKgAyADgAQgAaACIA";
+const KUBECTL_CREATE_TOKEN = "azhzAAooChhhdXRoZW50aWNhdGlvbi5rOHMuaW8vdjESDFRva2VuUmVxdWVzdBIaChAKABIAGgAiACoAMgA4AEIAEgAaBAoAEgAaACIA";
+const KUBECTL_CREATE_TOKEN_ASKING =
+  "azhzAAooChhhdXRoZW50aWNhdGlvbi5rOHMuaW8vdjESDFRva2VuUmVxdWVzdBIwChAKABIAGgAiACoAMgA4AEIAEhYKBXZhdWx0CgpjaS5leGFtcGxlINgEGgQKABIAGgAiAA==";
 
 describe("protobuf request bodies", () => {
+  it("decodes kubectl's ServiceAccount and TokenRequest (audiences, expirationSeconds only when asked; status ignored)", () => {
+    expect(decodeProtobufObject(bytes(KUBECTL_CREATE_SERVICEACCOUNT))).toEqual({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "deployer", namespace: "ci" } });
+    expect(decodeProtobufObject(bytes(KUBECTL_CREATE_TOKEN))).toEqual({ apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", metadata: {}, spec: {} });
+    expect(decodeProtobufObject(bytes(KUBECTL_CREATE_TOKEN_ASKING))).toEqual({ apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", metadata: {}, spec: { audiences: ["vault", "ci.example"], expirationSeconds: 600 } });
+  });
+
   it("decodes kubectl's Namespace: the empty fields Go writes are dropped", () => {
     expect(decodeProtobufObject(bytes(KUBECTL_CREATE_NAMESPACE))).toEqual({ apiVersion: "v1", kind: "Namespace", metadata: { name: "team-a" }, spec: {} });
   });

@@ -80,6 +80,7 @@ const FIXTURE: Record<string, string> = {
   ClusterRole: "hcrole",
   RoleBinding: "hrb",
   ClusterRoleBinding: "hcrb",
+  ServiceAccount: "hsa",
 };
 const fixtureName = (def: KindDefinition) => FIXTURE[def.kind]!;
 const member = (def: KindDefinition) => `${collection(def)}/${fixtureName(def)}`;
@@ -527,6 +528,19 @@ add({ name: "ManagedCluster: a client-set taint timeAdded", method: "POST", path
 add({ name: "ManagedCluster: an http client URL", method: "POST", path: collection(byKind("ManagedCluster")), body: setAt(valid(byKind("ManagedCluster"), "hm2"), ["spec", "managedClusterClientConfigs"], [{ url: "http://x" }]), status: 422, reason: "Invalid", field: "spec.managedClusterClientConfigs[0].url" });
 add({ name: "Secret: data that is not base64", method: "POST", path: collection(byKind("Secret")), body: { ...valid(byKind("Secret"), "hs1"), data: { a: "%%%" } }, status: 422, reason: "Invalid", field: "data[a]" });
 add({ name: "Secret: a type change", method: "PATCH", path: () => member(byKind("Secret")), body: { type: "kubernetes.io/tls" }, opts: { contentType: MERGE }, status: 422, reason: "Invalid", field: "type" });
+const tokenPath = () => `${member(byKind("ServiceAccount"))}/token`;
+const tokenRequest = (spec: Json, metadata: Json = {}) => ({ apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", metadata, spec });
+add({ name: "ServiceAccount: token for 59 seconds", method: "POST", path: tokenPath, body: tokenRequest({ expirationSeconds: 59 }), status: 422, reason: "Invalid", field: "spec.expirationSeconds" });
+add({ name: "ServiceAccount: token for more than 2^32 seconds", method: "POST", path: tokenPath, body: tokenRequest({ expirationSeconds: 2 ** 33 }), status: 422, reason: "Invalid", field: "spec.expirationSeconds" });
+add({ name: "ServiceAccount: token with expirationSeconds as a string", method: "POST", path: tokenPath, body: tokenRequest({ expirationSeconds: "1h" }), status: 422, reason: "Invalid", field: "spec.expirationSeconds" });
+add({ name: "ServiceAccount: token with audiences as a string", method: "POST", path: tokenPath, body: tokenRequest({ audiences: "vault" }), status: 422, reason: "Invalid", field: "spec.audiences" });
+add({ name: "ServiceAccount: token bound to an object", method: "POST", path: tokenPath, body: tokenRequest({ boundObjectRef: { kind: "Pod", apiVersion: "v1", name: "p" } }), status: 422, reason: "Invalid", field: "spec.boundObjectRef" });
+add({ name: "ServiceAccount: token naming another ServiceAccount", method: "POST", path: tokenPath, body: tokenRequest({}, { name: "other" }), status: 422, reason: "Invalid", field: "metadata.name" });
+add({ name: "ServiceAccount: token naming another namespace", method: "POST", path: tokenPath, body: tokenRequest({}, { namespace: "other" }), status: 422, reason: "Invalid", field: "metadata.namespace" });
+add({ name: "ServiceAccount: token for a ServiceAccount that does not exist", method: "POST", path: `${collection(byKind("ServiceAccount"))}/nobody/token`, body: tokenRequest({}), status: 404, reason: "NotFound" });
+add({ name: "ServiceAccount: token with PUT", method: "PUT", path: tokenPath, body: tokenRequest({}), status: 405, reason: "MethodNotAllowed" });
+add({ name: "ServiceAccount: token with a YAML-less text body", method: "POST", path: tokenPath, body: "not json", opts: { contentType: "text/plain" }, status: 415, reason: "UnsupportedMediaType" });
+add({ name: "ServiceAccount: token with a malformed JSON body", method: "POST", path: tokenPath, body: '{"spec":', status: 400, reason: "BadRequest" });
 add({ name: "WebhookReceiver: an unsupported target", method: "POST", path: collection(byKind("WebhookReceiver")), body: setAt(valid(byKind("WebhookReceiver"), "hr3"), ["spec", "target", "kind"], "Deployment"), status: 422, reason: "Invalid", field: "spec.target" });
 add({ name: "WebhookReceiver: a template in a JSON Patch path", method: "POST", path: collection(byKind("WebhookReceiver")), body: setAt(valid(byKind("WebhookReceiver"), "hr4"), ["spec", "action"], { type: "JSONPatch", patch: [{ op: "add", path: "/spec/{{ .x }}", value: 1 }] }), status: 422, reason: "Invalid", field: "spec.action.patch[0].path" });
 
@@ -715,7 +729,7 @@ beforeAll(async () => {
   keys = reg.keys;
   await must(call("POST", `${AGENT}/heartbeat`, { healthy: true }, { token: await keys.sign(CLUSTER) }), 200);
   FIXTURE.BootstrapToken = bootstrap.split(".")[0]!;
-  for (const kind of ["Namespace", "ManagedClusterSet", "ManagedClusterSetBinding", "Secret", "Placement", "AddOnPlacementScore", "ManifestWork", "ManifestWorkReplicaSet", "WebhookReceiver", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"]) {
+  for (const kind of ["Namespace", "ServiceAccount", "ManagedClusterSet", "ManagedClusterSetBinding", "Secret", "Placement", "AddOnPlacementScore", "ManifestWork", "ManifestWorkReplicaSet", "WebhookReceiver", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"]) {
     const def = byKind(kind);
     await must(call("POST", collection(def), valid(def, fixtureName(def))), 201);
   }

@@ -1,12 +1,16 @@
 /**
  * An old hub upgraded: the migrations applied to a D1 database that holds what a previous
- * release wrote (its schema without the outbox, its rows; or its objects without Namespaces)
+ * release wrote (its schema without the outbox, its rows; its objects without Namespaces; its
+ * schema without hub_secrets)
  * give a hub that answers as before and writes as a fresh one does.
  */
 import { applyD1Migrations } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, condition, createNamespaces, MC, NAMESPACES } from "./helpers.ts";
+import { serviceAccountAuthenticator } from "../../src/auth/serviceaccounts.ts";
+import { clock } from "../../src/clock.ts";
+import type { Env } from "../../src/env.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const PLACEMENTS = `${G}/v1beta1/namespaces/apps/placements`;
@@ -106,6 +110,40 @@ describe("upgrade from the previous release's database", () => {
     expect((await call("GET", `${NAMESPACES}/legacy`)).status).toBe(404);
     expect((await call("GET", p2)).body.items).toEqual([]);
     expect((await call("DELETE", `${NAMESPACES}/default`)).status).toBe(403);
+  });
+
+  it("adds hub_secrets and each namespace's default ServiceAccount to a hub from before ServiceAccounts: it answers the same, then issues and verifies tokens", async () => {
+    await createNamespaces("apps", "ci");
+    expect((await call("POST", PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "kept-sa" }, spec: {} })).status).toBe(201);
+    expect((await call("POST", "/api/v1/namespaces/apps/secrets", { apiVersion: "v1", kind: "Secret", metadata: { name: "s" }, stringData: { a: "b" } })).status).toBe(201);
+    const fresh = await schemaOf("hub_secrets");
+    expect(fresh.length).toBeGreaterThan(0);
+    const answers = async () => ({ ...(await everything()), secrets: (await call("GET", "/api/v1/namespaces/apps/secrets")).body.items, namespaces: (await call("GET", NAMESPACES)).body.items });
+    const before = await answers();
+
+    // The previous main's state: no hub_secrets table, no ServiceAccounts, migration 0008 not applied.
+    await env.DB.prepare("DROP TABLE hub_secrets").run();
+    await env.DB.prepare("DELETE FROM objects WHERE resource = '/serviceaccounts'").run();
+    await env.DB.prepare("DELETE FROM d1_migrations WHERE name = ?").bind("0008_serviceaccounts.sql").run();
+    expect((await call("GET", "/api/v1/serviceaccounts")).body.items).toEqual([]);
+    await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
+    expect(await schemaOf("hub_secrets")).toEqual(fresh);
+    expect(await answers()).toEqual(before);
+
+    // Every namespace has its default ServiceAccount, each with its own UID and resourceVersion.
+    const list = (await call("GET", "/api/v1/serviceaccounts")).body;
+    const namespaces = (before.namespaces as { metadata: { name: string } }[]).map((n) => n.metadata.name);
+    expect(list.items.map((a: { metadata: { namespace: string; name: string } }) => `${a.metadata.namespace}/${a.metadata.name}`)).toEqual(namespaces.map((n) => `${n}/default`));
+    const rvs = list.items.map((a: { metadata: { resourceVersion: string } }) => Number(a.metadata.resourceVersion));
+    expect(new Set(rvs).size).toBe(rvs.length);
+    expect(Math.max(...rvs)).toBeLessThanOrEqual(Number(list.metadata.resourceVersion));
+    expect(new Set(list.items.map((a: { metadata: { uid: string } }) => a.metadata.uid)).size).toBe(rvs.length);
+
+    // Tokens: issued for a migrated ServiceAccount and taken back by the authenticator.
+    const issued = await call("POST", "/api/v1/namespaces/ci/serviceaccounts/default/token", { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: {} });
+    expect(issued.status).toBe(201);
+    const user = await serviceAccountAuthenticator(env as unknown as Env)(issued.body.status.token, clock.now());
+    expect(user?.name).toBe("system:serviceaccount:ci:default");
   });
 
   it("the lean outbox migration keeps the rows of writes in flight", async () => {
