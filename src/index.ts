@@ -20,6 +20,7 @@ import "./work/replicaset.ts";
 import "./gc/collector.ts";
 import "./namespaces/controller.ts";
 import { clock } from "./clock.ts";
+import { auditRequests } from "./audit/middleware.ts";
 
 export { ClusterObject } from "../durable-objects/cluster.ts";
 export { SchedulerObject } from "../durable-objects/scheduler.ts";
@@ -58,6 +59,9 @@ export function createApp(): Hono<{ Bindings: Env }> {
   app.get("/version", (c) => c.json(VERSION));
   app.route("/", openapiRoutes());
   app.route("/", docsRoutes());
+  // Outermost on the Kubernetes API: the audit log (src/audit) sees every answer, errors included.
+  app.use("/api/*", auditRequests);
+  app.use("/apis/*", auditRequests);
   // YAML out for the Kubernetes API when a client asks for it (`Accept: application/yaml`).
   app.use("/api/*", yamlResponses);
   app.use("/apis/*", yamlResponses);
