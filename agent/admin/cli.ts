@@ -13,6 +13,7 @@
  *   taint add CLUSTER KEY[=VALUE]:EFFECT... | taint remove CLUSTER KEY[:EFFECT]...
  *   clusterset create NAME [--selector-type T] [--selector k=v] | set SET --clusters c1,c2 | bind SET -n NS
  *   kubeconfig [--context-name flotilla]
+ *   audit [--user U] [--verb V] [--resource R] [-n NS] [--since 1h] [--watch] [-o json|yaml]
  * ```
  *
  * Results go to stdout; errors (`Error: ...` and a `Hint: ...` line), warnings and progress to
@@ -21,6 +22,7 @@
 import { Command, CommanderError } from "commander";
 import pkg from "../../package.json" with { type: "json" };
 import { registerAccept } from "./commands/accept.ts";
+import { registerAudit } from "./commands/audit.ts";
 import { registerClusterSet } from "./commands/clusterset.ts";
 import { registerGet } from "./commands/get.ts";
 import { registerKubeconfig } from "./commands/kubeconfig.ts";
@@ -68,6 +70,7 @@ export function buildProgram(io: Io): Command {
   registerTaint(program, context);
   registerClusterSet(program, context);
   registerKubeconfig(program, context);
+  registerAudit(program, context);
   return program;
 }
 

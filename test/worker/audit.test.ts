@@ -14,7 +14,7 @@ const from = (ip: string, extra: Record<string, string> = {}) => ({ "cf-connecti
 async function recorded(auditID: string | null) {
   expect(auditID).toMatch(/^[0-9a-f-]{36}$/);
   const row = await waitFor(`audit record ${auditID}`, () => env.DB.prepare("SELECT body FROM audit_events WHERE audit_id = ?").bind(auditID).first<{ body: string }>());
-  return JSON.parse(row.body);
+  return JSON.parse(row!.body);
 }
 
 /** Makes a write, waits for its record, and returns the record's sequence number. */

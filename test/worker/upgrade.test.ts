@@ -142,6 +142,6 @@ describe("upgrade from the previous release's database", () => {
     expect(w.status).toBe(201);
     const id = w.headers.get("audit-id");
     const row = await waitFor("the write's audit record", () => env.DB.prepare("SELECT verb FROM audit_events WHERE audit_id = ?").bind(id).first<{ verb: string }>());
-    expect(row.verb).toBe("create");
+    expect(row!.verb).toBe("create");
   });
 });
