@@ -80,7 +80,7 @@ function infoOf(c: AuditContext): RequestInfo {
 }
 
 /**
- * Reads a small JSON response body back from a clone (after the response was handed on): a
+ * Reads a small JSON response body back from a copy of the response: a
  * failure's Status, or the object a create made. Undefined for anything else, a body over
  * {@link MAX_READ_BACK_BYTES}, or one that does not parse.
  */
@@ -99,21 +99,51 @@ async function readBack(res: Response): Promise<Record<string, unknown> | undefi
 }
 
 /**
- * The audit middleware (see the module comment). Mount it before every other handler of `/api`
- * and `/apis`: `app.use("/api/*", auditRequests)`.
+ * Builds the audit middleware of a scope: `api` records what src/audit/event.ts `isAudited`
+ * selects and answers every response with `Audit-Id`; `agent` (the agent endpoints, `/agent/v1`)
+ * records failed authentications (401) only, and touches no other answer (a heartbeat, a works
+ * poll or a WebSocket upgrade costs two clock reads and nothing is written).
  */
-export const auditRequests: MiddlewareHandler<{ Bindings: Env; Variables: AuditVariables }> = async (c, next) => {
-  const receivedAt = clock.now();
+function auditMiddleware(scope: "api" | "agent"): MiddlewareHandler<{ Bindings: Env; Variables: AuditVariables }> {
+  return async (c, next) => {
+    const receivedAt = clock.now();
+    await next();
+    if (scope === "agent" && c.res.status !== 401) return;
+    await recordAfter(c, receivedAt, scope);
+  };
+}
+
+/**
+ * The audit middleware of `/api` and `/apis` (see the module comment). Mount it before every
+ * other handler: `app.use("/api/*", auditRequests)`.
+ */
+export const auditRequests = auditMiddleware("api");
+
+/**
+ * The audit middleware of the agent endpoints (`/agent/v1`): a failed authentication (401: a bad
+ * agent JWT, a bad bootstrap token) is recorded as on the API; nothing else is.
+ */
+export const auditAgentAuthenticationFailures = auditMiddleware("agent");
+
+/**
+ * Sets the response's `Audit-Id` (scope `api`) and, when the request is audited, stores its
+ * record after the response (`waitUntil`). The one thing read before the response goes out is,
+ * for a create or a failure without its error at hand, the small JSON body the handler already
+ * built in memory (a copy; no I/O), so that the record never waits on the client reading its
+ * answer. Never throws.
+ */
+async function recordAfter(c: AuditContext, receivedAt: number, scope: "api" | "agent"): Promise<void> {
   const auditID = crypto.randomUUID();
-  await next();
   const completedAt = clock.now();
   try {
-    try {
-      c.res.headers.set(AUDIT_ID_HEADER, auditID);
-    } catch {
-      // Immutable headers (a response passed through from elsewhere): answer a copy.
-      c.res = new Response(c.res.body, c.res);
-      c.res.headers.set(AUDIT_ID_HEADER, auditID);
+    if (scope === "api") {
+      try {
+        c.res.headers.set(AUDIT_ID_HEADER, auditID);
+      } catch {
+        // Immutable headers (a response passed through from elsewhere): answer a copy.
+        c.res = new Response(c.res.body, c.res);
+        c.res.headers.set(AUDIT_ID_HEADER, auditID);
+      }
     }
     const code = c.res.status;
     const info = infoOf(c);
@@ -128,10 +158,9 @@ export const auditRequests: MiddlewareHandler<{ Bindings: Env; Variables: AuditV
     const user = c.get("user");
     const token = user ? null : bearerToken(c);
     const readsBack = (!failure && code >= 400) || (code < 300 && info.verb === "create" && !info.objectRef?.name);
-    const clone = readsBack ? c.res.clone() : undefined;
+    const body = readsBack ? await readBack(c.res.clone()) : undefined;
     const record = async () => {
       const who = code === 401 ? undefined : (user ?? (await fallbackUser(c.env, token)));
-      const body = clone ? await readBack(clone) : undefined;
       let status: Pick<Status, "reason" | "message" | "details"> | undefined = failure?.toStatus();
       if (!status && body?.kind === "Status") status = body as unknown as Status;
       if (code < 300 && info.objectRef && !info.objectRef.name) {
@@ -166,4 +195,4 @@ export const auditRequests: MiddlewareHandler<{ Bindings: Env; Variables: AuditV
   } catch (e) {
     console.error("audit: a request was not recorded:", e instanceof Error ? e.message : String(e));
   }
-};
+}

@@ -119,6 +119,36 @@ describe("audit log: recording", () => {
     });
   });
 
+  it("annotates the edge location that served the request (request.cf.colo)", async () => {
+    const { exports } = await import("cloudflare:workers");
+    const res = await exports.default.fetch(`https://hub.test${SECRETS("audit-a")}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+      body: JSON.stringify({ apiVersion: "v1", kind: "Secret", metadata: { name: "from-fra" } }),
+      cf: { colo: "FRA" },
+    } as RequestInit);
+    expect(res.status).toBe(201);
+    expect((await recorded(res.headers.get("audit-id"))).annotations).toMatchObject({ "flotilla.dev/colo": "FRA" });
+  });
+
+  it("on the agent endpoints records failed authentications only: a heartbeat that succeeds writes nothing", async () => {
+    const { keys } = await register(await createToken({ autoApprove: true }), "audit-hb", "id-audit-hb");
+    const before = await env.DB.prepare("SELECT coalesce(max(seq), 0) AS n FROM audit_events").first<number>("n");
+    const hb = { healthy: true };
+    const ok = await call("POST", "/agent/v1/clusters/audit-hb/heartbeat", hb, { token: await keys.sign("audit-hb") });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get("audit-id")).toBeNull();
+    const bad = await call("POST", "/agent/v1/clusters/audit-hb/heartbeat", hb, { token: "forged.agent.token-9b1e", headers: from("192.0.2.44") });
+    expect(bad.status).toBe(401);
+    const row = await waitFor("the agent's 401 record", () => env.DB.prepare("SELECT body FROM audit_events WHERE seq > ? AND code = 401").bind(before).first<{ body: string }>());
+    const e = JSON.parse(row!.body);
+    expect(e).toMatchObject({ verb: "post", requestURI: "/agent/v1/clusters/audit-hb/heartbeat", user: {}, sourceIPs: ["192.0.2.44"], responseStatus: { code: 401, message: "Authentication failed, attempted: bearer" } });
+    expect(e.objectRef).toBeUndefined();
+    // The successful heartbeat, answered before the 401, left no record.
+    expect(await env.DB.prepare("SELECT count(*) AS n FROM audit_events WHERE seq > ?").bind(before).first("n")).toBe(1);
+    expect(row!.body).not.toContain("forged.agent.token-9b1e");
+  });
+
   it("does not record reads that succeed, though they carry an Audit-Id", async () => {
     const read = await call("GET", SECRETS("audit-a"));
     expect(read.status).toBe(200);
