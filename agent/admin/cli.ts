@@ -35,7 +35,7 @@ import { CliError, EXIT_FAILURE, EXIT_USAGE, renderError } from "./errors.ts";
 const ENVIRONMENT_HELP = `
 Environment:
   FLOTILLA_HUB_URL      hub URL (default ${DEFAULT_HUB_URL})
-  FLOTILLA_ADMIN_TOKEN  admin token (\`npm start\` prints it)
+  FLOTILLA_ADMIN_TOKEN  admin token (a local hub keeps it in .wrangler/state/admin-token)
   FLOTILLA_CA_FILE      CA bundle (PEM) of an HTTPS hub
   FLOTILLA_CONFIG       config file (default ~/.config/flotilla/config.yaml: hubUrl, token, caFile)
 Flags win over the environment, which wins over the config file.
