@@ -213,17 +213,18 @@ function watch(c: Ctx, selector: AuditSelector, labelsMatch: boolean, client: st
   void writer.closed.then(leave, leave);
   signal.addEventListener("abort", leave, { once: true });
   const run = async () => {
-    let rv = from;
+    // Watch-list (sendInitialEvents=true): every kept record, then the initial-events-end BOOKMARK.
+    let rv = initialEvents === true ? 0 : from;
     if (from === 0 && initialEvents === false) {
       rv = (await readAuditEvents(c.env.DB, [], Number.MAX_SAFE_INTEGER, 1)).latest;
-    } else if (from > 0) {
+    } else if (rv > 0) {
       const oldest = await oldestSeq(c.env.DB);
       if (oldest > 0 && from + 1 < oldest) {
         await send("ERROR", new ApiError(410, "Expired", `too old resource version: ${from} (${oldest - 1})`).toStatus());
         return;
       }
     }
-    let initial = from === 0 && initialEvents !== false;
+    let initial = rv === 0 && initialEvents !== false;
     for (;;) {
       const page = await readAuditEvents(c.env.DB, selector, rv, AUDIT_READ_CHUNK);
       for (const r of page.records) {

@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { ADMIN, call, createNamespaces, createToken, register, withClockAhead } from "./helpers.ts";
 import { waitFor } from "../wait.ts";
 import { clock } from "../../src/clock.ts";
+import { isAudited, microTime, requestInfo } from "../../src/audit/event.ts";
 
 const AUDIT = "/apis/flotilla.dev/v1alpha1/auditevents";
 const SECRETS = (ns: string) => `/api/v1/namespaces/${ns}/secrets`;
@@ -24,6 +25,33 @@ async function auditedWrite(ns: string, name: string) {
   await recorded(r.headers.get("audit-id"));
   return r.headers.get("audit-id")!;
 }
+
+describe("audit log: request info (kube-apiserver's RequestInfoFactory)", () => {
+  const u = (path: string) => `https://hub.test${path}`;
+  it.each([
+    ["GET", "/api/v1/namespaces", { verb: "list", objectRef: { resource: "namespaces", apiVersion: "v1" } }],
+    ["GET", "/api/v1/namespaces/a", { verb: "get", objectRef: { resource: "namespaces", namespace: "a", name: "a", apiVersion: "v1" } }],
+    ["PUT", "/api/v1/namespaces/a/finalize", { verb: "update", objectRef: { resource: "namespaces", namespace: "a", name: "a", subresource: "finalize", apiVersion: "v1" } }],
+    ["GET", "/api/v1/namespaces/a/secrets?watch=true", { verb: "watch", objectRef: { resource: "secrets", namespace: "a", apiVersion: "v1" } }],
+    ["GET", "/api/v1/secrets?watch=0", { verb: "list", objectRef: { resource: "secrets", apiVersion: "v1" } }],
+    ["POST", "/api/v1/namespaces/ci/serviceaccounts/bot/token", { verb: "create", objectRef: { resource: "serviceaccounts", namespace: "ci", name: "bot", subresource: "token", apiVersion: "v1" } }],
+    ["PATCH", "/apis/cluster.open-cluster-management.io/v1/managedclusters/c1/status", { verb: "patch", objectRef: { resource: "managedclusters", name: "c1", subresource: "status", apiGroup: "cluster.open-cluster-management.io", apiVersion: "v1" } }],
+    ["DELETE", "/apis/work.open-cluster-management.io/v1/namespaces/c1/manifestworks", { verb: "deletecollection", objectRef: { resource: "manifestworks", namespace: "c1", apiGroup: "work.open-cluster-management.io", apiVersion: "v1" } }],
+    ["DELETE", "/apis/work.open-cluster-management.io/v1/namespaces/c1/manifestworks/w%20x", { verb: "delete", objectRef: { resource: "manifestworks", namespace: "c1", name: "w x", apiGroup: "work.open-cluster-management.io", apiVersion: "v1" } }],
+    ["GET", "/apis", { verb: "get" }],
+    ["GET", "/apis/flotilla.dev/v1alpha1", { verb: "get" }],
+    ["POST", "/agent/v1/register", { verb: "post" }],
+  ])("%s %s", (method, path, want) => {
+    expect(requestInfo(method, u(path))).toEqual(want);
+  });
+
+  it("records writes, 401s and 403s; MicroTime has six digits", () => {
+    expect(["create", "update", "patch", "delete", "deletecollection"].every((v) => isAudited(v, 200))).toBe(true);
+    expect(isAudited("get", 200) || isAudited("list", 404) || isAudited("watch", 429)).toBe(false);
+    expect(isAudited("get", 401) && isAudited("list", 403)).toBe(true);
+    expect(microTime(Date.UTC(2026, 10, 26, 11, 50, 0, 123))).toBe("2026-11-26T11:50:00.123000Z");
+  });
+});
 
 describe("audit log: recording", () => {
   beforeAll(() => createNamespaces("audit-a", "audit-b"));
@@ -258,5 +286,24 @@ describe("audit log: AuditEvents API", () => {
     expect(text).not.toContain("elsewhere");
     await reader.cancel();
     ac.abort();
+  });
+
+  it("watch-list ends its initial events with a BOOKMARK; a version older than the kept log is 410 Expired", async () => {
+    const id = await auditedWrite("audit-r", "listed");
+    const { exports } = await import("cloudflare:workers");
+    const watchOnce = async (query: string) => {
+      const res = await exports.default.fetch(`https://hub.test${AUDIT}?watch=1&timeoutSeconds=1&${query}`, { headers: { authorization: `Bearer ${ADMIN}` } });
+      expect(res.status).toBe(200);
+      return (await res.text()).split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+    };
+    const listed = await watchOnce("sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&fieldSelector=objectRef.namespace%3Daudit-r");
+    const ids = listed.filter((e) => e.type === "ADDED").map((e) => e.object.auditID);
+    expect(ids).toContain(id);
+    expect(listed.find((e) => e.type === "BOOKMARK")).toMatchObject({ object: { kind: "AuditEvent", metadata: { annotations: { "k8s.io/initial-events-end": "true" } } } });
+    expect(listed.findIndex((e) => e.type === "BOOKMARK")).toBeGreaterThan(listed.findIndex((e) => e.object.auditID === id));
+    // Records received more than 30 days before now are gone once a record is written then.
+    await withClockAhead(40 * DAY_MS, () => auditedWrite("audit-r", "much-later"));
+    const expired = await watchOnce("resourceVersion=1");
+    expect(expired[0]).toMatchObject({ type: "ERROR", object: { kind: "Status", code: 410, reason: "Expired" } });
   });
 });
