@@ -42,6 +42,8 @@ import { ApiError } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { ObjectMetaSchema, OwnerReferenceSchema } from "../k8s/meta.ts";
 import { KINDS, servedGroups } from "../kinds/index.ts";
+import { auditOpenAPI } from "../audit/openapi.ts";
+import { AUDIT_GROUP, AUDIT_VERSION } from "../audit/routes.ts";
 import type { Env } from "../env.ts";
 
 /** A JSON Schema / OpenAPI node, as plain JSON. */
@@ -609,6 +611,18 @@ export function openAPIV3(group: string, version: string): JsonSchema | null {
     schemas[schemaName(def.group, def.version, def.kind)] = kindSchema(def);
     schemas[schemaName(def.group, def.version, def.listKind)] = listSchema(def);
     Object.assign(paths, kindPaths(def));
+  }
+  if (group === AUDIT_GROUP && version === AUDIT_VERSION) {
+    const audit = auditOpenAPI({
+      ref: refTo,
+      name: schemaName,
+      objectMeta: META_SCHEMAS.ObjectMeta,
+      listMeta: META_SCHEMAS.ListMeta,
+      status: META_SCHEMAS.Status,
+      listParameters: [P.labelSelector, P.fieldSelector, P.watch, P.resourceVersion, P.timeoutSeconds, P.allowWatchBookmarks],
+    });
+    Object.assign(schemas, audit.schemas);
+    Object.assign(paths, audit.paths);
   }
   Object.assign(schemas, metaSchemas(group, version));
   const sorted = Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b)));

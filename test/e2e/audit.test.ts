@@ -111,6 +111,7 @@ describe("the audit log through wrangler dev, kubectl and the CLI", () => {
     expect((await admin(hub, "GET", `${AUDIT}?fieldSelector=verb%3Dlist,objectRef.resource%3Dsecrets`)).body.items).toEqual([]);
     // Discovery: kubectl knows the resource and its verbs.
     expect(await kubectl("api-resources", "--api-group", "flotilla.dev", "-o", "wide")).toMatch(/auditevents\s+flotilla\.dev\/v1alpha1\s+false\s+AuditEvent\s+list,watch\s/);
+    expect(await kubectl("explain", "auditevents.objectRef")).toMatch(/subresource/);
     expect(await kubectl("delete", "auditevents", "--all").catch((e: { stderr?: string }) => e.stderr ?? "")).toMatch(/MethodNotAllowed|not allow|does not allow|not supported/i);
 
     // flotilla audit: the table, filtered; --watch follows the log.

@@ -208,6 +208,16 @@ describe("audit log: AuditEvents API", () => {
     expect(group.versions[0].resources).toContainEqual(expect.objectContaining({ resource: "auditevents", scope: "Cluster", verbs: ["list", "watch"] }));
   });
 
+  it("is in the OpenAPI documents (v3 of flotilla.dev/v1alpha1 and v2): list and watch of the collection only", async () => {
+    const v3 = (await call("GET", "/openapi/v3/apis/flotilla.dev/v1alpha1")).body;
+    expect(v3.components.schemas["dev.flotilla.v1alpha1.AuditEvent"]).toMatchObject({ "x-kubernetes-group-version-kind": [{ group: "flotilla.dev", version: "v1alpha1", kind: "AuditEvent" }] });
+    expect(v3.components.schemas["dev.flotilla.v1alpha1.AuditEvent"].properties.user.properties.groups).toEqual({ type: "array", description: "The user's groups.", items: { type: "string" } });
+    expect(Object.keys(v3.paths).filter((p) => p.includes("auditevents"))).toEqual(["/apis/flotilla.dev/v1alpha1/auditevents"]);
+    expect(Object.keys(v3.paths["/apis/flotilla.dev/v1alpha1/auditevents"])).toEqual(["get"]);
+    const v2 = (await call("GET", "/openapi/v2")).body;
+    expect(v2.definitions["dev.flotilla.v1alpha1.AuditEventList"].properties.items.items).toEqual({ $ref: "#/definitions/dev.flotilla.v1alpha1.AuditEvent" });
+  });
+
   it("lists AuditEvents with field selectors, a time range and paging", async () => {
     const start = new Date(clock.now() - 1000).toISOString();
     const a = await auditedWrite("audit-r", "one");
