@@ -149,41 +149,38 @@ async function recordAfter(c: AuditContext, receivedAt: number, scope: "api" | "
     const info = infoOf(c);
     if (!isAudited(info.verb, code)) return;
     const failure = c.error instanceof ApiError ? c.error : undefined;
-    // Read what is needed now: the request and response are not to be touched once answered.
-    const authorization = c.req.header("authorization");
-    const url = new URL(c.req.url);
-    const colo = (c.req.raw as { cf?: { colo?: unknown } }).cf?.colo;
-    const sourceIP = c.req.header("cf-connecting-ip")?.trim();
-    const userAgent = c.req.header("user-agent");
+    // Everything but the fallback user is read and built now: the request and response are not
+    // to be touched once answered, and no header but what the record shows is kept.
     const user = c.get("user");
-    const token = user ? null : bearerToken(c);
+    const token = user || code === 401 ? null : bearerToken(c);
     const readsBack = (!failure && code >= 400) || (code < 300 && info.verb === "create" && !info.objectRef?.name);
     const body = readsBack ? await readBack(c.res.clone()) : undefined;
+    let status: Pick<Status, "reason" | "message" | "details"> | undefined = failure?.toStatus();
+    if (!status && body?.kind === "Status") status = body as unknown as Status;
+    if (code < 300 && info.objectRef && !info.objectRef.name) {
+      const name = (body?.metadata as { name?: unknown } | undefined)?.name;
+      if (typeof name === "string") info.objectRef.name = name;
+    }
+    const url = new URL(c.req.url);
+    const input = {
+      auditID,
+      requestURI: url.pathname + url.search,
+      info,
+      sourceIP: c.req.header("cf-connecting-ip")?.trim(),
+      userAgent: c.req.header("user-agent"),
+      responseStatus: responseStatusOf(code, status, c.req.header("authorization")),
+      receivedAt,
+      completedAt,
+    };
+    const colo = (c.req.raw as { cf?: { colo?: unknown } }).cf?.colo;
+    const annotations: Record<string, string> = {};
+    if (typeof colo === "string" && colo) annotations[COLO_ANNOTATION] = colo;
+    if (failure instanceof Unauthenticated && failure.reasons.length > 0) annotations[AUTHN_REASONS_ANNOTATION] = failure.reasons.join("; ");
     const record = async () => {
       const who = code === 401 ? undefined : (user ?? (await fallbackUser(c.env, token)));
-      let status: Pick<Status, "reason" | "message" | "details"> | undefined = failure?.toStatus();
-      if (!status && body?.kind === "Status") status = body as unknown as Status;
-      if (code < 300 && info.objectRef && !info.objectRef.name) {
-        const name = (body?.metadata as { name?: unknown } | undefined)?.name;
-        if (typeof name === "string") info.objectRef.name = name;
-      }
-      const annotations: Record<string, string> = {};
-      if (typeof colo === "string" && colo) annotations[COLO_ANNOTATION] = colo;
       if (code === 403) annotations[DECISION_ANNOTATION] = "forbid";
       else if (who && code !== 401) annotations[DECISION_ANNOTATION] = "allow";
-      if (failure instanceof Unauthenticated && failure.reasons.length > 0) annotations[AUTHN_REASONS_ANNOTATION] = failure.reasons.join("; ");
-      const event = buildAuditEvent({
-        auditID,
-        requestURI: url.pathname + url.search,
-        info,
-        user: who,
-        sourceIP,
-        userAgent,
-        responseStatus: responseStatusOf(code, status, authorization),
-        receivedAt,
-        completedAt,
-        annotations,
-      });
+      const event = buildAuditEvent({ ...input, user: who, annotations });
       await appendAuditEvent(c.env.DB, event, clock.now(), auditRetentionDays(c.env.FLOTILLA_AUDIT_RETENTION_DAYS));
     };
     c.executionCtx.waitUntil(

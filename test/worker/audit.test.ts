@@ -98,6 +98,13 @@ describe("audit log: recording", () => {
     expect(e).toMatchObject({ verb: "create", responseStatus: { metadata: {}, status: "Failure", reason: "Invalid", code: 422 } });
     expect(e.responseStatus.message).toContain("Not_A_Name");
 
+    // A refused Secret: its Status (and so the record) redacts the value.
+    const badData = await call("POST", SECRETS("audit-a"), { apiVersion: "v1", kind: "Secret", metadata: { name: "bad-data" }, data: { key: "zz-not-base64-value-77!" } });
+    expect(badData.status).toBe(422);
+    const redacted = await recorded(badData.headers.get("audit-id"));
+    expect(redacted.responseStatus).toMatchObject({ reason: "Invalid", code: 422 });
+    expect(JSON.stringify(redacted)).not.toContain("zz-not-base64-value-77");
+
     const ns = await call("PUT", "/api/v1/namespaces/audit-b/status", (await call("GET", "/api/v1/namespaces/audit-b")).body);
     expect(ns.status).toBe(200);
     expect(await recorded(ns.headers.get("audit-id"))).toMatchObject({
