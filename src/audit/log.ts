@@ -1,5 +1,5 @@
 /**
- * The audit log's storage in D1 (table `audit_events`, migrations/0008_audit_events.sql): append,
+ * The audit log's storage in D1 (table `audit_events`, migrations/0009_audit_events.sql): append,
  * retention, and the reads behind the AuditEvents API (src/audit/routes.ts).
  *
  * Why an append-only log beside the store and not API objects through src/store: an audit

@@ -128,7 +128,7 @@ describe("upgrade from the previous release's database", () => {
     expect((await call("POST", secrets, { apiVersion: "v1", kind: "Secret", metadata: { name: "old" } })).status).toBe(201);
     // The previous main's state: no audit_events table, migration 0008 not applied.
     await env.DB.prepare("DROP TABLE audit_events").run();
-    await env.DB.prepare("DELETE FROM d1_migrations WHERE name = ?").bind("0008_audit_events.sql").run();
+    await env.DB.prepare("DELETE FROM d1_migrations WHERE name = ?").bind("0009_audit_events.sql").run();
     const before = (await call("GET", secrets)).body.items;
     // Without the table the hub answers as before: a record that cannot be stored never fails a request.
     expect((await call("POST", secrets, { apiVersion: "v1", kind: "Secret", metadata: { name: "unrecorded" } })).status).toBe(201);
