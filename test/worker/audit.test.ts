@@ -4,6 +4,14 @@ import { ADMIN, call, createNamespaces, createToken, register, withClockAhead } 
 import { waitFor } from "../wait.ts";
 import { clock } from "../../src/clock.ts";
 import { isAudited, microTime, requestInfo } from "../../src/audit/event.ts";
+import { auditRequests, type AuditVariables } from "../../src/audit/middleware.ts";
+import { Unauthenticated } from "../../src/auth/authn.ts";
+import { forbiddenError, type ResourceAttributes } from "../../src/auth/rbac.ts";
+import { statusResponse } from "../../src/api/request.ts";
+import type { Env } from "../../src/env.ts";
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { Hono } from "hono";
+import { ApiError } from "../../src/k8s/errors.ts";
 
 const AUDIT = "/apis/flotilla.dev/v1alpha1/auditevents";
 const SECRETS = (ns: string) => `/api/v1/namespaces/${ns}/secrets`;
@@ -50,6 +58,57 @@ describe("audit log: request info (kube-apiserver's RequestInfoFactory)", () => 
     expect(isAudited("get", 200) || isAudited("list", 404) || isAudited("watch", 429)).toBe(false);
     expect(isAudited("get", 401) && isAudited("list", 403)).toBe(true);
     expect(microTime(Date.UTC(2026, 10, 26, 11, 50, 0, 123))).toBe("2026-11-26T11:50:00.123000Z");
+  });
+});
+
+describe("audit log: the identity contract (c.var.user, c.var.attributes, Unauthenticated, forbiddenError)", () => {
+  const alice = { name: "alice", uid: "u-1", groups: ["team-a", "system:authenticated"], extra: { "scopes.example.com": ["deploy"] } };
+  const attrs: ResourceAttributes = { verb: "create", apiGroup: "cluster.open-cluster-management.io", apiVersion: "v1beta1", resource: "placements", namespace: "team-b" };
+  /** An app shaped as the wired hub will be: the audit outermost, authentication and authorization inside, errors as Status. */
+  function app(inner: (c: { set: (k: "user" | "attributes", v: unknown) => void }) => void) {
+    const a = new Hono<{ Bindings: Env; Variables: AuditVariables }>();
+    a.use("/apis/*", auditRequests);
+    const api = new Hono<{ Bindings: Env; Variables: AuditVariables }>();
+    api.use("*", async (c, next) => {
+      inner({ set: (k, v) => c.set(k, v as never) });
+      await next();
+    });
+    api.post("/*", (c) => c.json({ metadata: { name: "made" } }, 201));
+    api.onError((err) => (err instanceof ApiError ? statusResponse(err) : Promise.reject(err)));
+    a.route("/apis", api);
+    return async (path: string) => {
+      const ctx = createExecutionContext();
+      const res = await a.fetch(new Request(`https://hub.test${path}`, { method: "POST", headers: { authorization: "Bearer some-oidc-jwt-3c9d" } }), env, ctx);
+      await waitOnExecutionContext(ctx);
+      return recorded(res.headers.get("audit-id"));
+    };
+  }
+  const path = "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/team-b/placements";
+
+  it("records the authenticated user (groups, uid, extra) and the authorization attributes", async () => {
+    const e = await app((c) => {
+      c.set("user", alice);
+      c.set("attributes", attrs);
+    })(path);
+    expect(e).toMatchObject({ verb: "create", user: { username: "alice", uid: "u-1", groups: alice.groups, extra: alice.extra }, objectRef: { resource: "placements", namespace: "team-b", name: "made", apiGroup: "cluster.open-cluster-management.io", apiVersion: "v1beta1" }, responseStatus: { code: 201 }, annotations: { "authorization.k8s.io/decision": "allow" } });
+  });
+
+  it("records a forbiddenError as a denied request by that user, with its Status", async () => {
+    const e = await app((c) => {
+      c.set("user", alice);
+      c.set("attributes", attrs);
+      throw forbiddenError(alice, attrs);
+    })(path);
+    expect(e).toMatchObject({ user: { username: "alice" }, responseStatus: { status: "Failure", reason: "Forbidden", code: 403 }, annotations: { "authorization.k8s.io/decision": "forbid" } });
+    expect(e.responseStatus.message).toContain('User "alice" cannot create resource "placements"');
+  });
+
+  it("records Unauthenticated with the authenticators' reasons, never the token", async () => {
+    const e = await app(() => {
+      throw new Unauthenticated(["oidc: token expired", "serviceaccount: not a ServiceAccount token"]);
+    })(path);
+    expect(e).toMatchObject({ user: {}, responseStatus: { reason: "Unauthorized", code: 401, message: "Authentication failed, attempted: bearer" }, annotations: { "flotilla.dev/authentication-failure-reasons": "oidc: token expired; serviceaccount: not a ServiceAccount token" } });
+    expect(JSON.stringify(e)).not.toContain("some-oidc-jwt-3c9d");
   });
 });
 
