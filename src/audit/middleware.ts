@@ -2,8 +2,9 @@
  * The audit middleware: outermost on `/api` and `/apis` (src/index.ts), it lets the request run,
  * answers every response with its `Audit-Id` header (kube-apiserver's), and records the requests
  * src/audit/event.ts `isAudited` selects (writes, 403s, 401s) as `audit.k8s.io/v1` Events at level
- * Metadata. The record is built and stored after the response (`ctx.waitUntil`): it never delays
- * the answer, and a failure to record is logged (without the record) and never fails the request.
+ * Metadata. The record is built from what the request and its answer hold (no I/O) and stored
+ * after the response (`ctx.waitUntil`): the answer never waits on D1, and a failure to record is
+ * logged (without the record) and never fails the request.
  *
  * What it reads of the request, after it ran: the Hono variables `user` (src/auth/rbac.ts
  * `UserInfo`, set by authentication) and `attributes` (`RequestAttributes`, set by authorization),
