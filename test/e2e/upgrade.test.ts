@@ -3,14 +3,14 @@
  * applies the new D1 migrations before `wrangler dev` starts): the previous main stored no
  * Namespace objects; after the upgrade the hub answers as before with the admin token, the
  * namespaces of its ManagedClusters and of the namespaces holding objects exist, and writes
- * follow NamespaceLifecycle.
+ * follow NamespaceLifecycle; its audit log (migration 0009) starts with the upgrade.
  */
 import { readdirSync } from "node:fs";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterAll, describe, expect, it } from "vitest";
 import { admin, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { MC } from "./support.ts";
+import { MC, waitFor } from "./support.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const PLACEMENTS = `${G}/v1beta1/namespaces/apps/placements`;
@@ -50,7 +50,11 @@ describe("a hub upgraded from the previous main's state (no Namespace objects)",
     const { stateDir, adminToken } = hub;
     const port = Number(new URL(hub.url).port);
     await hub.stop();
-    onD1(hub, "DELETE FROM labels WHERE resource = '/namespaces'; DELETE FROM objects WHERE resource = '/namespaces'; DELETE FROM d1_migrations WHERE name = '0007_namespaces.sql';");
+    onD1(
+      hub,
+      "DELETE FROM labels WHERE resource = '/namespaces'; DELETE FROM objects WHERE resource = '/namespaces'; DELETE FROM d1_migrations WHERE name = '0007_namespaces.sql'; " +
+        "DROP TABLE audit_events; DELETE FROM d1_migrations WHERE name = '0009_audit_events.sql';",
+    );
     hub = await startHub({ stateDir, port, adminToken });
 
     expect(await answers()).toEqual(before);
@@ -64,5 +68,11 @@ describe("a hub upgraded from the previous main's state (no Namespace objects)",
     expect((await admin(hub, "DELETE", "/api/v1/namespaces/apps")).status).toBe(200);
     expect((await admin(hub, "GET", "/api/v1/namespaces/apps")).status).toBe(404);
     expect((await admin(hub, "GET", SECRETS)).body.items).toEqual([]);
+    // The audit log starts with the upgrade: the writes above are in it, nothing from before.
+    const audited = await waitFor("the upgraded hub's audit records", async () => {
+      const items = (await admin(hub, "GET", "/apis/flotilla.dev/v1alpha1/auditevents?fieldSelector=objectRef.resource%3Dnamespaces,verb%3Ddelete")).body.items as { objectRef: { name: string } }[];
+      return items.length > 0 ? items : undefined;
+    });
+    expect(audited.map((e) => e.objectRef.name)).toEqual(["apps"]);
   });
 });
