@@ -3,8 +3,8 @@
 // `wrangler dev` (workerd) on 127.0.0.1 and keeps it alive. Contract (../shared/reference/contract.md):
 //   PORT                         port to listen on (default 8787)
 //   FLOTILLA_STATE_DIR           where state persists (default .wrangler/state)
-//   FLOTILLA_ADMIN_TOKEN         the admin token; otherwise one is generated once into the
-//                                state folder and printed at start
+//   FLOTILLA_ADMIN_TOKEN         the admin token (never printed); otherwise one is generated once
+//                                into the state folder and printed by the start that made it
 //   FLOTILLA_ENCRYPTION_KEYS     the keys that encrypt Secrets at rest (`id:base64key,...`, the
 //                                first encrypts, all decrypt); otherwise one AES-256 key is
 //                                generated once into <state>/encryption-keys
@@ -14,6 +14,7 @@
 //   FLOTILLA_SERVICE_ACCOUNT_ISSUER  the tokens' issuer (`iss`); otherwise the hub's URL
 //   FLOTILLA_LEASE_GRACE_MULTIPLIER  lease grace multiplier (default 5, OCM's)
 //   FLOTILLA_LEAVE_TIMEOUT_SECONDS   how long a deleted cluster waits for its agent to leave (default 900)
+//   FLOTILLA_AUDIT_RETENTION_DAYS    days the audit log keeps a record (default 30)
 //   FLOTILLA_HTTPS=1             serve HTTPS with a certificate for 127.0.0.1 and localhost signed
 //                                by a local CA generated once into <state>/tls (ca.crt)
 //   FLOTILLA_OIDC_ISSUER_URL     trust ID tokens of this OpenID Connect issuer (https, or http on a
@@ -98,7 +99,11 @@ function kept(envValue, file, generate) {
   return value;
 }
 
-const adminToken = kept(process.env.FLOTILLA_ADMIN_TOKEN, "admin-token", () => randomBytes(24).toString("hex"));
+let adminTokenGenerated = false;
+const adminToken = kept(process.env.FLOTILLA_ADMIN_TOKEN, "admin-token", () => {
+  adminTokenGenerated = true;
+  return randomBytes(24).toString("hex");
+});
 // AES-256-GCM, as kube-apiserver's EncryptionConfiguration `aesgcm` provider (src/k8s/encryption.ts).
 const encryptionKeys = kept(process.env.FLOTILLA_ENCRYPTION_KEYS, "encryption-keys", () => `key1:${randomBytes(32).toString("base64")}`);
 
@@ -146,6 +151,7 @@ if (process.env.FLOTILLA_LEAVE_TIMEOUT_SECONDS) vars.LEAVE_TIMEOUT_SECONDS = pro
 if (process.env.FLOTILLA_LEASE_GRACE_MULTIPLIER) vars.LEASE_GRACE_MULTIPLIER = process.env.FLOTILLA_LEASE_GRACE_MULTIPLIER;
 // OIDC authentication (src/auth/oidc.ts), as kube-apiserver's --oidc-* flags: passed on as they are.
 for (const k of OIDC_VARS) if (process.env[k]) vars[k] = process.env[k];
+if (process.env.FLOTILLA_AUDIT_RETENTION_DAYS) vars.FLOTILLA_AUDIT_RETENTION_DAYS = process.env.FLOTILLA_AUDIT_RETENTION_DAYS;
 const envFile = path.join(stateDir, "hub.env");
 try {
   if (existsSync(envFile)) chmodSync(envFile, 0o600);
@@ -161,8 +167,19 @@ const url = `${https ? "https" : "http"}://127.0.0.1:${port}`;
 console.log(`Flotilla hub: ${url}`);
 if (tls) console.log(`Local CA:     ${tls.ca}`);
 console.log(`State:        ${stateDir}`);
-console.log(`Admin token:  ${adminToken}`);
-console.log(`              export FLOTILLA_ADMIN_TOKEN=${adminToken}`);
+// This output is the hub's log, which holds no token (issue 29): a token given in the environment
+// is never printed, a generated one only by the start that generated it (the contract's "printed
+// at start"); later starts name the file that keeps it.
+const tokenFile = path.join(stateDir, "admin-token");
+if (process.env.FLOTILLA_ADMIN_TOKEN) {
+  console.log("Admin token:  the value of FLOTILLA_ADMIN_TOKEN");
+} else if (adminTokenGenerated) {
+  console.log(`Admin token:  ${adminToken} (generated, kept in ${tokenFile})`);
+  console.log(`              export FLOTILLA_ADMIN_TOKEN=$(cat ${tokenFile})`);
+} else {
+  console.log(`Admin token:  kept in ${tokenFile}`);
+  console.log(`              export FLOTILLA_ADMIN_TOKEN=$(cat ${tokenFile})`);
+}
 
 const ca = tls ? readFileSync(tls.ca) : undefined;
 

@@ -45,6 +45,11 @@ export interface Env extends OidcEnv {
    * the admin token, so changing the admin token costs each agent one D1 read to get a new tag.
    */
   AGENT_KEY_TAG_SECRET?: string;
+  /**
+   * Days audit records are kept (src/audit/log.ts; `npm start` passes the same-named environment
+   * variable): a positive number, default 30.
+   */
+  FLOTILLA_AUDIT_RETENTION_DAYS?: string;
   /** Counts failed authentications per source address and per presented credential (src/auth/ratelimit.ts). */
   AUTH_FAILURES?: RateLimit;
 }

@@ -13,6 +13,7 @@
  *   taint add CLUSTER KEY[=VALUE]:EFFECT... | taint remove CLUSTER KEY[:EFFECT]...
  *   clusterset create NAME [--selector-type T] [--selector k=v] | set SET --clusters c1,c2 | bind SET -n NS
  *   kubeconfig [--context-name flotilla]
+ *   audit [--user U] [--verb V] [--resource R] [-n NS] [--since 1h] [--watch] [-o json|yaml]
  * ```
  *
  * Results go to stdout; errors (`Error: ...` and a `Hint: ...` line), warnings and progress to
@@ -21,6 +22,7 @@
 import { Command, CommanderError } from "commander";
 import pkg from "../../package.json" with { type: "json" };
 import { registerAccept } from "./commands/accept.ts";
+import { registerAudit } from "./commands/audit.ts";
 import { registerClusterSet } from "./commands/clusterset.ts";
 import { registerGet } from "./commands/get.ts";
 import { registerKubeconfig } from "./commands/kubeconfig.ts";
@@ -33,7 +35,7 @@ import { CliError, EXIT_FAILURE, EXIT_USAGE, renderError } from "./errors.ts";
 const ENVIRONMENT_HELP = `
 Environment:
   FLOTILLA_HUB_URL      hub URL (default ${DEFAULT_HUB_URL})
-  FLOTILLA_ADMIN_TOKEN  admin token (\`npm start\` prints it)
+  FLOTILLA_ADMIN_TOKEN  admin token (a local hub keeps it in .wrangler/state/admin-token)
   FLOTILLA_CA_FILE      CA bundle (PEM) of an HTTPS hub
   FLOTILLA_CONFIG       config file (default ~/.config/flotilla/config.yaml: hubUrl, token, caFile)
 Flags win over the environment, which wins over the config file.
@@ -68,6 +70,7 @@ export function buildProgram(io: Io): Command {
   registerTaint(program, context);
   registerClusterSet(program, context);
   registerKubeconfig(program, context);
+  registerAudit(program, context);
   return program;
 }
 

@@ -51,22 +51,11 @@ export class HubClient {
    *   hub cannot be reached or its answer is not JSON.
    */
   async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
-    const qs = Object.entries(opts.query ?? {}).filter((e): e is [string, string] => e[1] !== undefined);
-    const url = `${this.config.hubUrl}${path}${qs.length > 0 ? `?${new URLSearchParams(qs).toString()}` : ""}`;
-    const headers: Record<string, string> = { authorization: `Bearer ${this.token}`, accept: "application/json" };
-    let body: string | undefined;
-    if (opts.body !== undefined) {
-      body = JSON.stringify(opts.body);
-      headers["content-type"] = opts.contentType ?? "application/json";
-    }
-    let res: HttpResponse;
-    try {
-      res = await this.transport({ method, url, headers, body, ca: this.ca });
-    } catch (err) {
-      const e = err as NodeJS.ErrnoException;
-      const why = e.code && !e.message.includes(e.code) ? `${e.code} ${e.message}` : e.message;
-      throw new HubUnreachableError(`cannot reach the hub at ${this.config.hubUrl}: ${why}`, hintForConnectionError(e.code, this.config), e.code);
-    }
+    return this.answer<T>(method, path, await this.send(method, path, opts), opts);
+  }
+
+  /** The parsed JSON of a 2xx answer. @throws as {@link request} for any other */
+  private answer<T>(method: string, path: string, res: HttpResponse, opts: RequestOptions): T {
     let parsed: unknown;
     try {
       parsed = res.body ? JSON.parse(res.body) : undefined;
@@ -86,6 +75,46 @@ export class HubClient {
       `the server at ${this.config.hubUrl} answered ${method} ${path} with HTTP ${res.status} and no Kubernetes response`,
       `is ${this.config.hubUrl} (from ${this.config.hubUrlSource}) the Flotilla hub? change it with --hub-url / FLOTILLA_HUB_URL`,
     );
+  }
+
+  /**
+   * One round of a watch: GET `path` with `watch=1` and `opts.query` (which should hold a
+   * `timeoutSeconds` below the transport's 30 s), whose answer is the watch events, one JSON
+   * object a line, until the hub ends it.
+   *
+   * @returns the events in order (keepalive blank lines left out).
+   * @throws as {@link request}
+   */
+  async watchEvents<T>(path: string, opts: RequestOptions = {}): Promise<{ type: string; object: T }[]> {
+    const res = await this.send("GET", path, { ...opts, query: { ...opts.query, watch: "1" } });
+    if (res.status !== 200) return this.answer<never>("GET", path, res, opts);
+    try {
+      return res.body
+        .split("\n")
+        .filter((l) => l.trim() !== "")
+        .map((l) => JSON.parse(l) as { type: string; object: T });
+    } catch {
+      throw new HubUnreachableError(`the hub's answer to a watch of ${path} is not a stream of watch events`, "is this the Flotilla hub?");
+    }
+  }
+
+  /** Sends one request and returns the raw answer. @throws HubUnreachableError when no answer came */
+  private async send(method: string, path: string, opts: RequestOptions): Promise<HttpResponse> {
+    const qs = Object.entries(opts.query ?? {}).filter((e): e is [string, string] => e[1] !== undefined);
+    const url = `${this.config.hubUrl}${path}${qs.length > 0 ? `?${new URLSearchParams(qs).toString()}` : ""}`;
+    const headers: Record<string, string> = { authorization: `Bearer ${this.token}`, accept: "application/json" };
+    let body: string | undefined;
+    if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers["content-type"] = opts.contentType ?? "application/json";
+    }
+    try {
+      return await this.transport({ method, url, headers, body, ca: this.ca });
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      const why = e.code && !e.message.includes(e.code) ? `${e.code} ${e.message}` : e.message;
+      throw new HubUnreachableError(`cannot reach the hub at ${this.config.hubUrl}: ${why}`, hintForConnectionError(e.code, this.config), e.code);
+    }
   }
 
   private apiError(code: number, status: KubeStatus, hints: RequestHints | undefined): HubApiError {

@@ -168,6 +168,6 @@ export function requireToken(config: ResolvedConfig): string {
   if (config.token) return config.token;
   throw new UsageError(
     "no admin token: pass --token, set FLOTILLA_ADMIN_TOKEN, or put `token:` in the config file",
-    `\`npm start\` prints the admin token; a local hub also keeps it in ${path.join(path.relative(process.cwd(), localStateDir(process.env)) || ".", "admin-token")}`,
+    `a local hub (\`npm start\`) keeps the admin token in ${path.join(path.relative(process.cwd(), localStateDir(process.env)) || ".", "admin-token")}`,
   );
 }

@@ -22,7 +22,7 @@ export function missingNamespaceHint(namespace: string): string {
   return `namespace ${namespace} does not exist; create it first with \`kubectl create namespace ${namespace}\``;
 }
 
-const TOKEN_HINT = "check --token / FLOTILLA_ADMIN_TOKEN (npm start prints the admin token)";
+const TOKEN_HINT = "check --token / FLOTILLA_ADMIN_TOKEN (a local hub keeps it in .wrangler/state/admin-token)";
 
 /**
  * The default hint for an HTTP failure.

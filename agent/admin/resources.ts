@@ -90,6 +90,8 @@ export const Paths = {
   manifestWorks: (namespace: string | undefined, name?: string) => namespaced("/apis/work.open-cluster-management.io/v1", "manifestworks", namespace, name),
   /** BootstrapTokens (cluster-scoped). */
   bootstrapTokens: () => "/apis/flotilla.dev/v1alpha1/bootstraptokens",
+  /** AuditEvents (cluster-scoped; list and watch only). */
+  auditEvents: () => "/apis/flotilla.dev/v1alpha1/auditevents",
 };
 
 /** The condition of `type` in an object's status, if any. */

@@ -45,6 +45,8 @@ import { KINDS, servedGroups } from "../kinds/index.ts";
 import { apiAccess } from "../auth/request.ts";
 import { ensureBuiltins } from "./builtins.ts";
 import type { ApiEnv } from "./context.ts";
+import { auditOpenAPI } from "../audit/openapi.ts";
+import { AUDIT_GROUP, AUDIT_VERSION } from "../audit/routes.ts";
 
 /** A JSON Schema / OpenAPI node, as plain JSON. */
 export type JsonSchema = { [key: string]: unknown };
@@ -641,6 +643,18 @@ export function openAPIV3(group: string, version: string): JsonSchema | null {
     if (!def.createOnly) schemas[schemaName(def.group, def.version, def.listKind)] = listSchema(def);
     for (const sub of def.createSubresources ?? []) schemas[schemaName(sub.group, sub.version, sub.kind)] = subresourceSchema(sub);
     Object.assign(paths, kindPaths(def));
+  }
+  if (group === AUDIT_GROUP && version === AUDIT_VERSION) {
+    const audit = auditOpenAPI({
+      ref: refTo,
+      name: schemaName,
+      objectMeta: META_SCHEMAS.ObjectMeta,
+      listMeta: META_SCHEMAS.ListMeta,
+      status: META_SCHEMAS.Status,
+      listParameters: [P.labelSelector, P.fieldSelector, P.watch, P.resourceVersion, P.timeoutSeconds, P.allowWatchBookmarks],
+    });
+    Object.assign(schemas, audit.schemas);
+    Object.assign(paths, audit.paths);
   }
   Object.assign(schemas, metaSchemas(group, version));
   const sorted = Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b)));

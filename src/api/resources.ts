@@ -31,6 +31,7 @@ import { ServiceAccountKind } from "../kinds/serviceaccount.ts";
 import { createToken } from "../auth/serviceaccounts.ts";
 import { clock } from "../clock.ts";
 import { store } from "../store/write.ts";
+import { AUDIT_DISCOVERY, AUDIT_GROUP, AUDIT_RESOURCE, AUDIT_VERSION, serveAuditEvents } from "../audit/routes.ts";
 import { storeOf } from "../store/store.ts";
 import { toTable } from "../k8s/table.ts";
 import { mediaRanges, negotiate, partialObjectMetadata, partialObjectMetadataList, type Answering } from "./negotiate.ts";
@@ -423,13 +424,14 @@ function verbsOf(k: KindDefinition): string[] {
 }
 
 function discoveryResources(group: string, version: string) {
-  return KINDS.filter((k) => k.group === group && k.version === version).flatMap((k) => {
+  const audit = group === AUDIT_GROUP && version === AUDIT_VERSION ? [AUDIT_DISCOVERY] : [];
+  return [...KINDS.filter((k) => k.group === group && k.version === version).flatMap((k) => {
     const main = { name: k.plural, singularName: k.singular, namespaced: k.namespaced, kind: k.kind, verbs: verbsOf(k), shortNames: k.shortNames };
     const status = k.hasStatus ? [{ name: `${k.plural}/status`, singularName: "", namespaced: k.namespaced, kind: k.kind, verbs: ["get", "patch", "update"] }] : [];
     const finalize = k === NamespaceKind ? [{ name: `${k.plural}/finalize`, singularName: "", namespaced: false, kind: k.kind, verbs: ["update"] }] : [];
     const created = (k.createSubresources ?? []).map((s) => ({ name: `${k.plural}/${s.name}`, singularName: "", namespaced: k.namespaced, group: s.group, version: s.version, kind: s.kind, verbs: ["create"] }));
     return [main, ...finalize, ...status, ...created];
-  });
+  }), ...audit];
 }
 
 /** Serves one request on a resource path: `prefix` is what precedes the resource part (`/apis/{group}/{version}/`). */
@@ -564,12 +566,18 @@ function aggregatedDiscovery(core: boolean, version: string) {
             ...(k.shortNames?.length ? { shortNames: k.shortNames } : {}),
             ...subresourcesOf(k, responseKind),
           };
-        }),
+        }).concat(g.group === AUDIT_GROUP && v === AUDIT_VERSION ? [auditAggregated()] : []),
       })),
     }));
   return new Response(JSON.stringify({ kind: "APIGroupDiscoveryList", apiVersion: `apidiscovery.k8s.io/${version}`, metadata: {}, items }), {
     headers: { "content-type": aggregatedDiscoveryType(version) },
   });
+}
+
+/** AuditEvents (src/audit/routes.ts) in aggregated discovery: cluster-scoped, list and watch. */
+function auditAggregated() {
+  const { name, singularName, kind, verbs } = AUDIT_DISCOVERY;
+  return { resource: name, responseKind: { group: AUDIT_GROUP, version: AUDIT_VERSION, kind }, scope: "Cluster", singularResource: singularName, verbs };
 }
 
 /** The `/apis` routes: discovery documents and the generic resource endpoints. */
@@ -591,6 +599,12 @@ export function resourceRoutes(): Hono<ApiEnv> {
   });
 
   app.get("/:group/:version", (c) => c.json(resourceList(c.req.param("group"), c.req.param("version"))));
+
+  // The audit log (src/audit): not a stored kind; list and watch only.
+  app.all(`/${AUDIT_GROUP}/${AUDIT_VERSION}/${AUDIT_RESOURCE}`, (c) => serveAuditEvents(c, []));
+  app.all(`/${AUDIT_GROUP}/${AUDIT_VERSION}/${AUDIT_RESOURCE}/*`, (c) =>
+    serveAuditEvents(c, new URL(c.req.url).pathname.split("/").slice(5).filter((s) => s !== "")),
+  );
 
   app.all("/:group/:version/*", (c) => {
     const { group, version } = c.req.param();

@@ -121,7 +121,7 @@ export async function clientOf(token: string): Promise<string> {
  * (idempotent) or, at the latest, until `until` (epoch milliseconds), at `now` (epoch ms).
  * @throws ApiError 429 when the client holds them all
  */
-function acquireWatch(client: string, now: number, until: number): () => void {
+export function acquireWatch(client: string, now: number, until: number): () => void {
   const held = openWatches.get(client) ?? new Map<number, number>();
   for (const [place, end] of held) if (end <= now) held.delete(place);
   if (held.size >= MAX_WATCHES_PER_CLIENT) {

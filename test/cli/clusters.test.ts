@@ -86,7 +86,7 @@ describe("flotilla: tokens, accept/deny, get clusters, taints (real hub and agen
       expect(r.code).toBe(1);
       expect(r.stdout).toBe("");
       expect(r.stderr).toMatch(/^Error: /);
-      expect(r.stderr).toContain("Hint: the hub refused the admin token from --token; check --token / FLOTILLA_ADMIN_TOKEN (npm start prints the admin token)");
+      expect(r.stderr).toContain("Hint: the hub refused the admin token from --token; check --token / FLOTILLA_ADMIN_TOKEN (a local hub keeps it in .wrangler/state/admin-token)");
       const env = await flotilla(["get", "clusters"], { hub, env: { FLOTILLA_ADMIN_TOKEN: "wrong" } });
       expect(env.code).toBe(1);
       expect(env.stderr).toContain("the admin token from FLOTILLA_ADMIN_TOKEN");

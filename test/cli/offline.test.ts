@@ -43,7 +43,7 @@ describe("flotilla without a hub", () => {
       const r = await flotilla(["get", "clusters"]);
       expect(r.code).toBe(2);
       expect(r.stderr).toContain("error: no admin token: pass --token, set FLOTILLA_ADMIN_TOKEN, or put `token:` in the config file");
-      expect(r.stderr).toContain("Hint: `npm start` prints the admin token");
+      expect(r.stderr).toContain("Hint: a local hub (`npm start`) keeps the admin token in ");
     });
 
     it("a hub URL that is not http(s)", async () => {

@@ -9,6 +9,7 @@ import { createProgress } from "../../agent/admin/progress.ts";
 import { addTaints, parseTaintSelector, parseTaintSpec, removeTaints } from "../../agent/admin/taints.ts";
 import { formatAge, formatSeconds, parseDuration } from "../../agent/admin/time.ts";
 import { pollUntil } from "../../agent/admin/wait.ts";
+import { auditFieldSelector } from "../../agent/admin/commands/audit.ts";
 
 describe("durations and ages", () => {
   it("parses seconds and unit durations in seconds", () => {
@@ -77,6 +78,20 @@ describe("taints", () => {
     expect(all.taints).toEqual([existing[2]]);
     expect(all.changed).toEqual(["a:NoSelect", "a:PreferNoSelect"]);
     expect(all.unchanged).toEqual(["z"]);
+  });
+});
+
+describe("flotilla audit's field selector", () => {
+  const now = Date.UTC(2026, 10, 26, 12, 0, 0);
+  it("turns the flags into the AuditEvents field selectors, --since into a time range's start", () => {
+    expect(auditFieldSelector({}, now)).toBeUndefined();
+    expect(auditFieldSelector({ user: "alice", verb: "delete", resource: "placements", namespace: "team-a", since: "1h30m" }, now)).toBe(
+      "user.username=alice,verb=delete,objectRef.resource=placements,objectRef.namespace=team-a,requestReceivedTimestamp>=2026-11-26T10:30:00.000Z",
+    );
+  });
+  it("refuses a --since that is not a duration and a value with a comma, as usage errors", () => {
+    expect(() => auditFieldSelector({ since: "yesterday" }, now)).toThrow(/--since: "yesterday" is not a duration/);
+    expect(() => auditFieldSelector({ user: "a,b" }, now)).toThrow(CliError);
   });
 });
 

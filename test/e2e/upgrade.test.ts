@@ -4,14 +4,14 @@
  * Namespace objects; after the upgrade the hub answers as before with the admin token, the
  * namespaces of its ManagedClusters and of the namespaces holding objects exist, each with its
  * `default` ServiceAccount, writes follow NamespaceLifecycle, and the RBAC bootstrap policy (none
- * before) exists as objects.
+ * before) exists as objects; its audit log (migration 0009) starts with the upgrade.
  */
 import { readdirSync } from "node:fs";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterAll, describe, expect, it } from "vitest";
 import { admin, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { MC } from "./support.ts";
+import { MC, waitFor } from "./support.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const PLACEMENTS = `${G}/v1beta1/namespaces/apps/placements`;
@@ -55,7 +55,8 @@ describe("a hub upgraded from the previous main's state (no Namespace objects)",
     onD1(
       hub,
       "DELETE FROM labels WHERE resource = '/namespaces' OR resource LIKE 'rbac.authorization.k8s.io/%'; DELETE FROM objects WHERE resource = '/namespaces' OR resource LIKE 'rbac.authorization.k8s.io/%'; DELETE FROM counters WHERE id = 2; DELETE FROM d1_migrations WHERE name = '0007_namespaces.sql';" +
-        "DROP TABLE hub_secrets; DELETE FROM objects WHERE resource = '/serviceaccounts'; DELETE FROM d1_migrations WHERE name = '0008_serviceaccounts.sql';",
+        "DROP TABLE hub_secrets; DELETE FROM objects WHERE resource = '/serviceaccounts'; DELETE FROM d1_migrations WHERE name = '0008_serviceaccounts.sql';" +
+        "DROP TABLE audit_events; DELETE FROM d1_migrations WHERE name = '0009_audit_events.sql';",
     );
     hub = await startHub({ stateDir, port, adminToken });
 
@@ -82,5 +83,11 @@ describe("a hub upgraded from the previous main's state (no Namespace objects)",
     expect(roles.find((r) => r.metadata.name === "view")!.rules!.length).toBeGreaterThan(0);
     const bindings = (await admin(hub, "GET", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings")).body.items as { metadata: { name: string } }[];
     expect(bindings.map((b) => b.metadata.name).sort()).toEqual(["cluster-admin", "system:basic-user", "system:discovery", "system:public-info-viewer"]);
+    // The audit log starts with the upgrade: the writes above are in it, nothing from before.
+    const audited = await waitFor("the upgraded hub's audit records", async () => {
+      const items = (await admin(hub, "GET", "/apis/flotilla.dev/v1alpha1/auditevents?fieldSelector=objectRef.resource%3Dnamespaces,verb%3Ddelete")).body.items as { objectRef: { name: string } }[];
+      return items.length > 0 ? items : undefined;
+    });
+    expect(audited.map((e) => e.objectRef.name)).toEqual(["apps"]);
   });
 });

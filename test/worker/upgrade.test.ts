@@ -11,6 +11,7 @@ import { call, condition, createNamespaces, MC, NAMESPACES } from "./helpers.ts"
 import { serviceAccountAuthenticator } from "../../src/auth/serviceaccounts.ts";
 import { clock } from "../../src/clock.ts";
 import type { Env } from "../../src/env.ts";
+import { waitFor } from "../wait.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const PLACEMENTS = `${G}/v1beta1/namespaces/apps/placements`;
@@ -157,5 +158,28 @@ describe("upgrade from the previous release's database", () => {
     expect(await env.DB.prepare("SELECT * FROM outbox").all().then((r) => r.results)).toEqual([
       { id: "kept", resource_version: 7, resource: "r", namespace: "n", name: "m", hooks: '{"schedule":{}}', created_at: 1, due_at: 2, attempts: 3 },
     ]);
+  });
+
+  it("gives an upgraded hub its audit log: before the migration writes still answer, after it they are recorded", async () => {
+    await createNamespaces("audited");
+    const secrets = "/api/v1/namespaces/audited/secrets";
+    expect((await call("POST", secrets, { apiVersion: "v1", kind: "Secret", metadata: { name: "old" } })).status).toBe(201);
+    // The previous main's state: no audit_events table, migration 0008 not applied.
+    await env.DB.prepare("DROP TABLE audit_events").run();
+    await env.DB.prepare("DELETE FROM d1_migrations WHERE name = ?").bind("0009_audit_events.sql").run();
+    const before = (await call("GET", secrets)).body.items;
+    // Without the table the hub answers as before: a record that cannot be stored never fails a request.
+    expect((await call("POST", secrets, { apiVersion: "v1", kind: "Secret", metadata: { name: "unrecorded" } })).status).toBe(201);
+    expect((await call("DELETE", `${secrets}/unrecorded`)).status).toBe(200);
+    expect((await call("GET", secrets)).body.items).toEqual(before);
+
+    await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
+    expect((await call("GET", secrets)).body.items).toEqual(before);
+    expect((await call("GET", "/apis/flotilla.dev/v1alpha1/auditevents")).body.items).toEqual([]);
+    const w = await call("POST", secrets, { apiVersion: "v1", kind: "Secret", metadata: { name: "recorded" } });
+    expect(w.status).toBe(201);
+    const id = w.headers.get("audit-id");
+    const row = await waitFor("the write's audit record", () => env.DB.prepare("SELECT verb FROM audit_events WHERE audit_id = ?").bind(id).first<{ verb: string }>());
+    expect(row!.verb).toBe("create");
   });
 });

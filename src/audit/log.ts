@@ -1,0 +1,135 @@
+/**
+ * The audit log's storage in D1 (table `audit_events`, migrations/0009_audit_events.sql): append,
+ * retention, and the reads behind the AuditEvents API (src/audit/routes.ts).
+ *
+ * Why an append-only log beside the store and not API objects through src/store: an audit
+ * record is not an object anyone creates, updates or deletes through the API (the API serves only
+ * list and watch), it records the write path rather than taking part in it, and it must never
+ * fail, delay or re-enter the request it records. Going through the store would give each
+ * recorded write a second write on the global resourceVersion counter, an `events` row and an
+ * outbox row, and would audit the audit (kube-apiserver likewise hands its events to a log or
+ * webhook backend, never to etcd). So a record is one INSERT run after the response
+ * (`ctx.waitUntil`), with its own sequence (`seq`, the AuditEvents' resourceVersion), as the
+ * `events` change log lives beside `objects` (src/k8s/store.ts).
+ *
+ * Retention: each insert also deletes, in the same D1 batch, at most
+ * {@link RETENTION_DELETE_BATCH} rows received before now minus `FLOTILLA_AUDIT_RETENTION_DAYS`
+ * (default {@link DEFAULT_AUDIT_RETENTION_DAYS}), found through the `received_at` index: expired
+ * rows go on write, at the pace rows come in, with no timer, no per-heartbeat cost and no scan of
+ * the table.
+ */
+import { badRequest } from "../k8s/errors.ts";
+import type { AuditEvent } from "./event.ts";
+
+/** Days an audit record is kept when `FLOTILLA_AUDIT_RETENTION_DAYS` is unset or invalid. */
+export const DEFAULT_AUDIT_RETENTION_DAYS = 30;
+/** Most expired rows one insert deletes (the `received_at` index finds them; no scan). */
+export const RETENTION_DELETE_BATCH = 100;
+/** Rows read per query when a list has no limit, or per watch poll. */
+export const AUDIT_READ_CHUNK = 500;
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The retention, in days, from `FLOTILLA_AUDIT_RETENTION_DAYS`: a positive number (fractions
+ * allowed); unset, empty or anything else is {@link DEFAULT_AUDIT_RETENTION_DAYS}.
+ */
+export function auditRetentionDays(value: string | undefined): number {
+  const days = value === undefined || value.trim() === "" ? NaN : Number(value);
+  return Number.isFinite(days) && days > 0 ? days : DEFAULT_AUDIT_RETENTION_DAYS;
+}
+
+/**
+ * Appends `event` and deletes up to {@link RETENTION_DELETE_BATCH} records received more than
+ * `retentionDays` days before `now` (epoch milliseconds), in one D1 batch.
+ * @throws errors of D1 (the caller, src/audit/middleware.ts, logs them; a request never fails for them)
+ */
+export async function appendAuditEvent(db: D1Database, event: AuditEvent, now: number, retentionDays: number): Promise<void> {
+  const receivedAt = Date.parse(event.requestReceivedTimestamp);
+  const ref = event.objectRef ?? {};
+  await db.batch([
+    db
+      .prepare("INSERT INTO audit_events (audit_id, received_at, username, verb, resource, namespace, code, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+      .bind(event.auditID, receivedAt, event.user.username ?? "", event.verb, ref.resource ?? "", ref.namespace ?? "", event.responseStatus.code, JSON.stringify(event)),
+    db
+      .prepare("DELETE FROM audit_events WHERE seq IN (SELECT seq FROM audit_events WHERE received_at < ? ORDER BY received_at LIMIT ?)")
+      .bind(now - retentionDays * DAY_MS, RETENTION_DELETE_BATCH),
+  ]);
+}
+
+/** One condition of a field selector on the audit log, on a copied-out column. */
+export interface AuditCondition {
+  column: "username" | "verb" | "resource" | "namespace" | "received_at";
+  op: "=" | "!=" | ">=" | "<";
+  value: string | number;
+}
+
+/**
+ * The fields an AuditEvents field selector may name, each with the column it reads:
+ * `user.username`, `verb`, `objectRef.resource`, `objectRef.namespace` (`=`, `==`, `!=`) and
+ * `requestReceivedTimestamp` (`>=` and `<` with an RFC 3339 time: a time range), plus
+ * `metadata.name` (the audit ID, `=`/`!=`).
+ */
+const FIELD_COLUMNS: Record<string, AuditCondition["column"] | "audit_id"> = {
+  "user.username": "username",
+  verb: "verb",
+  "objectRef.resource": "resource",
+  "objectRef.namespace": "namespace",
+  requestReceivedTimestamp: "received_at",
+  "metadata.name": "audit_id",
+};
+
+/** A parsed selector: conditions on columns (`audit_id` included). */
+export type AuditSelector = { column: AuditCondition["column"] | "audit_id"; op: AuditCondition["op"]; value: string | number }[];
+
+/**
+ * Parses an AuditEvents `fieldSelector`: comma-separated `field=value`, `field==value`,
+ * `field!=value` on the fields of {@link FIELD_COLUMNS}, and `requestReceivedTimestamp>=TIME` /
+ * `requestReceivedTimestamp<TIME` (TIME an RFC 3339 date-time, e.g. `2026-11-26T10:00:00Z`).
+ * @throws ApiError 400 BadRequest (field `fieldSelector`) for an unsupported field or operator, or
+ *   a time that does not parse, as src/api/resources.ts `selectorOf` answers an unsupported field
+ */
+export function parseAuditFieldSelector(selector: string | undefined): AuditSelector {
+  const out: AuditSelector = [];
+  if (!selector) return out;
+  for (const part of selector.split(",")) {
+    const m = /^\s*([^!=<>\s]+)\s*(==|=|!=|>=|<)\s*(.*?)\s*$/.exec(part);
+    const column = m ? FIELD_COLUMNS[m[1]!] : undefined;
+    if (!m || !column) throw badRequest(`field label not supported: ${part.split(/[!=<>]/)[0]!.trim()}`, "fieldSelector");
+    const op = m[2] === "==" ? "=" : (m[2] as AuditCondition["op"]);
+    if (column === "received_at") {
+      if (op !== ">=" && op !== "<") throw badRequest(`fieldSelector: requestReceivedTimestamp takes >= and < (a time range), not ${m[2]}`, "fieldSelector");
+      const t = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/.test(m[3]!) ? Date.parse(m[3]!) : NaN;
+      if (Number.isNaN(t)) throw badRequest(`fieldSelector: requestReceivedTimestamp: invalid time ${JSON.stringify(m[3])}: want RFC 3339, e.g. 2026-11-26T10:00:00Z`, "fieldSelector");
+      out.push({ column, op, value: t });
+    } else {
+      if (op !== "=" && op !== "!=") throw badRequest(`fieldSelector: ${m[1]} takes =, == and !=, not ${m[2]}`, "fieldSelector");
+      out.push({ column, op, value: m[3]! });
+    }
+  }
+  return out;
+}
+
+/** A stored record: its sequence number and the Event. */
+export interface AuditRecord {
+  seq: number;
+  event: AuditEvent;
+}
+
+/**
+ * Reads up to `limit` records after sequence `afterSeq`, oldest first, that pass `selector`.
+ * @returns the records and `latest`, the highest sequence stored (0 for an empty log)
+ * @throws errors of D1
+ */
+export async function readAuditEvents(db: D1Database, selector: AuditSelector, afterSeq: number, limit: number): Promise<{ records: AuditRecord[]; latest: number }> {
+  const where = ["seq > ?", ...selector.map((c) => `${c.column} ${c.op} ?`)];
+  const values = [afterSeq, ...selector.map((c) => c.value)];
+  const [rows, latest] = await db.batch<{ seq: number; body: string }>([
+    db.prepare(`SELECT seq, body FROM audit_events WHERE ${where.join(" AND ")} ORDER BY seq LIMIT ?`).bind(...values, limit),
+    db.prepare("SELECT coalesce(max(seq), 0) AS seq, '' AS body FROM audit_events"),
+  ]);
+  return {
+    records: rows!.results.map((r) => ({ seq: r.seq, event: JSON.parse(r.body) as AuditEvent })),
+    latest: latest!.results[0]?.seq ?? 0,
+  };
+}

@@ -1,0 +1,168 @@
+/**
+ * The audit middleware: outermost on `/api` and `/apis` (src/index.ts), it lets the request run,
+ * answers every response with its `Audit-Id` header (kube-apiserver's), and records the requests
+ * src/audit/event.ts `isAudited` selects (writes, 403s, 401s) as `audit.k8s.io/v1` Events at level
+ * Metadata. The record is built from what the request and its answer hold (no I/O) and stored
+ * after the response (`ctx.waitUntil`): the answer never waits on D1, and a failure to record is
+ * logged (without the record) and never fails the request.
+ *
+ * What it reads of the request, after it ran: the Hono variables `user` (src/auth/rbac.ts
+ * `UserInfo`, set by authentication) and `attributes` (`RequestAttributes`, set by authorization),
+ * the response's status, and `c.error` (the ApiError a handler threw: its Status becomes the
+ * event's responseStatus; an `Unauthenticated` carries the authenticators' reasons, recorded as
+ * the annotation {@link AUTHN_REASONS_ANNOTATION}). When `attributes` is absent the verb and
+ * objectRef come from the method and URL (`requestInfo`); a request without `user` (a failed
+ * authentication, or an agent's credential refused on the API) is recorded with `user: {}`, as
+ * kube-apiserver records a failed authentication. Never recorded: the bearer token, request and response
+ * bodies (level Metadata), any header but `User-Agent`.
+ */
+import type { Context, MiddlewareHandler } from "hono";
+import { ApiError, type Status } from "../k8s/errors.ts";
+import { Unauthenticated } from "../auth/authn.ts";
+import type { ApiVariables } from "../api/context.ts";
+import { clock } from "../clock.ts";
+import type { Env } from "../env.ts";
+import {
+  AUDIT_ID_HEADER,
+  AUTHN_REASONS_ANNOTATION,
+  buildAuditEvent,
+  COLO_ANNOTATION,
+  DECISION_ANNOTATION,
+  infoOfAttributes,
+  isAudited,
+  requestInfo,
+  responseStatusOf,
+  type RequestInfo,
+} from "./event.ts";
+import { appendAuditEvent, auditRetentionDays } from "./log.ts";
+
+/**
+ * The Hono variables the audit reads (src/api/context.ts): absent when the request failed before
+ * they were set (a 401 has no `user`; a request refused before authorization has no `attributes`).
+ */
+export type AuditVariables = Partial<ApiVariables>;
+
+type AuditContext = Context<{ Bindings: Env; Variables: AuditVariables }>;
+
+/** Largest response body read back for a failure's Status or a created object's name, in bytes. */
+const MAX_READ_BACK_BYTES = 64 * 1024;
+
+/** The request info, from the authorization attributes when set (else from the method and URL). */
+function infoOf(c: AuditContext): RequestInfo {
+  const attrs = c.get("attributes");
+  return attrs ? infoOfAttributes(attrs) : requestInfo(c.req.method, c.req.url);
+}
+
+/**
+ * Reads a small JSON response body back from a copy of the response: a
+ * failure's Status, or the object a create made. Undefined for anything else, a body over
+ * {@link MAX_READ_BACK_BYTES}, or one that does not parse.
+ */
+async function readBack(res: Response): Promise<Record<string, unknown> | undefined> {
+  if (!(res.headers.get("content-type") ?? "").startsWith("application/json") || !res.body) return undefined;
+  const length = Number(res.headers.get("content-length") ?? "0");
+  if (length > MAX_READ_BACK_BYTES) return undefined;
+  const text = await res.text();
+  if (text.length > MAX_READ_BACK_BYTES) return undefined;
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Builds the audit middleware of a scope: `api` records what src/audit/event.ts `isAudited`
+ * selects and answers every response with `Audit-Id`; `agent` (the agent endpoints, `/agent/v1`)
+ * records failed authentications (401) only, and touches no other answer (a heartbeat, a works
+ * poll or a WebSocket upgrade costs two clock reads and nothing is written).
+ */
+function auditMiddleware(scope: "api" | "agent"): MiddlewareHandler<{ Bindings: Env; Variables: AuditVariables }> {
+  return async (c, next) => {
+    const receivedAt = clock.now();
+    await next();
+    if (scope === "agent" && c.res.status !== 401) return;
+    await recordAfter(c, receivedAt, scope);
+  };
+}
+
+/**
+ * The audit middleware of `/api` and `/apis` (see the module comment). Mount it before every
+ * other handler: `app.use("/api/*", auditRequests)`.
+ */
+export const auditRequests = auditMiddleware("api");
+
+/**
+ * The audit middleware of the agent endpoints (`/agent/v1`): a failed authentication (401: a bad
+ * agent JWT, a bad bootstrap token) is recorded as on the API; nothing else is.
+ */
+export const auditAgentAuthenticationFailures = auditMiddleware("agent");
+
+/**
+ * Sets the response's `Audit-Id` (scope `api`) and, when the request is audited, stores its
+ * record after the response (`waitUntil`). The one thing read before the response goes out is,
+ * for a create or a failure without its error at hand, the small JSON body the handler already
+ * built in memory (a copy; no I/O), so that the record never waits on the client reading its
+ * answer. Never throws.
+ */
+async function recordAfter(c: AuditContext, receivedAt: number, scope: "api" | "agent"): Promise<void> {
+  const auditID = crypto.randomUUID();
+  const completedAt = clock.now();
+  try {
+    if (scope === "api") {
+      try {
+        c.res.headers.set(AUDIT_ID_HEADER, auditID);
+      } catch {
+        // Immutable headers (a response passed through from elsewhere): answer a copy.
+        c.res = new Response(c.res.body, c.res);
+        c.res.headers.set(AUDIT_ID_HEADER, auditID);
+      }
+    }
+    const code = c.res.status;
+    const info = infoOf(c);
+    if (!isAudited(info.verb, code)) return;
+    const failure = c.error instanceof ApiError ? c.error : undefined;
+    // Everything is read and built now: the request and response are not to be touched once
+    // answered, and no header but what the record shows is kept.
+    const user = c.get("user");
+    const readsBack = (!failure && code >= 400) || (code < 300 && info.verb === "create" && !info.objectRef?.name);
+    const body = readsBack ? await readBack(c.res.clone()) : undefined;
+    let status: Pick<Status, "reason" | "message" | "details"> | undefined = failure?.toStatus();
+    if (!status && body?.kind === "Status") status = body as unknown as Status;
+    if (code < 300 && info.objectRef && !info.objectRef.name) {
+      const name = (body?.metadata as { name?: unknown } | undefined)?.name;
+      if (typeof name === "string") info.objectRef.name = name;
+    }
+    const url = new URL(c.req.url);
+    const input = {
+      auditID,
+      requestURI: url.pathname + url.search,
+      info,
+      sourceIP: c.req.header("cf-connecting-ip")?.trim(),
+      userAgent: c.req.header("user-agent"),
+      responseStatus: responseStatusOf(code, status, c.req.header("authorization")),
+      receivedAt,
+      completedAt,
+    };
+    const colo = (c.req.raw as { cf?: { colo?: unknown } }).cf?.colo;
+    const annotations: Record<string, string> = {};
+    if (typeof colo === "string" && colo) annotations[COLO_ANNOTATION] = colo;
+    if (failure instanceof Unauthenticated && failure.reasons.length > 0) annotations[AUTHN_REASONS_ANNOTATION] = failure.reasons.join("; ");
+    const record = async () => {
+      const who = code === 401 ? undefined : user;
+      if (code === 403) annotations[DECISION_ANNOTATION] = "forbid";
+      else if (who && code !== 401) annotations[DECISION_ANNOTATION] = "allow";
+      const event = buildAuditEvent({ ...input, user: who, annotations });
+      await appendAuditEvent(c.env.DB, event, clock.now(), auditRetentionDays(c.env.FLOTILLA_AUDIT_RETENTION_DAYS));
+    };
+    c.executionCtx.waitUntil(
+      record().catch((e: unknown) => {
+        // The error's message only: never the event (it names the user) nor the request.
+        console.error("audit: a record was not stored:", e instanceof Error ? e.message : String(e));
+      }),
+    );
+  } catch (e) {
+    console.error("audit: a request was not recorded:", e instanceof Error ? e.message : String(e));
+  }
+}
