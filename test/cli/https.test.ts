@@ -3,7 +3,11 @@
  * CA): the CA from --ca-file or the local state folder, the TLS failure hint, http:// against
  * it, and a kubeconfig that embeds the CA.
  */
-import { readFileSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { startHub, type Hub } from "../../scripts/hub-process.ts";
@@ -66,5 +70,20 @@ describe("flotilla against an HTTPS hub", () => {
     expect(Buffer.from(kc.clusters[0].cluster["certificate-authority-data"], "base64").toString()).toBe(readFileSync(caFile, "utf8"));
     expect(kc.users[0].user.token).toBe(hub.adminToken);
     expect(r.stdout).not.toContain("insecure-skip-tls-verify");
+  });
+  it("kubeconfig --serviceaccount writes a token the hub issues for it, which kubectl then uses", async () => {
+    const r = await flotilla(["kubeconfig", "--ca-file", caFile, "--serviceaccount", "default/default", "--duration", "10m", "--context-name", "ci"], { hub });
+    expect(r.code, r.stderr).toBe(0);
+    const kc = parseYaml(r.stdout);
+    expect(kc.users[0].name).toBe("ci-default-default");
+    expect(kc.users[0].user.token).not.toBe(hub.adminToken);
+    expect(kc.contexts[0]).toEqual({ name: "ci", context: { cluster: "ci", user: "ci-default-default" } });
+    const file = path.join(mkdtempSync(path.join(tmpdir(), "flotilla-kc-")), "ci.kubeconfig");
+    writeFileSync(file, r.stdout);
+    const { stdout } = await promisify(execFile)("kubectl", ["--kubeconfig", file, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"]);
+    expect(stdout).toBe("system:serviceaccount:default:default");
+    const missing = await flotilla(["kubeconfig", "--ca-file", caFile, "--serviceaccount", "default/nobody"], { hub });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('serviceaccounts "nobody" not found');
   });
 });

@@ -82,6 +82,28 @@ describe("flotilla without a hub", () => {
       writeFileSync(cfgFile, "hubUrl: http://file.example:1/\ntoken: from-file\n");
     });
 
+    it("kubeconfig for an OIDC user runs kubectl's oidc-login plugin; for a given token, that token", async () => {
+      const r = await flotilla(["kubeconfig", "--oidc-issuer-url", "https://dex.example.com", "--oidc-client-id", "flotilla", "--oidc-extra-scope", "groups", "email"], { env: { FLOTILLA_CONFIG: cfgFile } });
+      expect(r.code, r.stderr).toBe(0);
+      const kc = kubeconfigOf(r.stdout) as unknown as { users: { name: string; user: { exec: { apiVersion: string; command: string; args: string[]; interactiveMode: string } } }[] };
+      expect(kc.users[0]!.name).toBe("flotilla-oidc");
+      expect(kc.users[0]!.user.exec).toMatchObject({
+        apiVersion: "client.authentication.k8s.io/v1",
+        command: "kubectl",
+        args: ["oidc-login", "get-token", "--oidc-issuer-url=https://dex.example.com", "--oidc-client-id=flotilla", "--oidc-extra-scope=groups", "--oidc-extra-scope=email"],
+        interactiveMode: "IfAvailable",
+      });
+      expect(r.stdout).not.toContain("token:");
+      const t = await flotilla(["kubeconfig", "--user-token", "abc.def"], { env: { FLOTILLA_CONFIG: cfgFile } });
+      expect(kubeconfigOf(t.stdout).users[0]!.user.token).toBe("abc.def");
+      const both = await flotilla(["kubeconfig", "--user-token", "x", "--serviceaccount", "a/b"], { env: { FLOTILLA_CONFIG: cfgFile } });
+      expect(both.code).toBe(2);
+      expect(both.stderr).toContain("use one of");
+      const half = await flotilla(["kubeconfig", "--oidc-issuer-url", "https://dex.example.com"], { env: { FLOTILLA_CONFIG: cfgFile } });
+      expect(half.code).toBe(2);
+      expect(half.stderr).toContain("needs both --oidc-issuer-url and --oidc-client-id");
+    });
+
     it("kubeconfig prints the config file's hub and token; env and flags win in turn", async () => {
       const file = await flotilla(["kubeconfig"], { env: { FLOTILLA_CONFIG: cfgFile } });
       expect(file.code, file.stderr).toBe(0);
