@@ -114,4 +114,20 @@ describe("ServiceAccount tokens with kubectl", () => {
     expect(payload.sub).toBe("system:serviceaccount:ci:deployer");
     expect(decodeJwt((await kubectl("create", "token", "deployer", "-n", "ci")).trim()).sub).toBe("system:serviceaccount:ci:deployer");
   });
+  it("the token is the ServiceAccount's identity for kubectl, its RBAC applies, and it dies with the ServiceAccount", async () => {
+    const t = (await kubectl("create", "token", "deployer", "-n", "ci")).trim();
+    const as = (...args: string[]) => run("kubectl", ["--kubeconfig", kubeconfig, "--token", t, ...args], { cwd: dir }).then((r) => ({ code: 0, out: r.stdout }), (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? -1, out: `${e.stdout ?? ""}${e.stderr ?? ""}` }));
+    expect((await as("auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}")).out).toBe('system:serviceaccount:ci:deployer ["system:serviceaccounts","system:serviceaccounts:ci","system:authenticated"]');
+    expect((await as("auth", "can-i", "list", "serviceaccounts", "-n", "ci")).out.trim()).toBe("no");
+    await kubectl("create", "rolebinding", "deployer-view", "--clusterrole=view", "--serviceaccount=ci:deployer", "-n", "ci");
+    expect((await as("get", "serviceaccounts", "-n", "ci", "-o", "name")).out).toContain("serviceaccount/deployer");
+    expect((await as("get", "serviceaccounts", "-n", "default")).out).toContain("Forbidden");
+    await kubectl("delete", "serviceaccount", "deployer", "-n", "ci");
+    const gone = await as("get", "serviceaccounts", "-n", "ci");
+    expect(gone.code).not.toBe(0);
+    expect(gone.out).toContain("Unauthorized");
+    // A ServiceAccount of the same name made again is another: the old token stays dead.
+    await kubectl("create", "serviceaccount", "deployer", "-n", "ci");
+    expect((await as("get", "serviceaccounts", "-n", "ci")).out).toContain("Unauthorized");
+  });
 });
