@@ -12,7 +12,7 @@ import { promisify } from "node:util";
 import { CustomObjectsApi, KubeConfig, Watch } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+import { kubectlWith, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -22,19 +22,7 @@ let hub: Hub;
 let kubeconfig: string;
 const agents: AgentProcess[] = [];
 
-async function kubectl(...args: string[]): Promise<string> {
-  const { stdout } = await run("kubectl", ["--kubeconfig", kubeconfig, ...args], { cwd: dir });
-  return stdout;
-}
-
-async function kubectlFails(...args: string[]): Promise<string> {
-  try {
-    await kubectl(...args);
-  } catch (e) {
-    return String((e as { stderr?: string }).stderr ?? e);
-  }
-  throw new Error(`kubectl ${args.join(" ")} succeeded`);
-}
+const { kubectl, kubectlFails } = kubectlWith(() => kubeconfig, dir);
 
 function file(name: string, text: string): string {
   const p = path.join(dir, name);

@@ -14,6 +14,7 @@ import { promisify } from "node:util";
 import { createLocalJWKSet, decodeJwt, jwtVerify, type JSONWebKeySet } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hubFetch, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { kubectlWith } from "./support.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -22,19 +23,7 @@ const dir = mkdtempSync(path.join(tmpdir(), "flotilla-sa-"));
 let hub: Hub;
 let kubeconfig: string;
 
-async function kubectl(...args: string[]): Promise<string> {
-  const { stdout } = await run("kubectl", ["--kubeconfig", kubeconfig, ...args], { cwd: dir });
-  return stdout;
-}
-
-async function kubectlFails(...args: string[]): Promise<string> {
-  try {
-    await kubectl(...args);
-  } catch (e) {
-    return String((e as { stderr?: string }).stderr ?? e);
-  }
-  throw new Error(`kubectl ${args.join(" ")} succeeded`);
-}
+const { kubectl, kubectlFails } = kubectlWith(() => kubeconfig, dir);
 
 /** GET of a public document (no credential): status, content type and parsed body. */
 async function publicDoc(apiPath: string): Promise<{ status: number; body: Record<string, unknown> }> {

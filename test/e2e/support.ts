@@ -1,7 +1,8 @@
 /** Helpers for end-to-end tests: agent processes and polling. */
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import type { Hub } from "../../scripts/hub-process.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -48,3 +49,20 @@ export const cond = (mc: any, type: string) => (mc?.status?.conditions ?? []).fi
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export const taintKeys = (mc: any): string[] => (mc?.spec?.taints ?? []).map((t: { key: string }) => t.key);
 
+/**
+ * kubectl with the kubeconfig `kubeconfig()` names (read at each call), run in `dir`:
+ * `kubectl(...args)` resolves its stdout (rejects when it fails); `kubectlFails(...args)`
+ * resolves the stderr of a command that must fail (throws when it succeeds).
+ */
+export function kubectlWith(kubeconfig: () => string, dir: string): { kubectl: (...args: string[]) => Promise<string>; kubectlFails: (...args: string[]) => Promise<string> } {
+  const kubectl = async (...args: string[]): Promise<string> => (await promisify(execFile)("kubectl", ["--kubeconfig", kubeconfig(), ...args], { cwd: dir })).stdout;
+  const kubectlFails = async (...args: string[]): Promise<string> => {
+    try {
+      await kubectl(...args);
+    } catch (e) {
+      return String((e as { stderr?: string }).stderr ?? e);
+    }
+    throw new Error(`kubectl ${args.join(" ")} succeeded`);
+  };
+  return { kubectl, kubectlFails };
+}

@@ -6,47 +6,25 @@
  */
 import { env, exports } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from "jose";
 import { call, createNamespaces, MC } from "./helpers.ts";
+import { idToken, serveIssuer } from "./oidc-users.ts";
 import { ensureBootstrapPolicy } from "../../src/auth/rbac-store.ts";
 
-const ISSUER = "https://issuer.test";
 const RBAC = "/apis/rbac.authorization.k8s.io/v1";
 const PLACEMENTS = (ns: string) => `/apis/cluster.open-cluster-management.io/v1beta1/namespaces/${ns}/placements`;
 const OCM = "cluster.open-cluster-management.io";
 
-let privateKey: CryptoKey;
-const realFetch = globalThis.fetch;
+let undo: () => void;
 
 beforeAll(async () => {
-  const pair = await generateKeyPair("RS256", { extractable: true });
-  privateKey = pair.privateKey;
-  const jwk = { ...(await exportJWK(pair.publicKey)), kid: "k1", alg: "RS256", use: "sig" };
-  globalThis.fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
-    const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
-    if (url === `${ISSUER}/.well-known/openid-configuration`) return Response.json({ issuer: ISSUER, jwks_uri: `${ISSUER}/keys` });
-    if (url === `${ISSUER}/keys`) return Response.json({ keys: [jwk] });
-    return realFetch(input, init);
-  }) as typeof fetch;
+  undo = await serveIssuer();
   await createNamespaces("team-a", "team-b");
 });
 
-afterAll(() => {
-  globalThis.fetch = realFetch;
-});
+afterAll(() => undo());
 
 /** An ID token of the test issuer for `sub` (user `oidc:<sub>`) in `groups`. */
-async function token(sub: string, groups: string[] = []): Promise<string> {
-  const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({ groups })
-    .setProtectedHeader({ alg: "RS256", kid: "k1" })
-    .setIssuer(ISSUER)
-    .setSubject(sub)
-    .setAudience("flotilla")
-    .setIssuedAt(now)
-    .setExpirationTime(now + 600)
-    .sign(privateKey);
-}
+const token = idToken;
 
 /** Calls the hub as OIDC user `oidc:<sub>`. */
 async function as(sub: string, method: string, path: string, body?: unknown, groups: string[] = [], contentType?: string) {
