@@ -21,7 +21,7 @@ import "./work/replicaset.ts";
 import "./gc/collector.ts";
 import "./namespaces/controller.ts";
 import { clock } from "./clock.ts";
-import { auditAgentAuthenticationFailures, auditRequests } from "./audit/middleware.ts";
+import { auditRequests } from "./audit/middleware.ts";
 
 export { ClusterObject } from "../durable-objects/cluster.ts";
 export { SchedulerObject } from "../durable-objects/scheduler.ts";
@@ -72,8 +72,6 @@ export function createApp(): Hono<{ Bindings: Env }> {
   app.route("/apis", resourceRoutes());
   // Webhook receivers: no bearer token, the delivery's HMAC signature is the credential.
   app.route("/hooks", webhookRoutes());
-  // Agents' failed authentications are audited; nothing else of theirs is (no cost to a heartbeat).
-  app.use("/agent/v1/*", auditAgentAuthenticationFailures);
   app.route("/agent/v1", channelRoutes());
   app.route("/agent/v1", agentRoutes());
   app.notFound(() => statusResponse(new ApiError(404, "NotFound", "the server could not find the requested resource")));

@@ -25,6 +25,11 @@ import type { AuditEvent } from "./event.ts";
 export const DEFAULT_AUDIT_RETENTION_DAYS = 30;
 /** Most expired rows one insert deletes (the `received_at` index finds them; no scan). */
 export const RETENTION_DELETE_BATCH = 100;
+/**
+ * Most failed authentications (401) recorded in any minute (by the time they were received):
+ * anyone may cause one, so their records are bounded (about 86,000 a day at most).
+ */
+export const AUTH_FAILURE_RECORDS_PER_MINUTE = 60;
 /** Rows read per query when a list has no limit, or per watch poll. */
 export const AUDIT_READ_CHUNK = 500;
 
@@ -40,17 +45,27 @@ export function auditRetentionDays(value: string | undefined): number {
 }
 
 /**
- * Appends `event` and deletes up to {@link RETENTION_DELETE_BATCH} records received more than
- * `retentionDays` days before `now` (epoch milliseconds), in one D1 batch.
+ * Appends `event` (a failed authentication only while fewer than
+ * {@link AUTH_FAILURE_RECORDS_PER_MINUTE} were recorded in the minute before it) and deletes up to
+ * {@link RETENTION_DELETE_BATCH} records received more than `retentionDays` days before `now`
+ * (epoch milliseconds), in one D1 batch.
  * @throws errors of D1 (the caller, src/audit/middleware.ts, logs them; a request never fails for them)
  */
 export async function appendAuditEvent(db: D1Database, event: AuditEvent, now: number, retentionDays: number): Promise<void> {
   const receivedAt = Date.parse(event.requestReceivedTimestamp);
   const ref = event.objectRef ?? {};
+  const values = [event.auditID, receivedAt, event.user.username ?? "", event.verb, ref.resource ?? "", ref.namespace ?? "", event.responseStatus.code, JSON.stringify(event)];
+  // A failed authentication is anyone's to cause: at most AUTH_FAILURE_RECORDS_PER_MINUTE are
+  // kept per minute, so strangers cannot grow the hub's storage at will (the rest are counted by
+  // the failed-authentication limiter and answered all the same).
+  const insert =
+    event.responseStatus.code === 401
+      ? db
+          .prepare("INSERT INTO audit_events (audit_id, received_at, username, verb, resource, namespace, code, body) SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE (SELECT count(*) FROM audit_events WHERE received_at >= ? AND code = 401) < ?")
+          .bind(...values, receivedAt - 60_000, AUTH_FAILURE_RECORDS_PER_MINUTE)
+      : db.prepare("INSERT INTO audit_events (audit_id, received_at, username, verb, resource, namespace, code, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)").bind(...values);
   await db.batch([
-    db
-      .prepare("INSERT INTO audit_events (audit_id, received_at, username, verb, resource, namespace, code, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-      .bind(event.auditID, receivedAt, event.user.username ?? "", event.verb, ref.resource ?? "", ref.namespace ?? "", event.responseStatus.code, JSON.stringify(event)),
+    insert,
     db
       .prepare("DELETE FROM audit_events WHERE seq IN (SELECT seq FROM audit_events WHERE received_at < ? ORDER BY received_at LIMIT ?)")
       .bind(now - retentionDays * DAY_MS, RETENTION_DELETE_BATCH),

@@ -73,51 +73,35 @@ async function readBack(res: Response): Promise<Record<string, unknown> | undefi
 }
 
 /**
- * Builds the audit middleware of a scope: `api` records what src/audit/event.ts `isAudited`
- * selects and answers every response with `Audit-Id`; `agent` (the agent endpoints, `/agent/v1`)
- * records failed authentications (401) only, and touches no other answer (a heartbeat, a works
- * poll or a WebSocket upgrade costs two clock reads and nothing is written).
+ * The audit middleware of `/api` and `/apis` (see the module comment): records what
+ * src/audit/event.ts `isAudited` selects and answers every response with `Audit-Id`. Mount it
+ * before every other handler: `app.use("/api/*", auditRequests)`. The agent endpoints are not
+ * audited: their failed authentications are strangers' (counted by the limiter,
+ * src/auth/ratelimit.ts), and recording them would let strangers grow the hub's storage.
  */
-function auditMiddleware(scope: "api" | "agent"): MiddlewareHandler<{ Bindings: Env; Variables: AuditVariables }> {
-  return async (c, next) => {
-    const receivedAt = clock.now();
-    await next();
-    if (scope === "agent" && c.res.status !== 401) return;
-    await recordAfter(c, receivedAt, scope);
-  };
-}
+export const auditRequests: MiddlewareHandler<{ Bindings: Env; Variables: AuditVariables }> = async (c, next) => {
+  const receivedAt = clock.now();
+  await next();
+  await recordAfter(c, receivedAt);
+};
 
 /**
- * The audit middleware of `/api` and `/apis` (see the module comment). Mount it before every
- * other handler: `app.use("/api/*", auditRequests)`.
- */
-export const auditRequests = auditMiddleware("api");
-
-/**
- * The audit middleware of the agent endpoints (`/agent/v1`): a failed authentication (401: a bad
- * agent JWT, a bad bootstrap token) is recorded as on the API; nothing else is.
- */
-export const auditAgentAuthenticationFailures = auditMiddleware("agent");
-
-/**
- * Sets the response's `Audit-Id` (scope `api`) and, when the request is audited, stores its
+ * Sets the response's `Audit-Id` and, when the request is audited, stores its
  * record after the response (`waitUntil`). The one thing read before the response goes out is,
  * for a create or a failure without its error at hand, the small JSON body the handler already
  * built in memory (a copy; no I/O), so that the record never waits on the client reading its
  * answer. Never throws.
  */
-async function recordAfter(c: AuditContext, receivedAt: number, scope: "api" | "agent"): Promise<void> {
+async function recordAfter(c: AuditContext, receivedAt: number): Promise<void> {
   const auditID = crypto.randomUUID();
   const completedAt = clock.now();
   try {
-    if (scope === "api") {
-      try {
-        c.res.headers.set(AUDIT_ID_HEADER, auditID);
-      } catch {
-        // Immutable headers (a response passed through from elsewhere): answer a copy.
-        c.res = new Response(c.res.body, c.res);
-        c.res.headers.set(AUDIT_ID_HEADER, auditID);
-      }
+    try {
+      c.res.headers.set(AUDIT_ID_HEADER, auditID);
+    } catch {
+      // Immutable headers (a response passed through from elsewhere): answer a copy.
+      c.res = new Response(c.res.body, c.res);
+      c.res.headers.set(AUDIT_ID_HEADER, auditID);
     }
     const code = c.res.status;
     const info = infoOf(c);
