@@ -155,6 +155,79 @@ export interface WatchOptions {
 }
 
 /**
+ * The response side of a watch, shared by the store's watches and the audit log's: a stream of
+ * newline-delimited JSON events, and the end of the watch. The client going away (the response
+ * body cancelled, so the writer's side errors, or the request's `signal` aborting: workerd's
+ * `enable_request_signal`, as on Cloudflare) frees the watch's place (`release`) at once and
+ * wakes {@link pause}. Under wrangler dev neither happens: a failed keepalive write ends it.
+ */
+export class WatchStream {
+  private readonly writer: WritableStreamDefaultWriter<Uint8Array>;
+  private readonly encoder = new TextEncoder();
+  private left = false;
+  private wake: () => void = () => undefined;
+  private readonly closed = new Promise<void>((resolve) => (this.wake = resolve));
+  private readonly leave = () => {
+    this.left = true;
+    this.release();
+    this.wake();
+  };
+  /** The response body. */
+  readonly readable: ReadableStream<Uint8Array>;
+
+  constructor(
+    private readonly release: () => void,
+    private readonly signal?: AbortSignal,
+  ) {
+    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+    this.readable = readable;
+    this.writer = writable.getWriter();
+    void this.writer.closed.then(this.leave, this.leave);
+    if (signal?.aborted) this.leave();
+    signal?.addEventListener("abort", this.leave, { once: true });
+  }
+
+  /** Whether the client went away. */
+  get gone(): boolean {
+    return this.left;
+  }
+
+  /** Writes one event (`{type, object}`, a line). @throws when the client went away */
+  send(type: string, object: unknown): Promise<void> {
+    return this.writer.write(this.encoder.encode(`${JSON.stringify({ type, object })}\n`));
+  }
+
+  /** Writes a keepalive newline: a watch learns its client left from a failed write. @throws then */
+  keepalive(): Promise<void> {
+    return this.writer.write(this.encoder.encode("\n"));
+  }
+
+  /** Waits `ms` milliseconds, or less when the client goes away. */
+  async pause(ms: number): Promise<void> {
+    await Promise.race([new Promise((r) => setTimeout(r, ms)), this.closed]);
+  }
+
+  /**
+   * Runs the watch's loop `run` after the response (`waitUntil`, the request's) and returns the
+   * streaming response: an ApiError the loop throws is sent as an ERROR event (its Status), then
+   * the watch's place is released and the stream closed.
+   */
+  respond(run: () => Promise<void>, waitUntil: (p: Promise<unknown>) => void): Response {
+    waitUntil(
+      run()
+        .catch((e: unknown) => (e instanceof ApiError ? this.send("ERROR", e.toStatus()).catch(() => undefined) : undefined))
+        .finally(() => {
+          this.release();
+          this.signal?.removeEventListener("abort", this.leave);
+          return this.writer.close().catch(() => undefined);
+        }),
+    );
+    // `content-encoding: identity`: a compressed stream would be held back until its buffer fills.
+    return new Response(this.readable, { status: 200, headers: { "content-type": "application/json", "cache-control": "no-cache, no-transform", "content-encoding": "identity" } });
+  }
+}
+
+/**
  * Starts a watch and returns its streaming response. `filter` applies the request's label and field
  * selectors; `present` turns an object into what is sent (fields never served stripped, or a
  * one-row Table when the client asked for tables, as `kubectl get -w` does). `waitUntil` keeps the stream's writer
@@ -179,30 +252,13 @@ export function watchResponse(
   const now = clock.now();
   const release = acquireWatch(opts.client, now, now + Math.min(timeout, MAX_WATCH_SECONDS) * 1000 + WATCH_PLACE_GRACE_MS);
 
-  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
-  const writer = writable.getWriter();
-  const encoder = new TextEncoder();
+  const stream = new WatchStream(release, opts.signal);
   // Polls since the stream last carried anything (see WATCH_KEEPALIVE_POLLS).
   let quietPolls = 0;
   const send = (type: string, object: unknown) => {
     quietPolls = 0;
-    return writer.write(encoder.encode(`${JSON.stringify({ type, object })}\n`));
+    return stream.send(type, object);
   };
-  // The client went away: the response body was cancelled (the writer's side errors), or the
-  // request's signal aborted (workerd's `enable_request_signal`, as on Cloudflare). Either frees
-  // the watch's place at once and wakes the loop. Under wrangler dev neither happens: a failed
-  // keepalive write ends the watch instead (WATCH_KEEPALIVE_POLLS).
-  let gone = false;
-  let wake: () => void = () => undefined;
-  const closed = new Promise<void>((resolve) => (wake = resolve));
-  const leave = () => {
-    gone = true;
-    release();
-    wake();
-  };
-  void writer.closed.then(leave, leave);
-  if (opts.signal?.aborted) leave();
-  opts.signal?.addEventListener("abort", leave, { once: true });
 
   const run = async () => {
     const deadline = clock.now() + Math.min(timeout, MAX_WATCH_SECONDS) * 1000;
@@ -222,7 +278,7 @@ export function watchResponse(
         listRv ??= page.resourceVersion;
         for (const o of page.items) await send("ADDED", present(o));
         after = page.next;
-      } while (after && !gone);
+      } while (after && !stream.gone);
       rv = Number(listRv);
       if (opts.sendInitialEvents) {
         await send("BOOKMARK", { kind: def.kind, apiVersion: apiVersionOf(def), metadata: { resourceVersion: String(rv), annotations: { [INITIAL_EVENTS_END]: "true" } } });
@@ -265,22 +321,12 @@ export function watchResponse(
       }
       if (++quietPolls >= WATCH_KEEPALIVE_POLLS) {
         quietPolls = 0;
-        await writer.write(encoder.encode("\n"));
+        await stream.keepalive();
       }
-      if (clock.now() + WATCH_POLL_MS > deadline || gone) return;
-      await Promise.race([new Promise((r) => setTimeout(r, WATCH_POLL_MS)), closed]);
-      if (gone) return;
+      if (clock.now() + WATCH_POLL_MS > deadline || stream.gone) return;
+      await stream.pause(WATCH_POLL_MS);
+      if (stream.gone) return;
     }
   };
-  waitUntil(
-    run()
-      .catch((e: unknown) => (e instanceof ApiError ? send("ERROR", e.toStatus()).catch(() => undefined) : undefined))
-      .finally(() => {
-        release();
-        opts.signal?.removeEventListener("abort", leave);
-        return writer.close().catch(() => undefined);
-      }),
-  );
-  // `content-encoding: identity`: a compressed stream would be held back until its buffer fills.
-  return new Response(readable, { status: 200, headers: { "content-type": "application/json", "cache-control": "no-cache, no-transform", "content-encoding": "identity" } });
+  return stream.respond(run, waitUntil);
 }

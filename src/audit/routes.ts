@@ -33,7 +33,7 @@ import type { ApiEnv } from "../api/context.ts";
 import { bearerToken } from "../auth/credentials.ts";
 import { negotiate, partialObjectMetadataList } from "../api/negotiate.ts";
 import { queryFlag } from "../api/request.ts";
-import { acquireWatch, checkWatchListOptions, clientOf, INITIAL_EVENTS_END, MAX_WATCH_SECONDS, WATCH_POLL_MS } from "../api/watch.ts";
+import { acquireWatch, checkWatchListOptions, clientOf, INITIAL_EVENTS_END, MAX_WATCH_SECONDS, WATCH_POLL_MS, WatchStream } from "../api/watch.ts";
 import type { AuditEvent } from "./event.ts";
 import { AUDIT_READ_CHUNK, parseAuditFieldSelector, readAuditEvents, type AuditRecord, type AuditSelector } from "./log.ts";
 
@@ -197,21 +197,8 @@ function watch(c: Ctx, selector: AuditSelector, labelsMatch: boolean, client: st
   const now = clock.now();
   const deadline = now + Math.min(timeout, MAX_WATCH_SECONDS) * 1000;
   const release = acquireWatch(client, now, deadline + 60_000);
-  const signal = c.req.raw.signal;
-  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
-  const writer = writable.getWriter();
-  const encoder = new TextEncoder();
-  const send = (type: string, object: unknown) => writer.write(encoder.encode(`${JSON.stringify({ type, object })}\n`));
-  let gone = false;
-  let wake: () => void = () => undefined;
-  const closed = new Promise<void>((resolve) => (wake = resolve));
-  const leave = () => {
-    gone = true;
-    release();
-    wake();
-  };
-  void writer.closed.then(leave, leave);
-  signal.addEventListener("abort", leave, { once: true });
+  const stream = new WatchStream(release, c.req.raw.signal);
+  const send = (type: string, object: unknown) => stream.send(type, object);
   const run = async () => {
     // Watch-list (sendInitialEvents=true): every kept record, then the initial-events-end BOOKMARK.
     let rv = initialEvents === true ? 0 : from;
@@ -231,29 +218,20 @@ function watch(c: Ctx, selector: AuditSelector, labelsMatch: boolean, client: st
         rv = r.seq;
         if (labelsMatch) await send("ADDED", shape(auditEventObject(r)));
       }
-      if (page.records.length === AUDIT_READ_CHUNK && !gone) continue;
+      if (page.records.length === AUDIT_READ_CHUNK && !stream.gone) continue;
       rv = Math.max(rv, page.latest);
       if (initial && initialEvents) {
         await send("BOOKMARK", { kind: "AuditEvent", apiVersion: API_VERSION, metadata: { resourceVersion: String(rv), annotations: { [INITIAL_EVENTS_END]: "true" } } });
       }
       initial = false;
       // A keepalive newline each quiet poll: a watch learns its client left from a failed write.
-      if (page.records.length === 0) await writer.write(encoder.encode("\n"));
-      if (gone || clock.now() + WATCH_POLL_MS > deadline) return;
-      await Promise.race([new Promise((r) => setTimeout(r, WATCH_POLL_MS)), closed]);
-      if (gone) return;
+      if (page.records.length === 0) await stream.keepalive();
+      if (stream.gone || clock.now() + WATCH_POLL_MS > deadline) return;
+      await stream.pause(WATCH_POLL_MS);
+      if (stream.gone) return;
     }
   };
-  c.executionCtx.waitUntil(
-    run()
-      .catch((e: unknown) => (e instanceof ApiError ? send("ERROR", e.toStatus()).catch(() => undefined) : undefined))
-      .finally(() => {
-        release();
-        signal.removeEventListener("abort", leave);
-        return writer.close().catch(() => undefined);
-      }),
-  );
-  return new Response(readable, { status: 200, headers: { "content-type": "application/json", "cache-control": "no-cache, no-transform", "content-encoding": "identity" } });
+  return stream.respond(run, (p) => c.executionCtx.waitUntil(p));
 }
 
 /**
