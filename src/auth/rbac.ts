@@ -1004,7 +1004,7 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
   ]),
   clusterRole("system:discovery", [
     // Kubernetes' list, plus Flotilla's reference page `/docs`.
-    { verbs: ["get"], nonResourceURLs: ["/api", "/api/*", "/apis", "/apis/*", "/docs", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/"] },
+    { verbs: ["get"], nonResourceURLs: ["/api", "/api/*", "/apis", "/apis/*", "/docs", "/docs/", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/"] },
   ]),
   clusterRole("system:basic-user", [
     { verbs: ["create"], apiGroups: ["authorization.k8s.io"], resources: ["selfsubjectaccessreviews", "selfsubjectrulesreviews"] },

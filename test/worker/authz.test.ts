@@ -53,7 +53,7 @@ describe("authentication", () => {
   });
 
   it("lets every authenticated user read discovery, OpenAPI and /docs, and nothing else", async () => {
-    for (const p of ["/api", "/api/v1", "/apis", `/apis/${OCM}/v1`, "/openapi/v3", "/openapi/v2", "/docs"]) expect((await as("nobody", "GET", p)).status).toBe(200);
+    for (const p of ["/api", "/api/v1", "/apis", `/apis/${OCM}/v1`, "/openapi/v3", "/openapi/v2", "/docs", "/docs/"]) expect((await as("nobody", "GET", p)).status).toBe(200);
     const r = await as("nobody", "GET", PLACEMENTS("team-a"));
     expect(r.status).toBe(403);
     expect(r.body).toMatchObject({
