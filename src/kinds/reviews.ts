@@ -49,20 +49,14 @@ export const SelfSubjectAccessReviewSchema = z.strictObject({
   status: accessStatus,
 });
 
-/** A SubjectAccessReview as a client sends it. */
-export const SubjectAccessReviewSchema = z.strictObject({
-  apiVersion: z.string(),
-  kind: z.string(),
-  metadata: ObjectMetaSchema.optional(),
-  spec: z.strictObject({
-    resourceAttributes: ResourceAttributesSchema.nullable().optional(),
-    nonResourceAttributes: NonResourceAttributesSchema.nullable().optional(),
+/** A SubjectAccessReview as a client sends it: a SelfSubjectAccessReview's, and whom it asks about. */
+export const SubjectAccessReviewSchema = SelfSubjectAccessReviewSchema.extend({
+  spec: SelfSubjectAccessReviewSchema.shape.spec.extend({
     user: optString,
     groups: z.array(z.string()).nullable().optional(),
     extra: z.record(z.string(), z.array(z.string())).nullable().optional(),
     uid: optString,
   }),
-  status: accessStatus,
 });
 
 /** A SelfSubjectRulesReview as a client sends it. */
