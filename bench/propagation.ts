@@ -47,6 +47,7 @@ import { admin, createBootstrapToken, createNamespaces, freePort, startHub, type
 import { startNoopWorker } from "./noop/start.ts";
 import { startProfiling, type Profiling } from "./cpu-profile.ts";
 import { Agent as HttpAgent, request as httpRequest } from "node:http";
+import { readFileSync } from "node:fs";
 import { ChannelFleet, describeStats, descriptorLimit, entryUrl, hubProcesses, outOfDescriptors, percentile as pct, sampleDescriptors, type AgentTimes, type Descriptors } from "./channel-fleet.ts";
 import { printTable } from "./table.ts";
 
@@ -506,13 +507,16 @@ async function measureWsHub(fleet: ChannelFleet, size: number): Promise<WsSide> 
     await guarded(fleet.reported(1));
     checkNoRestart(hub);
     const profiling: Profiling | undefined = PROFILE ? await startProfiling(inspectorPort) : undefined;
+    const cpu0 = cpuSeconds(target.worker);
     const t0 = epochNow();
     ok(await admin(hub, "PATCH", `${MWRS}/bench`, { spec: spec("v2") }, "application/merge-patch+json"), "update");
     const patchMs = epochNow() - t0;
     const times = await guarded(fleet.reported(2));
+    const cpu = cpuSeconds(target.worker) - cpu0;
     await profiling?.stop(`${PROFILE}-${size}.cpuprofile`);
     const lat = doneAfter(times, t0);
     printWsTimeline(`fleet of ${size}, hub`, times, t0);
+    console.log(`fleet of ${size}, hub: the Worker's workerd used ${cpu.toFixed(2)} s of CPU from the update to the last acknowledgement (load ${loadAverage()})`);
     checkNoRestart(hub);
     return { lat, patchMs, fds: sampler.stop() };
   } catch (e) {
@@ -557,6 +561,20 @@ async function measureWsNoop(fleet: ChannelFleet, size: number): Promise<WsSide>
 }
 
 const secs = (ms: number) => (ms / 1000).toFixed(2);
+
+/**
+ * The CPU time process `pid` has used so far (user + system, seconds), from /proc/<pid>/stat
+ * (clock ticks of 1/100 s, Linux's USER_HZ): what the hub's work costs whatever the machine's
+ * load, unlike its wall-clock figures.
+ */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** The 1-minute load average, for the figures' context. */
+const loadAverage = () => readFileSync("/proc/loadavg", "utf8").split(" ")[0]!;
 
 async function measureWs(size: number): Promise<string[]> {
   const fleet = await ChannelFleet.start(Array.from({ length: size }, (_, i) => `prop-${String(i).padStart(5, "0")}`), { processes: PROCESSES });

@@ -1,6 +1,7 @@
 /**
  * The D1 index: objects stored as JSON rows keyed by (resource, namespace, name), with a global
- * resourceVersion counter bumped in the same atomic `batch()` as every write. Optimistic
+ * resourceVersion counter moved on by every write's own statement (its triggers, which also log
+ * the watch event: migrations/0010_write_triggers.sql) in the same atomic `batch()`. Optimistic
  * concurrency is a `WHERE resource_version = ?` on the row, so two writers never both win.
  *
  * The fields a kind lists in `encryptedFields` (a Secret's `data`) are sealed with the handle's
@@ -8,7 +9,7 @@
  * kube-apiserver's storage transformers do (src/k8s/encryption.ts); rows stored before encryption
  * are read as they are and sealed on their next write.
  */
-import { and, eq, exists, inArray, lt, sql, type SQL } from "drizzle-orm";
+import { and, eq, exists, inArray, lt, notExists, sql, type SQL } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
 import { counters, events, labels, objects, outbox, ownerReferences } from "../db/schema.ts";
@@ -301,28 +302,36 @@ export async function listObjectsNamed(db: DrizzleD1Database, def: KindDefinitio
 
 /**
  * A condition that holds only while a commit's precondition does, for the statements that must
- * take effect with the object's own (its event, outbox row and indexes): `current`, the row still
- * carries the expected version (`rv`; before an update or a delete); `written`, the row carries
- * the version just counted (after a create that was not skipped as a duplicate). Both read the
- * placeholders `resource`, `namespace`, `name` (and `rv`).
+ * take effect with the object's own (its outbox row, indexes, change counters), which run just
+ * before it in the same batch: `current`, the row still carries the expected version (`rv`;
+ * before an update or a delete); `absent`, no row has the key (before a create, whose insert then
+ * takes effect). Both read the placeholders `resource`, `namespace`, `name` (and `rv`).
  */
-export type Guard = "current" | "written";
+export type Guard = "current" | "absent";
 
 const guardConditions: Record<Guard, SQL> = {
   current: exists(builder.select({ one: sql`1` }).from(objects).where(and(keyIs(objects), eq(objects.resourceVersion, p("rv"))))),
-  written: exists(builder.select({ one: sql`1` }).from(objects).where(and(keyIs(objects), sql`${objects.resourceVersion} = ${counterValue}`))),
+  absent: notExists(builder.select({ one: sql`1` }).from(objects).where(keyIs(objects))),
 };
+
+/**
+ * The resourceVersion of the write a guarded statement goes with, inside that statement: the
+ * counter's next value (the object's own statement, which runs after, takes it and moves the
+ * counter on: see migrations/0010_write_triggers.sql).
+ */
+const writeVersion = sql`(${counterValue} + 1)`;
 
 /** A statement shape that ends in a commit's {@link Guard} condition: compiled once per guard. */
 export type GuardedShape = Record<Guard, () => CompiledStatement>;
 
 /**
- * Declares a statement shape written under a commit's guard: `build(cond)` renders it with the
- * guard's condition (put `cond` in its WHERE clause), once per guard and isolate. Its values are
- * bound by {@link GuardedBinder}: the commit's key placeholders plus the statement's own.
+ * Declares a statement shape written under a commit's guard: `build(cond, rv)` renders it with
+ * the guard's condition (put `cond` in its WHERE clause) and the write's resourceVersion as an
+ * SQL expression (`rv`), once per guard and isolate. Its values are bound by
+ * {@link GuardedBinder}: the commit's key placeholders plus the statement's own.
  */
-export function guardedShape(build: (cond: SQL) => Renderable): GuardedShape {
-  return { current: compiled(() => build(guardConditions.current)), written: compiled(() => build(guardConditions.written)) };
+export function guardedShape(build: (cond: SQL, rv: SQL) => Renderable): GuardedShape {
+  return { current: compiled(() => build(guardConditions.current, writeVersion)), absent: compiled(() => build(guardConditions.absent, writeVersion)) };
 }
 
 /** Binds a {@link GuardedShape} under one commit's guard, with the commit's key and `values` (placeholder name to value). */
@@ -346,14 +355,12 @@ export interface CommitItem {
   next: KubeObject | null;
   expectedRv: number | null;
   extras?: CommitExtras;
-  /** For a delete: the object as stored (its DELETED event's body); read when absent. */
-  last?: KubeObject | null;
 }
 
 /** The outcome of one item of {@link commitObjects}: the object as stored (null after a delete), or `lost` when its precondition failed. */
 export type CommitOutcome = { ok: true; object: KubeObject | null } | { ok: false; lost: true };
 
-/** Items per D1 batch in {@link commitObjects} (each item is 3 to 6 statements). */
+/** Items per D1 batch in {@link commitObjects} (each item is 1 to 5 statements: outbox row, indexes, object). */
 export const COMMIT_BATCH_ITEMS = 50;
 
 /** The commit's key (placeholders resource, namespace, name) as the columns of an INSERT ... SELECT. */
@@ -363,28 +370,13 @@ const keySelection = () => ({
   name: sql<string>`${p("name")}`.as("name"),
 });
 
-/** Bumps the resourceVersion counter: every write's first statement. */
-const bumpShape = compiled(() => builder.insert(counters).values({ id: 1, value: 1 }).onConflictDoUpdate({ target: counters.id, set: { value: sql`${counters.value} + 1` } }));
-/** The event of a write: the row as written (before it, for DELETED) at the counter's new value. */
-const eventShape = guardedShape((cond) =>
-  builder.insert(events).select(
-    builder
-      .select({
-        resourceVersion: counters.value,
-        ...keySelection(),
-        type: sql<string>`${p("type")}`.as("type"),
-        body: sql<string>`${p("body")}`.as("body"),
-      })
-      .from(counters)
-      .where(and(eq(counters.id, 1), cond)),
-  ),
-);
-const outboxShape = guardedShape((cond) =>
+/** A write's outbox row (src/store/outbox.ts), at the write's resourceVersion. */
+const outboxShape = guardedShape((cond, rv) =>
   builder.insert(outbox).select(
     builder
       .select({
         id: sql<string>`${p("id")}`.as("id"),
-        resourceVersion: counters.value,
+        resourceVersion: sql<number>`${rv}`.as("resource_version"),
         ...keySelection(),
         hooks: sql<string>`${p("hooks")}`.as("hooks"),
         createdAt: sql<number>`${p("createdAt")}`.as("created_at"),
@@ -395,18 +387,23 @@ const outboxShape = guardedShape((cond) =>
       .where(and(eq(counters.id, 1), cond)),
   ),
 );
+/**
+ * The object's own statements. Each takes the counter's next value as the row's resourceVersion;
+ * the triggers of migrations/0010_write_triggers.sql then move the counter on and write the
+ * watch event (the row as written; as it was, for a delete) in the same statement.
+ */
 const deleteShape = compiled(() => builder.delete(objects).where(and(keyIs(objects), eq(objects.resourceVersion, p("rv")))).returning({ name: objects.name }));
 const insertShape = compiled(() =>
   builder
     .insert(objects)
-    .values({ resource: sql`${p("resource")}`, namespace: sql`${p("namespace")}`, name: sql`${p("name")}`, uid: sql`${p("uid")}`, resourceVersion: sql`${counterValue}`, body: sql`${p("body")}` })
+    .values({ resource: sql`${p("resource")}`, namespace: sql`${p("namespace")}`, name: sql`${p("name")}`, uid: sql`${p("uid")}`, resourceVersion: sql`${counterValue} + 1`, body: sql`${p("body")}` })
     .onConflictDoNothing()
     .returning({ resourceVersion: objects.resourceVersion }),
 );
 const updateShape = compiled(() =>
   builder
     .update(objects)
-    .set({ body: sql`${p("body")}`, resourceVersion: sql`${counterValue}` })
+    .set({ body: sql`${p("body")}`, resourceVersion: sql`${counterValue} + 1` })
     .where(and(keyIs(objects), eq(objects.resourceVersion, p("rv"))))
     .returning({ resourceVersion: objects.resourceVersion }),
 );
@@ -415,12 +412,12 @@ const updateShape = compiled(() =>
  * write's resourceVersion, under the commit's guard, so a reader learns with one read by key
  * whether any object of the kind changed since it last looked (src/auth/rbac-store.ts).
  */
-export const changeCounterShape = guardedShape((cond) =>
+export const changeCounterShape = guardedShape((cond, rv) =>
   builder
     .insert(counters)
     .select(
       builder
-        .select({ id: sql<number>`${p("counter")}`.as("id"), value: counters.value })
+        .select({ id: sql<number>`${p("counter")}`.as("id"), value: sql<number>`${rv}`.as("value") })
         .from(counters)
         .where(and(eq(counters.id, 1), cond)),
     )
@@ -442,34 +439,31 @@ const pruneShape = compiled(() => builder.delete(events).where(lt(events.resourc
 
 /**
  * The statements of one item, and the index among them of the statement whose returned rows
- * tell whether the item's precondition held (one row: it did).
+ * tell whether the item's precondition held (one row: it did): first what must take effect with
+ * the object (its outbox row and extra statements), under the guard that the object's own
+ * statement will take effect, then that statement (which the triggers of
+ * migrations/0010_write_triggers.sql follow with the counter and the watch event).
  */
 async function itemStatements(db: DrizzleD1Database, def: KindDefinition, item: CommitItem): Promise<{ statements: D1PreparedStatement[]; result: number }> {
   const d1 = d1Of(db);
   const { key, next, expectedRv, extras = {} } = item;
   const keyValues = { resource: resourceKey(def), namespace: key.namespace, name: key.name, rv: expectedRv ?? -1 };
-  // What follows the object's own statement runs only when that statement took effect: before a
-  // delete (or an update), while the row still carries the expected version; after a create,
-  // when the row carries the version just counted (the insert was not skipped as a duplicate).
-  const dependents = (guard: Guard, type: "ADDED" | "MODIFIED" | "DELETED", body: string): D1PreparedStatement[] => {
+  const dependents = (guard: Guard): D1PreparedStatement[] => {
     const guarded: GuardedBinder = (shape, values = {}) => bind(d1, shape[guard](), { ...keyValues, ...values });
     const owed = extras.outbox;
-    return [guarded(eventShape, { type, body }), ...(owed ? [guarded(outboxShape, owed)] : []), ...(extras.extra?.(guarded) ?? [])];
+    return [...(owed ? [guarded(outboxShape, owed)] : []), ...(extras.extra?.(guarded) ?? [])];
   };
-  const bump = bind(d1, bumpShape(), {});
-
   if (next === null) {
-    const last = item.last !== undefined ? item.last : await getObject(db, def, key);
-    const before = dependents("current", "DELETED", last ? await toBody(db, def, last) : "{}");
-    return { statements: [bump, ...before, bind(d1, deleteShape(), keyValues)], result: 1 + before.length };
+    const before = dependents("current");
+    return { statements: [...before, bind(d1, deleteShape(), keyValues)], result: before.length };
   }
   const body = await toBody(db, def, next);
   if (expectedRv === null) {
-    const insert = bind(d1, insertShape(), { ...keyValues, uid: next.metadata.uid, body });
-    return { statements: [bump, insert, ...dependents("written", "ADDED", body)], result: 1 };
+    const before = dependents("absent");
+    return { statements: [...before, bind(d1, insertShape(), { ...keyValues, uid: next.metadata.uid, body })], result: before.length };
   }
-  const before = dependents("current", "MODIFIED", body);
-  return { statements: [bump, ...before, bind(d1, updateShape(), { ...keyValues, body })], result: 1 + before.length };
+  const before = dependents("current");
+  return { statements: [...before, bind(d1, updateShape(), { ...keyValues, body })], result: before.length };
 }
 
 /**
@@ -541,8 +535,9 @@ function commitGroups(d1: D1Database): CommitGroups<BuiltItem, ResultRows> {
  * - `next === null` deletes the row.
  *
  * Returns the stored object with its new resourceVersion, or null after a delete.
- * `extras` (an outbox row, other statements) are written in the same atomic batch; `last` is the
- * object as stored, the body of a delete's event (read when undefined). `grouped`: the commit may
+ * `extras` (an outbox row, other statements) are written in the same atomic batch; the watch
+ * event (a delete's with the row as it was stored) is written by the row's own statement's
+ * trigger. `grouped`: the commit may
  * share its D1 batch with other grouped commits of this isolate that arrive while one is in
  * flight (src/k8s/group-commit.ts), for frequent small writes from many requests (agents' status
  * reports); the outcome is the same as alone.
@@ -556,11 +551,10 @@ export async function commitObject(
   next: KubeObject | null,
   expectedRv: number | null,
   extras: CommitExtras = {},
-  last?: KubeObject | null,
   grouped = false,
 ): Promise<KubeObject | null> {
   if (next === null && expectedRv === null) return null;
-  const item: CommitItem = { key, next, expectedRv, extras, last };
+  const item: CommitItem = { key, next, expectedRv, extras };
   const outcome = grouped ? outcomeOf(item, await commitGroups(d1Of(db)).run(await itemStatements(db, def, item))) : (await commitObjects(db, def, [item]))[0]!;
   if (outcome.ok) return outcome.object;
   const objRef = { group: def.group, plural: def.plural, name: key.name };

@@ -57,7 +57,7 @@ export async function commitChange(
 ): Promise<Committed> {
   const db = store(env);
   const { item, owed } = prepareCommit(db, def, key, before, next, now, extra);
-  const object = await commitObject(db, def, key, next, item.expectedRv, item.extras, before, grouped);
+  const object = await commitObject(db, def, key, next, item.expectedRv, item.extras, grouped);
   return { def, before, object, owed };
 }
 
@@ -78,7 +78,7 @@ function prepareCommit(db: Database, def: KindDefinition, key: StoreKey, before:
       ...(extra?.(guarded) ?? []),
     ],
   };
-  return { item: { key, next, expectedRv: before ? Number(before.metadata.resourceVersion) : null, extras, last: before }, owed };
+  return { item: { key, next, expectedRv: before ? Number(before.metadata.resourceVersion) : null, extras }, owed };
 }
 
 /**

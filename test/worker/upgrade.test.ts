@@ -182,4 +182,33 @@ describe("upgrade from the previous release's database", () => {
     const row = await waitFor("the write's audit record", () => env.DB.prepare("SELECT verb FROM audit_events WHERE audit_id = ?").bind(id).first<{ verb: string }>());
     expect(row!.verb).toBe("create");
   });
+
+  it("gives an upgraded hub the write triggers: its counter and watch log go on from where they were, one event per write", async () => {
+    await createNamespaces("trig");
+    const secrets = "/api/v1/namespaces/trig/secrets";
+    expect((await call("POST", secrets, { apiVersion: "v1", kind: "Secret", metadata: { name: "old" } })).status).toBe(201);
+    // The previous main's state: its rows (the same as this release writes), no triggers.
+    for (const t of ["objects_added", "objects_modified", "objects_deleted"]) await env.DB.prepare(`DROP TRIGGER ${t}`).run();
+    await env.DB.prepare("DELETE FROM d1_migrations WHERE name = ?").bind("0010_write_triggers.sql").run();
+    const before = (await call("GET", secrets)).body;
+    await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
+    expect((await call("GET", secrets)).body).toEqual(before);
+
+    const from = Number(before.metadata.resourceVersion);
+    const created = await call("POST", secrets, { apiVersion: "v1", kind: "Secret", metadata: { name: "new" }, stringData: { a: "1" } });
+    expect(created.status).toBe(201);
+    const updated = await call("PATCH", `${secrets}/new`, { metadata: { labels: { x: "y" } } }, merge);
+    expect(updated.status).toBe(200);
+    expect((await call("DELETE", `${secrets}/new`)).status).toBe(200);
+    const rows = (await env.DB.prepare("SELECT resource_version AS rv, name, type, body FROM events WHERE resource_version > ? AND resource = '/secrets' ORDER BY resource_version").bind(from).all<{ rv: number; name: string; type: string; body: string }>()).results;
+    expect(rows.map((r) => [r.name, r.type])).toEqual([["new", "ADDED"], ["new", "MODIFIED"], ["new", "DELETED"]]);
+    expect(rows[0]!.rv).toBe(Number(created.body.metadata.resourceVersion));
+    expect(rows[1]!.rv).toBe(Number(updated.body.metadata.resourceVersion));
+    expect(rows[2]!.rv).toBeGreaterThan(rows[1]!.rv);
+    // DELETED carries the object as it was last stored.
+    expect(JSON.parse(rows[2]!.body).metadata.labels).toEqual({ x: "y" });
+    const counter = (await env.DB.prepare("SELECT value FROM counters WHERE id = 1").first<{ value: number }>())!.value;
+    expect(counter).toBe(rows[2]!.rv);
+    expect(Number((await call("GET", secrets)).body.metadata.resourceVersion)).toBe(counter);
+  });
 });
