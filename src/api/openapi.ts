@@ -202,7 +202,7 @@ const FIELD_DOCS: Record<string, string> = {
   "Placement.status.decisionGroups.decisionGroupIndex": "The index of the group.",
   "Placement.status.decisionGroups.decisionGroupName": "The name of the group (empty for groups made by clustersPerDecisionGroup).",
   "Placement.status.decisionGroups.decisions": "The names of the group's PlacementDecisions.",
-  "Placement.status.decisionGroups.clustersCount": "The number of clusters in the group.",
+  "Placement.status.decisionGroups.clusterCount": "The number of clusters in the group.",
   "Placement.status.conditions": "Conditions: PlacementSatisfied, PlacementMisconfigured.",
   "PlacementDecision.spec": "Empty.",
   "PlacementDecision.status": "The decisions.",

@@ -106,7 +106,7 @@ const PlacementStatusSchema = z.strictObject({
         decisionGroupIndex: z.number().int(),
         decisionGroupName: z.string(),
         decisions: z.array(z.string()),
-        clustersCount: z.number().int(),
+        clusterCount: z.number().int(),
       }),
     )
     .optional(),
