@@ -152,7 +152,7 @@ const FIELD_DOCS: Record<string, string> = {
   "ManagedClusterSet.spec.clusterSelector.selectorType":
     "ExclusiveClusterSetLabel (default): the set holds the clusters whose `cluster.open-cluster-management.io/clusterset` label equals the set's name. LabelSelector: the set holds the clusters matching labelSelector.",
   "ManagedClusterSet.spec.clusterSelector.labelSelector": "The label selector used with selectorType LabelSelector; `{}` selects every cluster.",
-  "ManagedClusterSet.spec.managedNamespaces": "Namespaces to be managed on every cluster of the set.",
+  "ManagedClusterSet.spec.managedNamespaces": "Namespaces to be managed on every cluster of the set. Not implemented by Flotilla: only an empty list is accepted (422 otherwise).",
   "ManagedClusterSet.spec.managedNamespaces.name": "Name of the namespace.",
   "ManagedClusterSetBinding.spec": "Spec names the bound set.",
   "ManagedClusterSetBinding.spec.clusterSet": "The name of the ManagedClusterSet to bind. Must equal the binding's metadata.name.",
@@ -196,6 +196,8 @@ const FIELD_DOCS: Record<string, string> = {
   "Placement.spec.decisionStrategy.groupStrategy.decisionGroups.groupClusterSelector": "Selects the group's clusters among the selected ones.",
   "Placement.spec.decisionStrategy.groupStrategy.clustersPerDecisionGroup":
     "The size of each decision group: a number, or a percentage of the selected clusters (1%-100%, default 100%).",
+  "Placement.spec.sortBy": "The order of the decisions: ClusterName (default, the only one Flotilla implements; Score is refused with 422).",
+  "Placement.spec.scoreRateLimit": "How often score changes alone may update decisions. Flotilla records no scores in decisions: only the default, 1m, is accepted (422 otherwise).",
   "Placement.status": "Status of the placement, written by the scheduler.",
   "Placement.status.numberOfSelectedClusters": "The number of selected clusters.",
   "Placement.status.decisionGroups": "The decision groups and their PlacementDecisions.",
