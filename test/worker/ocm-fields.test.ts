@@ -1,0 +1,109 @@
+/**
+ * Every field of OCM's ManifestWork, Placement, ManifestWorkReplicaSet and ManagedClusterSet
+ * schemas (test/ocm/crd-fields.ts, from open-cluster-management-io/api's CRDs), submitted over
+ * HTTP to the hub in workerd as an OCM user's YAML would set it, against the verdict of
+ * docs/ocm-compatibility.md: a Supported or Differs field is stored as sent; a Refused one gets
+ * 422 Invalid with a cause naming the field, and nothing is stored. A Refused field set to OCM's
+ * default, where OCM has one, is accepted (it asks for nothing the hub does not do).
+ * Status fields are written by the hub and the agents, not by users; the table's completeness for
+ * them (and for the other kinds) is checked by test/unit/ocm-compatibility.test.ts.
+ */
+import { beforeAll, describe, expect, it } from "vitest";
+import doc from "../../docs/ocm-compatibility.md?raw";
+import { OCM, parseCompatibility } from "../ocm/compatibility.ts";
+import { concretePath, getField, MANIFEST, setField } from "../ocm/walker.ts";
+import { call, createNamespaces } from "./helpers.ts";
+
+const NS = "fidelity";
+const table = parseCompatibility(doc);
+
+/** How to create one object of a kind: its collection URL and an object holding OCM's required fields. */
+const KINDS: Record<string, { url: string; base: (name: string) => Record<string, unknown> }> = {
+  ManifestWork: {
+    url: `/apis/work.open-cluster-management.io/v1/namespaces/${NS}/manifestworks`,
+    base: (name) => ({ apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name, namespace: NS }, spec: { workload: { manifests: [structuredClone(MANIFEST)] } } }),
+  },
+  ManifestWorkReplicaSet: {
+    url: `/apis/work.open-cluster-management.io/v1alpha1/namespaces/${NS}/manifestworkreplicasets`,
+    base: (name) => ({
+      apiVersion: "work.open-cluster-management.io/v1alpha1",
+      kind: "ManifestWorkReplicaSet",
+      metadata: { name, namespace: NS },
+      spec: { placementRefs: [{ name: "fidelity" }], manifestWorkTemplate: { workload: { manifests: [structuredClone(MANIFEST)] } } },
+    }),
+  },
+  Placement: {
+    url: `/apis/cluster.open-cluster-management.io/v1beta1/namespaces/${NS}/placements`,
+    base: (name) => ({ apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name, namespace: NS }, spec: {} }),
+  },
+  ManagedClusterSet: {
+    url: "/apis/cluster.open-cluster-management.io/v1beta2/managedclustersets",
+    base: (name) => ({ apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name }, spec: {} }),
+  },
+};
+
+beforeAll(async () => {
+  await createNamespaces(NS);
+});
+
+let serial = 0;
+
+for (const [kind, how] of Object.entries(KINDS)) {
+  const schema = OCM.kinds[kind]!;
+  const fields = new Map(schema.fields.map((f) => [f.path, f]));
+  const rows = new Map((table.get(kind) ?? []).map((r) => [r.path, r]));
+  const submitted = schema.fields.filter((f) => f.path === "spec" || f.path.startsWith("spec."));
+
+  describe(`${kind} (${schema.group}/${schema.version}): every spec field of OCM's schema`, () => {
+    it("has a row in docs/ocm-compatibility.md for each", () => {
+      expect(submitted.filter((f) => !rows.has(f.path)).map((f) => f.path)).toEqual([]);
+    });
+
+    for (const field of submitted) {
+      const row = rows.get(field.path);
+      it(`${field.path}: ${row?.verdict ?? "no row"}`, async () => {
+        expect(row, `no row for ${field.path}`).toBeDefined();
+        const name = `f${++serial}`;
+        const body = how.base(name);
+        const value = setField(body, field, fields);
+        const created = await call("POST", how.url, body);
+        const url = `${how.url}/${name}`;
+        if (row!.verdict === "Refused") {
+          expect(created.status, JSON.stringify(created.body)).toBe(422);
+          expect(created.body).toMatchObject({ kind: "Status", reason: "Invalid" });
+          // The cause names the field, or the refused list that holds it (a list's items are refused with it).
+          const named = (created.body.details?.causes ?? []).map((c: { field?: string }) => c.field ?? "");
+          const at = concretePath(field.path);
+          const cause = named.find((f: string) => at === f || (at.startsWith(f) && /^[.[]/.test(at.slice(f.length))));
+          expect(cause, `causes ${JSON.stringify(named)} name no part of ${at}`).toBeDefined();
+          const refusedHolder = [...rows.values()].find((r) => concretePath(r.path) === cause);
+          expect(refusedHolder?.verdict).toBe("Refused");
+          expect((await call("GET", url)).status).toBe(404);
+          if (field.default !== undefined) {
+            // OCM's default asks for what the hub does: accepted.
+            const withDefault = how.base(`${name}d`);
+            setField(withDefault, field, fields);
+            setAt(withDefault, field.path, field.default);
+            const accepted = await call("POST", how.url, withDefault);
+            expect(accepted.status, JSON.stringify(accepted.body)).toBe(201);
+          }
+          return;
+        }
+        expect(created.status, JSON.stringify(created.body)).toBe(201);
+        const stored = (await call("GET", url)).body;
+        if (value !== null && typeof value === "object") expect(getField(stored, field.path)).toMatchObject(value);
+        else expect(getField(stored, field.path)).toEqual(value);
+      });
+    }
+  });
+}
+
+/** Replaces the value at a field path (as {@link getField} finds it) in an object. */
+function setAt(obj: Record<string, unknown>, path: string, value: unknown): void {
+  const cut = Math.max(path.lastIndexOf("."), path.endsWith("[]") || path.endsWith("{}") ? path.length - 2 : -1);
+  const parent = getField(obj, path.slice(0, cut)) as Record<string, unknown> | unknown[];
+  const last = path.slice(cut).replace(/^\./, "");
+  if (last === "[]") (parent as unknown[])[0] = value;
+  else if (last === "{}") (parent as Record<string, unknown>).k = value;
+  else (parent as Record<string, unknown>)[last] = value;
+}
