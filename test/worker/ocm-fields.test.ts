@@ -98,6 +98,49 @@ for (const [kind, how] of Object.entries(KINDS)) {
   });
 }
 
+describe("a refused field by any write", () => {
+  it("a merge patch, a server-side apply in YAML, and fieldValidation=Warn are refused alike, changing nothing", async () => {
+    const placements = KINDS.Placement!.url;
+    expect((await call("POST", placements, KINDS.Placement!.base("patched"))).status).toBe(201);
+    const before = (await call("GET", `${placements}/patched`)).body;
+    const patched = await call("PATCH", `${placements}/patched`, { spec: { sortBy: "Score" } }, { contentType: "application/merge-patch+json" });
+    expect(patched.status).toBe(422);
+    expect(patched.body.details.causes).toEqual([{ reason: "FieldValueNotSupported", message: 'Unsupported value: "Score": supported values: "ClusterName"', field: "spec.sortBy" }]);
+    // Warn drops unknown fields only: a refused field is a known one.
+    const warned = await call("PATCH", `${placements}/patched?fieldValidation=Warn`, { spec: { scoreRateLimit: "5m" } }, { contentType: "application/merge-patch+json" });
+    expect(warned.status).toBe(422);
+    expect(warned.body.details.causes[0].field).toBe("spec.scoreRateLimit");
+    expect((await call("GET", `${placements}/patched`)).body.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+
+    const yaml = [
+      "apiVersion: work.open-cluster-management.io/v1",
+      "kind: ManifestWork",
+      "metadata:",
+      "  name: applied",
+      `  namespace: ${NS}`,
+      "spec:",
+      "  workload:",
+      "    manifests:",
+      "    - {apiVersion: v1, kind: ConfigMap, metadata: {name: cm, namespace: default}}",
+      "  manifestConfigs:",
+      "  - resourceIdentifier: {resource: configmaps, name: cm, namespace: default}",
+      "    updateStrategy:",
+      "      type: ServerSideApply",
+      "      serverSideApply:",
+      "        ignoreFields:",
+      "        - condition: OnSpokePresent",
+      "          jsonPointers: [/data/k]",
+      "",
+    ].join("\n");
+    const applied = await call("PATCH", `${KINDS.ManifestWork!.url}/applied?fieldManager=kubectl`, yaml, { contentType: "application/apply-patch+yaml" });
+    expect(applied.status).toBe(422);
+    expect(applied.body.details.causes).toEqual([
+      { reason: "FieldValueForbidden", message: "Forbidden: JSON Pointers in ignoreFields are not supported by this hub's work agent; use jsonPaths", field: "spec.manifestConfigs[0].updateStrategy.serverSideApply.ignoreFields[0].jsonPointers" },
+    ]);
+    expect((await call("GET", `${KINDS.ManifestWork!.url}/applied`)).status).toBe(404);
+  });
+});
+
 /** Replaces the value at a field path (as {@link getField} finds it) in an object. */
 function setAt(obj: Record<string, unknown>, path: string, value: unknown): void {
   const cut = Math.max(path.lastIndexOf("."), path.endsWith("[]") || path.endsWith("{}") ? path.length - 2 : -1);
