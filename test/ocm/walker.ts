@@ -44,6 +44,11 @@ const LEAVES: [string, unknown][] = [
   ["serviceAccount.name", "deployer"],
   ["serviceAccount.namespace", "default"],
   ["ttlSecondsAfterFinished", 3600],
+  // ManagedCluster
+  ["managedClusterClientConfigs[].url", "https://cluster.example:6443"],
+  ["managedClusterClientConfigs[].caBundle", "Y2EtYnVuZGxl"],
+  ["taints[].key", "example.com/maintenance"],
+  ["taints[].timeAdded", "2026-01-01T00:00:00Z"],
   // ManifestWorkReplicaSet
   ["placementRefs[].name", "fidelity"],
   ["minSuccessTime", "5m"],
