@@ -115,6 +115,8 @@ const PlacementStatusSchema = z.strictObject({
     )
     .optional(),
   conditions: ConditionsSchema.optional(),
+  // OCM's field for score updates in decisions; the hub records no scores, so never writes it.
+  lastScoreUpdateTime: z.string().nullable().optional(),
 });
 
 /** The Placement kind (stored in D1; status written by the scheduler). */
@@ -154,7 +156,7 @@ export const PlacementDecisionKind: KindDefinition = {
   systemOwned: true,
   schema: objectSchema(
     z.strictObject({}),
-    z.strictObject({ decisions: z.array(z.strictObject({ clusterName: z.string(), reason: z.string() })) }),
+    z.strictObject({ decisions: z.array(z.strictObject({ clusterName: z.string(), reason: z.string(), score: z.number().int().optional() })) }),
   ),
   storage: "d1",
 };

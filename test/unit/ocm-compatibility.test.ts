@@ -7,6 +7,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import { namedTests, OCM, parseCompatibility, type Row } from "../ocm/compatibility.ts";
 import { KINDS } from "../../src/kinds/index.ts";
 
@@ -24,6 +25,34 @@ function resolve(kind: string, row: Row): Row | undefined {
   if (!as) return row;
   const target = (table.get(as[1] ? "ManifestWork" : kind) ?? []).find((r) => r.path === as[2]);
   return target && target !== row ? resolve(as[1] ? "ManifestWork" : kind, target) : undefined;
+}
+
+type JsonSchema = { [key: string]: unknown };
+
+/**
+ * The field paths a JSON Schema (of a kind's zod schema) knows, in crd-fields' notation (`[]`
+ * items, `{}` map values), and the paths below which any field is allowed (maps of anything).
+ */
+function knownPaths(root: JsonSchema): { exact: Set<string>; open: Set<string> } {
+  const defs = (root.$defs ?? {}) as Record<string, JsonSchema>;
+  const exact = new Set<string>();
+  const open = new Set<string>();
+  const walk = (node: JsonSchema, at: string) => {
+    if (typeof node.$ref === "string") node = defs[node.$ref.split("/").pop()!] ?? {};
+    for (const alt of [...((node.anyOf ?? []) as JsonSchema[]), ...((node.oneOf ?? []) as JsonSchema[]), ...((node.allOf ?? []) as JsonSchema[])]) walk(alt, at);
+    if (at) exact.add(at);
+    for (const [name, child] of Object.entries((node.properties ?? {}) as Record<string, JsonSchema>)) {
+      if (at || !["apiVersion", "kind", "metadata"].includes(name)) walk(child, at ? `${at}.${name}` : name);
+    }
+    if (node.items) walk(node.items as JsonSchema, `${at}[]`);
+    const extra = node.additionalProperties;
+    if (extra && typeof extra === "object") {
+      if (Object.keys(extra).length === 0) open.add(at);
+      else walk(extra as JsonSchema, `${at}{}`);
+    }
+  };
+  walk(root, "");
+  return { exact, open };
 }
 
 describe("docs/ocm-compatibility.md", () => {
@@ -65,6 +94,15 @@ describe("docs/ocm-compatibility.md", () => {
       }
     }
     expect([...new Set(missing)]).toEqual([]);
+  });
+
+  it("every field of OCM's schemas is known to the hub's (OCM YAML, status included, never meets 400 unknown field)", () => {
+    for (const [kind, k] of Object.entries(OCM.kinds)) {
+      const def = KINDS.find((d) => d.kind === kind && d.group === k.group)!;
+      const known = knownPaths(z.toJSONSchema(def.schema, { unrepresentable: "any", io: "input" }) as JsonSchema);
+      const unknown = k.fields.map((f) => f.path).filter((p) => !known.exact.has(p) && ![...known.open].some((o) => p.startsWith(o) && /^[.[{]/.test(p.slice(o.length))));
+      expect(unknown, kind).toEqual([]);
+    }
   });
 
   it("names the commit of open-cluster-management-io/api the field lists come from", () => {

@@ -160,6 +160,17 @@ describe("a refused field by any write", () => {
     expect((await call("GET", `${KINDS.ManifestWork!.url}/applied`)).status).toBe(404);
   });
 
+  it("an OCM Placement exported with its status is accepted; the status is the scheduler's", async () => {
+    const exported = KINDS.Placement!.base("exported");
+    exported.spec = { sortBy: "ClusterName", scoreRateLimit: "1m" };
+    exported.status = { numberOfSelectedClusters: 7, lastScoreUpdateTime: "2026-01-01T00:00:00Z", decisionGroups: [{ decisionGroupIndex: 0, decisionGroupName: "", decisions: ["exported-decision-1"], clusterCount: 7 }] };
+    const r = await call("POST", KINDS.Placement!.url, exported);
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    expect(r.body.status.numberOfSelectedClusters).toBe(0);
+    expect(r.body.status.lastScoreUpdateTime).toBeUndefined();
+    expect(r.body.status.decisionGroups[0]).toMatchObject({ clusterCount: 0 });
+  });
+
   it("a ManagedCluster's caBundle is base64, as OCM's CRD (format byte) has it", async () => {
     const body = KINDS.ManagedCluster!.base("pem-bundle");
     body.spec = { managedClusterClientConfigs: [{ url: "https://cluster.example:6443", caBundle: "-----BEGIN CERTIFICATE-----" }] };
