@@ -44,6 +44,12 @@ const LEAVES: [string, unknown][] = [
   ["serviceAccount.name", "deployer"],
   ["serviceAccount.namespace", "default"],
   ["ttlSecondsAfterFinished", 3600],
+  // Status (as an agent reports it)
+  ["lastTransitionTime", "2026-01-01T00:00:00Z"],
+  ["conditions[].type", "Applied"],
+  ["conditions[].reason", "AppliedManifestComplete"],
+  ["resourceMeta.ordinal", 0],
+  ["fieldValue.jsonRaw", '{"a":1}'],
   // ManagedCluster
   ["managedClusterClientConfigs[].url", "https://cluster.example:6443"],
   ["managedClusterClientConfigs[].caBundle", "Y2EtYnVuZGxl"],
@@ -112,6 +118,7 @@ const OBJECTS: [string, (target: string) => unknown][] = [
   ["tolerations[]", () => ({ key: "gpu", operator: "Exists", effect: "NoSelect" })],
   ["decisionGroups[]", () => ({ groupName: "canary", groupClusterSelector: { labelSelector: { matchLabels: { env: "canary" } } } })],
   ["spreadConstraints[]", () => ({ topologyKey: "zone", topologyKeyType: "Label" })],
+  ["fieldValue", (t) => (t.endsWith(".jsonRaw") ? { type: "JsonRaw" } : t.endsWith(".string") ? { type: "String" } : t.endsWith(".boolean") ? { type: "Boolean" } : { type: "Integer" })],
 ];
 
 function longestMatch<T>(table: [string, T][], path: string): T | undefined {

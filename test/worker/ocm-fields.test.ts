@@ -6,8 +6,9 @@
  * Refused one gets 422 Invalid with a cause naming the field, and nothing is stored. A Refused
  * field set to OCM's default, where OCM has one, is accepted (it asks for nothing the hub does
  * not do). A field OCM's webhooks refuse too is refused as they refuse it.
- * Status fields are written by the hub and the agents, not by users; the table's completeness for
- * them (and for the other kinds) is checked by test/unit/ocm-compatibility.test.ts.
+ * ManifestWork's status fields are reported through /status as an agent reports them, each
+ * stored as sent. Other status fields are written by the hub's controllers; the table's
+ * completeness for them is checked by test/unit/ocm-compatibility.test.ts.
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import doc from "../../docs/ocm-compatibility.md?raw";
@@ -117,6 +118,30 @@ for (const [kind, how] of Object.entries(KINDS)) {
     }
   });
 }
+
+describe("ManifestWork status: every field of OCM's schema, as an agent reports it", () => {
+  const schema = OCM.kinds.ManifestWork!;
+  const fields = new Map(schema.fields.map((f) => [f.path, f]));
+  const rows = new Map((table.get("ManifestWork") ?? []).map((r) => [r.path, r]));
+  const reported = schema.fields.filter((f) => f.path.startsWith("status."));
+  const how = KINDS.ManifestWork!;
+
+  for (const field of reported) {
+    it(`${field.path}: ${rows.get(field.path)?.verdict ?? "no row"}`, async () => {
+      expect(rows.get(field.path)?.verdict).toBe("Supported");
+      const name = `s${++serial}`;
+      expect((await call("POST", how.url, how.base(name))).status).toBe(201);
+      const patch: Record<string, unknown> = {};
+      const value = setField(patch, field, fields);
+      const r = await call("PATCH", `${how.url}/${name}/status`, patch, { contentType: "application/merge-patch+json" });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      const stored = (await call("GET", `${how.url}/${name}`)).body;
+      const [path, sent] = Array.isArray(value) ? [`${field.path}[]`, value[0]] : [field.path, value];
+      if (sent !== null && typeof sent === "object") expect(getField(stored, path)).toMatchObject(sent);
+      else expect(getField(stored, path)).toEqual(sent);
+    });
+  }
+});
 
 describe("a refused field by any write", () => {
   it("a merge patch, a server-side apply in YAML, and fieldValidation=Warn are refused alike, changing nothing", async () => {
