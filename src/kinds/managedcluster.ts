@@ -8,6 +8,7 @@ import { badRequest, type StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition, WriteContext } from "../k8s/kind.ts";
 import { addFieldErrors, ConditionsSchema, ObjectMetaSchema, rfc3339, setCondition, findCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
 import { isQualifiedName, validateResourceList } from "../k8s/validation.ts";
+import { decodeBase64 } from "./secret.ts";
 
 /** Label naming a cluster's exclusive ManagedClusterSet. */
 export const CLUSTERSET_LABEL = "cluster.open-cluster-management.io/clusterset";
@@ -66,7 +67,8 @@ export const ClusterClaimSchema = z.strictObject({
 /** `spec` of a ManagedCluster. */
 export const ManagedClusterSpecSchema = z.strictObject({
   managedClusterClientConfigs: z
-    .array(z.strictObject({ url: z.string().min(1), caBundle: z.string().optional() }))
+    // caBundle is `[]byte` in OCM's Go type (CRD format byte): standard base64, as the apiserver decodes it.
+    .array(z.strictObject({ url: z.string().min(1), caBundle: z.string().refine((v) => decodeBase64(v) !== null, "illegal base64 data: must be standard base64 with padding").optional() }))
     .optional(),
   hubAcceptsClient: z.boolean().optional(),
   leaseDurationSeconds: z.number().int().min(0).max(2147483647).optional(),

@@ -10,6 +10,7 @@ import type { StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { fromLabelSelector, LabelSelectorSchema, matches, validateLabelSelector } from "../k8s/labels.ts";
 import { ConditionsSchema, ObjectMetaSchema, type KubeObject } from "../k8s/meta.ts";
+import { onlyEmpty } from "../k8s/unimplemented.ts";
 import { CLUSTERSET_LABEL } from "./managedcluster.ts";
 
 const ManagedClusterSetSchema = z.strictObject({
@@ -24,7 +25,7 @@ const ManagedClusterSetSchema = z.strictObject({
           labelSelector: LabelSelectorSchema.nullable().optional(),
         })
         .optional(),
-      managedNamespaces: z.array(z.strictObject({ name: z.string() })).optional(),
+      managedNamespaces: onlyEmpty(z.array(z.strictObject({ name: z.string() })), "managed namespaces are not created on the set's clusters by this hub").optional(),
     })
     .optional(),
   status: z.strictObject({ conditions: ConditionsSchema.optional() }).nullable().optional(),

@@ -13,6 +13,7 @@ import type { StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { addFieldErrors, ConditionsSchema, isJsonObject, objectSchema, type KubeObject } from "../k8s/meta.ts";
 import type { FieldError } from "../k8s/validation.ts";
+import { onlyEmpty } from "../k8s/unimplemented.ts";
 import { GO_DURATION } from "../work/rollout.ts";
 
 /** OCM's cap on the total size of a work's manifests, in bytes (500 KiB, `manifestLimit`). */
@@ -75,8 +76,8 @@ export const ManifestWorkSpecSchema = z.strictObject({
                     z.strictObject({
                       condition: z.enum(["OnSpokePresent", "OnSpokeChange"]).optional(),
                       jsonPaths: z.array(z.string()).optional(),
-                      jsonPointers: z.array(z.string()).optional(),
-                      jqPathExpressions: z.array(z.string()).optional(),
+                      jsonPointers: onlyEmpty(z.array(z.string()), "JSON Pointers in ignoreFields are not supported by this hub's work agent; use jsonPaths").optional(),
+                      jqPathExpressions: onlyEmpty(z.array(z.string()), "jq path expressions in ignoreFields are not supported by this hub's work agent; use jsonPaths").optional(),
                     }),
                   )
                   .optional(),

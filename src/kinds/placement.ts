@@ -10,6 +10,7 @@ import type { StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { LabelSelectorSchema, LabelSelectorRequirementSchema } from "../k8s/labels.ts";
 import { ConditionsSchema, ObjectMetaSchema, objectSchema } from "../k8s/meta.ts";
+import { onlyValues } from "../k8s/unimplemented.ts";
 
 const ClaimSelectorSchema = z.strictObject({ matchExpressions: z.array(LabelSelectorRequirementSchema).optional() });
 const GROUP_NAME = /^[a-zA-Z0-9][-A-Za-z0-9_.]{0,61}[a-zA-Z0-9]$/;
@@ -96,6 +97,9 @@ export const PlacementSpecSchema = z.strictObject({
         .optional(),
     })
     .optional(),
+  // Decisions are ordered by cluster name (OCM's default); scores are not recorded in decisions.
+  sortBy: onlyValues(z.enum(["ClusterName", "Score"]), ["ClusterName"]).optional(),
+  scoreRateLimit: onlyValues(z.string().regex(/^[0-9]+[hms]$/, "must match ^[0-9]+[hms]$"), ["1m"]).optional(),
 });
 
 const PlacementStatusSchema = z.strictObject({
@@ -106,11 +110,13 @@ const PlacementStatusSchema = z.strictObject({
         decisionGroupIndex: z.number().int(),
         decisionGroupName: z.string(),
         decisions: z.array(z.string()),
-        clustersCount: z.number().int(),
+        clusterCount: z.number().int(),
       }),
     )
     .optional(),
   conditions: ConditionsSchema.optional(),
+  // OCM's field for score updates in decisions; the hub records no scores, so never writes it.
+  lastScoreUpdateTime: z.string().nullable().optional(),
 });
 
 /** The Placement kind (stored in D1; status written by the scheduler). */
@@ -150,7 +156,7 @@ export const PlacementDecisionKind: KindDefinition = {
   systemOwned: true,
   schema: objectSchema(
     z.strictObject({}),
-    z.strictObject({ decisions: z.array(z.strictObject({ clusterName: z.string(), reason: z.string() })) }),
+    z.strictObject({ decisions: z.array(z.strictObject({ clusterName: z.string(), reason: z.string(), score: z.number().int().optional() })) }),
   ),
   storage: "d1",
 };

@@ -137,7 +137,7 @@ export function generateDecisionGroups(placementName: string, selected: readonly
       });
     }
     groups.push({ groupName: chunk.name, groupIndex, clusters: chunk.clusters, placementDecisions: names });
-    status.push({ decisionGroupIndex: groupIndex, decisionGroupName: chunk.name, decisions: [...names], clustersCount: chunk.clusters.length });
+    status.push({ decisionGroupIndex: groupIndex, decisionGroupName: chunk.name, decisions: [...names], clusterCount: chunk.clusters.length });
   });
   return error === undefined ? { groups, status, pages } : { groups, status, pages, error };
 }

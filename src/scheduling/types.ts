@@ -276,7 +276,8 @@ export interface DecisionGroupStatus {
   decisionGroupIndex: number;
   decisionGroupName: string;
   decisions: string[];
-  clustersCount: number;
+  /** The number of clusters in the group (OCM's JSON name `clusterCount`, Go's `ClustersCount`). */
+  clusterCount: number;
 }
 
 /** One PlacementDecision object to create or update (at most 100 decisions). */

@@ -481,6 +481,29 @@ describe("work controller on a simulated cluster", () => {
     expect(cond(s.conditions, "Applied")?.status).toBe("True");
   });
 
+  it("ServerSideApply ignoreFields OnSpokeChange: a spoke change is kept until the hub changes the field; fieldManager names the applier", async () => {
+    const { kc, dyn } = await sim();
+    const c = controller(kc);
+    const manifestConfigs: ManifestConfig[] = [
+      {
+        resourceIdentifier: { group: "apps", resource: "deployments", name: "d", namespace: "default" },
+        updateStrategy: { type: "ServerSideApply", serverSideApply: { force: true, fieldManager: "work-agent-fidelity", ignoreFields: [{ condition: "OnSpokeChange", jsonPaths: [".spec.replicas"] }] } },
+      },
+    ];
+    const w1 = work("w", [deployment("d", "default", "nginx:1", 2)], { manifestConfigs });
+    c.setWorks([w1]);
+    await c.sync();
+    const managers = (await dyn.get(ref(DEPLOY, "default", "d"))).metadata.managedFields.map((f: Json) => f.manager);
+    expect(managers).toContain("work-agent-fidelity");
+    await dyn.request("PATCH", "/apis/apps/v1/namespaces/default/deployments/d", { body: { spec: { replicas: 5 } }, contentType: "application/merge-patch+json", query: { fieldManager: "hpa" } });
+    await c.sync();
+    expect((await dyn.get(ref(DEPLOY, "default", "d"))).spec.replicas).toBe(5);
+    // The hub changes the ignored field: the hub's value wins this once.
+    c.setWorks([update(w1, [deployment("d", "default", "nginx:1", 3)], { manifestConfigs })]);
+    await c.sync();
+    expect((await dyn.get(ref(DEPLOY, "default", "d"))).spec.replicas).toBe(3);
+  });
+
   it("CreateOnly creates a missing object but never changes an existing one", async () => {
     const { kc, dyn } = await sim();
     await dyn.create(CM, "default", configMap("pre", { a: "theirs" }), "someone-else");

@@ -162,7 +162,7 @@ describe("Predicate filter", () => {
         decisions: [],
       },
     ]);
-    expect(r.decisionGroupStatus).toEqual([{ decisionGroupIndex: 0, decisionGroupName: "", decisions: ["p-decision-1"], clustersCount: 0 }]);
+    expect(r.decisionGroupStatus).toEqual([{ decisionGroupIndex: 0, decisionGroupName: "", decisions: ["p-decision-1"], clusterCount: 0 }]);
   });
 
   it("an invalid label selector is Misconfigured (plugin Predicate) and selects nothing", () => {
@@ -783,7 +783,7 @@ describe("decision groups and PlacementDecisions", () => {
     it(c.name, () => {
       const r = schedule(input({ decisionStrategy: { groupStrategy: c.strategy } }, fleet), NOW);
       expect(r.decisionGroups).toEqual(c.groups.map(([groupName, clusters], i) => ({ groupName, groupIndex: i, clusters, placementDecisions: [`p-decision-${i + 1}`] })));
-      expect(r.decisionGroupStatus).toEqual(c.groups.map(([name, clusters], i) => ({ decisionGroupIndex: i, decisionGroupName: name, decisions: [`p-decision-${i + 1}`], clustersCount: clusters.length })));
+      expect(r.decisionGroupStatus).toEqual(c.groups.map(([name, clusters], i) => ({ decisionGroupIndex: i, decisionGroupName: name, decisions: [`p-decision-${i + 1}`], clusterCount: clusters.length })));
       expect(r.placementDecisions).toEqual(c.groups.map(([name, clusters], i) => pd(i + 1, name, i, clusters)));
       expect(misconfigured(r).status).toBe("False");
     });
@@ -813,7 +813,7 @@ describe("decision groups and PlacementDecisions", () => {
     const all = many.map((c) => c.name);
     expect(r.numberOfSelectedClusters).toBe(250);
     expect(r.placementDecisions).toEqual([pd(1, "", 0, all.slice(0, 100)), pd(2, "", 0, all.slice(100, 200)), pd(3, "", 0, all.slice(200))]);
-    expect(r.decisionGroupStatus).toEqual([{ decisionGroupIndex: 0, decisionGroupName: "", decisions: ["p-decision-1", "p-decision-2", "p-decision-3"], clustersCount: 250 }]);
+    expect(r.decisionGroupStatus).toEqual([{ decisionGroupIndex: 0, decisionGroupName: "", decisions: ["p-decision-1", "p-decision-2", "p-decision-3"], clusterCount: 250 }]);
   });
 
   it("pagination inside groups: 250 clusters in groups of 120 → PDs 1–5 across 3 groups", () => {
@@ -828,9 +828,9 @@ describe("decision groups and PlacementDecisions", () => {
       pd(5, "", 2, all.slice(240, 250)),
     ]);
     expect(r.decisionGroupStatus).toEqual([
-      { decisionGroupIndex: 0, decisionGroupName: "", decisions: ["p-decision-1", "p-decision-2"], clustersCount: 120 },
-      { decisionGroupIndex: 1, decisionGroupName: "", decisions: ["p-decision-3", "p-decision-4"], clustersCount: 120 },
-      { decisionGroupIndex: 2, decisionGroupName: "", decisions: ["p-decision-5"], clustersCount: 10 },
+      { decisionGroupIndex: 0, decisionGroupName: "", decisions: ["p-decision-1", "p-decision-2"], clusterCount: 120 },
+      { decisionGroupIndex: 1, decisionGroupName: "", decisions: ["p-decision-3", "p-decision-4"], clusterCount: 120 },
+      { decisionGroupIndex: 2, decisionGroupName: "", decisions: ["p-decision-5"], clusterCount: 10 },
     ]);
   });
 
