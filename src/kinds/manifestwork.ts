@@ -14,6 +14,7 @@ import type { KindDefinition } from "../k8s/kind.ts";
 import { addFieldErrors, ConditionsSchema, isJsonObject, objectSchema, type KubeObject } from "../k8s/meta.ts";
 import type { FieldError } from "../k8s/validation.ts";
 import { GO_DURATION } from "../work/rollout.ts";
+import { admitExecutor, validateExecutor } from "../auth/executor.ts";
 
 /** OCM's cap on the total size of a work's manifests, in bytes (500 KiB, `manifestLimit`). */
 export const MANIFEST_LIMIT_BYTES = 500 * 1024;
@@ -195,6 +196,7 @@ export function validateWorkSpec(spec: Record<string, unknown> | undefined, pref
   if (rules.selectivelyOrphans && rules.propagationPolicy !== "SelectivelyOrphan") {
     causes.push({ field: `${prefix}.deleteOption.selectivelyOrphans`, message: "Forbidden: selectivelyOrphans may only be set with propagationPolicy SelectivelyOrphan", reason: "FieldValueForbidden" });
   }
+  causes.push(...validateExecutor(spec, prefix));
   return causes;
 }
 
@@ -222,6 +224,8 @@ export const ManifestWorkKind: KindDefinition = {
   validate(obj: KubeObject): StatusCause[] {
     return validateWorkSpec(obj.spec, "spec");
   },
+  // `spec.executor` admission: src/auth/executor.ts.
+  finalize: (obj, old, ctx) => admitExecutor(obj, old, ctx, false),
 };
 
 const RolloutConfig = {
@@ -311,4 +315,6 @@ export const ManifestWorkReplicaSetKind: KindDefinition = {
     causes.push(...validateWorkSpec(spec.manifestWorkTemplate, "spec.manifestWorkTemplate"));
     return causes;
   },
+  // `spec.manifestWorkTemplate.executor` admission: src/auth/executor.ts.
+  finalize: (obj, old, ctx) => admitExecutor(obj, old, ctx, true),
 };
