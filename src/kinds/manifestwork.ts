@@ -19,10 +19,8 @@ import { admitExecutor, validateExecutor } from "../auth/executor.ts";
 /** OCM's cap on the total size of a work's manifests, in bytes (500 KiB, `manifestLimit`). */
 export const MANIFEST_LIMIT_BYTES = 500 * 1024;
 
-/** Label a generated ManifestWork carries: `<mwrs namespace>.<mwrs name>` (OCM). */
-export const MWRS_LABEL = "work.open-cluster-management.io/manifestworkreplicaset";
-/** Label a generated ManifestWork carries: the placement whose decision put it there (OCM). */
-export const PLACEMENT_NAME_LABEL = "work.open-cluster-management.io/placementname";
+/** OCM's labels of a generated ManifestWork (src/work/labels.ts; the agent copies them onto what it applies). */
+export { MWRS_LABEL, PLACEMENT_NAME_LABEL } from "../work/labels.ts";
 
 const ResourceIdentifierSchema = z.strictObject({
   group: z.string().optional(),

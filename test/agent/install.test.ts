@@ -233,6 +233,8 @@ describe("install manifests: shapes", () => {
       { apiGroups: [""], resources: ["nodes"], verbs: ["list"] },
       { apiGroups: ["about.k8s.io"], resources: ["clusterproperties"], verbs: ["get", "list"] },
       { nonResourceURLs: ["/version", "/livez", "/healthz"], verbs: ["get"] },
+      // Executor works: ServiceAccounts only, never users or groups (system:masters).
+      { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["impersonate"] },
     ]);
     expect(byKind(objs, "Role")).toMatchObject({
       metadata: { name: "flotilla-agent", namespace: "fleet" },
