@@ -163,6 +163,18 @@ describe("work controller: executor works and traceability", () => {
     expect((await admin.get({ ...CM, namespace: "apps", name: "ok" })).data).toEqual({ k: "v" });
     expect(await refusal(admin.get({ ...SECRET, namespace: "apps", name: "s" }))).toMatchObject({ code: 404 });
     expect(await refusal(admin.get({ ...CM, namespace: "other", name: "elsewhere" }))).toMatchObject({ code: 404 });
+    // Reading is not enough to write: a denied create is tried again at the next pass, and a later grant takes effect.
+    await role(admin, "Role", "secret-reader", [{ apiGroups: [""], resources: ["secrets"], verbs: ["get"] }], "apps");
+    await bind(admin, "RoleBinding", "secret-reader", { kind: "Role", name: "secret-reader" }, [{ kind: "ServiceAccount", name: "deployer", namespace: "apps" }], "apps");
+    const [denied] = await c.sync();
+    expect(cond(denied!.status.resourceStatus!.manifests![1]!.conditions, "Applied")!.message).toBe(
+      'Failed to apply manifest: HTTP 403: secrets "s" is forbidden: User "system:serviceaccount:apps:deployer" cannot patch resource "secrets" in API group "" in the namespace "apps"',
+    );
+    await role(admin, "Role", "secret-writer", [{ apiGroups: [""], resources: ["secrets"], verbs: ["create", "patch", "delete"] }], "apps");
+    await bind(admin, "RoleBinding", "secret-writer", { kind: "Role", name: "secret-writer" }, [{ kind: "ServiceAccount", name: "deployer", namespace: "apps" }], "apps");
+    const [granted] = await c.sync();
+    expect(cond(granted!.status.resourceStatus!.manifests![1]!.conditions, "Applied")).toMatchObject({ status: "True" });
+    expect((await admin.get({ ...SECRET, namespace: "apps", name: "s" })).metadata).toBeDefined();
 
     // May create but not delete: the work's removal fails as the executor, and the object stays.
     await role(admin, "Role", "creator", [{ apiGroups: [""], resources: ["configmaps"], verbs: ["get", "create", "patch"] }], "other");

@@ -240,7 +240,9 @@ export async function applyManifest(client: DynamicClient, mapper: RestMapper, i
       readError = undefined;
     } catch (e) {
       applyFailure = `Failed to apply manifest: ${errorMessage(e)}`;
-      memo.failure = { generation, liveResourceVersion: liveRv(live), message: applyFailure };
+      // A denial (403) is lifted by an RBAC change the agent does not see: retried at the next
+      // pass, as OCM requeues an executor's denial; other failures wait for a change.
+      if (statusCodeOf(e) !== 403) memo.failure = { generation, liveResourceVersion: liveRv(live), message: applyFailure };
     }
   };
 
