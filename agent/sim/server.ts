@@ -115,7 +115,11 @@ function reviewResponse(ctx: ServerContext, rt: ResourceType, body: unknown, use
   const status: Obj =
     rt.kind === "SelfSubjectReview" ? { userInfo: info(user) }
     : rt.kind === "TokenReview" ? { authenticated: true, user: info({ name: "kubernetes-admin", groups: [SYSTEM_MASTERS, "system:authenticated"] }), audiences: [] }
-    : rt.kind === "SelfSubjectRulesReview" ? ({ ...ctx.auth.rulesReview(user, typeof spec.namespace === "string" ? spec.namespace : "") } as Obj)
+    : rt.kind === "SelfSubjectRulesReview" ?
+      (user.groups ?? []).includes(SYSTEM_MASTERS) ?
+        // system:masters holds everything ahead of RBAC; kube-apiserver lists it as `*`.
+        { resourceRules: [{ verbs: ["*"], apiGroups: ["*"], resources: ["*"] }], nonResourceRules: [{ verbs: ["*"], nonResourceURLs: ["*"] }], incomplete: false }
+      : ({ ...ctx.auth.rulesReview(user, typeof spec.namespace === "string" ? spec.namespace : "") } as Obj)
     : rt.kind === "SelfSubjectAccessReview" ? decide(user)
     : decide(subject());
   return { ...req, kind: rt.kind, apiVersion: groupVersion(rt), metadata: { creationTimestamp: null }, status };
