@@ -13,6 +13,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify as toYaml } from "yaml";
+import { SimAuth, type UserInfo } from "./auth.ts";
 import { Cluster } from "./cluster.ts";
 import { createHandler } from "./server.ts";
 import { Store } from "./store.ts";
@@ -36,6 +37,12 @@ export interface SimulatedClusterOptions {
   statePath?: string;
   /** ClusterProperty objects (about.k8s.io/v1beta1, name → `spec.value`) created at first start. */
   clusterProperties?: Record<string, string>;
+  /**
+   * Users authenticated by bearer token (token → user), like kube-apiserver's
+   * `--token-auth-file`; their requests, and impersonated ones, are authorized by the RBAC
+   * objects stored in the cluster (auth.ts). A request without credentials is the cluster admin.
+   */
+  users?: Record<string, UserInfo>;
 }
 
 /** A running simulated cluster. */
@@ -80,7 +87,8 @@ export async function startSimulatedCluster(opts: SimulatedClusterOptions = {}):
   if (!store.loaded) cluster.seed({ kubernetesVersion, nodes: opts.nodes ?? 3, clusterProperties: opts.clusterProperties ?? {} });
   let healthy = true;
   let address = "127.0.0.1:0";
-  const server: Server = createServer(createHandler({ cluster, kubernetesVersion, healthy: () => healthy, address: () => address }));
+  const auth = new SimAuth(cluster, opts.users);
+  const server: Server = createServer(createHandler({ cluster, auth, kubernetesVersion, healthy: () => healthy, address: () => address }));
   server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

@@ -7,6 +7,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { parse as parseYaml } from "yaml";
 import type { Cluster, DeleteOptions, Target } from "./cluster.ts";
+import { SYSTEM_MASTERS, type RequestAttributes } from "../../src/auth/rbac.ts";
+import type { SimAuth, UserInfo } from "./auth.ts";
 import { ApiError, badRequest, methodNotAllowed, pathNotFound } from "./errors.ts";
 import { openapiV3Doc, openapiV3Root } from "./openapi.ts";
 import { apiGroupDoc, apiGroupListDoc, apiResourceListDoc, apiVersionsDoc, groupVersion, type ResourceType } from "./resources.ts";
@@ -17,6 +19,8 @@ import { isObj, type KubeObject, type Obj } from "./types.ts";
 /** What the HTTP layer needs besides the cluster. */
 export interface ServerContext {
   cluster: Cluster;
+  /** Authentication, impersonation and RBAC (auth.ts). */
+  auth: SimAuth;
   /** e.g. `v1.31.2`. */
   kubernetesVersion: string;
   healthy: () => boolean;
@@ -88,19 +92,57 @@ function deleteOptions(body: unknown, q: URLSearchParams): DeleteOptions {
   return opts;
 }
 
+/** The attributes of an access review's `spec` (`resourceAttributes` or `nonResourceAttributes`). */
+function reviewAttributes(spec: Obj, namespace: string | undefined): RequestAttributes {
+  const ra = isObj(spec.resourceAttributes) ? spec.resourceAttributes : undefined;
+  const str = (o: Obj | undefined, k: string): string => (o && typeof o[k] === "string" ? o[k] : "");
+  if (!ra && isObj(spec.nonResourceAttributes)) return { verb: str(spec.nonResourceAttributes, "verb"), path: str(spec.nonResourceAttributes, "path") };
+  return { verb: str(ra, "verb"), apiGroup: str(ra, "group"), resource: str(ra, "resource"), subresource: str(ra, "subresource"), name: str(ra, "name"), namespace: namespace ?? str(ra, "namespace") };
+}
+
 /**
- * The answer to a review API: the simulator has no authentication or authorization, so every
- * access review is allowed and the caller is the cluster admin (`system:masters`).
+ * The answer to a review API, by the requesting user and the cluster's RBAC (auth.ts): who the
+ * user is (SelfSubjectReview; a TokenReview says the cluster admin), whether a user may do
+ * something (SelfSubjectAccessReview for the requester, SubjectAccessReview and
+ * LocalSubjectAccessReview for `spec.user`/`spec.groups`), what it may do (SelfSubjectRulesReview).
  */
-function reviewResponse(rt: ResourceType, body: unknown): Obj {
+function reviewResponse(ctx: ServerContext, rt: ResourceType, body: unknown, user: UserInfo, namespace: string | undefined): Obj {
   const req: Obj = isObj(body) ? body : {};
-  const user = { username: "kubernetes-admin", groups: ["system:masters", "system:authenticated"] };
+  const spec: Obj = isObj(req.spec) ? req.spec : {};
+  const info = (u: UserInfo) => ({ username: u.name, groups: [...(u.groups ?? [])], ...(u.uid ? { uid: u.uid } : {}) });
+  const decide = (u: UserInfo): Obj => (ctx.auth.allowed(u, reviewAttributes(spec, namespace)) ? { allowed: true } : { allowed: false });
+  const subject = (): UserInfo => ({ name: typeof spec.user === "string" ? spec.user : "", groups: Array.isArray(spec.groups) ? spec.groups.filter((g): g is string => typeof g === "string") : [] });
   const status: Obj =
-    rt.kind === "SelfSubjectReview" ? { userInfo: user }
-    : rt.kind === "TokenReview" ? { authenticated: true, user, audiences: [] }
-    : rt.kind === "SelfSubjectRulesReview" ? { resourceRules: [{ verbs: ["*"], apiGroups: ["*"], resources: ["*"] }], nonResourceRules: [{ verbs: ["*"], nonResourceURLs: ["*"] }], incomplete: false }
-    : { allowed: true, reason: "the simulated cluster allows every request" };
+    rt.kind === "SelfSubjectReview" ? { userInfo: info(user) }
+    : rt.kind === "TokenReview" ? { authenticated: true, user: info({ name: "kubernetes-admin", groups: [SYSTEM_MASTERS, "system:authenticated"] }), audiences: [] }
+    : rt.kind === "SelfSubjectRulesReview" ?
+      (user.groups ?? []).includes(SYSTEM_MASTERS) ?
+        // system:masters holds everything ahead of RBAC; kube-apiserver lists it as `*`.
+        { resourceRules: [{ verbs: ["*"], apiGroups: ["*"], resources: ["*"] }], nonResourceRules: [{ verbs: ["*"], nonResourceURLs: ["*"] }], incomplete: false }
+      : ({ ...ctx.auth.rulesReview(user, typeof spec.namespace === "string" ? spec.namespace : "") } as Obj)
+    : rt.kind === "SelfSubjectAccessReview" ? decide(user)
+    : decide(subject());
   return { ...req, kind: rt.kind, apiVersion: groupVersion(rt), metadata: { creationTimestamp: null }, status };
+}
+
+/** kube-apiserver's RequestInfo verb of a resource request. */
+function verbOf(method: string, r: Route, q: URLSearchParams): string {
+  const watch = q.get("watch") === "true" || q.get("watch") === "1";
+  switch (method) {
+    case "GET":
+    case "HEAD":
+      return watch ? "watch" : r.name === undefined ? "list" : "get";
+    case "POST":
+      return "create";
+    case "PUT":
+      return "update";
+    case "PATCH":
+      return "patch";
+    case "DELETE":
+      return r.name === undefined ? "deletecollection" : "delete";
+    default:
+      return method.toLowerCase();
+  }
 }
 
 interface Route {
@@ -207,10 +249,15 @@ async function serveResource(ctx: ServerContext, req: IncomingMessage, res: Serv
   const contentType = req.headers["content-type"] ?? "";
   const dryRun = q.getAll("dryRun").includes("All");
   const manager = managerOf(req, q);
+  const user = ctx.auth.userOf(req);
+  const attrs = { verb: verbOf(method, r, q), apiGroup: r.rt.group, resource: r.rt.plural, subresource: r.subresource ?? "", name: r.name ?? "", namespace: r.namespace ?? "" };
   if (r.rt.review) {
+    // Self reviews are every authenticated user's (system:basic-user); the others are RBAC's.
+    if (!r.rt.kind.startsWith("Self")) ctx.auth.authorize(user, attrs);
     if (method !== "POST" || r.name !== undefined) throw methodNotAllowed();
-    return sendJson(res, 201, reviewResponse(r.rt, decodeBody(await readBody(req), contentType)));
+    return sendJson(res, 201, reviewResponse(ctx, r.rt, decodeBody(await readBody(req), contentType), user, r.namespace));
   }
+  ctx.auth.authorize(user, attrs);
   if (r.name === undefined) {
     if (method === "GET") {
       if (q.get("watch") === "true" || q.get("watch") === "1") return serveWatch(ctx, req, res, r, q);
@@ -248,6 +295,8 @@ async function serveResource(ctx: ServerContext, req: IncomingMessage, res: Serv
       return sendJson(res, 200, cluster.update(t, body, r.subresource, { manager, dryRun }));
     }
     case "PATCH": {
+      // A server-side apply that creates the object also needs `create` (kube-apiserver's patch handler).
+      if (/apply-patch/.test(contentType) && r.subresource === undefined && !cluster.store.get(t.rt.group, t.rt.plural, t.namespace, t.name)) ctx.auth.authorize(user, { ...attrs, verb: "create" });
       const raw = await readBody(req);
       const force = q.get("force");
       const opts = { manager, dryRun, fieldManagerGiven: !!q.get("fieldManager"), ...(force !== null ? { force: force === "true" } : {}) };
@@ -272,6 +321,9 @@ export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: S
     const segs = path.split("/").filter((s) => s.length > 0).map(decodeURIComponent);
     const q = url.searchParams;
     const reg = ctx.cluster.registry;
+    const r = route(ctx, segs);
+    // Resource requests are authorized with their attributes (serveResource); the others by path.
+    if (!r) ctx.auth.authorize(ctx.auth.userOf(req), { verb: (req.method ?? "GET").toLowerCase(), path });
     if (path === "/livez" || path === "/healthz" || path === "/readyz" || /^\/(livez|healthz|readyz)\//.test(path)) {
       return ctx.healthy() ? sendText(res, 200, "ok") : sendText(res, 500, `[-]etcd failed: reason withheld\n${segs[0] ?? "healthz"} check failed\n`);
     }
@@ -314,7 +366,6 @@ export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: S
       if (doc) return sendJson(res, 200, doc);
       throw pathNotFound();
     }
-    const r = route(ctx, segs);
     if (!r) throw pathNotFound();
     await serveResource(ctx, req, res, r, q);
   };

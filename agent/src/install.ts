@@ -9,7 +9,8 @@
  * 2. `ServiceAccount` `flotilla-agent`;
  * 3. `Secret` `flotilla-bootstrap` (stringData `hub-url`, `cluster-name`, `bootstrap-token`);
  * 4. `ClusterRole` + `ClusterRoleBinding` `flotilla-agent-<namespace>`: exactly what the agent
- *    reads cluster-wide (see {@link clusterRules});
+ *    reads cluster-wide, and `impersonate` on ServiceAccounts for works with an executor (see
+ *    {@link clusterRules});
  * 5. `Role` + `RoleBinding` `flotilla-agent` in the namespace: its credentials Secret and its
  *    AppliedManifestWork records (see {@link namespaceRules});
  * 6. `ClusterRole` + `ClusterRoleBinding` `flotilla-agent-work-<namespace>`: what applying the
@@ -123,7 +124,13 @@ export function defaultAgentImage(version: string): string {
  * - `list` Nodes: capacity and allocatable in the heartbeat (`get` for a single Node is not used);
  * - `get` and `list` ClusterProperties (`about.k8s.io`): the cluster ID
  *   (`cluster.clusterset.k8s.io`) and the cluster claims;
- * - `get` `/version` (Kubernetes version), `/livez` and `/healthz` (the health probe).
+ * - `get` `/version` (Kubernetes version), `/livez` and `/healthz` (the health probe);
+ * - `impersonate` ServiceAccounts: a ManifestWork with an `executor` is applied, read and deleted
+ *   as its ServiceAccount (`Impersonate-User: system:serviceaccount:NS:NAME`), so the cluster's
+ *   RBAC decides what it may do. Only `serviceaccounts` (kube-apiserver derives the account's
+ *   groups itself): never `users` or `groups`, which would let the agent act as any user or
+ *   as `system:masters`. Kept here rather than in {@link workRules}, so that narrowing that
+ *   role does not break executor works.
  *
  * Applying works needs write access to whatever the works carry: that is the separate
  * {@link workRules} ClusterRole, so these rules stay read-only.
@@ -137,6 +144,7 @@ export function clusterRules(namespace: string): PolicyRule[] {
     { apiGroups: [""], resources: ["nodes"], verbs: ["list"] },
     { apiGroups: [CLUSTER_PROPERTY_GROUP], resources: [CLUSTER_PROPERTY_PLURAL], verbs: ["get", "list"] },
     { nonResourceURLs: ["/version", "/livez", "/healthz"], verbs: ["get"] },
+    { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["impersonate"] },
   ];
 }
 

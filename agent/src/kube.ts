@@ -55,6 +55,8 @@ export interface KubeRequestOptions {
   timeoutMs?: number;
   /** Aborts the request (and a watch stream). */
   signal?: AbortSignal;
+  /** Extra request headers (a list sends the header once per value, e.g. `Impersonate-Group`). */
+  headers?: Record<string, string | string[]>;
 }
 
 /** An answer: status code, headers and the body as text. */
@@ -178,7 +180,7 @@ export class KubeConfig {
    * @throws Error on network errors, timeouts and aborts.
    */
   private async send<T>(method: string, path: string, opts: KubeRequestOptions, retried: boolean, onResponse: (res: http.IncomingMessage) => Promise<T>): Promise<T> {
-    const headers: Record<string, string> = { accept: opts.accept ?? "application/json", "user-agent": "flotilla-agent", ...(await this.headers(retried)) };
+    const headers: Record<string, string | string[]> = { accept: opts.accept ?? "application/json", "user-agent": "flotilla-agent", ...opts.headers, ...(await this.headers(retried)) };
     let payload: string | undefined;
     if (opts.body !== undefined) {
       payload = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);

@@ -18,6 +18,10 @@
  * pipelines); the hub's own writers (controllers, agents' registration) are not users and are not
  * checked, and `system:masters` passes them as it passes RBAC (src/auth/rbac-store.ts `decide`).
  *
+ * OCM's work webhook's check (a ManifestWork's `executor` needs `execute-as`) is
+ * src/auth/executor.ts: it runs inside the D1 write, as the RBAC kinds' escalation check does,
+ * on the object as stored, so it needs no admitted transition.
+ *
  * A ManagedCluster lives in its Durable Object, where its write is computed; the Worker computes
  * the same write on the object it read to learn what changes, checks that, and hands the object
  * the {@link ClusterTransition} it admitted: should the object find another transition (a write

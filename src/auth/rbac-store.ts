@@ -17,6 +17,7 @@ import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { changeCounterValue, listObjects } from "../k8s/store.ts";
 import { ClusterRoleBindingKind, ClusterRoleKind, isRbacKind, RBAC_AUTHOR_EXTRA, RBAC_CHANGE_COUNTER, RoleBindingKind, RoleKind, type RbacAuthor } from "../kinds/rbac.ts";
+import { ManifestWorkKind, ManifestWorkReplicaSetKind } from "../kinds/manifestwork.ts";
 import type { Env } from "../env.ts";
 import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
 import { storeOf } from "../store/store.ts";
@@ -97,12 +98,14 @@ export async function authorizeRequest(env: Env, user: UserInfo, attrs: RequestA
 // ---------------------------------------------------------------------------
 
 /**
- * The extras an API write of kind `def` passes to the write path so that its escalation check runs
- * ({@link checkEscalation}): none for other kinds and for `system:masters`.
+ * The extras an API write of kind `def` passes to the write path so that the checks needing its
+ * author run: the RBAC kinds' escalation check (src/kinds/rbac.ts `checkEscalation`) and the
+ * ManifestWork and ManifestWorkReplicaSet executor admission (src/auth/executor.ts
+ * `admitExecutor`). None for other kinds and for `system:masters`.
  * @throws errors of D1
  */
 export async function rbacWriteExtras(env: Env, def: KindDefinition, user: UserInfo): Promise<Record<string, unknown> | undefined> {
-  if (!isRbacKind(def) || isPrivileged(user)) return undefined;
+  if (!(isRbacKind(def) || def === ManifestWorkKind || def === ManifestWorkReplicaSetKind) || isPrivileged(user)) return undefined;
   const author: RbacAuthor = { user, authorizer: await rbacAuthorizer(env) };
   return { [RBAC_AUTHOR_EXTRA]: author };
 }

@@ -15,14 +15,13 @@ import { addFieldErrors, ConditionsSchema, isJsonObject, objectSchema, type Kube
 import type { FieldError } from "../k8s/validation.ts";
 import { onlyEmpty } from "../k8s/unimplemented.ts";
 import { GO_DURATION } from "../work/rollout.ts";
+import { admitExecutor, validateExecutor } from "../auth/executor.ts";
 
 /** OCM's cap on the total size of a work's manifests, in bytes (500 KiB, `manifestLimit`). */
 export const MANIFEST_LIMIT_BYTES = 500 * 1024;
 
-/** Label a generated ManifestWork carries: `<mwrs namespace>.<mwrs name>` (OCM). */
-export const MWRS_LABEL = "work.open-cluster-management.io/manifestworkreplicaset";
-/** Label a generated ManifestWork carries: the placement whose decision put it there (OCM). */
-export const PLACEMENT_NAME_LABEL = "work.open-cluster-management.io/placementname";
+/** OCM's labels of a generated ManifestWork (src/work/labels.ts; the agent copies them onto what it applies). */
+export { MWRS_LABEL, PLACEMENT_NAME_LABEL } from "../work/labels.ts";
 
 const ResourceIdentifierSchema = z.strictObject({
   group: z.string().optional(),
@@ -196,6 +195,7 @@ export function validateWorkSpec(spec: Record<string, unknown> | undefined, pref
   if (rules.selectivelyOrphans && rules.propagationPolicy !== "SelectivelyOrphan") {
     causes.push({ field: `${prefix}.deleteOption.selectivelyOrphans`, message: "Forbidden: selectivelyOrphans may only be set with propagationPolicy SelectivelyOrphan", reason: "FieldValueForbidden" });
   }
+  causes.push(...validateExecutor(spec, prefix));
   return causes;
 }
 
@@ -223,6 +223,8 @@ export const ManifestWorkKind: KindDefinition = {
   validate(obj: KubeObject): StatusCause[] {
     return validateWorkSpec(obj.spec, "spec");
   },
+  // `spec.executor` admission: src/auth/executor.ts.
+  finalize: (obj, old, ctx) => admitExecutor(obj, old, ctx, false),
 };
 
 const RolloutConfig = {
@@ -312,4 +314,6 @@ export const ManifestWorkReplicaSetKind: KindDefinition = {
     causes.push(...validateWorkSpec(spec.manifestWorkTemplate, "spec.manifestWorkTemplate"));
     return causes;
   },
+  // `spec.manifestWorkTemplate.executor` admission: src/auth/executor.ts.
+  finalize: (obj, old, ctx) => admitExecutor(obj, old, ctx, true),
 };

@@ -32,6 +32,7 @@ import {
   type PolicyRule,
 } from "../../agent/src/install.ts";
 import { MC, cond, merge, waitFor } from "../e2e/support.ts";
+import { RbacAuthorizer, serviceAccountGroups, serviceAccountUsername, type ClusterRole, type ClusterRoleBinding, type RequestAttributes, type Role, type RoleBinding } from "../../src/auth/rbac.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const pkgVersion = (JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")) as { version: string }).version;
@@ -101,25 +102,15 @@ async function sim(name: string): Promise<SimulatedCluster> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// A small RBAC authorizer (the kube-apiserver's RequestInfo + RBAC rule matching, for the
-// requests the agent makes), to check the rendered rules against the agent's real traffic.
-
-/** The authorization attributes of one request. */
-interface Attributes {
-  verb: string;
-  /** Set for non-resource requests (`/version`, `/livez`, discovery). */
-  path?: string;
-  group?: string;
-  resource?: string;
-  namespace?: string;
-  name?: string;
-}
+// The agent's real traffic checked against the rendered rules: kube-apiserver's RequestInfo for
+// each request, and the hub's RBAC evaluator (src/auth/rbac.ts, the one the simulated cluster
+// uses too) over the rendered Roles and bindings.
 
 /** What kube-apiserver's RequestInfoFactory derives from a method and URL. */
-function requestAttributes(method: string, rawUrl: string): Attributes {
+function requestAttributes(method: string, rawUrl: string): RequestAttributes {
   const url = new URL(rawUrl, "http://x");
   const parts = url.pathname.split("/").filter(Boolean);
-  const nonResource = (): Attributes => ({ verb: method.toLowerCase(), path: url.pathname });
+  const nonResource = (): RequestAttributes => ({ verb: method.toLowerCase(), path: url.pathname });
   let rest: string[];
   let group: string;
   if (parts[0] === "api" && parts.length >= 3) [group, rest] = ["", parts.slice(2)];
@@ -140,37 +131,15 @@ function requestAttributes(method: string, rawUrl: string): Attributes {
     : method === "PATCH" ? "patch"
     : method === "DELETE" ? (name ? "delete" : "deletecollection")
     : method.toLowerCase();
-  return { verb, group, resource: sub ? `${resource}/${sub}` : resource, namespace, name };
+  return { verb, apiGroup: group, resource: resource ?? "", subresource: sub ?? "", namespace: namespace ?? "", name: name ?? "" };
 }
 
-function ruleAllows(rule: PolicyRule, a: Attributes): boolean {
-  if (!rule.verbs.includes(a.verb) && !rule.verbs.includes("*")) return false;
-  if (a.path !== undefined) {
-    return (rule.nonResourceURLs ?? []).some((u) => u === a.path || (u.endsWith("*") && a.path!.startsWith(u.slice(0, -1))));
-  }
-  // "*" matches any group or resource, as in RBAC.
-  const has = (list: string[] | undefined, v: string) => !!list && (list.includes(v) || list.includes("*"));
-  if (!has(rule.apiGroups, a.group!) || !has(rule.resources, a.resource!)) return false;
-  return rule.resourceNames === undefined || rule.resourceNames.length === 0 || (a.name !== undefined && rule.resourceNames.includes(a.name));
-}
-
-/**
- * An authorizer for the ServiceAccount `namespace/name` from rendered objects: the rules of the
- * ClusterRoles bound by ClusterRoleBindings apply everywhere, those of Roles bound by
- * RoleBindings in their namespace only.
- */
-function authorizerFor(objs: readonly ManifestObject[], sa: { namespace: string; name: string }): (a: Attributes) => boolean {
-  const bindsSa = (b: Json): boolean => (b.subjects ?? []).some((s: Json) => s.kind === "ServiceAccount" && s.name === sa.name && s.namespace === sa.namespace);
-  const roles = (kind: string, namespace?: string): Json[] => objs.filter((o) => o.kind === kind && o.metadata.namespace === namespace);
-  const clusterRules: PolicyRule[] = objs
-    .filter((o: Json) => o.kind === "ClusterRoleBinding" && bindsSa(o) && o.roleRef.kind === "ClusterRole")
-    .flatMap((b: Json) => roles("ClusterRole").filter((r) => r.metadata.name === b.roleRef.name).flatMap((r) => r.rules as PolicyRule[]));
-  const nsRules = objs
-    .filter((o: Json) => o.kind === "RoleBinding" && bindsSa(o) && o.roleRef.kind === "Role")
-    .flatMap((b: Json) => roles("Role", b.metadata.namespace).filter((r) => r.metadata.name === b.roleRef.name).map((r) => ({ namespace: r.metadata.namespace as string, rules: r.rules as PolicyRule[] })));
-  return (a) =>
-    clusterRules.some((r) => ruleAllows(r, a)) ||
-    (a.path === undefined && nsRules.some((nr) => nr.namespace === a.namespace && nr.rules.some((r) => ruleAllows(r, a))));
+/** An authorizer for the ServiceAccount `namespace/name` from rendered objects (RBAC as kube-apiserver's). */
+function authorizerFor(objs: readonly ManifestObject[], sa: { namespace: string; name: string }): (a: RequestAttributes) => boolean {
+  const of = <T>(kind: string): T[] => objs.filter((o) => o.kind === kind) as unknown as T[];
+  const rbac = new RbacAuthorizer({ roles: of<Role>("Role"), clusterRoles: of<ClusterRole>("ClusterRole"), roleBindings: of<RoleBinding>("RoleBinding"), clusterRoleBindings: of<ClusterRoleBinding>("ClusterRoleBinding") });
+  const user = { name: serviceAccountUsername(sa.namespace, sa.name), groups: [...serviceAccountGroups(sa.namespace), "system:authenticated"] };
+  return (a) => rbac.authorize(user, a).allowed;
 }
 
 /** An HTTP proxy in front of `target` that records each request's method and URL. */
@@ -233,6 +202,8 @@ describe("install manifests: shapes", () => {
       { apiGroups: [""], resources: ["nodes"], verbs: ["list"] },
       { apiGroups: ["about.k8s.io"], resources: ["clusterproperties"], verbs: ["get", "list"] },
       { nonResourceURLs: ["/version", "/livez", "/healthz"], verbs: ["get"] },
+      // Executor works: ServiceAccounts only, never users or groups (system:masters).
+      { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["impersonate"] },
     ]);
     expect(byKind(objs, "Role")).toMatchObject({
       metadata: { name: "flotilla-agent", namespace: "fleet" },
@@ -597,14 +568,14 @@ describe("install manifests: an agent with their configuration joins the hub", (
     const seen = proxy.requests.map((r) => ({ ...r, attrs: requestAttributes(r.method, r.url) }));
     const denied = seen.filter((r) => !can(r.attrs));
     expect(denied.map((r) => `${r.method} ${r.url}`)).toEqual([]);
-    const has = (verb: string, what: Partial<Attributes>): boolean => seen.some((r) => r.attrs.verb === verb && Object.entries(what).every(([k, v]) => r.attrs[k as keyof Attributes] === v));
+    const has = (verb: string, what: Record<string, string>): boolean => seen.some((r) => r.attrs.verb === verb && Object.entries(what).every(([k, v]) => (r.attrs as unknown as Record<string, unknown>)[k] === v));
     expect(has("get", { resource: "namespaces", name: "kube-system" })).toBe(true);
     expect(has("create", { resource: "secrets", namespace })).toBe(true);
     expect(has("get", { resource: "secrets", name: CREDENTIALS_SECRET_NAME })).toBe(true);
     expect(has("update", { resource: "secrets", name: CREDENTIALS_SECRET_NAME })).toBe(true);
     expect(has("list", { resource: "nodes" })).toBe(true);
     expect(has("list", { resource: "configmaps", namespace })).toBe(true);
-    expect(has("list", { group: "about.k8s.io", resource: "clusterproperties" })).toBe(true);
+    expect(has("list", { apiGroup: "about.k8s.io", resource: "clusterproperties" })).toBe(true);
     expect(has("get", { path: "/version" })).toBe(true);
     expect(has("get", { path: "/livez" })).toBe(true);
   });

@@ -679,8 +679,10 @@ describe("informers, defaults and request options", () => {
     expect(gen.metadata?.name).toMatch(/^job-[a-z0-9]{5}$/);
   });
 
-  it("answers kubectl auth can-i and whoami (the simulator authorises everything)", async () => {
+  it("answers kubectl auth can-i and whoami (the kubeconfig's user is the admin; --as is RBAC's)", async () => {
     expect((await kubectl(sim, "auth", "can-i", "delete", "nodes")).trim()).toBe("yes");
+    // Impersonated (the admin may), the ServiceAccount holds nothing: kubectl prints "no" and exits 1.
+    await expect(kubectl(sim, "auth", "can-i", "create", "configmaps", "-n", "default", "--as=system:serviceaccount:default:nobody")).rejects.toMatchObject({ code: 1, stdout: "no\n" });
     expect(await kubectl(sim, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")).toBe("kubernetes-admin");
     expect((await http("GET", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")).status).toBe(405);
   });

@@ -147,6 +147,13 @@ describe("works reach clusters (wrangler dev + 3 agent processes on simulated cl
     }
     expect(await imageOn(other!)).toBeNull();
     expect(await configMapOn(other!)).toBe(false);
+    // Traceability: on a member cluster, `kubectl get deploy -l <placement label>` finds what the placement put there.
+    for (const c of decided) {
+      const list = await apps(c).listDeploymentForAllNamespaces({ labelSelector: "work.open-cluster-management.io/placementname=web" });
+      expect(list.items.map((d) => [d.metadata?.namespace, d.metadata?.name])).toEqual([["web", "web"]]);
+      expect(list.items[0]!.metadata?.labels).toMatchObject({ [MWRS_LABEL]: "apps.web", "work.flotilla.dev/manifestwork": (await workOf(c)).metadata.name });
+      expect(list.items[0]!.metadata?.annotations?.["work.flotilla.dev/manifestwork"]).toBe(`${c}/${(await workOf(c)).metadata.name}`);
+    }
 
     // --- Status feedback: WellKnownStatus and the JSONPath rule, in every decided cluster's work.
     for (const c of decided) {

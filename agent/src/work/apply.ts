@@ -21,6 +21,15 @@
  * Drift: a resync (no change to the work) re-applies a manifest when its object is missing or a
  * field of the manifest differs from the live object (lists compared element by element);
  * `CreateOnly` re-creates a missing object only.
+ *
+ * Traceability: every write carries the work's trace labels and annotations
+ * (`ApplyManifestInput.trace`, src/work/labels.ts), merged over the manifest's own. They are left
+ * out of the drift comparison, so an object two works apply is labelled by the last one to write
+ * it rather than rewritten by each in turn.
+ *
+ * Identity: the client is the work's (the agent's own, or impersonating the work's executor,
+ * controller.ts); a 403 of the member cluster is reported as any failed write or read, with the
+ * API server's message.
  */
 import { describeKubeError, statusCodeOf } from "../kube.ts";
 import { NoKindMatchError, type RestMapper } from "./discovery.ts";
@@ -64,6 +73,10 @@ export interface ApplyManifestInput {
   memo: ManifestMemo | undefined;
   /** Tells which objects changed since the last pass (watches); without it every pass reads every object. */
   tracker?: LiveTracker;
+  /** Labels and annotations naming the work (and its replica set and placement) set on every write. */
+  trace?: { labels: Record<string, string>; annotations: Record<string, string> };
+  /** Set when the work may not be applied at all (an executor the agent cannot act as): the manifest fails with it. */
+  refused?: string;
 }
 
 /** Result of {@link applyManifest}. */
@@ -131,6 +144,18 @@ function stripPaths(obj: Obj, paths: readonly IgnoredPath[]): Obj {
   return out;
 }
 
+/** `obj` with the trace's labels and annotations merged over its own (a copy; `obj` itself when there is no trace). */
+function withTrace(obj: Obj, trace: ApplyManifestInput["trace"]): Obj {
+  if (!trace) return obj;
+  const out = cloneJson(obj);
+  const meta: Obj = isObj(out.metadata) ? out.metadata : {};
+  const merged = (own: unknown, add: Record<string, string>) => ({ ...(isObj(own) ? own : {}), ...add });
+  if (Object.keys(trace.labels).length > 0) meta.labels = merged(meta.labels, trace.labels);
+  if (Object.keys(trace.annotations).length > 0) meta.annotations = merged(meta.annotations, trace.annotations);
+  out.metadata = meta;
+  return out;
+}
+
 function errorMessage(e: unknown): string {
   if (e instanceof NoKindMatchError) return e.message;
   return describeKubeError(e);
@@ -177,11 +202,14 @@ export async function applyManifest(client: DynamicClient, mapper: RestMapper, i
   }
   meta.resource = mapping.resource;
   meta.namespace = mapping.namespaced ? meta.namespace || "default" : "";
+  if (input.refused !== undefined) return fail(`Failed to apply manifest: ${input.refused}`);
   const ref: ObjectRef = { group: meta.group, version: meta.version, resource: meta.resource, namespace: meta.namespace, name };
   const config = input.configs.find((c) => identifies(c, meta.group, meta.resource, meta.namespace, name));
   const strategy = config?.updateStrategy?.type ?? "Update";
   const desired: Obj = cloneJson(m);
   if (mapping.namespaced) desired.metadata = { ...mMeta, namespace: meta.namespace };
+  // What is written: the manifest and the work's trace; what drift is judged on: the manifest.
+  const traced = withTrace(desired, input.trace);
   const tracker = input.tracker;
   const cached = input.memo?.cached;
   if (!input.specChanged && cached && tracker?.unchanged(ref)) return { ...cached, memo: input.memo ?? {} };
@@ -212,25 +240,27 @@ export async function applyManifest(client: DynamicClient, mapper: RestMapper, i
       readError = undefined;
     } catch (e) {
       applyFailure = `Failed to apply manifest: ${errorMessage(e)}`;
-      memo.failure = { generation, liveResourceVersion: liveRv(live), message: applyFailure };
+      // A denial (403) is lifted by an RBAC change the agent does not see: retried at the next
+      // pass, as OCM requeues an executor's denial; other failures wait for a change.
+      if (statusCodeOf(e) !== 403) memo.failure = { generation, liveResourceVersion: liveRv(live), message: applyFailure };
     }
   };
 
   if (readError === undefined) {
     if (strategy === "CreateOnly") {
-      if (!live) await write(() => client.create(ref, ref.namespace, desired, WORK_FIELD_MANAGER));
+      if (!live) await write(() => client.create(ref, ref.namespace, traced, WORK_FIELD_MANAGER));
     } else if (strategy === "Update") {
-      if (input.specChanged || !live || !isSubset(desired, live)) await write(() => client.apply(ref, desired, WORK_FIELD_MANAGER, true));
+      if (input.specChanged || !live || !isSubset(desired, live)) await write(() => client.apply(ref, traced, WORK_FIELD_MANAGER, true));
     } else if (strategy === "ServerSideApply") {
       const ssa = config?.updateStrategy?.serverSideApply;
       const manager = ssa?.fieldManager || WORK_FIELD_MANAGER;
       const ignored = ignoredPaths(config?.updateStrategy);
-      let body = desired;
+      let body = traced;
       let compare = desired;
       try {
         compare = stripPaths(desired, ignored);
         if (live && ignored.length > 0) {
-          body = cloneJson(desired);
+          body = cloneJson(traced);
           const hubValues: Record<string, string> = {};
           for (const p of ignored) {
             const hubValue = JSON.stringify(pointers(desired, p.path).map((ptr) => getPointer(desired, ptr)));

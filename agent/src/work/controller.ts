@@ -8,6 +8,9 @@
  * 3. lets go of everything a work applied when the work is no longer listed by the hub, per the
  *    deleteOption last seen, and deletes its record;
  * 4. computes each work's status (conditions.ts).
+ * A work with an `executor` is applied, read and deleted impersonating its ServiceAccount
+ * (dynamic.ts `as`), so the member cluster's RBAC decides what it may do; every object a work
+ * writes carries its trace labels and annotations (src/work/labels.ts).
  * The caller (agent.ts) runs passes serially: when the list changes and every status-sync period.
  */
 import { describeKubeError, type KubeConfig } from "../kube.ts";
@@ -21,7 +24,8 @@ import { DynamicClient, type ObjectRef } from "./dynamic.ts";
 import { applyOrder } from "./order.ts";
 import { RecordStore, sortApplied, type WorkRecord } from "./record.ts";
 import { LiveTracker } from "./tracker.ts";
-import { describeResource, sameResource, type AppliedResource, type ManifestWork, type ManifestWorkStatus } from "./types.ts";
+import { describeResource, executorUser, sameResource, type AppliedResource, type ManifestWork, type ManifestWorkSpec, type ManifestWorkStatus } from "./types.ts";
+import { APPLIED_BY_WORK_ANNOTATION, APPLIED_BY_WORK_LABEL, MWRS_LABEL, PLACEMENT_NAME_LABEL } from "../../../src/work/labels.ts";
 
 /** Options of {@link WorkController}. */
 export interface WorkControllerOptions {
@@ -67,6 +71,25 @@ interface WorkState {
   quiet?: { refs: ObjectRef[]; report: WorkReport };
 }
 
+/** A Kubernetes label value (apimachinery IsValidLabelValue): at most 63 characters, alphanumeric at both ends. */
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+
+/**
+ * The labels and annotations every object `work` applies carries (src/work/labels.ts): the work's
+ * name (label when it is a valid label value; annotation `<namespace>/<name>` always) and the
+ * replica set and placement labels the hub set on the work, when it has them.
+ */
+export function traceOf(work: ManifestWork): { labels: Record<string, string>; annotations: Record<string, string> } {
+  const name = work.metadata.name;
+  const labels: Record<string, string> = {};
+  if (name.length <= 63 && LABEL_VALUE.test(name)) labels[APPLIED_BY_WORK_LABEL] = name;
+  for (const key of [MWRS_LABEL, PLACEMENT_NAME_LABEL]) {
+    const v = work.metadata.labels?.[key];
+    if (v !== undefined) labels[key] = v;
+  }
+  return { labels, annotations: { [APPLIED_BY_WORK_ANNOTATION]: `${work.metadata.namespace ?? ""}/${name}` } };
+}
+
 function generationOf(w: ManifestWork): number {
   return typeof w.metadata.generation === "number" ? w.metadata.generation : 0;
 }
@@ -82,6 +105,8 @@ function generationOf(w: ManifestWork): number {
  */
 export class WorkController {
   private readonly client: DynamicClient;
+  /** Impersonating clients, by user (one per executor ServiceAccount in use). */
+  private readonly impersonating = new Map<string, DynamicClient>();
   private readonly mapper: RestMapper;
   private readonly records: RecordStore;
   private readonly log: Logger;
@@ -101,6 +126,20 @@ export class WorkController {
     this.records = new RecordStore(this.client, opts.namespace);
     this.log = opts.logger;
     if (opts.watch !== false) this.tracker = new LiveTracker(opts.kubeConfig, opts.logger, opts.signal);
+  }
+
+  /**
+   * The client a work's manifests are applied, read and deleted with: the agent's own without
+   * executor, else one impersonating the executor's ServiceAccount; `{ error }` for an executor
+   * the agent cannot act as.
+   */
+  private clientFor(spec: ManifestWorkSpec | undefined): DynamicClient | { error: string } {
+    const who = executorUser(spec);
+    if ("error" in who) return who;
+    if (who.user === undefined) return this.client;
+    let c = this.impersonating.get(who.user);
+    if (!c) this.impersonating.set(who.user, (c = this.client.as(who.user)));
+    return c;
   }
 
   /** Ends the watches (the controller still works, reading every object). */
@@ -182,8 +221,21 @@ export class WorkController {
     const outcomes: ManifestOutcome[] = new Array<ManifestOutcome>(manifests.length);
     const applied: AppliedResource[] = [];
     const readOnly: AppliedResource[] = [];
+    const as = this.clientFor(work.spec);
+    const client = as instanceof DynamicClient ? as : this.client;
+    const trace = traceOf(work);
     for (const i of applyOrder(manifests)) {
-      const r = await applyManifest(this.client, this.mapper, { manifest: manifests[i], ordinal: i, configs, generation, specChanged, memo: state.memos.get(i), ...(this.tracker ? { tracker: this.tracker } : {}) });
+      const r = await applyManifest(client, this.mapper, {
+        manifest: manifests[i],
+        ordinal: i,
+        configs,
+        generation,
+        specChanged,
+        memo: state.memos.get(i),
+        trace,
+        ...(this.tracker ? { tracker: this.tracker } : {}),
+        ...(as instanceof DynamicClient ? {} : { refused: as.error }),
+      });
       if (r.outcome.meta.resource) workRefs.push({ group: r.outcome.meta.group, version: r.outcome.meta.version, resource: r.outcome.meta.resource, namespace: r.outcome.meta.namespace, name: r.outcome.meta.name });
       state.memos.set(i, r.memo);
       outcomes[i] = r.outcome;
@@ -207,7 +259,12 @@ export class WorkController {
       } else released.push(r);
     }
     if (released.length > 0) {
-      const result = await releaseResources(this.client, released, old?.deleteOption ?? work.spec.deleteOption, this.heldByOthers(name));
+      // Released as the identity that applied them (the record's work), as OCM's executor deletes.
+      const releaser = this.clientFor(old?.work?.spec ?? work.spec);
+      const result =
+        releaser instanceof DynamicClient
+          ? await releaseResources(releaser, released, old?.deleteOption ?? work.spec.deleteOption, this.heldByOthers(name))
+          : { deleted: [], orphaned: [], shared: [], failed: released.map((resource) => ({ resource, error: releaser.error })) };
       this.logRelease(`manifests removed from work ${name}`, result);
       held.push(...result.failed.map((f) => f.resource));
     }
@@ -249,8 +306,12 @@ export class WorkController {
    * Lets go of everything a work's record holds (per `deleteOption`), then deletes the record
    * (kept, holding what failed, when a delete failed).
    */
-  private async removeWork(record: WorkRecord): Promise<ReleaseResult> {
-    const result = await releaseResources(this.client, record.appliedResources, record.deleteOption, this.heldByOthers(record.workName));
+  private async removeWork(record: WorkRecord, spec?: ManifestWorkSpec): Promise<ReleaseResult> {
+    const releaser = this.clientFor(spec ?? record.work?.spec);
+    const result: ReleaseResult =
+      releaser instanceof DynamicClient
+        ? await releaseResources(releaser, record.appliedResources, record.deleteOption, this.heldByOthers(record.workName))
+        : { deleted: [], orphaned: [], shared: [], failed: record.appliedResources.map((resource) => ({ resource, error: releaser.error })) };
     if (result.failed.length > 0) {
       const left: WorkRecord = { ...record, appliedResources: sortApplied(result.failed.map((f) => f.resource)) };
       this.recorded.set(record.workName, left);
@@ -307,10 +368,11 @@ export class WorkController {
     if (!this.initialised) await this.init();
     const out = { done: true, deleted: 0, orphaned: 0 };
     for (const record of [...this.recorded.values()]) {
-      const current = this.desired.get(record.workName)?.spec.deleteOption;
+      const desired = this.desired.get(record.workName)?.spec;
+      const current = desired?.deleteOption;
       const withOption: WorkRecord = current ? { ...record, deleteOption: current } : record;
       try {
-        const r = await this.removeWork(withOption);
+        const r = await this.removeWork(withOption, desired);
         out.deleted += r.deleted.length;
         out.orphaned += r.orphaned.length;
         if (r.failed.length > 0) {

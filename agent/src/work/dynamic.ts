@@ -47,11 +47,27 @@ export class DynamicClient {
   /**
    * @param kc the member cluster's configuration and transport.
    * @param timeoutMs per-request timeout in milliseconds (default 15 000).
+   * @param impersonate the user every request acts as (`Impersonate-User`), e.g.
+   *   `system:serviceaccount:apps:deployer`; absent: the agent's own identity.
    */
   constructor(
     readonly kc: KubeConfig,
     private readonly timeoutMs = 15_000,
+    readonly impersonate?: string,
   ) {}
+
+  /**
+   * A client on the same transport whose requests act as `user` (kube-apiserver's user
+   * impersonation: header `Impersonate-User`). No `Impersonate-Group` is sent: for a
+   * ServiceAccount user (`system:serviceaccount:NS:NAME`) kube-apiserver adds its groups
+   * (`system:serviceaccounts`, `system:serviceaccounts:NS`) and `system:authenticated` itself,
+   * so the agent needs `impersonate` on `serviceaccounts` only, never on `groups` (which would
+   * let it act as any group, `system:masters` included). The server refuses with 403 when the
+   * agent may not impersonate that user, and authorizes each request as that user.
+   */
+  as(user: string): DynamicClient {
+    return new DynamicClient(this.kc, this.timeoutMs, user);
+  }
 
   /**
    * Sends one request and decodes the JSON answer.
@@ -63,7 +79,7 @@ export class DynamicClient {
    *   on network errors and timeouts.
    */
   request(method: string, path: string, opts: RequestOptions = {}): Promise<Obj> {
-    return this.kc.json(method, path, { ...opts, timeoutMs: this.timeoutMs });
+    return this.kc.json(method, path, { ...opts, timeoutMs: this.timeoutMs, ...(this.impersonate ? { headers: { "Impersonate-User": this.impersonate } } : {}) });
   }
 
   /** GET one object. @throws KubeError 404 when it does not exist. */

@@ -95,6 +95,25 @@ export interface ManifestWorkSpec {
   workload?: { manifests?: unknown[] };
   deleteOption?: DeleteOption;
   manifestConfigs?: ManifestConfig[];
+  /** The identity the work's manifests are applied, read and deleted as (OCM ManifestWorkExecutor). */
+  executor?: { subject?: { type?: string; serviceAccount?: { namespace?: string; name?: string } } };
+}
+
+/**
+ * The user a work's manifests are applied, read and deleted as: `{ user: undefined }` (the
+ * agent's own identity) without executor, `{ user }` its executor's ServiceAccount
+ * (`system:serviceaccount:NS:NAME`, Kubernetes' ServiceAccount user name), or `{ error }` for
+ * an executor the agent cannot act as (a subject the hub's validation refuses): such a work is
+ * never applied with the agent's own, broader rights.
+ */
+export function executorUser(spec: ManifestWorkSpec | undefined): { user: string | undefined } | { error: string } {
+  const executor = spec?.executor;
+  if (executor === undefined || executor === null) return { user: undefined };
+  const subject = executor.subject;
+  const sa = subject?.serviceAccount;
+  if (subject?.type !== "ServiceAccount") return { error: `unsupported executor subject type ${JSON.stringify(subject?.type ?? "")}: only ServiceAccount` };
+  if (!sa?.namespace || !sa.name) return { error: "the executor service account needs a namespace and a name" };
+  return { user: `system:serviceaccount:${sa.namespace}:${sa.name}` };
 }
 
 /** A ManifestWork as the hub delivers it in the works list (docs/agent-protocol.md "Works"). */
