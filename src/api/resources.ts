@@ -38,7 +38,7 @@ import { mediaRanges, negotiate, partialObjectMetadata, partialObjectMetadataLis
 import { checkWatchListOptions, clientOf, watchResponse } from "./watch.ts";
 import { dropUnknownFields, fieldValidationOf, unknownFieldMessages, warningHeader } from "./fieldvalidation.ts";
 import { decodesProtobuf } from "./protobuf.ts";
-import { decodeDelete, decodeObjectBody, decodePatch, decodePathSegment, queryFlag, statusResponse } from "./request.ts";
+import { decodeDelete, decodeObjectBody, decodePatch, fieldManagerOf, decodePathSegment, queryFlag, statusResponse } from "./request.ts";
 
 type Ctx = ApiContext;
 
@@ -453,12 +453,14 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
   if (method === "GET") return t.name === undefined ? list(c, t) : get(c, t);
   if (method === "POST") {
     if (t.name !== undefined) throw methodNotAllowed("POST is only allowed on a collection");
-    return write(c, t, { verb: "create", body: await decodeObjectBody(c, warnings, decodesProtobuf(apiVersionOf(t.def), t.def.kind)) }, warnings);
+    const fieldManager = fieldManagerOf(c, "CreateOptions");
+    return write(c, t, { verb: "create", body: await decodeObjectBody(c, warnings, decodesProtobuf(apiVersionOf(t.def), t.def.kind)), fieldManager }, warnings);
   }
   if (method === "DELETE" && t.name === undefined && !t.subresource) return deleteCollection(c, t);
   if (t.name === undefined) throw methodNotAllowed(`${method} is not allowed on a collection`);
   if (method === "PUT") {
-    return write(c, t, { verb: "update", body: await decodeObjectBody(c, warnings, decodesProtobuf(apiVersionOf(t.def), t.def.kind)), subresource: t.subresource }, warnings);
+    const fieldManager = fieldManagerOf(c, "UpdateOptions");
+    return write(c, t, { verb: "update", body: await decodeObjectBody(c, warnings, decodesProtobuf(apiVersionOf(t.def), t.def.kind)), subresource: t.subresource, fieldManager }, warnings);
   }
   // kube-apiserver takes strategic merge patches for its built-in kinds (core, RBAC), not for custom resources.
   if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource, warnings, t.def.group === "" || t.def.group === RBAC_GROUP), warnings);

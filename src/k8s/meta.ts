@@ -6,6 +6,7 @@
  */
 import * as z from "zod";
 import type { StatusCause } from "./errors.ts";
+import type { ManagedFieldsEntry } from "./fieldmanager.ts";
 import { CONDITION_MESSAGE_MAX_LENGTH, CONDITION_REASON_MAX_LENGTH, CONDITION_TYPE_MAX_LENGTH, validateConditions, type FieldError } from "./validation.ts";
 
 /** metav1.OwnerReference. */
@@ -73,6 +74,8 @@ export interface ObjectMeta {
   annotations?: Record<string, string>;
   finalizers?: string[];
   ownerReferences?: OwnerReference[];
+  /** Who owns which fields (src/k8s/fieldmanager.ts). */
+  managedFields?: ManagedFieldsEntry[];
 }
 
 /** A Kubernetes object as stored and served: apiVersion, kind, metadata, and kind-specific fields. */

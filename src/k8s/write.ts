@@ -11,6 +11,8 @@ import { checkSchema, isJsonObject, rfc3339, type JsonObject, type KubeObject } 
 import { applyJsonPatch, jsonPatchErrors } from "./jsonpatch.ts";
 import { strategicMergePatch } from "./strategicpatch.ts";
 import { isDNS1123Label, isDNS1123Subdomain, pathSegmentNameErrors, validateAnnotations, validateLabels } from "./validation.ts";
+import { recordUpdate, requestedManagedFields, schemaType, serverSideApply, type FieldManagerContext, type FieldType, type JsonSchemaNode } from "./fieldmanager.ts";
+import * as z from "zod";
 
 /** Delete preconditions (metav1.Preconditions). */
 export interface Preconditions {
@@ -27,10 +29,13 @@ export interface Preconditions {
  * patch, for the core kinds (src/k8s/strategicpatch.ts); `json` is RFC 6902 JSON patch (an array of
  * operations); `apply` is server-side apply (`fieldManager` required). Every body and patch is already decoded (the HTTP layer parses JSON and YAML with
  * its depth limit, src/k8s/decode.ts).
+ * `fieldManager` on a create, update or non-apply patch records the write in `metadata.managedFields`
+ * under that manager (the HTTP layer defaults it from the user agent, as kube-apiserver does); a
+ * write without one (the hub's own controllers) keeps the object's managedFields as they are.
  */
 export type WriteRequest =
-  | { verb: "create"; body: unknown }
-  | { verb: "update"; body: unknown; subresource?: "status"; preconditions?: Preconditions }
+  | { verb: "create"; body: unknown; fieldManager?: string }
+  | { verb: "update"; body: unknown; subresource?: "status"; preconditions?: Preconditions; fieldManager?: string }
   | { verb: "patch"; patchType: "merge" | "strategic" | "json" | "apply"; patch: unknown; fieldManager?: string; force?: boolean; subresource?: "status" }
   | { verb: "delete"; preconditions?: Preconditions; propagationPolicy?: DeletePropagation };
 
@@ -75,6 +80,45 @@ export function generatedName(prefix: string): string {
   let suffix = "";
   for (const b of bytes) suffix += GENERATE_ALPHABET[b % GENERATE_ALPHABET.length];
   return prefix + suffix;
+}
+
+const fieldTypes = new WeakMap<KindDefinition, FieldType>();
+
+/**
+ * The field manager's view of a kind's schema (list types and map keys from its zod schema's
+ * `x-kubernetes-list-type`/`-list-map-keys` metadata, as its OpenAPI schema shows them), built
+ * once per kind and isolate.
+ */
+export function fieldTypeOf(def: KindDefinition): FieldType {
+  let t = fieldTypes.get(def);
+  if (!t) {
+    const json = z.toJSONSchema(def.schema, { target: "openapi-3.0", io: "input", unrepresentable: "any", reused: "inline" }) as JsonSchemaNode;
+    t = schemaType(json);
+    fieldTypes.set(def, t);
+  }
+  return t;
+}
+
+function fieldManagerContext(def: KindDefinition, ctx: WriteContext): FieldManagerContext {
+  return { type: fieldTypeOf(def), statusSubresource: def.hasStatus, now: rfc3339(ctx.now) };
+}
+
+/**
+ * How a write sets `managedFields` on the object it computed (after cleanMeta dropped what the
+ * body carried): recorded as an Update by `manager`, set to what a server-side apply computed
+ * (`applied`), or kept as the stored object has them (writes without a manager).
+ */
+type ManagedFieldsRule = { manager: string; sent: unknown } | { applied: unknown } | undefined;
+
+function setManaged(def: KindDefinition, current: KubeObject | null, next: KubeObject, rule: ManagedFieldsRule, scope: "main" | "status", ctx: WriteContext): void {
+  const live = current?.metadata.managedFields;
+  if (rule && "applied" in rule) {
+    if (rule.applied === undefined) delete next.metadata.managedFields;
+    else next.metadata.managedFields = rule.applied as KubeObject["metadata"]["managedFields"];
+  } else if (rule) {
+    recordUpdate(current ?? undefined, next, requestedManagedFields(rule.sent, live, scope), rule.manager, scope, fieldManagerContext(def, ctx));
+  } else if (live === undefined) delete next.metadata.managedFields;
+  else next.metadata.managedFields = live;
 }
 
 function ref(def: KindDefinition, name?: string) {
@@ -159,7 +203,7 @@ function finishValidation(def: KindDefinition, obj: KubeObject, old: KubeObject 
   if (causes.length > 0) throw invalid(ref(def, obj.metadata.name), causes);
 }
 
-function create(def: KindDefinition, key: ObjectKey, current: KubeObject | null, body: unknown, ctx: WriteContext): WriteResult {
+function create(def: KindDefinition, key: ObjectKey, current: KubeObject | null, body: unknown, ctx: WriteContext, managed?: ManagedFieldsRule): WriteResult {
   const obj = decode(def, body, key.name);
   const meta = obj.metadata;
   if (meta.resourceVersion) throw badRequest("resourceVersion should not be set on objects to be created", "metadata.resourceVersion");
@@ -185,11 +229,13 @@ function create(def: KindDefinition, key: ObjectKey, current: KubeObject | null,
   meta.generation = 1;
   delete meta.deletionTimestamp;
   cleanMeta(obj);
+  setManaged(def, null, obj, managed && "manager" in managed ? { manager: managed.manager, sent: undefined } : managed, "main", ctx);
   return { next: obj, created: true };
 }
 
-function update(def: KindDefinition, key: ObjectKey, current: KubeObject | null, body: unknown, subresource: "status" | undefined, ctx: WriteContext): WriteResult {
+function update(def: KindDefinition, key: ObjectKey, current: KubeObject | null, body: unknown, subresource: "status" | undefined, ctx: WriteContext, managed?: ManagedFieldsRule): WriteResult {
   const incoming = decode(def, body, key.name);
+  const sent = (incoming.metadata as { managedFields?: unknown }).managedFields;
   if (!current) throw notFound(ref(def, key.name));
   if (incoming.metadata.name && incoming.metadata.name !== key.name) {
     throw badRequest(`the name of the object (${incoming.metadata.name}) does not match the name on the URL (${key.name})`, "metadata.name");
@@ -230,6 +276,7 @@ function update(def: KindDefinition, key: ObjectKey, current: KubeObject | null,
   }
   finishValidation(def, next, current);
   cleanMeta(next);
+  setManaged(def, current, next, managed && "manager" in managed ? { manager: managed.manager, sent } : managed, subresource === "status" && def.hasStatus ? "status" : "main", ctx);
   if (specOf(next) !== specOf(current)) next.metadata.generation = (current.metadata.generation ?? 1) + 1;
   if (JSON.stringify(next) === JSON.stringify(current)) return { next: current, created: false };
   return { next, created: false };
@@ -259,23 +306,30 @@ function patchObject(
     if (isJsonObject(body.metadata) && typeof body.metadata.name === "string" && body.metadata.name !== key.name) {
       throw badRequest(`the name of the object (${body.metadata.name}) does not match the name on the URL (${key.name})`, "metadata.name");
     }
+    const applied = stripNulls(body) as JsonObject;
+    if (!isJsonObject(applied.metadata)) applied.metadata = {};
+    const scope = req.subresource === "status" && def.hasStatus ? "status" : "main";
+    const fm = fieldManagerContext(def, ctx);
     if (!current) {
       if (req.subresource === "status") throw notFound(ref(def, key.name));
-      return create(def, key, null, { ...body, metadata: { ...(isJsonObject(body.metadata) ? body.metadata : {}), name: key.name } }, ctx);
+      const made = serverSideApply({ current: undefined, applied: applied as KubeObject, manager: req.fieldManager, force: req.force === true, scope }, fm);
+      return create(def, key, null, { ...body, metadata: { ...(isJsonObject(body.metadata) ? body.metadata : {}), name: key.name } }, ctx, { applied: made.metadata.managedFields });
     }
     // A resourceVersion in the applied configuration is a precondition, as in kube-apiserver.
-    const applied = stripNulls(body) as JsonObject;
-    const merged = mergePatch(current, applied);
-    const applyRv = isJsonObject(applied.metadata) ? applied.metadata.resourceVersion : undefined;
-    return update(def, key, current, applyRv === undefined ? withRv(merged, current) : merged, req.subresource, ctx);
+    const merged = serverSideApply({ current, applied: applied as KubeObject, manager: req.fieldManager, force: req.force === true, scope }, fm);
+    const applyRv = (applied.metadata as JsonObject).resourceVersion;
+    if (applyRv === undefined) merged.metadata.resourceVersion = current.metadata.resourceVersion;
+    else merged.metadata.resourceVersion = applyRv as string;
+    return update(def, key, current, merged, req.subresource, ctx, { applied: merged.metadata.managedFields });
   }
   if (req.force !== undefined) throw badRequest("force: Forbidden: may not be specified for non-apply patch", "force");
   if (!current) throw notFound(ref(def, key.name));
-  if (req.patchType === "json") return update(def, key, current, jsonPatched(current, req.patch), req.subresource, ctx);
+  const managed: ManagedFieldsRule = req.fieldManager ? { manager: req.fieldManager, sent: undefined } : undefined;
+  if (req.patchType === "json") return update(def, key, current, jsonPatched(current, req.patch), req.subresource, ctx, managed);
   if (!isJsonObject(req.patch)) throw badRequest("the merge patch must be a JSON object");
   const merged = req.patchType === "strategic" ? strategicMergePatch(current, req.patch) : mergePatch(current, req.patch);
   const patchRv = isJsonObject(req.patch.metadata) ? req.patch.metadata.resourceVersion : undefined;
-  return update(def, key, current, patchRv === undefined ? withRv(merged, current) : merged, req.subresource, ctx);
+  return update(def, key, current, patchRv === undefined ? withRv(merged, current) : merged, req.subresource, ctx, managed);
 }
 
 /**
@@ -365,10 +419,10 @@ function remove(def: KindDefinition, key: ObjectKey, current: KubeObject | null,
 export function computeWrite(def: KindDefinition, key: ObjectKey, current: KubeObject | null, req: WriteRequest, ctx: WriteContext): WriteResult {
   switch (req.verb) {
     case "create":
-      return create(def, key, current, req.body, ctx);
+      return create(def, key, current, req.body, ctx, req.fieldManager ? { manager: req.fieldManager, sent: undefined } : undefined);
     case "update":
       if (current) checkPreconditions(def, key, current, req.preconditions);
-      return update(def, key, current, req.body, req.subresource, ctx);
+      return update(def, key, current, req.body, req.subresource, ctx, req.fieldManager ? { manager: req.fieldManager, sent: undefined } : undefined);
     case "patch":
       return patchObject(def, key, current, req, ctx);
     case "delete":
