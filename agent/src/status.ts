@@ -11,7 +11,7 @@
 import type { ClusterClaim, HeartbeatRequest } from "../../src/agent/protocol.ts";
 import { listClusterProperties } from "./identity.ts";
 import { describeKubeError, type KubeConfig, type RawResponse } from "./kube.ts";
-import { sumResourceLists } from "./quantity.ts";
+import { sumResourceLists } from "../../src/k8s/quantity.ts";
 
 /** OCM's `--max-custom-cluster-claims` default: custom claims beyond this many (by name order) are dropped. */
 export const MAX_CUSTOM_CLUSTER_CLAIMS = 20;

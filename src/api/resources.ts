@@ -8,6 +8,7 @@ import { Hono } from "hono";
 import { alreadyExists, ApiError, badRequest, methodNotAllowed, notFound } from "../k8s/errors.ts";
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { matches, parseSelector, SelectorParseError } from "../k8s/labels.ts";
+import { FieldSelectorError, matchesFields, parseFieldSelector, type FieldRequirement } from "../k8s/fields.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
 import { awaitResourceVersion, LIST_CHUNK_ROWS, listPage, parseResourceVersion, type LabelIndexRequirement } from "../k8s/store.ts";
 import { computeWrite, decode, type WriteRequest } from "../k8s/write.ts";
@@ -122,23 +123,19 @@ function selectorOf(c: Ctx): { filter: (obj: KubeObject) => boolean; index?: Lab
       throw e;
     }
   }
-  const fields: [string, string, boolean][] = [];
+  let fields: FieldRequirement[] = [];
   if (fs) {
-    for (const part of fs.split(",")) {
-      const m = /^\s*([^!=\s]+)\s*(==|=|!=)\s*(.*?)\s*$/.exec(part);
-      if (!m || !["metadata.name", "metadata.namespace"].includes(m[1]!)) {
-        throw badRequest(`field label not supported: ${part.split(/[!=]/)[0]}`, "fieldSelector");
-      }
-      fields.push([m[1]!, m[3]!, m[2] !== "!="]);
+    try {
+      fields = parseFieldSelector(fs);
+    } catch (e) {
+      if (e instanceof FieldSelectorError) throw badRequest(e.message, "fieldSelector");
+      throw e;
     }
+    for (const r of fields) if (r.field !== "metadata.name" && r.field !== "metadata.namespace") throw badRequest(`field label not supported: ${r.field}`, "fieldSelector");
   }
   const filter = (obj: KubeObject) => {
     if (labelSel && !matches(labelSel, obj.metadata.labels ?? {})) return false;
-    for (const [f, v, eq] of fields) {
-      const actual = f === "metadata.name" ? obj.metadata.name : obj.metadata.namespace ?? "";
-      if ((actual === v) !== eq) return false;
-    }
-    return true;
+    return matchesFields(fields, (f) => (f === "metadata.name" ? obj.metadata.name : obj.metadata.namespace ?? ""));
   };
   return { filter, index: labelSel ? indexRequirement(labelSel) : undefined };
 }
