@@ -4,6 +4,7 @@
  * usual output for the common kinds; custom resources use their CRD `additionalPrinterColumns`
  * (simple `.a.b` JSONPaths), everything else gets NAME and AGE.
  */
+import { humanDuration } from "../../src/k8s/duration.ts";
 import type { ResourceType } from "./resources.ts";
 import { isObj, type KubeObject, type Obj } from "./types.ts";
 
@@ -12,24 +13,9 @@ export function wantsTable(accept: string | undefined): boolean {
   return !!accept && /as=Table/.test(accept);
 }
 
-/** kubectl's short human duration (`45s`, `3m12s`, `5h`, `2d3h`, `12d`) of `seconds` seconds. */
-export function humanDuration(seconds: number): string {
-  const s = Math.max(0, Math.floor(seconds));
-  if (s < 120) return `${s}s`;
-  const m = Math.floor(s / 60);
-  if (m < 10) return s % 60 === 0 ? `${m}m` : `${m}m${s % 60}s`;
-  if (m < 180) return `${m}m`;
-  const h = Math.floor(m / 60);
-  if (h < 8) return m % 60 === 0 ? `${h}h` : `${h}h${m % 60}m`;
-  if (h < 48) return `${h}h`;
-  const d = Math.floor(h / 24);
-  if (d < 8) return h % 24 === 0 ? `${d}d` : `${d}d${h % 24}h`;
-  return `${d}d`;
-}
-
 function age(ts: unknown): string {
   if (typeof ts !== "string") return "<unknown>";
-  return humanDuration((Date.now() - Date.parse(ts)) / 1000);
+  return humanDuration(Date.now() - Date.parse(ts));
 }
 
 function at(obj: unknown, jsonPath: string): unknown {
