@@ -22,6 +22,7 @@ import { alreadyExists, ApiError, badRequest, conflict, forbidden, invalid, notF
 import { jsonPatch, MERGE_KEYS, mergePatch, strategicMergePatch } from "./patch.ts";
 import { groupVersion, Registry, type ResourceType } from "./resources.ts";
 import { parseFieldSelector, parseLabelSelector } from "./selectors.ts";
+import { generatedName } from "../../src/k8s/names.ts";
 import { fieldNameType, recordUpdate, requestedManagedFields, serverSideApply, type FieldManagerContext } from "../../src/k8s/fieldmanager.ts";
 import type { Store } from "./store.ts";
 import { clone, deepEqual, isObj, nowRfc3339, type KubeObject, type Obj, type OwnerReference } from "./types.ts";
@@ -61,7 +62,6 @@ export interface DeleteResult {
 }
 
 const PROTECTED_NAMESPACES = ["default", "kube-system", "kube-public"];
-const GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789";
 
 function refsOf(o: KubeObject): OwnerReference[] {
   return Array.isArray(o.metadata.ownerReferences) ? o.metadata.ownerReferences : [];
@@ -162,11 +162,7 @@ export class Cluster {
   /** Fills server-owned metadata of a new object (uid, creationTimestamp, generation, namespace). */
   private initMetadata(rt: ResourceType, obj: KubeObject, namespace: string): void {
     const m = obj.metadata;
-    if (!m.name && m.generateName) {
-      let suffix = "";
-      for (let i = 0; i < 5; i++) suffix += GENERATE_CHARS[Math.floor(Math.random() * GENERATE_CHARS.length)];
-      m.name = `${m.generateName}${suffix}`;
-    }
+    if (!m.name && m.generateName) m.name = generatedName(m.generateName);
     m.uid = randomUUID();
     m.creationTimestamp = nowRfc3339();
     m.resourceVersion = "";

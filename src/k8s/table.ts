@@ -39,7 +39,15 @@ function cell(obj: KubeObject, col: PrinterColumn, nowMs: number): unknown {
  * — the default — or Object); `nowMs` is epoch milliseconds for ages.
  */
 export function toTable(def: KindDefinition, items: KubeObject[], resourceVersion: string, includeObject: string | undefined, nowMs: number) {
-  const columns = columnsOf(def);
+  return tableOf(columnsOf(def), items, resourceVersion, includeObject, nowMs);
+}
+
+/**
+ * The `meta.k8s.io/v1` Table of `items` with a Name column and then `columns` (a kind's printer
+ * columns; the simulated cluster's built-in kinds give theirs with `value` functions), as
+ * {@link toTable} describes.
+ */
+export function tableOf(columns: readonly PrinterColumn[], items: readonly KubeObject[], resourceVersion: string, includeObject: string | undefined, nowMs: number) {
   return {
     kind: "Table",
     apiVersion: "meta.k8s.io/v1",

@@ -13,6 +13,9 @@ import { strategicMergePatch } from "./strategicpatch.ts";
 import { isDNS1123Label, isDNS1123Subdomain, pathSegmentNameErrors, validateAnnotations, validateLabels } from "./validation.ts";
 import { recordUpdate, requestedManagedFields, schemaType, serverSideApply, type FieldManagerContext, type FieldType, type JsonSchemaNode } from "./fieldmanager.ts";
 import * as z from "zod";
+import { generatedName } from "./names.ts";
+
+export { generatedName };
 
 /** Delete preconditions (metav1.Preconditions). */
 export interface Preconditions {
@@ -66,20 +69,6 @@ export interface ObjectKey {
 export interface WriteResult {
   next: KubeObject | null;
   created: boolean;
-}
-
-const GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789";
-
-/**
- * A name for `generateName` (apimachinery `SimpleNameGenerator`): `prefix` and five random
- * characters of the alphabet apimachinery uses (no vowels, no look-alikes).
- */
-export function generatedName(prefix: string): string {
-  const bytes = new Uint8Array(5);
-  crypto.getRandomValues(bytes);
-  let suffix = "";
-  for (const b of bytes) suffix += GENERATE_ALPHABET[b % GENERATE_ALPHABET.length];
-  return prefix + suffix;
 }
 
 const fieldTypes = new WeakMap<KindDefinition, FieldType>();
