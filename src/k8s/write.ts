@@ -11,7 +11,7 @@ import { checkSchema, isJsonObject, rfc3339, type JsonObject, type KubeObject } 
 import { applyJsonPatch, jsonPatchErrors } from "./jsonpatch.ts";
 import { strategicMergePatch } from "./strategicpatch.ts";
 import { isDNS1123Label, isDNS1123Subdomain, pathSegmentNameErrors, validateAnnotations, validateLabels } from "./validation.ts";
-import { recordUpdate, requestedManagedFields, schemaType, serverSideApply, type FieldManagerContext, type FieldType, type JsonSchemaNode } from "./fieldmanager.ts";
+import { DEDUCED, recordUpdate, requestedManagedFields, schemaType, serverSideApply, type FieldManagerContext, type FieldType, type JsonSchemaNode } from "./fieldmanager.ts";
 import * as z from "zod";
 import { generatedName } from "./names.ts";
 
@@ -71,21 +71,61 @@ export interface WriteResult {
   created: boolean;
 }
 
-const fieldTypes = new WeakMap<KindDefinition, FieldType>();
+const fieldTypes = new WeakMap<z.ZodType, FieldType>();
+
+interface ZodDef {
+  type?: string;
+  shape?: Record<string, z.ZodType>;
+  element?: z.ZodType;
+  valueType?: z.ZodType;
+  innerType?: z.ZodType;
+  in?: z.ZodType;
+  options?: z.ZodType[];
+  getter?: () => z.ZodType;
+}
+const defOf = (s: z.ZodType): ZodDef => (s as unknown as { _zod: { def: ZodDef } })._zod.def;
 
 /**
- * The field manager's view of a kind's schema (list types and map keys from its zod schema's
- * `x-kubernetes-list-type`/`-list-map-keys` metadata, as its OpenAPI schema shows them), built
- * once per kind and isolate.
+ * The field manager's view of a zod schema, read lazily node by node (nothing is built before a
+ * write needs it): struct fields from `shape`, map values from a record's `valueType`, list items
+ * from `element`, and the list type and keys from the `x-kubernetes-list-type` /
+ * `x-kubernetes-list-map-keys` / `x-kubernetes-map-type` metadata the kinds set with `.meta()`
+ * (what their OpenAPI schemas show). Wrappers (optional, nullable, default, pipe, lazy, a union's
+ * first object or array member) are looked through. Cached per schema node.
  */
-export function fieldTypeOf(def: KindDefinition): FieldType {
-  let t = fieldTypes.get(def);
-  if (!t) {
-    const json = z.toJSONSchema(def.schema, { target: "openapi-3.0", io: "input", unrepresentable: "any", reused: "inline" }) as JsonSchemaNode;
-    t = schemaType(json);
-    fieldTypes.set(def, t);
+export function zodFieldType(schema: z.ZodType | undefined): FieldType {
+  if (!schema) return DEDUCED;
+  const hit = fieldTypes.get(schema);
+  if (hit) return hit;
+  let meta: Record<string, unknown> = {};
+  let node: z.ZodType | undefined = schema;
+  for (let i = 0; node && i < 16; i++) {
+    meta = { ...(z.globalRegistry.get(node) ?? {}), ...meta };
+    const d = defOf(node);
+    if (d.type === "object" || d.type === "array" || d.type === "record") break;
+    if (d.innerType) node = d.innerType;
+    else if (d.type === "pipe") node = d.in;
+    else if (d.type === "lazy" && d.getter) node = d.getter();
+    else if (d.type === "union") node = d.options?.find((o) => ["object", "array", "record"].includes(defOf(o).type ?? ""));
+    else node = undefined;
   }
-  return t;
+  const d = node ? defOf(node) : {};
+  const json: JsonSchemaNode = { ...meta };
+  const t = schemaType(json);
+  const kind = t.list([]);
+  const result: FieldType = {
+    child: (name) => zodFieldType(d.shape?.[name] ?? d.valueType),
+    item: () => zodFieldType(d.element),
+    list: () => kind,
+    atomicMap: t.atomicMap,
+  };
+  fieldTypes.set(schema, result);
+  return result;
+}
+
+/** The field manager's view of a kind's schema ({@link zodFieldType}). */
+export function fieldTypeOf(def: KindDefinition): FieldType {
+  return zodFieldType(def.schema);
 }
 
 function fieldManagerContext(def: KindDefinition, ctx: WriteContext): FieldManagerContext {

@@ -88,6 +88,21 @@ describe("server-side apply", () => {
     expect(find(got.body, "fleet")).toBeDefined();
   });
 
+  it("merges a status list by the schema's list-map keys, owned per condition under the status subresource", async () => {
+    expect((await call("POST", PLACEMENTS("ssa"), placement("p4", {}))).status).toBe(201);
+    const cond = (type: string, status: string) => ({ type, status, reason: "Test", message: "", lastTransitionTime: "2026-11-26T10:00:00Z" });
+    const body = (c: unknown) => ({ apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "p4" }, status: { conditions: [c] } });
+    const a = await call("PATCH", `${PLACEMENTS("ssa")}/p4/status?fieldManager=ctl-a`, body(cond("A", "True")), applyType);
+    expect(a.status).toBe(200);
+    const b = await call("PATCH", `${PLACEMENTS("ssa")}/p4/status?fieldManager=ctl-b`, body(cond("B", "False")), applyType);
+    expect(b.status).toBe(200);
+    expect(b.body.status.conditions.map((c: { type: string }) => c.type)).toEqual(expect.arrayContaining(["A", "B"]));
+    expect(find(b.body, "ctl-b")).toMatchObject({ operation: "Apply", subresource: "status", fieldsV1: { "f:status": { "f:conditions": { 'k:{"type":"B"}': { ".": {}, "f:lastTransitionTime": {}, "f:message": {}, "f:reason": {}, "f:status": {}, "f:type": {} } } } } });
+    const clash = await call("PATCH", `${PLACEMENTS("ssa")}/p4/status?fieldManager=ctl-b`, body(cond("A", "False")), applyType);
+    expect(clash.status).toBe(409);
+    expect(clash.body.message).toBe('Apply failed with 1 conflict: conflict with "ctl-a" with subresource "status": .status.conditions[type="A"].status');
+  });
+
   it("refuses a fieldManager kube-apiserver refuses, and an apply without one", async () => {
     const long = await call("PATCH", `${PLACEMENTS("ssa")}/p3?fieldManager=${"x".repeat(129)}`, placement("p3", {}), applyType);
     expect(long.status).toBe(422);
