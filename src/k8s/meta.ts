@@ -25,7 +25,7 @@ export type OwnerReference = z.infer<typeof OwnerReferenceSchema>;
 /**
  * metav1.ObjectMeta as a client may send it. Server-owned fields (uid, resourceVersion,
  * generation, creationTimestamp, deletionTimestamp) are accepted in the body and then set by the
- * server; `managedFields` is accepted and ignored.
+ * server; `managedFields` may be sent on an update (`[]` resets them, src/k8s/fieldmanager.ts), and is kept by the server.
  */
 export const ObjectMetaSchema = z.strictObject({
   name: z.string().optional(),
