@@ -257,8 +257,10 @@ export function parseQuantityExact(text: string): Quantity {
   return { nanos: negative ? -numerator : numerator, format };
 }
 
-const DECIMAL_SUFFIXES: Record<string, number> = { n: -9, u: -6, m: -3, "": 0, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
-const BINARY_SUFFIXES: Record<string, number> = { Ki: 10, Mi: 20, Gi: 30, Ti: 40, Pi: 50, Ei: 60 };
+/** The suffixes of {@link SUFFIXES} by base: exponent by suffix. */
+const suffixesOf = (base: 2 | 10): Record<string, number> => Object.fromEntries(Object.entries(SUFFIXES).flatMap(([s, [b, e]]) => (b === base ? [[s, e]] : [])));
+const DECIMAL_SUFFIXES = suffixesOf(10);
+const BINARY_SUFFIXES = suffixesOf(2);
 
 function formatDecimal(nanos: bigint, exponentStyle: boolean): string {
   if (nanos === 0n) return "0";
