@@ -335,6 +335,8 @@ function patchObject(
     if (isJsonObject(body.metadata) && typeof body.metadata.name === "string" && body.metadata.name !== key.name) {
       throw badRequest(`the name of the object (${body.metadata.name}) does not match the name on the URL (${key.name})`, "metadata.name");
     }
+    // A metadata of another type is refused as any body's is (422 `metadata`).
+    if (body.metadata != null && !isJsonObject(body.metadata)) decode(def, body, key.name);
     const applied = stripNulls(body) as JsonObject;
     if (!isJsonObject(applied.metadata)) applied.metadata = {};
     const scope = req.subresource === "status" && def.hasStatus ? "status" : "main";
