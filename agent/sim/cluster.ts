@@ -19,13 +19,21 @@ import { randomUUID } from "node:crypto";
 import { parse as parseYaml } from "yaml";
 import { applyCreateDefaults, applyWriteDefaults, clusterPropertyCrd, clusterPropertyObject, desiredStatus, namespaceObject, nodeObject, normaliseData, scheduleNode } from "./controllers.ts";
 import { alreadyExists, ApiError, badRequest, conflict, forbidden, invalid, notFound, unsupportedMediaType } from "./errors.ts";
-import { jsonPatch, mergePatch, strategicMergePatch } from "./patch.ts";
+import { jsonPatch, MERGE_KEYS, mergePatch, strategicMergePatch } from "./patch.ts";
 import { groupVersion, Registry, type ResourceType } from "./resources.ts";
 import { parseFieldSelector, parseLabelSelector } from "./selectors.ts";
-import { recordUpdate, serverSideApply } from "./ssa.ts";
+import { generatedName } from "../../src/k8s/names.ts";
+import { fieldNameType, recordUpdate, requestedManagedFields, serverSideApply, type FieldManagerContext } from "../../src/k8s/fieldmanager.ts";
 import type { Store } from "./store.ts";
 import { clone, deepEqual, isObj, nowRfc3339, type KubeObject, type Obj, type OwnerReference } from "./types.ts";
 import { validateAgainstSchema, validateName } from "./validation.ts";
+
+const FIELD_TYPE = fieldNameType(MERGE_KEYS);
+
+/** The field manager's context for a write of `rt` now (lists known by their field names: the simulator has no schemas). */
+function ssaContext(rt: { statusSubresource: boolean }): FieldManagerContext {
+  return { type: FIELD_TYPE, statusSubresource: rt.statusSubresource, now: nowRfc3339() };
+}
 
 /** The object a request addresses: resource type, namespace ("" for cluster-scoped) and name. */
 export interface Target {
@@ -54,7 +62,6 @@ export interface DeleteResult {
 }
 
 const PROTECTED_NAMESPACES = ["default", "kube-system", "kube-public"];
-const GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789";
 
 function refsOf(o: KubeObject): OwnerReference[] {
   return Array.isArray(o.metadata.ownerReferences) ? o.metadata.ownerReferences : [];
@@ -155,11 +162,7 @@ export class Cluster {
   /** Fills server-owned metadata of a new object (uid, creationTimestamp, generation, namespace). */
   private initMetadata(rt: ResourceType, obj: KubeObject, namespace: string): void {
     const m = obj.metadata;
-    if (!m.name && m.generateName) {
-      let suffix = "";
-      for (let i = 0; i < 5; i++) suffix += GENERATE_CHARS[Math.floor(Math.random() * GENERATE_CHARS.length)];
-      m.name = `${m.generateName}${suffix}`;
-    }
+    if (!m.name && m.generateName) m.name = generatedName(m.generateName);
     m.uid = randomUUID();
     m.creationTimestamp = nowRfc3339();
     m.resourceVersion = "";
@@ -186,7 +189,7 @@ export class Cluster {
     this.validate(rt, obj);
     this.checkNamespaceWritable(rt, namespace, obj.metadata.name);
     if (this.store.get(rt.group, rt.plural, namespace, obj.metadata.name)) throw alreadyExists(rt, obj.metadata.name);
-    recordUpdate(undefined, obj, opts.manager, "main", rt.statusSubresource);
+    recordUpdate(undefined, obj, undefined, opts.manager, "main", ssaContext(rt));
     return this.commit(rt, undefined, obj, opts.dryRun);
   }
 
@@ -234,15 +237,9 @@ export class Cluster {
     }
     this.bumpGeneration(rt, current, after);
     // A client may rewrite managedFields (kubectl does when upgrading client-side to server-side
-    // apply); `[{}]` clears them. Otherwise they are the server's to maintain.
+    // apply); `[]` or `[{}]` clears them. Otherwise they are the server's to maintain.
     const sent = isObj(body.metadata) ? body.metadata.managedFields : undefined;
-    const base = clone(current);
-    if (Array.isArray(sent) && !deepEqual(sent, current.metadata.managedFields ?? [])) {
-      const entries = sent.filter((m): m is NonNullable<KubeObject["metadata"]["managedFields"]>[number] => isObj(m) && typeof m.manager === "string" && isObj(m.fieldsV1));
-      if (entries.length) base.metadata.managedFields = entries;
-      else delete base.metadata.managedFields;
-    }
-    recordUpdate(base, after, opts.manager, scope, rt.statusSubresource);
+    recordUpdate(current, after, requestedManagedFields(sent, current.metadata.managedFields, scope), opts.manager, scope, ssaContext(rt));
     return this.commit(rt, current, after, opts.dryRun);
   }
 
@@ -309,7 +306,7 @@ export class Cluster {
     if (!current) {
       if (scope === "status") throw notFound(rt, t.name);
       if (rv !== undefined && rv !== "") throw conflict(rt, t.name);
-      const obj = serverSideApply({ current: undefined, applied: body, manager, force, scope, statusSubresource: rt.statusSubresource });
+      const obj = serverSideApply({ current: undefined, applied: body, manager, force, scope }, ssaContext(rt));
       const managedFields = obj.metadata.managedFields;
       this.initMetadata(rt, obj, t.namespace);
       if (managedFields) obj.metadata.managedFields = managedFields;
@@ -319,7 +316,7 @@ export class Cluster {
       return { object: this.commit(rt, undefined, obj, dryRun), created: true };
     }
     if (rv !== undefined && rv !== "" && rv !== current.metadata.resourceVersion) throw conflict(rt, t.name);
-    const after = serverSideApply({ current: this.present(rt, current), applied: body, manager, force, scope, statusSubresource: rt.statusSubresource });
+    const after = serverSideApply({ current: this.present(rt, current), applied: body, manager, force, scope }, ssaContext(rt));
     after.metadata.resourceVersion = current.metadata.resourceVersion;
     normaliseData(rt.kind, after);
     this.validate(rt, after);
@@ -468,7 +465,7 @@ export class Cluster {
     if (st) {
       const before = clone(obj);
       obj.status = st;
-      recordUpdate(before, obj, "kube-controller-manager", rt.statusSubresource ? "status" : "main", rt.statusSubresource);
+      recordUpdate(before, obj, before.metadata.managedFields, "kube-controller-manager", rt.statusSubresource ? "status" : "main", ssaContext(rt));
       changed = true;
     }
     return changed;

@@ -15,7 +15,7 @@ import { clone, deepEqual, isObj, type Obj } from "./types.ts";
  * field name. Used by strategic merge patch and by server-side apply to treat these lists as
  * associative (elements identified by the key) instead of atomic.
  */
-const MERGE_KEYS: Record<string, string[]> = {
+export const MERGE_KEYS: Record<string, string[]> = {
   containers: ["name"],
   initContainers: ["name"],
   ephemeralContainers: ["name"],

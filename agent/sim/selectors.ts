@@ -1,61 +1,27 @@
 /**
- * Label and field selectors as kube-apiserver parses them from `?labelSelector=` and
- * `?fieldSelector=` (apimachinery `labels.Parse`, `fields.ParseSelector`).
- *
- * Labels: `k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k` (exists), `!k` (does not exist),
- * comma-separated (all must match). Fields: `path=v`, `path==v`, `path!=v` on any dotted path of
- * the object (`metadata.name`, `metadata.namespace`, `spec.nodeName`, `status.phase`, ...).
- * A malformed selector throws ApiError 400.
+ * Label and field selectors of `?labelSelector=` and `?fieldSelector=`, parsed by the hub's
+ * modules (src/k8s/labels.ts, src/k8s/fields.ts: apimachinery's `labels.Parse` and
+ * `fields.ParseSelector`). Fields are any dotted path of the object (`metadata.name`,
+ * `spec.nodeName`, `status.phase`, ...). A malformed selector throws ApiError 400 with
+ * apimachinery's message.
  */
+import { FieldSelectorError, matchesFields, parseFieldSelector as parseFields } from "../../src/k8s/fields.ts";
+import { matches, parseSelector, SelectorParseError } from "../../src/k8s/labels.ts";
 import { badRequest } from "./errors.ts";
 import { isObj, type KubeObject } from "./types.ts";
 
 /** A compiled selector: true when the object matches. */
 export type Matcher = (obj: KubeObject) => boolean;
 
-function splitTopLevel(s: string): string[] {
-  const out: string[] = [];
-  let depth = 0;
-  let cur = "";
-  for (const ch of s) {
-    if (ch === "(") depth++;
-    if (ch === ")") depth--;
-    if (ch === "," && depth === 0) {
-      out.push(cur);
-      cur = "";
-    } else cur += ch;
-  }
-  out.push(cur);
-  return out.map((x) => x.trim()).filter((x) => x.length > 0);
-}
-
-/** Compiles a label selector string (see module doc); empty/undefined matches everything. */
+/** Compiles a label selector; empty/undefined matches everything. @throws ApiError 400 */
 export function parseLabelSelector(sel: string | undefined | null): Matcher {
   if (!sel) return () => true;
-  const reqs = splitTopLevel(sel).map((r): ((l: Record<string, string>) => boolean) => {
-    let m = /^([^\s!=]+)\s+(in|notin)\s+\(([^)]*)\)$/.exec(r);
-    if (m) {
-      const key = m[1] ?? "";
-      const vals = (m[3] ?? "").split(",").map((v) => v.trim());
-      return m[2] === "in" ? (l) => key in l && vals.includes(l[key] ?? "") : (l) => !(key in l) || !vals.includes(l[key] ?? "");
-    }
-    m = /^([^\s!=]+)\s*(==|=|!=)\s*([^\s]*)$/.exec(r);
-    if (m) {
-      const key = m[1] ?? "";
-      const val = m[3] ?? "";
-      return m[2] === "!=" ? (l) => l[key] !== val : (l) => l[key] === val;
-    }
-    m = /^(!?)([A-Za-z0-9][-A-Za-z0-9_./]*)$/.exec(r);
-    if (m) {
-      const key = m[2] ?? "";
-      return m[1] === "!" ? (l) => !(key in l) : (l) => key in l;
-    }
-    throw badRequest(`unable to parse requirement: found '${r}', expected: a valid label selector`);
-  });
-  return (obj) => {
-    const labels = obj.metadata.labels ?? {};
-    return reqs.every((f) => f(labels));
-  };
+  try {
+    const s = parseSelector(sel);
+    return (obj) => matches(s, obj.metadata.labels);
+  } catch (e) {
+    throw e instanceof SelectorParseError ? badRequest(e.message) : e;
+  }
 }
 
 function fieldValue(obj: KubeObject, path: string): string {
@@ -65,15 +31,13 @@ function fieldValue(obj: KubeObject, path: string): string {
   return typeof cur === "string" ? cur : JSON.stringify(cur);
 }
 
-/** Compiles a field selector string (see module doc); empty/undefined matches everything. */
+/** Compiles a field selector; empty/undefined matches everything. @throws ApiError 400 */
 export function parseFieldSelector(sel: string | undefined | null): Matcher {
   if (!sel) return () => true;
-  const reqs = splitTopLevel(sel).map((r): Matcher => {
-    const m = /^([A-Za-z0-9_.]+)\s*(==|=|!=)\s*(.*)$/.exec(r);
-    if (!m) throw badRequest(`invalid selector: '${sel}'; can't understand '${r}'`);
-    const path = m[1] ?? "";
-    const val = m[3] ?? "";
-    return m[2] === "!=" ? (o) => fieldValue(o, path) !== val : (o) => fieldValue(o, path) === val;
-  });
-  return (obj) => reqs.every((f) => f(obj));
+  try {
+    const reqs = parseFields(sel);
+    return (obj) => matchesFields(reqs, (f) => fieldValue(obj, f));
+  } catch (e) {
+    throw e instanceof FieldSelectorError ? badRequest(e.message) : e;
+  }
 }

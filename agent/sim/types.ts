@@ -4,6 +4,7 @@
  * Objects are kept as plain JSON (the same shape as on the wire); these helpers give
  * typed access to the few parts the simulator interprets (metadata, spec, status).
  */
+import type { ManagedFieldsEntry } from "../../src/k8s/fieldmanager.ts";
 
 /** A JSON object (the decoded body of a Kubernetes request or a stored object). */
 export type Obj = Record<string, unknown>;
@@ -16,18 +17,6 @@ export interface OwnerReference {
   uid: string;
   controller?: boolean;
   blockOwnerDeletion?: boolean;
-}
-
-/** One entry of `metadata.managedFields` (Kubernetes `metav1.ManagedFieldsEntry`, FieldsV1 format). */
-export interface ManagedFieldsEntry {
-  manager: string;
-  operation: "Apply" | "Update";
-  apiVersion: string;
-  /** RFC 3339 timestamp with second precision, e.g. `2026-07-24T10:00:00Z`. */
-  time: string;
-  fieldsType: "FieldsV1";
-  fieldsV1: Obj;
-  subresource?: string;
 }
 
 /** The subset of `metav1.ObjectMeta` the simulator reads or writes. Timestamps are RFC 3339 strings. */

@@ -1,26 +1,22 @@
 /**
  * Request validation the simulated API server performs before storing an object:
- * object names (DNS-1123 subdomain, or DNS-1123 label for Namespaces), and a subset of OpenAPI v3
+ * object names (DNS-1123 subdomain, or DNS-1123 label for Namespaces, by src/k8s/validation.ts), and a subset of OpenAPI v3
  * structural-schema validation for custom resources (`type`, `required`, `properties`, `items`,
  * `enum`, `minLength`/`maxLength` in Unicode code points, `minimum`/`maximum`, `pattern`).
  * Unknown fields are neither rejected nor pruned.
  */
+import { isDNS1123Label, isDNS1123Subdomain } from "../../src/k8s/validation.ts";
 import type { StatusCause } from "./errors.ts";
 import { isObj, type KubeObject, type Obj } from "./types.ts";
 
-const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-
-/** Causes for an invalid `metadata.name` (empty list when valid). Namespaces need a DNS-1123 label (≤ 63 chars), others a subdomain (≤ 253). */
+/**
+ * Causes for an invalid `metadata.name` (empty list when valid): Namespaces need a DNS-1123 label,
+ * others a subdomain, checked and worded by the hub's apimachinery validation (src/k8s/validation.ts).
+ */
 export function validateName(kind: string, name: string | undefined): StatusCause[] {
   if (!name) return [{ reason: "FieldValueRequired", message: "Required value: name or generateName is required", field: "metadata.name" }];
-  const label = kind === "Namespace";
-  const ok = label ? name.length <= 63 && DNS1123_LABEL.test(name) : name.length <= 253 && DNS1123_SUBDOMAIN.test(name);
-  if (ok) return [];
-  const what = label
-    ? "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character"
-    : "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-  return [{ reason: "FieldValueInvalid", message: `Invalid value: "${name}": ${what}`, field: "metadata.name" }];
+  const errs = kind === "Namespace" ? isDNS1123Label(name) : isDNS1123Subdomain(name);
+  return errs.map((e) => ({ reason: "FieldValueInvalid", message: `Invalid value: ${JSON.stringify(name)}: ${e}`, field: "metadata.name" }));
 }
 
 function typeOk(type: unknown, v: unknown): boolean {

@@ -27,6 +27,7 @@ import pkg from "../../package.json" with { type: "json" };
 import { AgentFatalError, rotateKey, startAgent } from "./agent.ts";
 import { DEFAULT_AGENT_NAMESPACE } from "./credentials.ts";
 import type { ClusterClaim } from "../../src/agent/protocol.ts";
+import { isDNS1123Label } from "../../src/k8s/validation.ts";
 import { defaultAgentImage, InstallOptionsError, renderInstallManifests, toMultiDocumentYaml } from "./install.ts";
 import type { KubeConfig } from "./kube.ts";
 import { kubeConfigFromYaml, loadKubeConfig } from "./kubeconfig.ts";
@@ -39,8 +40,6 @@ import { DEFAULT_TRANSPORT, TRANSPORT_NAMES, type TransportName } from "./transp
 export const EXIT_USAGE = 2;
 /** Exit code when the agent gives up. */
 export const EXIT_FAILURE = 1;
-
-const DNS_LABEL_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 function parseCount(value: string): number {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError("expected a whole number");
@@ -129,7 +128,7 @@ function checkHubUrl(cmd: Command, url: string): void {
 }
 
 function checkClusterName(cmd: Command, name: string): void {
-  if (name.length > 63 || !DNS_LABEL_RE.test(name)) {
+  if (isDNS1123Label(name).length > 0) {
     usageError(cmd, `--cluster-name "${name}" must be a DNS-1123 label (lower case letters, digits and '-', at most 63)`);
   }
 }

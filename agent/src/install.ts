@@ -29,6 +29,7 @@
 import { stringify } from "yaml";
 import { CREDENTIALS_SECRET_NAME, DEFAULT_AGENT_NAMESPACE } from "./credentials.ts";
 import type { ClusterClaim } from "../../src/agent/protocol.ts";
+import { isDNS1123Label } from "../../src/k8s/validation.ts";
 import { CLUSTER_PROPERTY_GROUP, CLUSTER_PROPERTY_PLURAL } from "./identity.ts";
 import { isValidClaim } from "./status.ts";
 
@@ -43,7 +44,6 @@ export const AGENT_UID = 65532;
 /** Where the writable `emptyDir` is mounted; `TMPDIR` points here. */
 export const TMP_MOUNT_PATH = "/tmp";
 
-const DNS_LABEL_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const BOOTSTRAP_TOKEN_RE = /^[a-z0-9]{6}\.[a-z0-9]{16}$/;
 
 /** Options of {@link renderInstallManifests}. */
@@ -216,11 +216,11 @@ function checkOptions(opts: InstallOptions): void {
     throw new InstallOptionsError(`--hub-url "${opts.hubUrl}" is not a URL`);
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new InstallOptionsError(`--hub-url "${opts.hubUrl}" must be http or https`);
-  if (opts.clusterName.length > 63 || !DNS_LABEL_RE.test(opts.clusterName)) {
+  if (isDNS1123Label(opts.clusterName).length > 0) {
     throw new InstallOptionsError(`--cluster-name "${opts.clusterName}" must be a DNS-1123 label (lower case letters, digits and '-', at most 63)`);
   }
   const ns = opts.namespace ?? DEFAULT_AGENT_NAMESPACE;
-  if (ns.length > 63 || !DNS_LABEL_RE.test(ns)) {
+  if (isDNS1123Label(ns).length > 0) {
     throw new InstallOptionsError(`--namespace "${ns}" must be a DNS-1123 label (lower case letters, digits and '-', at most 63)`);
   }
   if (!BOOTSTRAP_TOKEN_RE.test(opts.bootstrapToken)) {

@@ -11,7 +11,8 @@
 import type { ClusterClaim, HeartbeatRequest } from "../../src/agent/protocol.ts";
 import { listClusterProperties } from "./identity.ts";
 import { describeKubeError, type KubeConfig, type RawResponse } from "./kube.ts";
-import { sumResourceLists } from "./quantity.ts";
+import { sumResourceLists } from "../../src/k8s/quantity.ts";
+import { isDNS1123Subdomain } from "../../src/k8s/validation.ts";
 
 /** OCM's `--max-custom-cluster-claims` default: custom claims beyond this many (by name order) are dropped. */
 export const MAX_CUSTOM_CLUSTER_CLAIMS = 20;
@@ -27,8 +28,6 @@ export const RESERVED_CLAIM_NAMES: readonly string[] = [
 /** OCM's failure threshold: an unhealthy kube-apiserver is reported only after this many seconds. */
 export const DEFAULT_HEALTH_FAILURE_THRESHOLD_SECONDS = 20;
 
-const CLAIM_NAME_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
 /**
  * Whether a claim fits `ManagedCluster.status.clusterClaims[]`: name a DNS-1123 subdomain of
  * 1–253 characters, value 1–1024 characters.
@@ -36,8 +35,7 @@ const CLAIM_NAME_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0
 export function isValidClaim(claim: ClusterClaim): boolean {
   return (
     claim.name.length >= 1 &&
-    claim.name.length <= 253 &&
-    CLAIM_NAME_RE.test(claim.name) &&
+    isDNS1123Subdomain(claim.name).length === 0 &&
     claim.value.length >= 1 &&
     claim.value.length <= 1024
   );

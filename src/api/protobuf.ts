@@ -111,7 +111,7 @@ function ownerReference(buf: Uint8Array): Json {
   return o;
 }
 
-/** metav1.ObjectMeta (managedFields are dropped: the hub ignores them). */
+/** metav1.ObjectMeta (managedFields are not read: a write keeps the stored ones, as for a JSON body without them). */
 function objectMeta(buf: Uint8Array): Json {
   const m: Json = {};
   const labels: Record<string, unknown> = {};

@@ -13,6 +13,7 @@ import { decodeJson, decodeYaml } from "../k8s/decode.ts";
 import { checkSchema, isJsonObject } from "../k8s/meta.ts";
 import type { DeletePropagation as WriteDeletePolicy, WriteRequest } from "../k8s/write.ts";
 import { checkDuplicateFields, fieldValidationOf, type FieldValidation } from "./fieldvalidation.ts";
+import { fieldManagerErrors, managerFromUserAgent } from "../k8s/fieldmanager.ts";
 
 /** Largest request body accepted, in bytes (Kubernetes' apiserver allows 3 MiB). */
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -212,6 +213,24 @@ export async function yamlResponses(c: Context, next: () => Promise<void>): Prom
 const PATCH_TYPES = ["application/merge-patch+json", "application/apply-patch+yaml", "application/json-patch+json", "application/strategic-merge-patch+json"];
 
 /**
+ * The field manager of a write (kube-apiserver's handlers): the `fieldManager` query parameter,
+ * checked as apimachinery's `ValidateFieldManager` (at most 128 characters, printable), else, except
+ * for apply (where it is required and checked by the write), the user agent's prefix
+ * (`kubectl/v1.31.0 (linux/amd64) ...` gives `kubectl`).
+ * @throws ApiError 422 (`<options>.meta.k8s.io "" is invalid: fieldManager: ...`)
+ */
+export function fieldManagerOf(c: Context, options: "CreateOptions" | "UpdateOptions" | "PatchOptions", apply = false): string | undefined {
+  const given = c.req.query("fieldManager") ?? "";
+  const causes = fieldManagerErrors(given);
+  if (causes.length > 0) {
+    const message = causes.map((x) => `${x.field}: ${x.message}`).join(", ");
+    throw new ApiError(422, "Invalid", `${options}.meta.k8s.io "" is invalid: ${causes.length === 1 ? message : `[${message}]`}`, { group: "meta.k8s.io", kind: options, causes });
+  }
+  if (given !== "" || apply) return given || undefined;
+  return managerFromUserAgent(c.req.header("user-agent")) || undefined;
+}
+
+/**
  * Decodes a PATCH into a WriteRequest: merge patch (JSON), or server-side apply (YAML or JSON,
  * decoded here with the same depth limit; `fieldManager` and `force` from the query). Duplicate
  * keys follow the request's `fieldValidation` (warnings for Warn go to `warnings`). JSON patch
@@ -225,18 +244,19 @@ const PATCH_TYPES = ["application/merge-patch+json", "application/apply-patch+ya
 export async function decodePatch(c: Context, subresource: "status" | undefined, warnings?: string[], strategic = false): Promise<WriteRequest> {
   const t = mediaType(c);
   const force = c.req.query("force");
-  const fieldManager = c.req.query("fieldManager");
+  const isApply = t === "application/apply-patch+yaml" || t === "application/apply-patch+json";
+  const fieldManager = fieldManagerOf(c, "PatchOptions", isApply);
   const forceValue = force === undefined ? undefined : queryFlag(force);
   if (t === "application/merge-patch+json") {
-    return { verb: "patch", patchType: "merge", patch: parseJson(await readBody(c), fieldValidationOf(c), warnings), force: forceValue, subresource };
+    return { verb: "patch", patchType: "merge", patch: parseJson(await readBody(c), fieldValidationOf(c), warnings), fieldManager, force: forceValue, subresource };
   }
   if (strategic && t === "application/strategic-merge-patch+json") {
-    return { verb: "patch", patchType: "strategic", patch: parseJson(await readBody(c), fieldValidationOf(c), warnings), force: forceValue, subresource };
+    return { verb: "patch", patchType: "strategic", patch: parseJson(await readBody(c), fieldValidationOf(c), warnings), fieldManager, force: forceValue, subresource };
   }
   if (t === "application/json-patch+json") {
-    return { verb: "patch", patchType: "json", patch: parseJson(await readBody(c), fieldValidationOf(c), warnings), force: forceValue, subresource };
+    return { verb: "patch", patchType: "json", patch: parseJson(await readBody(c), fieldValidationOf(c), warnings), fieldManager, force: forceValue, subresource };
   }
-  if (t === "application/apply-patch+yaml" || t === "application/apply-patch+json") {
+  if (isApply) {
     const patch = checkDuplicateFields(decodeYaml(await readBody(c), MAX_BODY_BYTES), fieldValidationOf(c), warnings);
     return { verb: "patch", patchType: "apply", patch, fieldManager, force: forceValue, subresource };
   }

@@ -8,6 +8,7 @@ import { Hono } from "hono";
 import { alreadyExists, ApiError, badRequest, methodNotAllowed, notFound } from "../k8s/errors.ts";
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { matches, parseSelector, SelectorParseError } from "../k8s/labels.ts";
+import { FieldSelectorError, matchesFields, parseFieldSelector, type FieldRequirement } from "../k8s/fields.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
 import { awaitResourceVersion, LIST_CHUNK_ROWS, listPage, parseResourceVersion, type LabelIndexRequirement } from "../k8s/store.ts";
 import { computeWrite, decode, type WriteRequest } from "../k8s/write.ts";
@@ -38,7 +39,7 @@ import { mediaRanges, negotiate, partialObjectMetadata, partialObjectMetadataLis
 import { checkWatchListOptions, clientOf, watchResponse } from "./watch.ts";
 import { dropUnknownFields, fieldValidationOf, unknownFieldMessages, warningHeader } from "./fieldvalidation.ts";
 import { decodesProtobuf } from "./protobuf.ts";
-import { decodeDelete, decodeObjectBody, decodePatch, decodePathSegment, queryFlag, statusResponse } from "./request.ts";
+import { decodeDelete, decodeObjectBody, decodePatch, fieldManagerOf, decodePathSegment, queryFlag, statusResponse } from "./request.ts";
 
 type Ctx = ApiContext;
 
@@ -122,23 +123,19 @@ function selectorOf(c: Ctx): { filter: (obj: KubeObject) => boolean; index?: Lab
       throw e;
     }
   }
-  const fields: [string, string, boolean][] = [];
+  let fields: FieldRequirement[] = [];
   if (fs) {
-    for (const part of fs.split(",")) {
-      const m = /^\s*([^!=\s]+)\s*(==|=|!=)\s*(.*?)\s*$/.exec(part);
-      if (!m || !["metadata.name", "metadata.namespace"].includes(m[1]!)) {
-        throw badRequest(`field label not supported: ${part.split(/[!=]/)[0]}`, "fieldSelector");
-      }
-      fields.push([m[1]!, m[3]!, m[2] !== "!="]);
+    try {
+      fields = parseFieldSelector(fs);
+    } catch (e) {
+      if (e instanceof FieldSelectorError) throw badRequest(e.message, "fieldSelector");
+      throw e;
     }
+    for (const r of fields) if (r.field !== "metadata.name" && r.field !== "metadata.namespace") throw badRequest(`field label not supported: ${r.field}`, "fieldSelector");
   }
   const filter = (obj: KubeObject) => {
     if (labelSel && !matches(labelSel, obj.metadata.labels ?? {})) return false;
-    for (const [f, v, eq] of fields) {
-      const actual = f === "metadata.name" ? obj.metadata.name : obj.metadata.namespace ?? "";
-      if ((actual === v) !== eq) return false;
-    }
-    return true;
+    return matchesFields(fields, (f) => (f === "metadata.name" ? obj.metadata.name : obj.metadata.namespace ?? ""));
   };
   return { filter, index: labelSel ? indexRequirement(labelSel) : undefined };
 }
@@ -453,12 +450,14 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
   if (method === "GET") return t.name === undefined ? list(c, t) : get(c, t);
   if (method === "POST") {
     if (t.name !== undefined) throw methodNotAllowed("POST is only allowed on a collection");
-    return write(c, t, { verb: "create", body: await decodeObjectBody(c, warnings, decodesProtobuf(apiVersionOf(t.def), t.def.kind)) }, warnings);
+    const fieldManager = fieldManagerOf(c, "CreateOptions");
+    return write(c, t, { verb: "create", body: await decodeObjectBody(c, warnings, decodesProtobuf(apiVersionOf(t.def), t.def.kind)), fieldManager }, warnings);
   }
   if (method === "DELETE" && t.name === undefined && !t.subresource) return deleteCollection(c, t);
   if (t.name === undefined) throw methodNotAllowed(`${method} is not allowed on a collection`);
   if (method === "PUT") {
-    return write(c, t, { verb: "update", body: await decodeObjectBody(c, warnings, decodesProtobuf(apiVersionOf(t.def), t.def.kind)), subresource: t.subresource }, warnings);
+    const fieldManager = fieldManagerOf(c, "UpdateOptions");
+    return write(c, t, { verb: "update", body: await decodeObjectBody(c, warnings, decodesProtobuf(apiVersionOf(t.def), t.def.kind)), subresource: t.subresource, fieldManager }, warnings);
   }
   // kube-apiserver takes strategic merge patches for its built-in kinds (core, RBAC), not for custom resources.
   if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource, warnings, t.def.group === "" || t.def.group === RBAC_GROUP), warnings);

@@ -555,11 +555,14 @@ export type LabelSelectorOperator = (typeof LABEL_SELECTOR_OPERATORS)[number];
  * {@link validateLabelSelector} for key/value syntax and operator/values
  * consistency.
  */
-export const LabelSelectorRequirementSchema = z.strictObject({
-  key: z.string(),
-  operator: z.enum(LABEL_SELECTOR_OPERATORS),
-  values: z.array(z.string()).optional(),
-});
+// Built in pure-annotated thunks so that a bundle that does not use the schemas (the simulated
+// cluster parses selectors with this module) leaves them, and zod, out.
+export const LabelSelectorRequirementSchema = /* @__PURE__ */ (() =>
+  z.strictObject({
+    key: z.string(),
+    operator: z.enum(LABEL_SELECTOR_OPERATORS),
+    values: z.array(z.string()).optional(),
+  }))();
 
 /**
  * Zod schema for the structured selector `metav1.LabelSelector`
@@ -572,10 +575,11 @@ export const LabelSelectorRequirementSchema = z.strictObject({
  * LabelSelectorSchema.parse({ matchLabels: { env: "prod" } })        // ok
  * LabelSelectorSchema.safeParse({ matchLabel: { env: "prod" } }).success // false (unknown key)
  */
-export const LabelSelectorSchema = z.strictObject({
-  matchLabels: z.record(z.string(), z.string()).optional(),
-  matchExpressions: z.array(LabelSelectorRequirementSchema).optional(),
-});
+export const LabelSelectorSchema = /* @__PURE__ */ (() =>
+  z.strictObject({
+    matchLabels: z.record(z.string(), z.string()).optional(),
+    matchExpressions: z.array(LabelSelectorRequirementSchema).optional(),
+  }))();
 
 /** A structured `metav1.LabelSelector`, as accepted by {@link LabelSelectorSchema}. */
 export type LabelSelector = z.infer<typeof LabelSelectorSchema>;

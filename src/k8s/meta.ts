@@ -6,6 +6,7 @@
  */
 import * as z from "zod";
 import type { StatusCause } from "./errors.ts";
+import type { ManagedFieldsEntry } from "./fieldmanager.ts";
 import { CONDITION_MESSAGE_MAX_LENGTH, CONDITION_REASON_MAX_LENGTH, CONDITION_TYPE_MAX_LENGTH, validateConditions, type FieldError } from "./validation.ts";
 
 /** metav1.OwnerReference. */
@@ -24,7 +25,7 @@ export type OwnerReference = z.infer<typeof OwnerReferenceSchema>;
 /**
  * metav1.ObjectMeta as a client may send it. Server-owned fields (uid, resourceVersion,
  * generation, creationTimestamp, deletionTimestamp) are accepted in the body and then set by the
- * server; `managedFields` is accepted and ignored.
+ * server; `managedFields` may be sent on an update (`[]` resets them, src/k8s/fieldmanager.ts), and is kept by the server.
  */
 export const ObjectMetaSchema = z.strictObject({
   name: z.string().optional(),
@@ -73,6 +74,8 @@ export interface ObjectMeta {
   annotations?: Record<string, string>;
   finalizers?: string[];
   ownerReferences?: OwnerReference[];
+  /** Who owns which fields (src/k8s/fieldmanager.ts). */
+  managedFields?: ManagedFieldsEntry[];
 }
 
 /** A Kubernetes object as stored and served: apiVersion, kind, metadata, and kind-specific fields. */

@@ -6,28 +6,9 @@
 import { evaluate } from "./jsonpath.ts";
 import type { KindDefinition, PrinterColumn } from "./kind.ts";
 import type { KubeObject } from "./meta.ts";
+import { humanDuration } from "./duration.ts";
 
-/**
- * A duration as Kubernetes prints ages (apimachinery `duration.HumanDuration`): `45s`, `5m30s`,
- * `12m`, `5h10m`, `30h`, `3d4h`, `200d`, `2y100d`, `9y`. `ms` is in milliseconds.
- */
-export function humanDuration(ms: number): string {
-  const seconds = Math.max(0, Math.floor(ms / 1000));
-  const minutes = Math.floor(seconds / 60);
-  const hours = Math.floor(minutes / 60);
-  const days = Math.floor(hours / 24);
-  const years = Math.floor(days / 365);
-  const with2 = (a: number, ua: string, b: number, ub: string) => (b === 0 ? `${a}${ua}` : `${a}${ua}${b}${ub}`);
-  if (seconds < 120) return `${seconds}s`;
-  if (minutes < 10) return with2(minutes, "m", seconds % 60, "s");
-  if (minutes < 180) return `${minutes}m`;
-  if (hours < 8) return with2(hours, "h", minutes % 60, "m");
-  if (hours < 48) return `${hours}h`;
-  if (hours < 192) return with2(days, "d", hours % 24, "h");
-  if (days < 365 * 2) return `${days}d`;
-  if (days < 365 * 8) return with2(years, "y", days % 365, "d");
-  return `${years}y`;
-}
+export { humanDuration };
 
 const AGE: PrinterColumn = { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" };
 
@@ -58,7 +39,15 @@ function cell(obj: KubeObject, col: PrinterColumn, nowMs: number): unknown {
  * — the default — or Object); `nowMs` is epoch milliseconds for ages.
  */
 export function toTable(def: KindDefinition, items: KubeObject[], resourceVersion: string, includeObject: string | undefined, nowMs: number) {
-  const columns = columnsOf(def);
+  return tableOf(columnsOf(def), items, resourceVersion, includeObject, nowMs);
+}
+
+/**
+ * The `meta.k8s.io/v1` Table of `items` with a Name column and then `columns` (a kind's printer
+ * columns; the simulated cluster's built-in kinds give theirs with `value` functions), as
+ * {@link toTable} describes.
+ */
+export function tableOf(columns: readonly PrinterColumn[], items: readonly KubeObject[], resourceVersion: string, includeObject: string | undefined, nowMs: number) {
   return {
     kind: "Table",
     apiVersion: "meta.k8s.io/v1",

@@ -14,7 +14,7 @@
  * Lengths are measured in UTF-8 bytes, as Go's `len(string)` does; for the
  * ASCII strings these rules accept this is the same as the character count.
  */
-import { parseQuantity, QuantityError } from "../scheduling/quantity.ts";
+import { parseQuantity, QuantityError } from "./quantity.ts";
 
 // ---------------------------------------------------------------------------
 // Field errors (k8s.io/apimachinery/pkg/util/validation/field)
@@ -729,7 +729,7 @@ const QUANTITY_BOUND = 2 ** 63;
  * Checks a resource list (`capacity`, `allocatable`: resource name to quantity) as the hub reads
  * it: every key a qualified name (apimachinery's resource-name rule: `cpu`, `nvidia.com/gpu`),
  * every value a Kubernetes quantity parsed by the one quantity parser
- * (src/scheduling/quantity.ts, apimachinery's `ParseQuantity` grammar; a JSON number is its
+ * (src/k8s/quantity.ts, apimachinery's `ParseQuantity` grammar; a JSON number is its
  * decimal text). With `bounded`, a value must also be >= 0 (as the apiserver's
  * `ValidateNonnegativeQuantity` holds a node's capacity) and below 2^63 (no silently capped
  * `1e400`). Errors name the entry: `<fieldPath>[cpu]`.

@@ -11,6 +11,11 @@ import { checkSchema, isJsonObject, rfc3339, type JsonObject, type KubeObject } 
 import { applyJsonPatch, jsonPatchErrors } from "./jsonpatch.ts";
 import { strategicMergePatch } from "./strategicpatch.ts";
 import { isDNS1123Label, isDNS1123Subdomain, pathSegmentNameErrors, validateAnnotations, validateLabels } from "./validation.ts";
+import { DEDUCED, recordUpdate, requestedManagedFields, schemaType, serverSideApply, type FieldManagerContext, type FieldType, type JsonSchemaNode } from "./fieldmanager.ts";
+import * as z from "zod";
+import { generatedName } from "./names.ts";
+
+export { generatedName };
 
 /** Delete preconditions (metav1.Preconditions). */
 export interface Preconditions {
@@ -27,10 +32,13 @@ export interface Preconditions {
  * patch, for the core kinds (src/k8s/strategicpatch.ts); `json` is RFC 6902 JSON patch (an array of
  * operations); `apply` is server-side apply (`fieldManager` required). Every body and patch is already decoded (the HTTP layer parses JSON and YAML with
  * its depth limit, src/k8s/decode.ts).
+ * `fieldManager` on a create, update or non-apply patch records the write in `metadata.managedFields`
+ * under that manager (the HTTP layer defaults it from the user agent, as kube-apiserver does); a
+ * write without one (the hub's own controllers) keeps the object's managedFields as they are.
  */
 export type WriteRequest =
-  | { verb: "create"; body: unknown }
-  | { verb: "update"; body: unknown; subresource?: "status"; preconditions?: Preconditions }
+  | { verb: "create"; body: unknown; fieldManager?: string }
+  | { verb: "update"; body: unknown; subresource?: "status"; preconditions?: Preconditions; fieldManager?: string }
   | { verb: "patch"; patchType: "merge" | "strategic" | "json" | "apply"; patch: unknown; fieldManager?: string; force?: boolean; subresource?: "status" }
   | { verb: "delete"; preconditions?: Preconditions; propagationPolicy?: DeletePropagation };
 
@@ -63,18 +71,83 @@ export interface WriteResult {
   created: boolean;
 }
 
-const GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789";
+const fieldTypes = new WeakMap<z.ZodType, FieldType>();
+
+interface ZodDef {
+  type?: string;
+  shape?: Record<string, z.ZodType>;
+  element?: z.ZodType;
+  valueType?: z.ZodType;
+  innerType?: z.ZodType;
+  in?: z.ZodType;
+  options?: z.ZodType[];
+  getter?: () => z.ZodType;
+}
+const defOf = (s: z.ZodType): ZodDef => (s as unknown as { _zod: { def: ZodDef } })._zod.def;
 
 /**
- * A name for `generateName` (apimachinery `SimpleNameGenerator`): `prefix` and five random
- * characters of the alphabet apimachinery uses (no vowels, no look-alikes).
+ * The field manager's view of a zod schema, read lazily node by node (nothing is built before a
+ * write needs it): struct fields from `shape`, map values from a record's `valueType`, list items
+ * from `element`, and the list type and keys from the `x-kubernetes-list-type` /
+ * `x-kubernetes-list-map-keys` / `x-kubernetes-map-type` metadata the kinds set with `.meta()`
+ * (what their OpenAPI schemas show). Wrappers (optional, nullable, default, pipe, lazy, a union's
+ * first object or array member) are looked through. Cached per schema node.
  */
-export function generatedName(prefix: string): string {
-  const bytes = new Uint8Array(5);
-  crypto.getRandomValues(bytes);
-  let suffix = "";
-  for (const b of bytes) suffix += GENERATE_ALPHABET[b % GENERATE_ALPHABET.length];
-  return prefix + suffix;
+export function zodFieldType(schema: z.ZodType | undefined): FieldType {
+  if (!schema) return DEDUCED;
+  const hit = fieldTypes.get(schema);
+  if (hit) return hit;
+  let meta: Record<string, unknown> = {};
+  let node: z.ZodType | undefined = schema;
+  for (let i = 0; node && i < 16; i++) {
+    meta = { ...(z.globalRegistry.get(node) ?? {}), ...meta };
+    const d = defOf(node);
+    if (d.type === "object" || d.type === "array" || d.type === "record") break;
+    if (d.innerType) node = d.innerType;
+    else if (d.type === "pipe") node = d.in;
+    else if (d.type === "lazy" && d.getter) node = d.getter();
+    else if (d.type === "union") node = d.options?.find((o) => ["object", "array", "record"].includes(defOf(o).type ?? ""));
+    else node = undefined;
+  }
+  const d = node ? defOf(node) : {};
+  const json: JsonSchemaNode = { ...meta };
+  const t = schemaType(json);
+  const kind = t.list([]);
+  const result: FieldType = {
+    child: (name) => zodFieldType(d.shape?.[name] ?? d.valueType),
+    item: () => zodFieldType(d.element),
+    list: () => kind,
+    atomicMap: t.atomicMap,
+  };
+  fieldTypes.set(schema, result);
+  return result;
+}
+
+/** The field manager's view of a kind's schema ({@link zodFieldType}). */
+export function fieldTypeOf(def: KindDefinition): FieldType {
+  return zodFieldType(def.schema);
+}
+
+function fieldManagerContext(def: KindDefinition, ctx: WriteContext): FieldManagerContext {
+  return { type: fieldTypeOf(def), statusSubresource: def.hasStatus, now: rfc3339(ctx.now) };
+}
+
+/**
+ * How a write sets `managedFields` on the object it computed (after cleanMeta dropped what the
+ * body carried): recorded as an Update by `manager`, set to what a server-side apply computed
+ * (`applied`), or kept as the stored object has them (writes without a manager).
+ */
+type ManagedFieldsRule = { manager: string; sent: unknown } | { applied: unknown } | undefined;
+
+function setManaged(def: KindDefinition, current: KubeObject | null, next: KubeObject, rule: ManagedFieldsRule, scope: "main" | "status", ctx: WriteContext): void {
+  const live = current?.metadata.managedFields;
+  if (rule && "applied" in rule) {
+    if (rule.applied === undefined) delete next.metadata.managedFields;
+    else next.metadata.managedFields = rule.applied as KubeObject["metadata"]["managedFields"];
+  } else if (rule) {
+    recordUpdate(current ?? undefined, next, requestedManagedFields(rule.sent, live, scope), rule.manager, scope, fieldManagerContext(def, ctx));
+  } else if (live === undefined) delete next.metadata.managedFields;
+  else next.metadata.managedFields = live;
 }
 
 function ref(def: KindDefinition, name?: string) {
@@ -159,7 +232,7 @@ function finishValidation(def: KindDefinition, obj: KubeObject, old: KubeObject 
   if (causes.length > 0) throw invalid(ref(def, obj.metadata.name), causes);
 }
 
-function create(def: KindDefinition, key: ObjectKey, current: KubeObject | null, body: unknown, ctx: WriteContext): WriteResult {
+function create(def: KindDefinition, key: ObjectKey, current: KubeObject | null, body: unknown, ctx: WriteContext, managed?: ManagedFieldsRule): WriteResult {
   const obj = decode(def, body, key.name);
   const meta = obj.metadata;
   if (meta.resourceVersion) throw badRequest("resourceVersion should not be set on objects to be created", "metadata.resourceVersion");
@@ -185,11 +258,13 @@ function create(def: KindDefinition, key: ObjectKey, current: KubeObject | null,
   meta.generation = 1;
   delete meta.deletionTimestamp;
   cleanMeta(obj);
+  setManaged(def, null, obj, managed && "manager" in managed ? { manager: managed.manager, sent: undefined } : managed, "main", ctx);
   return { next: obj, created: true };
 }
 
-function update(def: KindDefinition, key: ObjectKey, current: KubeObject | null, body: unknown, subresource: "status" | undefined, ctx: WriteContext): WriteResult {
+function update(def: KindDefinition, key: ObjectKey, current: KubeObject | null, body: unknown, subresource: "status" | undefined, ctx: WriteContext, managed?: ManagedFieldsRule): WriteResult {
   const incoming = decode(def, body, key.name);
+  const sent = (incoming.metadata as { managedFields?: unknown }).managedFields;
   if (!current) throw notFound(ref(def, key.name));
   if (incoming.metadata.name && incoming.metadata.name !== key.name) {
     throw badRequest(`the name of the object (${incoming.metadata.name}) does not match the name on the URL (${key.name})`, "metadata.name");
@@ -230,6 +305,7 @@ function update(def: KindDefinition, key: ObjectKey, current: KubeObject | null,
   }
   finishValidation(def, next, current);
   cleanMeta(next);
+  setManaged(def, current, next, managed && "manager" in managed ? { manager: managed.manager, sent } : managed, subresource === "status" && def.hasStatus ? "status" : "main", ctx);
   if (specOf(next) !== specOf(current)) next.metadata.generation = (current.metadata.generation ?? 1) + 1;
   if (JSON.stringify(next) === JSON.stringify(current)) return { next: current, created: false };
   return { next, created: false };
@@ -259,23 +335,32 @@ function patchObject(
     if (isJsonObject(body.metadata) && typeof body.metadata.name === "string" && body.metadata.name !== key.name) {
       throw badRequest(`the name of the object (${body.metadata.name}) does not match the name on the URL (${key.name})`, "metadata.name");
     }
+    // A metadata of another type is refused as any body's is (422 `metadata`).
+    if (body.metadata != null && !isJsonObject(body.metadata)) decode(def, body, key.name);
+    const applied = stripNulls(body) as JsonObject;
+    if (!isJsonObject(applied.metadata)) applied.metadata = {};
+    const scope = req.subresource === "status" && def.hasStatus ? "status" : "main";
+    const fm = fieldManagerContext(def, ctx);
     if (!current) {
       if (req.subresource === "status") throw notFound(ref(def, key.name));
-      return create(def, key, null, { ...body, metadata: { ...(isJsonObject(body.metadata) ? body.metadata : {}), name: key.name } }, ctx);
+      const made = serverSideApply({ current: undefined, applied: applied as KubeObject, manager: req.fieldManager, force: req.force === true, scope }, fm);
+      return create(def, key, null, { ...body, metadata: { ...(isJsonObject(body.metadata) ? body.metadata : {}), name: key.name } }, ctx, { applied: made.metadata.managedFields });
     }
     // A resourceVersion in the applied configuration is a precondition, as in kube-apiserver.
-    const applied = stripNulls(body) as JsonObject;
-    const merged = mergePatch(current, applied);
-    const applyRv = isJsonObject(applied.metadata) ? applied.metadata.resourceVersion : undefined;
-    return update(def, key, current, applyRv === undefined ? withRv(merged, current) : merged, req.subresource, ctx);
+    const merged = serverSideApply({ current, applied: applied as KubeObject, manager: req.fieldManager, force: req.force === true, scope }, fm);
+    const applyRv = (applied.metadata as JsonObject).resourceVersion;
+    if (applyRv === undefined) merged.metadata.resourceVersion = current.metadata.resourceVersion;
+    else merged.metadata.resourceVersion = applyRv as string;
+    return update(def, key, current, merged, req.subresource, ctx, { applied: merged.metadata.managedFields });
   }
   if (req.force !== undefined) throw badRequest("force: Forbidden: may not be specified for non-apply patch", "force");
   if (!current) throw notFound(ref(def, key.name));
-  if (req.patchType === "json") return update(def, key, current, jsonPatched(current, req.patch), req.subresource, ctx);
+  const managed: ManagedFieldsRule = req.fieldManager ? { manager: req.fieldManager, sent: undefined } : undefined;
+  if (req.patchType === "json") return update(def, key, current, jsonPatched(current, req.patch), req.subresource, ctx, managed);
   if (!isJsonObject(req.patch)) throw badRequest("the merge patch must be a JSON object");
   const merged = req.patchType === "strategic" ? strategicMergePatch(current, req.patch) : mergePatch(current, req.patch);
   const patchRv = isJsonObject(req.patch.metadata) ? req.patch.metadata.resourceVersion : undefined;
-  return update(def, key, current, patchRv === undefined ? withRv(merged, current) : merged, req.subresource, ctx);
+  return update(def, key, current, patchRv === undefined ? withRv(merged, current) : merged, req.subresource, ctx, managed);
 }
 
 /**
@@ -365,10 +450,10 @@ function remove(def: KindDefinition, key: ObjectKey, current: KubeObject | null,
 export function computeWrite(def: KindDefinition, key: ObjectKey, current: KubeObject | null, req: WriteRequest, ctx: WriteContext): WriteResult {
   switch (req.verb) {
     case "create":
-      return create(def, key, current, req.body, ctx);
+      return create(def, key, current, req.body, ctx, req.fieldManager ? { manager: req.fieldManager, sent: undefined } : undefined);
     case "update":
       if (current) checkPreconditions(def, key, current, req.preconditions);
-      return update(def, key, current, req.body, req.subresource, ctx);
+      return update(def, key, current, req.body, req.subresource, ctx, req.fieldManager ? { manager: req.fieldManager, sent: undefined } : undefined);
     case "patch":
       return patchObject(def, key, current, req, ctx);
     case "delete":

@@ -15,7 +15,7 @@ export {
   DECISION_GROUP_INDEX_LABEL,
   type GroupingResult,
 } from "./grouping.ts";
-export { parseQuantity, tryParseQuantity, QuantityError } from "./quantity.ts";
+export { parseQuantity, tryParseQuantity, QuantityError } from "../k8s/quantity.ts";
 export { balanceScores, steadyScores, resourceAllocatableScores, addOnScores, MAX_CLUSTER_SCORE } from "./prioritizers.ts";
 export {
   validateTolerations,

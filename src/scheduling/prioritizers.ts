@@ -7,7 +7,7 @@
  * @module
  */
 
-import { tryParseQuantity } from "./quantity.ts";
+import { tryParseQuantity } from "../k8s/quantity.ts";
 import type { AddOnPlacementScoreInput, DecisionCountLookup, DecisionCounts, SchedulingCluster } from "./types.ts";
 
 /** OCM's `plugins.MaxClusterScore`. */

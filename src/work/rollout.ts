@@ -13,6 +13,9 @@
  *   [{ index: 0, name: "", clusters: ["a", "b"] }], [], Date.now());
  * // r.toApply = ["a"]
  */
+import { GO_DURATION, parseGoDuration } from "../k8s/duration.ts";
+
+export { GO_DURATION };
 
 /** OCM's per-cluster rollout statuses (`RolloutStatus`); Skip is never produced here. */
 export type RolloutStatus = "ToApply" | "Progressing" | "Succeeded" | "Failed" | "TimeOut";
@@ -82,10 +85,6 @@ export interface RolloutResult {
   recheckAfterMs?: number;
 }
 
-const UNIT_MS: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 0.001, "µs": 0.001, ns: 0.000001 };
-/** A Go duration (`time.ParseDuration`, as metav1.Duration decodes it): "0", or number-unit pairs such as "1h30m", "1.5s", "300ms". */
-export const GO_DURATION = /^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$/;
-
 /**
  * Parses a rollout duration into milliseconds: a Go duration ({@link GO_DURATION}; OCM's
  * minSuccessTime is a metav1.Duration, its progressDeadline follows the CRD pattern
@@ -96,9 +95,7 @@ export const GO_DURATION = /^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$/;
 export function parseRolloutDuration(value: string | undefined, fallback: number): number {
   if (value === undefined || value === "" || value === "None") return fallback;
   if (!GO_DURATION.test(value)) throw new Error(`invalid duration ${JSON.stringify(value)}`);
-  let ms = 0;
-  for (const m of value.matchAll(/([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/g)) ms += Number(m[1]) * UNIT_MS[m[2]!]!;
-  return ms;
+  return parseGoDuration(value);
 }
 
 /**

@@ -29,7 +29,7 @@ import { getClusterIdentity } from "../../agent/src/identity.ts";
 import { rawGet, type KubeConfig } from "../../agent/src/kube.ts";
 import { kubeConfigFromYaml } from "../../agent/src/kubeconfig.ts";
 import { ConditionLog, createLogger, type Logger } from "../../agent/src/log.ts";
-import { formatQuantity, parseQuantity, sumQuantities, sumResourceLists } from "../../agent/src/quantity.ts";
+import { formatQuantity, parseQuantityExact as parseQuantity, sumQuantities, sumResourceLists } from "../../src/k8s/quantity.ts";
 import {
   HealthTracker,
   buildClusterClaims,
@@ -230,8 +230,8 @@ describe("quantities", () => {
     expect(parseQuantity("1n").nanos).toBe(1n);
     expect(parseQuantity("0.1n").nanos).toBe(1n); // sub-nano rounds up, as Kubernetes
     expect(formatQuantity(512n * 1_000_000_000n, "BinarySI")).toBe("512"); // < 1024 falls back to DecimalSI
-    expect(() => parseQuantity("4 cores")).toThrow(/invalid quantity/);
-    expect(() => parseQuantity("")).toThrow(/invalid quantity/);
+    expect(() => parseQuantity("4 cores")).toThrow(/quantities must match/);
+    expect(() => parseQuantity("")).toThrow(/quantities must match/);
   });
 
   it("sums resource lists per resource, skipping bad values", () => {

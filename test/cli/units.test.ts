@@ -7,7 +7,8 @@ import { CliError } from "../../agent/admin/errors.ts";
 import { renderTable } from "../../agent/admin/output.ts";
 import { createProgress } from "../../agent/admin/progress.ts";
 import { addTaints, parseTaintSelector, parseTaintSpec, removeTaints } from "../../agent/admin/taints.ts";
-import { formatAge, formatSeconds, parseDuration } from "../../agent/admin/time.ts";
+import { formatSeconds, parseDuration } from "../../agent/admin/time.ts";
+import { humanDuration as formatAge } from "../../src/k8s/duration.ts";
 import { pollUntil } from "../../agent/admin/wait.ts";
 import { auditFieldSelector } from "../../agent/admin/commands/audit.ts";
 
@@ -18,7 +19,7 @@ describe("durations and ages", () => {
     expect(parseDuration("5m")).toBe(300);
     expect(parseDuration("1h30m")).toBe(5400);
     expect(parseDuration("2d")).toBe(172800);
-    for (const bad of ["", "1x", "m", "30m1h", "1h 2m", "-5"]) expect(() => parseDuration(bad), bad).toThrow(/is not a duration/);
+    for (const bad of ["", "1x", "m", "1h 2m", "-5", "-5m", "1d-5h"]) expect(() => parseDuration(bad), bad).toThrow(/is not a duration/);
   });
 
   it("renders ages like kubectl", () => {

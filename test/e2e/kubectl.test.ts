@@ -102,6 +102,28 @@ describe("kubectl against the hub", () => {
     expect(after.trim()).toBe("");
   });
 
+  it("server-side apply from two field managers conflicts as Kubernetes does, and --force-conflicts takes ownership", async () => {
+    const yaml = (n: number, label: string) =>
+      ["apiVersion: cluster.open-cluster-management.io/v1beta1", "kind: Placement", "metadata:", "  name: shared", "  namespace: ssa", "  labels:", `    owner: ${label}`, "spec:", `  numberOfClusters: ${n}`, ""].join("\n");
+    await kubectl("create", "namespace", "ssa");
+    expect(await kubectl("apply", "--server-side", "--field-manager=team-a", "-f", file("ssa-a.yaml", yaml(1, "a")))).toContain("placement.cluster.open-cluster-management.io/shared serverside-applied");
+    const conflict = await kubectlFails("apply", "--server-side", "--field-manager=team-b", "-f", file("ssa-b.yaml", yaml(2, "b")));
+    expect(conflict).toContain('Apply failed with 2 conflicts: conflicts with "team-a":\n- .metadata.labels.owner\n- .spec.numberOfClusters');
+    expect(conflict).toContain("--force-conflicts");
+    expect(await kubectl("get", "placement", "shared", "-n", "ssa", "-o", "jsonpath={.spec.numberOfClusters}")).toBe("1");
+    expect(await kubectl("apply", "--server-side", "--field-manager=team-b", "--force-conflicts", "-f", path.join(dir, "ssa-b.yaml"))).toContain("serverside-applied");
+    const shown = await kubectl("get", "placement", "shared", "-n", "ssa", "-o", "yaml", "--show-managed-fields");
+    expect(shown).toMatch(/managedFields:\n\s+- apiVersion: cluster.open-cluster-management.io\/v1beta1\n\s+fieldsType: FieldsV1\n\s+fieldsV1:\n\s+f:metadata:\n\s+f:labels:\n\s+f:owner: \{\}\n\s+f:spec:\n\s+f:numberOfClusters: \{\}\n\s+manager: team-b\n\s+operation: Apply/);
+    expect(shown).not.toContain("manager: team-a");
+    expect(await kubectl("get", "placement", "shared", "-n", "ssa", "-o", "jsonpath={.spec.numberOfClusters} {.metadata.labels.owner}")).toBe("2 b");
+    // Without --show-managed-fields kubectl hides them, as against kube-apiserver.
+    expect(await kubectl("get", "placement", "shared", "-n", "ssa", "-o", "yaml")).not.toContain("managedFields");
+    // A client-side edit is an Update by kubectl's manager, and takes the field from team-b.
+    expect(await kubectl("label", "placement", "shared", "-n", "ssa", "owner=c", "--overwrite")).toContain("labeled");
+    const labelled = await kubectl("get", "placement", "shared", "-n", "ssa", "-o", "jsonpath={.metadata.managedFields[*].manager}/{.metadata.managedFields[*].operation}");
+    expect(labelled).toBe("team-b kubectl-label/Apply Update");
+  });
+
   it("explains the OCM kinds from the OpenAPI document", async () => {
     const explained = await kubectl("explain", "placement.spec");
     expect(explained).toContain("numberOfClusters");

@@ -308,7 +308,7 @@ describe("validateConditions (apimachinery ValidateConditions)", () => {
   });
 });
 
-describe("validateResourceList (quantities parsed by src/scheduling/quantity.ts)", () => {
+describe("validateResourceList (quantities parsed by src/k8s/quantity.ts)", () => {
   it("names each bad entry; bounded lists refuse negative and beyond-int64 values", () => {
     expect(validateResourceList({ cpu: "4", memory: "16Gi", "nvidia.com/gpu": "2", pods: 110 }, "capacity", { bounded: true })).toEqual([]);
     const errs = validateResourceList({ a: "1e400", b: "-5", c: "-1Gi", d: "abc", e: "" }, "capacity", { bounded: true });
