@@ -119,6 +119,12 @@ export interface AgentOptions {
    * changed statuses reported. Fractions are allowed (tests use short periods).
    */
   statusSyncIntervalSeconds?: number;
+  /**
+   * How long the resources of a work that disappears from the hub without being deleted through
+   * its finalizer are kept, in milliseconds (OCM's `--appliedmanifestwork-eviction-grace-period`,
+   * default 60 minutes; work/controller.ts).
+   */
+  evictionGracePeriodMs?: number;
   /** Logger; default text lines on stderr. */
   logger?: Logger;
   /** Loop timings (milliseconds); defaults suit production. */
@@ -272,7 +278,7 @@ class AgentRunner {
       clusterName: this.opts.clusterName,
       transport,
       live: (timeoutMs) => this.hub.live(timeoutMs),
-      controller: new WorkController({ kubeConfig: this.opts.kubeConfig, namespace: this.namespace, logger: this.log, requestTimeoutMs: this.timing.requestTimeoutMs, signal: this.abort.signal }),
+      controller: new WorkController({ kubeConfig: this.opts.kubeConfig, namespace: this.namespace, logger: this.log, requestTimeoutMs: this.timing.requestTimeoutMs, signal: this.abort.signal, ...(this.opts.evictionGracePeriodMs !== undefined ? { evictionGracePeriodMs: this.opts.evictionGracePeriodMs } : {}) }),
       deleteCredentials: () => deleteCredentials(this.opts.kubeConfig, this.namespace),
       logger: this.log,
       timing: {

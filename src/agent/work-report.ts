@@ -11,6 +11,8 @@ import { storeOf } from "../store/store.ts";
 import type { WaitUntil } from "../store/outbox.ts";
 import type { Env } from "../env.ts";
 import { deliveredWorks } from "./delivered.ts";
+import { computeWrite } from "../k8s/write.ts";
+import { clock } from "../clock.ts";
 import { holdForCleanup, MANIFEST_WORK_CLEANUP_FINALIZER, releaseCleanupFinalizer } from "../work/deletion.ts";
 
 /**
@@ -48,7 +50,12 @@ export async function reportWorkStatus(env: Env, cluster: string, workName: stri
     const current = await getObject(database(env.DB), ManifestWorkKind, { namespace: cluster, name: workName });
     if (!current) throw notFound(ref);
     if (current.metadata.uid !== report.uid) throw conflict(ref, `the work's uid is ${current.metadata.uid}, not ${report.uid}: it was deleted and created again`);
-    fresh = await holdForCleanup(env, current, { waitUntil, mode: "returns" });
+    if (!current.metadata.deletionTimestamp && !current.metadata.finalizers?.includes(MANIFEST_WORK_CLEANUP_FINALIZER)) {
+      // A report that would be refused (400, 422) holds nothing either: no half write.
+      const { resourceVersion: _rv, ...metadata } = current.metadata;
+      computeWrite(ManifestWorkKind, { namespace: cluster, name: workName }, current, { verb: "update", subresource: "status", body: { ...current, metadata, status: report.status } }, { now: clock.now(), newUid: () => "" });
+      fresh = await holdForCleanup(env, current, { waitUntil, mode: "returns" });
+    } else fresh = current;
   }
   // The work as the last poll delivered it, when this isolate answered that poll: the first
   // attempt commits on it with its resourceVersion as the commit's precondition, so a stale copy

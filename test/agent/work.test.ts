@@ -111,6 +111,11 @@ function update(w: ManifestWork, manifests: unknown[], extra: Partial<ManifestWo
   return { ...w, metadata: { ...w.metadata, generation: (w.metadata.generation ?? 0) + 1 }, spec: { ...w.spec, workload: { manifests }, ...extra } };
 }
 
+/** The same work as the hub lists it once deleted there (held by its cleanup finalizer). */
+function deleting(w: ManifestWork): ManifestWork {
+  return { ...w, metadata: { ...w.metadata, deletionTimestamp: "2026-11-26T00:00:00Z", finalizers: ["cluster.open-cluster-management.io/manifest-work-cleanup"] } };
+}
+
 /**
  * A controller that reads every object every pass (`watch: false`), so a test that changes the
  * cluster sees the next sync act on it; the watch-driven mode has its own tests below.
@@ -536,11 +541,11 @@ describe("work controller on a simulated cluster", () => {
     const b = work("b", [configMap("shared", { k: "v" })]);
     c.setWorks([a, b]);
     await c.sync();
-    c.setWorks([b]);
+    c.setWorks([deleting(a), b]);
     await c.sync();
     expect(await getOrNull(dyn, ref(CM, "default", "only-a"))).toBeNull();
     expect(await getOrNull(dyn, ref(CM, "default", "shared"))).not.toBeNull();
-    c.setWorks([]);
+    c.setWorks([deleting(b)]);
     await c.sync();
     expect(await getOrNull(dyn, ref(CM, "default", "shared"))).toBeNull();
     expect(await getOrNull(dyn, ref(CM, AGENT_NS, "flotilla-work-a"))).toBeNull();
@@ -576,19 +581,23 @@ describe("work controller on a simulated cluster", () => {
   ])("deleteOption %s decides what a deleted work leaves behind", async (_name, deleteOption, want) => {
     const { kc, dyn } = await sim();
     const c = controller(kc);
-    c.setWorks([work("w", [configMap("keep", { k: "1" }), configMap("other", { k: "1" })], { deleteOption })]);
+    const w = work("w", [configMap("keep", { k: "1" }), configMap("other", { k: "1" })], { deleteOption });
+    c.setWorks([w]);
     await c.sync();
-    c.setWorks([]);
-    await c.sync();
+    c.setWorks([deleting(w)]);
+    const reports = await c.sync();
+    // Everything let go as the option says: the agent confirms (the hub then drops the finalizer).
+    expect(reports).toEqual([{ name: "w", uid: w.metadata.uid, status: { conditions: [], resourceStatus: { manifests: [] } }, released: true }]);
     expect((await getOrNull(dyn, ref(CM, "default", "keep"))) !== null).toBe(want.keep);
     expect((await getOrNull(dyn, ref(CM, "default", "other"))) !== null).toBe(want.orphan);
     expect(await getOrNull(dyn, ref(CM, AGENT_NS, "flotilla-work-w"))).toBeNull();
   });
 
-  it("the record survives a restart: a new controller deletes what a vanished work applied, per its last deleteOption", async () => {
+  it("the record survives a restart: a new controller deletes what a work deleted meanwhile applied, per its last deleteOption", async () => {
     const { kc, dyn } = await sim();
     const first = controller(kc);
-    first.setWorks([work("w", [configMap("a", { k: "1" }), configMap("b", { k: "1" })], { deleteOption: { propagationPolicy: "SelectivelyOrphan", selectivelyOrphans: { orphaningRules: [{ resource: "configmaps", name: "b", namespace: "default" }] } } })]);
+    const w = work("w", [configMap("a", { k: "1" }), configMap("b", { k: "1" })], { deleteOption: { propagationPolicy: "SelectivelyOrphan", selectivelyOrphans: { orphaningRules: [{ resource: "configmaps", name: "b", namespace: "default" }] } } });
+    first.setWorks([w]);
     await first.sync();
     const restarted = controller(kc);
     await restarted.init();
@@ -597,10 +606,68 @@ describe("work controller on a simulated cluster", () => {
     await dyn.delete(ref(CM, "default", "a"));
     await restarted.sync();
     expect(await getOrNull(dyn, ref(CM, "default", "a"))).not.toBeNull();
-    restarted.setWorks([]);
+    restarted.setWorks([deleting(w)]);
     await restarted.sync();
     expect(await getOrNull(dyn, ref(CM, "default", "a"))).toBeNull();
     expect(await getOrNull(dyn, ref(CM, "default", "b"))).not.toBeNull();
+  });
+
+  it("a work that merely disappears from the hub is kept for the eviction grace period, then evicted; one that comes back is kept", async () => {
+    const { kc, dyn } = await sim();
+    let now = Date.parse("2026-11-26T10:00:00Z");
+    const { log, lines } = memoryLogger();
+    const c = new WorkController({ kubeConfig: kc, namespace: AGENT_NS, logger: log, watch: false, evictionGracePeriodMs: 60 * 60 * 1000, now: () => now });
+    cleanups.push(() => c.close());
+    const gone = work("gone", [configMap("gone", { k: "1" })]);
+    const back = work("back", [configMap("back", { k: "1" })]);
+    c.setWorks([gone, back]);
+    await c.sync();
+    // Both vanish from the list (a hub restored from an older backup): nothing is deleted.
+    c.setWorks([]);
+    await c.sync();
+    expect(await getOrNull(dyn, ref(CM, "default", "gone"))).not.toBeNull();
+    const record = JSON.parse((await dyn.get(ref(CM, AGENT_NS, "flotilla-work-gone"))).data["record.json"]);
+    expect(record.evictionStartTime).toBe("2026-11-26T10:00:00Z");
+    expect(lines.some((l) => l.includes("work gone is missing on the hub") && l.includes("2026-11-26T11:00:00.000Z"))).toBe(true);
+    now += 59 * 60 * 1000;
+    await c.sync();
+    expect(await getOrNull(dyn, ref(CM, "default", "gone"))).not.toBeNull();
+    // One comes back within the grace period: its eviction stops.
+    c.setWorks([back]);
+    await c.sync();
+    expect(JSON.parse((await dyn.get(ref(CM, AGENT_NS, "flotilla-work-back"))).data["record.json"]).evictionStartTime).toBeUndefined();
+    now += 2 * 60 * 1000;
+    await c.sync();
+    expect(await getOrNull(dyn, ref(CM, "default", "gone"))).toBeNull();
+    expect(await getOrNull(dyn, ref(CM, AGENT_NS, "flotilla-work-gone"))).toBeNull();
+    expect(await getOrNull(dyn, ref(CM, "default", "back"))).not.toBeNull();
+    // A grace period of 100 years or more never evicts (OCM's bound).
+    const never = new WorkController({ kubeConfig: kc, namespace: AGENT_NS, logger: log, watch: false, evictionGracePeriodMs: 100 * 365 * 24 * 3600 * 1000, now: () => now });
+    cleanups.push(() => never.close());
+    never.setWorks([]);
+    now += 10 * 365 * 24 * 3600 * 1000;
+    await never.sync();
+    expect(await getOrNull(dyn, ref(CM, "default", "back"))).not.toBeNull();
+  });
+
+  it("a work the agent saw being deleted is removed at once even when it disappears before the agent confirmed", async () => {
+    const { kc, dyn } = await sim();
+    const first = controller(kc);
+    const w = work("w", [configMap("held", { k: "1" })]);
+    first.setWorks([w]);
+    await first.sync();
+    // The agent marked the record (it saw the deletionTimestamp) and stopped before releasing:
+    // the record as finalizeWork leaves it then.
+    const cm = await dyn.get(ref(CM, AGENT_NS, "flotilla-work-w"));
+    const record = { ...JSON.parse(cm.data["record.json"]), deleting: true };
+    await dyn.replace(ref(CM, AGENT_NS, "flotilla-work-w"), { ...cm, data: { "record.json": JSON.stringify(record) } }, "test");
+    // Restarted, it finds the work gone from the hub (its finalizer dropped there): no grace period.
+    const restarted = controller(kc);
+    await restarted.init();
+    restarted.setWorks([]);
+    await restarted.sync();
+    expect(await getOrNull(dyn, ref(CM, "default", "held"))).toBeNull();
+    expect(await getOrNull(dyn, ref(CM, AGENT_NS, "flotilla-work-w"))).toBeNull();
   });
 
   it("feedback values from WellKnownStatus and JSONPaths, and Progressing/Degraded from live rollout state", async () => {

@@ -5,9 +5,16 @@
  *    changed; otherwise only those that drifted, see apply.ts), in kind-rank order;
  * 2. updates each work's AppliedManifestWork record (record.ts) and lets go of resources whose
  *    manifest left the work (cleanup.ts, honouring the work's deleteOption);
- * 3. lets go of everything a work applied when the work is no longer listed by the hub, per the
- *    deleteOption last seen, and deletes its record;
- * 4. computes each work's status (conditions.ts).
+ * 3. lets go of everything a work applied when the hub deletes it (the work is listed with a
+ *    deletionTimestamp: OCM's ManifestWorkFinalizeController and AppliedManifestWorkFinalizeController),
+ *    per its deleteOption, deletes its record and reports it `released`, so that the hub drops the
+ *    `manifest-work-cleanup` finalizer and the work goes;
+ * 4. keeps what a work applied when the work merely disappears from the hub's list without the
+ *    agent having seen it deleted (a hub restored from a backup, a wrong hub URL): OCM's
+ *    UnManagedAppliedWorkController, which evicts it only after the eviction grace period
+ *    (`--appliedmanifestwork-eviction-grace-period`, default 60 minutes) from the time the work
+ *    was first found missing; a work that comes back meanwhile is kept;
+ * 5. computes each work's status (conditions.ts).
  * The caller (agent.ts) runs passes serially: when the list changes and every status-sync period.
  */
 import { describeKubeError, type KubeConfig } from "../kube.ts";
@@ -40,7 +47,20 @@ export interface WorkControllerOptions {
   watch?: boolean;
   /** Ends the watches. */
   signal?: AbortSignal;
+  /**
+   * How long the resources of a work missing from the hub's list (not seen deleted) are kept, in
+   * milliseconds; default {@link DEFAULT_EVICTION_GRACE_PERIOD_MS} (60 minutes, OCM's). At or
+   * above {@link EVICTION_GRACE_PERIOD_BOUND_MS} (100 years, OCM's bound) nothing is ever evicted.
+   */
+  evictionGracePeriodMs?: number;
+  /** The clock, epoch milliseconds; default `Date.now`. */
+  now?: () => number;
 }
+
+/** OCM's default `--appliedmanifestwork-eviction-grace-period`: 60 minutes, in milliseconds. */
+export const DEFAULT_EVICTION_GRACE_PERIOD_MS = 60 * 60 * 1000;
+/** OCM's `EvictionGracePeriodBound` (100 years, in milliseconds): a grace period this long or longer disables eviction. */
+export const EVICTION_GRACE_PERIOD_BOUND_MS = 100 * 365 * 24 * 60 * 60 * 1000;
 
 /** The status computed for one work in a pass. */
 export interface WorkReport {
@@ -50,6 +70,11 @@ export interface WorkReport {
   uid: string;
   /** The work's status in OCM's shape. */
   status: ManifestWorkStatus;
+  /**
+   * The work is being deleted on the hub and everything it applied is released (deleted, or kept
+   * as its deleteOption orphans it): the report confirms it (src/agent/protocol.ts `released`).
+   */
+  released?: true;
 }
 
 interface WorkState {
@@ -93,9 +118,13 @@ export class WorkController {
   /** specKey of each work object seen (a work from the same hub answer is not hashed again). */
   private specKeys = new WeakMap<ManifestWork, string>();
   private initialised = false;
+  private readonly evictionGraceMs: number;
+  private readonly now: () => number;
 
   /** @param opts cluster, namespace, logger and timeout. */
   constructor(opts: WorkControllerOptions) {
+    this.evictionGraceMs = opts.evictionGracePeriodMs ?? DEFAULT_EVICTION_GRACE_PERIOD_MS;
+    this.now = opts.now ?? Date.now;
     this.client = new DynamicClient(opts.kubeConfig, opts.requestTimeoutMs ?? 15_000);
     this.mapper = new RestMapper(this.client);
     this.records = new RecordStore(this.client, opts.namespace);
@@ -276,7 +305,11 @@ export class WorkController {
     const refs: ObjectRef[] = [];
     for (const name of [...this.desired.keys()].sort()) {
       const work = this.desired.get(name);
-      if (work) reports.push(await this.syncWork(work, refs));
+      if (!work) continue;
+      if (work.metadata.deletionTimestamp) {
+        const released = await this.finalizeWork(work);
+        if (released) reports.push(released);
+      } else reports.push(await this.syncWork(work, refs));
     }
     // Objects no work holds any more need no watching.
     this.tracker?.retain(refs);
@@ -284,7 +317,7 @@ export class WorkController {
       for (const record of [...this.recorded.values()]) {
         if (this.desired.has(record.workName)) continue;
         try {
-          this.logRelease(`work ${record.workName} deleted on the hub`, await this.removeWork(record));
+          await this.missingWork(record);
         } catch (e) {
           this.log.warn(`could not remove work ${record.workName}: ${describeKubeError(e)}; retrying at the next sync`, { work: record.workName });
         }
@@ -292,6 +325,63 @@ export class WorkController {
       for (const name of [...this.states.keys()]) if (!this.desired.has(name) && !this.recorded.has(name)) this.states.delete(name);
     }
     return reports;
+  }
+
+  /**
+   * A work the hub is deleting: lets go of what it applied, per its deleteOption (the hub's
+   * current one), marking the record `deleting` first so that a restart or the work's
+   * disappearance finishes the job at once. Returns the `released` report once nothing is held
+   * (no record left), or undefined while a delete failed (retried at the next sync).
+   */
+  private async finalizeWork(work: ManifestWork): Promise<WorkReport | undefined> {
+    const name = work.metadata.name;
+    const record = this.recorded.get(name);
+    if (record) {
+      const marked: WorkRecord = { ...record, deleting: true, ...(work.spec.deleteOption ? { deleteOption: work.spec.deleteOption } : {}) };
+      if (!record.deleting) {
+        this.log.info(`work ${name} is being deleted on the hub; removing what it applied`, { work: name });
+        this.recorded.set(name, marked);
+        await this.records.save(marked).catch(() => undefined);
+      }
+      let result: ReleaseResult;
+      try {
+        result = await this.removeWork(marked);
+      } catch (e) {
+        this.log.warn(`could not remove work ${name}: ${describeKubeError(e)}; retrying at the next sync`, { work: name });
+        return undefined;
+      }
+      this.logRelease(`work ${name} deleted on the hub`, result);
+      if (result.failed.length > 0) return undefined;
+    }
+    this.states.delete(name);
+    return { name, uid: work.metadata.uid, status: { conditions: [], resourceStatus: { manifests: [] } }, released: true };
+  }
+
+  /**
+   * A recorded work the hub no longer lists: released at once when the agent saw it being deleted
+   * (`deleting`), else evicted only after the grace period from when it was first found missing
+   * (OCM's UnManagedAppliedWorkController).
+   */
+  private async missingWork(record: WorkRecord): Promise<void> {
+    const name = record.workName;
+    if (!record.deleting) {
+      if (this.evictionGraceMs >= EVICTION_GRACE_PERIOD_BOUND_MS) return;
+      const now = this.now();
+      const since = record.evictionStartTime ? Date.parse(record.evictionStartTime) : NaN;
+      if (!Number.isFinite(since)) {
+        const marked: WorkRecord = { ...record, evictionStartTime: new Date(now).toISOString().replace(/\.\d{3}Z$/, "Z") };
+        this.recorded.set(name, marked);
+        await this.records.save(marked);
+        this.log.warn(
+          `work ${name} is missing on the hub, which did not delete it through its finalizer; keeping what it applied until ${new Date(now + this.evictionGraceMs).toISOString()} (--appliedmanifestwork-eviction-grace-period)`,
+          { work: name },
+        );
+        return;
+      }
+      if (now < since + this.evictionGraceMs) return;
+      this.log.info(`work ${name} has been missing on the hub since ${record.evictionStartTime}, past the eviction grace period; evicting what it applied`, { work: name });
+    }
+    this.logRelease(`work ${name} ${record.deleting ? "deleted on the hub" : "evicted"}`, await this.removeWork(record));
   }
 
   /**
