@@ -40,6 +40,8 @@ import {
   MAX_CUSTOM_CLUSTER_CLAIMS,
   buildClusterClaims,
   collectClusterStatus,
+  generatedClaims,
+  listClusterClaims,
   probeKubeApiServer,
   type HealthReport,
   type ProbeResult,
@@ -339,12 +341,16 @@ class AgentRunner {
     const identity = await this.retryKube("reading the cluster ID", () => getClusterIdentity(this.opts.kubeConfig));
     if (!identity) return undefined;
     let properties: ClusterClaim[] = [];
+    let clusterClaims: ClusterClaim[] = [];
     try {
-      properties = await listClusterProperties(this.opts.kubeConfig);
+      [properties, clusterClaims] = await Promise.all([listClusterProperties(this.opts.kubeConfig), listClusterClaims(this.opts.kubeConfig)]);
     } catch {
       // Claims are sent again with every heartbeat; registration does not wait for them.
     }
-    const claims = buildClusterClaims(properties, this.opts.claims ?? [], this.opts.maxCustomClusterClaims ?? MAX_CUSTOM_CLUSTER_CLAIMS);
+    const claims = buildClusterClaims(properties, this.opts.claims ?? [], this.opts.maxCustomClusterClaims ?? MAX_CUSTOM_CLUSTER_CLAIMS, {
+      generated: generatedClaims(identity.id, undefined, undefined),
+      clusterClaims,
+    });
     const key = await generateAgentKeyPair();
     this.backoff.reset();
     while (!this.aborted) {
@@ -560,7 +566,7 @@ class AgentRunner {
   private async buildHeartbeat(): Promise<HeartbeatRequest> {
     const [probe, collected] = await Promise.all([
       this.probe(),
-      collectClusterStatus(this.opts.kubeConfig, this.opts.claims ?? [], this.opts.maxCustomClusterClaims ?? MAX_CUSTOM_CLUSTER_CLAIMS),
+      collectClusterStatus(this.opts.kubeConfig, this.opts.claims ?? [], this.opts.maxCustomClusterClaims ?? MAX_CUSTOM_CLUSTER_CLAIMS, this.creds?.clusterId),
     ]);
     const health = this.observeHealth(probe);
     if (collected.errors.length > 0) {

@@ -411,7 +411,8 @@ describe("work controller on a simulated cluster", () => {
     const gets = countGets(kc);
     const c = controller(kc, memoryLogger().log, true);
     const manifests = [...Array.from({ length: 20 }, (_, i) => configMap(`cm-${i}`, { i: String(i) })), deployment("d", "default", "nginx:1")];
-    c.setWorks([work("w", manifests)]);
+    const w = work("w", manifests);
+    c.setWorks([w]);
     expect(cond(status(await c.sync(), "w").conditions, "Applied")?.status).toBe("True");
     const objectGets = () => [...gets].filter(([p]) => /\/(configmaps\/cm-|deployments\/d$)/.test(p)).reduce((n, [, v]) => n + v, 0);
     // Until the watches run and the first reads are confirmed, passes read; then they stop.
@@ -437,7 +438,7 @@ describe("work controller on a simulated cluster", () => {
     // The other nineteen ConfigMaps were read by the first passes only, not again after the edit.
     for (const [, n] of reread) expect(n).toBeLessThanOrEqual(3);
     // A manifest that leaves the work takes its object out of the watch; a work without objects ends the watches.
-    c.setWorks([]);
+    c.setWorks([deleting(w)]);
     await c.sync();
     expect(await getOrNull(dyn, ref(CM, "default", "cm-0"))).toBeNull();
   });
@@ -528,7 +529,7 @@ describe("work controller on a simulated cluster", () => {
     expect(cond(dm?.conditions, "StatusFeedbackSynced")).toMatchObject({ status: "True", reason: "StatusFeedbackSynced" });
     expect(cond(cm?.conditions, "Available")).toMatchObject({ status: "False", reason: "ResourceNotAvailable" });
     expect(cond(s.conditions, "Available")).toMatchObject({ status: "False", reason: "ResourcesNotAvailable", message: "1 of 2 resources are not available" });
-    c.setWorks([]);
+    c.setWorks([deleting(w)]);
     await c.sync();
     expect(await getOrNull(dyn, ref(DEPLOY, "default", "ro"))).not.toBeNull();
     expect(await getOrNull(dyn, ref(CM, AGENT_NS, "flotilla-work-w"))).toBeNull();
@@ -783,6 +784,14 @@ describe("work loop against a real hub (wrangler dev)", () => {
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     await until(async () => (await getWork(cluster, name)) === undefined, 30_000, `work ${name} to be gone from the hub`);
   }
+  /** Deletes a work and removes its finalizers by hand: the agent is not asked. */
+  async function forceDeleteWork(cluster: string, name: string): Promise<void> {
+    const r = await admin(hub, "DELETE", `${hubWorks(cluster)}/${name}`);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const p = await admin(hub, "PATCH", `${hubWorks(cluster)}/${name}`, { metadata: { finalizers: null } }, MERGE_PATCH);
+    expect([200, 404]).toContain(p.status);
+    await until(async () => (await getWork(cluster, name)) === undefined, 30_000, `work ${name} to be gone from the hub`);
+  }
   async function waitForRegistration(cluster: string): Promise<void> {
     await until(async () => (await admin(hub, "GET", `${MANAGED_CLUSTERS}/${cluster}`)).status === 200, 30_000, `${cluster} to register`);
   }
@@ -909,10 +918,11 @@ describe("work loop against a real hub (wrangler dev)", () => {
     for (const name of ["gone", "replaced", "probe"]) await until(async () => appliedAtGeneration(await getWork(cluster, name)), 30_000, `work ${name}'s status on the hub`);
 
     // The hub deletes one work and deletes and re-creates the other (a new uid); the agent does
-    // not know. A change of their status (the feedback) makes it report with the old uids.
-    await deleteWork(cluster, "gone");
+    // not know (an admin removes the cleanup finalizer by hand, as one may in OCM). A change of
+    // their status (the feedback) makes it report with the old uids.
+    await forceDeleteWork(cluster, "gone");
     const oldUid = (await getWork(cluster, "replaced")).metadata.uid;
-    await deleteWork(cluster, "replaced");
+    await forceDeleteWork(cluster, "replaced");
     const recreated = await createWork(cluster, "replaced", [configMap("replaced", { a: "1" })], { manifestConfigs: [markFeedback("replaced")] });
     expect(recreated.metadata.uid).not.toBe(oldUid);
     await syncBarrier(cluster, dyn, "probe", "1", ["gone", "replaced"]);
