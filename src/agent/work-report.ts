@@ -4,7 +4,7 @@
  * one write path for both, so both answer the same and the group commit batches both.
  */
 import { ApiError, conflict, notFound } from "../k8s/errors.ts";
-import type { KubeObject } from "../k8s/meta.ts";
+import type { Condition, KubeObject } from "../k8s/meta.ts";
 import { database, getObject } from "../k8s/store.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import { storeOf } from "../store/store.ts";
@@ -13,7 +13,7 @@ import type { Env } from "../env.ts";
 import { deliveredWorks } from "./delivered.ts";
 import { computeWrite } from "../k8s/write.ts";
 import { clock } from "../clock.ts";
-import { holdForCleanup, MANIFEST_WORK_CLEANUP_FINALIZER, releaseCleanupFinalizer } from "../work/deletion.ts";
+import { holdForCleanup, MANIFEST_WORK_CLEANUP_FINALIZER, releaseCleanupFinalizer, WORK_DELETING_CONDITION } from "../work/deletion.ts";
 
 /**
  * Writes the status an agent observed on work `workName` of `cluster`'s namespace, pinned by the
@@ -38,7 +38,8 @@ export async function reportWorkStatus(env: Env, cluster: string, workName: stri
   // reports) commit first, the uid checked on each read (src/store/write.ts `writeStored`).
   const write = (current: KubeObject) => {
     const { resourceVersion: _rv, ...metadata } = current.metadata;
-    return storeOf(env, ManifestWorkKind).write(cluster, workName, { verb: "update", subresource: "status", body: { ...current, metadata, status: report.status }, preconditions: { uid: report.uid } }, { known: current, waitUntil, mode: "returns" });
+    const status = keepDeleting(current, report.status);
+    return storeOf(env, ManifestWorkKind).write(cluster, workName, { verb: "update", subresource: "status", body: { ...current, metadata, status }, preconditions: { uid: report.uid } }, { known: current, waitUntil, mode: "returns" });
   };
   let object: KubeObject | null | undefined;
   // The agent holds a work once it reports it: the first report puts OCM's cleanup finalizer on
@@ -81,6 +82,19 @@ export async function reportWorkStatus(env: Env, cluster: string, workName: stri
   }
   if (object) deliveredWorks.stored(cluster, object, rawBytes);
   return object;
+}
+
+/**
+ * The status to store for a report on `current`: the report's, with the hub's `Deleting`
+ * condition kept while the work is being deleted (an agent that has not seen the deletion yet
+ * reports the conditions it knows; the deletion stays shown until the agent confirms).
+ */
+function keepDeleting(current: KubeObject, status: Record<string, unknown>): Record<string, unknown> {
+  if (!current.metadata.deletionTimestamp) return status;
+  const held = ((current.status as { conditions?: Condition[] } | undefined)?.conditions ?? []).find((c) => c.type === WORK_DELETING_CONDITION);
+  const reported = Array.isArray(status.conditions) ? (status.conditions as Condition[]) : [];
+  if (!held || reported.some((c) => c.type === WORK_DELETING_CONDITION)) return status;
+  return { ...status, conditions: [...reported, held] };
 }
 
 /**

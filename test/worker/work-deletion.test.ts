@@ -67,6 +67,11 @@ describe("ManifestWork deletion (OCM's manifest-work-cleanup finalizer)", () => 
       return condition(w, "Deleting") ? w : undefined;
     });
     expect(condition(deleting, "Deleting")).toMatchObject({ status: "True", reason: "ResourceRemaining" });
+    // A report from an agent that has not seen the deletion yet keeps the condition.
+    expect((await report("del2", keys, "w", { uid, status: applied() })).status).toBe(200);
+    const reported = (await call("GET", `${WORKS("del2")}/w`)).body;
+    expect(condition(reported, "Applied")?.status).toBe("True");
+    expect(condition(reported, "Deleting")).toMatchObject({ status: "True", reason: "ResourceRemaining" });
     // Still there: only the agent's confirmation lets it go. A confirmation for another uid is a conflict.
     expect((await call("GET", `${WORKS("del2")}/w`)).status).toBe(200);
     expect((await report("del2", keys, "w", { uid: "someone-else", status: {}, released: true })).status).toBe(409);
