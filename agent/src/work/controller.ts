@@ -369,7 +369,7 @@ export class WorkController {
       const now = this.now();
       const since = record.evictionStartTime ? Date.parse(record.evictionStartTime) : NaN;
       if (!Number.isFinite(since)) {
-        const marked: WorkRecord = { ...record, evictionStartTime: new Date(now).toISOString().replace(/\.\d{3}Z$/, "Z") };
+        const marked: WorkRecord = { ...record, evictionStartTime: nowRfc3339(new Date(now)) };
         this.recorded.set(name, marked);
         await this.records.save(marked);
         this.log.warn(
