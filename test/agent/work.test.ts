@@ -613,6 +613,26 @@ describe("work controller on a simulated cluster", () => {
     expect(await getOrNull(dyn, ref(CM, "default", "b"))).not.toBeNull();
   });
 
+  it("a deleted work is confirmed only once what it applied is gone: an object held by a finalizer keeps it Deleting", async () => {
+    const { kc, dyn } = await sim();
+    const c = controller(kc);
+    const held = { ...configMap("held", { k: "1" }), metadata: { name: "held", namespace: "default", finalizers: ["example.com/hold"] } };
+    const w = work("w", [held, configMap("free", { k: "1" })]);
+    c.setWorks([w]);
+    await c.sync();
+    c.setWorks([deleting(w)]);
+    const [pending] = await c.sync();
+    expect(pending?.released).toBeUndefined();
+    expect(cond(pending?.status.conditions, "Deleting")).toMatchObject({ status: "True", reason: "ResourceRemaining", message: "1 resource(s) are being deleted (held by their finalizers)" });
+    expect(await getOrNull(dyn, ref(CM, "default", "free"))).toBeNull();
+    expect((await dyn.get(ref(CM, "default", "held"))).metadata.deletionTimestamp).toBeTruthy();
+    // Its finalizer removed, the object goes, and the next pass confirms.
+    await dyn.request("PATCH", "/api/v1/namespaces/default/configmaps/held", { body: { metadata: { finalizers: null } }, contentType: "application/merge-patch+json", query: { fieldManager: "test" } });
+    const [done] = await c.sync();
+    expect(done).toMatchObject({ name: "w", released: true });
+    expect(await getOrNull(dyn, ref(CM, AGENT_NS, "flotilla-work-w"))).toBeNull();
+  });
+
   it("a work that merely disappears from the hub is kept for the eviction grace period, then evicted; one that comes back is kept", async () => {
     const { kc, dyn } = await sim();
     let now = Date.parse("2026-11-26T10:00:00Z");

@@ -186,8 +186,9 @@ export class WorkController {
 
   private logRelease(what: string, r: ReleaseResult): void {
     const parts = [`deleted ${r.deleted.length}`, `orphaned ${r.orphaned.length}`, `kept ${r.shared.length} held by other works`];
+    if (r.pending.length) parts.push(`${r.pending.length} still being deleted (finalizers)`);
     if (r.failed.length) parts.push(`failed ${r.failed.length} (${r.failed.map((f) => `${describeResource(f.resource)}: ${f.error}`).join("; ")})`);
-    if (r.deleted.length + r.orphaned.length + r.shared.length + r.failed.length > 0) this.log.info(`${what}: ${parts.join(", ")}`);
+    if (r.deleted.length + r.orphaned.length + r.shared.length + r.failed.length + r.pending.length > 0) this.log.info(`${what}: ${parts.join(", ")}`);
   }
 
   /** Applies one work and updates its record; returns its status. */
@@ -238,7 +239,7 @@ export class WorkController {
     if (released.length > 0) {
       const result = await releaseResources(this.client, released, old?.deleteOption ?? work.spec.deleteOption, this.heldByOthers(name));
       this.logRelease(`manifests removed from work ${name}`, result);
-      held.push(...result.failed.map((f) => f.resource));
+      held.push(...result.failed.map((f) => f.resource), ...result.pending);
     }
     const record: WorkRecord = {
       workName: name,
@@ -280,8 +281,8 @@ export class WorkController {
    */
   private async removeWork(record: WorkRecord): Promise<ReleaseResult> {
     const result = await releaseResources(this.client, record.appliedResources, record.deleteOption, this.heldByOthers(record.workName));
-    if (result.failed.length > 0) {
-      const left: WorkRecord = { ...record, appliedResources: sortApplied(result.failed.map((f) => f.resource)) };
+    if (result.failed.length > 0 || result.pending.length > 0) {
+      const left: WorkRecord = { ...record, appliedResources: sortApplied([...result.failed.map((f) => f.resource), ...result.pending]) };
       this.recorded.set(record.workName, left);
       await this.records.save(left).catch(() => undefined);
       return result;
@@ -351,10 +352,29 @@ export class WorkController {
         return undefined;
       }
       this.logRelease(`work ${name} deleted on the hub`, result);
-      if (result.failed.length > 0) return undefined;
+      if (result.failed.length > 0 || result.pending.length > 0) return this.deletingReport(work, result);
     }
     this.states.delete(name);
     return { name, uid: work.metadata.uid, status: { conditions: [], resourceStatus: { manifests: [] } }, released: true };
+  }
+
+  /**
+   * The status of a work whose deletion is not done: its last status with OCM's `Deleting`
+   * condition, reason `ResourceRemaining` (objects held by their finalizers) or `DeletingError`
+   * (a delete failed, its error in the message). Reported once per change, as any status.
+   */
+  private deletingReport(work: ManifestWork, result: ReleaseResult): WorkReport {
+    const name = work.metadata.name;
+    const last = this.states.get(name)?.status ?? { conditions: [], resourceStatus: { manifests: [] } };
+    const failed = result.failed.map((f) => `${describeResource(f.resource)}: ${f.error}`);
+    const condition =
+      failed.length > 0
+        ? { type: "Deleting", status: "True" as const, reason: "DeletingError", message: `could not delete ${failed.length} resource(s): ${failed.join("; ")}`.slice(0, 32 * 1024) }
+        : { type: "Deleting", status: "True" as const, reason: "ResourceRemaining", message: `${result.pending.length} resource(s) are being deleted (held by their finalizers)` };
+    const prev = last.conditions.find((c) => c.type === "Deleting");
+    const at = prev?.status === "True" ? prev.lastTransitionTime : nowRfc3339();
+    const conditions = [...last.conditions.filter((c) => c.type !== "Deleting"), { ...condition, lastTransitionTime: at, observedGeneration: generationOf(work) }];
+    return { name, uid: work.metadata.uid, status: { ...last, conditions } };
   }
 
   /**
@@ -403,6 +423,7 @@ export class WorkController {
         const r = await this.removeWork(withOption);
         out.deleted += r.deleted.length;
         out.orphaned += r.orphaned.length;
+        if (r.pending.length > 0) out.done = false;
         if (r.failed.length > 0) {
           out.done = false;
           this.log.warn(`could not delete ${r.failed.length} resource(s) of work ${record.workName} while leaving: ${r.failed.map((f) => `${describeResource(f.resource)}: ${f.error}`).join("; ")}`, { work: record.workName });
