@@ -3,7 +3,7 @@
  * src/agent/routes.ts) or over its channel (a `report` message, durable-objects/cluster/connection.ts):
  * one write path for both, so both answer the same and the group commit batches both.
  */
-import { ApiError, conflict, notFound } from "../k8s/errors.ts";
+import { ApiError, conflict, notFound, tooManyRequests } from "../k8s/errors.ts";
 import type { Condition, KubeObject } from "../k8s/meta.ts";
 import { database, getObject } from "../k8s/store.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
@@ -99,9 +99,10 @@ function keepDeleting(current: KubeObject, status: Record<string, unknown>): Rec
 
 /**
  * The agent removed what work `workName` (uid `uid`) applied: the cleanup finalizer goes (read
- * fresh; a write that loses to another is made again on a fresh read, up to 3 times).
+ * fresh; a write that loses to another is made again on a fresh read, up to 5 times).
  * @returns the work as stored (null: gone)
- * @throws ApiError 404 (no such work), 409 (uid differs, or the work is not being deleted)
+ * @throws ApiError 404 (no such work), 409 (uid differs, or the work is not being deleted), 429
+ *   (other writers won 5 times: the agent confirms again later)
  */
 async function released(env: Env, cluster: string, workName: string, uid: string, waitUntil: WaitUntil): Promise<KubeObject | null> {
   const ref = { group: ManifestWorkKind.group, plural: ManifestWorkKind.plural, kind: ManifestWorkKind.kind, name: workName };
@@ -112,6 +113,7 @@ async function released(env: Env, cluster: string, workName: string, uid: string
     if (current.metadata.uid !== uid) throw conflict(ref, `the work's uid is ${current.metadata.uid}, not ${uid}: it was deleted and created again`);
     if (!current.metadata.deletionTimestamp) throw conflict(ref, "the work is not being deleted: nothing to confirm");
     const out = await releaseCleanupFinalizer(env, current, { waitUntil, mode: "returns" });
-    if (out !== undefined || attempt >= 2) return out ?? null;
+    if (out !== undefined) return out;
+    if (attempt >= 4) throw tooManyRequests("the work kept changing while its cleanup finalizer was being removed; confirm again", 1);
   }
 }
