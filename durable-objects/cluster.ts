@@ -32,6 +32,7 @@ import { admitAcceptance } from "../src/namespaces/lifecycle.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../src/k8s/write.ts";
 import type { WriterMode } from "../src/store/write.ts";
 import type { WorkDelta } from "../src/work/namespace-works.ts";
+import { deleteExpiredWork, parseWorkTtlTimer, workTtlTimer } from "../src/work/deletion.ts";
 import type { Env } from "../src/env.ts";
 import type { Heartbeat } from "../src/agent/protocol.ts";
 import { INVALID_AGENT_CREDENTIAL } from "../src/auth/credentials.ts";
@@ -363,6 +364,20 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
   }
 
   /**
+   * Deletes work `name` (uid `uid`) of this cluster's namespace at `dueMs` (epoch milliseconds on
+   * the injected clock): its `deleteOption.ttlSecondsAfterFinished` ran out after it completed
+   * (src/work/deletion.ts `workTtlHook`). A timer of this object's alarm; set again, it moves.
+   * Nothing for a cluster that does not exist (its works are being removed with it).
+   */
+  async workTtl(name: string, uid: string, dueMs: number): Promise<void> {
+    await this.serial(async () => {
+      if (!this.state.object()) return;
+      this.timers.set(workTtlTimer(name, uid), dueMs);
+      await this.nextAlarm("earlier");
+    });
+  }
+
+  /**
    * A works change (see {@link worksChanged}; `exists`: the cluster exists): a new ETag, waiting
    * long-polls answer, and the connected agent gets the works pushed, after this returns (a first
    * push may read the works from D1).
@@ -437,7 +452,15 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
       this.keys.purgeReplays(now);
       const due = this.timers.due(now);
       if (due.includes(LEAVE_TIMER) && (await this.leave.fire(current, now))) return;
-      for (const purpose of due) if (purpose !== LEAVE_TIMER) this.timers.cancel(purpose);
+      for (const purpose of due) {
+        if (purpose === LEAVE_TIMER) continue;
+        this.timers.cancel(purpose);
+        const ttl = parseWorkTtlTimer(purpose);
+        if (!ttl) continue;
+        // A completed work's TTL ran out; a deadline that moved later sets the timer again.
+        const later = await deleteExpiredWork(this.env, current.metadata.name, ttl.name, ttl.uid);
+        if (later !== null) this.timers.set(purpose, later);
+      }
       const stopped = this.lease.check(current, now);
       if (stopped) {
         const stored = await this.commit(current, stopped, "returns");

@@ -17,6 +17,7 @@ import { recoverAtStart } from "./store/outbox.ts";
 // The after-commit hooks (src/store/hooks.ts): each feature registers its own as it loads.
 import "./placement/triggers.ts";
 import "./work/hooks.ts";
+import "./work/deletion.ts";
 import "./work/replicaset.ts";
 import "./gc/collector.ts";
 import "./namespaces/controller.ts";

@@ -17,7 +17,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { parse as parseYaml } from "yaml";
-import { applyCreateDefaults, applyWriteDefaults, clusterPropertyCrd, clusterPropertyObject, desiredStatus, namespaceObject, nodeObject, normaliseData, scheduleNode } from "./controllers.ts";
+import { applyCreateDefaults, applyWriteDefaults, clusterClaimCrd, clusterPropertyCrd, clusterPropertyObject, desiredStatus, namespaceObject, nodeObject, normaliseData, scheduleNode } from "./controllers.ts";
 import { alreadyExists, ApiError, badRequest, conflict, forbidden, invalid, notFound, unsupportedMediaType } from "./errors.ts";
 import { jsonPatch, MERGE_KEYS, mergePatch, strategicMergePatch } from "./patch.ts";
 import { groupVersion, Registry, type ResourceType } from "./resources.ts";
@@ -99,14 +99,15 @@ export class Cluster {
     this.registry = new Registry(() => store.list("apiextensions.k8s.io", "customresourcedefinitions"));
   }
 
-  /** Creates the system namespaces, Nodes, the ClusterProperty CRD and the given properties (first start only). */
+  /** Creates the system namespaces, Nodes, the ClusterProperty and ClusterClaim CRDs and the given properties (first start only). */
   seed(opts: SeedOptions): void {
     for (const ns of ["default", "kube-system", "kube-public", "kube-node-lease"]) this.store.put("", "namespaces", namespaceObject(ns));
     for (let i = 1; i <= opts.nodes; i++) this.store.put("", "nodes", nodeObject(i, opts.kubernetesVersion));
-    const crd = clusterPropertyCrd();
-    const st = desiredStatus("apiextensions.k8s.io", "CustomResourceDefinition", crd, { nodes: [] });
-    if (st) crd.status = st;
-    this.store.put("apiextensions.k8s.io", "customresourcedefinitions", crd);
+    for (const crd of [clusterPropertyCrd(), clusterClaimCrd()]) {
+      const st = desiredStatus("apiextensions.k8s.io", "CustomResourceDefinition", crd, { nodes: [] });
+      if (st) crd.status = st;
+      this.store.put("apiextensions.k8s.io", "customresourcedefinitions", crd);
+    }
     for (const [name, value] of Object.entries(opts.clusterProperties)) this.store.put("about.k8s.io", "clusterproperties", clusterPropertyObject(name, value));
   }
 

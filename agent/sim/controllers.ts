@@ -119,6 +119,35 @@ export function clusterPropertyCrd(): KubeObject {
   };
 }
 
+/**
+ * The `clusterclaims.cluster.open-cluster-management.io` CRD as OCM's klusterlet installs it on a
+ * managed cluster: cluster-scoped `ClusterClaim` (`v1alpha1`, short name `cc`), `spec.value` a
+ * string of 1–1024 characters.
+ */
+export function clusterClaimCrd(): KubeObject {
+  const schema = {
+    type: "object",
+    description: "ClusterClaim represents cluster information that a managed cluster claims.",
+    properties: {
+      apiVersion: { type: "string" },
+      kind: { type: "string" },
+      metadata: { type: "object" },
+      spec: { type: "object", properties: { value: { type: "string", minLength: 1, maxLength: 1024, description: "Value is a claim-dependent string" } } },
+    },
+  };
+  return {
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { ...baseMeta("clusterclaims.cluster.open-cluster-management.io"), generation: 1 },
+    spec: {
+      group: "cluster.open-cluster-management.io",
+      names: { kind: "ClusterClaim", listKind: "ClusterClaimList", plural: "clusterclaims", singular: "clusterclaim", shortNames: ["cc"] },
+      scope: "Cluster",
+      versions: [{ name: "v1alpha1", served: true, storage: true, schema: { openAPIV3Schema: schema } }],
+    },
+  };
+}
+
 /** A ClusterProperty (about.k8s.io/v1beta1) named `name` with `spec.value = value`. */
 export function clusterPropertyObject(name: string, value: string): KubeObject {
   return { apiVersion: "about.k8s.io/v1beta1", kind: "ClusterProperty", metadata: { ...baseMeta(name), generation: 1 }, spec: { value } };

@@ -40,6 +40,8 @@ import {
   MAX_CUSTOM_CLUSTER_CLAIMS,
   buildClusterClaims,
   collectClusterStatus,
+  generatedClaims,
+  listClusterClaims,
   probeKubeApiServer,
   type HealthReport,
   type ProbeResult,
@@ -119,6 +121,12 @@ export interface AgentOptions {
    * changed statuses reported. Fractions are allowed (tests use short periods).
    */
   statusSyncIntervalSeconds?: number;
+  /**
+   * How long the resources of a work that disappears from the hub without being deleted through
+   * its finalizer are kept, in milliseconds (OCM's `--appliedmanifestwork-eviction-grace-period`,
+   * default 60 minutes; work/controller.ts).
+   */
+  evictionGracePeriodMs?: number;
   /** Logger; default text lines on stderr. */
   logger?: Logger;
   /** Loop timings (milliseconds); defaults suit production. */
@@ -272,7 +280,7 @@ class AgentRunner {
       clusterName: this.opts.clusterName,
       transport,
       live: (timeoutMs) => this.hub.live(timeoutMs),
-      controller: new WorkController({ kubeConfig: this.opts.kubeConfig, namespace: this.namespace, logger: this.log, requestTimeoutMs: this.timing.requestTimeoutMs, signal: this.abort.signal }),
+      controller: new WorkController({ kubeConfig: this.opts.kubeConfig, namespace: this.namespace, logger: this.log, requestTimeoutMs: this.timing.requestTimeoutMs, signal: this.abort.signal, ...(this.opts.evictionGracePeriodMs !== undefined ? { evictionGracePeriodMs: this.opts.evictionGracePeriodMs } : {}) }),
       deleteCredentials: () => deleteCredentials(this.opts.kubeConfig, this.namespace),
       logger: this.log,
       timing: {
@@ -333,12 +341,16 @@ class AgentRunner {
     const identity = await this.retryKube("reading the cluster ID", () => getClusterIdentity(this.opts.kubeConfig));
     if (!identity) return undefined;
     let properties: ClusterClaim[] = [];
+    let clusterClaims: ClusterClaim[] = [];
     try {
-      properties = await listClusterProperties(this.opts.kubeConfig);
+      [properties, clusterClaims] = await Promise.all([listClusterProperties(this.opts.kubeConfig), listClusterClaims(this.opts.kubeConfig)]);
     } catch {
       // Claims are sent again with every heartbeat; registration does not wait for them.
     }
-    const claims = buildClusterClaims(properties, this.opts.claims ?? [], this.opts.maxCustomClusterClaims ?? MAX_CUSTOM_CLUSTER_CLAIMS);
+    const claims = buildClusterClaims(properties, this.opts.claims ?? [], this.opts.maxCustomClusterClaims ?? MAX_CUSTOM_CLUSTER_CLAIMS, {
+      generated: generatedClaims(identity.id, undefined, undefined),
+      clusterClaims,
+    });
     const key = await generateAgentKeyPair();
     this.backoff.reset();
     while (!this.aborted) {
@@ -554,7 +566,7 @@ class AgentRunner {
   private async buildHeartbeat(): Promise<HeartbeatRequest> {
     const [probe, collected] = await Promise.all([
       this.probe(),
-      collectClusterStatus(this.opts.kubeConfig, this.opts.claims ?? [], this.opts.maxCustomClusterClaims ?? MAX_CUSTOM_CLUSTER_CLAIMS),
+      collectClusterStatus(this.opts.kubeConfig, this.opts.claims ?? [], this.opts.maxCustomClusterClaims ?? MAX_CUSTOM_CLUSTER_CLAIMS, this.creds?.clusterId),
     ]);
     const health = this.observeHealth(probe);
     if (collected.errors.length > 0) {

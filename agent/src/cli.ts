@@ -7,7 +7,7 @@
  * flotilla-agent --hub-url URL --cluster-name NAME [--bootstrap-token T] [--kubeconfig PATH]
  *   [--namespace NS] [--claim name=value ...] [--simulate] [--simulate-state FILE]
  *   [--simulate-nodes N] [--health-failure-threshold SECONDS] [--status-sync-interval SECONDS]
- *   [--transport poll|ws] [--log-format text|json]
+ *   [--appliedmanifestwork-eviction-grace-period DURATION] [--transport poll|ws] [--log-format text|json]
  * flotilla-agent rotate-key [--cluster-name NAME] [--hub-url URL] [--kubeconfig PATH]
  *   [--namespace NS] [--simulate] [--simulate-state FILE] [--log-format text|json]
  * flotilla-agent install --hub-url URL --cluster-name NAME --bootstrap-token TOKEN
@@ -34,6 +34,8 @@ import { kubeConfigFromYaml, loadKubeConfig } from "./kubeconfig.ts";
 import { createLogger, type LogFormat, type Logger } from "./log.ts";
 import { DEFAULT_HEALTH_FAILURE_THRESHOLD_SECONDS, parseClaimFlag } from "./status.ts";
 import { DEFAULT_STATUS_SYNC_INTERVAL_SECONDS } from "./work/loop.ts";
+import { DEFAULT_EVICTION_GRACE_PERIOD_MS } from "./work/controller.ts";
+import { parseRolloutDuration } from "../../src/work/rollout.ts";
 import { DEFAULT_TRANSPORT, TRANSPORT_NAMES, type TransportName } from "./transport/transport.ts";
 
 /** Exit code for bad flags, as with most CLIs. */
@@ -56,6 +58,15 @@ function parsePositiveSeconds(value: string): number {
   const n = Number(value);
   if (value.trim() === "" || !Number.isFinite(n) || n <= 0) throw new InvalidArgumentError("expected a number of seconds > 0");
   return n;
+}
+
+/** A Go duration (`time.ParseDuration`, as OCM's flags take it: "60m", "1h30m", "90s") in milliseconds. */
+function parseGoDurationFlag(value: string): number {
+  try {
+    return parseRolloutDuration(value.trim(), NaN);
+  } catch {
+    throw new InvalidArgumentError('expected a Go duration such as "60m", "1h" or "90s"');
+  }
 }
 
 function collectClaim(value: string, previous: ClusterClaim[]): ClusterClaim[] {
@@ -109,6 +120,7 @@ interface RunOptions extends ClusterSourceOptions {
   claim: ClusterClaim[];
   healthFailureThreshold: number;
   statusSyncInterval: number;
+  appliedmanifestworkEvictionGracePeriod: number;
   transport: TransportName;
   logFormat: LogFormat;
 }
@@ -198,6 +210,12 @@ export async function runCli(argv: readonly string[], deps: CliDeps = {}): Promi
       parsePositiveSeconds,
       DEFAULT_STATUS_SYNC_INTERVAL_SECONDS,
     )
+    .option(
+      "--appliedmanifestwork-eviction-grace-period <duration>",
+      "how long what a work applied is kept once the work disappears from the hub without being deleted there (a hub restored from a backup, a wrong hub URL), as a Go duration; 100 years or more never evicts",
+      parseGoDurationFlag,
+      DEFAULT_EVICTION_GRACE_PERIOD_MS,
+    )
     .addOption(
       new Option("--transport <transport>", "how the agent talks to the hub once accepted: ws (one WebSocket: works pushed at once, pings renew the lease; falls back to poll when the upgrade is refused) or poll (HTTP heartbeats; works fetched when their ETag changes)")
         .choices(TRANSPORT_NAMES)
@@ -236,6 +254,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps = {}): Promi
       claims: opts.claim,
       healthFailureThresholdSeconds: opts.healthFailureThreshold,
       statusSyncIntervalSeconds: opts.statusSyncInterval,
+      evictionGracePeriodMs: opts.appliedmanifestworkEvictionGracePeriod,
       transport: opts.transport,
       logger: log,
       onStop: cluster.close,

@@ -124,6 +124,8 @@ export function defaultAgentImage(version: string): string {
  * - `list` Nodes: capacity and allocatable in the heartbeat (`get` for a single Node is not used);
  * - `get` and `list` ClusterProperties (`about.k8s.io`): the cluster ID
  *   (`cluster.clusterset.k8s.io`) and the cluster claims;
+ * - `list` ClusterClaims (`cluster.open-cluster-management.io`): the cluster claims, as OCM's
+ *   registration agent reads them;
  * - `get` `/version` (Kubernetes version), `/livez` and `/healthz` (the health probe);
  * - `impersonate` ServiceAccounts: a ManifestWork with an `executor` is applied, read and deleted
  *   as its ServiceAccount (`Impersonate-User: system:serviceaccount:NS:NAME`), so the cluster's
@@ -143,6 +145,7 @@ export function clusterRules(namespace: string): PolicyRule[] {
     { apiGroups: [""], resources: ["namespaces"], resourceNames: ["kube-system", namespace], verbs: ["get"] },
     { apiGroups: [""], resources: ["nodes"], verbs: ["list"] },
     { apiGroups: [CLUSTER_PROPERTY_GROUP], resources: [CLUSTER_PROPERTY_PLURAL], verbs: ["get", "list"] },
+    { apiGroups: ["cluster.open-cluster-management.io"], resources: ["clusterclaims"], verbs: ["list"] },
     { nonResourceURLs: ["/version", "/livez", "/healthz"], verbs: ["get"] },
     { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["impersonate"] },
   ];

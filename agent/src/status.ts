@@ -4,13 +4,19 @@
  * - `version.kubernetes`: the discovery `/version` `gitVersion`;
  * - `capacity`: sum over all nodes of `status.capacity`; `allocatable`: sum over nodes without
  *   `spec.unschedulable` of `status.allocatable` (not reduced by pod requests);
- * - `clusterClaims`: reserved claims always, custom claims sorted by name, capped at 20;
+ * - `clusterClaims` (`claim_reconcile.go`): the `ClusterClaim` objects
+ *   (`cluster.open-cluster-management.io/v1alpha1`) except those labelled
+ *   `open-cluster-management.io/spoke-only`, the `about.k8s.io` ClusterProperties (which win over a
+ *   ClusterClaim of the same name, as OCM's about-api support), the `--claim` flags, and the reserved
+ *   claims the agent generates from what it sees (`id.k8s.io`, `kubeversion`, `platform`, `product`
+ *   `.open-cluster-management.io`: a claim object of the same name wins); reserved claims always,
+ *   custom claims sorted by name, capped at 20;
  * - health: `GET /livez`, falling back to `/healthz` on 404 or 403; a failure is reported only
  *   once it has persisted for the failure threshold (20 s by default).
  */
 import type { ClusterClaim, HeartbeatRequest } from "../../src/agent/protocol.ts";
 import { listClusterProperties } from "./identity.ts";
-import { describeKubeError, type KubeConfig, type RawResponse } from "./kube.ts";
+import { describeKubeError, isNotFound, type KubeConfig, type RawResponse } from "./kube.ts";
 import { sumResourceLists } from "../../src/k8s/quantity.ts";
 import { isDNS1123Subdomain } from "../../src/k8s/validation.ts";
 
@@ -61,24 +67,34 @@ export function parseClaimFlag(text: string): ClusterClaim {
 
 const byName = (a: ClusterClaim, b: ClusterClaim): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
+/** Claims the agent reads or makes besides the ClusterProperties and flags (see {@link buildClusterClaims}). */
+export interface OtherClaims {
+  /** The reserved claims generated from what the agent sees ({@link generatedClaims}): the lowest precedence. */
+  generated?: readonly ClusterClaim[];
+  /** The member cluster's `ClusterClaim` objects (without the spoke-only ones, {@link listClusterClaims}). */
+  clusterClaims?: readonly ClusterClaim[];
+}
+
 /**
- * Builds `status.clusterClaims` as OCM does: every ClusterProperty plus the `--claim` flags
- * (a flag overrides a property of the same name), invalid claims dropped; reserved claims
- * (see {@link RESERVED_CLAIM_NAMES}) first and always kept, then custom claims sorted by name
- * and truncated to `maxCustom`.
+ * Builds `status.clusterClaims` as OCM does: the generated reserved claims, then the ClusterClaim
+ * objects, the ClusterProperties and the `--claim` flags, each overriding the one before for the
+ * same name; invalid claims dropped; reserved claims (see {@link RESERVED_CLAIM_NAMES}) first and
+ * always kept, then custom claims sorted by name and truncated to `maxCustom`.
  *
  * @param properties the member cluster's ClusterProperties as `{name, value}`.
  * @param flagClaims claims from `--claim name=value`.
  * @param maxCustom cap on custom claims; default 20.
+ * @param other the generated claims and the ClusterClaim objects.
  * @returns the claims to report.
  */
 export function buildClusterClaims(
   properties: readonly ClusterClaim[],
   flagClaims: readonly ClusterClaim[],
   maxCustom = MAX_CUSTOM_CLUSTER_CLAIMS,
+  other: OtherClaims = {},
 ): ClusterClaim[] {
   const merged = new Map<string, string>();
-  for (const c of [...properties, ...flagClaims]) if (isValidClaim(c)) merged.set(c.name, c.value);
+  for (const c of [...(other.generated ?? []), ...(other.clusterClaims ?? []), ...properties, ...flagClaims]) if (isValidClaim(c)) merged.set(c.name, c.value);
   const all = [...merged].map(([name, value]) => ({ name, value })).sort(byName);
   const reserved = all.filter((c) => RESERVED_CLAIM_NAMES.includes(c.name));
   const custom = all.filter((c) => !RESERVED_CLAIM_NAMES.includes(c.name));
@@ -99,8 +115,99 @@ export async function getKubernetesVersion(kc: KubeConfig): Promise<string> {
 
 /** What of a Node (`v1`) the status reads. */
 export interface Node {
-  spec?: { unschedulable?: boolean };
+  metadata?: { labels?: Record<string, string> };
+  spec?: { unschedulable?: boolean; providerID?: string };
   status?: { capacity?: Record<string, string>; allocatable?: Record<string, string> };
+}
+
+/** The API group, version and plural of OCM's `ClusterClaim` on a managed cluster. */
+export const CLUSTER_CLAIM_PATH = "/apis/cluster.open-cluster-management.io/v1alpha1/clusterclaims";
+/** A ClusterClaim with this label is not reported to the hub (OCM's `labelCustomizedOnly`). */
+export const SPOKE_ONLY_LABEL = "open-cluster-management.io/spoke-only";
+
+/**
+ * Lists the member cluster's `ClusterClaim` objects (`cluster.open-cluster-management.io/v1alpha1`,
+ * cluster-scoped, `spec.value`) as `{name, value}`, leaving out those labelled
+ * {@link SPOKE_ONLY_LABEL} and those without a value; empty when the CRD is not installed (404).
+ *
+ * @throws the KubeError for anything other than 404.
+ */
+export async function listClusterClaims(kc: KubeConfig): Promise<ClusterClaim[]> {
+  let list: Record<string, unknown>;
+  try {
+    list = await kc.json("GET", CLUSTER_CLAIM_PATH);
+  } catch (err) {
+    if (isNotFound(err)) return [];
+    throw err;
+  }
+  const out: ClusterClaim[] = [];
+  for (const item of Array.isArray(list.items) ? (list.items as Array<{ metadata?: { name?: unknown; labels?: Record<string, string> }; spec?: { value?: unknown } }>) : []) {
+    if (item.metadata?.labels && SPOKE_ONLY_LABEL in item.metadata.labels) continue;
+    if (typeof item.metadata?.name === "string" && typeof item.spec?.value === "string" && item.spec.value !== "") out.push({ name: item.metadata.name, value: item.spec.value });
+  }
+  return out.sort(byName);
+}
+
+/** OCM's platform claim values by the scheme of the nodes' `spec.providerID`. */
+const PLATFORM_BY_PROVIDER: Record<string, string> = {
+  aws: "AWS",
+  gce: "GCP",
+  azure: "Azure",
+  ibm: "IBM",
+  openstack: "OpenStack",
+  vsphere: "VSphere",
+  ovirt: "RHV",
+  alicloud: "AlibabaCloud",
+};
+
+/**
+ * The infrastructure the cluster runs on, as OCM's `platform.open-cluster-management.io` claim
+ * names it: from the first node's `spec.providerID` scheme (`aws://` AWS, `gce://` GCP, `azure://`
+ * Azure, ...), else `Other`.
+ */
+export function inferPlatform(nodes: readonly Node[]): string {
+  for (const n of nodes) {
+    const scheme = /^([a-z0-9]+):\/\//.exec(n.spec?.providerID ?? "")?.[1];
+    if (scheme) return PLATFORM_BY_PROVIDER[scheme] ?? "Other";
+  }
+  return "Other";
+}
+
+/**
+ * The Kubernetes distribution, as OCM's `product.open-cluster-management.io` claim names it: from
+ * the server's `gitVersion` (`-eks-` EKS, `-gke.` GKE, `+k3s` K3s, `+rke2` RKE2) or the nodes'
+ * labels (`kubernetes.azure.com/cluster` AKS, `node.openshift.io/os_id` OpenShift,
+ * `ibm-cloud.kubernetes.io/worker-id` IKS), else `Other`.
+ */
+export function inferProduct(gitVersion: string | undefined, nodes: readonly Node[]): string {
+  const v = gitVersion ?? "";
+  if (v.includes("-eks-")) return "EKS";
+  if (v.includes("-gke.")) return "GKE";
+  if (v.includes("+k3s")) return "K3s";
+  if (v.includes("+rke2")) return "RKE2";
+  const labels = nodes.flatMap((n) => Object.keys(n.metadata?.labels ?? {}));
+  if (labels.includes("kubernetes.azure.com/cluster")) return "AKS";
+  if (labels.includes("node.openshift.io/os_id")) return "OpenShift";
+  if (labels.includes("ibm-cloud.kubernetes.io/worker-id")) return "IKS";
+  return "Other";
+}
+
+/**
+ * OCM's reserved claims, generated from what the agent sees: `id.k8s.io` (the cluster ID the
+ * agent registered with: no secret, it authorizes nothing), `kubeversion.open-cluster-management.io`
+ * (the server's gitVersion), `platform.open-cluster-management.io` and
+ * `product.open-cluster-management.io` ({@link inferPlatform}, {@link inferProduct}; only when the
+ * nodes were read). A part not known is left out.
+ */
+export function generatedClaims(clusterId: string | undefined, gitVersion: string | undefined, nodes: readonly Node[] | undefined): ClusterClaim[] {
+  const out: ClusterClaim[] = [];
+  if (clusterId) out.push({ name: "id.k8s.io", value: clusterId });
+  if (gitVersion) out.push({ name: "kubeversion.open-cluster-management.io", value: gitVersion });
+  if (nodes) {
+    out.push({ name: "platform.open-cluster-management.io", value: inferPlatform(nodes) });
+    out.push({ name: "product.open-cluster-management.io", value: inferProduct(gitVersion, nodes) });
+  }
+  return out;
 }
 
 /** Node resources summed for `status.capacity` and `status.allocatable`. */
@@ -109,6 +216,8 @@ export interface NodeResources {
   capacity: Record<string, string>;
   /** Resource name → canonical quantity, summed over nodes without `spec.unschedulable`. */
   allocatable: Record<string, string>;
+  /** The nodes read (for the platform and product claims); absent from {@link summarizeNodes}. */
+  nodes?: Node[];
 }
 
 /**
@@ -132,7 +241,8 @@ export function summarizeNodes(nodes: readonly Node[]): NodeResources {
  */
 export async function collectNodeResources(kc: KubeConfig): Promise<NodeResources> {
   const list = await kc.json("GET", "/api/v1/nodes");
-  return summarizeNodes(Array.isArray(list.items) ? (list.items as Node[]) : []);
+  const nodes = Array.isArray(list.items) ? (list.items as Node[]) : [];
+  return { ...summarizeNodes(nodes), nodes };
 }
 
 /** Result of one kube-apiserver probe. */
@@ -229,17 +339,20 @@ export type ClusterStatus = Omit<HeartbeatRequest, "healthy" | "healthMessage">;
  * @param kc the member cluster's configuration.
  * @param flagClaims claims from `--claim`.
  * @param maxCustomClaims custom claim cap; default 20.
+ * @param clusterId the cluster ID the agent registered with, for the `id.k8s.io` claim.
  * @returns the status and the errors met (as text); never throws.
  */
 export async function collectClusterStatus(
   kc: KubeConfig,
   flagClaims: readonly ClusterClaim[] = [],
   maxCustomClaims = MAX_CUSTOM_CLUSTER_CLAIMS,
+  clusterId?: string,
 ): Promise<{ status: ClusterStatus; errors: string[] }> {
-  const [version, resources, properties] = await Promise.allSettled([
+  const [version, resources, properties, clusterClaims] = await Promise.allSettled([
     getKubernetesVersion(kc),
     collectNodeResources(kc),
     listClusterProperties(kc),
+    listClusterClaims(kc),
   ]);
   const status: ClusterStatus = {};
   const errors: string[] = [];
@@ -249,8 +362,12 @@ export async function collectClusterStatus(
     status.capacity = resources.value.capacity;
     status.allocatable = resources.value.allocatable;
   } else errors.push(`listing nodes: ${describeKubeError(resources.reason)}`);
-  if (properties.status === "fulfilled") status.clusterClaims = buildClusterClaims(properties.value, flagClaims, maxCustomClaims);
-  // Left out on failure rather than sent without the properties, which would drop claims at the hub.
-  else errors.push(`listing ClusterProperties: ${describeKubeError(properties.reason)}`);
+  // Left out on failure rather than sent without the properties or claims, which would drop claims at the hub.
+  if (properties.status === "rejected") errors.push(`listing ClusterProperties: ${describeKubeError(properties.reason)}`);
+  if (clusterClaims.status === "rejected") errors.push(`listing ClusterClaims: ${describeKubeError(clusterClaims.reason)}`);
+  if (properties.status === "fulfilled" && clusterClaims.status === "fulfilled") {
+    const generated = generatedClaims(clusterId, version.status === "fulfilled" ? version.value : undefined, resources.status === "fulfilled" ? resources.value.nodes : undefined);
+    status.clusterClaims = buildClusterClaims(properties.value, flagClaims, maxCustomClaims, { generated, clusterClaims: clusterClaims.value });
+  }
   return { status, errors };
 }

@@ -106,10 +106,17 @@ export const MAX_WORKS_WAIT_SECONDS = 55;
  * Body of PUT /agent/v1/clusters/{name}/works/{work}/status: the work's `uid` as the agent last
  * saw it (a different uid means the work was deleted and created again: 409) and its status.
  * The status's shape is checked against the ManifestWork status schema by the Worker.
+ *
+ * `released: true` confirms a deletion (OCM's ManifestWorkFinalizeController): the work is being
+ * deleted on the hub and the agent removed what it applied, as its `deleteOption` says; the hub
+ * then drops the `cluster.open-cluster-management.io/manifest-work-cleanup` finalizer and the work
+ * goes (its `status` is not written). 409 when the work is not being deleted. A report without it
+ * is what puts that finalizer on the work, once (src/work/deletion.ts).
  */
 export const WorkStatusReportSchema = z.strictObject({
   uid: z.string().min(1).max(128),
   status: z.record(z.string(), z.unknown()),
+  released: z.literal(true).optional(),
 });
 
 /** Body of POST /agent/v1/clusters/{name}/left (empty). */

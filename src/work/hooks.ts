@@ -11,6 +11,7 @@ import { AddOnPlacementScoreKind } from "../kinds/placement.ts";
 import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";
 import type { WorkDelta } from "./namespace-works.ts";
 import { storeOf } from "../store/store.ts";
+import { releaseCleanupFinalizer } from "./deletion.ts";
 
 /** A work as its agent receives it: everything but its status and resourceVersion. */
 function deliveredView(obj: KubeObject | null): string {
@@ -48,7 +49,8 @@ registerAfterCommitHook(worksDeliveryHook);
 /**
  * A removed ManagedCluster's namespace: its ManifestWorks and AddOnPlacementScores are deleted
  * through the write path (so their own hooks run: the agent is told, replica sets follow), as
- * OCM's registration controller cleans up a removed cluster's namespace. Idempotent: run again,
+ * OCM's registration controller cleans up a removed cluster's namespace; a work held by the
+ * cleanup finalizer loses it (no agent is left to confirm). Idempotent: run again,
  * it finds nothing left (or what was created in the namespace since, when the cluster is gone).
  */
 export const clusterNamespaceHook: AfterCommitHook<true> = {
@@ -60,7 +62,10 @@ export const clusterNamespaceHook: AfterCommitHook<true> = {
       const { items } = await listObjects(db, def, target.name);
       for (const obj of items) {
         try {
-          await storeOf(env, def).write(target.name, obj.metadata.name, { verb: "delete" });
+          const out = await storeOf(env, def).write(target.name, obj.metadata.name, { verb: "delete" });
+          // The cluster is gone, its agent with it (its leave released what the works applied):
+          // nobody is left to confirm a work's cleanup, so its finalizer goes (src/work/deletion.ts).
+          if (def === ManifestWorkKind && out.object) await releaseCleanupFinalizer(env, out.object);
         } catch (e) {
           if (!(e instanceof ApiError && e.reason === "NotFound")) throw e;
         }

@@ -328,6 +328,7 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
   const foreign = new Set(named.filter((w) => w.metadata.labels?.[MWRS_LABEL] !== key).map((w) => w.metadata.namespace!));
   const owner = new Map<string, string>();
   const notFound: string[] = [];
+  let placementMissing = false;
   const notes: string[] = [];
   let decidedTotal = 0;
   let succeeded = 0;
@@ -342,6 +343,7 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
     const placement = await getObject(db, PlacementKind, { namespace, name: ref.name });
     const pds = allDecisions.filter((d) => d.metadata.labels?.[PLACEMENT_LABEL] === ref.name);
     if (!placement || pds.length === 0) notFound.push(ref.name);
+    if (!placement) placementMissing = true;
     const groups = decisionGroups(placement, pds);
     const decided = new Set(groups.flatMap((g) => g.clusters));
     // A cluster decided by an earlier placementRef keeps that ref's work (one work per cluster);
@@ -398,7 +400,10 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
 
   // Clusters no placement decides any more lose their work at once (deleted together; only the
   // work read: uid precondition, a work already gone is fine, one changed meanwhile is a rerun).
-  const leaving = [...works].filter(([c, w]) => !owner.has(c) && !w.metadata.deletionTimestamp);
+  // A missing Placement (not one without decisions) keeps every work, as OCM's deploy reconciler
+  // stops at PlacementDecisionNotFound: a Placement deleted by mistake or not yet restored from a
+  // backup does not tear the workloads down.
+  const leaving = placementMissing ? [] : [...works].filter(([c, w]) => !owner.has(c) && !w.metadata.deletionTimestamp);
   if (leaving.length > budget) {
     more = true;
     leaving.length = budget;

@@ -33,6 +33,10 @@ import { formatQuantity, parseQuantityExact as parseQuantity, sumQuantities, sum
 import {
   HealthTracker,
   buildClusterClaims,
+  CLUSTER_CLAIM_PATH,
+  inferPlatform,
+  inferProduct,
+  listClusterClaims,
   collectClusterStatus,
   collectNodeResources,
   parseClaimFlag,
@@ -432,7 +436,9 @@ describe("status collection", () => {
     const { kc } = await sim({ nodes: 3, kubernetesVersion: "v1.30.7" });
     // Each simulated node: capacity cpu 4, memory 16Gi, pods 110, ephemeral-storage 100Gi;
     // allocatable 3800m, 15Gi, 110, 95Gi.
-    expect(await collectNodeResources(kc)).toEqual({
+    const { nodes, ...sums } = await collectNodeResources(kc);
+    expect(nodes).toHaveLength(3);
+    expect(sums).toEqual({
       capacity: { cpu: "12", memory: "48Gi", pods: "330", "ephemeral-storage": "300Gi" },
       allocatable: { cpu: "11400m", memory: "45Gi", pods: "330", "ephemeral-storage": "285Gi" },
     });
@@ -444,14 +450,58 @@ describe("status collection", () => {
     expect(status.allocatable).toEqual({ cpu: "7600m", memory: "30Gi", pods: "220", "ephemeral-storage": "190Gi" });
   });
 
-  it("reports every ClusterProperty plus --claim flags as claims, sorted", async () => {
+  it("reports every ClusterProperty plus --claim flags as claims, sorted, after OCM's reserved claims it generates", async () => {
     const { kc } = await sim({ clusterProperties: { "zone.example.com": "z1", "cluster.clusterset.k8s.io": "id-1" } });
-    const { status } = await collectClusterStatus(kc, [{ name: "env.example.com", value: "prod" }]);
+    const { status } = await collectClusterStatus(kc, [{ name: "env.example.com", value: "prod" }], undefined, "id-1");
     expect(status.clusterClaims).toEqual([
+      { name: "id.k8s.io", value: "id-1" },
+      { name: "kubeversion.open-cluster-management.io", value: "v1.31.2" },
+      { name: "platform.open-cluster-management.io", value: "Other" },
+      { name: "product.open-cluster-management.io", value: "Other" },
       { name: "cluster.clusterset.k8s.io", value: "id-1" },
       { name: "env.example.com", value: "prod" },
       { name: "zone.example.com", value: "z1" },
     ]);
+  });
+
+  it("reports ClusterClaim objects as OCM does: spoke-only ones left out, a ClusterProperty of the same name wins, a claim object overrides a generated reserved claim", async () => {
+    const { kc } = await sim({ clusterProperties: { "region.example.com": "from-property" } });
+    const claim = (name: string, value: string, labels?: Record<string, string>) =>
+      kc.json("POST", CLUSTER_CLAIM_PATH, { body: { apiVersion: "cluster.open-cluster-management.io/v1alpha1", kind: "ClusterClaim", metadata: { name, ...(labels ? { labels } : {}) }, spec: { value } } });
+    await claim("team.example.com", "payments");
+    await claim("region.example.com", "from-claim");
+    await claim("secret.example.com", "local", { "open-cluster-management.io/spoke-only": "" });
+    await claim("product.open-cluster-management.io", "Custom");
+    expect(await listClusterClaims(kc)).toEqual([
+      { name: "product.open-cluster-management.io", value: "Custom" },
+      { name: "region.example.com", value: "from-claim" },
+      { name: "team.example.com", value: "payments" },
+    ]);
+    const { status, errors } = await collectClusterStatus(kc, [], undefined, "cid-1");
+    expect(errors).toEqual([]);
+    expect(status.clusterClaims).toEqual([
+      { name: "id.k8s.io", value: "cid-1" },
+      { name: "kubeversion.open-cluster-management.io", value: "v1.31.2" },
+      { name: "platform.open-cluster-management.io", value: "Other" },
+      { name: "product.open-cluster-management.io", value: "Custom" },
+      { name: "region.example.com", value: "from-property" },
+      { name: "team.example.com", value: "payments" },
+    ]);
+  });
+
+  it("infers OCM's platform and product claims from the nodes and the server version", () => {
+    const node = (providerID?: string, labels?: Record<string, string>) => ({ metadata: { labels }, spec: { providerID } });
+    expect(inferPlatform([node("aws:///eu-west-1a/i-0abc")])).toBe("AWS");
+    expect(inferPlatform([node("gce://proj/zone/vm")])).toBe("GCP");
+    expect(inferPlatform([node("azure:///subscriptions/x")])).toBe("Azure");
+    expect(inferPlatform([node("kind://docker/kind/kind-control-plane")])).toBe("Other");
+    expect(inferPlatform([node()])).toBe("Other");
+    expect(inferProduct("v1.30.4-eks-a737599", [])).toBe("EKS");
+    expect(inferProduct("v1.30.5-gke.1014001", [])).toBe("GKE");
+    expect(inferProduct("v1.31.2+k3s1", [])).toBe("K3s");
+    expect(inferProduct("v1.31.2", [node(undefined, { "kubernetes.azure.com/cluster": "MC_x" })])).toBe("AKS");
+    expect(inferProduct("v1.31.2", [node(undefined, { "node.openshift.io/os_id": "rhcos" })])).toBe("OpenShift");
+    expect(inferProduct("v1.31.2", [node()])).toBe("Other");
   });
 });
 

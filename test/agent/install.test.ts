@@ -201,6 +201,7 @@ describe("install manifests: shapes", () => {
       { apiGroups: [""], resources: ["namespaces"], resourceNames: ["kube-system", "fleet"], verbs: ["get"] },
       { apiGroups: [""], resources: ["nodes"], verbs: ["list"] },
       { apiGroups: ["about.k8s.io"], resources: ["clusterproperties"], verbs: ["get", "list"] },
+      { apiGroups: ["cluster.open-cluster-management.io"], resources: ["clusterclaims"], verbs: ["list"] },
       { nonResourceURLs: ["/version", "/livez", "/healthz"], verbs: ["get"] },
       // Executor works: ServiceAccounts only, never users or groups (system:masters).
       { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["impersonate"] },
@@ -576,6 +577,7 @@ describe("install manifests: an agent with their configuration joins the hub", (
     expect(has("list", { resource: "nodes" })).toBe(true);
     expect(has("list", { resource: "configmaps", namespace })).toBe(true);
     expect(has("list", { apiGroup: "about.k8s.io", resource: "clusterproperties" })).toBe(true);
+    expect(has("list", { apiGroup: "cluster.open-cluster-management.io", resource: "clusterclaims" })).toBe(true);
     expect(has("get", { path: "/version" })).toBe(true);
     expect(has("get", { path: "/livez" })).toBe(true);
   });

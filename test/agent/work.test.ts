@@ -111,6 +111,11 @@ function update(w: ManifestWork, manifests: unknown[], extra: Partial<ManifestWo
   return { ...w, metadata: { ...w.metadata, generation: (w.metadata.generation ?? 0) + 1 }, spec: { ...w.spec, workload: { manifests }, ...extra } };
 }
 
+/** The same work as the hub lists it once deleted there (held by its cleanup finalizer). */
+function deleting(w: ManifestWork): ManifestWork {
+  return { ...w, metadata: { ...w.metadata, deletionTimestamp: "2026-11-26T00:00:00Z", finalizers: ["cluster.open-cluster-management.io/manifest-work-cleanup"] } };
+}
+
 /**
  * A controller that reads every object every pass (`watch: false`), so a test that changes the
  * cluster sees the next sync act on it; the watch-driven mode has its own tests below.
@@ -406,7 +411,8 @@ describe("work controller on a simulated cluster", () => {
     const gets = countGets(kc);
     const c = controller(kc, memoryLogger().log, true);
     const manifests = [...Array.from({ length: 20 }, (_, i) => configMap(`cm-${i}`, { i: String(i) })), deployment("d", "default", "nginx:1")];
-    c.setWorks([work("w", manifests)]);
+    const w = work("w", manifests);
+    c.setWorks([w]);
     expect(cond(status(await c.sync(), "w").conditions, "Applied")?.status).toBe("True");
     const objectGets = () => [...gets].filter(([p]) => /\/(configmaps\/cm-|deployments\/d$)/.test(p)).reduce((n, [, v]) => n + v, 0);
     // Until the watches run and the first reads are confirmed, passes read; then they stop.
@@ -432,7 +438,7 @@ describe("work controller on a simulated cluster", () => {
     // The other nineteen ConfigMaps were read by the first passes only, not again after the edit.
     for (const [, n] of reread) expect(n).toBeLessThanOrEqual(3);
     // A manifest that leaves the work takes its object out of the watch; a work without objects ends the watches.
-    c.setWorks([]);
+    c.setWorks([deleting(w)]);
     await c.sync();
     expect(await getOrNull(dyn, ref(CM, "default", "cm-0"))).toBeNull();
   });
@@ -546,7 +552,7 @@ describe("work controller on a simulated cluster", () => {
     expect(cond(dm?.conditions, "StatusFeedbackSynced")).toMatchObject({ status: "True", reason: "StatusFeedbackSynced" });
     expect(cond(cm?.conditions, "Available")).toMatchObject({ status: "False", reason: "ResourceNotAvailable" });
     expect(cond(s.conditions, "Available")).toMatchObject({ status: "False", reason: "ResourcesNotAvailable", message: "1 of 2 resources are not available" });
-    c.setWorks([]);
+    c.setWorks([deleting(w)]);
     await c.sync();
     expect(await getOrNull(dyn, ref(DEPLOY, "default", "ro"))).not.toBeNull();
     expect(await getOrNull(dyn, ref(CM, AGENT_NS, "flotilla-work-w"))).toBeNull();
@@ -559,11 +565,11 @@ describe("work controller on a simulated cluster", () => {
     const b = work("b", [configMap("shared", { k: "v" })]);
     c.setWorks([a, b]);
     await c.sync();
-    c.setWorks([b]);
+    c.setWorks([deleting(a), b]);
     await c.sync();
     expect(await getOrNull(dyn, ref(CM, "default", "only-a"))).toBeNull();
     expect(await getOrNull(dyn, ref(CM, "default", "shared"))).not.toBeNull();
-    c.setWorks([]);
+    c.setWorks([deleting(b)]);
     await c.sync();
     expect(await getOrNull(dyn, ref(CM, "default", "shared"))).toBeNull();
     expect(await getOrNull(dyn, ref(CM, AGENT_NS, "flotilla-work-a"))).toBeNull();
@@ -599,19 +605,23 @@ describe("work controller on a simulated cluster", () => {
   ])("deleteOption %s decides what a deleted work leaves behind", async (_name, deleteOption, want) => {
     const { kc, dyn } = await sim();
     const c = controller(kc);
-    c.setWorks([work("w", [configMap("keep", { k: "1" }), configMap("other", { k: "1" })], { deleteOption })]);
+    const w = work("w", [configMap("keep", { k: "1" }), configMap("other", { k: "1" })], { deleteOption });
+    c.setWorks([w]);
     await c.sync();
-    c.setWorks([]);
-    await c.sync();
+    c.setWorks([deleting(w)]);
+    const reports = await c.sync();
+    // Everything let go as the option says: the agent confirms (the hub then drops the finalizer).
+    expect(reports).toEqual([{ name: "w", uid: w.metadata.uid, status: { conditions: [], resourceStatus: { manifests: [] } }, released: true }]);
     expect((await getOrNull(dyn, ref(CM, "default", "keep"))) !== null).toBe(want.keep);
     expect((await getOrNull(dyn, ref(CM, "default", "other"))) !== null).toBe(want.orphan);
     expect(await getOrNull(dyn, ref(CM, AGENT_NS, "flotilla-work-w"))).toBeNull();
   });
 
-  it("the record survives a restart: a new controller deletes what a vanished work applied, per its last deleteOption", async () => {
+  it("the record survives a restart: a new controller deletes what a work deleted meanwhile applied, per its last deleteOption", async () => {
     const { kc, dyn } = await sim();
     const first = controller(kc);
-    first.setWorks([work("w", [configMap("a", { k: "1" }), configMap("b", { k: "1" })], { deleteOption: { propagationPolicy: "SelectivelyOrphan", selectivelyOrphans: { orphaningRules: [{ resource: "configmaps", name: "b", namespace: "default" }] } } })]);
+    const w = work("w", [configMap("a", { k: "1" }), configMap("b", { k: "1" })], { deleteOption: { propagationPolicy: "SelectivelyOrphan", selectivelyOrphans: { orphaningRules: [{ resource: "configmaps", name: "b", namespace: "default" }] } } });
+    first.setWorks([w]);
     await first.sync();
     const restarted = controller(kc);
     await restarted.init();
@@ -620,10 +630,88 @@ describe("work controller on a simulated cluster", () => {
     await dyn.delete(ref(CM, "default", "a"));
     await restarted.sync();
     expect(await getOrNull(dyn, ref(CM, "default", "a"))).not.toBeNull();
-    restarted.setWorks([]);
+    restarted.setWorks([deleting(w)]);
     await restarted.sync();
     expect(await getOrNull(dyn, ref(CM, "default", "a"))).toBeNull();
     expect(await getOrNull(dyn, ref(CM, "default", "b"))).not.toBeNull();
+  });
+
+  it("a deleted work is confirmed only once what it applied is gone: an object held by a finalizer keeps it Deleting", async () => {
+    const { kc, dyn } = await sim();
+    const c = controller(kc);
+    const held = { ...configMap("held", { k: "1" }), metadata: { name: "held", namespace: "default", finalizers: ["example.com/hold"] } };
+    const w = work("w", [held, configMap("free", { k: "1" })]);
+    c.setWorks([w]);
+    await c.sync();
+    c.setWorks([deleting(w)]);
+    const [pending] = await c.sync();
+    expect(pending?.released).toBeUndefined();
+    expect(cond(pending?.status.conditions, "Deleting")).toMatchObject({ status: "True", reason: "ResourceRemaining", message: "1 resource(s) are being deleted (held by their finalizers)" });
+    expect(await getOrNull(dyn, ref(CM, "default", "free"))).toBeNull();
+    expect((await dyn.get(ref(CM, "default", "held"))).metadata.deletionTimestamp).toBeTruthy();
+    // Its finalizer removed, the object goes, and the next pass confirms.
+    await dyn.request("PATCH", "/api/v1/namespaces/default/configmaps/held", { body: { metadata: { finalizers: null } }, contentType: "application/merge-patch+json", query: { fieldManager: "test" } });
+    const [done] = await c.sync();
+    expect(done).toMatchObject({ name: "w", released: true });
+    expect(await getOrNull(dyn, ref(CM, AGENT_NS, "flotilla-work-w"))).toBeNull();
+  });
+
+  it("a work that merely disappears from the hub is kept for the eviction grace period, then evicted; one that comes back is kept", async () => {
+    const { kc, dyn } = await sim();
+    let now = Date.parse("2026-11-26T10:00:00Z");
+    const { log, lines } = memoryLogger();
+    const c = new WorkController({ kubeConfig: kc, namespace: AGENT_NS, logger: log, watch: false, evictionGracePeriodMs: 60 * 60 * 1000, now: () => now });
+    cleanups.push(() => c.close());
+    const gone = work("gone", [configMap("gone", { k: "1" })]);
+    const back = work("back", [configMap("back", { k: "1" })]);
+    c.setWorks([gone, back]);
+    await c.sync();
+    // Both vanish from the list (a hub restored from an older backup): nothing is deleted.
+    c.setWorks([]);
+    await c.sync();
+    expect(await getOrNull(dyn, ref(CM, "default", "gone"))).not.toBeNull();
+    const record = JSON.parse((await dyn.get(ref(CM, AGENT_NS, "flotilla-work-gone"))).data["record.json"]);
+    expect(record.evictionStartTime).toBe("2026-11-26T10:00:00Z");
+    expect(lines.some((l) => l.includes("work gone is missing on the hub") && l.includes("2026-11-26T11:00:00.000Z"))).toBe(true);
+    now += 59 * 60 * 1000;
+    await c.sync();
+    expect(await getOrNull(dyn, ref(CM, "default", "gone"))).not.toBeNull();
+    // One comes back within the grace period: its eviction stops.
+    c.setWorks([back]);
+    await c.sync();
+    expect(JSON.parse((await dyn.get(ref(CM, AGENT_NS, "flotilla-work-back"))).data["record.json"]).evictionStartTime).toBeUndefined();
+    now += 2 * 60 * 1000;
+    await c.sync();
+    expect(await getOrNull(dyn, ref(CM, "default", "gone"))).toBeNull();
+    expect(await getOrNull(dyn, ref(CM, AGENT_NS, "flotilla-work-gone"))).toBeNull();
+    expect(await getOrNull(dyn, ref(CM, "default", "back"))).not.toBeNull();
+    // A grace period of 100 years or more never evicts (OCM's bound).
+    const never = new WorkController({ kubeConfig: kc, namespace: AGENT_NS, logger: log, watch: false, evictionGracePeriodMs: 100 * 365 * 24 * 3600 * 1000, now: () => now });
+    cleanups.push(() => never.close());
+    never.setWorks([]);
+    now += 10 * 365 * 24 * 3600 * 1000;
+    await never.sync();
+    expect(await getOrNull(dyn, ref(CM, "default", "back"))).not.toBeNull();
+  });
+
+  it("a work the agent saw being deleted is removed at once even when it disappears before the agent confirmed", async () => {
+    const { kc, dyn } = await sim();
+    const first = controller(kc);
+    const w = work("w", [configMap("held", { k: "1" })]);
+    first.setWorks([w]);
+    await first.sync();
+    // The agent marked the record (it saw the deletionTimestamp) and stopped before releasing:
+    // the record as finalizeWork leaves it then.
+    const cm = await dyn.get(ref(CM, AGENT_NS, "flotilla-work-w"));
+    const record = { ...JSON.parse(cm.data["record.json"]), deleting: true };
+    await dyn.replace(ref(CM, AGENT_NS, "flotilla-work-w"), { ...cm, data: { "record.json": JSON.stringify(record) } }, "test");
+    // Restarted, it finds the work gone from the hub (its finalizer dropped there): no grace period.
+    const restarted = controller(kc);
+    await restarted.init();
+    restarted.setWorks([]);
+    await restarted.sync();
+    expect(await getOrNull(dyn, ref(CM, "default", "held"))).toBeNull();
+    expect(await getOrNull(dyn, ref(CM, AGENT_NS, "flotilla-work-w"))).toBeNull();
   });
 
   it("feedback values from WellKnownStatus and JSONPaths, and Progressing/Degraded from live rollout state", async () => {
@@ -737,6 +825,14 @@ describe("work loop against a real hub (wrangler dev)", () => {
   async function deleteWork(cluster: string, name: string): Promise<void> {
     const r = await admin(hub, "DELETE", `${hubWorks(cluster)}/${name}`);
     expect(r.status, JSON.stringify(r.body)).toBe(200);
+    await until(async () => (await getWork(cluster, name)) === undefined, 30_000, `work ${name} to be gone from the hub`);
+  }
+  /** Deletes a work and removes its finalizers by hand: the agent is not asked. */
+  async function forceDeleteWork(cluster: string, name: string): Promise<void> {
+    const r = await admin(hub, "DELETE", `${hubWorks(cluster)}/${name}`);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const p = await admin(hub, "PATCH", `${hubWorks(cluster)}/${name}`, { metadata: { finalizers: null } }, MERGE_PATCH);
+    expect([200, 404]).toContain(p.status);
     await until(async () => (await getWork(cluster, name)) === undefined, 30_000, `work ${name} to be gone from the hub`);
   }
   async function waitForRegistration(cluster: string): Promise<void> {
@@ -865,10 +961,11 @@ describe("work loop against a real hub (wrangler dev)", () => {
     for (const name of ["gone", "replaced", "probe"]) await until(async () => appliedAtGeneration(await getWork(cluster, name)), 30_000, `work ${name}'s status on the hub`);
 
     // The hub deletes one work and deletes and re-creates the other (a new uid); the agent does
-    // not know. A change of their status (the feedback) makes it report with the old uids.
-    await deleteWork(cluster, "gone");
+    // not know (an admin removes the cleanup finalizer by hand, as one may in OCM). A change of
+    // their status (the feedback) makes it report with the old uids.
+    await forceDeleteWork(cluster, "gone");
     const oldUid = (await getWork(cluster, "replaced")).metadata.uid;
-    await deleteWork(cluster, "replaced");
+    await forceDeleteWork(cluster, "replaced");
     const recreated = await createWork(cluster, "replaced", [configMap("replaced", { a: "1" })], { manifestConfigs: [markFeedback("replaced")] });
     expect(recreated.metadata.uid).not.toBe(oldUid);
     await syncBarrier(cluster, dyn, "probe", "1", ["gone", "replaced"]);

@@ -266,6 +266,20 @@ describe("ManifestWorkReplicaSet", () => {
     expect(theirs.metadata.labels?.[MWRS_LABEL]).toBeUndefined();
   });
 
+  it("a missing Placement keeps the works, as OCM's controller stops at PlacementDecisionNotFound", async () => {
+    await placement("apps", "keep", { app: "roll" });
+    await createReplicaSet("apps", "keeper", [{ name: "keep" }]);
+    expect(Object.keys(await works("apps", "keeper")).sort()).toEqual(["r1", "r2", "r3"]);
+    // The Placement is deleted (by mistake, or a hub restored without it): nothing is torn down.
+    expect((await call("DELETE", `${PLACEMENTS("apps")}/keep`)).status).toBe(200);
+    await env.REPLICASETS.getByName("apps/keeper").reconcile("apps", "keeper");
+    const m = await mwrs("apps", "keeper");
+    expect(condition(m, "PlacementVerified")).toMatchObject({ status: "False", reason: "PlacementDecisionNotFound" });
+    const kept = await works("apps", "keeper");
+    expect(Object.keys(kept).sort()).toEqual(["r1", "r2", "r3"]);
+    for (const w of Object.values(kept)) expect(w.metadata.deletionTimestamp).toBeUndefined();
+  });
+
   it("refuses invalid replica sets with 422 and writes nothing", async () => {
     const body = (name: string, spec: Record<string, unknown>) => ({ apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", metadata: { name }, spec });
     const cases: [string, Record<string, unknown>][] = [

@@ -89,7 +89,9 @@ describe("works delivery (agent protocol)", () => {
     expect(delivered.spec.workload.manifests[0].kind).toBe("ConfigMap");
     expect(delivered.status).toBeUndefined();
 
-    // The agent reports status: stored in the work, and the ETag stays.
+    // The agent reports status: stored in the work. Its first report puts OCM's cleanup finalizer
+    // on the work (a metadata change the agent receives: the ETag moves once); later reports, status
+    // writes only, leave the ETag.
     const status = {
       conditions: [{ type: "Applied", status: "True", reason: "AppliedManifestWorkComplete", message: "Apply manifest work complete", lastTransitionTime: "2026-11-23T00:00:00Z", observedGeneration: 1 }],
       resourceStatus: { manifests: [{ resourceMeta: { ordinal: 0, group: "", version: "v1", kind: "ConfigMap", resource: "configmaps", name: "w1", namespace: "default" }, conditions: [] }] },
@@ -98,16 +100,23 @@ describe("works delivery (agent protocol)", () => {
     expect(put.status, JSON.stringify(put.body)).toBe(200);
     const stored = await call("GET", `${WORKS("wd1")}/w1`);
     expect(condition(stored.body, "Applied")).toMatchObject({ status: "True", observedGeneration: 1 });
-    expect((await poll("wd1", keys, changed.body.etag)).status).toBe(304);
+    const held = await poll("wd1", keys, changed.body.etag);
+    expect(held.status).toBe(200);
+    expect(held.body.works[0].metadata.finalizers).toEqual(["cluster.open-cluster-management.io/manifest-work-cleanup"]);
+    const again = await call("PUT", "/agent/v1/clusters/wd1/works/w1/status", { uid: delivered.metadata.uid, status: { ...status, conditions: [{ ...status.conditions[0], message: "again" }] } }, { token: await keys.sign("wd1") });
+    expect(again.status).toBe(200);
+    expect((await poll("wd1", keys, held.body.etag)).status).toBe(304);
 
-    // A spec change and a delete change it again.
+    // A spec change and a delete change it again (the work stays, being deleted, until its agent confirms).
     expect((await call("PATCH", `${WORKS("wd1")}/w1`, { spec: { workload: { manifests: [configMap("w1", { a: "2" })] } } }, merge)).status).toBe(200);
-    const updated = await poll("wd1", keys, changed.body.etag);
+    const updated = await poll("wd1", keys, held.body.etag);
     expect(updated.status).toBe(200);
     expect(updated.body.works[0].metadata.generation).toBe(2);
     expect((await call("DELETE", `${WORKS("wd1")}/w1`)).status).toBe(200);
     const deleted = await poll("wd1", keys, updated.body.etag);
-    expect(deleted.body.works).toEqual([]);
+    expect(deleted.body.works[0].metadata.deletionTimestamp).toBeTruthy();
+    expect((await call("PUT", "/agent/v1/clusters/wd1/works/w1/status", { uid: delivered.metadata.uid, status: {}, released: true }, { token: await keys.sign("wd1") })).status).toBe(200);
+    expect((await poll("wd1", keys, deleted.body.etag)).body.works).toEqual([]);
   });
 
   it("a report on the work a poll delivered is written; a copy gone stale is never written over the stored work", async () => {
@@ -135,9 +144,10 @@ describe("works delivery (agent protocol)", () => {
     expect((await report(first.metadata.uid, "Applied")).status).toBe(200);
     expect(condition((await call("GET", `${WORKS("wd10")}/w10`)).body, "Applied")).toMatchObject({ status: "True" });
 
-    // Deleted and created again after the poll: the old uid's report is 409, the new work untouched.
+    // Deleted (its agent confirming) and created again after the poll: the old uid's report is 409, the new work untouched.
     await delivered();
     expect((await call("DELETE", `${WORKS("wd10")}/w10`)).status).toBe(200);
+    expect((await call("PUT", "/agent/v1/clusters/wd10/works/w10/status", { uid: first.metadata.uid, status: {}, released: true }, { token: await keys.sign("wd10") })).status).toBe(200);
     const again = await call("POST", WORKS("wd10"), work("w10"));
     expect(again.status).toBe(201);
     const refused = await report(first.metadata.uid, "Applied");

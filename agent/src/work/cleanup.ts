@@ -8,10 +8,13 @@
  *   so a resource shared by two works goes only with the last one;
  * and the delete carries a UID precondition, so an object re-created under the same name by
  * someone else is left alone. ReadOnly manifests are never recorded, hence never deleted.
+ * An object the delete leaves in place (held by its finalizers, with a deletionTimestamp) is
+ * pending: still held, and deleted again at the next pass, as OCM keeps it in the
+ * AppliedManifestWork's `appliedResources` until it is gone.
  */
 import { describeKubeError, statusCodeOf } from "../kube.ts";
 import type { DynamicClient } from "./dynamic.ts";
-import { sameResource, type AppliedResource, type DeleteOption } from "./types.ts";
+import { isObj, sameResource, type AppliedResource, type DeleteOption } from "./types.ts";
 
 /**
  * Whether `deleteOption` keeps `r` when its work lets go: `Orphan` → always;
@@ -37,6 +40,8 @@ export interface ReleaseResult {
   shared: AppliedResource[];
   /** Deletes that failed for another reason, with the error: still held, to retry. */
   failed: Array<{ resource: AppliedResource; error: string }>;
+  /** Deleted but still there, held by finalizers: still held, to check again. */
+  pending: AppliedResource[];
 }
 
 /**
@@ -54,7 +59,7 @@ export async function releaseResources(
   deleteOption: DeleteOption | undefined,
   heldElsewhere: readonly AppliedResource[],
 ): Promise<ReleaseResult> {
-  const out: ReleaseResult = { deleted: [], orphaned: [], shared: [], failed: [] };
+  const out: ReleaseResult = { deleted: [], orphaned: [], shared: [], failed: [], pending: [] };
   for (const r of resources) {
     if (isOrphaned(r, deleteOption)) {
       out.orphaned.push(r);
@@ -66,10 +71,20 @@ export async function releaseResources(
     }
     try {
       await client.delete(r, r.uid || undefined);
-      out.deleted.push(r);
     } catch (e) {
       const code = statusCodeOf(e);
       if (code === 404 || code === 409) out.deleted.push(r);
+      else out.failed.push({ resource: r, error: describeKubeError(e) });
+      continue;
+    }
+    try {
+      const left = await client.get(r);
+      const meta = isObj(left.metadata) ? left.metadata : {};
+      if (meta.deletionTimestamp && (!r.uid || meta.uid === r.uid)) out.pending.push(r);
+      else out.deleted.push(r);
+    } catch (e) {
+      const code = statusCodeOf(e);
+      if (code === 404) out.deleted.push(r);
       else out.failed.push({ resource: r, error: describeKubeError(e) });
     }
   }

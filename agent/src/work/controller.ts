@@ -5,9 +5,16 @@
  *    changed; otherwise only those that drifted, see apply.ts), in kind-rank order;
  * 2. updates each work's AppliedManifestWork record (record.ts) and lets go of resources whose
  *    manifest left the work (cleanup.ts, honouring the work's deleteOption);
- * 3. lets go of everything a work applied when the work is no longer listed by the hub, per the
- *    deleteOption last seen, and deletes its record;
- * 4. computes each work's status (conditions.ts).
+ * 3. lets go of everything a work applied when the hub deletes it (the work is listed with a
+ *    deletionTimestamp: OCM's ManifestWorkFinalizeController and AppliedManifestWorkFinalizeController),
+ *    per its deleteOption, deletes its record and reports it `released`, so that the hub drops the
+ *    `manifest-work-cleanup` finalizer and the work goes;
+ * 4. keeps what a work applied when the work merely disappears from the hub's list without the
+ *    agent having seen it deleted (a hub restored from a backup, a wrong hub URL): OCM's
+ *    UnManagedAppliedWorkController, which evicts it only after the eviction grace period
+ *    (`--appliedmanifestwork-eviction-grace-period`, default 60 minutes) from the time the work
+ *    was first found missing; a work that comes back meanwhile is kept;
+ * 5. computes each work's status (conditions.ts).
  * A work with an `executor` is applied, read and deleted impersonating its ServiceAccount
  * (dynamic.ts `as`), so the member cluster's RBAC decides what it may do; every object a work
  * writes carries its trace labels and annotations (src/work/labels.ts).
@@ -44,7 +51,20 @@ export interface WorkControllerOptions {
   watch?: boolean;
   /** Ends the watches. */
   signal?: AbortSignal;
+  /**
+   * How long the resources of a work missing from the hub's list (not seen deleted) are kept, in
+   * milliseconds; default {@link DEFAULT_EVICTION_GRACE_PERIOD_MS} (60 minutes, OCM's). At or
+   * above {@link EVICTION_GRACE_PERIOD_BOUND_MS} (100 years, OCM's bound) nothing is ever evicted.
+   */
+  evictionGracePeriodMs?: number;
+  /** The clock, epoch milliseconds; default `Date.now`. */
+  now?: () => number;
 }
+
+/** OCM's default `--appliedmanifestwork-eviction-grace-period`: 60 minutes, in milliseconds. */
+export const DEFAULT_EVICTION_GRACE_PERIOD_MS = 60 * 60 * 1000;
+/** OCM's `EvictionGracePeriodBound` (100 years, in milliseconds): a grace period this long or longer disables eviction. */
+export const EVICTION_GRACE_PERIOD_BOUND_MS = 100 * 365 * 24 * 60 * 60 * 1000;
 
 /** The status computed for one work in a pass. */
 export interface WorkReport {
@@ -54,6 +74,11 @@ export interface WorkReport {
   uid: string;
   /** The work's status in OCM's shape. */
   status: ManifestWorkStatus;
+  /**
+   * The work is being deleted on the hub and everything it applied is released (deleted, or kept
+   * as its deleteOption orphans it): the report confirms it (src/agent/protocol.ts `released`).
+   */
+  released?: true;
 }
 
 interface WorkState {
@@ -118,9 +143,13 @@ export class WorkController {
   /** specKey of each work object seen (a work from the same hub answer is not hashed again). */
   private specKeys = new WeakMap<ManifestWork, string>();
   private initialised = false;
+  private readonly evictionGraceMs: number;
+  private readonly now: () => number;
 
   /** @param opts cluster, namespace, logger and timeout. */
   constructor(opts: WorkControllerOptions) {
+    this.evictionGraceMs = opts.evictionGracePeriodMs ?? DEFAULT_EVICTION_GRACE_PERIOD_MS;
+    this.now = opts.now ?? Date.now;
     this.client = new DynamicClient(opts.kubeConfig, opts.requestTimeoutMs ?? 15_000);
     this.mapper = new RestMapper(this.client);
     this.records = new RecordStore(this.client, opts.namespace);
@@ -196,8 +225,9 @@ export class WorkController {
 
   private logRelease(what: string, r: ReleaseResult): void {
     const parts = [`deleted ${r.deleted.length}`, `orphaned ${r.orphaned.length}`, `kept ${r.shared.length} held by other works`];
+    if (r.pending.length) parts.push(`${r.pending.length} still being deleted (finalizers)`);
     if (r.failed.length) parts.push(`failed ${r.failed.length} (${r.failed.map((f) => `${describeResource(f.resource)}: ${f.error}`).join("; ")})`);
-    if (r.deleted.length + r.orphaned.length + r.shared.length + r.failed.length > 0) this.log.info(`${what}: ${parts.join(", ")}`);
+    if (r.deleted.length + r.orphaned.length + r.shared.length + r.failed.length + r.pending.length > 0) this.log.info(`${what}: ${parts.join(", ")}`);
   }
 
   /** Applies one work and updates its record; returns its status. */
@@ -264,9 +294,9 @@ export class WorkController {
       const result =
         releaser instanceof DynamicClient
           ? await releaseResources(releaser, released, old?.deleteOption ?? work.spec.deleteOption, this.heldByOthers(name))
-          : { deleted: [], orphaned: [], shared: [], failed: released.map((resource) => ({ resource, error: releaser.error })) };
+          : { deleted: [], orphaned: [], shared: [], pending: [], failed: released.map((resource) => ({ resource, error: releaser.error })) };
       this.logRelease(`manifests removed from work ${name}`, result);
-      held.push(...result.failed.map((f) => f.resource));
+      held.push(...result.failed.map((f) => f.resource), ...result.pending);
     }
     const record: WorkRecord = {
       workName: name,
@@ -311,9 +341,9 @@ export class WorkController {
     const result: ReleaseResult =
       releaser instanceof DynamicClient
         ? await releaseResources(releaser, record.appliedResources, record.deleteOption, this.heldByOthers(record.workName))
-        : { deleted: [], orphaned: [], shared: [], failed: record.appliedResources.map((resource) => ({ resource, error: releaser.error })) };
-    if (result.failed.length > 0) {
-      const left: WorkRecord = { ...record, appliedResources: sortApplied(result.failed.map((f) => f.resource)) };
+        : { deleted: [], orphaned: [], shared: [], pending: [], failed: record.appliedResources.map((resource) => ({ resource, error: releaser.error })) };
+    if (result.failed.length > 0 || result.pending.length > 0) {
+      const left: WorkRecord = { ...record, appliedResources: sortApplied([...result.failed.map((f) => f.resource), ...result.pending]) };
       this.recorded.set(record.workName, left);
       await this.records.save(left).catch(() => undefined);
       return result;
@@ -337,7 +367,11 @@ export class WorkController {
     const refs: ObjectRef[] = [];
     for (const name of [...this.desired.keys()].sort()) {
       const work = this.desired.get(name);
-      if (work) reports.push(await this.syncWork(work, refs));
+      if (!work) continue;
+      if (work.metadata.deletionTimestamp) {
+        const released = await this.finalizeWork(work);
+        if (released) reports.push(released);
+      } else reports.push(await this.syncWork(work, refs));
     }
     // Objects no work holds any more need no watching.
     this.tracker?.retain(refs);
@@ -345,7 +379,7 @@ export class WorkController {
       for (const record of [...this.recorded.values()]) {
         if (this.desired.has(record.workName)) continue;
         try {
-          this.logRelease(`work ${record.workName} deleted on the hub`, await this.removeWork(record));
+          await this.missingWork(record);
         } catch (e) {
           this.log.warn(`could not remove work ${record.workName}: ${describeKubeError(e)}; retrying at the next sync`, { work: record.workName });
         }
@@ -353,6 +387,82 @@ export class WorkController {
       for (const name of [...this.states.keys()]) if (!this.desired.has(name) && !this.recorded.has(name)) this.states.delete(name);
     }
     return reports;
+  }
+
+  /**
+   * A work the hub is deleting: lets go of what it applied, per its deleteOption (the hub's
+   * current one), marking the record `deleting` first so that a restart or the work's
+   * disappearance finishes the job at once. Returns the `released` report once nothing is held
+   * (no record left), or undefined while a delete failed (retried at the next sync).
+   */
+  private async finalizeWork(work: ManifestWork): Promise<WorkReport | undefined> {
+    const name = work.metadata.name;
+    const record = this.recorded.get(name);
+    if (record) {
+      const marked: WorkRecord = { ...record, deleting: true, ...(work.spec.deleteOption ? { deleteOption: work.spec.deleteOption } : {}) };
+      if (!record.deleting) {
+        this.log.info(`work ${name} is being deleted on the hub; removing what it applied`, { work: name });
+        this.recorded.set(name, marked);
+        await this.records.save(marked).catch(() => undefined);
+      }
+      let result: ReleaseResult;
+      try {
+        result = await this.removeWork(marked);
+      } catch (e) {
+        this.log.warn(`could not remove work ${name}: ${describeKubeError(e)}; retrying at the next sync`, { work: name });
+        return undefined;
+      }
+      this.logRelease(`work ${name} deleted on the hub`, result);
+      if (result.failed.length > 0 || result.pending.length > 0) return this.deletingReport(work, result);
+    }
+    this.states.delete(name);
+    return { name, uid: work.metadata.uid, status: { conditions: [], resourceStatus: { manifests: [] } }, released: true };
+  }
+
+  /**
+   * The status of a work whose deletion is not done: its last status with OCM's `Deleting`
+   * condition, reason `ResourceRemaining` (objects held by their finalizers) or `DeletingError`
+   * (a delete failed, its error in the message). Reported once per change, as any status.
+   */
+  private deletingReport(work: ManifestWork, result: ReleaseResult): WorkReport {
+    const name = work.metadata.name;
+    const last = this.states.get(name)?.status ?? { conditions: [], resourceStatus: { manifests: [] } };
+    const failed = result.failed.map((f) => `${describeResource(f.resource)}: ${f.error}`);
+    const condition =
+      failed.length > 0
+        ? { type: "Deleting", status: "True" as const, reason: "DeletingError", message: `could not delete ${failed.length} resource(s): ${failed.join("; ")}`.slice(0, 32 * 1024) }
+        : { type: "Deleting", status: "True" as const, reason: "ResourceRemaining", message: `${result.pending.length} resource(s) are being deleted (held by their finalizers)` };
+    const prev = last.conditions.find((c) => c.type === "Deleting");
+    const at = prev?.status === "True" ? prev.lastTransitionTime : nowRfc3339();
+    const conditions = [...last.conditions.filter((c) => c.type !== "Deleting"), { ...condition, lastTransitionTime: at, observedGeneration: generationOf(work) }];
+    return { name, uid: work.metadata.uid, status: { ...last, conditions } };
+  }
+
+  /**
+   * A recorded work the hub no longer lists: released at once when the agent saw it being deleted
+   * (`deleting`), else evicted only after the grace period from when it was first found missing
+   * (OCM's UnManagedAppliedWorkController).
+   */
+  private async missingWork(record: WorkRecord): Promise<void> {
+    const name = record.workName;
+    if (!record.deleting) {
+      if (this.evictionGraceMs >= EVICTION_GRACE_PERIOD_BOUND_MS) return;
+      const now = this.now();
+      const since = record.evictionStartTime ? Date.parse(record.evictionStartTime) : NaN;
+      if (!Number.isFinite(since)) {
+        const marked: WorkRecord = { ...record, evictionStartTime: nowRfc3339(new Date(now)) };
+        this.recorded.set(name, marked);
+        await this.records.save(marked);
+        this.log.warn(
+          `work ${name} is missing on the hub, which did not delete it through its finalizer; keeping what it applied until ${new Date(now + this.evictionGraceMs).toISOString()} (--appliedmanifestwork-eviction-grace-period)`,
+          { work: name },
+        );
+        return;
+      }
+      if (now < since + this.evictionGraceMs) return;
+      this.log.info(`work ${name} has been missing on the hub since ${record.evictionStartTime}, past the eviction grace period; evicting what it applied`, { work: name });
+    }
+    this.logRelease(`work ${name} ${record.deleting ? "deleted on the hub" : "evicted"}`, await this.removeWork(record));
   }
 
   /**
@@ -375,6 +485,7 @@ export class WorkController {
         const r = await this.removeWork(withOption, desired);
         out.deleted += r.deleted.length;
         out.orphaned += r.orphaned.length;
+        if (r.pending.length > 0) out.done = false;
         if (r.failed.length > 0) {
           out.done = false;
           this.log.warn(`could not delete ${r.failed.length} resource(s) of work ${record.workName} while leaving: ${r.failed.map((f) => `${describeResource(f.resource)}: ${f.error}`).join("; ")}`, { work: record.workName });

@@ -7,8 +7,9 @@
  * - **sync**: every status-sync period (`wait.Jitter(interval, 0.9)` as OCM: interval to
  *   1.9 × interval) and at once after a changed list, one {@link WorkController.sync} pass, then
  *   a status report (`PUT .../works/{work}/status` with `{uid, status}`, or the channel's `report`) for each work whose status changed since
- *   its last successful report. A 404 or 409 answer means the work is gone or replaced: no more
- *   reports for that uid. The sync loop runs whether or not the hub answers, so drift is
+ *   its last successful report; a work the hub is deleting is reported `released` once what it
+ *   applied is gone (the hub then lets the work go). A 404 or 409 answer means the work is gone
+ *   or replaced: no more reports for that uid. The sync loop runs whether or not the hub answers, so drift is
  *   repaired from the last known works while the hub is unreachable.
  * - **leave**: when a works answer or a heartbeat says `leaving: true`, the sync loop releases
  *   everything the works applied (honouring Orphan and SelectivelyOrphan), deletes the records,
@@ -200,12 +201,12 @@ export class WorkLoop {
       const last = this.reported.get(r.name);
       // The controller hands back the same status object for a work nothing happened to.
       if (last && last.uid === r.uid && last.status === r.status) continue;
-      const hash = createHash("sha256").update(JSON.stringify(r.status)).digest("base64url");
+      const hash = createHash("sha256").update(JSON.stringify([r.status, r.released ?? false])).digest("base64url");
       if (last && last.uid === r.uid && last.hash === hash) {
         last.status = r.status;
         continue;
       }
-      const res = await this.opts.transport.reportStatus(r.name, { uid: r.uid, status: { ...r.status } });
+      const res = await this.opts.transport.reportStatus(r.name, { uid: r.uid, status: { ...r.status }, ...(r.released ? { released: true as const } : {}) });
       if (res.ok) {
         this.reported.set(r.name, { uid: r.uid, status: r.status, hash });
         this.reportCond.clear(this.fields());

@@ -35,6 +35,17 @@ export interface WorkRecord {
   appliedResources: AppliedResource[];
   /** The work last applied (metadata and spec), so drift is still repaired after a restart while the hub is unreachable. */
   work?: ManifestWork;
+  /**
+   * The hub is deleting the work (the agent saw its deletionTimestamp): what it applied goes at
+   * once, even when the work then disappears before the agent confirmed.
+   */
+  deleting?: true;
+  /**
+   * RFC 3339 time since which the work is missing from the hub's list without the agent having
+   * seen it deleted (OCM's AppliedManifestWork `status.evictionStartTime`): its resources are kept
+   * for the eviction grace period from then, then released.
+   */
+  evictionStartTime?: string;
 }
 
 /** SHA-256 of `text`, base64url. */

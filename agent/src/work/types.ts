@@ -128,6 +128,9 @@ export interface ManifestWork {
     resourceVersion?: string;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
+    /** Set when the work is being deleted on the hub: the agent removes what it applied, then confirms. */
+    deletionTimestamp?: string;
+    finalizers?: string[];
   };
   spec: ManifestWorkSpec;
 }
