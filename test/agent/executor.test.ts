@@ -183,7 +183,9 @@ describe("work controller: executor works and traceability", () => {
     c.setWorks([w, w2]);
     const reports = await c.sync();
     expect(cond(reports[1]!.status.conditions, "Applied")).toMatchObject({ status: "True" });
-    c.setWorks([]);
+    // Both deleted on the hub (listed with their deletionTimestamp, as OCM's agent sees it).
+    const deleting = (x: typeof w) => ({ ...x, metadata: { ...x.metadata, deletionTimestamp: "2026-11-26T00:00:00Z", finalizers: ["cluster.open-cluster-management.io/manifest-work-cleanup"] } });
+    c.setWorks([deleting(w), deleting(w2)]);
     await c.sync();
     expect(await refusal(admin.get({ ...CM, namespace: "apps", name: "ok" }))).toMatchObject({ code: 404 });
     expect((await admin.get({ ...CM, namespace: "other", name: "kept" })).data).toEqual({ k: "v" });
