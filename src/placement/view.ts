@@ -324,6 +324,7 @@ export class SchedulerView implements PlacementState {
       taints: view.taints && view.taints.length > 0 ? view.taints.map((t) => ({ ...t, key: this.intern(t.key) })) : EMPTY_TAINTS,
       allocatable: this.internRecord(view.allocatable),
       capacity: this.internRecord(view.capacity),
+      kubernetesVersion: view.kubernetesVersion === undefined ? undefined : this.intern(view.kubernetesVersion),
       deleting: view.deleting === true,
       clusterSets: [],
       setsAt: -1,
