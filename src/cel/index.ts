@@ -42,11 +42,14 @@ export const PER_CALL_LIMIT = 1_000_000;
 /** Kubernetes' `celconfig.RuntimeCELCostBudget`: the budget of one cluster's (or one manifest's) expressions (cost units). */
 export const RUNTIME_COST_BUDGET = 10_000_000;
 
-/** Thrown by the compile functions: `message` is OCM's ("compilation failed: ..."). */
+/** Thrown by the compile functions: `message` is OCM's placement text ("compilation failed: " + `detail`). */
 export class CelCompileError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
+  /** The compiler's issue alone ("ERROR: ..."), as OCM's condition rules report it. */
+  readonly detail: string;
+  constructor(detail: string, options?: ErrorOptions) {
+    super(`compilation failed: ${detail}`, options);
     this.name = "CelCompileError";
+    this.detail = detail;
   }
 }
 
@@ -198,16 +201,29 @@ function compile(env: Environment, source: string): CompiledCel {
     const checked = (program as unknown as { check(): { valid: boolean; error?: Error } }).check();
     if (!checked.valid) throw checked.error ?? new Error("invalid expression");
   } catch (e) {
-    throw new CelCompileError(`compilation failed: ERROR: ${firstLine(e)}`, { cause: e });
+    throw new CelCompileError(issueText(source, e), { cause: e });
   }
   walk(program.ast, (n) => {
     if (n.op !== "rcall" || n.args[0] !== "matches") return;
     const pattern = n.args[2][0];
     if (pattern?.op === "value" && typeof pattern.args === "string" && NESTED_QUANTIFIER.test(pattern.args)) {
-      throw new CelCompileError(`compilation failed: ERROR: the regular expression ${JSON.stringify(pattern.args)} nests quantifiers, which Flotilla refuses (exponential backtracking)`);
+      throw new CelCompileError(`ERROR: the regular expression ${JSON.stringify(pattern.args)} nests quantifiers, which Flotilla refuses (exponential backtracking)`);
     }
   });
   return { source, program };
+}
+
+/**
+ * A compile error in cel-go's words where the two differ (`ERROR: <input>:LINE:COLUMN: ...`,
+ * "undeclared reference to 'x' (in container '')"), so OCM users see the messages they know.
+ */
+function issueText(source: string, e: unknown): string {
+  const at = (e as { range?: { start?: number } } | undefined)?.range?.start ?? 0;
+  const before = source.slice(0, at);
+  const line = before.split("\n").length;
+  const column = at - before.lastIndexOf("\n");
+  const message = firstLine(e).replace(/^Unknown variable: (.*)$/, "undeclared reference to '$1' (in container '')");
+  return `ERROR: <input>:${line}:${column}: ${message}`;
 }
 
 function firstLine(e: unknown): string {
@@ -372,7 +388,8 @@ export function evaluateCel(compiled: CompiledCel, vars: Record<string, unknown>
   try {
     return { ok: true, value: compiled.program(vars), remaining: budget - cost };
   } catch (e) {
-    return { ok: false, error: firstLine(e), remaining: budget - cost };
+    // cel-go's wording for a missing key.
+    return { ok: false, error: firstLine(e).replace(/^No such key:/, "no such key:"), remaining: budget - cost };
   }
 }
 

@@ -25,6 +25,7 @@
 import { describeKubeError, statusCodeOf } from "../kube.ts";
 import { NoKindMatchError, type RestMapper } from "./discovery.ts";
 import type { DynamicClient, ObjectRef } from "./dynamic.ts";
+import { evaluateConditionRules } from "./condition-rules.ts";
 import { collectFeedback } from "./feedback.ts";
 import { getPointer, pointers, setPointer } from "./jsonpath.ts";
 import type { ManifestOutcome } from "./conditions.ts";
@@ -76,6 +77,8 @@ export interface ApplyManifestResult {
   strategy: NonNullable<UpdateStrategy["type"]>;
   /** What to remember for the next pass. */
   memo: ManifestMemo;
+  /** Whether the manifest's config asks for `feedbackScrapeType: Watch` (status reported on change). */
+  watch?: boolean;
 }
 
 /** Whether `id` (a resourceIdentifier, `*` allowed in name and namespace) names the object. */
@@ -184,7 +187,8 @@ export async function applyManifest(client: DynamicClient, mapper: RestMapper, i
   if (mapping.namespaced) desired.metadata = { ...mMeta, namespace: meta.namespace };
   const tracker = input.tracker;
   const cached = input.memo?.cached;
-  if (!input.specChanged && cached && tracker?.unchanged(ref)) return { ...cached, memo: input.memo ?? {} };
+  const watch = config?.feedbackScrapeType === "Watch";
+  if (!input.specChanged && cached && tracker?.unchanged(ref)) return { ...cached, memo: input.memo ?? {}, watch };
   const memo: ManifestMemo = { ...(input.memo?.hubValues ? { hubValues: input.memo.hubValues } : {}) };
 
   // Read the live object.
@@ -264,6 +268,7 @@ export async function applyManifest(client: DynamicClient, mapper: RestMapper, i
   if (config?.feedbackRules?.length) {
     outcome.feedback = live ? collectFeedback(live, meta.group, meta.version, kind, config.feedbackRules) : { values: [], errors: ["the resource is not on the cluster"] };
   }
+  if (live && config?.conditionRules?.length) outcome.rules = evaluateConditionRules(live, meta.group, meta.version, kind, config.conditionRules);
   let applied: AppliedResource | undefined;
   if (live && strategy !== "ReadOnly") {
     outcome.rollout = rolloutState(meta.group, kind, live);
@@ -276,5 +281,5 @@ export async function applyManifest(client: DynamicClient, mapper: RestMapper, i
     const kept: ManifestOutcome = { ...outcome, live: outcome.live?.state === "found" ? { state: "found", object: {} } : outcome.live };
     memo.cached = { outcome: kept, ...(applied ? { applied } : {}), strategy };
   }
-  return { outcome, ...(applied ? { applied } : {}), strategy, memo };
+  return { outcome, ...(applied ? { applied } : {}), strategy, memo, watch };
 }

@@ -65,6 +65,13 @@ interface WorkState {
    * the objects changed.
    */
   quiet?: { refs: ObjectRef[]; report: WorkReport };
+  /** Keys ({@link refKey}) of the objects whose manifests ask for `feedbackScrapeType: Watch`. */
+  watchKeys?: string[];
+}
+
+/** `group/resource/namespace/name` of an object, the key of the Watch-scraped set. */
+function refKey(r: { group: string; resource: string; namespace: string; name: string }): string {
+  return `${r.group}/${r.resource}/${r.namespace}/${r.name}`;
 }
 
 function generationOf(w: ManifestWork): number {
@@ -90,6 +97,9 @@ export class WorkController {
   private listedByHub = false;
   private readonly states = new Map<string, WorkState>();
   private readonly tracker: LiveTracker | undefined;
+  /** Objects whose manifests ask for `feedbackScrapeType: Watch`, by {@link refKey}. */
+  private watchScraped = new Set<string>();
+  private watchedChange: (() => void) | undefined;
   /** specKey of each work object seen (a work from the same hub answer is not hashed again). */
   private specKeys = new WeakMap<ManifestWork, string>();
   private initialised = false;
@@ -100,7 +110,21 @@ export class WorkController {
     this.mapper = new RestMapper(this.client);
     this.records = new RecordStore(this.client, opts.namespace);
     this.log = opts.logger;
-    if (opts.watch !== false) this.tracker = new LiveTracker(opts.kubeConfig, opts.logger, opts.signal);
+    if (opts.watch !== false) {
+      this.tracker = new LiveTracker(opts.kubeConfig, opts.logger, opts.signal);
+      this.tracker.onChange((ref) => {
+        if (this.watchScraped.has(refKey(ref))) this.watchedChange?.();
+      });
+    }
+  }
+
+  /**
+   * Calls `listener` when the watch reports a change of an object whose manifest asks for
+   * `feedbackScrapeType: Watch` (OCM registers an informer for it), so its status is reported
+   * at once instead of at the next status sync. Without watches (`watch: false`) it never fires.
+   */
+  onWatchedChange(listener: () => void): void {
+    this.watchedChange = listener;
   }
 
   /** Ends the watches (the controller still works, reading every object). */
@@ -182,12 +206,14 @@ export class WorkController {
     const outcomes: ManifestOutcome[] = new Array<ManifestOutcome>(manifests.length);
     const applied: AppliedResource[] = [];
     const readOnly: AppliedResource[] = [];
+    const watchKeys: string[] = [];
     for (const i of applyOrder(manifests)) {
       const r = await applyManifest(this.client, this.mapper, { manifest: manifests[i], ordinal: i, configs, generation, specChanged, memo: state.memos.get(i), ...(this.tracker ? { tracker: this.tracker } : {}) });
       if (r.outcome.meta.resource) workRefs.push({ group: r.outcome.meta.group, version: r.outcome.meta.version, resource: r.outcome.meta.resource, namespace: r.outcome.meta.namespace, name: r.outcome.meta.name });
       state.memos.set(i, r.memo);
       outcomes[i] = r.outcome;
       if (r.applied) applied.push(r.applied);
+      if (r.watch && r.outcome.meta.resource) watchKeys.push(refKey(r.outcome.meta));
       if (r.strategy === "ReadOnly") readOnly.push({ ...r.outcome.meta, uid: "" });
     }
     for (const k of [...state.memos.keys()]) if (k >= manifests.length) state.memos.delete(k);
@@ -231,6 +257,7 @@ export class WorkController {
     const status = workStatus(outcomes, generation, state.status, nowRfc3339());
     state.status = status;
     state.specKey = specKey;
+    state.watchKeys = watchKeys;
     this.states.set(name, state);
     const failures = outcomes.filter((o) => !o.applied.ok).map((o) => `${o.meta.kind} ${o.meta.name}: ${o.applied.ok ? "" : o.applied.message}`);
     const summary = failures.join("; ");
@@ -280,6 +307,7 @@ export class WorkController {
     }
     // Objects no work holds any more need no watching.
     this.tracker?.retain(refs);
+    this.watchScraped = new Set([...this.desired.keys()].flatMap((n) => this.states.get(n)?.watchKeys ?? []));
     if (this.listedByHub) {
       for (const record of [...this.recorded.values()]) {
         if (this.desired.has(record.workName)) continue;

@@ -7,8 +7,9 @@
  * - **sync**: every status-sync period (`wait.Jitter(interval, 0.9)` as OCM: interval to
  *   1.9 × interval) and at once after a changed list, one {@link WorkController.sync} pass, then
  *   a status report (`PUT .../works/{work}/status` with `{uid, status}`, or the channel's `report`) for each work whose status changed since
- *   its last successful report. A 404 or 409 answer means the work is gone or replaced: no more
- *   reports for that uid. The sync loop runs whether or not the hub answers, so drift is
+ *   its last successful report. A watch event for an object whose manifest asks for
+ *   `feedbackScrapeType: Watch` starts a pass at once (OCM's informer-driven feedback). A 404
+ *   or 409 answer means the work is gone or replaced: no more reports for that uid. The sync loop runs whether or not the hub answers, so drift is
  *   repaired from the last known works while the hub is unreachable.
  * - **leave**: when a works answer or a heartbeat says `leaving: true`, the sync loop releases
  *   everything the works applied (honouring Orphan and SelectivelyOrphan), deletes the records,
@@ -79,6 +80,9 @@ export class WorkLoop {
   private readonly reportCond: ConditionLog;
   private readonly kubeCond: ConditionLog;
   private readonly leaveBackoff: Backoff;
+  /** A Watch-scraped object changed since the current pass began: run the next pass at once. */
+  private watchedChange = false;
+  private idle = false;
   /** Settles when the sync loop ends: `"left"` after a completed leave, `"stopped"` when aborted. */
   readonly done: Promise<"left" | "stopped">;
 
@@ -89,6 +93,10 @@ export class WorkLoop {
     this.reportCond = new ConditionLog(opts.logger, "work status reports succeed again");
     this.kubeCond = new ConditionLog(opts.logger, "work sync on the member cluster succeeds again");
     this.leaveBackoff = new Backoff(opts.timing.backoffBaseMs, opts.timing.backoffCapMs, opts.timing.random);
+    opts.controller.onWatchedChange(() => {
+      this.watchedChange = true;
+      if (this.idle) this.syncSleeper.wake();
+    });
     this.done = this.syncLoop();
   }
 
@@ -173,6 +181,7 @@ export class WorkLoop {
         this.pending = undefined;
       }
       let reports: WorkReport[];
+      this.watchedChange = false;
       try {
         reports = await controller.sync();
         this.kubeCond.clear(this.fields());
@@ -184,8 +193,10 @@ export class WorkLoop {
       }
       if (this.aborted) break;
       await this.report(reports);
-      if (this.pending || this.leaving) continue;
+      if (this.pending || this.leaving || this.watchedChange) continue;
+      this.idle = true;
       await this.syncSleeper.sleep(this.syncDelayMs());
+      this.idle = false;
     }
     return "stopped";
   }
