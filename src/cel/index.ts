@@ -137,32 +137,45 @@ function isValid(f: () => unknown): boolean {
 // slot set around it (see matchCluster) is never seen by another evaluation.
 let activeScores: ScoreLookup | undefined;
 
-const clusterEnv = withBaseLibraries(new Environment(OPTIONS))
-  .registerVariable("managedCluster", "map")
-  .registerFunction("map.scores(string): list", (cluster: Record<string, unknown>, name: string) => {
-    const meta = cluster.metadata as Record<string, unknown> | undefined;
-    const clusterName = typeof meta?.name === "string" ? meta.name : undefined;
-    if (clusterName === undefined) throw new Error("failed to get cluster name");
-    const found = activeScores?.(clusterName, name);
-    if (!found) throw new Error(`failed to get score: addonplacementscores.cluster.open-cluster-management.io ${JSON.stringify(name)} not found`);
-    return found.map((s) => ({ name: s.name, value: BigInt(s.value) }));
-  })
-  .registerFunction("string.parseJSON(): dyn", (s: string) => {
-    try {
-      return JSON.parse(s) as unknown;
-    } catch (e) {
-      throw new Error(`failed to parse json: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
-    }
-  });
+// The environments are built on first use: a process that never compiles an expression (an agent
+// whose works have no condition rules) pays nothing for them.
+let clusterEnvironment: Environment | undefined;
+let objectEnvironment: Environment | undefined;
+let messageEnvironment: Environment | undefined;
 
-const objectEnv = withBaseLibraries(new Environment(OPTIONS))
-  .registerVariable("object", "dyn")
-  .registerFunction("hasConditions(dyn): bool", (status: unknown) => {
-    if (typeof status !== "object" || status === null || Array.isArray(status)) return false;
-    const conds = (status as Record<string, unknown>).conditions;
-    return Array.isArray(conds) && conds.length > 0;
-  });
-const messageEnv = objectEnv.clone().registerVariable("result", "bool");
+function clusterEnv(): Environment {
+  return (clusterEnvironment ??= withBaseLibraries(new Environment(OPTIONS))
+    .registerVariable("managedCluster", "map")
+    .registerFunction("map.scores(string): list", (cluster: Record<string, unknown>, name: string) => {
+      const meta = cluster.metadata as Record<string, unknown> | undefined;
+      const clusterName = typeof meta?.name === "string" ? meta.name : undefined;
+      if (clusterName === undefined) throw new Error("failed to get cluster name");
+      const found = activeScores?.(clusterName, name);
+      if (!found) throw new Error(`failed to get score: addonplacementscores.cluster.open-cluster-management.io ${JSON.stringify(name)} not found`);
+      return found.map((s) => ({ name: s.name, value: BigInt(s.value) }));
+    })
+    .registerFunction("string.parseJSON(): dyn", (s: string) => {
+      try {
+        return JSON.parse(s) as unknown;
+      } catch (e) {
+        throw new Error(`failed to parse json: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+      }
+    }));
+}
+
+function objectEnv(): Environment {
+  return (objectEnvironment ??= withBaseLibraries(new Environment(OPTIONS))
+    .registerVariable("object", "dyn")
+    .registerFunction("hasConditions(dyn): bool", (status: unknown) => {
+      if (typeof status !== "object" || status === null || Array.isArray(status)) return false;
+      const conds = (status as Record<string, unknown>).conditions;
+      return Array.isArray(conds) && conds.length > 0;
+    }));
+}
+
+function messageEnv(): Environment {
+  return (messageEnvironment ??= objectEnv().clone().registerVariable("result", "bool"));
+}
 
 /** Nested quantifiers (`(a+)+`, `(a|b*)*`) make a backtracking engine exponential. */
 const NESTED_QUANTIFIER = /\((?:[^()\\]|\\.)*(?:[*+]|\{\d+,\d*\})(?:[^()\\]|\\.)*\)(?:[*+]|\{\d+,\d*\})/;
@@ -237,17 +250,17 @@ function firstLine(e: unknown): string {
  *   `CELSelector.Compile` reports it; the scheduler turns it into a Misconfigured placement.
  */
 export function compileClusterExpression(source: string): CompiledCel {
-  return compile(clusterEnv, source);
+  return compile(clusterEnv(), source);
 }
 
 /** Compiles a condition rule's CEL expression (variable `object`). @throws CelCompileError */
 export function compileObjectExpression(source: string): CompiledCel {
-  return compile(objectEnv, source);
+  return compile(objectEnv(), source);
 }
 
 /** Compiles a condition rule's `messageExpression` (variables `object` and `result`). @throws CelCompileError */
 export function compileMessageExpression(source: string): CompiledCel {
-  return compile(messageEnv, source);
+  return compile(messageEnv(), source);
 }
 
 /** JSON → CEL: integers become BigInt (CEL `int`), recursively; other values stay. */
