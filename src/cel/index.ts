@@ -380,6 +380,22 @@ export function estimateCost(ast: ASTNode, bounds: InputBounds): number {
   return visit(ast).cost;
 }
 
+const costCache = new WeakMap<CompiledCel, Map<string, number>>();
+
+/** {@link estimateCost} memoised per expression and bounds (a scheduler run evaluates one expression over many similar clusters). */
+function cachedCost(compiled: CompiledCel, bounds: InputBounds): number {
+  let byBounds = costCache.get(compiled);
+  if (!byBounds) costCache.set(compiled, (byBounds = new Map()));
+  const key = `${bounds.collection},${bounds.string}`;
+  let cost = byBounds.get(key);
+  if (cost === undefined) {
+    cost = estimateCost(compiled.program.ast, bounds);
+    if (byBounds.size >= 64) byBounds.clear();
+    byBounds.set(key, cost);
+  }
+  return cost;
+}
+
 /**
  * Evaluates a compiled expression against `vars` (JSON values; converted with {@link toCel}),
  * within `budget` cost units and {@link PER_CALL_LIMIT}. `extra` adds the bounds of data the
@@ -395,7 +411,7 @@ export function evaluateCel(compiled: CompiledCel, vars: Record<string, unknown>
     const b = inputBounds(v);
     bounds = { collection: Math.max(bounds.collection, b.collection), string: Math.max(bounds.string, b.string) };
   }
-  const cost = estimateCost(compiled.program.ast, bounds);
+  const cost = cachedCost(compiled, bounds);
   if (cost > PER_CALL_LIMIT) return { ok: false, error: "operation cancelled: actual cost limit exceeded", remaining: budget };
   if (cost > budget) return { ok: false, error: "CEL evaluation budget exceeded", remaining: -1 };
   try {

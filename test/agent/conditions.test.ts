@@ -116,16 +116,16 @@ describe("OCM conditions/reader_test.go", () => {
     },
   ];
   for (const c of cases) {
-    it(c.name, () => {
+    it(c.name, async () => {
       const [group, version, kind] = c.gvk;
-      const got = evaluateConditionRules(c.object, group, version, kind, [c.rule]);
+      const got = await evaluateConditionRules(c.object, group, version, kind, [c.rule]);
       expect(got[0]).toEqual(c.expected);
       expect(got).toHaveLength(c.expected ? 1 : 0);
     });
   }
 
-  it("expressions are ANDed and stop at the first false", () => {
-    const got = evaluateConditionRules(deployment, "apps", "v1", "Deployment", [{ type: "CEL", condition: "X", celExpressions: ["true", "false", "object.missing"] }]);
+  it("expressions are ANDed and stop at the first false", async () => {
+    const got = await evaluateConditionRules(deployment, "apps", "v1", "Deployment", [{ type: "CEL", condition: "X", celExpressions: ["true", "false", "object.missing"] }]);
     expect(got).toEqual([{ type: "X", status: "False", reason: "ConditionRuleEvaluated", message: "Manifest is not X" }]);
   });
 });

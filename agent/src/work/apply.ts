@@ -268,7 +268,7 @@ export async function applyManifest(client: DynamicClient, mapper: RestMapper, i
   if (config?.feedbackRules?.length) {
     outcome.feedback = live ? collectFeedback(live, meta.group, meta.version, kind, config.feedbackRules) : { values: [], errors: ["the resource is not on the cluster"] };
   }
-  if (live && config?.conditionRules?.length) outcome.rules = evaluateConditionRules(live, meta.group, meta.version, kind, config.conditionRules);
+  if (live && config?.conditionRules?.length) outcome.rules = await evaluateConditionRules(live, meta.group, meta.version, kind, config.conditionRules);
   let applied: AppliedResource | undefined;
   if (live && strategy !== "ReadOnly") {
     outcome.rollout = rolloutState(meta.group, kind, live);

@@ -1,8 +1,9 @@
 /**
  * ManifestWork `manifestConfigs[].conditionRules` (OCM `pkg/work/spoke/conditions`): conditions a
  * manifest gets from CEL expressions over its live object, and how they roll up into the work's
- * conditions. The CEL environments are the hub's (src/cel); this module adds OCM's rule
- * semantics. Pure: no I/O.
+ * conditions. The CEL environments are the hub's (src/cel), loaded on first use so that an agent
+ * whose works have no rules does not carry the CEL library in memory (its 60 MiB budget); this
+ * module adds OCM's rule semantics. Pure: no I/O.
  *
  * Reasons (OCM `work/v1` constants; every rule-made condition's reason starts with
  * "ConditionRule", which is how the work-level roll-up recognises them):
@@ -11,15 +12,7 @@
  *   gave a non-bool, or ran out of the cost budget; the message is the error;
  * - `ConditionRuleInvalid`: Unknown, the rule's type is not WellKnownConditions or CEL.
  */
-import {
-  CelCompileError,
-  compileMessageExpression,
-  compileObjectExpression,
-  evaluateCel,
-  RUNTIME_COST_BUDGET,
-  toCel,
-  type CompiledCel,
-} from "../../../src/cel/index.ts";
+import type { CelCompileError, CompiledCel } from "../../../src/cel/index.ts";
 import type { NewCondition } from "./conditions.ts";
 import type { ConditionRule, Obj } from "./types.ts";
 
@@ -53,6 +46,14 @@ export const WELL_KNOWN_CONDITIONS: Readonly<Record<string, Readonly<Record<stri
   },
 };
 
+type Cel = typeof import("../../../src/cel/index.ts");
+let celModule: Promise<Cel> | undefined;
+let cel!: Cel;
+
+async function loadCel(): Promise<void> {
+  cel = await (celModule ??= import("../../../src/cel/index.ts"));
+}
+
 const COMPILED_LIMIT = 512;
 const compiled = new Map<string, CompiledCel | CelCompileError>();
 
@@ -62,9 +63,9 @@ function compileCached(kind: "rule" | "message", source: string): CompiledCel | 
   if (hit) return hit;
   let out: CompiledCel | CelCompileError;
   try {
-    out = kind === "rule" ? compileObjectExpression(source) : compileMessageExpression(source);
+    out = kind === "rule" ? cel.compileObjectExpression(source) : cel.compileMessageExpression(source);
   } catch (e) {
-    if (!(e instanceof CelCompileError)) throw e;
+    if (!(e instanceof cel.CelCompileError)) throw e;
     out = e;
   }
   if (compiled.size >= COMPILED_LIMIT) compiled.clear();
@@ -94,13 +95,13 @@ function evaluateRule(object: unknown, rule: ConditionRule, budget: Budget): Rul
   let error: string | undefined;
   for (const source of rule.celExpressions ?? []) {
     const c = compileCached("rule", source);
-    if (c instanceof CelCompileError) {
+    if (c instanceof cel.CelCompileError) {
       status = "False";
       reason = "ConditionRuleExpressionError";
       error = c.detail;
       break;
     }
-    const r = evaluateCel(c, { object }, budget.remaining);
+    const r = cel.evaluateCel(c, { object }, budget.remaining);
     budget.remaining = r.remaining;
     if (!r.ok) {
       status = "False";
@@ -126,8 +127,8 @@ function evaluateRule(object: unknown, rule: ConditionRule, budget: Budget): Rul
 function ruleMessage(object: unknown, rule: ConditionRule, result: boolean, budget: Budget): string {
   if (rule.messageExpression) {
     const c = compileCached("message", rule.messageExpression);
-    if (c instanceof CelCompileError) return c.detail;
-    const r = evaluateCel(c, { object, result }, budget.remaining);
+    if (c instanceof cel.CelCompileError) return c.detail;
+    const r = cel.evaluateCel(c, { object, result }, budget.remaining);
     budget.remaining = r.remaining;
     if (!r.ok) return r.error;
     if (typeof r.value !== "string") return `expected message expression to have a string result, got ${goType(r.value)}`;
@@ -139,18 +140,20 @@ function ruleMessage(object: unknown, rule: ConditionRule, result: boolean, budg
 
 /**
  * OCM's `ConditionReader.EvaluateConditions`: the conditions a manifest's rules give for its live
- * object, in rule order, sharing one {@link RUNTIME_COST_BUDGET}. A WellKnownConditions rule for a
- * condition OCM does not know for the kind gives nothing; its `message` and `messageExpression`
- * override the well-known ones. Never throws.
+ * object, in rule order, sharing one cost budget (src/cel `RUNTIME_COST_BUDGET`). A
+ * WellKnownConditions rule for a condition OCM does not know for the kind gives nothing; its
+ * `message` and `messageExpression` override the well-known ones. Rejects only when the CEL
+ * module cannot be loaded.
  *
  * @param obj the live object (JSON; integers become CEL ints).
  * @param group the object's API group ("" for core); `version` and `kind` pick the well-known rules.
- * @example evaluateConditionRules(job, "batch", "v1", "Job", [{condition: "Complete", type: "WellKnownConditions"}])
+ * @example await evaluateConditionRules(job, "batch", "v1", "Job", [{condition: "Complete", type: "WellKnownConditions"}])
  *   // [{type: "Complete", status: "True", reason: "ConditionRuleEvaluated", message: "Job is finished"}]
  */
-export function evaluateConditionRules(obj: Obj, group: string, version: string, kind: string, rules: readonly ConditionRule[]): RuleCondition[] {
-  const object = toCel(obj);
-  const budget: Budget = { remaining: RUNTIME_COST_BUDGET };
+export async function evaluateConditionRules(obj: Obj, group: string, version: string, kind: string, rules: readonly ConditionRule[]): Promise<RuleCondition[]> {
+  await loadCel();
+  const object = cel.toCel(obj);
+  const budget: Budget = { remaining: cel.RUNTIME_COST_BUDGET };
   const out: RuleCondition[] = [];
   for (const rule of rules) {
     if (rule.type === "WellKnownConditions") {
