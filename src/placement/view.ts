@@ -951,6 +951,7 @@ function inSet(name: string, s: SetRecord, labels: Readonly<Record<string, strin
 function sameView(a: ClusterView, b: ClusterView): boolean {
   return (
     a.deleting === b.deleting &&
+    a.kubernetesVersion === b.kubernetesVersion &&
     sameRecord(a.labels, b.labels) &&
     sameRecord(a.claims, b.claims) &&
     sameRecord(a.allocatable, b.allocatable) &&
