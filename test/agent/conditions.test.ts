@@ -257,4 +257,36 @@ describe("the controller on a simulated cluster", () => {
     expect(cond(second.conditions, "Ready")?.status).toBe("False");
     expect(second.resourceStatus.manifests[0]?.statusFeedback.values.find((v) => v.name === "ready")).toEqual({ name: "ready", fieldValue: { type: "Integer", integer: 1 } });
   });
+
+  it("a manifest whose Complete rule is True is no longer updated (OCM): a deleted Job is not re-created", async () => {
+    const { dyn, c } = await setup();
+    const once = { apiVersion: "batch/v1", kind: "Job", metadata: { name: "once", namespace: "default" }, spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "x", image: "busybox" }] } } } };
+    const cm = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "plain", namespace: "default" }, data: { a: "1" } };
+    const jobWork: ManifestWork = {
+      apiVersion: "work.open-cluster-management.io/v1",
+      kind: "ManifestWork",
+      metadata: { name: "job", namespace: "c1", uid: randomUUID(), generation: 1 },
+      spec: { workload: { manifests: [once, cm] }, manifestConfigs: [{ resourceIdentifier: { group: "batch", resource: "jobs", name: "once", namespace: "default" }, conditionRules: [{ type: "WellKnownConditions", condition: "Complete" }] }] },
+    };
+    c.setWorks([jobWork]);
+    const jobRef = { group: "batch", version: "v1", resource: "jobs", namespace: "default", name: "once" };
+    const cmRef = { group: "", version: "v1", resource: "configmaps", namespace: "default", name: "plain" };
+    // The simulated Job controller completes the Job; the rule then reports Complete, on the manifest and the work.
+    let s = (await c.sync())[0]!.status;
+    for (let i = 0; i < 50 && s.conditions.find((x) => x.type === "Complete")?.status !== "True"; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      s = (await c.sync())[0]!.status;
+    }
+    expect(s.conditions.find((x) => x.type === "Complete")).toMatchObject({ status: "True", reason: "ConditionRulesAggregated", message: "Job is finished" });
+    // The completed Job and the ConfigMap are deleted on the cluster: the work is Complete, so
+    // nothing is written again, pass after pass (the rule's condition stays while the Job is gone).
+    await dyn.delete(jobRef);
+    await dyn.delete(cmRef);
+    await c.sync();
+    const after = (await c.sync())[0]!.status;
+    expect(after.conditions.find((x) => x.type === "Complete")?.status).toBe("True");
+    await expect(dyn.get(jobRef)).rejects.toMatchObject({ code: 404 });
+    await expect(dyn.get(cmRef)).rejects.toMatchObject({ code: 404 });
+    expect(after.resourceStatus.manifests[0]?.conditions.find((x) => x.type === "Available")?.status).toBe("False");
+  });
 });

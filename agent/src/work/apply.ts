@@ -61,6 +61,12 @@ export interface ApplyManifestInput {
   generation: number;
   /** True when the work is new or its spec changed: apply unconditionally; false for a resync (drift repair only). */
   specChanged: boolean;
+  /**
+   * The manifest (or its whole work) reported `Complete=True` (a condition rule): OCM no longer
+   * updates it, so nothing is written (drift is not repaired, a missing object not re-created);
+   * it is still read for status.
+   */
+  completed?: boolean;
   /** What was remembered about this manifest, if anything. */
   memo: ManifestMemo | undefined;
   /** Tells which objects changed since the last pass (watches); without it every pass reads every object. */
@@ -205,6 +211,7 @@ export async function applyManifest(client: DynamicClient, mapper: RestMapper, i
   const liveRv = (o: Obj | undefined) => (isObj(o?.metadata) && typeof o.metadata.resourceVersion === "string" ? o.metadata.resourceVersion : undefined);
   const previousFailure = input.memo?.failure;
   const write = async (fn: () => Promise<Obj>): Promise<void> => {
+    if (input.completed) return;
     if (!input.specChanged && previousFailure && previousFailure.generation === generation && previousFailure.liveResourceVersion === liveRv(live)) {
       // The same write failed against the same object: do not retry it in a loop.
       applyFailure = previousFailure.message;

@@ -124,7 +124,12 @@ export function manifestCondition(o: ManifestOutcome, generation: number, previo
     values = o.feedback.values;
     conds.push({ type: "StatusFeedbackSynced", status: "True", reason: "StatusFeedbackSynced", message: "", ...g });
   }
-  for (const r of o.rules ?? []) setCondition(conds, { ...r, ...g });
+  // Without a live object the rules are not evaluated; their conditions of this generation stay,
+  // as OCM's merged conditions do (they are pruned only when the generation changes).
+  const rules =
+    o.rules ??
+    (o.live?.state === "found" ? [] : (previous?.conditions ?? []).filter((c) => isRuleCondition(c) && c.observedGeneration === generation).map(({ lastTransitionTime: _t, ...c }) => c));
+  for (const r of rules) setCondition(conds, { ...r, ...g });
   return { resourceMeta: o.meta, statusFeedback: { values }, conditions: mergeConditions(previous?.conditions, conds, now) };
 }
 

@@ -207,8 +207,17 @@ export class WorkController {
     const applied: AppliedResource[] = [];
     const readOnly: AppliedResource[] = [];
     const watchKeys: string[] = [];
+    // OCM: a work that is Complete gets no updates; a manifest that is Complete is not updated.
+    const isComplete = (conds: readonly { type: string; status: string }[] | undefined) => conds?.some((c) => c.type === "Complete" && c.status === "True") === true;
+    const workComplete = isComplete(state.status?.conditions);
+    const manifestComplete = (i: number): boolean => {
+      const m = manifests[i] as { kind?: unknown; metadata?: { name?: unknown } } | undefined;
+      const prev = state.status?.resourceStatus.manifests.find((x) => x.resourceMeta.ordinal === i);
+      return prev !== undefined && prev.resourceMeta.kind === m?.kind && prev.resourceMeta.name === m?.metadata?.name && isComplete(prev.conditions);
+    };
     for (const i of applyOrder(manifests)) {
-      const r = await applyManifest(this.client, this.mapper, { manifest: manifests[i], ordinal: i, configs, generation, specChanged, memo: state.memos.get(i), ...(this.tracker ? { tracker: this.tracker } : {}) });
+      const completed = workComplete || manifestComplete(i);
+      const r = await applyManifest(this.client, this.mapper, { manifest: manifests[i], ordinal: i, configs, generation, specChanged, completed, memo: state.memos.get(i), ...(this.tracker ? { tracker: this.tracker } : {}) });
       if (r.outcome.meta.resource) workRefs.push({ group: r.outcome.meta.group, version: r.outcome.meta.version, resource: r.outcome.meta.resource, namespace: r.outcome.meta.namespace, name: r.outcome.meta.name });
       state.memos.set(i, r.memo);
       outcomes[i] = r.outcome;
