@@ -163,7 +163,7 @@ const FIELD_DOCS: Record<string, string> = {
   "Placement.spec.predicates.requiredClusterSelector": "A cluster selector; its label, claim and CEL parts are ANDed.",
   "Placement.spec.predicates.requiredClusterSelector.labelSelector": "Selects clusters by label.",
   "Placement.spec.predicates.requiredClusterSelector.claimSelector": "Selects clusters by cluster claim.",
-  "Placement.spec.predicates.requiredClusterSelector.celSelector": "Selects clusters by CEL expressions (not supported by Flotilla yet: the placement becomes misconfigured).",
+  "Placement.spec.predicates.requiredClusterSelector.celSelector": "Selects clusters by CEL expressions over `managedCluster` (OCM's cluster library: labels, claims, `scores(name)`, semver and quantity helpers); an expression that does not compile makes the placement Misconfigured.",
   "Placement.spec.predicates.requiredClusterSelector.celSelector.celExpressions": "CEL expressions over `managedCluster`; ANDed.",
   "Placement.spec.prioritizerPolicy": "Policy of the prioritizers that score the feasible clusters.",
   "Placement.spec.prioritizerPolicy.mode":

@@ -23,6 +23,28 @@ export const MANIFEST_LIMIT_BYTES = 500 * 1024;
 /** OCM's labels of a generated ManifestWork (src/work/labels.ts; the agent copies them onto what it applies). */
 export { MWRS_LABEL, PLACEMENT_NAME_LABEL } from "../work/labels.ts";
 
+/**
+ * A list the CRD declares `x-kubernetes-list-type: map` keyed by one string field: a second item
+ * with the same key is refused as the apiserver refuses a duplicate list-map key (`[1]: Duplicate
+ * value: map[string]interface {}{"name":"replicas"}`).
+ */
+function listMap<T extends z.ZodObject>(item: T, key: string) {
+  return z
+    .array(item)
+    .meta({ "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": [key] })
+    .superRefine((items, ctx) => {
+      const seen = new Set<unknown>();
+      const errors = items.flatMap((v, i) => {
+        const k = (v as Record<string, unknown>)[key];
+        const dup = seen.has(k);
+        seen.add(k);
+        const error: FieldError = { field: `[${i}]`, reason: "FieldValueDuplicate", message: `Duplicate value: map[string]interface {}{${JSON.stringify(key)}:${JSON.stringify(k)}}` };
+        return dup ? [error] : [];
+      });
+      addFieldErrors(ctx, items, errors);
+    });
+}
+
 const ResourceIdentifierSchema = z.strictObject({
   group: z.string().optional(),
   resource: z.string().min(1),
@@ -84,17 +106,16 @@ export const ManifestWorkSpecSchema = z.strictObject({
               .optional(),
           })
           .optional(),
-        conditionRules: z
-          .array(
-            z.strictObject({
-              condition: z.string().min(1),
-              type: z.enum(["WellKnownConditions", "CEL"]),
-              celExpressions: z.array(z.string()).optional(),
-              message: z.string().optional(),
-              messageExpression: z.string().optional(),
-            }),
-          )
-          .optional(),
+        conditionRules: listMap(
+          z.strictObject({
+            condition: z.string().min(1),
+            type: z.enum(["WellKnownConditions", "CEL"]),
+            celExpressions: z.array(z.string()).optional(),
+            message: z.string().optional(),
+            messageExpression: z.string().optional(),
+          }),
+          "condition",
+        ).optional(),
         feedbackScrapeType: z.enum(["Poll", "Watch"]).optional(),
       }),
     )
@@ -119,25 +140,8 @@ const FieldValueSchema = z.strictObject({
   jsonRaw: z.string().max(1024).optional(),
 });
 
-/**
- * A manifest's `statusFeedback.values`: a map keyed by `name`, as OCM's CRD declares it
- * (`x-kubernetes-list-type: map`, `x-kubernetes-list-map-keys: [name]`); a second value of one
- * name is refused as the apiserver refuses a duplicate list-map key (`values[1]: Duplicate value:
- * map[string]interface {}{"name":"replicas"}`).
- */
-const FeedbackValuesSchema = z
-  .array(z.strictObject({ name: z.string(), fieldValue: FieldValueSchema }))
-  .meta({ "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"] })
-  .superRefine((values, ctx) => {
-    const seen = new Set<string>();
-    const errors = values.flatMap((v, i) => {
-      const dup = seen.has(v.name);
-      seen.add(v.name);
-      const error: FieldError = { field: `[${i}]`, reason: "FieldValueDuplicate", message: `Duplicate value: map[string]interface {}{"name":${JSON.stringify(v.name)}}` };
-      return dup ? [error] : [];
-    });
-    addFieldErrors(ctx, values, errors);
-  });
+/** A manifest's `statusFeedback.values`: a map keyed by `name`, as OCM's CRD declares it. */
+const FeedbackValuesSchema = listMap(z.strictObject({ name: z.string(), fieldValue: FieldValueSchema }), "name");
 
 /** `ManifestWork.status` (v1). */
 export const ManifestWorkStatusSchema = z.strictObject({

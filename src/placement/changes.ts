@@ -28,12 +28,12 @@ function schedulingView(obj: KubeObject | null): string {
   if (!obj) return "";
   const status = (obj.status ?? {}) as ManagedClusterStatus;
   const available = status.conditions?.find((c) => c.type === "ManagedClusterConditionAvailable")?.status;
-  return JSON.stringify([obj.metadata.labels, obj.spec?.taints, available, status.clusterClaims, status.allocatable, status.capacity, obj.metadata.deletionTimestamp]);
+  return JSON.stringify([obj.metadata.labels, obj.spec?.taints, available, status.clusterClaims, status.allocatable, status.capacity, status.version?.kubernetes, obj.metadata.deletionTimestamp]);
 }
 
 /**
  * The Trigger for a ManagedCluster write, or null when nothing the scheduler reads changed
- * (labels, taints, availability, claims, allocatable, capacity, deletion). With `withObjects`
+ * (labels, taints, availability, claims, allocatable, capacity, Kubernetes version, deletion). With `withObjects`
  * (the default) it carries the cluster's scheduling view after the write (null once deleted) and
  * the resourceVersion of the written (or deleted) object, so `after` must be the object as
  * stored; without, the scheduler reads the cluster itself (one keyed D1 read).

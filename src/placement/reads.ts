@@ -11,7 +11,7 @@ import type { ClusterView } from "./plan.ts";
 /**
  * A ManagedCluster's {@link ClusterView}: `metadata.labels`, `status.clusterClaims` as
  * name → value, `spec.taints` (key, value, effect, timeAdded), `status.allocatable`,
- * `status.capacity`, and whether `metadata.deletionTimestamp` is set.
+ * `status.capacity`, `status.version.kubernetes`, and whether `metadata.deletionTimestamp` is set.
  */
 export function clusterView(c: KubeObject): ClusterView {
   const spec = (c.spec ?? {}) as unknown as ManagedClusterSpec;
@@ -25,6 +25,7 @@ export function clusterView(c: KubeObject): ClusterView {
     taints: (spec.taints ?? []).map((t) => ({ key: t.key, value: t.value, effect: t.effect, timeAdded: t.timeAdded ?? undefined })),
     allocatable: status.allocatable,
     capacity: status.capacity,
+    kubernetesVersion: status.version?.kubernetes,
     deleting: Boolean(c.metadata.deletionTimestamp),
   };
 }
@@ -52,7 +53,9 @@ export function decisionOwner(d: KubeObject): string | undefined {
   return d.metadata.labels?.[PLACEMENT_LABEL];
 }
 
-/** Whether a placement's prioritizer configurations name one of the AddOn score resources `resourceNames`. */
+/** Whether a placement's prioritizer configurations name one of the AddOn score resources `resourceNames`, or a CEL selector may call `scores()`. */
 export function readsScore(spec: PlacementSpec, resourceNames: ReadonlySet<string>): boolean {
-  return (spec.prioritizerPolicy?.configurations ?? []).some((c) => c.scoreCoordinate?.type === "AddOn" && resourceNames.has(c.scoreCoordinate.addOn?.resourceName ?? ""));
+  if ((spec.prioritizerPolicy?.configurations ?? []).some((c) => c.scoreCoordinate?.type === "AddOn" && resourceNames.has(c.scoreCoordinate.addOn?.resourceName ?? ""))) return true;
+  // A CEL selector may read any score through managedCluster.scores(name).
+  return (spec.predicates ?? []).some((p) => (p.requiredClusterSelector?.celSelector?.celExpressions ?? []).some((e) => e.includes("scores")));
 }

@@ -324,6 +324,7 @@ export class SchedulerView implements PlacementState {
       taints: view.taints && view.taints.length > 0 ? view.taints.map((t) => ({ ...t, key: this.intern(t.key) })) : EMPTY_TAINTS,
       allocatable: this.internRecord(view.allocatable),
       capacity: this.internRecord(view.capacity),
+      kubernetesVersion: view.kubernetesVersion === undefined ? undefined : this.intern(view.kubernetesVersion),
       deleting: view.deleting === true,
       clusterSets: [],
       setsAt: -1,
@@ -950,6 +951,7 @@ function inSet(name: string, s: SetRecord, labels: Readonly<Record<string, strin
 function sameView(a: ClusterView, b: ClusterView): boolean {
   return (
     a.deleting === b.deleting &&
+    a.kubernetesVersion === b.kubernetesVersion &&
     sameRecord(a.labels, b.labels) &&
     sameRecord(a.claims, b.claims) &&
     sameRecord(a.allocatable, b.allocatable) &&

@@ -4,7 +4,7 @@
  * @module
  */
 
-export { schedule, eligibleClusterSets, prioritizerNames, CEL_NOT_SUPPORTED, BUILTIN_PRIORITIZERS, MIN_WEIGHT, MAX_WEIGHT } from "./schedule.ts";
+export { schedule, eligibleClusterSets, prioritizerNames, BUILTIN_PRIORITIZERS, MIN_WEIGHT, MAX_WEIGHT } from "./schedule.ts";
 export {
   generateDecisionGroups,
   calculateGroupLength,
@@ -26,5 +26,5 @@ export {
   NOT_TOLERATED,
   GO_ZERO_TIME_MS,
 } from "./tolerations.ts";
-export { compileClusterSelector, clusterMatches, type CompiledClusterSelector } from "./selectors.ts";
+export { compileClusterSelector, clusterMatches, managedClusterObject, celScoreLookup, type CompiledClusterSelector } from "./selectors.ts";
 export type * from "./types.ts";

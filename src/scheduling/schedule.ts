@@ -10,7 +10,7 @@
 
 import { compareNames, generateDecisionGroups } from "./grouping.ts";
 import { addOnScores, balanceScores, resourceAllocatableScores, steadyScores } from "./prioritizers.ts";
-import { clusterMatches, compileClusterSelector, type CompiledClusterSelector } from "./selectors.ts";
+import { celScoreLookup, clusterMatches, compileClusterSelector, type CompiledClusterSelector } from "./selectors.ts";
 import { clusterToleratedUntil, NOT_TOLERATED, validateTolerations } from "./tolerations.ts";
 import type {
   PlacementCondition,
@@ -23,9 +23,6 @@ import type {
   SchedulingCluster,
   ScoreCoordinate,
 } from "./types.ts";
-
-/** Message of the Misconfigured status for a predicate with CEL expressions (plugin "Predicate"). */
-export const CEL_NOT_SUPPORTED = "celSelector is not supported by Flotilla yet; remove spec.predicates[].requiredClusterSelector.celSelector";
 
 /** The built-in prioritizers OCM implements. */
 export const BUILTIN_PRIORITIZERS = ["Balance", "Steady", "ResourceAllocatableCPU", "ResourceAllocatableMemory"] as const;
@@ -260,14 +257,14 @@ function runScheduler(input: ScheduleInput, candidates: readonly SchedulingClust
     for (const p of predicates) {
       const rcs = p.requiredClusterSelector;
       try {
-        selectors.push(compileClusterSelector(rcs?.labelSelector, rcs?.claimSelector));
+        selectors.push(compileClusterSelector(rcs?.labelSelector, rcs?.claimSelector, rcs?.celSelector));
       } catch (e) {
         return failed(new Misconfigured("Predicate", e instanceof Error ? e.message : String(e)));
       }
-      if ((rcs?.celSelector?.celExpressions?.length ?? 0) > 0) return failed(new Misconfigured("Predicate", CEL_NOT_SUPPORTED));
     }
+    const scores = celScoreLookup(input.addOnPlacementScores);
     filtered = filtered.filter((c) => {
-      for (const s of selectors) if (clusterMatches(s, c)) return true;
+      for (const s of selectors) if (clusterMatches(s, c, scores)) return true;
       return false;
     });
   }
@@ -379,9 +376,11 @@ function misconfiguredCondition(status: ScheduleStatus): PlacementCondition {
  * 1. Eligible sets: `boundClusterSets` ∩ `spec.clusterSets` (all bound sets when empty).
  *    Candidates: clusters in any eligible set, minus `deleting` ones.
  * 2. Filters, in order, each skipped when no cluster is left:
- *    - Predicate: `spec.predicates` ORed; inside one, label selector AND claim selector.
- *      A non-empty `celSelector` is Misconfigured ({@link CEL_NOT_SUPPORTED}); an invalid
- *      selector is Misconfigured with the selector error.
+ *    - Predicate: `spec.predicates` ORed; inside one, label selector AND claim selector AND
+ *      every `celSelector` expression (src/cel: OCM's cluster library, evaluated within OCM's
+ *      cost budget; an error or a non-true result is a non-match). An invalid selector or a CEL
+ *      expression that does not compile is Misconfigured with the error ("compilation
+ *      failed: ..."), as OCM's Predicate plugin reports it.
  *    - TaintToleration: invalid tolerations are Misconfigured; NoSelect needs a toleration
  *      (even for decided clusters); NoSelectIfNew needs one unless the cluster is in
  *      `existingDecisions`; PreferNoSelect is ignored; `tolerationSeconds` counts from the

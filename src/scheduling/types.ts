@@ -71,6 +71,8 @@ export interface SchedulingCluster {
   allocatable?: Readonly<Record<string, string>>;
   /** `status.capacity`, same shape as {@link SchedulingCluster.allocatable}. */
   capacity?: Readonly<Record<string, string>>;
+  /** `status.version.kubernetes` (e.g. "v1.30.2"), which CEL selectors read; missing means unknown. */
+  kubernetesVersion?: string;
   /** True when `metadata.deletionTimestamp` is set: OCM never schedules to such a cluster. */
   deleting?: boolean;
   /**
@@ -86,7 +88,7 @@ export interface ClaimSelector {
   matchExpressions?: readonly LabelSelectorRequirement[];
 }
 
-/** `ClusterSelector.celSelector`: CEL expressions (ANDed). Flotilla does not evaluate CEL yet. */
+/** `ClusterSelector.celSelector`: CEL expressions over `managedCluster` (ANDed; src/cel). */
 export interface CelSelector {
   celExpressions?: readonly string[];
 }

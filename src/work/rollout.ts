@@ -332,6 +332,10 @@ export interface WorkCondition {
  *   Progressing condition): Succeeded;
  * - otherwise (no report for this generation yet, still progressing): Progressing.
  *
+ * A `Progressing` or `Degraded` that the work's `conditionRules` set replaces the agent's native
+ * one (agent/src/work/conditions.ts), so a rule such as OCM users write for a Job or a custom
+ * resource decides here as it does in OCM.
+ *
  * A condition counts only when its `observedGeneration` equals `generation`.
  * `sinceMs`: for Progressing and Failed, `writtenMs` (when the current content was written);
  * for Succeeded, the latest of `writtenMs` and the lastTransitionTime of Applied, Available and

@@ -2,7 +2,7 @@
 // semantics. Every expected value is worked out by hand from OCM's formulas (see the
 // comment on each row), never captured from this implementation's output.
 import { describe, expect, it } from "vitest";
-import { CEL_NOT_SUPPORTED, schedule } from "../../src/scheduling/index.ts";
+import { schedule } from "../../src/scheduling/index.ts";
 import type { PlacementSpec, PrioritizerConfig, ScheduleInput, ScheduleResult, SchedulingCluster, Taint, Toleration } from "../../src/scheduling/index.ts";
 
 const NOW = new Date("2026-01-01T12:00:00Z");
@@ -175,12 +175,6 @@ describe("Predicate filter", () => {
     expect(r.decisions).toEqual([]);
     // OCM's condition switch only special-cases Error, so a misconfigured schedule reads "no match".
     expect(satisfied(r).reason).toBe("NoManagedClusterMatched");
-  });
-
-  it("celSelector is Misconfigured: not supported yet", () => {
-    const r = schedule(input({ predicates: [{ requiredClusterSelector: { celSelector: { celExpressions: ['managedCluster.metadata.labels["env"] == "prod"'] } } }] }, fleet), NOW);
-    expect(misconfigured(r)).toEqual({ type: "PlacementMisconfigured", status: "True", reason: "Misconfigured", message: `Predicate:${CEL_NOT_SUPPORTED}` });
-    expect(r.decisions).toEqual([]);
   });
 
   it("filters are skipped (so not validated) when there is no candidate, as in OCM", () => {

@@ -34,6 +34,7 @@
 import { describeKubeError, statusCodeOf } from "../kube.ts";
 import { NoKindMatchError, type RestMapper } from "./discovery.ts";
 import type { DynamicClient, ObjectRef } from "./dynamic.ts";
+import { evaluateConditionRules } from "./condition-rules.ts";
 import { collectFeedback } from "./feedback.ts";
 import { getPointer, pointers, setPointer } from "./jsonpath.ts";
 import type { ManifestOutcome } from "./conditions.ts";
@@ -69,6 +70,12 @@ export interface ApplyManifestInput {
   generation: number;
   /** True when the work is new or its spec changed: apply unconditionally; false for a resync (drift repair only). */
   specChanged: boolean;
+  /**
+   * The manifest (or its whole work) reported `Complete=True` (a condition rule): OCM no longer
+   * updates it, so nothing is written (drift is not repaired, a missing object not re-created);
+   * it is still read for status.
+   */
+  completed?: boolean;
   /** What was remembered about this manifest, if anything. */
   memo: ManifestMemo | undefined;
   /** Tells which objects changed since the last pass (watches); without it every pass reads every object. */
@@ -89,6 +96,8 @@ export interface ApplyManifestResult {
   strategy: NonNullable<UpdateStrategy["type"]>;
   /** What to remember for the next pass. */
   memo: ManifestMemo;
+  /** Whether the manifest's config asks for `feedbackScrapeType: Watch` (status reported on change). */
+  watch?: boolean;
 }
 
 /** Whether `id` (a resourceIdentifier, `*` allowed in name and namespace) names the object. */
@@ -212,7 +221,8 @@ export async function applyManifest(client: DynamicClient, mapper: RestMapper, i
   const traced = withTrace(desired, input.trace);
   const tracker = input.tracker;
   const cached = input.memo?.cached;
-  if (!input.specChanged && cached && tracker?.unchanged(ref)) return { ...cached, memo: input.memo ?? {} };
+  const watch = config?.feedbackScrapeType === "Watch";
+  if (!input.specChanged && cached && tracker?.unchanged(ref)) return { ...cached, memo: input.memo ?? {}, watch };
   const memo: ManifestMemo = { ...(input.memo?.hubValues ? { hubValues: input.memo.hubValues } : {}) };
 
   // Read the live object.
@@ -229,6 +239,7 @@ export async function applyManifest(client: DynamicClient, mapper: RestMapper, i
   const liveRv = (o: Obj | undefined) => (isObj(o?.metadata) && typeof o.metadata.resourceVersion === "string" ? o.metadata.resourceVersion : undefined);
   const previousFailure = input.memo?.failure;
   const write = async (fn: () => Promise<Obj>): Promise<void> => {
+    if (input.completed) return;
     if (!input.specChanged && previousFailure && previousFailure.generation === generation && previousFailure.liveResourceVersion === liveRv(live)) {
       // The same write failed against the same object: do not retry it in a loop.
       applyFailure = previousFailure.message;
@@ -294,6 +305,7 @@ export async function applyManifest(client: DynamicClient, mapper: RestMapper, i
   if (config?.feedbackRules?.length) {
     outcome.feedback = live ? collectFeedback(live, meta.group, meta.version, kind, config.feedbackRules) : { values: [], errors: ["the resource is not on the cluster"] };
   }
+  if (live && config?.conditionRules?.length) outcome.rules = await evaluateConditionRules(live, meta.group, meta.version, kind, config.conditionRules);
   let applied: AppliedResource | undefined;
   if (live && strategy !== "ReadOnly") {
     outcome.rollout = rolloutState(meta.group, kind, live);
@@ -306,5 +318,5 @@ export async function applyManifest(client: DynamicClient, mapper: RestMapper, i
     const kept: ManifestOutcome = { ...outcome, live: outcome.live?.state === "found" ? { state: "found", object: {} } : outcome.live };
     memo.cached = { outcome: kept, ...(applied ? { applied } : {}), strategy };
   }
-  return { outcome, ...(applied ? { applied } : {}), strategy, memo };
+  return { outcome, ...(applied ? { applied } : {}), strategy, memo, watch };
 }

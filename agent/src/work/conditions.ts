@@ -15,7 +15,12 @@
  * - `Degraded` (Flotilla): True `ApplyFailed` when Applied is False, else True with the
  *   workload's reason (`ProgressDeadlineExceeded`, `JobFailed`) when one is stuck or failed,
  *   else False `ResourcesHealthy`.
+ * - Every other type a manifest's `conditionRules` set (reason `ConditionRule...`): OCM's
+ *   aggregate, reason `ConditionRulesAggregated` (condition-rules.ts `aggregateRuleCondition`);
+ *   a rule-made `Progressing`, `Degraded` or `Complete` replaces the native one, so rollouts
+ *   (which read the work's Progressing and Degraded) follow the rules as OCM's do.
  */
+import { aggregateRuleCondition, isRuleCondition, type RuleCondition } from "./condition-rules.ts";
 import type { FeedbackResult } from "./feedback.ts";
 import type { RolloutState } from "./rollout.ts";
 import type { Condition, FeedbackValue, ManifestCondition, ManifestWorkStatus, ResourceMeta } from "./types.ts";
@@ -38,6 +43,15 @@ export interface ManifestOutcome {
   feedback: FeedbackResult | undefined;
   /** Rollout state of the live object; `undefined` for ReadOnly manifests and missing objects. */
   rollout: RolloutState | undefined;
+  /** The conditions the manifest's `conditionRules` gave (condition-rules.ts); absent without rules or live object. */
+  rules?: RuleCondition[];
+}
+
+/** `meta.SetStatusCondition` on a list being built: replaces the condition of the same type, else appends. */
+function setCondition(conds: NewCondition[], c: NewCondition): void {
+  const i = conds.findIndex((x) => x.type === c.type);
+  if (i >= 0) conds[i] = c;
+  else conds.push(c);
 }
 
 /** Longest condition message reported, in characters (metav1.Condition allows 32 768). */
@@ -73,7 +87,9 @@ export function mergeConditions(previous: readonly Condition[] | undefined, next
  * (`AppliedManifestComplete` | `AppliedManifestFailed`), Available (`ResourceAvailable` |
  * `ResourceNotAvailable` | `FetchingResourceFailed` | `IncompleteResourceMeta`) and
  * StatusFeedbackSynced (`StatusFeedbackSynced`, True `NoStatusFeedbackSynced` when no rule
- * applies, False `StatusFeedbackSyncFailed`), with OCM's messages.
+ * applies, False `StatusFeedbackSyncFailed`), with OCM's messages; then the conditions of the
+ * manifest's `conditionRules`, each replacing the condition of its type (so a rule for
+ * `Available` decides the manifest's availability, as in OCM).
  *
  * @param o what the agent learnt about the manifest.
  * @param generation the work's `metadata.generation`, set as every condition's observedGeneration.
@@ -108,6 +124,12 @@ export function manifestCondition(o: ManifestOutcome, generation: number, previo
     values = o.feedback.values;
     conds.push({ type: "StatusFeedbackSynced", status: "True", reason: "StatusFeedbackSynced", message: "", ...g });
   }
+  // Without a live object the rules are not evaluated; their conditions of this generation stay,
+  // as OCM's merged conditions do (they are pruned only when the generation changes).
+  const rules =
+    o.rules ??
+    (o.live?.state === "found" ? [] : (previous?.conditions ?? []).filter((c) => isRuleCondition(c) && c.observedGeneration === generation).map(({ lastTransitionTime: _t, ...c }) => c));
+  for (const r of rules) setCondition(conds, { ...r, ...g });
   return { resourceMeta: o.meta, statusFeedback: { values }, conditions: mergeConditions(previous?.conditions, conds, now) };
 }
 
@@ -170,5 +192,17 @@ export function workStatus(outcomes: readonly ManifestOutcome[], generation: num
   } else {
     conds.push({ type: "Degraded", status: "False", reason: "ResourcesHealthy", message: "No applied resource is failing", ...g });
   }
+  // OCM's AggregateManifestConditions: every type a condition rule set on a manifest becomes a
+  // work condition, replacing Flotilla's native one of that type (Progressing, Degraded).
+  const byType = new Map<string, { status: string; message: string }[]>();
+  for (const m of manifests) {
+    for (const c of m.conditions) {
+      if (c.type === "Available" || !isRuleCondition(c)) continue;
+      const list = byType.get(c.type) ?? [];
+      list.push({ status: c.status, message: c.message });
+      byType.set(c.type, list);
+    }
+  }
+  for (const [type, items] of [...byType].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) setCondition(conds, { ...aggregateRuleCondition(type, items), ...g });
   return { conditions: mergeConditions(previous?.conditions, conds, now), resourceStatus: { manifests } };
 }

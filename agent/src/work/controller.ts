@@ -94,6 +94,13 @@ interface WorkState {
    * the objects changed.
    */
   quiet?: { refs: ObjectRef[]; report: WorkReport };
+  /** Keys ({@link refKey}) of the objects whose manifests ask for `feedbackScrapeType: Watch`. */
+  watchKeys?: string[];
+}
+
+/** `group/resource/namespace/name` of an object, the key of the Watch-scraped set. */
+function refKey(r: { group: string; resource: string; namespace: string; name: string }): string {
+  return `${r.group}/${r.resource}/${r.namespace}/${r.name}`;
 }
 
 /** A Kubernetes label value (apimachinery IsValidLabelValue): at most 63 characters, alphanumeric at both ends. */
@@ -140,6 +147,9 @@ export class WorkController {
   private listedByHub = false;
   private readonly states = new Map<string, WorkState>();
   private readonly tracker: LiveTracker | undefined;
+  /** Objects whose manifests ask for `feedbackScrapeType: Watch`, by {@link refKey}. */
+  private watchScraped = new Set<string>();
+  private watchedChange: (() => void) | undefined;
   /** specKey of each work object seen (a work from the same hub answer is not hashed again). */
   private specKeys = new WeakMap<ManifestWork, string>();
   private initialised = false;
@@ -154,7 +164,21 @@ export class WorkController {
     this.mapper = new RestMapper(this.client);
     this.records = new RecordStore(this.client, opts.namespace);
     this.log = opts.logger;
-    if (opts.watch !== false) this.tracker = new LiveTracker(opts.kubeConfig, opts.logger, opts.signal);
+    if (opts.watch !== false) {
+      this.tracker = new LiveTracker(opts.kubeConfig, opts.logger, opts.signal);
+      this.tracker.onChange((ref) => {
+        if (this.watchScraped.has(refKey(ref))) this.watchedChange?.();
+      });
+    }
+  }
+
+  /**
+   * Calls `listener` when the watch reports a change of an object whose manifest asks for
+   * `feedbackScrapeType: Watch` (OCM registers an informer for it), so its status is reported
+   * at once instead of at the next status sync. Without watches (`watch: false`) it never fires.
+   */
+  onWatchedChange(listener: () => void): void {
+    this.watchedChange = listener;
   }
 
   /**
@@ -251,16 +275,27 @@ export class WorkController {
     const outcomes: ManifestOutcome[] = new Array<ManifestOutcome>(manifests.length);
     const applied: AppliedResource[] = [];
     const readOnly: AppliedResource[] = [];
+    const watchKeys: string[] = [];
+    // OCM: a work that is Complete gets no updates; a manifest that is Complete is not updated.
+    const isComplete = (conds: readonly { type: string; status: string }[] | undefined) => conds?.some((c) => c.type === "Complete" && c.status === "True") === true;
+    const workComplete = isComplete(state.status?.conditions);
+    const manifestComplete = (i: number): boolean => {
+      const m = manifests[i] as { kind?: unknown; metadata?: { name?: unknown } } | undefined;
+      const prev = state.status?.resourceStatus.manifests.find((x) => x.resourceMeta.ordinal === i);
+      return prev !== undefined && prev.resourceMeta.kind === m?.kind && prev.resourceMeta.name === m?.metadata?.name && isComplete(prev.conditions);
+    };
     const as = this.clientFor(work.spec);
     const client = as instanceof DynamicClient ? as : this.client;
     const trace = traceOf(work);
     for (const i of applyOrder(manifests)) {
+      const completed = workComplete || manifestComplete(i);
       const r = await applyManifest(client, this.mapper, {
         manifest: manifests[i],
         ordinal: i,
         configs,
         generation,
         specChanged,
+        completed,
         memo: state.memos.get(i),
         trace,
         ...(this.tracker ? { tracker: this.tracker } : {}),
@@ -270,6 +305,7 @@ export class WorkController {
       state.memos.set(i, r.memo);
       outcomes[i] = r.outcome;
       if (r.applied) applied.push(r.applied);
+      if (r.watch && r.outcome.meta.resource) watchKeys.push(refKey(r.outcome.meta));
       if (r.strategy === "ReadOnly") readOnly.push({ ...r.outcome.meta, uid: "" });
     }
     for (const k of [...state.memos.keys()]) if (k >= manifests.length) state.memos.delete(k);
@@ -318,6 +354,7 @@ export class WorkController {
     const status = workStatus(outcomes, generation, state.status, nowRfc3339());
     state.status = status;
     state.specKey = specKey;
+    state.watchKeys = watchKeys;
     this.states.set(name, state);
     const failures = outcomes.filter((o) => !o.applied.ok).map((o) => `${o.meta.kind} ${o.meta.name}: ${o.applied.ok ? "" : o.applied.message}`);
     const summary = failures.join("; ");
@@ -375,6 +412,7 @@ export class WorkController {
     }
     // Objects no work holds any more need no watching.
     this.tracker?.retain(refs);
+    this.watchScraped = new Set([...this.desired.keys()].flatMap((n) => this.states.get(n)?.watchKeys ?? []));
     if (this.listedByHub) {
       for (const record of [...this.recorded.values()]) {
         if (this.desired.has(record.workName)) continue;

@@ -38,36 +38,66 @@ export interface FeedbackResult {
 }
 
 /**
- * The typed field value of one JSON value: integers → `Integer`, strings → `String`, booleans →
- * `Boolean`.
- *
- * @throws Error for anything else (fractions, objects, arrays, null): OCM reports those only as
- *   `JsonRaw` behind a feature gate, which Flotilla does not implement.
+ * OCM's cap on a `JsonRaw` feedback value: the length in bytes of its JSON text (the work
+ * agent's `--max-json-raw-length`, default 1024; the ManifestWork CRD's `jsonRaw` maxLength).
  */
-export function toFieldValue(v: unknown): FieldValue {
+export const MAX_JSON_RAW_LENGTH = 1024;
+
+/**
+ * JSON text as Go's `json.Marshal` writes it, which is what OCM puts in `jsonRaw`: object keys
+ * sorted, no spaces, and `<`, `>`, `&`, U+2028 and U+2029 escaped as `\u003c`-style sequences.
+ */
+export function goJson(v: unknown): string {
+  const escape = (s: string) => JSON.stringify(s).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  const walk = (x: unknown): string => {
+    if (x === null || x === undefined) return "null";
+    if (typeof x === "string") return escape(x);
+    if (typeof x === "number" || typeof x === "boolean") return JSON.stringify(x);
+    if (Array.isArray(x)) return `[${x.map(walk).join(",")}]`;
+    const o = x as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .sort()
+      .map((k) => `${escape(k)}:${walk(o[k])}`)
+      .join(",")}}`;
+  };
+  return walk(v);
+}
+
+/**
+ * The typed field value of one JSON value, as OCM's status reader types it with its raw JSON
+ * feedback (`RawFeedbackJsonString`) on: integers → `Integer`, strings → `String`, booleans →
+ * `Boolean`, anything else (objects, lists, fractions) → `JsonRaw`, its {@link goJson} text.
+ *
+ * @param name the value's name, for the error message.
+ * @throws Error when the JSON text is longer than {@link MAX_JSON_RAW_LENGTH} bytes (OCM's
+ *   "the length of returned json raw string for name N is larger than the maximum length 1024").
+ */
+export function toFieldValue(v: unknown, name = ""): FieldValue {
   if (typeof v === "boolean") return { type: "Boolean", boolean: v };
   if (typeof v === "string") return { type: "String", string: v };
   if (typeof v === "number" && Number.isInteger(v)) return { type: "Integer", integer: v };
-  throw new Error(`value ${JSON.stringify(v)?.slice(0, 64)} is not an integer, string or boolean`);
+  const raw = goJson(v);
+  if (Buffer.byteLength(raw, "utf8") > MAX_JSON_RAW_LENGTH) {
+    throw new Error(`the length of returned json raw string for name ${name} is larger than the maximum length ${MAX_JSON_RAW_LENGTH}`);
+  }
+  return { type: "JsonRaw", jsonRaw: raw };
 }
 
 /**
  * Reads one rule. The path is evaluated on the whole object (`.spec…`, `.status…`); a path whose
  * first field is not a top-level field of the object is evaluated on `.status`, as OCM's reader
- * does (so OCM rules written as `.readyReplicas` keep working). A path matching nothing gives no
- * value and no error, as in OCM; a path matching several values is an error.
+ * does (so OCM rules written as `.readyReplicas` keep working). A path matching nothing (or null)
+ * gives no value and no error, as in OCM; a path matching several values gives them as one
+ * `JsonRaw` list, as OCM's raw JSON feedback does.
  */
 function readRule(obj: Obj, rule: JsonPathRule): FeedbackValue | undefined {
   const first = /^\{?\s*\.?([A-Za-z0-9_-]+)/.exec(rule.path)?.[1];
   const root = first !== undefined && !(first in obj) && typeof obj.status === "object" ? obj.status : obj;
   const found = evaluate(root, rule.path);
-  if (found.length === 0 || found[0] === undefined || found[0] === null) return undefined;
-  if (found.length > 1) throw new Error(`${rule.name}: path ${rule.path} selects ${found.length} values, not one`);
-  try {
-    return { name: rule.name, fieldValue: toFieldValue(found[0]) };
-  } catch (e) {
-    throw new Error(`${rule.name}: ${(e as Error).message}`, { cause: e });
-  }
+  if (found.length === 0) return undefined;
+  const value = found.length === 1 ? found[0] : found;
+  if (value === undefined || value === null) return undefined;
+  return { name: rule.name, fieldValue: toFieldValue(value, rule.name) };
 }
 
 /**
@@ -79,7 +109,7 @@ function readRule(obj: Obj, rule: JsonPathRule): FeedbackValue | undefined {
  * @param kind the object's kind (for WellKnownStatus).
  * @param rules the matching `manifestConfigs[].feedbackRules`.
  * @returns values in rule order (WellKnownStatus values in OCM's order), and one message per
- *   rule that failed (bad path, several matches, unsupported type); never throws.
+ *   rule that failed (bad path, a raw value over {@link MAX_JSON_RAW_LENGTH}); never throws.
  * @example collectFeedback(deploy, "apps", "v1", "Deployment", [{type: "WellKnownStatus"}])
  *   // {values: [{name: "ReadyReplicas", fieldValue: {type: "Integer", integer: 2}}, …], errors: []}
  */

@@ -8,8 +8,9 @@
  *   1.9 × interval) and at once after a changed list, one {@link WorkController.sync} pass, then
  *   a status report (`PUT .../works/{work}/status` with `{uid, status}`, or the channel's `report`) for each work whose status changed since
  *   its last successful report; a work the hub is deleting is reported `released` once what it
- *   applied is gone (the hub then lets the work go). A 404 or 409 answer means the work is gone
- *   or replaced: no more reports for that uid. The sync loop runs whether or not the hub answers, so drift is
+ *   applied is gone (the hub then lets the work go). A watch event for an object whose manifest
+ *   asks for `feedbackScrapeType: Watch` starts a pass at once (OCM's informer-driven feedback).
+ *   A 404 or 409 answer means the work is gone or replaced: no more reports for that uid. The sync loop runs whether or not the hub answers, so drift is
  *   repaired from the last known works while the hub is unreachable.
  * - **leave**: when a works answer or a heartbeat says `leaving: true`, the sync loop releases
  *   everything the works applied (honouring Orphan and SelectivelyOrphan), deletes the records,
@@ -80,6 +81,9 @@ export class WorkLoop {
   private readonly reportCond: ConditionLog;
   private readonly kubeCond: ConditionLog;
   private readonly leaveBackoff: Backoff;
+  /** A Watch-scraped object changed since the current pass began: run the next pass at once. */
+  private watchedChange = false;
+  private idle = false;
   /** Settles when the sync loop ends: `"left"` after a completed leave, `"stopped"` when aborted. */
   readonly done: Promise<"left" | "stopped">;
 
@@ -90,6 +94,10 @@ export class WorkLoop {
     this.reportCond = new ConditionLog(opts.logger, "work status reports succeed again");
     this.kubeCond = new ConditionLog(opts.logger, "work sync on the member cluster succeeds again");
     this.leaveBackoff = new Backoff(opts.timing.backoffBaseMs, opts.timing.backoffCapMs, opts.timing.random);
+    opts.controller.onWatchedChange(() => {
+      this.watchedChange = true;
+      if (this.idle) this.syncSleeper.wake();
+    });
     this.done = this.syncLoop();
   }
 
@@ -174,6 +182,7 @@ export class WorkLoop {
         this.pending = undefined;
       }
       let reports: WorkReport[];
+      this.watchedChange = false;
       try {
         reports = await controller.sync();
         this.kubeCond.clear(this.fields());
@@ -185,8 +194,10 @@ export class WorkLoop {
       }
       if (this.aborted) break;
       await this.report(reports);
-      if (this.pending || this.leaving) continue;
+      if (this.pending || this.leaving || this.watchedChange) continue;
+      this.idle = true;
       await this.syncSleeper.sleep(this.syncDelayMs());
+      this.idle = false;
     }
     return "stopped";
   }

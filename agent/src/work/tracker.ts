@@ -53,6 +53,7 @@ function keyOf(gvr: GroupVersionResource, namespace: string): string {
  */
 export class LiveTracker {
   private readonly collections = new Map<string, Collection>();
+  private listener: ((ref: ObjectRef) => void) | undefined;
 
   /**
    * @param kc the member cluster's transport.
@@ -66,6 +67,11 @@ export class LiveTracker {
     private readonly signal?: AbortSignal,
     private readonly random: () => number = Math.random,
   ) {}
+
+  /** Calls `listener` with each tracked object an event reports changed (after it is marked changed). */
+  onChange(listener: (ref: ObjectRef) => void): void {
+    this.listener = listener;
+  }
 
   /** Whether the collection's watch runs and nothing happened to `ref` since the agent's last read or write. */
   unchanged(ref: ObjectRef): boolean {
@@ -177,7 +183,10 @@ export class LiveTracker {
           const known = c.tracked.get(meta.name);
           if (!c.tracked.has(meta.name)) return;
           // Our own write's event carries the version the write returned: nothing new.
-          if (ev.type === "DELETED" || known !== meta.resourceVersion) c.dirty.add(meta.name);
+          if (ev.type === "DELETED" || known !== meta.resourceVersion) {
+            c.dirty.add(meta.name);
+            this.listener?.({ ...c.gvr, namespace: c.namespace, name: meta.name });
+          }
         });
         if (expired) {
           c.rv = undefined;

@@ -83,11 +83,27 @@ export interface UpdateStrategy {
   serverSideApply?: { force?: boolean; fieldManager?: string; ignoreFields?: IgnoreField[] };
 }
 
+/**
+ * `manifestConfigs[].conditionRules[]` (OCM `ConditionRule`): `WellKnownConditions` names a
+ * condition OCM knows for the kind (`Complete` for Jobs and Pods); `CEL` gives `celExpressions`
+ * (ANDed, over `object`) and a `message` or `messageExpression` (over `object` and `result`).
+ */
+export interface ConditionRule {
+  condition: string;
+  type: "WellKnownConditions" | "CEL";
+  celExpressions?: string[];
+  message?: string;
+  messageExpression?: string;
+}
+
 /** `spec.manifestConfigs[]`. */
 export interface ManifestConfig {
   resourceIdentifier: ResourceIdentifier;
   feedbackRules?: FeedbackRule[];
   updateStrategy?: UpdateStrategy;
+  conditionRules?: ConditionRule[];
+  /** `Watch`: report the manifest's status when the resource changes, not only every status sync (default `Poll`). */
+  feedbackScrapeType?: "Poll" | "Watch";
 }
 
 /** `spec` of a ManifestWork. */
@@ -139,7 +155,8 @@ export interface ManifestWork {
 export type FieldValue =
   | { type: "Integer"; integer: number }
   | { type: "String"; string: string }
-  | { type: "Boolean"; boolean: boolean };
+  | { type: "Boolean"; boolean: boolean }
+  | { type: "JsonRaw"; jsonRaw: string };
 
 /** `statusFeedback.values[]`. */
 export interface FeedbackValue {
