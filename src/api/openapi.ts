@@ -177,7 +177,7 @@ const FIELD_DOCS: Record<string, string> = {
   "Placement.spec.prioritizerPolicy.configurations.scoreCoordinate.addOn.resourceName": "The name of the AddOnPlacementScore objects.",
   "Placement.spec.prioritizerPolicy.configurations.scoreCoordinate.addOn.scoreName": "The name of the score within status.scores.",
   "Placement.spec.prioritizerPolicy.configurations.weight": "The weight of the prioritizer, from -10 to 10 (default 1); 0 disables it.",
-  "Placement.spec.spreadPolicy": "How to spread the selected clusters over topologies (accepted, not used by the scheduler).",
+  "Placement.spec.spreadPolicy": "How to spread the selected clusters over topologies (OCM spread-policy design: terms in order of importance).",
   "Placement.spec.spreadPolicy.spreadConstraints": "Spread constraints (at most 8).",
   "Placement.spec.spreadPolicy.spreadConstraints.topologyKey": "The label or claim key whose values are the topologies.",
   "Placement.spec.spreadPolicy.spreadConstraints.topologyKeyType": "Whether topologyKey is a Label or a Claim.",
