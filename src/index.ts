@@ -20,6 +20,8 @@ import "./work/hooks.ts";
 import "./work/replicaset.ts";
 import "./gc/collector.ts";
 import "./namespaces/controller.ts";
+import "./clusterprofile/controller.ts";
+import "./clusterprofile/clusterset-status.ts";
 import { clock } from "./clock.ts";
 import { auditRequests } from "./audit/middleware.ts";
 

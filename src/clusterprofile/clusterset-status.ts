@@ -1,0 +1,126 @@
+/**
+ * ManagedClusterSet status as OCM's `managedclusterset` controller keeps it
+ * (`pkg/registration/hub/managedclusterset/controller.go` `syncClusterSet`): one condition,
+ * `ClusterSetEmpty`, True with reason `NoClusterMatched` and message "No ManagedCluster selected"
+ * when the set selects no cluster, else False with reason `ClustersSelected` and message
+ * "<n> ManagedClusters selected" (clusters being deleted count, as in OCM).
+ *
+ * Kept up to date by an after-commit hook: a set's own write (not its status) recounts it; a
+ * ManagedCluster created, deleted or relabelled recounts only the sets it entered or left. A count
+ * reads the set's rows of the label index (an ExclusiveClusterSetLabel set), one COUNT of the
+ * clusters (a selector that selects everything: `global`), or the clusters the selector's label
+ * index entry names, never the clusters' objects of other sets.
+ *
+ * @module
+ */
+import { and, count, eq } from "drizzle-orm";
+import { labels as labelsTable, objects } from "../db/schema.ts";
+import { ApiError } from "../k8s/errors.ts";
+import { resourceKey } from "../k8s/kind.ts";
+import { fromLabelSelector, selectsEverything } from "../k8s/labels.ts";
+import { rfc3339, setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
+import { getObject, listObjects } from "../k8s/store.ts";
+import { clock } from "../clock.ts";
+import type { Env } from "../env.ts";
+import { CLUSTERSET_LABEL, ManagedClusterKind } from "../kinds/managedcluster.ts";
+import { clusterInSet, ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
+import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";
+import { commitChange, finishCommit, store as database } from "../store/write.ts";
+import { clustersOfSet } from "./controller.ts";
+
+/** `ManagedClusterSetConditionEmpty`. */
+export const CLUSTER_SET_EMPTY = "ClusterSetEmpty";
+
+/** OCM's condition for a set selecting `n` clusters. */
+export function emptyCondition(n: number): Omit<Condition, "lastTransitionTime"> {
+  return n === 0
+    ? { type: CLUSTER_SET_EMPTY, status: "True", reason: "NoClusterMatched", message: "No ManagedCluster selected" }
+    : { type: CLUSTER_SET_EMPTY, status: "False", reason: "ClustersSelected", message: `${n} ManagedClusters selected` };
+}
+
+/** What a change owes: sets to recount, or a cluster's labels before and after (null: absent) to find them. */
+export interface SetStatusWork {
+  sets?: string[];
+  cluster?: { before: Record<string, string> | null; after: Record<string, string> | null };
+}
+
+function specView(obj: KubeObject | null): string {
+  return obj ? JSON.stringify([obj.spec ?? null, obj.metadata.deletionTimestamp ?? null]) : "";
+}
+
+/** What `change` owes the set status controller (pure), or null. */
+export function planSetStatus(change: Change): SetStatusWork | null {
+  const { def, before, after } = change;
+  if (def === ManagedClusterSetKind) return after && specView(before) !== specView(after) ? { sets: [change.name] } : null;
+  if (def === ManagedClusterKind) {
+    if (before && after && JSON.stringify(before.metadata.labels ?? {}) === JSON.stringify(after.metadata.labels ?? {})) return null;
+    return { cluster: { before: before ? (before.metadata.labels ?? {}) : null, after: after ? (after.metadata.labels ?? {}) : null } };
+  }
+  return null;
+}
+
+/** How many clusters `set` selects (see the module doc for what it reads). */
+export async function countClusters(env: Env, set: KubeObject): Promise<number> {
+  const db = database(env);
+  const sel = (set.spec?.clusterSelector ?? {}) as { selectorType?: string; labelSelector?: unknown };
+  const resource = resourceKey(ManagedClusterKind);
+  if ((sel.selectorType ?? "ExclusiveClusterSetLabel") === "ExclusiveClusterSetLabel") {
+    const rows = await db
+      .select({ n: count() })
+      .from(labelsTable)
+      .where(and(eq(labelsTable.resource, resource), eq(labelsTable.key, CLUSTERSET_LABEL), eq(labelsTable.value, set.metadata.name)));
+    return rows[0]?.n ?? 0;
+  }
+  let everything: boolean;
+  try {
+    everything = selectsEverything(fromLabelSelector(sel.labelSelector as never));
+  } catch {
+    return 0;
+  }
+  if (everything) {
+    const rows = await db.select({ n: count() }).from(objects).where(eq(objects.resource, resource));
+    return rows[0]?.n ?? 0;
+  }
+  return (await clustersOfSet(env, set)).length;
+}
+
+/** Recounts one set and writes its `ClusterSetEmpty` condition when it changed (retrying a lost race). */
+export async function syncSetStatus(env: Env, name: string): Promise<void> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const set = await getObject(database(env), ManagedClusterSetKind, { namespace: "", name });
+    if (!set || set.metadata.deletionTimestamp) return;
+    const n = await countClusters(env, set);
+    const status = structuredClone((set.status ?? {}) as { conditions?: Condition[] });
+    const conditions = status.conditions ?? [];
+    const now = clock.now();
+    if (!setCondition(conditions, emptyCondition(n), rfc3339(now))) return;
+    const next: KubeObject = { ...set, status: { ...status, conditions } };
+    try {
+      const committed = await commitChange(env, ManagedClusterSetKind, { namespace: "", name }, set, next, now);
+      await finishCommit(env, committed, now);
+      return;
+    } catch (e) {
+      if (!(e instanceof ApiError && (e.reason === "Conflict" || e.reason === "NotFound"))) throw e;
+    }
+  }
+  throw new Error(`ManagedClusterSet ${name}: status still conflicting after 5 attempts`);
+}
+
+/** The after-commit hook keeping `ClusterSetEmpty` (see the module doc). Idempotent. */
+export const clusterSetStatusHook: AfterCommitHook<SetStatusWork> = {
+  name: "clusterset-status",
+  plan: planSetStatus,
+  async run(env, owed) {
+    const names = new Set(owed.sets ?? []);
+    if (owed.cluster) {
+      const { before, after } = owed.cluster;
+      for (const set of (await listObjects(database(env), ManagedClusterSetKind, undefined)).items) {
+        const was = before !== null && clusterInSet(set, before);
+        const is = after !== null && clusterInSet(set, after);
+        if (was !== is) names.add(set.metadata.name);
+      }
+    }
+    for (const name of [...names].sort()) await syncSetStatus(env, name);
+  },
+};
+registerAfterCommitHook(clusterSetStatusHook);
