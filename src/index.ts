@@ -20,8 +20,7 @@ import "./work/hooks.ts";
 import "./work/replicaset.ts";
 import "./gc/collector.ts";
 import "./namespaces/controller.ts";
-import "./clusterprofile/controller.ts";
-import "./clusterprofile/clusterset-status.ts";
+import "./clusterprofile/hook.ts";
 import { clock } from "./clock.ts";
 import { auditRequests } from "./audit/middleware.ts";
 

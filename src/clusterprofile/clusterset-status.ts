@@ -5,7 +5,7 @@
  * when the set selects no cluster, else False with reason `ClustersSelected` and message
  * "<n> ManagedClusters selected" (clusters being deleted count, as in OCM).
  *
- * Kept up to date by an after-commit hook: a set's own write (not its status) recounts it; a
+ * Kept up to date by an after-commit hook (src/clusterprofile/hook.ts): a set's own write (not its status) recounts it; a
  * ManagedCluster created, deleted or relabelled recounts only the sets it entered or left. A count
  * reads the set's rows of the label index (an ExclusiveClusterSetLabel set), one COUNT of the
  * clusters (a selector that selects everything: `global`), or the clusters the selector's label
@@ -15,7 +15,6 @@
  */
 import { and, count, eq } from "drizzle-orm";
 import { labels as labelsTable, objects } from "../db/schema.ts";
-import { ApiError } from "../k8s/errors.ts";
 import { resourceKey } from "../k8s/kind.ts";
 import { fromLabelSelector, selectsEverything } from "../k8s/labels.ts";
 import { rfc3339, setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
@@ -24,9 +23,9 @@ import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
 import { CLUSTERSET_LABEL, ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { clusterInSet, ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
-import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";
-import { commitChange, finishCommit, store as database } from "../store/write.ts";
-import { clustersOfSet } from "./controller.ts";
+import type { Change } from "../store/hooks.ts";
+import { store as database } from "../store/write.ts";
+import { clustersOfSet, save } from "./controller.ts";
 
 /** `ManagedClusterSetConditionEmpty`. */
 export const CLUSTER_SET_EMPTY = "ClusterSetEmpty";
@@ -84,43 +83,40 @@ export async function countClusters(env: Env, set: KubeObject): Promise<number> 
   return (await clustersOfSet(env, set)).length;
 }
 
-/** Recounts one set and writes its `ClusterSetEmpty` condition when it changed (retrying a lost race). */
-export async function syncSetStatus(env: Env, name: string): Promise<void> {
+/**
+ * Recounts one set and writes its `ClusterSetEmpty` condition when it changed (retrying a lost
+ * race). `known` is the set as the caller just read it (its first attempt skips the read).
+ */
+export async function syncSetStatus(env: Env, name: string, known?: KubeObject): Promise<void> {
   for (let attempt = 0; attempt < 5; attempt++) {
-    const set = await getObject(database(env), ManagedClusterSetKind, { namespace: "", name });
+    const set = attempt === 0 && known ? known : await getObject(database(env), ManagedClusterSetKind, { namespace: "", name });
     if (!set || set.metadata.deletionTimestamp) return;
     const n = await countClusters(env, set);
     const status = structuredClone((set.status ?? {}) as { conditions?: Condition[] });
     const conditions = status.conditions ?? [];
-    const now = clock.now();
-    if (!setCondition(conditions, emptyCondition(n), rfc3339(now))) return;
-    const next: KubeObject = { ...set, status: { ...status, conditions } };
-    try {
-      const committed = await commitChange(env, ManagedClusterSetKind, { namespace: "", name }, set, next, now);
-      await finishCommit(env, committed, now);
-      return;
-    } catch (e) {
-      if (!(e instanceof ApiError && (e.reason === "Conflict" || e.reason === "NotFound"))) throw e;
-    }
+    if (!setCondition(conditions, emptyCondition(n), rfc3339(clock.now()))) return;
+    if (await save(env, ManagedClusterSetKind, "", name, set, { ...set, status: { ...status, conditions } })) return;
   }
   throw new Error(`ManagedClusterSet ${name}: status still conflicting after 5 attempts`);
 }
 
-/** The after-commit hook keeping `ClusterSetEmpty` (see the module doc). Idempotent. */
-export const clusterSetStatusHook: AfterCommitHook<SetStatusWork> = {
-  name: "clusterset-status",
-  plan: planSetStatus,
-  async run(env, owed) {
-    const names = new Set(owed.sets ?? []);
-    if (owed.cluster) {
-      const { before, after } = owed.cluster;
-      for (const set of (await listObjects(database(env), ManagedClusterSetKind, undefined)).items) {
-        const was = before !== null && clusterInSet(set, before);
-        const is = after !== null && clusterInSet(set, after);
-        if (was !== is) names.add(set.metadata.name);
+/** Runs what a change owed the set status controller; `sets`: every ManagedClusterSet, when the caller read them. */
+export async function runSetStatusWork(env: Env, owed: SetStatusWork, sets?: readonly KubeObject[]): Promise<void> {
+  const names = new Set(owed.sets ?? []);
+  const known = new Map<string, KubeObject>();
+  if (owed.cluster) {
+    const { before, after } = owed.cluster;
+    for (const set of sets ?? (await listObjects(database(env), ManagedClusterSetKind, undefined)).items) {
+      const was = before !== null && clusterInSet(set, before);
+      const is = after !== null && clusterInSet(set, after);
+      if (was !== is) {
+        names.add(set.metadata.name);
+        known.set(set.metadata.name, set);
       }
     }
-    for (const name of [...names].sort()) await syncSetStatus(env, name);
-  },
-};
-registerAfterCommitHook(clusterSetStatusHook);
+  }
+  const results = await Promise.allSettled([...names].sort().map((name) => syncSetStatus(env, name, known.get(name))));
+  const failed = results.find((r) => r.status === "rejected");
+  if (failed) throw failed.reason;
+}
+

@@ -31,7 +31,7 @@ import { CLUSTERSET_LABEL, ManagedClusterKind } from "../kinds/managedcluster.ts
 import { clusterInSet, ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
 import { NamespaceKind } from "../kinds/namespace.ts";
 import { ManagedClusterSetBindingKind } from "../kinds/placement.ts";
-import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";
+import type { Change } from "../store/hooks.ts";
 import { commitChange, finishCommit, store as database } from "../store/write.ts";
 import { desiredProfile } from "./profile.ts";
 
@@ -112,12 +112,13 @@ export async function clustersOfSet(env: Env, set: KubeObject): Promise<KubeObje
  * loses a race is reported as false so that the caller reads again.
  * @throws whatever the commit throws besides Conflict, AlreadyExists and NotFound
  */
-async function save(env: Env, def: KindDefinition, namespace: string, name: string, current: KubeObject | null, next: KubeObject | null): Promise<boolean> {
+export async function save(env: Env, def: KindDefinition, namespace: string, name: string, current: KubeObject | null, next: KubeObject | null): Promise<boolean> {
   if (current === null && next === null) return true;
   if (current && next && JSON.stringify(current) === JSON.stringify(next)) return true;
   const now = clock.now();
   try {
-    const committed = await commitChange(env, def, { namespace, name }, current, next, now);
+    // Grouped: the profiles and set statuses one change writes share a D1 batch.
+    const committed = await commitChange(env, def, { namespace, name }, current, next, now, undefined, true);
     await finishCommit(env, committed, now);
     return true;
   } catch (e) {
@@ -141,23 +142,19 @@ async function syncProfile(env: Env, namespace: string, name: string, cluster: K
 }
 
 /** The namespaces bound (by a binding whose set exists) to a set holding `cluster`. */
-async function namespacesOf(env: Env, cluster: KubeObject): Promise<Set<string>> {
+async function namespacesOf(env: Env, cluster: KubeObject, sets: readonly KubeObject[]): Promise<Set<string>> {
   const out = new Set<string>();
   if (cluster.metadata.deletionTimestamp) return out;
-  const sets = (await listObjects(database(env), ManagedClusterSetKind, undefined)).items;
-  for (const set of sets) {
-    if (!clusterInSet(set, cluster.metadata.labels)) continue;
-    for (const b of await listObjectsNamed(database(env), ManagedClusterSetBindingKind, set.metadata.name)) {
-      if ((b.spec as { clusterSet?: string } | undefined)?.clusterSet === set.metadata.name) out.add(b.metadata.namespace!);
-    }
+  const holding = sets.filter((set) => clusterInSet(set, cluster.metadata.labels));
+  const bindings = await Promise.all(holding.map((set) => listObjectsNamed(database(env), ManagedClusterSetBindingKind, set.metadata.name)));
+  for (const [i, set] of holding.entries()) {
+    for (const b of bindings[i]!) if ((b.spec as { clusterSet?: string } | undefined)?.clusterSet === set.metadata.name) out.add(b.metadata.namespace!);
   }
   return out;
 }
 
-/** Reconciles the profiles of one cluster (OCM's status controller, and its lifecycle controller for this cluster). */
-export async function reconcileCluster(env: Env, name: string): Promise<void> {
-  const cluster = await getObject(database(env), ManagedClusterKind, { namespace: "", name });
-  const desired = cluster ? await namespacesOf(env, cluster) : new Set<string>();
+/** The profiles the hub manages of one cluster, by namespace (read through the label index). */
+async function profilesOf(env: Env, name: string): Promise<Map<string, KubeObject>> {
   const existing = new Map<string, KubeObject>();
   let after: { namespace: string; name: string } | undefined;
   do {
@@ -165,45 +162,85 @@ export async function reconcileCluster(env: Env, name: string): Promise<void> {
     for (const p of page.items) if (p.metadata.name === name) existing.set(p.metadata.namespace!, p);
     after = page.next;
   } while (after);
+  return existing;
+}
+
+/**
+ * Reconciles the profiles of one cluster (OCM's status controller, and its lifecycle controller
+ * for this cluster). `sets` are every ManagedClusterSet (read here when not given).
+ */
+export async function reconcileCluster(env: Env, name: string, sets?: readonly KubeObject[]): Promise<void> {
+  const [cluster, allSets, existing] = await Promise.all([
+    getObject(database(env), ManagedClusterKind, { namespace: "", name }),
+    sets ?? listObjects(database(env), ManagedClusterSetKind, undefined).then((r) => r.items),
+    profilesOf(env, name),
+  ]);
+  const desired = cluster ? await namespacesOf(env, cluster, allSets) : new Set<string>();
+  const writes: Promise<void>[] = [];
   for (const ns of [...desired].sort()) {
-    if (!existing.has(ns) && !(await activeNamespace(env, ns))) continue;
-    await syncProfile(env, ns, name, cluster, existing.get(ns) ?? null);
+    const known = existing.get(ns);
+    writes.push(
+      (async () => {
+        if (!known && !(await activeNamespace(env, ns))) return;
+        await syncProfile(env, ns, name, cluster, known ?? null);
+      })(),
+    );
   }
-  for (const [ns, p] of existing) if (!desired.has(ns)) await syncProfile(env, ns, name, null, p);
+  for (const [ns, p] of existing) if (!desired.has(ns)) writes.push(syncProfile(env, ns, name, null, p));
+  await settleAll(writes);
+}
+
+/** Awaits every promise; throws the first failure once all have settled. */
+async function settleAll(work: Promise<void>[]): Promise<void> {
+  const failed = (await Promise.allSettled(work)).find((r) => r.status === "rejected");
+  if (failed) throw failed.reason;
 }
 
 /** Reconciles every profile of one namespace (OCM's lifecycle controller's sync). */
 export async function reconcileNamespace(env: Env, namespace: string): Promise<void> {
   if (!(await activeNamespace(env, namespace))) return;
   const db = database(env);
-  const bindings = (await listObjects(db, ManagedClusterSetBindingKind, namespace)).items;
+  const [bindings, profiles] = await Promise.all([listObjects(db, ManagedClusterSetBindingKind, namespace), listObjects(db, ClusterProfileKind, namespace)]);
   const desired = new Map<string, KubeObject>();
-  for (const b of bindings) {
-    const setName = (b.spec as { clusterSet?: string } | undefined)?.clusterSet ?? b.metadata.name;
-    const set = await getObject(db, ManagedClusterSetKind, { namespace: "", name: setName });
-    if (!set) continue;
-    for (const c of await clustersOfSet(env, set)) if (!c.metadata.deletionTimestamp) desired.set(c.metadata.name, c);
-  }
+  const members = await Promise.all(
+    bindings.items.map(async (b) => {
+      const setName = (b.spec as { clusterSet?: string } | undefined)?.clusterSet ?? b.metadata.name;
+      const set = await getObject(db, ManagedClusterSetKind, { namespace: "", name: setName });
+      return set ? clustersOfSet(env, set) : [];
+    }),
+  );
+  for (const list of members) for (const c of list) if (!c.metadata.deletionTimestamp) desired.set(c.metadata.name, c);
   const existing = new Map<string, KubeObject>();
-  for (const p of (await listObjects(db, ClusterProfileKind, namespace)).items) if (managed(p)) existing.set(p.metadata.name, p);
-  for (const [name, cluster] of [...desired].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) await syncProfile(env, namespace, name, cluster, existing.get(name) ?? null);
-  for (const [name, p] of existing) if (!desired.has(name)) await syncProfile(env, namespace, name, null, p);
+  for (const p of profiles.items) if (managed(p)) existing.set(p.metadata.name, p);
+  const names = [...desired.keys()].sort();
+  // In chunks, so that a namespace bound to a large set writes at most a chunk's profiles at once.
+  for (let i = 0; i < names.length; i += SYNC_CHUNK) {
+    await settleAll(names.slice(i, i + SYNC_CHUNK).map((name) => syncProfile(env, namespace, name, desired.get(name)!, existing.get(name) ?? null)));
+  }
+  const gone = [...existing].filter(([name]) => !desired.has(name));
+  for (let i = 0; i < gone.length; i += SYNC_CHUNK) await settleAll(gone.slice(i, i + SYNC_CHUNK).map(([name, p]) => syncProfile(env, namespace, name, null, p)));
 }
 
+/** How many profiles one namespace's reconcile writes at once. */
+const SYNC_CHUNK = 50;
+
 /**
- * The after-commit hook (see the module doc). Idempotent: run again, it finds the profiles as
- * they should be and writes nothing.
+ * Runs what a change owed the controller (see the module doc; the after-commit hook is
+ * src/clusterprofile/hook.ts). `sets`: every ManagedClusterSet, when the caller read them already.
+ * Idempotent: run again, it finds the profiles as they should be and writes nothing.
  */
-export const clusterProfileHook: AfterCommitHook<ProfileWork> = {
-  name: "clusterprofiles",
-  plan: planProfiles,
-  async run(env, owed) {
-    if (owed.cluster !== undefined) await reconcileCluster(env, owed.cluster);
-    const namespaces = new Set(owed.namespaces ?? []);
-    for (const set of owed.sets ?? []) {
-      for (const b of await listObjectsNamed(database(env), ManagedClusterSetBindingKind, set)) namespaces.add(b.metadata.namespace!);
-    }
-    for (const ns of [...namespaces].sort()) await reconcileNamespace(env, ns);
-  },
-};
-registerAfterCommitHook(clusterProfileHook);
+export async function runProfileWork(env: Env, owed: ProfileWork, sets?: readonly KubeObject[]): Promise<void> {
+  const work: Promise<void>[] = [];
+  if (owed.cluster !== undefined) work.push(reconcileCluster(env, owed.cluster, sets));
+  if ((owed.namespaces?.length ?? 0) > 0 || (owed.sets?.length ?? 0) > 0) {
+    work.push(
+      (async () => {
+        const namespaces = new Set(owed.namespaces ?? []);
+        const bound = await Promise.all((owed.sets ?? []).map((set) => listObjectsNamed(database(env), ManagedClusterSetBindingKind, set)));
+        for (const list of bound) for (const b of list) namespaces.add(b.metadata.namespace!);
+        for (const ns of [...namespaces].sort()) await reconcileNamespace(env, ns);
+      })(),
+    );
+  }
+  await settleAll(work);
+}
