@@ -25,6 +25,9 @@ const MCSET = `/apis/${G}/v1beta2/managedclustersets`;
 const BINDINGS = (ns: string) => `/apis/${G}/v1beta2/namespaces/${ns}/managedclustersetbindings`;
 const NS = "kueue-system";
 
+/** What this test reads of a ClusterProfile through client-node. */
+type Profile = KubernetesObject & { status?: { conditions?: { type: string; status: string }[] } };
+
 let hub: Hub;
 let kubeconfig: string;
 
@@ -98,7 +101,7 @@ describe("ClusterProfiles read by kubectl and client-node", () => {
       expect(await profiles()).toEqual({ "gpu-1": "True", "gpu-2": "True" });
       await setAvailable("gpu-1", "False");
       expect(await profiles()).toEqual({ "gpu-1": "False", "gpu-2": "True" });
-      await waitFor("the informer to see gpu-1 unhealthy", async () => informer.get("gpu-1", NS)?.status?.conditions?.some((c: { type: string; status: string }) => c.type === "ControlPlaneHealthy" && c.status === "False"), 30_000);
+      await waitFor("the informer to see gpu-1 unhealthy", async () => (informer.get("gpu-1", NS) as Profile | undefined)?.status?.conditions?.some((c) => c.type === "ControlPlaneHealthy" && c.status === "False"), 30_000);
 
       // A cluster that leaves the set goes; the binding's removal takes the rest.
       expect((await admin(hub, "PATCH", `${MC}/gpu-2`, { metadata: { labels: { [`${G}/clusterset`]: "default" } } }, "application/merge-patch+json")).status).toBe(200);
