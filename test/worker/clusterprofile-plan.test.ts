@@ -15,7 +15,7 @@ const NOW = Date.parse("2026-03-01T10:00:00Z");
 const cond = (type: string, status: string, reason = "R", message = "m") => ({ type, status, reason, message, lastTransitionTime: "2026-01-01T00:00:00Z" });
 
 function cluster(status: Record<string, unknown> = {}, labels: Record<string, string> = {}): KubeObject {
-  return { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "c1", labels, resourceVersion: "5" }, spec: {}, status };
+  return { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "c1", labels, resourceVersion: "5", uid: "u1", creationTimestamp: "2026-01-01T00:00:00Z" }, spec: {}, status };
 }
 
 describe("propertiesOf", () => {
@@ -100,13 +100,13 @@ describe("what a change owes", () => {
   });
 
   it("sets and bindings owe by their spec, not by their status (the hub's own writes)", () => {
-    const set = { apiVersion: "v", kind: "ManagedClusterSet", metadata: { name: "s", resourceVersion: "1" }, spec: { clusterSelector: { selectorType: "ExclusiveClusterSetLabel" } } };
+    const set: KubeObject = { apiVersion: "v", kind: "ManagedClusterSet", metadata: { name: "s", resourceVersion: "1", uid: "u2", creationTimestamp: "2026-01-01T00:00:00Z" }, spec: { clusterSelector: { selectorType: "ExclusiveClusterSetLabel" } } };
     const withStatus = { ...set, metadata: { ...set.metadata, resourceVersion: "2" }, status: { conditions: [cond("ClusterSetEmpty", "True")] } };
     expect(planProfiles(change(ManagedClusterSetKind, set, withStatus))).toBeNull();
     expect(planSetStatus(change(ManagedClusterSetKind, set, withStatus))).toBeNull();
     expect(planSetStatus(change(ManagedClusterSetKind, null, set))).toEqual({ sets: ["s"] });
     expect(planProfiles(change(ManagedClusterSetKind, null, set))).toEqual({ sets: ["s"] });
-    const binding = { apiVersion: "v", kind: "ManagedClusterSetBinding", metadata: { name: "s", namespace: "ns", resourceVersion: "1" }, spec: { clusterSet: "s" } };
+    const binding: KubeObject = { apiVersion: "v", kind: "ManagedClusterSetBinding", metadata: { name: "s", namespace: "ns", resourceVersion: "1", uid: "u3", creationTimestamp: "2026-01-01T00:00:00Z" }, spec: { clusterSet: "s" } };
     expect(planProfiles(change(ManagedClusterSetBindingKind, null, binding, "ns"))).toEqual({ namespaces: ["ns"] });
     expect(planProfiles(change(ManagedClusterSetBindingKind, binding, { ...binding, status: { conditions: [cond("Bound", "True")] } }, "ns"))).toBeNull();
     expect(planProfiles(change(PlacementKind, null, { ...binding, kind: "Placement" }, "ns"))).toBeNull();
