@@ -5,27 +5,23 @@
  * when the set selects no cluster, else False with reason `ClustersSelected` and message
  * "<n> ManagedClusters selected" (clusters being deleted count, as in OCM).
  *
- * Kept up to date by an after-commit hook (src/clusterprofile/hook.ts): a set's own write (not its status) recounts it; a
- * ManagedCluster created, deleted or relabelled recounts only the sets it entered or left. A count
- * reads the set's rows of the label index (an ExclusiveClusterSetLabel set), one COUNT of the
- * clusters (a selector that selects everything: `global`), or the clusters the selector's label
- * index entry names, never the clusters' objects of other sets.
+ * Kept up to date by an after-commit hook (src/clusterprofile/hook.ts): a set's own write (not
+ * its status) and a ManagedCluster created, deleted or relabelled (only for the sets it entered
+ * or left) rewrite the condition from the set's count row (src/clusterprofile/set-counts.ts),
+ * which the write's own batch already changed: one D1 row per set, whatever its size.
  *
  * @module
  */
-import { and, count, eq } from "drizzle-orm";
-import { labels as labelsTable, objects } from "../db/schema.ts";
-import { resourceKey } from "../k8s/kind.ts";
-import { fromLabelSelector, selectsEverything } from "../k8s/labels.ts";
 import { rfc3339, setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
 import { getObject, listObjects } from "../k8s/store.ts";
 import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
-import { CLUSTERSET_LABEL, ManagedClusterKind } from "../kinds/managedcluster.ts";
+import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { clusterInSet, ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
 import type { Change } from "../store/hooks.ts";
 import { store as database } from "../store/write.ts";
-import { clustersOfSet, save } from "./controller.ts";
+import { save } from "./controller.ts";
+import { readSetCount } from "./set-counts.ts";
 
 /** `ManagedClusterSetConditionEmpty`. */
 export const CLUSTER_SET_EMPTY = "ClusterSetEmpty";
@@ -58,40 +54,17 @@ export function planSetStatus(change: Change): SetStatusWork | null {
   return null;
 }
 
-/** How many clusters `set` selects (see the module doc for what it reads). */
-export async function countClusters(env: Env, set: KubeObject): Promise<number> {
-  const db = database(env);
-  const sel = (set.spec?.clusterSelector ?? {}) as { selectorType?: string; labelSelector?: unknown };
-  const resource = resourceKey(ManagedClusterKind);
-  if ((sel.selectorType ?? "ExclusiveClusterSetLabel") === "ExclusiveClusterSetLabel") {
-    const rows = await db
-      .select({ n: count() })
-      .from(labelsTable)
-      .where(and(eq(labelsTable.resource, resource), eq(labelsTable.key, CLUSTERSET_LABEL), eq(labelsTable.value, set.metadata.name)));
-    return rows[0]?.n ?? 0;
-  }
-  let everything: boolean;
-  try {
-    everything = selectsEverything(fromLabelSelector(sel.labelSelector as never));
-  } catch {
-    return 0;
-  }
-  if (everything) {
-    const rows = await db.select({ n: count() }).from(objects).where(eq(objects.resource, resource));
-    return rows[0]?.n ?? 0;
-  }
-  return (await clustersOfSet(env, set)).length;
-}
-
 /**
- * Recounts one set and writes its `ClusterSetEmpty` condition when it changed (retrying a lost
- * race). `known` is the set as the caller just read it (its first attempt skips the read).
+ * Writes one set's `ClusterSetEmpty` condition from its count row when it changed (retrying a
+ * lost race). `known` is the set as the caller read it after the change committed (its first
+ * attempt skips the read). Each attempt reads the set before the count, so a write that lost to a
+ * newer count's writer conflicts and reads again rather than putting back an older count.
  */
 export async function syncSetStatus(env: Env, name: string, known?: KubeObject): Promise<void> {
   for (let attempt = 0; attempt < 5; attempt++) {
     const set = attempt === 0 && known ? known : await getObject(database(env), ManagedClusterSetKind, { namespace: "", name });
     if (!set || set.metadata.deletionTimestamp) return;
-    const n = await countClusters(env, set);
+    const { clusters: n } = await readSetCount(env, set);
     const status = structuredClone((set.status ?? {}) as { conditions?: Condition[] });
     const conditions = status.conditions ?? [];
     if (!setCondition(conditions, emptyCondition(n), rfc3339(clock.now()))) return;
