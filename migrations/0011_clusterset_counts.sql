@@ -4,13 +4,17 @@
 CREATE TABLE `clusterset_counts` (
 	`name` text PRIMARY KEY NOT NULL,
 	`requirements` text NOT NULL,
-	`clusters` integer NOT NULL
+	`clusters` integer NOT NULL,
+	`recount` integer DEFAULT 0 NOT NULL
 );
 --> statement-breakpoint
 -- Existing sets: their selector as requirements (as src/clusterprofile/set-counts.ts
 -- `setRequirements` writes them: an ExclusiveClusterSetLabel set selects its clusterset label;
 -- a LabelSelector set its matchLabels and matchExpressions; a null labelSelector nothing).
-INSERT INTO `clusterset_counts` (`name`, `requirements`, `clusters`)
+-- `recount` = 1: the release before this one may still write clusters between this migration
+-- and the deploy of the code that keeps the counts, so that code counts each such set once
+-- more, in one statement, before it first uses the row.
+INSERT INTO `clusterset_counts` (`name`, `requirements`, `clusters`, `recount`)
 SELECT s.name,
 	CASE
 		WHEN coalesce(json_extract(s.body, '$.spec.clusterSelector.selectorType'), 'ExclusiveClusterSetLabel') = 'ExclusiveClusterSetLabel'
@@ -29,7 +33,8 @@ SELECT s.name,
 			)
 		)
 	END,
-	0
+	0,
+	1
 FROM `objects` s
 WHERE s.resource = 'cluster.open-cluster-management.io/managedclustersets' AND s.namespace = '';
 --> statement-breakpoint

@@ -118,17 +118,20 @@ const moveShape = guardedShape((cond) => {
   return raw(sql`UPDATE clusterset_counts SET clusters = clusters + ${is} - ${was} WHERE ${is} <> ${was} AND ${cond}`);
 });
 
-/** A set's count row written anew (placeholders `name`: the set's, `requirements`, `clusters`, and `k`/`v` when `driven`). */
-const countStatement = (cond: SQL, driven: boolean, onConflict: "replace" | "keep") =>
+/**
+ * A set's count row written anew (placeholders `name`: the set's, `requirements`, `clusters`, and
+ * `k`/`v` when `driven`): `always` replaces a row there is, `recount` only a row marked `recount`.
+ */
+const countStatement = (cond: SQL, driven: boolean, replace: "always" | "recount") =>
   raw(
-    sql`INSERT INTO clusterset_counts (name, requirements, clusters) SELECT ${p("name")}, ${p("requirements")}, ${countOf(driven)} WHERE ${cond} ON CONFLICT (name) DO ${
-      onConflict === "replace" ? sql`UPDATE SET requirements = excluded.requirements, clusters = excluded.clusters` : sql`NOTHING`
+    sql`INSERT INTO clusterset_counts (name, requirements, clusters, recount) SELECT ${p("name")}, ${p("requirements")}, ${countOf(driven)}, 0 WHERE ${cond} ON CONFLICT (name) DO UPDATE SET requirements = excluded.requirements, clusters = excluded.clusters, recount = 0${
+      replace === "recount" ? sql` WHERE clusterset_counts.recount = 1` : sql``
     }`,
   );
-const countShapes = { driven: guardedShape((cond) => countStatement(cond, true, "replace")), all: guardedShape((cond) => countStatement(cond, false, "replace")) };
-const ensureShapes = { driven: compiled(() => countStatement(sql`1`, true, "keep")), all: compiled(() => countStatement(sql`1`, false, "keep")) };
+const countShapes = { driven: guardedShape((cond) => countStatement(cond, true, "always")), all: guardedShape((cond) => countStatement(cond, false, "always")) };
+const ensureShapes = { driven: compiled(() => countStatement(sql`1`, true, "recount")), all: compiled(() => countStatement(sql`1`, false, "recount")) };
 const dropShape = guardedShape((cond) => raw(sql`DELETE FROM clusterset_counts WHERE name = ${p("name")} AND ${cond}`));
-const readShape = compiled(() => raw(sql`SELECT clusters FROM clusterset_counts WHERE name = ${p("name")}`));
+const readShape = compiled(() => raw(sql`SELECT clusters, recount FROM clusterset_counts WHERE name = ${p("name")}`));
 
 const CLUSTERS = resourceKey(ManagedClusterKind);
 
@@ -165,19 +168,20 @@ export function setCountStatements(change: Change, guarded: GuardedBinder): D1Pr
 registerCommitStatements({ name: "clusterset-counts", statements: setCountStatements });
 
 /**
- * How many clusters `set` selects: its count row (one D1 row read). A set without a row (none
- * should be: its create wrote one, migration 0011 those before) is counted once and its row
- * written, in one statement. `rowsRead` is D1's figure for the reads (meta.rows_read).
+ * How many clusters `set` selects: its count row (one D1 row read). A row migration 0011 wrote
+ * (marked `recount`), or a missing one (none should be), is counted once more and written, in one
+ * statement, atomic with the cluster writes around it. `rowsRead` is D1's figure for the reads
+ * (meta.rows_read).
  * @throws errors of D1
  */
 export async function readSetCount(env: Env, set: KubeObject): Promise<{ clusters: number; rowsRead: number }> {
   const name = set.metadata.name;
   const read = async () => {
-    const r = await bind(env.DB, readShape(), { name }).all<{ clusters: number }>();
+    const r = await bind(env.DB, readShape(), { name }).all<{ clusters: number; recount: number }>();
     return { row: r.results[0], rowsRead: r.meta.rows_read ?? 0 };
   };
   const first = await read();
-  if (first.row) return { clusters: first.row.clusters, rowsRead: first.rowsRead };
+  if (first.row && first.row.recount === 0) return { clusters: first.row.clusters, rowsRead: first.rowsRead };
   const { driven, values } = countValues(setRequirements(set));
   const ensured = await bind(env.DB, (driven ? ensureShapes.driven : ensureShapes.all)(), { ...values, name }).run();
   const again = await read();

@@ -162,4 +162,6 @@ export const clustersetCounts = sqliteTable("clusterset_counts", {
   name: text("name").primaryKey(),
   requirements: text("requirements").notNull(),
   clusters: integer("clusters").notNull(),
+  /** 1 for a row migration 0011 wrote: counted once more before its first use (the previous release may have written clusters meanwhile). */
+  recount: integer("recount").notNull().default(0),
 });
