@@ -64,7 +64,7 @@ export async function syncSetStatus(env: Env, name: string, known?: KubeObject):
   for (let attempt = 0; attempt < 5; attempt++) {
     const set = attempt === 0 && known ? known : await getObject(database(env), ManagedClusterSetKind, { namespace: "", name });
     if (!set || set.metadata.deletionTimestamp) return;
-    const { clusters: n } = await readSetCount(env, set);
+    const n = await readSetCount(env, set);
     const status = structuredClone((set.status ?? {}) as { conditions?: Condition[] });
     const conditions = status.conditions ?? [];
     if (!setCondition(conditions, emptyCondition(n), rfc3339(clock.now()))) return;

@@ -110,6 +110,8 @@ describe("ManagedClusterSet counts", () => {
     expect(sum(last, (r) => r.rowsRead)).toBe(sum(second, (r) => r.rowsRead));
     expect(sum(last, (r) => r.rowsWritten)).toBe(sum(second, (r) => r.rowsWritten));
     expect(last.length).toBe(second.length);
+    // The hook read one row for each set the cluster joined (default, global).
+    expect(last.filter((r) => r.sql.startsWith("SELECT")).map((r) => r.rowsRead)).toEqual([1, 1]);
     // A few rows per set (there are 3), none per member: 16 on this machine's D1.
     expect(sum(last, (r) => r.rowsRead)).toBeLessThanOrEqual(24);
     // And the registration as a whole, as far as it is recorded (its batch, its hooks' writes and
