@@ -21,6 +21,7 @@ import "./work/deletion.ts";
 import "./work/replicaset.ts";
 import "./gc/collector.ts";
 import "./namespaces/controller.ts";
+import "./clusterprofile/hook.ts";
 import { clock } from "./clock.ts";
 import { auditRequests } from "./audit/middleware.ts";
 

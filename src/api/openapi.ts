@@ -100,6 +100,8 @@ const KIND_DOCS: Record<string, string> = {
     "PlacementDecision lists clusters selected by a Placement (at most 100 per object). Written by the hub's scheduler only.",
   AddOnPlacementScore:
     "AddOnPlacementScore carries scores for one cluster (it lives in the cluster's namespace), which Placements can use through `AddOn` prioritizers.",
+  ClusterProfile:
+    "ClusterProfile (SIG Multicluster's cluster inventory API) represents one ManagedCluster to consumers in a namespace whose bound ManagedClusterSets hold it. Written by the hub only, as OCM's controller writes them: labels `x-k8s.io/cluster-manager`, `multicluster.x-k8s.io/clusterset`; conditions `ControlPlaneHealthy` and `Joined`; properties from the cluster's claims.",
   BootstrapToken:
     "BootstrapToken is a secret an agent presents once to register its cluster. The token (`<name>.<secret>`, kubeadm's format) is returned only in the create response (`status.token`); deleting the object revokes it.",
 };
@@ -177,7 +179,19 @@ const FIELD_DOCS: Record<string, string> = {
   "Placement.spec.prioritizerPolicy.configurations.scoreCoordinate.addOn.resourceName": "The name of the AddOnPlacementScore objects.",
   "Placement.spec.prioritizerPolicy.configurations.scoreCoordinate.addOn.scoreName": "The name of the score within status.scores.",
   "Placement.spec.prioritizerPolicy.configurations.weight": "The weight of the prioritizer, from -10 to 10 (default 1); 0 disables it.",
-  "Placement.spec.spreadPolicy": "How to spread the selected clusters over topologies (accepted, not used by the scheduler).",
+  "ClusterProfile.spec": "Who manages the cluster and how it is shown.",
+  "ClusterProfile.spec.displayName": "A human-readable name: the ManagedCluster's name.",
+  "ClusterProfile.spec.clusterManager": "The cluster manager that owns this profile (immutable).",
+  "ClusterProfile.spec.clusterManager.name": "The cluster manager's name, `open-cluster-management`, as the `x-k8s.io/cluster-manager` label.",
+  "ClusterProfile.status.version": "The cluster's version.",
+  "ClusterProfile.status.version.kubernetes": "The Kubernetes version the cluster's agent reports.",
+  "ClusterProfile.status.properties": "The cluster's claims as name/value properties; the `id.k8s.io` claim also as `cluster.clusterset.k8s.io`.",
+  "ClusterProfile.status.properties.name": "A property name (ClusterProperty name or claim name).",
+  "ClusterProfile.status.properties.value": "The property's value.",
+  "ClusterProfile.status.properties.lastObservedTime": "When the property was last observed on the cluster.",
+  "ClusterProfile.status.accessProviders": "How to reach the cluster (not written by Flotilla yet).",
+  "ClusterProfile.status.credentialProviders": "Deprecated: accessProviders.",
+  "Placement.spec.spreadPolicy": "How to spread the selected clusters over topologies (OCM spread-policy design: terms in order of importance).",
   "Placement.spec.spreadPolicy.spreadConstraints": "Spread constraints (at most 8).",
   "Placement.spec.spreadPolicy.spreadConstraints.topologyKey": "The label or claim key whose values are the topologies.",
   "Placement.spec.spreadPolicy.spreadConstraints.topologyKeyType": "Whether topologyKey is a Label or a Claim.",

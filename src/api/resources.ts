@@ -34,6 +34,7 @@ import { clock } from "../clock.ts";
 import { store } from "../store/write.ts";
 import { AUDIT_DISCOVERY, AUDIT_GROUP, AUDIT_RESOURCE, AUDIT_VERSION, serveAuditEvents } from "../audit/routes.ts";
 import { storeOf } from "../store/store.ts";
+import { orphanWorkWarning } from "../work/orphan-warning.ts";
 import { toTable } from "../k8s/table.ts";
 import { mediaRanges, negotiate, partialObjectMetadata, partialObjectMetadataList, type Answering } from "./negotiate.ts";
 import { checkWatchListOptions, clientOf, watchResponse } from "./watch.ts";
@@ -276,6 +277,8 @@ async function write(c: Ctx, t: Target, req: WriteRequest, warnings: string[] = 
   await authorizeCreateOnApply(c, t, req);
   const response = dryRun.length > 0 ? await writeDryRun(c, t, req) : await writeValidated(c, t, req);
   if (mode === "Warn") warnings.push(...unknownFieldMessages(dropped));
+  const orphan = await orphanWorkWarning(c.env, t.def, t.namespace, response.status);
+  if (orphan !== undefined) warnings.push(orphan);
   for (const w of warnings) response.headers.append("Warning", warningHeader(w));
   return response;
 }
@@ -366,6 +369,8 @@ async function review(c: Ctx, t: Target, method: string, warnings: string[]): Pr
   const dropped = dropUnknownFields(t.def.schema, req, mode);
   const response = await answerReview(c, t.def, decode(t.def, req.body, undefined) as unknown as Record<string, unknown>);
   if (mode === "Warn") warnings.push(...unknownFieldMessages(dropped));
+  const orphan = await orphanWorkWarning(c.env, t.def, t.namespace, response.status);
+  if (orphan !== undefined) warnings.push(orphan);
   for (const w of warnings) response.headers.append("Warning", warningHeader(w));
   return response;
 }

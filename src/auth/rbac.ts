@@ -955,6 +955,7 @@ const READ_WRITE = [...READ, ...WRITE];
 const OCM_CLUSTER = "cluster.open-cluster-management.io";
 const OCM_WORK = "work.open-cluster-management.io";
 const FLOTILLA = "flotilla.dev";
+const CLUSTER_INVENTORY = "multicluster.x-k8s.io";
 
 /** Labels and annotations Kubernetes puts on its bootstrap policy objects. */
 function bootstrapMeta(name: string, labels: Record<string, string> = {}): RbacObjectMeta {
@@ -1055,6 +1056,7 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
       },
       { verbs: READ, apiGroups: [OCM_WORK], resources: ["manifestworkreplicasets", "manifestworkreplicasets/status", "manifestworks", "manifestworks/status"] },
       { verbs: READ, apiGroups: [FLOTILLA], resources: ["webhookreceivers", "webhookreceivers/status"] },
+      { verbs: READ, apiGroups: [CLUSTER_INVENTORY], resources: ["clusterprofiles", "clusterprofiles/status"] },
     ],
     { labels: { [AGGREGATE_TO_VIEW]: "true" } },
   ),

@@ -149,3 +149,19 @@ export const hubSecrets = sqliteTable("hub_secrets", {
   value: text("value").notNull(),
   createdAt: integer("created_at").notNull(),
 });
+
+/**
+ * How many ManagedClusters each ManagedClusterSet selects (src/clusterprofile/set-counts.ts), for
+ * its `ClusterSetEmpty` condition: `requirements` is the set's selector as a JSON array of
+ * `{k: key, o: "in"|"notin"|"exists"|"!"|"none", v: values}` (AND; "none" matches nothing),
+ * `clusters` the count. Changed by +1/-1 in the same batch as each ManagedCluster write that
+ * makes the cluster enter or leave the set, and counted anew in the batch of the set's own
+ * write when its selector changes, so it is exact whatever the order of the writes.
+ */
+export const clustersetCounts = sqliteTable("clusterset_counts", {
+  name: text("name").primaryKey(),
+  requirements: text("requirements").notNull(),
+  clusters: integer("clusters").notNull(),
+  /** 1 for a row migration 0011 wrote: counted once more before its first use (the previous release may have written clusters meanwhile). */
+  recount: integer("recount").notNull().default(0),
+});

@@ -14,6 +14,7 @@ import { SecretKind } from "./secret.ts";
 import { ServiceAccountKind } from "./serviceaccount.ts";
 import { WebhookReceiverKind } from "./webhookreceiver.ts";
 import { ClusterViewManagedClusterKind, ClusterViewManagedClusterSetKind } from "./clusterview.ts";
+import { ClusterProfileKind } from "./clusterprofile.ts";
 
 /** All served kinds. */
 export const KINDS: KindDefinition[] = [
@@ -40,6 +41,7 @@ export const KINDS: KindDefinition[] = [
   ClusterViewManagedClusterKind,
   ClusterViewManagedClusterSetKind,
   ServiceAccountKind,
+  ClusterProfileKind,
 ];
 
 /** Finds a kind by group, version and plural (or short name / singular, as kubectl may use). */

@@ -44,7 +44,11 @@ export const ManagedClusterSetKind: KindDefinition = {
   hasStatus: true,
   schema: ManagedClusterSetSchema,
   storage: "d1",
-  printerColumns: [{ name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" }],
+  // OCM's CRD columns (cluster/v1beta2 managedclustersets): EMPTY (the ClusterSetEmpty condition), AGE.
+  printerColumns: [
+    { name: "Empty", type: "string", jsonPath: '.status.conditions[?(@.type=="ClusterSetEmpty")].status' },
+    { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
+  ],
   defaults(obj) {
     obj.spec ??= {};
     const sel = ((obj.spec.clusterSelector ??= {}) as Record<string, unknown>);

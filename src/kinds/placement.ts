@@ -139,6 +139,15 @@ export const PlacementKind: KindDefinition = {
   ],
   defaults(obj) {
     obj.spec ??= {};
+    // CRD defaults of SpreadConstraintsTerm (OCM api cluster/v1beta1): maxSkew 1, ScheduleAnyway.
+    const terms = (obj.spec.spreadPolicy as { spreadConstraints?: unknown } | undefined)?.spreadConstraints;
+    if (Array.isArray(terms)) {
+      for (const t of terms as Record<string, unknown>[]) {
+        if (t === null || typeof t !== "object") continue;
+        t.maxSkew ??= 1;
+        t.whenUnsatisfiable ??= "ScheduleAnyway";
+      }
+    }
   },
 };
 

@@ -54,8 +54,9 @@ function withoutStatus(obj: KubeObject): string {
 }
 
 /**
- * A write that changed only the status of an object whose status the scheduler writes
- * (Placement, ManagedClusterSetBinding): the scheduler's own output, which gives it nothing to do.
+ * A write that changed only the status of an object whose status the hub writes (Placement,
+ * ManagedClusterSetBinding: the scheduler's own output; ManagedClusterSet: its `ClusterSetEmpty`
+ * condition, src/clusterprofile/clusterset-status.ts), which scheduling does not read.
  */
 function statusOnly(change: WrittenChange): boolean {
   return change.before !== null && change.after !== null && withoutStatus(change.before) === withoutStatus(change.after);
@@ -85,7 +86,11 @@ export function triggerForChange(change: WrittenChange, withObjects = true): Tri
   };
   if (def === ManagedClusterKind) return triggerForCluster(before, after, withObjects);
   if (def === PlacementKind) return statusOnly(change) ? null : { placements: [`${namespace}/${name}`], objects: written("placements") };
-  if (def === ManagedClusterSetKind) return { sets: [name], objects: written("managedclustersets") };
+  if (def === ManagedClusterSetKind) {
+    // Its ClusterSetEmpty condition's write (a changed status, nothing else) asks for nothing.
+    const statusWrite = statusOnly(change) && JSON.stringify(change.before!.status ?? null) !== JSON.stringify(change.after!.status ?? null);
+    return statusWrite ? null : { sets: [name], objects: written("managedclustersets") };
+  }
   if (def === ManagedClusterSetBindingKind) return statusOnly(change) ? null : { namespaces: [namespace], objects: written("managedclustersetbindings") };
   if (def === AddOnPlacementScoreKind) return { scores: [{ cluster: namespace, resourceName: name }], objects: written("addonplacementscores") };
   return null;

@@ -533,8 +533,16 @@ export class SchedulerView implements PlacementState {
       }
       case "placements":
         return { placements: [key], objects: [{ resource, namespace, name, object, resourceVersion: rv }] };
-      case "managedclustersets":
+      case "managedclustersets": {
+        // A write of its status only (the ClusterSetEmpty condition) changes nothing scheduling reads.
+        const set = this.sets.get(name);
+        if (set && object && JSON.stringify(set.object.spec ?? null) === JSON.stringify(object.spec ?? null)) {
+          set.object = object;
+          set.rv = rvOf(object);
+          return null;
+        }
         return { sets: [name], objects: [{ resource, namespace, name, object, resourceVersion: rv }] };
+      }
       case "managedclustersetbindings":
         return { namespaces: [namespace], objects: [{ resource, namespace, name, object, resourceVersion: rv }] };
       case "addonplacementscores":

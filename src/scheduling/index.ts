@@ -27,4 +27,5 @@ export {
   GO_ZERO_TIME_MS,
 } from "./tolerations.ts";
 export { compileClusterSelector, clusterMatches, managedClusterObject, celScoreLookup, type CompiledClusterSelector } from "./selectors.ts";
+export { spreadSelect, validateSpreadConstraints, DEFAULT_MAX_SKEW, DEFAULT_SPREAD_WEIGHT, DEFAULT_WHEN_UNSATISFIABLE } from "./spread.ts";
 export type * from "./types.ts";

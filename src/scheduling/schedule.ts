@@ -11,6 +11,7 @@
 import { compareNames, generateDecisionGroups } from "./grouping.ts";
 import { addOnScores, balanceScores, resourceAllocatableScores, steadyScores } from "./prioritizers.ts";
 import { celScoreLookup, clusterMatches, compileClusterSelector, type CompiledClusterSelector } from "./selectors.ts";
+import { DEFAULT_SPREAD_WEIGHT, spreadSelect, validateSpreadConstraints } from "./spread.ts";
 import { clusterToleratedUntil, NOT_TOLERATED, validateTolerations } from "./tolerations.ts";
 import type {
   PlacementCondition,
@@ -24,8 +25,12 @@ import type {
   ScoreCoordinate,
 } from "./types.ts";
 
-/** The built-in prioritizers OCM implements. */
-export const BUILTIN_PRIORITIZERS = ["Balance", "Steady", "ResourceAllocatableCPU", "ResourceAllocatableMemory"] as const;
+/**
+ * The built-in prioritizers. `Spread` (named in the API's ScoreCoordinate docs and OCM's
+ * spread-policy design) weighs the spread score of the selection step; it scores nothing
+ * in the prioritizer pass.
+ */
+export const BUILTIN_PRIORITIZERS = ["Balance", "Steady", "ResourceAllocatableCPU", "ResourceAllocatableMemory", "Spread"] as const;
 
 /** Smallest and largest prioritizer weight the Placement CRD accepts. */
 export const MIN_WEIGHT = -10;
@@ -68,6 +73,9 @@ function getWeights(spec: PlacementSpec): WeightEntry[] | Misconfigured {
   if (mode === "Additive" || mode === "") {
     weights.set("BuiltIn\0Balance", { type: "BuiltIn", builtIn: "Balance", addOn: undefined, weight: 1 });
     weights.set("BuiltIn\0Steady", { type: "BuiltIn", builtIn: "Steady", addOn: undefined, weight: 1 });
+    if ((spec.spreadPolicy?.spreadConstraints?.length ?? 0) > 0) {
+      weights.set("BuiltIn\0Spread", { type: "BuiltIn", builtIn: "Spread", addOn: undefined, weight: DEFAULT_SPREAD_WEIGHT });
+    }
   } else if (mode !== "Exact") {
     return new Misconfigured("", `incorrect prioritizer policy mode: ${String(mode)}`);
   }
@@ -89,13 +97,20 @@ function getWeights(spec: PlacementSpec): WeightEntry[] | Misconfigured {
   return [...weights.values()];
 }
 
-/** OCM's `getPrioritizers`: weight 0 drops an entry; unknown built-ins and empty addOn are Misconfigured. */
-function getPrioritizers(entries: readonly WeightEntry[], input: ScheduleInput, existing: ReadonlySet<string>, nowMs: number): Prioritizer[] | Misconfigured {
+/**
+ * OCM's `getPrioritizers`: weight 0 drops an entry; unknown built-ins and empty addOn are
+ * Misconfigured. `Spread` is returned apart (its weight applies in the selection step).
+ */
+function getPrioritizers(entries: readonly WeightEntry[], input: ScheduleInput, existing: ReadonlySet<string>, nowMs: number): { scorers: Prioritizer[]; spreadWeight: number } | Misconfigured {
   const out: Prioritizer[] = [];
+  let spreadWeight = 0;
   for (const e of entries) {
     if (e.weight === 0) continue;
     if (e.type === "BuiltIn") {
       switch (e.builtIn) {
+        case "Spread":
+          spreadWeight = e.weight;
+          break;
         case "Balance":
           out.push({ name: "Balance", weight: e.weight, score: (cs) => ({ scores: balanceScores(cs, input.otherDecisionCounts) }) });
           break;
@@ -121,7 +136,7 @@ function getPrioritizers(entries: readonly WeightEntry[], input: ScheduleInput, 
       });
     }
   }
-  return out;
+  return { scorers: out, spreadWeight };
 }
 
 /**
@@ -141,6 +156,7 @@ export function prioritizerNames(spec: PlacementSpec): string[] | undefined {
     if (e.weight === 0) continue;
     if (e.type === "BuiltIn") {
       if (!(BUILTIN_PRIORITIZERS as readonly string[]).includes(e.builtIn)) return undefined;
+      if (e.builtIn === "Spread") continue;
       out.push(e.builtIn);
     } else {
       if (!e.addOn) return undefined;
@@ -280,8 +296,12 @@ function runScheduler(input: ScheduleInput, candidates: readonly SchedulingClust
   // Prioritize.
   const weights = getWeights(spec);
   if (weights instanceof Misconfigured) return failed(weights);
-  const prioritizers = getPrioritizers(weights, input, existing, nowMs);
-  if (prioritizers instanceof Misconfigured) return failed(prioritizers);
+  const got = getPrioritizers(weights, input, existing, nowMs);
+  if (got instanceof Misconfigured) return failed(got);
+  const prioritizers = got.scorers;
+  const spreadTerms = spec.spreadPolicy?.spreadConstraints ?? [];
+  const spreadInvalid = validateSpreadConstraints(spreadTerms);
+  if (spreadInvalid !== undefined) return failed(new Misconfigured("Spread", spreadInvalid));
 
   const n = filtered.length;
   const names = filtered.map((c) => c.name);
@@ -313,7 +333,7 @@ function runScheduler(input: ScheduleInput, candidates: readonly SchedulingClust
     if (wanted < 0) return failed(new Misconfigured("", `spec.numberOfClusters in body should be greater than or equal to 0`), warnings);
   }
   const k = wanted === undefined || wanted === null ? n : Math.min(wanted, n);
-  const top = selectTop(names, total, k);
+  const top = spreadTerms.length > 0 ? spreadSelect(filtered, total, k, spreadTerms, got.spreadWeight) : selectTop(names, total, k);
   const selected = top.map((i) => filtered[i]!);
   const scores: Record<string, number> = {};
   for (const i of top) scores[names[i]!] = total[i]! + 0;
@@ -336,7 +356,7 @@ function runScheduler(input: ScheduleInput, candidates: readonly SchedulingClust
     feasible: names,
     feasibleScores,
     scores,
-    prioritizers: prioritizers.map((p) => ({ name: p.name, weight: p.weight })),
+    prioritizers: got.spreadWeight !== 0 ? [...prioritizers.map((p) => ({ name: p.name, weight: p.weight })), { name: "Spread", weight: got.spreadWeight }] : prioritizers.map((p) => ({ name: p.name, weight: p.weight })),
     warnings,
   };
   if (results) outcome.prioritizerResults = results;
@@ -388,11 +408,15 @@ function misconfiguredCondition(status: ScheduleStatus): PlacementCondition {
  * 3. Prioritizers: Additive (default: Balance 1, Steady 1, overridable) or Exact; weight 0
  *    drops one; weights outside [-10, 10] are Misconfigured (the CRD's bounds, reported with
  *    the apiserver's wording since OCM relies on admission for them); unknown built-ins
- *    (e.g. `Spread`) are Misconfigured ("incorrect builtin prioritizer: Spread").
+ *    are Misconfigured ("incorrect builtin prioritizer: X"). `Spread` (default weight 2 in
+ *    Additive mode when `spreadPolicy.spreadConstraints` is set) weighs step 4's spread score.
  *    Every feasible cluster's total is Σ weight × score.
  * 4. Sort by total descending, ties by name ascending (code-unit order); take the first
  *    `numberOfClusters` (all when unset). A negative or non-integer `numberOfClusters` is
- *    Misconfigured (OCM would panic).
+ *    Misconfigured (OCM would panic). With `spreadPolicy.spreadConstraints`, the picks are
+ *    made one at a time by the spread selection instead (src/scheduling/spread.ts,
+ *    `spreadSelect`): DoNotSchedule terms may leave picks unscheduled; invalid terms are
+ *    Misconfigured (plugin "Spread").
  * 5. Requeue: the earliest `timeAdded + tolerationSeconds` among taints tolerated only
  *    temporarily on clusters in `existingDecisions` (looked up in all of `clusters`),
  *    returned as `requeueAt` in epoch milliseconds and `requeueAfterMs` (milliseconds

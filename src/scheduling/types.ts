@@ -112,8 +112,9 @@ export interface AddOnScoreCoordinate {
 }
 
 /**
- * `ScoreCoordinate`. `type` defaults to `BuiltIn` (the CRD default). BuiltIn names
- * OCM implements: `Balance`, `Steady`, `ResourceAllocatableCPU`, `ResourceAllocatableMemory`.
+ * `ScoreCoordinate`. `type` defaults to `BuiltIn` (the CRD default). BuiltIn names:
+ * `Balance`, `Steady`, `ResourceAllocatableCPU`, `ResourceAllocatableMemory`, and
+ * `Spread` (the weight of the spread score, see src/scheduling/spread.ts).
  */
 export interface ScoreCoordinate {
   type?: "BuiltIn" | "AddOn";
@@ -162,12 +163,29 @@ export interface GroupStrategy {
   clustersPerDecisionGroup?: number | string;
 }
 
+/**
+ * One `spec.spreadPolicy.spreadConstraints[]` term (`SpreadConstraintsTerm`).
+ * `maxSkew` defaults to 1 and `whenUnsatisfiable` to `ScheduleAnyway` (the CRD defaults).
+ */
+export interface SpreadConstraint {
+  /** A label key or a cluster claim name, per {@link SpreadConstraint.topologyKeyType}. */
+  topologyKey: string;
+  topologyKeyType: "Label" | "Claim";
+  maxSkew?: number;
+  whenUnsatisfiable?: "DoNotSchedule" | "ScheduleAnyway";
+}
+
+/** `spec.spreadPolicy`: terms in order of importance (at most 8). */
+export interface SpreadPolicy {
+  spreadConstraints?: readonly SpreadConstraint[];
+}
+
 /** `spec.decisionStrategy`. */
 export interface DecisionStrategy {
   groupStrategy?: GroupStrategy;
 }
 
-/** `Placement.spec` (v1beta1). Fields the scheduler does not read (spreadPolicy, …) may be present. */
+/** `Placement.spec` (v1beta1). Fields the scheduler does not read may be present. */
 export interface PlacementSpec {
   /** Restricts the bound ManagedClusterSets; empty or missing means all bound sets. */
   clusterSets?: readonly string[];
@@ -177,6 +195,7 @@ export interface PlacementSpec {
   prioritizerPolicy?: PrioritizerPolicy;
   tolerations?: readonly Toleration[];
   decisionStrategy?: DecisionStrategy;
+  spreadPolicy?: SpreadPolicy;
 }
 
 /** An `AddOnPlacementScore` (namespace = cluster name) reduced to what the AddOn prioritizer reads. */
@@ -313,7 +332,10 @@ export interface ScheduleOptions {
 
 /** What {@link schedule} decided for one Placement. */
 export interface ScheduleResult {
-  /** Selected cluster names in OCM's order: total score descending, then name ascending. */
+  /**
+   * Selected cluster names in OCM's order: total score descending, then name ascending;
+   * with spread constraints, in the order the spread selection picked them.
+   */
   decisions: string[];
   /** `status.numberOfSelectedClusters`. */
   numberOfSelectedClusters: number;

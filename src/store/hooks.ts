@@ -7,6 +7,7 @@
  * row (src/store/outbox.ts), runs the hooks, and deletes the row once they all finished.
  */
 import type { KindDefinition } from "../k8s/kind.ts";
+import type { GuardedBinder } from "../k8s/store.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import type { Env } from "../env.ts";
 
@@ -103,4 +104,31 @@ export function planHooks(change: Change): Record<string, unknown> | null {
 /** The registered hook named `name`, or undefined (a row naming it is then kept, never dropped). */
 export function hookNamed(name: string): AfterCommitHook<unknown> | undefined {
   return registry.get(name);
+}
+
+/**
+ * Statements a feature adds to the atomic batch of each commit (besides the object, its event,
+ * outbox row and indexes), for state that must change exactly with the object (a count kept by
+ * +1/-1): `statements` is pure, decides from the change alone, and binds each statement with
+ * `guarded` so that it takes effect only when the commit's precondition holds (src/k8s/store.ts
+ * `guardedShape`). It returns none for a change that does not concern it, so such writes cost nothing more.
+ */
+export interface CommitStatements {
+  /** A stable name (registering again under it replaces the entry). */
+  readonly name: string;
+  statements(change: Change, guarded: GuardedBinder): D1PreparedStatement[];
+}
+
+const commitStatementsRegistry = new Map<string, CommitStatements>();
+
+/** Registers `entry` (see {@link CommitStatements}); features call this when their module loads, as for hooks. */
+export function registerCommitStatements(entry: CommitStatements): void {
+  commitStatementsRegistry.set(entry.name, entry);
+}
+
+/** The statements every registered {@link CommitStatements} adds to the commit of `change`. */
+export function commitStatements(change: Change, guarded: GuardedBinder): D1PreparedStatement[] {
+  const out: D1PreparedStatement[] = [];
+  for (const entry of commitStatementsRegistry.values()) out.push(...entry.statements(change, guarded));
+  return out;
 }

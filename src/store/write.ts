@@ -13,7 +13,7 @@ import { keyringOf } from "../k8s/encryption.ts";
 import { changeCounterShape, COMMIT_BATCH_ITEMS, commitObject, commitObjects, database, getObject, labelIndexStatements, needsRewrite, ownerIndexStatements, type CommitExtras, type CommitItem, type Database, type StoreKey } from "../k8s/store.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../k8s/write.ts";
 import type { Env } from "../env.ts";
-import { planHooks } from "./hooks.ts";
+import { commitStatements, planHooks } from "./hooks.ts";
 import { deferOutboxDelete, deleteOutboxRows, OUTBOX_GRACE_MS, retryTime, runOwed, type OwedWork, type WaitUntil } from "./outbox.ts";
 import { clock } from "../clock.ts";
 
@@ -64,10 +64,12 @@ export async function commitChange(
 /**
  * What a write of `key` from `before` to `next` commits besides the object, at `now` (epoch ms):
  * the outbox row of what it owes the registered hooks, and the indexes' statements (labels for
- * labelSelector lists, owners for the garbage collector: none when neither changed), plus `extra`.
+ * labelSelector lists, owners for the garbage collector: none when neither changed), the statements
+ * registered features add (src/store/hooks.ts `registerCommitStatements`), plus `extra`.
  */
 function prepareCommit(db: Database, def: KindDefinition, key: StoreKey, before: KubeObject | null, next: KubeObject | null, now: number, extra?: CommitExtras["extra"]): { item: CommitItem; owed: OwedWork | null } {
-  const hooks = planHooks({ def, namespace: key.namespace, name: key.name, before, after: next });
+  const change = { def, namespace: key.namespace, name: key.name, before, after: next };
+  const hooks = planHooks(change);
   const owed = hooks ? { id: crypto.randomUUID(), resource: resourceKey(def), namespace: key.namespace, name: key.name, hooks } : null;
   const extras: CommitExtras = {
     outbox: owed ? { id: owed.id, hooks: JSON.stringify(hooks), createdAt: now, dueAt: now + OUTBOX_GRACE_MS } : undefined,
@@ -75,6 +77,7 @@ function prepareCommit(db: Database, def: KindDefinition, key: StoreKey, before:
       ...labelIndexStatements(before, next, guarded),
       ...ownerIndexStatements(before, next, guarded),
       ...(def.changeCounter !== undefined ? [guarded(changeCounterShape, { counter: def.changeCounter })] : []),
+      ...commitStatements(change, guarded),
       ...(extra?.(guarded) ?? []),
     ],
   };

@@ -262,6 +262,12 @@ export function randomSpec(r: Random): PlacementSpec {
       groupStrategy: { clustersPerDecisionGroup: r.pick([2, "50%", undefined]), decisionGroups: [{ groupName: "canary", groupClusterSelector: { labelSelector: { matchLabels: { env: "dev" } } } }] },
     };
   }
+  if (r.chance(0.2)) {
+    // Spread terms over the fleet's region label and platform claim (OCM enhancement 70).
+    const terms: unknown[] = [{ topologyKey: "region", topologyKeyType: "Label", maxSkew: r.int(1, 2), whenUnsatisfiable: r.pick(["DoNotSchedule", "ScheduleAnyway", undefined]) }];
+    if (r.chance(0.5)) terms.push({ topologyKey: "platform", topologyKeyType: "Claim", whenUnsatisfiable: r.pick(["DoNotSchedule", "ScheduleAnyway"]) });
+    spec.spreadPolicy = { spreadConstraints: terms };
+  }
   return spec as PlacementSpec;
 }
 

@@ -595,7 +595,7 @@ describe("prioritizers", () => {
       spec: { prioritizerPolicy: { configurations: [{ scoreCoordinate: { builtIn: "Steady" }, weight: 1.5 }] } },
       message: ":spec.prioritizerPolicy.configurations[0].weight in body must be of type integer: 1.5",
     },
-    { name: "Spread is not implemented", spec: { prioritizerPolicy: { configurations: [{ scoreCoordinate: { builtIn: "Spread" }, weight: 1 }] } }, message: ":incorrect builtin prioritizer: Spread" },
+    { name: "an unknown built-in", spec: { prioritizerPolicy: { configurations: [{ scoreCoordinate: { builtIn: "Spreading" }, weight: 1 }] } }, message: ":incorrect builtin prioritizer: Spreading" },
     {
       name: "unknown mode",
       spec: { prioritizerPolicy: { mode: "Fancy" as "Exact" } },
@@ -617,7 +617,7 @@ describe("prioritizers", () => {
   }
 
   it("an unknown built-in with weight 0 is dropped before it is checked", () => {
-    const r = schedule(input({ prioritizerPolicy: { configurations: [{ scoreCoordinate: { builtIn: "Spread" }, weight: 0 }] } }, names("a")), NOW);
+    const r = schedule(input({ prioritizerPolicy: { configurations: [{ scoreCoordinate: { builtIn: "Spreading" }, weight: 0 }] } }, names("a")), NOW);
     expect(misconfigured(r).status).toBe("False");
     expect(r.decisions).toEqual(["a"]);
   });
@@ -685,6 +685,181 @@ describe("selection", () => {
     expect(r.decisions).toEqual(["c0038", "c0239", "c0440", "c0641", "c0842", "c0076", "c0277"]);
     expect(r.scores).toEqual({ c0038: 100, c0239: 100, c0440: 100, c0641: 100, c0842: 100, c0076: 99, c0277: 99 });
   });
+});
+
+// OCM's spread policy (enhancement 70 "Spread Policy across Failure-domains in Placement APIs"):
+// its worked example and its use cases 2–4, translated to rows. Upstream OCM's scheduler has no
+// spread selector yet, so these come from the accepted design's text, worked by hand.
+describe("spread policy (OCM enhancement 70)", () => {
+  const at = (name: string, labels: Record<string, string>, claims?: Record<string, string>) => cluster(name, claims ? { labels, claims } : { labels });
+  const zone = (z: string) => ({ region: z.replace(/-1[a-z]$/, ""), zone: z });
+  const addOn = (weight: number) => ({ scoreCoordinate: { type: "AddOn" as const, addOn: { resourceName: "prio", scoreName: "s" } }, weight });
+  const scored = (values: Record<string, number>) => Object.fromEntries(Object.entries(values).map(([c, v]) => [c, { prio: { scores: { s: v } } }]));
+
+  it("the design's implementation example: c1 first, then c5 (c2 would break the zone skew, c3 loses on region)", () => {
+    // Prioritizer 50/50/0/0/50; regions first (ScheduleAnyway), zones maxSkew 1 DoNotSchedule, Spread weight 2.
+    // Second pick: c2 excluded (us-east-1a would be 2 against 0); c3 region 0 + zone 63 = 63, c4/c5 region 63<<6 = 4032;
+    // normalized c3 −100, c4/c5 +100; finals c3 −200, c4 200, c5 250.
+    const clusters = [at("c1", zone("us-east-1a")), at("c2", zone("us-east-1a")), at("c3", zone("us-east-1b")), at("c4", zone("us-west-1a")), at("c5", zone("us-west-1a"))];
+    const spec: PlacementSpec = {
+      numberOfClusters: 2,
+      prioritizerPolicy: exact(addOn(1), { scoreCoordinate: { builtIn: "Spread" }, weight: 2 }),
+      spreadPolicy: {
+        spreadConstraints: [
+          { topologyKey: "region", topologyKeyType: "Label" },
+          { topologyKey: "zone", topologyKeyType: "Label", maxSkew: 1, whenUnsatisfiable: "DoNotSchedule" },
+        ],
+      },
+    };
+    const r = schedule(input(spec, clusters, { addOnPlacementScores: scored({ c1: 50, c2: 50, c3: 0, c4: 0, c5: 50 }) }), NOW);
+    expect(r.decisions).toEqual(["c1", "c5"]);
+    expect(r.scores).toEqual({ c1: 50, c5: 50 });
+    expect(r.prioritizers).toEqual([
+      { name: "AddOn/prio/s", weight: 1 },
+      { name: "Spread", weight: 2 },
+    ]);
+    expect(satisfied(r).reason).toBe("AllDecisionsScheduled");
+  });
+
+  it("use case 2, even spread: 4 clusters of us-east are 2 per zone", () => {
+    const clusters = ["a1", "a2", "a3"].map((n) => at(`east-1a-${n}`, zone("us-east-1a"))).concat(["b1", "b2", "b3"].map((n) => at(`east-1b-${n}`, zone("us-east-1b"))), [at("west-1", zone("us-west-1a"))]);
+    const spec: PlacementSpec = {
+      numberOfClusters: 4,
+      predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { region: "us-east" } } } }],
+      spreadPolicy: { spreadConstraints: [{ topologyKey: "zone", topologyKeyType: "Label" }] },
+    };
+    const r = schedule(input(spec, clusters), NOW);
+    expect(r.decisions).toEqual(["east-1a-a1", "east-1b-b1", "east-1a-a2", "east-1b-b2"]);
+    expect(r.prioritizers).toEqual([
+      { name: "Balance", weight: 1 },
+      { name: "Steady", weight: 1 },
+      { name: "Spread", weight: 2 },
+    ]);
+  });
+
+  const useCase3 = (maxSkew: number) => ({
+    numberOfClusters: 4,
+    predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { region: "us-east" } } } }],
+    spreadPolicy: { spreadConstraints: [{ topologyKey: "zone", topologyKeyType: "Label" as const, maxSkew, whenUnsatisfiable: "DoNotSchedule" as const }] },
+  });
+  const useCase3Clusters = () => [at("a1", zone("us-east-1a")), at("a2", zone("us-east-1a")), at("a3", zone("us-east-1a")), at("b1", zone("us-east-1b"))];
+
+  it("use case 3, max skew 2: 3 + 1 is within the skew, all 4 are scheduled", () => {
+    const r = schedule(input(useCase3(2), useCase3Clusters()), NOW);
+    expect(r.decisions).toEqual(["a1", "b1", "a2", "a3"]);
+    expect([satisfied(r).status, satisfied(r).reason]).toEqual(["True", "AllDecisionsScheduled"]);
+  });
+
+  it("use case 3, max skew 1 with DoNotSchedule: 2 + 1 and one decision unscheduled", () => {
+    const r = schedule(input(useCase3(1), useCase3Clusters()), NOW);
+    expect(r.decisions).toEqual(["a1", "b1", "a2"]);
+    expect(r.unscheduled).toBe(1);
+    expect(satisfied(r)).toEqual({ type: "PlacementSatisfied", status: "False", reason: "NotAllDecisionsScheduled", message: "1 cluster decisions unscheduled" });
+  });
+
+  it("use case 3 with ScheduleAnyway: the skew is exceeded rather than a decision left out", () => {
+    const spec = useCase3(1);
+    spec.spreadPolicy.spreadConstraints[0]!.whenUnsatisfiable = "ScheduleAnyway" as "DoNotSchedule";
+    const r = schedule(input(spec, useCase3Clusters()), NOW);
+    expect(r.decisions).toEqual(["a1", "b1", "a2", "a3"]);
+  });
+
+  it("use case 4, joint spread: regions first, then zones within a region", () => {
+    // Picks: e1a-1 (all equal, by name); w1a-1 (region us-west 63<<6); e1b-1 (regions even, zone 1b 63);
+    // w1a-2 (region us-west behind again).
+    const clusters = [
+      at("e1a-1", zone("us-east-1a")),
+      at("e1a-2", zone("us-east-1a")),
+      at("e1b-1", zone("us-east-1b")),
+      at("e1b-2", zone("us-east-1b")),
+      at("w1a-1", zone("us-west-1a")),
+      at("w1a-2", zone("us-west-1a")),
+      at("w1a-3", zone("us-west-1a")),
+    ];
+    const spec: PlacementSpec = {
+      numberOfClusters: 4,
+      spreadPolicy: {
+        spreadConstraints: [
+          { topologyKey: "region", topologyKeyType: "Label" },
+          { topologyKey: "zone", topologyKeyType: "Label" },
+        ],
+      },
+    };
+    expect(schedule(input(spec, clusters), NOW).decisions).toEqual(["e1a-1", "w1a-1", "e1b-1", "w1a-2"]);
+  });
+
+  it("zones are compared within their region: the same zone name under two regions is two topologies", () => {
+    // Regions r1 {z} and r2 {y, z}. Picking b puts r1/z at 2, but r1/z has no sibling, so
+    // maxSkew 1 holds; were zones compared across regions, z (1) against y (0) would exclude b.
+    const clusters = [at("a", { region: "r1", zone: "z" }), at("b", { region: "r1", zone: "z" }), at("c", { region: "r2", zone: "y" }), at("d", { region: "r2", zone: "z" })];
+    const spec: PlacementSpec = {
+      prioritizerPolicy: exact(),
+      spreadPolicy: {
+        spreadConstraints: [
+          { topologyKey: "region", topologyKeyType: "Label", maxSkew: 5, whenUnsatisfiable: "DoNotSchedule" },
+          { topologyKey: "zone", topologyKeyType: "Label", whenUnsatisfiable: "DoNotSchedule" },
+        ],
+      },
+    };
+    expect(schedule(input(spec, clusters), NOW).decisions).toEqual(["a", "b", "c", "d"]);
+  });
+
+  it("a Claim topology key spreads by the cluster claim", () => {
+    const clusters = [at("a", {}, { platform: "AWS" }), at("b", {}, { platform: "AWS" }), at("c", {}, { platform: "GCP" })];
+    const spec: PlacementSpec = { numberOfClusters: 2, spreadPolicy: { spreadConstraints: [{ topologyKey: "platform", topologyKeyType: "Claim" }] } };
+    expect(schedule(input(spec, clusters), NOW).decisions).toEqual(["a", "c"]);
+  });
+
+  it("DoNotSchedule never picks a cluster without the topology key; ScheduleAnyway may", () => {
+    const clusters = [at("a", { zone: "z1" }), at("b", {}), at("c", { zone: "z2" })];
+    const term = (w: "DoNotSchedule" | "ScheduleAnyway"): PlacementSpec => ({ spreadPolicy: { spreadConstraints: [{ topologyKey: "zone", topologyKeyType: "Label", whenUnsatisfiable: w }] } });
+    expect(schedule(input(term("DoNotSchedule"), clusters), NOW).decisions).toEqual(["a", "c"]);
+    expect(schedule(input(term("ScheduleAnyway"), clusters), NOW).decisions.slice().sort()).toEqual(["a", "b", "c"]);
+  });
+
+  it("without numberOfClusters every feasible cluster the DoNotSchedule skew allows is picked", () => {
+    const spec: PlacementSpec = { spreadPolicy: { spreadConstraints: [{ topologyKey: "zone", topologyKeyType: "Label", whenUnsatisfiable: "DoNotSchedule" }] } };
+    const r = schedule(input(spec, useCase3Clusters()), NOW);
+    expect(r.decisions).toEqual(["a1", "b1", "a2"]);
+    expect(r.numberOfFeasibleClusters).toBe(4);
+    expect(satisfied(r).reason).toBe("AllDecisionsScheduled");
+  });
+
+  it("Exact mode without Spread keeps only the DoNotSchedule limit (spread weight 0)", () => {
+    const clusters = [at("a1", { zone: "A" }), at("a2", { zone: "A" }), at("b1", { zone: "B" })];
+    const spec: PlacementSpec = { numberOfClusters: 3, prioritizerPolicy: exact(), spreadPolicy: { spreadConstraints: [{ topologyKey: "zone", topologyKeyType: "Label", whenUnsatisfiable: "DoNotSchedule" }] } };
+    const r = schedule(input(spec, clusters), NOW);
+    expect(r.decisions).toEqual(["a1", "b1", "a2"]);
+    expect(r.prioritizers).toEqual([]);
+  });
+
+  it("the Spread weight is weighed against the prioritizers: default 2 beats Steady 1, Steady 10 beats Spread 1", () => {
+    const clusters = [at("a1", { zone: "A" }), at("a2", { zone: "A" }), at("b1", { zone: "B" })];
+    const spread = { spreadConstraints: [{ topologyKey: "zone", topologyKeyType: "Label" as const }] };
+    // Additive: Steady gives a1, a2 100; second pick a2 = 100 + 2 × −100, b1 = 0 + 2 × 100.
+    const additive = schedule(input({ numberOfClusters: 2, spreadPolicy: spread }, clusters, { existingDecisions: ["a1", "a2"] }), NOW);
+    expect(additive.decisions).toEqual(["a1", "b1"]);
+    const steady = schedule(
+      input({ numberOfClusters: 2, spreadPolicy: spread, prioritizerPolicy: exact({ scoreCoordinate: { builtIn: "Steady" }, weight: 10 }, { scoreCoordinate: { builtIn: "Spread" }, weight: 1 }) }, clusters, {
+        existingDecisions: ["a1", "a2"],
+      }),
+      NOW,
+    );
+    expect(steady.decisions).toEqual(["a1", "a2"]);
+  });
+
+  const invalidTerms: { name: string; term: Record<string, unknown>; message: string }[] = [
+    { name: "unknown topologyKeyType", term: { topologyKey: "zone", topologyKeyType: "Zone" }, message: 'Spread:spec.spreadPolicy.spreadConstraints[0].topologyKeyType: Unsupported value: "Zone"' },
+    { name: "maxSkew 0", term: { topologyKey: "zone", topologyKeyType: "Label", maxSkew: 0 }, message: "Spread:spec.spreadPolicy.spreadConstraints[0].maxSkew in body should be greater than or equal to 1" },
+    { name: "empty topologyKey", term: { topologyKey: "", topologyKeyType: "Label" }, message: "Spread:spec.spreadPolicy.spreadConstraints[0].topologyKey: Required value" },
+  ];
+  for (const c of invalidTerms) {
+    it(`Misconfigured (plugin Spread): ${c.name}`, () => {
+      const r = schedule(input({ spreadPolicy: { spreadConstraints: [c.term as never] } }, names("a")), NOW);
+      expect(misconfigured(r).message).toBe(c.message);
+      expect(r.decisions).toEqual([]);
+    });
+  }
 });
 
 describe("decision groups and PlacementDecisions", () => {

@@ -230,6 +230,12 @@ describe("the scheduler object", () => {
     await register(token, "p6", "id-p6", keys);
     await call("PATCH", `${MC}/p6`, { metadata: { labels: { "cluster.open-cluster-management.io/clusterset": "prod", env: "prod" } } }, merge);
     const ids = async () => (await env.DB.prepare("SELECT id FROM outbox WHERE name = 'p6'").all<{ id: string }>()).results.map((r) => r.id);
+    // A first heartbeat makes the cluster Available, which its ClusterProfiles show too (a change
+    // owing two hooks, whose trigger the scheduler stores); the one below changes only what
+    // scheduling reads.
+    expect((await call("POST", "/agent/v1/clusters/p6/heartbeat", { healthy: true }, { token: await keys.sign("p6") })).status).toBe(200);
+    await scheduled();
+    await waitFor("the first heartbeat's outbox row gone", async () => (await ids()).length === 0, 5000, 20);
     const hooked: Change[] = [];
     const spy = { ...schedulingHook, run: (e: Env, owed: Trigger, target: Parameters<typeof schedulingHook.run>[2]) => (target.change && hooked.push(target.change), schedulingHook.run(e, owed, target)) };
     registerAfterCommitHook(spy);

@@ -160,6 +160,46 @@ describe("upgrade from the previous release's database", () => {
     ]);
   });
 
+  it("gives an upgraded hub its ManagedClusterSet counts: the sets answer as before, and as on a fresh hub once clusters change", async () => {
+    const SETS = `${G}/v1beta2/managedclustersets`;
+    const set = (name: string, clusterSelector: unknown) => ({ apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name }, spec: { clusterSelector } });
+    expect((await call("POST", SETS, set("edge", { selectorType: "ExclusiveClusterSetLabel" }))).status).toBe(201);
+    expect((await call("POST", SETS, set("tiered", { selectorType: "LabelSelector", labelSelector: { matchLabels: { tier: "gold" }, matchExpressions: [{ key: "zone", operator: "NotIn", values: ["x"] }, { key: "tier", operator: "Exists" }, { key: "gpu", operator: "DoesNotExist" }] } }))).status).toBe(201);
+    expect((await call("POST", SETS, set("unselective", { selectorType: "LabelSelector" }))).status).toBe(201);
+    const mc = (name: string, labels: Record<string, string>) => ({ apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name, labels }, spec: { hubAcceptsClient: true } });
+    for (const [name, labels] of [["u1", { "cluster.open-cluster-management.io/clusterset": "edge", tier: "gold" }], ["u2", { tier: "gold", zone: "y" }], ["u3", { tier: "gold", gpu: "a100" }]] as const) {
+      expect((await call("POST", MC, mc(name, labels))).status).toBe(201);
+    }
+    const countRows = async () => (await env.DB.prepare("SELECT name, clusters FROM clusterset_counts ORDER BY name").all()).results;
+    const fresh = await countRows();
+    expect(fresh).toEqual(expect.arrayContaining([{ name: "edge", clusters: 1 }, { name: "tiered", clusters: 2 }, { name: "unselective", clusters: 0 }]));
+    const answers = async () => ({ ...(await everything()), sets: (await call("GET", SETS)).body.items });
+    const before = await answers();
+
+    // The previous release's state: no clusterset_counts table, migration 0011 not applied.
+    await env.DB.prepare("DROP TABLE clusterset_counts").run();
+    await env.DB.prepare("DELETE FROM d1_migrations WHERE name = ?").bind("0011_clusterset_counts.sql").run();
+    await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
+    expect(await countRows()).toEqual(fresh);
+    expect(await answers()).toEqual(before);
+
+    // The previous release writes a cluster after the migration, before the new code is deployed
+    // (its rows, without the counts): the new code counts each set it uses once more.
+    await env.DB.prepare("INSERT INTO objects (resource, namespace, name, uid, resource_version, body) SELECT resource, namespace, 'u4', uid || '-4', resource_version, replace(body, '\"u2\"', '\"u4\"') FROM objects WHERE resource = 'cluster.open-cluster-management.io/managedclusters' AND name = 'u2'").run();
+    await env.DB.prepare("INSERT INTO labels (resource, namespace, name, key, value) SELECT resource, namespace, 'u4', key, value FROM labels WHERE resource = 'cluster.open-cluster-management.io/managedclusters' AND name = 'u2'").run();
+    expect((await call("POST", MC, mc("u5", { tier: "gold" }))).status).toBe(201);
+    const tiered = (await call("GET", `${SETS}/tiered`)).body;
+    // u1, u2, u4 and u5 (u3 has a gpu label); without the recount the row would say 3.
+    expect(condition(tiered, "ClusterSetEmpty")).toMatchObject({ status: "False", message: "4 ManagedClusters selected" });
+    const all = (await call("GET", MC)).body.items.length;
+    expect(condition((await call("GET", `${SETS}/global`)).body, "ClusterSetEmpty")).toMatchObject({ message: `${all} ManagedClusters selected` });
+    // And from then on as a fresh hub: a relabel moves the counts in its own batch.
+    expect((await call("PATCH", `${MC}/u2`, { metadata: { labels: { zone: "x" } } }, merge)).status).toBe(200);
+    expect(condition((await call("GET", `${SETS}/tiered`)).body, "ClusterSetEmpty")).toMatchObject({ message: "3 ManagedClusters selected" });
+    expect(condition((await call("GET", `${SETS}/unselective`)).body, "ClusterSetEmpty")).toMatchObject({ status: "True", message: "No ManagedCluster selected" });
+    expect(await env.DB.prepare("SELECT count(*) AS n FROM clusterset_counts WHERE recount = 1 AND name IN ('tiered', 'global', 'default')").first<{ n: number }>()).toEqual({ n: 0 });
+  });
+
   it("gives an upgraded hub its audit log: before the migration writes still answer, after it they are recorded", async () => {
     await createNamespaces("audited");
     const secrets = "/api/v1/namespaces/audited/secrets";

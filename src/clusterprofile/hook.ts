@@ -1,0 +1,41 @@
+/**
+ * The after-commit hook of the cluster inventory (src/store/hooks.ts): one hook for what a
+ * ManagedCluster, ManagedClusterSet or ManagedClusterSetBinding write owes the ClusterProfile
+ * controller (src/clusterprofile/controller.ts) and the ManagedClusterSet status controller
+ * (src/clusterprofile/clusterset-status.ts), so that a change owing both reads the sets once and
+ * runs both at the same time, their writes sharing D1 batches.
+ *
+ * @module
+ */
+import type { KubeObject } from "../k8s/meta.ts";
+import { listObjects } from "../k8s/store.ts";
+import { ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
+import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
+import { store as database } from "../store/write.ts";
+import { planSetStatus, runSetStatusWork, type SetStatusWork } from "./clusterset-status.ts";
+import { planProfiles, runProfileWork, type ProfileWork } from "./controller.ts";
+
+/** What a change owes: its profiles' work and its sets' status work, each absent when none. */
+export interface InventoryWork {
+  profiles?: ProfileWork;
+  setStatus?: SetStatusWork;
+}
+
+/** The hook. Idempotent: run again, it finds profiles and statuses as they should be and writes nothing. */
+export const inventoryHook: AfterCommitHook<InventoryWork> = {
+  name: "cluster-inventory",
+  plan(change) {
+    const profiles = planProfiles(change);
+    const setStatus = planSetStatus(change);
+    if (!profiles && !setStatus) return null;
+    return { ...(profiles ? { profiles } : {}), ...(setStatus ? { setStatus } : {}) };
+  },
+  async run(env, owed) {
+    let sets: KubeObject[] | undefined;
+    if (owed.profiles?.cluster !== undefined || owed.setStatus?.cluster) sets = (await listObjects(database(env), ManagedClusterSetKind, undefined)).items;
+    const results = await Promise.allSettled([owed.profiles ? runProfileWork(env, owed.profiles, sets) : undefined, owed.setStatus ? runSetStatusWork(env, owed.setStatus, sets) : undefined]);
+    const failed = results.find((r) => r.status === "rejected");
+    if (failed) throw failed.reason;
+  },
+};
+registerAfterCommitHook(inventoryHook);

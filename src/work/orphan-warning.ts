@@ -1,0 +1,30 @@
+/**
+ * The warning a ManifestWork created in a namespace that no ManagedCluster owns gets. OCM accepts
+ * such a work (its webhook checks nothing about the namespace) and no agent ever applies it; the
+ * hub accepts it too, and says so with a Kubernetes `Warning` response header (RFC 7234 warn-code
+ * 299), which kubectl prints as `Warning: <message>`.
+ *
+ * @module
+ */
+import type { KindDefinition } from "../k8s/kind.ts";
+import { getObject } from "../k8s/store.ts";
+import type { Env } from "../env.ts";
+import { ManagedClusterKind } from "../kinds/managedcluster.ts";
+import { ManifestWorkKind } from "../kinds/manifestwork.ts";
+import { store as database } from "../store/write.ts";
+
+/** The warning's text for a work in `namespace`. */
+export function orphanWorkMessage(namespace: string): string {
+  return `no ManagedCluster named "${namespace}" exists: this ManifestWork will not be applied to any cluster until one does (a work's namespace names its cluster)`;
+}
+
+/**
+ * The warning for a write of `def` in `namespace` that answered `status`: the message when it
+ * created a ManifestWork (201) and no ManagedCluster carries the namespace's name, else undefined.
+ * One keyed D1 read, for ManifestWork creates only.
+ */
+export async function orphanWorkWarning(env: Env, def: KindDefinition, namespace: string | undefined, status: number): Promise<string | undefined> {
+  if (def !== ManifestWorkKind || status !== 201 || !namespace) return undefined;
+  const cluster = await getObject(database(env), ManagedClusterKind, { namespace: "", name: namespace });
+  return cluster ? undefined : orphanWorkMessage(namespace);
+}
