@@ -4,6 +4,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { call, createNamespaces, MC, MCSET } from "./helpers.ts";
+import { waitFor } from "../wait.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const W = "/apis/work.open-cluster-management.io";
@@ -13,21 +14,15 @@ const WORK = (name: string) => `${W}/v1/namespaces/k1/manifestworks/${NS}.${name
 const merge = { contentType: "application/merge-patch+json" };
 const HOLD = "test.flotilla.dev/hold";
 
-async function waitFor(check: () => Promise<boolean>, ms = 8000) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  expect(await check()).toBe(true);
-}
+/** Waits until `check` holds (test/wait.ts, 8 s at most). */
+const until = (what: string, check: () => Promise<boolean>) => waitFor(what, check, 8000, 100);
 
 /** Creates a replica set with the policy, waits for its work on k1 and holds that work with a finalizer. */
 async function replicaSetWithHeldWork(name: string, cascadeDeletionPolicy?: string) {
   const spec = { placementRefs: [{ name: "all" }], manifestWorkTemplate: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" } }] } }, ...(cascadeDeletionPolicy ? { cascadeDeletionPolicy } : {}) };
   const created = await call("POST", MWRS, { apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", metadata: { name }, spec });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
-  await waitFor(async () => (await call("GET", WORK(name))).status === 200);
+  await until(`work ${name} created`, async () => (await call("GET", WORK(name))).status === 200);
   expect((await call("PATCH", WORK(name), { metadata: { finalizers: [HOLD] } }, merge)).status).toBe(200);
 }
 
@@ -49,7 +44,7 @@ describe("ManifestWorkReplicaSet cascadeDeletionPolicy", () => {
     expect((await call("GET", `${MWRS}/bg`)).body.spec.cascadeDeletionPolicy).toBe("Background");
     expect((await call("DELETE", `${MWRS}/bg`)).status).toBe(200);
     await reconcile("bg");
-    await waitFor(async () => (await call("GET", `${MWRS}/bg`)).status === 404);
+    await until("replica set bg gone", async () => (await call("GET", `${MWRS}/bg`)).status === 404);
     const work = (await call("GET", WORK("bg"))).body;
     expect(work.metadata.deletionTimestamp).toBeDefined();
     expect((await call("PATCH", WORK("bg"), { metadata: { finalizers: null } }, merge)).status).toBe(200);
@@ -59,13 +54,13 @@ describe("ManifestWorkReplicaSet cascadeDeletionPolicy", () => {
     await replicaSetWithHeldWork("fg", "Foreground");
     expect((await call("DELETE", `${MWRS}/fg`)).status).toBe(200);
     await reconcile("fg");
-    await waitFor(async () => (await call("GET", WORK("fg"))).body.metadata?.deletionTimestamp !== undefined);
+    await until("work fg being deleted", async () => (await call("GET", WORK("fg"))).body.metadata?.deletionTimestamp !== undefined);
     await reconcile("fg");
     const held = await call("GET", `${MWRS}/fg`);
     expect(held.status).toBe(200);
     expect(held.body.metadata.deletionTimestamp).toBeDefined();
     expect((await call("PATCH", WORK("fg"), { metadata: { finalizers: null } }, merge)).status).toBe(200);
-    await waitFor(async () => {
+    await until("replica set fg gone", async () => {
       await reconcile("fg");
       return (await call("GET", `${MWRS}/fg`)).status === 404;
     });
