@@ -34,10 +34,10 @@
  *   { verb: "create", apiGroup: "cluster.open-cluster-management.io", resource: "placements", namespace: "team-a" });
  * // { allowed: true, reason: 'RBAC: allowed by RoleBinding "alice-edit/team-a" of ClusterRole "edit" to User "alice"' }
  */
-import { z } from "zod";
+import type { z } from "zod";
 import { ApiError } from "../k8s/errors.ts";
-import { fromLabelSelector, LabelSelectorSchema, matches, type LabelSelectorRequirementSet } from "../k8s/labels.ts";
-import { ObjectMetaSchema } from "../k8s/meta.ts";
+import { fromLabelSelector, matches, type LabelSelectorRequirementSet } from "../k8s/labels.ts";
+import type { AggregationRuleSchema, PolicyRuleSchema, RoleRefSchema, SubjectSchema } from "./rbac-schemas.ts";
 
 // ---------------------------------------------------------------------------
 // Names
@@ -87,71 +87,14 @@ export function serviceAccountGroups(namespace: string): string[] {
 // The RBAC objects (rbac.authorization.k8s.io/v1)
 // ---------------------------------------------------------------------------
 
-const stringList = z.array(z.string()).nullable().optional();
-
-/**
- * `rbacv1.PolicyRule`: `verbs` (required; `*` is every verb), `apiGroups` (`""` is the core
- * group, `*` every group), `resources` (`plural`, `plural/subresource`, `*\/subresource`, `*`),
- * `resourceNames` (empty: any name), `nonResourceURLs` (a path, or a prefix ending in `*`; only in
- * ClusterRoles). Structural only; Kubernetes' semantic validation of a rule is the RBAC kinds'.
- */
-export const PolicyRuleSchema = z.strictObject({
-  verbs: z.array(z.string()),
-  apiGroups: stringList,
-  resources: stringList,
-  resourceNames: stringList,
-  nonResourceURLs: stringList,
-});
-
-/** A `rbacv1.PolicyRule` (see {@link PolicyRuleSchema}); `null` lists mean empty. */
+/** A `rbacv1.PolicyRule` (src/auth/rbac-schemas.ts `PolicyRuleSchema`); `null` lists mean empty. */
 export type PolicyRule = z.infer<typeof PolicyRuleSchema>;
-
-/**
- * `rbacv1.Subject`: `kind` `User`, `Group` or `ServiceAccount`; `apiGroup`
- * `rbac.authorization.k8s.io` for users and groups, `""` for ServiceAccounts; `namespace` only for
- * ServiceAccounts (in a RoleBinding, absent means the binding's namespace).
- */
-export const SubjectSchema = z.strictObject({
-  kind: z.string(),
-  apiGroup: z.string().optional(),
-  name: z.string(),
-  namespace: z.string().optional(),
-});
-
-/** A `rbacv1.Subject` (see {@link SubjectSchema}). */
+/** A `rbacv1.Subject` (src/auth/rbac-schemas.ts `SubjectSchema`). */
 export type Subject = z.infer<typeof SubjectSchema>;
-
-/** `rbacv1.RoleRef`: `{apiGroup: "rbac.authorization.k8s.io", kind: "Role"|"ClusterRole", name}`. */
-export const RoleRefSchema = z.strictObject({ apiGroup: z.string(), kind: z.string(), name: z.string() });
-
-/** A `rbacv1.RoleRef` (see {@link RoleRefSchema}). */
+/** A `rbacv1.RoleRef` (src/auth/rbac-schemas.ts `RoleRefSchema`). */
 export type RoleRef = z.infer<typeof RoleRefSchema>;
-
-/** `rbacv1.AggregationRule`: ClusterRoles matched by any of `clusterRoleSelectors` are aggregated. */
-export const AggregationRuleSchema = z.strictObject({ clusterRoleSelectors: z.array(LabelSelectorSchema).nullable().optional() });
-
-/** A `rbacv1.AggregationRule` (see {@link AggregationRuleSchema}). */
+/** A `rbacv1.AggregationRule` (src/auth/rbac-schemas.ts `AggregationRuleSchema`). */
 export type AggregationRule = z.infer<typeof AggregationRuleSchema>;
-
-/** The whole Role object as a client may send it (strict). */
-export const RoleSchema = z.strictObject({
-  apiVersion: z.string(),
-  kind: z.string(),
-  metadata: ObjectMetaSchema,
-  rules: z.array(PolicyRuleSchema).nullable().optional(),
-});
-
-/** The whole ClusterRole object as a client may send it (strict). */
-export const ClusterRoleSchema = RoleSchema.extend({ aggregationRule: AggregationRuleSchema.nullable().optional() });
-
-/** The whole RoleBinding (or ClusterRoleBinding) object as a client may send it (strict). */
-export const RoleBindingSchema = z.strictObject({
-  apiVersion: z.string(),
-  kind: z.string(),
-  metadata: ObjectMetaSchema,
-  subjects: z.array(SubjectSchema).nullable().optional(),
-  roleRef: RoleRefSchema,
-});
 
 /** The metadata the evaluator reads: the name, the namespace (namespaced kinds) and the labels. */
 export interface RbacObjectMeta {

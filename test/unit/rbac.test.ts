@@ -13,10 +13,8 @@ import {
   AGGREGATE_TO_VIEW,
   BOOTSTRAP_CLUSTER_ROLE_BINDINGS,
   BOOTSTRAP_CLUSTER_ROLES,
-  ClusterRoleSchema,
   RBAC_GROUP,
   RbacAuthorizer,
-  RoleBindingSchema,
   aggregateClusterRoles,
   breakdownRule,
   compactRuleString,
@@ -35,6 +33,7 @@ import {
   type Subject,
   type UserInfo,
 } from "../../src/auth/rbac.ts";
+import { ClusterRoleSchema, RoleBindingSchema } from "../../src/auth/rbac-schemas.ts";
 import { KINDS } from "../../src/kinds/index.ts";
 
 // ---------------------------------------------------------------------------
