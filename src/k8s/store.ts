@@ -35,8 +35,22 @@ export interface ListResult {
 
 function fromRow(row: { body: string; resourceVersion: number }): KubeObject {
   const obj = JSON.parse(row.body) as KubeObject;
-  obj.metadata.resourceVersion = String(row.resourceVersion);
+  obj.metadata = withResourceVersion(obj.metadata, row.resourceVersion);
   return obj;
+}
+
+/**
+ * `meta` with `resourceVersion` set to `rv`, and `managedFields` (when present) kept last, as
+ * ObjectMeta orders its fields: an object reads the same, key for key, whether it comes from a
+ * row (whose body has no resourceVersion) or from the write that stored it. Mutates and returns
+ * `meta`.
+ */
+function withResourceVersion(meta: KubeObject["metadata"], rv: number): KubeObject["metadata"] {
+  const managed = meta.managedFields;
+  if (managed !== undefined) delete meta.managedFields;
+  meta.resourceVersion = String(rv);
+  if (managed !== undefined) meta.managedFields = managed;
+  return meta;
 }
 
 /** A drizzle handle on the D1 index, with the keyring that seals the fields a kind stores encrypted. */
@@ -512,7 +526,7 @@ async function commitBuilt(d1: D1Database, built: BuiltItem[]): Promise<ResultRo
 function outcomeOf(item: CommitItem, rows: ResultRows): CommitOutcome {
   if (rows.length === 0) return { ok: false, lost: true };
   if (item.next === null) return { ok: true, object: null };
-  return { ok: true, object: { ...item.next, metadata: { ...item.next.metadata, resourceVersion: String(rows[0]!.resource_version) } } };
+  return { ok: true, object: { ...item.next, metadata: withResourceVersion({ ...item.next.metadata }, rows[0]!.resource_version!) } };
 }
 
 /** The commit groups of each D1 binding (src/k8s/group-commit.ts), made on first use. */
