@@ -5,7 +5,7 @@
  * "Spread Policy across Failure-domains in Placement APIs", the `EvenSpreadSelector`),
  * which the `cluster.open-cluster-management.io/v1beta1` Placement API carries
  * (`SpreadConstraintsTerm`, and the `Spread` built-in prioritizer). Upstream OCM's
- * scheduler stores the field but has not implemented the selector; this module implements
+ * scheduler stores the field and reads nothing of it (OCM 00f84c3); this module builds
  * the design as written, including its worked example (see test/unit/scheduling.test.ts).
  *
  * Pure: no I/O, no clock.

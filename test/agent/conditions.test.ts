@@ -15,6 +15,7 @@ import { workStatus, type ManifestOutcome } from "../../agent/src/work/condition
 import { WorkController } from "../../agent/src/work/controller.ts";
 import { DynamicClient } from "../../agent/src/work/dynamic.ts";
 import { collectFeedback, MAX_JSON_RAW_LENGTH } from "../../agent/src/work/feedback.ts";
+import { waitFor } from "../wait.ts";
 import type { ConditionRule, ManifestConfig, ManifestWork, Obj } from "../../agent/src/work/types.ts";
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -242,16 +243,18 @@ describe("the controller on a simulated cluster", () => {
     // Wait until the watch runs (a pass then reads nothing), then change the status: the listener fires.
     const before = signals;
     const cur = (await dyn.get({ group: "apps", version: "v1", resource: "deployments", namespace: "default", name: "web" })) as { metadata: { generation: number } } & Obj;
-    const deadline = Date.now() + 15_000;
-    let changed = false;
-    while (!changed && Date.now() < deadline) {
-      await dyn.request("PUT", "/apis/apps/v1/namespaces/default/deployments/web/status", {
-        body: { ...cur, metadata: { ...(cur.metadata as Obj), resourceVersion: undefined }, status: { observedGeneration: cur.metadata.generation, replicas: 2, updatedReplicas: 2, readyReplicas: 1, availableReplicas: 1 } },
-      });
-      await new Promise((r) => setTimeout(r, 100));
-      changed = signals > before;
-    }
-    expect(changed).toBe(true);
+    // The status write is made again until the watch has signalled it (the watch may start late).
+    await waitFor(
+      "the watched Deployment's status change signalled",
+      async () => {
+        await dyn.request("PUT", "/apis/apps/v1/namespaces/default/deployments/web/status", {
+          body: { ...cur, metadata: { ...(cur.metadata as Obj), resourceVersion: undefined }, status: { observedGeneration: cur.metadata.generation, replicas: 2, updatedReplicas: 2, readyReplicas: 1, availableReplicas: 1 } },
+        });
+        return signals > before;
+      },
+      15_000,
+      100,
+    );
     const second = (await c.sync())[0]!.status;
     expect(cond(second.conditions, "Progressing")).toMatchObject({ status: "True", message: "1 of 2 ready" });
     expect(cond(second.conditions, "Ready")?.status).toBe("False");
