@@ -76,7 +76,8 @@ const clusterBody = (name: string, labels: Record<string, string>) => ({ apiVers
 async function register(name: string, labels: Record<string, string> = {}): Promise<Ran[]> {
   const m = metered();
   await writeStored(m.env, ManagedClusterKind, "", name, { verb: "create", body: clusterBody(name, labels) });
-  return m.ran;
+  // Left out: the watch log's pruning, which a commit adds now and then at random (src/k8s/store.ts).
+  return m.ran.filter((r) => !/^delete from "events"/i.test(r.sql));
 }
 const ofCounts = (rs: Ran[]) => rs.filter((r) => r.sql.includes("clusterset_counts"));
 
