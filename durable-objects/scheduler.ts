@@ -43,6 +43,7 @@ import { replicaSetsForPlacements } from "../src/work/replicaset.ts";
 import { finishCommit, store, type Committed } from "../src/store/write.ts";
 import { deferOutboxDelete, OUTBOX_GRACE_MS, sweepOutbox } from "../src/store/outbox.ts";
 import { Timers } from "./timers.ts";
+import { expireEvents } from "../src/events/expiry.ts";
 import type { Env } from "../src/env.ts";
 
 /** The name of the single scheduler object. */
@@ -53,6 +54,8 @@ export const RESYNC_INTERVAL_MS = 10_000;
 
 /** The timer (row of the `timers` table) of the after-commit outbox sweep. */
 const SWEEP_TIMER = "outbox-sweep";
+/** The timer of Events' expiry (src/events/expiry.ts). */
+const EVENT_EXPIRY_TIMER = "event-expiry";
 
 /** The placement scheduler Durable Object. */
 export class SchedulerObject extends DurableObject<Env> {
@@ -206,7 +209,16 @@ export class SchedulerObject extends DurableObject<Env> {
   }
 
   /**
-   * Runs what is due: the outbox sweep (set again while rows are left), then, in one run, the
+   * Sets the Events' expiry (src/events/expiry.ts) to run no later than `at` (epoch milliseconds);
+   * called when an Event is created.
+   */
+  async expireEventsAt(at: number): Promise<void> {
+    this.timers.setEarlier(EVENT_EXPIRY_TIMER, at);
+    await this.armAlarm();
+  }
+
+  /**
+   * Runs what is due: the Events' expiry (set again at the next expiry while Events are left), the outbox sweep (set again while rows are left), then, in one run, the
    * placements whose toleration expired and the triggers `enqueue` stored. A requeue row and a
    * stored trigger are removed only once that run succeeded (a requeue row of a placement that
    * no longer exists too), so a crash during the run leaves them for the next alarm.
@@ -223,6 +235,16 @@ export class SchedulerObject extends DurableObject<Env> {
       } catch (e) {
         console.error("outbox sweep failed; trying again in a minute", e);
         await this.sweepOutboxAt(now + 60_000);
+      }
+    }
+    if (this.timers.due(now).includes(EVENT_EXPIRY_TIMER)) {
+      this.timers.cancel(EVENT_EXPIRY_TIMER);
+      try {
+        const { nextDue } = await expireEvents(this.env, now);
+        if (nextDue !== null) await this.expireEventsAt(nextDue);
+      } catch (e) {
+        console.error("event expiry failed; trying again in a minute", e);
+        await this.expireEventsAt(now + 60_000);
       }
     }
     const due = sql.exec<{ placement: string }>("SELECT placement FROM requeue WHERE due <= ?", now).toArray().map((r) => r.placement);

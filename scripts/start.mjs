@@ -15,6 +15,7 @@
 //   FLOTILLA_LEASE_GRACE_MULTIPLIER  lease grace multiplier (default 5, OCM's)
 //   FLOTILLA_LEAVE_TIMEOUT_SECONDS   how long a deleted cluster waits for its agent to leave (default 900)
 //   FLOTILLA_AUDIT_RETENTION_DAYS    days the audit log keeps a record (default 30)
+//   FLOTILLA_EVENT_TTL_SECONDS       seconds an Event is kept after its last write (default 3600)
 //   FLOTILLA_HTTPS=1             serve HTTPS with a certificate for 127.0.0.1 and localhost signed
 //                                by a local CA generated once into <state>/tls (ca.crt)
 //   FLOTILLA_OIDC_ISSUER_URL     trust ID tokens of this OpenID Connect issuer (https, or http on a
@@ -152,6 +153,7 @@ if (process.env.FLOTILLA_LEASE_GRACE_MULTIPLIER) vars.LEASE_GRACE_MULTIPLIER = p
 // OIDC authentication (src/auth/oidc.ts), as kube-apiserver's --oidc-* flags: passed on as they are.
 for (const k of OIDC_VARS) if (process.env[k]) vars[k] = process.env[k];
 if (process.env.FLOTILLA_AUDIT_RETENTION_DAYS) vars.FLOTILLA_AUDIT_RETENTION_DAYS = process.env.FLOTILLA_AUDIT_RETENTION_DAYS;
+if (process.env.FLOTILLA_EVENT_TTL_SECONDS) vars.FLOTILLA_EVENT_TTL_SECONDS = process.env.FLOTILLA_EVENT_TTL_SECONDS;
 const envFile = path.join(stateDir, "hub.env");
 try {
   if (existsSync(envFile)) chmodSync(envFile, 0o600);

@@ -50,6 +50,11 @@ export interface Env extends OidcEnv {
    * variable): a positive number, default 30.
    */
   FLOTILLA_AUDIT_RETENTION_DAYS?: string;
+  /**
+   * Seconds an Event is kept after its last write (kube-apiserver's `--event-ttl`; src/events/expiry.ts;
+   * `npm start` passes the same-named environment variable): a positive number, default 3600.
+   */
+  FLOTILLA_EVENT_TTL_SECONDS?: string;
   /** Counts failed authentications per source address and per presented credential (src/auth/ratelimit.ts). */
   AUTH_FAILURES?: RateLimit;
 }

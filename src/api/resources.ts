@@ -107,12 +107,23 @@ function indexRequirement(sel: ReturnType<typeof parseSelector>): LabelIndexRequ
   return exists ? { key: exists.key } : undefined;
 }
 
+/** The fields of `obj` a field selector of kind `def` may name (`KindDefinition.fieldSelectors`; else metadata.name and metadata.namespace). */
+function selectableFields(def: KindDefinition, obj: KubeObject): Record<string, string> {
+  return def.fieldSelectors ? def.fieldSelectors(obj) : { "metadata.name": obj.metadata.name, "metadata.namespace": obj.metadata.namespace ?? "" };
+}
+
+/** The field selector names kind `def` supports, found from an empty object of it. */
+function supportedFields(def: KindDefinition): Set<string> {
+  return new Set(Object.keys(selectableFields(def, { apiVersion: "", kind: "", metadata: { name: "", uid: "", resourceVersion: "", creationTimestamp: "" } })));
+}
+
 /**
- * The request's `labelSelector` and `fieldSelector` (metadata.name, metadata.namespace): the
- * filter a listed object must pass, and the label requirement the label index reads rows by.
+ * The request's `labelSelector` and `fieldSelector` (the kind's selectable fields, by default
+ * metadata.name and metadata.namespace): the filter a listed object (in the form of kind `def`)
+ * must pass, and the label requirement the label index reads rows by.
  * @throws ApiError 400 for a selector that does not parse, or an unsupported field
  */
-function selectorOf(c: Ctx): { filter: (obj: KubeObject) => boolean; index?: LabelIndexRequirement } {
+function selectorOf(c: Ctx, def: KindDefinition): { filter: (obj: KubeObject) => boolean; index?: LabelIndexRequirement } {
   const ls = c.req.query("labelSelector");
   const fs = c.req.query("fieldSelector");
   let labelSel: ReturnType<typeof parseSelector> | null = null;
@@ -132,18 +143,22 @@ function selectorOf(c: Ctx): { filter: (obj: KubeObject) => boolean; index?: Lab
       if (e instanceof FieldSelectorError) throw badRequest(e.message, "fieldSelector");
       throw e;
     }
-    for (const r of fields) if (r.field !== "metadata.name" && r.field !== "metadata.namespace") throw badRequest(`field label not supported: ${r.field}`, "fieldSelector");
+    const supported = supportedFields(def);
+    for (const r of fields) if (!supported.has(r.field)) throw badRequest(`field label not supported: ${r.field}`, "fieldSelector");
   }
   const filter = (obj: KubeObject) => {
     if (labelSel && !matches(labelSel, obj.metadata.labels ?? {})) return false;
-    return matchesFields(fields, (f) => (f === "metadata.name" ? obj.metadata.name : obj.metadata.namespace ?? ""));
+    if (fields.length === 0) return true;
+    const values = selectableFields(def, obj);
+    return matchesFields(fields, (f) => values[f] ?? "");
   };
   return { filter, index: labelSel ? indexRequirement(labelSel) : undefined };
 }
 
 async function list(c: Ctx, t: Target): Promise<Response> {
   if (t.def.viewOf) return list(c, { ...t, def: t.def.viewOf, view: { def: t.def, visible: await viewFilter(c.env, c.var.user, t.def.viewOf) } });
-  const { filter: requested, index } = selectorOf(c);
+  if (t.def.storedAs) return listConverted(c, t, t.def.storedAs);
+  const { filter: requested, index } = selectorOf(c, t.def);
   const visible = t.view?.visible;
   const filter = visible ? (o: KubeObject) => visible(o) && requested(o) : requested;
   const namespace = t.def.namespaced ? t.namespace || undefined : "";
@@ -193,6 +208,57 @@ async function list(c: Ctx, t: Target): Promise<Response> {
   }
   if (form.kind === "metadata") return json(partialObjectMetadataList(shown, listMeta, form.version));
   return json({ apiVersion: apiVersionOf(t.view?.def ?? t.def), kind: t.def.listKind, metadata: listMeta, items: shown });
+}
+
+/**
+ * A list or watch of a kind served from another kind's objects (`KindDefinition.storedAs`): the
+ * stored kind's rows and watch log, each object converted before the selectors see it and before
+ * it is answered, as kube-apiserver serves one storage in several group versions.
+ */
+async function listConverted(c: Ctx, t: Target, conv: NonNullable<KindDefinition["storedAs"]>): Promise<Response> {
+  const { filter: requested, index } = selectorOf(c, t.def);
+  const namespace = t.namespace || undefined;
+  const watching = queryFlag(c.req.query("watch"));
+  const sendInitialEvents = c.req.query("sendInitialEvents");
+  const resourceVersion = c.req.query("resourceVersion");
+  checkWatchListOptions({ watch: watching, sendInitialEvents, allowWatchBookmarks: queryFlag(c.req.query("allowWatchBookmarks")), resourceVersionMatch: c.req.query("resourceVersionMatch"), resourceVersion, continue: c.req.query("continue") });
+  const filter = (o: KubeObject) => requested(conv.fromStored(o));
+  if (watching) {
+    return watchResponse(
+      store(c.env),
+      conv.def,
+      namespace,
+      filter,
+      (o) => shape(c, t.def, conv.fromStored(o), "watch"),
+      {
+        resourceVersion,
+        timeoutSeconds: c.req.query("timeoutSeconds"),
+        allowWatchBookmarks: queryFlag(c.req.query("allowWatchBookmarks")),
+        sendInitialEvents: sendInitialEvents === undefined ? undefined : queryFlag(sendInitialEvents),
+        client: await clientOf(bearerToken(c) ?? ""),
+        signal: c.req.raw.signal,
+      },
+      (p) => c.executionCtx.waitUntil(p),
+    );
+  }
+  const asked = parseResourceVersion(resourceVersion);
+  const after = continueKey(c.req.query("continue"));
+  if (after && asked !== 0n) throw badRequest("specifying resource version is not allowed when using continue", "resourceVersion");
+  await awaitResourceVersion(store(c.env), asked, c.req.raw.signal);
+  const selected = Boolean(c.req.query("labelSelector") || c.req.query("fieldSelector"));
+  const page = await listPage(store(c.env), conv.def, namespace, { after, limit: limitOf(c.req.query("limit")), filter, countRemaining: !selected, index });
+  const shown = page.items.map((o) => present(t.def, conv.fromStored(o)));
+  const listMeta = {
+    resourceVersion: page.resourceVersion,
+    ...(page.next ? { continue: continueToken(page.next), ...(page.remaining !== undefined ? { remainingItemCount: page.remaining } : {}) } : {}),
+  };
+  const form = negotiate(c.req.header("accept"), "list");
+  if (form.kind === "table") {
+    const table = toTable(t.def, shown, page.resourceVersion, c.req.query("includeObject"), clock.now());
+    return json({ ...table, metadata: { ...table.metadata, ...listMeta } });
+  }
+  if (form.kind === "metadata") return json(partialObjectMetadataList(shown, listMeta, form.version));
+  return json({ apiVersion: apiVersionOf(t.def), kind: t.def.listKind, metadata: listMeta, items: shown });
 }
 
 /**
@@ -393,12 +459,14 @@ async function deleteCollection(c: Ctx, t: Target): Promise<Response> {
   if (t.def.systemOwned) throw methodNotAllowed(`${t.def.plural}.${t.def.group} are written by the hub's scheduler only`);
   if (t.def === NamespaceKind) throw methodNotAllowed("DELETE is not allowed on the namespaces collection: delete each namespace");
   const req = await decodeDelete(c);
-  const { filter, index } = selectorOf(c);
+  const { filter: selects, index } = selectorOf(c, t.def);
+  const conv = t.def.storedAs;
+  const filter = conv ? (o: KubeObject) => selects(conv.fromStored(o)) : selects;
   const deleted: KubeObject[] = [];
   let after: { namespace: string; name: string } | undefined;
   let resourceVersion: string;
   do {
-    const page = await listPage(store(c.env), t.def, t.namespace, { after, limit: LIST_CHUNK_ROWS, filter, index });
+    const page = await listPage(store(c.env), conv?.def ?? t.def, t.namespace, { after, limit: LIST_CHUNK_ROWS, filter, index });
     resourceVersion = page.resourceVersion;
     for (let i = 0; i < page.items.length; i += DELETE_COLLECTION_CONCURRENCY) {
       const batch = page.items.slice(i, i + DELETE_COLLECTION_CONCURRENCY);
@@ -408,7 +476,7 @@ async function deleteCollection(c: Ctx, t: Target): Promise<Response> {
         if (res.status >= 300) return res;
         const body = (await res.json()) as KubeObject;
         // A delete that removed the object at once answers a Status: the object is shown as listed.
-        deleted.push(body.kind === "Status" ? present(t.def, batch[j]!) : body);
+        deleted.push(body.kind === "Status" ? present(t.def, conv ? conv.fromStored(batch[j]!) : batch[j]!) : body);
       }
     }
     after = page.next;

@@ -97,6 +97,25 @@ export interface KindDefinition {
    */
   viewOf?: KindDefinition;
   printerColumns?: PrinterColumn[];
+  /**
+   * The printer columns are the whole Table, their own Name column included (kube-apiserver's
+   * printers for built-in kinds that show the name elsewhere, e.g. an Event's at priority 1):
+   * no Name column is put first.
+   */
+  printsName?: boolean;
+  /**
+   * The fields a `fieldSelector` may name and their values as strings (kube-apiserver's
+   * `GetAttrs`/`ToSelectableFields` of the kind); absent: `metadata.name` and
+   * `metadata.namespace` only. Any other field is 400 `field label not supported`.
+   */
+  fieldSelectors?: (obj: KubeObject) => Record<string, string>;
+  /**
+   * Served from another kind's stored objects, converted both ways (kube-apiserver's one storage
+   * for several group versions, e.g. events.k8s.io/v1 Events stored as core v1 ones): reads
+   * convert `fromStored`, writes are computed on this kind's form and stored `toStored`
+   * (src/store/store.ts). Both conversions are pure and keep `metadata` as it is.
+   */
+  storedAs?: { def: KindDefinition; toStored(obj: KubeObject): KubeObject; fromStored(obj: KubeObject): KubeObject };
   /** Sets defaults on a create or update body (mutates). */
   defaults?(obj: KubeObject): void;
   /** Kind-specific validation of the object about to be stored; `old` is absent on create. */

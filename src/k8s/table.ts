@@ -39,25 +39,26 @@ function cell(obj: KubeObject, col: PrinterColumn, nowMs: number): unknown {
  * — the default — or Object); `nowMs` is epoch milliseconds for ages.
  */
 export function toTable(def: KindDefinition, items: KubeObject[], resourceVersion: string, includeObject: string | undefined, nowMs: number) {
-  return tableOf(columnsOf(def), items, resourceVersion, includeObject, nowMs);
+  return tableOf(columnsOf(def), items, resourceVersion, includeObject, nowMs, !def.printsName);
 }
 
 /**
  * The `meta.k8s.io/v1` Table of `items` with a Name column and then `columns` (a kind's printer
  * columns; the simulated cluster's built-in kinds give theirs with `value` functions), as
- * {@link toTable} describes.
+ * {@link toTable} describes; `nameFirst` false leaves the Name column out (`columns` have their own).
  */
-export function tableOf(columns: readonly PrinterColumn[], items: readonly KubeObject[], resourceVersion: string, includeObject: string | undefined, nowMs: number) {
+export function tableOf(columns: readonly PrinterColumn[], items: readonly KubeObject[], resourceVersion: string, includeObject: string | undefined, nowMs: number, nameFirst = true) {
+  const names = nameFirst ? [{ name: "Name", type: "string", format: "name", description: "Name must be unique within a namespace.", priority: 0 }] : [];
   return {
     kind: "Table",
     apiVersion: "meta.k8s.io/v1",
     metadata: { resourceVersion },
     columnDefinitions: [
-      { name: "Name", type: "string", format: "name", description: "Name must be unique within a namespace.", priority: 0 },
+      ...names,
       ...columns.map((c) => ({ name: c.name, type: c.type === "date" ? "string" : c.type, format: c.type === "date" ? "date" : "", description: c.name, priority: c.priority ?? 0 })),
     ],
     rows: items.map((o) => ({
-      cells: [o.metadata.name, ...columns.map((c) => cell(o, c, nowMs))],
+      cells: [...(nameFirst ? [o.metadata.name] : []), ...columns.map((c) => cell(o, c, nowMs))],
       object:
         includeObject === "None"
           ? undefined

@@ -19,6 +19,7 @@ import type { WaitUntil } from "./outbox.ts";
 import { store as database, writeStored, type WriterMode } from "./write.ts";
 import { admitNamespace, admitsNamespace } from "../namespaces/lifecycle.ts";
 import type { ClusterTransition } from "../auth/ocm-admission.ts";
+import { clock } from "../clock.ts";
 
 /** The outcome of a write: the object as stored (after a delete: as it was, or null once removed) and whether it was created. */
 export interface WriteOutcome {
@@ -128,6 +129,7 @@ const BACKENDS: Record<KindDefinition["storage"], (env: Env, def: KindDefinition
  * (src/namespaces/lifecycle.ts): its namespace must exist and not be terminating.
  */
 export function storeOf(env: Env, def: KindDefinition): Store {
+  if (def.storedAs) return convertedStore(env, def, def.storedAs);
   const backend = BACKENDS[def.storage](env, def);
   if (!def.namespaced) return backend;
   return {
@@ -135,6 +137,54 @@ export function storeOf(env: Env, def: KindDefinition): Store {
     async write(namespace, name, req, opts) {
       if (admitsNamespace(def, req)) await admitNamespace(env, def, namespace, name, req, async () => name !== undefined && name !== "" && (await backend.get(namespace, name)) !== null);
       return backend.write(namespace, name, req, opts);
+    },
+  };
+}
+
+/** How many times a converted write is computed again when another writer committed first (without a precondition of its own). */
+const CONVERTED_ATTEMPTS = 8;
+
+/**
+ * The store of a kind served from another kind's objects (`KindDefinition.storedAs`, e.g.
+ * events.k8s.io/v1 Events stored as core v1 ones), as kube-apiserver serves one storage in
+ * several group versions: reads convert the stored objects; a create, update or patch is computed
+ * on this kind's form (its schema, strategy and validation, managedFields under its apiVersion)
+ * and stored converted, as an update with the read object's resourceVersion (computed again on a
+ * fresh read when another writer came first and the request carries no resourceVersion of its
+ * own); a delete is the stored kind's.
+ * @throws ApiError as {@link Store.write}
+ */
+function convertedStore(env: Env, def: KindDefinition, conv: NonNullable<KindDefinition["storedAs"]>): Store {
+  const stored = storeOf(env, conv.def);
+  const out = (o: KubeObject | null) => (o ? conv.fromStored(o) : null);
+  return {
+    def,
+    get: async (namespace, name) => out(await stored.get(namespace, name)),
+    async list(namespace) {
+      const r = await stored.list(namespace);
+      return { ...r, items: r.items.map((o) => conv.fromStored(o)) };
+    },
+    async write(namespace, name, req, opts) {
+      if (req.verb === "delete") {
+        const r = await stored.write(namespace, name, req, opts);
+        return { ...r, object: out(r.object) };
+      }
+      const pinned = req.verb === "update" && isJsonObject(req.body) && isJsonObject(req.body.metadata) && Boolean(req.body.metadata.resourceVersion);
+      for (let attempt = 1; ; attempt++) {
+        const before = req.verb === "create" || !name ? null : await stored.get(namespace, name);
+        const current = out(before);
+        const { next, created } = computeWrite(def, { namespace, name }, current, req, { now: clock.now(), newUid: () => crypto.randomUUID(), extras: opts?.extras });
+        if (next === current || !next) return { object: current, created };
+        const body = conv.toStored(next);
+        try {
+          const r = before
+            ? await stored.write(namespace, name, { verb: "update", body: { ...body, metadata: { ...body.metadata, resourceVersion: before.metadata.resourceVersion } } }, opts)
+            : await stored.write(namespace, next.metadata.name, { verb: "create", body }, opts);
+          return { object: out(r.object), created };
+        } catch (e) {
+          if (!(e instanceof ApiError && e.reason === "Conflict" && before && !pinned && attempt < CONVERTED_ATTEMPTS)) throw e;
+        }
+      }
     },
   };
 }

@@ -42,6 +42,7 @@ import type { Env } from "../env.ts";
 import { claimDelivery, releaseDelivery } from "./deliveries.ts";
 import { applyJsonPatch } from "../k8s/jsonpatch.ts";
 import { verifySignature } from "./signature.ts";
+import { recordEvent, refOf, type EventSpec } from "../events/record.ts";
 import { resolveTemplates, stringsOf, hasTemplate } from "./template.ts";
 
 /** Largest delivery body accepted, in bytes (1 MiB; GitHub caps payloads at 25 MB, Flux reads them whole). */
@@ -198,6 +199,31 @@ async function receive(c: Ctx): Promise<Response> {
   if (!/^[0-9a-f]{64}$/.test(id)) throw notFoundHook();
   const receiver = await findReceiver(c.env, `${HOOKS_PREFIX}${id}`);
   if (!receiver) throw notFoundHook();
+  const regarding = refOf(WebhookReceiverKind, receiver);
+  const record = (spec: Omit<EventSpec, "regarding" | "reportingController">) =>
+    c.executionCtx.waitUntil(recordEvent(c.env, { ...spec, regarding, reportingController: WEBHOOK_CONTROLLER }).catch((e: unknown) => console.error("recording a webhook delivery's Event failed", e)));
+  let answer: Response;
+  try {
+    answer = await deliver(c, receiver);
+  } catch (e) {
+    // Refused after its signature held (a request without the secret records nothing: no one
+    // could make the hub write by sending unsigned requests); why, by the Status' code and
+    // reason only (never the payload).
+    if (e instanceof ApiError && e.code !== 401) record({ reason: "WebhookDeliveryRefused", type: "Warning", message: `delivery refused: ${e.code} ${e.reason}` });
+    throw e;
+  }
+  if (answer.status < 300) {
+    const result = (await answer.clone().json()) as DeliveryResult | { message: string };
+    record({ reason: "WebhookDeliveryAccepted", type: "Normal", message: `delivery accepted: ${result.message}` });
+  }
+  return answer;
+}
+
+/** The Events' reportingController of webhook deliveries. */
+export const WEBHOOK_CONTROLLER = "webhook-receiver";
+
+/** Checks and runs one delivery to `receiver` (see the module doc). @throws ApiError 401, 409, 413, 422 */
+async function deliver(c: Ctx, receiver: KubeObject): Promise<Response> {
   const namespace = receiver.metadata.namespace ?? "";
   const spec = receiver.spec as unknown as WebhookReceiverSpec;
   const headers = RECEIVER_HEADERS[spec.type];

@@ -105,12 +105,16 @@ export function condition(obj: any, type: string) { // eslint-disable-line @type
   return (obj?.status?.conditions ?? []).find((c: { type: string }) => c.type === type);
 }
 
-/** Everything the hub has stored in D1 (objects, cluster identities, counters, webhook deliveries), to prove a refused request changed nothing. */
+/**
+ * Everything the hub has stored in D1 (objects, cluster identities, the newest object's
+ * resourceVersion, webhook deliveries), to prove a refused request changed nothing. Events are
+ * left out: a refusal may be recorded as one (src/events/record.ts).
+ */
 export async function snapshot(): Promise<string> {
   const rows = await env.DB.batch([
-    env.DB.prepare("SELECT resource, namespace, name, resource_version, body FROM objects ORDER BY resource, namespace, name"),
+    env.DB.prepare("SELECT resource, namespace, name, resource_version, body FROM objects WHERE resource <> '/events' ORDER BY resource, namespace, name"),
     env.DB.prepare("SELECT name, cluster_id FROM cluster_identities ORDER BY name"),
-    env.DB.prepare("SELECT value FROM counters"),
+    env.DB.prepare("SELECT MAX(resource_version) AS value FROM objects WHERE resource <> '/events'"),
     env.DB.prepare("SELECT receiver_uid, delivery_id FROM webhook_deliveries ORDER BY receiver_uid, delivery_id"),
   ]);
   return JSON.stringify(rows.map((r) => r.results));

@@ -1,0 +1,93 @@
+/**
+ * Events expire `FLOTILLA_EVENT_TTL_SECONDS` after their last write, as kube-apiserver's Events
+ * expire `--event-ttl` (default one hour) after theirs (etcd leases). Without a scan of all
+ * Events: each Event's last write time is kept in `event_ttl` (migration 0012, written in the
+ * batch of every write of it: src/events/hooks.ts), indexed by that time, and the scheduler
+ * object's `event-expiry` timer (durable-objects/scheduler.ts, armed when an Event is created)
+ * deletes at most {@link EXPIRY_BATCH} of the oldest expired ones per run through the store (so
+ * watchers see them DELETED), then arms itself at the next expiry, or not at all once no Event is
+ * left. Times are epoch milliseconds from src/clock.ts, so a test moves them.
+ */
+import type { KubeObject } from "../k8s/meta.ts";
+import { EventKind } from "../kinds/event.ts";
+import { writeStoredMany } from "../store/write.ts";
+import { clock } from "../clock.ts";
+import type { Env } from "../env.ts";
+
+/** kube-apiserver's `--event-ttl` default: one hour, in seconds. */
+export const DEFAULT_EVENT_TTL_SECONDS = 3600;
+
+/** How many expired Events one run deletes at most (the next run follows at once when more are due). */
+export const EXPIRY_BATCH = 100;
+
+/**
+ * The Events' time to live from `FLOTILLA_EVENT_TTL_SECONDS`, in seconds: a positive number
+ * (fractions allowed), else the default {@link DEFAULT_EVENT_TTL_SECONDS}.
+ */
+export function eventTtlSeconds(env: Pick<Env, "FLOTILLA_EVENT_TTL_SECONDS">): number {
+  const v = Number(env.FLOTILLA_EVENT_TTL_SECONDS);
+  return env.FLOTILLA_EVENT_TTL_SECONDS !== undefined && env.FLOTILLA_EVENT_TTL_SECONDS !== "" && Number.isFinite(v) && v > 0 ? v : DEFAULT_EVENT_TTL_SECONDS;
+}
+
+/** When the oldest Event expires (epoch milliseconds), or null when there is none. One indexed read. */
+export async function nextEventExpiry(env: Env): Promise<number | null> {
+  const row = await env.DB.prepare("SELECT MIN(written_at) AS at FROM event_ttl").first<{ at: number | null }>();
+  return row?.at == null ? null : row.at + eventTtlSeconds(env) * 1000;
+}
+
+/**
+ * Deletes, through the store, up to {@link EXPIRY_BATCH} Events last written more than the TTL
+ * before `now` (epoch milliseconds), oldest first (an indexed range read of `event_ttl`). Returns
+ * how many were deleted and when the next one expires (epoch milliseconds; `now` when more are
+ * due already), or null when no Event is left.
+ * @throws errors of D1
+ */
+export async function expireEvents(env: Env, now = clock.now()): Promise<{ deleted: number; nextDue: number | null }> {
+  const cutoff = now - eventTtlSeconds(env) * 1000;
+  const rows = (
+    await env.DB.prepare(
+      "SELECT t.namespace, t.name, o.body, o.resource_version FROM event_ttl t LEFT JOIN objects o ON o.resource = ? AND o.namespace = t.namespace AND o.name = t.name WHERE t.written_at <= ? ORDER BY t.written_at LIMIT ?",
+    )
+      .bind("/events", cutoff, EXPIRY_BATCH)
+      .all<{ namespace: string; name: string; body: string | null; resource_version: number | null }>()
+  ).results;
+  let deleted = 0;
+  const stored = rows.filter((r) => r.body !== null);
+  if (stored.length > 0) {
+    const out = await writeStoredMany(
+      env,
+      EventKind,
+      stored.map((r) => {
+        const known = JSON.parse(r.body!) as KubeObject;
+        known.metadata.resourceVersion = String(r.resource_version);
+        return { namespace: r.namespace, name: r.name, req: { verb: "delete" as const }, known };
+      }),
+    );
+    deleted = out.filter((o) => o !== "lost").length;
+  }
+  // A row whose Event is gone (none should be): dropped, so that it is not read again.
+  const stray = rows.filter((r) => r.body === null);
+  if (stray.length > 0) await env.DB.batch(stray.map((r) => env.DB.prepare("DELETE FROM event_ttl WHERE namespace = ? AND name = ?").bind(r.namespace, r.name)));
+  const next = await nextEventExpiry(env);
+  return { deleted, nextDue: next === null ? null : rows.length === EXPIRY_BATCH ? now : next };
+}
+
+/** The due time of the expiry timer this isolate last armed (epoch ms): until then it is known to be pending. */
+let armedDue: number | null = null;
+
+/**
+ * Arms the expiry timer no later than when the oldest Event expires (a new Event's expiry is never
+ * earlier than one already stored, so the earliest stored is the time): one indexed read and one
+ * call of the scheduler object, skipped while a timer this isolate armed is still pending (a timer
+ * that fires arms itself again while Events are left), so recording costs at most one call per
+ * TTL per isolate. `force` arms even then (after the timer's storage was reset).
+ * @throws errors of D1 or of the call
+ */
+export async function armEventExpiry(env: Env, opts: { now?: number; force?: boolean } = {}): Promise<void> {
+  const now = opts.now ?? clock.now();
+  if (!opts.force && armedDue !== null && armedDue > now) return;
+  const at = await nextEventExpiry(env);
+  if (at === null) return;
+  await env.SCHEDULER.getByName("scheduler").expireEventsAt(at);
+  armedDue = at;
+}

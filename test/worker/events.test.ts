@@ -1,0 +1,304 @@
+/**
+ * Kubernetes Events: core v1 and events.k8s.io/v1 serving the same objects, field selectors,
+ * the Table kubectl prints, the recorder's folding of repeats, the Events the hub records for a
+ * cluster's life and a placement's decisions, and their expiry after FLOTILLA_EVENT_TTL_SECONDS.
+ */
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { agentKeys, call, createNamespaces, createToken, MC, register, scheduled, withClockAhead } from "./helpers.ts";
+import { recordEvent } from "../../src/events/record.ts";
+import { armEventExpiry, DEFAULT_EVENT_TTL_SECONDS, expireEvents } from "../../src/events/expiry.ts";
+import type { Env } from "../../src/env.ts";
+
+const CORE = (ns: string) => `/api/v1/namespaces/${ns}/events`;
+const V1 = (ns: string) => `/apis/events.k8s.io/v1/namespaces/${ns}/events`;
+const merge = { contentType: "application/merge-patch+json" };
+const hubEnv = env as unknown as Env;
+
+const coreEvent = (name: string, over: Record<string, unknown> = {}) => ({
+  apiVersion: "v1",
+  kind: "Event",
+  metadata: { name },
+  involvedObject: { kind: "ConfigMap", apiVersion: "v1", name: "cm1", namespace: "evns", uid: "u-1" },
+  reason: "Tested",
+  message: "a test event",
+  source: { component: "tester" },
+  firstTimestamp: "2026-11-26T10:00:00Z",
+  lastTimestamp: "2026-11-26T10:05:00Z",
+  count: 3,
+  type: "Normal",
+  ...over,
+});
+
+const heartbeat = { healthy: true, version: { kubernetes: "v1.31.2" }, capacity: { cpu: "4", memory: "8Gi" }, allocatable: { cpu: "4", memory: "8Gi" }, clusterClaims: [] };
+async function hb(name: string, keys: Awaited<ReturnType<typeof agentKeys>>) {
+  return call("POST", `/agent/v1/clusters/${name}/heartbeat`, heartbeat, { token: await keys.sign(name) });
+}
+
+/** The Events about object `kind`/`name` through the core API, as `kubectl describe` asks (sorted by lastTimestamp as it sorts). */
+async function eventsFor(kind: string, name: string, namespace = "") {
+  const q = new URLSearchParams({ fieldSelector: `involvedObject.kind=${kind},involvedObject.name=${name},involvedObject.namespace=${namespace}` });
+  const r = await call("GET", `/api/v1/events?${q}`);
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  return (r.body.items as { reason: string; count: number; lastTimestamp: string; firstTimestamp: string; type: string; message: string; metadata: { name: string } }[]).sort((a, b) =>
+    a.lastTimestamp === b.lastTimestamp ? a.metadata.name.localeCompare(b.metadata.name) : a.lastTimestamp.localeCompare(b.lastTimestamp),
+  );
+}
+
+describe("core v1 and events.k8s.io/v1 Events: the same objects", () => {
+  it("serves an Event created through core v1 through events.k8s.io/v1 with the fields mapped, and back", async () => {
+    await createNamespaces("evns");
+    const created = await call("POST", CORE("evns"), coreEvent("e1"));
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const v1 = await call("GET", `${V1("evns")}/e1`);
+    expect(v1.status).toBe(200);
+    expect(v1.body).toMatchObject({
+      apiVersion: "events.k8s.io/v1",
+      kind: "Event",
+      regarding: { kind: "ConfigMap", name: "cm1", namespace: "evns", uid: "u-1" },
+      note: "a test event",
+      reason: "Tested",
+      type: "Normal",
+      deprecatedSource: { component: "tester" },
+      deprecatedFirstTimestamp: "2026-11-26T10:00:00Z",
+      deprecatedLastTimestamp: "2026-11-26T10:05:00Z",
+      deprecatedCount: 3,
+    });
+    expect(v1.body.involvedObject).toBeUndefined();
+    expect(v1.body.message).toBeUndefined();
+    expect(v1.body.metadata.resourceVersion).toBe(created.body.metadata.resourceVersion);
+    expect(v1.body.metadata.uid).toBe(created.body.metadata.uid);
+
+    // Created through events.k8s.io/v1 (its required fields), read through core v1.
+    const body = {
+      apiVersion: "events.k8s.io/v1",
+      kind: "Event",
+      metadata: { name: "e2" },
+      eventTime: "2026-11-26T10:00:00.000000Z",
+      reportingController: "example.com/ctl",
+      reportingInstance: "ctl-1",
+      action: "Check",
+      reason: "Checked",
+      regarding: { kind: "ConfigMap", name: "cm1", namespace: "evns" },
+      note: "checked it",
+      type: "Warning",
+      series: { count: 2, lastObservedTime: "2026-11-26T10:01:00.000000Z" },
+    };
+    const made = await call("POST", V1("evns"), body);
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    expect(made.body).toMatchObject({ apiVersion: "events.k8s.io/v1", note: "checked it", reportingController: "example.com/ctl" });
+    const core = await call("GET", `${CORE("evns")}/e2`);
+    expect(core.body).toMatchObject({ apiVersion: "v1", involvedObject: { name: "cm1" }, message: "checked it", reportingComponent: "example.com/ctl", reportingInstance: "ctl-1", series: { count: 2 }, type: "Warning" });
+
+    // A merge patch through events.k8s.io/v1 is stored for both.
+    const patched = await call("PATCH", `${V1("evns")}/e2`, { note: "checked again", series: { count: 3, lastObservedTime: "2026-11-26T10:02:00.000000Z" } }, merge);
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body).toMatchObject({ note: "checked again", series: { count: 3 } });
+    expect((await call("GET", `${CORE("evns")}/e2`)).body).toMatchObject({ message: "checked again", series: { count: 3 } });
+
+    // Both lists hold both, each in its own form; a delete through one is gone from the other.
+    expect((await call("GET", CORE("evns"))).body.items.map((e: { metadata: { name: string } }) => e.metadata.name)).toEqual(["e1", "e2"]);
+    const v1List = await call("GET", V1("evns"));
+    expect(v1List.body).toMatchObject({ apiVersion: "events.k8s.io/v1", kind: "EventList" });
+    expect(v1List.body.items.map((e: { note: string }) => e.note)).toEqual(["a test event", "checked again"]);
+    expect((await call("DELETE", `${V1("evns")}/e1`)).status).toBe(200);
+    expect((await call("GET", `${CORE("evns")}/e1`)).status).toBe(404);
+  });
+
+  it("validates as kube-apiserver: events.k8s.io/v1 requires its fields; involvedObject.namespace must match", async () => {
+    await createNamespaces("evval");
+    const bad = await call("POST", V1("evval"), { apiVersion: "events.k8s.io/v1", kind: "Event", metadata: { name: "x" }, regarding: { kind: "Pod", name: "p" }, type: "Odd" });
+    expect(bad.status).toBe(422);
+    const fields = (bad.body.details.causes as { field: string }[]).map((c) => c.field).sort();
+    expect(fields).toEqual(["action", "eventTime", "reason", "reportingController", "reportingInstance", "type"]);
+    const wrongNs = await call("POST", CORE("evval"), coreEvent("y", { involvedObject: { kind: "Pod", name: "p", namespace: "other" } }));
+    expect(wrongNs.status).toBe(422);
+    expect(wrongNs.body.details.causes[0].field).toBe("involvedObject.namespace");
+    expect((await call("GET", CORE("evval"))).body.items).toEqual([]);
+  });
+
+  it("lists across namespaces, selects by the fields kubectl uses, refuses others, and prints kubectl's columns", async () => {
+    await createNamespaces("sel1", "sel2");
+    await call("POST", CORE("sel1"), coreEvent("a", { involvedObject: { kind: "Placement", name: "p1", namespace: "sel1", uid: "u-p1" }, reason: "DecisionUpdate" }));
+    await call("POST", CORE("sel2"), coreEvent("b", { involvedObject: { kind: "Placement", name: "p1", namespace: "sel2", uid: "u-p2" }, type: "Warning" }));
+    await call("POST", CORE("sel2"), coreEvent("c", { involvedObject: { kind: "ManifestWork", name: "p1", namespace: "sel2" } }));
+    const names = async (path: string, selector: string) => {
+      const r = await call("GET", `${path}?fieldSelector=${encodeURIComponent(selector)}`);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      return r.body.items.map((e: { metadata: { namespace: string; name: string } }) => `${e.metadata.namespace}/${e.metadata.name}`);
+    };
+    expect(await names("/api/v1/events", "involvedObject.kind=Placement,involvedObject.name=p1")).toEqual(["sel1/a", "sel2/b"]);
+    expect(await names("/api/v1/events", "involvedObject.uid=u-p2")).toEqual(["sel2/b"]);
+    expect(await names("/api/v1/events", "involvedObject.namespace=sel1,reason=DecisionUpdate")).toEqual(["sel1/a"]);
+    expect(await names(CORE("sel2"), "type=Warning")).toEqual(["sel2/b"]);
+    expect(await names(CORE("sel2"), "type!=Warning,source=tester")).toEqual(["sel2/c"]);
+    expect(await names("/apis/events.k8s.io/v1/events", "regarding.kind=Placement,regarding.namespace=sel2")).toEqual(["sel2/b"]);
+    expect(await names("/apis/events.k8s.io/v1/events", "reportingController=,metadata.name=a")).toEqual(["sel1/a"]);
+    const refused = await call("GET", "/api/v1/events?fieldSelector=regarding.name%3Dp1");
+    expect(refused.status).toBe(400);
+    expect(refused.body.message).toBe("field label not supported: regarding.name");
+    expect((await call("GET", "/apis/events.k8s.io/v1/events?fieldSelector=involvedObject.name%3Dp1")).status).toBe(400);
+
+    const table = await exports.default.fetch(`https://hub.test${CORE("sel2")}`, { headers: { authorization: "Bearer test-admin-token", accept: "application/json;as=Table;v=v1;g=meta.k8s.io" } });
+    const t = (await table.json()) as { columnDefinitions: { name: string; priority: number }[]; rows: { cells: unknown[] }[] };
+    expect(t.columnDefinitions.filter((c) => c.priority === 0).map((c) => c.name)).toEqual(["Last Seen", "Type", "Reason", "Object", "Message"]);
+    expect(t.rows[0]!.cells.slice(1, 5)).toEqual(["Warning", "Tested", "placement/p1", ""]);
+    expect(t.rows[0]!.cells[4]).toBe("");
+    expect(t.rows[0]!.cells[6]).toBe("a test event");
+  });
+
+  it("watches through events.k8s.io/v1 with the Events converted and selected", async () => {
+    await createNamespaces("evw");
+    const rv = (await call("GET", V1("evw"))).body.metadata.resourceVersion;
+    const res = await exports.default.fetch(`https://hub.test${V1("evw")}?watch=true&resourceVersion=${rv}&fieldSelector=regarding.name%3Dwatched`, { headers: { authorization: "Bearer test-admin-token" } });
+    await call("POST", CORE("evw"), coreEvent("other", { involvedObject: { kind: "Pod", name: "unwatched", namespace: "evw" } }));
+    await call("POST", CORE("evw"), coreEvent("seen", { involvedObject: { kind: "Pod", name: "watched", namespace: "evw" } }));
+    const reader = res.body!.getReader();
+    let buf = "";
+    let first: unknown;
+    while (first === undefined) {
+      buf += new TextDecoder().decode((await reader.read()).value);
+      const line = buf.split("\n").find((l, i, all) => i < all.length - 1 && l.trim() !== "");
+      if (line) first = JSON.parse(line);
+    }
+    await reader.cancel();
+    expect(first).toMatchObject({ type: "ADDED", object: { apiVersion: "events.k8s.io/v1", metadata: { name: "seen" }, regarding: { name: "watched" }, note: "a test event" } });
+  });
+});
+
+describe("the recorder", () => {
+  it("folds a repeat into one Event whose count and lastTimestamp advance; another message is another Event", async () => {
+    await createNamespaces("fold");
+    const spec = { regarding: { kind: "Placement", apiVersion: "cluster.open-cluster-management.io/v1beta1", name: "pf", namespace: "fold", uid: "u-pf" }, reason: "DecisionUpdate", type: "Normal" as const, message: "1 added", reportingController: "placement-controller" };
+    const t0 = Date.parse("2026-11-26T12:00:00Z");
+    const first = await recordEvent(hubEnv, spec, t0);
+    const second = await recordEvent(hubEnv, spec, t0 + 60_000);
+    const third = await recordEvent(hubEnv, spec, t0 + 120_000);
+    expect(third!.metadata.name).toBe(first!.metadata.name);
+    expect(second!.metadata.name).toBe(first!.metadata.name);
+    expect(third).toMatchObject({ count: 3, firstTimestamp: "2026-11-26T12:00:00Z", lastTimestamp: "2026-11-26T12:02:00Z", series: { count: 3, lastObservedTime: "2026-11-26T12:02:00.000000Z" }, source: { component: "placement-controller" } });
+    expect(first!.metadata.name).toMatch(/^pf\.[0-9a-f]+$/);
+    await recordEvent(hubEnv, { ...spec, message: "1 removed" }, t0 + 180_000);
+    await recordEvent(hubEnv, { ...spec, type: "Warning" }, t0 + 180_000);
+    const all = await eventsFor("Placement", "pf", "fold");
+    expect(all.map((e) => [e.type, e.message, e.count])).toEqual([
+      ["Normal", "1 added", 3],
+      ["Normal", "1 removed", 1],
+      ["Warning", "1 added", 1],
+    ]);
+    // events.k8s.io/v1 shows the series and the deprecated count.
+    const v1 = await call("GET", `${V1("fold")}/${first!.metadata.name}`);
+    expect(v1.body).toMatchObject({ series: { count: 3 }, deprecatedCount: 3, reportingController: "placement-controller", reportingInstance: "flotilla-hub", action: "DecisionUpdate" });
+  });
+});
+
+describe("the Events the hub records", () => {
+  it("a cluster's registration, acceptance, join, lease expiry and recovery, in order, the recovery folded; an idle heartbeat records nothing", async () => {
+    const token = await createToken();
+    const { keys } = await register(token, "evc1", "id-evc1");
+    await call("PATCH", `${MC}/evc1`, { spec: { hubAcceptsClient: true, leaseDurationSeconds: 1 } }, merge);
+    expect((await hb("evc1", keys)).status).toBe(200);
+    await scheduled();
+    const uid = (await call("GET", `${MC}/evc1`)).body.metadata.uid;
+    const joined = (await eventsFor("ManagedCluster", "evc1")).filter((e) => !e.reason.startsWith("ManagedClusterTaint"));
+    expect(joined.map((e) => e.reason)).toEqual(["ManagedClusterCreated", "ManagedClusterAccepted", "ManagedClusterJoined", "ManagedClusterAvailable"]);
+    // As kubectl describe selects them: by uid too; they live in `default`.
+    const byUid = await call("GET", `/api/v1/events?fieldSelector=${encodeURIComponent(`involvedObject.uid=${uid},involvedObject.kind=ManagedCluster`)}`);
+    expect(byUid.body.items.length).toBeGreaterThanOrEqual(4);
+    expect(new Set(byUid.body.items.map((e: { metadata: { namespace: string } }) => e.metadata.namespace))).toEqual(new Set(["default"]));
+
+    // An idle heartbeat: no D1 query, no Event.
+    const idle = await hb("evc1", keys);
+    expect(idle.headers.get("x-flotilla-d1-queries")).toBe("0");
+    const before = (await eventsFor("ManagedCluster", "evc1")).map((e) => [e.metadata.name, e.count]);
+    await scheduled();
+    expect((await eventsFor("ManagedCluster", "evc1")).map((e) => [e.metadata.name, e.count])).toEqual(before);
+
+    // The lease expires (6 s past a 1 s lease), then the agent comes back.
+    const stub = env.CLUSTERS.getByName("evc1");
+    await withClockAhead(6_000, () => runDurableObjectAlarm(stub));
+    await scheduled();
+    await withClockAhead(7_000, () => hb("evc1", keys));
+    await scheduled();
+    const after = await eventsFor("ManagedCluster", "evc1");
+    const reasons = after.map((e) => `${e.reason}${e.count > 1 ? ` x${e.count}` : ""}`);
+    expect(reasons.filter((r) => !r.startsWith("ManagedClusterTaint"))).toEqual(["ManagedClusterCreated", "ManagedClusterAccepted", "ManagedClusterJoined", "ManagedClusterLeaseUpdateStopped", "ManagedClusterAvailable x2"]);
+    expect(after.find((e) => e.reason === "ManagedClusterLeaseUpdateStopped")!.type).toBe("Warning");
+    // The unreachable taint came and went.
+    const taints = after.filter((e) => e.reason.startsWith("ManagedClusterTaint")).map((e) => `${e.reason}: ${e.message}`);
+    expect(taints).toContain("ManagedClusterTaintAdded: taint cluster.open-cluster-management.io/unreachable:NoSelect added to managed cluster evc1");
+    expect(taints).toContain("ManagedClusterTaintRemoved: taint cluster.open-cluster-management.io/unreachable:NoSelect removed from managed cluster evc1");
+    const available = after.find((e) => e.reason === "ManagedClusterAvailable")!;
+    expect(Date.parse(available.lastTimestamp)).toBeGreaterThan(Date.parse(available.firstTimestamp));
+  });
+
+  it("a denied cluster and a placement's decision changes (how many added and removed)", async () => {
+    const token = await createToken();
+    await register(token, "evd1", "id-evd1");
+    // Accepted, then denied (the accept revoked: OCM's HubClusterAdminDenied).
+    await call("PATCH", `${MC}/evd1`, { spec: { hubAcceptsClient: true } }, merge);
+    await call("PATCH", `${MC}/evd1`, { spec: { hubAcceptsClient: false } }, merge);
+    await createNamespaces("evp");
+    const G = "/apis/cluster.open-cluster-management.io";
+    expect((await call("POST", `${G}/v1beta2/managedclustersets`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "evset" } })).status).toBe(201);
+    const available = { type: "ManagedClusterConditionAvailable", status: "True", reason: "Test", message: "test", lastTransitionTime: "2026-01-01T00:00:00Z" };
+    for (const name of ["evp1", "evp2"]) {
+      expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name, labels: { evp: "yes", "cluster.open-cluster-management.io/clusterset": "evset" } }, spec: { hubAcceptsClient: true } })).status).toBe(201);
+      expect((await call("PATCH", `${MC}/${name}/status`, { status: { conditions: [available] } }, merge)).status).toBe(200);
+    }
+    await call("POST", `${G}/v1beta2/namespaces/evp/managedclustersetbindings`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "evset" }, spec: { clusterSet: "evset" } });
+    const placement = { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "pl" }, spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { evp: "yes" } } } }] } };
+    expect((await call("POST", `${G}/v1beta1/namespaces/evp/placements`, placement)).status).toBe(201);
+    await scheduled();
+    await call("PATCH", `${MC}/evp2`, { metadata: { labels: { evp: "no" } } }, merge);
+    await scheduled();
+    const decisions = await eventsFor("Placement", "pl", "evp");
+    expect(decisions.map((e) => [e.reason, e.message.replace(/^Decision \S+ updated: /, "")])).toEqual([
+      ["DecisionUpdate", "2 added (evp1, evp2), 0 removed; 2 clusters decided"],
+      ["DecisionUpdate", "0 added, 1 removed (evp2); 1 cluster decided"],
+    ]);
+    const denied = await eventsFor("ManagedCluster", "evd1");
+    expect(denied.map((e) => [e.reason, e.type]).filter(([r]) => !r!.startsWith("ManagedClusterTaint"))).toEqual([
+      ["ManagedClusterCreated", "Normal"],
+      ["ManagedClusterAccepted", "Normal"],
+      ["HubClusterAdminDenied", "Warning"],
+    ]);
+  });
+});
+
+describe("expiry after FLOTILLA_EVENT_TTL_SECONDS", () => {
+  it("deletes Events one TTL after their last write, oldest first, by the index; the scheduler's timer drives it", async () => {
+    await createNamespaces("ttl");
+    const spec = (name: string) => ({ regarding: { kind: "Pod", name, namespace: "ttl" }, reason: "R", type: "Normal" as const, message: "m", reportingController: "t" });
+    const a = await recordEvent(hubEnv, spec("old"));
+    await withClockAhead(1_800_000, () => recordEvent(hubEnv, spec("young")));
+    const ttlMs = DEFAULT_EVENT_TTL_SECONDS * 1000;
+    const names = async () => (await call("GET", CORE("ttl"))).body.items.map((e: { involvedObject: { name: string } }) => e.involvedObject.name).sort();
+    // Past one TTL from the first write: nothing else was written since, "old" goes.
+    const r1 = await withClockAhead(ttlMs + 1_000, () => expireEvents(hubEnv));
+    expect(r1.deleted).toBeGreaterThanOrEqual(1);
+    expect(await names()).toEqual(["young"]);
+    expect((await call("GET", `${CORE("ttl")}/${a!.metadata.name}`)).status).toBe(404);
+    // The scheduler's alarm expires the rest once their TTL passed (armed again: each test starts
+    // with fresh Durable Object storage, while this isolate remembers the timer it armed before).
+    await armEventExpiry(hubEnv, { force: true });
+    await withClockAhead(1_800_000 + ttlMs + 1_000, () => runDurableObjectAlarm(env.SCHEDULER.getByName("scheduler")));
+    expect(await names()).toEqual([]);
+    const left = await env.DB.prepare("SELECT COUNT(*) AS n FROM event_ttl WHERE namespace = 'ttl'").first<{ n: number }>();
+    expect(left!.n).toBe(0);
+  });
+
+  it("a folded Event's TTL counts from its last write", async () => {
+    await createNamespaces("ttl2");
+    const spec = { regarding: { kind: "Pod", name: "again", namespace: "ttl2" }, reason: "R", type: "Normal" as const, message: "m", reportingController: "t" };
+    const ttlMs = DEFAULT_EVENT_TTL_SECONDS * 1000;
+    await recordEvent(hubEnv, spec);
+    await withClockAhead(ttlMs - 60_000, () => recordEvent(hubEnv, spec));
+    await withClockAhead(ttlMs + 1_000, () => expireEvents(hubEnv));
+    const items = (await call("GET", CORE("ttl2"))).body.items;
+    expect(items.map((e: { count: number }) => e.count)).toEqual([2]);
+    await withClockAhead(2 * ttlMs, () => expireEvents(hubEnv));
+    expect((await call("GET", CORE("ttl2"))).body.items).toEqual([]);
+  });
+});
