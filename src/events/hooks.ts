@@ -9,7 +9,8 @@
  *   - ManagedCluster (reportingController `managed-cluster-controller`, OCM registration's; lease
  *     ones `managed-cluster-lease-controller`): created (`ManagedClusterCreated`), accepted
  *     (`ManagedClusterAccepted`), denied (`HubClusterAdminDenied`, Warning), joined
- *     (`ManagedClusterJoined`), available (`ManagedClusterAvailable`, again on recovery: folded),
+ *     (`ManagedClusterJoined`), available (`ManagedClusterAvailable`; a recovery says "available
+ *     again", so it is an Event of its own after the lease expiry, and later recoveries fold into it),
  *     lease expired (`ManagedClusterLeaseUpdateStopped`, Warning), unavailable (the condition's
  *     reason, Warning), a taint added or removed (`ManagedClusterTaintAdded`/`...Removed`),
  *     leaving (`ManagedClusterLeaving`), left (`ManagedClusterLeft`), leave timed out
@@ -90,7 +91,9 @@ function clusterEvents(before: KubeObject | null, after: KubeObject | null): Eve
   else if (joined?.reason === "ManagedClusterLeft") ev("ManagedClusterLeft", `managed cluster ${name} left the hub`);
   else if (joined?.reason === "ManagedClusterLeaveTimedOut") ev("ManagedClusterLeaveTimedOut", `managed cluster ${name}'s agent did not confirm its leave in time; the hub removed it`, "Warning");
   const available = changed(before, after, Conditions.Available);
-  if (available?.status === "True") ev("ManagedClusterAvailable", `managed cluster ${name} is available`, "Normal", LEASE_CONTROLLER);
+  const wasAvailable = findCondition(conditionsOf(before), Conditions.Available);
+  if (available?.status === "True" && wasAvailable) ev("ManagedClusterAvailable", `managed cluster ${name} is available again`, "Normal", LEASE_CONTROLLER);
+  else if (available?.status === "True") ev("ManagedClusterAvailable", `managed cluster ${name} is available`, "Normal", LEASE_CONTROLLER);
   else if (available?.reason === "ManagedClusterLeaseUpdateStopped") ev("ManagedClusterLeaseUpdateStopped", `managed cluster ${name} available condition is unknown: its agent stopped updating its lease`, "Warning", LEASE_CONTROLLER);
   else if (available) ev(available.reason || "ManagedClusterUnavailable", `managed cluster ${name} is not available: ${available.message || available.status}`, "Warning", LEASE_CONTROLLER);
   const was = taintKeys(before);

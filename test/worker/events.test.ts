@@ -215,21 +215,34 @@ describe("the Events the hub records", () => {
     await scheduled();
     expect((await eventsFor("ManagedCluster", "evc1")).map((e) => [e.metadata.name, e.count])).toEqual(before);
 
-    // The lease expires (6 s past a 1 s lease), then the agent comes back.
+    // The lease expires (6 s past a 1 s lease), then the agent comes back; twice.
     const stub = env.CLUSTERS.getByName("evc1");
     await withClockAhead(6_000, () => runDurableObjectAlarm(stub));
     await scheduled();
     await withClockAhead(7_000, () => hb("evc1", keys));
     await scheduled();
+    const once = (await eventsFor("ManagedCluster", "evc1")).filter((e) => !e.reason.startsWith("ManagedClusterTaint"));
+    expect(once.map((e) => [e.reason, e.message])).toEqual([
+      ["ManagedClusterCreated", "Managed cluster evc1 registered on the hub"],
+      ["ManagedClusterAccepted", "managed cluster evc1 is accepted by hub cluster admin"],
+      ["ManagedClusterJoined", "managed cluster evc1 joined the hub"],
+      ["ManagedClusterAvailable", "managed cluster evc1 is available"],
+      ["ManagedClusterLeaseUpdateStopped", "managed cluster evc1 available condition is unknown: its agent stopped updating its lease"],
+      ["ManagedClusterAvailable", "managed cluster evc1 is available again"],
+    ]);
+    await withClockAhead(14_000, () => runDurableObjectAlarm(stub));
+    await scheduled();
+    await withClockAhead(15_000, () => hb("evc1", keys));
+    await scheduled();
     const after = await eventsFor("ManagedCluster", "evc1");
     const reasons = after.map((e) => `${e.reason}${e.count > 1 ? ` x${e.count}` : ""}`);
-    expect(reasons.filter((r) => !r.startsWith("ManagedClusterTaint"))).toEqual(["ManagedClusterCreated", "ManagedClusterAccepted", "ManagedClusterJoined", "ManagedClusterLeaseUpdateStopped", "ManagedClusterAvailable x2"]);
+    expect(reasons.filter((r) => !r.startsWith("ManagedClusterTaint"))).toEqual(["ManagedClusterCreated", "ManagedClusterAccepted", "ManagedClusterJoined", "ManagedClusterAvailable", "ManagedClusterLeaseUpdateStopped x2", "ManagedClusterAvailable x2"]);
     expect(after.find((e) => e.reason === "ManagedClusterLeaseUpdateStopped")!.type).toBe("Warning");
-    // The unreachable taint came and went.
+    // The unreachable taint came and went (folded too).
     const taints = after.filter((e) => e.reason.startsWith("ManagedClusterTaint")).map((e) => `${e.reason}: ${e.message}`);
     expect(taints).toContain("ManagedClusterTaintAdded: taint cluster.open-cluster-management.io/unreachable:NoSelect added to managed cluster evc1");
     expect(taints).toContain("ManagedClusterTaintRemoved: taint cluster.open-cluster-management.io/unreachable:NoSelect removed from managed cluster evc1");
-    const available = after.find((e) => e.reason === "ManagedClusterAvailable")!;
+    const available = after.find((e) => e.message.endsWith("available again"))!;
     expect(Date.parse(available.lastTimestamp)).toBeGreaterThan(Date.parse(available.firstTimestamp));
   });
 

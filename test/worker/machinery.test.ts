@@ -274,6 +274,7 @@ describe("aggregated discovery (apidiscovery.k8s.io/v2)", () => {
         expect.objectContaining({ resource: "namespaces", scope: "Cluster", shortNames: ["ns"], subresources: [{ subresource: "finalize", responseKind: { group: "", version: "v1", kind: "Namespace" }, verbs: ["update"] }, expect.objectContaining({ subresource: "status" })] }),
         expect.objectContaining({ resource: "secrets", scope: "Namespaced" }),
         expect.objectContaining({ resource: "serviceaccounts", scope: "Namespaced", shortNames: ["sa"], subresources: [{ subresource: "token", responseKind: { group: "authentication.k8s.io", version: "v1", kind: "TokenRequest" }, verbs: ["create"] }] }),
+        expect.objectContaining({ resource: "events", scope: "Namespaced", shortNames: ["ev"], responseKind: { group: "", version: "v1", kind: "Event" } }),
       ],
     });
     expect((await call("GET", "/apis")).body.kind).toBe("APIGroupList");
