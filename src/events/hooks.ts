@@ -91,8 +91,10 @@ function clusterEvents(before: KubeObject | null, after: KubeObject | null): Eve
   else if (joined?.reason === "ManagedClusterLeft") ev("ManagedClusterLeft", `managed cluster ${name} left the hub`);
   else if (joined?.reason === "ManagedClusterLeaveTimedOut") ev("ManagedClusterLeaveTimedOut", `managed cluster ${name}'s agent did not confirm its leave in time; the hub removed it`, "Warning");
   const available = changed(before, after, Conditions.Available);
-  const wasAvailable = findCondition(conditionsOf(before), Conditions.Available);
-  if (available?.status === "True" && wasAvailable) ev("ManagedClusterAvailable", `managed cluster ${name} is available again`, "Normal", LEASE_CONTROLLER);
+  // Available again: it was reported before, and this is not the join (a lease may expire between
+  // the acceptance and the agent's first heartbeat).
+  const again = findCondition(conditionsOf(before), Conditions.Available) !== undefined && joined?.status !== "True";
+  if (available?.status === "True" && again) ev("ManagedClusterAvailable", `managed cluster ${name} is available again`, "Normal", LEASE_CONTROLLER);
   else if (available?.status === "True") ev("ManagedClusterAvailable", `managed cluster ${name} is available`, "Normal", LEASE_CONTROLLER);
   else if (available?.reason === "ManagedClusterLeaseUpdateStopped") ev("ManagedClusterLeaseUpdateStopped", `managed cluster ${name} available condition is unknown: its agent stopped updating its lease`, "Warning", LEASE_CONTROLLER);
   else if (available) ev(available.reason || "ManagedClusterUnavailable", `managed cluster ${name} is not available: ${available.message || available.status}`, "Warning", LEASE_CONTROLLER);

@@ -1,0 +1,154 @@
+/**
+ * Kubernetes Events end to end: a hub on `wrangler dev` (HTTPS, for kubectl's token), a real agent
+ * on a simulated cluster, and the real kubectl. `kubectl get events -A` and `kubectl describe mcl`
+ * show the cluster's join, its lease expiries and recoveries in order, the repeats folded
+ * ("x2"); `kubectl events --for placement/X -n NS` shows the placement's decision changes; every
+ * Event is gone once FLOTILLA_EVENT_TTL_SECONDS passed after its last write.
+ */
+import { execFile } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { kubectlWith, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+
+const run = promisify(execFile);
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const dir = mkdtempSync(path.join(tmpdir(), "flotilla-events-"));
+/** Long enough for the scenario under load, short enough to watch the Events expire. */
+const TTL_SECONDS = 90;
+
+let hub: Hub;
+let kubeconfig: string;
+let agent: AgentProcess | undefined;
+const state = path.join(dir, "ev1.json");
+const { kubectl } = kubectlWith(() => kubeconfig, dir);
+
+function file(name: string, text: string): string {
+  const p = path.join(dir, name);
+  writeFileSync(p, text);
+  return p;
+}
+
+const available = async () => (await kubectl("get", "mcl", "ev1", "-o", "jsonpath={.status.conditions[?(@.type==\"ManagedClusterConditionAvailable\")].status}")).trim();
+
+/** Stops the agent, waits for the lease to expire (Unknown), restarts it and waits for Available again. */
+async function leaseCycle(): Promise<void> {
+  await stopAgent(agent!);
+  await waitFor("the lease to expire", async () => (await available()) === "Unknown", 60_000);
+  agent = startAgent({ url: hub.url, caFile: hub.caFile }, ["--cluster-name", "ev1", "--simulate-state", state]);
+  await waitFor("the cluster to recover", async () => (await available()) === "True", 60_000);
+}
+
+/** The Events section of `kubectl describe`: its rows' reason and age columns, in the order shown. */
+function describedEvents(text: string): { type: string; reason: string; age: string; from: string; message: string }[] {
+  const section = text.slice(text.indexOf("\nEvents:"));
+  const lines = section.split("\n").slice(3).filter((l) => /^\s+(Normal|Warning)\s/.test(l));
+  return lines.map((l) => {
+    const [type, reason, ...rest] = l.trim().split(/\s{2,}/);
+    return { type: type!, reason: reason!, age: rest[0] ?? "", from: rest[1] ?? "", message: rest.slice(2).join("  ") };
+  });
+}
+
+beforeAll(async () => {
+  hub = await startHub({ https: true, graceMultiplier: 2, env: { FLOTILLA_EVENT_TTL_SECONDS: String(TTL_SECONDS) } });
+  const { stdout } = await run(process.execPath, [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!], { cwd: root });
+  kubeconfig = file("kubeconfig", stdout);
+});
+
+afterAll(async () => {
+  if (agent) await stopAgent(agent);
+  await hub?.stop();
+});
+
+describe("Events through kubectl", () => {
+  it("get events -A and describe mcl show the join, lease expiries and recoveries in order, folded; events --for shows a placement's decisions; all expire after the TTL", async () => {
+    await kubectl(
+      "apply",
+      "-f",
+      file(
+        "setup.yaml",
+        [
+          "apiVersion: v1",
+          "kind: Namespace",
+          "metadata:",
+          "  name: evapps",
+          "---",
+          "apiVersion: cluster.open-cluster-management.io/v1beta2",
+          "kind: ManagedClusterSet",
+          "metadata:",
+          "  name: evset",
+          "---",
+          "apiVersion: cluster.open-cluster-management.io/v1beta2",
+          "kind: ManagedClusterSetBinding",
+          "metadata:",
+          "  name: evset",
+          "  namespace: evapps",
+          "spec:",
+          "  clusterSet: evset",
+          "---",
+          "apiVersion: cluster.open-cluster-management.io/v1beta1",
+          "kind: Placement",
+          "metadata:",
+          "  name: web",
+          "  namespace: evapps",
+          "spec: {}",
+          "",
+        ].join("\n"),
+      ),
+    );
+    const token = await createBootstrapToken(hub);
+    agent = startAgent({ url: hub.url, caFile: hub.caFile }, ["--cluster-name", "ev1", "--bootstrap-token", token, "--simulate-state", state]);
+    await waitFor("the cluster to register", async () => (await kubectl("get", "mcl", "-o", "name")).includes("/ev1"));
+    await kubectl("patch", "mcl", "ev1", "--type", "merge", "-p", '{"metadata":{"labels":{"cluster.open-cluster-management.io/clusterset":"evset"}},"spec":{"hubAcceptsClient":true,"leaseDurationSeconds":1}}');
+    await waitFor("the cluster to be Available", async () => (await available()) === "True", 60_000);
+    await leaseCycle();
+    await leaseCycle();
+
+    // kubectl get events -A, oldest last seen first: the join, then the lease expiry and the
+    // recovery, each folded over the two cycles.
+    const listed = await kubectl("get", "events", "-A", "--sort-by=.lastTimestamp", "-o", "custom-columns=NS:.metadata.namespace,REASON:.reason,COUNT:.count,OBJECT:.involvedObject.name,MESSAGE:.message", "--field-selector", "involvedObject.kind=ManagedCluster");
+    const rows = listed.trim().split("\n").slice(1).map((l) => l.trim().split(/\s+/));
+    const clusterRows = rows.filter((r) => r[3] === "ev1" && !r[1]!.startsWith("ManagedClusterTaint"));
+    // (A lease with leaseDurationSeconds 1 may also expire once between the acceptance and the
+    // agent's first heartbeat at that interval: then the repeats count one more.)
+    const shown = clusterRows.map((r) => `${r[0]} ${r[1]} ${r[2]}`);
+    expect(shown.slice(0, 4)).toEqual(["default ManagedClusterCreated 1", "default ManagedClusterAccepted 1", "default ManagedClusterJoined 1", "default ManagedClusterAvailable 1"]);
+    expect(shown.slice(4)).toHaveLength(2);
+    expect(shown[4]).toMatch(/^default ManagedClusterLeaseUpdateStopped [23]$/);
+    expect(shown[5]).toMatch(/^default ManagedClusterAvailable [23]$/);
+    // The plain table kubectl prints (the server's Table): LAST SEEN, TYPE, REASON, OBJECT, MESSAGE.
+    const table = await kubectl("get", "events", "-A");
+    expect(table.split("\n")[0]).toMatch(/^NAMESPACE\s+LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE/);
+    expect(table).toMatch(/default\s+\S+\s+Warning\s+ManagedClusterLeaseUpdateStopped\s+managedcluster\/ev1\s+managed cluster ev1 available condition is unknown/);
+
+    // kubectl describe: the same Events about the cluster, by its uid, in order, "(x2 over ...)".
+    const described = describedEvents(await kubectl("describe", "mcl", "ev1")).filter((e) => !e.reason.startsWith("ManagedClusterTaint"));
+    expect(described.map((e) => e.reason)).toEqual(["ManagedClusterCreated", "ManagedClusterAccepted", "ManagedClusterJoined", "ManagedClusterAvailable", "ManagedClusterLeaseUpdateStopped", "ManagedClusterAvailable"]);
+    expect(described[4]).toMatchObject({ type: "Warning", from: "managed-cluster-lease-controller" });
+    expect(described[4]!.age).toMatch(/\(x[23] over /);
+    expect(described[5]!.age).toMatch(/\(x[23] over /);
+
+    // kubectl events --for placement/web: the decision changes (the lease expiry's unreachable
+    // taint removes the cluster, its recovery adds it back).
+    const placementEvents = await kubectl("events", "--for", "placement/web", "-n", "evapps");
+    expect(placementEvents.split("\n")[0]).toMatch(/^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE/);
+    expect(placementEvents).toMatch(/DecisionUpdate\s+Placement\/web\s+Decision \S+ updated: 1 added \(ev1\), 0 removed; 1 cluster decided/);
+    expect(placementEvents).toMatch(/DecisionUpdate\s+Placement\/web\s+Decision \S+ updated: 0 added, 1 removed \(ev1\); 0 clusters decided/);
+    expect(placementEvents).not.toMatch(/ManagedCluster/);
+
+    // The TTL: no Event is written once the agent is stopped, and all are gone one TTL later.
+    await stopAgent(agent!);
+    agent = undefined;
+    await waitFor("the lease to expire once more", async () => (await available()) === "Unknown", 60_000);
+    await waitFor("the expiry's Events to be recorded", async () => (await kubectl("get", "events", "-A", "--field-selector", "reason=ManagedClusterLeaseUpdateStopped", "-o", "jsonpath={.items[0].count}")).trim() >= "3");
+    const last = Math.max(...(await kubectl("get", "events", "-A", "-o", "jsonpath={.items[*].lastTimestamp}")).trim().split(/\s+/).map((t) => Date.parse(t)));
+    await waitFor("every Event to expire", async () => (await kubectl("get", "events", "-A", "-o", "name")).trim() === "", (TTL_SECONDS + 120) * 1000, 2_000);
+    // Not before their TTL (lastTimestamp has whole seconds: 1 s of slack).
+    expect(Date.now() - last).toBeGreaterThanOrEqual((TTL_SECONDS - 1) * 1000);
+    expect((await kubectl("get", "events.events.k8s.io", "-A", "-o", "name")).trim()).toBe("");
+  }, 600_000);
+});
