@@ -144,7 +144,8 @@ describe("Events through kubectl", () => {
     await stopAgent(agent!);
     agent = undefined;
     await waitFor("the lease to expire once more", async () => (await available()) === "Unknown", 60_000);
-    await waitFor("the expiry's Events to be recorded", async () => (await kubectl("get", "events", "-A", "--field-selector", "reason=ManagedClusterLeaseUpdateStopped", "-o", "jsonpath={.items[0].count}")).trim() >= "3");
+    const expiries = async () => Number((await kubectl("get", "events", "-A", "--field-selector", "reason=ManagedClusterLeaseUpdateStopped", "-o", "jsonpath={.items[0].count}")).trim());
+    await waitFor("the expiry's Events to be recorded", async () => (await expiries()) >= 3);
     const last = Math.max(...(await kubectl("get", "events", "-A", "-o", "jsonpath={.items[*].lastTimestamp}")).trim().split(/\s+/).map((t) => Date.parse(t)));
     await waitFor("every Event to expire", async () => (await kubectl("get", "events", "-A", "-o", "name")).trim() === "", (TTL_SECONDS + 120) * 1000, 2_000);
     // Not before their TTL (lastTimestamp has whole seconds: 1 s of slack).

@@ -10,6 +10,9 @@ import { agentKeys, call, createNamespaces, createToken, MC, register, scheduled
 import { recordEvent } from "../../src/events/record.ts";
 import { armEventExpiry, DEFAULT_EVENT_TTL_SECONDS, expireEvents } from "../../src/events/expiry.ts";
 import type { Env } from "../../src/env.ts";
+import { eventsOf } from "../../src/events/hooks.ts";
+import { ManifestWorkKind, ManifestWorkReplicaSetKind } from "../../src/kinds/manifestwork.ts";
+import type { KubeObject } from "../../src/k8s/meta.ts";
 
 const CORE = (ns: string) => `/api/v1/namespaces/${ns}/events`;
 const V1 = (ns: string) => `/apis/events.k8s.io/v1/namespaces/${ns}/events`;
@@ -313,5 +316,34 @@ describe("expiry after FLOTILLA_EVENT_TTL_SECONDS", () => {
     expect(items.map((e: { count: number }) => e.count)).toEqual([2]);
     await withClockAhead(2 * ttlMs, () => expireEvents(hubEnv));
     expect((await call("GET", CORE("ttl2"))).body.items).toEqual([]);
+  });
+});
+
+describe("which changes of works and rollouts owe Events", () => {
+  const cond = (type: string, status: string, reason: string, message = "") => ({ type, status, reason, message, lastTransitionTime: "2026-11-26T10:00:00Z" });
+  const work = (conditions: unknown[]): KubeObject => ({ apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name: "w", namespace: "c1", uid: "u-w", resourceVersion: "1", creationTimestamp: "" }, status: { conditions } });
+  const rollout = (status: string, reason: string, message: string): KubeObject => ({ apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", metadata: { name: "r", namespace: "apps", uid: "u-r", resourceVersion: "1", creationTimestamp: "" }, status: { conditions: [cond("PlacementRolledOut", status, reason, message)] } });
+  const of = (def: typeof ManifestWorkKind, before: KubeObject | null, after: KubeObject | null) => eventsOf({ def, namespace: (after ?? before)!.metadata.namespace!, name: (after ?? before)!.metadata.name, before, after }).map((e) => [e.reason, e.type, e.message, e.reportingController, e.regarding.kind]);
+
+  it("a work applied, failing to apply, deleted from its cluster; a status report that changes nothing owes none", () => {
+    expect(of(ManifestWorkKind, work([]), work([cond("Applied", "True", "AppliedManifestWorkComplete")]))).toEqual([["ManifestWorkApplied", "Normal", "ManifestWork w applied on cluster c1", "work-agent", "ManifestWork"]]);
+    expect(of(ManifestWorkKind, work([cond("Applied", "True", "AppliedManifestWorkComplete")]), work([cond("Applied", "False", "AppliedManifestWorkFailed", "1 of 2 failed")]))).toEqual([
+      ["ManifestWorkApplyFailed", "Warning", "ManifestWork w failed to apply on cluster c1: 1 of 2 failed", "work-agent", "ManifestWork"],
+    ]);
+    expect(of(ManifestWorkKind, work([cond("Applied", "True", "A")]), work([cond("Applied", "True", "A"), cond("Available", "True", "B")]))).toEqual([]);
+    expect(of(ManifestWorkKind, work([cond("Applied", "True", "A")]), null)).toEqual([["ManifestWorkDeleted", "Normal", "ManifestWork w deleted from cluster c1", "work-agent", "ManifestWork"]]);
+  });
+
+  it("a rollout's steps, its stop on failures and its completion", () => {
+    const R = ManifestWorkReplicaSetKind;
+    expect(of(R, rollout("False", "Progressing", "1 of 4 clusters succeeded"), rollout("False", "Progressing", "2 of 4 clusters succeeded; 2 progressing"))).toEqual([
+      ["Progressing", "Normal", "rollout of r: 2 of 4 clusters succeeded", "manifestworkreplicaset-controller", "ManifestWorkReplicaSet"],
+    ]);
+    // The same step with other notes: nothing.
+    expect(of(R, rollout("False", "Progressing", "2 of 4 clusters succeeded; a"), rollout("False", "Progressing", "2 of 4 clusters succeeded; b"))).toEqual([]);
+    expect(of(R, rollout("False", "Progressing", "2 of 4 clusters succeeded"), rollout("False", "Progressing", "2 of 4 clusters succeeded; the rollout stopped: more failures than maxFailures allows"))).toEqual([
+      ["RolloutFailed", "Warning", "rollout of r stopped: 2 of 4 clusters succeeded; the rollout stopped: more failures than maxFailures allows", "manifestworkreplicaset-controller", "ManifestWorkReplicaSet"],
+    ]);
+    expect(of(R, rollout("False", "Progressing", "3 of 4 clusters succeeded"), rollout("True", "Complete", ""))).toEqual([["Complete", "Normal", "rollout of r complete", "manifestworkreplicaset-controller", "ManifestWorkReplicaSet"]]);
   });
 });

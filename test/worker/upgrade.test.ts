@@ -7,11 +7,12 @@
 import { applyD1Migrations } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { call, condition, createNamespaces, MC, NAMESPACES } from "./helpers.ts";
+import { call, condition, createNamespaces, MC, NAMESPACES, withClockAhead } from "./helpers.ts";
 import { serviceAccountAuthenticator } from "../../src/auth/serviceaccounts.ts";
 import { clock } from "../../src/clock.ts";
 import type { Env } from "../../src/env.ts";
 import { waitFor } from "../wait.ts";
+import { DEFAULT_EVENT_TTL_SECONDS, expireEvents } from "../../src/events/expiry.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const PLACEMENTS = `${G}/v1beta1/namespaces/apps/placements`;
@@ -250,5 +251,25 @@ describe("upgrade from the previous release's database", () => {
     const counter = (await env.DB.prepare("SELECT value FROM counters WHERE id = 1").first<{ value: number }>())!.value;
     expect(counter).toBe(rows[2]!.rv);
     expect(Number((await call("GET", secrets)).body.metadata.resourceVersion)).toBe(counter);
+  });
+
+  it("gives an upgraded hub the Events' expiry index: Events stored before it expire one TTL after the upgrade, new ones after their write", async () => {
+    await createNamespaces("evup");
+    const events = "/api/v1/namespaces/evup/events";
+    const event = (name: string) => ({ apiVersion: "v1", kind: "Event", metadata: { name }, involvedObject: { kind: "Pod", name: "p", namespace: "evup" }, reason: "R", message: "m", type: "Normal" });
+    expect((await call("POST", events, event("old"))).status).toBe(201);
+    // The previous release's schema: no event_ttl (its Events, if a client wrote any, are rows of `objects`).
+    await env.DB.prepare("DROP TABLE event_ttl").run();
+    await env.DB.prepare("DELETE FROM d1_migrations WHERE name = ?").bind("0012_event_ttl.sql").run();
+    const before = (await call("GET", events)).body.items;
+    await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
+    expect((await call("GET", events)).body.items).toEqual(before);
+    expect(await env.DB.prepare("SELECT name FROM event_ttl WHERE namespace = 'evup'").all().then((r) => r.results)).toEqual([{ name: "old" }]);
+    expect((await call("POST", events, event("new"))).status).toBe(201);
+    const hubEnv = env as unknown as Env;
+    // Past one TTL: both go, through the store (a watcher sees them DELETED), and their rows too.
+    await withClockAhead((DEFAULT_EVENT_TTL_SECONDS + 60) * 1000, () => expireEvents(hubEnv));
+    expect((await call("GET", events)).body.items).toEqual([]);
+    expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM event_ttl WHERE namespace = 'evup'").first<{ n: number }>())!.n).toBe(0);
   });
 });

@@ -1,6 +1,7 @@
 import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { call, createNamespaces, MC, MCSET, snapshot } from "./helpers.ts";
+import { waitFor } from "../wait.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const PLACEMENTS = (ns: string) => `${G}/v1beta1/namespaces/${ns}/placements`;
@@ -164,6 +165,17 @@ describe("POST /hooks/{id}", () => {
     expect(replay.body).toMatchObject({ kind: "Status", reason: "Conflict" });
     expect(replay.body.message).toContain("replay");
     expect(await snapshot()).toBe(afterOk);
+    // Events on the receiver: the accepted delivery and the refused replay, never the payload; the
+    // forged one (no valid signature) records nothing.
+    const recorded = await waitFor("the deliveries' Events", async () => {
+      const r = await call("GET", `/api/v1/namespaces/apps/events?fieldSelector=${encodeURIComponent("involvedObject.kind=WebhookReceiver,involvedObject.name=release")}`);
+      return r.body.items.length >= 2 && (r.body.items as Json[]);
+    });
+    expect(recorded.map((e) => [e.reason, e.type, e.message]).sort()).toEqual([
+      ["WebhookDeliveryAccepted", "Normal", "delivery accepted: ManifestWorkReplicaSet apps/web patched (JSONPatch)"],
+      ["WebhookDeliveryRefused", "Warning", "delivery refused: 409 Conflict"],
+    ]);
+    expect(JSON.stringify(recorded)).not.toContain("1.27");
   });
 
   it("refuses missing or malformed signatures and missing delivery IDs, changing nothing", async () => {
