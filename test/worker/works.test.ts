@@ -43,6 +43,12 @@ async function poll(name: string, keys: AgentKeys, etag?: string, waitSeconds?: 
   return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
 }
 
+/** The reasons of the Events about ManagedCluster `name`, oldest first. */
+async function clusterReasons(name: string): Promise<string[]> {
+  const r = await call("GET", `/api/v1/namespaces/default/events?fieldSelector=${encodeURIComponent(`involvedObject.kind=ManagedCluster,involvedObject.name=${name}`)}`);
+  return (r.body.items as { reason: string; metadata: { name: string } }[]).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name)).map((e) => e.reason);
+}
+
 describe("ManifestWork validation", () => {
   it("refuses empty manifests, manifests without kind or name, more than 500 KiB, and a bad fieldManager; nothing is stored", async () => {
     const cases: [unknown, number, string][] = [
@@ -340,6 +346,9 @@ describe("leave", () => {
     expect((await call("GET", `${MC}/lv1`)).status).toBe(404);
     expect((await call("GET", WORKS("lv1"))).body.items).toEqual([]);
     expect((await poll("lv1", keys)).status).toBe(401);
+    // Its Events (in `default`, where a cluster-scoped object's live) outlive it.
+    await waitFor("the leave's Events", async () => (await clusterReasons("lv1")).includes("ManagedClusterLeft"));
+    expect((await clusterReasons("lv1")).filter((r) => r.startsWith("ManagedClusterLea") || r === "ManagedClusterLeft")).toEqual(["ManagedClusterLeaving", "ManagedClusterLeft"]);
   });
 
   it("a leave the agent never confirms ends at the timeout, from the alarm, and says so", async () => {
@@ -356,6 +365,8 @@ describe("leave", () => {
     const events = await env.DB.prepare("SELECT body FROM events WHERE resource = ? AND name = ? AND type = 'DELETED'").bind("cluster.open-cluster-management.io/managedclusters", "lv2").all<{ body: string }>();
     const last = JSON.parse(events.results.at(-1)!.body);
     expect(condition(last, "ManagedClusterJoined")).toMatchObject({ status: "False", reason: "ManagedClusterLeaveTimedOut" });
+    await waitFor("the leave's Events", async () => (await clusterReasons("lv2")).includes("ManagedClusterLeaveTimedOut"));
+    expect((await clusterReasons("lv2")).filter((r) => r.startsWith("ManagedClusterLea"))).toEqual(["ManagedClusterLeaving", "ManagedClusterLeaveTimedOut"]);
   });
 
   it("a cluster never accepted is deleted at once", async () => {
