@@ -971,7 +971,8 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
     [
       { verbs: READ, apiGroups: [""], resources: ["secrets"] },
       { verbs: ["impersonate"], apiGroups: [""], resources: ["serviceaccounts"] },
-      { verbs: WRITE, apiGroups: [""], resources: ["secrets", "serviceaccounts"] },
+      { verbs: WRITE, apiGroups: [""], resources: ["events", "secrets", "serviceaccounts"] },
+      { verbs: WRITE, apiGroups: ["events.k8s.io"], resources: ["events"] },
       { verbs: ["create"], apiGroups: [""], resources: ["serviceaccounts/token"] },
       { verbs: WRITE, apiGroups: [OCM_CLUSTER], resources: ["addonplacementscores", "managedclustersetbindings", "placements"] },
       { verbs: WRITE, apiGroups: [OCM_WORK], resources: ["manifestworkreplicasets", "manifestworks"] },
@@ -982,7 +983,8 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
   clusterRole(
     "system:aggregate-to-view",
     [
-      { verbs: READ, apiGroups: [""], resources: ["namespaces", "namespaces/status", "serviceaccounts"] },
+      { verbs: READ, apiGroups: [""], resources: ["events", "namespaces", "namespaces/status", "serviceaccounts"] },
+      { verbs: READ, apiGroups: ["events.k8s.io"], resources: ["events"] },
       {
         verbs: READ,
         apiGroups: [OCM_CLUSTER],
