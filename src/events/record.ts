@@ -22,6 +22,8 @@ import type { KubeObject } from "../k8s/meta.ts";
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { EventKind, type ObjectReference } from "../kinds/event.ts";
 import { storeOf } from "../store/store.ts";
+import { writeStoredMany } from "../store/write.ts";
+import { admitNamespace } from "../namespaces/lifecycle.ts";
 import { clock } from "../clock.ts";
 import { armEventExpiry } from "./expiry.ts";
 import type { Env } from "../env.ts";
@@ -85,6 +87,11 @@ export function refOf(def: KindDefinition, obj: KubeObject): EventSpec["regardin
 /** The namespace the Events of `ref` live in: its own, or `default` for a cluster-scoped object. */
 export function eventNamespace(ref: ObjectReference): string {
   return ref.namespace || "default";
+}
+
+/** The message of `spec` as stored: at most {@link MESSAGE_LIMIT} characters. */
+function messageOf(spec: EventSpec): string {
+  return spec.message.length > MESSAGE_LIMIT ? `${spec.message.slice(0, MESSAGE_LIMIT - 3)}...` : spec.message;
 }
 
 /** Whether stored Event `e` is a repeat of `spec` (same object, reason, type, controller, message). */
@@ -168,7 +175,7 @@ function newEvent(spec: EventSpec, namespace: string, message: string, now: numb
  */
 export async function recordEvent(env: Env, spec: EventSpec, now = clock.now()): Promise<KubeObject | null> {
   const namespace = eventNamespace(spec.regarding);
-  const message = spec.message.length > MESSAGE_LIMIT ? `${spec.message.slice(0, MESSAGE_LIMIT - 3)}...` : spec.message;
+  const message = messageOf(spec);
   const events = storeOf(env, EventKind);
   try {
     for (let attempt = 1; ; attempt++) {
@@ -201,9 +208,64 @@ export async function recordEvent(env: Env, spec: EventSpec, now = clock.now()):
 }
 
 /**
- * Records each of `specs` in turn (see {@link recordEvent}), at `now` (epoch milliseconds).
- * @throws errors of D1, after the Events before the failing one were recorded
+ * Records `specs` (see {@link recordEvent}) at `now` (epoch milliseconds), as one change's
+ * transitions usually come (a join: joined, available, a taint removed): the Events of one
+ * regarding object are read once, folded among themselves and the stored ones, and written
+ * together in one D1 batch (src/store/write.ts `writeStoredMany`); a write that lost a race with
+ * another writer is recorded again on its own. An object whose namespace does not admit new
+ * Events (gone or terminating) records none.
+ * @throws errors of D1 (the caller's after-commit hook is then run again by the outbox sweep)
  */
 export async function recordEvents(env: Env, specs: readonly EventSpec[], now = clock.now()): Promise<void> {
-  for (const spec of specs) await recordEvent(env, spec, now);
+  const groups = new Map<string, EventSpec[]>();
+  for (const spec of specs) {
+    const key = `${eventNamespace(spec.regarding)}/${spec.regarding.name}`;
+    groups.set(key, [...(groups.get(key) ?? []), spec]);
+  }
+  for (const group of groups.values()) {
+    if (group.length === 1) {
+      await recordEvent(env, group[0]!, now);
+      continue;
+    }
+    await recordGroup(env, group, now);
+  }
+}
+
+/** {@link recordEvents} for the specs of one regarding object. */
+async function recordGroup(env: Env, specs: readonly EventSpec[], now: number): Promise<void> {
+  const namespace = eventNamespace(specs[0]!.regarding);
+  const stored = await eventsNamed(env, namespace, specs[0]!.regarding.name);
+  /** Per Event to write: the stored one it folds into (null: a new one), what is written, which specs made it. */
+  const writes: { known: KubeObject | null; body: KubeObject; specs: EventSpec[] }[] = [];
+  for (const spec of specs) {
+    const message = messageOf(spec);
+    const planned = writes.find((w) => sameEvent(w.body, spec, message));
+    const base = planned?.body ?? stored.find((e) => sameEvent(e, spec, message));
+    if (!base) {
+      writes.push({ known: null, body: newEvent(spec, namespace, message, now), specs: [spec] });
+      continue;
+    }
+    const count = (typeof base.count === "number" ? base.count : 1) + 1;
+    const folded: KubeObject = { ...base, count, lastTimestamp: seconds(now), series: { count, lastObservedTime: micro(now) } };
+    if (planned) {
+      planned.body = folded;
+      planned.specs.push(spec);
+    } else writes.push({ known: base, body: folded, specs: [spec] });
+  }
+  if (writes.some((w) => w.known === null)) {
+    try {
+      await admitNamespace(env, EventKind, namespace, undefined, { verb: "create", body: {} }, () => Promise.resolve(false));
+    } catch (e) {
+      if (e instanceof ApiError && (e.code === 403 || e.code === 404)) return;
+      throw e;
+    }
+  }
+  const out = await writeStoredMany(
+    env,
+    EventKind,
+    writes.map((w) => (w.known ? { namespace, name: w.known.metadata.name, req: { verb: "update" as const, body: w.body }, known: w.known } : { namespace, name: w.body.metadata.name, req: { verb: "create" as const, body: w.body }, known: null })),
+  );
+  if (writes.some((w, i) => w.known === null && out[i] !== "lost")) await armEventExpiry(env);
+  // Lost a race (another writer folded into the same Event first): each of its specs on its own.
+  for (const [i, w] of writes.entries()) if (out[i] === "lost") for (const spec of w.specs) await recordEvent(env, spec, now);
 }

@@ -7,7 +7,7 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { agentKeys, call, createNamespaces, createToken, MC, register, scheduled, withClockAhead } from "./helpers.ts";
-import { recordEvent } from "../../src/events/record.ts";
+import { recordEvent, recordEvents } from "../../src/events/record.ts";
 import { armEventExpiry, DEFAULT_EVENT_TTL_SECONDS, expireEvents } from "../../src/events/expiry.ts";
 import type { Env } from "../../src/env.ts";
 import { eventsOf } from "../../src/events/hooks.ts";
@@ -193,6 +193,24 @@ describe("the recorder", () => {
     // events.k8s.io/v1 shows the series and the deprecated count.
     const v1 = await call("GET", `${V1("fold")}/${first!.metadata.name}`);
     expect(v1.body).toMatchObject({ series: { count: 3 }, deprecatedCount: 3, reportingController: "placement-controller", reportingInstance: "flotilla-hub", action: "DecisionUpdate" });
+  });
+});
+
+describe("the recorder, for one change's transitions", () => {
+  it("reads an object's Events once, folds repeats among them and the stored ones, and writes them together", async () => {
+    await createNamespaces("group");
+    const spec = (reason: string) => ({ regarding: { kind: "Pod", name: "g", namespace: "group" }, reason, type: "Normal" as const, message: reason, reportingController: "t" });
+    await recordEvent(hubEnv, spec("A"));
+    await recordEvents(hubEnv, [spec("A"), spec("B"), spec("B"), { ...spec("C"), regarding: { kind: "Pod", name: "other", namespace: "group" } }]);
+    const items = (await call("GET", CORE("group"))).body.items as { involvedObject: { name: string }; reason: string; count: number }[];
+    expect(items.map((e) => [e.involvedObject.name, e.reason, e.count])).toEqual([
+      ["g", "A", 2],
+      ["g", "B", 2],
+      ["other", "C", 1],
+    ]);
+    // A namespace that is gone records nothing, and is no error.
+    await recordEvents(hubEnv, [{ ...spec("A"), regarding: { kind: "Pod", name: "g", namespace: "nowhere" } }, { ...spec("B"), regarding: { kind: "Pod", name: "g", namespace: "nowhere" } }]);
+    expect((await call("GET", CORE("nowhere"))).body.items).toEqual([]);
   });
 });
 
