@@ -469,7 +469,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
         if (stored) {
           this.connection.leaseExpired(stored);
           count(COUNTED.leasesExpired);
-          flushSoon(this.env, (p) => this.ctx.waitUntil(p));
+          flushSoon(this.env, (p) => this.ctx.waitUntil(p), 0);
         }
       }
       await this.nextAlarm("exact");

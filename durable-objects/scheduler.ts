@@ -174,7 +174,7 @@ export class SchedulerObject extends DurableObject<Env> {
     } finally {
       observe(COUNTED.schedulingDuration, { name: "placement_scheduling" }, (Date.now() - started) / 1000);
       if (decisions > 0) count(COUNTED.decisionsWritten, {}, decisions);
-      flushSoon(this.env, (p) => this.ctx.waitUntil(p));
+      flushSoon(this.env, (p) => this.ctx.waitUntil(p), 0);
       await refreshStale(db, view);
     }
     const sql = this.ctx.storage.sql;

@@ -222,7 +222,7 @@ export class AgentConnection {
     // never gets here (the runtime answers it).
     count(COUNTED.agentRequests, { route: parsed.type, transport: "channel", code });
     if (parsed.type === "status") count(COUNTED.heartbeats, { transport: "channel", code });
-    flushSoon(this.env, (p) => this.ctx.waitUntil(p));
+    flushSoon(this.env, (p) => this.ctx.waitUntil(p), 0);
   }
 
   /** Runs a request message; returns its `ack` (null when the leave's close answers it). */

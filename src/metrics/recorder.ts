@@ -1,10 +1,11 @@
 /**
  * Counting events for `/metrics` off the request's critical path: {@link count} and
  * {@link observe} only add to this isolate's batch in memory (no I/O, no await); {@link flushSoon}
- * then sends the batch to the metrics object (durable-objects/metrics.ts) after the response, at
- * most one send in flight per isolate and the first one {@link FLUSH_DELAY_MS} after the first
+ * then sends the batch to the metrics object (durable-objects/metrics.ts) after the response: in
+ * the Worker at most one send scheduled per isolate, {@link FLUSH_DELAY_MS} after the first
  * event, so an isolate under load sends one batch a second whatever its request rate, each cell
- * (family and labels) once. The metrics object adds the batch to its stored totals, which
+ * (family and labels) once; in a Durable Object after the event that counted (a lease expiry, a
+ * channel message, a scheduler run), with whatever the isolate gathered meanwhile. The metrics object adds the batch to its stored totals, which
  * therefore survive isolate restarts; what an isolate counted in the last second before it was
  * evicted may be lost (a counter then reads a little low, never high).
  *
@@ -27,8 +28,16 @@ export type BatchCell = [family: string, labels: string, values: number[]];
 
 /** This isolate's events not yet sent, by `family + labels`. */
 let pending = new Map<string, BatchCell>();
-/** Whether a send is scheduled or in flight. */
-let flushing = false;
+/**
+ * The send scheduled or in flight: its number, and when it last showed life (epoch milliseconds).
+ * A send whose request context ended (workerd then drops its timers and awaits, so its `finally`
+ * never runs) stops showing life; after {@link STALE_SEND_MS} another one is scheduled.
+ */
+let sending: { id: number; aliveMs: number } | null = null;
+let sends = 0;
+
+/** After how long without a sign of life a scheduled send counts as dropped, in milliseconds. */
+const STALE_SEND_MS = 10_000;
 
 function add(family: string, labels: string, values: readonly number[]): void {
   const key = family + labels;
@@ -79,23 +88,34 @@ export async function flushMetrics(env: Pick<Env, "METRICS">): Promise<boolean> 
 }
 
 /**
- * Schedules the send of this isolate's batch ({@link FLUSH_DELAY_MS} from now, then again while
- * events keep coming), unless one is already scheduled; `waitUntil` keeps the request's (or the
- * object's) context alive for it. Call it after counting; cheap when a send is scheduled.
+ * Schedules the send of this isolate's batch. With `delayMs` > 0 ({@link FLUSH_DELAY_MS} by
+ * default, the Worker's requests), unless a send is already scheduled: `delayMs` after now, then
+ * again while events keep coming. With 0 (a Durable Object's events: few, and an object should
+ * keep no timer alive nor depend on another event's context), the batch is sent at once, after
+ * the event's answer. `waitUntil` keeps the request's (or the object's) context alive for it.
+ * Call it after counting; cheap when a send is scheduled.
  */
-export function flushSoon(env: Pick<Env, "METRICS">, waitUntil: (p: Promise<unknown>) => void): void {
-  if (flushing || pending.size === 0 || !env.METRICS) return;
-  flushing = true;
+export function flushSoon(env: Pick<Env, "METRICS">, waitUntil: (p: Promise<unknown>) => void, delayMs = FLUSH_DELAY_MS): void {
+  if (pending.size === 0 || !env.METRICS) return;
+  if (delayMs <= 0) {
+    waitUntil(flushMetrics(env));
+    return;
+  }
+  if (sending && Date.now() - sending.aliveMs < STALE_SEND_MS) return;
+  const me = { id: ++sends, aliveMs: Date.now() };
+  sending = me;
   waitUntil(
     (async () => {
       try {
         // Stops at a failed send: the batch waits for the next event's send.
         while (pending.size > 0) {
-          await new Promise((resolve) => setTimeout(resolve, FLUSH_DELAY_MS));
+          await new Promise((resolve) => setTimeout(resolve, delayMs));
+          me.aliveMs = Date.now();
           if (!(await flushMetrics(env))) break;
+          me.aliveMs = Date.now();
         }
       } finally {
-        flushing = false;
+        if (sending?.id === me.id) sending = null;
       }
     })(),
   );

@@ -5,7 +5,8 @@
  */
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, createNamespaces, MC } from "./helpers.ts";
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { call, condition, createNamespaces, createToken, MC, register, withClockAhead } from "./helpers.ts";
 import { idToken, serveIssuer } from "./oidc-users.ts";
 import { count, flushMetrics } from "../../src/metrics/recorder.ts";
 import { COUNTED } from "../../src/metrics/families.ts";
@@ -160,6 +161,20 @@ describe("health", () => {
 });
 
 describe("the recorder", () => {
+  it("counts a lease expiry and a heartbeat of the agent path", async () => {
+    const token = await createToken({ autoApprove: true });
+    const { keys } = await register(token, "metrics-lease", "id-metrics-lease");
+    expect((await call("PATCH", `${MC}/metrics-lease`, { spec: { leaseDurationSeconds: 1 } }, { contentType: "application/merge-patch+json" })).status).toBe(200);
+    expect((await call("POST", "/agent/v1/clusters/metrics-lease/heartbeat", { healthy: true }, { token: await keys.sign("metrics-lease") })).status).toBe(200);
+    const before = samples((await scrape()).body as string);
+    expect(await withClockAhead(6_000, () => runDurableObjectAlarm(env.CLUSTERS.getByName("metrics-lease")))).toBe(true);
+    expect(condition((await call("GET", `${MC}/metrics-lease`)).body, "ManagedClusterConditionAvailable")).toMatchObject({ status: "Unknown" });
+    const after = samples((await scrape()).body as string);
+    expect((after.get("flotilla_cluster_leases_expired_total") ?? 0) - (before.get("flotilla_cluster_leases_expired_total") ?? 0)).toBe(1);
+    expect(after.get('flotilla_agent_heartbeats_total{transport="http",code="200"}')).toBeGreaterThanOrEqual(1);
+    expect(after.get('flotilla_cluster_registrations_total{code="201"}')).toBeGreaterThanOrEqual(1);
+  });
+
   it("keeps a batch that could not be stored for the next one", async () => {
     const stored = async () => (await env.METRICS.getByName("metrics").series()).find((c) => c.family === "flotilla_cluster_registrations_total" && c.labels === '{code="599"}')?.values[0] ?? 0;
     count(COUNTED.registrations, { code: 599 });
