@@ -46,6 +46,8 @@ import { heldForLeave, Leave, LEAVE_TIMER, markLeaving } from "./cluster/leave.t
 import { WorksDelivery } from "./cluster/works.ts";
 import { AgentConnection, type ConnectionHost } from "./cluster/connection.ts";
 import { CloseCodes } from "../src/agent/channel-protocol.ts";
+import { COUNTED } from "../src/metrics/families.ts";
+import { count, flushSoon } from "../src/metrics/recorder.ts";
 import { errorResult, noCost, type AgentAction, type Cost, type RegisterInput, type RegistrationInfo, type RegistrationOutcome, type Result, type WorksState, type WriteOutcome } from "./cluster/types.ts";
 
 export type { AgentAction, Cost, RegisterInput, RegistrationInfo, RegistrationOutcome, Result, WorksState, WriteOutcome } from "./cluster/types.ts";
@@ -464,7 +466,11 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
       const stopped = this.lease.check(current, now);
       if (stopped) {
         const stored = await this.commit(current, stopped, "returns");
-        if (stored) this.connection.leaseExpired(stored);
+        if (stored) {
+          this.connection.leaseExpired(stored);
+          count(COUNTED.leasesExpired);
+          flushSoon(this.env, (p) => this.ctx.waitUntil(p), 0);
+        }
       }
       await this.nextAlarm("exact");
     });

@@ -44,6 +44,9 @@ import { finishCommit, store, type Committed } from "../src/store/write.ts";
 import { deferOutboxDelete, OUTBOX_GRACE_MS, sweepOutbox } from "../src/store/outbox.ts";
 import { Timers } from "./timers.ts";
 import { expireEvents } from "../src/events/expiry.ts";
+import { PlacementDecisionKind } from "../src/kinds/placement.ts";
+import { COUNTED } from "../src/metrics/families.ts";
+import { count, flushSoon, observe } from "../src/metrics/recorder.ts";
 import type { Env } from "../src/env.ts";
 
 /** The name of the single scheduler object. */
@@ -81,6 +84,11 @@ export class SchedulerObject extends DurableObject<Env> {
   async enqueue(trigger: Trigger): Promise<void> {
     this.ctx.storage.sql.exec("INSERT INTO pending_triggers (trigger) VALUES (?)", JSON.stringify(trigger));
     await this.armAlarm();
+  }
+
+  /** Answers "ok": the readiness check that the scheduler object answers (src/health/routes.ts). */
+  ping(): string {
+    return "ok";
   }
 
   /** Whether this instance has set the outbox sweep for the rows it takes over ({@link enqueueOwed}). */
@@ -151,9 +159,25 @@ export class SchedulerObject extends DurableObject<Env> {
     await resolveTrigger(db, view, trigger);
     const writer = d1Writer(this.env, now);
     let result: RunResult;
+    // Counted for /metrics (src/metrics/recorder.ts): the run, its duration, the decisions it wrote.
+    const started = Date.now();
+    let decisions = 0;
+    const save: typeof writer.save = async (def, current, next) => {
+      const saved = await writer.save(def, current, next);
+      if (saved.written && def.kind === PlacementDecisionKind.kind) decisions++;
+      return saved;
+    };
     try {
-      result = await runOnView(view, trigger, now, writer.save);
+      result = await runOnView(view, trigger, now, save);
+      count(COUNTED.schedulerRuns, { result: "success" });
+      count(COUNTED.placementsScheduled, {}, result.scheduled.length);
+    } catch (e) {
+      count(COUNTED.schedulerRuns, { result: "error" });
+      throw e;
     } finally {
+      observe(COUNTED.schedulingDuration, { name: "placement_scheduling" }, (Date.now() - started) / 1000);
+      if (decisions > 0) count(COUNTED.decisionsWritten, {}, decisions);
+      flushSoon(this.env, (p) => this.ctx.waitUntil(p), 0);
       await refreshStale(db, view);
     }
     const sql = this.ctx.storage.sql;

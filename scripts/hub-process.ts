@@ -235,7 +235,9 @@ async function logBarrier(hub: { url: string; caFile?: string }, output: () => s
 }
 
 /**
- * Starts `node scripts/start.mjs` on a free port and waits until `/healthz` answers.
+ * Starts `node scripts/start.mjs` on a free port and waits until `/livez/ping` answers (the Worker
+ * serves; its other health checks, D1's and the scheduler's, are not waited for: a check that
+ * fails while workerd warms up would log a 500).
  *
  * @throws Error when the hub exits or does not answer within `startTimeoutMs`.
  */
@@ -278,7 +280,7 @@ export async function startHub(opts: HubOptions = {}): Promise<Hub> {
   for (;;) {
     if (child.exitCode !== null) throw new Error(`hub exited with ${child.exitCode}:\n${out}`);
     try {
-      const r = await hubFetch({ url, caFile }, "GET", "/healthz");
+      const r = await hubFetch({ url, caFile }, "GET", "/livez/ping");
       if (r.status === 200) break;
     } catch {
       // not up yet

@@ -31,7 +31,8 @@
 // file in the state folder (<state>/hub.env, mode 0600, rewritten at every start), which
 // `wrangler dev --env-file` reads.
 //
-// Supervision: once the hub answered, `/livez` is probed every PROBE_INTERVAL_MS with a
+// Supervision: once the hub answered, `/livez/ping` (the Worker answers; the other /livez checks
+// are D1's and the scheduler's, src/health/routes.ts) is probed every PROBE_INTERVAL_MS with a
 // PROBE_TIMEOUT_MS timeout. A probe that timed out while wrangler's processes kept working (at
 // least BUSY_SHARE of a core, read from Linux's /proc) is a hub under load, not a dead one: it
 // does not count. After PROBE_FAILURES consecutive failures (workerd crashed and
@@ -186,13 +187,13 @@ if (process.env.FLOTILLA_ADMIN_TOKEN) {
 const ca = tls ? readFileSync(tls.ca) : undefined;
 
 /**
- * `GET /livez`: resolves "ok" when it answers 200 within PROBE_TIMEOUT_MS, "timeout" when it does
+ * `GET /livez/ping`: resolves "ok" when it answers 200 within PROBE_TIMEOUT_MS, "timeout" when it does
  * not answer in time, "failed" otherwise (refused, reset, another status).
  */
 function probe() {
   return new Promise((resolve) => {
     let timedOut = false;
-    const req = (https ? httpsRequest : httpRequest)(`${url}/livez`, { method: "GET", ca, timeout: PROBE_TIMEOUT_MS }, (res) => {
+    const req = (https ? httpsRequest : httpRequest)(`${url}/livez/ping`, { method: "GET", ca, timeout: PROBE_TIMEOUT_MS }, (res) => {
       res.resume();
       res.on("end", () => resolve(res.statusCode === 200 ? "ok" : "failed"));
       res.on("error", () => resolve(timedOut ? "timeout" : "failed"));
@@ -222,11 +223,11 @@ let stopping = false;
 const restarts = [];
 
 /**
- * The supervisor's own probes, as wrangler logs them (`[wrangler:info] GET /livez 200 OK (3ms)`):
+ * The supervisor's own probes, as wrangler logs them (`[wrangler:info] GET /livez/ping 200 OK (3ms)`):
  * one every PROBE_INTERVAL_MS, nothing a person needs, so they are not passed on. A failed probe
  * (another status) still is.
  */
-const PROBE_LINE = /^\[wrangler:info\] GET \/livez 200 OK\b/;
+const PROBE_LINE = /^\[wrangler:info\] GET \/livez\/ping 200 OK\b/;
 
 /** Copies `from` to `to` line by line, without the supervisor's probe lines (matched without colours). */
 function passOn(from, to) {

@@ -5,6 +5,7 @@
 import type { ClusterObject } from "../durable-objects/cluster.ts";
 import type { SchedulerObject } from "../durable-objects/scheduler.ts";
 import type { ReplicaSetObject } from "../durable-objects/replicaset.ts";
+import type { MetricsObject } from "../durable-objects/metrics.ts";
 import type { OidcEnv } from "./auth/oidc.ts";
 
 /**
@@ -18,6 +19,11 @@ export interface Env extends OidcEnv {
   SCHEDULER: DurableObjectNamespace<SchedulerObject>;
   /** The ManifestWorkReplicaSet controller (one object per replica set, named "<namespace>/<name>"). */
   REPLICASETS: DurableObjectNamespace<ReplicaSetObject>;
+  /**
+   * The counters and histograms of `/metrics` (one object, named "metrics"; src/metrics). Optional:
+   * without it events are not counted (a Worker test's own bindings may leave it out).
+   */
+  METRICS?: DurableObjectNamespace<MetricsObject>;
   /** The admin bearer token (set by `npm start`, or a secret when deployed). */
   FLOTILLA_ADMIN_TOKEN?: string;
   /**

@@ -25,10 +25,13 @@ import "./clusterprofile/hook.ts";
 import "./events/hooks.ts";
 import { clock } from "./clock.ts";
 import { auditRequests } from "./audit/middleware.ts";
+import { healthRoutes } from "./health/routes.ts";
+import { countAgentRequests, countApiRequests, countWebhookDeliveries, metricsRoutes } from "./metrics/routes.ts";
 
 export { ClusterObject } from "../durable-objects/cluster.ts";
 export { SchedulerObject } from "../durable-objects/scheduler.ts";
 export { ReplicaSetObject } from "../durable-objects/replicaset.ts";
+export { MetricsObject } from "../durable-objects/metrics.ts";
 
 /**
  * What `/version` answers (apimachinery `version.Info`): the Kubernetes API level Flotilla's API
@@ -56,13 +59,18 @@ export function createApp(): Hono<{ Bindings: Env }> {
     checkRequestTarget(c.req.url);
     await next();
   });
-  app.get("/healthz", (c) => c.text("ok"));
-  app.get("/livez", (c) => c.text("ok"));
-  app.get("/readyz", (c) => c.text("ok"));
+  // Health (kube-apiserver's /livez, /readyz, /healthz with their checks), unauthenticated.
+  app.route("/", healthRoutes());
   // Like the apiserver, /version is public (system:public-info-viewer).
   app.get("/version", (c) => c.json(VERSION));
   app.route("/", openapiRoutes());
   app.route("/", docsRoutes());
+  // Prometheus metrics (get on the nonResourceURL /metrics) and the counting of requests for them.
+  app.route("/", metricsRoutes());
+  app.use("/api/*", countApiRequests);
+  app.use("/apis/*", countApiRequests);
+  app.use("/agent/v1/*", countAgentRequests);
+  app.use("/hooks/*", countWebhookDeliveries);
   // Outermost on the Kubernetes API: the audit log (src/audit) sees every answer, errors included.
   app.use("/api/*", auditRequests);
   app.use("/apis/*", auditRequests);

@@ -24,6 +24,8 @@ import type { Heartbeat } from "../../src/agent/protocol.ts";
 import { decode } from "../../src/agent/routes.ts";
 import { reportWorkStatus } from "../../src/agent/work-report.ts";
 import { deliveredWorks } from "../../src/agent/delivered.ts";
+import { COUNTED } from "../../src/metrics/families.ts";
+import { count, flushSoon } from "../../src/metrics/recorder.ts";
 import { clock } from "../../src/clock.ts";
 import type { Env } from "../../src/env.ts";
 import {
@@ -206,14 +208,21 @@ export class AgentConnection {
     const attachment = ws.deserializeAttachment() as ConnectionAttachment | null;
     if (!attachment) return closeQuietly(ws, CloseCodes.BadMessage, "unknown connection");
     if (parsed.type === "hello") return this.hello(ws, parsed.worksEtag);
+    let code = 200;
     try {
       const answer = await this.request(ws, attachment, parsed, bytes);
       if (answer) send(ws, answer);
     } catch (e) {
       if (!(e instanceof ApiError)) console.error(`cluster ${attachment.cluster}: channel ${parsed.type} failed`, e);
       const error = e instanceof ApiError ? e : new ApiError(500, "InternalError", "Internal error occurred");
+      code = error.code;
       send(ws, { type: "error", id: parsed.id, status: error.toStatus() });
     }
+    // Counted in memory and sent in a batch after the answer (src/metrics/recorder.ts); a ping
+    // never gets here (the runtime answers it).
+    count(COUNTED.agentRequests, { route: parsed.type, transport: "channel", code });
+    if (parsed.type === "status") count(COUNTED.heartbeats, { transport: "channel", code });
+    flushSoon(this.env, (p) => this.ctx.waitUntil(p), 0);
   }
 
   /** Runs a request message; returns its `ack` (null when the leave's close answers it). */

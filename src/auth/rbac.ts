@@ -53,6 +53,8 @@ export const SYSTEM_MASTERS = "system:masters";
 export const ALL_AUTHENTICATED = "system:authenticated";
 /** The group of anonymous requests (Kubernetes `user.AllUnauthenticated`). */
 export const ALL_UNAUTHENTICATED = "system:unauthenticated";
+/** The group Kubernetes' bootstrap policy gives `system:monitoring` (health paths and `/metrics`). */
+export const SYSTEM_MONITORING = "system:monitoring";
 /** The group of every ServiceAccount (Kubernetes `serviceaccount.AllServiceAccountsGroup`). */
 export const ALL_SERVICE_ACCOUNTS = "system:serviceaccounts";
 /** The prefix of a ServiceAccount's user name (`system:serviceaccount:NS:NAME`). */
@@ -934,6 +936,9 @@ function clusterRole(name: string, rules: PolicyRule[], extra: { labels?: Record
  *   `/status` writes;
  * - `system:aggregate-to-admin`: read and write Roles and RoleBindings, create
  *   LocalSubjectAccessReviews;
+ * - `system:monitoring`: `get` on the health paths (with their per-check paths) and `/metrics`,
+ *   as Kubernetes' (bound to the group `system:monitoring`: a Prometheus' ServiceAccount or OIDC
+ *   user is given it by a ClusterRoleBinding, docs/metrics.md);
  * - `system:discovery` (discovery, OpenAPI, version and health paths, and `/docs`), `system:basic-user`
  *   (SelfSubjectAccessReview, SelfSubjectRulesReview, SelfSubjectReview) and
  *   `system:public-info-viewer` (version and health paths), bound to every authenticated user by
@@ -955,6 +960,7 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
     { verbs: ["create"], apiGroups: ["authentication.k8s.io"], resources: ["selfsubjectreviews"] },
   ]),
   clusterRole("system:public-info-viewer", [{ verbs: ["get"], nonResourceURLs: ["/healthz", "/livez", "/readyz", "/version", "/version/"] }]),
+  clusterRole("system:monitoring", [{ verbs: ["get"], nonResourceURLs: ["/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics", "/metrics/slis", "/readyz", "/readyz/*"] }]),
   clusterRole("admin", [], { aggregateLabel: AGGREGATE_TO_ADMIN }),
   clusterRole("edit", [], { labels: { [AGGREGATE_TO_ADMIN]: "true" }, aggregateLabel: AGGREGATE_TO_EDIT }),
   clusterRole("view", [], { labels: { [AGGREGATE_TO_EDIT]: "true" }, aggregateLabel: AGGREGATE_TO_VIEW }),
@@ -1021,11 +1027,13 @@ function clusterRoleBinding(role: string, groups: string[]): ClusterRoleBinding 
  * The ClusterRoleBindings the hub starts with (Kubernetes' bootstrap bindings of these roles):
  * `cluster-admin` to `system:masters`; `system:discovery` and `system:basic-user` to
  * `system:authenticated`; `system:public-info-viewer` to `system:authenticated` and
- * `system:unauthenticated`. Each is named after its role.
+ * `system:unauthenticated`; `system:monitoring` to the group `system:monitoring`. Each is named
+ * after its role.
  */
 export const BOOTSTRAP_CLUSTER_ROLE_BINDINGS: readonly ClusterRoleBinding[] = [
   clusterRoleBinding("cluster-admin", [SYSTEM_MASTERS]),
   clusterRoleBinding("system:discovery", [ALL_AUTHENTICATED]),
   clusterRoleBinding("system:basic-user", [ALL_AUTHENTICATED]),
   clusterRoleBinding("system:public-info-viewer", [ALL_AUTHENTICATED, ALL_UNAUTHENTICATED]),
+  clusterRoleBinding("system:monitoring", [SYSTEM_MONITORING]),
 ];

@@ -82,7 +82,7 @@ describe("a hub upgraded from the previous main's state (no Namespace objects)",
     expect(roles.map((r) => r.metadata.name)).toEqual(expect.arrayContaining(["admin", "cluster-admin", "edit", "system:basic-user", "system:discovery", "view"]));
     expect(roles.find((r) => r.metadata.name === "view")!.rules!.length).toBeGreaterThan(0);
     const bindings = (await admin(hub, "GET", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings")).body.items as { metadata: { name: string } }[];
-    expect(bindings.map((b) => b.metadata.name).sort()).toEqual(["cluster-admin", "system:basic-user", "system:discovery", "system:public-info-viewer"]);
+    expect(bindings.map((b) => b.metadata.name).sort()).toEqual(["cluster-admin", "system:basic-user", "system:discovery", "system:monitoring", "system:public-info-viewer"]);
     // The audit log starts with the upgrade: the writes above are in it, nothing from before.
     const audited = await waitFor("the upgraded hub's audit records", async () => {
       const items = (await admin(hub, "GET", "/apis/flotilla.dev/v1alpha1/auditevents?fieldSelector=objectRef.resource%3Dnamespaces,verb%3Ddelete")).body.items as { objectRef: { name: string } }[];

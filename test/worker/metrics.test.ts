@@ -1,0 +1,188 @@
+/**
+ * `/metrics` and the health endpoints inside workerd (src/metrics, src/health, the metrics object):
+ * who may scrape (RBAC `get` on the nonResourceURL `/metrics`), that counters are kept by the
+ * metrics object and the gauges agree with the API, and kube-apiserver's health answers.
+ */
+import { env } from "cloudflare:workers";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { call, condition, createNamespaces, createToken, MC, register, withClockAhead } from "./helpers.ts";
+import { idToken, serveIssuer } from "./oidc-users.ts";
+import { count, flushMetrics } from "../../src/metrics/recorder.ts";
+import { COUNTED } from "../../src/metrics/families.ts";
+import { healthAnswer, ENDPOINT_CHECKS, HEALTH_CHECKS, runCheck } from "../../src/health/routes.ts";
+import type { Env } from "../../src/env.ts";
+
+const RBAC = "/apis/rbac.authorization.k8s.io/v1";
+
+let undo: () => void;
+beforeAll(async () => {
+  undo = await serveIssuer();
+});
+afterAll(() => undo());
+
+/** The samples of an exposition, `name{labels}` to value (comments left out). */
+function samples(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    if (!line || line.startsWith("#")) continue;
+    const at = line.lastIndexOf(" ");
+    out.set(line.slice(0, at), Number(line.slice(at + 1)));
+  }
+  return out;
+}
+
+async function scrape(token?: string | null) {
+  return call("GET", "/metrics", undefined, { token });
+}
+
+describe("/metrics", () => {
+  it("is for users with get on the nonResourceURL /metrics (system:monitoring), not for strangers", async () => {
+    expect((await scrape(null)).status).toBe(401);
+    const nobody = await call("GET", "/metrics", undefined, { token: await idToken("prom") });
+    expect(nobody.status).toBe(403);
+    expect(nobody.body).toMatchObject({ kind: "Status", reason: "Forbidden", message: 'forbidden: User "oidc:prom" cannot get path "/metrics"' });
+    // Kubernetes' system:monitoring group is bound to the system:monitoring ClusterRole at bootstrap
+    // (an OIDC user may not claim a system: group; a binding gives the role to a Prometheus' user).
+    const bootstrap = (await call("GET", `${RBAC}/clusterrolebindings/system:monitoring`)).body;
+    expect(bootstrap).toMatchObject({ roleRef: { kind: "ClusterRole", name: "system:monitoring" }, subjects: [{ kind: "Group", name: "system:monitoring" }] });
+    const crb = {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: "prometheus" },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "system:monitoring" },
+      subjects: [{ kind: "User", apiGroup: "rbac.authorization.k8s.io", name: "oidc:prom" }],
+    };
+    expect((await call("POST", `${RBAC}/clusterrolebindings`, crb)).status).toBe(201);
+    const allowed = await call("GET", "/metrics", undefined, { token: await idToken("prom") });
+    expect(allowed.status).toBe(200);
+    expect(allowed.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8");
+    const role = (await call("GET", `${RBAC}/clusterroles/system:monitoring`)).body;
+    expect(role.rules).toEqual([{ verbs: ["get"], nonResourceURLs: ["/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics", "/metrics/slis", "/readyz", "/readyz/*"] }]);
+  });
+
+  it("counts API requests as kube-apiserver labels them, kept by the metrics object", async () => {
+    await createNamespaces("metrics-a");
+    const before = samples((await scrape()).body as string);
+    const key = 'apiserver_request_total{verb="LIST",group="cluster.open-cluster-management.io",version="v1",resource="managedclusters",scope="cluster",component="apiserver",code="200"}';
+    await call("GET", MC);
+    await call("GET", MC);
+    await call("GET", "/apis/nothing.example/v1/widgets-abc123");
+    const text = (await scrape()).body as string;
+    const after = samples(text);
+    expect(after.get(key)! - (before.get(key) ?? 0)).toBe(2);
+    // A resource the hub does not serve is counted without its names.
+    expect([...after.keys()].some((k) => k.includes("widgets-abc123") || k.includes("nothing.example"))).toBe(false);
+    expect(after.get('apiserver_request_total{verb="LIST",scope="cluster",component="apiserver",code="404"}')).toBeGreaterThanOrEqual(1);
+    // The latency histogram: cumulative buckets ending with +Inf, _sum, _count, equal counts.
+    const h = 'apiserver_request_duration_seconds_count{verb="LIST",group="cluster.open-cluster-management.io",version="v1",resource="managedclusters",scope="cluster",component="apiserver"}';
+    const inf = 'apiserver_request_duration_seconds_bucket{verb="LIST",group="cluster.open-cluster-management.io",version="v1",resource="managedclusters",scope="cluster",component="apiserver",le="+Inf"}';
+    expect(after.get(h)).toBe(after.get(inf));
+    expect(text).toContain("# TYPE apiserver_request_duration_seconds histogram");
+    // The totals are the object's: what a scrape shows is stored there, not in this isolate.
+    const stored = await env.METRICS.getByName("metrics").series();
+    const row = stored.find((c) => c.family === "apiserver_request_total" && key.endsWith(c.labels));
+    expect(row?.values[0]).toBe(after.get(key));
+  });
+
+  it("shows clusters, works and placements per condition as the API lists them", async () => {
+    const mc = (name: string, available: string, colo?: string) => ({
+      apiVersion: "cluster.open-cluster-management.io/v1",
+      kind: "ManagedCluster",
+      metadata: { name, ...(colo ? { annotations: { "flotilla.dev/colo": colo } } : {}) },
+      spec: { hubAcceptsClient: true },
+    });
+    for (const [n, colo] of [["m-1", "FRA"], ["m-2", "FRA"], ["m-3", undefined]] as const) expect((await call("POST", MC, mc(n, "True", colo))).status).toBe(201);
+    const setAvailable = async (name: string, status: string) => {
+      const current = (await call("GET", `${MC}/${name}`)).body;
+      const conditions = [{ type: "ManagedClusterConditionAvailable", status, reason: "Test", message: "", lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, "Z") }];
+      expect((await call("PUT", `${MC}/${name}/status`, { ...current, status: { ...current.status, conditions } })).status).toBe(200);
+    };
+    await setAvailable("m-1", "True");
+    await setAvailable("m-2", "Unknown");
+    const list = (await call("GET", MC)).body.items as { status?: { conditions?: { type: string; status: string }[] } }[];
+    const byApi = (type: string, status: string) => list.filter((c) => (c.status?.conditions ?? []).some((x) => x.type === type && x.status === status)).length;
+    const m = samples((await scrape()).body as string);
+    expect(m.get("acm_managed_cluster_count")).toBe(list.length);
+    for (const status of ["True", "Unknown"]) {
+      expect(m.get(`flotilla_managed_clusters{condition="ManagedClusterConditionAvailable",status="${status}"}`)).toBe(byApi("ManagedClusterConditionAvailable", status));
+    }
+    expect(m.get('flotilla_managed_clusters_by_location{location="FRA",available="True"}')).toBe(1);
+    expect(m.get('flotilla_managed_clusters_by_location{location="FRA",available="Unknown"}')).toBe(1);
+    // The built-in sets' kept counts: global selects every cluster.
+    expect(m.get('flotilla_managed_clusters_by_clusterset{clusterset="global"}')).toBe(list.length);
+  });
+});
+
+describe("health", () => {
+  it("answers ok, lists its checks with ?verbose, excludes and runs one check by its path, unauthenticated", async () => {
+    for (const p of ["/livez", "/readyz", "/healthz"]) {
+      const r = await call("GET", p, undefined, { token: null });
+      expect(r.status).toBe(200);
+      expect(r.body).toBe("ok");
+      expect(r.headers.get("content-type")).toBe("text/plain; charset=utf-8");
+    }
+    expect((await call("GET", "/readyz?verbose", undefined, { token: null })).body).toBe("[+]ping ok\n[+]d1 ok\n[+]migrations ok\n[+]scheduler ok\nreadyz check passed\n");
+    expect((await call("GET", "/livez?verbose", undefined, { token: null })).body).toBe("[+]ping ok\n[+]d1 ok\n[+]scheduler ok\nlivez check passed\n");
+    expect((await call("GET", "/readyz?verbose&exclude=scheduler&exclude=nope", undefined, { token: null })).body).toBe(
+      '[+]ping ok\n[+]d1 ok\n[+]migrations ok\n[+]scheduler excluded: ok\nwarn: some health checks cannot be excluded: no matches for "nope"\nreadyz check passed\n',
+    );
+    for (const check of ["ping", "d1", "migrations", "scheduler"]) expect((await call("GET", `/readyz/${check}`, undefined, { token: null })).body).toBe("ok");
+    expect((await call("GET", "/livez/migrations", undefined, { token: null })).status).toBe(404);
+    expect((await call("GET", "/livez/nope", undefined, { token: null })).status).toBe(404);
+  });
+
+  it("fails with 500, the failing check withheld, when D1 does not answer or lacks a migration", async () => {
+    const down = {
+      ...env,
+      DB: {
+        prepare() {
+          throw new Error("D1_ERROR: secret detail");
+        },
+      },
+    } as unknown as Env;
+    const r = await healthAnswer("readyz", ENDPOINT_CHECKS.readyz, down, new URLSearchParams());
+    expect(r.status).toBe(500);
+    expect(await r.text()).toBe("[+]ping ok\n[-]d1 failed: reason withheld\n[-]migrations failed: reason withheld\n[+]scheduler ok\nreadyz check failed\n");
+    // An unexpected error's text is not shown, even on the per-check path.
+    expect(await runCheck(HEALTH_CHECKS.d1, down)).toBe("d1 check failed (Error)");
+    // A database whose schema lacks a table the code needs (a migration not applied).
+    const unmigrated = {
+      ...env,
+      DB: {
+        prepare: () => ({ bind: (t: string) => t }),
+        batch: async (tables: string[]) => tables.map((t) => ({ results: t === "objects" ? [{ t, c: "resource" }] : [] })),
+      },
+    } as unknown as Env;
+    expect(await runCheck(HEALTH_CHECKS.migrations, unmigrated)).toMatch(/^not migrated: missing objects\.namespace, /);
+    // The real one lists every table of the schema.
+    expect(await runCheck(HEALTH_CHECKS.migrations, env as unknown as Env)).toBeNull();
+  });
+});
+
+describe("the recorder", () => {
+  it("counts a lease expiry and a heartbeat of the agent path", async () => {
+    const token = await createToken({ autoApprove: true });
+    const { keys } = await register(token, "metrics-lease", "id-metrics-lease");
+    expect((await call("PATCH", `${MC}/metrics-lease`, { spec: { leaseDurationSeconds: 1 } }, { contentType: "application/merge-patch+json" })).status).toBe(200);
+    expect((await call("POST", "/agent/v1/clusters/metrics-lease/heartbeat", { healthy: true }, { token: await keys.sign("metrics-lease") })).status).toBe(200);
+    const before = samples((await scrape()).body as string);
+    expect(await withClockAhead(6_000, () => runDurableObjectAlarm(env.CLUSTERS.getByName("metrics-lease")))).toBe(true);
+    expect(condition((await call("GET", `${MC}/metrics-lease`)).body, "ManagedClusterConditionAvailable")).toMatchObject({ status: "Unknown" });
+    const after = samples((await scrape()).body as string);
+    expect((after.get("flotilla_cluster_leases_expired_total") ?? 0) - (before.get("flotilla_cluster_leases_expired_total") ?? 0)).toBe(1);
+    expect(after.get('flotilla_agent_heartbeats_total{transport="http",code="200"}')).toBeGreaterThanOrEqual(1);
+    expect(after.get('flotilla_cluster_registrations_total{code="201"}')).toBeGreaterThanOrEqual(1);
+  });
+
+  it("keeps a batch that could not be stored for the next one", async () => {
+    const stored = async () => (await env.METRICS.getByName("metrics").series()).find((c) => c.family === "flotilla_cluster_registrations_total" && c.labels === '{code="599"}')?.values[0] ?? 0;
+    count(COUNTED.registrations, { code: 599 });
+    const broken = { METRICS: { getByName: () => ({ add: () => Promise.reject(new Error("unavailable")) }) } } as unknown as Env;
+    expect(await flushMetrics(broken)).toBe(false);
+    expect(await stored()).toBe(0);
+    count(COUNTED.registrations, { code: 599 });
+    expect(await flushMetrics(env)).toBe(true);
+    expect(await stored()).toBe(2);
+  });
+});
