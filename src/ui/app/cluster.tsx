@@ -128,7 +128,7 @@ function TaintEditor({ api, mc }: { api: Api; mc: KubeObject }) {
       >
         <label>
           Taint <span class="muted small">key[=value]</span>
-          <input value={text} required placeholder="maintenance=true" onInput={(e) => setText((e.target as HTMLInputElement).value)} />
+          <input id="taint-new" value={text} required placeholder="maintenance=true" onInput={(e) => setText((e.target as HTMLInputElement).value)} />
         </label>
         <label>
           Effect
