@@ -9,46 +9,11 @@ import type { Api, KubeObject } from "./api.ts";
 import { age, clusterState, CLUSTERSET_LABEL, COLO_ANNOTATION, condition, MC, since, taintText } from "./format.ts";
 import { useLiveList } from "./live.ts";
 import { useNow, ErrorNote, StateBadge } from "./widgets.tsx";
+import { parseFleetMetrics, type FleetCounts } from "./metrics.ts";
 
 /** Clusters per page of the fleet list. */
 export const PAGE = 100;
 const MC_PATH = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
-
-/** Fleet-wide figures from `/metrics`: clusters by state and by edge location; null when the hub serves none. */
-export interface FleetCounts {
-  byState: Record<string, number>;
-  byColo: Record<string, number>;
-}
-
-/**
- * Reads the fleet counts from Prometheus text: gauges of managed clusters by condition and status
- * (`condition="ManagedClusterConditionAvailable", status="True|False|Unknown"`) and by edge
- * location (a `colo` or `location` label). Null when the text has neither.
- */
-export function parseFleetMetrics(text: string): FleetCounts | null {
-  const byState: Record<string, number> = {};
-  const byColo: Record<string, number> = {};
-  let found = false;
-  for (const line of text.split("\n")) {
-    if (!line || line.startsWith("#")) continue;
-    const m = /^([a-zA-Z_:][\w:]*)\{([^}]*)\}\s+([\d.eE+-]+)/.exec(line);
-    if (!m || !/managed_?clusters?/i.test(m[1]!)) continue;
-    const labels: Record<string, string> = {};
-    for (const l of m[2]!.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!;
-    const v = Number(m[3]);
-    if (labels.condition === MC.Available && labels.status) {
-      const s = labels.status === "True" ? "Available" : labels.status === "False" ? "Unavailable" : "Unknown";
-      byState[s] = (byState[s] ?? 0) + v;
-      found = true;
-    }
-    const colo = labels.colo ?? labels.location ?? labels.edge_location;
-    if (colo !== undefined && Object.keys(labels).length === 1) {
-      byColo[colo || "unknown"] = (byColo[colo || "unknown"] ?? 0) + v;
-      found = true;
-    }
-  }
-  return found ? { byState, byColo } : null;
-}
 
 function useFleetCounts(api: Api): FleetCounts | null {
   const [counts, setCounts] = useState<FleetCounts | null>(null);
@@ -184,7 +149,7 @@ export function Fleet({ api }: { api: Api }) {
         <Tally
           title="Clusters by availability"
           counts={fleetWide ? counts.byState : local.byState}
-          total={list.hasMore && list.remaining === undefined ? undefined : total}
+          total={fleetWide && counts.total !== undefined ? counts.total : list.hasMore && list.remaining === undefined ? undefined : total}
           note={fleetWide ? "whole fleet, from /metrics" : `over the ${list.items.length} clusters loaded`}
         />
         <Tally title="By edge location" counts={fleetWide && Object.keys(counts.byColo).length ? counts.byColo : local.byColo} note="where each cluster's agent last reached Cloudflare" />

@@ -8,7 +8,7 @@
  */
 import { render } from "preact";
 import { lazy, Suspense } from "preact/compat";
-import { useEffect, useMemo, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { Api, ApiFailure } from "./api.ts";
 import { Fleet } from "./fleet.tsx";
 import { ClusterView } from "./cluster.tsx";
@@ -103,6 +103,13 @@ const NAV = [
 function Shell({ api, user, onSignOut }: { api: Api; user: string; onSignOut: () => void }) {
   const { view, args } = route(useHash());
   const section = view === "clusters" ? "" : view;
+  // After a navigation inside the app, the keyboard's focus moves to the new view (as a page load would).
+  const first = useRef(true);
+  const where = `${view}/${args.join("/")}`;
+  useEffect(() => {
+    if (first.current) first.current = false;
+    else document.getElementById("main")?.focus();
+  }, [where]);
   let body;
   if (view === "clusters" && args[0]) body = <ClusterView api={api} name={args[0]} />;
   else if (view === "placements") body = <Placements api={api} namespace={args[0]} name={args[1]} />;

@@ -1,10 +1,12 @@
 /**
- * The dashboard's "why not selected" (src/ui/app/explain.ts) over the hub's scheduling modules:
- * each of OCM's filters in order (deleting, eligible cluster sets, predicates, taints), then
- * feasible but not chosen. Pure; runs here because it imports the scheduler's modules.
+ * The dashboard's pure logic: "why not selected" (src/ui/app/explain.ts) over the hub's
+ * scheduling modules, each of OCM's filters in order (deleting, eligible cluster sets, predicates,
+ * taints), then feasible but not chosen; and the fleet's counts read from `/metrics`
+ * (src/ui/app/metrics.ts). Runs here because it imports the scheduler's modules.
  */
 import { describe, expect, it } from "vitest";
 import { explain, type PlacementContext } from "../../src/ui/app/explain.ts";
+import { parseFleetMetrics } from "../../src/ui/app/metrics.ts";
 
 const SET = "cluster.open-cluster-management.io/clusterset";
 const cluster = (name: string, labels: Record<string, string>, extra: Record<string, unknown> = {}) => ({ metadata: { name, labels, ...extra }, spec: { taints: [] as unknown[] }, status: {} });
@@ -46,5 +48,26 @@ describe("why a placement did not select a cluster", () => {
 
   it("says a cluster being deleted is never selected", () => {
     expect(explain(cluster("d", { [SET]: "prod" }, { deletionTimestamp: "2026-11-26T11:00:00Z" }), ctx(placement({}))).reason).toBe("Deleting");
+  });
+});
+
+describe("the fleet's counts from /metrics", () => {
+  it("reads the fleet's size, availability and edge locations", () => {
+    const text = [
+      "# HELP acm_managed_cluster_count Managed cluster count.",
+      "# TYPE acm_managed_cluster_count gauge",
+      "acm_managed_cluster_count 7",
+      'flotilla_managed_clusters{condition="ManagedClusterConditionAvailable",status="True"} 4',
+      'flotilla_managed_clusters{condition="ManagedClusterConditionAvailable",status="Unknown"} 2',
+      'flotilla_managed_clusters{condition="ManagedClusterJoined",status="True"} 6',
+      'flotilla_managed_clusters_by_location{location="AMS",available="True"} 3',
+      'flotilla_managed_clusters_by_location{location="AMS",available="Unknown"} 1',
+      'flotilla_managed_clusters_by_location{location="",available="True"} 3',
+    ].join("\n");
+    expect(parseFleetMetrics(text)).toEqual({ total: 7, byState: { Available: 4, Unknown: 2, "No status": 1 }, byColo: { AMS: 4, unknown: 3 } });
+  });
+
+  it("is null for a hub without the fleet's metrics", () => {
+    expect(parseFleetMetrics("# nothing here\nprocess_start_time_seconds 1\n")).toBeNull();
   });
 });
