@@ -66,9 +66,17 @@ try {
       await p.evaluate(`sessionStorage.setItem("flotilla.token", ${JSON.stringify(JSON.stringify({ token: hub.adminToken, user: "flotilla:admin" }))})`);
       assets.length = 0;
     }
-    await p.goto(`${hub.url}/ui#/`);
-    // In the page (a script: this file has no DOM types): the first page of rows and the fleet's total shown.
-    await p.waitForFunction(`document.querySelectorAll("tr[data-cluster]").length >= ${Math.min(100, CLUSTERS)} && document.querySelector(".card .big")?.textContent === "${CLUSTERS}"`, undefined, { timeout: 60_000, polling: "raf" });
+    // A full navigation each time (a new URL: a change of the fragment alone would not load the page).
+    await p.goto(`${hub.url}/ui?run=${run}`);
+    // In the page: the first page of rows and the fleet's total shown (the page's DOM, typed here by what it reads).
+    await p.waitForFunction(
+      ([rows, total]) => {
+        const doc = (globalThis as unknown as { document: { querySelectorAll(s: string): { length: number }; querySelector(s: string): { textContent: string | null } | null } }).document;
+        return doc.querySelectorAll("tr[data-cluster]").length >= rows! && doc.querySelector(".card .big")?.textContent === String(total);
+      },
+      [Math.min(100, CLUSTERS), CLUSTERS],
+      { timeout: 60_000, polling: "raf" },
+    );
     const ms = (await p.evaluate("performance.now()")) as number;
     const total = await p.locator(".card .big").textContent();
     figures.push(ms);
