@@ -15,9 +15,9 @@ export default tseslint.config(
   {
     // Type-aware rules: a promise nobody awaits (a Durable Object's write that outlives its
     // request, a rejection nobody sees) is an error, and so is a promise where a value is expected.
-    files: ["**/*.ts"],
+    files: ["**/*.ts", "**/*.tsx"],
     ignores: ["*.config.ts"],
-    languageOptions: { parserOptions: { project: ["./tsconfig.json", "./agent/tsconfig.json"], tsconfigRootDir: import.meta.dirname } },
+    languageOptions: { parserOptions: { project: ["./tsconfig.json", "./agent/tsconfig.json", "./src/ui/app/tsconfig.json"], tsconfigRootDir: import.meta.dirname } },
     rules: {
       "@typescript-eslint/no-floating-promises": "error",
       "@typescript-eslint/no-misused-promises": "error",

@@ -120,6 +120,13 @@ for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("FLOTILLA_")
 // workers.cloudflare.com at each start (offline, that fetch printed two stack traces).
 Object.assign(env, { WRANGLER_SEND_METRICS: "false", CI: process.env.CI ?? "true", X_LOCAL_OBSERVABILITY: "false", X_LOCAL_EXPLORER: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" });
 
+// The dashboard's assets (dist/ui, wrangler.toml `[assets]`), built again when their sources changed.
+const ui = spawnSync(process.execPath, [path.join(root, "scripts", "build-ui.mjs"), "--if-stale"], { cwd: root, stdio: "inherit" });
+if (ui.status !== 0) {
+  console.error("building the dashboard (scripts/build-ui.mjs) failed");
+  process.exit(1);
+}
+
 const migrate = spawnSync(process.execPath, [wrangler, "d1", "migrations", "apply", "DB", "--local", "--persist-to", stateDir], {
   cwd: root,
   env,

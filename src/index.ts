@@ -8,6 +8,7 @@ import { checkRequestTarget, statusResponse, yamlResponses } from "./api/request
 import { coreRoutes, resourceRoutes } from "./api/resources.ts";
 import { openapiRoutes } from "./api/openapi.ts";
 import { docsRoutes } from "./api/docs.ts";
+import { uiRoutes } from "./ui/routes.ts";
 import { serviceAccountIssuerRoutes } from "./auth/serviceaccounts.ts";
 import { agentRoutes } from "./agent/routes.ts";
 import { channelRoutes } from "./agent/channel.ts";
@@ -71,6 +72,8 @@ export function createApp(): Hono<{ Bindings: Env }> {
   app.use("/apis/*", countApiRequests);
   app.use("/agent/v1/*", countAgentRequests);
   app.use("/hooks/*", countWebhookDeliveries);
+  // The dashboard (/ui) and `/`: a browser is sent to the dashboard, an API client gets RootPaths.
+  app.route("/", uiRoutes());
   // Outermost on the Kubernetes API: the audit log (src/audit) sees every answer, errors included.
   app.use("/api/*", auditRequests);
   app.use("/apis/*", auditRequests);

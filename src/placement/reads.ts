@@ -3,8 +3,9 @@
  * (src/placement/state.ts), the scheduler's view (src/placement/view.ts) and the triggers that
  * feed it (src/placement/changes.ts) read them alike.
  */
+import { fromLabelSelector, matches, selectsEverything, type LabelSelectorRequirementSet } from "../k8s/labels.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import type { ManagedClusterSpec, ManagedClusterStatus } from "../kinds/managedcluster.ts";
+import { CLUSTERSET_LABEL, type ManagedClusterSpec, type ManagedClusterStatus } from "../kinds/managedcluster.ts";
 import { PLACEMENT_LABEL, type AddOnPlacementScoreInput, type PlacementSpec } from "../scheduling/index.ts";
 import type { ClusterView } from "./plan.ts";
 
@@ -58,4 +59,25 @@ export function readsScore(spec: PlacementSpec, resourceNames: ReadonlySet<strin
   if ((spec.prioritizerPolicy?.configurations ?? []).some((c) => c.scoreCoordinate?.type === "AddOn" && resourceNames.has(c.scoreCoordinate.addOn?.resourceName ?? ""))) return true;
   // A CEL selector may read any score through managedCluster.scores(name).
   return (spec.predicates ?? []).some((p) => (p.requiredClusterSelector?.celSelector?.celExpressions ?? []).some((e) => e.includes("scores")));
+}
+
+/**
+ * A ManagedClusterSet's compiled selector as OCM's `clusterInSet` reads it: null for an
+ * `ExclusiveClusterSetLabel` set (membership by the `cluster.open-cluster-management.io/clusterset`
+ * label), else its label selector; an invalid selector matches nothing.
+ */
+export function compileSetSelector(set: KubeObject): LabelSelectorRequirementSet | null {
+  const sel = (set.spec?.clusterSelector ?? {}) as { selectorType?: string; labelSelector?: unknown };
+  if ((sel.selectorType ?? "ExclusiveClusterSetLabel") === "ExclusiveClusterSetLabel") return null;
+  try {
+    return fromLabelSelector(sel.labelSelector as never);
+  } catch {
+    return fromLabelSelector(null);
+  }
+}
+
+/** Whether a cluster with `labels` belongs to the set `name` whose selector {@link compileSetSelector} compiled (OCM `GetClustersFromClusterSet`). */
+export function inCompiledSet(name: string, selector: LabelSelectorRequirementSet | null, labels: Readonly<Record<string, string>> | undefined): boolean {
+  if (selector === null) return (labels?.[CLUSTERSET_LABEL] ?? "") === name;
+  return selectsEverything(selector) || matches(selector, labels as Record<string, string> | undefined);
 }

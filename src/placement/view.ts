@@ -47,7 +47,7 @@
  * roll the view back. {@link catchUp} compares those versions with the store's log of committed
  * writes, to repair a write whose trigger never arrived.
  */
-import { fromLabelSelector, matches, selectsEverything, type LabelSelectorRequirementSet } from "../k8s/labels.ts";
+import type { LabelSelectorRequirementSet } from "../k8s/labels.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { CLUSTERSET_LABEL } from "../kinds/managedcluster.ts";
@@ -64,7 +64,7 @@ import {
   type SchedulingCluster,
 } from "../scheduling/index.ts";
 import { mergeTriggers, runPlacementController, type ClusterView, type PlacementState, type RunResult, type SaveObject, type Trigger, type ViewResource } from "./plan.ts";
-import { clusterView, decidedClusters, decisionOwner, placementSpec, readsScore, scoreInput } from "./reads.ts";
+import { clusterView, compileSetSelector, decidedClusters, decisionOwner, inCompiledSet, placementSpec, readsScore, scoreInput } from "./reads.ts";
 
 /** A cluster as the view keeps it: its scheduling view, set membership and resourceVersion. */
 interface ClusterRecord extends ClusterView {
@@ -367,7 +367,7 @@ export class SchedulerView implements PlacementState {
       this.tombstone("managedclustersets", "", name, rv);
       return;
     }
-    this.sets.set(name, { object, rv: rv ?? 0, selector: compileSet(object) });
+    this.sets.set(name, { object, rv: rv ?? 0, selector: compileSetSelector(object) });
   }
 
   private applyBinding(namespace: string, name: string, object: KubeObject | null, rv: number | undefined): void {
@@ -940,20 +940,8 @@ function splitKey(k: string): [string, string] {
   return [k.slice(0, i), k.slice(i + 1)];
 }
 
-/** A set's compiled selector (null: ExclusiveClusterSetLabel), as `clusterInSet` reads it; an invalid selector matches nothing. */
-function compileSet(set: KubeObject): LabelSelectorRequirementSet | null {
-  const sel = (set.spec?.clusterSelector ?? {}) as { selectorType?: string; labelSelector?: unknown };
-  if ((sel.selectorType ?? "ExclusiveClusterSetLabel") === "ExclusiveClusterSetLabel") return null;
-  try {
-    return fromLabelSelector(sel.labelSelector as never);
-  } catch {
-    return fromLabelSelector(null);
-  }
-}
-
 function inSet(name: string, s: SetRecord, labels: Readonly<Record<string, string>> | undefined): boolean {
-  if (s.selector === null) return (labels?.[CLUSTERSET_LABEL] ?? "") === name;
-  return selectsEverything(s.selector) || matches(s.selector, labels as Record<string, string> | undefined);
+  return inCompiledSet(name, s.selector, labels);
 }
 
 function sameView(a: ClusterView, b: ClusterView): boolean {

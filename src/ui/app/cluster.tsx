@@ -1,0 +1,246 @@
+/**
+ * One cluster: its conditions, claims, labels, taints (add and remove, as `flotilla taint` edits
+ * them: agent/admin/taints.ts), its ManifestWorks with their conditions and status feedback, its
+ * events; accept or deny it (`spec.hubAcceptsClient`, OCM's hub side of the double opt-in, as
+ * `flotilla accept`/`deny` and `clusteradm accept` do), and accept a registration's new key. The
+ * cluster and its works are watched.
+ */
+import { useState } from "preact/hooks";
+import { addTaints, parseTaintSpec, removeTaints, TAINT_EFFECTS } from "../../../agent/admin/taints.ts";
+import type { Api, KubeObject } from "./api.ts";
+import { EventList } from "./events.tsx";
+import { age, clusterState, CLUSTERSET_LABEL, COLO_ANNOTATION, condition, since, taintText, type Condition } from "./format.ts";
+import { useLiveList, useLiveObject } from "./live.ts";
+import { Conditions, ErrorNote, StateBadge, useNow } from "./widgets.tsx";
+
+const MC_PATH = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
+const PENDING_KEY_ANNOTATION = "flotilla.dev/pending-key-id";
+const ACCEPT_KEY_ANNOTATION = "flotilla.dev/accept-key-id";
+
+import type { Taint } from "../../../agent/admin/resources.ts";
+
+function Works({ api, cluster, nowMs }: { api: Api; cluster: string; nowMs: number }) {
+  const works = useLiveList(api, `/apis/work.open-cluster-management.io/v1/namespaces/${encodeURIComponent(cluster)}/manifestworks`, { limit: 50 });
+  return (
+    <section aria-labelledby="works-h">
+      <h2 id="works-h">Works</h2>
+      <ErrorNote error={works.error} />
+      {!works.loading && works.items.length === 0 && <p class="muted">No ManifestWork on this cluster.</p>}
+      {works.items.map((w) => {
+        const manifests = (w.status?.resourceStatus?.manifests ?? []) as {
+          resourceMeta?: { kind?: string; name?: string; namespace?: string };
+          conditions?: Condition[];
+          statusFeedback?: { values?: { name: string; fieldValue?: Record<string, unknown> }[] };
+        }[];
+        return (
+          <details class="work" key={w.metadata.name} data-work={w.metadata.name} open={works.items.length <= 3}>
+            <summary>
+              <strong>{w.metadata.name}</strong>{" "}
+              {(["Applied", "Available", "Progressing", "Degraded"] as const).map((t) => {
+                const c = condition(w, t);
+                return c ? <StateBadge key={t} state={`${t}=${c.status}`} /> : null;
+              })}
+            </summary>
+            <Conditions conditions={w.status?.conditions} nowMs={nowMs} />
+            {manifests.length > 0 && (
+              <div class="table-wrap">
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">Resource</th>
+                      <th scope="col">Conditions</th>
+                      <th scope="col">Feedback</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {manifests.map((m, i) => (
+                      <tr key={i}>
+                        <th scope="row">
+                          {m.resourceMeta?.kind} {m.resourceMeta?.namespace ? `${m.resourceMeta.namespace}/` : ""}
+                          {m.resourceMeta?.name}
+                        </th>
+                        <td>{(m.conditions ?? []).map((c) => <StateBadge key={c.type} state={`${c.type}=${c.status}`} />)}</td>
+                        <td>
+                          {(m.statusFeedback?.values ?? []).map((v) => (
+                            <div key={v.name}>
+                              <code>{v.name}</code>: {JSON.stringify(Object.values(v.fieldValue ?? {}).find((x) => x !== undefined && x !== "Integer" && x !== "String" && x !== "Boolean" && x !== "JsonRaw") ?? v.fieldValue)}
+                            </div>
+                          ))}
+                        </td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+            )}
+          </details>
+        );
+      })}
+      {works.hasMore && (
+        <button type="button" onClick={works.more}>
+          More works
+        </button>
+      )}
+    </section>
+  );
+}
+
+function TaintEditor({ api, mc }: { api: Api; mc: KubeObject }) {
+  const [text, setText] = useState("");
+  const [effect, setEffect] = useState<string>("NoSelect");
+  const [error, setError] = useState("");
+  const taints = (mc.spec?.taints ?? []) as Taint[];
+  const write = async (next: Taint[]) => {
+    setError("");
+    try {
+      // The resourceVersion is the patch's precondition: a concurrent change is refused (409), not overwritten.
+      await api.mergePatch(`${MC_PATH}/${encodeURIComponent(mc.metadata.name)}`, { metadata: { resourceVersion: mc.metadata.resourceVersion }, spec: { taints: next } });
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  };
+  return (
+    <section aria-labelledby="taints-h">
+      <h2 id="taints-h">Taints</h2>
+      <ul class="taints">
+        {taints.map((t) => (
+          <li key={taintText(t)}>
+            <code>{taintText(t)}</code>
+            {t.timeAdded && <span class="muted small"> added {t.timeAdded}</span>}{" "}
+            <button type="button" class="small" aria-label={`Remove taint ${taintText(t)}`} onClick={() => void write(removeTaints(taints, [{ key: t.key, effect: t.effect }]).taints)}>
+              Remove
+            </button>
+          </li>
+        ))}
+        {taints.length === 0 && <li class="muted">No taints.</li>}
+      </ul>
+      <form
+        class="inline"
+        onSubmit={(e) => {
+          e.preventDefault();
+          try {
+            const spec = parseTaintSpec(`${text.trim()}:${effect}`);
+            void write(addTaints(taints, [spec]).taints).then(() => setText(""));
+          } catch (err) {
+            setError((err as Error).message);
+          }
+        }}
+      >
+        <label>
+          Taint <span class="muted small">key[=value]</span>
+          <input id="taint-new" value={text} required placeholder="maintenance=true" onInput={(e) => setText((e.target as HTMLInputElement).value)} />
+        </label>
+        <label>
+          Effect
+          <select value={effect} onChange={(e) => setEffect((e.target as HTMLSelectElement).value)}>
+            {TAINT_EFFECTS.map((x) => (
+              <option key={x}>{x}</option>
+            ))}
+          </select>
+        </label>
+        <button type="submit">Add taint</button>
+      </form>
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+    </section>
+  );
+}
+
+/** The cluster view (see the module comment). */
+export function ClusterView({ api, name }: { api: Api; name: string }) {
+  const { obj: mc, error } = useLiveObject(api, MC_PATH, name);
+  const nowMs = useNow(5000);
+  const [notice, setNotice] = useState("");
+  if (error) return <ErrorNote error={error} what={`Cluster ${name}`} />;
+  if (!mc) return <p class="muted">Loading cluster {name}…</p>;
+  const state = clusterState(mc);
+  const path = `${MC_PATH}/${encodeURIComponent(name)}`;
+  const decide = (accept: boolean) =>
+    api
+      .mergePatch(path, { spec: { hubAcceptsClient: accept } })
+      .then(() => setNotice(accept ? `Cluster ${name} accepted.` : `Cluster ${name} denied.`))
+      .catch((e: Error) => setNotice(e.message));
+  const pendingKey = mc.metadata.annotations?.[PENDING_KEY_ANNOTATION];
+  const claims = (mc.status?.clusterClaims ?? []) as { name: string; value: string }[];
+  const avail = condition(mc, "ManagedClusterConditionAvailable");
+  return (
+    <div class="view" data-view="cluster">
+      <p class="crumbs">
+        <a href="#/">Fleet</a> / {name}
+      </p>
+      <h1>
+        {name} <StateBadge state={state} />
+      </h1>
+      <div class="actions">
+        {mc.spec?.hubAcceptsClient !== true ? (
+          <button type="button" onClick={() => void decide(true)}>
+            Accept cluster
+          </button>
+        ) : (
+          <button type="button" class="danger" onClick={() => confirm(`Deny cluster ${name}? Its agent loses access.`) && void decide(false)}>
+            Deny cluster
+          </button>
+        )}
+        {pendingKey && (
+          <button type="button" onClick={() => void api.mergePatch(path, { metadata: { annotations: { [ACCEPT_KEY_ANNOTATION]: pendingKey } } }).then(() => setNotice(`Key ${pendingKey} accepted.`))}>
+            Accept new key {pendingKey}
+          </button>
+        )}
+      </div>
+      {notice && (
+        <p class="notice" role="status">
+          {notice}
+        </p>
+      )}
+      <dl class="facts">
+        <dt>Kubernetes</dt>
+        <dd>{mc.status?.version?.kubernetes ?? "—"}</dd>
+        <dt>Cluster set</dt>
+        <dd>{mc.metadata.labels?.[CLUSTERSET_LABEL] ?? "default"}</dd>
+        <dt>Edge location</dt>
+        <dd>{mc.metadata.annotations?.[COLO_ANNOTATION] ?? "—"}</dd>
+        <dt>Available since</dt>
+        <dd>{avail?.lastTransitionTime ? `${age(since(avail.lastTransitionTime, nowMs))} (${avail.lastTransitionTime})` : "—"}</dd>
+        <dt>Lease duration</dt>
+        <dd>{mc.spec?.leaseDurationSeconds ?? 60} s</dd>
+        <dt>Allocatable</dt>
+        <dd>
+          {Object.entries((mc.status?.allocatable ?? {}) as Record<string, string>)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(", ") || "—"}
+        </dd>
+        <dt>Labels</dt>
+        <dd>
+          {Object.entries(mc.metadata.labels ?? {}).map(([k, v]) => (
+            <code key={k}>
+              {k}={v}
+            </code>
+          ))}
+        </dd>
+      </dl>
+      <section aria-labelledby="cond-h">
+        <h2 id="cond-h">Conditions</h2>
+        <Conditions conditions={mc.status?.conditions} nowMs={nowMs} />
+      </section>
+      <section aria-labelledby="claims-h">
+        <h2 id="claims-h">Claims</h2>
+        {claims.length ? (
+          <dl class="facts">
+            {claims.map((c) => [<dt key={`k${c.name}`}>{c.name}</dt>, <dd key={`v${c.name}`}>{c.value}</dd>])}
+          </dl>
+        ) : (
+          <p class="muted">No claims.</p>
+        )}
+      </section>
+      <TaintEditor api={api} mc={mc} />
+      <Works api={api} cluster={name} nowMs={nowMs} />
+      <section aria-labelledby="events-h">
+        <h2 id="events-h">Events</h2>
+        <EventList api={api} regarding={{ kind: "ManagedCluster", name }} limit={50} />
+      </section>
+    </div>
+  );
+}

@@ -1,0 +1,81 @@
+/** Small display helpers: ages, conditions, quantities. */
+import type { KubeObject } from "./api.ts";
+
+/** A condition as the API carries it. */
+export interface Condition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+  lastTransitionTime?: string;
+  observedGeneration?: number;
+}
+
+/** The condition of `type` on an object's status, if any. */
+export function condition(o: KubeObject | null | undefined, type: string): Condition | undefined {
+  return ((o?.status?.conditions ?? []) as Condition[]).find((c) => c.type === type);
+}
+
+/** A duration in seconds as kubectl prints ages: `45s`, `3m12s`, `5h`, `2d3h`. */
+export function age(seconds: number): string {
+  if (!Number.isFinite(seconds)) return "—";
+  const s = Math.max(0, Math.floor(seconds));
+  if (s < 120) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 10) return `${m}m${s % 60 ? `${s % 60}s` : ""}`;
+  if (m < 180) return `${m}m`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return `${h}h`;
+  const d = Math.floor(h / 24);
+  return `${d}d${h % 24 ? `${h % 24}h` : ""}`;
+}
+
+/** Seconds from an RFC 3339 time to `nowMs` (epoch milliseconds); NaN when missing. */
+export function since(time: string | undefined, nowMs: number): number {
+  const t = time ? Date.parse(time) : NaN;
+  return (nowMs - t) / 1000;
+}
+
+/** The well-known ManagedCluster conditions. */
+export const MC = {
+  Available: "ManagedClusterConditionAvailable",
+  Joined: "ManagedClusterJoined",
+  Accepted: "HubAcceptedManagedCluster",
+} as const;
+
+/** A ManagedCluster's state as the fleet view shows it: Available/NotAvailable/Unknown, or Pending (not accepted), Denied. */
+export function clusterState(mc: KubeObject): "Available" | "Unavailable" | "Unknown" | "Pending" | "Deleting" {
+  if (mc.metadata.deletionTimestamp) return "Deleting";
+  if (mc.spec?.hubAcceptsClient !== true) return "Pending";
+  const a = condition(mc, MC.Available);
+  if (a?.status === "True") return "Available";
+  if (a?.status === "False") return "Unavailable";
+  return "Unknown";
+}
+
+/** The `flotilla.dev/colo` annotation: the Cloudflare location the cluster's agent last reached. */
+export const COLO_ANNOTATION = "flotilla.dev/colo";
+/** OCM's exclusive cluster set label. */
+export const CLUSTERSET_LABEL = "cluster.open-cluster-management.io/clusterset";
+
+/** A taint as `key=value:Effect`. */
+export function taintText(t: { key: string; value?: string; effect: string }): string {
+  return `${t.key}${t.value ? `=${t.value}` : ""}:${t.effect}`;
+}
+
+/** An event's newest time (events.k8s.io `series.lastObservedTime`, `eventTime`, core `lastTimestamp`, ...), epoch ms. */
+export function eventTime(e: KubeObject): number {
+  const t = e.series?.lastObservedTime ?? e.deprecatedLastTimestamp ?? e.lastTimestamp ?? e.eventTime ?? e.deprecatedFirstTimestamp ?? e.firstTimestamp ?? e.metadata.creationTimestamp;
+  const ms = t ? Date.parse(t as string) : NaN;
+  return Number.isFinite(ms) ? ms : 0;
+}
+
+/** An event's count (events.k8s.io `series.count`, `deprecatedCount`, core `count`), at least 1. */
+export function eventCount(e: KubeObject): number {
+  return (e.series?.count as number | undefined) ?? (e.deprecatedCount as number | undefined) ?? (e.count as number | undefined) ?? 1;
+}
+
+/** The object an event is about (events.k8s.io `regarding`, core `involvedObject`). */
+export function eventRegarding(e: KubeObject): { kind?: string; name?: string; namespace?: string } {
+  return (e.regarding ?? e.involvedObject ?? {}) as { kind?: string; name?: string; namespace?: string };
+}

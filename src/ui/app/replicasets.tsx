@@ -1,0 +1,191 @@
+/**
+ * ManifestWorkReplicaSets: the list (all namespaces, in pages) with their summary, and one replica
+ * set's rollout: per placement and decision group, each cluster's rollout status as the hub's
+ * rollout engine classifies it (src/work/rollout.ts `workRolloutStatus`, `computeRollout` for the
+ * clusters past `progressDeadline`): succeeded, progressing, failed, timed out, or still to apply.
+ * The replica set, its placements' decisions and its works are watched.
+ */
+import { useMemo } from "preact/hooks";
+import { computeRollout, workRolloutStatus, type ClusterRolloutStatus, type DecisionGroup, type RolloutStatus, type RolloutStrategy } from "../../work/rollout.ts";
+import type { Api, KubeObject } from "./api.ts";
+import { EventList } from "./events.tsx";
+import { condition, type Condition } from "./format.ts";
+import { useLiveList, useLiveObject } from "./live.ts";
+import { Conditions, ErrorNote, StateBadge, useNow } from "./widgets.tsx";
+
+const MWRS = "/apis/work.open-cluster-management.io/v1alpha1";
+const WORKS = "/apis/work.open-cluster-management.io/v1/manifestworks";
+const G = "/apis/cluster.open-cluster-management.io/v1beta1";
+const MWRS_LABEL = "work.open-cluster-management.io/manifestworkreplicaset";
+const TEMPLATE_WRITTEN_ANNOTATION = "work.flotilla.dev/template-written-at";
+const GROUP_INDEX_LABEL = "cluster.open-cluster-management.io/decision-group-index";
+const GROUP_NAME_LABEL = "cluster.open-cluster-management.io/decision-group-name";
+
+function Summary({ s }: { s?: { total?: number; applied?: number; available?: number; progressing?: number; degraded?: number } }) {
+  if (!s) return <span class="muted">—</span>;
+  return (
+    <span class="summary">
+      {s.available ?? 0}/{s.total ?? 0} available{s.progressing ? `, ${s.progressing} progressing` : ""}
+      {s.degraded ? `, ${s.degraded} degraded` : ""}
+    </span>
+  );
+}
+
+function ReplicaSetList({ api }: { api: Api }) {
+  const list = useLiveList(api, `${MWRS}/manifestworkreplicasets`, { limit: 100 });
+  return (
+    <div class="view" data-view="replicasets">
+      <h1>Rollouts</h1>
+      <p class="muted">ManifestWorkReplicaSets: one template rolled out to the clusters of their placements.</p>
+      <ErrorNote error={list.error} />
+      {!list.loading && list.items.length === 0 && <p class="muted">No ManifestWorkReplicaSet.</p>}
+      <div class="table-wrap">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Namespace</th>
+              <th scope="col">Name</th>
+              <th scope="col">Rolled out</th>
+              <th scope="col">Works</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.items.map((r) => {
+              const ro = condition(r, "PlacementRolledOut");
+              return (
+                <tr key={`${r.metadata.namespace}/${r.metadata.name}`}>
+                  <td>{r.metadata.namespace}</td>
+                  <th scope="row">
+                    <a href={`#/replicasets/${encodeURIComponent(r.metadata.namespace!)}/${encodeURIComponent(r.metadata.name)}`}>{r.metadata.name}</a>
+                  </th>
+                  <td>{ro ? <StateBadge state={ro.reason ?? ro.status} /> : "—"}</td>
+                  <td>
+                    <Summary s={r.status?.summary} />
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      </div>
+      {list.hasMore && (
+        <button type="button" onClick={list.more}>
+          More
+        </button>
+      )}
+    </div>
+  );
+}
+
+/** A placement's decision groups from its PlacementDecisions' group labels, by index. */
+function groupsOf(decisions: KubeObject[]): DecisionGroup[] {
+  const byIndex = new Map<number, DecisionGroup>();
+  for (const d of decisions) {
+    const index = Number(d.metadata.labels?.[GROUP_INDEX_LABEL] ?? 0);
+    const g = byIndex.get(index) ?? { index, name: d.metadata.labels?.[GROUP_NAME_LABEL] ?? "", clusters: [] };
+    for (const x of (d.status?.decisions ?? []) as { clusterName: string }[]) g.clusters.push(x.clusterName);
+    byIndex.set(index, g);
+  }
+  return [...byIndex.values()].sort((a, b) => a.index - b.index).map((g) => ({ ...g, clusters: g.clusters.sort() }));
+}
+
+const ORDER: (RolloutStatus | "TimeOut")[] = ["Succeeded", "Progressing", "Failed", "TimeOut", "ToApply"];
+
+function PlacementRollout({ api, namespace, placement, strategy, works, nowMs }: { api: Api; namespace: string; placement: string; strategy?: RolloutStrategy; works: Map<string, KubeObject>; nowMs: number }) {
+  const decisions = useLiveList(api, `${G}/namespaces/${encodeURIComponent(namespace)}/placementdecisions`, { labelSelector: `cluster.open-cluster-management.io/placement=${placement}` });
+  const groups = useMemo(() => groupsOf(decisions.items), [decisions.items]);
+  const statuses = new Map<string, ClusterRolloutStatus>();
+  for (const g of groups)
+    for (const c of g.clusters) {
+      const w = works.get(c);
+      const written = Date.parse(w?.metadata.annotations?.[TEMPLATE_WRITTEN_ANNOTATION] ?? w?.metadata.creationTimestamp ?? "") || nowMs;
+      statuses.set(c, workRolloutStatus(c, Boolean(w), w?.metadata.generation ?? 0, w?.status?.conditions as never, written));
+    }
+  let timedOut = new Set<string>();
+  try {
+    const existing = [...statuses.values()].filter((s) => s.status !== "ToApply");
+    timedOut = new Set(computeRollout(strategy, groups, existing, nowMs).timedOut);
+  } catch {
+    // An invalid strategy: the hub reports it on the replica set's conditions.
+  }
+  const stateOf = (c: string): RolloutStatus => (timedOut.has(c) ? "TimeOut" : (statuses.get(c)?.status ?? "ToApply"));
+  const total = groups.reduce((n, g) => n + g.clusters.length, 0);
+  const succeeded = groups.reduce((n, g) => n + g.clusters.filter((c) => stateOf(c) === "Succeeded").length, 0);
+  return (
+    <section class="rollout" data-placement={placement} aria-label={`Placement ${placement}`}>
+      <h2>
+        Placement <a href={`#/placements/${encodeURIComponent(namespace)}/${encodeURIComponent(placement)}`}>{placement}</a>{" "}
+        <span class="muted small">{strategy?.type ?? "All"}</span>
+      </h2>
+      <div class="progress" role="progressbar" aria-valuemin={0} aria-valuemax={total} aria-valuenow={succeeded} aria-label={`${succeeded} of ${total} clusters succeeded`}>
+        <span style={{ width: `${total ? (100 * succeeded) / total : 0}%` }} />
+      </div>
+      <p data-progress={`${succeeded}/${total}`}>
+        {succeeded} of {total} clusters succeeded
+      </p>
+      <ErrorNote error={decisions.error} />
+      {groups.map((g) => {
+        const counts: Record<string, number> = {};
+        for (const c of g.clusters) counts[stateOf(c)] = (counts[stateOf(c)] ?? 0) + 1;
+        return (
+          <div class="group" key={g.index} data-group={g.index}>
+            <h3>
+              Decision group {g.index}
+              {g.name ? ` (${g.name})` : ""}:{" "}
+              {ORDER.filter((s) => counts[s]).map((s) => (
+                <span key={s} class="count">
+                  {counts[s]} {s === "TimeOut" ? "timed out" : s === "ToApply" ? "to apply" : s.toLowerCase()}{" "}
+                </span>
+              ))}
+            </h3>
+            <ul class="chips">
+              {g.clusters.map((c) => (
+                <li key={c} data-cluster={c} data-rollout={stateOf(c)}>
+                  <a href={`#/clusters/${encodeURIComponent(c)}`}>{c}</a> <StateBadge state={stateOf(c)} />
+                </li>
+              ))}
+            </ul>
+          </div>
+        );
+      })}
+      {groups.length === 0 && !decisions.loading && <p class="muted">The placement has decided no cluster.</p>}
+    </section>
+  );
+}
+
+function ReplicaSetDetail({ api, namespace, name }: { api: Api; namespace: string; name: string }) {
+  const { obj: rs, error } = useLiveObject(api, `${MWRS}/namespaces/${encodeURIComponent(namespace)}/manifestworkreplicasets`, name);
+  const works = useLiveList(api, WORKS, { labelSelector: `${MWRS_LABEL}=${namespace}.${name}`, limit: 500 });
+  const nowMs = useNow(5000);
+  const byCluster = useMemo(() => new Map(works.items.map((w) => [w.metadata.namespace!, w])), [works.items]);
+  if (error) return <ErrorNote error={error} what={`ManifestWorkReplicaSet ${namespace}/${name}`} />;
+  if (!rs) return <p class="muted">Loading {name}…</p>;
+  const refs = (rs.spec?.placementRefs ?? []) as { name: string; rolloutStrategy?: RolloutStrategy }[];
+  return (
+    <div class="view" data-view="replicaset">
+      <p class="crumbs">
+        <a href="#/replicasets">Rollouts</a> / {namespace} / {name}
+      </p>
+      <h1>{name}</h1>
+      <p>
+        <Summary s={rs.status?.summary} />
+      </p>
+      {refs.map((r) => (
+        <PlacementRollout key={r.name} api={api} namespace={namespace} placement={r.name} strategy={r.rolloutStrategy} works={byCluster} nowMs={nowMs} />
+      ))}
+      <section aria-labelledby="rc-h">
+        <h2 id="rc-h">Conditions</h2>
+        <Conditions conditions={rs.status?.conditions as Condition[]} nowMs={nowMs} />
+      </section>
+      <section aria-labelledby="rev-h">
+        <h2 id="rev-h">Events</h2>
+        <EventList api={api} regarding={{ kind: "ManifestWorkReplicaSet", name }} fieldSelector={`regarding.namespace=${namespace}`} limit={50} />
+      </section>
+    </div>
+  );
+}
+
+/** The rollouts view: the list, or one ManifestWorkReplicaSet when `namespace` and `name` are given. */
+export function ReplicaSets({ api, namespace, name }: { api: Api; namespace?: string; name?: string }) {
+  return namespace && name ? <ReplicaSetDetail api={api} namespace={namespace} name={name} /> : <ReplicaSetList api={api} />;
+}

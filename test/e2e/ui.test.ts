@@ -1,0 +1,205 @@
+/**
+ * The dashboard in a real browser: Debian's Chromium (`/usr/bin/chromium`, .ci/run installs it)
+ * driven by playwright-core, on `wrangler dev` with agents on simulated member clusters. In one
+ * page, never reloaded after sign-in: sign in with the admin token from the keyboard; the fleet
+ * lists the three joined clusters Available; a SIGSTOPped agent turns Unknown on the open page
+ * (lease 1 s, grace 5 x) and Available again once resumed; a fourth agent's registration appears
+ * Pending and is accepted from the page; a taint added from the page keeps that cluster out of a
+ * Placement, whose page says why; a progressive ManifestWorkReplicaSet's progress advances on its
+ * page to every decided cluster. Every view is screenshotted (into a temporary folder, or into
+ * `FLOTILLA_UI_SCREENSHOTS`, e.g. docs/ui, which README.md shows).
+ */
+import { existsSync, mkdirSync, mkdtempSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { admin, createBootstrapToken, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+
+/** Debian's Chromium (package `chromium`); Playwright's own browser download cannot run here. */
+export const CHROMIUM = process.env.FLOTILLA_CHROMIUM ?? "/usr/bin/chromium";
+const G = "/apis/cluster.open-cluster-management.io";
+const AVAILABLE = "ManagedClusterConditionAvailable";
+/**
+ * Run in the page (a script, as the test's own code has no DOM types): records in
+ * `globalThis.seenProgress` each new value of a `[data-progress]` element (`<succeeded>/<total>`).
+ */
+const RECORD_PROGRESS = `(() => {
+  const seen = [];
+  globalThis.seenProgress = seen;
+  const note = () => {
+    for (const el of document.querySelectorAll("[data-progress]")) {
+      const v = el.getAttribute("data-progress");
+      if (seen[seen.length - 1] !== v) seen.push(v);
+    }
+  };
+  new MutationObserver(note).observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
+})()`;
+/** How long the page may take to show a change the hub made (watch delivery under a loaded machine). */
+const ON_PAGE_MS = 60_000;
+
+describe("the dashboard in Chromium (wrangler dev + agents on simulated clusters)", () => {
+  let hub: Hub;
+  let browser: Browser;
+  let page: Page;
+  let token: string;
+  const agents = new Map<string, AgentProcess>();
+  const dir = mkdtempSync(path.join(tmpdir(), "flotilla-e2e-ui-"));
+  const shots = process.env.FLOTILLA_UI_SCREENSHOTS ? path.resolve(process.env.FLOTILLA_UI_SCREENSHOTS) : path.join(dir, "shots");
+  let loads = 0;
+  const errors: string[] = [];
+
+  const shoot = async (name: string, p: Page = page) => {
+    const file = path.join(shots, `${name}.png`);
+    await p.screenshot({ path: file, fullPage: true });
+    expect(statSync(file).size).toBeGreaterThan(5_000);
+  };
+  const join = (name: string) => agents.set(name, startAgent(hub, ["--cluster-name", name, "--bootstrap-token", token, "--simulate-state", path.join(dir, `${name}.json`)]));
+  const go = (hash: string) => page.evaluate(`location.hash = ${JSON.stringify(hash)}`);
+  const stateOnPage = (name: string, state: string) => page.locator(`tr[data-cluster="${name}"] [data-state="${state}"]`);
+
+  beforeAll(async () => {
+    mkdirSync(shots, { recursive: true });
+    hub = await startHub();
+    token = await createBootstrapToken(hub);
+    for (const c of ["c1", "c2", "c3"]) join(c);
+    for (const c of ["c1", "c2", "c3"]) {
+      await waitFor(`${c} to register`, async () => (await admin(hub, "GET", `${MC}/${c}`)).status === 200);
+      expect((await admin(hub, "PATCH", `${MC}/${c}`, { spec: { hubAcceptsClient: true, leaseDurationSeconds: 1 } }, merge)).status).toBe(200);
+    }
+    await waitFor("c1, c2 and c3 Available", async () => {
+      const items = (await admin(hub, "GET", MC)).body.items as unknown[];
+      return items.filter((mc) => cond(mc, AVAILABLE)?.status === "True").length === 3;
+    });
+    expect(existsSync(CHROMIUM)).toBe(true);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page.on("load", () => loads++);
+    page.on("pageerror", (e) => errors.push(e.message));
+  }, 180_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    for (const a of agents.values()) {
+      a.child.kill("SIGCONT");
+      await stopAgent(a);
+    }
+    await hub?.stop();
+  });
+
+  it("sends a browser at / to the sign-in page, and signs in with the admin token from the keyboard", async () => {
+    await page.goto(`${hub.url}/`);
+    expect(new URL(page.url()).pathname).toBe("/ui");
+    await shoot("signin");
+    await page.locator("#token").focus();
+    await page.keyboard.type(hub.adminToken);
+    await page.keyboard.press("Enter");
+    await expect.poll(() => page.locator(".user").textContent(), { timeout: ON_PAGE_MS }).toBe("flotilla:admin");
+  });
+
+  it("lists the three clusters Available in the fleet view", async () => {
+    for (const c of ["c1", "c2", "c3"]) await stateOnPage(c, "Available").waitFor({ timeout: ON_PAGE_MS });
+    const kube = await page.locator('tr[data-cluster="c1"] td').nth(2).textContent();
+    expect(kube).toMatch(/^v1\./);
+    await shoot("fleet");
+  });
+
+  it("turns a stopped agent's cluster Unknown on the open page without a reload, and Available once it resumes", async () => {
+    const before = loads;
+    agents.get("c3")!.child.kill("SIGSTOP");
+    try {
+      await stateOnPage("c3", "Unknown").waitFor({ timeout: ON_PAGE_MS });
+      await shoot("fleet-unknown");
+    } finally {
+      agents.get("c3")!.child.kill("SIGCONT");
+    }
+    await stateOnPage("c3", "Available").waitFor({ timeout: ON_PAGE_MS });
+    expect(loads).toBe(before);
+  });
+
+  it("shows a new registration Pending and accepts it from the page", async () => {
+    const before = loads;
+    join("c4");
+    await stateOnPage("c4", "Pending").waitFor({ timeout: ON_PAGE_MS });
+    await page.locator('tr[data-cluster="c4"] a').click();
+    await page.locator('[data-view="cluster"]').waitFor();
+    await page.getByRole("button", { name: "Accept cluster" }).click();
+    await page.locator('h1 [data-state="Available"]').waitFor({ timeout: ON_PAGE_MS });
+    expect(cond((await admin(hub, "GET", `${MC}/c4`)).body, "HubAcceptedManagedCluster")?.status).toBe("True");
+    await page.locator('[data-condition="ManagedClusterJoined"]').waitFor();
+    await shoot("cluster");
+    expect(loads).toBe(before);
+  });
+
+  it("adds a taint from the page, and the Placement's page says why that cluster was not selected", async () => {
+    await go("#/clusters/c2");
+    await page.locator('[data-view="cluster"] h1', { hasText: "c2" }).waitFor();
+    await page.locator("#taint-new").fill("maintenance=true");
+    await page.getByRole("button", { name: "Add taint" }).click();
+    await waitFor("c2's taint on the hub", async () => ((await admin(hub, "GET", `${MC}/c2`)).body.spec.taints ?? []).some((t: { key: string }) => t.key === "maintenance"));
+    await page.getByRole("button", { name: "Remove taint maintenance=true:NoSelect" }).waitFor({ timeout: ON_PAGE_MS });
+
+    await createNamespaces(hub, "apps");
+    expect((await admin(hub, "POST", `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } })).status).toBe(201);
+    expect((await admin(hub, "POST", `${G}/v1beta1/namespaces/apps/placements`, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "web" }, spec: { clusterSets: ["default"] } })).status).toBe(201);
+    await waitFor("the placement to decide c1, c3 and c4", async () => (await admin(hub, "GET", `${G}/v1beta1/namespaces/apps/placements/web`)).body.status?.numberOfSelectedClusters === 3);
+
+    await go("#/placements");
+    await page.locator('[data-view="placements"] a', { hasText: "web" }).waitFor({ timeout: ON_PAGE_MS });
+    await shoot("placements");
+    await page.locator('[data-view="placements"] a', { hasText: "web" }).click();
+    const why = page.locator('tr[data-why="c2"]');
+    await why.waitFor({ timeout: ON_PAGE_MS });
+    expect(await why.getAttribute("data-reason")).toBe("Tainted");
+    expect(await why.locator("td.msg").textContent()).toBe("tainted: maintenance=true:NoSelect not tolerated");
+    expect((await page.locator("[data-selected] li").allTextContents()).sort()).toEqual(["c1", "c3", "c4"]);
+    await shoot("placement");
+  });
+
+  it("shows a progressive rollout's progress advance on the page", async () => {
+    const before = loads;
+    await go("#/replicasets/apps/rollout");
+    // Records every progress the page shows, from before the replica set exists.
+    await page.evaluate(RECORD_PROGRESS);
+    const configMap = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "web", namespace: "default" }, data: { greeting: "hello" } };
+    const mwrs = {
+      apiVersion: "work.open-cluster-management.io/v1alpha1",
+      kind: "ManifestWorkReplicaSet",
+      metadata: { name: "rollout" },
+      spec: { placementRefs: [{ name: "web", rolloutStrategy: { type: "Progressive", progressive: { maxConcurrency: 1 } } }], manifestWorkTemplate: { workload: { manifests: [configMap] } } },
+    };
+    expect((await admin(hub, "POST", "/apis/work.open-cluster-management.io/v1alpha1/namespaces/apps/manifestworkreplicasets", mwrs)).status).toBe(201);
+    await page.locator('[data-progress="3/3"]').waitFor({ timeout: 90_000 });
+    const seen = (await page.evaluate("globalThis.seenProgress ?? []")) as string[];
+    const succeeded = seen.map((s) => Number(s.split("/")[0]));
+    // It advanced: the page showed fewer than 3 succeeded before it showed 3, never going back.
+    expect(succeeded[0]).toBeLessThan(3);
+    expect(succeeded).toEqual([...succeeded].sort((a, b) => a - b));
+    expect(succeeded[succeeded.length - 1]).toBe(3);
+    await page.locator('[data-rollout="Succeeded"]').first().waitFor();
+    await shoot("rollout");
+    await go("#/replicasets");
+    await page.locator('[data-view="replicasets"] a', { hasText: "rollout" }).waitFor({ timeout: ON_PAGE_MS });
+    await shoot("rollouts");
+    expect(loads).toBe(before);
+  });
+
+  it("shows the events view, the fleet on a phone and in the dark theme", async () => {
+    await go("#/events");
+    await page.locator('[data-view="events"]').waitFor();
+    await page.waitForLoadState("networkidle").catch(() => undefined);
+    await shoot("events");
+    const phone = await browser.newPage({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, colorScheme: "dark" });
+    await phone.goto(`${hub.url}/ui`);
+    await phone.locator("#token").fill(hub.adminToken);
+    await phone.getByRole("button", { name: "Sign in" }).click();
+    await phone.locator('tr[data-cluster="c4"] [data-state="Available"]').waitFor({ timeout: ON_PAGE_MS });
+    // The dark theme follows the system's preference: the page's background is dark.
+    const bg = await phone.evaluate("getComputedStyle(document.body).backgroundColor");
+    expect(bg).toBe("rgb(17, 22, 28)");
+    await shoot("fleet-phone-dark", phone);
+    await phone.close();
+    expect(errors).toEqual([]);
+  });
+});

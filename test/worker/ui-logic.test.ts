@@ -1,0 +1,73 @@
+/**
+ * The dashboard's pure logic: "why not selected" (src/ui/app/explain.ts) over the hub's
+ * scheduling modules, each of OCM's filters in order (deleting, eligible cluster sets, predicates,
+ * taints), then feasible but not chosen; and the fleet's counts read from `/metrics`
+ * (src/ui/app/metrics.ts). Runs here because it imports the scheduler's modules.
+ */
+import { describe, expect, it } from "vitest";
+import { explain, type PlacementContext } from "../../src/ui/app/explain.ts";
+import { parseFleetMetrics } from "../../src/ui/app/metrics.ts";
+
+const SET = "cluster.open-cluster-management.io/clusterset";
+const cluster = (name: string, labels: Record<string, string>, extra: Record<string, unknown> = {}) => ({ metadata: { name, labels, ...extra }, spec: { taints: [] as unknown[] }, status: {} });
+const placement = (spec: Record<string, unknown>) => ({ metadata: { name: "p", namespace: "apps" }, spec });
+const sets = [
+  { metadata: { name: "prod" }, spec: { clusterSelector: { selectorType: "ExclusiveClusterSetLabel" } } },
+  { metadata: { name: "edge" }, spec: { clusterSelector: { selectorType: "LabelSelector", labelSelector: { matchLabels: { zone: "edge" } } } } },
+];
+const ctx = (p: ReturnType<typeof placement>, decided: string[] = []): PlacementContext => ({ placement: p, boundSets: ["prod"], sets, decided: new Set(decided), nowMs: Date.parse("2026-11-26T12:00:00Z") });
+
+describe("why a placement did not select a cluster", () => {
+  it("says selected for a decided cluster", () => {
+    expect(explain(cluster("a", { [SET]: "prod" }), ctx(placement({}), ["a"])).reason).toBe("Selected");
+  });
+
+  it("names the sets when the cluster is in no bound set (exclusive label and label-selector sets)", () => {
+    const v = explain(cluster("e", { zone: "edge" }), ctx(placement({})));
+    expect(v.reason).toBe("NotInBoundSet");
+    expect(v.message).toContain("it is in edge");
+    expect(v.message).toContain("eligible sets are prod");
+    expect(explain(cluster("x", {}), ctx(placement({ clusterSets: ["edge"] }))).message).toContain("no ManagedClusterSet is bound to namespace apps among edge");
+  });
+
+  it("says no predicate matched", () => {
+    const p = placement({ predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { tier: "gold" } } } }] });
+    expect(explain(cluster("a", { [SET]: "prod", tier: "silver" }), ctx(p)).reason).toBe("Predicate");
+    expect(explain(cluster("a", { [SET]: "prod", tier: "gold" }), ctx(p)).reason).toBe("NotChosen");
+  });
+
+  it("names the taint not tolerated, and accepts a tolerated one", () => {
+    const c = cluster("t", { [SET]: "prod" });
+    c.spec.taints = [{ key: "maintenance", value: "true", effect: "NoSelect", timeAdded: "2026-11-26T11:00:00Z" }];
+    const v = explain(c, ctx(placement({ numberOfClusters: 1 })));
+    expect(v).toEqual({ reason: "Tainted", message: "tainted: maintenance=true:NoSelect not tolerated" });
+    expect(explain(c, ctx(placement({ tolerations: [{ key: "maintenance", operator: "Exists" }] }))).reason).toBe("NotChosen");
+    // A toleration whose tolerationSeconds ran out (added 1 h ago, tolerated 60 s) tolerates no more, as OCM.
+    expect(explain(c, ctx(placement({ tolerations: [{ key: "maintenance", operator: "Exists", tolerationSeconds: 60 }] }))).reason).toBe("Tainted");
+  });
+
+  it("says a cluster being deleted is never selected", () => {
+    expect(explain(cluster("d", { [SET]: "prod" }, { deletionTimestamp: "2026-11-26T11:00:00Z" }), ctx(placement({}))).reason).toBe("Deleting");
+  });
+});
+
+describe("the fleet's counts from /metrics", () => {
+  it("reads the fleet's size, availability and edge locations", () => {
+    const text = [
+      "# HELP acm_managed_cluster_count Managed cluster count.",
+      "# TYPE acm_managed_cluster_count gauge",
+      "acm_managed_cluster_count 7",
+      'flotilla_managed_clusters{condition="ManagedClusterConditionAvailable",status="True"} 4',
+      'flotilla_managed_clusters{condition="ManagedClusterConditionAvailable",status="Unknown"} 2',
+      'flotilla_managed_clusters{condition="ManagedClusterJoined",status="True"} 6',
+      'flotilla_managed_clusters_by_location{location="AMS",available="True"} 3',
+      'flotilla_managed_clusters_by_location{location="AMS",available="Unknown"} 1',
+      'flotilla_managed_clusters_by_location{location="",available="True"} 3',
+    ].join("\n");
+    expect(parseFleetMetrics(text)).toEqual({ total: 7, byState: { Available: 4, Unknown: 2, "No status": 1 }, byColo: { AMS: 4, unknown: 3 } });
+  });
+
+  it("is null for a hub without the fleet's metrics", () => {
+    expect(parseFleetMetrics("# nothing here\nprocess_start_time_seconds 1\n")).toBeNull();
+  });
+});
