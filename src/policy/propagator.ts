@@ -45,7 +45,7 @@ import {
 import { PLACEMENT_LABEL } from "../scheduling/index.ts";
 import type { Env } from "../env.ts";
 import { storeOf } from "../store/store.ts";
-import { store as database } from "../store/write.ts";
+import { store as database, writeStoredMany, type ManyWrite } from "../store/write.ts";
 
 /** How many times a run is repeated after a lost write race before it gives up (and throws). */
 const MAX_ATTEMPTS = 8;
@@ -264,7 +264,6 @@ async function readNamespace(env: Env, namespace: string): Promise<NamespaceStat
  */
 async function reconcileOnce(env: Env, namespace: string, name: string, state: NamespaceState): Promise<boolean> {
   const db = database(env);
-  const store = storeOf(env, PolicyKind);
   const root = await getObject(db, PolicyKind, { namespace, name });
   if (root && isReplica(root)) return true;
   const replicaName = fullPolicyName(namespace, name);
@@ -273,29 +272,36 @@ async function reconcileOnce(env: Env, namespace: string, name: string, state: N
   const decided = live ? decide(live, state.bindings, state.sets, state.placements, state.decisions) : { clusters: new Map<string, { enforce: boolean }>(), placements: [] };
   const byCluster = new Map(replicas.map((r) => [r.metadata.namespace!, r]));
   let raced = false;
-  const entries: ClusterCompliance[] = [];
+  // The replicas to create or update are written together, in D1 batches (writeStoredMany), then
+  // those of clusters no longer decided are deleted together (only the replica read: uid precondition).
+  const writes: ManyWrite[] = [];
+  const compliance = new Map<string, ComplianceState | undefined>();
   for (const [cluster, { enforce }] of decided.clusters) {
     const current = byCluster.get(cluster);
+    compliance.set(cluster, (current?.status as { compliant?: ComplianceState } | undefined)?.compliant);
     const want = replicaOf(live!, cluster, enforce, current);
-    let stored: KubeObject | null | "lost" | undefined = current;
-    if (!current) {
-      stored = await racing(() => store.write(cluster, replicaName, { verb: "create", body: want }));
-    } else if (!equivalent(current, want)) {
-      stored = await racing(() => store.write(cluster, replicaName, { verb: "update", body: want }, { known: current }));
-    }
-    if (stored === "lost") raced = true;
-    const compliant = stored && stored !== "lost" ? ((stored.status as { compliant?: ComplianceState } | undefined)?.compliant) : undefined;
-    entries.push({ clustername: cluster, clusternamespace: cluster, ...(compliant ? { compliant } : {}) });
+    if (!current) writes.push({ namespace: cluster, name: replicaName, req: { verb: "create", body: want }, known: null });
+    else if (!equivalent(current, want)) writes.push({ namespace: cluster, name: replicaName, req: { verb: "update", body: want }, known: current });
   }
-  for (const [cluster, r] of byCluster) {
-    if (decided.clusters.has(cluster) || r.metadata.deletionTimestamp) continue;
-    const gone = await racing(() => store.write(cluster, replicaName, { verb: "delete", preconditions: { uid: r.metadata.uid } }, { known: r }));
-    if (gone === "lost" && (await getObject(db, PolicyKind, { namespace: cluster, name: replicaName }))) raced = true;
+  const written = await writeStoredMany(env, PolicyKind, writes);
+  written.forEach((r, i) => {
+    if (r === "lost" || !r) raced = true;
+    else compliance.set(writes[i]!.namespace, (r.status as { compliant?: ComplianceState } | undefined)?.compliant);
+  });
+  const leaving = [...byCluster].filter(([cluster, r]) => !decided.clusters.has(cluster) && !r.metadata.deletionTimestamp);
+  const deleted = await writeStoredMany(
+    env,
+    PolicyKind,
+    leaving.map(([cluster, r]) => ({ namespace: cluster, name: replicaName, req: { verb: "delete", preconditions: { uid: r.metadata.uid } }, known: r })),
+  );
+  for (const [i, r] of deleted.entries()) {
+    if (r === "lost" && (await getObject(db, PolicyKind, { namespace: leaving[i]![0], name: replicaName }))) raced = true;
   }
+  const entries: ClusterCompliance[] = [...compliance].map(([cluster, compliant]) => ({ clustername: cluster, clusternamespace: cluster, ...(compliant ? { compliant } : {}) }));
   if (live) {
     const status = withCompliance((live.status ?? {}) as Record<string, unknown>, entries, decided.placements);
     if (canonical(status) !== canonical(live.status ?? {})) {
-      const r = await racing(() => store.write(namespace, name, { verb: "update", subresource: "status", body: { ...live, status } }, { known: live }));
+      const r = await racing(() => storeOf(env, PolicyKind).write(namespace, name, { verb: "update", subresource: "status", body: { ...live, status } }, { known: live }));
       if (r === "lost") raced = true;
     }
   }
@@ -324,18 +330,19 @@ export async function reconcilePolicies(env: Env, namespace: string, names: Iter
  * PolicySet), reconciled (a change of the placement's decisions, or of the Placement itself).
  */
 export async function reconcilePlacement(env: Env, namespace: string, placement: string): Promise<void> {
-  const state = await readNamespace(env, namespace);
+  // Most placements bind no policy: one read of the namespace's bindings says so.
+  const bindings = (await listObjects(database(env), PlacementBindingKind, namespace)).items.filter((o) => asBinding(o).placementRef?.name === placement);
+  if (bindings.length === 0) return;
+  const policySets = bindings.some((o) => (asBinding(o).subjects ?? []).some((s) => s.kind === "PolicySet")) ? (await listObjects(database(env), PolicySetKind, namespace)).items : [];
   const names = new Set<string>();
   const sets = new Set<string>();
-  for (const o of state.bindings) {
-    const b = asBinding(o);
-    if (b.placementRef?.name !== placement) continue;
-    for (const s of b.subjects ?? []) {
+  for (const o of bindings) {
+    for (const s of asBinding(o).subjects ?? []) {
       if (s.apiGroup !== POLICY_GROUP || !s.name) continue;
       if (s.kind === "Policy") names.add(s.name);
       if (s.kind === "PolicySet") {
         sets.add(s.name);
-        for (const p of setPolicies(state.sets.find((x) => x.metadata.name === s.name))) names.add(p);
+        for (const p of setPolicies(policySets.find((x) => x.metadata.name === s.name))) names.add(p);
       }
     }
   }
