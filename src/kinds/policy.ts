@@ -171,7 +171,7 @@ export const PolicySpecSchema = z.strictObject({
   hubTemplateOptions: z
     .strictObject({ serviceAccountName: z.string().optional() })
     .superRefine((v, ctx) => {
-      if (v.serviceAccountName) addFieldErrors(ctx, v, [fieldForbidden("serviceAccountName", "hub templates are not supported by this hub's policy framework")]);
+      if (v.serviceAccountName) addFieldErrors(ctx, v, [fieldForbidden("", "hub templates (and their serviceAccountName) are not supported by this hub's policy framework")]);
     })
     .optional(),
 });
