@@ -27,6 +27,7 @@
  * run again, and a run that still fails throws, so that its outbox row is kept and swept later.
  */
 import { ApiError } from "../k8s/errors.ts";
+import { CommitGroups } from "../k8s/group-commit.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { getObject, listObjects, listObjectsNamed } from "../k8s/store.ts";
 import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
@@ -362,36 +363,89 @@ export async function reconcileSubjects(env: Env, namespace: string, policies: s
   await reconcilePolicies(env, namespace, names, sets);
 }
 
+/** One replica's compliance, on its way to its root's status. */
+interface ComplianceReport {
+  namespace: string;
+  name: string;
+  cluster: string;
+  compliant: ComplianceState | undefined;
+}
+
+/** Most reports one group carries. */
+const COMPLIANCE_GROUP_MAX = 500;
+
+/** The report groups of each D1 binding (one per isolate), made on first use. */
+const complianceGroups = new WeakMap<D1Database, CommitGroups<ComplianceReport, void>>();
+
+/**
+ * Writes a group of reports: per root, one read and (when anything changed) one status write
+ * holding every report of the group for it, run again on a lost race; then the PolicySets of the
+ * roots written, once per namespace.
+ * @throws when a root's status write still loses races after {@link MAX_ATTEMPTS} (the group's
+ *   reports are then sent again one by one: recording a compliance twice is harmless)
+ */
+async function applyCompliance(env: Env, reports: ComplianceReport[]): Promise<void[]> {
+  const db = database(env);
+  const byRoot = new Map<string, ComplianceReport[]>();
+  for (const r of reports) {
+    const key = `${r.namespace}/${r.name}`;
+    const xs = byRoot.get(key);
+    if (xs) xs.push(r);
+    else byRoot.set(key, [r]);
+  }
+  const written = new Map<string, Set<string>>();
+  await Promise.all(
+    [...byRoot.values()].map(async (rs) => {
+      const { namespace, name } = rs[0]!;
+      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        const root = await getObject(db, PolicyKind, { namespace, name });
+        if (!root || isReplica(root) || root.metadata.deletionTimestamp) return;
+        const entries = structuredClone(((root.status as { status?: ClusterCompliance[] } | undefined)?.status ?? []));
+        let changed = false;
+        // In order: a later report of a cluster wins.
+        for (const r of rs) {
+          const entry = entries.find((e) => e.clustername === r.cluster);
+          if (!entry || entry.compliant === r.compliant) continue;
+          if (r.compliant) entry.compliant = r.compliant;
+          else delete entry.compliant;
+          changed = true;
+        }
+        if (!changed) return;
+        const status = withCompliance((root.status ?? {}) as Record<string, unknown>, entries, undefined);
+        const w = await racing(() => storeOf(env, PolicyKind).write(namespace, name, { verb: "update", subresource: "status", body: { ...root, status } }, { known: root }));
+        if (w === "lost") continue;
+        if (!written.has(namespace)) written.set(namespace, new Set());
+        written.get(namespace)!.add(name);
+        return;
+      }
+      throw new Error(`policy ${namespace}/${name}: compliance reports still racing after ${MAX_ATTEMPTS} attempts`);
+    }),
+  );
+  await Promise.all([...written].map(([namespace, names]) => refreshPolicySets(env, namespace, names, new Set())));
+  return reports.map(() => undefined);
+}
+
 /**
  * Records a replica's compliance in its root's `status.status` item for `cluster` (and the
- * root's `compliant`), then refreshes the PolicySets holding the root: the agent's report of one
- * cluster costs one read and one write of the root, whatever the size of the fleet. A cluster the
- * root does not list (not decided, or before the root's first run) is left to the root's run.
+ * root's `compliant`), then refreshes the PolicySets holding the root: a report costs one read
+ * and one write of its root, whatever the size of the fleet, and reports that arrive while one is
+ * being written go together (group commit, src/k8s/group-commit.ts: a fleet turning compliant at
+ * once costs a few writes of the root, not one each, nor a race between them). `replica` is the
+ * replica as stored (undefined: read it; null: gone). A cluster the root does not list (not
+ * decided, or before the root's first run) is left to the root's run.
  * @throws when the root's status write still loses races after {@link MAX_ATTEMPTS}
  */
 export async function recordReplicaCompliance(env: Env, rootKey: string, cluster: string, replica: KubeObject | null | undefined): Promise<void> {
   const dot = rootKey.indexOf(".");
   if (dot <= 0 || dot === rootKey.length - 1) return;
-  const namespace = rootKey.slice(0, dot);
-  const name = rootKey.slice(dot + 1);
-  const db = database(env);
-  const current = replica === undefined ? await getObject(db, PolicyKind, { namespace: cluster, name: rootKey }) : replica;
+  const current = replica === undefined ? await getObject(database(env), PolicyKind, { namespace: cluster, name: rootKey }) : replica;
   const compliant = (current?.status as { compliant?: ComplianceState } | undefined)?.compliant;
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const root = await getObject(db, PolicyKind, { namespace, name });
-    if (!root || isReplica(root) || root.metadata.deletionTimestamp) return;
-    const entries = structuredClone(((root.status as { status?: ClusterCompliance[] } | undefined)?.status ?? []));
-    const entry = entries.find((e) => e.clustername === cluster);
-    if (!entry || entry.compliant === compliant) return;
-    if (compliant) entry.compliant = compliant;
-    else delete entry.compliant;
-    const status = withCompliance((root.status ?? {}) as Record<string, unknown>, entries, undefined);
-    const r = await racing(() => storeOf(env, PolicyKind).write(namespace, name, { verb: "update", subresource: "status", body: { ...root, status } }, { known: root }));
-    if (r === "lost") continue;
-    await refreshPolicySets(env, namespace, new Set([name]), new Set());
-    return;
+  let groups = complianceGroups.get(env.DB);
+  if (!groups) {
+    groups = new CommitGroups((items: ComplianceReport[]) => applyCompliance(env, items), COMPLIANCE_GROUP_MAX);
+    complianceGroups.set(env.DB, groups);
   }
-  throw new Error(`policy ${namespace}/${name}: compliance of ${cluster} still racing after ${MAX_ATTEMPTS} attempts`);
+  await groups.run({ namespace: rootKey.slice(0, dot), name: rootKey.slice(dot + 1), cluster, compliant });
 }
 
 /** OCM's policy set status message (`getStatusMessage`), without exclusions (refused). */

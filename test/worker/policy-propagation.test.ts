@@ -161,6 +161,17 @@ describe("propagation", () => {
     expect((await root("ns-prod")).status.compliant).toBe("Compliant");
   });
 
+  it("concurrent reports of every cluster end in one status holding each", async () => {
+    await Promise.all(["p1", "p2", "p3"].map((c) => report(c, "ns-prod", "NonCompliant")));
+    let s = (await root("ns-prod")).status;
+    expect(s.status.map((e: Json) => e.compliant)).toEqual(["NonCompliant", "NonCompliant", "NonCompliant"]);
+    expect(s.compliant).toBe("NonCompliant");
+    await Promise.all(["p3", "p1", "p2"].map((c) => report(c, "ns-prod", "Compliant")));
+    s = (await root("ns-prod")).status;
+    expect(s.status.map((e: Json) => e.compliant)).toEqual(["Compliant", "Compliant", "Compliant"]);
+    expect(s.compliant).toBe("Compliant");
+  });
+
   it("a cluster leaving the decisions loses its replicated policy", async () => {
     expect((await call("PATCH", `${MC}/p3`, { metadata: { labels: { env: "staging" } } }, merge)).status).toBe(200);
     await waitFor("p3's replica removed", async () => Object.keys(await replicas("ns-prod")).sort().join() === "p1,p2", 20_000);
