@@ -24,6 +24,7 @@ import "./gc/collector.ts";
 import "./namespaces/controller.ts";
 import "./clusterprofile/hook.ts";
 import "./events/hooks.ts";
+import "./policy/hook.ts";
 import { clock } from "./clock.ts";
 import { auditRequests } from "./audit/middleware.ts";
 import { healthRoutes } from "./health/routes.ts";

@@ -16,6 +16,7 @@ import { WebhookReceiverKind } from "./webhookreceiver.ts";
 import { ClusterViewManagedClusterKind, ClusterViewManagedClusterSetKind } from "./clusterview.ts";
 import { ClusterProfileKind } from "./clusterprofile.ts";
 import { EventKind, EventsV1EventKind } from "./event.ts";
+import { PlacementBindingKind, PolicyKind, PolicySetKind } from "./policy.ts";
 
 /** All served kinds. */
 export const KINDS: KindDefinition[] = [
@@ -45,6 +46,9 @@ export const KINDS: KindDefinition[] = [
   ClusterProfileKind,
   EventKind,
   EventsV1EventKind,
+  PolicyKind,
+  PlacementBindingKind,
+  PolicySetKind,
 ];
 
 /** Finds a kind by group, version and plural (or short name / singular, as kubectl may use). */

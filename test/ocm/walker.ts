@@ -12,6 +12,13 @@ type Obj = Record<string, unknown>;
 
 /** A ConfigMap manifest, the workload of every work the walker submits. */
 export const MANIFEST = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cm", namespace: "default" }, data: { k: "v" } };
+/** The ConfigurationPolicy a sample Policy embeds in `policy-templates[].objectDefinition` (OCM's documentation example's). */
+export const CONFIGURATION_POLICY = {
+  apiVersion: "policy.open-cluster-management.io/v1",
+  kind: "ConfigurationPolicy",
+  metadata: { name: "policy-namespace-example" },
+  spec: { remediationAction: "inform", severity: "low", "object-templates": [{ complianceType: "MustHave", objectDefinition: { kind: "Namespace", apiVersion: "v1", metadata: { name: "prod" } } }] },
+};
 
 /**
  * Values of leaves, by the end of their path (the longest match wins). A path with no entry gets
@@ -118,6 +125,8 @@ const OBJECTS: [string, (target: string) => unknown][] = [
   ["tolerations[]", () => ({ key: "gpu", operator: "Exists", effect: "NoSelect" })],
   ["decisionGroups[]", () => ({ groupName: "canary", groupClusterSelector: { labelSelector: { matchLabels: { env: "canary" } } } })],
   ["spreadConstraints[]", () => ({ topologyKey: "zone", topologyKeyType: "Label" })],
+  ["policy-templates[]", () => ({ objectDefinition: structuredClone(CONFIGURATION_POLICY) })],
+  ["hubTemplateOptions", () => ({ serviceAccountName: "templates" })],
   ["fieldValue", (t) => (t.endsWith(".jsonRaw") ? { type: "JsonRaw" } : t.endsWith(".string") ? { type: "String" } : t.endsWith(".boolean") ? { type: "Boolean" } : { type: "Integer" })],
 ];
 

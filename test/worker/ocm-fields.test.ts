@@ -1,7 +1,7 @@
 /**
  * Every field of OCM's ManifestWork, Placement, ManifestWorkReplicaSet, ManagedCluster and
  * ManagedClusterSet schemas (test/ocm/crd-fields.ts, from open-cluster-management-io/api's
- * CRDs), submitted over HTTP to the hub in workerd as an OCM user's YAML would set it, against
+ * CRDs), and of Policy and PolicySet (test/ocm/crd-fields-policy.ts, governance-policy-propagator's), submitted over HTTP to the hub in workerd as an OCM user's YAML would set it, against
  * the verdict of docs/ocm-compatibility.md: a Supported or Differs field is stored as sent; a
  * Refused one gets 422 Invalid with a cause naming the field, and nothing is stored. A Refused
  * field set to OCM's default, where OCM has one, is accepted (it asks for nothing the hub does
@@ -13,7 +13,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import doc from "../../docs/ocm-compatibility.md?raw";
 import { OCM, parseCompatibility } from "../ocm/compatibility.ts";
-import { concretePath, getField, MANIFEST, setField } from "../ocm/walker.ts";
+import { concretePath, CONFIGURATION_POLICY, getField, MANIFEST, setField } from "../ocm/walker.ts";
 import { call, createNamespaces } from "./helpers.ts";
 
 const NS = "fidelity";
@@ -45,6 +45,14 @@ const KINDS: Record<string, { url: string; base: (name: string) => Record<string
   ManagedClusterSet: {
     url: "/apis/cluster.open-cluster-management.io/v1beta2/managedclustersets",
     base: (name) => ({ apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name }, spec: {} }),
+  },
+  Policy: {
+    url: `/apis/policy.open-cluster-management.io/v1/namespaces/${NS}/policies`,
+    base: (name) => ({ apiVersion: "policy.open-cluster-management.io/v1", kind: "Policy", metadata: { name, namespace: NS }, spec: { disabled: false, "policy-templates": [{ objectDefinition: structuredClone(CONFIGURATION_POLICY) }] } }),
+  },
+  PolicySet: {
+    url: `/apis/policy.open-cluster-management.io/v1beta1/namespaces/${NS}/policysets`,
+    base: (name) => ({ apiVersion: "policy.open-cluster-management.io/v1beta1", kind: "PolicySet", metadata: { name, namespace: NS }, spec: { policies: ["p"] } }),
   },
 };
 
