@@ -222,6 +222,8 @@ describe("policy controller on a simulated cluster", () => {
     c.setPolicies([{ ...off, spec: { ...off.spec, disabled: true } }, policy("p.crd", { remediationAction: "inform", "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "example.com/v1", kind: "Widget", metadata: { name: "w" } } }] })]);
     const reports = await c.evaluate();
     expect(reports.map((r) => r.policy)).toEqual(["p.crd"]);
+    // Nothing of the disabled Policy is due.
+    expect(c.nextDueMs()).toBeGreaterThan(Date.now() + 30_000);
     expect(reports[0]!.report.templates[0]!.message).toBe("NonCompliant; violation - couldn't find mapping resource with kind Widget in API version example.com/v1, please check if you have CRD deployed");
     expect(await getOrNull(client, { ...NS, namespace: "", name: "never-made" })).toBeNull();
   });

@@ -108,6 +108,7 @@ export class PolicyController {
   nextDueMs(): number {
     let next = Infinity;
     for (const p of this.delivered) {
+      if (isObj(p.spec) && p.spec.disabled === true) continue;
       const state = this.policies.get(p.metadata.name);
       if (!state || state.uid !== p.metadata.uid) return this.now();
       for (const t of state.templates.values()) next = Math.min(next, t.dueMs);
@@ -152,7 +153,7 @@ export class PolicyController {
         const compliant = result.compliant ? "Compliant" : "NonCompliant";
         const every = intervalMs(result.compliant ? interval.compliant : interval.noncompliant, this.defaultIntervalMs);
         let message = result.message;
-        if (every === Infinity && result.compliant !== undefined) {
+        if (every === Infinity) {
           message += `. This policy will not be evaluated again due to spec.evaluationInterval.${result.compliant ? "compliant" : "noncompliant"} being set to "never".`;
         }
         const dueMs = every === Infinity ? Infinity : this.now() + every;
