@@ -15,6 +15,7 @@ import { ServiceAccountKind } from "./serviceaccount.ts";
 import { WebhookReceiverKind } from "./webhookreceiver.ts";
 import { ClusterViewManagedClusterKind, ClusterViewManagedClusterSetKind } from "./clusterview.ts";
 import { ClusterProfileKind } from "./clusterprofile.ts";
+import { PlacementBindingKind, PolicyKind, PolicySetKind } from "./policy.ts";
 
 /** All served kinds. */
 export const KINDS: KindDefinition[] = [
@@ -42,6 +43,9 @@ export const KINDS: KindDefinition[] = [
   ClusterViewManagedClusterSetKind,
   ServiceAccountKind,
   ClusterProfileKind,
+  PolicyKind,
+  PlacementBindingKind,
+  PolicySetKind,
 ];
 
 /** Finds a kind by group, version and plural (or short name / singular, as kubectl may use). */
