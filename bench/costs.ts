@@ -26,8 +26,19 @@
  *   BENCH_CLUSTERS     clusters (default 20)
  *   BENCH_SAMPLES      samples per operation (default 10; steady heartbeats and polls take 5x)
  *   BENCH_PLACEMENTS   placements of the fleet (default 10)
+ *   BENCH_IDLE_LEASE_SECONDS   lease of the idle agent (below; default 5)
+ *   BENCH_IDLE_LEASES          leases the idle agent is measured over (default 12)
+ *
+ * Last, the idle cluster (issue 32, "cost stays with change"): a real agent process (the bundled
+ * `flotilla-agent --simulate`, ws transport, `--status-sync-interval` 10 s: its works synced and
+ * its policies evaluated every 10 s) with 3 add-ons (OCM's deploy works
+ * `addon-<name>-deploy-0`; the fleet's replica set, whose placement picks every cluster, adds a
+ * fourth work) and 10 Policies it enforces and finds compliant (a musthave Namespace each), measured once everything is applied and compliant: what it costs per lease while nothing
+ * changes (its pings are auto-answered, and no compliance or status travels).
  */
-import { readdirSync, rmSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../agent/src/credentials.ts";
@@ -43,6 +54,10 @@ import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, type HubMessage } from
 const CLUSTERS = Number(process.env.BENCH_CLUSTERS ?? 20);
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 10);
 const PLACEMENTS = Number(process.env.BENCH_PLACEMENTS ?? 10);
+const IDLE_LEASE = Number(process.env.BENCH_IDLE_LEASE_SECONDS ?? 5);
+const IDLE_LEASES = Number(process.env.BENCH_IDLE_LEASES ?? 12);
+const ADDONS = ["observability", "logging", "backup"];
+const POLICY_COUNT = 10;
 
 const G = "cluster.open-cluster-management.io";
 const MC = `/apis/${G}/v1/managedclusters`;
@@ -274,6 +289,90 @@ const per = (x: number, n: number): string => {
 const p50 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 const sum = (r: Record<string, number>): number => Object.values(r).reduce((a, b) => a + b, 0);
 
+/** A replicated Policy (`<rootns>.<rootname>` in the cluster's namespace, OCM's labels) enforcing a musthave Namespace. */
+function replicatedPolicy(cluster: string, i: number) {
+  const name = `policies.ns-${i}`;
+  return {
+    apiVersion: "policy.open-cluster-management.io/v1",
+    kind: "Policy",
+    metadata: {
+      name,
+      labels: { "policy.open-cluster-management.io/root-policy": name, "policy.open-cluster-management.io/cluster-name": cluster, "policy.open-cluster-management.io/cluster-namespace": cluster },
+    },
+    spec: {
+      disabled: false,
+      remediationAction: "enforce",
+      "policy-templates": [
+        {
+          objectDefinition: {
+            apiVersion: "policy.open-cluster-management.io/v1",
+            kind: "ConfigurationPolicy",
+            metadata: { name: `ns-${i}` },
+            spec: { remediationAction: "inform", severity: "low", "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: `bench-policy-${i}` } } }] },
+          },
+        },
+      ],
+    },
+  };
+}
+
+/**
+ * The idle cluster of the module comment: starts the agent, gives it 3 add-on deploy works and 10
+ * enforced Policies, waits until the works are applied and every Policy's newest compliance event
+ * says `found as specified` (after `was created successfully`), then measures
+ * {@link IDLE_LEASES} leases of nothing happening. One sample per lease.
+ */
+async function idleClusterWithPolicies(hub: Hub): Promise<Measured> {
+  const cluster = "idle-policies";
+  const dir = mkdtempSync(path.join(os.tmpdir(), "flotilla-bench-costs-"));
+  const token = await createBootstrapToken(hub, { autoApprove: true });
+  const agent = spawn(process.execPath, [path.join(process.cwd(), "agent/bin/flotilla-agent.js"), "--hub-url", hub.url, "--cluster-name", cluster, "--bootstrap-token", token, "--simulate", "--simulate-state", path.join(dir, "sim.json"), "--status-sync-interval", "10"], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let output = "";
+  agent.stderr!.on("data", (d: Buffer) => (output += d.toString()));
+  const until = async (what: string, cond: () => Promise<boolean>, timeoutMs = 120_000) => {
+    const end = Date.now() + timeoutMs;
+    while (!(await cond())) {
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}; the agent's log:\n${output.slice(-3000)}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  };
+  try {
+    await until("the idle agent to register", async () => (await admin(hub, "GET", `${MC}/${cluster}`)).status === 200);
+    await adminOk(hub, "PATCH", `${MC}/${cluster}`, { spec: { leaseDurationSeconds: IDLE_LEASE } }, "lease", MERGE);
+    for (const name of ADDONS) {
+      const work = {
+        apiVersion: "work.open-cluster-management.io/v1",
+        kind: "ManifestWork",
+        metadata: { name: `addon-${name}-deploy-0`, labels: { "open-cluster-management.io/addon-name": name }, annotations: { "addon.flotilla.dev/install-namespace": `${name}-agent`, "addon.flotilla.dev/health-check-mode": "None" } },
+        spec: { workload: { manifests: [{ apiVersion: "v1", kind: "Namespace", metadata: { name: `${name}-agent` } }, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${name}-config`, namespace: `${name}-agent` }, data: { addon: name } }] } },
+      };
+      await adminOk(hub, "POST", MW(cluster), work, `add-on ${name}`);
+    }
+    for (let i = 0; i < POLICY_COUNT; i++) await adminOk(hub, "POST", `/apis/policy.open-cluster-management.io/v1/namespaces/${cluster}/policies`, replicatedPolicy(cluster, i), `policy ${i}`);
+    await until("the add-ons applied", async () => {
+      const items = ((await admin(hub, "GET", `${MW(cluster)}?labelSelector=${encodeURIComponent("open-cluster-management.io/addon-name")}`)).body as { items: { status?: { conditions?: { type: string; status: string }[] } }[] }).items;
+      return items.length === ADDONS.length && items.every((w) => w.status?.conditions?.some((c) => c.type === "Applied" && c.status === "True"));
+    });
+    await until("every policy compliant, found as specified", async () => {
+      const items = ((await admin(hub, "GET", `/apis/policy.open-cluster-management.io/v1/namespaces/${cluster}/policies`)).body as { items: { status?: { compliant?: string; details?: { history?: { message?: string }[] }[] } }[] }).items;
+      return items.length === POLICY_COUNT && items.every((p) => p.status?.compliant === "Compliant" && p.status.details?.[0]?.history?.[0]?.message?.includes("found as specified"));
+    });
+    const label = `idle cluster, ${ADDONS.length} add-ons and ${POLICY_COUNT} compliant policies (per lease of ${IDLE_LEASE} s; agent process, ws)`;
+    const measured = await measure(hub, label, IDLE_LEASES, async () => {
+      await new Promise((r) => setTimeout(r, IDLE_LEASE * 1000));
+      return { ms: 0 };
+    });
+    if (/policy compliance report failed|could not load the policy controller/.test(output)) throw new Error(`the idle agent failed:\n${output.slice(-3000)}`);
+    return measured;
+  } finally {
+    agent.kill("SIGTERM");
+    await new Promise((r) => (agent.exitCode !== null ? r(null) : agent.once("exit", r)));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function main(): Promise<void> {
   log("starting the metered hub (npm start with bench/meter/wrangler.toml) ...");
   const hub = await startHub({ wranglerArgs: ["--config", "bench/meter/wrangler.toml"] });
@@ -434,6 +533,7 @@ async function main(): Promise<void> {
     );
 
     for (const a of agents) a.channel?.ws.close(1000);
+    results.push(await idleClusterWithPolicies(hub));
     await hub.stop();
     stopped = true;
     const rows = results.map((r) => {
