@@ -24,13 +24,13 @@ const CLUSTERS = { p1: "ws", p2: "poll" } as const;
 const NAME = "policies.prod-namespace";
 
 /** The replicated Policy the propagator would write into `cluster`'s namespace. */
-const replicated = (cluster: string, remediationAction: "inform" | "enforce") => ({
+const replicated = (cluster: string, remediationAction: "inform" | "enforce", name = NAME, objectTemplates: Json[] = [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: "prod" } } }]) => ({
   apiVersion: "policy.open-cluster-management.io/v1",
   kind: "Policy",
   metadata: {
-    name: NAME,
+    name,
     labels: {
-      "policy.open-cluster-management.io/root-policy": NAME,
+      "policy.open-cluster-management.io/root-policy": name,
       "policy.open-cluster-management.io/cluster-name": cluster,
       "policy.open-cluster-management.io/cluster-namespace": cluster,
     },
@@ -43,8 +43,8 @@ const replicated = (cluster: string, remediationAction: "inform" | "enforce") =>
         objectDefinition: {
           apiVersion: "policy.open-cluster-management.io/v1",
           kind: "ConfigurationPolicy",
-          metadata: { name: "prod-namespace" },
-          spec: { remediationAction: "inform", severity: "low", "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: "prod" } } }] },
+          metadata: { name: name.split(".")[1] },
+          spec: { remediationAction: "inform", severity: "low", "object-templates": objectTemplates },
         },
       },
     ],
@@ -69,7 +69,7 @@ describe("policies reach clusters and compliance comes back (wrangler dev + 2 ag
       return false;
     }
   };
-  const policyOf = async (c: string): Promise<Json> => (await admin(hub, "GET", `${POLICIES(c)}/${NAME}`)).body;
+  const policyOf = async (c: string, name = NAME): Promise<Json> => (await admin(hub, "GET", `${POLICIES(c)}/${name}`)).body;
 
   beforeAll(async () => {
     hub = await startHub();
@@ -122,5 +122,31 @@ describe("policies reach clusters and compliance comes back (wrangler dev + 2 ag
     expect(messages.at(-1)).toBe("NonCompliant; violation - namespaces [prod] not found");
     expect(messages[0]).toMatch(/^Compliant; notification - namespaces \[prod\] (was created successfully|found as specified)$/);
     for (const a of agents.values()) expect(a.output()).not.toMatch(/policy compliance report failed|could not load the policy controller/);
+  });
+
+  it("mustnothave deletes the namespace; mustonlyhave removes a ConfigMap's extra keys (enforce, poll transport)", async () => {
+    await core("p2").createNamespace({ body: { metadata: { name: "legacy" } } });
+    await core("p2").createNamespacedConfigMap({ namespace: "default", body: { metadata: { name: "settings" }, data: { mode: "strict", debug: "true" } } });
+    const templates = [
+      { complianceType: "mustnothave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: "legacy" } } },
+      { complianceType: "mustonlyhave", objectDefinition: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "settings", namespace: "default" }, data: { mode: "strict" } } },
+    ];
+    expect((await admin(hub, "POST", POLICIES("p2"), replicated("p2", "enforce", "policies.hygiene", templates))).status).toBe(201);
+    await waitFor("legacy gone from p2", async () => {
+      try {
+        const ns = await core("p2").readNamespace({ name: "legacy" });
+        return Boolean(ns.metadata?.deletionTimestamp);
+      } catch {
+        return true;
+      }
+    });
+    await waitFor("settings without debug", async () => JSON.stringify((await core("p2").readNamespacedConfigMap({ name: "settings", namespace: "default" })).data) === JSON.stringify({ mode: "strict" }));
+    const p = await waitFor("hygiene Compliant", async () => {
+      const got = await policyOf("p2", "policies.hygiene");
+      return got.status?.compliant === "Compliant" && got;
+    });
+    expect(p.status.details[0].history.at(-1).message).toBe(
+      "Compliant; notification - namespaces [legacy] was deleted successfully; notification - configmaps [settings] was updated successfully in namespace default",
+    );
   });
 });
