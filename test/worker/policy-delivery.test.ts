@@ -8,6 +8,8 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, createToken, register, type AgentKeys } from "./helpers.ts";
+import { CHANNEL_SUBPROTOCOL } from "../../src/agent/channel-protocol.ts";
+import { waitFor } from "../wait.ts";
 import { complianceStatus, POLICY_HISTORY_LIMIT } from "../../src/agent/policy-report.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
 
@@ -49,6 +51,24 @@ async function poll(name: string, keys: AgentKeys, etag?: string) {
   const res = await exports.default.fetch(`https://hub.test/agent/v1/clusters/${name}/works`, { headers });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+/** The agent's channel: the upgraded socket and the JSON messages received. */
+async function channel(name: string, keys: AgentKeys) {
+  const res = await exports.default.fetch(`https://hub.test/agent/v1/clusters/${name}/connect`, {
+    headers: { upgrade: "websocket", "sec-websocket-version": "13", "sec-websocket-protocol": CHANNEL_SUBPROTOCOL, authorization: `Bearer ${await keys.sign(name)}` },
+  });
+  expect(res.status).toBe(101);
+  const ws = res.webSocket!;
+  const messages: Record<string, unknown>[] = [];
+  ws.accept();
+  ws.addEventListener("message", (e) => messages.push(JSON.parse(String(e.data)) as Record<string, unknown>));
+  const next = async (match: (m: Record<string, unknown>) => boolean, from = 0) => {
+    let found: Record<string, unknown> | undefined;
+    await waitFor("a channel message", async () => (found = messages.slice(from).find(match)) !== undefined, 10_000, 5);
+    return found!;
+  };
+  return { ws, messages, next, send: (m: unknown) => ws.send(JSON.stringify(m)) };
 }
 
 const report = (uid: string, a: [string, string, string], b?: [string, string, string]) => ({
@@ -156,6 +176,33 @@ describe("compliance reports", () => {
     // Another cluster's credential may not report here.
     const other = await joined("pd4");
     expect((await call("PUT", "/agent/v1/clusters/pd3/policies/policies.ns-policy/status", report(uid, ok), { token: await other.sign("pd4") })).status).toBe(403);
+  });
+
+  it("over the channel: policies pushed with the works; a compliance message is acknowledged with the resourceVersion, a bad one answered with the Status, the connection kept", async () => {
+    const keys = await joined("pd5");
+    const created = await call("POST", POLICIES("pd5"), replicated("pd5"));
+    const uid = created.body.metadata.uid as string;
+    const conn = await channel("pd5", keys);
+    conn.send({ type: "hello" });
+    const works = await conn.next((m) => m.type === "works");
+    expect((works.policies as KubeObject[]).map((p) => p.metadata.name)).toEqual(["policies.ns-policy"]);
+    conn.send({ type: "compliance", id: "c1", policy: "policies.ns-policy", report: report(uid, ["ns-a", "NonCompliant", "NonCompliant; violation - namespaces [ns-a] not found"]) });
+    const ack = await conn.next((m) => m.id === "c1");
+    expect(ack.type, JSON.stringify(ack)).toBe("ack");
+    const stored = (await call("GET", `${POLICIES("pd5")}/policies.ns-policy`)).body;
+    expect(ack.resourceVersion).toBe(stored.metadata.resourceVersion);
+    expect(stored.status.compliant).toBe("NonCompliant");
+    // The status write pushes nothing (no delivered change).
+    const from = conn.messages.length;
+    conn.send({ type: "compliance", id: "c2", policy: "policies.ns-policy", report: report(uid, ["ns-a", "Maybe", "x"]) });
+    expect((await conn.next((m) => m.id === "c2")).status).toMatchObject({ code: 422 });
+    conn.send({ type: "compliance", id: "c3", policy: "policies.ns-policy", report: report("other", ["ns-a", "Compliant", "x"]) });
+    expect((await conn.next((m) => m.id === "c3")).status).toMatchObject({ code: 409, reason: "Conflict" });
+    conn.send({ type: "compliance", id: "c4", policy: "policies.gone", report: report(uid, ["ns-a", "Compliant", "x"]) });
+    expect((await conn.next((m) => m.id === "c4")).status).toMatchObject({ code: 404, reason: "NotFound" });
+    expect(conn.messages.slice(from).filter((m) => m.type === "works")).toEqual([]);
+    expect((await call("GET", `${POLICIES("pd5")}/policies.ns-policy`)).body.metadata.resourceVersion).toBe(stored.metadata.resourceVersion);
+    conn.ws.close(1000, "test done");
   });
 
   it("keeps at most 10 events per template, newest first", () => {
