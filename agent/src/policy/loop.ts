@@ -63,13 +63,21 @@ export class PolicyLoop {
     const dropped = new Set<string>();
     while (!signal.aborted) {
       this.changed = false;
-      const reports = await this.controller.evaluate();
+      let reports: Awaited<ReturnType<PolicyController["evaluate"]>>;
+      try {
+        reports = await this.controller.evaluate();
+      } catch (e) {
+        // Not expected (evaluation turns failures into messages): logged, tried again after a backoff.
+        this.cond.set("evaluation", `policy evaluation failed: ${e instanceof Error ? e.message : String(e)}; retrying with backoff`, { cluster: this.opts.clusterName });
+        await this.sleeper.sleep(backoff.next());
+        continue;
+      }
       let failed = false;
       for (const r of reports) {
         if (signal.aborted) return;
         const key = `${r.policy}/${r.report.uid}`;
         if (dropped.has(key)) continue;
-        const res = await this.opts.transport.reportCompliance(r.policy, r.report);
+        const res = await this.opts.transport.reportCompliance(r.policy, r.report).catch((e: unknown) => ({ ok: false as const, error: { kind: "unreachable" as const, message: e instanceof Error ? e.message : String(e), status: undefined } }));
         if (res.ok) {
           this.controller.reported(r.policy, r.report);
           this.cond.clear({ cluster: this.opts.clusterName });
