@@ -12,6 +12,9 @@
  * docker or podman is on the PATH, of the image.
  *
  *   BENCH_WORKS         works in the second run (default 10)
+ *   BENCH_POLICIES      replicated Policies (each a ConfigurationPolicy enforcing a musthave
+ *                       Namespace) in a third run, measured once all are Compliant: the agent's
+ *                       policy controller is loaded then (a dynamic import) (default 10; 0: no run)
  *   BENCH_MANIFESTS     ConfigMaps per work (default 100)
  *   BENCH_IDLE_SECONDS  length of each idle window in seconds (default 30)
  *   BENCH_CLI_RUNS      `flotilla get clusters` runs (default 10)
@@ -31,6 +34,7 @@ import { startSim } from "./sim-process.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const WORKS = Number(process.env.BENCH_WORKS ?? 10);
+const POLICIES = Number(process.env.BENCH_POLICIES ?? 10);
 const MANIFESTS = Number(process.env.BENCH_MANIFESTS ?? 100);
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 30);
 const CLI_RUNS = Number(process.env.BENCH_CLI_RUNS ?? 10);
@@ -83,6 +87,30 @@ function manifestWork(cluster: string, i: number): unknown {
   };
 }
 
+/** A replicated Policy (`<rootns>.<rootname>`, OCM's labels) enforcing a musthave Namespace. */
+function replicatedPolicy(cluster: string, i: number): unknown {
+  const name = `policies.bench-${i}`;
+  return {
+    apiVersion: "policy.open-cluster-management.io/v1",
+    kind: "Policy",
+    metadata: { name, labels: { "policy.open-cluster-management.io/root-policy": name, "policy.open-cluster-management.io/cluster-name": cluster, "policy.open-cluster-management.io/cluster-namespace": cluster } },
+    spec: {
+      disabled: false,
+      remediationAction: "enforce",
+      "policy-templates": [
+        {
+          objectDefinition: {
+            apiVersion: "policy.open-cluster-management.io/v1",
+            kind: "ConfigurationPolicy",
+            metadata: { name: `bench-${i}` },
+            spec: { remediationAction: "inform", "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: `bench-policy-${i}` } } }] },
+          },
+        },
+      ],
+    },
+  };
+}
+
 interface RunResult {
   label: string;
   startToAvailableMs: number;
@@ -111,7 +139,7 @@ async function heapUsed(pid: number, reportDir: string): Promise<number> {
   throw new Error("the agent wrote no diagnostic report");
 }
 
-async function run(hub: Hub, label: string, cluster: string, works: number): Promise<RunResult> {
+async function run(hub: Hub, label: string, cluster: string, works: number, policies = 0): Promise<RunResult> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "flotilla-bench-agent-"));
   const sim = await startSim(dir);
   const token = await createBootstrapToken(hub, { autoApprove: true });
@@ -155,6 +183,22 @@ async function run(hub: Hub, label: string, cluster: string, works: number): Pro
         const items = ((r.body as any)?.items ?? []) as unknown[];
         if (items.length === works && items.every((w) => condition(w, "Applied") === "True" && condition(w, "Available") === "True")) break;
         if (performance.now() - t1 > 300_000) throw new Error("the works were not Applied and Available within 300 s");
+        await sleep(100);
+      }
+      applyMs = performance.now() - t1;
+    }
+    if (policies > 0) {
+      const t1 = performance.now();
+      const base = `/apis/policy.open-cluster-management.io/v1/namespaces/${cluster}/policies`;
+      for (let i = 0; i < policies; i++) {
+        const r = await admin(hub, "POST", base, replicatedPolicy(cluster, i));
+        if (r.status !== 201) throw new Error(`creating policy ${i}: ${r.status} ${JSON.stringify(r.body)}`);
+      }
+      for (;;) {
+        // eslint-disable-next-line @typescript-eslint/no-explicit-any
+        const items = (((await admin(hub, "GET", base)).body as any)?.items ?? []) as { status?: { compliant?: string } }[];
+        if (items.length === policies && items.every((p) => p.status?.compliant === "Compliant")) break;
+        if (performance.now() - t1 > 120_000) throw new Error(`the policies were not Compliant within 120 s:\n${log}`);
         await sleep(100);
       }
       applyMs = performance.now() - t1;
@@ -229,10 +273,11 @@ const hub = await startHub();
 try {
   const results = [await run(hub, "idle, no works", "bench-idle", 0)];
   if (WORKS > 0) results.push(await run(hub, `${WORKS} works x ${MANIFESTS} ConfigMaps`, "bench-works", WORKS));
+  if (POLICIES > 0) results.push(await run(hub, `${POLICIES} compliant policies (policy controller loaded)`, "bench-policies", 0, POLICIES));
   const image = imageRuntime();
   printTable(
     `flotilla-agent, --transport ${TRANSPORT} (${process.version}; as the image runs it: ${[...Object.entries(image.env).map(([k, v]) => `${k}=${v}`), "node", ...image.flags].join(" ")}; idle window ${IDLE_SECONDS} s)`,
-    ["run", "start to Available ms", "works applied ms", "RSS steady MiB", "RSS peak MiB", "heap used MiB", "idle CPU % of a core"],
+    ["run", "start to Available ms", "works applied (policies compliant) ms", "RSS steady MiB", "RSS peak MiB", "heap used MiB", "idle CPU % of a core"],
     results.map((r) => [
       r.label,
       r.startToAvailableMs.toFixed(0),

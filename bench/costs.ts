@@ -26,8 +26,20 @@
  *   BENCH_CLUSTERS     clusters (default 20)
  *   BENCH_SAMPLES      samples per operation (default 10; steady heartbeats and polls take 5x)
  *   BENCH_PLACEMENTS   placements of the fleet (default 10)
+ *   BENCH_IDLE_LEASE_SECONDS   lease of the idle agent (below; default 5)
+ *   BENCH_IDLE_LEASES          leases the idle agent is measured over (default 12)
+ *   BENCH_IDLE_ONLY=1          only the idle cluster, on a hub with nothing else
+ *
+ * Last, the idle cluster (issue 32, "cost stays with change"): a real agent process (the bundled
+ * `flotilla-agent --simulate`, ws transport, `--status-sync-interval` 10 s: its works synced and
+ * its policies evaluated every 10 s) with 3 add-ons (OCM's deploy works
+ * `addon-<name>-deploy-0`; the fleet's replica set, whose placement picks every cluster, adds a
+ * fourth work) and 10 Policies it enforces and finds compliant (a musthave Namespace each), measured once everything is applied and compliant: what it costs per lease while nothing
+ * changes (its pings are auto-answered, and no compliance or status travels).
  */
-import { readdirSync, rmSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../agent/src/credentials.ts";
@@ -43,6 +55,12 @@ import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, type HubMessage } from
 const CLUSTERS = Number(process.env.BENCH_CLUSTERS ?? 20);
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 10);
 const PLACEMENTS = Number(process.env.BENCH_PLACEMENTS ?? 10);
+const IDLE_LEASE = Number(process.env.BENCH_IDLE_LEASE_SECONDS ?? 5);
+const IDLE_LEASES = Number(process.env.BENCH_IDLE_LEASES ?? 12);
+const ADDONS = ["observability", "logging", "backup"];
+const POLICY_COUNT = 10;
+/** `BENCH_IDLE_ONLY=1`: measure the idle cluster alone, on a hub with nothing else (no fleet, no other alarm). */
+const IDLE_ONLY = process.env.BENCH_IDLE_ONLY === "1";
 
 const G = "cluster.open-cluster-management.io";
 const MC = `/apis/${G}/v1/managedclusters`;
@@ -274,6 +292,250 @@ const per = (x: number, n: number): string => {
 const p50 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 const sum = (r: Record<string, number>): number => Object.values(r).reduce((a, b) => a + b, 0);
 
+/** A replicated Policy (`<rootns>.<rootname>` in the cluster's namespace, OCM's labels) enforcing a musthave Namespace. */
+function replicatedPolicy(cluster: string, i: number) {
+  const name = `policies.ns-${i}`;
+  return {
+    apiVersion: "policy.open-cluster-management.io/v1",
+    kind: "Policy",
+    metadata: {
+      name,
+      labels: { "policy.open-cluster-management.io/root-policy": name, "policy.open-cluster-management.io/cluster-name": cluster, "policy.open-cluster-management.io/cluster-namespace": cluster },
+    },
+    spec: {
+      disabled: false,
+      remediationAction: "enforce",
+      "policy-templates": [
+        {
+          objectDefinition: {
+            apiVersion: "policy.open-cluster-management.io/v1",
+            kind: "ConfigurationPolicy",
+            metadata: { name: `ns-${i}` },
+            spec: { remediationAction: "inform", severity: "low", "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: `bench-policy-${i}` } } }] },
+          },
+        },
+      ],
+    },
+  };
+}
+
+/**
+ * The idle cluster of the module comment: starts the agent, gives it 3 add-on deploy works and 10
+ * enforced Policies, waits until the works are applied and every Policy's newest compliance event
+ * says `found as specified` (after `was created successfully`), then measures
+ * {@link IDLE_LEASES} leases of nothing happening. One sample per lease.
+ */
+async function idleClusterWithPolicies(hub: Hub): Promise<Measured> {
+  const cluster = "idle-policies";
+  const dir = mkdtempSync(path.join(os.tmpdir(), "flotilla-bench-costs-"));
+  const token = await createBootstrapToken(hub, { autoApprove: true });
+  const agent = spawn(process.execPath, [path.join(process.cwd(), "agent/bin/flotilla-agent.js"), "--hub-url", hub.url, "--cluster-name", cluster, "--bootstrap-token", token, "--simulate", "--simulate-state", path.join(dir, "sim.json"), "--status-sync-interval", "10"], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let output = "";
+  agent.stderr!.on("data", (d: Buffer) => (output += d.toString()));
+  const until = async (what: string, cond: () => Promise<boolean>, timeoutMs = 120_000) => {
+    const end = Date.now() + timeoutMs;
+    while (!(await cond())) {
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}; the agent's log:\n${output.slice(-3000)}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  };
+  try {
+    await until("the idle agent to register", async () => (await admin(hub, "GET", `${MC}/${cluster}`)).status === 200);
+    await adminOk(hub, "PATCH", `${MC}/${cluster}`, { spec: { leaseDurationSeconds: IDLE_LEASE } }, "lease", MERGE);
+    for (const name of ADDONS) {
+      const work = {
+        apiVersion: "work.open-cluster-management.io/v1",
+        kind: "ManifestWork",
+        metadata: { name: `addon-${name}-deploy-0`, labels: { "open-cluster-management.io/addon-name": name }, annotations: { "addon.flotilla.dev/install-namespace": `${name}-agent`, "addon.flotilla.dev/health-check-mode": "None" } },
+        spec: { workload: { manifests: [{ apiVersion: "v1", kind: "Namespace", metadata: { name: `${name}-agent` } }, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${name}-config`, namespace: `${name}-agent` }, data: { addon: name } }] } },
+      };
+      await adminOk(hub, "POST", MW(cluster), work, `add-on ${name}`);
+    }
+    for (let i = 0; i < POLICY_COUNT; i++) await adminOk(hub, "POST", `/apis/policy.open-cluster-management.io/v1/namespaces/${cluster}/policies`, replicatedPolicy(cluster, i), `policy ${i}`);
+    await until("the add-ons applied", async () => {
+      const items = ((await admin(hub, "GET", `${MW(cluster)}?labelSelector=${encodeURIComponent("open-cluster-management.io/addon-name")}`)).body as { items: { status?: { conditions?: { type: string; status: string }[] } }[] }).items;
+      return items.length === ADDONS.length && items.every((w) => w.status?.conditions?.some((c) => c.type === "Applied" && c.status === "True"));
+    });
+    await until("every policy compliant, found as specified", async () => {
+      const items = ((await admin(hub, "GET", `/apis/policy.open-cluster-management.io/v1/namespaces/${cluster}/policies`)).body as { items: { status?: { compliant?: string; details?: { history?: { message?: string }[] }[] } }[] }).items;
+      return items.length === POLICY_COUNT && items.every((p) => p.status?.compliant === "Compliant" && p.status.details?.[0]?.history?.[0]?.message?.includes("found as specified"));
+    });
+    const label = `idle cluster, ${ADDONS.length} add-ons and ${POLICY_COUNT} compliant policies (per lease of ${IDLE_LEASE} s; agent process, ws)`;
+    const measured = await measure(hub, label, IDLE_LEASES, async () => {
+      await new Promise((r) => setTimeout(r, IDLE_LEASE * 1000));
+      return { ms: 0 };
+    });
+    if (/policy compliance report failed|could not load the policy controller/.test(output)) throw new Error(`the idle agent failed:\n${output.slice(-3000)}`);
+    return measured;
+  } finally {
+    agent.kill("SIGTERM");
+    await new Promise((r) => (agent.exitCode !== null ? r(null) : agent.once("exit", r)));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The fleet's operations of the module comment, one after another, each measured into `results`;
+ * the agents' channels are closed at the end.
+ */
+async function fleetOperations(hub: Hub, results: Measured[]): Promise<void> {
+  const token = await createBootstrapToken(hub, { autoApprove: true });
+  const client = new HubClient({ hubUrl: hub.url });
+  const agents: Agent[] = [];
+  for (let i = 0; i < CLUSTERS; i++) {
+    agents.push({
+      name: `cost-${String(i).padStart(3, "0")}`,
+      key: await generateAgentKeyPair(),
+      status: {
+        healthy: true,
+        version: { kubernetes: "v1.31.2" },
+        capacity: { cpu: "12", memory: "48Gi", pods: "330" },
+        allocatable: { cpu: "11400m", memory: `${40 + i}Gi`, pods: "330" },
+        clusterClaims: [{ name: "region", value: "bench" }],
+      },
+      works: [],
+    });
+  }
+  const agentAt = (i: number) => agents[i % agents.length]!;
+
+  results.push(
+    await measure(hub, "registration (a new cluster)", CLUSTERS, async (i) => {
+      const a = agents[i]!;
+      const t0 = performance.now();
+      const proof = await signProof(a.name, a.key, `id-${a.name}`);
+      const r = await client.register(token, { clusterName: a.name, clusterId: `id-${a.name}`, publicKey: a.key.publicJwk, proof, claims: [] });
+      if (!r.ok) throw new Error(`register ${a.name}: ${JSON.stringify(r.error)}`);
+      a.keyTag = client.keyTag(a.key.kid);
+      return { ms: performance.now() - t0 };
+    }),
+  );
+  await createNamespaces(hub, "apps");
+  await adminOk(hub, "POST", `/apis/${G}/v1beta2/namespaces/apps/managedclustersetbindings`, { apiVersion: `${G}/v1beta2`, kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } }, "binding");
+  for (let p = 0; p < PLACEMENTS; p++) await adminOk(hub, "POST", PL, placement(`fleet-${p}`, 5), "placement");
+  await adminOk(hub, "POST", PL, placement("all"), "placement all");
+
+  const heartbeat = (a: Agent) => timed(() => agentFetch(hub, a, "POST", "/heartbeat", a.status), `heartbeat ${a.name}`);
+  results.push(await measure(hub, "heartbeat, first (the cluster joins: Available)", CLUSTERS, (i) => heartbeat(agents[i]!)));
+  results.push(await measure(hub, "heartbeat, steady (nothing changed)", 5 * SAMPLES, (i) => heartbeat(agentAt(i))));
+  results.push(
+    await measure(hub, "heartbeat with a change the scheduler reads (allocatable cpu)", SAMPLES, (i) => {
+      const a = agentAt(i);
+      a.status = { ...a.status, allocatable: { ...a.status.allocatable, cpu: `${11400 - 100 * (i + 1)}m` } };
+      return heartbeat(a);
+    }),
+  );
+  // The cluster with the most memory is in every fleet placement's 5; halving its memory takes
+  // it out of all of them (another cluster comes in), restoring it puts it back.
+  const top = agents[agents.length - 1]!;
+  const topMemory = top.status.allocatable.memory ?? "59Gi";
+  results.push(
+    await measure(hub, `heartbeat with a change that moves ${PLACEMENTS} placements' decisions (memory)`, SAMPLES, (i) => {
+      top.status = { ...top.status, allocatable: { ...top.status.allocatable, memory: i % 2 === 0 ? "20Gi" : topMemory } };
+      return heartbeat(top);
+    }),
+  );
+  results.push(
+    await measure(hub, "heartbeat with a change the scheduler does not read (version)", SAMPLES, (i) => {
+      const a = agentAt(i);
+      a.status = { ...a.status, version: { kubernetes: `v1.31.${3 + i}` } };
+      return heartbeat(a);
+    }),
+  );
+
+  for (const a of agents) {
+    const r = await agentFetch(hub, a, "GET", "/works");
+    a.etag = r.headers.get("etag") ?? undefined;
+    await r.arrayBuffer();
+  }
+  results.push(
+    await measure(hub, "works poll, idle (ETag matches, 304)", 5 * SAMPLES, (i) => {
+      const a = agentAt(i);
+      return timed(() => agentFetch(hub, a, "GET", "/works", undefined, { "if-none-match": a.etag! }), `poll ${a.name}`);
+    }),
+  );
+  // The channel (docs/agent-protocol.md "Channel"): each agent connected once, then what a
+  // connected cluster costs while idle (its pings) and per change.
+  for (const a of agents) a.channel = await connectChannel(hub, a);
+  results.push(
+    await measure(hub, "channel ping, steady (auto-answered pong)", 5 * SAMPLES, async (i) => {
+      const a = agentAt(i);
+      const t0 = performance.now();
+      const pong = a.channel!.next((f) => f === CHANNEL_PONG);
+      a.channel!.ws.send(CHANNEL_PING);
+      await pong;
+      return { ms: performance.now() - t0 };
+    }),
+  );
+  results.push(
+    await measure(hub, "channel status message with a change the scheduler does not read (version)", SAMPLES, (i) => {
+      const a = agentAt(i);
+      a.status = { ...a.status, version: { kubernetes: `v1.32.${i}` } };
+      return channelRequest(a, { type: "status", status: a.status });
+    }),
+  );
+  results.push(
+    await measure(hub, "channel status message with a change the scheduler reads (allocatable cpu)", SAMPLES, (i) => {
+      const a = agentAt(i);
+      a.status = { ...a.status, allocatable: { ...a.status.allocatable, cpu: `${10000 - 100 * (i + 1)}m` } };
+      return channelRequest(a, { type: "status", status: a.status });
+    }),
+  );
+  results.push(
+    await measure(hub, "label change of a ManagedCluster (admin merge patch)", SAMPLES, async (i) => ({
+      ms: (await adminOk(hub, "PATCH", `${MC}/${agentAt(i).name}`, { metadata: { labels: { tier: `t${i}` } } }, "label", MERGE)).ms,
+    })),
+  );
+  results.push(await measure(hub, "Placement create (PickN 3, decided on return)", SAMPLES, async (i) => ({ ms: (await adminOk(hub, "POST", PL, placement(`new-${i}`, 3), "placement create")).ms })));
+  results.push(
+    await measure(hub, "Placement update (numberOfClusters 3 to 4)", SAMPLES, async (i) => ({
+      ms: (await adminOk(hub, "PATCH", `${PL}/new-${i}`, { spec: { numberOfClusters: 4 } }, "placement update", MERGE)).ms,
+    })),
+  );
+  results.push(
+    await measure(hub, "ManifestWork create (admin API)", SAMPLES, async (i) => {
+      const a = agentAt(i);
+      const name = `hello-${i}`;
+      const r = await adminOk(hub, "POST", MW(a.name), { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name }, spec: workload(name) }, "work create");
+      a.works.push({ name, uid: r.body.metadata.uid });
+      return { ms: r.ms };
+    }),
+  );
+  results.push(
+    await measure(hub, "work status report (agent PUT status)", SAMPLES, (i) => {
+      const a = agentAt(i);
+      const w = a.works[0]!;
+      return timed(() => agentFetch(hub, a, "PUT", `/works/${w.name}/status`, { uid: w.uid, status: workStatus(1, `applied, report ${i}`) }), `report ${a.name}`);
+    }),
+  );
+  results.push(
+    await measure(hub, "work status report over the channel", SAMPLES, (i) => {
+      const a = agentAt(i);
+      const w = a.works[0]!;
+      return channelRequest(a, { type: "report", work: w.name, report: { uid: w.uid, status: workStatus(1, `applied, channel report ${i}`) } });
+    }),
+  );
+  results.push(
+    await measure(hub, `ManifestWorkReplicaSet create over ${CLUSTERS} clusters (all its works)`, 1, async () => ({
+      ms: (await adminOk(hub, "POST", MWRS, { apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", metadata: { name: "fleet" }, spec: { placementRefs: [{ name: "all", rolloutStrategy: { type: "All" } }], manifestWorkTemplate: workload("fleet") } }, "replica set")).ms,
+    })),
+  );
+
+  const fleetWorks = await admin(hub, "GET", "/apis/work.open-cluster-management.io/v1/manifestworks?labelSelector=work.open-cluster-management.io%2Fmanifestworkreplicaset%3Dapps.fleet");
+  const owned = new Map((fleetWorks.body as { items: { metadata: { namespace: string; name: string; uid: string } }[] }).items.map((w) => [w.metadata.namespace, w.metadata]));
+  results.push(
+    await measure(hub, "work status report of a replica set's work (its summary follows)", SAMPLES, (i) => {
+      const a = agentAt(i);
+      const w = owned.get(a.name);
+      if (!w) throw new Error(`no replica set work in ${a.name}`);
+      return timed(() => agentFetch(hub, a, "PUT", `/works/${w.name}/status`, { uid: w.uid, status: workStatus(1, `applied, report ${i}`) }), `report ${a.name}`);
+    }),
+  );
+
+  for (const a of agents) a.channel?.ws.close(1000);
+}
+
 async function main(): Promise<void> {
   log("starting the metered hub (npm start with bench/meter/wrangler.toml) ...");
   const hub = await startHub({ wranglerArgs: ["--config", "bench/meter/wrangler.toml"] });
@@ -281,159 +543,8 @@ async function main(): Promise<void> {
   let stopped = false;
   try {
     await meter(hub);
-    const token = await createBootstrapToken(hub, { autoApprove: true });
-    const client = new HubClient({ hubUrl: hub.url });
-    const agents: Agent[] = [];
-    for (let i = 0; i < CLUSTERS; i++) {
-      agents.push({
-        name: `cost-${String(i).padStart(3, "0")}`,
-        key: await generateAgentKeyPair(),
-        status: {
-          healthy: true,
-          version: { kubernetes: "v1.31.2" },
-          capacity: { cpu: "12", memory: "48Gi", pods: "330" },
-          allocatable: { cpu: "11400m", memory: `${40 + i}Gi`, pods: "330" },
-          clusterClaims: [{ name: "region", value: "bench" }],
-        },
-        works: [],
-      });
-    }
-    const agentAt = (i: number) => agents[i % agents.length]!;
-
-    results.push(
-      await measure(hub, "registration (a new cluster)", CLUSTERS, async (i) => {
-        const a = agents[i]!;
-        const t0 = performance.now();
-        const proof = await signProof(a.name, a.key, `id-${a.name}`);
-        const r = await client.register(token, { clusterName: a.name, clusterId: `id-${a.name}`, publicKey: a.key.publicJwk, proof, claims: [] });
-        if (!r.ok) throw new Error(`register ${a.name}: ${JSON.stringify(r.error)}`);
-        a.keyTag = client.keyTag(a.key.kid);
-        return { ms: performance.now() - t0 };
-      }),
-    );
-    await createNamespaces(hub, "apps");
-    await adminOk(hub, "POST", `/apis/${G}/v1beta2/namespaces/apps/managedclustersetbindings`, { apiVersion: `${G}/v1beta2`, kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } }, "binding");
-    for (let p = 0; p < PLACEMENTS; p++) await adminOk(hub, "POST", PL, placement(`fleet-${p}`, 5), "placement");
-    await adminOk(hub, "POST", PL, placement("all"), "placement all");
-
-    const heartbeat = (a: Agent) => timed(() => agentFetch(hub, a, "POST", "/heartbeat", a.status), `heartbeat ${a.name}`);
-    results.push(await measure(hub, "heartbeat, first (the cluster joins: Available)", CLUSTERS, (i) => heartbeat(agents[i]!)));
-    results.push(await measure(hub, "heartbeat, steady (nothing changed)", 5 * SAMPLES, (i) => heartbeat(agentAt(i))));
-    results.push(
-      await measure(hub, "heartbeat with a change the scheduler reads (allocatable cpu)", SAMPLES, (i) => {
-        const a = agentAt(i);
-        a.status = { ...a.status, allocatable: { ...a.status.allocatable, cpu: `${11400 - 100 * (i + 1)}m` } };
-        return heartbeat(a);
-      }),
-    );
-    // The cluster with the most memory is in every fleet placement's 5; halving its memory takes
-    // it out of all of them (another cluster comes in), restoring it puts it back.
-    const top = agents[agents.length - 1]!;
-    const topMemory = top.status.allocatable.memory ?? "59Gi";
-    results.push(
-      await measure(hub, `heartbeat with a change that moves ${PLACEMENTS} placements' decisions (memory)`, SAMPLES, (i) => {
-        top.status = { ...top.status, allocatable: { ...top.status.allocatable, memory: i % 2 === 0 ? "20Gi" : topMemory } };
-        return heartbeat(top);
-      }),
-    );
-    results.push(
-      await measure(hub, "heartbeat with a change the scheduler does not read (version)", SAMPLES, (i) => {
-        const a = agentAt(i);
-        a.status = { ...a.status, version: { kubernetes: `v1.31.${3 + i}` } };
-        return heartbeat(a);
-      }),
-    );
-
-    for (const a of agents) {
-      const r = await agentFetch(hub, a, "GET", "/works");
-      a.etag = r.headers.get("etag") ?? undefined;
-      await r.arrayBuffer();
-    }
-    results.push(
-      await measure(hub, "works poll, idle (ETag matches, 304)", 5 * SAMPLES, (i) => {
-        const a = agentAt(i);
-        return timed(() => agentFetch(hub, a, "GET", "/works", undefined, { "if-none-match": a.etag! }), `poll ${a.name}`);
-      }),
-    );
-    // The channel (docs/agent-protocol.md "Channel"): each agent connected once, then what a
-    // connected cluster costs while idle (its pings) and per change.
-    for (const a of agents) a.channel = await connectChannel(hub, a);
-    results.push(
-      await measure(hub, "channel ping, steady (auto-answered pong)", 5 * SAMPLES, async (i) => {
-        const a = agentAt(i);
-        const t0 = performance.now();
-        const pong = a.channel!.next((f) => f === CHANNEL_PONG);
-        a.channel!.ws.send(CHANNEL_PING);
-        await pong;
-        return { ms: performance.now() - t0 };
-      }),
-    );
-    results.push(
-      await measure(hub, "channel status message with a change the scheduler does not read (version)", SAMPLES, (i) => {
-        const a = agentAt(i);
-        a.status = { ...a.status, version: { kubernetes: `v1.32.${i}` } };
-        return channelRequest(a, { type: "status", status: a.status });
-      }),
-    );
-    results.push(
-      await measure(hub, "channel status message with a change the scheduler reads (allocatable cpu)", SAMPLES, (i) => {
-        const a = agentAt(i);
-        a.status = { ...a.status, allocatable: { ...a.status.allocatable, cpu: `${10000 - 100 * (i + 1)}m` } };
-        return channelRequest(a, { type: "status", status: a.status });
-      }),
-    );
-    results.push(
-      await measure(hub, "label change of a ManagedCluster (admin merge patch)", SAMPLES, async (i) => ({
-        ms: (await adminOk(hub, "PATCH", `${MC}/${agentAt(i).name}`, { metadata: { labels: { tier: `t${i}` } } }, "label", MERGE)).ms,
-      })),
-    );
-    results.push(await measure(hub, "Placement create (PickN 3, decided on return)", SAMPLES, async (i) => ({ ms: (await adminOk(hub, "POST", PL, placement(`new-${i}`, 3), "placement create")).ms })));
-    results.push(
-      await measure(hub, "Placement update (numberOfClusters 3 to 4)", SAMPLES, async (i) => ({
-        ms: (await adminOk(hub, "PATCH", `${PL}/new-${i}`, { spec: { numberOfClusters: 4 } }, "placement update", MERGE)).ms,
-      })),
-    );
-    results.push(
-      await measure(hub, "ManifestWork create (admin API)", SAMPLES, async (i) => {
-        const a = agentAt(i);
-        const name = `hello-${i}`;
-        const r = await adminOk(hub, "POST", MW(a.name), { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name }, spec: workload(name) }, "work create");
-        a.works.push({ name, uid: r.body.metadata.uid });
-        return { ms: r.ms };
-      }),
-    );
-    results.push(
-      await measure(hub, "work status report (agent PUT status)", SAMPLES, (i) => {
-        const a = agentAt(i);
-        const w = a.works[0]!;
-        return timed(() => agentFetch(hub, a, "PUT", `/works/${w.name}/status`, { uid: w.uid, status: workStatus(1, `applied, report ${i}`) }), `report ${a.name}`);
-      }),
-    );
-    results.push(
-      await measure(hub, "work status report over the channel", SAMPLES, (i) => {
-        const a = agentAt(i);
-        const w = a.works[0]!;
-        return channelRequest(a, { type: "report", work: w.name, report: { uid: w.uid, status: workStatus(1, `applied, channel report ${i}`) } });
-      }),
-    );
-    results.push(
-      await measure(hub, `ManifestWorkReplicaSet create over ${CLUSTERS} clusters (all its works)`, 1, async () => ({
-        ms: (await adminOk(hub, "POST", MWRS, { apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", metadata: { name: "fleet" }, spec: { placementRefs: [{ name: "all", rolloutStrategy: { type: "All" } }], manifestWorkTemplate: workload("fleet") } }, "replica set")).ms,
-      })),
-    );
-
-    const fleetWorks = await admin(hub, "GET", "/apis/work.open-cluster-management.io/v1/manifestworks?labelSelector=work.open-cluster-management.io%2Fmanifestworkreplicaset%3Dapps.fleet");
-    const owned = new Map((fleetWorks.body as { items: { metadata: { namespace: string; name: string; uid: string } }[] }).items.map((w) => [w.metadata.namespace, w.metadata]));
-    results.push(
-      await measure(hub, "work status report of a replica set's work (its summary follows)", SAMPLES, (i) => {
-        const a = agentAt(i);
-        const w = owned.get(a.name);
-        if (!w) throw new Error(`no replica set work in ${a.name}`);
-        return timed(() => agentFetch(hub, a, "PUT", `/works/${w.name}/status`, { uid: w.uid, status: workStatus(1, `applied, report ${i}`) }), `report ${a.name}`);
-      }),
-    );
-
-    for (const a of agents) a.channel?.ws.close(1000);
+    if (!IDLE_ONLY) await fleetOperations(hub, results);
+    results.push(await idleClusterWithPolicies(hub));
     await hub.stop();
     stopped = true;
     const rows = results.map((r) => {
@@ -453,7 +564,7 @@ async function main(): Promise<void> {
         p50(r.latencies).toFixed(0),
       ];
     });
-    console.log(`\nFlotilla unit costs (npm run bench:costs): ${CLUSTERS} clusters, ${PLACEMENTS} + 1 placements, ${SAMPLES} samples (steady heartbeats and polls ${5 * SAMPLES}); local wrangler dev on this machine, Node ${process.version}`);
+    console.log(`\nFlotilla unit costs (npm run bench:costs): ${IDLE_ONLY ? "the idle cluster alone" : `${CLUSTERS} clusters, ${PLACEMENTS} + 1 placements, ${SAMPLES} samples (steady heartbeats and polls ${5 * SAMPLES})`}; local wrangler dev on this machine, Node ${process.version}`);
     printTable("Per operation (averages over the samples; everything it set off, alarms included)", ["operation", "samples", "Worker requests", "DO requests (messages at 20:1)", "DO messages", "DO wakes", "DO rows written", "D1 calls", "D1 rows read", "D1 rows written", "workerd CPU ms", "p50 ms"], rows);
     const cls = ["cluster", "scheduler", "replicaset"] as const;
     printTable(

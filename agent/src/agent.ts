@@ -282,6 +282,8 @@ class AgentRunner {
       live: (timeoutMs) => this.hub.live(timeoutMs),
       controller: new WorkController({ kubeConfig: this.opts.kubeConfig, namespace: this.namespace, logger: this.log, requestTimeoutMs: this.timing.requestTimeoutMs, signal: this.abort.signal, ...(this.opts.evictionGracePeriodMs !== undefined ? { evictionGracePeriodMs: this.opts.evictionGracePeriodMs } : {}) }),
       deleteCredentials: () => deleteCredentials(this.opts.kubeConfig, this.namespace),
+      kubeConfig: this.opts.kubeConfig,
+      requestTimeoutMs: this.timing.requestTimeoutMs,
       logger: this.log,
       timing: {
         statusSyncIntervalMs: intervalSeconds * 1000,

@@ -11,12 +11,15 @@ import {
   ClusterInfoSchema,
   HeartbeatAnswerSchema,
   LeftAnswerSchema,
+  PolicyStatusAnswerSchema,
   RotateKeyAnswerSchema,
   WorkStatusAnswerSchema,
   WorksAnswerSchema,
   type ClusterInfo,
   type HeartbeatAnswer,
   type LeftAnswer,
+  type PolicyComplianceReport,
+  type PolicyStatusAnswer,
   type RotateKeyAnswer,
   type WorkStatusAnswer,
   type WorksAnswer,
@@ -252,6 +255,14 @@ export class HubClient {
    */
   putWorkStatus(name: string, work: string, token: string, body: WorkStatusReport): Promise<HubResult<WorkStatusAnswer>> {
     return this.call("PUT", `/agent/v1/clusters/${encodeURIComponent(name)}/works/${encodeURIComponent(work)}/status`, token, body, WorkStatusAnswerSchema);
+  }
+
+  /**
+   * `PUT /agent/v1/clusters/{name}/policies/{policy}/status` with a compliance report: 200
+   * `{resourceVersion}`; 404 the replicated Policy is gone; 409 its uid differs.
+   */
+  putPolicyStatus(name: string, policy: string, token: string, body: PolicyComplianceReport): Promise<HubResult<PolicyStatusAnswer>> {
+    return this.call("PUT", `/agent/v1/clusters/${encodeURIComponent(name)}/policies/${encodeURIComponent(policy)}/status`, token, body, PolicyStatusAnswerSchema);
   }
 
   /** `POST /agent/v1/clusters/{name}/left` with `{}`: 200 once the hub took note; 409 when the cluster is not leaving. */

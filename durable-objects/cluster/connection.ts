@@ -23,9 +23,11 @@ import { INVALID_AGENT_CREDENTIAL } from "../../src/auth/credentials.ts";
 import type { Heartbeat } from "../../src/agent/protocol.ts";
 import { decode } from "../../src/agent/routes.ts";
 import { reportWorkStatus } from "../../src/agent/work-report.ts";
+import { reportPolicyCompliance } from "../../src/agent/policy-report.ts";
 import { deliveredWorks } from "../../src/agent/delivered.ts";
 import { COUNTED } from "../../src/metrics/families.ts";
 import { count, flushSoon } from "../../src/metrics/recorder.ts";
+import { splitDelivered } from "../../src/work/namespace-works.ts";
 import { clock } from "../../src/clock.ts";
 import type { Env } from "../../src/env.ts";
 import {
@@ -36,6 +38,7 @@ import {
   CHANNEL_PONG,
   CHANNEL_SUBPROTOCOL,
   ChannelReportSchema,
+  ChannelComplianceSchema,
   ChannelStatusSchema,
   CloseCodes,
   type AgentMessage,
@@ -240,6 +243,13 @@ export class AgentConnection {
         const stored = await reportWorkStatus(this.env, attachment.cluster, msg.work, report, bytes, (p) => this.ctx.waitUntil(p));
         return { type: "ack", id: msg.id, resourceVersion: stored?.metadata.resourceVersion ?? "" };
       }
+      case "compliance": {
+        const report = decode(ChannelComplianceSchema, msg.report, "policystatuses");
+        const current = this.requireCluster();
+        if (!this.host.accepted(current)) throw forbidden(`cluster ${current.metadata.name} is not accepted by the hub`);
+        const stored = await reportPolicyCompliance(this.env, attachment.cluster, msg.policy, report, (p) => this.ctx.waitUntil(p));
+        return { type: "ack", id: msg.id, resourceVersion: stored.metadata.resourceVersion ?? "" };
+      }
       case "left": {
         this.leaving = { ws, id: msg.id };
         try {
@@ -296,12 +306,15 @@ export class AgentConnection {
     if (sockets.length === 0) return;
     let message: string | null = null;
     if (items) {
-      const works = items.map(({ status: _status, ...rest }) => rest as KubeObject);
-      message = JSON.stringify({ type: "works", etag, leaving, works } satisfies HubMessage);
+      const split = splitDelivered(items);
+      const strip = (list: KubeObject[]) => list.map(({ status: _status, ...rest }) => rest as KubeObject);
+      const works = strip(split.works);
+      // `policies` only when there are some: a cluster without policies gets the message it always got.
+      message = JSON.stringify({ type: "works", etag, leaving, works, ...(split.policies.length ? { policies: strip(split.policies) } : {}) } satisfies HubMessage);
       if (message.length > CHANNEL_MAX_WORKS_MESSAGE_BYTES) message = null;
       else {
         const cluster = (sockets[0]!.deserializeAttachment() as ConnectionAttachment | null)?.cluster;
-        if (cluster) deliveredWorks.delivered(cluster, items, message.length);
+        if (cluster) deliveredWorks.delivered(cluster, split.works, message.length);
       }
     }
     message ??= JSON.stringify({ type: "works-changed", etag, leaving } satisfies HubMessage);

@@ -8,6 +8,7 @@ import { tooManyRequests, type Status } from "../../src/k8s/errors.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
 import { database, listObjects } from "../../src/k8s/store.ts";
 import { ManifestWorkKind } from "../../src/kinds/manifestwork.ts";
+import { PolicyKind, isReplicatedPolicy } from "../../src/kinds/policy.ts";
 import { NamespaceWorks, type WorkDelta } from "../../src/work/namespace-works.ts";
 import { clock } from "../../src/clock.ts";
 import type { ClusterState } from "./state.ts";
@@ -114,14 +115,23 @@ export class WorksDelivery {
   }
 
   /**
-   * The works of cluster `name`'s namespace as kept here (src/work/namespace-works.ts), read from
-   * D1 when none are kept (`read` true then); null when the namespace holds too many bytes of
-   * works to keep (a poll then reads them from D1 in the Worker).
+   * The works and replicated Policies of cluster `name`'s namespace as kept here
+   * (src/work/namespace-works.ts; `splitDelivered` separates them), read from D1 when none are
+   * kept (`read` true then); null when the namespace holds too many bytes of them to keep (a poll
+   * then reads them from D1 in the Worker, {@link readDelivered}).
    */
   current(name: string): Promise<{ works: KubeObject[]; read: boolean } | null> {
-    return this.works.current(clock.now(), async () => {
-      const { items, resourceVersion } = await listObjects(database(this.env.DB), ManifestWorkKind, name);
-      return { items, resourceVersion: Number(resourceVersion) };
-    });
+    return this.works.current(clock.now(), () => readDelivered(this.env, name));
   }
+}
+
+/**
+ * The ManifestWorks and replicated Policies of cluster `name`'s namespace, from D1, with the
+ * store's resourceVersion both reads reflect (the older of the two snapshots: a change newer than
+ * it is taken from the hook, src/work/namespace-works.ts).
+ */
+export async function readDelivered(env: Env, name: string): Promise<{ items: KubeObject[]; resourceVersion: number }> {
+  const db = database(env.DB);
+  const [works, policies] = await Promise.all([listObjects(db, ManifestWorkKind, name), listObjects(db, PolicyKind, name)]);
+  return { items: [...works.items, ...policies.items.filter(isReplicatedPolicy)], resourceVersion: Math.min(Number(works.resourceVersion), Number(policies.resourceVersion)) };
 }

@@ -9,7 +9,7 @@
  * is validated exactly as a heartbeat is and a report as `PUT .../works/{work}/status` is.
  */
 import { z } from "zod";
-import { HeartbeatSchema, WorkStatusReportSchema } from "./protocol.ts";
+import { HeartbeatSchema, PolicyComplianceReportSchema, WorkStatusReportSchema } from "./protocol.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import type { Status } from "../k8s/errors.ts";
 import type { ChannelHubMessage } from "./protocol-answers.ts";
@@ -31,11 +31,17 @@ export const ReportMessageSchema = z.strictObject({ type: z.literal("report"), i
 export const LeftMessageSchema = z.strictObject({ type: z.literal("left"), id: requestId });
 
 /**
+ * `compliance`: the compliance of the replicated Policy `policy` changed: the body of
+ * `PUT .../policies/{policy}/status` (src/agent/protocol.ts `PolicyComplianceReportSchema`).
+ */
+export const ComplianceMessageSchema = z.strictObject({ type: z.literal("compliance"), id: requestId, policy: z.string().min(1).max(253), report: z.unknown() });
+
+/**
  * A message from the agent, checked for its envelope only: its body (`status`, `report`) is
  * validated as the matching HTTP body is, so a bad body is answered with a Status (400, 422)
  * and the connection stays.
  */
-export const AgentMessageSchema = z.discriminatedUnion("type", [HelloMessageSchema, StatusMessageSchema, ReportMessageSchema, LeftMessageSchema]);
+export const AgentMessageSchema = z.discriminatedUnion("type", [HelloMessageSchema, StatusMessageSchema, ReportMessageSchema, LeftMessageSchema, ComplianceMessageSchema]);
 /** A message from the agent (envelope checked). */
 export type AgentMessage = z.infer<typeof AgentMessageSchema>;
 
@@ -43,6 +49,8 @@ export type AgentMessage = z.infer<typeof AgentMessageSchema>;
 export const ChannelStatusSchema = HeartbeatSchema;
 /** The schema of a `report` message's body. */
 export const ChannelReportSchema = WorkStatusReportSchema;
+/** The schema of a `compliance` message's body. */
+export const ChannelComplianceSchema = PolicyComplianceReportSchema;
 
 /** Messages from the hub. */
 export type HubMessage =
@@ -50,11 +58,11 @@ export type HubMessage =
   | { type: "welcome"; leaseDurationSeconds: number; worksEtag: string; leaving: boolean }
   /** The cluster's lease interval changed (an admin set `spec.leaseDurationSeconds`): ping at this interval from now on (seconds). */
   | { type: "lease"; leaseDurationSeconds: number }
-  /** The namespace's works (without status), when they differ from the agent's ETag, and at each change. */
-  | { type: "works"; etag: string; leaving: boolean; works: KubeObject[] }
+  /** The namespace's works and replicated Policies (without status), when they differ from the agent's ETag, and at each change. */
+  | { type: "works"; etag: string; leaving: boolean; works: KubeObject[]; policies?: KubeObject[] }
   /** The works changed but are too large to send (see {@link CHANNEL_MAX_WORKS_MESSAGE_BYTES}): read them over HTTP. */
   | { type: "works-changed"; etag: string; leaving: boolean }
-  /** A request done: `status` (with the lease interval, seconds), `report` (with the work's new resourceVersion) or `left`. */
+  /** A request done: `status` (with the lease interval, seconds), `report` and `compliance` (with the object's new resourceVersion) or `left`. */
   | { type: "ack"; id: string; resourceVersion?: string; leaseDurationSeconds?: number }
   /** A request refused: the Kubernetes Status the HTTP route would answer (400, 403, 404, 409, 422, ...). */
   | { type: "error"; id: string; status: Status };
@@ -65,7 +73,7 @@ export type HubMessage =
  * field except the works themselves, which are KubeObjects (the decoder checks their name, uid
  * and spec at run time).
  */
-type HubMessageShape<M> = M extends { works: unknown } ? Omit<M, "works"> & { works: unknown[] } : M extends { status: Status } ? Omit<M, "status"> & { status: { code: number; reason?: string; message?: string } } : M;
-type DecodedShape<M> = M extends { works: unknown } ? Omit<M, "works"> & { works: unknown[] } : M;
+type HubMessageShape<M> = M extends { works: unknown } ? Omit<M, "works" | "policies"> & { works: unknown[]; policies?: unknown[] } : M extends { status: Status } ? Omit<M, "status"> & { status: { code: number; reason?: string; message?: string } } : M;
+type DecodedShape<M> = M extends { works: unknown } ? Omit<M, "works" | "policies"> & { works: unknown[]; policies?: unknown[] } : M;
 export type HubMessagesDecodable = HubMessageShape<HubMessage> extends DecodedShape<ChannelHubMessage> ? true : never;
 true satisfies HubMessagesDecodable;

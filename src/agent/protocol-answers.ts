@@ -71,14 +71,30 @@ export const DeliveredWorkSchema = z.looseObject({
 export type DeliveredWork = z.infer<typeof DeliveredWorkSchema>;
 
 /**
+ * A replicated Policy (`policy.open-cluster-management.io/v1`, `<rootns>.<rootname>` in the
+ * cluster's namespace) as the works delivery carries it: the stored object without `status`. Only
+ * what the agent keys on is checked (name, uid, a spec object); the agent reads the spec
+ * defensively (agent/src/policy/).
+ */
+export const DeliveredPolicySchema = z.looseObject({
+  metadata: z.looseObject({ name: z.string().check(z.minLength(1)), uid: z.string().check(z.minLength(1)), generation: z.optional(z.number()) }),
+  spec: z.looseObject({}),
+});
+
+/** A delivered replicated Policy. */
+export type DeliveredPolicy = z.infer<typeof DeliveredPolicySchema>;
+
+/**
  * Answer 200 of GET /agent/v1/clusters/{name}/works (header `ETag: "<etag>"` too): the works
- * ETag, whether the cluster is leaving, and every ManifestWork of the cluster's namespace. A 304
- * (the `If-None-Match` ETag still matches) has no body.
+ * ETag, whether the cluster is leaving, every ManifestWork of the cluster's namespace and, since
+ * issue 32, its replicated Policies (`policies`, absent from older hubs: none). The ETag covers
+ * both. A 304 (the `If-None-Match` ETag still matches) has no body.
  */
 export const WorksAnswerSchema = z.object({
   etag,
   leaving: z.boolean(),
   works: z.array(DeliveredWorkSchema),
+  policies: z.optional(z.array(DeliveredPolicySchema)),
 });
 
 /** A works answer. */
@@ -92,6 +108,34 @@ export const WorkStatusAnswerSchema = z.object({ resourceVersion: z.string() });
 
 /** A work status answer. */
 export type WorkStatusAnswer = z.infer<typeof WorkStatusAnswerSchema>;
+
+/**
+ * Answer 200 of PUT /agent/v1/clusters/{name}/policies/{policy}/status (and the `ack` of a
+ * `compliance` message): the replicated Policy's new `resourceVersion` ("" when nothing changed).
+ */
+export const PolicyStatusAnswerSchema = z.object({ resourceVersion: z.string() });
+
+/** A policy status answer. */
+export type PolicyStatusAnswer = z.infer<typeof PolicyStatusAnswerSchema>;
+
+/**
+ * One template's compliance in a policy compliance report (src/agent/protocol.ts
+ * `PolicyComplianceReportSchema`, which the hub decodes): declared here as a plain type so that
+ * the agent's run-time code needs no classic zod.
+ */
+export interface PolicyTemplateCompliance {
+  name: string;
+  compliant: "Compliant" | "NonCompliant" | "Pending";
+  message: string;
+  /** RFC 3339: when this message began. */
+  timestamp: string;
+}
+
+/** A policy compliance report as the agent sends it. */
+export interface PolicyComplianceReport {
+  uid: string;
+  templates: PolicyTemplateCompliance[];
+}
 
 /** Answer 200 of POST /agent/v1/clusters/{name}/left: an empty object. */
 export const LeftAnswerSchema = z.object({});
@@ -109,7 +153,7 @@ export type LeftAnswer = z.infer<typeof LeftAnswerSchema>;
 export const ChannelHubMessageSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("welcome"), leaseDurationSeconds: leaseSeconds, worksEtag: etag, leaving: z.boolean() }),
   z.object({ type: z.literal("lease"), leaseDurationSeconds: leaseSeconds }),
-  z.object({ type: z.literal("works"), etag, leaving: z.boolean(), works: z.array(DeliveredWorkSchema) }),
+  z.object({ type: z.literal("works"), etag, leaving: z.boolean(), works: z.array(DeliveredWorkSchema), policies: z.optional(z.array(DeliveredPolicySchema)) }),
   z.object({ type: z.literal("works-changed"), etag, leaving: z.boolean() }),
   z.object({ type: z.literal("ack"), id: z.string(), resourceVersion: z.optional(z.string()), leaseDurationSeconds: z.optional(leaseSeconds) }),
   z.object({

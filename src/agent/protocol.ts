@@ -13,7 +13,7 @@
  */
 import * as z from "zod";
 import { addFieldErrors } from "../k8s/meta.ts";
-import { validateResourceList } from "../k8s/validation.ts";
+import { isRfc3339DateTime, validateResourceList } from "../k8s/validation.ts";
 
 /** The `aud` every agent JWT carries. */
 export const AGENT_AUDIENCE = "flotilla";
@@ -119,6 +119,31 @@ export const WorkStatusReportSchema = z.strictObject({
   released: z.literal(true).optional(),
 });
 
+/** A Policy's compliance states, as OCM's: `Compliant`, `NonCompliant`, `Pending`. */
+export const POLICY_COMPLIANCE_STATES = ["Compliant", "NonCompliant", "Pending"] as const;
+
+/**
+ * Body of PUT /agent/v1/clusters/{name}/policies/{policy}/status (and of the channel's
+ * `compliance` message): the compliance of each template of the replicated Policy `policy` (of
+ * `uid`) as the agent last evaluated it, in the Policy's template order: the template's name
+ * (its `metadata.name`), its state, OCM's compliance event message (`NonCompliant; violation -
+ * namespaces [foo] not found`, at most 4096 characters as OCM truncates it) and when that message
+ * began (RFC 3339). Sent only when a message changed (docs/agent-protocol.md "Policies").
+ */
+export const PolicyComplianceReportSchema = z.strictObject({
+  uid: z.string().min(1).max(128),
+  templates: z
+    .array(
+      z.strictObject({
+        name: z.string().min(1).max(253),
+        compliant: z.enum(POLICY_COMPLIANCE_STATES),
+        message: z.string().max(4096),
+        timestamp: z.string().max(64).refine(isRfc3339DateTime, "must be an RFC 3339 date-time (e.g. '2026-01-01T00:00:00Z')"),
+      }),
+    )
+    .max(256),
+});
+
 /** Body of POST /agent/v1/clusters/{name}/left (empty). */
 export const LeftSchema = z.strictObject({});
 
@@ -130,6 +155,8 @@ export type HeartbeatRequest = z.input<typeof HeartbeatSchema>;
 export type RotateKeyRequest = z.input<typeof RotateKeySchema>;
 /** A work status report as the agent sends it. */
 export type WorkStatusReport = z.input<typeof WorkStatusReportSchema>;
+/** A policy compliance report as the agent sends it. */
+export type PolicyComplianceReportRequest = z.input<typeof PolicyComplianceReportSchema>;
 /** A cluster claim (OCM `ManagedCluster.status.clusterClaims[]`): name 1–253, value 1–1024 characters. */
 export type ClusterClaim = z.infer<typeof claim>;
 

@@ -10,8 +10,11 @@ import { resourceKey } from "../k8s/kind.ts";
 import { checkSchema, type KubeObject } from "../k8s/meta.ts";
 import { deliveredWorks } from "./delivered.ts";
 import { reportWorkStatus } from "./work-report.ts";
-import { database, getObject, listObjects } from "../k8s/store.ts";
-import { ManifestWorkKind, MANIFEST_LIMIT_BYTES } from "../kinds/manifestwork.ts";
+import { reportPolicyCompliance } from "./policy-report.ts";
+import { splitDelivered } from "../work/namespace-works.ts";
+import { readDelivered } from "../../durable-objects/cluster/works.ts";
+import { database, getObject } from "../k8s/store.ts";
+import { MANIFEST_LIMIT_BYTES } from "../kinds/manifestwork.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { BootstrapTokenKind, parseToken, sha256Hex } from "../kinds/bootstraptoken.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
@@ -27,12 +30,14 @@ import {
   KEY_TAG_RESPONSE_HEADER,
   LeftSchema,
   MAX_WORKS_WAIT_SECONDS,
+  PolicyComplianceReportSchema,
   RegisterSchema,
   RotateKeySchema,
   WorkStatusReportSchema,
   type ClusterInfo,
   type HeartbeatAnswer,
   type LeftAnswer,
+  type PolicyStatusAnswer,
   type RotateKeyAnswer,
   type WorkStatusAnswer,
   type WorksAnswer,
@@ -202,18 +207,21 @@ async function getWorks(c: Ctx): Promise<Response> {
     return new Response(null, { status: 304, headers: { etag, "x-flotilla-d1-queries": String(res.cost.d1Queries), ...tag } });
   }
   const cluster = c.req.param("name") ?? "";
-  // The cluster's object hands over the works it knows; a namespace too large for it is read here.
-  const items = state.works ?? (await listObjects(database(c.env.DB), ManifestWorkKind, cluster)).items;
-  const works = items.map((w) => {
-    const { status, ...rest } = w;
-    void status;
-    return rest;
-  });
-  // A WorksAnswer (src/agent/protocol.ts); each work is a stored ManifestWork without its status.
-  const head: Omit<WorksAnswer, "works"> = { etag: state.etag, leaving: state.leaving };
-  const body = JSON.stringify({ ...head, works });
-  deliveredWorks.delivered(cluster, items, body.length);
-  return new Response(body, { status: 200, headers: { ...costHeaders(res.cost, state.works ? 0 : 1, res.keyTag), etag } });
+  // The cluster's object hands over the works (and replicated Policies) it knows; a namespace too
+  // large for it is read here.
+  const split = splitDelivered(state.works ?? (await readDelivered(c.env, cluster)).items);
+  const strip = (list: KubeObject[]) =>
+    list.map((w) => {
+      const { status, ...rest } = w;
+      void status;
+      return rest;
+    });
+  // A WorksAnswer (src/agent/protocol.ts); each work is a stored ManifestWork without its status,
+  // each policy a stored replicated Policy without its status (only when there are some).
+  const head: Omit<WorksAnswer, "works" | "policies"> = { etag: state.etag, leaving: state.leaving };
+  const body = JSON.stringify({ ...head, works: strip(split.works), ...(split.policies.length ? { policies: strip(split.policies) } : {}) });
+  deliveredWorks.delivered(cluster, split.works, body.length);
+  return new Response(body, { status: 200, headers: { ...costHeaders(res.cost, state.works ? 0 : 2, res.keyTag), etag } });
 }
 
 /**
@@ -236,6 +244,22 @@ async function putWorkStatus(c: Ctx): Promise<Response> {
   // (group commit), and its finished outbox row goes with theirs, just after.
   const object = await reportWorkStatus(c.env, cluster, workName, body, raw.length, (p) => c.executionCtx.waitUntil(p));
   return new Response(JSON.stringify({ resourceVersion: object?.metadata.resourceVersion ?? "" } satisfies WorkStatusAnswer), { status: 200, headers: costHeaders(res.cost, 0, res.keyTag) });
+}
+
+/**
+ * PUT a replicated Policy's compliance as the agent evaluated it (src/agent/policy-report.ts):
+ * authenticated first (a stranger's body is never read), the body read within
+ * {@link AGENT_BODY_LIMIT} and decoded strictly.
+ * @throws ApiError 404 (no such replicated Policy), 409 (uid differs), 400/422 (invalid report), 413
+ */
+async function putPolicyStatus(c: Ctx): Promise<Response> {
+  const cluster = c.req.param("name") ?? "";
+  const policy = c.req.param("policy") ?? "";
+  const res = await agentResult(c, { action: "report" });
+  if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers: costHeaders(res.cost) });
+  const body = decode(PolicyComplianceReportSchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "policystatuses");
+  const object = await reportPolicyCompliance(c.env, cluster, policy, body, (p) => c.executionCtx.waitUntil(p));
+  return new Response(JSON.stringify({ resourceVersion: object.metadata.resourceVersion ?? "" } satisfies PolicyStatusAnswer), { status: 200, headers: costHeaders(res.cost, 0, res.keyTag) });
 }
 
 /** The `/agent/v1` routes. */
@@ -283,6 +307,8 @@ export function agentRoutes(): Hono<{ Bindings: Env }> {
   app.get("/clusters/:name/works", (c) => getWorks(c));
 
   app.put("/clusters/:name/works/:work/status", (c) => putWorkStatus(c));
+
+  app.put("/clusters/:name/policies/:policy/status", (c) => putPolicyStatus(c));
 
   app.post("/clusters/:name/left", (c) =>
     agentCall(c, async () => {

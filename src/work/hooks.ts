@@ -7,9 +7,10 @@ import type { KubeObject } from "../k8s/meta.ts";
 import { database, listObjects } from "../k8s/store.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
+import { PolicyKind, isReplicatedPolicy } from "../kinds/policy.ts";
 import { AddOnPlacementScoreKind } from "../kinds/placement.ts";
 import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";
-import type { WorkDelta } from "./namespace-works.ts";
+import { DELIVERED_POLICY_KIND, type WorkDelta } from "./namespace-works.ts";
 import { storeOf } from "../store/store.ts";
 import { releaseCleanupFinalizer } from "./deletion.ts";
 
@@ -25,12 +26,20 @@ function deliveredView(obj: KubeObject | null): string {
 function workDelta(change: Change | undefined): WorkDelta | undefined {
   const stored = change?.after ?? change?.before;
   if (!change || !stored) return undefined;
-  return { name: change.name, resourceVersion: Number(stored.metadata.resourceVersion), work: change.after };
+  return { name: change.name, resourceVersion: Number(stored.metadata.resourceVersion), work: change.after, ...(change.def === PolicyKind ? { kind: DELIVERED_POLICY_KIND } : {}) };
+}
+
+/** Whether a change is of what the works delivery carries: a ManifestWork, or a replicated Policy (issue 32). */
+function delivered(change: Change): boolean {
+  if (change.def === ManifestWorkKind) return true;
+  const obj = change.after ?? change.before;
+  return change.def === PolicyKind && obj !== null && isReplicatedPolicy(obj);
 }
 
 /**
- * Works delivery: when a ManifestWork was created, deleted, or changed anything its agent
- * receives (spec or metadata; a status write does not), tells the cluster's Durable Object (the
+ * Works delivery: when a ManifestWork or a replicated Policy (the works delivery carries both,
+ * src/work/namespace-works.ts) was created, deleted, or changed anything its agent receives (spec
+ * or metadata; a status write, such as a compliance report, does not), tells the cluster's Durable Object (the
  * namespace is the cluster's name) that its works changed, handing it the work as stored (or its
  * removal) when the writer has it, for the works its polls answer with
  * (src/work/namespace-works.ts). The object then changes its works ETag and wakes the agent's
@@ -39,7 +48,7 @@ function workDelta(change: Change | undefined): WorkDelta | undefined {
  */
 export const worksDeliveryHook: AfterCommitHook<true> = {
   name: "works",
-  plan: (change) => (change.def === ManifestWorkKind && deliveredView(change.before) !== deliveredView(change.after) ? true : null),
+  plan: (change) => (delivered(change) && deliveredView(change.before) !== deliveredView(change.after) ? true : null),
   async run(env, _owed, target) {
     await env.CLUSTERS.getByName(target.namespace).worksChanged(workDelta(target.change));
   },

@@ -23,6 +23,13 @@
  */
 import type { KubeObject } from "../k8s/meta.ts";
 
+/**
+ * The kind of the other objects the works delivery carries (issue 32): the replicated Policies of
+ * the cluster's namespace (`<rootns>.<rootname>`), kept and delivered with its ManifestWorks under
+ * the same ETag, so one delivery (and one change) brings both to the agent.
+ */
+export const DELIVERED_POLICY_KIND = "Policy";
+
 /** Most bytes (JSON length) of works a picture holds; a namespace with more is read from D1 at each changed poll. */
 export const NAMESPACE_WORKS_MAX_BYTES = 256 * 1024;
 /** How long a namespace found over {@link NAMESPACE_WORKS_MAX_BYTES} is not read for a picture, in milliseconds. */
@@ -31,13 +38,28 @@ export const LARGE_RETRY_MS = 60_000;
 export const NAMESPACE_WORKS_MAX_TOMBSTONES = 256;
 
 /**
- * One delivered change of a work: its name, the resourceVersion of the write (for a removal, the
- * removed object's), and the object as stored (null: removed).
+ * One delivered change of a work (or, `kind` {@link DELIVERED_POLICY_KIND}, of a replicated
+ * Policy): its name, the resourceVersion of the write (for a removal, the removed object's), and
+ * the object as stored (null: removed).
  */
 export interface WorkDelta {
   name: string;
   resourceVersion: number;
   work: KubeObject | null;
+  kind?: typeof DELIVERED_POLICY_KIND;
+}
+
+/** The key of an object in the picture: works by name, Policies apart (a name has no `:`). */
+function keyOf(kind: string | undefined, name: string): string {
+  return kind === DELIVERED_POLICY_KIND ? `policy:${name}` : name;
+}
+
+/** A delivery's objects split into ManifestWorks and replicated Policies (each list keeps its order). */
+export function splitDelivered(items: readonly KubeObject[]): { works: KubeObject[]; policies: KubeObject[] } {
+  const works: KubeObject[] = [];
+  const policies: KubeObject[] = [];
+  for (const o of items) (o.kind === DELIVERED_POLICY_KIND ? policies : works).push(o);
+  return { works, policies };
 }
 
 /** A fill's read: every work of the namespace, and the store's resourceVersion of that snapshot. */
@@ -77,11 +99,12 @@ export class NamespaceWorks {
   apply(delta: WorkDelta): void {
     if (!this.entries) return;
     if (delta.work && this.complete && delta.resourceVersion <= this.asOf) return;
-    const held = this.entries.get(delta.name);
+    const key = keyOf(delta.kind, delta.name);
+    const held = this.entries.get(key);
     // A removal carries the removed object's resourceVersion: at the same one, it is the later.
     if (held && (held.rv > delta.resourceVersion || (held.rv === delta.resourceVersion && (delta.work || !held.work)))) return;
     const bytes = delta.work ? JSON.stringify(delta.work).length : 0;
-    this.set(delta.name, { rv: delta.resourceVersion, work: delta.work, bytes }, held);
+    this.set(key, { rv: delta.resourceVersion, work: delta.work, bytes }, held);
     if (this.bytes > NAMESPACE_WORKS_MAX_BYTES || this.tombstones > NAMESPACE_WORKS_MAX_TOMBSTONES) this.invalidate();
   }
 
@@ -132,8 +155,9 @@ export class NamespaceWorks {
     for (const [name, e] of this.entries!) if (e.work && e.rv <= resourceVersion) this.set(name, { rv: 0, work: null, bytes: 0 }, e, true);
     for (const w of items) {
       const rv = Number(w.metadata.resourceVersion);
-      const held = this.entries!.get(w.metadata.name);
-      if (!held || held.rv < rv) this.set(w.metadata.name, { rv, work: w, bytes: JSON.stringify(w).length }, held);
+      const key = keyOf(w.kind, w.metadata.name);
+      const held = this.entries!.get(key);
+      if (!held || held.rv < rv) this.set(key, { rv, work: w, bytes: JSON.stringify(w).length }, held);
     }
     if (this.bytes > NAMESPACE_WORKS_MAX_BYTES) {
       this.invalidate();

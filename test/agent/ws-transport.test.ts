@@ -61,6 +61,7 @@ function httpHub(url: string) {
       heartbeat: (_n: string, _t: string, _b: HeartbeatRequest) => (calls.push("heartbeat"), ok<HeartbeatAnswer>({ leaseDurationSeconds: 60, worksEtag: "h1", leaving: false })),
       getWorks: () => (calls.push("works"), ok({ changed: true as const, etag: "h1", leaving: false, works: [] as DeliveredWork[] })),
       putWorkStatus: () => (calls.push("report"), ok({ resourceVersion: "http" })),
+      putPolicyStatus: () => (calls.push("compliance"), ok({ resourceVersion: "http" })),
       left: () => (calls.push("left"), ok({})),
     },
   };
@@ -78,9 +79,9 @@ function transportFor(url: string) {
     timing: { backoffBaseMs: 10, backoffCapMs: 40, hubProbeMs: 50, requestTimeoutMs: 2_000, random: () => 0.5 },
     signal: abort.signal,
   });
-  const works: { etag: string; names: string[] }[] = [];
+  const works: { etag: string; names: string[]; policies: string[] }[] = [];
   let leaving = 0;
-  t.start({ works: (u) => works.push({ etag: u.etag, names: u.works.map((w) => w.metadata.name) }), leaving: () => leaving++ });
+  t.start({ works: (u) => works.push({ etag: u.etag, names: u.works.map((w) => w.metadata.name), policies: u.policies.map((p) => p.metadata.name) }), leaving: () => leaving++ });
   cleanups.push(async () => {
     abort.abort();
     await t.stopped();
@@ -105,7 +106,7 @@ describe("ws transport", () => {
     });
     const { t, calls, works } = transportFor(server.url);
     await waitFor("the pushed works", async () => works.length === 1);
-    expect(works[0]).toEqual({ etag: "e1", names: ["a"] });
+    expect(works[0]).toEqual({ etag: "e1", names: ["a"], policies: [] });
     expect(server.received[0]?.msg).toEqual({ type: "hello" });
 
     // The first heartbeat sends the status; the same status again sends nothing.
@@ -119,6 +120,25 @@ describe("ws transport", () => {
     expect(r).toEqual({ ok: false, error: { kind: "conflict", status: 409, reason: "Conflict", message: "another uid" } });
     expect(calls).toEqual([]);
     expect(server.connections()).toBe(1);
+  });
+
+  it("takes replicated Policies with the works and sends a compliance report as a message, answered with its ack", async () => {
+    const policy = { metadata: { name: "default.p", uid: "uid-p" }, spec: { disabled: false, "policy-templates": [] } };
+    const server = await channelServer((ws, msg) => {
+      if (msg.type === "hello") {
+        ws.send(JSON.stringify({ type: "welcome", leaseDurationSeconds: 60, worksEtag: "e1", leaving: false }));
+        ws.send(JSON.stringify({ type: "works", etag: "e1", leaving: false, works: [work("a")], policies: [policy] }));
+      } else if (msg.type === "compliance") {
+        ws.send(JSON.stringify({ type: "ack", id: msg.id, resourceVersion: "42" }));
+      }
+    });
+    const { t, calls, works } = transportFor(server.url);
+    await waitFor("the pushed works and policies", async () => works.length === 1);
+    expect(works[0]).toEqual({ etag: "e1", names: ["a"], policies: ["default.p"] });
+    const report = { uid: "uid-p", templates: [{ name: "t", compliant: "NonCompliant" as const, message: "NonCompliant; violation - namespaces [x] not found", timestamp: "2026-11-26T17:00:00.000Z" }] };
+    expect(await t.reportCompliance("default.p", report)).toEqual({ ok: true, status: 200, value: { resourceVersion: "42" } });
+    expect(server.received.find((r) => r.msg.type === "compliance")?.msg).toEqual({ type: "compliance", id: expect.any(String), policy: "default.p", report });
+    expect(calls).toEqual([]);
   });
 
   it("logs a malformed message and keeps the connection", async () => {

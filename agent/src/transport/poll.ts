@@ -11,7 +11,7 @@
 import { Backoff, HUB_PROBE_PERIOD_MS, Sleeper, sleepProbing, type Random } from "../backoff.ts";
 import { hubAbsent, type HubClient, type HubFailure } from "../hub-client.ts";
 import { ConditionLog, type Logger } from "../log.ts";
-import type { HeartbeatAnswer, HeartbeatRequest, WorkStatusReport } from "../../../src/agent/protocol.ts";
+import type { HeartbeatAnswer, HeartbeatRequest, PolicyComplianceReport, WorkStatusReport } from "../../../src/agent/protocol.ts";
 import type { AgentTransport, TransportEvents } from "./transport.ts";
 
 /** Options of {@link PollTransport}. */
@@ -19,7 +19,7 @@ export interface PollTransportOptions {
   /** The ManagedCluster name. */
   clusterName: string;
   /** The hub client. */
-  hub: Pick<HubClient, "getWorks" | "putWorkStatus" | "left"> & Partial<Pick<HubClient, "live" | "heartbeat">>;
+  hub: Pick<HubClient, "getWorks" | "putWorkStatus" | "left"> & Partial<Pick<HubClient, "live" | "heartbeat" | "putPolicyStatus">>;
   /** Signs a fresh agent JWT for each call. */
   sign: () => Promise<string>;
   /** Logger. */
@@ -84,6 +84,11 @@ export class PollTransport implements AgentTransport {
     return this.opts.hub.putWorkStatus(this.opts.clusterName, work, await this.opts.sign(), report);
   }
 
+  async reportCompliance(policy: string, report: PolicyComplianceReport) {
+    if (!this.opts.hub.putPolicyStatus) throw new Error("the poll transport was built without a policy status call");
+    return this.opts.hub.putPolicyStatus(this.opts.clusterName, policy, await this.opts.sign(), report);
+  }
+
   async left() {
     return this.opts.hub.left(this.opts.clusterName, await this.opts.sign());
   }
@@ -121,7 +126,7 @@ export class PollTransport implements AgentTransport {
       const settled = this.wanted === asked;
       if (r.value.changed) {
         this.etag = r.value.etag;
-        this.events?.works({ etag: r.value.etag, works: r.value.works });
+        this.events?.works({ etag: r.value.etag, works: r.value.works, policies: r.value.policies ?? [] });
       }
       if (settled) this.wanted = this.etag;
       if (!r.value.changed) continue;

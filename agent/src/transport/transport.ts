@@ -13,7 +13,7 @@
  *
  * The messages of both are defined once in src/agent/protocol.ts.
  */
-import type { DeliveredWork, HeartbeatAnswer, HeartbeatRequest, LeftAnswer, WorkStatusAnswer, WorkStatusReport } from "../../../src/agent/protocol.ts";
+import type { DeliveredPolicy, DeliveredWork, HeartbeatAnswer, HeartbeatRequest, LeftAnswer, PolicyComplianceReport, PolicyStatusAnswer, WorkStatusAnswer, WorkStatusReport } from "../../../src/agent/protocol.ts";
 import type { HubResult } from "../hub-client.ts";
 
 /** The transports `--transport` names. */
@@ -29,9 +29,10 @@ export const DEFAULT_TRANSPORT: TransportName = "ws";
 export interface TransportEvents {
   /**
    * The cluster's works changed: `works` is the whole list of its namespace (as the hub
-   * delivers it, without `status`), `etag` the works ETag it is at.
+   * delivers it, without `status`), `policies` its replicated Policies (none from a hub before
+   * issue 32), `etag` the works ETag it is at (it covers both).
    */
-  works(update: { etag: string; works: DeliveredWork[] }): void;
+  works(update: { etag: string; works: DeliveredWork[]; policies: DeliveredPolicy[] }): void;
   /** The hub says the cluster is leaving (docs/agent-protocol.md "Leave"). */
   leaving(): void;
 }
@@ -64,6 +65,11 @@ export interface AgentTransport {
   resync(): void;
   /** Reports a work's status: 200 `{resourceVersion}`, 404 the work is gone, 409 it was replaced. */
   reportStatus(work: string, report: WorkStatusReport): Promise<HubResult<WorkStatusAnswer>>;
+  /**
+   * Reports a replicated Policy's compliance (only when it changed): 200 `{resourceVersion}`, 404
+   * the Policy is gone, 409 it was replaced (another uid).
+   */
+  reportCompliance(policy: string, report: PolicyComplianceReport): Promise<HubResult<PolicyStatusAnswer>>;
   /** Tells the hub the leave is done: 200; 409 when the cluster is not leaving. */
   left(): Promise<HubResult<LeftAnswer>>;
   /** Settles once the transport's loops have ended (after the abort signal fired). */

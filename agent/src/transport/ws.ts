@@ -31,7 +31,7 @@
 import type WebSocket from "ws";
 import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, CloseCodes } from "../../../src/agent/channel-constants.ts";
 import { ChannelHubMessageSchema, type ChannelHubMessage } from "../../../src/agent/protocol-answers.ts";
-import type { HeartbeatAnswer, HeartbeatRequest, LeftAnswer, WorkStatusAnswer, WorkStatusReport } from "../../../src/agent/protocol.ts";
+import type { HeartbeatAnswer, HeartbeatRequest, LeftAnswer, PolicyComplianceReport, PolicyStatusAnswer, WorkStatusAnswer, WorkStatusReport } from "../../../src/agent/protocol.ts";
 import { HUB_PROBE_PERIOD_MS, ReconnectBackoff, Sleeper, sleepProbing, DEFAULT_LEASE_DURATION_SECONDS, type Random } from "../backoff.ts";
 import { failureFromStatus, hubAbsent, tlsHint, type HubClient, type HubFailure, type HubResult } from "../hub-client.ts";
 import { ConditionLog, type Logger } from "../log.ts";
@@ -43,7 +43,7 @@ export interface WsTransportOptions {
   /** The ManagedCluster name. */
   clusterName: string;
   /** The hub client (its base URL, key tags, and the HTTP calls of the fallback). */
-  hub: Pick<HubClient, "getWorks" | "putWorkStatus" | "left" | "heartbeat" | "live" | "noteKeyTag" | "baseUrl">;
+  hub: Pick<HubClient, "getWorks" | "putWorkStatus" | "left" | "heartbeat" | "live" | "noteKeyTag" | "baseUrl"> & Partial<Pick<HubClient, "putPolicyStatus">>;
   /** Signs a fresh agent JWT for each call and each upgrade. */
   sign: () => Promise<string>;
   /** Logger. */
@@ -66,14 +66,14 @@ type DialEnd =
 
 /** A request message waiting for its answer. */
 interface Pending {
-  frame: { type: "report"; id: string; work: string; report: WorkStatusReport } | { type: "left"; id: string };
+  frame: { type: "report"; id: string; work: string; report: WorkStatusReport } | { type: "left"; id: string } | { type: "compliance"; id: string; policy: string; report: PolicyComplianceReport };
   resolve: (answer: Extract<ChannelHubMessage, { type: "ack" | "error" }> | HubFailure) => void;
   /** Whether it was written to a connection (false: made while none was up, it waits for the next). */
   sent: boolean;
 }
 
 /** What a waiting request is, for the log: `report <work>` or `left`. */
-const describeRequest = (p: Pending): string => (p.frame.type === "report" ? `report ${p.frame.work}` : "left");
+const describeRequest = (p: Pending): string => (p.frame.type === "report" ? `report ${p.frame.work}` : p.frame.type === "compliance" ? `compliance ${p.frame.policy}` : "left");
 
 /** The ws transport: one WebSocket per cluster, `poll` while it is not connected. */
 export class WsTransport implements AgentTransport {
@@ -130,7 +130,7 @@ export class WsTransport implements AgentTransport {
     if (this.events) return;
     this.events = events;
     this.poll.start({
-      works: (update) => this.deliver(update.etag, update.works, false),
+      works: (update) => this.deliver(update.etag, update.works, update.policies, false),
       leaving: () => events.leaving(),
     });
     this.loop = this.connectLoop();
@@ -194,6 +194,16 @@ export class WsTransport implements AgentTransport {
     return { ok: true, status: 200, value: { resourceVersion: answer.resourceVersion ?? "" } };
   }
 
+  async reportCompliance(policy: string, report: PolicyComplianceReport): Promise<HubResult<PolicyStatusAnswer>> {
+    const socket = this.mode === "ws" ? await this.ready() : undefined;
+    if (!socket) return this.poll.reportCompliance(policy, report);
+    const answer = await this.request({ type: "compliance", id: `c${++this.seq}`, policy, report });
+    if (answer === "http") return this.poll.reportCompliance(policy, report);
+    if ("kind" in answer) return { ok: false, error: answer };
+    if (answer.type === "error") return { ok: false, error: failureFromStatus(answer.status) };
+    return { ok: true, status: 200, value: { resourceVersion: answer.resourceVersion ?? "" } };
+  }
+
   async left(): Promise<HubResult<LeftAnswer>> {
     const socket = this.mode === "ws" ? await this.ready() : undefined;
     if (!socket) return this.poll.left();
@@ -238,10 +248,10 @@ export class WsTransport implements AgentTransport {
     return true;
   }
 
-  private deliver(etag: string, works: Parameters<TransportEvents["works"]>[0]["works"], viaChannel: boolean): void {
+  private deliver(etag: string, works: Parameters<TransportEvents["works"]>[0]["works"], policies: Parameters<TransportEvents["works"]>[0]["policies"], viaChannel: boolean): void {
     this.etag = etag;
     if (viaChannel) this.poll.hold(etag);
-    this.events?.works({ etag, works });
+    this.events?.works({ etag, works, policies });
   }
 
   private setLease(seconds: number): void {
@@ -475,7 +485,7 @@ export class WsTransport implements AgentTransport {
         return;
       }
       case "works":
-        this.deliver(msg.etag, msg.works, true);
+        this.deliver(msg.etag, msg.works, msg.policies ?? [], true);
         if (msg.leaving) this.markLeaving();
         return;
       case "works-changed":

@@ -17,7 +17,9 @@
  *   calls `POST .../left`, deletes the credentials Secret, logs one line and ends with `"left"`.
  */
 import { createHash } from "node:crypto";
-import type { DeliveredWork, HeartbeatAnswer } from "../../../src/agent/protocol.ts";
+import type { DeliveredPolicy, DeliveredWork, HeartbeatAnswer } from "../../../src/agent/protocol.ts";
+import type { KubeConfig } from "../kube.ts";
+import type { PolicyLoop } from "../policy/loop.ts";
 import { Backoff, HUB_PROBE_PERIOD_MS, Sleeper, sleepProbing, type Random } from "../backoff.ts";
 import { describeKubeError } from "../kube.ts";
 import { hubAbsent, type HubFailure } from "../hub-client.ts";
@@ -55,6 +57,14 @@ export interface WorkLoopOptions {
   live?: (timeoutMs: number) => Promise<boolean>;
   /** The controller that applies works on the member cluster. */
   controller: WorkController;
+  /**
+   * The member cluster's configuration, for the policy loop (agent/src/policy/loop.ts), loaded
+   * with a dynamic `import()` once a delivery carries a replicated Policy. Without it, delivered
+   * Policies are ignored.
+   */
+  kubeConfig?: KubeConfig;
+  /** Timeout of one member-cluster request of the policy loop, in milliseconds. */
+  requestTimeoutMs?: number;
   /** Deletes the credentials Secret (the last step of leaving). */
   deleteCredentials: () => Promise<void>;
   /** Logger. */
@@ -84,6 +94,8 @@ export class WorkLoop {
   /** A Watch-scraped object changed since the current pass began: run the next pass at once. */
   private watchedChange = false;
   private idle = false;
+  /** The policy loop, once a delivery carried a Policy (loaded then). */
+  private policyLoop: Promise<PolicyLoop | undefined> | undefined;
   /** Settles when the sync loop ends: `"left"` after a completed leave, `"stopped"` when aborted. */
   readonly done: Promise<"left" | "stopped">;
 
@@ -112,7 +124,10 @@ export class WorkLoop {
   /** Starts the transport's works delivery (idempotent): once the cluster is accepted. */
   startPolling(): void {
     this.opts.transport.start({
-      works: (update) => this.onWorks(update.works),
+      works: (update) => {
+        this.onWorks(update.works);
+        this.onPolicies(update.policies);
+      },
       leaving: () => this.startLeaving(),
     });
   }
@@ -130,6 +145,36 @@ export class WorkLoop {
   async stopped(): Promise<void> {
     await this.opts.transport.stopped();
     await this.done.catch(() => undefined);
+    const policies = await this.policyLoop?.catch(() => undefined);
+    await policies?.done;
+  }
+
+  /**
+   * A delivery's replicated Policies: handed to the policy loop, which is loaded (a dynamic
+   * `import()`) and started at the first delivery that carries one; until then nothing of it is
+   * in memory.
+   */
+  private onPolicies(policies: DeliveredPolicy[]): void {
+    const { kubeConfig } = this.opts;
+    if (!kubeConfig || (!this.policyLoop && policies.length === 0)) return;
+    this.policyLoop ??= import("../policy/loop.ts").then(
+      ({ PolicyLoop }) =>
+        new PolicyLoop({
+          clusterName: this.opts.clusterName,
+          kubeConfig,
+          transport: this.opts.transport,
+          logger: this.opts.logger,
+          defaultIntervalMs: this.opts.timing.statusSyncIntervalMs,
+          timing: { backoffBaseMs: this.opts.timing.backoffBaseMs, backoffCapMs: this.opts.timing.backoffCapMs, random: this.opts.timing.random },
+          ...(this.opts.requestTimeoutMs !== undefined ? { requestTimeoutMs: this.opts.requestTimeoutMs } : {}),
+          signal: this.opts.signal,
+        }),
+      (e: unknown) => {
+        this.opts.logger.error(`could not load the policy controller: ${e instanceof Error ? e.message : String(e)}`, this.fields());
+        return undefined;
+      },
+    );
+    void this.policyLoop.then((loop) => loop?.setPolicies(policies));
   }
 
   /** A new works list (already checked against the protocol's schema): the sync loop takes it at once. */
