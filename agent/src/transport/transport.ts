@@ -13,7 +13,18 @@
  *
  * The messages of both are defined once in src/agent/protocol.ts.
  */
-import type { DeliveredWork, HeartbeatAnswer, HeartbeatRequest, LeftAnswer, WorkStatusAnswer, WorkStatusReport } from "../../../src/agent/protocol.ts";
+import type {
+  AddonStatusAnswer,
+  AddonStatusRequest,
+  AddonTokenAnswer,
+  AddonTokenRequest,
+  DeliveredWork,
+  HeartbeatAnswer,
+  HeartbeatRequest,
+  LeftAnswer,
+  WorkStatusAnswer,
+  WorkStatusReport,
+} from "../../../src/agent/protocol.ts";
 import type { HubResult } from "../hub-client.ts";
 
 /** The transports `--transport` names. */
@@ -34,6 +45,8 @@ export interface TransportEvents {
   works(update: { etag: string; works: DeliveredWork[] }): void;
   /** The hub says the cluster is leaving (docs/agent-protocol.md "Leave"). */
   leaving(): void;
+  /** A new connection was welcomed, or the hub asked for the status again: what was reported may be resent. */
+  resent?(): void;
 }
 
 /**
@@ -66,6 +79,10 @@ export interface AgentTransport {
   reportStatus(work: string, report: WorkStatusReport): Promise<HubResult<WorkStatusAnswer>>;
   /** Tells the hub the leave is done: 200; 409 when the cluster is not leaving. */
   left(): Promise<HubResult<LeftAnswer>>;
+  /** Reports the changed `Available` conditions of the cluster's add-ons (`addon-status`): 200. */
+  addonStatus(body: AddonStatusRequest): Promise<HubResult<AddonStatusAnswer>>;
+  /** Asks for a token of add-on `addon`'s ServiceAccount (`addon-token`): 200 `{token, expirationTimestamp}`. */
+  addonToken(addon: string, body: AddonTokenRequest): Promise<HubResult<AddonTokenAnswer>>;
   /** Settles once the transport's loops have ended (after the abort signal fired). */
   stopped(): Promise<void>;
 }

@@ -63,6 +63,10 @@ export interface WorkLoopOptions {
   timing: WorkLoopTiming;
   /** Aborting it ends both loops. */
   signal: AbortSignal;
+  /** Called with every new works list (the add-on agent reads its add-ons from it). */
+  onWorks?: (works: DeliveredWork[]) => void;
+  /** Called when the transport was welcomed on a new connection, or the hub asked for the status again. */
+  onResent?: () => void;
 }
 
 /**
@@ -114,6 +118,7 @@ export class WorkLoop {
     this.opts.transport.start({
       works: (update) => this.onWorks(update.works),
       leaving: () => this.startLeaving(),
+      resent: () => this.opts.onResent?.(),
     });
   }
 
@@ -136,6 +141,7 @@ export class WorkLoop {
   private onWorks(works: DeliveredWork[]): void {
     this.pending = works as unknown as ManifestWork[];
     this.syncSleeper.wake();
+    this.opts.onWorks?.(works);
   }
 
   private startLeaving(): void {
