@@ -540,6 +540,7 @@ class AgentRunner {
     this.current = "heartbeating";
     this.backoff.reset();
     let lastLease: number | undefined;
+    let lastOkMs: number | undefined;
     while (!this.aborted) {
       const body = await this.buildHeartbeat();
       if (this.aborted) return false;
@@ -550,6 +551,11 @@ class AgentRunner {
       let delay: number;
       if (r.ok) {
         this.onHubSuccess();
+        // More than OCM's grace (5 leases) without a heartbeat: the hub has marked the cluster, and
+        // with it its add-ons, Unknown; the add-ons' conditions go again.
+        const nowMs = Date.now();
+        if (lastOkMs !== undefined && nowMs - lastOkMs > 5 * this.lease * 1000) void this.addons?.then((a) => a.resend());
+        lastOkMs = nowMs;
         this.work?.hint(r.value);
         this.lease = r.value.leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS;
         if (lastLease === undefined) this.log.info(`heartbeating every ${this.lease}s (+ up to 25% jitter)`, this.fields());

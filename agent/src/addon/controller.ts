@@ -27,20 +27,9 @@ import type { HubResult } from "../hub-client.ts";
 import { describeKubeError, isConflict, isNotFound, type KubeConfig } from "../kube.ts";
 import { ConditionLog, type Logger } from "../log.ts";
 import { hubKubeconfigSecretName, type AddonSpec } from "./spec.ts";
+import { ADDON_LEASE_GRACE_MS, ADDON_LEASE_SYNC_INTERVAL_MS, DEFAULT_ADDON_TOKEN_EXPIRATION_SECONDS, TOKEN_REFRESH_THRESHOLD, TOKEN_REFUSED_RETRY_MS } from "./constants.ts";
 
-/** OCM's add-on lease check period (`AddOnLeaseControllerSyncInterval`), milliseconds. */
-export const ADDON_LEASE_SYNC_INTERVAL_MS = 30_000;
-/**
- * How long a Lease may go without renewal before the add-on is unavailable, milliseconds: OCM's
- * `leaseDurationTimes` (5) x `AddOnLeaseControllerLeaseDurationSeconds` (60 s).
- */
-export const ADDON_LEASE_GRACE_MS = 5 * 60_000;
-/** OCM's default lifetime of an add-on token (`--addon-token-expiration-seconds`: one year), seconds. */
-export const DEFAULT_ADDON_TOKEN_EXPIRATION_SECONDS = 31_536_000;
-/** OCM's `RefreshThreshold`: a token with this share of its lifetime or less left is replaced. */
-export const TOKEN_REFRESH_THRESHOLD = 0.2;
-/** How long the agent waits before asking again for a token the hub refused (4xx), milliseconds. */
-export const TOKEN_REFUSED_RETRY_MS = 5 * 60_000;
+export * from "./constants.ts";
 
 /** An add-on's `Available` condition as the agent derives it (the hub adds type and times). */
 export interface AvailableCondition {
