@@ -16,6 +16,7 @@ import { WebhookReceiverKind } from "./webhookreceiver.ts";
 import { ClusterViewManagedClusterKind, ClusterViewManagedClusterSetKind } from "./clusterview.ts";
 import { ClusterProfileKind } from "./clusterprofile.ts";
 import { ADDON_KINDS } from "./addon.ts";
+import { PlacementBindingKind, PolicyKind, PolicySetKind } from "./policy.ts";
 
 /** All served kinds. */
 export const KINDS: KindDefinition[] = [
@@ -44,6 +45,9 @@ export const KINDS: KindDefinition[] = [
   ServiceAccountKind,
   ClusterProfileKind,
   ...ADDON_KINDS,
+  PolicyKind,
+  PlacementBindingKind,
+  PolicySetKind,
 ];
 
 /** Finds a kind by group, version and plural (or short name / singular, as kubectl may use). */

@@ -1,11 +1,13 @@
 /**
  * The OCM fidelity table (docs/ocm-compatibility.md) read as data, and OCM's field lists
- * (test/ocm/crd-fields.ts, derived from open-cluster-management-io/api's CRDs by
+ * (test/ocm/crd-fields.ts, derived from open-cluster-management-io/api's CRDs, and
+ * test/ocm/crd-fields-policy.ts, from governance-policy-propagator's, by
  * scripts/ocm-crd-fields.mjs). Shared by the Node-side check of the table
  * (test/unit/ocm-compatibility.test.ts) and the walker that submits every field to the hub in
  * workerd (test/worker/ocm-fields.test.ts). Pure: no file or network access.
  */
 import crdFields from "./crd-fields.ts";
+import policyCrdFields from "./crd-fields-policy.ts";
 
 /** One field of an OCM CRD schema: its path (`[]` list items, `{}` map values) and facts. */
 export interface CrdField {
@@ -27,8 +29,22 @@ export interface CrdKind {
   fields: CrdField[];
 }
 
-/** OCM's field lists, by kind, with the commit of open-cluster-management-io/api they were read at. */
-export const OCM: { source: { repository: string; commit: string; committed: string }; kinds: Record<string, CrdKind> } = crdFields as never;
+/** Where a field list was read: the repository and its commit. */
+export interface CrdSource {
+  repository: string;
+  commit: string;
+  committed: string;
+}
+
+/**
+ * OCM's field lists, by kind: `source` is the commit of open-cluster-management-io/api they were
+ * read at, `policySource` that of governance-policy-propagator (the policy kinds).
+ */
+export const OCM: { source: CrdSource; policySource: CrdSource; kinds: Record<string, CrdKind> } = {
+  source: crdFields.source,
+  policySource: policyCrdFields.source,
+  kinds: { ...(crdFields.kinds as Record<string, CrdKind>), ...(policyCrdFields.kinds as Record<string, CrdKind>) },
+};
 
 /** What the hub does with a field: honours it as OCM does, refuses it with 422, or differs (how is said). */
 export type Verdict = "Supported" | "Refused" | "Differs";

@@ -109,5 +109,7 @@ describe("docs/ocm-compatibility.md", () => {
   it("names the commit of open-cluster-management-io/api the field lists come from", () => {
     expect(OCM.source.commit).toMatch(/^[0-9a-f]{40}$/);
     expect(doc).toContain(OCM.source.commit);
+    expect(OCM.policySource.commit).toMatch(/^[0-9a-f]{40}$/);
+    expect(doc).toContain(OCM.policySource.commit);
   });
 });

@@ -85,6 +85,9 @@ const FIXTURE: Record<string, string> = {
   ManagedClusterAddOn: "hcma",
   AddOnDeploymentConfig: "hadc",
   AddOnTemplate: "htemplate",
+  Policy: "hplc",
+  PlacementBinding: "hpb",
+  PolicySet: "hps",
 };
 const fixtureName = (def: KindDefinition) => FIXTURE[def.kind]!;
 const member = (def: KindDefinition) => `${collection(def)}/${fixtureName(def)}`;
@@ -127,6 +130,30 @@ function validFields(def: KindDefinition, name: string): Json {
     case "RoleBinding":
     case "ClusterRoleBinding":
       return { roleRef: { apiGroup: RBAC_GROUP, kind: "ClusterRole", name: "view" }, subjects: [{ kind: "User", apiGroup: RBAC_GROUP, name: "hostile" }] };
+    case "Policy":
+      return {
+        spec: {
+          disabled: false,
+          remediationAction: "inform",
+          "policy-templates": [
+            {
+              objectDefinition: {
+                apiVersion: "policy.open-cluster-management.io/v1",
+                kind: "ConfigurationPolicy",
+                metadata: { name: "hostile" },
+                spec: { "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: "prod" } } }] },
+              },
+            },
+          ],
+        },
+      };
+    case "PlacementBinding":
+      return {
+        placementRef: { apiGroup: "cluster.open-cluster-management.io", kind: "Placement", name: "hp" },
+        subjects: [{ apiGroup: "policy.open-cluster-management.io", kind: "Policy", name: "hplc" }],
+      };
+    case "PolicySet":
+      return { spec: { policies: ["hplc"] } };
     default:
       return {};
   }
@@ -735,7 +762,7 @@ beforeAll(async () => {
   keys = reg.keys;
   await must(call("POST", `${AGENT}/heartbeat`, { healthy: true }, { token: await keys.sign(CLUSTER) }), 200);
   FIXTURE.BootstrapToken = bootstrap.split(".")[0]!;
-  for (const kind of ["Namespace", "ServiceAccount", "ManagedClusterSet", "ManagedClusterSetBinding", "Secret", "Placement", "AddOnPlacementScore", "ManifestWork", "ManifestWorkReplicaSet", "WebhookReceiver", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "ClusterManagementAddOn", "ManagedClusterAddOn", "AddOnDeploymentConfig", "AddOnTemplate"]) {
+  for (const kind of ["Namespace", "ServiceAccount", "ManagedClusterSet", "ManagedClusterSetBinding", "Secret", "Placement", "AddOnPlacementScore", "ManifestWork", "ManifestWorkReplicaSet", "WebhookReceiver", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "ClusterManagementAddOn", "ManagedClusterAddOn", "AddOnDeploymentConfig", "AddOnTemplate", "Policy", "PlacementBinding", "PolicySet"]) {
     const def = byKind(kind);
     await must(call("POST", collection(def), valid(def, fixtureName(def))), 201);
   }
