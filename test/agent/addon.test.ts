@@ -200,10 +200,11 @@ describe("token-based registration", () => {
     let now = Date.now();
     const agent = start(kc, hub, () => now, lines);
     agent.setAddons([spec]);
-    await passes(agent, 5);
-    expect(hub.tokens).toHaveLength(0); // no namespace yet: no token asked for
-    await ensureNamespace(kc, "obs-ns");
     await waitFor("a token request", async () => hub.tokens.length === 1, 10_000, 10);
+    // No install namespace yet: the token waits in memory, and the hub is not asked again.
+    await passes(agent, 5);
+    expect(hub.tokens).toHaveLength(1);
+    await ensureNamespace(kc, "obs-ns");
     expect(hub.tokens[0]).toEqual({ addon: "obs", body: { expirationSeconds: 3600 } });
     let secret: Record<string, unknown> = {};
     await waitFor(

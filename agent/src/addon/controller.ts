@@ -124,6 +124,8 @@ interface AddonState {
   acked?: string;
   /** No token asked for before this time (epoch ms): the hub refused the last request. */
   refusedUntil?: number;
+  /** A token the hub gave that is not in the Secret yet (its install namespace did not exist yet). */
+  unsaved?: string;
 }
 
 /** The add-on agent: see the module comment. Call {@link AddonAgent.setAddons} with each new works list's add-ons. */
@@ -243,7 +245,6 @@ export class AddonAgent {
       let current: Record<string, unknown> | null;
       try {
         current = await this.readSecret(installNamespace, secretName);
-        if (!current && !(await this.namespaceExists(installNamespace))) continue; // the add-on's work creates it
       } catch (e) {
         this.kubeCond.set("secret", `could not read Secret ${installNamespace}/${secretName}: ${describeKubeError(e)}; trying again at the next check`, this.fields({ addon: name }));
         continue;
@@ -251,6 +252,10 @@ export class AddonAgent {
       const data = (current?.data ?? {}) as Record<string, string>;
       const token = data.token ? Buffer.from(data.token, "base64").toString("utf8") : undefined;
       if (!tokenNeedsRefresh(token, this.now())) continue;
+      if (st.unsaved && !tokenNeedsRefresh(st.unsaved, this.now())) {
+        await this.save(st, secretName, st.unsaved, current, undefined);
+        continue;
+      }
       const r = await this.opts.hub.addonToken(name, { expirationSeconds: this.opts.tokenExpirationSeconds ?? DEFAULT_ADDON_TOKEN_EXPIRATION_SECONDS });
       if (!r.ok) {
         const refused = r.error.status !== undefined && r.error.status >= 400 && r.error.status < 500 && r.error.status !== 429;
@@ -263,12 +268,30 @@ export class AddonAgent {
         continue;
       }
       this.tokenCond.clear(this.fields());
-      try {
-        await this.writeSecret(installNamespace, secretName, name, r.value.token, current);
-        this.opts.logger.info(`delivered the hub credential of add-on ${name} into Secret ${installNamespace}/${secretName} (expires ${r.value.expirationTimestamp})`, this.fields({ addon: name }));
-      } catch (e) {
-        this.kubeCond.set("secret", `could not write Secret ${installNamespace}/${secretName}: ${describeKubeError(e)}; trying again at the next check`, this.fields({ addon: name }));
-      }
+      await this.save(st, secretName, r.value.token, current, r.value.expirationTimestamp);
+    }
+  }
+
+  /**
+   * Writes `token` into the add-on's Secret; when that fails (its install namespace does not
+   * exist yet: the add-on's work creates it), keeps the token to write at the next check rather
+   * than asking the hub again.
+   */
+  private async save(st: AddonState, secretName: string, token: string, current: Record<string, unknown> | null, expires: string | undefined): Promise<void> {
+    const { name, installNamespace } = st.spec;
+    try {
+      await this.writeSecret(installNamespace, secretName, name, token, current);
+      st.unsaved = undefined;
+      this.kubeCond.clear(this.fields());
+      const t = tokenTimes(token);
+      this.opts.logger.info(
+        `delivered the hub credential of add-on ${name} into Secret ${installNamespace}/${secretName} (expires ${expires ?? (t ? new Date(t.expiresMs).toISOString() : "unknown")})`,
+        this.fields({ addon: name }),
+      );
+    } catch (e) {
+      st.unsaved = token;
+      if (isNotFound(e)) return; // no install namespace yet
+      this.kubeCond.set("secret", `could not write Secret ${installNamespace}/${secretName}: ${describeKubeError(e)}; trying again at the next check`, this.fields({ addon: name }));
     }
   }
 
@@ -281,16 +304,6 @@ export class AddonAgent {
       return await this.opts.kubeConfig.json("GET", this.secretPath(namespace, name));
     } catch (e) {
       if (isNotFound(e)) return null;
-      throw e;
-    }
-  }
-
-  private async namespaceExists(namespace: string): Promise<boolean> {
-    try {
-      await this.opts.kubeConfig.json("GET", `/api/v1/namespaces/${encodeURIComponent(namespace)}`);
-      return true;
-    } catch (e) {
-      if (isNotFound(e)) return false;
       throw e;
     }
   }
