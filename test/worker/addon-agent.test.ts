@@ -92,6 +92,11 @@ describe("add-on health reported by the agent", () => {
       expect(r.body.kind).toBe("Status");
       expect(JSON.stringify(r.body.details ?? r.body)).toContain(field);
     }
+    // A stranger: 401 before its body is read; the agent's over-limit body: 413.
+    expect((await call("POST", "/agent/v1/clusters/ah3/addons/status", { addons: [] }, { token: null })).status).toBe(401);
+    expect((await call("POST", "/agent/v1/clusters/ah3/addons/obs/token", {}, { token: null })).status).toBe(401);
+    const huge = await report("ah3", keys, { addons: [{ name: "obs", available: available("True", "R", "x".repeat(300 * 1024)) }] });
+    expect(huge.status).toBe(413);
     const other = await joined("ah3b");
     const r = await call("POST", "/agent/v1/clusters/ah3/addons/status", { addons: [] }, { token: await other.sign("ah3b") });
     expect(r.status).toBe(403);
