@@ -25,7 +25,8 @@ const ADDON_API = "/apis/addon.open-cluster-management.io/v1alpha1";
 const MCA = (ns: string, name = "") => `${ADDON_API}/namespaces/${ns}/managedclusteraddons${name ? `/${name}` : ""}`;
 const WORKS = (ns: string, name = "") => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks${name ? `/${name}` : ""}`;
 
-describe("add-on health and registration (wrangler dev, a real agent)", () => {
+describe.each(["ws", "poll"])("add-on health and registration (wrangler dev, a real agent, --transport %s)", (transport) => {
+  const cluster = `a-${transport}`;
   let hub: Hub;
   let sim: SimulatedCluster;
   let kc: KubeConfig;
@@ -34,12 +35,15 @@ describe("add-on health and registration (wrangler dev, a real agent)", () => {
 
   beforeAll(async () => {
     hub = await startHub();
-    const token = await createBootstrapToken(hub, { autoApprove: true });
-    sim = await startSimulatedCluster({ statePath: path.join(dir, "a1.json") });
+    const token = await createBootstrapToken(hub);
+    // Created by the admin, accepted, heartbeating every second: a poll agent learns of its works at its next heartbeat.
+    const mc = { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: cluster }, spec: { hubAcceptsClient: true, leaseDurationSeconds: 1 } };
+    expect((await admin(hub, "POST", MC, mc)).status).toBe(201);
+    sim = await startSimulatedCluster({ statePath: path.join(dir, `${cluster}.json`) });
     kc = kubeConfigFromYaml(sim.kubeconfigYaml);
-    agent = startAgent(hub, ["--cluster-name", "a1", "--bootstrap-token", token, "--kubeconfig", sim.kubeconfigPath, "--addon-health-check-period", "1", "--addon-token-expiration-seconds", "3600"], false);
-    await waitFor("a1 Available", async () => cond((await admin(hub, "GET", `${MC}/a1`)).body, "ManagedClusterConditionAvailable")?.status === "True");
-    await waitFor("namespace a1", async () => (await admin(hub, "GET", "/api/v1/namespaces/a1")).status === 200);
+    agent = startAgent(hub, ["--cluster-name", cluster, "--transport", transport, "--bootstrap-token", token, "--kubeconfig", sim.kubeconfigPath, "--addon-health-check-period", "1", "--addon-token-expiration-seconds", "3600"], false);
+    await waitFor(`${cluster} Available`, async () => cond((await admin(hub, "GET", `${MC}/${cluster}`)).body, "ManagedClusterConditionAvailable")?.status === "True");
+    await waitFor(`namespace ${cluster}`, async () => (await admin(hub, "GET", `/api/v1/namespaces/${cluster}`)).status === 200);
   }, 120_000);
 
   afterAll(async () => {
@@ -68,7 +72,7 @@ describe("add-on health and registration (wrangler dev, a real agent)", () => {
     };
     expect((await admin(hub, "POST", `${ADDON_API}/clustermanagementaddons`, cma)).status).toBe(201);
     const mca = { apiVersion: "addon.open-cluster-management.io/v1alpha1", kind: "ManagedClusterAddOn", metadata: { name: "obs" }, spec: { installNamespace: "obs-ns" } };
-    expect((await admin(hub, "POST", MCA("a1"), mca)).status).toBe(201);
+    expect((await admin(hub, "POST", MCA(cluster), mca)).status).toBe(201);
 
     // The add-on's agent as its template renders it: its namespace and a Deployment that mounts its hub kubeconfig.
     const deployment = {
@@ -93,11 +97,11 @@ describe("add-on health and registration (wrangler dev, a real agent)", () => {
       },
       spec: { workload: { manifests: [{ apiVersion: "v1", kind: "Namespace", metadata: { name: "obs-ns" } }, deployment] } },
     };
-    expect((await admin(hub, "POST", WORKS("a1"), work)).status).toBe(201);
+    expect((await admin(hub, "POST", WORKS(cluster), work)).status).toBe(201);
 
     // No Lease yet: Unknown, as OCM.
     const unknown = await waitFor("Available=Unknown", async () => {
-      const c = cond((await admin(hub, "GET", MCA("a1", "obs"))).body, "Available");
+      const c = cond((await admin(hub, "GET", MCA(cluster, "obs"))).body, "Available");
       return c?.status === "Unknown" && c;
     });
     expect(unknown).toMatchObject({ reason: "ManagedClusterAddOnLeaseNotFound", message: "The status of obs add-on is unknown." });
@@ -106,7 +110,7 @@ describe("add-on health and registration (wrangler dev, a real agent)", () => {
     const lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: "obs", namespace: "obs-ns" }, spec: { holderIdentity: "obs-agent", leaseDurationSeconds: 60, renewTime: new Date().toISOString() } };
     await kc.json("POST", "/apis/coordination.k8s.io/v1/namespaces/obs-ns/leases", { body: lease });
     const up = await waitFor("Available=True", async () => {
-      const c = cond((await admin(hub, "GET", MCA("a1", "obs"))).body, "Available");
+      const c = cond((await admin(hub, "GET", MCA(cluster, "obs"))).body, "Available");
       return c?.status === "True" && c;
     });
     expect(up).toMatchObject({ reason: "ManagedClusterAddOnLeaseUpdated", message: "obs add-on is available." });
@@ -115,24 +119,24 @@ describe("add-on health and registration (wrangler dev, a real agent)", () => {
     const secret: Json = await waitFor("Secret obs-ns/obs-hub-kubeconfig", async () => kc.json("GET", "/api/v1/namespaces/obs-ns/secrets/obs-hub-kubeconfig").catch(() => undefined));
     const data = (k: string) => Buffer.from(secret.data[k], "base64").toString("utf8");
     const token = data("token");
-    expect(data("cluster-name")).toBe("a1");
+    expect(data("cluster-name")).toBe(cluster);
     expect(data("kubeconfig")).toContain(`server: "${hub.url}"`);
     const as = (p: string) => hubFetch(hub, "GET", p, { authorization: `Bearer ${token}` });
-    expect((await as(MCA("a1", "obs"))).status).toBe(200);
-    expect((await as("/apis/work.open-cluster-management.io/v1/namespaces/a1/manifestworks")).status).toBe(200);
+    expect((await as(MCA(cluster, "obs"))).status).toBe(200);
+    expect((await as(`/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks`)).status).toBe(200);
     expect((await as(MC)).status).toBe(403);
     expect((await as("/apis/work.open-cluster-management.io/v1/namespaces/default/manifestworks")).status).toBe(403);
-    const status = (await admin(hub, "GET", MCA("a1", "obs"))).body.status;
+    const status = (await admin(hub, "GET", MCA(cluster, "obs"))).body.status;
     expect(cond({ status }, "RegistrationApplied")).toMatchObject({ status: "True", reason: "SetPermissionApplied" });
     expect(status.kubeClientDriver).toBe("token");
     expect(agent.output()).toContain("delivered the hub credential of add-on obs");
     expect(agent.output()).not.toContain(token);
 
     // The add-on leaves the cluster: its work goes, and the agent deletes its Secret.
-    expect((await admin(hub, "DELETE", WORKS("a1", "obs-deploy"))).status).toBe(200);
+    expect((await admin(hub, "DELETE", WORKS(cluster, "obs-deploy"))).status).toBe(200);
     await waitFor("the Secret deleted", async () => isNotFound(await kc.json("GET", "/api/v1/namespaces/obs-ns/secrets/obs-hub-kubeconfig").then(() => null, (e: unknown) => e)));
     // The add-on removed on the hub: its ServiceAccount goes with it, and its token stops working.
-    expect((await admin(hub, "DELETE", MCA("a1", "obs"))).status).toBe(200);
-    await waitFor("the token revoked", async () => (await as(MCA("a1", "obs"))).status === 401);
+    expect((await admin(hub, "DELETE", MCA(cluster, "obs"))).status).toBe(200);
+    await waitFor("the token revoked", async () => (await as(MCA(cluster, "obs"))).status === 401);
   });
 });
