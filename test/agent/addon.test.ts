@@ -109,10 +109,15 @@ describe("add-ons from works", () => {
         workload: { manifests: [{ kind: "Deployment", spec: { template: { spec: { volumes: [{ name: "hub", secret: { secretName: "obs-hub-kubeconfig" } }] } } } }] },
       }),
       work("addon-log-deploy-0", { "open-cluster-management.io/addon-name": "log" }, { "addon.flotilla.dev/health-check-mode": "Customized" }),
+      // OCM's HUB_KUBECONFIG, rendered: the add-on needs the hub too.
+      work("addon-hub-deploy-0", { "open-cluster-management.io/addon-name": "hub" }, {}, {
+        workload: { manifests: [{ kind: "Deployment", spec: { template: { spec: { containers: [{ env: [{ name: "HUB_KUBECONFIG", value: "/managed/hub-kubeconfig/kubeconfig" }] }] } } } }] },
+      }),
       work("plain", {}, {}),
       { ...work("addon-gone-deploy-0", { "open-cluster-management.io/addon-name": "gone" }, {}), metadata: { name: "addon-gone-deploy-0", uid: "u", labels: { "open-cluster-management.io/addon-name": "gone" }, deletionTimestamp: "2026-01-01T00:00:00Z" } } as DeliveredWork,
     ]);
     expect(specs).toEqual([
+      { name: "hub", installNamespace: "open-cluster-management-agent-addon", healthCheckMode: "Lease", registration: true },
       { name: "log", installNamespace: "open-cluster-management-agent-addon", healthCheckMode: "Customized", registration: false },
       { name: "obs", installNamespace: "obs-ns", healthCheckMode: "Lease", registration: true },
     ]);

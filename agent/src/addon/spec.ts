@@ -17,6 +17,8 @@ export const ADDON_NAME_LABEL = "open-cluster-management.io/addon-name";
 export const INSTALL_NAMESPACE_ANNOTATION = "addon.flotilla.dev/install-namespace";
 /** The work annotation with the add-on's health check mode (`Lease`, `Customized` or `None`). */
 export const HEALTH_CHECK_MODE_ANNOTATION = "addon.flotilla.dev/health-check-mode";
+/** Where OCM's template add-on mounts the hub kubeconfig Secret (`HUB_KUBECONFIG` is `<this>kubeconfig`). */
+export const HUB_KUBECONFIG_MOUNT_PATH = "/managed/hub-kubeconfig/";
 /** OCM's default install namespace of an add-on's agent (`open-cluster-management-agent-addon`). */
 export const DEFAULT_ADDON_INSTALL_NAMESPACE = "open-cluster-management-agent-addon";
 
@@ -32,9 +34,10 @@ export interface AddonSpec {
   /** `Lease`: this agent checks the Lease named after the add-on (the default, as OCM's). */
   healthCheckMode: HealthCheckMode;
   /**
-   * Whether the add-on's agent needs a hub credential: its work mounts or names the Secret
-   * `<name>-hub-kubeconfig` (OCM's template add-on puts that volume on its agent's Deployments and
-   * DaemonSets when its AddOnTemplate has a `kubeClient` registration).
+   * Whether the add-on's agent needs a hub credential: its work names the Secret
+   * `<name>-hub-kubeconfig` (OCM's template add-on mounts it on its agent's Deployments and
+   * DaemonSets when its AddOnTemplate has a `KubeClient` registration) or OCM's mount path of it,
+   * `/managed/hub-kubeconfig/` (what `{{HUB_KUBECONFIG}}` renders to).
    */
   registration: boolean;
 }
@@ -60,10 +63,15 @@ export function addonsOf(works: readonly DeliveredWork[]): AddonSpec[] {
       name,
       installNamespace: meta.annotations?.[INSTALL_NAMESPACE_ANNOTATION] || DEFAULT_ADDON_INSTALL_NAMESPACE,
       healthCheckMode: mode === "Customized" || mode === "None" ? mode : "Lease",
-      registration: JSON.stringify(w.spec).includes(JSON.stringify(hubKubeconfigSecretName(name))),
+      registration: needsHub(name, JSON.stringify(w.spec)),
     };
     const seen = byName.get(name);
     byName.set(name, seen ? { ...seen, registration: seen.registration || spec.registration } : spec);
   }
   return [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** Whether a work's spec (its JSON) names the add-on's hub kubeconfig Secret or OCM's mount path of it. */
+function needsHub(addon: string, spec: string): boolean {
+  return spec.includes(JSON.stringify(hubKubeconfigSecretName(addon))) || spec.includes(HUB_KUBECONFIG_MOUNT_PATH);
 }
