@@ -19,6 +19,8 @@
  *   BENCH_IDLE_SECONDS  length of each idle window in seconds (default 30)
  *   BENCH_CLI_RUNS      `flotilla get clusters` runs (default 10)
  *   BENCH_TRANSPORT     the agent's `--transport`: `ws` (default) or `poll`
+ *   BENCH_ADDONS        how many of those works are add-ons' deploy works (OCM's addon-name label,
+ *                       health check mode Lease), which load the agent's add-on code (default 0)
  *   BENCH_VERBOSE       set: the agent's log lines go to stderr
  */
 import { execFile, spawn, spawnSync } from "node:child_process";
@@ -39,6 +41,7 @@ const MANIFESTS = Number(process.env.BENCH_MANIFESTS ?? 100);
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 30);
 const CLI_RUNS = Number(process.env.BENCH_CLI_RUNS ?? 10);
 const TRANSPORT = process.env.BENCH_TRANSPORT ?? "ws";
+const ADDONS = Number(process.env.BENCH_ADDONS ?? 0);
 if (TRANSPORT !== "ws" && TRANSPORT !== "poll") throw new Error(`BENCH_TRANSPORT must be ws or poll, not ${TRANSPORT}`);
 const MC = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
 const MiB = 1024 * 1024;
@@ -73,7 +76,13 @@ function manifestWork(cluster: string, i: number): unknown {
   return {
     apiVersion: "work.open-cluster-management.io/v1",
     kind: "ManifestWork",
-    metadata: { name: `bench-${i}`, namespace: cluster },
+    metadata: {
+      name: `bench-${i}`,
+      namespace: cluster,
+      ...(i < ADDONS
+        ? { labels: { "open-cluster-management.io/addon-name": `bench-addon-${i}` }, annotations: { "addon.flotilla.dev/install-namespace": "default", "addon.flotilla.dev/health-check-mode": "Lease" } }
+        : {}),
+    },
     spec: {
       workload: {
         manifests: Array.from({ length: MANIFESTS }, (_, j) => ({

@@ -10,6 +10,8 @@
  *   get clusters [NAME...] [-l SEL] [-o json|yaml]
  *   get placements|decisions [NAME...] [-n NS | -A] [--placement P] [-o json|yaml]
  *   get works [NAME...] [-n CLUSTER | -A] [-o json|yaml]
+ *   get addons [NAME...] [-n CLUSTER | -A] [-o json|yaml]
+ *   get policies [NAME...] [-n NS | --cluster CLUSTER | -A] [-o json|yaml]
  *   taint add CLUSTER KEY[=VALUE]:EFFECT... | taint remove CLUSTER KEY[:EFFECT]...
  *   clusterset create NAME [--selector-type T] [--selector k=v] | set SET --clusters c1,c2 | bind SET -n NS
  *   kubeconfig [--context-name flotilla]

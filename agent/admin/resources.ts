@@ -58,6 +58,9 @@ export const DECISION_GROUP_NAME_LABEL = "cluster.open-cluster-management.io/dec
 /** Label holding a PlacementDecision's decision group index. */
 export const DECISION_GROUP_INDEX_LABEL = "cluster.open-cluster-management.io/decision-group-index";
 
+/** Label of a replicated Policy (in a cluster's namespace) naming its root policy `<namespace>.<name>` (OCM's policy propagator). */
+export const ROOT_POLICY_LABEL = "policy.open-cluster-management.io/root-policy";
+
 /** ManagedCluster condition types (OCM). */
 export const ClusterConditions = {
   HubAccepted: "HubAcceptedManagedCluster",
@@ -88,6 +91,10 @@ export const Paths = {
   placementDecisions: (namespace: string | undefined, name?: string) => namespaced(`${CLUSTER_GROUP}/v1beta1`, "placementdecisions", namespace, name),
   /** ManifestWorks in a cluster's namespace (all namespaces when undefined). */
   manifestWorks: (namespace: string | undefined, name?: string) => namespaced("/apis/work.open-cluster-management.io/v1", "manifestworks", namespace, name),
+  /** ManagedClusterAddOns in a cluster's namespace (all namespaces when undefined), OCM's preferred version `v1beta1`. */
+  managedClusterAddOns: (namespace: string | undefined, name?: string) => namespaced("/apis/addon.open-cluster-management.io/v1beta1", "managedclusteraddons", namespace, name),
+  /** Policies in `namespace` (all namespaces when undefined). */
+  policies: (namespace: string | undefined, name?: string) => namespaced("/apis/policy.open-cluster-management.io/v1", "policies", namespace, name),
   /** BootstrapTokens (cluster-scoped). */
   bootstrapTokens: () => "/apis/flotilla.dev/v1alpha1/bootstraptokens",
   /** AuditEvents (cluster-scoped; list and watch only). */

@@ -10,6 +10,7 @@ import {
   DECISION_GROUP_INDEX_LABEL,
   DECISION_GROUP_NAME_LABEL,
   PLACEMENT_LABEL,
+  ROOT_POLICY_LABEL,
   type KubeObject,
   type Taint,
 } from "./resources.ts";
@@ -102,6 +103,72 @@ export const workView: View = {
       conditionStatus(w, "Applied"),
       conditionStatus(w, "Available"),
       ageOf(w.metadata.creationTimestamp, now),
+    ];
+  },
+};
+
+/**
+ * ManagedClusterAddOns, one row per add-on per cluster: [CLUSTER], NAME, AVAILABLE, DEGRADED and
+ * PROGRESSING (the condition statuses, OCM's printer columns), HEALTH (`status.healthCheck.mode`,
+ * OCM's default `Lease`), REASON (the Available condition's reason: why it is what it is, e.g.
+ * `ManagedClusterAddOnLeaseUpdateStopped`), AGE.
+ */
+export const addonView: View = {
+  headers: (all) => [...(all ? ["CLUSTER"] : []), "NAME", "AVAILABLE", "DEGRADED", "PROGRESSING", "HEALTH", "REASON", "AGE"],
+  row(a, now, all) {
+    const mode = (a.status as { healthCheck?: { mode?: string } } | undefined)?.healthCheck?.mode;
+    return [
+      ...(all ? [dash(a.metadata.namespace)] : []),
+      a.metadata.name,
+      conditionStatus(a, "Available"),
+      conditionStatus(a, "Degraded"),
+      conditionStatus(a, "Progressing"),
+      mode || "Lease",
+      dash(conditionOf(a, "Available")?.reason),
+      ageOf(a.metadata.creationTimestamp, now),
+    ];
+  },
+};
+
+/** One cluster's compliance in a root Policy's `status.status[]` (OCM's CompliancePerClusterStatus). */
+interface ClusterCompliance {
+  clustername?: string;
+  clusternamespace?: string;
+  compliant?: string;
+}
+
+/**
+ * The compliance of each cluster a root policy was propagated to, `cluster=Compliance` sorted by
+ * cluster (`Pending` for a cluster that has not reported yet, as OCM's `status.status[]` leaves its
+ * `compliant` empty), comma-separated; `-` when there is none.
+ */
+export function compliancePerCluster(policy: KubeObject): string {
+  const per = ((policy.status as { status?: ClusterCompliance[] } | undefined)?.status ?? []).filter((s) => s.clustername);
+  if (per.length === 0) return "-";
+  return per
+    .map((s) => `${s.clustername}=${s.compliant || "Pending"}`)
+    .sort()
+    .join(",");
+}
+
+/**
+ * Policies: [NAMESPACE], NAME, REMEDIATION (`spec.remediationAction`, `-` when each template says),
+ * DISABLED, COMPLIANCE (`status.compliant`: Compliant, NonCompliant or Pending), CLUSTERS (each
+ * cluster's compliance, {@link compliancePerCluster}; for a replicated policy, in a cluster's
+ * namespace, the root policy it copies), AGE.
+ */
+export const policyView: View = {
+  headers: (all) => [...(all ? ["NAMESPACE"] : []), "NAME", "REMEDIATION", "DISABLED", "COMPLIANCE", "CLUSTERS", "AGE"],
+  row(p, now, all) {
+    const root = p.metadata.labels?.[ROOT_POLICY_LABEL];
+    return [
+      ...(all ? [dash(p.metadata.namespace)] : []),
+      p.metadata.name,
+      dash(p.spec?.remediationAction),
+      p.spec?.disabled === true ? "true" : "false",
+      dash((p.status as { compliant?: string } | undefined)?.compliant),
+      root ? `(copy of ${root})` : compliancePerCluster(p),
+      ageOf(p.metadata.creationTimestamp, now),
     ];
   },
 };

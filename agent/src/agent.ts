@@ -51,6 +51,9 @@ import { DEFAULT_STATUS_SYNC_INTERVAL_SECONDS, WorkLoop } from "./work/loop.ts";
 import { PollTransport } from "./transport/poll.ts";
 import { DEFAULT_TRANSPORT, type AgentTransport, type TransportName } from "./transport/transport.ts";
 import { WsTransport } from "./transport/ws.ts";
+import { addonsOf, type AddonSpec } from "./addon/spec.ts";
+import type { AddonAgent } from "./addon/controller.ts";
+import type { DeliveredWork } from "../../src/agent/protocol-answers.ts";
 
 /** Where the agent is in its life cycle, as returned by {@link AgentHandle.state}. */
 export type AgentState =
@@ -138,6 +141,13 @@ export interface AgentOptions {
    * falling back to `poll` when the upgrade is refused); `poll` for HTTP only.
    */
   transport?: TransportName;
+  /**
+   * The add-on agent (agent/src/addon/controller.ts): the period of its Lease checks in
+   * milliseconds (default 30 000, OCM's), the Lease's grace in milliseconds (default 300 000), and
+   * the lifetime of the hub tokens it asks for add-ons, in seconds (default one year, OCM's
+   * `--addon-token-expiration-seconds`).
+   */
+  addons?: { syncIntervalMs?: number; leaseGraceMs?: number; tokenExpirationSeconds?: number; tokenRefusedRetryMs?: number };
   /** Called once by `stop()` after the loop has ended (e.g. to close the simulated cluster). */
   onStop?: () => Promise<void>;
 }
@@ -193,6 +203,8 @@ class AgentRunner {
   private work: WorkLoop | undefined;
   private transport: AgentTransport | undefined;
   private left = false;
+  /** The add-on agent, loaded at the first works list that names an add-on. */
+  private addons: Promise<AddonAgent> | undefined;
   readonly done: Promise<void>;
 
   constructor(private readonly opts: AgentOptions) {
@@ -293,12 +305,37 @@ class AgentRunner {
         random: this.timing.random,
       },
       signal: this.abort.signal,
+      onWorks: (works) => this.onWorks(works),
+      onResent: () => void this.addons?.then((a) => a.resend()),
     });
     void this.work.done.then((how) => {
       if (how !== "left") return;
       this.left = true;
       this.abort.abort();
     });
+  }
+
+  /**
+   * A new works list: the add-ons it deploys go to the add-on agent, which is loaded (a dynamic
+   * `import()`, its own chunk of the bundle) only when a work names an add-on.
+   */
+  private onWorks(works: DeliveredWork[]): void {
+    const specs: AddonSpec[] = addonsOf(works);
+    if (!this.addons && specs.length === 0) return;
+    this.addons ??= import("./addon/controller.ts").then(({ AddonAgent }) => {
+      const o = this.opts.addons ?? {};
+      return new AddonAgent({
+        clusterName: this.opts.clusterName,
+        hubUrl: this.opts.hubUrl,
+        kubeConfig: this.opts.kubeConfig,
+        hub: { addonStatus: (body) => this.transport!.addonStatus(body), addonToken: (addon, body) => this.transport!.addonToken(addon, body) },
+        logger: this.log,
+        signal: this.abort.signal,
+        ...(o.tokenExpirationSeconds !== undefined ? { tokenExpirationSeconds: o.tokenExpirationSeconds } : {}),
+        timing: { syncIntervalMs: o.syncIntervalMs, leaseGraceMs: o.leaseGraceMs, tokenRefusedRetryMs: o.tokenRefusedRetryMs, random: this.timing.random },
+      });
+    });
+    void this.addons.then((a) => a.setAddons(specs));
   }
 
   /** Retries a member-cluster call with backoff until it succeeds; `undefined` when stopped. */
@@ -505,6 +542,7 @@ class AgentRunner {
     this.current = "heartbeating";
     this.backoff.reset();
     let lastLease: number | undefined;
+    let lastOkMs: number | undefined;
     while (!this.aborted) {
       const body = await this.buildHeartbeat();
       if (this.aborted) return false;
@@ -515,6 +553,11 @@ class AgentRunner {
       let delay: number;
       if (r.ok) {
         this.onHubSuccess();
+        // More than OCM's grace (5 leases) without a heartbeat: the hub has marked the cluster, and
+        // with it its add-ons, Unknown; the add-ons' conditions go again.
+        const nowMs = Date.now();
+        if (lastOkMs !== undefined && nowMs - lastOkMs > 5 * this.lease * 1000) void this.addons?.then((a) => a.resend());
+        lastOkMs = nowMs;
         this.work?.hint(r.value);
         this.lease = r.value.leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS;
         if (lastLease === undefined) this.log.info(`heartbeating every ${this.lease}s (+ up to 25% jitter)`, this.fields());
@@ -602,6 +645,7 @@ class AgentRunner {
       await this.done.catch(() => undefined);
       await this.healthLoopDone;
       await this.work?.stopped();
+      await this.addons?.then((a) => a.done, () => undefined);
       if (this.current !== "failed" && this.current !== "left") this.current = "stopped";
       await this.opts.onStop?.();
     })();

@@ -8,6 +8,7 @@
  *   [--namespace NS] [--claim name=value ...] [--simulate] [--simulate-state FILE]
  *   [--simulate-nodes N] [--health-failure-threshold SECONDS] [--status-sync-interval SECONDS]
  *   [--appliedmanifestwork-eviction-grace-period DURATION] [--transport poll|ws] [--log-format text|json]
+ *   [--addon-health-check-period SECONDS] [--addon-token-expiration-seconds SECONDS]
  * flotilla-agent rotate-key [--cluster-name NAME] [--hub-url URL] [--kubeconfig PATH]
  *   [--namespace NS] [--simulate] [--simulate-state FILE] [--log-format text|json]
  * flotilla-agent install --hub-url URL --cluster-name NAME --bootstrap-token TOKEN
@@ -37,6 +38,8 @@ import { DEFAULT_STATUS_SYNC_INTERVAL_SECONDS } from "./work/loop.ts";
 import { DEFAULT_EVICTION_GRACE_PERIOD_MS } from "./work/controller.ts";
 import { parseRolloutDuration } from "../../src/work/rollout.ts";
 import { DEFAULT_TRANSPORT, TRANSPORT_NAMES, type TransportName } from "./transport/transport.ts";
+// Constants only: the add-on agent's code itself is imported when a work names an add-on.
+import { ADDON_LEASE_SYNC_INTERVAL_MS, DEFAULT_ADDON_TOKEN_EXPIRATION_SECONDS } from "./addon/constants.ts";
 
 /** Exit code for bad flags, as with most CLIs. */
 export const EXIT_USAGE = 2;
@@ -58,6 +61,12 @@ function parsePositiveSeconds(value: string): number {
   const n = Number(value);
   if (value.trim() === "" || !Number.isFinite(n) || n <= 0) throw new InvalidArgumentError("expected a number of seconds > 0");
   return n;
+}
+
+/** An add-on token's lifetime in whole seconds: at least 600, at most 2^32 (a TokenRequest's bounds). */
+function parseTokenSeconds(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 600 || Number(value) > 2 ** 32) throw new InvalidArgumentError("expected whole seconds from 600 to 4294967296");
+  return Number(value);
 }
 
 /** A Go duration (`time.ParseDuration`, as OCM's flags take it: "60m", "1h30m", "90s") in milliseconds. */
@@ -120,6 +129,8 @@ interface RunOptions extends ClusterSourceOptions {
   claim: ClusterClaim[];
   healthFailureThreshold: number;
   statusSyncInterval: number;
+  addonHealthCheckPeriod: number;
+  addonTokenExpirationSeconds: number;
   appliedmanifestworkEvictionGracePeriod: number;
   transport: TransportName;
   logFormat: LogFormat;
@@ -216,6 +227,18 @@ export async function runCli(argv: readonly string[], deps: CliDeps = {}): Promi
       parseGoDurationFlag,
       DEFAULT_EVICTION_GRACE_PERIOD_MS,
     )
+    .option(
+      "--addon-health-check-period <seconds>",
+      "seconds between two checks of the add-ons' Leases and hub credentials (OCM's add-on lease controller: 30)",
+      parsePositiveSeconds,
+      ADDON_LEASE_SYNC_INTERVAL_MS / 1000,
+    )
+    .option(
+      "--addon-token-expiration-seconds <seconds>",
+      "lifetime of the hub tokens asked for add-ons, renewed at 20% left (OCM's default: one year; at least 600)",
+      parseTokenSeconds,
+      DEFAULT_ADDON_TOKEN_EXPIRATION_SECONDS,
+    )
     .addOption(
       new Option("--transport <transport>", "how the agent talks to the hub once accepted: ws (one WebSocket: works pushed at once, pings renew the lease; falls back to poll when the upgrade is refused) or poll (HTTP heartbeats; works fetched when their ETag changes)")
         .choices(TRANSPORT_NAMES)
@@ -256,6 +279,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps = {}): Promi
       statusSyncIntervalSeconds: opts.statusSyncInterval,
       evictionGracePeriodMs: opts.appliedmanifestworkEvictionGracePeriod,
       transport: opts.transport,
+      addons: { syncIntervalMs: opts.addonHealthCheckPeriod * 1000, tokenExpirationSeconds: opts.addonTokenExpirationSeconds },
       logger: log,
       onStop: cluster.close,
     });

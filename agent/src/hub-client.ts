@@ -5,9 +5,11 @@
  */
 import type { JWK } from "jose";
 import type * as z from "zod/mini";
-import type { HeartbeatRequest, RegisterRequest, WorkStatusReport } from "../../src/agent/protocol.ts";
+import type { AddonStatusRequest, AddonTokenRequest, HeartbeatRequest, RegisterRequest, WorkStatusReport } from "../../src/agent/protocol.ts";
 // The answer schemas' own module (zod/mini), not protocol.ts: the agent loads no classic zod.
 import {
+  AddonStatusAnswerSchema,
+  AddonTokenAnswerSchema,
   ClusterInfoSchema,
   HeartbeatAnswerSchema,
   LeftAnswerSchema,
@@ -15,6 +17,8 @@ import {
   RotateKeyAnswerSchema,
   WorkStatusAnswerSchema,
   WorksAnswerSchema,
+  type AddonStatusAnswer,
+  type AddonTokenAnswer,
   type ClusterInfo,
   type HeartbeatAnswer,
   type LeftAnswer,
@@ -268,6 +272,23 @@ export class HubClient {
   /** `POST /agent/v1/clusters/{name}/left` with `{}`: 200 once the hub took note; 409 when the cluster is not leaving. */
   left(name: string, token: string): Promise<HubResult<LeftAnswer>> {
     return this.call("POST", `/agent/v1/clusters/${encodeURIComponent(name)}/left`, token, {}, LeftAnswerSchema);
+  }
+
+  /**
+   * `POST /agent/v1/clusters/{name}/addons/status` with the changed `Available` conditions of the
+   * cluster's add-ons: 200 `{}`; 403 when the cluster is not accepted; 400/422 an invalid body.
+   */
+  addonStatus(name: string, token: string, body: AddonStatusRequest): Promise<HubResult<AddonStatusAnswer>> {
+    return this.call("POST", `/agent/v1/clusters/${encodeURIComponent(name)}/addons/status`, token, body, AddonStatusAnswerSchema);
+  }
+
+  /**
+   * `POST /agent/v1/clusters/{name}/addons/{addon}/token`: a token of the add-on's ServiceAccount
+   * (`{token, expirationTimestamp}`, a secret: never logged); 404 no such add-on, 409 an add-on
+   * without a `kubeClient` registration or being deleted.
+   */
+  addonToken(name: string, addon: string, token: string, body: AddonTokenRequest): Promise<HubResult<AddonTokenAnswer>> {
+    return this.call("POST", `/agent/v1/clusters/${encodeURIComponent(name)}/addons/${encodeURIComponent(addon)}/token`, token, body, AddonTokenAnswerSchema);
   }
 
   /**

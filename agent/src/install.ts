@@ -134,6 +134,12 @@ export function defaultAgentImage(version: string): string {
  *   as `system:masters`. Kept here rather than in {@link workRules}, so that narrowing that
  *   role does not break executor works.
  *
+ * - `get` Leases: the Lease named after each add-on in its install namespace (its health, as
+ *   OCM's registration agent reads it; agent/src/addon). The add-on's hub kubeconfig Secret
+ *   (`<addon>-hub-kubeconfig` in that namespace) is written with the rights of {@link workRules},
+ *   as the add-on's own objects are: an admin who narrows that role keeps `get`, `create`,
+ *   `update` and `delete` on Secrets for add-ons that need the hub.
+ *
  * Applying works needs write access to whatever the works carry: that is the separate
  * {@link workRules} ClusterRole, so these rules stay read-only.
  *
@@ -148,6 +154,7 @@ export function clusterRules(namespace: string): PolicyRule[] {
     { apiGroups: ["cluster.open-cluster-management.io"], resources: ["clusterclaims"], verbs: ["list"] },
     { nonResourceURLs: ["/version", "/livez", "/healthz"], verbs: ["get"] },
     { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["impersonate"] },
+    { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get"] },
   ];
 }
 

@@ -28,6 +28,8 @@ import { deliveredWorks } from "../../src/agent/delivered.ts";
 import { COUNTED } from "../../src/metrics/families.ts";
 import { count, flushSoon } from "../../src/metrics/recorder.ts";
 import { splitDelivered } from "../../src/work/namespace-works.ts";
+import { writeAddonAvailability } from "../../src/addons/agent-health.ts";
+import { issueAddonToken } from "../../src/addons/token-registration.ts";
 import { clock } from "../../src/clock.ts";
 import type { Env } from "../../src/env.ts";
 import {
@@ -37,6 +39,8 @@ import {
   CHANNEL_PING,
   CHANNEL_PONG,
   CHANNEL_SUBPROTOCOL,
+  ChannelAddonStatusSchema,
+  ChannelAddonTokenSchema,
   ChannelReportSchema,
   ChannelComplianceSchema,
   ChannelStatusSchema,
@@ -63,6 +67,8 @@ export interface ConnectionAttachment {
   connectedMs: number;
   /** The lease interval the agent was last told (seconds). */
   toldSeconds: number;
+  /** The hub's origin as the agent reached it (the issuer of the add-on tokens it asks for). */
+  origin?: string;
 }
 
 /**
@@ -180,7 +186,7 @@ export class AgentConnection {
         for (const old of this.sockets()) closeQuietly(old, CloseCodes.Replaced, "replaced by a newer connection of this cluster");
         const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
         this.ctx.acceptWebSocket(server, [AGENT_TAG]);
-        server.serializeAttachment({ cluster: name, kid, connectedMs: now, toldSeconds: this.host.leaseDurationSeconds(current) } satisfies ConnectionAttachment);
+        server.serializeAttachment({ cluster: name, kid, connectedMs: now, toldSeconds: this.host.leaseDurationSeconds(current), origin: new URL(request.url).origin } satisfies ConnectionAttachment);
         return new Response(null, { status: 101, webSocket: client, headers: { "sec-websocket-protocol": CHANNEL_SUBPROTOCOL } });
       });
     } catch (e) {
@@ -245,10 +251,21 @@ export class AgentConnection {
       }
       case "compliance": {
         const report = decode(ChannelComplianceSchema, msg.report, "policystatuses");
-        const current = this.requireCluster();
-        if (!this.host.accepted(current)) throw forbidden(`cluster ${current.metadata.name} is not accepted by the hub`);
+        this.requireAccepted();
         const stored = await reportPolicyCompliance(this.env, attachment.cluster, msg.policy, report, (p) => this.ctx.waitUntil(p));
         return { type: "ack", id: msg.id, resourceVersion: stored.metadata.resourceVersion ?? "" };
+      }
+      case "addon-status": {
+        const body = decode(ChannelAddonStatusSchema, msg.status, "addonstatuses");
+        this.requireAccepted();
+        await writeAddonAvailability(this.env, attachment.cluster, body, clock.now(), (p) => this.ctx.waitUntil(p));
+        return { type: "ack", id: msg.id };
+      }
+      case "addon-token": {
+        const body = decode(ChannelAddonTokenSchema, msg.request, "addontokens");
+        this.requireAccepted();
+        const issued = await issueAddonToken(this.env, attachment.cluster, msg.addon, attachment.origin ?? "", body.expirationSeconds, clock.now());
+        return { type: "ack", id: msg.id, token: issued.token, expirationTimestamp: issued.expirationTimestamp };
       }
       case "left": {
         this.leaving = { ws, id: msg.id };
@@ -261,6 +278,13 @@ export class AgentConnection {
         return null;
       }
     }
+  }
+
+  /** The cluster, which the hub must accept (403 otherwise, as an HTTP agent call answers). */
+  private requireAccepted(): KubeObject {
+    const current = this.requireCluster();
+    if (!this.host.accepted(current)) throw forbidden(`cluster ${current.metadata.name} is not accepted by the hub`);
+    return current;
   }
 
   private requireCluster(): KubeObject {

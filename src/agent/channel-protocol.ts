@@ -9,7 +9,7 @@
  * is validated exactly as a heartbeat is and a report as `PUT .../works/{work}/status` is.
  */
 import { z } from "zod";
-import { HeartbeatSchema, PolicyComplianceReportSchema, WorkStatusReportSchema } from "./protocol.ts";
+import { AddonStatusSchema, AddonTokenRequestSchema, HeartbeatSchema, PolicyComplianceReportSchema, WorkStatusReportSchema } from "./protocol.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import type { Status } from "../k8s/errors.ts";
 import type { ChannelHubMessage } from "./protocol-answers.ts";
@@ -30,6 +30,11 @@ export const ReportMessageSchema = z.strictObject({ type: z.literal("report"), i
 /** `left`: the agent removed what the cluster's works applied and leaves (as `POST .../left`). */
 export const LeftMessageSchema = z.strictObject({ type: z.literal("left"), id: requestId });
 
+/** `addon-status`: the `Available` condition of add-ons whose health changed (the body of `POST .../addons/status`). */
+export const AddonStatusMessageSchema = z.strictObject({ type: z.literal("addon-status"), id: requestId, status: z.unknown() });
+/** `addon-token`: a token for add-on `addon`'s registration (the body of `POST .../addons/{addon}/token`). */
+export const AddonTokenMessageSchema = z.strictObject({ type: z.literal("addon-token"), id: requestId, addon: z.string().min(1).max(63), request: z.unknown() });
+
 /**
  * `compliance`: the compliance of the replicated Policy `policy` changed: the body of
  * `PUT .../policies/{policy}/status` (src/agent/protocol.ts `PolicyComplianceReportSchema`).
@@ -41,7 +46,15 @@ export const ComplianceMessageSchema = z.strictObject({ type: z.literal("complia
  * validated as the matching HTTP body is, so a bad body is answered with a Status (400, 422)
  * and the connection stays.
  */
-export const AgentMessageSchema = z.discriminatedUnion("type", [HelloMessageSchema, StatusMessageSchema, ReportMessageSchema, LeftMessageSchema, ComplianceMessageSchema]);
+export const AgentMessageSchema = z.discriminatedUnion("type", [
+  HelloMessageSchema,
+  StatusMessageSchema,
+  ReportMessageSchema,
+  LeftMessageSchema,
+  ComplianceMessageSchema,
+  AddonStatusMessageSchema,
+  AddonTokenMessageSchema,
+]);
 /** A message from the agent (envelope checked). */
 export type AgentMessage = z.infer<typeof AgentMessageSchema>;
 
@@ -51,6 +64,10 @@ export const ChannelStatusSchema = HeartbeatSchema;
 export const ChannelReportSchema = WorkStatusReportSchema;
 /** The schema of a `compliance` message's body. */
 export const ChannelComplianceSchema = PolicyComplianceReportSchema;
+/** The schema of an `addon-status` message's body. */
+export const ChannelAddonStatusSchema = AddonStatusSchema;
+/** The schema of an `addon-token` message's body. */
+export const ChannelAddonTokenSchema = AddonTokenRequestSchema;
 
 /** Messages from the hub. */
 export type HubMessage =
@@ -62,8 +79,12 @@ export type HubMessage =
   | { type: "works"; etag: string; leaving: boolean; works: KubeObject[]; policies?: KubeObject[] }
   /** The works changed but are too large to send (see {@link CHANNEL_MAX_WORKS_MESSAGE_BYTES}): read them over HTTP. */
   | { type: "works-changed"; etag: string; leaving: boolean }
-  /** A request done: `status` (with the lease interval, seconds), `report` and `compliance` (with the object's new resourceVersion) or `left`. */
-  | { type: "ack"; id: string; resourceVersion?: string; leaseDurationSeconds?: number }
+  /**
+   * A request done: `status` (with the lease interval, seconds), `report` and `compliance` (with
+   * the object's new resourceVersion), `left`, `addon-status`, or `addon-token` (with the token
+   * and when it expires).
+   */
+  | { type: "ack"; id: string; resourceVersion?: string; leaseDurationSeconds?: number; token?: string; expirationTimestamp?: string }
   /** A request refused: the Kubernetes Status the HTTP route would answer (400, 403, 404, 409, 422, ...). */
   | { type: "error"; id: string; status: Status };
 

@@ -143,6 +143,23 @@ export const LeftAnswerSchema = z.object({});
 /** A leave answer. */
 export type LeftAnswer = z.infer<typeof LeftAnswerSchema>;
 
+/** Answer 200 of POST /agent/v1/clusters/{name}/addons/status: an empty object. */
+export const AddonStatusAnswerSchema = z.object({});
+
+/** An add-on status answer. */
+export type AddonStatusAnswer = z.infer<typeof AddonStatusAnswerSchema>;
+
+/**
+ * Answer 200 of POST /agent/v1/clusters/{name}/addons/{addon}/token: a ServiceAccount token of
+ * the add-on's ServiceAccount `<addon>-agent` in the cluster's namespace (OCM's token-based
+ * add-on registration) and when it expires (RFC 3339). A secret: the agent writes it into the
+ * add-on's Secret and logs it nowhere.
+ */
+export const AddonTokenAnswerSchema = z.object({ token: z.string().check(z.minLength(1), z.maxLength(8192)), expirationTimestamp: z.string().check(z.minLength(1)) });
+
+/** An add-on token answer. */
+export type AddonTokenAnswer = z.infer<typeof AddonTokenAnswerSchema>;
+
 /**
  * A message of the agent channel from the hub (src/agent/channel-protocol.ts `HubMessage`,
  * docs/agent-protocol.md "Channel"), as the agent decodes it: tolerant of fields a newer hub adds,
@@ -155,7 +172,14 @@ export const ChannelHubMessageSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("lease"), leaseDurationSeconds: leaseSeconds }),
   z.object({ type: z.literal("works"), etag, leaving: z.boolean(), works: z.array(DeliveredWorkSchema), policies: z.optional(z.array(DeliveredPolicySchema)) }),
   z.object({ type: z.literal("works-changed"), etag, leaving: z.boolean() }),
-  z.object({ type: z.literal("ack"), id: z.string(), resourceVersion: z.optional(z.string()), leaseDurationSeconds: z.optional(leaseSeconds) }),
+  z.object({
+    type: z.literal("ack"),
+    id: z.string(),
+    resourceVersion: z.optional(z.string()),
+    leaseDurationSeconds: z.optional(leaseSeconds),
+    token: z.optional(z.string()),
+    expirationTimestamp: z.optional(z.string()),
+  }),
   z.object({
     type: z.literal("error"),
     id: z.string(),

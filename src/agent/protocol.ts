@@ -147,6 +147,53 @@ export const PolicyComplianceReportSchema = z.strictObject({
 /** Body of POST /agent/v1/clusters/{name}/left (empty). */
 export const LeftSchema = z.strictObject({});
 
+/** A condition status (metav1.ConditionStatus). */
+const conditionStatus = z.enum(["True", "False", "Unknown"]);
+/** A condition reason as apimachinery's `ValidateConditions` checks it: 1–1024 characters, CamelCase. */
+const conditionReason = z
+  .string()
+  .min(1)
+  .max(1024)
+  .regex(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/, "a condition reason must start with a letter and hold only letters, digits, '_', ',' and ':'");
+
+/**
+ * Body of POST /agent/v1/clusters/{name}/addons/status (and of the channel's `addon-status`
+ * message): the `Available` condition of each add-on whose health the agent checks (mode `Lease`:
+ * OCM's registration agent's addon lease controller, agent/src/addon/health.ts), sent only when it
+ * changed. `name` is the ManagedClusterAddOn's name (a DNS label); at most 256 add-ons a message.
+ */
+export const AddonStatusSchema = z.strictObject({
+  addons: z
+    .array(
+      z.strictObject({
+        name: z.string().min(1).max(63),
+        available: z.strictObject({ status: conditionStatus, reason: conditionReason, message: z.string().max(32 * 1024) }),
+      }),
+    )
+    .max(256),
+});
+
+/** An add-on status report as the agent sends it. */
+export type AddonStatusRequest = z.input<typeof AddonStatusSchema>;
+
+/**
+ * Body of POST /agent/v1/clusters/{name}/addons/{addon}/token (and of the channel's
+ * `addon-token` message): the token's requested lifetime in seconds (OCM's
+ * `--addon-token-expiration-seconds`: default one year, at least 600, at most 2^32, as a
+ * TokenRequest's `expirationSeconds`).
+ */
+export const AddonTokenRequestSchema = z.strictObject({
+  expirationSeconds: z
+    .number()
+    .int()
+    .min(600)
+    .max(2 ** 32)
+    .optional(),
+});
+
+/** An add-on token request as the agent sends it. */
+export type AddonTokenRequest = z.input<typeof AddonTokenRequestSchema>;
+
 /** A registration request as the agent sends it. */
 export type RegisterRequest = z.input<typeof RegisterSchema>;
 /** A heartbeat as the agent sends it (the hub's parsed value is {@link Heartbeat}). */

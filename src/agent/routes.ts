@@ -25,7 +25,11 @@ import { clock } from "../clock.ts";
 import type { AgentAction, Cost, RegistrationInfo, RegistrationOutcome, Result, WorksState } from "../../durable-objects/cluster.ts";
 import type { Env } from "../env.ts";
 import { parseJson, readBody, retryAfter, statusResponse } from "../api/request.ts";
+import { writeAddonAvailability } from "../addons/agent-health.ts";
+import { issueAddonToken } from "../addons/token-registration.ts";
 import {
+  AddonStatusSchema,
+  AddonTokenRequestSchema,
   HeartbeatSchema,
   KEY_TAG_RESPONSE_HEADER,
   LeftSchema,
@@ -34,6 +38,8 @@ import {
   RegisterSchema,
   RotateKeySchema,
   WorkStatusReportSchema,
+  type AddonStatusAnswer,
+  type AddonTokenAnswer,
   type ClusterInfo,
   type HeartbeatAnswer,
   type LeftAnswer,
@@ -260,6 +266,35 @@ async function putPolicyStatus(c: Ctx): Promise<Response> {
   const body = decode(PolicyComplianceReportSchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "policystatuses");
   const object = await reportPolicyCompliance(c.env, cluster, policy, body, (p) => c.executionCtx.waitUntil(p));
   return new Response(JSON.stringify({ resourceVersion: object.metadata.resourceVersion ?? "" } satisfies PolicyStatusAnswer), { status: 200, headers: costHeaders(res.cost, 0, res.keyTag) });
+ * POST the changed `Available` conditions of the cluster's add-ons (docs/agent-protocol.md
+ * "Add-ons"): authenticated by the cluster's object (the cluster must be accepted) before the body
+ * is read, then written on the ManagedClusterAddOns of the cluster's namespace
+ * (src/addons/agent-health.ts).
+ * @throws ApiError 400/422 an invalid body, 413 over 256 KiB
+ */
+async function postAddonStatus(c: Ctx): Promise<Response> {
+  const cluster = c.req.param("name") ?? "";
+  const res = await agentResult(c, { action: "report" });
+  if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers: costHeaders(res.cost) });
+  const body = decode(AddonStatusSchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "addonstatuses");
+  await writeAddonAvailability(c.env, cluster, body, clock.now(), (p) => c.executionCtx.waitUntil(p));
+  return new Response(JSON.stringify({} satisfies AddonStatusAnswer), { status: 200, headers: costHeaders(res.cost, 0, res.keyTag) });
+}
+
+/**
+ * POST for a token of an add-on's ServiceAccount (token-based add-on registration,
+ * src/addons/token-registration.ts): authenticated as above, then issued for the add-on of the
+ * cluster's own namespace only. The answer holds a secret: `Cache-Control: no-store`.
+ * @throws ApiError 404 no such add-on, 409 one being deleted or without a kubeClient registration, 400/422 an invalid body
+ */
+async function postAddonToken(c: Ctx): Promise<Response> {
+  const cluster = c.req.param("name") ?? "";
+  const addon = c.req.param("addon") ?? "";
+  const res = await agentResult(c, { action: "report" });
+  if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers: costHeaders(res.cost) });
+  const body = decode(AddonTokenRequestSchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "addontokens");
+  const issued = await issueAddonToken(c.env, cluster, addon, new URL(c.req.url).origin, body.expirationSeconds, clock.now());
+  return new Response(JSON.stringify(issued satisfies AddonTokenAnswer), { status: 200, headers: { ...costHeaders(res.cost, 0, res.keyTag), "cache-control": "no-store" } });
 }
 
 /** The `/agent/v1` routes. */
@@ -309,6 +344,9 @@ export function agentRoutes(): Hono<{ Bindings: Env }> {
   app.put("/clusters/:name/works/:work/status", (c) => putWorkStatus(c));
 
   app.put("/clusters/:name/policies/:policy/status", (c) => putPolicyStatus(c));
+  app.post("/clusters/:name/addons/status", (c) => postAddonStatus(c));
+
+  app.post("/clusters/:name/addons/:addon/token", (c) => postAddonToken(c));
 
   app.post("/clusters/:name/left", (c) =>
     agentCall(c, async () => {

@@ -16,6 +16,7 @@ import { WebhookReceiverKind } from "./webhookreceiver.ts";
 import { ClusterViewManagedClusterKind, ClusterViewManagedClusterSetKind } from "./clusterview.ts";
 import { ClusterProfileKind } from "./clusterprofile.ts";
 import { EventKind, EventsV1EventKind } from "./event.ts";
+import { ADDON_KINDS } from "./addon.ts";
 import { PlacementBindingKind, PolicyKind, PolicySetKind } from "./policy.ts";
 
 /** All served kinds. */
@@ -46,6 +47,7 @@ export const KINDS: KindDefinition[] = [
   ClusterProfileKind,
   EventKind,
   EventsV1EventKind,
+  ...ADDON_KINDS,
   PolicyKind,
   PlacementBindingKind,
   PolicySetKind,

@@ -205,6 +205,8 @@ describe("install manifests: shapes", () => {
       { nonResourceURLs: ["/version", "/livez", "/healthz"], verbs: ["get"] },
       // Executor works: ServiceAccounts only, never users or groups (system:masters).
       { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["impersonate"] },
+      // Add-ons: their Leases (health), in their install namespaces.
+      { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get"] },
     ]);
     expect(byKind(objs, "Role")).toMatchObject({
       metadata: { name: "flotilla-agent", namespace: "fleet" },

@@ -1,5 +1,5 @@
 /**
- * `flotilla get clusters|placements|decisions|works`: lists (or reads by name) objects of the hub
+ * `flotilla get clusters|placements|decisions|works|addons|policies`: lists (or reads by name) objects of the hub
  * and prints a table, or the objects with `-o json|yaml`. Namespaced kinds take `-n NS` (default
  * `default`; ManifestWorks default to all clusters) or `-A` (all namespaces: the hub lists a
  * namespaced kind across namespaces at its collection path without `/namespaces/NS`).
@@ -9,8 +9,8 @@ import type { CommandContext } from "../context.ts";
 import { UsageError } from "../errors.ts";
 import type { RequestHints } from "../hints.ts";
 import { OUTPUT_FORMATS, renderObject, renderTable, type OutputFormat } from "../output.ts";
-import { Paths, PLACEMENT_LABEL, type KubeList, type KubeObject } from "../resources.ts";
-import { clusterView, decisionView, placementView, workView, type View } from "../views.ts";
+import { Paths, PLACEMENT_LABEL, ROOT_POLICY_LABEL, type KubeList, type KubeObject } from "../resources.ts";
+import { addonView, clusterView, decisionView, placementView, policyView, workView, type View } from "../views.ts";
 
 /** The options of the `get` subcommands (each takes the ones that apply). */
 interface GetOptions {
@@ -33,9 +33,11 @@ interface Resource {
   defaultNamespace?: string;
   view: View;
   hints: RequestHints;
+  /** Which listed objects to show (all by default). */
+  keep?: (obj: KubeObject, opts: GetOptions) => boolean;
 }
 
-const resources: Record<"clusters" | "placements" | "decisions" | "works", Resource> = {
+const resources: Record<"clusters" | "placements" | "decisions" | "works" | "addons" | "policies", Resource> = {
   clusters: {
     what: "clusters",
     path: (_ns, name) => Paths.managedClusters(name),
@@ -69,6 +71,28 @@ const resources: Record<"clusters" | "placements" | "decisions" | "works", Resou
       notServed: "this hub does not serve ManifestWorks (work.open-cluster-management.io/v1) yet; update the hub to a version that does",
     },
   },
+  addons: {
+    what: "add-ons",
+    path: Paths.managedClusterAddOns,
+    namespaced: true,
+    view: addonView,
+    hints: {
+      notFound: "no such add-on in that cluster's namespace; list them with `flotilla get addons -A`",
+      notServed: "this hub does not serve add-ons (addon.open-cluster-management.io/v1beta1) yet; update the hub to a version that does",
+    },
+  },
+  policies: {
+    what: "policies",
+    path: Paths.policies,
+    namespaced: true,
+    view: policyView,
+    hints: {
+      notFound: "no such policy in that namespace; list them with `flotilla get policies -A`",
+      notServed: "this hub does not serve policies (policy.open-cluster-management.io/v1) yet; update the hub to a version that does",
+    },
+    // Root policies, unless a cluster's namespace is asked for: its replicated policies then.
+    keep: (p, opts) => opts.cluster !== undefined || opts.namespace !== undefined || p.metadata.labels?.[ROOT_POLICY_LABEL] === undefined,
+  },
 };
 
 function namespaceOf(res: Resource, opts: GetOptions): string | undefined {
@@ -95,8 +119,8 @@ async function get(ctx: CommandContext, res: Resource, names: string[], opts: Ge
       query: { labelSelector: selectors.length > 0 ? selectors.join(",") : undefined },
       hints: res.hints,
     });
-    items = list.items;
-    printed = list;
+    items = res.keep ? list.items.filter((o) => res.keep!(o, opts)) : list.items;
+    printed = items.length === list.items.length ? list : { ...list, items };
   }
   if (opts.output) {
     ctx.out(renderObject(printed, opts.output));
@@ -125,7 +149,7 @@ function namespaceOptions(cmd: Command, nsHelp: string): Command {
  * @param context builds the action's context from the command.
  */
 export function registerGet(program: Command, context: (cmd: Command) => CommandContext): void {
-  const getCmd = program.command("get").description("Show clusters, placements, placement decisions or manifest works");
+  const getCmd = program.command("get").description("Show clusters, placements, placement decisions, manifest works, add-ons or policies");
   const run = (res: Resource) => (names: string[], opts: GetOptions, cmd: Command) => get(context(cmd), res, names, opts);
 
   getCmd
@@ -180,4 +204,41 @@ export function registerGet(program: Command, context: (cmd: Command) => Command
     .option("-l, --selector <selector>", "label selector")
     .addOption(outputOption())
     .action(run(resources.works));
+
+  namespaceOptions(
+    getCmd
+      .command("addons")
+      .aliases(["addon", "managedclusteraddons", "mca"])
+      .description("Show the add-ons of each cluster (ManagedClusterAddOns): Available, Degraded and Progressing, and why")
+      .argument("[names...]", "add-on names (needs -n or --cluster)"),
+    "the cluster's namespace (default: all clusters)",
+  )
+    .option("--cluster <name>", "same as -n: the cluster whose add-ons to show")
+    .option("-l, --selector <selector>", "label selector")
+    .addOption(outputOption())
+    .addHelpText(
+      "after",
+      "\nColumns: AVAILABLE, DEGRADED and PROGRESSING are the add-on's conditions; HEALTH is how its health\n" +
+        "is checked (Lease: its Lease on the cluster, read by the Flotilla agent; Customized: by the hub);\n" +
+        "REASON is the Available condition's reason.",
+    )
+    .action(run(resources.addons));
+
+  namespaceOptions(
+    getCmd
+      .command("policies")
+      .aliases(["policy", "plc"])
+      .description("Show governance Policies and each cluster's compliance")
+      .argument("[names...]", "policy names (needs -n)"),
+    "namespace (default: the root policies of all namespaces)",
+  )
+    .option("--cluster <name>", "the policies replicated to this cluster's namespace, with its own compliance")
+    .option("-l, --selector <selector>", "label selector")
+    .addOption(outputOption())
+    .addHelpText(
+      "after",
+      "\nColumns: COMPLIANCE is status.compliant (Compliant, NonCompliant or Pending); CLUSTERS is each\n" +
+        "cluster's compliance (cluster=Compliance), from the root policy's status.status[].",
+    )
+    .action(run(resources.policies));
 }

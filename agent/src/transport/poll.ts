@@ -11,7 +11,7 @@
 import { Backoff, HUB_PROBE_PERIOD_MS, Sleeper, sleepProbing, type Random } from "../backoff.ts";
 import { hubAbsent, type HubClient, type HubFailure } from "../hub-client.ts";
 import { ConditionLog, type Logger } from "../log.ts";
-import type { HeartbeatAnswer, HeartbeatRequest, PolicyComplianceReport, WorkStatusReport } from "../../../src/agent/protocol.ts";
+import type { AddonStatusRequest, AddonTokenRequest, HeartbeatAnswer, HeartbeatRequest, PolicyComplianceReport, WorkStatusReport } from "../../../src/agent/protocol.ts";
 import type { AgentTransport, TransportEvents } from "./transport.ts";
 
 /** Options of {@link PollTransport}. */
@@ -19,7 +19,7 @@ export interface PollTransportOptions {
   /** The ManagedCluster name. */
   clusterName: string;
   /** The hub client. */
-  hub: Pick<HubClient, "getWorks" | "putWorkStatus" | "left"> & Partial<Pick<HubClient, "live" | "heartbeat" | "putPolicyStatus">>;
+  hub: Pick<HubClient, "getWorks" | "putWorkStatus" | "left"> & Partial<Pick<HubClient, "live" | "heartbeat" | "putPolicyStatus" | "addonStatus" | "addonToken">>;
   /** Signs a fresh agent JWT for each call. */
   sign: () => Promise<string>;
   /** Logger. */
@@ -91,6 +91,18 @@ export class PollTransport implements AgentTransport {
 
   async left() {
     return this.opts.hub.left(this.opts.clusterName, await this.opts.sign());
+  }
+
+  /** `POST .../addons/status`. */
+  async addonStatus(body: AddonStatusRequest) {
+    if (!this.opts.hub.addonStatus) throw new Error("the poll transport was built without the add-on calls");
+    return this.opts.hub.addonStatus(this.opts.clusterName, await this.opts.sign(), body);
+  }
+
+  /** `POST .../addons/{addon}/token`. */
+  async addonToken(addon: string, body: AddonTokenRequest) {
+    if (!this.opts.hub.addonToken) throw new Error("the poll transport was built without the add-on calls");
+    return this.opts.hub.addonToken(this.opts.clusterName, addon, await this.opts.sign(), body);
   }
 
   stopped(): Promise<void> {

@@ -13,7 +13,21 @@
  *
  * The messages of both are defined once in src/agent/protocol.ts.
  */
-import type { DeliveredPolicy, DeliveredWork, HeartbeatAnswer, HeartbeatRequest, LeftAnswer, PolicyComplianceReport, PolicyStatusAnswer, WorkStatusAnswer, WorkStatusReport } from "../../../src/agent/protocol.ts";
+import type {
+  AddonStatusAnswer,
+  AddonStatusRequest,
+  AddonTokenAnswer,
+  AddonTokenRequest,
+  DeliveredPolicy,
+  DeliveredWork,
+  HeartbeatAnswer,
+  HeartbeatRequest,
+  LeftAnswer,
+  PolicyComplianceReport,
+  PolicyStatusAnswer,
+  WorkStatusAnswer,
+  WorkStatusReport,
+} from "../../../src/agent/protocol.ts";
 import type { HubResult } from "../hub-client.ts";
 
 /** The transports `--transport` names. */
@@ -35,6 +49,8 @@ export interface TransportEvents {
   works(update: { etag: string; works: DeliveredWork[]; policies: DeliveredPolicy[] }): void;
   /** The hub says the cluster is leaving (docs/agent-protocol.md "Leave"). */
   leaving(): void;
+  /** A new connection was welcomed, or the hub asked for the status again: what was reported may be resent. */
+  resent?(): void;
 }
 
 /**
@@ -72,6 +88,10 @@ export interface AgentTransport {
   reportCompliance(policy: string, report: PolicyComplianceReport): Promise<HubResult<PolicyStatusAnswer>>;
   /** Tells the hub the leave is done: 200; 409 when the cluster is not leaving. */
   left(): Promise<HubResult<LeftAnswer>>;
+  /** Reports the changed `Available` conditions of the cluster's add-ons (`addon-status`): 200. */
+  addonStatus(body: AddonStatusRequest): Promise<HubResult<AddonStatusAnswer>>;
+  /** Asks for a token of add-on `addon`'s ServiceAccount (`addon-token`): 200 `{token, expirationTimestamp}`. */
+  addonToken(addon: string, body: AddonTokenRequest): Promise<HubResult<AddonTokenAnswer>>;
   /** Settles once the transport's loops have ended (after the abort signal fired). */
   stopped(): Promise<void>;
 }

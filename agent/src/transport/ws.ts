@@ -31,7 +31,19 @@
 import type WebSocket from "ws";
 import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, CloseCodes } from "../../../src/agent/channel-constants.ts";
 import { ChannelHubMessageSchema, type ChannelHubMessage } from "../../../src/agent/protocol-answers.ts";
-import type { HeartbeatAnswer, HeartbeatRequest, LeftAnswer, PolicyComplianceReport, PolicyStatusAnswer, WorkStatusAnswer, WorkStatusReport } from "../../../src/agent/protocol.ts";
+import type {
+  AddonStatusAnswer,
+  AddonStatusRequest,
+  AddonTokenAnswer,
+  AddonTokenRequest,
+  HeartbeatAnswer,
+  HeartbeatRequest,
+  LeftAnswer,
+  PolicyComplianceReport,
+  PolicyStatusAnswer,
+  WorkStatusAnswer,
+  WorkStatusReport,
+} from "../../../src/agent/protocol.ts";
 import { HUB_PROBE_PERIOD_MS, ReconnectBackoff, Sleeper, sleepProbing, DEFAULT_LEASE_DURATION_SECONDS, type Random } from "../backoff.ts";
 import { failureFromStatus, hubAbsent, tlsHint, type HubClient, type HubFailure, type HubResult } from "../hub-client.ts";
 import { ConditionLog, type Logger } from "../log.ts";
@@ -43,7 +55,7 @@ export interface WsTransportOptions {
   /** The ManagedCluster name. */
   clusterName: string;
   /** The hub client (its base URL, key tags, and the HTTP calls of the fallback). */
-  hub: Pick<HubClient, "getWorks" | "putWorkStatus" | "left" | "heartbeat" | "live" | "noteKeyTag" | "baseUrl"> & Partial<Pick<HubClient, "putPolicyStatus">>;
+  hub: Pick<HubClient, "getWorks" | "putWorkStatus" | "left" | "heartbeat" | "live" | "noteKeyTag" | "baseUrl"> & Partial<Pick<HubClient, "putPolicyStatus" | "addonStatus" | "addonToken">>;
   /** Signs a fresh agent JWT for each call and each upgrade. */
   sign: () => Promise<string>;
   /** Logger. */
@@ -66,14 +78,20 @@ type DialEnd =
 
 /** A request message waiting for its answer. */
 interface Pending {
-  frame: { type: "report"; id: string; work: string; report: WorkStatusReport } | { type: "left"; id: string } | { type: "compliance"; id: string; policy: string; report: PolicyComplianceReport };
+  frame:
+    | { type: "report"; id: string; work: string; report: WorkStatusReport }
+    | { type: "left"; id: string }
+    | { type: "compliance"; id: string; policy: string; report: PolicyComplianceReport }
+    | { type: "addon-status"; id: string; status: AddonStatusRequest }
+    | { type: "addon-token"; id: string; addon: string; request: AddonTokenRequest };
   resolve: (answer: Extract<ChannelHubMessage, { type: "ack" | "error" }> | HubFailure) => void;
   /** Whether it was written to a connection (false: made while none was up, it waits for the next). */
   sent: boolean;
 }
 
 /** What a waiting request is, for the log: `report <work>` or `left`. */
-const describeRequest = (p: Pending): string => (p.frame.type === "report" ? `report ${p.frame.work}` : p.frame.type === "compliance" ? `compliance ${p.frame.policy}` : "left");
+const describeRequest = (p: Pending): string =>
+  p.frame.type === "report" ? `report ${p.frame.work}` : p.frame.type === "compliance" ? `compliance ${p.frame.policy}` : p.frame.type === "addon-token" ? `addon-token ${p.frame.addon}` : p.frame.type;
 
 /** The ws transport: one WebSocket per cluster, `poll` while it is not connected. */
 export class WsTransport implements AgentTransport {
@@ -212,6 +230,27 @@ export class WsTransport implements AgentTransport {
     if ("kind" in answer) return { ok: false, error: answer };
     if (answer.type === "error") return { ok: false, error: failureFromStatus(answer.status) };
     return { ok: true, status: 200, value: {} };
+  }
+
+  async addonStatus(body: AddonStatusRequest): Promise<HubResult<AddonStatusAnswer>> {
+    const socket = this.mode === "ws" ? await this.ready() : undefined;
+    if (!socket) return this.poll.addonStatus(body);
+    const answer = await this.request({ type: "addon-status", id: `a${++this.seq}`, status: body });
+    if (answer === "http") return this.poll.addonStatus(body);
+    if ("kind" in answer) return { ok: false, error: answer };
+    if (answer.type === "error") return { ok: false, error: failureFromStatus(answer.status) };
+    return { ok: true, status: 200, value: {} };
+  }
+
+  async addonToken(addon: string, body: AddonTokenRequest): Promise<HubResult<AddonTokenAnswer>> {
+    const socket = this.mode === "ws" ? await this.ready() : undefined;
+    if (!socket) return this.poll.addonToken(addon, body);
+    const answer = await this.request({ type: "addon-token", id: `t${++this.seq}`, addon, request: body });
+    if (answer === "http") return this.poll.addonToken(addon, body);
+    if ("kind" in answer) return { ok: false, error: answer };
+    if (answer.type === "error") return { ok: false, error: failureFromStatus(answer.status) };
+    if (!answer.token || !answer.expirationTimestamp) return { ok: false, error: { kind: "other", status: 200, message: "malformed answer to addon-token: no token or expirationTimestamp" } };
+    return { ok: true, status: 200, value: { token: answer.token, expirationTimestamp: answer.expirationTimestamp } };
   }
 
   async stopped(): Promise<void> {
@@ -426,6 +465,7 @@ export class WsTransport implements AgentTransport {
           // The hub may have marked the lease expired while no connection was up (its
           // Available condition is then Unknown): the next heartbeat sends the status again.
           this.lastStatus = undefined;
+          this.events?.resent?.();
           // Requests left without an answer by the previous connection go again (a report the
           // hub committed before the connection ended changes nothing the second time, and is
           // acknowledged as any), and those made while no connection was up go now.
@@ -479,6 +519,7 @@ export class WsTransport implements AgentTransport {
         // A new interval, or the hub found the lease expired (docs/agent-protocol.md "Channel"):
         // either way the next heartbeat sends the status again.
         this.lastStatus = undefined;
+        this.events?.resent?.();
         const before = this.lease;
         this.setLease(msg.leaseDurationSeconds);
         if (this.lease !== before) reschedulePings();

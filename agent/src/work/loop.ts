@@ -73,6 +73,10 @@ export interface WorkLoopOptions {
   timing: WorkLoopTiming;
   /** Aborting it ends both loops. */
   signal: AbortSignal;
+  /** Called with every new works list (the add-on agent reads its add-ons from it). */
+  onWorks?: (works: DeliveredWork[]) => void;
+  /** Called when the transport was welcomed on a new connection, or the hub asked for the status again. */
+  onResent?: () => void;
 }
 
 /**
@@ -129,6 +133,7 @@ export class WorkLoop {
         this.onPolicies(update.policies);
       },
       leaving: () => this.startLeaving(),
+      resent: () => this.opts.onResent?.(),
     });
   }
 
@@ -181,6 +186,7 @@ export class WorkLoop {
   private onWorks(works: DeliveredWork[]): void {
     this.pending = works as unknown as ManifestWork[];
     this.syncSleeper.wake();
+    this.opts.onWorks?.(works);
   }
 
   private startLeaving(): void {
