@@ -266,6 +266,9 @@ async function putPolicyStatus(c: Ctx): Promise<Response> {
   const body = decode(PolicyComplianceReportSchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "policystatuses");
   const object = await reportPolicyCompliance(c.env, cluster, policy, body, (p) => c.executionCtx.waitUntil(p));
   return new Response(JSON.stringify({ resourceVersion: object.metadata.resourceVersion ?? "" } satisfies PolicyStatusAnswer), { status: 200, headers: costHeaders(res.cost, 0, res.keyTag) });
+}
+
+/**
  * POST the changed `Available` conditions of the cluster's add-ons (docs/agent-protocol.md
  * "Add-ons"): authenticated by the cluster's object (the cluster must be accepted) before the body
  * is read, then written on the ManagedClusterAddOns of the cluster's namespace
