@@ -49,6 +49,7 @@ import { CloseCodes } from "../src/agent/channel-protocol.ts";
 import { COUNTED } from "../src/metrics/families.ts";
 import { count, flushSoon } from "../src/metrics/recorder.ts";
 import { errorResult, noCost, type AgentAction, type Cost, type RegisterInput, type RegistrationInfo, type RegistrationOutcome, type Result, type WorksState, type WriteOutcome } from "./cluster/types.ts";
+import { setEdgeLocation } from "../src/edge.ts";
 
 export type { AgentAction, Cost, RegisterInput, RegistrationInfo, RegistrationOutcome, Result, WorksState, WriteOutcome } from "./cluster/types.ts";
 export type { LeaseRecord } from "./cluster/lease.ts";
@@ -324,7 +325,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
             this.requireAccepted(current);
             return { ok: true, value: this.rotate(action.publicKey, action.kid, now) };
           case "heartbeat":
-            return { ok: true, value: await this.heartbeat(current, action.heartbeat, now) };
+            return { ok: true, value: await this.heartbeat(current, action.heartbeat, now, false, action.colo) };
           case "works":
             this.requireAccepted(current);
             return { ok: true, value: this.delivery.stateOf(current, action.ifNoneMatch) };
@@ -413,7 +414,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
    * message on the agent's channel, which renews the lease only when the pings do not already
    * (cluster/lease.ts `Lease.pingsRenew`): no lease row written then.
    */
-  private async heartbeat(current: KubeObject, hb: Heartbeat, now: number, channel = false): Promise<{ leaseDurationSeconds: number; worksEtag: string; leaving: boolean }> {
+  private async heartbeat(current: KubeObject, hb: Heartbeat, now: number, channel = false, colo?: string): Promise<{ leaseDurationSeconds: number; worksEtag: string; leaving: boolean }> {
     this.requireAccepted(current);
     if (!channel || !this.lease.pingsRenew(current, now)) this.lease.renew(current, now);
     const next = structuredClone(current);
@@ -432,6 +433,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
     if (hb.capacity) status.capacity = hb.capacity;
     if (hb.allocatable) status.allocatable = hb.allocatable;
     if (hb.clusterClaims) status.clusterClaims = hb.clusterClaims;
+    setEdgeLocation(next, colo);
     const stored = (await this.commit(current, next, "returns")) ?? current;
     await this.nextAlarm("earlier");
     return { leaseDurationSeconds: specOf(stored).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS, worksEtag: this.delivery.etag(), leaving: Boolean(stored.metadata.deletionTimestamp) };
@@ -502,10 +504,12 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
       verify: (token, name, now) => this.keys.verify(token, name, now),
       current,
       serial: (fn) => this.serial(fn),
-      renew: async (obj, now) => {
+      renew: async (obj, now, colo) => {
         this.requireAccepted(obj);
         this.lease.renew(obj, now);
         await this.nextAlarm("earlier");
+        const next = structuredClone(obj);
+        if (setEdgeLocation(next, colo)) await this.commit(obj, next, "returns");
       },
       heartbeat: (obj, hb, now) => this.heartbeat(obj, hb, now, true),
       worksState: () => ({ etag: this.delivery.etag(), leaving: Boolean(current()?.metadata.deletionTimestamp) }),

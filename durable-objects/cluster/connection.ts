@@ -53,6 +53,8 @@ import {
 export const CHANNEL_CLUSTER_HEADER = "x-flotilla-channel-cluster";
 /** The request header by which the Worker tells the cluster's object the cluster named in the path. */
 export const CHANNEL_TARGET_HEADER = "x-flotilla-channel-target";
+/** Header of the upgrade the Worker forwards: the edge location the agent reached (src/edge.ts); set or removed by the Worker, never the agent's. */
+export const CHANNEL_COLO_HEADER = "x-flotilla-channel-colo";
 
 /** The tag every agent connection is accepted with (`ctx.getWebSockets(AGENT_TAG)`). */
 const AGENT_TAG = "agent";
@@ -87,10 +89,11 @@ export interface ConnectionHost {
   serial<T>(fn: () => Promise<T>): Promise<T>;
   /**
    * Renews the lease as an HTTP heartbeat without status does (at connect): the lease row and the
-   * alarm.
-   * @throws ApiError 403 when the cluster is not accepted
+   * alarm; and records `colo`, the edge location the agent connected through (src/edge.ts), on the
+   * ManagedCluster when it changed (a D1 commit only then).
+   * @throws ApiError 403 when the cluster is not accepted, what the commit throws
    */
-  renew(current: KubeObject, now: number): Promise<void>;
+  renew(current: KubeObject, now: number, colo?: string): Promise<void>;
   /**
    * Commits the agent's view of its cluster as an HTTP heartbeat does (conditions, status; a D1
    * commit only when the status changed); the lease row is written only when the pings do not
@@ -182,7 +185,7 @@ export class AgentConnection {
         if (target !== name) throw forbidden(`the credential of cluster ${name} may not act on cluster ${target}`);
         if (pending) throw forbidden(`the key ${kid} of cluster ${name} waits for an admin to accept it (flotilla accept ${name} --key ${kid})`);
         if (retired) throw forbidden(`the key ${kid} of cluster ${name} was replaced by a rotation; connect with the cluster's current key`);
-        await this.host.renew(current, now);
+        await this.host.renew(current, now, request.headers.get(CHANNEL_COLO_HEADER) || undefined);
         for (const old of this.sockets()) closeQuietly(old, CloseCodes.Replaced, "replaced by a newer connection of this cluster");
         const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
         this.ctx.acceptWebSocket(server, [AGENT_TAG]);

@@ -58,7 +58,8 @@ export interface RegisterInput {
 /** What an agent request asks for once its JWT is verified. */
 export type AgentAction =
   | { action: "info" }
-  | { action: "heartbeat"; heartbeat: Heartbeat }
+  /** `colo`: the edge location the heartbeat reached (src/edge.ts), recorded on the ManagedCluster when it changed. */
+  | { action: "heartbeat"; heartbeat: Heartbeat; colo?: string }
   | { action: "rotate-key"; publicKey: JWK; kid: string }
   | { action: "works"; ifNoneMatch?: string; waitMs: number }
   | { action: "report" }

@@ -17,7 +17,8 @@ import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
 import { CHANNEL_SUBPROTOCOL } from "./channel-protocol.ts";
 import { KEY_TAG_RESPONSE_HEADER } from "./protocol.ts";
-import { CHANNEL_CLUSTER_HEADER, CHANNEL_TARGET_HEADER } from "../../durable-objects/cluster/connection.ts";
+import { CHANNEL_CLUSTER_HEADER, CHANNEL_COLO_HEADER, CHANNEL_TARGET_HEADER } from "../../durable-objects/cluster/connection.ts";
+import { edgeLocation } from "../edge.ts";
 
 /**
  * Checks that a request is a WebSocket upgrade that offers {@link CHANNEL_SUBPROTOCOL}.
@@ -48,6 +49,9 @@ async function connect(req: Request, env: Env, target: string, token: string | n
     const headers = new Headers(req.headers);
     headers.set(CHANNEL_CLUSTER_HEADER, admitted.cluster);
     headers.set(CHANNEL_TARGET_HEADER, target);
+    const colo = edgeLocation(req);
+    if (colo) headers.set(CHANNEL_COLO_HEADER, colo);
+    else headers.delete(CHANNEL_COLO_HEADER);
     const res = await env.CLUSTERS.getByName(admitted.cluster).fetch(new Request(req.url, { method: "GET", headers }));
     if (res.status === 401) throw unauthorized(INVALID_AGENT_CREDENTIAL);
     if (res.status !== 101 || admitted.tagged) return res;

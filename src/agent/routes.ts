@@ -27,6 +27,7 @@ import type { Env } from "../env.ts";
 import { parseJson, readBody, retryAfter, statusResponse } from "../api/request.ts";
 import { writeAddonAvailability } from "../addons/agent-health.ts";
 import { issueAddonToken } from "../addons/token-registration.ts";
+import { edgeLocation } from "../edge.ts";
 import {
   AddonStatusSchema,
   AddonTokenRequestSchema,
@@ -339,7 +340,7 @@ export function agentRoutes(): Hono<{ Bindings: Env }> {
   app.get("/clusters/:name", (c) => agentCall(c, { action: "info" }));
 
   app.post("/clusters/:name/heartbeat", (c) =>
-    agentCall(c, async () => ({ action: "heartbeat", heartbeat: decode(HeartbeatSchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "heartbeats") })),
+    agentCall(c, async () => ({ action: "heartbeat", heartbeat: decode(HeartbeatSchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "heartbeats"), colo: edgeLocation(c.req.raw) })),
   );
 
   app.get("/clusters/:name/works", (c) => getWorks(c));

@@ -21,8 +21,8 @@ import { isNonResourceRequest, type RequestAttributes } from "../auth/rbac.ts";
 export const AUDIT_API_VERSION = "audit.k8s.io/v1";
 /** The response header that carries a request's audit ID (kube-apiserver's `Audit-ID`). */
 export const AUDIT_ID_HEADER = "Audit-Id";
-/** The audit annotation with the Cloudflare location (`request.cf.colo`, e.g. `FRA`) that served the request. */
-export const COLO_ANNOTATION = "flotilla.dev/colo";
+/** The audit annotation with the Cloudflare location (`request.cf.colo`, e.g. `FRA`) that served the request (src/edge.ts). */
+export { COLO_ANNOTATION } from "../edge.ts";
 /** The audit annotation with why each authenticator refused a 401's token (never the token). */
 export const AUTHN_REASONS_ANNOTATION = "flotilla.dev/authentication-failure-reasons";
 /** kube-apiserver's audit annotation of the authorizer's decision: `allow` or `forbid`. */

@@ -35,6 +35,7 @@ import {
   type RequestInfo,
 } from "./event.ts";
 import { appendAuditEvent, auditRetentionDays } from "./log.ts";
+import { edgeLocation } from "../edge.ts";
 
 /**
  * The Hono variables the audit reads (src/api/context.ts): absent when the request failed before
@@ -129,9 +130,9 @@ async function recordAfter(c: AuditContext, receivedAt: number): Promise<void> {
       receivedAt,
       completedAt,
     };
-    const colo = (c.req.raw as { cf?: { colo?: unknown } }).cf?.colo;
+    const colo = edgeLocation(c.req.raw);
     const annotations: Record<string, string> = {};
-    if (typeof colo === "string" && colo) annotations[COLO_ANNOTATION] = colo;
+    if (colo) annotations[COLO_ANNOTATION] = colo;
     if (failure instanceof Unauthenticated && failure.reasons.length > 0) annotations[AUTHN_REASONS_ANNOTATION] = failure.reasons.join("; ");
     const record = async () => {
       const who = code === 401 ? undefined : user;

@@ -1,0 +1,86 @@
+/**
+ * The edge location an agent reaches (`request.cf.colo`, src/edge.ts) is recorded on its
+ * ManagedCluster as the `flotilla.dev/colo` annotation, by the HTTP heartbeat and by the channel's
+ * connect, and written only when it changed: a heartbeat through the same location commits
+ * nothing. An agent cannot name a location itself (the Worker sets or removes the header).
+ */
+import { exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { CHANNEL_SUBPROTOCOL } from "../../src/agent/channel-protocol.ts";
+import { COLO_ANNOTATION } from "../../src/edge.ts";
+import { agentKeys, call, createToken, MC, register, type AgentKeys } from "./helpers.ts";
+
+async function joined(name: string): Promise<AgentKeys> {
+  const token = await createToken({ autoApprove: true });
+  const { keys, res } = await register(token, name, `id-${name}`, await agentKeys());
+  expect(res.status).toBe(201);
+  return keys;
+}
+
+/** A heartbeat through the edge location `colo` (none: a request without `cf`). */
+async function heartbeat(name: string, keys: AgentKeys, colo?: string): Promise<number> {
+  const res = await exports.default.fetch(`https://hub.test/agent/v1/clusters/${name}/heartbeat`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${await keys.sign(name)}`, "content-type": "application/json", "x-flotilla-channel-colo": "EVIL" },
+    body: JSON.stringify({ healthy: true }),
+    ...(colo ? { cf: { colo } } : {}),
+  });
+  await res.text();
+  return res.status;
+}
+
+async function cluster(name: string) {
+  const r = await call("GET", `${MC}/${name}`);
+  expect(r.status).toBe(200);
+  return r.body as { metadata: { resourceVersion: string; annotations?: Record<string, string> } };
+}
+
+describe("the edge location of a cluster's agent", () => {
+  it("a heartbeat records it, again only when it changes", async () => {
+    const keys = await joined("edge-hb");
+    expect(await heartbeat("edge-hb", keys, "FRA")).toBe(200);
+    const first = await cluster("edge-hb");
+    expect(first.metadata.annotations?.[COLO_ANNOTATION]).toBe("FRA");
+    expect(await heartbeat("edge-hb", keys, "FRA")).toBe(200);
+    expect((await cluster("edge-hb")).metadata.resourceVersion).toBe(first.metadata.resourceVersion);
+    expect(await heartbeat("edge-hb", keys, "SJC")).toBe(200);
+    const moved = await cluster("edge-hb");
+    expect(moved.metadata.annotations?.[COLO_ANNOTATION]).toBe("SJC");
+    expect(Number(moved.metadata.resourceVersion)).toBeGreaterThan(Number(first.metadata.resourceVersion));
+  });
+
+  it("a heartbeat without a location leaves the recorded one", async () => {
+    const keys = await joined("edge-none");
+    expect(await heartbeat("edge-none", keys, "NRT")).toBe(200);
+    const before = await cluster("edge-none");
+    expect(await heartbeat("edge-none", keys)).toBe(200);
+    const after = await cluster("edge-none");
+    expect(after.metadata.annotations?.[COLO_ANNOTATION]).toBe("NRT");
+    expect(after.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+  });
+
+  it("the channel's connect records it; a header the agent sends is not taken", async () => {
+    const keys = await joined("edge-ws");
+    const headers = {
+      upgrade: "websocket",
+      connection: "Upgrade",
+      "sec-websocket-version": "13",
+      "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+      "sec-websocket-protocol": CHANNEL_SUBPROTOCOL,
+      "x-flotilla-channel-colo": "EVIL",
+    };
+    const forged = await exports.default.fetch("https://hub.test/agent/v1/clusters/edge-ws/connect", { headers: { ...headers, authorization: `Bearer ${await keys.sign("edge-ws")}` } });
+    expect(forged.status).toBe(101);
+    forged.webSocket!.accept();
+    forged.webSocket!.close(1000, "done");
+    expect((await cluster("edge-ws")).metadata.annotations?.[COLO_ANNOTATION]).not.toBe("EVIL");
+    const res = await exports.default.fetch("https://hub.test/agent/v1/clusters/edge-ws/connect", {
+      headers: { ...headers, authorization: `Bearer ${await keys.sign("edge-ws")}` },
+      cf: { colo: "AMS" },
+    });
+    expect(res.status).toBe(101);
+    res.webSocket!.accept();
+    expect((await cluster("edge-ws")).metadata.annotations?.[COLO_ANNOTATION]).toBe("AMS");
+    res.webSocket!.close(1000, "done");
+  });
+});
