@@ -140,6 +140,8 @@ describe("the dashboard in Chromium (wrangler dev + agents on simulated clusters
     await page.getByRole("button", { name: "Add taint" }).click();
     await waitFor("c2's taint on the hub", async () => ((await admin(hub, "GET", `${MC}/c2`)).body.spec.taints ?? []).some((t: { key: string }) => t.key === "maintenance"));
     await page.getByRole("button", { name: "Remove taint maintenance=true:NoSelect" }).waitFor({ timeout: ON_PAGE_MS });
+    // Only c2 (the cluster this view shows; the view before it showed c4) got the taint.
+    expect(((await admin(hub, "GET", `${MC}/c4`)).body.spec.taints ?? []).map((t: { key: string }) => t.key)).not.toContain("maintenance");
 
     await createNamespaces(hub, "apps");
     expect((await admin(hub, "POST", `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } })).status).toBe(201);
