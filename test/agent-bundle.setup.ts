@@ -14,7 +14,12 @@ import { fileURLToPath } from "node:url";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
-/** Builds dist/agent when it is older than its sources. */
+/**
+ * Builds dist/agent when it is older than its sources, and the dashboard's assets (dist/ui, which
+ * the hubs the tests start serve) likewise, once before any hub starts (`npm start` builds them
+ * too, but hubs started at once would each build).
+ */
 export default function setup(): void {
   execFileSync(process.execPath, [path.join(root, "scripts", "build-agent.mjs"), "--if-stale"], { cwd: root, stdio: "inherit" });
+  execFileSync(process.execPath, [path.join(root, "scripts", "build-ui.mjs"), "--if-stale"], { cwd: root, stdio: "inherit" });
 }

@@ -6,7 +6,8 @@
  * (lease 1 s, grace 5 x) and Available again once resumed; a fourth agent's registration appears
  * Pending and is accepted from the page; a taint added from the page keeps that cluster out of a
  * Placement, whose page says why; a progressive ManifestWorkReplicaSet's progress advances on its
- * page to every decided cluster. Every view is screenshotted (into a temporary folder, or into
+ * page to every decided cluster; a ServiceAccount token signs in too, and sees what its RBAC
+ * allows. Every view is screenshotted (into a temporary folder, or into
  * `FLOTILLA_UI_SCREENSHOTS`, e.g. docs/ui, which README.md shows).
  */
 import { existsSync, mkdirSync, mkdtempSync, statSync } from "node:fs";
@@ -139,6 +140,8 @@ describe("the dashboard in Chromium (wrangler dev + agents on simulated clusters
     await page.getByRole("button", { name: "Add taint" }).click();
     await waitFor("c2's taint on the hub", async () => ((await admin(hub, "GET", `${MC}/c2`)).body.spec.taints ?? []).some((t: { key: string }) => t.key === "maintenance"));
     await page.getByRole("button", { name: "Remove taint maintenance=true:NoSelect" }).waitFor({ timeout: ON_PAGE_MS });
+    // Only c2 (the cluster this view shows; the view before it showed c4) got the taint.
+    expect(((await admin(hub, "GET", `${MC}/c4`)).body.spec.taints ?? []).map((t: { key: string }) => t.key)).not.toContain("maintenance");
 
     await createNamespaces(hub, "apps");
     expect((await admin(hub, "POST", `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } })).status).toBe(201);
@@ -183,6 +186,31 @@ describe("the dashboard in Chromium (wrangler dev + agents on simulated clusters
     await page.locator('[data-view="replicasets"] a', { hasText: "rollout" }).waitFor({ timeout: ON_PAGE_MS });
     await shoot("rollouts");
     expect(loads).toBe(before);
+  });
+
+  it("signs in with a ServiceAccount token and shows what its RBAC lets it read", async () => {
+    const RBAC = "/apis/rbac.authorization.k8s.io/v1";
+    const rbac = { apiGroup: "rbac.authorization.k8s.io" };
+    expect((await admin(hub, "POST", "/api/v1/namespaces/apps/serviceaccounts", { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "viewer" } })).status).toBe(201);
+    const rules = [{ apiGroups: ["cluster.open-cluster-management.io"], resources: ["managedclusters"], verbs: ["get", "list", "watch"] }];
+    expect((await admin(hub, "POST", `${RBAC}/clusterroles`, { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "fleet-viewer" }, rules })).status).toBe(201);
+    const binding = { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: { name: "fleet-viewer" }, roleRef: { ...rbac, kind: "ClusterRole", name: "fleet-viewer" }, subjects: [{ kind: "ServiceAccount", name: "viewer", namespace: "apps" }] };
+    expect((await admin(hub, "POST", `${RBAC}/clusterrolebindings`, binding)).status).toBe(201);
+    const tr = await admin(hub, "POST", "/api/v1/namespaces/apps/serviceaccounts/viewer/token", { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: {} });
+    expect(tr.status).toBe(201);
+    const viewer = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    try {
+      await viewer.goto(`${hub.url}/ui`);
+      await viewer.locator("#token").fill(tr.body.status.token);
+      await viewer.getByRole("button", { name: "Sign in" }).click();
+      await expect.poll(() => viewer.locator(".user").textContent(), { timeout: ON_PAGE_MS }).toBe("system:serviceaccount:apps:viewer");
+      await viewer.locator('tr[data-cluster="c1"] [data-state="Available"]').waitFor({ timeout: ON_PAGE_MS });
+      // Placements are not the viewer's to read: the page shows the hub's 403, not an empty list.
+      await viewer.evaluate(`location.hash = "#/placements"`);
+      await viewer.locator(".error", { hasText: "403 Forbidden" }).waitFor({ timeout: ON_PAGE_MS });
+    } finally {
+      await viewer.close();
+    }
   });
 
   it("shows the events view, the fleet on a phone and in the dark theme", async () => {

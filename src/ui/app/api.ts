@@ -70,14 +70,19 @@ function query(params: Record<string, string | number | undefined>): string {
 
 /** The API client of one signed-in user (a bearer token). Every request it makes is counted in {@link Api.requests}. */
 export class Api {
-  /** Every request made, in order (method and path), for the benchmark and the tests. */
+  /** The requests made, in order (method and path; the last 500), for the benchmark and the tests. */
   readonly requests: string[] = [];
 
   constructor(private readonly token: string) {}
 
+  private note(request: string): void {
+    this.requests.push(request);
+    if (this.requests.length > 500) this.requests.splice(0, this.requests.length - 500);
+  }
+
   /** Sends a request; resolves the parsed JSON body. @throws ApiFailure for a non-2xx answer */
   async request<T = KubeObject>(method: string, path: string, body?: unknown, contentType = "application/json", signal?: AbortSignal): Promise<T> {
-    this.requests.push(`${method} ${path}`);
+    this.note(`${method} ${path}`);
     const res = await fetch(path, {
       method,
       signal,
@@ -100,7 +105,7 @@ export class Api {
 
   /** GETs a text document (e.g. `/metrics`); null when the hub answers other than 2xx. */
   async text(path: string): Promise<string | null> {
-    this.requests.push(`GET ${path}`);
+    this.note(`GET ${path}`);
     const res = await fetch(path, { headers: { authorization: `Bearer ${this.token}` } });
     return res.ok ? res.text() : null;
   }
@@ -138,7 +143,7 @@ export class Api {
     while (!signal.aborted) {
       const url = path + query({ watch: 1, allowWatchBookmarks: "true", resourceVersion: rv, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector });
       try {
-        this.requests.push(`GET ${url}`);
+        this.note(`GET ${url}`);
         const res = await fetch(url, { signal, headers: { authorization: `Bearer ${this.token}`, accept: "application/json" } });
         if (res.status === 410) return onExpired();
         if (!res.ok || !res.body) throw new ApiFailure(res.status, res.statusText, `watch ${path}: ${res.status}`);

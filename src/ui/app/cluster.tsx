@@ -7,7 +7,7 @@
  */
 import { useState } from "preact/hooks";
 import { addTaints, parseTaintSpec, removeTaints, TAINT_EFFECTS } from "../../../agent/admin/taints.ts";
-import type { Api, KubeObject } from "./api.ts";
+import { ApiFailure, type Api, type KubeObject } from "./api.ts";
 import { EventList } from "./events.tsx";
 import { age, clusterState, CLUSTERSET_LABEL, COLO_ANNOTATION, condition, since, taintText, type Condition } from "./format.ts";
 import { useLiveList, useLiveObject } from "./live.ts";
@@ -90,13 +90,24 @@ function TaintEditor({ api, mc }: { api: Api; mc: KubeObject }) {
   const [effect, setEffect] = useState<string>("NoSelect");
   const [error, setError] = useState("");
   const taints = (mc.spec?.taints ?? []) as Taint[];
-  const write = async (next: Taint[]) => {
+  /**
+   * As `flotilla taint` does: reads the cluster, edits its taints and writes them back with its
+   * resourceVersion as the precondition, again (up to 5 times) when a concurrent write (a status
+   * report) answered 409 Conflict.
+   */
+  const write = async (edit: (current: Taint[]) => Taint[]) => {
     setError("");
-    try {
-      // The resourceVersion is the patch's precondition: a concurrent change is refused (409), not overwritten.
-      await api.mergePatch(`${MC_PATH}/${encodeURIComponent(mc.metadata.name)}`, { metadata: { resourceVersion: mc.metadata.resourceVersion }, spec: { taints: next } });
-    } catch (e) {
-      setError((e as Error).message);
+    const path = `${MC_PATH}/${encodeURIComponent(mc.metadata.name)}`;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const cur = await api.get(path);
+        await api.mergePatch(path, { metadata: { resourceVersion: cur.metadata.resourceVersion }, spec: { taints: edit((cur.spec?.taints ?? []) as Taint[]) } });
+        return;
+      } catch (e) {
+        if (e instanceof ApiFailure && e.status === 409 && attempt < 5) continue;
+        setError((e as Error).message);
+        return;
+      }
     }
   };
   return (
@@ -107,7 +118,7 @@ function TaintEditor({ api, mc }: { api: Api; mc: KubeObject }) {
           <li key={taintText(t)}>
             <code>{taintText(t)}</code>
             {t.timeAdded && <span class="muted small"> added {t.timeAdded}</span>}{" "}
-            <button type="button" class="small" aria-label={`Remove taint ${taintText(t)}`} onClick={() => void write(removeTaints(taints, [{ key: t.key, effect: t.effect }]).taints)}>
+            <button type="button" class="small" aria-label={`Remove taint ${taintText(t)}`} onClick={() => void write((cur) => removeTaints(cur, [{ key: t.key, effect: t.effect }]).taints)}>
               Remove
             </button>
           </li>
@@ -120,7 +131,7 @@ function TaintEditor({ api, mc }: { api: Api; mc: KubeObject }) {
           e.preventDefault();
           try {
             const spec = parseTaintSpec(`${text.trim()}:${effect}`);
-            void write(addTaints(taints, [spec]).taints).then(() => setText(""));
+            void write((cur) => addTaints(cur, [spec]).taints).then(() => setText(""));
           } catch (err) {
             setError((err as Error).message);
           }

@@ -37,6 +37,7 @@ export function useLiveList(api: Api, path: string | null, opts: ListOptions = {
   const [state, setState] = useState<{ items: KubeObject[]; loading: boolean; error?: Error; cont?: string; remaining?: number }>({ items: [], loading: path !== null });
   const [generation, setGeneration] = useState(0);
   const contRef = useRef<string | undefined>(undefined);
+  const keyRef = useRef<string | undefined>(undefined);
   const sort = settings.sort ?? byKey;
   const optsKey = JSON.stringify(opts);
   const watch = settings.watch ?? true;
@@ -47,7 +48,13 @@ export function useLiveList(api: Api, path: string | null, opts: ListOptions = {
       return;
     }
     const ac = new AbortController();
-    setState((s) => ({ ...s, loading: true, error: undefined }));
+    // Another collection or other selectors: what was shown goes at once (a view never shows one
+    // object's data under another's name); a list again after a 410 keeps it until the new page.
+    const listKey = `${path} ${optsKey}`;
+    if (keyRef.current !== listKey) {
+      keyRef.current = listKey;
+      setState({ items: [], loading: true });
+    } else setState((s) => ({ ...s, loading: true, error: undefined }));
     const run = async () => {
       const page = await api.list(path, opts, ac.signal);
       if (ac.signal.aborted) return;
@@ -104,7 +111,7 @@ export function useLiveList(api: Api, path: string | null, opts: ListOptions = {
 /** A live single object (GET then watch by `metadata.name` field selector); null while loading or when absent. */
 export function useLiveObject(api: Api, collection: string | null, name: string): { obj: KubeObject | null; error?: Error } {
   const l = useLiveList(api, collection, { fieldSelector: `metadata.name=${name}` });
-  return { obj: l.items[0] ?? null, error: l.error };
+  return { obj: l.items.find((o) => o.metadata.name === name) ?? null, error: l.error };
 }
 
 /** Whether an error is the API's 404 (a resource the hub does not serve yet, or an object that is gone). */

@@ -102,18 +102,19 @@ const NAV = [
 
 function Shell({ api, user, onSignOut }: { api: Api; user: string; onSignOut: () => void }) {
   const { view, args } = route(useHash());
+  const where = `${view}/${args.join("/")}`;
   const section = view === "clusters" ? "" : view;
   // After a navigation inside the app, the keyboard's focus moves to the new view (as a page load would).
   const first = useRef(true);
-  const where = `${view}/${args.join("/")}`;
   useEffect(() => {
     if (first.current) first.current = false;
     else document.getElementById("main")?.focus();
   }, [where]);
   let body;
-  if (view === "clusters" && args[0]) body = <ClusterView api={api} name={args[0]} />;
-  else if (view === "placements") body = <Placements api={api} namespace={args[0]} name={args[1]} />;
-  else if (view === "replicasets") body = <ReplicaSets api={api} namespace={args[0]} name={args[1]} />;
+  // Keyed by what they show: another object is a new view, with nothing of the previous one's state.
+  if (view === "clusters" && args[0]) body = <ClusterView key={where} api={api} name={args[0]} />;
+  else if (view === "placements") body = <Placements key={where} api={api} namespace={args[0]} name={args[1]} />;
+  else if (view === "replicasets") body = <ReplicaSets key={where} api={api} namespace={args[0]} name={args[1]} />;
   else if (view === "events") body = <Events api={api} />;
   else body = <Fleet api={api} />;
   return (
