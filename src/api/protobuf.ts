@@ -5,7 +5,8 @@
  * `kubectl create token`): the envelope apimachinery's
  * protobuf serializer writes (`pkg/runtime/serializer/protobuf`: the 4-byte magic `k8s\0`, then a
  * `runtime.Unknown` whose `raw` is the object's message), and the messages of the built-in kinds
- * the hub serves (core, RBAC, the reviews), decoded to the JSON object the rest of the write path
+ * the hub serves (core, RBAC, the reviews; a core/v1 Event as client-go's event recorders send
+ * it), decoded to the JSON object the rest of the write path
  * takes (field numbers from the `generated.proto` of `k8s.io/api` core/v1, rbac/v1,
  * authorization/v1 and authentication/v1, and of `k8s.io/apimachinery/pkg/apis/meta/v1`). Go's
  * encoder writes every non-pointer field, so empty strings, zero numbers and zero times are
@@ -385,7 +386,50 @@ function tokenRequest(buf: Uint8Array): Json {
 }
 
 /** The message decoders, by `<apiVersion>/<kind>`. */
+/** metav1.MicroTime (`seconds` 1, `nanos` 2) as RFC 3339 with microseconds, or undefined for the zero time. */
+function microTime(f: Field): string | undefined {
+  if (f.bytes!.length === 0) return undefined;
+  let seconds = 0n;
+  let nanos = 0n;
+  for (const t of fields(f.bytes!)) {
+    if (t.n === 1) seconds = BigInt.asIntN(64, t.varint ?? 0n);
+    else if (t.n === 2) nanos = BigInt.asIntN(32, t.varint ?? 0n);
+  }
+  const micros = String(nanos / 1000n).padStart(6, "0");
+  return new Date(Number(seconds) * 1000).toISOString().replace(/\.000Z$/, `.${micros}Z`);
+}
+
+/**
+ * core/v1 Event (what client-go's event recorders send with a protobuf client): metadata 1,
+ * involvedObject 2, reason 3, message 4, source 5 (component 1, host 2), firstTimestamp 6,
+ * lastTimestamp 7, count 8, type 9, eventTime 10 (MicroTime), series 11 (count 1,
+ * lastObservedTime 2), action 12, related 13, reportingComponent 14, reportingInstance 15.
+ */
+function coreEvent(buf: Uint8Array): Json {
+  const o: Json = {};
+  const strings: Record<number, string> = { 3: "reason", 4: "message", 9: "type", 12: "action", 14: "reportingComponent", 15: "reportingInstance" };
+  for (const f of fields(buf)) {
+    if (f.n === 1) o.metadata = objectMeta(f.bytes!);
+    else if (f.n === 2) o.involvedObject = objectReference(f.bytes!);
+    else if (strings[f.n] && f.wire === 2 && str(f)) o[strings[f.n]!] = str(f);
+    else if (f.n === 5) o.source = stringFields(f.bytes!, { 1: "component", 2: "host" });
+    else if ((f.n === 6 || f.n === 7) && time(f)) o[f.n === 6 ? "firstTimestamp" : "lastTimestamp"] = time(f);
+    else if (f.n === 8 && f.varint) o.count = Number(BigInt.asIntN(32, f.varint));
+    else if (f.n === 10 && microTime(f)) o.eventTime = microTime(f);
+    else if (f.n === 11) {
+      const series: Json = {};
+      for (const x of fields(f.bytes!)) {
+        if (x.n === 1) series.count = Number(BigInt.asIntN(32, x.varint ?? 0n));
+        else if (x.n === 2 && microTime(x)) series.lastObservedTime = microTime(x);
+      }
+      o.series = series;
+    } else if (f.n === 13) o.related = objectReference(f.bytes!);
+  }
+  return o;
+}
+
 const DECODERS: Record<string, (raw: Uint8Array) => Json> = {
+  "v1/Event": coreEvent,
   "v1/Namespace": namespace,
   "v1/Secret": secret,
   "authorization.k8s.io/v1/SelfSubjectAccessReview": accessReview,

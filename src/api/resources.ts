@@ -29,6 +29,7 @@ import { ensureBuiltins } from "./builtins.ts";
 import { answerReview } from "./reviews.ts";
 import type { ApiContext, ApiEnv } from "./context.ts";
 import { ServiceAccountKind } from "../kinds/serviceaccount.ts";
+import { EventsV1EventKind } from "../kinds/event.ts";
 import { createToken } from "../auth/serviceaccounts.ts";
 import { clock } from "../clock.ts";
 import { store } from "../store/write.ts";
@@ -534,8 +535,8 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
     const fieldManager = fieldManagerOf(c, "UpdateOptions");
     return write(c, t, { verb: "update", body: await decodeObjectBody(c, warnings, decodesProtobuf(apiVersionOf(t.def), t.def.kind)), subresource: t.subresource, fieldManager }, warnings);
   }
-  // kube-apiserver takes strategic merge patches for its built-in kinds (core, RBAC), not for custom resources.
-  if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource, warnings, t.def.group === "" || t.def.group === RBAC_GROUP), warnings);
+  // kube-apiserver takes strategic merge patches for its built-in kinds (core, RBAC, events.k8s.io), not for custom resources.
+  if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource, warnings, t.def.group === "" || t.def.group === RBAC_GROUP || t.def.group === EventsV1EventKind.group), warnings);
   if (method === "DELETE") {
     if (t.subresource) throw methodNotAllowed("DELETE is not allowed on the status subresource");
     return write(c, t, await decodeDelete(c));

@@ -29,6 +29,11 @@
  *   index, never a scan of all Events.
  *
  * Webhook deliveries record theirs directly (src/webhook/receiver.ts): they commit no object.
+ *
+ * The Events a change owes are recorded after its commit, from its outbox row: a hub that crashes
+ * between the two records them when the sweep runs the row again, and one that crashes after
+ * recording but before deleting the row records them once more (a repeat: its count is one
+ * higher), as client-go's recorder may send an Event twice.
  */
 import { sql } from "drizzle-orm";
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";

@@ -124,6 +124,13 @@ describe("Events through kubectl", () => {
     const table = await kubectl("get", "events", "-A");
     expect(table.split("\n")[0]).toMatch(/^NAMESPACE\s+LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE/);
     expect(table).toMatch(/default\s+\S+\s+Warning\s+ManagedClusterLeaseUpdateStopped\s+managedcluster\/ev1\s+managed cluster ev1 available condition is unknown/);
+    // Listed in the order the Events were first recorded (their names, as client-go's): the
+    // recovery, an Event of its own, after the join and the lease expiry.
+    const lines = table.split("\n").filter((l) => l.includes("managedcluster/ev1"));
+    const at = (re: RegExp) => lines.findIndex((l) => re.test(l));
+    expect(at(/ManagedClusterJoined/)).toBeGreaterThanOrEqual(0);
+    expect(at(/available again/)).toBeGreaterThan(at(/ManagedClusterJoined/));
+    expect(at(/available again/)).toBeGreaterThan(at(/ManagedClusterLeaseUpdateStopped/));
 
     // kubectl describe: the same Events about the cluster, by its uid, in order, "(x2 over ...)".
     const described = describedEvents(await kubectl("describe", "mcl", "ev1")).filter((e) => !e.reason.startsWith("ManagedClusterTaint"));

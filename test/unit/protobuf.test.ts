@@ -54,4 +54,58 @@ describe("protobuf request bodies", () => {
     expect(decodesProtobuf("v1", "Namespace")).toBe(true);
     expect(decodesProtobuf("cluster.open-cluster-management.io/v1beta1", "Placement")).toBe(false);
   });
+
+  it("decodes a core/v1 Event as client-go's protobuf clients send it (times, MicroTimes, series; zero fields dropped)", () => {
+    // A minimal protobuf writer: field n as a length-delimited message or string, or a varint.
+    const varint = (v: number) => {
+      const out: number[] = [];
+      while (v >= 0x80) {
+        out.push((v & 0x7f) | 0x80);
+        v = Math.floor(v / 128);
+      }
+      return [...out, v];
+    };
+    const msg = (n: number, body: number[]) => [...varint((n << 3) | 2), ...varint(body.length), ...body];
+    const s = (n: number, v: string) => msg(n, [...new TextEncoder().encode(v)]);
+    const int = (n: number, v: number) => [...varint(n << 3), ...varint(v)];
+    const t = Date.parse("2026-11-26T10:00:00Z") / 1000;
+    const event = [
+      ...msg(1, [...s(1, "p.1"), ...s(3, "apps")]),
+      ...msg(2, [...s(1, "Pod"), ...s(2, "apps"), ...s(3, "p"), ...s(4, "u-1")]),
+      ...s(3, "Started"),
+      ...s(4, "started it"),
+      ...msg(5, [...s(1, "kubelet")]),
+      ...msg(6, [...int(1, t)]),
+      ...msg(7, [...int(1, t + 60)]),
+      ...int(8, 2),
+      ...s(9, "Normal"),
+      ...msg(10, [...int(1, t), ...int(2, 123_456_000)]),
+      ...msg(11, [...int(1, 2), ...msg(2, [...int(1, t + 60)])]),
+      ...s(12, "Start"),
+      ...msg(13, []),
+      ...s(14, "kubelet"),
+      ...s(15, "node-1"),
+    ];
+    const body = [0x6b, 0x38, 0x73, 0x00, ...msg(1, [...s(1, "v1"), ...s(2, "Event")]), ...msg(2, event)];
+    expect(decodesProtobuf("v1", "Event")).toBe(true);
+    expect(decodeProtobufObject(Uint8Array.from(body))).toEqual({
+      apiVersion: "v1",
+      kind: "Event",
+      metadata: { name: "p.1", namespace: "apps" },
+      involvedObject: { kind: "Pod", namespace: "apps", name: "p", uid: "u-1" },
+      reason: "Started",
+      message: "started it",
+      source: { component: "kubelet" },
+      firstTimestamp: "2026-11-26T10:00:00Z",
+      lastTimestamp: "2026-11-26T10:01:00Z",
+      count: 2,
+      type: "Normal",
+      eventTime: "2026-11-26T10:00:00.123456Z",
+      series: { count: 2, lastObservedTime: "2026-11-26T10:01:00.000000Z" },
+      action: "Start",
+      related: {},
+      reportingComponent: "kubelet",
+      reportingInstance: "node-1",
+    });
+  });
 });

@@ -99,6 +99,10 @@ describe("core v1 and events.k8s.io/v1 Events: the same objects", () => {
     expect(patched.status, JSON.stringify(patched.body)).toBe(200);
     expect(patched.body).toMatchObject({ note: "checked again", series: { count: 3 } });
     expect((await call("GET", `${CORE("evns")}/e2`)).body).toMatchObject({ message: "checked again", series: { count: 3 } });
+    // A strategic merge patch too, as kube-apiserver takes for its built-in kinds.
+    const strategic = await call("PATCH", `${V1("evns")}/e2`, { series: { count: 4, lastObservedTime: "2026-11-26T10:03:00.000000Z" } }, { contentType: "application/strategic-merge-patch+json" });
+    expect(strategic.status, JSON.stringify(strategic.body)).toBe(200);
+    expect(strategic.body.series.count).toBe(4);
 
     // Both lists hold both, each in its own form; a delete through one is gone from the other.
     expect((await call("GET", CORE("evns"))).body.items.map((e: { metadata: { name: string } }) => e.metadata.name)).toEqual(["e1", "e2"]);

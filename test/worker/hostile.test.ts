@@ -50,12 +50,16 @@ const add = (c: Case) => cases.push(c);
 // Kinds, their paths and valid objects
 // ---------------------------------------------------------------------------------------------
 
-const byKind = (kind: string) => KINDS.find((k) => k.kind === kind && !k.viewOf && !k.conversion)!;
+const byKind = (kind: string) => KINDS.find((k) => kindName(k) === kind && !k.viewOf && !k.conversion)!;
+/** A kind's name in the cases: its kind, with its group when another group serves the same kind (events.k8s.io's Event). */
+function kindName(def: KindDefinition): string {
+  return def.storedAs ? `${def.kind}.${def.group}` : def.kind;
+}
 /** The kinds stored and served with the generic verbs (the review kinds are answered, not stored: their own cases below). */
 const STORED = KINDS.filter((k) => !k.createOnly && !k.viewOf && !k.conversion);
 const RBAC_GROUP = "rbac.authorization.k8s.io";
-/** kube-apiserver takes strategic merge patches for its built-in kinds (core, RBAC). */
-const strategic = (def: KindDefinition) => def.group === "" || def.group === RBAC_GROUP;
+/** kube-apiserver takes strategic merge patches for its built-in kinds (core, RBAC, events.k8s.io). */
+const strategic = (def: KindDefinition) => def.group === "" || def.group === RBAC_GROUP || def.group === "events.k8s.io";
 const nsOf = (def: KindDefinition) => (def.kind === "ManifestWork" || def.kind === "AddOnPlacementScore" ? CLUSTER : NS);
 function collection(def: KindDefinition, namespace = nsOf(def)): string {
   const base = def.group ? `/apis/${def.group}/${def.version}` : `/api/${def.version}`;
@@ -88,8 +92,10 @@ const FIXTURE: Record<string, string> = {
   Policy: "hplc",
   PlacementBinding: "hpb",
   PolicySet: "hps",
+  Event: "hev",
+  "Event.events.k8s.io": "hev1",
 };
-const fixtureName = (def: KindDefinition) => FIXTURE[def.kind]!;
+const fixtureName = (def: KindDefinition) => FIXTURE[kindName(def)]!;
 const member = (def: KindDefinition) => `${collection(def)}/${fixtureName(def)}`;
 
 const configMap = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cm", namespace: "default" }, data: { a: "1" } };
@@ -127,6 +133,10 @@ function validFields(def: KindDefinition, name: string): Json {
     case "Role":
     case "ClusterRole":
       return { rules: [{ verbs: ["get"], apiGroups: [""], resources: ["secrets"] }] };
+    case "Event":
+      return def.storedAs
+        ? { eventTime: "2026-11-26T10:00:00.000000Z", reportingController: "hostile", reportingInstance: "h-1", action: "Test", reason: "Tested", regarding: { kind: "Pod", name: "p" }, note: "n", type: "Normal" }
+        : { involvedObject: { kind: "Pod", name: "p" }, reason: "Tested", message: "m", type: "Normal" };
     case "RoleBinding":
     case "ClusterRoleBinding":
       return { roleRef: { apiGroup: RBAC_GROUP, kind: "ClusterRole", name: "view" }, subjects: [{ kind: "User", apiGroup: RBAC_GROUP, name: "hostile" }] };
@@ -289,7 +299,7 @@ const BAD_ESCAPES = ["%E0%A4%A", "%zz", "a%C0%AFb", "%ED%A0%80", "%"];
 
 for (const def of STORED) {
   const coll = collection(def);
-  const k = def.kind;
+  const k = kindName(def);
   for (const esc of BAD_ESCAPES) add({ name: `${k}: GET a name with the malformed escape ${esc}`, method: "GET", path: `${coll}/${esc}`, status: 400, reason: "BadRequest" });
   add({ name: `${k}: DELETE a name with a malformed escape`, method: "DELETE", path: `${coll}/%E0%A4%A`, status: 400, reason: "BadRequest" });
   add({ name: `${k}: PUT a name with a malformed escape`, method: "PUT", path: `${coll}/%ff`, body: valid(def, "x"), status: 400, reason: "BadRequest" });
@@ -329,15 +339,15 @@ for (const def of STORED) {
 
 for (const def of KINDS.filter((d) => d.systemOwned && !d.viewOf)) {
   const coll = collection(def);
-  add({ name: `${def.kind}: create (written by the hub only)`, method: "POST", path: coll, body: valid(def, freshName()), status: 405, reason: "MethodNotAllowed" });
-  add({ name: `${def.kind}: update (written by the hub only)`, method: "PUT", path: `${coll}/x`, body: valid(def, "x"), status: 405, reason: "MethodNotAllowed" });
-  add({ name: `${def.kind}: merge patch (written by the hub only)`, method: "PATCH", path: `${coll}/x`, body: {}, opts: { contentType: MERGE }, status: 405, reason: "MethodNotAllowed" });
-  add({ name: `${def.kind}: delete (written by the hub only)`, method: "DELETE", path: `${coll}/x`, status: 405, reason: "MethodNotAllowed" });
+  add({ name: `${kindName(def)}: create (written by the hub only)`, method: "POST", path: coll, body: valid(def, freshName()), status: 405, reason: "MethodNotAllowed" });
+  add({ name: `${kindName(def)}: update (written by the hub only)`, method: "PUT", path: `${coll}/x`, body: valid(def, "x"), status: 405, reason: "MethodNotAllowed" });
+  add({ name: `${kindName(def)}: merge patch (written by the hub only)`, method: "PATCH", path: `${coll}/x`, body: {}, opts: { contentType: MERGE }, status: 405, reason: "MethodNotAllowed" });
+  add({ name: `${kindName(def)}: delete (written by the hub only)`, method: "DELETE", path: `${coll}/x`, status: 405, reason: "MethodNotAllowed" });
 }
 
 for (const def of STORED.filter((d) => !d.systemOwned)) {
   const coll = collection(def);
-  const k = def.kind;
+  const k = kindName(def);
   const create = (name: string, body: unknown, status: number, reason: string, field?: string, opts?: CallOptions) => add({ name: `${k}: create with ${name}`, method: "POST", path: coll, body, opts, status, reason, field });
   const raw = (text: string): CallOptions => ({ raw: text });
 
@@ -447,9 +457,9 @@ for (const def of STORED.filter((d) => !d.systemOwned)) {
   add({ name: `${k}: PATCH without a content type`, method: "PATCH", path: obj, body: {}, opts: { headers: { "content-type": "" } }, status: 415, reason: "UnsupportedMediaType" });
   const apply = (name: string, text: string | (() => string), status: number, reason: string, field?: string, query = "?fieldManager=hostile") =>
     add({ name: `${k}: apply with ${name}`, method: "PATCH", path: () => `${obj()}${query}`, opts: () => ({ contentType: APPLY, raw: typeof text === "function" ? text() : text }), status, reason, field });
-  const head = () => `apiVersion: ${apiVersionOf(def)}\nkind: ${k}\nmetadata:\n  name: ${JSON.stringify(fixtureName(def))}\n`;
+  const head = () => `apiVersion: ${apiVersionOf(def)}\nkind: ${def.kind}\nmetadata:\n  name: ${JSON.stringify(fixtureName(def))}\n`;
   apply("no fieldManager", () => head(), 422, "Invalid", "fieldManager", "");
-  apply("the wrong kind", () => head().replace(`kind: ${k}`, "kind: Pod"), 400, "BadRequest", "apiVersion");
+  apply("the wrong kind", () => head().replace(`kind: ${def.kind}`, "kind: Pod"), 400, "BadRequest", "apiVersion");
   apply("malformed YAML", () => `${head()}spec: [1, 2\n`, 400, "BadRequest");
   apply("a cyclic alias", () => `${head().replace("metadata:", "metadata: &m")}  labels: *m\n`, 400, "BadRequest");
   apply("aliases nested past the limit", () => `${head()}spec:\n  a: &a [1]\n${Array.from({ length: 60 }, (_, i) => `  b${i}: &b${i} [[${i === 0 ? "*a" : `*b${i - 1}`}]]`).join("\n")}\n`, 400, "BadRequest");
@@ -457,7 +467,7 @@ for (const def of STORED.filter((d) => !d.systemOwned)) {
   apply("a duplicate key", () => `${head()}  labels:\n    a: "1"\n    a: "2"\n`, 400, "BadRequest", "metadata.labels.a");
   apply("managedFields", () => `${head()}  managedFields: [{}]\n`, 400, "BadRequest", "metadata.managedFields");
   apply("another name", () => head().replace(JSON.stringify(fixtureName(def)), "someone-else"), 400, "BadRequest", "metadata.name");
-  apply("metadata as a list", () => `apiVersion: ${apiVersionOf(def)}\nkind: ${k}\nmetadata: [1]\n`, 422, "Invalid", "metadata");
+  apply("metadata as a list", () => `apiVersion: ${apiVersionOf(def)}\nkind: ${def.kind}\nmetadata: [1]\n`, 422, "Invalid", "metadata");
   apply("a document list", () => `${head()}---\n${head()}`, 400, "BadRequest");
   add({ name: `${k}: delete with DeleteOptions that are not JSON`, method: "DELETE", path: obj, opts: raw("{"), status: 400, reason: "BadRequest" });
   add({ name: `${k}: delete with an array of DeleteOptions`, method: "DELETE", path: obj, body: [], status: 400, reason: "BadRequest" });
@@ -478,17 +488,17 @@ for (const def of STORED.filter((d) => !d.systemOwned)) {
   for (const [section, sectionSchema] of Object.entries(shapeOf(def))) {
     if (["apiVersion", "kind", "metadata", "status"].includes(section)) continue;
     for (const { label, value } of wrongValues(sectionSchema)) {
-      add({ name: `${def.kind}: create with ${section} as ${label}`, method: "POST", path: coll, body: { ...valid(def, freshName()), [section]: value }, status: 422, reason: "Invalid", field: section });
+      add({ name: `${kindName(def)}: create with ${section} as ${label}`, method: "POST", path: coll, body: { ...valid(def, freshName()), [section]: value }, status: 422, reason: "Invalid", field: section });
     }
     for (const { path, schema } of fieldsOf(sectionSchema, [section], 4)) {
       const field = fieldPathOf(path);
       wrongValues(schema).forEach(({ label, value }, i) => {
-        add({ name: `${def.kind}: create with ${field} as ${label}`, method: "POST", path: coll, body: setAt(valid(def, freshName()), path, value), status: 422, reason: "Invalid", field });
-        if (i === 0) add({ name: `${def.kind}: merge patch of ${field} to ${label}`, method: "PATCH", path: () => member(def), body: setAt({}, path, value), opts: { contentType: MERGE }, status: 422, reason: "Invalid", field });
+        add({ name: `${kindName(def)}: create with ${field} as ${label}`, method: "POST", path: coll, body: setAt(valid(def, freshName()), path, value), status: 422, reason: "Invalid", field });
+        if (i === 0) add({ name: `${kindName(def)}: merge patch of ${field} to ${label}`, method: "PATCH", path: () => member(def), body: setAt({}, path, value), opts: { contentType: MERGE }, status: 422, reason: "Invalid", field });
         if (path.length === 2) {
-          add({ name: `${def.kind}: update with ${field} as ${label}`, method: "PUT", path: () => member(def), body: () => setAt(current(def), path, value), status: 422, reason: "Invalid", field });
+          add({ name: `${kindName(def)}: update with ${field} as ${label}`, method: "PUT", path: () => member(def), body: () => setAt(current(def), path, value), status: 422, reason: "Invalid", field });
           add({
-            name: `${def.kind}: apply with ${field} as ${label}`,
+            name: `${kindName(def)}: apply with ${field} as ${label}`,
             method: "PATCH",
             path: () => `${member(def)}?fieldManager=hostile`,
             // JSON is YAML: the apply body as kubectl sends it.
@@ -507,12 +517,12 @@ for (const def of STORED.filter((d) => !d.systemOwned)) {
   for (const { path, schema } of fieldsOf(statusSchema, ["status"], 3)) {
     const field = fieldPathOf(path);
     wrongValues(schema).forEach(({ label, value }, i) => {
-      add({ name: `${def.kind}: status update with ${field} as ${label}`, method: "PUT", path: () => `${member(def)}/status`, body: () => setAt(current(def), path, value), status: 422, reason: "Invalid", field });
-      if (i === 0) add({ name: `${def.kind}: status merge patch of ${field} to ${label}`, method: "PATCH", path: () => `${member(def)}/status`, body: setAt({}, path, value), opts: { contentType: MERGE }, status: 422, reason: "Invalid", field });
+      add({ name: `${kindName(def)}: status update with ${field} as ${label}`, method: "PUT", path: () => `${member(def)}/status`, body: () => setAt(current(def), path, value), status: 422, reason: "Invalid", field });
+      if (i === 0) add({ name: `${kindName(def)}: status merge patch of ${field} to ${label}`, method: "PATCH", path: () => `${member(def)}/status`, body: setAt({}, path, value), opts: { contentType: MERGE }, status: 422, reason: "Invalid", field });
     });
   }
-  add({ name: `${def.kind}: status update with status as an array`, method: "PUT", path: () => `${member(def)}/status`, body: () => ({ ...current(def), status: [] }), status: 422, reason: "Invalid", field: "status" });
-  add({ name: `${def.kind}: status update with an unknown status field`, method: "PUT", path: () => `${member(def)}/status`, body: () => setAt(current(def), ["status", "bogus"], 1), status: 400, reason: "BadRequest", field: "status.bogus" });
+  add({ name: `${kindName(def)}: status update with status as an array`, method: "PUT", path: () => `${member(def)}/status`, body: () => ({ ...current(def), status: [] }), status: 422, reason: "Invalid", field: "status" });
+  add({ name: `${kindName(def)}: status update with an unknown status field`, method: "PUT", path: () => `${member(def)}/status`, body: () => setAt(current(def), ["status", "bogus"], 1), status: 400, reason: "BadRequest", field: "status.bogus" });
 }
 
 // The review kinds (answered, not stored): create only, with Kubernetes' validation.
@@ -743,7 +753,7 @@ hook("a 2 MiB payload", delivery(JSON.stringify({ count: 1, pad: "x".repeat(2 * 
 /** The fixture objects as stored (read in beforeAll), for update bodies; without resourceVersion. */
 const currentObjects: Record<string, Json> = {};
 function current(def: KindDefinition): Json {
-  const obj = structuredClone(currentObjects[def.kind]!);
+  const obj = structuredClone(currentObjects[kindName(def)]!);
   delete obj.metadata.resourceVersion;
   return obj;
 }
@@ -762,7 +772,7 @@ beforeAll(async () => {
   keys = reg.keys;
   await must(call("POST", `${AGENT}/heartbeat`, { healthy: true }, { token: await keys.sign(CLUSTER) }), 200);
   FIXTURE.BootstrapToken = bootstrap.split(".")[0]!;
-  for (const kind of ["Namespace", "ServiceAccount", "ManagedClusterSet", "ManagedClusterSetBinding", "Secret", "Placement", "AddOnPlacementScore", "ManifestWork", "ManifestWorkReplicaSet", "WebhookReceiver", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "ClusterManagementAddOn", "ManagedClusterAddOn", "AddOnDeploymentConfig", "AddOnTemplate", "Policy", "PlacementBinding", "PolicySet"]) {
+  for (const kind of ["Namespace", "ServiceAccount", "ManagedClusterSet", "ManagedClusterSetBinding", "Secret", "Placement", "AddOnPlacementScore", "ManifestWork", "ManifestWorkReplicaSet", "WebhookReceiver", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "ClusterManagementAddOn", "ManagedClusterAddOn", "AddOnDeploymentConfig", "AddOnTemplate", "Policy", "PlacementBinding", "PolicySet", "Event", "Event.events.k8s.io"]) {
     const def = byKind(kind);
     await must(call("POST", collection(def), valid(def, fixtureName(def))), 201);
   }
@@ -774,15 +784,15 @@ beforeAll(async () => {
   for (const def of STORED) {
     if (!fixtureName(def)) continue;
     const r = await call("GET", member(def));
-    if (r.status === 200) currentObjects[def.kind] = r.body;
+    if (r.status === 200) currentObjects[kindName(def)] = r.body;
   }
 });
 
 describe("hostile input: every case is a 4xx Status and writes nothing", () => {
   it("has at least 300 cases, across every kind, the agent API and the webhook endpoint", () => {
     expect(cases.length).toBeGreaterThanOrEqual(300);
-    for (const def of STORED) expect(cases.filter((c) => c.name.startsWith(`${def.kind}:`)).length, def.kind).toBeGreaterThanOrEqual(20);
-    for (const def of KINDS.filter((d) => d.createOnly)) expect(cases.filter((c) => c.name.startsWith(`${def.kind}:`)).length, def.kind).toBeGreaterThanOrEqual(15);
+    for (const def of STORED) expect(cases.filter((c) => c.name.startsWith(`${kindName(def)}:`)).length, def.kind).toBeGreaterThanOrEqual(20);
+    for (const def of KINDS.filter((d) => d.createOnly)) expect(cases.filter((c) => c.name.startsWith(`${kindName(def)}:`)).length, def.kind).toBeGreaterThanOrEqual(15);
     expect(cases.filter((c) => c.agent).length).toBeGreaterThanOrEqual(30);
     expect(cases.filter((c) => c.name.startsWith("register:")).length).toBeGreaterThanOrEqual(10);
     expect(cases.filter((c) => c.name.startsWith("webhook:")).length).toBeGreaterThanOrEqual(20);
