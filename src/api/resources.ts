@@ -6,7 +6,7 @@
  */
 import { Hono } from "hono";
 import { alreadyExists, ApiError, badRequest, methodNotAllowed, notFound } from "../k8s/errors.ts";
-import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
+import { apiVersionOf, servedForm, type KindDefinition } from "../k8s/kind.ts";
 import { matches, parseSelector, SelectorParseError } from "../k8s/labels.ts";
 import { FieldSelectorError, matchesFields, parseFieldSelector, type FieldRequirement } from "../k8s/fields.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
@@ -57,8 +57,10 @@ interface Target {
   token?: boolean;
 }
 
+/** A stored object as `def` serves it: in `def`'s version (src/k8s/kind.ts `servedForm`), without stored-only fields. */
 function present(def: KindDefinition, obj: KubeObject): KubeObject {
-  return def.present ? def.present(obj) : obj;
+  const served = servedForm(def, obj);
+  return def.present ? def.present(served) : served;
 }
 
 function json(body: unknown, status = 200): Response {

@@ -49,6 +49,21 @@ export interface CreateSubresource {
 }
 
 /**
+ * How a served version that is not the kind's storage version is converted (a CRD's conversion,
+ * kube-apiserver's `storageVersion` plus conversion webhook): objects are stored in the version of
+ * `storage` (whose group and plural this version shares, so both read the same rows); a read
+ * through this version answers `fromStorage` of the stored object, a write computes the request on
+ * `fromStorage` of the stored object, validates it with this version's schema and strategy, and
+ * stores `toStorage` of the result. Both functions return new objects (inputs are not mutated).
+ */
+export interface VersionConversion {
+  /** The storage version's kind definition. */
+  storage: KindDefinition;
+  toStorage(obj: KubeObject): KubeObject;
+  fromStorage(obj: KubeObject): KubeObject;
+}
+
+/**
  * One served kind. `storage` says who writes its objects: `d1` for the generic D1 store,
  * `cluster` for the per-cluster Durable Object (ManagedCluster), which serialises them and
  * commits them to D1.
@@ -133,6 +148,16 @@ export interface KindDefinition {
   createSubresources?: CreateSubresource[];
   /** Strips fields that are stored but never served (e.g. a token's hash). */
   present?(obj: KubeObject): KubeObject;
+  /**
+   * Set on a served version that is not the storage version ({@link VersionConversion}); objects
+   * the store answers for this definition are in the storage version (convert with {@link servedForm}).
+   */
+  conversion?: VersionConversion;
+}
+
+/** A stored object as `def`'s version serves it: converted from the storage version when `def` is another version. */
+export function servedForm(def: KindDefinition, obj: KubeObject): KubeObject {
+  return def.conversion ? def.conversion.fromStorage(obj) : obj;
 }
 
 /** `<group>/<version>` as it appears in `apiVersion`. */

@@ -15,6 +15,7 @@ import { ServiceAccountKind } from "./serviceaccount.ts";
 import { WebhookReceiverKind } from "./webhookreceiver.ts";
 import { ClusterViewManagedClusterKind, ClusterViewManagedClusterSetKind } from "./clusterview.ts";
 import { ClusterProfileKind } from "./clusterprofile.ts";
+import { ADDON_KINDS } from "./addon.ts";
 
 /** All served kinds. */
 export const KINDS: KindDefinition[] = [
@@ -42,6 +43,7 @@ export const KINDS: KindDefinition[] = [
   ClusterViewManagedClusterSetKind,
   ServiceAccountKind,
   ClusterProfileKind,
+  ...ADDON_KINDS,
 ];
 
 /** Finds a kind by group, version and plural (or short name / singular, as kubectl may use). */

@@ -1,0 +1,351 @@
+/**
+ * OCM's add-on API (`addon.open-cluster-management.io`), served in `v1alpha1` (the storage version,
+ * as OCM's CRDs declare it) and `v1beta1` together, converted as OCM converts them
+ * (src/addons/conversion.ts): ClusterManagementAddOn (cluster-scoped), ManagedClusterAddOn (in the
+ * cluster's namespace, named after its ClusterManagementAddOn), AddOnDeploymentConfig (namespaced)
+ * and AddOnTemplate (cluster-scoped, v1alpha1 only). Schemas, defaults and printer columns follow
+ * open-cluster-management-io/api `addon/v1alpha1` and `addon/v1beta1` (types and CRDs).
+ *
+ * Fields the hub does not implement are refused with 422 naming them (src/k8s/unimplemented.ts's
+ * rule): an AddOnDeploymentConfig's `registries`, `proxyConfig` and `resourceRequirements`, an
+ * AddOnTemplate's `CustomSigner` registration, configs of a resource other than
+ * `addondeploymentconfigs` and `addontemplates`. The add-on manager (src/addons/) writes the
+ * ManagedClusterAddOns' and ClusterManagementAddOns' status.
+ */
+import { z } from "zod";
+import type { StatusCause } from "../k8s/errors.ts";
+import type { KindDefinition } from "../k8s/kind.ts";
+import { addFieldErrors, ConditionsSchema, ObjectMetaSchema, objectSchema, type KubeObject } from "../k8s/meta.ts";
+import { fieldForbidden, fieldNotSupported } from "../k8s/validation.ts";
+import { ManifestWorkSpecSchema, RolloutStrategySchema, validateWorkSpec } from "./manifestwork.ts";
+import { cmaToV1alpha1, cmaToV1beta1, mcaToV1alpha1, mcaToV1beta1, sameFields } from "../addons/conversion.ts";
+
+/** The add-on API group. */
+export const ADDON_GROUP = "addon.open-cluster-management.io";
+/** OCM's default install namespace of an add-on agent (the CRDs' default of `installNamespace`, `agentInstallNamespace`). */
+export const DEFAULT_INSTALL_NAMESPACE = "open-cluster-management-agent-addon";
+/** The config resources the hub reads (group `addon.open-cluster-management.io`). */
+export const SUPPORTED_CONFIG_RESOURCES = ["addondeploymentconfigs", "addontemplates"] as const;
+
+const DNS_LABEL_OR_EMPTY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$/;
+
+/**
+ * A config's `{group, resource}`: only the add-on API's own config kinds are read by the hub, so
+ * any other is refused (422 NotSupported on `resource`), never accepted and ignored.
+ */
+const ConfigGroupResource = {
+  group: z.string().optional(),
+  resource: z.string().min(1),
+};
+function supportedConfig<T extends z.ZodObject>(schema: T) {
+  return schema.superRefine((v, ctx) => {
+    const c = v as { group?: string; resource?: string };
+    if ((c.group ?? "") !== ADDON_GROUP) addFieldErrors(ctx, v, [fieldNotSupported("group", c.group ?? "", [ADDON_GROUP])]);
+    else if (!(SUPPORTED_CONFIG_RESOURCES as readonly string[]).includes(c.resource ?? "")) addFieldErrors(ctx, v, [fieldNotSupported("resource", c.resource ?? "", SUPPORTED_CONFIG_RESOURCES)]);
+  });
+}
+/** A list the CRD declares `x-kubernetes-list-type: map` (keys named in `keys`), as OCM's config lists. */
+function mapList<T extends z.ZodType>(item: T, keys: string[]) {
+  return z.array(item).meta({ "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": keys });
+}
+
+const ConfigReferent = { namespace: z.string().optional(), name: z.string().min(1) };
+const ConfigSpecHash = z.strictObject({ namespace: z.string().optional(), name: z.string(), specHash: z.string() });
+const AddOnMeta = z.strictObject({ displayName: z.string().optional(), description: z.string().optional() });
+/** `AddOnConfig` (both versions): a config referenced by group, resource, namespace and name. */
+const AddOnConfigSchema = supportedConfig(z.strictObject({ ...ConfigGroupResource, ...ConfigReferent }));
+
+const PlacementStrategySchema = z.strictObject({
+  namespace: z.string().min(1),
+  name: z.string().min(1),
+  configs: z.array(AddOnConfigSchema).optional(),
+  rolloutStrategy: RolloutStrategySchema.optional(),
+});
+const InstallStrategySchema = z.strictObject({
+  type: z.enum(["Manual", "Placements"]).optional(),
+  placements: mapList(PlacementStrategySchema, ["namespace", "name"]).optional(),
+});
+const InstallConfigReference = z.strictObject({
+  ...ConfigGroupResource,
+  desiredConfig: ConfigSpecHash.nullable().optional(),
+  lastKnownGoodConfig: ConfigSpecHash.nullable().optional(),
+  lastAppliedConfig: ConfigSpecHash.nullable().optional(),
+});
+const InstallProgression = z.strictObject({
+  namespace: z.string(),
+  name: z.string(),
+  configReferences: z.array(InstallConfigReference).optional(),
+  conditions: ConditionsSchema.optional(),
+});
+const DefaultConfigReference = z.strictObject({ ...ConfigGroupResource, desiredConfig: ConfigSpecHash.nullable().optional() });
+
+const CmaV1alpha1Schema = objectSchema(
+  z.strictObject({
+    addOnMeta: AddOnMeta.optional(),
+    // Deprecated and informational only in OCM (shown as CRD NAME); stored as given.
+    addOnConfiguration: z.strictObject({ crdName: z.string().optional(), crName: z.string().optional(), lastObservedGeneration: z.number().int().optional() }).optional(),
+    supportedConfigs: mapList(supportedConfig(z.strictObject({ ...ConfigGroupResource, defaultConfig: z.strictObject(ConfigReferent).nullable().optional() })), ["group", "resource"]).optional(),
+    installStrategy: InstallStrategySchema.optional(),
+  }),
+  z.strictObject({ defaultconfigReferences: z.array(DefaultConfigReference).optional(), installProgressions: z.array(InstallProgression).optional() }),
+);
+
+const CmaV1beta1Schema = objectSchema(
+  z.strictObject({
+    addOnMeta: AddOnMeta.optional(),
+    defaultConfigs: mapList(AddOnConfigSchema, ["group", "resource"]).optional(),
+    installStrategy: InstallStrategySchema.optional(),
+  }),
+  z.strictObject({ defaultConfigReferences: z.array(DefaultConfigReference).optional(), installProgressions: z.array(InstallProgression).optional() }),
+);
+
+function defaultInstallStrategy(obj: KubeObject): void {
+  const spec = (obj.spec ??= {}) as { installStrategy?: { type?: string; placements?: { rolloutStrategy?: { type?: string } }[] } };
+  spec.installStrategy ??= { type: "Manual" };
+  spec.installStrategy.type ??= "Manual";
+  for (const p of spec.installStrategy.placements ?? []) {
+    p.rolloutStrategy ??= { type: "All" };
+    p.rolloutStrategy.type ??= "All";
+  }
+}
+
+function validateCma(obj: KubeObject): StatusCause[] {
+  const spec = (obj.spec ?? {}) as { installStrategy?: { type?: string; placements?: unknown[] } };
+  if (spec.installStrategy?.type !== "Placements" && (spec.installStrategy?.placements?.length ?? 0) > 0) {
+    return [{ field: "spec.installStrategy.placements", reason: "FieldValueForbidden", message: 'Forbidden: placements are only used with installStrategy type "Placements"' }];
+  }
+  return [];
+}
+
+/** ClusterManagementAddOn `v1alpha1` (the storage version). */
+export const ClusterManagementAddOnKind: KindDefinition = {
+  group: ADDON_GROUP,
+  version: "v1alpha1",
+  kind: "ClusterManagementAddOn",
+  listKind: "ClusterManagementAddOnList",
+  plural: "clustermanagementaddons",
+  singular: "clustermanagementaddon",
+  shortNames: ["cma", "cmas"],
+  namespaced: false,
+  hasStatus: true,
+  schema: CmaV1alpha1Schema,
+  storage: "d1",
+  printerColumns: [
+    { name: "DISPLAY NAME", type: "string", jsonPath: ".spec.addOnMeta.displayName" },
+    { name: "CRD NAME", type: "string", jsonPath: ".spec.addOnConfiguration.crdName" },
+  ],
+  defaults: defaultInstallStrategy,
+  validate: validateCma,
+};
+
+/** ClusterManagementAddOn `v1beta1` (stored as v1alpha1). */
+export const ClusterManagementAddOnV1beta1Kind: KindDefinition = {
+  ...ClusterManagementAddOnKind,
+  version: "v1beta1",
+  schema: CmaV1beta1Schema,
+  printerColumns: [{ name: "DISPLAY NAME", type: "string", jsonPath: ".spec.addOnMeta.displayName" }],
+  conversion: { storage: ClusterManagementAddOnKind, toStorage: cmaToV1alpha1, fromStorage: cmaToV1beta1 },
+};
+
+const ObjectReference = z.strictObject({ group: z.string(), resource: z.string(), namespace: z.string().optional(), name: z.string() });
+const HealthCheck = z.strictObject({ mode: z.enum(["Lease", "Customized"]).optional() });
+const ConfigReferenceCommon = {
+  ...ConfigGroupResource,
+  lastObservedGeneration: z.number().int().optional(),
+  desiredConfig: ConfigSpecHash.nullable().optional(),
+  lastAppliedConfig: ConfigSpecHash.nullable().optional(),
+};
+const SubjectV1alpha1 = z.strictObject({ user: z.string(), groups: z.array(z.string()).optional(), organizationUnit: z.array(z.string()).optional() });
+const BaseSubject = { user: z.string(), groups: z.array(z.string()).optional() };
+
+const McaV1alpha1Schema = objectSchema(
+  z.strictObject({
+    installNamespace: z.string().max(63).regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must match ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$").optional(),
+    configs: z.array(AddOnConfigSchema).optional(),
+  }),
+  z.strictObject({
+    conditions: ConditionsSchema.optional(),
+    relatedObjects: z.array(ObjectReference).optional(),
+    addOnMeta: AddOnMeta.optional(),
+    addOnConfiguration: z.strictObject({ crdName: z.string().optional(), crName: z.string().optional(), lastObservedGeneration: z.number().int().optional() }).optional(),
+    supportedConfigs: z.array(z.strictObject(ConfigGroupResource)).optional(),
+    configReferences: z.array(z.strictObject({ ...ConfigReferenceCommon, namespace: z.string().optional(), name: z.string() })).optional(),
+    namespace: z.string().optional(),
+    registrations: z.array(z.strictObject({ signerName: z.string(), subject: SubjectV1alpha1.optional() })).optional(),
+    healthCheck: HealthCheck.optional(),
+    kubeClientDriver: z.string().optional(),
+  }),
+);
+
+const McaV1beta1Schema = objectSchema(
+  z.strictObject({ configs: z.array(AddOnConfigSchema).optional() }),
+  z.strictObject({
+    conditions: ConditionsSchema.optional(),
+    relatedObjects: z.array(ObjectReference).optional(),
+    addOnMeta: AddOnMeta.optional(),
+    supportedConfigs: z.array(z.strictObject(ConfigGroupResource)).optional(),
+    configReferences: z.array(z.strictObject(ConfigReferenceCommon)).optional(),
+    namespace: z.string().optional(),
+    registrations: z
+      .array(
+        z.strictObject({
+          type: z.enum(["KubeClient", "CustomSigner"]),
+          kubeClient: z.strictObject({ subject: z.strictObject(BaseSubject).optional(), driver: z.string().optional() }).optional(),
+          customSigner: z.strictObject({ signerName: z.string(), subject: z.strictObject({ ...BaseSubject, organizationUnits: z.array(z.string()).optional() }).optional() }).optional(),
+        }),
+      )
+      .optional(),
+    healthCheck: HealthCheck.optional(),
+  }),
+);
+
+/** ManagedClusterAddOn `v1alpha1` (the storage version; in the cluster's namespace). */
+export const ManagedClusterAddOnKind: KindDefinition = {
+  group: ADDON_GROUP,
+  version: "v1alpha1",
+  kind: "ManagedClusterAddOn",
+  listKind: "ManagedClusterAddOnList",
+  plural: "managedclusteraddons",
+  singular: "managedclusteraddon",
+  shortNames: ["mca", "mcas"],
+  namespaced: true,
+  hasStatus: true,
+  schema: McaV1alpha1Schema,
+  storage: "d1",
+  printerColumns: [
+    { name: "Available", type: "string", jsonPath: '.status.conditions[?(@.type=="Available")].status' },
+    { name: "Degraded", type: "string", jsonPath: '.status.conditions[?(@.type=="Degraded")].status' },
+    { name: "Progressing", type: "string", jsonPath: '.status.conditions[?(@.type=="Progressing")].status' },
+  ],
+  defaults(obj) {
+    const spec = (obj.spec ??= {}) as { installNamespace?: string };
+    spec.installNamespace ??= DEFAULT_INSTALL_NAMESPACE;
+  },
+};
+
+/** ManagedClusterAddOn `v1beta1` (stored as v1alpha1; `installNamespace` is an annotation there). */
+export const ManagedClusterAddOnV1beta1Kind: KindDefinition = {
+  ...ManagedClusterAddOnKind,
+  version: "v1beta1",
+  schema: McaV1beta1Schema,
+  defaults: undefined,
+  conversion: { storage: ManagedClusterAddOnKind, toStorage: mcaToV1alpha1, fromStorage: mcaToV1beta1 },
+};
+
+/** A field the hub does not implement: any value other than an empty one is refused (422 Forbidden). */
+function notImplemented<T extends z.ZodType>(schema: T, why: string) {
+  return schema.superRefine((v, ctx) => {
+    const empty = v === null || v === undefined || (Array.isArray(v) && v.length === 0) || (typeof v === "object" && !Array.isArray(v) && Object.keys(v).length === 0);
+    if (!empty) addFieldErrors(ctx, v, [fieldForbidden("", why)]);
+  });
+}
+
+const TolerationSchema = z.strictObject({
+  key: z.string().optional(),
+  operator: z.enum(["Exists", "Equal"]).optional(),
+  value: z.string().optional(),
+  effect: z.enum(["NoSchedule", "PreferNoSchedule", "NoExecute", ""]).optional(),
+  tolerationSeconds: z.number().int().nullable().optional(),
+});
+
+/** `AddOnDeploymentConfig.spec` (both versions). */
+export const AddOnDeploymentConfigSpecSchema = z.strictObject({
+  customizedVariables: mapList(
+    z.strictObject({
+      name: z.string().min(1).max(255).regex(/^[a-zA-Z_][_a-zA-Z0-9]*$/, "must match ^[a-zA-Z_][_a-zA-Z0-9]*$"),
+      value: z.string().max(1024).optional(),
+    }),
+    ["name"],
+  ).optional(),
+  nodePlacement: z.strictObject({ nodeSelector: z.record(z.string(), z.string()).optional(), tolerations: z.array(TolerationSchema).optional() }).nullable().optional(),
+  registries: notImplemented(z.array(z.strictObject({ mirror: z.string(), source: z.string() })), "image registry mirrors are not implemented by this hub's add-on manager").optional(),
+  proxyConfig: notImplemented(
+    z.strictObject({ httpProxy: z.string().optional(), httpsProxy: z.string().optional(), caBundle: z.string().optional(), noProxy: z.string().optional() }),
+    "proxy configuration is not implemented by this hub's add-on manager",
+  ).optional(),
+  agentInstallNamespace: z.string().max(63).regex(DNS_LABEL_OR_EMPTY, "must match ^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$").optional(),
+  resourceRequirements: notImplemented(z.array(z.record(z.string(), z.unknown())), "container resource requirements are not implemented by this hub's add-on manager").optional(),
+});
+
+/** AddOnDeploymentConfig `v1alpha1` (the storage version; namespaced). */
+export const AddOnDeploymentConfigKind: KindDefinition = {
+  group: ADDON_GROUP,
+  version: "v1alpha1",
+  kind: "AddOnDeploymentConfig",
+  listKind: "AddOnDeploymentConfigList",
+  plural: "addondeploymentconfigs",
+  singular: "addondeploymentconfig",
+  shortNames: [],
+  namespaced: true,
+  hasStatus: false,
+  schema: z.strictObject({ apiVersion: z.string(), kind: z.string(), metadata: ObjectMetaSchema, spec: AddOnDeploymentConfigSpecSchema.optional() }),
+  storage: "d1",
+  defaults(obj) {
+    const spec = (obj.spec ??= {}) as { agentInstallNamespace?: string };
+    spec.agentInstallNamespace ??= DEFAULT_INSTALL_NAMESPACE;
+  },
+};
+
+/** AddOnDeploymentConfig `v1beta1` (same fields; stored as v1alpha1). */
+export const AddOnDeploymentConfigV1beta1Kind: KindDefinition = {
+  ...AddOnDeploymentConfigKind,
+  version: "v1beta1",
+  conversion: { storage: AddOnDeploymentConfigKind, toStorage: sameFields("v1alpha1"), fromStorage: sameFields("v1beta1") },
+};
+
+const RegistrationSpecSchema = z
+  .strictObject({
+    type: z.enum(["KubeClient", "CustomSigner"]),
+    kubeClient: z
+      .strictObject({
+        hubPermissions: z
+          .array(
+            z.strictObject({
+              type: z.enum(["CurrentCluster", "SingleNamespace"]),
+              currentCluster: z.strictObject({ clusterRoleName: z.string().min(1) }).optional(),
+              singleNamespace: z.strictObject({ namespace: z.string().min(1), roleRef: z.strictObject({ apiGroup: z.string(), kind: z.string(), name: z.string() }) }).optional(),
+            }),
+          )
+          .optional(),
+      })
+      .optional(),
+    customSigner: z.record(z.string(), z.unknown()).optional(),
+  })
+  .superRefine((v, ctx) => {
+    if (v.type === "CustomSigner") addFieldErrors(ctx, v.type, [fieldNotSupported("type", v.type, ["KubeClient"])]);
+  });
+
+/** AddOnTemplate `v1alpha1` (cluster-scoped; OCM serves it in v1alpha1 only). */
+export const AddOnTemplateKind: KindDefinition = {
+  group: ADDON_GROUP,
+  version: "v1alpha1",
+  kind: "AddOnTemplate",
+  listKind: "AddOnTemplateList",
+  plural: "addontemplates",
+  singular: "addontemplate",
+  shortNames: [],
+  namespaced: false,
+  hasStatus: false,
+  schema: z.strictObject({
+    apiVersion: z.string(),
+    kind: z.string(),
+    metadata: ObjectMetaSchema,
+    spec: z.strictObject({ addonName: z.string().min(1), agentSpec: ManifestWorkSpecSchema, registration: z.array(RegistrationSpecSchema).optional() }),
+  }),
+  storage: "d1",
+  printerColumns: [{ name: "ADDON NAME", type: "string", jsonPath: ".spec.addonName" }],
+  validate(obj): StatusCause[] {
+    return validateWorkSpec((obj.spec as { agentSpec?: Record<string, unknown> } | undefined)?.agentSpec, "spec.agentSpec");
+  },
+};
+
+/** Every add-on kind, in the order discovery lists them (v1beta1 first: the preferred version, as Kubernetes orders CRD versions). */
+export const ADDON_KINDS: KindDefinition[] = [
+  ClusterManagementAddOnV1beta1Kind,
+  ManagedClusterAddOnV1beta1Kind,
+  AddOnDeploymentConfigV1beta1Kind,
+  ClusterManagementAddOnKind,
+  ManagedClusterAddOnKind,
+  AddOnDeploymentConfigKind,
+  AddOnTemplateKind,
+];
