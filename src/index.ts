@@ -22,6 +22,7 @@ import "./work/replicaset.ts";
 import "./gc/collector.ts";
 import "./namespaces/controller.ts";
 import "./clusterprofile/hook.ts";
+import "./addons/hooks.ts";
 import { clock } from "./clock.ts";
 import { auditRequests } from "./audit/middleware.ts";
 

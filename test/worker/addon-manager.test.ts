@@ -1,0 +1,161 @@
+// The add-on manager inside workerd, over the HTTP API: a template add-on installed by
+// installStrategy Placements lands on the decided clusters only, renders its agentSpec with OCM's
+// variables into addon-<name>-deploy-0, reports Available from its work's feedback, follows
+// decision changes and config changes, and goes from every cluster with its ClusterManagementAddOn.
+import { beforeAll, describe, expect, it } from "vitest";
+import { call, createNamespaces, MC, MCSET } from "./helpers.ts";
+
+const G = "/apis/cluster.open-cluster-management.io";
+const A = "/apis/addon.open-cluster-management.io";
+const W = "/apis/work.open-cluster-management.io";
+const merge = { contentType: "application/merge-patch+json" };
+const CS = "cluster.open-cluster-management.io/clusterset";
+const WORK = (cluster: string, name: string) => `${W}/v1/namespaces/${cluster}/manifestworks/${name}`;
+const MCA = (cluster: string, name: string) => `${A}/v1alpha1/namespaces/${cluster}/managedclusteraddons/${name}`;
+
+async function cluster(name: string, labels: Record<string, string>) {
+  const created = await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name, labels }, spec: { hubAcceptsClient: true } });
+  expect(created.status).toBe(201);
+  const available = { type: "ManagedClusterConditionAvailable", status: "True", reason: "Test", message: "test", lastTransitionTime: "2026-01-01T00:00:00Z" };
+  expect((await call("PATCH", `${MC}/${name}/status`, { status: { conditions: [available] } }, merge)).status).toBe(200);
+}
+
+async function waitFor(check: () => Promise<boolean>, ms = 8000) {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  expect(await check()).toBe(true);
+}
+
+/** The clusters (namespaces) holding a ManagedClusterAddOn named `name`. */
+async function installedOn(name: string): Promise<string[]> {
+  const r = await call("GET", `${A}/v1beta1/managedclusteraddons`);
+  return (r.body.items as { metadata: { name: string; namespace: string } }[]).filter((m) => m.metadata.name === name).map((m) => m.metadata.namespace).sort();
+}
+
+async function worksOf(name: string): Promise<string[]> {
+  const r = await call("GET", `${W}/v1/manifestworks?labelSelector=${encodeURIComponent(`open-cluster-management.io/addon-name=${name}`)}`);
+  return (r.body.items as { metadata: { namespace: string } }[]).map((w) => w.metadata.namespace).sort();
+}
+
+const deployment = {
+  apiVersion: "apps/v1",
+  kind: "Deployment",
+  metadata: { name: "hello-agent", namespace: "{{INSTALL_NAMESPACE}}" },
+  spec: {
+    replicas: 1,
+    selector: { matchLabels: { app: "hello" } },
+    template: { metadata: { labels: { app: "hello" } }, spec: { containers: [{ name: "agent", image: "quay.io/hello:{{VERSION}}", args: ["--cluster={{CLUSTER_NAME}}", "--level={{LOG_LEVEL}}"] }] } },
+  },
+};
+
+beforeAll(async () => {
+  await createNamespaces("addons-ns");
+  expect((await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "afleet" } })).status).toBe(201);
+  for (const c of ["a1", "a2"]) await cluster(c, { [CS]: "afleet", hello: "yes" });
+  await cluster("a3", { [CS]: "afleet", hello: "no" });
+  await call("POST", `${G}/v1beta2/namespaces/addons-ns/managedclustersetbindings`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "afleet" }, spec: { clusterSet: "afleet" } });
+  const p = await call("POST", `${G}/v1beta1/namespaces/addons-ns/placements`, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "hello" }, spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { hello: "yes" } } } }] } });
+  expect(p.status).toBe(201);
+  const t = await call("POST", `${A}/v1alpha1/addontemplates`, { apiVersion: "addon.open-cluster-management.io/v1alpha1", kind: "AddOnTemplate", metadata: { name: "hello-1" }, spec: { addonName: "hello", agentSpec: { workload: { manifests: [deployment] } } } });
+  expect(t.status, JSON.stringify(t.body)).toBe(201);
+  const adc = await call("POST", `${A}/v1alpha1/namespaces/addons-ns/addondeploymentconfigs`, {
+    apiVersion: "addon.open-cluster-management.io/v1alpha1",
+    kind: "AddOnDeploymentConfig",
+    metadata: { name: "hello-config" },
+    spec: { agentInstallNamespace: "hello-agent", customizedVariables: [{ name: "VERSION", value: "1.0" }, { name: "LOG_LEVEL", value: "2" }], nodePlacement: { nodeSelector: { tier: "infra" } } },
+  });
+  expect(adc.status, JSON.stringify(adc.body)).toBe(201);
+});
+
+describe("template add-on installed by placements", () => {
+  it("lands on the decided clusters only, rendered with OCM's variables into addon-hello-deploy-0", async () => {
+    const cma = await call("POST", `${A}/v1alpha1/clustermanagementaddons`, {
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      kind: "ClusterManagementAddOn",
+      metadata: { name: "hello", annotations: { "addon.open-cluster-management.io/lifecycle": "addon-manager" } },
+      spec: {
+        addOnMeta: { displayName: "Hello" },
+        supportedConfigs: [
+          { group: "addon.open-cluster-management.io", resource: "addontemplates", defaultConfig: { name: "hello-1" } },
+          { group: "addon.open-cluster-management.io", resource: "addondeploymentconfigs", defaultConfig: { namespace: "addons-ns", name: "hello-config" } },
+        ],
+        installStrategy: { type: "Placements", placements: [{ namespace: "addons-ns", name: "hello", rolloutStrategy: { type: "All" } }] },
+      },
+    });
+    expect(cma.status, JSON.stringify(cma.body)).toBe(201);
+    await waitFor(async () => (await installedOn("hello")).join() === "a1,a2");
+    await waitFor(async () => (await worksOf("hello")).join() === "a1,a2");
+    const work = (await call("GET", WORK("a1", "addon-hello-deploy-0"))).body;
+    expect(work.metadata.labels).toEqual({ "open-cluster-management.io/addon-name": "hello" });
+    expect(work.metadata.annotations).toMatchObject({ "addon.flotilla.dev/install-namespace": "hello-agent", "addon.flotilla.dev/health-check-mode": "Customized" });
+    expect(work.metadata.ownerReferences[0]).toMatchObject({ kind: "ManagedClusterAddOn", name: "hello" });
+    const [ns, dep] = work.spec.workload.manifests;
+    expect(ns).toEqual({ apiVersion: "v1", kind: "Namespace", metadata: { name: "hello-agent" } });
+    expect(dep.metadata.namespace).toBe("hello-agent");
+    expect(dep.spec.template.spec.containers[0].image).toBe("quay.io/hello:1.0");
+    expect(dep.spec.template.spec.containers[0].args).toEqual(["--cluster=a1", "--level=2"]);
+    expect(dep.spec.template.spec.nodeSelector).toEqual({ tier: "infra" });
+    expect(work.spec.manifestConfigs).toEqual([{ resourceIdentifier: { group: "apps", resource: "deployments", name: "hello-agent", namespace: "hello-agent" }, feedbackRules: [{ type: "WellKnownStatus" }] }]);
+    const mca = (await call("GET", MCA("a1", "hello"))).body;
+    expect(mca.metadata.ownerReferences[0]).toMatchObject({ kind: "ClusterManagementAddOn", name: "hello" });
+    expect(mca.status.configReferences.map((c: { resource: string }) => c.resource)).toEqual(["addondeploymentconfigs", "addontemplates"]);
+    expect(mca.status.healthCheck).toEqual({ mode: "Customized" });
+    expect(mca.status.namespace).toBe("hello-agent");
+    expect(mca.status.relatedObjects).toEqual([
+      { group: "addon.open-cluster-management.io", resource: "clustermanagementaddons", name: "hello" },
+      { group: "addon.open-cluster-management.io", resource: "addontemplates", name: "hello-1" },
+    ]);
+    const cond = (t: string) => mca.status.conditions.find((c: { type: string }) => c.type === t);
+    expect(cond("Configured").status).toBe("True");
+    expect(cond("Progressing")).toMatchObject({ status: "True", reason: "Progressing" });
+    expect(cond("RegistrationApplied")).toMatchObject({ status: "True", reason: "NilRegistration" });
+  });
+
+  it("reports ManifestApplied and Available from the work's status and feedback", async () => {
+    const gen = (await call("GET", WORK("a1", "addon-hello-deploy-0"))).body.metadata.generation;
+    const at = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
+    const c = (type: string) => ({ type, status: "True", reason: "Test", message: "", observedGeneration: gen, lastTransitionTime: at });
+    const feedback = (ready: number) => ({
+      conditions: [c("Applied"), c("Available")],
+      resourceStatus: { manifests: [{ resourceMeta: { ordinal: 1, group: "apps", version: "v1", kind: "Deployment", resource: "deployments", name: "hello-agent", namespace: "hello-agent" }, statusFeedback: { values: [{ name: "ReadyReplicas", fieldValue: { type: "Integer", integer: ready } }] }, conditions: [] }] },
+    });
+    expect((await call("PATCH", `${WORK("a1", "addon-hello-deploy-0")}/status`, { status: feedback(0) }, merge)).status).toBe(200);
+    const cond = async (t: string) => ((await call("GET", MCA("a1", "hello"))).body.status.conditions as { type: string; status: string; reason: string }[]).find((x) => x.type === t);
+    await waitFor(async () => (await cond("Available"))?.status === "False");
+    expect(await cond("Available")).toMatchObject({ reason: "ProbeUnavailable" });
+    expect(await cond("ManifestApplied")).toMatchObject({ status: "True", reason: "AddonManifestApplied" });
+    expect((await call("PATCH", `${WORK("a1", "addon-hello-deploy-0")}/status`, { status: feedback(1) }, merge)).status).toBe(200);
+    await waitFor(async () => (await cond("Available"))?.status === "True");
+    expect(await cond("Available")).toMatchObject({ reason: "ProbeAvailable", message: "hello add-on is available." });
+    expect(await cond("Progressing")).toMatchObject({ status: "False", reason: "Completed" });
+    const mca = (await call("GET", MCA("a1", "hello"))).body;
+    expect(mca.status.configReferences.every((r: { desiredConfig: unknown; lastAppliedConfig: unknown }) => JSON.stringify(r.desiredConfig) === JSON.stringify(r.lastAppliedConfig))).toBe(true);
+    const table = (await call("GET", `${A}/v1beta1/namespaces/a1/managedclusteraddons`, undefined, { headers: { accept: "application/json;as=Table;v=v1;g=meta.k8s.io" } })).body;
+    expect(table.rows[0].cells).toEqual(["hello", "True", null, "False"]);
+  });
+
+  it("a config change rolls out to the works", async () => {
+    const r = await call("PATCH", `${A}/v1beta1/namespaces/addons-ns/addondeploymentconfigs/hello-config`, { spec: { customizedVariables: [{ name: "VERSION", value: "2.0" }, { name: "LOG_LEVEL", value: "2" }] } }, merge);
+    expect(r.status).toBe(200);
+    await waitFor(async () => {
+      const w = (await call("GET", WORK("a2", "addon-hello-deploy-0"))).body;
+      return w.spec.workload.manifests[1].spec.template.spec.containers[0].image === "quay.io/hello:2.0";
+    });
+  });
+
+  it("follows a decision change: installs where newly decided, removes where no longer", async () => {
+    expect((await call("PATCH", `${MC}/a3`, { metadata: { labels: { hello: "yes" } } }, merge)).status).toBe(200);
+    expect((await call("PATCH", `${MC}/a1`, { metadata: { labels: { hello: "no" } } }, merge)).status).toBe(200);
+    await waitFor(async () => (await installedOn("hello")).join() === "a2,a3");
+    await waitFor(async () => (await worksOf("hello")).join() === "a2,a3");
+  });
+
+  it("a deleted ClusterManagementAddOn removes the add-on from every cluster", async () => {
+    expect((await call("DELETE", `${A}/v1beta1/clustermanagementaddons/hello`)).status).toBe(200);
+    await waitFor(async () => (await installedOn("hello")).length === 0);
+    await waitFor(async () => (await worksOf("hello")).length === 0);
+  });
+});
