@@ -25,6 +25,8 @@ export const ADDON_NAME_LABEL = "open-cluster-management.io/addon-name";
 export const INSTALL_NAMESPACE_ANNOTATION = "addon.flotilla.dev/install-namespace";
 /** The contract's annotation (brief): how the add-on's health is checked, `Lease`, `Customized` or `None`. */
 export const HEALTH_CHECK_MODE_ANNOTATION = "addon.flotilla.dev/health-check-mode";
+/** OCM's `DeletionOrphanAnnotationKey`: a manifest carrying it stays on the cluster when the add-on goes. */
+export const DELETION_ORPHAN_ANNOTATION = "addon.open-cluster-management.io/deletion-orphan";
 /** Where a template add-on's agent finds its hub kubeconfig (OCM's `HUB_KUBECONFIG` value). */
 export const HUB_KUBECONFIG_PATH = "/managed/hub-kubeconfig/kubeconfig";
 
@@ -94,6 +96,20 @@ function place(m: Manifest, placement: NonNullable<RenderInput["config"]>["nodeP
   if (placement.tolerations && placement.tolerations.length > 0) pod.tolerations = structuredClone(placement.tolerations);
 }
 
+/** The API group of an `apiVersion` ("" for the core group). */
+function groupOf(apiVersion: string): string {
+  const i = apiVersion.indexOf("/");
+  return i < 0 ? "" : apiVersion.slice(0, i);
+}
+
+/** The resource (plural) of a kind, by Kubernetes' default pluralisation (lowercased; -y to -ies, -s/-x/-ch/-sh add -es). */
+function resourceOf(kind: string): string {
+  const k = kind.toLowerCase();
+  if (/[^aeiou]y$/.test(k)) return `${k.slice(0, -1)}ies`;
+  if (/(s|x|z|ch|sh)$/.test(k)) return `${k}es`;
+  return `${k}s`;
+}
+
 /** The workloads of a rendered work that the availability probe reads: `{resource, name, namespace}` of each Deployment and DaemonSet. */
 export function probedWorkloads(manifests: Manifest[]): { resource: string; name: string; namespace: string }[] {
   return manifests
@@ -104,7 +120,8 @@ export function probedWorkloads(manifests: Manifest[]): { resource: string; name
 /**
  * The ManifestWork body of a template add-on on one cluster: the rendered manifests (a Namespace
  * for the install namespace first, when the template has none: the agent's namespace must exist
- * before what goes in it), the template's other work options, and a `WellKnownStatus` feedback
+ * before what goes in it; orphaned when the work goes, as are the manifests annotated
+ * {@link DELETION_ORPHAN_ANNOTATION}), the template's other work options, and a `WellKnownStatus` feedback
  * rule for each Deployment and DaemonSet (OCM's workload availability prober), with OCM's label
  * and the contract's annotations; health mode `Customized` when there are workloads to probe,
  * else `None`. The owner reference makes the work go with its ManagedClusterAddOn.
@@ -115,9 +132,8 @@ export function renderDeployWork(input: RenderInput): KubeObject {
   const spec = substitute(structuredClone(input.template.agentSpec ?? {}), vars) as { workload?: { manifests?: Manifest[] }; manifestConfigs?: { resourceIdentifier: { group?: string; resource: string; name: string; namespace?: string }; feedbackRules?: unknown[] }[] } & Record<string, unknown>;
   const manifests = spec.workload?.manifests ?? [];
   for (const m of manifests) place(m, input.config?.nodePlacement);
-  if (!manifests.some((m) => m.apiVersion === "v1" && m.kind === "Namespace" && m.metadata?.name === ns)) {
-    manifests.unshift({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
-  }
+  const addedNamespace = !manifests.some((m) => m.apiVersion === "v1" && m.kind === "Namespace" && m.metadata?.name === ns);
+  if (addedNamespace) manifests.unshift({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
   spec.workload = { ...(spec.workload ?? {}), manifests };
   const probed = probedWorkloads(manifests);
   const configs = [...(spec.manifestConfigs ?? [])];
@@ -128,6 +144,17 @@ export function renderDeployWork(input: RenderInput): KubeObject {
     else if (!(same.feedbackRules ?? []).some((r) => (r as { type?: string }).type === "WellKnownStatus")) same.feedbackRules = [...(same.feedbackRules ?? []), rule];
   }
   if (configs.length > 0) spec.manifestConfigs = configs;
+  // Manifests annotated deletion-orphan are left on the cluster when the work goes (OCM's
+  // addon-framework), and so is the install namespace the hub added: other add-ons share it
+  // (OCM's default namespace holds every add-on's agent), and deleting it would take theirs.
+  const orphans = manifests.filter((m) => (m.metadata as { annotations?: Record<string, string> } | undefined)?.annotations?.[DELETION_ORPHAN_ANNOTATION] !== undefined);
+  if (addedNamespace) orphans.unshift(manifests[0]!);
+  const option = (spec.deleteOption ?? {}) as { propagationPolicy?: string; selectivelyOrphans?: { orphaningRules?: unknown[] } };
+  if (orphans.length > 0 && option.propagationPolicy !== "Orphan") {
+    const orphaningRules = orphans.map((m) => ({ group: groupOf(m.apiVersion ?? ""), resource: resourceOf(m.kind ?? ""), name: m.metadata?.name ?? "", ...(m.metadata?.namespace ? { namespace: m.metadata.namespace } : {}) }));
+    const kept = option.propagationPolicy === "SelectivelyOrphan" ? (option.selectivelyOrphans?.orphaningRules ?? []) : [];
+    spec.deleteOption = { ...option, propagationPolicy: "SelectivelyOrphan", selectivelyOrphans: { orphaningRules: [...kept, ...orphaningRules] } };
+  }
   const mode: HealthCheckMode = probed.length > 0 ? "Customized" : "None";
   return {
     apiVersion: "work.open-cluster-management.io/v1",
