@@ -159,3 +159,75 @@ describe("template add-on installed by placements", () => {
     await waitFor(async () => (await worksOf("hello")).length === 0);
   });
 });
+
+describe("template add-on installed by hand (installStrategy Manual)", () => {
+  it("renders for a ManagedClusterAddOn created by a user, and its deletion removes the work", async () => {
+    const t = await call("POST", `${A}/v1alpha1/addontemplates`, { apiVersion: "addon.open-cluster-management.io/v1alpha1", kind: "AddOnTemplate", metadata: { name: "manual-1" }, spec: { addonName: "manual", agentSpec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "manual", namespace: "{{INSTALL_NAMESPACE}}" }, data: { cluster: "{{CLUSTER_NAME}}" } }] } } } });
+    expect(t.status).toBe(201);
+    const cma = await call("POST", `${A}/v1beta1/clustermanagementaddons`, {
+      apiVersion: "addon.open-cluster-management.io/v1beta1",
+      kind: "ClusterManagementAddOn",
+      metadata: { name: "manual" },
+      spec: { defaultConfigs: [{ group: "addon.open-cluster-management.io", resource: "addontemplates", name: "manual-1" }] },
+    });
+    expect(cma.status, JSON.stringify(cma.body)).toBe(201);
+    expect(await installedOn("manual")).toEqual([]);
+    const mca = await call("POST", `${A}/v1beta1/namespaces/a2/managedclusteraddons`, { apiVersion: "addon.open-cluster-management.io/v1beta1", kind: "ManagedClusterAddOn", metadata: { name: "manual", annotations: { "addon.open-cluster-management.io/v1alpha1-install-namespace": "manual-ns" } }, spec: {} });
+    expect(mca.status).toBe(201);
+    await waitFor(async () => (await call("GET", WORK("a2", "addon-manual-deploy-0"))).status === 200);
+    const work = (await call("GET", WORK("a2", "addon-manual-deploy-0"))).body;
+    expect(work.spec.workload.manifests[1]).toEqual({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "manual", namespace: "manual-ns" }, data: { cluster: "a2" } });
+    expect(work.metadata.annotations["addon.flotilla.dev/health-check-mode"]).toBe("None");
+    // Applied: available (no workload to probe), as OCM's None prober.
+    const gen = work.metadata.generation;
+    const c = (type: string) => ({ type, status: "True", reason: "Test", message: "", observedGeneration: gen, lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z") });
+    expect((await call("PATCH", `${WORK("a2", "addon-manual-deploy-0")}/status`, { status: { conditions: [c("Applied"), c("Available")] } }, merge)).status).toBe(200);
+    await waitFor(async () => ((await call("GET", MCA("a2", "manual"))).body.status?.conditions ?? []).some((x: { type: string; status: string }) => x.type === "Available" && x.status === "True"));
+    expect((await call("DELETE", `${A}/v1alpha1/namespaces/a2/managedclusteraddons/manual`)).status).toBe(200);
+    await waitFor(async () => (await call("GET", WORK("a2", "addon-manual-deploy-0"))).status === 404);
+    // The ClusterManagementAddOn is not touched by its ManagedClusterAddOn's removal.
+    expect((await call("GET", `${A}/v1beta1/clustermanagementaddons/manual`)).status).toBe(200);
+  });
+});
+
+describe("config rollout by the placement's rolloutStrategy", () => {
+  it("Progressive with maxConcurrency 1 moves one cluster at a time to a new template content", async () => {
+    await cluster("p1", { [CS]: "afleet", prog: "yes" });
+    await cluster("p2", { [CS]: "afleet", prog: "yes" });
+    const p = await call("POST", `${G}/v1beta1/namespaces/addons-ns/placements`, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "prog" }, spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { prog: "yes" } } } }] } });
+    expect(p.status).toBe(201);
+    const cm = (v: string) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "prog", namespace: "default" }, data: { v } });
+    expect((await call("POST", `${A}/v1alpha1/addontemplates`, { apiVersion: "addon.open-cluster-management.io/v1alpha1", kind: "AddOnTemplate", metadata: { name: "prog" }, spec: { addonName: "prog", agentSpec: { workload: { manifests: [cm("1")] } } } })).status).toBe(201);
+    const cma = await call("POST", `${A}/v1alpha1/clustermanagementaddons`, {
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      kind: "ClusterManagementAddOn",
+      metadata: { name: "prog" },
+      spec: {
+        supportedConfigs: [{ group: "addon.open-cluster-management.io", resource: "addontemplates", defaultConfig: { name: "prog" } }],
+        installStrategy: { type: "Placements", placements: [{ namespace: "addons-ns", name: "prog", rolloutStrategy: { type: "Progressive", progressive: { maxConcurrency: 1 } } }] },
+      },
+    });
+    expect(cma.status).toBe(201);
+    const value = async (c: string) => (await call("GET", WORK(c, "addon-prog-deploy-0"))).body?.spec?.workload?.manifests?.[1]?.data?.v as string | undefined;
+    const succeed = async (c: string) => {
+      const gen = (await call("GET", WORK(c, "addon-prog-deploy-0"))).body.metadata.generation;
+      const k = (type: string) => ({ type, status: "True", reason: "Test", message: "", observedGeneration: gen, lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z") });
+      expect((await call("PATCH", `${WORK(c, "addon-prog-deploy-0")}/status`, { status: { conditions: [k("Applied"), k("Available")] } }, merge)).status).toBe(200);
+    };
+    // The first install goes one cluster at a time too.
+    await waitFor(async () => (await value("p1")) === "1");
+    expect(await value("p2")).toBeUndefined();
+    await succeed("p1");
+    await waitFor(async () => (await value("p2")) === "1");
+    await succeed("p2");
+    const progression = async () => ((await call("GET", `${A}/v1alpha1/clustermanagementaddons/prog`)).body.status?.installProgressions?.[0]?.conditions?.[0] ?? {}) as { status?: string; reason?: string };
+    await waitFor(async () => (await progression()).reason === "Completed");
+    // A new template content: p1 first, p2 once p1 succeeded.
+    expect((await call("PATCH", `${A}/v1alpha1/addontemplates/prog`, { spec: { agentSpec: { workload: { manifests: [cm("2")] } } } }, merge)).status).toBe(200);
+    await waitFor(async () => (await value("p1")) === "2");
+    expect(await value("p2")).toBe("1");
+    expect((await progression()).reason).toBe("Progressing");
+    await succeed("p1");
+    await waitFor(async () => (await value("p2")) === "2");
+  });
+});
