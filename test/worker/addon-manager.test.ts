@@ -161,8 +161,8 @@ describe("template add-on installed by placements", () => {
 });
 
 describe("template add-on installed by hand (installStrategy Manual)", () => {
-  it("renders for a ManagedClusterAddOn created by a user, and its deletion removes the work", async () => {
-    const t = await call("POST", `${A}/v1alpha1/addontemplates`, { apiVersion: "addon.open-cluster-management.io/v1alpha1", kind: "AddOnTemplate", metadata: { name: "manual-1" }, spec: { addonName: "manual", agentSpec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "manual", namespace: "{{INSTALL_NAMESPACE}}" }, data: { cluster: "{{CLUSTER_NAME}}" } }] } } } });
+  it("renders for a ManagedClusterAddOn created by a user, with its own configs, and its deletion removes the work", async () => {
+    const t = await call("POST", `${A}/v1alpha1/addontemplates`, { apiVersion: "addon.open-cluster-management.io/v1alpha1", kind: "AddOnTemplate", metadata: { name: "manual-1" }, spec: { addonName: "manual", agentSpec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "manual", namespace: "{{INSTALL_NAMESPACE}}" }, data: { cluster: "{{CLUSTER_NAME}}", version: "{{VERSION}}" } }] } } } });
     expect(t.status).toBe(201);
     const cma = await call("POST", `${A}/v1beta1/clustermanagementaddons`, {
       apiVersion: "addon.open-cluster-management.io/v1beta1",
@@ -176,13 +176,18 @@ describe("template add-on installed by hand (installStrategy Manual)", () => {
     expect(mca.status).toBe(201);
     await waitFor(async () => (await call("GET", WORK("a2", "addon-manual-deploy-0"))).status === 200);
     const work = (await call("GET", WORK("a2", "addon-manual-deploy-0"))).body;
-    expect(work.spec.workload.manifests[1]).toEqual({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "manual", namespace: "manual-ns" }, data: { cluster: "a2" } });
+    expect(work.spec.workload.manifests[1]).toEqual({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "manual", namespace: "manual-ns" }, data: { cluster: "a2", version: "{{VERSION}}" } });
     expect(work.metadata.annotations["addon.flotilla.dev/health-check-mode"]).toBe("None");
     // Applied: available (no workload to probe), as OCM's None prober.
     const gen = work.metadata.generation;
     const c = (type: string) => ({ type, status: "True", reason: "Test", message: "", observedGeneration: gen, lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z") });
     expect((await call("PATCH", `${WORK("a2", "addon-manual-deploy-0")}/status`, { status: { conditions: [c("Applied"), c("Available")] } }, merge)).status).toBe(200);
     await waitFor(async () => ((await call("GET", MCA("a2", "manual"))).body.status?.conditions ?? []).some((x: { type: string; status: string }) => x.type === "Available" && x.status === "True"));
+    // The ManagedClusterAddOn's own configs: a deployment config for this cluster only.
+    const configs = [{ group: "addon.open-cluster-management.io", resource: "addondeploymentconfigs", namespace: "addons-ns", name: "hello-config" }];
+    expect((await call("PATCH", MCA("a2", "manual"), { spec: { configs } }, merge)).status).toBe(200);
+    await waitFor(async () => (await call("GET", WORK("a2", "addon-manual-deploy-0"))).body.spec.workload.manifests[1].data.version === "2.0");
+    expect((await call("GET", WORK("a2", "addon-manual-deploy-0"))).body.spec.workload.manifests[1].metadata.namespace).toBe("hello-agent");
     expect((await call("DELETE", `${A}/v1alpha1/namespaces/a2/managedclusteraddons/manual`)).status).toBe(200);
     await waitFor(async () => (await call("GET", WORK("a2", "addon-manual-deploy-0"))).status === 404);
     // The ClusterManagementAddOn is not touched by its ManagedClusterAddOn's removal.
