@@ -197,6 +197,39 @@ function addonRolloutStatus(cluster: string, mca: KubeObject | undefined, desire
  * @throws errors of D1 or an unexpected write failure (the caller's outbox row keeps the work)
  */
 export async function runClusterManagementAddOn(env: Env, name: string, nowMs: number, cleanUp = true): Promise<void> {
+  // A run asked for while one of the same add-on is in progress in this isolate (its own writes'
+  // hooks, or another request) is folded into that run: it runs once more when it ends, so its
+  // writes never set off a run per cluster they touch.
+  const inProgress = running.get(name);
+  if (inProgress) {
+    inProgress.again ||= cleanUp ? "cleanUp" : "again";
+    return;
+  }
+  const state: { again: false | "again" | "cleanUp" } = { again: false };
+  running.set(name, state);
+  try {
+    let passes = 0;
+    let clean = cleanUp;
+    for (;;) {
+      state.again = false;
+      await runOnce(env, name, nowMs, clean);
+      // Set (or not) by the runs asked for while this pass ran.
+      const asked = state.again as false | "again" | "cleanUp";
+      if (!asked || ++passes > MAX_EXTRA_PASSES) break;
+      clean = asked === "cleanUp";
+    }
+  } finally {
+    running.delete(name);
+  }
+}
+
+/** The add-ons whose run is in progress in this isolate, and whether another run was asked for meanwhile. */
+const running = new Map<string, { again: false | "again" | "cleanUp" }>();
+/** Most extra passes one run makes for the runs asked for during it (the next trigger runs it again anyway). */
+const MAX_EXTRA_PASSES = 3;
+
+/** One pass of {@link runClusterManagementAddOn}. */
+async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean): Promise<void> {
   const db = database(env.DB);
   const cma = await getObject(db, ClusterManagementAddOnKind, { namespace: "", name });
   const existing = await listObjectsNamed(db, ManagedClusterAddOnKind, name);
@@ -338,12 +371,12 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
   if (template) {
     // The configs' content must be what the rollout chose: a config changed since waits for its turn.
     const fresh = await hashed(env, desired, new Map());
-    const current = canonical(fresh.map(specHash)) === canonical(desired.map(specHash));
+    const upToDate = canonical(fresh.map(specHash)) === canonical(desired.map(specHash));
     const owner = { apiVersion: `${ADDON_GROUP}/v1alpha1`, kind: "ManagedClusterAddOn", name, uid: mca.metadata.uid };
     const body = renderDeployWork({ addon: name, cluster, template: templateSpec, config: (adc?.spec ?? undefined) as never, installNamespace, owner });
     mode = body.metadata.annotations![HEALTH_CHECK_MODE_ANNOTATION] as HealthCheckMode;
     const differs = !work || canonical(work.spec) !== canonical(body.spec) || canonical(work.metadata.annotations ?? {}) !== canonical({ ...(work.metadata.annotations ?? {}), ...body.metadata.annotations });
-    if (current && differs && !work?.metadata.deletionTimestamp) {
+    if (upToDate && differs && !work?.metadata.deletionTimestamp) {
       const next = work ? { ...work, metadata: { ...work.metadata, labels: { ...(work.metadata.labels ?? {}), ...body.metadata.labels }, annotations: { ...(work.metadata.annotations ?? {}), ...body.metadata.annotations }, ownerReferences: body.metadata.ownerReferences }, spec: body.spec } : body;
       const r = await tryWrite(() => works.write(cluster, workName, work ? { verb: "update", body: next } : { verb: "create", body: next }, work ? { known: work } : {}));
       if (r && r !== "lost") work = r;
@@ -358,7 +391,7 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
     const generation = work?.metadata.generation ?? 0;
     const workAt = (t: string) => workStatus.conditions?.find((c) => c.type === t && c.observedGeneration === generation)?.status;
     const refs = status.configReferences ?? [];
-    if (current && work && workAt("Applied") === "True" && workAt("Available") === "True") {
+    if (upToDate && work && workAt("Applied") === "True" && workAt("Available") === "True") {
       for (const r of refs) {
         r.lastAppliedConfig = r.desiredConfig ?? null;
         r.lastObservedGeneration = generation;
@@ -369,8 +402,11 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
     else set({ type: "Progressing", status: "True", reason: "Progressing", message: "progressing... work is not ready" });
     if ((templateSpec.registration ?? []).length === 0) set({ type: "RegistrationApplied", status: "True", reason: "NilRegistration", message: "Registration of the addon agent is configured" });
     else status.registrations = [{ signerName: "kubernetes.io/kube-apiserver-client", subject: { user: `system:open-cluster-management:cluster:${cluster}:addon:${name}:agent:${name}-agent`, groups: [`system:open-cluster-management:cluster:${cluster}:addon:${name}`, `system:open-cluster-management:addon:${name}`, "system:authenticated"] } }];
-  } else if (placements || templateRef) {
-    set({ type: "Progressing", status: "False", reason: "ConfigurationUnsupported", message: templateRef ? `the AddOnTemplate ${templateRef.name} does not exist` : "no AddOnTemplate is configured for the add-on" });
+  } else if (templateRef) {
+    set({ type: "Progressing", status: "False", reason: "ConfigurationUnsupported", message: `the AddOnTemplate ${templateRef.name} does not exist` });
+  } else if (!placements && !current.some((d) => d.group === ADDON_GROUP && d.resource === "addontemplates")) {
+    // (A placement's rollout that has not reached this cluster yet leaves it without desired configs: nothing to say then.)
+    set({ type: "Progressing", status: "False", reason: "ConfigurationUnsupported", message: "no AddOnTemplate is configured for the add-on" });
   }
   status.conditions = conditions;
   status.healthCheck = { mode: mode === "None" ? "Customized" : mode };
