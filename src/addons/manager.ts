@@ -167,13 +167,13 @@ async function tryWrite(write: () => Promise<{ object: KubeObject | null }>): Pr
 }
 
 /** The decided clusters of each placement strategy, in its decision groups. */
-async function decided(env: Env, strategies: PlacementStrategy[]): Promise<{ strategy: PlacementStrategy; groups: DecisionGroup[] }[]> {
+async function decided(env: Env, strategies: PlacementStrategy[]): Promise<{ strategy: PlacementStrategy; groups: DecisionGroup[]; missing: boolean }[]> {
   const db = database(env.DB);
-  const out: { strategy: PlacementStrategy; groups: DecisionGroup[] }[] = [];
+  const out: { strategy: PlacementStrategy; groups: DecisionGroup[]; missing: boolean }[] = [];
   for (const s of strategies) {
     const placement = await getObject(db, PlacementKind, { namespace: s.namespace, name: s.name });
     const pds = placement ? (await listObjects(db, PlacementDecisionKind, s.namespace)).items.filter((d) => d.metadata.labels?.[PLACEMENT_LABEL] === s.name) : [];
-    out.push({ strategy: s, groups: placement ? decisionGroups(placement, pds) : [] });
+    out.push({ strategy: s, groups: placement ? decisionGroups(placement, pds) : [], missing: !placement });
   }
   return out;
 }
@@ -257,8 +257,11 @@ async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean):
       const r = await tryWrite(() => store.write(c, name, { verb: "create", body }));
       if (r && r !== "lost") mcas.set(c, r);
     }
-    // Uninstall what this manager installed where no placement decides it any more.
-    for (const [c, m] of mcas) {
+    // Uninstall what this manager installed where no placement decides it any more. A missing
+    // Placement (not one without decisions) uninstalls nothing, as for replica sets: one deleted
+    // by mistake, or not restored yet, does not tear the agents down.
+    const missing = placed.some((p) => p.missing);
+    for (const [c, m] of missing ? [] : mcas) {
       if (owner.has(c) || m.metadata.deletionTimestamp) continue;
       if (!(m.metadata.ownerReferences ?? []).some((o) => o.uid === cma.metadata.uid)) continue;
       await tryWrite(() => store.write(c, name, { verb: "delete", preconditions: { uid: m.metadata.uid } }));
@@ -302,6 +305,12 @@ async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean):
       );
       progressions.push({ namespace: p.strategy.namespace, name: p.strategy.name, configReferences: sample.map((d) => ({ group: d.group, resource: d.resource, desiredConfig: specHash(d) })), conditions });
     }
+  }
+  // The ManagedClusterAddOns whose status still shows an older addOnMeta or supportedConfigs run too.
+  const supported = canonical((spec.supportedConfigs ?? []).map((x) => ({ group: x.group ?? "", resource: x.resource })));
+  for (const [c, m] of mcas) {
+    const st = (m.status ?? {}) as { addOnMeta?: unknown; supportedConfigs?: unknown };
+    if (!m.metadata.deletionTimestamp && (canonical(st.addOnMeta ?? {}) !== canonical(spec.addOnMeta ?? {}) || canonical(st.supportedConfigs ?? []) !== supported)) touched.add(c);
   }
   for (const c of touched) await runManagedClusterAddOn(env, c, name, nowMs);
   // The ClusterManagementAddOn's status: its default configs and, per placement, the rollout's progression.

@@ -153,6 +153,15 @@ describe("template add-on installed by placements", () => {
     await waitFor(async () => (await worksOf("hello")).join() === "a2,a3");
   });
 
+  it("a missing Placement uninstalls nothing", async () => {
+    expect((await call("DELETE", `${G}/v1beta1/namespaces/addons-ns/placements/hello`)).status).toBe(200);
+    // A spec change runs the ClusterManagementAddOn.
+    expect((await call("PATCH", `${A}/v1alpha1/clustermanagementaddons/hello`, { spec: { addOnMeta: { displayName: "Hello again" } } }, merge)).status).toBe(200);
+    await waitFor(async () => ((await call("GET", MCA("a2", "hello"))).body.status?.addOnMeta?.displayName ?? "") === "Hello again");
+    expect(await installedOn("hello")).toEqual(["a2", "a3"]);
+    expect(await worksOf("hello")).toEqual(["a2", "a3"]);
+  });
+
   it("a deleted ClusterManagementAddOn removes the add-on from every cluster", async () => {
     expect((await call("DELETE", `${A}/v1beta1/clustermanagementaddons/hello`)).status).toBe(200);
     await waitFor(async () => (await installedOn("hello")).length === 0);
