@@ -112,6 +112,16 @@ describe("add-on API versions", () => {
     expect(alpha.status.configReferences).toEqual(status.configReferences);
   });
 
+  it("a watch through v1beta1 sends v1beta1 objects", async () => {
+    const r = await call("GET", `${MCA2}?watch=true&resourceVersion=0&timeoutSeconds=1`);
+    expect(r.status).toBe(200);
+    const events = (typeof r.body === "string" ? r.body.trim().split("\n").map((l: string) => JSON.parse(l)) : [r.body]) as { type: string; object: { apiVersion: string; metadata: { name: string; annotations?: Record<string, string> } } }[];
+    const alpha = events.find((e) => e.object.metadata.name === "alpha")!;
+    expect(alpha.type).toBe("ADDED");
+    expect(alpha.object.apiVersion).toBe("addon.open-cluster-management.io/v1beta1");
+    expect(alpha.object.metadata.annotations?.["addon.open-cluster-management.io/v1alpha1-install-namespace"]).toBe("open-cluster-management-agent-addon");
+  });
+
   it("kubectl's table shows AVAILABLE, DEGRADED and PROGRESSING in both versions", async () => {
     for (const url of [MCA1, MCA2]) {
       const table = (await call("GET", url, undefined, { headers: { accept: "application/json;as=Table;v=v1;g=meta.k8s.io" } })).body as { columnDefinitions: { name: string }[] };
