@@ -1,7 +1,8 @@
 /**
  * Rendering of a template add-on's agent (OCM's template add-on, `pkg/addon/templateagent` of
  * open-cluster-management-io/ocm): an AddOnTemplate's `agentSpec` with its `{{NAME}}` variables
- * replaced, the AddOnDeploymentConfig's node placement applied to the pod templates, and OCM's
+ * replaced, the AddOnDeploymentConfig's node placement, image mirrors and container resources
+ * applied to the pod templates, and OCM's
  * feedback rules for the workload availability probe, as the ManifestWork
  * `addon-<name>-deploy-0` in the cluster's namespace. Pure: no I/O.
  *
@@ -47,7 +48,13 @@ export interface RenderInput {
   /** The AddOnTemplate's spec (`addonName`, `agentSpec`, `registration`). */
   template: { agentSpec?: Record<string, unknown>; registration?: unknown[] };
   /** The AddOnDeploymentConfig's spec, when one is configured. */
-  config?: { customizedVariables?: { name: string; value?: string }[]; nodePlacement?: { nodeSelector?: Record<string, string>; tolerations?: unknown[] } | null; agentInstallNamespace?: string };
+  config?: {
+    customizedVariables?: { name: string; value?: string }[];
+    nodePlacement?: { nodeSelector?: Record<string, string>; tolerations?: unknown[] } | null;
+    agentInstallNamespace?: string;
+    registries?: { mirror: string; source: string }[];
+    resourceRequirements?: { containerID: string; resources: Record<string, unknown> }[];
+  };
   /** The ManagedClusterAddOn's `spec.installNamespace` (v1alpha1), when set. */
   installNamespace?: string;
   /** The owner of the work: the ManagedClusterAddOn (apiVersion, kind, name, uid). */
@@ -110,6 +117,41 @@ function resourceOf(kind: string): string {
   return `${k}s`;
 }
 
+/** The resource (plural) of each kind a `resourceRequirements[].containerID` may name (OCM's list). */
+const CONTAINER_RESOURCES: Record<string, string> = { Deployment: "deployments", DaemonSet: "daemonsets", StatefulSet: "statefulsets", ReplicaSet: "replicasets", Job: "jobs", CronJob: "cronjobs", Pod: "pods" };
+
+/** The containers (and init containers) of a manifest's pods: a Pod's own, a workload's template's, a CronJob's job template's. */
+function containersOf(m: Manifest): Record<string, unknown>[] {
+  const spec = m.spec as Record<string, any> | undefined; // eslint-disable-line @typescript-eslint/no-explicit-any
+  const pod = m.kind === "Pod" ? spec : m.kind === "CronJob" ? spec?.jobTemplate?.spec?.template?.spec : spec?.template?.spec;
+  if (!pod || typeof pod !== "object") return [];
+  return [...(Array.isArray(pod.initContainers) ? pod.initContainers : []), ...(Array.isArray(pod.containers) ? pod.containers : [])].filter((c) => c && typeof c === "object");
+}
+
+/**
+ * OCM's image mirrors (`registries`) and container resources (`resourceRequirements`) of an
+ * AddOnDeploymentConfig applied to a manifest: an image starting with a `source` is pulled from
+ * its `mirror` instead (the last matching entry wins); a container matching a `containerID`
+ * (`<resource>:<workload name>:<container name>`, each part `*` for any) gets its `resources`
+ * (later entries override earlier ones).
+ */
+function applyContainerConfig(m: Manifest, config: RenderInput["config"]): void {
+  const resource = CONTAINER_RESOURCES[m.kind ?? ""];
+  if (!resource) return;
+  for (const c of containersOf(m)) {
+    if (typeof c.image === "string") {
+      let image = c.image;
+      for (const r of config?.registries ?? []) if (c.image.startsWith(r.source)) image = r.mirror + c.image.slice(r.source.length);
+      c.image = image;
+    }
+    for (const r of config?.resourceRequirements ?? []) {
+      const [kind, name, container] = r.containerID.split(":");
+      const hit = (want: string | undefined, have: unknown) => want === "*" || want === have;
+      if (hit(kind, resource) && hit(name, m.metadata?.name) && hit(container, c.name)) c.resources = structuredClone(r.resources);
+    }
+  }
+}
+
 /** The workloads of a rendered work that the availability probe reads: `{resource, name, namespace}` of each Deployment and DaemonSet. */
 export function probedWorkloads(manifests: Manifest[]): { resource: string; name: string; namespace: string }[] {
   return manifests
@@ -131,7 +173,10 @@ export function renderDeployWork(input: RenderInput): KubeObject {
   const ns = installNamespaceOf(input);
   const spec = substitute(structuredClone(input.template.agentSpec ?? {}), vars) as { workload?: { manifests?: Manifest[] }; manifestConfigs?: { resourceIdentifier: { group?: string; resource: string; name: string; namespace?: string }; feedbackRules?: unknown[] }[] } & Record<string, unknown>;
   const manifests = spec.workload?.manifests ?? [];
-  for (const m of manifests) place(m, input.config?.nodePlacement);
+  for (const m of manifests) {
+    place(m, input.config?.nodePlacement);
+    applyContainerConfig(m, input.config);
+  }
   const addedNamespace = !manifests.some((m) => m.apiVersion === "v1" && m.kind === "Namespace" && m.metadata?.name === ns);
   if (addedNamespace) manifests.unshift({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
   spec.workload = { ...(spec.workload ?? {}), manifests };

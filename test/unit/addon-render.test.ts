@@ -83,3 +83,25 @@ describe("workload availability probe", () => {
     expect(availability("a", "Customized", applied, [fb("deployments", "agent", { ReadyReplicas: 2 }), fb("daemonsets", "ds", { NumberReady: 1, DesiredNumberScheduled: 1 })], probed)).toMatchObject({ status: "True", reason: "ProbeAvailable", message: "a add-on is available." });
   });
 });
+
+describe("deployment config: image mirrors and container resources", () => {
+  it("pulls images from the mirror of their registry and sets resources on the containers a containerID names", () => {
+    const work = renderDeployWork({
+      addon: "hello",
+      cluster: "c1",
+      template: { agentSpec: { workload: { manifests: [deployment(), { apiVersion: "apps/v1", kind: "DaemonSet", metadata: { name: "ds", namespace: "x" }, spec: { template: { spec: { containers: [{ name: "d", image: "docker.io/library/busybox:1" }] } } } }] } } },
+      config: {
+        customizedVariables: [{ name: "VERSION", value: "3" }],
+        registries: [{ source: "img", mirror: "mirror.example.com/img" }, { source: "docker.io/library", mirror: "quay.io/mirror" }],
+        resourceRequirements: [
+          { containerID: "*:*:*", resources: { requests: { cpu: "10m" } } },
+          { containerID: "deployments:agent:a", resources: { limits: { memory: "64Mi" } } },
+        ],
+      },
+      owner,
+    });
+    const [, dep, ds] = (work.spec as { workload: { manifests: Record<string, any>[] } }).workload.manifests; // eslint-disable-line @typescript-eslint/no-explicit-any
+    expect(dep!.spec.template.spec.containers[0]).toMatchObject({ image: "mirror.example.com/img:3", resources: { limits: { memory: "64Mi" } } });
+    expect(ds!.spec.template.spec.containers[0]).toMatchObject({ image: "quay.io/mirror/busybox:1", resources: { requests: { cpu: "10m" } } });
+  });
+});

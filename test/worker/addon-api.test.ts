@@ -141,7 +141,13 @@ describe("add-on API versions", () => {
     const badVar = await call("POST", ADC1, { ...body, apiVersion: "addon.open-cluster-management.io/v1alpha1", metadata: { name: "badvar" }, spec: { customizedVariables: [{ name: "1x", value: "v" }] } });
     expect(badVar.status).toBe(422);
     expect(badVar.body.details.causes[0].field).toBe("spec.customizedVariables[0].name");
-    for (const name of ["proxied", "badvar"]) expect((await call("GET", `${ADC1}/${name}`)).status).toBe(404);
+    const badQuantity = await call("POST", ADC1, { ...body, apiVersion: "addon.open-cluster-management.io/v1alpha1", metadata: { name: "badq" }, spec: { resourceRequirements: [{ containerID: "deployments:*:*", resources: { limits: { cpu: "lots" } } }] } });
+    expect(badQuantity.status).toBe(422);
+    expect(badQuantity.body.details.causes[0].field).toBe("spec.resourceRequirements[0].resources.limits.cpu");
+    const badID = await call("POST", ADC1, { ...body, apiVersion: "addon.open-cluster-management.io/v1alpha1", metadata: { name: "badid" }, spec: { resourceRequirements: [{ containerID: "services:a:b", resources: {} }] } });
+    expect(badID.status).toBe(422);
+    expect(badID.body.details.causes[0].field).toBe("spec.resourceRequirements[0].containerID");
+    for (const name of ["proxied", "badvar", "badq", "badid"]) expect((await call("GET", `${ADC1}/${name}`)).status).toBe(404);
   });
 
   it("bad input: an unsupported config resource, a CustomSigner template, an empty agentSpec, a wrong apiVersion", async () => {
