@@ -272,7 +272,7 @@ export const AddOnDeploymentConfigSpecSchema = z.strictObject({
   agentInstallNamespace: z.string().max(63).regex(DNS_LABEL_OR_EMPTY, "must match ^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$").optional(),
   resourceRequirements: mapList(
     z.strictObject({
-      containerID: z.string().regex(/^(deployments|daemonsets|statefulsets|replicasets|jobs|cronjobs|pods|\*):.+:.+$/, "must match ^(deployments|daemonsets|statefulsets|replicasets|jobs|cronjobs|pods|\*):.+:.+$"),
+      containerID: z.string().regex(/^(deployments|daemonsets|statefulsets|replicasets|jobs|cronjobs|pods|\*):.+:.+$/, "must match ^(deployments|daemonsets|statefulsets|replicasets|jobs|cronjobs|pods|\\*):.+:.+$"),
       resources: z.strictObject({
         limits: z.record(z.string(), Quantity).optional(),
         requests: z.record(z.string(), Quantity).optional(),
