@@ -1,7 +1,7 @@
 /**
  * Rendering of a template add-on's agent (OCM's template add-on, `pkg/addon/templateagent` of
  * open-cluster-management-io/ocm): an AddOnTemplate's `agentSpec` with its `{{NAME}}` variables
- * replaced, the AddOnDeploymentConfig's node placement, image mirrors and container resources
+ * replaced, the AddOnDeploymentConfig's node placement, image mirrors, proxy and container resources
  * applied to the pod templates, and OCM's
  * feedback rules for the workload availability probe, as the ManifestWork
  * `addon-<name>-deploy-0` in the cluster's namespace. Pure: no I/O.
@@ -54,6 +54,7 @@ export interface RenderInput {
     agentInstallNamespace?: string;
     registries?: { mirror: string; source: string }[];
     resourceRequirements?: { containerID: string; resources: Record<string, unknown> }[];
+    proxyConfig?: { httpProxy?: string; httpsProxy?: string; noProxy?: string };
   };
   /** The ManagedClusterAddOn's `spec.installNamespace` (v1alpha1), when set. */
   installNamespace?: string;
@@ -129,9 +130,11 @@ function containersOf(m: Manifest): Record<string, unknown>[] {
 }
 
 /**
- * OCM's image mirrors (`registries`) and container resources (`resourceRequirements`) of an
- * AddOnDeploymentConfig applied to a manifest: an image starting with a `source` is pulled from
- * its `mirror` instead (the last matching entry wins); a container matching a `containerID`
+ * OCM's image mirrors (`registries`), proxy settings (`proxyConfig`) and container resources
+ * (`resourceRequirements`) of an AddOnDeploymentConfig applied to a manifest: an image starting
+ * with a `source` is pulled from its `mirror` instead (the last matching entry wins); each
+ * container gets `HTTP_PROXY`, `HTTPS_PROXY` and `NO_PROXY` for the proxy settings given
+ * (replacing its own of the same name); a container matching a `containerID`
  * (`<resource>:<workload name>:<container name>`, each part `*` for any) gets its `resources`
  * (later entries override earlier ones).
  */
@@ -143,6 +146,13 @@ function applyContainerConfig(m: Manifest, config: RenderInput["config"]): void 
       let image = c.image;
       for (const r of config?.registries ?? []) if (c.image.startsWith(r.source)) image = r.mirror + c.image.slice(r.source.length);
       c.image = image;
+    }
+    // The proxy settings as the environment variables programs read (OCM's template add-on sets them on its agents' containers).
+    const proxy = { HTTP_PROXY: config?.proxyConfig?.httpProxy, HTTPS_PROXY: config?.proxyConfig?.httpsProxy, NO_PROXY: config?.proxyConfig?.noProxy };
+    for (const [envName, value] of Object.entries(proxy)) {
+      if (!value) continue;
+      const env = (Array.isArray(c.env) ? c.env : []) as { name: string; value?: string }[];
+      c.env = [...env.filter((e) => e.name !== envName), { name: envName, value }];
     }
     for (const r of config?.resourceRequirements ?? []) {
       const [kind, name, container] = r.containerID.split(":");

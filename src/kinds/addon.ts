@@ -7,7 +7,7 @@
  * open-cluster-management-io/api `addon/v1alpha1` and `addon/v1beta1` (types and CRDs).
  *
  * Fields the hub does not implement are refused with 422 naming them (src/k8s/unimplemented.ts's
- * rule): an AddOnDeploymentConfig's `proxyConfig` and resource `claims`, an
+ * rule): an AddOnDeploymentConfig's proxy `caBundle` and resource `claims`, an
  * AddOnTemplate's `CustomSigner` registration, configs of a resource other than
  * `addondeploymentconfigs` and `addontemplates`. The add-on manager (src/addons/) writes the
  * ManagedClusterAddOns' and ClusterManagementAddOns' status.
@@ -265,10 +265,14 @@ export const AddOnDeploymentConfigSpecSchema = z.strictObject({
   ).optional(),
   nodePlacement: z.strictObject({ nodeSelector: z.record(z.string(), z.string()).optional(), tolerations: z.array(TolerationSchema).optional() }).nullable().optional(),
   registries: z.array(z.strictObject({ mirror: z.string().min(1), source: z.string().min(1) })).optional(),
-  proxyConfig: notImplemented(
-    z.strictObject({ httpProxy: z.string().optional(), httpsProxy: z.string().optional(), caBundle: z.string().optional(), noProxy: z.string().optional() }),
-    "proxy configuration is not implemented by this hub's add-on manager",
-  ).optional(),
+  proxyConfig: z
+    .strictObject({
+      httpProxy: z.string().optional(),
+      httpsProxy: z.string().optional(),
+      caBundle: notImplemented(z.string(), "a proxy CA bundle is not implemented by this hub's add-on manager").optional(),
+      noProxy: z.string().optional(),
+    })
+    .optional(),
   agentInstallNamespace: z.string().max(63).regex(DNS_LABEL_OR_EMPTY, "must match ^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$").optional(),
   resourceRequirements: mapList(
     z.strictObject({

@@ -84,8 +84,8 @@ describe("workload availability probe", () => {
   });
 });
 
-describe("deployment config: image mirrors and container resources", () => {
-  it("pulls images from the mirror of their registry and sets resources on the containers a containerID names", () => {
+describe("deployment config: image mirrors, proxy and container resources", () => {
+  it("pulls images from the mirror of their registry, sets the proxy, and sets resources on the containers a containerID names", () => {
     const work = renderDeployWork({
       addon: "hello",
       cluster: "c1",
@@ -93,6 +93,7 @@ describe("deployment config: image mirrors and container resources", () => {
       config: {
         customizedVariables: [{ name: "VERSION", value: "3" }],
         registries: [{ source: "img", mirror: "mirror.example.com/img" }, { source: "docker.io/library", mirror: "quay.io/mirror" }],
+        proxyConfig: { httpsProxy: "http://proxy:3128", noProxy: "10.0.0.0/8" },
         resourceRequirements: [
           { containerID: "*:*:*", resources: { requests: { cpu: "10m" } } },
           { containerID: "deployments:agent:a", resources: { limits: { memory: "64Mi" } } },
@@ -103,5 +104,6 @@ describe("deployment config: image mirrors and container resources", () => {
     const [, dep, ds] = (work.spec as { workload: { manifests: Record<string, any>[] } }).workload.manifests; // eslint-disable-line @typescript-eslint/no-explicit-any
     expect(dep!.spec.template.spec.containers[0]).toMatchObject({ image: "mirror.example.com/img:3", resources: { limits: { memory: "64Mi" } } });
     expect(ds!.spec.template.spec.containers[0]).toMatchObject({ image: "quay.io/mirror/busybox:1", resources: { requests: { cpu: "10m" } } });
+    expect(ds!.spec.template.spec.containers[0].env).toEqual([{ name: "HTTPS_PROXY", value: "http://proxy:3128" }, { name: "NO_PROXY", value: "10.0.0.0/8" }]);
   });
 });

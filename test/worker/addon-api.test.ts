@@ -135,9 +135,9 @@ describe("add-on API versions", () => {
     expect(created.status).toBe(201);
     expect(created.body.spec.agentInstallNamespace).toBe("open-cluster-management-agent-addon");
     expect((await call("GET", `${ADC1}/cfg`)).body.spec.customizedVariables).toEqual([{ name: "LOG_LEVEL", value: "4" }]);
-    const proxied = await call("POST", ADC1, { ...body, apiVersion: "addon.open-cluster-management.io/v1alpha1", metadata: { name: "proxied" }, spec: { proxyConfig: { httpProxy: "http://p" } } });
+    const proxied = await call("POST", ADC1, { ...body, apiVersion: "addon.open-cluster-management.io/v1alpha1", metadata: { name: "proxied" }, spec: { proxyConfig: { httpProxy: "http://p", caBundle: "Y2E=" } } });
     expect(proxied.status).toBe(422);
-    expect(proxied.body.details.causes).toEqual([{ reason: "FieldValueForbidden", message: "Forbidden: proxy configuration is not implemented by this hub's add-on manager", field: "spec.proxyConfig" }]);
+    expect(proxied.body.details.causes).toEqual([{ reason: "FieldValueForbidden", message: "Forbidden: a proxy CA bundle is not implemented by this hub's add-on manager", field: "spec.proxyConfig.caBundle" }]);
     const badVar = await call("POST", ADC1, { ...body, apiVersion: "addon.open-cluster-management.io/v1alpha1", metadata: { name: "badvar" }, spec: { customizedVariables: [{ name: "1x", value: "v" }] } });
     expect(badVar.status).toBe(422);
     expect(badVar.body.details.causes[0].field).toBe("spec.customizedVariables[0].name");
