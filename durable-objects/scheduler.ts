@@ -40,6 +40,7 @@ import { mergeTriggers, type RunResult, type Trigger } from "../src/placement/pl
 import { catchUp, runOnView, type SchedulerView } from "../src/placement/view.ts";
 import { d1ChangeLog, loadView, refreshStale, resolveTrigger } from "../src/placement/view-d1.ts";
 import { replicaSetsForPlacements } from "../src/work/replicaset.ts";
+import { addonsForPlacements } from "../src/addons/manager.ts";
 import { finishCommit, store, type Committed } from "../src/store/write.ts";
 import { deferOutboxDelete, OUTBOX_GRACE_MS, sweepOutbox } from "../src/store/outbox.ts";
 import { Timers } from "./timers.ts";
@@ -194,7 +195,7 @@ export class SchedulerObject extends DurableObject<Env> {
 
   /** What follows a run outside the queue: the replica sets of `placements`, and the after-commit work the run's own writes owe. */
   private async followUp(placements: string[], owing: Committed[], now: number): Promise<void> {
-    await Promise.all([replicaSetsForPlacements(this.env, placements), ...owing.map((c) => finishCommit(this.env, c, now))]);
+    await Promise.all([replicaSetsForPlacements(this.env, placements), addonsForPlacements(this.env, placements), ...owing.map((c) => finishCommit(this.env, c, now))]);
   }
 
   /** Builds the view (cold start), or checks it against D1 and adds what it missed to `trigger`. */

@@ -31,6 +31,11 @@ const KINDS = [
   ["AddOnPlacementScore", "v1alpha1", "cluster/v1alpha1/0000_05_clusters.open-cluster-management.io_addonplacementscores.crd.yaml"],
   ["ManifestWork", "v1", "work/v1/0000_00_work.open-cluster-management.io_manifestworks.crd.yaml"],
   ["ManifestWorkReplicaSet", "v1alpha1", "work/v1alpha1/0000_00_work.open-cluster-management.io_manifestworkreplicasets.crd.yaml"],
+  // The add-on API at its storage version (v1beta1 is converted from it: docs/ocm-compatibility.md).
+  ["ClusterManagementAddOn", "v1alpha1", "addon/v1alpha1/0000_00_addon.open-cluster-management.io_clustermanagementaddons.crd.yaml"],
+  ["ManagedClusterAddOn", "v1alpha1", "addon/v1alpha1/0000_01_addon.open-cluster-management.io_managedclusteraddons.crd.yaml"],
+  ["AddOnDeploymentConfig", "v1alpha1", "addon/v1alpha1/0000_02_addon.open-cluster-management.io_addondeploymentconfigs.crd.yaml"],
+  ["AddOnTemplate", "v1alpha1", "addon/v1alpha1/0000_03_addon.open-cluster-management.io_addontemplates.crd.yaml"],
 ];
 
 /** The policy kinds, from governance-policy-propagator's `deploy/crds`. */

@@ -25,6 +25,7 @@ import "./namespaces/controller.ts";
 import "./clusterprofile/hook.ts";
 import "./events/hooks.ts";
 import "./policy/hook.ts";
+import "./addons/hooks.ts";
 import { clock } from "./clock.ts";
 import { auditRequests } from "./audit/middleware.ts";
 import { healthRoutes } from "./health/routes.ts";

@@ -902,6 +902,7 @@ const OCM_WORK = "work.open-cluster-management.io";
 const FLOTILLA = "flotilla.dev";
 const CLUSTER_INVENTORY = "multicluster.x-k8s.io";
 const OCM_POLICY = "policy.open-cluster-management.io";
+const OCM_ADDON = "addon.open-cluster-management.io";
 
 /** Labels and annotations Kubernetes puts on its bootstrap policy objects. */
 function bootstrapMeta(name: string, labels: Record<string, string> = {}): RbacObjectMeta {
@@ -985,6 +986,7 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
       { verbs: WRITE, apiGroups: [OCM_WORK], resources: ["manifestworkreplicasets", "manifestworks"] },
       { verbs: WRITE, apiGroups: [FLOTILLA], resources: ["webhookreceivers"] },
       { verbs: WRITE, apiGroups: [OCM_POLICY], resources: ["placementbindings", "policies", "policysets"] },
+      { verbs: WRITE, apiGroups: [OCM_ADDON], resources: ["addondeploymentconfigs", "managedclusteraddons"] },
     ],
     { labels: { [AGGREGATE_TO_EDIT]: "true" } },
   ),
@@ -1011,6 +1013,7 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
       { verbs: READ, apiGroups: [FLOTILLA], resources: ["webhookreceivers", "webhookreceivers/status"] },
       { verbs: READ, apiGroups: [CLUSTER_INVENTORY], resources: ["clusterprofiles", "clusterprofiles/status"] },
       { verbs: READ, apiGroups: [OCM_POLICY], resources: ["placementbindings", "placementbindings/status", "policies", "policies/status", "policysets", "policysets/status"] },
+      { verbs: READ, apiGroups: [OCM_ADDON], resources: ["addondeploymentconfigs", "managedclusteraddons", "managedclusteraddons/status"] },
     ],
     { labels: { [AGGREGATE_TO_VIEW]: "true" } },
   ),

@@ -7,7 +7,7 @@
  * open-cluster-management-io/api `addon/v1alpha1` and `addon/v1beta1` (types and CRDs).
  *
  * Fields the hub does not implement are refused with 422 naming them (src/k8s/unimplemented.ts's
- * rule): an AddOnDeploymentConfig's `registries`, `proxyConfig` and `resourceRequirements`, an
+ * rule): an AddOnDeploymentConfig's proxy `caBundle` and resource `claims`, an
  * AddOnTemplate's `CustomSigner` registration, configs of a resource other than
  * `addondeploymentconfigs` and `addontemplates`. The add-on manager (src/addons/) writes the
  * ManagedClusterAddOns' and ClusterManagementAddOns' status.
@@ -17,6 +17,7 @@ import type { StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { addFieldErrors, ConditionsSchema, ObjectMetaSchema, objectSchema, type KubeObject } from "../k8s/meta.ts";
 import { fieldForbidden, fieldNotSupported } from "../k8s/validation.ts";
+import { tryParseQuantity } from "../k8s/quantity.ts";
 import { ManifestWorkSpecSchema, RolloutStrategySchema, validateWorkSpec } from "./manifestwork.ts";
 import { cmaToV1alpha1, cmaToV1beta1, mcaToV1alpha1, mcaToV1beta1, sameFields } from "../addons/conversion.ts";
 
@@ -248,6 +249,11 @@ const TolerationSchema = z.strictObject({
   tolerationSeconds: z.number().int().nullable().optional(),
 });
 
+/** A resource quantity (`100m`, `128Mi`, or a number), as Kubernetes parses it. */
+const Quantity = z.union([z.number(), z.string()]).superRefine((v, ctx) => {
+  if (typeof v === "string" && tryParseQuantity(v) === undefined) addFieldErrors(ctx, v, [{ field: "", reason: "FieldValueInvalid", message: `Invalid value: ${JSON.stringify(v)}: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'` }]);
+});
+
 /** `AddOnDeploymentConfig.spec` (both versions). */
 export const AddOnDeploymentConfigSpecSchema = z.strictObject({
   customizedVariables: mapList(
@@ -258,13 +264,27 @@ export const AddOnDeploymentConfigSpecSchema = z.strictObject({
     ["name"],
   ).optional(),
   nodePlacement: z.strictObject({ nodeSelector: z.record(z.string(), z.string()).optional(), tolerations: z.array(TolerationSchema).optional() }).nullable().optional(),
-  registries: notImplemented(z.array(z.strictObject({ mirror: z.string(), source: z.string() })), "image registry mirrors are not implemented by this hub's add-on manager").optional(),
-  proxyConfig: notImplemented(
-    z.strictObject({ httpProxy: z.string().optional(), httpsProxy: z.string().optional(), caBundle: z.string().optional(), noProxy: z.string().optional() }),
-    "proxy configuration is not implemented by this hub's add-on manager",
-  ).optional(),
+  registries: z.array(z.strictObject({ mirror: z.string().min(1), source: z.string().min(1) })).optional(),
+  proxyConfig: z
+    .strictObject({
+      httpProxy: z.string().optional(),
+      httpsProxy: z.string().optional(),
+      caBundle: notImplemented(z.string(), "a proxy CA bundle is not implemented by this hub's add-on manager").optional(),
+      noProxy: z.string().optional(),
+    })
+    .optional(),
   agentInstallNamespace: z.string().max(63).regex(DNS_LABEL_OR_EMPTY, "must match ^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$").optional(),
-  resourceRequirements: notImplemented(z.array(z.record(z.string(), z.unknown())), "container resource requirements are not implemented by this hub's add-on manager").optional(),
+  resourceRequirements: mapList(
+    z.strictObject({
+      containerID: z.string().regex(/^(deployments|daemonsets|statefulsets|replicasets|jobs|cronjobs|pods|\*):.+:.+$/, "must match ^(deployments|daemonsets|statefulsets|replicasets|jobs|cronjobs|pods|\\*):.+:.+$"),
+      resources: z.strictObject({
+        limits: z.record(z.string(), Quantity).optional(),
+        requests: z.record(z.string(), Quantity).optional(),
+        claims: notImplemented(z.array(z.strictObject({ name: z.string(), request: z.string().optional() })), "resource claims of add-on agents are not implemented by this hub's add-on manager").optional(),
+      }),
+    }),
+    ["containerID"],
+  ).optional(),
 });
 
 /** AddOnDeploymentConfig `v1alpha1` (the storage version; namespaced). */

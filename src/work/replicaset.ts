@@ -211,7 +211,7 @@ function summarize(works: KubeObject[]): Summary {
 }
 
 /** A placement's decision groups from its status.decisionGroups, with PlacementDecisions not listed there grouped by their labels. */
-function decisionGroups(placement: KubeObject | null, decisions: KubeObject[]): DecisionGroup[] {
+export function decisionGroups(placement: KubeObject | null, decisions: KubeObject[]): DecisionGroup[] {
   const clustersOf = (pd: KubeObject) => ((pd.status as { decisions?: { clusterName: string }[] } | undefined)?.decisions ?? []).map((d) => d.clusterName);
   const byName = new Map(decisions.map((d) => [d.metadata.name, d]));
   const groups = new Map<number, DecisionGroup>();

@@ -81,7 +81,7 @@ describe("the Python client (python3-kubernetes)", () => {
   it("discovers the API: /version/, /apis/, /api/", async () => {
     const got = await python("discovery");
     expect(got.gitVersion).toMatch(/^v1\.\d+\.\d+/);
-    expect(got.groups).toEqual(["authentication.k8s.io", "authorization.k8s.io", "cluster.open-cluster-management.io", "clusterview.open-cluster-management.io", "flotilla.dev", "multicluster.x-k8s.io", "rbac.authorization.k8s.io", "work.open-cluster-management.io"]);
+    expect(got.groups).toEqual(["addon.open-cluster-management.io", "authentication.k8s.io", "authorization.k8s.io", "cluster.open-cluster-management.io", "clusterview.open-cluster-management.io", "flotilla.dev", "multicluster.x-k8s.io", "rbac.authorization.k8s.io", "work.open-cluster-management.io"]);
     expect(got.core).toEqual(["v1"]);
   });
 

@@ -112,6 +112,16 @@ describe("add-on API versions", () => {
     expect(alpha.status.configReferences).toEqual(status.configReferences);
   });
 
+  it("a watch through v1beta1 sends v1beta1 objects", async () => {
+    const r = await call("GET", `${MCA2}?watch=true&resourceVersion=0&timeoutSeconds=1`);
+    expect(r.status).toBe(200);
+    const events = (typeof r.body === "string" ? r.body.trim().split("\n").map((l: string) => JSON.parse(l)) : [r.body]) as { type: string; object: { apiVersion: string; metadata: { name: string; annotations?: Record<string, string> } } }[];
+    const alpha = events.find((e) => e.object.metadata.name === "alpha")!;
+    expect(alpha.type).toBe("ADDED");
+    expect(alpha.object.apiVersion).toBe("addon.open-cluster-management.io/v1beta1");
+    expect(alpha.object.metadata.annotations?.["addon.open-cluster-management.io/v1alpha1-install-namespace"]).toBe("open-cluster-management-agent-addon");
+  });
+
   it("kubectl's table shows AVAILABLE, DEGRADED and PROGRESSING in both versions", async () => {
     for (const url of [MCA1, MCA2]) {
       const table = (await call("GET", url, undefined, { headers: { accept: "application/json;as=Table;v=v1;g=meta.k8s.io" } })).body as { columnDefinitions: { name: string }[] };
@@ -125,13 +135,19 @@ describe("add-on API versions", () => {
     expect(created.status).toBe(201);
     expect(created.body.spec.agentInstallNamespace).toBe("open-cluster-management-agent-addon");
     expect((await call("GET", `${ADC1}/cfg`)).body.spec.customizedVariables).toEqual([{ name: "LOG_LEVEL", value: "4" }]);
-    const proxied = await call("POST", ADC1, { ...body, apiVersion: "addon.open-cluster-management.io/v1alpha1", metadata: { name: "proxied" }, spec: { proxyConfig: { httpProxy: "http://p" } } });
+    const proxied = await call("POST", ADC1, { ...body, apiVersion: "addon.open-cluster-management.io/v1alpha1", metadata: { name: "proxied" }, spec: { proxyConfig: { httpProxy: "http://p", caBundle: "Y2E=" } } });
     expect(proxied.status).toBe(422);
-    expect(proxied.body.details.causes).toEqual([{ reason: "FieldValueForbidden", message: "Forbidden: proxy configuration is not implemented by this hub's add-on manager", field: "spec.proxyConfig" }]);
+    expect(proxied.body.details.causes).toEqual([{ reason: "FieldValueForbidden", message: "Forbidden: a proxy CA bundle is not implemented by this hub's add-on manager", field: "spec.proxyConfig.caBundle" }]);
     const badVar = await call("POST", ADC1, { ...body, apiVersion: "addon.open-cluster-management.io/v1alpha1", metadata: { name: "badvar" }, spec: { customizedVariables: [{ name: "1x", value: "v" }] } });
     expect(badVar.status).toBe(422);
     expect(badVar.body.details.causes[0].field).toBe("spec.customizedVariables[0].name");
-    for (const name of ["proxied", "badvar"]) expect((await call("GET", `${ADC1}/${name}`)).status).toBe(404);
+    const badQuantity = await call("POST", ADC1, { ...body, apiVersion: "addon.open-cluster-management.io/v1alpha1", metadata: { name: "badq" }, spec: { resourceRequirements: [{ containerID: "deployments:*:*", resources: { limits: { cpu: "lots" } } }] } });
+    expect(badQuantity.status).toBe(422);
+    expect(badQuantity.body.details.causes[0].field).toBe("spec.resourceRequirements[0].resources.limits.cpu");
+    const badID = await call("POST", ADC1, { ...body, apiVersion: "addon.open-cluster-management.io/v1alpha1", metadata: { name: "badid" }, spec: { resourceRequirements: [{ containerID: "services:a:b", resources: {} }] } });
+    expect(badID.status).toBe(422);
+    expect(badID.body.details.causes[0].field).toBe("spec.resourceRequirements[0].containerID");
+    for (const name of ["proxied", "badvar", "badq", "badid"]) expect((await call("GET", `${ADC1}/${name}`)).status).toBe(404);
   });
 
   it("bad input: an unsupported config resource, a CustomSigner template, an empty agentSpec, a wrong apiVersion", async () => {
