@@ -165,3 +165,19 @@ export const clustersetCounts = sqliteTable("clusterset_counts", {
   /** 1 for a row migration 0011 wrote: counted once more before its first use (the previous release may have written clusters meanwhile). */
   recount: integer("recount").notNull().default(0),
 });
+
+/**
+ * When each Event was last written (epoch milliseconds), in the same batch as every write of it
+ * (src/events/hooks.ts), indexed so that the expiry (src/events/expiry.ts) reads the oldest
+ * first, a bounded number at a time: kube-apiserver's `--event-ttl` without a scan of all Events.
+ * Migration 0012.
+ */
+export const eventTtl = sqliteTable(
+  "event_ttl",
+  {
+    namespace: text("namespace").notNull(),
+    name: text("name").notNull(),
+    writtenAt: integer("written_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.namespace, t.name] }), index("event_ttl_written_at").on(t.writtenAt)],
+);
