@@ -101,9 +101,9 @@ export function mcaToV1beta1(stored: KubeObject): KubeObject {
       if (r.signerName === KUBE_CLIENT_SIGNER) {
         const driver = !driverSet && typeof kubeClientDriver === "string" && kubeClientDriver !== "" ? kubeClientDriver : undefined;
         driverSet ||= driver !== undefined;
-        return { type: "KubeClient", kubeClient: compact({ subject: compact({ user: subject.user, groups: subject.groups }), driver }) };
+        return { type: "kubeClient", kubeClient: compact({ subject: compact({ user: subject.user, groups: subject.groups }), driver }) };
       }
-      return { type: "CustomSigner", customSigner: { signerName: r.signerName, subject: compact({ user: subject.user, groups: subject.groups, organizationUnits: subject.organizationUnit }) } };
+      return { type: "customSigner", customSigner: { signerName: r.signerName, subject: compact({ user: subject.user, groups: subject.groups, organizationUnits: subject.organizationUnit }) } };
     });
     const refs = list(configReferences).map((c) => compact({ group: c.group, resource: c.resource, lastObservedGeneration: c.lastObservedGeneration, desiredConfig: c.desiredConfig, lastAppliedConfig: c.lastAppliedConfig }));
     out.status = compact({ ...rest, registrations: registrations === undefined ? undefined : regs, configReferences: configReferences === undefined ? undefined : refs });
@@ -125,7 +125,7 @@ export function mcaToV1alpha1(served: KubeObject): KubeObject {
     const { registrations, configReferences, ...rest } = out.status as Json;
     let driver: unknown;
     const regs = list(registrations).map((r) => {
-      if (r.type === "KubeClient") {
+      if (r.type === "kubeClient") {
         const kc = obj(r.kubeClient);
         const subject = obj(kc.subject);
         driver ??= kc.driver;

@@ -410,7 +410,8 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
     else if (allApplied(refs)) set({ type: "Progressing", status: "False", reason: "Completed", message: "completed with no errors." });
     else set({ type: "Progressing", status: "True", reason: "Progressing", message: "progressing... work is not ready" });
     if ((templateSpec.registration ?? []).length === 0) set({ type: "RegistrationApplied", status: "True", reason: "NilRegistration", message: "Registration of the addon agent is configured" });
-    else status.registrations = [{ signerName: "kubernetes.io/kube-apiserver-client", subject: { user: `system:open-cluster-management:cluster:${cluster}:addon:${name}:agent:${name}-agent`, groups: [`system:open-cluster-management:cluster:${cluster}:addon:${name}`, `system:open-cluster-management:addon:${name}`, "system:authenticated"] } }];
+    // With the token driver the agent's ServiceAccount is the subject (src/addons/token-registration.ts): kept.
+    else if (status.kubeClientDriver !== "token") status.registrations = [{ signerName: "kubernetes.io/kube-apiserver-client", subject: { user: `system:open-cluster-management:cluster:${cluster}:addon:${name}:agent:${name}-agent`, groups: [`system:open-cluster-management:cluster:${cluster}:addon:${name}`, `system:open-cluster-management:addon:${name}`, "system:authenticated"] } }];
   } else if (templateRef) {
     set({ type: "Progressing", status: "False", reason: "ConfigurationUnsupported", message: `the AddOnTemplate ${templateRef.name} does not exist` });
   } else if (!placements && !current.some((d) => d.group === ADDON_GROUP && d.resource === "addontemplates")) {

@@ -190,7 +190,7 @@ const McaV1beta1Schema = objectSchema(
     registrations: z
       .array(
         z.strictObject({
-          type: z.enum(["KubeClient", "CustomSigner"]),
+          type: z.enum(["kubeClient", "customSigner"]),
           kubeClient: z.strictObject({ subject: z.strictObject(BaseSubject).optional(), driver: z.string().optional() }).optional(),
           customSigner: z.strictObject({ signerName: z.string(), subject: z.strictObject({ ...BaseSubject, organizationUnits: z.array(z.string()).optional() }).optional() }).optional(),
         }),

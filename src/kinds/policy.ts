@@ -17,6 +17,7 @@ import type { StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { addFieldErrors, isJsonObject, objectSchema, ObjectMetaSchema, type KubeObject } from "../k8s/meta.ts";
 import { onlyEmpty, onlyValues } from "../k8s/unimplemented.ts";
+import { LabelSelectorSchema, validateLabelSelector } from "../k8s/labels.ts";
 import { fieldForbidden, fieldRequired, type FieldError } from "../k8s/validation.ts";
 
 /** The API group of the policy kinds. */
@@ -65,19 +66,18 @@ const ObjectTemplateSchema = z.strictObject({
     .optional(),
 });
 
-/** `namespaceSelector` of a ConfigurationPolicy: `include`/`exclude` with wildcards only. */
+/**
+ * `namespaceSelector` of a ConfigurationPolicy: `include`/`exclude` with wildcards and a label
+ * selector of namespaces (`matchLabels`, `matchExpressions`, validated as metav1.LabelSelector), as
+ * OCM's config-policy-controller selects them (the agent, agent/src/policy/evaluate.ts).
+ */
 const NamespaceSelectorSchema = z.strictObject({
   include: z.array(NonEmpty).optional(),
   exclude: z.array(NonEmpty).optional(),
-  matchLabels: z
-    .record(z.string(), z.string())
-    .superRefine((v, ctx) => {
-      if (Object.keys(v).length > 0) addFieldErrors(ctx, v, [fieldForbidden("", `a label selector of namespaces ${NOT_RUN}; use include and exclude`)]);
-    })
-    .optional(),
-  matchExpressions: onlyEmpty(z.array(z.unknown()), `a label selector of namespaces ${NOT_RUN}; use include and exclude`).optional(),
+  matchLabels: LabelSelectorSchema.shape.matchLabels,
+  matchExpressions: LabelSelectorSchema.shape.matchExpressions,
   terminatingInclusion: onlyValues(z.enum(["IfMatch", "Never", "Default"]), ["Default"]).optional(),
-});
+}).superRefine((v, ctx) => addFieldErrors(ctx, v, validateLabelSelector({ matchLabels: v.matchLabels, matchExpressions: v.matchExpressions }, "")));
 
 /**
  * The ConfigurationPolicy a Policy embeds in `policy-templates[].objectDefinition`, limited to what

@@ -98,8 +98,8 @@ describe("add-on API versions", () => {
     expect(put.status).toBe(200);
     const beta = (await call("GET", `${MCA2}/regs`)).body;
     expect(beta.status.registrations).toEqual([
-      { type: "KubeClient", kubeClient: { subject: { user: "system:open-cluster-management:cluster:addon-c1:addon:regs:agent:regs-agent", groups: ["g"] }, driver: "token" } },
-      { type: "CustomSigner", customSigner: { signerName: "example.com/signer", subject: { user: "u", organizationUnits: ["ou"] } } },
+      { type: "kubeClient", kubeClient: { subject: { user: "system:open-cluster-management:cluster:addon-c1:addon:regs:agent:regs-agent", groups: ["g"] }, driver: "token" } },
+      { type: "customSigner", customSigner: { signerName: "example.com/signer", subject: { user: "u", organizationUnits: ["ou"] } } },
     ]);
     expect(beta.status.kubeClientDriver).toBeUndefined();
     expect(beta.status.configReferences).toEqual([{ group: "addon.open-cluster-management.io", resource: "addondeploymentconfigs", desiredConfig: { namespace: NS, name: "cfg", specHash: "h" } }]);

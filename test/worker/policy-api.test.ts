@@ -128,9 +128,13 @@ describe("bad input", () => {
     const prune = docPolicy("prune");
     prune.spec["policy-templates"][0].objectDefinition.spec.pruneObjectBehavior = "DeleteAll";
     await refused(POLICIES, prune, 422, "spec.policy-templates[0].objectDefinition.spec.pruneObjectBehavior");
+    // A namespace label selector is evaluated by the agent: a bad one is refused as a LabelSelector is.
     const labels = docPolicy("labels");
-    labels.spec["policy-templates"][0].objectDefinition.spec.namespaceSelector = { matchLabels: { a: "b" } };
-    await refused(POLICIES, labels, 422, "spec.policy-templates[0].objectDefinition.spec.namespaceSelector.matchLabels");
+    labels.spec["policy-templates"][0].objectDefinition.spec.namespaceSelector = { matchExpressions: [{ key: "env", operator: "In" }] };
+    await refused(POLICIES, labels, 422, "spec.policy-templates[0].objectDefinition.spec.namespaceSelector.matchExpressions[0].values");
+    const selected = docPolicy("labels-ok");
+    selected.spec["policy-templates"][0].objectDefinition.spec.namespaceSelector = { include: ["prod-*"], matchLabels: { env: "prod" }, matchExpressions: [{ key: "tier", operator: "Exists" }] };
+    expect((await call("POST", POLICIES, selected)).status).toBe(201);
     const cert = docPolicy("cert");
     cert.spec["policy-templates"][0].objectDefinition = { apiVersion: "policy.open-cluster-management.io/v1", kind: "CertificatePolicy", metadata: { name: "c" }, spec: {} };
     await refused(POLICIES, cert, 422, "spec.policy-templates[0].objectDefinition.kind");

@@ -11,6 +11,7 @@
  * policy (`NonCompliant; violation - namespaces [foo] not found`).
  */
 import { isNotFound, describeKubeError } from "../kube.ts";
+import { fromLabelSelector, toString } from "../../../src/k8s/labels.ts";
 import type { DynamicClient, GroupVersionResource } from "../work/dynamic.ts";
 import { NoKindMatchError, type RestMapper } from "../work/discovery.ts";
 import { isObj, type Obj } from "../work/types.ts";
@@ -115,18 +116,14 @@ export function wildcardMatch(pattern: string, name: string): boolean {
   }
 }
 
-/** The label selector of a namespaceSelector as the `labelSelector` query parameter, or undefined for none. */
+/**
+ * The label selector of a namespaceSelector as the `labelSelector` query parameter (the one
+ * implementation of metav1.LabelSelector, src/k8s/labels.ts), or undefined for none.
+ * @throws SelectorParseError for an invalid selector (the hub refuses those with 422 first)
+ */
 function labelSelectorQuery(sel: NamespaceSelector): string | undefined {
-  const parts: string[] = [];
-  for (const [k, v] of Object.entries(sel.matchLabels ?? {})) parts.push(`${k}=${v}`);
-  for (const e of sel.matchExpressions ?? []) {
-    const values = (e.values ?? []).join(",");
-    if (e.operator === "In") parts.push(`${e.key} in (${values})`);
-    else if (e.operator === "NotIn") parts.push(`${e.key} notin (${values})`);
-    else if (e.operator === "Exists") parts.push(e.key);
-    else if (e.operator === "DoesNotExist") parts.push(`!${e.key}`);
-  }
-  return parts.length ? parts.join(",") : undefined;
+  if (Object.keys(sel.matchLabels ?? {}).length === 0 && (sel.matchExpressions ?? []).length === 0) return undefined;
+  return toString(fromLabelSelector({ matchLabels: sel.matchLabels, matchExpressions: sel.matchExpressions }));
 }
 
 /**
