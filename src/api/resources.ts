@@ -6,7 +6,7 @@
  */
 import { Hono } from "hono";
 import { alreadyExists, ApiError, badRequest, methodNotAllowed, notFound } from "../k8s/errors.ts";
-import { apiVersionOf, servedForm, type KindDefinition } from "../k8s/kind.ts";
+import { apiVersionOf, type KindDefinition, type VersionConversion } from "../k8s/kind.ts";
 import { matches, parseSelector, SelectorParseError } from "../k8s/labels.ts";
 import { FieldSelectorError, matchesFields, parseFieldSelector, type FieldRequirement } from "../k8s/fields.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
@@ -58,10 +58,8 @@ interface Target {
   token?: boolean;
 }
 
-/** A stored object as `def` serves it: in `def`'s version (src/k8s/kind.ts `servedForm`), without stored-only fields. */
 function present(def: KindDefinition, obj: KubeObject): KubeObject {
-  const served = servedForm(def, obj);
-  return def.present ? def.present(served) : served;
+  return def.present ? def.present(obj) : obj;
 }
 
 function json(body: unknown, status = 200): Response {
@@ -160,7 +158,7 @@ function selectorOf(c: Ctx, def: KindDefinition): { filter: (obj: KubeObject) =>
 
 async function list(c: Ctx, t: Target): Promise<Response> {
   if (t.def.viewOf) return list(c, { ...t, def: t.def.viewOf, view: { def: t.def, visible: await viewFilter(c.env, c.var.user, t.def.viewOf) } });
-  if (t.def.storedAs) return listConverted(c, t, t.def.storedAs);
+  if (t.def.conversion) return listConverted(c, t, t.def.conversion);
   const { filter: requested, index } = selectorOf(c, t.def);
   const visible = t.view?.visible;
   const filter = visible ? (o: KubeObject) => visible(o) && requested(o) : requested;
@@ -214,25 +212,25 @@ async function list(c: Ctx, t: Target): Promise<Response> {
 }
 
 /**
- * A list or watch of a kind served from another kind's objects (`KindDefinition.storedAs`): the
+ * A list or watch of a kind served from another kind's objects (`KindDefinition.conversion`): the
  * stored kind's rows and watch log, each object converted before the selectors see it and before
  * it is answered, as kube-apiserver serves one storage in several group versions.
  */
-async function listConverted(c: Ctx, t: Target, conv: NonNullable<KindDefinition["storedAs"]>): Promise<Response> {
+async function listConverted(c: Ctx, t: Target, conv: VersionConversion): Promise<Response> {
   const { filter: requested, index } = selectorOf(c, t.def);
   const namespace = t.namespace || undefined;
   const watching = queryFlag(c.req.query("watch"));
   const sendInitialEvents = c.req.query("sendInitialEvents");
   const resourceVersion = c.req.query("resourceVersion");
   checkWatchListOptions({ watch: watching, sendInitialEvents, allowWatchBookmarks: queryFlag(c.req.query("allowWatchBookmarks")), resourceVersionMatch: c.req.query("resourceVersionMatch"), resourceVersion, continue: c.req.query("continue") });
-  const filter = (o: KubeObject) => requested(conv.fromStored(o));
+  const filter = (o: KubeObject) => requested(conv.fromStorage(o));
   if (watching) {
     return watchResponse(
       store(c.env),
-      conv.def,
+      conv.storage,
       namespace,
       filter,
-      (o) => shape(c, t.def, conv.fromStored(o), "watch"),
+      (o) => shape(c, t.def, conv.fromStorage(o), "watch"),
       {
         resourceVersion,
         timeoutSeconds: c.req.query("timeoutSeconds"),
@@ -249,8 +247,8 @@ async function listConverted(c: Ctx, t: Target, conv: NonNullable<KindDefinition
   if (after && asked !== 0n) throw badRequest("specifying resource version is not allowed when using continue", "resourceVersion");
   await awaitResourceVersion(store(c.env), asked, c.req.raw.signal);
   const selected = Boolean(c.req.query("labelSelector") || c.req.query("fieldSelector"));
-  const page = await listPage(store(c.env), conv.def, namespace, { after, limit: limitOf(c.req.query("limit")), filter, countRemaining: !selected, index });
-  const shown = page.items.map((o) => present(t.def, conv.fromStored(o)));
+  const page = await listPage(store(c.env), conv.storage, namespace, { after, limit: limitOf(c.req.query("limit")), filter, countRemaining: !selected, index });
+  const shown = page.items.map((o) => present(t.def, conv.fromStorage(o)));
   const listMeta = {
     resourceVersion: page.resourceVersion,
     ...(page.next ? { continue: continueToken(page.next), ...(page.remaining !== undefined ? { remainingItemCount: page.remaining } : {}) } : {}),
@@ -463,13 +461,13 @@ async function deleteCollection(c: Ctx, t: Target): Promise<Response> {
   if (t.def === NamespaceKind) throw methodNotAllowed("DELETE is not allowed on the namespaces collection: delete each namespace");
   const req = await decodeDelete(c);
   const { filter: selects, index } = selectorOf(c, t.def);
-  const conv = t.def.storedAs;
-  const filter = conv ? (o: KubeObject) => selects(conv.fromStored(o)) : selects;
+  const conv = t.def.conversion;
+  const filter = conv ? (o: KubeObject) => selects(conv.fromStorage(o)) : selects;
   const deleted: KubeObject[] = [];
   let after: { namespace: string; name: string } | undefined;
   let resourceVersion: string;
   do {
-    const page = await listPage(store(c.env), conv?.def ?? t.def, t.namespace, { after, limit: LIST_CHUNK_ROWS, filter, index });
+    const page = await listPage(store(c.env), conv?.storage ?? t.def, t.namespace, { after, limit: LIST_CHUNK_ROWS, filter, index });
     resourceVersion = page.resourceVersion;
     for (let i = 0; i < page.items.length; i += DELETE_COLLECTION_CONCURRENCY) {
       const batch = page.items.slice(i, i + DELETE_COLLECTION_CONCURRENCY);
@@ -479,7 +477,7 @@ async function deleteCollection(c: Ctx, t: Target): Promise<Response> {
         if (res.status >= 300) return res;
         const body = (await res.json()) as KubeObject;
         // A delete that removed the object at once answers a Status: the object is shown as listed.
-        deleted.push(body.kind === "Status" ? present(t.def, conv ? conv.fromStored(batch[j]!) : batch[j]!) : body);
+        deleted.push(body.kind === "Status" ? present(t.def, conv ? conv.fromStorage(batch[j]!) : batch[j]!) : body);
       }
     }
     after = page.next;

@@ -49,12 +49,14 @@ export interface CreateSubresource {
 }
 
 /**
- * How a served version that is not the kind's storage version is converted (a CRD's conversion,
- * kube-apiserver's `storageVersion` plus conversion webhook): objects are stored in the version of
- * `storage` (whose group and plural this version shares, so both read the same rows); a read
- * through this version answers `fromStorage` of the stored object, a write computes the request on
- * `fromStorage` of the stored object, validates it with this version's schema and strategy, and
- * stores `toStorage` of the result. Both functions return new objects (inputs are not mutated).
+ * How a kind served from another kind's stored objects is converted, as kube-apiserver serves one
+ * storage in several versions or groups (a CRD's `storage` version plus its conversion webhook, e.g.
+ * add-ons' v1beta1 stored as v1alpha1; a built-in kind in two groups, e.g. events.k8s.io/v1 Events
+ * stored as core v1 ones): objects live in `storage`'s rows; a read through this kind answers
+ * `fromStorage` of the stored object (lists, watches and their selectors see that form); a write
+ * computes the request on `fromStorage` of the stored object with this kind's schema, strategy,
+ * validation and managedFields, and stores `toStorage` of the result through the storage kind's
+ * store (src/store/store.ts `convertedStore`). Both functions are pure and return new objects.
  */
 export interface VersionConversion {
   /** The storage version's kind definition. */
@@ -124,13 +126,6 @@ export interface KindDefinition {
    * `metadata.namespace` only. Any other field is 400 `field label not supported`.
    */
   fieldSelectors?: (obj: KubeObject) => Record<string, string>;
-  /**
-   * Served from another kind's stored objects, converted both ways (kube-apiserver's one storage
-   * for several group versions, e.g. events.k8s.io/v1 Events stored as core v1 ones): reads
-   * convert `fromStored`, writes are computed on this kind's form and stored `toStored`
-   * (src/store/store.ts). Both conversions are pure and keep `metadata` as it is.
-   */
-  storedAs?: { def: KindDefinition; toStored(obj: KubeObject): KubeObject; fromStored(obj: KubeObject): KubeObject };
   /** Sets defaults on a create or update body (mutates). */
   defaults?(obj: KubeObject): void;
   /** Kind-specific validation of the object about to be stored; `old` is absent on create. */
@@ -167,16 +162,8 @@ export interface KindDefinition {
   createSubresources?: CreateSubresource[];
   /** Strips fields that are stored but never served (e.g. a token's hash). */
   present?(obj: KubeObject): KubeObject;
-  /**
-   * Set on a served version that is not the storage version ({@link VersionConversion}); objects
-   * the store answers for this definition are in the storage version (convert with {@link servedForm}).
-   */
+  /** Set on a kind served from another kind's stored objects ({@link VersionConversion}). */
   conversion?: VersionConversion;
-}
-
-/** A stored object as `def`'s version serves it: converted from the storage version when `def` is another version. */
-export function servedForm(def: KindDefinition, obj: KubeObject): KubeObject {
-  return def.conversion ? def.conversion.fromStorage(obj) : obj;
 }
 
 /** `<group>/<version>` as it appears in `apiVersion`. */

@@ -448,22 +448,6 @@ function remove(def: KindDefinition, key: ObjectKey, current: KubeObject | null,
  * precondition), 422 (invalid values, missing fieldManager for apply).
  */
 export function computeWrite(def: KindDefinition, key: ObjectKey, current: KubeObject | null, req: WriteRequest, ctx: WriteContext): WriteResult {
-  const conv = def.conversion;
-  if (conv) {
-    // Another served version: the request is computed and validated in that version, stored in the storage version.
-    const served = current ? conv.fromStorage(current) : null;
-    const result = computeServed(def, key, served, req, ctx);
-    if (result.next === null) return result;
-    if (result.next === served) return { next: current, created: false };
-    const stored = conv.toStorage(result.next);
-    // The storage version's defaults hold for what it stores (a CRD defaults every version it reads).
-    conv.storage.defaults?.(stored);
-    return { next: stored, created: result.created };
-  }
-  return computeServed(def, key, current, req, ctx);
-}
-
-function computeServed(def: KindDefinition, key: ObjectKey, current: KubeObject | null, req: WriteRequest, ctx: WriteContext): WriteResult {
   switch (req.verb) {
     case "create":
       return create(def, key, current, req.body, ctx, req.fieldManager ? { manager: req.fieldManager, sent: undefined } : undefined);

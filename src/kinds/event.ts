@@ -277,7 +277,7 @@ export const EventsV1EventKind: KindDefinition = {
   printerColumns: CORE_COLUMNS.map((c) => ({ ...c, value: (e: KubeObject) => c.value!(toCoreEvent(e)) })),
   printsName: true,
   fieldSelectors: v1Fields,
-  storedAs: { def: EventKind, toStored: toCoreEvent, fromStored: toEventsV1 },
+  conversion: { storage: EventKind, toStorage: toCoreEvent, fromStorage: toEventsV1 },
   defaults: dropNulls,
   validate: validateV1,
 };

@@ -9,7 +9,7 @@
  *   commits to D1 through the same write path. Lists read the D1 index it commits to.
  */
 import { ApiError, badRequest, type Status } from "../k8s/errors.ts";
-import type { KindDefinition } from "../k8s/kind.ts";
+import type { KindDefinition, VersionConversion } from "../k8s/kind.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
 import { getObject, listObjects, type ListResult } from "../k8s/store.ts";
 import { computeWrite, generatedName, type WriteRequest } from "../k8s/write.ts";
@@ -129,7 +129,7 @@ const BACKENDS: Record<KindDefinition["storage"], (env: Env, def: KindDefinition
  * (src/namespaces/lifecycle.ts): its namespace must exist and not be terminating.
  */
 export function storeOf(env: Env, def: KindDefinition): Store {
-  if (def.storedAs) return convertedStore(env, def, def.storedAs);
+  if (def.conversion) return convertedStore(env, def, def.conversion);
   const backend = BACKENDS[def.storage](env, def);
   if (!def.namespaced) return backend;
   return {
@@ -145,24 +145,24 @@ export function storeOf(env: Env, def: KindDefinition): Store {
 const CONVERTED_ATTEMPTS = 8;
 
 /**
- * The store of a kind served from another kind's objects (`KindDefinition.storedAs`, e.g.
- * events.k8s.io/v1 Events stored as core v1 ones), as kube-apiserver serves one storage in
- * several group versions: reads convert the stored objects; a create, update or patch is computed
- * on this kind's form (its schema, strategy and validation, managedFields under its apiVersion)
- * and stored converted, as an update with the read object's resourceVersion (computed again on a
- * fresh read when another writer came first and the request carries no resourceVersion of its
- * own); a delete is the stored kind's.
+ * The store of a kind served from another kind's objects (`KindDefinition.conversion`, e.g.
+ * events.k8s.io/v1 Events stored as core v1 ones, add-ons' v1beta1 stored as v1alpha1), as
+ * kube-apiserver serves one storage in several versions: reads convert the stored objects; a
+ * create, update or patch is computed on this kind's form (its schema, strategy and validation,
+ * managedFields under its apiVersion) and stored converted, as an update (of the same subresource)
+ * with the read object's resourceVersion (computed again on a fresh read when another writer came
+ * first and the request carries no resourceVersion of its own); a delete is the stored kind's.
  * @throws ApiError as {@link Store.write}
  */
-function convertedStore(env: Env, def: KindDefinition, conv: NonNullable<KindDefinition["storedAs"]>): Store {
-  const stored = storeOf(env, conv.def);
-  const out = (o: KubeObject | null) => (o ? conv.fromStored(o) : null);
+function convertedStore(env: Env, def: KindDefinition, conv: VersionConversion): Store {
+  const stored = storeOf(env, conv.storage);
+  const out = (o: KubeObject | null) => (o ? conv.fromStorage(o) : null);
   return {
     def,
     get: async (namespace, name) => out(await stored.get(namespace, name)),
     async list(namespace) {
       const r = await stored.list(namespace);
-      return { ...r, items: r.items.map((o) => conv.fromStored(o)) };
+      return { ...r, items: r.items.map((o) => conv.fromStorage(o)) };
     },
     async write(namespace, name, req, opts) {
       if (req.verb === "delete") {
@@ -175,10 +175,11 @@ function convertedStore(env: Env, def: KindDefinition, conv: NonNullable<KindDef
         const current = out(before);
         const { next, created } = computeWrite(def, { namespace, name }, current, req, { now: clock.now(), newUid: () => crypto.randomUUID(), extras: opts?.extras });
         if (next === current || !next) return { object: current, created };
-        const body = conv.toStored(next);
+        const body = conv.toStorage(next);
+        const subresource = req.verb === "update" || req.verb === "patch" ? req.subresource : undefined;
         try {
           const r = before
-            ? await stored.write(namespace, name, { verb: "update", body: { ...body, metadata: { ...body.metadata, resourceVersion: before.metadata.resourceVersion } } }, opts)
+            ? await stored.write(namespace, name, { verb: "update", subresource, body: { ...body, metadata: { ...body.metadata, resourceVersion: before.metadata.resourceVersion } } }, opts)
             : await stored.write(namespace, next.metadata.name, { verb: "create", body }, opts);
           return { object: out(r.object), created };
         } catch (e) {

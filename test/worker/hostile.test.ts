@@ -50,13 +50,15 @@ const add = (c: Case) => cases.push(c);
 // Kinds, their paths and valid objects
 // ---------------------------------------------------------------------------------------------
 
-const byKind = (kind: string) => KINDS.find((k) => kindName(k) === kind && !k.viewOf && !k.conversion)!;
+/** A version served by conversion from the stored version of the same group (add-ons' v1beta1): its rows are the stored version's. */
+const aliasVersion = (k: KindDefinition) => k.conversion !== undefined && k.conversion.storage.group === k.group;
+const byKind = (kind: string) => KINDS.find((k) => kindName(k) === kind && !k.viewOf && !aliasVersion(k))!;
 /** A kind's name in the cases: its kind, with its group when another group serves the same kind (events.k8s.io's Event). */
 function kindName(def: KindDefinition): string {
-  return def.storedAs ? `${def.kind}.${def.group}` : def.kind;
+  return def.conversion ? `${def.kind}.${def.group}` : def.kind;
 }
 /** The kinds stored and served with the generic verbs (the review kinds are answered, not stored: their own cases below). */
-const STORED = KINDS.filter((k) => !k.createOnly && !k.viewOf && !k.conversion);
+const STORED = KINDS.filter((k) => !k.createOnly && !k.viewOf && !aliasVersion(k));
 const RBAC_GROUP = "rbac.authorization.k8s.io";
 /** kube-apiserver takes strategic merge patches for its built-in kinds (core, RBAC, events.k8s.io). */
 const strategic = (def: KindDefinition) => def.group === "" || def.group === RBAC_GROUP || def.group === "events.k8s.io";
@@ -134,7 +136,7 @@ function validFields(def: KindDefinition, name: string): Json {
     case "ClusterRole":
       return { rules: [{ verbs: ["get"], apiGroups: [""], resources: ["secrets"] }] };
     case "Event":
-      return def.storedAs
+      return def.conversion
         ? { eventTime: "2026-11-26T10:00:00.000000Z", reportingController: "hostile", reportingInstance: "h-1", action: "Test", reason: "Tested", regarding: { kind: "Pod", name: "p" }, note: "n", type: "Normal" }
         : { involvedObject: { kind: "Pod", name: "p" }, reason: "Tested", message: "m", type: "Normal" };
     case "RoleBinding":
