@@ -22,6 +22,12 @@
  *   - ManifestWorkReplicaSet (`manifestworkreplicaset-controller`): a rollout step (`Progressing`:
  *     "N of M clusters succeeded"), a stop on failures (`RolloutFailed`, Warning), completion
  *     (`Complete`), after OCM's PlacementRolledOut condition reasons;
+ *   - ManagedClusterAddOn (`addon-manager-controller`): installed (`ManagedClusterAddOnCreated`),
+ *     removed (`ManagedClusterAddOnDeleted`), Available changed (the condition's reason, Warning
+ *     unless True), manifests failed to apply (the ManifestApplied reason, Warning);
+ *   - a replicated Policy: propagated to or removed from its cluster (`PolicyPropagation` on its
+ *     root, `policy-propagator`), its compliance changed (`policy: <cluster>/<name>` on it,
+ *     `policy-status-sync`, the details' newest messages; Warning unless Compliant);
  *   - an Event created by a client: the expiry timer is armed (src/events/expiry.ts; the
  *     recorder arms it for the hub's own).
  * - the commit statements `event-ttl` keep each Event's last write time in `event_ttl`
@@ -45,6 +51,8 @@ import { EventKind } from "../kinds/event.ts";
 import { Conditions, ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManifestWorkKind, ManifestWorkReplicaSetKind } from "../kinds/manifestwork.ts";
 import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
+import { ManagedClusterAddOnKind } from "../kinds/addon.ts";
+import { isReplicatedPolicy, PolicyKind, ROOT_POLICY_LABEL } from "../kinds/policy.ts";
 import { PLACEMENT_LABEL } from "../scheduling/index.ts";
 import { registerAfterCommitHook, registerCommitStatements, type Change } from "../store/hooks.ts";
 import { clock } from "../clock.ts";
@@ -177,6 +185,66 @@ function rolloutEvents(before: KubeObject | null, after: KubeObject | null): Eve
   return [{ regarding, reason: "Progressing", type: "Normal", message: `rollout of ${after.metadata.name}: ${step(now.message)}`, reportingController: REPLICASET_CONTROLLER }];
 }
 
+/** OCM's add-on manager (installs add-ons and keeps their status). */
+export const ADDON_CONTROLLER = "addon-manager-controller";
+/** OCM's policy propagator (replicates policies, gathers their compliance). */
+export const POLICY_PROPAGATOR = "policy-propagator";
+/** OCM's policy status sync on the managed cluster (reports each replicated policy's compliance). */
+export const POLICY_STATUS_SYNC = "policy-status-sync";
+
+/** A ManagedClusterAddOn installed, removed, its availability or manifests changed (see the module doc). */
+function addonEvents(before: KubeObject | null, after: KubeObject | null): EventSpec[] {
+  const obj = after ?? before;
+  if (!obj) return [];
+  const regarding = refOf(ManagedClusterAddOnKind, obj);
+  const where = `add-on ${obj.metadata.name} on cluster ${obj.metadata.namespace ?? ""}`;
+  const ev = (reason: string, message: string, type: EventSpec["type"] = "Normal"): EventSpec => ({ regarding, reason, type, message, reportingController: ADDON_CONTROLLER });
+  if (!after) return [ev("ManagedClusterAddOnDeleted", `${where} removed`)];
+  const out: EventSpec[] = [];
+  if (!before) out.push(ev("ManagedClusterAddOnCreated", `${where} installed`));
+  const available = changed(before, after, "Available");
+  if (available) out.push(ev(available.reason || "ManagedClusterAddOnAvailabilityChanged", `${where}: Available ${available.status}${available.message ? `: ${available.message}` : ""}`, available.status === "True" ? "Normal" : "Warning"));
+  const applied = changed(before, after, "ManifestApplied");
+  if (applied?.status === "False") out.push(ev(applied.reason || "ManifestApplyFailed", `${where}: its manifests failed to apply${applied.message ? `: ${applied.message}` : ""}`, "Warning"));
+  return out;
+}
+
+/** The compliance a policy's status states (OCM's Compliant, NonCompliant, Pending), or "" for none yet. */
+function complianceOf(obj: KubeObject | null): string {
+  return String((obj?.status as { compliant?: unknown } | undefined)?.compliant ?? "");
+}
+
+/**
+ * A replicated Policy propagated to or removed from its cluster, on its root (`PolicyPropagation`,
+ * as OCM's propagator), and its compliance changing, on the replicated Policy (reason `policy:
+ * <namespace>/<name>`, the message OCM's status sync records: the compliance and its details;
+ * Warning unless Compliant).
+ */
+function policyEvents(before: KubeObject | null, after: KubeObject | null): EventSpec[] {
+  const obj = after ?? before;
+  if (!obj || !isReplicatedPolicy(obj)) return [];
+  const root = obj.metadata.labels?.[ROOT_POLICY_LABEL] ?? "";
+  const dot = root.indexOf(".");
+  const cluster = obj.metadata.namespace ?? "";
+  const rootRef = { kind: PolicyKind.kind, apiVersion: apiVersionOf(PolicyKind), namespace: root.slice(0, dot), name: root.slice(dot + 1) };
+  const propagation = (message: string): EventSpec => ({ regarding: rootRef, reason: "PolicyPropagation", type: "Normal", message, reportingController: POLICY_PROPAGATOR });
+  if (!after) return [propagation(`Policy ${root} was removed from cluster ${cluster}`)];
+  const out: EventSpec[] = [];
+  if (!before) out.push(propagation(`Policy ${root} was propagated to cluster ${cluster}`));
+  const compliant = complianceOf(after);
+  if (compliant && compliant !== complianceOf(before)) {
+    const details = ((after.status as { details?: { history?: { message?: string }[] }[] } | undefined)?.details ?? []).map((d) => d.history?.[0]?.message).filter((m): m is string => Boolean(m));
+    out.push({
+      regarding: refOf(PolicyKind, after),
+      reason: `policy: ${cluster}/${after.metadata.name}`,
+      type: compliant === "Compliant" ? "Normal" : "Warning",
+      message: details.length > 0 ? details.join("; ") : compliant,
+      reportingController: POLICY_STATUS_SYNC,
+    });
+  }
+  return out;
+}
+
 /**
  * The Events `change` owes (see the module doc), pure: the specs of the transitions it makes.
  * Exported for tests.
@@ -187,6 +255,8 @@ export function eventsOf(change: Change): EventSpec[] {
   if (def === PlacementDecisionKind) return decisionEvents(before, after);
   if (def === ManifestWorkKind) return workEvents(before, after);
   if (def === ManifestWorkReplicaSetKind) return rolloutEvents(before, after);
+  if (def === ManagedClusterAddOnKind) return addonEvents(before, after);
+  if (def === PolicyKind) return policyEvents(before, after);
   return [];
 }
 

@@ -12,6 +12,8 @@ import { armEventExpiry, DEFAULT_EVENT_TTL_SECONDS, expireEvents } from "../../s
 import type { Env } from "../../src/env.ts";
 import { eventsOf } from "../../src/events/hooks.ts";
 import { ManifestWorkKind, ManifestWorkReplicaSetKind } from "../../src/kinds/manifestwork.ts";
+import { ManagedClusterAddOnKind } from "../../src/kinds/addon.ts";
+import { PolicyKind } from "../../src/kinds/policy.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
 
 const CORE = (ns: string) => `/api/v1/namespaces/${ns}/events`;
@@ -367,5 +369,39 @@ describe("which changes of works and rollouts owe Events", () => {
       ["RolloutFailed", "Warning", "rollout of r stopped: 2 of 4 clusters succeeded; the rollout stopped: more failures than maxFailures allows", "manifestworkreplicaset-controller", "ManifestWorkReplicaSet"],
     ]);
     expect(of(R, rollout("False", "Progressing", "3 of 4 clusters succeeded"), rollout("True", "Complete", ""))).toEqual([["Complete", "Normal", "rollout of r complete", "manifestworkreplicaset-controller", "ManifestWorkReplicaSet"]]);
+  });
+
+  it("an add-on installed, its availability changing, failing to apply, removed; a status write that changes nothing owes none", () => {
+    const mca = (conditions: unknown[]): KubeObject => ({ apiVersion: "addon.open-cluster-management.io/v1alpha1", kind: "ManagedClusterAddOn", metadata: { name: "hello", namespace: "c1", uid: "u-a", resourceVersion: "1", creationTimestamp: "" }, status: { conditions } });
+    const A = ManagedClusterAddOnKind;
+    expect(of(A, null, mca([]))).toEqual([["ManagedClusterAddOnCreated", "Normal", "add-on hello on cluster c1 installed", "addon-manager-controller", "ManagedClusterAddOn"]]);
+    expect(of(A, mca([]), mca([cond("Available", "True", "ManagedClusterAddOnLeaseUpdated", "hello add-on is available.")]))).toEqual([
+      ["ManagedClusterAddOnLeaseUpdated", "Normal", "add-on hello on cluster c1: Available True: hello add-on is available.", "addon-manager-controller", "ManagedClusterAddOn"],
+    ]);
+    expect(of(A, mca([cond("Available", "True", "X")]), mca([cond("Available", "Unknown", "ManagedClusterAddOnLeaseNotFound")]))[0]?.slice(0, 2)).toEqual(["ManagedClusterAddOnLeaseNotFound", "Warning"]);
+    expect(of(A, mca([cond("ManifestApplied", "True", "AddonManifestApplied")]), mca([cond("ManifestApplied", "False", "ManifestWorkApplyFailed", "boom")]))).toEqual([
+      ["ManifestWorkApplyFailed", "Warning", "add-on hello on cluster c1: its manifests failed to apply: boom", "addon-manager-controller", "ManagedClusterAddOn"],
+    ]);
+    expect(of(A, mca([cond("Available", "True", "X")]), mca([cond("Available", "True", "X")]))).toEqual([]);
+    expect(of(A, mca([]), null)).toEqual([["ManagedClusterAddOnDeleted", "Normal", "add-on hello on cluster c1 removed", "addon-manager-controller", "ManagedClusterAddOn"]]);
+  });
+
+  it("a policy propagated to and removed from a cluster, on its root; a compliance change on the replicated policy; a root policy owes none", () => {
+    const policy = (name: string, namespace: string, compliant?: string, labels?: Record<string, string>): KubeObject => ({
+      apiVersion: "policy.open-cluster-management.io/v1",
+      kind: "Policy",
+      metadata: { name, namespace, uid: `u-${name}`, resourceVersion: "1", creationTimestamp: "", ...(labels ? { labels } : {}) },
+      status: compliant ? { compliant, details: [{ compliant, history: [{ eventName: "e", lastTimestamp: "2026-11-26T10:00:00Z", message: `${compliant}; violation - namespaces [prod] not found` }] }] } : {},
+    });
+    const replica = (compliant?: string) => policy("policies.ns-prod", "c1", compliant, { "policy.open-cluster-management.io/root-policy": "policies.ns-prod", "policy.open-cluster-management.io/cluster-name": "c1" });
+    const P = PolicyKind as typeof ManifestWorkKind;
+    expect(of(P, null, replica())).toEqual([["PolicyPropagation", "Normal", "Policy policies.ns-prod was propagated to cluster c1", "policy-propagator", "Policy"]]);
+    const root = eventsOf({ def: PolicyKind, namespace: "c1", name: "policies.ns-prod", before: null, after: replica() })[0]!.regarding;
+    expect([root.namespace, root.name]).toEqual(["policies", "ns-prod"]);
+    expect(of(P, replica(), replica("NonCompliant"))).toEqual([["policy: c1/policies.ns-prod", "Warning", "NonCompliant; violation - namespaces [prod] not found", "policy-status-sync", "Policy"]]);
+    expect(of(P, replica("NonCompliant"), replica("NonCompliant"))).toEqual([]);
+    expect(of(P, replica("NonCompliant"), replica("Compliant"))[0]?.slice(0, 2)).toEqual(["policy: c1/policies.ns-prod", "Normal"]);
+    expect(of(P, replica("Compliant"), null)).toEqual([["PolicyPropagation", "Normal", "Policy policies.ns-prod was removed from cluster c1", "policy-propagator", "Policy"]]);
+    expect(of(P, policy("ns-prod", "policies"), policy("ns-prod", "policies", "Compliant"))).toEqual([]);
   });
 });
