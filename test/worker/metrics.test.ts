@@ -123,12 +123,13 @@ describe("health", () => {
       expect(r.headers.get("content-type")).toBe("text/plain; charset=utf-8");
     }
     expect((await call("GET", "/readyz?verbose", undefined, { token: null })).body).toBe("[+]ping ok\n[+]d1 ok\n[+]migrations ok\n[+]scheduler ok\nreadyz check passed\n");
-    expect((await call("GET", "/livez?verbose", undefined, { token: null })).body).toBe("[+]ping ok\n[+]d1 ok\n[+]scheduler ok\nlivez check passed\n");
+    expect((await call("GET", "/livez?verbose", undefined, { token: null })).body).toBe("[+]ping ok\n[+]d1 ok\nlivez check passed\n");
     expect((await call("GET", "/readyz?verbose&exclude=scheduler&exclude=nope", undefined, { token: null })).body).toBe(
       '[+]ping ok\n[+]d1 ok\n[+]migrations ok\n[+]scheduler excluded: ok\nwarn: some health checks cannot be excluded: no matches for "nope"\nreadyz check passed\n',
     );
     for (const check of ["ping", "d1", "migrations", "scheduler"]) expect((await call("GET", `/readyz/${check}`, undefined, { token: null })).body).toBe("ok");
     expect((await call("GET", "/livez/migrations", undefined, { token: null })).status).toBe(404);
+    expect((await call("GET", "/livez/scheduler", undefined, { token: null })).status).toBe(404);
     expect((await call("GET", "/livez/nope", undefined, { token: null })).status).toBe(404);
   });
 
