@@ -1,8 +1,8 @@
 /**
  * The fleet's gauges (src/metrics/families.ts `GAUGES`), counted from D1 at each scrape in one
  * batch of aggregate queries (one round trip): each reads the rows of one kind by the `objects`
- * primary key's `resource` prefix and aggregates the conditions in SQL (`json_each`), so nothing
- * but the counts leaves D1 and no object is parsed in the Worker. ManagedClusterSets' member
+ * primary key's `resource` prefix and aggregates the conditions in SQL (`json_each`), parsing each
+ * body once, so nothing but grouped counts leaves D1 and no object is parsed in the Worker. ManagedClusterSets' member
  * counts are the kept counts of `clusterset_counts` (src/clusterprofile/set-counts.ts).
  *
  * The figures are the API's: a cluster counted under `condition="ManagedClusterConditionAvailable",
@@ -24,7 +24,7 @@ export const CLUSTER_COLO_ANNOTATION = COLO_ANNOTATION;
 /** The `summary` counts of a ManifestWorkReplicaSet's status shown per state. */
 const SUMMARY_STATES = ["total", "applied", "available", "progressing", "degraded"] as const;
 
-/** Counts per condition type and status over one kind's objects. */
+/** Counts per condition type and status over one kind's objects (the works'). */
 const BY_CONDITION = `SELECT json_extract(c.value, '$.type') AS t, json_extract(c.value, '$.status') AS s, count(*) AS n
   FROM objects o, json_each(o.body, '$.status.conditions') c
   WHERE o.resource = ?1 GROUP BY t, s`;
@@ -33,9 +33,15 @@ const BY_CONDITION = `SELECT json_extract(c.value, '$.type') AS t, json_extract(
 const conditionField = (field: "status" | "reason", type: string) =>
   `(SELECT json_extract(c.value, '$.${field}') FROM json_each(o.body, '$.status.conditions') c WHERE json_extract(c.value, '$.type') = '${type}' LIMIT 1)`;
 
-const CLUSTERS_BY_LOCATION = `SELECT json_extract(o.body, '$.metadata.annotations."${CLUSTER_COLO_ANNOTATION}"') AS loc,
-  ${conditionField("status", "ManagedClusterConditionAvailable")} AS a, count(*) AS n
-  FROM objects o WHERE o.resource = ?1 AND o.namespace = '' GROUP BY loc, a`;
+/**
+ * Clusters grouped by edge location and by the list of their conditions' `type` and `status`
+ * (`type US status RS type US status ...`, unit and record separators): one parse of each body
+ * gives the counts per location, per condition and the total.
+ */
+const CLUSTERS = `SELECT loc, sig, count(*) AS n FROM (
+  SELECT json_extract(o.body, '$.metadata.annotations."${CLUSTER_COLO_ANNOTATION}"') AS loc,
+    (SELECT group_concat(json_extract(c.value, '$.type') || char(31) || json_extract(c.value, '$.status'), char(30)) FROM json_each(o.body, '$.status.conditions') c) AS sig
+  FROM objects o WHERE o.resource = ?1 AND o.namespace = '') GROUP BY loc, sig`;
 
 const PLACEMENTS = `SELECT ${conditionField("status", "PlacementSatisfied")} AS s, ${conditionField("reason", "PlacementSatisfied")} AS r, count(*) AS n
   FROM objects o WHERE o.resource = ?1 GROUP BY s, r`;
@@ -66,9 +72,8 @@ const num = (v: unknown): number => (typeof v === "number" ? v : Number(v) || 0)
 export async function fleetGauges(db: D1Database): Promise<Cell[]> {
   const clusters = resourceKey(ManagedClusterKind);
   const works = resourceKey(ManifestWorkKind);
-  const [byCondition, byLocation, sets, placements, workCount, worksByCondition, replicaSets] = await db.batch<Row>([
-    db.prepare(BY_CONDITION).bind(clusters),
-    db.prepare(CLUSTERS_BY_LOCATION).bind(clusters),
+  const [clusterRows, sets, placements, workCount, worksByCondition, replicaSets] = await db.batch<Row>([
+    db.prepare(CLUSTERS).bind(clusters),
     db.prepare(SETS),
     db.prepare(PLACEMENTS).bind(resourceKey(PlacementKind)),
     db.prepare(WORK_COUNT).bind(works),
@@ -77,12 +82,29 @@ export async function fleetGauges(db: D1Database): Promise<Cell[]> {
   ]);
   const out: Cell[] = [];
   let clusterCount = 0;
-  for (const r of byLocation!.results) {
-    clusterCount += num(r.n);
-    out.push(cell(GAUGES.clustersByLocation, { location: str(r.loc), available: str(r.a) || "Unknown" }, num(r.n)));
+  const byCondition = new Map<string, number>();
+  const byLocation = new Map<string, number>();
+  for (const r of clusterRows!.results) {
+    const n = num(r.n);
+    clusterCount += n;
+    let available = "Unknown";
+    for (const pair of str(r.sig) ? str(r.sig).split("\u001e") : []) {
+      byCondition.set(pair, (byCondition.get(pair) ?? 0) + n);
+      const [type, status] = pair.split("\u001f");
+      if (type === "ManagedClusterConditionAvailable" && status) available = status;
+    }
+    const at = `${str(r.loc)}\u001f${available}`;
+    byLocation.set(at, (byLocation.get(at) ?? 0) + n);
   }
   out.push(cell(GAUGES.clusterCount, {}, clusterCount));
-  for (const r of byCondition!.results) out.push(cell(GAUGES.clustersByCondition, { condition: str(r.t), status: str(r.s) }, num(r.n)));
+  for (const [pair, n] of byCondition) {
+    const [condition, status] = pair.split("\u001f");
+    out.push(cell(GAUGES.clustersByCondition, { condition, status }, n));
+  }
+  for (const [at, n] of byLocation) {
+    const [location, available] = at.split("\u001f");
+    out.push(cell(GAUGES.clustersByLocation, { location, available }, n));
+  }
   for (const r of sets!.results) out.push(cell(GAUGES.clustersBySet, { clusterset: str(r.name) }, num(r.clusters)));
   for (const r of placements!.results) out.push(cell(GAUGES.placementsBySatisfied, { status: str(r.s) || "Unknown", reason: str(r.r) }, num(r.n)));
   out.push(cell(GAUGES.workCount, {}, num(workCount!.results[0]?.n)));

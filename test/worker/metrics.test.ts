@@ -10,6 +10,7 @@ import { call, condition, createNamespaces, createToken, MC, register, withClock
 import { idToken, serveIssuer } from "./oidc-users.ts";
 import { count, flushMetrics } from "../../src/metrics/recorder.ts";
 import { COUNTED } from "../../src/metrics/families.ts";
+import { agentRoute, requestLabels } from "../../src/metrics/routes.ts";
 import { healthAnswer, ENDPOINT_CHECKS, HEALTH_CHECKS, runCheck } from "../../src/health/routes.ts";
 import type { Env } from "../../src/env.ts";
 
@@ -114,6 +115,29 @@ describe("/metrics", () => {
   });
 });
 
+describe("request labels", () => {
+  const url = (p: string) => new URL(`https://hub.test${p}`);
+  const G = "/apis/cluster.open-cluster-management.io/v1beta1";
+  it("follow kube-apiserver's: LIST, WATCH, APPLY, POST; scope; dry_run; unserved resources unnamed", () => {
+    expect(requestLabels("GET", url(`${G}/namespaces/a/placements`), undefined, undefined, 200)).toEqual({
+      verb: "LIST", dry_run: "", group: "cluster.open-cluster-management.io", version: "v1beta1", resource: "placements", subresource: "", scope: "namespace", component: "apiserver",
+    });
+    expect(requestLabels("GET", url(`${G}/placements?watch=1`), undefined, undefined, 200)).toMatchObject({ verb: "WATCH", scope: "cluster" });
+    expect(requestLabels("PATCH", url(`${G}/namespaces/a/placements/p?fieldManager=x&dryRun=All`), "application/apply-patch+yaml", undefined, 200)).toMatchObject({ verb: "APPLY", scope: "resource", dry_run: "All" });
+    expect(requestLabels("POST", url(`${G}/namespaces/a/placements`), "application/json", undefined, 201)).toMatchObject({ verb: "POST", scope: "resource" });
+    expect(requestLabels("PUT", url(`${G}/namespaces/a/placements/p/status`), "application/json", undefined, 200)).toMatchObject({ verb: "PUT", subresource: "status" });
+    expect(requestLabels("DELETE", url(`${G}/namespaces/a/placements`), undefined, undefined, 200)).toMatchObject({ verb: "DELETE", scope: "namespace" });
+    expect(requestLabels("GET", url("/apis/evil.example/v1/things-123/x"), undefined, undefined, 404)).toMatchObject({ group: "", version: "", resource: "", subresource: "" });
+    expect(requestLabels("GET", url("/apis"), undefined, undefined, 200)).toMatchObject({ verb: "GET", resource: "", scope: "" });
+  });
+
+  it("name the agent's routes from a bounded set", () => {
+    expect(["/agent/v1/register", "/agent/v1/clusters/c1", "/agent/v1/clusters/c1/heartbeat", "/agent/v1/clusters/c1/works", "/agent/v1/clusters/c1/works/w/status", "/agent/v1/clusters/c1/connect", "/agent/v1/clusters/c1/nope", "/agent/v1/x"].map(agentRoute)).toEqual([
+      "register", "info", "heartbeat", "works", "workstatus", "connect", "other", "other",
+    ]);
+  });
+});
+
 describe("health", () => {
   it("answers ok, lists its checks with ?verbose, excludes and runs one check by its path, unauthenticated", async () => {
     for (const p of ["/livez", "/readyz", "/healthz"]) {
@@ -123,12 +147,13 @@ describe("health", () => {
       expect(r.headers.get("content-type")).toBe("text/plain; charset=utf-8");
     }
     expect((await call("GET", "/readyz?verbose", undefined, { token: null })).body).toBe("[+]ping ok\n[+]d1 ok\n[+]migrations ok\n[+]scheduler ok\nreadyz check passed\n");
-    expect((await call("GET", "/livez?verbose", undefined, { token: null })).body).toBe("[+]ping ok\n[+]d1 ok\n[+]scheduler ok\nlivez check passed\n");
+    expect((await call("GET", "/livez?verbose", undefined, { token: null })).body).toBe("[+]ping ok\n[+]d1 ok\nlivez check passed\n");
     expect((await call("GET", "/readyz?verbose&exclude=scheduler&exclude=nope", undefined, { token: null })).body).toBe(
       '[+]ping ok\n[+]d1 ok\n[+]migrations ok\n[+]scheduler excluded: ok\nwarn: some health checks cannot be excluded: no matches for "nope"\nreadyz check passed\n',
     );
     for (const check of ["ping", "d1", "migrations", "scheduler"]) expect((await call("GET", `/readyz/${check}`, undefined, { token: null })).body).toBe("ok");
     expect((await call("GET", "/livez/migrations", undefined, { token: null })).status).toBe(404);
+    expect((await call("GET", "/livez/scheduler", undefined, { token: null })).status).toBe(404);
     expect((await call("GET", "/livez/nope", undefined, { token: null })).status).toBe(404);
   });
 
