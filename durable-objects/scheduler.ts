@@ -40,7 +40,7 @@ import { mergeTriggers, type RunResult, type Trigger } from "../src/placement/pl
 import { catchUp, runOnView, type SchedulerView } from "../src/placement/view.ts";
 import { d1ChangeLog, loadView, refreshStale, resolveTrigger } from "../src/placement/view-d1.ts";
 import { replicaSetsForPlacements } from "../src/work/replicaset.ts";
-import { addonsForPlacements } from "../src/addons/manager.ts";
+import { addonsForPlacements, runClusterManagementAddOn } from "../src/addons/manager.ts";
 import { finishCommit, store, type Committed } from "../src/store/write.ts";
 import { deferOutboxDelete, OUTBOX_GRACE_MS, sweepOutbox } from "../src/store/outbox.ts";
 import { Timers } from "./timers.ts";
@@ -60,6 +60,8 @@ export const RESYNC_INTERVAL_MS = 10_000;
 const SWEEP_TIMER = "outbox-sweep";
 /** The timer of Events' expiry (src/events/expiry.ts). */
 const EVENT_EXPIRY_TIMER = "event-expiry";
+/** Prefix of an add-on's rollout timer: `addon:<ClusterManagementAddOn name>` (src/addons/manager.ts). */
+const ADDON_TIMER_PREFIX = "addon:";
 
 /** The placement scheduler Durable Object. */
 export class SchedulerObject extends DurableObject<Env> {
@@ -195,7 +197,7 @@ export class SchedulerObject extends DurableObject<Env> {
 
   /** What follows a run outside the queue: the replica sets of `placements`, and the after-commit work the run's own writes owe. */
   private async followUp(placements: string[], owing: Committed[], now: number): Promise<void> {
-    await Promise.all([replicaSetsForPlacements(this.env, placements), addonsForPlacements(this.env, placements), ...owing.map((c) => finishCommit(this.env, c, now))]);
+    await Promise.all([replicaSetsForPlacements(this.env, placements), addonsForPlacements(this.env, placements, (name, at) => this.recheckAddonAt(name, at)), ...owing.map((c) => finishCommit(this.env, c, now))]);
   }
 
   /** Builds the view (cold start), or checks it against D1 and adds what it missed to `trigger`. */
@@ -243,7 +245,16 @@ export class SchedulerObject extends DurableObject<Env> {
   }
 
   /**
-   * Runs what is due: the Events' expiry (set again at the next expiry while Events are left), the outbox sweep (set again while rows are left), then, in one run, the
+   * Runs the add-on `name`'s manager (src/addons/manager.ts) no later than `at` (epoch
+   * milliseconds): a rollout waiting on minSuccessTime or progressDeadline.
+   */
+  async recheckAddonAt(name: string, at: number): Promise<void> {
+    this.timers.setEarlier(`${ADDON_TIMER_PREFIX}${name}`, at);
+    await this.armAlarm();
+  }
+
+  /**
+   * Runs what is due: the add-ons' rollout timers, the Events' expiry (set again at the next expiry while Events are left), the outbox sweep (set again while rows are left), then, in one run, the
    * placements whose toleration expired and the triggers `enqueue` stored. A requeue row and a
    * stored trigger are removed only once that run succeeded (a requeue row of a placement that
    * no longer exists too), so a crash during the run leaves them for the next alarm.
@@ -260,6 +271,16 @@ export class SchedulerObject extends DurableObject<Env> {
       } catch (e) {
         console.error("outbox sweep failed; trying again in a minute", e);
         await this.sweepOutboxAt(now + 60_000);
+      }
+    }
+    for (const timer of this.timers.due(now).filter((t) => t.startsWith(ADDON_TIMER_PREFIX))) {
+      this.timers.cancel(timer);
+      const name = timer.slice(ADDON_TIMER_PREFIX.length);
+      try {
+        await runClusterManagementAddOn(this.env, name, now, true, (n, at) => this.recheckAddonAt(n, at));
+      } catch (e) {
+        console.error(`add-on ${name}: rollout recheck failed; trying again in a minute`, e);
+        await this.recheckAddonAt(name, now + 60_000);
       }
     }
     if (this.timers.due(now).includes(EVENT_EXPIRY_TIMER)) {

@@ -33,6 +33,7 @@ import { storeOf } from "../store/store.ts";
 import { decisionGroups } from "../work/replicaset.ts";
 import { computeRollout, type ClusterRolloutStatus, type DecisionGroup, type RolloutStrategy } from "../work/rollout.ts";
 import type { Env } from "../env.ts";
+import { SCHEDULER_NAME } from "../../durable-objects/scheduler.ts";
 import { availability, manifestApplied, type AddonCondition } from "./health.ts";
 import { ADDON_NAME_LABEL, deployWorkName, HEALTH_CHECK_MODE_ANNOTATION, installNamespaceOf, probedWorkloads, renderDeployWork, type HealthCheckMode } from "./render.ts";
 
@@ -196,7 +197,7 @@ function addonRolloutStatus(cluster: string, mca: KubeObject | undefined, desire
  * ClusterManagementAddOn does not exist: one may be created before its ClusterManagementAddOn.
  * @throws errors of D1 or an unexpected write failure (the caller's outbox row keeps the work)
  */
-export async function runClusterManagementAddOn(env: Env, name: string, nowMs: number, cleanUp = true): Promise<void> {
+export async function runClusterManagementAddOn(env: Env, name: string, nowMs: number, cleanUp = true, recheck: RecheckAddon = schedulerRecheck(env)): Promise<void> {
   // A run asked for while one of the same add-on is in progress in this isolate (its own writes'
   // hooks, or another request) is folded into that run: it runs once more when it ends, so its
   // writes never set off a run per cluster they touch.
@@ -207,12 +208,13 @@ export async function runClusterManagementAddOn(env: Env, name: string, nowMs: n
   }
   const state: { again: false | "again" | "cleanUp" } = { again: false };
   running.set(name, state);
+  let recheckAt: number;
   try {
     let passes = 0;
     let clean = cleanUp;
     for (;;) {
       state.again = false;
-      await runOnce(env, name, nowMs, clean);
+      recheckAt = await runOnce(env, name, nowMs, clean);
       // Set (or not) by the runs asked for while this pass ran.
       const asked = state.again as false | "again" | "cleanUp";
       if (!asked || ++passes > MAX_EXTRA_PASSES) break;
@@ -221,6 +223,19 @@ export async function runClusterManagementAddOn(env: Env, name: string, nowMs: n
   } finally {
     running.delete(name);
   }
+  // A rollout waiting on time (minSuccessTime, progressDeadline): run again when it is due.
+  if (Number.isFinite(recheckAt)) await recheck(name, recheckAt);
+}
+
+/**
+ * Asks for a run of the add-on `name` at `at` (epoch milliseconds): a rollout's timer
+ * (minSuccessTime, progressDeadline, as OCM's rollout helpers requeue after them).
+ */
+export type RecheckAddon = (name: string, at: number) => Promise<void>;
+
+/** The scheduler object's timer for an add-on's run (durable-objects/scheduler.ts `recheckAddonAt`). */
+function schedulerRecheck(env: Env): RecheckAddon {
+  return (name, at) => env.SCHEDULER.getByName(SCHEDULER_NAME).recheckAddonAt(name, at);
 }
 
 /** The add-ons whose run is in progress in this isolate, and whether another run was asked for meanwhile. */
@@ -229,17 +244,18 @@ const running = new Map<string, { again: false | "again" | "cleanUp" }>();
 const MAX_EXTRA_PASSES = 3;
 
 /** One pass of {@link runClusterManagementAddOn}. */
-async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean): Promise<void> {
+async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean): Promise<number> {
+  let recheckAt = Infinity;
   const db = database(env.DB);
   const cma = await getObject(db, ClusterManagementAddOnKind, { namespace: "", name });
   const existing = await listObjectsNamed(db, ManagedClusterAddOnKind, name);
   const mcas = new Map(existing.map((m) => [m.metadata.namespace!, m]));
   const store = storeOf(env, ManagedClusterAddOnKind);
   if (!cma || cma.metadata.deletionTimestamp) {
-    if (!cleanUp) return;
+    if (!cleanUp) return recheckAt;
     // Every ManagedClusterAddOn of the add-on goes with it (OCM owns them all by the ClusterManagementAddOn).
     for (const m of existing) if (!m.metadata.deletionTimestamp) await tryWrite(() => store.write(m.metadata.namespace!, name, { verb: "delete", preconditions: { uid: m.metadata.uid } }));
-    return;
+    return recheckAt;
   }
   const spec = (cma.spec ?? {}) as CmaSpec;
   const strategy = spec.installStrategy ?? {};
@@ -281,6 +297,7 @@ async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean):
       }
       const groups = p.groups.map((g) => ({ ...g, clusters: g.clusters.filter((c) => desired.has(c)) }));
       const rollout = computeRollout(p.strategy.rolloutStrategy, groups, statuses, nowMs);
+      if (rollout.recheckAfterMs !== undefined) recheckAt = Math.min(recheckAt, nowMs + rollout.recheckAfterMs);
       for (const c of rollout.toApply) {
         const m = mcas.get(c)!;
         const status = { ...((m.status ?? {}) as Json), configReferences: configReferences(desired.get(c)!, (m.status as { configReferences?: ConfigReference[] } | undefined)?.configReferences) };
@@ -326,6 +343,7 @@ async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean):
   if (canonical(status) !== canonical(cma.status ?? {})) {
     await tryWrite(() => storeOf(env, ClusterManagementAddOnKind).write("", name, { verb: "update", subresource: "status", body: { ...cma, status } }, { known: cma }));
   }
+  return recheckAt;
 }
 
 interface McaStatus {
@@ -438,14 +456,14 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
  * the ClusterManagementAddOns (one list, a handful of objects), never every cluster. Failures are
  * logged, never thrown.
  */
-export async function addonsForPlacements(env: Env, placements: string[]): Promise<void> {
+export async function addonsForPlacements(env: Env, placements: string[], recheck?: RecheckAddon): Promise<void> {
   if (placements.length === 0) return;
   const wanted = new Set(placements);
   try {
     const { items } = await listObjects(database(env.DB), ClusterManagementAddOnKind, "");
     const runs = items
       .filter((c) => ((c.spec as CmaSpec | undefined)?.installStrategy?.placements ?? []).some((p) => wanted.has(`${p.namespace}/${p.name}`)))
-      .map((c) => runClusterManagementAddOn(env, c.metadata.name, clock.now()));
+      .map((c) => runClusterManagementAddOn(env, c.metadata.name, clock.now(), true, recheck));
     for (const r of await Promise.allSettled(runs)) if (r.status === "rejected") console.error("add-on run failed", r.reason);
   } catch (e) {
     console.error("add-ons for placements: could not list ClusterManagementAddOns", e);

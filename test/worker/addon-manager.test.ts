@@ -3,7 +3,10 @@
 // variables into addon-<name>-deploy-0, reports Available from its work's feedback, follows
 // decision changes and config changes, and goes from every cluster with its ClusterManagementAddOn.
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, createNamespaces, MC, MCSET } from "./helpers.ts";
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { call, createNamespaces, MC, MCSET, withClockAhead } from "./helpers.ts";
+import { clock } from "../../src/clock.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const A = "/apis/addon.open-cluster-management.io";
@@ -243,5 +246,38 @@ describe("config rollout by the placement's rolloutStrategy", () => {
     expect((await progression()).reason).toBe("Progressing");
     await succeed("p1");
     await waitFor(async () => (await value("p2")) === "2");
+  });
+
+  it("minSuccessTime: the next cluster waits for it, and the scheduler's timer moves the rollout on when it is due", async () => {
+    await cluster("ms1", { [CS]: "afleet", minsucc: "yes" });
+    await cluster("ms2", { [CS]: "afleet", minsucc: "yes" });
+    const p = await call("POST", `${G}/v1beta1/namespaces/addons-ns/placements`, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "minsucc" }, spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { minsucc: "yes" } } } }] } });
+    expect(p.status).toBe(201);
+    const cm = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "minsucc", namespace: "default" }, data: { v: "1" } };
+    expect((await call("POST", `${A}/v1alpha1/addontemplates`, { apiVersion: "addon.open-cluster-management.io/v1alpha1", kind: "AddOnTemplate", metadata: { name: "minsucc" }, spec: { addonName: "minsucc", agentSpec: { workload: { manifests: [cm] } } } })).status).toBe(201);
+    const cma = await call("POST", `${A}/v1alpha1/clustermanagementaddons`, {
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      kind: "ClusterManagementAddOn",
+      metadata: { name: "minsucc" },
+      spec: {
+        supportedConfigs: [{ group: "addon.open-cluster-management.io", resource: "addontemplates", defaultConfig: { name: "minsucc" } }],
+        installStrategy: { type: "Placements", placements: [{ namespace: "addons-ns", name: "minsucc", rolloutStrategy: { type: "Progressive", progressive: { maxConcurrency: 1, minSuccessTime: "2m" } } }] },
+      },
+    });
+    expect(cma.status).toBe(201);
+    const deployed = async (c: string) => (await call("GET", WORK(c, "addon-minsucc-deploy-0"))).status === 200;
+    await waitFor(async () => (await deployed("ms1")) || (await deployed("ms2")));
+    const [first, second] = (await deployed("ms1")) ? ["ms1", "ms2"] : ["ms2", "ms1"];
+    expect(await deployed(second!)).toBe(false);
+    const gen = (await call("GET", WORK(first!, "addon-minsucc-deploy-0"))).body.metadata.generation;
+    const k = (type: string) => ({ type, status: "True", reason: "Test", message: "", observedGeneration: gen, lastTransitionTime: new Date(clock.now()).toISOString().replace(/\.\d{3}Z$/, "Z") });
+    expect((await call("PATCH", `${WORK(first!, "addon-minsucc-deploy-0")}/status`, { status: { conditions: [k("Applied"), k("Available")] } }, merge)).status).toBe(200);
+    // Succeeded, but not for 2 minutes yet: the second cluster waits (the status write's runs are done when it answers).
+    expect(await deployed(second!)).toBe(false);
+    const scheduler = env.SCHEDULER.getByName("scheduler");
+    await withClockAhead(3 * 60_000, async () => {
+      expect(await runDurableObjectAlarm(scheduler)).toBe(true);
+    });
+    await waitFor(async () => deployed(second!));
   });
 });
