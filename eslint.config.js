@@ -6,7 +6,25 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    languageOptions: { globals: { process: "readonly", console: "readonly", setTimeout: "readonly", clearTimeout: "readonly", URL: "readonly", fetch: "readonly", Response: "readonly", Request: "readonly", crypto: "readonly", TextEncoder: "readonly", Buffer: "readonly", AbortController: "readonly", setInterval: "readonly", clearInterval: "readonly", performance: "readonly" } },
+    languageOptions: {
+      globals: {
+        process: "readonly",
+        console: "readonly",
+        setTimeout: "readonly",
+        clearTimeout: "readonly",
+        URL: "readonly",
+        fetch: "readonly",
+        Response: "readonly",
+        Request: "readonly",
+        crypto: "readonly",
+        TextEncoder: "readonly",
+        Buffer: "readonly",
+        AbortController: "readonly",
+        setInterval: "readonly",
+        clearInterval: "readonly",
+        performance: "readonly",
+      },
+    },
     rules: {
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
       "@typescript-eslint/no-explicit-any": "error",
@@ -17,7 +35,9 @@ export default tseslint.config(
     // request, a rejection nobody sees) is an error, and so is a promise where a value is expected.
     files: ["**/*.ts", "**/*.tsx"],
     ignores: ["*.config.ts"],
-    languageOptions: { parserOptions: { project: ["./tsconfig.json", "./agent/tsconfig.json", "./src/ui/app/tsconfig.json"], tsconfigRootDir: import.meta.dirname } },
+    languageOptions: {
+      parserOptions: { project: ["./tsconfig.json", "./agent/tsconfig.json", "./src/ui/app/tsconfig.json"], tsconfigRootDir: import.meta.dirname },
+    },
     rules: {
       "@typescript-eslint/no-floating-promises": "error",
       "@typescript-eslint/no-misused-promises": "error",
@@ -27,7 +47,10 @@ export default tseslint.config(
     // Storage, controllers and Durable Objects never import the HTTP layer (src/api).
     files: ["src/store/**", "src/k8s/**", "src/kinds/**", "src/work/**", "src/placement/**", "src/scheduling/**", "durable-objects/**"],
     rules: {
-      "no-restricted-imports": ["error", { patterns: [{ regex: "^(\\.\\./)+(src/)?api/", message: "storage, controllers and Durable Objects must not import the HTTP layer (src/api)" }] }],
+      "no-restricted-imports": [
+        "error",
+        { patterns: [{ regex: "^(\\.\\./)+(src/)?api/", message: "storage, controllers and Durable Objects must not import the HTTP layer (src/api)" }] },
+      ],
     },
   },
 );

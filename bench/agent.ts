@@ -68,7 +68,6 @@ function cpuSeconds(pid: number): number {
   return stat.cpuMs / 1000;
 }
 
-
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const condition = (obj: any, type: string): string | undefined => obj?.status?.conditions?.find((c: { type: string }) => c.type === type)?.status;
 
@@ -80,7 +79,10 @@ function manifestWork(cluster: string, i: number): unknown {
       name: `bench-${i}`,
       namespace: cluster,
       ...(i < ADDONS
-        ? { labels: { "open-cluster-management.io/addon-name": `bench-addon-${i}` }, annotations: { "addon.flotilla.dev/install-namespace": "default", "addon.flotilla.dev/health-check-mode": "Lease" } }
+        ? {
+            labels: { "open-cluster-management.io/addon-name": `bench-addon-${i}` },
+            annotations: { "addon.flotilla.dev/install-namespace": "default", "addon.flotilla.dev/health-check-mode": "Lease" },
+          }
         : {}),
     },
     spec: {
@@ -102,7 +104,14 @@ function replicatedPolicy(cluster: string, i: number): unknown {
   return {
     apiVersion: "policy.open-cluster-management.io/v1",
     kind: "Policy",
-    metadata: { name, labels: { "policy.open-cluster-management.io/root-policy": name, "policy.open-cluster-management.io/cluster-name": cluster, "policy.open-cluster-management.io/cluster-namespace": cluster } },
+    metadata: {
+      name,
+      labels: {
+        "policy.open-cluster-management.io/root-policy": name,
+        "policy.open-cluster-management.io/cluster-name": cluster,
+        "policy.open-cluster-management.io/cluster-namespace": cluster,
+      },
+    },
     spec: {
       disabled: false,
       remediationAction: "enforce",
@@ -112,7 +121,12 @@ function replicatedPolicy(cluster: string, i: number): unknown {
             apiVersion: "policy.open-cluster-management.io/v1",
             kind: "ConfigurationPolicy",
             metadata: { name: `bench-${i}` },
-            spec: { remediationAction: "inform", "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: `bench-policy-${i}` } } }] },
+            spec: {
+              remediationAction: "inform",
+              "object-templates": [
+                { complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: `bench-policy-${i}` } } },
+              ],
+            },
           },
         },
       ],
@@ -158,7 +172,23 @@ async function run(hub: Hub, label: string, cluster: string, works: number, poli
   const image = imageRuntime();
   const agent = spawn(
     process.execPath,
-    [...image.flags, `--report-on-signal`, `--report-signal=SIGUSR2`, `--report-directory=${reportDir}`, path.join(root, "agent/bin/flotilla-agent.js"), "--hub-url", hub.url, "--cluster-name", cluster, "--bootstrap-token", token, "--kubeconfig", sim.kubeconfig, "--transport", TRANSPORT],
+    [
+      ...image.flags,
+      `--report-on-signal`,
+      `--report-signal=SIGUSR2`,
+      `--report-directory=${reportDir}`,
+      path.join(root, "agent/bin/flotilla-agent.js"),
+      "--hub-url",
+      hub.url,
+      "--cluster-name",
+      cluster,
+      "--bootstrap-token",
+      token,
+      "--kubeconfig",
+      sim.kubeconfig,
+      "--transport",
+      TRANSPORT,
+    ],
     { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...image.env } },
   );
   const pid = agent.pid!;
@@ -253,7 +283,9 @@ async function cliTimes(hub: Hub): Promise<number[]> {
   for (let i = 0; i < CLI_RUNS; i++) {
     const t0 = performance.now();
     await new Promise<void>((resolve, reject) => {
-      execFile(process.execPath, [path.join(root, "agent/bin/flotilla.js"), "get", "clusters", "--hub-url", hub.url, "--token", hub.adminToken], (err) => (err ? reject(err) : resolve()));
+      execFile(process.execPath, [path.join(root, "agent/bin/flotilla.js"), "get", "clusters", "--hub-url", hub.url, "--token", hub.adminToken], (err) =>
+        err ? reject(err) : resolve(),
+      );
     });
     times.push(performance.now() - t0);
   }
@@ -274,7 +306,13 @@ function imageSize(): string {
 
 function bundleSize(): number {
   const dir = path.join(root, "dist/agent");
-  const files = ["flotilla-agent.mjs", ...fs.readdirSync(path.join(dir, "chunks")).filter((f) => f.endsWith(".mjs")).map((f) => `chunks/${f}`)];
+  const files = [
+    "flotilla-agent.mjs",
+    ...fs
+      .readdirSync(path.join(dir, "chunks"))
+      .filter((f) => f.endsWith(".mjs"))
+      .map((f) => `chunks/${f}`),
+  ];
   return files.reduce((n, f) => n + fs.statSync(path.join(dir, f)).size, 0);
 }
 
@@ -298,7 +336,9 @@ try {
     ]),
   );
   const cli = await cliTimes(hub);
-  console.log(`\nflotilla get clusters, end to end over ${cli.length} runs: p50 ${cli[Math.floor(cli.length / 2)]!.toFixed(0)} ms, max ${cli.at(-1)!.toFixed(0)} ms`);
+  console.log(
+    `\nflotilla get clusters, end to end over ${cli.length} runs: p50 ${cli[Math.floor(cli.length / 2)]!.toFixed(0)} ms, max ${cli.at(-1)!.toFixed(0)} ms`,
+  );
   console.log(`agent bundle (dist/agent/flotilla-agent.mjs and its chunks): ${(bundleSize() / 1024).toFixed(0)} KiB`);
   console.log(`image: ${imageSize()}`);
 } finally {

@@ -97,7 +97,10 @@ function makeFleet(n: number, seed = 7): Fleet {
   const roleBindings: RoleBinding[] = [];
   for (let i = 0; i < n; i++) {
     const ns = namespaces[i % nsCount]!;
-    const roleRef = i % 3 === 0 ? { apiGroup: RBAC_GROUP, kind: "ClusterRole", name: pick(rnd, ["view", "edit", "admin"]) } : { apiGroup: RBAC_GROUP, kind: "Role", name: `role-${i}` };
+    const roleRef =
+      i % 3 === 0
+        ? { apiGroup: RBAC_GROUP, kind: "ClusterRole", name: pick(rnd, ["view", "edit", "admin"]) }
+        : { apiGroup: RBAC_GROUP, kind: "Role", name: `role-${i}` };
     roleBindings.push({
       metadata: { namespace: ns, name: `binding-${i}` },
       roleRef,
@@ -121,7 +124,13 @@ function makeWorstCase(n: number): RbacSnapshot {
   const roleBindings: RoleBinding[] = [];
   for (let i = 0; i < n; i++) {
     const [group, resource] = RESOURCES[i % RESOURCES.length]!;
-    roles.push({ metadata: { namespace: "crowded", name: `role-${i}` }, rules: [{ verbs: ["get", "list", "watch"], apiGroups: [group], resources: [resource] }, { verbs: ["update"], apiGroups: [group], resources: [resource], resourceNames: [`obj-${i}`] }] });
+    roles.push({
+      metadata: { namespace: "crowded", name: `role-${i}` },
+      rules: [
+        { verbs: ["get", "list", "watch"], apiGroups: [group], resources: [resource] },
+        { verbs: ["update"], apiGroups: [group], resources: [resource], resourceNames: [`obj-${i}`] },
+      ],
+    });
     roleBindings.push({
       metadata: { namespace: "crowded", name: `binding-${i}` },
       roleRef: { apiGroup: RBAC_GROUP, kind: "Role", name: `role-${i}` },
@@ -189,20 +198,44 @@ for (const n of SIZES) {
     const r = requests[i & 4095]!;
     return () => rbac.authorize(r.user, r.attrs);
   });
-  checkRows.push([`${n.toLocaleString("en-US")}`, `random users and requests (${Math.round(allowed * 100)} % allowed)`, us(random.p50), us(random.p99), us(random.max)]);
+  checkRows.push([
+    `${n.toLocaleString("en-US")}`,
+    `random users and requests (${Math.round(allowed * 100)} % allowed)`,
+    us(random.p50),
+    us(random.p99),
+    us(random.max),
+  ]);
 
   const sa: UserInfo = { name: serviceAccountUsername("team-1", "sa-1"), groups: ["system:authenticated", ...serviceAccountGroups("team-1")] };
-  const saAttrs: RequestAttributes = { verb: "patch", apiGroup: "work.open-cluster-management.io", resource: "manifestworkreplicasets", namespace: "team-1", name: "rollout" };
+  const saAttrs: RequestAttributes = {
+    verb: "patch",
+    apiGroup: "work.open-cluster-management.io",
+    resource: "manifestworkreplicasets",
+    namespace: "team-1",
+    name: "rollout",
+  };
   const saDecision = rbac.authorize(sa, saAttrs).allowed;
   const saTimes = timeChecks(CHECKS, () => () => rbac.authorize(sa, saAttrs));
-  checkRows.push([`${n.toLocaleString("en-US")}`, `a ServiceAccount patching a ManifestWorkReplicaSet (${saDecision ? "allowed" : "denied"})`, us(saTimes.p50), us(saTimes.p99), us(saTimes.max)]);
+  checkRows.push([
+    `${n.toLocaleString("en-US")}`,
+    `a ServiceAccount patching a ManifestWorkReplicaSet (${saDecision ? "allowed" : "denied"})`,
+    us(saTimes.p50),
+    us(saTimes.p99),
+    us(saTimes.max),
+  ]);
 
   const worst = new RbacAuthorizer(makeWorstCase(n));
   const wideUser: UserInfo = { name: "nobody-in-particular", groups: ["system:authenticated", "everyone"] };
   const wideAttrs: RequestAttributes = { verb: "delete", apiGroup: RBAC_GROUP, resource: "roles", namespace: "crowded", name: "r" };
   if (worst.authorize(wideUser, wideAttrs).allowed) throw new Error("the worst-case check must be a denial");
   const wide = timeChecks(CHECKS, () => () => worst.authorize(wideUser, wideAttrs));
-  checkRows.push([`${n.toLocaleString("en-US")}`, `worst case: denied, the user's group named by all ${n} RoleBindings of the namespace`, us(wide.p50), us(wide.p99), us(wide.max)]);
+  checkRows.push([
+    `${n.toLocaleString("en-US")}`,
+    `worst case: denied, the user's group named by all ${n} RoleBindings of the namespace`,
+    us(wide.p50),
+    us(wide.p99),
+    us(wide.max),
+  ]);
 
   const rules = timeChecks(Math.floor(CHECKS / 4), (i) => {
     const r = requests[i & 4095]!;

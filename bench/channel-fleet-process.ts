@@ -90,7 +90,13 @@ class SimAgent {
     const client = new HubClient({ hubUrl });
     for (let attempt = 1; ; attempt++) {
       const proof = await signProof(this.name, this.key, `id-${this.name}`);
-      const r = await client.register(bootstrapToken, { clusterName: this.name, clusterId: `id-${this.name}`, publicKey: this.key.publicJwk, proof, claims: [] });
+      const r = await client.register(bootstrapToken, {
+        clusterName: this.name,
+        clusterId: `id-${this.name}`,
+        publicKey: this.key.publicJwk,
+        proof,
+        claims: [],
+      });
       if (r.ok) {
         this.keyTag = client.keyTag(this.key.kid);
         return;
@@ -174,7 +180,11 @@ class SimAgent {
           signal.removeEventListener("abort", onAbort);
           resolve(end);
         };
-        const ws = new WebSocket(url, CHANNEL_SUBPROTOCOL, { headers: { authorization: `Bearer ${token}` }, handshakeTimeout: REQUEST_TIMEOUT_MS, perMessageDeflate: false });
+        const ws = new WebSocket(url, CHANNEL_SUBPROTOCOL, {
+          headers: { authorization: `Bearer ${token}` },
+          handshakeTimeout: REQUEST_TIMEOUT_MS,
+          perMessageDeflate: false,
+        });
         const onAbort = () => ws.terminate();
         signal.addEventListener("abort", onAbort, { once: true });
         const ping = () => {
@@ -195,7 +205,11 @@ class SimAgent {
           res.resume();
           req.destroy();
           const retryAfter = res.headers["retry-after"];
-          const failure: HubFailure = { kind: code === 401 ? "unauthorized" : code === 403 ? "forbidden" : "unreachable", status: code, message: `HTTP ${code}` };
+          const failure: HubFailure = {
+            kind: code === 401 ? "unauthorized" : code === 403 ? "forbidden" : "unreachable",
+            status: code,
+            message: `HTTP ${code}`,
+          };
           if (typeof retryAfter === "string" && /^\d+$/.test(retryAfter)) failure.retryAfterMs = Number(retryAfter) * 1000;
           finish({ kind: "failed", failure });
         });
@@ -266,8 +280,24 @@ class SimAgent {
           if ((this.sentGeneration.get(w.metadata.name) ?? 0) >= g) continue;
           this.sentGeneration.set(w.metadata.name, g);
           const stamp = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-          const c = (type: string, s: string, reason: string) => ({ type, status: s, reason, message: reason, observedGeneration: g, lastTransitionTime: stamp });
-          const report: WorkStatusReport = { uid: w.metadata.uid, status: { conditions: [c("Applied", "True", "AppliedManifestWorkComplete"), c("Available", "True", "ResourcesAvailable"), c("Progressing", "False", "Completed")] } };
+          const c = (type: string, s: string, reason: string) => ({
+            type,
+            status: s,
+            reason,
+            message: reason,
+            observedGeneration: g,
+            lastTransitionTime: stamp,
+          });
+          const report: WorkStatusReport = {
+            uid: w.metadata.uid,
+            status: {
+              conditions: [
+                c("Applied", "True", "AppliedManifestWorkComplete"),
+                c("Available", "True", "ResourcesAvailable"),
+                c("Progressing", "False", "Completed"),
+              ],
+            },
+          };
           this.request({ type: "report", id: `r${g}-${++this.seq}`, work: w.metadata.name, report });
         }
         return;
@@ -305,9 +335,11 @@ let loops: Promise<void>[] = [];
 
 async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: Math.max(1, concurrency) }, async () => {
-    while (next < items.length) await fn(items[next++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: Math.max(1, concurrency) }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
 }
 
 /** Resolves when `ok` holds (checked every 50 ms); rejects after `timeoutMs` with `what`. */
@@ -348,7 +380,11 @@ async function handle(cmd: FleetCommand): Promise<unknown> {
       // and its first status's acknowledgement before the next starts.
       await pool(agents, cmd.concurrency, async (a) => {
         loops.push(a.run());
-        await until(() => a.joined || stopping.signal.aborted, cmd.timeoutMs, () => `${a.name} did not join in ${cmd.timeoutMs} ms`);
+        await until(
+          () => a.joined || stopping.signal.aborted,
+          cmd.timeoutMs,
+          () => `${a.name} did not join in ${cmd.timeoutMs} ms`,
+        );
       });
       return {};
     }
@@ -356,11 +392,19 @@ async function handle(cmd: FleetCommand): Promise<unknown> {
       target = cmd.url;
       return {};
     case "reported": {
-      await until(() => agents.every((a) => a.reported.has(cmd.generation)), cmd.timeoutMs, () => `${agents.filter((a) => a.reported.has(cmd.generation)).length}/${agents.length} agents of this process reported generation ${cmd.generation}`);
+      await until(
+        () => agents.every((a) => a.reported.has(cmd.generation)),
+        cmd.timeoutMs,
+        () => `${agents.filter((a) => a.reported.has(cmd.generation)).length}/${agents.length} agents of this process reported generation ${cmd.generation}`,
+      );
       return { times: agents.map((a) => ({ woken: a.woken.get(cmd.generation) ?? NaN, done: a.reported.get(cmd.generation)! }) satisfies AgentTimes) };
     }
     case "connected": {
-      await until(() => agents.every((a) => a.socket !== undefined && a.welcomedAt >= cmd.since), cmd.timeoutMs, () => `${agents.filter((a) => a.socket !== undefined && a.welcomedAt >= cmd.since).length}/${agents.length} agents of this process connected again`);
+      await until(
+        () => agents.every((a) => a.socket !== undefined && a.welcomedAt >= cmd.since),
+        cmd.timeoutMs,
+        () => `${agents.filter((a) => a.socket !== undefined && a.welcomedAt >= cmd.since).length}/${agents.length} agents of this process connected again`,
+      );
       return { times: agents.map((a) => a.welcomedAt) };
     }
     case "stats":

@@ -127,7 +127,12 @@ export class ChannelFleet {
   static async start(names: string[], opts: { processes?: number; status?: HeartbeatRequest } = {}): Promise<ChannelFleet> {
     const n = opts.processes ?? Math.max(names.length >= 2_000 ? 2 : 1, Math.ceil(names.length / MAX_AGENTS_PER_PROCESS));
     const split = shares(names, n);
-    const procs = split.map(() => new FleetProcess(fork(path.join(here, "channel-fleet-process.ts"), [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] })));
+    const procs = split.map(
+      () =>
+        new FleetProcess(
+          fork(path.join(here, "channel-fleet-process.ts"), [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] }),
+        ),
+    );
     const fleet = new ChannelFleet(procs, names.length);
     await Promise.all(procs.map((p, i) => p.send({ cmd: "init", names: split[i]!, status: opts.status })));
     return fleet;

@@ -93,7 +93,9 @@ interface Channel {
 /** Connects agent `a`'s channel and says `hello` (awaiting `welcome` and the works it is sent). @throws Error when the upgrade fails */
 async function connectChannel(hub: Hub, a: Agent): Promise<Channel> {
   const token = await signAgentToken(a.name, a.key, { keyTag: a.keyTag });
-  const ws = new WebSocket(`${hub.url.replace(/^http/, "ws")}/agent/v1/clusters/${a.name}/connect`, CHANNEL_SUBPROTOCOL, { headers: { authorization: `Bearer ${token}` } });
+  const ws = new WebSocket(`${hub.url.replace(/^http/, "ws")}/agent/v1/clusters/${a.name}/connect`, CHANNEL_SUBPROTOCOL, {
+    headers: { authorization: `Bearer ${token}` },
+  });
   const waiting: { match: (f: string) => boolean; resolve: (f: string) => void }[] = [];
   ws.on("message", (data) => {
     const frame = String(data);
@@ -187,7 +189,14 @@ async function timed(fn: () => Promise<Response | { status: number }>, what: str
 }
 
 /** One agent-protocol request, signed as the agent signs it; `body` is a request of src/agent/protocol.ts. */
-async function agentFetch(hub: Hub, a: Agent, method: string, sub: string, body?: HeartbeatRequest | WorkStatusReport, headers: Record<string, string> = {}): Promise<Response> {
+async function agentFetch(
+  hub: Hub,
+  a: Agent,
+  method: string,
+  sub: string,
+  body?: HeartbeatRequest | WorkStatusReport,
+  headers: Record<string, string> = {},
+): Promise<Response> {
   const token = await signAgentToken(a.name, a.key, { keyTag: a.keyTag });
   return fetch(`${hub.url}/agent/v1/clusters/${a.name}${sub}`, {
     method,
@@ -220,13 +229,20 @@ const placement = (name: string, numberOfClusters?: number) => ({
 /** The ManifestWork of the README's example: one ConfigMap and a status feedback rule. */
 const workload = (name: string) => ({
   workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" }, data: { greeting: "hi" } }] },
-  manifestConfigs: [{ resourceIdentifier: { resource: "configmaps", name, namespace: "default" }, feedbackRules: [{ type: "JSONPaths", jsonPaths: [{ name: "greeting", path: ".data.greeting" }] }] }],
+  manifestConfigs: [
+    {
+      resourceIdentifier: { resource: "configmaps", name, namespace: "default" },
+      feedbackRules: [{ type: "JSONPaths", jsonPaths: [{ name: "greeting", path: ".data.greeting" }] }],
+    },
+  ],
 });
 
 function workStatus(generation: number, message: string) {
   const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
   const c = (type: string, status: string, reason: string) => ({ type, status, reason, message, observedGeneration: generation, lastTransitionTime: now });
-  return { conditions: [c("Applied", "True", "AppliedManifestWorkComplete"), c("Available", "True", "ResourcesAvailable"), c("Progressing", "False", "Completed")] };
+  return {
+    conditions: [c("Applied", "True", "AppliedManifestWorkComplete"), c("Available", "True", "ResourcesAvailable"), c("Progressing", "False", "Completed")],
+  };
 }
 
 /** Bytes stored in the hub's local D1, per table and index (dbstat), with row counts and JSON body sizes per kind. */
@@ -237,19 +253,28 @@ function d1Storage(stateDir: string): { tables: string[][]; kinds: string[][] } 
   const db = new DatabaseSync(path.join(dir, file), { readOnly: true });
   try {
     const count = (table: string) => Number((db.prepare(`SELECT count(*) AS n FROM "${table}"`).get() as { n: number }).n);
-    const stat = db.prepare("SELECT s.name AS name, m.tbl_name AS tbl, m.type AS type, sum(s.pgsize) AS bytes, sum(s.payload) AS payload FROM dbstat s JOIN sqlite_schema m ON m.name = s.name GROUP BY s.name ORDER BY m.tbl_name, m.type DESC").all() as { name: string; tbl: string; type: string; bytes: number; payload: number }[];
+    const stat = db
+      .prepare(
+        "SELECT s.name AS name, m.tbl_name AS tbl, m.type AS type, sum(s.pgsize) AS bytes, sum(s.payload) AS payload FROM dbstat s JOIN sqlite_schema m ON m.name = s.name GROUP BY s.name ORDER BY m.tbl_name, m.type DESC",
+      )
+      .all() as { name: string; tbl: string; type: string; bytes: number; payload: number }[];
     const tables = stat
       .filter((s) => !s.tbl.startsWith("_cf_") && !s.tbl.startsWith("d1_") && !s.tbl.startsWith("sqlite_"))
       .map((s) => {
         const rows = count(s.tbl);
-        return [`${s.name}${s.type === "index" ? ` (index of ${s.tbl})` : ""}`, String(rows), String(s.bytes), String(s.payload), rows ? (s.payload / rows).toFixed(0) : "-"];
+        return [
+          `${s.name}${s.type === "index" ? ` (index of ${s.tbl})` : ""}`,
+          String(rows),
+          String(s.bytes),
+          String(s.payload),
+          rows ? (s.payload / rows).toFixed(0) : "-",
+        ];
       });
-    const kinds = (db.prepare("SELECT resource, count(*) AS n, avg(length(body)) AS avg, max(length(body)) AS max FROM objects GROUP BY resource ORDER BY resource").all() as { resource: string; n: number; avg: number; max: number }[]).map((k) => [
-      k.resource,
-      String(k.n),
-      k.avg.toFixed(0),
-      String(k.max),
-    ]);
+    const kinds = (
+      db
+        .prepare("SELECT resource, count(*) AS n, avg(length(body)) AS avg, max(length(body)) AS max FROM objects GROUP BY resource ORDER BY resource")
+        .all() as { resource: string; n: number; avg: number; max: number }[]
+    ).map((k) => [k.resource, String(k.n), k.avg.toFixed(0), String(k.max)]);
     const ev = db.prepare("SELECT count(*) AS n, avg(length(body)) AS avg FROM events").get() as { n: number; avg: number };
     kinds.push(["events (watch log)", String(ev.n), ev.avg.toFixed(0), "-"]);
     return { tables, kinds };
@@ -270,7 +295,8 @@ function clusterObjectStorage(stateDir: string): { sizes: number[]; tables: Map<
   for (const f of readdirSync(dir).filter((n) => n.endsWith(".sqlite"))) {
     const db = new DatabaseSync(path.join(dir, f), { readOnly: true });
     try {
-      const holds = db.prepare("SELECT 1 AS one FROM sqlite_schema WHERE name = 'state'").get() && db.prepare("SELECT 1 AS one FROM state WHERE k = 'object'").get();
+      const holds =
+        db.prepare("SELECT 1 AS one FROM sqlite_schema WHERE name = 'state'").get() && db.prepare("SELECT 1 AS one FROM state WHERE k = 'object'").get();
       if (!holds) continue;
       const pages = Number((db.prepare("PRAGMA page_count").get() as { page_count: number }).page_count);
       const pageSize = Number((db.prepare("PRAGMA page_size").get() as { page_size: number }).page_size);
@@ -300,7 +326,11 @@ function replicatedPolicy(cluster: string, i: number) {
     kind: "Policy",
     metadata: {
       name,
-      labels: { "policy.open-cluster-management.io/root-policy": name, "policy.open-cluster-management.io/cluster-name": cluster, "policy.open-cluster-management.io/cluster-namespace": cluster },
+      labels: {
+        "policy.open-cluster-management.io/root-policy": name,
+        "policy.open-cluster-management.io/cluster-name": cluster,
+        "policy.open-cluster-management.io/cluster-namespace": cluster,
+      },
     },
     spec: {
       disabled: false,
@@ -311,7 +341,13 @@ function replicatedPolicy(cluster: string, i: number) {
             apiVersion: "policy.open-cluster-management.io/v1",
             kind: "ConfigurationPolicy",
             metadata: { name: `ns-${i}` },
-            spec: { remediationAction: "inform", severity: "low", "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: `bench-policy-${i}` } } }] },
+            spec: {
+              remediationAction: "inform",
+              severity: "low",
+              "object-templates": [
+                { complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: `bench-policy-${i}` } } },
+              ],
+            },
           },
         },
       ],
@@ -329,9 +365,26 @@ async function idleClusterWithPolicies(hub: Hub): Promise<Measured> {
   const cluster = "idle-policies";
   const dir = mkdtempSync(path.join(os.tmpdir(), "flotilla-bench-costs-"));
   const token = await createBootstrapToken(hub, { autoApprove: true });
-  const agent = spawn(process.execPath, [path.join(process.cwd(), "agent/bin/flotilla-agent.js"), "--hub-url", hub.url, "--cluster-name", cluster, "--bootstrap-token", token, "--simulate", "--simulate-state", path.join(dir, "sim.json"), "--status-sync-interval", "10"], {
-    stdio: ["ignore", "ignore", "pipe"],
-  });
+  const agent = spawn(
+    process.execPath,
+    [
+      path.join(process.cwd(), "agent/bin/flotilla-agent.js"),
+      "--hub-url",
+      hub.url,
+      "--cluster-name",
+      cluster,
+      "--bootstrap-token",
+      token,
+      "--simulate",
+      "--simulate-state",
+      path.join(dir, "sim.json"),
+      "--status-sync-interval",
+      "10",
+    ],
+    {
+      stdio: ["ignore", "ignore", "pipe"],
+    },
+  );
   let output = "";
   agent.stderr!.on("data", (d: Buffer) => (output += d.toString()));
   const until = async (what: string, cond: () => Promise<boolean>, timeoutMs = 120_000) => {
@@ -348,19 +401,42 @@ async function idleClusterWithPolicies(hub: Hub): Promise<Measured> {
       const work = {
         apiVersion: "work.open-cluster-management.io/v1",
         kind: "ManifestWork",
-        metadata: { name: `addon-${name}-deploy-0`, labels: { "open-cluster-management.io/addon-name": name }, annotations: { "addon.flotilla.dev/install-namespace": `${name}-agent`, "addon.flotilla.dev/health-check-mode": "None" } },
-        spec: { workload: { manifests: [{ apiVersion: "v1", kind: "Namespace", metadata: { name: `${name}-agent` } }, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${name}-config`, namespace: `${name}-agent` }, data: { addon: name } }] } },
+        metadata: {
+          name: `addon-${name}-deploy-0`,
+          labels: { "open-cluster-management.io/addon-name": name },
+          annotations: { "addon.flotilla.dev/install-namespace": `${name}-agent`, "addon.flotilla.dev/health-check-mode": "None" },
+        },
+        spec: {
+          workload: {
+            manifests: [
+              { apiVersion: "v1", kind: "Namespace", metadata: { name: `${name}-agent` } },
+              { apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${name}-config`, namespace: `${name}-agent` }, data: { addon: name } },
+            ],
+          },
+        },
       };
       await adminOk(hub, "POST", MW(cluster), work, `add-on ${name}`);
     }
-    for (let i = 0; i < POLICY_COUNT; i++) await adminOk(hub, "POST", `/apis/policy.open-cluster-management.io/v1/namespaces/${cluster}/policies`, replicatedPolicy(cluster, i), `policy ${i}`);
+    for (let i = 0; i < POLICY_COUNT; i++)
+      await adminOk(hub, "POST", `/apis/policy.open-cluster-management.io/v1/namespaces/${cluster}/policies`, replicatedPolicy(cluster, i), `policy ${i}`);
     await until("the add-ons applied", async () => {
-      const items = ((await admin(hub, "GET", `${MW(cluster)}?labelSelector=${encodeURIComponent("open-cluster-management.io/addon-name")}`)).body as { items: { status?: { conditions?: { type: string; status: string }[] } }[] }).items;
+      const items = (
+        (await admin(hub, "GET", `${MW(cluster)}?labelSelector=${encodeURIComponent("open-cluster-management.io/addon-name")}`)).body as {
+          items: { status?: { conditions?: { type: string; status: string }[] } }[];
+        }
+      ).items;
       return items.length === ADDONS.length && items.every((w) => w.status?.conditions?.some((c) => c.type === "Applied" && c.status === "True"));
     });
     await until("every policy compliant, found as specified", async () => {
-      const items = ((await admin(hub, "GET", `/apis/policy.open-cluster-management.io/v1/namespaces/${cluster}/policies`)).body as { items: { status?: { compliant?: string; details?: { history?: { message?: string }[] }[] } }[] }).items;
-      return items.length === POLICY_COUNT && items.every((p) => p.status?.compliant === "Compliant" && p.status.details?.[0]?.history?.[0]?.message?.includes("found as specified"));
+      const items = (
+        (await admin(hub, "GET", `/apis/policy.open-cluster-management.io/v1/namespaces/${cluster}/policies`)).body as {
+          items: { status?: { compliant?: string; details?: { history?: { message?: string }[] }[] } }[];
+        }
+      ).items;
+      return (
+        items.length === POLICY_COUNT &&
+        items.every((p) => p.status?.compliant === "Compliant" && p.status.details?.[0]?.history?.[0]?.message?.includes("found as specified"))
+      );
     });
     const label = `idle cluster, ${ADDONS.length} add-ons and ${POLICY_COUNT} compliant policies (per lease of ${IDLE_LEASE} s; agent process, ws)`;
     const measured = await measure(hub, label, IDLE_LEASES, async () => {
@@ -412,7 +488,13 @@ async function fleetOperations(hub: Hub, results: Measured[]): Promise<void> {
     }),
   );
   await createNamespaces(hub, "apps");
-  await adminOk(hub, "POST", `/apis/${G}/v1beta2/namespaces/apps/managedclustersetbindings`, { apiVersion: `${G}/v1beta2`, kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } }, "binding");
+  await adminOk(
+    hub,
+    "POST",
+    `/apis/${G}/v1beta2/namespaces/apps/managedclustersetbindings`,
+    { apiVersion: `${G}/v1beta2`, kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } },
+    "binding",
+  );
   for (let p = 0; p < PLACEMENTS; p++) await adminOk(hub, "POST", PL, placement(`fleet-${p}`, 5), "placement");
   await adminOk(hub, "POST", PL, placement("all"), "placement all");
 
@@ -487,7 +569,11 @@ async function fleetOperations(hub: Hub, results: Measured[]): Promise<void> {
       ms: (await adminOk(hub, "PATCH", `${MC}/${agentAt(i).name}`, { metadata: { labels: { tier: `t${i}` } } }, "label", MERGE)).ms,
     })),
   );
-  results.push(await measure(hub, "Placement create (PickN 3, decided on return)", SAMPLES, async (i) => ({ ms: (await adminOk(hub, "POST", PL, placement(`new-${i}`, 3), "placement create")).ms })));
+  results.push(
+    await measure(hub, "Placement create (PickN 3, decided on return)", SAMPLES, async (i) => ({
+      ms: (await adminOk(hub, "POST", PL, placement(`new-${i}`, 3), "placement create")).ms,
+    })),
+  );
   results.push(
     await measure(hub, "Placement update (numberOfClusters 3 to 4)", SAMPLES, async (i) => ({
       ms: (await adminOk(hub, "PATCH", `${PL}/new-${i}`, { spec: { numberOfClusters: 4 } }, "placement update", MERGE)).ms,
@@ -497,7 +583,13 @@ async function fleetOperations(hub: Hub, results: Measured[]): Promise<void> {
     await measure(hub, "ManifestWork create (admin API)", SAMPLES, async (i) => {
       const a = agentAt(i);
       const name = `hello-${i}`;
-      const r = await adminOk(hub, "POST", MW(a.name), { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name }, spec: workload(name) }, "work create");
+      const r = await adminOk(
+        hub,
+        "POST",
+        MW(a.name),
+        { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name }, spec: workload(name) },
+        "work create",
+      );
       a.works.push({ name, uid: r.body.metadata.uid });
       return { ms: r.ms };
     }),
@@ -506,7 +598,10 @@ async function fleetOperations(hub: Hub, results: Measured[]): Promise<void> {
     await measure(hub, "work status report (agent PUT status)", SAMPLES, (i) => {
       const a = agentAt(i);
       const w = a.works[0]!;
-      return timed(() => agentFetch(hub, a, "PUT", `/works/${w.name}/status`, { uid: w.uid, status: workStatus(1, `applied, report ${i}`) }), `report ${a.name}`);
+      return timed(
+        () => agentFetch(hub, a, "PUT", `/works/${w.name}/status`, { uid: w.uid, status: workStatus(1, `applied, report ${i}`) }),
+        `report ${a.name}`,
+      );
     }),
   );
   results.push(
@@ -518,18 +613,40 @@ async function fleetOperations(hub: Hub, results: Measured[]): Promise<void> {
   );
   results.push(
     await measure(hub, `ManifestWorkReplicaSet create over ${CLUSTERS} clusters (all its works)`, 1, async () => ({
-      ms: (await adminOk(hub, "POST", MWRS, { apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", metadata: { name: "fleet" }, spec: { placementRefs: [{ name: "all", rolloutStrategy: { type: "All" } }], manifestWorkTemplate: workload("fleet") } }, "replica set")).ms,
+      ms: (
+        await adminOk(
+          hub,
+          "POST",
+          MWRS,
+          {
+            apiVersion: "work.open-cluster-management.io/v1alpha1",
+            kind: "ManifestWorkReplicaSet",
+            metadata: { name: "fleet" },
+            spec: { placementRefs: [{ name: "all", rolloutStrategy: { type: "All" } }], manifestWorkTemplate: workload("fleet") },
+          },
+          "replica set",
+        )
+      ).ms,
     })),
   );
 
-  const fleetWorks = await admin(hub, "GET", "/apis/work.open-cluster-management.io/v1/manifestworks?labelSelector=work.open-cluster-management.io%2Fmanifestworkreplicaset%3Dapps.fleet");
-  const owned = new Map((fleetWorks.body as { items: { metadata: { namespace: string; name: string; uid: string } }[] }).items.map((w) => [w.metadata.namespace, w.metadata]));
+  const fleetWorks = await admin(
+    hub,
+    "GET",
+    "/apis/work.open-cluster-management.io/v1/manifestworks?labelSelector=work.open-cluster-management.io%2Fmanifestworkreplicaset%3Dapps.fleet",
+  );
+  const owned = new Map(
+    (fleetWorks.body as { items: { metadata: { namespace: string; name: string; uid: string } }[] }).items.map((w) => [w.metadata.namespace, w.metadata]),
+  );
   results.push(
     await measure(hub, "work status report of a replica set's work (its summary follows)", SAMPLES, (i) => {
       const a = agentAt(i);
       const w = owned.get(a.name);
       if (!w) throw new Error(`no replica set work in ${a.name}`);
-      return timed(() => agentFetch(hub, a, "PUT", `/works/${w.name}/status`, { uid: w.uid, status: workStatus(1, `applied, report ${i}`) }), `report ${a.name}`);
+      return timed(
+        () => agentFetch(hub, a, "PUT", `/works/${w.name}/status`, { uid: w.uid, status: workStatus(1, `applied, report ${i}`) }),
+        `report ${a.name}`,
+      );
     }),
   );
 
@@ -564,12 +681,40 @@ async function main(): Promise<void> {
         p50(r.latencies).toFixed(0),
       ];
     });
-    console.log(`\nFlotilla unit costs (npm run bench:costs): ${IDLE_ONLY ? "the idle cluster alone" : `${CLUSTERS} clusters, ${PLACEMENTS} + 1 placements, ${SAMPLES} samples (steady heartbeats and polls ${5 * SAMPLES})`}; local wrangler dev on this machine, Node ${process.version}`);
-    printTable("Per operation (averages over the samples; everything it set off, alarms included)", ["operation", "samples", "Worker requests", "DO requests (messages at 20:1)", "DO messages", "DO wakes", "DO rows written", "D1 calls", "D1 rows read", "D1 rows written", "workerd CPU ms", "p50 ms"], rows);
+    console.log(
+      `\nFlotilla unit costs (npm run bench:costs): ${IDLE_ONLY ? "the idle cluster alone" : `${CLUSTERS} clusters, ${PLACEMENTS} + 1 placements, ${SAMPLES} samples (steady heartbeats and polls ${5 * SAMPLES})`}; local wrangler dev on this machine, Node ${process.version}`,
+    );
+    printTable(
+      "Per operation (averages over the samples; everything it set off, alarms included)",
+      [
+        "operation",
+        "samples",
+        "Worker requests",
+        "DO requests (messages at 20:1)",
+        "DO messages",
+        "DO wakes",
+        "DO rows written",
+        "D1 calls",
+        "D1 rows read",
+        "D1 rows written",
+        "workerd CPU ms",
+        "p50 ms",
+      ],
+      rows,
+    );
     const cls = ["cluster", "scheduler", "replicaset"] as const;
     printTable(
       "Durable Object requests (RPC + alarms), rows written and RPC round trip, per class; D1 round trip; the hub's own headers for agent calls (cluster object's count)",
-      ["operation", ...cls.map((k) => `${k} req`), ...cls.map((k) => `${k} alarms`), ...cls.map((k) => `${k} rows`), ...cls.map((k) => `${k} ms/req`), "D1 ms/call", "header D1 queries", "header rows"],
+      [
+        "operation",
+        ...cls.map((k) => `${k} req`),
+        ...cls.map((k) => `${k} alarms`),
+        ...cls.map((k) => `${k} rows`),
+        ...cls.map((k) => `${k} ms/req`),
+        "D1 ms/call",
+        "header D1 queries",
+        "header rows",
+      ],
       results.map((r) => [
         r.label,
         ...cls.map((k) => per(r.counts.doRequests[k], r.samples)),

@@ -37,7 +37,17 @@ import { createBootstrapToken, startHub, type Hub } from "../scripts/hub-process
 import { descendants, procStat } from "../scripts/proc.mjs";
 import type { HeartbeatRequest } from "../src/agent/protocol.ts";
 import type { MeterCounts } from "./meter/counts.ts";
-import { ChannelFleet, describeStats, descriptorLimit, entryUrl, hubProcesses, outOfDescriptors, percentile as pct, sampleDescriptors, type Descriptors } from "./channel-fleet.ts";
+import {
+  ChannelFleet,
+  describeStats,
+  descriptorLimit,
+  entryUrl,
+  hubProcesses,
+  outOfDescriptors,
+  percentile as pct,
+  sampleDescriptors,
+  type Descriptors,
+} from "./channel-fleet.ts";
 import { printTable } from "./table.ts";
 
 const N = Number(process.env.BENCH_AGENTS ?? 1000);
@@ -59,9 +69,11 @@ function percentile(sorted: number[], p: number): number {
 
 async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < items.length) await fn(items[next++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
 }
 
 const status: HeartbeatRequest = {
@@ -137,12 +149,14 @@ async function main(): Promise<void> {
     const end = performance.now() + SECONDS * 1000;
     let i = 0;
     t = performance.now();
-    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-      while (performance.now() < end) {
-        const a = agents[i++ % agents.length]!;
-        steady.push(await heartbeat(hub.url, a.name, a.key, a.keyTag));
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (performance.now() < end) {
+          const a = agents[i++ % agents.length]!;
+          steady.push(await heartbeat(hub.url, a.name, a.key, a.keyTag));
+        }
+      }),
+    );
     const steadyMs = performance.now() - t;
 
     const header = ["phase", "heartbeats", "errors", "per second", "p50 ms", "p99 ms", "D1 queries/hb", "DO rows written/hb", "scheduler runs/hb"];
@@ -190,13 +204,25 @@ const sum = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a +
 
 /** One row of what the meter counted: Worker requests, Durable Object requests (of which alarms), wakes, messages, rows, D1. */
 function meterRow(label: string, m: MeterCounts): string[] {
-  return [label, String(m.workerRequests), `${sum(m.doRequests) + sum(m.doAlarms)} (${sum(m.doAlarms)} alarms)`, String(sum(m.doWakes)), String(sum(m.doMessages)), String(sum(m.doRowsWritten)), String(m.d1Calls), `${m.d1RowsRead} / ${m.d1RowsWritten}`];
+  return [
+    label,
+    String(m.workerRequests),
+    `${sum(m.doRequests) + sum(m.doAlarms)} (${sum(m.doAlarms)} alarms)`,
+    String(sum(m.doWakes)),
+    String(sum(m.doMessages)),
+    String(sum(m.doRowsWritten)),
+    String(m.d1Calls),
+    `${m.d1RowsRead} / ${m.d1RowsWritten}`,
+  ];
 }
 
 async function mainWs(): Promise<void> {
   log(`starting the metered hub (wrangler dev) ...`);
   let hub = await startHub({ wranglerArgs: METERED });
-  const fleet = await ChannelFleet.start(Array.from({ length: N }, (_, i) => `bench-${String(i).padStart(5, "0")}`), { processes: PROCESSES, status });
+  const fleet = await ChannelFleet.start(
+    Array.from({ length: N }, (_, i) => `bench-${String(i).padStart(5, "0")}`),
+    { processes: PROCESSES, status },
+  );
   const watch = { done: false };
   let sampler: ReturnType<typeof sampleDescriptors> | undefined;
   let worker: number | undefined;
@@ -212,7 +238,9 @@ async function mainWs(): Promise<void> {
     sampler = sampleDescriptors(target.worker);
     t = performance.now();
     await Promise.race([fleet.connect(target.url), outOfDescriptors(() => hub.output(), watch)]);
-    log(`${N} agents connected (${fleet.processes} agent processes, ${ROUTE}) in ${((performance.now() - t) / 1000).toFixed(1)} s; the Worker's workerd held at most ${fdText(sampler.stop())} descriptors`);
+    log(
+      `${N} agents connected (${fleet.processes} agent processes, ${ROUTE}) in ${((performance.now() - t) / 1000).toFixed(1)} s; the Worker's workerd held at most ${fdText(sampler.stop())} descriptors`,
+    );
 
     await sleep(SETTLE_SECONDS * 1000);
     sampler = sampleDescriptors(target.worker, 2000);
@@ -255,19 +283,30 @@ async function mainWs(): Promise<void> {
       const after = await fleet.stats();
       const fds = sampler.stop();
       const sinceUp = times.map((x) => x - tUp);
-      const failed = Object.entries(after.dialFailures).map(([k, v]) => [k, v - (before.dialFailures[k] ?? 0)] as const).filter(([, v]) => v > 0);
+      const failed = Object.entries(after.dialFailures)
+        .map(([k, v]) => [k, v - (before.dialFailures[k] ?? 0)] as const)
+        .filter(([, v]) => v > 0);
       log(`reconnect storm: ${describeStats(after)}`);
       printTable(
         `the hub restarted under ${N} connected agents (their reconnect policy: full-jitter backoff from 1 s, /livez probes every 3 s ± 50 % while the hub is absent)`,
-        ["hub stopped", "hub answering again", "all agents connected again", "reconnects after the hub answered, p50 / p99 / max", "failed dials during it", "Worker's workerd descriptors, most"],
-        [[
-          `${((tStopped - tDown) / 1000).toFixed(1)} s`,
-          `${((tUp - tDown) / 1000).toFixed(1)} s after the restart began`,
-          `${((tAll - tDown) / 1000).toFixed(1)} s after it began, ${((tAll - tUp) / 1000).toFixed(1)} s after the hub answered`,
-          `${(pct(sinceUp, 50) / 1000).toFixed(1)} / ${(pct(sinceUp, 99) / 1000).toFixed(1)} / ${(sinceUp.at(-1)! / 1000).toFixed(1)} s`,
-          failed.map(([k, v]) => `${k}: ${v}`).join(", ") || "none",
-          fdText(fds),
-        ]],
+        [
+          "hub stopped",
+          "hub answering again",
+          "all agents connected again",
+          "reconnects after the hub answered, p50 / p99 / max",
+          "failed dials during it",
+          "Worker's workerd descriptors, most",
+        ],
+        [
+          [
+            `${((tStopped - tDown) / 1000).toFixed(1)} s`,
+            `${((tUp - tDown) / 1000).toFixed(1)} s after the restart began`,
+            `${((tAll - tDown) / 1000).toFixed(1)} s after it began, ${((tAll - tUp) / 1000).toFixed(1)} s after the hub answered`,
+            `${(pct(sinceUp, 50) / 1000).toFixed(1)} / ${(pct(sinceUp, 99) / 1000).toFixed(1)} / ${(sinceUp.at(-1)! / 1000).toFixed(1)} s`,
+            failed.map(([k, v]) => `${k}: ${v}`).join(", ") || "none",
+            fdText(fds),
+          ],
+        ],
       );
       printTable("what the metered hub counted", meterHeader, [meterRow("restart to all connected", storm)]);
     }

@@ -35,10 +35,26 @@ const hub = await startHub();
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "flotilla-bench-idle-"));
 const proxy = await startCountingProxy(hub.url);
 const token = await createBootstrapToken(hub);
-const agent = spawn(process.execPath, [AGENT_BIN, "--hub-url", proxy.url, "--cluster-name", CLUSTER, "--bootstrap-token", token, "--simulate", "--simulate-state", path.join(dir, "sim.json"), ...EXTRA], {
-  cwd: root,
-  stdio: ["ignore", "ignore", "pipe"],
-});
+const agent = spawn(
+  process.execPath,
+  [
+    AGENT_BIN,
+    "--hub-url",
+    proxy.url,
+    "--cluster-name",
+    CLUSTER,
+    "--bootstrap-token",
+    token,
+    "--simulate",
+    "--simulate-state",
+    path.join(dir, "sim.json"),
+    ...EXTRA,
+  ],
+  {
+    cwd: root,
+    stdio: ["ignore", "ignore", "pipe"],
+  },
+);
 let log = "";
 agent.stderr!.on("data", (d: Buffer) => (log += d.toString()));
 try {
@@ -46,7 +62,13 @@ try {
     if (i > 600) throw new Error(`the agent did not register:\n${log}`);
     await sleep(100);
   }
-  const accepted = await admin(hub, "PATCH", `${MC}/${CLUSTER}`, { spec: { hubAcceptsClient: true, leaseDurationSeconds: LEASE } }, "application/merge-patch+json");
+  const accepted = await admin(
+    hub,
+    "PATCH",
+    `${MC}/${CLUSTER}`,
+    { spec: { hubAcceptsClient: true, leaseDurationSeconds: LEASE } },
+    "application/merge-patch+json",
+  );
   if (accepted.status !== 200) throw new Error(`accept: ${accepted.status}`);
   for (let i = 0; ; i++) {
     const mc = (await admin(hub, "GET", `${MC}/${CLUSTER}`)).body as { status?: { conditions?: { type: string; status: string }[] } };
@@ -65,7 +87,9 @@ try {
     const what = s.what.replaceAll(`/${CLUSTER}`, "/:name");
     byKind.set(what, (byKind.get(what) ?? 0) + 1);
   }
-  console.log(`idle agent (${path.relative(root, AGENT_BIN)}${EXTRA.length ? ` ${EXTRA.join(" ")}` : ""}), lease ${LEASE} s, ${WINDOW} s window: ${window.length} requests, ${proxy.upgrades()} upgraded connections`);
+  console.log(
+    `idle agent (${path.relative(root, AGENT_BIN)}${EXTRA.length ? ` ${EXTRA.join(" ")}` : ""}), lease ${LEASE} s, ${WINDOW} s window: ${window.length} requests, ${proxy.upgrades()} upgraded connections`,
+  );
   for (const [what, n] of [...byKind].sort((a, b) => b[1] - a[1])) console.log(`  ${String(n).padStart(4)}  ${what}`);
 } finally {
   agent.kill("SIGTERM");

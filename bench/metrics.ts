@@ -49,10 +49,20 @@ function seed(stateDir: string, n: number): { works: number } {
   db.exec("BEGIN");
   const obj = db.prepare("INSERT INTO objects (resource, namespace, name, uid, resource_version, body) VALUES (?, ?, ?, ?, ?, ?)");
   const lab = db.prepare("INSERT INTO labels (resource, namespace, name, key, value) VALUES (?, ?, ?, ?, ?)");
-  const put = (resource: string, body: { metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> } } & Record<string, unknown>) => {
+  const put = (
+    resource: string,
+    body: { metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> } } & Record<string, unknown>,
+  ) => {
     const uid = crypto.randomUUID();
     const ns = body.metadata.namespace ?? "";
-    obj.run(resource, ns, body.metadata.name, uid, ++rv, JSON.stringify({ ...body, metadata: { ...body.metadata, uid, creationTimestamp: AT, generation: 1 } }));
+    obj.run(
+      resource,
+      ns,
+      body.metadata.name,
+      uid,
+      ++rv,
+      JSON.stringify({ ...body, metadata: { ...body.metadata, uid, creationTimestamp: AT, generation: 1 } }),
+    );
     for (const [k, v] of Object.entries(body.metadata.labels ?? {})) lab.run(resource, ns, body.metadata.name, k, v);
   };
   for (let i = 0; i < n; i++) {
@@ -60,10 +70,18 @@ function seed(stateDir: string, n: number): { works: number } {
     put(`${G}/managedclusters`, {
       apiVersion: `${G}/v1`,
       kind: "ManagedCluster",
-      metadata: { name, labels: { "cluster.open-cluster-management.io/clusterset": "default", env: i % 2 ? "prod" : "dev" }, annotations: { "flotilla.dev/colo": COLOS[i % COLOS.length]! } },
+      metadata: {
+        name,
+        labels: { "cluster.open-cluster-management.io/clusterset": "default", env: i % 2 ? "prod" : "dev" },
+        annotations: { "flotilla.dev/colo": COLOS[i % COLOS.length]! },
+      },
       spec: { hubAcceptsClient: true, leaseDurationSeconds: 60 },
       status: {
-        conditions: [cond("HubAcceptedManagedCluster"), cond("ManagedClusterJoined"), cond("ManagedClusterConditionAvailable", i % 10 === 0 ? "Unknown" : "True")],
+        conditions: [
+          cond("HubAcceptedManagedCluster"),
+          cond("ManagedClusterJoined"),
+          cond("ManagedClusterConditionAvailable", i % 10 === 0 ? "Unknown" : "True"),
+        ],
         version: { kubernetes: "v1.31.2" },
         capacity: { cpu: "8", memory: "32Gi" },
         allocatable: { cpu: "7800m", memory: "31Gi" },
@@ -83,7 +101,10 @@ function seed(stateDir: string, n: number): { works: number } {
       kind: "Placement",
       metadata: { name: `p${i}`, namespace: "default" },
       spec: {},
-      status: { numberOfSelectedClusters: n, conditions: [cond("PlacementSatisfied", i % 5 ? "True" : "False", i % 5 ? "AllDecisionsScheduled" : "NotAllDecisionsScheduled")] },
+      status: {
+        numberOfSelectedClusters: n,
+        conditions: [cond("PlacementSatisfied", i % 5 ? "True" : "False", i % 5 ? "AllDecisionsScheduled" : "NotAllDecisionsScheduled")],
+      },
     });
   }
   for (let i = 0; i < 20; i++) {
@@ -92,7 +113,10 @@ function seed(stateDir: string, n: number): { works: number } {
       kind: "ManifestWorkReplicaSet",
       metadata: { name: `r${i}`, namespace: "default" },
       spec: { placementRefs: [{ name: `p${i}` }], manifestWorkTemplate: { workload: { manifests: [] } } },
-      status: { summary: { total: n, applied: n, available: n - i, progressing: i, degraded: 0 }, conditions: [cond("PlacementRolledOut", i % 2 ? "True" : "False", "Complete")] },
+      status: {
+        summary: { total: n, applied: n, available: n - i, progressing: i, degraded: 0 },
+        conditions: [cond("PlacementRolledOut", i % 2 ? "True" : "False", "Complete")],
+      },
     });
   }
   db.prepare("INSERT INTO counters (id, value) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET value = excluded.value").run(rv);
@@ -125,7 +149,13 @@ async function measure(n: number): Promise<string[]> {
   hub = await startHub({ stateDir, port, adminToken, startTimeoutMs: 180_000 });
   try {
     // Some API traffic, so the metrics object holds request series as a live hub's does.
-    for (const p of [`/apis/${G}/v1/managedclusters?limit=50`, `/apis/${G}/v1beta1/namespaces/default/placements`, `/apis/${W}/v1/manifestworks?limit=50`, "/api/v1/namespaces", `/apis/${G}/v1/managedclusters/seed-000001`]) {
+    for (const p of [
+      `/apis/${G}/v1/managedclusters?limit=50`,
+      `/apis/${G}/v1beta1/namespaces/default/placements`,
+      `/apis/${W}/v1/manifestworks?limit=50`,
+      "/api/v1/namespaces",
+      `/apis/${G}/v1/managedclusters/seed-000001`,
+    ]) {
       for (let i = 0; i < 5; i++) await admin(hub, "GET", p);
     }
     for (let i = 0; i < 5; i++) await scrapeOnce(hub);
@@ -141,8 +171,18 @@ async function measure(n: number): Promise<string[]> {
       q(total, 0.5).toFixed(1),
       q(total, 0.99).toFixed(1),
       Math.max(...total).toFixed(1),
-      String(q(runs.map((r) => r.d1Ms), 0.5)),
-      String(q(runs.map((r) => r.countersMs), 0.5)),
+      String(
+        q(
+          runs.map((r) => r.d1Ms),
+          0.5,
+        ),
+      ),
+      String(
+        q(
+          runs.map((r) => r.countersMs),
+          0.5,
+        ),
+      ),
     ];
   } finally {
     await hub.stop();
@@ -150,10 +190,16 @@ async function measure(n: number): Promise<string[]> {
 }
 
 async function main(): Promise<void> {
-  const load = loadavg().map((l) => l.toFixed(2)).join(", ");
+  const load = loadavg()
+    .map((l) => l.toFixed(2))
+    .join(", ");
   const rows: string[][] = [];
   for (const n of SIZES) rows.push(await measure(n));
-  printTable(`/metrics scrape, ${SCRAPES} scrapes one after another (load average at start: ${load})`, ["clusters", "works", "series", "bytes", "p50 ms", "p99 ms", "max ms", "D1 gauges p50 ms", "counters p50 ms"], rows);
+  printTable(
+    `/metrics scrape, ${SCRAPES} scrapes one after another (load average at start: ${load})`,
+    ["clusters", "works", "series", "bytes", "p50 ms", "p99 ms", "max ms", "D1 gauges p50 ms", "counters p50 ms"],
+    rows,
+  );
 }
 
 await main();

@@ -48,10 +48,24 @@ import { startNoopWorker } from "./noop/start.ts";
 import { startProfiling, type Profiling } from "./cpu-profile.ts";
 import { Agent as HttpAgent, request as httpRequest } from "node:http";
 import { readFileSync } from "node:fs";
-import { ChannelFleet, describeStats, descriptorLimit, entryUrl, hubProcesses, outOfDescriptors, percentile as pct, sampleDescriptors, type AgentTimes, type Descriptors } from "./channel-fleet.ts";
+import {
+  ChannelFleet,
+  describeStats,
+  descriptorLimit,
+  entryUrl,
+  hubProcesses,
+  outOfDescriptors,
+  percentile as pct,
+  sampleDescriptors,
+  type AgentTimes,
+  type Descriptors,
+} from "./channel-fleet.ts";
 import { printTable } from "./table.ts";
 
-const SIZES = (process.env.BENCH_SIZES ?? "100,1000").split(",").map((s) => Number(s.trim())).filter((n) => n > 0);
+const SIZES = (process.env.BENCH_SIZES ?? "100,1000")
+  .split(",")
+  .map((s) => Number(s.trim()))
+  .filter((n) => n > 0);
 const G = "/apis/cluster.open-cluster-management.io";
 const MWRS = "/apis/work.open-cluster-management.io/v1alpha1/namespaces/bench/manifestworkreplicasets";
 
@@ -75,8 +89,24 @@ function ok(r: { status: number; body: unknown }, what: string): void {
 /** The bench namespace, bound to the `default` set, with Placement `all` selecting every cluster. */
 async function placeEveryCluster(hub: Hub): Promise<void> {
   await createNamespaces(hub, "bench");
-  ok(await admin(hub, "POST", `${G}/v1beta2/namespaces/bench/managedclustersetbindings`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } }), "binding");
-  ok(await admin(hub, "POST", `${G}/v1beta1/namespaces/bench/placements`, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "all" }, spec: {} }), "placement");
+  ok(
+    await admin(hub, "POST", `${G}/v1beta2/namespaces/bench/managedclustersetbindings`, {
+      apiVersion: "cluster.open-cluster-management.io/v1beta2",
+      kind: "ManagedClusterSetBinding",
+      metadata: { name: "default" },
+      spec: { clusterSet: "default" },
+    }),
+    "binding",
+  );
+  ok(
+    await admin(hub, "POST", `${G}/v1beta1/namespaces/bench/placements`, {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "Placement",
+      metadata: { name: "all" },
+      spec: {},
+    }),
+    "placement",
+  );
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -86,9 +116,11 @@ function percentile(sorted: number[], p: number): number {
 
 async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < items.length) await fn(items[next++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
 }
 
 /** Requests in flight at once (`BENCH_CONNECTIONS`, default 4,000); see {@link agentFetch}. */
@@ -124,7 +156,14 @@ async function slot(): Promise<() => void> {
  * minute from this one address, answers every agent 429). Applies to the hub and the no-op
  * Worker alike.
  */
-async function agentFetch(hub: { url: string }, a: BenchAgent, method: string, path: string, body?: HeartbeatRequest | WorkStatusReport, headers: Record<string, string> = {}): Promise<Response> {
+async function agentFetch(
+  hub: { url: string },
+  a: BenchAgent,
+  method: string,
+  path: string,
+  body?: HeartbeatRequest | WorkStatusReport,
+  headers: Record<string, string> = {},
+): Promise<Response> {
   const release = await slot();
   try {
     return await sendAgentRequest(hub, a, method, path, body, headers);
@@ -134,13 +173,28 @@ async function agentFetch(hub: { url: string }, a: BenchAgent, method: string, p
 }
 
 /** Sends one signed agent request and reads its whole answer. */
-async function sendAgentRequest(hub: { url: string }, a: BenchAgent, method: string, path: string, body: HeartbeatRequest | WorkStatusReport | undefined, headers: Record<string, string>): Promise<Response> {
+async function sendAgentRequest(
+  hub: { url: string },
+  a: BenchAgent,
+  method: string,
+  path: string,
+  body: HeartbeatRequest | WorkStatusReport | undefined,
+  headers: Record<string, string>,
+): Promise<Response> {
   const token = await signAgentToken(a.name, a.key, { keyTag: a.keyTag });
   const payload = body ? JSON.stringify(body) : undefined;
   return new Promise<Response>((resolve, reject) => {
     const req = httpRequest(
       `${hub.url}/agent/v1/clusters/${a.name}${path}`,
-      { method, agent: connections, headers: { authorization: `Bearer ${token}`, ...(payload ? { "content-type": "application/json", "content-length": String(Buffer.byteLength(payload)) } : {}), ...headers } },
+      {
+        method,
+        agent: connections,
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(payload ? { "content-type": "application/json", "content-length": String(Buffer.byteLength(payload)) } : {}),
+          ...headers,
+        },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
@@ -164,7 +218,16 @@ const workload = (image: string) => ({
   workload: {
     manifests: [
       { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "bench", namespace: "default" }, data: { image } },
-      { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "bench", namespace: "default" }, spec: { replicas: 1, selector: { matchLabels: { app: "bench" } }, template: { metadata: { labels: { app: "bench" } }, spec: { containers: [{ name: "c", image }] } } } },
+      {
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        metadata: { name: "bench", namespace: "default" },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: { app: "bench" } },
+          template: { metadata: { labels: { app: "bench" } }, spec: { containers: [{ name: "c", image }] } },
+        },
+      },
     ],
   },
 });
@@ -211,7 +274,10 @@ function latencies(agents: BenchAgent[], generation: number, t0: number): number
  */
 function printTimeline(what: string, agents: BenchAgent[], generation: number, t0: number): void {
   if (!process.env.BENCH_TIMELINE) return;
-  const woken = agents.map((a) => (a.woken?.get(generation) ?? NaN) - t0).filter((x) => !Number.isNaN(x)).sort((x, y) => x - y);
+  const woken = agents
+    .map((a) => (a.woken?.get(generation) ?? NaN) - t0)
+    .filter((x) => !Number.isNaN(x))
+    .sort((x, y) => x - y);
   const done = latencies(agents, generation, t0);
   const at = (xs: number[]) => [10, 25, 50, 75, 90, 99, 100].map((p) => `p${p} ${percentile(xs, p).toFixed(0)}`).join(", ");
   console.log(`${what}: poll answered ${at(woken)}; reported ${at(done)} (ms)`);
@@ -303,7 +369,9 @@ async function runAgent(hub: { url: string }, a: BenchAgent, stop: Stop): Promis
       if (seen && seen.generation >= g) continue;
       const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
       const c = (type: string, status: string, reason: string) => ({ type, status, reason, message: reason, observedGeneration: g, lastTransitionTime: now });
-      const status = { conditions: [c("Applied", "True", "AppliedManifestWorkComplete"), c("Available", "True", "ResourcesAvailable"), c("Progressing", "False", "Completed")] };
+      const status = {
+        conditions: [c("Applied", "True", "AppliedManifestWorkComplete"), c("Available", "True", "ResourcesAvailable"), c("Progressing", "False", "Completed")],
+      };
       await retrying(async () => {
         const report: WorkStatusReport = { uid: w.metadata.uid, status };
         const put = await agentFetch(hub, a, "PUT", `/works/${w.metadata.name}/status`, report);
@@ -348,7 +416,10 @@ async function measure(size: number): Promise<string[]> {
         const proof = await signProof(a.name, a.key, `id-${a.name}`);
         const r = await client.register(token, { clusterName: a.name, clusterId: `id-${a.name}`, publicKey: a.key.publicJwk, proof, claims: [] });
         // A network error (no HTTP status) is tried again like a failed fetch.
-        if (!r.ok) throw r.error.status === undefined ? new TypeError(`register ${a.name}: ${r.error.message}`) : new Error(`register ${a.name}: ${JSON.stringify(r.error)}`);
+        if (!r.ok)
+          throw r.error.status === undefined
+            ? new TypeError(`register ${a.name}: ${r.error.message}`)
+            : new Error(`register ${a.name}: ${JSON.stringify(r.error)}`);
         a.keyTag = client.keyTag(a.key.kid);
         const hb = await agentFetch(hub, a, "POST", "/heartbeat", { healthy: true });
         await hb.arrayBuffer();
@@ -369,7 +440,15 @@ async function measure(size: number): Promise<string[]> {
       loops.push(runAgent(hub, a, stop));
     });
     const spec = (image: string) => ({ placementRefs: [{ name: "all", rolloutStrategy: { type: "All" } }], manifestWorkTemplate: workload(image) });
-    ok(await admin(hub, "POST", MWRS, { apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", metadata: { name: "bench" }, spec: spec("v1") }), "replica set");
+    ok(
+      await admin(hub, "POST", MWRS, {
+        apiVersion: "work.open-cluster-management.io/v1alpha1",
+        kind: "ManifestWorkReplicaSet",
+        metadata: { name: "bench" },
+        spec: spec("v1"),
+      }),
+      "replica set",
+    );
     await everyone(agents, 1, 600_000);
     checkNoRestart(hub);
 
@@ -398,7 +477,9 @@ async function measure(size: number): Promise<string[]> {
     await hub.stop();
     await Promise.allSettled(loops);
     // Printed now: a failure of the no-op run that follows does not lose the hub's figures.
-    console.log(`fleet of ${size}: hub p50 ${percentile(lat, 50).toFixed(0)} ms, p99 ${percentile(lat, 99).toFixed(0)} ms, max ${lat[lat.length - 1]!.toFixed(0)} ms (update ${patchMs.toFixed(0)} ms)`);
+    console.log(
+      `fleet of ${size}: hub p50 ${percentile(lat, 50).toFixed(0)} ms, p99 ${percentile(lat, 99).toFixed(0)} ms, max ${lat[lat.length - 1]!.toFixed(0)} ms (update ${patchMs.toFixed(0)} ms)`,
+    );
     console.log(`fleet of ${size}: the same agents against the no-op Worker ...`);
     const noop = await measureNoop(agents);
     const p99 = percentile(lat, 99);
@@ -460,7 +541,10 @@ function doneAfter(times: AgentTimes[], t0: number): number[] {
 
 function printWsTimeline(what: string, times: AgentTimes[], t0: number): void {
   if (!process.env.BENCH_TIMELINE) return;
-  const woken = times.map((t) => t.woken - t0).filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  const woken = times
+    .map((t) => t.woken - t0)
+    .filter((x) => !Number.isNaN(x))
+    .sort((a, b) => a - b);
   const done = doneAfter(times, t0);
   const at = (xs: number[]) => [10, 25, 50, 75, 90, 99, 100].map((p) => `p${p} ${pct(xs, p).toFixed(0)}`).join(", ");
   console.log(`${what}: works arrived ${at(woken)}; reports acknowledged ${at(done)} (ms)`);
@@ -500,10 +584,20 @@ async function measureWsHub(fleet: ChannelFleet, size: number): Promise<WsSide> 
     sampler = sampleDescriptors(target.worker);
     t = performance.now();
     await guarded(fleet.connect(target.url));
-    console.log(`fleet of ${size}: connected (${fleet.processes} agent processes, ${ROUTE}) in ${((performance.now() - t) / 1000).toFixed(1)} s; the Worker's workerd holds ${fdText(sampler.stop())} descriptors at most so far`);
+    console.log(
+      `fleet of ${size}: connected (${fleet.processes} agent processes, ${ROUTE}) in ${((performance.now() - t) / 1000).toFixed(1)} s; the Worker's workerd holds ${fdText(sampler.stop())} descriptors at most so far`,
+    );
     checkNoRestart(hub);
     const spec = (image: string) => ({ placementRefs: [{ name: "all", rolloutStrategy: { type: "All" } }], manifestWorkTemplate: workload(image) });
-    ok(await admin(hub, "POST", MWRS, { apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", metadata: { name: "bench" }, spec: spec("v1") }), "replica set");
+    ok(
+      await admin(hub, "POST", MWRS, {
+        apiVersion: "work.open-cluster-management.io/v1alpha1",
+        kind: "ManifestWorkReplicaSet",
+        metadata: { name: "bench" },
+        spec: spec("v1"),
+      }),
+      "replica set",
+    );
     await guarded(fleet.reported(1));
     checkNoRestart(hub);
     const profiling: Profiling | undefined = PROFILE ? await startProfiling(inspectorPort) : undefined;
@@ -516,13 +610,18 @@ async function measureWsHub(fleet: ChannelFleet, size: number): Promise<WsSide> 
     await profiling?.stop(`${PROFILE}-${size}.cpuprofile`);
     const lat = doneAfter(times, t0);
     printWsTimeline(`fleet of ${size}, hub`, times, t0);
-    console.log(`fleet of ${size}, hub: the Worker's workerd used ${cpu.toFixed(2)} s of CPU from the update to the last acknowledgement (load ${loadAverage()})`);
+    console.log(
+      `fleet of ${size}, hub: the Worker's workerd used ${cpu.toFixed(2)} s of CPU from the update to the last acknowledgement (load ${loadAverage()})`,
+    );
     checkNoRestart(hub);
     return { lat, patchMs, fds: sampler.stop() };
   } catch (e) {
     const fds = sampler?.stop();
     const stats = await fleet.stats().catch(() => undefined);
-    throw new Error(`${e instanceof Error ? e.message : String(e)}${fds ? `\nthe Worker's workerd held at most ${fdText(fds)} descriptors (its limit: ${limit})` : ""}${stats ? `\nagents: ${stats.connected} connected; ${describeStats(stats)}` : ""}`, { cause: e });
+    throw new Error(
+      `${e instanceof Error ? e.message : String(e)}${fds ? `\nthe Worker's workerd held at most ${fdText(fds)} descriptors (its limit: ${limit})` : ""}${stats ? `\nagents: ${stats.connected} connected; ${describeStats(stats)}` : ""}`,
+      { cause: e },
+    );
   } finally {
     watch.done = true;
     const stats = await fleet.stats().catch(() => undefined);
@@ -552,7 +651,9 @@ async function measureWsNoop(fleet: ChannelFleet, size: number): Promise<WsSide>
     return { lat: doneAfter(times, t0), patchMs, fds: sampler.stop() };
   } catch (e) {
     const fds = sampler?.stop();
-    throw new Error(`no-op Worker: ${e instanceof Error ? e.message : String(e)}${fds ? ` (its workerd held at most ${fdText(fds)} descriptors)` : ""}`, { cause: e });
+    throw new Error(`no-op Worker: ${e instanceof Error ? e.message : String(e)}${fds ? ` (its workerd held at most ${fdText(fds)} descriptors)` : ""}`, {
+      cause: e,
+    });
   } finally {
     watch.done = true;
     await fleet.disconnect().catch(() => undefined);
@@ -577,12 +678,21 @@ function cpuSeconds(pid: number): number {
 const loadAverage = () => readFileSync("/proc/loadavg", "utf8").split(" ")[0]!;
 
 async function measureWs(size: number): Promise<string[]> {
-  const fleet = await ChannelFleet.start(Array.from({ length: size }, (_, i) => `prop-${String(i).padStart(5, "0")}`), { processes: PROCESSES });
+  const fleet = await ChannelFleet.start(
+    Array.from({ length: size }, (_, i) => `prop-${String(i).padStart(5, "0")}`),
+    { processes: PROCESSES },
+  );
   try {
     const hub = NOOP_ONLY ? undefined : await measureWsHub(fleet, size);
-    if (hub) console.log(`fleet of ${size}: hub p50 ${secs(pct(hub.lat, 50))} s, p99 ${secs(pct(hub.lat, 99))} s, max ${secs(hub.lat.at(-1)!)} s (update ${hub.patchMs.toFixed(0)} ms); the Worker's workerd held at most ${fdText(hub.fds)} descriptors`);
+    if (hub)
+      console.log(
+        `fleet of ${size}: hub p50 ${secs(pct(hub.lat, 50))} s, p99 ${secs(pct(hub.lat, 99))} s, max ${secs(hub.lat.at(-1)!)} s (update ${hub.patchMs.toFixed(0)} ms); the Worker's workerd held at most ${fdText(hub.fds)} descriptors`,
+      );
     const noop = HUB_ONLY ? undefined : await measureWsNoop(fleet, size);
-    if (noop) console.log(`fleet of ${size}: no-op Worker p50 ${secs(pct(noop.lat, 50))} s, p99 ${secs(pct(noop.lat, 99))} s, max ${secs(noop.lat.at(-1)!)} s; its workerd held at most ${fdText(noop.fds)} descriptors`);
+    if (noop)
+      console.log(
+        `fleet of ${size}: no-op Worker p50 ${secs(pct(noop.lat, 50))} s, p99 ${secs(pct(noop.lat, 99))} s, max ${secs(noop.lat.at(-1)!)} s; its workerd held at most ${fdText(noop.fds)} descriptors`,
+      );
     const p = (side: WsSide | undefined, q: number) => (side ? secs(pct(side.lat, q)) : "-");
     return [
       String(size),
@@ -612,7 +722,19 @@ if (TRANSPORT === "ws") {
     rows,
   );
 } else if (TRANSPORT === "poll") {
-  const header = ["clusters", "update ms", "Applied p50 ms", "p99 ms", "max ms", "no-op Worker p50 / p99 ms", "p99 ratio", "idle polls", "idle p50 ms", "idle p99 ms", "D1 queries/idle poll"];
+  const header = [
+    "clusters",
+    "update ms",
+    "Applied p50 ms",
+    "p99 ms",
+    "max ms",
+    "no-op Worker p50 / p99 ms",
+    "p99 ratio",
+    "idle polls",
+    "idle p50 ms",
+    "idle p99 ms",
+    "D1 queries/idle poll",
+  ];
   const rows = [header];
   for (const size of SIZES) {
     console.log(`fleet of ${size}: ${NOOP_ONLY ? "the no-op Worker only" : "starting the hub, joining the agents"} ...`);

@@ -60,7 +60,6 @@ const log = (msg: string) => process.stderr.write(`${new Date().toISOString().sl
 const q = (xs: number[], p: number): number => (xs.length === 0 ? NaN : [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!);
 const ms = (x: number): string => (Number.isNaN(x) ? "-" : x < 10 ? x.toFixed(1) : x.toFixed(0));
 
-
 /** An admin request that must succeed; returns the parsed body and the time it took (ms). */
 async function must(hub: Hub, method: string, apiPath: string, body?: unknown, contentType?: string): Promise<{ body: Record<string, unknown>; ms: number }> {
   const t0 = performance.now();
@@ -92,7 +91,11 @@ function seededCluster(i: number, uid: string, n: number): KubeObject {
     metadata: { name: `seed-${String(i).padStart(6, "0")}`, uid, creationTimestamp: at, generation: 1, labels, resourceVersion: "" },
     spec: { hubAcceptsClient: true, leaseDurationSeconds: 60, taints: [] },
     status: {
-      conditions: [cond("HubAcceptedManagedCluster", "HubClusterAdminAccepted"), cond("ManagedClusterJoined", "ManagedClusterJoined"), cond("ManagedClusterConditionAvailable", "ManagedClusterAvailable")],
+      conditions: [
+        cond("HubAcceptedManagedCluster", "HubClusterAdminAccepted"),
+        cond("ManagedClusterJoined", "ManagedClusterJoined"),
+        cond("ManagedClusterConditionAvailable", "ManagedClusterAvailable"),
+      ],
       version: { kubernetes: `v1.31.${i % 4}` },
       capacity: { cpu: `${2 + (i % 62)}`, memory: `${8 + ((i * 7) % 248)}Gi`, pods: "110" },
       allocatable: { cpu: `${(2 + (i % 62)) * 1000 - 200}m`, memory: `${8 + ((i * 7) % 248) - 1}Gi`, pods: "110" },
@@ -188,7 +191,11 @@ interface Agent {
 async function heartbeat(hub: Hub, a: Agent, body: HeartbeatRequest): Promise<number> {
   const token = await signAgentToken(a.name, a.key, { keyTag: a.keyTag });
   const t0 = performance.now();
-  const res = await fetch(`${hub.url}/agent/v1/clusters/${a.name}/heartbeat`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+  const res = await fetch(`${hub.url}/agent/v1/clusters/${a.name}/heartbeat`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   await res.arrayBuffer();
   if (res.status !== 200) throw new Error(`heartbeat ${a.name}: ${res.status}`);
   return performance.now() - t0;
@@ -230,7 +237,13 @@ async function measure(n: number): Promise<string[]> {
     let rssPeak = rssBefore;
     const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, workerdRssMiB(hub))), 50);
     await createNamespaces(hub, ...NAMESPACES);
-    const bind = (ns: string) => must(hub, "POST", `/apis/${G}/v1beta2/namespaces/${ns}/managedclustersetbindings`, { apiVersion: `${G}/v1beta2`, kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } });
+    const bind = (ns: string) =>
+      must(hub, "POST", `/apis/${G}/v1beta2/namespaces/${ns}/managedclustersetbindings`, {
+        apiVersion: `${G}/v1beta2`,
+        kind: "ManagedClusterSetBinding",
+        metadata: { name: "default" },
+        spec: { clusterSet: "default" },
+      });
     t = performance.now();
     await bind(NAMESPACES[0]!);
     const coldMs = performance.now() - t;
@@ -238,7 +251,9 @@ async function measure(n: number): Promise<string[]> {
     clearInterval(sampler);
     rssPeak = Math.max(rssPeak, workerdRssMiB(hub));
     const rssAfter = workerdRssMiB(hub);
-    log(`size ${n}: scheduler cold start ${coldMs.toFixed(0)} ms, workerd RSS ${rssBefore.toFixed(0)} -> ${rssAfter.toFixed(0)} MiB (peak ${rssPeak.toFixed(0)})`);
+    log(
+      `size ${n}: scheduler cold start ${coldMs.toFixed(0)} ms, workerd RSS ${rssBefore.toFixed(0)} -> ${rssAfter.toFixed(0)} MiB (peak ${rssPeak.toFixed(0)})`,
+    );
 
     // Agents registered as agents register, then joined by their first heartbeat.
     const token = await createBootstrapToken(hub, { autoApprove: true });
@@ -259,20 +274,38 @@ async function measure(n: number): Promise<string[]> {
     for (let round = 0; round < 10; round++) for (const a of agents) agentWrites.push(await heartbeat(hub, a, agentStatus(8000 + 100 * (round + 1))));
     const adminWrites: number[] = [];
     for (let round = 0; round < 5; round++) {
-      for (const a of agents) adminWrites.push((await must(hub, "PATCH", `${MC}/${a.name}/status`, { status: { allocatable: { cpu: `${9000 + 100 * round}m`, memory: "60Gi", pods: "110" } } }, MERGE)).ms);
+      for (const a of agents)
+        adminWrites.push(
+          (
+            await must(
+              hub,
+              "PATCH",
+              `${MC}/${a.name}/status`,
+              { status: { allocatable: { cpu: `${9000 + 100 * round}m`, memory: "60Gi", pods: "110" } } },
+              MERGE,
+            )
+          ).ms,
+        );
     }
     log(`size ${n}: status writes measured`);
 
     // Decision lag after an agent's change: a placement that holds only agent-000.
     const lagAgent = agents[0]!;
     await must(hub, "PATCH", `${MC}/${lagAgent.name}`, { metadata: { labels: { "bench-lag": "yes" } } }, MERGE);
-    await must(hub, "POST", PL("team-1"), { apiVersion: `${G}/v1beta1`, kind: "Placement", metadata: { name: "lag" }, spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { "bench-lag": "yes" } } } }] } });
+    await must(hub, "POST", PL("team-1"), {
+      apiVersion: `${G}/v1beta1`,
+      kind: "Placement",
+      metadata: { name: "lag" },
+      spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { "bench-lag": "yes" } } } }] },
+    });
     const lags: number[] = [];
     for (let k = 0; k < 10; k++) {
       for (const healthy of [false, true]) {
         await heartbeat(hub, lagAgent, agentStatus(8000, healthy));
         const since = performance.now();
-        lags.push(await until("the decision to follow the agent", since, async () => (await decided(hub, "team-1", "lag")).includes(lagAgent.name) === healthy));
+        lags.push(
+          await until("the decision to follow the agent", since, async () => (await decided(hub, "team-1", "lag")).includes(lagAgent.name) === healthy),
+        );
       }
     }
     log(`size ${n}: decision lag measured`);
@@ -280,7 +313,16 @@ async function measure(n: number): Promise<string[]> {
     // Placement creates.
     const creates: number[] = [];
     for (let i = 0; i < 50; i++) {
-      creates.push((await must(hub, "POST", PL(NAMESPACES[i % NAMESPACES.length]!), { apiVersion: `${G}/v1beta1`, kind: "Placement", metadata: { name: `create-${i}` }, spec: { numberOfClusters: 10, predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { env: "prod" } } } }] } })).ms);
+      creates.push(
+        (
+          await must(hub, "POST", PL(NAMESPACES[i % NAMESPACES.length]!), {
+            apiVersion: `${G}/v1beta1`,
+            kind: "Placement",
+            metadata: { name: `create-${i}` },
+            spec: { numberOfClusters: 10, predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { env: "prod" } } } }] },
+          })
+        ).ms,
+      );
     }
     log(`size ${n}: placement creates measured`);
 
@@ -292,7 +334,12 @@ async function measure(n: number): Promise<string[]> {
       Array.from({ length: PLACEMENTS }, (_, i) => i),
       8,
       async (i) => {
-        await must(hub, "POST", PL(NAMESPACES[i % NAMESPACES.length]!), { apiVersion: `${G}/v1beta1`, kind: "Placement", metadata: { name: `app-${i}` }, spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { "app-group": `g${i % GROUPS}` } } } }] } });
+        await must(hub, "POST", PL(NAMESPACES[i % NAMESPACES.length]!), {
+          apiVersion: `${G}/v1beta1`,
+          kind: "Placement",
+          metadata: { name: `app-${i}` },
+          spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { "app-group": `g${i % GROUPS}` } } } }] },
+        });
       },
     );
     log(`size ${n}: ${PLACEMENTS} placements created in ${((performance.now() - t) / 1000).toFixed(1)} s`);

@@ -138,15 +138,30 @@ function benchReevaluate(): void {
     // One cluster changes (a label and its allocatable memory); every placement is re-evaluated.
     const i = Math.floor(rnd() * n);
     const old = clusters[i]!;
-    clusters[i] = { ...old, labels: { ...old.labels, region: REGIONS[(round + 1) % REGIONS.length]! }, allocatable: { ...old.allocatable, memory: `${100 + round}Gi` } };
+    clusters[i] = {
+      ...old,
+      labels: { ...old.labels, region: REGIONS[(round + 1) % REGIONS.length]! },
+      allocatable: { ...old.allocatable, memory: `${100 + round}Gi` },
+    };
     const t0 = performance.now();
     runAll();
     times.push(performance.now() - t0);
   }
   times.sort((a, b) => a - b);
   const median = times[Math.floor(times.length / 2)]!;
-  rows.push([placements.toLocaleString("en-US"), n.toLocaleString("en-US"), String(times.length), fmt(median), fmt(times[0]!), fmt((median / placements) * 1000)]);
-  printTable("Re-evaluate every placement after one cluster changed", ["placements", "clusters", "rounds", "median ms (all)", "min ms (all)", "µs / placement"], rows);
+  rows.push([
+    placements.toLocaleString("en-US"),
+    n.toLocaleString("en-US"),
+    String(times.length),
+    fmt(median),
+    fmt(times[0]!),
+    fmt((median / placements) * 1000),
+  ]);
+  printTable(
+    "Re-evaluate every placement after one cluster changed",
+    ["placements", "clusters", "rounds", "median ms (all)", "min ms (all)", "µs / placement"],
+    rows,
+  );
 }
 
 console.log(`Flotilla scheduling bench (Node ${process.version})`);

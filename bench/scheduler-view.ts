@@ -52,7 +52,11 @@ function clusterView(i: number): ClusterView {
       tier: `t${i % 4}`,
       "app-group": `g${i % GROUPS}`,
     },
-    claims: { "platform.open-cluster-management.io": `${i % 2 ? "AWS" : "GCP"}`, "region.open-cluster-management.io": `${region}`, "kubeversion.open-cluster-management.io": `v1.30.${i % 4}` },
+    claims: {
+      "platform.open-cluster-management.io": `${i % 2 ? "AWS" : "GCP"}`,
+      "region.open-cluster-management.io": `${region}`,
+      "kubeversion.open-cluster-management.io": `v1.30.${i % 4}`,
+    },
     taints: i % 50 === 0 ? [{ key: `${G}/unreachable`, effect: "NoSelect", timeAdded: "2025-12-31T23:58:00Z" }] : [],
     allocatable: { cpu: `${(2 + (i % 62)) * 1000 - 200}m`, memory: `${8 + ((i * 7) % 248) - 1}Gi`, pods: "110" },
     capacity: { cpu: `${2 + (i % 62)}`, memory: `${8 + ((i * 7) % 248)}Gi`, pods: "110" },
@@ -61,7 +65,19 @@ function clusterView(i: number): ClusterView {
 }
 
 function object(kind: string, version: string, name: string, namespace: string | undefined, rv: number, spec: Record<string, unknown>): KubeObject {
-  return { apiVersion: `${G}/${version}`, kind, metadata: { name, ...(namespace ? { namespace } : {}), uid: `uid-${namespace ?? ""}-${name}`, resourceVersion: String(rv), creationTimestamp: "2026-01-01T00:00:00Z", generation: 1 }, spec };
+  return {
+    apiVersion: `${G}/${version}`,
+    kind,
+    metadata: {
+      name,
+      ...(namespace ? { namespace } : {}),
+      uid: `uid-${namespace ?? ""}-${name}`,
+      resourceVersion: String(rv),
+      creationTimestamp: "2026-01-01T00:00:00Z",
+      generation: 1,
+    },
+    spec,
+  };
 }
 
 /** A cold-start source of n clusters, sets `default` and `global`, and bindings, in pages of 1,000. */
@@ -70,10 +86,13 @@ function source(n: number): ViewSource {
     object("ManagedClusterSet", "v1beta2", "default", undefined, 1, { clusterSelector: { selectorType: "ExclusiveClusterSetLabel" } }),
     object("ManagedClusterSet", "v1beta2", "global", undefined, 2, { clusterSelector: { selectorType: "LabelSelector", labelSelector: {} } }),
   ];
-  const bindings = NAMESPACES.flatMap((ns, i) => ["default", "global"].map((s, j) => object("ManagedClusterSetBinding", "v1beta2", s, ns, 10 + 2 * i + j, { clusterSet: s })));
+  const bindings = NAMESPACES.flatMap((ns, i) =>
+    ["default", "global"].map((s, j) => object("ManagedClusterSetBinding", "v1beta2", s, ns, 10 + 2 * i + j, { clusterSet: s })),
+  );
   return {
     async *clusters() {
-      for (let i = 0; i < n; i += 1000) yield Array.from({ length: Math.min(1000, n - i) }, (_, k) => ({ view: clusterView(i + k), resourceVersion: String(100 + i + k) }));
+      for (let i = 0; i < n; i += 1000)
+        yield Array.from({ length: Math.min(1000, n - i) }, (_, k) => ({ view: clusterView(i + k), resourceVersion: String(100 + i + k) }));
     },
     async *objects(resource) {
       if (resource === "managedclustersets") yield sets;
@@ -107,7 +126,10 @@ function fmt(ms: number): string {
 const quantile = (xs: number[], q: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))]!;
 
 /** Fleet sizes of the cold-start build (`BENCH_SIZES`). */
-const BUILD_SIZES = (process.env.BENCH_SIZES ?? "1000,10000,50000").split(",").map((s) => Number(s.trim())).filter((n) => n > 0);
+const BUILD_SIZES = (process.env.BENCH_SIZES ?? "1000,10000,50000")
+  .split(",")
+  .map((s) => Number(s.trim()))
+  .filter((n) => n > 0);
 
 /**
  * Builds the view of `n` clusters and returns its figures, not the view: once this returns, the
@@ -130,8 +152,12 @@ async function benchBuild(): Promise<void> {
   printTable("Cold start: build the view (pure, from in-memory pages)", ["clusters", "build ms", "heap MiB", "bytes / cluster", "clusters held"], rows);
 }
 
-const placementObject = (ns: string, name: string, rv: number, spec: PlacementSpec) => object("Placement", "v1beta1", name, ns, rv, spec as Record<string, unknown>);
-const created = (p: KubeObject): Trigger => ({ placements: [`${p.metadata.namespace}/${p.metadata.name}`], objects: [{ resource: "placements", namespace: p.metadata.namespace!, name: p.metadata.name, object: p }] });
+const placementObject = (ns: string, name: string, rv: number, spec: PlacementSpec) =>
+  object("Placement", "v1beta1", name, ns, rv, spec as Record<string, unknown>);
+const created = (p: KubeObject): Trigger => ({
+  placements: [`${p.metadata.namespace}/${p.metadata.name}`],
+  objects: [{ resource: "placements", namespace: p.metadata.namespace!, name: p.metadata.name, object: p }],
+});
 
 async function benchLabelChange(): Promise<void> {
   const n = 10_000;
@@ -140,7 +166,10 @@ async function benchLabelChange(): Promise<void> {
   const save = memoryWriter(1_000_000);
   const placements: KubeObject[] = [];
   for (let i = 0; i < 1_000; i++) {
-    const p = placementObject(NAMESPACES[i % NAMESPACES.length]!, `app-${i}`, 500_000 + i, { numberOfClusters: 3, predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { "app-group": `g${i % GROUPS}` } } } }] });
+    const p = placementObject(NAMESPACES[i % NAMESPACES.length]!, `app-${i}`, 500_000 + i, {
+      numberOfClusters: 3,
+      predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { "app-group": `g${i % GROUPS}` } } } }],
+    });
     placements.push(p);
     await runOnView(view, created(p), NOW, save);
   }
@@ -151,13 +180,16 @@ async function benchLabelChange(): Promise<void> {
   const change = async (group: string): Promise<{ ms: number; r: RunResult }> => {
     const before = cluster.labels!;
     cluster = { ...cluster, labels: { ...before, "app-group": group } };
-    const t: Trigger = { clusters: [{ name: cluster.name, labelsBefore: { ...before }, labelsAfter: { ...cluster.labels }, after: cluster, resourceVersion: String(++rv) }] };
+    const t: Trigger = {
+      clusters: [{ name: cluster.name, labelsBefore: { ...before }, labelsAfter: { ...cluster.labels }, after: cluster, resourceVersion: String(++rv) }],
+    };
     const t0 = performance.now();
     const r = await runOnView(view, t, NOW, save);
     return { ms: performance.now() - t0, r };
   };
   const rows: string[][] = [];
-  const row = (label: string, ms: number, r: RunResult) => rows.push([label, fmt(ms), String(r.scheduled.length + r.skipped.length), String(r.scheduled.length), String(r.skipped.length), String(r.writes)]);
+  const row = (label: string, ms: number, r: RunResult) =>
+    rows.push([label, fmt(ms), String(r.scheduled.length + r.skipped.length), String(r.scheduled.length), String(r.skipped.length), String(r.writes)]);
   const first = await change("g1");
   row("first change after the creates (new decisions run once more)", first.ms, first.r);
   const steady: { ms: number; r: RunResult }[] = [];
@@ -179,7 +211,11 @@ async function benchLabelChange(): Promise<void> {
   const t0 = performance.now();
   const full = await runPlacementController(new ListState(lists), memoryWriter(2_000_000), t, NOW);
   row("baseline: full recompute (no index, no skip)", performance.now() - t0, full);
-  printTable(`One cluster's label change, 1,000 placements (PickN 3 of one app-group each), 10,000 clusters; view heap ${viewHeap.toFixed(1)} MiB`, ["run", "ms", "enqueued", "scheduled", "skipped", "writes"], rows);
+  printTable(
+    `One cluster's label change, 1,000 placements (PickN 3 of one app-group each), 10,000 clusters; view heap ${viewHeap.toFixed(1)} MiB`,
+    ["run", "ms", "enqueued", "scheduled", "skipped", "writes"],
+    rows,
+  );
 }
 
 async function first1(pages: AsyncIterable<KubeObject[]>): Promise<KubeObject[]> {
@@ -212,7 +248,14 @@ async function createOnce(n: number, spec: PlacementSpec): Promise<string[]> {
     times.push(performance.now() - t0);
   }
   const mib = heapMiB() - before;
-  return [n.toLocaleString("en-US"), String(Math.round(n / 3)), fmt(quantile(times, 0.5)), fmt(quantile(times, 0.99)), mib.toFixed(1), String(view.clusterCount)];
+  return [
+    n.toLocaleString("en-US"),
+    String(Math.round(n / 3)),
+    fmt(quantile(times, 0.5)),
+    fmt(quantile(times, 0.99)),
+    mib.toFixed(1),
+    String(view.clusterCount),
+  ];
 }
 
 async function benchCreate(): Promise<void> {
@@ -223,7 +266,11 @@ async function benchCreate(): Promise<void> {
   };
   const rows: string[][] = [];
   for (const n of [10_000, 50_000]) rows.push(await createOnce(n, spec));
-  printTable("Placement create through the view (PickN 10 of env=prod; Balance, Steady, ResourceAllocatableMemory×2), 50 creates", ["clusters", "candidates", "p50 ms", "p99 ms", "view heap MiB (55 placements)", "clusters held"], rows);
+  printTable(
+    "Placement create through the view (PickN 10 of env=prod; Balance, Steady, ResourceAllocatableMemory×2), 50 creates",
+    ["clusters", "candidates", "p50 ms", "p99 ms", "view heap MiB (55 placements)", "clusters held"],
+    rows,
+  );
 }
 
 console.log(`Flotilla scheduler view bench (Node ${process.version}; pure, in-process: no D1, no Durable Object, no HTTP)`);

@@ -14,7 +14,9 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
  * @throws Error when the process exits first
  */
 export async function startSim(dir: string): Promise<{ child: ChildProcess; kubeconfig: string }> {
-  const child = spawn(process.execPath, [path.join(root, "dist/agent/flotilla-sim.mjs"), "--state", path.join(dir, "sim.json")], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [path.join(root, "dist/agent/flotilla-sim.mjs"), "--state", path.join(dir, "sim.json")], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   let out = "";
   const kubeconfig = await new Promise<string>((resolve, reject) => {
     child.stdout!.on("data", (d: Buffer) => {

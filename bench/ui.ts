@@ -71,7 +71,11 @@ try {
     // In the page: the first page of rows and the fleet's total shown (the page's DOM, typed here by what it reads).
     await p.waitForFunction(
       ([rows, total]) => {
-        const doc = (globalThis as unknown as { document: { querySelectorAll(s: string): { length: number }; querySelector(s: string): { textContent: string | null } | null } }).document;
+        const doc = (
+          globalThis as unknown as {
+            document: { querySelectorAll(s: string): { length: number }; querySelector(s: string): { textContent: string | null } | null };
+          }
+        ).document;
         return doc.querySelectorAll("tr[data-cluster]").length >= rows! && doc.querySelector(".card .big")?.textContent === String(total);
       },
       [Math.min(100, CLUSTERS), CLUSTERS],
@@ -80,13 +84,17 @@ try {
     const ms = (await p.evaluate("performance.now()")) as number;
     const total = await p.locator(".card .big").textContent();
     figures.push(ms);
-    log(`run ${run + 1}${run === 0 ? " (empty cache)" : " (reload)"}: fleet view rendered ${ms.toFixed(0)} ms after navigation; ${await p.locator("tr[data-cluster]").count()} rows shown, fleet total ${total}`);
+    log(
+      `run ${run + 1}${run === 0 ? " (empty cache)" : " (reload)"}: fleet view rendered ${ms.toFixed(0)} ms after navigation; ${await p.locator("tr[data-cluster]").count()} rows shown, fleet total ${total}`,
+    );
     if (run === 0) requests = [...assets];
     if (ctx) await ctx.close();
   }
   await browser.close();
   const sorted = [...figures].sort((a, b) => a - b);
-  console.log(`bench:ui: ${CLUSTERS} clusters; first view (navigation to the fleet view rendered): ${figures.map((f) => f.toFixed(0)).join(", ")} ms; median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(0)} ms, empty cache ${figures[0]!.toFixed(0)} ms`);
+  console.log(
+    `bench:ui: ${CLUSTERS} clusters; first view (navigation to the fleet view rendered): ${figures.map((f) => f.toFixed(0)).join(", ")} ms; median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(0)} ms, empty cache ${figures[0]!.toFixed(0)} ms`,
+  );
   console.log(`requests the page made on its first view (${requests.length}):`);
   for (const r of requests) console.log(`  ${r}`);
 } finally {

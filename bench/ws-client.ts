@@ -44,10 +44,13 @@ function memory(pid: number): { rss: number; hwm: number } {
   return { rss: kb("VmRSS"), hwm: kb("VmHWM") };
 }
 
-
 /** A WebSocket echo server; counts the messages it received. */
 async function echoServer(): Promise<{ url: string; received: () => number; close: () => Promise<void> }> {
-  const wss = new WebSocketServer({ host: "127.0.0.1", port: 0, handleProtocols: (protocols) => (protocols.has("flotilla.agent.v1") ? "flotilla.agent.v1" : false) });
+  const wss = new WebSocketServer({
+    host: "127.0.0.1",
+    port: 0,
+    handleProtocols: (protocols) => (protocols.has("flotilla.agent.v1") ? "flotilla.agent.v1" : false),
+  });
   let received = 0;
   wss.on("connection", (socket) => {
     socket.on("message", (data) => {
@@ -59,10 +62,11 @@ async function echoServer(): Promise<{ url: string; received: () => number; clos
   return {
     url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`,
     received: () => received,
-    close: () => new Promise<void>((r) => {
-      for (const c of wss.clients) c.terminate();
-      wss.close(() => r());
-    }),
+    close: () =>
+      new Promise<void>((r) => {
+        for (const c of wss.clients) c.terminate();
+        wss.close(() => r());
+      }),
   };
 }
 
@@ -84,11 +88,28 @@ async function run(hub: Hub, echo: Awaited<ReturnType<typeof echoServer>>, varia
   const flags = image.entrypoint.slice(1, -1);
   const preload = variant === "none" || variant === "agent" ? [] : [`--import=${path.join(root, "bench/ws-client", `${variant}.mjs`)}`];
   const transport = ["--transport", variant === "agent" ? "ws" : "poll"];
-  const agent = spawn(process.execPath, [...flags, ...preload, path.join(root, "dist/agent/flotilla-agent.mjs"), "--hub-url", hub.url, "--cluster-name", cluster, "--bootstrap-token", token, "--kubeconfig", kubeconfig, ...transport], {
-    cwd: root,
-    stdio: ["ignore", "ignore", "pipe"],
-    env: { ...process.env, ...image.env, BENCH_WS_URL: echo.url, BENCH_WS_PING_MS: "1000" },
-  });
+  const agent = spawn(
+    process.execPath,
+    [
+      ...flags,
+      ...preload,
+      path.join(root, "dist/agent/flotilla-agent.mjs"),
+      "--hub-url",
+      hub.url,
+      "--cluster-name",
+      cluster,
+      "--bootstrap-token",
+      token,
+      "--kubeconfig",
+      kubeconfig,
+      ...transport,
+    ],
+    {
+      cwd: root,
+      stdio: ["ignore", "ignore", "pipe"],
+      env: { ...process.env, ...image.env, BENCH_WS_URL: echo.url, BENCH_WS_PING_MS: "1000" },
+    },
+  );
   let log = "";
   agent.stderr!.on("data", (d: Buffer) => {
     log += d.toString();
@@ -134,7 +155,12 @@ try {
   const rows: Row[] = [];
   for (const v of VARIANTS) rows.push(await run(hub, echo, v));
   const image = agentImage();
-  const labels = { none: "no WebSocket (the agent alone, poll transport)", builtin: "Node's built-in WebSocket (undici)", ws: "ws package", agent: "the agent's ws transport (default), connected to the hub" };
+  const labels = {
+    none: "no WebSocket (the agent alone, poll transport)",
+    builtin: "Node's built-in WebSocket (undici)",
+    ws: "ws package",
+    agent: "the agent's ws transport (default), connected to the hub",
+  };
   printTable(
     `flotilla-agent holding one WebSocket to a local echo server (${process.version}; as the image runs it: ${[...Object.entries(image.env).map(([k, v]) => `${k}=${v}`), "node", ...image.entrypoint.slice(1, -1)].join(" ")}; idle window ${IDLE_SECONDS} s, a ping a second)`,
     ["client", "RSS steady MiB", "RSS peak MiB", "pings echoed in the window"],

@@ -26,7 +26,15 @@ import { DurableObject } from "cloudflare:workers";
 import type { JWK } from "jose";
 import { conflict, forbidden, notFound, unauthorized } from "../src/k8s/errors.ts";
 import { findCondition, rfc3339, setCondition, type KubeObject } from "../src/k8s/meta.ts";
-import { Conditions, DEFAULT_LEASE_DURATION_SECONDS, ManagedClusterKind, PENDING_KEY_ANNOTATION, specOf, statusOf, writableStatusOf } from "../src/kinds/managedcluster.ts";
+import {
+  Conditions,
+  DEFAULT_LEASE_DURATION_SECONDS,
+  ManagedClusterKind,
+  PENDING_KEY_ANNOTATION,
+  specOf,
+  statusOf,
+  writableStatusOf,
+} from "../src/kinds/managedcluster.ts";
 import { clusterTransition, transitionCovered, type ClusterTransition } from "../src/auth/ocm-admission.ts";
 import { admitAcceptance } from "../src/namespaces/lifecycle.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../src/k8s/write.ts";
@@ -48,7 +56,18 @@ import { AgentConnection, type ConnectionHost } from "./cluster/connection.ts";
 import { CloseCodes } from "../src/agent/channel-protocol.ts";
 import { COUNTED } from "../src/metrics/families.ts";
 import { count, flushSoon } from "../src/metrics/recorder.ts";
-import { errorResult, noCost, type AgentAction, type Cost, type RegisterInput, type RegistrationInfo, type RegistrationOutcome, type Result, type WorksState, type WriteOutcome } from "./cluster/types.ts";
+import {
+  errorResult,
+  noCost,
+  type AgentAction,
+  type Cost,
+  type RegisterInput,
+  type RegistrationInfo,
+  type RegistrationOutcome,
+  type Result,
+  type WorksState,
+  type WriteOutcome,
+} from "./cluster/types.ts";
 import { setEdgeLocation } from "../src/edge.ts";
 
 export type { AgentAction, Cost, RegisterInput, RegistrationInfo, RegistrationOutcome, Result, WorksState, WriteOutcome } from "./cluster/types.ts";
@@ -72,7 +91,11 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.timers = new Timers(ctx.storage, () => clock.now(), (rows) => (this.cost.rowsWritten += rows));
+    this.timers = new Timers(
+      ctx.storage,
+      () => clock.now(),
+      (rows) => (this.cost.rowsWritten += rows),
+    );
     const cost = () => this.cost;
     this.state = new ClusterState(env, {
       exec: (query, ...bindings) => this.exec(query, ...bindings),
@@ -201,7 +224,10 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
         const { next, created } = computeWrite(ManagedClusterKind, { namespace: "", name }, base, req, { now, newUid: () => crypto.randomUUID() });
         if (next === base && base === current) return { ok: true, value: { object: current, created } };
         if (admitted && !transitionCovered(clusterTransition(current, next), admitted)) {
-          throw conflict({ group: ManagedClusterKind.group, plural: ManagedClusterKind.plural, name }, "the object has been modified; please apply your changes to the latest version and try again");
+          throw conflict(
+            { group: ManagedClusterKind.group, plural: ManagedClusterKind.plural, name },
+            "the object has been modified; please apply your changes to the latest version and try again",
+          );
         }
         if (next && specOf(next).hubAcceptsClient && !(current && specOf(current).hubAcceptsClient)) await admitAcceptance(this.env, name);
         const accepted = next ? this.keys.acceptance(current, next) : null;
@@ -241,7 +267,13 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
         let outcome: RegistrationOutcome;
         if (!current) {
           const body = { metadata: { name: input.clusterName }, spec: { hubAcceptsClient: input.autoApprove } };
-          next = computeWrite(ManagedClusterKind, { namespace: "", name: input.clusterName }, null, { verb: "create", body }, { now, newUid: () => crypto.randomUUID() }).next!;
+          next = computeWrite(
+            ManagedClusterKind,
+            { namespace: "", name: input.clusterName },
+            null,
+            { verb: "create", body },
+            { now, newUid: () => crypto.randomUUID() },
+          ).next!;
           if (input.autoApprove) next.metadata.annotations = { "open-cluster-management.io/automatically-accepted-on": rfc3339(now) };
           outcome = "created";
         } else if (!this.keys.any() || this.keys.isCurrent(input.kid)) {
@@ -404,7 +436,8 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
    */
   private async agentLeft(current: KubeObject): Promise<void> {
     const name = current.metadata.name;
-    if (!current.metadata.deletionTimestamp) throw conflict({ group: ManagedClusterKind.group, plural: ManagedClusterKind.plural, name }, `cluster ${name} is not leaving`);
+    if (!current.metadata.deletionTimestamp)
+      throw conflict({ group: ManagedClusterKind.group, plural: ManagedClusterKind.plural, name }, `cluster ${name} is not leaving`);
     await this.leave.finish(structuredClone(current), "ManagedClusterLeft", "The agent removed what works applied and left");
   }
 
@@ -414,7 +447,13 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
    * message on the agent's channel, which renews the lease only when the pings do not already
    * (cluster/lease.ts `Lease.pingsRenew`): no lease row written then.
    */
-  private async heartbeat(current: KubeObject, hb: Heartbeat, now: number, channel = false, colo?: string): Promise<{ leaseDurationSeconds: number; worksEtag: string; leaving: boolean }> {
+  private async heartbeat(
+    current: KubeObject,
+    hb: Heartbeat,
+    now: number,
+    channel = false,
+    colo?: string,
+  ): Promise<{ leaseDurationSeconds: number; worksEtag: string; leaving: boolean }> {
     this.requireAccepted(current);
     if (!channel || !this.lease.pingsRenew(current, now)) this.lease.renew(current, now);
     const next = structuredClone(current);
@@ -425,9 +464,22 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
       setCondition(conditions, { type: Conditions.Joined, status: "True", reason: "ManagedClusterJoined", message: "Managed cluster joined" }, nowText);
     }
     if (hb.healthy) {
-      setCondition(conditions, { type: Conditions.Available, status: "True", reason: "ManagedClusterAvailable", message: "Managed cluster is available" }, nowText);
+      setCondition(
+        conditions,
+        { type: Conditions.Available, status: "True", reason: "ManagedClusterAvailable", message: "Managed cluster is available" },
+        nowText,
+      );
     } else {
-      setCondition(conditions, { type: Conditions.Available, status: "False", reason: "ManagedClusterKubeAPIServerUnavailable", message: hb.healthMessage || "The kube-apiserver is not ok" }, nowText);
+      setCondition(
+        conditions,
+        {
+          type: Conditions.Available,
+          status: "False",
+          reason: "ManagedClusterKubeAPIServerUnavailable",
+          message: hb.healthMessage || "The kube-apiserver is not ok",
+        },
+        nowText,
+      );
     }
     if (hb.version) status.version = hb.version;
     if (hb.capacity) status.capacity = hb.capacity;
@@ -436,7 +488,11 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
     setEdgeLocation(next, colo);
     const stored = (await this.commit(current, next, "returns")) ?? current;
     await this.nextAlarm("earlier");
-    return { leaseDurationSeconds: specOf(stored).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS, worksEtag: this.delivery.etag(), leaving: Boolean(stored.metadata.deletionTimestamp) };
+    return {
+      leaseDurationSeconds: specOf(stored).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS,
+      worksEtag: this.delivery.etag(),
+      leaving: Boolean(stored.metadata.deletionTimestamp),
+    };
   }
 
   /**

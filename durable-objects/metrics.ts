@@ -22,7 +22,9 @@ export const MAX_SERIES = 20_000;
 export class MetricsObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS series (family TEXT NOT NULL, labels TEXT NOT NULL, cell TEXT NOT NULL, PRIMARY KEY (family, labels)) WITHOUT ROWID");
+    ctx.storage.sql.exec(
+      "CREATE TABLE IF NOT EXISTS series (family TEXT NOT NULL, labels TEXT NOT NULL, cell TEXT NOT NULL, PRIMARY KEY (family, labels)) WITHOUT ROWID",
+    );
   }
 
   /**
@@ -38,7 +40,12 @@ export class MetricsObject extends DurableObject<Env> {
         if (!Array.isArray(values) || !values.every((v) => typeof v === "number" && Number.isFinite(v))) continue;
         const row = sql.exec<{ cell: string }>("SELECT cell FROM series WHERE family = ? AND labels = ?", family, labels).toArray()[0];
         if (row) {
-          sql.exec("UPDATE series SET cell = ? WHERE family = ? AND labels = ?", JSON.stringify(addValues(JSON.parse(row.cell) as number[], values)), family, labels);
+          sql.exec(
+            "UPDATE series SET cell = ? WHERE family = ? AND labels = ?",
+            JSON.stringify(addValues(JSON.parse(row.cell) as number[], values)),
+            family,
+            labels,
+          );
           continue;
         }
         kept ??= sql.exec<{ n: number }>("SELECT count(*) AS n FROM series").one().n;

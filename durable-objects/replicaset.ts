@@ -69,7 +69,11 @@ export class ReplicaSetObject extends DurableObject<Env> {
 
   private remember(namespace: string, name: string): void {
     if (this.targetCache?.namespace === namespace && this.targetCache.name === name) return;
-    this.ctx.storage.sql.exec("INSERT INTO target (id, namespace, name) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET namespace = excluded.namespace, name = excluded.name", namespace, name);
+    this.ctx.storage.sql.exec(
+      "INSERT INTO target (id, namespace, name) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET namespace = excluded.namespace, name = excluded.name",
+      namespace,
+      name,
+    );
     this.targetCache = { namespace, name };
   }
 

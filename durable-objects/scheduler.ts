@@ -134,7 +134,9 @@ export class SchedulerObject extends DurableObject<Env> {
    * objects whose status it wrote).
    */
   async reconcile(trigger: Trigger, followAll = false): Promise<RunResult> {
-    this.pending = this.pending ? { trigger: mergeTriggers(this.pending.trigger, trigger), followAll: this.pending.followAll || followAll } : { trigger, followAll };
+    this.pending = this.pending
+      ? { trigger: mergeTriggers(this.pending.trigger, trigger), followAll: this.pending.followAll || followAll }
+      : { trigger, followAll };
     const run = this.queue.then(() => this.runPending());
     this.queue = run.catch(() => undefined);
     const { result, followUp } = await run;
@@ -142,7 +144,10 @@ export class SchedulerObject extends DurableObject<Env> {
     return result;
   }
 
-  private last: { result: RunResult; followUp: Promise<void> } = { result: { scheduled: [], skipped: [], writes: 0, requeue: {}, decisionsChanged: [], statusWritten: [] }, followUp: Promise.resolve() };
+  private last: { result: RunResult; followUp: Promise<void> } = {
+    result: { scheduled: [], skipped: [], writes: 0, requeue: {}, decisionsChanged: [], statusWritten: [] },
+    followUp: Promise.resolve(),
+  };
   private view: SchedulerView | null = null;
   /** Every write up to this resourceVersion is in the view. */
   private watermark = 0;
@@ -197,7 +202,11 @@ export class SchedulerObject extends DurableObject<Env> {
 
   /** What follows a run outside the queue: the replica sets of `placements`, and the after-commit work the run's own writes owe. */
   private async followUp(placements: string[], owing: Committed[], now: number): Promise<void> {
-    await Promise.all([replicaSetsForPlacements(this.env, placements), addonsForPlacements(this.env, placements, (name, at) => this.recheckAddonAt(name, at)), ...owing.map((c) => finishCommit(this.env, c, now))]);
+    await Promise.all([
+      replicaSetsForPlacements(this.env, placements),
+      addonsForPlacements(this.env, placements, (name, at) => this.recheckAddonAt(name, at)),
+      ...owing.map((c) => finishCommit(this.env, c, now)),
+    ]);
   }
 
   /** Builds the view (cold start), or checks it against D1 and adds what it missed to `trigger`. */
@@ -293,7 +302,10 @@ export class SchedulerObject extends DurableObject<Env> {
         await this.expireEventsAt(now + 60_000);
       }
     }
-    const due = sql.exec<{ placement: string }>("SELECT placement FROM requeue WHERE due <= ?", now).toArray().map((r) => r.placement);
+    const due = sql
+      .exec<{ placement: string }>("SELECT placement FROM requeue WHERE due <= ?", now)
+      .toArray()
+      .map((r) => r.placement);
     const stored = sql.exec<{ id: number; trigger: string }>("SELECT id, trigger FROM pending_triggers ORDER BY id").toArray();
     if (due.length > 0 || stored.length > 0) {
       await this.reconcile(stored.reduce<Trigger>((t, r) => mergeTriggers(t, JSON.parse(r.trigger) as Trigger), { placements: due }));

@@ -55,7 +55,12 @@ export class Timers {
 
   private load(): Map<string, number> {
     if (!this.rows) {
-      this.rows = new Map(this.storage.sql.exec<{ purpose: string; due: number }>("SELECT purpose, due FROM timers").toArray().map((r) => [r.purpose, r.due]));
+      this.rows = new Map(
+        this.storage.sql
+          .exec<{ purpose: string; due: number }>("SELECT purpose, due FROM timers")
+          .toArray()
+          .map((r) => [r.purpose, r.due]),
+      );
     }
     return this.rows;
   }
@@ -93,7 +98,10 @@ export class Timers {
 
   /** The purposes whose timers are due at `now` (epoch milliseconds), earliest first. */
   due(now: number): string[] {
-    return [...this.load()].filter(([, due]) => due <= now).sort((a, b) => a[1] - b[1]).map(([purpose]) => purpose);
+    return [...this.load()]
+      .filter(([, due]) => due <= now)
+      .sort((a, b) => a[1] - b[1])
+      .map(([purpose]) => purpose);
   }
 
   /** The earliest due time of all timers (epoch milliseconds), or null when there is none. */

@@ -45,7 +45,9 @@ const lazyBuiltinsInWs = {
   name: "lazy-builtins-in-ws",
   setup(b) {
     b.onResolve({ filter: /^(https|tls|zlib)$/ }, (args) =>
-      args.kind === "require-call" && LAZY_IN_WS.has(args.path) && /[\\/]node_modules[\\/]ws[\\/]/.test(args.importer) ? { path: args.path, namespace: "lazy-builtin" } : undefined,
+      args.kind === "require-call" && LAZY_IN_WS.has(args.path) && /[\\/]node_modules[\\/]ws[\\/]/.test(args.importer)
+        ? { path: args.path, namespace: "lazy-builtin" }
+        : undefined,
     );
     b.onLoad({ filter: /.*/, namespace: "lazy-builtin" }, (args) => ({
       contents: `let m; module.exports = new Proxy({}, { get: (_, k) => (m ??= require(${JSON.stringify(`node:${args.path}`)}))[k], has: (_, k) => k in (m ??= require(${JSON.stringify(`node:${args.path}`)})) });`,
@@ -60,7 +62,10 @@ const outdir = path.join(root, "dist", "agent");
 const manifest = path.join(root, "dist", "agent-inputs.json");
 /** Files the build depends on beside esbuild's inputs. */
 const BUILD_FILES = ["scripts/build-agent.mjs", "node_modules/esbuild/package.json"];
-const sha256 = (file) => createHash("sha256").update(readFileSync(path.join(root, file))).digest("hex");
+const sha256 = (file) =>
+  createHash("sha256")
+    .update(readFileSync(path.join(root, file)))
+    .digest("hex");
 
 /** Whether the bundle in dist/agent is the one the last build wrote, from the files as they are now. */
 function current() {
@@ -108,9 +113,15 @@ const result = await build({
 });
 // Inputs outside the file system (this script's `builtin-require:` and `lazy-builtin:` modules) are
 // made by the plugins above, which BUILD_FILES covers.
-const recorded = [...Object.keys(result.metafile.inputs).filter((f) => existsSync(path.join(root, f))), ...BUILD_FILES, ...Object.keys(result.metafile.outputs)];
+const recorded = [
+  ...Object.keys(result.metafile.inputs).filter((f) => existsSync(path.join(root, f))),
+  ...BUILD_FILES,
+  ...Object.keys(result.metafile.outputs),
+];
 writeFileSync(manifest, JSON.stringify({ files: Object.fromEntries(recorded.sort().map((f) => [f, sha256(f)])) }, null, 1) + "\n");
 const bytes = Object.entries(result.metafile.outputs)
   .filter(([f]) => f.endsWith(".mjs"))
   .reduce((n, [, o]) => n + o.bytes, 0);
-console.log(`built dist/agent: ${Object.keys(result.metafile.outputs).filter((f) => f.endsWith(".mjs")).length} files, ${(bytes / 1024).toFixed(0)} KiB of JavaScript in ${(performance.now() - t0).toFixed(0)} ms`);
+console.log(
+  `built dist/agent: ${Object.keys(result.metafile.outputs).filter((f) => f.endsWith(".mjs")).length} files, ${(bytes / 1024).toFixed(0)} KiB of JavaScript in ${(performance.now() - t0).toFixed(0)} ms`,
+);

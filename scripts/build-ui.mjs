@@ -15,7 +15,10 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const outdir = path.join(root, "dist", "ui", "ui", "assets");
 const manifest = path.join(root, "dist", "ui-inputs.json");
 const BUILD_FILES = ["scripts/build-ui.mjs", "node_modules/esbuild/package.json"];
-const sha256 = (file) => createHash("sha256").update(readFileSync(path.join(root, file))).digest("hex");
+const sha256 = (file) =>
+  createHash("sha256")
+    .update(readFileSync(path.join(root, file)))
+    .digest("hex");
 
 function current() {
   if (!existsSync(manifest)) return false;
@@ -50,7 +53,13 @@ const result = await build({
   metafile: true,
   logLevel: "warning",
 });
-const recorded = [...Object.keys(result.metafile.inputs).filter((f) => existsSync(path.join(root, f))), ...BUILD_FILES, ...Object.keys(result.metafile.outputs)];
+const recorded = [
+  ...Object.keys(result.metafile.inputs).filter((f) => existsSync(path.join(root, f))),
+  ...BUILD_FILES,
+  ...Object.keys(result.metafile.outputs),
+];
 writeFileSync(manifest, JSON.stringify({ files: Object.fromEntries(recorded.sort().map((f) => [f, sha256(f)])) }, null, 1) + "\n");
 const js = Object.entries(result.metafile.outputs).filter(([f]) => f.endsWith(".js"));
-console.log(`built dist/ui: ${js.length} files, ${(js.reduce((n, [, o]) => n + o.bytes, 0) / 1024).toFixed(0)} KiB of JavaScript in ${(performance.now() - t0).toFixed(0)} ms`);
+console.log(
+  `built dist/ui: ${js.length} files, ${(js.reduce((n, [, o]) => n + o.bytes, 0) / 1024).toFixed(0)} KiB of JavaScript in ${(performance.now() - t0).toFixed(0)} ms`,
+);

@@ -101,7 +101,12 @@ export function serverErrorIn(rawLine: string, expected: readonly ExpectedServer
   const m = REQUEST_LINE.exec(line);
   if (!m || Number(m[3]) < 500) return null;
   const [method, reqPath, status] = [m[1]!, m[2]!, Number(m[3])];
-  const declared = expected.some((e) => (e.method === undefined || e.method === method) && e.path.test(reqPath) && (typeof e.status === "number" ? e.status === status : e.status.includes(status)));
+  const declared = expected.some(
+    (e) =>
+      (e.method === undefined || e.method === method) &&
+      e.path.test(reqPath) &&
+      (typeof e.status === "number" ? e.status === status : e.status.includes(status)),
+  );
   return { kind: "5xx", line, method, path: reqPath, status, expected: declared };
 }
 
@@ -155,9 +160,16 @@ export function unexpectedServerErrorReport(hubs: readonly Hub[], limit = 20): s
     const bad = hub.serverErrors().filter((e) => !e.expected);
     if (bad.length === 0) continue;
     const counts = countByKind(bad);
-    parts.push(`hub ${hub.url} (${hub.logFile}) logged ${counts}:\n${bad.slice(0, limit).map((e) => `  ${e.line}`).join("\n")}${bad.length > limit ? `\n  ... and ${bad.length - limit} more` : ""}`);
+    parts.push(
+      `hub ${hub.url} (${hub.logFile}) logged ${counts}:\n${bad
+        .slice(0, limit)
+        .map((e) => `  ${e.line}`)
+        .join("\n")}${bad.length > limit ? `\n  ... and ${bad.length - limit} more` : ""}`,
+    );
   }
-  return parts.length === 0 ? null : `A 500 is a bug everywhere: unexpected server errors in the hub's log (declare one a test provokes in startHub's expectedServerErrors)\n${parts.join("\n")}`;
+  return parts.length === 0
+    ? null
+    : `A 500 is a bug everywhere: unexpected server errors in the hub's log (declare one a test provokes in startHub's expectedServerErrors)\n${parts.join("\n")}`;
 }
 
 function countByKind(errors: readonly ServerErrorLine[]): string {
@@ -250,7 +262,12 @@ export async function startHub(opts: HubOptions = {}): Promise<Hub> {
   if (opts.leaveTimeoutSeconds !== undefined) env.FLOTILLA_LEAVE_TIMEOUT_SECONDS = String(opts.leaveTimeoutSeconds);
   if (opts.https) env.FLOTILLA_HTTPS = "1";
   Object.assign(env, opts.env ?? {});
-  const child = spawn(process.execPath, [path.join(root, "scripts", "start.mjs"), ...(opts.wranglerArgs ?? [])], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"], detached: false });
+  const child = spawn(process.execPath, [path.join(root, "scripts", "start.mjs"), ...(opts.wranglerArgs ?? [])], {
+    cwd: root,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: false,
+  });
   let out = "";
   const logFile = opts.logFile ?? path.join(stateDir, "hub.log");
   const log = createWriteStream(logFile, { flags: opts.logFile ? "w" : "a" });
@@ -340,7 +357,13 @@ export interface AdminResponse {
  * One HTTP request to the hub: fetch for http, node:https with the hub's local CA for https.
  * `headers` are added as given; the body is sent as is.
  */
-export async function hubFetch(hub: { url: string; caFile?: string }, method: string, apiPath: string, headers: Record<string, string> = {}, body?: string): Promise<{ status: number; text: string }> {
+export async function hubFetch(
+  hub: { url: string; caFile?: string },
+  method: string,
+  apiPath: string,
+  headers: Record<string, string> = {},
+  body?: string,
+): Promise<{ status: number; text: string }> {
   if (!hub.url.startsWith("https:")) {
     const res = await fetch(`${hub.url}${apiPath}`, { method, headers, body });
     return { status: res.status, text: await res.text() };
@@ -380,7 +403,8 @@ export async function admin(hub: Hub, method: string, apiPath: string, body?: un
 export async function createNamespaces(hub: Hub, ...names: string[]): Promise<void> {
   for (const name of names) {
     const r = await admin(hub, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name } });
-    if (r.status !== 201 && !(r.status === 409 && r.body?.reason === "AlreadyExists")) throw new Error(`creating namespace ${name} failed: ${r.status} ${JSON.stringify(r.body)}`);
+    if (r.status !== 201 && !(r.status === 409 && r.body?.reason === "AlreadyExists"))
+      throw new Error(`creating namespace ${name} failed: ${r.status} ${JSON.stringify(r.body)}`);
   }
 }
 

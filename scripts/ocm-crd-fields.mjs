@@ -46,7 +46,9 @@ const POLICY_KINDS = [
 ];
 
 if (!process.argv[2]) {
-  console.error("usage: node scripts/ocm-crd-fields.mjs <open-cluster-management-io/api git directory or checkout> [<governance-policy-propagator git directory or checkout>]");
+  console.error(
+    "usage: node scripts/ocm-crd-fields.mjs <open-cluster-management-io/api git directory or checkout> [<governance-policy-propagator git directory or checkout>]",
+  );
   process.exit(2);
 }
 
@@ -85,7 +87,7 @@ function derive(repo, repository, list, out) {
     const fields = [];
     walk(v.schema.openAPIV3Schema, "", false, fields);
     kinds[kind] = { group: crd.spec.group, version, file, fields };
-}
+  }
 
   const doc = { source: { repository, commit, committed: date }, kinds };
   // One field a line, so that a new OCM release's changes read as a short diff.

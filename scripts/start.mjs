@@ -118,7 +118,13 @@ for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("FLOTILLA_")
 // part of the hub, nor of what Cloudflare runs.
 // The hub reads nothing of `request.cf`, so wrangler does not fetch its sample from
 // workers.cloudflare.com at each start (offline, that fetch printed two stack traces).
-Object.assign(env, { WRANGLER_SEND_METRICS: "false", CI: process.env.CI ?? "true", X_LOCAL_OBSERVABILITY: "false", X_LOCAL_EXPLORER: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" });
+Object.assign(env, {
+  WRANGLER_SEND_METRICS: "false",
+  CI: process.env.CI ?? "true",
+  X_LOCAL_OBSERVABILITY: "false",
+  X_LOCAL_EXPLORER: "false",
+  CLOUDFLARE_CF_FETCH_ENABLED: "false",
+});
 
 // The dashboard's assets (dist/ui, wrangler.toml `[assets]`), built again when their sources changed.
 const ui = spawnSync(process.execPath, [path.join(root, "scripts", "build-ui.mjs"), "--if-stale"], { cwd: root, stdio: "inherit" });
@@ -165,13 +171,33 @@ if (process.env.FLOTILLA_EVENT_TTL_SECONDS) vars.FLOTILLA_EVENT_TTL_SECONDS = pr
 const envFile = path.join(stateDir, "hub.env");
 try {
   if (existsSync(envFile)) chmodSync(envFile, 0o600);
-  writeFileSync(envFile, Object.entries(vars).map(([k, v]) => dotenvLine(k, v)).join(""), { mode: 0o600 });
+  writeFileSync(
+    envFile,
+    Object.entries(vars)
+      .map(([k, v]) => dotenvLine(k, v))
+      .join(""),
+    { mode: 0o600 },
+  );
 } catch (e) {
   process.stderr.write(`flotilla: ${e.message}\n`);
   process.exit(1);
 }
 
-const args = [wrangler, "dev", "--ip", "127.0.0.1", "--port", port, "--persist-to", stateDir, "--env-file", envFile, "--show-interactive-dev-session=false", ...tlsArgs, ...process.argv.slice(2)];
+const args = [
+  wrangler,
+  "dev",
+  "--ip",
+  "127.0.0.1",
+  "--port",
+  port,
+  "--persist-to",
+  stateDir,
+  "--env-file",
+  envFile,
+  "--show-interactive-dev-session=false",
+  ...tlsArgs,
+  ...process.argv.slice(2),
+];
 const url = `${https ? "https" : "http"}://127.0.0.1:${port}`;
 
 console.log(`Flotilla hub: ${url}`);

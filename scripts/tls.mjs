@@ -12,12 +12,16 @@ const ALG = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 function pemKey(der) {
-  const b64 = Buffer.from(der).toString("base64").replace(/(.{64})/g, "$1\n");
+  const b64 = Buffer.from(der)
+    .toString("base64")
+    .replace(/(.{64})/g, "$1\n");
   return `-----BEGIN PRIVATE KEY-----\n${b64.trim()}\n-----END PRIVATE KEY-----\n`;
 }
 
 function serial() {
-  return Buffer.from(webcrypto.getRandomValues(new Uint8Array(16))).toString("hex").replace(/^[89a-f]/, "1");
+  return Buffer.from(webcrypto.getRandomValues(new Uint8Array(16)))
+    .toString("hex")
+    .replace(/^[89a-f]/, "1");
 }
 
 /**

@@ -45,7 +45,8 @@ export function parsePrometheus(text: string): Promise<ParsedFamily[]> {
     child.on("close", (code) => {
       if (code !== 0) return reject(new Error(`the Prometheus parser refused the text: ${err.trim().split("\n").pop()}`));
       const families = JSON.parse(out) as ParsedFamily[];
-      for (const f of families) for (const s of f.samples) s.value = typeof s.value === "string" ? (s.value === "inf" ? Infinity : s.value === "-inf" ? -Infinity : NaN) : s.value;
+      for (const f of families)
+        for (const s of f.samples) s.value = typeof s.value === "string" ? (s.value === "inf" ? Infinity : s.value === "-inf" ? -Infinity : NaN) : s.value;
       resolve(families);
     });
     child.stdin.end(text);

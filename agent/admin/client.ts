@@ -69,7 +69,16 @@ export class HubClient {
       throw this.apiError(res.status, { ...parsed, message: `the hub does not serve ${path} (${parsed.message ?? "NotFound"})` }, opts.hints);
     }
     if (res.status === 401 || res.status === 403) {
-      throw this.apiError(res.status, { kind: "Status", code: res.status, reason: res.status === 401 ? "Unauthorized" : "Forbidden", message: res.status === 401 ? "Unauthorized" : "Forbidden" }, opts.hints);
+      throw this.apiError(
+        res.status,
+        {
+          kind: "Status",
+          code: res.status,
+          reason: res.status === 401 ? "Unauthorized" : "Forbidden",
+          message: res.status === 401 ? "Unauthorized" : "Forbidden",
+        },
+        opts.hints,
+      );
     }
     throw new HubUnreachableError(
       `the server at ${this.config.hubUrl} answered ${method} ${path} with HTTP ${res.status} and no Kubernetes response`,
@@ -121,7 +130,17 @@ export class HubClient {
     const err = new HubApiError(code, status);
     // A create in a namespace that does not exist (NamespaceLifecycle): its 404 names the namespace.
     const missingNamespace = code === 404 && status.details?.kind === "namespaces" && !status.details.group ? status.details.name : undefined;
-    return new HubApiError(code, status, hintForStatus(code, err.reason, err.resourceNotServed, this.config, missingNamespace ? { ...hints, notFound: missingNamespaceHint(missingNamespace) } : hints));
+    return new HubApiError(
+      code,
+      status,
+      hintForStatus(
+        code,
+        err.reason,
+        err.resourceNotServed,
+        this.config,
+        missingNamespace ? { ...hints, notFound: missingNamespaceHint(missingNamespace) } : hints,
+      ),
+    );
   }
 
   /** GET an object or a list. @throws as {@link request} */

@@ -27,7 +27,10 @@ export function isNotFound(err: unknown): err is HubApiError {
 
 /** Parses a comma-separated list flag (`--clusters c1,c2`), for commander. */
 export function commaList(value: string, previous: string[] = []): string[] {
-  const items = value.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const items = value
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
   if (items.length === 0) throw new InvalidArgumentError("expected a comma-separated list of names");
   return [...previous, ...items];
 }

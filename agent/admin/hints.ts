@@ -71,7 +71,8 @@ export function hintForConnectionError(code: string | undefined, config: Resolve
     const have = config.caFile ? `the CA ${config.caFile} (from ${config.caFileSource}) did not verify it; ` : "";
     return `${have}trust the hub's CA with --ca-file / FLOTILLA_CA_FILE (\`FLOTILLA_HTTPS=1 npm start\` writes it to <state folder>/tls/ca.crt)`;
   }
-  if (code === "ERR_TLS_CERT_ALTNAME_INVALID") return "the hub's certificate is for another host name; use the name it was issued for (127.0.0.1 or localhost for `npm start`)";
+  if (code === "ERR_TLS_CERT_ALTNAME_INVALID")
+    return "the hub's certificate is for another host name; use the name it was issued for (127.0.0.1 or localhost for `npm start`)";
   if (code === "CERT_HAS_EXPIRED") return "the hub's certificate has expired; renew it (for `npm start`, delete <state folder>/tls and restart)";
   if (code === "EPROTO" || code === "ERR_SSL_WRONG_VERSION_NUMBER") return `the hub does not speak HTTPS there; try http:// (${where})`;
   // Plain HTTP to a TLS port: the TLS bytes fail HTTP parsing (HPE_*), or the server hangs up.

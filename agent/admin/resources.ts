@@ -84,7 +84,8 @@ export const Paths = {
   /** ManagedClusterSets (cluster-scoped). */
   managedClusterSets: (name?: string) => `${CLUSTER_GROUP}/v1beta2/managedclustersets${name !== undefined ? `/${encode(name)}` : ""}`,
   /** ManagedClusterSetBindings in `namespace`. */
-  managedClusterSetBindings: (namespace: string | undefined, name?: string) => namespaced(`${CLUSTER_GROUP}/v1beta2`, "managedclustersetbindings", namespace, name),
+  managedClusterSetBindings: (namespace: string | undefined, name?: string) =>
+    namespaced(`${CLUSTER_GROUP}/v1beta2`, "managedclustersetbindings", namespace, name),
   /** Placements in `namespace` (all namespaces when undefined). */
   placements: (namespace: string | undefined, name?: string) => namespaced(`${CLUSTER_GROUP}/v1beta1`, "placements", namespace, name),
   /** PlacementDecisions in `namespace` (all namespaces when undefined). */
@@ -92,7 +93,8 @@ export const Paths = {
   /** ManifestWorks in a cluster's namespace (all namespaces when undefined). */
   manifestWorks: (namespace: string | undefined, name?: string) => namespaced("/apis/work.open-cluster-management.io/v1", "manifestworks", namespace, name),
   /** ManagedClusterAddOns in a cluster's namespace (all namespaces when undefined), OCM's preferred version `v1beta1`. */
-  managedClusterAddOns: (namespace: string | undefined, name?: string) => namespaced("/apis/addon.open-cluster-management.io/v1beta1", "managedclusteraddons", namespace, name),
+  managedClusterAddOns: (namespace: string | undefined, name?: string) =>
+    namespaced("/apis/addon.open-cluster-management.io/v1beta1", "managedclusteraddons", namespace, name),
   /** Policies in `namespace` (all namespaces when undefined). */
   policies: (namespace: string | undefined, name?: string) => namespaced("/apis/policy.open-cluster-management.io/v1", "policies", namespace, name),
   /** BootstrapTokens (cluster-scoped). */

@@ -39,7 +39,11 @@ export function ageOf(timestamp: string | undefined | null, nowMs: number): stri
 
 /** Renders seconds as the shortest of `Ns`, `Nm`, `Nh`, `Nd` that is exact (`3600` → `1h`). */
 export function formatSeconds(seconds: number): string {
-  for (const [unit, size] of [["d", 86400], ["h", 3600], ["m", 60]] as const) {
+  for (const [unit, size] of [
+    ["d", 86400],
+    ["h", 3600],
+    ["m", 60],
+  ] as const) {
     if (seconds >= size && seconds % size === 0) return `${seconds / size}${unit}`;
   }
   return `${seconds}s`;

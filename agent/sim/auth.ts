@@ -90,7 +90,10 @@ export class SimAuth {
       roles: list<Role>("roles"),
       clusterRoles: [...list<ClusterRole>("clusterroles"), ...BOOTSTRAP_CLUSTER_ROLES.filter((r) => BASELINE_ROLES.has(r.metadata.name))],
       roleBindings: list<RoleBinding>("rolebindings"),
-      clusterRoleBindings: [...list<ClusterRoleBinding>("clusterrolebindings"), ...BOOTSTRAP_CLUSTER_ROLE_BINDINGS.filter((b) => BASELINE_ROLES.has(b.roleRef.name))],
+      clusterRoleBindings: [
+        ...list<ClusterRoleBinding>("clusterrolebindings"),
+        ...BOOTSTRAP_CLUSTER_ROLE_BINDINGS.filter((b) => BASELINE_ROLES.has(b.roleRef.name)),
+      ],
     });
     return this.authorizer;
   }
@@ -132,7 +135,9 @@ export class SimAuth {
     const extras = Object.keys(headers).filter((h) => h.startsWith("impersonate-extra-"));
     if (asUser === undefined) {
       if (asGroups.length > 0 || asUid !== undefined || extras.length > 0) {
-        throw badRequest(`requested [${[...asGroups.map((g) => `{Group ${g}}`), ...(asUid !== undefined ? [`{UID ${asUid}}`] : [])].join(" ")}] without impersonating a user`);
+        throw badRequest(
+          `requested [${[...asGroups.map((g) => `{Group ${g}}`), ...(asUid !== undefined ? [`{UID ${asUid}}`] : [])].join(" ")}] without impersonating a user`,
+        );
       }
       return requester;
     }

@@ -17,7 +17,18 @@
  */
 import { randomUUID } from "node:crypto";
 import { parse as parseYaml } from "yaml";
-import { applyCreateDefaults, applyWriteDefaults, clusterClaimCrd, clusterPropertyCrd, clusterPropertyObject, desiredStatus, namespaceObject, nodeObject, normaliseData, scheduleNode } from "./controllers.ts";
+import {
+  applyCreateDefaults,
+  applyWriteDefaults,
+  clusterClaimCrd,
+  clusterPropertyCrd,
+  clusterPropertyObject,
+  desiredStatus,
+  namespaceObject,
+  nodeObject,
+  normaliseData,
+  scheduleNode,
+} from "./controllers.ts";
 import { alreadyExists, ApiError, badRequest, conflict, forbidden, invalid, notFound, unsupportedMediaType } from "./errors.ts";
 import { jsonPatch, MERGE_KEYS, mergePatch, strategicMergePatch } from "./patch.ts";
 import { groupVersion, Registry, type ResourceType } from "./resources.ts";
@@ -127,7 +138,10 @@ export class Cluster {
   list(rt: ResourceType, namespace: string | undefined, labelSelector?: string, fieldSelector?: string): { items: KubeObject[]; resourceVersion: string } {
     const lm = parseLabelSelector(labelSelector);
     const fm = parseFieldSelector(fieldSelector);
-    const items = this.store.list(rt.group, rt.plural, rt.namespaced ? namespace : undefined).map((o) => this.present(rt, o)).filter((o) => lm(o) && fm(o));
+    const items = this.store
+      .list(rt.group, rt.plural, rt.namespaced ? namespace : undefined)
+      .map((o) => this.present(rt, o))
+      .filter((o) => lm(o) && fm(o));
     return { items, resourceVersion: String(this.store.currentRv()) };
   }
 
@@ -136,14 +150,26 @@ export class Cluster {
     const ns = this.store.get("", "namespaces", "", namespace);
     if (!ns) throw notFound({ group: "", plural: "namespaces" }, namespace);
     if (ns.metadata.deletionTimestamp) {
-      throw new ApiError(403, "Forbidden", `${rt.group ? `${rt.plural}.${rt.group}` : rt.plural} "${name}" is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`, { name, kind: rt.plural, ...(rt.group ? { group: rt.group } : {}), causes: [{ reason: "NamespaceTerminating", message: `namespace ${namespace} is being terminated`, field: "metadata.namespace" }] });
+      throw new ApiError(
+        403,
+        "Forbidden",
+        `${rt.group ? `${rt.plural}.${rt.group}` : rt.plural} "${name}" is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`,
+        {
+          name,
+          kind: rt.plural,
+          ...(rt.group ? { group: rt.group } : {}),
+          causes: [{ reason: "NamespaceTerminating", message: `namespace ${namespace} is being terminated`, field: "metadata.namespace" }],
+        },
+      );
     }
   }
 
   private checkTypeAndIdentity(rt: ResourceType, body: Obj, namespace: string, urlName?: string): void {
     const gv = groupVersion(rt);
-    if (body.apiVersion !== undefined && body.apiVersion !== gv) throw badRequest(`the API version in the data (${String(body.apiVersion)}) does not match the expected API version (${gv})`);
-    if (body.kind !== undefined && body.kind !== rt.kind) throw badRequest(`the kind in the data (${String(body.kind)}) does not match the expected kind (${rt.kind})`);
+    if (body.apiVersion !== undefined && body.apiVersion !== gv)
+      throw badRequest(`the API version in the data (${String(body.apiVersion)}) does not match the expected API version (${gv})`);
+    if (body.kind !== undefined && body.kind !== rt.kind)
+      throw badRequest(`the kind in the data (${String(body.kind)}) does not match the expected kind (${rt.kind})`);
     const meta = isObj(body.metadata) ? body.metadata : {};
     if (rt.namespaced && meta.namespace !== undefined && meta.namespace !== "" && meta.namespace !== namespace) {
       throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
@@ -216,7 +242,13 @@ export class Cluster {
       after = clone(body);
       const bm: Obj = isObj(after.metadata) ? after.metadata : {};
       const cm = current.metadata;
-      after.metadata = { ...bm, name: cm.name, uid: cm.uid, creationTimestamp: cm.creationTimestamp, resourceVersion: cm.resourceVersion } as KubeObject["metadata"];
+      after.metadata = {
+        ...bm,
+        name: cm.name,
+        uid: cm.uid,
+        creationTimestamp: cm.creationTimestamp,
+        resourceVersion: cm.resourceVersion,
+      } as KubeObject["metadata"];
       for (const k of ["namespace", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "managedFields"] as const) {
         const meta = after.metadata as Obj;
         if (cm[k] === undefined) delete meta[k];
@@ -233,7 +265,14 @@ export class Cluster {
       this.validate(rt, after);
       if (cm.deletionTimestamp) {
         const added = (after.metadata.finalizers ?? []).filter((f) => !(cm.finalizers ?? []).includes(f));
-        if (added.length) throw invalid(rt.kind, rt.group, t.name, [{ reason: "FieldValueForbidden", message: "Forbidden: no new finalizers can be added if the object is being deleted", field: "metadata.finalizers" }]);
+        if (added.length)
+          throw invalid(rt.kind, rt.group, t.name, [
+            {
+              reason: "FieldValueForbidden",
+              message: "Forbidden: no new finalizers can be added if the object is being deleted",
+              field: "metadata.finalizers",
+            },
+          ]);
       }
     }
     this.bumpGeneration(rt, current, after);
@@ -256,14 +295,24 @@ export class Cluster {
    * Errors: 415 unknown type, 422 missing fieldManager for apply or `force` on a non-apply patch,
    * 400 undecodable body or wrong apiVersion/kind/name, 409 stale resourceVersion or apply conflict.
    */
-  patch(t: Target, subresource: string | undefined, contentType: string, raw: string, opts: WriteOptions & { force?: boolean; fieldManagerGiven: boolean }): { object: KubeObject; created: boolean } {
+  patch(
+    t: Target,
+    subresource: string | undefined,
+    contentType: string,
+    raw: string,
+    opts: WriteOptions & { force?: boolean; fieldManagerGiven: boolean },
+  ): { object: KubeObject; created: boolean } {
     const ct = contentType.split(";")[0]?.trim().toLowerCase() ?? "";
     const isApply = ct === "application/apply-patch+yaml";
     if (isApply && !opts.fieldManagerGiven) {
-      throw invalid("PatchOptions", "meta.k8s.io", "", [{ reason: "FieldValueRequired", message: "Required value: is required for apply patch", field: "fieldManager" }]);
+      throw invalid("PatchOptions", "meta.k8s.io", "", [
+        { reason: "FieldValueRequired", message: "Required value: is required for apply patch", field: "fieldManager" },
+      ]);
     }
     if (!isApply && opts.force !== undefined) {
-      throw invalid("PatchOptions", "meta.k8s.io", "", [{ reason: "FieldValueForbidden", message: "Forbidden: may not be specified for non-apply patch", field: "force" }]);
+      throw invalid("PatchOptions", "meta.k8s.io", "", [
+        { reason: "FieldValueForbidden", message: "Forbidden: may not be specified for non-apply patch", field: "force" },
+      ]);
     }
     const scope = subresource === "status" ? "status" : "main";
     if (isApply) {
@@ -276,7 +325,14 @@ export class Cluster {
       if (!isObj(applied)) throw badRequest("error decoding patch: the body is not an object");
       return this.apply(t, applied, scope, opts.manager, opts.force === true, opts.dryRun);
     }
-    const fn = ct === "application/merge-patch+json" ? mergePatch : ct === "application/strategic-merge-patch+json" ? strategicMergePatch : ct === "application/json-patch+json" ? jsonPatch : undefined;
+    const fn =
+      ct === "application/merge-patch+json"
+        ? mergePatch
+        : ct === "application/strategic-merge-patch+json"
+          ? strategicMergePatch
+          : ct === "application/json-patch+json"
+            ? jsonPatch
+            : undefined;
     if (!fn) throw unsupportedMediaType(contentType);
     let body: unknown;
     try {
@@ -330,11 +386,22 @@ export class Cluster {
     const o = this.get(t);
     const spec: Obj = isObj(o.spec) ? o.spec : {};
     const status: Obj = isObj(o.status) ? o.status : {};
-    const sel = isObj(spec.selector) && isObj(spec.selector.matchLabels) ? Object.entries(spec.selector.matchLabels).map(([k, v]) => `${k}=${String(v)}`).join(",") : "";
+    const sel =
+      isObj(spec.selector) && isObj(spec.selector.matchLabels)
+        ? Object.entries(spec.selector.matchLabels)
+            .map(([k, v]) => `${k}=${String(v)}`)
+            .join(",")
+        : "";
     return {
       kind: "Scale",
       apiVersion: "autoscaling/v1",
-      metadata: { name: o.metadata.name, namespace: o.metadata.namespace, uid: o.metadata.uid, resourceVersion: o.metadata.resourceVersion, creationTimestamp: o.metadata.creationTimestamp },
+      metadata: {
+        name: o.metadata.name,
+        namespace: o.metadata.namespace,
+        uid: o.metadata.uid,
+        resourceVersion: o.metadata.resourceVersion,
+        creationTimestamp: o.metadata.creationTimestamp,
+      },
       spec: { replicas: typeof spec.replicas === "number" ? spec.replicas : 1 },
       status: { replicas: typeof status.replicas === "number" ? status.replicas : 0, selector: sel },
     };
@@ -353,7 +420,10 @@ export class Cluster {
       throw badRequest(`error decoding body: ${(e as Error).message}`);
     }
     const replicas = isObj(next) && isObj(next.spec) ? next.spec.replicas : undefined;
-    if (typeof replicas !== "number" || replicas < 0) throw invalid("Scale", "autoscaling", t.name, [{ reason: "FieldValueInvalid", message: "Invalid value: must be greater than or equal to 0", field: "spec.replicas" }]);
+    if (typeof replicas !== "number" || replicas < 0)
+      throw invalid("Scale", "autoscaling", t.name, [
+        { reason: "FieldValueInvalid", message: "Invalid value: must be greater than or equal to 0", field: "spec.replicas" },
+      ]);
     const current = this.store.get(t.rt.group, t.rt.plural, t.namespace, t.name);
     if (!current) throw notFound(t.rt, t.name);
     const body = clone(current);
@@ -367,18 +437,31 @@ export class Cluster {
     const rt = t.rt;
     const policy = opts.propagationPolicy;
     if (policy !== undefined && !["Orphan", "Background", "Foreground"].includes(policy)) {
-      throw invalid("DeleteOptions", "meta.k8s.io", "", [{ reason: "FieldValueNotSupported", message: `Unsupported value: "${policy}": supported values: "Foreground", "Background", "Orphan"`, field: "propagationPolicy" }]);
+      throw invalid("DeleteOptions", "meta.k8s.io", "", [
+        {
+          reason: "FieldValueNotSupported",
+          message: `Unsupported value: "${policy}": supported values: "Foreground", "Background", "Orphan"`,
+          field: "propagationPolicy",
+        },
+      ]);
     }
     if (policy !== undefined && opts.orphanDependents !== undefined) {
-      throw invalid("DeleteOptions", "meta.k8s.io", "", [{ reason: "FieldValueInvalid", message: "Invalid value: \"\": orphanDependents and deletionPropagation cannot be both set", field: "propagationPolicy" }]);
+      throw invalid("DeleteOptions", "meta.k8s.io", "", [
+        { reason: "FieldValueInvalid", message: 'Invalid value: "": orphanDependents and deletionPropagation cannot be both set', field: "propagationPolicy" },
+      ]);
     }
     const current = this.store.get(rt.group, rt.plural, t.namespace, t.name);
     if (!current) throw notFound(rt, t.name);
     if (rt.group === "" && rt.kind === "Namespace" && PROTECTED_NAMESPACES.includes(t.name)) throw forbidden(rt, t.name, "this namespace may not be deleted");
     const pre = opts.preconditions;
-    if (pre?.uid && pre.uid !== current.metadata.uid) throw conflict(rt, t.name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.metadata.uid}`);
+    if (pre?.uid && pre.uid !== current.metadata.uid)
+      throw conflict(rt, t.name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.metadata.uid}`);
     if (pre?.resourceVersion && pre.resourceVersion !== current.metadata.resourceVersion) {
-      throw conflict(rt, t.name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${current.metadata.resourceVersion}`);
+      throw conflict(
+        rt,
+        t.name,
+        `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${current.metadata.resourceVersion}`,
+      );
     }
     const effective = policy ?? (opts.orphanDependents === true ? "Orphan" : opts.orphanDependents === false ? "Background" : undefined);
     if (opts.dryRun) return { body: this.present(rt, current) };
@@ -394,7 +477,13 @@ export class Cluster {
   }
 
   /** DELETE on a collection: deletes every matching object (each as {@link delete}); returns the list of what was matched. */
-  deleteCollection(rt: ResourceType, namespace: string | undefined, labelSelector: string | undefined, fieldSelector: string | undefined, opts: DeleteOptions): Obj {
+  deleteCollection(
+    rt: ResourceType,
+    namespace: string | undefined,
+    labelSelector: string | undefined,
+    fieldSelector: string | undefined,
+    opts: DeleteOptions,
+  ): Obj {
     const { items } = this.list(rt, namespace, labelSelector, fieldSelector);
     for (const o of items) {
       try {
@@ -518,11 +607,17 @@ export class Cluster {
               changed = true;
             }
           }
-          const blocking = dependents(o.metadata.uid).some((d) => this.store.get(d.group, d.plural, d.object.metadata.namespace ?? "", d.object.metadata.name) && refsOf(d.object).some((r) => r.uid === o.metadata.uid && r.blockOwnerDeletion === true));
+          const blocking = dependents(o.metadata.uid).some(
+            (d) =>
+              this.store.get(d.group, d.plural, d.object.metadata.namespace ?? "", d.object.metadata.name) &&
+              refsOf(d.object).some((r) => r.uid === o.metadata.uid && r.blockOwnerDeletion === true),
+          );
           if (!blocking) fins = fins.filter((f) => f !== "foregroundDeletion");
         }
         if (group === "" && plural === "namespaces") {
-          const content = all.filter((e) => e.object.metadata.namespace === o.metadata.name && this.store.get(e.group, e.plural, o.metadata.name, e.object.metadata.name));
+          const content = all.filter(
+            (e) => e.object.metadata.namespace === o.metadata.name && this.store.get(e.group, e.plural, o.metadata.name, e.object.metadata.name),
+          );
           for (const c of content) {
             this.markOrRemove(c.group, c.plural, c.object, undefined);
             changed = true;

@@ -49,16 +49,43 @@ export function nodeObject(i: number, kubeletVersion: string): KubeObject {
     kind: "Node",
     metadata: {
       ...baseMeta(name),
-      labels: { "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64" },
+      labels: {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "beta.kubernetes.io/os": "linux",
+        "beta.kubernetes.io/arch": "amd64",
+      },
     },
     spec: { podCIDR: `10.244.${i}.0/24`, podCIDRs: [`10.244.${i}.0/24`] },
     status: {
       capacity: { ...NODE_CAPACITY },
       allocatable: { ...NODE_ALLOCATABLE },
       conditions: [
-        { type: "MemoryPressure", status: "False", reason: "KubeletHasSufficientMemory", message: "kubelet has sufficient memory available", lastHeartbeatTime: now, lastTransitionTime: now },
-        { type: "DiskPressure", status: "False", reason: "KubeletHasNoDiskPressure", message: "kubelet has no disk pressure", lastHeartbeatTime: now, lastTransitionTime: now },
-        { type: "PIDPressure", status: "False", reason: "KubeletHasSufficientPID", message: "kubelet has sufficient PID available", lastHeartbeatTime: now, lastTransitionTime: now },
+        {
+          type: "MemoryPressure",
+          status: "False",
+          reason: "KubeletHasSufficientMemory",
+          message: "kubelet has sufficient memory available",
+          lastHeartbeatTime: now,
+          lastTransitionTime: now,
+        },
+        {
+          type: "DiskPressure",
+          status: "False",
+          reason: "KubeletHasNoDiskPressure",
+          message: "kubelet has no disk pressure",
+          lastHeartbeatTime: now,
+          lastTransitionTime: now,
+        },
+        {
+          type: "PIDPressure",
+          status: "False",
+          reason: "KubeletHasSufficientPID",
+          message: "kubelet has sufficient PID available",
+          lastHeartbeatTime: now,
+          lastTransitionTime: now,
+        },
         { type: "Ready", status: "True", reason: "KubeletReady", message: "kubelet is posting ready status", lastHeartbeatTime: now, lastTransitionTime: now },
       ],
       addresses: [
@@ -85,7 +112,8 @@ export function nodeObject(i: number, kubeletVersion: string): KubeObject {
 export function clusterPropertyCrd(): KubeObject {
   const schema = {
     type: "object",
-    description: "ClusterProperty is a resource provides a way to store identification related, cluster scoped information for multi-cluster tools while creating flexibility for implementations.",
+    description:
+      "ClusterProperty is a resource provides a way to store identification related, cluster scoped information for multi-cluster tools while creating flexibility for implementations.",
     properties: {
       apiVersion: { type: "string" },
       kind: { type: "string" },
@@ -112,7 +140,13 @@ export function clusterPropertyCrd(): KubeObject {
     metadata: { ...baseMeta("clusterproperties.about.k8s.io"), generation: 1 },
     spec: {
       group: "about.k8s.io",
-      names: { kind: "ClusterProperty", listKind: "ClusterPropertyList", plural: "clusterproperties", singular: "clusterproperty", categories: ["multicluster"] },
+      names: {
+        kind: "ClusterProperty",
+        listKind: "ClusterPropertyList",
+        plural: "clusterproperties",
+        singular: "clusterproperty",
+        categories: ["multicluster"],
+      },
       scope: "Cluster",
       versions: [version("v1alpha1", false), version("v1beta1", true)],
     },
@@ -232,7 +266,9 @@ export function desiredStatus(group: string, kind: string, obj: KubeObject, view
       ...counters({ replicas: n, updatedReplicas: n, readyReplicas: n, availableReplicas: n }),
       conditions: [
         condition("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability.", { lastUpdateTime: nowRfc3339() }),
-        condition("Progressing", "True", "NewReplicaSetAvailable", `ReplicaSet "${obj.metadata.name}-sim" has successfully progressed.`, { lastUpdateTime: nowRfc3339() }),
+        condition("Progressing", "True", "NewReplicaSetAvailable", `ReplicaSet "${obj.metadata.name}-sim" has successfully progressed.`, {
+          lastUpdateTime: nowRfc3339(),
+        }),
       ],
     };
   }
@@ -246,7 +282,15 @@ export function desiredStatus(group: string, kind: string, obj: KubeObject, view
   if (group === "apps" && kind === "DaemonSet") {
     const n = view.nodes.length;
     if (observed === gen && status.desiredNumberScheduled === n) return undefined;
-    return { observedGeneration: gen, currentNumberScheduled: n, desiredNumberScheduled: n, numberMisscheduled: 0, numberReady: n, updatedNumberScheduled: n, numberAvailable: n };
+    return {
+      observedGeneration: gen,
+      currentNumberScheduled: n,
+      desiredNumberScheduled: n,
+      numberMisscheduled: 0,
+      numberReady: n,
+      updatedNumberScheduled: n,
+      numberAvailable: n,
+    };
   }
   if (group === "batch" && kind === "Job") {
     const conds = Array.isArray(status.conditions) ? status.conditions : [];
@@ -260,7 +304,10 @@ export function desiredStatus(group: string, kind: string, obj: KubeObject, view
       ready: 0,
       terminating: 0,
       uncountedTerminatedPods: {},
-      conditions: [condition("SuccessCriteriaMet", "True", "CompletionsReached", "Reached expected number of succeeded pods"), condition("Complete", "True", "CompletionsReached", "Reached expected number of succeeded pods")],
+      conditions: [
+        condition("SuccessCriteriaMet", "True", "CompletionsReached", "Reached expected number of succeeded pods"),
+        condition("Complete", "True", "CompletionsReached", "Reached expected number of succeeded pods"),
+      ],
     };
   }
   if (group === "apiextensions.k8s.io" && kind === "CustomResourceDefinition") {
@@ -269,7 +316,10 @@ export function desiredStatus(group: string, kind: string, obj: KubeObject, view
     const want: Obj = {
       acceptedNames: spec.names ?? {},
       storedVersions: versions.filter((v) => v.storage === true).map((v) => v.name),
-      conditions: [condition("NamesAccepted", "True", "NoConflicts", "no conflicts found"), condition("Established", "True", "InitialNamesAccepted", "the initial names have been accepted")],
+      conditions: [
+        condition("NamesAccepted", "True", "NoConflicts", "no conflicts found"),
+        condition("Established", "True", "InitialNamesAccepted", "the initial names have been accepted"),
+      ],
     };
     if (JSON.stringify(status.acceptedNames) === JSON.stringify(want.acceptedNames) && Array.isArray(status.conditions)) return undefined;
     return want;
@@ -281,7 +331,12 @@ export function desiredStatus(group: string, kind: string, obj: KubeObject, view
     const bound = typeof spec.nodeName === "string" && spec.nodeName !== "";
     if (!bound && schedulable.length === 0) {
       if (status.phase === "Pending") return undefined;
-      return { phase: "Pending", conditions: [condition("PodScheduled", "False", "Unschedulable", `0/${view.nodes.length} nodes are available: ${view.nodes.length} node(s) were unschedulable.`)] };
+      return {
+        phase: "Pending",
+        conditions: [
+          condition("PodScheduled", "False", "Unschedulable", `0/${view.nodes.length} nodes are available: ${view.nodes.length} node(s) were unschedulable.`),
+        ],
+      };
     }
     const now = nowRfc3339();
     const containers = Array.isArray(spec.containers) ? spec.containers.filter(isObj) : [];
@@ -291,7 +346,15 @@ export function desiredStatus(group: string, kind: string, obj: KubeObject, view
       podIP: `10.244.1.${(Number.parseInt(obj.metadata.uid.slice(0, 2), 16) % 250) + 2}`,
       startTime: now,
       conditions: ["PodScheduled", "Initialized", "ContainersReady", "Ready"].map((t) => ({ type: t, status: "True", lastTransitionTime: now })),
-      containerStatuses: containers.map((c) => ({ name: c.name, image: c.image, imageID: "", ready: true, started: true, restartCount: 0, state: { running: { startedAt: now } } })),
+      containerStatuses: containers.map((c) => ({
+        name: c.name,
+        image: c.image,
+        imageID: "",
+        ready: true,
+        started: true,
+        restartCount: 0,
+        state: { running: { startedAt: now } },
+      })),
     };
   }
   return undefined;

@@ -36,7 +36,11 @@ export function alreadyExists(r: ResourceRef, name: string): ApiError {
 }
 
 /** 409 Conflict for optimistic concurrency (stale `metadata.resourceVersion`), worded as kube-apiserver does. */
-export function conflict(r: ResourceRef, name: string, why = "the object has been modified; please apply your changes to the latest version and try again"): ApiError {
+export function conflict(
+  r: ResourceRef,
+  name: string,
+  why = "the object has been modified; please apply your changes to the latest version and try again",
+): ApiError {
   return new ApiError(409, "Conflict", `Operation cannot be fulfilled on ${qualifiedResource(r)} "${name}": ${why}`, details(r, name));
 }
 
@@ -70,7 +74,11 @@ export function methodNotAllowed(): ApiError {
 
 /** 415 UnsupportedMediaType for a Content-Type the endpoint does not accept. */
 export function unsupportedMediaType(contentType: string): ApiError {
-  return new ApiError(415, "UnsupportedMediaType", `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got ${contentType})`);
+  return new ApiError(
+    415,
+    "UnsupportedMediaType",
+    `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got ${contentType})`,
+  );
 }
 
 /** 404 for a URL that matches no served resource (what kube-apiserver answers for unknown paths). */

@@ -20,10 +20,12 @@ const o = program.opts<{ port: string; state?: string; nodes: string; kubernetes
 const opts: SimulatedClusterOptions = { port: Number(o.port), nodes: Number(o.nodes), kubernetesVersion: o.kubernetesVersion };
 if (o.state) opts.statePath = o.state;
 if (o.property) {
-  opts.clusterProperties = Object.fromEntries(o.property.map((p) => {
-    const i = p.indexOf("=");
-    return i < 0 ? [p, ""] : [p.slice(0, i), p.slice(i + 1)];
-  }));
+  opts.clusterProperties = Object.fromEntries(
+    o.property.map((p) => {
+      const i = p.indexOf("=");
+      return i < 0 ? [p, ""] : [p.slice(0, i), p.slice(i + 1)];
+    }),
+  );
 }
 const sim = await startSimulatedCluster(opts);
 console.log(`url: ${sim.url}`);

@@ -16,7 +16,11 @@ function gvPath(group: string, version: string): string {
   return group ? `apis/${group}/${version}` : `api/${version}`;
 }
 
-const QUERY_PARAMS = ["dryRun", "fieldManager", "fieldValidation", "pretty"].map((name) => ({ name, in: "query", schema: { type: "string", uniqueItems: true } }));
+const QUERY_PARAMS = ["dryRun", "fieldManager", "fieldValidation", "pretty"].map((name) => ({
+  name,
+  in: "query",
+  schema: { type: "string", uniqueItems: true },
+}));
 
 function op(rt: ResourceType, action: string, extraParams: Obj[] = [], requestTypes?: string[]): Obj {
   const o: Obj = {
@@ -43,7 +47,12 @@ export function openapiV3Doc(reg: Registry, group: string, version: string, kube
       get: op(rt, "get"),
       put: op(rt, "put", [], ["*/*"]),
       delete: op(rt, "delete"),
-      patch: op(rt, "patch", [{ name: "force", in: "query", schema: { type: "boolean", uniqueItems: true } }], ["application/apply-patch+yaml", "application/json-patch+json", "application/merge-patch+json"]),
+      patch: op(
+        rt,
+        "patch",
+        [{ name: "force", in: "query", schema: { type: "boolean", uniqueItems: true } }],
+        ["application/apply-patch+yaml", "application/json-patch+json", "application/merge-patch+json"],
+      ),
     };
     const id = `${group || "core"}.${version}.${rt.kind}`;
     schemas[id] = { type: "object", "x-kubernetes-group-version-kind": [{ group, version, kind: rt.kind }] };

@@ -56,7 +56,10 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
 function decodePointer(ptr: string): string[] {
   if (ptr === "") return [];
   if (!ptr.startsWith("/")) throw new ApiError(422, "Invalid", `invalid JSON pointer "${ptr}"`);
-  return ptr.slice(1).split("/").map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
+  return ptr
+    .slice(1)
+    .split("/")
+    .map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
 }
 
 function walk(doc: unknown, parts: string[]): unknown {

@@ -69,7 +69,15 @@ const BUILTINS: BuiltinSpec[] = [
   { gv: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", plural: "rolebindings", namespaced: true },
   { gv: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", plural: "clusterroles", namespaced: false },
   { gv: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", plural: "clusterrolebindings", namespaced: false },
-  { gv: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", plural: "customresourcedefinitions", namespaced: false, shortNames: ["crd", "crds"], categories: ["api-extensions"], status: true },
+  {
+    gv: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    plural: "customresourcedefinitions",
+    namespaced: false,
+    shortNames: ["crd", "crds"],
+    categories: ["api-extensions"],
+    status: true,
+  },
   { gv: "networking.k8s.io/v1", kind: "Ingress", plural: "ingresses", namespaced: true, shortNames: ["ing"], status: true },
   { gv: "networking.k8s.io/v1", kind: "IngressClass", plural: "ingressclasses", namespaced: false },
   { gv: "networking.k8s.io/v1", kind: "NetworkPolicy", plural: "networkpolicies", namespaced: true, shortNames: ["netpol"] },
@@ -265,7 +273,15 @@ export function apiResourceListDoc(reg: Registry, group: string, version: string
       resources.push({ name: `${r.plural}/status`, singularName: "", namespaced: r.namespaced, kind: r.kind, verbs: ["get", "patch", "update"] });
     }
     if (r.kind === "Deployment" || r.kind === "StatefulSet" || r.kind === "ReplicaSet") {
-      resources.push({ name: `${r.plural}/scale`, singularName: "", namespaced: true, group: "autoscaling", version: "v1", kind: "Scale", verbs: ["get", "patch", "update"] });
+      resources.push({
+        name: `${r.plural}/scale`,
+        singularName: "",
+        namespaced: true,
+        group: "autoscaling",
+        version: "v1",
+        kind: "Scale",
+        verbs: ["get", "patch", "update"],
+      });
     }
   }
   return { kind: "APIResourceList", apiVersion: "v1", groupVersion: groupVersion({ group, version }), resources };

@@ -97,7 +97,14 @@ function reviewAttributes(spec: Obj, namespace: string | undefined): RequestAttr
   const ra = isObj(spec.resourceAttributes) ? spec.resourceAttributes : undefined;
   const str = (o: Obj | undefined, k: string): string => (o && typeof o[k] === "string" ? o[k] : "");
   if (!ra && isObj(spec.nonResourceAttributes)) return { verb: str(spec.nonResourceAttributes, "verb"), path: str(spec.nonResourceAttributes, "path") };
-  return { verb: str(ra, "verb"), apiGroup: str(ra, "group"), resource: str(ra, "resource"), subresource: str(ra, "subresource"), name: str(ra, "name"), namespace: namespace ?? str(ra, "namespace") };
+  return {
+    verb: str(ra, "verb"),
+    apiGroup: str(ra, "group"),
+    resource: str(ra, "resource"),
+    subresource: str(ra, "subresource"),
+    name: str(ra, "name"),
+    namespace: namespace ?? str(ra, "namespace"),
+  };
 }
 
 /**
@@ -111,17 +118,27 @@ function reviewResponse(ctx: ServerContext, rt: ResourceType, body: unknown, use
   const spec: Obj = isObj(req.spec) ? req.spec : {};
   const info = (u: UserInfo) => ({ username: u.name, groups: [...(u.groups ?? [])], ...(u.uid ? { uid: u.uid } : {}) });
   const decide = (u: UserInfo): Obj => (ctx.auth.allowed(u, reviewAttributes(spec, namespace)) ? { allowed: true } : { allowed: false });
-  const subject = (): UserInfo => ({ name: typeof spec.user === "string" ? spec.user : "", groups: Array.isArray(spec.groups) ? spec.groups.filter((g): g is string => typeof g === "string") : [] });
+  const subject = (): UserInfo => ({
+    name: typeof spec.user === "string" ? spec.user : "",
+    groups: Array.isArray(spec.groups) ? spec.groups.filter((g): g is string => typeof g === "string") : [],
+  });
   const status: Obj =
-    rt.kind === "SelfSubjectReview" ? { userInfo: info(user) }
-    : rt.kind === "TokenReview" ? { authenticated: true, user: info({ name: "kubernetes-admin", groups: [SYSTEM_MASTERS, "system:authenticated"] }), audiences: [] }
-    : rt.kind === "SelfSubjectRulesReview" ?
-      (user.groups ?? []).includes(SYSTEM_MASTERS) ?
-        // system:masters holds everything ahead of RBAC; kube-apiserver lists it as `*`.
-        { resourceRules: [{ verbs: ["*"], apiGroups: ["*"], resources: ["*"] }], nonResourceRules: [{ verbs: ["*"], nonResourceURLs: ["*"] }], incomplete: false }
-      : ({ ...ctx.auth.rulesReview(user, typeof spec.namespace === "string" ? spec.namespace : "") } as Obj)
-    : rt.kind === "SelfSubjectAccessReview" ? decide(user)
-    : decide(subject());
+    rt.kind === "SelfSubjectReview"
+      ? { userInfo: info(user) }
+      : rt.kind === "TokenReview"
+        ? { authenticated: true, user: info({ name: "kubernetes-admin", groups: [SYSTEM_MASTERS, "system:authenticated"] }), audiences: [] }
+        : rt.kind === "SelfSubjectRulesReview"
+          ? (user.groups ?? []).includes(SYSTEM_MASTERS)
+            ? // system:masters holds everything ahead of RBAC; kube-apiserver lists it as `*`.
+              {
+                resourceRules: [{ verbs: ["*"], apiGroups: ["*"], resources: ["*"] }],
+                nonResourceRules: [{ verbs: ["*"], nonResourceURLs: ["*"] }],
+                incomplete: false,
+              }
+            : ({ ...ctx.auth.rulesReview(user, typeof spec.namespace === "string" ? spec.namespace : "") } as Obj)
+          : rt.kind === "SelfSubjectAccessReview"
+            ? decide(user)
+            : decide(subject());
   return { ...req, kind: rt.kind, apiVersion: groupVersion(rt), metadata: { creationTimestamp: null }, status };
 }
 
@@ -189,13 +206,15 @@ function serveWatch(ctx: ServerContext, req: IncomingMessage, res: ServerRespons
   const lm = parseLabelSelector(q.get("labelSelector"));
   const fm = parseFieldSelector(q.get("fieldSelector"));
   const table = wantsTable(req.headers.accept);
-  const matches = (o: KubeObject): boolean => (r.namespace === undefined || o.metadata.namespace === r.namespace) && lm(o) && fm(o) && (r.name === undefined || o.metadata.name === r.name);
+  const matches = (o: KubeObject): boolean =>
+    (r.namespace === undefined || o.metadata.namespace === r.namespace) && lm(o) && fm(o) && (r.name === undefined || o.metadata.name === r.name);
   res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-cache, private", "Transfer-Encoding": "chunked" });
   // Send the headers now: clients (client-node's Watch) wait for them before reading events.
   res.flushHeaders();
   const send = (type: string, obj: Obj): void => {
     let object: Obj = obj;
-    if (table && type !== "ERROR" && type !== "BOOKMARK") object = toTable(r.rt, [obj as KubeObject], String((obj as KubeObject).metadata.resourceVersion), q.get("includeObject"));
+    if (table && type !== "ERROR" && type !== "BOOKMARK")
+      object = toTable(r.rt, [obj as KubeObject], String((obj as KubeObject).metadata.resourceVersion), q.get("includeObject"));
     res.write(`${JSON.stringify({ type, object })}\n`);
   };
   const rvParam = q.get("resourceVersion");
@@ -228,9 +247,13 @@ function serveWatch(ctx: ServerContext, req: IncomingMessage, res: ServerRespons
   ready = true;
   for (const fn of queued) fn();
   const timeout = Math.min(Number(q.get("timeoutSeconds") ?? MAX_WATCH_SECONDS) || MAX_WATCH_SECONDS, MAX_WATCH_SECONDS);
-  const bookmarks = q.get("allowWatchBookmarks") === "true"
-    ? setInterval(() => send("BOOKMARK", { kind: r.rt.kind, apiVersion: groupVersion(r.rt), metadata: { resourceVersion: String(store.currentRv()) } }), BOOKMARK_INTERVAL_MS)
-    : undefined;
+  const bookmarks =
+    q.get("allowWatchBookmarks") === "true"
+      ? setInterval(
+          () => send("BOOKMARK", { kind: r.rt.kind, apiVersion: groupVersion(r.rt), metadata: { resourceVersion: String(store.currentRv()) } }),
+          BOOKMARK_INTERVAL_MS,
+        )
+      : undefined;
   const finish = (): void => {
     clearTimeout(timer);
     if (bookmarks) clearInterval(bookmarks);
@@ -250,7 +273,14 @@ async function serveResource(ctx: ServerContext, req: IncomingMessage, res: Serv
   const dryRun = q.getAll("dryRun").includes("All");
   const manager = managerOf(req, q);
   const user = ctx.auth.userOf(req);
-  const attrs = { verb: verbOf(method, r, q), apiGroup: r.rt.group, resource: r.rt.plural, subresource: r.subresource ?? "", name: r.name ?? "", namespace: r.namespace ?? "" };
+  const attrs = {
+    verb: verbOf(method, r, q),
+    apiGroup: r.rt.group,
+    resource: r.rt.plural,
+    subresource: r.subresource ?? "",
+    name: r.name ?? "",
+    namespace: r.namespace ?? "",
+  };
   if (r.rt.review) {
     // Self reviews are every authenticated user's (system:basic-user); the others are RBAC's.
     if (!r.rt.kind.startsWith("Self")) ctx.auth.authorize(user, attrs);
@@ -273,21 +303,27 @@ async function serveResource(ctx: ServerContext, req: IncomingMessage, res: Serv
     }
     if (method === "DELETE") {
       const body = decodeBody(await readBody(req), contentType);
-      return sendJson(res, 200, cluster.deleteCollection(r.rt, r.namespace, q.get("labelSelector") ?? undefined, q.get("fieldSelector") ?? undefined, deleteOptions(body, q)));
+      return sendJson(
+        res,
+        200,
+        cluster.deleteCollection(r.rt, r.namespace, q.get("labelSelector") ?? undefined, q.get("fieldSelector") ?? undefined, deleteOptions(body, q)),
+      );
     }
     throw methodNotAllowed();
   }
   const t: Target = { rt: r.rt, namespace: r.namespace ?? "", name: r.name };
   if (r.subresource === "scale") {
     if (method === "GET") return sendJson(res, 200, cluster.getScale(t));
-    if (method === "PUT" || method === "PATCH") return sendJson(res, 200, cluster.updateScale(t, method, contentType, await readBody(req), { manager, dryRun }));
+    if (method === "PUT" || method === "PATCH")
+      return sendJson(res, 200, cluster.updateScale(t, method, contentType, await readBody(req), { manager, dryRun }));
     throw methodNotAllowed();
   }
   switch (method) {
     case "GET": {
       if (q.get("watch") === "true" || q.get("watch") === "1") return serveWatch(ctx, req, res, r, q);
       const obj = cluster.get(t);
-      if (wantsTable(accept) && r.subresource === undefined) return sendJson(res, 200, toTable(r.rt, [obj], obj.metadata.resourceVersion, q.get("includeObject")));
+      if (wantsTable(accept) && r.subresource === undefined)
+        return sendJson(res, 200, toTable(r.rt, [obj], obj.metadata.resourceVersion, q.get("includeObject")));
       return sendJson(res, 200, obj);
     }
     case "PUT": {
@@ -296,7 +332,8 @@ async function serveResource(ctx: ServerContext, req: IncomingMessage, res: Serv
     }
     case "PATCH": {
       // A server-side apply that creates the object also needs `create` (kube-apiserver's patch handler).
-      if (/apply-patch/.test(contentType) && r.subresource === undefined && !cluster.store.get(t.rt.group, t.rt.plural, t.namespace, t.name)) ctx.auth.authorize(user, { ...attrs, verb: "create" });
+      if (/apply-patch/.test(contentType) && r.subresource === undefined && !cluster.store.get(t.rt.group, t.rt.plural, t.namespace, t.name))
+        ctx.auth.authorize(user, { ...attrs, verb: "create" });
       const raw = await readBody(req);
       const force = q.get("force");
       const opts = { manager, dryRun, fieldManagerGiven: !!q.get("fieldManager"), ...(force !== null ? { force: force === "true" } : {}) };
@@ -318,7 +355,10 @@ export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: S
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? "/", "http://sim.local");
     const path = url.pathname.replace(/\/+$/, "") || "/";
-    const segs = path.split("/").filter((s) => s.length > 0).map(decodeURIComponent);
+    const segs = path
+      .split("/")
+      .filter((s) => s.length > 0)
+      .map(decodeURIComponent);
     const q = url.searchParams;
     const reg = ctx.cluster.registry;
     const r = route(ctx, segs);
@@ -346,7 +386,10 @@ export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: S
     if (segs[0] === "openapi") {
       if (segs[1] === "v3" && segs.length === 2) return sendJson(res, 200, openapiV3Root(reg, ctx.kubernetesVersion));
       if (segs[1] === "v3") {
-        const doc = segs[2] === "api" ? openapiV3Doc(reg, "", segs[3] ?? "", ctx.kubernetesVersion) : openapiV3Doc(reg, segs[3] ?? "", segs[4] ?? "", ctx.kubernetesVersion);
+        const doc =
+          segs[2] === "api"
+            ? openapiV3Doc(reg, "", segs[3] ?? "", ctx.kubernetesVersion)
+            : openapiV3Doc(reg, segs[3] ?? "", segs[4] ?? "", ctx.kubernetesVersion);
         if (doc) return sendJson(res, 200, doc);
       }
       throw pathNotFound();

@@ -32,7 +32,12 @@ function columnsFor(rt: ResourceType): PrinterColumn[] {
   const status = (o: KubeObject): Obj => (isObj(o.status) ? o.status : {});
   const spec = (o: KubeObject): Obj => (isObj(o.spec) ? o.spec : {});
   if (rt.printerColumns) {
-    return rt.printerColumns.map((c) => ({ name: String(c.name ?? ""), type: (String(c.type ?? "string") as PrinterColumn["type"]), jsonPath: String(c.jsonPath ?? ""), priority: typeof c.priority === "number" ? c.priority : 0 }));
+    return rt.printerColumns.map((c) => ({
+      name: String(c.name ?? ""),
+      type: String(c.type ?? "string") as PrinterColumn["type"],
+      jsonPath: String(c.jsonPath ?? ""),
+      priority: typeof c.priority === "number" ? c.priority : 0,
+    }));
   }
   const key = `${rt.group}/${rt.kind}`;
   switch (key) {
@@ -41,7 +46,8 @@ function columnsFor(rt: ResourceType): PrinterColumn[] {
     case "/Node":
       return [
         col("Status", "string", (o) => {
-          const ready = Array.isArray(status(o).conditions) && (status(o).conditions as unknown[]).some((c) => isObj(c) && c.type === "Ready" && c.status === "True");
+          const ready =
+            Array.isArray(status(o).conditions) && (status(o).conditions as unknown[]).some((c) => isObj(c) && c.type === "Ready" && c.status === "True");
           return `${ready ? "Ready" : "NotReady"}${spec(o).unschedulable === true ? ",SchedulingDisabled" : ""}`;
         }),
         col("Roles", "string", () => "<none>"),
@@ -56,9 +62,18 @@ function columnsFor(rt: ResourceType): PrinterColumn[] {
         AGE,
       ];
     case "apps/DaemonSet":
-      return [...["desiredNumberScheduled", "currentNumberScheduled", "numberReady", "updatedNumberScheduled", "numberAvailable"].map((f, i) => col(["Desired", "Current", "Ready", "Up-to-date", "Available"][i] ?? f, "integer", (o) => num(status(o)[f]))), AGE];
+      return [
+        ...["desiredNumberScheduled", "currentNumberScheduled", "numberReady", "updatedNumberScheduled", "numberAvailable"].map((f, i) =>
+          col(["Desired", "Current", "Ready", "Up-to-date", "Available"][i] ?? f, "integer", (o) => num(status(o)[f])),
+        ),
+        AGE,
+      ];
     case "batch/Job":
-      return [col("Status", "string", (o) => (num(status(o).succeeded) > 0 ? "Complete" : "Running")), col("Completions", "string", (o) => `${num(status(o).succeeded)}/${typeof spec(o).completions === "number" ? spec(o).completions : 1}`), AGE];
+      return [
+        col("Status", "string", (o) => (num(status(o).succeeded) > 0 ? "Complete" : "Running")),
+        col("Completions", "string", (o) => `${num(status(o).succeeded)}/${typeof spec(o).completions === "number" ? spec(o).completions : 1}`),
+        AGE,
+      ];
     case "/Pod":
       return [
         col("Ready", "string", (o) => {
@@ -73,7 +88,10 @@ function columnsFor(rt: ResourceType): PrinterColumn[] {
     case "/Secret":
       return [col("Type", "string", (o) => o.type ?? "Opaque"), col("Data", "integer", (o) => (isObj(o.data) ? Object.keys(o.data).length : 0)), AGE];
     case "/ConfigMap":
-      return [col("Data", "integer", (o) => (isObj(o.data) ? Object.keys(o.data).length : 0) + (isObj(o.binaryData) ? Object.keys(o.binaryData).length : 0)), AGE];
+      return [
+        col("Data", "integer", (o) => (isObj(o.data) ? Object.keys(o.data).length : 0) + (isObj(o.binaryData) ? Object.keys(o.binaryData).length : 0)),
+        AGE,
+      ];
     case "apiextensions.k8s.io/CustomResourceDefinition":
       return [col("Created At", "date", (o) => o.metadata.creationTimestamp)];
     default:

@@ -41,29 +41,52 @@ function typeOk(type: unknown, v: unknown): boolean {
 function validateValue(schema: Obj, v: unknown, path: string, out: StatusCause[]): void {
   if (v === null || v === undefined) return;
   if (schema["x-kubernetes-int-or-string"] === true) {
-    if (typeof v !== "string" && !(typeof v === "number" && Number.isInteger(v))) out.push({ reason: "FieldValueTypeInvalid", message: `Invalid value: "${String(v)}": ${path} in body must be of type int-or-string`, field: path });
+    if (typeof v !== "string" && !(typeof v === "number" && Number.isInteger(v)))
+      out.push({ reason: "FieldValueTypeInvalid", message: `Invalid value: "${String(v)}": ${path} in body must be of type int-or-string`, field: path });
     return;
   }
   if (schema.type !== undefined && !typeOk(schema.type, v)) {
-    out.push({ reason: "FieldValueTypeInvalid", message: `Invalid value: "${typeof v}": ${path} in body must be of type ${String(schema.type)}: "${typeof v}"`, field: path });
+    out.push({
+      reason: "FieldValueTypeInvalid",
+      message: `Invalid value: "${typeof v}": ${path} in body must be of type ${String(schema.type)}: "${typeof v}"`,
+      field: path,
+    });
     return;
   }
   if (Array.isArray(schema.enum) && !schema.enum.some((e) => e === v)) {
-    out.push({ reason: "FieldValueNotSupported", message: `Unsupported value: ${JSON.stringify(v)}: supported values: ${schema.enum.map((e) => JSON.stringify(e)).join(", ")}`, field: path });
+    out.push({
+      reason: "FieldValueNotSupported",
+      message: `Unsupported value: ${JSON.stringify(v)}: supported values: ${schema.enum.map((e) => JSON.stringify(e)).join(", ")}`,
+      field: path,
+    });
   }
   if (typeof v === "string") {
     const len = [...v].length;
-    if (typeof schema.minLength === "number" && len < schema.minLength) out.push({ reason: "FieldValueInvalid", message: `Invalid value: "${v}": ${path} in body should be at least ${schema.minLength} chars long`, field: path });
-    if (typeof schema.maxLength === "number" && len > schema.maxLength) out.push({ reason: "FieldValueTooLong", message: `Too long: may not be longer than ${schema.maxLength}`, field: path });
-    if (typeof schema.pattern === "string" && !new RegExp(schema.pattern, "u").test(v)) out.push({ reason: "FieldValueInvalid", message: `Invalid value: "${v}": ${path} in body should match '${schema.pattern}'`, field: path });
+    if (typeof schema.minLength === "number" && len < schema.minLength)
+      out.push({
+        reason: "FieldValueInvalid",
+        message: `Invalid value: "${v}": ${path} in body should be at least ${schema.minLength} chars long`,
+        field: path,
+      });
+    if (typeof schema.maxLength === "number" && len > schema.maxLength)
+      out.push({ reason: "FieldValueTooLong", message: `Too long: may not be longer than ${schema.maxLength}`, field: path });
+    if (typeof schema.pattern === "string" && !new RegExp(schema.pattern, "u").test(v))
+      out.push({ reason: "FieldValueInvalid", message: `Invalid value: "${v}": ${path} in body should match '${schema.pattern}'`, field: path });
   }
   if (typeof v === "number") {
-    if (typeof schema.minimum === "number" && v < schema.minimum) out.push({ reason: "FieldValueInvalid", message: `Invalid value: ${v}: ${path} in body should be greater than or equal to ${schema.minimum}`, field: path });
-    if (typeof schema.maximum === "number" && v > schema.maximum) out.push({ reason: "FieldValueInvalid", message: `Invalid value: ${v}: ${path} in body should be less than or equal to ${schema.maximum}`, field: path });
+    if (typeof schema.minimum === "number" && v < schema.minimum)
+      out.push({
+        reason: "FieldValueInvalid",
+        message: `Invalid value: ${v}: ${path} in body should be greater than or equal to ${schema.minimum}`,
+        field: path,
+      });
+    if (typeof schema.maximum === "number" && v > schema.maximum)
+      out.push({ reason: "FieldValueInvalid", message: `Invalid value: ${v}: ${path} in body should be less than or equal to ${schema.maximum}`, field: path });
   }
   if (isObj(v)) {
     if (Array.isArray(schema.required)) {
-      for (const r of schema.required) if (v[String(r)] === undefined) out.push({ reason: "FieldValueRequired", message: "Required value", field: path ? `${path}.${String(r)}` : String(r) });
+      for (const r of schema.required)
+        if (v[String(r)] === undefined) out.push({ reason: "FieldValueRequired", message: "Required value", field: path ? `${path}.${String(r)}` : String(r) });
     }
     const props = isObj(schema.properties) ? schema.properties : {};
     for (const [k, sub] of Object.entries(props)) if (isObj(sub) && k !== "metadata") validateValue(sub, v[k], path ? `${path}.${k}` : k, out);

@@ -56,14 +56,7 @@ import type { AddonAgent } from "./addon/controller.ts";
 import type { DeliveredWork } from "../../src/agent/protocol-answers.ts";
 
 /** Where the agent is in its life cycle, as returned by {@link AgentHandle.state}. */
-export type AgentState =
-  | "starting"
-  | "registering"
-  | "waiting-for-acceptance"
-  | "heartbeating"
-  | "stopped"
-  | "left"
-  | "failed";
+export type AgentState = "starting" | "registering" | "waiting-for-acceptance" | "heartbeating" | "stopped" | "left" | "failed";
 
 /** Timings of the loop, in milliseconds; all have production defaults and are shortened in tests. */
 export interface AgentTiming {
@@ -245,8 +238,7 @@ class AgentRunner {
 
   private abortableFetch(): HubFetch {
     const base = this.opts.fetch ?? httpFetch;
-    return (input, init) =>
-      base(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, this.abort.signal]) : this.abort.signal });
+    return (input, init) => base(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, this.abort.signal]) : this.abort.signal });
   }
 
   private fields(extra: Record<string, string | number | boolean | undefined> = {}) {
@@ -282,7 +274,12 @@ class AgentRunner {
       logger: this.log,
       signal: this.abort.signal,
     };
-    const timing = { backoffBaseMs: this.timing.backoffBaseMs, backoffCapMs: this.timing.backoffCapMs, hubProbeMs: this.timing.hubProbeMs, random: this.timing.random };
+    const timing = {
+      backoffBaseMs: this.timing.backoffBaseMs,
+      backoffCapMs: this.timing.backoffCapMs,
+      hubProbeMs: this.timing.hubProbeMs,
+      random: this.timing.random,
+    };
     const transport =
       (this.opts.transport ?? DEFAULT_TRANSPORT) === "ws"
         ? new WsTransport({ ...common, timing: { ...timing, requestTimeoutMs: this.timing.requestTimeoutMs } })
@@ -292,7 +289,14 @@ class AgentRunner {
       clusterName: this.opts.clusterName,
       transport,
       live: (timeoutMs) => this.hub.live(timeoutMs),
-      controller: new WorkController({ kubeConfig: this.opts.kubeConfig, namespace: this.namespace, logger: this.log, requestTimeoutMs: this.timing.requestTimeoutMs, signal: this.abort.signal, ...(this.opts.evictionGracePeriodMs !== undefined ? { evictionGracePeriodMs: this.opts.evictionGracePeriodMs } : {}) }),
+      controller: new WorkController({
+        kubeConfig: this.opts.kubeConfig,
+        namespace: this.namespace,
+        logger: this.log,
+        requestTimeoutMs: this.timing.requestTimeoutMs,
+        signal: this.abort.signal,
+        ...(this.opts.evictionGracePeriodMs !== undefined ? { evictionGracePeriodMs: this.opts.evictionGracePeriodMs } : {}),
+      }),
       deleteCredentials: () => deleteCredentials(this.opts.kubeConfig, this.namespace),
       kubeConfig: this.opts.kubeConfig,
       requestTimeoutMs: this.timing.requestTimeoutMs,
@@ -365,16 +369,11 @@ class AgentRunner {
         this.log.info(`loaded hub credentials from Secret ${secretRef}`, this.fields({ kid: loaded.key.kid }));
         return loaded;
       }
-      this.log.warn(
-        `Secret ${secretRef} holds credentials of cluster ${loaded.clusterName} at ${loaded.hubUrl}; registering anew`,
-        this.fields(),
-      );
+      this.log.warn(`Secret ${secretRef} holds credentials of cluster ${loaded.clusterName} at ${loaded.hubUrl}; registering anew`, this.fields());
     }
     const token = this.opts.bootstrapToken;
     if (!token) {
-      throw new AgentFatalError(
-        `no hub credentials in Secret ${secretRef} and no bootstrap token: pass --bootstrap-token or set FLOTILLA_BOOTSTRAP_TOKEN`,
-      );
+      throw new AgentFatalError(`no hub credentials in Secret ${secretRef} and no bootstrap token: pass --bootstrap-token or set FLOTILLA_BOOTSTRAP_TOKEN`);
     }
     this.current = "registering";
     const identity = await this.retryKube("reading the cluster ID", () => getClusterIdentity(this.opts.kubeConfig));
@@ -399,12 +398,19 @@ class AgentRunner {
       if (r.ok) {
         this.hubCond.clear(this.fields());
         this.lease = r.value.leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS;
-        this.log.info(r.value.keyPending ? "the hub holds this key until an admin accepts it" : r.status === 201 ? "registered with the hub" : "registration confirmed by the hub", this.fields({
-          clusterId: identity.id,
-          idSource: identity.source,
-          kid: key.kid,
-          hubAcceptsClient: r.value.hubAcceptsClient,
-        }));
+        this.log.info(
+          r.value.keyPending
+            ? "the hub holds this key until an admin accepts it"
+            : r.status === 201
+              ? "registered with the hub"
+              : "registration confirmed by the hub",
+          this.fields({
+            clusterId: identity.id,
+            idSource: identity.source,
+            kid: key.kid,
+            hubAcceptsClient: r.value.hubAcceptsClient,
+          }),
+        );
         break;
       }
       const e = r.error;
@@ -510,7 +516,10 @@ class AgentRunner {
         if (r.value.keyPending) {
           if (!announced) {
             const kid = this.creds?.key.kid ?? "";
-            this.log.info(`the hub holds this agent's key until an admin accepts it: flotilla accept ${this.opts.clusterName} --key ${kid}`, this.fields({ kid }));
+            this.log.info(
+              `the hub holds this agent's key until an admin accepts it: flotilla accept ${this.opts.clusterName} --key ${kid}`,
+              this.fields({ kid }),
+            );
             announced = true;
           }
         } else if (r.value.hubAcceptsClient) {
@@ -548,7 +557,9 @@ class AgentRunner {
       if (this.aborted) return false;
       // Over the transport: poll sends `POST .../heartbeat`; ws, while connected, a `status`
       // message only when the status changed (its pings renew the lease).
-      const r: HubResult<HeartbeatAnswer> = this.transport ? await this.transport.heartbeat(body) : await this.hub.heartbeat(this.opts.clusterName, await this.sign(), body);
+      const r: HubResult<HeartbeatAnswer> = this.transport
+        ? await this.transport.heartbeat(body)
+        : await this.hub.heartbeat(this.opts.clusterName, await this.sign(), body);
       if (this.aborted) return false;
       let delay: number;
       if (r.ok) {
@@ -645,7 +656,10 @@ class AgentRunner {
       await this.done.catch(() => undefined);
       await this.healthLoopDone;
       await this.work?.stopped();
-      await this.addons?.then((a) => a.done, () => undefined);
+      await this.addons?.then(
+        (a) => a.done,
+        () => undefined,
+      );
       if (this.current !== "failed" && this.current !== "left") this.current = "stopped";
       await this.opts.onStop?.();
     })();

@@ -98,10 +98,7 @@ interface ClusterSourceOptions {
  * Returns the member cluster's KubeConfig: the simulator's (started in-process) with
  * `--simulate`, else {@link loadKubeConfig}.
  */
-async function openCluster(
-  opts: ClusterSourceOptions,
-  clusterName: string,
-): Promise<{ kubeConfig: KubeConfig; close: () => Promise<void> }> {
+async function openCluster(opts: ClusterSourceOptions, clusterName: string): Promise<{ kubeConfig: KubeConfig; close: () => Promise<void> }> {
   if (!opts.simulate) return { kubeConfig: loadKubeConfig(opts.kubeconfig), close: async () => undefined };
   const statePath = path.resolve(opts.simulateState ?? path.join(".flotilla", "sim", `${clusterName}.json`));
   fs.mkdirSync(path.dirname(statePath), { recursive: true });
@@ -240,7 +237,10 @@ export async function runCli(argv: readonly string[], deps: CliDeps = {}): Promi
       DEFAULT_ADDON_TOKEN_EXPIRATION_SECONDS,
     )
     .addOption(
-      new Option("--transport <transport>", "how the agent talks to the hub once accepted: ws (one WebSocket: works pushed at once, pings renew the lease; falls back to poll when the upgrade is refused) or poll (HTTP heartbeats; works fetched when their ETag changes)")
+      new Option(
+        "--transport <transport>",
+        "how the agent talks to the hub once accepted: ws (one WebSocket: works pushed at once, pings renew the lease; falls back to poll when the upgrade is refused) or poll (HTTP heartbeats; works fetched when their ETag changes)",
+      )
         .choices(TRANSPORT_NAMES)
         .env("FLOTILLA_TRANSPORT")
         .default(DEFAULT_TRANSPORT),

@@ -69,7 +69,9 @@ export function ecJwkThumbprint(jwk: JWK): string {
   if (jwk.kty !== "EC" || typeof jwk.crv !== "string" || typeof jwk.x !== "string" || typeof jwk.y !== "string") {
     throw new Error("not an EC public JWK");
   }
-  return createHash("sha256").update(JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y })).digest("base64url");
+  return createHash("sha256")
+    .update(JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y }))
+    .digest("base64url");
 }
 
 /**
@@ -141,7 +143,15 @@ export async function signProof(clusterName: string, key: AgentKeyPair, clusterI
   const iat = Math.floor((options.nowMs ?? Date.now()) / 1000);
   return signEs256(
     { alg: "ES256", kid: key.kid },
-    { ...(clusterId === undefined ? {} : { cid: clusterId }), iss: clusterName, sub: clusterName, aud: REGISTRATION_AUDIENCE, iat, exp: iat + AGENT_TOKEN_TTL_SECONDS, jti: randomUUID() },
+    {
+      ...(clusterId === undefined ? {} : { cid: clusterId }),
+      iss: clusterName,
+      sub: clusterName,
+      aud: REGISTRATION_AUDIENCE,
+      iat,
+      exp: iat + AGENT_TOKEN_TTL_SECONDS,
+      jti: randomUUID(),
+    },
     key.signingKey,
   );
 }

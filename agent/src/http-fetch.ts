@@ -60,7 +60,9 @@ export const httpFetch: HubFetch = async (url, init = {}) => {
   const headers: Record<string, string> = { ...init.headers };
   if (init.body !== undefined) headers["content-length"] = String(Buffer.byteLength(init.body));
   return new Promise<HubResponse>((resolve, reject) => {
-    const req = secure ? secure.https.request(u, { method: init.method ?? "GET", headers, agent: secure.agent }) : http.request(u, { method: init.method ?? "GET", headers, agent: httpAgent });
+    const req = secure
+      ? secure.https.request(u, { method: init.method ?? "GET", headers, agent: secure.agent })
+      : http.request(u, { method: init.method ?? "GET", headers, agent: httpAgent });
     const onAbort = () => req.destroy(signal?.reason instanceof Error ? signal.reason : new Error("aborted"));
     signal?.addEventListener("abort", onAbort, { once: true });
     const done = () => signal?.removeEventListener("abort", onAbort);

@@ -66,7 +66,13 @@ export interface HubFailure {
 export type HubResult<T> = { ok: true; status: number; value: T } | { ok: false; error: HubFailure };
 
 /** OpenSSL's codes for a server certificate that does not verify against the trusted CAs (Node's `err.code`). */
-const UNTRUSTED_CERTIFICATE = new Set(["UNABLE_TO_VERIFY_LEAF_SIGNATURE", "UNABLE_TO_GET_ISSUER_CERT_LOCALLY", "UNABLE_TO_GET_ISSUER_CERT", "SELF_SIGNED_CERT_IN_CHAIN", "DEPTH_ZERO_SELF_SIGNED_CERT"]);
+const UNTRUSTED_CERTIFICATE = new Set([
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+]);
 
 /**
  * A hint for a hub whose certificate does not verify (`e` or its `cause` carries one of the codes
@@ -266,7 +272,13 @@ export class HubClient {
    * `{resourceVersion}`; 404 the replicated Policy is gone; 409 its uid differs.
    */
   putPolicyStatus(name: string, policy: string, token: string, body: PolicyComplianceReport): Promise<HubResult<PolicyStatusAnswer>> {
-    return this.call("PUT", `/agent/v1/clusters/${encodeURIComponent(name)}/policies/${encodeURIComponent(policy)}/status`, token, body, PolicyStatusAnswerSchema);
+    return this.call(
+      "PUT",
+      `/agent/v1/clusters/${encodeURIComponent(name)}/policies/${encodeURIComponent(policy)}/status`,
+      token,
+      body,
+      PolicyStatusAnswerSchema,
+    );
   }
 
   /** `POST /agent/v1/clusters/{name}/left` with `{}`: 200 once the hub took note; 409 when the cluster is not leaving. */
@@ -296,7 +308,9 @@ export class HubClient {
    * by the new one ({@link signProof}); the old key stays valid 5 minutes.
    */
   async rotateKey(name: string, token: string, publicKey: JWK, proof: string): Promise<HubResult<RotateKeyAnswer>> {
-    return this.call("POST", `/agent/v1/clusters/${encodeURIComponent(name)}/rotate-key`, token, { publicKey, proof }, RotateKeyAnswerSchema, { tagKid: ecJwkThumbprint(publicKey) });
+    return this.call("POST", `/agent/v1/clusters/${encodeURIComponent(name)}/rotate-key`, token, { publicKey, proof }, RotateKeyAnswerSchema, {
+      tagKid: ecJwkThumbprint(publicKey),
+    });
   }
 
   /**

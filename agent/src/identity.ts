@@ -75,14 +75,12 @@ export async function listClusterProperties(kc: KubeConfig): Promise<ClusterProp
       if (isNotFound(err)) continue;
       throw err;
     }
-    const items: unknown[] =
-      typeof list === "object" && list !== null && "items" in list && Array.isArray(list.items) ? list.items : [];
+    const items: unknown[] = typeof list === "object" && list !== null && "items" in list && Array.isArray(list.items) ? list.items : [];
     const out: ClusterProperty[] = [];
     for (const item of items) {
       const value = propertyValue(item);
       const meta = typeof item === "object" && item !== null && "metadata" in item ? item.metadata : undefined;
-      const name =
-        typeof meta === "object" && meta !== null && "name" in meta && typeof meta.name === "string" ? meta.name : undefined;
+      const name = typeof meta === "object" && meta !== null && "name" in meta && typeof meta.name === "string" ? meta.name : undefined;
       if (name && value !== undefined) out.push({ name, value });
     }
     return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

@@ -94,7 +94,10 @@ function kubeError(status: number, body: string): KubeError {
   } catch {
     // keep the text
   }
-  const message = typeof parsed === "object" && parsed !== null && typeof (parsed as { message?: unknown }).message === "string" ? (parsed as { message: string }).message : `HTTP ${status}`;
+  const message =
+    typeof parsed === "object" && parsed !== null && typeof (parsed as { message?: unknown }).message === "string"
+      ? (parsed as { message: string }).message
+      : `HTTP ${status}`;
   return new KubeError(status, message, parsed);
 }
 
@@ -179,8 +182,19 @@ export class KubeConfig {
    *
    * @throws Error on network errors, timeouts and aborts.
    */
-  private async send<T>(method: string, path: string, opts: KubeRequestOptions, retried: boolean, onResponse: (res: http.IncomingMessage) => Promise<T>): Promise<T> {
-    const headers: Record<string, string | string[]> = { accept: opts.accept ?? "application/json", "user-agent": "flotilla-agent", ...opts.headers, ...(await this.headers(retried)) };
+  private async send<T>(
+    method: string,
+    path: string,
+    opts: KubeRequestOptions,
+    retried: boolean,
+    onResponse: (res: http.IncomingMessage) => Promise<T>,
+  ): Promise<T> {
+    const headers: Record<string, string | string[]> = {
+      accept: opts.accept ?? "application/json",
+      "user-agent": "flotilla-agent",
+      ...opts.headers,
+      ...(await this.headers(retried)),
+    };
     let payload: string | undefined;
     if (opts.body !== undefined) {
       payload = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);

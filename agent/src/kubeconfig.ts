@@ -198,13 +198,20 @@ function fromParsed(files: ParsedFile[], contextOverride?: string): KubeConfig {
   const u = user?.value ?? {};
   const udir = user?.file.dir ?? cluster.file.dir;
   if (isDoc(u["auth-provider"])) {
-    throw new Error(`kubeconfig user ${userName}: auth-provider ${String(u["auth-provider"].name)} is not supported (removed from kubectl); use an exec credential plugin`);
+    throw new Error(
+      `kubeconfig user ${userName}: auth-provider ${String(u["auth-provider"].name)} is not supported (removed from kubectl); use an exec credential plugin`,
+    );
   }
   const conn: KubeConnection = {
     server,
     insecureSkipTlsVerify: cluster.value["insecure-skip-tls-verify"] === true,
   };
-  const ca = readFileData(str(cluster.value, "certificate-authority"), str(cluster.value, "certificate-authority-data"), cluster.file.dir, "certificate-authority");
+  const ca = readFileData(
+    str(cluster.value, "certificate-authority"),
+    str(cluster.value, "certificate-authority-data"),
+    cluster.file.dir,
+    "certificate-authority",
+  );
   if (ca) conn.ca = ca;
   const serverName = str(cluster.value, "tls-server-name");
   if (serverName) conn.tlsServerName = serverName;

@@ -59,9 +59,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const now = options.now ?? (() => new Date());
   const emit = (level: LogLevel, msg: string, fields: LogFields = {}): void => {
     const time = now().toISOString();
-    const defined = Object.entries(fields).filter(
-      (e): e is [string, string | number | boolean] => e[1] !== undefined,
-    );
+    const defined = Object.entries(fields).filter((e): e is [string, string | number | boolean] => e[1] !== undefined);
     if (format === "json") {
       write(JSON.stringify({ time, level, msg, ...Object.fromEntries(defined) }) + "\n");
       return;

@@ -39,12 +39,7 @@ export const DEFAULT_HEALTH_FAILURE_THRESHOLD_SECONDS = 20;
  * 1–253 characters, value 1–1024 characters.
  */
 export function isValidClaim(claim: ClusterClaim): boolean {
-  return (
-    claim.name.length >= 1 &&
-    isDNS1123Subdomain(claim.name).length === 0 &&
-    claim.value.length >= 1 &&
-    claim.value.length <= 1024
-  );
+  return claim.name.length >= 1 && isDNS1123Subdomain(claim.name).length === 0 && claim.value.length >= 1 && claim.value.length <= 1024;
 }
 
 /**
@@ -141,9 +136,12 @@ export async function listClusterClaims(kc: KubeConfig): Promise<ClusterClaim[]>
     throw err;
   }
   const out: ClusterClaim[] = [];
-  for (const item of Array.isArray(list.items) ? (list.items as Array<{ metadata?: { name?: unknown; labels?: Record<string, string> }; spec?: { value?: unknown } }>) : []) {
+  for (const item of Array.isArray(list.items)
+    ? (list.items as Array<{ metadata?: { name?: unknown; labels?: Record<string, string> }; spec?: { value?: unknown } }>)
+    : []) {
     if (item.metadata?.labels && SPOKE_ONLY_LABEL in item.metadata.labels) continue;
-    if (typeof item.metadata?.name === "string" && typeof item.spec?.value === "string" && item.spec.value !== "") out.push({ name: item.metadata.name, value: item.spec.value });
+    if (typeof item.metadata?.name === "string" && typeof item.spec?.value === "string" && item.spec.value !== "")
+      out.push({ name: item.metadata.name, value: item.spec.value });
   }
   return out.sort(byName);
 }
@@ -366,7 +364,11 @@ export async function collectClusterStatus(
   if (properties.status === "rejected") errors.push(`listing ClusterProperties: ${describeKubeError(properties.reason)}`);
   if (clusterClaims.status === "rejected") errors.push(`listing ClusterClaims: ${describeKubeError(clusterClaims.reason)}`);
   if (properties.status === "fulfilled" && clusterClaims.status === "fulfilled") {
-    const generated = generatedClaims(clusterId, version.status === "fulfilled" ? version.value : undefined, resources.status === "fulfilled" ? resources.value.nodes : undefined);
+    const generated = generatedClaims(
+      clusterId,
+      version.status === "fulfilled" ? version.value : undefined,
+      resources.status === "fulfilled" ? resources.value.nodes : undefined,
+    );
     status.clusterClaims = buildClusterClaims(properties.value, flagClaims, maxCustomClaims, { generated, clusterClaims: clusterClaims.value });
   }
   return { status, errors };

@@ -32,7 +32,20 @@ import type { Env } from "../../src/env.ts";
 import type { MeterCounts, ObjectClass } from "./counts.ts";
 
 const perClass = (): Record<ObjectClass, number> => ({ cluster: 0, scheduler: 0, replicaset: 0 });
-const zero = (): MeterCounts => ({ workerRequests: 0, doRequests: perClass(), doAlarms: perClass(), doRowsWritten: perClass(), doWakes: perClass(), doMessages: perClass(), doRpcMs: perClass(), d1Calls: 0, d1Ms: 0, d1Statements: 0, d1RowsRead: 0, d1RowsWritten: 0 });
+const zero = (): MeterCounts => ({
+  workerRequests: 0,
+  doRequests: perClass(),
+  doAlarms: perClass(),
+  doRowsWritten: perClass(),
+  doWakes: perClass(),
+  doMessages: perClass(),
+  doRpcMs: perClass(),
+  d1Calls: 0,
+  d1Ms: 0,
+  d1Statements: 0,
+  d1RowsRead: 0,
+  d1RowsWritten: 0,
+});
 let meter = zero();
 
 function addMeta(result: unknown): void {
@@ -149,7 +162,13 @@ const meteredEnvs = new WeakMap<Env, Env>();
 function metered(env: Env): Env {
   let m = meteredEnvs.get(env);
   if (!m) {
-    m = { ...env, DB: meteredD1(env.DB), CLUSTERS: meteredNamespace(env.CLUSTERS, "cluster"), SCHEDULER: meteredNamespace(env.SCHEDULER, "scheduler"), REPLICASETS: meteredNamespace(env.REPLICASETS, "replicaset") };
+    m = {
+      ...env,
+      DB: meteredD1(env.DB),
+      CLUSTERS: meteredNamespace(env.CLUSTERS, "cluster"),
+      SCHEDULER: meteredNamespace(env.SCHEDULER, "scheduler"),
+      REPLICASETS: meteredNamespace(env.REPLICASETS, "replicaset"),
+    };
     meteredEnvs.set(env, m);
   }
   return m;

@@ -26,12 +26,27 @@ export interface NoopWorker {
 export async function startNoopWorker(): Promise<NoopWorker> {
   const port = await freePort();
   const wrangler = path.join(root, "node_modules/wrangler/bin/wrangler.js");
-  const child: ChildProcess = spawn(process.execPath, [wrangler, "dev", "--config", path.join(here, "wrangler.toml"), "--ip", "127.0.0.1", "--port", String(port), "--persist-to", mkdtempSync(path.join(tmpdir(), "flotilla-noop-"))], {
-    cwd: here,
-    stdio: ["ignore", "pipe", "pipe"],
-    // As `npm start` runs the hub: without wrangler's local explorer and observability.
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", X_LOCAL_OBSERVABILITY: "false", X_LOCAL_EXPLORER: "false" },
-  });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      wrangler,
+      "dev",
+      "--config",
+      path.join(here, "wrangler.toml"),
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--persist-to",
+      mkdtempSync(path.join(tmpdir(), "flotilla-noop-")),
+    ],
+    {
+      cwd: here,
+      stdio: ["ignore", "pipe", "pipe"],
+      // As `npm start` runs the hub: without wrangler's local explorer and observability.
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false", X_LOCAL_OBSERVABILITY: "false", X_LOCAL_EXPLORER: "false" },
+    },
+  );
   let out = "";
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr!.on("data", (d: Buffer) => (out += d.toString()));

@@ -46,7 +46,12 @@ const connected = new Set<string>();
 const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 
 /** The one work of the no-op Worker, at the current generation (what the agent's decoder checks: name, uid, spec). */
-const work = () => ({ apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name: "bench", namespace: "noop", uid: "noop-work", generation, resourceVersion: String(generation), creationTimestamp: "2026-01-01T00:00:00Z" }, spec: {} });
+const work = () => ({
+  apiVersion: "work.open-cluster-management.io/v1",
+  kind: "ManifestWork",
+  metadata: { name: "bench", namespace: "noop", uid: "noop-work", generation, resourceVersion: String(generation), creationTimestamp: "2026-01-01T00:00:00Z" },
+  spec: {},
+});
 
 async function bump(env: Env): Promise<Response> {
   generation++;

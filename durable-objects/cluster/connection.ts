@@ -189,7 +189,13 @@ export class AgentConnection {
         for (const old of this.sockets()) closeQuietly(old, CloseCodes.Replaced, "replaced by a newer connection of this cluster");
         const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
         this.ctx.acceptWebSocket(server, [AGENT_TAG]);
-        server.serializeAttachment({ cluster: name, kid, connectedMs: now, toldSeconds: this.host.leaseDurationSeconds(current), origin: new URL(request.url).origin } satisfies ConnectionAttachment);
+        server.serializeAttachment({
+          cluster: name,
+          kid,
+          connectedMs: now,
+          toldSeconds: this.host.leaseDurationSeconds(current),
+          origin: new URL(request.url).origin,
+        } satisfies ConnectionAttachment);
         return new Response(null, { status: 101, webSocket: client, headers: { "sec-websocket-protocol": CHANNEL_SUBPROTOCOL } });
       });
     } catch (e) {
@@ -238,7 +244,12 @@ export class AgentConnection {
   }
 
   /** Runs a request message; returns its `ack` (null when the leave's close answers it). */
-  private async request(ws: WebSocket, attachment: ConnectionAttachment, msg: Exclude<AgentMessage, { type: "hello" }>, bytes: number): Promise<HubMessage | null> {
+  private async request(
+    ws: WebSocket,
+    attachment: ConnectionAttachment,
+    msg: Exclude<AgentMessage, { type: "hello" }>,
+    bytes: number,
+  ): Promise<HubMessage | null> {
     switch (msg.type) {
       case "status": {
         const hb = decode(ChannelStatusSchema, msg.status, "heartbeats");
@@ -337,7 +348,13 @@ export class AgentConnection {
       const strip = (list: KubeObject[]) => list.map(({ status: _status, ...rest }) => rest as KubeObject);
       const works = strip(split.works);
       // `policies` only when there are some: a cluster without policies gets the message it always got.
-      message = JSON.stringify({ type: "works", etag, leaving, works, ...(split.policies.length ? { policies: strip(split.policies) } : {}) } satisfies HubMessage);
+      message = JSON.stringify({
+        type: "works",
+        etag,
+        leaving,
+        works,
+        ...(split.policies.length ? { policies: strip(split.policies) } : {}),
+      } satisfies HubMessage);
       if (message.length > CHANNEL_MAX_WORKS_MESSAGE_BYTES) message = null;
       else {
         const cluster = (sockets[0]!.deserializeAttachment() as ConnectionAttachment | null)?.cluster;
@@ -412,4 +429,3 @@ function closeQuietly(ws: WebSocket, code: number, reason: string): void {
     // Already closed.
   }
 }
-

@@ -86,13 +86,20 @@ export class Keys {
     const ref = { group: ManagedClusterKind.group, plural: ManagedClusterKind.plural, kind: ManagedClusterKind.kind, name: next.metadata.name };
     const annotations = next.metadata.annotations ?? {};
     if (annotations[PENDING_KEY_ANNOTATION] !== current?.metadata.annotations?.[PENDING_KEY_ANNOTATION]) {
-      throw invalid(ref, [{ field: `metadata.annotations[${PENDING_KEY_ANNOTATION}]`, message: "set by the hub only: it shows the key a registration is waiting with" }]);
+      throw invalid(ref, [
+        { field: `metadata.annotations[${PENDING_KEY_ANNOTATION}]`, message: "set by the hub only: it shows the key a registration is waiting with" },
+      ]);
     }
     const accept = annotations[ACCEPT_KEY_ANNOTATION];
     if (accept === undefined) return null;
     const pending = this.host.exec("SELECT kid, jwk FROM pending_key")[0] as PendingKey | undefined;
     if (!pending || pending.kid !== accept) {
-      throw invalid(ref, [{ field: `metadata.annotations[${ACCEPT_KEY_ANNOTATION}]`, message: `Invalid value: ${JSON.stringify(accept)}: no registration is waiting with this key ID` }]);
+      throw invalid(ref, [
+        {
+          field: `metadata.annotations[${ACCEPT_KEY_ANNOTATION}]`,
+          message: `Invalid value: ${JSON.stringify(accept)}: no registration is waiting with this key ID`,
+        },
+      ]);
     }
     const rest = { ...annotations };
     delete rest[PENDING_KEY_ANNOTATION];
@@ -121,7 +128,11 @@ export class Keys {
   rotate(publicKey: JWK, kid: string, now: number): { kid: string } {
     this.host.exec("DELETE FROM keys WHERE not_after IS NOT NULL AND kid != ?", kid);
     this.host.exec("UPDATE keys SET not_after = ? WHERE not_after IS NULL AND kid != ?", now + ROTATION_OVERLAP_MS, kid);
-    this.host.exec("INSERT INTO keys (kid, jwk, not_after) VALUES (?, ?, NULL) ON CONFLICT (kid) DO UPDATE SET not_after = NULL", kid, JSON.stringify(publicKey));
+    this.host.exec(
+      "INSERT INTO keys (kid, jwk, not_after) VALUES (?, ?, NULL) ON CONFLICT (kid) DO UPDATE SET not_after = NULL",
+      kid,
+      JSON.stringify(publicKey),
+    );
     return { kid };
   }
 
@@ -195,7 +206,11 @@ export class Keys {
       if (this.host.exec("SELECT 1 FROM seen_jti WHERE jti = ?", jti).length > 0) throw refuse();
       return { kid, pending: found.pending, retired: found.retired };
     }
-    const seen = this.host.exec("INSERT INTO seen_jti (jti, exp) VALUES (?, ?) ON CONFLICT (jti) DO NOTHING RETURNING jti", jti, (payload.exp! + CLOCK_SKEW_SECONDS) * 1000);
+    const seen = this.host.exec(
+      "INSERT INTO seen_jti (jti, exp) VALUES (?, ?) ON CONFLICT (jti) DO NOTHING RETURNING jti",
+      jti,
+      (payload.exp! + CLOCK_SKEW_SECONDS) * 1000,
+    );
     if (seen.length === 0) throw refuse();
     if (now - this.lastPurgeMs > PURGE_INTERVAL_MS) this.purgeReplays(now);
     return { kid, pending: found.pending, retired: found.retired };

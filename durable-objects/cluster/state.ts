@@ -143,7 +143,10 @@ export class ClusterState {
 
   /** The marker of a commit in flight ({@link commit}), or null. */
   private marker(): { name: string } | null {
-    const row = this.host.exec("SELECT v AS marker FROM state WHERE k = ? UNION ALL SELECT pending AS marker FROM state WHERE k = 'object' AND pending IS NOT NULL", COMMITTING)[0];
+    const row = this.host.exec(
+      "SELECT v AS marker FROM state WHERE k = ? UNION ALL SELECT pending AS marker FROM state WHERE k = 'object' AND pending IS NOT NULL",
+      COMMITTING,
+    )[0];
     return row ? (JSON.parse(row.marker as string) as { name: string }) : null;
   }
 

@@ -77,7 +77,14 @@ export class WorksDelivery {
    */
   wait(ms: number): Promise<{ ok: false; status: Status } | null> {
     if (this.waiters.size >= MAX_WORKS_WAITERS) {
-      return Promise.resolve(errorResult(tooManyRequests(`too many works long-polls: ${MAX_WORKS_WAITERS} requests of this cluster already wait for a works change`, WORKS_RETRY_AFTER_SECONDS)));
+      return Promise.resolve(
+        errorResult(
+          tooManyRequests(
+            `too many works long-polls: ${MAX_WORKS_WAITERS} requests of this cluster already wait for a works change`,
+            WORKS_RETRY_AFTER_SECONDS,
+          ),
+        ),
+      );
     }
     return new Promise((resolve) => {
       const done = () => {
@@ -97,7 +104,12 @@ export class WorksDelivery {
    * namespace's works (read from D1 when not kept: `read` is then true).
    * @returns the poll's state, or a 429 Status (see {@link wait})
    */
-  async answer(name: string, first: WorksState, ifNoneMatch: string | undefined, waitMs: number): Promise<{ ok: true; value: WorksState; read: boolean } | { ok: false; status: Status }> {
+  async answer(
+    name: string,
+    first: WorksState,
+    ifNoneMatch: string | undefined,
+    waitMs: number,
+  ): Promise<{ ok: true; value: WorksState; read: boolean } | { ok: false; status: Status }> {
     let value = first;
     if (!value.changed && waitMs > 0) {
       const refused = await this.wait(waitMs);
@@ -133,5 +145,8 @@ export class WorksDelivery {
 export async function readDelivered(env: Env, name: string): Promise<{ items: KubeObject[]; resourceVersion: number }> {
   const db = database(env.DB);
   const [works, policies] = await Promise.all([listObjects(db, ManifestWorkKind, name), listObjects(db, PolicyKind, name)]);
-  return { items: [...works.items, ...policies.items.filter(isReplicatedPolicy)], resourceVersion: Math.min(Number(works.resourceVersion), Number(policies.resourceVersion)) };
+  return {
+    items: [...works.items, ...policies.items.filter(isReplicatedPolicy)],
+    resourceVersion: Math.min(Number(works.resourceVersion), Number(policies.resourceVersion)),
+  };
 }

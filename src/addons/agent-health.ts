@@ -43,12 +43,25 @@ const CONFLICT_RETRIES = 3;
  * @returns how many ManagedClusterAddOns were written.
  * @throws ApiError what a status write throws other than a conflict lost {@link CONFLICT_RETRIES} times (then a 409)
  */
-export async function writeAddonAvailability(env: Env, cluster: string, body: z.infer<typeof AddonStatusSchema>, now: number, waitUntil?: WaitUntil): Promise<number> {
+export async function writeAddonAvailability(
+  env: Env,
+  cluster: string,
+  body: z.infer<typeof AddonStatusSchema>,
+  now: number,
+  waitUntil?: WaitUntil,
+): Promise<number> {
   return writeAvailable(env, cluster, body.addons, now, false, waitUntil);
 }
 
 /** Sets `Available` on each named add-on of `cluster` (also a `Customized` one when `all`), retrying a lost race. */
-async function writeAvailable(env: Env, cluster: string, addons: readonly { name: string; available: Available }[], now: number, all: boolean, waitUntil?: WaitUntil): Promise<number> {
+async function writeAvailable(
+  env: Env,
+  cluster: string,
+  addons: readonly { name: string; available: Available }[],
+  now: number,
+  all: boolean,
+  waitUntil?: WaitUntil,
+): Promise<number> {
   const store = storeOf(env, ManagedClusterAddOnKind);
   let written = 0;
   for (const { name, available } of addons) {
@@ -80,7 +93,8 @@ export function withAvailable(mca: KubeObject, available: Available, now: number
   const status = (mca.status ?? {}) as { conditions?: Condition[]; healthCheck?: { mode?: string } };
   if (!all && status.healthCheck?.mode === "Customized") return null;
   const conditions = structuredClone(status.conditions ?? []);
-  if (!setCondition(conditions, { type: ADDON_AVAILABLE, status: available.status, reason: available.reason, message: available.message }, rfc3339(now))) return null;
+  if (!setCondition(conditions, { type: ADDON_AVAILABLE, status: available.status, reason: available.reason, message: available.message }, rfc3339(now)))
+    return null;
   return { ...mca, status: { ...status, conditions } };
 }
 
@@ -104,7 +118,10 @@ export const addonClusterUnknownHook: AfterCommitHook<true> = {
     const available = findCondition((cluster?.status as { conditions?: Condition[] } | undefined)?.conditions, ClusterConditions.Available);
     if (!cluster || available?.status !== "Unknown") return;
     const { items } = await storeOf(env, ManagedClusterAddOnKind).list(target.name);
-    const addons = items.map((a) => ({ name: a.metadata.name, available: { status: "Unknown" as const, reason: available.reason, message: available.message } }));
+    const addons = items.map((a) => ({
+      name: a.metadata.name,
+      available: { status: "Unknown" as const, reason: available.reason, message: available.message },
+    }));
     await writeAvailable(env, target.name, addons, clock.now(), true);
   },
 };

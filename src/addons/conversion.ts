@@ -103,10 +103,28 @@ export function mcaToV1beta1(stored: KubeObject): KubeObject {
         driverSet ||= driver !== undefined;
         return { type: "kubeClient", kubeClient: compact({ subject: compact({ user: subject.user, groups: subject.groups }), driver }) };
       }
-      return { type: "customSigner", customSigner: { signerName: r.signerName, subject: compact({ user: subject.user, groups: subject.groups, organizationUnits: subject.organizationUnit }) } };
+      return {
+        type: "customSigner",
+        customSigner: {
+          signerName: r.signerName,
+          subject: compact({ user: subject.user, groups: subject.groups, organizationUnits: subject.organizationUnit }),
+        },
+      };
     });
-    const refs = list(configReferences).map((c) => compact({ group: c.group, resource: c.resource, lastObservedGeneration: c.lastObservedGeneration, desiredConfig: c.desiredConfig, lastAppliedConfig: c.lastAppliedConfig }));
-    out.status = compact({ ...rest, registrations: registrations === undefined ? undefined : regs, configReferences: configReferences === undefined ? undefined : refs });
+    const refs = list(configReferences).map((c) =>
+      compact({
+        group: c.group,
+        resource: c.resource,
+        lastObservedGeneration: c.lastObservedGeneration,
+        desiredConfig: c.desiredConfig,
+        lastAppliedConfig: c.lastAppliedConfig,
+      }),
+    );
+    out.status = compact({
+      ...rest,
+      registrations: registrations === undefined ? undefined : regs,
+      configReferences: configReferences === undefined ? undefined : refs,
+    });
   }
   return out;
 }
@@ -133,7 +151,10 @@ export function mcaToV1alpha1(served: KubeObject): KubeObject {
       }
       const cs = obj(r.customSigner);
       const subject = obj(cs.subject);
-      return { signerName: cs.signerName ?? "", subject: compact({ user: subject.user ?? "", groups: subject.groups, organizationUnit: subject.organizationUnits }) };
+      return {
+        signerName: cs.signerName ?? "",
+        subject: compact({ user: subject.user ?? "", groups: subject.groups, organizationUnit: subject.organizationUnits }),
+      };
     });
     const refs = list(configReferences).map((c) => {
       const desired = obj(c.desiredConfig);

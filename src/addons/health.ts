@@ -35,8 +35,14 @@ export function manifestApplied(work: { conditions?: WorkConditions } | null): A
   if (!work) return { type: "ManifestApplied", status: "False", reason: "ManifestWorkApplyFailed", message: "the deploy work of the add-on does not exist" };
   const applied = work.conditions?.find((c) => c.type === "Applied");
   if (!applied) return null;
-  if (applied.status === "True") return { type: "ManifestApplied", status: "True", reason: "AddonManifestApplied", message: "manifests of addon are applied successfully" };
-  return { type: "ManifestApplied", status: "False", reason: "ManifestWorkApplyFailed", message: `failed to apply the manifests of the add-on: ${applied.message ?? applied.reason ?? "not applied"}` };
+  if (applied.status === "True")
+    return { type: "ManifestApplied", status: "True", reason: "AddonManifestApplied", message: "manifests of addon are applied successfully" };
+  return {
+    type: "ManifestApplied",
+    status: "False",
+    reason: "ManifestWorkApplyFailed",
+    message: `failed to apply the manifests of the add-on: ${applied.message ?? applied.reason ?? "not applied"}`,
+  };
 }
 
 function valueOf(m: ManifestFeedback | undefined, name: string): number | undefined {
@@ -61,7 +67,13 @@ export function availability(
   const missing: string[] = [];
   const unavailable: string[] = [];
   for (const w of probed) {
-    const m = manifests?.find((x) => x.resourceMeta?.group === "apps" && x.resourceMeta.resource === w.resource && x.resourceMeta.name === w.name && (x.resourceMeta.namespace ?? "") === w.namespace);
+    const m = manifests?.find(
+      (x) =>
+        x.resourceMeta?.group === "apps" &&
+        x.resourceMeta.resource === w.resource &&
+        x.resourceMeta.name === w.name &&
+        (x.resourceMeta.namespace ?? "") === w.namespace,
+    );
     const label = `${w.resource} ${w.namespace}/${w.name}`;
     if (w.resource === "deployments") {
       const ready = valueOf(m, "ReadyReplicas");
@@ -75,7 +87,9 @@ export function availability(
       else if (!((ready ?? 0) >= 1 || (desired === 0 && (available ?? 0) === 0))) unavailable.push(`${label} has no ready pod`);
     }
   }
-  if (unavailable.length > 0) return { type: "Available", status: "False", reason: "ProbeUnavailable", message: `Probe addon unavailable with err ${unavailable.join("; ")}` };
-  if (missing.length > 0) return { type: "Available", status: "Unknown", reason: "NoProbeResult", message: `Probe results are not returned for ${missing.join(", ")}` };
+  if (unavailable.length > 0)
+    return { type: "Available", status: "False", reason: "ProbeUnavailable", message: `Probe addon unavailable with err ${unavailable.join("; ")}` };
+  if (missing.length > 0)
+    return { type: "Available", status: "Unknown", reason: "NoProbeResult", message: `Probe results are not returned for ${missing.join(", ")}` };
   return { type: "Available", status: "True", reason: "ProbeAvailable", message: `${addon} add-on is available.` };
 }

@@ -40,7 +40,12 @@ function specChanged(before: KubeObject | null, after: KubeObject | null): boole
   return !before.metadata.deletionTimestamp && !!after.metadata.deletionTimestamp;
 }
 
-const progressingOf = (o: KubeObject | null) => JSON.stringify(((o?.status as { conditions?: { type: string; status: string; reason?: string }[] } | undefined)?.conditions ?? []).filter((c) => c.type === "Progressing").map((c) => [c.status, c.reason]));
+const progressingOf = (o: KubeObject | null) =>
+  JSON.stringify(
+    ((o?.status as { conditions?: { type: string; status: string; reason?: string }[] } | undefined)?.conditions ?? [])
+      .filter((c) => c.type === "Progressing")
+      .map((c) => [c.status, c.reason]),
+  );
 
 /** The runs a committed change calls for (see the module comment), or null. */
 export function planAddons(change: Change): AddonOwed | null {
@@ -51,7 +56,8 @@ export function planAddons(change: Change): AddonOwed | null {
       if (specChanged(before, after)) return { cma: name, byAddon: true, mca: { namespace, name } };
       return progressingOf(before) !== progressingOf(after) ? { cma: name, byAddon: true } : null;
     }
-    if (def.kind === "AddOnTemplate" || def.kind === "AddOnDeploymentConfig") return specChanged(before, after) || JSON.stringify(before?.spec) !== JSON.stringify(after?.spec) ? { configs: true } : null;
+    if (def.kind === "AddOnTemplate" || def.kind === "AddOnDeploymentConfig")
+      return specChanged(before, after) || JSON.stringify(before?.spec) !== JSON.stringify(after?.spec) ? { configs: true } : null;
     return null;
   }
   if (def !== ManifestWorkKind) return null;
@@ -70,7 +76,8 @@ async function runAddons(env: Env, owed: AddonOwed): Promise<void> {
     for (const c of items) {
       await runClusterManagementAddOn(env, c.metadata.name, now);
       // ManagedClusterAddOns no placement governs take a config's new content at once.
-      for (const m of await listObjectsNamed(database(env.DB), ManagedClusterAddOnKind, c.metadata.name)) await runManagedClusterAddOn(env, m.metadata.namespace!, c.metadata.name, now);
+      for (const m of await listObjectsNamed(database(env.DB), ManagedClusterAddOnKind, c.metadata.name))
+        await runManagedClusterAddOn(env, m.metadata.namespace!, c.metadata.name, now);
     }
     return;
   }

@@ -35,7 +35,15 @@ import { computeRollout, type ClusterRolloutStatus, type DecisionGroup, type Rol
 import type { Env } from "../env.ts";
 import { SCHEDULER_NAME } from "../../durable-objects/scheduler.ts";
 import { availability, manifestApplied, type AddonCondition } from "./health.ts";
-import { ADDON_NAME_LABEL, deployWorkName, HEALTH_CHECK_MODE_ANNOTATION, installNamespaceOf, probedWorkloads, renderDeployWork, type HealthCheckMode } from "./render.ts";
+import {
+  ADDON_NAME_LABEL,
+  deployWorkName,
+  HEALTH_CHECK_MODE_ANNOTATION,
+  installNamespaceOf,
+  probedWorkloads,
+  renderDeployWork,
+  type HealthCheckMode,
+} from "./render.ts";
 
 type Json = Record<string, unknown>;
 
@@ -91,7 +99,14 @@ function ownerRef(obj: KubeObject) {
  */
 export function resolveConfigs(cma: CmaSpec, placement: PlacementStrategy | undefined, mcaConfigs: ConfigRef[] | undefined): ConfigRef[] {
   const out = new Map<string, ConfigRef>();
-  for (const s of cma.supportedConfigs ?? []) if (s.defaultConfig) out.set(key(s), { group: s.group ?? "", resource: s.resource, ...(s.defaultConfig.namespace ? { namespace: s.defaultConfig.namespace } : {}), name: s.defaultConfig.name });
+  for (const s of cma.supportedConfigs ?? [])
+    if (s.defaultConfig)
+      out.set(key(s), {
+        group: s.group ?? "",
+        resource: s.resource,
+        ...(s.defaultConfig.namespace ? { namespace: s.defaultConfig.namespace } : {}),
+        name: s.defaultConfig.name,
+      });
   for (const c of placement?.configs ?? []) out.set(key(c), { ...c, group: c.group ?? "" });
   for (const c of mcaConfigs ?? []) out.set(key(c), { ...c, group: c.group ?? "" });
   return [...out.values()].sort((a, b) => key(a).localeCompare(key(b)));
@@ -155,7 +170,8 @@ function configReferences(desired: DesiredConfig[], current: ConfigReference[] |
 const sameDesired = (refs: ConfigReference[] | undefined, desired: DesiredConfig[]) =>
   canonical((refs ?? []).map((r) => ({ k: key(r), d: r.desiredConfig ?? null }))) === canonical(desired.map((d) => ({ k: key(d), d: specHash(d) })));
 
-const allApplied = (refs: ConfigReference[] | undefined) => (refs ?? []).every((r) => r.desiredConfig && canonical(r.desiredConfig) === canonical(r.lastAppliedConfig ?? null));
+const allApplied = (refs: ConfigReference[] | undefined) =>
+  (refs ?? []).every((r) => r.desiredConfig && canonical(r.desiredConfig) === canonical(r.lastAppliedConfig ?? null));
 
 /** Writes through the store; a lost race (409) or an object gone (404) is not an error: the next run sees the current state. */
 async function tryWrite(write: () => Promise<{ object: KubeObject | null }>): Promise<KubeObject | null | "lost"> {
@@ -173,7 +189,9 @@ async function decided(env: Env, strategies: PlacementStrategy[]): Promise<{ str
   const out: { strategy: PlacementStrategy; groups: DecisionGroup[]; missing: boolean }[] = [];
   for (const s of strategies) {
     const placement = await getObject(db, PlacementKind, { namespace: s.namespace, name: s.name });
-    const pds = placement ? (await listObjects(db, PlacementDecisionKind, s.namespace)).items.filter((d) => d.metadata.labels?.[PLACEMENT_LABEL] === s.name) : [];
+    const pds = placement
+      ? (await listObjects(db, PlacementDecisionKind, s.namespace)).items.filter((d) => d.metadata.labels?.[PLACEMENT_LABEL] === s.name)
+      : [];
     out.push({ strategy: s, groups: placement ? decisionGroups(placement, pds) : [], missing: !placement });
   }
   return out;
@@ -197,7 +215,13 @@ function addonRolloutStatus(cluster: string, mca: KubeObject | undefined, desire
  * ClusterManagementAddOn does not exist: one may be created before its ClusterManagementAddOn.
  * @throws errors of D1 or an unexpected write failure (the caller's outbox row keeps the work)
  */
-export async function runClusterManagementAddOn(env: Env, name: string, nowMs: number, cleanUp = true, recheck: RecheckAddon = schedulerRecheck(env)): Promise<void> {
+export async function runClusterManagementAddOn(
+  env: Env,
+  name: string,
+  nowMs: number,
+  cleanUp = true,
+  recheck: RecheckAddon = schedulerRecheck(env),
+): Promise<void> {
   // A run asked for while one of the same add-on is in progress in this isolate (its own writes'
   // hooks, or another request) is folded into that run: it runs once more when it ends, so its
   // writes never set off a run per cluster they touch.
@@ -254,7 +278,9 @@ async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean):
   if (!cma || cma.metadata.deletionTimestamp) {
     if (!cleanUp) return recheckAt;
     // Every ManagedClusterAddOn of the add-on goes with it (OCM owns them all by the ClusterManagementAddOn).
-    for (const m of existing) if (!m.metadata.deletionTimestamp) await tryWrite(() => store.write(m.metadata.namespace!, name, { verb: "delete", preconditions: { uid: m.metadata.uid } }));
+    for (const m of existing)
+      if (!m.metadata.deletionTimestamp)
+        await tryWrite(() => store.write(m.metadata.namespace!, name, { verb: "delete", preconditions: { uid: m.metadata.uid } }));
     return recheckAt;
   }
   const spec = (cma.spec ?? {}) as CmaSpec;
@@ -269,7 +295,12 @@ async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean):
     // Install where decided.
     for (const c of owner.keys()) {
       if (mcas.has(c)) continue;
-      const body = { apiVersion: `${ADDON_GROUP}/v1alpha1`, kind: "ManagedClusterAddOn", metadata: { name, namespace: c, ownerReferences: [ownerRef(cma)] }, spec: {} };
+      const body = {
+        apiVersion: `${ADDON_GROUP}/v1alpha1`,
+        kind: "ManagedClusterAddOn",
+        metadata: { name, namespace: c, ownerReferences: [ownerRef(cma)] },
+        spec: {},
+      };
       const r = await tryWrite(() => store.write(c, name, { verb: "create", body }));
       if (r && r !== "lost") mcas.set(c, r);
     }
@@ -300,7 +331,10 @@ async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean):
       if (rollout.recheckAfterMs !== undefined) recheckAt = Math.min(recheckAt, nowMs + rollout.recheckAfterMs);
       for (const c of rollout.toApply) {
         const m = mcas.get(c)!;
-        const status = { ...((m.status ?? {}) as Json), configReferences: configReferences(desired.get(c)!, (m.status as { configReferences?: ConfigReference[] } | undefined)?.configReferences) };
+        const status = {
+          ...((m.status ?? {}) as Json),
+          configReferences: configReferences(desired.get(c)!, (m.status as { configReferences?: ConfigReference[] } | undefined)?.configReferences),
+        };
         const r = await tryWrite(() => store.write(c, name, { verb: "update", subresource: "status", body: { ...m, status } }, { known: m }));
         if (r && r !== "lost") {
           mcas.set(c, r);
@@ -316,18 +350,37 @@ async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean):
       setCondition(
         conditions,
         done
-          ? { type: "Progressing", status: "False", reason: "Completed", message: `${succeeded}/${clusters.length} completed with no errors, ${failed} failed ${rollout.timedOut.length} timeout.` }
-          : { type: "Progressing", status: "True", reason: "Progressing", message: `${clusters.length - succeeded - failed}/${clusters.length} progressing..., ${failed} failed ${rollout.timedOut.length} timeout.` },
+          ? {
+              type: "Progressing",
+              status: "False",
+              reason: "Completed",
+              message: `${succeeded}/${clusters.length} completed with no errors, ${failed} failed ${rollout.timedOut.length} timeout.`,
+            }
+          : {
+              type: "Progressing",
+              status: "True",
+              reason: "Progressing",
+              message: `${clusters.length - succeeded - failed}/${clusters.length} progressing..., ${failed} failed ${rollout.timedOut.length} timeout.`,
+            },
         at,
       );
-      progressions.push({ namespace: p.strategy.namespace, name: p.strategy.name, configReferences: sample.map((d) => ({ group: d.group, resource: d.resource, desiredConfig: specHash(d) })), conditions });
+      progressions.push({
+        namespace: p.strategy.namespace,
+        name: p.strategy.name,
+        configReferences: sample.map((d) => ({ group: d.group, resource: d.resource, desiredConfig: specHash(d) })),
+        conditions,
+      });
     }
   }
   // The ManagedClusterAddOns whose status still shows an older addOnMeta or supportedConfigs run too.
   const supported = canonical((spec.supportedConfigs ?? []).map((x) => ({ group: x.group ?? "", resource: x.resource })));
   for (const [c, m] of mcas) {
     const st = (m.status ?? {}) as { addOnMeta?: unknown; supportedConfigs?: unknown };
-    if (!m.metadata.deletionTimestamp && (canonical(st.addOnMeta ?? {}) !== canonical(spec.addOnMeta ?? {}) || canonical(st.supportedConfigs ?? []) !== supported)) touched.add(c);
+    if (
+      !m.metadata.deletionTimestamp &&
+      (canonical(st.addOnMeta ?? {}) !== canonical(spec.addOnMeta ?? {}) || canonical(st.supportedConfigs ?? []) !== supported)
+    )
+      touched.add(c);
   }
   for (const c of touched) await runManagedClusterAddOn(env, c, name, nowMs);
   // The ClusterManagementAddOn's status: its default configs and, per placement, the rollout's progression.
@@ -339,9 +392,14 @@ async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean):
     const kept = old.find((o) => o.type === c.type && o.status === c.status);
     if (kept) c.lastTransitionTime = kept.lastTransitionTime;
   }
-  const status = { defaultconfigReferences: defaults.map((d) => ({ group: d.group, resource: d.resource, desiredConfig: specHash(d) })), installProgressions: progressions };
+  const status = {
+    defaultconfigReferences: defaults.map((d) => ({ group: d.group, resource: d.resource, desiredConfig: specHash(d) })),
+    installProgressions: progressions,
+  };
   if (canonical(status) !== canonical(cma.status ?? {})) {
-    await tryWrite(() => storeOf(env, ClusterManagementAddOnKind).write("", name, { verb: "update", subresource: "status", body: { ...cma, status } }, { known: cma }));
+    await tryWrite(() =>
+      storeOf(env, ClusterManagementAddOnKind).write("", name, { verb: "update", subresource: "status", body: { ...cma, status } }, { known: cma }),
+    );
   }
   return recheckAt;
 }
@@ -382,7 +440,15 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
     desired = current;
     status.configReferences = configReferences(desired, status.configReferences);
   } else {
-    desired = (status.configReferences ?? []).filter((r) => r.desiredConfig).map((r) => ({ group: r.group, resource: r.resource, ...(r.desiredConfig!.namespace ? { namespace: r.desiredConfig!.namespace } : {}), name: r.desiredConfig!.name, specHash: r.desiredConfig!.specHash }));
+    desired = (status.configReferences ?? [])
+      .filter((r) => r.desiredConfig)
+      .map((r) => ({
+        group: r.group,
+        resource: r.resource,
+        ...(r.desiredConfig!.namespace ? { namespace: r.desiredConfig!.namespace } : {}),
+        name: r.desiredConfig!.name,
+        specHash: r.desiredConfig!.specHash,
+      }));
   }
   const at = new Date(nowMs).toISOString().replace(/\.\d{3}Z$/, "Z");
   const conditions = status.conditions ?? [];
@@ -402,13 +468,32 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
     const owner = { apiVersion: `${ADDON_GROUP}/v1alpha1`, kind: "ManagedClusterAddOn", name, uid: mca.metadata.uid };
     const body = renderDeployWork({ addon: name, cluster, template: templateSpec, config: (adc?.spec ?? undefined) as never, installNamespace, owner });
     mode = body.metadata.annotations![HEALTH_CHECK_MODE_ANNOTATION] as HealthCheckMode;
-    const differs = !work || canonical(work.spec) !== canonical(body.spec) || canonical(work.metadata.annotations ?? {}) !== canonical({ ...(work.metadata.annotations ?? {}), ...body.metadata.annotations });
+    const differs =
+      !work ||
+      canonical(work.spec) !== canonical(body.spec) ||
+      canonical(work.metadata.annotations ?? {}) !== canonical({ ...(work.metadata.annotations ?? {}), ...body.metadata.annotations });
     if (upToDate && differs && !work?.metadata.deletionTimestamp) {
-      const next = work ? { ...work, metadata: { ...work.metadata, labels: { ...(work.metadata.labels ?? {}), ...body.metadata.labels }, annotations: { ...(work.metadata.annotations ?? {}), ...body.metadata.annotations }, ownerReferences: body.metadata.ownerReferences }, spec: body.spec } : body;
-      const r = await tryWrite(() => works.write(cluster, workName, work ? { verb: "update", body: next } : { verb: "create", body: next }, work ? { known: work } : {}));
+      const next = work
+        ? {
+            ...work,
+            metadata: {
+              ...work.metadata,
+              labels: { ...(work.metadata.labels ?? {}), ...body.metadata.labels },
+              annotations: { ...(work.metadata.annotations ?? {}), ...body.metadata.annotations },
+              ownerReferences: body.metadata.ownerReferences,
+            },
+            spec: body.spec,
+          }
+        : body;
+      const r = await tryWrite(() =>
+        works.write(cluster, workName, work ? { verb: "update", body: next } : { verb: "create", body: next }, work ? { known: work } : {}),
+      );
       if (r && r !== "lost") work = r;
     }
-    const workStatus = (work?.status ?? {}) as { conditions?: { type: string; status: string; observedGeneration?: number; message?: string; reason?: string }[]; resourceStatus?: { manifests?: never[] } };
+    const workStatus = (work?.status ?? {}) as {
+      conditions?: { type: string; status: string; observedGeneration?: number; message?: string; reason?: string }[];
+      resourceStatus?: { manifests?: never[] };
+    };
     const applied = manifestApplied(work ? { conditions: workStatus.conditions } : null);
     if (applied) set(applied);
     const probed = probedWorkloads(((body.spec as { workload?: { manifests?: never[] } }).workload?.manifests ?? []) as never[]);
@@ -427,9 +512,19 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
     if (applied?.status === "False") set({ type: "Progressing", status: "False", reason: "Failed", message: applied.message });
     else if (allApplied(refs)) set({ type: "Progressing", status: "False", reason: "Completed", message: "completed with no errors." });
     else set({ type: "Progressing", status: "True", reason: "Progressing", message: "progressing... work is not ready" });
-    if ((templateSpec.registration ?? []).length === 0) set({ type: "RegistrationApplied", status: "True", reason: "NilRegistration", message: "Registration of the addon agent is configured" });
+    if ((templateSpec.registration ?? []).length === 0)
+      set({ type: "RegistrationApplied", status: "True", reason: "NilRegistration", message: "Registration of the addon agent is configured" });
     // With the token driver the agent's ServiceAccount is the subject (src/addons/token-registration.ts): kept.
-    else if (status.kubeClientDriver !== "token") status.registrations = [{ signerName: "kubernetes.io/kube-apiserver-client", subject: { user: `system:open-cluster-management:cluster:${cluster}:addon:${name}:agent:${name}-agent`, groups: [`system:open-cluster-management:cluster:${cluster}:addon:${name}`, `system:open-cluster-management:addon:${name}`, "system:authenticated"] } }];
+    else if (status.kubeClientDriver !== "token")
+      status.registrations = [
+        {
+          signerName: "kubernetes.io/kube-apiserver-client",
+          subject: {
+            user: `system:open-cluster-management:cluster:${cluster}:addon:${name}:agent:${name}-agent`,
+            groups: [`system:open-cluster-management:cluster:${cluster}:addon:${name}`, `system:open-cluster-management:addon:${name}`, "system:authenticated"],
+          },
+        },
+      ];
   } else if (templateRef) {
     set({ type: "Progressing", status: "False", reason: "ConfigurationUnsupported", message: `the AddOnTemplate ${templateRef.name} does not exist` });
   } else if (!placements && !current.some((d) => d.group === ADDON_GROUP && d.resource === "addontemplates")) {
@@ -446,7 +541,9 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
     ...(template ? [{ group: ADDON_GROUP, resource: "addontemplates", name: template.metadata.name }] : []),
   ];
   if (canonical(status) !== canonical(mca.status ?? {})) {
-    await tryWrite(() => storeOf(env, ManagedClusterAddOnKind).write(cluster, name, { verb: "update", subresource: "status", body: { ...mca, status } }, { known: mca }));
+    await tryWrite(() =>
+      storeOf(env, ManagedClusterAddOnKind).write(cluster, name, { verb: "update", subresource: "status", body: { ...mca, status } }, { known: mca }),
+    );
   }
 }
 

@@ -93,7 +93,12 @@ function substitute(value: unknown, vars: Map<string, string>): unknown {
 const WORKLOADS: Record<string, string> = { Deployment: "deployments", DaemonSet: "daemonsets" };
 const POD_TEMPLATED = new Set(["Deployment", "DaemonSet", "StatefulSet", "ReplicaSet", "Job"]);
 
-type Manifest = { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string; labels?: Record<string, string> }; spec?: Record<string, unknown> };
+type Manifest = {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: { name?: string; namespace?: string; labels?: Record<string, string> };
+  spec?: Record<string, unknown>;
+};
 
 /** Applies `nodeSelector` and `tolerations` to a workload's pod template (OCM's node placement of add-on agents). */
 function place(m: Manifest, placement: NonNullable<RenderInput["config"]>["nodePlacement"]): void {
@@ -119,14 +124,25 @@ function resourceOf(kind: string): string {
 }
 
 /** The resource (plural) of each kind a `resourceRequirements[].containerID` may name (OCM's list). */
-const CONTAINER_RESOURCES: Record<string, string> = { Deployment: "deployments", DaemonSet: "daemonsets", StatefulSet: "statefulsets", ReplicaSet: "replicasets", Job: "jobs", CronJob: "cronjobs", Pod: "pods" };
+const CONTAINER_RESOURCES: Record<string, string> = {
+  Deployment: "deployments",
+  DaemonSet: "daemonsets",
+  StatefulSet: "statefulsets",
+  ReplicaSet: "replicasets",
+  Job: "jobs",
+  CronJob: "cronjobs",
+  Pod: "pods",
+};
 
 /** The containers (and init containers) of a manifest's pods: a Pod's own, a workload's template's, a CronJob's job template's. */
 function containersOf(m: Manifest): Record<string, unknown>[] {
-  const spec = m.spec as Record<string, any> | undefined; // eslint-disable-line @typescript-eslint/no-explicit-any
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const spec = m.spec as Record<string, any> | undefined;
   const pod = m.kind === "Pod" ? spec : m.kind === "CronJob" ? spec?.jobTemplate?.spec?.template?.spec : spec?.template?.spec;
   if (!pod || typeof pod !== "object") return [];
-  return [...(Array.isArray(pod.initContainers) ? pod.initContainers : []), ...(Array.isArray(pod.containers) ? pod.containers : [])].filter((c) => c && typeof c === "object");
+  return [...(Array.isArray(pod.initContainers) ? pod.initContainers : []), ...(Array.isArray(pod.containers) ? pod.containers : [])].filter(
+    (c) => c && typeof c === "object",
+  );
 }
 
 /**
@@ -181,7 +197,10 @@ export function probedWorkloads(manifests: Manifest[]): { resource: string; name
 export function renderDeployWork(input: RenderInput): KubeObject {
   const vars = variablesOf(input);
   const ns = installNamespaceOf(input);
-  const spec = substitute(structuredClone(input.template.agentSpec ?? {}), vars) as { workload?: { manifests?: Manifest[] }; manifestConfigs?: { resourceIdentifier: { group?: string; resource: string; name: string; namespace?: string }; feedbackRules?: unknown[] }[] } & Record<string, unknown>;
+  const spec = substitute(structuredClone(input.template.agentSpec ?? {}), vars) as {
+    workload?: { manifests?: Manifest[] };
+    manifestConfigs?: { resourceIdentifier: { group?: string; resource: string; name: string; namespace?: string }; feedbackRules?: unknown[] }[];
+  } & Record<string, unknown>;
   const manifests = spec.workload?.manifests ?? [];
   for (const m of manifests) {
     place(m, input.config?.nodePlacement);
@@ -193,20 +212,34 @@ export function renderDeployWork(input: RenderInput): KubeObject {
   const probed = probedWorkloads(manifests);
   const configs = [...(spec.manifestConfigs ?? [])];
   for (const w of probed) {
-    const same = configs.find((c) => c.resourceIdentifier.group === "apps" && c.resourceIdentifier.resource === w.resource && c.resourceIdentifier.name === w.name && (c.resourceIdentifier.namespace ?? "") === w.namespace);
+    const same = configs.find(
+      (c) =>
+        c.resourceIdentifier.group === "apps" &&
+        c.resourceIdentifier.resource === w.resource &&
+        c.resourceIdentifier.name === w.name &&
+        (c.resourceIdentifier.namespace ?? "") === w.namespace,
+    );
     const rule = { type: "WellKnownStatus" };
     if (!same) configs.push({ resourceIdentifier: { group: "apps", resource: w.resource, name: w.name, namespace: w.namespace }, feedbackRules: [rule] });
-    else if (!(same.feedbackRules ?? []).some((r) => (r as { type?: string }).type === "WellKnownStatus")) same.feedbackRules = [...(same.feedbackRules ?? []), rule];
+    else if (!(same.feedbackRules ?? []).some((r) => (r as { type?: string }).type === "WellKnownStatus"))
+      same.feedbackRules = [...(same.feedbackRules ?? []), rule];
   }
   if (configs.length > 0) spec.manifestConfigs = configs;
   // Manifests annotated deletion-orphan are left on the cluster when the work goes (OCM's
   // addon-framework), and so is the install namespace the hub added: other add-ons share it
   // (OCM's default namespace holds every add-on's agent), and deleting it would take theirs.
-  const orphans = manifests.filter((m) => (m.metadata as { annotations?: Record<string, string> } | undefined)?.annotations?.[DELETION_ORPHAN_ANNOTATION] !== undefined);
+  const orphans = manifests.filter(
+    (m) => (m.metadata as { annotations?: Record<string, string> } | undefined)?.annotations?.[DELETION_ORPHAN_ANNOTATION] !== undefined,
+  );
   if (addedNamespace) orphans.unshift(manifests[0]!);
   const option = (spec.deleteOption ?? {}) as { propagationPolicy?: string; selectivelyOrphans?: { orphaningRules?: unknown[] } };
   if (orphans.length > 0 && option.propagationPolicy !== "Orphan") {
-    const orphaningRules = orphans.map((m) => ({ group: groupOf(m.apiVersion ?? ""), resource: resourceOf(m.kind ?? ""), name: m.metadata?.name ?? "", ...(m.metadata?.namespace ? { namespace: m.metadata.namespace } : {}) }));
+    const orphaningRules = orphans.map((m) => ({
+      group: groupOf(m.apiVersion ?? ""),
+      resource: resourceOf(m.kind ?? ""),
+      name: m.metadata?.name ?? "",
+      ...(m.metadata?.namespace ? { namespace: m.metadata.namespace } : {}),
+    }));
     const kept = option.propagationPolicy === "SelectivelyOrphan" ? (option.selectivelyOrphans?.orphaningRules ?? []) : [];
     spec.deleteOption = { ...option, propagationPolicy: "SelectivelyOrphan", selectivelyOrphans: { orphaningRules: [...kept, ...orphaningRules] } };
   }

@@ -77,7 +77,14 @@ interface HubPermission {
  * @throws ApiError 404 no such ManagedClusterAddOn in the cluster's namespace; 409 one being
  *   deleted, or without a kubeClient registration; what the writes throw.
  */
-export async function issueAddonToken(env: Env, cluster: string, addon: string, origin: string, expirationSeconds: number | undefined, now: number): Promise<AddonToken> {
+export async function issueAddonToken(
+  env: Env,
+  cluster: string,
+  addon: string,
+  origin: string,
+  expirationSeconds: number | undefined,
+  now: number,
+): Promise<AddonToken> {
   const mcas = storeOf(env, ManagedClusterAddOnKind);
   const mca = await mcas.get(cluster, addon);
   const ref = { group: ManagedClusterAddOnKind.group, plural: ManagedClusterAddOnKind.plural, name: addon };
@@ -86,13 +93,26 @@ export async function issueAddonToken(env: Env, cluster: string, addon: string, 
   const template = await templateOf(env, mca);
   const declared = registrationsOf(mca).some((r) => r.signerName === KUBE_CLIENT_SIGNER);
   const templated = templateRegistrations(template).some((r) => r.type === "KubeClient");
-  if (!declared && !templated) throw conflict(ref, `ManagedClusterAddOn ${cluster}/${addon} has no kubeClient registration (status.registrations, or its AddOnTemplate's spec.registration)`);
+  if (!declared && !templated)
+    throw conflict(
+      ref,
+      `ManagedClusterAddOn ${cluster}/${addon} has no kubeClient registration (status.registrations, or its AddOnTemplate's spec.registration)`,
+    );
 
-  const owner = { apiVersion: `${ManagedClusterAddOnKind.group}/${ManagedClusterAddOnKind.version}`, kind: ManagedClusterAddOnKind.kind, name: addon, uid: mca.metadata.uid! };
+  const owner = {
+    apiVersion: `${ManagedClusterAddOnKind.group}/${ManagedClusterAddOnKind.version}`,
+    kind: ManagedClusterAddOnKind.kind,
+    name: addon,
+    uid: mca.metadata.uid!,
+  };
   const labels = { [ADDON_NAME_LABEL]: addon, [TOKEN_INFRASTRUCTURE_LABEL]: "true" };
   const saName = addonServiceAccountName(addon);
   const user = serviceAccountUsername(cluster, saName);
-  const sa = await ensure(env, ServiceAccountKind, cluster, saName, { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: saName, namespace: cluster, labels, ownerReferences: [owner] } });
+  const sa = await ensure(env, ServiceAccountKind, cluster, saName, {
+    apiVersion: "v1",
+    kind: "ServiceAccount",
+    metadata: { name: saName, namespace: cluster, labels, ownerReferences: [owner] },
+  });
   const roleName = `open-cluster-management:${addon}:agent`;
   await ensure(env, RoleKind, cluster, roleName, {
     apiVersion: "rbac.authorization.k8s.io/v1",
@@ -104,13 +124,29 @@ export async function issueAddonToken(env: Env, cluster: string, addon: string, 
     ],
   });
   const subjects = [{ kind: "User", apiGroup: "rbac.authorization.k8s.io", name: user }];
-  await ensure(env, RoleBindingKind, cluster, roleName, binding(roleName, cluster, { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: roleName }, subjects, labels, owner));
+  await ensure(
+    env,
+    RoleBindingKind,
+    cluster,
+    roleName,
+    binding(roleName, cluster, { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: roleName }, subjects, labels, owner),
+  );
   for (const p of templateRegistrations(template).flatMap((r) => r.kubeClient?.hubPermissions ?? [])) {
     if (p.type === "CurrentCluster" && p.currentCluster?.clusterRoleName) {
       const name = `open-cluster-management:${addon}:clusterrole:agent`;
-      await ensure(env, RoleBindingKind, cluster, name, binding(name, cluster, { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: p.currentCluster.clusterRoleName }, subjects, labels, owner));
+      await ensure(
+        env,
+        RoleBindingKind,
+        cluster,
+        name,
+        binding(name, cluster, { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: p.currentCluster.clusterRoleName }, subjects, labels, owner),
+      );
     } else if (p.type === "SingleNamespace" && p.singleNamespace?.namespace && p.singleNamespace.roleRef?.name) {
-      const roleRef = { apiGroup: p.singleNamespace.roleRef.apiGroup || "rbac.authorization.k8s.io", kind: p.singleNamespace.roleRef.kind || "Role", name: p.singleNamespace.roleRef.name };
+      const roleRef = {
+        apiGroup: p.singleNamespace.roleRef.apiGroup || "rbac.authorization.k8s.io",
+        kind: p.singleNamespace.roleRef.kind || "Role",
+        name: p.singleNamespace.roleRef.name,
+      };
       const name = `open-cluster-management:${addon}:${roleRef.kind.toLowerCase()}:agent`;
       await ensure(env, RoleBindingKind, p.singleNamespace.namespace, name, binding(name, p.singleNamespace.namespace, roleRef, subjects, labels, null));
     }
@@ -118,7 +154,12 @@ export async function issueAddonToken(env: Env, cluster: string, addon: string, 
   await recordRegistration(env, cluster, addon, user, `ServiceAccount ${cluster}/${saName} (UID: ${sa.metadata.uid}) is ready`, now);
 
   const issuer = issuerOf(env, origin || undefined);
-  if (!issuer) throw new ApiError(500, "InternalError", "the hub's service account issuer is unknown on this connection: set FLOTILLA_SERVICE_ACCOUNT_ISSUER, or reconnect");
+  if (!issuer)
+    throw new ApiError(
+      500,
+      "InternalError",
+      "the hub's service account issuer is unknown on this connection: set FLOTILLA_SERVICE_ACCOUNT_ISSUER, or reconnect",
+    );
   const issued = await issueServiceAccountToken(
     { issuer, keys: hubKeySource(env) },
     { namespace: cluster, name: saName, uid: sa.metadata.uid! },
@@ -128,7 +169,14 @@ export async function issueAddonToken(env: Env, cluster: string, addon: string, 
   return { token: issued.token, expirationTimestamp: issued.expirationTimestamp };
 }
 
-function binding(name: string, namespace: string, roleRef: object, subjects: object[], labels: Record<string, string>, owner: object | null): Record<string, unknown> {
+function binding(
+  name: string,
+  namespace: string,
+  roleRef: object,
+  subjects: object[],
+  labels: Record<string, string>,
+  owner: object | null,
+): Record<string, unknown> {
   return {
     apiVersion: "rbac.authorization.k8s.io/v1",
     kind: "RoleBinding",
@@ -194,15 +242,29 @@ async function recordRegistration(env: Env, cluster: string, addon: string, user
     if (!mca) return;
     const status = structuredClone((mca.status ?? {}) as Record<string, unknown> & { conditions?: Condition[] });
     const conditions = status.conditions ?? [];
-    let changed = setCondition(conditions, { type: TOKEN_INFRASTRUCTURE_READY, status: "True", reason: TOKEN_INFRASTRUCTURE_READY, message: readyMessage }, rfc3339(now));
-    changed = setCondition(conditions, { type: REGISTRATION_APPLIED, status: "True", reason: "SetPermissionApplied", message: "Registration of the addon agent is configured" }, rfc3339(now)) || changed;
+    let changed = setCondition(
+      conditions,
+      { type: TOKEN_INFRASTRUCTURE_READY, status: "True", reason: TOKEN_INFRASTRUCTURE_READY, message: readyMessage },
+      rfc3339(now),
+    );
+    changed =
+      setCondition(
+        conditions,
+        { type: REGISTRATION_APPLIED, status: "True", reason: "SetPermissionApplied", message: "Registration of the addon agent is configured" },
+        rfc3339(now),
+      ) || changed;
     const regs = registrationsOf(mca).filter((r) => r.signerName !== KUBE_CLIENT_SIGNER);
     const next = [{ signerName: KUBE_CLIENT_SIGNER, subject: { user } }, ...regs];
     if (JSON.stringify(next) !== JSON.stringify(registrationsOf(mca))) changed = true;
     if (status.kubeClientDriver !== "token") changed = true;
     if (!changed) return;
     try {
-      await store.write(cluster, addon, { verb: "update", subresource: "status", body: { ...mca, status: { ...status, conditions, registrations: next, kubeClientDriver: "token" } } }, { known: mca });
+      await store.write(
+        cluster,
+        addon,
+        { verb: "update", subresource: "status", body: { ...mca, status: { ...status, conditions, registrations: next, kubeClientDriver: "token" } } },
+        { known: mca },
+      );
       return;
     } catch (e) {
       if (!(e instanceof ApiError && e.code === 409) || attempt >= 3) throw e;

@@ -33,13 +33,23 @@ export const LeftMessageSchema = z.strictObject({ type: z.literal("left"), id: r
 /** `addon-status`: the `Available` condition of add-ons whose health changed (the body of `POST .../addons/status`). */
 export const AddonStatusMessageSchema = z.strictObject({ type: z.literal("addon-status"), id: requestId, status: z.unknown() });
 /** `addon-token`: a token for add-on `addon`'s registration (the body of `POST .../addons/{addon}/token`). */
-export const AddonTokenMessageSchema = z.strictObject({ type: z.literal("addon-token"), id: requestId, addon: z.string().min(1).max(63), request: z.unknown() });
+export const AddonTokenMessageSchema = z.strictObject({
+  type: z.literal("addon-token"),
+  id: requestId,
+  addon: z.string().min(1).max(63),
+  request: z.unknown(),
+});
 
 /**
  * `compliance`: the compliance of the replicated Policy `policy` changed: the body of
  * `PUT .../policies/{policy}/status` (src/agent/protocol.ts `PolicyComplianceReportSchema`).
  */
-export const ComplianceMessageSchema = z.strictObject({ type: z.literal("compliance"), id: requestId, policy: z.string().min(1).max(253), report: z.unknown() });
+export const ComplianceMessageSchema = z.strictObject({
+  type: z.literal("compliance"),
+  id: requestId,
+  policy: z.string().min(1).max(253),
+  report: z.unknown(),
+});
 
 /**
  * A message from the agent, checked for its envelope only: its body (`status`, `report`) is
@@ -94,7 +104,11 @@ export type HubMessage =
  * field except the works themselves, which are KubeObjects (the decoder checks their name, uid
  * and spec at run time).
  */
-type HubMessageShape<M> = M extends { works: unknown } ? Omit<M, "works" | "policies"> & { works: unknown[]; policies?: unknown[] } : M extends { status: Status } ? Omit<M, "status"> & { status: { code: number; reason?: string; message?: string } } : M;
+type HubMessageShape<M> = M extends { works: unknown }
+  ? Omit<M, "works" | "policies"> & { works: unknown[]; policies?: unknown[] }
+  : M extends { status: Status }
+    ? Omit<M, "status"> & { status: { code: number; reason?: string; message?: string } }
+    : M;
 type DecodedShape<M> = M extends { works: unknown } ? Omit<M, "works" | "policies"> & { works: unknown[]; policies?: unknown[] } : M;
 export type HubMessagesDecodable = HubMessageShape<HubMessage> extends DecodedShape<ChannelHubMessage> ? true : never;
 true satisfies HubMessagesDecodable;

@@ -27,12 +27,17 @@ import { edgeLocation } from "../edge.ts";
  */
 function checkUpgrade(req: Request): void {
   const upgrade = req.headers.get("upgrade") ?? "";
-  if (upgrade.toLowerCase() !== "websocket") throw new ApiError(426, "UpgradeRequired", `this endpoint is a WebSocket upgrade (Upgrade: websocket, Sec-WebSocket-Protocol: ${CHANNEL_SUBPROTOCOL})`);
+  if (upgrade.toLowerCase() !== "websocket")
+    throw new ApiError(426, "UpgradeRequired", `this endpoint is a WebSocket upgrade (Upgrade: websocket, Sec-WebSocket-Protocol: ${CHANNEL_SUBPROTOCOL})`);
   const version = req.headers.get("sec-websocket-version");
-  if (version !== null && version.trim() !== "13") throw badRequest(`Sec-WebSocket-Version: Unsupported value: ${JSON.stringify(version)}: supported values: "13"`, "Sec-WebSocket-Version");
+  if (version !== null && version.trim() !== "13")
+    throw badRequest(`Sec-WebSocket-Version: Unsupported value: ${JSON.stringify(version)}: supported values: "13"`, "Sec-WebSocket-Version");
   const offered = (req.headers.get("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim());
   if (!offered.includes(CHANNEL_SUBPROTOCOL)) {
-    throw badRequest(`Sec-WebSocket-Protocol: Unsupported value: ${JSON.stringify(offered.filter(Boolean).join(", "))}: supported values: "${CHANNEL_SUBPROTOCOL}"`, "Sec-WebSocket-Protocol");
+    throw badRequest(
+      `Sec-WebSocket-Protocol: Unsupported value: ${JSON.stringify(offered.filter(Boolean).join(", "))}: supported values: "${CHANNEL_SUBPROTOCOL}"`,
+      "Sec-WebSocket-Protocol",
+    );
   }
 }
 

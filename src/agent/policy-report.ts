@@ -40,7 +40,8 @@ export interface DetailsPerTemplate {
 
 /** The template names of a Policy's `policy-templates`, in order (`template-<i>` for an unnamed one, as OCM). */
 export function templateNames(policy: KubeObject): string[] {
-  const templates = (policy.spec as { "policy-templates"?: { objectDefinition?: { metadata?: { name?: unknown } } }[] } | undefined)?.["policy-templates"] ?? [];
+  const templates =
+    (policy.spec as { "policy-templates"?: { objectDefinition?: { metadata?: { name?: unknown } } }[] } | undefined)?.["policy-templates"] ?? [];
   return templates.map((t, i) => {
     const name = t.objectDefinition?.metadata?.name;
     return typeof name === "string" && name ? name : `template-${i}`;
@@ -72,7 +73,13 @@ export function complianceStatus(policy: KubeObject, report: PolicyComplianceRep
     return { templateMeta: { name }, compliant: r.compliant, history: history.slice(0, POLICY_HISTORY_LIMIT) };
   });
   const states = details.map((d) => d.compliant);
-  const compliant = states.includes("NonCompliant") ? "NonCompliant" : states.includes("Pending") ? "Pending" : states.length > 0 && states.every((s) => s === "Compliant") ? "Compliant" : undefined;
+  const compliant = states.includes("NonCompliant")
+    ? "NonCompliant"
+    : states.includes("Pending")
+      ? "Pending"
+      : states.length > 0 && states.every((s) => s === "Compliant")
+        ? "Compliant"
+        : undefined;
   const out: Record<string, unknown> = { ...status, details };
   if (compliant) out.compliant = compliant;
   else delete out.compliant;
@@ -88,21 +95,34 @@ export function complianceStatus(policy: KubeObject, report: PolicyComplianceRep
  * @throws ApiError 404 (no such replicated Policy), 409 (its uid differs: replaced), 400/422
  *   (an invalid status), 429 (lost 5 times in a row)
  */
-export async function reportPolicyCompliance(env: Env, cluster: string, policyName: string, report: PolicyComplianceReportRequest, waitUntil?: WaitUntil): Promise<KubeObject> {
+export async function reportPolicyCompliance(
+  env: Env,
+  cluster: string,
+  policyName: string,
+  report: PolicyComplianceReportRequest,
+  waitUntil?: WaitUntil,
+): Promise<KubeObject> {
   const ref = { group: PolicyKind.group, plural: PolicyKind.plural, kind: PolicyKind.kind, name: policyName };
   const store = storeOf(env, PolicyKind);
   for (let attempt = 0; ; attempt++) {
     const current = await store.get(cluster, policyName);
     if (!current || !isReplicatedPolicy(current)) throw notFound(ref);
-    if (current.metadata.uid !== report.uid) throw conflict(ref, `the policy's uid is ${current.metadata.uid}, not ${report.uid}: it was deleted and created again`);
+    if (current.metadata.uid !== report.uid)
+      throw conflict(ref, `the policy's uid is ${current.metadata.uid}, not ${report.uid}: it was deleted and created again`);
     const status = complianceStatus(current, report);
     if (JSON.stringify(status) === JSON.stringify(current.status ?? {})) return current;
     try {
-      const out = await store.write(cluster, policyName, { verb: "update", subresource: "status", body: { ...current, status } }, { known: current, ...(waitUntil ? { waitUntil, mode: "returns" as const } : {}) });
+      const out = await store.write(
+        cluster,
+        policyName,
+        { verb: "update", subresource: "status", body: { ...current, status } },
+        { known: current, ...(waitUntil ? { waitUntil, mode: "returns" as const } : {}) },
+      );
       return out.object ?? current;
     } catch (e) {
       if (!(e instanceof ApiError && e.code === 409 && e.reason === "Conflict") || attempt >= 4) {
-        if (e instanceof ApiError && e.code === 409 && attempt >= 4) throw tooManyRequests("the policy kept changing while its status was being written; report again", 1);
+        if (e instanceof ApiError && e.code === 409 && attempt >= 4)
+          throw tooManyRequests("the policy kept changing while its status was being written; report again", 1);
         throw e;
       }
     }

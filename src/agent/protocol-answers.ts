@@ -155,7 +155,10 @@ export type AddonStatusAnswer = z.infer<typeof AddonStatusAnswerSchema>;
  * add-on registration) and when it expires (RFC 3339). A secret: the agent writes it into the
  * add-on's Secret and logs it nowhere.
  */
-export const AddonTokenAnswerSchema = z.object({ token: z.string().check(z.minLength(1), z.maxLength(8192)), expirationTimestamp: z.string().check(z.minLength(1)) });
+export const AddonTokenAnswerSchema = z.object({
+  token: z.string().check(z.minLength(1), z.maxLength(8192)),
+  expirationTimestamp: z.string().check(z.minLength(1)),
+});
 
 /** An add-on token answer. */
 export type AddonTokenAnswer = z.infer<typeof AddonTokenAnswerSchema>;

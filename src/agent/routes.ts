@@ -178,7 +178,10 @@ interface AgentAnswers {
   left: LeftAnswer;
 }
 
-async function agentCall<A extends keyof AgentAnswers>(c: Ctx, action: { action: A } & AgentAction | (() => Promise<{ action: A } & AgentAction>)): Promise<Response> {
+async function agentCall<A extends keyof AgentAnswers>(
+  c: Ctx,
+  action: ({ action: A } & AgentAction) | (() => Promise<{ action: A } & AgentAction>),
+): Promise<Response> {
   const res = await agentResult(c, action);
   const headers = costHeaders(res.cost, 0, res.keyTag);
   if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers });
@@ -190,7 +193,10 @@ async function agentCall<A extends keyof AgentAnswers>(c: Ctx, action: { action:
 function ifNoneMatch(c: Ctx): string | undefined {
   const h = c.req.header("if-none-match");
   if (!h) return undefined;
-  return h.trim().replace(/^W\//, "").replace(/^"(.*)"$/, "$1");
+  return h
+    .trim()
+    .replace(/^W\//, "")
+    .replace(/^"(.*)"$/, "$1");
 }
 
 /**
@@ -250,7 +256,10 @@ async function putWorkStatus(c: Ctx): Promise<Response> {
   // Given the request's waitUntil, the report's commit may share a D1 batch with other reports'
   // (group commit), and its finished outbox row goes with theirs, just after.
   const object = await reportWorkStatus(c.env, cluster, workName, body, raw.length, (p) => c.executionCtx.waitUntil(p));
-  return new Response(JSON.stringify({ resourceVersion: object?.metadata.resourceVersion ?? "" } satisfies WorkStatusAnswer), { status: 200, headers: costHeaders(res.cost, 0, res.keyTag) });
+  return new Response(JSON.stringify({ resourceVersion: object?.metadata.resourceVersion ?? "" } satisfies WorkStatusAnswer), {
+    status: 200,
+    headers: costHeaders(res.cost, 0, res.keyTag),
+  });
 }
 
 /**
@@ -266,7 +275,10 @@ async function putPolicyStatus(c: Ctx): Promise<Response> {
   if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers: costHeaders(res.cost) });
   const body = decode(PolicyComplianceReportSchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "policystatuses");
   const object = await reportPolicyCompliance(c.env, cluster, policy, body, (p) => c.executionCtx.waitUntil(p));
-  return new Response(JSON.stringify({ resourceVersion: object.metadata.resourceVersion ?? "" } satisfies PolicyStatusAnswer), { status: 200, headers: costHeaders(res.cost, 0, res.keyTag) });
+  return new Response(JSON.stringify({ resourceVersion: object.metadata.resourceVersion ?? "" } satisfies PolicyStatusAnswer), {
+    status: 200,
+    headers: costHeaders(res.cost, 0, res.keyTag),
+  });
 }
 
 /**
@@ -298,7 +310,10 @@ async function postAddonToken(c: Ctx): Promise<Response> {
   if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers: costHeaders(res.cost) });
   const body = decode(AddonTokenRequestSchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "addontokens");
   const issued = await issueAddonToken(c.env, cluster, addon, new URL(c.req.url).origin, body.expirationSeconds, clock.now());
-  return new Response(JSON.stringify(issued satisfies AddonTokenAnswer), { status: 200, headers: { ...costHeaders(res.cost, 0, res.keyTag), "cache-control": "no-store" } });
+  return new Response(JSON.stringify(issued satisfies AddonTokenAnswer), {
+    status: 200,
+    headers: { ...costHeaders(res.cost, 0, res.keyTag), "cache-control": "no-store" },
+  });
 }
 
 /** The `/agent/v1` routes. */
@@ -311,7 +326,10 @@ export function agentRoutes(): Hono<{ Bindings: Env }> {
     const body = decode(RegisterSchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "registrations");
     const nameErrors = isDNS1123Label(body.clusterName);
     if (nameErrors.length > 0) {
-      throw invalid({ group: "flotilla.dev", plural: "registrations", kind: "Registration", name: body.clusterName }, nameErrors.map((m) => ({ field: "clusterName", message: m })));
+      throw invalid(
+        { group: "flotilla.dev", plural: "registrations", kind: "Registration", name: body.clusterName },
+        nameErrors.map((m) => ({ field: "clusterName", message: m })),
+      );
     }
     const kid = await verifyProof(body.proof, body.publicKey, { clusterName: body.clusterName, clusterId: body.clusterId, now: clock.now() });
     await claimIdentity(c, body.clusterName, body.clusterId);
@@ -340,7 +358,11 @@ export function agentRoutes(): Hono<{ Bindings: Env }> {
   app.get("/clusters/:name", (c) => agentCall(c, { action: "info" }));
 
   app.post("/clusters/:name/heartbeat", (c) =>
-    agentCall(c, async () => ({ action: "heartbeat", heartbeat: decode(HeartbeatSchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "heartbeats"), colo: edgeLocation(c.req.raw) })),
+    agentCall(c, async () => ({
+      action: "heartbeat",
+      heartbeat: decode(HeartbeatSchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "heartbeats"),
+      colo: edgeLocation(c.req.raw),
+    })),
   );
 
   app.get("/clusters/:name/works", (c) => getWorks(c));

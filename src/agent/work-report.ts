@@ -30,7 +30,14 @@ import { holdForCleanup, MANIFEST_WORK_CLEANUP_FINALIZER, releaseCleanupFinalize
  * (src/work/deletion.ts).
  * @throws ApiError 404 (no such work), 409 (uid differs; `released` for a work not being deleted), 400/422 (invalid status)
  */
-export async function reportWorkStatus(env: Env, cluster: string, workName: string, report: { uid: string; status: Record<string, unknown>; released?: true }, rawBytes: number, waitUntil: WaitUntil): Promise<KubeObject | null> {
+export async function reportWorkStatus(
+  env: Env,
+  cluster: string,
+  workName: string,
+  report: { uid: string; status: Record<string, unknown>; released?: true },
+  rawBytes: number,
+  waitUntil: WaitUntil,
+): Promise<KubeObject | null> {
   const ref = { group: ManifestWorkKind.group, plural: ManifestWorkKind.plural, kind: ManifestWorkKind.kind, name: workName };
   if (report.released) return released(env, cluster, workName, report.uid, waitUntil);
   // The report pins the work by its uid, not its resourceVersion: it is written as
@@ -39,7 +46,12 @@ export async function reportWorkStatus(env: Env, cluster: string, workName: stri
   const write = (current: KubeObject) => {
     const { resourceVersion: _rv, ...metadata } = current.metadata;
     const status = keepDeleting(current, report.status);
-    return storeOf(env, ManifestWorkKind).write(cluster, workName, { verb: "update", subresource: "status", body: { ...current, metadata, status }, preconditions: { uid: report.uid } }, { known: current, waitUntil, mode: "returns" });
+    return storeOf(env, ManifestWorkKind).write(
+      cluster,
+      workName,
+      { verb: "update", subresource: "status", body: { ...current, metadata, status }, preconditions: { uid: report.uid } },
+      { known: current, waitUntil, mode: "returns" },
+    );
   };
   let object: KubeObject | null | undefined;
   // The agent holds a work once it reports it: the first report puts OCM's cleanup finalizer on
@@ -50,11 +62,18 @@ export async function reportWorkStatus(env: Env, cluster: string, workName: stri
   if (!seen || seen.metadata.uid !== report.uid || !(seen.metadata.deletionTimestamp || seen.metadata.finalizers?.includes(MANIFEST_WORK_CLEANUP_FINALIZER))) {
     const current = await getObject(database(env.DB), ManifestWorkKind, { namespace: cluster, name: workName });
     if (!current) throw notFound(ref);
-    if (current.metadata.uid !== report.uid) throw conflict(ref, `the work's uid is ${current.metadata.uid}, not ${report.uid}: it was deleted and created again`);
+    if (current.metadata.uid !== report.uid)
+      throw conflict(ref, `the work's uid is ${current.metadata.uid}, not ${report.uid}: it was deleted and created again`);
     if (!current.metadata.deletionTimestamp && !current.metadata.finalizers?.includes(MANIFEST_WORK_CLEANUP_FINALIZER)) {
       // A report that would be refused (400, 422) holds nothing either: no half write.
       const { resourceVersion: _rv, ...metadata } = current.metadata;
-      computeWrite(ManifestWorkKind, { namespace: cluster, name: workName }, current, { verb: "update", subresource: "status", body: { ...current, metadata, status: report.status } }, { now: clock.now(), newUid: () => "" });
+      computeWrite(
+        ManifestWorkKind,
+        { namespace: cluster, name: workName },
+        current,
+        { verb: "update", subresource: "status", body: { ...current, metadata, status: report.status } },
+        { now: clock.now(), newUid: () => "" },
+      );
       fresh = await holdForCleanup(env, current, { waitUntil, mode: "returns" });
     } else fresh = current;
   }
@@ -77,7 +96,8 @@ export async function reportWorkStatus(env: Env, cluster: string, workName: stri
   if (object === undefined) {
     const current = fresh ?? (await getObject(database(env.DB), ManifestWorkKind, { namespace: cluster, name: workName }));
     if (!current) throw notFound(ref);
-    if (current.metadata.uid !== report.uid) throw conflict(ref, `the work's uid is ${current.metadata.uid}, not ${report.uid}: it was deleted and created again`);
+    if (current.metadata.uid !== report.uid)
+      throw conflict(ref, `the work's uid is ${current.metadata.uid}, not ${report.uid}: it was deleted and created again`);
     object = (await write(current)).object;
   }
   if (object) deliveredWorks.stored(cluster, object, rawBytes);

@@ -96,11 +96,9 @@ function fieldRows(obj: JsonSchema, path: string, depth: number): string {
     const child = childObject(raw);
     const cons = constraints(raw);
     const head =
-      `<span class="fname">${esc(name)}</span> <span class="ftype">${typeLabel(raw)}</span>` +
-      (required.has(name) ? ` <span class="req">required</span>` : "");
+      `<span class="fname">${esc(name)}</span> <span class="ftype">${typeLabel(raw)}</span>` + (required.has(name) ? ` <span class="req">required</span>` : "");
     const body =
-      (raw.description ? `<div class="fdesc">${prose(raw.description)}</div>` : "") +
-      (cons.length ? `<div class="fcons">${cons.join(" · ")}</div>` : "");
+      (raw.description ? `<div class="fdesc">${prose(raw.description)}</div>` : "") + (cons.length ? `<div class="fcons">${cons.join(" · ")}</div>` : "");
     if (child) {
       html += `<details class="field" data-path="${esc(full)}"${depth < 1 ? " open" : ""}><summary>${head}</summary>${body}<div class="children">${fieldRows(child, full, depth + 1)}</div></details>`;
     } else {
@@ -120,7 +118,9 @@ function endpointRows(def: KindDefinition, paths: Record<string, JsonSchema>): s
       if (!isObj(op)) continue;
       const gvk = op["x-kubernetes-group-version-kind"] as { kind?: string } | undefined;
       if (gvk?.kind !== def.kind) continue;
-      const params = Array.isArray(op.parameters) ? (op.parameters as JsonSchema[]).filter((p) => p.in === "query").map((p) => `<code title="${esc(p.description)}">${esc(p.name)}</code>`) : [];
+      const params = Array.isArray(op.parameters)
+        ? (op.parameters as JsonSchema[]).filter((p) => p.in === "query").map((p) => `<code title="${esc(p.description)}">${esc(p.name)}</code>`)
+        : [];
       const body = isObj(op.requestBody) && isObj(op.requestBody.content) ? Object.keys(op.requestBody.content).map((t) => `<code>${esc(t)}</code>`) : [];
       html +=
         `<tr><td><span class="m m-${method}">${method.toUpperCase()}</span></td><td><code>${esc(path)}</code></td>` +
@@ -138,7 +138,10 @@ function kindSection(def: KindDefinition, doc: JsonSchema): string {
   const facts: [string, string][] = [
     ["apiVersion", `<code>${esc(apiVersion)}</code>`],
     ["kind", `<code>${esc(def.kind)}</code> (list: <code>${esc(def.listKind)}</code>)`],
-    ["resource", `<code>${esc(def.plural)}</code>${def.shortNames.length ? ` · short names ${def.shortNames.map((n) => `<code>${esc(n)}</code>`).join(" ")}` : ""}`],
+    [
+      "resource",
+      `<code>${esc(def.plural)}</code>${def.shortNames.length ? ` · short names ${def.shortNames.map((n) => `<code>${esc(n)}</code>`).join(" ")}` : ""}`,
+    ],
     ["scope", def.namespaced ? "Namespaced" : "Cluster"],
     ["subresources", def.hasStatus ? "<code>status</code>" : "none"],
     ["writes", def.systemOwned ? "read-only (written by the hub)" : "create, update, patch (merge, apply), delete"],
@@ -263,7 +266,8 @@ export function docsRoutes(): Hono<ApiEnv> {
     return new Response(page, {
       headers: {
         "content-type": "text/html; charset=utf-8",
-        "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+        "content-security-policy":
+          "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
         "x-content-type-options": "nosniff",
         "cache-control": "no-cache",
       },

@@ -38,7 +38,8 @@ function prune(schema: z.ZodType, doc: unknown): string[] {
     for (const issue of r.error.issues) {
       if (issue.code !== "unrecognized_keys") continue;
       let parent: unknown = doc;
-      for (const step of issue.path) parent = isJsonObject(parent) || Array.isArray(parent) ? (parent as Record<PropertyKey, unknown>)[step as string] : undefined;
+      for (const step of issue.path)
+        parent = isJsonObject(parent) || Array.isArray(parent) ? (parent as Record<PropertyKey, unknown>)[step as string] : undefined;
       if (!isJsonObject(parent)) continue;
       for (const k of issue.keys) {
         if (k in parent) {

@@ -78,7 +78,11 @@ export function negotiate(accept: string | undefined, answering: Answering): For
     const form = formOf(r, answering);
     if (form) return form;
   }
-  throw new ApiError(406, "NotAcceptable", "only the following media types are accepted: application/json, application/yaml, application/json;as=Table;g=meta.k8s.io;v=v1, application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1");
+  throw new ApiError(
+    406,
+    "NotAcceptable",
+    "only the following media types are accepted: application/json, application/yaml, application/json;as=Table;g=meta.k8s.io;v=v1, application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+  );
 }
 
 /** An object's metadata-only form (meta.k8s.io PartialObjectMetadata, `version` v1 or v1beta1). */
@@ -88,5 +92,10 @@ export function partialObjectMetadata(obj: KubeObject, version: string): KubeObj
 
 /** A list's metadata-only form (meta.k8s.io PartialObjectMetadataList) from its items and list metadata. */
 export function partialObjectMetadataList(items: KubeObject[], listMeta: Record<string, unknown>, version: string): Record<string, unknown> {
-  return { apiVersion: `meta.k8s.io/${version}`, kind: "PartialObjectMetadataList", metadata: listMeta, items: items.map((o) => partialObjectMetadata(o, version)) };
+  return {
+    apiVersion: `meta.k8s.io/${version}`,
+    kind: "PartialObjectMetadataList",
+    metadata: listMeta,
+    items: items.map((o) => partialObjectMetadata(o, version)),
+  };
 }

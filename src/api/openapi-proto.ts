@@ -115,11 +115,7 @@ function vendorExtensions(m: Message, field: number, obj: Json): Message {
 
 /** gnostic `Schema` from a Swagger 2.0 schema object. */
 function schema(s: Json): Message {
-  const m = new Message()
-    .string(1, s.$ref)
-    .string(2, s.format)
-    .string(3, s.title)
-    .string(4, s.description);
+  const m = new Message().string(1, s.$ref).string(2, s.format).string(3, s.title).string(4, s.description);
   if (s.default !== undefined) m.message(5, any(s.default));
   m.double(6, s.multipleOf).double(7, s.maximum).bool(8, s.exclusiveMaximum).double(9, s.minimum).bool(10, s.exclusiveMinimum);
   m.int(11, s.maxLength).int(12, s.minLength).string(13, s.pattern).int(14, s.maxItems).int(15, s.minItems).bool(16, s.uniqueItems);
@@ -176,7 +172,13 @@ function parameter(p: Json): Message {
 
 /** gnostic `Operation`. */
 function operation(op: Json): Message {
-  const m = new Message().strings(1, op.tags).string(2, op.summary).string(3, op.description).string(5, op.operationId).strings(6, op.produces).strings(7, op.consumes);
+  const m = new Message()
+    .strings(1, op.tags)
+    .string(2, op.summary)
+    .string(3, op.description)
+    .string(5, op.operationId)
+    .strings(6, op.produces)
+    .strings(7, op.consumes);
   if (Array.isArray(op.parameters)) for (const p of op.parameters) if (isObject(p)) m.message(8, parameter(p));
   if (isObject(op.responses)) {
     const responses = new Message();
@@ -209,7 +211,8 @@ const VERBS: [string, number][] = [
  */
 export function encodeOpenAPIV2(doc: Json): Uint8Array {
   const m = new Message().string(1, doc.swagger);
-  if (isObject(doc.info)) m.message(2, vendorExtensions(new Message().string(1, doc.info.title).string(2, doc.info.version).string(3, doc.info.description), 7, doc.info));
+  if (isObject(doc.info))
+    m.message(2, vendorExtensions(new Message().string(1, doc.info.title).string(2, doc.info.version).string(3, doc.info.description), 7, doc.info));
   m.string(3, doc.host).string(4, doc.basePath).strings(5, doc.schemes).strings(6, doc.consumes).strings(7, doc.produces);
   if (isObject(doc.paths)) {
     const paths = new Message();

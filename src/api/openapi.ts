@@ -96,8 +96,7 @@ const KIND_DOCS: Record<string, string> = {
     "ManagedClusterSetBinding binds a ManagedClusterSet to a namespace, so that Placements in the namespace can select its clusters. The binding must have the same name as the set.",
   Placement:
     "Placement selects a set of ManagedClusters from the ManagedClusterSets bound to its namespace. The scheduler writes its decisions to PlacementDecisions labelled `cluster.open-cluster-management.io/placement=<name>`.",
-  PlacementDecision:
-    "PlacementDecision lists clusters selected by a Placement (at most 100 per object). Written by the hub's scheduler only.",
+  PlacementDecision: "PlacementDecision lists clusters selected by a Placement (at most 100 per object). Written by the hub's scheduler only.",
   AddOnPlacementScore:
     "AddOnPlacementScore carries scores for one cluster (it lives in the cluster's namespace), which Placements can use through `AddOn` prioritizers.",
   ClusterProfile:
@@ -113,7 +112,8 @@ const CONDITION_DOCS: Record<string, string> = {
   "conditions.lastTransitionTime": "The last time the condition transitioned from one status to another (RFC 3339).",
   "conditions.reason": "A programmatic identifier (CamelCase) indicating the reason for the condition's last transition.",
   "conditions.message": "A human readable message indicating details about the transition.",
-  "labelSelector.matchLabels": "A map of {key,value} pairs; each is equivalent to a matchExpressions element with operator In and the single value. The requirements are ANDed.",
+  "labelSelector.matchLabels":
+    "A map of {key,value} pairs; each is equivalent to a matchExpressions element with operator In and the single value. The requirements are ANDed.",
   "labelSelector.matchExpressions": "A list of label selector requirements. The requirements are ANDed.",
   "claimSelector.matchExpressions": "A list of cluster claim selector requirements. The requirements are ANDed.",
   "matchExpressions.key": "The label (or claim) key that the selector applies to.",
@@ -125,14 +125,16 @@ const FIELD_DOCS: Record<string, string> = {
   "*.status": "Status is the most recently observed state, written by the hub.",
   "*.status.conditions": "Conditions describing the current state.",
   "ManagedCluster.spec": "Spec represents the desired registration state of the cluster.",
-  "ManagedCluster.spec.managedClusterClientConfigs": "The URLs (and CA bundles) at which the member cluster's kube-apiserver can be reached. Each url must be https.",
+  "ManagedCluster.spec.managedClusterClientConfigs":
+    "The URLs (and CA bundles) at which the member cluster's kube-apiserver can be reached. Each url must be https.",
   "ManagedCluster.spec.managedClusterClientConfigs.url": "URL of the member cluster's kube-apiserver (https).",
   "ManagedCluster.spec.managedClusterClientConfigs.caBundle": "PEM-encoded CA bundle (base64) to verify the kube-apiserver's serving certificate.",
   "ManagedCluster.spec.hubAcceptsClient":
     "Whether the hub admin accepts the cluster (double opt-in). Its agent may only use the hub once this is true. Defaults to false; set to false after acceptance to deny the cluster.",
   "ManagedCluster.spec.leaseDurationSeconds":
     "How often, in seconds, the agent renews the cluster's lease (default 60). A cluster whose lease is not renewed for 5 times this long becomes Available=Unknown.",
-  "ManagedCluster.spec.taints": "Taints repel Placements that do not tolerate them. The hub adds the taints `cluster.open-cluster-management.io/unavailable` and `cluster.open-cluster-management.io/unreachable` itself.",
+  "ManagedCluster.spec.taints":
+    "Taints repel Placements that do not tolerate them. The hub adds the taints `cluster.open-cluster-management.io/unavailable` and `cluster.open-cluster-management.io/unreachable` itself.",
   "ManagedCluster.spec.taints.key": "The taint key: a qualified name, optionally prefixed by a DNS subdomain (at most 316 characters).",
   "ManagedCluster.spec.taints.value": "The taint value (at most 1024 characters).",
   "ManagedCluster.spec.taints.effect":
@@ -154,7 +156,8 @@ const FIELD_DOCS: Record<string, string> = {
   "ManagedClusterSet.spec.clusterSelector.selectorType":
     "ExclusiveClusterSetLabel (default): the set holds the clusters whose `cluster.open-cluster-management.io/clusterset` label equals the set's name. LabelSelector: the set holds the clusters matching labelSelector.",
   "ManagedClusterSet.spec.clusterSelector.labelSelector": "The label selector used with selectorType LabelSelector; `{}` selects every cluster.",
-  "ManagedClusterSet.spec.managedNamespaces": "Namespaces to be managed on every cluster of the set. Not implemented by Flotilla: only an empty list is accepted (422 otherwise).",
+  "ManagedClusterSet.spec.managedNamespaces":
+    "Namespaces to be managed on every cluster of the set. Not implemented by Flotilla: only an empty list is accepted (422 otherwise).",
   "ManagedClusterSet.spec.managedNamespaces.name": "Name of the namespace.",
   "ManagedClusterSetBinding.spec": "Spec names the bound set.",
   "ManagedClusterSetBinding.spec.clusterSet": "The name of the ManagedClusterSet to bind. Must equal the binding's metadata.name.",
@@ -165,7 +168,8 @@ const FIELD_DOCS: Record<string, string> = {
   "Placement.spec.predicates.requiredClusterSelector": "A cluster selector; its label, claim and CEL parts are ANDed.",
   "Placement.spec.predicates.requiredClusterSelector.labelSelector": "Selects clusters by label.",
   "Placement.spec.predicates.requiredClusterSelector.claimSelector": "Selects clusters by cluster claim.",
-  "Placement.spec.predicates.requiredClusterSelector.celSelector": "Selects clusters by CEL expressions over `managedCluster` (OCM's cluster library: labels, claims, `scores(name)`, semver and quantity helpers); an expression that does not compile makes the placement Misconfigured.",
+  "Placement.spec.predicates.requiredClusterSelector.celSelector":
+    "Selects clusters by CEL expressions over `managedCluster` (OCM's cluster library: labels, claims, `scores(name)`, semver and quantity helpers); an expression that does not compile makes the placement Misconfigured.",
   "Placement.spec.predicates.requiredClusterSelector.celSelector.celExpressions": "CEL expressions over `managedCluster`; ANDed.",
   "Placement.spec.prioritizerPolicy": "Policy of the prioritizers that score the feasible clusters.",
   "Placement.spec.prioritizerPolicy.mode":
@@ -211,7 +215,8 @@ const FIELD_DOCS: Record<string, string> = {
   "Placement.spec.decisionStrategy.groupStrategy.clustersPerDecisionGroup":
     "The size of each decision group: a number, or a percentage of the selected clusters (1%-100%, default 100%).",
   "Placement.spec.sortBy": "The order of the decisions: ClusterName (default, the only one Flotilla implements; Score is refused with 422).",
-  "Placement.spec.scoreRateLimit": "How often score changes alone may update decisions. Flotilla records no scores in decisions: only the default, 1m, is accepted (422 otherwise).",
+  "Placement.spec.scoreRateLimit":
+    "How often score changes alone may update decisions. Flotilla records no scores in decisions: only the default, 1m, is accepted (422 otherwise).",
   "Placement.status": "Status of the placement, written by the scheduler.",
   "Placement.status.numberOfSelectedClusters": "The number of selected clusters.",
   "Placement.status.decisionGroups": "The decision groups and their PlacementDecisions.",
@@ -329,7 +334,11 @@ function subresourceSchema(sub: CreateSubresource): JsonSchema {
   if ("apiVersion" in props) props.apiVersion = { type: "string", description: API_VERSION_DOC };
   if ("kind" in props) props.kind = { type: "string", description: KIND_DOC };
   if ("metadata" in props) props.metadata = refTo(META_SCHEMAS.ObjectMeta, METADATA_DOC);
-  return { description: `${sub.kind} (${sub.group}/${sub.version}).`, ...s, "x-kubernetes-group-version-kind": [{ group: sub.group, version: sub.version, kind: sub.kind }] };
+  return {
+    description: `${sub.kind} (${sub.group}/${sub.version}).`,
+    ...s,
+    "x-kubernetes-group-version-kind": [{ group: sub.group, version: sub.version, kind: sub.kind }],
+  };
 }
 
 function gvk(def: KindDefinition, kind = def.kind): GroupVersionKind {
@@ -473,7 +482,8 @@ function metaSchemas(group: string, version: string): Record<string, JsonSchema>
       "x-kubernetes-group-version-kind": gvkAll("DeleteOptions"),
     },
     [META_SCHEMAS.Patch]: {
-      description: "Patch is provided to give a concrete name and type to the Kubernetes PATCH request body: a JSON merge patch, or a (partial) object to apply.",
+      description:
+        "Patch is provided to give a concrete name and type to the Kubernetes PATCH request body: a JSON merge patch, or a (partial) object to apply.",
       type: "object",
     },
   };
@@ -493,19 +503,45 @@ function param(name: string, where: "query" | "path", description: string, schem
 const P = {
   name: (kind: string) => param("name", "path", `name of the ${kind}`),
   namespace: param("namespace", "path", "object name and auth scope, such as for teams and projects"),
-  labelSelector: param("labelSelector", "query", "A selector to restrict the list of returned objects by their labels (`=`, `==`, `!=`, `in`, `notin`, `exists`, `!`). Defaults to everything."),
-  fieldSelector: param("fieldSelector", "query", "A selector to restrict the list of returned objects by their fields: `metadata.name` and `metadata.namespace` with `=`, `==`, `!=`. Defaults to everything."),
-  watch: param("watch", "query", "Watch for changes to the described resources and return them as a stream of add, update and remove notifications (newline-delimited JSON WatchEvents).", { type: "boolean", uniqueItems: true }),
-  resourceVersion: param("resourceVersion", "query", "With watch: the resourceVersion after which changes are streamed (usually a list's metadata.resourceVersion); unset streams ADDED events for the current objects first."),
+  labelSelector: param(
+    "labelSelector",
+    "query",
+    "A selector to restrict the list of returned objects by their labels (`=`, `==`, `!=`, `in`, `notin`, `exists`, `!`). Defaults to everything.",
+  ),
+  fieldSelector: param(
+    "fieldSelector",
+    "query",
+    "A selector to restrict the list of returned objects by their fields: `metadata.name` and `metadata.namespace` with `=`, `==`, `!=`. Defaults to everything.",
+  ),
+  watch: param(
+    "watch",
+    "query",
+    "Watch for changes to the described resources and return them as a stream of add, update and remove notifications (newline-delimited JSON WatchEvents).",
+    { type: "boolean", uniqueItems: true },
+  ),
+  resourceVersion: param(
+    "resourceVersion",
+    "query",
+    "With watch: the resourceVersion after which changes are streamed (usually a list's metadata.resourceVersion); unset streams ADDED events for the current objects first.",
+  ),
   timeoutSeconds: param("timeoutSeconds", "query", "Timeout for the watch call, in seconds.", { type: "integer", uniqueItems: true }),
   allowWatchBookmarks: param("allowWatchBookmarks", "query", "Requests watch events of type BOOKMARK.", { type: "boolean", uniqueItems: true }),
-  fieldManager: param("fieldManager", "query", "A name associated with the actor or entity that is making these changes (at most 128 printable characters). Required for apply patch."),
+  fieldManager: param(
+    "fieldManager",
+    "query",
+    "A name associated with the actor or entity that is making these changes (at most 128 printable characters). Required for apply patch.",
+  ),
   fieldValidation: param(
     "fieldValidation",
     "query",
     "How the server handles unknown or duplicate fields in the body. Flotilla always validates strictly (the request's zod schema): an unknown field fails the request with 400 BadRequest, an invalid value with 422 Invalid, whatever the value of this parameter (Strict, Warn or Ignore).",
   ),
-  force: param("force", "query", "Force is going to \"force\" Apply requests: the request takes ownership of the fields other managers own instead of failing with 409 Conflict. Only with apply patch.", { type: "boolean", uniqueItems: true }),
+  force: param(
+    "force",
+    "query",
+    'Force is going to "force" Apply requests: the request takes ownership of the fields other managers own instead of failing with 409 Conflict. Only with apply patch.',
+    { type: "boolean", uniqueItems: true },
+  ),
 };
 
 function opId(verb: string, def: KindDefinition, suffix = ""): string {
@@ -535,7 +571,15 @@ function kindPaths(def: KindDefinition): Record<string, JsonSchema> {
   const tag = `${def.group ? def.group.replace(/[.-](\w)/g, (_m, ch: string) => ch.toUpperCase()) : "core"}_${def.version}`;
   const scope = def.namespaced ? [P.namespace] : [];
   const writable = !def.systemOwned;
-  const op = (action: Action, kind: string, id: string, description: string, parameters: JsonSchema[], responses: JsonSchema, requestBody?: JsonSchema): JsonSchema => ({
+  const op = (
+    action: Action,
+    kind: string,
+    id: string,
+    description: string,
+    parameters: JsonSchema[],
+    responses: JsonSchema,
+    requestBody?: JsonSchema,
+  ): JsonSchema => ({
     tags: [tag],
     description,
     operationId: id,
@@ -561,24 +605,75 @@ function kindPaths(def: KindDefinition): Record<string, JsonSchema> {
   const collection = `${base}${def.namespaced ? "/namespaces/{namespace}" : ""}/${def.plural}`;
   const item = `${collection}/{name}`;
   if (def.createOnly) {
-    paths[collection] = { post: op("post", def.kind, opId("create", def, `${ns}${def.kind}`), `create a ${def.kind}`, [...scope, ...writeParams], okResponses(kindRef, true), body(kindRef)) };
+    paths[collection] = {
+      post: op(
+        "post",
+        def.kind,
+        opId("create", def, `${ns}${def.kind}`),
+        `create a ${def.kind}`,
+        [...scope, ...writeParams],
+        okResponses(kindRef, true),
+        body(kindRef),
+      ),
+    };
     return paths;
   }
   if (def.viewOf) {
-    paths[collection] = { get: op("list", def.kind, opId("list", def, `${ns}${def.kind}`), `list or watch the ${def.plural} the user may see`, [...scope, ...listParams], okResponses(listRef, false)) };
+    paths[collection] = {
+      get: op(
+        "list",
+        def.kind,
+        opId("list", def, `${ns}${def.kind}`),
+        `list or watch the ${def.plural} the user may see`,
+        [...scope, ...listParams],
+        okResponses(listRef, false),
+      ),
+    };
     return paths;
   }
   paths[collection] = {
-    get: op("list", def.kind, opId("list", def, `${ns}${def.kind}`), `list or watch objects of kind ${def.kind}`, [...scope, ...listParams], okResponses(listRef, false)),
+    get: op(
+      "list",
+      def.kind,
+      opId("list", def, `${ns}${def.kind}`),
+      `list or watch objects of kind ${def.kind}`,
+      [...scope, ...listParams],
+      okResponses(listRef, false),
+    ),
     ...(writable
-      ? { post: op("post", def.kind, opId("create", def, `${ns}${def.kind}`), `create a ${def.kind}`, [...scope, ...writeParams], okResponses(kindRef, true), body(kindRef)) }
+      ? {
+          post: op(
+            "post",
+            def.kind,
+            opId("create", def, `${ns}${def.kind}`),
+            `create a ${def.kind}`,
+            [...scope, ...writeParams],
+            okResponses(kindRef, true),
+            body(kindRef),
+          ),
+        }
       : {}),
   };
   paths[item] = {
-    get: op("get", def.kind, opId("read", def, `${ns}${def.kind}`), `read the specified ${def.kind}`, [...scope, P.name(def.kind)], okResponses(kindRef, false)),
+    get: op(
+      "get",
+      def.kind,
+      opId("read", def, `${ns}${def.kind}`),
+      `read the specified ${def.kind}`,
+      [...scope, P.name(def.kind)],
+      okResponses(kindRef, false),
+    ),
     ...(writable
       ? {
-          put: op("put", def.kind, opId("replace", def, `${ns}${def.kind}`), `replace the specified ${def.kind}`, [...scope, P.name(def.kind), ...writeParams], okResponses(kindRef, true), body(kindRef)),
+          put: op(
+            "put",
+            def.kind,
+            opId("replace", def, `${ns}${def.kind}`),
+            `replace the specified ${def.kind}`,
+            [...scope, P.name(def.kind), ...writeParams],
+            okResponses(kindRef, true),
+            body(kindRef),
+          ),
           patch: op(
             "patch",
             def.kind,
@@ -602,11 +697,34 @@ function kindPaths(def: KindDefinition): Record<string, JsonSchema> {
   };
   if (def.hasStatus) {
     paths[`${item}/status`] = {
-      get: op("get", def.kind, opId("read", def, `${ns}${def.kind}Status`), `read status of the specified ${def.kind}`, [...scope, P.name(def.kind)], okResponses(kindRef, false)),
+      get: op(
+        "get",
+        def.kind,
+        opId("read", def, `${ns}${def.kind}Status`),
+        `read status of the specified ${def.kind}`,
+        [...scope, P.name(def.kind)],
+        okResponses(kindRef, false),
+      ),
       ...(writable
         ? {
-            put: op("put", def.kind, opId("replace", def, `${ns}${def.kind}Status`), `replace status of the specified ${def.kind}`, [...scope, P.name(def.kind), ...writeParams], okResponses(kindRef, true), body(kindRef)),
-            patch: op("patch", def.kind, opId("patch", def, `${ns}${def.kind}Status`), `partially update status of the specified ${def.kind}`, [...scope, P.name(def.kind), ...writeParams, P.force], okResponses(kindRef, true), patchBody),
+            put: op(
+              "put",
+              def.kind,
+              opId("replace", def, `${ns}${def.kind}Status`),
+              `replace status of the specified ${def.kind}`,
+              [...scope, P.name(def.kind), ...writeParams],
+              okResponses(kindRef, true),
+              body(kindRef),
+            ),
+            patch: op(
+              "patch",
+              def.kind,
+              opId("patch", def, `${ns}${def.kind}Status`),
+              `partially update status of the specified ${def.kind}`,
+              [...scope, P.name(def.kind), ...writeParams, P.force],
+              okResponses(kindRef, true),
+              patchBody,
+            ),
           }
         : {}),
     };
@@ -615,14 +733,29 @@ function kindPaths(def: KindDefinition): Record<string, JsonSchema> {
     const ref = refTo(schemaName(sub.group, sub.version, sub.kind));
     paths[`${item}/${sub.name}`] = {
       post: {
-        ...op("post", def.kind, opId("create", def, `${ns}${def.kind}${sub.name.replace(/^\w/, (c) => c.toUpperCase())}`), sub.description, [...scope, P.name(def.kind), ...writeParams], okResponses(ref, true), body(ref)),
+        ...op(
+          "post",
+          def.kind,
+          opId("create", def, `${ns}${def.kind}${sub.name.replace(/^\w/, (c) => c.toUpperCase())}`),
+          sub.description,
+          [...scope, P.name(def.kind), ...writeParams],
+          okResponses(ref, true),
+          body(ref),
+        ),
         "x-kubernetes-group-version-kind": { group: sub.group, version: sub.version, kind: sub.kind },
       },
     };
   }
   if (def.namespaced) {
     paths[`${base}/${def.plural}`] = {
-      get: op("list", def.kind, opId("list", def, `${def.kind}ForAllNamespaces`), `list or watch objects of kind ${def.kind} in all namespaces`, listParams, okResponses(listRef, false)),
+      get: op(
+        "list",
+        def.kind,
+        opId("list", def, `${def.kind}ForAllNamespaces`),
+        `list or watch objects of kind ${def.kind} in all namespaces`,
+        listParams,
+        okResponses(listRef, false),
+      ),
     };
   }
   return paths;
@@ -712,13 +845,21 @@ function toV2Operation(op: JsonSchema): JsonSchema {
   });
   const content = (requestBody?.content ?? {}) as Record<string, { schema: JsonSchema }>;
   const consumes = Object.keys(content);
-  if (consumes.length > 0) params.push({ name: "body", in: "body", required: requestBody?.required === true, schema: toV2Schema(Object.values(content)[0]!.schema) });
+  if (consumes.length > 0)
+    params.push({ name: "body", in: "body", required: requestBody?.required === true, schema: toV2Schema(Object.values(content)[0]!.schema) });
   const v2Responses: Record<string, JsonSchema> = {};
   for (const [code, r] of Object.entries(responses)) {
     const schema = (r.content as Record<string, { schema: JsonSchema }> | undefined)?.["application/json"]?.schema;
     v2Responses[code] = { description: r.description, ...(schema ? { schema: toV2Schema(schema) } : {}) };
   }
-  return { ...rest, ...(consumes.length > 0 ? { consumes } : {}), produces: ["application/json"], schemes: ["https"], parameters: params, responses: v2Responses };
+  return {
+    ...rest,
+    ...(consumes.length > 0 ? { consumes } : {}),
+    produces: ["application/json"],
+    schemes: ["https"],
+    parameters: params,
+    responses: v2Responses,
+  };
 }
 
 /** One Swagger 2.0 document for every served group-version (kube-apiserver's `/openapi/v2`). */
@@ -734,7 +875,9 @@ export function openAPIV2(): JsonSchema {
       // DeleteOptions lists every group-version it is served in.
       if (prev && Array.isArray(prev["x-kubernetes-group-version-kind"]) && Array.isArray(next["x-kubernetes-group-version-kind"])) {
         const all = [...prev["x-kubernetes-group-version-kind"], ...next["x-kubernetes-group-version-kind"]] as GroupVersionKind[];
-        next["x-kubernetes-group-version-kind"] = all.filter((g, i) => all.findIndex((h) => h.group === g.group && h.version === g.version && h.kind === g.kind) === i);
+        next["x-kubernetes-group-version-kind"] = all.filter(
+          (g, i) => all.findIndex((h) => h.group === g.group && h.version === g.version && h.kind === g.kind) === i,
+        );
       }
       definitions[name] = next;
     }
@@ -776,7 +919,10 @@ let built: Promise<Built> | null = null;
 
 async function sha512Hex(s: string): Promise<string> {
   const d = await crypto.subtle.digest("SHA-512", new TextEncoder().encode(s));
-  return [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("").toUpperCase();
+  return [...new Uint8Array(d)]
+    .map((b) => b.toString(16).padStart(2, "0"))
+    .join("")
+    .toUpperCase();
 }
 
 /** Builds (once per isolate) every document and its hash. */

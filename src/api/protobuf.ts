@@ -164,7 +164,9 @@ function namespace(buf: Uint8Array): Json {
   for (const f of fields(buf)) {
     if (f.n === 1) o.metadata = objectMeta(f.bytes!);
     else if (f.n === 2) {
-      const finalizers = fields(f.bytes!).filter((x) => x.n === 1).map(str);
+      const finalizers = fields(f.bytes!)
+        .filter((x) => x.n === 1)
+        .map(str);
       o.spec = finalizers.length > 0 ? { finalizers } : {};
     } else if (f.n === 3) {
       const status: Json = {};
@@ -215,7 +217,8 @@ function stringFields(buf: Uint8Array, names: Record<number, string>): Json {
 }
 
 /** authorization/v1 ResourceAttributes (namespace 1, verb 2, group 3, version 4, resource 5, subresource 6, name 7). */
-const resourceAttributes = (buf: Uint8Array) => stringFields(buf, { 1: "namespace", 2: "verb", 3: "group", 4: "version", 5: "resource", 6: "subresource", 7: "name" });
+const resourceAttributes = (buf: Uint8Array) =>
+  stringFields(buf, { 1: "namespace", 2: "verb", 3: "group", 4: "version", 5: "resource", 6: "subresource", 7: "name" });
 /** authorization/v1 NonResourceAttributes (path 1, verb 2). */
 const nonResourceAttributes = (buf: Uint8Array) => stringFields(buf, { 1: "path", 2: "verb" });
 
@@ -238,7 +241,11 @@ function accessReview(buf: Uint8Array): Json {
         else if (s.n === 3 && str(s)) spec.user = str(s);
         else if (s.n === 4) groups.push(str(s));
         else if (s.n === 5) {
-          const [k, v] = entry(s, (x) => fields(x.bytes!).filter((i) => i.n === 1).map(str));
+          const [k, v] = entry(s, (x) =>
+            fields(x.bytes!)
+              .filter((i) => i.n === 1)
+              .map(str),
+          );
           extra[k] = v;
         } else if (s.n === 6 && str(s)) spec.uid = str(s);
       }
@@ -311,7 +318,12 @@ function rbacRole(buf: Uint8Array): Json {
   for (const f of fields(buf)) {
     if (f.n === 1) o.metadata = objectMeta(f.bytes!);
     else if (f.n === 2) rules.push(policyRule(f.bytes!));
-    else if (f.n === 3) o.aggregationRule = { clusterRoleSelectors: fields(f.bytes!).filter((x) => x.n === 1).map((x) => labelSelector(x.bytes!)) };
+    else if (f.n === 3)
+      o.aggregationRule = {
+        clusterRoleSelectors: fields(f.bytes!)
+          .filter((x) => x.n === 1)
+          .map((x) => labelSelector(x.bytes!)),
+      };
   }
   if (rules.length > 0) o.rules = rules;
   return o;

@@ -132,7 +132,7 @@ export async function readBodyBytes(c: Context, limit = MAX_BODY_BYTES): Promise
     if (done) break;
     size += value.byteLength;
     if (size > limit) {
-      for (let drained = size; drained <= MAX_DRAIN_BYTES; ) {
+      for (let drained = size; drained <= MAX_DRAIN_BYTES;) {
         const next = await reader.read();
         if (next.done) throw tooLarge(limit);
         drained += next.value.byteLength;
@@ -224,7 +224,11 @@ export function fieldManagerOf(c: Context, options: "CreateOptions" | "UpdateOpt
   const causes = fieldManagerErrors(given);
   if (causes.length > 0) {
     const message = causes.map((x) => `${x.field}: ${x.message}`).join(", ");
-    throw new ApiError(422, "Invalid", `${options}.meta.k8s.io "" is invalid: ${causes.length === 1 ? message : `[${message}]`}`, { group: "meta.k8s.io", kind: options, causes });
+    throw new ApiError(422, "Invalid", `${options}.meta.k8s.io "" is invalid: ${causes.length === 1 ? message : `[${message}]`}`, {
+      group: "meta.k8s.io",
+      kind: options,
+      causes,
+    });
   }
   if (given !== "" || apply) return given || undefined;
   return managerFromUserAgent(c.req.header("user-agent")) || undefined;
@@ -248,13 +252,34 @@ export async function decodePatch(c: Context, subresource: "status" | undefined,
   const fieldManager = fieldManagerOf(c, "PatchOptions", isApply);
   const forceValue = force === undefined ? undefined : queryFlag(force);
   if (t === "application/merge-patch+json") {
-    return { verb: "patch", patchType: "merge", patch: parseJson(await readBody(c), fieldValidationOf(c), warnings), fieldManager, force: forceValue, subresource };
+    return {
+      verb: "patch",
+      patchType: "merge",
+      patch: parseJson(await readBody(c), fieldValidationOf(c), warnings),
+      fieldManager,
+      force: forceValue,
+      subresource,
+    };
   }
   if (strategic && t === "application/strategic-merge-patch+json") {
-    return { verb: "patch", patchType: "strategic", patch: parseJson(await readBody(c), fieldValidationOf(c), warnings), fieldManager, force: forceValue, subresource };
+    return {
+      verb: "patch",
+      patchType: "strategic",
+      patch: parseJson(await readBody(c), fieldValidationOf(c), warnings),
+      fieldManager,
+      force: forceValue,
+      subresource,
+    };
   }
   if (t === "application/json-patch+json") {
-    return { verb: "patch", patchType: "json", patch: parseJson(await readBody(c), fieldValidationOf(c), warnings), fieldManager, force: forceValue, subresource };
+    return {
+      verb: "patch",
+      patchType: "json",
+      patch: parseJson(await readBody(c), fieldValidationOf(c), warnings),
+      fieldManager,
+      force: forceValue,
+      subresource,
+    };
   }
   if (isApply) {
     const patch = checkDuplicateFields(decodeYaml(await readBody(c), MAX_BODY_BYTES), fieldValidationOf(c), warnings);
@@ -282,13 +307,22 @@ const PROPAGATION_POLICIES = ["Orphan", "Background", "Foreground"] as const;
  * Background); undefined when neither says (the kind's default, Background).
  * @throws ApiError 422 for an unknown policy, or both fields set
  */
-function propagationOf(body: { propagationPolicy?: string | null; orphanDependents?: boolean | null }, query: string | undefined): WriteDeletePolicy | undefined {
+function propagationOf(
+  body: { propagationPolicy?: string | null; orphanDependents?: boolean | null },
+  query: string | undefined,
+): WriteDeletePolicy | undefined {
   const policy = body.propagationPolicy ?? query;
   const invalid = (field: string, message: string) =>
-    new ApiError(422, "Invalid", `DeleteOptions.meta.k8s.io "" is invalid: ${field}: ${message}`, { group: "meta.k8s.io", kind: "DeleteOptions", causes: [{ reason: "FieldValueInvalid", message, field }] });
-  if (policy != null && body.orphanDependents != null) throw invalid("propagationPolicy", "Invalid value: orphanDependents and deletionPropagation cannot be both set");
+    new ApiError(422, "Invalid", `DeleteOptions.meta.k8s.io "" is invalid: ${field}: ${message}`, {
+      group: "meta.k8s.io",
+      kind: "DeleteOptions",
+      causes: [{ reason: "FieldValueInvalid", message, field }],
+    });
+  if (policy != null && body.orphanDependents != null)
+    throw invalid("propagationPolicy", "Invalid value: orphanDependents and deletionPropagation cannot be both set");
   if (policy != null) {
-    if (!(PROPAGATION_POLICIES as readonly string[]).includes(policy)) throw invalid("propagationPolicy", `Unsupported value: "${policy}": supported values: "Background", "Foreground", "Orphan"`);
+    if (!(PROPAGATION_POLICIES as readonly string[]).includes(policy))
+      throw invalid("propagationPolicy", `Unsupported value: "${policy}": supported values: "Background", "Foreground", "Orphan"`);
     return policy as WriteDeletePolicy;
   }
   if (body.orphanDependents != null) return body.orphanDependents ? "Orphan" : "Background";
@@ -315,5 +349,9 @@ export async function decodeDelete(c: Context): Promise<WriteRequest> {
   }
   const pre = body.preconditions as { uid?: string | null; resourceVersion?: string | null } | null | undefined;
   const propagationPolicy = propagationOf(body as { propagationPolicy?: string | null; orphanDependents?: boolean | null }, query);
-  return { verb: "delete", preconditions: pre ? { uid: pre.uid ?? undefined, resourceVersion: pre.resourceVersion ?? undefined } : undefined, propagationPolicy };
+  return {
+    verb: "delete",
+    preconditions: pre ? { uid: pre.uid ?? undefined, resourceVersion: pre.resourceVersion ?? undefined } : undefined,
+    propagationPolicy,
+  };
 }

@@ -82,7 +82,8 @@ function resolve(group: string, version: string, encoded: string[]): Target {
   const [plural, name, sub, ...extra] = parts;
   const def = plural ? findKind(group, version, plural) : undefined;
   if (def === NamespaceKind && sub === "finalize" && extra.length === 0) return { def, namespace, name, finalize: true };
-  if (def === ServiceAccountKind && sub === "token" && extra.length === 0 && namespace && isDNS1123Label(namespace).length === 0) return { def, namespace, name, token: true };
+  if (def === ServiceAccountKind && sub === "token" && extra.length === 0 && namespace && isDNS1123Label(namespace).length === 0)
+    return { def, namespace, name, token: true };
   if (!def || extra.length > 0 || (sub !== undefined && sub !== "status")) {
     throw new ApiError(404, "NotFound", "the server could not find the requested resource");
   }
@@ -166,7 +167,14 @@ async function list(c: Ctx, t: Target): Promise<Response> {
   const watching = queryFlag(c.req.query("watch"));
   const sendInitialEvents = c.req.query("sendInitialEvents");
   const resourceVersion = c.req.query("resourceVersion");
-  checkWatchListOptions({ watch: watching, sendInitialEvents, allowWatchBookmarks: queryFlag(c.req.query("allowWatchBookmarks")), resourceVersionMatch: c.req.query("resourceVersionMatch"), resourceVersion, continue: c.req.query("continue") });
+  checkWatchListOptions({
+    watch: watching,
+    sendInitialEvents,
+    allowWatchBookmarks: queryFlag(c.req.query("allowWatchBookmarks")),
+    resourceVersionMatch: c.req.query("resourceVersionMatch"),
+    resourceVersion,
+    continue: c.req.query("continue"),
+  });
   if (watching) {
     return watchResponse(
       store(c.env),
@@ -222,7 +230,14 @@ async function listConverted(c: Ctx, t: Target, conv: VersionConversion): Promis
   const watching = queryFlag(c.req.query("watch"));
   const sendInitialEvents = c.req.query("sendInitialEvents");
   const resourceVersion = c.req.query("resourceVersion");
-  checkWatchListOptions({ watch: watching, sendInitialEvents, allowWatchBookmarks: queryFlag(c.req.query("allowWatchBookmarks")), resourceVersionMatch: c.req.query("resourceVersionMatch"), resourceVersion, continue: c.req.query("continue") });
+  checkWatchListOptions({
+    watch: watching,
+    sendInitialEvents,
+    allowWatchBookmarks: queryFlag(c.req.query("allowWatchBookmarks")),
+    resourceVersionMatch: c.req.query("resourceVersionMatch"),
+    resourceVersion,
+    continue: c.req.query("continue"),
+  });
   const filter = (o: KubeObject) => requested(conv.fromStorage(o));
   if (watching) {
     return watchResponse(
@@ -279,7 +294,10 @@ function limitOf(limitParam: string | undefined): number | undefined {
  * the first page's resourceVersion; here later writes may show up, which clients that re-list tolerate).
  */
 function continueToken(last: { namespace: string; name: string }): string {
-  return btoa(JSON.stringify({ v: "flotilla.dev/v1", start: `${last.namespace}/${last.name}` })).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return btoa(JSON.stringify({ v: "flotilla.dev/v1", start: `${last.namespace}/${last.name}` }))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
 }
 
 /** The key a `continue` token starts after (namespaces hold no `/`). @throws ApiError 400 for a malformed token */
@@ -411,7 +429,11 @@ async function writeDryRun(c: Ctx, t: Target, req: WriteRequest): Promise<Respon
   // OCM's webhooks check a dry run as a real write.
   await admitOcm(c, t, req, name);
   const extras = {
-    ...(t.finalize ? { [FINALIZE_EXTRA]: true } : req.verb === "create" && t.def === findKind("flotilla.dev", "v1alpha1", "bootstraptokens") ? { secretHash: "" } : {}),
+    ...(t.finalize
+      ? { [FINALIZE_EXTRA]: true }
+      : req.verb === "create" && t.def === findKind("flotilla.dev", "v1alpha1", "bootstraptokens")
+        ? { secretHash: "" }
+        : {}),
     ...(await rbacWriteExtras(c.env, t.def, c.var.user)),
   };
   const ctx = { now: Date.now(), newUid: () => crypto.randomUUID(), extras };
@@ -496,18 +518,34 @@ function verbsOf(k: KindDefinition): string[] {
 
 function discoveryResources(group: string, version: string) {
   const audit = group === AUDIT_GROUP && version === AUDIT_VERSION ? [AUDIT_DISCOVERY] : [];
-  return [...KINDS.filter((k) => k.group === group && k.version === version).flatMap((k) => {
-    const main = { name: k.plural, singularName: k.singular, namespaced: k.namespaced, kind: k.kind, verbs: verbsOf(k), shortNames: k.shortNames };
-    const status = k.hasStatus ? [{ name: `${k.plural}/status`, singularName: "", namespaced: k.namespaced, kind: k.kind, verbs: ["get", "patch", "update"] }] : [];
-    const finalize = k === NamespaceKind ? [{ name: `${k.plural}/finalize`, singularName: "", namespaced: false, kind: k.kind, verbs: ["update"] }] : [];
-    const created = (k.createSubresources ?? []).map((s) => ({ name: `${k.plural}/${s.name}`, singularName: "", namespaced: k.namespaced, group: s.group, version: s.version, kind: s.kind, verbs: ["create"] }));
-    return [main, ...finalize, ...status, ...created];
-  }), ...audit];
+  return [
+    ...KINDS.filter((k) => k.group === group && k.version === version).flatMap((k) => {
+      const main = { name: k.plural, singularName: k.singular, namespaced: k.namespaced, kind: k.kind, verbs: verbsOf(k), shortNames: k.shortNames };
+      const status = k.hasStatus
+        ? [{ name: `${k.plural}/status`, singularName: "", namespaced: k.namespaced, kind: k.kind, verbs: ["get", "patch", "update"] }]
+        : [];
+      const finalize = k === NamespaceKind ? [{ name: `${k.plural}/finalize`, singularName: "", namespaced: false, kind: k.kind, verbs: ["update"] }] : [];
+      const created = (k.createSubresources ?? []).map((s) => ({
+        name: `${k.plural}/${s.name}`,
+        singularName: "",
+        namespaced: k.namespaced,
+        group: s.group,
+        version: s.version,
+        kind: s.kind,
+        verbs: ["create"],
+      }));
+      return [main, ...finalize, ...status, ...created];
+    }),
+    ...audit,
+  ];
 }
 
 /** Serves one request on a resource path: `prefix` is what precedes the resource part (`/apis/{group}/{version}/`). */
 async function serve(c: Ctx, group: string, version: string, prefix: string): Promise<Response> {
-  const rest = new URL(c.req.url).pathname.slice(prefix.length).split("/").filter((s) => s !== "");
+  const rest = new URL(c.req.url).pathname
+    .slice(prefix.length)
+    .split("/")
+    .filter((s) => s !== "");
   const t = resolve(group, version, rest);
   const method = c.req.method;
   const warnings: string[] = [];
@@ -531,10 +569,21 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
   if (t.name === undefined) throw methodNotAllowed(`${method} is not allowed on a collection`);
   if (method === "PUT") {
     const fieldManager = fieldManagerOf(c, "UpdateOptions");
-    return write(c, t, { verb: "update", body: await decodeObjectBody(c, warnings, decodesProtobuf(apiVersionOf(t.def), t.def.kind)), subresource: t.subresource, fieldManager }, warnings);
+    return write(
+      c,
+      t,
+      { verb: "update", body: await decodeObjectBody(c, warnings, decodesProtobuf(apiVersionOf(t.def), t.def.kind)), subresource: t.subresource, fieldManager },
+      warnings,
+    );
   }
   // kube-apiserver takes strategic merge patches for its built-in kinds (core, RBAC, events.k8s.io), not for custom resources.
-  if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource, warnings, t.def.group === "" || t.def.group === RBAC_GROUP || t.def.group === EventsV1EventKind.group), warnings);
+  if (method === "PATCH")
+    return write(
+      c,
+      t,
+      await decodePatch(c, t.subresource, warnings, t.def.group === "" || t.def.group === RBAC_GROUP || t.def.group === EventsV1EventKind.group),
+      warnings,
+    );
   if (method === "DELETE") {
     if (t.subresource) throw methodNotAllowed("DELETE is not allowed on the status subresource");
     return write(c, t, await decodeDelete(c));
@@ -554,7 +603,9 @@ export function coreRoutes(): Hono<ApiEnv> {
   const versions = servedGroups().find((g) => g.group === "")?.versions ?? [];
   app.get("/", (c) => {
     const aggregated = wantsAggregatedDiscovery(c.req.header("accept"));
-    return aggregated ? aggregatedDiscovery(true, aggregated) : c.json({ kind: "APIVersions", versions, serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress: new URL(c.req.url).host }] });
+    return aggregated
+      ? aggregatedDiscovery(true, aggregated)
+      : c.json({ kind: "APIVersions", versions, serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress: new URL(c.req.url).host }] });
   });
   app.get("/:version", (c) => c.json(resourceList("", c.req.param("version"))));
   app.all("/:version/*", (c) => serve(c, "", c.req.param("version"), `/api/${c.req.param("version")}/`));
@@ -609,7 +660,11 @@ function subresourcesOf(k: KindDefinition, responseKind: { group: string; versio
   const subresources = [
     ...(k === NamespaceKind ? [{ subresource: "finalize", responseKind, verbs: ["update"] }] : []),
     ...(k.hasStatus ? [{ subresource: "status", responseKind, verbs: ["get", "patch", "update"] }] : []),
-    ...(k.createSubresources ?? []).map((s) => ({ subresource: s.name, responseKind: { group: s.group, version: s.version, kind: s.kind }, verbs: ["create"] })),
+    ...(k.createSubresources ?? []).map((s) => ({
+      subresource: s.name,
+      responseKind: { group: s.group, version: s.version, kind: s.kind },
+      verbs: ["create"],
+    })),
   ];
   return subresources.length > 0 ? { subresources } : {};
 }
@@ -628,18 +683,20 @@ function aggregatedDiscovery(core: boolean, version: string) {
       versions: g.versions.map((v) => ({
         version: v,
         freshness: "Current",
-        resources: KINDS.filter((k) => k.group === g.group && k.version === v).map((k) => {
-          const responseKind = { group: g.group, version: v, kind: k.kind };
-          return {
-            resource: k.plural,
-            responseKind,
-            scope: k.namespaced ? "Namespaced" : "Cluster",
-            singularResource: k.singular,
-            verbs: verbsOf(k),
-            ...(k.shortNames?.length ? { shortNames: k.shortNames } : {}),
-            ...subresourcesOf(k, responseKind),
-          };
-        }).concat(g.group === AUDIT_GROUP && v === AUDIT_VERSION ? [auditAggregated()] : []),
+        resources: KINDS.filter((k) => k.group === g.group && k.version === v)
+          .map((k) => {
+            const responseKind = { group: g.group, version: v, kind: k.kind };
+            return {
+              resource: k.plural,
+              responseKind,
+              scope: k.namespaced ? "Namespaced" : "Cluster",
+              singularResource: k.singular,
+              verbs: verbsOf(k),
+              ...(k.shortNames?.length ? { shortNames: k.shortNames } : {}),
+              ...subresourcesOf(k, responseKind),
+            };
+          })
+          .concat(g.group === AUDIT_GROUP && v === AUDIT_VERSION ? [auditAggregated()] : []),
       })),
     }));
   return new Response(JSON.stringify({ kind: "APIGroupDiscoveryList", apiVersion: `apidiscovery.k8s.io/${version}`, metadata: {}, items }), {
@@ -663,11 +720,13 @@ export function resourceRoutes(): Hono<ApiEnv> {
     return c.json({
       kind: "APIGroupList",
       apiVersion: "v1",
-      groups: servedGroups().filter((g) => g.group !== "").map((g) => ({
-        name: g.group,
-        versions: g.versions.map((v) => ({ groupVersion: `${g.group}/${v}`, version: v })),
-        preferredVersion: { groupVersion: `${g.group}/${g.versions[0]}`, version: g.versions[0] },
-      })),
+      groups: servedGroups()
+        .filter((g) => g.group !== "")
+        .map((g) => ({
+          name: g.group,
+          versions: g.versions.map((v) => ({ groupVersion: `${g.group}/${v}`, version: v })),
+          preferredVersion: { groupVersion: `${g.group}/${g.versions[0]}`, version: g.versions[0] },
+        })),
     });
   });
 
@@ -676,7 +735,13 @@ export function resourceRoutes(): Hono<ApiEnv> {
   // The audit log (src/audit): not a stored kind; list and watch only.
   app.all(`/${AUDIT_GROUP}/${AUDIT_VERSION}/${AUDIT_RESOURCE}`, (c) => serveAuditEvents(c, []));
   app.all(`/${AUDIT_GROUP}/${AUDIT_VERSION}/${AUDIT_RESOURCE}/*`, (c) =>
-    serveAuditEvents(c, new URL(c.req.url).pathname.split("/").slice(5).filter((s) => s !== "")),
+    serveAuditEvents(
+      c,
+      new URL(c.req.url).pathname
+        .split("/")
+        .slice(5)
+        .filter((s) => s !== ""),
+    ),
   );
 
   app.all("/:group/:version/*", (c) => {

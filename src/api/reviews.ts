@@ -56,10 +56,22 @@ function metadataCauses(metadata: Record<string, unknown> | undefined): StatusCa
 /** Kubernetes' ValidateSubjectAccessReviewSpec (and the self variant's): exactly one kind of attributes. */
 function attributesCauses(spec: AccessSpec): StatusCause[] {
   if (spec.resourceAttributes && spec.nonResourceAttributes) {
-    return [{ field: "spec.nonResourceAttributes", reason: "FieldValueInvalid", message: `Invalid value: ${JSON.stringify(spec.nonResourceAttributes)}: cannot be specified in combination with resourceAttributes` }];
+    return [
+      {
+        field: "spec.nonResourceAttributes",
+        reason: "FieldValueInvalid",
+        message: `Invalid value: ${JSON.stringify(spec.nonResourceAttributes)}: cannot be specified in combination with resourceAttributes`,
+      },
+    ];
   }
   if (!spec.resourceAttributes && !spec.nonResourceAttributes) {
-    return [{ field: "spec.resourceAttributes", reason: "FieldValueInvalid", message: `Invalid value: "null": exactly one of nonResourceAttributes or resourceAttributes must be specified` }];
+    return [
+      {
+        field: "spec.resourceAttributes",
+        reason: "FieldValueInvalid",
+        message: `Invalid value: "null": exactly one of nonResourceAttributes or resourceAttributes must be specified`,
+      },
+    ];
   }
   return [];
 }
@@ -68,7 +80,15 @@ function attributesCauses(spec: AccessSpec): StatusCause[] {
 function attributesOf(spec: AccessSpec): RequestAttributes {
   const r = spec.resourceAttributes;
   if (r) {
-    return { verb: r.verb ?? "", apiGroup: r.group ?? "", apiVersion: r.version ?? "", resource: r.resource ?? "", subresource: r.subresource ?? "", name: r.name ?? "", namespace: r.namespace ?? "" };
+    return {
+      verb: r.verb ?? "",
+      apiGroup: r.group ?? "",
+      apiVersion: r.version ?? "",
+      resource: r.resource ?? "",
+      subresource: r.subresource ?? "",
+      name: r.name ?? "",
+      namespace: r.namespace ?? "",
+    };
   }
   const n = spec.nonResourceAttributes!;
   return { verb: n.verb ?? "", path: n.path ?? "" };
@@ -108,7 +128,9 @@ export async function answerReview(c: ApiContext, def: KindDefinition, body: Rec
     }
     if (causes.length > 0) throw invalid(ref, causes);
     const subject: UserInfo =
-      def === SubjectAccessReviewKind ? { name: spec.user ?? "", uid: spec.uid, groups: spec.groups ?? [], ...(spec.extra ? { extra: spec.extra } : {}) } : user;
+      def === SubjectAccessReviewKind
+        ? { name: spec.user ?? "", uid: spec.uid, groups: spec.groups ?? [], ...(spec.extra ? { extra: spec.extra } : {}) }
+        : user;
     return created({ ...head, spec, status: await accessStatus(c, subject, attributesOf(spec)) });
   }
   if (causes.length > 0) throw invalid(ref, causes);

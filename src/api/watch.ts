@@ -73,7 +73,14 @@ export const INITIAL_EVENTS_END = "k8s.io/initial-events-end";
  * - either: any other `resourceVersionMatch` than NotOlderThan and Exact is unsupported.
  * @throws ApiError 422 Invalid (kind ListOptions) naming the offending fields
  */
-export function checkWatchListOptions(o: { watch: boolean; sendInitialEvents?: string; allowWatchBookmarks: boolean; resourceVersionMatch?: string; resourceVersion?: string; continue?: string }): void {
+export function checkWatchListOptions(o: {
+  watch: boolean;
+  sendInitialEvents?: string;
+  allowWatchBookmarks: boolean;
+  resourceVersionMatch?: string;
+  resourceVersion?: string;
+  continue?: string;
+}): void {
   const causes: { field: string; message: string; reason: string }[] = [];
   const match = o.resourceVersionMatch ?? "";
   const forbid = (field: string, why: string) => causes.push({ field, message: `Forbidden: ${why}`, reason: "FieldValueForbidden" });
@@ -82,9 +89,14 @@ export function checkWatchListOptions(o: { watch: boolean; sendInitialEvents?: s
     if (o.continue) forbid("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided");
   }
   if (match !== "" && match !== "NotOlderThan" && match !== "Exact") {
-    causes.push({ field: "resourceVersionMatch", message: `Unsupported value: "${match}": supported values: "Exact", "NotOlderThan", ""`, reason: "FieldValueNotSupported" });
+    causes.push({
+      field: "resourceVersionMatch",
+      message: `Unsupported value: "${match}": supported values: "Exact", "NotOlderThan", ""`,
+      reason: "FieldValueNotSupported",
+    });
   }
-  if (!o.watch && match === "Exact" && o.resourceVersion === "0") forbid("resourceVersionMatch", `resourceVersionMatch "exact" is forbidden for resourceVersion "0"`);
+  if (!o.watch && match === "Exact" && o.resourceVersion === "0")
+    forbid("resourceVersionMatch", `resourceVersionMatch "exact" is forbidden for resourceVersion "0"`);
   if (o.sendInitialEvents !== undefined) {
     if (!o.watch) forbid("sendInitialEvents", "sendInitialEvents is forbidden for list");
     if (match !== "NotOlderThan") forbid("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan");
@@ -93,7 +105,11 @@ export function checkWatchListOptions(o: { watch: boolean; sendInitialEvents?: s
     forbid("resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided");
   }
   if (causes.length === 0) return;
-  throw new ApiError(422, "Invalid", `ListOptions.meta.k8s.io "" is invalid: ${causes.map((c) => `${c.field}: ${c.message}`).join(", ")}`, { group: "meta.k8s.io", kind: "ListOptions", causes });
+  throw new ApiError(422, "Invalid", `ListOptions.meta.k8s.io "" is invalid: ${causes.map((c) => `${c.field}: ${c.message}`).join(", ")}`, {
+    group: "meta.k8s.io",
+    kind: "ListOptions",
+    causes,
+  });
 }
 
 /**
@@ -125,7 +141,10 @@ export function acquireWatch(client: string, now: number, until: number): () => 
   const held = openWatches.get(client) ?? new Map<number, number>();
   for (const [place, end] of held) if (end <= now) held.delete(place);
   if (held.size >= MAX_WATCHES_PER_CLIENT) {
-    throw tooManyRequests(`too many watches: this client already holds ${MAX_WATCHES_PER_CLIENT} open watches, the most allowed at once`, WATCH_RETRY_AFTER_SECONDS);
+    throw tooManyRequests(
+      `too many watches: this client already holds ${MAX_WATCHES_PER_CLIENT} open watches, the most allowed at once`,
+      WATCH_RETRY_AFTER_SECONDS,
+    );
   }
   const place = nextPlace++;
   held.set(place, until);
@@ -223,7 +242,10 @@ export class WatchStream {
         }),
     );
     // `content-encoding: identity`: a compressed stream would be held back until its buffer fills.
-    return new Response(this.readable, { status: 200, headers: { "content-type": "application/json", "cache-control": "no-cache, no-transform", "content-encoding": "identity" } });
+    return new Response(this.readable, {
+      status: 200,
+      headers: { "content-type": "application/json", "cache-control": "no-cache, no-transform", "content-encoding": "identity" },
+    });
   }
 }
 
@@ -281,7 +303,11 @@ export function watchResponse(
       } while (after && !stream.gone);
       rv = Number(listRv);
       if (opts.sendInitialEvents) {
-        await send("BOOKMARK", { kind: def.kind, apiVersion: apiVersionOf(def), metadata: { resourceVersion: String(rv), annotations: { [INITIAL_EVENTS_END]: "true" } } });
+        await send("BOOKMARK", {
+          kind: def.kind,
+          apiVersion: apiVersionOf(def),
+          metadata: { resourceVersion: String(rv), annotations: { [INITIAL_EVENTS_END]: "true" } },
+        });
       }
     } else {
       rv = fromRv;

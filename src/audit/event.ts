@@ -133,7 +133,9 @@ export function microTime(ms: number): string {
  */
 export function authenticationFailureMessage(authorization: string | null | undefined): string {
   const parts = (authorization ?? "").trim().split(" ");
-  return parts.length > 1 && parts[0]!.toLowerCase() === "bearer" ? "Authentication failed, attempted: bearer" : "Authentication failed, no credentials provided";
+  return parts.length > 1 && parts[0]!.toLowerCase() === "bearer"
+    ? "Authentication failed, attempted: bearer"
+    : "Authentication failed, no credentials provided";
 }
 
 /**
@@ -141,7 +143,11 @@ export function authenticationFailureMessage(authorization: string | null | unde
  * answered Status's `status`, `reason`, `message` and `details` (`failure`, when known; else only
  * the code and `Failure`); for a 401 the message is {@link authenticationFailureMessage}'s.
  */
-export function responseStatusOf(code: number, failure: Pick<Status, "reason" | "message" | "details"> | undefined, authorization: string | null | undefined): AuditResponseStatus {
+export function responseStatusOf(
+  code: number,
+  failure: Pick<Status, "reason" | "message" | "details"> | undefined,
+  authorization: string | null | undefined,
+): AuditResponseStatus {
   if (code < 400) return { metadata: {}, code };
   const out: AuditResponseStatus = { metadata: {}, status: "Failure", code };
   if (failure?.reason) out.reason = failure.reason;
@@ -177,7 +183,8 @@ export function buildAuditEvent(input: AuditInput): AuditEvent {
     user.username = input.user.name;
     if (input.user.uid) user.uid = input.user.uid;
     if (input.user.groups?.length) user.groups = [...input.user.groups];
-    if (input.user.extra && Object.keys(input.user.extra).length > 0) user.extra = Object.fromEntries(Object.entries(input.user.extra).map(([k, v]) => [k, [...v]]));
+    if (input.user.extra && Object.keys(input.user.extra).length > 0)
+      user.extra = Object.fromEntries(Object.entries(input.user.extra).map(([k, v]) => [k, [...v]]));
   }
   // In the field order kube-apiserver writes an Event.
   return {

@@ -54,16 +54,29 @@ export function auditRetentionDays(value: string | undefined): number {
 export async function appendAuditEvent(db: D1Database, event: AuditEvent, now: number, retentionDays: number): Promise<void> {
   const receivedAt = Date.parse(event.requestReceivedTimestamp);
   const ref = event.objectRef ?? {};
-  const values = [event.auditID, receivedAt, event.user.username ?? "", event.verb, ref.resource ?? "", ref.namespace ?? "", event.responseStatus.code, JSON.stringify(event)];
+  const values = [
+    event.auditID,
+    receivedAt,
+    event.user.username ?? "",
+    event.verb,
+    ref.resource ?? "",
+    ref.namespace ?? "",
+    event.responseStatus.code,
+    JSON.stringify(event),
+  ];
   // A failed authentication is anyone's to cause: at most AUTH_FAILURE_RECORDS_PER_MINUTE are
   // kept per minute, so strangers cannot grow the hub's storage at will (the rest are counted by
   // the failed-authentication limiter and answered all the same).
   const insert =
     event.responseStatus.code === 401
       ? db
-          .prepare("INSERT INTO audit_events (audit_id, received_at, username, verb, resource, namespace, code, body) SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE (SELECT count(*) FROM audit_events WHERE received_at >= ? AND code = 401) < ?")
+          .prepare(
+            "INSERT INTO audit_events (audit_id, received_at, username, verb, resource, namespace, code, body) SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE (SELECT count(*) FROM audit_events WHERE received_at >= ? AND code = 401) < ?",
+          )
           .bind(...values, receivedAt - 60_000, AUTH_FAILURE_RECORDS_PER_MINUTE)
-      : db.prepare("INSERT INTO audit_events (audit_id, received_at, username, verb, resource, namespace, code, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)").bind(...values);
+      : db
+          .prepare("INSERT INTO audit_events (audit_id, received_at, username, verb, resource, namespace, code, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+          .bind(...values);
   await db.batch([
     insert,
     db
@@ -115,7 +128,11 @@ export function parseAuditFieldSelector(selector: string | undefined): AuditSele
     if (column === "received_at") {
       if (op !== ">=" && op !== "<") throw badRequest(`fieldSelector: requestReceivedTimestamp takes >= and < (a time range), not ${m[2]}`, "fieldSelector");
       const t = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/.test(m[3]!) ? Date.parse(m[3]!) : NaN;
-      if (Number.isNaN(t)) throw badRequest(`fieldSelector: requestReceivedTimestamp: invalid time ${JSON.stringify(m[3])}: want RFC 3339, e.g. 2026-11-26T10:00:00Z`, "fieldSelector");
+      if (Number.isNaN(t))
+        throw badRequest(
+          `fieldSelector: requestReceivedTimestamp: invalid time ${JSON.stringify(m[3])}: want RFC 3339, e.g. 2026-11-26T10:00:00Z`,
+          "fieldSelector",
+        );
       out.push({ column, op, value: t });
     } else {
       if (op !== "=" && op !== "!=") throw badRequest(`fieldSelector: ${m[1]} takes =, == and !=, not ${m[2]}`, "fieldSelector");
@@ -136,7 +153,12 @@ export interface AuditRecord {
  * @returns the records and `latest`, the highest sequence stored (0 for an empty log)
  * @throws errors of D1
  */
-export async function readAuditEvents(db: D1Database, selector: AuditSelector, afterSeq: number, limit: number): Promise<{ records: AuditRecord[]; latest: number }> {
+export async function readAuditEvents(
+  db: D1Database,
+  selector: AuditSelector,
+  afterSeq: number,
+  limit: number,
+): Promise<{ records: AuditRecord[]; latest: number }> {
   const where = ["seq > ?", ...selector.map((c) => `${c.column} ${c.op} ?`)];
   const values = [afterSeq, ...selector.map((c) => c.value)];
   const [rows, latest] = await db.batch<{ seq: number; body: string }>([

@@ -69,7 +69,11 @@ export function auditEventObject(record: AuditRecord): ServedAuditEvent {
   return {
     apiVersion: API_VERSION,
     kind: "AuditEvent",
-    metadata: { name: record.event.auditID, creationTimestamp: record.event.requestReceivedTimestamp.replace(/\.\d+Z$/, "Z"), resourceVersion: String(record.seq) },
+    metadata: {
+      name: record.event.auditID,
+      creationTimestamp: record.event.requestReceivedTimestamp.replace(/\.\d+Z$/, "Z"),
+      resourceVersion: String(record.seq),
+    },
     ...fields,
   };
 }
@@ -82,7 +86,10 @@ function json(body: unknown): Response {
 
 /** `continue` token after sequence `seq`: base64url of `{"v":"flotilla.dev/v1alpha1/auditevents","seq":N}`. */
 function continueToken(seq: number): string {
-  return btoa(JSON.stringify({ v: `${API_VERSION}/${AUDIT_RESOURCE}`, seq })).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return btoa(JSON.stringify({ v: `${API_VERSION}/${AUDIT_RESOURCE}`, seq }))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
 }
 
 /** @throws ApiError 400 for a malformed token */
@@ -144,7 +151,12 @@ function auditTable(items: ServedAuditEvent[], listMeta: Record<string, unknown>
     columnDefinitions: COLUMNS,
     rows: items.map((o) => ({
       cells: cellsOf(o),
-      object: includeObject === "None" ? undefined : includeObject === "Object" ? o : { kind: "PartialObjectMetadata", apiVersion: "meta.k8s.io/v1", metadata: o.metadata },
+      object:
+        includeObject === "None"
+          ? undefined
+          : includeObject === "Object"
+            ? o
+            : { kind: "PartialObjectMetadata", apiVersion: "meta.k8s.io/v1", metadata: o.metadata },
     })),
   };
 }
@@ -221,7 +233,11 @@ function watch(c: Ctx, selector: AuditSelector, labelsMatch: boolean, client: st
       if (page.records.length === AUDIT_READ_CHUNK && !stream.gone) continue;
       rv = Math.max(rv, page.latest);
       if (initial && initialEvents) {
-        await send("BOOKMARK", { kind: "AuditEvent", apiVersion: API_VERSION, metadata: { resourceVersion: String(rv), annotations: { [INITIAL_EVENTS_END]: "true" } } });
+        await send("BOOKMARK", {
+          kind: "AuditEvent",
+          apiVersion: API_VERSION,
+          metadata: { resourceVersion: String(rv), annotations: { [INITIAL_EVENTS_END]: "true" } },
+        });
       }
       initial = false;
       // A keepalive newline each quiet poll: a watch learns its client left from a failed write.
@@ -243,7 +259,10 @@ function watch(c: Ctx, selector: AuditSelector, labelsMatch: boolean, client: st
  */
 export async function serveAuditEvents(c: Ctx, rest: string[]): Promise<Response> {
   if (c.req.method !== "GET" || rest.length > 0) {
-    throw new ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", { group: AUDIT_GROUP, kind: AUDIT_RESOURCE });
+    throw new ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {
+      group: AUDIT_GROUP,
+      kind: AUDIT_RESOURCE,
+    });
   }
   const watching = queryFlag(c.req.query("watch"));
   negotiate(c.req.header("accept"), watching ? "watch" : "list");

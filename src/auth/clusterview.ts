@@ -21,7 +21,16 @@ export async function visibleClusterSets(env: Env, user: UserInfo): Promise<Kube
   const sets = (await listObjects(store(env), ManagedClusterSetKind, "")).items;
   if (isPrivileged(user)) return sets;
   const authorizer = await rbacAuthorizer(env);
-  return sets.filter((s) => authorizer.authorize(user, { verb: "get", apiGroup: ManagedClusterSetKind.group, resource: ManagedClusterSetKind.plural, name: s.metadata.name, namespace: "" }).allowed);
+  return sets.filter(
+    (s) =>
+      authorizer.authorize(user, {
+        verb: "get",
+        apiGroup: ManagedClusterSetKind.group,
+        resource: ManagedClusterSetKind.plural,
+        name: s.metadata.name,
+        namespace: "",
+      }).allowed,
+  );
 }
 
 /**

@@ -104,7 +104,9 @@ function sameExecutor(a: ExecutorServiceAccount | null, b: ExecutorServiceAccoun
  */
 export function mayExecuteAs(author: RbacAuthor, namespace: string, sa: ExecutorServiceAccount): boolean {
   const name = serviceAccountUsername(sa.namespace, sa.name);
-  return ["manifestworks", "serviceaccounts"].some((resource) => author.authorizer.authorize(author.user, { verb: EXECUTE_AS_VERB, apiGroup: WORK_GROUP, resource, namespace, name }).allowed);
+  return ["manifestworks", "serviceaccounts"].some(
+    (resource) => author.authorizer.authorize(author.user, { verb: EXECUTE_AS_VERB, apiGroup: WORK_GROUP, resource, namespace, name }).allowed,
+  );
 }
 
 /**
@@ -125,5 +127,7 @@ export function admitExecutor(obj: KubeObject, old: KubeObject | null, ctx: Writ
   const [plural, kind] = template ? ["manifestworkreplicasets", "ManifestWorkReplicaSet"] : ["manifestworks", "Manifestwork"];
   const name = obj.metadata.name;
   const why = `user ${JSON.stringify(author.user.name)} cannot manipulate the ${kind} with executor ${sa.namespace}/${sa.name} in namespace ${namespace}`;
-  return Promise.reject(new ApiError(403, "Forbidden", `${plural}.${WORK_GROUP} ${JSON.stringify(name)} is forbidden: ${why}`, { group: WORK_GROUP, kind: plural, name }));
+  return Promise.reject(
+    new ApiError(403, "Forbidden", `${plural}.${WORK_GROUP} ${JSON.stringify(name)} is forbidden: ${why}`, { group: WORK_GROUP, kind: plural, name }),
+  );
 }

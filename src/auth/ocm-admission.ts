@@ -76,7 +76,11 @@ export function transitionCovered(actual: ClusterTransition, admitted: ClusterTr
 
 /** OCM's 403: `<resource>.<group> "<name>" is forbidden: <why>`. */
 function forbiddenBy(resource: string, name: string, why: string): ApiError {
-  return new ApiError(403, "Forbidden", `${resource}.${CLUSTER_GROUP} ${JSON.stringify(name)} is forbidden: ${why}`, { name, group: CLUSTER_GROUP, kind: resource });
+  return new ApiError(403, "Forbidden", `${resource}.${CLUSTER_GROUP} ${JSON.stringify(name)} is forbidden: ${why}`, {
+    name,
+    group: CLUSTER_GROUP,
+    kind: resource,
+  });
 }
 
 async function allowed(env: Env, user: UserInfo, apiGroup: string, resource: string, subresource: string, verb: string, name: string): Promise<boolean> {
@@ -91,7 +95,13 @@ async function allowed(env: Env, user: UserInfo, apiGroup: string, resource: str
  *   "<set>"`, or `managedclusters/accept.cluster.open-cluster-management.io "<cluster>" is forbidden:
  *   user "<user>" cannot update the HubAcceptsClient field`; errors of D1
  */
-export async function admitClusterWrite(env: Env, user: UserInfo, name: string, before: KubeObject | null, after: KubeObject | null): Promise<ClusterTransition> {
+export async function admitClusterWrite(
+  env: Env,
+  user: UserInfo,
+  name: string,
+  before: KubeObject | null,
+  after: KubeObject | null,
+): Promise<ClusterTransition> {
   const t = clusterTransition(before, after);
   if (isPrivileged(user)) return t;
   if (t.accepts && !(await allowed(env, user, REGISTER_GROUP, "managedclusters", "accept", "update", name))) {
@@ -99,7 +109,11 @@ export async function admitClusterWrite(env: Env, user: UserInfo, name: string, 
   }
   for (const set of t.clusterSet ?? []) {
     if (set && !(await allowed(env, user, CLUSTER_GROUP, "managedclustersets", "join", "create", set))) {
-      throw forbiddenBy("managedclustersets/join", set, `user ${JSON.stringify(user.name)} cannot add/remove a ManagedCluster to/from ManagedClusterSet ${JSON.stringify(set)}`);
+      throw forbiddenBy(
+        "managedclustersets/join",
+        set,
+        `user ${JSON.stringify(user.name)} cannot add/remove a ManagedCluster to/from ManagedClusterSet ${JSON.stringify(set)}`,
+      );
     }
   }
   return t;
@@ -114,6 +128,10 @@ export async function admitClusterWrite(env: Env, user: UserInfo, name: string, 
 export async function admitBindingCreate(env: Env, user: UserInfo, clusterSet: string): Promise<void> {
   if (isPrivileged(user) || !clusterSet) return;
   if (!(await allowed(env, user, CLUSTER_GROUP, "managedclustersets", "bind", "create", clusterSet))) {
-    throw forbiddenBy("managedclustersets/bind", clusterSet, `user ${JSON.stringify(user.name)} is not allowed to bind cluster set ${JSON.stringify(clusterSet)}`);
+    throw forbiddenBy(
+      "managedclustersets/bind",
+      clusterSet,
+      `user ${JSON.stringify(user.name)} is not allowed to bind cluster set ${JSON.stringify(clusterSet)}`,
+    );
   }
 }

@@ -93,7 +93,10 @@ const trimmed = z
 const OidcEnvSchema = z
   .object({
     FLOTILLA_OIDC_ISSUER_URL: z.string().trim().min(1),
-    FLOTILLA_OIDC_AUDIENCE: z.string({ error: "is required when FLOTILLA_OIDC_ISSUER_URL is set" }).trim().min(1, "is required when FLOTILLA_OIDC_ISSUER_URL is set"),
+    FLOTILLA_OIDC_AUDIENCE: z
+      .string({ error: "is required when FLOTILLA_OIDC_ISSUER_URL is set" })
+      .trim()
+      .min(1, "is required when FLOTILLA_OIDC_ISSUER_URL is set"),
     FLOTILLA_OIDC_USERNAME_CLAIM: trimmed,
     FLOTILLA_OIDC_USERNAME_PREFIX: z.string().optional(),
     FLOTILLA_OIDC_GROUPS_CLAIM: trimmed,
@@ -105,7 +108,11 @@ const OidcEnvSchema = z
     if (problem) ctx.addIssue({ code: "custom", path: ["FLOTILLA_OIDC_ISSUER_URL"], message: problem });
     for (const alg of (env.FLOTILLA_OIDC_SIGNING_ALGS || "RS256").split(",").map((a) => a.trim())) {
       if (!(OIDC_SIGNING_ALGS as readonly string[]).includes(alg)) {
-        ctx.addIssue({ code: "custom", path: ["FLOTILLA_OIDC_SIGNING_ALGS"], message: `unsupported algorithm ${JSON.stringify(alg)}, supported: ${OIDC_SIGNING_ALGS.join(", ")}` });
+        ctx.addIssue({
+          code: "custom",
+          path: ["FLOTILLA_OIDC_SIGNING_ALGS"],
+          message: `unsupported algorithm ${JSON.stringify(alg)}, supported: ${OIDC_SIGNING_ALGS.join(", ")}`,
+        });
       }
     }
   });
@@ -166,7 +173,9 @@ export interface KeySetTimings {
 }
 
 const DiscoverySchema = z.looseObject({ issuer: z.string(), jwks_uri: z.string() });
-const JwksSchema = z.looseObject({ keys: z.array(z.looseObject({ kty: z.string(), kid: z.string().optional(), use: z.string().optional(), alg: z.string().optional() })) });
+const JwksSchema = z.looseObject({
+  keys: z.array(z.looseObject({ kty: z.string(), kid: z.string().optional(), use: z.string().optional(), alg: z.string().optional() })),
+});
 
 /** The largest discovery document or JWKS read, in bytes (a hostile issuer cannot fill memory). */
 const MAX_DOCUMENT_BYTES = 256 * 1024;
@@ -278,7 +287,8 @@ export class IssuerKeySet {
     const discoveryUrl = `${this.issuerUrl.replace(/\/+$/, "")}/.well-known/openid-configuration`;
     const discovery = DiscoverySchema.safeParse(await fetchJson(this.fetchFn, discoveryUrl, this.timeoutMs));
     if (!discovery.success) throw new Error(`${discoveryUrl}: not an OpenID provider configuration (issuer and jwks_uri are required)`);
-    if (discovery.data.issuer !== this.issuerUrl) throw new Error(`${discoveryUrl}: issuer ${JSON.stringify(discovery.data.issuer)} is not ${JSON.stringify(this.issuerUrl)}`);
+    if (discovery.data.issuer !== this.issuerUrl)
+      throw new Error(`${discoveryUrl}: issuer ${JSON.stringify(discovery.data.issuer)} is not ${JSON.stringify(this.issuerUrl)}`);
     const jwksUri = discovery.data.jwks_uri;
     const problem = issuerUrlProblem(jwksUri.split("?")[0]!);
     if (problem) throw new Error(`${discoveryUrl}: jwks_uri ${problem}`);
@@ -362,10 +372,14 @@ export function oidcAuthenticator(settings: OidcSettings, options: OidcOptions =
     if (!peeked || peeked.iss !== settings.issuerUrl) return null;
     const header = peeked.header;
     const alg = header.alg;
-    if (typeof alg !== "string" || !settings.signingAlgs.includes(alg)) throw new AuthenticationFailure(`oidc: token signed with unsupported algorithm ${JSON.stringify(String(alg))}`);
+    if (typeof alg !== "string" || !settings.signingAlgs.includes(alg))
+      throw new AuthenticationFailure(`oidc: token signed with unsupported algorithm ${JSON.stringify(String(alg))}`);
     const kid = typeof header.kid === "string" ? header.kid : undefined;
     const candidates = (await keySet.candidates(kid, now)).filter((k) => k.alg === undefined || k.alg === alg);
-    if (candidates.length === 0) throw new AuthenticationFailure(kid === undefined ? "oidc: the issuer has no key for this token" : `oidc: no key with kid ${JSON.stringify(kid)} at the issuer`);
+    if (candidates.length === 0)
+      throw new AuthenticationFailure(
+        kid === undefined ? "oidc: the issuer has no key for this token" : `oidc: no key with kid ${JSON.stringify(kid)} at the issuer`,
+      );
     let payload: JWTPayload | undefined;
     let lastError = "oidc: the signature does not verify";
     for (const jwk of candidates) {
@@ -377,7 +391,14 @@ export function oidcAuthenticator(settings: OidcSettings, options: OidcOptions =
       }
       try {
         // nbf (and exp) with go-oidc's 5 minutes of leeway here; exp again below without any.
-        ({ payload } = await jwtVerify(token, key, { algorithms: [alg], issuer: settings.issuerUrl, audience: settings.audience, requiredClaims: ["exp"], currentDate: new Date(now), clockTolerance: OIDC_NBF_LEEWAY_SECONDS }));
+        ({ payload } = await jwtVerify(token, key, {
+          algorithms: [alg],
+          issuer: settings.issuerUrl,
+          audience: settings.audience,
+          requiredClaims: ["exp"],
+          currentDate: new Date(now),
+          clockTolerance: OIDC_NBF_LEEWAY_SECONDS,
+        }));
         break;
       } catch (e) {
         lastError = `oidc: ${(e as Error).message}`;

@@ -96,7 +96,14 @@ function remember(key: string, now: number): void {
  * @param now current time, epoch milliseconds.
  * @throws ApiError 429, or whatever `check` throws.
  */
-export async function limitAuthFailures<T>(env: Env, req: Request, kind: CheckKind, presented: string | null, now: number, check: (limit: FailureLimit) => Promise<T>): Promise<T> {
+export async function limitAuthFailures<T>(
+  env: Env,
+  req: Request,
+  kind: CheckKind,
+  presented: string | null,
+  now: number,
+  check: (limit: FailureLimit) => Promise<T>,
+): Promise<T> {
   let keys: string[] | undefined;
   const keysOf = async () => {
     keys ??= [`addr:${kind}:${sourceAddress(req)}`, ...(presented ? [`cred:${(await sha256Hex(presented)).slice(0, 32)}`] : [])];

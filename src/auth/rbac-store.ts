@@ -16,7 +16,16 @@ import { ApiError } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { changeCounterValue, listObjects } from "../k8s/store.ts";
-import { ClusterRoleBindingKind, ClusterRoleKind, isRbacKind, RBAC_AUTHOR_EXTRA, RBAC_CHANGE_COUNTER, RoleBindingKind, RoleKind, type RbacAuthor } from "../kinds/rbac.ts";
+import {
+  ClusterRoleBindingKind,
+  ClusterRoleKind,
+  isRbacKind,
+  RBAC_AUTHOR_EXTRA,
+  RBAC_CHANGE_COUNTER,
+  RoleBindingKind,
+  RoleKind,
+  type RbacAuthor,
+} from "../kinds/rbac.ts";
 import { ManifestWorkKind, ManifestWorkReplicaSetKind } from "../kinds/manifestwork.ts";
 import type { Env } from "../env.ts";
 import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
@@ -170,7 +179,10 @@ function autoupdate(obj: KubeObject): boolean {
   return obj.metadata.annotations?.[AUTOUPDATE_ANNOTATION] !== "false";
 }
 
-function missingMeta(obj: KubeObject, expected: { labels?: Record<string, string> | null; annotations?: Record<string, string> | null }): { labels?: Record<string, string>; annotations?: Record<string, string> } | null {
+function missingMeta(
+  obj: KubeObject,
+  expected: { labels?: Record<string, string> | null; annotations?: Record<string, string> | null },
+): { labels?: Record<string, string>; annotations?: Record<string, string> } | null {
   const out: { labels?: Record<string, string>; annotations?: Record<string, string> } = {};
   for (const field of ["labels", "annotations"] as const) {
     const have = obj.metadata[field] ?? {};
@@ -248,7 +260,9 @@ export async function ensureBootstrapPolicy(env: Env): Promise<void> {
     const meta = missingMeta(have, want.metadata);
     if (meta) patch.metadata = meta;
     const subjects = (have.subjects as RoleBinding["subjects"]) ?? [];
-    const missing = (want.subjects ?? []).filter((s) => !subjects.some((x) => x.kind === s.kind && x.name === s.name && (x.namespace ?? "") === (s.namespace ?? "")));
+    const missing = (want.subjects ?? []).filter(
+      (s) => !subjects.some((x) => x.kind === s.kind && x.name === s.name && (x.namespace ?? "") === (s.namespace ?? "")),
+    );
     if (missing.length > 0) patch.subjects = [...subjects, ...missing];
     if (Object.keys(patch).length > 0) await tolerate(bindings.write("", name, { verb: "patch", patchType: "merge", patch }));
   }

@@ -204,7 +204,8 @@ export interface Decision {
  */
 export function forbiddenError(user: UserInfo, attrs: RequestAttributes, reason = ""): ApiError {
   const tail = reason ? `: ${reason}` : "";
-  if (isNonResourceRequest(attrs)) return new ApiError(403, "Forbidden", `forbidden: User ${JSON.stringify(user.name)} cannot ${attrs.verb} path ${JSON.stringify(attrs.path)}${tail}`);
+  if (isNonResourceRequest(attrs))
+    return new ApiError(403, "Forbidden", `forbidden: User ${JSON.stringify(user.name)} cannot ${attrs.verb} path ${JSON.stringify(attrs.path)}${tail}`);
   const combined = attrs.subresource ? `${attrs.resource}/${attrs.subresource}` : attrs.resource;
   const scope = attrs.namespace ? `in the namespace ${JSON.stringify(attrs.namespace)}` : "at the cluster scope";
   const why = `User ${JSON.stringify(user.name)} cannot ${attrs.verb} resource ${JSON.stringify(combined)} in API group ${JSON.stringify(attrs.apiGroup)} ${scope}${tail}`;
@@ -823,7 +824,12 @@ export class RbacAuthorizer {
     const out: RulesReview = { resourceRules: [], nonResourceRules: [], incomplete: false, evaluationError: errors.length ? aggregateErrors(errors) : "" };
     for (const r of rules) {
       if (list(r.resources).length > 0) {
-        out.resourceRules.push({ verbs: [...list(r.verbs)], apiGroups: [...list(r.apiGroups)], resources: [...list(r.resources)], resourceNames: [...list(r.resourceNames)] });
+        out.resourceRules.push({
+          verbs: [...list(r.verbs)],
+          apiGroups: [...list(r.apiGroups)],
+          resources: [...list(r.resources)],
+          resourceNames: [...list(r.resourceNames)],
+        });
       }
       if (list(r.nonResourceURLs).length > 0) out.nonResourceRules.push({ verbs: [...list(r.verbs)], nonResourceURLs: [...list(r.nonResourceURLs)] });
     }
@@ -860,11 +866,13 @@ export class RbacAuthorizer {
     if ((user.groups ?? []).includes(SYSTEM_MASTERS)) return { allowed: true, reason: "" };
     const namespace = write.kind === "Role" ? (write.namespace ?? "") : "";
     const resource = write.kind === "Role" ? "roles" : "clusterroles";
-    if (this.authorize(user, { verb: "escalate", apiGroup: RBAC_GROUP, apiVersion: "*", resource, name: write.name, namespace }).allowed) return { allowed: true, reason: "" };
+    if (this.authorize(user, { verb: "escalate", apiGroup: RBAC_GROUP, apiVersion: "*", resource, name: write.name, namespace }).allowed)
+      return { allowed: true, reason: "" };
     const held = this.confirmNoEscalation(user, namespace, write.rules);
     if (!held.allowed) return held;
     if (write.kind === "ClusterRole" && (hasAggregationRule(write.aggregationRule) || hasAggregationRule(write.oldAggregationRule))) {
-      if (!this.confirmNoEscalation(user, "", FULL_AUTHORITY).allowed) return { allowed: false, reason: "must have cluster-admin privileges to use the aggregationRule" };
+      if (!this.confirmNoEscalation(user, "", FULL_AUTHORITY).allowed)
+        return { allowed: false, reason: "must have cluster-admin privileges to use the aggregationRule" };
     }
     return { allowed: true, reason: "" };
   }
@@ -955,14 +963,33 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
   ]),
   clusterRole("system:discovery", [
     // Kubernetes' list, plus Flotilla's reference page `/docs`.
-    { verbs: ["get"], nonResourceURLs: ["/api", "/api/*", "/apis", "/apis/*", "/docs", "/docs/", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/"] },
+    {
+      verbs: ["get"],
+      nonResourceURLs: [
+        "/api",
+        "/api/*",
+        "/apis",
+        "/apis/*",
+        "/docs",
+        "/docs/",
+        "/healthz",
+        "/livez",
+        "/openapi",
+        "/openapi/*",
+        "/readyz",
+        "/version",
+        "/version/",
+      ],
+    },
   ]),
   clusterRole("system:basic-user", [
     { verbs: ["create"], apiGroups: ["authorization.k8s.io"], resources: ["selfsubjectaccessreviews", "selfsubjectrulesreviews"] },
     { verbs: ["create"], apiGroups: ["authentication.k8s.io"], resources: ["selfsubjectreviews"] },
   ]),
   clusterRole("system:public-info-viewer", [{ verbs: ["get"], nonResourceURLs: ["/healthz", "/livez", "/readyz", "/version", "/version/"] }]),
-  clusterRole("system:monitoring", [{ verbs: ["get"], nonResourceURLs: ["/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics", "/metrics/slis", "/readyz", "/readyz/*"] }]),
+  clusterRole("system:monitoring", [
+    { verbs: ["get"], nonResourceURLs: ["/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics", "/metrics/slis", "/readyz", "/readyz/*"] },
+  ]),
   clusterRole("admin", [], { aggregateLabel: AGGREGATE_TO_ADMIN }),
   clusterRole("edit", [], { labels: { [AGGREGATE_TO_ADMIN]: "true" }, aggregateLabel: AGGREGATE_TO_EDIT }),
   clusterRole("view", [], { labels: { [AGGREGATE_TO_EDIT]: "true" }, aggregateLabel: AGGREGATE_TO_VIEW }),
@@ -1012,7 +1039,11 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
       { verbs: READ, apiGroups: [OCM_WORK], resources: ["manifestworkreplicasets", "manifestworkreplicasets/status", "manifestworks", "manifestworks/status"] },
       { verbs: READ, apiGroups: [FLOTILLA], resources: ["webhookreceivers", "webhookreceivers/status"] },
       { verbs: READ, apiGroups: [CLUSTER_INVENTORY], resources: ["clusterprofiles", "clusterprofiles/status"] },
-      { verbs: READ, apiGroups: [OCM_POLICY], resources: ["placementbindings", "placementbindings/status", "policies", "policies/status", "policysets", "policysets/status"] },
+      {
+        verbs: READ,
+        apiGroups: [OCM_POLICY],
+        resources: ["placementbindings", "placementbindings/status", "policies", "policies/status", "policysets", "policysets/status"],
+      },
       { verbs: READ, apiGroups: [OCM_ADDON], resources: ["addondeploymentconfigs", "managedclusteraddons", "managedclusteraddons/status"] },
     ],
     { labels: { [AGGREGATE_TO_VIEW]: "true" } },

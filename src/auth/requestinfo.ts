@@ -80,7 +80,10 @@ function exactName(fieldSelector: string | null): string | undefined {
  */
 export function requestAttributes(method: string, url: URL): RequestAttributes {
   const nonResource: NonResourceAttributes = { verb: method.toLowerCase(), path: url.pathname };
-  let parts = url.pathname.split("/").filter((s) => s !== "").map(decodeSegment);
+  let parts = url.pathname
+    .split("/")
+    .filter((s) => s !== "")
+    .map(decodeSegment);
   if (parts.length < 3 || !API_PREFIXES.has(parts[0]!)) return nonResource;
   const prefix = parts[0]!;
   parts = parts.slice(1);

@@ -222,13 +222,24 @@ export const TokenRequestSchema = z.looseObject({
  */
 export async function serveTokenRequest(issuer: ServiceAccountIssuer, sa: ServiceAccountRef, body: unknown, now: number): Promise<Record<string, unknown>> {
   const parsed = TokenRequestSchema.safeParse(body ?? {});
-  if (!parsed.success) throw invalid({ ...TOKEN_REQUEST_REF, name: "" }, parsed.error.issues.map((i) => ({ field: i.path.join("."), message: i.message })));
+  if (!parsed.success)
+    throw invalid(
+      { ...TOKEN_REQUEST_REF, name: "" },
+      parsed.error.issues.map((i) => ({ field: i.path.join("."), message: i.message })),
+    );
   const spec = parsed.data.spec ?? {};
   const expirationSeconds = spec.expirationSeconds ?? DEFAULT_TOKEN_EXPIRATION_SECONDS;
   const causes = [];
-  if (expirationSeconds < MIN_TOKEN_EXPIRATION_SECONDS) causes.push({ field: "spec.expirationSeconds", message: `Invalid value: ${expirationSeconds}: may not specify a duration less than 10 minutes` });
-  if (expirationSeconds > MAX_TOKEN_EXPIRATION_SECONDS) causes.push({ field: "spec.expirationSeconds", message: `Invalid value: ${expirationSeconds}: may not specify a duration larger than 2^32 seconds` });
-  if (spec.boundObjectRef != null) causes.push({ field: "spec.boundObjectRef", message: "Unsupported value: tokens are bound to their ServiceAccount only", reason: "FieldValueNotSupported" });
+  if (expirationSeconds < MIN_TOKEN_EXPIRATION_SECONDS)
+    causes.push({ field: "spec.expirationSeconds", message: `Invalid value: ${expirationSeconds}: may not specify a duration less than 10 minutes` });
+  if (expirationSeconds > MAX_TOKEN_EXPIRATION_SECONDS)
+    causes.push({ field: "spec.expirationSeconds", message: `Invalid value: ${expirationSeconds}: may not specify a duration larger than 2^32 seconds` });
+  if (spec.boundObjectRef != null)
+    causes.push({
+      field: "spec.boundObjectRef",
+      message: "Unsupported value: tokens are bound to their ServiceAccount only",
+      reason: "FieldValueNotSupported",
+    });
   // As TokenREST: the spec's validation errors name no object (`TokenRequest.authentication.k8s.io "" is invalid`).
   if (causes.length > 0) throw invalid({ ...TOKEN_REQUEST_REF, name: "" }, causes);
   const issued = await issueServiceAccountToken(issuer, sa, { audiences: spec.audiences ?? undefined, expirationSeconds }, now);
@@ -297,7 +308,8 @@ export function serviceAccountTokenAuthenticator(issuer: ServiceAccountIssuer, l
     } catch (e) {
       throw new AuthenticationFailure(`serviceaccount: ${(e as Error).message}`);
     }
-    if (typeof payload.iat === "number" && payload.iat * 1000 > now + SERVICE_ACCOUNT_TOKEN_LEEWAY_SECONDS * 1000) throw new AuthenticationFailure("serviceaccount: token issued in the future");
+    if (typeof payload.iat === "number" && payload.iat * 1000 > now + SERVICE_ACCOUNT_TOKEN_LEEWAY_SECONDS * 1000)
+      throw new AuthenticationFailure("serviceaccount: token issued in the future");
     const priv = PrivateClaims.safeParse(payload);
     if (!priv.success) throw new AuthenticationFailure("serviceaccount: token has no kubernetes.io claim with a namespace and a serviceaccount");
     const { namespace, serviceaccount } = priv.data["kubernetes.io"];
@@ -305,7 +317,8 @@ export function serviceAccountTokenAuthenticator(issuer: ServiceAccountIssuer, l
     if (payload.sub !== username) throw new AuthenticationFailure("serviceaccount: sub does not match the kubernetes.io claim");
     const uid = await lookup(namespace, serviceaccount.name);
     if (uid === undefined) throw new AuthenticationFailure(`serviceaccount: serviceaccounts "${serviceaccount.name}" not found in namespace "${namespace}"`);
-    if (uid !== serviceaccount.uid) throw new AuthenticationFailure(`serviceaccount: service account UID (${uid}) does not match claim (${serviceaccount.uid})`);
+    if (uid !== serviceaccount.uid)
+      throw new AuthenticationFailure(`serviceaccount: service account UID (${uid}) does not match claim (${serviceaccount.uid})`);
     const user: UserInfo = { name: username, uid, groups: serviceAccountGroups(namespace) };
     return typeof payload.jti === "string" && payload.jti ? { ...user, extra: { [CREDENTIAL_ID_EXTRA]: [`JTI=${payload.jti}`] } } : user;
   };

@@ -78,7 +78,9 @@ async function storedKeys(env: Env): Promise<HubKeys> {
     let row = await read();
     if (!row) {
       const sealed = await ring.seal(JSON.stringify({ keys: [await generateHubKey()] }), SIGNING_KEY_CONTEXT);
-      await env.DB.prepare("INSERT INTO hub_secrets (name, value, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING").bind(SIGNING_KEY_ROW, sealed, clock.now()).run();
+      await env.DB.prepare("INSERT INTO hub_secrets (name, value, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING")
+        .bind(SIGNING_KEY_ROW, sealed, clock.now())
+        .run();
       row = await read();
       if (!row) throw new Error("the service account signing key was stored but cannot be read back");
     }
@@ -150,16 +152,31 @@ export async function createToken(env: Env, requestUrl: string, namespace: strin
   const ref = { group: "authentication.k8s.io", kind: "TokenRequest", plural: "tokenrequests", name };
   const meta = isJsonObject(body) && isJsonObject(body.metadata) ? body.metadata : {};
   if (typeof meta.name === "string" && meta.name && meta.name !== name) {
-    throw invalid(ref, [{ field: "metadata.name", message: `Invalid value: ${JSON.stringify(meta.name)}: must match the service account name if specified`, reason: "FieldValueInvalid" }]);
+    throw invalid(ref, [
+      {
+        field: "metadata.name",
+        message: `Invalid value: ${JSON.stringify(meta.name)}: must match the service account name if specified`,
+        reason: "FieldValueInvalid",
+      },
+    ]);
   }
   if (typeof meta.namespace === "string" && meta.namespace && meta.namespace !== namespace) {
-    throw invalid(ref, [{ field: "metadata.namespace", message: `Invalid value: ${JSON.stringify(meta.namespace)}: must match the service account namespace if specified`, reason: "FieldValueInvalid" }]);
+    throw invalid(ref, [
+      {
+        field: "metadata.namespace",
+        message: `Invalid value: ${JSON.stringify(meta.namespace)}: must match the service account namespace if specified`,
+        reason: "FieldValueInvalid",
+      },
+    ]);
   }
   const sa = await storeOf(env, ServiceAccountKind).get(namespace, name);
   if (!sa) throw notFound({ group: "", plural: ServiceAccountKind.plural, name });
   const uid = sa.metadata.uid!;
   if (typeof meta.uid === "string" && meta.uid && meta.uid !== uid) {
-    throw conflict({ group: ref.group, plural: ref.kind, name }, `the UID in the token request (${meta.uid}) does not match the UID of the service account (${uid})`);
+    throw conflict(
+      { group: ref.group, plural: ref.kind, name },
+      `the UID in the token request (${meta.uid}) does not match the UID of the service account (${uid})`,
+    );
   }
   return serveTokenRequest(issuerFor(env, requestUrl), { namespace, name, uid }, body, now);
 }
@@ -171,7 +188,9 @@ export async function createToken(env: Env, requestUrl: string, namespace: strin
  */
 function lookupIn(env: Env): ServiceAccountLookup {
   return async (namespace, name) => {
-    const row = await env.DB.prepare("SELECT uid, json_extract(body, '$.metadata.deletionTimestamp') AS deleted FROM objects WHERE resource = ? AND namespace = ? AND name = ?")
+    const row = await env.DB.prepare(
+      "SELECT uid, json_extract(body, '$.metadata.deletionTimestamp') AS deleted FROM objects WHERE resource = ? AND namespace = ? AND name = ?",
+    )
       .bind(resourceKey(ServiceAccountKind), namespace, name)
       .first<{ uid: string; deleted: string | null }>();
     if (!row) return undefined;
@@ -237,7 +256,10 @@ export function serviceAccountIssuerRoutes(): Hono<{ Bindings: Env }> {
   const app = new Hono<{ Bindings: Env }>();
   const headers = (type: string) => ({ "content-type": type, "cache-control": "public, max-age=3600" });
   app.get(DISCOVERY_PATH, (c) => new Response(JSON.stringify(issuerDiscoveryDocument(issuerFor(c.env, c.req.url))), { headers: headers("application/json") }));
-  app.get(JWKS_PATH, async (c) => new Response(JSON.stringify(await issuerJwks(issuerFor(c.env, c.req.url))), { headers: headers("application/jwk-set+json") }));
+  app.get(
+    JWKS_PATH,
+    async (c) => new Response(JSON.stringify(await issuerJwks(issuerFor(c.env, c.req.url))), { headers: headers("application/jwk-set+json") }),
+  );
   return app;
 }
 
@@ -263,7 +285,10 @@ export const defaultServiceAccountHook: AfterCommitHook<true> = {
     const accounts = storeOf(env, ServiceAccountKind);
     if (await accounts.get(namespace, DEFAULT_SERVICE_ACCOUNT)) return;
     try {
-      await accounts.write(namespace, DEFAULT_SERVICE_ACCOUNT, { verb: "create", body: { apiVersion: "v1", kind: ServiceAccountKind.kind, metadata: { name: DEFAULT_SERVICE_ACCOUNT } } });
+      await accounts.write(namespace, DEFAULT_SERVICE_ACCOUNT, {
+        verb: "create",
+        body: { apiVersion: "v1", kind: ServiceAccountKind.kind, metadata: { name: DEFAULT_SERVICE_ACCOUNT } },
+      });
     } catch (e) {
       // Created meanwhile; or the namespace is gone (404) or terminating (403).
       if (e instanceof ApiError && (e.reason === "AlreadyExists" || e.code === 404 || e.code === 403)) return;

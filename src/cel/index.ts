@@ -220,7 +220,9 @@ function compile(env: Environment, source: string): CompiledCel {
     if (n.op !== "rcall" || n.args[0] !== "matches") return;
     const pattern = n.args[2][0];
     if (pattern?.op === "value" && typeof pattern.args === "string" && NESTED_QUANTIFIER.test(pattern.args)) {
-      throw new CelCompileError(`ERROR: the regular expression ${JSON.stringify(pattern.args)} nests quantifiers, which Flotilla refuses (exponential backtracking)`);
+      throw new CelCompileError(
+        `ERROR: the regular expression ${JSON.stringify(pattern.args)} nests quantifiers, which Flotilla refuses (exponential backtracking)`,
+      );
     }
   });
   return { source, program };
@@ -431,7 +433,12 @@ export function evaluateCel(compiled: CompiledCel, vars: Record<string, unknown>
  * @param scores the AddOnPlacementScores `managedCluster.scores(name)` reads.
  * @param scoreItems the most scores one of this cluster's AddOnPlacementScores holds (a cost bound).
  */
-export function matchCluster(expressions: readonly CompiledCel[], managedCluster: Record<string, unknown>, scores: ScoreLookup | undefined, scoreItems = 0): boolean {
+export function matchCluster(
+  expressions: readonly CompiledCel[],
+  managedCluster: Record<string, unknown>,
+  scores: ScoreLookup | undefined,
+  scoreItems = 0,
+): boolean {
   let remaining = RUNTIME_COST_BUDGET;
   activeScores = scores;
   try {

@@ -92,4 +92,3 @@ export async function runSetStatusWork(env: Env, owed: SetStatusWork, sets?: rea
   const failed = results.find((r) => r.status === "rejected");
   if (failed) throw failed.reason;
 }
-

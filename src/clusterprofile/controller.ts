@@ -45,8 +45,14 @@ export interface ProfileWork {
 /** What a profile shows of a ManagedCluster (and what decides where it has profiles). */
 function profileView(obj: KubeObject | null): string {
   if (!obj) return "";
-  const status = (obj.status ?? {}) as { conditions?: { type: string; status: string; reason: string; message: string }[]; version?: unknown; clusterClaims?: unknown };
-  const conditions = (status.conditions ?? []).filter((c) => c.type === "ManagedClusterConditionAvailable" || c.type === "ManagedClusterJoined").map((c) => [c.type, c.status, c.reason, c.message]);
+  const status = (obj.status ?? {}) as {
+    conditions?: { type: string; status: string; reason: string; message: string }[];
+    version?: unknown;
+    clusterClaims?: unknown;
+  };
+  const conditions = (status.conditions ?? [])
+    .filter((c) => c.type === "ManagedClusterConditionAvailable" || c.type === "ManagedClusterJoined")
+    .map((c) => [c.type, c.status, c.reason, c.message]);
   return JSON.stringify([obj.metadata.labels, obj.metadata.deletionTimestamp ?? null, conditions, status.version, status.clusterClaims]);
 }
 
@@ -112,7 +118,14 @@ export async function clustersOfSet(env: Env, set: KubeObject): Promise<KubeObje
  * loses a race is reported as false so that the caller reads again.
  * @throws whatever the commit throws besides Conflict, AlreadyExists and NotFound
  */
-export async function save(env: Env, def: KindDefinition, namespace: string, name: string, current: KubeObject | null, next: KubeObject | null): Promise<boolean> {
+export async function save(
+  env: Env,
+  def: KindDefinition,
+  namespace: string,
+  name: string,
+  current: KubeObject | null,
+  next: KubeObject | null,
+): Promise<boolean> {
   if (current === null && next === null) return true;
   if (current && next && JSON.stringify(current) === JSON.stringify(next)) return true;
   const now = clock.now();
@@ -158,7 +171,12 @@ async function profilesOf(env: Env, name: string): Promise<Map<string, KubeObjec
   const existing = new Map<string, KubeObject>();
   let after: { namespace: string; name: string } | undefined;
   do {
-    const page = await listPage(database(env), ClusterProfileKind, undefined, { after, limit: 500, index: { key: OCM_CLUSTER_NAME_LABEL, values: [name] }, filter: managed });
+    const page = await listPage(database(env), ClusterProfileKind, undefined, {
+      after,
+      limit: 500,
+      index: { key: OCM_CLUSTER_NAME_LABEL, values: [name] },
+      filter: managed,
+    });
     for (const p of page.items) if (p.metadata.name === name) existing.set(p.metadata.namespace!, p);
     after = page.next;
   } while (after);
@@ -218,7 +236,8 @@ export async function reconcileNamespace(env: Env, namespace: string): Promise<v
     await settleAll(names.slice(i, i + SYNC_CHUNK).map((name) => syncProfile(env, namespace, name, desired.get(name)!, existing.get(name) ?? null)));
   }
   const gone = [...existing].filter(([name]) => !desired.has(name));
-  for (let i = 0; i < gone.length; i += SYNC_CHUNK) await settleAll(gone.slice(i, i + SYNC_CHUNK).map(([name, p]) => syncProfile(env, namespace, name, null, p)));
+  for (let i = 0; i < gone.length; i += SYNC_CHUNK)
+    await settleAll(gone.slice(i, i + SYNC_CHUNK).map(([name, p]) => syncProfile(env, namespace, name, null, p)));
 }
 
 /** How many profiles one namespace's reconcile writes at once. */

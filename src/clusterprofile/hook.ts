@@ -33,7 +33,10 @@ export const inventoryHook: AfterCommitHook<InventoryWork> = {
   async run(env, owed) {
     let sets: KubeObject[] | undefined;
     if (owed.profiles?.cluster !== undefined || owed.setStatus?.cluster) sets = (await listObjects(database(env), ManagedClusterSetKind, undefined)).items;
-    const results = await Promise.allSettled([owed.profiles ? runProfileWork(env, owed.profiles, sets) : undefined, owed.setStatus ? runSetStatusWork(env, owed.setStatus, sets) : undefined]);
+    const results = await Promise.allSettled([
+      owed.profiles ? runProfileWork(env, owed.profiles, sets) : undefined,
+      owed.setStatus ? runSetStatusWork(env, owed.setStatus, sets) : undefined,
+    ]);
     const failed = results.find((r) => r.status === "rejected");
     if (failed) throw failed.reason;
   },

@@ -86,7 +86,9 @@ export function desiredProfile(cluster: KubeObject, namespace: string, existing:
   const next: KubeObject = {
     apiVersion: `${ClusterProfileKind.group}/${ClusterProfileKind.version}`,
     kind: ClusterProfileKind.kind,
-    metadata: existing ? { ...structuredClone(existing.metadata), labels } : { name, namespace, uid: crypto.randomUUID(), resourceVersion: "", creationTimestamp: rfc3339(nowMs), generation: 1, labels },
+    metadata: existing
+      ? { ...structuredClone(existing.metadata), labels }
+      : { name, namespace, uid: crypto.randomUUID(), resourceVersion: "", creationTimestamp: rfc3339(nowMs), generation: 1, labels },
     spec: existing?.spec ? structuredClone(existing.spec) : { displayName: name, clusterManager: { name: CLUSTER_MANAGER_NAME } },
     status: {
       conditions,

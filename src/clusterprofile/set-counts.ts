@@ -96,7 +96,8 @@ const valueIn = sql`l.value IN (SELECT v.value FROM json_each(r.value, '$.v') v)
 
 /** 1 when `labels` (JSON object text; NULL: no cluster) satisfy every requirement of the count row, else 0. */
 const memberJson = (labels: SQL) => {
-  const has = (withValue: boolean) => sql`EXISTS (SELECT 1 FROM json_each(${labels}) l WHERE l.key = json_extract(r.value, '$.k')${withValue ? sql` AND ${valueIn}` : sql``})`;
+  const has = (withValue: boolean) =>
+    sql`EXISTS (SELECT 1 FROM json_each(${labels}) l WHERE l.key = json_extract(r.value, '$.k')${withValue ? sql` AND ${valueIn}` : sql``})`;
   return sql`(${labels} IS NOT NULL AND NOT EXISTS (SELECT 1 FROM json_each(clusterset_counts.requirements) r WHERE ${fails(has)}))`;
 };
 
@@ -128,7 +129,10 @@ const countStatement = (cond: SQL, driven: boolean, replace: "always" | "recount
       replace === "recount" ? sql` WHERE clusterset_counts.recount = 1` : sql``
     }`,
   );
-const countShapes = { driven: guardedShape((cond) => countStatement(cond, true, "always")), all: guardedShape((cond) => countStatement(cond, false, "always")) };
+const countShapes = {
+  driven: guardedShape((cond) => countStatement(cond, true, "always")),
+  all: guardedShape((cond) => countStatement(cond, false, "always")),
+};
 const ensureShapes = { driven: compiled(() => countStatement(sql`1`, true, "recount")), all: compiled(() => countStatement(sql`1`, false, "recount")) };
 const dropShape = guardedShape((cond) => raw(sql`DELETE FROM clusterset_counts WHERE name = ${p("name")} AND ${cond}`));
 const readShape = compiled(() => raw(sql`SELECT clusters, recount FROM clusterset_counts WHERE name = ${p("name")}`));

@@ -40,7 +40,8 @@ export function compile(query: Renderable): CompiledStatement {
     if (is(p, Placeholder)) return { name: p.name };
     if (is(p, Param) && is(p.value, Placeholder)) {
       const encoder = p.encoder as { mapToDriverValue?: (v: unknown) => unknown } | undefined;
-      if (encoder?.mapToDriverValue && encoder.mapToDriverValue("x") !== "x") throw new Error(`compile: placeholder ${p.value.name} needs its column's encoding`);
+      if (encoder?.mapToDriverValue && encoder.mapToDriverValue("x") !== "x")
+        throw new Error(`compile: placeholder ${p.value.name} needs its column's encoding`);
       return { name: p.value.name };
     }
     return { value: p };

@@ -91,20 +91,17 @@ export const webhookDeliveries = sqliteTable(
  * bills every index entry an insert writes, and the table holds only the writes in flight, so
  * the sweeps scan it.
  */
-export const outbox = sqliteTable(
-  "outbox",
-  {
-    id: text("id").primaryKey(),
-    resourceVersion: integer("resource_version").notNull(),
-    resource: text("resource").notNull(),
-    namespace: text("namespace").notNull(),
-    name: text("name").notNull(),
-    hooks: text("hooks").notNull(),
-    createdAt: integer("created_at").notNull(),
-    dueAt: integer("due_at").notNull(),
-    attempts: integer("attempts").notNull().default(0),
-  },
-);
+export const outbox = sqliteTable("outbox", {
+  id: text("id").primaryKey(),
+  resourceVersion: integer("resource_version").notNull(),
+  resource: text("resource").notNull(),
+  namespace: text("namespace").notNull(),
+  name: text("name").notNull(),
+  hooks: text("hooks").notNull(),
+  createdAt: integer("created_at").notNull(),
+  dueAt: integer("due_at").notNull(),
+  attempts: integer("attempts").notNull().default(0),
+});
 
 /**
  * The owner index (src/gc/collector.ts): which objects (`resource`, `namespace`, `name`) name the

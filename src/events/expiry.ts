@@ -67,7 +67,8 @@ export async function expireEvents(env: Env, now = clock.now()): Promise<{ delet
   }
   // A row whose Event is gone (none should be): dropped, so that it is not read again.
   const stray = rows.filter((r) => r.body === null);
-  if (stray.length > 0) await env.DB.batch(stray.map((r) => env.DB.prepare("DELETE FROM event_ttl WHERE namespace = ? AND name = ?").bind(r.namespace, r.name)));
+  if (stray.length > 0)
+    await env.DB.batch(stray.map((r) => env.DB.prepare("DELETE FROM event_ttl WHERE namespace = ? AND name = ?").bind(r.namespace, r.name)));
   const next = await nextEventExpiry(env);
   return { deleted, nextDue: next === null ? null : rows.length === EXPIRY_BATCH ? now : next };
 }

@@ -83,7 +83,7 @@ function changed(before: KubeObject | null, after: KubeObject, type: string): Co
 }
 
 function taintKeys(obj: KubeObject | null): Set<string> {
-  const taints = ((obj?.spec as { taints?: { key: string; effect: string; value?: string }[] } | undefined)?.taints ?? []);
+  const taints = (obj?.spec as { taints?: { key: string; effect: string; value?: string }[] } | undefined)?.taints ?? [];
   return new Set(taints.map((t) => `${t.key}${t.value ? `=${t.value}` : ""}:${t.effect}`));
 }
 
@@ -93,24 +93,40 @@ function clusterEvents(before: KubeObject | null, after: KubeObject | null): Eve
   const regarding = refOf(ManagedClusterKind, after);
   const name = after.metadata.name;
   const out: EventSpec[] = [];
-  const ev = (reason: string, message: string, type: EventSpec["type"] = "Normal", reportingController = CLUSTER_CONTROLLER) => out.push({ regarding, reason, type, message, reportingController });
+  const ev = (reason: string, message: string, type: EventSpec["type"] = "Normal", reportingController = CLUSTER_CONTROLLER) =>
+    out.push({ regarding, reason, type, message, reportingController });
   if (!before) ev("ManagedClusterCreated", `Managed cluster ${name} registered on the hub`);
   const accepted = changed(before, after, Conditions.HubAccepted);
   if (accepted?.status === "True") ev("ManagedClusterAccepted", `managed cluster ${name} is accepted by hub cluster admin`);
-  else if (accepted?.status === "False" && accepted.reason === "HubClusterAdminDenied") ev("HubClusterAdminDenied", `managed cluster ${name} is denied by hub cluster admin`, "Warning");
+  else if (accepted?.status === "False" && accepted.reason === "HubClusterAdminDenied")
+    ev("HubClusterAdminDenied", `managed cluster ${name} is denied by hub cluster admin`, "Warning");
   const joined = changed(before, after, Conditions.Joined);
   if (joined?.status === "True") ev("ManagedClusterJoined", `managed cluster ${name} joined the hub`);
-  else if (joined?.reason === "ManagedClusterLeaving") ev("ManagedClusterLeaving", `managed cluster ${name} is leaving: its agent is removing what its works applied`);
+  else if (joined?.reason === "ManagedClusterLeaving")
+    ev("ManagedClusterLeaving", `managed cluster ${name} is leaving: its agent is removing what its works applied`);
   else if (joined?.reason === "ManagedClusterLeft") ev("ManagedClusterLeft", `managed cluster ${name} left the hub`);
-  else if (joined?.reason === "ManagedClusterLeaveTimedOut") ev("ManagedClusterLeaveTimedOut", `managed cluster ${name}'s agent did not confirm its leave in time; the hub removed it`, "Warning");
+  else if (joined?.reason === "ManagedClusterLeaveTimedOut")
+    ev("ManagedClusterLeaveTimedOut", `managed cluster ${name}'s agent did not confirm its leave in time; the hub removed it`, "Warning");
   const available = changed(before, after, Conditions.Available);
   // Available again: it was reported before, and this is not the join (a lease may expire between
   // the acceptance and the agent's first heartbeat).
   const again = findCondition(conditionsOf(before), Conditions.Available) !== undefined && joined?.status !== "True";
   if (available?.status === "True" && again) ev("ManagedClusterAvailable", `managed cluster ${name} is available again`, "Normal", LEASE_CONTROLLER);
   else if (available?.status === "True") ev("ManagedClusterAvailable", `managed cluster ${name} is available`, "Normal", LEASE_CONTROLLER);
-  else if (available?.reason === "ManagedClusterLeaseUpdateStopped") ev("ManagedClusterLeaseUpdateStopped", `managed cluster ${name} available condition is unknown: its agent stopped updating its lease`, "Warning", LEASE_CONTROLLER);
-  else if (available) ev(available.reason || "ManagedClusterUnavailable", `managed cluster ${name} is not available: ${available.message || available.status}`, "Warning", LEASE_CONTROLLER);
+  else if (available?.reason === "ManagedClusterLeaseUpdateStopped")
+    ev(
+      "ManagedClusterLeaseUpdateStopped",
+      `managed cluster ${name} available condition is unknown: its agent stopped updating its lease`,
+      "Warning",
+      LEASE_CONTROLLER,
+    );
+  else if (available)
+    ev(
+      available.reason || "ManagedClusterUnavailable",
+      `managed cluster ${name} is not available: ${available.message || available.status}`,
+      "Warning",
+      LEASE_CONTROLLER,
+    );
   const was = taintKeys(before);
   const is = taintKeys(after);
   for (const t of is) if (!was.has(t)) ev("ManagedClusterTaintAdded", `taint ${t} added to managed cluster ${name}`);
@@ -119,7 +135,7 @@ function clusterEvents(before: KubeObject | null, after: KubeObject | null): Eve
 }
 
 function decidedClusters(obj: KubeObject | null): Set<string> {
-  const decisions = ((obj?.status as { decisions?: { clusterName?: string }[] } | undefined)?.decisions ?? []);
+  const decisions = (obj?.status as { decisions?: { clusterName?: string }[] } | undefined)?.decisions ?? [];
   return new Set(decisions.map((d) => d.clusterName ?? "").filter((c) => c !== ""));
 }
 
@@ -144,7 +160,13 @@ function decisionEvents(before: KubeObject | null, after: KubeObject | null): Ev
   const parts = [`${added.length} added${added.length ? ` (${some(added)})` : ""}`, `${removed.length} removed${removed.length ? ` (${some(removed)})` : ""}`];
   return [
     {
-      regarding: { kind: PlacementKind.kind, apiVersion: apiVersionOf(PlacementKind), name: placement, namespace: obj.metadata.namespace ?? "", ...(owner ? { uid: owner.uid } : {}) },
+      regarding: {
+        kind: PlacementKind.kind,
+        apiVersion: apiVersionOf(PlacementKind),
+        name: placement,
+        namespace: obj.metadata.namespace ?? "",
+        ...(owner ? { uid: owner.uid } : {}),
+      },
       reason: "DecisionUpdate",
       type: "Normal",
       message: `Decision ${obj.metadata.name} updated: ${parts.join(", ")}; ${is.size} cluster${is.size === 1 ? "" : "s"} decided`,
@@ -158,13 +180,39 @@ function workEvents(before: KubeObject | null, after: KubeObject | null): EventS
   if (!after) {
     // Removed: from its cluster when its agent had applied it (its deletion waited on the agent).
     if (!before) return [];
-    return [{ regarding: refOf(ManifestWorkKind, before), reason: "ManifestWorkDeleted", type: "Normal", message: `ManifestWork ${before.metadata.name} deleted from cluster ${before.metadata.namespace ?? ""}`, reportingController: WORK_AGENT }];
+    return [
+      {
+        regarding: refOf(ManifestWorkKind, before),
+        reason: "ManifestWorkDeleted",
+        type: "Normal",
+        message: `ManifestWork ${before.metadata.name} deleted from cluster ${before.metadata.namespace ?? ""}`,
+        reportingController: WORK_AGENT,
+      },
+    ];
   }
   const applied = changed(before, after, "Applied");
   if (!applied) return [];
   const regarding = refOf(ManifestWorkKind, after);
-  if (applied.status === "True") return [{ regarding, reason: "ManifestWorkApplied", type: "Normal", message: `ManifestWork ${after.metadata.name} applied on cluster ${after.metadata.namespace ?? ""}`, reportingController: WORK_AGENT }];
-  if (applied.status === "False") return [{ regarding, reason: "ManifestWorkApplyFailed", type: "Warning", message: `ManifestWork ${after.metadata.name} failed to apply on cluster ${after.metadata.namespace ?? ""}: ${applied.message || applied.reason}`, reportingController: WORK_AGENT }];
+  if (applied.status === "True")
+    return [
+      {
+        regarding,
+        reason: "ManifestWorkApplied",
+        type: "Normal",
+        message: `ManifestWork ${after.metadata.name} applied on cluster ${after.metadata.namespace ?? ""}`,
+        reportingController: WORK_AGENT,
+      },
+    ];
+  if (applied.status === "False")
+    return [
+      {
+        regarding,
+        reason: "ManifestWorkApplyFailed",
+        type: "Warning",
+        message: `ManifestWork ${after.metadata.name} failed to apply on cluster ${after.metadata.namespace ?? ""}: ${applied.message || applied.reason}`,
+        reportingController: WORK_AGENT,
+      },
+    ];
   return [];
 }
 
@@ -176,13 +224,33 @@ function rolloutEvents(before: KubeObject | null, after: KubeObject | null): Eve
   const was = findCondition(conditionsOf(before), "PlacementRolledOut");
   if (was && was.status === now.status && was.reason === now.reason && was.message === now.message) return [];
   const regarding = refOf(ManifestWorkReplicaSetKind, after);
-  if (now.status === "True") return [{ regarding, reason: "Complete", type: "Normal", message: `rollout of ${after.metadata.name} complete`, reportingController: REPLICASET_CONTROLLER }];
+  if (now.status === "True")
+    return [
+      { regarding, reason: "Complete", type: "Normal", message: `rollout of ${after.metadata.name} complete`, reportingController: REPLICASET_CONTROLLER },
+    ];
   const failed = now.message.includes("the rollout stopped");
-  if (failed && !(was?.message ?? "").includes("the rollout stopped")) return [{ regarding, reason: "RolloutFailed", type: "Warning", message: `rollout of ${after.metadata.name} stopped: ${now.message}`, reportingController: REPLICASET_CONTROLLER }];
+  if (failed && !(was?.message ?? "").includes("the rollout stopped"))
+    return [
+      {
+        regarding,
+        reason: "RolloutFailed",
+        type: "Warning",
+        message: `rollout of ${after.metadata.name} stopped: ${now.message}`,
+        reportingController: REPLICASET_CONTROLLER,
+      },
+    ];
   // A step: how many clusters succeeded moved (the message's first clause).
   const step = (m: string | undefined) => (m ?? "").split(";")[0];
   if (step(was?.message) === step(now.message)) return [];
-  return [{ regarding, reason: "Progressing", type: "Normal", message: `rollout of ${after.metadata.name}: ${step(now.message)}`, reportingController: REPLICASET_CONTROLLER }];
+  return [
+    {
+      regarding,
+      reason: "Progressing",
+      type: "Normal",
+      message: `rollout of ${after.metadata.name}: ${step(now.message)}`,
+      reportingController: REPLICASET_CONTROLLER,
+    },
+  ];
 }
 
 /** OCM's add-on manager (installs add-ons and keeps their status). */
@@ -198,14 +266,28 @@ function addonEvents(before: KubeObject | null, after: KubeObject | null): Event
   if (!obj) return [];
   const regarding = refOf(ManagedClusterAddOnKind, obj);
   const where = `add-on ${obj.metadata.name} on cluster ${obj.metadata.namespace ?? ""}`;
-  const ev = (reason: string, message: string, type: EventSpec["type"] = "Normal"): EventSpec => ({ regarding, reason, type, message, reportingController: ADDON_CONTROLLER });
+  const ev = (reason: string, message: string, type: EventSpec["type"] = "Normal"): EventSpec => ({
+    regarding,
+    reason,
+    type,
+    message,
+    reportingController: ADDON_CONTROLLER,
+  });
   if (!after) return [ev("ManagedClusterAddOnDeleted", `${where} removed`)];
   const out: EventSpec[] = [];
   if (!before) out.push(ev("ManagedClusterAddOnCreated", `${where} installed`));
   const available = changed(before, after, "Available");
-  if (available) out.push(ev(available.reason || "ManagedClusterAddOnAvailabilityChanged", `${where}: Available ${available.status}${available.message ? `: ${available.message}` : ""}`, available.status === "True" ? "Normal" : "Warning"));
+  if (available)
+    out.push(
+      ev(
+        available.reason || "ManagedClusterAddOnAvailabilityChanged",
+        `${where}: Available ${available.status}${available.message ? `: ${available.message}` : ""}`,
+        available.status === "True" ? "Normal" : "Warning",
+      ),
+    );
   const applied = changed(before, after, "ManifestApplied");
-  if (applied?.status === "False") out.push(ev(applied.reason || "ManifestApplyFailed", `${where}: its manifests failed to apply${applied.message ? `: ${applied.message}` : ""}`, "Warning"));
+  if (applied?.status === "False")
+    out.push(ev(applied.reason || "ManifestApplyFailed", `${where}: its manifests failed to apply${applied.message ? `: ${applied.message}` : ""}`, "Warning"));
   return out;
 }
 
@@ -227,13 +309,21 @@ function policyEvents(before: KubeObject | null, after: KubeObject | null): Even
   const dot = root.indexOf(".");
   const cluster = obj.metadata.namespace ?? "";
   const rootRef = { kind: PolicyKind.kind, apiVersion: apiVersionOf(PolicyKind), namespace: root.slice(0, dot), name: root.slice(dot + 1) };
-  const propagation = (message: string): EventSpec => ({ regarding: rootRef, reason: "PolicyPropagation", type: "Normal", message, reportingController: POLICY_PROPAGATOR });
+  const propagation = (message: string): EventSpec => ({
+    regarding: rootRef,
+    reason: "PolicyPropagation",
+    type: "Normal",
+    message,
+    reportingController: POLICY_PROPAGATOR,
+  });
   if (!after) return [propagation(`Policy ${root} was removed from cluster ${cluster}`)];
   const out: EventSpec[] = [];
   if (!before) out.push(propagation(`Policy ${root} was propagated to cluster ${cluster}`));
   const compliant = complianceOf(after);
   if (compliant && compliant !== complianceOf(before)) {
-    const details = ((after.status as { details?: { history?: { message?: string }[] }[] } | undefined)?.details ?? []).map((d) => d.history?.[0]?.message).filter((m): m is string => Boolean(m));
+    const details = ((after.status as { details?: { history?: { message?: string }[] }[] } | undefined)?.details ?? [])
+      .map((d) => d.history?.[0]?.message)
+      .filter((m): m is string => Boolean(m));
     out.push({
       regarding: refOf(PolicyKind, after),
       reason: `policy: ${cluster}/${after.metadata.name}`,
@@ -272,7 +362,8 @@ registerAfterCommitHook<EventsOwed>({
   name: "events",
   plan(change) {
     // A client's Event arms the expiry timer here; the recorder's arm it themselves (src/events/record.ts).
-    if (change.def === EventKind) return change.before === null && change.after !== null && change.after.reportingInstance !== HUB_INSTANCE ? { arm: true } : null;
+    if (change.def === EventKind)
+      return change.before === null && change.after !== null && change.after.reportingInstance !== HUB_INSTANCE ? { arm: true } : null;
     const record = eventsOf(change);
     return record.length > 0 ? { record, at: clock.now() } : null;
   },
@@ -287,7 +378,9 @@ const dialect = new SQLiteSyncDialect();
 const raw = (statement: ReturnType<typeof sql>): Renderable => ({ toSQL: () => dialect.sqlToQuery(statement) });
 /** The Event's last write time (placeholder `at`, epoch ms), at the commit's key. */
 const writtenShape = guardedShape((cond) =>
-  raw(sql`INSERT INTO event_ttl (namespace, name, written_at) SELECT ${p("namespace")}, ${p("name")}, ${p("at")} WHERE ${cond} ON CONFLICT (namespace, name) DO UPDATE SET written_at = excluded.written_at`),
+  raw(
+    sql`INSERT INTO event_ttl (namespace, name, written_at) SELECT ${p("namespace")}, ${p("name")}, ${p("at")} WHERE ${cond} ON CONFLICT (namespace, name) DO UPDATE SET written_at = excluded.written_at`,
+  ),
 );
 const removedShape = guardedShape((cond) => raw(sql`DELETE FROM event_ttl WHERE namespace = ${p("namespace")} AND name = ${p("name")} AND ${cond}`));
 

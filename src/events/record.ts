@@ -112,7 +112,9 @@ function sameEvent(e: KubeObject, spec: EventSpec, message: string): boolean {
 
 /** The newest stored Events whose names start with `<name>.` in `namespace` (a range of the primary key). */
 async function eventsNamed(env: Env, namespace: string, name: string): Promise<KubeObject[]> {
-  const rows = await env.DB.prepare("SELECT body, resource_version FROM objects WHERE resource = ? AND namespace = ? AND name > ? AND name < ? ORDER BY name DESC LIMIT ?")
+  const rows = await env.DB.prepare(
+    "SELECT body, resource_version FROM objects WHERE resource = ? AND namespace = ? AND name > ? AND name < ? ORDER BY name DESC LIMIT ?",
+  )
     .bind("/events", namespace, `${name}.`, `${name}/`, FOLD_WINDOW)
     .all<{ body: string; resource_version: number }>();
   return rows.results.map((r) => {
@@ -263,7 +265,11 @@ async function recordGroup(env: Env, specs: readonly EventSpec[], now: number): 
   const out = await writeStoredMany(
     env,
     EventKind,
-    writes.map((w) => (w.known ? { namespace, name: w.known.metadata.name, req: { verb: "update" as const, body: w.body }, known: w.known } : { namespace, name: w.body.metadata.name, req: { verb: "create" as const, body: w.body }, known: null })),
+    writes.map((w) =>
+      w.known
+        ? { namespace, name: w.known.metadata.name, req: { verb: "update" as const, body: w.body }, known: w.known }
+        : { namespace, name: w.body.metadata.name, req: { verb: "create" as const, body: w.body }, known: null },
+    ),
   );
   if (writes.some((w, i) => w.known === null && out[i] !== "lost")) await armEventExpiry(env);
   // Lost a race (another writer folded into the same Event first): each of its specs on its own.

@@ -78,7 +78,11 @@ async function ownerOf(env: Env, ref: OwnerReference, namespace: string): Promis
 /** Deletes `obj` (of kind `def`) with `policy`; gone meanwhile is fine. */
 async function deleteObject(env: Env, def: KindDefinition, obj: KubeObject, policy: "Background" | "Foreground"): Promise<void> {
   try {
-    await storeOf(env, def).write(obj.metadata.namespace ?? "", obj.metadata.name, { verb: "delete", preconditions: { uid: obj.metadata.uid }, propagationPolicy: policy });
+    await storeOf(env, def).write(obj.metadata.namespace ?? "", obj.metadata.name, {
+      verb: "delete",
+      preconditions: { uid: obj.metadata.uid },
+      propagationPolicy: policy,
+    });
   } catch (e) {
     if (e instanceof ApiError && (e.code === 404 || e.code === 409)) return;
     throw e;
@@ -146,7 +150,8 @@ async function settleDependent(env: Env, def: KindDefinition, obj: KubeObject): 
   let foreground = false;
   for (const ref of refsOf(obj)) {
     const owner = await ownerOf(env, ref, obj.metadata.namespace ?? "");
-    if (owner === undefined) present++; // a kind the hub does not serve: never taken as absent
+    if (owner === undefined)
+      present++; // a kind the hub does not serve: never taken as absent
     else if (owner === null) absent.add(ref.uid);
     else {
       present++;

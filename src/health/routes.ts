@@ -51,7 +51,10 @@ function schemaColumns(): Map<string, string[]> {
       continue;
     }
     if (!config?.name || !Array.isArray(config.columns)) continue;
-    out.set(config.name, config.columns.map((c) => c.name));
+    out.set(
+      config.name,
+      config.columns.map((c) => c.name),
+    );
   }
   return out;
 }
@@ -73,7 +76,9 @@ export const HEALTH_CHECKS: Record<"ping" | "d1" | "migrations" | "scheduler", H
       // One batch, a statement per table (D1 refuses pragma_table_info joined to sqlite_master,
       // and compound SELECTs of more than a few terms).
       const tables = [...want.keys()];
-      const answers = await env.DB.batch<{ t: string; c: string }>(tables.map((t) => env.DB.prepare("SELECT ?1 AS t, name AS c FROM pragma_table_info(?1)").bind(t)));
+      const answers = await env.DB.batch<{ t: string; c: string }>(
+        tables.map((t) => env.DB.prepare("SELECT ?1 AS t, name AS c FROM pragma_table_info(?1)").bind(t)),
+      );
       const rows = answers.flatMap((a) => a.results);
       const have = new Set(rows.map((r) => `${r.t}.${r.c}`));
       const missing: string[] = [];
@@ -115,7 +120,10 @@ export async function runCheck(check: HealthCheck, env: Env): Promise<string | n
 }
 
 function text(body: string, status = 200): Response {
-  return new Response(body, { status, headers: { "content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff", "cache-control": "no-store" } });
+  return new Response(body, {
+    status,
+    headers: { "content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff", "cache-control": "no-store" },
+  });
 }
 
 /**
@@ -123,7 +131,13 @@ function text(body: string, status = 200): Response {
  * `query` is the request's query (`verbose`, `exclude`).
  */
 export async function healthAnswer(name: string, checks: readonly HealthCheck[], env: Env, query: URLSearchParams): Promise<Response> {
-  const excluded = new Set(query.getAll("exclude").flatMap((e) => e.split(",")).map((e) => e.trim()).filter(Boolean));
+  const excluded = new Set(
+    query
+      .getAll("exclude")
+      .flatMap((e) => e.split(","))
+      .map((e) => e.trim())
+      .filter(Boolean),
+  );
   const results = await Promise.all(checks.map(async (c) => (excluded.has(c.name) ? "excluded" : await runCheck(c, env))));
   const lines: string[] = [];
   let failed = false;
@@ -137,7 +151,13 @@ export async function healthAnswer(name: string, checks: readonly HealthCheck[],
       lines.push(`[-]${c.name} failed: reason withheld`);
     }
   });
-  if (excluded.size > 0) lines.push(`warn: some health checks cannot be excluded: no matches for ${[...excluded].sort().map((e) => JSON.stringify(e)).join(",")}`);
+  if (excluded.size > 0)
+    lines.push(
+      `warn: some health checks cannot be excluded: no matches for ${[...excluded]
+        .sort()
+        .map((e) => JSON.stringify(e))
+        .join(",")}`,
+    );
   if (failed) {
     checks.forEach((c, i) => {
       const r = results[i];

@@ -8,7 +8,7 @@
 /** The unsigned Go duration pattern a CRD schema allows: "0", or number-unit pairs such as "1h30m", "1.5s", "300ms". */
 export const GO_DURATION = /^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$/;
 
-const UNIT_MS: Readonly<Record<string, number>> = { ns: 1e-6, us: 1e-3, "µs": 1e-3, "μs": 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const UNIT_MS: Readonly<Record<string, number>> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /** A text that is not a Go duration; the message is Go's (`time: invalid duration "x"`). */
 export class DurationError extends Error {

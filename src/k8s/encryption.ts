@@ -81,7 +81,8 @@ export class Keyring {
       const colon = entry.indexOf(":");
       const id = entry.slice(0, colon).trim();
       const raw = colon < 0 ? null : base64Bytes(entry.slice(colon + 1).trim());
-      if (colon < 0 || !KEY_ID.test(id)) throw new EncryptionError(`${at} is malformed: expected <id>:<base64 key> with an ID of letters, digits, '-', '_' or '.'`);
+      if (colon < 0 || !KEY_ID.test(id))
+        throw new EncryptionError(`${at} is malformed: expected <id>:<base64 key> with an ID of letters, digits, '-', '_' or '.'`);
       if (keys.has(id)) throw new EncryptionError(`${at}: key ID "${id}" appears twice`);
       if (!raw || ![16, 24, 32].includes(raw.length)) throw new EncryptionError(`${at} (key "${id}"): the key must be 16, 24 or 32 bytes of standard base64`);
       ids.push(id);
@@ -100,7 +101,11 @@ export class Keyring {
     const id = ids[0]!;
     const nonce = crypto.getRandomValues(new Uint8Array(NONCE_BYTES));
     const sealed = new Uint8Array(
-      await crypto.subtle.encrypt({ name: "AES-GCM", iv: nonce, additionalData: new TextEncoder().encode(context) }, await keys.get(id)!, new TextEncoder().encode(plaintext)),
+      await crypto.subtle.encrypt(
+        { name: "AES-GCM", iv: nonce, additionalData: new TextEncoder().encode(context) },
+        await keys.get(id)!,
+        new TextEncoder().encode(plaintext),
+      ),
     );
     const out = new Uint8Array(NONCE_BYTES + sealed.length);
     out.set(nonce);
@@ -125,7 +130,11 @@ export class Keyring {
     if (!bytes || bytes.length < NONCE_BYTES + 16) throw new EncryptionError(`the value encrypted with key "${id}" is malformed`);
     let plain: ArrayBuffer;
     try {
-      plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: bytes.slice(0, NONCE_BYTES), additionalData: new TextEncoder().encode(context) }, await key, bytes.slice(NONCE_BYTES));
+      plain = await crypto.subtle.decrypt(
+        { name: "AES-GCM", iv: bytes.slice(0, NONCE_BYTES), additionalData: new TextEncoder().encode(context) },
+        await key,
+        bytes.slice(NONCE_BYTES),
+      );
     } catch {
       throw new EncryptionError(`the value encrypted with key "${id}" does not authenticate (altered, or copied from another object)`);
     }

@@ -362,7 +362,9 @@ export function pathString(path: string): string {
       if (s.startsWith("v:")) return `[=${s.slice(2)}]`;
       if (s.startsWith("k:")) {
         const kv = JSON.parse(s.slice(2)) as Obj;
-        return `[${Object.entries(kv).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(",")}]`;
+        return `[${Object.entries(kv)
+          .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+          .join(",")}]`;
       }
       return s;
     })
@@ -435,7 +437,13 @@ function identity(e: Pick<ManagedFieldsEntry, "manager" | "operation" | "apiVers
 }
 
 function isEntry(v: unknown): v is ManagedFieldsEntry {
-  return isObj(v) && typeof v.manager === "string" && (v.operation === "Apply" || v.operation === "Update") && isObj(v.fieldsV1) && (v.fieldsType === undefined || v.fieldsType === "FieldsV1");
+  return (
+    isObj(v) &&
+    typeof v.manager === "string" &&
+    (v.operation === "Apply" || v.operation === "Update") &&
+    isObj(v.fieldsV1) &&
+    (v.fieldsType === undefined || v.fieldsType === "FieldsV1")
+  );
 }
 
 /** Decodes stored entries. @throws Error when one is malformed */
@@ -469,7 +477,18 @@ function encodeManagers(managers: Manager[], now: string): ManagedFieldsEntry[] 
     const others = updates.filter((m) => m !== ancient);
     const excess = others.slice(0, others.length + 1 - MAX_UPDATE_MANAGERS);
     if (!ancient) {
-      ancient = { entry: { manager: ANCIENT_CHANGES_MANAGER, operation: "Update", apiVersion: excess[0]?.entry.apiVersion ?? "", time: now, fieldsType: "FieldsV1", fieldsV1: {} }, set: new Set(), dirty: true };
+      ancient = {
+        entry: {
+          manager: ANCIENT_CHANGES_MANAGER,
+          operation: "Update",
+          apiVersion: excess[0]?.entry.apiVersion ?? "",
+          time: now,
+          fieldsType: "FieldsV1",
+          fieldsV1: {},
+        },
+        set: new Set(),
+        dirty: true,
+      };
       kept.push(ancient);
     }
     for (const m of excess) for (const p of m.set) ancient.set.add(p);
@@ -491,7 +510,19 @@ function encodeManagers(managers: Manager[], now: string): ManagedFieldsEntry[] 
 }
 
 /** Server-owned metadata fields, never tracked (apimachinery `stripMeta`). */
-const UNTRACKED_METADATA = new Set(["name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "selfLink", "managedFields", "deletionTimestamp", "deletionGracePeriodSeconds", "clusterName"]);
+const UNTRACKED_METADATA = new Set([
+  "name",
+  "namespace",
+  "uid",
+  "resourceVersion",
+  "generation",
+  "creationTimestamp",
+  "selfLink",
+  "managedFields",
+  "deletionTimestamp",
+  "deletionGracePeriodSeconds",
+  "clusterName",
+]);
 
 /** The part of `obj` that `scope` tracks: no apiVersion/kind, no server metadata, status only for its subresource. */
 function tracked(obj: Obj | undefined, scope: Scope, statusSubresource: boolean): Obj | undefined {
@@ -553,7 +584,14 @@ export function requestedManagedFields(sent: unknown, live: unknown, scope: Scop
  * ones, or those {@link requestedManagedFields} chose). When nothing tracked changed, `base` is kept
  * as it is.
  */
-export function recordUpdate<T extends ManagedObject>(before: T | undefined, after: T, base: unknown, manager: string, scope: Scope, ctx: FieldManagerContext): void {
+export function recordUpdate<T extends ManagedObject>(
+  before: T | undefined,
+  after: T,
+  base: unknown,
+  manager: string,
+  scope: Scope,
+  ctx: FieldManagerContext,
+): void {
   const c = diff(before, after, ctx, scope);
   const changed = c.added.size + c.modified.size + c.removed.size > 0;
   if (!changed) {
@@ -614,7 +652,11 @@ export function conflictError(conflicts: ReadonlyArray<{ entry: ManagedFieldsEnt
     const ib = identity(b.entry);
     return ia !== ib ? (ia < ib ? -1 : 1) : a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
   });
-  const causes: StatusCause[] = sorted.map((c) => ({ reason: "FieldManagerConflict", message: `conflict with ${printManager(c.entry)}`, field: pathString(c.path) }));
+  const causes: StatusCause[] = sorted.map((c) => ({
+    reason: "FieldManagerConflict",
+    message: `conflict with ${printManager(c.entry)}`,
+    field: pathString(c.path),
+  }));
   const first = sorted[0];
   let message: string;
   if (sorted.length === 1 && first) {
@@ -749,12 +791,17 @@ export function managerFromUserAgent(userAgent: string | undefined): string {
  */
 export function fieldManagerErrors(fieldManager: string): StatusCause[] {
   const causes: StatusCause[] = [];
-  if (fieldManager.length > FIELD_MANAGER_MAX_LENGTH) causes.push({ reason: "FieldValueTooLong", message: `Too long: may not be more than ${FIELD_MANAGER_MAX_LENGTH} bytes`, field: "fieldManager" });
+  if (fieldManager.length > FIELD_MANAGER_MAX_LENGTH)
+    causes.push({ reason: "FieldValueTooLong", message: `Too long: may not be more than ${FIELD_MANAGER_MAX_LENGTH} bytes`, field: "fieldManager" });
   let i = 0;
   for (const ch of fieldManager) {
     if (!/^[\p{L}\p{M}\p{N}\p{P}\p{S} ]$/u.test(ch)) {
       const cp = ch.codePointAt(0) ?? 0;
-      causes.push({ reason: "FieldValueInvalid", message: `Invalid value: ${JSON.stringify(fieldManager)}: invalid character U+${cp.toString(16).toUpperCase().padStart(4, "0")} (at position ${i})`, field: "fieldManager" });
+      causes.push({
+        reason: "FieldValueInvalid",
+        message: `Invalid value: ${JSON.stringify(fieldManager)}: invalid character U+${cp.toString(16).toUpperCase().padStart(4, "0")} (at position ${i})`,
+        field: "fieldManager",
+      });
     }
     i += ch.length;
   }

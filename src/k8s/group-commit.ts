@@ -43,7 +43,13 @@ async function settledWithin(p: Promise<unknown>, ms: number): Promise<boolean> 
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
   try {
-    return await Promise.race([p.then(() => true, () => true), late]);
+    return await Promise.race([
+      p.then(
+        () => true,
+        () => true,
+      ),
+      late,
+    ]);
   } finally {
     if (timer !== undefined) clearTimeout(timer);
   }

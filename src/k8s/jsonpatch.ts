@@ -28,13 +28,19 @@ export function jsonPatchErrors(patch: unknown, field: string): StatusCause[] {
       return;
     }
     if (typeof op.op !== "string" || !OPS.includes(op.op)) {
-      causes.push({ field: `${at}.op`, message: `Unsupported value: ${JSON.stringify(op.op ?? null)}: supported values: ${OPS.map((o) => `"${o}"`).join(", ")}`, reason: "FieldValueNotSupported" });
+      causes.push({
+        field: `${at}.op`,
+        message: `Unsupported value: ${JSON.stringify(op.op ?? null)}: supported values: ${OPS.map((o) => `"${o}"`).join(", ")}`,
+        reason: "FieldValueNotSupported",
+      });
       return;
     }
-    if (typeof op.path !== "string" || !POINTER.test(op.path)) causes.push({ field: `${at}.path`, message: "Invalid value: must be a JSON Pointer (RFC 6901) such as /spec/field" });
+    if (typeof op.path !== "string" || !POINTER.test(op.path))
+      causes.push({ field: `${at}.path`, message: "Invalid value: must be a JSON Pointer (RFC 6901) such as /spec/field" });
     const needsFrom = op.op === "move" || op.op === "copy";
     const needsValue = op.op === "add" || op.op === "replace" || op.op === "test";
-    if (needsFrom && (typeof op.from !== "string" || !POINTER.test(op.from))) causes.push({ field: `${at}.from`, message: "Required value: a JSON Pointer for move and copy", reason: "FieldValueRequired" });
+    if (needsFrom && (typeof op.from !== "string" || !POINTER.test(op.from)))
+      causes.push({ field: `${at}.from`, message: "Required value: a JSON Pointer for move and copy", reason: "FieldValueRequired" });
     if (needsValue && !("value" in op)) causes.push({ field: `${at}.value`, message: `Required value: for ${op.op}`, reason: "FieldValueRequired" });
     for (const k of Object.keys(op)) {
       if (!["op", "path", "from", "value"].includes(k) || (k === "from" && !needsFrom) || (k === "value" && !needsValue)) {

@@ -160,7 +160,10 @@ function describe(v: unknown): string {
  * the OpenAPI schema, as the CRDs generated from metav1.Condition state them.
  */
 export const ConditionSchema = z.strictObject({
-  type: z.string().meta({ maxLength: CONDITION_TYPE_MAX_LENGTH, pattern: "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$" }),
+  type: z.string().meta({
+    maxLength: CONDITION_TYPE_MAX_LENGTH,
+    pattern: "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$",
+  }),
   status: z.enum(["True", "False", "Unknown"]),
   observedGeneration: z.number().int().meta({ minimum: 0 }).optional(),
   lastTransitionTime: z.string().meta({ format: "date-time" }),

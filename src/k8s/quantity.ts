@@ -139,7 +139,6 @@ function lex(input: string): Lexed {
 }
 
 function approximate(num: string, denom: string, base: 2 | 10, exponent: number, negative: boolean): number {
-
   // Fast path: an int64 `value × mantissa` at `scale` (apimachinery's int64Amount).
   let scale: number;
   let precision: number;
@@ -258,7 +257,8 @@ export function parseQuantityExact(text: string): Quantity {
 }
 
 /** The suffixes of {@link SUFFIXES} by base: exponent by suffix. */
-const suffixesOf = (base: 2 | 10): Record<string, number> => Object.fromEntries(Object.entries(SUFFIXES).flatMap(([s, [b, e]]) => (b === base ? [[s, e]] : [])));
+const suffixesOf = (base: 2 | 10): Record<string, number> =>
+  Object.fromEntries(Object.entries(SUFFIXES).flatMap(([s, [b, e]]) => (b === base ? [[s, e]] : [])));
 const DECIMAL_SUFFIXES = suffixesOf(10);
 const BINARY_SUFFIXES = suffixesOf(2);
 
@@ -342,9 +342,7 @@ export function sumQuantities(values: readonly string[]): string {
  * sumResourceLists([{ cpu: "3800m", memory: "16Gi" }, { cpu: "4", memory: "15Gi" }]);
  * // { cpu: "7800m", memory: "31Gi" }
  */
-export function sumResourceLists(
-  lists: ReadonlyArray<Readonly<Record<string, string>> | undefined>,
-): Record<string, string> {
+export function sumResourceLists(lists: ReadonlyArray<Readonly<Record<string, string>> | undefined>): Record<string, string> {
   const acc = new Map<string, { nanos: bigint; format: QuantityFormat }>();
   for (const list of lists) {
     if (!list) continue;

@@ -142,10 +142,23 @@ const p = sql.placeholder;
 /** The resourceVersion counter's current value, inside a statement. */
 const counterValue = sql`(SELECT value FROM counters WHERE id = 1)`;
 /** The row of the object at placeholders resource, namespace and name. */
-const keyIs = (cols: { resource: SQLiteColumn; namespace: SQLiteColumn; name: SQLiteColumn }) => and(eq(cols.resource, p("resource")), eq(cols.namespace, p("namespace")), eq(cols.name, p("name")));
+const keyIs = (cols: { resource: SQLiteColumn; namespace: SQLiteColumn; name: SQLiteColumn }) =>
+  and(eq(cols.resource, p("resource")), eq(cols.namespace, p("namespace")), eq(cols.name, p("name")));
 const getShape = compiled(() => builder.select({ body: objects.body, resource_version: objects.resourceVersion }).from(objects).where(keyIs(objects)).limit(1));
-const listShape = compiled(() => builder.select({ body: objects.body, resource_version: objects.resourceVersion }).from(objects).where(and(eq(objects.resource, p("resource")), eq(objects.namespace, p("namespace")))).orderBy(objects.namespace, objects.name));
-const listAllShape = compiled(() => builder.select({ body: objects.body, resource_version: objects.resourceVersion }).from(objects).where(eq(objects.resource, p("resource"))).orderBy(objects.namespace, objects.name));
+const listShape = compiled(() =>
+  builder
+    .select({ body: objects.body, resource_version: objects.resourceVersion })
+    .from(objects)
+    .where(and(eq(objects.resource, p("resource")), eq(objects.namespace, p("namespace"))))
+    .orderBy(objects.namespace, objects.name),
+);
+const listAllShape = compiled(() =>
+  builder
+    .select({ body: objects.body, resource_version: objects.resourceVersion })
+    .from(objects)
+    .where(eq(objects.resource, p("resource")))
+    .orderBy(objects.namespace, objects.name),
+);
 const counterShape = compiled(() => builder.select({ value: counters.value }).from(counters).where(eq(counters.id, 1)));
 
 /** A row as D1 returns it for the compiled reads above. */
@@ -174,7 +187,8 @@ export async function getObject(db: DrizzleD1Database, def: KindDefinition, key:
  */
 export async function listObjects(db: DrizzleD1Database, def: KindDefinition, namespace: string | undefined): Promise<ListResult> {
   const d1 = d1Of(db);
-  const rows = namespace === undefined ? bind(d1, listAllShape(), { resource: resourceKey(def) }) : bind(d1, listShape(), { resource: resourceKey(def), namespace });
+  const rows =
+    namespace === undefined ? bind(d1, listAllShape(), { resource: resourceKey(def) }) : bind(d1, listShape(), { resource: resourceKey(def), namespace });
   const [found, counter] = await d1.batch<RawRow | { value: number }>([rows, bind(d1, counterShape(), {})]);
   const items = (found!.results as RawRow[]).map((r) => readRow(db, def, { body: r.body, resourceVersion: r.resource_version }));
   return { items: await Promise.all(items), resourceVersion: String((counter!.results[0] as { value: number } | undefined)?.value ?? 0) };
@@ -262,7 +276,12 @@ export async function listPage(db: DrizzleD1Database, def: KindDefinition, names
           .where(and(afterLabel(key), eq(labels.key, idx.key), idx.values ? inArray(labels.value, idx.values) : undefined))
           .orderBy(labels.namespace, labels.name)
           .limit(n)
-      : db.select({ body: objects.body, resourceVersion: objects.resourceVersion }).from(objects).where(after(key)).orderBy(objects.namespace, objects.name).limit(n);
+      : db
+          .select({ body: objects.body, resourceVersion: objects.resourceVersion })
+          .from(objects)
+          .where(after(key))
+          .orderBy(objects.namespace, objects.name)
+          .limit(n);
   const keyOf = (o: KubeObject): StoreKey => ({ namespace: o.metadata.namespace ?? "", name: o.metadata.name });
 
   const items: KubeObject[] = [];
@@ -285,7 +304,10 @@ export async function listPage(db: DrizzleD1Database, def: KindDefinition, names
         const next = keyOf(items[items.length - 1]!);
         let remaining: number | undefined;
         if (opts.countRemaining) {
-          const [count] = await db.select({ n: sql<number>`count(*)` }).from(objects).where(after(next));
+          const [count] = await db
+            .select({ n: sql<number>`count(*)` })
+            .from(objects)
+            .where(after(next));
           remaining = count?.n ?? 0;
         }
         return { items, resourceVersion, next, remaining, rowsRead };
@@ -324,8 +346,18 @@ export async function listObjectsNamed(db: DrizzleD1Database, def: KindDefinitio
 export type Guard = "current" | "absent";
 
 const guardConditions: Record<Guard, SQL> = {
-  current: exists(builder.select({ one: sql`1` }).from(objects).where(and(keyIs(objects), eq(objects.resourceVersion, p("rv"))))),
-  absent: notExists(builder.select({ one: sql`1` }).from(objects).where(keyIs(objects))),
+  current: exists(
+    builder
+      .select({ one: sql`1` })
+      .from(objects)
+      .where(and(keyIs(objects), eq(objects.resourceVersion, p("rv")))),
+  ),
+  absent: notExists(
+    builder
+      .select({ one: sql`1` })
+      .from(objects)
+      .where(keyIs(objects)),
+  ),
 };
 
 /**
@@ -406,11 +438,23 @@ const outboxShape = guardedShape((cond, rv) =>
  * the triggers of migrations/0010_write_triggers.sql then move the counter on and write the
  * watch event (the row as written; as it was, for a delete) in the same statement.
  */
-const deleteShape = compiled(() => builder.delete(objects).where(and(keyIs(objects), eq(objects.resourceVersion, p("rv")))).returning({ name: objects.name }));
+const deleteShape = compiled(() =>
+  builder
+    .delete(objects)
+    .where(and(keyIs(objects), eq(objects.resourceVersion, p("rv"))))
+    .returning({ name: objects.name }),
+);
 const insertShape = compiled(() =>
   builder
     .insert(objects)
-    .values({ resource: sql`${p("resource")}`, namespace: sql`${p("namespace")}`, name: sql`${p("name")}`, uid: sql`${p("uid")}`, resourceVersion: sql`${counterValue} + 1`, body: sql`${p("body")}` })
+    .values({
+      resource: sql`${p("resource")}`,
+      namespace: sql`${p("namespace")}`,
+      name: sql`${p("name")}`,
+      uid: sql`${p("uid")}`,
+      resourceVersion: sql`${counterValue} + 1`,
+      body: sql`${p("body")}`,
+    })
     .onConflictDoNothing()
     .returning({ resourceVersion: objects.resourceVersion }),
 );
@@ -447,7 +491,12 @@ export async function changeCounterValue(db: DrizzleD1Database, counter: number)
   const row = await bind(d1Of(db), counterByIdShape(), { id: counter }).first<{ value: number }>();
   return row?.value ?? 0;
 }
-const counterByIdShape = compiled(() => builder.select({ value: counters.value }).from(counters).where(eq(counters.id, p("id"))));
+const counterByIdShape = compiled(() =>
+  builder
+    .select({ value: counters.value })
+    .from(counters)
+    .where(eq(counters.id, p("id"))),
+);
 
 const pruneShape = compiled(() => builder.delete(events).where(lt(events.resourceVersion, sql`${counterValue} - ${p("retention")}`)));
 
@@ -573,7 +622,9 @@ export async function commitObject(
   if (outcome.ok) return outcome.object;
   const objRef = { group: def.group, plural: def.plural, name: key.name };
   if (expectedRv === null) throw alreadyExists(objRef);
-  throw (await getObject(db, def, key)) ? conflict(objRef, "the object has been modified; please apply your changes to the latest version and try again") : notFound(objRef);
+  throw (await getObject(db, def, key))
+    ? conflict(objRef, "the object has been modified; please apply your changes to the latest version and try again")
+    : notFound(objRef);
 }
 
 /** The owner UIDs an object's `metadata.ownerReferences` name (each once). */
@@ -644,7 +695,10 @@ export function labelIndexStatements(before: KubeObject | null, after: KubeObjec
  * read, whatever the number of objects), as `{resource: "<group>/<plural>", namespace, name}`.
  */
 export async function dependentsOf(db: DrizzleD1Database, uid: string): Promise<{ resource: string; namespace: string; name: string }[]> {
-  return db.select({ resource: ownerReferences.resource, namespace: ownerReferences.namespace, name: ownerReferences.name }).from(ownerReferences).where(eq(ownerReferences.ownerUid, uid));
+  return db
+    .select({ resource: ownerReferences.resource, namespace: ownerReferences.namespace, name: ownerReferences.name })
+    .from(ownerReferences)
+    .where(eq(ownerReferences.ownerUid, uid));
 }
 
 /** How many resourceVersions of events are kept for watches (older ones answer 410 Expired). */
@@ -677,15 +731,28 @@ export async function eventLogStart(db: DrizzleD1Database): Promise<number> {
  * namespace or all. Also returns the current value of the resourceVersion counter: events older
  * than `latest - EVENT_RETENTION` may have been pruned, so a watch from before that is 410 Expired.
  */
-export async function readEvents(db: DrizzleD1Database, def: KindDefinition, namespace: string | undefined, afterRv: number, limit = 500): Promise<{ events: WatchEvent[]; latest: number }> {
+export async function readEvents(
+  db: DrizzleD1Database,
+  def: KindDefinition,
+  namespace: string | undefined,
+  afterRv: number,
+  limit = 500,
+): Promise<{ events: WatchEvent[]; latest: number }> {
   const conds = [eq(events.resource, resourceKey(def)), sql`${events.resourceVersion} > ${afterRv}`];
   if (namespace !== undefined) conds.push(eq(events.namespace, namespace));
   const [rows, counter] = await db.batch([
-    db.select({ rv: events.resourceVersion, type: events.type, body: events.body }).from(events).where(and(...conds)).orderBy(events.resourceVersion).limit(limit),
+    db
+      .select({ rv: events.resourceVersion, type: events.type, body: events.body })
+      .from(events)
+      .where(and(...conds))
+      .orderBy(events.resourceVersion)
+      .limit(limit),
     db.select({ value: counters.value }).from(counters).where(eq(counters.id, 1)),
   ]);
   return {
-    events: await Promise.all(rows.map(async (r) => ({ type: r.type as WatchEvent["type"], object: await readRow(db, def, { body: r.body, resourceVersion: r.rv }) }))),
+    events: await Promise.all(
+      rows.map(async (r) => ({ type: r.type as WatchEvent["type"], object: await readRow(db, def, { body: r.body, resourceVersion: r.rv }) })),
+    ),
     latest: counter[0]?.value ?? 0,
   };
 }
@@ -702,7 +769,8 @@ const MAX_RESOURCE_VERSION = (1n << 64n) - 1n;
 export function parseResourceVersion(value: string | undefined): bigint {
   if (value === undefined || value === "") return 0n;
   const rv = /^[0-9]+$/.test(value) ? BigInt(value) : -1n;
-  if (rv < 0n || rv > MAX_RESOURCE_VERSION) throw badRequest(`resourceVersion: Invalid value: ${JSON.stringify(value)}: must be an unsigned 64-bit decimal integer`, "resourceVersion");
+  if (rv < 0n || rv > MAX_RESOURCE_VERSION)
+    throw badRequest(`resourceVersion: Invalid value: ${JSON.stringify(value)}: must be an unsigned 64-bit decimal integer`, "resourceVersion");
   return rv;
 }
 

@@ -40,7 +40,10 @@ function mergeList(current: unknown, patch: unknown[], key: string, order: unkno
     const i = order.findIndex((o) => (key === "" ? o : isJsonObject(o) ? o[key] : undefined) === idOf(x));
     return i < 0 ? order.length : i;
   };
-  return out.map((x, i) => ({ x, i })).sort((a, b) => rank(a.x) - rank(b.x) || a.i - b.i).map((e) => e.x);
+  return out
+    .map((x, i) => ({ x, i }))
+    .sort((a, b) => rank(a.x) - rank(b.x) || a.i - b.i)
+    .map((e) => e.x);
 }
 
 /** A patch value with its directives removed (what is stored when the target has nothing there). */

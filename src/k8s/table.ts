@@ -47,7 +47,14 @@ export function toTable(def: KindDefinition, items: KubeObject[], resourceVersio
  * columns; the simulated cluster's built-in kinds give theirs with `value` functions), as
  * {@link toTable} describes; `nameFirst` false leaves the Name column out (`columns` have their own).
  */
-export function tableOf(columns: readonly PrinterColumn[], items: readonly KubeObject[], resourceVersion: string, includeObject: string | undefined, nowMs: number, nameFirst = true) {
+export function tableOf(
+  columns: readonly PrinterColumn[],
+  items: readonly KubeObject[],
+  resourceVersion: string,
+  includeObject: string | undefined,
+  nowMs: number,
+  nameFirst = true,
+) {
   const names = nameFirst ? [{ name: "Name", type: "string", format: "name", description: "Name must be unique within a namespace.", priority: 0 }] : [];
   return {
     kind: "Table",
@@ -55,7 +62,13 @@ export function tableOf(columns: readonly PrinterColumn[], items: readonly KubeO
     metadata: { resourceVersion },
     columnDefinitions: [
       ...names,
-      ...columns.map((c) => ({ name: c.name, type: c.type === "date" ? "string" : c.type, format: c.type === "date" ? "date" : "", description: c.name, priority: c.priority ?? 0 })),
+      ...columns.map((c) => ({
+        name: c.name,
+        type: c.type === "date" ? "string" : c.type,
+        format: c.type === "date" ? "date" : "",
+        description: c.name,
+        priority: c.priority ?? 0,
+      })),
     ],
     rows: items.map((o) => ({
       cells: [...(nameFirst ? [o.metadata.name] : []), ...columns.map((c) => cell(o, c, nowMs))],

@@ -26,12 +26,7 @@ import { parseQuantity, QuantityError } from "./quantity.ts";
  * `Status.details.causes[].reason`.
  */
 export type FieldErrorReason =
-  | "FieldValueInvalid"
-  | "FieldValueRequired"
-  | "FieldValueTooLong"
-  | "FieldValueNotSupported"
-  | "FieldValueDuplicate"
-  | "FieldValueForbidden";
+  "FieldValueInvalid" | "FieldValueRequired" | "FieldValueTooLong" | "FieldValueNotSupported" | "FieldValueDuplicate" | "FieldValueForbidden";
 
 /**
  * One validation problem, shaped like a `metav1.StatusCause`:
@@ -220,8 +215,7 @@ const DNS1035_LABEL_ERR =
 const QNAME_CHAR_FMT = "[A-Za-z0-9]";
 const QNAME_EXT_CHAR_FMT = "[-A-Za-z0-9_.]";
 const QUALIFIED_NAME_FMT = `(${QNAME_CHAR_FMT}${QNAME_EXT_CHAR_FMT}*)?${QNAME_CHAR_FMT}`;
-const QUALIFIED_NAME_ERR =
-  "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const QUALIFIED_NAME_ERR = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 const LABEL_VALUE_FMT = `(${QUALIFIED_NAME_FMT})?`;
 const LABEL_VALUE_ERR =
   "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
@@ -604,10 +598,7 @@ export interface ObjectMetaLike {
  * @example
  * validateObjectMeta({ name: "c1", labels: { env: "prod" } }, { namespaced: false }) // []
  */
-export function validateObjectMeta(
-  meta: ObjectMetaLike | null | undefined,
-  opts: Omit<ObjectNameOptions, "namespace" | "generateName"> = {},
-): FieldError[] {
+export function validateObjectMeta(meta: ObjectMetaLike | null | undefined, opts: Omit<ObjectNameOptions, "namespace" | "generateName"> = {}): FieldError[] {
   const base = opts.fieldPath ?? "metadata";
   const m = meta ?? {};
   return [
@@ -702,7 +693,8 @@ export function validateCondition(c: ConditionLike, fieldPath: string): FieldErr
   }
   const ltt = childPath(fieldPath, "lastTransitionTime");
   if (c.lastTransitionTime === "") errs.push(fieldRequired(ltt, "must be set"));
-  else if (!isRfc3339DateTime(c.lastTransitionTime)) errs.push(fieldInvalid(ltt, c.lastTransitionTime, "must be an RFC 3339 date-time (e.g. '2026-01-01T00:00:00Z')"));
+  else if (!isRfc3339DateTime(c.lastTransitionTime))
+    errs.push(fieldInvalid(ltt, c.lastTransitionTime, "must be an RFC 3339 date-time (e.g. '2026-01-01T00:00:00Z')"));
   const reason = childPath(fieldPath, "reason");
   if (c.reason.length === 0) {
     errs.push(fieldRequired(reason, "must be set"));

@@ -11,7 +11,16 @@ import { checkSchema, isJsonObject, rfc3339, type JsonObject, type KubeObject } 
 import { applyJsonPatch, jsonPatchErrors } from "./jsonpatch.ts";
 import { strategicMergePatch } from "./strategicpatch.ts";
 import { isDNS1123Label, isDNS1123Subdomain, pathSegmentNameErrors, validateAnnotations, validateLabels } from "./validation.ts";
-import { DEDUCED, recordUpdate, requestedManagedFields, schemaType, serverSideApply, type FieldManagerContext, type FieldType, type JsonSchemaNode } from "./fieldmanager.ts";
+import {
+  DEDUCED,
+  recordUpdate,
+  requestedManagedFields,
+  schemaType,
+  serverSideApply,
+  type FieldManagerContext,
+  type FieldType,
+  type JsonSchemaNode,
+} from "./fieldmanager.ts";
 import * as z from "zod";
 import { generatedName } from "./names.ts";
 
@@ -139,7 +148,14 @@ function fieldManagerContext(def: KindDefinition, ctx: WriteContext): FieldManag
  */
 type ManagedFieldsRule = { manager: string; sent: unknown } | { applied: unknown } | undefined;
 
-function setManaged(def: KindDefinition, current: KubeObject | null, next: KubeObject, rule: ManagedFieldsRule, scope: "main" | "status", ctx: WriteContext): void {
+function setManaged(
+  def: KindDefinition,
+  current: KubeObject | null,
+  next: KubeObject,
+  rule: ManagedFieldsRule,
+  scope: "main" | "status",
+  ctx: WriteContext,
+): void {
   const live = current?.metadata.managedFields;
   if (rule && "applied" in rule) {
     if (rule.applied === undefined) delete next.metadata.managedFields;
@@ -181,7 +197,12 @@ export function decode(def: KindDefinition, body: unknown, nameHint: string | un
     throw badRequest(`the kind in the data (${String(body.kind)}) does not match the expected kind (${def.kind})`, "kind");
   }
   // An absent or null metadata is empty; one of another type stays, for the schema to refuse (422 `metadata`).
-  const obj = { ...body, apiVersion: expected, kind: def.kind, metadata: isJsonObject(body.metadata) ? { ...body.metadata } : (body.metadata ?? {}) } as JsonObject;
+  const obj = {
+    ...body,
+    apiVersion: expected,
+    kind: def.kind,
+    metadata: isJsonObject(body.metadata) ? { ...body.metadata } : (body.metadata ?? {}),
+  } as JsonObject;
   const check = checkSchema(def.schema, obj);
   const name = (obj.metadata as JsonObject).name;
   if (check.unknownFields.length > 0) {
@@ -262,7 +283,15 @@ function create(def: KindDefinition, key: ObjectKey, current: KubeObject | null,
   return { next: obj, created: true };
 }
 
-function update(def: KindDefinition, key: ObjectKey, current: KubeObject | null, body: unknown, subresource: "status" | undefined, ctx: WriteContext, managed?: ManagedFieldsRule): WriteResult {
+function update(
+  def: KindDefinition,
+  key: ObjectKey,
+  current: KubeObject | null,
+  body: unknown,
+  subresource: "status" | undefined,
+  ctx: WriteContext,
+  managed?: ManagedFieldsRule,
+): WriteResult {
   const incoming = decode(def, body, key.name);
   const sent = (incoming.metadata as { managedFields?: unknown }).managedFields;
   if (!current) throw notFound(ref(def, key.name));
@@ -305,7 +334,14 @@ function update(def: KindDefinition, key: ObjectKey, current: KubeObject | null,
   }
   finishValidation(def, next, current);
   cleanMeta(next);
-  setManaged(def, current, next, managed && "manager" in managed ? { manager: managed.manager, sent } : managed, subresource === "status" && def.hasStatus ? "status" : "main", ctx);
+  setManaged(
+    def,
+    current,
+    next,
+    managed && "manager" in managed ? { manager: managed.manager, sent } : managed,
+    subresource === "status" && def.hasStatus ? "status" : "main",
+    ctx,
+  );
   if (specOf(next) !== specOf(current)) next.metadata.generation = (current.metadata.generation ?? 1) + 1;
   if (JSON.stringify(next) === JSON.stringify(current)) return { next: current, created: false };
   return { next, created: false };
@@ -320,7 +356,7 @@ function patchObject(
 ): WriteResult {
   if (req.patchType === "apply") {
     if (!req.fieldManager) {
-      throw new ApiError(422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch", {
+      throw new ApiError(422, "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch', {
         group: "meta.k8s.io",
         kind: "PatchOptions",
         causes: [{ reason: "FieldValueRequired", message: "Required value: is required for apply patch", field: "fieldManager" }],
@@ -344,7 +380,9 @@ function patchObject(
     if (!current) {
       if (req.subresource === "status") throw notFound(ref(def, key.name));
       const made = serverSideApply({ current: undefined, applied: applied as KubeObject, manager: req.fieldManager, force: req.force === true, scope }, fm);
-      return create(def, key, null, { ...body, metadata: { ...(isJsonObject(body.metadata) ? body.metadata : {}), name: key.name } }, ctx, { applied: made.metadata.managedFields });
+      return create(def, key, null, { ...body, metadata: { ...(isJsonObject(body.metadata) ? body.metadata : {}), name: key.name } }, ctx, {
+        applied: made.metadata.managedFields,
+      });
     }
     // A resourceVersion in the applied configuration is a precondition, as in kube-apiserver.
     const merged = serverSideApply({ current, applied: applied as KubeObject, manager: req.fieldManager, force: req.force === true, scope }, fm);
@@ -405,11 +443,21 @@ function checkPreconditions(def: KindDefinition, key: ObjectKey, current: KubeOb
     throw conflict(ref(def, key.name), `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.metadata.uid}`);
   }
   if (pre?.resourceVersion && pre.resourceVersion !== current.metadata.resourceVersion) {
-    throw conflict(ref(def, key.name), `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${current.metadata.resourceVersion}`);
+    throw conflict(
+      ref(def, key.name),
+      `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${current.metadata.resourceVersion}`,
+    );
   }
 }
 
-function remove(def: KindDefinition, key: ObjectKey, current: KubeObject | null, pre: Preconditions | undefined, ctx: WriteContext, policy?: DeletePropagation): WriteResult {
+function remove(
+  def: KindDefinition,
+  key: ObjectKey,
+  current: KubeObject | null,
+  pre: Preconditions | undefined,
+  ctx: WriteContext,
+  policy?: DeletePropagation,
+): WriteResult {
   if (!current) throw notFound(ref(def, key.name));
   def.validateDelete?.(current);
   checkPreconditions(def, key, current, pre);
@@ -421,7 +469,8 @@ function remove(def: KindDefinition, key: ObjectKey, current: KubeObject | null,
     const finalizers = (current.metadata.finalizers ?? []).filter((f) => f !== unwanted);
     if (!finalizers.includes(wanted)) finalizers.push(wanted);
     // Asked again while it already waits so: nothing to write.
-    if (current.metadata.deletionTimestamp && JSON.stringify(finalizers) === JSON.stringify(current.metadata.finalizers)) return { next: current, created: false };
+    if (current.metadata.deletionTimestamp && JSON.stringify(finalizers) === JSON.stringify(current.metadata.finalizers))
+      return { next: current, created: false };
     const next = structuredClone(current);
     next.metadata.finalizers = finalizers;
     if (!next.metadata.deletionTimestamp) {

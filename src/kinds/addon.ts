@@ -42,7 +42,8 @@ function supportedConfig<T extends z.ZodObject>(schema: T) {
   return schema.superRefine((v, ctx) => {
     const c = v as { group?: string; resource?: string };
     if ((c.group ?? "") !== ADDON_GROUP) addFieldErrors(ctx, v, [fieldNotSupported("group", c.group ?? "", [ADDON_GROUP])]);
-    else if (!(SUPPORTED_CONFIG_RESOURCES as readonly string[]).includes(c.resource ?? "")) addFieldErrors(ctx, v, [fieldNotSupported("resource", c.resource ?? "", SUPPORTED_CONFIG_RESOURCES)]);
+    else if (!(SUPPORTED_CONFIG_RESOURCES as readonly string[]).includes(c.resource ?? ""))
+      addFieldErrors(ctx, v, [fieldNotSupported("resource", c.resource ?? "", SUPPORTED_CONFIG_RESOURCES)]);
   });
 }
 /** A list the CRD declares `x-kubernetes-list-type: map` (keys named in `keys`), as OCM's config lists. */
@@ -84,8 +85,13 @@ const CmaV1alpha1Schema = objectSchema(
   z.strictObject({
     addOnMeta: AddOnMeta.optional(),
     // Deprecated and informational only in OCM (shown as CRD NAME); stored as given.
-    addOnConfiguration: z.strictObject({ crdName: z.string().optional(), crName: z.string().optional(), lastObservedGeneration: z.number().int().optional() }).optional(),
-    supportedConfigs: mapList(supportedConfig(z.strictObject({ ...ConfigGroupResource, defaultConfig: z.strictObject(ConfigReferent).nullable().optional() })), ["group", "resource"]).optional(),
+    addOnConfiguration: z
+      .strictObject({ crdName: z.string().optional(), crName: z.string().optional(), lastObservedGeneration: z.number().int().optional() })
+      .optional(),
+    supportedConfigs: mapList(
+      supportedConfig(z.strictObject({ ...ConfigGroupResource, defaultConfig: z.strictObject(ConfigReferent).nullable().optional() })),
+      ["group", "resource"],
+    ).optional(),
     installStrategy: InstallStrategySchema.optional(),
   }),
   z.strictObject({ defaultconfigReferences: z.array(DefaultConfigReference).optional(), installProgressions: z.array(InstallProgression).optional() }),
@@ -113,7 +119,13 @@ function defaultInstallStrategy(obj: KubeObject): void {
 function validateCma(obj: KubeObject): StatusCause[] {
   const spec = (obj.spec ?? {}) as { installStrategy?: { type?: string; placements?: unknown[] } };
   if (spec.installStrategy?.type !== "Placements" && (spec.installStrategy?.placements?.length ?? 0) > 0) {
-    return [{ field: "spec.installStrategy.placements", reason: "FieldValueForbidden", message: 'Forbidden: placements are only used with installStrategy type "Placements"' }];
+    return [
+      {
+        field: "spec.installStrategy.placements",
+        reason: "FieldValueForbidden",
+        message: 'Forbidden: placements are only used with installStrategy type "Placements"',
+      },
+    ];
   }
   return [];
 }
@@ -161,14 +173,20 @@ const BaseSubject = { user: z.string(), groups: z.array(z.string()).optional() }
 
 const McaV1alpha1Schema = objectSchema(
   z.strictObject({
-    installNamespace: z.string().max(63).regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must match ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$").optional(),
+    installNamespace: z
+      .string()
+      .max(63)
+      .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must match ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+      .optional(),
     configs: z.array(AddOnConfigSchema).optional(),
   }),
   z.strictObject({
     conditions: ConditionsSchema.optional(),
     relatedObjects: z.array(ObjectReference).optional(),
     addOnMeta: AddOnMeta.optional(),
-    addOnConfiguration: z.strictObject({ crdName: z.string().optional(), crName: z.string().optional(), lastObservedGeneration: z.number().int().optional() }).optional(),
+    addOnConfiguration: z
+      .strictObject({ crdName: z.string().optional(), crName: z.string().optional(), lastObservedGeneration: z.number().int().optional() })
+      .optional(),
     supportedConfigs: z.array(z.strictObject(ConfigGroupResource)).optional(),
     configReferences: z.array(z.strictObject({ ...ConfigReferenceCommon, namespace: z.string().optional(), name: z.string() })).optional(),
     namespace: z.string().optional(),
@@ -192,7 +210,9 @@ const McaV1beta1Schema = objectSchema(
         z.strictObject({
           type: z.enum(["kubeClient", "customSigner"]),
           kubeClient: z.strictObject({ subject: z.strictObject(BaseSubject).optional(), driver: z.string().optional() }).optional(),
-          customSigner: z.strictObject({ signerName: z.string(), subject: z.strictObject({ ...BaseSubject, organizationUnits: z.array(z.string()).optional() }).optional() }).optional(),
+          customSigner: z
+            .strictObject({ signerName: z.string(), subject: z.strictObject({ ...BaseSubject, organizationUnits: z.array(z.string()).optional() }).optional() })
+            .optional(),
         }),
       )
       .optional(),
@@ -236,7 +256,8 @@ export const ManagedClusterAddOnV1beta1Kind: KindDefinition = {
 /** A field the hub does not implement: any value other than an empty one is refused (422 Forbidden). */
 function notImplemented<T extends z.ZodType>(schema: T, why: string) {
   return schema.superRefine((v, ctx) => {
-    const empty = v === null || v === undefined || (Array.isArray(v) && v.length === 0) || (typeof v === "object" && !Array.isArray(v) && Object.keys(v).length === 0);
+    const empty =
+      v === null || v === undefined || (Array.isArray(v) && v.length === 0) || (typeof v === "object" && !Array.isArray(v) && Object.keys(v).length === 0);
     if (!empty) addFieldErrors(ctx, v, [fieldForbidden("", why)]);
   });
 }
@@ -251,19 +272,33 @@ const TolerationSchema = z.strictObject({
 
 /** A resource quantity (`100m`, `128Mi`, or a number), as Kubernetes parses it. */
 const Quantity = z.union([z.number(), z.string()]).superRefine((v, ctx) => {
-  if (typeof v === "string" && tryParseQuantity(v) === undefined) addFieldErrors(ctx, v, [{ field: "", reason: "FieldValueInvalid", message: `Invalid value: ${JSON.stringify(v)}: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'` }]);
+  if (typeof v === "string" && tryParseQuantity(v) === undefined)
+    addFieldErrors(ctx, v, [
+      {
+        field: "",
+        reason: "FieldValueInvalid",
+        message: `Invalid value: ${JSON.stringify(v)}: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+      },
+    ]);
 });
 
 /** `AddOnDeploymentConfig.spec` (both versions). */
 export const AddOnDeploymentConfigSpecSchema = z.strictObject({
   customizedVariables: mapList(
     z.strictObject({
-      name: z.string().min(1).max(255).regex(/^[a-zA-Z_][_a-zA-Z0-9]*$/, "must match ^[a-zA-Z_][_a-zA-Z0-9]*$"),
+      name: z
+        .string()
+        .min(1)
+        .max(255)
+        .regex(/^[a-zA-Z_][_a-zA-Z0-9]*$/, "must match ^[a-zA-Z_][_a-zA-Z0-9]*$"),
       value: z.string().max(1024).optional(),
     }),
     ["name"],
   ).optional(),
-  nodePlacement: z.strictObject({ nodeSelector: z.record(z.string(), z.string()).optional(), tolerations: z.array(TolerationSchema).optional() }).nullable().optional(),
+  nodePlacement: z
+    .strictObject({ nodeSelector: z.record(z.string(), z.string()).optional(), tolerations: z.array(TolerationSchema).optional() })
+    .nullable()
+    .optional(),
   registries: z.array(z.strictObject({ mirror: z.string().min(1), source: z.string().min(1) })).optional(),
   proxyConfig: z
     .strictObject({
@@ -276,11 +311,19 @@ export const AddOnDeploymentConfigSpecSchema = z.strictObject({
   agentInstallNamespace: z.string().max(63).regex(DNS_LABEL_OR_EMPTY, "must match ^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$").optional(),
   resourceRequirements: mapList(
     z.strictObject({
-      containerID: z.string().regex(/^(deployments|daemonsets|statefulsets|replicasets|jobs|cronjobs|pods|\*):.+:.+$/, "must match ^(deployments|daemonsets|statefulsets|replicasets|jobs|cronjobs|pods|\\*):.+:.+$"),
+      containerID: z
+        .string()
+        .regex(
+          /^(deployments|daemonsets|statefulsets|replicasets|jobs|cronjobs|pods|\*):.+:.+$/,
+          "must match ^(deployments|daemonsets|statefulsets|replicasets|jobs|cronjobs|pods|\\*):.+:.+$",
+        ),
       resources: z.strictObject({
         limits: z.record(z.string(), Quantity).optional(),
         requests: z.record(z.string(), Quantity).optional(),
-        claims: notImplemented(z.array(z.strictObject({ name: z.string(), request: z.string().optional() })), "resource claims of add-on agents are not implemented by this hub's add-on manager").optional(),
+        claims: notImplemented(
+          z.array(z.strictObject({ name: z.string(), request: z.string().optional() })),
+          "resource claims of add-on agents are not implemented by this hub's add-on manager",
+        ).optional(),
       }),
     }),
     ["containerID"],
@@ -323,7 +366,9 @@ const RegistrationSpecSchema = z
             z.strictObject({
               type: z.enum(["CurrentCluster", "SingleNamespace"]),
               currentCluster: z.strictObject({ clusterRoleName: z.string().min(1) }).optional(),
-              singleNamespace: z.strictObject({ namespace: z.string().min(1), roleRef: z.strictObject({ apiGroup: z.string(), kind: z.string(), name: z.string() }) }).optional(),
+              singleNamespace: z
+                .strictObject({ namespace: z.string().min(1), roleRef: z.strictObject({ apiGroup: z.string(), kind: z.string(), name: z.string() }) })
+                .optional(),
             }),
           )
           .optional(),

@@ -80,7 +80,9 @@ export const BootstrapTokenKind: KindDefinition = {
   },
   validate(obj) {
     const name = obj.metadata.name ?? "";
-    return TOKEN_ID.test(name) ? [] : [{ field: "metadata.name", message: `Invalid value: ${JSON.stringify(name)}: a bootstrap token ID must match [a-z0-9]{6}` }];
+    return TOKEN_ID.test(name)
+      ? []
+      : [{ field: "metadata.name", message: `Invalid value: ${JSON.stringify(name)}: a bootstrap token ID must match [a-z0-9]{6}` }];
   },
   prepareForCreate(obj, ctx: WriteContext) {
     if (!obj.metadata.name) obj.metadata.name = randomToken(6);

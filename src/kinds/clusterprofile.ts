@@ -77,7 +77,8 @@ export const ClusterProfileKind: KindDefinition = {
     // The CRD's `x-kubernetes-validations` rule on spec.clusterManager: `self == oldSelf`.
     const name = (obj.spec?.clusterManager as { name?: string } | undefined)?.name;
     const before = (old?.spec?.clusterManager as { name?: string } | undefined)?.name;
-    if (old && name !== before) return [{ reason: "FieldValueInvalid", message: "Invalid value: \"object\": ClusterManager is immutable", field: "spec.clusterManager" }];
+    if (old && name !== before)
+      return [{ reason: "FieldValueInvalid", message: 'Invalid value: "object": ClusterManager is immutable', field: "spec.clusterManager" }];
     return [];
   },
 };

@@ -156,7 +156,13 @@ const CORE_COLUMNS: PrinterColumn[] = [
   { name: "Type", type: "string", jsonPath: ".type", value: (e) => e.type ?? "" },
   { name: "Reason", type: "string", jsonPath: ".reason", value: (e) => e.reason ?? "" },
   { name: "Object", type: "string", jsonPath: ".involvedObject", value: objectOf },
-  { name: "Subobject", type: "string", jsonPath: ".involvedObject.fieldPath", priority: 1, value: (e) => (e.involvedObject as ObjectReference | undefined)?.fieldPath ?? "" },
+  {
+    name: "Subobject",
+    type: "string",
+    jsonPath: ".involvedObject.fieldPath",
+    priority: 1,
+    value: (e) => (e.involvedObject as ObjectReference | undefined)?.fieldPath ?? "",
+  },
   {
     name: "Source",
     type: "string",
@@ -170,7 +176,13 @@ const CORE_COLUMNS: PrinterColumn[] = [
   },
   { name: "Message", type: "string", jsonPath: ".message", value: (e) => String(e.message ?? "").trim() },
   { name: "First Seen", type: "string", jsonPath: ".firstTimestamp", priority: 1, value: (e) => ageOf(e.firstTimestamp ?? e.eventTime) },
-  { name: "Count", type: "string", jsonPath: ".count", priority: 1, value: (e) => String((e.series as { count?: number } | null | undefined)?.count ?? e.count ?? 1) },
+  {
+    name: "Count",
+    type: "string",
+    jsonPath: ".count",
+    priority: 1,
+    value: (e) => String((e.series as { count?: number } | null | undefined)?.count ?? e.count ?? 1),
+  },
   { name: "Name", type: "string", jsonPath: ".metadata.name", priority: 1, value: (e) => e.metadata.name },
 ];
 
@@ -199,7 +211,13 @@ function coreFields(e: KubeObject): Record<string, string> {
 function v1Fields(e: KubeObject): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(coreFields(toCoreEvent(e)))) {
-    const name = k.startsWith("involvedObject.") ? `regarding.${k.slice("involvedObject.".length)}` : k === "reportingComponent" ? "reportingController" : k === "source" ? "deprecatedSource" : k;
+    const name = k.startsWith("involvedObject.")
+      ? `regarding.${k.slice("involvedObject.".length)}`
+      : k === "reportingComponent"
+        ? "reportingController"
+        : k === "source"
+          ? "deprecatedSource"
+          : k;
     out[name] = v;
   }
   return out;
@@ -209,7 +227,10 @@ function v1Fields(e: KubeObject): Record<string, string> {
 function validateCore(e: KubeObject, field = "involvedObject"): StatusCause[] {
   const ref = (e[field] ?? {}) as ObjectReference;
   const ns = e.metadata.namespace ?? "";
-  if (ref.namespace && ref.namespace !== ns) return [{ field: `${field}.namespace`, message: `Invalid value: ${JSON.stringify(ref.namespace)}: does not match event.namespace`, reason: "FieldValueInvalid" }];
+  if (ref.namespace && ref.namespace !== ns)
+    return [
+      { field: `${field}.namespace`, message: `Invalid value: ${JSON.stringify(ref.namespace)}: does not match event.namespace`, reason: "FieldValueInvalid" },
+    ];
   return [];
 }
 
@@ -226,11 +247,18 @@ function validateV1(e: KubeObject, old: KubeObject | undefined): StatusCause[] {
     required("action");
     required("reason");
   }
-  if (e.type !== "Normal" && e.type !== "Warning") causes.push({ field: "type", message: `Unsupported value: ${JSON.stringify(e.type ?? "")}: supported values: "Normal", "Warning"`, reason: "FieldValueNotSupported" });
-  if (typeof e.note === "string" && new TextEncoder().encode(e.note).length > NOTE_LENGTH_LIMIT) causes.push({ field: "note", message: `Too long: may not be more than ${NOTE_LENGTH_LIMIT} bytes`, reason: "FieldValueTooLong" });
+  if (e.type !== "Normal" && e.type !== "Warning")
+    causes.push({
+      field: "type",
+      message: `Unsupported value: ${JSON.stringify(e.type ?? "")}: supported values: "Normal", "Warning"`,
+      reason: "FieldValueNotSupported",
+    });
+  if (typeof e.note === "string" && new TextEncoder().encode(e.note).length > NOTE_LENGTH_LIMIT)
+    causes.push({ field: "note", message: `Too long: may not be more than ${NOTE_LENGTH_LIMIT} bytes`, reason: "FieldValueTooLong" });
   const series = e.series as { count?: number; lastObservedTime?: string | null } | null | undefined;
   if (series) {
-    if ((series.count ?? 0) < 2) causes.push({ field: "series.count", message: `Invalid value: ${series.count ?? 0}: should be at least 2`, reason: "FieldValueInvalid" });
+    if ((series.count ?? 0) < 2)
+      causes.push({ field: "series.count", message: `Invalid value: ${series.count ?? 0}: should be at least 2`, reason: "FieldValueInvalid" });
     if (!series.lastObservedTime) causes.push({ field: "series.lastObservedTime", message: "Required value", reason: "FieldValueRequired" });
   }
   return causes;
@@ -238,7 +266,8 @@ function validateV1(e: KubeObject, old: KubeObject | undefined): StatusCause[] {
 
 /** Drops the fields a client sent as null (stored absent, as kube-apiserver's decoding leaves them). */
 function dropNulls(e: KubeObject): void {
-  for (const k of ["firstTimestamp", "lastTimestamp", "eventTime", "series", "related", "deprecatedFirstTimestamp", "deprecatedLastTimestamp"]) if (e[k] === null) delete e[k];
+  for (const k of ["firstTimestamp", "lastTimestamp", "eventTime", "series", "related", "deprecatedFirstTimestamp", "deprecatedLastTimestamp"])
+    if (e[k] === null) delete e[k];
 }
 
 /** The core v1 Event kind: the stored form. */

@@ -68,7 +68,15 @@ export const ClusterClaimSchema = z.strictObject({
 export const ManagedClusterSpecSchema = z.strictObject({
   managedClusterClientConfigs: z
     // caBundle is `[]byte` in OCM's Go type (CRD format byte): standard base64, as the apiserver decodes it.
-    .array(z.strictObject({ url: z.string().min(1), caBundle: z.string().refine((v) => decodeBase64(v) !== null, "illegal base64 data: must be standard base64 with padding").optional() }))
+    .array(
+      z.strictObject({
+        url: z.string().min(1),
+        caBundle: z
+          .string()
+          .refine((v) => decodeBase64(v) !== null, "illegal base64 data: must be standard base64 with padding")
+          .optional(),
+      }),
+    )
     .optional(),
   hubAcceptsClient: z.boolean().optional(),
   leaseDurationSeconds: z.number().int().min(0).max(2147483647).optional(),
@@ -154,7 +162,7 @@ function sameTaint(a: Taint, b: Taint): boolean {
 export function stampTaints(obj: KubeObject, old: KubeObject | undefined, nowMs: number): void {
   const taints = specOf(obj).taints;
   if (!taints) return;
-  const oldTaints = old ? specOf(old).taints ?? [] : [];
+  const oldTaints = old ? (specOf(old).taints ?? []) : [];
   const refused: string[] = [];
   let firstIndex = -1;
   taints.forEach((t, i) => {
@@ -186,7 +194,8 @@ function validate(obj: KubeObject): StatusCause[] {
   const seen = new Set<string>();
   spec.taints?.forEach((t, i) => {
     const k = `${t.key}:${t.effect}`;
-    if (seen.has(k)) causes.push({ field: `spec.taints[${i}]`, message: `Duplicate value: taint ${t.key} with effect ${t.effect}`, reason: "FieldValueDuplicate" });
+    if (seen.has(k))
+      causes.push({ field: `spec.taints[${i}]`, message: `Duplicate value: taint ${t.key} with effect ${t.effect}`, reason: "FieldValueDuplicate" });
     seen.add(k);
   });
   spec.managedClusterClientConfigs?.forEach((c, i) => {
@@ -196,7 +205,8 @@ function validate(obj: KubeObject): StatusCause[] {
     } catch {
       ok = false;
     }
-    if (!ok) causes.push({ field: `spec.managedClusterClientConfigs[${i}].url`, message: `Invalid value: ${JSON.stringify(c.url)}: url must be a valid https URL` });
+    if (!ok)
+      causes.push({ field: `spec.managedClusterClientConfigs[${i}].url`, message: `Invalid value: ${JSON.stringify(c.url)}: url must be a valid https URL` });
   });
   return causes;
 }
@@ -265,7 +275,11 @@ export function reconcileManagedCluster(obj: KubeObject, nowMs: number): void {
   const conditions = (status.conditions ??= []);
   const accepted = findCondition(conditions, Conditions.HubAccepted);
   if (spec.hubAcceptsClient) {
-    setCondition(conditions, { type: Conditions.HubAccepted, status: "True", reason: "HubClusterAdminAccepted", message: "Accepted by hub cluster admin" }, now);
+    setCondition(
+      conditions,
+      { type: Conditions.HubAccepted, status: "True", reason: "HubClusterAdminAccepted", message: "Accepted by hub cluster admin" },
+      now,
+    );
   } else if (accepted) {
     setCondition(conditions, { type: Conditions.HubAccepted, status: "False", reason: "HubClusterAdminDenied", message: "Denied by hub cluster admin" }, now);
   }

@@ -25,7 +25,10 @@ const ManagedClusterSetSchema = z.strictObject({
           labelSelector: LabelSelectorSchema.nullable().optional(),
         })
         .optional(),
-      managedNamespaces: onlyEmpty(z.array(z.strictObject({ name: z.string() })), "managed namespaces are not created on the set's clusters by this hub").optional(),
+      managedNamespaces: onlyEmpty(
+        z.array(z.strictObject({ name: z.string() })),
+        "managed namespaces are not created on the set's clusters by this hub",
+      ).optional(),
     })
     .optional(),
   status: z.strictObject({ conditions: ConditionsSchema.optional() }).nullable().optional(),
@@ -51,7 +54,7 @@ export const ManagedClusterSetKind: KindDefinition = {
   ],
   defaults(obj) {
     obj.spec ??= {};
-    const sel = ((obj.spec.clusterSelector ??= {}) as Record<string, unknown>);
+    const sel = (obj.spec.clusterSelector ??= {}) as Record<string, unknown>;
     sel.selectorType ??= "ExclusiveClusterSetLabel";
   },
   validate(obj): StatusCause[] {

@@ -38,7 +38,11 @@ function listMap<T extends z.ZodObject>(item: T, key: string) {
         const k = (v as Record<string, unknown>)[key];
         const dup = seen.has(k);
         seen.add(k);
-        const error: FieldError = { field: `[${i}]`, reason: "FieldValueDuplicate", message: `Duplicate value: map[string]interface {}{${JSON.stringify(key)}:${JSON.stringify(k)}}` };
+        const error: FieldError = {
+          field: `[${i}]`,
+          reason: "FieldValueDuplicate",
+          message: `Duplicate value: map[string]interface {}{${JSON.stringify(key)}:${JSON.stringify(k)}}`,
+        };
         return dup ? [error] : [];
       });
       addFieldErrors(ctx, items, errors);
@@ -91,14 +95,23 @@ export const ManifestWorkSpecSchema = z.strictObject({
             serverSideApply: z
               .strictObject({
                 force: z.boolean().optional(),
-                fieldManager: z.string().regex(/^work-agent/, 'must start with "work-agent"').optional(),
+                fieldManager: z
+                  .string()
+                  .regex(/^work-agent/, 'must start with "work-agent"')
+                  .optional(),
                 ignoreFields: z
                   .array(
                     z.strictObject({
                       condition: z.enum(["OnSpokePresent", "OnSpokeChange"]).optional(),
                       jsonPaths: z.array(z.string()).optional(),
-                      jsonPointers: onlyEmpty(z.array(z.string()), "JSON Pointers in ignoreFields are not supported by this hub's work agent; use jsonPaths").optional(),
-                      jqPathExpressions: onlyEmpty(z.array(z.string()), "jq path expressions in ignoreFields are not supported by this hub's work agent; use jsonPaths").optional(),
+                      jsonPointers: onlyEmpty(
+                        z.array(z.string()),
+                        "JSON Pointers in ignoreFields are not supported by this hub's work agent; use jsonPaths",
+                      ).optional(),
+                      jqPathExpressions: onlyEmpty(
+                        z.array(z.string()),
+                        "jq path expressions in ignoreFields are not supported by this hub's work agent; use jsonPaths",
+                      ).optional(),
                     }),
                   )
                   .optional(),
@@ -186,18 +199,29 @@ export function validateWorkSpec(spec: Record<string, unknown> | undefined, pref
   manifests.forEach((m, i) => {
     const field = `${prefix}.workload.manifests[${i}]`;
     const obj = m as Record<string, unknown>;
-    if (typeof obj.apiVersion !== "string" || !obj.apiVersion) causes.push({ field: `${field}.apiVersion`, message: "Required value: apiVersion must be set", reason: "FieldValueRequired" });
-    if (typeof obj.kind !== "string" || !obj.kind) causes.push({ field: `${field}.kind`, message: "Required value: kind must be set", reason: "FieldValueRequired" });
+    if (typeof obj.apiVersion !== "string" || !obj.apiVersion)
+      causes.push({ field: `${field}.apiVersion`, message: "Required value: apiVersion must be set", reason: "FieldValueRequired" });
+    if (typeof obj.kind !== "string" || !obj.kind)
+      causes.push({ field: `${field}.kind`, message: "Required value: kind must be set", reason: "FieldValueRequired" });
     const meta = isJsonObject(obj.metadata) ? obj.metadata : {};
-    if (typeof meta.name !== "string" || !meta.name) causes.push({ field: `${field}.metadata.name`, message: "Required value: name must be set", reason: "FieldValueRequired" });
+    if (typeof meta.name !== "string" || !meta.name)
+      causes.push({ field: `${field}.metadata.name`, message: "Required value: name must be set", reason: "FieldValueRequired" });
   });
   const size = new TextEncoder().encode(JSON.stringify(manifests)).length;
   if (size > MANIFEST_LIMIT_BYTES) {
-    causes.push({ field: `${prefix}.workload`, message: `Too long: the size of manifests is ${size} bytes which exceeds the ${MANIFEST_LIMIT_BYTES} limit`, reason: "FieldValueTooLong" });
+    causes.push({
+      field: `${prefix}.workload`,
+      message: `Too long: the size of manifests is ${size} bytes which exceeds the ${MANIFEST_LIMIT_BYTES} limit`,
+      reason: "FieldValueTooLong",
+    });
   }
   const rules = (spec?.deleteOption as { propagationPolicy?: string; selectivelyOrphans?: unknown } | undefined) ?? {};
   if (rules.selectivelyOrphans && rules.propagationPolicy !== "SelectivelyOrphan") {
-    causes.push({ field: `${prefix}.deleteOption.selectivelyOrphans`, message: "Forbidden: selectivelyOrphans may only be set with propagationPolicy SelectivelyOrphan", reason: "FieldValueForbidden" });
+    causes.push({
+      field: `${prefix}.deleteOption.selectivelyOrphans`,
+      message: "Forbidden: selectivelyOrphans may only be set with propagationPolicy SelectivelyOrphan",
+      reason: "FieldValueForbidden",
+    });
   }
   causes.push(...validateExecutor(spec, prefix));
   return causes;
@@ -305,15 +329,25 @@ export const ManifestWorkReplicaSetKind: KindDefinition = {
     }
     const seen = new Set<string>();
     spec.placementRefs?.forEach((r, i) => {
-      if (seen.has(r.name)) causes.push({ field: `spec.placementRefs[${i}].name`, message: `Duplicate value: ${JSON.stringify(r.name)}`, reason: "FieldValueDuplicate" });
+      if (seen.has(r.name))
+        causes.push({ field: `spec.placementRefs[${i}].name`, message: `Duplicate value: ${JSON.stringify(r.name)}`, reason: "FieldValueDuplicate" });
       seen.add(r.name);
       // The generated works carry it as the placementname label value.
-      if (r.name.length > 63) causes.push({ field: `spec.placementRefs[${i}].name`, message: `Too long: may not be more than 63 bytes (it is a label value of the generated ManifestWorks)`, reason: "FieldValueTooLong" });
+      if (r.name.length > 63)
+        causes.push({
+          field: `spec.placementRefs[${i}].name`,
+          message: `Too long: may not be more than 63 bytes (it is a label value of the generated ManifestWorks)`,
+          reason: "FieldValueTooLong",
+        });
     });
     // The generated works carry `<namespace>.<name>` as the replica set label value and name.
     const key = `${obj.metadata.namespace ?? ""}.${obj.metadata.name}`;
     if (key.length > 63) {
-      causes.push({ field: "metadata.name", message: `Too long: "<namespace>.<name>" (${key.length} bytes) may not be more than 63 bytes: it names and labels the generated ManifestWorks`, reason: "FieldValueTooLong" });
+      causes.push({
+        field: "metadata.name",
+        message: `Too long: "<namespace>.<name>" (${key.length} bytes) may not be more than 63 bytes: it names and labels the generated ManifestWorks`,
+        reason: "FieldValueTooLong",
+      });
     }
     causes.push(...validateWorkSpec(spec.manifestWorkTemplate, "spec.manifestWorkTemplate"));
     return causes;

@@ -50,7 +50,10 @@ const NamespaceSchema = z.strictObject({
   apiVersion: z.string(),
   kind: z.string(),
   metadata: ObjectMetaSchema,
-  spec: z.strictObject({ finalizers: z.array(z.string()).nullable().optional() }).nullable().optional(),
+  spec: z
+    .strictObject({ finalizers: z.array(z.string()).nullable().optional() })
+    .nullable()
+    .optional(),
   status: z
     .strictObject({
       phase: z.string().optional(),
@@ -75,7 +78,13 @@ function finalizerErrors(name: string, field: string): StatusCause[] {
   const errs = isQualifiedName(name);
   if (errs.length > 0) return errs.map((m) => ({ field, message: `Invalid value: ${JSON.stringify(name)}: ${m}` }));
   if (!name.includes("/") && !STANDARD_FINALIZERS.has(name)) {
-    return [{ field, message: `Invalid value: ${JSON.stringify(name)}: name is neither a standard finalizer name nor is it fully qualified`, reason: "FieldValueInvalid" }];
+    return [
+      {
+        field,
+        message: `Invalid value: ${JSON.stringify(name)}: name is neither a standard finalizer name nor is it fully qualified`,
+        reason: "FieldValueInvalid",
+      },
+    ];
   }
   return [];
 }
@@ -137,7 +146,8 @@ export const NamespaceKind: KindDefinition = {
     if (phase !== undefined) {
       const want = obj.metadata.deletionTimestamp ? "Terminating" : "Active";
       if (phase !== want) {
-        const why = want === "Active" ? "may only be 'Active' if `deletionTimestamp` is empty" : "may only be 'Terminating' if `deletionTimestamp` is not empty";
+        const why =
+          want === "Active" ? "may only be 'Active' if `deletionTimestamp` is empty" : "may only be 'Terminating' if `deletionTimestamp` is not empty";
         causes.push({ field: "status.Phase", message: `Invalid value: ${JSON.stringify(phase)}: ${why}`, reason: "FieldValueInvalid" });
       }
     }
@@ -145,7 +155,10 @@ export const NamespaceKind: KindDefinition = {
   },
   validateDelete(current) {
     if (IMMORTAL_NAMESPACES.includes(current.metadata.name)) {
-      throw new ApiError(403, "Forbidden", `namespaces ${JSON.stringify(current.metadata.name)} is forbidden: this namespace may not be deleted`, { name: current.metadata.name, kind: "namespaces" });
+      throw new ApiError(403, "Forbidden", `namespaces ${JSON.stringify(current.metadata.name)} is forbidden: this namespace may not be deleted`, {
+        name: current.metadata.name,
+        kind: "namespaces",
+      });
     }
   },
   holdsDeletion: (obj) => namespaceFinalizers(obj).length > 0,

@@ -92,7 +92,9 @@ export const PlacementSpecSchema = z.strictObject({
               }),
             )
             .optional(),
-          clustersPerDecisionGroup: z.union([z.number().int().min(1), z.string().regex(PER_GROUP, "must be a positive integer or a percentage from 1% to 100%")]).optional(),
+          clustersPerDecisionGroup: z
+            .union([z.number().int().min(1), z.string().regex(PER_GROUP, "must be a positive integer or a percentage from 1% to 100%")])
+            .optional(),
         })
         .optional(),
     })
@@ -186,7 +188,13 @@ export const ManagedClusterSetBindingKind: KindDefinition = {
   validate(obj): StatusCause[] {
     const set = (obj.spec as { clusterSet?: string } | undefined)?.clusterSet;
     if (!set) return [{ field: "spec.clusterSet", message: "Required value", reason: "FieldValueRequired" }];
-    if (set !== obj.metadata.name) return [{ field: "spec.clusterSet", message: `Invalid value: ${JSON.stringify(set)}: The ManagedClusterSetBinding must have the same name as the target ManagedClusterSet` }];
+    if (set !== obj.metadata.name)
+      return [
+        {
+          field: "spec.clusterSet",
+          message: `Invalid value: ${JSON.stringify(set)}: The ManagedClusterSetBinding must have the same name as the target ManagedClusterSet`,
+        },
+      ];
     return [];
   },
 };

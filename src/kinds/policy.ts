@@ -37,7 +37,17 @@ export const COMPLIANCE_STATES = ["Compliant", "Pending", "NonCompliant"] as con
 export type ComplianceState = (typeof COMPLIANCE_STATES)[number];
 
 const RemediationAction = z.enum(["Inform", "inform", "Enforce", "enforce"]);
-const ComplianceType = z.enum(["MustHave", "Musthave", "musthave", "MustOnlyHave", "Mustonlyhave", "mustonlyhave", "MustNotHave", "Mustnothave", "mustnothave"]);
+const ComplianceType = z.enum([
+  "MustHave",
+  "Musthave",
+  "musthave",
+  "MustOnlyHave",
+  "Mustonlyhave",
+  "mustonlyhave",
+  "MustNotHave",
+  "Mustnothave",
+  "mustnothave",
+]);
 const NonEmpty = z.string().min(1);
 /** config-policy-controller's `EvaluationInterval` pattern: Go durations, `never` or `watch`. */
 const INTERVAL = /^(?:(?:(?:[0-9]+(?:.[0-9])?)(?:h|m|s|(?:ms)|(?:us)|(?:ns)))|never|watch)+$/;
@@ -71,13 +81,15 @@ const ObjectTemplateSchema = z.strictObject({
  * selector of namespaces (`matchLabels`, `matchExpressions`, validated as metav1.LabelSelector), as
  * OCM's config-policy-controller selects them (the agent, agent/src/policy/evaluate.ts).
  */
-const NamespaceSelectorSchema = z.strictObject({
-  include: z.array(NonEmpty).optional(),
-  exclude: z.array(NonEmpty).optional(),
-  matchLabels: LabelSelectorSchema.shape.matchLabels,
-  matchExpressions: LabelSelectorSchema.shape.matchExpressions,
-  terminatingInclusion: onlyValues(z.enum(["IfMatch", "Never", "Default"]), ["Default"]).optional(),
-}).superRefine((v, ctx) => addFieldErrors(ctx, v, validateLabelSelector({ matchLabels: v.matchLabels, matchExpressions: v.matchExpressions }, "")));
+const NamespaceSelectorSchema = z
+  .strictObject({
+    include: z.array(NonEmpty).optional(),
+    exclude: z.array(NonEmpty).optional(),
+    matchLabels: LabelSelectorSchema.shape.matchLabels,
+    matchExpressions: LabelSelectorSchema.shape.matchExpressions,
+    terminatingInclusion: onlyValues(z.enum(["IfMatch", "Never", "Default"]), ["Default"]).optional(),
+  })
+  .superRefine((v, ctx) => addFieldErrors(ctx, v, validateLabelSelector({ matchLabels: v.matchLabels, matchExpressions: v.matchExpressions }, "")));
 
 /**
  * The ConfigurationPolicy a Policy embeds in `policy-templates[].objectDefinition`, limited to what
@@ -131,7 +143,11 @@ const PolicyTemplateObjectSchema = z.record(z.string(), z.unknown()).superRefine
     addFieldErrors(ctx, obj, [
       obj.kind === undefined
         ? fieldRequired("kind")
-        : { field: "kind", reason: "FieldValueNotSupported", message: `Unsupported value: ${JSON.stringify(obj.kind)}: supported values: "ConfigurationPolicy" (the only policy engine this hub's agent runs)` },
+        : {
+            field: "kind",
+            reason: "FieldValueNotSupported",
+            message: `Unsupported value: ${JSON.stringify(obj.kind)}: supported values: "ConfigurationPolicy" (the only policy engine this hub's agent runs)`,
+          },
     ]);
     return;
   }
@@ -171,7 +187,8 @@ export const PolicySpecSchema = z.strictObject({
   hubTemplateOptions: z
     .strictObject({ serviceAccountName: z.string().optional() })
     .superRefine((v, ctx) => {
-      if (v.serviceAccountName) addFieldErrors(ctx, v, [fieldForbidden("", "hub templates (and their serviceAccountName) are not supported by this hub's policy framework")]);
+      if (v.serviceAccountName)
+        addFieldErrors(ctx, v, [fieldForbidden("", "hub templates (and their serviceAccountName) are not supported by this hub's policy framework")]);
     })
     .optional(),
 });
@@ -258,7 +275,10 @@ export const PolicyKind: KindDefinition = {
         message: `Too long: the combined length of the policy namespace and name cannot exceed 62 characters ("${fullPolicyName(ns, name)}" names its replicas and is a label value)`,
       });
     }
-    const spec = (obj.spec ?? {}) as { remediationAction?: string; "policy-templates"?: { objectDefinition?: { kind?: string; spec?: { remediationAction?: string } } }[] };
+    const spec = (obj.spec ?? {}) as {
+      remediationAction?: string;
+      "policy-templates"?: { objectDefinition?: { kind?: string; spec?: { remediationAction?: string } } }[];
+    };
     if (!spec.remediationAction) {
       spec["policy-templates"]?.forEach((t, i) => {
         if (t.objectDefinition?.kind === "ConfigurationPolicy" && !t.objectDefinition.spec?.remediationAction) {
@@ -323,7 +343,9 @@ export const PolicySetSpecSchema = z.strictObject({
 
 /** `PolicySet.status` (v1beta1), written by the hub. */
 export const PolicySetStatusSchema = z.strictObject({
-  placement: z.array(z.strictObject({ placementBinding: z.string().optional(), placement: z.string().optional(), placementRule: z.string().optional() })).optional(),
+  placement: z
+    .array(z.strictObject({ placementBinding: z.string().optional(), placement: z.string().optional(), placementRule: z.string().optional() }))
+    .optional(),
   compliant: z.enum(COMPLIANCE_STATES).optional(),
   statusMessage: z.string().optional(),
   exclusions: z.array(z.strictObject({ policyName: NonEmpty, clusters: z.array(NonEmpty).min(1) })).optional(),

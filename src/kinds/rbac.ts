@@ -21,7 +21,16 @@ import { validateLabelSelector } from "../k8s/labels.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { fieldInvalid, fieldNotSupported, fieldRequired, isDNS1123Subdomain, pathSegmentNameErrors, type FieldError } from "../k8s/validation.ts";
 import { ClusterRoleSchema, RoleBindingSchema, RoleSchema } from "../auth/rbac-schemas.ts";
-import { RBAC_GROUP, type AggregationRule, type Decision, type PolicyRule, type RbacAuthorizer, type RoleRef, type Subject, type UserInfo } from "../auth/rbac.ts";
+import {
+  RBAC_GROUP,
+  type AggregationRule,
+  type Decision,
+  type PolicyRule,
+  type RbacAuthorizer,
+  type RoleRef,
+  type Subject,
+  type UserInfo,
+} from "../auth/rbac.ts";
 
 /**
  * The `counters` row every RBAC write sets to its resourceVersion (`KindDefinition.changeCounter`):
@@ -42,7 +51,8 @@ function validateRules(rules: readonly PolicyRule[] | null | undefined, namespac
     if ((r.verbs ?? []).length === 0) errs.push(fieldRequired(`${at}.verbs`, "verbs must contain at least one value"));
     if ((r.nonResourceURLs ?? []).length > 0) {
       if (namespaced) errs.push(fieldInvalid(`${at}.nonResourceURLs`, r.nonResourceURLs, "namespaced rules cannot apply to non-resource URLs"));
-      if ((r.apiGroups ?? []).length > 0 || (r.resources ?? []).length > 0) errs.push(fieldInvalid(`${at}.nonResourceURLs`, r.nonResourceURLs, "rules cannot apply to both regular resources and non-resource URLs"));
+      if ((r.apiGroups ?? []).length > 0 || (r.resources ?? []).length > 0)
+        errs.push(fieldInvalid(`${at}.nonResourceURLs`, r.nonResourceURLs, "rules cannot apply to both regular resources and non-resource URLs"));
       return;
     }
     if ((r.apiGroups ?? []).length === 0) errs.push(fieldRequired(`${at}.apiGroups`, "resource rules must supply at least one api group"));
@@ -54,7 +64,8 @@ function validateRules(rules: readonly PolicyRule[] | null | undefined, namespac
 function validateAggregation(rule: AggregationRule | null | undefined): FieldError[] {
   if (!rule) return [];
   const selectors = rule.clusterRoleSelectors ?? [];
-  if (selectors.length === 0) return [fieldRequired("aggregationRule.clusterRoleSelectors", "at least one clusterRoleSelector required if aggregationRule is non-nil")];
+  if (selectors.length === 0)
+    return [fieldRequired("aggregationRule.clusterRoleSelectors", "at least one clusterRoleSelector required if aggregationRule is non-nil")];
   return selectors.flatMap((s, i) => validateLabelSelector(s, `aggregationRule.clusterRoleSelectors[${i}]`));
 }
 
@@ -137,7 +148,8 @@ export const ClusterRoleKind: KindDefinition = {
   namespaced: false,
   schema: ClusterRoleSchema,
   printerColumns: [{ name: "Created At", type: "date", jsonPath: ".metadata.creationTimestamp" }],
-  validate: (obj) => causes([...validateRules(obj.rules as PolicyRule[] | undefined, false), ...validateAggregation(obj.aggregationRule as AggregationRule | undefined)]),
+  validate: (obj) =>
+    causes([...validateRules(obj.rules as PolicyRule[] | undefined, false), ...validateAggregation(obj.aggregationRule as AggregationRule | undefined)]),
   finalize: (obj, old, ctx) => checkEscalation(ClusterRoleKind, obj, old, ctx),
 };
 
@@ -150,12 +162,10 @@ export const RoleBindingKind: KindDefinition = {
   singular: "rolebinding",
   namespaced: true,
   schema: RoleBindingSchema,
-  printerColumns: [
-    { name: "Role", type: "string", jsonPath: ".roleRef.name" },
-    AGE,
-  ],
+  printerColumns: [{ name: "Role", type: "string", jsonPath: ".roleRef.name" }, AGE],
   defaults: defaultSubjects,
-  validate: (obj, old) => causes([...validateRoleRef(obj.roleRef as RoleRef, true), ...validateSubjects(obj.subjects as Subject[] | undefined, true), ...roleRefUnchanged(obj, old)]),
+  validate: (obj, old) =>
+    causes([...validateRoleRef(obj.roleRef as RoleRef, true), ...validateSubjects(obj.subjects as Subject[] | undefined, true), ...roleRefUnchanged(obj, old)]),
   finalize: (obj, old, ctx) => checkEscalation(RoleBindingKind, obj, old, ctx),
 };
 
@@ -168,12 +178,14 @@ export const ClusterRoleBindingKind: KindDefinition = {
   singular: "clusterrolebinding",
   namespaced: false,
   schema: RoleBindingSchema,
-  printerColumns: [
-    { name: "Role", type: "string", jsonPath: ".roleRef.name" },
-    AGE,
-  ],
+  printerColumns: [{ name: "Role", type: "string", jsonPath: ".roleRef.name" }, AGE],
   defaults: defaultSubjects,
-  validate: (obj, old) => causes([...validateRoleRef(obj.roleRef as RoleRef, false), ...validateSubjects(obj.subjects as Subject[] | undefined, false), ...roleRefUnchanged(obj, old)]),
+  validate: (obj, old) =>
+    causes([
+      ...validateRoleRef(obj.roleRef as RoleRef, false),
+      ...validateSubjects(obj.subjects as Subject[] | undefined, false),
+      ...roleRefUnchanged(obj, old),
+    ]),
   finalize: (obj, old, ctx) => checkEscalation(ClusterRoleBindingKind, obj, old, ctx),
 };
 
@@ -199,14 +211,25 @@ export function isRbacKind(def: KindDefinition): boolean {
 function onlyGCFields(obj: KubeObject, old: KubeObject | null): boolean {
   if (!old) return false;
   const strip = (o: KubeObject) => {
-    const { ownerReferences: _o, finalizers: _f, resourceVersion: _r, generation: _g, managedFields: _m, ...meta } = o.metadata as unknown as Record<string, unknown>;
+    const {
+      ownerReferences: _o,
+      finalizers: _f,
+      resourceVersion: _r,
+      generation: _g,
+      managedFields: _m,
+      ...meta
+    } = o.metadata as unknown as Record<string, unknown>;
     return JSON.stringify({ ...o, metadata: meta });
   };
   return strip(obj) === strip(old);
 }
 
 function refused(def: KindDefinition, name: string, reason: string): ApiError {
-  return new ApiError(403, "Forbidden", `${def.plural}.${def.group} ${JSON.stringify(name)} is forbidden: ${reason}`, { group: def.group, kind: def.plural, name });
+  return new ApiError(403, "Forbidden", `${def.plural}.${def.group} ${JSON.stringify(name)} is forbidden: ${reason}`, {
+    group: def.group,
+    kind: def.plural,
+    name,
+  });
 }
 
 /**
@@ -241,7 +264,6 @@ export function checkEscalation(def: KindDefinition, obj: KubeObject, old: KubeO
   if (!d.allowed) return Promise.reject(refused(def, name, d.reason));
   return Promise.resolve();
 }
-
 
 /** The four RBAC kinds. */
 export const RBAC_KINDS: readonly KindDefinition[] = [ClusterRoleKind, ClusterRoleBindingKind, RoleKind, RoleBindingKind];

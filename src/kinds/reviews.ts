@@ -104,4 +104,9 @@ export const SubjectAccessReviewKind = review(AUTHORIZATION_GROUP, "SubjectAcces
 export const SelfSubjectReviewKind = review(AUTHENTICATION_GROUP, "SelfSubjectReview", SelfSubjectReviewSchema);
 
 /** The review kinds. */
-export const REVIEW_KINDS: readonly KindDefinition[] = [SelfSubjectAccessReviewKind, SelfSubjectRulesReviewKind, SubjectAccessReviewKind, SelfSubjectReviewKind];
+export const REVIEW_KINDS: readonly KindDefinition[] = [
+  SelfSubjectAccessReviewKind,
+  SelfSubjectRulesReviewKind,
+  SubjectAccessReviewKind,
+  SelfSubjectReviewKind,
+];

@@ -71,7 +71,9 @@ export function configKeyErrors(key: string): string[] {
   const errs: string[] = [];
   if (key.length > 253) errs.push("must be no more than 253 characters");
   if (!CONFIG_KEY.test(key)) {
-    errs.push("a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')");
+    errs.push(
+      "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')",
+    );
   }
   if (key === ".") errs.push("must not be '.'");
   else if (key === "..") errs.push("must not be '..'");
@@ -125,13 +127,19 @@ export const SecretKind: KindDefinition = {
     for (const [k, v] of Object.entries(data)) {
       for (const m of configKeyErrors(k)) causes.push({ field: `data[${k}]`, message: `Invalid value: ${JSON.stringify(k)}: ${m}` });
       const bytes = decodeBase64(v);
-      if (!bytes) causes.push({ field: `data[${k}]`, message: "Invalid value: \"<secret contents redacted>\": illegal base64 data: must be standard base64 with padding" });
+      if (!bytes)
+        causes.push({ field: `data[${k}]`, message: 'Invalid value: "<secret contents redacted>": illegal base64 data: must be standard base64 with padding' });
       else total += bytes.length;
     }
     if (total > MAX_SECRET_BYTES) causes.push({ field: "data", message: `Too long: must have at most ${MAX_SECRET_BYTES} bytes`, reason: "FieldValueTooLong" });
     const type = String(obj.type ?? "Opaque");
     for (const alternatives of REQUIRED_KEYS[type] ?? []) {
-      if (!alternatives.some((k) => k in data)) causes.push({ field: `data[${alternatives[0]}]`, message: `Required value: ${alternatives.join(" or ")} is required for a Secret of type ${type}`, reason: "FieldValueRequired" });
+      if (!alternatives.some((k) => k in data))
+        causes.push({
+          field: `data[${alternatives[0]}]`,
+          message: `Required value: ${alternatives.join(" or ")} is required for a Secret of type ${type}`,
+          reason: "FieldValueRequired",
+        });
     }
     if (type === "kubernetes.io/service-account-token" && !obj.metadata.annotations?.["kubernetes.io/service-account.name"]) {
       causes.push({ field: "metadata.annotations[kubernetes.io/service-account.name]", message: "Required value", reason: "FieldValueRequired" });

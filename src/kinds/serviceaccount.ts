@@ -34,7 +34,10 @@ const ServiceAccountSchema = z.strictObject({
   kind: z.string(),
   metadata: ObjectMetaSchema,
   secrets: z.array(ObjectReferenceSchema).nullable().optional(),
-  imagePullSecrets: z.array(z.strictObject({ name: z.string().optional() })).nullable().optional(),
+  imagePullSecrets: z
+    .array(z.strictObject({ name: z.string().optional() }))
+    .nullable()
+    .optional(),
   automountServiceAccountToken: z.boolean().nullable().optional(),
 });
 
@@ -49,7 +52,12 @@ const TokenRequestSchema = z.strictObject({
   spec: z
     .strictObject({
       audiences: z.array(z.string()).nullable().optional().describe("The intended audiences of the token; empty: the hub's API audience (its issuer)."),
-      expirationSeconds: z.number().int().nullable().optional().describe("The requested lifetime of the token, in seconds: at least 600 (10 minutes), at most 2^32; default 3600."),
+      expirationSeconds: z
+        .number()
+        .int()
+        .nullable()
+        .optional()
+        .describe("The requested lifetime of the token, in seconds: at least 600 (10 minutes), at most 2^32; default 3600."),
       boundObjectRef: z
         .strictObject({ kind: z.string().optional(), apiVersion: z.string().optional(), name: z.string().optional(), uid: z.string().optional() })
         .nullable()

@@ -70,7 +70,8 @@ function actionErrors(action: WebhookReceiverSpec["action"]): StatusCause[] {
   if (action.type === "Reevaluate") {
     return action.patch === undefined ? [] : [{ field, message: "Forbidden: may not be set when the action is Reevaluate", reason: "FieldValueForbidden" }];
   }
-  if (action.patch === undefined || action.patch === null) return [{ field, message: `Required value: the ${action.type} to apply`, reason: "FieldValueRequired" }];
+  if (action.patch === undefined || action.patch === null)
+    return [{ field, message: `Required value: the ${action.type} to apply`, reason: "FieldValueRequired" }];
   const causes: StatusCause[] = [];
   if (action.type === "MergePatch") {
     if (!isJsonObject(action.patch)) return [{ field, message: "Invalid value: a merge patch must be a JSON object (RFC 7386)" }];
@@ -138,7 +139,10 @@ export const WebhookReceiverKind: KindDefinition = {
   },
   async finalize(obj: KubeObject, old: KubeObject | null, ctx: WriteContext) {
     const prev = isJsonObject(old?.status) ? old.status : {};
-    const path = typeof prev.webhookPath === "string" ? prev.webhookPath : `${HOOKS_PREFIX}${await sha256Hex(randomHex(32) + (obj.metadata.namespace ?? "") + obj.metadata.name)}`;
+    const path =
+      typeof prev.webhookPath === "string"
+        ? prev.webhookPath
+        : `${HOOKS_PREFIX}${await sha256Hex(randomHex(32) + (obj.metadata.namespace ?? "") + obj.metadata.name)}`;
     const before = (prev.conditions as Condition[] | undefined)?.find((c) => c.type === "Ready");
     const ready: Condition = {
       type: "Ready",

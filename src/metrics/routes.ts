@@ -55,7 +55,13 @@ export type RequestLabels = {
  * Pure.
  * @example requestLabels("GET", new URL("https://hub/apis/cluster.open-cluster-management.io/v1/managedclusters"), undefined, undefined, 200).verb // "LIST"
  */
-export function requestLabels(method: string, url: URL, contentType: string | undefined, attributes: RequestAttributes | undefined, code: number): RequestLabels {
+export function requestLabels(
+  method: string,
+  url: URL,
+  contentType: string | undefined,
+  attributes: RequestAttributes | undefined,
+  code: number,
+): RequestLabels {
   const attrs = attributes ?? requestAttributes(method, url);
   const upper = method.toUpperCase() === "HEAD" ? "GET" : method.toUpperCase();
   const dryRun = [...new Set(url.searchParams.getAll("dryRun"))].sort().join(",");
@@ -68,7 +74,15 @@ export function requestLabels(method: string, url: URL, contentType: string | un
   const scope = attrs.name || attrs.verb === "create" ? "resource" : attrs.namespace ? "namespace" : "cluster";
   const served = SERVED.has(`${attrs.apiGroup}/${attrs.apiVersion ?? ""}/${attrs.resource}`);
   if (!served) return { ...base, verb, group: "", version: "", resource: "", subresource: "", scope };
-  return { ...base, verb, group: attrs.apiGroup, version: attrs.apiVersion ?? "", resource: attrs.resource, subresource: code === 404 ? "" : (attrs.subresource ?? ""), scope };
+  return {
+    ...base,
+    verb,
+    group: attrs.apiGroup,
+    version: attrs.apiVersion ?? "",
+    resource: attrs.resource,
+    subresource: code === 404 ? "" : (attrs.subresource ?? ""),
+    scope,
+  };
 }
 
 /** Seconds since `startMs` (epoch milliseconds). */
@@ -190,7 +204,9 @@ export function metricsRoutes(): Hono<ApiEnv> {
   app.use("/metrics", apiAccess(ensureBuiltins));
   app.get("/metrics", async (c) => {
     const { text, timing } = await scrape(c.env);
-    return new Response(text, { headers: { "content-type": EXPOSITION_CONTENT_TYPE, "cache-control": "no-store", "x-content-type-options": "nosniff", "server-timing": timing } });
+    return new Response(text, {
+      headers: { "content-type": EXPOSITION_CONTENT_TYPE, "cache-control": "no-store", "x-content-type-options": "nosniff", "server-timing": timing },
+    });
   });
   return app;
 }

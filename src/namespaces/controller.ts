@@ -106,7 +106,12 @@ function remainingConditions(ns: KubeObject, remaining: Remaining, now: number):
     setCondition(
       conditions,
       finalizers.length > 0
-        ? { type: "NamespaceFinalizersRemaining", status: "True", reason: "SomeFinalizersRemain", message: `Some content in the namespace has finalizers remaining: ${finalizers.join(", ")}` }
+        ? {
+            type: "NamespaceFinalizersRemaining",
+            status: "True",
+            reason: "SomeFinalizersRemain",
+            message: `Some content in the namespace has finalizers remaining: ${finalizers.join(", ")}`,
+          }
         : { type: "NamespaceFinalizersRemaining", status: "False", reason: "ContentHasNoFinalizers", message: "All content-preserving finalizers finished" },
       at,
     ) || changed;
@@ -129,9 +134,11 @@ export async function finishNamespaceDeletion(env: Env, name: string): Promise<{
   if (remaining.resources.length > 0) {
     const { conditions, changed } = remainingConditions(ns, remaining, clock.now());
     if (changed) {
-      await namespaces.write("", name, { verb: "update", subresource: "status", body: { ...ns, status: { ...(ns.status ?? {}), conditions } } }).catch((e: unknown) => {
-        if (!(e instanceof ApiError)) throw e;
-      });
+      await namespaces
+        .write("", name, { verb: "update", subresource: "status", body: { ...ns, status: { ...(ns.status ?? {}), conditions } } })
+        .catch((e: unknown) => {
+          if (!(e instanceof ApiError)) throw e;
+        });
     }
     return { rewrote: changed, remaining: true };
   }
@@ -152,7 +159,10 @@ export async function finishNamespaceDeletion(env: Env, name: string): Promise<{
 export const namespaceDeletionHook: AfterCommitHook<true> = {
   name: "namespace-deletion",
   plan: (change) =>
-    change.def === NamespaceKind && change.after?.metadata.deletionTimestamp && !change.before?.metadata.deletionTimestamp && namespaceFinalizers(change.after).includes(NAMESPACE_FINALIZER)
+    change.def === NamespaceKind &&
+    change.after?.metadata.deletionTimestamp &&
+    !change.before?.metadata.deletionTimestamp &&
+    namespaceFinalizers(change.after).includes(NAMESPACE_FINALIZER)
       ? true
       : null,
   async run(env, _owed, target) {
@@ -171,7 +181,10 @@ export async function ensureNamespace(env: Env, name: string, labels: Record<str
   const namespaces = storeOf(env, NamespaceKind);
   if (await namespaces.get("", name)) return;
   try {
-    await namespaces.write("", name, { verb: "create", body: { apiVersion: "v1", kind: NamespaceKind.kind, metadata: { name, ...(Object.keys(labels).length > 0 ? { labels } : {}) } } });
+    await namespaces.write("", name, {
+      verb: "create",
+      body: { apiVersion: "v1", kind: NamespaceKind.kind, metadata: { name, ...(Object.keys(labels).length > 0 ? { labels } : {}) } },
+    });
   } catch (e) {
     if (!(e instanceof ApiError && e.reason === "AlreadyExists")) throw e;
   }
@@ -184,7 +197,8 @@ function accepted(cluster: KubeObject | null): boolean {
 /** A ManagedCluster's namespace: owed by the cluster's create, and by its acceptance. */
 export const clusterNamespaceCreateHook: AfterCommitHook<true> = {
   name: "cluster-namespace-create",
-  plan: (change) => (change.def === ManagedClusterKind && change.after && (!change.before || (accepted(change.after) && !accepted(change.before))) ? true : null),
+  plan: (change) =>
+    change.def === ManagedClusterKind && change.after && (!change.before || (accepted(change.after) && !accepted(change.before))) ? true : null,
   async run(env, _owed, target) {
     await ensureNamespace(env, target.name, { [CLUSTER_NAME_LABEL]: target.name });
   },

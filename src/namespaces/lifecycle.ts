@@ -46,12 +46,17 @@ function nameOf(req: WriteRequest, name: string | undefined): string {
  */
 export function namespaceTerminating(def: KindDefinition, namespace: string, name: string): ApiError {
   const resource = def.group ? `${def.plural}.${def.group}` : def.plural;
-  return new ApiError(403, "Forbidden", `${resource} ${JSON.stringify(name)} is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`, {
-    name,
-    group: def.group,
-    kind: def.plural,
-    causes: [{ reason: NAMESPACE_TERMINATING_CAUSE, message: `namespace ${namespace} is being terminated`, field: "metadata.namespace" }],
-  });
+  return new ApiError(
+    403,
+    "Forbidden",
+    `${resource} ${JSON.stringify(name)} is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`,
+    {
+      name,
+      group: def.group,
+      kind: def.plural,
+      causes: [{ reason: NAMESPACE_TERMINATING_CAUSE, message: `namespace ${namespace} is being terminated`, field: "metadata.namespace" }],
+    },
+  );
 }
 
 /**
@@ -60,7 +65,14 @@ export function namespaceTerminating(def: KindDefinition, namespace: string, nam
  * apply that updates is let through, one that would create is refused).
  * @throws ApiError 404 when the namespace does not exist, 403 when it is terminating
  */
-export async function admitNamespace(env: Env, def: KindDefinition, namespace: string, name: string | undefined, req: WriteRequest, exists: () => Promise<boolean>): Promise<void> {
+export async function admitNamespace(
+  env: Env,
+  def: KindDefinition,
+  namespace: string,
+  name: string | undefined,
+  req: WriteRequest,
+  exists: () => Promise<boolean>,
+): Promise<void> {
   if (!admitsNamespace(def, req)) return;
   const ns = await getObject(store(env), NamespaceKind, { namespace: "", name: namespace });
   if (!ns) throw notFound({ group: "", plural: NamespaceKind.plural, name: namespace });
@@ -83,5 +95,10 @@ export async function admitAcceptance(env: Env, name: string): Promise<void> {
   const ns = await getObject(store(env), NamespaceKind, { namespace: "", name });
   if (!ns || (namespacePhase(ns) !== "Terminating" && !ns.metadata.deletionTimestamp)) return;
   const group = "cluster.open-cluster-management.io";
-  throw new ApiError(403, "Forbidden", `managedclusters/accept.${group} ${JSON.stringify(name)} is forbidden: cluster namespace ${JSON.stringify(name)} is terminating`, { name, group, kind: "managedclusters/accept" });
+  throw new ApiError(
+    403,
+    "Forbidden",
+    `managedclusters/accept.${group} ${JSON.stringify(name)} is forbidden: cluster namespace ${JSON.stringify(name)} is terminating`,
+    { name, group, kind: "managedclusters/accept" },
+  );
 }

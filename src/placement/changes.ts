@@ -28,7 +28,16 @@ function schedulingView(obj: KubeObject | null): string {
   if (!obj) return "";
   const status = (obj.status ?? {}) as ManagedClusterStatus;
   const available = status.conditions?.find((c) => c.type === "ManagedClusterConditionAvailable")?.status;
-  return JSON.stringify([obj.metadata.labels, obj.spec?.taints, available, status.clusterClaims, status.allocatable, status.capacity, status.version?.kubernetes, obj.metadata.deletionTimestamp]);
+  return JSON.stringify([
+    obj.metadata.labels,
+    obj.spec?.taints,
+    available,
+    status.clusterClaims,
+    status.allocatable,
+    status.capacity,
+    status.version?.kubernetes,
+    obj.metadata.deletionTimestamp,
+  ]);
 }
 
 /**

@@ -31,7 +31,8 @@ export function d1Writer(env: Env, nowMs: number): { save: SaveObject; owing: Co
       return { written: true, stored: committed.object };
     } catch (e) {
       // A concurrent user write to the same object triggers its own run; this one yields.
-      if (e instanceof ApiError && (e.reason === "Conflict" || e.reason === "AlreadyExists" || e.reason === "NotFound")) return { written: false, conflict: true };
+      if (e instanceof ApiError && (e.reason === "Conflict" || e.reason === "AlreadyExists" || e.reason === "NotFound"))
+        return { written: false, conflict: true };
       throw e;
     }
   };

@@ -159,7 +159,12 @@ async function updateBindings(state: PlacementState, saveObject: SaveObject, tri
   return writes;
 }
 
-async function schedulePlacement(state: PlacementState, saveObject: SaveObject, placement: KubeObject, nowMs: number): Promise<{ writes: number; requeueAt?: number; decisionsChanged: boolean }> {
+async function schedulePlacement(
+  state: PlacementState,
+  saveObject: SaveObject,
+  placement: KubeObject,
+  nowMs: number,
+): Promise<{ writes: number; requeueAt?: number; decisionsChanged: boolean }> {
   const ns = placement.metadata.namespace!;
   const name = placement.metadata.name;
   const own = state.decisionsOf(ns, name);
@@ -179,7 +184,16 @@ async function schedulePlacement(state: PlacementState, saveObject: SaveObject, 
       metadata: {
         ...base.metadata,
         labels: { ...(base.metadata.labels ?? {}), ...page.labels },
-        ownerReferences: [{ apiVersion: `${PlacementKind.group}/${PlacementKind.version}`, kind: "Placement", name, uid: placement.metadata.uid, controller: true, blockOwnerDeletion: true }],
+        ownerReferences: [
+          {
+            apiVersion: `${PlacementKind.group}/${PlacementKind.version}`,
+            kind: "Placement",
+            name,
+            uid: placement.metadata.uid,
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
       },
       status: { decisions: page.decisions },
     };
@@ -247,7 +261,8 @@ export async function runPlacementController(state: PlacementState, save: SaveOb
   const statusWritten = new Set<string>();
   const saveObject: SaveObject = async (def, current, next) => {
     const saved = await save(def, current, next);
-    if (saved.written && current && next && def !== PlacementDecisionKind) statusWritten.add(`${resourceKey(def)}/${current.metadata.namespace ?? ""}/${current.metadata.name}`);
+    if (saved.written && current && next && def !== PlacementDecisionKind)
+      statusWritten.add(`${resourceKey(def)}/${current.metadata.namespace ?? ""}/${current.metadata.name}`);
     return saved;
   };
   let writes = 0;

@@ -56,7 +56,12 @@ export function decisionOwner(d: KubeObject): string | undefined {
 
 /** Whether a placement's prioritizer configurations name one of the AddOn score resources `resourceNames`, or a CEL selector may call `scores()`. */
 export function readsScore(spec: PlacementSpec, resourceNames: ReadonlySet<string>): boolean {
-  if ((spec.prioritizerPolicy?.configurations ?? []).some((c) => c.scoreCoordinate?.type === "AddOn" && resourceNames.has(c.scoreCoordinate.addOn?.resourceName ?? ""))) return true;
+  if (
+    (spec.prioritizerPolicy?.configurations ?? []).some(
+      (c) => c.scoreCoordinate?.type === "AddOn" && resourceNames.has(c.scoreCoordinate.addOn?.resourceName ?? ""),
+    )
+  )
+    return true;
   // A CEL selector may read any score through managedCluster.scores(name).
   return (spec.predicates ?? []).some((p) => (p.requiredClusterSelector?.celSelector?.celExpressions ?? []).some((e) => e.includes("scores")));
 }

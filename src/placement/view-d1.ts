@@ -35,7 +35,10 @@ async function* pages(db: DrizzleD1Database, def: KindDefinition): AsyncIterable
   let after: { namespace: string; name: string } | null = null;
   for (;;) {
     const where: SQL | undefined = after
-      ? and(eq(objects.resource, resource), or(gt(objects.namespace, after.namespace), and(eq(objects.namespace, after.namespace), gt(objects.name, after.name))))
+      ? and(
+          eq(objects.resource, resource),
+          or(gt(objects.namespace, after.namespace), and(eq(objects.namespace, after.namespace), gt(objects.name, after.name))),
+        )
       : eq(objects.resource, resource);
     const rows: { namespace: string; name: string; body: string; resourceVersion: number }[] = await db
       .select({ namespace: objects.namespace, name: objects.name, body: objects.body, resourceVersion: objects.resourceVersion })

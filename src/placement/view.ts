@@ -63,7 +63,16 @@ import {
   type ScheduleInput,
   type SchedulingCluster,
 } from "../scheduling/index.ts";
-import { mergeTriggers, runPlacementController, type ClusterView, type PlacementState, type RunResult, type SaveObject, type Trigger, type ViewResource } from "./plan.ts";
+import {
+  mergeTriggers,
+  runPlacementController,
+  type ClusterView,
+  type PlacementState,
+  type RunResult,
+  type SaveObject,
+  type Trigger,
+  type ViewResource,
+} from "./plan.ts";
 import { clusterView, compileSetSelector, decidedClusters, decisionOwner, inCompiledSet, placementSpec, readsScore, scoreInput } from "./reads.ts";
 
 /** A cluster as the view keeps it: its scheduling view, set membership and resourceVersion. */
@@ -191,7 +200,8 @@ export class SchedulerView implements PlacementState {
     const view = new SchedulerView();
     for await (const page of source.objects("managedclustersets")) for (const o of page) view.applySet(o.metadata.name, o, rvOf(o));
     for await (const page of source.clusters()) for (const c of page) view.applyCluster(c.view.name, c.view, Number(c.resourceVersion));
-    for await (const page of source.objects("managedclustersetbindings")) for (const o of page) view.applyBinding(o.metadata.namespace!, o.metadata.name, o, rvOf(o));
+    for await (const page of source.objects("managedclustersetbindings"))
+      for (const o of page) view.applyBinding(o.metadata.namespace!, o.metadata.name, o, rvOf(o));
     for await (const page of source.objects("placements")) for (const o of page) view.applyPlacement(o.metadata.namespace!, o.metadata.name, o, rvOf(o));
     for await (const page of source.objects("placementdecisions")) for (const o of page) view.applyDecision(o.metadata.namespace!, o.metadata.name, o, rvOf(o));
     for await (const page of source.objects("addonplacementscores")) for (const o of page) view.applyScore(o.metadata.namespace!, o.metadata.name, o, rvOf(o));
@@ -617,7 +627,8 @@ export class SchedulerView implements PlacementState {
     for (const s of t.sets ?? []) for (const ns of this.boundNamespaces.get(s) ?? []) direct.add(ns);
     const byCluster = new Set<string>();
     for (const c of t.clusters ?? []) {
-      for (const labels of [c.labelsBefore, c.labelsAfter]) for (const s of this.setsOf(labels)) for (const ns of this.boundNamespaces.get(s) ?? []) byCluster.add(ns);
+      for (const labels of [c.labelsBefore, c.labelsAfter])
+        for (const s of this.setsOf(labels)) for (const ns of this.boundNamespaces.get(s) ?? []) byCluster.add(ns);
     }
     const scoreNamespaces = new Map<string, Set<string>>();
     for (const sc of t.scores ?? []) {
@@ -629,7 +640,8 @@ export class SchedulerView implements PlacementState {
       }
     }
     const candidates: PlacementRecord[] = [];
-    for (const ns of new Set([...direct, ...byCluster, ...scoreNamespaces.keys()])) for (const rec of this.placements.get(ns)?.values() ?? []) candidates.push(rec);
+    for (const ns of new Set([...direct, ...byCluster, ...scoreNamespaces.keys()]))
+      for (const rec of this.placements.get(ns)?.values() ?? []) candidates.push(rec);
     for (const k of wanted) {
       const [ns, name] = splitKey(k);
       const rec = this.placements.get(ns)?.get(name);
@@ -897,7 +909,14 @@ export class SchedulerView implements PlacementState {
     const ns = rec.object.metadata.namespace!;
     const name = rec.object.metadata.name;
     const k = objectKey(ns, name);
-    if (!st || st.rv !== rec.rv || st.ownVersion !== (this.ownVersions.get(k) ?? 0) || st.setsVersion !== this.setsVersion || st.bindingsVersion !== this.bindingsVersion) return false;
+    if (
+      !st ||
+      st.rv !== rec.rv ||
+      st.ownVersion !== (this.ownVersions.get(k) ?? 0) ||
+      st.setsVersion !== this.setsVersion ||
+      st.bindingsVersion !== this.bindingsVersion
+    )
+      return false;
     const info = this.info(ns, rec.object);
     if (info.unskippable || info.selectors === null) return false;
     const eligible = eligibleClusterSets(placementSpec(rec.object), this.boundSets(ns));
@@ -912,7 +931,13 @@ export class SchedulerView implements PlacementState {
       const isCandidate = after !== undefined && !after.deleting && this.inAny(eligible, after.labels);
       if (!wasCandidate && !isCandidate) continue;
       const selectors = info.selectors;
-      if (wasCandidate === isCandidate && selectors.length > 0 && !selectors.some((s) => clusterMatches(s, before!)) && !selectors.some((s) => clusterMatches(s, after!))) continue;
+      if (
+        wasCandidate === isCandidate &&
+        selectors.length > 0 &&
+        !selectors.some((s) => clusterMatches(s, before!)) &&
+        !selectors.some((s) => clusterMatches(s, after!))
+      )
+        continue;
       return false;
     }
     if (info.balance) {
@@ -974,7 +999,9 @@ export interface ChangeLog {
    * `version` (with the version of its last write). `expired`: the log no longer reaches back
    * to `version` (older entries were pruned).
    */
-  since(version: number): Promise<{ latest: number; expired: boolean; changed: { resource: FollowedResource; namespace: string; name: string; resourceVersion: number }[] }>;
+  since(
+    version: number,
+  ): Promise<{ latest: number; expired: boolean; changed: { resource: FollowedResource; namespace: string; name: string; resourceVersion: number }[] }>;
   /** One object as stored now, or null. */
   read(resource: FollowedResource, namespace: string, name: string): Promise<KubeObject | null>;
 }
@@ -1016,4 +1043,3 @@ export async function runOnView(view: SchedulerView, trigger: Trigger, nowMs: nu
     view.endRun(result);
   }
 }
-

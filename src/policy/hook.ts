@@ -30,9 +30,7 @@ import { reconcilePlacement, reconcileSubjects, recordReplicaCompliance } from "
  * compliance of the replica of `root` (`<ns>.<name>`) in `cluster`.
  */
 export type PolicyOwed =
-  | { namespace: string; policies: string[]; sets: string[] }
-  | { namespace: string; placement: string }
-  | { root: string; cluster: string };
+  { namespace: string; policies: string[]; sets: string[] } | { namespace: string; placement: string } | { root: string; cluster: string };
 
 interface Subject {
   apiGroup?: string;
@@ -41,8 +39,9 @@ interface Subject {
 }
 
 const json = (v: unknown) => JSON.stringify(v ?? null);
-const subjectsOf = (o: KubeObject | null) => ((o as unknown as { subjects?: Subject[] } | null)?.subjects ?? []).filter((s) => s.apiGroup === POLICY_GROUP && !!s.name);
-const policiesOf = (o: KubeObject | null) => ((o?.spec as { policies?: string[] } | undefined)?.policies ?? []);
+const subjectsOf = (o: KubeObject | null) =>
+  ((o as unknown as { subjects?: Subject[] } | null)?.subjects ?? []).filter((s) => s.apiGroup === POLICY_GROUP && !!s.name);
+const policiesOf = (o: KubeObject | null) => (o?.spec as { policies?: string[] } | undefined)?.policies ?? [];
 const union = (a: string[], b: string[]) => [...new Set([...a, ...b])];
 
 /** The binding fields that decide what it places (OCM's placement binding predicate). */
@@ -75,8 +74,14 @@ export function planPolicy(change: Change): PolicyOwed | null {
     const subjects = [...subjectsOf(before), ...subjectsOf(after)];
     return {
       namespace,
-      policies: union(subjects.filter((s) => s.kind === "Policy").map((s) => s.name!), []),
-      sets: union(subjects.filter((s) => s.kind === "PolicySet").map((s) => s.name!), []),
+      policies: union(
+        subjects.filter((s) => s.kind === "Policy").map((s) => s.name!),
+        [],
+      ),
+      sets: union(
+        subjects.filter((s) => s.kind === "PolicySet").map((s) => s.name!),
+        [],
+      ),
     };
   }
   if (def === PolicySetKind) {

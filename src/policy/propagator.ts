@@ -83,7 +83,7 @@ export interface PolicyDecisions {
 }
 
 const asBinding = (o: KubeObject) => o as unknown as Binding;
-const setPolicies = (set: KubeObject | undefined): string[] => ((set?.spec as { policies?: string[] } | undefined)?.policies ?? []);
+const setPolicies = (set: KubeObject | undefined): string[] => (set?.spec as { policies?: string[] } | undefined)?.policies ?? [];
 const isEnforce = (v: string | undefined) => (v ?? "").toLowerCase() === "enforce";
 
 /** The clusters a Placement decides, from its PlacementDecisions (`decisions` are the namespace's). */
@@ -91,7 +91,7 @@ function decidedBy(decisions: KubeObject[], placement: string): string[] {
   const out: string[] = [];
   for (const d of decisions) {
     if (d.metadata.labels?.[PLACEMENT_LABEL] !== placement) continue;
-    for (const x of ((d.status as { decisions?: { clusterName: string }[] } | undefined)?.decisions ?? [])) out.push(x.clusterName);
+    for (const x of (d.status as { decisions?: { clusterName: string }[] } | undefined)?.decisions ?? []) out.push(x.clusterName);
   }
   return out;
 }
@@ -171,9 +171,7 @@ export function replicaOf(root: KubeObject, cluster: string, enforce: boolean, c
   labels[ROOT_POLICY_LABEL] = replicaName;
   annotations[ARGOCD_COMPARE_OPTIONS_ANNOTATION] = "IgnoreExtraneous";
   if (enforce && !isEnforce(spec.remediationAction)) spec.remediationAction = "enforce";
-  const metadata = current
-    ? { ...current.metadata, labels, annotations }
-    : { name: replicaName, namespace: cluster, labels, annotations };
+  const metadata = current ? { ...current.metadata, labels, annotations } : { name: replicaName, namespace: cluster, labels, annotations };
   return { apiVersion: `${POLICY_GROUP}/v1`, kind: "Policy", metadata, spec, ...(current?.status ? { status: current.status } : {}) } as KubeObject;
 }
 
@@ -191,7 +189,11 @@ function canonical(v: unknown): string {
 
 /** Whether a stored replica already says what `want` says (labels, annotations, spec: OCM's `equivalentReplicatedPolicies`). */
 function equivalent(stored: KubeObject, want: KubeObject): boolean {
-  return canonical(stored.metadata.labels ?? {}) === canonical(want.metadata.labels ?? {}) && canonical(stored.metadata.annotations ?? {}) === canonical(want.metadata.annotations ?? {}) && canonical(stored.spec ?? {}) === canonical(want.spec ?? {});
+  return (
+    canonical(stored.metadata.labels ?? {}) === canonical(want.metadata.labels ?? {}) &&
+    canonical(stored.metadata.annotations ?? {}) === canonical(want.metadata.annotations ?? {}) &&
+    canonical(stored.spec ?? {}) === canonical(want.spec ?? {})
+  );
 }
 
 /**
@@ -270,7 +272,9 @@ async function reconcileOnce(env: Env, namespace: string, name: string, state: N
   const replicaName = fullPolicyName(namespace, name);
   const replicas = (await listObjectsNamed(db, PolicyKind, replicaName)).filter((p) => p.metadata.labels?.[ROOT_POLICY_LABEL] === replicaName);
   const live = root && !root.metadata.deletionTimestamp ? root : null;
-  const decided = live ? decide(live, state.bindings, state.sets, state.placements, state.decisions) : { clusters: new Map<string, { enforce: boolean }>(), placements: [] };
+  const decided = live
+    ? decide(live, state.bindings, state.sets, state.placements, state.decisions)
+    : { clusters: new Map<string, { enforce: boolean }>(), placements: [] };
   const byCluster = new Map(replicas.map((r) => [r.metadata.namespace!, r]));
   let raced = false;
   // The replicas to create or update are written together, in D1 batches (writeStoredMany), then
@@ -298,11 +302,17 @@ async function reconcileOnce(env: Env, namespace: string, name: string, state: N
   for (const [i, r] of deleted.entries()) {
     if (r === "lost" && (await getObject(db, PolicyKind, { namespace: leaving[i]![0], name: replicaName }))) raced = true;
   }
-  const entries: ClusterCompliance[] = [...compliance].map(([cluster, compliant]) => ({ clustername: cluster, clusternamespace: cluster, ...(compliant ? { compliant } : {}) }));
+  const entries: ClusterCompliance[] = [...compliance].map(([cluster, compliant]) => ({
+    clustername: cluster,
+    clusternamespace: cluster,
+    ...(compliant ? { compliant } : {}),
+  }));
   if (live) {
     const status = withCompliance((live.status ?? {}) as Record<string, unknown>, entries, decided.placements);
     if (canonical(status) !== canonical(live.status ?? {})) {
-      const r = await racing(() => storeOf(env, PolicyKind).write(namespace, name, { verb: "update", subresource: "status", body: { ...live, status } }, { known: live }));
+      const r = await racing(() =>
+        storeOf(env, PolicyKind).write(namespace, name, { verb: "update", subresource: "status", body: { ...live, status } }, { known: live }),
+      );
       if (r === "lost") raced = true;
     }
   }
@@ -334,7 +344,9 @@ export async function reconcilePlacement(env: Env, namespace: string, placement:
   // Most placements bind no policy: one read of the namespace's bindings says so.
   const bindings = (await listObjects(database(env), PlacementBindingKind, namespace)).items.filter((o) => asBinding(o).placementRef?.name === placement);
   if (bindings.length === 0) return;
-  const policySets = bindings.some((o) => (asBinding(o).subjects ?? []).some((s) => s.kind === "PolicySet")) ? (await listObjects(database(env), PolicySetKind, namespace)).items : [];
+  const policySets = bindings.some((o) => (asBinding(o).subjects ?? []).some((s) => s.kind === "PolicySet"))
+    ? (await listObjects(database(env), PolicySetKind, namespace)).items
+    : [];
   const names = new Set<string>();
   const sets = new Set<string>();
   for (const o of bindings) {
@@ -400,7 +412,7 @@ async function applyCompliance(env: Env, reports: ComplianceReport[]): Promise<v
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         const root = await getObject(db, PolicyKind, { namespace, name });
         if (!root || isReplica(root) || root.metadata.deletionTimestamp) return;
-        const entries = structuredClone(((root.status as { status?: ClusterCompliance[] } | undefined)?.status ?? []));
+        const entries = structuredClone((root.status as { status?: ClusterCompliance[] } | undefined)?.status ?? []);
         let changed = false;
         // In order: a later report of a cluster wins.
         for (const r of rs) {
@@ -412,7 +424,9 @@ async function applyCompliance(env: Env, reports: ComplianceReport[]): Promise<v
         }
         if (!changed) return;
         const status = withCompliance((root.status ?? {}) as Record<string, unknown>, entries, undefined);
-        const w = await racing(() => storeOf(env, PolicyKind).write(namespace, name, { verb: "update", subresource: "status", body: { ...root, status } }, { known: root }));
+        const w = await racing(() =>
+          storeOf(env, PolicyKind).write(namespace, name, { verb: "update", subresource: "status", body: { ...root, status } }, { known: root }),
+        );
         if (w === "lost") continue;
         if (!written.has(namespace)) written.set(namespace, new Set());
         written.get(namespace)!.add(name);
@@ -492,7 +506,9 @@ export function policySetStatus(set: KubeObject, policies: Map<string, KubeObjec
       continue;
     }
     const status = (p.status ?? {}) as { placement?: PolicyPlacement[]; status?: ClusterCompliance[] };
-    for (const pl of status.placement ?? []) if (pl.policySet === setName) placements.set(pl.placementBinding, { placementBinding: pl.placementBinding, ...(pl.placement ? { placement: pl.placement } : {}) });
+    for (const pl of status.placement ?? [])
+      if (pl.policySet === setName)
+        placements.set(pl.placementBinding, { placementBinding: pl.placementBinding, ...(pl.placement ? { placement: pl.placement } : {}) });
     if ((p.spec as { disabled?: boolean } | undefined)?.disabled) {
       disabled.push(name);
       continue;
@@ -542,7 +558,9 @@ export async function refreshPolicySets(env: Env, namespace: string, policies: S
     for (const set of concerned) {
       const status = policySetStatus(set, byName, bindings.items, decisions.items);
       if (canonical(status) === canonical(set.status ?? {})) continue;
-      const r = await racing(() => storeOf(env, PolicySetKind).write(namespace, set.metadata.name, { verb: "update", subresource: "status", body: { ...set, status } }, { known: set }));
+      const r = await racing(() =>
+        storeOf(env, PolicySetKind).write(namespace, set.metadata.name, { verb: "update", subresource: "status", body: { ...set, status } }, { known: set }),
+      );
       if (r === "lost") raced = true;
     }
     if (!raced) return;

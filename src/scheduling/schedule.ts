@@ -101,7 +101,12 @@ function getWeights(spec: PlacementSpec): WeightEntry[] | Misconfigured {
  * OCM's `getPrioritizers`: weight 0 drops an entry; unknown built-ins and empty addOn are
  * Misconfigured. `Spread` is returned apart (its weight applies in the selection step).
  */
-function getPrioritizers(entries: readonly WeightEntry[], input: ScheduleInput, existing: ReadonlySet<string>, nowMs: number): { scorers: Prioritizer[]; spreadWeight: number } | Misconfigured {
+function getPrioritizers(
+  entries: readonly WeightEntry[],
+  input: ScheduleInput,
+  existing: ReadonlySet<string>,
+  nowMs: number,
+): { scorers: Prioritizer[]; spreadWeight: number } | Misconfigured {
   const out: Prioritizer[] = [];
   let spreadWeight = 0;
   for (const e of entries) {
@@ -262,7 +267,14 @@ function failed(m: Misconfigured, warnings: string[] = []): SchedulerOutcome {
  * OCM's `pluginScheduler.Schedule` over the candidate clusters. `available` tells whether
  * the eligible sets have any candidate at all (`candidates` may be a pre-filtered subset).
  */
-function runScheduler(input: ScheduleInput, candidates: readonly SchedulingCluster[], available: boolean, existing: ReadonlySet<string>, nowMs: number, explain: boolean): SchedulerOutcome {
+function runScheduler(
+  input: ScheduleInput,
+  candidates: readonly SchedulingCluster[],
+  available: boolean,
+  existing: ReadonlySet<string>,
+  nowMs: number,
+  explain: boolean,
+): SchedulerOutcome {
   const spec = input.placement.spec;
   let filtered: readonly SchedulingCluster[] = candidates;
 
@@ -290,7 +302,9 @@ function runScheduler(input: ScheduleInput, candidates: readonly SchedulingClust
   if (filtered.length > 0) {
     const invalid = validateTolerations(tolerations);
     if (invalid !== undefined) return failed(new Misconfigured("TaintToleration", invalid));
-    filtered = filtered.filter((c) => !c.taints || c.taints.length === 0 || clusterToleratedUntil(c, tolerations, existing.has(c.name), nowMs) !== NOT_TOLERATED);
+    filtered = filtered.filter(
+      (c) => !c.taints || c.taints.length === 0 || clusterToleratedUntil(c, tolerations, existing.has(c.name), nowMs) !== NOT_TOLERATED,
+    );
   }
 
   // Prioritize.
@@ -329,7 +343,8 @@ function runScheduler(input: ScheduleInput, candidates: readonly SchedulingClust
   // Select.
   const wanted = spec.numberOfClusters;
   if (wanted !== undefined && wanted !== null) {
-    if (!Number.isInteger(wanted)) return failed(new Misconfigured("", `spec.numberOfClusters in body must be of type integer: ${JSON.stringify(wanted)}`), warnings);
+    if (!Number.isInteger(wanted))
+      return failed(new Misconfigured("", `spec.numberOfClusters in body must be of type integer: ${JSON.stringify(wanted)}`), warnings);
     if (wanted < 0) return failed(new Misconfigured("", `spec.numberOfClusters in body should be greater than or equal to 0`), warnings);
   }
   const k = wanted === undefined || wanted === null ? n : Math.min(wanted, n);
@@ -356,7 +371,10 @@ function runScheduler(input: ScheduleInput, candidates: readonly SchedulingClust
     feasible: names,
     feasibleScores,
     scores,
-    prioritizers: got.spreadWeight !== 0 ? [...prioritizers.map((p) => ({ name: p.name, weight: p.weight })), { name: "Spread", weight: got.spreadWeight }] : prioritizers.map((p) => ({ name: p.name, weight: p.weight })),
+    prioritizers:
+      got.spreadWeight !== 0
+        ? [...prioritizers.map((p) => ({ name: p.name, weight: p.weight })), { name: "Spread", weight: got.spreadWeight }]
+        : prioritizers.map((p) => ({ name: p.name, weight: p.weight })),
     warnings,
   };
   if (results) outcome.prioritizerResults = results;
@@ -369,13 +387,32 @@ function runScheduler(input: ScheduleInput, candidates: readonly SchedulingClust
  * scheduler, and, as in OCM's code, a Misconfigured status does not take that row: a
  * misconfigured schedule selects nothing and so reports NoManagedClusterMatched.
  */
-function satisfiedCondition(spec: PlacementSpec, eligible: readonly string[], bindings: number, available: boolean, selected: number, unscheduled: number): PlacementCondition {
+function satisfiedCondition(
+  spec: PlacementSpec,
+  eligible: readonly string[],
+  bindings: number,
+  available: boolean,
+  selected: number,
+  unscheduled: number,
+): PlacementCondition {
   const type = "PlacementSatisfied";
-  if (bindings === 0) return { type, status: "False", reason: "NoManagedClusterSetBindings", message: "No valid ManagedClusterSetBindings found in placement namespace" };
+  if (bindings === 0)
+    return { type, status: "False", reason: "NoManagedClusterSetBindings", message: "No valid ManagedClusterSetBindings found in placement namespace" };
   if (eligible.length === 0) {
-    return { type, status: "False", reason: "NoIntersection", message: `None of ManagedClusterSets [${(spec.clusterSets ?? []).join(",")}] is bound to placement namespace` };
+    return {
+      type,
+      status: "False",
+      reason: "NoIntersection",
+      message: `None of ManagedClusterSets [${(spec.clusterSets ?? []).join(",")}] is bound to placement namespace`,
+    };
   }
-  if (!available) return { type, status: "False", reason: "AllManagedClusterSetsEmpty", message: `All ManagedClusterSets [${eligible.join(",")}] have no member ManagedCluster` };
+  if (!available)
+    return {
+      type,
+      status: "False",
+      reason: "AllManagedClusterSetsEmpty",
+      message: `All ManagedClusterSets [${eligible.join(",")}] have no member ManagedCluster`,
+    };
   if (selected === 0) return { type, status: "False", reason: "NoManagedClusterMatched", message: "No ManagedCluster matches any of the cluster predicate" };
   if (unscheduled === 0) return { type, status: "True", reason: "AllDecisionsScheduled", message: "All cluster decisions scheduled" };
   return { type, status: "False", reason: "NotAllDecisionsScheduled", message: `${unscheduled} cluster decisions unscheduled` };

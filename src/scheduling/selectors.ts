@@ -46,7 +46,11 @@ function compileOne(sel: LabelSelector | undefined): CompiledLabelSelector | nul
  *   expression that does not compile ("compilation failed: ..."); callers turn it into
  *   Misconfigured.
  */
-export function compileClusterSelector(labelSelector: LabelSelector | undefined, claimSelector: ClaimSelector | undefined, celSelector?: CelSelector): CompiledClusterSelector {
+export function compileClusterSelector(
+  labelSelector: LabelSelector | undefined,
+  claimSelector: ClaimSelector | undefined,
+  celSelector?: CelSelector,
+): CompiledClusterSelector {
   const labels = compileOne(labelSelector);
   const claims = claimSelector?.matchExpressions?.length ? compileOne({ matchExpressions: claimSelector.matchExpressions }) : null;
   const cel = (celSelector?.celExpressions ?? []).map(compileClusterExpression);

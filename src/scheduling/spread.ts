@@ -108,7 +108,13 @@ interface Group {
  * @param weight the weight of the `Spread` prioritizer (0 keeps only the DoNotSchedule limits).
  * @returns the picked indices, in pick order.
  */
-export function spreadSelect(clusters: readonly SchedulingCluster[], total: Float64Array, k: number, terms: readonly SpreadConstraint[], weight: number): number[] {
+export function spreadSelect(
+  clusters: readonly SchedulingCluster[],
+  total: Float64Array,
+  k: number,
+  terms: readonly SpreadConstraint[],
+  weight: number,
+): number[] {
   const m = terms.length;
   const levels: Level[] = terms.map((t) => ({
     hard: (t.whenUnsatisfiable ?? DEFAULT_WHEN_UNSATISFIABLE) === "DoNotSchedule",

@@ -92,7 +92,10 @@ export async function runOwed(env: Env, work: OwedWork, opts: RunOwedOptions): P
     if (finished) {
       if (deleteWhenFinished && !tookRow) await bind(env.DB, deleteRowsShape(), { ids: JSON.stringify([work.id]) }).run();
     } else {
-      await db.update(outbox).set({ hooks: JSON.stringify(left), ...(retryAt !== undefined ? { dueAt: retryAt } : {}) }).where(eq(outbox.id, work.id));
+      await db
+        .update(outbox)
+        .set({ hooks: JSON.stringify(left), ...(retryAt !== undefined ? { dueAt: retryAt } : {}) })
+        .where(eq(outbox.id, work.id));
       if (retryAt !== undefined) await armSweep(env, retryAt);
     }
   } catch (e) {
@@ -103,7 +106,9 @@ export async function runOwed(env: Env, work: OwedWork, opts: RunOwedOptions): P
 }
 
 /** Deletes the rows whose ids the JSON array `ids` holds: one bound parameter for any number of rows. */
-const deleteRowsShape = compiled(() => builder.delete(outbox).where(inArray(outbox.id, builder.select({ id: sql<string>`value` }).from(sql`json_each(${sql.placeholder("ids")})`))));
+const deleteRowsShape = compiled(() =>
+  builder.delete(outbox).where(inArray(outbox.id, builder.select({ id: sql<string>`value` }).from(sql`json_each(${sql.placeholder("ids")})`))),
+);
 
 /**
  * Deletes the outbox rows `ids` (whose hooks all finished) in one statement. A failure is logged
@@ -174,17 +179,29 @@ export function retryTime(now: number): number {
  */
 export async function sweepOutbox(env: Env, now: number, startedAt?: number): Promise<{ finished: number; nextDue: number | null }> {
   const db = database(env.DB);
-  if (startedAt !== undefined) await db.update(outbox).set({ dueAt: now }).where(and(lt(outbox.createdAt, startedAt), gt(outbox.dueAt, now)));
+  if (startedAt !== undefined)
+    await db
+      .update(outbox)
+      .set({ dueAt: now })
+      .where(and(lt(outbox.createdAt, startedAt), gt(outbox.dueAt, now)));
   let finished = 0;
   for (;;) {
     const claimed = await db
       .update(outbox)
       .set({ attempts: sql`${outbox.attempts} + 1`, dueAt: sql`${now} + min(${MAX_RETRY_MS}, ${RETRY_MS} << min(${outbox.attempts}, 16))` })
-      .where(inArray(outbox.id, db.select({ id: outbox.id }).from(outbox).where(lte(outbox.dueAt, now)).orderBy(asc(outbox.resourceVersion)).limit(SWEEP_BATCH)))
+      .where(
+        inArray(outbox.id, db.select({ id: outbox.id }).from(outbox).where(lte(outbox.dueAt, now)).orderBy(asc(outbox.resourceVersion)).limit(SWEEP_BATCH)),
+      )
       .returning();
     if (claimed.length === 0) break;
     const results = await Promise.all(
-      claimed.map((r) => runOwed(env, { id: r.id, resource: r.resource, namespace: r.namespace, name: r.name, hooks: JSON.parse(r.hooks) as Record<string, unknown> }, { recovering: true })),
+      claimed.map((r) =>
+        runOwed(
+          env,
+          { id: r.id, resource: r.resource, namespace: r.namespace, name: r.name, hooks: JSON.parse(r.hooks) as Record<string, unknown> },
+          { recovering: true },
+        ),
+      ),
     );
     finished += results.filter((r) => r.finished).length;
     if (claimed.length < SWEEP_BATCH) break;

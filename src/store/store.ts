@@ -135,7 +135,8 @@ export function storeOf(env: Env, def: KindDefinition): Store {
   return {
     ...backend,
     async write(namespace, name, req, opts) {
-      if (admitsNamespace(def, req)) await admitNamespace(env, def, namespace, name, req, async () => name !== undefined && name !== "" && (await backend.get(namespace, name)) !== null);
+      if (admitsNamespace(def, req))
+        await admitNamespace(env, def, namespace, name, req, async () => name !== undefined && name !== "" && (await backend.get(namespace, name)) !== null);
       return backend.write(namespace, name, req, opts);
     },
   };
@@ -173,13 +174,22 @@ function convertedStore(env: Env, def: KindDefinition, conv: VersionConversion):
       for (let attempt = 1; ; attempt++) {
         const before = req.verb === "create" || !name ? null : await stored.get(namespace, name);
         const current = out(before);
-        const { next, created } = computeWrite(def, { namespace, name }, current, req, { now: clock.now(), newUid: () => crypto.randomUUID(), extras: opts?.extras });
+        const { next, created } = computeWrite(def, { namespace, name }, current, req, {
+          now: clock.now(),
+          newUid: () => crypto.randomUUID(),
+          extras: opts?.extras,
+        });
         if (next === current || !next) return { object: current, created };
         const body = conv.toStorage(next);
         const subresource = req.verb === "update" || req.verb === "patch" ? req.subresource : undefined;
         try {
           const r = before
-            ? await stored.write(namespace, name, { verb: "update", subresource, body: { ...body, metadata: { ...body.metadata, resourceVersion: before.metadata.resourceVersion } } }, opts)
+            ? await stored.write(
+                namespace,
+                name,
+                { verb: "update", subresource, body: { ...body, metadata: { ...body.metadata, resourceVersion: before.metadata.resourceVersion } } },
+                opts,
+              )
             : await stored.write(namespace, next.metadata.name, { verb: "create", body }, opts);
           return { object: out(r.object), created };
         } catch (e) {

@@ -10,7 +10,21 @@ import { ApiError } from "../k8s/errors.ts";
 import { resourceKey, type KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { keyringOf } from "../k8s/encryption.ts";
-import { changeCounterShape, COMMIT_BATCH_ITEMS, commitObject, commitObjects, database, getObject, labelIndexStatements, needsRewrite, ownerIndexStatements, type CommitExtras, type CommitItem, type Database, type StoreKey } from "../k8s/store.ts";
+import {
+  changeCounterShape,
+  COMMIT_BATCH_ITEMS,
+  commitObject,
+  commitObjects,
+  database,
+  getObject,
+  labelIndexStatements,
+  needsRewrite,
+  ownerIndexStatements,
+  type CommitExtras,
+  type CommitItem,
+  type Database,
+  type StoreKey,
+} from "../k8s/store.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../k8s/write.ts";
 import type { Env } from "../env.ts";
 import { commitStatements, planHooks } from "./hooks.ts";
@@ -67,7 +81,15 @@ export async function commitChange(
  * labelSelector lists, owners for the garbage collector: none when neither changed), the statements
  * registered features add (src/store/hooks.ts `registerCommitStatements`), plus `extra`.
  */
-function prepareCommit(db: Database, def: KindDefinition, key: StoreKey, before: KubeObject | null, next: KubeObject | null, now: number, extra?: CommitExtras["extra"]): { item: CommitItem; owed: OwedWork | null } {
+function prepareCommit(
+  db: Database,
+  def: KindDefinition,
+  key: StoreKey,
+  before: KubeObject | null,
+  next: KubeObject | null,
+  now: number,
+  extra?: CommitExtras["extra"],
+): { item: CommitItem; owed: OwedWork | null } {
   const change = { def, namespace: key.namespace, name: key.name, before, after: next };
   const hooks = planHooks(change);
   const owed = hooks ? { id: crypto.randomUUID(), resource: resourceKey(def), namespace: key.namespace, name: key.name, hooks } : null;
@@ -101,11 +123,23 @@ export type WriterMode = "waits" | "returns";
  * writes' rows (`deferOutboxDelete`): one D1 query less for the most frequent writes, agents' reports.
  * Returns whether a hook rewrote the written object itself.
  */
-export async function finishCommit(env: Env, committed: Committed, now: number, mode: WriterMode = "waits", waitUntil?: WaitUntil): Promise<{ rewrote: boolean }> {
+export async function finishCommit(
+  env: Env,
+  committed: Committed,
+  now: number,
+  mode: WriterMode = "waits",
+  waitUntil?: WaitUntil,
+): Promise<{ rewrote: boolean }> {
   const { def, before, object, owed } = committed;
   if (!owed) return { rewrote: false };
   const change = { def, namespace: owed.namespace, name: owed.name, before, after: object };
-  const { rewrote, finished, tookRow } = await runOwed(env, owed, { recovering: false, retryAt: retryTime(now), change, writerWaits: mode === "waits", deleteWhenFinished: !waitUntil });
+  const { rewrote, finished, tookRow } = await runOwed(env, owed, {
+    recovering: false,
+    retryAt: retryTime(now),
+    change,
+    writerWaits: mode === "waits",
+    deleteWhenFinished: !waitUntil,
+  });
   if (finished && !tookRow && waitUntil) deferOutboxDelete(env, owed.id, waitUntil);
   return { rewrote };
 }
@@ -173,7 +207,11 @@ export async function writeStored(
   if (!outcome.committed) return { object: outcome.unchanged, created: outcome.created };
   const { committed, created, now } = outcome;
   if (mode === "returns" && waitUntil) {
-    waitUntil(finishCommit(env, committed, now, "returns", waitUntil).catch((e: unknown) => console.error(`after-commit hooks of ${def.plural} ${namespace}/${name} failed; a sweep runs them again`, e)));
+    waitUntil(
+      finishCommit(env, committed, now, "returns", waitUntil).catch((e: unknown) =>
+        console.error(`after-commit hooks of ${def.plural} ${namespace}/${name} failed; a sweep runs them again`, e),
+      ),
+    );
     return { object: committed.object ?? committed.before, created };
   }
   const { rewrote } = await finishCommit(env, committed, now, "waits", waitUntil);

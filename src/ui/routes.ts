@@ -24,7 +24,8 @@ export const UI_ASSETS = "/ui/assets";
  * The page's Content-Security-Policy: scripts, styles, fetches and images from the hub only
  * (`data:` images for the inline icons), no frames, no forms posting elsewhere.
  */
-export const UI_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+export const UI_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 const PAGE = `<!doctype html>
 <html lang="en">
@@ -51,7 +52,22 @@ export function wantsHtml(accept: string | undefined): boolean {
 
 /** The paths of kube-apiserver's `RootPaths` document at `/`, for the groups the hub serves. */
 export function rootPaths(): string[] {
-  const paths = new Set(["/api", "/apis", "/docs", "/healthz", "/livez", "/metrics", "/openapi/v2", "/openapi/v3", "/openapi/v3/", "/readyz", "/ui", "/version", "/.well-known/openid-configuration", "/openid/v1/jwks"]);
+  const paths = new Set([
+    "/api",
+    "/apis",
+    "/docs",
+    "/healthz",
+    "/livez",
+    "/metrics",
+    "/openapi/v2",
+    "/openapi/v3",
+    "/openapi/v3/",
+    "/readyz",
+    "/ui",
+    "/version",
+    "/.well-known/openid-configuration",
+    "/openid/v1/jwks",
+  ]);
   for (const g of servedGroups()) {
     if (g.group === "") {
       for (const v of g.versions) paths.add(`/api/${v}`);

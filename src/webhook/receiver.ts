@@ -71,7 +71,11 @@ export interface DeliveryResult {
 const notFoundHook = () => new ApiError(404, "NotFound", "the server could not find the requested resource: no webhook receiver at this path");
 
 function unprocessable(message: string, causes?: StatusCause[]): ApiError {
-  return new ApiError(422, "Invalid", message, { group: WebhookReceiverKind.group, kind: WebhookReceiverKind.kind, ...(causes && causes.length > 0 ? { causes } : {}) });
+  return new ApiError(422, "Invalid", message, {
+    group: WebhookReceiverKind.group,
+    kind: WebhookReceiverKind.kind,
+    ...(causes && causes.length > 0 ? { causes } : {}),
+  });
 }
 
 /** Finds the receiver whose `status.webhookPath` is `path` (one indexed scan of the receivers). */
@@ -174,7 +178,10 @@ async function act(env: Env, namespace: string, spec: WebhookReceiverSpec, patch
         const r = applyJsonPatch(current, patch as unknown[]);
         if (!r.ok) throw unprocessable(`cannot patch ${def.kind} "${namespace}/${name}": ${r.message}`);
         if (!isJsonObject(r.value)) throw unprocessable(`the patched ${def.kind} "${namespace}/${name}" is not an object`);
-        const body = { ...r.value, metadata: { ...(isJsonObject(r.value.metadata) ? r.value.metadata : {}), resourceVersion: current.metadata.resourceVersion } };
+        const body = {
+          ...r.value,
+          metadata: { ...(isJsonObject(r.value.metadata) ? r.value.metadata : {}), resourceVersion: current.metadata.resourceVersion },
+        };
         try {
           const { object } = await storeOf(env, def).write(namespace, name, { verb: "update", body });
           return { object: object!, changed: object!.metadata.resourceVersion !== current.metadata.resourceVersion };
@@ -201,7 +208,11 @@ async function receive(c: Ctx): Promise<Response> {
   if (!receiver) throw notFoundHook();
   const regarding = refOf(WebhookReceiverKind, receiver);
   const record = (spec: Omit<EventSpec, "regarding" | "reportingController">) =>
-    c.executionCtx.waitUntil(recordEvent(c.env, { ...spec, regarding, reportingController: WEBHOOK_CONTROLLER }).catch((e: unknown) => console.error("recording a webhook delivery's Event failed", e)));
+    c.executionCtx.waitUntil(
+      recordEvent(c.env, { ...spec, regarding, reportingController: WEBHOOK_CONTROLLER }).catch((e: unknown) =>
+        console.error("recording a webhook delivery's Event failed", e),
+      ),
+    );
   let answer: Response;
   try {
     answer = await deliver(c, receiver);
@@ -209,7 +220,8 @@ async function receive(c: Ctx): Promise<Response> {
     // Refused after its signature held (a request without the secret records nothing: no one
     // could make the hub write by sending unsigned requests); why, by the Status' code and
     // reason only (never the payload).
-    if (e instanceof ApiError && e.code !== 401) record({ reason: "WebhookDeliveryRefused", type: "Warning", message: `delivery refused: ${e.code} ${e.reason}` });
+    if (e instanceof ApiError && e.code !== 401)
+      record({ reason: "WebhookDeliveryRefused", type: "Warning", message: `delivery refused: ${e.code} ${e.reason}` });
     throw e;
   }
   if (answer.status < 300) {

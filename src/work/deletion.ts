@@ -54,7 +54,11 @@ async function writeFinalizers(env: Env, work: KubeObject, finalizers: string[],
     const out = await storeOf(env, ManifestWorkKind).write(
       work.metadata.namespace ?? "",
       work.metadata.name,
-      { verb: "patch", patchType: "merge", patch: { metadata: { finalizers: finalizers.length > 0 ? finalizers : null, resourceVersion: work.metadata.resourceVersion } } },
+      {
+        verb: "patch",
+        patchType: "merge",
+        patch: { metadata: { finalizers: finalizers.length > 0 ? finalizers : null, resourceVersion: work.metadata.resourceVersion } },
+      },
       opts,
     );
     return out.object;
@@ -85,7 +89,12 @@ export async function holdForCleanup(env: Env, work: KubeObject, opts?: WriteOpt
  */
 export async function releaseCleanupFinalizer(env: Env, work: KubeObject, opts?: WriteOptions): Promise<KubeObject | null | undefined> {
   if (!holdsCleanupFinalizer(work)) return work;
-  return writeFinalizers(env, work, (work.metadata.finalizers ?? []).filter((f) => f !== MANIFEST_WORK_CLEANUP_FINALIZER), opts);
+  return writeFinalizers(
+    env,
+    work,
+    (work.metadata.finalizers ?? []).filter((f) => f !== MANIFEST_WORK_CLEANUP_FINALIZER),
+    opts,
+  );
 }
 
 /**
@@ -97,7 +106,12 @@ export async function releaseCleanupFinalizer(env: Env, work: KubeObject, opts?:
 export const workDeletingHook: AfterCommitHook<true> = {
   name: "work-deleting",
   plan: (change) =>
-    change.def === ManifestWorkKind && change.after?.metadata.deletionTimestamp && !change.before?.metadata.deletionTimestamp && holdsCleanupFinalizer(change.after) ? true : null,
+    change.def === ManifestWorkKind &&
+    change.after?.metadata.deletionTimestamp &&
+    !change.before?.metadata.deletionTimestamp &&
+    holdsCleanupFinalizer(change.after)
+      ? true
+      : null,
   async run(env, _owed, target) {
     const db = database(env.DB);
     const work = await getObject(db, ManifestWorkKind, { namespace: target.namespace, name: target.name });
@@ -111,13 +125,22 @@ export const workDeletingHook: AfterCommitHook<true> = {
     const conditions = structuredClone(status.conditions ?? []);
     const changed = setCondition(
       conditions,
-      { type: WORK_DELETING_CONDITION, status: "True", reason: DELETING_RESOURCE_REMAINING, message: `waiting for the work agent of cluster ${target.namespace} to remove the resources this work applied` },
+      {
+        type: WORK_DELETING_CONDITION,
+        status: "True",
+        reason: DELETING_RESOURCE_REMAINING,
+        message: `waiting for the work agent of cluster ${target.namespace} to remove the resources this work applied`,
+      },
       rfc3339(clock.now()),
     );
     if (!changed) return;
     try {
       // Pinned to the resourceVersion read: an agent's report or confirmation meanwhile wins.
-      await storeOf(env, ManifestWorkKind).write(target.namespace, target.name, { verb: "update", subresource: "status", body: { ...work, status: { ...status, conditions } } });
+      await storeOf(env, ManifestWorkKind).write(target.namespace, target.name, {
+        verb: "update",
+        subresource: "status",
+        body: { ...work, status: { ...status, conditions } },
+      });
     } catch (e) {
       // Gone (the agent confirmed meanwhile) or changed (an agent report): nothing more to show.
       if (e instanceof ApiError && (e.code === 404 || e.code === 409)) return;
@@ -137,7 +160,7 @@ export function ttlDeadline(work: KubeObject | null | undefined): number | null 
   if (!work || work.metadata.deletionTimestamp) return null;
   const ttl = (work.spec as { deleteOption?: { ttlSecondsAfterFinished?: number } } | undefined)?.deleteOption?.ttlSecondsAfterFinished;
   if (typeof ttl !== "number") return null;
-  const complete = findCondition(((work.status as { conditions?: Condition[] } | undefined)?.conditions ?? []), "Complete");
+  const complete = findCondition((work.status as { conditions?: Condition[] } | undefined)?.conditions ?? [], "Complete");
   if (complete?.status !== "True") return null;
   const since = Date.parse(complete.lastTransitionTime ?? "");
   return (Number.isFinite(since) ? since : clock.now()) + ttl * 1000;

@@ -26,7 +26,12 @@ function deliveredView(obj: KubeObject | null): string {
 function workDelta(change: Change | undefined): WorkDelta | undefined {
   const stored = change?.after ?? change?.before;
   if (!change || !stored) return undefined;
-  return { name: change.name, resourceVersion: Number(stored.metadata.resourceVersion), work: change.after, ...(change.def === PolicyKind ? { kind: DELIVERED_POLICY_KIND } : {}) };
+  return {
+    name: change.name,
+    resourceVersion: Number(stored.metadata.resourceVersion),
+    work: change.after,
+    ...(change.def === PolicyKind ? { kind: DELIVERED_POLICY_KIND } : {}),
+  };
 }
 
 /** Whether a change is of what the works delivery carries: a ManifestWork, or a replicated Policy (issue 32). */

@@ -221,7 +221,9 @@ export function decisionGroups(placement: KubeObject | null, decisions: KubeObje
     g.clusters.push(...clusters);
     groups.set(index, g);
   };
-  const listed = ((placement?.status as { decisionGroups?: { decisionGroupIndex: number; decisionGroupName: string; decisions: string[] }[] } | undefined)?.decisionGroups ?? []);
+  const listed =
+    (placement?.status as { decisionGroups?: { decisionGroupIndex: number; decisionGroupName: string; decisions: string[] }[] } | undefined)?.decisionGroups ??
+    [];
   for (const g of listed) {
     const clusters: string[] = [];
     for (const pdName of g.decisions) {
@@ -244,7 +246,12 @@ export function decisionGroups(placement: KubeObject | null, decisions: KubeObje
 async function deleteWork(env: Env, work: KubeObject, hooks: RunHooks): Promise<boolean> {
   hooks.deleting?.(work.metadata.namespace!);
   try {
-    await storeOf(env, ManifestWorkKind).write(work.metadata.namespace!, work.metadata.name, { verb: "delete", preconditions: { uid: work.metadata.uid } }, { known: work });
+    await storeOf(env, ManifestWorkKind).write(
+      work.metadata.namespace!,
+      work.metadata.name,
+      { verb: "delete", preconditions: { uid: work.metadata.uid } },
+      { known: work },
+    );
     return true;
   } catch (e) {
     if (e instanceof ApiError && e.reason === "NotFound") return true;
@@ -318,7 +325,12 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
   const spec = (mwrs.spec ?? {}) as ReplicaSetSpec;
   // The spec a work stores for the template (the ManifestWork kind's defaults applied), so that
   // defaults never make a written work look out of date.
-  const defaulted = { apiVersion: "", kind: "", metadata: { name: "", uid: "", resourceVersion: "", creationTimestamp: "" }, spec: structuredClone(spec.manifestWorkTemplate ?? {}) } as KubeObject;
+  const defaulted = {
+    apiVersion: "",
+    kind: "",
+    metadata: { name: "", uid: "", resourceVersion: "", creationTimestamp: "" },
+    spec: structuredClone(spec.manifestWorkTemplate ?? {}),
+  } as KubeObject;
   ManifestWorkKind.defaults?.(defaulted);
   const template = defaulted.spec ?? {};
   const templateJson = canonical(template);
@@ -361,7 +373,9 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
       const w = works.get(c);
       if (!w || specJson(w) !== templateJson) continue;
       const written = Date.parse(w.metadata.annotations?.[TEMPLATE_WRITTEN_ANNOTATION] ?? w.metadata.creationTimestamp);
-      statuses.push(workRolloutStatus(c, true, w.metadata.generation ?? 1, w.status?.conditions as WorkCondition[] | undefined, Number.isFinite(written) ? written : nowMs));
+      statuses.push(
+        workRolloutStatus(c, true, w.metadata.generation ?? 1, w.status?.conditions as WorkCondition[] | undefined, Number.isFinite(written) ? written : nowMs),
+      );
     }
     succeeded += statuses.filter((s) => s.status === "Succeeded").length;
     const rollout = computeRollout(ref.rolloutStrategy, usable, statuses, nowMs);
@@ -375,12 +389,21 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
       const w = works.get(c);
       const labels = { ...(w?.metadata.labels ?? {}), [MWRS_LABEL]: key, [PLACEMENT_NAME_LABEL]: ref.name };
       if (apply.has(c)) {
-        const metadata = { ...(w?.metadata ?? {}), name: workName, namespace: c, labels, annotations: { ...(w?.metadata.annotations ?? {}), [TEMPLATE_WRITTEN_ANNOTATION]: now } };
+        const metadata = {
+          ...(w?.metadata ?? {}),
+          name: workName,
+          namespace: c,
+          labels,
+          annotations: { ...(w?.metadata.annotations ?? {}), [TEMPLATE_WRITTEN_ANNOTATION]: now },
+        };
         const body = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata, spec: structuredClone(template) };
         writes.push({ cluster: c, write: { namespace: c, name: workName, req: w ? { verb: "update", body } : { verb: "create", body }, known: w ?? null } });
       } else if (w && w.metadata.labels?.[PLACEMENT_NAME_LABEL] !== ref.name) {
         // The cluster moved to this placementRef: relabel only, its content follows the rollout.
-        writes.push({ cluster: c, write: { namespace: c, name: workName, req: { verb: "update", body: { ...w, metadata: { ...w.metadata, labels } } }, known: w } });
+        writes.push({
+          cluster: c,
+          write: { namespace: c, name: workName, req: { verb: "update", body: { ...w, metadata: { ...w.metadata, labels } } }, known: w },
+        });
       }
     }
     if (writes.length > budget) {
@@ -388,7 +411,11 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
       writes.length = budget;
     }
     budget -= writes.length;
-    const written = await writeStoredMany(env, ManifestWorkKind, writes.map((x) => x.write));
+    const written = await writeStoredMany(
+      env,
+      ManifestWorkKind,
+      writes.map((x) => x.write),
+    );
     written.forEach((r, i) => {
       if (r === "lost" || !r) raced = true;
       else {
@@ -428,7 +455,16 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
   const conditions = structuredClone((mwrs.status?.conditions ?? []) as Condition[]);
   const at = new Date(nowMs).toISOString().replace(/\.\d{3}Z$/, "Z");
   if (notFound.length > 0) {
-    setCondition(conditions, { type: "PlacementVerified", status: "False", reason: "PlacementDecisionNotFound", message: `no PlacementDecision found for placement ${notFound.join(", ")}` }, at);
+    setCondition(
+      conditions,
+      {
+        type: "PlacementVerified",
+        status: "False",
+        reason: "PlacementDecisionNotFound",
+        message: `no PlacementDecision found for placement ${notFound.join(", ")}`,
+      },
+      at,
+    );
   } else if (decidedTotal === 0) {
     setCondition(conditions, { type: "PlacementVerified", status: "False", reason: "PlacementDecisionEmpty", message: "" }, at);
   } else {
@@ -440,7 +476,11 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
   } else {
     const stopped = breach ? "; the rollout stopped: more failures than maxFailures allows" : "";
     const extra = notes.length > 0 ? `; ${notes.join("; ")}` : "";
-    setCondition(conditions, { type: "PlacementRolledOut", status: "False", reason: "Progressing", message: `${succeeded} of ${decidedTotal} clusters succeeded${stopped}${extra}` }, at);
+    setCondition(
+      conditions,
+      { type: "PlacementRolledOut", status: "False", reason: "Progressing", message: `${succeeded} of ${decidedTotal} clusters succeeded${stopped}${extra}` },
+      at,
+    );
   }
   if (summary.available === summary.total && summary.progressing === 0 && summary.degraded === 0) {
     setCondition(conditions, { type: "ManifestworkApplied", status: "True", reason: "AsExpected", message: "" }, at);
@@ -456,7 +496,9 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
   });
   const status = { ...(mwrs.status ?? {}), conditions, summary, placementSummary };
   if (canonical(status) !== canonical(mwrs.status ?? {})) {
-    const r = await racing(() => storeOf(env, ManifestWorkReplicaSetKind).write(namespace, name, { verb: "update", subresource: "status", body: { ...mwrs, status } }, { known: mwrs }));
+    const r = await racing(() =>
+      storeOf(env, ManifestWorkReplicaSetKind).write(namespace, name, { verb: "update", subresource: "status", body: { ...mwrs, status } }, { known: mwrs }),
+    );
     if (r === "lost") raced = true;
   }
   // A lost race means another writer changed what the run holds: read everything again next time.
@@ -518,7 +560,15 @@ async function sendNotifications(env: Env, items: Notification[]): Promise<void[
     if (xs) xs.push(n);
     else byTarget.set(key, [n]);
   }
-  await Promise.all([...byTarget.values()].map((ns) => stub(env, ns[0]!.namespace, ns[0]!.name).notifyMany(ns[0]!.namespace, ns[0]!.name, ns.map((n) => n.change))));
+  await Promise.all(
+    [...byTarget.values()].map((ns) =>
+      stub(env, ns[0]!.namespace, ns[0]!.name).notifyMany(
+        ns[0]!.namespace,
+        ns[0]!.name,
+        ns.map((n) => n.change),
+      ),
+    ),
+  );
   return items.map(() => undefined);
 }
 
@@ -565,7 +615,8 @@ function planReplicaSet(change: Change): ReplicaSetOwed | null {
   const { def, namespace, name, before, after } = change;
   if (def === ManifestWorkReplicaSetKind) {
     if (!after) return { namespace, name };
-    const started = !before || before.metadata.generation !== after.metadata.generation || (!before.metadata.deletionTimestamp && !!after.metadata.deletionTimestamp);
+    const started =
+      !before || before.metadata.generation !== after.metadata.generation || (!before.metadata.deletionTimestamp && !!after.metadata.deletionTimestamp);
     if (started) return { namespace, name, now: true };
     const lost = (before.metadata.finalizers ?? []).includes(MWRS_FINALIZER) && !(after.metadata.finalizers ?? []).includes(MWRS_FINALIZER);
     if (lost && !after.metadata.deletionTimestamp) return { namespace, name };
@@ -618,7 +669,7 @@ export async function replicaSetsForPlacements(env: Env, placements: string[]): 
   for (const [ns, names] of byNamespace) {
     const { items } = await listObjects(db, ManifestWorkReplicaSetKind, ns);
     for (const m of items) {
-      const refs = ((m.spec as ReplicaSetSpec | undefined)?.placementRefs ?? []);
+      const refs = (m.spec as ReplicaSetSpec | undefined)?.placementRefs ?? [];
       if (refs.some((r) => names.has(r.name))) runs.push(reconcileNow(env, ns, m.metadata.name));
     }
   }

@@ -156,7 +156,10 @@ class Walk {
   toApply: string[] = [];
   timedOut: string[] = [];
   nextAt = Infinity;
-  constructor(private readonly deadlineMs: number, private readonly nowMs: number) {}
+  constructor(
+    private readonly deadlineMs: number,
+    private readonly nowMs: number,
+  ) {}
   /** OCM `determineRolloutStatus`: files an existing status under rollout or timeout. */
   existing(e: Evaluated): void {
     if (e.status === "ToApply") return this.apply(e.cluster);
@@ -341,7 +344,13 @@ export interface WorkCondition {
  * for Succeeded, the latest of `writtenMs` and the lastTransitionTime of Applied, Available and
  * Progressing (epoch ms).
  */
-export function workRolloutStatus(cluster: string, current: boolean, generation: number, conditions: WorkCondition[] | undefined, writtenMs: number): ClusterRolloutStatus {
+export function workRolloutStatus(
+  cluster: string,
+  current: boolean,
+  generation: number,
+  conditions: WorkCondition[] | undefined,
+  writtenMs: number,
+): ClusterRolloutStatus {
   if (!current) return { cluster, status: "ToApply", sinceMs: writtenMs };
   const at = (type: string) => conditions?.find((c) => c.type === type && c.observedGeneration === generation);
   const applied = at("Applied");

@@ -7,12 +7,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { startSimulatedCluster } from "../../agent/sim/index.ts";
-import {
-  AddonAgent,
-  leaseCondition,
-  tokenNeedsRefresh,
-  type AddonHub,
-} from "../../agent/src/addon/controller.ts";
+import { AddonAgent, leaseCondition, tokenNeedsRefresh, type AddonHub } from "../../agent/src/addon/controller.ts";
 import { addonsOf, hubKubeconfigSecretName } from "../../agent/src/addon/spec.ts";
 import type { KubeConfig } from "../../agent/src/kube.ts";
 import { kubeConfigFromYaml } from "../../agent/src/kubeconfig.ts";
@@ -38,7 +33,12 @@ function fakeToken(iatSeconds: number, expSeconds: number, n = 0): string {
   return `${part({ alg: "ES256" })}.${part({ iat: iatSeconds, exp: expSeconds, n })}.c2ln`;
 }
 
-function work(name: string, labels: Record<string, string>, annotations: Record<string, string>, spec: object = { workload: { manifests: [] } }): DeliveredWork {
+function work(
+  name: string,
+  labels: Record<string, string>,
+  annotations: Record<string, string>,
+  spec: object = { workload: { manifests: [] } },
+): DeliveredWork {
   return { metadata: { name, uid: `uid-${name}`, labels, annotations }, spec } as DeliveredWork;
 }
 
@@ -98,23 +98,52 @@ async function putLease(kc: KubeConfig, namespace: string, name: string, renewTi
     await kc.json("POST", path, { body });
   } catch {
     const cur = await kc.json("GET", `${path}/${name}`);
-    await kc.json("PUT", `${path}/${name}`, { body: { ...body, metadata: { ...body.metadata, resourceVersion: (cur.metadata as { resourceVersion: string }).resourceVersion } } });
+    await kc.json("PUT", `${path}/${name}`, {
+      body: { ...body, metadata: { ...body.metadata, resourceVersion: (cur.metadata as { resourceVersion: string }).resourceVersion } },
+    });
   }
 }
 
 describe("add-ons from works", () => {
   it("reads the add-on name, install namespace, mode and registration from the deploy work", () => {
     const specs = addonsOf([
-      work("addon-obs-deploy-0", { "open-cluster-management.io/addon-name": "obs" }, { "addon.flotilla.dev/install-namespace": "obs-ns", "addon.flotilla.dev/health-check-mode": "Lease" }, {
-        workload: { manifests: [{ kind: "Deployment", spec: { template: { spec: { volumes: [{ name: "hub", secret: { secretName: "obs-hub-kubeconfig" } }] } } } }] },
-      }),
+      work(
+        "addon-obs-deploy-0",
+        { "open-cluster-management.io/addon-name": "obs" },
+        { "addon.flotilla.dev/install-namespace": "obs-ns", "addon.flotilla.dev/health-check-mode": "Lease" },
+        {
+          workload: {
+            manifests: [{ kind: "Deployment", spec: { template: { spec: { volumes: [{ name: "hub", secret: { secretName: "obs-hub-kubeconfig" } }] } } } }],
+          },
+        },
+      ),
       work("addon-log-deploy-0", { "open-cluster-management.io/addon-name": "log" }, { "addon.flotilla.dev/health-check-mode": "Customized" }),
       // OCM's HUB_KUBECONFIG, rendered: the add-on needs the hub too.
-      work("addon-hub-deploy-0", { "open-cluster-management.io/addon-name": "hub" }, {}, {
-        workload: { manifests: [{ kind: "Deployment", spec: { template: { spec: { containers: [{ env: [{ name: "HUB_KUBECONFIG", value: "/managed/hub-kubeconfig/kubeconfig" }] }] } } } }] },
-      }),
+      work(
+        "addon-hub-deploy-0",
+        { "open-cluster-management.io/addon-name": "hub" },
+        {},
+        {
+          workload: {
+            manifests: [
+              {
+                kind: "Deployment",
+                spec: { template: { spec: { containers: [{ env: [{ name: "HUB_KUBECONFIG", value: "/managed/hub-kubeconfig/kubeconfig" }] }] } } },
+              },
+            ],
+          },
+        },
+      ),
       work("plain", {}, {}),
-      { ...work("addon-gone-deploy-0", { "open-cluster-management.io/addon-name": "gone" }, {}), metadata: { name: "addon-gone-deploy-0", uid: "u", labels: { "open-cluster-management.io/addon-name": "gone" }, deletionTimestamp: "2026-01-01T00:00:00Z" } } as DeliveredWork,
+      {
+        ...work("addon-gone-deploy-0", { "open-cluster-management.io/addon-name": "gone" }, {}),
+        metadata: {
+          name: "addon-gone-deploy-0",
+          uid: "u",
+          labels: { "open-cluster-management.io/addon-name": "gone" },
+          deletionTimestamp: "2026-01-01T00:00:00Z",
+        },
+      } as DeliveredWork,
     ]);
     expect(specs).toEqual([
       { name: "hub", installNamespace: "open-cluster-management-agent-addon", healthCheckMode: "Lease", registration: true },
@@ -127,12 +156,24 @@ describe("add-ons from works", () => {
 describe("the Lease health check (OCM's addon lease controller)", () => {
   it("derives Available True, False and Unknown with OCM's reasons and messages", () => {
     const now = Date.parse("2026-11-26T12:00:00Z");
-    expect(leaseCondition("obs", null, now)).toEqual({ status: "Unknown", reason: "ManagedClusterAddOnLeaseNotFound", message: "The status of obs add-on is unknown." });
+    expect(leaseCondition("obs", null, now)).toEqual({
+      status: "Unknown",
+      reason: "ManagedClusterAddOnLeaseNotFound",
+      message: "The status of obs add-on is unknown.",
+    });
     const lease = (renewTime?: string) => ({ spec: renewTime ? { renewTime } : {} });
-    expect(leaseCondition("obs", lease("2026-11-26T11:55:00.500000Z"), now)).toEqual({ status: "True", reason: "ManagedClusterAddOnLeaseUpdated", message: "obs add-on is available." });
+    expect(leaseCondition("obs", lease("2026-11-26T11:55:00.500000Z"), now)).toEqual({
+      status: "True",
+      reason: "ManagedClusterAddOnLeaseUpdated",
+      message: "obs add-on is available.",
+    });
     // Exactly renewTime + 5 x 60 s is no longer before the deadline: stale, as `now.Before(...)`.
     expect(leaseCondition("obs", lease("2026-11-26T11:55:00Z"), now).status).toBe("False");
-    expect(leaseCondition("obs", lease("2026-11-26T11:50:00Z"), now)).toEqual({ status: "False", reason: "ManagedClusterAddOnLeaseUpdateStopped", message: "obs add-on is not available." });
+    expect(leaseCondition("obs", lease("2026-11-26T11:50:00Z"), now)).toEqual({
+      status: "False",
+      reason: "ManagedClusterAddOnLeaseUpdateStopped",
+      message: "obs add-on is not available.",
+    });
     expect(leaseCondition("obs", lease(), now).status).toBe("False");
   });
 
@@ -144,7 +185,9 @@ describe("the Lease health check (OCM's addon lease controller)", () => {
     const agent = start(kc, hub, () => now);
     agent.setAddons([{ name: "obs", installNamespace: "obs-ns", healthCheckMode: "Lease", registration: false }]);
     await waitFor("the first report", async () => hub.statuses.length === 1, 10_000, 10);
-    expect(hub.statuses[0]).toEqual({ addons: [{ name: "obs", available: { status: "Unknown", reason: "ManagedClusterAddOnLeaseNotFound", message: "The status of obs add-on is unknown." } }] });
+    expect(hub.statuses[0]).toEqual({
+      addons: [{ name: "obs", available: { status: "Unknown", reason: "ManagedClusterAddOnLeaseNotFound", message: "The status of obs add-on is unknown." } }],
+    });
 
     await putLease(kc, "obs-ns", "obs", new Date(now).toISOString());
     await waitFor("Available=True", async () => hub.statuses.length === 2, 10_000, 10);
@@ -157,7 +200,11 @@ describe("the Lease health check (OCM's addon lease controller)", () => {
 
     now += 300_000;
     await waitFor("Available=False", async () => hub.statuses.length === 3, 10_000, 10);
-    expect(hub.statuses[2]!.addons[0]!.available).toEqual({ status: "False", reason: "ManagedClusterAddOnLeaseUpdateStopped", message: "obs add-on is not available." });
+    expect(hub.statuses[2]!.addons[0]!.available).toEqual({
+      status: "False",
+      reason: "ManagedClusterAddOnLeaseUpdateStopped",
+      message: "obs add-on is not available.",
+    });
   });
 
   it("sends a change again after a failed report, and everything again after resend()", async () => {

@@ -15,13 +15,7 @@ import { startSimulatedCluster, type SimulatedCluster } from "../../agent/sim/in
 import { AgentFatalError, rotateKey, startAgent, type AgentHandle } from "../../agent/src/agent.ts";
 import { Backoff, heartbeatDelayMs, ReconnectBackoff, RECONNECT_STABLE_MS } from "../../agent/src/backoff.ts";
 import { runCli } from "../../agent/src/cli.ts";
-import {
-  CREDENTIALS_SECRET_NAME,
-  generateAgentKeyPair,
-  loadCredentials,
-  signAgentToken,
-  storeCredentials,
-} from "../../agent/src/credentials.ts";
+import { CREDENTIALS_SECRET_NAME, generateAgentKeyPair, loadCredentials, signAgentToken, storeCredentials } from "../../agent/src/credentials.ts";
 import { hubAbsent, type HubResult, type WorksResponse } from "../../agent/src/hub-client.ts";
 import { PollTransport } from "../../agent/src/transport/poll.ts";
 import type { ClusterClaim, ClusterInfo, DeliveredWork, HeartbeatAnswer, HeartbeatRequest, WorkStatusAnswer, WorksAnswer } from "../../src/agent/protocol.ts";
@@ -147,7 +141,14 @@ async function hubStub(answer: (req: StubRequest, n: number) => StubAnswer | und
         if (r.path === "/agent/v1/register") {
           const pk = body?.publicKey as JWK;
           keys.set(await calculateJwkThumbprint(pk, "sha256"), pk);
-          return send(201, { clusterName: String(body?.clusterName), hubAcceptsClient: state.accepted, denied: false, joined: false, leaseDurationSeconds: state.lease, keyPending: false } satisfies ClusterInfo);
+          return send(201, {
+            clusterName: String(body?.clusterName),
+            hubAcceptsClient: state.accepted,
+            denied: false,
+            joined: false,
+            leaseDurationSeconds: state.lease,
+            keyPending: false,
+          } satisfies ClusterInfo);
         }
         const url = new URL(r.path, "http://stub");
         if (r.method === "GET" && url.pathname.endsWith("/works")) {
@@ -173,7 +174,14 @@ async function hubStub(answer: (req: StubRequest, n: number) => StubAnswer | und
           return send(200, {});
         }
         if (r.method === "GET") {
-          return send(200, { clusterName: "c1", hubAcceptsClient: state.accepted, denied: false, joined: state.accepted, leaseDurationSeconds: state.lease, keyPending: false } satisfies ClusterInfo);
+          return send(200, {
+            clusterName: "c1",
+            hubAcceptsClient: state.accepted,
+            denied: false,
+            joined: state.accepted,
+            leaseDurationSeconds: state.lease,
+            keyPending: false,
+          } satisfies ClusterInfo);
         }
         if (r.path.endsWith("/heartbeat")) {
           if (!state.accepted) return failure(403, "Forbidden", "cluster c1 is not accepted");
@@ -467,7 +475,14 @@ describe("status collection", () => {
   it("reports ClusterClaim objects as OCM does: spoke-only ones left out, a ClusterProperty of the same name wins, a claim object overrides a generated reserved claim", async () => {
     const { kc } = await sim({ clusterProperties: { "region.example.com": "from-property" } });
     const claim = (name: string, value: string, labels?: Record<string, string>) =>
-      kc.json("POST", CLUSTER_CLAIM_PATH, { body: { apiVersion: "cluster.open-cluster-management.io/v1alpha1", kind: "ClusterClaim", metadata: { name, ...(labels ? { labels } : {}) }, spec: { value } } });
+      kc.json("POST", CLUSTER_CLAIM_PATH, {
+        body: {
+          apiVersion: "cluster.open-cluster-management.io/v1alpha1",
+          kind: "ClusterClaim",
+          metadata: { name, ...(labels ? { labels } : {}) },
+          spec: { value },
+        },
+      });
     await claim("team.example.com", "payments");
     await claim("region.example.com", "from-claim");
     await claim("secret.example.com", "local", { "open-cluster-management.io/spoke-only": "" });
@@ -595,7 +610,14 @@ describe("agent loop", () => {
     hub.state.accepted = true;
     const { log, lines } = memoryLogger();
     // A backoff of a minute from the first failure: without the probe nothing would be retried for up to 60 s.
-    const a = await agent({ hubUrl: hub.url, clusterName: "c1", bootstrapToken: TOKEN, kubeConfig: kc, logger: log, timing: { ...FAST, backoffBaseMs: 60_000, backoffCapMs: 60_000, hubProbeMs: 100 } });
+    const a = await agent({
+      hubUrl: hub.url,
+      clusterName: "c1",
+      bootstrapToken: TOKEN,
+      kubeConfig: kc,
+      logger: log,
+      timing: { ...FAST, backoffBaseMs: 60_000, backoffCapMs: 60_000, hubProbeMs: 100 },
+    });
     await until(() => count(lines, /heartbeating every 1s/) > 0, 10_000, "first heartbeat answered");
     mode.down = true;
     const downFrom = hub.requests.length;
@@ -666,7 +688,17 @@ describe("agent loop", () => {
     const { kc } = await sim();
     const hub = await hubStub((r) =>
       r.path === "/agent/v1/register"
-        ? { status: 409, json: { kind: "Status", apiVersion: "v1", status: "Failure", code: 409, reason: "Conflict", message: 'cluster ID "x" is already registered as cluster "other"' } }
+        ? {
+            status: 409,
+            json: {
+              kind: "Status",
+              apiVersion: "v1",
+              status: "Failure",
+              code: 409,
+              reason: "Conflict",
+              message: 'cluster ID "x" is already registered as cluster "other"',
+            },
+          }
         : undefined,
     );
     const { log, lines } = memoryLogger();
@@ -744,7 +776,9 @@ describe("agent loop", () => {
   it("a 401 is logged once and retried; a key rotated by another process is picked up", async () => {
     const { kc } = await sim();
     const mode = { reject: false };
-    const hub = await hubStub((r) => (mode.reject && r.path.endsWith("/heartbeat") ? { status: 401, json: { message: "cluster c1 is not registered" } } : undefined));
+    const hub = await hubStub((r) =>
+      mode.reject && r.path.endsWith("/heartbeat") ? { status: 401, json: { message: "cluster c1 is not registered" } } : undefined,
+    );
     hub.state.accepted = true;
     const { log, lines } = memoryLogger();
     const a = await agent({ hubUrl: hub.url, clusterName: "c1", bootstrapToken: TOKEN, kubeConfig: kc, logger: log, timing: FAST });
@@ -783,7 +817,15 @@ describe("agent loop", () => {
     const hub = await hubStub();
     hub.state.accepted = true;
     const { log } = memoryLogger();
-    const a = await agent({ hubUrl: hub.url, clusterName: "c1", bootstrapToken: TOKEN, kubeConfig: kc, logger: log, timing: FAST, statusSyncIntervalSeconds: 0.05 });
+    const a = await agent({
+      hubUrl: hub.url,
+      clusterName: "c1",
+      bootstrapToken: TOKEN,
+      kubeConfig: kc,
+      logger: log,
+      timing: FAST,
+      statusSyncIntervalSeconds: 0.05,
+    });
     const beats = () => hub.requests.filter((r) => r.path.endsWith("/heartbeat")).length;
     const fetches = () => hub.requests.filter((r) => r.method === "GET" && r.path.includes("/works"));
     // The first heartbeat answer's ETag is new to the agent: one fetch of the whole list.
@@ -791,7 +833,12 @@ describe("agent loop", () => {
     const idleFrom = hub.requests.length;
     const beatsAt = beats();
     await until(() => beats() >= beatsAt + 3, 10_000, "three idle heartbeats (lease 1 s)");
-    expect(hub.requests.slice(idleFrom).map((r) => `${r.method} ${r.path}`).every((r) => r === "POST /agent/v1/clusters/c1/heartbeat")).toBe(true);
+    expect(
+      hub.requests
+        .slice(idleFrom)
+        .map((r) => `${r.method} ${r.path}`)
+        .every((r) => r === "POST /agent/v1/clusters/c1/heartbeat"),
+    ).toBe(true);
 
     // A change: the next heartbeat answer carries a new ETag, and the agent fetches once.
     hub.setWorks([]);
@@ -819,7 +866,14 @@ describe("agent loop", () => {
     const abort = new AbortController();
     cleanups.push(() => abort.abort());
     const { log } = memoryLogger();
-    const t = new PollTransport({ clusterName: "c1", hub, sign: () => Promise.resolve("jwt"), logger: log, timing: { backoffBaseMs: 10, backoffCapMs: 40, random: () => 0.5 }, signal: abort.signal });
+    const t = new PollTransport({
+      clusterName: "c1",
+      hub,
+      sign: () => Promise.resolve("jwt"),
+      logger: log,
+      timing: { backoffBaseMs: 10, backoffCapMs: 40, random: () => 0.5 },
+      signal: abort.signal,
+    });
     const delivered: string[] = [];
     t.start({ works: (u) => delivered.push(u.etag), leaving: () => undefined });
     const beat = (worksEtag: string) => t.heartbeatAnswered({ leaseDurationSeconds: 1, worksEtag, leaving: false });
@@ -852,18 +906,27 @@ describe("agent loop", () => {
     const mode = { heartbeat: true, works: true };
     const hub = await hubStub((r) => {
       if (mode.heartbeat && r.path.endsWith("/heartbeat")) return { status: 200, json: { leaseDurationSeconds: "soon", worksEtag: "1", leaving: false } };
-      if (mode.works && r.method === "GET" && r.path.includes("/works")) return { status: 200, json: { etag: "1", leaving: false, works: [{ metadata: { name: "w" }, spec: {} }] } };
+      if (mode.works && r.method === "GET" && r.path.includes("/works"))
+        return { status: 200, json: { etag: "1", leaving: false, works: [{ metadata: { name: "w" }, spec: {} }] } };
       return undefined;
     });
     hub.state.accepted = true;
     const { log, lines } = memoryLogger();
     const a = await agent({ hubUrl: hub.url, clusterName: "c1", bootstrapToken: TOKEN, kubeConfig: kc, logger: log, timing: FAST });
-    await until(() => count(lines, /malformed answer to POST \/agent\/v1\/clusters\/c1\/heartbeat: leaseDurationSeconds: /) === 1, 10_000, "the heartbeat's malformed answer reported");
+    await until(
+      () => count(lines, /malformed answer to POST \/agent\/v1\/clusters\/c1\/heartbeat: leaseDurationSeconds: /) === 1,
+      10_000,
+      "the heartbeat's malformed answer reported",
+    );
     const since = hub.requests.length;
     await until(() => hub.requests.length >= since + 3, 10_000, "heartbeats retried");
     expect(a.state()).toBe("heartbeating");
     mode.heartbeat = false;
-    await until(() => count(lines, /works fetch failed \(HTTP 200: malformed answer to GET \/agent\/v1\/clusters\/c1\/works: works\.0\.metadata\.uid: /) === 1, 10_000, "the works answer's problem reported");
+    await until(
+      () => count(lines, /works fetch failed \(HTTP 200: malformed answer to GET \/agent\/v1\/clusters\/c1\/works: works\.0\.metadata\.uid: /) === 1,
+      10_000,
+      "the works answer's problem reported",
+    );
     const fetchesFrom = hub.requests.length;
     await until(() => hub.requests.slice(fetchesFrom).filter((r) => r.path.includes("/works")).length >= 2, 10_000, "the fetch retried with backoff");
     mode.works = false;
@@ -919,7 +982,11 @@ describe("command line", () => {
     for (const k of keys) delete process.env[k];
     Object.assign(process.env, env);
     try {
-      const code = await runCli(["node", "flotilla-agent", ...args], { writeLog: (l) => logs.push(l), writeErr: (s) => errs.push(s), writeOut: () => undefined });
+      const code = await runCli(["node", "flotilla-agent", ...args], {
+        writeLog: (l) => logs.push(l),
+        writeErr: (s) => errs.push(s),
+        writeOut: () => undefined,
+      });
       return { code, logs, errs: errs.join("") };
     } finally {
       for (const k of keys) {
@@ -934,17 +1001,27 @@ describe("command line", () => {
     expect(await run(["--hub-url", "http://h", "--cluster-name", "Bad_Name"])).toMatchObject({ code: 2, errs: expect.stringMatching(/DNS-1123 label/) });
     expect(await run(["--hub-url", "ftp://h", "--cluster-name", "c1"])).toMatchObject({ code: 2, errs: expect.stringMatching(/http or https/) });
     expect(await run(["--bogus"])).toMatchObject({ code: 2, errs: expect.stringMatching(/unknown option '--bogus'/) });
-    expect(await run(["--hub-url", "http://h", "--cluster-name", "c1", "--claim", "noequals"])).toMatchObject({ code: 2, errs: expect.stringMatching(/name=value/) });
+    expect(await run(["--hub-url", "http://h", "--cluster-name", "c1", "--claim", "noequals"])).toMatchObject({
+      code: 2,
+      errs: expect.stringMatching(/name=value/),
+    });
     expect(await run(["--hub-url", "http://h", "--cluster-name", "c1", "--log-format", "xml"])).toMatchObject({ code: 2 });
     expect(await run(["--hub-url", "http://h", "--cluster-name", "c1", "--health-failure-threshold", "-1"])).toMatchObject({ code: 2 });
-    expect(await run(["--hub-url", "http://h", "--cluster-name", "c1", "--transport", "pigeon"])).toMatchObject({ code: 2, errs: expect.stringMatching(/Allowed choices are poll, ws/) });
+    expect(await run(["--hub-url", "http://h", "--cluster-name", "c1", "--transport", "pigeon"])).toMatchObject({
+      code: 2,
+      errs: expect.stringMatching(/Allowed choices are poll, ws/),
+    });
     expect((await run(["--help"])).code).toBe(0);
   });
 
   it("--simulate with env configuration (FLOTILLA_TRANSPORT=ws): a 409 from the hub exits 1 with the hub's message as a JSON log line", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "flotilla-agent-cli-"));
     cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
-    const hub = await hubStub((r) => (r.path === "/agent/v1/register" ? { status: 409, json: { kind: "Status", code: 409, reason: "Conflict", message: 'cluster name "c1" is taken by another cluster ID' } } : undefined));
+    const hub = await hubStub((r) =>
+      r.path === "/agent/v1/register"
+        ? { status: 409, json: { kind: "Status", code: 409, reason: "Conflict", message: 'cluster name "c1" is taken by another cluster ID' } }
+        : undefined,
+    );
     const { code, logs } = await run(["--simulate", "--simulate-state", path.join(dir, "state.json"), "--simulate-nodes", "2", "--log-format", "json"], {
       FLOTILLA_HUB_URL: hub.url,
       FLOTILLA_CLUSTER_NAME: "c1",

@@ -23,17 +23,38 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()?.();
 });
 
-const deployment = { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "test" }, status: { readyReplicas: 1, replicas: 2, conditions: [{ type: "Available", status: "True" }] } };
+const deployment = {
+  apiVersion: "apps/v1",
+  kind: "Deployment",
+  metadata: { name: "test" },
+  status: { readyReplicas: 1, replicas: 2, conditions: [{ type: "Available", status: "True" }] },
+};
 const job = (conditions: Obj[], succeeded: number) => ({ apiVersion: "batch/v1", kind: "Job", metadata: { name: "test" }, status: { conditions, succeeded } });
-const pod = (phase: string) => ({ apiVersion: "v1", kind: "Pod", metadata: { name: "test" }, status: { conditions: [{ status: "False", type: "Ready" }], phase } });
+const pod = (phase: string) => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: { name: "test" },
+  status: { conditions: [{ status: "False", type: "Ready" }], phase },
+});
 
 describe("OCM conditions/reader_test.go", () => {
-  const cases: { name: string; object: Obj; gvk: [string, string, string]; rule: ConditionRule; expected: { type: string; status: string; reason: string; message: string } | undefined }[] = [
+  const cases: {
+    name: string;
+    object: Obj;
+    gvk: [string, string, string];
+    rule: ConditionRule;
+    expected: { type: string; status: string; reason: string; message: string } | undefined;
+  }[] = [
     {
       name: "deployment available",
       object: deployment,
       gvk: ["apps", "v1", "Deployment"],
-      rule: { type: "CEL", condition: "Available", celExpressions: ['object.status.conditions.exists(c, c.type == "Available" && c.status == "True")'], messageExpression: 'result ? "Deployment available" : "Deployment unavailable"' },
+      rule: {
+        type: "CEL",
+        condition: "Available",
+        celExpressions: ['object.status.conditions.exists(c, c.type == "Available" && c.status == "True")'],
+        messageExpression: 'result ? "Deployment available" : "Deployment unavailable"',
+      },
       expected: { type: "Available", status: "True", reason: "ConditionRuleEvaluated", message: "Deployment available" },
     },
     {
@@ -55,7 +76,12 @@ describe("OCM conditions/reader_test.go", () => {
       object: deployment,
       gvk: ["apps", "v1", "Deployment"],
       rule: { type: "CEL", condition: "Available", celExpressions: ["true"], messageExpression: "badcel" },
-      expected: { type: "Available", status: "True", reason: "ConditionRuleEvaluated", message: "ERROR: <input>:1:1: undeclared reference to 'badcel' (in container '')" },
+      expected: {
+        type: "Available",
+        status: "True",
+        reason: "ConditionRuleEvaluated",
+        message: "ERROR: <input>:1:1: undeclared reference to 'badcel' (in container '')",
+      },
     },
     {
       name: "cel lib function hasConditions",
@@ -64,14 +90,22 @@ describe("OCM conditions/reader_test.go", () => {
       rule: {
         type: "CEL",
         condition: "HasConditions",
-        celExpressions: ['hasConditions(object.status)\n && !hasConditions({})\n && !hasConditions("badtype")\n && !hasConditions({"conditions": []})\n && !hasConditions({"conditions": null})'],
+        celExpressions: [
+          'hasConditions(object.status)\n && !hasConditions({})\n && !hasConditions("badtype")\n && !hasConditions({"conditions": []})\n && !hasConditions({"conditions": null})',
+        ],
         message: "should work",
       },
       expected: { type: "HasConditions", status: "True", reason: "ConditionRuleEvaluated", message: "should work" },
     },
     {
       name: "Job complete",
-      object: job([{ status: "True", type: "Complete" }, { status: "True", type: "Another" }], 1),
+      object: job(
+        [
+          { status: "True", type: "Complete" },
+          { status: "True", type: "Another" },
+        ],
+        1,
+      ),
       gvk: ["batch", "v1", "Job"],
       rule: { type: "WellKnownConditions", condition: "Complete" },
       expected: { type: "Complete", status: "True", reason: "ConditionRuleEvaluated", message: "Job is finished" },
@@ -85,14 +119,38 @@ describe("OCM conditions/reader_test.go", () => {
     },
     {
       name: "Job incomplete",
-      object: job([{ status: "False", type: "Complete" }, { status: "True", type: "Another" }], 0),
+      object: job(
+        [
+          { status: "False", type: "Complete" },
+          { status: "True", type: "Another" },
+        ],
+        0,
+      ),
       gvk: ["batch", "v1", "Job"],
       rule: { type: "WellKnownConditions", condition: "Complete" },
       expected: { type: "Complete", status: "False", reason: "ConditionRuleEvaluated", message: "Job is not finished" },
     },
-    { name: "Pod complete", object: pod("Succeeded"), gvk: ["", "v1", "Pod"], rule: { type: "WellKnownConditions", condition: "Complete" }, expected: { type: "Complete", status: "True", reason: "ConditionRuleEvaluated", message: "Pod is in phase Succeeded" } },
-    { name: "Pod failed", object: pod("Failed"), gvk: ["", "v1", "Pod"], rule: { type: "WellKnownConditions", condition: "Complete" }, expected: { type: "Complete", status: "True", reason: "ConditionRuleEvaluated", message: "Pod is in phase Failed" } },
-    { name: "Pod running", object: pod("Running"), gvk: ["", "v1", "Pod"], rule: { type: "WellKnownConditions", condition: "Complete" }, expected: { type: "Complete", status: "False", reason: "ConditionRuleEvaluated", message: "Pod is in phase Running" } },
+    {
+      name: "Pod complete",
+      object: pod("Succeeded"),
+      gvk: ["", "v1", "Pod"],
+      rule: { type: "WellKnownConditions", condition: "Complete" },
+      expected: { type: "Complete", status: "True", reason: "ConditionRuleEvaluated", message: "Pod is in phase Succeeded" },
+    },
+    {
+      name: "Pod failed",
+      object: pod("Failed"),
+      gvk: ["", "v1", "Pod"],
+      rule: { type: "WellKnownConditions", condition: "Complete" },
+      expected: { type: "Complete", status: "True", reason: "ConditionRuleEvaluated", message: "Pod is in phase Failed" },
+    },
+    {
+      name: "Pod running",
+      object: pod("Running"),
+      gvk: ["", "v1", "Pod"],
+      rule: { type: "WellKnownConditions", condition: "Complete" },
+      expected: { type: "Complete", status: "False", reason: "ConditionRuleEvaluated", message: "Pod is in phase Running" },
+    },
     {
       name: "a user message overrides the well-known one",
       object: pod("Running"),
@@ -100,7 +158,13 @@ describe("OCM conditions/reader_test.go", () => {
       rule: { type: "WellKnownConditions", condition: "Complete", messageExpression: '"phase: " + object.status.phase' },
       expected: { type: "Complete", status: "False", reason: "ConditionRuleEvaluated", message: "phase: Running" },
     },
-    { name: "a well-known condition OCM does not know for the kind gives nothing", object: deployment, gvk: ["apps", "v1", "Deployment"], rule: { type: "WellKnownConditions", condition: "Complete" }, expected: undefined },
+    {
+      name: "a well-known condition OCM does not know for the kind gives nothing",
+      object: deployment,
+      gvk: ["apps", "v1", "Deployment"],
+      rule: { type: "WellKnownConditions", condition: "Complete" },
+      expected: undefined,
+    },
     {
       name: "without message or messageExpression: Manifest is (not) <condition>",
       object: deployment,
@@ -126,7 +190,9 @@ describe("OCM conditions/reader_test.go", () => {
   }
 
   it("expressions are ANDed and stop at the first false", async () => {
-    const got = await evaluateConditionRules(deployment, "apps", "v1", "Deployment", [{ type: "CEL", condition: "X", celExpressions: ["true", "false", "object.missing"] }]);
+    const got = await evaluateConditionRules(deployment, "apps", "v1", "Deployment", [
+      { type: "CEL", condition: "X", celExpressions: ["true", "false", "object.missing"] },
+    ]);
     expect(got).toEqual([{ type: "X", status: "False", reason: "ConditionRuleEvaluated", message: "Manifest is not X" }]);
   });
 });
@@ -140,7 +206,15 @@ describe("OCM statusfeedback/reader_test.go: raw JSON values", () => {
     });
   });
   it("filtered rawjson value format: several matches are one list", () => {
-    const obj = { status: { conditions: [{ type: "Cond1", status: "true" }, { type: "Cond2", status: "false" }, { type: "Cond3", status: "true" }] } };
+    const obj = {
+      status: {
+        conditions: [
+          { type: "Cond1", status: "true" },
+          { type: "Cond2", status: "false" },
+          { type: "Cond3", status: "true" },
+        ],
+      },
+    };
     expect(collectFeedback(obj, "apps", "v1", "Deployment", rule("conditions", '.status.conditions[?(@.status=="true")].type')).values).toEqual([
       { name: "conditions", fieldValue: { type: "JsonRaw", jsonRaw: '["Cond1","Cond3"]' } },
     ]);
@@ -153,7 +227,13 @@ describe("OCM statusfeedback/reader_test.go: raw JSON values", () => {
   });
   it("a fraction is JsonRaw; <, > and & are escaped as Go does", () => {
     const r = collectFeedback({ status: { ratio: 0.5, html: { b: "<a&b>", a: 1 } } }, "", "v1", "Pod", [
-      { type: "JSONPaths", jsonPaths: [{ name: "ratio", path: ".status.ratio" }, { name: "html", path: ".status.html" }] },
+      {
+        type: "JSONPaths",
+        jsonPaths: [
+          { name: "ratio", path: ".status.ratio" },
+          { name: "html", path: ".status.html" },
+        ],
+      },
     ]);
     expect(r.values).toEqual([
       { name: "ratio", fieldValue: { type: "JsonRaw", jsonRaw: "0.5" } },
@@ -171,7 +251,10 @@ describe("OCM conditions/helpers.go: roll-up into the work's conditions", () => 
     ["Complete", ["True", "Unknown"], "Unknown"],
     ["Complete", ["True", "True"], "True"],
   ])("%s over %j is %s", (type, statuses, want) => {
-    const c = aggregateRuleCondition(type, statuses.map((status) => ({ status, message: "m" })));
+    const c = aggregateRuleCondition(
+      type,
+      statuses.map((status) => ({ status, message: "m" })),
+    );
     expect(c).toEqual({ type, status: want, reason: "ConditionRulesAggregated", message: "Aggregated from 2 manifest conditions" });
   });
 
@@ -185,11 +268,20 @@ describe("OCM conditions/helpers.go: roll-up into the work's conditions", () => 
       rollout: { progressing: false },
       rules,
     });
-    const s = workStatus([outcome(0, [{ type: "Progressing", status: "True", reason: "ConditionRuleEvaluated", message: "still migrating" }]), outcome(1, [])], 3, undefined, "2026-01-01T00:00:00Z");
+    const s = workStatus(
+      [outcome(0, [{ type: "Progressing", status: "True", reason: "ConditionRuleEvaluated", message: "still migrating" }]), outcome(1, [])],
+      3,
+      undefined,
+      "2026-01-01T00:00:00Z",
+    );
     const progressing = s.conditions.find((c) => c.type === "Progressing");
     expect(progressing).toMatchObject({ status: "True", reason: "ConditionRulesAggregated", message: "still migrating", observedGeneration: 3 });
     expect(s.conditions.filter((c) => c.type === "Progressing")).toHaveLength(1);
-    expect(s.resourceStatus.manifests[0]?.conditions.find((c) => c.type === "Progressing")).toMatchObject({ status: "True", reason: "ConditionRuleEvaluated", observedGeneration: 3 });
+    expect(s.resourceStatus.manifests[0]?.conditions.find((c) => c.type === "Progressing")).toMatchObject({
+      status: "True",
+      reason: "ConditionRuleEvaluated",
+      observedGeneration: 3,
+    });
   });
 });
 
@@ -199,7 +291,12 @@ describe("the controller on a simulated cluster", () => {
     cleanups.push(() => cluster.close());
     const kc: KubeConfig = kubeConfigFromYaml(cluster.kubeconfigYaml);
     const dyn = new DynamicClient(kc);
-    await dyn.create({ group: "", version: "v1", resource: "namespaces" }, "", { apiVersion: "v1", kind: "Namespace", metadata: { name: "flotilla-agent" } }, "test");
+    await dyn.create(
+      { group: "", version: "v1", resource: "namespaces" },
+      "",
+      { apiVersion: "v1", kind: "Namespace", metadata: { name: "flotilla-agent" } },
+      "test",
+    );
     const c = new WorkController({ kubeConfig: kc, namespace: "flotilla-agent", logger: createLogger({ write: () => undefined }), watch: true });
     cleanups.push(() => c.close());
     return { kc, dyn, c };
@@ -209,20 +306,42 @@ describe("the controller on a simulated cluster", () => {
     apiVersion: "apps/v1",
     kind: "Deployment",
     metadata: { name: "web", namespace: "default" },
-    spec: { replicas: 2, selector: { matchLabels: { app: "web" } }, template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "web", image: "nginx" }] } } },
+    spec: {
+      replicas: 2,
+      selector: { matchLabels: { app: "web" } },
+      template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "web", image: "nginx" }] } },
+    },
   };
   const manifestConfigs: ManifestConfig[] = [
     {
       resourceIdentifier: { group: "apps", resource: "deployments", name: "web", namespace: "default" },
       feedbackScrapeType: "Watch",
-      feedbackRules: [{ type: "JSONPaths", jsonPaths: [{ name: "conditions", path: ".status.conditions" }, { name: "ready", path: ".status.readyReplicas" }] }],
+      feedbackRules: [
+        {
+          type: "JSONPaths",
+          jsonPaths: [
+            { name: "conditions", path: ".status.conditions" },
+            { name: "ready", path: ".status.readyReplicas" },
+          ],
+        },
+      ],
       conditionRules: [
-        { type: "CEL", condition: "Progressing", celExpressions: ["object.status.readyReplicas < object.spec.replicas"], messageExpression: 'string(object.status.readyReplicas) + " of " + string(object.spec.replicas) + " ready"' },
+        {
+          type: "CEL",
+          condition: "Progressing",
+          celExpressions: ["object.status.readyReplicas < object.spec.replicas"],
+          messageExpression: 'string(object.status.readyReplicas) + " of " + string(object.spec.replicas) + " ready"',
+        },
         { type: "CEL", condition: "Ready", celExpressions: ["object.status.readyReplicas == object.spec.replicas"] },
       ],
     },
   ];
-  const w: ManifestWork = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name: "w", namespace: "c1", uid: randomUUID(), generation: 1 }, spec: { workload: { manifests: [web] }, manifestConfigs } };
+  const w: ManifestWork = {
+    apiVersion: "work.open-cluster-management.io/v1",
+    kind: "ManifestWork",
+    metadata: { name: "w", namespace: "c1", uid: randomUUID(), generation: 1 },
+    spec: { workload: { manifests: [web] }, manifestConfigs },
+  };
 
   it("a CEL rule sets the manifest's and the work's conditions, JsonRaw feedback is reported, and a watched change is signalled at once", async () => {
     const { dyn, c } = await setup();
@@ -242,13 +361,19 @@ describe("the controller on a simulated cluster", () => {
 
     // Wait until the watch runs (a pass then reads nothing), then change the status: the listener fires.
     const before = signals;
-    const cur = (await dyn.get({ group: "apps", version: "v1", resource: "deployments", namespace: "default", name: "web" })) as { metadata: { generation: number } } & Obj;
+    const cur = (await dyn.get({ group: "apps", version: "v1", resource: "deployments", namespace: "default", name: "web" })) as {
+      metadata: { generation: number };
+    } & Obj;
     // The status write is made again until the watch has signalled it (the watch may start late).
     await waitFor(
       "the watched Deployment's status change signalled",
       async () => {
         await dyn.request("PUT", "/apis/apps/v1/namespaces/default/deployments/web/status", {
-          body: { ...cur, metadata: { ...(cur.metadata as Obj), resourceVersion: undefined }, status: { observedGeneration: cur.metadata.generation, replicas: 2, updatedReplicas: 2, readyReplicas: 1, availableReplicas: 1 } },
+          body: {
+            ...cur,
+            metadata: { ...(cur.metadata as Obj), resourceVersion: undefined },
+            status: { observedGeneration: cur.metadata.generation, replicas: 2, updatedReplicas: 2, readyReplicas: 1, availableReplicas: 1 },
+          },
         });
         return signals > before;
       },
@@ -258,18 +383,34 @@ describe("the controller on a simulated cluster", () => {
     const second = (await c.sync())[0]!.status;
     expect(cond(second.conditions, "Progressing")).toMatchObject({ status: "True", message: "1 of 2 ready" });
     expect(cond(second.conditions, "Ready")?.status).toBe("False");
-    expect(second.resourceStatus.manifests[0]?.statusFeedback.values.find((v) => v.name === "ready")).toEqual({ name: "ready", fieldValue: { type: "Integer", integer: 1 } });
+    expect(second.resourceStatus.manifests[0]?.statusFeedback.values.find((v) => v.name === "ready")).toEqual({
+      name: "ready",
+      fieldValue: { type: "Integer", integer: 1 },
+    });
   });
 
   it("a manifest whose Complete rule is True is no longer updated (OCM): a deleted Job is not re-created", async () => {
     const { dyn, c } = await setup();
-    const once = { apiVersion: "batch/v1", kind: "Job", metadata: { name: "once", namespace: "default" }, spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "x", image: "busybox" }] } } } };
+    const once = {
+      apiVersion: "batch/v1",
+      kind: "Job",
+      metadata: { name: "once", namespace: "default" },
+      spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "x", image: "busybox" }] } } },
+    };
     const cm = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "plain", namespace: "default" }, data: { a: "1" } };
     const jobWork: ManifestWork = {
       apiVersion: "work.open-cluster-management.io/v1",
       kind: "ManifestWork",
       metadata: { name: "job", namespace: "c1", uid: randomUUID(), generation: 1 },
-      spec: { workload: { manifests: [once, cm] }, manifestConfigs: [{ resourceIdentifier: { group: "batch", resource: "jobs", name: "once", namespace: "default" }, conditionRules: [{ type: "WellKnownConditions", condition: "Complete" }] }] },
+      spec: {
+        workload: { manifests: [once, cm] },
+        manifestConfigs: [
+          {
+            resourceIdentifier: { group: "batch", resource: "jobs", name: "once", namespace: "default" },
+            conditionRules: [{ type: "WellKnownConditions", condition: "Complete" }],
+          },
+        ],
+      },
     };
     c.setWorks([jobWork]);
     const jobRef = { group: "batch", version: "v1", resource: "jobs", namespace: "default", name: "once" };

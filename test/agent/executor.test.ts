@@ -29,7 +29,9 @@ const AGENT_USER = "system:serviceaccount:flotilla-agent:flotilla-agent";
 
 /** A simulated cluster with a token user (the agent's ServiceAccount), the admin's client and the agent's. */
 async function sim() {
-  const cluster = await startSimulatedCluster({ users: { [AGENT_TOKEN]: { name: AGENT_USER, groups: ["system:serviceaccounts", "system:serviceaccounts:flotilla-agent"] } } });
+  const cluster = await startSimulatedCluster({
+    users: { [AGENT_TOKEN]: { name: AGENT_USER, groups: ["system:serviceaccounts", "system:serviceaccounts:flotilla-agent"] } },
+  });
   cleanups.push(() => cluster.close());
   const adminKc = kubeConfigFromYaml(cluster.kubeconfigYaml);
   const agentKc = new KubeConfig({ server: cluster.url, insecureSkipTlsVerify: true }, { token: () => AGENT_TOKEN });
@@ -43,11 +45,29 @@ async function sim() {
 }
 
 async function role(admin: DynamicClient, kind: "Role" | "ClusterRole", name: string, rules: unknown[], namespace = ""): Promise<void> {
-  await admin.create({ ...RBAC, resource: kind === "Role" ? "roles" : "clusterroles" }, namespace, { apiVersion: "rbac.authorization.k8s.io/v1", kind, metadata: { name }, rules }, "test");
+  await admin.create(
+    { ...RBAC, resource: kind === "Role" ? "roles" : "clusterroles" },
+    namespace,
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind, metadata: { name }, rules },
+    "test",
+  );
 }
 
-async function bind(admin: DynamicClient, kind: "RoleBinding" | "ClusterRoleBinding", name: string, roleRef: { kind: string; name: string }, subjects: unknown[], namespace = ""): Promise<void> {
-  const body = { apiVersion: "rbac.authorization.k8s.io/v1", kind, metadata: { name }, roleRef: { apiGroup: "rbac.authorization.k8s.io", ...roleRef }, subjects };
+async function bind(
+  admin: DynamicClient,
+  kind: "RoleBinding" | "ClusterRoleBinding",
+  name: string,
+  roleRef: { kind: string; name: string },
+  subjects: unknown[],
+  namespace = "",
+): Promise<void> {
+  const body = {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind,
+    metadata: { name },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", ...roleRef },
+    subjects,
+  };
   await admin.create({ ...RBAC, resource: kind === "RoleBinding" ? "rolebindings" : "clusterrolebindings" }, namespace, body, "test");
 }
 
@@ -65,8 +85,13 @@ const configMap = (name: string, namespace: string): Obj => ({ apiVersion: "v1",
 
 /** Lets the agent impersonate ServiceAccounts and keep its records, as the install manifests grant. */
 async function grantAgent(admin: DynamicClient): Promise<void> {
-  await role(admin, "ClusterRole", "agent", [{ apiGroups: [""], resources: ["serviceaccounts"], verbs: ["impersonate"] }, { apiGroups: ["*"], resources: ["*"], verbs: ["*"] }]);
-  await bind(admin, "ClusterRoleBinding", "agent", { kind: "ClusterRole", name: "agent" }, [{ kind: "ServiceAccount", name: "flotilla-agent", namespace: "flotilla-agent" }]);
+  await role(admin, "ClusterRole", "agent", [
+    { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["impersonate"] },
+    { apiGroups: ["*"], resources: ["*"], verbs: ["*"] },
+  ]);
+  await bind(admin, "ClusterRoleBinding", "agent", { kind: "ClusterRole", name: "agent" }, [
+    { kind: "ServiceAccount", name: "flotilla-agent", namespace: "flotilla-agent" },
+  ]);
 }
 
 describe("simulated cluster: authentication, impersonation and RBAC as kube-apiserver", () => {
@@ -81,7 +106,14 @@ describe("simulated cluster: authentication, impersonation and RBAC as kube-apis
       details: { kind: "configmaps" },
     });
     await role(admin, "Role", "cm", [{ apiGroups: [""], resources: ["configmaps"], verbs: ["create", "get"] }], "apps");
-    await bind(admin, "RoleBinding", "cm", { kind: "Role", name: "cm" }, [{ kind: "ServiceAccount", name: "flotilla-agent", namespace: "flotilla-agent" }], "apps");
+    await bind(
+      admin,
+      "RoleBinding",
+      "cm",
+      { kind: "Role", name: "cm" },
+      [{ kind: "ServiceAccount", name: "flotilla-agent", namespace: "flotilla-agent" }],
+      "apps",
+    );
     await agent.create(CM, "apps", configMap("a", "apps"), "test");
     expect((await agent.get({ ...CM, namespace: "apps", name: "a" })).data).toEqual({ k: "v" });
     // Bound in apps only.
@@ -98,25 +130,46 @@ describe("simulated cluster: authentication, impersonation and RBAC as kube-apis
     const asDeployer = agent.as("system:serviceaccount:apps:deployer");
     const refused = await refusal(asDeployer.get({ ...CM, namespace: "apps", name: "x" }));
     expect(refused.code).toBe(403);
-    expect(refused.body.message).toBe(`serviceaccounts "deployer" is forbidden: User "${AGENT_USER}" cannot impersonate resource "serviceaccounts" in API group "" in the namespace "apps"`);
+    expect(refused.body.message).toBe(
+      `serviceaccounts "deployer" is forbidden: User "${AGENT_USER}" cannot impersonate resource "serviceaccounts" in API group "" in the namespace "apps"`,
+    );
     await role(admin, "ClusterRole", "impersonate-sa", [{ apiGroups: [""], resources: ["serviceaccounts"], verbs: ["impersonate"] }]);
-    await bind(admin, "ClusterRoleBinding", "impersonate-sa", { kind: "ClusterRole", name: "impersonate-sa" }, [{ kind: "ServiceAccount", name: "flotilla-agent", namespace: "flotilla-agent" }]);
+    await bind(admin, "ClusterRoleBinding", "impersonate-sa", { kind: "ClusterRole", name: "impersonate-sa" }, [
+      { kind: "ServiceAccount", name: "flotilla-agent", namespace: "flotilla-agent" },
+    ]);
     // Allowed to impersonate; the account itself holds nothing yet.
     const denied = await refusal(asDeployer.create(CM, "apps", configMap("x", "apps"), "test"));
-    expect(denied.body.message).toBe('configmaps is forbidden: User "system:serviceaccount:apps:deployer" cannot create resource "configmaps" in API group "" in the namespace "apps"');
+    expect(denied.body.message).toBe(
+      'configmaps is forbidden: User "system:serviceaccount:apps:deployer" cannot create resource "configmaps" in API group "" in the namespace "apps"',
+    );
     // A grant to the group of the account's namespace applies: kube-apiserver adds the groups.
     await role(admin, "Role", "cm-writer", [{ apiGroups: [""], resources: ["configmaps"], verbs: ["get", "create", "patch"] }], "apps");
     await bind(admin, "RoleBinding", "cm-writer", { kind: "Role", name: "cm-writer" }, [{ kind: "Group", name: "system:serviceaccounts:apps" }], "apps");
     await asDeployer.create(CM, "apps", configMap("x", "apps"), "test");
     // SelfSubjectReview and SelfSubjectAccessReview answer for the impersonated user.
-    const me = await asDeployer.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", { body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" } });
-    expect(me.status).toEqual({ userInfo: { username: "system:serviceaccount:apps:deployer", groups: ["system:serviceaccounts", "system:serviceaccounts:apps", "system:authenticated"] } });
-    const can = (verb: string) => asDeployer.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", { body: { apiVersion: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview", spec: { resourceAttributes: { verb, resource: "configmaps", namespace: "apps" } } } });
+    const me = await asDeployer.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", {
+      body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
+    });
+    expect(me.status).toEqual({
+      userInfo: { username: "system:serviceaccount:apps:deployer", groups: ["system:serviceaccounts", "system:serviceaccounts:apps", "system:authenticated"] },
+    });
+    const can = (verb: string) =>
+      asDeployer.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
+        body: {
+          apiVersion: "authorization.k8s.io/v1",
+          kind: "SelfSubjectAccessReview",
+          spec: { resourceAttributes: { verb, resource: "configmaps", namespace: "apps" } },
+        },
+      });
     expect((await can("create")).status).toEqual({ allowed: true });
     expect((await can("delete")).status).toEqual({ allowed: false });
     // Impersonating a group needs impersonate on groups, which the agent does not hold.
-    const asMasters = await refusal(agent.kc.json("GET", "/api/v1/namespaces", { headers: { "Impersonate-User": "mallory", "Impersonate-Group": ["system:masters"] } }));
-    expect(asMasters.body.message).toBe(`users "mallory" is forbidden: User "${AGENT_USER}" cannot impersonate resource "users" in API group "" at the cluster scope`);
+    const asMasters = await refusal(
+      agent.kc.json("GET", "/api/v1/namespaces", { headers: { "Impersonate-User": "mallory", "Impersonate-Group": ["system:masters"] } }),
+    );
+    expect(asMasters.body.message).toBe(
+      `users "mallory" is forbidden: User "${AGENT_USER}" cannot impersonate resource "users" in API group "" at the cluster scope`,
+    );
   });
 
   it("a server-side apply that creates the object also needs create", async () => {
@@ -125,7 +178,9 @@ describe("simulated cluster: authentication, impersonation and RBAC as kube-apis
     await bind(admin, "RoleBinding", "patch-only", { kind: "Role", name: "patch-only" }, [{ kind: "User", name: AGENT_USER }], "apps");
     const ref = { ...CM, namespace: "apps", name: "ssa" };
     const denied = await refusal(agent.apply(ref, configMap("ssa", "apps"), "test", true));
-    expect(denied.body.message).toBe(`configmaps "ssa" is forbidden: User "${AGENT_USER}" cannot create resource "configmaps" in API group "" in the namespace "apps"`);
+    expect(denied.body.message).toBe(
+      `configmaps "ssa" is forbidden: User "${AGENT_USER}" cannot create resource "configmaps" in API group "" in the namespace "apps"`,
+    );
     await admin.apply(ref, configMap("ssa", "apps"), "admin", true);
     await agent.apply(ref, { ...configMap("ssa", "apps"), data: { k: "w" } }, "test", true);
     expect((await admin.get(ref)).data).toEqual({ k: "w" });
@@ -133,7 +188,12 @@ describe("simulated cluster: authentication, impersonation and RBAC as kube-apis
 });
 
 function work(name: string, manifests: unknown[], spec: Partial<ManifestWork["spec"]> = {}, labels: Record<string, string> = {}): ManifestWork {
-  return { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name, namespace: "c1", uid: randomUUID(), generation: 1, labels }, spec: { workload: { manifests }, ...spec } };
+  return {
+    apiVersion: "work.open-cluster-management.io/v1",
+    kind: "ManifestWork",
+    metadata: { name, namespace: "c1", uid: randomUUID(), generation: 1, labels },
+    spec: { workload: { manifests }, ...spec },
+  };
 }
 
 const executor = (namespace: string, name: string) => ({ subject: { type: "ServiceAccount", serviceAccount: { namespace, name } } });
@@ -157,21 +217,39 @@ describe("work controller: executor works and traceability", () => {
     expect(cond(manifests[0]!.conditions, "Applied")).toMatchObject({ status: "True" });
     // The Secret: the account may not even read it, so the live read fails first, with the server's words.
     expect(cond(manifests[1]!.conditions, "Applied")).toMatchObject({ status: "False", reason: "AppliedManifestFailed" });
-    expect(cond(manifests[1]!.conditions, "Applied")!.message).toContain('secrets "s" is forbidden: User "system:serviceaccount:apps:deployer" cannot get resource "secrets" in API group "" in the namespace "apps"');
-    expect(cond(manifests[2]!.conditions, "Applied")!.message).toContain('User "system:serviceaccount:apps:deployer" cannot get resource "configmaps" in API group "" in the namespace "other"');
+    expect(cond(manifests[1]!.conditions, "Applied")!.message).toContain(
+      'secrets "s" is forbidden: User "system:serviceaccount:apps:deployer" cannot get resource "secrets" in API group "" in the namespace "apps"',
+    );
+    expect(cond(manifests[2]!.conditions, "Applied")!.message).toContain(
+      'User "system:serviceaccount:apps:deployer" cannot get resource "configmaps" in API group "" in the namespace "other"',
+    );
     expect(cond(report!.status.conditions, "Applied")).toMatchObject({ status: "False", reason: "AppliedManifestWorkFailed" });
     expect((await admin.get({ ...CM, namespace: "apps", name: "ok" })).data).toEqual({ k: "v" });
     expect(await refusal(admin.get({ ...SECRET, namespace: "apps", name: "s" }))).toMatchObject({ code: 404 });
     expect(await refusal(admin.get({ ...CM, namespace: "other", name: "elsewhere" }))).toMatchObject({ code: 404 });
     // Reading is not enough to write: a denied create is tried again at the next pass, and a later grant takes effect.
     await role(admin, "Role", "secret-reader", [{ apiGroups: [""], resources: ["secrets"], verbs: ["get"] }], "apps");
-    await bind(admin, "RoleBinding", "secret-reader", { kind: "Role", name: "secret-reader" }, [{ kind: "ServiceAccount", name: "deployer", namespace: "apps" }], "apps");
+    await bind(
+      admin,
+      "RoleBinding",
+      "secret-reader",
+      { kind: "Role", name: "secret-reader" },
+      [{ kind: "ServiceAccount", name: "deployer", namespace: "apps" }],
+      "apps",
+    );
     const [denied] = await c.sync();
     expect(cond(denied!.status.resourceStatus!.manifests![1]!.conditions, "Applied")!.message).toBe(
       'Failed to apply manifest: HTTP 403: secrets "s" is forbidden: User "system:serviceaccount:apps:deployer" cannot patch resource "secrets" in API group "" in the namespace "apps"',
     );
     await role(admin, "Role", "secret-writer", [{ apiGroups: [""], resources: ["secrets"], verbs: ["create", "patch", "delete"] }], "apps");
-    await bind(admin, "RoleBinding", "secret-writer", { kind: "Role", name: "secret-writer" }, [{ kind: "ServiceAccount", name: "deployer", namespace: "apps" }], "apps");
+    await bind(
+      admin,
+      "RoleBinding",
+      "secret-writer",
+      { kind: "Role", name: "secret-writer" },
+      [{ kind: "ServiceAccount", name: "deployer", namespace: "apps" }],
+      "apps",
+    );
     const [granted] = await c.sync();
     expect(cond(granted!.status.resourceStatus!.manifests![1]!.conditions, "Applied")).toMatchObject({ status: "True" });
     expect((await admin.get({ ...SECRET, namespace: "apps", name: "s" })).metadata).toBeDefined();
@@ -184,7 +262,10 @@ describe("work controller: executor works and traceability", () => {
     const reports = await c.sync();
     expect(cond(reports[1]!.status.conditions, "Applied")).toMatchObject({ status: "True" });
     // Both deleted on the hub (listed with their deletionTimestamp, as OCM's agent sees it).
-    const deleting = (x: typeof w) => ({ ...x, metadata: { ...x.metadata, deletionTimestamp: "2026-11-26T00:00:00Z", finalizers: ["cluster.open-cluster-management.io/manifest-work-cleanup"] } });
+    const deleting = (x: typeof w) => ({
+      ...x,
+      metadata: { ...x.metadata, deletionTimestamp: "2026-11-26T00:00:00Z", finalizers: ["cluster.open-cluster-management.io/manifest-work-cleanup"] },
+    });
     c.setWorks([deleting(w), deleting(w2)]);
     await c.sync();
     expect(await refusal(admin.get({ ...CM, namespace: "apps", name: "ok" }))).toMatchObject({ code: 404 });
@@ -195,12 +276,19 @@ describe("work controller: executor works and traceability", () => {
     const { admin, agentKc } = await sim();
     // Every ordinary verb on everything, but not impersonate (which a `*` verb would include).
     await role(admin, "ClusterRole", "agent", [{ apiGroups: ["*"], resources: ["*"], verbs: ["get", "list", "watch", "create", "update", "patch", "delete"] }]);
-    await bind(admin, "ClusterRoleBinding", "agent", { kind: "ClusterRole", name: "agent" }, [{ kind: "ServiceAccount", name: "flotilla-agent", namespace: "flotilla-agent" }]);
+    await bind(admin, "ClusterRoleBinding", "agent", { kind: "ClusterRole", name: "agent" }, [
+      { kind: "ServiceAccount", name: "flotilla-agent", namespace: "flotilla-agent" },
+    ]);
     const c = new WorkController({ kubeConfig: agentKc, namespace: "flotilla-agent", logger: createLogger({ write: () => undefined }), watch: false });
     cleanups.push(() => c.close());
-    c.setWorks([work("exec", [configMap("x", "apps")], { executor: executor("apps", "deployer") }), work("bad", [configMap("y", "apps")], { executor: { subject: { type: "User" } } })]);
+    c.setWorks([
+      work("exec", [configMap("x", "apps")], { executor: executor("apps", "deployer") }),
+      work("bad", [configMap("y", "apps")], { executor: { subject: { type: "User" } } }),
+    ]);
     const [bad, exec] = await c.sync();
-    expect(cond(exec!.status.resourceStatus!.manifests![0]!.conditions, "Applied")!.message).toContain(`serviceaccounts "deployer" is forbidden: User "${AGENT_USER}" cannot impersonate resource "serviceaccounts"`);
+    expect(cond(exec!.status.resourceStatus!.manifests![0]!.conditions, "Applied")!.message).toContain(
+      `serviceaccounts "deployer" is forbidden: User "${AGENT_USER}" cannot impersonate resource "serviceaccounts"`,
+    );
     expect(cond(bad!.status.conditions, "Applied")).toMatchObject({ status: "False" });
     expect(cond(bad!.status.resourceStatus!.manifests![0]!.conditions, "Applied")!.message).toContain("unsupported executor subject type");
     expect(await refusal(admin.get({ ...CM, namespace: "apps", name: "x" }))).toMatchObject({ code: 404 });
@@ -212,10 +300,15 @@ describe("work controller: executor works and traceability", () => {
     await grantAgent(admin);
     const c = new WorkController({ kubeConfig: agentKc, namespace: "flotilla-agent", logger: createLogger({ write: () => undefined }), watch: false });
     cleanups.push(() => c.close());
-    const fromSet = work("web-c1", [{ ...configMap("web", "apps"), metadata: { name: "web", namespace: "apps", labels: { app: "web" } } }], {}, {
-      "work.open-cluster-management.io/manifestworkreplicaset": "team-a.web",
-      "work.open-cluster-management.io/placementname": "prod",
-    });
+    const fromSet = work(
+      "web-c1",
+      [{ ...configMap("web", "apps"), metadata: { name: "web", namespace: "apps", labels: { app: "web" } } }],
+      {},
+      {
+        "work.open-cluster-management.io/manifestworkreplicaset": "team-a.web",
+        "work.open-cluster-management.io/placementname": "prod",
+      },
+    );
     const direct = work("direct", [configMap("plain", "apps")]);
     c.setWorks([fromSet, direct]);
     await c.sync();

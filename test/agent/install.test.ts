@@ -32,12 +32,26 @@ import {
   type PolicyRule,
 } from "../../agent/src/install.ts";
 import { MC, cond, merge, waitFor } from "../e2e/support.ts";
-import { RbacAuthorizer, serviceAccountGroups, serviceAccountUsername, type ClusterRole, type ClusterRoleBinding, type RequestAttributes, type Role, type RoleBinding } from "../../src/auth/rbac.ts";
+import {
+  RbacAuthorizer,
+  serviceAccountGroups,
+  serviceAccountUsername,
+  type ClusterRole,
+  type ClusterRoleBinding,
+  type RequestAttributes,
+  type Role,
+  type RoleBinding,
+} from "../../src/auth/rbac.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const pkgVersion = (JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")) as { version: string }).version;
 const TOKEN = "abcdef.0123456789abcdef";
-const base: InstallOptions = { hubUrl: "https://hub.example.com", clusterName: "east-1", bootstrapToken: TOKEN, image: "registry.example.com/flotilla-agent:test" };
+const base: InstallOptions = {
+  hubUrl: "https://hub.example.com",
+  clusterName: "east-1",
+  bootstrapToken: TOKEN,
+  image: "registry.example.com/flotilla-agent:test",
+};
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -125,19 +139,35 @@ function requestAttributes(method: string, rawUrl: string): RequestAttributes {
   const [resource, name, sub] = rest;
   const watch = url.searchParams.get("watch") === "true" || url.searchParams.get("watch") === "1";
   const verb =
-    method === "GET" ? (name ? "get" : watch ? "watch" : "list")
-    : method === "POST" ? "create"
-    : method === "PUT" ? "update"
-    : method === "PATCH" ? "patch"
-    : method === "DELETE" ? (name ? "delete" : "deletecollection")
-    : method.toLowerCase();
+    method === "GET"
+      ? name
+        ? "get"
+        : watch
+          ? "watch"
+          : "list"
+      : method === "POST"
+        ? "create"
+        : method === "PUT"
+          ? "update"
+          : method === "PATCH"
+            ? "patch"
+            : method === "DELETE"
+              ? name
+                ? "delete"
+                : "deletecollection"
+              : method.toLowerCase();
   return { verb, apiGroup: group, resource: resource ?? "", subresource: sub ?? "", namespace: namespace ?? "", name: name ?? "" };
 }
 
 /** An authorizer for the ServiceAccount `namespace/name` from rendered objects (RBAC as kube-apiserver's). */
 function authorizerFor(objs: readonly ManifestObject[], sa: { namespace: string; name: string }): (a: RequestAttributes) => boolean {
   const of = <T>(kind: string): T[] => objs.filter((o) => o.kind === kind) as unknown as T[];
-  const rbac = new RbacAuthorizer({ roles: of<Role>("Role"), clusterRoles: of<ClusterRole>("ClusterRole"), roleBindings: of<RoleBinding>("RoleBinding"), clusterRoleBindings: of<ClusterRoleBinding>("ClusterRoleBinding") });
+  const rbac = new RbacAuthorizer({
+    roles: of<Role>("Role"),
+    clusterRoles: of<ClusterRole>("ClusterRole"),
+    roleBindings: of<RoleBinding>("RoleBinding"),
+    clusterRoleBindings: of<ClusterRoleBinding>("ClusterRoleBinding"),
+  });
   const user = { name: serviceAccountUsername(sa.namespace, sa.name), groups: [...serviceAccountGroups(sa.namespace), "system:authenticated"] };
   return (a) => rbac.authorize(user, a).allowed;
 }
@@ -242,7 +272,10 @@ describe("install manifests: shapes", () => {
     expect(canWork(requestAttributes("GET", "/apis/apps/v1"))).toBe(true);
 
     // Without the work role, the authorizer agrees: what the agent needs is allowed, its neighbours are not.
-    const can = authorizerFor(objs.filter((o) => !isWorkRbac(o)), { namespace: "fleet", name: "flotilla-agent" });
+    const can = authorizerFor(
+      objs.filter((o) => !isWorkRbac(o)),
+      { namespace: "fleet", name: "flotilla-agent" },
+    );
     expect(can(requestAttributes("GET", "/api/v1/namespaces/kube-system"))).toBe(true);
     expect(can(requestAttributes("POST", "/api/v1/namespaces/fleet/secrets"))).toBe(true);
     expect(can(requestAttributes("PUT", `/api/v1/namespaces/fleet/secrets/${CREDENTIALS_SECRET_NAME}`))).toBe(true);
@@ -258,7 +291,11 @@ describe("install manifests: shapes", () => {
 
   it("runs the Deployment non-root with a read-only root filesystem, no capabilities and seccomp RuntimeDefault", () => {
     const deploy = byKind(renderInstallManifests(base), "Deployment");
-    expect(deploy.spec).toMatchObject({ replicas: 1, strategy: { type: "Recreate" }, selector: { matchLabels: { "app.kubernetes.io/name": "flotilla-agent" } } });
+    expect(deploy.spec).toMatchObject({
+      replicas: 1,
+      strategy: { type: "Recreate" },
+      selector: { matchLabels: { "app.kubernetes.io/name": "flotilla-agent" } },
+    });
     const pod = deploy.spec.template.spec;
     expect(deploy.spec.template.metadata.labels).toMatchObject(deploy.spec.selector.matchLabels);
     expect(pod.serviceAccountName).toBe("flotilla-agent");
@@ -286,7 +323,13 @@ describe("install manifests: shapes", () => {
   });
 
   it("wires the configuration from the bootstrap Secret and the namespace from the downward API; claims become args", () => {
-    const objs = renderInstallManifests({ ...base, claims: [{ name: "region.example.com", value: "eu=west" }, { name: "tier", value: "gold" }] });
+    const objs = renderInstallManifests({
+      ...base,
+      claims: [
+        { name: "region.example.com", value: "eu=west" },
+        { name: "tier", value: "gold" },
+      ],
+    });
     const c = byKind(objs, "Deployment").spec.template.spec.containers[0];
     const ref = (key: string, optional?: boolean): Json => ({ secretKeyRef: { name: BOOTSTRAP_SECRET_NAME, key, ...(optional ? { optional } : {}) } });
     expect(c.env).toEqual([
@@ -324,7 +367,21 @@ describe("install manifests: shapes", () => {
   it("`flotilla-agent install` prints the manifests as multi-document YAML, with the versioned image by default", async () => {
     let out = "";
     const code = await runCli(
-      ["node", "flotilla-agent", "install", "--hub-url", base.hubUrl, "--cluster-name", "east-1", "--bootstrap-token", TOKEN, "--namespace", "fleet", "--claim", "tier=gold"],
+      [
+        "node",
+        "flotilla-agent",
+        "install",
+        "--hub-url",
+        base.hubUrl,
+        "--cluster-name",
+        "east-1",
+        "--bootstrap-token",
+        TOKEN,
+        "--namespace",
+        "fleet",
+        "--claim",
+        "tier=gold",
+      ],
       { writeOut: (s) => (out += s), writeErr: () => undefined, writeLog: () => undefined },
     );
     expect(code).toBe(0);
@@ -335,7 +392,8 @@ describe("install manifests: shapes", () => {
     expect(byKind(docs, "Deployment").spec.template.spec.containers[0].image).toBe(`ghcr.io/flotilla-dev/flotilla-agent:${pkgVersion}`);
 
     let err = "";
-    const run = (args: string[]): Promise<number> => runCli(["node", "flotilla-agent", "install", ...args], { writeOut: () => undefined, writeErr: (s) => (err += s) });
+    const run = (args: string[]): Promise<number> =>
+      runCli(["node", "flotilla-agent", "install", ...args], { writeOut: () => undefined, writeErr: (s) => (err += s) });
     expect(await run(["--hub-url", base.hubUrl, "--cluster-name", "east-1"])).toBe(2);
     expect(err).toContain("--bootstrap-token");
     expect(await run(["--hub-url", base.hubUrl, "--cluster-name", "east-1", "--bootstrap-token", "nope"])).toBe(2);
@@ -375,7 +433,9 @@ describe("install manifests: kubectl apply to the simulated member cluster", () 
     expect(Buffer.from(secret.data["bootstrap-token"], "base64").toString()).toBe(TOKEN);
     expect(Buffer.from(secret.data["hub-url"], "base64").toString()).toBe(base.hubUrl);
     expect((await kubectlJson(kc, ["get", "clusterrole", "flotilla-agent-flotilla-agent"])).rules).toEqual(byKind(objs, "ClusterRole").rules);
-    expect((await kubectlJson(kc, ["get", "clusterrolebinding", "flotilla-agent-flotilla-agent"])).subjects).toEqual(byKind(objs, "ClusterRoleBinding").subjects);
+    expect((await kubectlJson(kc, ["get", "clusterrolebinding", "flotilla-agent-flotilla-agent"])).subjects).toEqual(
+      byKind(objs, "ClusterRoleBinding").subjects,
+    );
     expect((await kubectlJson(kc, ["-n", "flotilla-agent", "get", "role", "flotilla-agent"])).rules).toEqual(byKind(objs, "Role").rules);
     expect((await kubectlJson(kc, ["-n", "flotilla-agent", "get", "rolebinding", "flotilla-agent"])).roleRef.name).toBe("flotilla-agent");
     const deploy = await kubectlJson(kc, ["-n", "flotilla-agent", "get", "deployment", "flotilla-agent"]);
@@ -396,9 +456,12 @@ describe("install manifests: kubectl apply to the simulated member cluster", () 
     // `flotilla-agent install | kubectl apply -f -` as a user types it, into another namespace.
     let out = "";
     expect(
-      await runCli(["node", "flotilla-agent", "install", "--hub-url", base.hubUrl, "--cluster-name", "east-1", "--bootstrap-token", TOKEN, "--namespace", "fleet"], {
-        writeOut: (t) => (out += t),
-      }),
+      await runCli(
+        ["node", "flotilla-agent", "install", "--hub-url", base.hubUrl, "--cluster-name", "east-1", "--bootstrap-token", TOKEN, "--namespace", "fleet"],
+        {
+          writeOut: (t) => (out += t),
+        },
+      ),
     ).toBe(0);
     const piped = await kubectl(kc, ["apply", "-f", "-"], out);
     expect(piped.code).toBe(0);
@@ -410,7 +473,12 @@ describe("install manifests: kubectl apply to the simulated member cluster", () 
     for (let i = 0; i < 2; i++) {
       const ssa = await kubectl(kc, ["apply", "--server-side", "-f", "-"], ssaYaml);
       expect(ssa.code, ssa.stderr).toBe(0);
-      expect(ssa.stdout.trim().split("\n").every((l) => l.endsWith(" serverside-applied"))).toBe(true);
+      expect(
+        ssa.stdout
+          .trim()
+          .split("\n")
+          .every((l) => l.endsWith(" serverside-applied")),
+      ).toBe(true);
     }
     expect((await kubectlJson(kc, ["get", "clusterrole", "flotilla-agent-fleet-ssa"])).rules[0].resourceNames).toEqual(["kube-system", "fleet-ssa"]);
   });
@@ -460,7 +528,10 @@ function imageFiles(): { app: string; entrypoint: string[]; env: Record<string, 
 
 /** Every file under `dir`, relative to it. */
 function filesUnder(dir: string): string[] {
-  return fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((d) => d.isFile()).map((d) => path.relative(dir, path.join(d.parentPath, d.name)));
+  return fs
+    .readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((d) => d.isFile())
+    .map((d) => path.relative(dir, path.join(d.parentPath, d.name)));
 }
 
 /**
@@ -493,9 +564,13 @@ describe("the container image", () => {
     expect(files).toContain(path.join("dist", "agent", "flotilla-agent.mjs"));
     expect(files.filter((f) => /\.(ts|tsx|mts|cts)$/.test(f) || f.includes("node_modules") || f.endsWith("package.json"))).toEqual([]);
     expect(image.entrypoint.at(-1)).toBe("dist/agent/flotilla-agent.mjs");
-    const run = agentProcess(["install", "--hub-url", "https://hub.example.com", "--cluster-name", "c1", "--bootstrap-token", "abcdef.0123456789abcdef"], { PATH: process.env.PATH ?? "" });
+    const run = agentProcess(["install", "--hub-url", "https://hub.example.com", "--cluster-name", "c1", "--bootstrap-token", "abcdef.0123456789abcdef"], {
+      PATH: process.env.PATH ?? "",
+    });
     expect(await run.exited).toBe(0);
-    const deploy = parseAllDocuments(run.output()).map((d) => d.toJS() as Json).find((o) => o.kind === "Deployment");
+    const deploy = parseAllDocuments(run.output())
+      .map((d) => d.toJS() as Json)
+      .find((o) => o.kind === "Deployment");
     expect(deploy?.spec.template.spec.containers[0].resources).toEqual({ requests: { cpu: "50m", memory: "64Mi" }, limits: { cpu: "500m", memory: "128Mi" } });
   });
 });
@@ -511,7 +586,14 @@ describe("install manifests: an agent with their configuration joins the hub", (
     const namespace = "flotilla-system";
     const clusterName = "installed-1";
     const token = await createBootstrapToken(hub);
-    const objs = renderInstallManifests({ hubUrl: hub.url, clusterName, bootstrapToken: token, namespace, image: defaultAgentImage(pkgVersion), claims: [{ name: "tier.example.com", value: "gold" }] });
+    const objs = renderInstallManifests({
+      hubUrl: hub.url,
+      clusterName,
+      bootstrapToken: token,
+      namespace,
+      image: defaultAgentImage(pkgVersion),
+      claims: [{ name: "tier.example.com", value: "gold" }],
+    });
     const s = await sim("join");
     const applied = await kubectl(s.kubeconfigPath, ["apply", "-f", "-"], toMultiDocumentYaml(objs));
     expect(applied.code, applied.stderr).toBe(0);
@@ -520,7 +602,13 @@ describe("install manifests: an agent with their configuration joins the hub", (
     const deploy = await kubectlJson(s.kubeconfigPath, ["-n", namespace, "get", "deployment", "flotilla-agent"]);
     const container = deploy.spec.template.spec.containers[0];
     const env = await resolveEnv(s.kubeconfigPath, deploy, container);
-    expect(env).toEqual({ FLOTILLA_HUB_URL: hub.url, FLOTILLA_CLUSTER_NAME: clusterName, FLOTILLA_BOOTSTRAP_TOKEN: token, FLOTILLA_NAMESPACE: namespace, TMPDIR: "/tmp" });
+    expect(env).toEqual({
+      FLOTILLA_HUB_URL: hub.url,
+      FLOTILLA_CLUSTER_NAME: clusterName,
+      FLOTILLA_BOOTSTRAP_TOKEN: token,
+      FLOTILLA_NAMESPACE: namespace,
+      TMPDIR: "/tmp",
+    });
 
     // The sim is not in-cluster: the kubeconfig stands in for the ServiceAccount's token. It
     // points at a recording proxy so the agent's requests can be checked against the RBAC.
@@ -553,7 +641,12 @@ describe("install manifests: an agent with their configuration joins the hub", (
     });
     // The args carried the claim, and the agent logs JSON as the args asked.
     expect(joined.status.clusterClaims).toContainEqual({ name: "tier.example.com", value: "gold" });
-    expect(agent.output().split("\n").find((l) => l.trim() !== "")).toMatch(/^\{.*\}$/);
+    expect(
+      agent
+        .output()
+        .split("\n")
+        .find((l) => l.trim() !== ""),
+    ).toMatch(/^\{.*\}$/);
     await agent.stop();
     expect(await agent.exited).toBe(0);
 
@@ -567,11 +660,15 @@ describe("install manifests: an agent with their configuration joins the hub", (
     // Every request the agent made is allowed by the rendered RBAC, even without the work role
     // (no works were applied here), and the traffic covered the interesting rules (so this
     // check is not vacuous).
-    const can = authorizerFor(objs.filter((o) => !isWorkRbac(o)), { namespace, name: "flotilla-agent" });
+    const can = authorizerFor(
+      objs.filter((o) => !isWorkRbac(o)),
+      { namespace, name: "flotilla-agent" },
+    );
     const seen = proxy.requests.map((r) => ({ ...r, attrs: requestAttributes(r.method, r.url) }));
     const denied = seen.filter((r) => !can(r.attrs));
     expect(denied.map((r) => `${r.method} ${r.url}`)).toEqual([]);
-    const has = (verb: string, what: Record<string, string>): boolean => seen.some((r) => r.attrs.verb === verb && Object.entries(what).every(([k, v]) => (r.attrs as unknown as Record<string, unknown>)[k] === v));
+    const has = (verb: string, what: Record<string, string>): boolean =>
+      seen.some((r) => r.attrs.verb === verb && Object.entries(what).every(([k, v]) => (r.attrs as unknown as Record<string, unknown>)[k] === v));
     expect(has("get", { resource: "namespaces", name: "kube-system" })).toBe(true);
     expect(has("create", { resource: "secrets", namespace })).toBe(true);
     expect(has("get", { resource: "secrets", name: CREDENTIALS_SECRET_NAME })).toBe(true);

@@ -140,7 +140,15 @@ process.stdout.write(JSON.stringify({ apiVersion: info.apiVersion, kind: "ExecCr
     const kc = kubeConfigFromYaml(
       kubeconfig(
         { "certificate-authority": tls.ca },
-        { exec: { apiVersion: "client.authentication.k8s.io/v1", command: process.execPath, args: [plugin], env: [{ name: "EXTRA", value: "x" }], interactiveMode: "Never" } },
+        {
+          exec: {
+            apiVersion: "client.authentication.k8s.io/v1",
+            command: process.execPath,
+            args: [plugin],
+            env: [{ name: "EXTRA", value: "x" }],
+            interactiveMode: "Never",
+          },
+        },
       ),
     );
     accepted = new Set(["exec-1-x"]);
@@ -168,7 +176,9 @@ process.stdout.write(JSON.stringify({ apiVersion: info.apiVersion, kind: "ExecCr
   it("refuses auth-provider and proxy-url by name", () => {
     expect(() => kubeConfigFromYaml(kubeconfig({}, { "auth-provider": { name: "gcp", config: {} } }))).toThrow(/auth-provider gcp is not supported/);
     expect(() => kubeConfigFromYaml(kubeconfig({ "proxy-url": "http://proxy:3128" }))).toThrow(/proxy-url is not supported/);
-    expect(() => kubeConfigFromYaml(kubeconfig({}, { exec: { apiVersion: "client.authentication.k8s.io/v1alpha1", command: "x" } }))).toThrow(/v1alpha1 is not supported/);
+    expect(() => kubeConfigFromYaml(kubeconfig({}, { exec: { apiVersion: "client.authentication.k8s.io/v1alpha1", command: "x" } }))).toThrow(
+      /v1alpha1 is not supported/,
+    );
   });
 });
 
@@ -176,8 +186,22 @@ describe("where the configuration comes from", () => {
   it("merges a $KUBECONFIG list as client-go does: the first file to set a value wins", async () => {
     const a = path.join(dir, "a.yaml");
     const b = path.join(dir, "b.yaml");
-    fs.writeFileSync(a, stringify({ "current-context": "ctx", contexts: [{ name: "ctx", context: { cluster: "c", user: "u" } }], users: [{ name: "u", user: { token: "from-a" } }] }));
-    fs.writeFileSync(b, stringify({ "current-context": "other", clusters: [{ name: "c", cluster: { server: url, "certificate-authority": tls.ca } }], users: [{ name: "u", user: { token: "from-b" } }] }));
+    fs.writeFileSync(
+      a,
+      stringify({
+        "current-context": "ctx",
+        contexts: [{ name: "ctx", context: { cluster: "c", user: "u" } }],
+        users: [{ name: "u", user: { token: "from-a" } }],
+      }),
+    );
+    fs.writeFileSync(
+      b,
+      stringify({
+        "current-context": "other",
+        clusters: [{ name: "c", cluster: { server: url, "certificate-authority": tls.ca } }],
+        users: [{ name: "u", user: { token: "from-b" } }],
+      }),
+    );
     const saved = process.env.KUBECONFIG;
     process.env.KUBECONFIG = [a, path.join(dir, "missing.yaml"), b].join(path.delimiter);
     try {
@@ -206,7 +230,10 @@ describe("where the configuration comes from", () => {
       expect(last().authorization).toBe("Bearer sa-token");
       kc.close();
     } finally {
-      for (const [k, v] of [["KUBERNETES_SERVICE_HOST", saved.host], ["KUBERNETES_SERVICE_PORT", saved.port]] as const) {
+      for (const [k, v] of [
+        ["KUBERNETES_SERVICE_HOST", saved.host],
+        ["KUBERNETES_SERVICE_PORT", saved.port],
+      ] as const) {
         if (v === undefined) delete process.env[k];
         else process.env[k] = v;
       }
@@ -227,7 +254,9 @@ describe("watch", () => {
         events.push(`${String(ev.type)} ${obj.metadata?.name}`);
         if (events.length === 2) ac.abort();
       });
-      await kc.json("POST", "/api/v1/namespaces/default/configmaps", { body: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a" }, data: { k: "1" } } });
+      await kc.json("POST", "/api/v1/namespaces/default/configmaps", {
+        body: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a" }, data: { k: "1" } },
+      });
       await kc.json("PATCH", "/api/v1/namespaces/default/configmaps/a", { body: { data: { k: "2" } }, contentType: "application/merge-patch+json" });
       await done;
       expect(events).toEqual(["ADDED a", "MODIFIED a"]);

@@ -50,16 +50,37 @@ function policy(name: string, configSpec: Json, opts: { remediationAction?: stri
     spec: {
       disabled: false,
       ...(opts.remediationAction ? { remediationAction: opts.remediationAction } : {}),
-      "policy-templates": [{ objectDefinition: { apiVersion: "policy.open-cluster-management.io/v1", kind: "ConfigurationPolicy", metadata: { name: opts.template ?? "tmpl" }, spec: configSpec } }],
+      "policy-templates": [
+        {
+          objectDefinition: {
+            apiVersion: "policy.open-cluster-management.io/v1",
+            kind: "ConfigurationPolicy",
+            metadata: { name: opts.template ?? "tmpl" },
+            spec: configSpec,
+          },
+        },
+      ],
     },
   };
 }
 
-const nsTemplate = (complianceType: string, name: string, extra: Json = {}) => ({ complianceType, objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name, ...extra } } });
+const nsTemplate = (complianceType: string, name: string, extra: Json = {}) => ({
+  complianceType,
+  objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name, ...extra } },
+});
 
 describe("object template comparison (OCM's mergeSpecs / deeplyEquivalent)", () => {
   it("musthave: maps merge, list items are found in any order, quantities compare by value", () => {
-    const live = { data: { a: "1", b: "2" }, spec: { ports: [{ name: "http", port: 80 }, { name: "https", port: 443 }], memory: "1024Mi" } };
+    const live = {
+      data: { a: "1", b: "2" },
+      spec: {
+        ports: [
+          { name: "http", port: 80 },
+          { name: "https", port: 443 },
+        ],
+        memory: "1024Mi",
+      },
+    };
     expect(compareObject({ data: { a: "1" } }, live, "musthave").mismatch).toBe(false);
     expect(compareObject({ data: { a: "2" } }, live, "musthave").mismatch).toBe(true);
     expect(compareObject({ spec: { ports: [{ port: 443 }] } }, live, "musthave").mismatch).toBe(false);
@@ -71,7 +92,10 @@ describe("object template comparison (OCM's mergeSpecs / deeplyEquivalent)", () 
     expect((added.updated.spec as Json).ports).toHaveLength(3);
     // A same-named item is merged in place (a Deployment's containers).
     const renamed = compareObject({ spec: { ports: [{ name: "http", port: 8080 }] } }, live, "musthave");
-    expect((renamed.updated.spec as Json).ports).toEqual([{ name: "http", port: 8080 }, { name: "https", port: 443 }]);
+    expect((renamed.updated.spec as Json).ports).toEqual([
+      { name: "http", port: 8080 },
+      { name: "https", port: 443 },
+    ]);
   });
 
   it("mustonlyhave: the template's maps and lists replace the live ones at the keys it names", () => {
@@ -124,7 +148,9 @@ describe("policy controller on a simulated cluster", () => {
     c.setPolicies([informed]);
     const [first] = await c.evaluate();
     expect(first!.policy).toBe("default.policy-ns");
-    expect(first!.report.templates).toEqual([{ name: "tmpl", compliant: "NonCompliant", message: "NonCompliant; violation - namespaces [prod] not found", timestamp: expect.any(String) }]);
+    expect(first!.report.templates).toEqual([
+      { name: "tmpl", compliant: "NonCompliant", message: "NonCompliant; violation - namespaces [prod] not found", timestamp: expect.any(String) },
+    ]);
     expect(await getOrNull(client, { ...NS, namespace: "", name: "prod" })).toBeNull();
     c.reported(first!.policy, first!.report);
     // Nothing changed: nothing to send.
@@ -133,14 +159,25 @@ describe("policy controller on a simulated cluster", () => {
     // The Policy's remediationAction overrides the template's.
     c.setPolicies([{ ...informed, spec: { ...informed.spec, remediationAction: "enforce" } }]);
     const [created] = await c.evaluate();
-    expect(created!.report.templates[0]).toMatchObject({ compliant: "Compliant", message: "Compliant; notification - namespaces [prod] was created successfully" });
+    expect(created!.report.templates[0]).toMatchObject({
+      compliant: "Compliant",
+      message: "Compliant; notification - namespaces [prod] was created successfully",
+    });
     expect(await getOrNull(client, { ...NS, namespace: "", name: "prod" })).not.toBeNull();
   });
 
   it("musthave ConfigMap in enforce updates a mismatched object by merging; inform says found but not as specified", async () => {
     const { client, mapper } = await sim();
-    await client.create(CM, "default", { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg", namespace: "default" }, data: { a: "0", keep: "yes" } }, "test");
-    const tmpl = { complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg", namespace: "default" }, data: { a: "1" } } };
+    await client.create(
+      CM,
+      "default",
+      { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg", namespace: "default" }, data: { a: "0", keep: "yes" } },
+      "test",
+    );
+    const tmpl = {
+      complianceType: "musthave",
+      objectDefinition: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg", namespace: "default" }, data: { a: "1" } },
+    };
     const c = new PolicyController({ client, mapper }, 60_000);
     c.setPolicies([policy("p.cm", { remediationAction: "inform", "object-templates": [tmpl] })]);
     const [r] = await c.evaluate();
@@ -153,12 +190,23 @@ describe("policy controller on a simulated cluster", () => {
 
   it("mustonlyhave removes extra fields; then found as specified", async () => {
     const { client, mapper } = await sim();
-    await client.create(CM, "default", { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "only", namespace: "default" }, data: { a: "1", extra: "x" } }, "test");
-    const tmpl = { complianceType: "mustonlyhave", objectDefinition: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "only", namespace: "default" }, data: { a: "1" } } };
+    await client.create(
+      CM,
+      "default",
+      { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "only", namespace: "default" }, data: { a: "1", extra: "x" } },
+      "test",
+    );
+    const tmpl = {
+      complianceType: "mustonlyhave",
+      objectDefinition: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "only", namespace: "default" }, data: { a: "1" } },
+    };
     const c = new PolicyController({ client, mapper }, 0);
     c.setPolicies([policy("p.only", { remediationAction: "enforce", "object-templates": [tmpl] })]);
     const [e] = await c.evaluate();
-    expect(e!.report.templates[0]).toMatchObject({ compliant: "Compliant", message: "Compliant; notification - configmaps [only] was updated successfully in namespace default" });
+    expect(e!.report.templates[0]).toMatchObject({
+      compliant: "Compliant",
+      message: "Compliant; notification - configmaps [only] was updated successfully in namespace default",
+    });
     expect((await client.get({ ...CM, namespace: "default", name: "only" })).data).toEqual({ a: "1" });
     c.reported(e!.policy, e!.report);
     // The default interval (0 here) evaluates again: now found as specified, a new message.
@@ -173,14 +221,18 @@ describe("policy controller on a simulated cluster", () => {
     c.setPolicies([policy("p.gone", { remediationAction: "inform", "object-templates": [nsTemplate("mustnothave", "legacy")] })]);
     expect((await c.evaluate())[0]!.report.templates[0]!.message).toBe("NonCompliant; violation - namespaces [legacy] found");
     c.setPolicies([policy("p.gone", { remediationAction: "enforce", "object-templates": [nsTemplate("mustnothave", "legacy")] })]);
-    expect((await c.evaluate())[0]!.report.templates[0]).toMatchObject({ compliant: "Compliant", message: "Compliant; notification - namespaces [legacy] was deleted successfully" });
+    expect((await c.evaluate())[0]!.report.templates[0]).toMatchObject({
+      compliant: "Compliant",
+      message: "Compliant; notification - namespaces [legacy] was deleted successfully",
+    });
     const ns = await getOrNull(client, { ...NS, namespace: "", name: "legacy" });
     expect(ns === null || Boolean(ns.metadata.deletionTimestamp)).toBe(true);
   });
 
   it("namespaceSelector include/exclude with wildcards picks the namespaces of a namespaced template", async () => {
     const { client, mapper } = await sim();
-    for (const n of ["app-1", "app-2", "app-skip", "other"]) await client.create(NS, "", { apiVersion: "v1", kind: "Namespace", metadata: { name: n } }, "test");
+    for (const n of ["app-1", "app-2", "app-skip", "other"])
+      await client.create(NS, "", { apiVersion: "v1", kind: "Namespace", metadata: { name: n } }, "test");
     await client.create(CM, "app-1", { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "marker", namespace: "app-1" }, data: { on: "true" } }, "test");
     const tmpl = { complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "marker" }, data: { on: "true" } } };
     const c = new PolicyController({ client, mapper }, 60_000);
@@ -205,9 +257,17 @@ describe("policy controller on a simulated cluster", () => {
     await client.create(NS, "", { apiVersion: "v1", kind: "Namespace", metadata: { name: "kept" } }, "test");
     let now = 1_000_000;
     const c = new PolicyController({ client, mapper }, 1_000, () => now);
-    c.setPolicies([policy("p.never", { remediationAction: "inform", evaluationInterval: { compliant: "never", noncompliant: "10s" }, "object-templates": [nsTemplate("musthave", "kept")] })]);
+    c.setPolicies([
+      policy("p.never", {
+        remediationAction: "inform",
+        evaluationInterval: { compliant: "never", noncompliant: "10s" },
+        "object-templates": [nsTemplate("musthave", "kept")],
+      }),
+    ]);
     const [r] = await c.evaluate();
-    expect(r!.report.templates[0]!.message).toBe('Compliant; notification - namespaces [kept] found as specified. This policy will not be evaluated again due to spec.evaluationInterval.compliant being set to "never".');
+    expect(r!.report.templates[0]!.message).toBe(
+      'Compliant; notification - namespaces [kept] found as specified. This policy will not be evaluated again due to spec.evaluationInterval.compliant being set to "never".',
+    );
     c.reported(r!.policy, r!.report);
     expect(c.nextDueMs()).toBe(Infinity);
     await client.delete({ ...NS, namespace: "", name: "kept" });
@@ -219,12 +279,20 @@ describe("policy controller on a simulated cluster", () => {
     const { client, mapper } = await sim();
     const c = new PolicyController({ client, mapper }, 60_000);
     const off = policy("p.off", { remediationAction: "enforce", "object-templates": [nsTemplate("musthave", "never-made")] });
-    c.setPolicies([{ ...off, spec: { ...off.spec, disabled: true } }, policy("p.crd", { remediationAction: "inform", "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "example.com/v1", kind: "Widget", metadata: { name: "w" } } }] })]);
+    c.setPolicies([
+      { ...off, spec: { ...off.spec, disabled: true } },
+      policy("p.crd", {
+        remediationAction: "inform",
+        "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "example.com/v1", kind: "Widget", metadata: { name: "w" } } }],
+      }),
+    ]);
     const reports = await c.evaluate();
     expect(reports.map((r) => r.policy)).toEqual(["p.crd"]);
     // Nothing of the disabled Policy is due.
     expect(c.nextDueMs()).toBeGreaterThan(Date.now() + 30_000);
-    expect(reports[0]!.report.templates[0]!.message).toBe("NonCompliant; violation - couldn't find mapping resource with kind Widget in API version example.com/v1, please check if you have CRD deployed");
+    expect(reports[0]!.report.templates[0]!.message).toBe(
+      "NonCompliant; violation - couldn't find mapping resource with kind Widget in API version example.com/v1, please check if you have CRD deployed",
+    );
     expect(await getOrNull(client, { ...NS, namespace: "", name: "never-made" })).toBeNull();
   });
 });

@@ -74,7 +74,11 @@ function kubeconfigOf(s: SimulatedCluster): KubeConfig {
 
 /** Runs kubectl against `s`; resolves with stdout, rejects with an error carrying stderr and code. */
 async function kubectl(s: SimulatedCluster, ...args: string[]): Promise<string> {
-  const { stdout } = await run("/usr/bin/kubectl", ["--kubeconfig", s.kubeconfigPath, "--cache-dir", join(work, "kubectl-cache", new URL(s.url).port), ...args], { timeout: 60_000 });
+  const { stdout } = await run(
+    "/usr/bin/kubectl",
+    ["--kubeconfig", s.kubeconfigPath, "--cache-dir", join(work, "kubectl-cache", new URL(s.url).port), ...args],
+    { timeout: 60_000 },
+  );
   return stdout;
 }
 
@@ -152,9 +156,11 @@ describe("version, health and discovery", () => {
   it("serves legacy discovery documents", async () => {
     const groups = await http("GET", "/apis");
     expect(groups.json.kind).toBe("APIGroupList");
-    const names = (groups.json.groups as Array<{ name: string; preferredVersion: { version: string } }>);
+    const names = groups.json.groups as Array<{ name: string; preferredVersion: { version: string } }>;
     expect(names.find((g) => g.name === "about.k8s.io")?.preferredVersion.version).toBe("v1beta1");
-    expect(names.map((g) => g.name)).toEqual(expect.arrayContaining(["apps", "batch", "rbac.authorization.k8s.io", "apiextensions.k8s.io", "networking.k8s.io"]));
+    expect(names.map((g) => g.name)).toEqual(
+      expect.arrayContaining(["apps", "batch", "rbac.authorization.k8s.io", "apiextensions.k8s.io", "networking.k8s.io"]),
+    );
     const appsRes = await http("GET", "/apis/apps/v1");
     const resources = appsRes.json.resources as Array<{ name: string; namespaced: boolean; kind: string }>;
     expect(resources.find((r) => r.name === "deployments")).toMatchObject({ namespaced: true, kind: "Deployment" });
@@ -186,7 +192,9 @@ describe("namespaces, cluster identity and nodes", () => {
     const statePath = join(work, "state.json");
     const a = await startSimulatedCluster({ statePath, nodes: 2 });
     const uid = (await kubeconfigOf(a).makeApiClient(CoreV1Api).readNamespace({ name: "kube-system" })).metadata?.uid;
-    await kubeconfigOf(a).makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: "default", body: { metadata: { name: "token" }, stringData: { t: "s3cret" } } });
+    await kubeconfigOf(a)
+      .makeApiClient(CoreV1Api)
+      .createNamespacedSecret({ namespace: "default", body: { metadata: { name: "token" }, stringData: { t: "s3cret" } } });
     await a.close();
     const b = await startSimulatedCluster({ statePath, nodes: 5 });
     try {
@@ -233,12 +241,18 @@ describe("namespaces, cluster identity and nodes", () => {
       expect(await kubectl(sim, "get", "node", "sim-node-1")).toContain("SchedulingDisabled");
       await makeNamespace("sched");
       for (const name of ["p1", "p2", "p3"]) {
-        const pod = await core.createNamespacedPod({ namespace: "sched", body: { metadata: { name }, spec: { containers: [{ name: "c", image: "busybox" }] } } });
+        const pod = await core.createNamespacedPod({
+          namespace: "sched",
+          body: { metadata: { name }, spec: { containers: [{ name: "c", image: "busybox" }] } },
+        });
         expect(pod.spec?.nodeName).toBe("sim-node-3");
         expect(pod.status?.phase).toBe("Running");
       }
       await kubectl(sim, "cordon", "sim-node-3");
-      const pending = await core.createNamespacedPod({ namespace: "sched", body: { metadata: { name: "p4" }, spec: { containers: [{ name: "c", image: "busybox" }] } } });
+      const pending = await core.createNamespacedPod({
+        namespace: "sched",
+        body: { metadata: { name: "p4" }, spec: { containers: [{ name: "c", image: "busybox" }] } },
+      });
       expect(pending.spec?.nodeName).toBeUndefined();
       expect(pending.status?.phase).toBe("Pending");
       await kubectl(sim, "uncordon", "sim-node-2");
@@ -261,14 +275,36 @@ describe("ClusterProperty", () => {
   });
 
   it("creates, reads and validates ClusterProperties through client-node and kubectl", async () => {
-    await objects.create({ apiVersion: "about.k8s.io/v1beta1", kind: "ClusterProperty", metadata: { name: "clusterset.k8s.io" }, spec: { value: "set-a" } } as KubernetesObject);
-    const back = (await objects.read({ apiVersion: "about.k8s.io/v1beta1", kind: "ClusterProperty", metadata: { name: "clusterset.k8s.io" } })) as KubernetesObject & { spec: { value: string } };
+    await objects.create({
+      apiVersion: "about.k8s.io/v1beta1",
+      kind: "ClusterProperty",
+      metadata: { name: "clusterset.k8s.io" },
+      spec: { value: "set-a" },
+    } as KubernetesObject);
+    const back = (await objects.read({
+      apiVersion: "about.k8s.io/v1beta1",
+      kind: "ClusterProperty",
+      metadata: { name: "clusterset.k8s.io" },
+    })) as KubernetesObject & { spec: { value: string } };
     expect(back.spec.value).toBe("set-a");
     expect(back.metadata?.namespace).toBeUndefined();
-    const bad = await apiError(objects.create({ apiVersion: "about.k8s.io/v1beta1", kind: "ClusterProperty", metadata: { name: "empty.example.com" }, spec: { value: "" } } as KubernetesObject), 422);
+    const bad = await apiError(
+      objects.create({
+        apiVersion: "about.k8s.io/v1beta1",
+        kind: "ClusterProperty",
+        metadata: { name: "empty.example.com" },
+        spec: { value: "" },
+      } as KubernetesObject),
+      422,
+    );
     expect(bad.reason).toBe("Invalid");
     expect(bad.details?.causes?.[0]?.field).toBe("spec.value");
-    await kubectl(sim, "apply", "-f", file("cp.yaml", "apiVersion: about.k8s.io/v1beta1\nkind: ClusterProperty\nmetadata: {name: fingerprint.example.com}\nspec: {value: abc}\n"));
+    await kubectl(
+      sim,
+      "apply",
+      "-f",
+      file("cp.yaml", "apiVersion: about.k8s.io/v1beta1\nkind: ClusterProperty\nmetadata: {name: fingerprint.example.com}\nspec: {value: abc}\n"),
+    );
     expect(await kubectl(sim, "get", "clusterproperties", "fingerprint.example.com", "-o", "jsonpath={.spec.value}")).toBe("abc");
   });
 });
@@ -285,7 +321,11 @@ describe("Secrets and optimistic concurrency", () => {
     expect(exists.details).toMatchObject({ name: "s", kind: "secrets" });
 
     const first = await core.readNamespacedSecret({ namespace: "secrets", name: "s" });
-    const updated = await core.replaceNamespacedSecret({ namespace: "secrets", name: "s", body: { ...first, data: { password: Buffer.from("new").toString("base64") } } });
+    const updated = await core.replaceNamespacedSecret({
+      namespace: "secrets",
+      name: "s",
+      body: { ...first, data: { password: Buffer.from("new").toString("base64") } },
+    });
     expect(Number(updated.metadata?.resourceVersion)).toBeGreaterThan(Number(first.metadata?.resourceVersion));
     expect(updated.metadata?.uid).toBe(first.metadata?.uid);
     const stale = await apiError(core.replaceNamespacedSecret({ namespace: "secrets", name: "s", body: { ...first, data: {} } }), 409);
@@ -309,11 +349,17 @@ describe("Secrets and optimistic concurrency", () => {
 
   it("filters lists by label and field selectors", async () => {
     await makeNamespace("selectors");
-    for (const [name, tier] of [["a", "web"], ["b", "db"], ["c", "web"]] as const) {
+    for (const [name, tier] of [
+      ["a", "web"],
+      ["b", "db"],
+      ["c", "web"],
+    ] as const) {
       await core.createNamespacedConfigMap({ namespace: "selectors", body: { metadata: { name, labels: { tier } } } });
     }
     const names = async (labelSelector?: string, fieldSelector?: string) =>
-      (await core.listNamespacedConfigMap({ namespace: "selectors", ...(labelSelector ? { labelSelector } : {}), ...(fieldSelector ? { fieldSelector } : {}) })).items.map((i) => i.metadata?.name);
+      (
+        await core.listNamespacedConfigMap({ namespace: "selectors", ...(labelSelector ? { labelSelector } : {}), ...(fieldSelector ? { fieldSelector } : {}) })
+      ).items.map((i) => i.metadata?.name);
     expect(await names("tier=web")).toEqual(["a", "c"]);
     expect(await names("tier!=web")).toEqual(["b"]);
     expect(await names("tier in (db,cache)")).toEqual(["b"]);
@@ -328,19 +374,33 @@ function deployment(name: string, replicas: number): V1Deployment {
     apiVersion: "apps/v1",
     kind: "Deployment",
     metadata: { name },
-    spec: { replicas, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: "app", image: "nginx:1.27" }] } } },
+    spec: {
+      replicas,
+      selector: { matchLabels: { app: name } },
+      template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: "app", image: "nginx:1.27" }] } },
+    },
   };
 }
 
 describe("server-side apply", () => {
-  const cm = (data: Record<string, string>, labels?: Record<string, string>) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "ssa", namespace: "ssa", ...(labels ? { labels } : {}) }, data });
+  const cm = (data: Record<string, string>, labels?: Record<string, string>) => ({
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "ssa", namespace: "ssa", ...(labels ? { labels } : {}) },
+    data,
+  });
 
   it("creates with 201, updates with 200 and requires a fieldManager (422)", async () => {
     await makeNamespace("ssa");
     const path = "/api/v1/namespaces/ssa/configmaps/ssa";
     const first = await http("PATCH", `${path}?fieldManager=agent`, JSON.stringify(cm({ a: "1" })), "application/apply-patch+yaml");
     expect(first.status).toBe(201);
-    const second = await http("PATCH", `${path}?fieldManager=agent`, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: '2'\n", "application/apply-patch+yaml");
+    const second = await http(
+      "PATCH",
+      `${path}?fieldManager=agent`,
+      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: '2'\n",
+      "application/apply-patch+yaml",
+    );
     expect(second.status).toBe(200);
     expect(second.json.data).toEqual({ a: "2" });
     const noManager = await http("PATCH", path, JSON.stringify(cm({ a: "3" })), "application/apply-patch+yaml");
@@ -379,9 +439,33 @@ describe("server-side apply", () => {
   });
 
   it("removes fields a manager stops applying unless another manager owns them", async () => {
-    await objects.patch({ ...cm({ x: "1", y: "2" }, { keep: "yes", drop: "yes" }), metadata: { name: "prune", namespace: "ssa", labels: { keep: "yes", drop: "yes" } } } as KubernetesObject, undefined, undefined, "m1", false, PatchStrategy.ServerSideApply);
-    await objects.patch({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "prune", namespace: "ssa" }, data: { y: "2" } } as KubernetesObject, undefined, undefined, "m2", false, PatchStrategy.ServerSideApply);
-    const after = (await objects.patch({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "prune", namespace: "ssa", labels: { keep: "yes" } }, data: {} } as KubernetesObject, undefined, undefined, "m1", false, PatchStrategy.ServerSideApply)) as KubernetesObject & { data?: Record<string, string> };
+    await objects.patch(
+      {
+        ...cm({ x: "1", y: "2" }, { keep: "yes", drop: "yes" }),
+        metadata: { name: "prune", namespace: "ssa", labels: { keep: "yes", drop: "yes" } },
+      } as KubernetesObject,
+      undefined,
+      undefined,
+      "m1",
+      false,
+      PatchStrategy.ServerSideApply,
+    );
+    await objects.patch(
+      { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "prune", namespace: "ssa" }, data: { y: "2" } } as KubernetesObject,
+      undefined,
+      undefined,
+      "m2",
+      false,
+      PatchStrategy.ServerSideApply,
+    );
+    const after = (await objects.patch(
+      { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "prune", namespace: "ssa", labels: { keep: "yes" } }, data: {} } as KubernetesObject,
+      undefined,
+      undefined,
+      "m1",
+      false,
+      PatchStrategy.ServerSideApply,
+    )) as KubernetesObject & { data?: Record<string, string> };
     expect(after.data).toEqual({ y: "2" });
     expect(after.metadata?.labels).toEqual({ keep: "yes" });
   });
@@ -395,9 +479,23 @@ describe("server-side apply", () => {
     expect(again.metadata?.resourceVersion).toBe(one.metadata?.resourceVersion);
     const fields = JSON.stringify(one.metadata?.managedFields?.find((m) => m.manager === "agent")?.fieldsV1);
     expect(fields).toContain('"k:{\\"name\\":\\"app\\"}"');
-    const labelled = await objects.patch({ ...d, metadata: { ...d.metadata, labels: { team: "a" } } } as KubernetesObject, undefined, undefined, "agent", false, PatchStrategy.ServerSideApply);
+    const labelled = await objects.patch(
+      { ...d, metadata: { ...d.metadata, labels: { team: "a" } } } as KubernetesObject,
+      undefined,
+      undefined,
+      "agent",
+      false,
+      PatchStrategy.ServerSideApply,
+    );
     expect(labelled.metadata?.generation).toBe(1);
-    const scaled = (await objects.patch({ ...d, metadata: { ...d.metadata, labels: { team: "a" } }, spec: { ...d.spec, replicas: 4 } } as KubernetesObject, undefined, undefined, "agent", false, PatchStrategy.ServerSideApply)) as V1Deployment;
+    const scaled = (await objects.patch(
+      { ...d, metadata: { ...d.metadata, labels: { team: "a" } }, spec: { ...d.spec, replicas: 4 } } as KubernetesObject,
+      undefined,
+      undefined,
+      "agent",
+      false,
+      PatchStrategy.ServerSideApply,
+    )) as V1Deployment;
     expect(scaled.metadata?.generation).toBe(2);
     expect(scaled.status?.observedGeneration).toBe(2);
     expect(scaled.status?.readyReplicas).toBe(4);
@@ -410,7 +508,10 @@ describe("server-side apply", () => {
     const err = await kubectlFails(sim, "apply", "--server-side", "--field-manager=rival", "-f", file("k2.yaml", manifest("2")));
     expect(err).toContain('Apply failed with 1 conflict: conflict with "kubectl": .data.v');
     await kubectl(sim, "apply", "--server-side", "--field-manager=rival", "--force-conflicts", "-f", file("k2.yaml", manifest("2")));
-    const mf = JSON.parse(await kubectl(sim, "get", "cm", "k", "-n", "kubectl-ssa", "-o", "json", "--show-managed-fields")) as { data: { v: string }; metadata: { managedFields: Array<{ manager: string }> } };
+    const mf = JSON.parse(await kubectl(sim, "get", "cm", "k", "-n", "kubectl-ssa", "-o", "json", "--show-managed-fields")) as {
+      data: { v: string };
+      metadata: { managedFields: Array<{ manager: string }> };
+    };
     expect(mf.data.v).toBe("2");
     expect(mf.metadata.managedFields.map((m) => m.manager)).toContain("rival");
     // Switching from client-side to server-side apply conflicts with kubectl-client-side-apply, as on a real cluster.
@@ -423,18 +524,46 @@ describe("server-side apply", () => {
 describe("patches, status subresource and controllers", () => {
   it("supports merge, JSON and strategic merge patches", async () => {
     await makeNamespace("patches");
-    await apps.createNamespacedDeployment({ namespace: "patches", body: { ...deployment("p", 1), spec: { ...deployment("p", 1).spec!, template: { metadata: { labels: { app: "p" } }, spec: { containers: [{ name: "app", image: "a:1", ports: [{ containerPort: 80 }] }, { name: "side", image: "s:1" }] } } } } });
+    await apps.createNamespacedDeployment({
+      namespace: "patches",
+      body: {
+        ...deployment("p", 1),
+        spec: {
+          ...deployment("p", 1).spec!,
+          template: {
+            metadata: { labels: { app: "p" } },
+            spec: {
+              containers: [
+                { name: "app", image: "a:1", ports: [{ containerPort: 80 }] },
+                { name: "side", image: "s:1" },
+              ],
+            },
+          },
+        },
+      },
+    });
     const base = "/apis/apps/v1/namespaces/patches/deployments/p";
     const merged = await http("PATCH", base, JSON.stringify({ metadata: { labels: { x: "1" } } }), "application/merge-patch+json");
     expect((merged.json.metadata as { labels: Record<string, string> }).labels).toEqual({ x: "1" });
-    const jp = await http("PATCH", base, JSON.stringify([{ op: "replace", path: "/spec/replicas", value: 3 }, { op: "test", path: "/metadata/labels/x", value: "1" }]), "application/json-patch+json");
+    const jp = await http(
+      "PATCH",
+      base,
+      JSON.stringify([
+        { op: "replace", path: "/spec/replicas", value: 3 },
+        { op: "test", path: "/metadata/labels/x", value: "1" },
+      ]),
+      "application/json-patch+json",
+    );
     expect((jp.json.spec as { replicas: number }).replicas).toBe(3);
     const failedTest = await http("PATCH", base, JSON.stringify([{ op: "test", path: "/spec/replicas", value: 9 }]), "application/json-patch+json");
     expect(failedTest.status).toBe(422);
     // Strategic merge: containers merge by name, so the side container and the ports survive.
     await kubectl(sim, "set", "image", "-n", "patches", "deployment/p", "app=a:2");
     const d = await apps.readNamespacedDeployment({ namespace: "patches", name: "p" });
-    expect(d.spec?.template.spec?.containers.map((c) => [c.name, c.image, c.ports?.[0]?.containerPort])).toEqual([["app", "a:2", 80], ["side", "s:1", undefined]]);
+    expect(d.spec?.template.spec?.containers.map((c) => [c.name, c.image, c.ports?.[0]?.containerPort])).toEqual([
+      ["app", "a:2", 80],
+      ["side", "s:1", undefined],
+    ]);
     const unsupported = await http("PATCH", base, "{}", "text/plain");
     expect(unsupported.status).toBe(415);
   });
@@ -448,14 +577,23 @@ describe("patches, status subresource and controllers", () => {
     expect(scaled.status).toMatchObject({ readyReplicas: 5, observedGeneration: 2 });
     expect(await kubectl(sim, "get", "deploy", "d", "-n", "ctrl", "--no-headers")).toMatch(/^d\s+5\/5\s+5\s+5\s/);
 
-    const ds = await apps.createNamespacedDaemonSet({ namespace: "ctrl", body: { metadata: { name: "agent" }, spec: { selector: { matchLabels: { a: "b" } }, template: { metadata: { labels: { a: "b" } }, spec: { containers: [{ name: "c", image: "i" }] } } } } });
+    const ds = await apps.createNamespacedDaemonSet({
+      namespace: "ctrl",
+      body: {
+        metadata: { name: "agent" },
+        spec: { selector: { matchLabels: { a: "b" } }, template: { metadata: { labels: { a: "b" } }, spec: { containers: [{ name: "c", image: "i" }] } } },
+      },
+    });
     expect(ds.status).toMatchObject({ desiredNumberScheduled: 3, numberReady: 3, numberAvailable: 3 });
     await core.createNode({ body: { metadata: { name: "extra-node" } } });
     expect((await apps.readNamespacedDaemonSet({ namespace: "ctrl", name: "agent" })).status?.numberReady).toBe(4);
     await core.deleteNode({ name: "extra-node" });
     expect((await apps.readNamespacedDaemonSet({ namespace: "ctrl", name: "agent" })).status?.numberReady).toBe(3);
 
-    const job = await kc.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: "ctrl", body: { metadata: { name: "once" }, spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "c", image: "i" }] } } } } });
+    const job = await kc.makeApiClient(BatchV1Api).createNamespacedJob({
+      namespace: "ctrl",
+      body: { metadata: { name: "once" }, spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "c", image: "i" }] } } } },
+    });
     expect(job.status?.succeeded).toBe(1);
     expect(job.status?.conditions?.find((c) => c.type === "Complete")?.status).toBe("True");
   });
@@ -502,7 +640,14 @@ describe("delete propagation", () => {
 
   it("Orphan keeps dependents and strips their ownerReferences", async () => {
     await family("orphan");
-    await objects.delete({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "owner", namespace: "orphan" } }, undefined, undefined, undefined, undefined, "Orphan");
+    await objects.delete(
+      { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "owner", namespace: "orphan" } },
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      "Orphan",
+    );
     await apiError(core.readNamespacedConfigMap({ namespace: "orphan", name: "owner" }), 404);
     const child = await core.readNamespacedSecret({ namespace: "orphan", name: "child" });
     expect(child.metadata?.ownerReferences).toBeUndefined();
@@ -510,7 +655,11 @@ describe("delete propagation", () => {
 
   it("Foreground deletes dependents before the owner, and a body policy wins over the query", async () => {
     await family("fg");
-    const res = await http("DELETE", "/api/v1/namespaces/fg/configmaps/owner?propagationPolicy=Orphan", JSON.stringify({ kind: "DeleteOptions", apiVersion: "v1", propagationPolicy: "Foreground" }));
+    const res = await http(
+      "DELETE",
+      "/api/v1/namespaces/fg/configmaps/owner?propagationPolicy=Orphan",
+      JSON.stringify({ kind: "DeleteOptions", apiVersion: "v1", propagationPolicy: "Foreground" }),
+    );
     expect(res.status).toBe(200);
     await apiError(core.readNamespacedSecret({ namespace: "fg", name: "child" }), 404);
     await apiError(core.readNamespacedConfigMap({ namespace: "fg", name: "owner" }), 404);
@@ -523,13 +672,27 @@ describe("delete propagation", () => {
     const d = await apps.createNamespacedDeployment({ namespace: "kdel", body: deployment("web", 1) });
     const other = await core.createNamespacedConfigMap({ namespace: "kdel", body: { metadata: { name: "other" } } });
     const ref = (kind: string, name: string, uid?: string, apiVersion = "v1") => ({ apiVersion, kind, name, uid: uid ?? "" });
-    await apps.createNamespacedReplicaSet({ namespace: "kdel", body: { metadata: { name: "web-rs", ownerReferences: [ref("Deployment", "web", d.metadata?.uid, "apps/v1")] }, spec: { selector: { matchLabels: { app: "web" } } } } });
-    await core.createNamespacedConfigMap({ namespace: "kdel", body: { metadata: { name: "shared", ownerReferences: [ref("Deployment", "web", d.metadata?.uid, "apps/v1"), ref("ConfigMap", "other", other.metadata?.uid)] } } });
+    await apps.createNamespacedReplicaSet({
+      namespace: "kdel",
+      body: {
+        metadata: { name: "web-rs", ownerReferences: [ref("Deployment", "web", d.metadata?.uid, "apps/v1")] },
+        spec: { selector: { matchLabels: { app: "web" } } },
+      },
+    });
+    await core.createNamespacedConfigMap({
+      namespace: "kdel",
+      body: {
+        metadata: { name: "shared", ownerReferences: [ref("Deployment", "web", d.metadata?.uid, "apps/v1"), ref("ConfigMap", "other", other.metadata?.uid)] },
+      },
+    });
     await kubectl(sim, "delete", "deployment", "web", "-n", "kdel", "--cascade=orphan");
     expect((await apps.readNamespacedReplicaSet({ namespace: "kdel", name: "web-rs" })).metadata?.ownerReferences).toBeUndefined();
     await apps.createNamespacedDeployment({ namespace: "kdel", body: deployment("web2", 1) });
     const d2 = await apps.readNamespacedDeployment({ namespace: "kdel", name: "web2" });
-    await apps.patchNamespacedReplicaSet({ namespace: "kdel", name: "web-rs", body: { metadata: { ownerReferences: [ref("Deployment", "web2", d2.metadata?.uid, "apps/v1")] } } }, MERGE);
+    await apps.patchNamespacedReplicaSet(
+      { namespace: "kdel", name: "web-rs", body: { metadata: { ownerReferences: [ref("Deployment", "web2", d2.metadata?.uid, "apps/v1")] } } },
+      MERGE,
+    );
     await kubectl(sim, "delete", "deployment", "web2", "-n", "kdel");
     await apiError(apps.readNamespacedReplicaSet({ namespace: "kdel", name: "web-rs" }), 404);
     const shared = await core.readNamespacedConfigMap({ namespace: "kdel", name: "shared" });
@@ -548,7 +711,15 @@ describe("CustomResourceDefinitions", () => {
           group: "example.com",
           scope: "Namespaced",
           names: { plural: "widgets", singular: "widget", kind: "Widget", shortNames: ["wd"] },
-          versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", properties: { size: { type: "integer" } } } } } }, subresources: { status: {} } }],
+          versions: [
+            {
+              name: "v1",
+              served: true,
+              storage: true,
+              schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", properties: { size: { type: "integer" } } } } } },
+              subresources: { status: {} },
+            },
+          ],
         },
       },
     });
@@ -560,7 +731,10 @@ describe("CustomResourceDefinitions", () => {
     const created = await objects.create(widget as KubernetesObject);
     expect(created.metadata?.generation).toBe(1);
     // The POST made client-node's user agent an Update manager of spec.size: applying another value conflicts, as in Kubernetes.
-    const c = await apiError(objects.patch({ ...widget, spec: { size: 4 } } as KubernetesObject, undefined, undefined, "agent", false, PatchStrategy.ServerSideApply), 409);
+    const c = await apiError(
+      objects.patch({ ...widget, spec: { size: 4 } } as KubernetesObject, undefined, undefined, "agent", false, PatchStrategy.ServerSideApply),
+      409,
+    );
     expect(c.message).toBe('Apply failed with 1 conflict: conflict with "kubernetes-client-javascript" using example.com/v1: .spec.size');
     await objects.patch({ ...widget, spec: { size: 4 } } as KubernetesObject, undefined, undefined, "agent", true, PatchStrategy.ServerSideApply);
     expect(((await objects.read(widget)) as KubernetesObject & { spec: { size: number } }).spec.size).toBe(4);
@@ -617,7 +791,12 @@ describe("watch", () => {
     await makeNamespace("watched");
     const events: string[] = [];
     const w = new Watch(kc);
-    const req = await w.watch("/api/v1/namespaces/watched/configmaps", {}, (type: string, obj: KubernetesObject) => events.push(`${type} ${obj.metadata?.name}`), () => undefined);
+    const req = await w.watch(
+      "/api/v1/namespaces/watched/configmaps",
+      {},
+      (type: string, obj: KubernetesObject) => events.push(`${type} ${obj.metadata?.name}`),
+      () => undefined,
+    );
     try {
       await core.createNamespacedConfigMap({ namespace: "watched", body: { metadata: { name: "w" }, data: { a: "1" } } });
       await core.patchNamespacedConfigMap({ namespace: "watched", name: "w", body: { data: { a: "2" } } }, MERGE);
@@ -630,7 +809,12 @@ describe("watch", () => {
     }
     const list = await core.listNamespacedConfigMap({ namespace: "watched" });
     const replay = await fetch(`${sim.url}/api/v1/namespaces/watched/configmaps?watch=true&resourceVersion=1&timeoutSeconds=1`);
-    expect((await replay.text()).trim().split("\n").map((l) => (JSON.parse(l) as { type: string }).type)).toEqual(["ADDED", "MODIFIED", "DELETED"]);
+    expect(
+      (await replay.text())
+        .trim()
+        .split("\n")
+        .map((l) => (JSON.parse(l) as { type: string }).type),
+    ).toEqual(["ADDED", "MODIFIED", "DELETED"]);
     expect(Number(list.metadata?.resourceVersion)).toBeGreaterThan(1);
   });
 });
@@ -660,7 +844,24 @@ describe("informers, defaults and request options", () => {
 
   it("fills the API-server defaults of Deployments and their pod templates", async () => {
     await makeNamespace("defaults");
-    const d = await apps.createNamespacedDeployment({ namespace: "defaults", body: { metadata: { name: "d" }, spec: { selector: { matchLabels: { a: "b" } }, template: { metadata: { labels: { a: "b" } }, spec: { containers: [{ name: "c", image: "nginx:1.27", ports: [{ containerPort: 80 }] }, { name: "l", image: "busybox" }] } } } } });
+    const d = await apps.createNamespacedDeployment({
+      namespace: "defaults",
+      body: {
+        metadata: { name: "d" },
+        spec: {
+          selector: { matchLabels: { a: "b" } },
+          template: {
+            metadata: { labels: { a: "b" } },
+            spec: {
+              containers: [
+                { name: "c", image: "nginx:1.27", ports: [{ containerPort: 80 }] },
+                { name: "l", image: "busybox" },
+              ],
+            },
+          },
+        },
+      },
+    });
     expect(d.spec?.replicas).toBe(1);
     expect(d.spec?.strategy).toEqual({ type: "RollingUpdate", rollingUpdate: { maxUnavailable: "25%", maxSurge: "25%" } });
     expect(d.spec?.revisionHistoryLimit).toBe(10);
@@ -682,7 +883,10 @@ describe("informers, defaults and request options", () => {
   it("answers kubectl auth can-i and whoami (the kubeconfig's user is the admin; --as is RBAC's)", async () => {
     expect((await kubectl(sim, "auth", "can-i", "delete", "nodes")).trim()).toBe("yes");
     // Impersonated (the admin may), the ServiceAccount holds nothing: kubectl prints "no" and exits 1.
-    await expect(kubectl(sim, "auth", "can-i", "create", "configmaps", "-n", "default", "--as=system:serviceaccount:default:nobody")).rejects.toMatchObject({ code: 1, stdout: "no\n" });
+    await expect(kubectl(sim, "auth", "can-i", "create", "configmaps", "-n", "default", "--as=system:serviceaccount:default:nobody")).rejects.toMatchObject({
+      code: 1,
+      stdout: "no\n",
+    });
     expect(await kubectl(sim, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")).toBe("kubernetes-admin");
     expect((await http("GET", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")).status).toBe(405);
   });

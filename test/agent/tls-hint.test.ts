@@ -28,7 +28,12 @@ describe("a hub certificate the agent does not trust", () => {
   });
 
   it("fails as unreachable with a hint naming NODE_EXTRA_CA_CERTS", async () => {
-    const r = await new HubClient({ hubUrl: url, timeoutMs: 5_000 }).register("abcdef.0123456789abcdef", { clusterName: "c1", clusterId: "id", publicKey: { kty: "EC", crv: "P-256", x: "x", y: "y" }, proof: "p" });
+    const r = await new HubClient({ hubUrl: url, timeoutMs: 5_000 }).register("abcdef.0123456789abcdef", {
+      clusterName: "c1",
+      clusterId: "id",
+      publicKey: { kty: "EC", crv: "P-256", x: "x", y: "y" },
+      proof: "p",
+    });
     expect(r.ok).toBe(false);
     if (r.ok) return;
     expect(r.error.kind).toBe("unreachable");

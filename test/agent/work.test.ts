@@ -113,7 +113,10 @@ function update(w: ManifestWork, manifests: unknown[], extra: Partial<ManifestWo
 
 /** The same work as the hub lists it once deleted there (held by its cleanup finalizer). */
 function deleting(w: ManifestWork): ManifestWork {
-  return { ...w, metadata: { ...w.metadata, deletionTimestamp: "2026-11-26T00:00:00Z", finalizers: ["cluster.open-cluster-management.io/manifest-work-cleanup"] } };
+  return {
+    ...w,
+    metadata: { ...w.metadata, deletionTimestamp: "2026-11-26T00:00:00Z", finalizers: ["cluster.open-cluster-management.io/manifest-work-cleanup"] },
+  };
 }
 
 /**
@@ -163,7 +166,16 @@ describe("kind order", () => {
 
   it("sorts stably by rank and keeps spec order among equals", () => {
     const kinds = ["Deployment", "Widget", "Service", "ConfigMap", "Namespace", "Secret", "Job", "RoleBinding"];
-    expect(applyOrder(kinds.map((kind) => ({ kind }))).map((i) => kinds[i])).toEqual(["Namespace", "RoleBinding", "ConfigMap", "Secret", "Service", "Deployment", "Job", "Widget"]);
+    expect(applyOrder(kinds.map((kind) => ({ kind }))).map((i) => kinds[i])).toEqual([
+      "Namespace",
+      "RoleBinding",
+      "ConfigMap",
+      "Secret",
+      "Service",
+      "Deployment",
+      "Job",
+      "Widget",
+    ]);
     expect(applyOrder([{ kind: "Secret" }, {}, { kind: "ConfigMap" }])).toEqual([0, 2, 1]);
   });
 });
@@ -179,7 +191,15 @@ describe("Kubernetes JSONPath", () => {
   ])("%s → %s", (k8s, plus) => expect(toJsonPathPlus(k8s)).toBe(plus));
 
   it("evaluates filters and escaped names", () => {
-    const o = { metadata: { labels: { "app.kubernetes.io/name": "web" } }, status: { conditions: [{ type: "A", status: "False" }, { type: "Ready", status: "True" }] } };
+    const o = {
+      metadata: { labels: { "app.kubernetes.io/name": "web" } },
+      status: {
+        conditions: [
+          { type: "A", status: "False" },
+          { type: "Ready", status: "True" },
+        ],
+      },
+    };
     expect(evaluate(o, '.status.conditions[?(@.type=="Ready")].status')).toEqual(["True"]);
     expect(evaluate(o, ".metadata.labels.app\\.kubernetes\\.io/name")).toEqual(["web"]);
     expect(evaluate(o, ".spec.missing")).toEqual([]);
@@ -211,7 +231,11 @@ describe("status feedback", () => {
     const pod = { status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] } };
     expect(collectFeedback(pod, "", "v1", "Pod", [{ type: "WellKnownStatus" }]).values.map((v) => v.name)).toEqual(["PodReady", "PodPhase"]);
     const ds = { status: { numberReady: 3, desiredNumberScheduled: 3, numberAvailable: 3 } };
-    expect(collectFeedback(ds, "apps", "v1", "DaemonSet", [{ type: "WellKnownStatus" }]).values.map((v) => v.name)).toEqual(["NumberReady", "DesiredNumberScheduled", "NumberAvailable"]);
+    expect(collectFeedback(ds, "apps", "v1", "DaemonSet", [{ type: "WellKnownStatus" }]).values.map((v) => v.name)).toEqual([
+      "NumberReady",
+      "DesiredNumberScheduled",
+      "NumberAvailable",
+    ]);
     expect(collectFeedback(deploy, "apps", "v1", "StatefulSet", [{ type: "WellKnownStatus" }])).toEqual({ values: [], errors: [] });
   });
 
@@ -261,11 +285,35 @@ describe("rollout state", () => {
       { progressing: false, degraded: "ProgressDeadlineExceeded" },
     ],
     ["StatefulSet not updated", "apps", "StatefulSet", dep(2, { ...done, updatedReplicas: 1 }), { progressing: true }],
-    ["DaemonSet rolled out", "apps", "DaemonSet", { metadata: { generation: 1 }, status: { observedGeneration: 1, desiredNumberScheduled: 3, updatedNumberScheduled: 3, numberReady: 3, numberAvailable: 3 } }, { progressing: false }],
-    ["DaemonSet not available", "apps", "DaemonSet", { metadata: { generation: 1 }, status: { observedGeneration: 1, desiredNumberScheduled: 3, updatedNumberScheduled: 3, numberReady: 3, numberAvailable: 2 } }, { progressing: true }],
+    [
+      "DaemonSet rolled out",
+      "apps",
+      "DaemonSet",
+      {
+        metadata: { generation: 1 },
+        status: { observedGeneration: 1, desiredNumberScheduled: 3, updatedNumberScheduled: 3, numberReady: 3, numberAvailable: 3 },
+      },
+      { progressing: false },
+    ],
+    [
+      "DaemonSet not available",
+      "apps",
+      "DaemonSet",
+      {
+        metadata: { generation: 1 },
+        status: { observedGeneration: 1, desiredNumberScheduled: 3, updatedNumberScheduled: 3, numberReady: 3, numberAvailable: 2 },
+      },
+      { progressing: true },
+    ],
     ["Job running", "batch", "Job", { status: { active: 1 } }, { progressing: true }],
     ["Job complete", "batch", "Job", { status: { conditions: [{ type: "Complete", status: "True" }] } }, { progressing: false }],
-    ["Job failed", "batch", "Job", { status: { conditions: [{ type: "Failed", status: "True", message: "BackoffLimitExceeded" }] } }, { progressing: false, degraded: "JobFailed" }],
+    [
+      "Job failed",
+      "batch",
+      "Job",
+      { status: { conditions: [{ type: "Failed", status: "True", message: "BackoffLimitExceeded" }] } },
+      { progressing: false, degraded: "JobFailed" },
+    ],
     ["ConfigMap", "", "ConfigMap", { data: {} }, { progressing: false }],
   ])("%s", (_name, group, kind, obj, want) => {
     const got = rolloutState(group, kind, obj);
@@ -275,7 +323,15 @@ describe("rollout state", () => {
 });
 
 describe("work status aggregation", () => {
-  const meta = (ordinal: number, kind = "ConfigMap"): ResourceMeta => ({ ordinal, group: "", version: "v1", kind, resource: "configmaps", name: `m${ordinal}`, namespace: "default" });
+  const meta = (ordinal: number, kind = "ConfigMap"): ResourceMeta => ({
+    ordinal,
+    group: "",
+    version: "v1",
+    kind,
+    resource: "configmaps",
+    name: `m${ordinal}`,
+    namespace: "default",
+  });
   const found = { state: "found" as const, object: {} };
   const ok: ManifestOutcome = { meta: meta(0), applied: { ok: true }, live: found, feedback: undefined, rollout: { progressing: false } };
 
@@ -285,7 +341,11 @@ describe("work status aggregation", () => {
     expect(cond(all.conditions, "Available")).toMatchObject({ status: "True", reason: "ResourcesAvailable", observedGeneration: 7 });
     expect(all.conditions.map((c) => c.type)).toEqual(["Applied", "Available", "Progressing", "Degraded"]);
     const missing = s([ok, { ...ok, meta: meta(1), live: { state: "missing" }, rollout: undefined }]);
-    expect(cond(missing.conditions, "Available")).toMatchObject({ status: "False", reason: "ResourcesNotAvailable", message: "1 of 2 resources are not available" });
+    expect(cond(missing.conditions, "Available")).toMatchObject({
+      status: "False",
+      reason: "ResourcesNotAvailable",
+      message: "1 of 2 resources are not available",
+    });
     const unknown = s([ok, { ...ok, meta: meta(1), live: { state: "error", message: "boom" }, rollout: undefined }]);
     expect(cond(unknown.conditions, "Available")).toMatchObject({ status: "Unknown", reason: "ResourcesStatusUnknown" });
     expect(cond(unknown.resourceStatus.manifests[1]?.conditions, "Available")).toMatchObject({ status: "Unknown", reason: "FetchingResourceFailed" });
@@ -314,15 +374,30 @@ describe("work status aggregation", () => {
   });
 
   it("drift comparison and orphaning rules", () => {
-    expect(isSubset({ metadata: { name: "x", labels: { a: "1" } }, spec: { ports: [{ port: 80 }] } }, { metadata: { name: "x", uid: "u", labels: { a: "1", b: "2" } }, spec: { ports: [{ port: 80, protocol: "TCP" }] } })).toBe(true);
+    expect(
+      isSubset(
+        { metadata: { name: "x", labels: { a: "1" } }, spec: { ports: [{ port: 80 }] } },
+        { metadata: { name: "x", uid: "u", labels: { a: "1", b: "2" } }, spec: { ports: [{ port: 80, protocol: "TCP" }] } },
+      ),
+    ).toBe(true);
     expect(isSubset({ spec: { ports: [{ port: 80 }] } }, { spec: { ports: [{ port: 80 }, { port: 81 }] } })).toBe(false);
     expect(isSubset({ metadata: { labels: { a: "1" } } }, { metadata: { labels: { a: "2" } } })).toBe(false);
     expect(isSubset({ status: { x: 1 } }, {})).toBe(true);
     const r = { group: "", version: "v1", resource: "configmaps", namespace: "default", name: "a", uid: "u" };
     expect(isOrphaned(r, undefined)).toBe(false);
     expect(isOrphaned(r, { propagationPolicy: "Orphan" })).toBe(true);
-    expect(isOrphaned(r, { propagationPolicy: "SelectivelyOrphan", selectivelyOrphans: { orphaningRules: [{ resource: "configmaps", namespace: "default", name: "a" }] } })).toBe(true);
-    expect(isOrphaned(r, { propagationPolicy: "SelectivelyOrphan", selectivelyOrphans: { orphaningRules: [{ resource: "configmaps", namespace: "default", name: "b" }] } })).toBe(false);
+    expect(
+      isOrphaned(r, {
+        propagationPolicy: "SelectivelyOrphan",
+        selectivelyOrphans: { orphaningRules: [{ resource: "configmaps", namespace: "default", name: "a" }] },
+      }),
+    ).toBe(true);
+    expect(
+      isOrphaned(r, {
+        propagationPolicy: "SelectivelyOrphan",
+        selectivelyOrphans: { orphaningRules: [{ resource: "configmaps", namespace: "default", name: "b" }] },
+      }),
+    ).toBe(false);
     expect(recordName("w1")).toBe("flotilla-work-w1");
     expect(recordName("x".repeat(250))).toMatch(/^flotilla-work-[0-9a-f]{40}$/);
   });
@@ -335,7 +410,12 @@ describe("work controller on a simulated cluster", () => {
   it("applies in kind order, keeps spec ordinals, and reports OCM's status with Progressing and Degraded", async () => {
     const { kc, dyn } = await sim();
     const c = controller(kc);
-    const manifests = [deployment("web", "web", "nginx:1.25"), { apiVersion: "v1", kind: "Service", metadata: { name: "web", namespace: "web" }, spec: { selector: { app: "web" }, ports: [{ port: 80 }] } }, configMap("web", { a: "1" }, "web"), { apiVersion: "v1", kind: "Namespace", metadata: { name: "web" } }];
+    const manifests = [
+      deployment("web", "web", "nginx:1.25"),
+      { apiVersion: "v1", kind: "Service", metadata: { name: "web", namespace: "web" }, spec: { selector: { app: "web" }, ports: [{ port: 80 }] } },
+      configMap("web", { a: "1" }, "web"),
+      { apiVersion: "v1", kind: "Namespace", metadata: { name: "web" } },
+    ];
     const w = work("w1", manifests);
     c.setWorks([w]);
     const s = status(await c.sync(), "w1");
@@ -369,7 +449,12 @@ describe("work controller on a simulated cluster", () => {
     const rec = await dyn.get(ref(CM, AGENT_NS, "flotilla-work-w1"));
     expect(rec.metadata.labels[RECORD_LABEL]).toBe("true");
     const record = JSON.parse(rec.data["record.json"]);
-    expect(record.appliedResources.map((r: Json) => `${r.resource}/${r.name}`)).toEqual(["configmaps/web", "namespaces/web", "services/web", "deployments/web"]);
+    expect(record.appliedResources.map((r: Json) => `${r.resource}/${r.name}`)).toEqual([
+      "configmaps/web",
+      "namespaces/web",
+      "services/web",
+      "deployments/web",
+    ]);
     expect(record.appliedResources.find((r: Json) => r.resource === "deployments").uid).toBe(dep.metadata.uid);
   });
 
@@ -391,8 +476,16 @@ describe("work controller on a simulated cluster", () => {
     const c = controller(kc);
     c.setWorks([work("w", [configMap("cfg", { a: "1" }), deployment("d", "default", "nginx:1")])]);
     await c.sync();
-    await dyn.request("PATCH", "/api/v1/namespaces/default/configmaps/cfg", { body: { data: { a: "changed", extra: "x" } }, contentType: "application/merge-patch+json", query: { fieldManager: "kubectl-edit" } });
-    await dyn.request("PATCH", "/apis/apps/v1/namespaces/default/deployments/d", { body: { spec: { template: { spec: { containers: [{ name: "d", image: "evil:1" }] } } } }, contentType: "application/strategic-merge-patch+json", query: { fieldManager: "kubectl-edit" } });
+    await dyn.request("PATCH", "/api/v1/namespaces/default/configmaps/cfg", {
+      body: { data: { a: "changed", extra: "x" } },
+      contentType: "application/merge-patch+json",
+      query: { fieldManager: "kubectl-edit" },
+    });
+    await dyn.request("PATCH", "/apis/apps/v1/namespaces/default/deployments/d", {
+      body: { spec: { template: { spec: { containers: [{ name: "d", image: "evil:1" }] } } } },
+      contentType: "application/strategic-merge-patch+json",
+      query: { fieldManager: "kubectl-edit" },
+    });
     const oldUid = (await dyn.get(ref(DEPLOY, "default", "d"))).metadata.uid;
     await c.sync();
     expect((await dyn.get(ref(CM, "default", "cfg"))).data.a).toBe("1");
@@ -417,24 +510,36 @@ describe("work controller on a simulated cluster", () => {
     expect(cond(status(await c.sync(), "w").conditions, "Applied")?.status).toBe("True");
     const objectGets = () => [...gets].filter(([p]) => /\/(configmaps\/cm-|deployments\/d$)/.test(p)).reduce((n, [, v]) => n + v, 0);
     // Until the watches run and the first reads are confirmed, passes read; then they stop.
-    await until(async () => {
-      const before = objectGets();
-      await c.sync();
-      return objectGets() === before;
-    }, 15_000, "a pass without reads");
+    await until(
+      async () => {
+        const before = objectGets();
+        await c.sync();
+        return objectGets() === before;
+      },
+      15_000,
+      "a pass without reads",
+    );
     const before = objectGets();
     const s = status(await c.sync(), "w");
     expect(objectGets()).toBe(before);
     expect(cond(s.conditions, "Available")?.status).toBe("True");
     expect(s.resourceStatus?.manifests).toHaveLength(21);
     // Someone edits one ConfigMap and deletes the Deployment: the watch tells, those two are read and repaired.
-    await dyn.request("PATCH", "/api/v1/namespaces/default/configmaps/cm-7", { body: { data: { i: "edited" } }, contentType: "application/merge-patch+json", query: { fieldManager: "kubectl-edit" } });
+    await dyn.request("PATCH", "/api/v1/namespaces/default/configmaps/cm-7", {
+      body: { data: { i: "edited" } },
+      contentType: "application/merge-patch+json",
+      query: { fieldManager: "kubectl-edit" },
+    });
     await dyn.delete(ref(DEPLOY, "default", "d"));
-    await until(async () => {
-      await c.sync();
-      const cm = await dyn.get(ref(CM, "default", "cm-7"));
-      return cm.data.i === "7" && (await getOrNull(dyn, ref(DEPLOY, "default", "d"))) !== null;
-    }, 15_000, "drift repaired");
+    await until(
+      async () => {
+        await c.sync();
+        const cm = await dyn.get(ref(CM, "default", "cm-7"));
+        return cm.data.i === "7" && (await getOrNull(dyn, ref(DEPLOY, "default", "d"))) !== null;
+      },
+      15_000,
+      "drift repaired",
+    );
     const reread = [...gets].filter(([p]) => /\/configmaps\/cm-/.test(p) && !p.endsWith("/cm-7"));
     // The other nineteen ConfigMaps were read by the first passes only, not again after the edit.
     for (const [, n] of reread) expect(n).toBeLessThanOrEqual(3);
@@ -448,7 +553,12 @@ describe("work controller on a simulated cluster", () => {
     const { kc, dyn } = await sim();
     await dyn.create(CM, "default", configMap("shared", { owned: "theirs" }), "someone-else");
     const c = controller(kc);
-    const ssa = (force: boolean): ManifestConfig[] => [{ resourceIdentifier: { resource: "configmaps", name: "shared", namespace: "default" }, updateStrategy: { type: "ServerSideApply", serverSideApply: { force } } }];
+    const ssa = (force: boolean): ManifestConfig[] => [
+      {
+        resourceIdentifier: { resource: "configmaps", name: "shared", namespace: "default" },
+        updateStrategy: { type: "ServerSideApply", serverSideApply: { force } },
+      },
+    ];
     const w1 = work("w", [configMap("shared", { owned: "ours" })], { manifestConfigs: ssa(false) });
     c.setWorks([w1]);
     const s1 = status(await c.sync(), "w");
@@ -476,11 +586,21 @@ describe("work controller on a simulated cluster", () => {
     const { kc, dyn } = await sim();
     const c = controller(kc);
     const manifestConfigs: ManifestConfig[] = [
-      { resourceIdentifier: { group: "apps", resource: "deployments", name: "d", namespace: "default" }, updateStrategy: { type: "ServerSideApply", serverSideApply: { force: true, ignoreFields: [{ condition: "OnSpokePresent", jsonPaths: [".spec.replicas"] }] } } },
+      {
+        resourceIdentifier: { group: "apps", resource: "deployments", name: "d", namespace: "default" },
+        updateStrategy: {
+          type: "ServerSideApply",
+          serverSideApply: { force: true, ignoreFields: [{ condition: "OnSpokePresent", jsonPaths: [".spec.replicas"] }] },
+        },
+      },
     ];
     c.setWorks([work("w", [deployment("d", "default", "nginx:1", 2)], { manifestConfigs })]);
     await c.sync();
-    await dyn.request("PATCH", "/apis/apps/v1/namespaces/default/deployments/d", { body: { spec: { replicas: 5, template: { spec: { containers: [{ name: "d", image: "evil:1" }] } } } }, contentType: "application/strategic-merge-patch+json", query: { fieldManager: "hpa" } });
+    await dyn.request("PATCH", "/apis/apps/v1/namespaces/default/deployments/d", {
+      body: { spec: { replicas: 5, template: { spec: { containers: [{ name: "d", image: "evil:1" }] } } } },
+      contentType: "application/strategic-merge-patch+json",
+      query: { fieldManager: "hpa" },
+    });
     const s = status(await c.sync(), "w");
     const live = await dyn.get(ref(DEPLOY, "default", "d"));
     expect(live.spec.replicas).toBe(5);
@@ -494,7 +614,10 @@ describe("work controller on a simulated cluster", () => {
     const manifestConfigs: ManifestConfig[] = [
       {
         resourceIdentifier: { group: "apps", resource: "deployments", name: "d", namespace: "default" },
-        updateStrategy: { type: "ServerSideApply", serverSideApply: { force: true, fieldManager: "work-agent-fidelity", ignoreFields: [{ condition: "OnSpokeChange", jsonPaths: [".spec.replicas"] }] } },
+        updateStrategy: {
+          type: "ServerSideApply",
+          serverSideApply: { force: true, fieldManager: "work-agent-fidelity", ignoreFields: [{ condition: "OnSpokeChange", jsonPaths: [".spec.replicas"] }] },
+        },
       },
     ];
     const w1 = work("w", [deployment("d", "default", "nginx:1", 2)], { manifestConfigs });
@@ -502,7 +625,11 @@ describe("work controller on a simulated cluster", () => {
     await c.sync();
     const managers = (await dyn.get(ref(DEPLOY, "default", "d"))).metadata.managedFields.map((f: Json) => f.manager);
     expect(managers).toContain("work-agent-fidelity");
-    await dyn.request("PATCH", "/apis/apps/v1/namespaces/default/deployments/d", { body: { spec: { replicas: 5 } }, contentType: "application/merge-patch+json", query: { fieldManager: "hpa" } });
+    await dyn.request("PATCH", "/apis/apps/v1/namespaces/default/deployments/d", {
+      body: { spec: { replicas: 5 } },
+      contentType: "application/merge-patch+json",
+      query: { fieldManager: "hpa" },
+    });
     await c.sync();
     expect((await dyn.get(ref(DEPLOY, "default", "d"))).spec.replicas).toBe(5);
     // The hub changes the ignored field: the hub's value wins this once.
@@ -515,7 +642,10 @@ describe("work controller on a simulated cluster", () => {
     const { kc, dyn } = await sim();
     await dyn.create(CM, "default", configMap("pre", { a: "theirs" }), "someone-else");
     const c = controller(kc);
-    const createOnly = (name: string): ManifestConfig => ({ resourceIdentifier: { resource: "configmaps", name, namespace: "default" }, updateStrategy: { type: "CreateOnly" } });
+    const createOnly = (name: string): ManifestConfig => ({
+      resourceIdentifier: { resource: "configmaps", name, namespace: "default" },
+      updateStrategy: { type: "CreateOnly" },
+    });
     const w = work("w", [configMap("pre", { a: "ours" }), configMap("fresh", { a: "ours" })], { manifestConfigs: [createOnly("pre"), createOnly("fresh")] });
     c.setWorks([w]);
     const s = status(await c.sync(), "w");
@@ -536,7 +666,11 @@ describe("work controller on a simulated cluster", () => {
     const created = await dyn.create(DEPLOY, "default", deployment("ro", "default", "nginx:1", 3), "someone-else");
     const c = controller(kc);
     const manifestConfigs: ManifestConfig[] = [
-      { resourceIdentifier: { group: "apps", resource: "deployments", name: "ro", namespace: "default" }, updateStrategy: { type: "ReadOnly" }, feedbackRules: [{ type: "WellKnownStatus" }] },
+      {
+        resourceIdentifier: { group: "apps", resource: "deployments", name: "ro", namespace: "default" },
+        updateStrategy: { type: "ReadOnly" },
+        feedbackRules: [{ type: "WellKnownStatus" }],
+      },
       { resourceIdentifier: { resource: "configmaps", name: "absent", namespace: "default" }, updateStrategy: { type: "ReadOnly" } },
     ];
     const w = work("w", [deployment("ro", "default", "other:2", 1), configMap("absent", { a: "1" })], { manifestConfigs });
@@ -600,7 +734,10 @@ describe("work controller on a simulated cluster", () => {
     ["Orphan", { propagationPolicy: "Orphan" as const }, { keep: true, orphan: true }],
     [
       "SelectivelyOrphan",
-      { propagationPolicy: "SelectivelyOrphan" as const, selectivelyOrphans: { orphaningRules: [{ group: "", resource: "configmaps", name: "keep", namespace: "default" }] } },
+      {
+        propagationPolicy: "SelectivelyOrphan" as const,
+        selectivelyOrphans: { orphaningRules: [{ group: "", resource: "configmaps", name: "keep", namespace: "default" }] },
+      },
       { keep: true, orphan: false },
     ],
   ])("deleteOption %s decides what a deleted work leaves behind", async (_name, deleteOption, want) => {
@@ -621,7 +758,12 @@ describe("work controller on a simulated cluster", () => {
   it("the record survives a restart: a new controller deletes what a work deleted meanwhile applied, per its last deleteOption", async () => {
     const { kc, dyn } = await sim();
     const first = controller(kc);
-    const w = work("w", [configMap("a", { k: "1" }), configMap("b", { k: "1" })], { deleteOption: { propagationPolicy: "SelectivelyOrphan", selectivelyOrphans: { orphaningRules: [{ resource: "configmaps", name: "b", namespace: "default" }] } } });
+    const w = work("w", [configMap("a", { k: "1" }), configMap("b", { k: "1" })], {
+      deleteOption: {
+        propagationPolicy: "SelectivelyOrphan",
+        selectivelyOrphans: { orphaningRules: [{ resource: "configmaps", name: "b", namespace: "default" }] },
+      },
+    });
     first.setWorks([w]);
     await first.sync();
     const restarted = controller(kc);
@@ -647,11 +789,19 @@ describe("work controller on a simulated cluster", () => {
     c.setWorks([deleting(w)]);
     const [pending] = await c.sync();
     expect(pending?.released).toBeUndefined();
-    expect(cond(pending?.status.conditions, "Deleting")).toMatchObject({ status: "True", reason: "ResourceRemaining", message: "1 resource(s) are being deleted (held by their finalizers)" });
+    expect(cond(pending?.status.conditions, "Deleting")).toMatchObject({
+      status: "True",
+      reason: "ResourceRemaining",
+      message: "1 resource(s) are being deleted (held by their finalizers)",
+    });
     expect(await getOrNull(dyn, ref(CM, "default", "free"))).toBeNull();
     expect((await dyn.get(ref(CM, "default", "held"))).metadata.deletionTimestamp).toBeTruthy();
     // Its finalizer removed, the object goes, and the next pass confirms.
-    await dyn.request("PATCH", "/api/v1/namespaces/default/configmaps/held", { body: { metadata: { finalizers: null } }, contentType: "application/merge-patch+json", query: { fieldManager: "test" } });
+    await dyn.request("PATCH", "/api/v1/namespaces/default/configmaps/held", {
+      body: { metadata: { finalizers: null } },
+      contentType: "application/merge-patch+json",
+      query: { fieldManager: "test" },
+    });
     const [done] = await c.sync();
     expect(done).toMatchObject({ name: "w", released: true });
     expect(await getOrNull(dyn, ref(CM, AGENT_NS, "flotilla-work-w"))).toBeNull();
@@ -687,7 +837,14 @@ describe("work controller on a simulated cluster", () => {
     expect(await getOrNull(dyn, ref(CM, AGENT_NS, "flotilla-work-gone"))).toBeNull();
     expect(await getOrNull(dyn, ref(CM, "default", "back"))).not.toBeNull();
     // A grace period of 100 years or more never evicts (OCM's bound).
-    const never = new WorkController({ kubeConfig: kc, namespace: AGENT_NS, logger: log, watch: false, evictionGracePeriodMs: 100 * 365 * 24 * 3600 * 1000, now: () => now });
+    const never = new WorkController({
+      kubeConfig: kc,
+      namespace: AGENT_NS,
+      logger: log,
+      watch: false,
+      evictionGracePeriodMs: 100 * 365 * 24 * 3600 * 1000,
+      now: () => now,
+    });
     cleanups.push(() => never.close());
     never.setWorks([]);
     now += 10 * 365 * 24 * 3600 * 1000;
@@ -723,12 +880,27 @@ describe("work controller on a simulated cluster", () => {
         resourceIdentifier: { group: "apps", resource: "deployments", name: "web", namespace: "default" },
         feedbackRules: [
           { type: "WellKnownStatus" },
-          { type: "JSONPaths", jsonPaths: [{ name: "image", path: ".spec.template.spec.containers[0].image" }, { name: "available", path: '.status.conditions[?(@.type=="Available")].status' }, { name: "bad", path: ".spec.template[" }] },
+          {
+            type: "JSONPaths",
+            jsonPaths: [
+              { name: "image", path: ".spec.template.spec.containers[0].image" },
+              { name: "available", path: '.status.conditions[?(@.type=="Available")].status' },
+              { name: "bad", path: ".spec.template[" },
+            ],
+          },
         ],
       },
-      { resourceIdentifier: { group: "batch", resource: "jobs", name: "once", namespace: "default" }, feedbackRules: [{ type: "JSONPaths", jsonPaths: [{ name: "suspend", path: ".spec.suspend" }] }, { type: "WellKnownStatus" }] },
+      {
+        resourceIdentifier: { group: "batch", resource: "jobs", name: "once", namespace: "default" },
+        feedbackRules: [{ type: "JSONPaths", jsonPaths: [{ name: "suspend", path: ".spec.suspend" }] }, { type: "WellKnownStatus" }],
+      },
     ];
-    const job = { apiVersion: "batch/v1", kind: "Job", metadata: { name: "once", namespace: "default" }, spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "x", image: "busybox" }] } } } };
+    const job = {
+      apiVersion: "batch/v1",
+      kind: "Job",
+      metadata: { name: "once", namespace: "default" },
+      spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "x", image: "busybox" }] } } },
+    };
     const w = work("w", [deployment("web", "default", "nginx:1.25", 2), job], { manifestConfigs });
     c.setWorks([w]);
     const s = status(await c.sync(), "w");
@@ -751,14 +923,23 @@ describe("work controller on a simulated cluster", () => {
     // The Deployment's controller reports a rollout in progress, then a missed deadline.
     const setStatus = async (st: Obj) => {
       const cur = await dyn.get(ref(DEPLOY, "default", "web"));
-      await dyn.request("PUT", "/apis/apps/v1/namespaces/default/deployments/web/status", { body: { ...cur, status: { observedGeneration: cur.metadata.generation, replicas: 2, ...st } } });
+      await dyn.request("PUT", "/apis/apps/v1/namespaces/default/deployments/web/status", {
+        body: { ...cur, status: { observedGeneration: cur.metadata.generation, replicas: 2, ...st } },
+      });
     };
     await setStatus({ updatedReplicas: 2, readyReplicas: 1, availableReplicas: 1 });
     const rolling = status(await c.sync(), "w");
-    expect(cond(rolling.conditions, "Progressing")).toMatchObject({ status: "True", reason: "ResourcesProgressing", observedGeneration: w.metadata.generation });
+    expect(cond(rolling.conditions, "Progressing")).toMatchObject({
+      status: "True",
+      reason: "ResourcesProgressing",
+      observedGeneration: w.metadata.generation,
+    });
     expect(cond(rolling.conditions, "Degraded")?.status).toBe("False");
     expect(rolling.resourceStatus.manifests[0]?.statusFeedback.values[0]).toEqual({ name: "ReadyReplicas", fieldValue: { type: "Integer", integer: 1 } });
-    await setStatus({ updatedReplicas: 1, conditions: [{ type: "Progressing", status: "False", reason: "ProgressDeadlineExceeded", message: 'ReplicaSet "web-x" has timed out progressing.' }] });
+    await setStatus({
+      updatedReplicas: 1,
+      conditions: [{ type: "Progressing", status: "False", reason: "ProgressDeadlineExceeded", message: 'ReplicaSet "web-x" has timed out progressing.' }],
+    });
     const stuck = status(await c.sync(), "w");
     expect(cond(stuck.conditions, "Degraded")).toMatchObject({ status: "True", reason: "ProgressDeadlineExceeded" });
     expect(cond(stuck.conditions, "Progressing")?.status).toBe("False");
@@ -767,7 +948,10 @@ describe("work controller on a simulated cluster", () => {
   it("an unknown kind fails that manifest only: Applied False, Available Unknown, the rest applied", async () => {
     const { kc, dyn } = await sim();
     const c = controller(kc);
-    const s = status((c.setWorks([work("w", [{ apiVersion: "example.com/v1", kind: "Widget", metadata: { name: "w1" } }, configMap("ok", { a: "1" })])]), await c.sync()), "w");
+    const s = status(
+      (c.setWorks([work("w", [{ apiVersion: "example.com/v1", kind: "Widget", metadata: { name: "w1" } }, configMap("ok", { a: "1" })])]), await c.sync()),
+      "w",
+    );
     const [widget, cm] = s.resourceStatus.manifests;
     expect(cond(widget?.conditions, "Applied")).toMatchObject({ status: "False", reason: "AppliedManifestFailed" });
     expect(cond(widget?.conditions, "Applied")?.message).toMatch(/no matches for kind "Widget"/);
@@ -796,7 +980,8 @@ const markFeedback = (name: string): ManifestConfig => ({
   feedbackRules: [{ type: "JSONPaths", jsonPaths: [{ name: "mark", path: ".metadata.annotations.mark" }] }],
 });
 /** The `mark` feedback value of the first manifest in a hub ManifestWork's status. */
-const markOf = (w: Json): string | undefined => w?.status?.resourceStatus?.manifests?.[0]?.statusFeedback?.values?.find((v: Json) => v.name === "mark")?.fieldValue?.string;
+const markOf = (w: Json): string | undefined =>
+  w?.status?.resourceStatus?.manifests?.[0]?.statusFeedback?.values?.find((v: Json) => v.name === "mark")?.fieldValue?.string;
 /** Applied True at the work's current generation, as the hub stores it. */
 const appliedAtGeneration = (w: Json): boolean => {
   const c = cond(w?.status?.conditions, "Applied");
@@ -813,7 +998,12 @@ describe("work loop against a real hub (wrangler dev)", () => {
   });
 
   async function createWork(cluster: string, name: string, manifests: unknown[], extra: Partial<ManifestWork["spec"]> = {}): Promise<Json> {
-    const r = await admin(hub, "POST", hubWorks(cluster), { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name }, spec: { workload: { manifests }, ...extra } });
+    const r = await admin(hub, "POST", hubWorks(cluster), {
+      apiVersion: "work.open-cluster-management.io/v1",
+      kind: "ManifestWork",
+      metadata: { name },
+      spec: { workload: { manifests }, ...extra },
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     return r.body;
   }
@@ -869,14 +1059,27 @@ describe("work loop against a real hub (wrangler dev)", () => {
     await until(() => hub.output().includes(marker), 15_000, "the hub's request log");
   }
   /** The hub's log lines of the agent's status reports for one work (`PUT ... <code> <text>`). */
-  const statusPuts = (cluster: string, work: string): string[] => hub.output().split("\n").filter((l) => l.includes(`PUT /agent/v1/clusters/${cluster}/works/${work}/status `));
+  const statusPuts = (cluster: string, work: string): string[] =>
+    hub
+      .output()
+      .split("\n")
+      .filter((l) => l.includes(`PUT /agent/v1/clusters/${cluster}/works/${work}/status `));
 
   it("fetches works when the heartbeat's ETag changed, applies them, reports status only when it changed, repairs drift, removes deleted works, and leaves clean", async () => {
     const cluster = "loop-main";
     const { kc, dyn } = await sim();
     const token = await createBootstrapToken(hub);
     const { log, lines } = memoryLogger();
-    const a = await startAgent({ hubUrl: hub.url, clusterName: cluster, bootstrapToken: token, kubeConfig: kc, logger: log, timing: FAST, statusSyncIntervalSeconds: 0.1, transport: "poll" });
+    const a = await startAgent({
+      hubUrl: hub.url,
+      clusterName: cluster,
+      bootstrapToken: token,
+      kubeConfig: kc,
+      logger: log,
+      timing: FAST,
+      statusSyncIntervalSeconds: 0.1,
+      transport: "poll",
+    });
     cleanups.push(() => a.stop());
     await waitForRegistration(cluster);
     await accept(cluster, SHORT_LEASE);
@@ -884,13 +1087,20 @@ describe("work loop against a real hub (wrangler dev)", () => {
 
     // Created while the agent heartbeats: applied, and the status reported at the work's generation.
     const created = await createWork(cluster, "w", [configMap("cfg", { a: "1" }), configMap("kept", { a: "1" })], {
-      deleteOption: { propagationPolicy: "SelectivelyOrphan", selectivelyOrphans: { orphaningRules: [{ resource: "configmaps", name: "kept", namespace: "default" }] } },
+      deleteOption: {
+        propagationPolicy: "SelectivelyOrphan",
+        selectivelyOrphans: { orphaningRules: [{ resource: "configmaps", name: "kept", namespace: "default" }] },
+      },
     });
     await createWork(cluster, "probe", [configMap("probe", { a: "1" })], { manifestConfigs: [markFeedback("probe")] });
-    const first = await until(async () => {
-      const w = await getWork(cluster, "w");
-      return appliedAtGeneration(w) && w;
-    }, 30_000, "work w's status on the hub");
+    const first = await until(
+      async () => {
+        const w = await getWork(cluster, "w");
+        return appliedAtGeneration(w) && w;
+      },
+      30_000,
+      "work w's status on the hub",
+    );
     expect(first.metadata.uid).toBe(created.metadata.uid);
     expect(cond(first.status.conditions, "Applied")).toMatchObject({ status: "True", observedGeneration: created.metadata.generation });
     expect(cond(first.status.conditions, "Available")).toMatchObject({ status: "True", observedGeneration: created.metadata.generation });
@@ -920,7 +1130,13 @@ describe("work loop against a real hub (wrangler dev)", () => {
     expect(after.status).toEqual(before.status);
 
     // A new generation is applied and reported.
-    const patched = await admin(hub, "PATCH", `${hubWorks(cluster)}/w`, { spec: { workload: { manifests: [configMap("cfg", { a: "2" }), configMap("kept", { a: "1" })] } } }, MERGE_PATCH);
+    const patched = await admin(
+      hub,
+      "PATCH",
+      `${hubWorks(cluster)}/w`,
+      { spec: { workload: { manifests: [configMap("cfg", { a: "2" }), configMap("kept", { a: "1" })] } } },
+      MERGE_PATCH,
+    );
     expect(patched.status, JSON.stringify(patched.body)).toBe(200);
     expect(patched.body.metadata.generation).toBe(created.metadata.generation + 1);
     await until(async () => appliedAtGeneration(await getWork(cluster, "w")), 30_000, "generation 2 reported");
@@ -954,12 +1170,22 @@ describe("work loop against a real hub (wrangler dev)", () => {
     // One works fetch after acceptance (the first heartbeat's ETag), then none for the rest of the
     // test (a lease of an hour: no more heartbeats, so no new ETag): the agent keeps the works it
     // saw while the hub deletes and re-creates them.
-    const a = await startAgent({ hubUrl: hub.url, clusterName: cluster, bootstrapToken: token, kubeConfig: kc, logger: log, timing: FAST, statusSyncIntervalSeconds: 0.1, transport: "poll" });
+    const a = await startAgent({
+      hubUrl: hub.url,
+      clusterName: cluster,
+      bootstrapToken: token,
+      kubeConfig: kc,
+      logger: log,
+      timing: FAST,
+      statusSyncIntervalSeconds: 0.1,
+      transport: "poll",
+    });
     cleanups.push(() => a.stop());
     await waitForRegistration(cluster);
     for (const name of ["gone", "replaced", "probe"]) await createWork(cluster, name, [configMap(name, { a: "1" })], { manifestConfigs: [markFeedback(name)] });
     await accept(cluster, { leaseDurationSeconds: 3600 });
-    for (const name of ["gone", "replaced", "probe"]) await until(async () => appliedAtGeneration(await getWork(cluster, name)), 30_000, `work ${name}'s status on the hub`);
+    for (const name of ["gone", "replaced", "probe"])
+      await until(async () => appliedAtGeneration(await getWork(cluster, name)), 30_000, `work ${name}'s status on the hub`);
 
     // The hub deletes one work and deletes and re-creates the other (a new uid); the agent does
     // not know (an admin removes the cleanup finalizer by hand, as one may in OCM). A change of
@@ -1006,11 +1232,27 @@ describe("work loop against a real hub (wrangler dev)", () => {
     const kc = kubeConfigFromYaml(sim.kubeconfigYaml);
     const dyn = jsonClient(kc);
     const token = await createBootstrapToken(hub);
-    const child = spawn(process.execPath, [path.join(root, "agent/bin/flotilla-agent.js"), "--hub-url", hub.url, "--cluster-name", cluster, "--bootstrap-token", token, "--kubeconfig", sim.kubeconfigPath, "--status-sync-interval", "0.2"], {
-      cwd: root,
-      env: { ...process.env, FLOTILLA_BOOTSTRAP_TOKEN: "" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        path.join(root, "agent/bin/flotilla-agent.js"),
+        "--hub-url",
+        hub.url,
+        "--cluster-name",
+        cluster,
+        "--bootstrap-token",
+        token,
+        "--kubeconfig",
+        sim.kubeconfigPath,
+        "--status-sync-interval",
+        "0.2",
+      ],
+      {
+        cwd: root,
+        env: { ...process.env, FLOTILLA_BOOTSTRAP_TOKEN: "" },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     let out = "";
     child.stdout.on("data", (d: Buffer) => (out += d.toString()));
     child.stderr.on("data", (d: Buffer) => (out += d.toString()));

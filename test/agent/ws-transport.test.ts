@@ -41,10 +41,13 @@ async function channelServer(onMessage: (ws: WebSocket, msg: Json, conn: number)
     });
   });
   await new Promise<void>((r) => wss.once("listening", r));
-  cleanups.push(() => new Promise<void>((r) => {
-    for (const s of sockets) s.terminate();
-    wss.close(() => r());
-  }));
+  cleanups.push(
+    () =>
+      new Promise<void>((r) => {
+        for (const s of sockets) s.terminate();
+        wss.close(() => r());
+      }),
+  );
   return { url: `http://127.0.0.1:${(wss.address() as AddressInfo).port}`, received, connections: () => connections };
 }
 
@@ -58,7 +61,10 @@ function httpHub(url: string) {
       baseUrl: url,
       noteKeyTag: () => undefined,
       live: () => Promise.resolve(true),
-      heartbeat: (_n: string, _t: string, _b: HeartbeatRequest) => (calls.push("heartbeat"), ok<HeartbeatAnswer>({ leaseDurationSeconds: 60, worksEtag: "h1", leaving: false })),
+      heartbeat: (_n: string, _t: string, _b: HeartbeatRequest) => (
+        calls.push("heartbeat"),
+        ok<HeartbeatAnswer>({ leaseDurationSeconds: 60, worksEtag: "h1", leaving: false })
+      ),
       getWorks: () => (calls.push("works"), ok({ changed: true as const, etag: "h1", leaving: false, works: [] as DeliveredWork[] })),
       putWorkStatus: () => (calls.push("report"), ok({ resourceVersion: "http" })),
       putPolicyStatus: () => (calls.push("compliance"), ok({ resourceVersion: "http" })),
@@ -81,7 +87,10 @@ function transportFor(url: string) {
   });
   const works: { etag: string; names: string[]; policies: string[] }[] = [];
   let leaving = 0;
-  t.start({ works: (u) => works.push({ etag: u.etag, names: u.works.map((w) => w.metadata.name), policies: u.policies.map((p) => p.metadata.name) }), leaving: () => leaving++ });
+  t.start({
+    works: (u) => works.push({ etag: u.etag, names: u.works.map((w) => w.metadata.name), policies: u.policies.map((p) => p.metadata.name) }),
+    leaving: () => leaving++,
+  });
   cleanups.push(async () => {
     abort.abort();
     await t.stopped();
@@ -101,7 +110,13 @@ describe("ws transport", () => {
       } else if (msg.type === "status") {
         ws.send(JSON.stringify({ type: "ack", id: msg.id, leaseDurationSeconds: 60 }));
       } else if (msg.type === "report") {
-        ws.send(JSON.stringify({ type: "error", id: msg.id, status: { kind: "Status", apiVersion: "v1", status: "Failure", code: 409, reason: "Conflict", message: "another uid" } }));
+        ws.send(
+          JSON.stringify({
+            type: "error",
+            id: msg.id,
+            status: { kind: "Status", apiVersion: "v1", status: "Failure", code: 409, reason: "Conflict", message: "another uid" },
+          }),
+        );
       }
     });
     const { t, calls, works } = transportFor(server.url);
@@ -135,7 +150,12 @@ describe("ws transport", () => {
     const { t, calls, works } = transportFor(server.url);
     await waitFor("the pushed works and policies", async () => works.length === 1);
     expect(works[0]).toEqual({ etag: "e1", names: ["a"], policies: ["default.p"] });
-    const report = { uid: "uid-p", templates: [{ name: "t", compliant: "NonCompliant" as const, message: "NonCompliant; violation - namespaces [x] not found", timestamp: "2026-11-26T17:00:00.000Z" }] };
+    const report = {
+      uid: "uid-p",
+      templates: [
+        { name: "t", compliant: "NonCompliant" as const, message: "NonCompliant; violation - namespaces [x] not found", timestamp: "2026-11-26T17:00:00.000Z" },
+      ],
+    };
     expect(await t.reportCompliance("default.p", report)).toEqual({ ok: true, status: 200, value: { resourceVersion: "42" } });
     expect(server.received.find((r) => r.msg.type === "compliance")?.msg).toEqual({ type: "compliance", id: expect.any(String), policy: "default.p", report });
     expect(calls).toEqual([]);
@@ -191,7 +211,9 @@ describe("ws transport", () => {
     await waitFor("leaving", async () => leaving() > 0);
     const r = await t.left();
     expect(r).toMatchObject({ ok: false, error: { kind: "unauthorized", status: 401 } });
-    await waitFor("the close logged", async () => lines.some((l) => /channel closed \(4004: the cluster left\): the cluster left the hub or was removed/.test(l)));
+    await waitFor("the close logged", async () =>
+      lines.some((l) => /channel closed \(4004: the cluster left\): the cluster left the hub or was removed/.test(l)),
+    );
     expect(server.connections()).toBe(1);
   });
 

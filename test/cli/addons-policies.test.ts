@@ -52,9 +52,21 @@ describe("the add-on and policy tables", () => {
       },
     } as KubeObject;
     expect(compliancePerCluster(root)).toBe("c1=Compliant,c2=NonCompliant,c3=Pending");
-    expect(policyView.row(root, NOW, true)).toEqual(["policies", "policy-namespace", "inform", "false", "NonCompliant", "c1=Compliant,c2=NonCompliant,c3=Pending", "2m"]);
+    expect(policyView.row(root, NOW, true)).toEqual([
+      "policies",
+      "policy-namespace",
+      "inform",
+      "false",
+      "NonCompliant",
+      "c1=Compliant,c2=NonCompliant,c3=Pending",
+      "2m",
+    ]);
     const copy: KubeObject = {
-      metadata: { name: "policies.policy-namespace", namespace: "c1", labels: { "policy.open-cluster-management.io/root-policy": "policies.policy-namespace" } },
+      metadata: {
+        name: "policies.policy-namespace",
+        namespace: "c1",
+        labels: { "policy.open-cluster-management.io/root-policy": "policies.policy-namespace" },
+      },
       spec: { remediationAction: "enforce", disabled: true },
       status: { compliant: "Compliant" },
     } as KubeObject;
@@ -82,7 +94,10 @@ describe("flotilla get addons|policies (real hub)", () => {
             apiVersion: "policy.open-cluster-management.io/v1",
             kind: "ConfigurationPolicy",
             metadata: { name: "ns-prod" },
-            spec: { severity: "low", "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: "prod" } } }] },
+            spec: {
+              severity: "low",
+              "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: "prod" } } }],
+            },
           },
         },
       ],
@@ -107,9 +122,25 @@ describe("flotilla get addons|policies (real hub)", () => {
     expect(empty.code).toBe(0);
     expect(empty.stderr).toContain("No add-ons found.");
     for (const c of ["c1", "c2"]) {
-      await must(admin(hub, "POST", ADDONS(c), { apiVersion: "addon.open-cluster-management.io/v1beta1", kind: "ManagedClusterAddOn", metadata: { name: "observability" }, spec: {} }), 201);
+      await must(
+        admin(hub, "POST", ADDONS(c), {
+          apiVersion: "addon.open-cluster-management.io/v1beta1",
+          kind: "ManagedClusterAddOn",
+          metadata: { name: "observability" },
+          spec: {},
+        }),
+        201,
+      );
     }
-    const conditions = [{ type: "Available", status: "True", reason: "ManagedClusterAddOnLeaseUpdated", message: "observability add-on is available.", lastTransitionTime: "2026-11-26T12:00:00Z" }];
+    const conditions = [
+      {
+        type: "Available",
+        status: "True",
+        reason: "ManagedClusterAddOnLeaseUpdated",
+        message: "observability add-on is available.",
+        lastTransitionTime: "2026-11-26T12:00:00Z",
+      },
+    ];
     await must(admin(hub, "PATCH", `${ADDONS("c1")}/observability/status`, { status: { conditions } }, "application/merge-patch+json"), 200);
     const all = await flotilla(["get", "addons"], { hub });
     expect(all.code, all.stderr).toBe(0);
@@ -137,7 +168,11 @@ describe("flotilla get addons|policies (real hub)", () => {
       ],
     };
     await must(admin(hub, "PATCH", `${POLICIES("policies")}/ns-prod/status`, { status }, "application/merge-patch+json"), 200);
-    const root = { "policy.open-cluster-management.io/root-policy": "policies.ns-prod", "policy.open-cluster-management.io/cluster-name": "c1", "policy.open-cluster-management.io/cluster-namespace": "c1" };
+    const root = {
+      "policy.open-cluster-management.io/root-policy": "policies.ns-prod",
+      "policy.open-cluster-management.io/cluster-name": "c1",
+      "policy.open-cluster-management.io/cluster-namespace": "c1",
+    };
     await must(admin(hub, "POST", POLICIES("c1"), policy("c1", "policies.ns-prod", root)), 201);
     await must(admin(hub, "PATCH", `${POLICIES("c1")}/policies.ns-prod/status`, { status: { compliant: "Compliant" } }, "application/merge-patch+json"), 200);
 

@@ -20,7 +20,12 @@ describe("flotilla: tokens, accept/deny, get clusters, taints (real hub and agen
   const dir = mkdtempSync(path.join(tmpdir(), "flotilla-cli-agent-"));
 
   const createCluster = async (name: string, labels: Record<string, string> = {}) => {
-    const r = await admin(hub, "POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name, labels }, spec: {} });
+    const r = await admin(hub, "POST", MC, {
+      apiVersion: "cluster.open-cluster-management.io/v1",
+      kind: "ManagedCluster",
+      metadata: { name, labels },
+      spec: {},
+    });
     expect(r.status).toBe(201);
   };
 
@@ -86,7 +91,9 @@ describe("flotilla: tokens, accept/deny, get clusters, taints (real hub and agen
       expect(r.code).toBe(1);
       expect(r.stdout).toBe("");
       expect(r.stderr).toMatch(/^Error: /);
-      expect(r.stderr).toContain("Hint: the hub refused the admin token from --token; check --token / FLOTILLA_ADMIN_TOKEN (a local hub keeps it in .wrangler/state/admin-token)");
+      expect(r.stderr).toContain(
+        "Hint: the hub refused the admin token from --token; check --token / FLOTILLA_ADMIN_TOKEN (a local hub keeps it in .wrangler/state/admin-token)",
+      );
       const env = await flotilla(["get", "clusters"], { hub, env: { FLOTILLA_ADMIN_TOKEN: "wrong" } });
       expect(env.code).toBe(1);
       expect(env.stderr).toContain("the admin token from FLOTILLA_ADMIN_TOKEN");
@@ -126,7 +133,9 @@ describe("flotilla: tokens, accept/deny, get clusters, taints (real hub and agen
       const lines = r.stdout.trim().split("\n");
       expect(lines[0]).toMatch(/^NAME\s+ACCEPTED\s+JOINED\s+AVAILABLE\s+SINCE\s+VERSION\s+TAINTS\s+AGE$/);
       expect(lines.find((l) => l.startsWith("cli1 "))).toMatch(/^cli1\s+true\s+True\s+True\s+\d+[smhd]\S*\s+v1\.\d+\.\d+\s+-\s+\d+[smhd]/);
-      expect(lines.find((l) => l.startsWith("pending1 "))).toMatch(/^pending1\s+false\s+-\s+-\s+-\s+-\s+cluster\.open-cluster-management\.io\/unreachable:NoSelect\s+\d+s/);
+      expect(lines.find((l) => l.startsWith("pending1 "))).toMatch(
+        /^pending1\s+false\s+-\s+-\s+-\s+-\s+cluster\.open-cluster-management\.io\/unreachable:NoSelect\s+\d+s/,
+      );
 
       const json = JSON.parse((await flotilla(["get", "clusters", "-o", "json"], { hub })).stdout);
       expect(json.kind).toBe("ManagedClusterList");

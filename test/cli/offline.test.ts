@@ -61,9 +61,21 @@ describe("flotilla without a hub", () => {
 
   it("every command has help (exit 0)", async () => {
     const commands = [
-      ["token", "create"], ["token", "list"], ["token", "delete"], ["accept"], ["deny"],
-      ["get", "clusters"], ["get", "placements"], ["get", "decisions"], ["get", "works"],
-      ["taint", "add"], ["taint", "remove"], ["clusterset", "create"], ["clusterset", "set"], ["clusterset", "bind"], ["kubeconfig"],
+      ["token", "create"],
+      ["token", "list"],
+      ["token", "delete"],
+      ["accept"],
+      ["deny"],
+      ["get", "clusters"],
+      ["get", "placements"],
+      ["get", "decisions"],
+      ["get", "works"],
+      ["taint", "add"],
+      ["taint", "remove"],
+      ["clusterset", "create"],
+      ["clusterset", "set"],
+      ["clusterset", "bind"],
+      ["kubeconfig"],
     ];
     for (const c of commands) {
       const r = await flotilla([...c, "--help"]);
@@ -83,14 +95,26 @@ describe("flotilla without a hub", () => {
     });
 
     it("kubeconfig for an OIDC user runs kubectl's oidc-login plugin; for a given token, that token", async () => {
-      const r = await flotilla(["kubeconfig", "--oidc-issuer-url", "https://dex.example.com", "--oidc-client-id", "flotilla", "--oidc-extra-scope", "groups", "email"], { env: { FLOTILLA_CONFIG: cfgFile } });
+      const r = await flotilla(
+        ["kubeconfig", "--oidc-issuer-url", "https://dex.example.com", "--oidc-client-id", "flotilla", "--oidc-extra-scope", "groups", "email"],
+        { env: { FLOTILLA_CONFIG: cfgFile } },
+      );
       expect(r.code, r.stderr).toBe(0);
-      const kc = kubeconfigOf(r.stdout) as unknown as { users: { name: string; user: { exec: { apiVersion: string; command: string; args: string[]; interactiveMode: string } } }[] };
+      const kc = kubeconfigOf(r.stdout) as unknown as {
+        users: { name: string; user: { exec: { apiVersion: string; command: string; args: string[]; interactiveMode: string } } }[];
+      };
       expect(kc.users[0]!.name).toBe("flotilla-oidc");
       expect(kc.users[0]!.user.exec).toMatchObject({
         apiVersion: "client.authentication.k8s.io/v1",
         command: "kubectl",
-        args: ["oidc-login", "get-token", "--oidc-issuer-url=https://dex.example.com", "--oidc-client-id=flotilla", "--oidc-extra-scope=groups", "--oidc-extra-scope=email"],
+        args: [
+          "oidc-login",
+          "get-token",
+          "--oidc-issuer-url=https://dex.example.com",
+          "--oidc-client-id=flotilla",
+          "--oidc-extra-scope=groups",
+          "--oidc-extra-scope=email",
+        ],
         interactiveMode: "IfAvailable",
       });
       expect(r.stdout).not.toContain("token:");
@@ -112,14 +136,19 @@ describe("flotilla without a hub", () => {
       expect(kc.users[0]!.user.token).toBe("from-file");
       expect(kc["current-context"]).toBe("flotilla");
 
-      const env = await flotilla(["kubeconfig"], { env: { FLOTILLA_CONFIG: cfgFile, FLOTILLA_HUB_URL: "http://env.example:2", FLOTILLA_ADMIN_TOKEN: "from-env" } });
+      const env = await flotilla(["kubeconfig"], {
+        env: { FLOTILLA_CONFIG: cfgFile, FLOTILLA_HUB_URL: "http://env.example:2", FLOTILLA_ADMIN_TOKEN: "from-env" },
+      });
       kc = kubeconfigOf(env.stdout);
       expect(kc.clusters[0]!.cluster.server).toBe("http://env.example:2");
       expect(kc.users[0]!.user.token).toBe("from-env");
 
-      const flags = await flotilla(["kubeconfig", "--hub-url", "http://flag.example:3", "--token", "from-flag", "--config", cfgFile, "--context-name", "hub1"], {
-        env: { FLOTILLA_HUB_URL: "http://env.example:2", FLOTILLA_ADMIN_TOKEN: "from-env" },
-      });
+      const flags = await flotilla(
+        ["kubeconfig", "--hub-url", "http://flag.example:3", "--token", "from-flag", "--config", cfgFile, "--context-name", "hub1"],
+        {
+          env: { FLOTILLA_HUB_URL: "http://env.example:2", FLOTILLA_ADMIN_TOKEN: "from-env" },
+        },
+      );
       kc = kubeconfigOf(flags.stdout);
       expect(kc.clusters[0]!.cluster.server).toBe("http://flag.example:3");
       expect(kc.users[0]).toEqual({ name: "hub1-admin", user: { token: "from-flag" } });
@@ -214,7 +243,9 @@ describe("flotilla without a hub", () => {
             spec: { workload: { manifests: [{ kind: "ConfigMap" }, { kind: "Deployment" }] } },
             status: { conditions: [{ type: "Applied", status: applied, lastTransitionTime: new Date().toISOString() }] },
           });
-          const items = [work("c1", "app", "True"), work("c2", "db", "False")].filter((w) => !req.url!.includes("/namespaces/") || req.url!.includes(`/namespaces/${w.metadata.namespace}/`));
+          const items = [work("c1", "app", "True"), work("c2", "db", "False")].filter(
+            (w) => !req.url!.includes("/namespaces/") || req.url!.includes(`/namespaces/${w.metadata.namespace}/`),
+          );
           res.writeHead(200, { "content-type": "application/json" });
           res.end(JSON.stringify({ apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWorkList", metadata: {}, items }));
           return;

@@ -18,7 +18,12 @@ describe("flotilla: clustersets, placements, decisions and works (real hub)", ()
   beforeAll(async () => {
     hub = await startHub();
     for (const name of ["east1", "east2", "west1"]) {
-      const r = await admin(hub, "POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name, labels: { gpu: name === "west1" ? "true" : "false" } }, spec: {} });
+      const r = await admin(hub, "POST", MC, {
+        apiVersion: "cluster.open-cluster-management.io/v1",
+        kind: "ManagedCluster",
+        metadata: { name, labels: { gpu: name === "west1" ? "true" : "false" } },
+        spec: {},
+      });
       expect(r.status).toBe(201);
     }
   });

@@ -98,7 +98,15 @@ describe("flotilla audit's field selector", () => {
 
 describe("tables", () => {
   it("pads every column but the last to its widest cell, three spaces apart", () => {
-    expect(renderTable(["NAME", "X"], [["a", "1"], ["longer", "22"]])).toBe("NAME     X\na        1\nlonger   22\n");
+    expect(
+      renderTable(
+        ["NAME", "X"],
+        [
+          ["a", "1"],
+          ["longer", "22"],
+        ],
+      ),
+    ).toBe("NAME     X\na        1\nlonger   22\n");
   });
 });
 

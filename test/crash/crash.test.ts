@@ -43,7 +43,12 @@ const HOLDER = "k1";
 const WORK_CLUSTERS = CLUSTERS.filter((c) => c !== HOLDER);
 /** The holder's work updated at the kill. */
 const HELD = "in-flight";
-const heldWork = (data: Record<string, string>) => ({ apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name: HELD }, spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: HELD, namespace: "default" }, data }] } } });
+const heldWork = (data: Record<string, string>) => ({
+  apiVersion: "work.open-cluster-management.io/v1",
+  kind: "ManifestWork",
+  metadata: { name: HELD },
+  spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: HELD, namespace: "default" }, data }] } },
+});
 /**
  * Fewest bytes of a `works` push or a `report` frame (either carries a ManifestWork's name, uid,
  * and its ConfigMap or its condition): more than a ping, a pong or a close frame (under 130).
@@ -87,7 +92,12 @@ function unread(pid: number, hubPort: number): { agent: number; hub: number } {
     .flatMap((f) => readFileSync(f, "utf8").split("\n").slice(1))
     .map((l) => l.trim().split(/\s+/))
     .filter((f) => f.length > 9)
-    .map((f) => ({ local: parseInt(f[1]!.split(":").at(-1)!, 16), remote: parseInt(f[2]!.split(":").at(-1)!, 16), rx: parseInt(f[4]!.split(":")[1]!, 16), inode: f[9]! }));
+    .map((f) => ({
+      local: parseInt(f[1]!.split(":").at(-1)!, 16),
+      remote: parseInt(f[2]!.split(":").at(-1)!, 16),
+      rx: parseInt(f[4]!.split(":")[1]!, 16),
+      inode: f[9]!,
+    }));
   const inodes = new Set<string>();
   for (const fd of readdirSync(`/proc/${pid}/fd`)) {
     try {
@@ -120,13 +130,19 @@ async function killTree(hub: Hub): Promise<void> {
 
 /** What the crash left in the hub's state folder: outbox rows in D1, cluster objects with a commit in flight. */
 function leftovers(stateDir: string): { outboxRows: number; committingMarkers: number } {
-  const files = (dir: string): string[] => (existsSync(dir) ? readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && e.name.endsWith(".sqlite")).map((e) => path.join(e.parentPath, e.name)) : []);
+  const files = (dir: string): string[] =>
+    existsSync(dir)
+      ? readdirSync(dir, { recursive: true, withFileTypes: true })
+          .filter((e) => e.isFile() && e.name.endsWith(".sqlite"))
+          .map((e) => path.join(e.parentPath, e.name))
+      : [];
   let outboxRows = 0;
   let committingMarkers = 0;
   for (const file of files(path.join(stateDir, "v3", "d1"))) {
     const db = new DatabaseSync(file, { readOnly: true });
     try {
-      if (db.prepare("SELECT name FROM sqlite_master WHERE name = 'outbox'").get()) outboxRows += Number((db.prepare("SELECT COUNT(*) AS n FROM outbox").get() as { n: number }).n);
+      if (db.prepare("SELECT name FROM sqlite_master WHERE name = 'outbox'").get())
+        outboxRows += Number((db.prepare("SELECT COUNT(*) AS n FROM outbox").get() as { n: number }).n);
     } finally {
       db.close();
     }
@@ -134,7 +150,16 @@ function leftovers(stateDir: string): { outboxRows: number; committingMarkers: n
   for (const file of files(path.join(stateDir, "v3", "do")).filter((f) => f.includes("ClusterObject"))) {
     const db = new DatabaseSync(file, { readOnly: true });
     try {
-      if (db.prepare("SELECT name FROM sqlite_master WHERE name = 'state'").get()) committingMarkers += Number((db.prepare(`SELECT COUNT(*) AS n FROM state WHERE k = 'committing'${db.prepare("SELECT sql FROM sqlite_master WHERE name = 'state'").get()?.sql?.toString().includes("pending") ? " OR pending IS NOT NULL" : ""}`).get() as { n: number }).n);
+      if (db.prepare("SELECT name FROM sqlite_master WHERE name = 'state'").get())
+        committingMarkers += Number(
+          (
+            db
+              .prepare(
+                `SELECT COUNT(*) AS n FROM state WHERE k = 'committing'${db.prepare("SELECT sql FROM sqlite_master WHERE name = 'state'").get()?.sql?.toString().includes("pending") ? " OR pending IS NOT NULL" : ""}`,
+              )
+              .get() as { n: number }
+          ).n,
+        );
     } finally {
       db.close();
     }
@@ -150,22 +175,50 @@ describe("kill -9 of workerd during a burst of writes, restart on the same state
   beforeAll(async () => {
     hub = await startHub();
     const token = await createBootstrapToken(hub, { autoApprove: true });
-    for (const c of CLUSTERS) agents.push(startAgent(hub, ["--cluster-name", c, "--bootstrap-token", token, "--simulate-state", path.join(dir, `${c}.json`), "--status-sync-interval", "1"]));
-    await waitFor("every cluster Available", async () => {
-      const items = (await admin(hub, "GET", MC)).body.items as Json[];
-      return items.filter((mc) => CLUSTERS.includes(mc.metadata.name) && cond(mc, "ManagedClusterConditionAvailable")?.status === "True").length === CLUSTERS.length;
-    }, 120_000);
+    for (const c of CLUSTERS)
+      agents.push(
+        startAgent(hub, ["--cluster-name", c, "--bootstrap-token", token, "--simulate-state", path.join(dir, `${c}.json`), "--status-sync-interval", "1"]),
+      );
+    await waitFor(
+      "every cluster Available",
+      async () => {
+        const items = (await admin(hub, "GET", MC)).body.items as Json[];
+        return (
+          items.filter((mc) => CLUSTERS.includes(mc.metadata.name) && cond(mc, "ManagedClusterConditionAvailable")?.status === "True").length ===
+          CLUSTERS.length
+        );
+      },
+      120_000,
+    );
     // From here on the agents hold only their own keys: nothing can register with this token.
     expect((await admin(hub, "DELETE", `/apis/flotilla.dev/v1alpha1/bootstraptokens/${token.split(".")[0]}`)).status).toBe(200);
     await createNamespaces(hub, NS);
-    const binding = { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } };
+    const binding = {
+      apiVersion: "cluster.open-cluster-management.io/v1beta2",
+      kind: "ManagedClusterSetBinding",
+      metadata: { name: "default" },
+      spec: { clusterSet: "default" },
+    };
     expect((await admin(hub, "POST", `${G}/v1beta2/namespaces/${NS}/managedclustersetbindings`, binding)).status).toBe(201);
     for (let i = 0; i < 3; i++) {
-      expect((await admin(hub, "POST", PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: `base-${i}` }, spec: { numberOfClusters: 1 } })).status).toBe(201);
+      expect(
+        (
+          await admin(hub, "POST", PLACEMENTS, {
+            apiVersion: "cluster.open-cluster-management.io/v1beta1",
+            kind: "Placement",
+            metadata: { name: `base-${i}` },
+            spec: { numberOfClusters: 1 },
+          })
+        ).status,
+      ).toBe(201);
     }
     // The holder's work, applied before the burst: its update at the kill is a change to report.
     expect((await admin(hub, "POST", WORKS(HOLDER), heldWork({ at: "start" }))).status).toBe(201);
-    await waitFor("the holder's work applied", async () => cond((await admin(hub, "GET", `${WORKS(HOLDER)}/${HELD}`)).body, "Applied")?.status === "True", 120_000);
+    await waitFor(
+      "the holder's work applied",
+      async () => cond((await admin(hub, "GET", `${WORKS(HOLDER)}/${HELD}`)).body, "Applied")?.status === "True",
+      120_000,
+    );
   }, 180_000);
 
   afterAll(async () => {
@@ -183,13 +236,28 @@ describe("kill -9 of workerd during a burst of writes, restart on the same state
         const name = `p-${i}`;
         writes.push({
           what: `create Placement ${name}`,
-          run: () => admin(hub, "POST", PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name }, spec: { numberOfClusters: 1 + (i % 3) } }),
+          run: () =>
+            admin(hub, "POST", PLACEMENTS, {
+              apiVersion: "cluster.open-cluster-management.io/v1beta1",
+              kind: "Placement",
+              metadata: { name },
+              spec: { numberOfClusters: 1 + (i % 3) },
+            }),
           present: async () => (await admin(hub, "GET", `${PLACEMENTS}/${name}`)).status === 200,
         });
       } else if (kind === 1) {
         const name = `w-${i}`;
-        const work = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name }, spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" }, data: { i: String(i) } }] } } };
-        writes.push({ what: `create ManifestWork ${workCluster}/${name}`, run: () => admin(hub, "POST", WORKS(workCluster), work), present: async () => (await admin(hub, "GET", `${WORKS(workCluster)}/${name}`)).status === 200 });
+        const work = {
+          apiVersion: "work.open-cluster-management.io/v1",
+          kind: "ManifestWork",
+          metadata: { name },
+          spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" }, data: { i: String(i) } }] } },
+        };
+        writes.push({
+          what: `create ManifestWork ${workCluster}/${name}`,
+          run: () => admin(hub, "POST", WORKS(workCluster), work),
+          present: async () => (await admin(hub, "GET", `${WORKS(workCluster)}/${name}`)).status === 200,
+        });
       } else if (kind === 2) {
         const label = `burst-${i}`;
         writes.push({
@@ -253,7 +321,9 @@ describe("kill -9 of workerd during a burst of writes, restart on the same state
       try {
         await waitFor(
           "the holder's report of the update sent and not read by the hub",
-          async () => linesOf(holder).some((l) => APPLIED.exec(l)?.slice(1, 3).join("@") === `${HELD}@${heldGeneration}`) && unread(holderPid, hubPort).hub >= MESSAGE_BYTES,
+          async () =>
+            linesOf(holder).some((l) => APPLIED.exec(l)?.slice(1, 3).join("@") === `${HELD}@${heldGeneration}`) &&
+            unread(holderPid, hubPort).hub >= MESSAGE_BYTES,
           60_000,
           20,
         );
@@ -263,7 +333,10 @@ describe("kill -9 of workerd during a burst of writes, restart on the same state
       }
     };
     const connectedBefore = agents.map((a) => linesOf(a).filter((l) => CONNECTED_WS.test(l)).length);
-    expect(connectedBefore.every((n) => n > 0), "every agent on the WebSocket channel before the burst").toBe(true);
+    expect(
+      connectedBefore.every((n) => n > 0),
+      "every agent on the WebSocket channel before the burst",
+    ).toBe(true);
     const logFrom = agents.map((a) => a.output().length);
     let next = 0;
     const burstStarted = Date.now();
@@ -302,33 +375,47 @@ describe("kill -9 of workerd during a burst of writes, restart on the same state
     for (const w of unacked) if (await w.present()) committedUnacked.push(w.what);
 
     // Every committed Placement is scheduled: status at its generation, and its decisions.
-    await waitFor("every committed Placement scheduled", async () => {
-      const items = (await admin(hub, "GET", PLACEMENTS)).body.items as Json[];
-      for (const p of items) {
-        const satisfied = cond(p, "PlacementSatisfied");
-        if (!satisfied || satisfied.observedGeneration !== p.metadata.generation) return false;
-        const decided = (await admin(hub, "GET", `${DECISIONS}?labelSelector=${encodeURIComponent(`cluster.open-cluster-management.io/placement=${p.metadata.name}`)}`)).body.items as Json[];
-        const clusters = decided.flatMap((d) => (d.status?.decisions ?? []).map((x: Json) => x.clusterName));
-        if (clusters.length !== Math.min(p.spec.numberOfClusters, CLUSTERS.length) || p.status.numberOfSelectedClusters !== clusters.length) return false;
-      }
-      return items.length > 0;
-    }, 90_000);
+    await waitFor(
+      "every committed Placement scheduled",
+      async () => {
+        const items = (await admin(hub, "GET", PLACEMENTS)).body.items as Json[];
+        for (const p of items) {
+          const satisfied = cond(p, "PlacementSatisfied");
+          if (!satisfied || satisfied.observedGeneration !== p.metadata.generation) return false;
+          const decided = (
+            await admin(hub, "GET", `${DECISIONS}?labelSelector=${encodeURIComponent(`cluster.open-cluster-management.io/placement=${p.metadata.name}`)}`)
+          ).body.items as Json[];
+          const clusters = decided.flatMap((d) => (d.status?.decisions ?? []).map((x: Json) => x.clusterName));
+          if (clusters.length !== Math.min(p.spec.numberOfClusters, CLUSTERS.length) || p.status.numberOfSelectedClusters !== clusters.length) return false;
+        }
+        return items.length > 0;
+      },
+      90_000,
+    );
 
     // Every committed ManifestWork is delivered: its agent applied it and reports it at its
     // generation (the holder's work: the report in flight at the kill, sent again, not lost).
-    await waitFor("every committed ManifestWork applied by its agent at its generation", async () => {
-      for (const c of CLUSTERS) {
-        const items = (await admin(hub, "GET", WORKS(c))).body.items as Json[];
-        if (!items.every((w) => cond(w, "Applied")?.status === "True" && cond(w, "Applied")?.observedGeneration === w.metadata.generation)) return false;
-      }
-      return true;
-    }, 120_000);
+    await waitFor(
+      "every committed ManifestWork applied by its agent at its generation",
+      async () => {
+        for (const c of CLUSTERS) {
+          const items = (await admin(hub, "GET", WORKS(c))).body.items as Json[];
+          if (!items.every((w) => cond(w, "Applied")?.status === "True" && cond(w, "Applied")?.observedGeneration === w.metadata.generation)) return false;
+        }
+        return true;
+      },
+      120_000,
+    );
     const held = (await admin(hub, "GET", `${WORKS(HOLDER)}/${HELD}`)).body;
     expect(held.metadata.generation).toBe(heldGeneration);
     expect((held.status.conditions as Json[]).filter((c) => c.type === "Applied")).toHaveLength(1);
 
     // Each agent dialled its channel again by itself (not a poll agent from here on).
-    await waitFor("every agent connected again over WebSocket", async () => agents.every((a, k) => linesOf(a).filter((l) => CONNECTED_WS.test(l)).length > connectedBefore[k]!), 120_000);
+    await waitFor(
+      "every agent connected again over WebSocket",
+      async () => agents.every((a, k) => linesOf(a).filter((l) => CONNECTED_WS.test(l)).length > connectedBefore[k]!),
+      120_000,
+    );
     // The holder's report went again on its new connection, and its log names it; the hub took it
     // (no 404 or 409: the agent would stop reporting the work).
     const holderLog = linesOf(holder, logFrom[CLUSTERS.indexOf(HOLDER)]);
@@ -337,30 +424,46 @@ describe("kill -9 of workerd during a burst of writes, restart on the same state
     expect(linesOf(holder).filter((l) => /no more status reports/.test(l))).toEqual([]);
 
     // Durable Objects and D1 agree: each ManagedCluster served by its object equals its D1 row.
-    await waitFor("each cluster object equal to its D1 row", async () => {
-      const listed = (await admin(hub, "GET", MC)).body.items as Json[];
-      for (const mc of listed) {
-        const own = (await admin(hub, "GET", `${MC}/${mc.metadata.name}`)).body;
-        if (JSON.stringify(own) !== JSON.stringify(mc)) return false;
-      }
-      return listed.length === CLUSTERS.length;
-    }, 60_000);
+    await waitFor(
+      "each cluster object equal to its D1 row",
+      async () => {
+        const listed = (await admin(hub, "GET", MC)).body.items as Json[];
+        for (const mc of listed) {
+          const own = (await admin(hub, "GET", `${MC}/${mc.metadata.name}`)).body;
+          if (JSON.stringify(own) !== JSON.stringify(mc)) return false;
+        }
+        return listed.length === CLUSTERS.length;
+      },
+      60_000,
+    );
 
     // The agents are back without a bootstrap token: a work created now reaches each of them.
     for (const c of CLUSTERS) {
-      const work = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name: "after-restart" }, spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "after-restart", namespace: "default" } }] } } };
+      const work = {
+        apiVersion: "work.open-cluster-management.io/v1",
+        kind: "ManifestWork",
+        metadata: { name: "after-restart" },
+        spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "after-restart", namespace: "default" } }] } },
+      };
       expect((await admin(hub, "POST", WORKS(c), work)).status).toBe(201);
     }
-    await waitFor("the agents to apply a work created after the restart", async () => {
-      for (const c of CLUSTERS) if (cond((await admin(hub, "GET", `${WORKS(c)}/after-restart`)).body, "Applied")?.status !== "True") return false;
-      return true;
-    }, 120_000);
+    await waitFor(
+      "the agents to apply a work created after the restart",
+      async () => {
+        for (const c of CLUSTERS) if (cond((await admin(hub, "GET", `${WORKS(c)}/after-restart`)).body, "Applied")?.status !== "True") return false;
+        return true;
+      },
+      120_000,
+    );
     for (const a of agents) expect(a.child.exitCode, a.output()).toBeNull();
     // No work applied twice at one generation: the reconnects deliver the works again, and the
     // unchanged ones are not applied as changed (the agent logs each spec it applies).
     for (const a of agents) {
       const applied = linesOf(a).flatMap((l) => APPLIED.exec(l)?.slice(1, 3).join("@") ?? []);
-      expect(applied.filter((x, k) => applied.indexOf(x) !== k), "works applied twice at one generation").toEqual([]);
+      expect(
+        applied.filter((x, k) => applied.indexOf(x) !== k),
+        "works applied twice at one generation",
+      ).toEqual([]);
       expect(applied.length).toBeGreaterThan(0);
     }
     expect(linesOf(holder).filter((l) => APPLIED.exec(l)?.[1] === HELD).length, "the held work applied at its first and its new generation").toBe(2);

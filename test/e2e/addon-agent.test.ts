@@ -37,12 +37,37 @@ describe.each(["ws", "poll"])("add-on health and registration (wrangler dev, a r
     hub = await startHub();
     const token = await createBootstrapToken(hub);
     // Created by the admin, accepted, heartbeating every second: a poll agent learns of its works at its next heartbeat.
-    const mc = { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: cluster }, spec: { hubAcceptsClient: true, leaseDurationSeconds: 1 } };
+    const mc = {
+      apiVersion: "cluster.open-cluster-management.io/v1",
+      kind: "ManagedCluster",
+      metadata: { name: cluster },
+      spec: { hubAcceptsClient: true, leaseDurationSeconds: 1 },
+    };
     expect((await admin(hub, "POST", MC, mc)).status).toBe(201);
     sim = await startSimulatedCluster({ statePath: path.join(dir, `${cluster}.json`) });
     kc = kubeConfigFromYaml(sim.kubeconfigYaml);
-    agent = startAgent(hub, ["--cluster-name", cluster, "--transport", transport, "--bootstrap-token", token, "--kubeconfig", sim.kubeconfigPath, "--addon-health-check-period", "1", "--addon-token-expiration-seconds", "3600"], false);
-    await waitFor(`${cluster} Available`, async () => cond((await admin(hub, "GET", `${MC}/${cluster}`)).body, "ManagedClusterConditionAvailable")?.status === "True");
+    agent = startAgent(
+      hub,
+      [
+        "--cluster-name",
+        cluster,
+        "--transport",
+        transport,
+        "--bootstrap-token",
+        token,
+        "--kubeconfig",
+        sim.kubeconfigPath,
+        "--addon-health-check-period",
+        "1",
+        "--addon-token-expiration-seconds",
+        "3600",
+      ],
+      false,
+    );
+    await waitFor(
+      `${cluster} Available`,
+      async () => cond((await admin(hub, "GET", `${MC}/${cluster}`)).body, "ManagedClusterConditionAvailable")?.status === "True",
+    );
     await waitFor(`namespace ${cluster}`, async () => (await admin(hub, "GET", `/api/v1/namespaces/${cluster}`)).status === 200);
   }, 120_000);
 
@@ -71,7 +96,12 @@ describe.each(["ws", "poll"])("add-on health and registration (wrangler dev, a r
       spec: { supportedConfigs: [{ group: "addon.open-cluster-management.io", resource: "addontemplates", defaultConfig: { name: "obs-0.1.0" } }] },
     };
     expect((await admin(hub, "POST", `${ADDON_API}/clustermanagementaddons`, cma)).status).toBe(201);
-    const mca = { apiVersion: "addon.open-cluster-management.io/v1alpha1", kind: "ManagedClusterAddOn", metadata: { name: "obs" }, spec: { installNamespace: "obs-ns" } };
+    const mca = {
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      kind: "ManagedClusterAddOn",
+      metadata: { name: "obs" },
+      spec: { installNamespace: "obs-ns" },
+    };
     expect((await admin(hub, "POST", MCA(cluster), mca)).status).toBe(201);
 
     // The add-on's agent as its template renders it: its namespace and a Deployment that mounts its hub kubeconfig.
@@ -107,7 +137,12 @@ describe.each(["ws", "poll"])("add-on health and registration (wrangler dev, a r
     expect(unknown).toMatchObject({ reason: "ManagedClusterAddOnLeaseNotFound", message: "The status of obs add-on is unknown." });
 
     // The add-on's agent renews its Lease: True.
-    const lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: "obs", namespace: "obs-ns" }, spec: { holderIdentity: "obs-agent", leaseDurationSeconds: 60, renewTime: new Date().toISOString() } };
+    const lease = {
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: { name: "obs", namespace: "obs-ns" },
+      spec: { holderIdentity: "obs-agent", leaseDurationSeconds: 60, renewTime: new Date().toISOString() },
+    };
     await kc.json("POST", "/apis/coordination.k8s.io/v1/namespaces/obs-ns/leases", { body: lease });
     const up = await waitFor("Available=True", async () => {
       const c = cond((await admin(hub, "GET", MCA(cluster, "obs"))).body, "Available");
@@ -116,7 +151,9 @@ describe.each(["ws", "poll"])("add-on health and registration (wrangler dev, a r
     expect(up).toMatchObject({ reason: "ManagedClusterAddOnLeaseUpdated", message: "obs add-on is available." });
 
     // Its hub credential, in its install namespace.
-    const secret: Json = await waitFor("Secret obs-ns/obs-hub-kubeconfig", async () => kc.json("GET", "/api/v1/namespaces/obs-ns/secrets/obs-hub-kubeconfig").catch(() => undefined));
+    const secret: Json = await waitFor("Secret obs-ns/obs-hub-kubeconfig", async () =>
+      kc.json("GET", "/api/v1/namespaces/obs-ns/secrets/obs-hub-kubeconfig").catch(() => undefined),
+    );
     const data = (k: string) => Buffer.from(secret.data[k], "base64").toString("utf8");
     const token = data("token");
     expect(data("cluster-name")).toBe(cluster);
@@ -134,7 +171,14 @@ describe.each(["ws", "poll"])("add-on health and registration (wrangler dev, a r
 
     // The add-on leaves the cluster: its work goes, and the agent deletes its Secret.
     expect((await admin(hub, "DELETE", WORKS(cluster, "obs-deploy"))).status).toBe(200);
-    await waitFor("the Secret deleted", async () => isNotFound(await kc.json("GET", "/api/v1/namespaces/obs-ns/secrets/obs-hub-kubeconfig").then(() => null, (e: unknown) => e)));
+    await waitFor("the Secret deleted", async () =>
+      isNotFound(
+        await kc.json("GET", "/api/v1/namespaces/obs-ns/secrets/obs-hub-kubeconfig").then(
+          () => null,
+          (e: unknown) => e,
+        ),
+      ),
+    );
     // The add-on removed on the hub: its ServiceAccount goes with it, and its token stops working.
     expect((await admin(hub, "DELETE", MCA(cluster, "obs"))).status).toBe(200);
     await waitFor("the token revoked", async () => (await as(MCA(cluster, "obs"))).status === 401);

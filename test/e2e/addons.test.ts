@@ -164,28 +164,43 @@ describe("a template add-on rolled out by a Placement (wrangler dev, kubectl, 3 
       return false;
     }
   };
-  const agentOn = (c: string) => exists(() => client(c, AppsV1Api).readNamespacedDeployment({ name: "hello-template-agent", namespace: "open-cluster-management-agent-addon" }));
-  const bindingOn = (c: string) => exists(() => client(c, CoreV1Api).readNamespacedServiceAccount({ name: "hello-template-agent-sa", namespace: "open-cluster-management-agent-addon" }));
+  const agentOn = (c: string) =>
+    exists(() => client(c, AppsV1Api).readNamespacedDeployment({ name: "hello-template-agent", namespace: "open-cluster-management-agent-addon" }));
+  const bindingOn = (c: string) =>
+    exists(() => client(c, CoreV1Api).readNamespacedServiceAccount({ name: "hello-template-agent-sa", namespace: "open-cluster-management-agent-addon" }));
   const addonsOn = async (): Promise<string[]> => {
     const r = await admin(hub, "GET", `${A}/v1beta1/managedclusteraddons`);
-    return (r.body.items as { metadata: { name: string; namespace: string } }[]).filter((m) => m.metadata.name === "hello-template").map((m) => m.metadata.namespace).sort();
+    return (r.body.items as { metadata: { name: string; namespace: string } }[])
+      .filter((m) => m.metadata.name === "hello-template")
+      .map((m) => m.metadata.namespace)
+      .sort();
   };
-  const label = async (c: string, value: string) => expect((await admin(hub, "PATCH", `${MC}/${c}`, { metadata: { labels: { hello: value } } }, merge)).status).toBe(200);
+  const label = async (c: string, value: string) =>
+    expect((await admin(hub, "PATCH", `${MC}/${c}`, { metadata: { labels: { hello: value } } }, merge)).status).toBe(200);
 
   beforeAll(async () => {
     hub = await startHub({ https: true });
-    const { stdout } = await run(process.execPath, [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!], { cwd: root });
+    const { stdout } = await run(
+      process.execPath,
+      [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
+      { cwd: root },
+    );
     kubeconfig = path.join(dir, "kubeconfig");
     writeFileSync(kubeconfig, stdout);
     const token = await createBootstrapToken(hub);
     for (const c of CLUSTERS) {
       sims.set(c, await startSimulatedCluster({ statePath: path.join(dir, `${c}.json`) }));
-      agents.set(c, startAgent(hub, ["--cluster-name", c, "--bootstrap-token", token, "--kubeconfig", sims.get(c)!.kubeconfigPath, "--status-sync-interval", "1"], false));
+      agents.set(
+        c,
+        startAgent(hub, ["--cluster-name", c, "--bootstrap-token", token, "--kubeconfig", sims.get(c)!.kubeconfigPath, "--status-sync-interval", "1"], false),
+      );
     }
     for (const c of CLUSTERS) {
       await waitFor(`${c} to register`, async () => (await admin(hub, "GET", `${MC}/${c}`)).status === 200);
       const labels = { hello: c === "c3" ? "no" : "yes" };
-      expect((await admin(hub, "PATCH", `${MC}/${c}`, { metadata: { labels }, spec: { hubAcceptsClient: true, leaseDurationSeconds: 1 } }, merge)).status).toBe(200);
+      expect((await admin(hub, "PATCH", `${MC}/${c}`, { metadata: { labels }, spec: { hubAcceptsClient: true, leaseDurationSeconds: 1 } }, merge)).status).toBe(
+        200,
+      );
     }
     await waitFor("all clusters Available", async () => {
       const items = (await admin(hub, "GET", MC)).body.items as { status?: unknown }[];
@@ -211,16 +226,38 @@ describe("a template add-on rolled out by a Placement (wrangler dev, kubectl, 3 
     expect(await agentOn("c3")).toBe(false);
 
     // Available=True from the health check (the Deployment's ready replicas, fed back through the work).
-    await waitFor("Available=True on c1 and c2", async () => {
-      const table = await kubectl("get", "managedclusteraddon", "-A");
-      return /c1\s+hello-template\s+True\s+False/.test(table) && /c2\s+hello-template\s+True\s+False/.test(table);
-    }, 30_000);
+    await waitFor(
+      "Available=True on c1 and c2",
+      async () => {
+        const table = await kubectl("get", "managedclusteraddon", "-A");
+        return /c1\s+hello-template\s+True\s+False/.test(table) && /c2\s+hello-template\s+True\s+False/.test(table);
+      },
+      30_000,
+    );
     const table = await kubectl("get", "managedclusteraddon", "-A");
     expect(table).toMatch(/^NAMESPACE\s+NAME\s+AVAILABLE\s+DEGRADED\s+PROGRESSING/);
-    const mode = await kubectl("get", "managedclusteraddon", "hello-template", "-n", "c1", "-o", "jsonpath={.status.healthCheck.mode} {.status.conditions[?(@.type==\"ManifestApplied\")].status}");
+    const mode = await kubectl(
+      "get",
+      "managedclusteraddon",
+      "hello-template",
+      "-n",
+      "c1",
+      "-o",
+      'jsonpath={.status.healthCheck.mode} {.status.conditions[?(@.type=="ManifestApplied")].status}',
+    );
     expect(mode).toBe("Customized True");
     // The same object through v1alpha1 (the documentation's version).
-    expect(await kubectl("get", "managedclusteraddons.v1alpha1.addon.open-cluster-management.io", "hello-template", "-n", "c1", "-o", "jsonpath={.spec.installNamespace}")).toBe("open-cluster-management-agent-addon");
+    expect(
+      await kubectl(
+        "get",
+        "managedclusteraddons.v1alpha1.addon.open-cluster-management.io",
+        "hello-template",
+        "-n",
+        "c1",
+        "-o",
+        "jsonpath={.spec.installNamespace}",
+      ),
+    ).toBe("open-cluster-management-agent-addon");
 
     expect(await exists(() => client("c1", RbacAuthorizationV1Api).readClusterRoleBinding({ name: "hello-template-agent" }))).toBe(true);
 
@@ -229,16 +266,30 @@ describe("a template add-on rolled out by a Placement (wrangler dev, kubectl, 3 
     await label("c1", "no");
     await waitFor("the ManagedClusterAddOns on c2 and c3", async () => (await addonsOn()).join() === "c2,c3", 30_000);
     await waitFor("the agent Deployment on c3", () => agentOn("c3"), 30_000);
-    await waitFor("c1's work gone", async () => (await admin(hub, "GET", "/apis/work.open-cluster-management.io/v1/namespaces/c1/manifestworks/addon-hello-template-deploy-0")).status === 404, 30_000);
+    await waitFor(
+      "c1's work gone",
+      async () =>
+        (await admin(hub, "GET", "/apis/work.open-cluster-management.io/v1/namespaces/c1/manifestworks/addon-hello-template-deploy-0")).status === 404,
+      30_000,
+    );
     // What is not annotated deletion-orphan leaves with the work.
-    await waitFor("c1's ClusterRoleBinding gone", async () => !(await exists(() => client("c1", RbacAuthorizationV1Api).readClusterRoleBinding({ name: "hello-template-agent" }))), 30_000);
+    await waitFor(
+      "c1's ClusterRoleBinding gone",
+      async () => !(await exists(() => client("c1", RbacAuthorizationV1Api).readClusterRoleBinding({ name: "hello-template-agent" }))),
+      30_000,
+    );
     expect(await agentOn("c1")).toBe(true);
 
     // Deleting the ClusterManagementAddOn removes the add-on from every cluster.
     expect(await kubectl("delete", "clustermanagementaddon", "hello-template")).toContain("deleted");
     await waitFor("no ManagedClusterAddOn left", async () => (await addonsOn()).length === 0, 30_000);
     for (const c of ["c2", "c3"]) {
-      await waitFor(`${c}'s work gone`, async () => (await admin(hub, "GET", `/apis/work.open-cluster-management.io/v1/namespaces/${c}/manifestworks/addon-hello-template-deploy-0`)).status === 404, 30_000);
+      await waitFor(
+        `${c}'s work gone`,
+        async () =>
+          (await admin(hub, "GET", `/apis/work.open-cluster-management.io/v1/namespaces/${c}/manifestworks/addon-hello-template-deploy-0`)).status === 404,
+        30_000,
+      );
     }
     // Orphaned by the documentation's annotation: the Deployment and ServiceAccount stay.
     expect(await agentOn("c2")).toBe(true);

@@ -49,17 +49,43 @@ async function agentCredential(cluster: string): Promise<string> {
   const publicJwk = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(publicJwk);
   const now = Math.floor(Date.now() / 1000);
-  const proof = await new SignJWT({ cid: `id-${cluster}` }).setProtectedHeader({ alg: "ES256", kid }).setIssuer(cluster).setSubject(cluster).setAudience("flotilla-registration").setIssuedAt(now).setExpirationTime(now + 60).setJti(crypto.randomUUID()).sign(privateKey);
+  const proof = await new SignJWT({ cid: `id-${cluster}` })
+    .setProtectedHeader({ alg: "ES256", kid })
+    .setIssuer(cluster)
+    .setSubject(cluster)
+    .setAudience("flotilla-registration")
+    .setIssuedAt(now)
+    .setExpirationTime(now + 60)
+    .setJti(crypto.randomUUID())
+    .sign(privateKey);
   const token = await createBootstrapToken(hub, { autoApprove: true });
-  const r = await hubFetch(hub, "POST", "/agent/v1/register", { authorization: `Bearer ${token}`, "content-type": "application/json" }, JSON.stringify({ clusterName: cluster, clusterId: `id-${cluster}`, publicKey: publicJwk, proof }));
+  const r = await hubFetch(
+    hub,
+    "POST",
+    "/agent/v1/register",
+    { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    JSON.stringify({ clusterName: cluster, clusterId: `id-${cluster}`, publicKey: publicJwk, proof }),
+  );
   expect(r.status).toBe(201);
-  return new SignJWT({}).setProtectedHeader({ alg: "ES256", typ: "JWT", kid }).setIssuer(cluster).setSubject(cluster).setAudience("flotilla").setIssuedAt(now).setExpirationTime(now + 60).setJti(crypto.randomUUID()).sign(privateKey);
+  return new SignJWT({})
+    .setProtectedHeader({ alg: "ES256", typ: "JWT", kid })
+    .setIssuer(cluster)
+    .setSubject(cluster)
+    .setAudience("flotilla")
+    .setIssuedAt(now)
+    .setExpirationTime(now + 60)
+    .setJti(crypto.randomUUID())
+    .sign(privateKey);
 }
 
 beforeAll(async () => {
   // HTTPS with the local CA: kubectl sends a bearer token over TLS only.
   hub = await startHub({ https: true });
-  const { stdout } = await run(process.execPath, [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!], { cwd: root });
+  const { stdout } = await run(
+    process.execPath,
+    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
+    { cwd: root },
+  );
   kubeconfig = path.join(dir, "kubeconfig");
   writeFileSync(kubeconfig, stdout);
   await createNamespaces(hub, "audit-e2e");
@@ -83,11 +109,21 @@ interface Event {
 
 describe("the audit log through wrangler dev, kubectl and the CLI", () => {
   it("records an allowed write, a denied request and a bad token; kubectl and flotilla audit read them", async () => {
-    expect(await kubectl("create", "secret", "generic", "app-db", "-n", "audit-e2e", `--from-literal=password=${SECRET_VALUE}`)).toContain("secret/app-db created");
-    expect((await hubFetch(hub, "GET", "/apis/cluster.open-cluster-management.io/v1/managedclusters", { authorization: `Bearer ${BAD_TOKEN}` })).status).toBe(401);
+    expect(await kubectl("create", "secret", "generic", "app-db", "-n", "audit-e2e", `--from-literal=password=${SECRET_VALUE}`)).toContain(
+      "secret/app-db created",
+    );
+    expect((await hubFetch(hub, "GET", "/apis/cluster.open-cluster-management.io/v1/managedclusters", { authorization: `Bearer ${BAD_TOKEN}` })).status).toBe(
+      401,
+    );
     const agent = await agentCredential("audit-agent");
     const placement = { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "sneaky" }, spec: {} };
-    const denied = await hubFetch(hub, "POST", "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/audit-e2e/placements", { authorization: `Bearer ${agent}`, "content-type": "application/json" }, JSON.stringify(placement));
+    const denied = await hubFetch(
+      hub,
+      "POST",
+      "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/audit-e2e/placements",
+      { authorization: `Bearer ${agent}`, "content-type": "application/json" },
+      JSON.stringify(placement),
+    );
     expect(denied.status, denied.text).toBe(403);
     // A read with the admin token: answered, not recorded.
     expect(await kubectl("get", "secrets", "-n", "audit-e2e")).toContain("app-db");
@@ -102,22 +138,50 @@ describe("the audit log through wrangler dev, kubectl and the CLI", () => {
     const since = new Date(Date.now() - 3_600_000).toISOString();
     const all = JSON.parse(await kubectl("get", "auditevents", "-o", "json", "--field-selector", `requestReceivedTimestamp>=${since}`)) as { items: Event[] };
     const write = all.items.find((e) => e.verb === "create" && e.objectRef?.name === "app-db")!;
-    expect(write).toMatchObject({ user: { username: "flotilla:admin", groups: ["system:masters", "system:authenticated"] }, sourceIPs: ["127.0.0.1"], objectRef: { resource: "secrets", namespace: "audit-e2e", name: "app-db" }, responseStatus: { code: 201 } });
+    expect(write).toMatchObject({
+      user: { username: "flotilla:admin", groups: ["system:masters", "system:authenticated"] },
+      sourceIPs: ["127.0.0.1"],
+      objectRef: { resource: "secrets", namespace: "audit-e2e", name: "app-db" },
+      responseStatus: { code: 201 },
+    });
     expect(write.userAgent).toMatch(/^kubectl/);
-    const unauthenticated = await waitFor("the 401's record", async () => (await admin(hub, "GET", `${AUDIT}?fieldSelector=objectRef.resource%3Dmanagedclusters`)).body.items.find((e: Event) => e.responseStatus.code === 401) as Event | undefined);
-    expect(unauthenticated).toMatchObject({ verb: "list", user: {}, responseStatus: { reason: "Unauthorized", message: "Authentication failed, attempted: bearer" } });
-    const forbidden = await waitFor("the 403's record", async () => (await admin(hub, "GET", `${AUDIT}?fieldSelector=objectRef.resource%3Dplacements`)).body.items.find((e: Event) => e.responseStatus.code === 403) as Event | undefined);
+    const unauthenticated = await waitFor(
+      "the 401's record",
+      async () =>
+        (await admin(hub, "GET", `${AUDIT}?fieldSelector=objectRef.resource%3Dmanagedclusters`)).body.items.find(
+          (e: Event) => e.responseStatus.code === 401,
+        ) as Event | undefined,
+    );
+    expect(unauthenticated).toMatchObject({
+      verb: "list",
+      user: {},
+      responseStatus: { reason: "Unauthorized", message: "Authentication failed, attempted: bearer" },
+    });
+    const forbidden = await waitFor(
+      "the 403's record",
+      async () =>
+        (await admin(hub, "GET", `${AUDIT}?fieldSelector=objectRef.resource%3Dplacements`)).body.items.find((e: Event) => e.responseStatus.code === 403) as
+          Event | undefined,
+    );
     expect(forbidden).toMatchObject({ verb: "create", objectRef: { namespace: "audit-e2e", resource: "placements" }, responseStatus: { reason: "Forbidden" } });
     expect((await admin(hub, "GET", `${AUDIT}?fieldSelector=verb%3Dlist,objectRef.resource%3Dsecrets`)).body.items).toEqual([]);
     // Discovery: kubectl knows the resource and its verbs.
-    expect(await kubectl("api-resources", "--api-group", "flotilla.dev", "-o", "wide")).toMatch(/auditevents\s+flotilla\.dev\/v1alpha1\s+false\s+AuditEvent\s+list,watch\s/);
+    expect(await kubectl("api-resources", "--api-group", "flotilla.dev", "-o", "wide")).toMatch(
+      /auditevents\s+flotilla\.dev\/v1alpha1\s+false\s+AuditEvent\s+list,watch\s/,
+    );
     expect(await kubectl("explain", "auditevents.objectRef")).toMatch(/subresource/);
-    expect(await kubectl("delete", "auditevents", "--all").catch((e: { stderr?: string }) => e.stderr ?? "")).toMatch(/MethodNotAllowed|not allow|does not allow|not supported/i);
+    expect(await kubectl("delete", "auditevents", "--all").catch((e: { stderr?: string }) => e.stderr ?? "")).toMatch(
+      /MethodNotAllowed|not allow|does not allow|not supported/i,
+    );
 
     // flotilla audit: the table, filtered; --watch follows the log.
     const listed = await flotilla("audit", "--user", "flotilla:admin", "--verb", "create", "--resource", "secrets", "-n", "audit-e2e", "--since", "1h");
     expect(listed).toMatch(/^TIME\s+USER\s+VERB\s+RESOURCE\s+OBJECT\s+CODE\n\S+Z\s+flotilla:admin\s+create\s+secrets\s+audit-e2e\/app-db\s+201\n$/);
-    const watcher = spawn(process.execPath, [path.join(root, "agent/bin/flotilla.js"), "audit", "-n", "audit-e2e", "--watch"], { cwd: root, env: cliEnv(), stdio: ["ignore", "pipe", "pipe"] });
+    const watcher = spawn(process.execPath, [path.join(root, "agent/bin/flotilla.js"), "audit", "-n", "audit-e2e", "--watch"], {
+      cwd: root,
+      env: cliEnv(),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let watched = "";
     watcher.stdout.on("data", (d: Buffer) => (watched += d.toString()));
     try {

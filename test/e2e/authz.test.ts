@@ -60,7 +60,14 @@ function file(name: string, text: string): string {
 /** An ID token of the local issuer for `sub` (user `oidc:<sub>`) in `groups`, valid for an hour. */
 function idToken(sub: string, groups: string[] = []): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({ groups }).setProtectedHeader({ alg: "RS256", kid: "e2e" }).setIssuer(issuerUrl).setSubject(sub).setAudience("flotilla").setIssuedAt(now).setExpirationTime(now + 3600).sign(privateKey);
+  return new SignJWT({ groups })
+    .setProtectedHeader({ alg: "RS256", kid: "e2e" })
+    .setIssuer(issuerUrl)
+    .setSubject(sub)
+    .setAudience("flotilla")
+    .setIssuedAt(now)
+    .setExpirationTime(now + 3600)
+    .sign(privateKey);
 }
 
 const OCM = "cluster.open-cluster-management.io";
@@ -235,7 +242,8 @@ beforeAll(async () => {
   privateKey = pair.privateKey;
   const jwk = { ...(await exportJWK(pair.publicKey)), kid: "e2e", alg: "RS256", use: "sig" };
   issuer = createServer((req, res) => {
-    const body = req.url === "/.well-known/openid-configuration" ? { issuer: issuerUrl, jwks_uri: `${issuerUrl}/keys` } : req.url === "/keys" ? { keys: [jwk] } : null;
+    const body =
+      req.url === "/.well-known/openid-configuration" ? { issuer: issuerUrl, jwks_uri: `${issuerUrl}/keys` } : req.url === "/keys" ? { keys: [jwk] } : null;
     res.writeHead(body ? 200 : 404, { "content-type": "application/json" });
     res.end(JSON.stringify(body ?? {}));
   });
@@ -245,7 +253,11 @@ beforeAll(async () => {
     https: true,
     env: { FLOTILLA_OIDC_ISSUER_URL: issuerUrl, FLOTILLA_OIDC_AUDIENCE: "flotilla", FLOTILLA_OIDC_USERNAME_PREFIX: "oidc:" },
   });
-  const { stdout } = await run(process.execPath, [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!], { cwd: root });
+  const { stdout } = await run(
+    process.execPath,
+    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
+    { cwd: root },
+  );
   kubeconfig = file("kubeconfig", stdout);
   for (const [name, u] of Object.entries(USERS)) tokens[name] = await idToken(u.sub, u.groups);
   await ok(["apply", "-f", file("policy.yaml", POLICY)]);
@@ -294,16 +306,21 @@ describe("OIDC users and RBAC with kubectl", () => {
   });
 
   it("a user with edit in team-a creates a Placement there; in team-b the answer is 403 and nothing is written", async () => {
-    const placement = (ns: string) => file(`placement-${ns}.yaml`, `apiVersion: ${OCM}/v1beta1\nkind: Placement\nmetadata:\n  name: web\n  namespace: ${ns}\nspec: {}\n`);
+    const placement = (ns: string) =>
+      file(`placement-${ns}.yaml`, `apiVersion: ${OCM}/v1beta1\nkind: Placement\nmetadata:\n  name: web\n  namespace: ${ns}\nspec: {}\n`);
     expect(await ok(["create", "-f", placement("team-a")], tokens.alice)).toContain(`placement.${OCM}/web created`);
     const denied = await kubectl(["create", "-f", placement("team-b")], tokens.alice);
     expect(denied.code).toBe(1);
-    expect(denied.out).toContain(`Error from server (Forbidden): error when creating "${path.join(dir, "placement-team-b.yaml")}": placements.${OCM} is forbidden: User "oidc:alice" cannot create resource "placements" in API group "${OCM}" in the namespace "team-b"`);
+    expect(denied.out).toContain(
+      `Error from server (Forbidden): error when creating "${path.join(dir, "placement-team-b.yaml")}": placements.${OCM} is forbidden: User "oidc:alice" cannot create resource "placements" in API group "${OCM}" in the namespace "team-b"`,
+    );
     const none = await kubectl(["get", "placement", "web", "-n", "team-b"]);
     expect(none.code).toBe(1);
     expect(none.out).toContain("NotFound");
     // Reading across namespaces needs cluster-wide list.
-    expect((await kubectl(["get", "placements", "-A"], tokens.alice)).out).toContain(`cannot list resource "placements" in API group "${OCM}" at the cluster scope`);
+    expect((await kubectl(["get", "placements", "-A"], tokens.alice)).out).toContain(
+      `cannot list resource "placements" in API group "${OCM}" at the cluster scope`,
+    );
   });
 
   it("a watch streams only what the user may read: one namespace's, and across namespaces Forbidden", async () => {
@@ -314,11 +331,31 @@ describe("OIDC users and RBAC with kubectl", () => {
     const raw = await kubectl(["get", "--raw", `/apis/${OCM}/v1beta1/placements?watch=1&timeoutSeconds=5`], tokens.bob);
     expect(raw.code).toBe(1);
     expect(raw.out).toContain(`User "oidc:bob" cannot watch resource "placements" in API group "${OCM}" at the cluster scope`);
-    const watcher = spawn("kubectl", ["--kubeconfig", kubeconfig, "--cache-dir", path.join(dir, "cache"), "--token", tokens.bob!, "get", "placements", "-n", "team-b", "--watch", "--output-watch-events", "-o", "custom-columns=EVENT:.type,NS:.object.metadata.namespace,NAME:.object.metadata.name"], { stdio: ["ignore", "pipe", "pipe"] });
+    const watcher = spawn(
+      "kubectl",
+      [
+        "--kubeconfig",
+        kubeconfig,
+        "--cache-dir",
+        path.join(dir, "cache"),
+        "--token",
+        tokens.bob!,
+        "get",
+        "placements",
+        "-n",
+        "team-b",
+        "--watch",
+        "--output-watch-events",
+        "-o",
+        "custom-columns=EVENT:.type,NS:.object.metadata.namespace,NAME:.object.metadata.name",
+      ],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
     let seen = "";
     watcher.stdout.on("data", (d: Buffer) => (seen += d.toString()));
     try {
-      const placement = (ns: string, name: string) => file(`w-${ns}-${name}.yaml`, `apiVersion: ${OCM}/v1beta1\nkind: Placement\nmetadata:\n  name: ${name}\n  namespace: ${ns}\nspec: {}\n`);
+      const placement = (ns: string, name: string) =>
+        file(`w-${ns}-${name}.yaml`, `apiVersion: ${OCM}/v1beta1\nkind: Placement\nmetadata:\n  name: ${name}\n  namespace: ${ns}\nspec: {}\n`);
       await ok(["create", "-f", placement("team-b", "first-b")]);
       await waitFor("bob's watch to run (team-b's first Placement)", async () => /ADDED\s+team-b\s+first-b/.test(seen), 20_000);
       // Written in this order, team-a's Placement would come before team-b's second in the stream.
@@ -333,21 +370,36 @@ describe("OIDC users and RBAC with kubectl", () => {
   });
 
   it("refuses escalation: an admin of team-a may not grant what they do not hold", async () => {
-    const role = file("role.yaml", `apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: cluster-peek, namespace: team-a}\nrules:\n- {verbs: [get], apiGroups: [${OCM}], resources: [managedclusters]}\n`);
+    const role = file(
+      "role.yaml",
+      `apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: cluster-peek, namespace: team-a}\nrules:\n- {verbs: [get], apiGroups: [${OCM}], resources: [managedclusters]}\n`,
+    );
     const refused = await kubectl(["create", "-f", role], await idToken("erin"));
     expect(refused.code).toBe(1);
-    expect(refused.out).toContain(`roles.rbac.authorization.k8s.io "cluster-peek" is forbidden: user "oidc:erin" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:`);
-    const bind = await kubectl(["create", "rolebinding", "erin-root", "--clusterrole=cluster-admin", "--user=oidc:erin", "-n", "team-a"], await idToken("erin"));
+    expect(refused.out).toContain(
+      `roles.rbac.authorization.k8s.io "cluster-peek" is forbidden: user "oidc:erin" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:`,
+    );
+    const bind = await kubectl(
+      ["create", "rolebinding", "erin-root", "--clusterrole=cluster-admin", "--user=oidc:erin", "-n", "team-a"],
+      await idToken("erin"),
+    );
     expect(bind.code).toBe(1);
     expect(bind.out).toContain("is attempting to grant RBAC permissions not currently held");
     // Within what admin holds, the same user may delegate.
-    expect(await ok(["create", "rolebinding", "zoe-view", "--clusterrole=view", "--user=oidc:zoe", "-n", "team-a"], await idToken("erin"))).toContain("rolebinding.rbac.authorization.k8s.io/zoe-view created");
+    expect(await ok(["create", "rolebinding", "zoe-view", "--clusterrole=view", "--user=oidc:zoe", "-n", "team-a"], await idToken("erin"))).toContain(
+      "rolebinding.rbac.authorization.k8s.io/zoe-view created",
+    );
   });
   it("clusterset join, bind and accept: refused without the permission, allowed with it (OCM's checks)", async () => {
     const token = await idToken("olga");
     const yaml = (name: string, text: string) => file(name, text);
     // Olga may manage clusters and bindings, and nothing of OCM's guarded permissions yet.
-    await ok(["apply", "-f", yaml("olga.yaml", `apiVersion: rbac.authorization.k8s.io/v1
+    await ok([
+      "apply",
+      "-f",
+      yaml(
+        "olga.yaml",
+        `apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: olga-clusters}
 rules:
@@ -358,18 +410,33 @@ kind: ClusterRoleBinding
 metadata: {name: olga-clusters}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: olga-clusters}
 subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: "oidc:olga"}]
-`)]);
-    const cluster = yaml("olga-cluster.yaml", `apiVersion: ${OCM}/v1\nkind: ManagedCluster\nmetadata:\n  name: olga-1\n  labels: {${OCM}/clusterset: team-a}\nspec: {hubAcceptsClient: false}\n`);
+`,
+      ),
+    ]);
+    const cluster = yaml(
+      "olga-cluster.yaml",
+      `apiVersion: ${OCM}/v1\nkind: ManagedCluster\nmetadata:\n  name: olga-1\n  labels: {${OCM}/clusterset: team-a}\nspec: {hubAcceptsClient: false}\n`,
+    );
     const joinRefused = await kubectl(["create", "-f", cluster], token);
     expect(joinRefused.code).toBe(1);
-    expect(joinRefused.out).toContain(`managedclustersets/join.${OCM} "team-a" is forbidden: user "oidc:olga" cannot add/remove a ManagedCluster to/from ManagedClusterSet "team-a"`);
+    expect(joinRefused.out).toContain(
+      `managedclustersets/join.${OCM} "team-a" is forbidden: user "oidc:olga" cannot add/remove a ManagedCluster to/from ManagedClusterSet "team-a"`,
+    );
     expect((await kubectl(["get", "managedcluster", "olga-1"])).out).toContain("NotFound");
-    const binding = yaml("olga-binding.yaml", `apiVersion: ${OCM}/v1beta2\nkind: ManagedClusterSetBinding\nmetadata: {name: team-a, namespace: team-a}\nspec: {clusterSet: team-a}\n`);
+    const binding = yaml(
+      "olga-binding.yaml",
+      `apiVersion: ${OCM}/v1beta2\nkind: ManagedClusterSetBinding\nmetadata: {name: team-a, namespace: team-a}\nspec: {clusterSet: team-a}\n`,
+    );
     const bindRefused = await kubectl(["create", "-f", binding], token);
     expect(bindRefused.code).toBe(1);
     expect(bindRefused.out).toContain(`managedclustersets/bind.${OCM} "team-a" is forbidden: user "oidc:olga" is not allowed to bind cluster set "team-a"`);
     // Granted join and bind for team-a, and accept for olga-1.
-    await ok(["apply", "-f", yaml("olga-grants.yaml", `apiVersion: rbac.authorization.k8s.io/v1
+    await ok([
+      "apply",
+      "-f",
+      yaml(
+        "olga-grants.yaml",
+        `apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: olga-team-a}
 rules:
@@ -381,7 +448,9 @@ kind: ClusterRoleBinding
 metadata: {name: olga-team-a}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: olga-team-a}
 subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: "oidc:olga"}]
-`)]);
+`,
+      ),
+    ]);
     expect(await ok(["create", "-f", cluster], token)).toContain(`managedcluster.${OCM}/olga-1 created`);
     expect(await ok(["create", "-f", binding], token)).toContain("created");
     const accept = await kubectl(["patch", "managedcluster", "olga-1", "--type=merge", "-p", '{"spec":{"hubAcceptsClient":true}}'], token);
@@ -394,7 +463,12 @@ subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: "oidc:olga"}]
     expect(await ok(["get", "managedcluster", "olga-1", "-o", `jsonpath={.metadata.labels.cluster\\.open-cluster-management\\.io/clusterset}`])).toBe("team-a");
   });
   it("the cluster view lists exactly the clusters of the sets a user may get", async () => {
-    await ok(["apply", "-f", file("vera.yaml", `apiVersion: rbac.authorization.k8s.io/v1
+    await ok([
+      "apply",
+      "-f",
+      file(
+        "vera.yaml",
+        `apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: vera-team-a}
 rules:
@@ -406,15 +480,32 @@ kind: ClusterRoleBinding
 metadata: {name: vera-team-a}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: vera-team-a}
 subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: "oidc:vera"}]
-`)]);
-    await ok(["apply", "-f", file("team-a-set.yaml", `apiVersion: ${OCM}/v1beta2\nkind: ManagedClusterSet\nmetadata: {name: team-a}\nspec: {}\n---\napiVersion: ${OCM}/v1\nkind: ManagedCluster\nmetadata:\n  name: vera-b\n  labels: {${OCM}/clusterset: team-b}\nspec: {hubAcceptsClient: false}\n`)]);
+`,
+      ),
+    ]);
+    await ok([
+      "apply",
+      "-f",
+      file(
+        "team-a-set.yaml",
+        `apiVersion: ${OCM}/v1beta2\nkind: ManagedClusterSet\nmetadata: {name: team-a}\nspec: {}\n---\napiVersion: ${OCM}/v1\nkind: ManagedCluster\nmetadata:\n  name: vera-b\n  labels: {${OCM}/clusterset: team-b}\nspec: {hubAcceptsClient: false}\n`,
+      ),
+    ]);
     const token = await idToken("vera");
-    const expected = (await ok(["get", "managedclusters", "-l", `${OCM}/clusterset=team-a`, "-o", "jsonpath={.items[*].metadata.name}"])).split(" ").filter(Boolean).sort();
+    const expected = (await ok(["get", "managedclusters", "-l", `${OCM}/clusterset=team-a`, "-o", "jsonpath={.items[*].metadata.name}"]))
+      .split(" ")
+      .filter(Boolean)
+      .sort();
     expect(expected.length).toBeGreaterThan(0);
-    const seen = (await ok(["get", "managedclusters.clusterview.open-cluster-management.io", "-o", "jsonpath={.items[*].metadata.name}"], token)).split(" ").filter(Boolean).sort();
+    const seen = (await ok(["get", "managedclusters.clusterview.open-cluster-management.io", "-o", "jsonpath={.items[*].metadata.name}"], token))
+      .split(" ")
+      .filter(Boolean)
+      .sort();
     expect(seen).toEqual(expected);
     expect(seen).not.toContain("vera-b");
-    expect((await ok(["get", "managedclustersets.clusterview.open-cluster-management.io", "-o", "name"], token)).trim()).toBe(`managedclusterset.${OCM}/team-a`);
+    expect((await ok(["get", "managedclustersets.clusterview.open-cluster-management.io", "-o", "name"], token)).trim()).toBe(
+      `managedclusterset.${OCM}/team-a`,
+    );
     expect((await kubectl(["get", "managedclusters"], token)).out).toContain("Forbidden");
   });
 });

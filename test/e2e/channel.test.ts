@@ -31,11 +31,16 @@ describe("the agent channel under wrangler dev", () => {
     const keyTag = reg.headers.get("flotilla-key-tag") ?? undefined;
 
     // Not an upgrade: 426, as HTTP says.
-    const plain = await fetch(`${hub.url}/agent/v1/clusters/wsc1/connect`, { headers: { authorization: `Bearer ${await signAgentToken("wsc1", key, { keyTag })}` } });
+    const plain = await fetch(`${hub.url}/agent/v1/clusters/wsc1/connect`, {
+      headers: { authorization: `Bearer ${await signAgentToken("wsc1", key, { keyTag })}` },
+    });
     expect(plain.status).toBe(426);
 
     const url = `${hub.url.replace(/^http/, "ws")}/agent/v1/clusters/wsc1/connect`;
-    const ws = new WebSocket(url, { protocols: ["flotilla.agent.v1"], headers: { authorization: `Bearer ${await signAgentToken("wsc1", key, { keyTag })}` } } as any);
+    const ws = new WebSocket(url, {
+      protocols: ["flotilla.agent.v1"],
+      headers: { authorization: `Bearer ${await signAgentToken("wsc1", key, { keyTag })}` },
+    } as any);
     const frames: string[] = [];
     let closed: number | null = null;
     ws.addEventListener("message", (e) => frames.push(String(e.data)));

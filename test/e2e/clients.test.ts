@@ -65,11 +65,22 @@ async function restart(pruneEventLog: boolean): Promise<void> {
 }
 
 /** The lists from a resourceVersion the hub has not reached, below: kube-apiserver answers them 504 Timeout. */
-const FUTURE_LISTS = [{ method: "GET", path: /^\/apis\/cluster\.open-cluster-management\.io\/v1\/managedclusters$/, status: 504, why: "a list from a future resourceVersion: 504 Too large resource version" }];
+const FUTURE_LISTS = [
+  {
+    method: "GET",
+    path: /^\/apis\/cluster\.open-cluster-management\.io\/v1\/managedclusters$/,
+    status: 504,
+    why: "a list from a future resourceVersion: 504 Too large resource version",
+  },
+];
 
 beforeAll(async () => {
   hub = await startHub({ https: true, expectedServerErrors: FUTURE_LISTS });
-  const { stdout } = await run(process.execPath, [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!], { cwd: root });
+  const { stdout } = await run(
+    process.execPath,
+    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
+    { cwd: root },
+  );
   kubeconfig = file("kubeconfig", stdout);
 });
 
@@ -81,12 +92,29 @@ describe("the Python client (python3-kubernetes)", () => {
   it("discovers the API: /version/, /apis/, /api/", async () => {
     const got = await python("discovery");
     expect(got.gitVersion).toMatch(/^v1\.\d+\.\d+/);
-    expect(got.groups).toEqual(["addon.open-cluster-management.io", "authentication.k8s.io", "authorization.k8s.io", "cluster.open-cluster-management.io", "clusterview.open-cluster-management.io", "flotilla.dev", "multicluster.x-k8s.io", "rbac.authorization.k8s.io", "work.open-cluster-management.io"]);
+    expect(got.groups).toEqual([
+      "addon.open-cluster-management.io",
+      "authentication.k8s.io",
+      "authorization.k8s.io",
+      "cluster.open-cluster-management.io",
+      "clusterview.open-cluster-management.io",
+      "flotilla.dev",
+      "multicluster.x-k8s.io",
+      "rbac.authorization.k8s.io",
+      "work.open-cluster-management.io",
+    ]);
     expect(got.core).toEqual(["v1"]);
   });
 
   it("creates, lists by label, merge- and JSON-patches, deletes and deletes a collection", async () => {
-    expect(await python("crud")).toEqual({ namespace: { phase: "Active", finalizers: ["kubernetes"] }, selected: ["p1", "p2"], merged: 2, jsonPatched: 3, collectionDeleted: ["p1", "p2"], left: [] });
+    expect(await python("crud")).toEqual({
+      namespace: { phase: "Active", finalizers: ["kubernetes"] },
+      selected: ["p1", "p2"],
+      merged: 2,
+      jsonPatched: 3,
+      collectionDeleted: ["p1", "p2"],
+      left: [],
+    });
   });
 
   it("lists through the dynamic client with a set-based selector", async () => {
@@ -101,7 +129,8 @@ describe("the Python client (python3-kubernetes)", () => {
 describe("a watch and a list from a resourceVersion the hub has not reached", () => {
   /** kube-apiserver's message for it (storage.NewTooLargeResourceVersionError on a 504 Timeout). */
   const tooLarge = (rv: string) => new RegExp(`^Timeout: Too large resource version: ${rv}, current: \\d+$`);
-  const ahead = async () => String(Number(((await admin(hub, "GET", `${MC}?limit=1`)).body as { metadata: { resourceVersion: string } }).metadata.resourceVersion) + 1_000_000);
+  const ahead = async () =>
+    String(Number(((await admin(hub, "GET", `${MC}?limit=1`)).body as { metadata: { resourceVersion: string } }).metadata.resourceVersion) + 1_000_000);
 
   it("the Python client raises 504 Timeout for both, the list's Status naming ResourceVersionTooLarge", async () => {
     const got = (await python("future")) as { ahead: string; watch: { status: number; reason: string }; list: Record<string, unknown> };
@@ -114,10 +143,18 @@ describe("a watch and a list from a resourceVersion the hub has not reached", ()
   it("kubectl get --raw of the watch prints the ERROR event", async () => {
     const rv = await ahead();
     const { stdout } = await kubectl("get", "--raw", `${MC}?watch=1&resourceVersion=${rv}`);
-    const events = stdout.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as { type: string; object: { code: number; reason: string; message: string; details: { causes: { reason: string }[] } } });
+    const events = stdout
+      .split("\n")
+      .filter((l) => l.trim())
+      .map((l) => JSON.parse(l) as { type: string; object: { code: number; reason: string; message: string; details: { causes: { reason: string }[] } } });
     expect(events).toHaveLength(1);
     expect(events[0]!.type).toBe("ERROR");
-    expect(events[0]!.object).toMatchObject({ kind: "Status", code: 504, reason: "Timeout", details: { causes: [{ reason: "ResourceVersionTooLarge" }], retryAfterSeconds: 1 } });
+    expect(events[0]!.object).toMatchObject({
+      kind: "Status",
+      code: 504,
+      reason: "Timeout",
+      details: { causes: [{ reason: "ResourceVersionTooLarge" }], retryAfterSeconds: 1 },
+    });
     expect(events[0]!.object.message).toMatch(tooLarge(rv));
   });
 
@@ -127,16 +164,23 @@ describe("a watch and a list from a resourceVersion the hub has not reached", ()
     const rv = await ahead();
     const events: { type: string; object: { code?: number; reason?: string; message?: string } }[] = [];
     await new Promise<void>((resolve, reject) => {
-      void new Watch(kc).watch(MC, { resourceVersion: rv }, (type, object) => events.push({ type, object }), (err) => (err ? reject(err as Error) : resolve()));
+      void new Watch(kc).watch(
+        MC,
+        { resourceVersion: rv },
+        (type, object) => events.push({ type, object }),
+        (err) => (err ? reject(err as Error) : resolve()),
+      );
     });
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ type: "ERROR", object: { code: 504, reason: "Timeout" } });
     expect(events[0]!.object.message).toMatch(tooLarge(rv));
     const api = kc.makeApiClient(CustomObjectsApi);
-    const listed = await api.listClusterCustomObject({ group: "cluster.open-cluster-management.io", version: "v1", plural: "managedclusters", resourceVersion: rv }).then(
-      () => undefined,
-      (e: { code?: number; body?: unknown }) => e,
-    );
+    const listed = await api
+      .listClusterCustomObject({ group: "cluster.open-cluster-management.io", version: "v1", plural: "managedclusters", resourceVersion: rv })
+      .then(
+        () => undefined,
+        (e: { code?: number; body?: unknown }) => e,
+      );
     expect(listed?.code).toBe(504);
     const status = (typeof listed?.body === "string" ? JSON.parse(listed.body) : listed?.body) as { reason: string; details: { causes: { reason: string }[] } };
     expect(status).toMatchObject({ reason: "Timeout", details: { causes: [{ reason: "ResourceVersionTooLarge" }] } });
@@ -153,14 +197,20 @@ describe("kubectl's less common paths", () => {
 
   it("validates with the downloaded OpenAPI: a served read-only kind gets the server's answer, an unserved kind no mapping", async () => {
     const cache = mkdtempSync(path.join(dir, "cache-"));
-    const pd = file("pd.yaml", "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: PlacementDecision\nmetadata:\n  name: mine\n  namespace: default\n");
+    const pd = file(
+      "pd.yaml",
+      "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: PlacementDecision\nmetadata:\n  name: mine\n  namespace: default\n",
+    );
     const denied = await kubectl("apply", "--cache-dir", cache, "-f", pd).then(
       () => "",
       (e: { stderr?: string }) => String(e.stderr),
     );
     expect(denied).toContain("Error from server (MethodNotAllowed)");
     expect(denied).not.toContain("error validating");
-    const deploy = file("deploy.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec: {containers: [{name: c, image: nginx}]}\n");
+    const deploy = file(
+      "deploy.yaml",
+      "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec: {containers: [{name: c, image: nginx}]}\n",
+    );
     const unmapped = await kubectl("apply", "--cache-dir", cache, "-f", deploy).then(
       () => "",
       (e: { stderr?: string }) => String(e.stderr),
@@ -174,11 +224,23 @@ describe("kubectl's less common paths", () => {
 
   it("patches with --type=json, deletes by label, and reads YAML", async () => {
     await kubectl("create", "namespace", "kns");
-    const placement = file("kp.yaml", "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: kp\n  namespace: kns\n  labels:\n    app: x\nspec:\n  numberOfClusters: 1\n");
+    const placement = file(
+      "kp.yaml",
+      "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: kp\n  namespace: kns\n  labels:\n    app: x\nspec:\n  numberOfClusters: 1\n",
+    );
     await kubectl("apply", "-f", placement);
     await kubectl("patch", "placement", "kp", "-n", "kns", "--type=json", "-p", '[{"op":"replace","path":"/spec/numberOfClusters","value":4}]');
     expect((await kubectl("get", "placement", "kp", "-n", "kns", "-o", "jsonpath={.spec.numberOfClusters}")).stdout).toBe("4");
-    const failed = await kubectl("patch", "placement", "kp", "-n", "kns", "--type=json", "-p", '[{"op":"test","path":"/spec/numberOfClusters","value":1}]').then(
+    const failed = await kubectl(
+      "patch",
+      "placement",
+      "kp",
+      "-n",
+      "kns",
+      "--type=json",
+      "-p",
+      '[{"op":"test","path":"/spec/numberOfClusters","value":1}]',
+    ).then(
       () => "",
       (e: { stderr?: string }) => String(e.stderr),
     );
@@ -192,14 +254,19 @@ describe("kubectl and namespaces (core v1)", () => {
     const listed = (await kubectl("get", "namespaces")).stdout;
     expect(listed.split("\n")[0]).toMatch(/^NAME\s+STATUS\s+AGE$/);
     for (const ns of ["default", "kube-node-lease", "kube-public", "kube-system"]) expect(listed).toMatch(new RegExp(`^${ns}\\s+Active\\s+\\d+[smhd]`, "m"));
-    const placement = file("team.yaml", "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: tp\n  namespace: team-x\nspec:\n  numberOfClusters: 1\n");
+    const placement = file(
+      "team.yaml",
+      "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: tp\n  namespace: team-x\nspec:\n  numberOfClusters: 1\n",
+    );
     const missing = await kubectl("apply", "-f", placement).then(
       () => "",
       (e: { stderr?: string }) => String(e.stderr),
     );
     expect(missing).toContain('namespaces "team-x" not found');
     expect((await kubectl("create", "namespace", "team-x")).stdout).toBe("namespace/team-x created\n");
-    expect((await kubectl("get", "ns", "team-x", "-o", "jsonpath={.status.phase} {.spec.finalizers[0]} {.metadata.labels.kubernetes\\.io/metadata\\.name}")).stdout).toBe("Active kubernetes team-x");
+    expect(
+      (await kubectl("get", "ns", "team-x", "-o", "jsonpath={.status.phase} {.spec.finalizers[0]} {.metadata.labels.kubernetes\\.io/metadata\\.name}")).stdout,
+    ).toBe("Active kubernetes team-x");
     expect((await kubectl("apply", "-f", placement)).stdout).toContain("placement.cluster.open-cluster-management.io/tp created");
     // Client-side apply of an existing namespace sends a strategic merge patch, as for every core kind.
     const nsFile = (team: string) => file(`ns-${team}.yaml`, `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-x\n  labels:\n    team: ${team}\n`);
@@ -225,7 +292,8 @@ describe("kubectl and namespaces (core v1)", () => {
 describe("kubectl's everyday verbs on an OCM kind", () => {
   it("apply (client- and server-side), diff, replace, edit, label, annotate, describe, wait, create, delete --all", async () => {
     expect((await kubectl("create", "namespace", "kv")).stdout).toContain("namespace/kv created");
-    const yaml = (n: number) => `apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: kv\n  namespace: kv\nspec:\n  numberOfClusters: ${n}\n`;
+    const yaml = (n: number) =>
+      `apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: kv\n  namespace: kv\nspec:\n  numberOfClusters: ${n}\n`;
     const one = file("kv1.yaml", yaml(1));
     expect((await kubectl("apply", "-f", one)).stdout).toContain("placement.cluster.open-cluster-management.io/kv created");
     expect((await kubectl("apply", "--server-side", "-f", one)).stdout).toContain("serverside-applied");
@@ -240,7 +308,9 @@ describe("kubectl's everyday verbs on an OCM kind", () => {
     expect((await kubectl("replace", "-f", two)).stdout).toContain("replaced");
     const editor = file("editor.sh", '#!/bin/sh\nsed -i "s/numberOfClusters: 2/numberOfClusters: 5/" "$1"\n');
     await run("chmod", ["+x", editor]);
-    const edited = await run("kubectl", ["--kubeconfig", kubeconfig, "edit", "placement", "kv", "-n", "kv"], { env: { ...process.env, EDITOR: editor, KUBE_EDITOR: editor } });
+    const edited = await run("kubectl", ["--kubeconfig", kubeconfig, "edit", "placement", "kv", "-n", "kv"], {
+      env: { ...process.env, EDITOR: editor, KUBE_EDITOR: editor },
+    });
     expect(edited.stdout).toContain("edited");
     expect((await kubectl("get", "placement", "kv", "-n", "kv", "-o", "jsonpath={.spec.numberOfClusters}")).stdout).toBe("5");
     expect((await kubectl("label", "placement", "kv", "-n", "kv", "tier=web")).stdout).toContain("labeled");
@@ -249,12 +319,23 @@ describe("kubectl's everyday verbs on an OCM kind", () => {
     expect(described).toMatch(/^Labels:\s+tier=web$/m);
     expect(described).toMatch(/^Annotations:\s+note: hi$/m);
     // No cluster can satisfy it: PlacementSatisfied is False, and wait sees that.
-    expect((await kubectl("wait", "placement", "kv", "-n", "kv", "--for=condition=PlacementSatisfied=False", "--timeout=20s")).stdout).toContain("condition met");
+    expect((await kubectl("wait", "placement", "kv", "-n", "kv", "--for=condition=PlacementSatisfied=False", "--timeout=20s")).stdout).toContain(
+      "condition met",
+    );
     const resources = (await kubectl("api-resources", "-o", "wide")).stdout;
-    expect(resources).toMatch(/^managedclusters\s+mcl,mcls\s+cluster\.open-cluster-management\.io\/v1\s+false\s+ManagedCluster\s+create,delete,deletecollection,get,list,patch,update,watch\s/m);
+    expect(resources).toMatch(
+      /^managedclusters\s+mcl,mcls\s+cluster\.open-cluster-management\.io\/v1\s+false\s+ManagedCluster\s+create,delete,deletecollection,get,list,patch,update,watch\s/m,
+    );
     expect(resources).toMatch(/^placementdecisions\s+cluster\.open-cluster-management\.io\/v1beta1\s+true\s+PlacementDecision\s+get,list,watch\s/m);
     const versions = (await kubectl("api-versions")).stdout.split("\n");
-    expect(versions).toEqual(expect.arrayContaining(["cluster.open-cluster-management.io/v1", "cluster.open-cluster-management.io/v1beta1", "work.open-cluster-management.io/v1", "v1"]));
+    expect(versions).toEqual(
+      expect.arrayContaining([
+        "cluster.open-cluster-management.io/v1",
+        "cluster.open-cluster-management.io/v1beta1",
+        "work.open-cluster-management.io/v1",
+        "v1",
+      ]),
+    );
     const again = await kubectl("create", "-f", one).then(
       () => "",
       (e: { stderr?: string }) => String(e.stderr),
@@ -265,14 +346,25 @@ describe("kubectl's everyday verbs on an OCM kind", () => {
 
   it("get -w streams a change", async () => {
     await kubectl("create", "ns", "kw");
-    const watcher = spawn("kubectl", ["--kubeconfig", kubeconfig, "get", "placements", "-n", "kw", "-w", "--output-watch-events"], { stdio: ["ignore", "pipe", "pipe"] });
+    const watcher = spawn("kubectl", ["--kubeconfig", kubeconfig, "get", "placements", "-n", "kw", "-w", "--output-watch-events"], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let out = "";
     watcher.stdout.on("data", (d: Buffer) => (out += d.toString()));
     try {
-      await waitFor("the watch to start", async () => {
-        await admin(hub, "POST", "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/kw/placements", { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { generateName: "kw-" } });
-        return /ADDED\s+kw-/.test(out);
-      }, 30_000, 1000);
+      await waitFor(
+        "the watch to start",
+        async () => {
+          await admin(hub, "POST", "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/kw/placements", {
+            apiVersion: "cluster.open-cluster-management.io/v1beta1",
+            kind: "Placement",
+            metadata: { generateName: "kw-" },
+          });
+          return /ADDED\s+kw-/.test(out);
+        },
+        30_000,
+        1000,
+      );
     } finally {
       watcher.kill();
     }
@@ -286,12 +378,28 @@ describe("API machinery over HTTP, as client-go and GitOps tools send it", () =>
   beforeAll(() => createNamespaces(hub, "am", "gc"));
 
   it("YAML in and out, metadata-only lists, the watch-list bookmark, a selector with empty values", async () => {
-    const created = await hubFetch(hub, "POST", PLS, { ...auth(), "content-type": "application/yaml", accept: "application/yaml" }, "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: am1\n  labels:\n    x: a\n");
+    const created = await hubFetch(
+      hub,
+      "POST",
+      PLS,
+      { ...auth(), "content-type": "application/yaml", accept: "application/yaml" },
+      "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: am1\n  labels:\n    x: a\n",
+    );
     expect(created.status).toBe(201);
     expect(created.text).toMatch(/^kind: Placement$/m);
-    const meta = JSON.parse((await hubFetch(hub, "GET", PLS, { ...auth(), accept: "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json" })).text);
-    expect(meta).toMatchObject({ kind: "PartialObjectMetadataList", apiVersion: "meta.k8s.io/v1", items: [{ kind: "PartialObjectMetadata", metadata: { name: "am1" } }] });
-    const lines = (await hubFetch(hub, "GET", `${PLS}?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=2`, auth())).text.split("\n").filter((l) => l.trim());
+    const meta = JSON.parse(
+      (await hubFetch(hub, "GET", PLS, { ...auth(), accept: "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json" })).text,
+    );
+    expect(meta).toMatchObject({
+      kind: "PartialObjectMetadataList",
+      apiVersion: "meta.k8s.io/v1",
+      items: [{ kind: "PartialObjectMetadata", metadata: { name: "am1" } }],
+    });
+    const lines = (
+      await hubFetch(hub, "GET", `${PLS}?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=2`, auth())
+    ).text
+      .split("\n")
+      .filter((l) => l.trim());
     const events = lines.map((l) => JSON.parse(l) as { type: string; object: { metadata: { name?: string; annotations?: Record<string, string> } } });
     expect(events[0]).toMatchObject({ type: "ADDED", object: { metadata: { name: "am1" } } });
     expect(events[1]).toMatchObject({ type: "BOOKMARK", object: { metadata: { annotations: { "k8s.io/initial-events-end": "true" } } } });
@@ -301,7 +409,20 @@ describe("API machinery over HTTP, as client-go and GitOps tools send it", () =>
 
   it("kubectl delete --cascade: orphan keeps the dependents without the reference, foreground and background remove them", async () => {
     const make = async (name: string, owner?: { name: string; uid: string }) => {
-      const body = { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name, ...(owner ? { ownerReferences: [{ apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", name: owner.name, uid: owner.uid, blockOwnerDeletion: true }] } : {}) } };
+      const body = {
+        apiVersion: "cluster.open-cluster-management.io/v1beta1",
+        kind: "Placement",
+        metadata: {
+          name,
+          ...(owner
+            ? {
+                ownerReferences: [
+                  { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", name: owner.name, uid: owner.uid, blockOwnerDeletion: true },
+                ],
+              }
+            : {}),
+        },
+      };
       const r = await admin(hub, "POST", PLS.replace("/am/", "/gc/"), body);
       expect(r.status).toBe(201);
       return (r.body as { metadata: { name: string; uid: string } }).metadata;
@@ -339,7 +460,15 @@ describe("watchers across a hub restart", () => {
 
   it("an informer and the Python reflector see every change to 100 ManagedClusters, none missed", async () => {
     for (let i = 0; i < N; i += 8) {
-      await Promise.all(names.slice(i, i + 8).map((n) => admin(hub, "POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: n, labels: { follow: "yes", step: "0" } } })));
+      await Promise.all(
+        names.slice(i, i + 8).map((n) =>
+          admin(hub, "POST", MC, {
+            apiVersion: "cluster.open-cluster-management.io/v1",
+            kind: "ManagedCluster",
+            metadata: { name: n, labels: { follow: "yes", step: "0" } },
+          }),
+        ),
+      );
     }
 
     // client-node's informer, restarted on error as its documentation shows.
@@ -349,11 +478,18 @@ describe("watchers across a hub restart", () => {
     const informer = makeInformer<KubernetesObject>(
       kc,
       MC,
-      () => api.listClusterCustomObject({ group: "cluster.open-cluster-management.io", version: "v1", plural: "managedclusters", labelSelector: "follow=yes" }) as never,
+      () =>
+        api.listClusterCustomObject({
+          group: "cluster.open-cluster-management.io",
+          version: "v1",
+          plural: "managedclusters",
+          labelSelector: "follow=yes",
+        }) as never,
       "follow=yes",
     );
     const informerSaw = new Set<string>();
-    for (const verb of ["add", "update", "delete"] as const) informer.on(verb, (o) => informerSaw.add(`${verb}:${o.metadata?.name}:${o.metadata?.labels?.step}`));
+    for (const verb of ["add", "update", "delete"] as const)
+      informer.on(verb, (o) => informerSaw.add(`${verb}:${o.metadata?.name}:${o.metadata?.labels?.step}`));
     let restarts = 0;
     informer.on("error", () => {
       restarts++;
@@ -373,10 +509,12 @@ describe("watchers across a hub restart", () => {
       }
     });
 
-    const caughtUp = (step: string, gone: string[] = []) => async () => {
-      const cached = new Map(informer.list().map((o) => [o.metadata!.name!, o.metadata!.labels?.step]));
-      return names.every((n) => (gone.includes(n) ? !cached.has(n) && pyState.get(n) === null : cached.get(n) === step && pyState.get(n) === step));
-    };
+    const caughtUp =
+      (step: string, gone: string[] = []) =>
+      async () => {
+        const cached = new Map(informer.list().map((o) => [o.metadata!.name!, o.metadata!.labels?.step]));
+        return names.every((n) => (gone.includes(n) ? !cached.has(n) && pyState.get(n) === null : cached.get(n) === step && pyState.get(n) === step));
+      };
     try {
       await waitFor("both watchers to hold the 100 clusters", caughtUp("0"), 60_000);
 
@@ -393,7 +531,12 @@ describe("watchers across a hub restart", () => {
       await waitFor("both watchers to list again after 410 and see the rest", caughtUp("3", names.slice(0, 10)), 90_000);
       expect(restarts).toBeGreaterThan(0);
       // Every step of every surviving cluster reached the informer (an add, an update, or a relist's).
-      for (const n of names.slice(10)) for (const step of ["0", "1", "2", "3"]) expect([...informerSaw].some((e) => e.endsWith(`:${n}:${step}`)), `${n} step ${step}`).toBe(true);
+      for (const n of names.slice(10))
+        for (const step of ["0", "1", "2", "3"])
+          expect(
+            [...informerSaw].some((e) => e.endsWith(`:${n}:${step}`)),
+            `${n} step ${step}`,
+          ).toBe(true);
     } finally {
       await informer.stop();
       py.stdin!.end();

@@ -43,20 +43,35 @@ async function profiles(): Promise<Record<string, string>> {
 }
 
 async function cluster(name: string, set: string, available: string): Promise<void> {
-  const created = await admin(hub, "POST", MC, { apiVersion: `${G}/v1`, kind: "ManagedCluster", metadata: { name, labels: { [`${G}/clusterset`]: set } }, spec: { hubAcceptsClient: true } });
+  const created = await admin(hub, "POST", MC, {
+    apiVersion: `${G}/v1`,
+    kind: "ManagedCluster",
+    metadata: { name, labels: { [`${G}/clusterset`]: set } },
+    spec: { hubAcceptsClient: true },
+  });
   expect(created.status).toBe(201);
   await setAvailable(name, available);
 }
 
 async function setAvailable(name: string, status: string): Promise<void> {
   const cond = { type: "ManagedClusterConditionAvailable", status, reason: "Test", message: "test", lastTransitionTime: "2026-01-01T00:00:00Z" };
-  const r = await admin(hub, "PATCH", `${MC}/${name}/status`, { status: { conditions: [cond], version: { kubernetes: "v1.31.0" }, clusterClaims: [{ name: "id.k8s.io", value: `id-${name}` }] } }, "application/merge-patch+json");
+  const r = await admin(
+    hub,
+    "PATCH",
+    `${MC}/${name}/status`,
+    { status: { conditions: [cond], version: { kubernetes: "v1.31.0" }, clusterClaims: [{ name: "id.k8s.io", value: `id-${name}` }] } },
+    "application/merge-patch+json",
+  );
   expect(r.status).toBe(200);
 }
 
 beforeAll(async () => {
   hub = await startHub({ https: true });
-  const { stdout } = await run(process.execPath, [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!], { cwd: root });
+  const { stdout } = await run(
+    process.execPath,
+    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
+    { cwd: root },
+  );
   kubeconfig = path.join(dir, "kubeconfig");
   writeFileSync(kubeconfig, stdout);
   await createNamespaces(hub, NS, "nowhere");
@@ -73,8 +88,10 @@ describe("ClusterProfiles read by kubectl and client-node", () => {
     const kc = new KubeConfig();
     kc.loadFromFile(kubeconfig);
     const api = kc.makeApiClient(CustomObjectsApi);
-    const informer = makeInformer<KubernetesObject>(kc, `/apis/multicluster.x-k8s.io/v1alpha1/namespaces/${NS}/clusterprofiles`, () =>
-      api.listNamespacedCustomObject({ group: "multicluster.x-k8s.io", version: "v1alpha1", namespace: NS, plural: "clusterprofiles" }) as never,
+    const informer = makeInformer<KubernetesObject>(
+      kc,
+      `/apis/multicluster.x-k8s.io/v1alpha1/namespaces/${NS}/clusterprofiles`,
+      () => api.listNamespacedCustomObject({ group: "multicluster.x-k8s.io", version: "v1alpha1", namespace: NS, plural: "clusterprofiles" }) as never,
     );
     const seen: string[] = [];
     for (const verb of ["add", "update", "delete"] as const) informer.on(verb, (o) => seen.push(`${verb}:${o.metadata?.name}`));
@@ -86,14 +103,27 @@ describe("ClusterProfiles read by kubectl and client-node", () => {
       expect(none).toBe("");
 
       // A binding makes the set's clusters appear in the namespace.
-      const bound = await admin(hub, "POST", BINDINGS(NS), { apiVersion: `${G}/v1beta2`, kind: "ManagedClusterSetBinding", metadata: { name: "gpu" }, spec: { clusterSet: "gpu" } });
+      const bound = await admin(hub, "POST", BINDINGS(NS), {
+        apiVersion: `${G}/v1beta2`,
+        kind: "ManagedClusterSetBinding",
+        metadata: { name: "gpu" },
+        spec: { clusterSet: "gpu" },
+      });
       expect(bound.status).toBe(201);
       expect(await profiles()).toEqual({ "gpu-1": "True" });
       await waitFor("the informer to add gpu-1", async () => seen.includes("add:gpu-1"), 30_000);
       const { stdout: table } = await kubectl("get", "clusterprofiles", "-n", NS);
       expect(table).toMatch(/^NAME\s+AGE\n/);
       expect(table).toMatch(/\ngpu-1\s+/);
-      const { stdout: id } = await kubectl("get", "clusterprofile", "gpu-1", "-n", NS, "-o", "jsonpath={.status.properties[?(@.name==\"cluster.clusterset.k8s.io\")].value}");
+      const { stdout: id } = await kubectl(
+        "get",
+        "clusterprofile",
+        "gpu-1",
+        "-n",
+        NS,
+        "-o",
+        'jsonpath={.status.properties[?(@.name=="cluster.clusterset.k8s.io")].value}',
+      );
       expect(id).toBe("id-gpu-1");
 
       // A new cluster of the set appears; a change of its availability shows.
@@ -101,10 +131,17 @@ describe("ClusterProfiles read by kubectl and client-node", () => {
       expect(await profiles()).toEqual({ "gpu-1": "True", "gpu-2": "True" });
       await setAvailable("gpu-1", "False");
       expect(await profiles()).toEqual({ "gpu-1": "False", "gpu-2": "True" });
-      await waitFor("the informer to see gpu-1 unhealthy", async () => (informer.get("gpu-1", NS) as Profile | undefined)?.status?.conditions?.some((c) => c.type === "ControlPlaneHealthy" && c.status === "False"), 30_000);
+      await waitFor(
+        "the informer to see gpu-1 unhealthy",
+        async () =>
+          (informer.get("gpu-1", NS) as Profile | undefined)?.status?.conditions?.some((c) => c.type === "ControlPlaneHealthy" && c.status === "False"),
+        30_000,
+      );
 
       // A cluster that leaves the set goes; the binding's removal takes the rest.
-      expect((await admin(hub, "PATCH", `${MC}/gpu-2`, { metadata: { labels: { [`${G}/clusterset`]: "default" } } }, "application/merge-patch+json")).status).toBe(200);
+      expect(
+        (await admin(hub, "PATCH", `${MC}/gpu-2`, { metadata: { labels: { [`${G}/clusterset`]: "default" } } }, "application/merge-patch+json")).status,
+      ).toBe(200);
       expect(await profiles()).toEqual({ "gpu-1": "False" });
       await waitFor("the informer to delete gpu-2", async () => seen.includes("delete:gpu-2"), 30_000);
       expect((await admin(hub, "DELETE", `${BINDINGS(NS)}/gpu`)).status).toBe(200);
@@ -117,7 +154,10 @@ describe("ClusterProfiles read by kubectl and client-node", () => {
 
   it("refuses kubectl's writes to a ClusterProfile with MethodNotAllowed", async () => {
     const p = path.join(dir, "cp.yaml");
-    writeFileSync(p, `apiVersion: multicluster.x-k8s.io/v1alpha1\nkind: ClusterProfile\nmetadata:\n  name: mine\n  namespace: ${NS}\nspec:\n  clusterManager:\n    name: me\n`);
+    writeFileSync(
+      p,
+      `apiVersion: multicluster.x-k8s.io/v1alpha1\nkind: ClusterProfile\nmetadata:\n  name: mine\n  namespace: ${NS}\nspec:\n  clusterManager:\n    name: me\n`,
+    );
     const err = await kubectl("apply", "-f", p).then(
       () => "",
       (e: { stderr?: string }) => String(e.stderr),
@@ -135,7 +175,10 @@ describe("kubectl's view of sets and works", () => {
 
   it("prints the hub's Warning for a ManifestWork in a namespace no cluster owns", async () => {
     const p = path.join(dir, "work.yaml");
-    writeFileSync(p, "apiVersion: work.open-cluster-management.io/v1\nkind: ManifestWork\nmetadata:\n  name: lost\n  namespace: nowhere\nspec:\n  workload:\n    manifests:\n    - apiVersion: v1\n      kind: ConfigMap\n      metadata: {name: c, namespace: default}\n");
+    writeFileSync(
+      p,
+      "apiVersion: work.open-cluster-management.io/v1\nkind: ManifestWork\nmetadata:\n  name: lost\n  namespace: nowhere\nspec:\n  workload:\n    manifests:\n    - apiVersion: v1\n      kind: ConfigMap\n      metadata: {name: c, namespace: default}\n",
+    );
     const { stdout, stderr } = await kubectl("create", "-f", p);
     expect(stdout).toContain("manifestwork.work.open-cluster-management.io/lost created");
     expect(stderr).toContain('Warning: no ManagedCluster named "nowhere" exists');

@@ -33,7 +33,11 @@ const gate = {
   apiVersion: "apps/v1",
   kind: "Deployment",
   metadata: { name: "gate", namespace: "default" },
-  spec: { replicas: 1, selector: { matchLabels: { app: "gate" } }, template: { metadata: { labels: { app: "gate" } }, spec: { containers: [{ name: "gate", image: "nginx" }] } } },
+  spec: {
+    replicas: 1,
+    selector: { matchLabels: { app: "gate" } },
+    template: { metadata: { labels: { app: "gate" } }, spec: { containers: [{ name: "gate", image: "nginx" }] } },
+  },
 };
 const manifestConfigs = [
   {
@@ -44,7 +48,9 @@ const manifestConfigs = [
       {
         type: "CEL",
         condition: "Progressing",
-        celExpressions: ["!(has(object.status) && hasConditions(object.status) && object.status.conditions.exists(c, c.type == 'Warmed' && c.status == 'True'))"],
+        celExpressions: [
+          "!(has(object.status) && hasConditions(object.status) && object.status.conditions.exists(c, c.type == 'Warmed' && c.status == 'True'))",
+        ],
         messageExpression: 'result ? "warming up" : "warmed"',
       },
     ],
@@ -77,11 +83,17 @@ describe("CEL placements, condition rules and watched feedback (wrangler dev + 2
     const token = await createBootstrapToken(hub);
     for (const c of CLUSTERS) {
       sims.set(c, await startSimulatedCluster({ statePath: path.join(dir, `${c}.json`) }));
-      agents.set(c, startAgent(hub, ["--cluster-name", c, "--bootstrap-token", token, "--kubeconfig", sims.get(c)!.kubeconfigPath, "--status-sync-interval", "120"], false));
+      agents.set(
+        c,
+        startAgent(hub, ["--cluster-name", c, "--bootstrap-token", token, "--kubeconfig", sims.get(c)!.kubeconfigPath, "--status-sync-interval", "120"], false),
+      );
     }
     for (const c of CLUSTERS) {
       await waitFor(`${c} to register`, async () => (await admin(hub, "GET", `${MC}/${c}`)).status === 200);
-      expect((await admin(hub, "PATCH", `${MC}/${c}`, { metadata: { labels: { tier: "batch" } }, spec: { hubAcceptsClient: true, leaseDurationSeconds: 1 } }, merge)).status).toBe(200);
+      expect(
+        (await admin(hub, "PATCH", `${MC}/${c}`, { metadata: { labels: { tier: "batch" } }, spec: { hubAcceptsClient: true, leaseDurationSeconds: 1 } }, merge))
+          .status,
+      ).toBe(200);
     }
     await waitFor("both clusters Available with a Kubernetes version", async () => {
       const items = (await admin(hub, "GET", `${MC}?labelSelector=tier%3Dbatch`)).body.items as Json[];
@@ -97,11 +109,21 @@ describe("CEL placements, condition rules and watched feedback (wrangler dev + 2
 
   it("selects by CEL, holds the rollout on a rule-made Progressing, and reports watched JsonRaw feedback", async () => {
     await createNamespaces(hub, "batch");
-    const binding = { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } };
+    const binding = {
+      apiVersion: "cluster.open-cluster-management.io/v1beta2",
+      kind: "ManagedClusterSetBinding",
+      metadata: { name: "default" },
+      spec: { clusterSet: "default" },
+    };
     expect((await admin(hub, "POST", `${G}/v1beta2/namespaces/batch/managedclustersetbindings`, binding)).status).toBe(201);
 
     // --- An expression that does not compile: Misconfigured, as OCM's Predicate plugin reports it.
-    const bad = { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "bad" }, spec: { predicates: [{ requiredClusterSelector: { celSelector: { celExpressions: ["xxxx.expression"] } } }] } };
+    const bad = {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "Placement",
+      metadata: { name: "bad" },
+      spec: { predicates: [{ requiredClusterSelector: { celSelector: { celExpressions: ["xxxx.expression"] } } }] },
+    };
     expect((await admin(hub, "POST", `${G}/v1beta1/namespaces/batch/placements`, bad)).status).toBe(201);
     const misconfigured = await waitFor("the bad placement Misconfigured", async () => {
       const p = (await admin(hub, "GET", `${G}/v1beta1/namespaces/batch/placements/bad`)).body;
@@ -111,11 +133,23 @@ describe("CEL placements, condition rules and watched feedback (wrangler dev + 2
     expect(misconfigured.message).toMatch(/^Predicate:compilation failed: ERROR: <input>:1:1: undeclared reference to 'xxxx'/);
 
     // --- A CEL placement over labels and the reported Kubernetes version.
-    const celExpressions = ['managedCluster.metadata.labels["tier"] == "batch"', 'semver(managedCluster.status.version.kubernetes, true).isGreaterThan(semver("1.0.0"))'];
-    const placement = { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "gate" }, spec: { predicates: [{ requiredClusterSelector: { celSelector: { celExpressions } } }] } };
+    const celExpressions = [
+      'managedCluster.metadata.labels["tier"] == "batch"',
+      'semver(managedCluster.status.version.kubernetes, true).isGreaterThan(semver("1.0.0"))',
+    ];
+    const placement = {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "Placement",
+      metadata: { name: "gate" },
+      spec: { predicates: [{ requiredClusterSelector: { celSelector: { celExpressions } } }] },
+    };
     expect((await admin(hub, "POST", `${G}/v1beta1/namespaces/batch/placements`, placement)).status).toBe(201);
     await waitFor("two CEL decisions", async () => {
-      const r = await admin(hub, "GET", `${G}/v1beta1/namespaces/batch/placementdecisions?labelSelector=${encodeURIComponent("cluster.open-cluster-management.io/placement=gate")}`);
+      const r = await admin(
+        hub,
+        "GET",
+        `${G}/v1beta1/namespaces/batch/placementdecisions?labelSelector=${encodeURIComponent("cluster.open-cluster-management.io/placement=gate")}`,
+      );
       const d = (r.body.items as Json[]).flatMap((x) => x.status.decisions.map((y: Json) => y.clusterName)).sort();
       return d.join(",") === "c1,c2";
     });
@@ -125,7 +159,10 @@ describe("CEL placements, condition rules and watched feedback (wrangler dev + 2
       apiVersion: "work.open-cluster-management.io/v1alpha1",
       kind: "ManifestWorkReplicaSet",
       metadata: { name: "gate" },
-      spec: { placementRefs: [{ name: "gate", rolloutStrategy: { type: "Progressive", progressive: { maxConcurrency: 1 } } }], manifestWorkTemplate: { workload: { manifests: [gate] }, manifestConfigs } },
+      spec: {
+        placementRefs: [{ name: "gate", rolloutStrategy: { type: "Progressive", progressive: { maxConcurrency: 1 } } }],
+        manifestWorkTemplate: { workload: { manifests: [gate] }, manifestConfigs },
+      },
     };
     expect((await admin(hub, "POST", MWRS, mwrs)).status).toBe(201);
     const first = await waitFor("c1's work Progressing by its rule, with feedback", async () => {
@@ -133,7 +170,10 @@ describe("CEL placements, condition rules and watched feedback (wrangler dev + 2
       return progressing(w)?.status === "True" && feedbackOf(w) && w;
     });
     expect(progressing(first)).toMatchObject({ reason: "ConditionRulesAggregated", message: "warming up" });
-    expect(first.status.resourceStatus.manifests[0].conditions.find((x: Json) => x.type === "Progressing")).toMatchObject({ status: "True", reason: "ConditionRuleEvaluated" });
+    expect(first.status.resourceStatus.manifests[0].conditions.find((x: Json) => x.type === "Progressing")).toMatchObject({
+      status: "True",
+      reason: "ConditionRuleEvaluated",
+    });
     // JsonRaw feedback: several matches are one JSON list.
     expect(feedbackOf(first)).toEqual({ name: "conditionTypes", fieldValue: { type: "JsonRaw", jsonRaw: '["Available","Progressing"]' } });
     // While c1 is progressing, c2 gets nothing (maxConcurrency 1).

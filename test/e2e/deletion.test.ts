@@ -23,7 +23,11 @@ describe("claims and deletion as OCM (wrangler dev + an agent process on a simul
   let agent: AgentProcess | undefined;
   let token: string;
   const start = () => {
-    agent = startAgent(hub, ["--cluster-name", "claims1", "--bootstrap-token", token, "--kubeconfig", sim.kubeconfigPath, "--status-sync-interval", "0.5"], false);
+    agent = startAgent(
+      hub,
+      ["--cluster-name", "claims1", "--bootstrap-token", token, "--kubeconfig", sim.kubeconfigPath, "--status-sync-interval", "0.5"],
+      false,
+    );
   };
   const configMap = async (name: string): Promise<number> => {
     try {
@@ -49,12 +53,19 @@ describe("claims and deletion as OCM (wrangler dev + an agent process on a simul
 
   it("reports id.k8s.io and a custom ClusterClaim, which a Placement's claim selector selects", async () => {
     await kc.json("POST", "/apis/cluster.open-cluster-management.io/v1alpha1/clusterclaims", {
-      body: { apiVersion: "cluster.open-cluster-management.io/v1alpha1", kind: "ClusterClaim", metadata: { name: "region.example.com" }, spec: { value: "eu-west" } },
+      body: {
+        apiVersion: "cluster.open-cluster-management.io/v1alpha1",
+        kind: "ClusterClaim",
+        metadata: { name: "region.example.com" },
+        spec: { value: "eu-west" },
+      },
     });
     const clusterId = ((await kc.json("GET", "/api/v1/namespaces/kube-system")).metadata as { uid: string }).uid;
     start();
     await waitFor("claims1 to register", async () => (await admin(hub, "GET", `${MC}/claims1`)).status === 200);
-    expect((await admin(hub, "PATCH", `${MC}/claims1`, { metadata: { labels: { [SET_LABEL]: "fleet" } }, spec: { hubAcceptsClient: true } }, merge)).status).toBe(200);
+    expect(
+      (await admin(hub, "PATCH", `${MC}/claims1`, { metadata: { labels: { [SET_LABEL]: "fleet" } }, spec: { hubAcceptsClient: true } }, merge)).status,
+    ).toBe(200);
     const mc = await waitFor("the claims on the ManagedCluster", async () => {
       const body = (await admin(hub, "GET", `${MC}/claims1`)).body;
       const claims: { name: string; value: string }[] = body.status?.clusterClaims ?? [];
@@ -64,11 +75,33 @@ describe("claims and deletion as OCM (wrangler dev + an agent process on a simul
     expect(claims).toContainEqual({ name: "id.k8s.io", value: clusterId });
     expect(claims).toContainEqual({ name: "kubeversion.open-cluster-management.io", value: mc.status.version.kubernetes });
     expect(claims).toContainEqual({ name: "region.example.com", value: "eu-west" });
-    expect(claims.map((c) => c.name).slice(0, 4)).toEqual(["id.k8s.io", "kubeversion.open-cluster-management.io", "platform.open-cluster-management.io", "product.open-cluster-management.io"]);
+    expect(claims.map((c) => c.name).slice(0, 4)).toEqual([
+      "id.k8s.io",
+      "kubeversion.open-cluster-management.io",
+      "platform.open-cluster-management.io",
+      "product.open-cluster-management.io",
+    ]);
 
-    expect((await admin(hub, "POST", `${G}/v1beta2/managedclustersets`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "fleet" } })).status).toBe(201);
+    expect(
+      (
+        await admin(hub, "POST", `${G}/v1beta2/managedclustersets`, {
+          apiVersion: "cluster.open-cluster-management.io/v1beta2",
+          kind: "ManagedClusterSet",
+          metadata: { name: "fleet" },
+        })
+      ).status,
+    ).toBe(201);
     await createNamespaces(hub, "apps");
-    expect((await admin(hub, "POST", `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "fleet" }, spec: { clusterSet: "fleet" } })).status).toBe(201);
+    expect(
+      (
+        await admin(hub, "POST", `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, {
+          apiVersion: "cluster.open-cluster-management.io/v1beta2",
+          kind: "ManagedClusterSetBinding",
+          metadata: { name: "fleet" },
+          spec: { clusterSet: "fleet" },
+        })
+      ).status,
+    ).toBe(201);
     const placement = (name: string, values: string[]) => ({
       apiVersion: "cluster.open-cluster-management.io/v1beta1",
       kind: "Placement",

@@ -33,7 +33,8 @@ function file(name: string, text: string): string {
   return p;
 }
 
-const available = async () => (await kubectl("get", "mcl", "ev1", "-o", "jsonpath={.status.conditions[?(@.type==\"ManagedClusterConditionAvailable\")].status}")).trim();
+const available = async () =>
+  (await kubectl("get", "mcl", "ev1", "-o", 'jsonpath={.status.conditions[?(@.type=="ManagedClusterConditionAvailable")].status}')).trim();
 
 /** Stops the agent, waits for the lease to expire (Unknown), restarts it and waits for Available again. */
 async function leaseCycle(): Promise<void> {
@@ -46,7 +47,10 @@ async function leaseCycle(): Promise<void> {
 /** The Events section of `kubectl describe`: its rows' reason and age columns, in the order shown. */
 function describedEvents(text: string): { type: string; reason: string; age: string; from: string; message: string }[] {
   const section = text.slice(text.indexOf("\nEvents:"));
-  const lines = section.split("\n").slice(3).filter((l) => /^\s+(Normal|Warning)\s/.test(l));
+  const lines = section
+    .split("\n")
+    .slice(3)
+    .filter((l) => /^\s+(Normal|Warning)\s/.test(l));
   return lines.map((l) => {
     const [type, reason, ...rest] = l.trim().split(/\s{2,}/);
     return { type: type!, reason: reason!, age: rest[0] ?? "", from: rest[1] ?? "", message: rest.slice(2).join("  ") };
@@ -55,7 +59,11 @@ function describedEvents(text: string): { type: string; reason: string; age: str
 
 beforeAll(async () => {
   hub = await startHub({ https: true, graceMultiplier: 2, env: { FLOTILLA_EVENT_TTL_SECONDS: String(TTL_SECONDS) } });
-  const { stdout } = await run(process.execPath, [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!], { cwd: root });
+  const { stdout } = await run(
+    process.execPath,
+    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
+    { cwd: root },
+  );
   kubeconfig = file("kubeconfig", stdout);
 });
 
@@ -103,27 +111,55 @@ describe("Events through kubectl", () => {
     const token = await createBootstrapToken(hub);
     agent = startAgent({ url: hub.url, caFile: hub.caFile }, ["--cluster-name", "ev1", "--bootstrap-token", token, "--simulate-state", state]);
     await waitFor("the cluster to register", async () => (await kubectl("get", "mcl", "-o", "name")).includes("/ev1"));
-    await kubectl("patch", "mcl", "ev1", "--type", "merge", "-p", '{"metadata":{"labels":{"cluster.open-cluster-management.io/clusterset":"evset"}},"spec":{"hubAcceptsClient":true,"leaseDurationSeconds":1}}');
+    await kubectl(
+      "patch",
+      "mcl",
+      "ev1",
+      "--type",
+      "merge",
+      "-p",
+      '{"metadata":{"labels":{"cluster.open-cluster-management.io/clusterset":"evset"}},"spec":{"hubAcceptsClient":true,"leaseDurationSeconds":1}}',
+    );
     await waitFor("the cluster to be Available", async () => (await available()) === "True", 60_000);
     await leaseCycle();
     await leaseCycle();
 
     // kubectl get events -A, oldest last seen first: the join, then the lease expiry and the
     // recovery, each folded over the two cycles.
-    const listed = await kubectl("get", "events", "-A", "--sort-by=.lastTimestamp", "-o", "custom-columns=NS:.metadata.namespace,REASON:.reason,COUNT:.count,OBJECT:.involvedObject.name,MESSAGE:.message", "--field-selector", "involvedObject.kind=ManagedCluster");
-    const rows = listed.trim().split("\n").slice(1).map((l) => l.trim().split(/\s+/));
+    const listed = await kubectl(
+      "get",
+      "events",
+      "-A",
+      "--sort-by=.lastTimestamp",
+      "-o",
+      "custom-columns=NS:.metadata.namespace,REASON:.reason,COUNT:.count,OBJECT:.involvedObject.name,MESSAGE:.message",
+      "--field-selector",
+      "involvedObject.kind=ManagedCluster",
+    );
+    const rows = listed
+      .trim()
+      .split("\n")
+      .slice(1)
+      .map((l) => l.trim().split(/\s+/));
     const clusterRows = rows.filter((r) => r[3] === "ev1" && !r[1]!.startsWith("ManagedClusterTaint"));
     // (A lease with leaseDurationSeconds 1 may also expire once between the acceptance and the
     // agent's first heartbeat at that interval: then the repeats count one more.)
     const shown = clusterRows.map((r) => `${r[0]} ${r[1]} ${r[2]}`);
-    expect(shown.slice(0, 4)).toEqual(["default ManagedClusterCreated 1", "default ManagedClusterAccepted 1", "default ManagedClusterJoined 1", "default ManagedClusterAvailable 1"]);
+    expect(shown.slice(0, 4)).toEqual([
+      "default ManagedClusterCreated 1",
+      "default ManagedClusterAccepted 1",
+      "default ManagedClusterJoined 1",
+      "default ManagedClusterAvailable 1",
+    ]);
     expect(shown.slice(4)).toHaveLength(2);
     expect(shown[4]).toMatch(/^default ManagedClusterLeaseUpdateStopped [23]$/);
     expect(shown[5]).toMatch(/^default ManagedClusterAvailable [23]$/);
     // The plain table kubectl prints (the server's Table): LAST SEEN, TYPE, REASON, OBJECT, MESSAGE.
     const table = await kubectl("get", "events", "-A");
     expect(table.split("\n")[0]).toMatch(/^NAMESPACE\s+LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE/);
-    expect(table).toMatch(/default\s+\S+\s+Warning\s+ManagedClusterLeaseUpdateStopped\s+managedcluster\/ev1\s+managed cluster ev1 available condition is unknown/);
+    expect(table).toMatch(
+      /default\s+\S+\s+Warning\s+ManagedClusterLeaseUpdateStopped\s+managedcluster\/ev1\s+managed cluster ev1 available condition is unknown/,
+    );
     // Listed in the order the Events were first recorded (their names, as client-go's): the
     // recovery, an Event of its own, after the join and the lease expiry.
     const lines = table.split("\n").filter((l) => l.includes("managedcluster/ev1"));
@@ -134,7 +170,14 @@ describe("Events through kubectl", () => {
 
     // kubectl describe: the same Events about the cluster, by its uid, in order, "(x2 over ...)".
     const described = describedEvents(await kubectl("describe", "mcl", "ev1")).filter((e) => !e.reason.startsWith("ManagedClusterTaint"));
-    expect(described.map((e) => e.reason)).toEqual(["ManagedClusterCreated", "ManagedClusterAccepted", "ManagedClusterJoined", "ManagedClusterAvailable", "ManagedClusterLeaseUpdateStopped", "ManagedClusterAvailable"]);
+    expect(described.map((e) => e.reason)).toEqual([
+      "ManagedClusterCreated",
+      "ManagedClusterAccepted",
+      "ManagedClusterJoined",
+      "ManagedClusterAvailable",
+      "ManagedClusterLeaseUpdateStopped",
+      "ManagedClusterAvailable",
+    ]);
     expect(described[4]).toMatchObject({ type: "Warning", from: "managed-cluster-lease-controller" });
     expect(described[4]!.age).toMatch(/\(x[23] over /);
     expect(described[5]!.age).toMatch(/\(x[23] over /);
@@ -151,9 +194,15 @@ describe("Events through kubectl", () => {
     await stopAgent(agent!);
     agent = undefined;
     await waitFor("the lease to expire once more", async () => (await available()) === "Unknown", 60_000);
-    const expiries = async () => Number((await kubectl("get", "events", "-A", "--field-selector", "reason=ManagedClusterLeaseUpdateStopped", "-o", "jsonpath={.items[0].count}")).trim());
+    const expiries = async () =>
+      Number((await kubectl("get", "events", "-A", "--field-selector", "reason=ManagedClusterLeaseUpdateStopped", "-o", "jsonpath={.items[0].count}")).trim());
     await waitFor("the expiry's Events to be recorded", async () => (await expiries()) >= 3);
-    const last = Math.max(...(await kubectl("get", "events", "-A", "-o", "jsonpath={.items[*].lastTimestamp}")).trim().split(/\s+/).map((t) => Date.parse(t)));
+    const last = Math.max(
+      ...(await kubectl("get", "events", "-A", "-o", "jsonpath={.items[*].lastTimestamp}"))
+        .trim()
+        .split(/\s+/)
+        .map((t) => Date.parse(t)),
+    );
     await waitFor("every Event to expire", async () => (await kubectl("get", "events", "-A", "-o", "name")).trim() === "", (TTL_SECONDS + 120) * 1000, 2_000);
     // Not before their TTL (lastTimestamp has whole seconds: 1 s of slack).
     expect(Date.now() - last).toBeGreaterThanOrEqual((TTL_SECONDS - 1) * 1000);

@@ -17,7 +17,13 @@ import { MC } from "./support.ts";
 const FIFTY_MB = 50 * 1024 * 1024;
 
 /** Sends `total` bytes of JSON whitespace as a chunked body (no Content-Length) and returns the answer. @throws Error when the connection fails before an answer */
-function sendChunked(hub: Hub, method: string, path: string, headers: Record<string, string>, total = FIFTY_MB): Promise<{ status: number; headers: Record<string, unknown>; text: string }> {
+function sendChunked(
+  hub: Hub,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  total = FIFTY_MB,
+): Promise<{ status: number; headers: Record<string, unknown>; text: string }> {
   return new Promise((resolve, reject) => {
     let answered = false;
     const req = request(`${hub.url}${path}`, { method, headers }, (res) => {
@@ -61,15 +67,30 @@ describe("hostile input over real HTTP (wrangler dev)", () => {
     hub = await startHub();
     bootstrap = await createBootstrapToken(hub);
     await createNamespaces(hub, "apps");
-    const secret = await admin(hub, "POST", "/api/v1/namespaces/apps/secrets", { apiVersion: "v1", kind: "Secret", metadata: { name: "hook" }, stringData: { token: "s3cret" } });
+    const secret = await admin(hub, "POST", "/api/v1/namespaces/apps/secrets", {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "hook" },
+      stringData: { token: "s3cret" },
+    });
     expect(secret.status).toBe(201);
-    const placement = await admin(hub, "POST", "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/apps/placements", { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "web" }, spec: {} });
+    const placement = await admin(hub, "POST", "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/apps/placements", {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "Placement",
+      metadata: { name: "web" },
+      spec: {},
+    });
     expect(placement.status).toBe(201);
     const receiver = await admin(hub, "POST", "/apis/flotilla.dev/v1alpha1/namespaces/apps/webhookreceivers", {
       apiVersion: "flotilla.dev/v1alpha1",
       kind: "WebhookReceiver",
       metadata: { name: "hook" },
-      spec: { type: "generic", secretRef: { name: "hook" }, target: { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", name: "web" }, action: { type: "Reevaluate" } },
+      spec: {
+        type: "generic",
+        secretRef: { name: "hook" },
+        target: { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", name: "web" },
+        action: { type: "Reevaluate" },
+      },
     });
     expect(receiver.status).toBe(201);
     hookPath = receiver.body.status.webhookPath;

@@ -32,7 +32,11 @@ function file(name: string, text: string): string {
 
 beforeAll(async () => {
   hub = await startHub({ https: true, graceMultiplier: 2 });
-  const { stdout } = await run(process.execPath, [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!], { cwd: root });
+  const { stdout } = await run(
+    process.execPath,
+    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
+    { cwd: root },
+  );
   expect(stdout).toContain("certificate-authority-data");
   expect(stdout).not.toContain("insecure-skip-tls-verify");
   kubeconfig = file("kubeconfig", stdout);
@@ -45,7 +49,10 @@ afterAll(async () => {
 
 describe("kubectl against the hub", () => {
   it("applies OCM YAML client-side and server-side, and reads it back as a table and as YAML", async () => {
-    const mcl = file("mcl.yaml", "apiVersion: cluster.open-cluster-management.io/v1\nkind: ManagedCluster\nmetadata:\n  name: kc1\n  labels:\n    env: dev\nspec:\n  hubAcceptsClient: true\n");
+    const mcl = file(
+      "mcl.yaml",
+      "apiVersion: cluster.open-cluster-management.io/v1\nkind: ManagedCluster\nmetadata:\n  name: kc1\n  labels:\n    env: dev\nspec:\n  hubAcceptsClient: true\n",
+    );
     expect(await kubectl("apply", "-f", mcl)).toContain("managedcluster.cluster.open-cluster-management.io/kc1 created");
     const table = await kubectl("get", "mcl");
     expect(table).toMatch(/^NAME\s+HUB ACCEPTED\s+MANAGED CLUSTER URLS\s+JOINED\s+AVAILABLE\s+AGE/);
@@ -94,33 +101,78 @@ describe("kubectl against the hub", () => {
     );
     const applied = await kubectl("apply", "--server-side", "-f", placement);
     expect(applied).toContain("placement.cluster.open-cluster-management.io/web serverside-applied");
-    expect(await kubectl("patch", "mcl", "kc1", "--type", "merge", "-p", '{"metadata":{"labels":{"cluster.open-cluster-management.io/clusterset":"dev"}}}')).toContain("patched");
-    const decisions = await kubectl("get", "placementdecisions", "-n", "apps", "-l", "cluster.open-cluster-management.io/placement=web", "-o", "jsonpath={.items[*].status.decisions[*].clusterName}");
+    expect(
+      await kubectl("patch", "mcl", "kc1", "--type", "merge", "-p", '{"metadata":{"labels":{"cluster.open-cluster-management.io/clusterset":"dev"}}}'),
+    ).toContain("patched");
+    const decisions = await kubectl(
+      "get",
+      "placementdecisions",
+      "-n",
+      "apps",
+      "-l",
+      "cluster.open-cluster-management.io/placement=web",
+      "-o",
+      "jsonpath={.items[*].status.decisions[*].clusterName}",
+    );
     expect(decisions.trim()).toBe("kc1");
     expect(await kubectl("label", "mcl", "kc1", "env=prod", "--overwrite")).toContain("labeled");
-    const after = await kubectl("get", "placementdecisions", "-n", "apps", "-l", "cluster.open-cluster-management.io/placement=web", "-o", "jsonpath={.items[*].status.decisions[*].clusterName}");
+    const after = await kubectl(
+      "get",
+      "placementdecisions",
+      "-n",
+      "apps",
+      "-l",
+      "cluster.open-cluster-management.io/placement=web",
+      "-o",
+      "jsonpath={.items[*].status.decisions[*].clusterName}",
+    );
     expect(after.trim()).toBe("");
   });
 
   it("server-side apply from two field managers conflicts as Kubernetes does, and --force-conflicts takes ownership", async () => {
     const yaml = (n: number, label: string) =>
-      ["apiVersion: cluster.open-cluster-management.io/v1beta1", "kind: Placement", "metadata:", "  name: shared", "  namespace: ssa", "  labels:", `    owner: ${label}`, "spec:", `  numberOfClusters: ${n}`, ""].join("\n");
+      [
+        "apiVersion: cluster.open-cluster-management.io/v1beta1",
+        "kind: Placement",
+        "metadata:",
+        "  name: shared",
+        "  namespace: ssa",
+        "  labels:",
+        `    owner: ${label}`,
+        "spec:",
+        `  numberOfClusters: ${n}`,
+        "",
+      ].join("\n");
     await kubectl("create", "namespace", "ssa");
-    expect(await kubectl("apply", "--server-side", "--field-manager=team-a", "-f", file("ssa-a.yaml", yaml(1, "a")))).toContain("placement.cluster.open-cluster-management.io/shared serverside-applied");
+    expect(await kubectl("apply", "--server-side", "--field-manager=team-a", "-f", file("ssa-a.yaml", yaml(1, "a")))).toContain(
+      "placement.cluster.open-cluster-management.io/shared serverside-applied",
+    );
     const conflict = await kubectlFails("apply", "--server-side", "--field-manager=team-b", "-f", file("ssa-b.yaml", yaml(2, "b")));
     expect(conflict).toContain('Apply failed with 2 conflicts: conflicts with "team-a":\n- .metadata.labels.owner\n- .spec.numberOfClusters');
     expect(conflict).toContain("--force-conflicts");
     expect(await kubectl("get", "placement", "shared", "-n", "ssa", "-o", "jsonpath={.spec.numberOfClusters}")).toBe("1");
-    expect(await kubectl("apply", "--server-side", "--field-manager=team-b", "--force-conflicts", "-f", path.join(dir, "ssa-b.yaml"))).toContain("serverside-applied");
+    expect(await kubectl("apply", "--server-side", "--field-manager=team-b", "--force-conflicts", "-f", path.join(dir, "ssa-b.yaml"))).toContain(
+      "serverside-applied",
+    );
     const shown = await kubectl("get", "placement", "shared", "-n", "ssa", "-o", "yaml", "--show-managed-fields");
-    expect(shown).toMatch(/managedFields:\n\s+- apiVersion: cluster.open-cluster-management.io\/v1beta1\n\s+fieldsType: FieldsV1\n\s+fieldsV1:\n\s+f:metadata:\n\s+f:labels:\n\s+f:owner: \{\}\n\s+f:spec:\n\s+f:numberOfClusters: \{\}\n\s+manager: team-b\n\s+operation: Apply/);
+    expect(shown).toMatch(
+      /managedFields:\n\s+- apiVersion: cluster.open-cluster-management.io\/v1beta1\n\s+fieldsType: FieldsV1\n\s+fieldsV1:\n\s+f:metadata:\n\s+f:labels:\n\s+f:owner: \{\}\n\s+f:spec:\n\s+f:numberOfClusters: \{\}\n\s+manager: team-b\n\s+operation: Apply/,
+    );
     expect(shown).not.toContain("manager: team-a");
     expect(await kubectl("get", "placement", "shared", "-n", "ssa", "-o", "jsonpath={.spec.numberOfClusters} {.metadata.labels.owner}")).toBe("2 b");
     // Without --show-managed-fields kubectl hides them, as against kube-apiserver.
     expect(await kubectl("get", "placement", "shared", "-n", "ssa", "-o", "yaml")).not.toContain("managedFields");
     // A client-side edit is an Update by kubectl's manager, and takes the field from team-b.
     expect(await kubectl("label", "placement", "shared", "-n", "ssa", "owner=c", "--overwrite")).toContain("labeled");
-    const labelled = await kubectl("get", "placement", "shared", "-n", "ssa", "-o", "jsonpath={.metadata.managedFields[*].manager}/{.metadata.managedFields[*].operation}");
+    const labelled = await kubectl(
+      "get",
+      "placement",
+      "shared",
+      "-n",
+      "ssa",
+      "-o",
+      "jsonpath={.metadata.managedFields[*].manager}/{.metadata.managedFields[*].operation}",
+    );
     expect(labelled).toBe("team-b kubectl-label/Apply Update");
   });
 
@@ -145,9 +197,18 @@ describe("kubectl against the hub", () => {
     watcher.kill();
 
     const token = await createBootstrapToken(hub);
-    const agent = startAgent({ url: hub.url, caFile: hub.caFile }, ["--cluster-name", "joiner", "--bootstrap-token", token, "--simulate-state", path.join(dir, "joiner.json")]);
+    const agent = startAgent({ url: hub.url, caFile: hub.caFile }, [
+      "--cluster-name",
+      "joiner",
+      "--bootstrap-token",
+      token,
+      "--simulate-state",
+      path.join(dir, "joiner.json"),
+    ]);
     agents.push(agent);
-    await waitFor("the cluster to register", async () => (await kubectl("get", "mcl", "-o", "name")).includes("managedcluster.cluster.open-cluster-management.io/joiner"));
+    await waitFor("the cluster to register", async () =>
+      (await kubectl("get", "mcl", "-o", "name")).includes("managedcluster.cluster.open-cluster-management.io/joiner"),
+    );
     await kubectl("patch", "mcl", "joiner", "--type", "merge", "-p", '{"spec":{"hubAcceptsClient":true,"leaseDurationSeconds":1}}');
     const waited = await kubectl("wait", "--for=condition=ManagedClusterConditionAvailable", "mcl/joiner", "--timeout=60s");
     expect(waited).toContain("condition met");
@@ -161,7 +222,10 @@ describe("@kubernetes/client-node against the hub", () => {
     const kc = new KubeConfig();
     kc.loadFromFile(kubeconfig);
     const api = kc.makeApiClient(CustomObjectsApi);
-    const list = (await api.listClusterCustomObject({ group: "cluster.open-cluster-management.io", version: "v1", plural: "managedclusters" })) as { items: { metadata: { name: string } }[]; metadata: { resourceVersion: string } };
+    const list = (await api.listClusterCustomObject({ group: "cluster.open-cluster-management.io", version: "v1", plural: "managedclusters" })) as {
+      items: { metadata: { name: string } }[];
+      metadata: { resourceVersion: string };
+    };
     expect(list.items.map((i) => i.metadata.name)).toContain("kc1");
     const events: string[] = [];
     const watch = new Watch(kc);

@@ -63,7 +63,11 @@ export function autoApproveToken(hub: Hub): Promise<string> {
 }
 
 /** The HTTP status of an agent call's result (0: no answer), recorded in `errors` when a 5xx. */
-export function statusOf(errors: ServerErrors, what: string, r: { ok: true; status: number } | { ok: false; error: { status?: number; message: string } }): number {
+export function statusOf(
+  errors: ServerErrors,
+  what: string,
+  r: { ok: true; status: number } | { ok: false; error: { status?: number; message: string } },
+): number {
   const status = r.ok ? r.status : (r.error.status ?? 0);
   return errors.note(what, status, r.ok ? undefined : r.error.message);
 }
@@ -81,7 +85,9 @@ export function manifestWork(name: string, data: Record<string, string> = {}): R
 /** A work status as an agent reports it: Applied at `generation`, with `message`. */
 export function appliedStatus(generation: number, message: string): Record<string, unknown> {
   const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-  return { conditions: [{ type: "Applied", status: "True", reason: "AppliedManifestWorkComplete", message, observedGeneration: generation, lastTransitionTime: now }] };
+  return {
+    conditions: [{ type: "Applied", status: "True", reason: "AppliedManifestWorkComplete", message, observedGeneration: generation, lastTransitionTime: now }],
+  };
 }
 
 /** Paths of the kinds load tests write. */

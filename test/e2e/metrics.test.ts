@@ -79,7 +79,11 @@ describe("/metrics agrees with the API (wrangler dev + 2 agent processes)", () =
   beforeAll(async () => {
     hub = await startHub();
     const token = await createBootstrapToken(hub);
-    for (const c of CLUSTERS) agents.set(c, startAgent(hub, ["--cluster-name", c, "--bootstrap-token", token, "--simulate-state", path.join(dir, `${c}.json`), "--status-sync-interval", "1"]));
+    for (const c of CLUSTERS)
+      agents.set(
+        c,
+        startAgent(hub, ["--cluster-name", c, "--bootstrap-token", token, "--simulate-state", path.join(dir, `${c}.json`), "--status-sync-interval", "1"]),
+      );
   }, 120_000);
 
   afterAll(async () => {
@@ -89,7 +93,10 @@ describe("/metrics agrees with the API (wrangler dev + 2 agent processes)", () =
 
   it("health: ok, each check with ?verbose, unauthenticated", async () => {
     expect(await hubFetch(hub, "GET", "/livez")).toEqual({ status: 200, text: "ok" });
-    expect(await hubFetch(hub, "GET", "/readyz?verbose")).toEqual({ status: 200, text: "[+]ping ok\n[+]d1 ok\n[+]migrations ok\n[+]scheduler ok\nreadyz check passed\n" });
+    expect(await hubFetch(hub, "GET", "/readyz?verbose")).toEqual({
+      status: 200,
+      text: "[+]ping ok\n[+]d1 ok\n[+]migrations ok\n[+]scheduler ok\nreadyz check passed\n",
+    });
     expect(await hubFetch(hub, "GET", "/healthz/migrations")).toEqual({ status: 200, text: "ok" });
     expect((await hubFetch(hub, "GET", "/metrics")).status).toBe(401);
   });
@@ -97,11 +104,24 @@ describe("/metrics agrees with the API (wrangler dev + 2 agent processes)", () =
   it("after a join: clusters per condition as the API lists them; registrations and heartbeats counted", async () => {
     for (const c of CLUSTERS) {
       await waitFor(`${c} to register`, async () => (await admin(hub, "GET", `${MC}/${c}`)).status === 200);
-      expect((await admin(hub, "PATCH", `${MC}/${c}`, { metadata: { labels: { tier: "metrics" } }, spec: { hubAcceptsClient: true, leaseDurationSeconds: 1 } }, merge)).status).toBe(200);
+      expect(
+        (
+          await admin(
+            hub,
+            "PATCH",
+            `${MC}/${c}`,
+            { metadata: { labels: { tier: "metrics" } }, spec: { hubAcceptsClient: true, leaseDurationSeconds: 1 } },
+            merge,
+          )
+        ).status,
+      ).toBe(200);
     }
     await waitFor("both clusters joined and Available", async () => {
       const items = (await admin(hub, "GET", MC)).body.items as Json[];
-      return items.filter((mc) => cond(mc, "ManagedClusterJoined")?.status === "True" && cond(mc, "ManagedClusterConditionAvailable")?.status === "True").length === 2;
+      return (
+        items.filter((mc) => cond(mc, "ManagedClusterJoined")?.status === "True" && cond(mc, "ManagedClusterConditionAvailable")?.status === "True").length ===
+        2
+      );
     });
     const m = await agreeing("after the join");
     expect(sampleSum(m, "flotilla_managed_clusters", { condition: "ManagedClusterConditionAvailable", status: "True" })).toBe(2);
@@ -110,14 +130,22 @@ describe("/metrics agrees with the API (wrangler dev + 2 agent processes)", () =
     // Counters arrive in batches (at most a second late).
     await waitFor("registrations and heartbeats counted", async () => {
       const c = await scrape();
-      return sampleSum(c, "flotilla_cluster_registrations_total", { code: "201" }) === 2 && sampleSum(c, "flotilla_agent_heartbeats_total") > 0 && sampleSum(c, "flotilla_agent_requests_total") > 0;
+      return (
+        sampleSum(c, "flotilla_cluster_registrations_total", { code: "201" }) === 2 &&
+        sampleSum(c, "flotilla_agent_heartbeats_total") > 0 &&
+        sampleSum(c, "flotilla_agent_requests_total") > 0
+      );
     });
   });
 
   it("after a lease expiry: the stopped cluster counted Unknown, the expiry counted", async () => {
     await stopAgent(agents.get("m2")!);
     agents.delete("m2");
-    await waitFor("m2 Available=Unknown", async () => cond((await admin(hub, "GET", `${MC}/m2`)).body, "ManagedClusterConditionAvailable")?.status === "Unknown", 60_000);
+    await waitFor(
+      "m2 Available=Unknown",
+      async () => cond((await admin(hub, "GET", `${MC}/m2`)).body, "ManagedClusterConditionAvailable")?.status === "Unknown",
+      60_000,
+    );
     const m = await agreeing("after the lease expiry");
     expect(sampleSum(m, "flotilla_managed_clusters", { condition: "ManagedClusterConditionAvailable", status: "Unknown" })).toBe(1);
     expect(sampleSum(m, "flotilla_managed_clusters", { condition: "ManagedClusterConditionAvailable", status: "True" })).toBe(1);
@@ -133,9 +161,19 @@ describe("/metrics agrees with the API (wrangler dev + 2 agent processes)", () =
 
   it("after a rollout: works per condition, placements and the replica set's progress as the API shows them", async () => {
     await createNamespaces(hub, "apps");
-    const binding = { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } };
+    const binding = {
+      apiVersion: "cluster.open-cluster-management.io/v1beta2",
+      kind: "ManagedClusterSetBinding",
+      metadata: { name: "default" },
+      spec: { clusterSet: "default" },
+    };
     expect((await admin(hub, "POST", `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, binding)).status).toBe(201);
-    const placement = { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "web" }, spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { tier: "metrics" } } } }] } };
+    const placement = {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "Placement",
+      metadata: { name: "web" },
+      spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { tier: "metrics" } } } }] },
+    };
     expect((await admin(hub, "POST", `${G}/v1beta1/namespaces/apps/placements`, placement)).status).toBe(201);
     const manifests = [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "web", namespace: "default" }, data: { greeting: "hello" } }];
     const mwrs = {
@@ -146,10 +184,14 @@ describe("/metrics agrees with the API (wrangler dev + 2 agent processes)", () =
     };
     expect((await admin(hub, "POST", `${W}/v1alpha1/namespaces/apps/manifestworkreplicasets`, mwrs)).status).toBe(201);
     // The unreachable m2 is not selected (its taint); m1 gets the work and reports it Available.
-    const done = await waitFor("the rollout complete", async () => {
-      const r = (await admin(hub, "GET", `${W}/v1alpha1/namespaces/apps/manifestworkreplicasets/web`)).body;
-      return cond(r, "PlacementRolledOut")?.status === "True" && r.status?.summary?.available === 1 && r;
-    }, 60_000);
+    const done = await waitFor(
+      "the rollout complete",
+      async () => {
+        const r = (await admin(hub, "GET", `${W}/v1alpha1/namespaces/apps/manifestworkreplicasets/web`)).body;
+        return cond(r, "PlacementRolledOut")?.status === "True" && r.status?.summary?.available === 1 && r;
+      },
+      60_000,
+    );
     const m = await agreeing("after the rollout");
     expect(sampleSum(m, "flotilla_manifestworks", { condition: "Available", status: "True" })).toBe(1);
     for (const state of ["total", "applied", "available", "progressing", "degraded"]) {
@@ -163,7 +205,12 @@ describe("/metrics agrees with the API (wrangler dev + 2 agent processes)", () =
     expect((await hubFetch(hub, "POST", `/hooks/${"0".repeat(64)}`, { "content-type": "application/json" }, "{}")).status).toBe(404);
     await waitFor("the scheduler, the API requests and the delivery counted", async () => {
       const c = await scrape();
-      const created = sampleSum(c, "apiserver_request_total", { verb: "POST", group: "work.open-cluster-management.io", resource: "manifestworkreplicasets", code: "201" });
+      const created = sampleSum(c, "apiserver_request_total", {
+        verb: "POST",
+        group: "work.open-cluster-management.io",
+        resource: "manifestworkreplicasets",
+        code: "201",
+      });
       return (
         created === 1 &&
         sampleSum(c, "flotilla_scheduler_runs_total", { result: "success" }) > 0 &&
@@ -176,7 +223,13 @@ describe("/metrics agrees with the API (wrangler dev + 2 agent processes)", () =
 
   it("keeps its counters across a restart of the hub (workerd and every isolate)", async () => {
     const before = await scrape();
-    const counters = ["flotilla_cluster_registrations_total", "flotilla_cluster_leases_expired_total", "flotilla_scheduler_runs_total", "apiserver_request_total", "flotilla_webhook_deliveries_total"];
+    const counters = [
+      "flotilla_cluster_registrations_total",
+      "flotilla_cluster_leases_expired_total",
+      "flotilla_scheduler_runs_total",
+      "apiserver_request_total",
+      "flotilla_webhook_deliveries_total",
+    ];
     const { stateDir, adminToken } = hub;
     const port = Number(new URL(hub.url).port);
     await hub.stop();

@@ -19,7 +19,11 @@ describe("placement decisions follow the fleet (wrangler dev + agent processes)"
   const dir = mkdtempSync(path.join(tmpdir(), "flotilla-e2e-placement-"));
 
   const decisions = async (): Promise<string[]> => {
-    const r = await admin(hub, "GET", `${G}/v1beta1/namespaces/apps/placementdecisions?labelSelector=${encodeURIComponent("cluster.open-cluster-management.io/placement=web")}`);
+    const r = await admin(
+      hub,
+      "GET",
+      `${G}/v1beta1/namespaces/apps/placementdecisions?labelSelector=${encodeURIComponent("cluster.open-cluster-management.io/placement=web")}`,
+    );
     expect(r.status).toBe(200);
     return r.body.items.flatMap((d: { status: { decisions: { clusterName: string }[] } }) => d.status.decisions.map((x) => x.clusterName)).sort();
   };
@@ -34,13 +38,56 @@ describe("placement decisions follow the fleet (wrangler dev + agent processes)"
   });
 
   it("schedules, moves work off a tainted cluster and off a cluster whose lease expired", async () => {
-    expect((await admin(hub, "POST", `${G}/v1beta2/managedclustersets`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "fleet" } })).status).toBe(201);
+    expect(
+      (
+        await admin(hub, "POST", `${G}/v1beta2/managedclustersets`, {
+          apiVersion: "cluster.open-cluster-management.io/v1beta2",
+          kind: "ManagedClusterSet",
+          metadata: { name: "fleet" },
+        })
+      ).status,
+    ).toBe(201);
     await createNamespaces(hub, "apps");
-    expect((await admin(hub, "POST", `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "fleet" }, spec: { clusterSet: "fleet" } })).status).toBe(201);
+    expect(
+      (
+        await admin(hub, "POST", `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, {
+          apiVersion: "cluster.open-cluster-management.io/v1beta2",
+          kind: "ManagedClusterSetBinding",
+          metadata: { name: "fleet" },
+          spec: { clusterSet: "fleet" },
+        })
+      ).status,
+    ).toBe(201);
 
     // A cluster created by the admin, its status written through the status subresource.
-    expect((await admin(hub, "POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "static1", labels: { [SET_LABEL]: "fleet" } } })).status).toBe(201);
-    const status = await admin(hub, "PATCH", `${MC}/static1/status`, { status: { conditions: [{ type: "ManagedClusterConditionAvailable", status: "True", reason: "Manual", message: "set by the test", lastTransitionTime: "2026-01-01T00:00:00Z" }] } }, merge);
+    expect(
+      (
+        await admin(hub, "POST", MC, {
+          apiVersion: "cluster.open-cluster-management.io/v1",
+          kind: "ManagedCluster",
+          metadata: { name: "static1", labels: { [SET_LABEL]: "fleet" } },
+        })
+      ).status,
+    ).toBe(201);
+    const status = await admin(
+      hub,
+      "PATCH",
+      `${MC}/static1/status`,
+      {
+        status: {
+          conditions: [
+            {
+              type: "ManagedClusterConditionAvailable",
+              status: "True",
+              reason: "Manual",
+              message: "set by the test",
+              lastTransitionTime: "2026-01-01T00:00:00Z",
+            },
+          ],
+        },
+      },
+      merge,
+    );
     expect(status.status).toBe(200);
 
     // Two clusters joined by agents; the admin accepts them into the set with a 1 s lease (grace 2 x 1 s).
@@ -53,10 +100,19 @@ describe("placement decisions follow the fleet (wrangler dev + agent processes)"
     }
     await waitFor("both agents Available", async () => {
       const items = (await admin(hub, "GET", `${MC}?labelSelector=${encodeURIComponent(`${SET_LABEL}=fleet`)}`)).body.items;
-      return items.filter((mc: { status?: { conditions?: { type: string; status: string }[] } }) => mc.status?.conditions?.some((c) => c.type === "ManagedClusterConditionAvailable" && c.status === "True")).length === 3;
+      return (
+        items.filter((mc: { status?: { conditions?: { type: string; status: string }[] } }) =>
+          mc.status?.conditions?.some((c) => c.type === "ManagedClusterConditionAvailable" && c.status === "True"),
+        ).length === 3
+      );
     });
 
-    const placement = await admin(hub, "POST", `${G}/v1beta1/namespaces/apps/placements`, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "web" }, spec: {} });
+    const placement = await admin(hub, "POST", `${G}/v1beta1/namespaces/apps/placements`, {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "Placement",
+      metadata: { name: "web" },
+      spec: {},
+    });
     expect(placement.status).toBe(201);
     expect(await decisions()).toEqual(["agent-a", "agent-b", "static1"]);
 

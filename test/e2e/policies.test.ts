@@ -24,7 +24,12 @@ const CLUSTERS = { p1: "ws", p2: "poll" } as const;
 const NAME = "policies.prod-namespace";
 
 /** The replicated Policy the propagator would write into `cluster`'s namespace. */
-const replicated = (cluster: string, remediationAction: "inform" | "enforce", name = NAME, objectTemplates: Json[] = [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: "prod" } } }]) => ({
+const replicated = (
+  cluster: string,
+  remediationAction: "inform" | "enforce",
+  name = NAME,
+  objectTemplates: Json[] = [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: "prod" } } }],
+) => ({
   apiVersion: "policy.open-cluster-management.io/v1",
   kind: "Policy",
   metadata: {
@@ -76,7 +81,25 @@ describe("policies reach clusters and compliance comes back (wrangler dev + 2 ag
     const token = await createBootstrapToken(hub);
     for (const [c, transport] of Object.entries(CLUSTERS)) {
       sims.set(c, await startSimulatedCluster({ statePath: path.join(dir, `${c}.json`) }));
-      agents.set(c, startAgent(hub, ["--cluster-name", c, "--bootstrap-token", token, "--kubeconfig", sims.get(c)!.kubeconfigPath, "--status-sync-interval", "1", "--transport", transport], false));
+      agents.set(
+        c,
+        startAgent(
+          hub,
+          [
+            "--cluster-name",
+            c,
+            "--bootstrap-token",
+            token,
+            "--kubeconfig",
+            sims.get(c)!.kubeconfigPath,
+            "--status-sync-interval",
+            "1",
+            "--transport",
+            transport,
+          ],
+          false,
+        ),
+      );
     }
     for (const c of Object.keys(CLUSTERS)) {
       await waitFor(`${c} to register`, async () => (await admin(hub, "GET", `${MC}/${c}`)).status === 200);
@@ -102,7 +125,17 @@ describe("policies reach clusters and compliance comes back (wrangler dev + 2 ag
       return p.status?.compliant === "NonCompliant" && p;
     });
     expect(informed.status.details).toEqual([
-      { templateMeta: { name: "prod-namespace" }, compliant: "NonCompliant", history: [{ eventName: expect.stringMatching(/^policies\.prod-namespace\.[0-9a-f]+$/), lastTimestamp: expect.any(String), message: "NonCompliant; violation - namespaces [prod] not found" }] },
+      {
+        templateMeta: { name: "prod-namespace" },
+        compliant: "NonCompliant",
+        history: [
+          {
+            eventName: expect.stringMatching(/^policies\.prod-namespace\.[0-9a-f]+$/),
+            lastTimestamp: expect.any(String),
+            message: "NonCompliant; violation - namespaces [prod] not found",
+          },
+        ],
+      },
     ]);
     const p2 = await waitFor("p2 Compliant", async () => {
       const p = await policyOf("p2");
@@ -129,7 +162,10 @@ describe("policies reach clusters and compliance comes back (wrangler dev + 2 ag
     await core("p2").createNamespacedConfigMap({ namespace: "default", body: { metadata: { name: "settings" }, data: { mode: "strict", debug: "true" } } });
     const templates = [
       { complianceType: "mustnothave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: "legacy" } } },
-      { complianceType: "mustonlyhave", objectDefinition: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "settings", namespace: "default" }, data: { mode: "strict" } } },
+      {
+        complianceType: "mustonlyhave",
+        objectDefinition: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "settings", namespace: "default" }, data: { mode: "strict" } },
+      },
     ];
     expect((await admin(hub, "POST", POLICIES("p2"), replicated("p2", "enforce", "policies.hygiene", templates))).status).toBe(201);
     await waitFor("legacy gone from p2", async () => {
@@ -140,7 +176,11 @@ describe("policies reach clusters and compliance comes back (wrangler dev + 2 ag
         return true;
       }
     });
-    await waitFor("settings without debug", async () => JSON.stringify((await core("p2").readNamespacedConfigMap({ name: "settings", namespace: "default" })).data) === JSON.stringify({ mode: "strict" }));
+    await waitFor(
+      "settings without debug",
+      async () =>
+        JSON.stringify((await core("p2").readNamespacedConfigMap({ name: "settings", namespace: "default" })).data) === JSON.stringify({ mode: "strict" }),
+    );
     const p = await waitFor("hygiene Compliant", async () => {
       const got = await policyOf("p2", "policies.hygiene");
       return got.status?.compliant === "Compliant" && got;

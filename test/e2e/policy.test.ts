@@ -92,14 +92,25 @@ spec:
 
 beforeAll(async () => {
   hub = await startHub({ https: true });
-  const { stdout } = await run(process.execPath, [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!], { cwd: root });
+  const { stdout } = await run(
+    process.execPath,
+    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
+    { cwd: root },
+  );
   kubeconfig = file("kubeconfig", stdout);
   const token = await createBootstrapToken(hub, { autoApprove: true });
-  for (const c of CLUSTERS) agents.push(startAgent({ url: hub.url, caFile: hub.caFile }, ["--cluster-name", c, "--bootstrap-token", token, "--simulate-state", path.join(dir, `${c}.json`)]));
-  await waitFor("three clusters to join", async () => {
-    const names = (await kubectl("get", "mcl", "-o", "name")).trim().split("\n");
-    return CLUSTERS.every((c) => names.includes(`managedcluster.cluster.open-cluster-management.io/${c}`));
-  }, 120_000);
+  for (const c of CLUSTERS)
+    agents.push(
+      startAgent({ url: hub.url, caFile: hub.caFile }, ["--cluster-name", c, "--bootstrap-token", token, "--simulate-state", path.join(dir, `${c}.json`)]),
+    );
+  await waitFor(
+    "three clusters to join",
+    async () => {
+      const names = (await kubectl("get", "mcl", "-o", "name")).trim().split("\n");
+      return CLUSTERS.every((c) => names.includes(`managedcluster.cluster.open-cluster-management.io/${c}`));
+    },
+    120_000,
+  );
   for (const c of CLUSTERS) await kubectl("label", "mcl", c, "cluster.open-cluster-management.io/clusterset=gov", "env=prod", "--overwrite");
 }, 180_000);
 
@@ -151,10 +162,17 @@ describe("OCM's policy documentation examples with kubectl", () => {
     expect(applied).toContain("placementbinding.policy.open-cluster-management.io/binding-policy-namespace created");
     expect(applied).toContain("policyset.policy.open-cluster-management.io/acm-hardening created");
 
-    await waitFor("the policy replicated to three clusters", async () => {
-      const names = (await kubectl("get", "policies", "-A", "-l", "policy.open-cluster-management.io/root-policy=policies.policy-namespace", "-o", "name")).trim().split("\n").filter(Boolean);
-      return names.length === 3;
-    }, 60_000);
+    await waitFor(
+      "the policy replicated to three clusters",
+      async () => {
+        const names = (await kubectl("get", "policies", "-A", "-l", "policy.open-cluster-management.io/root-policy=policies.policy-namespace", "-o", "name"))
+          .trim()
+          .split("\n")
+          .filter(Boolean);
+        return names.length === 3;
+      },
+      60_000,
+    );
     const table = await kubectl("get", "policies", "-A");
     expect(table).toMatch(/^NAMESPACE\s+NAME\s+REMEDIATION ACTION\s+COMPLIANCE STATE\s+AGE/);
     for (const c of CLUSTERS) expect(table).toMatch(new RegExp(`\\n${c}\\s+policies\\.policy-namespace\\s+enforce\\s`));
@@ -179,15 +197,25 @@ describe("OCM's policy documentation examples with kubectl", () => {
 
   it("a cluster leaving the decisions loses its replicated policy", async () => {
     await kubectl("label", "mcl", "gov3", "env=dev", "--overwrite");
-    await waitFor("gov3's replica removed", async () => (await kubectlFails("get", "policy", "policies.policy-namespace", "-n", "gov3")).includes("NotFound"), 60_000);
-    await waitFor("the root to list two clusters", async () => {
-      const s = JSON.parse(await kubectl("get", "plc", "policy-namespace", "-n", "policies", "-o", "json")).status;
-      return s.status?.length === 2;
-    }, 60_000);
+    await waitFor(
+      "gov3's replica removed",
+      async () => (await kubectlFails("get", "policy", "policies.policy-namespace", "-n", "gov3")).includes("NotFound"),
+      60_000,
+    );
+    await waitFor(
+      "the root to list two clusters",
+      async () => {
+        const s = JSON.parse(await kubectl("get", "plc", "policy-namespace", "-n", "policies", "-o", "json")).status;
+        return s.status?.length === 2;
+      },
+      60_000,
+    );
   });
 
   it("refuses what the hub does not implement, naming the field, with nothing written", async () => {
-    const bad = DOC_EXAMPLES.split("---")[0]!.replace("name: policy-namespace\n", "name: policy-raw\n").replace("          severity: low\n", "          severity: low\n          object-templates-raw: x\n");
+    const bad = DOC_EXAMPLES.split("---")[0]!
+      .replace("name: policy-namespace\n", "name: policy-raw\n")
+      .replace("          severity: low\n", "          severity: low\n          object-templates-raw: x\n");
     const err = await kubectlFails("apply", "-f", file("bad.yaml", bad));
     expect(err).toContain("object-templates-raw");
     expect(err).toContain("Forbidden");

@@ -89,10 +89,14 @@ describe("a cluster joins, goes silent and comes back (wrangler dev + agent proc
 
   it("an agent that stops goes Unknown with the unreachable taint; restarted, it is Available again", async () => {
     await stopAgent(agents.pop()!);
-    const silent = await waitFor("Available=Unknown", async () => {
-      const mc = (await admin(hub, "GET", `${MC}/e2e1`)).body;
-      return cond(mc, "ManagedClusterConditionAvailable")?.status === "Unknown" && mc;
-    }, 30_000);
+    const silent = await waitFor(
+      "Available=Unknown",
+      async () => {
+        const mc = (await admin(hub, "GET", `${MC}/e2e1`)).body;
+        return cond(mc, "ManagedClusterConditionAvailable")?.status === "Unknown" && mc;
+      },
+      30_000,
+    );
     expect(cond(silent, "ManagedClusterConditionAvailable").reason).toBe("ManagedClusterLeaseUpdateStopped");
     expect(taintKeys(silent)).toEqual(["cluster.open-cluster-management.io/unreachable"]);
 
@@ -124,7 +128,11 @@ describe("a cluster joins, goes silent and comes back (wrangler dev + agent proc
     expect(reg.status).toBe(201);
     const hb = (target: string) =>
       signAgentToken("e2e2", key).then((jwt) =>
-        fetch(`${hub.url}/agent/v1/clusters/${target}/heartbeat`, { method: "POST", headers: { authorization: `Bearer ${jwt}`, "content-type": "application/json" }, body: JSON.stringify({ healthy: true }) }),
+        fetch(`${hub.url}/agent/v1/clusters/${target}/heartbeat`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${jwt}`, "content-type": "application/json" },
+          body: JSON.stringify({ healthy: true }),
+        }),
       );
     expect((await hb("e2e2")).status).toBe(200);
     const cross = await hb("e2e1");
@@ -140,10 +148,14 @@ describe("a cluster joins, goes silent and comes back (wrangler dev + agent proc
     const agent = agents[agents.length - 1]!;
     await admin(hub, "PATCH", `${MC}/e2e1`, { spec: { hubAcceptsClient: false } }, merge);
     await waitFor("the agent to notice the denial", async () => agent.output().includes("hub no longer accepts this cluster (403)"));
-    const silent = await waitFor("e2e1 to go Unknown after the denial", async () => {
-      const mc = (await admin(hub, "GET", `${MC}/e2e1`)).body;
-      return cond(mc, "ManagedClusterConditionAvailable")?.status === "Unknown" && mc;
-    }, 30_000);
+    const silent = await waitFor(
+      "e2e1 to go Unknown after the denial",
+      async () => {
+        const mc = (await admin(hub, "GET", `${MC}/e2e1`)).body;
+        return cond(mc, "ManagedClusterConditionAvailable")?.status === "Unknown" && mc;
+      },
+      30_000,
+    );
     expect(cond(silent, "HubAcceptedManagedCluster").reason).toBe("HubClusterAdminDenied");
   });
 
@@ -160,7 +172,11 @@ describe("a cluster joins, goes silent and comes back (wrangler dev + agent proc
     expect(((await takeover.json()) as { keyPending: boolean }).keyPending).toBe(true);
     const hb = async (k: AgentKeyPair, keyTag?: string) => {
       const jwt = await signAgentToken("e2e3", k, { keyTag });
-      return fetch(`${hub.url}/agent/v1/clusters/e2e3/heartbeat`, { method: "POST", headers: { authorization: `Bearer ${jwt}`, "content-type": "application/json" }, body: JSON.stringify({ healthy: true }) });
+      return fetch(`${hub.url}/agent/v1/clusters/e2e3/heartbeat`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${jwt}`, "content-type": "application/json" },
+        body: JSON.stringify({ healthy: true }),
+      });
     };
     expect((await hb(key, tag)).status).toBe(200);
     // A steady heartbeat with the key tag is admitted with no D1 query.
@@ -194,7 +210,11 @@ describe("a cluster joins, goes silent and comes back (wrangler dev + agent proc
     for (let i = 0; i < 300; i++) {
       const name = `nobody-${i}`;
       const jwt = await signAgentToken(name, stranger);
-      const r = await fetch(`${hub.url}/agent/v1/clusters/${name}/heartbeat`, { method: "POST", headers: { authorization: `Bearer ${jwt}`, "content-type": "application/json" }, body: JSON.stringify({ healthy: true }) });
+      const r = await fetch(`${hub.url}/agent/v1/clusters/${name}/heartbeat`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${jwt}`, "content-type": "application/json" },
+        body: JSON.stringify({ healthy: true }),
+      });
       await r.arrayBuffer();
       statuses.add(r.status);
     }

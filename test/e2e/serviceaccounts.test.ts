@@ -33,7 +33,11 @@ async function publicDoc(apiPath: string): Promise<{ status: number; body: Recor
 
 beforeAll(async () => {
   hub = await startHub({ https: true });
-  const { stdout } = await run(process.execPath, [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!], { cwd: root });
+  const { stdout } = await run(
+    process.execPath,
+    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
+    { cwd: root },
+  );
   kubeconfig = path.join(dir, "kubeconfig");
   writeFileSync(kubeconfig, stdout);
 });
@@ -60,10 +64,17 @@ describe("ServiceAccount tokens with kubectl", () => {
     const uid = await kubectl("get", "sa", "deployer", "-n", "ci", "-o", "jsonpath={.metadata.uid}");
     token = (await kubectl("create", "token", "deployer", "-n", "ci")).trim();
     const claims = decodeJwt(token);
-    expect(claims).toMatchObject({ iss: hub.url, sub: "system:serviceaccount:ci:deployer", aud: [hub.url], "kubernetes.io": { namespace: "ci", serviceaccount: { name: "deployer", uid } } });
+    expect(claims).toMatchObject({
+      iss: hub.url,
+      sub: "system:serviceaccount:ci:deployer",
+      aud: [hub.url],
+      "kubernetes.io": { namespace: "ci", serviceaccount: { name: "deployer", uid } },
+    });
     expect(claims.exp! - claims.iat!).toBe(3600);
 
-    const custom = decodeJwt((await kubectl("create", "token", "deployer", "-n", "ci", "--duration", "10m", "--audience", "vault", "--audience", "ci.example")).trim());
+    const custom = decodeJwt(
+      (await kubectl("create", "token", "deployer", "-n", "ci", "--duration", "10m", "--audience", "vault", "--audience", "ci.example")).trim(),
+    );
     expect(custom.aud).toEqual(["vault", "ci.example"]);
     expect(custom.exp! - custom.iat!).toBe(600);
 
@@ -86,7 +97,10 @@ describe("ServiceAccount tokens with kubectl", () => {
     expect(disc.body).toMatchObject({ issuer: hub.url, jwks_uri: `${hub.url}/openid/v1/jwks`, id_token_signing_alg_values_supported: ["ES256"] });
     const jwks = await publicDoc("/openid/v1/jwks");
     expect(jwks.status).toBe(200);
-    const { payload, protectedHeader } = await jwtVerify(token, createLocalJWKSet(jwks.body as unknown as JSONWebKeySet), { issuer: String(disc.body.issuer), audience: hub.url });
+    const { payload, protectedHeader } = await jwtVerify(token, createLocalJWKSet(jwks.body as unknown as JSONWebKeySet), {
+      issuer: String(disc.body.issuer),
+      audience: hub.url,
+    });
     expect(payload.sub).toBe("system:serviceaccount:ci:deployer");
     expect(protectedHeader.alg).toBe("ES256");
   });
@@ -105,8 +119,14 @@ describe("ServiceAccount tokens with kubectl", () => {
   });
   it("the token is the ServiceAccount's identity for kubectl, its RBAC applies, and it dies with the ServiceAccount", async () => {
     const t = (await kubectl("create", "token", "deployer", "-n", "ci")).trim();
-    const as = (...args: string[]) => run("kubectl", ["--kubeconfig", kubeconfig, "--token", t, ...args], { cwd: dir }).then((r) => ({ code: 0, out: r.stdout }), (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? -1, out: `${e.stdout ?? ""}${e.stderr ?? ""}` }));
-    expect((await as("auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}")).out).toBe('system:serviceaccount:ci:deployer ["system:serviceaccounts","system:serviceaccounts:ci","system:authenticated"]');
+    const as = (...args: string[]) =>
+      run("kubectl", ["--kubeconfig", kubeconfig, "--token", t, ...args], { cwd: dir }).then(
+        (r) => ({ code: 0, out: r.stdout }),
+        (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? -1, out: `${e.stdout ?? ""}${e.stderr ?? ""}` }),
+      );
+    expect((await as("auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}")).out).toBe(
+      'system:serviceaccount:ci:deployer ["system:serviceaccounts","system:serviceaccounts:ci","system:authenticated"]',
+    );
     expect((await as("auth", "can-i", "list", "serviceaccounts", "-n", "ci")).out.trim()).toBe("no");
     await kubectl("create", "rolebinding", "deployer-view", "--clusterrole=view", "--serviceaccount=ci:deployer", "-n", "ci");
     expect((await as("get", "serviceaccounts", "-n", "ci", "-o", "name")).out).toContain("serviceaccount/deployer");

@@ -22,7 +22,6 @@ const WATCHERS = 3;
 /** Names each kind's writers pick from: few, so that they collide. */
 const NAMES = 4;
 
-
 describe(`randomised soak of writers, agents and watches (wrangler dev, ${SECONDS} s, seed ${SEED})`, () => {
   let hub: Hub;
   const agents: LoadAgent[] = [];
@@ -64,12 +63,18 @@ describe(`randomised soak of writers, agents and watches (wrangler dev, ${SECOND
             kind === "secret"
               ? { apiVersion: "v1", kind: "Secret", metadata: { name }, stringData: { v: String(r()) } }
               : kind === "placement"
-                ? { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name }, spec: { numberOfClusters: 1 + Math.floor(r() * AGENTS) } }
+                ? {
+                    apiVersion: "cluster.open-cluster-management.io/v1beta1",
+                    kind: "Placement",
+                    metadata: { name },
+                    spec: { numberOfClusters: 1 + Math.floor(r() * AGENTS) },
+                  }
                 : manifestWork(name, { v: String(r()) });
           const op = pick(r, ["create", "create", "patch", "patch", "patch", "stale-update", "delete"] as const);
           count(`admin ${op}`);
           if (op === "create") await adminCall(hub, errors, "POST", collection, body);
-          else if (op === "patch") await adminCall(hub, errors, "PATCH", path, { metadata: { labels: { [`l${Math.floor(r() * 8)}`]: String(Math.floor(r() * 100)) } } }, merge);
+          else if (op === "patch")
+            await adminCall(hub, errors, "PATCH", path, { metadata: { labels: { [`l${Math.floor(r() * 8)}`]: String(Math.floor(r() * 100)) } } }, merge);
           else if (op === "delete") await adminCall(hub, errors, "DELETE", path);
           else {
             const got = await adminCall(hub, errors, "GET", path);
@@ -103,7 +108,10 @@ describe(`randomised soak of writers, agents and watches (wrangler dev, ${SECOND
             const w = pick(r, works);
             const report = async () => {
               count("agent report");
-              const res = await agent.client.putWorkStatus(agent.name, w.metadata.name, await tokenOf(agent), { uid: w.metadata.uid, status: appliedStatus(w.metadata.generation ?? 1, `soak ${r()}`) });
+              const res = await agent.client.putWorkStatus(agent.name, w.metadata.name, await tokenOf(agent), {
+                uid: w.metadata.uid,
+                status: appliedStatus(w.metadata.generation ?? 1, `soak ${r()}`),
+              });
               statusOf(errors, `${agent.name} report ${w.metadata.name}`, res);
             };
             // Now and then two reports of one work at once, as a retried report meets its original.

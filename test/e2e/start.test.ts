@@ -36,7 +36,12 @@ async function live(hub: Hub): Promise<boolean> {
 const SECRETS = "/api/v1/namespaces/default/secrets";
 
 const WORKS = "/apis/work.open-cluster-management.io/v1/namespaces/s1/manifestworks";
-const configMapWork = (name: string) => ({ apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name }, spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" } }] } } });
+const configMapWork = (name: string) => ({
+  apiVersion: "work.open-cluster-management.io/v1",
+  kind: "ManifestWork",
+  metadata: { name },
+  spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" } }] } },
+});
 
 describe("npm start", () => {
   let hub: Hub;
@@ -61,7 +66,12 @@ describe("npm start", () => {
     expect((await admin(hub, "GET", SECRETS)).status).toBe(200);
     expect((await admin({ ...hub, adminToken: `${hub.adminToken}x` }, "GET", SECRETS)).status).toBe(401);
     // The key reached the Worker: a Secret is stored and served.
-    const created = await admin(hub, "POST", SECRETS, { apiVersion: "v1", kind: "Secret", metadata: { name: "before-crash" }, stringData: { password: "hunter2" } });
+    const created = await admin(hub, "POST", SECRETS, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "before-crash" },
+      stringData: { password: "hunter2" },
+    });
     expect(created.status).toBe(201);
   });
 
@@ -101,40 +111,48 @@ describe("npm start", () => {
     }
   });
 
-  it("answers again after its workerd processes are killed, on the same state, and its agent reconnects by itself and applies new works", { timeout: 300_000 }, async () => {
-    // An agent on its default transport (ws), connected and applying works before the kill.
-    const token = await createBootstrapToken(hub, { autoApprove: true });
-    agent = startAgent(hub, ["--cluster-name", "s1", "--bootstrap-token", token]);
-    const connects = () => agent!.output().split("connected to the hub over WebSocket").length - 1;
-    await waitFor("the cluster Available", async () => cond((await admin(hub, "GET", `${MC}/s1`)).body, "ManagedClusterConditionAvailable")?.status === "True", 120_000);
-    expect((await admin(hub, "POST", WORKS, configMapWork("before-kill"))).status).toBe(201);
-    const applied = async (name: string) => cond((await admin(hub, "GET", `${WORKS}/${name}`)).body, "Applied")?.status === "True";
-    await waitFor("the work applied before the kill", () => applied("before-kill"), 60_000);
-    const connectedBefore = connects();
-    expect(connectedBefore).toBeGreaterThanOrEqual(1);
+  it(
+    "answers again after its workerd processes are killed, on the same state, and its agent reconnects by itself and applies new works",
+    { timeout: 300_000 },
+    async () => {
+      // An agent on its default transport (ws), connected and applying works before the kill.
+      const token = await createBootstrapToken(hub, { autoApprove: true });
+      agent = startAgent(hub, ["--cluster-name", "s1", "--bootstrap-token", token]);
+      const connects = () => agent!.output().split("connected to the hub over WebSocket").length - 1;
+      await waitFor(
+        "the cluster Available",
+        async () => cond((await admin(hub, "GET", `${MC}/s1`)).body, "ManagedClusterConditionAvailable")?.status === "True",
+        120_000,
+      );
+      expect((await admin(hub, "POST", WORKS, configMapWork("before-kill"))).status).toBe(201);
+      const applied = async (name: string) => cond((await admin(hub, "GET", `${WORKS}/${name}`)).body, "Applied")?.status === "True";
+      await waitFor("the work applied before the kill", () => applied("before-kill"), 60_000);
+      const connectedBefore = connects();
+      expect(connectedBefore).toBeGreaterThanOrEqual(1);
 
-    const pids = workerdPids(hub);
-    expect(pids.length).toBeGreaterThan(0);
-    for (const pid of pids) process.kill(pid, "SIGKILL");
-    // Either the hub answers again (restarted by npm start) or npm start exited non-zero.
-    const outcome = await waitFor(
-      "the hub to answer /livez again or npm start to exit",
-      async () => {
-        const code = hub.exitCode();
-        if (code !== null) return { exited: code };
-        return workerdPids(hub).every((p) => !pids.includes(p)) && (await live(hub)) ? { live: true } : false;
-      },
-      240_000,
-    );
-    expect(outcome, hub.output()).toEqual({ live: true });
-    const got = await admin(hub, "GET", `${SECRETS}/before-crash`);
-    expect(got.status).toBe(200);
-    expect(Buffer.from(got.body.data.password, "base64").toString()).toBe("hunter2");
+      const pids = workerdPids(hub);
+      expect(pids.length).toBeGreaterThan(0);
+      for (const pid of pids) process.kill(pid, "SIGKILL");
+      // Either the hub answers again (restarted by npm start) or npm start exited non-zero.
+      const outcome = await waitFor(
+        "the hub to answer /livez again or npm start to exit",
+        async () => {
+          const code = hub.exitCode();
+          if (code !== null) return { exited: code };
+          return workerdPids(hub).every((p) => !pids.includes(p)) && (await live(hub)) ? { live: true } : false;
+        },
+        240_000,
+      );
+      expect(outcome, hub.output()).toEqual({ live: true });
+      const got = await admin(hub, "GET", `${SECRETS}/before-crash`);
+      expect(got.status).toBe(200);
+      expect(Buffer.from(got.body.data.password, "base64").toString()).toBe("hunter2");
 
-    // The agent dials its channel again by itself (it was not restarted) and applies a new work.
-    await waitFor("the agent connected again over WebSocket", async () => connects() > connectedBefore, 120_000);
-    expect((await admin(hub, "POST", WORKS, configMapWork("after-kill"))).status).toBe(201);
-    await waitFor("the agent to apply a work created after the hub came back", () => applied("after-kill"), 60_000);
-    expect(agent.child.exitCode, agent.output()).toBeNull();
-  });
+      // The agent dials its channel again by itself (it was not restarted) and applies a new work.
+      await waitFor("the agent connected again over WebSocket", async () => connects() > connectedBefore, 120_000);
+      expect((await admin(hub, "POST", WORKS, configMapWork("after-kill"))).status).toBe(201);
+      await waitFor("the agent to apply a work created after the hub came back", () => applied("after-kill"), 60_000);
+      expect(agent.child.exitCode, agent.output()).toBeNull();
+    },
+  );
 });

@@ -54,8 +54,12 @@ export const taintKeys = (mc: any): string[] => (mc?.spec?.taints ?? []).map((t:
  * `kubectl(...args)` resolves its stdout (rejects when it fails); `kubectlFails(...args)`
  * resolves the stderr of a command that must fail (throws when it succeeds).
  */
-export function kubectlWith(kubeconfig: () => string, dir: string): { kubectl: (...args: string[]) => Promise<string>; kubectlFails: (...args: string[]) => Promise<string> } {
-  const kubectl = async (...args: string[]): Promise<string> => (await promisify(execFile)("kubectl", ["--kubeconfig", kubeconfig(), ...args], { cwd: dir })).stdout;
+export function kubectlWith(
+  kubeconfig: () => string,
+  dir: string,
+): { kubectl: (...args: string[]) => Promise<string>; kubectlFails: (...args: string[]) => Promise<string> } {
+  const kubectl = async (...args: string[]): Promise<string> =>
+    (await promisify(execFile)("kubectl", ["--kubeconfig", kubeconfig(), ...args], { cwd: dir })).stdout;
   const kubectlFails = async (...args: string[]): Promise<string> => {
     try {
       await kubectl(...args);

@@ -56,7 +56,8 @@ describe("the dashboard in Chromium (wrangler dev + agents on simulated clusters
     await p.screenshot({ path: file, fullPage: true });
     expect(statSync(file).size).toBeGreaterThan(5_000);
   };
-  const join = (name: string) => agents.set(name, startAgent(hub, ["--cluster-name", name, "--bootstrap-token", token, "--simulate-state", path.join(dir, `${name}.json`)]));
+  const join = (name: string) =>
+    agents.set(name, startAgent(hub, ["--cluster-name", name, "--bootstrap-token", token, "--simulate-state", path.join(dir, `${name}.json`)]));
   const go = (hash: string) => page.evaluate(`location.hash = ${JSON.stringify(hash)}`);
   const stateOnPage = (name: string, state: string) => page.locator(`tr[data-cluster="${name}"] [data-state="${state}"]`);
 
@@ -138,15 +139,38 @@ describe("the dashboard in Chromium (wrangler dev + agents on simulated clusters
     await page.locator('[data-view="cluster"] h1', { hasText: "c2" }).waitFor();
     await page.locator("#taint-new").fill("maintenance=true");
     await page.getByRole("button", { name: "Add taint" }).click();
-    await waitFor("c2's taint on the hub", async () => ((await admin(hub, "GET", `${MC}/c2`)).body.spec.taints ?? []).some((t: { key: string }) => t.key === "maintenance"));
+    await waitFor("c2's taint on the hub", async () =>
+      ((await admin(hub, "GET", `${MC}/c2`)).body.spec.taints ?? []).some((t: { key: string }) => t.key === "maintenance"),
+    );
     await page.getByRole("button", { name: "Remove taint maintenance=true:NoSelect" }).waitFor({ timeout: ON_PAGE_MS });
     // Only c2 (the cluster this view shows; the view before it showed c4) got the taint.
     expect(((await admin(hub, "GET", `${MC}/c4`)).body.spec.taints ?? []).map((t: { key: string }) => t.key)).not.toContain("maintenance");
 
     await createNamespaces(hub, "apps");
-    expect((await admin(hub, "POST", `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } })).status).toBe(201);
-    expect((await admin(hub, "POST", `${G}/v1beta1/namespaces/apps/placements`, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "web" }, spec: { clusterSets: ["default"] } })).status).toBe(201);
-    await waitFor("the placement to decide c1, c3 and c4", async () => (await admin(hub, "GET", `${G}/v1beta1/namespaces/apps/placements/web`)).body.status?.numberOfSelectedClusters === 3);
+    expect(
+      (
+        await admin(hub, "POST", `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, {
+          apiVersion: "cluster.open-cluster-management.io/v1beta2",
+          kind: "ManagedClusterSetBinding",
+          metadata: { name: "default" },
+          spec: { clusterSet: "default" },
+        })
+      ).status,
+    ).toBe(201);
+    expect(
+      (
+        await admin(hub, "POST", `${G}/v1beta1/namespaces/apps/placements`, {
+          apiVersion: "cluster.open-cluster-management.io/v1beta1",
+          kind: "Placement",
+          metadata: { name: "web" },
+          spec: { clusterSets: ["default"] },
+        })
+      ).status,
+    ).toBe(201);
+    await waitFor(
+      "the placement to decide c1, c3 and c4",
+      async () => (await admin(hub, "GET", `${G}/v1beta1/namespaces/apps/placements/web`)).body.status?.numberOfSelectedClusters === 3,
+    );
 
     await go("#/placements");
     await page.locator('[data-view="placements"] a', { hasText: "web" }).waitFor({ timeout: ON_PAGE_MS });
@@ -170,7 +194,10 @@ describe("the dashboard in Chromium (wrangler dev + agents on simulated clusters
       apiVersion: "work.open-cluster-management.io/v1alpha1",
       kind: "ManifestWorkReplicaSet",
       metadata: { name: "rollout" },
-      spec: { placementRefs: [{ name: "web", rolloutStrategy: { type: "Progressive", progressive: { maxConcurrency: 1 } } }], manifestWorkTemplate: { workload: { manifests: [configMap] } } },
+      spec: {
+        placementRefs: [{ name: "web", rolloutStrategy: { type: "Progressive", progressive: { maxConcurrency: 1 } } }],
+        manifestWorkTemplate: { workload: { manifests: [configMap] } },
+      },
     };
     expect((await admin(hub, "POST", "/apis/work.open-cluster-management.io/v1alpha1/namespaces/apps/manifestworkreplicasets", mwrs)).status).toBe(201);
     await page.locator('[data-progress="3/3"]').waitFor({ timeout: 90_000 });
@@ -191,12 +218,33 @@ describe("the dashboard in Chromium (wrangler dev + agents on simulated clusters
   it("signs in with a ServiceAccount token and shows what its RBAC lets it read", async () => {
     const RBAC = "/apis/rbac.authorization.k8s.io/v1";
     const rbac = { apiGroup: "rbac.authorization.k8s.io" };
-    expect((await admin(hub, "POST", "/api/v1/namespaces/apps/serviceaccounts", { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "viewer" } })).status).toBe(201);
+    expect(
+      (await admin(hub, "POST", "/api/v1/namespaces/apps/serviceaccounts", { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "viewer" } })).status,
+    ).toBe(201);
     const rules = [{ apiGroups: ["cluster.open-cluster-management.io"], resources: ["managedclusters"], verbs: ["get", "list", "watch"] }];
-    expect((await admin(hub, "POST", `${RBAC}/clusterroles`, { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "fleet-viewer" }, rules })).status).toBe(201);
-    const binding = { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: { name: "fleet-viewer" }, roleRef: { ...rbac, kind: "ClusterRole", name: "fleet-viewer" }, subjects: [{ kind: "ServiceAccount", name: "viewer", namespace: "apps" }] };
+    expect(
+      (
+        await admin(hub, "POST", `${RBAC}/clusterroles`, {
+          apiVersion: "rbac.authorization.k8s.io/v1",
+          kind: "ClusterRole",
+          metadata: { name: "fleet-viewer" },
+          rules,
+        })
+      ).status,
+    ).toBe(201);
+    const binding = {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: "fleet-viewer" },
+      roleRef: { ...rbac, kind: "ClusterRole", name: "fleet-viewer" },
+      subjects: [{ kind: "ServiceAccount", name: "viewer", namespace: "apps" }],
+    };
     expect((await admin(hub, "POST", `${RBAC}/clusterrolebindings`, binding)).status).toBe(201);
-    const tr = await admin(hub, "POST", "/api/v1/namespaces/apps/serviceaccounts/viewer/token", { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: {} });
+    const tr = await admin(hub, "POST", "/api/v1/namespaces/apps/serviceaccounts/viewer/token", {
+      apiVersion: "authentication.k8s.io/v1",
+      kind: "TokenRequest",
+      spec: {},
+    });
     expect(tr.status).toBe(201);
     const viewer = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     try {

@@ -10,7 +10,19 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { adminCall, appliedStatus, autoApproveToken, manifestWork, PATHS, pool, registerAgent, ServerErrors, statusOf, tokenOf, type LoadAgent } from "./load.ts";
+import {
+  adminCall,
+  appliedStatus,
+  autoApproveToken,
+  manifestWork,
+  PATHS,
+  pool,
+  registerAgent,
+  ServerErrors,
+  statusOf,
+  tokenOf,
+  type LoadAgent,
+} from "./load.ts";
 import { merge } from "./support.ts";
 
 const NS = "wedge";
@@ -34,7 +46,9 @@ describe("concurrent writers never wedge an object (wrangler dev)", () => {
 
   /** `WRITERS` concurrent merge patches of `path`, patch i adding label `k<i>`; answers their statuses. */
   const labelBurst = (path: string, n = WRITERS) =>
-    Promise.all(Array.from({ length: n }, (_, i) => adminCall(hub, errors, "PATCH", path, { metadata: { labels: { [`k${i}`]: "v" } } }, merge).then((r) => r.status)));
+    Promise.all(
+      Array.from({ length: n }, (_, i) => adminCall(hub, errors, "PATCH", path, { metadata: { labels: { [`k${i}`]: "v" } } }, merge).then((r) => r.status)),
+    );
 
   /** Checks that every label of a burst is on the object at `path`, and that it takes a PATCH and a DELETE. */
   const expectAppliedAndWritable = async (path: string, n = WRITERS) => {
@@ -48,8 +62,21 @@ describe("concurrent writers never wedge an object (wrangler dev)", () => {
 
   it("takes 3,000 writes (1,000 Placements, 2,000 Secrets, 16 in flight)", async () => {
     const writes = [
-      ...Array.from({ length: 1000 }, (_, i) => () => adminCall(hub, errors, "POST", PATHS.placements(NS), { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: `p-${i}` }, spec: {} })),
-      ...Array.from({ length: 2000 }, (_, i) => () => adminCall(hub, errors, "POST", PATHS.secrets(NS), { apiVersion: "v1", kind: "Secret", metadata: { name: `s-${i}` }, stringData: { i: String(i) } })),
+      ...Array.from(
+        { length: 1000 },
+        (_, i) => () =>
+          adminCall(hub, errors, "POST", PATHS.placements(NS), {
+            apiVersion: "cluster.open-cluster-management.io/v1beta1",
+            kind: "Placement",
+            metadata: { name: `p-${i}` },
+            spec: {},
+          }),
+      ),
+      ...Array.from(
+        { length: 2000 },
+        (_, i) => () =>
+          adminCall(hub, errors, "POST", PATHS.secrets(NS), { apiVersion: "v1", kind: "Secret", metadata: { name: `s-${i}` }, stringData: { i: String(i) } }),
+      ),
     ];
     const refused: string[] = [];
     await pool(writes, 16, async (w, i) => {
@@ -69,7 +96,9 @@ describe("concurrent writers never wedge an object (wrangler dev)", () => {
 
   it("applies 50 concurrent patches of one Secret, then takes a PATCH and a DELETE", async () => {
     const path = `${PATHS.secrets(NS)}/x`;
-    expect((await adminCall(hub, errors, "POST", PATHS.secrets(NS), { apiVersion: "v1", kind: "Secret", metadata: { name: "x" }, stringData: { a: "b" } })).status).toBe(201);
+    expect(
+      (await adminCall(hub, errors, "POST", PATHS.secrets(NS), { apiVersion: "v1", kind: "Secret", metadata: { name: "x" }, stringData: { a: "b" } })).status,
+    ).toBe(201);
     expect(new Set(await labelBurst(path))).toEqual(new Set([200]));
     await expectAppliedAndWritable(path);
     expect(errors.seen).toEqual([]);

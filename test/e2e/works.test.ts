@@ -30,7 +30,16 @@ type Json = any;
 /** The workload the replica set carries: a namespace, a Deployment, a Service and a ConfigMap. */
 function manifests(image: string): Json[] {
   return [
-    { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "web", namespace: "web" }, spec: { replicas: 2, selector: { matchLabels: { app: "web" } }, template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "web", image }] } } } },
+    {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "web", namespace: "web" },
+      spec: {
+        replicas: 2,
+        selector: { matchLabels: { app: "web" } },
+        template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "web", image }] } },
+      },
+    },
     { apiVersion: "v1", kind: "Service", metadata: { name: "web", namespace: "web" }, spec: { selector: { app: "web" }, ports: [{ port: 80 }] } },
     { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "web", namespace: "web" }, data: { greeting: "hello" } },
     { apiVersion: "v1", kind: "Namespace", metadata: { name: "web" } },
@@ -78,7 +87,11 @@ describe("works reach clusters (wrangler dev + 3 agent processes on simulated cl
     }
   };
   const decisions = async (): Promise<string[]> => {
-    const r = await admin(hub, "GET", `${G}/v1beta1/namespaces/apps/placementdecisions?labelSelector=${encodeURIComponent("cluster.open-cluster-management.io/placement=web")}`);
+    const r = await admin(
+      hub,
+      "GET",
+      `${G}/v1beta1/namespaces/apps/placementdecisions?labelSelector=${encodeURIComponent("cluster.open-cluster-management.io/placement=web")}`,
+    );
     return r.body.items.flatMap((d: Json) => d.status.decisions.map((x: Json) => x.clusterName)).sort();
   };
   /** The replica set's work in a cluster's namespace, or undefined. */
@@ -86,7 +99,8 @@ describe("works reach clusters (wrangler dev + 3 agent processes on simulated cl
     const r = await admin(hub, "GET", `${WORKS(c)}?labelSelector=${encodeURIComponent(`${MWRS_LABEL}=apps.web`)}`);
     return r.body.items?.[0];
   };
-  const workImage = (w: Json): string | undefined => w?.spec?.workload?.manifests?.find((m: Json) => m.kind === "Deployment")?.spec.template.spec.containers[0].image;
+  const workImage = (w: Json): string | undefined =>
+    w?.spec?.workload?.manifests?.find((m: Json) => m.kind === "Deployment")?.spec.template.spec.containers[0].image;
   /** Applied, Available and done progressing, all at the work's current generation. */
   const workDone = (w: Json): boolean => {
     const current = (t: string, s: string) => cond(w, t)?.status === s && cond(w, t)?.observedGeneration === w.metadata.generation;
@@ -107,7 +121,10 @@ describe("works reach clusters (wrangler dev + 3 agent processes on simulated cl
     for (const c of CLUSTERS) {
       await waitFor(`${c} to register`, async () => (await admin(hub, "GET", `${MC}/${c}`)).status === 200);
       // A 1 s lease: the agents' poll transport learns of a works change at its next heartbeat.
-      expect((await admin(hub, "PATCH", `${MC}/${c}`, { metadata: { labels: { tier: "web" } }, spec: { hubAcceptsClient: true, leaseDurationSeconds: 1 } }, merge)).status).toBe(200);
+      expect(
+        (await admin(hub, "PATCH", `${MC}/${c}`, { metadata: { labels: { tier: "web" } }, spec: { hubAcceptsClient: true, leaseDurationSeconds: 1 } }, merge))
+          .status,
+      ).toBe(200);
     }
     await waitFor("all clusters Available", async () => {
       const items = (await admin(hub, "GET", `${MC}?labelSelector=tier%3Dweb`)).body.items as Json[];
@@ -124,9 +141,19 @@ describe("works reach clusters (wrangler dev + 3 agent processes on simulated cl
   it("applies, feeds back, rolls out, takes webhooks, moves off taints, leaves clean and orphans", async () => {
     // --- A placement of two clusters and a replica set: objects on the decided clusters only.
     await createNamespaces(hub, "apps");
-    const binding = { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } };
+    const binding = {
+      apiVersion: "cluster.open-cluster-management.io/v1beta2",
+      kind: "ManagedClusterSetBinding",
+      metadata: { name: "default" },
+      spec: { clusterSet: "default" },
+    };
     expect((await admin(hub, "POST", `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, binding)).status).toBe(201);
-    const placement = { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "web" }, spec: { numberOfClusters: 2, predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { tier: "web" } } } }] } };
+    const placement = {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "Placement",
+      metadata: { name: "web" },
+      spec: { numberOfClusters: 2, predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { tier: "web" } } } }] },
+    };
     expect((await admin(hub, "POST", `${G}/v1beta1/namespaces/apps/placements`, placement)).status).toBe(201);
     const decided = await waitFor("two decisions", async () => {
       const d = await decisions();
@@ -137,7 +164,10 @@ describe("works reach clusters (wrangler dev + 3 agent processes on simulated cl
       apiVersion: "work.open-cluster-management.io/v1alpha1",
       kind: "ManifestWorkReplicaSet",
       metadata: { name: "web" },
-      spec: { placementRefs: [{ name: "web", rolloutStrategy: { type: "All" } }], manifestWorkTemplate: { workload: { manifests: manifests("nginx:1.25") }, manifestConfigs: feedback } },
+      spec: {
+        placementRefs: [{ name: "web", rolloutStrategy: { type: "All" } }],
+        manifestWorkTemplate: { workload: { manifests: manifests("nginx:1.25") }, manifestConfigs: feedback },
+      },
     };
     expect((await admin(hub, "POST", MWRS, mwrs)).status).toBe(201);
     for (const c of decided) {
@@ -170,16 +200,25 @@ describe("works reach clusters (wrangler dev + 3 agent processes on simulated cl
     await waitFor("both works done", async () => (await Promise.all(decided.map(workOf))).every(workDone));
 
     // --- A template change rolls out Progressive, maxConcurrency 1: never two clusters in flight.
-    const progressive = { spec: { placementRefs: [{ name: "web", rolloutStrategy: { type: "Progressive", progressive: { maxConcurrency: 1 } } }], manifestWorkTemplate: { workload: { manifests: manifests("nginx:1.26") }, manifestConfigs: feedback } } };
+    const progressive = {
+      spec: {
+        placementRefs: [{ name: "web", rolloutStrategy: { type: "Progressive", progressive: { maxConcurrency: 1 } } }],
+        manifestWorkTemplate: { workload: { manifests: manifests("nginx:1.26") }, manifestConfigs: feedback },
+      },
+    };
     expect((await admin(hub, "PATCH", `${MWRS}/web`, progressive, merge)).status).toBe(200);
     const order: string[] = [];
-    await waitFor("the rollout to finish", async () => {
-      const works = await Promise.all(decided.map(async (c) => ({ c, w: await workOf(c) })));
-      const inFlight = works.filter(({ w }) => workImage(w) === "nginx:1.26" && !workDone(w));
-      expect(inFlight.length).toBeLessThanOrEqual(1);
-      for (const { c, w } of works) if (workImage(w) === "nginx:1.26" && !order.includes(c)) order.push(c);
-      return works.every(({ w }) => workImage(w) === "nginx:1.26" && workDone(w));
-    }, 90_000);
+    await waitFor(
+      "the rollout to finish",
+      async () => {
+        const works = await Promise.all(decided.map(async (c) => ({ c, w: await workOf(c) })));
+        const inFlight = works.filter(({ w }) => workImage(w) === "nginx:1.26" && !workDone(w));
+        expect(inFlight.length).toBeLessThanOrEqual(1);
+        for (const { c, w } of works) if (workImage(w) === "nginx:1.26" && !order.includes(c)) order.push(c);
+        return works.every(({ w }) => workImage(w) === "nginx:1.26" && workDone(w));
+      },
+      90_000,
+    );
     expect(order).toEqual([...decided].sort());
     for (const c of decided) expect(await imageOn(c)).toBe("nginx:1.26");
 
@@ -194,20 +233,47 @@ describe("works reach clusters (wrangler dev + 3 agent processes on simulated cl
         type: "generic",
         secretRef: { name: "hook" },
         target: { apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", name: "web" },
-        action: { type: "JSONPatch", patch: [{ op: "replace", path: "/spec/manifestWorkTemplate/workload/manifests/0/spec/template/spec/containers/0/image", value: "nginx:{{ .release.tag }}" }] },
+        action: {
+          type: "JSONPatch",
+          patch: [
+            { op: "replace", path: "/spec/manifestWorkTemplate/workload/manifests/0/spec/template/spec/containers/0/image", value: "nginx:{{ .release.tag }}" },
+          ],
+        },
       },
     };
     const created = await admin(hub, "POST", "/apis/flotilla.dev/v1alpha1/namespaces/apps/webhookreceivers", receiver);
     expect(created.status).toBe(201);
-    const hookPath = await waitFor("the webhook path", async () => (await admin(hub, "GET", "/apis/flotilla.dev/v1alpha1/namespaces/apps/webhookreceivers/release")).body.status?.webhookPath as string | undefined);
+    const hookPath = await waitFor(
+      "the webhook path",
+      async () =>
+        (await admin(hub, "GET", "/apis/flotilla.dev/v1alpha1/namespaces/apps/webhookreceivers/release")).body.status?.webhookPath as string | undefined,
+    );
     const payload = JSON.stringify({ release: { tag: "1.27" } });
     const sign = (body: string) => `sha256=${createHmac("sha256", "s3cret").update(body).digest("hex")}`;
-    const forged = await hubFetch(hub, "POST", hookPath, { "content-type": "application/json", "x-signature-256": sign("{}"), "x-delivery-id": randomUUID() }, payload);
+    const forged = await hubFetch(
+      hub,
+      "POST",
+      hookPath,
+      { "content-type": "application/json", "x-signature-256": sign("{}"), "x-delivery-id": randomUUID() },
+      payload,
+    );
     expect(forged.status).toBe(401);
     const delivery = randomUUID();
-    const hook = await hubFetch(hub, "POST", hookPath, { "content-type": "application/json", "x-signature-256": sign(payload), "x-delivery-id": delivery }, payload);
+    const hook = await hubFetch(
+      hub,
+      "POST",
+      hookPath,
+      { "content-type": "application/json", "x-signature-256": sign(payload), "x-delivery-id": delivery },
+      payload,
+    );
     expect(hook.status).toBe(200);
-    const replay = await hubFetch(hub, "POST", hookPath, { "content-type": "application/json", "x-signature-256": sign(payload), "x-delivery-id": delivery }, payload);
+    const replay = await hubFetch(
+      hub,
+      "POST",
+      hookPath,
+      { "content-type": "application/json", "x-signature-256": sign(payload), "x-delivery-id": delivery },
+      payload,
+    );
     expect(replay.status).toBe(409);
     for (const c of decided) await waitFor(`nginx:1.27 on ${c}`, async () => (await imageOn(c)) === "nginx:1.27", 90_000);
 
@@ -227,12 +293,20 @@ describe("works reach clusters (wrangler dev + 3 agent processes on simulated cl
     expect(await agents.get(kept)!.exited).toBe(0);
 
     // --- Orphan: with deleteOption Orphan, a cluster that leaves the decisions keeps the objects.
-    const orphan = { spec: { manifestWorkTemplate: { deleteOption: { propagationPolicy: "Orphan" }, workload: { manifests: manifests("nginx:1.27") }, manifestConfigs: feedback } } };
+    const orphan = {
+      spec: {
+        manifestWorkTemplate: { deleteOption: { propagationPolicy: "Orphan" }, workload: { manifests: manifests("nginx:1.27") }, manifestConfigs: feedback },
+      },
+    };
     expect((await admin(hub, "PATCH", `${MWRS}/web`, orphan, merge)).status).toBe(200);
-    await waitFor(`${other}'s work to carry Orphan and be done`, async () => {
-      const w = await workOf(other!);
-      return w?.spec?.deleteOption?.propagationPolicy === "Orphan" && workDone(w);
-    }, 90_000);
+    await waitFor(
+      `${other}'s work to carry Orphan and be done`,
+      async () => {
+        const w = await workOf(other!);
+        return w?.spec?.deleteOption?.propagationPolicy === "Orphan" && workDone(w);
+      },
+      90_000,
+    );
     await setTaint(tainted, []);
     await setTaint(other!, [{ key: "example.com/maintenance", effect: "NoSelect" }]);
     await waitFor(`decisions to be ${tainted} only`, async () => JSON.stringify(await decisions()) === JSON.stringify([tainted]));

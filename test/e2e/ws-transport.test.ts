@@ -20,7 +20,6 @@ import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } fr
 const WORKS = (cluster: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks`;
 const AVAILABLE = "ManagedClusterConditionAvailable";
 
-
 const configMapWork = (name: string) => ({
   apiVersion: "work.open-cluster-management.io/v1",
   kind: "ManifestWork",
@@ -51,7 +50,17 @@ describe("the agent's ws transport (wrangler dev + agent processes)", () => {
 
   /** Starts an agent for `name` against `url`, accepts its cluster with `lease` seconds and waits until it is Available. */
   const join = async (name: string, url: string, lease: number, args: string[] = []) => {
-    const agent = startAgent({ url }, ["--cluster-name", name, "--bootstrap-token", token, "--simulate-state", path.join(dir, `${name}.json`), "--status-sync-interval", "1", ...args]);
+    const agent = startAgent({ url }, [
+      "--cluster-name",
+      name,
+      "--bootstrap-token",
+      token,
+      "--simulate-state",
+      path.join(dir, `${name}.json`),
+      "--status-sync-interval",
+      "1",
+      ...args,
+    ]);
     agents.push(agent);
     await waitFor(`${name} to register`, async () => (await admin(hub, "GET", `${MC}/${name}`)).status === 200);
     expect((await admin(hub, "PATCH", `${MC}/${name}`, { spec: { hubAcceptsClient: true, leaseDurationSeconds: lease } }, merge)).status).toBe(200);

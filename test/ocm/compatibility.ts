@@ -76,7 +76,8 @@ export function parseCompatibility(markdown: string): Map<string, Row[]> {
     const row = /^\| `([^`]+)` \| (\w+) \| (.*) \|$/.exec(line);
     if (!row || !rows) continue;
     const verdict = row[2]!;
-    if (verdict !== "Supported" && verdict !== "Refused" && verdict !== "Differs") throw new Error(`${row[1]}: verdict ${verdict} is not Supported, Refused or Differs`);
+    if (verdict !== "Supported" && verdict !== "Refused" && verdict !== "Differs")
+      throw new Error(`${row[1]}: verdict ${verdict} is not Supported, Refused or Differs`);
     rows.push({ path: row[1]!, verdict, note: row[3]!.trim() });
   }
   return out;

@@ -17,7 +17,11 @@ export const CONFIGURATION_POLICY = {
   apiVersion: "policy.open-cluster-management.io/v1",
   kind: "ConfigurationPolicy",
   metadata: { name: "policy-namespace-example" },
-  spec: { remediationAction: "inform", severity: "low", "object-templates": [{ complianceType: "MustHave", objectDefinition: { kind: "Namespace", apiVersion: "v1", metadata: { name: "prod" } } }] },
+  spec: {
+    remediationAction: "inform",
+    severity: "low",
+    "object-templates": [{ complianceType: "MustHave", objectDefinition: { kind: "Namespace", apiVersion: "v1", metadata: { name: "prod" } } }],
+  },
 };
 
 /**
@@ -120,14 +124,30 @@ const OBJECTS: [string, (target: string) => unknown][] = [
   ["matchExpressions[]", () => ({ key: "env", operator: "In", values: ["prod"] })],
   ["celSelector", () => ({ celExpressions: ['managedCluster.metadata.labels["env"] == "prod"'] })],
   ["configurations[]", () => ({ scoreCoordinate: { type: "BuiltIn", builtIn: "Steady" } })],
-  ["scoreCoordinate", (t) => (t.endsWith(".addOn") || t.includes(".addOn.") ? { type: "AddOn", addOn: { resourceName: "default", scoreName: "cpuratio" } } : { type: "BuiltIn", builtIn: "Steady" })],
+  [
+    "scoreCoordinate",
+    (t) =>
+      t.endsWith(".addOn") || t.includes(".addOn.")
+        ? { type: "AddOn", addOn: { resourceName: "default", scoreName: "cpuratio" } }
+        : { type: "BuiltIn", builtIn: "Steady" },
+  ],
   ["addOn", () => ({ resourceName: "default", scoreName: "cpuratio" })],
   ["tolerations[]", () => ({ key: "gpu", operator: "Exists", effect: "NoSelect" })],
   ["decisionGroups[]", () => ({ groupName: "canary", groupClusterSelector: { labelSelector: { matchLabels: { env: "canary" } } } })],
   ["spreadConstraints[]", () => ({ topologyKey: "zone", topologyKeyType: "Label" })],
   ["policy-templates[]", () => ({ objectDefinition: structuredClone(CONFIGURATION_POLICY) })],
   ["hubTemplateOptions", () => ({ serviceAccountName: "templates" })],
-  ["fieldValue", (t) => (t.endsWith(".jsonRaw") ? { type: "JsonRaw" } : t.endsWith(".string") ? { type: "String" } : t.endsWith(".boolean") ? { type: "Boolean" } : { type: "Integer" })],
+  [
+    "fieldValue",
+    (t) =>
+      t.endsWith(".jsonRaw")
+        ? { type: "JsonRaw" }
+        : t.endsWith(".string")
+          ? { type: "String" }
+          : t.endsWith(".boolean")
+            ? { type: "Boolean" }
+            : { type: "Integer" },
+  ],
 ];
 
 function longestMatch<T>(table: [string, T][], path: string): T | undefined {

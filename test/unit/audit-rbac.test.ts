@@ -5,22 +5,50 @@
  * `edit` or `view`, whether bound in a namespace or cluster-wide.
  */
 import { describe, expect, it } from "vitest";
-import { BOOTSTRAP_CLUSTER_ROLE_BINDINGS, BOOTSTRAP_CLUSTER_ROLES, RBAC_GROUP, RbacAuthorizer, SYSTEM_MASTERS, type ClusterRoleBinding, type RoleBinding } from "../../src/auth/rbac.ts";
+import {
+  BOOTSTRAP_CLUSTER_ROLE_BINDINGS,
+  BOOTSTRAP_CLUSTER_ROLES,
+  RBAC_GROUP,
+  RbacAuthorizer,
+  SYSTEM_MASTERS,
+  type ClusterRoleBinding,
+  type RoleBinding,
+} from "../../src/auth/rbac.ts";
 
 const meta = (name: string, namespace?: string) => ({ name, ...(namespace ? { namespace } : {}) });
 const roleRef = (name: string) => ({ apiGroup: RBAC_GROUP, kind: "ClusterRole", name });
 const user = (name: string) => ({ kind: "User", apiGroup: RBAC_GROUP, name });
-const crb = (name: string, role: string, who: string): ClusterRoleBinding => ({ apiVersion: `${RBAC_GROUP}/v1`, kind: "ClusterRoleBinding", metadata: meta(name), roleRef: roleRef(role), subjects: [user(who)] });
-const rb = (ns: string, role: string, who: string): RoleBinding => ({ apiVersion: `${RBAC_GROUP}/v1`, kind: "RoleBinding", metadata: meta(`${who}-${role}`, ns), roleRef: roleRef(role), subjects: [user(who)] });
+const crb = (name: string, role: string, who: string): ClusterRoleBinding => ({
+  apiVersion: `${RBAC_GROUP}/v1`,
+  kind: "ClusterRoleBinding",
+  metadata: meta(name),
+  roleRef: roleRef(role),
+  subjects: [user(who)],
+});
+const rb = (ns: string, role: string, who: string): RoleBinding => ({
+  apiVersion: `${RBAC_GROUP}/v1`,
+  kind: "RoleBinding",
+  metadata: meta(`${who}-${role}`, ns),
+  roleRef: roleRef(role),
+  subjects: [user(who)],
+});
 
 describe("RBAC on AuditEvents (resource auditevents, group flotilla.dev)", () => {
   const rbac = new RbacAuthorizer({
     clusterRoles: BOOTSTRAP_CLUSTER_ROLES,
-    clusterRoleBindings: [...BOOTSTRAP_CLUSTER_ROLE_BINDINGS, crb("root", "cluster-admin", "root"), crb("auditor-view", "view", "viewer"), crb("everyone-edit", "edit", "editor")],
+    clusterRoleBindings: [
+      ...BOOTSTRAP_CLUSTER_ROLE_BINDINGS,
+      crb("root", "cluster-admin", "root"),
+      crb("auditor-view", "view", "viewer"),
+      crb("everyone-edit", "edit", "editor"),
+    ],
     roleBindings: [rb("team-a", "admin", "alice")],
   });
   const ask = (name: string, verb: string, namespace = "", groups: string[] = []) =>
-    rbac.authorize({ name, groups: [...groups, "system:authenticated"] }, { verb, apiGroup: "flotilla.dev", resource: "auditevents", ...(namespace ? { namespace } : {}) }).allowed;
+    rbac.authorize(
+      { name, groups: [...groups, "system:authenticated"] },
+      { verb, apiGroup: "flotilla.dev", resource: "auditevents", ...(namespace ? { namespace } : {}) },
+    ).allowed;
 
   it("cluster-admin and system:masters list and watch them", () => {
     for (const verb of ["list", "watch"]) {

@@ -105,7 +105,9 @@ describe("OIDC settings (kube-apiserver's --oidc-* flags)", () => {
   });
 
   it("requires https, except on a loopback address", () => {
-    expect(() => parseOidcSettings({ FLOTILLA_OIDC_ISSUER_URL: "http://dex.example.com", FLOTILLA_OIDC_AUDIENCE: "a" })).toThrow(/FLOTILLA_OIDC_ISSUER_URL: must use the https scheme/);
+    expect(() => parseOidcSettings({ FLOTILLA_OIDC_ISSUER_URL: "http://dex.example.com", FLOTILLA_OIDC_AUDIENCE: "a" })).toThrow(
+      /FLOTILLA_OIDC_ISSUER_URL: must use the https scheme/,
+    );
     for (const ok of ["https://dex.example.com", "https://dex.example.com/dex", "http://127.0.0.1:5556", "http://localhost:5556/dex", "http://[::1]:5556"]) {
       expect(issuerUrlProblem(ok), ok).toBeNull();
     }
@@ -203,7 +205,11 @@ describe("OIDC tokens", () => {
   it("verifies a token without kid against every key", async () => {
     const { issuer, signer, authn } = await setup();
     issuer.keys = [await makeSigner("k0"), signer];
-    const token = await new SignJWT({ iss: ISSUER, aud: AUDIENCE, sub: "x" }).setProtectedHeader({ alg: "RS256" }).setIssuedAt(Math.floor(T0 / 1000)).setExpirationTime(Math.floor(T0 / 1000) + 60).sign(signer.privateKey);
+    const token = await new SignJWT({ iss: ISSUER, aud: AUDIENCE, sub: "x" })
+      .setProtectedHeader({ alg: "RS256" })
+      .setIssuedAt(Math.floor(T0 / 1000))
+      .setExpirationTime(Math.floor(T0 / 1000) + 60)
+      .sign(signer.privateKey);
     expect(await authn(token, T0)).toMatchObject({ name: `${ISSUER}#x` });
   });
 

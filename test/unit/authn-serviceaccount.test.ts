@@ -58,7 +58,9 @@ describe("hub keys (FLOTILLA_SERVICE_ACCOUNT_KEYS)", () => {
     expect(err.message).toBe("FLOTILLA_SERVICE_ACCOUNT_KEYS: not JSON (expected a JWK Set)");
     expect(err.message).not.toContain(a.d);
     await expect(parseHubKeys(JSON.stringify({ keys: [] }))).rejects.toThrow(/at least one key/);
-    await expect(parseHubKeys(JSON.stringify({ keys: [{ kty: a.kty, crv: a.crv, x: a.x, y: a.y }] }))).rejects.toThrow(/keys\[0\] must be a private EC P-256 JWK/);
+    await expect(parseHubKeys(JSON.stringify({ keys: [{ kty: a.kty, crv: a.crv, x: a.x, y: a.y }] }))).rejects.toThrow(
+      /keys\[0\] must be a private EC P-256 JWK/,
+    );
     await expect(parseHubKeys(JSON.stringify({ keys: [a, { kty: "RSA", n: "x", e: "AQAB" }] }))).rejects.toThrow(/keys\[1\] is not an EC P-256 JWK/);
   });
 });
@@ -179,9 +181,13 @@ describe("ServiceAccount token authentication", () => {
   it("refuses a token whose sub is not its kubernetes.io ServiceAccount", async () => {
     const authn = serviceAccountTokenAuthenticator(issuer, store({ "ci/deployer": SA.uid, "ci/admin": "u2" }).lookup);
     const claims = decodeJwt((await issueServiceAccountToken(issuer, SA, {}, T0)).token);
-    const token = await new SignJWT({ ...claims, sub: "system:serviceaccount:ci:admin" }).setProtectedHeader({ alg: "ES256", kid: keys.signing.kid }).sign(keys.signing.privateKey);
+    const token = await new SignJWT({ ...claims, sub: "system:serviceaccount:ci:admin" })
+      .setProtectedHeader({ alg: "ES256", kid: keys.signing.kid })
+      .sign(keys.signing.privateKey);
     await expect(authn(token, T0)).rejects.toThrow(/sub does not match/);
-    const bare = await new SignJWT({ ...claims, "kubernetes.io": undefined }).setProtectedHeader({ alg: "ES256", kid: keys.signing.kid }).sign(keys.signing.privateKey);
+    const bare = await new SignJWT({ ...claims, "kubernetes.io": undefined })
+      .setProtectedHeader({ alg: "ES256", kid: keys.signing.kid })
+      .sign(keys.signing.privateKey);
     await expect(authn(bare, T0)).rejects.toThrow(/no kubernetes.io claim/);
   });
 
@@ -189,7 +195,10 @@ describe("ServiceAccount token authentication", () => {
     const oldKey = await generateHubKey();
     const newKey = await generateHubKey();
     const before = { issuer: HUB, keys: staticKeySource(await parseHubKeys(JSON.stringify({ keys: [oldKey] }))) };
-    const after = { issuer: HUB, keys: staticKeySource(await parseHubKeys(JSON.stringify({ keys: [newKey, { kty: "EC", crv: "P-256", x: oldKey.x, y: oldKey.y }] }))) };
+    const after = {
+      issuer: HUB,
+      keys: staticKeySource(await parseHubKeys(JSON.stringify({ keys: [newKey, { kty: "EC", crv: "P-256", x: oldKey.x, y: oldKey.y }] }))),
+    };
     const dropped = { issuer: HUB, keys: staticKeySource(await parseHubKeys(JSON.stringify({ keys: [newKey] }))) };
     const { token } = await issueServiceAccountToken(before, SA, {}, T0);
     expect(await serviceAccountTokenAuthenticator(after, store().lookup)(token, T0)).not.toBeNull();

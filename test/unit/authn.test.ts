@@ -7,7 +7,13 @@ import { describe, expect, it } from "vitest";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { adminAuthenticator, authenticate, safeEqual, Unauthenticated, withAuthenticatedGroup, type Authenticator } from "../../src/auth/authn.ts";
 import { oidcAuthenticator, parseOidcSettings, type Fetch } from "../../src/auth/oidc.ts";
-import { generateHubKey, issueServiceAccountToken, parseHubKeys, serviceAccountTokenAuthenticator, staticKeySource } from "../../src/auth/serviceaccount-token.ts";
+import {
+  generateHubKey,
+  issueServiceAccountToken,
+  parseHubKeys,
+  serviceAccountTokenAuthenticator,
+  staticKeySource,
+} from "../../src/auth/serviceaccount-token.ts";
 
 const ADMIN_TOKEN = "s3cr3t-admin-token-0123456789abcdef";
 const T0 = Date.parse("2026-11-26T10:00:00Z");
@@ -51,7 +57,10 @@ describe("the chain", () => {
             ? Response.json({ keys: [jwk] })
             : new Response("not found", { status: 404 }),
       );
-    const oidc = oidcAuthenticator(parseOidcSettings({ FLOTILLA_OIDC_ISSUER_URL: issuerUrl, FLOTILLA_OIDC_AUDIENCE: "flotilla", FLOTILLA_OIDC_USERNAME_PREFIX: "oidc:" })!, { fetch: serve });
+    const oidc = oidcAuthenticator(
+      parseOidcSettings({ FLOTILLA_OIDC_ISSUER_URL: issuerUrl, FLOTILLA_OIDC_AUDIENCE: "flotilla", FLOTILLA_OIDC_USERNAME_PREFIX: "oidc:" })!,
+      { fetch: serve },
+    );
     const hub = { issuer: "https://hub.example.test", keys: staticKeySource(await parseHubKeys(JSON.stringify({ keys: [await generateHubKey()] }))) };
     const sas = new Map([["ci/deployer", "uid-1"]]);
     const sa = serviceAccountTokenAuthenticator(hub, (ns, name) => Promise.resolve(sas.get(`${ns}/${name}`)));
@@ -64,7 +73,10 @@ describe("the chain", () => {
 
   it("answers each kind of token with its user", async () => {
     const { authenticators, oidcToken, saToken } = await chain();
-    expect(await authenticate(authenticators, await oidcToken({ sub: "alice", groups: ["dev"] }), T0)).toEqual({ name: "oidc:alice", groups: ["dev", "system:authenticated"] });
+    expect(await authenticate(authenticators, await oidcToken({ sub: "alice", groups: ["dev"] }), T0)).toEqual({
+      name: "oidc:alice",
+      groups: ["dev", "system:authenticated"],
+    });
     expect(await authenticate(authenticators, await saToken(), T0)).toMatchObject({
       name: "system:serviceaccount:ci:deployer",
       uid: "uid-1",
@@ -99,7 +111,15 @@ describe("the chain", () => {
       if (token) for (const r of (err as Unauthenticated).reasons) expect(r).not.toContain(token);
     }
     expect(new Set(statuses.map((s) => JSON.stringify(s))).size).toBe(1);
-    expect(statuses[0]).toEqual({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message: "Unauthorized", reason: "Unauthorized", code: 401 });
+    expect(statuses[0]).toEqual({
+      kind: "Status",
+      apiVersion: "v1",
+      metadata: {},
+      status: "Failure",
+      message: "Unauthorized",
+      reason: "Unauthorized",
+      code: 401,
+    });
   });
 
   it("tries the next authenticator after one that throws", async () => {

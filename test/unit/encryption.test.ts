@@ -6,12 +6,12 @@ const key = (c: string, bytes = 32) => btoa(c.repeat(bytes));
 describe("Keyring (AES-GCM, kube-apiserver's aesgcm provider)", () => {
   it("seals with the primary key, opens with any listed key, and says when a value is stale", async () => {
     const old = new Keyring(`k1:${key("x")}`);
-    const sealed = await old.seal("{\"a\":\"b\"}", "/secrets/ns/name");
+    const sealed = await old.seal('{"a":"b"}', "/secrets/ns/name");
     expect(sealed.startsWith(`${AESGCM_PREFIX}k1:`)).toBe(true);
     expect(isSealed(sealed)).toBe(true);
-    expect(await old.open(sealed, "/secrets/ns/name")).toEqual({ plaintext: "{\"a\":\"b\"}", stale: false });
+    expect(await old.open(sealed, "/secrets/ns/name")).toEqual({ plaintext: '{"a":"b"}', stale: false });
     const rotated = new Keyring(`k2:${key("y", 16)},k1:${key("x")}`);
-    expect(await rotated.open(sealed, "/secrets/ns/name")).toEqual({ plaintext: "{\"a\":\"b\"}", stale: true });
+    expect(await rotated.open(sealed, "/secrets/ns/name")).toEqual({ plaintext: '{"a":"b"}', stale: true });
     expect((await rotated.seal("v", "c")).startsWith(`${AESGCM_PREFIX}k2:`)).toBe(true);
   });
 
@@ -26,7 +26,9 @@ describe("Keyring (AES-GCM, kube-apiserver's aesgcm provider)", () => {
     await expect(ring.open(sealed, "/secrets/a/c")).rejects.toThrow(/does not authenticate/);
     const altered = sealed.slice(0, -4) + (sealed.endsWith("AAA=") ? "BBB=" : "AAA=");
     await expect(ring.open(altered, "/secrets/a/b")).rejects.toThrow(EncryptionError);
-    await expect(new Keyring(`k2:${key("y")}`).open(sealed, "/secrets/a/b")).rejects.toThrow('key "k1", which is not in FLOTILLA_ENCRYPTION_KEYS (its keys: k2)');
+    await expect(new Keyring(`k2:${key("y")}`).open(sealed, "/secrets/a/b")).rejects.toThrow(
+      'key "k1", which is not in FLOTILLA_ENCRYPTION_KEYS (its keys: k2)',
+    );
     await expect(ring.open(`${AESGCM_PREFIX}k1:!!`, "c")).rejects.toThrow(/malformed/);
   });
 

@@ -5,7 +5,18 @@
  */
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../../src/k8s/errors.ts";
-import { fieldNameType, fromFieldsV1, managerFromUserAgent, recordUpdate, schemaType, serverSideApply, toFieldsV1, type FieldManagerContext, type ManagedFieldsEntry, type ManagedObject } from "../../src/k8s/fieldmanager.ts";
+import {
+  fieldNameType,
+  fromFieldsV1,
+  managerFromUserAgent,
+  recordUpdate,
+  schemaType,
+  serverSideApply,
+  toFieldsV1,
+  type FieldManagerContext,
+  type ManagedFieldsEntry,
+  type ManagedObject,
+} from "../../src/k8s/fieldmanager.ts";
 
 const schema = schemaType({
   type: "object",
@@ -20,7 +31,10 @@ const schema = schemaType({
         selector: { type: "object", additionalProperties: { type: "string" }, "x-kubernetes-map-type": "atomic" },
       },
     },
-    status: { type: "object", properties: { conditions: { type: "array", items: { type: "object" }, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"] } } },
+    status: {
+      type: "object",
+      properties: { conditions: { type: "array", items: { type: "object" }, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"] } },
+    },
   },
 });
 const ctx = (now = "2026-11-26T15:00:00Z"): FieldManagerContext => ({ type: schema, statusSubresource: true, now });
@@ -29,8 +43,14 @@ interface Obj extends ManagedObject {
   metadata: { name: string; labels?: Record<string, string>; managedFields?: ManagedFieldsEntry[] };
   spec?: Record<string, unknown>;
 }
-const obj = (spec: Record<string, unknown>, labels?: Record<string, string>): Obj => ({ apiVersion: "x.io/v1", kind: "Thing", metadata: { name: "a", ...(labels ? { labels } : {}) }, spec });
-const apply = (current: Obj | undefined, applied: Obj, manager: string, force = false, now?: string) => serverSideApply({ current, applied, manager, force, scope: "main" }, ctx(now));
+const obj = (spec: Record<string, unknown>, labels?: Record<string, string>): Obj => ({
+  apiVersion: "x.io/v1",
+  kind: "Thing",
+  metadata: { name: "a", ...(labels ? { labels } : {}) },
+  spec,
+});
+const apply = (current: Obj | undefined, applied: Obj, manager: string, force = false, now?: string) =>
+  serverSideApply({ current, applied, manager, force, scope: "main" }, ctx(now));
 const entry = (o: Obj, manager: string) => o.metadata.managedFields?.find((m) => m.manager === manager);
 
 describe("server-side apply", () => {
@@ -43,7 +63,10 @@ describe("server-side apply", () => {
         apiVersion: "x.io/v1",
         time: "2026-11-26T15:00:00Z",
         fieldsType: "FieldsV1",
-        fieldsV1: { "f:metadata": { "f:labels": { "f:app": {} } }, "f:spec": { "f:ports": { 'k:{"port":80,"protocol":"TCP"}': { ".": {}, "f:name": {}, "f:port": {}, "f:protocol": {} } }, "f:replicas": {} } },
+        fieldsV1: {
+          "f:metadata": { "f:labels": { "f:app": {} } },
+          "f:spec": { "f:ports": { 'k:{"port":80,"protocol":"TCP"}': { ".": {}, "f:name": {}, "f:port": {}, "f:protocol": {} } }, "f:replicas": {} },
+        },
       },
     ]);
   });
@@ -100,10 +123,20 @@ describe("server-side apply", () => {
   it("merges set and map lists item by item, and replaces atomic lists and maps", () => {
     let o = apply(undefined, obj({ tags: ["a"], args: ["1"], ports: [{ port: 80, protocol: "TCP" }], selector: { x: "1" } }), "a");
     o = apply(o, obj({ tags: ["b"], ports: [{ port: 443, protocol: "TCP" }] }), "b");
-    expect(o.spec).toEqual({ tags: ["a", "b"], args: ["1"], ports: [{ port: 80, protocol: "TCP" }, { port: 443, protocol: "TCP" }], selector: { x: "1" } });
+    expect(o.spec).toEqual({
+      tags: ["a", "b"],
+      args: ["1"],
+      ports: [
+        { port: 80, protocol: "TCP" },
+        { port: 443, protocol: "TCP" },
+      ],
+      selector: { x: "1" },
+    });
     expect(() => apply(o, obj({ selector: { y: "2" } }), "b")).toThrowError(/conflict with "a": .spec.selector/);
     expect(() => apply(o, obj({ args: ["2"] }), "b")).toThrowError(/\.spec\.args$/);
-    expect(entry(o, "b")?.fieldsV1).toEqual({ "f:spec": { "f:ports": { 'k:{"port":443,"protocol":"TCP"}': { ".": {}, "f:port": {}, "f:protocol": {} } }, "f:tags": { 'v:"b"': {} } } });
+    expect(entry(o, "b")?.fieldsV1).toEqual({
+      "f:spec": { "f:ports": { 'k:{"port":443,"protocol":"TCP"}': { ".": {}, "f:port": {}, "f:protocol": {} } }, "f:tags": { 'v:"b"': {} } },
+    });
   });
 
   it("keeps the time of an apply that changes nothing", () => {
@@ -144,7 +177,12 @@ describe("updates", () => {
     const after = structuredClone(before);
     (after as Record<string, unknown>).status = { conditions: [{ type: "Ready", status: "True" }] };
     recordUpdate(before, after, undefined, "agent", "status", ctx());
-    expect(after.metadata.managedFields?.[0]).toMatchObject({ manager: "agent", operation: "Update", subresource: "status", fieldsV1: { "f:status": { "f:conditions": { ".": {}, 'k:{"type":"Ready"}': { ".": {}, "f:status": {}, "f:type": {} } } } } });
+    expect(after.metadata.managedFields?.[0]).toMatchObject({
+      manager: "agent",
+      operation: "Update",
+      subresource: "status",
+      fieldsV1: { "f:status": { "f:conditions": { ".": {}, 'k:{"type":"Ready"}': { ".": {}, "f:status": {}, "f:type": {} } } } },
+    });
   });
 
   it("cap Update managers at ten, folding the oldest into ancient-changes", () => {

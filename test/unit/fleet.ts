@@ -67,7 +67,6 @@ export class MemoryStore {
     return o ? clone(o) : null;
   }
 
-
   /** Every object of a kind in (namespace, name) order (stored objects are replaced, never changed, so they are shared). */
   list(def: KindDefinition): KubeObject[] {
     return [...this.table(def).values()].sort((a, b) => cmp(a.metadata.namespace ?? "", b.metadata.namespace ?? "") || cmp(a.metadata.name, b.metadata.name));
@@ -136,7 +135,8 @@ export class MemoryStore {
       try {
         return { written: true, stored: this.commit(def, next, current) };
       } catch (e) {
-        if (e instanceof ApiError && (e.reason === "Conflict" || e.reason === "AlreadyExists" || e.reason === "NotFound")) return { written: false, conflict: true };
+        if (e instanceof ApiError && (e.reason === "Conflict" || e.reason === "AlreadyExists" || e.reason === "NotFound"))
+          return { written: false, conflict: true };
         throw e;
       }
     };
@@ -152,7 +152,13 @@ const TIERS = ["1", "2", "3"];
 const EXCLUSIVE = ["default", "prod", "edge"];
 
 export function meta(name: string, namespace?: string, labels?: Record<string, string>): KubeObject["metadata"] {
-  const m: KubeObject["metadata"] = { name, uid: `uid-${namespace ?? ""}-${name}`, resourceVersion: "", creationTimestamp: "2026-01-01T00:00:00Z", generation: 1 };
+  const m: KubeObject["metadata"] = {
+    name,
+    uid: `uid-${namespace ?? ""}-${name}`,
+    resourceVersion: "",
+    creationTimestamp: "2026-01-01T00:00:00Z",
+    generation: 1,
+  };
   if (namespace !== undefined) m.namespace = namespace;
   if (labels) m.labels = labels;
   return m;
@@ -193,11 +199,22 @@ export function randomStatus(r: Random): Record<string, unknown> {
   if (r.chance(0.85)) allocatable.memory = `${mem - r.int(0, 2)}Gi`;
   if (r.chance(0.85)) capacity.memory = `${mem}Gi`;
   return {
-    conditions: [{ type: "ManagedClusterConditionAvailable", status: r.pick(["True", "True", "False"]), reason: "T", message: "t", lastTransitionTime: "2026-01-01T00:00:00Z" }],
-    clusterClaims: r.subset([
-      { name: "platform", value: r.pick(["AWS", "GCP"]) },
-      { name: "version", value: r.pick(["1.29", "1.30"]) },
-    ], 0.7),
+    conditions: [
+      {
+        type: "ManagedClusterConditionAvailable",
+        status: r.pick(["True", "True", "False"]),
+        reason: "T",
+        message: "t",
+        lastTransitionTime: "2026-01-01T00:00:00Z",
+      },
+    ],
+    clusterClaims: r.subset(
+      [
+        { name: "platform", value: r.pick(["AWS", "GCP"]) },
+        { name: "version", value: r.pick(["1.29", "1.30"]) },
+      ],
+      0.7,
+    ),
     allocatable,
     capacity,
   };
@@ -208,7 +225,11 @@ export function setObject(name: string, variant = 0): KubeObject {
   if (EXCLUSIVE.includes(name)) clusterSelector = { selectorType: "ExclusiveClusterSetLabel" };
   else if (name === "global") clusterSelector = { selectorType: "LabelSelector", labelSelector: {} };
   else if (name === "eu") clusterSelector = { selectorType: "LabelSelector", labelSelector: { matchLabels: { region: variant % 2 ? "ap" : "eu" } } };
-  else if (name === "big") clusterSelector = { selectorType: "LabelSelector", labelSelector: { matchExpressions: [{ key: "tier", operator: variant % 2 ? "NotIn" : "In", values: ["2", "3"] }] } };
+  else if (name === "big")
+    clusterSelector = {
+      selectorType: "LabelSelector",
+      labelSelector: { matchExpressions: [{ key: "tier", operator: variant % 2 ? "NotIn" : "In", values: ["2", "3"] }] },
+    };
   else clusterSelector = { selectorType: "LabelSelector", labelSelector: { matchExpressions: [{ key: "gpu", operator: "Exists" }] } };
   return { apiVersion: `${G}/v1beta2`, kind: "ManagedClusterSet", metadata: meta(name), spec: { clusterSelector } };
 }
@@ -248,7 +269,11 @@ export function randomSpec(r: Random): PlacementSpec {
       const kind = r.int(0, 4);
       const weight = r.int(-2, 3);
       if (kind === 4) configurations.push({ scoreCoordinate: { type: "AddOn", addOn: { resourceName: "load", scoreName: "cpu" } }, weight });
-      else configurations.push({ scoreCoordinate: { type: "BuiltIn", builtIn: ["Balance", "Steady", "ResourceAllocatableCPU", "ResourceAllocatableMemory"][kind] }, weight });
+      else
+        configurations.push({
+          scoreCoordinate: { type: "BuiltIn", builtIn: ["Balance", "Steady", "ResourceAllocatableCPU", "ResourceAllocatableMemory"][kind] },
+          weight,
+        });
     }
     spec.prioritizerPolicy = { mode: r.pick(["Additive", "Exact", undefined]), configurations };
   }
@@ -259,12 +284,17 @@ export function randomSpec(r: Random): PlacementSpec {
   if (tolerations.length > 0) spec.tolerations = tolerations;
   if (r.chance(0.15)) {
     spec.decisionStrategy = {
-      groupStrategy: { clustersPerDecisionGroup: r.pick([2, "50%", undefined]), decisionGroups: [{ groupName: "canary", groupClusterSelector: { labelSelector: { matchLabels: { env: "dev" } } } }] },
+      groupStrategy: {
+        clustersPerDecisionGroup: r.pick([2, "50%", undefined]),
+        decisionGroups: [{ groupName: "canary", groupClusterSelector: { labelSelector: { matchLabels: { env: "dev" } } } }],
+      },
     };
   }
   if (r.chance(0.2)) {
     // Spread terms over the fleet's region label and platform claim (OCM enhancement 70).
-    const terms: unknown[] = [{ topologyKey: "region", topologyKeyType: "Label", maxSkew: r.int(1, 2), whenUnsatisfiable: r.pick(["DoNotSchedule", "ScheduleAnyway", undefined]) }];
+    const terms: unknown[] = [
+      { topologyKey: "region", topologyKeyType: "Label", maxSkew: r.int(1, 2), whenUnsatisfiable: r.pick(["DoNotSchedule", "ScheduleAnyway", undefined]) },
+    ];
     if (r.chance(0.5)) terms.push({ topologyKey: "platform", topologyKeyType: "Claim", whenUnsatisfiable: r.pick(["DoNotSchedule", "ScheduleAnyway"]) });
     spec.spreadPolicy = { spreadConstraints: terms };
   }

@@ -86,7 +86,12 @@ describe("CommitGroups", () => {
     calls[1]!.fail();
     await tick();
     await tick();
-    expect(calls.slice(2).map((c) => c.items).sort()).toEqual([["b"], ["c"]]);
+    expect(
+      calls
+        .slice(2)
+        .map((c) => c.items)
+        .sort(),
+    ).toEqual([["b"], ["c"]]);
     calls[2]!.answer();
     calls[3]!.answer();
     expect((await Promise.all(rest)).sort()).toEqual(["ok:b", "ok:c"]);

@@ -118,12 +118,20 @@ describe("parseSelector: invalid", () => {
     { input: "x==!", message: "unable to parse requirement: found '!', expected: identifier", position: 3 },
     { input: "-x=a", message: `unable to parse requirement: Invalid value: "-x": name part ${QNAME}`, position: 0, contains: true },
     { input: "a/b/c", message: 'unable to parse requirement: Invalid value: "a/b/c": a qualified name', contains: true },
-    { input: "Example.com/x", message: 'unable to parse requirement: Invalid value: "Example.com/x": prefix part a lowercase RFC 1123 subdomain', contains: true },
+    {
+      input: "Example.com/x",
+      message: 'unable to parse requirement: Invalid value: "Example.com/x": prefix part a lowercase RFC 1123 subdomain',
+      contains: true,
+    },
     { input: `${"k".repeat(64)}=v`, message: "name part must be no more than 63 characters", contains: true },
     { input: "x=-a", message: 'unable to parse requirement: values[0][x]: Invalid value: "-a": a valid label must be', contains: true },
     { input: `x=${"v".repeat(64)}`, message: "must be no more than 63 characters", contains: true },
     { input: "x in (b,-a)", message: 'values[0][x]: Invalid value: "-a"', contains: true }, // values are sorted first
-    { input: "x>a", message: 'unable to parse requirement: values[0]: Invalid value: "a": for \'Gt\', \'Lt\' operators, the value must be an integer', contains: true },
+    {
+      input: "x>a",
+      message: "unable to parse requirement: values[0]: Invalid value: \"a\": for 'Gt', 'Lt' operators, the value must be an integer",
+      contains: true,
+    },
     { input: "x<99999999999999999999", message: "the value must be an integer", contains: true },
     { input: "x>-1", message: 'Invalid value: "-1": a valid label must be', contains: true },
     { input: "x=a;y=b", message: 'Invalid value: "a;y"', contains: true },
@@ -287,7 +295,12 @@ describe("fromLabelSelector (LabelSelectorAsSelector)", () => {
       message: "matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'",
     },
     {
-      sel: { matchExpressions: [{ key: "a", operator: "Exists" }, { key: "b", operator: "NotIn", values: [] }] },
+      sel: {
+        matchExpressions: [
+          { key: "a", operator: "Exists" },
+          { key: "b", operator: "NotIn", values: [] },
+        ],
+      },
       field: "matchExpressions[1].values",
       reason: "FieldValueRequired",
       message: "matchExpressions[1].values: Required value: must be specified when `operator` is 'In' or 'NotIn'",

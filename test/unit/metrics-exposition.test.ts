@@ -16,7 +16,11 @@ describe("text exposition format 0.0.4", () => {
       { family: requests.name, labels: labelsPart(requests.labels, { verb: "LIST", resource: "managedclusters", code: 200 }), values: [3] },
       { family: requests.name, labels: labelsPart(requests.labels, { verb: "GET", resource: odd, code: 404 }), values: [1] },
       { family: GAUGES.clusterCount.name, labels: "", values: [2000] },
-      { family: GAUGES.clustersByCondition.name, labels: labelsPart(GAUGES.clustersByCondition.labels, { condition: "ManagedClusterConditionAvailable", status: "True" }), values: [1999] },
+      {
+        family: GAUGES.clustersByCondition.name,
+        labels: labelsPart(GAUGES.clustersByCondition.labels, { condition: "ManagedClusterConditionAvailable", status: "True" }),
+        values: [1999],
+      },
       { family: COUNTED.leasesExpired.name, labels: "", values: [0.5e-7] },
       { family: "not_a_family", labels: "", values: [1] },
     ];
@@ -25,7 +29,13 @@ describe("text exposition format 0.0.4", () => {
     cells.push({ family: family.name, labels: labelsPart(family.labels, { verb: "LIST", resource: "managedclusters" }), values: h });
     const text = renderExposition(ALL_FAMILIES, cells);
     const parsed = await parsePrometheus(text);
-    expect(parsed.map((f) => f.name)).toEqual(["apiserver_request", "apiserver_request_duration_seconds", "flotilla_cluster_leases_expired", "acm_managed_cluster_count", "flotilla_managed_clusters"]);
+    expect(parsed.map((f) => f.name)).toEqual([
+      "apiserver_request",
+      "apiserver_request_duration_seconds",
+      "flotilla_cluster_leases_expired",
+      "acm_managed_cluster_count",
+      "flotilla_managed_clusters",
+    ]);
     expect(parsed.find((f) => f.name === "apiserver_request")).toMatchObject({ type: "counter", help: requests.help });
     expect(sampleSum(parsed, "apiserver_request_total", { verb: "LIST", code: "200" })).toBe(3);
     expect(sampleSum(parsed, "apiserver_request_total", { resource: odd })).toBe(1);

@@ -17,7 +17,9 @@ const work = (name: string, rv: number, extra = ""): KubeObject => ({
 const put = (w: KubeObject): WorkDelta => ({ name: w.metadata.name, resourceVersion: Number(w.metadata.resourceVersion), work: w });
 const removed = (name: string, rv: number): WorkDelta => ({ name, resourceVersion: rv, work: null });
 /** A read of `items` at the store's resourceVersion `rv`. */
-const at = (rv: number, ...items: KubeObject[]) => async (): Promise<WorksRead> => ({ items, resourceVersion: rv });
+const at =
+  (rv: number, ...items: KubeObject[]) =>
+  async (): Promise<WorksRead> => ({ items, resourceVersion: rv });
 const names = (r: { works: KubeObject[] } | null) => r?.works.map((w) => `${w.metadata.name}@${w.metadata.resourceVersion}`);
 
 /** A read that resolves when the test says, to interleave changes with a fill. */

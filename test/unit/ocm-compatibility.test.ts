@@ -39,7 +39,8 @@ function knownPaths(root: JsonSchema): { exact: Set<string>; open: Set<string> }
   const open = new Set<string>();
   const walk = (node: JsonSchema, at: string) => {
     if (typeof node.$ref === "string") node = defs[node.$ref.split("/").pop()!] ?? {};
-    for (const alt of [...((node.anyOf ?? []) as JsonSchema[]), ...((node.oneOf ?? []) as JsonSchema[]), ...((node.allOf ?? []) as JsonSchema[])]) walk(alt, at);
+    for (const alt of [...((node.anyOf ?? []) as JsonSchema[]), ...((node.oneOf ?? []) as JsonSchema[]), ...((node.allOf ?? []) as JsonSchema[])])
+      walk(alt, at);
     if (at) exact.add(at);
     for (const [name, child] of Object.entries((node.properties ?? {}) as Record<string, JsonSchema>)) {
       if (at || !["apiVersion", "kind", "metadata"].includes(name)) walk(child, at ? `${at}.${name}` : name);
@@ -58,8 +59,14 @@ function knownPaths(root: JsonSchema): { exact: Set<string>; open: Set<string> }
 describe("docs/ocm-compatibility.md", () => {
   it("has a table for every OCM kind the hub serves, at the version it serves", () => {
     // A version served by conversion from a stored one has the stored version's table.
-    const served = KINDS.filter((k) => k.group.endsWith(".open-cluster-management.io") && !k.viewOf && !k.conversion).map((k) => `${k.kind} ${k.group}/${k.version}`);
-    expect(Object.entries(OCM.kinds).map(([kind, k]) => `${kind} ${k.group}/${k.version}`).sort()).toEqual(served.sort());
+    const served = KINDS.filter((k) => k.group.endsWith(".open-cluster-management.io") && !k.viewOf && !k.conversion).map(
+      (k) => `${k.kind} ${k.group}/${k.version}`,
+    );
+    expect(
+      Object.entries(OCM.kinds)
+        .map(([kind, k]) => `${kind} ${k.group}/${k.version}`)
+        .sort(),
+    ).toEqual(served.sort());
     expect([...table.keys()].sort()).toEqual(Object.keys(OCM.kinds).sort());
     for (const [kind, k] of Object.entries(OCM.kinds)) expect(doc, kind).toContain(`## ${kind} (${k.group}/${k.version})`);
   });
@@ -101,7 +108,9 @@ describe("docs/ocm-compatibility.md", () => {
     for (const [kind, k] of Object.entries(OCM.kinds)) {
       const def = KINDS.find((d) => d.kind === kind && d.group === k.group && d.version === k.version)!;
       const known = knownPaths(z.toJSONSchema(def.schema, { unrepresentable: "any", io: "input" }) as JsonSchema);
-      const unknown = k.fields.map((f) => f.path).filter((p) => !known.exact.has(p) && ![...known.open].some((o) => p.startsWith(o) && /^[.[{]/.test(p.slice(o.length))));
+      const unknown = k.fields
+        .map((f) => f.path)
+        .filter((p) => !known.exact.has(p) && ![...known.open].some((o) => p.startsWith(o) && /^[.[{]/.test(p.slice(o.length))));
       expect(unknown, kind).toEqual([]);
     }
   });

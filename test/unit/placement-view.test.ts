@@ -59,7 +59,13 @@ function memoryLog(store: MemoryStore): ChangeLog {
     async since(version) {
       const last = new Map<string, { resource: FollowedResource; namespace: string; name: string; resourceVersion: number }>();
       for (const e of store.log) {
-        if (e.resourceVersion > version) last.set(`${e.plural}\0${e.namespace}/${e.name}`, { resource: e.plural as FollowedResource, namespace: e.namespace, name: e.name, resourceVersion: e.resourceVersion });
+        if (e.resourceVersion > version)
+          last.set(`${e.plural}\0${e.namespace}/${e.name}`, {
+            resource: e.plural as FollowedResource,
+            namespace: e.namespace,
+            name: e.name,
+            resourceVersion: e.resourceVersion,
+          });
       }
       return { latest: store.counter, expired: false, changed: [...last.values()] };
     },
@@ -200,7 +206,13 @@ class World {
       case 5: {
         const labels = (next.metadata.labels ??= {});
         const key = r.pick(["region", "env", "tier", "gpu", CLUSTERSET_LABEL]);
-        const values: Record<string, string[]> = { region: ["us", "eu", "ap"], env: ["prod", "dev", "test"], tier: ["1", "2", "3"], gpu: ["true"], [CLUSTERSET_LABEL]: ["default", "prod", "edge"] };
+        const values: Record<string, string[]> = {
+          region: ["us", "eu", "ap"],
+          env: ["prod", "dev", "test"],
+          tier: ["1", "2", "3"],
+          gpu: ["true"],
+          [CLUSTERSET_LABEL]: ["default", "prod", "edge"],
+        };
         if (r.chance(0.2)) delete labels[key];
         else labels[key] = r.pick(values[key]!);
         await this.writeCluster(next, c);
@@ -230,7 +242,9 @@ class World {
           return `placement delete ${ns}/${name}`;
         }
         const spec = randomSpec(r);
-        const p = current ? { ...current, spec: spec as Record<string, unknown>, metadata: { ...current.metadata, generation: (current.metadata.generation ?? 1) + 1 } } : placementObject(ns, name, spec);
+        const p = current
+          ? { ...current, spec: spec as Record<string, unknown>, metadata: { ...current.metadata, generation: (current.metadata.generation ?? 1) + 1 } }
+          : placementObject(ns, name, spec);
         await this.writeObject(PlacementKind, p, current);
         return `placement ${current ? "update" : "create"} ${ns}/${name}`;
       }
@@ -283,7 +297,11 @@ class World {
         const ns = r.pick(NAMESPACES);
         const current = this.full.list(PlacementKind).find((p) => p.metadata.namespace === ns);
         if (!current) return "no placement to lose a write of";
-        const p = { ...current, spec: randomSpec(r) as Record<string, unknown>, metadata: { ...current.metadata, generation: (current.metadata.generation ?? 1) + 1 } };
+        const p = {
+          ...current,
+          spec: randomSpec(r) as Record<string, unknown>,
+          metadata: { ...current.metadata, generation: (current.metadata.generation ?? 1) + 1 },
+        };
         const stored = this.commit(PlacementKind, p, current);
         this.lost.push(triggerForChange({ def: PlacementKind, namespace: ns, name: current.metadata.name, before: current, after: stored })!);
         await this.run({ placements: [] });
@@ -314,8 +332,10 @@ class World {
 
   async populate(): Promise<void> {
     const r = this.r;
-    for (const name of SET_NAMES) if (name === "default" || name === "global" || r.chance(0.6)) await this.writeObject(ManagedClusterSetKind, setObject(name), null);
-    for (const ns of NAMESPACES) for (const set of r.subset(SET_NAMES, 0.35)) await this.writeObject(ManagedClusterSetBindingKind, bindingObject(ns, set), null);
+    for (const name of SET_NAMES)
+      if (name === "default" || name === "global" || r.chance(0.6)) await this.writeObject(ManagedClusterSetKind, setObject(name), null);
+    for (const ns of NAMESPACES)
+      for (const set of r.subset(SET_NAMES, 0.35)) await this.writeObject(ManagedClusterSetBindingKind, bindingObject(ns, set), null);
     for (let i = r.int(3, 24); i > 0; i--) await this.addCluster();
     for (let i = r.int(2, 8); i > 0; i--) {
       const ns = r.pick(NAMESPACES);
@@ -368,7 +388,14 @@ describe("incremental scheduler view", () => {
       await w.writeCluster(c, null);
     }
     for (let i = 0; i < 40; i++) {
-      await w.writeObject(PlacementKind, placementObject("ns-a", `app${i}`, { numberOfClusters: 3, predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { app: `a${i}` } } } }] }), null);
+      await w.writeObject(
+        PlacementKind,
+        placementObject("ns-a", `app${i}`, {
+          numberOfClusters: 3,
+          predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { app: `a${i}` } } } }],
+        }),
+        null,
+      );
     }
     const reads = w.reads.count;
     const spy = vi.spyOn(w.view, "scheduleInput");
@@ -415,9 +442,19 @@ describe("incremental scheduler view", () => {
     await w.writeCluster(mc("y", { app: "a" }, "8Gi"), null);
     await w.writeCluster(mc("z", { app: "b" }, "8Gi"), null);
     await w.writeCluster(mc("idle", { app: "c" }, "8Gi"), null);
-    const one = (labels: Record<string, string>, prioritizerPolicy?: PlacementSpec["prioritizerPolicy"]): PlacementSpec => ({ numberOfClusters: 1, predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: labels } } }], prioritizerPolicy });
+    const one = (labels: Record<string, string>, prioritizerPolicy?: PlacementSpec["prioritizerPolicy"]): PlacementSpec => ({
+      numberOfClusters: 1,
+      predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: labels } } }],
+      prioritizerPolicy,
+    });
     await w.writeObject(PlacementKind, placementObject("ns-a", "s", one({ pick: "s" })), null);
-    const weights = { mode: "Exact" as const, configurations: [{ scoreCoordinate: { builtIn: "Balance" }, weight: 3 }, { scoreCoordinate: { builtIn: "ResourceAllocatableMemory" }, weight: 2 }] };
+    const weights = {
+      mode: "Exact" as const,
+      configurations: [
+        { scoreCoordinate: { builtIn: "Balance" }, weight: 3 },
+        { scoreCoordinate: { builtIn: "ResourceAllocatableMemory" }, weight: 2 },
+      ],
+    };
     await w.writeObject(PlacementKind, placementObject("ns-a", "p", one({ app: "a" }, weights)), null);
     const idle = async (app: string) => {
       const c = w.full.get(ManagedClusterKind, "", "idle")!;
@@ -465,7 +502,10 @@ describe("incremental scheduler view", () => {
 
   it("ignores a change older than the one it holds, and a late delete", async () => {
     const view = await SchedulerView.build({ clusters: async function* () {}, objects: async function* () {} });
-    const p = (rv: string, n: number) => ({ ...placementObject("ns", "p", { numberOfClusters: n }), metadata: { ...placementObject("ns", "p", {}).metadata, resourceVersion: rv } });
+    const p = (rv: string, n: number) => ({
+      ...placementObject("ns", "p", { numberOfClusters: n }),
+      metadata: { ...placementObject("ns", "p", {}).metadata, resourceVersion: rv },
+    });
     view.applyTrigger({ objects: [{ resource: "placements", namespace: "ns", name: "p", object: p("5", 1) }] });
     view.applyTrigger({ objects: [{ resource: "placements", namespace: "ns", name: "p", object: p("3", 2) }] });
     expect(view.versionOf("placements", "ns", "p")).toBe(5);

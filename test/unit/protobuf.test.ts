@@ -19,9 +19,18 @@ const KUBECTL_CREATE_TOKEN_ASKING =
 
 describe("protobuf request bodies", () => {
   it("decodes kubectl's ServiceAccount and TokenRequest (audiences, expirationSeconds only when asked; status ignored)", () => {
-    expect(decodeProtobufObject(bytes(KUBECTL_CREATE_SERVICEACCOUNT))).toEqual({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "deployer", namespace: "ci" } });
+    expect(decodeProtobufObject(bytes(KUBECTL_CREATE_SERVICEACCOUNT))).toEqual({
+      apiVersion: "v1",
+      kind: "ServiceAccount",
+      metadata: { name: "deployer", namespace: "ci" },
+    });
     expect(decodeProtobufObject(bytes(KUBECTL_CREATE_TOKEN))).toEqual({ apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", metadata: {}, spec: {} });
-    expect(decodeProtobufObject(bytes(KUBECTL_CREATE_TOKEN_ASKING))).toEqual({ apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", metadata: {}, spec: { audiences: ["vault", "ci.example"], expirationSeconds: 600 } });
+    expect(decodeProtobufObject(bytes(KUBECTL_CREATE_TOKEN_ASKING))).toEqual({
+      apiVersion: "authentication.k8s.io/v1",
+      kind: "TokenRequest",
+      metadata: {},
+      spec: { audiences: ["vault", "ci.example"], expirationSeconds: 600 },
+    });
   });
 
   it("decodes kubectl's Namespace: the empty fields Go writes are dropped", () => {

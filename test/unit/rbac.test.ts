@@ -67,7 +67,11 @@ function clusterRole(name: string, ...rules: PolicyRule[]): ClusterRole {
 
 let bindingSeq = 0;
 function roleBinding(namespace: string, refKind: "Role" | "ClusterRole", refName: string, ...subjectSpecs: string[]): RoleBinding {
-  return { metadata: { namespace, name: `rb-${++bindingSeq}` }, roleRef: { apiGroup: RBAC_GROUP, kind: refKind, name: refName }, subjects: subjects(subjectSpecs) };
+  return {
+    metadata: { namespace, name: `rb-${++bindingSeq}` },
+    roleRef: { apiGroup: RBAC_GROUP, kind: refKind, name: refName },
+    subjects: subjects(subjectSpecs),
+  };
 }
 
 function clusterRoleBinding(refName: string, ...subjectSpecs: string[]): ClusterRoleBinding {
@@ -141,7 +145,10 @@ describe("authorize: bindings and namespaces (Kubernetes TestAuthorizer)", () =>
   });
 
   it("a rule on pods does not reach pods/status", () => {
-    const a = new RbacAuthorizer({ clusterRoles: [clusterRole("admin", newRule("*", "*", "pods", "*"))], roleBindings: [roleBinding("ns1", "ClusterRole", "admin", "User:admin")] });
+    const a = new RbacAuthorizer({
+      clusterRoles: [clusterRole("admin", newRule("*", "*", "pods", "*"))],
+      roleBindings: [roleBinding("ns1", "ClusterRole", "admin", "User:admin")],
+    });
     expect(a.authorize(user("admin"), res("get", "pods", "ns1")).allowed).toBe(true);
     expect(a.authorize(user("admin"), res("get", "pods", "ns1", { sub: "status" })).allowed).toBe(false);
   });
@@ -164,7 +171,13 @@ describe("authorize: bindings and namespaces (Kubernetes TestAuthorizer)", () =>
 // ---------------------------------------------------------------------------
 
 describe("ruleAllows (Kubernetes TestRuleMatches)", () => {
-  const r = (verb: string, group: string, resource: string, sub?: string, name?: string): RequestAttributes => ({ verb, apiGroup: group, resource, subresource: sub, name });
+  const r = (verb: string, group: string, resource: string, sub?: string, name?: string): RequestAttributes => ({
+    verb,
+    apiGroup: group,
+    resource,
+    subresource: sub,
+    name,
+  });
   const cases: [string, PolicyRule, [RequestAttributes, boolean][]][] = [
     [
       "star verb, exact match other",
@@ -251,11 +264,7 @@ describe("ruleAllows (Kubernetes TestRuleMatches)", () => {
         [r("get", "", "pods"), true],
       ],
     ],
-    [
-      "a rule with no verbs allows nothing",
-      { verbs: [], apiGroups: ["*"], resources: ["*"] },
-      [[r("get", "", "pods"), false]],
-    ],
+    ["a rule with no verbs allows nothing", { verbs: [], apiGroups: ["*"], resources: ["*"] }, [[r("get", "", "pods"), false]]],
   ];
   for (const [name, rule, requests] of cases) {
     it(name, () => {
@@ -299,11 +308,7 @@ describe("ruleAllows (Kubernetes TestRuleMatches)", () => {
         ["verb2", "/foo/baz/one", false],
       ],
     ],
-    [
-      "a rule of resources never allows a non-resource request",
-      { verbs: ["*"], apiGroups: ["*"], resources: ["*"] },
-      [["get", "/apis", false]],
-    ],
+    ["a rule of resources never allows a non-resource request", { verbs: ["*"], apiGroups: ["*"], resources: ["*"] }, [["get", "/apis", false]]],
   ];
   for (const [name, rule, requests] of urlCases) {
     it(name, () => {
@@ -343,7 +348,10 @@ describe("rulesFor (Kubernetes TestDefaultRuleResolver)", () => {
   it("a binding to a role that does not exist grants nothing and reports it", () => {
     const a = new RbacAuthorizer({
       clusterRoleBindings: [clusterRoleBinding("missing", "User:u")],
-      roleBindings: [roleBinding("ns", "Role", "absent", "User:u"), { ...roleBinding("ns", "Role", "x", "User:u"), roleRef: { apiGroup: RBAC_GROUP, kind: "Unknown", name: "x" } }],
+      roleBindings: [
+        roleBinding("ns", "Role", "absent", "User:u"),
+        { ...roleBinding("ns", "Role", "x", "User:u"), roleRef: { apiGroup: RBAC_GROUP, kind: "Unknown", name: "x" } },
+      ],
     });
     expect(a.rulesFor(user("u"), "ns")).toEqual({
       rules: [],
@@ -359,7 +367,12 @@ describe("rulesFor (Kubernetes TestDefaultRuleResolver)", () => {
     const review = a.rulesReview(user("bob", "system:authenticated"), "team-a");
     expect(review.incomplete).toBe(false);
     expect(review.evaluationError).toBe("");
-    expect(review.resourceRules).toContainEqual({ verbs: ["create"], apiGroups: ["authorization.k8s.io"], resources: ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], resourceNames: [] });
+    expect(review.resourceRules).toContainEqual({
+      verbs: ["create"],
+      apiGroups: ["authorization.k8s.io"],
+      resources: ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+      resourceNames: [],
+    });
     expect(review.nonResourceRules).toContainEqual({ verbs: ["get"], nonResourceURLs: ["/healthz", "/livez", "/readyz", "/version", "/version/"] });
   });
 });
@@ -367,7 +380,9 @@ describe("rulesFor (Kubernetes TestDefaultRuleResolver)", () => {
 describe("subjects (Kubernetes TestAppliesTo)", () => {
   const rule: PolicyRule = { verbs: ["get"], apiGroups: [""], resources: ["pods"] };
   const applies = (subjectSpecs: string[], u: UserInfo, namespace = ""): boolean => {
-    const bindings = namespace ? { roleBindings: [roleBinding(namespace, "ClusterRole", "r", ...subjectSpecs)] } : { clusterRoleBindings: [clusterRoleBinding("r", ...subjectSpecs)] };
+    const bindings = namespace
+      ? { roleBindings: [roleBinding(namespace, "ClusterRole", "r", ...subjectSpecs)] }
+      : { clusterRoleBindings: [clusterRoleBinding("r", ...subjectSpecs)] };
     return new RbacAuthorizer({ clusterRoles: [clusterRole("r", rule)], ...bindings }).authorize(u, res("get", "pods", namespace || "any")).allowed;
   };
   it.each([
@@ -376,16 +391,52 @@ describe("subjects (Kubernetes TestAppliesTo)", () => {
     ["multiple subjects, none that match username", ["User:barfoo", "User:foobar"], user("zimzam"), "", false],
     ["multiple subjects, one that match group", ["User:barfoo", "Group:foobar"], user("zimzam", "foobar"), "", true],
     ["one that match group, should ignore namespace", ["User:barfoo", "Group:foobar"], user("zimzam", "foobar"), "namespace1", true],
-    ["a service account that matches", ["User:barfoo", "Group:foobar", "ServiceAccount:kube-system/default"], user("system:serviceaccount:kube-system:default"), "default", true],
+    [
+      "a service account that matches",
+      ["User:barfoo", "Group:foobar", "ServiceAccount:kube-system/default"],
+      user("system:serviceaccount:kube-system:default"),
+      "default",
+      true,
+    ],
     ["* user subject name doesn't match all users", ["User:*"], user("foobar"), "default", false],
-    ["all authenticated and unauthenticated: an authenticated user", ["Group:system:authenticated", "Group:system:unauthenticated"], user("foobar", "system:authenticated"), "default", true],
-    ["all authenticated and unauthenticated: anonymous", ["Group:system:authenticated", "Group:system:unauthenticated"], user("system:anonymous", "system:unauthenticated"), "default", true],
-    ["a ServiceAccount without namespace in a RoleBinding is the binding's namespace's", ["ServiceAccount:deployer"], user("system:serviceaccount:ci:deployer"), "ci", true],
+    [
+      "all authenticated and unauthenticated: an authenticated user",
+      ["Group:system:authenticated", "Group:system:unauthenticated"],
+      user("foobar", "system:authenticated"),
+      "default",
+      true,
+    ],
+    [
+      "all authenticated and unauthenticated: anonymous",
+      ["Group:system:authenticated", "Group:system:unauthenticated"],
+      user("system:anonymous", "system:unauthenticated"),
+      "default",
+      true,
+    ],
+    [
+      "a ServiceAccount without namespace in a RoleBinding is the binding's namespace's",
+      ["ServiceAccount:deployer"],
+      user("system:serviceaccount:ci:deployer"),
+      "ci",
+      true,
+    ],
     ["…and not another namespace's", ["ServiceAccount:deployer"], user("system:serviceaccount:other:deployer"), "ci", false],
-    ["a ServiceAccount without namespace in a ClusterRoleBinding matches nobody", ["ServiceAccount:deployer"], user("system:serviceaccount:ci:deployer"), "", false],
+    [
+      "a ServiceAccount without namespace in a ClusterRoleBinding matches nobody",
+      ["ServiceAccount:deployer"],
+      user("system:serviceaccount:ci:deployer"),
+      "",
+      false,
+    ],
     ["a ServiceAccount with its namespace in a ClusterRoleBinding", ["ServiceAccount:ci/deployer"], user("system:serviceaccount:ci:deployer"), "", true],
     ["a ServiceAccount subject is not a group match", ["ServiceAccount:ci/deployer"], user("deployer", "system:serviceaccounts:ci"), "", false],
-    ["the ServiceAccounts group of a namespace", ["Group:system:serviceaccounts:ci"], { name: serviceAccountUsername("ci", "x"), groups: serviceAccountGroups("ci") }, "ci", true],
+    [
+      "the ServiceAccounts group of a namespace",
+      ["Group:system:serviceaccounts:ci"],
+      { name: serviceAccountUsername("ci", "x"), groups: serviceAccountGroups("ci") },
+      "ci",
+      true,
+    ],
     ["an unknown subject kind matches nobody", ["Robot:foobar"], user("foobar"), "ns", false],
   ])("%s", (_n, specs, u, ns, want) => {
     expect(applies(specs, u, ns)).toBe(want);
@@ -399,14 +450,19 @@ describe("reasons and the system:masters bypass", () => {
     clusterRoleBindings: [{ ...clusterRoleBinding("reader", "User:x", "Group:devs"), metadata: { name: "devs-read" } }],
   });
   it("names the binding, its role and the subject that applied", () => {
-    expect(rbac.authorize(user("alice", "devs"), res("get", "secrets", "team-b")).reason).toBe('RBAC: allowed by ClusterRoleBinding "devs-read" of ClusterRole "reader" to Group "devs"');
+    expect(rbac.authorize(user("alice", "devs"), res("get", "secrets", "team-b")).reason).toBe(
+      'RBAC: allowed by ClusterRoleBinding "devs-read" of ClusterRole "reader" to Group "devs"',
+    );
     expect(rbac.authorize(user(serviceAccountUsername("team-a", "ci")), res("get", "secrets", "team-a")).reason).toBe(
       'RBAC: allowed by RoleBinding "ci-reads/team-a" of ClusterRole "reader" to ServiceAccount "ci/team-a"',
     );
   });
   it("kubectl auth can-i '*' '*': only a rule with verb * and resource * allows verb * on resource *", () => {
     const a = new RbacAuthorizer({
-      clusterRoles: [clusterRole("all", { verbs: ["*"], apiGroups: ["*"], resources: ["*"] }), clusterRole("most", { verbs: ["get", "list", "create", "update", "delete"], apiGroups: ["*"], resources: ["*"] })],
+      clusterRoles: [
+        clusterRole("all", { verbs: ["*"], apiGroups: ["*"], resources: ["*"] }),
+        clusterRole("most", { verbs: ["get", "list", "create", "update", "delete"], apiGroups: ["*"], resources: ["*"] }),
+      ],
       clusterRoleBindings: [clusterRoleBinding("all", "User:root"), clusterRoleBinding("most", "User:almost")],
     });
     expect(a.authorize(user("root"), res("*", "*", "ns", { group: "*" })).allowed).toBe(true);
@@ -414,7 +470,10 @@ describe("reasons and the system:masters bypass", () => {
     expect(a.authorize(user("almost"), res("get", "*", "ns", { group: "*" })).allowed).toBe(true);
   });
   it("a ClusterRoleBinding to a Role resolves to nothing", () => {
-    const a = new RbacAuthorizer({ roles: [role("ns", "r", { verbs: ["get"], apiGroups: [""], resources: ["pods"] })], clusterRoleBindings: [{ ...clusterRoleBinding("r", "User:u"), roleRef: { apiGroup: RBAC_GROUP, kind: "Role", name: "r" } }] });
+    const a = new RbacAuthorizer({
+      roles: [role("ns", "r", { verbs: ["get"], apiGroups: [""], resources: ["pods"] })],
+      clusterRoleBindings: [{ ...clusterRoleBinding("r", "User:u"), roleRef: { apiGroup: RBAC_GROUP, kind: "Role", name: "r" } }],
+    });
     expect(a.authorize(user("u"), res("get", "pods", "ns"))).toEqual({ allowed: false, reason: `RBAC: role.${RBAC_GROUP} "r" not found` });
   });
   it("a denial without resolution errors has no reason", () => {
@@ -425,13 +484,19 @@ describe("reasons and the system:masters bypass", () => {
     expect(ns.toStatus()).toMatchObject({
       code: 403,
       reason: "Forbidden",
-      message: 'placements.cluster.open-cluster-management.io is forbidden: User "alice" cannot create resource "placements" in API group "cluster.open-cluster-management.io" in the namespace "team-b"',
+      message:
+        'placements.cluster.open-cluster-management.io is forbidden: User "alice" cannot create resource "placements" in API group "cluster.open-cluster-management.io" in the namespace "team-b"',
       details: { group: "cluster.open-cluster-management.io", kind: "placements" },
     });
-    expect(forbiddenError(user("bob"), res("update", "managedclusters", "", { group: "register.open-cluster-management.io", sub: "accept", name: "c1" }), "RBAC: x").message).toBe(
+    expect(
+      forbiddenError(user("bob"), res("update", "managedclusters", "", { group: "register.open-cluster-management.io", sub: "accept", name: "c1" }), "RBAC: x")
+        .message,
+    ).toBe(
       'managedclusters.register.open-cluster-management.io "c1" is forbidden: User "bob" cannot update resource "managedclusters/accept" in API group "register.open-cluster-management.io" at the cluster scope: RBAC: x',
     );
-    expect(forbiddenError(user("bob"), res("get", "secrets", "ns", { name: "s" })).message).toBe('secrets "s" is forbidden: User "bob" cannot get resource "secrets" in API group "" in the namespace "ns"');
+    expect(forbiddenError(user("bob"), res("get", "secrets", "ns", { name: "s" })).message).toBe(
+      'secrets "s" is forbidden: User "bob" cannot get resource "secrets" in API group "" in the namespace "ns"',
+    );
     expect(forbiddenError(user("bob"), { verb: "get", path: "/docs" }).message).toBe('forbidden: User "bob" cannot get path "/docs"');
   });
   it("system:masters may do anything, bound or not", () => {
@@ -445,11 +510,22 @@ describe("reasons and the system:masters bypass", () => {
 // ---------------------------------------------------------------------------
 
 describe("coversRules (Kubernetes Covers)", () => {
-  const g = (apiGroups: string[], verbs: string[], resources: string[], resourceNames?: string[]): PolicyRule => ({ apiGroups, verbs, resources, ...(resourceNames ? { resourceNames } : {}) });
+  const g = (apiGroups: string[], verbs: string[], resources: string[], resourceNames?: string[]): PolicyRule => ({
+    apiGroups,
+    verbs,
+    resources,
+    ...(resourceNames ? { resourceNames } : {}),
+  });
   const cases: [string, PolicyRule[], PolicyRule[], boolean, PolicyRule[]][] = [
     ["exact match", [g(["v1"], ["get"], ["builds"])], [g(["v1"], ["get"], ["builds"])], true, []],
     ["subresource wildcard", [g(["v1"], ["get"], ["*/scale"])], [g(["v1"], ["get"], ["foo/scale"])], true, []],
-    ["a subresource wildcard does not cover the resource", [g(["v1"], ["get"], ["*/scale"])], [g(["v1"], ["get"], ["foo"])], false, [g(["v1"], ["get"], ["foo"])]],
+    [
+      "a subresource wildcard does not cover the resource",
+      [g(["v1"], ["get"], ["*/scale"])],
+      [g(["v1"], ["get"], ["foo"])],
+      false,
+      [g(["v1"], ["get"], ["foo"])],
+    ],
     [
       "multiple rules covering a single rule",
       [g(["v1"], ["delete"], ["deployments"]), g(["v1"], ["delete"], ["builds"]), g(["v1"], ["update"], ["builds", "deployments"])],
@@ -486,7 +562,13 @@ describe("coversRules (Kubernetes Covers)", () => {
       [g(["v1"], ["update"], ["pods"])],
     ],
     ["API group star covering multiple", [g(["*"], ["get"], ["roles"])], [g(["group1", "group2"], ["get"], ["roles"])], true, []],
-    ["enumeration not covering API group star", [g(["dummy-group"], ["get"], ["roles"])], [g(["*"], ["get"], ["roles"])], false, [g(["*"], ["get"], ["roles"])]],
+    [
+      "enumeration not covering API group star",
+      [g(["dummy-group"], ["get"], ["roles"])],
+      [g(["*"], ["get"], ["roles"])],
+      false,
+      [g(["*"], ["get"], ["roles"])],
+    ],
     ["API group star covering star", [g(["*"], ["get"], ["roles"])], [g(["*"], ["get"], ["roles"])], true, []],
     ["verb star covering multiple", [g(["v1"], ["*"], ["roles"])], [g(["v1"], ["watch", "list"], ["roles"])], true, []],
     [
@@ -498,12 +580,30 @@ describe("coversRules (Kubernetes Covers)", () => {
     ],
     ["verb star covering star", [g(["v1"], ["*"], ["roles"])], [g(["v1"], ["*"], ["roles"])], true, []],
     ["resource star covering multiple", [g(["v1"], ["get"], ["*"])], [g(["v1"], ["get"], ["resourcegroup:deployments"])], true, []],
-    ["enumeration not covering resource star", [g(["v1"], ["get"], ["roles", "resourcegroup:deployments"])], [g(["v1"], ["get"], ["*"])], false, [g(["v1"], ["get"], ["*"])]],
+    [
+      "enumeration not covering resource star",
+      [g(["v1"], ["get"], ["roles", "resourcegroup:deployments"])],
+      [g(["v1"], ["get"], ["*"])],
+      false,
+      [g(["v1"], ["get"], ["*"])],
+    ],
     ["resource star covering star", [g(["v1"], ["get"], ["*"])], [g(["v1"], ["get"], ["*"])], true, []],
     ["no resourceNames covering names", [g(["v1"], ["get"], ["pods"], [])], [g(["v1"], ["get"], ["pods"], ["foo", "bar"])], true, []],
-    ["names not covering no resourceNames", [g(["v1"], ["get"], ["pods"], ["foo", "bar"])], [g(["v1"], ["get"], ["pods"], [])], false, [g(["v1"], ["get"], ["pods"])]],
+    [
+      "names not covering no resourceNames",
+      [g(["v1"], ["get"], ["pods"], ["foo", "bar"])],
+      [g(["v1"], ["get"], ["pods"], [])],
+      false,
+      [g(["v1"], ["get"], ["pods"])],
+    ],
     ["names covering a subset of names", [g(["v1"], ["get"], ["pods"], ["foo", "bar"])], [g(["v1"], ["get"], ["pods"], ["foo"])], true, []],
-    ["names not covering another name", [g(["v1"], ["get"], ["pods"], ["foo"])], [g(["v1"], ["get"], ["pods"], ["baz"])], false, [g(["v1"], ["get"], ["pods"], ["baz"])]],
+    [
+      "names not covering another name",
+      [g(["v1"], ["get"], ["pods"], ["foo"])],
+      [g(["v1"], ["get"], ["pods"], ["baz"])],
+      false,
+      [g(["v1"], ["get"], ["pods"], ["baz"])],
+    ],
     ["non-resource URLs", [{ nonResourceURLs: ["/apis"], verbs: ["*"] }], [{ nonResourceURLs: ["/apis"], verbs: ["*"] }], true, []],
     ["non-resource URL star", [{ nonResourceURLs: ["*"], verbs: ["*"] }], [{ nonResourceURLs: ["/apis", "/apis/v1", "/"], verbs: ["*"] }], true, []],
     [
@@ -559,7 +659,9 @@ describe("coversRules (Kubernetes Covers)", () => {
       { apiGroups: [""], resources: ["pods"], verbs: ["get"], resourceNames: ["a"] },
       { apiGroups: [""], resources: ["pods"], verbs: ["list"], resourceNames: ["a"] },
     ]);
-    expect(compactRuleString({ verbs: ["get", "list"], apiGroups: [""], resources: ["secrets"] })).toBe('{APIGroups:[""], Resources:["secrets"], Verbs:["get" "list"]}');
+    expect(compactRuleString({ verbs: ["get", "list"], apiGroups: [""], resources: ["secrets"] })).toBe(
+      '{APIGroups:[""], Resources:["secrets"], Verbs:["get" "list"]}',
+    );
   });
 });
 
@@ -590,13 +692,22 @@ describe("escalation prevention", () => {
   const alice = user("alice", "system:authenticated");
 
   it("a Role with only rules the user holds in that namespace may be written", () => {
-    expect(rbac.checkRoleEscalation(alice, { kind: "Role", name: "r", namespace: "team-a", rules: [{ verbs: ["get"], apiGroups: [""], resources: ["pods"] }] }).allowed).toBe(true);
+    expect(
+      rbac.checkRoleEscalation(alice, { kind: "Role", name: "r", namespace: "team-a", rules: [{ verbs: ["get"], apiGroups: [""], resources: ["pods"] }] })
+        .allowed,
+    ).toBe(true);
   });
   it("a Role with a rule the user does not hold is refused, naming what is missing", () => {
-    const d = rbac.checkRoleEscalation(alice, { kind: "Role", name: "r", namespace: "team-a", rules: [podReader, { verbs: ["get", "list"], apiGroups: [""], resources: ["secrets"] }] });
+    const d = rbac.checkRoleEscalation(alice, {
+      kind: "Role",
+      name: "r",
+      namespace: "team-a",
+      rules: [podReader, { verbs: ["get", "list"], apiGroups: [""], resources: ["secrets"] }],
+    });
     expect(d).toEqual({
       allowed: false,
-      reason: 'user "alice" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[""], Resources:["secrets"], Verbs:["get" "list"]}',
+      reason:
+        'user "alice" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[""], Resources:["secrets"], Verbs:["get" "list"]}',
     });
   });
   it("rules held in one namespace do not let the user write a Role in another", () => {
@@ -619,20 +730,32 @@ describe("escalation prevention", () => {
       aggregationRule: { clusterRoleSelectors: [{ matchLabels: { x: "y" } }] },
     });
     expect(d).toEqual({ allowed: false, reason: "must have cluster-admin privileges to use the aggregationRule" });
-    expect(rbac.checkRoleEscalation(user("global-reader"), { kind: "ClusterRole", name: "agg", rules: [], oldAggregationRule: { clusterRoleSelectors: [{}] } }).allowed).toBe(false);
-    expect(rbac.checkRoleEscalation(user("root", "system:masters"), { kind: "ClusterRole", name: "agg", rules: [], aggregationRule: { clusterRoleSelectors: [{}] } }).allowed).toBe(true);
+    expect(
+      rbac.checkRoleEscalation(user("global-reader"), { kind: "ClusterRole", name: "agg", rules: [], oldAggregationRule: { clusterRoleSelectors: [{}] } })
+        .allowed,
+    ).toBe(false);
+    expect(
+      rbac.checkRoleEscalation(user("root", "system:masters"), { kind: "ClusterRole", name: "agg", rules: [], aggregationRule: { clusterRoleSelectors: [{}] } })
+        .allowed,
+    ).toBe(true);
   });
   it("system:masters may write any role and any binding", () => {
     const root = user("root", "system:masters");
     expect(rbac.checkRoleEscalation(root, { kind: "ClusterRole", name: "c", rules: [{ verbs: ["*"], nonResourceURLs: ["*"] }] }).allowed).toBe(true);
-    expect(rbac.checkBindingEscalation(root, { namespace: "", roleRef: { apiGroup: RBAC_GROUP, kind: "ClusterRole", name: "cluster-admin" } }).allowed).toBe(true);
+    expect(rbac.checkBindingEscalation(root, { namespace: "", roleRef: { apiGroup: RBAC_GROUP, kind: "ClusterRole", name: "cluster-admin" } }).allowed).toBe(
+      true,
+    );
   });
   it("a RoleBinding to a role whose rules the user holds may be written", () => {
     expect(rbac.checkBindingEscalation(alice, { namespace: "team-a", roleRef: { apiGroup: RBAC_GROUP, kind: "Role", name: "pod-reader" } }).allowed).toBe(true);
-    expect(rbac.checkBindingEscalation(alice, { namespace: "team-a", roleRef: { apiGroup: RBAC_GROUP, kind: "ClusterRole", name: "pod-reader" } }).allowed).toBe(true);
+    expect(
+      rbac.checkBindingEscalation(alice, { namespace: "team-a", roleRef: { apiGroup: RBAC_GROUP, kind: "ClusterRole", name: "pod-reader" } }).allowed,
+    ).toBe(true);
   });
   it("a RoleBinding to a role with rules the user lacks is refused", () => {
-    expect(rbac.checkBindingEscalation(alice, { namespace: "team-a", roleRef: { apiGroup: RBAC_GROUP, kind: "Role", name: "secret-reader" } }).allowed).toBe(false);
+    expect(rbac.checkBindingEscalation(alice, { namespace: "team-a", roleRef: { apiGroup: RBAC_GROUP, kind: "Role", name: "secret-reader" } }).allowed).toBe(
+      false,
+    );
   });
   it("an editor of a namespace may bind view or edit there but not admin, nor edit elsewhere", () => {
     const editor = user("editor", "system:authenticated");
@@ -790,7 +913,8 @@ describe("built-in ClusterRoles", () => {
   it("cluster-scoped kinds are cluster-admin's, even to a cluster-wide view binding (as Nodes are)", () => {
     const wide = new RbacAuthorizer({ clusterRoles: BOOTSTRAP_CLUSTER_ROLES, clusterRoleBindings: [clusterRoleBinding("view", "User:v")] });
     // Namespaces aside: view reads them, as Kubernetes' view role does.
-    for (const k of KINDS.filter((x) => !x.namespaced && !(x.group === "" && x.plural === "namespaces"))) expect(wide.authorize(user("v"), res("get", k.plural, "", { group: k.group })).allowed).toBe(false);
+    for (const k of KINDS.filter((x) => !x.namespaced && !(x.group === "" && x.plural === "namespaces")))
+      expect(wide.authorize(user("v"), res("get", k.plural, "", { group: k.group })).allowed).toBe(false);
     expect(wide.authorize(user("v"), res("get", "namespaces", "", { name: "team-a" })).allowed).toBe(true);
     expect(wide.authorize(user("v"), res("list", "namespaces")).allowed).toBe(true);
     expect(wide.authorize(user("v"), res("list", "placements", "", { group: "cluster.open-cluster-management.io" })).allowed).toBe(true);
@@ -807,7 +931,17 @@ describe("built-in ClusterRoles", () => {
 
   it("every authenticated user reads discovery, OpenAPI and /docs and reviews themselves; nothing else", () => {
     const bob = as("bob");
-    for (const path of ["/api", "/api/v1", "/apis", "/apis/cluster.open-cluster-management.io/v1", "/openapi/v2", "/openapi/v3/apis/work.open-cluster-management.io/v1", "/version", "/healthz", "/docs"]) {
+    for (const path of [
+      "/api",
+      "/api/v1",
+      "/apis",
+      "/apis/cluster.open-cluster-management.io/v1",
+      "/openapi/v2",
+      "/openapi/v3/apis/work.open-cluster-management.io/v1",
+      "/version",
+      "/healthz",
+      "/docs",
+    ]) {
       expect(rbac.authorize(bob, { verb: "get", path }).allowed).toBe(true);
     }
     expect(rbac.authorize(bob, { verb: "post", path: "/docs" }).allowed).toBe(false);

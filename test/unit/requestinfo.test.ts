@@ -22,8 +22,16 @@ describe("requestAttributes (kube-apiserver RequestInfo)", () => {
     ["GET", "/api/v1/secrets?watch=1", { verb: "watch" }],
     ["GET", "/api/v1/watch/secrets", { verb: "watch", resource: "secrets", namespace: "" }],
     ["GET", "/api/v1/watch/namespaces/other/secrets", { verb: "watch", resource: "secrets", namespace: "other" }],
-    ["GET", "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/a/placements", { verb: "list", apiGroup: "cluster.open-cluster-management.io", apiVersion: "v1beta1", resource: "placements", namespace: "a" }],
-    ["GET", "/apis/cluster.open-cluster-management.io/v1/managedclusters/c1/status", { verb: "get", resource: "managedclusters", name: "c1", subresource: "status", namespace: "" }],
+    [
+      "GET",
+      "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/a/placements",
+      { verb: "list", apiGroup: "cluster.open-cluster-management.io", apiVersion: "v1beta1", resource: "placements", namespace: "a" },
+    ],
+    [
+      "GET",
+      "/apis/cluster.open-cluster-management.io/v1/managedclusters/c1/status",
+      { verb: "get", resource: "managedclusters", name: "c1", subresource: "status", namespace: "" },
+    ],
     ["POST", "/api/v1/namespaces/other/secrets", { verb: "create", resource: "secrets", namespace: "other" }],
     ["PUT", "/api/v1/namespaces/other/secrets/foo", { verb: "update", name: "foo" }],
     ["PATCH", "/api/v1/namespaces/other/secrets/foo", { verb: "patch", name: "foo" }],
@@ -46,7 +54,17 @@ describe("requestAttributes (kube-apiserver RequestInfo)", () => {
   });
 
   it("answers paths that name no resource as non-resource requests with the method's verb", () => {
-    for (const target of ["/api", "/api/v1", "/apis", "/apis/rbac.authorization.k8s.io", "/apis/rbac.authorization.k8s.io/v1", "/openapi/v3", "/openapi/v3/apis/work.open-cluster-management.io/v1", "/docs", "/version"]) {
+    for (const target of [
+      "/api",
+      "/api/v1",
+      "/apis",
+      "/apis/rbac.authorization.k8s.io",
+      "/apis/rbac.authorization.k8s.io/v1",
+      "/openapi/v3",
+      "/openapi/v3/apis/work.open-cluster-management.io/v1",
+      "/docs",
+      "/version",
+    ]) {
       expect(at("GET", target)).toEqual({ verb: "get", path: target });
     }
     expect(at("POST", "/apis")).toEqual({ verb: "post", path: "/apis" });

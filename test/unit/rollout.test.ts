@@ -43,8 +43,18 @@ function run(cases: Case[]) {
 
 describe("All", () => {
   run([
-    { name: "no strategy is All: every cluster at once, no recheck without a deadline", groups: one("c", "a", "b"), want: { toApply: ["a", "b", "c"], rollingOut: ["a", "b", "c"], timedOut: [], maxFailureBreach: false } },
-    { name: "clusters already at the current content are not applied again", strategy: { type: "All" }, groups: one("a", "b", "c"), existing: [succeeded("a"), progressing("b")], want: { toApply: ["c"], rollingOut: ["b", "c"] } },
+    {
+      name: "no strategy is All: every cluster at once, no recheck without a deadline",
+      groups: one("c", "a", "b"),
+      want: { toApply: ["a", "b", "c"], rollingOut: ["a", "b", "c"], timedOut: [], maxFailureBreach: false },
+    },
+    {
+      name: "clusters already at the current content are not applied again",
+      strategy: { type: "All" },
+      groups: one("a", "b", "c"),
+      existing: [succeeded("a"), progressing("b")],
+      want: { toApply: ["c"], rollingOut: ["b", "c"] },
+    },
     {
       name: "progressDeadline: recheck at the earliest deadline (b started 10 s ago, c starts now)",
       strategy: { type: "All", all: { progressDeadline: "30s" } },
@@ -70,13 +80,39 @@ describe("All", () => {
 });
 
 describe("Progressive", () => {
-  const mc = (maxConcurrency: number | string | undefined, extra: Record<string, unknown> = {}): RolloutStrategy => ({ type: "Progressive", progressive: { maxConcurrency, ...extra } });
+  const mc = (maxConcurrency: number | string | undefined, extra: Record<string, unknown> = {}): RolloutStrategy => ({
+    type: "Progressive",
+    progressive: { maxConcurrency, ...extra },
+  });
   run([
-    { name: "maxConcurrency 1 starts with the first cluster in alphabetical order", strategy: mc(1), groups: one("c", "b", "a"), want: { toApply: ["a"], rollingOut: ["a"] } },
+    {
+      name: "maxConcurrency 1 starts with the first cluster in alphabetical order",
+      strategy: mc(1),
+      groups: one("c", "b", "a"),
+      want: { toApply: ["a"], rollingOut: ["a"] },
+    },
     { name: "Go string order: cluster10 before cluster2", strategy: mc(1), groups: one("cluster2", "cluster10"), want: { toApply: ["cluster10"] } },
-    { name: "maxConcurrency 1 waits while the first is Progressing", strategy: mc(1), groups: one("a", "b", "c"), existing: [progressing("a")], want: { toApply: [], rollingOut: ["a"] } },
-    { name: "maxConcurrency 1 advances once the first Succeeded", strategy: mc(1), groups: one("a", "b", "c"), existing: [succeeded("a")], want: { toApply: ["b"], rollingOut: ["b"] } },
-    { name: "maxConcurrency 2 fills the free slot", strategy: mc(2), groups: one("a", "b", "c", "d"), existing: [succeeded("a"), progressing("b")], want: { toApply: ["c"], rollingOut: ["b", "c"] } },
+    {
+      name: "maxConcurrency 1 waits while the first is Progressing",
+      strategy: mc(1),
+      groups: one("a", "b", "c"),
+      existing: [progressing("a")],
+      want: { toApply: [], rollingOut: ["a"] },
+    },
+    {
+      name: "maxConcurrency 1 advances once the first Succeeded",
+      strategy: mc(1),
+      groups: one("a", "b", "c"),
+      existing: [succeeded("a")],
+      want: { toApply: ["b"], rollingOut: ["b"] },
+    },
+    {
+      name: "maxConcurrency 2 fills the free slot",
+      strategy: mc(2),
+      groups: one("a", "b", "c", "d"),
+      existing: [succeeded("a"), progressing("b")],
+      want: { toApply: ["c"], rollingOut: ["b", "c"] },
+    },
     { name: "maxConcurrency 50% of 4 is 2", strategy: mc("50%"), groups: one("a", "b", "c", "d"), want: { toApply: ["a", "b"] } },
     { name: "maxConcurrency 30% of 4 rounds up to 2", strategy: mc("30%"), groups: one("a", "b", "c", "d"), want: { toApply: ["a", "b"] } },
     { name: "maxConcurrency 25% of 4 is 1", strategy: mc("25%"), groups: one("a", "b", "c", "d"), want: { toApply: ["a"] } },
@@ -90,7 +126,13 @@ describe("Progressive", () => {
       existing: [succeeded("a", 30)],
       want: { toApply: [], rollingOut: ["a"], recheckAfterMs: 30_000 },
     },
-    { name: "minSuccessTime: after the soak the next cluster starts", strategy: mc(1, { minSuccessTime: "1m" }), groups: one("a", "b"), existing: [succeeded("a", 90)], want: { toApply: ["b"] } },
+    {
+      name: "minSuccessTime: after the soak the next cluster starts",
+      strategy: mc(1, { minSuccessTime: "1m" }),
+      groups: one("a", "b"),
+      existing: [succeeded("a", 90)],
+      want: { toApply: ["b"] },
+    },
     {
       name: "progressDeadline with maxFailures 0: a timeout stops the rollout",
       strategy: mc(1, { progressDeadline: "1m" }),
@@ -147,9 +189,26 @@ describe("Progressive", () => {
     { index: 1, name: "", clusters: ["a", "b"] },
   ];
   run([
-    { name: "mandatory group first, all its clusters at once", strategy: mc(1, { mandatoryDecisionGroups: [{ groupName: "canary" }] }), groups: [{ index: 0, name: "canary", clusters: ["y", "x"] }, groups[1]!], want: { toApply: ["x", "y"] } },
-    { name: "the rest waits while the mandatory group is in flight", strategy: mc(1, { mandatoryDecisionGroups: [{ groupName: "canary" }] }), groups, existing: [progressing("x")], want: { toApply: [], rollingOut: ["x"] } },
-    { name: "after the mandatory group succeeded the rest goes by maxConcurrency", strategy: mc(1, { mandatoryDecisionGroups: [{ groupName: "canary" }] }), groups, existing: [succeeded("x")], want: { toApply: ["a"] } },
+    {
+      name: "mandatory group first, all its clusters at once",
+      strategy: mc(1, { mandatoryDecisionGroups: [{ groupName: "canary" }] }),
+      groups: [{ index: 0, name: "canary", clusters: ["y", "x"] }, groups[1]!],
+      want: { toApply: ["x", "y"] },
+    },
+    {
+      name: "the rest waits while the mandatory group is in flight",
+      strategy: mc(1, { mandatoryDecisionGroups: [{ groupName: "canary" }] }),
+      groups,
+      existing: [progressing("x")],
+      want: { toApply: [], rollingOut: ["x"] },
+    },
+    {
+      name: "after the mandatory group succeeded the rest goes by maxConcurrency",
+      strategy: mc(1, { mandatoryDecisionGroups: [{ groupName: "canary" }] }),
+      groups,
+      existing: [succeeded("x")],
+      want: { toApply: ["a"] },
+    },
     {
       name: "a mandatory timeout stops everything even with maxFailures",
       strategy: mc(1, { mandatoryDecisionGroups: [{ groupName: "canary" }], progressDeadline: "1m", maxFailures: 5 }),
@@ -170,10 +229,34 @@ describe("ProgressivePerGroup", () => {
   const ppg = (extra: Record<string, unknown> = {}): RolloutStrategy => ({ type: "ProgressivePerGroup", progressivePerGroup: extra });
   run([
     { name: "the first group by index, all its clusters at once", strategy: ppg(), groups, want: { toApply: ["a", "b"] } },
-    { name: "the next group waits while one of the first is in flight", strategy: ppg(), groups, existing: [succeeded("a"), progressing("b")], want: { toApply: [], rollingOut: ["b"] } },
-    { name: "the next group starts when the first succeeded", strategy: ppg(), groups, existing: [succeeded("a"), succeeded("b")], want: { toApply: ["c", "d"] } },
-    { name: "maxFailures 0: a failure in the group breaches", strategy: ppg(), groups, existing: [failed("a"), succeeded("b")], want: { toApply: [], maxFailureBreach: true } },
-    { name: "maxFailures 1: a failed cluster is tolerated and the next group starts", strategy: ppg({ maxFailures: 1 }), groups, existing: [failed("a"), succeeded("b")], want: { toApply: ["c", "d"], maxFailureBreach: false } },
+    {
+      name: "the next group waits while one of the first is in flight",
+      strategy: ppg(),
+      groups,
+      existing: [succeeded("a"), progressing("b")],
+      want: { toApply: [], rollingOut: ["b"] },
+    },
+    {
+      name: "the next group starts when the first succeeded",
+      strategy: ppg(),
+      groups,
+      existing: [succeeded("a"), succeeded("b")],
+      want: { toApply: ["c", "d"] },
+    },
+    {
+      name: "maxFailures 0: a failure in the group breaches",
+      strategy: ppg(),
+      groups,
+      existing: [failed("a"), succeeded("b")],
+      want: { toApply: [], maxFailureBreach: true },
+    },
+    {
+      name: "maxFailures 1: a failed cluster is tolerated and the next group starts",
+      strategy: ppg({ maxFailures: 1 }),
+      groups,
+      existing: [failed("a"), succeeded("b")],
+      want: { toApply: ["c", "d"], maxFailureBreach: false },
+    },
     {
       name: "maxFailures 50% per group: one timeout of two is tolerated",
       strategy: ppg({ maxFailures: "50%", progressDeadline: "1m" }),
@@ -184,13 +267,20 @@ describe("ProgressivePerGroup", () => {
     {
       name: "mandatory group by name goes first, then the others by index",
       strategy: ppg({ mandatoryDecisionGroups: [{ groupName: "late" }] }),
-      groups: [{ index: 0, name: "", clusters: ["a"] }, { index: 1, name: "late", clusters: ["z"] }],
+      groups: [
+        { index: 0, name: "", clusters: ["a"] },
+        { index: 1, name: "late", clusters: ["z"] },
+      ],
       want: { toApply: ["z"] },
     },
     {
       name: "after the mandatory group, the first other group",
       strategy: ppg({ mandatoryDecisionGroups: [{ groupName: "late" }] }),
-      groups: [{ index: 0, name: "", clusters: ["a"] }, { index: 1, name: "late", clusters: ["z"] }, { index: 2, name: "", clusters: ["b"] }],
+      groups: [
+        { index: 0, name: "", clusters: ["a"] },
+        { index: 1, name: "late", clusters: ["z"] },
+        { index: 2, name: "", clusters: ["b"] },
+      ],
       existing: [succeeded("z")],
       want: { toApply: ["a"] },
     },
@@ -219,7 +309,10 @@ describe("helpers", () => {
     expect(rolloutSize("bad", 3, 3)).toBe(3);
   });
   it("groupName is tried before groupIndex", () => {
-    const gs: DecisionGroup[] = [{ index: 0, name: "canary", clusters: ["x"] }, { index: 1, name: "", clusters: ["a"] }];
+    const gs: DecisionGroup[] = [
+      { index: 0, name: "canary", clusters: ["x"] },
+      { index: 1, name: "", clusters: ["a"] },
+    ];
     expect(mandatoryGroups(gs, [{ groupName: "canary", groupIndex: 1 }]).map((g) => g.index)).toEqual([0]);
     expect(mandatoryGroups(gs, [{ groupIndex: 1 }]).map((g) => g.index)).toEqual([1]);
   });
@@ -228,17 +321,51 @@ describe("helpers", () => {
 describe("a cluster's status from its work", () => {
   const W = ago(100);
   const t = (secondsAgo: number) => new Date(ago(secondsAgo)).toISOString();
-  const c = (type: string, status: string, observedGeneration = 2, ltt = t(50)): WorkCondition => ({ type, status, observedGeneration, lastTransitionTime: ltt });
+  const c = (type: string, status: string, observedGeneration = 2, ltt = t(50)): WorkCondition => ({
+    type,
+    status,
+    observedGeneration,
+    lastTransitionTime: ltt,
+  });
   const cases: { name: string; current?: boolean; conditions?: WorkCondition[]; status: string; since?: number }[] = [
     { name: "not at the current content: ToApply", current: false, conditions: [c("Applied", "True"), c("Available", "True")], status: "ToApply" },
     { name: "no report yet: Progressing since written", conditions: [], status: "Progressing", since: W },
-    { name: "Applied and Available at the generation, no Progressing: Succeeded", conditions: [c("Applied", "True", 2, t(60)), c("Available", "True", 2, t(40))], status: "Succeeded", since: ago(40) },
-    { name: "Progressing=False at the generation: Succeeded", conditions: [c("Applied", "True"), c("Available", "True"), c("Progressing", "False", 2, t(10))], status: "Succeeded", since: ago(10) },
-    { name: "Succeeded since no earlier than the write", conditions: [c("Applied", "True", 2, t(500)), c("Available", "True", 2, t(500))], status: "Succeeded", since: W },
-    { name: "Progressing=True: Progressing", conditions: [c("Applied", "True"), c("Available", "True"), c("Progressing", "True")], status: "Progressing", since: W },
+    {
+      name: "Applied and Available at the generation, no Progressing: Succeeded",
+      conditions: [c("Applied", "True", 2, t(60)), c("Available", "True", 2, t(40))],
+      status: "Succeeded",
+      since: ago(40),
+    },
+    {
+      name: "Progressing=False at the generation: Succeeded",
+      conditions: [c("Applied", "True"), c("Available", "True"), c("Progressing", "False", 2, t(10))],
+      status: "Succeeded",
+      since: ago(10),
+    },
+    {
+      name: "Succeeded since no earlier than the write",
+      conditions: [c("Applied", "True", 2, t(500)), c("Available", "True", 2, t(500))],
+      status: "Succeeded",
+      since: W,
+    },
+    {
+      name: "Progressing=True: Progressing",
+      conditions: [c("Applied", "True"), c("Available", "True"), c("Progressing", "True")],
+      status: "Progressing",
+      since: W,
+    },
     { name: "conditions of an older generation: Progressing", conditions: [c("Applied", "True", 1), c("Available", "True", 1)], status: "Progressing" },
-    { name: "a stale Progressing=False does not count as absent", conditions: [c("Applied", "True"), c("Available", "True"), c("Progressing", "False", 1)], status: "Progressing" },
-    { name: "Degraded=True at the generation: Failed", conditions: [c("Applied", "True"), c("Available", "True"), c("Progressing", "False"), c("Degraded", "True")], status: "Failed", since: W },
+    {
+      name: "a stale Progressing=False does not count as absent",
+      conditions: [c("Applied", "True"), c("Available", "True"), c("Progressing", "False", 1)],
+      status: "Progressing",
+    },
+    {
+      name: "Degraded=True at the generation: Failed",
+      conditions: [c("Applied", "True"), c("Available", "True"), c("Progressing", "False"), c("Degraded", "True")],
+      status: "Failed",
+      since: W,
+    },
     { name: "Applied=False at the generation: Failed", conditions: [c("Applied", "False")], status: "Failed" },
     { name: "Applied=False of an older generation: Progressing", conditions: [c("Applied", "False", 1)], status: "Progressing" },
   ];

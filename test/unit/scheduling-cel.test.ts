@@ -53,7 +53,10 @@ describe("OCM predicate_test.go: CEL rows", () => {
       selectors: [
         {
           celSelector: {
-            celExpressions: ['managedCluster.metadata.labels["env"] == "prod"', "managedCluster.scores(\"test-addon\").filter(s, s.name == 'test-score').all(e, e.value > 80)"],
+            celExpressions: [
+              'managedCluster.metadata.labels["env"] == "prod"',
+              "managedCluster.scores(\"test-addon\").filter(s, s.name == 'test-score').all(e, e.value > 80)",
+            ],
           },
         },
       ],
@@ -69,7 +72,10 @@ describe("OCM predicate_test.go: CEL rows", () => {
           celSelector: { celExpressions: ['managedCluster.status.clusterClaims.exists(c, c.name == "cloud" && c.value == "Amazon")'] },
         },
       ],
-      clusters: [cluster("cluster1", { labels: { env: "prod" }, claims: { cloud: "Amazon" } }), cluster("cluster2", { labels: { env: "prod" }, claims: { cloud: "Azure" } })],
+      clusters: [
+        cluster("cluster1", { labels: { env: "prod" }, claims: { cloud: "Amazon" } }),
+        cluster("cluster2", { labels: { env: "prod" }, claims: { cloud: "Azure" } }),
+      ],
       expected: ["cluster1"],
     },
     {
@@ -111,11 +117,26 @@ describe("OCM integration predicate_test.go: a CEL selector that changes", () =>
   it("first Misconfigured with 0 decisions, then the cluster whose demo score is above 80", () => {
     const clusters = [cluster("cluster1"), cluster("cluster2")];
     const scores: Scores = { cluster1: { demo: { scores: { demo: 70 } } }, cluster2: { demo: { scores: { demo: 90 } } } };
-    const bad = schedule({ ...decide([{ celSelector: { celExpressions: ["xxxx.expression"] } }], clusters, scores), placement: { name: "p", spec: { numberOfClusters: 1, predicates: [{ requiredClusterSelector: { celSelector: { celExpressions: ["xxxx.expression"] } } }] } } }, NOW);
+    const bad = schedule(
+      {
+        ...decide([{ celSelector: { celExpressions: ["xxxx.expression"] } }], clusters, scores),
+        placement: {
+          name: "p",
+          spec: { numberOfClusters: 1, predicates: [{ requiredClusterSelector: { celSelector: { celExpressions: ["xxxx.expression"] } } }] },
+        },
+      },
+      NOW,
+    );
     expect(bad.decisions).toEqual([]);
     expect(bad.conditions.find((x) => x.type === "PlacementMisconfigured")?.status).toBe("True");
     const expr = "managedCluster.scores(\"demo\").filter(s, s.name == 'demo').all(e, e.value > 80)";
-    const good = schedule({ ...decide([], clusters, scores), placement: { name: "p", spec: { numberOfClusters: 1, predicates: [{ requiredClusterSelector: { celSelector: { celExpressions: [expr] } } }] } } }, NOW);
+    const good = schedule(
+      {
+        ...decide([], clusters, scores),
+        placement: { name: "p", spec: { numberOfClusters: 1, predicates: [{ requiredClusterSelector: { celSelector: { celExpressions: [expr] } } }] } },
+      },
+      NOW,
+    );
     expect(good.decisions).toEqual(["cluster2"]);
   });
 });
@@ -123,8 +144,18 @@ describe("OCM integration predicate_test.go: a CEL selector that changes", () =>
 describe("OCM cel_test.go: CELSelector compile and validate", () => {
   const match = (exprs: string[], c: SchedulingCluster): boolean => matchCluster(exprs.map(compileClusterExpression), managedClusterObject(c), undefined);
   const cases: { name: string; expressions: string[]; cluster: SchedulingCluster; match: boolean }[] = [
-    { name: "valid expression matches", expressions: ['managedCluster.metadata.labels["env"] == "prod"'], cluster: cluster("c", { labels: { env: "prod" } }), match: true },
-    { name: "valid expression no match", expressions: ['managedCluster.metadata.labels["env"] == "prod"'], cluster: cluster("c", { labels: { env: "dev" } }), match: false },
+    {
+      name: "valid expression matches",
+      expressions: ['managedCluster.metadata.labels["env"] == "prod"'],
+      cluster: cluster("c", { labels: { env: "prod" } }),
+      match: true,
+    },
+    {
+      name: "valid expression no match",
+      expressions: ['managedCluster.metadata.labels["env"] == "prod"'],
+      cluster: cluster("c", { labels: { env: "dev" } }),
+      match: false,
+    },
     {
       name: "multiple expressions all match (semver library)",
       expressions: ['managedCluster.metadata.labels["env"] == "prod"', 'semver(managedCluster.metadata.labels["version"]).isLessThan(semver("1.31.0"))'],
@@ -137,7 +168,12 @@ describe("OCM cel_test.go: CELSelector compile and validate", () => {
       cluster: cluster("c", { labels: { env: "prod", version: "1.30.0" } }),
       match: false,
     },
-    { name: "a missing label is an evaluation error → no match", expressions: ['managedCluster.metadata.labels["env"] == "prod"'], cluster: cluster("c"), match: false },
+    {
+      name: "a missing label is an evaluation error → no match",
+      expressions: ['managedCluster.metadata.labels["env"] == "prod"'],
+      cluster: cluster("c"),
+      match: false,
+    },
     { name: "empty expressions", expressions: [], cluster: cluster("c"), match: true },
     { name: "a non-bool result → no match", expressions: ['managedCluster.metadata.name + "x"'], cluster: cluster("c"), match: false },
   ];
@@ -166,8 +202,18 @@ describe("sdk-go managedcluster_test.go and json_test.go", () => {
   const evalOn = (expr: string, c: SchedulingCluster): boolean => matchCluster([compileClusterExpression(expr)], managedClusterObject(c), scores.lookup);
   const version = String.raw`'^1\\.(14|15)\\.\\d+$'`;
   const cases: { name: string; expr: string; cluster: SchedulingCluster; value: boolean }[] = [
-    { name: "match with label", expr: `managedCluster.metadata.labels["version"].matches(${version})`, cluster: cluster("test", { labels: { version: "1.14.3" } }), value: true },
-    { name: "not match with label", expr: `managedCluster.metadata.labels["version"].matches(${version})`, cluster: cluster("test", { labels: { version: "1.16.3" } }), value: false },
+    {
+      name: "match with label",
+      expr: `managedCluster.metadata.labels["version"].matches(${version})`,
+      cluster: cluster("test", { labels: { version: "1.14.3" } }),
+      value: true,
+    },
+    {
+      name: "not match with label",
+      expr: `managedCluster.metadata.labels["version"].matches(${version})`,
+      cluster: cluster("test", { labels: { version: "1.16.3" } }),
+      value: false,
+    },
     {
       name: "match with claim",
       expr: `managedCluster.status.clusterClaims.exists(c, c.name == "version" && c.value.matches(${version}))`,
@@ -180,21 +226,44 @@ describe("sdk-go managedcluster_test.go and json_test.go", () => {
       cluster: cluster("test", { claims: { version: "1.16.3" } }),
       value: false,
     },
-    { name: "match with score value", expr: "managedCluster.scores(\"test-score\").filter(s, s.name == 'cpu').all(e, e.value == 3)", cluster: cluster("test"), value: true },
-    { name: "not match with score value", expr: "managedCluster.scores(\"test-score\").filter(s, s.name == 'cpu').all(e, e.value > 3)", cluster: cluster("test"), value: false },
-    { name: "invalid score name (runtime error)", expr: "managedCluster.scores(\"invalid-score\").filter(s, s.name == 'cpu').size() == 0", cluster: cluster("test"), value: false },
+    {
+      name: "match with score value",
+      expr: "managedCluster.scores(\"test-score\").filter(s, s.name == 'cpu').all(e, e.value == 3)",
+      cluster: cluster("test"),
+      value: true,
+    },
+    {
+      name: "not match with score value",
+      expr: "managedCluster.scores(\"test-score\").filter(s, s.name == 'cpu').all(e, e.value > 3)",
+      cluster: cluster("test"),
+      value: false,
+    },
+    {
+      name: "invalid score name (runtime error)",
+      expr: "managedCluster.scores(\"invalid-score\").filter(s, s.name == 'cpu').size() == 0",
+      cluster: cluster("test"),
+      value: false,
+    },
     {
       name: "match with json",
       expr: 'managedCluster.status.clusterClaims.exists(c, c.name == "sku.gpu.kubernetes-fleet.io" && c.value.parseJSON().H100.exists(e, e.Standard_NC96ads_H100_v4 == 2))',
       cluster: cluster("test", {
-        claims: { "sku.gpu.kubernetes-fleet.io": '{"H100":[{"Standard_NC48ads_H100_v4":10},{"Standard_NC96ads_H100_v4":2}],"A100":[{"Standard_NC48ads_A100_v4":50},{"Standard_NC96ads_A100_v4":20}]}' },
+        claims: {
+          "sku.gpu.kubernetes-fleet.io":
+            '{"H100":[{"Standard_NC48ads_H100_v4":10},{"Standard_NC96ads_H100_v4":2}],"A100":[{"Standard_NC48ads_A100_v4":50},{"Standard_NC96ads_A100_v4":20}]}',
+        },
       }),
       value: true,
     },
     { name: "parse simple object", expr: `'{"key": "value"}'.parseJSON().key == "value"`, cluster: cluster("test"), value: true },
     { name: "parse nested object", expr: `'{"nested": {"key": "value"}}'.parseJSON().nested.key == "value"`, cluster: cluster("test"), value: true },
     { name: "parse array", expr: "'[1, 2, 3]'.parseJSON()[0] == 1 && '[1, 2, 3]'.parseJSON()[1] == 2", cluster: cluster("test"), value: true },
-    { name: "parse array of objects", expr: `'[{"id": 1}, {"id": 2}]'.parseJSON()[0].id == 1 && '[{"id": 1}, {"id": 2}]'.parseJSON()[1].id == 2`, cluster: cluster("test"), value: true },
+    {
+      name: "parse array of objects",
+      expr: `'[{"id": 1}, {"id": 2}]'.parseJSON()[0].id == 1 && '[{"id": 1}, {"id": 2}]'.parseJSON()[1].id == 2`,
+      cluster: cluster("test"),
+      value: true,
+    },
     { name: "invalid json syntax (runtime error)", expr: "'{invalid json}'.parseJSON() == {}", cluster: cluster("test"), value: false },
   ];
   for (const c of cases) it(c.name, () => expect(evalOn(c.expr, c.cluster)).toBe(c.value));
@@ -208,13 +277,25 @@ describe("sdk-go managedcluster_test.go and json_test.go", () => {
 describe("Flotilla's additions", () => {
   it("the Kubernetes version of the cluster is status.version.kubernetes, compared with semver", () => {
     const expr = 'semver(managedCluster.status.version.kubernetes, true).isGreaterThan(semver("1.29.0"))';
-    const r = schedule(decide([{ celSelector: { celExpressions: [expr] } }], [cluster("old", { kubernetesVersion: "v1.28.3" }), cluster("new", { kubernetesVersion: "v1.30.1" })]), NOW);
+    const r = schedule(
+      decide(
+        [{ celSelector: { celExpressions: [expr] } }],
+        [cluster("old", { kubernetesVersion: "v1.28.3" }), cluster("new", { kubernetesVersion: "v1.30.1" })],
+      ),
+      NOW,
+    );
     expect(r.decisions).toEqual(["new"]);
   });
 
   it("quantities compare as Kubernetes quantities", () => {
     const expr = 'quantity(managedCluster.status.allocatable["memory"]).isGreaterThan(quantity("1Gi"))';
-    const r = schedule(decide([{ celSelector: { celExpressions: [expr] } }], [cluster("small", { allocatable: { memory: "1000Mi" } }), cluster("big", { allocatable: { memory: "2Gi" } })]), NOW);
+    const r = schedule(
+      decide(
+        [{ celSelector: { celExpressions: [expr] } }],
+        [cluster("small", { allocatable: { memory: "1000Mi" } }), cluster("big", { allocatable: { memory: "2Gi" } })],
+      ),
+      NOW,
+    );
     expect(r.decisions).toEqual(["big"]);
   });
 

@@ -59,7 +59,9 @@ describe("cluster sets and candidates", () => {
     },
     {
       name: "empty spec.clusterSets means every bound set; a cluster in two sets counts once",
-      in: input({}, [cluster("a1", { clusterSets: ["a", "b"] }), cluster("b1", { clusterSets: ["b"] }), cluster("c1", { clusterSets: ["c"] })], { boundClusterSets: ["a", "b"] }),
+      in: input({}, [cluster("a1", { clusterSets: ["a", "b"] }), cluster("b1", { clusterSets: ["b"] }), cluster("c1", { clusterSets: ["c"] })], {
+        boundClusterSets: ["a", "b"],
+      }),
       decisions: ["a1", "b1"],
       reason: "AllDecisionsScheduled",
       message: "All cluster decisions scheduled",
@@ -83,8 +85,18 @@ describe("cluster sets and candidates", () => {
     it(c.name, () => {
       const r = schedule(c.in, NOW);
       expect(r.decisions).toEqual(c.decisions);
-      expect(satisfied(r)).toEqual({ type: "PlacementSatisfied", status: c.reason === "AllDecisionsScheduled" ? "True" : "False", reason: c.reason, message: c.message });
-      expect(misconfigured(r)).toEqual({ type: "PlacementMisconfigured", status: "False", reason: "Succeedconfigured", message: "Placement configurations check pass" });
+      expect(satisfied(r)).toEqual({
+        type: "PlacementSatisfied",
+        status: c.reason === "AllDecisionsScheduled" ? "True" : "False",
+        reason: c.reason,
+        message: c.message,
+      });
+      expect(misconfigured(r)).toEqual({
+        type: "PlacementMisconfigured",
+        status: "False",
+        reason: "Succeedconfigured",
+        message: "Placement configurations check pass",
+      });
     });
   }
 });
@@ -102,7 +114,12 @@ describe("Predicate filter", () => {
     { name: "matchLabels", spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { env: "prod" } } } }] }, decisions: ["a", "b"] },
     {
       name: "predicates are ORed",
-      spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { env: "dev" } } } }, { requiredClusterSelector: { labelSelector: { matchLabels: { tier: "gold" } } } }] },
+      spec: {
+        predicates: [
+          { requiredClusterSelector: { labelSelector: { matchLabels: { env: "dev" } } } },
+          { requiredClusterSelector: { labelSelector: { matchLabels: { tier: "gold" } } } },
+        ],
+      },
       decisions: ["a", "c"],
     },
     {
@@ -148,7 +165,12 @@ describe("Predicate filter", () => {
 
   it("nothing matches → NoManagedClusterMatched", () => {
     const r = schedule(input({ predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { env: "qa" } } } }] }, fleet), NOW);
-    expect(satisfied(r)).toEqual({ type: "PlacementSatisfied", status: "False", reason: "NoManagedClusterMatched", message: "No ManagedCluster matches any of the cluster predicate" });
+    expect(satisfied(r)).toEqual({
+      type: "PlacementSatisfied",
+      status: "False",
+      reason: "NoManagedClusterMatched",
+      message: "No ManagedCluster matches any of the cluster predicate",
+    });
     expect(r.numberOfSelectedClusters).toBe(0);
     // One empty PlacementDecision still exists.
     expect(r.placementDecisions).toEqual([
@@ -166,7 +188,10 @@ describe("Predicate filter", () => {
   });
 
   it("an invalid label selector is Misconfigured (plugin Predicate) and selects nothing", () => {
-    const r = schedule(input({ predicates: [{ requiredClusterSelector: { labelSelector: { matchExpressions: [{ key: "env", operator: "In", values: [] }] } } }] }, fleet), NOW);
+    const r = schedule(
+      input({ predicates: [{ requiredClusterSelector: { labelSelector: { matchExpressions: [{ key: "env", operator: "In", values: [] }] } } }] }, fleet),
+      NOW,
+    );
     expect(r.status.code).toBe("Misconfigured");
     expect(r.status.plugin).toBe("Predicate");
     expect(misconfigured(r).status).toBe("True");
@@ -179,7 +204,9 @@ describe("Predicate filter", () => {
 
   it("filters are skipped (so not validated) when there is no candidate, as in OCM", () => {
     const r = schedule(
-      input({ predicates: [{ requiredClusterSelector: { celSelector: { celExpressions: ["true"] } } }], tolerations: [{ operator: "Equal" }] }, fleet, { boundClusterSets: [] }),
+      input({ predicates: [{ requiredClusterSelector: { celSelector: { celExpressions: ["true"] } } }], tolerations: [{ operator: "Equal" }] }, fleet, {
+        boundClusterSets: [],
+      }),
       NOW,
     );
     expect(misconfigured(r).status).toBe("False");
@@ -194,24 +221,64 @@ describe("TaintToleration filter", () => {
   const cases: { name: string; taint: Taint; tolerations?: Toleration[]; decided?: boolean; selected: boolean }[] = [
     { name: "NoSelect, no toleration → dropped", taint: taint("k", "NoSelect"), selected: false },
     { name: "NoSelect drops even a decided cluster", taint: taint("k", "NoSelect"), decided: true, selected: false },
-    { name: "NoSelect, Equal key+value → kept", taint: taint("k", "NoSelect", { value: "v" }), tolerations: [{ key: "k", operator: "Equal", value: "v" }], selected: true },
+    {
+      name: "NoSelect, Equal key+value → kept",
+      taint: taint("k", "NoSelect", { value: "v" }),
+      tolerations: [{ key: "k", operator: "Equal", value: "v" }],
+      selected: true,
+    },
     { name: "operator defaults to Equal", taint: taint("k", "NoSelect", { value: "v" }), tolerations: [{ key: "k", value: "v" }], selected: true },
-    { name: "Equal with another value → dropped", taint: taint("k", "NoSelect", { value: "v" }), tolerations: [{ key: "k", operator: "Equal", value: "w" }], selected: false },
-    { name: "Equal with empty value does not match a non-empty taint value", taint: taint("k", "NoSelect", { value: "v" }), tolerations: [{ key: "k", operator: "Equal" }], selected: false },
-    { name: "Equal with empty value matches an empty taint value", taint: taint("k", "NoSelect"), tolerations: [{ key: "k", operator: "Equal" }], selected: true },
+    {
+      name: "Equal with another value → dropped",
+      taint: taint("k", "NoSelect", { value: "v" }),
+      tolerations: [{ key: "k", operator: "Equal", value: "w" }],
+      selected: false,
+    },
+    {
+      name: "Equal with empty value does not match a non-empty taint value",
+      taint: taint("k", "NoSelect", { value: "v" }),
+      tolerations: [{ key: "k", operator: "Equal" }],
+      selected: false,
+    },
+    {
+      name: "Equal with empty value matches an empty taint value",
+      taint: taint("k", "NoSelect"),
+      tolerations: [{ key: "k", operator: "Equal" }],
+      selected: true,
+    },
     { name: "Exists matches any value", taint: taint("k", "NoSelect", { value: "v" }), tolerations: [{ key: "k", operator: "Exists" }], selected: true },
     { name: "Exists with empty key matches every taint", taint: taint("k", "NoSelect", { value: "v" }), tolerations: [{ operator: "Exists" }], selected: true },
     { name: "other key → dropped", taint: taint("k", "NoSelect"), tolerations: [{ key: "j", operator: "Exists" }], selected: false },
     { name: "matching effect", taint: taint("k", "NoSelect"), tolerations: [{ key: "k", operator: "Exists", effect: "NoSelect" }], selected: true },
-    { name: "other effect → dropped", taint: taint("k", "NoSelect"), tolerations: [{ key: "k", operator: "Exists", effect: "NoSelectIfNew" }], selected: false },
+    {
+      name: "other effect → dropped",
+      taint: taint("k", "NoSelect"),
+      tolerations: [{ key: "k", operator: "Exists", effect: "NoSelectIfNew" }],
+      selected: false,
+    },
     { name: "NoSelectIfNew drops a new cluster", taint: taint("k", "NoSelectIfNew"), selected: false },
     { name: "NoSelectIfNew keeps a decided cluster", taint: taint("k", "NoSelectIfNew"), decided: true, selected: true },
     { name: "NoSelectIfNew tolerated for a new cluster", taint: taint("k", "NoSelectIfNew"), tolerations: [{ key: "k", operator: "Exists" }], selected: true },
     { name: "PreferNoSelect always passes", taint: taint("k", "PreferNoSelect"), selected: true },
     // timeAdded = now − 60 s.
-    { name: "tolerationSeconds 300: tolerated until timeAdded+300 s", taint: taint("k", "NoSelect"), tolerations: [{ key: "k", operator: "Exists", tolerationSeconds: 300 }], selected: true },
-    { name: "tolerationSeconds 30: expired 30 s ago", taint: taint("k", "NoSelect"), tolerations: [{ key: "k", operator: "Exists", tolerationSeconds: 30 }], selected: false },
-    { name: "tolerationSeconds 60: expires exactly now → not tolerated (now < expiry is strict)", taint: taint("k", "NoSelect"), tolerations: [{ key: "k", operator: "Exists", tolerationSeconds: 60 }], selected: false },
+    {
+      name: "tolerationSeconds 300: tolerated until timeAdded+300 s",
+      taint: taint("k", "NoSelect"),
+      tolerations: [{ key: "k", operator: "Exists", tolerationSeconds: 300 }],
+      selected: true,
+    },
+    {
+      name: "tolerationSeconds 30: expired 30 s ago",
+      taint: taint("k", "NoSelect"),
+      tolerations: [{ key: "k", operator: "Exists", tolerationSeconds: 30 }],
+      selected: false,
+    },
+    {
+      name: "tolerationSeconds 60: expires exactly now → not tolerated (now < expiry is strict)",
+      taint: taint("k", "NoSelect"),
+      tolerations: [{ key: "k", operator: "Exists", tolerationSeconds: 60 }],
+      selected: false,
+    },
     {
       name: "tolerationSeconds applies to NoSelectIfNew too (code, not API docs)",
       taint: taint("k", "NoSelectIfNew"),
@@ -227,7 +294,12 @@ describe("TaintToleration filter", () => {
       ],
       selected: true,
     },
-    { name: "missing timeAdded is Go's zero time: any tolerationSeconds has expired", taint: { key: "k", effect: "NoSelect" }, tolerations: [{ key: "k", operator: "Exists", tolerationSeconds: 10 ** 9 }], selected: false },
+    {
+      name: "missing timeAdded is Go's zero time: any tolerationSeconds has expired",
+      taint: { key: "k", effect: "NoSelect" },
+      tolerations: [{ key: "k", operator: "Exists", tolerationSeconds: 10 ** 9 }],
+      selected: false,
+    },
   ];
   for (const c of cases) {
     it(c.name, () => {
@@ -240,13 +312,34 @@ describe("TaintToleration filter", () => {
   it("a cluster must tolerate every one of its taints", () => {
     const c = cluster("a", { taints: [taint("k1", "NoSelect"), taint("k2", "NoSelect")] });
     expect(schedule(input({ tolerations: [{ key: "k1", operator: "Exists" }] }, [c]), NOW).decisions).toEqual([]);
-    expect(schedule(input({ tolerations: [{ key: "k1", operator: "Exists" }, { key: "k2", operator: "Exists" }] }, [c]), NOW).decisions).toEqual(["a"]);
+    expect(
+      schedule(
+        input(
+          {
+            tolerations: [
+              { key: "k1", operator: "Exists" },
+              { key: "k2", operator: "Exists" },
+            ],
+          },
+          [c],
+        ),
+        NOW,
+      ).decisions,
+    ).toEqual(["a"]);
   });
 
   const invalid: { name: string; tolerations: Toleration[]; message: string }[] = [
-    { name: "empty key with Equal", tolerations: [{ operator: "Equal", value: "x" }], message: "TaintToleration:If the key is empty, operator must be Exists." },
+    {
+      name: "empty key with Equal",
+      tolerations: [{ operator: "Equal", value: "x" }],
+      message: "TaintToleration:If the key is empty, operator must be Exists.",
+    },
     { name: "empty key, operator defaulted", tolerations: [{}], message: "TaintToleration:If the key is empty, operator must be Exists." },
-    { name: "Exists with a value", tolerations: [{ key: "k", operator: "Exists", value: "v" }], message: "TaintToleration:If the operator is Exists, the value should be empty." },
+    {
+      name: "Exists with a value",
+      tolerations: [{ key: "k", operator: "Exists", value: "v" }],
+      message: "TaintToleration:If the operator is Exists, the value should be empty.",
+    },
     {
       name: "first invalid toleration wins",
       tolerations: [{ key: "k", operator: "Exists", value: "v" }, { operator: "Equal" }],
@@ -336,7 +429,14 @@ describe("requeue at the next toleration expiry", () => {
 });
 
 describe("prioritizers", () => {
-  const cases: { name: string; spec: PlacementSpec; in?: Partial<ScheduleInput>; clusters: SchedulingCluster[]; decisions: string[]; scores: Record<string, number> }[] = [
+  const cases: {
+    name: string;
+    spec: PlacementSpec;
+    in?: Partial<ScheduleInput>;
+    clusters: SchedulingCluster[];
+    decisions: string[];
+    scores: Record<string, number>;
+  }[] = [
     {
       // maxCount = 3. a: 3/3 → 2·trunc(100·(0.5−1)) = −100; b: 1/3 → 2·trunc(16.67) = 32;
       // c: 2/3 → 2·trunc(−16.67) = −32; d: no count → 100.
@@ -556,9 +656,13 @@ describe("prioritizers", () => {
 
   it("an expired AddOnPlacementScore gives OCM's Warning status", () => {
     const r = schedule(
-      input({ prioritizerPolicy: exact({ scoreCoordinate: { type: "AddOn", addOn: { resourceName: "usage", scoreName: "cpu" } }, weight: 1 }) }, names("a", "b", "c"), {
-        addOnPlacementScores: { a: { usage: { scores: { cpu: 1 }, validUntil: iso(-10) } }, c: { usage: { scores: { cpu: 1 }, validUntil: iso(-10) } } },
-      }),
+      input(
+        { prioritizerPolicy: exact({ scoreCoordinate: { type: "AddOn", addOn: { resourceName: "usage", scoreName: "cpu" } }, weight: 1 }) },
+        names("a", "b", "c"),
+        {
+          addOnPlacementScores: { a: { usage: { scores: { cpu: 1 }, validUntil: iso(-10) } }, c: { usage: { scores: { cpu: 1 }, validUntil: iso(-10) } } },
+        },
+      ),
       NOW,
     );
     expect(r.status).toEqual({ code: "Warning", plugin: "AddOn/usage/cpu", message: "AddOnPlacementScores a/usage c/usage expired" });
@@ -587,7 +691,14 @@ describe("prioritizers", () => {
     },
     {
       name: "weight below −10",
-      spec: { prioritizerPolicy: { configurations: [{ scoreCoordinate: { builtIn: "Steady" }, weight: 1 }, { scoreCoordinate: { builtIn: "Balance" }, weight: -11 }] } },
+      spec: {
+        prioritizerPolicy: {
+          configurations: [
+            { scoreCoordinate: { builtIn: "Steady" }, weight: 1 },
+            { scoreCoordinate: { builtIn: "Balance" }, weight: -11 },
+          ],
+        },
+      },
       message: ":spec.prioritizerPolicy.configurations[1].weight in body should be greater than or equal to -10",
     },
     {
@@ -595,14 +706,22 @@ describe("prioritizers", () => {
       spec: { prioritizerPolicy: { configurations: [{ scoreCoordinate: { builtIn: "Steady" }, weight: 1.5 }] } },
       message: ":spec.prioritizerPolicy.configurations[0].weight in body must be of type integer: 1.5",
     },
-    { name: "an unknown built-in", spec: { prioritizerPolicy: { configurations: [{ scoreCoordinate: { builtIn: "Spreading" }, weight: 1 }] } }, message: ":incorrect builtin prioritizer: Spreading" },
+    {
+      name: "an unknown built-in",
+      spec: { prioritizerPolicy: { configurations: [{ scoreCoordinate: { builtIn: "Spreading" }, weight: 1 }] } },
+      message: ":incorrect builtin prioritizer: Spreading",
+    },
     {
       name: "unknown mode",
       spec: { prioritizerPolicy: { mode: "Fancy" as "Exact" } },
       message: ":incorrect prioritizer policy mode: Fancy",
     },
     { name: "missing scoreCoordinate", spec: { prioritizerPolicy: { configurations: [{ weight: 1 }] } }, message: ":scoreCoordinate field is required" },
-    { name: "AddOn without addOn", spec: { prioritizerPolicy: { configurations: [{ scoreCoordinate: { type: "AddOn" }, weight: 1 }] } }, message: ":addOn should not be empty" },
+    {
+      name: "AddOn without addOn",
+      spec: { prioritizerPolicy: { configurations: [{ scoreCoordinate: { type: "AddOn" }, weight: 1 }] } },
+      message: ":addOn should not be empty",
+    },
   ];
   for (const c of invalid) {
     it(`Misconfigured: ${c.name}`, () => {
@@ -629,25 +748,44 @@ describe("selection", () => {
     expect(r.decisions).toEqual(["Cluster-3", "cluster-1", "cluster-10", "cluster-2"]);
   });
 
-  const cases: { name: string; numberOfClusters: number | null | undefined; decisions: string[]; unscheduled: number; condition: [string, string, string] }[] = [
-    { name: "nil numberOfClusters selects all", numberOfClusters: undefined, decisions: ["a", "b", "c"], unscheduled: 0, condition: ["True", "AllDecisionsScheduled", "All cluster decisions scheduled"] },
-    { name: "null numberOfClusters selects all", numberOfClusters: null, decisions: ["a", "b", "c"], unscheduled: 0, condition: ["True", "AllDecisionsScheduled", "All cluster decisions scheduled"] },
-    { name: "numberOfClusters 2 of 3", numberOfClusters: 2, decisions: ["a", "b"], unscheduled: 0, condition: ["True", "AllDecisionsScheduled", "All cluster decisions scheduled"] },
-    {
-      name: "numberOfClusters larger than the feasible set",
-      numberOfClusters: 5,
-      decisions: ["a", "b", "c"],
-      unscheduled: 2,
-      condition: ["False", "NotAllDecisionsScheduled", "2 cluster decisions unscheduled"],
-    },
-    {
-      name: "numberOfClusters 0 selects none (reported as no match, as OCM does)",
-      numberOfClusters: 0,
-      decisions: [],
-      unscheduled: 0,
-      condition: ["False", "NoManagedClusterMatched", "No ManagedCluster matches any of the cluster predicate"],
-    },
-  ];
+  const cases: { name: string; numberOfClusters: number | null | undefined; decisions: string[]; unscheduled: number; condition: [string, string, string] }[] =
+    [
+      {
+        name: "nil numberOfClusters selects all",
+        numberOfClusters: undefined,
+        decisions: ["a", "b", "c"],
+        unscheduled: 0,
+        condition: ["True", "AllDecisionsScheduled", "All cluster decisions scheduled"],
+      },
+      {
+        name: "null numberOfClusters selects all",
+        numberOfClusters: null,
+        decisions: ["a", "b", "c"],
+        unscheduled: 0,
+        condition: ["True", "AllDecisionsScheduled", "All cluster decisions scheduled"],
+      },
+      {
+        name: "numberOfClusters 2 of 3",
+        numberOfClusters: 2,
+        decisions: ["a", "b"],
+        unscheduled: 0,
+        condition: ["True", "AllDecisionsScheduled", "All cluster decisions scheduled"],
+      },
+      {
+        name: "numberOfClusters larger than the feasible set",
+        numberOfClusters: 5,
+        decisions: ["a", "b", "c"],
+        unscheduled: 2,
+        condition: ["False", "NotAllDecisionsScheduled", "2 cluster decisions unscheduled"],
+      },
+      {
+        name: "numberOfClusters 0 selects none (reported as no match, as OCM does)",
+        numberOfClusters: 0,
+        decisions: [],
+        unscheduled: 0,
+        condition: ["False", "NoManagedClusterMatched", "No ManagedCluster matches any of the cluster predicate"],
+      },
+    ];
   for (const c of cases) {
     it(c.name, () => {
       const r = schedule(input({ numberOfClusters: c.numberOfClusters }, names("c", "a", "b")), NOW);
@@ -677,9 +815,13 @@ describe("selection", () => {
     // Score 100 ⇔ 37·i ≡ 200 (mod 201) ⇔ i ≡ 200·37⁻¹ ≡ 200·163 ≡ 38 (mod 201): i = 38, 239, 440, 641, 842.
     // Score 99 ⇔ i ≡ 199·163 ≡ 76 (mod 201): i = 76, 277, 478, 679, 880.
     const r = schedule(
-      input({ numberOfClusters: 7, prioritizerPolicy: exact({ scoreCoordinate: { type: "AddOn", addOn: { resourceName: "usage", scoreName: "s" } }, weight: 1 }) }, clusters, {
-        addOnPlacementScores: scores,
-      }),
+      input(
+        { numberOfClusters: 7, prioritizerPolicy: exact({ scoreCoordinate: { type: "AddOn", addOn: { resourceName: "usage", scoreName: "s" } }, weight: 1 }) },
+        clusters,
+        {
+          addOnPlacementScores: scores,
+        },
+      ),
       NOW,
     );
     expect(r.decisions).toEqual(["c0038", "c0239", "c0440", "c0641", "c0842", "c0076", "c0277"]);
@@ -700,7 +842,13 @@ describe("spread policy (OCM enhancement 70)", () => {
     // Prioritizer 50/50/0/0/50; regions first (ScheduleAnyway), zones maxSkew 1 DoNotSchedule, Spread weight 2.
     // Second pick: c2 excluded (us-east-1a would be 2 against 0); c3 region 0 + zone 63 = 63, c4/c5 region 63<<6 = 4032;
     // normalized c3 −100, c4/c5 +100; finals c3 −200, c4 200, c5 250.
-    const clusters = [at("c1", zone("us-east-1a")), at("c2", zone("us-east-1a")), at("c3", zone("us-east-1b")), at("c4", zone("us-west-1a")), at("c5", zone("us-west-1a"))];
+    const clusters = [
+      at("c1", zone("us-east-1a")),
+      at("c2", zone("us-east-1a")),
+      at("c3", zone("us-east-1b")),
+      at("c4", zone("us-west-1a")),
+      at("c5", zone("us-west-1a")),
+    ];
     const spec: PlacementSpec = {
       numberOfClusters: 2,
       prioritizerPolicy: exact(addOn(1), { scoreCoordinate: { builtIn: "Spread" }, weight: 2 }),
@@ -722,7 +870,12 @@ describe("spread policy (OCM enhancement 70)", () => {
   });
 
   it("use case 2, even spread: 4 clusters of us-east are 2 per zone", () => {
-    const clusters = ["a1", "a2", "a3"].map((n) => at(`east-1a-${n}`, zone("us-east-1a"))).concat(["b1", "b2", "b3"].map((n) => at(`east-1b-${n}`, zone("us-east-1b"))), [at("west-1", zone("us-west-1a"))]);
+    const clusters = ["a1", "a2", "a3"]
+      .map((n) => at(`east-1a-${n}`, zone("us-east-1a")))
+      .concat(
+        ["b1", "b2", "b3"].map((n) => at(`east-1b-${n}`, zone("us-east-1b"))),
+        [at("west-1", zone("us-west-1a"))],
+      );
     const spec: PlacementSpec = {
       numberOfClusters: 4,
       predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { region: "us-east" } } } }],
@@ -754,7 +907,12 @@ describe("spread policy (OCM enhancement 70)", () => {
     const r = schedule(input(useCase3(1), useCase3Clusters()), NOW);
     expect(r.decisions).toEqual(["a1", "b1", "a2"]);
     expect(r.unscheduled).toBe(1);
-    expect(satisfied(r)).toEqual({ type: "PlacementSatisfied", status: "False", reason: "NotAllDecisionsScheduled", message: "1 cluster decisions unscheduled" });
+    expect(satisfied(r)).toEqual({
+      type: "PlacementSatisfied",
+      status: "False",
+      reason: "NotAllDecisionsScheduled",
+      message: "1 cluster decisions unscheduled",
+    });
   });
 
   it("use case 3 with ScheduleAnyway: the skew is exceeded rather than a decision left out", () => {
@@ -791,7 +949,12 @@ describe("spread policy (OCM enhancement 70)", () => {
   it("zones are compared within their region: the same zone name under two regions is two topologies", () => {
     // Regions r1 {z} and r2 {y, z}. Picking b puts r1/z at 2, but r1/z has no sibling, so
     // maxSkew 1 holds; were zones compared across regions, z (1) against y (0) would exclude b.
-    const clusters = [at("a", { region: "r1", zone: "z" }), at("b", { region: "r1", zone: "z" }), at("c", { region: "r2", zone: "y" }), at("d", { region: "r2", zone: "z" })];
+    const clusters = [
+      at("a", { region: "r1", zone: "z" }),
+      at("b", { region: "r1", zone: "z" }),
+      at("c", { region: "r2", zone: "y" }),
+      at("d", { region: "r2", zone: "z" }),
+    ];
     const spec: PlacementSpec = {
       prioritizerPolicy: exact(),
       spreadPolicy: {
@@ -812,13 +975,21 @@ describe("spread policy (OCM enhancement 70)", () => {
 
   it("DoNotSchedule never picks a cluster without the topology key; ScheduleAnyway may", () => {
     const clusters = [at("a", { zone: "z1" }), at("b", {}), at("c", { zone: "z2" })];
-    const term = (w: "DoNotSchedule" | "ScheduleAnyway"): PlacementSpec => ({ spreadPolicy: { spreadConstraints: [{ topologyKey: "zone", topologyKeyType: "Label", whenUnsatisfiable: w }] } });
+    const term = (w: "DoNotSchedule" | "ScheduleAnyway"): PlacementSpec => ({
+      spreadPolicy: { spreadConstraints: [{ topologyKey: "zone", topologyKeyType: "Label", whenUnsatisfiable: w }] },
+    });
     expect(schedule(input(term("DoNotSchedule"), clusters), NOW).decisions).toEqual(["a", "c"]);
-    expect(schedule(input(term("ScheduleAnyway"), clusters), NOW).decisions.slice().sort()).toEqual(["a", "b", "c"]);
+    expect(
+      schedule(input(term("ScheduleAnyway"), clusters), NOW)
+        .decisions.slice()
+        .sort(),
+    ).toEqual(["a", "b", "c"]);
   });
 
   it("without numberOfClusters every feasible cluster the DoNotSchedule skew allows is picked", () => {
-    const spec: PlacementSpec = { spreadPolicy: { spreadConstraints: [{ topologyKey: "zone", topologyKeyType: "Label", whenUnsatisfiable: "DoNotSchedule" }] } };
+    const spec: PlacementSpec = {
+      spreadPolicy: { spreadConstraints: [{ topologyKey: "zone", topologyKeyType: "Label", whenUnsatisfiable: "DoNotSchedule" }] },
+    };
     const r = schedule(input(spec, useCase3Clusters()), NOW);
     expect(r.decisions).toEqual(["a1", "b1", "a2"]);
     expect(r.numberOfFeasibleClusters).toBe(4);
@@ -827,7 +998,11 @@ describe("spread policy (OCM enhancement 70)", () => {
 
   it("Exact mode without Spread keeps only the DoNotSchedule limit (spread weight 0)", () => {
     const clusters = [at("a1", { zone: "A" }), at("a2", { zone: "A" }), at("b1", { zone: "B" })];
-    const spec: PlacementSpec = { numberOfClusters: 3, prioritizerPolicy: exact(), spreadPolicy: { spreadConstraints: [{ topologyKey: "zone", topologyKeyType: "Label", whenUnsatisfiable: "DoNotSchedule" }] } };
+    const spec: PlacementSpec = {
+      numberOfClusters: 3,
+      prioritizerPolicy: exact(),
+      spreadPolicy: { spreadConstraints: [{ topologyKey: "zone", topologyKeyType: "Label", whenUnsatisfiable: "DoNotSchedule" }] },
+    };
     const r = schedule(input(spec, clusters), NOW);
     expect(r.decisions).toEqual(["a1", "b1", "a2"]);
     expect(r.prioritizers).toEqual([]);
@@ -840,18 +1015,38 @@ describe("spread policy (OCM enhancement 70)", () => {
     const additive = schedule(input({ numberOfClusters: 2, spreadPolicy: spread }, clusters, { existingDecisions: ["a1", "a2"] }), NOW);
     expect(additive.decisions).toEqual(["a1", "b1"]);
     const steady = schedule(
-      input({ numberOfClusters: 2, spreadPolicy: spread, prioritizerPolicy: exact({ scoreCoordinate: { builtIn: "Steady" }, weight: 10 }, { scoreCoordinate: { builtIn: "Spread" }, weight: 1 }) }, clusters, {
-        existingDecisions: ["a1", "a2"],
-      }),
+      input(
+        {
+          numberOfClusters: 2,
+          spreadPolicy: spread,
+          prioritizerPolicy: exact({ scoreCoordinate: { builtIn: "Steady" }, weight: 10 }, { scoreCoordinate: { builtIn: "Spread" }, weight: 1 }),
+        },
+        clusters,
+        {
+          existingDecisions: ["a1", "a2"],
+        },
+      ),
       NOW,
     );
     expect(steady.decisions).toEqual(["a1", "a2"]);
   });
 
   const invalidTerms: { name: string; term: Record<string, unknown>; message: string }[] = [
-    { name: "unknown topologyKeyType", term: { topologyKey: "zone", topologyKeyType: "Zone" }, message: 'Spread:spec.spreadPolicy.spreadConstraints[0].topologyKeyType: Unsupported value: "Zone"' },
-    { name: "maxSkew 0", term: { topologyKey: "zone", topologyKeyType: "Label", maxSkew: 0 }, message: "Spread:spec.spreadPolicy.spreadConstraints[0].maxSkew in body should be greater than or equal to 1" },
-    { name: "empty topologyKey", term: { topologyKey: "", topologyKeyType: "Label" }, message: "Spread:spec.spreadPolicy.spreadConstraints[0].topologyKey: Required value" },
+    {
+      name: "unknown topologyKeyType",
+      term: { topologyKey: "zone", topologyKeyType: "Zone" },
+      message: 'Spread:spec.spreadPolicy.spreadConstraints[0].topologyKeyType: Unsupported value: "Zone"',
+    },
+    {
+      name: "maxSkew 0",
+      term: { topologyKey: "zone", topologyKeyType: "Label", maxSkew: 0 },
+      message: "Spread:spec.spreadPolicy.spreadConstraints[0].maxSkew in body should be greater than or equal to 1",
+    },
+    {
+      name: "empty topologyKey",
+      term: { topologyKey: "", topologyKeyType: "Label" },
+      message: "Spread:spec.spreadPolicy.spreadConstraints[0].topologyKey: Required value",
+    },
   ];
   for (const c of invalidTerms) {
     it(`Misconfigured (plugin Spread): ${c.name}`, () => {
@@ -894,7 +1089,10 @@ describe("decision groups and PlacementDecisions", () => {
     {
       // L = 2: canary [c1,c10],[c3]; rest [c2,c4].
       name: "int clustersPerDecisionGroup chunks every group",
-      strategy: { clustersPerDecisionGroup: 2, decisionGroups: [{ groupName: "canary", groupClusterSelector: { labelSelector: { matchLabels: { canary: "true" } } } }] },
+      strategy: {
+        clustersPerDecisionGroup: 2,
+        decisionGroups: [{ groupName: "canary", groupClusterSelector: { labelSelector: { matchLabels: { canary: "true" } } } }],
+      },
       groups: [
         ["canary", ["c1", "c10"]],
         ["canary", ["c3"]],
@@ -951,8 +1149,17 @@ describe("decision groups and PlacementDecisions", () => {
   for (const c of cases) {
     it(c.name, () => {
       const r = schedule(input({ decisionStrategy: { groupStrategy: c.strategy } }, fleet), NOW);
-      expect(r.decisionGroups).toEqual(c.groups.map(([groupName, clusters], i) => ({ groupName, groupIndex: i, clusters, placementDecisions: [`p-decision-${i + 1}`] })));
-      expect(r.decisionGroupStatus).toEqual(c.groups.map(([name, clusters], i) => ({ decisionGroupIndex: i, decisionGroupName: name, decisions: [`p-decision-${i + 1}`], clusterCount: clusters.length })));
+      expect(r.decisionGroups).toEqual(
+        c.groups.map(([groupName, clusters], i) => ({ groupName, groupIndex: i, clusters, placementDecisions: [`p-decision-${i + 1}`] })),
+      );
+      expect(r.decisionGroupStatus).toEqual(
+        c.groups.map(([name, clusters], i) => ({
+          decisionGroupIndex: i,
+          decisionGroupName: name,
+          decisions: [`p-decision-${i + 1}`],
+          clusterCount: clusters.length,
+        })),
+      );
       expect(r.placementDecisions).toEqual(c.groups.map(([name, clusters], i) => pd(i + 1, name, i, clusters)));
       expect(misconfigured(r).status).toBe("False");
     });
@@ -965,7 +1172,9 @@ describe("decision groups and PlacementDecisions", () => {
         {
           numberOfClusters: 2,
           prioritizerPolicy: exact({ scoreCoordinate: { builtIn: "Steady" }, weight: 1 }),
-          decisionStrategy: { groupStrategy: { decisionGroups: [{ groupName: "canary", groupClusterSelector: { labelSelector: { matchLabels: { canary: "true" } } } }] } },
+          decisionStrategy: {
+            groupStrategy: { decisionGroups: [{ groupName: "canary", groupClusterSelector: { labelSelector: { matchLabels: { canary: "true" } } } }] },
+          },
         },
         fleet,
         { existingDecisions: ["c4", "c3"] },
@@ -982,7 +1191,9 @@ describe("decision groups and PlacementDecisions", () => {
     const all = many.map((c) => c.name);
     expect(r.numberOfSelectedClusters).toBe(250);
     expect(r.placementDecisions).toEqual([pd(1, "", 0, all.slice(0, 100)), pd(2, "", 0, all.slice(100, 200)), pd(3, "", 0, all.slice(200))]);
-    expect(r.decisionGroupStatus).toEqual([{ decisionGroupIndex: 0, decisionGroupName: "", decisions: ["p-decision-1", "p-decision-2", "p-decision-3"], clusterCount: 250 }]);
+    expect(r.decisionGroupStatus).toEqual([
+      { decisionGroupIndex: 0, decisionGroupName: "", decisions: ["p-decision-1", "p-decision-2", "p-decision-3"], clusterCount: 250 },
+    ]);
   });
 
   it("pagination inside groups: 250 clusters in groups of 120 → PDs 1–5 across 3 groups", () => {
@@ -1079,8 +1290,18 @@ describe("determinism", () => {
   );
   const spec: PlacementSpec = {
     numberOfClusters: 17,
-    prioritizerPolicy: { configurations: [{ scoreCoordinate: { builtIn: "ResourceAllocatableMemory" }, weight: 3 }, { scoreCoordinate: { builtIn: "ResourceAllocatableCPU" }, weight: -1 }] },
-    decisionStrategy: { groupStrategy: { clustersPerDecisionGroup: "30%", decisionGroups: [{ groupName: "prod", groupClusterSelector: { labelSelector: { matchLabels: { env: "prod" } } } }] } },
+    prioritizerPolicy: {
+      configurations: [
+        { scoreCoordinate: { builtIn: "ResourceAllocatableMemory" }, weight: 3 },
+        { scoreCoordinate: { builtIn: "ResourceAllocatableCPU" }, weight: -1 },
+      ],
+    },
+    decisionStrategy: {
+      groupStrategy: {
+        clustersPerDecisionGroup: "30%",
+        decisionGroups: [{ groupName: "prod", groupClusterSelector: { labelSelector: { matchLabels: { env: "prod" } } } }],
+      },
+    },
   };
   const extra = { existingDecisions: ["m9", "m3", "m27"], otherDecisionCounts: { m1: 3, m2: 1, m5: 2 } };
 

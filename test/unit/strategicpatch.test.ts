@@ -10,7 +10,13 @@ const ns = {
   kind: "Namespace",
   metadata: { name: "a", labels: { team: "a", keep: "y" }, finalizers: ["x.io/one"], ownerReferences: [{ uid: "u1", name: "o1" }] },
   spec: { finalizers: ["kubernetes"] },
-  status: { phase: "Active", conditions: [{ type: "A", status: "True" }, { type: "B", status: "False" }] },
+  status: {
+    phase: "Active",
+    conditions: [
+      { type: "A", status: "True" },
+      { type: "B", status: "False" },
+    ],
+  },
 };
 
 describe("strategic merge patch", () => {
@@ -20,14 +26,26 @@ describe("strategic merge patch", () => {
 
   it("merges metadata.finalizers as a set, ownerReferences by uid, conditions by type; other lists are replaced", () => {
     const out = strategicMergePatch(ns, {
-      metadata: { finalizers: ["x.io/two"], ownerReferences: [{ uid: "u2", name: "o2" }, { uid: "u1", name: "renamed" }] },
+      metadata: {
+        finalizers: ["x.io/two"],
+        ownerReferences: [
+          { uid: "u2", name: "o2" },
+          { uid: "u1", name: "renamed" },
+        ],
+      },
       spec: { finalizers: [] },
       status: { conditions: [{ type: "B", status: "True" }] },
     }) as typeof ns;
     expect(out.metadata.finalizers).toEqual(["x.io/one", "x.io/two"]);
-    expect(out.metadata.ownerReferences).toEqual([{ uid: "u1", name: "renamed" }, { uid: "u2", name: "o2" }]);
+    expect(out.metadata.ownerReferences).toEqual([
+      { uid: "u1", name: "renamed" },
+      { uid: "u2", name: "o2" },
+    ]);
     expect(out.spec.finalizers).toEqual([]);
-    expect(out.status.conditions).toEqual([{ type: "A", status: "True" }, { type: "B", status: "True" }]);
+    expect(out.status.conditions).toEqual([
+      { type: "A", status: "True" },
+      { type: "B", status: "True" },
+    ]);
   });
 
   it("honours kubectl's directives: $setElementOrder, $deleteFromPrimitiveList, $patch delete and replace, $retainKeys", () => {

@@ -107,9 +107,7 @@ describe("isQualifiedName", () => {
     { v: `${"a".repeat(254)}/name`, errs: ["prefix part must be no more than 253 characters"] },
     {
       v: "a/b/c",
-      errs: [
-        `a qualified name ${QNAME_MSG} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`,
-      ],
+      errs: [`a qualified name ${QNAME_MSG} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`],
     },
   ];
   it.each(cases)("$v", ({ v, errs }) => {
@@ -282,7 +280,14 @@ describe("object names", () => {
 });
 
 describe("validateConditions (apimachinery ValidateConditions)", () => {
-  const c = (type: string, extra: Record<string, unknown> = {}) => ({ type, status: "True", reason: "Done", message: "", lastTransitionTime: "2026-11-26T00:00:00Z", ...extra });
+  const c = (type: string, extra: Record<string, unknown> = {}) => ({
+    type,
+    status: "True",
+    reason: "Done",
+    message: "",
+    lastTransitionTime: "2026-11-26T00:00:00Z",
+    ...extra,
+  });
 
   it("a list of conditions is a map by type: the second of a type is a Duplicate value on its type", () => {
     expect(validateConditions([c("A"), c("B"), c("A"), c("A")], "status.conditions")).toEqual([
@@ -294,17 +299,19 @@ describe("validateConditions (apimachinery ValidateConditions)", () => {
   it("checks reason against the apiserver's pattern and length, and the other fields", () => {
     for (const ok of ["A", "My_Reason", "ReasonA,ReasonB", "ReasonA:ReasonB", "x_"]) expect(validateConditions([c("T", { reason: ok })], ""), ok).toEqual([]);
     for (const bad of ["1A", "_A", "A-B", "A ", "A,", "A:"]) {
-      expect(validateConditions([c("T", { reason: bad })], "").map((e) => [e.field, e.reason]), bad).toEqual([["[0].reason", "FieldValueInvalid"]]);
+      expect(
+        validateConditions([c("T", { reason: bad })], "").map((e) => [e.field, e.reason]),
+        bad,
+      ).toEqual([["[0].reason", "FieldValueInvalid"]]);
     }
     expect(validateConditions([c("T", { reason: "A".repeat(1025) })], "").map((e) => e.reason)).toEqual(["FieldValueTooLong"]);
-    expect(validateConditions([c("T", { reason: "" })], "")).toEqual([{ field: "[0].reason", reason: "FieldValueRequired", message: "Required value: must be set" }]);
-    expect(validateConditions([c("T", { message: "m".repeat(32 * 1024 + 1) })], "").map((e) => e.field)).toEqual(["[0].message"]);
-    expect(validateConditions([c("a/b/c"), c("T", { status: "Maybe", observedGeneration: -1, lastTransitionTime: "2026-11-26" })], "").map((e) => e.field)).toEqual([
-      "[0].type",
-      "[1].status",
-      "[1].observedGeneration",
-      "[1].lastTransitionTime",
+    expect(validateConditions([c("T", { reason: "" })], "")).toEqual([
+      { field: "[0].reason", reason: "FieldValueRequired", message: "Required value: must be set" },
     ]);
+    expect(validateConditions([c("T", { message: "m".repeat(32 * 1024 + 1) })], "").map((e) => e.field)).toEqual(["[0].message"]);
+    expect(
+      validateConditions([c("a/b/c"), c("T", { status: "Maybe", observedGeneration: -1, lastTransitionTime: "2026-11-26" })], "").map((e) => e.field),
+    ).toEqual(["[0].type", "[1].status", "[1].observedGeneration", "[1].lastTransitionTime"]);
   });
 });
 

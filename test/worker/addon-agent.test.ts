@@ -30,9 +30,19 @@ async function joined(name: string): Promise<AgentKeys> {
 }
 
 async function createAddon(cluster: string, name: string, status?: Record<string, unknown>): Promise<Record<string, unknown>> {
-  const cma = await call("POST", `${ADDON_API}/clustermanagementaddons`, { apiVersion: "addon.open-cluster-management.io/v1alpha1", kind: "ClusterManagementAddOn", metadata: { name }, spec: {} });
+  const cma = await call("POST", `${ADDON_API}/clustermanagementaddons`, {
+    apiVersion: "addon.open-cluster-management.io/v1alpha1",
+    kind: "ClusterManagementAddOn",
+    metadata: { name },
+    spec: {},
+  });
   expect([201, 409]).toContain(cma.status);
-  const r = await call("POST", MCAS(cluster), { apiVersion: "addon.open-cluster-management.io/v1alpha1", kind: "ManagedClusterAddOn", metadata: { name }, spec: { installNamespace: `${name}-ns` } });
+  const r = await call("POST", MCAS(cluster), {
+    apiVersion: "addon.open-cluster-management.io/v1alpha1",
+    kind: "ManagedClusterAddOn",
+    metadata: { name },
+    spec: { installNamespace: `${name}-ns` },
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   if (!status) return r.body;
   const s = await call("PATCH", `${MCAS(cluster)}/${name}/status`, { status }, merge);
@@ -63,7 +73,16 @@ describe("add-on health reported by the agent", () => {
     expect((await report("ah1", keys, { addons: [{ name: "obs", available: notFound }] })).status).toBe(200);
     expect((await call("GET", `${MCAS("ah1")}/obs`)).body.metadata.resourceVersion).toBe(rv);
     const up = available("True", "ManagedClusterAddOnLeaseUpdated", "obs add-on is available.");
-    expect((await report("ah1", keys, { addons: [{ name: "obs", available: up }, { name: "gone", available: up }] })).status).toBe(200);
+    expect(
+      (
+        await report("ah1", keys, {
+          addons: [
+            { name: "obs", available: up },
+            { name: "gone", available: up },
+          ],
+        })
+      ).status,
+    ).toBe(200);
     mca = (await call("GET", `${MCAS("ah1")}/obs`)).body;
     expect(condition(mca, "Available")).toMatchObject(up);
     expect((await call("GET", `${MCAS("ah1")}/gone`)).status).toBe(404);
@@ -72,7 +91,13 @@ describe("add-on health reported by the agent", () => {
   it("leaves a Customized add-on's health to the hub", async () => {
     const keys = await joined("ah2");
     await createAddon("ah2", "custom", { healthCheck: { mode: "Customized" } });
-    expect((await report("ah2", keys, { addons: [{ name: "custom", available: available("False", "ManagedClusterAddOnLeaseUpdateStopped", "custom add-on is not available.") }] })).status).toBe(200);
+    expect(
+      (
+        await report("ah2", keys, {
+          addons: [{ name: "custom", available: available("False", "ManagedClusterAddOnLeaseUpdateStopped", "custom add-on is not available.") }],
+        })
+      ).status,
+    ).toBe(200);
     expect(condition((await call("GET", `${MCAS("ah2")}/custom`)).body, "Available")).toBeUndefined();
   });
 
@@ -115,8 +140,17 @@ describe("add-on health reported by the agent", () => {
     const unknown = condition(mc, "ManagedClusterConditionAvailable");
     expect(unknown).toMatchObject({ status: "Unknown", reason: "ManagedClusterLeaseUpdateStopped" });
     for (const name of ["obs", "custom"]) {
-      await waitFor(`${name} Unknown`, async () => condition((await call("GET", `${MCAS("ah4")}/${name}`)).body, "Available")?.status === "Unknown", 10_000, 50);
-      expect(condition((await call("GET", `${MCAS("ah4")}/${name}`)).body, "Available")).toMatchObject({ status: "Unknown", reason: unknown.reason, message: unknown.message });
+      await waitFor(
+        `${name} Unknown`,
+        async () => condition((await call("GET", `${MCAS("ah4")}/${name}`)).body, "Available")?.status === "Unknown",
+        10_000,
+        50,
+      );
+      expect(condition((await call("GET", `${MCAS("ah4")}/${name}`)).body, "Available")).toMatchObject({
+        status: "Unknown",
+        reason: unknown.reason,
+        message: unknown.message,
+      });
     }
   });
 });
@@ -154,7 +188,12 @@ describe("token-based add-on registration", () => {
       spec: { supportedConfigs: [{ group: "addon.open-cluster-management.io", resource: "addontemplates", defaultConfig: { name: "metrics-template" } }] },
     });
     expect([201, 409]).toContain(cma.status);
-    const mca = await call("POST", MCAS("tr2"), { apiVersion: "addon.open-cluster-management.io/v1alpha1", kind: "ManagedClusterAddOn", metadata: { name: "metrics" }, spec: {} });
+    const mca = await call("POST", MCAS("tr2"), {
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      kind: "ManagedClusterAddOn",
+      metadata: { name: "metrics" },
+      spec: {},
+    });
     expect(mca.status).toBe(201);
 
     const r = await askToken("tr2", keys, "metrics", { expirationSeconds: 3600 });
@@ -163,7 +202,10 @@ describe("token-based add-on registration", () => {
     expect(Date.parse(answer.expirationTimestamp) - Date.now()).toBeGreaterThan(3500_000);
 
     const sa = (await call("GET", "/api/v1/namespaces/tr2/serviceaccounts/metrics-agent")).body;
-    expect(sa.metadata.labels).toMatchObject({ "addon.open-cluster-management.io/name": "metrics", "addon.open-cluster-management.io/token-infrastructure": "true" });
+    expect(sa.metadata.labels).toMatchObject({
+      "addon.open-cluster-management.io/name": "metrics",
+      "addon.open-cluster-management.io/token-infrastructure": "true",
+    });
     expect(sa.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: "ManagedClusterAddOn", name: "metrics", uid: mca.body.metadata.uid })]);
     const role = (await call("GET", "/apis/rbac.authorization.k8s.io/v1/namespaces/tr2/roles/open-cluster-management:metrics:agent")).body;
     expect(role.rules.every((rule: { resourceNames?: string[] }) => rule.resourceNames?.length === 1 && rule.resourceNames[0] === "metrics")).toBe(true);
@@ -175,7 +217,10 @@ describe("token-based add-on registration", () => {
     expect(status.registrations).toEqual([{ signerName: "kubernetes.io/kube-apiserver-client", subject: { user: "system:serviceaccount:tr2:metrics-agent" } }]);
     expect(status.kubeClientDriver).toBe("token");
     expect(condition({ status }, "RegistrationApplied")).toMatchObject({ status: "True", reason: "SetPermissionApplied" });
-    expect(condition({ status }, "TokenInfrastructureReady")).toMatchObject({ status: "True", message: `ServiceAccount tr2/metrics-agent (UID: ${sa.metadata.uid}) is ready` });
+    expect(condition({ status }, "TokenInfrastructureReady")).toMatchObject({
+      status: "True",
+      message: `ServiceAccount tr2/metrics-agent (UID: ${sa.metadata.uid}) is ready`,
+    });
 
     // The add-on's token: its own ManagedClusterAddOn and (through `view`) its cluster's namespace; nothing else.
     const as = { token: answer.token };
@@ -194,14 +239,35 @@ describe("token-based add-on registration", () => {
 
     // The add-on removed: its ServiceAccount, Role and bindings go, and its tokens stop working.
     expect((await call("DELETE", `${MCAS("tr2")}/metrics`)).status).toBe(200);
-    await waitFor("the ServiceAccount gone", async () => (await call("GET", "/api/v1/namespaces/tr2/serviceaccounts/metrics-agent")).status === 404, 10_000, 50);
-    await waitFor("the bindings gone", async () => (await call("GET", "/apis/rbac.authorization.k8s.io/v1/namespaces/tr2/rolebindings/open-cluster-management:metrics:clusterrole:agent")).status === 404, 10_000, 50);
+    await waitFor(
+      "the ServiceAccount gone",
+      async () => (await call("GET", "/api/v1/namespaces/tr2/serviceaccounts/metrics-agent")).status === 404,
+      10_000,
+      50,
+    );
+    await waitFor(
+      "the bindings gone",
+      async () =>
+        (await call("GET", "/apis/rbac.authorization.k8s.io/v1/namespaces/tr2/rolebindings/open-cluster-management:metrics:clusterrole:agent")).status === 404,
+      10_000,
+      50,
+    );
     expect((await call("GET", `${MCAS("tr2")}/metrics`, undefined, as)).status).toBe(401);
   });
 
   it("registers an add-on whose status declares a kubeClient registration (the add-on manager's)", async () => {
     const keys = await joined("tr3");
-    await createAddon("tr3", "reg", { registrations: [{ signerName: "kubernetes.io/kube-apiserver-client", subject: { user: "system:open-cluster-management:cluster:tr3:addon:reg:agent:reg-agent", groups: ["system:open-cluster-management:cluster:tr3:addon:reg"] } }] });
+    await createAddon("tr3", "reg", {
+      registrations: [
+        {
+          signerName: "kubernetes.io/kube-apiserver-client",
+          subject: {
+            user: "system:open-cluster-management:cluster:tr3:addon:reg:agent:reg-agent",
+            groups: ["system:open-cluster-management:cluster:tr3:addon:reg"],
+          },
+        },
+      ],
+    });
     const r = await askToken("tr3", keys, "reg");
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     const status = (await call("GET", `${MCAS("tr3")}/reg`)).body.status;
@@ -209,8 +275,6 @@ describe("token-based add-on registration", () => {
     expect(status.registrations).toEqual([{ signerName: "kubernetes.io/kube-apiserver-client", subject: { user: "system:serviceaccount:tr3:reg-agent" } }]);
   });
 });
-
-
 
 /** Dials the agent channel; returns the socket and the messages received. */
 async function dial(name: string, keys: AgentKeys): Promise<{ ws: WebSocket; messages: Record<string, unknown>[]; closed: () => boolean }> {
@@ -245,7 +309,13 @@ describe("add-on messages over the channel", () => {
     await createAddon("ch1", "plain");
     const c = await dial("ch1", keys);
     const answer = async (id: string) => waitFor(`the answer to ${id}`, async () => c.messages.find((m) => m.id === id), 10_000, 5);
-    c.ws.send(JSON.stringify({ type: "addon-status", id: "a1", status: { addons: [{ name: "obs", available: available("True", "ManagedClusterAddOnLeaseUpdated", "obs add-on is available.") }] } }));
+    c.ws.send(
+      JSON.stringify({
+        type: "addon-status",
+        id: "a1",
+        status: { addons: [{ name: "obs", available: available("True", "ManagedClusterAddOnLeaseUpdated", "obs add-on is available.") }] },
+      }),
+    );
     expect(await answer("a1")).toEqual({ type: "ack", id: "a1" });
     expect(condition((await call("GET", `${MCAS("ch1")}/obs`)).body, "Available")).toMatchObject({ status: "True" });
     c.ws.send(JSON.stringify({ type: "addon-token", id: "t1", addon: "obs", request: { expirationSeconds: 600 } }));

@@ -27,9 +27,22 @@ describe("add-on API versions", () => {
     expect(g.versions.map((v) => v.version)).toEqual(["v1beta1", "v1alpha1"]);
     expect(g.preferredVersion.version).toBe("v1beta1");
     const alpha = (await call("GET", `${G}/v1alpha1`)).body as { resources: { name: string }[] };
-    expect(alpha.resources.map((r) => r.name).sort()).toEqual(["addondeploymentconfigs", "addontemplates", "clustermanagementaddons", "clustermanagementaddons/status", "managedclusteraddons", "managedclusteraddons/status"]);
+    expect(alpha.resources.map((r) => r.name).sort()).toEqual([
+      "addondeploymentconfigs",
+      "addontemplates",
+      "clustermanagementaddons",
+      "clustermanagementaddons/status",
+      "managedclusteraddons",
+      "managedclusteraddons/status",
+    ]);
     const beta = (await call("GET", `${G}/v1beta1`)).body as { resources: { name: string }[] };
-    expect(beta.resources.map((r) => r.name).sort()).toEqual(["addondeploymentconfigs", "clustermanagementaddons", "clustermanagementaddons/status", "managedclusteraddons", "managedclusteraddons/status"]);
+    expect(beta.resources.map((r) => r.name).sort()).toEqual([
+      "addondeploymentconfigs",
+      "clustermanagementaddons",
+      "clustermanagementaddons/status",
+      "managedclusteraddons",
+      "managedclusteraddons/status",
+    ]);
   });
 
   it("a v1alpha1 ClusterManagementAddOn reads as v1beta1 with defaultConfigs, and back", async () => {
@@ -78,7 +91,16 @@ describe("add-on API versions", () => {
     expect(alpha.spec.installNamespace).toBe("beta-ns");
     expect(alpha.metadata.annotations).toBeUndefined();
     // v1alpha1's default install namespace reads as the annotation in v1beta1.
-    expect((await call("POST", MCA1, { apiVersion: "addon.open-cluster-management.io/v1alpha1", kind: "ManagedClusterAddOn", metadata: { name: "alpha" }, spec: {} })).status).toBe(201);
+    expect(
+      (
+        await call("POST", MCA1, {
+          apiVersion: "addon.open-cluster-management.io/v1alpha1",
+          kind: "ManagedClusterAddOn",
+          metadata: { name: "alpha" },
+          spec: {},
+        })
+      ).status,
+    ).toBe(201);
     const beta = (await call("GET", `${MCA2}/alpha`)).body;
     expect(beta.metadata.annotations["addon.open-cluster-management.io/v1alpha1-install-namespace"]).toBe("open-cluster-management-agent-addon");
     expect(beta.spec.installNamespace).toBeUndefined();
@@ -88,21 +110,37 @@ describe("add-on API versions", () => {
     await call("POST", MCA1, { apiVersion: "addon.open-cluster-management.io/v1alpha1", kind: "ManagedClusterAddOn", metadata: { name: "regs" }, spec: {} });
     const status = {
       registrations: [
-        { signerName: "kubernetes.io/kube-apiserver-client", subject: { user: "system:open-cluster-management:cluster:addon-c1:addon:regs:agent:regs-agent", groups: ["g"] } },
+        {
+          signerName: "kubernetes.io/kube-apiserver-client",
+          subject: { user: "system:open-cluster-management:cluster:addon-c1:addon:regs:agent:regs-agent", groups: ["g"] },
+        },
         { signerName: "example.com/signer", subject: { user: "u", organizationUnit: ["ou"] } },
       ],
       kubeClientDriver: "token",
-      configReferences: [{ group: "addon.open-cluster-management.io", resource: "addondeploymentconfigs", namespace: NS, name: "cfg", desiredConfig: { namespace: NS, name: "cfg", specHash: "h" } }],
+      configReferences: [
+        {
+          group: "addon.open-cluster-management.io",
+          resource: "addondeploymentconfigs",
+          namespace: NS,
+          name: "cfg",
+          desiredConfig: { namespace: NS, name: "cfg", specHash: "h" },
+        },
+      ],
     };
     const put = await call("PATCH", `${MCA1}/regs/status`, { status }, { contentType: "application/merge-patch+json" });
     expect(put.status).toBe(200);
     const beta = (await call("GET", `${MCA2}/regs`)).body;
     expect(beta.status.registrations).toEqual([
-      { type: "kubeClient", kubeClient: { subject: { user: "system:open-cluster-management:cluster:addon-c1:addon:regs:agent:regs-agent", groups: ["g"] }, driver: "token" } },
+      {
+        type: "kubeClient",
+        kubeClient: { subject: { user: "system:open-cluster-management:cluster:addon-c1:addon:regs:agent:regs-agent", groups: ["g"] }, driver: "token" },
+      },
       { type: "customSigner", customSigner: { signerName: "example.com/signer", subject: { user: "u", organizationUnits: ["ou"] } } },
     ]);
     expect(beta.status.kubeClientDriver).toBeUndefined();
-    expect(beta.status.configReferences).toEqual([{ group: "addon.open-cluster-management.io", resource: "addondeploymentconfigs", desiredConfig: { namespace: NS, name: "cfg", specHash: "h" } }]);
+    expect(beta.status.configReferences).toEqual([
+      { group: "addon.open-cluster-management.io", resource: "addondeploymentconfigs", desiredConfig: { namespace: NS, name: "cfg", specHash: "h" } },
+    ]);
     // Written back through v1beta1, the v1alpha1 form is restored.
     const back = await call("PUT", `${MCA2}/regs/status`, beta);
     expect(back.status).toBe(200);
@@ -115,7 +153,14 @@ describe("add-on API versions", () => {
   it("a watch through v1beta1 sends v1beta1 objects", async () => {
     const r = await call("GET", `${MCA2}?watch=true&resourceVersion=0&timeoutSeconds=1`);
     expect(r.status).toBe(200);
-    const events = (typeof r.body === "string" ? r.body.trim().split("\n").map((l: string) => JSON.parse(l)) : [r.body]) as { type: string; object: { apiVersion: string; metadata: { name: string; annotations?: Record<string, string> } } }[];
+    const events = (
+      typeof r.body === "string"
+        ? r.body
+            .trim()
+            .split("\n")
+            .map((l: string) => JSON.parse(l))
+        : [r.body]
+    ) as { type: string; object: { apiVersion: string; metadata: { name: string; annotations?: Record<string, string> } } }[];
     const alpha = events.find((e) => e.object.metadata.name === "alpha")!;
     expect(alpha.type).toBe("ADDED");
     expect(alpha.object.apiVersion).toBe("addon.open-cluster-management.io/v1beta1");
@@ -124,27 +169,60 @@ describe("add-on API versions", () => {
 
   it("kubectl's table shows AVAILABLE, DEGRADED and PROGRESSING in both versions", async () => {
     for (const url of [MCA1, MCA2]) {
-      const table = (await call("GET", url, undefined, { headers: { accept: "application/json;as=Table;v=v1;g=meta.k8s.io" } })).body as { columnDefinitions: { name: string }[] };
+      const table = (await call("GET", url, undefined, { headers: { accept: "application/json;as=Table;v=v1;g=meta.k8s.io" } })).body as {
+        columnDefinitions: { name: string }[];
+      };
       expect(table.columnDefinitions.map((c) => c.name)).toEqual(["Name", "Available", "Degraded", "Progressing"]);
     }
   });
 
   it("an AddOnDeploymentConfig is the same in both versions; unimplemented fields are refused", async () => {
-    const body = { apiVersion: "addon.open-cluster-management.io/v1beta1", kind: "AddOnDeploymentConfig", metadata: { name: "cfg" }, spec: { customizedVariables: [{ name: "LOG_LEVEL", value: "4" }], nodePlacement: { nodeSelector: { a: "b" } } } };
+    const body = {
+      apiVersion: "addon.open-cluster-management.io/v1beta1",
+      kind: "AddOnDeploymentConfig",
+      metadata: { name: "cfg" },
+      spec: { customizedVariables: [{ name: "LOG_LEVEL", value: "4" }], nodePlacement: { nodeSelector: { a: "b" } } },
+    };
     const created = await call("POST", ADC2, body);
     expect(created.status).toBe(201);
     expect(created.body.spec.agentInstallNamespace).toBe("open-cluster-management-agent-addon");
     expect((await call("GET", `${ADC1}/cfg`)).body.spec.customizedVariables).toEqual([{ name: "LOG_LEVEL", value: "4" }]);
-    const proxied = await call("POST", ADC1, { ...body, apiVersion: "addon.open-cluster-management.io/v1alpha1", metadata: { name: "proxied" }, spec: { proxyConfig: { httpProxy: "http://p", caBundle: "Y2E=" } } });
+    const proxied = await call("POST", ADC1, {
+      ...body,
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      metadata: { name: "proxied" },
+      spec: { proxyConfig: { httpProxy: "http://p", caBundle: "Y2E=" } },
+    });
     expect(proxied.status).toBe(422);
-    expect(proxied.body.details.causes).toEqual([{ reason: "FieldValueForbidden", message: "Forbidden: a proxy CA bundle is not implemented by this hub's add-on manager", field: "spec.proxyConfig.caBundle" }]);
-    const badVar = await call("POST", ADC1, { ...body, apiVersion: "addon.open-cluster-management.io/v1alpha1", metadata: { name: "badvar" }, spec: { customizedVariables: [{ name: "1x", value: "v" }] } });
+    expect(proxied.body.details.causes).toEqual([
+      {
+        reason: "FieldValueForbidden",
+        message: "Forbidden: a proxy CA bundle is not implemented by this hub's add-on manager",
+        field: "spec.proxyConfig.caBundle",
+      },
+    ]);
+    const badVar = await call("POST", ADC1, {
+      ...body,
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      metadata: { name: "badvar" },
+      spec: { customizedVariables: [{ name: "1x", value: "v" }] },
+    });
     expect(badVar.status).toBe(422);
     expect(badVar.body.details.causes[0].field).toBe("spec.customizedVariables[0].name");
-    const badQuantity = await call("POST", ADC1, { ...body, apiVersion: "addon.open-cluster-management.io/v1alpha1", metadata: { name: "badq" }, spec: { resourceRequirements: [{ containerID: "deployments:*:*", resources: { limits: { cpu: "lots" } } }] } });
+    const badQuantity = await call("POST", ADC1, {
+      ...body,
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      metadata: { name: "badq" },
+      spec: { resourceRequirements: [{ containerID: "deployments:*:*", resources: { limits: { cpu: "lots" } } }] },
+    });
     expect(badQuantity.status).toBe(422);
     expect(badQuantity.body.details.causes[0].field).toBe("spec.resourceRequirements[0].resources.limits.cpu");
-    const badID = await call("POST", ADC1, { ...body, apiVersion: "addon.open-cluster-management.io/v1alpha1", metadata: { name: "badid" }, spec: { resourceRequirements: [{ containerID: "services:a:b", resources: {} }] } });
+    const badID = await call("POST", ADC1, {
+      ...body,
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      metadata: { name: "badid" },
+      spec: { resourceRequirements: [{ containerID: "services:a:b", resources: {} }] },
+    });
     expect(badID.status).toBe(422);
     expect(badID.body.details.causes[0].field).toBe("spec.resourceRequirements[0].containerID");
     for (const name of ["proxied", "badvar", "badq", "badid"]) expect((await call("GET", `${ADC1}/${name}`)).status).toBe(404);
@@ -158,19 +236,39 @@ describe("add-on API versions", () => {
       spec: { defaultConfigs: [{ group: "example.com", resource: "widgets", name: "w" }] },
     });
     expect(cma.status).toBe(422);
-    expect(cma.body.details.causes).toEqual([{ reason: "FieldValueNotSupported", message: 'Unsupported value: "example.com": supported values: "addon.open-cluster-management.io"', field: "spec.defaultConfigs[0].group" }]);
+    expect(cma.body.details.causes).toEqual([
+      {
+        reason: "FieldValueNotSupported",
+        message: 'Unsupported value: "example.com": supported values: "addon.open-cluster-management.io"',
+        field: "spec.defaultConfigs[0].group",
+      },
+    ]);
     const signer = await call("POST", TEMPLATES, {
       apiVersion: "addon.open-cluster-management.io/v1alpha1",
       kind: "AddOnTemplate",
       metadata: { name: "signer" },
-      spec: { addonName: "signer", agentSpec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "x", namespace: "default" } }] } }, registration: [{ type: "CustomSigner", customSigner: { signerName: "a/b" } }] },
+      spec: {
+        addonName: "signer",
+        agentSpec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "x", namespace: "default" } }] } },
+        registration: [{ type: "CustomSigner", customSigner: { signerName: "a/b" } }],
+      },
     });
     expect(signer.status).toBe(422);
     expect(signer.body.details.causes[0].field).toBe("spec.registration[0].type");
-    const empty = await call("POST", TEMPLATES, { apiVersion: "addon.open-cluster-management.io/v1alpha1", kind: "AddOnTemplate", metadata: { name: "empty" }, spec: { addonName: "empty", agentSpec: {} } });
+    const empty = await call("POST", TEMPLATES, {
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      kind: "AddOnTemplate",
+      metadata: { name: "empty" },
+      spec: { addonName: "empty", agentSpec: {} },
+    });
     expect(empty.status).toBe(422);
     expect(empty.body.details.causes[0].field).toBe("spec.agentSpec.workload.manifests");
-    const wrong = await call("POST", CMA2, { apiVersion: "addon.open-cluster-management.io/v1alpha1", kind: "ClusterManagementAddOn", metadata: { name: "wrong" }, spec: {} });
+    const wrong = await call("POST", CMA2, {
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      kind: "ClusterManagementAddOn",
+      metadata: { name: "wrong" },
+      spec: {},
+    });
     expect(wrong.status).toBe(400);
     for (const url of [`${CMA1}/bad-config`, `${TEMPLATES}/signer`, `${TEMPLATES}/empty`, `${CMA1}/wrong`]) expect((await call("GET", url)).status).toBe(404);
   });
@@ -193,7 +291,9 @@ describe("add-on API versions", () => {
     const first = await call("PATCH", `${CMA2}/applied?fieldManager=kubectl`, yaml, { contentType: "application/apply-patch+yaml" });
     expect(first.status).toBe(201);
     expect(first.body.spec.installStrategy.placements[0].rolloutStrategy).toEqual({ type: "All" });
-    const again = await call("PATCH", `${CMA2}/applied?fieldManager=kubectl`, yaml.replace("Applied", "Applied again"), { contentType: "application/apply-patch+yaml" });
+    const again = await call("PATCH", `${CMA2}/applied?fieldManager=kubectl`, yaml.replace("Applied", "Applied again"), {
+      contentType: "application/apply-patch+yaml",
+    });
     expect(again.status).toBe(200);
     const alpha = (await call("GET", `${CMA1}/applied`)).body;
     expect(alpha.spec.addOnMeta.displayName).toBe("Applied again");

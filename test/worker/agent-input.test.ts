@@ -81,10 +81,19 @@ async function send(method: string, path: string, token: string | null, body: Bo
 describe("work status conditions from an agent: a map by type, each a valid metav1.Condition", () => {
   it("refuses two conditions of one type with 422 Duplicate value naming the second, and writes nothing", async () => {
     const { keys, uid, rv } = await withWork("ai1");
-    const res = await call("PUT", REPORT("ai1", "w"), { uid, status: { conditions: [cond("Applied"), cond("Available"), cond("Applied", { status: "False", reason: "AppliedManifestWorkFailed" })] } }, { token: await keys.sign("ai1") });
+    const res = await call(
+      "PUT",
+      REPORT("ai1", "w"),
+      { uid, status: { conditions: [cond("Applied"), cond("Available"), cond("Applied", { status: "False", reason: "AppliedManifestWorkFailed" })] } },
+      { token: await keys.sign("ai1") },
+    );
     expect(res.status).toBe(422);
     expect(res.body).toMatchObject({ kind: "Status", reason: "Invalid" });
-    expect(res.body.details.causes).toContainEqual({ field: "status.conditions[2].type", reason: "FieldValueDuplicate", message: 'Duplicate value: "Applied"' });
+    expect(res.body.details.causes).toContainEqual({
+      field: "status.conditions[2].type",
+      reason: "FieldValueDuplicate",
+      message: 'Duplicate value: "Applied"',
+    });
     expect((await call("GET", `${WORKS("ai1")}/w`)).body.metadata.resourceVersion).toBe(rv);
   });
 
@@ -93,7 +102,11 @@ describe("work status conditions from an agent: a map by type, each a valid meta
     const manifests = [{ resourceMeta: { ordinal: 0, kind: "ConfigMap", name: "w" }, conditions: [cond("Available"), cond("Available")] }];
     const res = await call("PUT", REPORT("ai2", "w"), { uid, status: { resourceStatus: { manifests } } }, { token: await keys.sign("ai2") });
     expect(res.status).toBe(422);
-    expect(res.body.details.causes).toContainEqual({ field: "status.resourceStatus.manifests[0].conditions[1].type", reason: "FieldValueDuplicate", message: 'Duplicate value: "Available"' });
+    expect(res.body.details.causes).toContainEqual({
+      field: "status.resourceStatus.manifests[0].conditions[1].type",
+      reason: "FieldValueDuplicate",
+      message: 'Duplicate value: "Available"',
+    });
   });
 
   it("refuses two feedback values of one name, as OCM's CRD keys statusFeedback.values by name", async () => {
@@ -106,7 +119,11 @@ describe("work status conditions from an agent: a map by type, each a valid meta
     const res = await call("PUT", REPORT("ai6", "w"), { uid, status: { resourceStatus: { manifests } } }, { token: await keys.sign("ai6") });
     expect(res.status).toBe(422);
     expect(res.body.details.causes).toEqual([
-      { field: "status.resourceStatus.manifests[0].statusFeedback.values[1]", reason: "FieldValueDuplicate", message: 'Duplicate value: map[string]interface {}{"name":"replicas"}' },
+      {
+        field: "status.resourceStatus.manifests[0].statusFeedback.values[1]",
+        reason: "FieldValueDuplicate",
+        message: 'Duplicate value: map[string]interface {}{"name":"replicas"}',
+      },
     ]);
     values[1]!.name = "available";
     expect((await call("PUT", REPORT("ai6", "w"), { uid, status: { resourceStatus: { manifests } } }, { token: await keys.sign("ai6") })).status).toBe(200);
@@ -137,7 +154,10 @@ describe("work status conditions from an agent: a map by type, each a valid meta
 
   it("accepts valid conditions (reasons with , : and _; a prefixed type; a 32 KiB message)", async () => {
     const { keys, uid } = await withWork("ai4");
-    const conditions = [cond("Applied", { reason: "ReasonA,ReasonB" }), cond("example.com/Custom", { reason: "My_Reason:Detail_", message: "m".repeat(32 * 1024) })];
+    const conditions = [
+      cond("Applied", { reason: "ReasonA,ReasonB" }),
+      cond("example.com/Custom", { reason: "My_Reason:Detail_", message: "m".repeat(32 * 1024) }),
+    ];
     const res = await call("PUT", REPORT("ai4", "w"), { uid, status: { conditions } }, { token: await keys.sign("ai4") });
     expect(res.status).toBe(200);
     expect((await call("GET", `${WORKS("ai4")}/w`)).body.status.conditions.map((c: { type: string }) => c.type)).toEqual(["Applied", "example.com/Custom"]);
@@ -148,7 +168,11 @@ describe("work status conditions from an agent: a map by type, each a valid meta
     const current = (await call("GET", `${WORKS("ai5")}/w`)).body;
     const dup = await call("PUT", `${WORKS("ai5")}/w/status`, { ...current, status: { conditions: [cond("Applied"), cond("Applied")] } });
     expect(dup.status).toBe(422);
-    expect(dup.body.details.causes).toContainEqual({ field: "status.conditions[1].type", reason: "FieldValueDuplicate", message: 'Duplicate value: "Applied"' });
+    expect(dup.body.details.causes).toContainEqual({
+      field: "status.conditions[1].type",
+      reason: "FieldValueDuplicate",
+      message: 'Duplicate value: "Applied"',
+    });
     const reason = await call("PUT", `${MC}/ai5/status`, {
       ...(await call("GET", `${MC}/ai5`)).body,
       status: { conditions: [cond("ManagedClusterConditionAvailable", { reason: "not ok" })] },
@@ -160,19 +184,31 @@ describe("work status conditions from an agent: a map by type, each a valid meta
 });
 
 describe("heartbeat capacities: parsed by the hub's quantity parser", () => {
-  for (const [i, [field, value, detail]] of ([
-    ["capacity", "1e400", "must be less than 2^63"],
-    ["capacity", "-5", "must be greater than or equal to 0"],
-    ["allocatable", "-1Gi", "must be greater than or equal to 0"],
-    ["allocatable", "abc", "quantities must match the regular expression"],
-  ] as const).entries()) {
+  for (const [i, [field, value, detail]] of (
+    [
+      ["capacity", "1e400", "must be less than 2^63"],
+      ["capacity", "-5", "must be greater than or equal to 0"],
+      ["allocatable", "-1Gi", "must be greater than or equal to 0"],
+      ["allocatable", "abc", "quantities must match the regular expression"],
+    ] as const
+  ).entries()) {
     it(`refuses ${field} ${value} with 422 naming ${field}[cpu], and the cluster keeps its status`, async () => {
       const name = `aq${i}`;
       const keys = await joined(name);
-      const ok = await call("POST", `/agent/v1/clusters/${name}/heartbeat`, { healthy: true, capacity: { cpu: "4", memory: "16Gi" }, allocatable: { cpu: "3800m", memory: "15Gi" } }, { token: await keys.sign(name) });
+      const ok = await call(
+        "POST",
+        `/agent/v1/clusters/${name}/heartbeat`,
+        { healthy: true, capacity: { cpu: "4", memory: "16Gi" }, allocatable: { cpu: "3800m", memory: "15Gi" } },
+        { token: await keys.sign(name) },
+      );
       expect(ok.status).toBe(200);
       const before = (await call("GET", `${MC}/${name}`)).body;
-      const res = await call("POST", `/agent/v1/clusters/${name}/heartbeat`, { healthy: true, [field]: { memory: "8Gi", cpu: value } }, { token: await keys.sign(name) });
+      const res = await call(
+        "POST",
+        `/agent/v1/clusters/${name}/heartbeat`,
+        { healthy: true, [field]: { memory: "8Gi", cpu: value } },
+        { token: await keys.sign(name) },
+      );
       expect(res.status).toBe(422);
       expect(res.body).toMatchObject({ kind: "Status", reason: "Invalid" });
       expect(res.body.details.causes).toHaveLength(1);

@@ -23,7 +23,9 @@ const from = (ip: string, extra: Record<string, string> = {}) => ({ "cf-connecti
 /** The stored Event of a request, by its Audit-Id header, once the record (written after the response) is there. */
 async function recorded(auditID: string | null) {
   expect(auditID).toMatch(/^[0-9a-f-]{36}$/);
-  const row = await waitFor(`audit record ${auditID}`, () => env.DB.prepare("SELECT body FROM audit_events WHERE audit_id = ?").bind(auditID).first<{ body: string }>());
+  const row = await waitFor(`audit record ${auditID}`, () =>
+    env.DB.prepare("SELECT body FROM audit_events WHERE audit_id = ?").bind(auditID).first<{ body: string }>(),
+  );
   return JSON.parse(row!.body);
 }
 
@@ -40,13 +42,36 @@ describe("audit log: request info (kube-apiserver's RequestInfoFactory)", () => 
   it.each([
     ["GET", "/api/v1/namespaces", { verb: "list", objectRef: { resource: "namespaces", apiVersion: "v1" } }],
     ["GET", "/api/v1/namespaces/a", { verb: "get", objectRef: { resource: "namespaces", namespace: "a", name: "a", apiVersion: "v1" } }],
-    ["PUT", "/api/v1/namespaces/a/finalize", { verb: "update", objectRef: { resource: "namespaces", namespace: "a", name: "a", subresource: "finalize", apiVersion: "v1" } }],
+    [
+      "PUT",
+      "/api/v1/namespaces/a/finalize",
+      { verb: "update", objectRef: { resource: "namespaces", namespace: "a", name: "a", subresource: "finalize", apiVersion: "v1" } },
+    ],
     ["GET", "/api/v1/namespaces/a/secrets?watch=true", { verb: "watch", objectRef: { resource: "secrets", namespace: "a", apiVersion: "v1" } }],
     ["GET", "/api/v1/secrets?watch=0", { verb: "list", objectRef: { resource: "secrets", apiVersion: "v1" } }],
-    ["POST", "/api/v1/namespaces/ci/serviceaccounts/bot/token", { verb: "create", objectRef: { resource: "serviceaccounts", namespace: "ci", name: "bot", subresource: "token", apiVersion: "v1" } }],
-    ["PATCH", "/apis/cluster.open-cluster-management.io/v1/managedclusters/c1/status", { verb: "patch", objectRef: { resource: "managedclusters", name: "c1", subresource: "status", apiGroup: "cluster.open-cluster-management.io", apiVersion: "v1" } }],
-    ["DELETE", "/apis/work.open-cluster-management.io/v1/namespaces/c1/manifestworks", { verb: "deletecollection", objectRef: { resource: "manifestworks", namespace: "c1", apiGroup: "work.open-cluster-management.io", apiVersion: "v1" } }],
-    ["DELETE", "/apis/work.open-cluster-management.io/v1/namespaces/c1/manifestworks/w%20x", { verb: "delete", objectRef: { resource: "manifestworks", namespace: "c1", name: "w x", apiGroup: "work.open-cluster-management.io", apiVersion: "v1" } }],
+    [
+      "POST",
+      "/api/v1/namespaces/ci/serviceaccounts/bot/token",
+      { verb: "create", objectRef: { resource: "serviceaccounts", namespace: "ci", name: "bot", subresource: "token", apiVersion: "v1" } },
+    ],
+    [
+      "PATCH",
+      "/apis/cluster.open-cluster-management.io/v1/managedclusters/c1/status",
+      {
+        verb: "patch",
+        objectRef: { resource: "managedclusters", name: "c1", subresource: "status", apiGroup: "cluster.open-cluster-management.io", apiVersion: "v1" },
+      },
+    ],
+    [
+      "DELETE",
+      "/apis/work.open-cluster-management.io/v1/namespaces/c1/manifestworks",
+      { verb: "deletecollection", objectRef: { resource: "manifestworks", namespace: "c1", apiGroup: "work.open-cluster-management.io", apiVersion: "v1" } },
+    ],
+    [
+      "DELETE",
+      "/apis/work.open-cluster-management.io/v1/namespaces/c1/manifestworks/w%20x",
+      { verb: "delete", objectRef: { resource: "manifestworks", namespace: "c1", name: "w x", apiGroup: "work.open-cluster-management.io", apiVersion: "v1" } },
+    ],
     ["GET", "/apis", { verb: "get" }],
     ["GET", "/apis/flotilla.dev/v1alpha1", { verb: "get" }],
     ["POST", "/agent/v1/register", { verb: "post" }],
@@ -64,7 +89,13 @@ describe("audit log: request info (kube-apiserver's RequestInfoFactory)", () => 
 
 describe("audit log: the identity contract (c.var.user, c.var.attributes, Unauthenticated, forbiddenError)", () => {
   const alice = { name: "alice", uid: "u-1", groups: ["team-a", "system:authenticated"], extra: { "scopes.example.com": ["deploy"] } };
-  const attrs: ResourceAttributes = { verb: "create", apiGroup: "cluster.open-cluster-management.io", apiVersion: "v1beta1", resource: "placements", namespace: "team-b" };
+  const attrs: ResourceAttributes = {
+    verb: "create",
+    apiGroup: "cluster.open-cluster-management.io",
+    apiVersion: "v1beta1",
+    resource: "placements",
+    namespace: "team-b",
+  };
   /** An app shaped as the wired hub will be: the audit outermost, authentication and authorization inside, errors as Status. */
   function app(inner: (c: { set: (k: "user" | "attributes", v: unknown) => void }) => void) {
     const a = new Hono<{ Bindings: Env; Variables: AuditVariables }>();
@@ -91,7 +122,13 @@ describe("audit log: the identity contract (c.var.user, c.var.attributes, Unauth
       c.set("user", alice);
       c.set("attributes", attrs);
     })(path);
-    expect(e).toMatchObject({ verb: "create", user: { username: "alice", uid: "u-1", groups: alice.groups, extra: alice.extra }, objectRef: { resource: "placements", namespace: "team-b", name: "made", apiGroup: "cluster.open-cluster-management.io", apiVersion: "v1beta1" }, responseStatus: { code: 201 }, annotations: { "authorization.k8s.io/decision": "allow" } });
+    expect(e).toMatchObject({
+      verb: "create",
+      user: { username: "alice", uid: "u-1", groups: alice.groups, extra: alice.extra },
+      objectRef: { resource: "placements", namespace: "team-b", name: "made", apiGroup: "cluster.open-cluster-management.io", apiVersion: "v1beta1" },
+      responseStatus: { code: 201 },
+      annotations: { "authorization.k8s.io/decision": "allow" },
+    });
   });
 
   it("records a forbiddenError as a denied request by that user, with its Status", async () => {
@@ -100,7 +137,11 @@ describe("audit log: the identity contract (c.var.user, c.var.attributes, Unauth
       c.set("attributes", attrs);
       throw forbiddenError(alice, attrs);
     })(path);
-    expect(e).toMatchObject({ user: { username: "alice" }, responseStatus: { status: "Failure", reason: "Forbidden", code: 403 }, annotations: { "authorization.k8s.io/decision": "forbid" } });
+    expect(e).toMatchObject({
+      user: { username: "alice" },
+      responseStatus: { status: "Failure", reason: "Forbidden", code: 403 },
+      annotations: { "authorization.k8s.io/decision": "forbid" },
+    });
     expect(e.responseStatus.message).toContain('User "alice" cannot create resource "placements"');
   });
 
@@ -108,7 +149,11 @@ describe("audit log: the identity contract (c.var.user, c.var.attributes, Unauth
     const e = await app(() => {
       throw new Unauthenticated(["oidc: token expired", "serviceaccount: not a ServiceAccount token"]);
     })(path);
-    expect(e).toMatchObject({ user: {}, responseStatus: { reason: "Unauthorized", code: 401, message: "Authentication failed, attempted: bearer" }, annotations: { "flotilla.dev/authentication-failure-reasons": "oidc: token expired; serviceaccount: not a ServiceAccount token" } });
+    expect(e).toMatchObject({
+      user: {},
+      responseStatus: { reason: "Unauthorized", code: 401, message: "Authentication failed, attempted: bearer" },
+      annotations: { "flotilla.dev/authentication-failure-reasons": "oidc: token expired; serviceaccount: not a ServiceAccount token" },
+    });
     expect(JSON.stringify(e)).not.toContain("some-oidc-jwt-3c9d");
   });
 });
@@ -118,7 +163,12 @@ describe("audit log: recording", () => {
 
   it("records an allowed write as an audit.k8s.io/v1 Event at level Metadata, with Audit-Id", async () => {
     const before = clock.now();
-    const r = await call("POST", SECRETS("audit-a"), { apiVersion: "v1", kind: "Secret", metadata: { name: "db" }, stringData: { password: "hunter2-audit" } }, { headers: from("203.0.113.7") });
+    const r = await call(
+      "POST",
+      SECRETS("audit-a"),
+      { apiVersion: "v1", kind: "Secret", metadata: { name: "db" }, stringData: { password: "hunter2-audit" } },
+      { headers: from("203.0.113.7") },
+    );
     expect(r.status).toBe(201);
     const e = await recorded(r.headers.get("audit-id"));
     expect(e).toMatchObject({
@@ -150,7 +200,11 @@ describe("audit log: recording", () => {
   it("records subresource writes, dry runs and failed writes, with the failure's Status", async () => {
     const dry = await call("POST", `${SECRETS("audit-a")}?dryRun=All`, { apiVersion: "v1", kind: "Secret", metadata: { name: "dry" } });
     expect(dry.status).toBe(201);
-    expect(await recorded(dry.headers.get("audit-id"))).toMatchObject({ verb: "create", requestURI: "/api/v1/namespaces/audit-a/secrets?dryRun=All", responseStatus: { code: 201 } });
+    expect(await recorded(dry.headers.get("audit-id"))).toMatchObject({
+      verb: "create",
+      requestURI: "/api/v1/namespaces/audit-a/secrets?dryRun=All",
+      responseStatus: { code: 201 },
+    });
 
     const bad = await call("POST", SECRETS("audit-a"), { apiVersion: "v1", kind: "Secret", metadata: { name: "Not_A_Name" } });
     expect(bad.status).toBe(422);
@@ -159,7 +213,12 @@ describe("audit log: recording", () => {
     expect(e.responseStatus.message).toContain("Not_A_Name");
 
     // A refused Secret: its Status (and so the record) redacts the value.
-    const badData = await call("POST", SECRETS("audit-a"), { apiVersion: "v1", kind: "Secret", metadata: { name: "bad-data" }, data: { key: "zz-not-base64-value-77!" } });
+    const badData = await call("POST", SECRETS("audit-a"), {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "bad-data" },
+      data: { key: "zz-not-base64-value-77!" },
+    });
     expect(badData.status).toBe(422);
     const redacted = await recorded(badData.headers.get("audit-id"));
     expect(redacted.responseStatus).toMatchObject({ reason: "Invalid", code: 422 });
@@ -174,7 +233,11 @@ describe("audit log: recording", () => {
 
     const del = await call("DELETE", `${SECRETS("audit-a")}/missing`);
     expect(del.status).toBe(404);
-    expect(await recorded(del.headers.get("audit-id"))).toMatchObject({ verb: "delete", objectRef: { name: "missing" }, responseStatus: { reason: "NotFound", code: 404 } });
+    expect(await recorded(del.headers.get("audit-id"))).toMatchObject({
+      verb: "delete",
+      objectRef: { name: "missing" },
+      responseStatus: { reason: "NotFound", code: 404 },
+    });
 
     const all = await call("DELETE", `${SECRETS("audit-b")}?labelSelector=none%3Dhere`);
     expect(all.status).toBe(200);
@@ -182,7 +245,10 @@ describe("audit log: recording", () => {
   });
 
   it("records failed authentications (401) with no user and kube-apiserver's message, never the token", async () => {
-    const bad = await call("GET", "/apis/cluster.open-cluster-management.io/v1/managedclusters", undefined, { token: "not-the-admin-token-5f3a", headers: from("198.51.100.9") });
+    const bad = await call("GET", "/apis/cluster.open-cluster-management.io/v1/managedclusters", undefined, {
+      token: "not-the-admin-token-5f3a",
+      headers: from("198.51.100.9"),
+    });
     expect(bad.status).toBe(401);
     const e = await recorded(bad.headers.get("audit-id"));
     expect(e).toMatchObject({
@@ -244,12 +310,19 @@ describe("audit log: recording", () => {
 
   it("keeps at most 60 failed authentications a minute: strangers cannot grow the log at will", async () => {
     const windowStart = Date.now() - 60_000;
-    const earlier = (await env.DB.prepare("SELECT count(*) AS n FROM audit_events WHERE code = 401 AND received_at >= ?").bind(windowStart).first<number>("n"))!;
+    const earlier = (await env.DB.prepare("SELECT count(*) AS n FROM audit_events WHERE code = 401 AND received_at >= ?")
+      .bind(windowStart)
+      .first<number>("n"))!;
     const before = await env.DB.prepare("SELECT coalesce(max(seq), 0) AS n FROM audit_events").first<number>("n");
     for (let i = 0; i < 70; i++) expect((await call("GET", "/apis", undefined, { token: `stranger-${i}`, headers: from(`198.51.100.${i}`) })).status).toBe(401);
     const expected = Math.max(0, AUTH_FAILURE_RECORDS_PER_MINUTE - earlier);
-    await waitFor("the kept failures", async () => (await env.DB.prepare("SELECT count(*) AS n FROM audit_events WHERE seq > ?").bind(before).first<number>("n")) === expected);
-    expect(await env.DB.prepare("SELECT count(*) AS n FROM audit_events WHERE code = 401 AND received_at >= ?").bind(windowStart).first("n")).toBe(AUTH_FAILURE_RECORDS_PER_MINUTE);
+    await waitFor(
+      "the kept failures",
+      async () => (await env.DB.prepare("SELECT count(*) AS n FROM audit_events WHERE seq > ?").bind(before).first<number>("n")) === expected,
+    );
+    expect(await env.DB.prepare("SELECT count(*) AS n FROM audit_events WHERE code = 401 AND received_at >= ?").bind(windowStart).first("n")).toBe(
+      AUTH_FAILURE_RECORDS_PER_MINUTE,
+    );
   });
 
   it("does not record reads that succeed, though they carry an Audit-Id", async () => {
@@ -277,7 +350,14 @@ describe("audit log: AuditEvents API", () => {
 
   it("is in discovery with verbs list and watch", async () => {
     const list = await call("GET", "/apis/flotilla.dev/v1alpha1");
-    expect(list.body.resources).toContainEqual({ name: "auditevents", singularName: "auditevent", namespaced: false, kind: "AuditEvent", verbs: ["list", "watch"], shortNames: [] });
+    expect(list.body.resources).toContainEqual({
+      name: "auditevents",
+      singularName: "auditevent",
+      namespaced: false,
+      kind: "AuditEvent",
+      verbs: ["list", "watch"],
+      shortNames: [],
+    });
     const aggregated = await call("GET", "/apis", undefined, { headers: { accept: "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList" } });
     const group = aggregated.body.items.find((g: { metadata: { name: string } }) => g.metadata.name === "flotilla.dev");
     expect(group.versions[0].resources).toContainEqual(expect.objectContaining({ resource: "auditevents", scope: "Cluster", verbs: ["list", "watch"] }));
@@ -285,8 +365,14 @@ describe("audit log: AuditEvents API", () => {
 
   it("is in the OpenAPI documents (v3 of flotilla.dev/v1alpha1 and v2): list and watch of the collection only", async () => {
     const v3 = (await call("GET", "/openapi/v3/apis/flotilla.dev/v1alpha1")).body;
-    expect(v3.components.schemas["dev.flotilla.v1alpha1.AuditEvent"]).toMatchObject({ "x-kubernetes-group-version-kind": [{ group: "flotilla.dev", version: "v1alpha1", kind: "AuditEvent" }] });
-    expect(v3.components.schemas["dev.flotilla.v1alpha1.AuditEvent"].properties.user.properties.groups).toEqual({ type: "array", description: "The user's groups.", items: { type: "string" } });
+    expect(v3.components.schemas["dev.flotilla.v1alpha1.AuditEvent"]).toMatchObject({
+      "x-kubernetes-group-version-kind": [{ group: "flotilla.dev", version: "v1alpha1", kind: "AuditEvent" }],
+    });
+    expect(v3.components.schemas["dev.flotilla.v1alpha1.AuditEvent"].properties.user.properties.groups).toEqual({
+      type: "array",
+      description: "The user's groups.",
+      items: { type: "string" },
+    });
     expect(Object.keys(v3.paths).filter((p) => p.includes("auditevents"))).toEqual(["/apis/flotilla.dev/v1alpha1/auditevents"]);
     expect(Object.keys(v3.paths["/apis/flotilla.dev/v1alpha1/auditevents"])).toEqual(["get"]);
     const v2 = (await call("GET", "/openapi/v2")).body;
@@ -298,11 +384,20 @@ describe("audit log: AuditEvents API", () => {
     const a = await auditedWrite("audit-r", "one");
     const b = await auditedWrite("audit-r", "two");
     const c = await auditedWrite("audit-r", "three");
-    const all = await call("GET", `${AUDIT}?fieldSelector=${encodeURIComponent("objectRef.namespace=audit-r,objectRef.resource=secrets,verb=create,user.username=flotilla:admin")}`);
+    const all = await call(
+      "GET",
+      `${AUDIT}?fieldSelector=${encodeURIComponent("objectRef.namespace=audit-r,objectRef.resource=secrets,verb=create,user.username=flotilla:admin")}`,
+    );
     expect(all.status).toBe(200);
     expect(all.body).toMatchObject({ apiVersion: "flotilla.dev/v1alpha1", kind: "AuditEventList" });
     expect(all.body.items.map((i: { auditID: string }) => i.auditID)).toEqual([a, b, c]);
-    expect(all.body.items[0]).toMatchObject({ apiVersion: "flotilla.dev/v1alpha1", kind: "AuditEvent", metadata: { name: a }, level: "Metadata", objectRef: { name: "one" } });
+    expect(all.body.items[0]).toMatchObject({
+      apiVersion: "flotilla.dev/v1alpha1",
+      kind: "AuditEvent",
+      metadata: { name: a },
+      level: "Metadata",
+      objectRef: { name: "one" },
+    });
     expect(Number(all.body.metadata.resourceVersion)).toBeGreaterThanOrEqual(Number(all.body.items[2].metadata.resourceVersion));
 
     const ranged = await call("GET", `${AUDIT}?fieldSelector=${encodeURIComponent(`objectRef.namespace=audit-r,requestReceivedTimestamp>=${start}`)}`);
@@ -327,7 +422,13 @@ describe("audit log: AuditEvents API", () => {
     expect((await call("GET", `${AUDIT}?fieldSelector=requestReceivedTimestamp>%3Dyesterday`)).status).toBe(400);
     expect((await call("GET", `${AUDIT}?fieldSelector=verb>%3Dx`)).status).toBe(400);
     expect((await call("GET", `${AUDIT}?continue=garbage`)).status).toBe(400);
-    for (const [method, path] of [["POST", AUDIT], ["DELETE", AUDIT], ["GET", `${AUDIT}/some-id`], ["PUT", `${AUDIT}/some-id`], ["PATCH", `${AUDIT}/some-id`]] as const) {
+    for (const [method, path] of [
+      ["POST", AUDIT],
+      ["DELETE", AUDIT],
+      ["GET", `${AUDIT}/some-id`],
+      ["PUT", `${AUDIT}/some-id`],
+      ["PATCH", `${AUDIT}/some-id`],
+    ] as const) {
       const r = await call(method, path, method === "GET" || method === "DELETE" ? undefined : {});
       expect(r.status, `${method} ${path}`).toBe(405);
       expect(r.body).toMatchObject({ kind: "Status", reason: "MethodNotAllowed", code: 405 });
@@ -351,10 +452,13 @@ describe("audit log: AuditEvents API", () => {
     const rv = listed.body.metadata.resourceVersion;
     const ac = new AbortController();
     const { exports } = await import("cloudflare:workers");
-    const res = await exports.default.fetch(`https://hub.test${AUDIT}?watch=1&resourceVersion=${rv}&fieldSelector=objectRef.namespace%3Daudit-r&timeoutSeconds=20`, {
-      headers: { authorization: `Bearer ${ADMIN}` },
-      signal: ac.signal,
-    });
+    const res = await exports.default.fetch(
+      `https://hub.test${AUDIT}?watch=1&resourceVersion=${rv}&fieldSelector=objectRef.namespace%3Daudit-r&timeoutSeconds=20`,
+      {
+        headers: { authorization: `Bearer ${ADMIN}` },
+        signal: ac.signal,
+      },
+    );
     expect(res.status).toBe(200);
     await call("POST", "/api/v1/namespaces/default/secrets", { apiVersion: "v1", kind: "Secret", metadata: { name: "elsewhere" } });
     const id = await auditedWrite("audit-r", "watched");
@@ -367,7 +471,10 @@ describe("audit log: AuditEvents API", () => {
       const lines = text.split("\n").filter((l) => l.trim());
       return lines.map((l) => JSON.parse(l)).find((e) => e.object?.auditID === id);
     });
-    expect(event).toMatchObject({ type: "ADDED", object: { kind: "AuditEvent", metadata: { name: id }, objectRef: { namespace: "audit-r", name: "watched" } } });
+    expect(event).toMatchObject({
+      type: "ADDED",
+      object: { kind: "AuditEvent", metadata: { name: id }, objectRef: { namespace: "audit-r", name: "watched" } },
+    });
     expect(text).not.toContain("elsewhere");
     await reader.cancel();
     ac.abort();
@@ -379,12 +486,19 @@ describe("audit log: AuditEvents API", () => {
     const watchOnce = async (query: string) => {
       const res = await exports.default.fetch(`https://hub.test${AUDIT}?watch=1&timeoutSeconds=1&${query}`, { headers: { authorization: `Bearer ${ADMIN}` } });
       expect(res.status).toBe(200);
-      return (await res.text()).split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+      return (await res.text())
+        .split("\n")
+        .filter((l) => l.trim())
+        .map((l) => JSON.parse(l));
     };
-    const listed = await watchOnce("sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&fieldSelector=objectRef.namespace%3Daudit-r");
+    const listed = await watchOnce(
+      "sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&fieldSelector=objectRef.namespace%3Daudit-r",
+    );
     const ids = listed.filter((e) => e.type === "ADDED").map((e) => e.object.auditID);
     expect(ids).toContain(id);
-    expect(listed.find((e) => e.type === "BOOKMARK")).toMatchObject({ object: { kind: "AuditEvent", metadata: { annotations: { "k8s.io/initial-events-end": "true" } } } });
+    expect(listed.find((e) => e.type === "BOOKMARK")).toMatchObject({
+      object: { kind: "AuditEvent", metadata: { annotations: { "k8s.io/initial-events-end": "true" } } },
+    });
     expect(listed.findIndex((e) => e.type === "BOOKMARK")).toBeGreaterThan(listed.findIndex((e) => e.object.auditID === id));
     // Records received more than 30 days before now are gone once a record is written then.
     await withClockAhead(40 * DAY_MS, () => auditedWrite("audit-r", "much-later"));

@@ -58,34 +58,40 @@ async function joined(name: string): Promise<AgentKeys> {
 }
 
 describe("a stranger who knows a cluster's name cannot lock its agent out", () => {
-  it("1,000 forged tokens naming the cluster from 100 addresses, while its agent heartbeats: every heartbeat 200, the cluster stays Available", { timeout: 300_000 }, async () => {
-    const victim = await joined("lockout-victim");
-    const agentStatuses: number[] = [];
-    const forgedStatuses = new Map<number, number>();
-    for (let round = 0; round < 100; round++) {
-      // Ten forged tokens at once, one from each of ten addresses: random keys naming the victim,
-      // some with the victim's key ID, some with a made-up key tag.
-      const batch = Array.from({ length: 10 }, async (_, j) => {
-        const i = round * 10 + j;
-        const token = await forged("lockout-victim", { kid: i % 2 === 0 ? victim.kid : undefined, ktag: i % 3 === 0 });
-        const path = i % 5 === 0 ? "/agent/v1/clusters/lockout-victim/works" : "/agent/v1/clusters/lockout-victim/heartbeat";
-        const r = await call(i % 5 === 0 ? "GET" : "POST", path, i % 5 === 0 ? undefined : HB, from(`198.51.100.${i % 100}`, token));
-        forgedStatuses.set(r.status, (forgedStatuses.get(r.status) ?? 0) + 1);
-        expect(r.body).toMatchObject({ kind: "Status", code: 401, message: "invalid agent credential" });
-      });
-      // The real agent, from one of the same addresses (a NAT, say), in the middle of it.
-      const real = call("POST", "/agent/v1/clusters/lockout-victim/heartbeat", HB, from(`198.51.100.${round}`, await victim.sign("lockout-victim")));
-      await Promise.all(batch);
-      agentStatuses.push((await real).status);
-    }
-    expect(forgedStatuses).toEqual(new Map([[401, 1000]]));
-    expect(agentStatuses.filter((s) => s !== 200)).toEqual([]);
-    const mc = (await call("GET", `${MC}/lockout-victim`)).body;
-    expect(condition(mc, "ManagedClusterConditionAvailable")).toMatchObject({ status: "True" });
-    expect((mc.spec.taints ?? []).map((t: { key: string }) => t.key)).toEqual([]);
-    // Its works are served too.
-    expect((await call("GET", "/agent/v1/clusters/lockout-victim/works", undefined, from("198.51.100.7", await victim.sign("lockout-victim")))).status).toBe(200);
-  });
+  it(
+    "1,000 forged tokens naming the cluster from 100 addresses, while its agent heartbeats: every heartbeat 200, the cluster stays Available",
+    { timeout: 300_000 },
+    async () => {
+      const victim = await joined("lockout-victim");
+      const agentStatuses: number[] = [];
+      const forgedStatuses = new Map<number, number>();
+      for (let round = 0; round < 100; round++) {
+        // Ten forged tokens at once, one from each of ten addresses: random keys naming the victim,
+        // some with the victim's key ID, some with a made-up key tag.
+        const batch = Array.from({ length: 10 }, async (_, j) => {
+          const i = round * 10 + j;
+          const token = await forged("lockout-victim", { kid: i % 2 === 0 ? victim.kid : undefined, ktag: i % 3 === 0 });
+          const path = i % 5 === 0 ? "/agent/v1/clusters/lockout-victim/works" : "/agent/v1/clusters/lockout-victim/heartbeat";
+          const r = await call(i % 5 === 0 ? "GET" : "POST", path, i % 5 === 0 ? undefined : HB, from(`198.51.100.${i % 100}`, token));
+          forgedStatuses.set(r.status, (forgedStatuses.get(r.status) ?? 0) + 1);
+          expect(r.body).toMatchObject({ kind: "Status", code: 401, message: "invalid agent credential" });
+        });
+        // The real agent, from one of the same addresses (a NAT, say), in the middle of it.
+        const real = call("POST", "/agent/v1/clusters/lockout-victim/heartbeat", HB, from(`198.51.100.${round}`, await victim.sign("lockout-victim")));
+        await Promise.all(batch);
+        agentStatuses.push((await real).status);
+      }
+      expect(forgedStatuses).toEqual(new Map([[401, 1000]]));
+      expect(agentStatuses.filter((s) => s !== 200)).toEqual([]);
+      const mc = (await call("GET", `${MC}/lockout-victim`)).body;
+      expect(condition(mc, "ManagedClusterConditionAvailable")).toMatchObject({ status: "True" });
+      expect((mc.spec.taints ?? []).map((t: { key: string }) => t.key)).toEqual([]);
+      // Its works are served too.
+      expect((await call("GET", "/agent/v1/clusters/lockout-victim/works", undefined, from("198.51.100.7", await victim.sign("lockout-victim")))).status).toBe(
+        200,
+      );
+    },
+  );
 
   it("an address limited by forged tokens still serves a real agent's tagged token, and refuses the forgeries with 429", async () => {
     const victim = await joined("nat-victim");
@@ -142,7 +148,12 @@ describe("wrong secrets for a bootstrap token ID do not lock out its correct sec
     const r = await call(
       "POST",
       "/agent/v1/register",
-      { clusterName: "bootstrap-victim", clusterId: "id-bootstrap-victim", publicKey: keys.publicJwk, proof: await keys.proof("bootstrap-victim", "id-bootstrap-victim") },
+      {
+        clusterName: "bootstrap-victim",
+        clusterId: "id-bootstrap-victim",
+        publicKey: keys.publicJwk,
+        proof: await keys.proof("bootstrap-victim", "id-bootstrap-victim"),
+      },
       from("192.0.2.1", token),
     );
     expect(r.status).toBe(201);
@@ -163,7 +174,12 @@ describe("wrong secrets for a bootstrap token ID do not lock out its correct sec
     const r = await call(
       "POST",
       "/agent/v1/register",
-      { clusterName: "bootstrap-victim2", clusterId: "id-bootstrap-victim2", publicKey: keys.publicJwk, proof: await keys.proof("bootstrap-victim2", "id-bootstrap-victim2") },
+      {
+        clusterName: "bootstrap-victim2",
+        clusterId: "id-bootstrap-victim2",
+        publicKey: keys.publicJwk,
+        proof: await keys.proof("bootstrap-victim2", "id-bootstrap-victim2"),
+      },
       from("192.0.2.150", token),
     );
     expect(r.status).toBe(201);
@@ -185,7 +201,12 @@ describe("wrong secrets for a bootstrap token ID do not lock out its correct sec
     // secret waits out Retry-After there (docs/agent-protocol.md: the one case a valid credential
     // waits, only behind an address that itself sent the failures)...
     const keys = await agentKeys();
-    const body = { clusterName: "brute-victim", clusterId: "id-brute-victim", publicKey: keys.publicJwk, proof: await keys.proof("brute-victim", "id-brute-victim") };
+    const body = {
+      clusterName: "brute-victim",
+      clusterId: "id-brute-victim",
+      publicKey: keys.publicJwk,
+      proof: await keys.proof("brute-victim", "id-brute-victim"),
+    };
     expect429(await call("POST", "/agent/v1/register", body, from(address, token)));
     // ...while it registers from any other address at once.
     expect((await call("POST", "/agent/v1/register", body, from("192.0.2.251", token))).status).toBe(201);

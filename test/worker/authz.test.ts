@@ -39,7 +39,12 @@ const binding = (ns: string, name: string, role: string, user: string, kind: "Cl
   roleRef: { apiGroup: "rbac.authorization.k8s.io", kind, name: role },
   subjects: [{ kind: "User", apiGroup: "rbac.authorization.k8s.io", name: user }],
 });
-const role = (ns: string, name: string, rules: unknown[]) => ({ apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name, namespace: ns }, rules });
+const role = (ns: string, name: string, rules: unknown[]) => ({
+  apiVersion: "rbac.authorization.k8s.io/v1",
+  kind: "Role",
+  metadata: { name, namespace: ns },
+  rules,
+});
 
 describe("authentication", () => {
   it("answers every failed authentication with the same 401 Status; /version and health stay public", async () => {
@@ -53,7 +58,8 @@ describe("authentication", () => {
   });
 
   it("lets every authenticated user read discovery, OpenAPI and /docs, and nothing else", async () => {
-    for (const p of ["/api", "/api/v1", "/apis", `/apis/${OCM}/v1`, "/openapi/v3", "/openapi/v2", "/docs", "/docs/"]) expect((await as("nobody", "GET", p)).status).toBe(200);
+    for (const p of ["/api", "/api/v1", "/apis", `/apis/${OCM}/v1`, "/openapi/v3", "/openapi/v2", "/docs", "/docs/"])
+      expect((await as("nobody", "GET", p)).status).toBe(200);
     const r = await as("nobody", "GET", PLACEMENTS("team-a"));
     expect(r.status).toBe(403);
     expect(r.body).toMatchObject({
@@ -70,7 +76,17 @@ describe("the bootstrap policy", () => {
   it("exists as objects: cluster-admin, the aggregated admin/edit/view with their rules written, discovery bindings", async () => {
     const roles = await call("GET", `${RBAC}/clusterroles`);
     const names = roles.body.items.map((r: { metadata: { name: string } }) => r.metadata.name);
-    for (const n of ["cluster-admin", "admin", "edit", "view", "system:discovery", "system:basic-user", "system:public-info-viewer", "system:aggregate-to-view"]) expect(names).toContain(n);
+    for (const n of [
+      "cluster-admin",
+      "admin",
+      "edit",
+      "view",
+      "system:discovery",
+      "system:basic-user",
+      "system:public-info-viewer",
+      "system:aggregate-to-view",
+    ])
+      expect(names).toContain(n);
     const view = (await call("GET", `${RBAC}/clusterroles/view`)).body;
     expect(view.metadata.annotations["rbac.authorization.kubernetes.io/autoupdate"]).toBe("true");
     expect(view.rules).toContainEqual(expect.objectContaining({ apiGroups: [OCM], resources: expect.arrayContaining(["placements"]) }));
@@ -101,11 +117,15 @@ describe("enforcement", () => {
     expect((await as("alice", "POST", PLACEMENTS("team-a"), placement("p1"))).status).toBe(201);
     const denied = await as("alice", "POST", PLACEMENTS("team-b"), placement("p1"));
     expect(denied.status).toBe(403);
-    expect(denied.body.message).toBe(`placements.${OCM} is forbidden: User "oidc:alice" cannot create resource "placements" in API group "${OCM}" in the namespace "team-b"`);
+    expect(denied.body.message).toBe(
+      `placements.${OCM} is forbidden: User "oidc:alice" cannot create resource "placements" in API group "${OCM}" in the namespace "team-b"`,
+    );
     expect((await call("GET", `${PLACEMENTS("team-b")}/p1`)).status).toBe(404);
     // Cluster-scoped kinds are not edit's; status writes are not either.
     const mcl = await as("alice", "GET", MC);
-    expect(mcl.body.message).toBe(`managedclusters.${OCM} is forbidden: User "oidc:alice" cannot list resource "managedclusters" in API group "${OCM}" at the cluster scope`);
+    expect(mcl.body.message).toBe(
+      `managedclusters.${OCM} is forbidden: User "oidc:alice" cannot list resource "managedclusters" in API group "${OCM}" at the cluster scope`,
+    );
     const status = await as("alice", "PATCH", `${PLACEMENTS("team-a")}/p1/status`, { status: {} }, [], "application/merge-patch+json");
     expect(status.status).toBe(403);
     expect(status.body.message).toContain(`cannot patch resource "placements/status"`);
@@ -125,7 +145,11 @@ describe("enforcement", () => {
   });
 
   it("honours resourceNames on get and refuses a list they do not cover", async () => {
-    await call("POST", `${RBAC}/namespaces/team-b/roles`, role("team-b", "one-placement", [{ verbs: ["get", "list"], apiGroups: [OCM], resources: ["placements"], resourceNames: ["pb"] }]));
+    await call(
+      "POST",
+      `${RBAC}/namespaces/team-b/roles`,
+      role("team-b", "one-placement", [{ verbs: ["get", "list"], apiGroups: [OCM], resources: ["placements"], resourceNames: ["pb"] }]),
+    );
     await call("POST", `${RBAC}/namespaces/team-b/rolebindings`, binding("team-b", "carol-one", "one-placement", "oidc:carol", "Role"));
     await call("POST", PLACEMENTS("team-b"), placement("pb"));
     await call("POST", PLACEMENTS("team-b"), placement("other"));
@@ -139,18 +163,29 @@ describe("enforcement", () => {
   });
 
   it("a server-side apply that would create needs create as well as patch", async () => {
-    await call("POST", `${RBAC}/namespaces/team-b/roles`, role("team-b", "patcher", [{ verbs: ["patch", "get"], apiGroups: [OCM], resources: ["placements"] }]));
+    await call(
+      "POST",
+      `${RBAC}/namespaces/team-b/roles`,
+      role("team-b", "patcher", [{ verbs: ["patch", "get"], apiGroups: [OCM], resources: ["placements"] }]),
+    );
     await call("POST", `${RBAC}/namespaces/team-b/rolebindings`, binding("team-b", "hank-patch", "patcher", "oidc:hank", "Role"));
     const applied = (name: string) =>
-      call("PATCH", `${PLACEMENTS("team-b")}/${name}?fieldManager=ci`, `apiVersion: ${OCM}/v1beta1\nkind: Placement\nmetadata:\n  name: ${name}\nspec:\n  numberOfClusters: 2\n`, {
-        contentType: "application/apply-patch+yaml",
-        token: null,
-        headers: { authorization: `Bearer ${hankToken}` },
-      });
+      call(
+        "PATCH",
+        `${PLACEMENTS("team-b")}/${name}?fieldManager=ci`,
+        `apiVersion: ${OCM}/v1beta1\nkind: Placement\nmetadata:\n  name: ${name}\nspec:\n  numberOfClusters: 2\n`,
+        {
+          contentType: "application/apply-patch+yaml",
+          token: null,
+          headers: { authorization: `Bearer ${hankToken}` },
+        },
+      );
     const hankToken = await token("hank");
     const created = await applied("new-one");
     expect(created.status).toBe(403);
-    expect(created.body.message).toBe(`placements.${OCM} "new-one" is forbidden: User "oidc:hank" cannot create resource "placements" in API group "${OCM}" in the namespace "team-b"`);
+    expect(created.body.message).toBe(
+      `placements.${OCM} "new-one" is forbidden: User "oidc:hank" cannot create resource "placements" in API group "${OCM}" in the namespace "team-b"`,
+    );
     expect((await call("GET", `${PLACEMENTS("team-b")}/new-one`)).status).toBe(404);
     await call("POST", PLACEMENTS("team-b"), placement("existing"));
     const patched = await applied("existing");
@@ -164,10 +199,15 @@ describe("enforcement", () => {
     expect(all.status).toBe(403);
     expect(all.body.message).toContain(`cannot watch resource "placements" in API group "${OCM}" at the cluster scope`);
     expect((await as("dave", "GET", `${PLACEMENTS("team-b")}?watch=1`)).status).toBe(403);
-    const res = await exports.default.fetch(`https://hub.test${PLACEMENTS("team-a")}?watch=true&timeoutSeconds=2`, { headers: { authorization: `Bearer ${await token("dave")}` } });
+    const res = await exports.default.fetch(`https://hub.test${PLACEMENTS("team-a")}?watch=true&timeoutSeconds=2`, {
+      headers: { authorization: `Bearer ${await token("dave")}` },
+    });
     expect(res.status).toBe(200);
     const text = await res.text();
-    const events = text.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as { object: { metadata: { namespace: string } } });
+    const events = text
+      .split("\n")
+      .filter((l) => l.trim())
+      .map((l) => JSON.parse(l) as { object: { metadata: { namespace: string } } });
     expect(events.length).toBeGreaterThan(0);
     expect(new Set(events.map((e) => e.object.metadata.namespace))).toEqual(new Set(["team-a"]));
   });
@@ -175,7 +215,14 @@ describe("enforcement", () => {
 
 describe("RBAC kinds", () => {
   it("validates rules and bindings as Kubernetes and keeps roleRef immutable", async () => {
-    const bad = await call("POST", `${RBAC}/namespaces/team-a/roles`, role("team-a", "bad", [{ verbs: [], apiGroups: [], resources: ["x"] }, { verbs: ["get"], nonResourceURLs: ["/x"] }]));
+    const bad = await call(
+      "POST",
+      `${RBAC}/namespaces/team-a/roles`,
+      role("team-a", "bad", [
+        { verbs: [], apiGroups: [], resources: ["x"] },
+        { verbs: ["get"], nonResourceURLs: ["/x"] },
+      ]),
+    );
     expect(bad.status).toBe(422);
     expect(bad.body.details.causes.map((c: { field: string }) => c.field)).toEqual(["rules[0].verbs", "rules[0].apiGroups", "rules[1].nonResourceURLs"]);
     const rb = await call("POST", `${RBAC}/namespaces/team-a/rolebindings`, binding("team-a", "imm", "view", "oidc:x"));
@@ -184,7 +231,11 @@ describe("RBAC kinds", () => {
     expect(changed.status).toBe(422);
     expect(changed.body.message).toContain("roleRef: Invalid value");
     expect(changed.body.message).toContain("cannot change roleRef");
-    const crb = await call("POST", `${RBAC}/clusterrolebindings`, { ...binding("", "crb-role", "x", "oidc:x", "Role"), kind: "ClusterRoleBinding", metadata: { name: "crb-role" } });
+    const crb = await call("POST", `${RBAC}/clusterrolebindings`, {
+      ...binding("", "crb-role", "x", "oidc:x", "Role"),
+      kind: "ClusterRoleBinding",
+      metadata: { name: "crb-role" },
+    });
     expect(crb.status).toBe(422);
     expect(crb.body.message).toContain('roleRef.kind: Unsupported value: "Role": supported values: "ClusterRole"');
   });
@@ -192,8 +243,22 @@ describe("RBAC kinds", () => {
   it("refuses escalation: a role or binding granting what the author does not hold, unless escalate or bind", async () => {
     // erin is admin in team-a: she may write Roles and RoleBindings there.
     await call("POST", `${RBAC}/namespaces/team-a/rolebindings`, binding("team-a", "erin-admin", "admin", "oidc:erin"));
-    expect((await as("erin", "POST", `${RBAC}/namespaces/team-a/roles`, role("team-a", "placement-reader", [{ verbs: ["get", "list"], apiGroups: [OCM], resources: ["placements"] }]))).status).toBe(201);
-    const escalating = await as("erin", "POST", `${RBAC}/namespaces/team-a/roles`, role("team-a", "cluster-reader", [{ verbs: ["get"], apiGroups: [OCM], resources: ["managedclusters"] }]));
+    expect(
+      (
+        await as(
+          "erin",
+          "POST",
+          `${RBAC}/namespaces/team-a/roles`,
+          role("team-a", "placement-reader", [{ verbs: ["get", "list"], apiGroups: [OCM], resources: ["placements"] }]),
+        )
+      ).status,
+    ).toBe(201);
+    const escalating = await as(
+      "erin",
+      "POST",
+      `${RBAC}/namespaces/team-a/roles`,
+      role("team-a", "cluster-reader", [{ verbs: ["get"], apiGroups: [OCM], resources: ["managedclusters"] }]),
+    );
     expect(escalating.status).toBe(403);
     expect(escalating.body.message).toBe(
       `roles.rbac.authorization.k8s.io "cluster-reader" is forbidden: user "oidc:erin" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:["${OCM}"], Resources:["managedclusters"], Verbs:["get"]}`,
@@ -201,14 +266,29 @@ describe("RBAC kinds", () => {
     expect((await call("GET", `${RBAC}/namespaces/team-a/roles/cluster-reader`)).status).toBe(404);
     const toClusterAdmin = await as("erin", "POST", `${RBAC}/namespaces/team-a/rolebindings`, binding("team-a", "erin-root", "cluster-admin", "oidc:erin"));
     expect(toClusterAdmin.status).toBe(403);
-    expect(toClusterAdmin.body.message).toContain(`rolebindings.rbac.authorization.k8s.io "erin-root" is forbidden: user "oidc:erin" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:`);
+    expect(toClusterAdmin.body.message).toContain(
+      `rolebindings.rbac.authorization.k8s.io "erin-root" is forbidden: user "oidc:erin" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:`,
+    );
     // With escalate on roles and bind on the cluster-admin ClusterRole (in team-a), both are allowed.
-    await call("POST", `${RBAC}/namespaces/team-a/roles`, role("team-a", "delegate", [
-      { verbs: ["escalate"], apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles"] },
-      { verbs: ["bind"], apiGroups: ["rbac.authorization.k8s.io"], resources: ["clusterroles"], resourceNames: ["cluster-admin"] },
-    ]));
+    await call(
+      "POST",
+      `${RBAC}/namespaces/team-a/roles`,
+      role("team-a", "delegate", [
+        { verbs: ["escalate"], apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles"] },
+        { verbs: ["bind"], apiGroups: ["rbac.authorization.k8s.io"], resources: ["clusterroles"], resourceNames: ["cluster-admin"] },
+      ]),
+    );
     await call("POST", `${RBAC}/namespaces/team-a/rolebindings`, binding("team-a", "erin-delegate", "delegate", "oidc:erin", "Role"));
-    expect((await as("erin", "POST", `${RBAC}/namespaces/team-a/roles`, role("team-a", "cluster-reader", [{ verbs: ["get"], apiGroups: [OCM], resources: ["managedclusters"] }]))).status).toBe(201);
+    expect(
+      (
+        await as(
+          "erin",
+          "POST",
+          `${RBAC}/namespaces/team-a/roles`,
+          role("team-a", "cluster-reader", [{ verbs: ["get"], apiGroups: [OCM], resources: ["managedclusters"] }]),
+        )
+      ).status,
+    ).toBe(201);
     expect((await as("erin", "POST", `${RBAC}/namespaces/team-a/rolebindings`, binding("team-a", "erin-root", "cluster-admin", "oidc:erin"))).status).toBe(201);
     // Binding edit is fine without bind: erin holds every rule of edit in team-a (admin ⊇ edit).
     expect((await as("erin", "POST", `${RBAC}/namespaces/team-a/rolebindings`, binding("team-a", "frank-edit", "edit", "oidc:frank"))).status).toBe(201);
@@ -216,7 +296,13 @@ describe("RBAC kinds", () => {
 });
 
 describe("access reviews", () => {
-  const ssar = (attrs: Record<string, unknown>) => ({ apiVersion: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview", metadata: { creationTimestamp: null }, spec: attrs, status: { allowed: false } });
+  const ssar = (attrs: Record<string, unknown>) => ({
+    apiVersion: "authorization.k8s.io/v1",
+    kind: "SelfSubjectAccessReview",
+    metadata: { creationTimestamp: null },
+    spec: attrs,
+    status: { allowed: false },
+  });
 
   it("SelfSubjectAccessReview answers as the authorizer, for resources, subresources and paths", async () => {
     await call("POST", `${RBAC}/namespaces/team-a/rolebindings`, binding("team-a", "gina-edit", "edit", "oidc:gina"));
@@ -230,9 +316,16 @@ describe("access reviews", () => {
       reason: 'RBAC: allowed by RoleBinding "gina-edit/team-a" of ClusterRole "edit" to User "oidc:gina"',
     });
     expect(await ask({ resourceAttributes: { verb: "create", group: OCM, resource: "placements", namespace: "team-b" } })).toEqual({ allowed: false });
-    expect((await ask({ resourceAttributes: { verb: "update", group: OCM, resource: "placements", subresource: "status", namespace: "team-a" } })).allowed).toBe(false);
+    expect(
+      (await ask({ resourceAttributes: { verb: "update", group: OCM, resource: "placements", subresource: "status", namespace: "team-a" } })).allowed,
+    ).toBe(false);
     expect((await ask({ nonResourceAttributes: { verb: "get", path: "/apis" } })).allowed).toBe(true);
-    const both = await as("gina", "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", ssar({ resourceAttributes: { verb: "get" }, nonResourceAttributes: { path: "/x", verb: "get" } }));
+    const both = await as(
+      "gina",
+      "POST",
+      "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+      ssar({ resourceAttributes: { verb: "get" }, nonResourceAttributes: { path: "/x", verb: "get" } }),
+    );
     expect(both.status).toBe(422);
     expect(both.body.message).toContain("spec.nonResourceAttributes: Invalid value");
     // As kube-apiserver: authorization comes first (a list gina may not do), then the method.
@@ -241,31 +334,67 @@ describe("access reviews", () => {
   });
 
   it("SubjectAccessReview is cluster-admin's; SelfSubjectRulesReview lists the user's rules; SelfSubjectReview names the user", async () => {
-    const sar = { apiVersion: "authorization.k8s.io/v1", kind: "SubjectAccessReview", spec: { user: "oidc:gina", resourceAttributes: { verb: "delete", group: OCM, resource: "placements", namespace: "team-a", name: "x" } } };
+    const sar = {
+      apiVersion: "authorization.k8s.io/v1",
+      kind: "SubjectAccessReview",
+      spec: { user: "oidc:gina", resourceAttributes: { verb: "delete", group: OCM, resource: "placements", namespace: "team-a", name: "x" } },
+    };
     const byAdmin = await call("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", sar);
     expect(byAdmin.status).toBe(201);
     expect(byAdmin.body.status.allowed).toBe(true);
     expect((await as("gina", "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", sar)).status).toBe(403);
-    const noSubject = await call("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", { ...sar, spec: { resourceAttributes: sar.spec.resourceAttributes } });
+    const noSubject = await call("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", {
+      ...sar,
+      spec: { resourceAttributes: sar.spec.resourceAttributes },
+    });
     expect(noSubject.status).toBe(422);
 
-    const rules = await as("gina", "POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", { apiVersion: "authorization.k8s.io/v1", kind: "SelfSubjectRulesReview", spec: { namespace: "team-a" } });
+    const rules = await as("gina", "POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", {
+      apiVersion: "authorization.k8s.io/v1",
+      kind: "SelfSubjectRulesReview",
+      spec: { namespace: "team-a" },
+    });
     expect(rules.status).toBe(201);
     expect(rules.body.status.incomplete).toBe(false);
-    expect(rules.body.status.resourceRules).toContainEqual({ verbs: ["create", "update", "patch", "delete", "deletecollection"], apiGroups: [OCM], resources: ["addonplacementscores", "managedclustersetbindings", "placements"] });
-    expect(rules.body.status.resourceRules).toContainEqual({ verbs: ["create"], apiGroups: ["authorization.k8s.io"], resources: ["selfsubjectaccessreviews", "selfsubjectrulesreviews"] });
-    expect(rules.body.status.nonResourceRules).toContainEqual(expect.objectContaining({ verbs: ["get"], nonResourceURLs: expect.arrayContaining(["/api", "/apis/*"]) }));
+    expect(rules.body.status.resourceRules).toContainEqual({
+      verbs: ["create", "update", "patch", "delete", "deletecollection"],
+      apiGroups: [OCM],
+      resources: ["addonplacementscores", "managedclustersetbindings", "placements"],
+    });
+    expect(rules.body.status.resourceRules).toContainEqual({
+      verbs: ["create"],
+      apiGroups: ["authorization.k8s.io"],
+      resources: ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+    });
+    expect(rules.body.status.nonResourceRules).toContainEqual(
+      expect.objectContaining({ verbs: ["get"], nonResourceURLs: expect.arrayContaining(["/api", "/apis/*"]) }),
+    );
 
-    const me = await as("gina", "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" }, ["team-a-devs"]);
+    const me = await as(
+      "gina",
+      "POST",
+      "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+      { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
+      ["team-a-devs"],
+    );
     expect(me.status).toBe(201);
-    expect(me.body).toMatchObject({ kind: "SelfSubjectReview", apiVersion: "authentication.k8s.io/v1", status: { userInfo: { username: "oidc:gina", groups: ["team-a-devs", "system:authenticated"] } } });
-    const admin = await call("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" });
+    expect(me.body).toMatchObject({
+      kind: "SelfSubjectReview",
+      apiVersion: "authentication.k8s.io/v1",
+      status: { userInfo: { username: "oidc:gina", groups: ["team-a-devs", "system:authenticated"] } },
+    });
+    const admin = await call("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", {
+      apiVersion: "authentication.k8s.io/v1",
+      kind: "SelfSubjectReview",
+    });
     expect(admin.body.status.userInfo).toEqual({ username: "flotilla:admin", groups: ["system:masters", "system:authenticated"] });
   });
 
   it("are in discovery with the verb create only", async () => {
     const authz = await call("GET", "/apis/authorization.k8s.io/v1");
-    expect(authz.body.resources).toContainEqual(expect.objectContaining({ name: "selfsubjectaccessreviews", namespaced: false, kind: "SelfSubjectAccessReview", verbs: ["create"] }));
+    expect(authz.body.resources).toContainEqual(
+      expect.objectContaining({ name: "selfsubjectaccessreviews", namespaced: false, kind: "SelfSubjectAccessReview", verbs: ["create"] }),
+    );
     const authn = await call("GET", "/apis/authentication.k8s.io/v1");
     expect(authn.body.resources).toContainEqual(expect.objectContaining({ name: "selfsubjectreviews", verbs: ["create"] }));
     const rbac = await call("GET", RBAC);
@@ -278,14 +407,29 @@ describe("bootstrap reconciliation (as kube-apiserver's at start)", () => {
     const crb = `${RBAC}/clusterrolebindings`;
     const cr = `${RBAC}/clusterroles`;
     expect((await call("DELETE", `${crb}/system:basic-user`)).status).toBe(200);
-    expect((await call("PATCH", `${cr}/system:discovery`, { rules: [{ verbs: ["get"], nonResourceURLs: ["/api"] }] }, { contentType: "application/merge-patch+json" })).status).toBe(200);
-    const frozen = { metadata: { annotations: { "rbac.authorization.kubernetes.io/autoupdate": "false" } }, rules: [{ verbs: ["get"], nonResourceURLs: ["/healthz"] }] };
+    expect(
+      (
+        await call(
+          "PATCH",
+          `${cr}/system:discovery`,
+          { rules: [{ verbs: ["get"], nonResourceURLs: ["/api"] }] },
+          { contentType: "application/merge-patch+json" },
+        )
+      ).status,
+    ).toBe(200);
+    const frozen = {
+      metadata: { annotations: { "rbac.authorization.kubernetes.io/autoupdate": "false" } },
+      rules: [{ verbs: ["get"], nonResourceURLs: ["/healthz"] }],
+    };
     expect((await call("PATCH", `${cr}/system:public-info-viewer`, frozen, { contentType: "application/merge-patch+json" })).status).toBe(200);
     expect((await as("ivy", "GET", "/apis")).status).toBe(403);
 
     await ensureBootstrapPolicy(env);
 
-    expect((await call("GET", `${crb}/system:basic-user`)).body).toMatchObject({ roleRef: { name: "system:basic-user" }, subjects: [{ kind: "Group", name: "system:authenticated" }] });
+    expect((await call("GET", `${crb}/system:basic-user`)).body).toMatchObject({
+      roleRef: { name: "system:basic-user" },
+      subjects: [{ kind: "Group", name: "system:authenticated" }],
+    });
     const discovery = (await call("GET", `${cr}/system:discovery`)).body;
     expect(discovery.rules[0]).toEqual({ verbs: ["get"], nonResourceURLs: ["/api"] });
     expect(discovery.rules).toContainEqual({ verbs: ["get"], nonResourceURLs: ["/apis/*"] });

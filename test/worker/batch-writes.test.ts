@@ -25,13 +25,21 @@ describe("writeStoredMany", () => {
   it("creates, updates and deletes across namespaces in batches; a stale write is lost alone", async () => {
     // More works than one batch holds, in as many cluster namespaces.
     const n = COMMIT_BATCH_ITEMS + 7;
-    const created = await writeStoredMany(env, ManifestWorkKind, Array.from({ length: n }, (_, i) => ({ namespace: `bw-${i}`, name: "w", req: { verb: "create" as const, body: work("w", "1") } })));
+    const created = await writeStoredMany(
+      env,
+      ManifestWorkKind,
+      Array.from({ length: n }, (_, i) => ({ namespace: `bw-${i}`, name: "w", req: { verb: "create" as const, body: work("w", "1") } })),
+    );
     expect(created.every((r) => r !== "lost" && r !== null)).toBe(true);
     const stored = created as KubeObject[];
     expect(new Set(stored.map((o) => o.metadata.resourceVersion)).size).toBe(n);
     expect((await call("GET", `${WORKS("bw-3")}/w`)).body.spec.workload.manifests[0].data).toEqual({ v: "1" });
     // The label index followed the creates.
-    expect((await env.DB.prepare("SELECT COUNT(*) AS c FROM labels WHERE resource = 'work.open-cluster-management.io/manifestworks' AND namespace LIKE 'bw-%' AND key = 'batch'").first<{ c: number }>())!.c).toBe(n);
+    expect(
+      (await env.DB.prepare(
+        "SELECT COUNT(*) AS c FROM labels WHERE resource = 'work.open-cluster-management.io/manifestworks' AND namespace LIKE 'bw-%' AND key = 'batch'",
+      ).first<{ c: number }>())!.c,
+    ).toBe(n);
 
     // Someone else writes bw-1's work meanwhile: the batch's update of it (on the old copy) is lost.
     await call("PATCH", `${WORKS("bw-1")}/w`, { metadata: { annotations: { other: "writer" } } }, { contentType: "application/merge-patch+json" });
@@ -56,11 +64,24 @@ describe("writeStoredMany", () => {
   });
 
   it("tells each cluster's Durable Object that its works changed (the works hook, per item)", async () => {
-    for (const name of ["bw-mc1", "bw-mc2"]) await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name }, spec: { hubAcceptsClient: true } });
+    for (const name of ["bw-mc1", "bw-mc2"])
+      await call("POST", MC, {
+        apiVersion: "cluster.open-cluster-management.io/v1",
+        kind: "ManagedCluster",
+        metadata: { name },
+        spec: { hubAcceptsClient: true },
+      });
     const etag = (name: string) =>
-      runInDurableObject(env.CLUSTERS.getByName(name), (_o, state) => state.storage.sql.exec<{ v: string }>("SELECT v FROM state WHERE k = 'worksEtag'").toArray()[0]?.v ?? null);
+      runInDurableObject(
+        env.CLUSTERS.getByName(name),
+        (_o, state) => state.storage.sql.exec<{ v: string }>("SELECT v FROM state WHERE k = 'worksEtag'").toArray()[0]?.v ?? null,
+      );
     const before = await Promise.all(["bw-mc1", "bw-mc2"].map(etag));
-    const written = await writeStoredMany(env, ManifestWorkKind, ["bw-mc1", "bw-mc2"].map((ns) => ({ namespace: ns, name: "w", req: { verb: "create" as const, body: work("w", "1") } })));
+    const written = await writeStoredMany(
+      env,
+      ManifestWorkKind,
+      ["bw-mc1", "bw-mc2"].map((ns) => ({ namespace: ns, name: "w", req: { verb: "create" as const, body: work("w", "1") } })),
+    );
     expect(written).not.toContain("lost");
     const after = await Promise.all(["bw-mc1", "bw-mc2"].map(etag));
     expect(after[0]).not.toBe(before[0]);
@@ -70,9 +91,20 @@ describe("writeStoredMany", () => {
 
   it("leaves a committed batch's outbox rows for the sweep when its writer dies before the hooks", async () => {
     const db = database(env.DB);
-    const next = computeWrite(ManifestWorkKind, { namespace: "bw-crash", name: "w" }, null, { verb: "create", body: work("w", "1") }, { now: Date.now(), newUid: () => crypto.randomUUID() }).next!;
+    const next = computeWrite(
+      ManifestWorkKind,
+      { namespace: "bw-crash", name: "w" },
+      null,
+      { verb: "create", body: work("w", "1") },
+      { now: Date.now(), newUid: () => crypto.randomUUID() },
+    ).next!;
     const [outcome] = await commitObjects(db, ManifestWorkKind, [
-      { key: { namespace: "bw-crash", name: "w" }, next, expectedRv: null, extras: { outbox: { id: "crash-row", hooks: JSON.stringify({ works: true }), createdAt: Date.now(), dueAt: 0 } } },
+      {
+        key: { namespace: "bw-crash", name: "w" },
+        next,
+        expectedRv: null,
+        extras: { outbox: { id: "crash-row", hooks: JSON.stringify({ works: true }), createdAt: Date.now(), dueAt: 0 } },
+      },
     ]);
     expect(outcome!.ok).toBe(true);
     expect((await env.DB.prepare("SELECT hooks FROM outbox WHERE id = 'crash-row'").first<{ hooks: string }>())!.hooks).toBe('{"works":true}');

@@ -63,10 +63,15 @@ async function connect(name: string, keys: AgentKeys): Promise<Conn> {
     send: (m) => ws.send(typeof m === "string" ? m : JSON.stringify(m)),
     async next(match, from = 0) {
       let found: any;
-      await waitFor("a channel message", async () => {
-        found = conn.messages.slice(from).find(match);
-        return found !== undefined || conn.closed !== null;
-      }, 10_000, 5);
+      await waitFor(
+        "a channel message",
+        async () => {
+          found = conn.messages.slice(from).find(match);
+          return found !== undefined || conn.closed !== null;
+        },
+        10_000,
+        5,
+      );
       if (found === undefined) throw new Error(`closed ${JSON.stringify(conn.closed)} before the message came; got ${JSON.stringify(conn.messages)}`);
       return found;
     },
@@ -269,7 +274,11 @@ describe("the agent channel", () => {
   it("a status message commits as a heartbeat does and is acknowledged; a bad one gets the heartbeat's 422", async () => {
     const keys = await joined("ch6");
     const conn = await connect("ch6", keys);
-    conn.send({ type: "status", id: "a", status: { healthy: true, version: { kubernetes: "v1.31.2" }, capacity: { cpu: "12" }, allocatable: { cpu: "11400m" } } });
+    conn.send({
+      type: "status",
+      id: "a",
+      status: { healthy: true, version: { kubernetes: "v1.31.2" }, capacity: { cpu: "12" }, allocatable: { cpu: "11400m" } },
+    });
     expect(await conn.next((m) => m.id === "a")).toEqual({ type: "ack", id: "a", leaseDurationSeconds: 60 });
     const obj = (await call("GET", `${MC}/ch6`)).body;
     expect(condition(obj, "ManagedClusterConditionAvailable")).toMatchObject({ status: "True" });
@@ -294,7 +303,11 @@ describe("the agent channel", () => {
     conn.send({ type: "status", id: "s0", status: { healthy: true } });
     await conn.next((m) => m.id === "s0");
     const stub = env.CLUSTERS.getByName("ch6r");
-    const lease = () => runInDurableObject(stub, (_o, state) => JSON.parse(state.storage.sql.exec<{ v: string }>("SELECT v FROM state WHERE k = 'lease'").one().v) as { renewMs: number });
+    const lease = () =>
+      runInDurableObject(
+        stub,
+        (_o, state) => JSON.parse(state.storage.sql.exec<{ v: string }>("SELECT v FROM state WHERE k = 'lease'").one().v) as { renewMs: number },
+      );
     const takeCost = () => runInDurableObject(stub, (o) => (o as unknown as { takeCost(): { rowsWritten: number; d1Queries: number } }).takeCost());
     await ping(conn);
     const renewed = (await lease()).renewMs;
@@ -358,7 +371,9 @@ describe("the agent channel", () => {
     conn.send({ type: "hello" });
     const changed = await conn.next((m) => m.type === "works" || m.type === "works-changed");
     expect(changed.type).toBe("works-changed");
-    const polled = await exports.default.fetch("https://hub.test/agent/v1/clusters/ch7b/works", { headers: { authorization: `Bearer ${await keys.sign("ch7b")}` } });
+    const polled = await exports.default.fetch("https://hub.test/agent/v1/clusters/ch7b/works", {
+      headers: { authorization: `Bearer ${await keys.sign("ch7b")}` },
+    });
     expect(polled.status).toBe(200);
     expect(((await polled.json()) as any).etag).toBe(changed.etag);
   });
@@ -368,7 +383,9 @@ describe("the agent channel", () => {
     const conn = await connect("ch7c", keys);
     expect((await call("PATCH", `${MC}/ch7c`, { spec: { leaseDurationSeconds: 7 } }, merge)).status).toBe(200);
     expect(await conn.next((m) => m.type === "lease")).toEqual({ type: "lease", leaseDurationSeconds: 7 });
-    const lease = await runInDurableObject(env.CLUSTERS.getByName("ch7c"), (_o, state) => JSON.parse(state.storage.sql.exec<{ v: string }>("SELECT v FROM state WHERE k = 'lease'").one().v));
+    const lease = await runInDurableObject(env.CLUSTERS.getByName("ch7c"), (_o, state) =>
+      JSON.parse(state.storage.sql.exec<{ v: string }>("SELECT v FROM state WHERE k = 'lease'").one().v),
+    );
     expect(lease.toldSeconds).toBe(7);
     // An unrelated change sends nothing more.
     expect((await call("PATCH", `${MC}/ch7c`, { metadata: { labels: { a: "b" } } }, merge)).status).toBe(200);
@@ -382,7 +399,17 @@ describe("the agent channel", () => {
     const created = await call("POST", WORKS("ch8"), work("r1"));
     const uid = created.body.metadata.uid;
     const conn = await connect("ch8", keys);
-    const status = { conditions: [{ type: "Applied", status: "True", reason: "AppliedManifestWorkComplete", message: "Apply manifest work complete", lastTransitionTime: "2026-11-26T00:00:00Z" }] };
+    const status = {
+      conditions: [
+        {
+          type: "Applied",
+          status: "True",
+          reason: "AppliedManifestWorkComplete",
+          message: "Apply manifest work complete",
+          lastTransitionTime: "2026-11-26T00:00:00Z",
+        },
+      ],
+    };
     conn.send({ type: "report", id: "r", work: "r1", report: { uid, status } });
     const ack = await conn.next((m) => m.id === "r");
     expect(ack.type, JSON.stringify(ack)).toBe("ack");
@@ -401,7 +428,9 @@ describe("the agent channel", () => {
     const uids: string[] = [];
     for (let i = 0; i < 8; i++) uids.push((await call("POST", WORKS("ch8b"), work(`c${i}`))).body.metadata.uid);
     const conn = await connect("ch8b", keys);
-    const status = { conditions: [{ type: "Applied", status: "True", reason: "AppliedManifestWorkComplete", message: "done", lastTransitionTime: "2026-11-26T00:00:00Z" }] };
+    const status = {
+      conditions: [{ type: "Applied", status: "True", reason: "AppliedManifestWorkComplete", message: "done", lastTransitionTime: "2026-11-26T00:00:00Z" }],
+    };
     uids.forEach((uid, i) => conn.send({ type: "report", id: `q${i}`, work: `c${i}`, report: { uid, status } }));
     const acks = await Promise.all(uids.map((_, i) => conn.next((m) => m.id === `q${i}`)));
     expect(acks.map((a) => a.type)).toEqual(uids.map(() => "ack"));
@@ -429,7 +458,12 @@ describe("the agent channel", () => {
     const keys = await joined("ch10");
     const conn = await connect("ch10", keys);
     const next = await agentKeys();
-    const r = await call("POST", "/agent/v1/clusters/ch10/rotate-key", { publicKey: next.publicJwk, proof: await next.proof("ch10") }, { token: await keys.sign("ch10") });
+    const r = await call(
+      "POST",
+      "/agent/v1/clusters/ch10/rotate-key",
+      { publicKey: next.publicJwk, proof: await next.proof("ch10") },
+      { token: await keys.sign("ch10") },
+    );
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     next.tag = r.headers.get("flotilla-key-tag") ?? undefined;
     expect(await closedWith(conn)).toBe(CloseCodes.KeyRotated);

@@ -34,7 +34,13 @@ describe("the lease rule (OCM's hub lease controller)", () => {
     expect(pingCheckDelayMs(60, 5)).toBe(30_000);
     expect(pingCheckDelayMs(2, 5)).toBe(1_000);
     expect(pingCheckDelayMs(1, 2)).toBe(200);
-    for (const [seconds, multiplier] of [[60, 5], [2, 5], [1, 2], [10, 1], [60, 100]] as const) {
+    for (const [seconds, multiplier] of [
+      [60, 5],
+      [2, 5],
+      [1, 2],
+      [10, 1],
+      [60, 100],
+    ] as const) {
       const grace = seconds * multiplier * 1000;
       expect(grace + pingCheckDelayMs(seconds, multiplier)).toBeLessThanOrEqual(1.1 * grace);
     }
@@ -49,7 +55,11 @@ describe("the timers table (one alarm owner)", () => {
       const base = Date.now() + 3_600_000;
       let now = base;
       const written: number[] = [];
-      const timers = new Timers(state.storage, () => now, (rows) => written.push(rows));
+      const timers = new Timers(
+        state.storage,
+        () => now,
+        (rows) => written.push(rows),
+      );
       timers.create();
       timers.set("a", base + 5_000);
       timers.set("b", base + 3_000);

@@ -15,12 +15,23 @@ const NOW = Date.parse("2026-03-01T10:00:00Z");
 const cond = (type: string, status: string, reason = "R", message = "m") => ({ type, status, reason, message, lastTransitionTime: "2026-01-01T00:00:00Z" });
 
 function cluster(status: Record<string, unknown> = {}, labels: Record<string, string> = {}): KubeObject {
-  return { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "c1", labels, resourceVersion: "5", uid: "u1", creationTimestamp: "2026-01-01T00:00:00Z" }, spec: {}, status };
+  return {
+    apiVersion: "cluster.open-cluster-management.io/v1",
+    kind: "ManagedCluster",
+    metadata: { name: "c1", labels, resourceVersion: "5", uid: "u1", creationTimestamp: "2026-01-01T00:00:00Z" },
+    spec: {},
+    status,
+  };
 }
 
 describe("propertiesOf", () => {
   it("keeps the claims in order and adds the cluster ID under the About API's name", () => {
-    expect(propertiesOf([{ name: "id.k8s.io", value: "abc" }, { name: "region", value: "eu" }])).toEqual([
+    expect(
+      propertiesOf([
+        { name: "id.k8s.io", value: "abc" },
+        { name: "region", value: "eu" },
+      ]),
+    ).toEqual([
       { name: "id.k8s.io", value: "abc" },
       { name: "region", value: "eu" },
       { name: "cluster.clusterset.k8s.io", value: "abc" },
@@ -48,9 +59,23 @@ describe("propertiesOf", () => {
 
 describe("desiredProfile", () => {
   it("creates OCM's profile: labels, spec, conditions mapped from the cluster's", () => {
-    const c = cluster({ conditions: [cond("ManagedClusterConditionAvailable", "True", "ManagedClusterAvailable", "ok"), cond("ManagedClusterJoined", "True")], version: { kubernetes: "v1.30.1" } }, { "cluster.open-cluster-management.io/clusterset": "edge" });
+    const c = cluster(
+      {
+        conditions: [cond("ManagedClusterConditionAvailable", "True", "ManagedClusterAvailable", "ok"), cond("ManagedClusterJoined", "True")],
+        version: { kubernetes: "v1.30.1" },
+      },
+      { "cluster.open-cluster-management.io/clusterset": "edge" },
+    );
     const p = desiredProfile(c, "ns", null, NOW);
-    expect(p.metadata).toMatchObject({ name: "c1", namespace: "ns", labels: { "x-k8s.io/cluster-manager": "open-cluster-management", "multicluster.x-k8s.io/clusterset": "edge", "open-cluster-management.io/cluster-name": "c1" } });
+    expect(p.metadata).toMatchObject({
+      name: "c1",
+      namespace: "ns",
+      labels: {
+        "x-k8s.io/cluster-manager": "open-cluster-management",
+        "multicluster.x-k8s.io/clusterset": "edge",
+        "open-cluster-management.io/cluster-name": "c1",
+      },
+    });
     expect(p.spec).toEqual({ displayName: "c1", clusterManager: { name: "open-cluster-management" } });
     expect(p.status).toEqual({
       conditions: [
@@ -70,43 +95,78 @@ describe("desiredProfile", () => {
   it("updates an existing profile as meta.SetStatusCondition: the transition time moves only with the status", () => {
     const first = desiredProfile(cluster({ conditions: [cond("ManagedClusterConditionAvailable", "True")] }), "ns", null, NOW);
     const stored = { ...first, metadata: { ...first.metadata, resourceVersion: "9", labels: { ...first.metadata.labels, team: "a" } } };
-    const sameStatus = desiredProfile(cluster({ conditions: [cond("ManagedClusterConditionAvailable", "True", "Other", "other")] }), "ns", stored, NOW + 60_000);
-    expect((sameStatus.status as { conditions: { lastTransitionTime: string; reason: string }[] }).conditions[0]).toMatchObject({ reason: "Other", lastTransitionTime: "2026-03-01T10:00:00Z" });
+    const sameStatus = desiredProfile(
+      cluster({ conditions: [cond("ManagedClusterConditionAvailable", "True", "Other", "other")] }),
+      "ns",
+      stored,
+      NOW + 60_000,
+    );
+    expect((sameStatus.status as { conditions: { lastTransitionTime: string; reason: string }[] }).conditions[0]).toMatchObject({
+      reason: "Other",
+      lastTransitionTime: "2026-03-01T10:00:00Z",
+    });
     const flipped = desiredProfile(cluster({ conditions: [cond("ManagedClusterConditionAvailable", "False")] }), "ns", stored, NOW + 60_000);
     expect((flipped.status as { conditions: { lastTransitionTime: string }[] }).conditions[0]!.lastTransitionTime).toBe("2026-03-01T10:01:00Z");
     // Server fields and foreign labels are kept; the manager labels are put back.
-    expect(flipped.metadata).toMatchObject({ uid: first.metadata.uid, resourceVersion: "9", labels: { team: "a", "x-k8s.io/cluster-manager": "open-cluster-management" } });
+    expect(flipped.metadata).toMatchObject({
+      uid: first.metadata.uid,
+      resourceVersion: "9",
+      labels: { team: "a", "x-k8s.io/cluster-manager": "open-cluster-management" },
+    });
   });
 });
 
 describe("what a change owes", () => {
-  const change = (def: Change["def"], before: KubeObject | null, after: KubeObject | null, namespace = ""): Change => ({ def, namespace, name: (after ?? before)!.metadata.name, before, after });
+  const change = (def: Change["def"], before: KubeObject | null, after: KubeObject | null, namespace = ""): Change => ({
+    def,
+    namespace,
+    name: (after ?? before)!.metadata.name,
+    before,
+    after,
+  });
 
   it("a cluster's heartbeat that changes nothing a profile shows owes nothing", () => {
     const a = cluster({ conditions: [cond("ManagedClusterConditionAvailable", "True")], allocatable: { cpu: "1" } });
-    const b = cluster({ conditions: [{ ...cond("ManagedClusterConditionAvailable", "True"), lastTransitionTime: "2026-02-01T00:00:00Z" }], allocatable: { cpu: "2" } });
+    const b = cluster({
+      conditions: [{ ...cond("ManagedClusterConditionAvailable", "True"), lastTransitionTime: "2026-02-01T00:00:00Z" }],
+      allocatable: { cpu: "2" },
+    });
     expect(planProfiles(change(ManagedClusterKind, a, b))).toBeNull();
     expect(planSetStatus(change(ManagedClusterKind, a, b))).toBeNull();
   });
 
   it("availability, claims, version or labels owe the cluster's profiles; labels also the sets' status", () => {
     const a = cluster({ conditions: [cond("ManagedClusterConditionAvailable", "True")] });
-    expect(planProfiles(change(ManagedClusterKind, a, cluster({ conditions: [cond("ManagedClusterConditionAvailable", "False")] })))).toEqual({ cluster: "c1" });
+    expect(planProfiles(change(ManagedClusterKind, a, cluster({ conditions: [cond("ManagedClusterConditionAvailable", "False")] })))).toEqual({
+      cluster: "c1",
+    });
     expect(planProfiles(change(ManagedClusterKind, a, cluster({ ...a.status, clusterClaims: [{ name: "x", value: "y" }] })))).toEqual({ cluster: "c1" });
     const relabelled = cluster(a.status as Record<string, unknown>, { "cluster.open-cluster-management.io/clusterset": "edge" });
     expect(planProfiles(change(ManagedClusterKind, a, relabelled))).toEqual({ cluster: "c1" });
-    expect(planSetStatus(change(ManagedClusterKind, a, relabelled))).toEqual({ cluster: { before: {}, after: { "cluster.open-cluster-management.io/clusterset": "edge" } } });
+    expect(planSetStatus(change(ManagedClusterKind, a, relabelled))).toEqual({
+      cluster: { before: {}, after: { "cluster.open-cluster-management.io/clusterset": "edge" } },
+    });
     expect(planSetStatus(change(ManagedClusterKind, null, a))).toEqual({ cluster: { before: null, after: {} } });
   });
 
   it("sets and bindings owe by their spec, not by their status (the hub's own writes)", () => {
-    const set: KubeObject = { apiVersion: "v", kind: "ManagedClusterSet", metadata: { name: "s", resourceVersion: "1", uid: "u2", creationTimestamp: "2026-01-01T00:00:00Z" }, spec: { clusterSelector: { selectorType: "ExclusiveClusterSetLabel" } } };
+    const set: KubeObject = {
+      apiVersion: "v",
+      kind: "ManagedClusterSet",
+      metadata: { name: "s", resourceVersion: "1", uid: "u2", creationTimestamp: "2026-01-01T00:00:00Z" },
+      spec: { clusterSelector: { selectorType: "ExclusiveClusterSetLabel" } },
+    };
     const withStatus = { ...set, metadata: { ...set.metadata, resourceVersion: "2" }, status: { conditions: [cond("ClusterSetEmpty", "True")] } };
     expect(planProfiles(change(ManagedClusterSetKind, set, withStatus))).toBeNull();
     expect(planSetStatus(change(ManagedClusterSetKind, set, withStatus))).toBeNull();
     expect(planSetStatus(change(ManagedClusterSetKind, null, set))).toEqual({ sets: ["s"] });
     expect(planProfiles(change(ManagedClusterSetKind, null, set))).toEqual({ sets: ["s"] });
-    const binding: KubeObject = { apiVersion: "v", kind: "ManagedClusterSetBinding", metadata: { name: "s", namespace: "ns", resourceVersion: "1", uid: "u3", creationTimestamp: "2026-01-01T00:00:00Z" }, spec: { clusterSet: "s" } };
+    const binding: KubeObject = {
+      apiVersion: "v",
+      kind: "ManagedClusterSetBinding",
+      metadata: { name: "s", namespace: "ns", resourceVersion: "1", uid: "u3", creationTimestamp: "2026-01-01T00:00:00Z" },
+      spec: { clusterSet: "s" },
+    };
     expect(planProfiles(change(ManagedClusterSetBindingKind, null, binding, "ns"))).toEqual({ namespaces: ["ns"] });
     expect(planProfiles(change(ManagedClusterSetBindingKind, binding, { ...binding, status: { conditions: [cond("Bound", "True")] } }, "ns"))).toBeNull();
     expect(planProfiles(change(PlacementKind, null, { ...binding, kind: "Placement" }, "ns"))).toBeNull();

@@ -11,7 +11,13 @@ const BINDINGS = (ns: string) => `/apis/${G}/v1beta2/namespaces/${ns}/managedclu
 const WORKS = (ns: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks`;
 const merge = { contentType: "application/merge-patch+json" };
 
-const cond = (type: string, status: string, reason = "Test", message = "test") => ({ type, status, reason, message, lastTransitionTime: "2026-01-01T00:00:00Z" });
+const cond = (type: string, status: string, reason = "Test", message = "test") => ({
+  type,
+  status,
+  reason,
+  message,
+  lastTransitionTime: "2026-01-01T00:00:00Z",
+});
 
 async function cluster(name: string, labels: Record<string, string>, claims: { name: string; value: string }[] = []) {
   const created = await call("POST", MC, { apiVersion: `${G}/v1`, kind: "ManagedCluster", metadata: { name, labels }, spec: { hubAcceptsClient: true } });
@@ -21,7 +27,10 @@ async function cluster(name: string, labels: Record<string, string>, claims: { n
     `${MC}/${name}/status`,
     {
       status: {
-        conditions: [cond("ManagedClusterJoined", "True", "ManagedClusterJoined", "Managed cluster joined"), cond("ManagedClusterConditionAvailable", "True", "ManagedClusterAvailable", "Managed cluster is available")],
+        conditions: [
+          cond("ManagedClusterJoined", "True", "ManagedClusterJoined", "Managed cluster joined"),
+          cond("ManagedClusterConditionAvailable", "True", "ManagedClusterAvailable", "Managed cluster is available"),
+        ],
         version: { kubernetes: "v1.31.2" },
         clusterClaims: claims,
       },
@@ -32,7 +41,12 @@ async function cluster(name: string, labels: Record<string, string>, claims: { n
 }
 
 async function bind(ns: string, set: string) {
-  const r = await call("POST", BINDINGS(ns), { apiVersion: `${G}/v1beta2`, kind: "ManagedClusterSetBinding", metadata: { name: set }, spec: { clusterSet: set } });
+  const r = await call("POST", BINDINGS(ns), {
+    apiVersion: `${G}/v1beta2`,
+    kind: "ManagedClusterSetBinding",
+    metadata: { name: set },
+    spec: { clusterSet: set },
+  });
   expect(r.status).toBe(201);
 }
 
@@ -48,7 +62,8 @@ async function profileNames(ns: string): Promise<string[]> {
  * CRD): the manager label equals spec.clusterManager.name; conditions and properties are maps keyed
  * by type and name; property names 1–253 and values 1–1024 characters; spec.clusterManager set.
  */
-function expectConformant(p: any) { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function expectConformant(p: any) {
   expect(p.apiVersion).toBe("multicluster.x-k8s.io/v1alpha1");
   expect(p.kind).toBe("ClusterProfile");
   expect(typeof p.spec.clusterManager.name).toBe("string");
@@ -101,7 +116,11 @@ describe("ClusterProfile", () => {
     expect(await profileNames("inventory")).toEqual(["e1", "e2"]);
     expect(await profileNames("elsewhere")).toEqual([]);
     const p = (await call("GET", `${PROFILES("inventory")}/e1`)).body;
-    expect(p.metadata.labels).toEqual({ "x-k8s.io/cluster-manager": "open-cluster-management", "multicluster.x-k8s.io/clusterset": "edge", "open-cluster-management.io/cluster-name": "e1" });
+    expect(p.metadata.labels).toEqual({
+      "x-k8s.io/cluster-manager": "open-cluster-management",
+      "multicluster.x-k8s.io/clusterset": "edge",
+      "open-cluster-management.io/cluster-name": "e1",
+    });
     expect(p.spec).toEqual({ displayName: "e1", clusterManager: { name: "open-cluster-management" } });
     expect(p.status.version).toEqual({ kubernetes: "v1.31.2" });
     expect(p.status.properties).toEqual([
@@ -118,7 +137,21 @@ describe("ClusterProfile", () => {
   });
 
   it("follows its cluster's status: availability, version, claims", async () => {
-    const r = await call("PATCH", `${MC}/e2/status`, { status: { conditions: [cond("ManagedClusterJoined", "True"), cond("ManagedClusterConditionAvailable", "Unknown", "ManagedClusterLeaseUpdateStopped", "Registration agent stopped updating its lease.")], version: { kubernetes: "v1.32.0" }, clusterClaims: [{ name: "region", value: "eu" }] } }, merge);
+    const r = await call(
+      "PATCH",
+      `${MC}/e2/status`,
+      {
+        status: {
+          conditions: [
+            cond("ManagedClusterJoined", "True"),
+            cond("ManagedClusterConditionAvailable", "Unknown", "ManagedClusterLeaseUpdateStopped", "Registration agent stopped updating its lease."),
+          ],
+          version: { kubernetes: "v1.32.0" },
+          clusterClaims: [{ name: "region", value: "eu" }],
+        },
+      },
+      merge,
+    );
     expect(r.status).toBe(200);
     const p = (await call("GET", `${PROFILES("inventory")}/e2`)).body;
     expect(condition(p, "ControlPlaneHealthy")).toMatchObject({ status: "Unknown", reason: "ManagedClusterLeaseUpdateStopped" });
@@ -141,7 +174,12 @@ describe("ClusterProfile", () => {
   it("follows a set's selector and goes with its cluster", async () => {
     await bind("elsewhere", "global");
     expect(await profileNames("elsewhere")).toEqual(["d1", "e1", "e2"]);
-    const r = await call("POST", MCSET, { apiVersion: `${G}/v1beta2`, kind: "ManagedClusterSet", metadata: { name: "labelled" }, spec: { clusterSelector: { selectorType: "LabelSelector", labelSelector: { matchLabels: { tier: "gold" } } } } });
+    const r = await call("POST", MCSET, {
+      apiVersion: `${G}/v1beta2`,
+      kind: "ManagedClusterSet",
+      metadata: { name: "labelled" },
+      spec: { clusterSelector: { selectorType: "LabelSelector", labelSelector: { matchLabels: { tier: "gold" } } } },
+    });
     expect(r.status).toBe(201);
     await createNamespaces("gold");
     await bind("gold", "labelled");
@@ -192,7 +230,12 @@ describe("ManagedClusterSet status and columns", () => {
 });
 
 describe("a ManifestWork in a namespace no ManagedCluster owns", () => {
-  const work = (name: string) => ({ apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name }, spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", namespace: "default" } }] } } });
+  const work = (name: string) => ({
+    apiVersion: "work.open-cluster-management.io/v1",
+    kind: "ManifestWork",
+    metadata: { name },
+    spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", namespace: "default" } }] } },
+  });
 
   it("is accepted with a Warning header naming the missing cluster", async () => {
     const r = await call("POST", WORKS("nowhere"), work("w"));
@@ -208,4 +251,3 @@ describe("a ManifestWork in a namespace no ManagedCluster owns", () => {
     expect(r.headers.get("warning")).toBeNull();
   });
 });
-

@@ -70,7 +70,12 @@ function metered(): { env: Env; ran: Ran[] } {
   return { env: { ...(env as unknown as Env), DB }, ran };
 }
 
-const clusterBody = (name: string, labels: Record<string, string>) => ({ apiVersion: `${G}/v1`, kind: "ManagedCluster", metadata: { name, labels }, spec: { hubAcceptsClient: true } });
+const clusterBody = (name: string, labels: Record<string, string>) => ({
+  apiVersion: `${G}/v1`,
+  kind: "ManagedCluster",
+  metadata: { name, labels },
+  spec: { hubAcceptsClient: true },
+});
 
 /** Creates one cluster through the store's write path (its batch and its hooks) with a metered D1; returns the statements recorded. */
 async function register(name: string, labels: Record<string, string> = {}): Promise<Ran[]> {
@@ -83,12 +88,24 @@ const ofCounts = (rs: Ran[]) => rs.filter((r) => r.sql.includes("clusterset_coun
 
 const sum = (rs: Ran[], f: (r: Ran) => number) => rs.reduce((n, r) => n + f(r), 0);
 const setCondition = async (name: string) => condition((await call("GET", `${MCSET}/${name}`)).body, "ClusterSetEmpty");
-const counts = async () => Object.fromEntries((await env.DB.prepare("SELECT name, clusters FROM clusterset_counts").all<{ name: string; clusters: number }>()).results.map((r) => [r.name, r.clusters]));
+const counts = async () =>
+  Object.fromEntries(
+    (await env.DB.prepare("SELECT name, clusters FROM clusterset_counts").all<{ name: string; clusters: number }>()).results.map((r) => [r.name, r.clusters]),
+  );
 
 beforeAll(async () => {
   // The first request makes the built-in sets (default, global).
   expect((await call("GET", MCSET)).status).toBe(200);
-  expect((await call("POST", MCSET, { apiVersion: `${G}/v1beta2`, kind: "ManagedClusterSet", metadata: { name: "gold" }, spec: { clusterSelector: { selectorType: "LabelSelector", labelSelector: { matchExpressions: [{ key: "tier", operator: "In", values: ["gold"] }] } } } })).status).toBe(201);
+  expect(
+    (
+      await call("POST", MCSET, {
+        apiVersion: `${G}/v1beta2`,
+        kind: "ManagedClusterSet",
+        metadata: { name: "gold" },
+        spec: { clusterSelector: { selectorType: "LabelSelector", labelSelector: { matchExpressions: [{ key: "tier", operator: "In", values: ["gold"] }] } } },
+      })
+    ).status,
+  ).toBe(201);
 });
 
 describe("ManagedClusterSet counts", () => {
@@ -129,8 +146,19 @@ describe("ManagedClusterSet counts", () => {
 
   it("add nothing to a write that leaves the labels alone (a status report)", async () => {
     const m = metered();
-    const cond = { type: "ManagedClusterConditionAvailable", status: "True", reason: "ManagedClusterAvailable", message: "Managed cluster is available", lastTransitionTime: "2026-01-01T00:00:00Z" };
-    await writeStored(m.env, ManagedClusterKind, "", "c-7", { verb: "patch", patchType: "merge", patch: { status: { conditions: [cond] } }, subresource: "status" });
+    const cond = {
+      type: "ManagedClusterConditionAvailable",
+      status: "True",
+      reason: "ManagedClusterAvailable",
+      message: "Managed cluster is available",
+      lastTransitionTime: "2026-01-01T00:00:00Z",
+    };
+    await writeStored(m.env, ManagedClusterKind, "", "c-7", {
+      verb: "patch",
+      patchType: "merge",
+      patch: { status: { conditions: [cond] } },
+      subresource: "status",
+    });
     expect(m.ran.length).toBeGreaterThan(0);
     expect(m.ran.filter((r) => r.sql.includes("clusterset_counts"))).toEqual([]);
   });
@@ -157,17 +185,33 @@ describe("ManagedClusterSet counts", () => {
   it("are exact when clusters and a set that selects them are written at the same time", async () => {
     const d1 = env as unknown as Env;
     const labels = { tier: "platinum" };
-    const set = { apiVersion: `${G}/v1beta2`, kind: "ManagedClusterSet", metadata: { name: "platinum" }, spec: { clusterSelector: { selectorType: "LabelSelector", labelSelector: { matchLabels: labels } } } };
+    const set = {
+      apiVersion: `${G}/v1beta2`,
+      kind: "ManagedClusterSet",
+      metadata: { name: "platinum" },
+      spec: { clusterSelector: { selectorType: "LabelSelector", labelSelector: { matchLabels: labels } } },
+    };
     // Through the store's write path, all at once: 8 clusters created, 8 relabelled, the set created among them.
     await Promise.all([
       ...Array.from({ length: 8 }, (_, i) => writeStored(d1, ManagedClusterKind, "", `p-${i}`, { verb: "create", body: clusterBody(`p-${i}`, labels) })),
       writeStored(d1, ManagedClusterSetKind, "", "platinum", { verb: "create", body: set }),
-      ...Array.from({ length: 8 }, (_, i) => writeStored(d1, ManagedClusterKind, "", `c-${i + 10}`, { verb: "patch", patchType: "merge", patch: { metadata: { labels } } })),
+      ...Array.from({ length: 8 }, (_, i) =>
+        writeStored(d1, ManagedClusterKind, "", `c-${i + 10}`, { verb: "patch", patchType: "merge", patch: { metadata: { labels } } }),
+      ),
     ]);
     expect(await counts()).toMatchObject({ platinum: 16, global: 208, default: 208 });
     expect(await setCondition("platinum")).toMatchObject({ status: "False", message: "16 ManagedClusters selected" });
     // A selector change counts the set anew in its own batch; a removed set loses its row.
-    expect((await call("PATCH", `${MCSET}/platinum`, { spec: { clusterSelector: { labelSelector: { matchLabels: labels, matchExpressions: [{ key: "zone", operator: "DoesNotExist" }] } } } }, merge)).status).toBe(200);
+    expect(
+      (
+        await call(
+          "PATCH",
+          `${MCSET}/platinum`,
+          { spec: { clusterSelector: { labelSelector: { matchLabels: labels, matchExpressions: [{ key: "zone", operator: "DoesNotExist" }] } } } },
+          merge,
+        )
+      ).status,
+    ).toBe(200);
     expect(await counts()).toMatchObject({ platinum: 16 });
     await writeStored(d1, ManagedClusterKind, "", "p-0", { verb: "patch", patchType: "merge", patch: { metadata: { labels: { zone: "a" } } } });
     expect(await counts()).toMatchObject({ platinum: 15 });

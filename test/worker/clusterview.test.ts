@@ -18,19 +18,43 @@ let undo: () => void;
 
 beforeAll(async () => {
   undo = await serveIssuer();
-  const set = (name: string, spec: Record<string, unknown> = {}) => call("POST", MCSET, { apiVersion: `${G}/v1beta2`, kind: "ManagedClusterSet", metadata: { name }, spec });
+  const set = (name: string, spec: Record<string, unknown> = {}) =>
+    call("POST", MCSET, { apiVersion: `${G}/v1beta2`, kind: "ManagedClusterSet", metadata: { name }, spec });
   expect((await set("cv-a")).status).toBe(201);
   expect((await set("cv-b")).status).toBe(201);
   // A LabelSelector set: the clusters labelled team=a, whatever their exclusive set.
   expect((await set("cv-sel", { clusterSelector: { selectorType: "LabelSelector", labelSelector: { matchLabels: { team: "a" } } } })).status).toBe(201);
-  const cluster = (name: string, labels: Record<string, string>) => call("POST", MC, { apiVersion: `${G}/v1`, kind: "ManagedCluster", metadata: { name, labels }, spec: { hubAcceptsClient: false } });
-  for (const [n, l] of [["cva1", { [CS]: "cv-a" }], ["cva2", { [CS]: "cv-a" }], ["cvb1", { [CS]: "cv-b" }], ["cvsel", { [CS]: "cv-b", team: "a" }], ["cvd", {}]] as const) expect((await cluster(n, l)).status).toBe(201);
+  const cluster = (name: string, labels: Record<string, string>) =>
+    call("POST", MC, { apiVersion: `${G}/v1`, kind: "ManagedCluster", metadata: { name, labels }, spec: { hubAcceptsClient: false } });
+  for (const [n, l] of [
+    ["cva1", { [CS]: "cv-a" }],
+    ["cva2", { [CS]: "cv-a" }],
+    ["cvb1", { [CS]: "cv-b" }],
+    ["cvsel", { [CS]: "cv-b", team: "a" }],
+    ["cvd", {}],
+  ] as const)
+    expect((await cluster(n, l)).status).toBe(201);
   const rules = [
     { apiGroups: ["clusterview.open-cluster-management.io"], resources: ["managedclusters", "managedclustersets"], verbs: ["list", "watch"] },
     { apiGroups: [G], resources: ["managedclustersets"], resourceNames: ["cv-a", "cv-sel"], verbs: ["get"] },
   ];
-  expect((await call("POST", `${RBAC}/clusterroles`, { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "team-a-clusters" }, rules })).status).toBe(201);
-  const binding = { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: { name: "team-a-clusters" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "team-a-clusters" }, subjects: [{ kind: "Group", apiGroup: "rbac.authorization.k8s.io", name: "team-a" }] };
+  expect(
+    (
+      await call("POST", `${RBAC}/clusterroles`, {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRole",
+        metadata: { name: "team-a-clusters" },
+        rules,
+      })
+    ).status,
+  ).toBe(201);
+  const binding = {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRoleBinding",
+    metadata: { name: "team-a-clusters" },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "team-a-clusters" },
+    subjects: [{ kind: "Group", apiGroup: "rbac.authorization.k8s.io", name: "team-a" }],
+  };
   expect((await call("POST", `${RBAC}/clusterrolebindings`, binding)).status).toBe(201);
 });
 
@@ -57,9 +81,14 @@ describe("cluster views", () => {
   });
 
   it("watch streams only the visible clusters", async () => {
-    const res = await exports.default.fetch(`https://hub.test${CV}/managedclusters?watch=true&timeoutSeconds=1`, { headers: { authorization: `Bearer ${await idToken("tara", ["team-a"])}` } });
+    const res = await exports.default.fetch(`https://hub.test${CV}/managedclusters?watch=true&timeoutSeconds=1`, {
+      headers: { authorization: `Bearer ${await idToken("tara", ["team-a"])}` },
+    });
     expect(res.status).toBe(200);
-    const events = (await res.text()).trim().split("\n").map((l) => JSON.parse(l) as { type: string; object: { metadata: { name: string } } });
+    const events = (await res.text())
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { type: string; object: { metadata: { name: string } } });
     expect(events.map((e) => e.object.metadata.name).sort()).toEqual(["cva1", "cva2", "cvsel"]);
   });
 

@@ -35,13 +35,21 @@ describe("compiled statements", () => {
       .where(and(eq(labels.resource, "test/things"), eq(labels.value, "prod"), sql`${labels.namespace} >= ${"a"}`))
       .orderBy(labels.namespace, labels.name);
     expect(rows).toEqual(viaDrizzle);
-    expect(rows).toEqual([{ namespace: "a", name: "one" }, { namespace: "b", name: "one" }]);
+    expect(rows).toEqual([
+      { namespace: "a", name: "one" },
+      { namespace: "b", name: "one" },
+    ]);
     // The constant "test/things" stays in the shape; the placeholders change per call.
     expect((await bind(env.DB, shape(), { value: "dev", from: "a" }).all()).results).toEqual([{ namespace: "a", name: "two" }]);
   });
 
   it("refuses a call that lacks a placeholder's value", () => {
-    const shape = compile(builder.select({ name: labels.name }).from(labels).where(eq(labels.key, p("key"))));
+    const shape = compile(
+      builder
+        .select({ name: labels.name })
+        .from(labels)
+        .where(eq(labels.key, p("key"))),
+    );
     expect(() => bind(env.DB, shape, {})).toThrow(/no value for placeholder key/);
   });
 });

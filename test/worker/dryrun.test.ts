@@ -3,8 +3,14 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { call, createNamespaces, MC } from "./helpers.ts";
 
 const PLACEMENTS = "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/dry/placements";
-const placement = (name: string, spec: Record<string, unknown> = {}) => ({ apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name }, spec });
-const rows = async () => JSON.stringify((await env.DB.prepare("SELECT resource, namespace, name, resource_version FROM objects ORDER BY 1, 2, 3").all()).results);
+const placement = (name: string, spec: Record<string, unknown> = {}) => ({
+  apiVersion: "cluster.open-cluster-management.io/v1beta1",
+  kind: "Placement",
+  metadata: { name },
+  spec,
+});
+const rows = async () =>
+  JSON.stringify((await env.DB.prepare("SELECT resource, namespace, name, resource_version FROM objects ORDER BY 1, 2, 3").all()).results);
 
 describe("dryRun=All", () => {
   beforeAll(() => createNamespaces("dry"));
@@ -20,7 +26,12 @@ describe("dryRun=All", () => {
     expect(patched.status).toBe(200);
     expect(patched.body.spec.numberOfClusters).toBe(3);
     expect((await call("DELETE", `${PLACEMENTS}/kept?dryRun=All`)).status).toBe(200);
-    const mc = await call("POST", `${MC}?dryRun=All`, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "dry-mc" }, spec: {} });
+    const mc = await call("POST", `${MC}?dryRun=All`, {
+      apiVersion: "cluster.open-cluster-management.io/v1",
+      kind: "ManagedCluster",
+      metadata: { name: "dry-mc" },
+      spec: {},
+    });
     expect(mc.status).toBe(201);
     expect(mc.body.spec.leaseDurationSeconds).toBe(60);
     expect(await rows()).toBe(before);

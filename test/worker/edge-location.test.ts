@@ -69,7 +69,9 @@ describe("the edge location of a cluster's agent", () => {
       "sec-websocket-protocol": CHANNEL_SUBPROTOCOL,
       "x-flotilla-channel-colo": "EVIL",
     };
-    const forged = await exports.default.fetch("https://hub.test/agent/v1/clusters/edge-ws/connect", { headers: { ...headers, authorization: `Bearer ${await keys.sign("edge-ws")}` } });
+    const forged = await exports.default.fetch("https://hub.test/agent/v1/clusters/edge-ws/connect", {
+      headers: { ...headers, authorization: `Bearer ${await keys.sign("edge-ws")}` },
+    });
     expect(forged.status).toBe(101);
     forged.webSocket!.accept();
     forged.webSocket!.close(1000, "done");

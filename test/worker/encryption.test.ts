@@ -20,12 +20,19 @@ const KEY_B = `b:${btoa("B".repeat(16))}`;
 
 /** The stored JSON of a Secret's row, and of every event row about it. */
 async function rows(ns: string, name: string): Promise<{ object: string | undefined; events: string[] }> {
-  const obj = await env.DB.prepare("SELECT body FROM objects WHERE resource = '/secrets' AND namespace = ? AND name = ?").bind(ns, name).first<{ body: string }>();
+  const obj = await env.DB.prepare("SELECT body FROM objects WHERE resource = '/secrets' AND namespace = ? AND name = ?")
+    .bind(ns, name)
+    .first<{ body: string }>();
   const ev = await env.DB.prepare("SELECT body FROM events WHERE resource = '/secrets' AND namespace = ? AND name = ?").bind(ns, name).all<{ body: string }>();
   return { object: obj?.body, events: ev.results.map((r) => r.body) };
 }
 
-const secret = (name: string, fields: Record<string, unknown>, labels: Record<string, string> = {}) => ({ apiVersion: "v1", kind: "Secret", metadata: { name, labels }, ...fields });
+const secret = (name: string, fields: Record<string, unknown>, labels: Record<string, string> = {}) => ({
+  apiVersion: "v1",
+  kind: "Secret",
+  metadata: { name, labels },
+  ...fields,
+});
 
 describe("Secrets at rest", () => {
   beforeAll(() => createNamespaces("enc", "moved", "lost"));
@@ -52,10 +59,16 @@ describe("Secrets at rest", () => {
     expect((await call("GET", `${SECRETS("enc")}/db`)).body.data).toEqual(want);
     const listed = await call("GET", `${SECRETS("enc")}?labelSelector=app%3Ddb`);
     expect(listed.body.items.map((s: { data: unknown }) => s.data)).toEqual([want]);
-    const res = await exports.default.fetch(`https://hub.test${SECRETS("enc")}?watch=true&resourceVersion=${created.body.metadata.resourceVersion}&timeoutSeconds=2`, {
-      headers: { authorization: "Bearer test-admin-token" },
-    });
-    const lines = (await res.text()).split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+    const res = await exports.default.fetch(
+      `https://hub.test${SECRETS("enc")}?watch=true&resourceVersion=${created.body.metadata.resourceVersion}&timeoutSeconds=2`,
+      {
+        headers: { authorization: "Bearer test-admin-token" },
+      },
+    );
+    const lines = (await res.text())
+      .split("\n")
+      .filter((l) => l.trim())
+      .map((l) => JSON.parse(l));
     expect(lines[0]).toMatchObject({ type: "MODIFIED", object: { data: want } });
   });
 
@@ -92,8 +105,16 @@ describe("Secrets at rest", () => {
   });
 
   it("reads Secrets stored unencrypted before the upgrade and encrypts them on their next write, even one that changes nothing", async () => {
-    const legacy = { apiVersion: "v1", kind: "Secret", metadata: { name: "old", namespace: "legacy", uid: "u-old", creationTimestamp: "2026-01-01T00:00:00Z" }, type: "Opaque", data: { token: PLAIN_B64 } };
-    await env.DB.prepare("INSERT INTO objects (resource, namespace, name, uid, resource_version, body) VALUES ('/secrets', 'legacy', 'old', 'u-old', 1, ?)").bind(JSON.stringify(legacy)).run();
+    const legacy = {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "old", namespace: "legacy", uid: "u-old", creationTimestamp: "2026-01-01T00:00:00Z" },
+      type: "Opaque",
+      data: { token: PLAIN_B64 },
+    };
+    await env.DB.prepare("INSERT INTO objects (resource, namespace, name, uid, resource_version, body) VALUES ('/secrets', 'legacy', 'old', 'u-old', 1, ?)")
+      .bind(JSON.stringify(legacy))
+      .run();
     const got = await call("GET", `${SECRETS("legacy")}/old`);
     expect(got.status).toBe(200);
     expect(got.body.data).toEqual({ token: PLAIN_B64 });
@@ -110,14 +131,18 @@ describe("Secrets at rest", () => {
     expect((await call("POST", SECRETS("moved"), secret("from", { stringData: { k: PLAIN } }))).status).toBe(201);
     expect((await call("POST", SECRETS("moved"), secret("to", { stringData: { k: "other" } }))).status).toBe(201);
     const sealed = JSON.parse((await rows("moved", "from")).object!).data as string;
-    await env.DB.prepare("UPDATE objects SET body = json_set(body, '$.data', ?) WHERE resource = '/secrets' AND namespace = 'moved' AND name = 'to'").bind(sealed).run();
+    await env.DB.prepare("UPDATE objects SET body = json_set(body, '$.data', ?) WHERE resource = '/secrets' AND namespace = 'moved' AND name = 'to'")
+      .bind(sealed)
+      .run();
     const moved = await call("GET", `${SECRETS("moved")}/to`);
     expect(moved.status).toBe(500);
     expect(moved.body.message).toContain("does not authenticate");
     expect(JSON.stringify(moved.body)).not.toContain(PLAIN_B64);
 
     const none = { ...env, FLOTILLA_ENCRYPTION_KEYS: "" };
-    const err = await writeStored(none, SecretKind, "moved", "nokey", { verb: "create", body: secret("nokey", { data: { k: PLAIN_B64 } }) }).catch((e: unknown) => e);
+    const err = await writeStored(none, SecretKind, "moved", "nokey", { verb: "create", body: secret("nokey", { data: { k: PLAIN_B64 } }) }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(ApiError);
     expect((err as ApiError).message).toContain("no encryption key is configured: set the Worker secret FLOTILLA_ENCRYPTION_KEYS");
     expect((await rows("moved", "nokey")).object).toBeUndefined();
@@ -129,8 +154,13 @@ describe("Secrets at rest", () => {
     const before = await call("GET", SECRETS("lost"));
     await writeStored({ ...env, FLOTILLA_ENCRYPTION_KEYS: KEY_A }, SecretKind, "lost", "s", { verb: "create", body: secret("s", { data: { k: PLAIN_B64 } }) });
     const read = async (query: string) => {
-      const res = await exports.default.fetch(`https://hub.test${SECRETS("lost")}?watch=true&timeoutSeconds=2&${query}`, { headers: { authorization: "Bearer test-admin-token" } });
-      return (await res.text()).split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+      const res = await exports.default.fetch(`https://hub.test${SECRETS("lost")}?watch=true&timeoutSeconds=2&${query}`, {
+        headers: { authorization: "Bearer test-admin-token" },
+      });
+      return (await res.text())
+        .split("\n")
+        .filter((l) => l.trim())
+        .map((l) => JSON.parse(l));
     };
     const replay = await read(`resourceVersion=${before.body.metadata.resourceVersion}`);
     expect(replay).toEqual([{ type: "ERROR", object: expect.objectContaining({ kind: "Status", code: 410, reason: "Expired" }) }]);

@@ -36,7 +36,13 @@ const coreEvent = (name: string, over: Record<string, unknown> = {}) => ({
   ...over,
 });
 
-const heartbeat = { healthy: true, version: { kubernetes: "v1.31.2" }, capacity: { cpu: "4", memory: "8Gi" }, allocatable: { cpu: "4", memory: "8Gi" }, clusterClaims: [] };
+const heartbeat = {
+  healthy: true,
+  version: { kubernetes: "v1.31.2" },
+  capacity: { cpu: "4", memory: "8Gi" },
+  allocatable: { cpu: "4", memory: "8Gi" },
+  clusterClaims: [],
+};
 async function hb(name: string, keys: Awaited<ReturnType<typeof agentKeys>>) {
   return call("POST", `/agent/v1/clusters/${name}/heartbeat`, heartbeat, { token: await keys.sign(name) });
 }
@@ -46,9 +52,17 @@ async function eventsFor(kind: string, name: string, namespace = "") {
   const q = new URLSearchParams({ fieldSelector: `involvedObject.kind=${kind},involvedObject.name=${name},involvedObject.namespace=${namespace}` });
   const r = await call("GET", `/api/v1/events?${q}`);
   expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return (r.body.items as { reason: string; count: number; lastTimestamp: string; firstTimestamp: string; type: string; message: string; metadata: { name: string } }[]).sort((a, b) =>
-    a.lastTimestamp === b.lastTimestamp ? a.metadata.name.localeCompare(b.metadata.name) : a.lastTimestamp.localeCompare(b.lastTimestamp),
-  );
+  return (
+    r.body.items as {
+      reason: string;
+      count: number;
+      lastTimestamp: string;
+      firstTimestamp: string;
+      type: string;
+      message: string;
+      metadata: { name: string };
+    }[]
+  ).sort((a, b) => (a.lastTimestamp === b.lastTimestamp ? a.metadata.name.localeCompare(b.metadata.name) : a.lastTimestamp.localeCompare(b.lastTimestamp)));
 }
 
 describe("core v1 and events.k8s.io/v1 Events: the same objects", () => {
@@ -94,15 +108,33 @@ describe("core v1 and events.k8s.io/v1 Events: the same objects", () => {
     expect(made.status, JSON.stringify(made.body)).toBe(201);
     expect(made.body).toMatchObject({ apiVersion: "events.k8s.io/v1", note: "checked it", reportingController: "example.com/ctl" });
     const core = await call("GET", `${CORE("evns")}/e2`);
-    expect(core.body).toMatchObject({ apiVersion: "v1", involvedObject: { name: "cm1" }, message: "checked it", reportingComponent: "example.com/ctl", reportingInstance: "ctl-1", series: { count: 2 }, type: "Warning" });
+    expect(core.body).toMatchObject({
+      apiVersion: "v1",
+      involvedObject: { name: "cm1" },
+      message: "checked it",
+      reportingComponent: "example.com/ctl",
+      reportingInstance: "ctl-1",
+      series: { count: 2 },
+      type: "Warning",
+    });
 
     // A merge patch through events.k8s.io/v1 is stored for both.
-    const patched = await call("PATCH", `${V1("evns")}/e2`, { note: "checked again", series: { count: 3, lastObservedTime: "2026-11-26T10:02:00.000000Z" } }, merge);
+    const patched = await call(
+      "PATCH",
+      `${V1("evns")}/e2`,
+      { note: "checked again", series: { count: 3, lastObservedTime: "2026-11-26T10:02:00.000000Z" } },
+      merge,
+    );
     expect(patched.status, JSON.stringify(patched.body)).toBe(200);
     expect(patched.body).toMatchObject({ note: "checked again", series: { count: 3 } });
     expect((await call("GET", `${CORE("evns")}/e2`)).body).toMatchObject({ message: "checked again", series: { count: 3 } });
     // A strategic merge patch too, as kube-apiserver takes for its built-in kinds.
-    const strategic = await call("PATCH", `${V1("evns")}/e2`, { series: { count: 4, lastObservedTime: "2026-11-26T10:03:00.000000Z" } }, { contentType: "application/strategic-merge-patch+json" });
+    const strategic = await call(
+      "PATCH",
+      `${V1("evns")}/e2`,
+      { series: { count: 4, lastObservedTime: "2026-11-26T10:03:00.000000Z" } },
+      { contentType: "application/strategic-merge-patch+json" },
+    );
     expect(strategic.status, JSON.stringify(strategic.body)).toBe(200);
     expect(strategic.body.series.count).toBe(4);
 
@@ -117,7 +149,13 @@ describe("core v1 and events.k8s.io/v1 Events: the same objects", () => {
 
   it("validates as kube-apiserver: events.k8s.io/v1 requires its fields; involvedObject.namespace must match", async () => {
     await createNamespaces("evval");
-    const bad = await call("POST", V1("evval"), { apiVersion: "events.k8s.io/v1", kind: "Event", metadata: { name: "x" }, regarding: { kind: "Pod", name: "p" }, type: "Odd" });
+    const bad = await call("POST", V1("evval"), {
+      apiVersion: "events.k8s.io/v1",
+      kind: "Event",
+      metadata: { name: "x" },
+      regarding: { kind: "Pod", name: "p" },
+      type: "Odd",
+    });
     expect(bad.status).toBe(422);
     const fields = (bad.body.details.causes as { field: string }[]).map((c) => c.field).sort();
     expect(fields).toEqual(["action", "eventTime", "reason", "reportingController", "reportingInstance", "type"]);
@@ -129,7 +167,11 @@ describe("core v1 and events.k8s.io/v1 Events: the same objects", () => {
 
   it("lists across namespaces, selects by the fields kubectl uses, refuses others, and prints kubectl's columns", async () => {
     await createNamespaces("sel1", "sel2");
-    await call("POST", CORE("sel1"), coreEvent("a", { involvedObject: { kind: "Placement", name: "p1", namespace: "sel1", uid: "u-p1" }, reason: "DecisionUpdate" }));
+    await call(
+      "POST",
+      CORE("sel1"),
+      coreEvent("a", { involvedObject: { kind: "Placement", name: "p1", namespace: "sel1", uid: "u-p1" }, reason: "DecisionUpdate" }),
+    );
     await call("POST", CORE("sel2"), coreEvent("b", { involvedObject: { kind: "Placement", name: "p1", namespace: "sel2", uid: "u-p2" }, type: "Warning" }));
     await call("POST", CORE("sel2"), coreEvent("c", { involvedObject: { kind: "ManifestWork", name: "p1", namespace: "sel2" } }));
     const names = async (path: string, selector: string) => {
@@ -149,7 +191,9 @@ describe("core v1 and events.k8s.io/v1 Events: the same objects", () => {
     expect(refused.body.message).toBe("field label not supported: regarding.name");
     expect((await call("GET", "/apis/events.k8s.io/v1/events?fieldSelector=involvedObject.name%3Dp1")).status).toBe(400);
 
-    const table = await exports.default.fetch(`https://hub.test${CORE("sel2")}`, { headers: { authorization: "Bearer test-admin-token", accept: "application/json;as=Table;v=v1;g=meta.k8s.io" } });
+    const table = await exports.default.fetch(`https://hub.test${CORE("sel2")}`, {
+      headers: { authorization: "Bearer test-admin-token", accept: "application/json;as=Table;v=v1;g=meta.k8s.io" },
+    });
     const t = (await table.json()) as { columnDefinitions: { name: string; priority: number }[]; rows: { cells: unknown[] }[] };
     expect(t.columnDefinitions.filter((c) => c.priority === 0).map((c) => c.name)).toEqual(["Last Seen", "Type", "Reason", "Object", "Message"]);
     expect(t.rows[0]!.cells.slice(1, 5)).toEqual(["Warning", "Tested", "placement/p1", ""]);
@@ -160,7 +204,9 @@ describe("core v1 and events.k8s.io/v1 Events: the same objects", () => {
   it("watches through events.k8s.io/v1 with the Events converted and selected", async () => {
     await createNamespaces("evw");
     const rv = (await call("GET", V1("evw"))).body.metadata.resourceVersion;
-    const res = await exports.default.fetch(`https://hub.test${V1("evw")}?watch=true&resourceVersion=${rv}&fieldSelector=regarding.name%3Dwatched`, { headers: { authorization: "Bearer test-admin-token" } });
+    const res = await exports.default.fetch(`https://hub.test${V1("evw")}?watch=true&resourceVersion=${rv}&fieldSelector=regarding.name%3Dwatched`, {
+      headers: { authorization: "Bearer test-admin-token" },
+    });
     await call("POST", CORE("evw"), coreEvent("other", { involvedObject: { kind: "Pod", name: "unwatched", namespace: "evw" } }));
     await call("POST", CORE("evw"), coreEvent("seen", { involvedObject: { kind: "Pod", name: "watched", namespace: "evw" } }));
     const reader = res.body!.getReader();
@@ -172,21 +218,36 @@ describe("core v1 and events.k8s.io/v1 Events: the same objects", () => {
       if (line) first = JSON.parse(line);
     }
     await reader.cancel();
-    expect(first).toMatchObject({ type: "ADDED", object: { apiVersion: "events.k8s.io/v1", metadata: { name: "seen" }, regarding: { name: "watched" }, note: "a test event" } });
+    expect(first).toMatchObject({
+      type: "ADDED",
+      object: { apiVersion: "events.k8s.io/v1", metadata: { name: "seen" }, regarding: { name: "watched" }, note: "a test event" },
+    });
   });
 });
 
 describe("the recorder", () => {
   it("folds a repeat into one Event whose count and lastTimestamp advance; another message is another Event", async () => {
     await createNamespaces("fold");
-    const spec = { regarding: { kind: "Placement", apiVersion: "cluster.open-cluster-management.io/v1beta1", name: "pf", namespace: "fold", uid: "u-pf" }, reason: "DecisionUpdate", type: "Normal" as const, message: "1 added", reportingController: "placement-controller" };
+    const spec = {
+      regarding: { kind: "Placement", apiVersion: "cluster.open-cluster-management.io/v1beta1", name: "pf", namespace: "fold", uid: "u-pf" },
+      reason: "DecisionUpdate",
+      type: "Normal" as const,
+      message: "1 added",
+      reportingController: "placement-controller",
+    };
     const t0 = Date.parse("2026-11-26T12:00:00Z");
     const first = await recordEvent(hubEnv, spec, t0);
     const second = await recordEvent(hubEnv, spec, t0 + 60_000);
     const third = await recordEvent(hubEnv, spec, t0 + 120_000);
     expect(third!.metadata.name).toBe(first!.metadata.name);
     expect(second!.metadata.name).toBe(first!.metadata.name);
-    expect(third).toMatchObject({ count: 3, firstTimestamp: "2026-11-26T12:00:00Z", lastTimestamp: "2026-11-26T12:02:00Z", series: { count: 3, lastObservedTime: "2026-11-26T12:02:00.000000Z" }, source: { component: "placement-controller" } });
+    expect(third).toMatchObject({
+      count: 3,
+      firstTimestamp: "2026-11-26T12:00:00Z",
+      lastTimestamp: "2026-11-26T12:02:00Z",
+      series: { count: 3, lastObservedTime: "2026-11-26T12:02:00.000000Z" },
+      source: { component: "placement-controller" },
+    });
     expect(first!.metadata.name).toMatch(/^pf\.[0-9a-f]+$/);
     await recordEvent(hubEnv, { ...spec, message: "1 removed" }, t0 + 180_000);
     await recordEvent(hubEnv, { ...spec, type: "Warning" }, t0 + 180_000);
@@ -198,14 +259,26 @@ describe("the recorder", () => {
     ]);
     // events.k8s.io/v1 shows the series and the deprecated count.
     const v1 = await call("GET", `${V1("fold")}/${first!.metadata.name}`);
-    expect(v1.body).toMatchObject({ series: { count: 3 }, deprecatedCount: 3, reportingController: "placement-controller", reportingInstance: "flotilla-hub", action: "DecisionUpdate" });
+    expect(v1.body).toMatchObject({
+      series: { count: 3 },
+      deprecatedCount: 3,
+      reportingController: "placement-controller",
+      reportingInstance: "flotilla-hub",
+      action: "DecisionUpdate",
+    });
   });
 });
 
 describe("the recorder, for one change's transitions", () => {
   it("reads an object's Events once, folds repeats among them and the stored ones, and writes them together", async () => {
     await createNamespaces("group");
-    const spec = (reason: string) => ({ regarding: { kind: "Pod", name: "g", namespace: "group" }, reason, type: "Normal" as const, message: reason, reportingController: "t" });
+    const spec = (reason: string) => ({
+      regarding: { kind: "Pod", name: "g", namespace: "group" },
+      reason,
+      type: "Normal" as const,
+      message: reason,
+      reportingController: "t",
+    });
     await recordEvent(hubEnv, spec("A"));
     await recordEvents(hubEnv, [spec("A"), spec("B"), spec("B"), { ...spec("C"), regarding: { kind: "Pod", name: "other", namespace: "group" } }]);
     const items = (await call("GET", CORE("group"))).body.items as { involvedObject: { name: string }; reason: string; count: number }[];
@@ -215,7 +288,10 @@ describe("the recorder, for one change's transitions", () => {
       ["other", "C", 1],
     ]);
     // A namespace that is gone records nothing, and is no error.
-    await recordEvents(hubEnv, [{ ...spec("A"), regarding: { kind: "Pod", name: "g", namespace: "nowhere" } }, { ...spec("B"), regarding: { kind: "Pod", name: "g", namespace: "nowhere" } }]);
+    await recordEvents(hubEnv, [
+      { ...spec("A"), regarding: { kind: "Pod", name: "g", namespace: "nowhere" } },
+      { ...spec("B"), regarding: { kind: "Pod", name: "g", namespace: "nowhere" } },
+    ]);
     expect((await call("GET", CORE("nowhere"))).body.items).toEqual([]);
   });
 });
@@ -263,7 +339,14 @@ describe("the Events the hub records", () => {
     await scheduled();
     const after = await eventsFor("ManagedCluster", "evc1");
     const reasons = after.map((e) => `${e.reason}${e.count > 1 ? ` x${e.count}` : ""}`);
-    expect(reasons.filter((r) => !r.startsWith("ManagedClusterTaint"))).toEqual(["ManagedClusterCreated", "ManagedClusterAccepted", "ManagedClusterJoined", "ManagedClusterAvailable", "ManagedClusterLeaseUpdateStopped x2", "ManagedClusterAvailable x2"]);
+    expect(reasons.filter((r) => !r.startsWith("ManagedClusterTaint"))).toEqual([
+      "ManagedClusterCreated",
+      "ManagedClusterAccepted",
+      "ManagedClusterJoined",
+      "ManagedClusterAvailable",
+      "ManagedClusterLeaseUpdateStopped x2",
+      "ManagedClusterAvailable x2",
+    ]);
     expect(after.find((e) => e.reason === "ManagedClusterLeaseUpdateStopped")!.type).toBe("Warning");
     // The unreachable taint came and went (folded too).
     const taints = after.filter((e) => e.reason.startsWith("ManagedClusterTaint")).map((e) => `${e.reason}: ${e.message}`);
@@ -281,14 +364,41 @@ describe("the Events the hub records", () => {
     await call("PATCH", `${MC}/evd1`, { spec: { hubAcceptsClient: false } }, merge);
     await createNamespaces("evp");
     const G = "/apis/cluster.open-cluster-management.io";
-    expect((await call("POST", `${G}/v1beta2/managedclustersets`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "evset" } })).status).toBe(201);
+    expect(
+      (
+        await call("POST", `${G}/v1beta2/managedclustersets`, {
+          apiVersion: "cluster.open-cluster-management.io/v1beta2",
+          kind: "ManagedClusterSet",
+          metadata: { name: "evset" },
+        })
+      ).status,
+    ).toBe(201);
     const available = { type: "ManagedClusterConditionAvailable", status: "True", reason: "Test", message: "test", lastTransitionTime: "2026-01-01T00:00:00Z" };
     for (const name of ["evp1", "evp2"]) {
-      expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name, labels: { evp: "yes", "cluster.open-cluster-management.io/clusterset": "evset" } }, spec: { hubAcceptsClient: true } })).status).toBe(201);
+      expect(
+        (
+          await call("POST", MC, {
+            apiVersion: "cluster.open-cluster-management.io/v1",
+            kind: "ManagedCluster",
+            metadata: { name, labels: { evp: "yes", "cluster.open-cluster-management.io/clusterset": "evset" } },
+            spec: { hubAcceptsClient: true },
+          })
+        ).status,
+      ).toBe(201);
       expect((await call("PATCH", `${MC}/${name}/status`, { status: { conditions: [available] } }, merge)).status).toBe(200);
     }
-    await call("POST", `${G}/v1beta2/namespaces/evp/managedclustersetbindings`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "evset" }, spec: { clusterSet: "evset" } });
-    const placement = { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "pl" }, spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { evp: "yes" } } } }] } };
+    await call("POST", `${G}/v1beta2/namespaces/evp/managedclustersetbindings`, {
+      apiVersion: "cluster.open-cluster-management.io/v1beta2",
+      kind: "ManagedClusterSetBinding",
+      metadata: { name: "evset" },
+      spec: { clusterSet: "evset" },
+    });
+    const placement = {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "Placement",
+      metadata: { name: "pl" },
+      spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { evp: "yes" } } } }] },
+    };
     expect((await call("POST", `${G}/v1beta1/namespaces/evp/placements`, placement)).status).toBe(201);
     await scheduled();
     await call("PATCH", `${MC}/evp2`, { metadata: { labels: { evp: "no" } } }, merge);
@@ -310,7 +420,13 @@ describe("the Events the hub records", () => {
 describe("expiry after FLOTILLA_EVENT_TTL_SECONDS", () => {
   it("deletes Events one TTL after their last write, oldest first, by the index; the scheduler's timer drives it", async () => {
     await createNamespaces("ttl");
-    const spec = (name: string) => ({ regarding: { kind: "Pod", name, namespace: "ttl" }, reason: "R", type: "Normal" as const, message: "m", reportingController: "t" });
+    const spec = (name: string) => ({
+      regarding: { kind: "Pod", name, namespace: "ttl" },
+      reason: "R",
+      type: "Normal" as const,
+      message: "m",
+      reportingController: "t",
+    });
     const a = await recordEvent(hubEnv, spec("old"));
     await withClockAhead(1_800_000, () => recordEvent(hubEnv, spec("young")));
     const ttlMs = DEFAULT_EVENT_TTL_SECONDS * 1000;
@@ -345,45 +461,110 @@ describe("expiry after FLOTILLA_EVENT_TTL_SECONDS", () => {
 
 describe("which changes of works and rollouts owe Events", () => {
   const cond = (type: string, status: string, reason: string, message = "") => ({ type, status, reason, message, lastTransitionTime: "2026-11-26T10:00:00Z" });
-  const work = (conditions: unknown[]): KubeObject => ({ apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name: "w", namespace: "c1", uid: "u-w", resourceVersion: "1", creationTimestamp: "" }, status: { conditions } });
-  const rollout = (status: string, reason: string, message: string): KubeObject => ({ apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", metadata: { name: "r", namespace: "apps", uid: "u-r", resourceVersion: "1", creationTimestamp: "" }, status: { conditions: [cond("PlacementRolledOut", status, reason, message)] } });
-  const of = (def: typeof ManifestWorkKind, before: KubeObject | null, after: KubeObject | null) => eventsOf({ def, namespace: (after ?? before)!.metadata.namespace!, name: (after ?? before)!.metadata.name, before, after }).map((e) => [e.reason, e.type, e.message, e.reportingController, e.regarding.kind]);
+  const work = (conditions: unknown[]): KubeObject => ({
+    apiVersion: "work.open-cluster-management.io/v1",
+    kind: "ManifestWork",
+    metadata: { name: "w", namespace: "c1", uid: "u-w", resourceVersion: "1", creationTimestamp: "" },
+    status: { conditions },
+  });
+  const rollout = (status: string, reason: string, message: string): KubeObject => ({
+    apiVersion: "work.open-cluster-management.io/v1alpha1",
+    kind: "ManifestWorkReplicaSet",
+    metadata: { name: "r", namespace: "apps", uid: "u-r", resourceVersion: "1", creationTimestamp: "" },
+    status: { conditions: [cond("PlacementRolledOut", status, reason, message)] },
+  });
+  const of = (def: typeof ManifestWorkKind, before: KubeObject | null, after: KubeObject | null) =>
+    eventsOf({ def, namespace: (after ?? before)!.metadata.namespace!, name: (after ?? before)!.metadata.name, before, after }).map((e) => [
+      e.reason,
+      e.type,
+      e.message,
+      e.reportingController,
+      e.regarding.kind,
+    ]);
 
   it("a work applied, failing to apply, deleted from its cluster; a status report that changes nothing owes none", () => {
-    expect(of(ManifestWorkKind, work([]), work([cond("Applied", "True", "AppliedManifestWorkComplete")]))).toEqual([["ManifestWorkApplied", "Normal", "ManifestWork w applied on cluster c1", "work-agent", "ManifestWork"]]);
-    expect(of(ManifestWorkKind, work([cond("Applied", "True", "AppliedManifestWorkComplete")]), work([cond("Applied", "False", "AppliedManifestWorkFailed", "1 of 2 failed")]))).toEqual([
-      ["ManifestWorkApplyFailed", "Warning", "ManifestWork w failed to apply on cluster c1: 1 of 2 failed", "work-agent", "ManifestWork"],
+    expect(of(ManifestWorkKind, work([]), work([cond("Applied", "True", "AppliedManifestWorkComplete")]))).toEqual([
+      ["ManifestWorkApplied", "Normal", "ManifestWork w applied on cluster c1", "work-agent", "ManifestWork"],
     ]);
+    expect(
+      of(
+        ManifestWorkKind,
+        work([cond("Applied", "True", "AppliedManifestWorkComplete")]),
+        work([cond("Applied", "False", "AppliedManifestWorkFailed", "1 of 2 failed")]),
+      ),
+    ).toEqual([["ManifestWorkApplyFailed", "Warning", "ManifestWork w failed to apply on cluster c1: 1 of 2 failed", "work-agent", "ManifestWork"]]);
     expect(of(ManifestWorkKind, work([cond("Applied", "True", "A")]), work([cond("Applied", "True", "A"), cond("Available", "True", "B")]))).toEqual([]);
-    expect(of(ManifestWorkKind, work([cond("Applied", "True", "A")]), null)).toEqual([["ManifestWorkDeleted", "Normal", "ManifestWork w deleted from cluster c1", "work-agent", "ManifestWork"]]);
+    expect(of(ManifestWorkKind, work([cond("Applied", "True", "A")]), null)).toEqual([
+      ["ManifestWorkDeleted", "Normal", "ManifestWork w deleted from cluster c1", "work-agent", "ManifestWork"],
+    ]);
   });
 
   it("a rollout's steps, its stop on failures and its completion", () => {
     const R = ManifestWorkReplicaSetKind;
-    expect(of(R, rollout("False", "Progressing", "1 of 4 clusters succeeded"), rollout("False", "Progressing", "2 of 4 clusters succeeded; 2 progressing"))).toEqual([
-      ["Progressing", "Normal", "rollout of r: 2 of 4 clusters succeeded", "manifestworkreplicaset-controller", "ManifestWorkReplicaSet"],
-    ]);
+    expect(
+      of(R, rollout("False", "Progressing", "1 of 4 clusters succeeded"), rollout("False", "Progressing", "2 of 4 clusters succeeded; 2 progressing")),
+    ).toEqual([["Progressing", "Normal", "rollout of r: 2 of 4 clusters succeeded", "manifestworkreplicaset-controller", "ManifestWorkReplicaSet"]]);
     // The same step with other notes: nothing.
     expect(of(R, rollout("False", "Progressing", "2 of 4 clusters succeeded; a"), rollout("False", "Progressing", "2 of 4 clusters succeeded; b"))).toEqual([]);
-    expect(of(R, rollout("False", "Progressing", "2 of 4 clusters succeeded"), rollout("False", "Progressing", "2 of 4 clusters succeeded; the rollout stopped: more failures than maxFailures allows"))).toEqual([
-      ["RolloutFailed", "Warning", "rollout of r stopped: 2 of 4 clusters succeeded; the rollout stopped: more failures than maxFailures allows", "manifestworkreplicaset-controller", "ManifestWorkReplicaSet"],
+    expect(
+      of(
+        R,
+        rollout("False", "Progressing", "2 of 4 clusters succeeded"),
+        rollout("False", "Progressing", "2 of 4 clusters succeeded; the rollout stopped: more failures than maxFailures allows"),
+      ),
+    ).toEqual([
+      [
+        "RolloutFailed",
+        "Warning",
+        "rollout of r stopped: 2 of 4 clusters succeeded; the rollout stopped: more failures than maxFailures allows",
+        "manifestworkreplicaset-controller",
+        "ManifestWorkReplicaSet",
+      ],
     ]);
-    expect(of(R, rollout("False", "Progressing", "3 of 4 clusters succeeded"), rollout("True", "Complete", ""))).toEqual([["Complete", "Normal", "rollout of r complete", "manifestworkreplicaset-controller", "ManifestWorkReplicaSet"]]);
+    expect(of(R, rollout("False", "Progressing", "3 of 4 clusters succeeded"), rollout("True", "Complete", ""))).toEqual([
+      ["Complete", "Normal", "rollout of r complete", "manifestworkreplicaset-controller", "ManifestWorkReplicaSet"],
+    ]);
   });
 
   it("an add-on installed, its availability changing, failing to apply, removed; a status write that changes nothing owes none", () => {
-    const mca = (conditions: unknown[]): KubeObject => ({ apiVersion: "addon.open-cluster-management.io/v1alpha1", kind: "ManagedClusterAddOn", metadata: { name: "hello", namespace: "c1", uid: "u-a", resourceVersion: "1", creationTimestamp: "" }, status: { conditions } });
+    const mca = (conditions: unknown[]): KubeObject => ({
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      kind: "ManagedClusterAddOn",
+      metadata: { name: "hello", namespace: "c1", uid: "u-a", resourceVersion: "1", creationTimestamp: "" },
+      status: { conditions },
+    });
     const A = ManagedClusterAddOnKind;
-    expect(of(A, null, mca([]))).toEqual([["ManagedClusterAddOnCreated", "Normal", "add-on hello on cluster c1 installed", "addon-manager-controller", "ManagedClusterAddOn"]]);
-    expect(of(A, mca([]), mca([cond("Available", "True", "ManagedClusterAddOnLeaseUpdated", "hello add-on is available.")]))).toEqual([
-      ["ManagedClusterAddOnLeaseUpdated", "Normal", "add-on hello on cluster c1: Available True: hello add-on is available.", "addon-manager-controller", "ManagedClusterAddOn"],
+    expect(of(A, null, mca([]))).toEqual([
+      ["ManagedClusterAddOnCreated", "Normal", "add-on hello on cluster c1 installed", "addon-manager-controller", "ManagedClusterAddOn"],
     ]);
-    expect(of(A, mca([cond("Available", "True", "X")]), mca([cond("Available", "Unknown", "ManagedClusterAddOnLeaseNotFound")]))[0]?.slice(0, 2)).toEqual(["ManagedClusterAddOnLeaseNotFound", "Warning"]);
-    expect(of(A, mca([cond("ManifestApplied", "True", "AddonManifestApplied")]), mca([cond("ManifestApplied", "False", "ManifestWorkApplyFailed", "boom")]))).toEqual([
-      ["ManifestWorkApplyFailed", "Warning", "add-on hello on cluster c1: its manifests failed to apply: boom", "addon-manager-controller", "ManagedClusterAddOn"],
+    expect(of(A, mca([]), mca([cond("Available", "True", "ManagedClusterAddOnLeaseUpdated", "hello add-on is available.")]))).toEqual([
+      [
+        "ManagedClusterAddOnLeaseUpdated",
+        "Normal",
+        "add-on hello on cluster c1: Available True: hello add-on is available.",
+        "addon-manager-controller",
+        "ManagedClusterAddOn",
+      ],
+    ]);
+    expect(of(A, mca([cond("Available", "True", "X")]), mca([cond("Available", "Unknown", "ManagedClusterAddOnLeaseNotFound")]))[0]?.slice(0, 2)).toEqual([
+      "ManagedClusterAddOnLeaseNotFound",
+      "Warning",
+    ]);
+    expect(
+      of(A, mca([cond("ManifestApplied", "True", "AddonManifestApplied")]), mca([cond("ManifestApplied", "False", "ManifestWorkApplyFailed", "boom")])),
+    ).toEqual([
+      [
+        "ManifestWorkApplyFailed",
+        "Warning",
+        "add-on hello on cluster c1: its manifests failed to apply: boom",
+        "addon-manager-controller",
+        "ManagedClusterAddOn",
+      ],
     ]);
     expect(of(A, mca([cond("Available", "True", "X")]), mca([cond("Available", "True", "X")]))).toEqual([]);
-    expect(of(A, mca([]), null)).toEqual([["ManagedClusterAddOnDeleted", "Normal", "add-on hello on cluster c1 removed", "addon-manager-controller", "ManagedClusterAddOn"]]);
+    expect(of(A, mca([]), null)).toEqual([
+      ["ManagedClusterAddOnDeleted", "Normal", "add-on hello on cluster c1 removed", "addon-manager-controller", "ManagedClusterAddOn"],
+    ]);
   });
 
   it("a policy propagated to and removed from a cluster, on its root; a compliance change on the replicated policy; a root policy owes none", () => {
@@ -391,17 +572,37 @@ describe("which changes of works and rollouts owe Events", () => {
       apiVersion: "policy.open-cluster-management.io/v1",
       kind: "Policy",
       metadata: { name, namespace, uid: `u-${name}`, resourceVersion: "1", creationTimestamp: "", ...(labels ? { labels } : {}) },
-      status: compliant ? { compliant, details: [{ compliant, history: [{ eventName: "e", lastTimestamp: "2026-11-26T10:00:00Z", message: `${compliant}; violation - namespaces [prod] not found` }] }] } : {},
+      status: compliant
+        ? {
+            compliant,
+            details: [
+              {
+                compliant,
+                history: [{ eventName: "e", lastTimestamp: "2026-11-26T10:00:00Z", message: `${compliant}; violation - namespaces [prod] not found` }],
+              },
+            ],
+          }
+        : {},
     });
-    const replica = (compliant?: string) => policy("policies.ns-prod", "c1", compliant, { "policy.open-cluster-management.io/root-policy": "policies.ns-prod", "policy.open-cluster-management.io/cluster-name": "c1" });
+    const replica = (compliant?: string) =>
+      policy("policies.ns-prod", "c1", compliant, {
+        "policy.open-cluster-management.io/root-policy": "policies.ns-prod",
+        "policy.open-cluster-management.io/cluster-name": "c1",
+      });
     const P = PolicyKind as typeof ManifestWorkKind;
-    expect(of(P, null, replica())).toEqual([["PolicyPropagation", "Normal", "Policy policies.ns-prod was propagated to cluster c1", "policy-propagator", "Policy"]]);
+    expect(of(P, null, replica())).toEqual([
+      ["PolicyPropagation", "Normal", "Policy policies.ns-prod was propagated to cluster c1", "policy-propagator", "Policy"],
+    ]);
     const root = eventsOf({ def: PolicyKind, namespace: "c1", name: "policies.ns-prod", before: null, after: replica() })[0]!.regarding;
     expect([root.namespace, root.name]).toEqual(["policies", "ns-prod"]);
-    expect(of(P, replica(), replica("NonCompliant"))).toEqual([["policy: c1/policies.ns-prod", "Warning", "NonCompliant; violation - namespaces [prod] not found", "policy-status-sync", "Policy"]]);
+    expect(of(P, replica(), replica("NonCompliant"))).toEqual([
+      ["policy: c1/policies.ns-prod", "Warning", "NonCompliant; violation - namespaces [prod] not found", "policy-status-sync", "Policy"],
+    ]);
     expect(of(P, replica("NonCompliant"), replica("NonCompliant"))).toEqual([]);
     expect(of(P, replica("NonCompliant"), replica("Compliant"))[0]?.slice(0, 2)).toEqual(["policy: c1/policies.ns-prod", "Normal"]);
-    expect(of(P, replica("Compliant"), null)).toEqual([["PolicyPropagation", "Normal", "Policy policies.ns-prod was removed from cluster c1", "policy-propagator", "Policy"]]);
+    expect(of(P, replica("Compliant"), null)).toEqual([
+      ["PolicyPropagation", "Normal", "Policy policies.ns-prod was removed from cluster c1", "policy-propagator", "Policy"],
+    ]);
     expect(of(P, policy("ns-prod", "policies"), policy("ns-prod", "policies", "Compliant"))).toEqual([]);
   });
 });

@@ -17,8 +17,23 @@ let undo: () => void;
 
 /** Grants `oidc:<user>` the rules of a new Role `<name>` in `ns`. */
 async function grant(user: string, ns: string, name: string, rules: unknown[]) {
-  expect((await call("POST", `${RBAC}/namespaces/${ns}/roles`, { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name: `${user}-${name}` }, rules })).status).toBe(201);
-  const binding = { apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name: `${user}-${name}` }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: `${user}-${name}` }, subjects: [{ kind: "User", apiGroup: "rbac.authorization.k8s.io", name: `oidc:${user}` }] };
+  expect(
+    (
+      await call("POST", `${RBAC}/namespaces/${ns}/roles`, {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "Role",
+        metadata: { name: `${user}-${name}` },
+        rules,
+      })
+    ).status,
+  ).toBe(201);
+  const binding = {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "RoleBinding",
+    metadata: { name: `${user}-${name}` },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: `${user}-${name}` },
+    subjects: [{ kind: "User", apiGroup: "rbac.authorization.k8s.io", name: `oidc:${user}` }],
+  };
   expect((await call("POST", `${RBAC}/namespaces/${ns}/rolebindings`, binding)).status).toBe(201);
 }
 
@@ -27,7 +42,10 @@ const work = (name: string, exec?: unknown) => ({
   apiVersion: `${W}/v1`,
   kind: "ManifestWork",
   metadata: { name },
-  spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cm", namespace: "default" } }] }, ...(exec ? { executor: exec } : {}) },
+  spec: {
+    workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cm", namespace: "default" } }] },
+    ...(exec ? { executor: exec } : {}),
+  },
 });
 
 beforeAll(async () => {
@@ -35,7 +53,10 @@ beforeAll(async () => {
   await createNamespaces("exec-c1", "exec-team");
   const writeWorks = { apiGroups: [W], resources: ["manifestworks", "manifestworkreplicasets"], verbs: ["get", "list", "create", "update", "patch", "delete"] };
   // Alice writes works in exec-c1 and may execute as apps/deployer only; Bob writes works, nothing more.
-  await grant("alice", "exec-c1", "works", [writeWorks, { apiGroups: [W], resources: ["manifestworks"], verbs: ["execute-as"], resourceNames: ["system:serviceaccount:apps:deployer"] }]);
+  await grant("alice", "exec-c1", "works", [
+    writeWorks,
+    { apiGroups: [W], resources: ["manifestworks"], verbs: ["execute-as"], resourceNames: ["system:serviceaccount:apps:deployer"] },
+  ]);
   await grant("bob", "exec-c1", "works", [writeWorks]);
   await grant("bob", "exec-team", "works", [writeWorks]);
 });
@@ -79,7 +100,9 @@ describe("ManifestWork executor admission (OCM execute-as)", () => {
   });
 
   it("the grant may also name resource serviceaccounts of the work group (the issue's wording)", async () => {
-    await grant("bob", "exec-c1", "execute-as-sa", [{ apiGroups: [W], resources: ["serviceaccounts"], verbs: ["execute-as"], resourceNames: ["system:serviceaccount:apps:bob"] }]);
+    await grant("bob", "exec-c1", "execute-as-sa", [
+      { apiGroups: [W], resources: ["serviceaccounts"], verbs: ["execute-as"], resourceNames: ["system:serviceaccount:apps:bob"] },
+    ]);
     expect((await callAs("bob", "POST", WORKS("exec-c1"), work("w5", executor("apps", "bob")))).status).toBe(201);
   });
 
@@ -92,7 +115,9 @@ describe("ManifestWork executor admission (OCM execute-as)", () => {
     });
     const refused = await callAs("bob", "POST", MWRS("exec-team"), mwrs("rs1"));
     expect(refused.status).toBe(403);
-    expect(refused.body.message).toBe(`manifestworkreplicasets.${W} "rs1" is forbidden: user "oidc:bob" cannot manipulate the ManifestWorkReplicaSet with executor apps/deployer in namespace exec-team`);
+    expect(refused.body.message).toBe(
+      `manifestworkreplicasets.${W} "rs1" is forbidden: user "oidc:bob" cannot manipulate the ManifestWorkReplicaSet with executor apps/deployer in namespace exec-team`,
+    );
     expect((await call("POST", MWRS("exec-team"), mwrs("rs1"))).status).toBe(201);
   });
 
@@ -101,14 +126,21 @@ describe("ManifestWork executor admission (OCM execute-as)", () => {
       [{}, "spec.executor.subject", "FieldValueRequired"],
       [{ subject: { type: "User" } }, "spec.executor.subject.type", ""],
       [{ subject: { type: "ServiceAccount" } }, "spec.executor.subject.serviceAccount", "FieldValueRequired"],
-      [{ subject: { type: "ServiceAccount", serviceAccount: { namespace: "Apps", name: "d" } } }, "spec.executor.subject.serviceAccount.namespace", "FieldValueInvalid"],
+      [
+        { subject: { type: "ServiceAccount", serviceAccount: { namespace: "Apps", name: "d" } } },
+        "spec.executor.subject.serviceAccount.namespace",
+        "FieldValueInvalid",
+      ],
       [{ subject: { type: "ServiceAccount", serviceAccount: { namespace: "apps" } } }, "spec.executor.subject.serviceAccount.name", ""],
     ];
     for (const [exec, field, reason] of cases) {
       const res = await call("POST", WORKS("exec-c1"), work("bad", exec));
       expect(res.status, JSON.stringify(exec)).toBe(422);
       const causes = res.body.details.causes as { field: string; reason: string }[];
-      expect(causes.some((c) => c.field === field && (!reason || c.reason === reason)), JSON.stringify(causes)).toBe(true);
+      expect(
+        causes.some((c) => c.field === field && (!reason || c.reason === reason)),
+        JSON.stringify(causes),
+      ).toBe(true);
     }
   });
 });

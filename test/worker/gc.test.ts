@@ -19,7 +19,11 @@ interface Ref {
 }
 
 async function placement(ns: string, name: string, ownerReferences?: Ref[], finalizers?: string[]) {
-  const res = await call("POST", PL(ns), { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name, ownerReferences, finalizers } });
+  const res = await call("POST", PL(ns), {
+    apiVersion: "cluster.open-cluster-management.io/v1beta1",
+    kind: "Placement",
+    metadata: { name, ownerReferences, finalizers },
+  });
   expect(res.status).toBe(201);
   return res.body;
 }
@@ -46,7 +50,9 @@ describe("garbage collection by ownerReferences", () => {
   });
 
   it("deletes an object whose owners do not exist, and drops only the absent reference when another owner exists", async () => {
-    await placement("gc2", "dangling", [{ apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", name: "ghost", uid: "00000000-0000-0000-0000-000000000000" }]);
+    await placement("gc2", "dangling", [
+      { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", name: "ghost", uid: "00000000-0000-0000-0000-000000000000" },
+    ]);
     expect((await call("GET", `${PL("gc2")}/dangling`)).status).toBe(404);
     const a = await placement("gc2", "a");
     const b = await placement("gc2", "b");
@@ -91,13 +97,27 @@ describe("garbage collection by ownerReferences", () => {
 
   it("works across kinds and scopes: a ManagedCluster owns a set, a set owns a ManagedCluster", async () => {
     const mc = (await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "gc-owner" } })).body;
-    const set = await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "gc-owned", ownerReferences: [refTo(mc)] } });
+    const set = await call("POST", MCSET, {
+      apiVersion: "cluster.open-cluster-management.io/v1beta2",
+      kind: "ManagedClusterSet",
+      metadata: { name: "gc-owned", ownerReferences: [refTo(mc)] },
+    });
     expect(set.status).toBe(201);
     await call("DELETE", `${MC}/gc-owner`);
     expect((await call("GET", `${MCSET}/gc-owned`)).status).toBe(404);
 
-    const ownerSet = (await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "gc-set" } })).body;
-    expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "gc-dep", ownerReferences: [refTo(ownerSet)] } })).status).toBe(201);
+    const ownerSet = (
+      await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "gc-set" } })
+    ).body;
+    expect(
+      (
+        await call("POST", MC, {
+          apiVersion: "cluster.open-cluster-management.io/v1",
+          kind: "ManagedCluster",
+          metadata: { name: "gc-dep", ownerReferences: [refTo(ownerSet)] },
+        })
+      ).status,
+    ).toBe(201);
     await call("DELETE", `${MCSET}/gc-set`);
     expect((await call("GET", `${MC}/gc-dep`)).status).toBe(404);
   });
@@ -122,7 +142,9 @@ describe("the owner index on a hub upgraded from before it", () => {
   it("carries the references written before the migration, so their owners' deletes still collect them", async () => {
     const owner = await placement("gcu", "owner");
     await placement("gcu", "dep", [refTo(owner)]);
-    const indexed = async () => (await env.DB.prepare("SELECT owner_uid, resource, namespace, name FROM owner_references WHERE namespace = 'gcu' AND resource LIKE '%/placements'").all()).results;
+    const indexed = async () =>
+      (await env.DB.prepare("SELECT owner_uid, resource, namespace, name FROM owner_references WHERE namespace = 'gcu' AND resource LIKE '%/placements'").all())
+        .results;
     const fresh = await indexed();
     expect(fresh).toEqual([{ owner_uid: owner.metadata.uid, resource: "cluster.open-cluster-management.io/placements", namespace: "gcu", name: "dep" }]);
     // The previous release's schema: no owner index.

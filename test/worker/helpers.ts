@@ -28,7 +28,8 @@ export async function call(method: string, path: string, body?: unknown, opts: C
   if (payload !== undefined || opts.contentType !== undefined) headers["content-type"] ??= opts.contentType ?? "application/json";
   const res = await exports.default.fetch(`https://hub.test${path}`, { method, headers, body: payload });
   const text = await res.text();
-  let json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  let json: any;
   try {
     json = text ? JSON.parse(text) : undefined;
   } catch {
@@ -43,7 +44,10 @@ export interface AgentKeys {
   kid: string;
   /** The hub's key tag for this key, once an answer handed it over (sent as the `ktag` header parameter). */
   tag?: string;
-  sign(cluster: string, opts?: { jti?: string; lifetimeSeconds?: number; iatOffsetSeconds?: number; aud?: string; sub?: string; tag?: string | null }): Promise<string>;
+  sign(
+    cluster: string,
+    opts?: { jti?: string; lifetimeSeconds?: number; iatOffsetSeconds?: number; aud?: string; sub?: string; tag?: string | null },
+  ): Promise<string>;
   /** A proof of possession for a registration or rotation (docs/agent-protocol.md). */
   proof(cluster: string, clusterId?: string, opts?: { iatOffsetSeconds?: number; lifetimeSeconds?: number; aud?: string }): Promise<string>;
 }
@@ -95,13 +99,19 @@ export async function createToken(spec: Record<string, unknown> = {}): Promise<s
 export async function register(token: string, clusterName: string, clusterId: string, keys?: AgentKeys) {
   const k = keys ?? (await agentKeys());
   const proof = await k.proof(clusterName, clusterId);
-  const r = await call("POST", "/agent/v1/register", { clusterName, clusterId, publicKey: k.publicJwk, proof, claims: [{ name: "region", value: "eu" }] }, { token });
+  const r = await call(
+    "POST",
+    "/agent/v1/register",
+    { clusterName, clusterId, publicKey: k.publicJwk, proof, claims: [{ name: "region", value: "eu" }] },
+    { token },
+  );
   const tag = r.headers.get("flotilla-key-tag");
   if (tag && r.status < 300) k.tag = tag;
   return { keys: k, res: r };
 }
 
-export function condition(obj: any, type: string) { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function condition(obj: any, type: string) {
   return (obj?.status?.conditions ?? []).find((c: { type: string }) => c.type === type);
 }
 
@@ -180,6 +190,7 @@ export const NAMESPACES = "/api/v1/namespaces";
 export async function createNamespaces(...names: string[]): Promise<void> {
   for (const name of names) {
     const r = await call("POST", NAMESPACES, { apiVersion: "v1", kind: "Namespace", metadata: { name } });
-    if (r.status !== 201 && !(r.status === 409 && r.body?.reason === "AlreadyExists")) throw new Error(`creating namespace ${name}: ${r.status} ${JSON.stringify(r.body)}`);
+    if (r.status !== 201 && !(r.status === 409 && r.body?.reason === "AlreadyExists"))
+      throw new Error(`creating namespace ${name}: ${r.status} ${JSON.stringify(r.body)}`);
   }
 }

@@ -17,7 +17,8 @@ import { apiVersionOf, type KindDefinition } from "../../src/k8s/kind.ts";
 import { KINDS } from "../../src/kinds/index.ts";
 import { agentKeys, call, createNamespaces, createToken, register, snapshot, type AgentKeys, type CallOptions } from "./helpers.ts";
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;
 type Path = (string | number)[];
 
 /** Namespace of the namespaced kinds; the cluster's own namespace holds its works and scores. */
@@ -137,7 +138,16 @@ function validFields(def: KindDefinition, name: string): Json {
       return { rules: [{ verbs: ["get"], apiGroups: [""], resources: ["secrets"] }] };
     case "Event":
       return def.conversion
-        ? { eventTime: "2026-11-26T10:00:00.000000Z", reportingController: "hostile", reportingInstance: "h-1", action: "Test", reason: "Tested", regarding: { kind: "Pod", name: "p" }, note: "n", type: "Normal" }
+        ? {
+            eventTime: "2026-11-26T10:00:00.000000Z",
+            reportingController: "hostile",
+            reportingInstance: "h-1",
+            action: "Test",
+            reason: "Tested",
+            regarding: { kind: "Pod", name: "p" },
+            note: "n",
+            type: "Normal",
+          }
         : { involvedObject: { kind: "Pod", name: "p" }, reason: "Tested", message: "m", type: "Normal" };
     case "RoleBinding":
     case "ClusterRoleBinding":
@@ -153,7 +163,9 @@ function validFields(def: KindDefinition, name: string): Json {
                 apiVersion: "policy.open-cluster-management.io/v1",
                 kind: "ConfigurationPolicy",
                 metadata: { name: "hostile" },
-                spec: { "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: "prod" } } }] },
+                spec: {
+                  "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: "prod" } } }],
+                },
               },
             },
           ],
@@ -193,7 +205,19 @@ function duplicateName(obj: Json): string {
 // ---------------------------------------------------------------------------------------------
 
 interface ZodInternals {
-  _zod: { def: { type: string; innerType?: z.ZodType; shape?: Record<string, z.ZodType>; element?: z.ZodType; valueType?: z.ZodType; entries?: Record<string, unknown>; values?: unknown[]; options?: z.ZodType[]; checks?: { _zod: { def: Json } }[] } };
+  _zod: {
+    def: {
+      type: string;
+      innerType?: z.ZodType;
+      shape?: Record<string, z.ZodType>;
+      element?: z.ZodType;
+      valueType?: z.ZodType;
+      entries?: Record<string, unknown>;
+      values?: unknown[];
+      options?: z.ZodType[];
+      checks?: { _zod: { def: Json } }[];
+    };
+  };
 }
 const defOf = (s: z.ZodType) => (s as unknown as ZodInternals)._zod.def;
 
@@ -302,37 +326,105 @@ const BAD_ESCAPES = ["%E0%A4%A", "%zz", "a%C0%AFb", "%ED%A0%80", "%"];
 for (const def of STORED) {
   const coll = collection(def);
   const k = kindName(def);
-  for (const esc of BAD_ESCAPES) add({ name: `${k}: GET a name with the malformed escape ${esc}`, method: "GET", path: `${coll}/${esc}`, status: 400, reason: "BadRequest" });
+  for (const esc of BAD_ESCAPES)
+    add({ name: `${k}: GET a name with the malformed escape ${esc}`, method: "GET", path: `${coll}/${esc}`, status: 400, reason: "BadRequest" });
   add({ name: `${k}: DELETE a name with a malformed escape`, method: "DELETE", path: `${coll}/%E0%A4%A`, status: 400, reason: "BadRequest" });
   add({ name: `${k}: PUT a name with a malformed escape`, method: "PUT", path: `${coll}/%ff`, body: valid(def, "x"), status: 400, reason: "BadRequest" });
   add({ name: `${k}: a malformed escape in the query`, method: "GET", path: `${coll}?labelSelector=%E0%A4%A`, status: 400, reason: "BadRequest" });
-  add({ name: `${k}: a 9 KiB labelSelector`, method: "GET", path: `${coll}?labelSelector=a%3D${"b".repeat(9 * 1024)}`, status: 414, reason: "RequestURITooLong" });
+  add({
+    name: `${k}: a 9 KiB labelSelector`,
+    method: "GET",
+    path: `${coll}?labelSelector=a%3D${"b".repeat(9 * 1024)}`,
+    status: 414,
+    reason: "RequestURITooLong",
+  });
   add({ name: `${k}: a 9 KiB name`, method: "GET", path: `${coll}/${"a".repeat(9 * 1024)}`, status: 414, reason: "RequestURITooLong" });
   add({ name: `${k}: GET an absent object`, method: "GET", path: `${coll}/absent`, status: 404, reason: "NotFound" });
   add({ name: `${k}: an unknown subresource`, method: "GET", path: `${coll}/${fixtureName(def) || "x"}/scale`, status: 404, reason: "NotFound" });
   add({ name: `${k}: a path past the subresource`, method: "GET", path: `${coll}/x/status/extra`, status: 404, reason: "NotFound" });
-  if (!def.hasStatus) add({ name: `${k}: the status subresource of a kind without one`, method: "GET", path: `${coll}/x/status`, status: 404, reason: "NotFound" });
+  if (!def.hasStatus)
+    add({ name: `${k}: the status subresource of a kind without one`, method: "GET", path: `${coll}/x/status`, status: 404, reason: "NotFound" });
   if (def.namespaced) {
     add({ name: `${k}: a namespace with a malformed escape`, method: "GET", path: collection(def, "%E0%A4%A"), status: 400, reason: "BadRequest" });
     add({ name: `${k}: an invalid namespace`, method: "GET", path: collection(def, "Bad_NS"), status: 400, reason: "BadRequest", field: "metadata.namespace" });
-    add({ name: `${k}: a 64-character namespace`, method: "POST", path: collection(def, "n".repeat(64)), body: valid(def, freshName()), status: 400, reason: "BadRequest", field: "metadata.namespace" });
+    add({
+      name: `${k}: a 64-character namespace`,
+      method: "POST",
+      path: collection(def, "n".repeat(64)),
+      body: valid(def, freshName()),
+      status: 400,
+      reason: "BadRequest",
+      field: "metadata.namespace",
+    });
   } else {
-    add({ name: `${k}: a cluster-scoped kind under a namespace`, method: "GET", path: coll.replace(`/${def.plural}`, `/namespaces/${NS}/${def.plural}/x`), status: 404, reason: "NotFound" });
+    add({
+      name: `${k}: a cluster-scoped kind under a namespace`,
+      method: "GET",
+      path: coll.replace(`/${def.plural}`, `/namespaces/${NS}/${def.plural}/x`),
+      status: 404,
+      reason: "NotFound",
+    });
   }
   add({ name: `${k}: list without a credential`, method: "GET", path: coll, opts: { token: null }, status: 401, reason: "Unauthorized" });
-  add({ name: `${k}: create with a wrong admin token`, method: "POST", path: coll, body: valid(def, freshName()), opts: { token: "not-the-admin-token" }, status: 401, reason: "Unauthorized" });
+  add({
+    name: `${k}: create with a wrong admin token`,
+    method: "POST",
+    path: coll,
+    body: valid(def, freshName()),
+    opts: { token: "not-the-admin-token" },
+    status: 401,
+    reason: "Unauthorized",
+  });
   for (const sel of ["a in (b", "!", "=b", "a in b", "Bad Key=x", "a=b=c", "a notin", "x,", "a=" + "v".repeat(64)]) {
-    add({ name: `${k}: labelSelector ${JSON.stringify(sel)}`, method: "GET", path: `${coll}?labelSelector=${encodeURIComponent(sel)}`, status: 400, reason: "BadRequest", field: "labelSelector" });
+    add({
+      name: `${k}: labelSelector ${JSON.stringify(sel)}`,
+      method: "GET",
+      path: `${coll}?labelSelector=${encodeURIComponent(sel)}`,
+      status: 400,
+      reason: "BadRequest",
+      field: "labelSelector",
+    });
   }
   for (const sel of ["spec.foo=bar", "metadata.uid=1", "nonsense"]) {
-    add({ name: `${k}: fieldSelector ${JSON.stringify(sel)}`, method: "GET", path: `${coll}?fieldSelector=${encodeURIComponent(sel)}`, status: 400, reason: "BadRequest", field: "fieldSelector" });
+    add({
+      name: `${k}: fieldSelector ${JSON.stringify(sel)}`,
+      method: "GET",
+      path: `${coll}?fieldSelector=${encodeURIComponent(sel)}`,
+      status: 400,
+      reason: "BadRequest",
+      field: "fieldSelector",
+    });
   }
-  for (const limit of ["-1", "abc", "1.5"]) add({ name: `${k}: limit=${limit}`, method: "GET", path: `${coll}?limit=${limit}`, status: 400, reason: "BadRequest", field: "limit" });
+  for (const limit of ["-1", "abc", "1.5"])
+    add({ name: `${k}: limit=${limit}`, method: "GET", path: `${coll}?limit=${limit}`, status: 400, reason: "BadRequest", field: "limit" });
   for (const token of ["!!!", btoa(JSON.stringify({ start: 7 }))]) {
-    add({ name: `${k}: continue=${token}`, method: "GET", path: `${coll}?continue=${encodeURIComponent(token)}`, status: 400, reason: "BadRequest", field: "continue" });
+    add({
+      name: `${k}: continue=${token}`,
+      method: "GET",
+      path: `${coll}?continue=${encodeURIComponent(token)}`,
+      status: 400,
+      reason: "BadRequest",
+      field: "continue",
+    });
   }
-  for (const rv of ["abc", "-5"]) add({ name: `${k}: watch from resourceVersion ${rv}`, method: "GET", path: `${coll}?watch=true&resourceVersion=${rv}`, status: 400, reason: "BadRequest", field: "resourceVersion" });
-  for (const t of ["-1", "soon"]) add({ name: `${k}: watch with timeoutSeconds ${t}`, method: "GET", path: `${coll}?watch=true&timeoutSeconds=${t}`, status: 400, reason: "BadRequest", field: "timeoutSeconds" });
+  for (const rv of ["abc", "-5"])
+    add({
+      name: `${k}: watch from resourceVersion ${rv}`,
+      method: "GET",
+      path: `${coll}?watch=true&resourceVersion=${rv}`,
+      status: 400,
+      reason: "BadRequest",
+      field: "resourceVersion",
+    });
+  for (const t of ["-1", "soon"])
+    add({
+      name: `${k}: watch with timeoutSeconds ${t}`,
+      method: "GET",
+      path: `${coll}?watch=true&timeoutSeconds=${t}`,
+      status: 400,
+      reason: "BadRequest",
+      field: "timeoutSeconds",
+    });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -341,23 +433,52 @@ for (const def of STORED) {
 
 for (const def of KINDS.filter((d) => d.systemOwned && !d.viewOf)) {
   const coll = collection(def);
-  add({ name: `${kindName(def)}: create (written by the hub only)`, method: "POST", path: coll, body: valid(def, freshName()), status: 405, reason: "MethodNotAllowed" });
-  add({ name: `${kindName(def)}: update (written by the hub only)`, method: "PUT", path: `${coll}/x`, body: valid(def, "x"), status: 405, reason: "MethodNotAllowed" });
-  add({ name: `${kindName(def)}: merge patch (written by the hub only)`, method: "PATCH", path: `${coll}/x`, body: {}, opts: { contentType: MERGE }, status: 405, reason: "MethodNotAllowed" });
+  add({
+    name: `${kindName(def)}: create (written by the hub only)`,
+    method: "POST",
+    path: coll,
+    body: valid(def, freshName()),
+    status: 405,
+    reason: "MethodNotAllowed",
+  });
+  add({
+    name: `${kindName(def)}: update (written by the hub only)`,
+    method: "PUT",
+    path: `${coll}/x`,
+    body: valid(def, "x"),
+    status: 405,
+    reason: "MethodNotAllowed",
+  });
+  add({
+    name: `${kindName(def)}: merge patch (written by the hub only)`,
+    method: "PATCH",
+    path: `${coll}/x`,
+    body: {},
+    opts: { contentType: MERGE },
+    status: 405,
+    reason: "MethodNotAllowed",
+  });
   add({ name: `${kindName(def)}: delete (written by the hub only)`, method: "DELETE", path: `${coll}/x`, status: 405, reason: "MethodNotAllowed" });
 }
 
 for (const def of STORED.filter((d) => !d.systemOwned)) {
   const coll = collection(def);
   const k = kindName(def);
-  const create = (name: string, body: unknown, status: number, reason: string, field?: string, opts?: CallOptions) => add({ name: `${k}: create with ${name}`, method: "POST", path: coll, body, opts, status, reason, field });
+  const create = (name: string, body: unknown, status: number, reason: string, field?: string, opts?: CallOptions) =>
+    add({ name: `${k}: create with ${name}`, method: "POST", path: coll, body, opts, status, reason, field });
   const raw = (text: string): CallOptions => ({ raw: text });
 
   // Bodies that are not an object of the kind.
   create("a body that is not JSON", undefined, 400, "BadRequest", undefined, raw("{not json"));
   create("an empty body", undefined, 400, "BadRequest", undefined, raw(""));
   create("a truncated body", undefined, 400, "BadRequest", undefined, raw(JSON.stringify(valid(def, freshName())).slice(0, 20)));
-  for (const [label, body] of [["an array", [1, 2]], ["null", null], ["a string", "x"], ["a number", 42], ["true", true]] as const) {
+  for (const [label, body] of [
+    ["an array", [1, 2]],
+    ["null", null],
+    ["a string", "x"],
+    ["a number", 42],
+    ["true", true],
+  ] as const) {
     create(`${label} as the body`, undefined, 400, "BadRequest", undefined, raw(JSON.stringify(body)));
   }
   create("the wrong apiVersion", { ...valid(def, freshName()), apiVersion: "v9" }, 400, "BadRequest", "apiVersion");
@@ -366,23 +487,55 @@ for (const def of STORED.filter((d) => !d.systemOwned)) {
   create("an unknown metadata field", setAt(valid(def, freshName()), ["metadata", "bogus"], 1), 400, "BadRequest", "metadata.bogus");
   create("an unknown field under Strict", { ...valid(def, freshName()), bogus: 1 }, 400, "BadRequest", "bogus", { contentType: "application/json" });
   create("a duplicate key", undefined, 400, "BadRequest", "metadata.name", raw(duplicateName(valid(def, freshName()))));
-  create(`a body nested ${MAX_NESTING_DEPTH + 1} levels`, undefined, 400, "BadRequest", undefined, raw(deepBody(valid(def, freshName()), "metadata", MAX_NESTING_DEPTH)));
+  create(
+    `a body nested ${MAX_NESTING_DEPTH + 1} levels`,
+    undefined,
+    400,
+    "BadRequest",
+    undefined,
+    raw(deepBody(valid(def, freshName()), "metadata", MAX_NESTING_DEPTH)),
+  );
   create("a body nested 10,000 levels", undefined, 400, "BadRequest", undefined, raw(deepBody(valid(def, freshName()), "spec", 10_000)));
   create("a 4 MiB body", setAt(valid(def, freshName()), ["metadata", "annotations", "big"], "x".repeat(4 * 1024 * 1024)), 413, "RequestEntityTooLarge");
   create("a text/plain body", valid(def, freshName()), 415, "UnsupportedMediaType", undefined, { contentType: "text/plain" });
-  create("a YAML body of another kind", "apiVersion: example.com/v9\nkind: Pod\nmetadata:\n  name: x\n", 400, "BadRequest", "apiVersion", { contentType: "application/yaml" });
+  create("a YAML body of another kind", "apiVersion: example.com/v9\nkind: Pod\nmetadata:\n  name: x\n", 400, "BadRequest", "apiVersion", {
+    contentType: "application/yaml",
+  });
   create("a YAML body that is not YAML", undefined, 400, "BadRequest", undefined, { contentType: "application/yaml", raw: "metadata: [1, 2\n" });
   // The core kinds take Kubernetes' protobuf encoding (kubectl's typed clients send it): a body that is not it is 400.
-  if (def.group === "" || def.group === RBAC_GROUP) create("a protobuf body without the envelope", "x", 400, "BadRequest", undefined, { contentType: "application/vnd.kubernetes.protobuf" });
+  if (def.group === "" || def.group === RBAC_GROUP)
+    create("a protobuf body without the envelope", "x", 400, "BadRequest", undefined, { contentType: "application/vnd.kubernetes.protobuf" });
   else create("a protobuf body", "x", 415, "UnsupportedMediaType", undefined, { contentType: "application/vnd.kubernetes.protobuf" });
-  add({ name: `${k}: create with fieldValidation=Lenient`, method: "POST", path: `${coll}?fieldValidation=Lenient`, body: valid(def, freshName()), status: 400, reason: "BadRequest", field: "fieldValidation" });
-  add({ name: `${k}: create with dryRun=Some`, method: "POST", path: `${coll}?dryRun=Some`, body: valid(def, freshName()), status: 400, reason: "BadRequest", field: "dryRun" });
+  add({
+    name: `${k}: create with fieldValidation=Lenient`,
+    method: "POST",
+    path: `${coll}?fieldValidation=Lenient`,
+    body: valid(def, freshName()),
+    status: 400,
+    reason: "BadRequest",
+    field: "fieldValidation",
+  });
+  add({
+    name: `${k}: create with dryRun=Some`,
+    method: "POST",
+    path: `${coll}?dryRun=Some`,
+    body: valid(def, freshName()),
+    status: 400,
+    reason: "BadRequest",
+    field: "dryRun",
+  });
   add({ name: `${k}: POST to a named object`, method: "POST", path: `${coll}/x`, body: valid(def, "x"), status: 405, reason: "MethodNotAllowed" });
   create("a resourceVersion", setAt(valid(def, freshName()), ["metadata", "resourceVersion"], "5"), 400, "BadRequest", "metadata.resourceVersion");
-  if (def.namespaced) create("another namespace in the body", setAt(valid(def, freshName()), ["metadata", "namespace"], "elsewhere"), 400, "BadRequest", "metadata.namespace");
+  if (def.namespaced)
+    create("another namespace in the body", setAt(valid(def, freshName()), ["metadata", "namespace"], "elsewhere"), 400, "BadRequest", "metadata.namespace");
 
   // metadata of the wrong type, and its fields.
-  for (const [label, value] of [["an array", []], ["a string", "x"], ["a number", 7], ["true", true]] as const) {
+  for (const [label, value] of [
+    ["an array", []],
+    ["a string", "x"],
+    ["a number", 7],
+    ["true", true],
+  ] as const) {
     create(`metadata as ${label}`, { ...valid(def, "x"), metadata: value }, 422, "Invalid", "metadata");
   }
   const metaCases: [string, Path, unknown, string][] = [
@@ -410,8 +563,19 @@ for (const def of STORED.filter((d) => !d.systemOwned)) {
   // RBAC names need only be path segments (Kubernetes' ValidateRBACName): "system:discovery" is one.
   const badNames: (readonly [string, string])[] =
     def.group === RBAC_GROUP
-      ? [["a slash in the name", "a/b"], ["a percent sign in the name", "a%b"], ["the name ..", ".."], ["an empty name", ""]]
-      : [["an uppercase name", "Bad"], ["a 254-character name", "a".repeat(254)], ["a leading dash", "-abcde"], ["an underscore", "a_bcde"], ["an empty name", ""]];
+      ? [
+          ["a slash in the name", "a/b"],
+          ["a percent sign in the name", "a%b"],
+          ["the name ..", ".."],
+          ["an empty name", ""],
+        ]
+      : [
+          ["an uppercase name", "Bad"],
+          ["a 254-character name", "a".repeat(254)],
+          ["a leading dash", "-abcde"],
+          ["an underscore", "a_bcde"],
+          ["an empty name", ""],
+        ];
   for (const [label, name] of badNames) {
     // A BootstrapToken without a name gets a generated one (its create answer carries it).
     if (!(def.kind === "BootstrapToken" && name === "")) create(label, valid(def, name), 422, "Invalid", "metadata.name");
@@ -421,12 +585,58 @@ for (const def of STORED.filter((d) => !d.systemOwned)) {
   const obj = () => member(def);
   add({ name: `${k}: update with a body that is not JSON`, method: "PUT", path: obj, opts: raw("{nope"), status: 400, reason: "BadRequest" });
   add({ name: `${k}: update with an array body`, method: "PUT", path: obj, body: [], status: 400, reason: "BadRequest" });
-  add({ name: `${k}: update with the wrong kind`, method: "PUT", path: obj, body: () => ({ ...current(def), kind: "Pod" }), status: 400, reason: "BadRequest", field: "kind" });
-  add({ name: `${k}: update with metadata as an array`, method: "PUT", path: obj, body: () => ({ ...current(def), metadata: [] }), status: 422, reason: "Invalid", field: "metadata" });
-  add({ name: `${k}: update with another name`, method: "PUT", path: obj, body: () => setAt(current(def), ["metadata", "name"], "someone-else"), status: 400, reason: "BadRequest", field: "metadata.name" });
-  add({ name: `${k}: update with a stale resourceVersion`, method: "PUT", path: obj, body: () => setAt(current(def), ["metadata", "resourceVersion"], "1"), status: 409, reason: "Conflict" });
-  add({ name: `${k}: update with a duplicate key`, method: "PUT", path: obj, opts: () => raw(duplicateName(current(def))), status: 400, reason: "BadRequest", field: "metadata.name" });
-  add({ name: `${k}: update nested 10,000 levels`, method: "PUT", path: obj, opts: () => raw(deepBody(current(def), "spec", 10_000)), status: 400, reason: "BadRequest" });
+  add({
+    name: `${k}: update with the wrong kind`,
+    method: "PUT",
+    path: obj,
+    body: () => ({ ...current(def), kind: "Pod" }),
+    status: 400,
+    reason: "BadRequest",
+    field: "kind",
+  });
+  add({
+    name: `${k}: update with metadata as an array`,
+    method: "PUT",
+    path: obj,
+    body: () => ({ ...current(def), metadata: [] }),
+    status: 422,
+    reason: "Invalid",
+    field: "metadata",
+  });
+  add({
+    name: `${k}: update with another name`,
+    method: "PUT",
+    path: obj,
+    body: () => setAt(current(def), ["metadata", "name"], "someone-else"),
+    status: 400,
+    reason: "BadRequest",
+    field: "metadata.name",
+  });
+  add({
+    name: `${k}: update with a stale resourceVersion`,
+    method: "PUT",
+    path: obj,
+    body: () => setAt(current(def), ["metadata", "resourceVersion"], "1"),
+    status: 409,
+    reason: "Conflict",
+  });
+  add({
+    name: `${k}: update with a duplicate key`,
+    method: "PUT",
+    path: obj,
+    opts: () => raw(duplicateName(current(def))),
+    status: 400,
+    reason: "BadRequest",
+    field: "metadata.name",
+  });
+  add({
+    name: `${k}: update nested 10,000 levels`,
+    method: "PUT",
+    path: obj,
+    opts: () => raw(deepBody(current(def), "spec", 10_000)),
+    status: 400,
+    reason: "BadRequest",
+  });
   add({ name: `${k}: update of an absent object`, method: "PUT", path: `${coll}/absent`, body: valid(def, "absent"), status: 404, reason: "NotFound" });
   const patch = (name: string, body: unknown, status: number, reason: string, field?: string, opts: CallOptions = { contentType: MERGE }, path = obj) =>
     add({ name: `${k}: merge patch with ${name}`, method: "PATCH", path, body, opts, status, reason, field });
@@ -446,26 +656,85 @@ for (const def of STORED.filter((d) => !d.systemOwned)) {
   patch("an absent object", { metadata: {} }, 404, "NotFound", undefined, { contentType: MERGE }, () => `${coll}/absent`);
   // The core kinds take strategic merge patches (as kube-apiserver's built-in kinds), which must be objects.
   for (const contentType of [...(strategic(def) ? [] : ["application/strategic-merge-patch+json"]), "application/json", "text/plain"]) {
-    add({ name: `${k}: PATCH as ${contentType}`, method: "PATCH", path: obj, body: [{ op: "add", path: "/metadata/labels", value: {} }], opts: { contentType }, status: 415, reason: "UnsupportedMediaType" });
+    add({
+      name: `${k}: PATCH as ${contentType}`,
+      method: "PATCH",
+      path: obj,
+      body: [{ op: "add", path: "/metadata/labels", value: {} }],
+      opts: { contentType },
+      status: 415,
+      reason: "UnsupportedMediaType",
+    });
   }
-  if (strategic(def)) add({ name: `${k}: a strategic merge patch that is an array`, method: "PATCH", path: obj, body: [{ op: "add", path: "/metadata/labels", value: {} }], opts: { contentType: "application/strategic-merge-patch+json" }, status: 400, reason: "BadRequest" });
+  if (strategic(def))
+    add({
+      name: `${k}: a strategic merge patch that is an array`,
+      method: "PATCH",
+      path: obj,
+      body: [{ op: "add", path: "/metadata/labels", value: {} }],
+      opts: { contentType: "application/strategic-merge-patch+json" },
+      status: 400,
+      reason: "BadRequest",
+    });
   const jsonPatch = (name: string, body: unknown, status: number, field?: string) =>
-    add({ name: `${k}: JSON patch ${name}`, method: "PATCH", path: obj, body, opts: { contentType: "application/json-patch+json" }, status, reason: status === 400 ? "BadRequest" : "Invalid", field });
+    add({
+      name: `${k}: JSON patch ${name}`,
+      method: "PATCH",
+      path: obj,
+      body,
+      opts: { contentType: "application/json-patch+json" },
+      status,
+      reason: status === 400 ? "BadRequest" : "Invalid",
+      field,
+    });
   jsonPatch("that is an object", { op: "add", path: "/metadata/labels", value: {} }, 400);
-  jsonPatch("whose test fails", [{ op: "add", path: "/metadata/labels", value: { a: "1" } }, { op: "test", path: "/metadata/name", value: "someone-else" }], 422);
+  jsonPatch(
+    "whose test fails",
+    [
+      { op: "add", path: "/metadata/labels", value: { a: "1" } },
+      { op: "test", path: "/metadata/name", value: "someone-else" },
+    ],
+    422,
+  );
   jsonPatch("with an unknown op", [{ op: "merge", path: "/metadata" }], 422, "patch[0].op");
   jsonPatch("into __proto__", [{ op: "add", path: "/__proto__/polluted", value: true }], 422);
   jsonPatch("removing what is not there", [{ op: "remove", path: "/spec/absent/deeper" }], 422);
-  add({ name: `${k}: PATCH without a content type`, method: "PATCH", path: obj, body: {}, opts: { headers: { "content-type": "" } }, status: 415, reason: "UnsupportedMediaType" });
+  add({
+    name: `${k}: PATCH without a content type`,
+    method: "PATCH",
+    path: obj,
+    body: {},
+    opts: { headers: { "content-type": "" } },
+    status: 415,
+    reason: "UnsupportedMediaType",
+  });
   const apply = (name: string, text: string | (() => string), status: number, reason: string, field?: string, query = "?fieldManager=hostile") =>
-    add({ name: `${k}: apply with ${name}`, method: "PATCH", path: () => `${obj()}${query}`, opts: () => ({ contentType: APPLY, raw: typeof text === "function" ? text() : text }), status, reason, field });
+    add({
+      name: `${k}: apply with ${name}`,
+      method: "PATCH",
+      path: () => `${obj()}${query}`,
+      opts: () => ({ contentType: APPLY, raw: typeof text === "function" ? text() : text }),
+      status,
+      reason,
+      field,
+    });
   const head = () => `apiVersion: ${apiVersionOf(def)}\nkind: ${def.kind}\nmetadata:\n  name: ${JSON.stringify(fixtureName(def))}\n`;
   apply("no fieldManager", () => head(), 422, "Invalid", "fieldManager", "");
   apply("the wrong kind", () => head().replace(`kind: ${def.kind}`, "kind: Pod"), 400, "BadRequest", "apiVersion");
   apply("malformed YAML", () => `${head()}spec: [1, 2\n`, 400, "BadRequest");
   apply("a cyclic alias", () => `${head().replace("metadata:", "metadata: &m")}  labels: *m\n`, 400, "BadRequest");
-  apply("aliases nested past the limit", () => `${head()}spec:\n  a: &a [1]\n${Array.from({ length: 60 }, (_, i) => `  b${i}: &b${i} [[${i === 0 ? "*a" : `*b${i - 1}`}]]`).join("\n")}\n`, 400, "BadRequest");
-  apply(`flow collections nested ${MAX_NESTING_DEPTH + 1} levels`, () => `${head()}spec: ${"[".repeat(MAX_NESTING_DEPTH)}1${"]".repeat(MAX_NESTING_DEPTH)}\n`, 400, "BadRequest");
+  apply(
+    "aliases nested past the limit",
+    () => `${head()}spec:\n  a: &a [1]\n${Array.from({ length: 60 }, (_, i) => `  b${i}: &b${i} [[${i === 0 ? "*a" : `*b${i - 1}`}]]`).join("\n")}\n`,
+    400,
+    "BadRequest",
+  );
+  apply(
+    `flow collections nested ${MAX_NESTING_DEPTH + 1} levels`,
+    () => `${head()}spec: ${"[".repeat(MAX_NESTING_DEPTH)}1${"]".repeat(MAX_NESTING_DEPTH)}\n`,
+    400,
+    "BadRequest",
+  );
   apply("a duplicate key", () => `${head()}  labels:\n    a: "1"\n    a: "2"\n`, 400, "BadRequest", "metadata.labels.a");
   apply("managedFields", () => `${head()}  managedFields: [{}]\n`, 400, "BadRequest", "metadata.managedFields");
   apply("another name", () => head().replace(JSON.stringify(fixtureName(def)), "someone-else"), 400, "BadRequest", "metadata.name");
@@ -473,14 +742,60 @@ for (const def of STORED.filter((d) => !d.systemOwned)) {
   apply("a document list", () => `${head()}---\n${head()}`, 400, "BadRequest");
   add({ name: `${k}: delete with DeleteOptions that are not JSON`, method: "DELETE", path: obj, opts: raw("{"), status: 400, reason: "BadRequest" });
   add({ name: `${k}: delete with an array of DeleteOptions`, method: "DELETE", path: obj, body: [], status: 400, reason: "BadRequest" });
-  add({ name: `${k}: delete with preconditions as a string`, method: "DELETE", path: obj, body: { preconditions: "none" }, status: 400, reason: "BadRequest", field: "preconditions" });
-  add({ name: `${k}: delete with a numeric uid precondition`, method: "DELETE", path: obj, body: { preconditions: { uid: 5 } }, status: 400, reason: "BadRequest", field: "preconditions.uid" });
-  add({ name: `${k}: delete with a uid precondition of another object`, method: "DELETE", path: obj, body: { kind: "DeleteOptions", apiVersion: "v1", preconditions: { uid: "nope" } }, status: 409, reason: "Conflict" });
-  add({ name: `${k}: delete with a stale resourceVersion precondition`, method: "DELETE", path: obj, body: { kind: "DeleteOptions", apiVersion: "v1", preconditions: { resourceVersion: "1" } }, status: 409, reason: "Conflict" });
-  add({ name: `${k}: delete with duplicate DeleteOptions keys`, method: "DELETE", path: obj, opts: raw('{"preconditions":{"uid":"a","uid":"b"}}'), status: 400, reason: "BadRequest", field: "preconditions.uid" });
-  add({ name: `${k}: delete with DeleteOptions nested 10,000 levels`, method: "DELETE", path: obj, opts: raw(nest(10_000)), status: 400, reason: "BadRequest" });
+  add({
+    name: `${k}: delete with preconditions as a string`,
+    method: "DELETE",
+    path: obj,
+    body: { preconditions: "none" },
+    status: 400,
+    reason: "BadRequest",
+    field: "preconditions",
+  });
+  add({
+    name: `${k}: delete with a numeric uid precondition`,
+    method: "DELETE",
+    path: obj,
+    body: { preconditions: { uid: 5 } },
+    status: 400,
+    reason: "BadRequest",
+    field: "preconditions.uid",
+  });
+  add({
+    name: `${k}: delete with a uid precondition of another object`,
+    method: "DELETE",
+    path: obj,
+    body: { kind: "DeleteOptions", apiVersion: "v1", preconditions: { uid: "nope" } },
+    status: 409,
+    reason: "Conflict",
+  });
+  add({
+    name: `${k}: delete with a stale resourceVersion precondition`,
+    method: "DELETE",
+    path: obj,
+    body: { kind: "DeleteOptions", apiVersion: "v1", preconditions: { resourceVersion: "1" } },
+    status: 409,
+    reason: "Conflict",
+  });
+  add({
+    name: `${k}: delete with duplicate DeleteOptions keys`,
+    method: "DELETE",
+    path: obj,
+    opts: raw('{"preconditions":{"uid":"a","uid":"b"}}'),
+    status: 400,
+    reason: "BadRequest",
+    field: "preconditions.uid",
+  });
+  add({
+    name: `${k}: delete with DeleteOptions nested 10,000 levels`,
+    method: "DELETE",
+    path: obj,
+    opts: raw(nest(10_000)),
+    status: 400,
+    reason: "BadRequest",
+  });
   add({ name: `${k}: delete of an absent object`, method: "DELETE", path: `${coll}/absent`, status: 404, reason: "NotFound" });
-  if (def.hasStatus) add({ name: `${k}: DELETE on the status subresource`, method: "DELETE", path: () => `${obj()}/status`, status: 405, reason: "MethodNotAllowed" });
+  if (def.hasStatus)
+    add({ name: `${k}: DELETE on the status subresource`, method: "DELETE", path: () => `${obj()}/status`, status: 405, reason: "MethodNotAllowed" });
 }
 
 // Schema-derived: every field of every section (spec, data, type...) with wrong values, on create,
@@ -490,21 +805,58 @@ for (const def of STORED.filter((d) => !d.systemOwned)) {
   for (const [section, sectionSchema] of Object.entries(shapeOf(def))) {
     if (["apiVersion", "kind", "metadata", "status"].includes(section)) continue;
     for (const { label, value } of wrongValues(sectionSchema)) {
-      add({ name: `${kindName(def)}: create with ${section} as ${label}`, method: "POST", path: coll, body: { ...valid(def, freshName()), [section]: value }, status: 422, reason: "Invalid", field: section });
+      add({
+        name: `${kindName(def)}: create with ${section} as ${label}`,
+        method: "POST",
+        path: coll,
+        body: { ...valid(def, freshName()), [section]: value },
+        status: 422,
+        reason: "Invalid",
+        field: section,
+      });
     }
     for (const { path, schema } of fieldsOf(sectionSchema, [section], 4)) {
       const field = fieldPathOf(path);
       wrongValues(schema).forEach(({ label, value }, i) => {
-        add({ name: `${kindName(def)}: create with ${field} as ${label}`, method: "POST", path: coll, body: setAt(valid(def, freshName()), path, value), status: 422, reason: "Invalid", field });
-        if (i === 0) add({ name: `${kindName(def)}: merge patch of ${field} to ${label}`, method: "PATCH", path: () => member(def), body: setAt({}, path, value), opts: { contentType: MERGE }, status: 422, reason: "Invalid", field });
+        add({
+          name: `${kindName(def)}: create with ${field} as ${label}`,
+          method: "POST",
+          path: coll,
+          body: setAt(valid(def, freshName()), path, value),
+          status: 422,
+          reason: "Invalid",
+          field,
+        });
+        if (i === 0)
+          add({
+            name: `${kindName(def)}: merge patch of ${field} to ${label}`,
+            method: "PATCH",
+            path: () => member(def),
+            body: setAt({}, path, value),
+            opts: { contentType: MERGE },
+            status: 422,
+            reason: "Invalid",
+            field,
+          });
         if (path.length === 2) {
-          add({ name: `${kindName(def)}: update with ${field} as ${label}`, method: "PUT", path: () => member(def), body: () => setAt(current(def), path, value), status: 422, reason: "Invalid", field });
+          add({
+            name: `${kindName(def)}: update with ${field} as ${label}`,
+            method: "PUT",
+            path: () => member(def),
+            body: () => setAt(current(def), path, value),
+            status: 422,
+            reason: "Invalid",
+            field,
+          });
           add({
             name: `${kindName(def)}: apply with ${field} as ${label}`,
             method: "PATCH",
             path: () => `${member(def)}?fieldManager=hostile`,
             // JSON is YAML: the apply body as kubectl sends it.
-            opts: () => ({ contentType: APPLY, raw: JSON.stringify(setAt({ apiVersion: apiVersionOf(def), kind: def.kind, metadata: { name: fixtureName(def) } }, path, value)) }),
+            opts: () => ({
+              contentType: APPLY,
+              raw: JSON.stringify(setAt({ apiVersion: apiVersionOf(def), kind: def.kind, metadata: { name: fixtureName(def) } }, path, value)),
+            }),
             status: 422,
             reason: "Invalid",
             field,
@@ -519,12 +871,46 @@ for (const def of STORED.filter((d) => !d.systemOwned)) {
   for (const { path, schema } of fieldsOf(statusSchema, ["status"], 3)) {
     const field = fieldPathOf(path);
     wrongValues(schema).forEach(({ label, value }, i) => {
-      add({ name: `${kindName(def)}: status update with ${field} as ${label}`, method: "PUT", path: () => `${member(def)}/status`, body: () => setAt(current(def), path, value), status: 422, reason: "Invalid", field });
-      if (i === 0) add({ name: `${kindName(def)}: status merge patch of ${field} to ${label}`, method: "PATCH", path: () => `${member(def)}/status`, body: setAt({}, path, value), opts: { contentType: MERGE }, status: 422, reason: "Invalid", field });
+      add({
+        name: `${kindName(def)}: status update with ${field} as ${label}`,
+        method: "PUT",
+        path: () => `${member(def)}/status`,
+        body: () => setAt(current(def), path, value),
+        status: 422,
+        reason: "Invalid",
+        field,
+      });
+      if (i === 0)
+        add({
+          name: `${kindName(def)}: status merge patch of ${field} to ${label}`,
+          method: "PATCH",
+          path: () => `${member(def)}/status`,
+          body: setAt({}, path, value),
+          opts: { contentType: MERGE },
+          status: 422,
+          reason: "Invalid",
+          field,
+        });
     });
   }
-  add({ name: `${kindName(def)}: status update with status as an array`, method: "PUT", path: () => `${member(def)}/status`, body: () => ({ ...current(def), status: [] }), status: 422, reason: "Invalid", field: "status" });
-  add({ name: `${kindName(def)}: status update with an unknown status field`, method: "PUT", path: () => `${member(def)}/status`, body: () => setAt(current(def), ["status", "bogus"], 1), status: 400, reason: "BadRequest", field: "status.bogus" });
+  add({
+    name: `${kindName(def)}: status update with status as an array`,
+    method: "PUT",
+    path: () => `${member(def)}/status`,
+    body: () => ({ ...current(def), status: [] }),
+    status: 422,
+    reason: "Invalid",
+    field: "status",
+  });
+  add({
+    name: `${kindName(def)}: status update with an unknown status field`,
+    method: "PUT",
+    path: () => `${member(def)}/status`,
+    body: () => setAt(current(def), ["status", "bogus"], 1),
+    status: 400,
+    reason: "BadRequest",
+    field: "status.bogus",
+  });
 }
 
 // The review kinds (answered, not stored): create only, with Kubernetes' validation.
@@ -540,54 +926,342 @@ for (const def of KINDS.filter((d) => d.createOnly)) {
   add({ name: `${k}: create without a credential`, method: "POST", path: coll, body, opts: { token: null }, status: 401, reason: "Unauthorized" });
   add({ name: `${k}: create with a body that is not JSON`, method: "POST", path: coll, opts: { raw: "{nope" }, status: 400, reason: "BadRequest" });
   add({ name: `${k}: create with an array body`, method: "POST", path: coll, body: [], status: 400, reason: "BadRequest" });
-  add({ name: `${k}: create with the wrong kind`, method: "POST", path: coll, body: { ...body, kind: "Pod" }, status: 400, reason: "BadRequest", field: "kind" });
-  add({ name: `${k}: create with an unknown field`, method: "POST", path: coll, body: { ...body, bogus: 1 }, status: 400, reason: "BadRequest", field: "bogus" });
-  add({ name: `${k}: create with a duplicate key`, method: "POST", path: coll, opts: { raw: `{"kind":"${k}","kind":"${k}"}` }, status: 400, reason: "BadRequest", field: "kind" });
-  add({ name: `${k}: create nested 10,000 levels`, method: "POST", path: coll, opts: { raw: deepBody(body, "metadata", 10_000) }, status: 400, reason: "BadRequest" });
-  add({ name: `${k}: create with a name`, method: "POST", path: coll, body: { ...body, metadata: { name: "x" } }, status: 422, reason: "Invalid", field: "metadata" });
-  add({ name: `${k}: create with metadata as an array`, method: "POST", path: coll, body: { ...body, metadata: [] }, status: 422, reason: "Invalid", field: "metadata" });
+  add({
+    name: `${k}: create with the wrong kind`,
+    method: "POST",
+    path: coll,
+    body: { ...body, kind: "Pod" },
+    status: 400,
+    reason: "BadRequest",
+    field: "kind",
+  });
+  add({
+    name: `${k}: create with an unknown field`,
+    method: "POST",
+    path: coll,
+    body: { ...body, bogus: 1 },
+    status: 400,
+    reason: "BadRequest",
+    field: "bogus",
+  });
+  add({
+    name: `${k}: create with a duplicate key`,
+    method: "POST",
+    path: coll,
+    opts: { raw: `{"kind":"${k}","kind":"${k}"}` },
+    status: 400,
+    reason: "BadRequest",
+    field: "kind",
+  });
+  add({
+    name: `${k}: create nested 10,000 levels`,
+    method: "POST",
+    path: coll,
+    opts: { raw: deepBody(body, "metadata", 10_000) },
+    status: 400,
+    reason: "BadRequest",
+  });
+  add({
+    name: `${k}: create with a name`,
+    method: "POST",
+    path: coll,
+    body: { ...body, metadata: { name: "x" } },
+    status: 422,
+    reason: "Invalid",
+    field: "metadata",
+  });
+  add({
+    name: `${k}: create with metadata as an array`,
+    method: "POST",
+    path: coll,
+    body: { ...body, metadata: [] },
+    status: 422,
+    reason: "Invalid",
+    field: "metadata",
+  });
   add({ name: `${k}: a text/plain body`, method: "POST", path: coll, body, opts: { contentType: "text/plain" }, status: 415, reason: "UnsupportedMediaType" });
-  add({ name: `${k}: a protobuf body without the envelope`, method: "POST", path: coll, body: "x", opts: { contentType: "application/vnd.kubernetes.protobuf" }, status: 400, reason: "BadRequest" });
-  add({ name: `${k}: a 4 MiB body`, method: "POST", path: coll, body: { ...body, pad: "x".repeat(4 * 1024 * 1024) }, status: 413, reason: "RequestEntityTooLarge" });
+  add({
+    name: `${k}: a protobuf body without the envelope`,
+    method: "POST",
+    path: coll,
+    body: "x",
+    opts: { contentType: "application/vnd.kubernetes.protobuf" },
+    status: 400,
+    reason: "BadRequest",
+  });
+  add({
+    name: `${k}: a 4 MiB body`,
+    method: "POST",
+    path: coll,
+    body: { ...body, pad: "x".repeat(4 * 1024 * 1024) },
+    status: 413,
+    reason: "RequestEntityTooLarge",
+  });
   if (k === "SelfSubjectAccessReview" || k === "SubjectAccessReview") {
     const subject = k === "SubjectAccessReview" ? { user: "u" } : {};
-    add({ name: `${k}: neither kind of attributes`, method: "POST", path: coll, body: { ...body, spec: subject }, status: 422, reason: "Invalid", field: "spec.resourceAttributes" });
-    add({ name: `${k}: both kinds of attributes`, method: "POST", path: coll, body: { ...body, spec: { ...subject, resourceAttributes: { verb: "get" }, nonResourceAttributes: { path: "/x", verb: "get" } } }, status: 422, reason: "Invalid", field: "spec.nonResourceAttributes" });
-    add({ name: `${k}: attributes as a string`, method: "POST", path: coll, body: { ...body, spec: { ...subject, resourceAttributes: "get" } }, status: 422, reason: "Invalid", field: "spec.resourceAttributes" });
-    add({ name: `${k}: a numeric verb`, method: "POST", path: coll, body: { ...body, spec: { ...subject, resourceAttributes: { verb: 1 } } }, status: 422, reason: "Invalid", field: "spec.resourceAttributes.verb" });
+    add({
+      name: `${k}: neither kind of attributes`,
+      method: "POST",
+      path: coll,
+      body: { ...body, spec: subject },
+      status: 422,
+      reason: "Invalid",
+      field: "spec.resourceAttributes",
+    });
+    add({
+      name: `${k}: both kinds of attributes`,
+      method: "POST",
+      path: coll,
+      body: { ...body, spec: { ...subject, resourceAttributes: { verb: "get" }, nonResourceAttributes: { path: "/x", verb: "get" } } },
+      status: 422,
+      reason: "Invalid",
+      field: "spec.nonResourceAttributes",
+    });
+    add({
+      name: `${k}: attributes as a string`,
+      method: "POST",
+      path: coll,
+      body: { ...body, spec: { ...subject, resourceAttributes: "get" } },
+      status: 422,
+      reason: "Invalid",
+      field: "spec.resourceAttributes",
+    });
+    add({
+      name: `${k}: a numeric verb`,
+      method: "POST",
+      path: coll,
+      body: { ...body, spec: { ...subject, resourceAttributes: { verb: 1 } } },
+      status: 422,
+      reason: "Invalid",
+      field: "spec.resourceAttributes.verb",
+    });
   }
   if (k === "SelfSubjectRulesReview") add({ name: `${k}: no namespace`, method: "POST", path: coll, body, status: 400, reason: "BadRequest" });
-  if (k === "SubjectAccessReview") add({ name: `${k}: neither user nor groups`, method: "POST", path: coll, body: { ...body, spec: { resourceAttributes: { verb: "get" } } }, status: 422, reason: "Invalid", field: "spec.user" });
+  if (k === "SubjectAccessReview")
+    add({
+      name: `${k}: neither user nor groups`,
+      method: "POST",
+      path: coll,
+      body: { ...body, spec: { resourceAttributes: { verb: "get" } } },
+      status: 422,
+      reason: "Invalid",
+      field: "spec.user",
+    });
 }
 
 // Kind-specific rules beyond types.
-add({ name: "BootstrapToken: an ID that is not six characters", method: "POST", path: collection(byKind("BootstrapToken")), body: valid(byKind("BootstrapToken"), "abcdefg"), status: 422, reason: "Invalid", field: "metadata.name" });
-add({ name: "BootstrapToken: a changed spec", method: "PATCH", path: () => member(byKind("BootstrapToken")), body: { spec: { ttlSeconds: 5 } }, opts: { contentType: MERGE }, status: 400, reason: "BadRequest", field: "spec" });
-add({ name: "ManagedClusterSetBinding: a clusterSet other than its name", method: "POST", path: collection(byKind("ManagedClusterSetBinding")), body: setAt(valid(byKind("ManagedClusterSetBinding"), "hb1"), ["spec", "clusterSet"], "other"), status: 422, reason: "Invalid", field: "spec.clusterSet" });
-add({ name: "ManifestWork: no manifests", method: "POST", path: collection(byKind("ManifestWork")), body: setAt(valid(byKind("ManifestWork"), "hw1"), ["spec", "workload", "manifests"], []), status: 422, reason: "Invalid", field: "spec.workload.manifests" });
-add({ name: "ManifestWork: a manifest without a kind", method: "POST", path: collection(byKind("ManifestWork")), body: setAt(valid(byKind("ManifestWork"), "hw2"), ["spec", "workload", "manifests"], [{ apiVersion: "v1", metadata: { name: "x" } }]), status: 422, reason: "Invalid", field: "spec.workload.manifests[0].kind" });
-add({ name: "ManifestWork: manifests over 500 KiB", method: "POST", path: collection(byKind("ManifestWork")), body: setAt(valid(byKind("ManifestWork"), "hw3"), ["spec", "workload", "manifests", 0, "data", "big"], "x".repeat(600 * 1024)), status: 422, reason: "Invalid", field: "spec.workload" });
-add({ name: "ManifestWorkReplicaSet: no placementRefs", method: "POST", path: collection(byKind("ManifestWorkReplicaSet")), body: setAt(valid(byKind("ManifestWorkReplicaSet"), "hr1"), ["spec", "placementRefs"], []), status: 422, reason: "Invalid", field: "spec.placementRefs" });
-add({ name: "ManifestWorkReplicaSet: duplicate placementRefs", method: "POST", path: collection(byKind("ManifestWorkReplicaSet")), body: setAt(valid(byKind("ManifestWorkReplicaSet"), "hr2"), ["spec", "placementRefs"], [{ name: "a" }, { name: "a" }]), status: 422, reason: "Invalid", field: "spec.placementRefs[1].name" });
-add({ name: "ManagedCluster: a client-set taint timeAdded", method: "POST", path: collection(byKind("ManagedCluster")), body: setAt(valid(byKind("ManagedCluster"), "hm1"), ["spec", "taints"], [{ key: "k", effect: "NoSelect", timeAdded: "2026-01-01T00:00:00Z" }]), status: 400, reason: "BadRequest", field: "spec.taints[0].timeAdded" });
-add({ name: "ManagedCluster: an http client URL", method: "POST", path: collection(byKind("ManagedCluster")), body: setAt(valid(byKind("ManagedCluster"), "hm2"), ["spec", "managedClusterClientConfigs"], [{ url: "http://x" }]), status: 422, reason: "Invalid", field: "spec.managedClusterClientConfigs[0].url" });
-add({ name: "Secret: data that is not base64", method: "POST", path: collection(byKind("Secret")), body: { ...valid(byKind("Secret"), "hs1"), data: { a: "%%%" } }, status: 422, reason: "Invalid", field: "data[a]" });
-add({ name: "Secret: a type change", method: "PATCH", path: () => member(byKind("Secret")), body: { type: "kubernetes.io/tls" }, opts: { contentType: MERGE }, status: 422, reason: "Invalid", field: "type" });
+add({
+  name: "BootstrapToken: an ID that is not six characters",
+  method: "POST",
+  path: collection(byKind("BootstrapToken")),
+  body: valid(byKind("BootstrapToken"), "abcdefg"),
+  status: 422,
+  reason: "Invalid",
+  field: "metadata.name",
+});
+add({
+  name: "BootstrapToken: a changed spec",
+  method: "PATCH",
+  path: () => member(byKind("BootstrapToken")),
+  body: { spec: { ttlSeconds: 5 } },
+  opts: { contentType: MERGE },
+  status: 400,
+  reason: "BadRequest",
+  field: "spec",
+});
+add({
+  name: "ManagedClusterSetBinding: a clusterSet other than its name",
+  method: "POST",
+  path: collection(byKind("ManagedClusterSetBinding")),
+  body: setAt(valid(byKind("ManagedClusterSetBinding"), "hb1"), ["spec", "clusterSet"], "other"),
+  status: 422,
+  reason: "Invalid",
+  field: "spec.clusterSet",
+});
+add({
+  name: "ManifestWork: no manifests",
+  method: "POST",
+  path: collection(byKind("ManifestWork")),
+  body: setAt(valid(byKind("ManifestWork"), "hw1"), ["spec", "workload", "manifests"], []),
+  status: 422,
+  reason: "Invalid",
+  field: "spec.workload.manifests",
+});
+add({
+  name: "ManifestWork: a manifest without a kind",
+  method: "POST",
+  path: collection(byKind("ManifestWork")),
+  body: setAt(valid(byKind("ManifestWork"), "hw2"), ["spec", "workload", "manifests"], [{ apiVersion: "v1", metadata: { name: "x" } }]),
+  status: 422,
+  reason: "Invalid",
+  field: "spec.workload.manifests[0].kind",
+});
+add({
+  name: "ManifestWork: manifests over 500 KiB",
+  method: "POST",
+  path: collection(byKind("ManifestWork")),
+  body: setAt(valid(byKind("ManifestWork"), "hw3"), ["spec", "workload", "manifests", 0, "data", "big"], "x".repeat(600 * 1024)),
+  status: 422,
+  reason: "Invalid",
+  field: "spec.workload",
+});
+add({
+  name: "ManifestWorkReplicaSet: no placementRefs",
+  method: "POST",
+  path: collection(byKind("ManifestWorkReplicaSet")),
+  body: setAt(valid(byKind("ManifestWorkReplicaSet"), "hr1"), ["spec", "placementRefs"], []),
+  status: 422,
+  reason: "Invalid",
+  field: "spec.placementRefs",
+});
+add({
+  name: "ManifestWorkReplicaSet: duplicate placementRefs",
+  method: "POST",
+  path: collection(byKind("ManifestWorkReplicaSet")),
+  body: setAt(valid(byKind("ManifestWorkReplicaSet"), "hr2"), ["spec", "placementRefs"], [{ name: "a" }, { name: "a" }]),
+  status: 422,
+  reason: "Invalid",
+  field: "spec.placementRefs[1].name",
+});
+add({
+  name: "ManagedCluster: a client-set taint timeAdded",
+  method: "POST",
+  path: collection(byKind("ManagedCluster")),
+  body: setAt(valid(byKind("ManagedCluster"), "hm1"), ["spec", "taints"], [{ key: "k", effect: "NoSelect", timeAdded: "2026-01-01T00:00:00Z" }]),
+  status: 400,
+  reason: "BadRequest",
+  field: "spec.taints[0].timeAdded",
+});
+add({
+  name: "ManagedCluster: an http client URL",
+  method: "POST",
+  path: collection(byKind("ManagedCluster")),
+  body: setAt(valid(byKind("ManagedCluster"), "hm2"), ["spec", "managedClusterClientConfigs"], [{ url: "http://x" }]),
+  status: 422,
+  reason: "Invalid",
+  field: "spec.managedClusterClientConfigs[0].url",
+});
+add({
+  name: "Secret: data that is not base64",
+  method: "POST",
+  path: collection(byKind("Secret")),
+  body: { ...valid(byKind("Secret"), "hs1"), data: { a: "%%%" } },
+  status: 422,
+  reason: "Invalid",
+  field: "data[a]",
+});
+add({
+  name: "Secret: a type change",
+  method: "PATCH",
+  path: () => member(byKind("Secret")),
+  body: { type: "kubernetes.io/tls" },
+  opts: { contentType: MERGE },
+  status: 422,
+  reason: "Invalid",
+  field: "type",
+});
 const tokenPath = () => `${member(byKind("ServiceAccount"))}/token`;
 const tokenRequest = (spec: Json, metadata: Json = {}) => ({ apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", metadata, spec });
-add({ name: "ServiceAccount: token for 59 seconds", method: "POST", path: tokenPath, body: tokenRequest({ expirationSeconds: 59 }), status: 422, reason: "Invalid", field: "spec.expirationSeconds" });
-add({ name: "ServiceAccount: token for more than 2^32 seconds", method: "POST", path: tokenPath, body: tokenRequest({ expirationSeconds: 2 ** 33 }), status: 422, reason: "Invalid", field: "spec.expirationSeconds" });
-add({ name: "ServiceAccount: token with expirationSeconds as a string", method: "POST", path: tokenPath, body: tokenRequest({ expirationSeconds: "1h" }), status: 422, reason: "Invalid", field: "spec.expirationSeconds" });
-add({ name: "ServiceAccount: token with audiences as a string", method: "POST", path: tokenPath, body: tokenRequest({ audiences: "vault" }), status: 422, reason: "Invalid", field: "spec.audiences" });
-add({ name: "ServiceAccount: token bound to an object", method: "POST", path: tokenPath, body: tokenRequest({ boundObjectRef: { kind: "Pod", apiVersion: "v1", name: "p" } }), status: 422, reason: "Invalid", field: "spec.boundObjectRef" });
-add({ name: "ServiceAccount: token naming another ServiceAccount", method: "POST", path: tokenPath, body: tokenRequest({}, { name: "other" }), status: 422, reason: "Invalid", field: "metadata.name" });
-add({ name: "ServiceAccount: token naming another namespace", method: "POST", path: tokenPath, body: tokenRequest({}, { namespace: "other" }), status: 422, reason: "Invalid", field: "metadata.namespace" });
-add({ name: "ServiceAccount: token for a ServiceAccount that does not exist", method: "POST", path: `${collection(byKind("ServiceAccount"))}/nobody/token`, body: tokenRequest({}), status: 404, reason: "NotFound" });
+add({
+  name: "ServiceAccount: token for 59 seconds",
+  method: "POST",
+  path: tokenPath,
+  body: tokenRequest({ expirationSeconds: 59 }),
+  status: 422,
+  reason: "Invalid",
+  field: "spec.expirationSeconds",
+});
+add({
+  name: "ServiceAccount: token for more than 2^32 seconds",
+  method: "POST",
+  path: tokenPath,
+  body: tokenRequest({ expirationSeconds: 2 ** 33 }),
+  status: 422,
+  reason: "Invalid",
+  field: "spec.expirationSeconds",
+});
+add({
+  name: "ServiceAccount: token with expirationSeconds as a string",
+  method: "POST",
+  path: tokenPath,
+  body: tokenRequest({ expirationSeconds: "1h" }),
+  status: 422,
+  reason: "Invalid",
+  field: "spec.expirationSeconds",
+});
+add({
+  name: "ServiceAccount: token with audiences as a string",
+  method: "POST",
+  path: tokenPath,
+  body: tokenRequest({ audiences: "vault" }),
+  status: 422,
+  reason: "Invalid",
+  field: "spec.audiences",
+});
+add({
+  name: "ServiceAccount: token bound to an object",
+  method: "POST",
+  path: tokenPath,
+  body: tokenRequest({ boundObjectRef: { kind: "Pod", apiVersion: "v1", name: "p" } }),
+  status: 422,
+  reason: "Invalid",
+  field: "spec.boundObjectRef",
+});
+add({
+  name: "ServiceAccount: token naming another ServiceAccount",
+  method: "POST",
+  path: tokenPath,
+  body: tokenRequest({}, { name: "other" }),
+  status: 422,
+  reason: "Invalid",
+  field: "metadata.name",
+});
+add({
+  name: "ServiceAccount: token naming another namespace",
+  method: "POST",
+  path: tokenPath,
+  body: tokenRequest({}, { namespace: "other" }),
+  status: 422,
+  reason: "Invalid",
+  field: "metadata.namespace",
+});
+add({
+  name: "ServiceAccount: token for a ServiceAccount that does not exist",
+  method: "POST",
+  path: `${collection(byKind("ServiceAccount"))}/nobody/token`,
+  body: tokenRequest({}),
+  status: 404,
+  reason: "NotFound",
+});
 add({ name: "ServiceAccount: token with PUT", method: "PUT", path: tokenPath, body: tokenRequest({}), status: 405, reason: "MethodNotAllowed" });
-add({ name: "ServiceAccount: token with a YAML-less text body", method: "POST", path: tokenPath, body: "not json", opts: { contentType: "text/plain" }, status: 415, reason: "UnsupportedMediaType" });
+add({
+  name: "ServiceAccount: token with a YAML-less text body",
+  method: "POST",
+  path: tokenPath,
+  body: "not json",
+  opts: { contentType: "text/plain" },
+  status: 415,
+  reason: "UnsupportedMediaType",
+});
 add({ name: "ServiceAccount: token with a malformed JSON body", method: "POST", path: tokenPath, body: '{"spec":', status: 400, reason: "BadRequest" });
-add({ name: "WebhookReceiver: an unsupported target", method: "POST", path: collection(byKind("WebhookReceiver")), body: setAt(valid(byKind("WebhookReceiver"), "hr3"), ["spec", "target", "kind"], "Deployment"), status: 422, reason: "Invalid", field: "spec.target" });
-add({ name: "WebhookReceiver: a template in a JSON Patch path", method: "POST", path: collection(byKind("WebhookReceiver")), body: setAt(valid(byKind("WebhookReceiver"), "hr4"), ["spec", "action"], { type: "JSONPatch", patch: [{ op: "add", path: "/spec/{{ .x }}", value: 1 }] }), status: 422, reason: "Invalid", field: "spec.action.patch[0].path" });
+add({
+  name: "WebhookReceiver: an unsupported target",
+  method: "POST",
+  path: collection(byKind("WebhookReceiver")),
+  body: setAt(valid(byKind("WebhookReceiver"), "hr3"), ["spec", "target", "kind"], "Deployment"),
+  status: 422,
+  reason: "Invalid",
+  field: "spec.target",
+});
+add({
+  name: "WebhookReceiver: a template in a JSON Patch path",
+  method: "POST",
+  path: collection(byKind("WebhookReceiver")),
+  body: setAt(valid(byKind("WebhookReceiver"), "hr4"), ["spec", "action"], { type: "JSONPatch", patch: [{ op: "add", path: "/spec/{{ .x }}", value: 1 }] }),
+  status: 422,
+  reason: "Invalid",
+  field: "spec.action.patch[0].path",
+});
 
 // ---------------------------------------------------------------------------------------------
 // The agent API
@@ -603,10 +1277,24 @@ const agentCase = (c: Omit<Case, "agent" | "opts"> & { opts?: CallOptions; unsig
   add({ ...c, agent: true, opts: c.unsigned ? c.opts : () => signed(c.opts) });
 
 for (const esc of BAD_ESCAPES.slice(0, 3)) {
-  agentCase({ name: `agent: heartbeat for a cluster named ${esc}`, method: "POST", path: `/agent/v1/clusters/${esc}/heartbeat`, body: { healthy: true }, status: 400, reason: "BadRequest" });
+  agentCase({
+    name: `agent: heartbeat for a cluster named ${esc}`,
+    method: "POST",
+    path: `/agent/v1/clusters/${esc}/heartbeat`,
+    body: { healthy: true },
+    status: 400,
+    reason: "BadRequest",
+  });
   agentCase({ name: `agent: works of a cluster named ${esc}`, method: "GET", path: `/agent/v1/clusters/${esc}/works`, status: 400, reason: "BadRequest" });
 }
-agentCase({ name: "agent: a 9 KiB work name", method: "PUT", path: `${AGENT}/works/${"w".repeat(9 * 1024)}/status`, body: {}, status: 414, reason: "RequestURITooLong" });
+agentCase({
+  name: "agent: a 9 KiB work name",
+  method: "PUT",
+  path: `${AGENT}/works/${"w".repeat(9 * 1024)}/status`,
+  body: {},
+  status: 414,
+  reason: "RequestURITooLong",
+});
 agentCase({ name: "agent: an unknown agent path", method: "GET", path: `${AGENT}/secrets`, status: 404, reason: "NotFound" });
 agentCase({ name: "agent: GET on register", method: "GET", path: "/agent/v1/register", status: 404, reason: "NotFound" });
 for (const [label, opts] of [
@@ -615,51 +1303,240 @@ for (const [label, opts] of [
   ["the admin token", {}],
   ["a bootstrap token", { token: "abcdef.0123456789abcdef" }],
 ] as [string, CallOptions][]) {
-  agentCase({ name: `agent: heartbeat with ${label}`, method: "POST", path: `${AGENT}/heartbeat`, body: { healthy: false }, opts, unsigned: true, status: 401, reason: "Unauthorized" });
+  agentCase({
+    name: `agent: heartbeat with ${label}`,
+    method: "POST",
+    path: `${AGENT}/heartbeat`,
+    body: { healthy: false },
+    opts,
+    unsigned: true,
+    status: 401,
+    reason: "Unauthorized",
+  });
   agentCase({ name: `agent: works with ${label}`, method: "GET", path: `${AGENT}/works`, opts, unsigned: true, status: 401, reason: "Unauthorized" });
 }
-add({ name: "agent: heartbeat signed by an unknown key", method: "POST", path: `${AGENT}/heartbeat`, body: { healthy: false }, agent: true, opts: async () => ({ token: await (await agentKeys()).sign(CLUSTER) }), status: 401, reason: "Unauthorized" });
-add({ name: "agent: heartbeat with an expired token", method: "POST", path: `${AGENT}/heartbeat`, body: { healthy: false }, agent: true, opts: async () => ({ token: await keys.sign(CLUSTER, { iatOffsetSeconds: -600 }) }), status: 401, reason: "Unauthorized" });
-add({ name: "agent: heartbeat with a token for another audience", method: "POST", path: `${AGENT}/heartbeat`, body: { healthy: false }, agent: true, opts: async () => ({ token: await keys.sign(CLUSTER, { aud: "kubernetes" }) }), status: 401, reason: "Unauthorized" });
-add({ name: "agent: heartbeat with a token living 10 minutes", method: "POST", path: `${AGENT}/heartbeat`, body: { healthy: false }, agent: true, opts: async () => ({ token: await keys.sign(CLUSTER, { lifetimeSeconds: 600 }) }), status: 401, reason: "Unauthorized" });
+add({
+  name: "agent: heartbeat signed by an unknown key",
+  method: "POST",
+  path: `${AGENT}/heartbeat`,
+  body: { healthy: false },
+  agent: true,
+  opts: async () => ({ token: await (await agentKeys()).sign(CLUSTER) }),
+  status: 401,
+  reason: "Unauthorized",
+});
+add({
+  name: "agent: heartbeat with an expired token",
+  method: "POST",
+  path: `${AGENT}/heartbeat`,
+  body: { healthy: false },
+  agent: true,
+  opts: async () => ({ token: await keys.sign(CLUSTER, { iatOffsetSeconds: -600 }) }),
+  status: 401,
+  reason: "Unauthorized",
+});
+add({
+  name: "agent: heartbeat with a token for another audience",
+  method: "POST",
+  path: `${AGENT}/heartbeat`,
+  body: { healthy: false },
+  agent: true,
+  opts: async () => ({ token: await keys.sign(CLUSTER, { aud: "kubernetes" }) }),
+  status: 401,
+  reason: "Unauthorized",
+});
+add({
+  name: "agent: heartbeat with a token living 10 minutes",
+  method: "POST",
+  path: `${AGENT}/heartbeat`,
+  body: { healthy: false },
+  agent: true,
+  opts: async () => ({ token: await keys.sign(CLUSTER, { lifetimeSeconds: 600 }) }),
+  status: 401,
+  reason: "Unauthorized",
+});
 
 // Heartbeats: bodies.
 agentCase({ name: "agent: heartbeat that is not JSON", method: "POST", path: `${AGENT}/heartbeat`, opts: { raw: "{" }, status: 400, reason: "BadRequest" });
 agentCase({ name: "agent: an empty heartbeat", method: "POST", path: `${AGENT}/heartbeat`, opts: { raw: "" }, status: 400, reason: "BadRequest" });
 agentCase({ name: "agent: heartbeat as an array", method: "POST", path: `${AGENT}/heartbeat`, body: [true], status: 422, reason: "Invalid" });
 agentCase({ name: "agent: heartbeat without healthy", method: "POST", path: `${AGENT}/heartbeat`, body: {}, status: 422, reason: "Invalid", field: "healthy" });
-agentCase({ name: "agent: heartbeat with an unknown field", method: "POST", path: `${AGENT}/heartbeat`, body: { healthy: true, hubAcceptsClient: true }, status: 400, reason: "BadRequest", field: "hubAcceptsClient" });
-agentCase({ name: "agent: heartbeat with a duplicate key", method: "POST", path: `${AGENT}/heartbeat`, opts: { raw: '{"healthy":true,"healthy":false}' }, status: 400, reason: "BadRequest", field: "healthy" });
-agentCase({ name: "agent: heartbeat nested 10,000 levels", method: "POST", path: `${AGENT}/heartbeat`, opts: { raw: `{"healthy":true,"capacity":${nest(10_000)}}` }, status: 400, reason: "BadRequest" });
-agentCase({ name: "agent: a 300 KiB heartbeat", method: "POST", path: `${AGENT}/heartbeat`, body: { healthy: true, healthMessage: "x".repeat(300 * 1024) }, status: 413, reason: "RequestEntityTooLarge" });
-agentCase({ name: "agent: 65 cluster claims", method: "POST", path: `${AGENT}/heartbeat`, body: { healthy: true, clusterClaims: Array.from({ length: 65 }, (_, i) => ({ name: `c${i}`, value: "v" })) }, status: 422, reason: "Invalid", field: "clusterClaims" });
+agentCase({
+  name: "agent: heartbeat with an unknown field",
+  method: "POST",
+  path: `${AGENT}/heartbeat`,
+  body: { healthy: true, hubAcceptsClient: true },
+  status: 400,
+  reason: "BadRequest",
+  field: "hubAcceptsClient",
+});
+agentCase({
+  name: "agent: heartbeat with a duplicate key",
+  method: "POST",
+  path: `${AGENT}/heartbeat`,
+  opts: { raw: '{"healthy":true,"healthy":false}' },
+  status: 400,
+  reason: "BadRequest",
+  field: "healthy",
+});
+agentCase({
+  name: "agent: heartbeat nested 10,000 levels",
+  method: "POST",
+  path: `${AGENT}/heartbeat`,
+  opts: { raw: `{"healthy":true,"capacity":${nest(10_000)}}` },
+  status: 400,
+  reason: "BadRequest",
+});
+agentCase({
+  name: "agent: a 300 KiB heartbeat",
+  method: "POST",
+  path: `${AGENT}/heartbeat`,
+  body: { healthy: true, healthMessage: "x".repeat(300 * 1024) },
+  status: 413,
+  reason: "RequestEntityTooLarge",
+});
+agentCase({
+  name: "agent: 65 cluster claims",
+  method: "POST",
+  path: `${AGENT}/heartbeat`,
+  body: { healthy: true, clusterClaims: Array.from({ length: 65 }, (_, i) => ({ name: `c${i}`, value: "v" })) },
+  status: 422,
+  reason: "Invalid",
+  field: "clusterClaims",
+});
 for (const { path, schema } of fieldsOf(HeartbeatSchema, [], 3)) {
   const field = fieldPathOf(path);
   for (const { label, value } of wrongValues(schema)) {
-    agentCase({ name: `agent: heartbeat with ${field} as ${label}`, method: "POST", path: `${AGENT}/heartbeat`, body: setAt({ healthy: true }, path, value), status: 422, reason: "Invalid", field });
+    agentCase({
+      name: `agent: heartbeat with ${field} as ${label}`,
+      method: "POST",
+      path: `${AGENT}/heartbeat`,
+      body: setAt({ healthy: true }, path, value),
+      status: 422,
+      reason: "Invalid",
+      field,
+    });
   }
 }
 
 // Works: the long-poll's parameter and status reports.
 for (const w of ["-1", "56", "abc", "1.5"]) {
-  agentCase({ name: `agent: works with waitSeconds=${w}`, method: "GET", path: `${AGENT}/works?waitSeconds=${w}`, status: 400, reason: "BadRequest", field: "waitSeconds" });
+  agentCase({
+    name: `agent: works with waitSeconds=${w}`,
+    method: "GET",
+    path: `${AGENT}/works?waitSeconds=${w}`,
+    status: 400,
+    reason: "BadRequest",
+    field: "waitSeconds",
+  });
 }
 const report = (status: unknown) => () => ({ uid: currentObjects.ManifestWork!.metadata.uid, status });
-agentCase({ name: "agent: work status that is not JSON", method: "PUT", path: `${AGENT}/works/hw/status`, opts: { raw: "{" }, status: 400, reason: "BadRequest" });
-agentCase({ name: "agent: work status without a uid", method: "PUT", path: `${AGENT}/works/hw/status`, body: { status: {} }, status: 422, reason: "Invalid", field: "uid" });
-agentCase({ name: "agent: work status with a numeric uid", method: "PUT", path: `${AGENT}/works/hw/status`, body: { uid: 1, status: {} }, status: 422, reason: "Invalid", field: "uid" });
-agentCase({ name: "agent: work status as an array", method: "PUT", path: `${AGENT}/works/hw/status`, body: () => ({ uid: currentObjects.ManifestWork!.metadata.uid, status: [] }), status: 422, reason: "Invalid", field: "status" });
-agentCase({ name: "agent: work status with an unknown field", method: "PUT", path: `${AGENT}/works/hw/status`, body: () => ({ uid: currentObjects.ManifestWork!.metadata.uid, status: {}, extra: 1 }), status: 400, reason: "BadRequest", field: "extra" });
-agentCase({ name: "agent: work status of another incarnation", method: "PUT", path: `${AGENT}/works/hw/status`, body: { uid: "00000000-0000-0000-0000-000000000000", status: {} }, status: 409, reason: "Conflict" });
-agentCase({ name: "agent: status of an absent work", method: "PUT", path: `${AGENT}/works/absent/status`, body: { uid: "x", status: {} }, status: 404, reason: "NotFound" });
-agentCase({ name: "agent: work status with a duplicate key", method: "PUT", path: `${AGENT}/works/hw/status`, opts: { raw: '{"uid":"a","uid":"b","status":{}}' }, status: 400, reason: "BadRequest", field: "uid" });
-agentCase({ name: "agent: work status nested 10,000 levels", method: "PUT", path: `${AGENT}/works/hw/status`, opts: { raw: `{"uid":"a","status":${nest(10_000)}}` }, status: 400, reason: "BadRequest" });
-agentCase({ name: "agent: a 2 MiB work status", method: "PUT", path: `${AGENT}/works/hw/status`, body: { uid: "a", status: { big: "x".repeat(2 * 1024 * 1024) } }, status: 413, reason: "RequestEntityTooLarge" });
-agentCase({ name: "agent: work status with an unknown status field", method: "PUT", path: `${AGENT}/works/hw/status`, body: report({ bogus: 1 }), status: 400, reason: "BadRequest", field: "status.bogus" });
+agentCase({
+  name: "agent: work status that is not JSON",
+  method: "PUT",
+  path: `${AGENT}/works/hw/status`,
+  opts: { raw: "{" },
+  status: 400,
+  reason: "BadRequest",
+});
+agentCase({
+  name: "agent: work status without a uid",
+  method: "PUT",
+  path: `${AGENT}/works/hw/status`,
+  body: { status: {} },
+  status: 422,
+  reason: "Invalid",
+  field: "uid",
+});
+agentCase({
+  name: "agent: work status with a numeric uid",
+  method: "PUT",
+  path: `${AGENT}/works/hw/status`,
+  body: { uid: 1, status: {} },
+  status: 422,
+  reason: "Invalid",
+  field: "uid",
+});
+agentCase({
+  name: "agent: work status as an array",
+  method: "PUT",
+  path: `${AGENT}/works/hw/status`,
+  body: () => ({ uid: currentObjects.ManifestWork!.metadata.uid, status: [] }),
+  status: 422,
+  reason: "Invalid",
+  field: "status",
+});
+agentCase({
+  name: "agent: work status with an unknown field",
+  method: "PUT",
+  path: `${AGENT}/works/hw/status`,
+  body: () => ({ uid: currentObjects.ManifestWork!.metadata.uid, status: {}, extra: 1 }),
+  status: 400,
+  reason: "BadRequest",
+  field: "extra",
+});
+agentCase({
+  name: "agent: work status of another incarnation",
+  method: "PUT",
+  path: `${AGENT}/works/hw/status`,
+  body: { uid: "00000000-0000-0000-0000-000000000000", status: {} },
+  status: 409,
+  reason: "Conflict",
+});
+agentCase({
+  name: "agent: status of an absent work",
+  method: "PUT",
+  path: `${AGENT}/works/absent/status`,
+  body: { uid: "x", status: {} },
+  status: 404,
+  reason: "NotFound",
+});
+agentCase({
+  name: "agent: work status with a duplicate key",
+  method: "PUT",
+  path: `${AGENT}/works/hw/status`,
+  opts: { raw: '{"uid":"a","uid":"b","status":{}}' },
+  status: 400,
+  reason: "BadRequest",
+  field: "uid",
+});
+agentCase({
+  name: "agent: work status nested 10,000 levels",
+  method: "PUT",
+  path: `${AGENT}/works/hw/status`,
+  opts: { raw: `{"uid":"a","status":${nest(10_000)}}` },
+  status: 400,
+  reason: "BadRequest",
+});
+agentCase({
+  name: "agent: a 2 MiB work status",
+  method: "PUT",
+  path: `${AGENT}/works/hw/status`,
+  body: { uid: "a", status: { big: "x".repeat(2 * 1024 * 1024) } },
+  status: 413,
+  reason: "RequestEntityTooLarge",
+});
+agentCase({
+  name: "agent: work status with an unknown status field",
+  method: "PUT",
+  path: `${AGENT}/works/hw/status`,
+  body: report({ bogus: 1 }),
+  status: 400,
+  reason: "BadRequest",
+  field: "status.bogus",
+});
 for (const { path, schema } of fieldsOf(byKind("ManifestWork").schema, [], 4).filter((f) => f.path[0] === "status" && f.path.length > 1)) {
   const field = fieldPathOf(path);
   for (const { label, value } of wrongValues(schema).slice(0, 1)) {
-    agentCase({ name: `agent: work status with ${field} as ${label}`, method: "PUT", path: `${AGENT}/works/hw/status`, body: report(setAt({}, path.slice(1), value)), status: 422, reason: "Invalid", field });
+    agentCase({
+      name: `agent: work status with ${field} as ${label}`,
+      method: "PUT",
+      path: `${AGENT}/works/hw/status`,
+      body: report(setAt({}, path.slice(1), value)),
+      status: 422,
+      reason: "Invalid",
+      field,
+    });
   }
 }
 
@@ -667,38 +1544,179 @@ for (const { path, schema } of fieldsOf(byKind("ManifestWork").schema, [], 4).fi
 agentCase({ name: "agent: left with a field", method: "POST", path: `${AGENT}/left`, body: { now: true }, status: 400, reason: "BadRequest", field: "now" });
 agentCase({ name: "agent: left that is not JSON", method: "POST", path: `${AGENT}/left`, opts: { raw: "[" }, status: 400, reason: "BadRequest" });
 agentCase({ name: "agent: left nested 10,000 levels", method: "POST", path: `${AGENT}/left`, opts: { raw: nest(10_000) }, status: 400, reason: "BadRequest" });
-agentCase({ name: "agent: rotate-key without a key", method: "POST", path: `${AGENT}/rotate-key`, body: {}, status: 422, reason: "Invalid", field: "publicKey" });
-agentCase({ name: "agent: rotate-key with a private key", method: "POST", path: `${AGENT}/rotate-key`, body: () => ({ publicKey: { ...sampleKey, d: "secret" }, proof: "proof" }), status: 400, reason: "BadRequest", field: "publicKey.d" });
-agentCase({ name: "agent: rotate-key with a duplicate key", method: "POST", path: `${AGENT}/rotate-key`, opts: { raw: '{"publicKey":{"kty":"EC","kty":"EC","crv":"P-256","x":"a","y":"b"}}' }, status: 400, reason: "BadRequest", field: "publicKey.kty" });
+agentCase({
+  name: "agent: rotate-key without a key",
+  method: "POST",
+  path: `${AGENT}/rotate-key`,
+  body: {},
+  status: 422,
+  reason: "Invalid",
+  field: "publicKey",
+});
+agentCase({
+  name: "agent: rotate-key with a private key",
+  method: "POST",
+  path: `${AGENT}/rotate-key`,
+  body: () => ({ publicKey: { ...sampleKey, d: "secret" }, proof: "proof" }),
+  status: 400,
+  reason: "BadRequest",
+  field: "publicKey.d",
+});
+agentCase({
+  name: "agent: rotate-key with a duplicate key",
+  method: "POST",
+  path: `${AGENT}/rotate-key`,
+  opts: { raw: '{"publicKey":{"kty":"EC","kty":"EC","crv":"P-256","x":"a","y":"b"}}' },
+  status: 400,
+  reason: "BadRequest",
+  field: "publicKey.kty",
+});
 for (const { path, schema } of fieldsOf(RotateKeySchema, [], 2)) {
   const field = fieldPathOf(path);
   for (const { label, value } of wrongValues(schema)) {
-    agentCase({ name: `agent: rotate-key with ${field} as ${label}`, method: "POST", path: `${AGENT}/rotate-key`, body: () => setAt({ publicKey: sampleKey, proof: "proof" }, path, value), status: 422, reason: "Invalid", field });
+    agentCase({
+      name: `agent: rotate-key with ${field} as ${label}`,
+      method: "POST",
+      path: `${AGENT}/rotate-key`,
+      body: () => setAt({ publicKey: sampleKey, proof: "proof" }, path, value),
+      status: 422,
+      reason: "Invalid",
+      field,
+    });
   }
 }
 
 // Registration: credentials first, then the body.
 /** A registration valid in shape (a real public key; the proof is checked after the body, so any string passes the schema). */
 const registration = (name: string) => ({ clusterName: name, clusterId: `id-${name}`, publicKey: sampleKey, proof: "proof" });
-const withBootstrap = (extra: CallOptions = {}) => () => ({ ...extra, token: bootstrap });
-add({ name: "register: no bootstrap token", method: "POST", path: "/agent/v1/register", body: () => registration("r1"), opts: { token: null }, status: 401, reason: "Unauthorized" });
-add({ name: "register: a malformed bootstrap token", method: "POST", path: "/agent/v1/register", body: () => registration("r1"), opts: { token: "abc.def" }, status: 401, reason: "Unauthorized" });
-add({ name: "register: an unknown bootstrap token", method: "POST", path: "/agent/v1/register", body: () => registration("r1"), opts: { token: "zzzzzz.0123456789abcdef" }, status: 401, reason: "Unauthorized" });
-add({ name: "register: a bootstrap token with a wrong secret", method: "POST", path: "/agent/v1/register", body: () => registration("r1"), opts: () => ({ token: `${bootstrap.split(".")[0]}.0000000000000000` }), status: 401, reason: "Unauthorized" });
+const withBootstrap =
+  (extra: CallOptions = {}) =>
+  () => ({ ...extra, token: bootstrap });
+add({
+  name: "register: no bootstrap token",
+  method: "POST",
+  path: "/agent/v1/register",
+  body: () => registration("r1"),
+  opts: { token: null },
+  status: 401,
+  reason: "Unauthorized",
+});
+add({
+  name: "register: a malformed bootstrap token",
+  method: "POST",
+  path: "/agent/v1/register",
+  body: () => registration("r1"),
+  opts: { token: "abc.def" },
+  status: 401,
+  reason: "Unauthorized",
+});
+add({
+  name: "register: an unknown bootstrap token",
+  method: "POST",
+  path: "/agent/v1/register",
+  body: () => registration("r1"),
+  opts: { token: "zzzzzz.0123456789abcdef" },
+  status: 401,
+  reason: "Unauthorized",
+});
+add({
+  name: "register: a bootstrap token with a wrong secret",
+  method: "POST",
+  path: "/agent/v1/register",
+  body: () => registration("r1"),
+  opts: () => ({ token: `${bootstrap.split(".")[0]}.0000000000000000` }),
+  status: 401,
+  reason: "Unauthorized",
+});
 add({ name: "register: the admin token", method: "POST", path: "/agent/v1/register", body: () => registration("r1"), status: 401, reason: "Unauthorized" });
-add({ name: "register: a body that is not JSON", method: "POST", path: "/agent/v1/register", opts: withBootstrap({ raw: "{" }), status: 400, reason: "BadRequest" });
-add({ name: "register: a duplicate key", method: "POST", path: "/agent/v1/register", opts: () => withBootstrap({ raw: JSON.stringify(registration("r2")).replace('{"clusterName":', '{"clusterName":"first","clusterName":') })(), status: 400, reason: "BadRequest", field: "clusterName" });
-add({ name: "register: nested 10,000 levels", method: "POST", path: "/agent/v1/register", opts: withBootstrap({ raw: `{"clusterName":"r3","clusterId":"i","publicKey":${nest(10_000)}}` }), status: 400, reason: "BadRequest" });
-add({ name: "register: a 300 KiB body", method: "POST", path: "/agent/v1/register", body: () => ({ ...registration("r4"), clusterId: "x".repeat(300 * 1024) }), opts: withBootstrap(), status: 413, reason: "RequestEntityTooLarge" });
-add({ name: "register: an invalid cluster name", method: "POST", path: "/agent/v1/register", body: () => registration("Not_Valid"), opts: withBootstrap(), status: 422, reason: "Invalid", field: "clusterName" });
-add({ name: "register: a private key", method: "POST", path: "/agent/v1/register", body: () => setAt(registration("r5"), ["publicKey", "d"], "secret"), opts: withBootstrap(), status: 400, reason: "BadRequest", field: "publicKey.d" });
-add({ name: "register: an unknown field", method: "POST", path: "/agent/v1/register", body: () => ({ ...registration("r6"), accepted: true }), opts: withBootstrap(), status: 400, reason: "BadRequest", field: "accepted" });
-add({ name: "register: 65 claims", method: "POST", path: "/agent/v1/register", body: () => ({ ...registration("r7"), claims: Array.from({ length: 65 }, (_, i) => ({ name: `c${i}`, value: "v" })) }), opts: withBootstrap(), status: 422, reason: "Invalid", field: "claims" });
+add({
+  name: "register: a body that is not JSON",
+  method: "POST",
+  path: "/agent/v1/register",
+  opts: withBootstrap({ raw: "{" }),
+  status: 400,
+  reason: "BadRequest",
+});
+add({
+  name: "register: a duplicate key",
+  method: "POST",
+  path: "/agent/v1/register",
+  opts: () => withBootstrap({ raw: JSON.stringify(registration("r2")).replace('{"clusterName":', '{"clusterName":"first","clusterName":') })(),
+  status: 400,
+  reason: "BadRequest",
+  field: "clusterName",
+});
+add({
+  name: "register: nested 10,000 levels",
+  method: "POST",
+  path: "/agent/v1/register",
+  opts: withBootstrap({ raw: `{"clusterName":"r3","clusterId":"i","publicKey":${nest(10_000)}}` }),
+  status: 400,
+  reason: "BadRequest",
+});
+add({
+  name: "register: a 300 KiB body",
+  method: "POST",
+  path: "/agent/v1/register",
+  body: () => ({ ...registration("r4"), clusterId: "x".repeat(300 * 1024) }),
+  opts: withBootstrap(),
+  status: 413,
+  reason: "RequestEntityTooLarge",
+});
+add({
+  name: "register: an invalid cluster name",
+  method: "POST",
+  path: "/agent/v1/register",
+  body: () => registration("Not_Valid"),
+  opts: withBootstrap(),
+  status: 422,
+  reason: "Invalid",
+  field: "clusterName",
+});
+add({
+  name: "register: a private key",
+  method: "POST",
+  path: "/agent/v1/register",
+  body: () => setAt(registration("r5"), ["publicKey", "d"], "secret"),
+  opts: withBootstrap(),
+  status: 400,
+  reason: "BadRequest",
+  field: "publicKey.d",
+});
+add({
+  name: "register: an unknown field",
+  method: "POST",
+  path: "/agent/v1/register",
+  body: () => ({ ...registration("r6"), accepted: true }),
+  opts: withBootstrap(),
+  status: 400,
+  reason: "BadRequest",
+  field: "accepted",
+});
+add({
+  name: "register: 65 claims",
+  method: "POST",
+  path: "/agent/v1/register",
+  body: () => ({ ...registration("r7"), claims: Array.from({ length: 65 }, (_, i) => ({ name: `c${i}`, value: "v" })) }),
+  opts: withBootstrap(),
+  status: 422,
+  reason: "Invalid",
+  field: "claims",
+});
 for (const { path, schema } of fieldsOf(RegisterSchema, [], 3)) {
   const field = fieldPathOf(path);
   for (const { label, value } of wrongValues(schema)) {
     const name = freshName();
-    add({ name: `register: ${field} as ${label}`, method: "POST", path: "/agent/v1/register", body: () => setAt(registration(name), path, value), opts: withBootstrap(), status: 422, reason: "Invalid", field });
+    add({
+      name: `register: ${field} as ${label}`,
+      method: "POST",
+      path: "/agent/v1/register",
+      body: () => setAt(registration(name), path, value),
+      opts: withBootstrap(),
+      status: 422,
+      reason: "Invalid",
+      field,
+    });
   }
 }
 
@@ -713,27 +1731,72 @@ async function hmacHex(body: string, key = HOOK_KEY): Promise<string> {
   return [...new Uint8Array(sig)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 /** A delivery to the fixture receiver: `body` signed (or not), with a delivery ID (or not). */
-const delivery = (body: string, o: { sign?: boolean | string; id?: string | null; contentType?: string } = {}) => async (): Promise<CallOptions> => {
-  const headers: Record<string, string> = {};
-  if (o.sign !== false) headers["X-Signature-256"] = typeof o.sign === "string" ? o.sign : `sha256=${await hmacHex(body)}`;
-  if (o.id !== null) headers["X-Delivery-Id"] = o.id ?? crypto.randomUUID();
-  return { token: null, raw: body, headers, contentType: o.contentType ?? "application/json" };
-};
-const hook = (name: string, opts: () => Promise<CallOptions>, status: number, reason: string, field?: string) => add({ name: `webhook: ${name}`, method: "POST", path: () => hookPath, opts, status, reason, field });
+const delivery =
+  (body: string, o: { sign?: boolean | string; id?: string | null; contentType?: string } = {}) =>
+  async (): Promise<CallOptions> => {
+    const headers: Record<string, string> = {};
+    if (o.sign !== false) headers["X-Signature-256"] = typeof o.sign === "string" ? o.sign : `sha256=${await hmacHex(body)}`;
+    if (o.id !== null) headers["X-Delivery-Id"] = o.id ?? crypto.randomUUID();
+    return { token: null, raw: body, headers, contentType: o.contentType ?? "application/json" };
+  };
+const hook = (name: string, opts: () => Promise<CallOptions>, status: number, reason: string, field?: string) =>
+  add({ name: `webhook: ${name}`, method: "POST", path: () => hookPath, opts, status, reason, field });
 
-for (const esc of BAD_ESCAPES) add({ name: `webhook: a hook path with the malformed escape ${esc}`, method: "POST", path: `/hooks/${esc}`, body: {}, opts: { token: null }, status: 400, reason: "BadRequest" });
+for (const esc of BAD_ESCAPES)
+  add({
+    name: `webhook: a hook path with the malformed escape ${esc}`,
+    method: "POST",
+    path: `/hooks/${esc}`,
+    body: {},
+    opts: { token: null },
+    status: 400,
+    reason: "BadRequest",
+  });
 add({ name: "webhook: an unknown hook", method: "POST", path: `/hooks/${"0".repeat(64)}`, body: {}, opts: { token: null }, status: 404, reason: "NotFound" });
-add({ name: "webhook: a hook ID that is not hex", method: "POST", path: `/hooks/${"z".repeat(64)}`, body: {}, opts: { token: null }, status: 404, reason: "NotFound" });
+add({
+  name: "webhook: a hook ID that is not hex",
+  method: "POST",
+  path: `/hooks/${"z".repeat(64)}`,
+  body: {},
+  opts: { token: null },
+  status: 404,
+  reason: "NotFound",
+});
 add({ name: "webhook: a short hook ID", method: "POST", path: "/hooks/abc", body: {}, opts: { token: null }, status: 404, reason: "NotFound" });
 add({ name: "webhook: a path below a hook", method: "POST", path: () => `${hookPath}/x`, body: {}, opts: { token: null }, status: 404, reason: "NotFound" });
-add({ name: "webhook: a traversal in the hook path", method: "POST", path: "/hooks/..%2F..%2Fapis", body: {}, opts: { token: null }, status: 404, reason: "NotFound" });
-add({ name: "webhook: a 9 KiB hook path", method: "POST", path: `/hooks/${"a".repeat(9 * 1024)}`, body: {}, opts: { token: null }, status: 414, reason: "RequestURITooLong" });
-for (const method of ["GET", "PUT", "DELETE", "PATCH"]) add({ name: `webhook: ${method} on a hook`, method, path: () => hookPath, opts: { token: null }, status: 405, reason: "MethodNotAllowed" });
+add({
+  name: "webhook: a traversal in the hook path",
+  method: "POST",
+  path: "/hooks/..%2F..%2Fapis",
+  body: {},
+  opts: { token: null },
+  status: 404,
+  reason: "NotFound",
+});
+add({
+  name: "webhook: a 9 KiB hook path",
+  method: "POST",
+  path: `/hooks/${"a".repeat(9 * 1024)}`,
+  body: {},
+  opts: { token: null },
+  status: 414,
+  reason: "RequestURITooLong",
+});
+for (const method of ["GET", "PUT", "DELETE", "PATCH"])
+  add({ name: `webhook: ${method} on a hook`, method, path: () => hookPath, opts: { token: null }, status: 405, reason: "MethodNotAllowed" });
 const payload = (v: unknown) => JSON.stringify({ count: v });
 hook("no signature", delivery(payload(1), { sign: false }), 401, "Unauthorized");
 hook("a wrong signature", delivery(payload(1), { sign: `sha256=${"0".repeat(64)}` }), 401, "Unauthorized");
 hook("a signature without its sha256= prefix", delivery(payload(1), { sign: "0".repeat(64) }), 401, "Unauthorized");
-hook("a signature with the admin token's key", async () => ({ ...(await delivery(payload(1))()), headers: { "X-Signature-256": `sha256=${await hmacHex(payload(1), "test-admin-token")}`, "X-Delivery-Id": "d1" } }), 401, "Unauthorized");
+hook(
+  "a signature with the admin token's key",
+  async () => ({
+    ...(await delivery(payload(1))()),
+    headers: { "X-Signature-256": `sha256=${await hmacHex(payload(1), "test-admin-token")}`, "X-Delivery-Id": "d1" },
+  }),
+  401,
+  "Unauthorized",
+);
 hook("a signature over another body", async () => ({ ...(await delivery(payload(1))()), raw: payload(2) }), 401, "Unauthorized");
 hook("no delivery ID", delivery(payload(1), { id: null }), 400, "BadRequest", "X-Delivery-Id");
 hook("a delivery ID with spaces", delivery(payload(1), { id: "a b" }), 400, "BadRequest", "X-Delivery-Id");
@@ -774,7 +1837,31 @@ beforeAll(async () => {
   keys = reg.keys;
   await must(call("POST", `${AGENT}/heartbeat`, { healthy: true }, { token: await keys.sign(CLUSTER) }), 200);
   FIXTURE.BootstrapToken = bootstrap.split(".")[0]!;
-  for (const kind of ["Namespace", "ServiceAccount", "ManagedClusterSet", "ManagedClusterSetBinding", "Secret", "Placement", "AddOnPlacementScore", "ManifestWork", "ManifestWorkReplicaSet", "WebhookReceiver", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "ClusterManagementAddOn", "ManagedClusterAddOn", "AddOnDeploymentConfig", "AddOnTemplate", "Policy", "PlacementBinding", "PolicySet", "Event", "Event.events.k8s.io"]) {
+  for (const kind of [
+    "Namespace",
+    "ServiceAccount",
+    "ManagedClusterSet",
+    "ManagedClusterSetBinding",
+    "Secret",
+    "Placement",
+    "AddOnPlacementScore",
+    "ManifestWork",
+    "ManifestWorkReplicaSet",
+    "WebhookReceiver",
+    "Role",
+    "ClusterRole",
+    "RoleBinding",
+    "ClusterRoleBinding",
+    "ClusterManagementAddOn",
+    "ManagedClusterAddOn",
+    "AddOnDeploymentConfig",
+    "AddOnTemplate",
+    "Policy",
+    "PlacementBinding",
+    "PolicySet",
+    "Event",
+    "Event.events.k8s.io",
+  ]) {
     const def = byKind(kind);
     await must(call("POST", collection(def), valid(def, fixtureName(def))), 201);
   }
@@ -794,7 +1881,8 @@ describe("hostile input: every case is a 4xx Status and writes nothing", () => {
   it("has at least 300 cases, across every kind, the agent API and the webhook endpoint", () => {
     expect(cases.length).toBeGreaterThanOrEqual(300);
     for (const def of STORED) expect(cases.filter((c) => c.name.startsWith(`${kindName(def)}:`)).length, def.kind).toBeGreaterThanOrEqual(20);
-    for (const def of KINDS.filter((d) => d.createOnly)) expect(cases.filter((c) => c.name.startsWith(`${kindName(def)}:`)).length, def.kind).toBeGreaterThanOrEqual(15);
+    for (const def of KINDS.filter((d) => d.createOnly))
+      expect(cases.filter((c) => c.name.startsWith(`${kindName(def)}:`)).length, def.kind).toBeGreaterThanOrEqual(15);
     expect(cases.filter((c) => c.agent).length).toBeGreaterThanOrEqual(30);
     expect(cases.filter((c) => c.name.startsWith("register:")).length).toBeGreaterThanOrEqual(10);
     expect(cases.filter((c) => c.name.startsWith("webhook:")).length).toBeGreaterThanOrEqual(20);

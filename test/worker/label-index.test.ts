@@ -14,7 +14,13 @@ const PL = "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/idx/plac
 const merge = { contentType: "application/merge-patch+json" };
 const names = (body: { items: { metadata: { name: string } }[] }) => body.items.map((o) => o.metadata.name);
 const indexed = async (name: string) =>
-  (await env.DB.prepare("SELECT key, value FROM labels WHERE resource = 'cluster.open-cluster-management.io/placements' AND namespace = 'idx' AND name = ? ORDER BY key").bind(name).all()).results;
+  (
+    await env.DB.prepare(
+      "SELECT key, value FROM labels WHERE resource = 'cluster.open-cluster-management.io/placements' AND namespace = 'idx' AND name = ? ORDER BY key",
+    )
+      .bind(name)
+      .all()
+  ).results;
 
 beforeAll(async () => {
   await createNamespaces("idx");
@@ -24,7 +30,11 @@ beforeAll(async () => {
       Array.from({ length: 20 }, (_, j) => i + j).map(async (n) => {
         const labels: Record<string, string> = { n: String(n % 3) };
         if (n % 20 === 0) labels.tier = "gold";
-        const r = await call("POST", PL, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: `p${String(n).padStart(3, "0")}`, labels } });
+        const r = await call("POST", PL, {
+          apiVersion: "cluster.open-cluster-management.io/v1beta1",
+          kind: "Placement",
+          metadata: { name: `p${String(n).padStart(3, "0")}`, labels },
+        });
         expect(r.status).toBe(201);
       }),
     );
@@ -68,19 +78,35 @@ describe("the label index", () => {
   });
 
   it("follows label changes, removals and deletes; a stale write leaves the index alone", async () => {
-    const created = await call("POST", PL, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "moving", labels: { a: "1", b: "2" } } });
-    expect(await indexed("moving")).toEqual([{ key: "a", value: "1" }, { key: "b", value: "2" }]);
+    const created = await call("POST", PL, {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "Placement",
+      metadata: { name: "moving", labels: { a: "1", b: "2" } },
+    });
+    expect(await indexed("moving")).toEqual([
+      { key: "a", value: "1" },
+      { key: "b", value: "2" },
+    ]);
     await call("PATCH", `${PL}/moving`, { metadata: { labels: { a: "9", b: null, c: "3" } } }, merge);
-    expect(await indexed("moving")).toEqual([{ key: "a", value: "9" }, { key: "c", value: "3" }]);
+    expect(await indexed("moving")).toEqual([
+      { key: "a", value: "9" },
+      { key: "c", value: "3" },
+    ]);
     expect(names((await call("GET", `${PL}?labelSelector=a%3D9`)).body)).toEqual(["moving"]);
     expect(names((await call("GET", `${PL}?labelSelector=b`)).body)).toEqual([]);
     // A write with a stale resourceVersion is refused, and the index keeps the stored labels.
     const stale = await call("PATCH", `${PL}/moving`, { metadata: { resourceVersion: created.body.metadata.resourceVersion, labels: { a: "stale" } } }, merge);
     expect(stale.status).toBe(409);
-    expect(await indexed("moving")).toEqual([{ key: "a", value: "9" }, { key: "c", value: "3" }]);
+    expect(await indexed("moving")).toEqual([
+      { key: "a", value: "9" },
+      { key: "c", value: "3" },
+    ]);
     // Status writes and spec writes that keep the labels add no statement (the rows stay as they are).
     await call("PATCH", `${PL}/moving`, { spec: { numberOfClusters: 2 } }, merge);
-    expect(await indexed("moving")).toEqual([{ key: "a", value: "9" }, { key: "c", value: "3" }]);
+    expect(await indexed("moving")).toEqual([
+      { key: "a", value: "9" },
+      { key: "c", value: "3" },
+    ]);
     await call("PATCH", `${PL}/moving`, { metadata: { labels: null } }, merge);
     expect(await indexed("moving")).toEqual([]);
     await call("PATCH", `${PL}/moving`, { metadata: { labels: { d: "4" } } }, merge);
@@ -89,7 +115,11 @@ describe("the label index", () => {
   });
 
   it("indexes ManagedClusters written through their Durable Objects", async () => {
-    await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "idx-mc", labels: { region: "eu" } } });
+    await call("POST", MC, {
+      apiVersion: "cluster.open-cluster-management.io/v1",
+      kind: "ManagedCluster",
+      metadata: { name: "idx-mc", labels: { region: "eu" } },
+    });
     await call("PATCH", `${MC}/idx-mc`, { metadata: { labels: { region: "us" } } }, merge);
     const page = await listPage(database(env.DB), ManagedClusterKind, "", { index: { key: "region", values: ["us"] } });
     expect(page.items.map((o) => o.metadata.name)).toEqual(["idx-mc"]);
@@ -100,7 +130,8 @@ describe("the label index", () => {
 describe("the label index on a hub upgraded from before it", () => {
   it("carries the labels written before the migration, so selector lists answer as before", async () => {
     const before = names((await call("GET", `${PL}?labelSelector=tier%3Dgold`)).body);
-    const rows = async () => (await env.DB.prepare("SELECT resource, namespace, name, key, value FROM labels ORDER BY resource, namespace, name, key").all()).results;
+    const rows = async () =>
+      (await env.DB.prepare("SELECT resource, namespace, name, key, value FROM labels ORDER BY resource, namespace, name, key").all()).results;
     const fresh = await rows();
     await env.DB.prepare("DROP TABLE labels").run();
     await env.DB.prepare("DELETE FROM d1_migrations WHERE name = ?").bind("0004_labels.sql").run();

@@ -14,7 +14,16 @@ beforeAll(async () => {
     expect(r.status).toBe(201);
   }
   for (const name of ["page-2", "page-1", "page-3"]) {
-    expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name, labels: { paging: "yes" } }, spec: {} })).status).toBe(201);
+    expect(
+      (
+        await call("POST", MC, {
+          apiVersion: "cluster.open-cluster-management.io/v1",
+          kind: "ManagedCluster",
+          metadata: { name, labels: { paging: "yes" } },
+          spec: {},
+        })
+      ).status,
+    ).toBe(201);
   }
 });
 
@@ -53,8 +62,18 @@ describe("list chunking with limit and continue", () => {
   });
 
   it("pages across namespaces in (namespace, name) order, and takes tokens naming a namespace/name", async () => {
-    for (const [ns, name] of [["pg", "b"], ["pg-x", "a"], ["pg", "a"], ["pg-x", "c"]]) {
-      const r = await call("POST", `/apis/cluster.open-cluster-management.io/v1beta1/namespaces/${ns}/placements`, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name, labels: { across: "yes" } }, spec: {} });
+    for (const [ns, name] of [
+      ["pg", "b"],
+      ["pg-x", "a"],
+      ["pg", "a"],
+      ["pg-x", "c"],
+    ]) {
+      const r = await call("POST", `/apis/cluster.open-cluster-management.io/v1beta1/namespaces/${ns}/placements`, {
+        apiVersion: "cluster.open-cluster-management.io/v1beta1",
+        kind: "Placement",
+        metadata: { name, labels: { across: "yes" } },
+        spec: {},
+      });
       expect(r.status).toBe(201);
     }
     const all = "/apis/cluster.open-cluster-management.io/v1beta1/placements?labelSelector=across%3Dyes";
@@ -62,7 +81,10 @@ describe("list chunking with limit and continue", () => {
     // A token as earlier hubs wrote it: {"start": "<namespace>/<name>"}.
     const token = btoa(JSON.stringify({ v: "flotilla.dev/v1", start: "pg/b" })).replace(/=+$/, "");
     const rest = await call("GET", `${all}&limit=5&continue=${token}`);
-    expect(rest.body.items.map((o: { metadata: { namespace: string; name: string } }) => `${o.metadata.namespace}/${o.metadata.name}`)).toEqual(["pg-x/a", "pg-x/c"]);
+    expect(rest.body.items.map((o: { metadata: { namespace: string; name: string } }) => `${o.metadata.namespace}/${o.metadata.name}`)).toEqual([
+      "pg-x/a",
+      "pg-x/c",
+    ]);
   });
 
   it("returns everything with no limit, or a limit larger than the list", async () => {
@@ -88,8 +110,17 @@ describe("a list reads what its page needs", () => {
     const stmts = [];
     for (let i = 0; i < BIG; i++) {
       const name = `p-${String(i).padStart(4, "0")}`;
-      const body = { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name, namespace: "big", uid: `u-${i}`, labels: { hit: i % 100 === 99 ? "yes" : "no" } }, spec: {} };
-      stmts.push(env.DB.prepare("INSERT INTO objects (resource, namespace, name, uid, resource_version, body) VALUES ('cluster.open-cluster-management.io/placements', 'big', ?, ?, 1, ?)").bind(name, `u-${i}`, JSON.stringify(body)));
+      const body = {
+        apiVersion: "cluster.open-cluster-management.io/v1beta1",
+        kind: "Placement",
+        metadata: { name, namespace: "big", uid: `u-${i}`, labels: { hit: i % 100 === 99 ? "yes" : "no" } },
+        spec: {},
+      };
+      stmts.push(
+        env.DB.prepare(
+          "INSERT INTO objects (resource, namespace, name, uid, resource_version, body) VALUES ('cluster.open-cluster-management.io/placements', 'big', ?, ?, 1, ?)",
+        ).bind(name, `u-${i}`, JSON.stringify(body)),
+      );
     }
     await env.DB.batch(stmts);
   });
@@ -126,10 +157,16 @@ describe("a list reads what its page needs", () => {
   });
 
   it("streams a watch's initial ADDED events page by page", async () => {
-    const res = await exports.default.fetch("https://hub.test/apis/cluster.open-cluster-management.io/v1beta1/namespaces/big/placements?watch=true&timeoutSeconds=1", {
-      headers: { authorization: "Bearer test-admin-token" },
-    });
-    const events = (await res.text()).split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as { type: string; object: { metadata: { name: string } } });
+    const res = await exports.default.fetch(
+      "https://hub.test/apis/cluster.open-cluster-management.io/v1beta1/namespaces/big/placements?watch=true&timeoutSeconds=1",
+      {
+        headers: { authorization: "Bearer test-admin-token" },
+      },
+    );
+    const events = (await res.text())
+      .split("\n")
+      .filter((l) => l.trim())
+      .map((l) => JSON.parse(l) as { type: string; object: { metadata: { name: string } } });
     expect(events).toHaveLength(BIG);
     expect(events.every((e) => e.type === "ADDED")).toBe(true);
     expect(new Set(events.map((e) => e.object.metadata.name)).size).toBe(BIG);
@@ -152,7 +189,13 @@ describe("a list or get from a resourceVersion (kube-apiserver's NotOlderThan an
 
   it("answers 504 Timeout with cause ResourceVersionTooLarge for a version the hub has not reached, whatever the match", async () => {
     const ahead = String((await current()) + 1_000_000);
-    const queries = [`resourceVersion=${ahead}`, `resourceVersion=${ahead}&resourceVersionMatch=NotOlderThan`, `resourceVersion=${ahead}&resourceVersionMatch=Exact`, `resourceVersion=${ahead}&limit=2`, "resourceVersion=18446744073709551615"];
+    const queries = [
+      `resourceVersion=${ahead}`,
+      `resourceVersion=${ahead}&resourceVersionMatch=NotOlderThan`,
+      `resourceVersion=${ahead}&resourceVersionMatch=Exact`,
+      `resourceVersion=${ahead}&limit=2`,
+      "resourceVersion=18446744073709551615",
+    ];
     const answers = await Promise.all(queries.map((q) => call("GET", `${PLACEMENTS}?${q}`)));
     for (const [i, r] of answers.entries()) {
       expect(r.status, queries[i]).toBe(504);
@@ -170,7 +213,10 @@ describe("a list or get from a resourceVersion (kube-apiserver's NotOlderThan an
     expect(Number(same.body.metadata.resourceVersion)).toBeGreaterThanOrEqual(now);
     // One version ahead: the list waits while a create makes it, then shows the new object.
     const pending = call("GET", `${PLACEMENTS}?resourceVersion=${now + 1}&resourceVersionMatch=NotOlderThan`);
-    expect((await call("POST", PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "p-f" }, spec: {} })).status).toBe(201);
+    expect(
+      (await call("POST", PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "p-f" }, spec: {} }))
+        .status,
+    ).toBe(201);
     const waited = await pending;
     expect(waited.status).toBe(200);
     expect(Number(waited.body.metadata.resourceVersion)).toBeGreaterThanOrEqual(now + 1);
@@ -179,7 +225,10 @@ describe("a list or get from a resourceVersion (kube-apiserver's NotOlderThan an
 
   it("a get from a version the hub has not reached: the same 504; from one it has: the object", async () => {
     const now = await current();
-    const [ahead, reached] = await Promise.all([call("GET", `${PLACEMENTS}/p-a?resourceVersion=${now + 1_000_000}`), call("GET", `${PLACEMENTS}/p-a?resourceVersion=${now}`)]);
+    const [ahead, reached] = await Promise.all([
+      call("GET", `${PLACEMENTS}/p-a?resourceVersion=${now + 1_000_000}`),
+      call("GET", `${PLACEMENTS}/p-a?resourceVersion=${now}`),
+    ]);
     expect(ahead.status).toBe(504);
     expect(ahead.body).toEqual(tooLarge(String(now + 1_000_000)));
     expect(reached.status).toBe(200);
@@ -216,7 +265,11 @@ describe("a list or get from a resourceVersion (kube-apiserver's NotOlderThan an
     let looks = 0;
     clock.now = () => real() + (looks++ > 0 ? FUTURE_RESOURCE_VERSION_WAIT_MS : 0);
     try {
-      await expect(awaitResourceVersion(db, ahead)).rejects.toMatchObject({ code: 504, reason: "Timeout", details: { causes: [{ reason: "ResourceVersionTooLarge" }] } });
+      await expect(awaitResourceVersion(db, ahead)).rejects.toMatchObject({
+        code: 504,
+        reason: "Timeout",
+        details: { causes: [{ reason: "ResourceVersionTooLarge" }] },
+      });
     } finally {
       clock.now = real;
     }

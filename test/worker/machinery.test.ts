@@ -26,7 +26,11 @@ async function firstLine(res: Response): Promise<string> {
 
 describe("boolean query parameters (apimachinery Convert_Slice_string_To_bool)", () => {
   it.each(["True", "true", "TRUE", "1", "t", "yes", ""])("watch=%s watches", async (value) => {
-    await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "flag-c", labels: { flag: "x" } } });
+    await call("POST", MC, {
+      apiVersion: "cluster.open-cluster-management.io/v1",
+      kind: "ManagedCluster",
+      metadata: { name: "flag-c", labels: { flag: "x" } },
+    });
     const res = await get(`${MC}?labelSelector=flag%3Dx&watch=${value}`);
     expect(res.status).toBe(200);
     const event = JSON.parse(await firstLine(res));
@@ -57,7 +61,11 @@ describe("discovery paths answer with or without a trailing slash", () => {
 
 describe("label selector syntax apimachinery accepts", () => {
   it.each(["x in (a,,)", "x in (a,,,)", "x notin (abc,,def),bar,z in (),w"])("%s", async (selector) => {
-    await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "sel-a", labels: { x: "a", bar: "1", w: "1" } } });
+    await call("POST", MC, {
+      apiVersion: "cluster.open-cluster-management.io/v1",
+      kind: "ManagedCluster",
+      metadata: { name: "sel-a", labels: { x: "a", bar: "1", w: "1" } },
+    });
     const res = await call("GET", `${MC}?labelSelector=${encodeURIComponent(selector)}`);
     expect(res.status).toBe(200);
     const names = res.body.items.map((o: { metadata: { name: string } }) => o.metadata.name);
@@ -70,7 +78,12 @@ describe("JSON patch (RFC 6902, application/json-patch+json)", () => {
   const PL = "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/jp/placements";
   const json = { contentType: "application/json-patch+json" };
   const create = async (name: string) => {
-    const res = await call("POST", PL, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name, labels: { a: "1" } }, spec: { numberOfClusters: 1 } });
+    const res = await call("POST", PL, {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "Placement",
+      metadata: { name, labels: { a: "1" } },
+      spec: { numberOfClusters: 1 },
+    });
     expect(res.status).toBe(201);
     return res.body;
   };
@@ -98,8 +111,14 @@ describe("JSON patch (RFC 6902, application/json-patch+json)", () => {
   it("refuses the whole patch when a test fails or a path does not resolve (422), changing nothing", async () => {
     const before = await create("jp2");
     for (const ops of [
-      [{ op: "replace", path: "/spec/numberOfClusters", value: 5 }, { op: "test", path: "/spec/numberOfClusters", value: 2 }],
-      [{ op: "replace", path: "/spec/numberOfClusters", value: 5 }, { op: "remove", path: "/spec/nothing" }],
+      [
+        { op: "replace", path: "/spec/numberOfClusters", value: 5 },
+        { op: "test", path: "/spec/numberOfClusters", value: 2 },
+      ],
+      [
+        { op: "replace", path: "/spec/numberOfClusters", value: 5 },
+        { op: "remove", path: "/spec/nothing" },
+      ],
       [{ op: "frobnicate", path: "/spec" }],
     ]) {
       const res = await call("PATCH", `${PL}/jp2`, ops, json);
@@ -115,14 +134,30 @@ describe("JSON patch (RFC 6902, application/json-patch+json)", () => {
     const before = await create("jp3");
     expect((await call("PATCH", `${PL}/jp3`, { op: "add" }, json)).status).toBe(400);
     await call("PATCH", `${PL}/jp3`, [{ op: "add", path: "/metadata/labels/c", value: "3" }], json);
-    const stale = await call("PATCH", `${PL}/jp3`, [{ op: "replace", path: "/metadata/resourceVersion", value: before.metadata.resourceVersion }, { op: "replace", path: "/spec/numberOfClusters", value: 2 }], json);
+    const stale = await call(
+      "PATCH",
+      `${PL}/jp3`,
+      [
+        { op: "replace", path: "/metadata/resourceVersion", value: before.metadata.resourceVersion },
+        { op: "replace", path: "/spec/numberOfClusters", value: 2 },
+      ],
+      json,
+    );
     expect(stale.status).toBe(409);
     expect(stale.body.reason).toBe("Conflict");
   });
 
   it("patches a ManagedCluster through its Durable Object too, and leaves the status alone on the main resource", async () => {
     await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "jp-mc" } });
-    const res = await call("PATCH", `${MC}/jp-mc`, [{ op: "add", path: "/metadata/labels", value: { env: "prod" } }, { op: "add", path: "/status", value: { version: { kubernetes: "v9" } } }], json);
+    const res = await call(
+      "PATCH",
+      `${MC}/jp-mc`,
+      [
+        { op: "add", path: "/metadata/labels", value: { env: "prod" } },
+        { op: "add", path: "/status", value: { version: { kubernetes: "v9" } } },
+      ],
+      json,
+    );
     expect(res.status).toBe(200);
     expect(res.body.metadata.labels).toMatchObject({ env: "prod" });
     expect(res.body.status?.version?.kubernetes).toBeUndefined();
@@ -132,10 +167,18 @@ describe("JSON patch (RFC 6902, application/json-patch+json)", () => {
 describe("YAML request and response bodies", () => {
   const PL = "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/yml/placements";
   const yamlCall = (method: string, path: string, body?: string, accept = "application/yaml") =>
-    exports.default.fetch(`https://hub.test${path}`, { method, body, headers: { authorization: "Bearer test-admin-token", accept, ...(body ? { "content-type": "application/yaml" } : {}) } });
+    exports.default.fetch(`https://hub.test${path}`, {
+      method,
+      body,
+      headers: { authorization: "Bearer test-admin-token", accept, ...(body ? { "content-type": "application/yaml" } : {}) },
+    });
 
   it("creates from a YAML body and answers in YAML when Accept asks for it", async () => {
-    const created = await yamlCall("POST", PL, "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: y1\nspec:\n  numberOfClusters: 2\n");
+    const created = await yamlCall(
+      "POST",
+      PL,
+      "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: y1\nspec:\n  numberOfClusters: 2\n",
+    );
     expect(created.status).toBe(201);
     expect(created.headers.get("content-type")).toBe("application/yaml");
     const text = await created.text();
@@ -150,7 +193,12 @@ describe("YAML request and response bodies", () => {
 
   it("replaces from a YAML body; an error comes back as a YAML Status", async () => {
     const current = await call("GET", `${PL}/y1`);
-    const updated = await yamlCall("PUT", `${PL}/y1`, `apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: y1\n  resourceVersion: "${current.body.metadata.resourceVersion}"\nspec:\n  numberOfClusters: 4\n`, "application/json");
+    const updated = await yamlCall(
+      "PUT",
+      `${PL}/y1`,
+      `apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: y1\n  resourceVersion: "${current.body.metadata.resourceVersion}"\nspec:\n  numberOfClusters: 4\n`,
+      "application/json",
+    );
     expect(updated.status).toBe(200);
     expect((await updated.json<{ spec: { numberOfClusters: number } }>()).spec.numberOfClusters).toBe(4);
     const missing = await yamlCall("GET", `${PL}/absent`);
@@ -163,11 +211,20 @@ describe("YAML request and response bodies", () => {
 
 describe("deletecollection", () => {
   const PL = (ns: string) => `/apis/cluster.open-cluster-management.io/v1beta1/namespaces/${ns}/placements`;
-  const placement = (name: string, labels: Record<string, string>) => ({ apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name, labels } });
+  const placement = (name: string, labels: Record<string, string>) => ({
+    apiVersion: "cluster.open-cluster-management.io/v1beta1",
+    kind: "Placement",
+    metadata: { name, labels },
+  });
   const names = (items: { metadata: { name: string } }[]) => items.map((o) => o.metadata.name).sort();
 
   it("deletes what the label selector selects and answers their list", async () => {
-    for (const [n, tier] of [["d1", "web"], ["d2", "web"], ["d3", "db"]] as const) expect((await call("POST", PL("dc"), placement(n, { tier }))).status).toBe(201);
+    for (const [n, tier] of [
+      ["d1", "web"],
+      ["d2", "web"],
+      ["d3", "db"],
+    ] as const)
+      expect((await call("POST", PL("dc"), placement(n, { tier }))).status).toBe(201);
     const res = await call("DELETE", `${PL("dc")}?labelSelector=tier%3Dweb`);
     expect(res.status).toBe(200);
     expect(res.body.kind).toBe("PlacementList");
@@ -187,7 +244,8 @@ describe("deletecollection", () => {
   });
 
   it("deletes ManagedClusters through their Durable Objects", async () => {
-    for (const n of ["dcm1", "dcm2"]) await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: n, labels: { dc: "yes" } } });
+    for (const n of ["dcm1", "dcm2"])
+      await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: n, labels: { dc: "yes" } } });
     const res = await call("DELETE", `${MC}?labelSelector=dc%3Dyes`);
     expect(res.status).toBe(200);
     expect(names(res.body.items)).toEqual(["dcm1", "dcm2"]);
@@ -212,20 +270,36 @@ describe("deletecollection", () => {
 
 describe("content negotiation: metadata-only forms, 406", () => {
   const PL = "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/meta/placements";
-  const LIST_ACCEPT = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+  const LIST_ACCEPT =
+    "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
   const OBJ_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
   const withAccept = (accept: string, method = "GET", path = PL, body?: unknown, contentType?: string) =>
     call(method, path, body, { headers: { accept }, contentType });
 
   it("lists as a PartialObjectMetadataList and gets a PartialObjectMetadata", async () => {
-    await call("POST", PL, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "m1", labels: { a: "b" } }, spec: { numberOfClusters: 1 } });
+    await call("POST", PL, {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "Placement",
+      metadata: { name: "m1", labels: { a: "b" } },
+      spec: { numberOfClusters: 1 },
+    });
     const list = await withAccept(LIST_ACCEPT);
     expect(list.status).toBe(200);
     expect(list.body).toMatchObject({ apiVersion: "meta.k8s.io/v1", kind: "PartialObjectMetadataList", metadata: { resourceVersion: expect.any(String) } });
-    expect(list.body.items).toEqual([expect.objectContaining({ apiVersion: "meta.k8s.io/v1", kind: "PartialObjectMetadata", metadata: expect.objectContaining({ name: "m1", labels: { a: "b" } }) })]);
+    expect(list.body.items).toEqual([
+      expect.objectContaining({
+        apiVersion: "meta.k8s.io/v1",
+        kind: "PartialObjectMetadata",
+        metadata: expect.objectContaining({ name: "m1", labels: { a: "b" } }),
+      }),
+    ]);
     expect(list.body.items[0].spec).toBeUndefined();
     const one = await withAccept(OBJ_ACCEPT, "GET", `${PL}/m1`);
-    expect(one.body).toEqual({ apiVersion: "meta.k8s.io/v1", kind: "PartialObjectMetadata", metadata: expect.objectContaining({ name: "m1", uid: expect.any(String) }) });
+    expect(one.body).toEqual({
+      apiVersion: "meta.k8s.io/v1",
+      kind: "PartialObjectMetadata",
+      metadata: expect.objectContaining({ name: "m1", uid: expect.any(String) }),
+    });
     // A merge patch answered in the metadata form, as client-go's metadata client patches.
     const patched = await withAccept(OBJ_ACCEPT, "PATCH", `${PL}/m1`, { metadata: { labels: { c: "d" } } }, "application/merge-patch+json");
     expect(patched.body).toMatchObject({ kind: "PartialObjectMetadata", metadata: { labels: { a: "b", c: "d" } } });
@@ -238,14 +312,19 @@ describe("content negotiation: metadata-only forms, 406", () => {
     // The object form is not a list's form, and the reverse.
     expect((await withAccept(OBJ_ACCEPT)).status).toBe(406);
     expect((await withAccept(LIST_ACCEPT.split(",")[1]!, "GET", `${PL}/m1`)).status).toBe(406);
-    const create = await withAccept("application/vnd.kubernetes.protobuf", "POST", PL, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "never" } });
+    const create = await withAccept("application/vnd.kubernetes.protobuf", "POST", PL, {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "Placement",
+      metadata: { name: "never" },
+    });
     expect(create.status).toBe(406);
     expect((await call("GET", `${PL}/never`)).status).toBe(404);
   });
 });
 
 describe("aggregated discovery (apidiscovery.k8s.io/v2)", () => {
-  const ACCEPT = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+  const ACCEPT =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
 
   it("answers /apis with every group, version and resource in one document", async () => {
     const res = await call("GET", "/apis", undefined, { headers: { accept: ACCEPT } });
@@ -271,16 +350,35 @@ describe("aggregated discovery (apidiscovery.k8s.io/v2)", () => {
     expect(core.body.items[0].versions[0]).toMatchObject({
       version: "v1",
       resources: [
-        expect.objectContaining({ resource: "namespaces", scope: "Cluster", shortNames: ["ns"], subresources: [{ subresource: "finalize", responseKind: { group: "", version: "v1", kind: "Namespace" }, verbs: ["update"] }, expect.objectContaining({ subresource: "status" })] }),
+        expect.objectContaining({
+          resource: "namespaces",
+          scope: "Cluster",
+          shortNames: ["ns"],
+          subresources: [
+            { subresource: "finalize", responseKind: { group: "", version: "v1", kind: "Namespace" }, verbs: ["update"] },
+            expect.objectContaining({ subresource: "status" }),
+          ],
+        }),
         expect.objectContaining({ resource: "secrets", scope: "Namespaced" }),
-        expect.objectContaining({ resource: "serviceaccounts", scope: "Namespaced", shortNames: ["sa"], subresources: [{ subresource: "token", responseKind: { group: "authentication.k8s.io", version: "v1", kind: "TokenRequest" }, verbs: ["create"] }] }),
+        expect.objectContaining({
+          resource: "serviceaccounts",
+          scope: "Namespaced",
+          shortNames: ["sa"],
+          subresources: [{ subresource: "token", responseKind: { group: "authentication.k8s.io", version: "v1", kind: "TokenRequest" }, verbs: ["create"] }],
+        }),
         expect.objectContaining({ resource: "events", scope: "Namespaced", shortNames: ["ev"], responseKind: { group: "", version: "v1", kind: "Event" } }),
       ],
     });
     expect((await call("GET", "/apis")).body.kind).toBe("APIGroupList");
     expect((await call("GET", "/api")).body.kind).toBe("APIVersions");
     // v2beta1 alone is served too; a JSON-first Accept keeps the plain list.
-    expect((await call("GET", "/apis", undefined, { headers: { accept: "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList" } })).body.apiVersion).toBe("apidiscovery.k8s.io/v2beta1");
-    expect((await call("GET", "/apis", undefined, { headers: { accept: "application/json, application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList" } })).body.kind).toBe("APIGroupList");
+    expect(
+      (await call("GET", "/apis", undefined, { headers: { accept: "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList" } })).body
+        .apiVersion,
+    ).toBe("apidiscovery.k8s.io/v2beta1");
+    expect(
+      (await call("GET", "/apis", undefined, { headers: { accept: "application/json, application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList" } }))
+        .body.kind,
+    ).toBe("APIGroupList");
   });
 });

@@ -70,7 +70,18 @@ describe("ManagedCluster API", () => {
     expect(st.body.status.allocatable).toEqual({ cpu: "4", memory: "8Gi" });
     expect(st.body.spec.hubAcceptsClient).toBe(true);
     expect(st.body.spec.taints ?? []).toEqual([]);
-    const down = await call("PATCH", `${MC}/st1/status`, { status: { conditions: [{ type: "ManagedClusterConditionAvailable", status: "False", reason: "Test", message: "down", lastTransitionTime: "2026-01-01T00:00:00Z" }] } }, { contentType: "application/merge-patch+json" });
+    const down = await call(
+      "PATCH",
+      `${MC}/st1/status`,
+      {
+        status: {
+          conditions: [
+            { type: "ManagedClusterConditionAvailable", status: "False", reason: "Test", message: "down", lastTransitionTime: "2026-01-01T00:00:00Z" },
+          ],
+        },
+      },
+      { contentType: "application/merge-patch+json" },
+    );
     expect(down.body.spec.taints.map((t: { key: string }) => t.key)).toEqual(["cluster.open-cluster-management.io/unavailable"]);
   });
 
@@ -89,7 +100,8 @@ describe("ManagedCluster API", () => {
   });
 
   it("server-side apply creates then updates, and requires a fieldManager", async () => {
-    const yaml = "apiVersion: cluster.open-cluster-management.io/v1\nkind: ManagedCluster\nmetadata:\n  name: ssa1\n  labels:\n    team: a\nspec:\n  hubAcceptsClient: true\n";
+    const yaml =
+      "apiVersion: cluster.open-cluster-management.io/v1\nkind: ManagedCluster\nmetadata:\n  name: ssa1\n  labels:\n    team: a\nspec:\n  hubAcceptsClient: true\n";
     const noManager = await call("PATCH", `${MC}/ssa1`, yaml, { contentType: "application/apply-patch+yaml" });
     expect(noManager.status).toBe(422);
     const created = await call("PATCH", `${MC}/ssa1?fieldManager=kubectl`, yaml, { contentType: "application/apply-patch+yaml" });

@@ -12,8 +12,19 @@ function work(name: string, conditionRules: unknown[]) {
     kind: "ManifestWork",
     metadata: { name },
     spec: {
-      workload: { manifests: [{ apiVersion: "batch/v1", kind: "Job", metadata: { name: "once", namespace: "default" }, spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "x", image: "busybox" }] } } } }] },
-      manifestConfigs: [{ resourceIdentifier: { group: "batch", resource: "jobs", name: "once", namespace: "default" }, feedbackScrapeType: "Watch", conditionRules }],
+      workload: {
+        manifests: [
+          {
+            apiVersion: "batch/v1",
+            kind: "Job",
+            metadata: { name: "once", namespace: "default" },
+            spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "x", image: "busybox" }] } } },
+          },
+        ],
+      },
+      manifestConfigs: [
+        { resourceIdentifier: { group: "batch", resource: "jobs", name: "once", namespace: "default" }, feedbackScrapeType: "Watch", conditionRules },
+      ],
     },
   };
 }
@@ -34,12 +45,20 @@ describe("conditionRules on the hub", () => {
   });
 
   it("refuses two rules for one condition with 422 Duplicate value, as the CRD's list map does", async () => {
-    const res = await call("POST", WORKS, work("dup", [
-      { type: "WellKnownConditions", condition: "Complete" },
-      { type: "CEL", condition: "Complete", celExpressions: ["true"] },
-    ]));
+    const res = await call(
+      "POST",
+      WORKS,
+      work("dup", [
+        { type: "WellKnownConditions", condition: "Complete" },
+        { type: "CEL", condition: "Complete", celExpressions: ["true"] },
+      ]),
+    );
     expect(res.status).toBe(422);
-    expect(res.body.details.causes).toContainEqual({ field: "spec.manifestConfigs[0].conditionRules[1]", reason: "FieldValueDuplicate", message: 'Duplicate value: map[string]interface {}{"condition":"Complete"}' });
+    expect(res.body.details.causes).toContainEqual({
+      field: "spec.manifestConfigs[0].conditionRules[1]",
+      reason: "FieldValueDuplicate",
+      message: 'Duplicate value: map[string]interface {}{"condition":"Complete"}',
+    });
     expect((await call("GET", `${WORKS}/dup`)).status).toBe(404);
   });
 

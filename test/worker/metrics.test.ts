@@ -59,13 +59,16 @@ describe("/metrics", () => {
     expect(allowed.status).toBe(200);
     expect(allowed.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8");
     const role = (await call("GET", `${RBAC}/clusterroles/system:monitoring`)).body;
-    expect(role.rules).toEqual([{ verbs: ["get"], nonResourceURLs: ["/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics", "/metrics/slis", "/readyz", "/readyz/*"] }]);
+    expect(role.rules).toEqual([
+      { verbs: ["get"], nonResourceURLs: ["/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics", "/metrics/slis", "/readyz", "/readyz/*"] },
+    ]);
   });
 
   it("counts API requests as kube-apiserver labels them, kept by the metrics object", async () => {
     await createNamespaces("metrics-a");
     const before = samples((await scrape()).body as string);
-    const key = 'apiserver_request_total{verb="LIST",group="cluster.open-cluster-management.io",version="v1",resource="managedclusters",scope="cluster",component="apiserver",code="200"}';
+    const key =
+      'apiserver_request_total{verb="LIST",group="cluster.open-cluster-management.io",version="v1",resource="managedclusters",scope="cluster",component="apiserver",code="200"}';
     await call("GET", MC);
     await call("GET", MC);
     await call("GET", "/apis/nothing.example/v1/widgets-abc123");
@@ -76,8 +79,10 @@ describe("/metrics", () => {
     expect([...after.keys()].some((k) => k.includes("widgets-abc123") || k.includes("nothing.example"))).toBe(false);
     expect(after.get('apiserver_request_total{verb="LIST",scope="cluster",component="apiserver",code="404"}')).toBeGreaterThanOrEqual(1);
     // The latency histogram: cumulative buckets ending with +Inf, _sum, _count, equal counts.
-    const h = 'apiserver_request_duration_seconds_count{verb="LIST",group="cluster.open-cluster-management.io",version="v1",resource="managedclusters",scope="cluster",component="apiserver"}';
-    const inf = 'apiserver_request_duration_seconds_bucket{verb="LIST",group="cluster.open-cluster-management.io",version="v1",resource="managedclusters",scope="cluster",component="apiserver",le="+Inf"}';
+    const h =
+      'apiserver_request_duration_seconds_count{verb="LIST",group="cluster.open-cluster-management.io",version="v1",resource="managedclusters",scope="cluster",component="apiserver"}';
+    const inf =
+      'apiserver_request_duration_seconds_bucket{verb="LIST",group="cluster.open-cluster-management.io",version="v1",resource="managedclusters",scope="cluster",component="apiserver",le="+Inf"}';
     expect(after.get(h)).toBe(after.get(inf));
     expect(text).toContain("# TYPE apiserver_request_duration_seconds histogram");
     // The totals are the object's: what a scrape shows is stored there, not in this isolate.
@@ -93,10 +98,17 @@ describe("/metrics", () => {
       metadata: { name, ...(colo ? { annotations: { "flotilla.dev/colo": colo } } : {}) },
       spec: { hubAcceptsClient: true },
     });
-    for (const [n, colo] of [["m-1", "FRA"], ["m-2", "FRA"], ["m-3", undefined]] as const) expect((await call("POST", MC, mc(n, "True", colo))).status).toBe(201);
+    for (const [n, colo] of [
+      ["m-1", "FRA"],
+      ["m-2", "FRA"],
+      ["m-3", undefined],
+    ] as const)
+      expect((await call("POST", MC, mc(n, "True", colo))).status).toBe(201);
     const setAvailable = async (name: string, status: string) => {
       const current = (await call("GET", `${MC}/${name}`)).body;
-      const conditions = [{ type: "ManagedClusterConditionAvailable", status, reason: "Test", message: "", lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, "Z") }];
+      const conditions = [
+        { type: "ManagedClusterConditionAvailable", status, reason: "Test", message: "", lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, "Z") },
+      ];
       expect((await call("PUT", `${MC}/${name}/status`, { ...current, status: { ...current.status, conditions } })).status).toBe(200);
     };
     await setAvailable("m-1", "True");
@@ -106,7 +118,9 @@ describe("/metrics", () => {
     const m = samples((await scrape()).body as string);
     expect(m.get("acm_managed_cluster_count")).toBe(list.length);
     for (const status of ["True", "Unknown"]) {
-      expect(m.get(`flotilla_managed_clusters{condition="ManagedClusterConditionAvailable",status="${status}"}`)).toBe(byApi("ManagedClusterConditionAvailable", status));
+      expect(m.get(`flotilla_managed_clusters{condition="ManagedClusterConditionAvailable",status="${status}"}`)).toBe(
+        byApi("ManagedClusterConditionAvailable", status),
+      );
     }
     expect(m.get('flotilla_managed_clusters_by_location{location="FRA",available="True"}')).toBe(1);
     expect(m.get('flotilla_managed_clusters_by_location{location="FRA",available="Unknown"}')).toBe(1);
@@ -120,21 +134,47 @@ describe("request labels", () => {
   const G = "/apis/cluster.open-cluster-management.io/v1beta1";
   it("follow kube-apiserver's: LIST, WATCH, APPLY, POST; scope; dry_run; unserved resources unnamed", () => {
     expect(requestLabels("GET", url(`${G}/namespaces/a/placements`), undefined, undefined, 200)).toEqual({
-      verb: "LIST", dry_run: "", group: "cluster.open-cluster-management.io", version: "v1beta1", resource: "placements", subresource: "", scope: "namespace", component: "apiserver",
+      verb: "LIST",
+      dry_run: "",
+      group: "cluster.open-cluster-management.io",
+      version: "v1beta1",
+      resource: "placements",
+      subresource: "",
+      scope: "namespace",
+      component: "apiserver",
     });
     expect(requestLabels("GET", url(`${G}/placements?watch=1`), undefined, undefined, 200)).toMatchObject({ verb: "WATCH", scope: "cluster" });
-    expect(requestLabels("PATCH", url(`${G}/namespaces/a/placements/p?fieldManager=x&dryRun=All`), "application/apply-patch+yaml", undefined, 200)).toMatchObject({ verb: "APPLY", scope: "resource", dry_run: "All" });
+    expect(
+      requestLabels("PATCH", url(`${G}/namespaces/a/placements/p?fieldManager=x&dryRun=All`), "application/apply-patch+yaml", undefined, 200),
+    ).toMatchObject({ verb: "APPLY", scope: "resource", dry_run: "All" });
     expect(requestLabels("POST", url(`${G}/namespaces/a/placements`), "application/json", undefined, 201)).toMatchObject({ verb: "POST", scope: "resource" });
-    expect(requestLabels("PUT", url(`${G}/namespaces/a/placements/p/status`), "application/json", undefined, 200)).toMatchObject({ verb: "PUT", subresource: "status" });
+    expect(requestLabels("PUT", url(`${G}/namespaces/a/placements/p/status`), "application/json", undefined, 200)).toMatchObject({
+      verb: "PUT",
+      subresource: "status",
+    });
     expect(requestLabels("DELETE", url(`${G}/namespaces/a/placements`), undefined, undefined, 200)).toMatchObject({ verb: "DELETE", scope: "namespace" });
-    expect(requestLabels("GET", url("/apis/evil.example/v1/things-123/x"), undefined, undefined, 404)).toMatchObject({ group: "", version: "", resource: "", subresource: "" });
+    expect(requestLabels("GET", url("/apis/evil.example/v1/things-123/x"), undefined, undefined, 404)).toMatchObject({
+      group: "",
+      version: "",
+      resource: "",
+      subresource: "",
+    });
     expect(requestLabels("GET", url("/apis"), undefined, undefined, 200)).toMatchObject({ verb: "GET", resource: "", scope: "" });
   });
 
   it("name the agent's routes from a bounded set", () => {
-    expect(["/agent/v1/register", "/agent/v1/clusters/c1", "/agent/v1/clusters/c1/heartbeat", "/agent/v1/clusters/c1/works", "/agent/v1/clusters/c1/works/w/status", "/agent/v1/clusters/c1/connect", "/agent/v1/clusters/c1/nope", "/agent/v1/x"].map(agentRoute)).toEqual([
-      "register", "info", "heartbeat", "works", "workstatus", "connect", "other", "other",
-    ]);
+    expect(
+      [
+        "/agent/v1/register",
+        "/agent/v1/clusters/c1",
+        "/agent/v1/clusters/c1/heartbeat",
+        "/agent/v1/clusters/c1/works",
+        "/agent/v1/clusters/c1/works/w/status",
+        "/agent/v1/clusters/c1/connect",
+        "/agent/v1/clusters/c1/nope",
+        "/agent/v1/x",
+      ].map(agentRoute),
+    ).toEqual(["register", "info", "heartbeat", "works", "workstatus", "connect", "other", "other"]);
   });
 });
 
@@ -146,7 +186,9 @@ describe("health", () => {
       expect(r.body).toBe("ok");
       expect(r.headers.get("content-type")).toBe("text/plain; charset=utf-8");
     }
-    expect((await call("GET", "/readyz?verbose", undefined, { token: null })).body).toBe("[+]ping ok\n[+]d1 ok\n[+]migrations ok\n[+]scheduler ok\nreadyz check passed\n");
+    expect((await call("GET", "/readyz?verbose", undefined, { token: null })).body).toBe(
+      "[+]ping ok\n[+]d1 ok\n[+]migrations ok\n[+]scheduler ok\nreadyz check passed\n",
+    );
     expect((await call("GET", "/livez?verbose", undefined, { token: null })).body).toBe("[+]ping ok\n[+]d1 ok\nlivez check passed\n");
     expect((await call("GET", "/readyz?verbose&exclude=scheduler&exclude=nope", undefined, { token: null })).body).toBe(
       '[+]ping ok\n[+]d1 ok\n[+]migrations ok\n[+]scheduler excluded: ok\nwarn: some health checks cannot be excluded: no matches for "nope"\nreadyz check passed\n',
@@ -189,7 +231,9 @@ describe("the recorder", () => {
   it("counts a lease expiry and a heartbeat of the agent path", async () => {
     const token = await createToken({ autoApprove: true });
     const { keys } = await register(token, "metrics-lease", "id-metrics-lease");
-    expect((await call("PATCH", `${MC}/metrics-lease`, { spec: { leaseDurationSeconds: 1 } }, { contentType: "application/merge-patch+json" })).status).toBe(200);
+    expect((await call("PATCH", `${MC}/metrics-lease`, { spec: { leaseDurationSeconds: 1 } }, { contentType: "application/merge-patch+json" })).status).toBe(
+      200,
+    );
     expect((await call("POST", "/agent/v1/clusters/metrics-lease/heartbeat", { healthy: true }, { token: await keys.sign("metrics-lease") })).status).toBe(200);
     const before = samples((await scrape()).body as string);
     expect(await withClockAhead(6_000, () => runDurableObjectAlarm(env.CLUSTERS.getByName("metrics-lease")))).toBe(true);
@@ -201,7 +245,9 @@ describe("the recorder", () => {
   });
 
   it("keeps a batch that could not be stored for the next one", async () => {
-    const stored = async () => (await env.METRICS.getByName("metrics").series()).find((c) => c.family === "flotilla_cluster_registrations_total" && c.labels === '{code="599"}')?.values[0] ?? 0;
+    const stored = async () =>
+      (await env.METRICS.getByName("metrics").series()).find((c) => c.family === "flotilla_cluster_registrations_total" && c.labels === '{code="599"}')
+        ?.values[0] ?? 0;
     count(COUNTED.registrations, { code: 599 });
     const broken = { METRICS: { getByName: () => ({ add: () => Promise.reject(new Error("unavailable")) }) } } as unknown as Env;
     expect(await flushMetrics(broken)).toBe(false);

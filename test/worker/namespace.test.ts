@@ -37,7 +37,12 @@ describe("Namespace", () => {
     expect(r.body.metadata.labels).toEqual({ team: "a", "kubernetes.io/metadata.name": "team-a" });
     expect(r.body.metadata.namespace).toBeUndefined();
     // An update keeps spec.finalizers and status; the name label comes back.
-    const u = await call("PUT", `${NAMESPACES}/team-a`, { ...r.body, metadata: { ...r.body.metadata, labels: { team: "b" } }, spec: { finalizers: [] }, status: { phase: "Terminating" } });
+    const u = await call("PUT", `${NAMESPACES}/team-a`, {
+      ...r.body,
+      metadata: { ...r.body.metadata, labels: { team: "b" } },
+      spec: { finalizers: [] },
+      status: { phase: "Terminating" },
+    });
     expect(u.status).toBe(200);
     expect(u.body.spec).toEqual({ finalizers: ["kubernetes"] });
     expect(u.body.status).toEqual({ phase: "Active" });
@@ -122,14 +127,24 @@ describe("Namespace", () => {
     expect(refused.status).toBe(403);
     expect(refused.body).toMatchObject({
       reason: "Forbidden",
-      message: 'placements.cluster.open-cluster-management.io "late" is forbidden: unable to create new content in namespace held because it is being terminated',
+      message:
+        'placements.cluster.open-cluster-management.io "late" is forbidden: unable to create new content in namespace held because it is being terminated',
       details: { causes: [{ reason: "NamespaceTerminating", message: "namespace held is being terminated", field: "metadata.namespace" }] },
     });
     const ns = (await call("GET", `${NAMESPACES}/held`)).body;
     expect(ns.status.conditions).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ type: "NamespaceContentRemaining", status: "True", reason: "SomeResourcesRemain", message: "Some resources are remaining: placements.cluster.open-cluster-management.io has 1 resource instances" }),
-        expect.objectContaining({ type: "NamespaceFinalizersRemaining", status: "True", message: "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances" }),
+        expect.objectContaining({
+          type: "NamespaceContentRemaining",
+          status: "True",
+          reason: "SomeResourcesRemain",
+          message: "Some resources are remaining: placements.cluster.open-cluster-management.io has 1 resource instances",
+        }),
+        expect.objectContaining({
+          type: "NamespaceFinalizersRemaining",
+          status: "True",
+          message: "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances",
+        }),
       ]),
     );
     // Updates of what is there still work; the finalizer's owner lets go, and the sweep finishes.
@@ -148,18 +163,35 @@ describe("Namespace", () => {
 
   it("a namespace whose replica set holds a finalizer goes once the replica set's works are gone, without further requests", async () => {
     await createNamespaces("rsns");
-    const cluster = await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "rsc1" }, spec: { hubAcceptsClient: true } });
+    const cluster = await call("POST", MC, {
+      apiVersion: "cluster.open-cluster-management.io/v1",
+      kind: "ManagedCluster",
+      metadata: { name: "rsc1" },
+      spec: { hubAcceptsClient: true },
+    });
     expect(cluster.status).toBe(201);
     const available = { type: "ManagedClusterConditionAvailable", status: "True", reason: "Test", message: "", lastTransitionTime: "2026-01-01T00:00:00Z" };
     expect((await call("PATCH", `${MC}/rsc1/status`, { status: { conditions: [available] } }, merge)).status).toBe(200);
     const G2 = "/apis/cluster.open-cluster-management.io/v1beta2";
-    expect((await call("POST", `${G2}/namespaces/rsns/managedclustersetbindings`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } })).status).toBe(201);
+    expect(
+      (
+        await call("POST", `${G2}/namespaces/rsns/managedclustersetbindings`, {
+          apiVersion: "cluster.open-cluster-management.io/v1beta2",
+          kind: "ManagedClusterSetBinding",
+          metadata: { name: "default" },
+          spec: { clusterSet: "default" },
+        })
+      ).status,
+    ).toBe(201);
     expect((await call("POST", placements("rsns"), placement("all"))).status).toBe(201);
     const mwrs = {
       apiVersion: "work.open-cluster-management.io/v1alpha1",
       kind: "ManifestWorkReplicaSet",
       metadata: { name: "app" },
-      spec: { placementRefs: [{ name: "all" }], manifestWorkTemplate: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", namespace: "default" } }] } } },
+      spec: {
+        placementRefs: [{ name: "all" }],
+        manifestWorkTemplate: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", namespace: "default" } }] } },
+      },
     };
     const RS = "/apis/work.open-cluster-management.io/v1alpha1/namespaces/rsns/manifestworkreplicasets";
     expect((await call("POST", RS, mwrs)).status).toBe(201);
@@ -172,29 +204,61 @@ describe("Namespace", () => {
   });
 
   it("a ManagedCluster's namespace is created with it and kept after it", async () => {
-    const r = await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "nscluster" }, spec: { hubAcceptsClient: true } });
+    const r = await call("POST", MC, {
+      apiVersion: "cluster.open-cluster-management.io/v1",
+      kind: "ManagedCluster",
+      metadata: { name: "nscluster" },
+      spec: { hubAcceptsClient: true },
+    });
     expect(r.status).toBe(201);
     const ns = await call("GET", `${NAMESPACES}/nscluster`);
     expect(ns.status).toBe(200);
     expect(ns.body.metadata.labels).toEqual({ "kubernetes.io/metadata.name": "nscluster", "open-cluster-management.io/cluster-name": "nscluster" });
-    const work = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name: "w" }, spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", namespace: "default" } }] } } };
+    const work = {
+      apiVersion: "work.open-cluster-management.io/v1",
+      kind: "ManifestWork",
+      metadata: { name: "w" },
+      spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", namespace: "default" } }] } },
+    };
     expect((await call("POST", "/apis/work.open-cluster-management.io/v1/namespaces/nscluster/manifestworks", work)).status).toBe(201);
     expect((await call("DELETE", `${MC}/nscluster`)).status).toBe(200);
     expect((await call("GET", `${NAMESPACES}/nscluster`)).status).toBe(200);
   });
 
   it("an accepted cluster's namespace comes back once its deletion completed; acceptance waits for a terminating one to go", async () => {
-    expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "nsback" }, spec: { hubAcceptsClient: true } })).status).toBe(201);
+    expect(
+      (
+        await call("POST", MC, {
+          apiVersion: "cluster.open-cluster-management.io/v1",
+          kind: "ManagedCluster",
+          metadata: { name: "nsback" },
+          spec: { hubAcceptsClient: true },
+        })
+      ).status,
+    ).toBe(201);
     const first = (await call("GET", `${NAMESPACES}/nsback`)).body.metadata.uid;
     expect((await call("DELETE", `${NAMESPACES}/nsback`)).status).toBe(200);
-    await waitFor("namespace nsback back", async () => {
-      const r = await call("GET", `${NAMESPACES}/nsback`);
-      return r.status === 200 && r.body.metadata.uid !== first && r.body.status.phase === "Active";
-    }, 10_000);
+    await waitFor(
+      "namespace nsback back",
+      async () => {
+        const r = await call("GET", `${NAMESPACES}/nsback`);
+        return r.status === 200 && r.body.metadata.uid !== first && r.body.status.phase === "Active";
+      },
+      10_000,
+    );
     expect((await call("GET", `${NAMESPACES}/nsback`)).body.metadata.labels).toMatchObject({ "open-cluster-management.io/cluster-name": "nsback" });
 
     // A cluster not accepted yet, whose namespace is held in Terminating by a finalizer.
-    expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "nshold" }, spec: { hubAcceptsClient: false } })).status).toBe(201);
+    expect(
+      (
+        await call("POST", MC, {
+          apiVersion: "cluster.open-cluster-management.io/v1",
+          kind: "ManagedCluster",
+          metadata: { name: "nshold" },
+          spec: { hubAcceptsClient: false },
+        })
+      ).status,
+    ).toBe(201);
     const held = await call("POST", placements("nshold"), { ...placement("p"), metadata: { name: "p", finalizers: ["example.com/hold"] } });
     expect(held.status).toBe(201);
     expect((await call("DELETE", `${NAMESPACES}/nshold`)).status).toBe(200);
@@ -213,11 +277,15 @@ describe("Namespace", () => {
     // Once the namespace is gone, acceptance works and creates it again.
     expect((await call("PATCH", `${placements("nshold")}/p`, { metadata: { finalizers: null } }, merge)).status).toBe(200);
     const { sweepOutbox } = await import("../../src/store/outbox.ts");
-    await waitFor("namespace nshold to go", async () => {
-      await env.DB.prepare("UPDATE outbox SET due_at = 0").run();
-      await sweepOutbox(env, Date.now());
-      return (await call("GET", `${NAMESPACES}/nshold`)).status === 404;
-    }, 10_000);
+    await waitFor(
+      "namespace nshold to go",
+      async () => {
+        await env.DB.prepare("UPDATE outbox SET due_at = 0").run();
+        await sweepOutbox(env, Date.now());
+        return (await call("GET", `${NAMESPACES}/nshold`)).status === 404;
+      },
+      10_000,
+    );
     expect((await call("PATCH", `${MC}/nshold`, { spec: { hubAcceptsClient: true } }, merge)).status).toBe(200);
     expect((await call("GET", `${NAMESPACES}/nshold`)).body.status.phase).toBe("Active");
   });
@@ -247,7 +315,11 @@ describe("Namespace", () => {
   it("the finalize subresource changes spec.finalizers only", async () => {
     await createNamespaces("fin2");
     const ns = (await call("GET", `${NAMESPACES}/fin2`)).body;
-    const r = await call("PUT", `${NAMESPACES}/fin2/finalize`, { ...ns, metadata: { ...ns.metadata, labels: { x: "y" } }, spec: { finalizers: ["example.com/mine"] } });
+    const r = await call("PUT", `${NAMESPACES}/fin2/finalize`, {
+      ...ns,
+      metadata: { ...ns.metadata, labels: { x: "y" } },
+      spec: { finalizers: ["example.com/mine"] },
+    });
     expect(r.status).toBe(200);
     expect(r.body.spec).toEqual({ finalizers: ["example.com/mine"] });
     expect(r.body.metadata.labels).toEqual({ "kubernetes.io/metadata.name": "fin2" });

@@ -18,12 +18,25 @@ let undo: () => void;
 
 /** Grants `oidc:<user>` the rules of a new ClusterRole `<name>`. */
 async function grant(user: string, name: string, rules: unknown[]) {
-  expect((await call("POST", `${RBAC}/clusterroles`, { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name }, rules })).status).toBe(201);
-  const binding = { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: { name }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name }, subjects: [{ kind: "User", apiGroup: "rbac.authorization.k8s.io", name: `oidc:${user}` }] };
+  expect(
+    (await call("POST", `${RBAC}/clusterroles`, { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name }, rules })).status,
+  ).toBe(201);
+  const binding = {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRoleBinding",
+    metadata: { name },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name },
+    subjects: [{ kind: "User", apiGroup: "rbac.authorization.k8s.io", name: `oidc:${user}` }],
+  };
   expect((await call("POST", `${RBAC}/clusterrolebindings`, binding)).status).toBe(201);
 }
 
-const cluster = (name: string, set?: string, accept = false) => ({ apiVersion: `${G}/v1`, kind: "ManagedCluster", metadata: { name, ...(set ? { labels: { [CS]: set } } : {}) }, spec: { hubAcceptsClient: accept } });
+const cluster = (name: string, set?: string, accept = false) => ({
+  apiVersion: `${G}/v1`,
+  kind: "ManagedCluster",
+  metadata: { name, ...(set ? { labels: { [CS]: set } } : {}) },
+  spec: { hubAcceptsClient: accept },
+});
 
 beforeAll(async () => {
   undo = await serveIssuer();
@@ -73,7 +86,9 @@ describe("OCM's cluster set and acceptance checks", () => {
     expect((await callAs("alice", "POST", MC, cluster("ob1", "team-a"))).status).toBe(201);
     expect((await callAs("alice", "PATCH", `${MC}/ob1`, { spec: { hubAcceptsClient: true } }, merge)).status).toBe(403);
     expect((await call("GET", `${MC}/ob1`)).body.spec.hubAcceptsClient).toBe(false);
-    await grant("alice", "accept-alice", [{ apiGroups: ["register.open-cluster-management.io"], resources: ["managedclusters/accept"], resourceNames: ["ob1"], verbs: ["update"] }]);
+    await grant("alice", "accept-alice", [
+      { apiGroups: ["register.open-cluster-management.io"], resources: ["managedclusters/accept"], resourceNames: ["ob1"], verbs: ["update"] },
+    ]);
     expect((await callAs("alice", "PATCH", `${MC}/ob1`, { spec: { hubAcceptsClient: true } }, merge)).status).toBe(200);
     expect((await call("GET", `${MC}/ob1`)).body.spec.hubAcceptsClient).toBe(true);
     // Named after ob1 only.
@@ -93,10 +108,18 @@ describe("OCM's cluster set and acceptance checks", () => {
 
   it("the cluster's object refuses a write whose transition differs from the one admitted (409)", async () => {
     expect((await call("POST", MC, cluster("oc1", "team-a"))).status).toBe(201);
-    const res = await env.CLUSTERS.getByName("oc1").write("oc1", { verb: "patch", patchType: "merge", patch: { metadata: { labels: { [CS]: "team-b" } } } }, { clusterSet: null, accepts: false });
+    const res = await env.CLUSTERS.getByName("oc1").write(
+      "oc1",
+      { verb: "patch", patchType: "merge", patch: { metadata: { labels: { [CS]: "team-b" } } } },
+      { clusterSet: null, accepts: false },
+    );
     expect(res.ok).toBe(false);
     if (!res.ok) expect(res.status).toMatchObject({ code: 409, reason: "Conflict" });
-    const same = await env.CLUSTERS.getByName("oc1").write("oc1", { verb: "patch", patchType: "merge", patch: { metadata: { labels: { [CS]: "team-b" } } } }, { clusterSet: ["team-a", "team-b"], accepts: false });
+    const same = await env.CLUSTERS.getByName("oc1").write(
+      "oc1",
+      { verb: "patch", patchType: "merge", patch: { metadata: { labels: { [CS]: "team-b" } } } },
+      { clusterSet: ["team-a", "team-b"], accepts: false },
+    );
     expect(same.ok).toBe(true);
   });
 });

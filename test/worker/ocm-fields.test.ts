@@ -23,7 +23,12 @@ const table = parseCompatibility(doc);
 const KINDS: Record<string, { url: string; base: (name: string) => Record<string, unknown> }> = {
   ManifestWork: {
     url: `/apis/work.open-cluster-management.io/v1/namespaces/${NS}/manifestworks`,
-    base: (name) => ({ apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name, namespace: NS }, spec: { workload: { manifests: [structuredClone(MANIFEST)] } } }),
+    base: (name) => ({
+      apiVersion: "work.open-cluster-management.io/v1",
+      kind: "ManifestWork",
+      metadata: { name, namespace: NS },
+      spec: { workload: { manifests: [structuredClone(MANIFEST)] } },
+    }),
   },
   ManifestWorkReplicaSet: {
     url: `/apis/work.open-cluster-management.io/v1alpha1/namespaces/${NS}/manifestworkreplicasets`,
@@ -48,11 +53,21 @@ const KINDS: Record<string, { url: string; base: (name: string) => Record<string
   },
   Policy: {
     url: `/apis/policy.open-cluster-management.io/v1/namespaces/${NS}/policies`,
-    base: (name) => ({ apiVersion: "policy.open-cluster-management.io/v1", kind: "Policy", metadata: { name, namespace: NS }, spec: { disabled: false, "policy-templates": [{ objectDefinition: structuredClone(CONFIGURATION_POLICY) }] } }),
+    base: (name) => ({
+      apiVersion: "policy.open-cluster-management.io/v1",
+      kind: "Policy",
+      metadata: { name, namespace: NS },
+      spec: { disabled: false, "policy-templates": [{ objectDefinition: structuredClone(CONFIGURATION_POLICY) }] },
+    }),
   },
   PolicySet: {
     url: `/apis/policy.open-cluster-management.io/v1beta1/namespaces/${NS}/policysets`,
-    base: (name) => ({ apiVersion: "policy.open-cluster-management.io/v1beta1", kind: "PolicySet", metadata: { name, namespace: NS }, spec: { policies: ["p"] } }),
+    base: (name) => ({
+      apiVersion: "policy.open-cluster-management.io/v1beta1",
+      kind: "PolicySet",
+      metadata: { name, namespace: NS },
+      spec: { policies: ["p"] },
+    }),
   },
 };
 
@@ -158,9 +173,16 @@ describe("a refused field by any write", () => {
     const before = (await call("GET", `${placements}/patched`)).body;
     const patched = await call("PATCH", `${placements}/patched`, { spec: { sortBy: "Score" } }, { contentType: "application/merge-patch+json" });
     expect(patched.status).toBe(422);
-    expect(patched.body.details.causes).toEqual([{ reason: "FieldValueNotSupported", message: 'Unsupported value: "Score": supported values: "ClusterName"', field: "spec.sortBy" }]);
+    expect(patched.body.details.causes).toEqual([
+      { reason: "FieldValueNotSupported", message: 'Unsupported value: "Score": supported values: "ClusterName"', field: "spec.sortBy" },
+    ]);
     // Warn drops unknown fields only: a refused field is a known one.
-    const warned = await call("PATCH", `${placements}/patched?fieldValidation=Warn`, { spec: { scoreRateLimit: "5m" } }, { contentType: "application/merge-patch+json" });
+    const warned = await call(
+      "PATCH",
+      `${placements}/patched?fieldValidation=Warn`,
+      { spec: { scoreRateLimit: "5m" } },
+      { contentType: "application/merge-patch+json" },
+    );
     expect(warned.status).toBe(422);
     expect(warned.body.details.causes[0].field).toBe("spec.scoreRateLimit");
     expect((await call("GET", `${placements}/patched`)).body.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
@@ -188,7 +210,11 @@ describe("a refused field by any write", () => {
     const applied = await call("PATCH", `${KINDS.ManifestWork!.url}/applied?fieldManager=kubectl`, yaml, { contentType: "application/apply-patch+yaml" });
     expect(applied.status).toBe(422);
     expect(applied.body.details.causes).toEqual([
-      { reason: "FieldValueForbidden", message: "Forbidden: JSON Pointers in ignoreFields are not supported by this hub's work agent; use jsonPaths", field: "spec.manifestConfigs[0].updateStrategy.serverSideApply.ignoreFields[0].jsonPointers" },
+      {
+        reason: "FieldValueForbidden",
+        message: "Forbidden: JSON Pointers in ignoreFields are not supported by this hub's work agent; use jsonPaths",
+        field: "spec.manifestConfigs[0].updateStrategy.serverSideApply.ignoreFields[0].jsonPointers",
+      },
     ]);
     expect((await call("GET", `${KINDS.ManifestWork!.url}/applied`)).status).toBe(404);
   });
@@ -196,7 +222,11 @@ describe("a refused field by any write", () => {
   it("an OCM Placement exported with its status is accepted; the status is the scheduler's", async () => {
     const exported = KINDS.Placement!.base("exported");
     exported.spec = { sortBy: "ClusterName", scoreRateLimit: "1m" };
-    exported.status = { numberOfSelectedClusters: 7, lastScoreUpdateTime: "2026-01-01T00:00:00Z", decisionGroups: [{ decisionGroupIndex: 0, decisionGroupName: "", decisions: ["exported-decision-1"], clusterCount: 7 }] };
+    exported.status = {
+      numberOfSelectedClusters: 7,
+      lastScoreUpdateTime: "2026-01-01T00:00:00Z",
+      decisionGroups: [{ decisionGroupIndex: 0, decisionGroupName: "", decisions: ["exported-decision-1"], clusterCount: 7 }],
+    };
     const r = await call("POST", KINDS.Placement!.url, exported);
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     expect(r.body.status.numberOfSelectedClusters).toBe(0);
@@ -209,7 +239,13 @@ describe("a refused field by any write", () => {
     body.spec = { managedClusterClientConfigs: [{ url: "https://cluster.example:6443", caBundle: "-----BEGIN CERTIFICATE-----" }] };
     const r = await call("POST", KINDS.ManagedCluster!.url, body);
     expect(r.status).toBe(422);
-    expect(r.body.details.causes).toEqual([{ reason: "FieldValueInvalid", message: 'Invalid value: "-----BEGIN CERTIFICATE-----": illegal base64 data: must be standard base64 with padding', field: "spec.managedClusterClientConfigs[0].caBundle" }]);
+    expect(r.body.details.causes).toEqual([
+      {
+        reason: "FieldValueInvalid",
+        message: 'Invalid value: "-----BEGIN CERTIFICATE-----": illegal base64 data: must be standard base64 with padding',
+        field: "spec.managedClusterClientConfigs[0].caBundle",
+      },
+    ]);
   });
 });
 

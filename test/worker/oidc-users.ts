@@ -32,7 +32,14 @@ export async function serveIssuer(): Promise<() => void> {
 export async function idToken(sub: string, groups: string[] = []): Promise<string> {
   if (!privateKey) throw new Error("serveIssuer() first");
   const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({ groups }).setProtectedHeader({ alg: "RS256", kid: "k1" }).setIssuer(ISSUER).setSubject(sub).setAudience("flotilla").setIssuedAt(now).setExpirationTime(now + 600).sign(privateKey);
+  return new SignJWT({ groups })
+    .setProtectedHeader({ alg: "RS256", kid: "k1" })
+    .setIssuer(ISSUER)
+    .setSubject(sub)
+    .setAudience("flotilla")
+    .setIssuedAt(now)
+    .setExpirationTime(now + 600)
+    .sign(privateKey);
 }
 
 /** Calls the hub as OIDC user `oidc:<sub>`. */

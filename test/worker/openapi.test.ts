@@ -4,7 +4,8 @@ import { KINDS } from "../../src/kinds/index.ts";
 import { groupVersionPath, schemaName } from "../../src/api/openapi.ts";
 import { ADMIN, call, MC } from "./helpers.ts";
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;
 
 const groupVersions = [...new Set(KINDS.map((k) => `${k.group}/${k.version}`))];
 /** `apis/<group>/<version>`, or `api/<version>` for the core group (`gv` is then `/<version>`). */
@@ -13,7 +14,8 @@ const CLUSTER_V1 = "/openapi/v3/apis/cluster.open-cluster-management.io/v1";
 const OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
 /** A GET by the admin with explicit headers (kubectl's Accept, If-None-Match); redirects are not followed. */
-async function rawGet(path: string, headers: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function rawGet(path: string, headers: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }> {
   const res = await exports.default.fetch(`https://hub.test${path}`, { headers: { authorization: `Bearer ${ADMIN}`, ...headers }, redirect: "manual" });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
@@ -104,7 +106,12 @@ describe("OpenAPI v3 group-version documents", () => {
   it("uses Kubernetes-style names", async () => {
     const doc = await gvDoc("cluster.open-cluster-management.io/v1");
     expect(Object.keys(doc.components.schemas)).toEqual(
-      expect.arrayContaining(["io.open-cluster-management.cluster.v1.ManagedCluster", "io.open-cluster-management.cluster.v1.ManagedClusterList", OBJECT_META, "io.k8s.apimachinery.pkg.apis.meta.v1.Status"]),
+      expect.arrayContaining([
+        "io.open-cluster-management.cluster.v1.ManagedCluster",
+        "io.open-cluster-management.cluster.v1.ManagedClusterList",
+        OBJECT_META,
+        "io.k8s.apimachinery.pkg.apis.meta.v1.Status",
+      ]),
     );
     const flotilla = await gvDoc("flotilla.dev/v1alpha1");
     expect(flotilla.components.schemas["dev.flotilla.v1alpha1.BootstrapToken"]).toBeDefined();
@@ -168,7 +175,9 @@ describe("OpenAPI v3 group-version documents", () => {
       expect(item.get["x-kubernetes-group-version-kind"]).toEqual(gvk);
       expect(item.get["x-kubernetes-action"]).toBe("get");
       expect(collection.get["x-kubernetes-action"]).toBe("list");
-      expect(collection.get.responses["200"].content["application/json"].schema.$ref).toBe(`#/components/schemas/${schemaName(def.group, def.version, def.listKind)}`);
+      expect(collection.get.responses["200"].content["application/json"].schema.$ref).toBe(
+        `#/components/schemas/${schemaName(def.group, def.version, def.listKind)}`,
+      );
       if (def.systemOwned) {
         expect(item.patch).toBeUndefined();
         expect(collection.post).toBeUndefined();
@@ -180,9 +189,16 @@ describe("OpenAPI v3 group-version documents", () => {
       expect(item.patch.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: "fieldManager", in: "query" })]));
       if (def.kind === "Namespace") expect(item.patch.parameters).not.toContainEqual(fieldValidation);
       else expect(item.patch.parameters).toContainEqual(fieldValidation);
-      expect(Object.keys(item.patch.requestBody.content).sort()).toEqual(["application/apply-patch+yaml", "application/json-patch+json", "application/merge-patch+json"]);
+      expect(Object.keys(item.patch.requestBody.content).sort()).toEqual([
+        "application/apply-patch+yaml",
+        "application/json-patch+json",
+        "application/merge-patch+json",
+      ]);
       expect(collection.post.requestBody.content["application/json"].schema.$ref).toBe(`#/components/schemas/${schemaName(def.group, def.version, def.kind)}`);
-      if (def.hasStatus) expect(doc.paths[`/${groupVersionPath(def.group, def.version)}${ns}/${def.plural}/{name}/status`].patch["x-kubernetes-group-version-kind"]).toEqual(gvk);
+      if (def.hasStatus)
+        expect(doc.paths[`/${groupVersionPath(def.group, def.version)}${ns}/${def.plural}/{name}/status`].patch["x-kubernetes-group-version-kind"]).toEqual(
+          gvk,
+        );
       if (def.namespaced) expect(doc.paths[`/${groupVersionPath(def.group, def.version)}/${def.plural}`].get["x-kubernetes-action"]).toBe("list");
     }
   });
@@ -201,10 +217,18 @@ describe("OpenAPI v2", () => {
     expect(text).not.toContain("#/components/");
     expect(text).not.toMatch(/"(anyOf|oneOf|nullable|requestBody)":/);
     const pl = r.body.definitions["io.open-cluster-management.cluster.v1beta1.Placement"];
-    expect(pl.properties.spec.properties.decisionStrategy.properties.groupStrategy.properties.clustersPerDecisionGroup).toMatchObject({ type: "string", format: "int-or-string" });
+    expect(pl.properties.spec.properties.decisionStrategy.properties.groupStrategy.properties.clustersPerDecisionGroup).toMatchObject({
+      type: "string",
+      format: "int-or-string",
+    });
     const patch = r.body.paths["/apis/cluster.open-cluster-management.io/v1/managedclusters/{name}"].patch;
     expect(patch.consumes).toEqual(["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"]);
-    expect(patch.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: "body", in: "body" }), expect.objectContaining({ name: "fieldValidation", in: "query", type: "string" })]));
+    expect(patch.parameters).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ name: "body", in: "body" }),
+        expect.objectContaining({ name: "fieldValidation", in: "query", type: "string" }),
+      ]),
+    );
   });
 });
 
@@ -272,13 +296,19 @@ describe("/openapi/v2 as gnostic protobuf (what kubectl downloads)", () => {
   const field = (m: [number, number | Uint8Array][], n: number) => m.filter(([f]) => f === n).map(([, v]) => v as Uint8Array);
 
   it("encodes the same document as the JSON: version, paths with operations and their GVK, definitions", async () => {
-    const res = await exports.default.fetch("https://hub.test/openapi/v2", { headers: { authorization: `Bearer ${ADMIN}`, accept: "application/com.github.proto-openapi.spec.v2@v1.0+protobuf" } });
+    const res = await exports.default.fetch("https://hub.test/openapi/v2", {
+      headers: { authorization: `Bearer ${ADMIN}`, accept: "application/com.github.proto-openapi.spec.v2@v1.0+protobuf" },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("application/octet-stream");
     const doc = fields(new Uint8Array(await res.arrayBuffer()));
-    const json = await (await exports.default.fetch("https://hub.test/openapi/v2", { headers: { authorization: `Bearer ${ADMIN}`, accept: "application/json" } })).json<{ paths: Record<string, unknown>; definitions: Record<string, unknown> }>();
+    const json = await (
+      await exports.default.fetch("https://hub.test/openapi/v2", { headers: { authorization: `Bearer ${ADMIN}`, accept: "application/json" } })
+    ).json<{ paths: Record<string, unknown>; definitions: Record<string, unknown> }>();
     expect(text(field(doc, 1)[0])).toBe("2.0");
-    const paths = field(doc, 8).flatMap((p) => field(fields(p), 2)).map((np) => fields(np));
+    const paths = field(doc, 8)
+      .flatMap((p) => field(fields(p), 2))
+      .map((np) => fields(np));
     expect(paths.map((np) => text(field(np, 1)[0])).sort()).toEqual(Object.keys(json.paths).sort());
     const mcl = paths.find((np) => text(field(np, 1)[0]) === "/apis/cluster.open-cluster-management.io/v1/managedclusters/{name}")!;
     const item = fields(field(mcl, 2)[0]!);
@@ -290,12 +320,24 @@ describe("/openapi/v2 as gnostic protobuf (what kubectl downloads)", () => {
     expect(yaml).toMatch(/^group: cluster.open-cluster-management.io$/m);
     expect(yaml).toMatch(/^kind: ManagedCluster$/m);
     expect(yaml).toMatch(/^version: v1$/m);
-    const defs = field(doc, 9).flatMap((d) => field(fields(d), 1)).map((nd) => text(field(fields(nd), 1)[0]));
+    const defs = field(doc, 9)
+      .flatMap((d) => field(fields(d), 1))
+      .map((nd) => text(field(fields(nd), 1)[0]));
     expect(defs.sort()).toEqual(Object.keys(json.definitions).sort());
   });
 
   it("still answers JSON, and 406 for what it does not serve", async () => {
-    expect((await exports.default.fetch("https://hub.test/openapi/v2", { headers: { authorization: `Bearer ${ADMIN}`, accept: "application/json" } })).headers.get("content-type")).toMatch(/^application\/json/);
-    expect((await exports.default.fetch("https://hub.test/openapi/v2", { headers: { authorization: `Bearer ${ADMIN}`, accept: "application/vnd.kubernetes.protobuf" } })).status).toBe(406);
+    expect(
+      (await exports.default.fetch("https://hub.test/openapi/v2", { headers: { authorization: `Bearer ${ADMIN}`, accept: "application/json" } })).headers.get(
+        "content-type",
+      ),
+    ).toMatch(/^application\/json/);
+    expect(
+      (
+        await exports.default.fetch("https://hub.test/openapi/v2", {
+          headers: { authorization: `Bearer ${ADMIN}`, accept: "application/vnd.kubernetes.protobuf" },
+        })
+      ).status,
+    ).toBe(406);
   });
 });

@@ -11,37 +11,73 @@ const merge = { contentType: "application/merge-patch+json" };
 const scoreOf = (cluster: string) => `${G}/v1alpha1/namespaces/${cluster}/addonplacementscores`;
 
 async function decided(placement: string): Promise<string[]> {
-  const r = await call("GET", `${G}/v1beta1/namespaces/cel/placementdecisions?labelSelector=${encodeURIComponent(`cluster.open-cluster-management.io/placement=${placement}`)}`);
+  const r = await call(
+    "GET",
+    `${G}/v1beta1/namespaces/cel/placementdecisions?labelSelector=${encodeURIComponent(`cluster.open-cluster-management.io/placement=${placement}`)}`,
+  );
   expect(r.status).toBe(200);
   return r.body.items.flatMap((d: { status: { decisions: { clusterName: string }[] } }) => d.status.decisions.map((x) => x.clusterName)).sort();
 }
 
 function placement(name: string, celExpressions: string[]) {
-  return { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name }, spec: { predicates: [{ requiredClusterSelector: { celSelector: { celExpressions } } }] } };
+  return {
+    apiVersion: "cluster.open-cluster-management.io/v1beta1",
+    kind: "Placement",
+    metadata: { name },
+    spec: { predicates: [{ requiredClusterSelector: { celSelector: { celExpressions } } }] },
+  };
 }
 
 beforeAll(async () => {
   await createNamespaces("cel");
-  expect((await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "celset" } })).status).toBe(201);
+  expect(
+    (await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "celset" } })).status,
+  ).toBe(201);
   const cs = "cluster.open-cluster-management.io/clusterset";
   for (const [name, version, region] of [
     ["k1", "v1.29.4", "us-east-1"],
     ["k2", "v1.31.0", "eu-west-1"],
   ] as const) {
-    expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name, labels: { [cs]: "celset" } }, spec: { hubAcceptsClient: true } })).status).toBe(201);
+    expect(
+      (
+        await call("POST", MC, {
+          apiVersion: "cluster.open-cluster-management.io/v1",
+          kind: "ManagedCluster",
+          metadata: { name, labels: { [cs]: "celset" } },
+          spec: { hubAcceptsClient: true },
+        })
+      ).status,
+    ).toBe(201);
     const available = { type: "ManagedClusterConditionAvailable", status: "True", reason: "Test", message: "test", lastTransitionTime: "2026-01-01T00:00:00Z" };
-    const status = { status: { conditions: [available], version: { kubernetes: version }, clusterClaims: [{ name: "region.open-cluster-management.io", value: region }] } };
+    const status = {
+      status: { conditions: [available], version: { kubernetes: version }, clusterClaims: [{ name: "region.open-cluster-management.io", value: region }] },
+    };
     expect((await call("PATCH", `${MC}/${name}/status`, status, merge)).status).toBe(200);
   }
-  const binding = { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "celset" }, spec: { clusterSet: "celset" } };
+  const binding = {
+    apiVersion: "cluster.open-cluster-management.io/v1beta2",
+    kind: "ManagedClusterSetBinding",
+    metadata: { name: "celset" },
+    spec: { clusterSet: "celset" },
+  };
   expect((await call("POST", `${G}/v1beta2/namespaces/cel/managedclustersetbindings`, binding)).status).toBe(201);
 });
 
 describe("celSelector in the scheduler", () => {
   it("selects by claims and by the Kubernetes version", async () => {
-    expect((await call("POST", PLACEMENTS, placement("eu", ['managedCluster.status.clusterClaims.exists(c, c.name == "region.open-cluster-management.io" && c.value.startsWith("eu-"))']))).status).toBe(201);
+    expect(
+      (
+        await call(
+          "POST",
+          PLACEMENTS,
+          placement("eu", ['managedCluster.status.clusterClaims.exists(c, c.name == "region.open-cluster-management.io" && c.value.startsWith("eu-"))']),
+        )
+      ).status,
+    ).toBe(201);
     expect(await decided("eu")).toEqual(["k2"]);
-    expect((await call("POST", PLACEMENTS, placement("old", ['semver(managedCluster.status.version.kubernetes, true).isLessThan(semver("1.30.0"))']))).status).toBe(201);
+    expect(
+      (await call("POST", PLACEMENTS, placement("old", ['semver(managedCluster.status.version.kubernetes, true).isLessThan(semver("1.30.0"))']))).status,
+    ).toBe(201);
     expect(await decided("old")).toEqual(["k1"]);
   });
 
@@ -55,11 +91,16 @@ describe("celSelector in the scheduler", () => {
 
   it("managedCluster.scores() reads AddOnPlacementScores, and a score write runs the placement again", async () => {
     for (const c of ["k1", "k2"]) {
-      expect((await call("POST", scoreOf(c), { apiVersion: "cluster.open-cluster-management.io/v1alpha1", kind: "AddOnPlacementScore", metadata: { name: "gpu" } })).status).toBe(201);
+      expect(
+        (await call("POST", scoreOf(c), { apiVersion: "cluster.open-cluster-management.io/v1alpha1", kind: "AddOnPlacementScore", metadata: { name: "gpu" } }))
+          .status,
+      ).toBe(201);
     }
     await call("PATCH", `${scoreOf("k1")}/gpu/status`, { status: { scores: [{ name: "free", value: 90 }] } }, merge);
     await call("PATCH", `${scoreOf("k2")}/gpu/status`, { status: { scores: [{ name: "free", value: 10 }] } }, merge);
-    expect((await call("POST", PLACEMENTS, placement("gpu", ["managedCluster.scores(\"gpu\").filter(s, s.name == 'free').all(e, e.value > 50)"]))).status).toBe(201);
+    expect((await call("POST", PLACEMENTS, placement("gpu", ["managedCluster.scores(\"gpu\").filter(s, s.name == 'free').all(e, e.value > 50)"]))).status).toBe(
+      201,
+    );
     expect(await decided("gpu")).toEqual(["k1"]);
     await call("PATCH", `${scoreOf("k2")}/gpu/status`, { status: { scores: [{ name: "free", value: 80 }] } }, merge);
     expect(await decided("gpu")).toEqual(["k1", "k2"]);

@@ -16,11 +16,30 @@ beforeAll(async () => {
   await createNamespaces("spread");
   expect((await call("POST", MCSET, { apiVersion: `${G}/v1beta2`, kind: "ManagedClusterSet", metadata: { name: "zones" } })).status).toBe(201);
   // Zone a holds three clusters, zone b one: names make a-* win every tie without spreading.
-  for (const [name, zone] of [["a-1", "a"], ["a-2", "a"], ["a-3", "a"], ["b-1", "b"]]) {
-    const r = await call("POST", MC, { apiVersion: `${G}/v1`, kind: "ManagedCluster", metadata: { name, labels: { [`${G}/clusterset`]: "zones", zone } }, spec: { hubAcceptsClient: true } });
+  for (const [name, zone] of [
+    ["a-1", "a"],
+    ["a-2", "a"],
+    ["a-3", "a"],
+    ["b-1", "b"],
+  ]) {
+    const r = await call("POST", MC, {
+      apiVersion: `${G}/v1`,
+      kind: "ManagedCluster",
+      metadata: { name, labels: { [`${G}/clusterset`]: "zones", zone } },
+      spec: { hubAcceptsClient: true },
+    });
     expect(r.status).toBe(201);
   }
-  expect((await call("POST", `/apis/${G}/v1beta2/namespaces/spread/managedclustersetbindings`, { apiVersion: `${G}/v1beta2`, kind: "ManagedClusterSetBinding", metadata: { name: "zones" }, spec: { clusterSet: "zones" } })).status).toBe(201);
+  expect(
+    (
+      await call("POST", `/apis/${G}/v1beta2/namespaces/spread/managedclustersetbindings`, {
+        apiVersion: `${G}/v1beta2`,
+        kind: "ManagedClusterSetBinding",
+        metadata: { name: "zones" },
+        spec: { clusterSet: "zones" },
+      })
+    ).status,
+  ).toBe(201);
 });
 
 describe("spreadPolicy", () => {
@@ -28,13 +47,19 @@ describe("spreadPolicy", () => {
     apiVersion: `${G}/v1beta1`,
     kind: "Placement",
     metadata: { name },
-    spec: { numberOfClusters, tolerations: [{ key: `${G}/unreachable`, operator: "Exists" }], spreadPolicy: { spreadConstraints: [{ topologyKey: "zone", topologyKeyType: "Label", ...term }] } },
+    spec: {
+      numberOfClusters,
+      tolerations: [{ key: `${G}/unreachable`, operator: "Exists" }],
+      spreadPolicy: { spreadConstraints: [{ topologyKey: "zone", topologyKeyType: "Label", ...term }] },
+    },
   });
 
   it("stores the CRD defaults (maxSkew 1, ScheduleAnyway) and spreads 2 picks over both zones", async () => {
     const r = await call("POST", PLACEMENTS, placement("two", 2, {}));
     expect(r.status).toBe(201);
-    expect(r.body.spec.spreadPolicy.spreadConstraints).toEqual([{ topologyKey: "zone", topologyKeyType: "Label", maxSkew: 1, whenUnsatisfiable: "ScheduleAnyway" }]);
+    expect(r.body.spec.spreadPolicy.spreadConstraints).toEqual([
+      { topologyKey: "zone", topologyKeyType: "Label", maxSkew: 1, whenUnsatisfiable: "ScheduleAnyway" },
+    ]);
     expect(await decided("two")).toEqual(["a-1", "b-1"]);
   });
 
@@ -43,7 +68,11 @@ describe("spreadPolicy", () => {
     // Zone a at 2 against b at 1; Balance prefers a-2 and a-3, which "two" did not take.
     expect(await decided("four")).toEqual(["a-2", "a-3", "b-1"]);
     const p = (await call("GET", `${PLACEMENTS}/four`)).body;
-    expect(condition(p, "PlacementSatisfied")).toMatchObject({ status: "False", reason: "NotAllDecisionsScheduled", message: "1 cluster decisions unscheduled" });
+    expect(condition(p, "PlacementSatisfied")).toMatchObject({
+      status: "False",
+      reason: "NotAllDecisionsScheduled",
+      message: "1 cluster decisions unscheduled",
+    });
   });
 
   it("refuses a maxSkew below 1 with 422 naming the field", async () => {

@@ -33,9 +33,19 @@ const available = (status: "True" | "False" | "Unknown") => ({
 });
 
 async function cluster(name: string, labels: Record<string, string>, memory: string) {
-  const created = await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name, labels }, spec: { hubAcceptsClient: true } });
+  const created = await call("POST", MC, {
+    apiVersion: "cluster.open-cluster-management.io/v1",
+    kind: "ManagedCluster",
+    metadata: { name, labels },
+    spec: { hubAcceptsClient: true },
+  });
   expect(created.status).toBe(201);
-  const st = await call("PATCH", `${MC}/${name}/status`, { status: { conditions: [available("True")], allocatable: { cpu: "4", memory }, capacity: { cpu: "4", memory: "64Gi" } } }, merge);
+  const st = await call(
+    "PATCH",
+    `${MC}/${name}/status`,
+    { status: { conditions: [available("True")], allocatable: { cpu: "4", memory }, capacity: { cpu: "4", memory: "64Gi" } } },
+    merge,
+  );
   expect(st.status).toBe(200);
 }
 
@@ -55,7 +65,12 @@ beforeAll(async () => {
   await cluster("p3", { [cs]: "prod", env: "prod" }, "32Gi");
   await cluster("p4", { [cs]: "prod", env: "dev" }, "64Gi");
   await cluster("other1", { env: "prod" }, "64Gi");
-  const b = await call("POST", BINDINGS("apps"), { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "prod" }, spec: { clusterSet: "prod" } });
+  const b = await call("POST", BINDINGS("apps"), {
+    apiVersion: "cluster.open-cluster-management.io/v1beta2",
+    kind: "ManagedClusterSetBinding",
+    metadata: { name: "prod" },
+    spec: { clusterSet: "prod" },
+  });
   expect(b.status).toBe(201);
 });
 
@@ -97,8 +112,18 @@ describe("placement scheduling on write", () => {
     const token = await createToken({ autoApprove: true });
     const keys = await agentKeys();
     await register(token, "p5", "id-p5", keys);
-    await call("PATCH", `${MC}/p5`, { metadata: { labels: { "cluster.open-cluster-management.io/clusterset": "prod", env: "prod" } }, spec: { leaseDurationSeconds: 1 } }, merge);
-    const hb = await call("POST", "/agent/v1/clusters/p5/heartbeat", { healthy: true, allocatable: { cpu: "4", memory: "128Gi" }, capacity: { cpu: "4", memory: "128Gi" } }, { token: await keys.sign("p5") });
+    await call(
+      "PATCH",
+      `${MC}/p5`,
+      { metadata: { labels: { "cluster.open-cluster-management.io/clusterset": "prod", env: "prod" } }, spec: { leaseDurationSeconds: 1 } },
+      merge,
+    );
+    const hb = await call(
+      "POST",
+      "/agent/v1/clusters/p5/heartbeat",
+      { healthy: true, allocatable: { cpu: "4", memory: "128Gi" }, capacity: { cpu: "4", memory: "128Gi" } },
+      { token: await keys.sign("p5") },
+    );
     expect(hb.status).toBe(200);
     // The agent's write returned before the scheduler ran (its trigger is queued); then it runs.
     await scheduled();
@@ -116,7 +141,10 @@ describe("placement scheduling on write", () => {
       apiVersion: "cluster.open-cluster-management.io/v1beta1",
       kind: "Placement",
       metadata: { name: "tolerant" },
-      spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { env: "prod" } } } }], tolerations: [{ key: "flaky", operator: "Exists", tolerationSeconds: 2 }] },
+      spec: {
+        predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { env: "prod" } } } }],
+        tolerations: [{ key: "flaky", operator: "Exists", tolerationSeconds: 2 }],
+      },
     });
     expect(p.status).toBe(201);
     expect(await decided("apps", "tolerant")).toContain("p4");
@@ -130,16 +158,34 @@ describe("placement scheduling on write", () => {
   it("paginates past 100 clusters and refuses user writes to decisions", async () => {
     const cs = "cluster.open-cluster-management.io/clusterset";
     await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "big" } });
-    await call("POST", BINDINGS("bulk"), { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "big" }, spec: { clusterSet: "big" } });
+    await call("POST", BINDINGS("bulk"), {
+      apiVersion: "cluster.open-cluster-management.io/v1beta2",
+      kind: "ManagedClusterSetBinding",
+      metadata: { name: "big" },
+      spec: { clusterSet: "big" },
+    });
     for (let i = 0; i < 105; i++) {
-      await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: `b${String(i).padStart(3, "0")}`, labels: { [cs]: "big" } } });
+      await call("POST", MC, {
+        apiVersion: "cluster.open-cluster-management.io/v1",
+        kind: "ManagedCluster",
+        metadata: { name: `b${String(i).padStart(3, "0")}`, labels: { [cs]: "big" } },
+      });
     }
-    const p = await call("POST", PLACEMENTS("bulk"), { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "all" }, spec: { tolerations: [{ key: "cluster.open-cluster-management.io/unreachable", operator: "Exists" }] } });
+    const p = await call("POST", PLACEMENTS("bulk"), {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "Placement",
+      metadata: { name: "all" },
+      spec: { tolerations: [{ key: "cluster.open-cluster-management.io/unreachable", operator: "Exists" }] },
+    });
     expect(p.status).toBe(201);
     const pds = (await call("GET", DECISIONS("bulk"))).body.items;
     expect(pds.map((d: { metadata: { name: string } }) => d.metadata.name).sort()).toEqual(["all-decision-1", "all-decision-2"]);
     expect(pds.map((d: { status: { decisions: unknown[] } }) => d.status.decisions.length).sort()).toEqual([100, 5]);
-    const create = await call("POST", DECISIONS("bulk"), { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "PlacementDecision", metadata: { name: "mine" } });
+    const create = await call("POST", DECISIONS("bulk"), {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "PlacementDecision",
+      metadata: { name: "mine" },
+    });
     expect(create.status).toBe(405);
     const del = await call("DELETE", `${PLACEMENTS("bulk")}/all`);
     expect(del.status).toBe(200);
@@ -149,7 +195,11 @@ describe("placement scheduling on write", () => {
   it("re-runs on AddOnPlacementScore, set and binding writes", async () => {
     const scoreOf = (cluster: string) => `${G}/v1alpha1/namespaces/${cluster}/addonplacementscores`;
     for (const c of ["p1", "p3"]) {
-      const created = await call("POST", scoreOf(c), { apiVersion: "cluster.open-cluster-management.io/v1alpha1", kind: "AddOnPlacementScore", metadata: { name: "load" } });
+      const created = await call("POST", scoreOf(c), {
+        apiVersion: "cluster.open-cluster-management.io/v1alpha1",
+        kind: "AddOnPlacementScore",
+        metadata: { name: "load" },
+      });
       expect(created.status).toBe(201);
     }
     await call("PATCH", `${scoreOf("p1")}/load/status`, { status: { scores: [{ name: "free", value: 90 }] } }, merge);
@@ -158,7 +208,14 @@ describe("placement scheduling on write", () => {
       apiVersion: "cluster.open-cluster-management.io/v1beta1",
       kind: "Placement",
       metadata: { name: "scored" },
-      spec: { numberOfClusters: 1, predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { env: "prod" } } } }], prioritizerPolicy: { mode: "Exact", configurations: [{ scoreCoordinate: { type: "AddOn", addOn: { resourceName: "load", scoreName: "free" } }, weight: 1 }] } },
+      spec: {
+        numberOfClusters: 1,
+        predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { env: "prod" } } } }],
+        prioritizerPolicy: {
+          mode: "Exact",
+          configurations: [{ scoreCoordinate: { type: "AddOn", addOn: { resourceName: "load", scoreName: "free" } }, weight: 1 }],
+        },
+      },
     });
     expect(p.status).toBe(201);
     expect(await decided("apps", "scored")).toEqual(["p1"]);
@@ -170,7 +227,12 @@ describe("placement scheduling on write", () => {
     expect(await decided("apps", "scored")).toEqual([]);
     const unbound = (await call("GET", `${PLACEMENTS("apps")}/scored`)).body;
     expect(condition(unbound, "PlacementSatisfied")).toMatchObject({ status: "False", reason: "NoManagedClusterSetBindings" });
-    await call("POST", BINDINGS("apps"), { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "prod" }, spec: { clusterSet: "prod" } });
+    await call("POST", BINDINGS("apps"), {
+      apiVersion: "cluster.open-cluster-management.io/v1beta2",
+      kind: "ManagedClusterSetBinding",
+      metadata: { name: "prod" },
+      spec: { clusterSet: "prod" },
+    });
     expect(await decided("apps", "scored")).toEqual(["p3"]);
   });
 });
@@ -181,7 +243,12 @@ describe("the scheduler object", () => {
 
   /** Creates a PickN placement of env=prod in `apps` and returns it as stored. */
   async function pickN(name: string, numberOfClusters: number): Promise<KubeObject> {
-    const p = await call("POST", PLACEMENTS("apps"), { apiVersion: `${PlacementKind.group}/v1beta1`, kind: "Placement", metadata: { name }, spec: { numberOfClusters, predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { env: "prod" } } } }] } });
+    const p = await call("POST", PLACEMENTS("apps"), {
+      apiVersion: `${PlacementKind.group}/v1beta1`,
+      kind: "Placement",
+      metadata: { name },
+      spec: { numberOfClusters, predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { env: "prod" } } } }] },
+    });
     expect(p.status).toBe(201);
     expect(await decided("apps", name)).toHaveLength(numberOfClusters);
     return (await getObject(db(), PlacementKind, { namespace: "apps", name }))!;
@@ -194,10 +261,15 @@ describe("the scheduler object", () => {
   }
 
   async function until(name: string, length: number): Promise<string[]> {
-    return waitFor(`${length} decisions of ${name}`, async () => {
-      const names = await decided("apps", name);
-      return names.length === length && names;
-    }, 8000, 100);
+    return waitFor(
+      `${length} decisions of ${name}`,
+      async () => {
+        const names = await decided("apps", name);
+        return names.length === length && names;
+      },
+      8000,
+      100,
+    );
   }
 
   it("enqueue returns without waiting for the run; the alarm runs the stored trigger", async () => {
@@ -214,12 +286,19 @@ describe("the scheduler object", () => {
     const before = await pickN("owed", 1);
     const after = await commitQuietly(before, 2);
     const id = "owed-row";
-    await env.DB.prepare("INSERT INTO outbox (id, resource_version, resource, namespace, name, hooks, created_at, due_at) VALUES (?, ?, ?, 'apps', 'owed', '{}', ?, ?)")
+    await env.DB.prepare(
+      "INSERT INTO outbox (id, resource_version, resource, namespace, name, hooks, created_at, due_at) VALUES (?, ?, ?, 'apps', 'owed', '{}', ?, ?)",
+    )
       .bind(id, Number(after.metadata.resourceVersion), resourceKey(PlacementKind), Date.now(), Date.now() + 60_000)
       .run();
     await scheduler().enqueueOwed(triggerForChange({ def: PlacementKind, namespace: "apps", name: "owed", before, after })!, id);
     expect(await until("owed", 2)).toHaveLength(2);
-    await waitFor("the outbox row deleted", async () => (await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox WHERE id = ?").bind(id).first<{ n: number }>())!.n === 0, 5000, 20);
+    await waitFor(
+      "the outbox row deleted",
+      async () => (await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox WHERE id = ?").bind(id).first<{ n: number }>())!.n === 0,
+      5000,
+      20,
+    );
     const stored = await runInDurableObject(scheduler(), (_o, state) => state.storage.sql.exec("SELECT COUNT(*) AS n FROM pending_triggers").one().n);
     expect(stored).toBe(0);
   });
@@ -237,10 +316,21 @@ describe("the scheduler object", () => {
     await scheduled();
     await waitFor("the first heartbeat's outbox row gone", async () => (await ids()).length === 0, 5000, 20);
     const hooked: Change[] = [];
-    const spy = { ...schedulingHook, run: (e: Env, owed: Trigger, target: Parameters<typeof schedulingHook.run>[2]) => (target.change && hooked.push(target.change), schedulingHook.run(e, owed, target)) };
+    const spy = {
+      ...schedulingHook,
+      run: (e: Env, owed: Trigger, target: Parameters<typeof schedulingHook.run>[2]) => (
+        target.change && hooked.push(target.change),
+        schedulingHook.run(e, owed, target)
+      ),
+    };
     registerAfterCommitHook(spy);
     try {
-      const res = await call("POST", "/agent/v1/clusters/p6/heartbeat", { healthy: true, allocatable: { cpu: "7", memory: "9Gi" } }, { token: await keys.sign("p6") });
+      const res = await call(
+        "POST",
+        "/agent/v1/clusters/p6/heartbeat",
+        { healthy: true, allocatable: { cpu: "7", memory: "9Gi" } },
+        { token: await keys.sign("p6") },
+      );
       expect(res.status).toBe(200);
     } finally {
       registerAfterCommitHook(schedulingHook);
@@ -279,14 +369,19 @@ describe("the scheduling hook", () => {
     const seen: Trigger[] = [];
     const result: RunResult = { scheduled: [], skipped: [], writes: 0, requeue: {}, decisionsChanged: [], statusWritten: [`${PLACEMENTS_KEY}/apps/hooked`] };
     const queued: Trigger[] = [];
-    const fake = { SCHEDULER: { getByName: () => ({ reconcile: async (t: Trigger) => (seen.push(t), result), enqueue: async (t: Trigger) => void queued.push(t) }) } } as unknown as Env;
+    const fake = {
+      SCHEDULER: { getByName: () => ({ reconcile: async (t: Trigger) => (seen.push(t), result), enqueue: async (t: Trigger) => void queued.push(t) }) },
+    } as unknown as Env;
     return { seen, queued, fake };
   };
 
   it("stores only keys in the outbox; run after its commit it passes the object as stored, run by a sweep the keys", async () => {
     const change = { def: PlacementKind, namespace: "apps", name: "hooked", before: placement("5", 1), after: placement("6", 2) };
     const planned = schedulingHook.plan(change)!;
-    expect(JSON.parse(JSON.stringify(planned))).toEqual({ placements: ["apps/hooked"], objects: [{ resource: "placements", namespace: "apps", name: "hooked" }] });
+    expect(JSON.parse(JSON.stringify(planned))).toEqual({
+      placements: ["apps/hooked"],
+      objects: [{ resource: "placements", namespace: "apps", name: "hooked" }],
+    });
     const { seen, fake } = capture();
     const target = { resource: PLACEMENTS_KEY, namespace: "apps", name: "hooked" };
     expect(await schedulingHook.run(fake, planned, { ...target, recovering: false, writerWaits: true, change })).toEqual({ rewrote: true });
@@ -297,23 +392,51 @@ describe("the scheduling hook", () => {
   });
 
   it("passes a ManagedCluster's scheduling view and resourceVersion after its commit, only its labels in the plan", async () => {
-    const before: KubeObject = { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "c9", uid: "u-c9", creationTimestamp: "2026-01-01T00:00:00Z", resourceVersion: "7", labels: { env: "dev" } }, spec: {} };
+    const before: KubeObject = {
+      apiVersion: "cluster.open-cluster-management.io/v1",
+      kind: "ManagedCluster",
+      metadata: { name: "c9", uid: "u-c9", creationTimestamp: "2026-01-01T00:00:00Z", resourceVersion: "7", labels: { env: "dev" } },
+      spec: {},
+    };
     const after: KubeObject = { ...before, metadata: { ...before.metadata, resourceVersion: "8", labels: { env: "prod" } } };
     const change = { def: ManagedClusterKind, namespace: "", name: "c9", before, after };
     const planned = schedulingHook.plan(change)!;
     expect(JSON.parse(JSON.stringify(planned))).toEqual({ clusters: [{ name: "c9", labelsBefore: { env: "dev" }, labelsAfter: { env: "prod" } }] });
     const { seen, fake } = capture();
-    await schedulingHook.run(fake, planned, { resource: resourceKey(ManagedClusterKind), namespace: "", name: "c9", recovering: false, writerWaits: true, change });
-    expect(seen[0]!.clusters).toEqual([{ name: "c9", labelsBefore: { env: "dev" }, labelsAfter: { env: "prod" }, after: clusterView(after), resourceVersion: "8" }]);
+    await schedulingHook.run(fake, planned, {
+      resource: resourceKey(ManagedClusterKind),
+      namespace: "",
+      name: "c9",
+      recovering: false,
+      writerWaits: true,
+      change,
+    });
+    expect(seen[0]!.clusters).toEqual([
+      { name: "c9", labelsBefore: { env: "dev" }, labelsAfter: { env: "prod" }, after: clusterView(after), resourceVersion: "8" },
+    ]);
   });
 
   it("queues an agent's change in the scheduler instead of running it, with the object as stored", async () => {
-    const before: KubeObject = { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "c8", uid: "u-c8", creationTimestamp: "2026-01-01T00:00:00Z", resourceVersion: "3" }, spec: {} };
+    const before: KubeObject = {
+      apiVersion: "cluster.open-cluster-management.io/v1",
+      kind: "ManagedCluster",
+      metadata: { name: "c8", uid: "u-c8", creationTimestamp: "2026-01-01T00:00:00Z", resourceVersion: "3" },
+      spec: {},
+    };
     const after: KubeObject = { ...before, metadata: { ...before.metadata, resourceVersion: "4" }, status: { allocatable: { cpu: "4" } } };
     const change = { def: ManagedClusterKind, namespace: "", name: "c8", before, after };
     const planned = schedulingHook.plan(change)!;
     const { seen, queued, fake } = capture();
-    expect(await schedulingHook.run(fake, planned, { resource: resourceKey(ManagedClusterKind), namespace: "", name: "c8", recovering: false, writerWaits: false, change })).toEqual({});
+    expect(
+      await schedulingHook.run(fake, planned, {
+        resource: resourceKey(ManagedClusterKind),
+        namespace: "",
+        name: "c8",
+        recovering: false,
+        writerWaits: false,
+        change,
+      }),
+    ).toEqual({});
     expect(seen).toHaveLength(0);
     expect(queued).toHaveLength(1);
     expect(queued[0]!.clusters).toEqual([{ name: "c8", labelsBefore: undefined, labelsAfter: undefined, after: clusterView(after), resourceVersion: "4" }]);

@@ -14,7 +14,8 @@ const SETS = `/apis/policy.open-cluster-management.io/v1beta1/namespaces/${NS}/p
 const TABLE = { accept: "application/json;as=Table;v=v1;g=meta.k8s.io" };
 
 /** OCM's documentation example (seed 004, section Policy), as a user applies it. */
-function docPolicy(name = "policy-namespace"): Record<string, any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function docPolicy(name = "policy-namespace"): Record<string, any> {
   return {
     apiVersion: "policy.open-cluster-management.io/v1",
     kind: "Policy",
@@ -92,7 +93,8 @@ describe("OCM's documentation examples", () => {
 
 describe("bad input", () => {
   /** Posts `body`, expects `status` with a cause on `field`, and that nothing named `name` was stored. */
-  async function refused(url: string, body: Record<string, any>, status: number, field: string) { // eslint-disable-line @typescript-eslint/no-explicit-any
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  async function refused(url: string, body: Record<string, any>, status: number, field: string) {
     const r = await call("POST", url, body);
     expect(r.status, JSON.stringify(r.body)).toBe(status);
     expect(r.body.kind).toBe("Status");
@@ -133,10 +135,19 @@ describe("bad input", () => {
     labels.spec["policy-templates"][0].objectDefinition.spec.namespaceSelector = { matchExpressions: [{ key: "env", operator: "In" }] };
     await refused(POLICIES, labels, 422, "spec.policy-templates[0].objectDefinition.spec.namespaceSelector.matchExpressions[0].values");
     const selected = docPolicy("labels-ok");
-    selected.spec["policy-templates"][0].objectDefinition.spec.namespaceSelector = { include: ["prod-*"], matchLabels: { env: "prod" }, matchExpressions: [{ key: "tier", operator: "Exists" }] };
+    selected.spec["policy-templates"][0].objectDefinition.spec.namespaceSelector = {
+      include: ["prod-*"],
+      matchLabels: { env: "prod" },
+      matchExpressions: [{ key: "tier", operator: "Exists" }],
+    };
     expect((await call("POST", POLICIES, selected)).status).toBe(201);
     const cert = docPolicy("cert");
-    cert.spec["policy-templates"][0].objectDefinition = { apiVersion: "policy.open-cluster-management.io/v1", kind: "CertificatePolicy", metadata: { name: "c" }, spec: {} };
+    cert.spec["policy-templates"][0].objectDefinition = {
+      apiVersion: "policy.open-cluster-management.io/v1",
+      kind: "CertificatePolicy",
+      metadata: { name: "c" },
+      spec: {},
+    };
     await refused(POLICIES, cert, 422, "spec.policy-templates[0].objectDefinition.kind");
     const deps = docPolicy("deps");
     deps.spec.dependencies = [{ apiVersion: "policy.open-cluster-management.io/v1", kind: "Policy", name: "other", compliance: "Compliant" }];
@@ -154,7 +165,12 @@ describe("bad input", () => {
       subjects: [{ apiGroup: "policy.open-cluster-management.io", kind: "Policy", name: "p" }],
     };
     await refused(BINDINGS, { ...base, metadata: { name: "rule" } }, 422, "placementRef.kind");
-    await refused(BINDINGS, { ...base, metadata: { name: "empty" }, placementRef: { apiGroup: "cluster.open-cluster-management.io", kind: "Placement", name: "p" }, subjects: [] }, 422, "subjects");
+    await refused(
+      BINDINGS,
+      { ...base, metadata: { name: "empty" }, placementRef: { apiGroup: "cluster.open-cluster-management.io", kind: "Placement", name: "p" }, subjects: [] },
+      422,
+      "subjects",
+    );
   });
 
   it("refuses PolicySet exclusions (not implemented)", async () => {

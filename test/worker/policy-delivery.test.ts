@@ -32,7 +32,16 @@ const replicated = (cluster: string, root = "policies.ns-policy") => ({
     disabled: false,
     remediationAction: "inform",
     "policy-templates": ["ns-a", "ns-b"].map((name) => ({
-      objectDefinition: { apiVersion: "policy.open-cluster-management.io/v1", kind: "ConfigurationPolicy", metadata: { name }, spec: { remediationAction: "inform", severity: "low", "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name } } }] } },
+      objectDefinition: {
+        apiVersion: "policy.open-cluster-management.io/v1",
+        kind: "ConfigurationPolicy",
+        metadata: { name },
+        spec: {
+          remediationAction: "inform",
+          severity: "low",
+          "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name } } }],
+        },
+      },
     })),
   },
 });
@@ -56,7 +65,12 @@ async function poll(name: string, keys: AgentKeys, etag?: string) {
 /** The agent's channel: the upgraded socket and the JSON messages received. */
 async function channel(name: string, keys: AgentKeys) {
   const res = await exports.default.fetch(`https://hub.test/agent/v1/clusters/${name}/connect`, {
-    headers: { upgrade: "websocket", "sec-websocket-version": "13", "sec-websocket-protocol": CHANNEL_SUBPROTOCOL, authorization: `Bearer ${await keys.sign(name)}` },
+    headers: {
+      upgrade: "websocket",
+      "sec-websocket-version": "13",
+      "sec-websocket-protocol": CHANNEL_SUBPROTOCOL,
+      authorization: `Bearer ${await keys.sign(name)}`,
+    },
   });
   expect(res.status).toBe(101);
   const ws = res.webSocket!;
@@ -92,20 +106,43 @@ describe("replicated policies in the works delivery", () => {
     expect(withPolicy.body.policies[0].spec["policy-templates"]).toHaveLength(2);
 
     // A work in the same namespace: one list, one ETag, both kinds.
-    expect((await call("POST", WORKS("pd1"), { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name: "w" }, spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "w", namespace: "default" } }] } } })).status).toBe(201);
+    expect(
+      (
+        await call("POST", WORKS("pd1"), {
+          apiVersion: "work.open-cluster-management.io/v1",
+          kind: "ManifestWork",
+          metadata: { name: "w" },
+          spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "w", namespace: "default" } }] } },
+        })
+      ).status,
+    ).toBe(201);
     const both = await poll("pd1", keys, withPolicy.body.etag);
     expect(both.body.works.map((w: KubeObject) => w.metadata.name)).toEqual(["w"]);
     expect(both.body.policies).toHaveLength(1);
 
     // The agent's report is a status write: no new ETag.
     const uid = created.body.metadata.uid as string;
-    const put = await call("PUT", "/agent/v1/clusters/pd1/policies/policies.ns-policy/status", report(uid, ["ns-a", "NonCompliant", "NonCompliant; violation - namespaces [ns-a] not found"]), { token: await keys.sign("pd1") });
+    const put = await call(
+      "PUT",
+      "/agent/v1/clusters/pd1/policies/policies.ns-policy/status",
+      report(uid, ["ns-a", "NonCompliant", "NonCompliant; violation - namespaces [ns-a] not found"]),
+      { token: await keys.sign("pd1") },
+    );
     expect(put.status, JSON.stringify(put.body)).toBe(200);
     expect(put.body.resourceVersion).toMatch(/^\d+$/);
     expect((await poll("pd1", keys, both.body.etag)).status).toBe(304);
 
     // A spec change (enforce) is delivered.
-    expect((await call("PATCH", `${POLICIES("pd1")}/policies.ns-policy`, { spec: { remediationAction: "enforce" } }, { contentType: "application/merge-patch+json" })).status).toBe(200);
+    expect(
+      (
+        await call(
+          "PATCH",
+          `${POLICIES("pd1")}/policies.ns-policy`,
+          { spec: { remediationAction: "enforce" } },
+          { contentType: "application/merge-patch+json" },
+        )
+      ).status,
+    ).toBe(200);
     const enforced = await poll("pd1", keys, both.body.etag);
     expect(enforced.status).toBe(200);
     expect(enforced.body.policies[0].spec.remediationAction).toBe("enforce");
@@ -127,17 +164,48 @@ describe("compliance reports", () => {
     const keys = await joined("pd2");
     const created = await call("POST", POLICIES("pd2"), replicated("pd2"));
     const uid = created.body.metadata.uid as string;
-    const sign = async (body: unknown, policy = "policies.ns-policy") => call("PUT", `/agent/v1/clusters/pd2/policies/${policy}/status`, body, { token: await keys.sign("pd2") });
-    expect((await sign(report(uid, ["ns-a", "NonCompliant", "NonCompliant; violation - namespaces [ns-a] not found"], ["ns-b", "Compliant", "Compliant; notification - namespaces [ns-b] found as specified"]))).status).toBe(200);
+    const sign = async (body: unknown, policy = "policies.ns-policy") =>
+      call("PUT", `/agent/v1/clusters/pd2/policies/${policy}/status`, body, { token: await keys.sign("pd2") });
+    expect(
+      (
+        await sign(
+          report(
+            uid,
+            ["ns-a", "NonCompliant", "NonCompliant; violation - namespaces [ns-a] not found"],
+            ["ns-b", "Compliant", "Compliant; notification - namespaces [ns-b] found as specified"],
+          ),
+        )
+      ).status,
+    ).toBe(200);
     let stored = (await call("GET", `${POLICIES("pd2")}/policies.ns-policy`)).body;
     expect(stored.status.compliant).toBe("NonCompliant");
     expect(stored.status.details).toEqual([
-      { templateMeta: { name: "ns-a" }, compliant: "NonCompliant", history: [{ eventName: expect.stringMatching(/^policies\.ns-policy\.[0-9a-f]+$/), lastTimestamp: "2026-11-26T17:00:00Z", message: "NonCompliant; violation - namespaces [ns-a] not found" }] },
-      { templateMeta: { name: "ns-b" }, compliant: "Compliant", history: [{ eventName: expect.any(String), lastTimestamp: "2026-11-26T17:01:01Z", message: "Compliant; notification - namespaces [ns-b] found as specified" }] },
+      {
+        templateMeta: { name: "ns-a" },
+        compliant: "NonCompliant",
+        history: [
+          {
+            eventName: expect.stringMatching(/^policies\.ns-policy\.[0-9a-f]+$/),
+            lastTimestamp: "2026-11-26T17:00:00Z",
+            message: "NonCompliant; violation - namespaces [ns-a] not found",
+          },
+        ],
+      },
+      {
+        templateMeta: { name: "ns-b" },
+        compliant: "Compliant",
+        history: [
+          { eventName: expect.any(String), lastTimestamp: "2026-11-26T17:01:01Z", message: "Compliant; notification - namespaces [ns-b] found as specified" },
+        ],
+      },
     ]);
 
     // Enforced: ns-a created; the newest event first; the same report again adds nothing.
-    const enforced = report(uid, ["ns-a", "Compliant", "Compliant; notification - namespaces [ns-a] was created successfully"], ["ns-b", "Compliant", "Compliant; notification - namespaces [ns-b] found as specified"]);
+    const enforced = report(
+      uid,
+      ["ns-a", "Compliant", "Compliant; notification - namespaces [ns-a] was created successfully"],
+      ["ns-b", "Compliant", "Compliant; notification - namespaces [ns-b] found as specified"],
+    );
     expect((await sign(enforced)).status).toBe(200);
     const rv = (await call("GET", `${POLICIES("pd2")}/policies.ns-policy`)).body.metadata.resourceVersion;
     expect((await sign(enforced)).body.resourceVersion).toBe(rv);
@@ -154,7 +222,8 @@ describe("compliance reports", () => {
     const keys = await joined("pd3");
     const created = await call("POST", POLICIES("pd3"), replicated("pd3"));
     const uid = created.body.metadata.uid as string;
-    const sign = async (body: unknown, policy = "policies.ns-policy") => call("PUT", `/agent/v1/clusters/pd3/policies/${policy}/status`, body, { token: await keys.sign("pd3") });
+    const sign = async (body: unknown, policy = "policies.ns-policy") =>
+      call("PUT", `/agent/v1/clusters/pd3/policies/${policy}/status`, body, { token: await keys.sign("pd3") });
     const ok: [string, string, string] = ["ns-a", "Compliant", "Compliant; notification - namespaces [ns-a] found as specified"];
     expect((await sign(report("another-uid", ok))).status).toBe(409);
     expect((await sign(report(uid, ok), "policies.missing")).status).toBe(404);
@@ -175,7 +244,9 @@ describe("compliance reports", () => {
     expect((await call("GET", `${POLICIES("pd3")}/policies.ns-policy`)).body.status ?? {}).toEqual({});
     // Another cluster's credential may not report here.
     const other = await joined("pd4");
-    expect((await call("PUT", "/agent/v1/clusters/pd3/policies/policies.ns-policy/status", report(uid, ok), { token: await other.sign("pd4") })).status).toBe(403);
+    expect((await call("PUT", "/agent/v1/clusters/pd3/policies/policies.ns-policy/status", report(uid, ok), { token: await other.sign("pd4") })).status).toBe(
+      403,
+    );
   });
 
   it("over the channel: policies pushed with the works; a compliance message is acknowledged with the resourceVersion, a bad one answered with the Status, the connection kept", async () => {
@@ -186,7 +257,12 @@ describe("compliance reports", () => {
     conn.send({ type: "hello" });
     const works = await conn.next((m) => m.type === "works");
     expect((works.policies as KubeObject[]).map((p) => p.metadata.name)).toEqual(["policies.ns-policy"]);
-    conn.send({ type: "compliance", id: "c1", policy: "policies.ns-policy", report: report(uid, ["ns-a", "NonCompliant", "NonCompliant; violation - namespaces [ns-a] not found"]) });
+    conn.send({
+      type: "compliance",
+      id: "c1",
+      policy: "policies.ns-policy",
+      report: report(uid, ["ns-a", "NonCompliant", "NonCompliant; violation - namespaces [ns-a] not found"]),
+    });
     const ack = await conn.next((m) => m.id === "c1");
     expect(ack.type, JSON.stringify(ack)).toBe("ack");
     const stored = (await call("GET", `${POLICIES("pd5")}/policies.ns-policy`)).body;
@@ -206,10 +282,25 @@ describe("compliance reports", () => {
   });
 
   it("keeps at most 10 events per template, newest first", () => {
-    const policy = { apiVersion: "policy.open-cluster-management.io/v1", kind: "Policy", metadata: { name: "p.q", namespace: "c" }, spec: replicated("c").spec } as unknown as KubeObject;
+    const policy = {
+      apiVersion: "policy.open-cluster-management.io/v1",
+      kind: "Policy",
+      metadata: { name: "p.q", namespace: "c" },
+      spec: replicated("c").spec,
+    } as unknown as KubeObject;
     let current = policy;
     for (let i = 0; i < 14; i++) {
-      const status = complianceStatus(current, { uid: "u", templates: [{ name: "ns-a", compliant: i % 2 ? "Compliant" : "NonCompliant", message: `m${i}`, timestamp: new Date(Date.UTC(2026, 10, 26, 17, 0, i)).toISOString() }] });
+      const status = complianceStatus(current, {
+        uid: "u",
+        templates: [
+          {
+            name: "ns-a",
+            compliant: i % 2 ? "Compliant" : "NonCompliant",
+            message: `m${i}`,
+            timestamp: new Date(Date.UTC(2026, 10, 26, 17, 0, i)).toISOString(),
+          },
+        ],
+      });
       current = { ...current, status };
     }
     const details = (current.status as { details: { history: { message: string }[]; compliant: string }[] }).details;

@@ -21,17 +21,28 @@ const merge = { contentType: "application/merge-patch+json" };
 const CS = "cluster.open-cluster-management.io/clusterset";
 const ROOT = "policy.open-cluster-management.io/root-policy";
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;
 
 async function cluster(name: string, labels: Record<string, string>) {
-  const created = await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name, labels }, spec: { hubAcceptsClient: true } });
+  const created = await call("POST", MC, {
+    apiVersion: "cluster.open-cluster-management.io/v1",
+    kind: "ManagedCluster",
+    metadata: { name, labels },
+    spec: { hubAcceptsClient: true },
+  });
   expect(created.status).toBe(201);
   const available = { type: "ManagedClusterConditionAvailable", status: "True", reason: "Test", message: "test", lastTransitionTime: "2026-01-01T00:00:00Z" };
   expect((await call("PATCH", `${MC}/${name}/status`, { status: { conditions: [available] } }, merge)).status).toBe(200);
 }
 
 async function placement(name: string, matchLabels: Record<string, string>) {
-  const p = await call("POST", PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name }, spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels } } }] } });
+  const p = await call("POST", PLACEMENTS, {
+    apiVersion: "cluster.open-cluster-management.io/v1beta1",
+    kind: "Placement",
+    metadata: { name },
+    spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels } } }] },
+  });
   expect(p.status, JSON.stringify(p.body)).toBe(201);
 }
 
@@ -48,7 +59,11 @@ function policy(name: string, extra: Json = {}): Json {
             apiVersion: "policy.open-cluster-management.io/v1",
             kind: "ConfigurationPolicy",
             metadata: { name: `${name}-ns` },
-            spec: { remediationAction: "inform", severity: "low", "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: "prod" } } }] },
+            spec: {
+              remediationAction: "inform",
+              severity: "low",
+              "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: "prod" } } }],
+            },
           },
         },
       ],
@@ -85,14 +100,41 @@ const root = async (name: string) => (await call("GET", `${POLICIES(NS)}/${name}
 
 /** Writes a replica's compliance through /status, as the agent path does. */
 async function report(clusterName: string, name: string, compliant: string) {
-  const r = await call("PATCH", `${POLICIES(clusterName)}/${NS}.${name}/status`, { status: { compliant, details: [{ compliant, templateMeta: { name: `${name}-ns` }, history: [{ eventName: `${NS}.${name}.1`, lastTimestamp: "2026-11-26T17:00:00Z", message: `${compliant}; test` }] }] } }, merge);
+  const r = await call(
+    "PATCH",
+    `${POLICIES(clusterName)}/${NS}.${name}/status`,
+    {
+      status: {
+        compliant,
+        details: [
+          {
+            compliant,
+            templateMeta: { name: `${name}-ns` },
+            history: [{ eventName: `${NS}.${name}.1`, lastTimestamp: "2026-11-26T17:00:00Z", message: `${compliant}; test` }],
+          },
+        ],
+      },
+    },
+    merge,
+  );
   expect(r.status, JSON.stringify(r.body)).toBe(200);
 }
 
 beforeAll(async () => {
   await createNamespaces(NS);
-  expect((await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "fleet" } })).status).toBe(201);
-  expect((await call("POST", `${G}/v1beta2/namespaces/${NS}/managedclustersetbindings`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "fleet" }, spec: { clusterSet: "fleet" } })).status).toBe(201);
+  expect(
+    (await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "fleet" } })).status,
+  ).toBe(201);
+  expect(
+    (
+      await call("POST", `${G}/v1beta2/namespaces/${NS}/managedclustersetbindings`, {
+        apiVersion: "cluster.open-cluster-management.io/v1beta2",
+        kind: "ManagedClusterSetBinding",
+        metadata: { name: "fleet" },
+        spec: { clusterSet: "fleet" },
+      })
+    ).status,
+  ).toBe(201);
   for (const c of ["p1", "p2", "p3"]) await cluster(c, { [CS]: "fleet", env: "prod" });
   await cluster("d1", { [CS]: "fleet", env: "dev" });
   await placement("prod", { env: "prod" });
@@ -114,7 +156,10 @@ describe("propagation", () => {
         "policy.open-cluster-management.io/cluster-name": c,
         "policy.open-cluster-management.io/cluster-namespace": c,
       });
-      expect(r.metadata.annotations).toMatchObject({ "policy.open-cluster-management.io/standards": "NIST SP 800-53", "argocd.argoproj.io/compare-options": "IgnoreExtraneous" });
+      expect(r.metadata.annotations).toMatchObject({
+        "policy.open-cluster-management.io/standards": "NIST SP 800-53",
+        "argocd.argoproj.io/compare-options": "IgnoreExtraneous",
+      });
       expect(r.spec).toEqual(policy("ns-prod").spec);
     }
     expect((await call("GET", `${POLICIES("d1")}/${NS}.ns-prod`)).status).toBe(404);
@@ -174,7 +219,14 @@ describe("propagation", () => {
 
   it("a cluster leaving the decisions loses its replicated policy", async () => {
     expect((await call("PATCH", `${MC}/p3`, { metadata: { labels: { env: "staging" } } }, merge)).status).toBe(200);
-    await waitFor("p3's replica removed", async () => Object.keys(await replicas("ns-prod")).sort().join() === "p1,p2", 20_000);
+    await waitFor(
+      "p3's replica removed",
+      async () =>
+        Object.keys(await replicas("ns-prod"))
+          .sort()
+          .join() === "p1,p2",
+      20_000,
+    );
     expect((await call("GET", `${POLICIES("p3")}/${NS}.ns-prod`)).status).toBe(404);
     await waitFor("two clusters in the status", async () => (await root("ns-prod")).status.status.length === 2, 20_000);
     expect((await root("ns-prod")).status.status.map((e: Json) => e.clustername)).toEqual(["p1", "p2"]);
@@ -204,7 +256,10 @@ describe("propagation", () => {
     const r = (await replicas("meta")).d1!;
     expect(r.metadata.labels.team).toBeUndefined();
     expect(r.metadata.labels["policy.open-cluster-management.io/cluster-name"]).toBe("d1");
-    expect(r.metadata.annotations).toEqual({ "policy.open-cluster-management.io/standards": "NIST SP 800-53", "argocd.argoproj.io/compare-options": "IgnoreExtraneous" });
+    expect(r.metadata.annotations).toEqual({
+      "policy.open-cluster-management.io/standards": "NIST SP 800-53",
+      "argocd.argoproj.io/compare-options": "IgnoreExtraneous",
+    });
   });
 
   it("bindingOverrides and subFilter restricted: enforce on the restricted binding's clusters only", async () => {
@@ -212,7 +267,10 @@ describe("propagation", () => {
     await create(PBS, binding("bind-ovr", "prod", [{ kind: "Policy", name: "ovr" }]));
     // A restricted binding places nothing of its own (d1 gets no replica) and enforces where others place.
     await create(PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "all" }, spec: {} });
-    await create(PBS, binding("bind-ovr-enforce", "all", [{ kind: "Policy", name: "ovr" }], { bindingOverrides: { remediationAction: "enforce" }, subFilter: "restricted" }));
+    await create(
+      PBS,
+      binding("bind-ovr-enforce", "all", [{ kind: "Policy", name: "ovr" }], { bindingOverrides: { remediationAction: "enforce" }, subFilter: "restricted" }),
+    );
     await waitFor("replicas enforcing", async () => Object.values(await replicas("ovr")).every((r) => r.spec.remediationAction === "enforce"), 20_000);
     const rs = await replicas("ovr");
     expect(Object.keys(rs).sort()).toEqual(["p1", "p2", "p3"]);
@@ -238,7 +296,12 @@ describe("PolicySet", () => {
   it("a PolicySet's binding places its policies", async () => {
     await create(POLICIES(NS), policy("set-a"));
     await create(POLICIES(NS), policy("set-b"));
-    await create(SETS, { apiVersion: "policy.open-cluster-management.io/v1beta1", kind: "PolicySet", metadata: { name: "hardening" }, spec: { description: "d", policies: ["set-a", "set-b", "set-missing"] } });
+    await create(SETS, {
+      apiVersion: "policy.open-cluster-management.io/v1beta1",
+      kind: "PolicySet",
+      metadata: { name: "hardening" },
+      spec: { description: "d", policies: ["set-a", "set-b", "set-missing"] },
+    });
     await create(PBS, binding("bind-hardening", "dev", [{ kind: "PolicySet", name: "hardening" }]));
     expect(Object.keys(await replicas("set-a"))).toEqual(["d1"]);
     expect(Object.keys(await replicas("set-b"))).toEqual(["d1"]);

@@ -54,7 +54,12 @@ describe("registration (double opt-in)", () => {
     const token = await createToken();
     const keys = await agentKeys();
     const proof = await keys.proof("bare1", "id-bare1");
-    const res = await call("POST", "/agent/v1/register", { clusterName: "bare1", clusterId: "id-bare1", publicKey: keys.publicJwk, proof, claims: [] }, { token });
+    const res = await call(
+      "POST",
+      "/agent/v1/register",
+      { clusterName: "bare1", clusterId: "id-bare1", publicKey: keys.publicJwk, proof, claims: [] },
+      { token },
+    );
     expect(res.status).toBe(201);
     keys.tag = res.headers.get("flotilla-key-tag") ?? undefined;
     expect((await call("GET", `${MC}/bare1`)).body.status).toBeUndefined();
@@ -65,7 +70,12 @@ describe("registration (double opt-in)", () => {
     }
     expect((await hb("bare1", keys)).status).toBe(403);
     // Registering again while pending (an agent restart) is answered too.
-    const again = await call("POST", "/agent/v1/register", { clusterName: "bare1", clusterId: "id-bare1", publicKey: keys.publicJwk, proof: await keys.proof("bare1", "id-bare1"), claims: [] }, { token });
+    const again = await call(
+      "POST",
+      "/agent/v1/register",
+      { clusterName: "bare1", clusterId: "id-bare1", publicKey: keys.publicJwk, proof: await keys.proof("bare1", "id-bare1"), claims: [] },
+      { token },
+    );
     expect(again.status, JSON.stringify(again.body)).toBeLessThan(300);
 
     // Once accepted, the first heartbeat gives it a status.
@@ -146,7 +156,12 @@ describe("registration (double opt-in)", () => {
     const token = await createToken({ autoApprove: true });
     const { keys } = await register(token, "rot1", "id-rot1");
     const next = await agentKeys();
-    const r = await call("POST", "/agent/v1/clusters/rot1/rotate-key", { publicKey: next.publicJwk, proof: await next.proof("rot1") }, { token: await keys.sign("rot1") });
+    const r = await call(
+      "POST",
+      "/agent/v1/clusters/rot1/rotate-key",
+      { publicKey: next.publicJwk, proof: await next.proof("rot1") },
+      { token: await keys.sign("rot1") },
+    );
     expect(r.status).toBe(200);
     expect(r.body.kid).toBe(next.kid);
     expect((await hb("rot1", next)).status).toBe(200);
@@ -160,7 +175,12 @@ describe("registration (double opt-in)", () => {
   });
 
   const rotate = async (cluster: string, signer: Awaited<ReturnType<typeof agentKeys>>, to: Awaited<ReturnType<typeof agentKeys>>) =>
-    call("POST", `/agent/v1/clusters/${cluster}/rotate-key`, { publicKey: to.publicJwk, proof: await to.proof(cluster) }, { token: await signer.sign(cluster) });
+    call(
+      "POST",
+      `/agent/v1/clusters/${cluster}/rotate-key`,
+      { publicKey: to.publicJwk, proof: await to.proof(cluster) },
+      { token: await signer.sign(cluster) },
+    );
 
   it("a key retired by a rotation may not rotate (a leaked key hands nothing over)", async () => {
     const token = await createToken({ autoApprove: true });
@@ -192,7 +212,9 @@ describe("registration (double opt-in)", () => {
     expect((await hb("rot-chain", k1)).status).toBe(401);
     expect((await hb("rot-chain", k2)).status).toBe(200);
     expect((await hb("rot-chain", k3)).status).toBe(200);
-    const rows = await runInDurableObject(env.CLUSTERS.getByName("rot-chain"), (_obj, state) => state.storage.sql.exec("SELECT kid, not_after FROM keys ORDER BY kid").toArray());
+    const rows = await runInDurableObject(env.CLUSTERS.getByName("rot-chain"), (_obj, state) =>
+      state.storage.sql.exec("SELECT kid, not_after FROM keys ORDER BY kid").toArray(),
+    );
     expect(rows.map((r) => r.kid).sort()).toEqual([k2.kid, k3.kid].sort());
     expect(rows.find((r) => r.kid === k3.kid)?.not_after).toBeNull();
   });
@@ -231,8 +253,14 @@ describe("leases and availability", () => {
     const { keys } = await register(token, "sick1", "id-sick1");
     await hb("sick1", keys, heartbeat({ healthy: false, healthMessage: "livez: 500" }));
     const obj = (await call("GET", `${MC}/sick1`)).body;
-    expect(condition(obj, "ManagedClusterConditionAvailable")).toMatchObject({ status: "False", reason: "ManagedClusterKubeAPIServerUnavailable", message: "livez: 500" });
-    expect(obj.spec.taints.map((t: { key: string; effect: string }) => `${t.key}:${t.effect}`)).toEqual(["cluster.open-cluster-management.io/unavailable:NoSelect"]);
+    expect(condition(obj, "ManagedClusterConditionAvailable")).toMatchObject({
+      status: "False",
+      reason: "ManagedClusterKubeAPIServerUnavailable",
+      message: "livez: 500",
+    });
+    expect(obj.spec.taints.map((t: { key: string; effect: string }) => `${t.key}:${t.effect}`)).toEqual([
+      "cluster.open-cluster-management.io/unavailable:NoSelect",
+    ]);
     await hb("sick1", keys);
     expect((await call("GET", `${MC}/sick1`)).body.spec.taints ?? []).toEqual([]);
   });

@@ -19,8 +19,17 @@ const until = (what: string, check: () => Promise<boolean>) => waitFor(what, che
 
 /** Creates a replica set with the policy, waits for its work on k1 and holds that work with a finalizer. */
 async function replicaSetWithHeldWork(name: string, cascadeDeletionPolicy?: string) {
-  const spec = { placementRefs: [{ name: "all" }], manifestWorkTemplate: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" } }] } }, ...(cascadeDeletionPolicy ? { cascadeDeletionPolicy } : {}) };
-  const created = await call("POST", MWRS, { apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", metadata: { name }, spec });
+  const spec = {
+    placementRefs: [{ name: "all" }],
+    manifestWorkTemplate: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" } }] } },
+    ...(cascadeDeletionPolicy ? { cascadeDeletionPolicy } : {}),
+  };
+  const created = await call("POST", MWRS, {
+    apiVersion: "work.open-cluster-management.io/v1alpha1",
+    kind: "ManifestWorkReplicaSet",
+    metadata: { name },
+    spec,
+  });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
   await until(`work ${name} created`, async () => (await call("GET", WORK(name))).status === 200);
   expect((await call("PATCH", WORK(name), { metadata: { finalizers: [HOLD] } }, merge)).status).toBe(200);
@@ -30,12 +39,41 @@ const reconcile = (name: string) => env.REPLICASETS.getByName(`${NS}/${name}`).r
 
 beforeAll(async () => {
   await createNamespaces(NS);
-  expect((await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "cascade" } })).status).toBe(201);
-  expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "k1", labels: { "cluster.open-cluster-management.io/clusterset": "cascade" } }, spec: { hubAcceptsClient: true } })).status).toBe(201);
+  expect(
+    (await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "cascade" } })).status,
+  ).toBe(201);
+  expect(
+    (
+      await call("POST", MC, {
+        apiVersion: "cluster.open-cluster-management.io/v1",
+        kind: "ManagedCluster",
+        metadata: { name: "k1", labels: { "cluster.open-cluster-management.io/clusterset": "cascade" } },
+        spec: { hubAcceptsClient: true },
+      })
+    ).status,
+  ).toBe(201);
   const available = { type: "ManagedClusterConditionAvailable", status: "True", reason: "Test", message: "test", lastTransitionTime: "2026-01-01T00:00:00Z" };
   expect((await call("PATCH", `${MC}/k1/status`, { status: { conditions: [available] } }, merge)).status).toBe(200);
-  expect((await call("POST", `${G}/v1beta2/namespaces/${NS}/managedclustersetbindings`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "cascade" }, spec: { clusterSet: "cascade" } })).status).toBe(201);
-  expect((await call("POST", `${G}/v1beta1/namespaces/${NS}/placements`, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "all" }, spec: {} })).status).toBe(201);
+  expect(
+    (
+      await call("POST", `${G}/v1beta2/namespaces/${NS}/managedclustersetbindings`, {
+        apiVersion: "cluster.open-cluster-management.io/v1beta2",
+        kind: "ManagedClusterSetBinding",
+        metadata: { name: "cascade" },
+        spec: { clusterSet: "cascade" },
+      })
+    ).status,
+  ).toBe(201);
+  expect(
+    (
+      await call("POST", `${G}/v1beta1/namespaces/${NS}/placements`, {
+        apiVersion: "cluster.open-cluster-management.io/v1beta1",
+        kind: "Placement",
+        metadata: { name: "all" },
+        spec: {},
+      })
+    ).status,
+  ).toBe(201);
 });
 
 describe("ManifestWorkReplicaSet cascadeDeletionPolicy", () => {

@@ -21,25 +21,46 @@ const configMap = (data: Record<string, string>) => ({ apiVersion: "v1", kind: "
 const template = (data: Record<string, string> = { v: "1" }) => ({ workload: { manifests: [configMap(data)] } });
 
 async function cluster(name: string, labels: Record<string, string>) {
-  const created = await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name, labels }, spec: { hubAcceptsClient: true } });
+  const created = await call("POST", MC, {
+    apiVersion: "cluster.open-cluster-management.io/v1",
+    kind: "ManagedCluster",
+    metadata: { name, labels },
+    spec: { hubAcceptsClient: true },
+  });
   expect(created.status).toBe(201);
   const available = { type: "ManagedClusterConditionAvailable", status: "True", reason: "Test", message: "test", lastTransitionTime: "2026-01-01T00:00:00Z" };
   expect((await call("PATCH", `${MC}/${name}/status`, { status: { conditions: [available] } }, merge)).status).toBe(200);
 }
 
 async function placement(ns: string, name: string, matchLabels: Record<string, string>) {
-  await call("POST", BINDINGS(ns), { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "fleet" }, spec: { clusterSet: "fleet" } });
-  const p = await call("POST", PLACEMENTS(ns), { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name }, spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels } } }] } });
+  await call("POST", BINDINGS(ns), {
+    apiVersion: "cluster.open-cluster-management.io/v1beta2",
+    kind: "ManagedClusterSetBinding",
+    metadata: { name: "fleet" },
+    spec: { clusterSet: "fleet" },
+  });
+  const p = await call("POST", PLACEMENTS(ns), {
+    apiVersion: "cluster.open-cluster-management.io/v1beta1",
+    kind: "Placement",
+    metadata: { name },
+    spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels } } }] },
+  });
   expect(p.status).toBe(201);
 }
 
 async function createReplicaSet(ns: string, name: string, placementRefs: unknown[], tmpl: unknown = template()) {
-  const r = await call("POST", MWRS(ns), { apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", metadata: { name }, spec: { manifestWorkTemplate: tmpl, placementRefs } });
+  const r = await call("POST", MWRS(ns), {
+    apiVersion: "work.open-cluster-management.io/v1alpha1",
+    kind: "ManifestWorkReplicaSet",
+    metadata: { name },
+    spec: { manifestWorkTemplate: tmpl, placementRefs },
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(201);
 }
 
 /** The works of a replica set, by cluster (namespace), across all namespaces. */
-async function works(ns: string, name: string): Promise<Record<string, any>> { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function works(ns: string, name: string): Promise<Record<string, any>> {
   const r = await call("GET", `${W}/v1/manifestworks?labelSelector=${encodeURIComponent(`${MWRS_LABEL}=${ns}.${name}`)}`);
   expect(r.status).toBe(200);
   return Object.fromEntries(r.body.items.map((w: { metadata: { namespace: string } }) => [w.metadata.namespace, w]));
@@ -47,7 +68,14 @@ async function works(ns: string, name: string): Promise<Record<string, any>> { /
 
 const mwrs = async (ns: string, name: string) => (await call("GET", `${MWRS(ns)}/${name}`)).body;
 
-const cond = (type: string, status: string, observedGeneration: number) => ({ type, status, observedGeneration, reason: "Test", message: "", lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z") });
+const cond = (type: string, status: string, observedGeneration: number) => ({
+  type,
+  status,
+  observedGeneration,
+  reason: "Test",
+  message: "",
+  lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"),
+});
 
 /** Reports a work's status as an admin through the status subresource, at the work's current generation unless told. */
 async function report(cluster: string, work: string, state: "succeeded" | "progressing" | "degraded", generation?: number) {
@@ -73,7 +101,9 @@ async function waitFor(check: () => Promise<boolean>, ms = 8000) {
 
 beforeAll(async () => {
   await createNamespaces("apps", "roll", "grp", "slow");
-  expect((await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "fleet" } })).status).toBe(201);
+  expect(
+    (await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "fleet" } })).status,
+  ).toBe(201);
   for (const c of ["c1", "c2", "c3"]) await cluster(c, { [CS]: "fleet", app: "web" });
   await cluster("c4", { [CS]: "fleet", app: "other" });
   for (const c of ["r1", "r2", "r3"]) await cluster(c, { [CS]: "fleet", app: "roll" });
@@ -98,7 +128,9 @@ describe("ManifestWorkReplicaSet", () => {
     const m = await mwrs("apps", "web");
     expect(m.metadata.finalizers).toContain("work.open-cluster-management.io/manifest-work-cleanup");
     expect(m.status.summary).toEqual({ total: 3, applied: 0, available: 0, progressing: 0, degraded: 0 });
-    expect(m.status.placementSummary).toEqual([{ name: "web", availableDecisionGroups: "1 (3 / 3 clusters applied)", summary: { total: 3, applied: 0, available: 0, progressing: 0, degraded: 0 } }]);
+    expect(m.status.placementSummary).toEqual([
+      { name: "web", availableDecisionGroups: "1 (3 / 3 clusters applied)", summary: { total: 3, applied: 0, available: 0, progressing: 0, degraded: 0 } },
+    ]);
     expect(condition(m, "PlacementVerified")).toMatchObject({ status: "True", reason: "AsExpected" });
     expect(condition(m, "PlacementRolledOut")).toMatchObject({ status: "False", reason: "Progressing" });
     expect(condition(m, "ManifestworkApplied")).toMatchObject({ status: "False", reason: "NotAsExpected" });
@@ -183,18 +215,27 @@ describe("ManifestWorkReplicaSet", () => {
   });
 
   it("ProgressivePerGroup with a mandatory group: the canary group first, then the next group at once", async () => {
-    await call("POST", BINDINGS("grp"), { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "fleet" }, spec: { clusterSet: "fleet" } });
+    await call("POST", BINDINGS("grp"), {
+      apiVersion: "cluster.open-cluster-management.io/v1beta2",
+      kind: "ManagedClusterSetBinding",
+      metadata: { name: "fleet" },
+      spec: { clusterSet: "fleet" },
+    });
     const p = await call("POST", PLACEMENTS("grp"), {
       apiVersion: "cluster.open-cluster-management.io/v1beta1",
       kind: "Placement",
       metadata: { name: "grp" },
       spec: {
         predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { app: "grp" } } } }],
-        decisionStrategy: { groupStrategy: { decisionGroups: [{ groupName: "canary", groupClusterSelector: { labelSelector: { matchLabels: { ring: "canary" } } } }] } },
+        decisionStrategy: {
+          groupStrategy: { decisionGroups: [{ groupName: "canary", groupClusterSelector: { labelSelector: { matchLabels: { ring: "canary" } } } }] },
+        },
       },
     });
     expect(p.status).toBe(201);
-    await createReplicaSet("grp", "app", [{ name: "grp", rolloutStrategy: { type: "ProgressivePerGroup", progressivePerGroup: { mandatoryDecisionGroups: [{ groupName: "canary" }] } } }]);
+    await createReplicaSet("grp", "app", [
+      { name: "grp", rolloutStrategy: { type: "ProgressivePerGroup", progressivePerGroup: { mandatoryDecisionGroups: [{ groupName: "canary" }] } } },
+    ]);
     expect(Object.keys(await works("grp", "app"))).toEqual(["g2"]);
     const m = await mwrs("grp", "app");
     expect(m.status.placementSummary[0].availableDecisionGroups).toBe("2 (1 / 3 clusters applied)");
@@ -204,7 +245,9 @@ describe("ManifestWorkReplicaSet", () => {
 
   it("progressDeadline: a silent cluster times out on the object's alarm and counts toward maxFailures", async () => {
     await placement("slow", "slow", { app: "slow" });
-    await createReplicaSet("slow", "app", [{ name: "slow", rolloutStrategy: { type: "Progressive", progressive: { maxConcurrency: 1, maxFailures: 1, progressDeadline: "1s" } } }]);
+    await createReplicaSet("slow", "app", [
+      { name: "slow", rolloutStrategy: { type: "Progressive", progressive: { maxConcurrency: 1, maxFailures: 1, progressDeadline: "1s" } } },
+    ]);
     const first = await works("slow", "app");
     expect(Object.keys(first)).toEqual(["s1"]);
     const writtenAt = Date.parse(first.s1.metadata.annotations["work.flotilla.dev/template-written-at"]);
@@ -227,9 +270,19 @@ describe("ManifestWorkReplicaSet", () => {
     expect(condition(m, "PlacementVerified")).toMatchObject({ status: "False", reason: "PlacementDecisionNotFound" });
     expect(m.status.summary.total).toBe(0);
     // Creating the placement later brings the works (its decisions trigger the replica set).
-    await call("POST", PLACEMENTS("apps"), { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "missing" }, spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { app: "nothing" } } } }] } });
+    await call("POST", PLACEMENTS("apps"), {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "Placement",
+      metadata: { name: "missing" },
+      spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { app: "nothing" } } } }] },
+    });
     expect(condition(await mwrs("apps", "orphan"), "PlacementVerified")).toMatchObject({ status: "False", reason: "PlacementDecisionEmpty" });
-    await call("PATCH", `${PLACEMENTS("apps")}/missing`, { spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { app: "roll" } } } }] } }, merge);
+    await call(
+      "PATCH",
+      `${PLACEMENTS("apps")}/missing`,
+      { spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { app: "roll" } } } }] } },
+      merge,
+    );
     expect(Object.keys(await works("apps", "orphan")).sort()).toEqual(["r1", "r2", "r3"]);
     expect(condition(await mwrs("apps", "orphan"), "PlacementVerified")).toMatchObject({ status: "True", reason: "AsExpected" });
   });
@@ -257,10 +310,17 @@ describe("ManifestWorkReplicaSet", () => {
     // A work of the same name, not the replica set's, is written in f2 (no notice reaches the
     // replica set's object, whose copy of the works lacks it), then f2 joins the placement.
     await cluster("f2", {});
-    const mine = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name: "apps.foreign" }, spec: { workload: { manifests: [configMap({ owner: "someone" })] } } };
+    const mine = {
+      apiVersion: "work.open-cluster-management.io/v1",
+      kind: "ManifestWork",
+      metadata: { name: "apps.foreign" },
+      spec: { workload: { manifests: [configMap({ owner: "someone" })] } },
+    };
     expect((await call("POST", `${W}/v1/namespaces/f2/manifestworks`, mine)).status).toBe(201);
     expect((await call("PATCH", `${MC}/f2`, { metadata: { labels: { [CS]: "fleet", app: "foreign" } } }, merge)).status).toBe(200);
-    await waitFor(async () => /not created by this replica set exists in f2/.test(condition(await mwrs("apps", "foreign"), "PlacementRolledOut")?.message ?? ""));
+    await waitFor(async () =>
+      /not created by this replica set exists in f2/.test(condition(await mwrs("apps", "foreign"), "PlacementRolledOut")?.message ?? ""),
+    );
     const theirs = (await call("GET", WORK("f2", "apps.foreign"))).body;
     expect(theirs.spec.workload.manifests[0].data).toEqual({ owner: "someone" });
     expect(theirs.metadata.labels?.[MWRS_LABEL]).toBeUndefined();
@@ -281,15 +341,32 @@ describe("ManifestWorkReplicaSet", () => {
   });
 
   it("refuses invalid replica sets with 422 and writes nothing", async () => {
-    const body = (name: string, spec: Record<string, unknown>) => ({ apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", metadata: { name }, spec });
+    const body = (name: string, spec: Record<string, unknown>) => ({
+      apiVersion: "work.open-cluster-management.io/v1alpha1",
+      kind: "ManifestWorkReplicaSet",
+      metadata: { name },
+      spec,
+    });
     const cases: [string, Record<string, unknown>][] = [
       ["no-refs", { manifestWorkTemplate: template() }],
       ["empty-refs", { manifestWorkTemplate: template(), placementRefs: [] }],
       ["no-manifests", { manifestWorkTemplate: { workload: { manifests: [] } }, placementRefs: [{ name: "web" }] }],
       ["too-big", { manifestWorkTemplate: template({ big: "x".repeat(520 * 1024) }), placementRefs: [{ name: "web" }] }],
       ["a-name-too-long-for-the-label-of-its-generated-works-0123456789", { manifestWorkTemplate: template(), placementRefs: [{ name: "web" }] }],
-      ["bad-duration", { manifestWorkTemplate: template(), placementRefs: [{ name: "web", rolloutStrategy: { type: "Progressive", progressive: { minSuccessTime: "5 minutes" } } }] }],
-      ["bad-concurrency", { manifestWorkTemplate: template(), placementRefs: [{ name: "web", rolloutStrategy: { type: "Progressive", progressive: { maxConcurrency: "150%" } } }] }],
+      [
+        "bad-duration",
+        {
+          manifestWorkTemplate: template(),
+          placementRefs: [{ name: "web", rolloutStrategy: { type: "Progressive", progressive: { minSuccessTime: "5 minutes" } } }],
+        },
+      ],
+      [
+        "bad-concurrency",
+        {
+          manifestWorkTemplate: template(),
+          placementRefs: [{ name: "web", rolloutStrategy: { type: "Progressive", progressive: { maxConcurrency: "150%" } } }],
+        },
+      ],
     ];
     for (const [name, spec] of cases) {
       const r = await call("POST", MWRS("apps"), body(name, spec));
@@ -300,9 +377,22 @@ describe("ManifestWorkReplicaSet", () => {
     }
     // OCM's defaults and Go durations are accepted (minSuccessTime "0", "1m30s", "1.5s").
     const durations = { type: "Progressive", progressive: { minSuccessTime: "0", progressDeadline: "1m30s", maxConcurrency: "50%" } };
-    const ok = await call("POST", MWRS("apps"), body("durations", { manifestWorkTemplate: template(), placementRefs: [{ name: "none", rolloutStrategy: durations }] }));
+    const ok = await call(
+      "POST",
+      MWRS("apps"),
+      body("durations", { manifestWorkTemplate: template(), placementRefs: [{ name: "none", rolloutStrategy: durations }] }),
+    );
     expect(ok.status, JSON.stringify(ok.body)).toBe(201);
-    expect((await call("PATCH", `${MWRS("apps")}/durations`, { spec: { placementRefs: [{ name: "none", rolloutStrategy: { type: "All", all: { minSuccessTime: "1.5s" } } }] } }, merge)).status).toBe(200);
+    expect(
+      (
+        await call(
+          "PATCH",
+          `${MWRS("apps")}/durations`,
+          { spec: { placementRefs: [{ name: "none", rolloutStrategy: { type: "All", all: { minSuccessTime: "1.5s" } } }] } },
+          merge,
+        )
+      ).status,
+    ).toBe(200);
     // An update to an invalid spec is refused too and changes nothing.
     const before = await mwrs("apps", "orphan");
     const bad = await call("PATCH", `${MWRS("apps")}/orphan`, { spec: { manifestWorkTemplate: { workload: { manifests: [] } } } }, merge);

@@ -4,7 +4,12 @@ import { call, createNamespaces } from "./helpers.ts";
 
 const SECRETS = (ns: string) => `/api/v1/namespaces/${ns}/secrets`;
 const merge = { contentType: "application/merge-patch+json" };
-const secret = (name: string, fields: Record<string, unknown> = {}, metadata: Record<string, unknown> = {}) => ({ apiVersion: "v1", kind: "Secret", metadata: { name, ...metadata }, ...fields });
+const secret = (name: string, fields: Record<string, unknown> = {}, metadata: Record<string, unknown> = {}) => ({
+  apiVersion: "v1",
+  kind: "Secret",
+  metadata: { name, ...metadata },
+  ...fields,
+});
 const b64 = (s: string) => btoa(s);
 
 describe("core Secret: /api/v1/namespaces/{ns}/secrets", () => {
@@ -30,7 +35,9 @@ describe("core Secret: /api/v1/namespaces/{ns}/secrets", () => {
     expect(c.status).toBe(201);
     const got = await call("GET", `${SECRETS("crud")}/db`);
     expect(got.body.data).toEqual({ user: b64("admin"), pass: b64("old") });
-    const stored = await env.DB.prepare("SELECT body FROM objects WHERE resource = '/secrets' AND namespace = 'crud' AND name = 'db'").first<{ body: string }>();
+    const stored = await env.DB.prepare("SELECT body FROM objects WHERE resource = '/secrets' AND namespace = 'crud' AND name = 'db'").first<{
+      body: string;
+    }>();
     expect(JSON.parse(stored!.body).stringData).toBeUndefined();
 
     const patched = await call("PATCH", `${SECRETS("crud")}/db`, { stringData: { pass: "new" } }, merge);
@@ -38,11 +45,20 @@ describe("core Secret: /api/v1/namespaces/{ns}/secrets", () => {
     expect(patched.body.data).toEqual({ user: b64("admin"), pass: b64("new") });
     expect(patched.body.stringData).toBeUndefined();
 
-    const put = await call("PUT", `${SECRETS("crud")}/db`, secret("db", { data: { user: b64("root") }, stringData: { user: "wins" }, type: "Opaque" }, { resourceVersion: patched.body.metadata.resourceVersion }));
+    const put = await call(
+      "PUT",
+      `${SECRETS("crud")}/db`,
+      secret("db", { data: { user: b64("root") }, stringData: { user: "wins" }, type: "Opaque" }, { resourceVersion: patched.body.metadata.resourceVersion }),
+    );
     expect(put.status).toBe(200);
     expect(put.body.data).toEqual({ user: b64("wins") });
 
-    const applied = await call("PATCH", `${SECRETS("crud")}/applied?fieldManager=test`, "apiVersion: v1\nkind: Secret\nmetadata:\n  name: applied\nstringData:\n  k: v\n", { contentType: "application/apply-patch+yaml" });
+    const applied = await call(
+      "PATCH",
+      `${SECRETS("crud")}/applied?fieldManager=test`,
+      "apiVersion: v1\nkind: Secret\nmetadata:\n  name: applied\nstringData:\n  k: v\n",
+      { contentType: "application/apply-patch+yaml" },
+    );
     expect(applied.status).toBe(201);
     expect(applied.body.data).toEqual({ k: b64("v") });
 
@@ -101,7 +117,15 @@ describe("core Secret: /api/v1/namespaces/{ns}/secrets", () => {
     const v1 = await call("GET", "/api/v1");
     expect(v1.status).toBe(200);
     expect(v1.body).toMatchObject({ kind: "APIResourceList", groupVersion: "v1" });
-    expect(v1.body.resources).toContainEqual(expect.objectContaining({ name: "secrets", singularName: "secret", namespaced: true, kind: "Secret", verbs: expect.arrayContaining(["create", "get", "list", "patch", "update", "delete"]) }));
+    expect(v1.body.resources).toContainEqual(
+      expect.objectContaining({
+        name: "secrets",
+        singularName: "secret",
+        namespaced: true,
+        kind: "Secret",
+        verbs: expect.arrayContaining(["create", "get", "list", "patch", "update", "delete"]),
+      }),
+    );
     const apis = await call("GET", "/apis");
     expect(apis.body.groups.map((g: { name: string }) => g.name)).not.toContain("");
     expect(apis.body.groups.map((g: { name: string }) => g.name)).toContain("flotilla.dev");
@@ -115,7 +139,9 @@ describe("core Secret: /api/v1/namespaces/{ns}/secrets", () => {
     await call("POST", SECRETS("table"), secret("t1", { stringData: { a: "1" } }));
     const res = await call("GET", `${SECRETS("table")}/t1`);
     expect(res.status).toBe(200);
-    const table = await exports.default.fetch(`https://hub.test${SECRETS("table")}`, { headers: { authorization: "Bearer test-admin-token", accept: "application/json;as=Table;v=v1;g=meta.k8s.io" } });
+    const table = await exports.default.fetch(`https://hub.test${SECRETS("table")}`, {
+      headers: { authorization: "Bearer test-admin-token", accept: "application/json;as=Table;v=v1;g=meta.k8s.io" },
+    });
     const body = (await table.json()) as { kind: string; columnDefinitions: { name: string }[]; rows: { cells: unknown[] }[] };
     expect(body.kind).toBe("Table");
     expect(body.columnDefinitions.map((c) => c.name)).toEqual(["Name", "Type", "Age"]);

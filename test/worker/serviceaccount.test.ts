@@ -17,16 +17,36 @@ const HUB = "https://hub.test";
 const SAS = (ns: string) => `/api/v1/namespaces/${ns}/serviceaccounts`;
 const TOKEN = (ns: string, name: string) => `${SAS(ns)}/${name}/token`;
 const sa = (name: string, fields: Record<string, unknown> = {}) => ({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name }, ...fields });
-const tokenRequest = (spec: Record<string, unknown> = {}, metadata: Record<string, unknown> = {}) => ({ apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", metadata, spec });
+const tokenRequest = (spec: Record<string, unknown> = {}, metadata: Record<string, unknown> = {}) => ({
+  apiVersion: "authentication.k8s.io/v1",
+  kind: "TokenRequest",
+  metadata,
+  spec,
+});
 const hubEnv = env as unknown as Env;
 
 describe("core ServiceAccount: /api/v1/namespaces/{ns}/serviceaccounts", () => {
   beforeAll(() => createNamespaces("sa-crud", "sa-tok", "sa-auth"));
 
   it("creates, reads, lists as kubectl's table (NAME, SECRETS, AGE), updates and deletes; secrets keep their names only", async () => {
-    const created = await call("POST", SAS("sa-crud"), sa("builder", { secrets: [{ name: "s1", namespace: "other", kind: "Secret", uid: "u" }], imagePullSecrets: [{ name: "pull" }], automountServiceAccountToken: false }));
+    const created = await call(
+      "POST",
+      SAS("sa-crud"),
+      sa("builder", {
+        secrets: [{ name: "s1", namespace: "other", kind: "Secret", uid: "u" }],
+        imagePullSecrets: [{ name: "pull" }],
+        automountServiceAccountToken: false,
+      }),
+    );
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "builder", namespace: "sa-crud" }, secrets: [{ name: "s1" }], imagePullSecrets: [{ name: "pull" }], automountServiceAccountToken: false });
+    expect(created.body).toMatchObject({
+      apiVersion: "v1",
+      kind: "ServiceAccount",
+      metadata: { name: "builder", namespace: "sa-crud" },
+      secrets: [{ name: "s1" }],
+      imagePullSecrets: [{ name: "pull" }],
+      automountServiceAccountToken: false,
+    });
     expect(created.body.secrets[0]).toEqual({ name: "s1" });
     expect(created.body.metadata.uid).toMatch(/^[0-9a-f-]{36}$/);
 
@@ -41,7 +61,12 @@ describe("core ServiceAccount: /api/v1/namespaces/{ns}/serviceaccounts", () => {
       ["plain", 0],
     ]);
 
-    const patched = await call("PATCH", `${SAS("sa-crud")}/plain`, { secrets: [{ name: "s2", fieldPath: "x" }] }, { contentType: "application/merge-patch+json" });
+    const patched = await call(
+      "PATCH",
+      `${SAS("sa-crud")}/plain`,
+      { secrets: [{ name: "s2", fieldPath: "x" }] },
+      { contentType: "application/merge-patch+json" },
+    );
     expect(patched.status).toBe(200);
     expect(patched.body.secrets).toEqual([{ name: "s2" }]);
     expect((await call("DELETE", `${SAS("sa-crud")}/plain`)).status).toBe(200);
@@ -72,11 +97,22 @@ describe("core ServiceAccount: /api/v1/namespaces/{ns}/serviceaccounts", () => {
 
   it("is in discovery with its token subresource (a TokenRequest of authentication.k8s.io/v1)", async () => {
     const list = (await call("GET", "/api/v1")).body.resources as { name: string; kind: string; group?: string; verbs: string[]; shortNames?: string[] }[];
-    expect(list.find((r) => r.name === "serviceaccounts")).toMatchObject({ kind: "ServiceAccount", shortNames: ["sa"], verbs: expect.arrayContaining(["create", "get", "list", "watch", "delete"]) });
-    expect(list.find((r) => r.name === "serviceaccounts/token")).toMatchObject({ kind: "TokenRequest", group: "authentication.k8s.io", version: "v1", verbs: ["create"] });
+    expect(list.find((r) => r.name === "serviceaccounts")).toMatchObject({
+      kind: "ServiceAccount",
+      shortNames: ["sa"],
+      verbs: expect.arrayContaining(["create", "get", "list", "watch", "delete"]),
+    });
+    expect(list.find((r) => r.name === "serviceaccounts/token")).toMatchObject({
+      kind: "TokenRequest",
+      group: "authentication.k8s.io",
+      version: "v1",
+      verbs: ["create"],
+    });
     const agg = await call("GET", "/api", undefined, { headers: { accept: "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList" } });
     const res = agg.body.items[0].versions[0].resources.find((r: { resource: string }) => r.resource === "serviceaccounts");
-    expect(res.subresources).toEqual([{ subresource: "token", responseKind: { group: "authentication.k8s.io", version: "v1", kind: "TokenRequest" }, verbs: ["create"] }]);
+    expect(res.subresources).toEqual([
+      { subresource: "token", responseKind: { group: "authentication.k8s.io", version: "v1", kind: "TokenRequest" }, verbs: ["create"] },
+    ]);
   });
 
   it("is in the core group's OpenAPI documents, with the token subresource's POST of a TokenRequest", async () => {
@@ -85,7 +121,10 @@ describe("core ServiceAccount: /api/v1/namespaces/{ns}/serviceaccounts", () => {
     expect(sa["x-kubernetes-group-version-kind"]).toEqual([{ group: "", version: "v1", kind: "ServiceAccount" }]);
     expect(Object.keys(sa.properties)).toEqual(expect.arrayContaining(["secrets", "imagePullSecrets", "automountServiceAccountToken"]));
     const post = v3.paths["/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"].post;
-    expect(post).toMatchObject({ "x-kubernetes-action": "post", "x-kubernetes-group-version-kind": { group: "authentication.k8s.io", version: "v1", kind: "TokenRequest" } });
+    expect(post).toMatchObject({
+      "x-kubernetes-action": "post",
+      "x-kubernetes-group-version-kind": { group: "authentication.k8s.io", version: "v1", kind: "TokenRequest" },
+    });
     const ref = post.requestBody.content["application/json"].schema.$ref as string;
     const tr = v3.components.schemas[ref.replace("#/components/schemas/", "")];
     expect(Object.keys(tr.properties.spec.properties)).toEqual(["audiences", "expirationSeconds", "boundObjectRef"]);
@@ -114,14 +153,23 @@ describe("TokenRequest: POST /api/v1/namespaces/{ns}/serviceaccounts/{name}/toke
     });
     const claims = decodeJwt(r.body.status.token);
     expect(decodeProtectedHeader(r.body.status.token)).toMatchObject({ alg: "ES256", kid: expect.any(String) });
-    expect(claims).toMatchObject({ iss: HUB, sub: "system:serviceaccount:sa-tok:deployer", aud: [HUB], "kubernetes.io": { namespace: "sa-tok", serviceaccount: { name: "deployer", uid } } });
+    expect(claims).toMatchObject({
+      iss: HUB,
+      sub: "system:serviceaccount:sa-tok:deployer",
+      aud: [HUB],
+      "kubernetes.io": { namespace: "sa-tok", serviceaccount: { name: "deployer", uid } },
+    });
     expect(claims.exp! - claims.iat!).toBe(3600);
     expect(claims.iat!).toBeGreaterThanOrEqual(before);
     expect(Date.parse(r.body.status.expirationTimestamp) / 1000).toBe(claims.exp);
   });
 
   it("takes audiences and expirationSeconds (kubectl create token --audience --duration), also with name and namespace in the body", async () => {
-    const r = await call("POST", TOKEN("sa-tok", "deployer"), tokenRequest({ audiences: ["vault", "ci"], expirationSeconds: 600 }, { name: "deployer", namespace: "sa-tok" }));
+    const r = await call(
+      "POST",
+      TOKEN("sa-tok", "deployer"),
+      tokenRequest({ audiences: ["vault", "ci"], expirationSeconds: 600 }, { name: "deployer", namespace: "sa-tok" }),
+    );
     expect(r.status).toBe(201);
     expect(r.body.spec).toMatchObject({ audiences: ["vault", "ci"], expirationSeconds: 600 });
     const claims = decodeJwt(r.body.status.token);
@@ -132,13 +180,21 @@ describe("TokenRequest: POST /api/v1/namespaces/{ns}/serviceaccounts/{name}/toke
   it("answers 404 for a ServiceAccount that does not exist", async () => {
     const r = await call("POST", TOKEN("sa-tok", "nobody"), tokenRequest());
     expect(r.status).toBe(404);
-    expect(r.body).toMatchObject({ kind: "Status", reason: "NotFound", message: 'serviceaccounts "nobody" not found', details: { name: "nobody", kind: "serviceaccounts" } });
+    expect(r.body).toMatchObject({
+      kind: "Status",
+      reason: "NotFound",
+      message: 'serviceaccounts "nobody" not found',
+      details: { name: "nobody", kind: "serviceaccounts" },
+    });
   });
 
   it("answers 422 for an expirationSeconds under 10 minutes or over 2^32 seconds, naming the field", async () => {
     const short = await call("POST", TOKEN("sa-tok", "deployer"), tokenRequest({ expirationSeconds: 599 }));
     expect(short.status).toBe(422);
-    expect(short.body).toMatchObject({ reason: "Invalid", message: 'TokenRequest.authentication.k8s.io "" is invalid: spec.expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes' });
+    expect(short.body).toMatchObject({
+      reason: "Invalid",
+      message: 'TokenRequest.authentication.k8s.io "" is invalid: spec.expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes',
+    });
     expect(short.body.details.causes).toEqual([expect.objectContaining({ field: "spec.expirationSeconds" })]);
     const zero = await call("POST", TOKEN("sa-tok", "deployer"), tokenRequest({ expirationSeconds: 0 }));
     expect(zero.status).toBe(422);
@@ -150,7 +206,9 @@ describe("TokenRequest: POST /api/v1/namespaces/{ns}/serviceaccounts/{name}/toke
   it("answers 422 for a body naming another ServiceAccount or namespace, or a boundObjectRef; 409 for another UID; 405 for GET", async () => {
     const name = await call("POST", TOKEN("sa-tok", "deployer"), tokenRequest({}, { name: "default" }));
     expect(name.status).toBe(422);
-    expect(name.body.message).toBe('TokenRequest.authentication.k8s.io "deployer" is invalid: metadata.name: Invalid value: "default": must match the service account name if specified');
+    expect(name.body.message).toBe(
+      'TokenRequest.authentication.k8s.io "deployer" is invalid: metadata.name: Invalid value: "default": must match the service account name if specified',
+    );
     const ns = await call("POST", TOKEN("sa-tok", "deployer"), tokenRequest({}, { namespace: "default" }));
     expect(ns.status).toBe(422);
     expect(ns.body.details.causes[0].field).toBe("metadata.namespace");
@@ -227,7 +285,10 @@ describe("issuer discovery: /.well-known/openid-configuration and /openid/v1/jwk
   it("publishes every key of FLOTILLA_SERVICE_ACCOUNT_KEYS (rotation: the new key signs, the old one still verifies)", async () => {
     const fresh = await generateHubKey();
     const old = await generateHubKey();
-    const keys = await hubKeySource({ ...hubEnv, FLOTILLA_SERVICE_ACCOUNT_KEYS: JSON.stringify({ keys: [fresh, { kty: old.kty, crv: old.crv, x: old.x, y: old.y }] }) }).keys();
+    const keys = await hubKeySource({
+      ...hubEnv,
+      FLOTILLA_SERVICE_ACCOUNT_KEYS: JSON.stringify({ keys: [fresh, { kty: old.kty, crv: old.crv, x: old.x, y: old.y }] }),
+    }).keys();
     expect(keys.publicJwks.map((k) => k.x)).toEqual([fresh.x, old.x]);
     expect(keys.publicJwks.every((k) => k.d === undefined)).toBe(true);
 
@@ -291,14 +352,28 @@ describe("the ServiceAccount token authenticator", () => {
     const { privateKey, publicKey } = await generateKeyPair("ES256");
     const kid = "stranger";
     const claims = { "kubernetes.io": { namespace: "sa-auth", serviceaccount: { name: "ci", uid: "x" } } };
-    const other = await new SignJWT(claims).setProtectedHeader({ alg: "ES256", kid }).setIssuer("https://issuer.example").setSubject("system:serviceaccount:sa-auth:ci").setAudience("https://issuer.example").setIssuedAt().setExpirationTime("1h").sign(privateKey);
+    const other = await new SignJWT(claims)
+      .setProtectedHeader({ alg: "ES256", kid })
+      .setIssuer("https://issuer.example")
+      .setSubject("system:serviceaccount:sa-auth:ci")
+      .setAudience("https://issuer.example")
+      .setIssuedAt()
+      .setExpirationTime("1h")
+      .sign(privateKey);
     expect(await authn(other, clock.now())).toBeNull();
     expect(await authn("not-a-jwt", clock.now())).toBeNull();
     expect((await exportJWK(publicKey)).kty).toBe("EC");
 
     // With the issuer configured, a token naming the hub's issuer but not signed by its key fails.
     const fixed = serviceAccountAuthenticator({ ...hubEnv, FLOTILLA_SERVICE_ACCOUNT_ISSUER: HUB });
-    const forged = await new SignJWT(claims).setProtectedHeader({ alg: "ES256", kid }).setIssuer(HUB).setSubject("system:serviceaccount:sa-auth:ci").setAudience(HUB).setIssuedAt().setExpirationTime("1h").sign(privateKey);
+    const forged = await new SignJWT(claims)
+      .setProtectedHeader({ alg: "ES256", kid })
+      .setIssuer(HUB)
+      .setSubject("system:serviceaccount:sa-auth:ci")
+      .setAudience(HUB)
+      .setIssuedAt()
+      .setExpirationTime("1h")
+      .sign(privateKey);
     await expect(fixed(forged, clock.now())).rejects.toThrow(/unknown key/);
     // ...and a hub token whose issuer is not the configured one is not its own.
     const elsewhere = serviceAccountAuthenticator({ ...hubEnv, FLOTILLA_SERVICE_ACCOUNT_ISSUER: "https://issuer.example" });

@@ -58,7 +58,9 @@ for (const [backend, def, spec] of backends) {
 
     it("refuses as the API does: 404 for a missing object, 409 for a stale resourceVersion, 422 for no name; nothing written", async () => {
       const s = storeOf(env, def);
-      expect(await failsWith(s.write("", `store-${backend}-none`, { verb: "patch", patchType: "merge", patch: { metadata: { labels: { a: "b" } } } }), 404)).toBe(true);
+      expect(
+        await failsWith(s.write("", `store-${backend}-none`, { verb: "patch", patchType: "merge", patch: { metadata: { labels: { a: "b" } } } }), 404),
+      ).toBe(true);
       const name = `store-${backend}-b`;
       const { object } = await s.write("", undefined, { verb: "create", body: { metadata: { name }, spec } });
       const stale = { ...object!, metadata: { ...object!.metadata, resourceVersion: "1", labels: { x: "y" } } };

@@ -13,7 +13,8 @@ const merge = { contentType: "application/merge-patch+json" };
 /** A request from its own source address, so one test's failures do not count against another's. */
 const from = (address: string, token: string | null) => ({ token, headers: { "cf-connecting-ip": address } });
 
-function expectStatus(res: { status: number; body: any }, code: number, reason?: string) { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function expectStatus(res: { status: number; body: any }, code: number, reason?: string) {
   expect(res.status).toBe(code);
   expect(res.body).toMatchObject({ kind: "Status", apiVersion: "v1", status: "Failure", code });
   if (reason) expect(res.body.reason).toBe(reason);
@@ -48,7 +49,13 @@ describe("re-registration with another key", () => {
     const r = await call(
       "POST",
       "/agent/v1/register",
-      { clusterName: "victim", clusterId: "id-victim", publicKey: attacker.publicJwk, proof: await attacker.proof("victim", "id-victim"), claims: [{ name: "region", value: "evil" }] },
+      {
+        clusterName: "victim",
+        clusterId: "id-victim",
+        publicKey: attacker.publicJwk,
+        proof: await attacker.proof("victim", "id-victim"),
+        claims: [{ name: "region", value: "evil" }],
+      },
       { token: fleetToken },
     );
     expect(r.status).toBe(202);
@@ -65,7 +72,12 @@ describe("re-registration with another key", () => {
     expectStatus(await call("GET", "/agent/v1/clusters/victim/works", undefined, { token: await attacker.sign("victim") }), 403, "Forbidden");
     expectStatus(await call("POST", "/agent/v1/clusters/victim/heartbeat", HB, { token: await attacker.sign("victim") }), 403, "Forbidden");
     const rotate = await agentKeys();
-    const rot = await call("POST", "/agent/v1/clusters/victim/rotate-key", { publicKey: rotate.publicJwk, proof: await rotate.proof("victim") }, { token: await attacker.sign("victim") });
+    const rot = await call(
+      "POST",
+      "/agent/v1/clusters/victim/rotate-key",
+      { publicKey: rotate.publicJwk, proof: await rotate.proof("victim") },
+      { token: await attacker.sign("victim") },
+    );
     expectStatus(rot, 403, "Forbidden");
   });
 
@@ -149,7 +161,9 @@ describe("forged tokens", () => {
     const claims = (iat: number) => ({ iss: "victim", sub: "victim", aud: "flotilla", iat, exp: iat + 60, jti: crypto.randomUUID() });
     const now = Math.floor(Date.now() / 1000);
     const none = `${header({ alg: "none", typ: "JWT", kid: victim.kid })}.${base64url.encode(JSON.stringify(claims(now)))}.`;
-    const hs = await new SignJWT(claims(now)).setProtectedHeader({ alg: "HS256", kid: victim.kid }).sign(new TextEncoder().encode(JSON.stringify(victim.publicJwk)));
+    const hs = await new SignJWT(claims(now))
+      .setProtectedHeader({ alg: "HS256", kid: victim.kid })
+      .sign(new TextEncoder().encode(JSON.stringify(victim.publicJwk)));
     const other = await agentKeys();
     const tokens: [string, string][] = [
       ["alg none", none],
@@ -195,10 +209,20 @@ describe("key rotation", () => {
     const token = await createToken({ autoApprove: true });
     const { keys } = await register(token, "rot-deny", "id-rot-deny");
     const next = await agentKeys();
-    const noProof = await call("POST", "/agent/v1/clusters/rot-deny/rotate-key", { publicKey: next.publicJwk, proof: await keys.proof("rot-deny") }, { token: await keys.sign("rot-deny") });
+    const noProof = await call(
+      "POST",
+      "/agent/v1/clusters/rot-deny/rotate-key",
+      { publicKey: next.publicJwk, proof: await keys.proof("rot-deny") },
+      { token: await keys.sign("rot-deny") },
+    );
     expectStatus(noProof, 400, "BadRequest");
     await call("PATCH", `${MC}/rot-deny`, { spec: { hubAcceptsClient: false } }, merge);
-    const denied = await call("POST", "/agent/v1/clusters/rot-deny/rotate-key", { publicKey: next.publicJwk, proof: await next.proof("rot-deny") }, { token: await keys.sign("rot-deny") });
+    const denied = await call(
+      "POST",
+      "/agent/v1/clusters/rot-deny/rotate-key",
+      { publicKey: next.publicJwk, proof: await next.proof("rot-deny") },
+      { token: await keys.sign("rot-deny") },
+    );
     expectStatus(denied, 403, "Forbidden");
     // The denied key was not rotated: the new one is unknown.
     expectStatus(await call("GET", "/agent/v1/clusters/rot-deny", undefined, { token: await next.sign("rot-deny") }), 401, "Unauthorized");

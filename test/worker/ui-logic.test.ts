@@ -9,13 +9,23 @@ import { explain, type PlacementContext } from "../../src/ui/app/explain.ts";
 import { parseFleetMetrics } from "../../src/ui/app/metrics.ts";
 
 const SET = "cluster.open-cluster-management.io/clusterset";
-const cluster = (name: string, labels: Record<string, string>, extra: Record<string, unknown> = {}) => ({ metadata: { name, labels, ...extra }, spec: { taints: [] as unknown[] }, status: {} });
+const cluster = (name: string, labels: Record<string, string>, extra: Record<string, unknown> = {}) => ({
+  metadata: { name, labels, ...extra },
+  spec: { taints: [] as unknown[] },
+  status: {},
+});
 const placement = (spec: Record<string, unknown>) => ({ metadata: { name: "p", namespace: "apps" }, spec });
 const sets = [
   { metadata: { name: "prod" }, spec: { clusterSelector: { selectorType: "ExclusiveClusterSetLabel" } } },
   { metadata: { name: "edge" }, spec: { clusterSelector: { selectorType: "LabelSelector", labelSelector: { matchLabels: { zone: "edge" } } } } },
 ];
-const ctx = (p: ReturnType<typeof placement>, decided: string[] = []): PlacementContext => ({ placement: p, boundSets: ["prod"], sets, decided: new Set(decided), nowMs: Date.parse("2026-11-26T12:00:00Z") });
+const ctx = (p: ReturnType<typeof placement>, decided: string[] = []): PlacementContext => ({
+  placement: p,
+  boundSets: ["prod"],
+  sets,
+  decided: new Set(decided),
+  nowMs: Date.parse("2026-11-26T12:00:00Z"),
+});
 
 describe("why a placement did not select a cluster", () => {
   it("says selected for a decided cluster", () => {
@@ -27,7 +37,9 @@ describe("why a placement did not select a cluster", () => {
     expect(v.reason).toBe("NotInBoundSet");
     expect(v.message).toContain("it is in edge");
     expect(v.message).toContain("eligible sets are prod");
-    expect(explain(cluster("x", {}), ctx(placement({ clusterSets: ["edge"] }))).message).toContain("no ManagedClusterSet is bound to namespace apps among edge");
+    expect(explain(cluster("x", {}), ctx(placement({ clusterSets: ["edge"] }))).message).toContain(
+      "no ManagedClusterSet is bound to namespace apps among edge",
+    );
   });
 
   it("says no predicate matched", () => {

@@ -21,7 +21,20 @@ describe("/ and /ui", () => {
     expect(res.status).toBe(200);
     const body = (await res.json()) as { paths: string[] };
     expect(body.paths).toEqual([...body.paths].sort());
-    for (const p of ["/api", "/api/v1", "/apis", "/apis/cluster.open-cluster-management.io", "/apis/cluster.open-cluster-management.io/v1", "/apis/work.open-cluster-management.io/v1", "/version", "/livez", "/readyz", "/healthz", "/openapi/v2", "/ui"]) {
+    for (const p of [
+      "/api",
+      "/api/v1",
+      "/apis",
+      "/apis/cluster.open-cluster-management.io",
+      "/apis/cluster.open-cluster-management.io/v1",
+      "/apis/work.open-cluster-management.io/v1",
+      "/version",
+      "/livez",
+      "/readyz",
+      "/healthz",
+      "/openapi/v2",
+      "/ui",
+    ]) {
       expect(body.paths).toContain(p);
     }
   });

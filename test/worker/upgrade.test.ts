@@ -27,7 +27,8 @@ const schemaOf = async (table: string) =>
 
 const everything = async () => {
   const out: Record<string, unknown> = {};
-  for (const path of [MC, `${G}/v1beta2/managedclustersets`, `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, PLACEMENTS, DECISIONS, WORKS]) out[path] = (await call("GET", path)).body.items;
+  for (const path of [MC, `${G}/v1beta2/managedclustersets`, `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, PLACEMENTS, DECISIONS, WORKS])
+    out[path] = (await call("GET", path)).body.items;
   return out;
 };
 
@@ -36,12 +37,38 @@ describe("upgrade from the previous release's database", () => {
     // What the previous release's hub stored: a cluster with status, a set and binding, a
     // scheduled Placement, a ManifestWork (the rows are the same as this release writes).
     await createNamespaces("apps");
-    expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "up1", labels: { env: "prod" } }, spec: { hubAcceptsClient: true } })).status).toBe(201);
+    expect(
+      (
+        await call("POST", MC, {
+          apiVersion: "cluster.open-cluster-management.io/v1",
+          kind: "ManagedCluster",
+          metadata: { name: "up1", labels: { env: "prod" } },
+          spec: { hubAcceptsClient: true },
+        })
+      ).status,
+    ).toBe(201);
     const available = { type: "ManagedClusterConditionAvailable", status: "True", reason: "Test", message: "", lastTransitionTime: "2026-01-01T00:00:00Z" };
     expect((await call("PATCH", `${MC}/up1/status`, { status: { conditions: [available] } }, merge)).status).toBe(200);
-    expect((await call("POST", `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "default" }, spec: { clusterSet: "default" } })).status).toBe(201);
-    expect((await call("POST", PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "old" }, spec: {} })).status).toBe(201);
-    const work = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name: "w" }, spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", namespace: "default" } }] } } };
+    expect(
+      (
+        await call("POST", `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, {
+          apiVersion: "cluster.open-cluster-management.io/v1beta2",
+          kind: "ManagedClusterSetBinding",
+          metadata: { name: "default" },
+          spec: { clusterSet: "default" },
+        })
+      ).status,
+    ).toBe(201);
+    expect(
+      (await call("POST", PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "old" }, spec: {} }))
+        .status,
+    ).toBe(201);
+    const work = {
+      apiVersion: "work.open-cluster-management.io/v1",
+      kind: "ManifestWork",
+      metadata: { name: "w" },
+      spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", namespace: "default" } }] } },
+    };
     expect((await call("POST", WORKS, work)).status).toBe(201);
     const fresh = { outbox: await schemaOf("outbox") };
     expect(fresh.outbox.length).toBeGreaterThan(0);
@@ -57,7 +84,12 @@ describe("upgrade from the previous release's database", () => {
     expect(await everything()).toEqual(before);
 
     // Writes work as on a fresh hub: scheduled before they return, nothing left owing.
-    const created = await call("POST", PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "new" }, spec: {} });
+    const created = await call("POST", PLACEMENTS, {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "Placement",
+      metadata: { name: "new" },
+      spec: {},
+    });
     expect(created.status).toBe(201);
     expect(condition(created.body, "PlacementSatisfied")).toMatchObject({ status: "True" });
     const decided = (await call("GET", `${DECISIONS}?labelSelector=cluster.open-cluster-management.io/placement=new`)).body.items;
@@ -69,12 +101,28 @@ describe("upgrade from the previous release's database", () => {
 
   it("gives an upgraded hub's data its namespaces: the built-in ones, each cluster's and each holding objects", async () => {
     // What the previous main stored: the same rows, and no Namespace objects at all.
-    expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "up2" }, spec: { hubAcceptsClient: true } })).status).toBe(201);
+    expect(
+      (
+        await call("POST", MC, {
+          apiVersion: "cluster.open-cluster-management.io/v1",
+          kind: "ManagedCluster",
+          metadata: { name: "up2" },
+          spec: { hubAcceptsClient: true },
+        })
+      ).status,
+    ).toBe(201);
     await createNamespaces("legacy");
     const p2 = `${G}/v1beta1/namespaces/legacy/placements`;
-    expect((await call("POST", p2, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "kept" }, spec: {} })).status).toBe(201);
+    expect(
+      (await call("POST", p2, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "kept" }, spec: {} })).status,
+    ).toBe(201);
     const w2 = "/apis/work.open-cluster-management.io/v1/namespaces/up2/manifestworks";
-    const work = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name: "w" }, spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", namespace: "default" } }] } } };
+    const work = {
+      apiVersion: "work.open-cluster-management.io/v1",
+      kind: "ManifestWork",
+      metadata: { name: "w" },
+      spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", namespace: "default" } }] } },
+    };
     expect((await call("POST", w2, work)).status).toBe(201);
     await env.DB.prepare("DELETE FROM labels WHERE resource = '/namespaces'").run();
     await env.DB.prepare("DELETE FROM objects WHERE resource = '/namespaces'").run();
@@ -106,8 +154,19 @@ describe("upgrade from the previous release's database", () => {
 
     // Writes work as on a fresh hub: in a namespace that exists, not in one that does not; a
     // migrated namespace is deleted with its content.
-    expect((await call("POST", p2, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "new" }, spec: {} })).status).toBe(201);
-    expect((await call("POST", `${G}/v1beta1/namespaces/nowhere/placements`, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "new" }, spec: {} })).status).toBe(404);
+    expect(
+      (await call("POST", p2, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "new" }, spec: {} })).status,
+    ).toBe(201);
+    expect(
+      (
+        await call("POST", `${G}/v1beta1/namespaces/nowhere/placements`, {
+          apiVersion: "cluster.open-cluster-management.io/v1beta1",
+          kind: "Placement",
+          metadata: { name: "new" },
+          spec: {},
+        })
+      ).status,
+    ).toBe(404);
     expect((await call("DELETE", `${NAMESPACES}/legacy`)).status).toBe(200);
     expect((await call("GET", `${NAMESPACES}/legacy`)).status).toBe(404);
     expect((await call("GET", p2)).body.items).toEqual([]);
@@ -116,11 +175,20 @@ describe("upgrade from the previous release's database", () => {
 
   it("adds hub_secrets and each namespace's default ServiceAccount to a hub from before ServiceAccounts: it answers the same, then issues and verifies tokens", async () => {
     await createNamespaces("apps", "ci");
-    expect((await call("POST", PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "kept-sa" }, spec: {} })).status).toBe(201);
-    expect((await call("POST", "/api/v1/namespaces/apps/secrets", { apiVersion: "v1", kind: "Secret", metadata: { name: "s" }, stringData: { a: "b" } })).status).toBe(201);
+    expect(
+      (await call("POST", PLACEMENTS, { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "kept-sa" }, spec: {} }))
+        .status,
+    ).toBe(201);
+    expect(
+      (await call("POST", "/api/v1/namespaces/apps/secrets", { apiVersion: "v1", kind: "Secret", metadata: { name: "s" }, stringData: { a: "b" } })).status,
+    ).toBe(201);
     const fresh = await schemaOf("hub_secrets");
     expect(fresh.length).toBeGreaterThan(0);
-    const answers = async () => ({ ...(await everything()), secrets: (await call("GET", "/api/v1/namespaces/apps/secrets")).body.items, namespaces: (await call("GET", NAMESPACES)).body.items });
+    const answers = async () => ({
+      ...(await everything()),
+      secrets: (await call("GET", "/api/v1/namespaces/apps/secrets")).body.items,
+      namespaces: (await call("GET", NAMESPACES)).body.items,
+    });
     const before = await answers();
 
     // The previous main's state: no hub_secrets table, no ServiceAccounts, migration 0008 not applied.
@@ -135,14 +203,20 @@ describe("upgrade from the previous release's database", () => {
     // Every namespace has its default ServiceAccount, each with its own UID and resourceVersion.
     const list = (await call("GET", "/api/v1/serviceaccounts")).body;
     const namespaces = (before.namespaces as { metadata: { name: string } }[]).map((n) => n.metadata.name);
-    expect(list.items.map((a: { metadata: { namespace: string; name: string } }) => `${a.metadata.namespace}/${a.metadata.name}`)).toEqual(namespaces.map((n) => `${n}/default`));
+    expect(list.items.map((a: { metadata: { namespace: string; name: string } }) => `${a.metadata.namespace}/${a.metadata.name}`)).toEqual(
+      namespaces.map((n) => `${n}/default`),
+    );
     const rvs = list.items.map((a: { metadata: { resourceVersion: string } }) => Number(a.metadata.resourceVersion));
     expect(new Set(rvs).size).toBe(rvs.length);
     expect(Math.max(...rvs)).toBeLessThanOrEqual(Number(list.metadata.resourceVersion));
     expect(new Set(list.items.map((a: { metadata: { uid: string } }) => a.metadata.uid)).size).toBe(rvs.length);
 
     // Tokens: issued for a migrated ServiceAccount and taken back by the authenticator.
-    const issued = await call("POST", "/api/v1/namespaces/ci/serviceaccounts/default/token", { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: {} });
+    const issued = await call("POST", "/api/v1/namespaces/ci/serviceaccounts/default/token", {
+      apiVersion: "authentication.k8s.io/v1",
+      kind: "TokenRequest",
+      spec: {},
+    });
     expect(issued.status).toBe(201);
     const user = await serviceAccountAuthenticator(env as unknown as Env)(issued.body.status.token, clock.now());
     expect(user?.name).toBe("system:serviceaccount:ci:default");
@@ -151,29 +225,74 @@ describe("upgrade from the previous release's database", () => {
   it("the lean outbox migration keeps the rows of writes in flight", async () => {
     await env.DB.prepare("DROP TABLE outbox").run();
     for (const m of NEW_MIGRATIONS) await env.DB.prepare("DELETE FROM d1_migrations WHERE name = ?").bind(m).run();
-    await applyD1Migrations(env.DB, env.TEST_MIGRATIONS.filter((m) => m.name === "0003_outbox.sql"));
-    await env.DB.prepare("INSERT INTO outbox (id, resource_version, resource, namespace, name, hooks, created_at, due_at, attempts) VALUES ('kept', 7, 'r', 'n', 'm', '{\"schedule\":{}}', 1, 2, 3)").run();
+    await applyD1Migrations(
+      env.DB,
+      env.TEST_MIGRATIONS.filter((m) => m.name === "0003_outbox.sql"),
+    );
+    await env.DB.prepare(
+      "INSERT INTO outbox (id, resource_version, resource, namespace, name, hooks, created_at, due_at, attempts) VALUES ('kept', 7, 'r', 'n', 'm', '{\"schedule\":{}}', 1, 2, 3)",
+    ).run();
     expect((await schemaOf("outbox")).map((r) => r.name)).toEqual(["outbox", "outbox_created_at", "outbox_due_at", "sqlite_autoindex_outbox_1"]);
     await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
     expect((await schemaOf("outbox")).map((r) => r.name)).toEqual(["outbox"]);
-    expect(await env.DB.prepare("SELECT * FROM outbox").all().then((r) => r.results)).toEqual([
-      { id: "kept", resource_version: 7, resource: "r", namespace: "n", name: "m", hooks: '{"schedule":{}}', created_at: 1, due_at: 2, attempts: 3 },
-    ]);
+    expect(
+      await env.DB.prepare("SELECT * FROM outbox")
+        .all()
+        .then((r) => r.results),
+    ).toEqual([{ id: "kept", resource_version: 7, resource: "r", namespace: "n", name: "m", hooks: '{"schedule":{}}', created_at: 1, due_at: 2, attempts: 3 }]);
   });
 
   it("gives an upgraded hub its ManagedClusterSet counts: the sets answer as before, and as on a fresh hub once clusters change", async () => {
     const SETS = `${G}/v1beta2/managedclustersets`;
-    const set = (name: string, clusterSelector: unknown) => ({ apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name }, spec: { clusterSelector } });
+    const set = (name: string, clusterSelector: unknown) => ({
+      apiVersion: "cluster.open-cluster-management.io/v1beta2",
+      kind: "ManagedClusterSet",
+      metadata: { name },
+      spec: { clusterSelector },
+    });
     expect((await call("POST", SETS, set("edge", { selectorType: "ExclusiveClusterSetLabel" }))).status).toBe(201);
-    expect((await call("POST", SETS, set("tiered", { selectorType: "LabelSelector", labelSelector: { matchLabels: { tier: "gold" }, matchExpressions: [{ key: "zone", operator: "NotIn", values: ["x"] }, { key: "tier", operator: "Exists" }, { key: "gpu", operator: "DoesNotExist" }] } }))).status).toBe(201);
+    expect(
+      (
+        await call(
+          "POST",
+          SETS,
+          set("tiered", {
+            selectorType: "LabelSelector",
+            labelSelector: {
+              matchLabels: { tier: "gold" },
+              matchExpressions: [
+                { key: "zone", operator: "NotIn", values: ["x"] },
+                { key: "tier", operator: "Exists" },
+                { key: "gpu", operator: "DoesNotExist" },
+              ],
+            },
+          }),
+        )
+      ).status,
+    ).toBe(201);
     expect((await call("POST", SETS, set("unselective", { selectorType: "LabelSelector" }))).status).toBe(201);
-    const mc = (name: string, labels: Record<string, string>) => ({ apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name, labels }, spec: { hubAcceptsClient: true } });
-    for (const [name, labels] of [["u1", { "cluster.open-cluster-management.io/clusterset": "edge", tier: "gold" }], ["u2", { tier: "gold", zone: "y" }], ["u3", { tier: "gold", gpu: "a100" }]] as const) {
+    const mc = (name: string, labels: Record<string, string>) => ({
+      apiVersion: "cluster.open-cluster-management.io/v1",
+      kind: "ManagedCluster",
+      metadata: { name, labels },
+      spec: { hubAcceptsClient: true },
+    });
+    for (const [name, labels] of [
+      ["u1", { "cluster.open-cluster-management.io/clusterset": "edge", tier: "gold" }],
+      ["u2", { tier: "gold", zone: "y" }],
+      ["u3", { tier: "gold", gpu: "a100" }],
+    ] as const) {
       expect((await call("POST", MC, mc(name, labels))).status).toBe(201);
     }
     const countRows = async () => (await env.DB.prepare("SELECT name, clusters FROM clusterset_counts ORDER BY name").all()).results;
     const fresh = await countRows();
-    expect(fresh).toEqual(expect.arrayContaining([{ name: "edge", clusters: 1 }, { name: "tiered", clusters: 2 }, { name: "unselective", clusters: 0 }]));
+    expect(fresh).toEqual(
+      expect.arrayContaining([
+        { name: "edge", clusters: 1 },
+        { name: "tiered", clusters: 2 },
+        { name: "unselective", clusters: 0 },
+      ]),
+    );
     const answers = async () => ({ ...(await everything()), sets: (await call("GET", SETS)).body.items });
     const before = await answers();
 
@@ -186,8 +305,12 @@ describe("upgrade from the previous release's database", () => {
 
     // The previous release writes a cluster after the migration, before the new code is deployed
     // (its rows, without the counts): the new code counts each set it uses once more.
-    await env.DB.prepare("INSERT INTO objects (resource, namespace, name, uid, resource_version, body) SELECT resource, namespace, 'u4', uid || '-4', resource_version, replace(body, '\"u2\"', '\"u4\"') FROM objects WHERE resource = 'cluster.open-cluster-management.io/managedclusters' AND name = 'u2'").run();
-    await env.DB.prepare("INSERT INTO labels (resource, namespace, name, key, value) SELECT resource, namespace, 'u4', key, value FROM labels WHERE resource = 'cluster.open-cluster-management.io/managedclusters' AND name = 'u2'").run();
+    await env.DB.prepare(
+      "INSERT INTO objects (resource, namespace, name, uid, resource_version, body) SELECT resource, namespace, 'u4', uid || '-4', resource_version, replace(body, '\"u2\"', '\"u4\"') FROM objects WHERE resource = 'cluster.open-cluster-management.io/managedclusters' AND name = 'u2'",
+    ).run();
+    await env.DB.prepare(
+      "INSERT INTO labels (resource, namespace, name, key, value) SELECT resource, namespace, 'u4', key, value FROM labels WHERE resource = 'cluster.open-cluster-management.io/managedclusters' AND name = 'u2'",
+    ).run();
     expect((await call("POST", MC, mc("u5", { tier: "gold" }))).status).toBe(201);
     const tiered = (await call("GET", `${SETS}/tiered`)).body;
     // u1, u2, u4 and u5 (u3 has a gpu label); without the recount the row would say 3.
@@ -197,8 +320,13 @@ describe("upgrade from the previous release's database", () => {
     // And from then on as a fresh hub: a relabel moves the counts in its own batch.
     expect((await call("PATCH", `${MC}/u2`, { metadata: { labels: { zone: "x" } } }, merge)).status).toBe(200);
     expect(condition((await call("GET", `${SETS}/tiered`)).body, "ClusterSetEmpty")).toMatchObject({ message: "3 ManagedClusters selected" });
-    expect(condition((await call("GET", `${SETS}/unselective`)).body, "ClusterSetEmpty")).toMatchObject({ status: "True", message: "No ManagedCluster selected" });
-    expect(await env.DB.prepare("SELECT count(*) AS n FROM clusterset_counts WHERE recount = 1 AND name IN ('tiered', 'global', 'default')").first<{ n: number }>()).toEqual({ n: 0 });
+    expect(condition((await call("GET", `${SETS}/unselective`)).body, "ClusterSetEmpty")).toMatchObject({
+      status: "True",
+      message: "No ManagedCluster selected",
+    });
+    expect(
+      await env.DB.prepare("SELECT count(*) AS n FROM clusterset_counts WHERE recount = 1 AND name IN ('tiered', 'global', 'default')").first<{ n: number }>(),
+    ).toEqual({ n: 0 });
   });
 
   it("gives an upgraded hub its audit log: before the migration writes still answer, after it they are recorded", async () => {
@@ -220,7 +348,9 @@ describe("upgrade from the previous release's database", () => {
     const w = await call("POST", secrets, { apiVersion: "v1", kind: "Secret", metadata: { name: "recorded" } });
     expect(w.status).toBe(201);
     const id = w.headers.get("audit-id");
-    const row = await waitFor("the write's audit record", () => env.DB.prepare("SELECT verb FROM audit_events WHERE audit_id = ?").bind(id).first<{ verb: string }>());
+    const row = await waitFor("the write's audit record", () =>
+      env.DB.prepare("SELECT verb FROM audit_events WHERE audit_id = ?").bind(id).first<{ verb: string }>(),
+    );
     expect(row!.verb).toBe("create");
   });
 
@@ -241,8 +371,18 @@ describe("upgrade from the previous release's database", () => {
     const updated = await call("PATCH", `${secrets}/new`, { metadata: { labels: { x: "y" } } }, merge);
     expect(updated.status).toBe(200);
     expect((await call("DELETE", `${secrets}/new`)).status).toBe(200);
-    const rows = (await env.DB.prepare("SELECT resource_version AS rv, name, type, body FROM events WHERE resource_version > ? AND resource = '/secrets' ORDER BY resource_version").bind(from).all<{ rv: number; name: string; type: string; body: string }>()).results;
-    expect(rows.map((r) => [r.name, r.type])).toEqual([["new", "ADDED"], ["new", "MODIFIED"], ["new", "DELETED"]]);
+    const rows = (
+      await env.DB.prepare(
+        "SELECT resource_version AS rv, name, type, body FROM events WHERE resource_version > ? AND resource = '/secrets' ORDER BY resource_version",
+      )
+        .bind(from)
+        .all<{ rv: number; name: string; type: string; body: string }>()
+    ).results;
+    expect(rows.map((r) => [r.name, r.type])).toEqual([
+      ["new", "ADDED"],
+      ["new", "MODIFIED"],
+      ["new", "DELETED"],
+    ]);
     expect(rows[0]!.rv).toBe(Number(created.body.metadata.resourceVersion));
     expect(rows[1]!.rv).toBe(Number(updated.body.metadata.resourceVersion));
     expect(rows[2]!.rv).toBeGreaterThan(rows[1]!.rv);
@@ -256,7 +396,15 @@ describe("upgrade from the previous release's database", () => {
   it("gives an upgraded hub the Events' expiry index: Events stored before it expire one TTL after the upgrade, new ones after their write", async () => {
     await createNamespaces("evup");
     const events = "/api/v1/namespaces/evup/events";
-    const event = (name: string) => ({ apiVersion: "v1", kind: "Event", metadata: { name }, involvedObject: { kind: "Pod", name: "p", namespace: "evup" }, reason: "R", message: "m", type: "Normal" });
+    const event = (name: string) => ({
+      apiVersion: "v1",
+      kind: "Event",
+      metadata: { name },
+      involvedObject: { kind: "Pod", name: "p", namespace: "evup" },
+      reason: "R",
+      message: "m",
+      type: "Normal",
+    });
     expect((await call("POST", events, event("old"))).status).toBe(201);
     // The previous release's schema: no event_ttl (its Events, if a client wrote any, are rows of `objects`).
     await env.DB.prepare("DROP TABLE event_ttl").run();
@@ -264,7 +412,11 @@ describe("upgrade from the previous release's database", () => {
     const before = (await call("GET", events)).body.items;
     await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
     expect((await call("GET", events)).body.items).toEqual(before);
-    expect(await env.DB.prepare("SELECT name FROM event_ttl WHERE namespace = 'evup'").all().then((r) => r.results)).toEqual([{ name: "old" }]);
+    expect(
+      await env.DB.prepare("SELECT name FROM event_ttl WHERE namespace = 'evup'")
+        .all()
+        .then((r) => r.results),
+    ).toEqual([{ name: "old" }]);
     expect((await call("POST", events, event("new"))).status).toBe(201);
     const hubEnv = env as unknown as Env;
     // Past one TTL: both go, through the store (a watcher sees them DELETED), and their rows too.

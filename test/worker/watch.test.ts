@@ -8,7 +8,11 @@ import { ManagedClusterKind } from "../../src/kinds/managedcluster.ts";
 import { clock } from "../../src/clock.ts";
 import { waitFor } from "../wait.ts";
 
-const mc = (name: string, labels: Record<string, string> = {}) => ({ apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name, labels } });
+const mc = (name: string, labels: Record<string, string> = {}) => ({
+  apiVersion: "cluster.open-cluster-management.io/v1",
+  kind: "ManagedCluster",
+  metadata: { name, labels },
+});
 
 /** Reads watch events from a streaming response until `n` events arrived. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -79,7 +83,16 @@ describe("watch and tables", () => {
 
   it("a watch whose request was cancelled holds its client's place no longer than its timeout and a minute (issue 27)", async () => {
     // Watches whose requests are gone: their D1 reads never answer and their streams never end.
-    const start = () => watchResponse(database(silentD1()), ManagedClusterKind, undefined, () => true, (o) => o, { timeoutSeconds: "5", client: "cancelled-watches" }, () => undefined);
+    const start = () =>
+      watchResponse(
+        database(silentD1()),
+        ManagedClusterKind,
+        undefined,
+        () => true,
+        (o) => o,
+        { timeoutSeconds: "5", client: "cancelled-watches" },
+        () => undefined,
+      );
     for (let i = 0; i < MAX_WATCHES_PER_CLIENT; i++) expect(start().status).toBe(200);
     expect(() => start()).toThrow(expect.objectContaining({ code: 429 }));
     const real = clock.now;
@@ -101,16 +114,26 @@ describe("watch and tables", () => {
     const refused = await watch("timeoutSeconds=120");
     expect(refused.status).toBe(429);
     expect(refused.headers.get("retry-after")).toBe(String(WATCH_RETRY_AFTER_SECONDS));
-    expect(await refused.json()).toMatchObject({ kind: "Status", reason: "TooManyRequests", code: 429, details: { retryAfterSeconds: WATCH_RETRY_AFTER_SECONDS } });
+    expect(await refused.json()).toMatchObject({
+      kind: "Status",
+      reason: "TooManyRequests",
+      code: 429,
+      details: { retryAfterSeconds: WATCH_RETRY_AFTER_SECONDS },
+    });
 
     await open.pop()!.body!.cancel();
     // The freed place is taken again once the hub has seen the cancelled watch end.
-    const again = await waitFor("a watch place to be freed", async () => {
-      const r = await watch("timeoutSeconds=120");
-      if (r.status === 200) return r;
-      await r.body?.cancel();
-      return undefined;
-    }, 10_000, 50);
+    const again = await waitFor(
+      "a watch place to be freed",
+      async () => {
+        const r = await watch("timeoutSeconds=120");
+        if (r.status === 200) return r;
+        await r.body?.cancel();
+        return undefined;
+      },
+      10_000,
+      50,
+    );
     expect(again.status).toBe(200);
     open.push(again);
     await Promise.all(open.map((r) => r.body!.cancel()));
@@ -157,12 +180,19 @@ describe("watch as informers expect", () => {
   it("from a version the hub has not reached: the ERROR event of kube-apiserver's watch cache (504 Timeout, ResourceVersionTooLarge), never silence", async () => {
     const now = Number((await call("GET", `${MC}?limit=1`)).body.metadata.resourceVersion);
     const ahead = String(now + 1_000_000);
-    const queries = [`watch=1&resourceVersion=${ahead}`, `watch=1&resourceVersion=${ahead}&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan`, "watch=1&resourceVersion=18446744073709551615"];
+    const queries = [
+      `watch=1&resourceVersion=${ahead}`,
+      `watch=1&resourceVersion=${ahead}&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan`,
+      "watch=1&resourceVersion=18446744073709551615",
+    ];
     const answers = await Promise.all(queries.map((q) => base(q)));
     for (const [i, res] of answers.entries()) {
       // As the watch cache answers once the watch is under way: 200, then one ERROR event, then the end.
       expect(res.status, queries[i]).toBe(200);
-      const events = (await res.text()).split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+      const events = (await res.text())
+        .split("\n")
+        .filter((l) => l.trim())
+        .map((l) => JSON.parse(l));
       expect(events, queries[i]).toEqual([
         {
           type: "ERROR",
@@ -199,7 +229,12 @@ describe("watch as informers expect", () => {
     const pending = readEvents(res, 1);
     // The watch starts from "now" once it has read the counter: wait for a change to reach it.
     await waitFor("the watch to see a change", async () => {
-      await call("PATCH", `${MC}/wl4`, { metadata: { labels: { wl: "late", n: String(Math.random()).slice(2, 8) } } }, { contentType: "application/merge-patch+json" });
+      await call(
+        "PATCH",
+        `${MC}/wl4`,
+        { metadata: { labels: { wl: "late", n: String(Math.random()).slice(2, 8) } } },
+        { contentType: "application/merge-patch+json" },
+      );
       return Promise.race([pending, new Promise((r) => setTimeout(() => r(undefined), 1500))]);
     });
     expect((await pending)[0].type).toBe("MODIFIED");

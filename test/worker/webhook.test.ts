@@ -15,7 +15,8 @@ const IMAGE = "/spec/manifestWorkTemplate/workload/manifests/0/spec/template/spe
 const MWRS_TARGET = { apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", name: "web" };
 const PLACEMENT_TARGET = { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", name: "hooked" };
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;
 
 async function hmacHex(key: string, body: string): Promise<string> {
   const k = await crypto.subtle.importKey("raw", new TextEncoder().encode(key), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
@@ -61,12 +62,24 @@ function deployment(img: string) {
     apiVersion: "apps/v1",
     kind: "Deployment",
     metadata: { name: "web", namespace: "default" },
-    spec: { selector: { matchLabels: { app: "web" } }, template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "web", image: img }] } } },
+    spec: {
+      selector: { matchLabels: { app: "web" } },
+      template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "web", image: img }] } },
+    },
   };
 }
 
 async function cluster(name: string, labels: Record<string, string>) {
-  expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name, labels }, spec: { hubAcceptsClient: true } })).status).toBe(201);
+  expect(
+    (
+      await call("POST", MC, {
+        apiVersion: "cluster.open-cluster-management.io/v1",
+        kind: "ManagedCluster",
+        metadata: { name, labels },
+        spec: { hubAcceptsClient: true },
+      })
+    ).status,
+  ).toBe(201);
   const available = { type: "ManagedClusterConditionAvailable", status: "True", reason: "Test", message: "test", lastTransitionTime: "2026-01-01T00:00:00Z" };
   expect((await call("PATCH", `${MC}/${name}/status`, { status: { conditions: [available] } }, merge)).status).toBe(200);
 }
@@ -77,12 +90,23 @@ beforeAll(async () => {
   await createNamespaces("apps");
   const s = await call("POST", SECRETS("apps"), { apiVersion: "v1", kind: "Secret", metadata: { name: "hook" }, stringData: { token: "s3cret" } });
   expect(s.status).toBe(201);
-  expect((await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "hooks" } })).status).toBe(201);
+  expect(
+    (await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "hooks" } })).status,
+  ).toBe(201);
   const cs = "cluster.open-cluster-management.io/clusterset";
   await cluster("w1", { [cs]: "hooks", tier: "gold" });
   await cluster("w2", { [cs]: "hooks", tier: "silver" });
   await cluster("w3", { [cs]: "hooks", tier: "silver" });
-  expect((await call("POST", BINDINGS("apps"), { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "hooks" }, spec: { clusterSet: "hooks" } })).status).toBe(201);
+  expect(
+    (
+      await call("POST", BINDINGS("apps"), {
+        apiVersion: "cluster.open-cluster-management.io/v1beta2",
+        kind: "ManagedClusterSetBinding",
+        metadata: { name: "hooks" },
+        spec: { clusterSet: "hooks" },
+      })
+    ).status,
+  ).toBe(201);
   const p = await call("POST", PLACEMENTS("apps"), {
     apiVersion: "cluster.open-cluster-management.io/v1beta1",
     kind: "Placement",
@@ -113,7 +137,9 @@ describe("WebhookReceiver objects", () => {
     expect(status.body.status.webhookPath).toBe(releasePath);
     const other = await receiver("apps", "other", spec({ type: "Reevaluate" }));
     expect(other).not.toBe(releasePath);
-    const table = await exports.default.fetch(`https://hub.test${RECEIVERS("apps")}`, { headers: { authorization: "Bearer test-admin-token", accept: "application/json;as=Table;v=v1;g=meta.k8s.io" } });
+    const table = await exports.default.fetch(`https://hub.test${RECEIVERS("apps")}`, {
+      headers: { authorization: "Bearer test-admin-token", accept: "application/json;as=Table;v=v1;g=meta.k8s.io" },
+    });
     const t = (await table.json()) as Json;
     expect(t.rows.find((row: Json) => row.cells[0] === "release").cells.slice(1, 5)).toEqual(["generic", "web", "JSONPatch", "True"]);
   });
@@ -128,7 +154,7 @@ describe("WebhookReceiver objects", () => {
       [spec({ type: "MergePatch", patch: { spec: { x: "{{ release.tag }}" } } }), 422, "spec.action.patch.spec.x"],
       [spec({ type: "JSONPatch", patch: { op: "add" } }), 422, "spec.action.patch"],
       [spec({ type: "JSONPatch", patch: [{ op: "frobnicate", path: "/a" }] }), 422, "spec.action.patch[0].op"],
-      [spec({ type: "JSONPatch", patch: [{ op: "replace", path: "spec" , value: 1 }] }), 422, "spec.action.patch[0].path"],
+      [spec({ type: "JSONPatch", patch: [{ op: "replace", path: "spec", value: 1 }] }), 422, "spec.action.patch[0].path"],
       [spec({ type: "JSONPatch", patch: [{ op: "add", path: "/spec/x" }] }), 422, "spec.action.patch[0].value"],
       [spec({ type: "JSONPatch", patch: [{ op: "move", path: "/spec/x" }] }), 422, "spec.action.patch[0].from"],
       [spec({ type: "JSONPatch", patch: [{ op: "replace", path: "/spec/{{ .field }}", value: 1 }] }), 422, "spec.action.patch[0].path"],
@@ -138,7 +164,10 @@ describe("WebhookReceiver objects", () => {
     for (const [s, code, field] of bad) {
       const r = await call("POST", RECEIVERS("apps"), { apiVersion: "flotilla.dev/v1alpha1", kind: "WebhookReceiver", metadata: { name: "bad" }, spec: s });
       expect(r.status, JSON.stringify(s)).toBe(code);
-      expect(r.body.details.causes.map((c: Json) => c.field), JSON.stringify(s)).toContain(field);
+      expect(
+        r.body.details.causes.map((c: Json) => c.field),
+        JSON.stringify(s),
+      ).toContain(field);
     }
     expect((await call("GET", `${RECEIVERS("apps")}/bad`)).status).toBe(404);
   });
@@ -154,7 +183,12 @@ describe("POST /hooks/{id}", () => {
     expect(await snapshot()).toBe(before);
     const ok = await generic(releasePath, payload, "d-1");
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
-    expect(ok.body).toMatchObject({ action: "JSONPatch", deliveryId: "d-1", changed: true, target: { kind: "ManifestWorkReplicaSet", namespace: "apps", name: "web" } });
+    expect(ok.body).toMatchObject({
+      action: "JSONPatch",
+      deliveryId: "d-1",
+      changed: true,
+      target: { kind: "ManifestWorkReplicaSet", namespace: "apps", name: "web" },
+    });
     expect(await image()).toBe("nginx:1.27");
     const mwrs = await call("GET", `${MWRS("apps")}/web`);
     expect(ok.body.target.resourceVersion).toBe(mwrs.body.metadata.resourceVersion);
@@ -168,7 +202,10 @@ describe("POST /hooks/{id}", () => {
     // Events on the receiver: the accepted delivery and the refused replay, never the payload; the
     // forged one (no valid signature) records nothing.
     const recorded = await waitFor("the deliveries' Events", async () => {
-      const r = await call("GET", `/api/v1/namespaces/apps/events?fieldSelector=${encodeURIComponent("involvedObject.kind=WebhookReceiver,involvedObject.name=release")}`);
+      const r = await call(
+        "GET",
+        `/api/v1/namespaces/apps/events?fieldSelector=${encodeURIComponent("involvedObject.kind=WebhookReceiver,involvedObject.name=release")}`,
+      );
       return r.body.items.length >= 2 && (r.body.items as Json[]);
     });
     expect(recorded.map((e) => [e.reason, e.type, e.message]).sort()).toEqual([
@@ -196,7 +233,9 @@ describe("POST /hooks/{id}", () => {
     }
     // The signature covers the raw bytes: the same JSON re-serialised differently does not verify.
     const sig = await hmacHex("s3cret", body);
-    expect((await deliver(releasePath, JSON.stringify({ release: { tag: "9" } }, null, 2), { "X-Delivery-Id": "x2", "X-Signature-256": `sha256=${sig}` })).status).toBe(401);
+    expect(
+      (await deliver(releasePath, JSON.stringify({ release: { tag: "9" } }, null, 2), { "X-Delivery-Id": "x2", "X-Signature-256": `sha256=${sig}` })).status,
+    ).toBe(401);
     expect(await snapshot()).toBe(before);
   });
 
@@ -214,12 +253,23 @@ describe("POST /hooks/{id}", () => {
   });
 
   it("github: X-Hub-Signature-256 and X-GitHub-Delivery, ping answers 200 and does nothing", async () => {
-    const path = await receiver("apps", "gh", { ...spec({ type: "MergePatch", patch: { metadata: { annotations: { "example.com/commit": "{{ .head_commit.id }}" } } } }), type: "github" });
+    const path = await receiver("apps", "gh", {
+      ...spec({ type: "MergePatch", patch: { metadata: { annotations: { "example.com/commit": "{{ .head_commit.id }}" } } } }),
+      type: "github",
+    });
     const before = await snapshot();
     const ping = JSON.stringify({ zen: "Keep it logically awesome.", hook_id: 1 });
-    const pong = await deliver(path, ping, { "X-GitHub-Event": "ping", "X-GitHub-Delivery": "g-ping", "X-Hub-Signature-256": `sha256=${await hmacHex("s3cret", ping)}` });
+    const pong = await deliver(path, ping, {
+      "X-GitHub-Event": "ping",
+      "X-GitHub-Delivery": "g-ping",
+      "X-Hub-Signature-256": `sha256=${await hmacHex("s3cret", ping)}`,
+    });
     expect(pong.status).toBe(200);
-    const badPing = await deliver(path, ping, { "X-GitHub-Event": "ping", "X-GitHub-Delivery": "g-ping", "X-Hub-Signature-256": `sha256=${await hmacHex("wrong", ping)}` });
+    const badPing = await deliver(path, ping, {
+      "X-GitHub-Event": "ping",
+      "X-GitHub-Delivery": "g-ping",
+      "X-Hub-Signature-256": `sha256=${await hmacHex("wrong", ping)}`,
+    });
     expect(badPing.status).toBe(401);
     expect(await snapshot()).toBe(before);
     const push = JSON.stringify({ ref: "refs/heads/main", head_commit: { id: "abc123" } });
@@ -237,7 +287,12 @@ describe("POST /hooks/{id}", () => {
     const form = `payload=${encodeURIComponent(JSON.stringify({ head_commit: { id: "def456" } }))}`;
     const formed = await exports.default.fetch(`https://hub.test${path}`, {
       method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded", "X-GitHub-Event": "push", "X-GitHub-Delivery": "g-2", "X-Hub-Signature-256": `sha256=${await hmacHex("s3cret", form)}` },
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        "X-GitHub-Event": "push",
+        "X-GitHub-Delivery": "g-2",
+        "X-Hub-Signature-256": `sha256=${await hmacHex("s3cret", form)}`,
+      },
       body: form,
     });
     expect(formed.status).toBe(200);
@@ -256,7 +311,20 @@ describe("POST /hooks/{id}", () => {
 
   it("JSONPatch and MergePatch on a Placement: decisions follow before the delivery returns", async () => {
     expect(await decided("apps", "hooked")).toEqual(["w1"]);
-    const jp = await receiver("apps", "tier", spec({ type: "JSONPatch", patch: [{ op: "test", path: "/spec/predicates/0/requiredClusterSelector/labelSelector/matchLabels/tier", value: "{{ .from }}" }, { op: "replace", path: "/spec/predicates/0/requiredClusterSelector/labelSelector/matchLabels/tier", value: "{{ .to }}" }] }, PLACEMENT_TARGET));
+    const jp = await receiver(
+      "apps",
+      "tier",
+      spec(
+        {
+          type: "JSONPatch",
+          patch: [
+            { op: "test", path: "/spec/predicates/0/requiredClusterSelector/labelSelector/matchLabels/tier", value: "{{ .from }}" },
+            { op: "replace", path: "/spec/predicates/0/requiredClusterSelector/labelSelector/matchLabels/tier", value: "{{ .to }}" },
+          ],
+        },
+        PLACEMENT_TARGET,
+      ),
+    );
     const r = await generic(jp, { from: "gold", to: "silver" });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(await decided("apps", "hooked")).toEqual(["w2", "w3"]);
@@ -276,7 +344,11 @@ describe("POST /hooks/{id}", () => {
 
   it("an invalid result is 422 and leaves the target unchanged", async () => {
     const mp = await receiver("apps", "count-bad", spec({ type: "MergePatch", patch: { spec: { numberOfClusters: "{{ .count }}" } } }, PLACEMENT_TARGET));
-    const jp = await receiver("apps", "image-bad", spec({ type: "JSONPatch", patch: [{ op: "remove", path: "/spec/manifestWorkTemplate/workload/manifests/0/kind" }] }));
+    const jp = await receiver(
+      "apps",
+      "image-bad",
+      spec({ type: "JSONPatch", patch: [{ op: "remove", path: "/spec/manifestWorkTemplate/workload/manifests/0/kind" }] }),
+    );
     const unresolvable = await receiver("apps", "nowhere", spec({ type: "JSONPatch", patch: [{ op: "replace", path: "/spec/nothing/here", value: 1 }] }));
     const unknownField = await receiver("apps", "unknown-field", spec({ type: "MergePatch", patch: { spec: { replicas: 3 } } }));
     const before = await snapshot();
@@ -319,12 +391,18 @@ describe("POST /hooks/{id}", () => {
     const r = await generic(noSecret, {});
     expect(r.status).toBe(401);
     expect(r.body.message).toContain('"absent" was not found');
-    expect((await call("POST", SECRETS("apps"), { apiVersion: "v1", kind: "Secret", metadata: { name: "no-token" }, stringData: { other: "x" } })).status).toBe(201);
+    expect((await call("POST", SECRETS("apps"), { apiVersion: "v1", kind: "Secret", metadata: { name: "no-token" }, stringData: { other: "x" } })).status).toBe(
+      201,
+    );
     const noToken = await receiver("apps", "no-token", { ...spec({ type: "Reevaluate" }), secretRef: { name: "no-token" } });
     const r2 = await generic(noToken, {});
     expect(r2.status).toBe(401);
     expect(r2.body.message).toContain('no data key "token"');
-    const gone = await receiver("apps", "gone", spec({ type: "JSONPatch", patch: [{ op: "add", path: "/metadata/labels", value: {} }] }, { ...MWRS_TARGET, name: "absent" }));
+    const gone = await receiver(
+      "apps",
+      "gone",
+      spec({ type: "JSONPatch", patch: [{ op: "add", path: "/metadata/labels", value: {} }] }, { ...MWRS_TARGET, name: "absent" }),
+    );
     const before = await snapshot();
     const r3 = await generic(gone, {}, "gone-1");
     expect(r3.status).toBe(422);

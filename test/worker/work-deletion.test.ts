@@ -19,7 +19,11 @@ const work = (name: string, extra: Record<string, unknown> = {}) => ({
   metadata: { name },
   spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" }, data: { a: "1" } }] }, ...extra },
 });
-const applied = (type = "Applied") => ({ conditions: [{ type, status: "True", reason: "R", message: "m", lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"), observedGeneration: 1 }] });
+const applied = (type = "Applied") => ({
+  conditions: [
+    { type, status: "True", reason: "R", message: "m", lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"), observedGeneration: 1 },
+  ],
+});
 
 /** Registers and accepts a cluster, sends one heartbeat; returns its keys. */
 async function joined(name: string): Promise<AgentKeys> {
@@ -101,11 +105,14 @@ describe("ManifestWork deletion (OCM's manifest-work-cleanup finalizer)", () => 
 });
 
 describe("deleteOption.ttlSecondsAfterFinished", () => {
-  const complete = (at: string) => ({ conditions: [{ type: "Complete", status: "True", reason: "ConditionRulesAggregated", message: "done", lastTransitionTime: at, observedGeneration: 1 }] });
+  const complete = (at: string) => ({
+    conditions: [{ type: "Complete", status: "True", reason: "ConditionRulesAggregated", message: "done", lastTransitionTime: at, observedGeneration: 1 }],
+  });
 
   it("a completed work is deleted TTL seconds after Complete, by the cluster object's timer on the injected clock", async () => {
     const keys = await joined("ttl1");
-    const uid = (await call("POST", WORKS("ttl1"), work("w", { deleteOption: { propagationPolicy: "Foreground", ttlSecondsAfterFinished: 120 } }))).body.metadata.uid as string;
+    const uid = (await call("POST", WORKS("ttl1"), work("w", { deleteOption: { propagationPolicy: "Foreground", ttlSecondsAfterFinished: 120 } }))).body
+      .metadata.uid as string;
     const at = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
     expect((await report("ttl1", keys, "w", { uid, status: complete(at) })).status).toBe(200);
     const stub = env.CLUSTERS.getByName("ttl1");

@@ -9,13 +9,25 @@ import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_LEAVE_TIMEOUT_SECONDS, MAX_WORKS_WAITERS, WORKS_RETRY_AFTER_SECONDS, type ClusterObject } from "../../durable-objects/cluster.ts";
 import { agentKeys, call, condition, createNamespaces, createToken, MC, register, withClockAhead, type AgentKeys } from "./helpers.ts";
-import { ClusterInfoSchema, HeartbeatAnswerSchema, LeftAnswerSchema, RotateKeyAnswerSchema, WorkStatusAnswerSchema, WorksAnswerSchema } from "../../src/agent/protocol.ts";
+import {
+  ClusterInfoSchema,
+  HeartbeatAnswerSchema,
+  LeftAnswerSchema,
+  RotateKeyAnswerSchema,
+  WorkStatusAnswerSchema,
+  WorksAnswerSchema,
+} from "../../src/agent/protocol.ts";
 import { waitFor } from "../wait.ts";
 
 const WORKS = (ns: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks`;
 const merge = { contentType: "application/merge-patch+json" };
 
-const configMap = (name: string, data: Record<string, string> = { a: "1" }) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" }, data });
+const configMap = (name: string, data: Record<string, string> = { a: "1" }) => ({
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  metadata: { name, namespace: "default" },
+  data,
+});
 const work = (name: string, manifests: unknown[] = [configMap(name)], extra: Record<string, unknown> = {}) => ({
   apiVersion: "work.open-cluster-management.io/v1",
   kind: "ManifestWork",
@@ -45,7 +57,10 @@ async function poll(name: string, keys: AgentKeys, etag?: string, waitSeconds?: 
 
 /** The reasons of the Events about ManagedCluster `name`, oldest first. */
 async function clusterReasons(name: string): Promise<string[]> {
-  const r = await call("GET", `/api/v1/namespaces/default/events?fieldSelector=${encodeURIComponent(`involvedObject.kind=ManagedCluster,involvedObject.name=${name}`)}`);
+  const r = await call(
+    "GET",
+    `/api/v1/namespaces/default/events?fieldSelector=${encodeURIComponent(`involvedObject.kind=ManagedCluster,involvedObject.name=${name}`)}`,
+  );
   return (r.body.items as { reason: string; metadata: { name: string } }[]).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name)).map((e) => e.reason);
 }
 
@@ -56,7 +71,18 @@ describe("ManifestWork validation", () => {
       [work("nokind", [{ apiVersion: "v1", metadata: { name: "x" } }]), 422, "spec.workload.manifests[0].kind"],
       [work("noname", [{ apiVersion: "v1", kind: "ConfigMap", metadata: {} }]), 422, "spec.workload.manifests[0].metadata.name"],
       [work("huge", [configMap("huge", { blob: "x".repeat(520 * 1024) })]), 422, "spec.workload"],
-      [work("badfm", undefined, { manifestConfigs: [{ resourceIdentifier: { resource: "configmaps", name: "badfm", namespace: "default" }, updateStrategy: { type: "ServerSideApply", serverSideApply: { fieldManager: "someone" } } }] }), 422, "spec.manifestConfigs[0].updateStrategy.serverSideApply.fieldManager"],
+      [
+        work("badfm", undefined, {
+          manifestConfigs: [
+            {
+              resourceIdentifier: { resource: "configmaps", name: "badfm", namespace: "default" },
+              updateStrategy: { type: "ServerSideApply", serverSideApply: { fieldManager: "someone" } },
+            },
+          ],
+        }),
+        422,
+        "spec.manifestConfigs[0].updateStrategy.serverSideApply.fieldManager",
+      ],
       [work("badpolicy", undefined, { deleteOption: { propagationPolicy: "Sometimes" } }), 422, "spec.deleteOption.propagationPolicy"],
     ];
     await createNamespaces("valid1");
@@ -99,8 +125,24 @@ describe("works delivery (agent protocol)", () => {
     // on the work (a metadata change the agent receives: the ETag moves once); later reports, status
     // writes only, leave the ETag.
     const status = {
-      conditions: [{ type: "Applied", status: "True", reason: "AppliedManifestWorkComplete", message: "Apply manifest work complete", lastTransitionTime: "2026-11-23T00:00:00Z", observedGeneration: 1 }],
-      resourceStatus: { manifests: [{ resourceMeta: { ordinal: 0, group: "", version: "v1", kind: "ConfigMap", resource: "configmaps", name: "w1", namespace: "default" }, conditions: [] }] },
+      conditions: [
+        {
+          type: "Applied",
+          status: "True",
+          reason: "AppliedManifestWorkComplete",
+          message: "Apply manifest work complete",
+          lastTransitionTime: "2026-11-23T00:00:00Z",
+          observedGeneration: 1,
+        },
+      ],
+      resourceStatus: {
+        manifests: [
+          {
+            resourceMeta: { ordinal: 0, group: "", version: "v1", kind: "ConfigMap", resource: "configmaps", name: "w1", namespace: "default" },
+            conditions: [],
+          },
+        ],
+      },
     };
     const put = await call("PUT", "/agent/v1/clusters/wd1/works/w1/status", { uid: delivered.metadata.uid, status }, { token: await keys.sign("wd1") });
     expect(put.status, JSON.stringify(put.body)).toBe(200);
@@ -109,7 +151,12 @@ describe("works delivery (agent protocol)", () => {
     const held = await poll("wd1", keys, changed.body.etag);
     expect(held.status).toBe(200);
     expect(held.body.works[0].metadata.finalizers).toEqual(["cluster.open-cluster-management.io/manifest-work-cleanup"]);
-    const again = await call("PUT", "/agent/v1/clusters/wd1/works/w1/status", { uid: delivered.metadata.uid, status: { ...status, conditions: [{ ...status.conditions[0], message: "again" }] } }, { token: await keys.sign("wd1") });
+    const again = await call(
+      "PUT",
+      "/agent/v1/clusters/wd1/works/w1/status",
+      { uid: delivered.metadata.uid, status: { ...status, conditions: [{ ...status.conditions[0], message: "again" }] } },
+      { token: await keys.sign("wd1") },
+    );
     expect(again.status).toBe(200);
     expect((await poll("wd1", keys, held.body.etag)).status).toBe(304);
 
@@ -121,14 +168,31 @@ describe("works delivery (agent protocol)", () => {
     expect((await call("DELETE", `${WORKS("wd1")}/w1`)).status).toBe(200);
     const deleted = await poll("wd1", keys, updated.body.etag);
     expect(deleted.body.works[0].metadata.deletionTimestamp).toBeTruthy();
-    expect((await call("PUT", "/agent/v1/clusters/wd1/works/w1/status", { uid: delivered.metadata.uid, status: {}, released: true }, { token: await keys.sign("wd1") })).status).toBe(200);
+    expect(
+      (
+        await call(
+          "PUT",
+          "/agent/v1/clusters/wd1/works/w1/status",
+          { uid: delivered.metadata.uid, status: {}, released: true },
+          { token: await keys.sign("wd1") },
+        )
+      ).status,
+    ).toBe(200);
     expect((await poll("wd1", keys, deleted.body.etag)).body.works).toEqual([]);
   });
 
   it("a report on the work a poll delivered is written; a copy gone stale is never written over the stored work", async () => {
     const keys = await joined("wd10");
     const report = async (uid: string, type: string) =>
-      call("PUT", "/agent/v1/clusters/wd10/works/w10/status", { uid, status: { conditions: [{ type, status: "True", reason: "R", message: "m", lastTransitionTime: "2026-11-23T00:00:00Z", observedGeneration: 1 }] } }, { token: await keys.sign("wd10") });
+      call(
+        "PUT",
+        "/agent/v1/clusters/wd10/works/w10/status",
+        {
+          uid,
+          status: { conditions: [{ type, status: "True", reason: "R", message: "m", lastTransitionTime: "2026-11-23T00:00:00Z", observedGeneration: 1 }] },
+        },
+        { token: await keys.sign("wd10") },
+      );
     const delivered = async () => {
       const r = await poll("wd10", keys);
       expect(r.status).toBe(200);
@@ -153,7 +217,16 @@ describe("works delivery (agent protocol)", () => {
     // Deleted (its agent confirming) and created again after the poll: the old uid's report is 409, the new work untouched.
     await delivered();
     expect((await call("DELETE", `${WORKS("wd10")}/w10`)).status).toBe(200);
-    expect((await call("PUT", "/agent/v1/clusters/wd10/works/w10/status", { uid: first.metadata.uid, status: {}, released: true }, { token: await keys.sign("wd10") })).status).toBe(200);
+    expect(
+      (
+        await call(
+          "PUT",
+          "/agent/v1/clusters/wd10/works/w10/status",
+          { uid: first.metadata.uid, status: {}, released: true },
+          { token: await keys.sign("wd10") },
+        )
+      ).status,
+    ).toBe(200);
     const again = await call("POST", WORKS("wd10"), work("w10"));
     expect(again.status).toBe(201);
     const refused = await report(first.metadata.uid, "Applied");
@@ -179,7 +252,16 @@ describe("works delivery (agent protocol)", () => {
     const created = await poll("wd11", keys, first.body.etag);
     expect(d1(created)).toBe("0");
     expect(created.body.works).toEqual(await asStored());
-    expect((await call("PATCH", `${WORKS("wd11")}/w1`, { metadata: { labels: { l: "1" } }, spec: { workload: { manifests: [configMap("w1", { a: "2" })] } } }, merge)).status).toBe(200);
+    expect(
+      (
+        await call(
+          "PATCH",
+          `${WORKS("wd11")}/w1`,
+          { metadata: { labels: { l: "1" } }, spec: { workload: { manifests: [configMap("w1", { a: "2" })] } } },
+          merge,
+        )
+      ).status,
+    ).toBe(200);
     expect((await call("POST", WORKS("wd11"), work("w0"))).status).toBe(201);
     const changed = await poll("wd11", keys, created.body.etag);
     expect(d1(changed)).toBe("0");
@@ -210,9 +292,13 @@ describe("works delivery (agent protocol)", () => {
     // Another writer changes one work's status after its agent's poll: that report's copy is stale.
     const stale = (await call("GET", `${WORKS("wg3")}/w`)).body;
     expect((await call("PUT", `${WORKS("wg3")}/w/status`, { ...stale, status: { conditions: [] } })).status).toBe(200);
-    const status = (reason: string) => ({ conditions: [{ type: "Applied", status: "True", reason, message: reason, lastTransitionTime: "2026-11-23T00:00:00Z", observedGeneration: 1 }] });
+    const status = (reason: string) => ({
+      conditions: [{ type: "Applied", status: "True", reason, message: reason, lastTransitionTime: "2026-11-23T00:00:00Z", observedGeneration: 1 }],
+    });
     const reports = await Promise.all(
-      agents.map(async (a) => call("PUT", `/agent/v1/clusters/${a.name}/works/w/status`, { uid: a.uid, status: status(`From${a.name}`) }, { token: await a.keys.sign(a.name) })),
+      agents.map(async (a) =>
+        call("PUT", `/agent/v1/clusters/${a.name}/works/w/status`, { uid: a.uid, status: status(`From${a.name}`) }, { token: await a.keys.sign(a.name) }),
+      ),
     );
     expect(reports.map((r) => r.status)).toEqual(clusters.map(() => 200));
     for (const [i, name] of clusters.entries()) {
@@ -262,7 +348,12 @@ describe("works delivery (agent protocol)", () => {
     const created = await call("POST", WORKS("wd4"), work("secret-work"));
     expect(created.status).toBe(201);
     expect((await poll("wd4", a, undefined, undefined, "wd3")).status).toBe(403);
-    const foreign = await call("PUT", "/agent/v1/clusters/wd4/works/secret-work/status", { uid: created.body.metadata.uid, status: {} }, { token: await a.sign("wd3") });
+    const foreign = await call(
+      "PUT",
+      "/agent/v1/clusters/wd4/works/secret-work/status",
+      { uid: created.body.metadata.uid, status: {} },
+      { token: await a.sign("wd3") },
+    );
     expect(foreign.status).toBe(403);
     expect((await poll("wd3", a, undefined, 99)).status).toBe(400);
 
@@ -272,7 +363,12 @@ describe("works delivery (agent protocol)", () => {
     expect(stale.status).toBe(409);
     const missing = await call("PUT", "/agent/v1/clusters/wd3/works/nope/status", { uid: "x", status: {} }, { token: await a.sign("wd3") });
     expect(missing.status).toBe(404);
-    const bad = await call("PUT", "/agent/v1/clusters/wd3/works/mine/status", { uid: mine.metadata.uid, status: { conditions: [{ type: "Applied", status: "Maybe" }] } }, { token: await a.sign("wd3") });
+    const bad = await call(
+      "PUT",
+      "/agent/v1/clusters/wd3/works/mine/status",
+      { uid: mine.metadata.uid, status: { conditions: [{ type: "Applied", status: "Maybe" }] } },
+      { token: await a.sign("wd3") },
+    );
     expect(bad.status).toBe(422);
     expect((await call("GET", `${WORKS("wd3")}/mine`)).body.metadata.resourceVersion).toBe(mine.metadata.resourceVersion);
     const noToken = await exports.default.fetch("https://hub.test/agent/v1/clusters/wd3/works");
@@ -305,12 +401,22 @@ describe("answers (src/agent/protocol.ts)", () => {
     expect(polled.status).toBe(200);
     // Works answers keep every field of a delivered work (the schema passes them through).
     expect(WorksAnswerSchema.parse(polled.body)).toEqual(polled.body);
-    const put = await call("PUT", "/agent/v1/clusters/ans1/works/w1/status", { uid: polled.body.works[0].metadata.uid, status: {} }, { token: await keys.sign("ans1") });
+    const put = await call(
+      "PUT",
+      "/agent/v1/clusters/ans1/works/w1/status",
+      { uid: polled.body.works[0].metadata.uid, status: {} },
+      { token: await keys.sign("ans1") },
+    );
     expect(put.status, JSON.stringify(put.body)).toBe(200);
     expect(WorkStatusAnswerSchema.parse(put.body)).toEqual(put.body);
 
     const next = await agentKeys();
-    const rotated = await call("POST", "/agent/v1/clusters/ans1/rotate-key", { publicKey: next.publicJwk, proof: await next.proof("ans1") }, { token: await keys.sign("ans1") });
+    const rotated = await call(
+      "POST",
+      "/agent/v1/clusters/ans1/rotate-key",
+      { publicKey: next.publicJwk, proof: await next.proof("ans1") },
+      { token: await keys.sign("ans1") },
+    );
     expect(rotated.status, JSON.stringify(rotated.body)).toBe(200);
     expect(RotateKeyAnswerSchema.parse(rotated.body)).toEqual(rotated.body);
 
@@ -348,7 +454,10 @@ describe("leave", () => {
     expect((await poll("lv1", keys)).status).toBe(401);
     // Its Events (in `default`, where a cluster-scoped object's live) outlive it.
     await waitFor("the leave's Events", async () => (await clusterReasons("lv1")).includes("ManagedClusterLeft"));
-    expect((await clusterReasons("lv1")).filter((r) => r.startsWith("ManagedClusterLea") || r === "ManagedClusterLeft")).toEqual(["ManagedClusterLeaving", "ManagedClusterLeft"]);
+    expect((await clusterReasons("lv1")).filter((r) => r.startsWith("ManagedClusterLea") || r === "ManagedClusterLeft")).toEqual([
+      "ManagedClusterLeaving",
+      "ManagedClusterLeft",
+    ]);
   });
 
   it("a leave the agent never confirms ends at the timeout, from the alarm, and says so", async () => {
@@ -362,7 +471,9 @@ describe("leave", () => {
     expect(await withClockAhead(DEFAULT_LEAVE_TIMEOUT_SECONDS * 1000 + 1000, () => runDurableObjectAlarm(stub))).toBe(true);
     expect((await call("GET", `${MC}/lv2`)).status).toBe(404);
     expect((await call("GET", WORKS("lv2"))).body.items).toEqual([]);
-    const events = await env.DB.prepare("SELECT body FROM events WHERE resource = ? AND name = ? AND type = 'DELETED'").bind("cluster.open-cluster-management.io/managedclusters", "lv2").all<{ body: string }>();
+    const events = await env.DB.prepare("SELECT body FROM events WHERE resource = ? AND name = ? AND type = 'DELETED'")
+      .bind("cluster.open-cluster-management.io/managedclusters", "lv2")
+      .all<{ body: string }>();
     const last = JSON.parse(events.results.at(-1)!.body);
     expect(condition(last, "ManagedClusterJoined")).toMatchObject({ status: "False", reason: "ManagedClusterLeaveTimedOut" });
     await waitFor("the leave's Events", async () => (await clusterReasons("lv2")).includes("ManagedClusterLeaveTimedOut"));
@@ -376,5 +487,3 @@ describe("leave", () => {
     expect((await call("GET", `${MC}/lv3`)).status).toBe(404);
   });
 });
-
-

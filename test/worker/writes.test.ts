@@ -27,10 +27,22 @@ const MCSET = `${G}/v1beta2/managedclustersets`;
 const WORKS = (ns: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks`;
 const merge = { contentType: "application/merge-patch+json" };
 
-const placement = (name: string) => ({ apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name }, spec: { numberOfClusters: 1 } });
+const placement = (name: string) => ({
+  apiVersion: "cluster.open-cluster-management.io/v1beta1",
+  kind: "Placement",
+  metadata: { name },
+  spec: { numberOfClusters: 1 },
+});
 
 async function outboxRows(): Promise<{ resource: string; namespace: string; name: string; hooks: string }[]> {
-  return (await env.DB.prepare("SELECT resource, namespace, name, hooks FROM outbox ORDER BY resource_version").all<{ resource: string; namespace: string; name: string; hooks: string }>()).results;
+  return (
+    await env.DB.prepare("SELECT resource, namespace, name, hooks FROM outbox ORDER BY resource_version").all<{
+      resource: string;
+      namespace: string;
+      name: string;
+      hooks: string;
+    }>()
+  ).results;
 }
 
 /** 50 merge patches without a resourceVersion, all at once, each adding its own label; all must apply. */
@@ -51,13 +63,27 @@ describe("writes without a precondition retry until they apply", () => {
   });
 
   it("50 concurrent merge patches on one ManifestWork: all 200, all applied", async () => {
-    const work = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name: "w" }, spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", namespace: "default" } }] } } };
+    const work = {
+      apiVersion: "work.open-cluster-management.io/v1",
+      kind: "ManifestWork",
+      metadata: { name: "w" },
+      spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", namespace: "default" } }] } },
+    };
     expect((await call("POST", WORKS("race1"), work)).status).toBe(201);
     await concurrentLabelPatches(`${WORKS("race1")}/w`);
   });
 
   it("50 concurrent merge patches on one ManagedCluster: all 200, all applied", async () => {
-    expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "race2" }, spec: { hubAcceptsClient: true } })).status).toBe(201);
+    expect(
+      (
+        await call("POST", MC, {
+          apiVersion: "cluster.open-cluster-management.io/v1",
+          kind: "ManagedCluster",
+          metadata: { name: "race2" },
+          spec: { hubAcceptsClient: true },
+        })
+      ).status,
+    ).toBe(201);
     await concurrentLabelPatches(`${MC}/race2`);
   });
 
@@ -66,10 +92,20 @@ describe("writes without a precondition retry until they apply", () => {
     const stale = (await getObject(database(env.DB), PlacementKind, { namespace: "race", name: "lost" }))!;
     expect((await call("PATCH", `${PLACEMENTS("race")}/lost`, { metadata: { labels: { first: "yes" } } }, merge)).status).toBe(200);
     // The first attempt commits on the stale read (as a writer elsewhere would), loses, and retries.
-    const { object } = await writeStored(env, PlacementKind, "race", "lost", { verb: "patch", patchType: "merge", patch: { metadata: { labels: { second: "yes" } } } }, undefined, stale);
+    const { object } = await writeStored(
+      env,
+      PlacementKind,
+      "race",
+      "lost",
+      { verb: "patch", patchType: "merge", patch: { metadata: { labels: { second: "yes" } } } },
+      undefined,
+      stale,
+    );
     expect(object!.metadata.labels).toEqual({ first: "yes", second: "yes" });
     // With a resourceVersion precondition the fresh read refuses it instead.
-    await expect(writeStored(env, PlacementKind, "race", "lost", { verb: "update", body: { ...stale, spec: { numberOfClusters: 3 } } }, undefined, stale)).rejects.toMatchObject({ code: 409, reason: "Conflict" });
+    await expect(
+      writeStored(env, PlacementKind, "race", "lost", { verb: "update", body: { ...stale, spec: { numberOfClusters: 3 } } }, undefined, stale),
+    ).rejects.toMatchObject({ code: 409, reason: "Conflict" });
   });
 
   it("a patch, an update or a delete that carries a stale resourceVersion still gets 409", async () => {
@@ -91,7 +127,11 @@ describe("a write abandoned mid-commit leaves nothing behind (issue 27)", () => 
     const SECRETS = "/api/v1/namespaces/abandoned/secrets";
     expect((await call("POST", SECRETS, { apiVersion: "v1", kind: "Secret", metadata: { name: "x" }, stringData: { a: "b" } })).status).toBe(201);
     // A write of this object whose request is gone: its D1 reads and commit never return.
-    const abandoned = writeStored({ ...env, DB: silentD1() }, SecretKind, "abandoned", "x", { verb: "patch", patchType: "merge", patch: { metadata: { labels: { lost: "yes" } } } });
+    const abandoned = writeStored({ ...env, DB: silentD1() }, SecretKind, "abandoned", "x", {
+      verb: "patch",
+      patchType: "merge",
+      patch: { metadata: { labels: { lost: "yes" } } },
+    });
     void abandoned.catch(() => undefined);
     // Writers of the object once queued behind it in this isolate, and were cancelled as hung.
     await concurrentLabelPatches(`${SECRETS}/x`);
@@ -115,8 +155,16 @@ describe("a write answers with the object as stored after its own after-commit w
   });
 
   it("so does a ManagedClusterSetBinding create (the scheduler writes its Bound condition)", async () => {
-    expect((await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "fresh-set" } })).status).toBe(201);
-    const created = await call("POST", BINDINGS("fresh"), { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSetBinding", metadata: { name: "fresh-set" }, spec: { clusterSet: "fresh-set" } });
+    expect(
+      (await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "fresh-set" } }))
+        .status,
+    ).toBe(201);
+    const created = await call("POST", BINDINGS("fresh"), {
+      apiVersion: "cluster.open-cluster-management.io/v1beta2",
+      kind: "ManagedClusterSetBinding",
+      metadata: { name: "fresh-set" },
+      spec: { clusterSet: "fresh-set" },
+    });
     expect(created.status).toBe(201);
     expect(condition(created.body, "Bound")).toMatchObject({ status: "True" });
     const put = await call("PUT", `${BINDINGS("fresh")}/fresh-set`, { ...created.body, metadata: { ...created.body.metadata, labels: { a: "b" } } });
@@ -128,19 +176,30 @@ describe("a write answers with the object as stored after its own after-commit w
       apiVersion: "work.open-cluster-management.io/v1alpha1",
       kind: "ManifestWorkReplicaSet",
       metadata: { name: "fresh" },
-      spec: { placementRefs: [{ name: "p" }], manifestWorkTemplate: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", namespace: "default" } }] } } },
+      spec: {
+        placementRefs: [{ name: "p" }],
+        manifestWorkTemplate: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", namespace: "default" } }] } },
+      },
     };
     const created = await call("POST", "/apis/work.open-cluster-management.io/v1alpha1/namespaces/fresh/manifestworkreplicasets", mwrs);
     expect(created.status).toBe(201);
     expect(created.body.metadata.finalizers).toContain("work.open-cluster-management.io/manifest-work-cleanup");
-    const put = await call("PUT", "/apis/work.open-cluster-management.io/v1alpha1/namespaces/fresh/manifestworkreplicasets/fresh", { ...created.body, metadata: { ...created.body.metadata, labels: { a: "b" } } });
+    const put = await call("PUT", "/apis/work.open-cluster-management.io/v1alpha1/namespaces/fresh/manifestworkreplicasets/fresh", {
+      ...created.body,
+      metadata: { ...created.body.metadata, labels: { a: "b" } },
+    });
     expect(put.status, JSON.stringify(put.body)).toBe(200);
   });
 });
 
 describe("finished outbox rows of writes given the request's waitUntil", () => {
   it("are deleted just after the writes return, many in one deletion", async () => {
-    const work = (name: string) => ({ apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name }, spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" } }] } } });
+    const work = (name: string) => ({
+      apiVersion: "work.open-cluster-management.io/v1",
+      kind: "ManifestWork",
+      metadata: { name },
+      spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" } }] } },
+    });
     const scheduled: Promise<unknown>[] = [];
     const waitUntil = (p: Promise<unknown>) => void scheduled.push(p);
     // A ManifestWork create owes works delivery: the hook runs before the write returns.
@@ -153,7 +212,11 @@ describe("finished outbox rows of writes given the request's waitUntil", () => {
     // Rows finished together go in one deletion.
     for (const id of ["dq-a", "dq-b"]) {
       // Not due for an hour, so that no sweep takes them meanwhile.
-      await env.DB.prepare("INSERT INTO outbox (id, resource, namespace, name, hooks, created_at, due_at, resource_version) VALUES (?, 'x/y', 'dq', ?, '{}', ?, ?, 0)").bind(id, id, Date.now(), Date.now() + 3_600_000).run();
+      await env.DB.prepare(
+        "INSERT INTO outbox (id, resource, namespace, name, hooks, created_at, due_at, resource_version) VALUES (?, 'x/y', 'dq', ?, '{}', ?, ?, 0)",
+      )
+        .bind(id, id, Date.now(), Date.now() + 3_600_000)
+        .run();
     }
     scheduled.length = 0;
     deferOutboxDelete(env, "dq-a", waitUntil);
@@ -168,7 +231,13 @@ describe("finished outbox rows of writes given the request's waitUntil", () => {
 describe("crash recovery", () => {
   it("a committed Placement whose scheduling never ran is scheduled by the outbox sweep", async () => {
     await call("GET", PLACEMENTS("crash")); // the isolate's start sweep has run
-    const obj = computeWrite(PlacementKind, { namespace: "crash", name: "lost" }, null, { verb: "create", body: placement("lost") }, { now: Date.now(), newUid: () => crypto.randomUUID() }).next!;
+    const obj = computeWrite(
+      PlacementKind,
+      { namespace: "crash", name: "lost" },
+      null,
+      { verb: "create", body: placement("lost") },
+      { now: Date.now(), newUid: () => crypto.randomUUID() },
+    ).next!;
     // The commit as a crashed writer left it: the row and its outbox row, no hook run.
     await commitChange(env, PlacementKind, { namespace: "crash", name: "lost" }, null, obj, Date.now());
     expect((await outboxRows()).map((r) => `${r.resource}/${r.namespace}/${r.name}`)).toContain("cluster.open-cluster-management.io/placements/crash/lost");
@@ -190,7 +259,16 @@ describe("crash recovery", () => {
   });
 
   it("a cluster object that crashed after its D1 commit takes the object from D1 at its next load", async () => {
-    expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "torn" }, spec: { hubAcceptsClient: true } })).status).toBe(201);
+    expect(
+      (
+        await call("POST", MC, {
+          apiVersion: "cluster.open-cluster-management.io/v1",
+          kind: "ManagedCluster",
+          metadata: { name: "torn" },
+          spec: { hubAcceptsClient: true },
+        })
+      ).status,
+    ).toBe(201);
     const stub = env.CLUSTERS.getByName("torn");
     const before = (await call("GET", `${MC}/torn`)).body;
     // D1 committed a label the object never stored, and the object's marker says so.
@@ -212,9 +290,22 @@ describe("crash recovery", () => {
   });
 
   it("a crash between the D1 commit and the object's own write leaves the marker in the object row; the next load repairs", async () => {
-    expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "torn2" }, spec: { hubAcceptsClient: true } })).status).toBe(201);
+    expect(
+      (
+        await call("POST", MC, {
+          apiVersion: "cluster.open-cluster-management.io/v1",
+          kind: "ManagedCluster",
+          metadata: { name: "torn2" },
+          spec: { hubAcceptsClient: true },
+        })
+      ).status,
+    ).toBe(201);
     const stub = env.CLUSTERS.getByName("torn2");
-    const pending = () => runInDurableObject(stub, (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM state WHERE pending IS NOT NULL OR k = 'committing'").one().n);
+    const pending = () =>
+      runInDurableObject(
+        stub,
+        (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM state WHERE pending IS NOT NULL OR k = 'committing'").one().n,
+      );
     expect(await pending()).toBe(0);
     // The object dies between the two steps: D1 committed, the object's write of the result fails.
     const proto = ClusterState.prototype as unknown as { write(k: string, v: unknown): void };
@@ -247,7 +338,9 @@ describe("crash recovery", () => {
   });
 
   it("an outbox row costs D1 1 row written to insert and 1 to delete (no index entries)", async () => {
-    const ins = await env.DB.prepare("INSERT INTO outbox (id, resource_version, resource, namespace, name, hooks, created_at, due_at) VALUES ('probe', 1, 'r', 'n', 'm', '{}', 1, 2)").run();
+    const ins = await env.DB.prepare(
+      "INSERT INTO outbox (id, resource_version, resource, namespace, name, hooks, created_at, due_at) VALUES ('probe', 1, 'r', 'n', 'm', '{}', 1, 2)",
+    ).run();
     const del = await env.DB.prepare("DELETE FROM outbox WHERE id = 'probe'").run();
     expect([ins.meta.rows_written, del.meta.rows_written]).toEqual([1, 1]);
   });
@@ -265,7 +358,16 @@ describe("crash recovery", () => {
   });
 
   it("a commit writes 2 rows in the cluster object: the marker in the object row, then the object, which clears it", async () => {
-    expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "rows2" }, spec: { hubAcceptsClient: true } })).status).toBe(201);
+    expect(
+      (
+        await call("POST", MC, {
+          apiVersion: "cluster.open-cluster-management.io/v1",
+          kind: "ManagedCluster",
+          metadata: { name: "rows2" },
+          spec: { hubAcceptsClient: true },
+        })
+      ).status,
+    ).toBe(201);
     const stub = env.CLUSTERS.getByName("rows2");
     const takeCost = () => runInDurableObject(stub, (o) => (o as unknown as { takeCost(): { rowsWritten: number } }).takeCost());
     await takeCost();
@@ -274,7 +376,16 @@ describe("crash recovery", () => {
   });
 
   it("a cluster object whose copy is stale repairs itself on the failed commit", async () => {
-    expect((await call("POST", MC, { apiVersion: "cluster.open-cluster-management.io/v1", kind: "ManagedCluster", metadata: { name: "stale1" }, spec: { hubAcceptsClient: true } })).status).toBe(201);
+    expect(
+      (
+        await call("POST", MC, {
+          apiVersion: "cluster.open-cluster-management.io/v1",
+          kind: "ManagedCluster",
+          metadata: { name: "stale1" },
+          spec: { hubAcceptsClient: true },
+        })
+      ).status,
+    ).toBe(201);
     const before = (await call("GET", `${MC}/stale1`)).body;
     const next = structuredClone(before);
     next.metadata.labels = { ...next.metadata.labels, behind: "yes" };

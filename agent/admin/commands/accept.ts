@@ -85,7 +85,9 @@ async function acceptKey(ctx: CommandContext, mc: KubeObject, kid: string): Prom
   if (pending !== kid) {
     throw new Error(pending ? `cluster ${name} is waiting with key ${pending}, not ${kid}` : `cluster ${name} has no registration waiting with a new key`);
   }
-  await ctx.client().mergePatch(Paths.managedClusters(name), { metadata: { annotations: { [ACCEPT_KEY_ANNOTATION]: kid } } }, { hints: { notFound: NO_SUCH_CLUSTER } });
+  await ctx
+    .client()
+    .mergePatch(Paths.managedClusters(name), { metadata: { annotations: { [ACCEPT_KEY_ANNOTATION]: kid } } }, { hints: { notFound: NO_SUCH_CLUSTER } });
   ctx.out(`key ${kid} accepted: it is now cluster ${name}'s only key\n`);
 }
 
@@ -95,7 +97,9 @@ async function acceptOne(ctx: CommandContext, name: string, wait: WaitSettings |
   if (key) await acceptKey(ctx, mc, key);
   else if (mc.metadata.annotations?.[PENDING_KEY_ANNOTATION]) {
     const pending = mc.metadata.annotations[PENDING_KEY_ANNOTATION];
-    ctx.warn(`cluster ${name}: a registration is waiting with a new key ${pending}; if it is your agent's (its log names its key), run \`flotilla accept ${name} --key ${pending}\`\n`);
+    ctx.warn(
+      `cluster ${name}: a registration is waiting with a new key ${pending}; if it is your agent's (its log names its key), run \`flotilla accept ${name} --key ${pending}\`\n`,
+    );
   }
   if (mc.spec?.hubAcceptsClient === true) ctx.out(`cluster ${name} is already accepted\n`);
   else {
@@ -182,7 +186,10 @@ export function registerAccept(program: Command, context: (cmd: Command) => Comm
       .command("accept")
       .description("Accept clusters whose agents registered (spec.hubAcceptsClient=true); with --wait, wait until they are Joined and Available"),
   )
-    .option("--key <kid>", "also accept the new key a registration of this cluster is waiting with (the ManagedCluster's flotilla.dev/pending-key-id); earlier keys stop at once")
+    .option(
+      "--key <kid>",
+      "also accept the new key a registration of this cluster is waiting with (the ManagedCluster's flotilla.dev/pending-key-id); earlier keys stop at once",
+    )
     .addHelpText(
       "after",
       "\nWith --wait, a cluster that has not registered yet is waited for too.\n\nA known cluster that registers again with another key (a lost Secret, a reinstalled agent, or\nsomeone else) is held until its key is accepted: compare the key ID with the agent's log first.\n\nExamples:\n  flotilla accept cluster1\n  flotilla accept --clusters cluster1,cluster2 --wait --timeout 2m\n  flotilla accept cluster1 --key <kid>",
@@ -195,7 +202,9 @@ export function registerAccept(program: Command, context: (cmd: Command) => Comm
   withCommonOptions(
     program
       .command("deny")
-      .description("Deny clusters (spec.hubAcceptsClient=false): their agents can no longer renew their leases; with --wait, wait until HubAcceptedManagedCluster=False"),
+      .description(
+        "Deny clusters (spec.hubAcceptsClient=false): their agents can no longer renew their leases; with --wait, wait until HubAcceptedManagedCluster=False",
+      ),
   )
     .addHelpText("after", "\nExamples:\n  flotilla deny cluster1 --wait\n\nAccept a denied cluster again with `flotilla accept`.")
     .action(async (positional: string[], opts: DecisionOptions, cmd: Command) => {

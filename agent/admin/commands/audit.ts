@@ -67,7 +67,12 @@ function row(e: AuditEvent): string[] {
  */
 export function auditFieldSelector(opts: AuditOptions, nowMs: number): string | undefined {
   const parts: string[] = [];
-  for (const [field, value] of [["user.username", opts.user], ["verb", opts.verb], ["objectRef.resource", opts.resource], ["objectRef.namespace", opts.namespace]] as const) {
+  for (const [field, value] of [
+    ["user.username", opts.user],
+    ["verb", opts.verb],
+    ["objectRef.resource", opts.resource],
+    ["objectRef.namespace", opts.namespace],
+  ] as const) {
     if (value === undefined) continue;
     if (value.includes(",")) throw new UsageError(`${field}: one value only, without commas`, "run the command once per value");
     parts.push(`${field}=${value}`);
@@ -99,13 +104,17 @@ async function audit(ctx: CommandContext, opts: AuditOptions): Promise<void> {
     if (resourceVersion === "0") resourceVersion = page.metadata.resourceVersion ?? "0";
   } while (next);
   if (opts.output === "json" && opts.watch) for (const e of items) ctx.out(`${JSON.stringify(e)}\n`);
-  else if (opts.output) ctx.out(renderObject({ apiVersion: "flotilla.dev/v1alpha1", kind: "AuditEventList", metadata: { resourceVersion }, items }, opts.output));
+  else if (opts.output)
+    ctx.out(renderObject({ apiVersion: "flotilla.dev/v1alpha1", kind: "AuditEventList", metadata: { resourceVersion }, items }, opts.output));
   else if (items.length > 0 || opts.watch) ctx.out(renderTable(HEADERS, items.map(row)));
   else ctx.warn("No audit events found.\n");
   if (!opts.watch) return;
   let rv = Math.max(Number(resourceVersion), ...items.map((e) => Number(e.metadata.resourceVersion ?? 0)));
   for (;;) {
-    const events = await client.watchEvents<AuditEvent>(Paths.auditEvents(), { query: { fieldSelector, resourceVersion: String(rv), timeoutSeconds: String(WATCH_ROUND_SECONDS) }, hints });
+    const events = await client.watchEvents<AuditEvent>(Paths.auditEvents(), {
+      query: { fieldSelector, resourceVersion: String(rv), timeoutSeconds: String(WATCH_ROUND_SECONDS) },
+      hints,
+    });
     for (const ev of events) {
       if (ev.type === "ERROR") throw new UsageError(`the watch ended: ${(ev.object as { message?: string }).message ?? "error"}`, "run the command again");
       if (ev.type !== "ADDED") continue;

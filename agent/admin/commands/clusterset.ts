@@ -25,7 +25,10 @@ interface CreateOptions {
  */
 export function parseMatchLabels(value: string): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const item of value.split(",").map((s) => s.trim()).filter((s) => s !== "")) {
+  for (const item of value
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "")) {
     const eq = item.indexOf("=");
     if (eq <= 0) throw new InvalidArgumentError(`"${item}" is not key=value`);
     out[item.slice(0, eq)] = item.slice(eq + 1);
@@ -42,15 +45,20 @@ function getSet(ctx: CommandContext, name: string): Promise<KubeObject> {
 async function create(ctx: CommandContext, name: string, opts: CreateOptions): Promise<void> {
   const type = opts.selectorType ?? (opts.selector ? "LabelSelector" : "ExclusiveClusterSetLabel");
   if (type === "ExclusiveClusterSetLabel" && opts.selector) {
-    throw new UsageError("--selector needs --selector-type LabelSelector", "an ExclusiveClusterSetLabel set takes clusters by label; add them with `flotilla clusterset set`");
+    throw new UsageError(
+      "--selector needs --selector-type LabelSelector",
+      "an ExclusiveClusterSetLabel set takes clusters by label; add them with `flotilla clusterset set`",
+    );
   }
   const clusterSelector: Record<string, unknown> = { selectorType: type };
   if (type === "LabelSelector") clusterSelector.labelSelector = opts.selector ? { matchLabels: opts.selector } : {};
-  await ctx.client().create(
-    Paths.managedClusterSets(),
-    { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name }, spec: { clusterSelector } },
-    { hints: { alreadyExists: `clusterset ${name} exists already; add clusters with \`flotilla clusterset set ${name} --clusters ...\`` } },
-  );
+  await ctx
+    .client()
+    .create(
+      Paths.managedClusterSets(),
+      { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name }, spec: { clusterSelector } },
+      { hints: { alreadyExists: `clusterset ${name} exists already; add clusters with \`flotilla clusterset set ${name} --clusters ...\`` } },
+    );
   ctx.out(`clusterset ${name} created\n`);
   if (type === "ExclusiveClusterSetLabel") ctx.out(`next: add clusters with \`flotilla clusterset set ${name} --clusters c1,c2\`, `);
   else ctx.out(`it holds the clusters whose labels match its selector; next: `);
@@ -61,10 +69,19 @@ async function set(ctx: CommandContext, setName: string, clusters: string[]): Pr
   const mcs = await getSet(ctx, setName);
   const type = (mcs.spec?.clusterSelector as { selectorType?: string } | undefined)?.selectorType ?? "ExclusiveClusterSetLabel";
   if (type !== "ExclusiveClusterSetLabel") {
-    throw new CliError(`clusterset ${setName} selects clusters with a label selector, so clusters cannot be put in it`, "label the clusters to match its selector instead, or use an ExclusiveClusterSetLabel set");
+    throw new CliError(
+      `clusterset ${setName} selects clusters with a label selector, so clusters cannot be put in it`,
+      "label the clusters to match its selector instead, or use an ExclusiveClusterSetLabel set",
+    );
   }
   for (const cluster of clusters) {
-    const mc = await ctx.client().mergePatch<KubeObject>(Paths.managedClusters(cluster), { metadata: { labels: { [CLUSTERSET_LABEL]: setName } } }, { hints: { notFound: NO_SUCH_CLUSTER } });
+    const mc = await ctx
+      .client()
+      .mergePatch<KubeObject>(
+        Paths.managedClusters(cluster),
+        { metadata: { labels: { [CLUSTERSET_LABEL]: setName } } },
+        { hints: { notFound: NO_SUCH_CLUSTER } },
+      );
     ctx.out(`cluster ${mc.metadata.name} is in clusterset ${setName}\n`);
   }
 }
@@ -97,7 +114,11 @@ export function registerClusterSet(program: Command, context: (cmd: Command) => 
   cs.command("create")
     .description("Create a ManagedClusterSet")
     .argument("<name>", "clusterset name")
-    .addOption(new Option("--selector-type <type>", "how the set selects clusters (default ExclusiveClusterSetLabel; LabelSelector with --selector)").choices(SELECTOR_TYPES))
+    .addOption(
+      new Option("--selector-type <type>", "how the set selects clusters (default ExclusiveClusterSetLabel; LabelSelector with --selector)").choices(
+        SELECTOR_TYPES,
+      ),
+    )
     .option("--selector <labels>", "for LabelSelector: match labels k=v,k2=v2 (none: every cluster)", parseMatchLabels)
     .addHelpText("after", "\nExamples:\n  flotilla clusterset create prod\n  flotilla clusterset create gpu --selector gpu=true")
     .action((name: string, opts: CreateOptions, cmd: Command) => create(context(cmd), name, opts));

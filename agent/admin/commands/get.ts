@@ -132,7 +132,12 @@ async function get(ctx: CommandContext, res: Resource, names: string[], opts: Ge
     return;
   }
   const now = ctx.now();
-  ctx.out(renderTable(res.view.headers(all), items.map((o) => res.view.row(o, now, all))));
+  ctx.out(
+    renderTable(
+      res.view.headers(all),
+      items.map((o) => res.view.row(o, now, all)),
+    ),
+  );
 }
 
 function outputOption(): Option {

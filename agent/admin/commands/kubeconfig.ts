@@ -57,7 +57,12 @@ export function oidcLoginUser(issuerUrl: string, clientId: string, clientSecret?
  * @param userName name of the user entry (default `<contextName>-admin`).
  * @throws CliError when the CA file cannot be read.
  */
-export function buildKubeconfig(config: ResolvedConfig, credential: string | KubeconfigUser, contextName: string, userName = `${contextName}-admin`): Record<string, unknown> {
+export function buildKubeconfig(
+  config: ResolvedConfig,
+  credential: string | KubeconfigUser,
+  contextName: string,
+  userName = `${contextName}-admin`,
+): Record<string, unknown> {
   const cluster: Record<string, string> = { server: config.hubUrl };
   const ca = config.hubUrl.startsWith("https:") ? readCaFile(config) : undefined;
   if (ca) cluster["certificate-authority-data"] = Buffer.from(ca).toString("base64");
@@ -78,7 +83,9 @@ export function buildKubeconfig(config: ResolvedConfig, credential: string | Kub
  *   answers a TokenRequest with (a missing ServiceAccount: 404)
  */
 async function userOf(ctx: CommandContext, opts: KubeconfigOptions): Promise<{ user: string | KubeconfigUser; name: string }> {
-  const ways = [opts.oidcIssuerUrl !== undefined || opts.oidcClientId !== undefined, opts.serviceaccount !== undefined, opts.userToken !== undefined].filter(Boolean).length;
+  const ways = [opts.oidcIssuerUrl !== undefined || opts.oidcClientId !== undefined, opts.serviceaccount !== undefined, opts.userToken !== undefined].filter(
+    Boolean,
+  ).length;
   if (ways > 1) throw new UsageError("use one of --oidc-issuer-url/--oidc-client-id, --serviceaccount and --user-token");
   if (opts.duration !== undefined && opts.serviceaccount === undefined) throw new UsageError("--duration goes with --serviceaccount");
   if (opts.oidcIssuerUrl !== undefined || opts.oidcClientId !== undefined) {
@@ -102,7 +109,9 @@ async function userOf(ctx: CommandContext, opts: KubeconfigOptions): Promise<{ u
     }
     const [ns, name] = [m[1]!, m[2]!];
     const path = `/api/v1/namespaces/${encodeURIComponent(ns)}/serviceaccounts/${encodeURIComponent(name)}/token`;
-    const answer = await ctx.client().create<{ status?: { token?: string } }>(path, { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds } });
+    const answer = await ctx
+      .client()
+      .create<{ status?: { token?: string } }>(path, { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds } });
     const token = answer.status?.token;
     if (!token) throw new UsageError(`the hub issued no token for ServiceAccount ${ns}/${name}`);
     return { user: token, name: `${opts.contextName}-${ns}-${name}` };

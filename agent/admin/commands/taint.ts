@@ -7,7 +7,17 @@ import { getCluster } from "../clusters.ts";
 import type { CommandContext } from "../context.ts";
 import { CliError, HubApiError } from "../errors.ts";
 import { Paths, type KubeObject, type Taint } from "../resources.ts";
-import { addTaints, parseTaintSelector, parseTaintSpec, removeTaints, taintText, TAINT_EFFECTS, type TaintEdit, type TaintSelector, type TaintSpec } from "../taints.ts";
+import {
+  addTaints,
+  parseTaintSelector,
+  parseTaintSpec,
+  removeTaints,
+  taintText,
+  TAINT_EFFECTS,
+  type TaintEdit,
+  type TaintSelector,
+  type TaintSpec,
+} from "../taints.ts";
 
 /** How many times a write that met a concurrent change (409 Conflict) is tried again. */
 export const CONFLICT_RETRIES = 5;
@@ -75,9 +85,7 @@ async function remove(ctx: CommandContext, name: string, removes: TaintSelector[
  * @param context builds the action's context from the command.
  */
 export function registerTaint(program: Command, context: (cmd: Command) => CommandContext): void {
-  const taint = program
-    .command("taint")
-    .description("Add or remove taints on a ManagedCluster (Placements select tainted clusters only with a toleration)");
+  const taint = program.command("taint").description("Add or remove taints on a ManagedCluster (Placements select tainted clusters only with a toleration)");
   taint
     .command("add")
     .description(`Add taints KEY[=VALUE]:EFFECT (effect: ${TAINT_EFFECTS.join(", ")}); the hub stamps timeAdded`)

@@ -71,7 +71,9 @@ async function create(ctx: CommandContext, opts: TokenCreateOptions): Promise<vo
   const spec: Record<string, unknown> = { autoApprove: opts.autoApprove === true };
   if (opts.ttl !== undefined) spec.ttlSeconds = opts.ttl;
   if (opts.description !== undefined) spec.description = opts.description;
-  const obj = await ctx.client().create<KubeObject>(Paths.bootstrapTokens(), { apiVersion: "flotilla.dev/v1alpha1", kind: "BootstrapToken", metadata: {}, spec });
+  const obj = await ctx
+    .client()
+    .create<KubeObject>(Paths.bootstrapTokens(), { apiVersion: "flotilla.dev/v1alpha1", kind: "BootstrapToken", metadata: {}, spec });
   if (opts.output) {
     ctx.out(renderObject(obj, opts.output));
     return;
@@ -133,5 +135,10 @@ export function registerToken(program: Command, context: (cmd: Command) => Comma
     .command("delete")
     .description("Revoke bootstrap tokens: agents can no longer register with them (registered clusters are not affected)")
     .argument("<id...>", "token IDs (the part before the dot) or whole tokens")
-    .action((ids: string[], _opts: unknown, cmd: Command) => remove(context(cmd), ids.map((t) => t.split(".")[0]!)));
+    .action((ids: string[], _opts: unknown, cmd: Command) =>
+      remove(
+        context(cmd),
+        ids.map((t) => t.split(".")[0]!),
+      ),
+    );
 }

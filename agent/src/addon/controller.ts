@@ -27,7 +27,13 @@ import type { HubResult } from "../hub-client.ts";
 import { describeKubeError, isConflict, isNotFound, type KubeConfig } from "../kube.ts";
 import { ConditionLog, type Logger } from "../log.ts";
 import { hubKubeconfigSecretName, type AddonSpec } from "./spec.ts";
-import { ADDON_LEASE_GRACE_MS, ADDON_LEASE_SYNC_INTERVAL_MS, DEFAULT_ADDON_TOKEN_EXPIRATION_SECONDS, TOKEN_REFRESH_THRESHOLD, TOKEN_REFUSED_RETRY_MS } from "./constants.ts";
+import {
+  ADDON_LEASE_GRACE_MS,
+  ADDON_LEASE_SYNC_INTERVAL_MS,
+  DEFAULT_ADDON_TOKEN_EXPIRATION_SECONDS,
+  TOKEN_REFRESH_THRESHOLD,
+  TOKEN_REFUSED_RETRY_MS,
+} from "./constants.ts";
 
 export * from "./constants.ts";
 
@@ -208,11 +214,18 @@ export class AddonAgent {
       if (st.spec.healthCheckMode !== "Lease") continue;
       let lease: Record<string, unknown> | null;
       try {
-        lease = await this.opts.kubeConfig.json("GET", `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(st.spec.installNamespace)}/leases/${encodeURIComponent(st.spec.name)}`);
+        lease = await this.opts.kubeConfig.json(
+          "GET",
+          `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(st.spec.installNamespace)}/leases/${encodeURIComponent(st.spec.name)}`,
+        );
         this.kubeCond.clear(this.fields());
       } catch (e) {
         if (!isNotFound(e)) {
-          this.kubeCond.set("lease", `could not read the Lease of add-on ${st.spec.name}: ${describeKubeError(e)}; trying again at the next check`, this.fields({ addon: st.spec.name }));
+          this.kubeCond.set(
+            "lease",
+            `could not read the Lease of add-on ${st.spec.name}: ${describeKubeError(e)}; trying again at the next check`,
+            this.fields({ addon: st.spec.name }),
+          );
           continue;
         }
         lease = null;
@@ -224,7 +237,11 @@ export class AddonAgent {
     if (changed.length === 0 || this.opts.signal.aborted) return;
     const r = await this.opts.hub.addonStatus({ addons: changed.map(({ name, available }) => ({ name, available })) });
     if (!r.ok) {
-      this.hubCond.set(r.error.kind, `add-on status report failed (${r.error.status ? `HTTP ${r.error.status}: ` : ""}${r.error.message}); trying again at the next check`, this.fields());
+      this.hubCond.set(
+        r.error.kind,
+        `add-on status report failed (${r.error.status ? `HTTP ${r.error.status}: ` : ""}${r.error.message}); trying again at the next check`,
+        this.fields(),
+      );
       return;
     }
     this.hubCond.clear(this.fields());
@@ -246,7 +263,11 @@ export class AddonAgent {
       try {
         current = await this.readSecret(installNamespace, secretName);
       } catch (e) {
-        this.kubeCond.set("secret", `could not read Secret ${installNamespace}/${secretName}: ${describeKubeError(e)}; trying again at the next check`, this.fields({ addon: name }));
+        this.kubeCond.set(
+          "secret",
+          `could not read Secret ${installNamespace}/${secretName}: ${describeKubeError(e)}; trying again at the next check`,
+          this.fields({ addon: name }),
+        );
         continue;
       }
       const data = (current?.data ?? {}) as Record<string, string>;
@@ -291,7 +312,11 @@ export class AddonAgent {
     } catch (e) {
       st.unsaved = token;
       if (isNotFound(e)) return; // no install namespace yet
-      this.kubeCond.set("secret", `could not write Secret ${installNamespace}/${secretName}: ${describeKubeError(e)}; trying again at the next check`, this.fields({ addon: name }));
+      this.kubeCond.set(
+        "secret",
+        `could not write Secret ${installNamespace}/${secretName}: ${describeKubeError(e)}; trying again at the next check`,
+        this.fields({ addon: name }),
+      );
     }
   }
 
@@ -333,7 +358,9 @@ export class AddonAgent {
     } catch (e) {
       if (!isConflict(e)) throw e;
       const existing = await this.opts.kubeConfig.json("GET", this.secretPath(namespace, name));
-      await this.opts.kubeConfig.json("PUT", this.secretPath(namespace, name), { body: body((existing.metadata as { resourceVersion?: string }).resourceVersion) });
+      await this.opts.kubeConfig.json("PUT", this.secretPath(namespace, name), {
+        body: body((existing.metadata as { resourceVersion?: string }).resourceVersion),
+      });
     }
   }
 
@@ -344,7 +371,12 @@ export class AddonAgent {
       await this.opts.kubeConfig.json("DELETE", this.secretPath(spec.installNamespace, name));
       this.opts.logger.info(`add-on ${spec.name} left the cluster: deleted Secret ${spec.installNamespace}/${name}`, this.fields({ addon: spec.name }));
     } catch (e) {
-      if (!isNotFound(e)) this.kubeCond.set("secret-delete", `could not delete Secret ${spec.installNamespace}/${name}: ${describeKubeError(e)}`, this.fields({ addon: spec.name }));
+      if (!isNotFound(e))
+        this.kubeCond.set(
+          "secret-delete",
+          `could not delete Secret ${spec.installNamespace}/${name}: ${describeKubeError(e)}`,
+          this.fields({ addon: spec.name }),
+        );
     }
   }
 }

@@ -37,7 +37,12 @@ function sprint(v: unknown): string {
 /** A JSON value with its lists sorted by their items' text, for order-insensitive comparison. */
 function sortedValue(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(sortedValue).sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1));
-  if (isObj(v)) return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortedValue(v[k])]));
+  if (isObj(v))
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, sortedValue(v[k])]),
+    );
   return v;
 }
 

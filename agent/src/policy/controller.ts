@@ -197,13 +197,19 @@ export class PolicyController {
    */
   private async evaluateTemplate(definition: Obj, spec: Obj, remediation: Remediation): Promise<{ compliant: boolean; message: string }> {
     if (definition.kind !== CONFIGURATION_POLICY_KIND) {
-      return { compliant: false, message: `NonCompliant; violation - the policy template kind ${String(definition.kind)} is not evaluated by the flotilla agent (only ${CONFIGURATION_POLICY_KIND})` };
+      return {
+        compliant: false,
+        message: `NonCompliant; violation - the policy template kind ${String(definition.kind)} is not evaluated by the flotilla agent (only ${CONFIGURATION_POLICY_KIND})`,
+      };
     }
     let selected: string[];
     try {
       selected = await selectNamespaces(this.ctx.client, isObj(spec.namespaceSelector) ? (spec.namespaceSelector as NamespaceSelector) : undefined);
     } catch (e) {
-      return { compliant: false, message: `NonCompliant; violation - Error filtering namespaces with provided namespaceSelector: ${e instanceof Error ? e.message : String(e)}` };
+      return {
+        compliant: false,
+        message: `NonCompliant; violation - Error filtering namespaces with provided namespaceSelector: ${e instanceof Error ? e.message : String(e)}`,
+      };
     }
     const objectTemplates = Array.isArray(spec["object-templates"]) ? (spec["object-templates"] as unknown[]).filter(isObj) : [];
     const parts: { compliant: boolean; message: string }[] = [];

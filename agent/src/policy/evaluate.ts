@@ -153,10 +153,16 @@ export async function selectNamespaces(client: DynamicClient, sel: NamespaceSele
  * is `enforce`. Never throws: a failure (a kind the cluster does not serve, a denied request) is a
  * NonCompliant result whose message says it.
  */
-export async function evaluateObjectTemplate(ctx: EvaluationContext, tmpl: ObjectTemplate, remediation: Remediation, selected: string[]): Promise<ObjectTemplateResult> {
+export async function evaluateObjectTemplate(
+  ctx: EvaluationContext,
+  tmpl: ObjectTemplate,
+  remediation: Remediation,
+  selected: string[],
+): Promise<ObjectTemplateResult> {
   const def = isObj(tmpl.objectDefinition) ? tmpl.objectDefinition : {};
   const ctype = complianceTypeOf(tmpl.complianceType);
-  if (!ctype) return { compliant: false, message: `the complianceType ${JSON.stringify(tmpl.complianceType ?? "")} is not one of musthave, mustonlyhave, mustnothave` };
+  if (!ctype)
+    return { compliant: false, message: `the complianceType ${JSON.stringify(tmpl.complianceType ?? "")} is not one of musthave, mustonlyhave, mustnothave` };
   const metaCtype = complianceTypeOf(tmpl.metadataComplianceType);
   const apiVersion = typeof def.apiVersion === "string" ? def.apiVersion : "";
   const kind = typeof def.kind === "string" ? def.kind : "";
@@ -166,7 +172,11 @@ export async function evaluateObjectTemplate(ctx: EvaluationContext, tmpl: Objec
   try {
     mapping = await ctx.mapper.mapping(apiVersion, kind);
   } catch (e) {
-    if (e instanceof NoKindMatchError) return { compliant: false, message: `couldn't find mapping resource with kind ${kind} in API version ${apiVersion}, please check if you have CRD deployed` };
+    if (e instanceof NoKindMatchError)
+      return {
+        compliant: false,
+        message: `couldn't find mapping resource with kind ${kind} in API version ${apiVersion}, please check if you have CRD deployed`,
+      };
     return { compliant: false, message: describeKubeError(e) };
   }
   const gvr: GroupVersionResource = { group: mapping.group, version: mapping.version, resource: mapping.resource };
@@ -174,7 +184,10 @@ export async function evaluateObjectTemplate(ctx: EvaluationContext, tmpl: Objec
   if (mapping.namespaced) {
     namespaces = typeof meta.namespace === "string" && meta.namespace ? [meta.namespace] : selected;
     if (namespaces.length === 0) {
-      return { compliant: false, message: `namespaced object${name ? ` ${name}` : ""} of kind ${kind} has no namespace specified from the policy namespaceSelector nor the object metadata` };
+      return {
+        compliant: false,
+        message: `namespaced object${name ? ` ${name}` : ""} of kind ${kind} has no namespace specified from the policy namespaceSelector nor the object metadata`,
+      };
     }
   }
   const events: ObjectEvent[] = [];
@@ -182,14 +195,29 @@ export async function evaluateObjectTemplate(ctx: EvaluationContext, tmpl: Objec
     try {
       events.push(...(await evaluateIn(ctx, gvr, def, ns, name, ctype, metaCtype, remediation)));
     } catch (e) {
-      events.push({ namespace: ns, name, compliant: false, reason: "K8s error", message: `${mapping.resource} [${name}]${ns ? ` in namespace ${ns}` : ""}: ${describeKubeError(e)}` });
+      events.push({
+        namespace: ns,
+        name,
+        compliant: false,
+        reason: "K8s error",
+        message: `${mapping.resource} [${name}]${ns ? ` in namespace ${ns}` : ""}: ${describeKubeError(e)}`,
+      });
     }
   }
   return statusOf(mapping.resource, events);
 }
 
 /** The events of one object template in one namespace ("" for a cluster-scoped kind). */
-async function evaluateIn(ctx: EvaluationContext, gvr: GroupVersionResource, def: Obj, ns: string, name: string, ctype: ComplianceType, metaCtype: ComplianceType | undefined, remediation: Remediation): Promise<ObjectEvent[]> {
+async function evaluateIn(
+  ctx: EvaluationContext,
+  gvr: GroupVersionResource,
+  def: Obj,
+  ns: string,
+  name: string,
+  ctype: ComplianceType,
+  metaCtype: ComplianceType | undefined,
+  remediation: Remediation,
+): Promise<ObjectEvent[]> {
   const enforce = remediation === "enforce";
   const desired = withNamespace(def, ns);
   if (!name) {

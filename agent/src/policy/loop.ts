@@ -68,7 +68,9 @@ export class PolicyLoop {
         reports = await this.controller.evaluate();
       } catch (e) {
         // Not expected (evaluation turns failures into messages): logged, tried again after a backoff.
-        this.cond.set("evaluation", `policy evaluation failed: ${e instanceof Error ? e.message : String(e)}; retrying with backoff`, { cluster: this.opts.clusterName });
+        this.cond.set("evaluation", `policy evaluation failed: ${e instanceof Error ? e.message : String(e)}; retrying with backoff`, {
+          cluster: this.opts.clusterName,
+        });
         await this.sleeper.sleep(backoff.next());
         continue;
       }
@@ -77,17 +79,27 @@ export class PolicyLoop {
         if (signal.aborted) return;
         const key = `${r.policy}/${r.report.uid}`;
         if (dropped.has(key)) continue;
-        const res = await this.opts.transport.reportCompliance(r.policy, r.report).catch((e: unknown) => ({ ok: false as const, error: { kind: "unreachable" as const, message: e instanceof Error ? e.message : String(e), status: undefined } }));
+        const res = await this.opts.transport.reportCompliance(r.policy, r.report).catch((e: unknown) => ({
+          ok: false as const,
+          error: { kind: "unreachable" as const, message: e instanceof Error ? e.message : String(e), status: undefined },
+        }));
         if (res.ok) {
           this.controller.reported(r.policy, r.report);
           this.cond.clear({ cluster: this.opts.clusterName });
         } else if (res.error.status === 404 || res.error.status === 409) {
           dropped.add(key);
           this.controller.reported(r.policy, r.report);
-          this.opts.logger.info(`policy ${r.policy} is ${res.error.status === 404 ? "gone" : "replaced"} on the hub (${res.error.status}); no more compliance reports for uid ${r.report.uid}`, { cluster: this.opts.clusterName, policy: r.policy });
+          this.opts.logger.info(
+            `policy ${r.policy} is ${res.error.status === 404 ? "gone" : "replaced"} on the hub (${res.error.status}); no more compliance reports for uid ${r.report.uid}`,
+            { cluster: this.opts.clusterName, policy: r.policy },
+          );
         } else {
           failed = true;
-          this.cond.set(res.error.kind, `policy compliance report failed (${res.error.status ? `HTTP ${res.error.status}: ` : ""}${res.error.message}); retrying with backoff`, { cluster: this.opts.clusterName });
+          this.cond.set(
+            res.error.kind,
+            `policy compliance report failed (${res.error.status ? `HTTP ${res.error.status}: ` : ""}${res.error.message}); retrying with backoff`,
+            { cluster: this.opts.clusterName },
+          );
           break;
         }
       }

@@ -11,7 +11,14 @@
 import { Backoff, HUB_PROBE_PERIOD_MS, Sleeper, sleepProbing, type Random } from "../backoff.ts";
 import { hubAbsent, type HubClient, type HubFailure } from "../hub-client.ts";
 import { ConditionLog, type Logger } from "../log.ts";
-import type { AddonStatusRequest, AddonTokenRequest, HeartbeatAnswer, HeartbeatRequest, PolicyComplianceReport, WorkStatusReport } from "../../../src/agent/protocol.ts";
+import type {
+  AddonStatusRequest,
+  AddonTokenRequest,
+  HeartbeatAnswer,
+  HeartbeatRequest,
+  PolicyComplianceReport,
+  WorkStatusReport,
+} from "../../../src/agent/protocol.ts";
 import type { AgentTransport, TransportEvents } from "./transport.ts";
 
 /** Options of {@link PollTransport}. */
@@ -19,7 +26,8 @@ export interface PollTransportOptions {
   /** The ManagedCluster name. */
   clusterName: string;
   /** The hub client. */
-  hub: Pick<HubClient, "getWorks" | "putWorkStatus" | "left"> & Partial<Pick<HubClient, "live" | "heartbeat" | "putPolicyStatus" | "addonStatus" | "addonToken">>;
+  hub: Pick<HubClient, "getWorks" | "putWorkStatus" | "left"> &
+    Partial<Pick<HubClient, "live" | "heartbeat" | "putPolicyStatus" | "addonStatus" | "addonToken">>;
   /** Signs a fresh agent JWT for each call. */
   sign: () => Promise<string>;
   /** Logger. */
@@ -127,7 +135,11 @@ export class PollTransport implements AgentTransport {
       const r = await this.opts.hub.getWorks(this.opts.clusterName, await this.opts.sign(), this.etag);
       if (signal.aborted) return;
       if (!r.ok) {
-        this.cond.set(r.error.kind, `works fetch failed (${r.error.status ? `HTTP ${r.error.status}: ` : ""}${r.error.message}); retrying with backoff`, this.fields());
+        this.cond.set(
+          r.error.kind,
+          `works fetch failed (${r.error.status ? `HTTP ${r.error.status}: ` : ""}${r.error.message}); retrying with backoff`,
+          this.fields(),
+        );
         await this.backOff(backoff.next(r.error.retryAfterMs), r.error);
         continue;
       }

@@ -55,7 +55,8 @@ export interface WsTransportOptions {
   /** The ManagedCluster name. */
   clusterName: string;
   /** The hub client (its base URL, key tags, and the HTTP calls of the fallback). */
-  hub: Pick<HubClient, "getWorks" | "putWorkStatus" | "left" | "heartbeat" | "live" | "noteKeyTag" | "baseUrl"> & Partial<Pick<HubClient, "putPolicyStatus" | "addonStatus" | "addonToken">>;
+  hub: Pick<HubClient, "getWorks" | "putWorkStatus" | "left" | "heartbeat" | "live" | "noteKeyTag" | "baseUrl"> &
+    Partial<Pick<HubClient, "putPolicyStatus" | "addonStatus" | "addonToken">>;
   /** Signs a fresh agent JWT for each call and each upgrade. */
   sign: () => Promise<string>;
   /** Logger. */
@@ -91,7 +92,13 @@ interface Pending {
 
 /** What a waiting request is, for the log: `report <work>` or `left`. */
 const describeRequest = (p: Pending): string =>
-  p.frame.type === "report" ? `report ${p.frame.work}` : p.frame.type === "compliance" ? `compliance ${p.frame.policy}` : p.frame.type === "addon-token" ? `addon-token ${p.frame.addon}` : p.frame.type;
+  p.frame.type === "report"
+    ? `report ${p.frame.work}`
+    : p.frame.type === "compliance"
+      ? `compliance ${p.frame.policy}`
+      : p.frame.type === "addon-token"
+        ? `addon-token ${p.frame.addon}`
+        : p.frame.type;
 
 /** The ws transport: one WebSocket per cluster, `poll` while it is not connected. */
 export class WsTransport implements AgentTransport {
@@ -134,7 +141,12 @@ export class WsTransport implements AgentTransport {
       hub: opts.hub,
       sign: opts.sign,
       logger: opts.logger,
-      timing: { backoffBaseMs: opts.timing.backoffBaseMs, backoffCapMs: opts.timing.backoffCapMs, hubProbeMs: opts.timing.hubProbeMs, random: opts.timing.random },
+      timing: {
+        backoffBaseMs: opts.timing.backoffBaseMs,
+        backoffCapMs: opts.timing.backoffCapMs,
+        hubProbeMs: opts.timing.hubProbeMs,
+        random: opts.timing.random,
+      },
       signal: opts.signal,
     });
     opts.signal.addEventListener("abort", () => this.shutdown(), { once: true });
@@ -249,7 +261,8 @@ export class WsTransport implements AgentTransport {
     if (answer === "http") return this.poll.addonToken(addon, body);
     if ("kind" in answer) return { ok: false, error: answer };
     if (answer.type === "error") return { ok: false, error: failureFromStatus(answer.status) };
-    if (!answer.token || !answer.expirationTimestamp) return { ok: false, error: { kind: "other", status: 200, message: "malformed answer to addon-token: no token or expirationTimestamp" } };
+    if (!answer.token || !answer.expirationTimestamp)
+      return { ok: false, error: { kind: "other", status: 200, message: "malformed answer to addon-token: no token or expirationTimestamp" } };
     return { ok: true, status: 200, value: { token: answer.token, expirationTimestamp: answer.expirationTimestamp } };
   }
 
@@ -287,7 +300,12 @@ export class WsTransport implements AgentTransport {
     return true;
   }
 
-  private deliver(etag: string, works: Parameters<TransportEvents["works"]>[0]["works"], policies: Parameters<TransportEvents["works"]>[0]["policies"], viaChannel: boolean): void {
+  private deliver(
+    etag: string,
+    works: Parameters<TransportEvents["works"]>[0]["works"],
+    policies: Parameters<TransportEvents["works"]>[0]["policies"],
+    viaChannel: boolean,
+  ): void {
     this.etag = etag;
     if (viaChannel) this.poll.hold(etag);
     this.events?.works({ etag, works, policies });
@@ -473,7 +491,11 @@ export class WsTransport implements AgentTransport {
           const again = waiting.filter((p) => p.sent);
           const first = waiting.filter((p) => !p.sent);
           const list = (ps: Pending[]) => ps.slice(0, 10).map(describeRequest).join(", ") + (ps.length > 10 ? `, and ${ps.length - 10} more` : "");
-          if (again.length > 0) this.opts.logger.info(`sending again ${again.length} request(s) left without an answer by the previous connection`, this.fields({ requests: list(again) }));
+          if (again.length > 0)
+            this.opts.logger.info(
+              `sending again ${again.length} request(s) left without an answer by the previous connection`,
+              this.fields({ requests: list(again) }),
+            );
           if (first.length > 0) this.opts.logger.info(`sending ${first.length} request(s) made while not connected`, this.fields({ requests: list(first) }));
           for (const p of waiting) p.sent = this.send(ws, p.frame);
           welcomed();
@@ -483,7 +505,11 @@ export class WsTransport implements AgentTransport {
       });
       ws.on("close", (code, reason) => {
         if (this.socket === ws) this.socket = undefined;
-        finish(opened ? { kind: "closed", code, reason: reason.toString("utf8") } : { kind: "failed", failure: { kind: "unreachable", message: `closed before opening (${code})` } });
+        finish(
+          opened
+            ? { kind: "closed", code, reason: reason.toString("utf8") }
+            : { kind: "failed", failure: { kind: "unreachable", message: `closed before opening (${code})` } },
+        );
       });
     });
   }

@@ -303,7 +303,9 @@ export async function applyManifest(client: DynamicClient, mapper: RestMapper, i
     rollout: undefined,
   };
   if (config?.feedbackRules?.length) {
-    outcome.feedback = live ? collectFeedback(live, meta.group, meta.version, kind, config.feedbackRules) : { values: [], errors: ["the resource is not on the cluster"] };
+    outcome.feedback = live
+      ? collectFeedback(live, meta.group, meta.version, kind, config.feedbackRules)
+      : { values: [], errors: ["the resource is not on the cluster"] };
   }
   if (live && config?.conditionRules?.length) outcome.rules = await evaluateConditionRules(live, meta.group, meta.version, kind, config.conditionRules);
   let applied: AppliedResource | undefined;

@@ -32,7 +32,9 @@ export const WELL_KNOWN_CONDITIONS: Readonly<Record<string, Readonly<Record<stri
     Complete: {
       condition: "Complete",
       type: "CEL",
-      celExpressions: ["hasConditions(object.status) ? object.status.conditions.filter(c, c.type == 'Complete' || c.type == 'Failed').exists(c, c.status == 'True') : false"],
+      celExpressions: [
+        "hasConditions(object.status) ? object.status.conditions.filter(c, c.type == 'Complete' || c.type == 'Failed').exists(c, c.status == 'True') : false",
+      ],
       messageExpression: 'result ? "Job is finished" : "Job is not finished"',
     },
   },
@@ -150,7 +152,13 @@ function ruleMessage(object: unknown, rule: ConditionRule, result: boolean, budg
  * @example await evaluateConditionRules(job, "batch", "v1", "Job", [{condition: "Complete", type: "WellKnownConditions"}])
  *   // [{type: "Complete", status: "True", reason: "ConditionRuleEvaluated", message: "Job is finished"}]
  */
-export async function evaluateConditionRules(obj: Obj, group: string, version: string, kind: string, rules: readonly ConditionRule[]): Promise<RuleCondition[]> {
+export async function evaluateConditionRules(
+  obj: Obj,
+  group: string,
+  version: string,
+  kind: string,
+  rules: readonly ConditionRule[],
+): Promise<RuleCondition[]> {
   await loadCel();
   const object = cel.toCel(obj);
   const budget: Budget = { remaining: cel.RUNTIME_COST_BUDGET };
@@ -159,7 +167,13 @@ export async function evaluateConditionRules(obj: Obj, group: string, version: s
     if (rule.type === "WellKnownConditions") {
       const known = WELL_KNOWN_CONDITIONS[`${group}/${version}/${kind}`]?.[rule.condition];
       if (!known?.celExpressions?.length) continue;
-      out.push(evaluateRule(object, { ...known, ...(rule.message ? { message: rule.message } : {}), ...(rule.messageExpression ? { messageExpression: rule.messageExpression } : {}) }, budget));
+      out.push(
+        evaluateRule(
+          object,
+          { ...known, ...(rule.message ? { message: rule.message } : {}), ...(rule.messageExpression ? { messageExpression: rule.messageExpression } : {}) },
+          budget,
+        ),
+      );
     } else if (rule.type === "CEL") {
       out.push(evaluateRule(object, rule, budget));
     } else {

@@ -119,7 +119,13 @@ export function manifestCondition(o: ManifestOutcome, generation: number, previo
     conds.push({ type: "StatusFeedbackSynced", status: "True", reason: "NoStatusFeedbackSynced", message: "", ...g });
   } else if (o.feedback.errors.length > 0) {
     values = o.feedback.values;
-    conds.push({ type: "StatusFeedbackSynced", status: "False", reason: "StatusFeedbackSyncFailed", message: `Sync status feedback failed with error ${o.feedback.errors.join("; ")}`, ...g });
+    conds.push({
+      type: "StatusFeedbackSynced",
+      status: "False",
+      reason: "StatusFeedbackSyncFailed",
+      message: `Sync status feedback failed with error ${o.feedback.errors.join("; ")}`,
+      ...g,
+    });
   } else {
     values = o.feedback.values;
     conds.push({ type: "StatusFeedbackSynced", status: "True", reason: "StatusFeedbackSynced", message: "", ...g });
@@ -128,7 +134,9 @@ export function manifestCondition(o: ManifestOutcome, generation: number, previo
   // as OCM's merged conditions do (they are pruned only when the generation changes).
   const rules =
     o.rules ??
-    (o.live?.state === "found" ? [] : (previous?.conditions ?? []).filter((c) => isRuleCondition(c) && c.observedGeneration === generation).map(({ lastTransitionTime: _t, ...c }) => c));
+    (o.live?.state === "found"
+      ? []
+      : (previous?.conditions ?? []).filter((c) => isRuleCondition(c) && c.observedGeneration === generation).map(({ lastTransitionTime: _t, ...c }) => c));
   for (const r of rules) setCondition(conds, { ...r, ...g });
   return { resourceMeta: o.meta, statusFeedback: { values }, conditions: mergeConditions(previous?.conditions, conds, now) };
 }
@@ -147,9 +155,19 @@ function label(meta: ResourceMeta): string {
  * @param now RFC 3339 timestamp for transitions; default the current time.
  * @returns the status to report.
  */
-export function workStatus(outcomes: readonly ManifestOutcome[], generation: number, previous: ManifestWorkStatus | undefined, now: string = nowRfc3339()): ManifestWorkStatus {
+export function workStatus(
+  outcomes: readonly ManifestOutcome[],
+  generation: number,
+  previous: ManifestWorkStatus | undefined,
+  now: string = nowRfc3339(),
+): ManifestWorkStatus {
   const manifests = outcomes.map((o) =>
-    manifestCondition(o, generation, previous?.resourceStatus.manifests.find((m) => m.resourceMeta.ordinal === o.meta.ordinal), now),
+    manifestCondition(
+      o,
+      generation,
+      previous?.resourceStatus.manifests.find((m) => m.resourceMeta.ordinal === o.meta.ordinal),
+      now,
+    ),
   );
   const g = { observedGeneration: generation };
   const conds: NewCondition[] = [];
@@ -157,15 +175,33 @@ export function workStatus(outcomes: readonly ManifestOutcome[], generation: num
   conds.push(
     failed.length === 0
       ? { type: "Applied", status: "True", reason: "AppliedManifestWorkComplete", message: "Apply manifest work complete", ...g }
-      : { type: "Applied", status: "False", reason: "AppliedManifestWorkFailed", message: `Failed to apply manifest work: ${failed.length} of ${outcomes.length} manifests failed`, ...g },
+      : {
+          type: "Applied",
+          status: "False",
+          reason: "AppliedManifestWorkFailed",
+          message: `Failed to apply manifest work: ${failed.length} of ${outcomes.length} manifests failed`,
+          ...g,
+        },
   );
   const avail = manifests.map((m) => m.conditions.find((c) => c.type === "Available")?.status ?? "Unknown");
   const notAvailable = avail.filter((s) => s === "False").length;
   const unknown = avail.filter((s) => s === "Unknown").length;
   if (notAvailable > 0) {
-    conds.push({ type: "Available", status: "False", reason: "ResourcesNotAvailable", message: `${notAvailable} of ${avail.length} resources are not available`, ...g });
+    conds.push({
+      type: "Available",
+      status: "False",
+      reason: "ResourcesNotAvailable",
+      message: `${notAvailable} of ${avail.length} resources are not available`,
+      ...g,
+    });
   } else if (unknown > 0 || avail.length === 0) {
-    conds.push({ type: "Available", status: "Unknown", reason: "ResourcesStatusUnknown", message: `${unknown} of ${avail.length} resources have unknown status`, ...g });
+    conds.push({
+      type: "Available",
+      status: "Unknown",
+      reason: "ResourcesStatusUnknown",
+      message: `${unknown} of ${avail.length} resources have unknown status`,
+      ...g,
+    });
   } else {
     conds.push({ type: "Available", status: "True", reason: "ResourcesAvailable", message: "All resources are available", ...g });
   }
@@ -186,9 +222,21 @@ export function workStatus(outcomes: readonly ManifestOutcome[], generation: num
   if (failed.length > 0) {
     const first = failed[0];
     const why = first && !first.applied.ok ? `${label(first.meta)}: ${first.applied.message}` : "";
-    conds.push({ type: "Degraded", status: "True", reason: "ApplyFailed", message: `${failed.length} of ${outcomes.length} manifests failed to apply; ${why}`, ...g });
+    conds.push({
+      type: "Degraded",
+      status: "True",
+      reason: "ApplyFailed",
+      message: `${failed.length} of ${outcomes.length} manifests failed to apply; ${why}`,
+      ...g,
+    });
   } else if (stuck?.rollout?.degraded) {
-    conds.push({ type: "Degraded", status: "True", reason: stuck.rollout.degraded, message: `${label(stuck.meta)}: ${stuck.rollout.message ?? stuck.rollout.degraded}`, ...g });
+    conds.push({
+      type: "Degraded",
+      status: "True",
+      reason: stuck.rollout.degraded,
+      message: `${label(stuck.meta)}: ${stuck.rollout.message ?? stuck.rollout.degraded}`,
+      ...g,
+    });
   } else {
     conds.push({ type: "Degraded", status: "False", reason: "ResourcesHealthy", message: "No applied resource is failing", ...g });
   }
@@ -203,6 +251,7 @@ export function workStatus(outcomes: readonly ManifestOutcome[], generation: num
       byType.set(c.type, list);
     }
   }
-  for (const [type, items] of [...byType].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) setCondition(conds, { ...aggregateRuleCondition(type, items), ...g });
+  for (const [type, items] of [...byType].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+    setCondition(conds, { ...aggregateRuleCondition(type, items), ...g });
   return { conditions: mergeConditions(previous?.conditions, conds, now), resourceStatus: { manifests } };
 }

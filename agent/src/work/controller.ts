@@ -31,7 +31,15 @@ import { DynamicClient, type ObjectRef } from "./dynamic.ts";
 import { applyOrder } from "./order.ts";
 import { RecordStore, sortApplied, type WorkRecord } from "./record.ts";
 import { LiveTracker } from "./tracker.ts";
-import { describeResource, executorUser, sameResource, type AppliedResource, type ManifestWork, type ManifestWorkSpec, type ManifestWorkStatus } from "./types.ts";
+import {
+  describeResource,
+  executorUser,
+  sameResource,
+  type AppliedResource,
+  type ManifestWork,
+  type ManifestWorkSpec,
+  type ManifestWorkStatus,
+} from "./types.ts";
 import { APPLIED_BY_WORK_ANNOTATION, APPLIED_BY_WORK_LABEL, MWRS_LABEL, PLACEMENT_NAME_LABEL } from "../../../src/work/labels.ts";
 
 /** Options of {@link WorkController}. */
@@ -203,7 +211,9 @@ export class WorkController {
   private specKeyOf(work: ManifestWork): string {
     let k = this.specKeys.get(work);
     if (k === undefined) {
-      k = createHash("sha256").update(JSON.stringify([work.metadata.uid, work.spec])).digest("base64url");
+      k = createHash("sha256")
+        .update(JSON.stringify([work.metadata.uid, work.spec]))
+        .digest("base64url");
       this.specKeys.set(work, k);
     }
     return k;
@@ -277,7 +287,8 @@ export class WorkController {
     const readOnly: AppliedResource[] = [];
     const watchKeys: string[] = [];
     // OCM: a work that is Complete gets no updates; a manifest that is Complete is not updated.
-    const isComplete = (conds: readonly { type: string; status: string }[] | undefined) => conds?.some((c) => c.type === "Complete" && c.status === "True") === true;
+    const isComplete = (conds: readonly { type: string; status: string }[] | undefined) =>
+      conds?.some((c) => c.type === "Complete" && c.status === "True") === true;
     const workComplete = isComplete(state.status?.conditions);
     const manifestComplete = (i: number): boolean => {
       const m = manifests[i] as { kind?: unknown; metadata?: { name?: unknown } } | undefined;
@@ -301,7 +312,14 @@ export class WorkController {
         ...(this.tracker ? { tracker: this.tracker } : {}),
         ...(as instanceof DynamicClient ? {} : { refused: as.error }),
       });
-      if (r.outcome.meta.resource) workRefs.push({ group: r.outcome.meta.group, version: r.outcome.meta.version, resource: r.outcome.meta.resource, namespace: r.outcome.meta.namespace, name: r.outcome.meta.name });
+      if (r.outcome.meta.resource)
+        workRefs.push({
+          group: r.outcome.meta.group,
+          version: r.outcome.meta.version,
+          resource: r.outcome.meta.resource,
+          namespace: r.outcome.meta.namespace,
+          name: r.outcome.meta.name,
+        });
       state.memos.set(i, r.memo);
       outcomes[i] = r.outcome;
       if (r.applied) applied.push(r.applied);
@@ -313,7 +331,12 @@ export class WorkController {
     // Record: what this work holds now; resources whose manifest left the work are released.
     const old = this.recorded.get(name);
     const named = (r: AppliedResource) =>
-      outcomes.some((o) => o.meta.group === r.group && o.meta.name === r.name && (o.meta.resource === "" || (o.meta.resource === r.resource && o.meta.namespace === r.namespace)));
+      outcomes.some(
+        (o) =>
+          o.meta.group === r.group &&
+          o.meta.name === r.name &&
+          (o.meta.resource === "" || (o.meta.resource === r.resource && o.meta.namespace === r.namespace)),
+      );
     const held = [...applied];
     const released: AppliedResource[] = [];
     for (const r of old?.appliedResources ?? []) {
@@ -468,11 +491,24 @@ export class WorkController {
     const failed = result.failed.map((f) => `${describeResource(f.resource)}: ${f.error}`);
     const condition =
       failed.length > 0
-        ? { type: "Deleting", status: "True" as const, reason: "DeletingError", message: `could not delete ${failed.length} resource(s): ${failed.join("; ")}`.slice(0, 32 * 1024) }
-        : { type: "Deleting", status: "True" as const, reason: "ResourceRemaining", message: `${result.pending.length} resource(s) are being deleted (held by their finalizers)` };
+        ? {
+            type: "Deleting",
+            status: "True" as const,
+            reason: "DeletingError",
+            message: `could not delete ${failed.length} resource(s): ${failed.join("; ")}`.slice(0, 32 * 1024),
+          }
+        : {
+            type: "Deleting",
+            status: "True" as const,
+            reason: "ResourceRemaining",
+            message: `${result.pending.length} resource(s) are being deleted (held by their finalizers)`,
+          };
     const prev = last.conditions.find((c) => c.type === "Deleting");
     const at = prev?.status === "True" ? prev.lastTransitionTime : nowRfc3339();
-    const conditions = [...last.conditions.filter((c) => c.type !== "Deleting"), { ...condition, lastTransitionTime: at, observedGeneration: generationOf(work) }];
+    const conditions = [
+      ...last.conditions.filter((c) => c.type !== "Deleting"),
+      { ...condition, lastTransitionTime: at, observedGeneration: generationOf(work) },
+    ];
     return { name, uid: work.metadata.uid, status: { ...last, conditions } };
   }
 
@@ -498,7 +534,9 @@ export class WorkController {
         return;
       }
       if (now < since + this.evictionGraceMs) return;
-      this.log.info(`work ${name} has been missing on the hub since ${record.evictionStartTime}, past the eviction grace period; evicting what it applied`, { work: name });
+      this.log.info(`work ${name} has been missing on the hub since ${record.evictionStartTime}, past the eviction grace period; evicting what it applied`, {
+        work: name,
+      });
     }
     this.logRelease(`work ${name} ${record.deleting ? "deleted on the hub" : "evicted"}`, await this.removeWork(record));
   }
@@ -526,7 +564,10 @@ export class WorkController {
         if (r.pending.length > 0) out.done = false;
         if (r.failed.length > 0) {
           out.done = false;
-          this.log.warn(`could not delete ${r.failed.length} resource(s) of work ${record.workName} while leaving: ${r.failed.map((f) => `${describeResource(f.resource)}: ${f.error}`).join("; ")}`, { work: record.workName });
+          this.log.warn(
+            `could not delete ${r.failed.length} resource(s) of work ${record.workName} while leaving: ${r.failed.map((f) => `${describeResource(f.resource)}: ${f.error}`).join("; ")}`,
+            { work: record.workName },
+          );
         }
       } catch (e) {
         out.done = false;

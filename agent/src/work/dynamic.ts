@@ -79,7 +79,11 @@ export class DynamicClient {
    *   on network errors and timeouts.
    */
   request(method: string, path: string, opts: RequestOptions = {}): Promise<Obj> {
-    return this.kc.json(method, path, { ...opts, timeoutMs: this.timeoutMs, ...(this.impersonate ? { headers: { "Impersonate-User": this.impersonate } } : {}) });
+    return this.kc.json(method, path, {
+      ...opts,
+      timeoutMs: this.timeoutMs,
+      ...(this.impersonate ? { headers: { "Impersonate-User": this.impersonate } } : {}),
+    });
   }
 
   /** GET one object. @throws KubeError 404 when it does not exist. */

@@ -6,7 +6,12 @@
 export { evaluate, JsonPathError, pointers, toJsonPathPlus } from "../../../src/k8s/jsonpath.ts";
 
 function decodePointer(ptr: string): string[] {
-  return ptr === "" ? [] : ptr.slice(1).split("/").map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
+  return ptr === ""
+    ? []
+    : ptr
+        .slice(1)
+        .split("/")
+        .map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
 }
 
 /** The value at JSON Pointer `ptr` in `obj`, or `undefined` when a step is missing. */

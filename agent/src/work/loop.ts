@@ -263,7 +263,9 @@ export class WorkLoop {
       const last = this.reported.get(r.name);
       // The controller hands back the same status object for a work nothing happened to.
       if (last && last.uid === r.uid && last.status === r.status) continue;
-      const hash = createHash("sha256").update(JSON.stringify([r.status, r.released ?? false])).digest("base64url");
+      const hash = createHash("sha256")
+        .update(JSON.stringify([r.status, r.released ?? false]))
+        .digest("base64url");
       if (last && last.uid === r.uid && last.hash === hash) {
         last.status = r.status;
         continue;
@@ -308,7 +310,7 @@ export class WorkLoop {
     }
     while (!this.aborted) {
       const r = await transport.left();
-        if (r.ok) {
+      if (r.ok) {
         this.leftCond.clear(this.fields());
         break;
       }

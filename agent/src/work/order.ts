@@ -40,8 +40,7 @@ export function kindRank(kind: string): number {
  * @example applyOrder([{kind: "Deployment"}, {kind: "Namespace"}]) // [1, 0]
  */
 export function applyOrder(manifests: readonly unknown[]): number[] {
-  const kindOf = (m: unknown): string =>
-    typeof m === "object" && m !== null && "kind" in m && typeof m.kind === "string" ? m.kind : "";
+  const kindOf = (m: unknown): string => (typeof m === "object" && m !== null && "kind" in m && typeof m.kind === "string" ? m.kind : "");
   return manifests
     .map((m, i) => ({ i, rank: kindRank(kindOf(m)) }))
     .sort((a, b) => a.rank - b.rank || a.i - b.i)

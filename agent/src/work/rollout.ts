@@ -81,7 +81,8 @@ export function rolloutState(group: string, kind: string, obj: Obj): RolloutStat
   }
   if (key === "batch/Job") {
     const failed = conditionOf(status, "Failed");
-    if (failed?.status === "True") return { progressing: false, degraded: "JobFailed", message: typeof failed.message === "string" && failed.message ? failed.message : "job failed" };
+    if (failed?.status === "True")
+      return { progressing: false, degraded: "JobFailed", message: typeof failed.message === "string" && failed.message ? failed.message : "job failed" };
     if (conditionOf(status, "Complete")?.status === "True") return { progressing: false };
     return { progressing: true, message: "job not complete" };
   }

@@ -139,7 +139,15 @@ export class LiveTracker {
     let c = this.collections.get(k);
     if (c) return c;
     const abort = new AbortController();
-    c = { gvr: { group: gvr.group, version: gvr.version, resource: gvr.resource }, namespace, tracked: new Map(), dirty: new Set(), synced: false, rv: undefined, abort };
+    c = {
+      gvr: { group: gvr.group, version: gvr.version, resource: gvr.resource },
+      namespace,
+      tracked: new Map(),
+      dirty: new Set(),
+      synced: false,
+      rv: undefined,
+      abort,
+    };
     this.collections.set(k, c);
     if (!this.signal?.aborted) void this.run(c);
     return c;
@@ -170,24 +178,29 @@ export class LiveTracker {
         c.synced = true;
         let expired = false;
         const timeoutSeconds = Math.round(WATCH_TIMEOUT_SECONDS * (1 + 0.5 * this.random()));
-        await this.kc.watch(path, { query: { watch: "true", resourceVersion: c.rv, allowWatchBookmarks: "true", timeoutSeconds: String(timeoutSeconds) }, signal }, (ev) => {
-          const obj = isObj(ev.object) ? ev.object : {};
-          const meta = isObj(obj.metadata) ? obj.metadata : {};
-          if (ev.type === "ERROR") {
-            expired = obj.code === 410;
-            if (!expired) throw new KubeError(typeof obj.code === "number" ? obj.code : 500, typeof obj.message === "string" ? obj.message : "watch error", obj);
-            return;
-          }
-          if (typeof meta.resourceVersion === "string") c.rv = meta.resourceVersion;
-          if (ev.type === "BOOKMARK" || typeof meta.name !== "string") return;
-          const known = c.tracked.get(meta.name);
-          if (!c.tracked.has(meta.name)) return;
-          // Our own write's event carries the version the write returned: nothing new.
-          if (ev.type === "DELETED" || known !== meta.resourceVersion) {
-            c.dirty.add(meta.name);
-            this.listener?.({ ...c.gvr, namespace: c.namespace, name: meta.name });
-          }
-        });
+        await this.kc.watch(
+          path,
+          { query: { watch: "true", resourceVersion: c.rv, allowWatchBookmarks: "true", timeoutSeconds: String(timeoutSeconds) }, signal },
+          (ev) => {
+            const obj = isObj(ev.object) ? ev.object : {};
+            const meta = isObj(obj.metadata) ? obj.metadata : {};
+            if (ev.type === "ERROR") {
+              expired = obj.code === 410;
+              if (!expired)
+                throw new KubeError(typeof obj.code === "number" ? obj.code : 500, typeof obj.message === "string" ? obj.message : "watch error", obj);
+              return;
+            }
+            if (typeof meta.resourceVersion === "string") c.rv = meta.resourceVersion;
+            if (ev.type === "BOOKMARK" || typeof meta.name !== "string") return;
+            const known = c.tracked.get(meta.name);
+            if (!c.tracked.has(meta.name)) return;
+            // Our own write's event carries the version the write returned: nothing new.
+            if (ev.type === "DELETED" || known !== meta.resourceVersion) {
+              c.dirty.add(meta.name);
+              this.listener?.({ ...c.gvr, namespace: c.namespace, name: meta.name });
+            }
+          },
+        );
         if (expired) {
           c.rv = undefined;
           this.lost(c);

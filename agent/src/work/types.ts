@@ -153,10 +153,7 @@ export interface ManifestWork {
 
 /** `statusFeedback.values[].fieldValue`: exactly one of the typed members is set. */
 export type FieldValue =
-  | { type: "Integer"; integer: number }
-  | { type: "String"; string: string }
-  | { type: "Boolean"; boolean: boolean }
-  | { type: "JsonRaw"; jsonRaw: string };
+  { type: "Integer"; integer: number } | { type: "String"; string: string } | { type: "Boolean"; boolean: boolean } | { type: "JsonRaw"; jsonRaw: string };
 
 /** `statusFeedback.values[]`. */
 export interface FeedbackValue {

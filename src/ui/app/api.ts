@@ -129,7 +129,12 @@ export class Api {
       undefined,
       signal,
     );
-    return { items: l.items ?? [], continueToken: l.metadata?.continue || undefined, resourceVersion: l.metadata?.resourceVersion ?? "0", remaining: l.metadata?.remainingItemCount };
+    return {
+      items: l.items ?? [],
+      continueToken: l.metadata?.continue || undefined,
+      resourceVersion: l.metadata?.resourceVersion ?? "0",
+      remaining: l.metadata?.remainingItemCount,
+    };
   }
 
   /**
@@ -137,11 +142,19 @@ export class Api {
    * aborts. A watch the server ends is resumed from the last resourceVersion seen; a 410 Gone
    * (the version is too old) calls `onExpired`, which lists again and starts a new watch.
    */
-  async watch(path: string, opts: ListOptions, resourceVersion: string, onEvent: (e: WatchEvent) => void, onExpired: () => void, signal: AbortSignal): Promise<void> {
+  async watch(
+    path: string,
+    opts: ListOptions,
+    resourceVersion: string,
+    onEvent: (e: WatchEvent) => void,
+    onExpired: () => void,
+    signal: AbortSignal,
+  ): Promise<void> {
     let rv = resourceVersion;
     let failures = 0;
     while (!signal.aborted) {
-      const url = path + query({ watch: 1, allowWatchBookmarks: "true", resourceVersion: rv, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector });
+      const url =
+        path + query({ watch: 1, allowWatchBookmarks: "true", resourceVersion: rv, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector });
       try {
         this.note(`GET ${url}`);
         const res = await fetch(url, { signal, headers: { authorization: `Bearer ${this.token}`, accept: "application/json" } });

@@ -59,11 +59,20 @@ function Works({ api, cluster, nowMs }: { api: Api; cluster: string; nowMs: numb
                           {m.resourceMeta?.kind} {m.resourceMeta?.namespace ? `${m.resourceMeta.namespace}/` : ""}
                           {m.resourceMeta?.name}
                         </th>
-                        <td>{(m.conditions ?? []).map((c) => <StateBadge key={c.type} state={`${c.type}=${c.status}`} />)}</td>
+                        <td>
+                          {(m.conditions ?? []).map((c) => (
+                            <StateBadge key={c.type} state={`${c.type}=${c.status}`} />
+                          ))}
+                        </td>
                         <td>
                           {(m.statusFeedback?.values ?? []).map((v) => (
                             <div key={v.name}>
-                              <code>{v.name}</code>: {JSON.stringify(Object.values(v.fieldValue ?? {}).find((x) => x !== undefined && x !== "Integer" && x !== "String" && x !== "Boolean" && x !== "JsonRaw") ?? v.fieldValue)}
+                              <code>{v.name}</code>:{" "}
+                              {JSON.stringify(
+                                Object.values(v.fieldValue ?? {}).find(
+                                  (x) => x !== undefined && x !== "Integer" && x !== "String" && x !== "Boolean" && x !== "JsonRaw",
+                                ) ?? v.fieldValue,
+                              )}
                             </div>
                           ))}
                         </td>
@@ -101,7 +110,10 @@ function TaintEditor({ api, mc }: { api: Api; mc: KubeObject }) {
     for (let attempt = 0; ; attempt++) {
       try {
         const cur = await api.get(path);
-        await api.mergePatch(path, { metadata: { resourceVersion: cur.metadata.resourceVersion }, spec: { taints: edit((cur.spec?.taints ?? []) as Taint[]) } });
+        await api.mergePatch(path, {
+          metadata: { resourceVersion: cur.metadata.resourceVersion },
+          spec: { taints: edit((cur.spec?.taints ?? []) as Taint[]) },
+        });
         return;
       } catch (e) {
         if (e instanceof ApiFailure && e.status === 409 && attempt < 5) continue;
@@ -118,7 +130,12 @@ function TaintEditor({ api, mc }: { api: Api; mc: KubeObject }) {
           <li key={taintText(t)}>
             <code>{taintText(t)}</code>
             {t.timeAdded && <span class="muted small"> added {t.timeAdded}</span>}{" "}
-            <button type="button" class="small" aria-label={`Remove taint ${taintText(t)}`} onClick={() => void write((cur) => removeTaints(cur, [{ key: t.key, effect: t.effect }]).taints)}>
+            <button
+              type="button"
+              class="small"
+              aria-label={`Remove taint ${taintText(t)}`}
+              onClick={() => void write((cur) => removeTaints(cur, [{ key: t.key, effect: t.effect }]).taints)}
+            >
               Remove
             </button>
           </li>
@@ -196,7 +213,14 @@ export function ClusterView({ api, name }: { api: Api; name: string }) {
           </button>
         )}
         {pendingKey && (
-          <button type="button" onClick={() => void api.mergePatch(path, { metadata: { annotations: { [ACCEPT_KEY_ANNOTATION]: pendingKey } } }).then(() => setNotice(`Key ${pendingKey} accepted.`))}>
+          <button
+            type="button"
+            onClick={() =>
+              void api
+                .mergePatch(path, { metadata: { annotations: { [ACCEPT_KEY_ANNOTATION]: pendingKey } } })
+                .then(() => setNotice(`Key ${pendingKey} accepted.`))
+            }
+          >
             Accept new key {pendingKey}
           </button>
         )}
@@ -239,9 +263,7 @@ export function ClusterView({ api, name }: { api: Api; name: string }) {
       <section aria-labelledby="claims-h">
         <h2 id="claims-h">Claims</h2>
         {claims.length ? (
-          <dl class="facts">
-            {claims.map((c) => [<dt key={`k${c.name}`}>{c.name}</dt>, <dd key={`v${c.name}`}>{c.value}</dd>])}
-          </dl>
+          <dl class="facts">{claims.map((c) => [<dt key={`k${c.name}`}>{c.name}</dt>, <dd key={`v${c.name}`}>{c.value}</dd>])}</dl>
         ) : (
           <p class="muted">No claims.</p>
         )}

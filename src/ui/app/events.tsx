@@ -15,7 +15,19 @@ const EVENTS = "/apis/events.k8s.io/v1/events";
 const newestFirst = (a: KubeObject, b: KubeObject) => eventTime(b) - eventTime(a);
 
 /** Events about one object (by kind and name), or all events with the given field selector; newest first, live. */
-export function EventList({ api, regarding, fieldSelector, text, limit = 100 }: { api: Api; regarding?: { kind: string; name: string }; fieldSelector?: string; text?: string; limit?: number }) {
+export function EventList({
+  api,
+  regarding,
+  fieldSelector,
+  text,
+  limit = 100,
+}: {
+  api: Api;
+  regarding?: { kind: string; name: string };
+  fieldSelector?: string;
+  text?: string;
+  limit?: number;
+}) {
   const selector = [regarding ? `regarding.kind=${regarding.kind},regarding.name=${regarding.name}` : "", fieldSelector ?? ""].filter(Boolean).join(",");
   const list = useLiveList(api, EVENTS, { limit, fieldSelector: selector || undefined }, { sort: newestFirst });
   const nowMs = useNow(5000);
@@ -85,7 +97,8 @@ export function Events({ api }: { api: Api }) {
   const [kind, setKind] = useState("");
   const [text, setText] = useState("");
   const [applied, setApplied] = useState("");
-  const apply = () => setApplied([type && `type=${type}`, reason.trim() && `reason=${reason.trim()}`, kind.trim() && `regarding.kind=${kind.trim()}`].filter(Boolean).join(","));
+  const apply = () =>
+    setApplied([type && `type=${type}`, reason.trim() && `reason=${reason.trim()}`, kind.trim() && `regarding.kind=${kind.trim()}`].filter(Boolean).join(","));
   return (
     <div class="view" data-view="events">
       <h1>Events</h1>

@@ -56,7 +56,9 @@ export function explain(mc: KubeObject, ctx: PlacementContext): Verdict {
   const eligible = eligibleClusterSets(spec, ctx.boundSets);
   if (!cluster.clusterSets.some((s) => eligible.includes(s))) {
     const where = cluster.clusterSets.length ? `it is in ${cluster.clusterSets.join(", ")}` : "it is in no ManagedClusterSet";
-    const bound = eligible.length ? `the placement's eligible sets are ${eligible.join(", ")}` : `no ManagedClusterSet is bound to namespace ${ctx.placement.metadata.namespace}${spec.clusterSets?.length ? ` among ${spec.clusterSets.join(", ")}` : ""}`;
+    const bound = eligible.length
+      ? `the placement's eligible sets are ${eligible.join(", ")}`
+      : `no ManagedClusterSet is bound to namespace ${ctx.placement.metadata.namespace}${spec.clusterSets?.length ? ` among ${spec.clusterSets.join(", ")}` : ""}`;
     return { reason: "NotInBoundSet", message: `not in a bound cluster set: ${where}; ${bound}` };
   }
   const predicates = spec.predicates ?? [];
@@ -65,7 +67,11 @@ export function explain(mc: KubeObject, ctx: PlacementContext): Verdict {
     const errors: string[] = [];
     for (const p of predicates) {
       try {
-        const sel = compileClusterSelector(p.requiredClusterSelector?.labelSelector, p.requiredClusterSelector?.claimSelector, p.requiredClusterSelector?.celSelector);
+        const sel = compileClusterSelector(
+          p.requiredClusterSelector?.labelSelector,
+          p.requiredClusterSelector?.claimSelector,
+          p.requiredClusterSelector?.celSelector,
+        );
         if (clusterMatches(sel, cluster)) {
           matched = true;
           break;
@@ -74,10 +80,17 @@ export function explain(mc: KubeObject, ctx: PlacementContext): Verdict {
         errors.push((e as Error).message);
       }
     }
-    if (!matched) return { reason: "Predicate", message: `matches none of the ${predicates.length} predicate${predicates.length > 1 ? "s" : ""}${errors.length ? ` (${errors.join("; ")})` : ""}` };
+    if (!matched)
+      return {
+        reason: "Predicate",
+        message: `matches none of the ${predicates.length} predicate${predicates.length > 1 ? "s" : ""}${errors.length ? ` (${errors.join("; ")})` : ""}`,
+      };
   }
   const untolerated = (cluster.taints ?? []).filter((t) => taintToleratedUntil(t, spec.tolerations ?? [], false, ctx.nowMs) === NOT_TOLERATED);
   if (untolerated.length > 0) return { reason: "Tainted", message: `tainted: ${untolerated.map(taintText).join(", ")} not tolerated` };
   const n = spec.numberOfClusters;
-  return { reason: "NotChosen", message: `passes every filter; the prioritizers chose ${n !== undefined ? `${n} other cluster${n === 1 ? "" : "s"}` : "others"}` };
+  return {
+    reason: "NotChosen",
+    message: `passes every filter; the prioritizers chose ${n !== undefined ? `${n} other cluster${n === 1 ? "" : "s"}` : "others"}`,
+  };
 }

@@ -152,7 +152,11 @@ export function Fleet({ api }: { api: Api }) {
           total={fleetWide && counts.total !== undefined ? counts.total : list.hasMore && list.remaining === undefined ? undefined : total}
           note={fleetWide ? "whole fleet, from /metrics" : `over the ${list.items.length} clusters loaded`}
         />
-        <Tally title="By edge location" counts={fleetWide && Object.keys(counts.byColo).length ? counts.byColo : local.byColo} note="where each cluster's agent last reached Cloudflare" />
+        <Tally
+          title="By edge location"
+          counts={fleetWide && Object.keys(counts.byColo).length ? counts.byColo : local.byColo}
+          note="where each cluster's agent last reached Cloudflare"
+        />
       </div>
       <form
         class="filters"

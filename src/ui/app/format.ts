@@ -65,7 +65,14 @@ export function taintText(t: { key: string; value?: string; effect: string }): s
 
 /** An event's newest time (events.k8s.io `series.lastObservedTime`, `eventTime`, core `lastTimestamp`, ...), epoch ms. */
 export function eventTime(e: KubeObject): number {
-  const t = e.series?.lastObservedTime ?? e.deprecatedLastTimestamp ?? e.lastTimestamp ?? e.eventTime ?? e.deprecatedFirstTimestamp ?? e.firstTimestamp ?? e.metadata.creationTimestamp;
+  const t =
+    e.series?.lastObservedTime ??
+    e.deprecatedLastTimestamp ??
+    e.lastTimestamp ??
+    e.eventTime ??
+    e.deprecatedFirstTimestamp ??
+    e.firstTimestamp ??
+    e.metadata.creationTimestamp;
   const ms = t ? Date.parse(t as string) : NaN;
   return Number.isFinite(ms) ? ms : 0;
 }

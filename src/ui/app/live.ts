@@ -33,8 +33,16 @@ export function byKey(a: KubeObject, b: KubeObject): number {
  * A live list of `path` (a collection URL) with `opts`; `null` path: nothing is listed.
  * `sort` orders the shown items (default namespace/name); `watch` false lists without watching.
  */
-export function useLiveList(api: Api, path: string | null, opts: ListOptions = {}, settings: { sort?: (a: KubeObject, b: KubeObject) => number; watch?: boolean } = {}): LiveList {
-  const [state, setState] = useState<{ items: KubeObject[]; loading: boolean; error?: Error; cont?: string; remaining?: number }>({ items: [], loading: path !== null });
+export function useLiveList(
+  api: Api,
+  path: string | null,
+  opts: ListOptions = {},
+  settings: { sort?: (a: KubeObject, b: KubeObject) => number; watch?: boolean } = {},
+): LiveList {
+  const [state, setState] = useState<{ items: KubeObject[]; loading: boolean; error?: Error; cont?: string; remaining?: number }>({
+    items: [],
+    loading: path !== null,
+  });
   const [generation, setGeneration] = useState(0);
   const contRef = useRef<string | undefined>(undefined);
   const keyRef = useRef<string | undefined>(undefined);

@@ -63,9 +63,19 @@ function SignIn({ onSignIn }: { onSignIn: (token: string, user: string) => void 
     <main class="signin">
       <form onSubmit={(e) => void submit(e)} aria-labelledby="signin-title">
         <h1 id="signin-title">Flotilla</h1>
-        <p>Sign in with a token the hub accepts: the admin token, a ServiceAccount token (<code>kubectl create token</code>) or an OIDC ID token.</p>
+        <p>
+          Sign in with a token the hub accepts: the admin token, a ServiceAccount token (<code>kubectl create token</code>) or an OIDC ID token.
+        </p>
         <label for="token">Bearer token</label>
-        <input id="token" name="token" type="password" autocomplete="current-password" required value={token} onInput={(e) => setToken((e.target as HTMLInputElement).value)} />
+        <input
+          id="token"
+          name="token"
+          type="password"
+          autocomplete="current-password"
+          required
+          value={token}
+          onInput={(e) => setToken((e.target as HTMLInputElement).value)}
+        />
         <button type="submit" disabled={busy || !token.trim()}>
           {busy ? "Signing in…" : "Sign in"}
         </button>

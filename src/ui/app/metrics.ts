@@ -47,4 +47,3 @@ export function parseFleetMetrics(text: string): FleetCounts | null {
   if (total !== undefined && total > counted) byState["No status"] = total - counted;
   return { total, byState, byColo };
 }
-

@@ -65,7 +65,9 @@ function PlacementList({ api }: { api: Api }) {
 function PlacementDetail({ api, namespace, name }: { api: Api; namespace: string; name: string }) {
   const ns = encodeURIComponent(namespace);
   const { obj: placement, error } = useLiveObject(api, `${G}/v1beta1/namespaces/${ns}/placements`, name);
-  const decisions = useLiveList(api, `${G}/v1beta1/namespaces/${ns}/placementdecisions`, { labelSelector: `cluster.open-cluster-management.io/placement=${name}` });
+  const decisions = useLiveList(api, `${G}/v1beta1/namespaces/${ns}/placementdecisions`, {
+    labelSelector: `cluster.open-cluster-management.io/placement=${name}`,
+  });
   const bindings = useLiveList(api, `${G}/v1beta2/namespaces/${ns}/managedclustersetbindings`, { limit: 500 });
   const sets = useLiveList(api, `${G}/v1beta2/managedclustersets`, { limit: 500 });
   const clusters = useLiveList(api, MC_PATH, { limit: EXPLAINED });
@@ -73,7 +75,10 @@ function PlacementDetail({ api, namespace, name }: { api: Api; namespace: string
   const [looked, setLooked] = useState<KubeObject | null | "missing">(null);
   const nowMs = useNow(10_000);
 
-  const decided = useMemo(() => new Set(decisions.items.flatMap((d) => ((d.status?.decisions ?? []) as { clusterName: string }[]).map((x) => x.clusterName))), [decisions.items]);
+  const decided = useMemo(
+    () => new Set(decisions.items.flatMap((d) => ((d.status?.decisions ?? []) as { clusterName: string }[]).map((x) => x.clusterName))),
+    [decisions.items],
+  );
   const ctx: PlacementContext | null = useMemo(() => {
     if (!placement) return null;
     const setNames = new Set(sets.items.map((s) => s.metadata.name));
@@ -85,9 +90,17 @@ function PlacementDetail({ api, namespace, name }: { api: Api; namespace: string
   if (error) return <ErrorNote error={error} what={`Placement ${namespace}/${name}`} />;
   if (!placement || !ctx) return <p class="muted">Loading placement {name}…</p>;
   const spec = placement.spec ?? {};
-  const groups = (placement.status?.decisionGroups ?? []) as { decisionGroupIndex: number; decisionGroupName: string; decisions: string[]; clusterCount: number }[];
+  const groups = (placement.status?.decisionGroups ?? []) as {
+    decisionGroupIndex: number;
+    decisionGroupName: string;
+    decisions: string[];
+    clusterCount: number;
+  }[];
   const notSelected = clusters.items.filter((c) => !decided.has(c.metadata.name)).map((c) => ({ mc: c, v: explain(c, ctx) }));
-  const clustersOfGroup = (g: { decisions: string[] }) => decisions.items.filter((d) => g.decisions.includes(d.metadata.name)).flatMap((d) => ((d.status?.decisions ?? []) as { clusterName: string }[]).map((x) => x.clusterName));
+  const clustersOfGroup = (g: { decisions: string[] }) =>
+    decisions.items
+      .filter((d) => g.decisions.includes(d.metadata.name))
+      .flatMap((d) => ((d.status?.decisions ?? []) as { clusterName: string }[]).map((x) => x.clusterName));
 
   return (
     <div class="view" data-view="placement">

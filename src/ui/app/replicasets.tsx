@@ -6,7 +6,14 @@
  * The replica set, its placements' decisions and its works are watched.
  */
 import { useMemo } from "preact/hooks";
-import { computeRollout, workRolloutStatus, type ClusterRolloutStatus, type DecisionGroup, type RolloutStatus, type RolloutStrategy } from "../../work/rollout.ts";
+import {
+  computeRollout,
+  workRolloutStatus,
+  type ClusterRolloutStatus,
+  type DecisionGroup,
+  type RolloutStatus,
+  type RolloutStrategy,
+} from "../../work/rollout.ts";
 import type { Api, KubeObject } from "./api.ts";
 import { EventList } from "./events.tsx";
 import { condition, type Condition } from "./format.ts";
@@ -91,8 +98,24 @@ function groupsOf(decisions: KubeObject[]): DecisionGroup[] {
 
 const ORDER: (RolloutStatus | "TimeOut")[] = ["Succeeded", "Progressing", "Failed", "TimeOut", "ToApply"];
 
-function PlacementRollout({ api, namespace, placement, strategy, works, nowMs }: { api: Api; namespace: string; placement: string; strategy?: RolloutStrategy; works: Map<string, KubeObject>; nowMs: number }) {
-  const decisions = useLiveList(api, `${G}/namespaces/${encodeURIComponent(namespace)}/placementdecisions`, { labelSelector: `cluster.open-cluster-management.io/placement=${placement}` });
+function PlacementRollout({
+  api,
+  namespace,
+  placement,
+  strategy,
+  works,
+  nowMs,
+}: {
+  api: Api;
+  namespace: string;
+  placement: string;
+  strategy?: RolloutStrategy;
+  works: Map<string, KubeObject>;
+  nowMs: number;
+}) {
+  const decisions = useLiveList(api, `${G}/namespaces/${encodeURIComponent(namespace)}/placementdecisions`, {
+    labelSelector: `cluster.open-cluster-management.io/placement=${placement}`,
+  });
   const groups = useMemo(() => groupsOf(decisions.items), [decisions.items]);
   const statuses = new Map<string, ClusterRolloutStatus>();
   for (const g of groups)
@@ -117,7 +140,14 @@ function PlacementRollout({ api, namespace, placement, strategy, works, nowMs }:
         Placement <a href={`#/placements/${encodeURIComponent(namespace)}/${encodeURIComponent(placement)}`}>{placement}</a>{" "}
         <span class="muted small">{strategy?.type ?? "All"}</span>
       </h2>
-      <div class="progress" role="progressbar" aria-valuemin={0} aria-valuemax={total} aria-valuenow={succeeded} aria-label={`${succeeded} of ${total} clusters succeeded`}>
+      <div
+        class="progress"
+        role="progressbar"
+        aria-valuemin={0}
+        aria-valuemax={total}
+        aria-valuenow={succeeded}
+        aria-label={`${succeeded} of ${total} clusters succeeded`}
+      >
         <span style={{ width: `${total ? (100 * succeeded) / total : 0}%` }} />
       </div>
       <p data-progress={`${succeeded}/${total}`}>
