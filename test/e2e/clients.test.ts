@@ -98,8 +98,10 @@ describe("the Python client (python3-kubernetes)", () => {
       "authorization.k8s.io",
       "cluster.open-cluster-management.io",
       "clusterview.open-cluster-management.io",
+      "events.k8s.io",
       "flotilla.dev",
       "multicluster.x-k8s.io",
+      "policy.open-cluster-management.io",
       "rbac.authorization.k8s.io",
       "work.open-cluster-management.io",
     ]);
