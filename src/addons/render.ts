@@ -178,6 +178,38 @@ function applyContainerConfig(m: Manifest, config: RenderInput["config"]): void 
   }
 }
 
+/** The volume of the hub kubeconfig Secret in a registering add-on's workloads, and where it is mounted (OCM's template add-on). */
+const HUB_KUBECONFIG_VOLUME = "hub-kubeconfig";
+const HUB_KUBECONFIG_MOUNT_PATH = "/managed/hub-kubeconfig";
+
+/**
+ * What OCM's template add-on adds to its Deployments and DaemonSets: every variable of the
+ * rendering (customized, then the built-ins) as an environment variable of each container
+ * (replacing one of the same name), and, when the template registers a kubeClient, the volume
+ * `hub-kubeconfig` of the Secret `<addon>-hub-kubeconfig` (which the agent writes,
+ * src/addons/token-registration.ts) mounted at `/managed/hub-kubeconfig` in each container,
+ * where `HUB_KUBECONFIG` points.
+ */
+function decorate(m: Manifest, vars: Map<string, string>, addon: string, registers: boolean): void {
+  if (m.apiVersion !== "apps/v1" || WORKLOADS[m.kind ?? ""] === undefined) return;
+  const pod = (((m.spec ??= {}).template ??= {}) as { spec?: Record<string, unknown> }).spec ?? {};
+  const containers = containersOf(m);
+  const injected = [...vars].map(([name, value]) => ({ name, value }));
+  for (const c of containers) {
+    const env = (Array.isArray(c.env) ? c.env : []) as { name: string }[];
+    c.env = [...env.filter((e) => !vars.has(e.name)), ...injected];
+    if (!registers) continue;
+    const mounts = (Array.isArray(c.volumeMounts) ? c.volumeMounts : []) as { name: string }[];
+    c.volumeMounts = [...mounts.filter((v) => v.name !== HUB_KUBECONFIG_VOLUME), { name: HUB_KUBECONFIG_VOLUME, mountPath: HUB_KUBECONFIG_MOUNT_PATH }];
+  }
+  if (!registers || containers.length === 0) return;
+  const volumes = (Array.isArray(pod.volumes) ? pod.volumes : []) as { name: string }[];
+  pod.volumes = [
+    ...volumes.filter((v) => v.name !== HUB_KUBECONFIG_VOLUME),
+    { name: HUB_KUBECONFIG_VOLUME, secret: { secretName: `${addon}-hub-kubeconfig` } },
+  ];
+}
+
 /** The workloads of a rendered work that the availability probe reads: `{resource, name, namespace}` of each Deployment and DaemonSet. */
 export function probedWorkloads(manifests: Manifest[]): { resource: string; name: string; namespace: string }[] {
   return manifests
@@ -202,9 +234,11 @@ export function renderDeployWork(input: RenderInput): KubeObject {
     manifestConfigs?: { resourceIdentifier: { group?: string; resource: string; name: string; namespace?: string }; feedbackRules?: unknown[] }[];
   } & Record<string, unknown>;
   const manifests = spec.workload?.manifests ?? [];
+  const registers = vars.has("HUB_KUBECONFIG");
   for (const m of manifests) {
     place(m, input.config?.nodePlacement);
     applyContainerConfig(m, input.config);
+    decorate(m, vars, input.addon, registers);
   }
   const addedNamespace = !manifests.some((m) => m.apiVersion === "v1" && m.kind === "Namespace" && m.metadata?.name === ns);
   if (addedNamespace) manifests.unshift({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });

@@ -52,6 +52,33 @@ describe("template add-on rendering", () => {
     expect(work.metadata.annotations).toEqual({ "addon.flotilla.dev/install-namespace": "hello-ns", "addon.flotilla.dev/health-check-mode": "Customized" });
   });
 
+  it("injects the variables into workloads' containers and mounts the hub kubeconfig of a registering add-on, as OCM's template add-on", () => {
+    const render = (registration?: unknown[]) =>
+      renderDeployWork({
+        addon: "hello",
+        cluster: "c1",
+        template: { agentSpec: { workload: { manifests: [deployment()] } }, ...(registration ? { registration } : {}) },
+        config: { customizedVariables: [{ name: "LOG_LEVEL", value: "4" }] },
+        owner,
+      });
+    type Pod = { containers: { env?: { name: string; value: string }[]; volumeMounts?: unknown[] }[]; volumes?: unknown[] };
+    const podOf = (work: ReturnType<typeof render>) =>
+      (work.spec as { workload: { manifests: { spec: { template: { spec: Pod } } }[] } }).workload.manifests[1]!.spec.template.spec;
+    const registered = podOf(render([{ type: "KubeClient" }]));
+    expect(registered.containers[0]!.env).toEqual([
+      { name: "LOG_LEVEL", value: "4" },
+      { name: "CLUSTER_NAME", value: "c1" },
+      { name: "INSTALL_NAMESPACE", value: "open-cluster-management-agent-addon" },
+      { name: "HUB_KUBECONFIG", value: "/managed/hub-kubeconfig/kubeconfig" },
+    ]);
+    expect(registered.containers[0]!.volumeMounts).toEqual([{ name: "hub-kubeconfig", mountPath: "/managed/hub-kubeconfig" }]);
+    expect(registered.volumes).toEqual([{ name: "hub-kubeconfig", secret: { secretName: "hello-hub-kubeconfig" } }]);
+    const plain = podOf(render());
+    expect(plain.containers[0]!.env!.map((e) => e.name)).toEqual(["LOG_LEVEL", "CLUSTER_NAME", "INSTALL_NAMESPACE"]);
+    expect(plain.containers[0]!.volumeMounts).toBeUndefined();
+    expect(plain.volumes).toBeUndefined();
+  });
+
   it("orphans the added install namespace and the manifests annotated deletion-orphan", () => {
     const work = renderDeployWork({
       addon: "hello",
@@ -202,6 +229,9 @@ describe("deployment config: image mirrors, proxy and container resources", () =
     expect(ds!.spec.template.spec.containers[0].env).toEqual([
       { name: "HTTPS_PROXY", value: "http://proxy:3128" },
       { name: "NO_PROXY", value: "10.0.0.0/8" },
+      { name: "VERSION", value: "3" },
+      { name: "CLUSTER_NAME", value: "c1" },
+      { name: "INSTALL_NAMESPACE", value: "open-cluster-management-agent-addon" },
     ]);
   });
 });
