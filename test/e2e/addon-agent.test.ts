@@ -78,22 +78,14 @@ describe.each(["ws", "poll"])("add-on health and registration (wrangler dev, a r
   });
 
   it("reports Available from the add-on's Lease, delivers and removes its hub credential", async () => {
-    const template = {
-      apiVersion: "addon.open-cluster-management.io/v1alpha1",
-      kind: "AddOnTemplate",
-      metadata: { name: "obs-0.1.0" },
-      spec: {
-        addonName: "obs",
-        agentSpec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "obs", namespace: "default" } }] } },
-        registration: [{ type: "KubeClient", kubeClient: { hubPermissions: [{ type: "CurrentCluster", currentCluster: { clusterRoleName: "view" } }] } }],
-      },
-    };
-    expect((await admin(hub, "POST", `${ADDON_API}/addontemplates`, template)).status).toBe(201);
+    // An add-on with a manager of its own (no AddOnTemplate: OCM's default health check, Lease),
+    // whose agent a work of the user's deploys, and which declares a kubeClient registration in
+    // the ManagedClusterAddOn's status as OCM's add-on managers do.
     const cma = {
       apiVersion: "addon.open-cluster-management.io/v1alpha1",
       kind: "ClusterManagementAddOn",
       metadata: { name: "obs" },
-      spec: { supportedConfigs: [{ group: "addon.open-cluster-management.io", resource: "addontemplates", defaultConfig: { name: "obs-0.1.0" } }] },
+      spec: { addOnMeta: { displayName: "obs" } },
     };
     expect((await admin(hub, "POST", `${ADDON_API}/clustermanagementaddons`, cma)).status).toBe(201);
     const mca = {
@@ -103,6 +95,11 @@ describe.each(["ws", "poll"])("add-on health and registration (wrangler dev, a r
       spec: { installNamespace: "obs-ns" },
     };
     expect((await admin(hub, "POST", MCA(cluster), mca)).status).toBe(201);
+    const registrations = [
+      { signerName: "kubernetes.io/kube-apiserver-client", subject: { user: `system:open-cluster-management:cluster:${cluster}:addon:obs:agent:obs-agent` } },
+    ];
+    expect((await admin(hub, "PATCH", `${MCA(cluster, "obs")}/status`, { status: { registrations } }, "application/merge-patch+json")).status).toBe(200);
+    expect((await admin(hub, "GET", MCA(cluster, "obs"))).body.status.healthCheck).toEqual({ mode: "Lease" });
 
     // The add-on's agent as its template renders it: its namespace and a Deployment that mounts its hub kubeconfig.
     const deployment = {
@@ -160,7 +157,8 @@ describe.each(["ws", "poll"])("add-on health and registration (wrangler dev, a r
     expect(data("kubeconfig")).toContain(`server: "${hub.url}"`);
     const as = (p: string) => hubFetch(hub, "GET", p, { authorization: `Bearer ${token}` });
     expect((await as(MCA(cluster, "obs"))).status).toBe(200);
-    expect((await as(`/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks`)).status).toBe(200);
+    // Least privilege: its own ManagedClusterAddOn and nothing else (no hubPermissions declared).
+    expect((await as(`/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks`)).status).toBe(403);
     expect((await as(MC)).status).toBe(403);
     expect((await as("/apis/work.open-cluster-management.io/v1/namespaces/default/manifestworks")).status).toBe(403);
     const status = (await admin(hub, "GET", MCA(cluster, "obs"))).body.status;
