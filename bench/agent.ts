@@ -32,6 +32,7 @@ import { agentImage } from "../scripts/agent-image.ts";
 import { admin, createBootstrapToken, startHub, type Hub } from "../scripts/hub-process.ts";
 import { procStat } from "../scripts/proc.mjs";
 import { printTable } from "./table.ts";
+import { replicatedPolicy } from "./objects.ts";
 import { startSim } from "./sim-process.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -94,42 +95,6 @@ function manifestWork(cluster: string, i: number): unknown {
           data: { index: String(j), payload: `value-${i}-${j}-`.padEnd(200, "x") },
         })),
       },
-    },
-  };
-}
-
-/** A replicated Policy (`<rootns>.<rootname>`, OCM's labels) enforcing a musthave Namespace. */
-function replicatedPolicy(cluster: string, i: number): unknown {
-  const name = `policies.bench-${i}`;
-  return {
-    apiVersion: "policy.open-cluster-management.io/v1",
-    kind: "Policy",
-    metadata: {
-      name,
-      labels: {
-        "policy.open-cluster-management.io/root-policy": name,
-        "policy.open-cluster-management.io/cluster-name": cluster,
-        "policy.open-cluster-management.io/cluster-namespace": cluster,
-      },
-    },
-    spec: {
-      disabled: false,
-      remediationAction: "enforce",
-      "policy-templates": [
-        {
-          objectDefinition: {
-            apiVersion: "policy.open-cluster-management.io/v1",
-            kind: "ConfigurationPolicy",
-            metadata: { name: `bench-${i}` },
-            spec: {
-              remediationAction: "inform",
-              "object-templates": [
-                { complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: `bench-policy-${i}` } } },
-              ],
-            },
-          },
-        },
-      ],
     },
   };
 }
@@ -230,7 +195,7 @@ async function run(hub: Hub, label: string, cluster: string, works: number, poli
       const t1 = performance.now();
       const base = `/apis/policy.open-cluster-management.io/v1/namespaces/${cluster}/policies`;
       for (let i = 0; i < policies; i++) {
-        const r = await admin(hub, "POST", base, replicatedPolicy(cluster, i));
+        const r = await admin(hub, "POST", base, replicatedPolicy(cluster, i, "bench"));
         if (r.status !== 201) throw new Error(`creating policy ${i}: ${r.status} ${JSON.stringify(r.body)}`);
       }
       for (;;) {

@@ -49,6 +49,7 @@ import { procStat } from "../scripts/proc.mjs";
 import type { HeartbeatRequest, WorkStatusReport } from "../src/agent/protocol.ts";
 import type { MeterCounts } from "./meter/counts.ts";
 import { printTable } from "./table.ts";
+import { replicatedPolicy } from "./objects.ts";
 import WebSocket from "ws";
 import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, type HubMessage } from "../src/agent/channel-protocol.ts";
 
@@ -317,43 +318,6 @@ const per = (x: number, n: number): string => {
 };
 const p50 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 const sum = (r: Record<string, number>): number => Object.values(r).reduce((a, b) => a + b, 0);
-
-/** A replicated Policy (`<rootns>.<rootname>` in the cluster's namespace, OCM's labels) enforcing a musthave Namespace. */
-function replicatedPolicy(cluster: string, i: number) {
-  const name = `policies.ns-${i}`;
-  return {
-    apiVersion: "policy.open-cluster-management.io/v1",
-    kind: "Policy",
-    metadata: {
-      name,
-      labels: {
-        "policy.open-cluster-management.io/root-policy": name,
-        "policy.open-cluster-management.io/cluster-name": cluster,
-        "policy.open-cluster-management.io/cluster-namespace": cluster,
-      },
-    },
-    spec: {
-      disabled: false,
-      remediationAction: "enforce",
-      "policy-templates": [
-        {
-          objectDefinition: {
-            apiVersion: "policy.open-cluster-management.io/v1",
-            kind: "ConfigurationPolicy",
-            metadata: { name: `ns-${i}` },
-            spec: {
-              remediationAction: "inform",
-              severity: "low",
-              "object-templates": [
-                { complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: `bench-policy-${i}` } } },
-              ],
-            },
-          },
-        },
-      ],
-    },
-  };
-}
 
 /**
  * The idle cluster of the module comment: starts the agent, gives it 3 add-on deploy works and 10

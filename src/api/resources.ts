@@ -6,7 +6,7 @@
  */
 import { Hono } from "hono";
 import { alreadyExists, ApiError, badRequest, methodNotAllowed, notFound } from "../k8s/errors.ts";
-import { apiVersionOf, type KindDefinition, type VersionConversion } from "../k8s/kind.ts";
+import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { matches, parseSelector, SelectorParseError } from "../k8s/labels.ts";
 import { FieldSelectorError, matchesFields, parseFieldSelector, type FieldRequirement } from "../k8s/fields.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
@@ -157,12 +157,20 @@ function selectorOf(c: Ctx, def: KindDefinition): { filter: (obj: KubeObject) =>
   return { filter, index: labelSel ? indexRequirement(labelSel) : undefined };
 }
 
+/**
+ * A list or watch. A kind served from another kind's objects (`KindDefinition.conversion`) reads
+ * the stored kind's rows and watch log, each object converted before the selectors see it and
+ * before it is answered, as kube-apiserver serves one storage in several group versions.
+ */
 async function list(c: Ctx, t: Target): Promise<Response> {
   if (t.def.viewOf) return list(c, { ...t, def: t.def.viewOf, view: { def: t.def, visible: await viewFilter(c.env, c.var.user, t.def.viewOf) } });
-  if (t.def.conversion) return listConverted(c, t, t.def.conversion);
+  const conv = t.def.conversion;
+  const rows = conv?.storage ?? t.def;
+  const served = conv ? (o: KubeObject) => conv.fromStorage(o) : (o: KubeObject) => o;
   const { filter: requested, index } = selectorOf(c, t.def);
   const visible = t.view?.visible;
-  const filter = visible ? (o: KubeObject) => visible(o) && requested(o) : requested;
+  const selects = visible ? (o: KubeObject) => visible(o) && requested(o) : requested;
+  const filter = conv ? (o: KubeObject) => selects(served(o)) : selects;
   const namespace = t.def.namespaced ? t.namespace || undefined : "";
   const watching = queryFlag(c.req.query("watch"));
   const sendInitialEvents = c.req.query("sendInitialEvents");
@@ -178,10 +186,10 @@ async function list(c: Ctx, t: Target): Promise<Response> {
   if (watching) {
     return watchResponse(
       store(c.env),
-      t.def,
+      rows,
       namespace,
       filter,
-      (o) => shape(c, t.def, o, "watch"),
+      (o) => shape(c, t.def, served(o), "watch"),
       {
         resourceVersion,
         timeoutSeconds: c.req.query("timeoutSeconds"),
@@ -204,8 +212,8 @@ async function list(c: Ctx, t: Target): Promise<Response> {
   await awaitResourceVersion(store(c.env), asked, c.req.raw.signal);
   // As the apiserver: remainingItemCount only when no selector filters the rows.
   const selected = Boolean(c.req.query("labelSelector") || c.req.query("fieldSelector"));
-  const page = await listPage(store(c.env), t.def, namespace, { after, limit, filter, countRemaining: !selected && !visible, index });
-  const shown = page.items.map((o) => present(t.def, o));
+  const page = await listPage(store(c.env), rows, namespace, { after, limit, filter, countRemaining: !selected && !visible, index });
+  const shown = page.items.map((o) => present(t.def, served(o)));
   const listMeta = {
     resourceVersion: page.resourceVersion,
     ...(page.next ? { continue: continueToken(page.next), ...(page.remaining !== undefined ? { remainingItemCount: page.remaining } : {}) } : {}),
@@ -217,64 +225,6 @@ async function list(c: Ctx, t: Target): Promise<Response> {
   }
   if (form.kind === "metadata") return json(partialObjectMetadataList(shown, listMeta, form.version));
   return json({ apiVersion: apiVersionOf(t.view?.def ?? t.def), kind: t.def.listKind, metadata: listMeta, items: shown });
-}
-
-/**
- * A list or watch of a kind served from another kind's objects (`KindDefinition.conversion`): the
- * stored kind's rows and watch log, each object converted before the selectors see it and before
- * it is answered, as kube-apiserver serves one storage in several group versions.
- */
-async function listConverted(c: Ctx, t: Target, conv: VersionConversion): Promise<Response> {
-  const { filter: requested, index } = selectorOf(c, t.def);
-  const namespace = t.namespace || undefined;
-  const watching = queryFlag(c.req.query("watch"));
-  const sendInitialEvents = c.req.query("sendInitialEvents");
-  const resourceVersion = c.req.query("resourceVersion");
-  checkWatchListOptions({
-    watch: watching,
-    sendInitialEvents,
-    allowWatchBookmarks: queryFlag(c.req.query("allowWatchBookmarks")),
-    resourceVersionMatch: c.req.query("resourceVersionMatch"),
-    resourceVersion,
-    continue: c.req.query("continue"),
-  });
-  const filter = (o: KubeObject) => requested(conv.fromStorage(o));
-  if (watching) {
-    return watchResponse(
-      store(c.env),
-      conv.storage,
-      namespace,
-      filter,
-      (o) => shape(c, t.def, conv.fromStorage(o), "watch"),
-      {
-        resourceVersion,
-        timeoutSeconds: c.req.query("timeoutSeconds"),
-        allowWatchBookmarks: queryFlag(c.req.query("allowWatchBookmarks")),
-        sendInitialEvents: sendInitialEvents === undefined ? undefined : queryFlag(sendInitialEvents),
-        client: await clientOf(bearerToken(c) ?? ""),
-        signal: c.req.raw.signal,
-      },
-      (p) => c.executionCtx.waitUntil(p),
-    );
-  }
-  const asked = parseResourceVersion(resourceVersion);
-  const after = continueKey(c.req.query("continue"));
-  if (after && asked !== 0n) throw badRequest("specifying resource version is not allowed when using continue", "resourceVersion");
-  await awaitResourceVersion(store(c.env), asked, c.req.raw.signal);
-  const selected = Boolean(c.req.query("labelSelector") || c.req.query("fieldSelector"));
-  const page = await listPage(store(c.env), conv.storage, namespace, { after, limit: limitOf(c.req.query("limit")), filter, countRemaining: !selected, index });
-  const shown = page.items.map((o) => present(t.def, conv.fromStorage(o)));
-  const listMeta = {
-    resourceVersion: page.resourceVersion,
-    ...(page.next ? { continue: continueToken(page.next), ...(page.remaining !== undefined ? { remainingItemCount: page.remaining } : {}) } : {}),
-  };
-  const form = negotiate(c.req.header("accept"), "list");
-  if (form.kind === "table") {
-    const table = toTable(t.def, shown, page.resourceVersion, c.req.query("includeObject"), clock.now());
-    return json({ ...table, metadata: { ...table.metadata, ...listMeta } });
-  }
-  if (form.kind === "metadata") return json(partialObjectMetadataList(shown, listMeta, form.version));
-  return json({ apiVersion: apiVersionOf(t.def), kind: t.def.listKind, metadata: listMeta, items: shown });
 }
 
 /**
