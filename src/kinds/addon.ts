@@ -242,6 +242,12 @@ export const ManagedClusterAddOnKind: KindDefinition = {
     const spec = (obj.spec ??= {}) as { installNamespace?: string };
     spec.installNamespace ??= DEFAULT_INSTALL_NAMESPACE;
   },
+  validate(obj): StatusCause[] {
+    // OCM's hosted mode (the agent on another cluster than the one it manages) is not implemented.
+    const hosting = `${ADDON_GROUP}/hosting-cluster-name`;
+    if (obj.metadata.annotations?.[hosting] === undefined) return [];
+    return [fieldForbidden(`metadata.annotations[${hosting}]`, "hosted mode of add-ons is not implemented by this hub's add-on manager")];
+  },
 };
 
 /** ManagedClusterAddOn `v1beta1` (stored as v1alpha1; `installNamespace` is an annotation there). */
@@ -400,9 +406,46 @@ export const AddOnTemplateKind: KindDefinition = {
   storage: "d1",
   printerColumns: [{ name: "ADDON NAME", type: "string", jsonPath: ".spec.addonName" }],
   validate(obj): StatusCause[] {
-    return validateWorkSpec((obj.spec as { agentSpec?: Record<string, unknown> } | undefined)?.agentSpec, "spec.agentSpec");
+    const agentSpec = (obj.spec as { agentSpec?: { workload?: { manifests?: unknown[] } } } | undefined)?.agentSpec;
+    return [
+      ...validateWorkSpec(agentSpec as Record<string, unknown> | undefined, "spec.agentSpec"),
+      ...unservedManifestMarks(agentSpec?.workload?.manifests ?? []),
+    ];
   },
 };
+
+/**
+ * OCM's add-on framework marks a template's manifest as a pre-delete hook (run when the add-on
+ * is removed, not deployed) or places it in hosted mode by these annotations (and the older
+ * label); this hub's manager does neither, so a manifest carrying one is refused (422 naming it)
+ * rather than deployed as an ordinary manifest.
+ */
+const UNSERVED_MANIFEST_MARKS: { where: "annotations" | "labels"; key: string; what: string }[] = [
+  { where: "annotations", key: `${ADDON_GROUP}/addon-pre-delete`, what: "pre-delete hooks of add-ons" },
+  { where: "labels", key: "open-cluster-management.io/addon-pre-delete", what: "pre-delete hooks of add-ons" },
+  { where: "annotations", key: `${ADDON_GROUP}/hosted-manifest-location`, what: "hosted mode of add-ons" },
+  { where: "labels", key: `${ADDON_GROUP}/hosted-manifest-location`, what: "hosted mode of add-ons" },
+];
+
+function unservedManifestMarks(manifests: unknown[]): StatusCause[] {
+  const causes: StatusCause[] = [];
+  manifests.forEach((m, i) => {
+    const meta = ((m as { metadata?: { annotations?: Record<string, string>; labels?: Record<string, string> } } | null)?.metadata ?? {}) as Record<
+      string,
+      Record<string, string> | undefined
+    >;
+    for (const mark of UNSERVED_MANIFEST_MARKS) {
+      if (meta[mark.where]?.[mark.key] === undefined) continue;
+      causes.push(
+        fieldForbidden(
+          `spec.agentSpec.workload.manifests[${i}].metadata.${mark.where}[${mark.key}]`,
+          `${mark.what} are not implemented by this hub's add-on manager`,
+        ),
+      );
+    }
+  });
+  return causes;
+}
 
 /** Every add-on kind, in the order discovery lists them (v1beta1 first: the preferred version, as Kubernetes orders CRD versions). */
 export const ADDON_KINDS: KindDefinition[] = [

@@ -270,7 +270,42 @@ describe("add-on API versions", () => {
       spec: {},
     });
     expect(wrong.status).toBe(400);
-    for (const url of [`${CMA1}/bad-config`, `${TEMPLATES}/signer`, `${TEMPLATES}/empty`, `${CMA1}/wrong`]) expect((await call("GET", url)).status).toBe(404);
+    // OCM's pre-delete hooks and hosted mode are marks the manager does not act on: refused, not deployed as ordinary manifests.
+    const hook = await call("POST", TEMPLATES, {
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      kind: "AddOnTemplate",
+      metadata: { name: "hook" },
+      spec: {
+        addonName: "hook",
+        agentSpec: {
+          workload: {
+            manifests: [
+              { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "x", namespace: "default" } },
+              {
+                apiVersion: "batch/v1",
+                kind: "Job",
+                metadata: { name: "cleanup", namespace: "default", annotations: { "addon.open-cluster-management.io/addon-pre-delete": "" } },
+              },
+            ],
+          },
+        },
+      },
+    });
+    expect(hook.status).toBe(422);
+    expect(hook.body.details.causes[0]).toMatchObject({
+      reason: "FieldValueForbidden",
+      field: "spec.agentSpec.workload.manifests[1].metadata.annotations[addon.open-cluster-management.io/addon-pre-delete]",
+    });
+    const hosted = await call("POST", MCA1, {
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      kind: "ManagedClusterAddOn",
+      metadata: { name: "hosted", annotations: { "addon.open-cluster-management.io/hosting-cluster-name": "other" } },
+      spec: {},
+    });
+    expect(hosted.status).toBe(422);
+    expect(hosted.body.details.causes[0].field).toBe("metadata.annotations[addon.open-cluster-management.io/hosting-cluster-name]");
+    for (const url of [`${CMA1}/bad-config`, `${TEMPLATES}/signer`, `${TEMPLATES}/empty`, `${CMA1}/wrong`, `${TEMPLATES}/hook`, `${MCA1}/hosted`])
+      expect((await call("GET", url)).status).toBe(404);
   });
 
   it("server-side apply through v1beta1 creates and updates the stored v1alpha1 object", async () => {
