@@ -167,8 +167,8 @@ export class SchedulerObject extends DurableObject<Env> {
     await resolveTrigger(db, view, trigger);
     const writer = d1Writer(this.env, now);
     let result: RunResult;
-    // Counted for /metrics (src/metrics/recorder.ts): the run, its duration, the decisions it wrote.
-    const started = Date.now();
+    // Counted for /metrics (src/metrics/recorder.ts): the run, its duration (elapsed, milliseconds of performance.now(), not the injected clock a test may move), the decisions it wrote.
+    const started = performance.now();
     let decisions = 0;
     const save: typeof writer.save = async (def, current, next) => {
       const saved = await writer.save(def, current, next);
@@ -183,7 +183,7 @@ export class SchedulerObject extends DurableObject<Env> {
       count(COUNTED.schedulerRuns, { result: "error" });
       throw e;
     } finally {
-      observe(COUNTED.schedulingDuration, { name: "placement_scheduling" }, (Date.now() - started) / 1000);
+      observe(COUNTED.schedulingDuration, { name: "placement_scheduling" }, (performance.now() - started) / 1000);
       if (decisions > 0) count(COUNTED.decisionsWritten, {}, decisions);
       flushSoon(this.env, (p) => this.ctx.waitUntil(p), 0);
       await refreshStale(db, view);

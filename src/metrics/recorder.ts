@@ -101,8 +101,8 @@ export function flushSoon(env: Pick<Env, "METRICS">, waitUntil: (p: Promise<unkn
     waitUntil(flushMetrics(env));
     return;
   }
-  if (sending && Date.now() - sending.aliveMs < STALE_SEND_MS) return;
-  const me = { id: ++sends, aliveMs: Date.now() };
+  if (sending && performance.now() - sending.aliveMs < STALE_SEND_MS) return;
+  const me = { id: ++sends, aliveMs: performance.now() };
   sending = me;
   waitUntil(
     (async () => {
@@ -110,9 +110,9 @@ export function flushSoon(env: Pick<Env, "METRICS">, waitUntil: (p: Promise<unkn
         // Stops at a failed send: the batch waits for the next event's send.
         while (pending.size > 0) {
           await new Promise((resolve) => setTimeout(resolve, delayMs));
-          me.aliveMs = Date.now();
+          me.aliveMs = performance.now();
           if (!(await flushMetrics(env))) break;
-          me.aliveMs = Date.now();
+          me.aliveMs = performance.now();
         }
       } finally {
         if (sending?.id === me.id) sending = null;

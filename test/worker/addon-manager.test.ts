@@ -7,6 +7,7 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { call, createNamespaces, MC, MCSET, withClockAhead } from "./helpers.ts";
 import { clock } from "../../src/clock.ts";
+import { waitFor as waitUntil } from "../wait.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const A = "/apis/addon.open-cluster-management.io";
@@ -28,13 +29,9 @@ async function cluster(name: string, labels: Record<string, string>) {
   expect((await call("PATCH", `${MC}/${name}/status`, { status: { conditions: [available] } }, merge)).status).toBe(200);
 }
 
-async function waitFor(check: () => Promise<boolean>, ms = 8000) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  expect(await check()).toBe(true);
+/** Waits (shared test/wait.ts) until `check` holds; fails after 8 s. */
+async function waitFor(check: () => Promise<boolean>, ms = 8000): Promise<void> {
+  await waitUntil("the add-on manager's effect", async () => (await check()) || undefined, ms, 100);
 }
 
 /** The clusters (namespaces) holding a ManagedClusterAddOn named `name`. */
