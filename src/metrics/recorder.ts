@@ -29,7 +29,8 @@ export type BatchCell = [family: string, labels: string, values: number[]];
 /** This isolate's events not yet sent, by `family + labels`. */
 let pending = new Map<string, BatchCell>();
 /**
- * The send scheduled or in flight: its number, and when it last showed life (epoch milliseconds).
+ * The send scheduled or in flight: its number, and when it last showed life (performance.now(),
+ * milliseconds of elapsed time, not the injected clock a test may move).
  * A send whose request context ended (workerd then drops its timers and awaits, so its `finally`
  * never runs) stops showing life; after {@link STALE_SEND_MS} another one is scheduled.
  */
