@@ -178,15 +178,28 @@ function countByKind(errors: readonly ServerErrorLine[]): string {
   return `${n5} unexpected 5xx answer${n5 === 1 ? "" : "s"} and ${hung} hung-code cancellation${hung === 1 ? "" : "s"}`;
 }
 
-/** A free TCP port on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A free TCP port on 127.0.0.1, drawn at random from 20000-32767: below Linux's ephemeral range
+ * (32768-60999), which the kernel hands to outbound connections and to `listen(0)` (workerd's
+ * own ports, other tests' clients), so the port is not taken between this check and the hub's bind
+ * by those. Another process drawing the same port remains possible; `startHub` then retries.
+ *
+ * @throws Error when no free port is found in 50 draws.
+ */
+export async function freePort(): Promise<number> {
+  for (let i = 0; i < 50; i++) {
+    const port = 20000 + Math.floor(Math.random() * 12768);
+    if (await isFree(port)) return port;
+  }
+  throw new Error("no free port in 20000-32767 after 50 draws");
+}
+
+/** Whether `port` on 127.0.0.1 can be bound now (it is closed again before this resolves). */
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = createServer();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === "object" && addr ? resolve(addr.port) : reject(new Error("no port"))));
-    });
+    srv.once("error", () => resolve(false));
+    srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
   });
 }
 
@@ -254,9 +267,31 @@ async function logBarrier(hub: { url: string; caFile?: string }, output: () => s
  * @throws Error when the hub exits or does not answer within `startTimeoutMs`.
  */
 export async function startHub(opts: HubOptions = {}): Promise<Hub> {
-  const port = opts.port ?? (await freePort());
   const stateDir = opts.stateDir ?? mkdtempSync(path.join(tmpdir(), "flotilla-hub-"));
   const adminToken = opts.adminToken ?? `admin-${Math.random().toString(36).slice(2)}`;
+  for (let attempt = 1; ; attempt++) {
+    const port = opts.port ?? (await freePort());
+    try {
+      return await startHubOn(port, stateDir, adminToken, opts);
+    } catch (e) {
+      // Another process bound the port between `freePort` and wrangler's bind: draw another.
+      const lostRace = e instanceof HubExited && /Address already in use/.test(e.output);
+      if (!lostRace || opts.port !== undefined || attempt >= 3) throw e;
+    }
+  }
+}
+
+/** A hub process that exited before it answered; `output` is what it printed. */
+class HubExited extends Error {
+  constructor(
+    readonly exitCode: number,
+    readonly output: string,
+  ) {
+    super(`hub exited with ${exitCode}:\n${output}`);
+  }
+}
+
+async function startHubOn(port: number, stateDir: string, adminToken: string, opts: HubOptions): Promise<Hub> {
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), FLOTILLA_STATE_DIR: stateDir, FLOTILLA_ADMIN_TOKEN: adminToken };
   if (opts.graceMultiplier !== undefined) env.FLOTILLA_LEASE_GRACE_MULTIPLIER = String(opts.graceMultiplier);
   if (opts.leaveTimeoutSeconds !== undefined) env.FLOTILLA_LEAVE_TIMEOUT_SECONDS = String(opts.leaveTimeoutSeconds);
@@ -295,7 +330,7 @@ export async function startHub(opts: HubOptions = {}): Promise<Hub> {
   const caFile = opts.https ? path.join(stateDir, "tls", "ca.crt") : undefined;
   const deadline = Date.now() + (opts.startTimeoutMs ?? 90_000);
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`hub exited with ${child.exitCode}:\n${out}`);
+    if (child.exitCode !== null) throw new HubExited(child.exitCode, out);
     try {
       const r = await hubFetch({ url, caFile }, "GET", "/livez/ping");
       if (r.status === 200) break;
