@@ -397,7 +397,6 @@ function tokenRequest(buf: Uint8Array): Json {
   return o;
 }
 
-/** The message decoders, by `<apiVersion>/<kind>`. */
 /** metav1.MicroTime (`seconds` 1, `nanos` 2) as RFC 3339 with microseconds, or undefined for the zero time. */
 function microTime(f: Field): string | undefined {
   if (f.bytes!.length === 0) return undefined;
@@ -412,7 +411,8 @@ function microTime(f: Field): string | undefined {
 }
 
 /**
- * core/v1 Event (what client-go's event recorders send with a protobuf client): metadata 1,
+ * core/v1 Event (what client-go's event recorders send with a protobuf client; field numbers as
+ * k8s.io/api core/v1 `Event`, `EventSource`, `EventSeries`): metadata 1,
  * involvedObject 2, reason 3, message 4, source 5 (component 1, host 2), firstTimestamp 6,
  * lastTimestamp 7, count 8, type 9, eventTime 10 (MicroTime), series 11 (count 1,
  * lastObservedTime 2), action 12, related 13, reportingComponent 14, reportingInstance 15.
@@ -440,6 +440,7 @@ function coreEvent(buf: Uint8Array): Json {
   return o;
 }
 
+/** The message decoders, by `<apiVersion>/<kind>`. */
 const DECODERS: Record<string, (raw: Uint8Array) => Json> = {
   "v1/Event": coreEvent,
   "v1/Namespace": namespace,
