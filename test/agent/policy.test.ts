@@ -135,8 +135,10 @@ describe("object template comparison (OCM's mergeSpecs / deeplyEquivalent)", () 
     expect(intervalMs("10s", 5)).toBe(10_000);
     expect(intervalMs("1h30m", 5)).toBe(5_400_000);
     expect(intervalMs("never", 5)).toBe(Infinity);
-    expect(intervalMs("watch", 5)).toBe(5);
-    expect(intervalMs(undefined, 5)).toBe(5);
+    expect(intervalMs("watch", 5)).toBe("watch");
+    expect(intervalMs(undefined, 5)).toBe("watch");
+    expect(intervalMs("", 5)).toBe("watch");
+    expect(intervalMs("soon", 5)).toBe(5);
   });
 });
 

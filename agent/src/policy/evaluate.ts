@@ -12,7 +12,7 @@
  */
 import { isNotFound, describeKubeError } from "../kube.ts";
 import { fromLabelSelector, toString } from "../../../src/k8s/labels.ts";
-import type { DynamicClient, GroupVersionResource } from "../work/dynamic.ts";
+import type { DynamicClient, GroupVersionResource, ObjectRef } from "../work/dynamic.ts";
 import { NoKindMatchError, type RestMapper } from "../work/discovery.ts";
 import { isObj, type Obj } from "../work/types.ts";
 import { compareObject, type ComplianceType } from "./compare.ts";
@@ -66,10 +66,33 @@ export interface ObjectTemplateResult {
   message: string;
 }
 
+/**
+ * Told what an evaluation read, so that a change of it can be watched (OCM's dynamic watcher
+ * for `evaluationInterval: watch`): the policy controller hands the agent's watch tracker
+ * (agent/src/work/tracker.ts `LiveTracker`) through a recorder.
+ */
+export interface ReadObserver {
+  /** Before a named object is read or written. */
+  beginRead(ref: ObjectRef): void;
+  /** After: the resourceVersion the read or write returned (undefined: the object does not exist). */
+  note(ref: ObjectRef, resourceVersion: string | undefined): void;
+  /** A whole collection was listed (`namespace` "" for a cluster-scoped kind). */
+  collection(gvr: GroupVersionResource, namespace: string): void;
+}
+
 /** What the evaluator needs of the member cluster. */
 export interface EvaluationContext {
   client: DynamicClient;
   mapper: RestMapper;
+  /** Told each object and collection read, when the template is evaluated on watch. */
+  observer?: ReadObserver;
+}
+
+const NAMESPACES: GroupVersionResource = { group: "", version: "v1", resource: "namespaces" };
+
+function rvOf(obj: Obj | null | undefined): string | undefined {
+  const meta = obj && isObj(obj.metadata) ? obj.metadata : {};
+  return typeof meta.resourceVersion === "string" ? meta.resourceVersion : undefined;
 }
 
 /** One object's outcome before the messages are built. */
@@ -127,6 +150,14 @@ function labelSelectorQuery(sel: NamespaceSelector): string | undefined {
 }
 
 /**
+ * Whether a namespaceSelector selects anything at all (it has an `include` or a label selector),
+ * i.e. whether its result depends on the member cluster's namespaces.
+ */
+export function selectsNamespaces(sel: NamespaceSelector | undefined): boolean {
+  return sel !== undefined && ((sel.include ?? []).length > 0 || Boolean(sel.matchLabels) || Boolean(sel.matchExpressions));
+}
+
+/**
  * The namespaces a namespaceSelector selects on the member cluster (OCM's
  * NamespaceSelectorReconciler): none when it has neither `include` nor a label selector; else the
  * namespaces (not terminating) its labels select, kept when an `include` pattern matches (every one
@@ -134,12 +165,11 @@ function labelSelectorQuery(sel: NamespaceSelector): string | undefined {
  * @throws KubeError when the namespaces cannot be listed
  */
 export async function selectNamespaces(client: DynamicClient, sel: NamespaceSelector | undefined): Promise<string[]> {
-  if (!sel) return [];
+  if (!sel || !selectsNamespaces(sel)) return [];
   const include = sel.include ?? [];
   const exclude = sel.exclude ?? [];
   const labels = labelSelectorQuery(sel);
-  if (include.length === 0 && labels === undefined && !sel.matchLabels && !sel.matchExpressions) return [];
-  const items = await client.list({ group: "", version: "v1", resource: "namespaces" }, "", labels);
+  const items = await client.list(NAMESPACES, "", labels);
   return items
     .filter((ns) => !(isObj(ns.metadata) && ns.metadata.deletionTimestamp))
     .map((ns) => (isObj(ns.metadata) ? String(ns.metadata.name) : ""))
@@ -222,6 +252,7 @@ async function evaluateIn(
   const desired = withNamespace(def, ns);
   if (!name) {
     // An unnamed template matches any object of its kind there whose fields it has.
+    ctx.observer?.collection(gvr, ns);
     const items = await ctx.client.list(gvr, ns);
     const matching = items.filter((o) => !compareObject(desired, o, "musthave", metaCtype).mismatch);
     const names = matching.map((o) => String((o.metadata as Obj).name));
@@ -234,7 +265,10 @@ async function evaluateIn(
     if (matching.length > 0) return names.map((n) => ({ namespace: ns, name: n, compliant: true, reason: FOUND }));
     return [{ namespace: ns, name: "", compliant: false, reason: NOT_FOUND }];
   }
-  const live = await getOrNull(ctx.client, { ...gvr, namespace: ns, name });
+  const ref: ObjectRef = { ...gvr, namespace: ns, name };
+  ctx.observer?.beginRead(ref);
+  const live = await getOrNull(ctx.client, ref);
+  ctx.observer?.note(ref, rvOf(live));
   if (ctype === "mustnothave") {
     if (!live) return [{ namespace: ns, name, compliant: true, reason: MISSING_AS_EXPECTED }];
     if (!enforce) return [{ namespace: ns, name, compliant: false, reason: FOUND_UNWANTED }];
@@ -243,14 +277,27 @@ async function evaluateIn(
   }
   if (!live) {
     if (!enforce) return [{ namespace: ns, name, compliant: false, reason: NOT_FOUND }];
-    await ctx.client.create(gvr, ns, desired, POLICY_FIELD_MANAGER);
+    let created: Obj;
+    try {
+      created = await ctx.client.create(gvr, ns, desired, POLICY_FIELD_MANAGER);
+    } catch (e) {
+      // The namespace is missing: its creation is what can make this work (OCM watches it too).
+      if (ns && isNotFound(e) && ctx.observer) {
+        const nsRef: ObjectRef = { ...NAMESPACES, namespace: "", name: ns };
+        ctx.observer.beginRead(nsRef);
+        ctx.observer.note(nsRef, undefined);
+      }
+      throw e;
+    }
+    ctx.observer?.note(ref, rvOf(created));
     return [{ namespace: ns, name, compliant: true, reason: CREATED }];
   }
   const cmp = compareObject(desired, live, ctype, metaCtype);
   if (cmp.typeError) return [{ namespace: ns, name, compliant: false, reason: "K8s update template error", message: cmp.typeError }];
   if (!cmp.mismatch) return [{ namespace: ns, name, compliant: true, reason: FOUND }];
   if (!enforce) return [{ namespace: ns, name, compliant: false, reason: NO_MATCH }];
-  await ctx.client.replace({ ...gvr, namespace: ns, name }, cmp.updated, POLICY_FIELD_MANAGER);
+  const updated = await ctx.client.replace(ref, cmp.updated, POLICY_FIELD_MANAGER);
+  ctx.observer?.note(ref, rvOf(updated));
   return [{ namespace: ns, name, compliant: true, reason: UPDATED }];
 }
 

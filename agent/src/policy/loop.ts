@@ -3,9 +3,12 @@
  * `import()` by the work loop only once a delivery carries a replicated Policy, so an agent
  * without policies neither loads nor runs any of this (its idle memory budget).
  *
- * It evaluates the Policies (controller.ts) whenever a template is due (each on its own
- * `evaluationInterval`, by default the agent's status-sync interval) and at once after a new
- * delivery, and sends a Policy's compliance through the transport (the channel's `compliance`
+ * It evaluates the Policies (controller.ts) at once after a new delivery, and then each template
+ * on its own `evaluationInterval`: on `watch` (OCM's default) when a Kubernetes watch of the
+ * member cluster reports a change of what it reads (the agent's `LiveTracker`, one per loop;
+ * a burst coalesced for 100 ms), falling back to the default interval (the agent's
+ * `--status-sync-interval`) while such a watch is broken; on a duration that long after the last
+ * evaluation; on `never` not again. It sends a Policy's compliance through the transport (the channel's `compliance`
  * message, or `PUT .../policies/{policy}/status`) only when it changed. A failed report is sent
  * again after a backoff; a 404 or 409 (the Policy is gone, or was replaced) drops it.
  */
@@ -15,6 +18,7 @@ import { ConditionLog, type Logger } from "../log.ts";
 import type { AgentTransport } from "../transport/transport.ts";
 import { DynamicClient } from "../work/dynamic.ts";
 import { RestMapper } from "../work/discovery.ts";
+import { LiveTracker } from "../work/tracker.ts";
 import { PolicyController, type DeliveredPolicy } from "./controller.ts";
 
 /** Options of {@link PolicyLoop}. */
@@ -23,8 +27,13 @@ export interface PolicyLoopOptions {
   kubeConfig: KubeConfig;
   transport: Pick<AgentTransport, "reportCompliance">;
   logger: Logger;
-  /** Evaluation interval of a template that sets none (`watch` or unset), in milliseconds. */
+  /**
+   * Evaluation interval of a template whose interval is invalid, and of a `watch` (or unset) one
+   * while a watch it needs is broken (or with `watch: false`), in milliseconds.
+   */
   defaultIntervalMs: number;
+  /** Watch the member cluster for `watch` templates; default true (false: they are evaluated every default interval). */
+  watch?: boolean;
   /** Backoff of a failed report: first and largest ceiling in milliseconds, random source. */
   timing: { backoffBaseMs: number; backoffCapMs: number; random: Random };
   /** Timeout of one member-cluster request, in milliseconds; default 15 000. */
@@ -35,6 +44,7 @@ export interface PolicyLoopOptions {
 /** See the module comment. */
 export class PolicyLoop {
   private readonly controller: PolicyController;
+  private readonly tracker: LiveTracker | undefined;
   private readonly sleeper: Sleeper;
   private readonly cond: ConditionLog;
   private changed = false;
@@ -44,10 +54,25 @@ export class PolicyLoop {
   /** @param opts see {@link PolicyLoopOptions}; the loop starts at once. */
   constructor(private readonly opts: PolicyLoopOptions) {
     const client = new DynamicClient(opts.kubeConfig, opts.requestTimeoutMs ?? 15_000);
-    this.controller = new PolicyController({ client, mapper: new RestMapper(client) }, opts.defaultIntervalMs);
+    if (opts.watch !== false) {
+      const tracker = new LiveTracker(opts.kubeConfig, opts.logger, opts.signal);
+      tracker.onChange((ref) => {
+        if (this.controller.changed(ref)) this.sleeper.wake();
+      });
+      tracker.onResync((gvr, namespace) => {
+        if (this.controller.resynced(gvr, namespace)) this.sleeper.wake();
+      });
+      this.tracker = tracker;
+    }
+    this.controller = new PolicyController({ client, mapper: new RestMapper(client) }, opts.defaultIntervalMs, Date.now, this.tracker);
     this.sleeper = new Sleeper(opts.signal);
     this.cond = new ConditionLog(opts.logger, "policy compliance reports succeed again");
     this.done = this.run();
+  }
+
+  /** The number of member-cluster watches open for `watch` templates (for tests and logs). */
+  get watches(): number {
+    return this.tracker?.watches ?? 0;
   }
 
   /** A new delivery: the cluster's whole list of replicated Policies, evaluated at once. */
@@ -105,7 +130,9 @@ export class PolicyLoop {
       }
       if (this.changed) continue;
       if (failed) {
-        await this.sleeper.sleep(backoff.next());
+        // A watched change does not cut the backoff short (only a new delivery does).
+        const until = Date.now() + backoff.next();
+        while (!signal.aborted && !this.changed && Date.now() < until) await this.sleeper.sleep(until - Date.now());
         continue;
       }
       backoff.reset();

@@ -13,6 +13,12 @@
  * runs and no event for it arrived since the agent's own read. Whenever a watch breaks, every
  * object of its collection counts as changed until it runs again, so the controller reads them
  * as it did before (drift is repaired at worst one pass later than an event would tell).
+ *
+ * A collection can also be watched whole ({@link LiveTracker.watchCollection}): every event of any
+ * object in it is reported, as the policy controller needs for a ConfigurationPolicy object
+ * template without a name and for a namespaceSelector (OCM's config-policy-controller watches the
+ * same through its dynamic watcher). {@link LiveTracker.onResync} tells when a collection's watch
+ * (re)started from a fresh list, i.e. when events may have been missed.
  */
 import { Sleeper } from "../backoff.ts";
 import { describeKubeError, KubeError, type KubeConfig } from "../kube.ts";
@@ -33,6 +39,8 @@ interface Collection {
   tracked: Map<string, string | undefined>;
   /** Names an event reported a change of since the agent's last read. */
   dirty: Set<string>;
+  /** Watched whole: every object's events are reported, tracked or not. */
+  whole: boolean;
   /** Whether the watch is running from a known resourceVersion. */
   synced: boolean;
   /** The last resourceVersion the watch delivered (events and bookmarks). */
@@ -54,6 +62,7 @@ function keyOf(gvr: GroupVersionResource, namespace: string): string {
 export class LiveTracker {
   private readonly collections = new Map<string, Collection>();
   private listener: ((ref: ObjectRef) => void) | undefined;
+  private resyncListener: ((gvr: GroupVersionResource, namespace: string) => void) | undefined;
 
   /**
    * @param kc the member cluster's transport.
@@ -68,9 +77,37 @@ export class LiveTracker {
     private readonly random: () => number = Math.random,
   ) {}
 
-  /** Calls `listener` with each tracked object an event reports changed (after it is marked changed). */
+  /**
+   * Calls `listener` with each tracked object an event reports changed (after it is marked
+   * changed), and with each object of a collection watched whole that an event concerns.
+   */
   onChange(listener: (ref: ObjectRef) => void): void {
     this.listener = listener;
+  }
+
+  /**
+   * Calls `listener` each time a collection's watch starts from a fresh list (its first start,
+   * after a `410 Expired`, after a failure): changes made before it may not have been reported.
+   */
+  onResync(listener: (gvr: GroupVersionResource, namespace: string) => void): void {
+    this.resyncListener = listener;
+  }
+
+  /**
+   * Watches the whole collection (`namespace` "" for every namespace or a cluster-scoped kind):
+   * every ADDED, MODIFIED or DELETED event of any of its objects goes to the {@link onChange}
+   * listener. Kept until a {@link retain} call leaves it out.
+   */
+  watchCollection(gvr: GroupVersionResource, namespace: string): void {
+    this.collection(gvr, namespace).whole = true;
+  }
+
+  /**
+   * Whether the collection's watch runs from a known resourceVersion (false while it is being
+   * (re)started or after a failure, and for a collection not watched).
+   */
+  synced(gvr: GroupVersionResource, namespace: string): boolean {
+    return this.collections.get(keyOf(gvr, namespace))?.synced === true;
   }
 
   /** Whether the collection's watch runs and nothing happened to `ref` since the agent's last read or write. */
@@ -98,10 +135,11 @@ export class LiveTracker {
   }
 
   /**
-   * Stops tracking every object not in `keep` and ends the watches of collections left without
-   * objects.
+   * Stops tracking every object not in `keep`, stops watching whole the collections not in
+   * `collections`, and ends the watches of collections left with neither.
    */
-  retain(keep: readonly ObjectRef[]): void {
+  retain(keep: readonly ObjectRef[], collections: readonly (GroupVersionResource & { namespace: string })[] = []): void {
+    const whole = new Set(collections.map((c) => keyOf(c, c.namespace)));
     const wanted = new Map<string, Set<string>>();
     for (const r of keep) {
       const k = keyOf(r, r.namespace);
@@ -116,7 +154,8 @@ export class LiveTracker {
         c.tracked.delete(n);
         c.dirty.delete(n);
       }
-      if (c.tracked.size === 0) {
+      c.whole = whole.has(k);
+      if (c.tracked.size === 0 && !c.whole) {
         c.abort.abort();
         this.collections.delete(k);
       }
@@ -144,6 +183,7 @@ export class LiveTracker {
       namespace,
       tracked: new Map(),
       dirty: new Set(),
+      whole: false,
       synced: false,
       rv: undefined,
       abort,
@@ -165,6 +205,8 @@ export class LiveTracker {
     const sleeper = new Sleeper(signal);
     let failures = 0;
     let logged = false;
+    /** The watch starts from a fresh list (not resumed): the resync listener is told once it runs. */
+    let fresh = false;
     while (!signal.aborted) {
       try {
         if (c.rv === undefined) {
@@ -174,8 +216,11 @@ export class LiveTracker {
           // Reads made before this version may have missed changes: read everything once more.
           this.lost(c);
           c.rv = meta.resourceVersion;
+          fresh = true;
         }
         c.synced = true;
+        if (fresh) this.resyncListener?.(c.gvr, c.namespace);
+        fresh = false;
         let expired = false;
         const timeoutSeconds = Math.round(WATCH_TIMEOUT_SECONDS * (1 + 0.5 * this.random()));
         await this.kc.watch(
@@ -193,11 +238,15 @@ export class LiveTracker {
             if (typeof meta.resourceVersion === "string") c.rv = meta.resourceVersion;
             if (ev.type === "BOOKMARK" || typeof meta.name !== "string") return;
             const known = c.tracked.get(meta.name);
-            if (!c.tracked.has(meta.name)) return;
+            const ref = { ...c.gvr, namespace: c.namespace, name: meta.name };
+            if (!c.tracked.has(meta.name)) {
+              if (c.whole) this.listener?.(ref);
+              return;
+            }
             // Our own write's event carries the version the write returned: nothing new.
             if (ev.type === "DELETED" || known !== meta.resourceVersion) {
               c.dirty.add(meta.name);
-              this.listener?.({ ...c.gvr, namespace: c.namespace, name: meta.name });
+              this.listener?.(ref);
             }
           },
         );
