@@ -207,6 +207,27 @@ describe("evaluationInterval watch (OCM's dynamic watcher) in the policy loop", 
     );
   });
 
+  it("enforce into a namespace that does not exist yet: created as soon as the namespace is", async () => {
+    const { kc, client } = await sim();
+    const { loop: l, reports } = loop(kc);
+    l.setPolicies([
+      policy("default.later", {
+        remediationAction: "enforce",
+        "object-templates": [
+          {
+            complianceType: "musthave",
+            objectDefinition: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg", namespace: "later" }, data: { a: "1" } },
+          },
+        ],
+      }),
+    ]);
+    await waitFor("NonCompliant", async () => message(reports.at(-1)).startsWith("NonCompliant;"));
+    await waitFor("the watches running", async () => l.watches === 2, 10_000, 50);
+    await client.create(NS, "", { apiVersion: "v1", kind: "Namespace", metadata: { name: "later" } }, "test");
+    await waitFor("the ConfigMap created", async () => (await getOrNull(client, { ...CM, namespace: "later", name: "cfg" })) !== null, 20_000, 50);
+    await waitFor("Compliant", async () => message(reports.at(-1)).startsWith("Compliant;"), 20_000, 50);
+  });
+
   it("durations open no watch; a broken watch falls back to the default interval", async () => {
     const { kc, client, yaml } = await sim();
     await client.create(NS, "", { apiVersion: "v1", kind: "Namespace", metadata: { name: "kept" } }, "test");

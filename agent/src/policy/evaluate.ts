@@ -281,8 +281,9 @@ async function evaluateIn(
     try {
       created = await ctx.client.create(gvr, ns, desired, POLICY_FIELD_MANAGER);
     } catch (e) {
-      // The namespace is missing: its creation is what can make this work (OCM watches it too).
-      if (ns && isNotFound(e) && ctx.observer) {
+      // The namespace may be missing or terminating: a change of it is what can make this work
+      // (OCM watches it too).
+      if (ns && ctx.observer) {
         const nsRef: ObjectRef = { ...NAMESPACES, namespace: "", name: ns };
         ctx.observer.beginRead(nsRef);
         ctx.observer.note(nsRef, undefined);
