@@ -340,7 +340,7 @@ export class PolicyController {
         const watch = every === "watch";
         const pending = watch && inFlight.changed;
         const dueMs = pending ? this.now() + WATCH_DEBOUNCE_MS : every === Infinity ? Infinity : this.now() + (watch ? this.defaultIntervalMs : every);
-        const next = { key, watch, pending, dueMs, reads, selected: selectsNamespaces(selector) ? result.selected : undefined, selectionStale: false };
+        const next = { key, watch, pending, dueMs, reads, selected: selectsNamespaces(selector) ? (result.selected ?? []) : undefined, selectionStale: false };
         if (held && held.compliant === compliant && held.message === message) {
           Object.assign(held, next);
           continue;
