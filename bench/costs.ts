@@ -31,8 +31,8 @@
  *   BENCH_IDLE_ONLY=1          only the idle cluster, on a hub with nothing else
  *
  * Last, the idle cluster (issue 32, "cost stays with change"): a real agent process (the bundled
- * `flotilla-agent --simulate`, ws transport, `--status-sync-interval` 10 s: its works synced and
- * its policies evaluated every 10 s) with 3 add-ons (OCM's deploy works
+ * `flotilla-agent --simulate`, ws transport, `--status-sync-interval` 10 s: its works synced every
+ * 10 s, its policies on `evaluationInterval: watch`, OCM's default, evaluated when a watched object changes) with 3 add-ons (OCM's deploy works
  * `addon-<name>-deploy-0`; the fleet's replica set, whose placement picks every cluster, adds a
  * fourth work) and 10 Policies it enforces and finds compliant (a musthave Namespace each), measured once everything is applied and compliant: what it costs per lease while nothing
  * changes (its pings are auto-answered, and no compliance or status travels).
