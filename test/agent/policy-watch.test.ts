@@ -91,12 +91,11 @@ describe("evaluationInterval watch (OCM's dynamic watcher) in the policy loop", 
     const { kc, client } = await sim();
     const { loop: l, reports } = loop(kc);
     // No evaluationInterval: OCM's default is watch.
-    l.setPolicies([
-      policy("default.ns-prod", {
-        remediationAction: "enforce",
-        "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: "prod" } } }],
-      }),
-    ]);
+    const watched = policy("default.ns-prod", {
+      remediationAction: "enforce",
+      "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: "prod" } } }],
+    });
+    l.setPolicies([watched]);
     await waitFor("the namespace created", async () => message(reports[0]) === "Compliant; notification - namespaces [prod] was created successfully");
     // Once the watch runs, the evaluation it asks for finds the namespace as specified.
     await waitFor("the watch running and the namespace found", async () => l.watches === 1 && message(reports.at(-1)).includes("found as specified"));
@@ -117,6 +116,20 @@ describe("evaluationInterval watch (OCM's dynamic watcher) in the policy loop", 
       50,
     );
     expect(reports.slice(before).every((r) => r.policy === "default.ns-prod")).toBe(true);
+
+    // Changed to durations: its watch ends; back to watch: it starts again.
+    const durations = {
+      ...policy("default.ns-prod", {
+        remediationAction: "enforce",
+        evaluationInterval: { compliant: "1h", noncompliant: "1h" },
+        "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: "prod" } } }],
+      }),
+      metadata: watched.metadata,
+    };
+    l.setPolicies([durations]);
+    await waitFor("the watch closed for durations", async () => l.watches === 0, 10_000, 50);
+    l.setPolicies([watched]);
+    await waitFor("the watch open again", async () => l.watches === 1, 10_000, 50);
 
     // The Policy removed: its watch ends.
     l.setPolicies([]);
