@@ -7,7 +7,8 @@
  *
  * - Worker requests; Durable Object requests (RPC calls, alarm invocations, and WebSocket
  *   messages delivered to an object, billed at 20:1), object wakes (constructions) and SQLite rows
- *   written (table rows, index entries and `setAlarm`), per class: cluster, scheduler, replica set;
+ *   written (table rows, index entries and `setAlarm`), per class: cluster, scheduler, replica set,
+ *   metrics;
  * - D1 calls (a batch is one), D1 rows read and rows written (`meta` of each result, as D1 bills);
  * - the CPU time of the local workerd processes (the Worker, the objects and the local D1
  *   together, from /proc), and the latency of the operation's own request (p50).
@@ -32,9 +33,12 @@
  *
  * Last, the idle cluster (issue 32, "cost stays with change"): a real agent process (the bundled
  * `flotilla-agent --simulate`, ws transport, `--status-sync-interval` 10 s: its works synced every
- * 10 s, its policies on `evaluationInterval: watch`, OCM's default, evaluated when a watched object changes) with 3 add-ons (OCM's deploy works
+ * 10 s, its policies on `evaluationInterval: watch`, OCM's default, evaluated when a watched
+ * object changes) with 3 template add-ons installed by hand (AddOnTemplate, ClusterManagementAddOn
+ * and ManagedClusterAddOn each: the hub's add-on manager renders OCM's deploy works
  * `addon-<name>-deploy-0`; the fleet's replica set, whose placement picks every cluster, adds a
- * fourth work) and 10 Policies it enforces and finds compliant (a musthave Namespace each), measured once everything is applied and compliant: what it costs per lease while nothing
+ * fourth work) and 10 Policies it enforces and finds compliant (a musthave Namespace each),
+ * measured once everything is applied and compliant: what it costs per lease while nothing
  * changes (its pings are auto-answered, and no compliance or status travels).
  */
 import { spawn } from "node:child_process";
@@ -49,7 +53,7 @@ import { procStat } from "../scripts/proc.mjs";
 import type { HeartbeatRequest, WorkStatusReport } from "../src/agent/protocol.ts";
 import type { MeterCounts } from "./meter/counts.ts";
 import { printTable } from "./table.ts";
-import { replicatedPolicy } from "./objects.ts";
+import { addOnPath, manualAddOn, replicatedPolicy, templateAddOn } from "./objects.ts";
 import WebSocket from "ws";
 import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, type HubMessage } from "../src/agent/channel-protocol.ts";
 
@@ -322,7 +326,8 @@ const sum = (r: Record<string, number>): number => Object.values(r).reduce((a, b
 /**
  * The idle cluster of the module comment: starts the agent, gives it 3 add-on deploy works and 10
  * enforced Policies, waits until the works are applied and every Policy's newest compliance event
- * says `found as specified` (after `was created successfully`), then measures
+ * says the namespace `was created successfully` or is `found as specified` (a `watch` policy is
+ * evaluated again only when what it reads changes), then measures
  * {@link IDLE_LEASES} leases of nothing happening. One sample per lease.
  */
 async function idleClusterWithPolicies(hub: Hub): Promise<Measured> {
@@ -362,24 +367,9 @@ async function idleClusterWithPolicies(hub: Hub): Promise<Measured> {
     await until("the idle agent to register", async () => (await admin(hub, "GET", `${MC}/${cluster}`)).status === 200);
     await adminOk(hub, "PATCH", `${MC}/${cluster}`, { spec: { leaseDurationSeconds: IDLE_LEASE } }, "lease", MERGE);
     for (const name of ADDONS) {
-      const work = {
-        apiVersion: "work.open-cluster-management.io/v1",
-        kind: "ManifestWork",
-        metadata: {
-          name: `addon-${name}-deploy-0`,
-          labels: { "open-cluster-management.io/addon-name": name },
-          annotations: { "addon.flotilla.dev/install-namespace": `${name}-agent`, "addon.flotilla.dev/health-check-mode": "None" },
-        },
-        spec: {
-          workload: {
-            manifests: [
-              { apiVersion: "v1", kind: "Namespace", metadata: { name: `${name}-agent` } },
-              { apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${name}-config`, namespace: `${name}-agent` }, data: { addon: name } },
-            ],
-          },
-        },
-      };
-      await adminOk(hub, "POST", MW(cluster), work, `add-on ${name}`);
+      for (const [what, obj] of Object.entries(templateAddOn(name))) await adminOk(hub, "POST", addOnPath(obj), obj, `add-on ${name}: ${what}`);
+      const mca = manualAddOn(cluster, name);
+      await adminOk(hub, "POST", addOnPath(mca), mca, `add-on ${name}: ManagedClusterAddOn`);
     }
     for (let i = 0; i < POLICY_COUNT; i++)
       await adminOk(hub, "POST", `/apis/policy.open-cluster-management.io/v1/namespaces/${cluster}/policies`, replicatedPolicy(cluster, i), `policy ${i}`);
@@ -391,7 +381,7 @@ async function idleClusterWithPolicies(hub: Hub): Promise<Measured> {
       ).items;
       return items.length === ADDONS.length && items.every((w) => w.status?.conditions?.some((c) => c.type === "Applied" && c.status === "True"));
     });
-    await until("every policy compliant, found as specified", async () => {
+    await until("every policy compliant, its namespace created or found", async () => {
       const items = (
         (await admin(hub, "GET", `/apis/policy.open-cluster-management.io/v1/namespaces/${cluster}/policies`)).body as {
           items: { status?: { compliant?: string; details?: { history?: { message?: string }[] }[] } }[];
@@ -399,7 +389,9 @@ async function idleClusterWithPolicies(hub: Hub): Promise<Measured> {
       ).items;
       return (
         items.length === POLICY_COUNT &&
-        items.every((p) => p.status?.compliant === "Compliant" && p.status.details?.[0]?.history?.[0]?.message?.includes("found as specified"))
+        items.every(
+          (p) => p.status?.compliant === "Compliant" && /found as specified|was created successfully/.test(p.status.details?.[0]?.history?.[0]?.message ?? ""),
+        )
       );
     });
     const label = `idle cluster, ${ADDONS.length} add-ons and ${POLICY_COUNT} compliant policies (per lease of ${IDLE_LEASE} s; agent process, ws)`;
@@ -666,7 +658,7 @@ async function main(): Promise<void> {
       ],
       rows,
     );
-    const cls = ["cluster", "scheduler", "replicaset"] as const;
+    const cls = ["cluster", "scheduler", "replicaset", "metrics"] as const;
     printTable(
       "Durable Object requests (RPC + alarms), rows written and RPC round trip, per class; D1 round trip; the hub's own headers for agent calls (cluster object's count)",
       [

@@ -3,8 +3,8 @@
  * (bench/costs.ts). Types only: no Worker or Node API.
  */
 
-/** The three Durable Object classes, as the meter names them. */
-export type ObjectClass = "cluster" | "scheduler" | "replicaset";
+/** The four Durable Object classes, as the meter names them. */
+export type ObjectClass = "cluster" | "scheduler" | "replicaset" | "metrics";
 
 /** Counts of billed units since the last reset (`GET /__meter`). */
 export interface MeterCounts {

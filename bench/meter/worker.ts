@@ -1,14 +1,14 @@
 /**
- * The metered hub of `npm run bench:costs` (bench/costs.ts): the hub Worker and its three Durable
+ * The metered hub of `npm run bench:costs` (bench/costs.ts): the hub Worker and its four Durable
  * Object classes exactly as src/index.ts exports them, with every billed unit counted on the way
  * in and out, so that the benchmark can read what one operation cost in total (the Worker, the
  * cluster's object, the scheduler and replica set objects, their alarms, and D1).
  *
  * What is counted, and how:
  * - Worker requests: each HTTP request but the meter's own (`/__meter`) and `npm start`'s
- *   liveness probes (`/livez`).
- * - Durable Object requests: each RPC method call on a stub of `CLUSTERS`, `SCHEDULER` or
- *   `REPLICASETS` (each one is its own RPC session, billed as one request), and each alarm
+ *   liveness probes (`/livez/ping`).
+ * - Durable Object requests: each RPC method call on a stub of `CLUSTERS`, `SCHEDULER`,
+ *   `REPLICASETS` or `METRICS` (each one is its own RPC session, billed as one request), and each alarm
  *   invocation, per class.
  * - Durable Object wakes: each construction of an object (a first load, or after an eviction),
  *   and WebSocket messages delivered to the cluster object (`webSocketMessage`, billed as requests
@@ -27,11 +27,16 @@
  * meter sees them all. `GET /__meter` answers the counts; `POST /__meter` sets them to zero.
  * Started with `wrangler dev --config bench/meter/wrangler.toml` (the hub's settings, this entry).
  */
-import hub, { ClusterObject as HubClusterObject, ReplicaSetObject as HubReplicaSetObject, SchedulerObject as HubSchedulerObject } from "../../src/index.ts";
+import hub, {
+  ClusterObject as HubClusterObject,
+  MetricsObject as HubMetricsObject,
+  ReplicaSetObject as HubReplicaSetObject,
+  SchedulerObject as HubSchedulerObject,
+} from "../../src/index.ts";
 import type { Env } from "../../src/env.ts";
 import type { MeterCounts, ObjectClass } from "./counts.ts";
 
-const perClass = (): Record<ObjectClass, number> => ({ cluster: 0, scheduler: 0, replicaset: 0 });
+const perClass = (): Record<ObjectClass, number> => ({ cluster: 0, scheduler: 0, replicaset: 0, metrics: 0 });
 const zero = (): MeterCounts => ({
   workerRequests: 0,
   doRequests: perClass(),
@@ -168,6 +173,7 @@ function metered(env: Env): Env {
       CLUSTERS: meteredNamespace(env.CLUSTERS, "cluster"),
       SCHEDULER: meteredNamespace(env.SCHEDULER, "scheduler"),
       REPLICASETS: meteredNamespace(env.REPLICASETS, "replicaset"),
+      ...(env.METRICS ? { METRICS: meteredNamespace(env.METRICS, "metrics") } : {}),
     };
     meteredEnvs.set(env, m);
   }
@@ -235,6 +241,15 @@ export class SchedulerObject extends HubSchedulerObject {
   }
 }
 
+/** The metrics' Durable Object (the counters `/metrics` serves), metered. */
+export class MetricsObject extends HubMetricsObject {
+  constructor(ctx: DurableObjectState, env: Env) {
+    meterStorage(ctx, "metrics");
+    meter.doWakes.metrics += 1;
+    super(ctx, metered(env));
+  }
+}
+
 /** A replica set's Durable Object, metered. */
 export class ReplicaSetObject extends HubReplicaSetObject {
   constructor(ctx: DurableObjectState, env: Env) {
@@ -256,8 +271,8 @@ export default {
       if (req.method === "POST") meter = zero();
       return Response.json(meter);
     }
-    // `npm start` probes /livez every 2 s: not part of any operation.
-    if (url.pathname !== "/livez") meter.workerRequests += 1;
+    // `npm start`'s supervisor probes /livez/ping every 2 s (scripts/start.mjs): not part of any operation.
+    if (url.pathname !== "/livez/ping") meter.workerRequests += 1;
     return hub.fetch(req, metered(env), ctx);
   },
 } satisfies ExportedHandler<Env>;
