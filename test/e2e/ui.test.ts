@@ -3,7 +3,7 @@
  * driven by playwright-core, on `wrangler dev` with agents on simulated member clusters. In one
  * page, never reloaded after sign-in: sign in with the admin token from the keyboard; the fleet
  * lists the three joined clusters Available, each with its lease age (read for the rows on screen
- * after the first paint); a SIGSTOPped agent turns Unknown on the open page
+ * after the first paint); a SIGSTOPped agent turns Unknown on the open page, its lease late,
  * (lease 1 s, grace 5 x) and Available again once resumed; a fourth agent's registration appears
  * Pending and is accepted from the page; a taint added from the page keeps that cluster out of a
  * Placement, whose page says why; a progressive ManifestWorkReplicaSet's progress advances on its
@@ -125,6 +125,9 @@ describe("the dashboard in Chromium (wrangler dev + agents on simulated clusters
     agents.get("c3")!.child.kill("SIGSTOP");
     try {
       await stateOnPage("c3", "Unknown").waitFor({ timeout: ON_PAGE_MS });
+      // Its lease, read again as its row changed, is past the grace (5 x 1 s); the others' are not.
+      await page.locator('td[data-lease="c3"][data-late="true"]').waitFor({ timeout: ON_PAGE_MS });
+      expect(await page.locator('td[data-lease="c1"]').getAttribute("data-late")).toBeNull();
       await shoot("fleet-unknown");
     } finally {
       agents.get("c3")!.child.kill("SIGCONT");
@@ -288,6 +291,7 @@ describe("the dashboard in Chromium (wrangler dev + agents on simulated clusters
     await phone.locator("#token").fill(hub.adminToken);
     await phone.getByRole("button", { name: "Sign in" }).click();
     await phone.locator('tr[data-cluster="c4"] [data-state="Available"]').waitFor({ timeout: ON_PAGE_MS });
+    await expect.poll(() => phone.locator('td[data-lease="c4"]').textContent(), { timeout: ON_PAGE_MS }).toMatch(/^\d+s$/);
     // The dark theme follows the system's preference: the page's background is dark.
     const bg = await phone.evaluate("getComputedStyle(document.body).backgroundColor");
     expect(bg).toBe("rgb(17, 22, 28)");

@@ -92,19 +92,22 @@ describe("a cluster's lease age", () => {
     spec: { holderIdentity: "managed-cluster-lease", renewTime, leaseDurationSeconds },
   });
 
-  it("is the time since the served renewTime (MicroTime), late from 5 x the lease's duration on", () => {
-    const lease = leaseInfo(served("2026-11-26T12:00:00.250000Z", 10))!;
-    expect(lease).toEqual({ renewMs: Date.parse("2026-11-26T12:00:00.250Z"), renewTime: "2026-11-26T12:00:00.250000Z", durationSeconds: 10 });
-    const at = (s: number) => lease.renewMs + s * 1000;
+  it("is the time since the served renewTime (MicroTime); late when it was past 5 x the lease's duration at the read", () => {
+    const renewMs = Date.parse("2026-11-26T12:00:00.250Z");
+    const at = (s: number) => renewMs + s * 1000;
+    const lease = leaseInfo(served("2026-11-26T12:00:00.250000Z", 10), at(3))!;
+    expect(lease).toEqual({ renewMs, renewTime: "2026-11-26T12:00:00.250000Z", durationSeconds: 10, readMs: at(3) });
     expect(leaseAgeSeconds(lease, at(42))).toBe(42);
     expect(leaseAgeSeconds(lease, at(-1))).toBe(0);
-    expect(leaseLate(lease, at(49.9))).toBe(false);
-    expect(leaseLate(lease, at(50))).toBe(true);
+    // Read 3 s after the renewal: not late, however long ago that read was (a renewal since shows at the next read).
+    expect(leaseLate(lease)).toBe(false);
+    expect(leaseLate(leaseInfo(served("2026-11-26T12:00:00.250000Z", 10), at(49.9))!)).toBe(false);
+    expect(leaseLate(leaseInfo(served("2026-11-26T12:00:00.250000Z", 10), at(50))!)).toBe(true);
   });
 
   it("has no age without a renewTime, and counts OCM's default duration (60 s) when none is served", () => {
-    expect(leaseInfo(served(undefined))).toBeNull();
-    expect(leaseInfo(served("soon"))).toBeNull();
-    expect(leaseInfo(served("2026-11-26T12:00:00.000000Z"))!.durationSeconds).toBe(60);
+    expect(leaseInfo(served(undefined), 0)).toBeNull();
+    expect(leaseInfo(served("soon"), 0)).toBeNull();
+    expect(leaseInfo(served("2026-11-26T12:00:00.000000Z"), 0)!.durationSeconds).toBe(60);
   });
 });

@@ -184,7 +184,7 @@ export function ClusterView({ api, name }: { api: Api; name: string }) {
   const { obj: mc, error } = useLiveObject(api, MC_PATH, name);
   const nowMs = useNow(5000);
   const [notice, setNotice] = useState("");
-  const lease = useLease(api, name);
+  const lease = useLease(api, name, mc?.metadata.resourceVersion);
   if (error) return <ErrorNote error={error} what={`Cluster ${name}`} />;
   if (!mc) return <p class="muted">Loading cluster {name}…</p>;
   const state = clusterState(mc);
@@ -243,7 +243,7 @@ export function ClusterView({ api, name }: { api: Api; name: string }) {
         <dt>Available since</dt>
         <dd>{avail?.lastTransitionTime ? `${age(since(avail.lastTransitionTime, nowMs))} (${avail.lastTransitionTime})` : "—"}</dd>
         <dt>Lease renewed</dt>
-        <dd data-lease-renewed={lease ? lease.renewTime : undefined} class={lease && leaseLate(lease, nowMs) ? "late" : undefined}>
+        <dd data-lease-renewed={lease ? lease.renewTime : undefined} class={lease && leaseLate(lease) ? "late" : undefined}>
           {lease === undefined
             ? "…"
             : lease === null

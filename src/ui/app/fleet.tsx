@@ -107,7 +107,7 @@ function LeaseCell({ name, lease, nowMs }: { name: string; lease: LeaseInfo | nu
       </td>
     );
   if (lease === null) return <td data-lease={name}>—</td>;
-  const late = leaseLate(lease, nowMs);
+  const late = leaseLate(lease);
   return (
     <td data-lease={name} data-late={late ? "true" : undefined} class={late ? "late" : undefined} title={`renewed ${lease.renewTime}`}>
       {age(leaseAgeSeconds(lease, nowMs))}
@@ -161,7 +161,10 @@ export function Fleet({ api }: { api: Api }) {
     return found && !items.some((m) => m.metadata.name === found.metadata.name) ? [found, ...items] : items;
   }, [list.items, search, found]);
   const onScreen = useRowsOnScreen(body, shown);
-  const leases = useLeases(api, onScreen);
+  const leases = useLeases(
+    api,
+    onScreen.map((name) => ({ name, version: shown.find((mc) => mc.metadata.name === name)?.metadata.resourceVersion })),
+  );
 
   // A search that matches nothing loaded looks the exact name up (one GET), without listing more.
   useEffect(() => {

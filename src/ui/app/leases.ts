@@ -21,38 +21,48 @@ const LEASE_READS_AT_ONCE = 4;
  */
 async function readLease(api: Api, cluster: string, signal: AbortSignal): Promise<LeaseInfo | null> {
   try {
-    return leaseInfo(await api.get(leasePath(cluster), signal));
+    return leaseInfo(await api.get(leasePath(cluster), signal), Date.now());
   } catch (e) {
     if (e instanceof ApiFailure && (e.status === 404 || e.status === 403)) return null;
     throw e;
   }
 }
 
+/** A cluster on screen whose lease to show: its name, and its ManagedCluster's resourceVersion. */
+export interface LeaseRow {
+  name: string;
+  version?: string;
+}
+
 /**
- * The leases of `clusters` (the fleet's rows on screen), by cluster name: a {@link LeaseInfo},
- * null when the cluster has none (or it may not be read), absent until first read. Each is read
- * when it comes on screen, and every {@link LEASE_REFRESH_MS} while it stays there, at most
+ * The leases of `rows` (the fleet's rows on screen), by cluster name: a {@link LeaseInfo}, null
+ * when the cluster has none (or it may not be read), absent until first read. Each is read when
+ * it comes on screen or its ManagedCluster changes (a new `version`: e.g. it turned Unknown as its
+ * lease expired), and every {@link LEASE_REFRESH_MS} while it stays there, at most
  * {@link LEASE_READS_AT_ONCE} reads at a time; a read that fails keeps what was shown.
  */
-export function useLeases(api: Api, clusters: readonly string[]): ReadonlyMap<string, LeaseInfo | null> {
+export function useLeases(api: Api, rows: readonly LeaseRow[]): ReadonlyMap<string, LeaseInfo | null> {
   const [leases, setLeases] = useState<ReadonlyMap<string, LeaseInfo | null>>(new Map());
-  const readAt = useRef(new Map<string, number>());
-  const key = [...clusters].sort().join("\n");
+  const read = useRef(new Map<string, { atMs: number; version?: string }>());
+  const key = JSON.stringify([...rows].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map((r) => [r.name, r.version ?? ""]));
   useEffect(() => {
-    if (!key) return;
-    const names = key.split("\n");
+    const shown = JSON.parse(key) as [string, string][];
+    if (shown.length === 0) return;
     const ac = new AbortController();
     const load = async (all: boolean) => {
       const now = Date.now();
-      const due = names.filter((n) => all || now - (readAt.current.get(n) ?? -Infinity) >= LEASE_REFRESH_MS);
+      const due = shown.filter(([name, version]) => {
+        const last = read.current.get(name);
+        return all || !last || last.version !== version || now - last.atMs >= LEASE_REFRESH_MS;
+      });
       const got = new Map<string, LeaseInfo | null>();
       let next = 0;
       const worker = async () => {
         for (let i = next++; i < due.length && !ac.signal.aborted; i = next++) {
-          const name = due[i]!;
+          const [name, version] = due[i]!;
           try {
             got.set(name, await readLease(api, name, ac.signal));
-            readAt.current.set(name, Date.now());
+            read.current.set(name, { atMs: Date.now(), version });
           } catch {
             // Kept as shown; read again at the next refresh.
           }
@@ -71,8 +81,11 @@ export function useLeases(api: Api, clusters: readonly string[]): ReadonlyMap<st
   return leases;
 }
 
-/** Cluster `cluster`'s lease for the cluster view: read at once and every {@link LEASE_REFRESH_MS}; undefined until read. */
-export function useLease(api: Api, cluster: string): LeaseInfo | null | undefined {
-  const leases = useLeases(api, [cluster]);
-  return leases.get(cluster);
+/**
+ * Cluster `cluster`'s lease for the cluster view (`version`: its ManagedCluster's
+ * resourceVersion): read at once, when the cluster changes and every {@link LEASE_REFRESH_MS};
+ * undefined until read.
+ */
+export function useLease(api: Api, cluster: string, version?: string): LeaseInfo | null | undefined {
+  return useLeases(api, [{ name: cluster, version }]).get(cluster);
 }
