@@ -2,7 +2,9 @@
  * The generic Kubernetes resource endpoints, shared by every kind (after the apiserver's generic
  * registry): `/apis/{group}/{version}[/namespaces/{ns}]/{plural}[/{name}[/status]]` with get, list
  * (labelSelector, fieldSelector), create, update, merge patch, server-side apply and delete.
- * D1-stored kinds commit through the D1 store; ManagedCluster goes through its Durable Object.
+ * D1-stored kinds commit through the D1 store; ManagedCluster goes through its Durable Object; a
+ * computed kind (a cluster's Lease, `KindDefinition.computed`) is read through its reader
+ * (src/api/leases.ts) with the same selectors, paging and answer forms, and is never written.
  */
 import { Hono } from "hono";
 import { alreadyExists, ApiError, badRequest, methodNotAllowed, notFound } from "../k8s/errors.ts";
