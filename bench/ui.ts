@@ -7,12 +7,13 @@
  * of clusters in the table and the fleet's total in the counts. BENCH_UI_RUNS navigations (default
  * 5: the first with an empty cache, the others as a reload). It prints each figure, the median, and
  * the requests the page made (its API requests, and its assets), to show the fleet is never listed
- * whole: one page of 100 clusters, a watch, `/metrics` for the counts.
+ * whole: one page of 100 clusters, a watch, `/metrics` for the counts; then the reads it makes
+ * once the view is painted (each on-screen row's Lease).
  *
  *   BENCH_UI_CLUSTERS   clusters to create (default 2000)
  *   BENCH_UI_RUNS       navigations measured (default 5)
  */
-import { chromium } from "playwright-core";
+import { chromium, type Page } from "playwright-core";
 import { admin, startHub } from "../scripts/hub-process.ts";
 
 const CLUSTERS = Number(process.env.BENCH_UI_CLUSTERS ?? 2000);
@@ -47,7 +48,13 @@ try {
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const assets: string[] = [];
-  page.on("request", (r) => assets.push(`${r.method()} ${new URL(r.url()).pathname}${new URL(r.url()).search}`));
+  /** The page whose requests are recorded (the signed-in page keeps reading its rows' leases beside a fresh context's). */
+  let measured: Page = page;
+  const record = (pg: Page) =>
+    pg.on("request", (r) => {
+      if (pg === measured) assets.push(`${r.method()} ${new URL(r.url()).pathname}${new URL(r.url()).search}`);
+    });
+  record(page);
   // Sign in once; the token stays in the tab's sessionStorage across the measured navigations.
   await page.goto(`${hub.url}/ui`);
   await page.locator("#token").fill(hub.adminToken);
@@ -55,13 +62,15 @@ try {
   await page.locator("tr[data-cluster]").first().waitFor({ timeout: 60_000 });
   const figures: number[] = [];
   let requests: string[] = [];
+  let after: string[] = [];
   for (let run = 0; run < RUNS; run++) {
     assets.length = 0;
     const ctx = run === 0 ? await browser.newContext({ viewport: { width: 1280, height: 900 } }) : undefined;
     const p = ctx ? await ctx.newPage() : page;
+    measured = p;
     if (ctx) {
       // A fresh context: an empty cache, as a first visit; signed in through sessionStorage before the measured navigation.
-      p.on("request", (r) => assets.push(`${r.method()} ${new URL(r.url()).pathname}${new URL(r.url()).search}`));
+      record(p);
       await p.goto(`${hub.url}/version`);
       await p.evaluate(`sessionStorage.setItem("flotilla.token", ${JSON.stringify(JSON.stringify({ token: hub.adminToken, user: "flotilla:admin" }))})`);
       assets.length = 0;
@@ -87,7 +96,12 @@ try {
     log(
       `run ${run + 1}${run === 0 ? " (empty cache)" : " (reload)"}: fleet view rendered ${ms.toFixed(0)} ms after navigation; ${await p.locator("tr[data-cluster]").count()} rows shown, fleet total ${total}`,
     );
-    if (run === 0) requests = [...assets];
+    if (run === 0) {
+      requests = [...assets];
+      // What the page reads once its first view is painted: the leases of the rows on screen.
+      await p.waitForTimeout(2000);
+      after = assets.slice(requests.length);
+    }
     if (ctx) await ctx.close();
   }
   await browser.close();
@@ -97,6 +111,8 @@ try {
   );
   console.log(`requests the page made on its first view (${requests.length}):`);
   for (const r of requests) console.log(`  ${r}`);
+  console.log(`requests in the 2 s after it was painted (${after.length}):`);
+  for (const r of after) console.log(`  ${r}`);
 } finally {
   await hub.stop();
 }

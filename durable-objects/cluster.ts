@@ -69,6 +69,7 @@ import {
   type WriteOutcome,
 } from "./cluster/types.ts";
 import { setEdgeLocation } from "../src/edge.ts";
+import type { ClusterLeaseRecord } from "../src/kinds/lease.ts";
 
 export type { AgentAction, Cost, RegisterInput, RegistrationInfo, RegistrationOutcome, Result, WorksState, WriteOutcome } from "./cluster/types.ts";
 export type { LeaseRecord } from "./cluster/lease.ts";
@@ -242,6 +243,18 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
         return errorResult(e);
       }
     });
+  }
+
+  /**
+   * The cluster's lease as the API serves it (src/api/leases.ts: the `coordination.k8s.io` Lease
+   * `managed-cluster-lease` in the cluster's namespace), or null when there is no cluster or it
+   * was never accepted (cluster/lease.ts `Lease.served`). Read only and not queued behind other
+   * calls: it reads the lease row and the runtime's timestamp of the last auto-answered ping, and
+   * writes nothing.
+   */
+  async servedLease(): Promise<ClusterLeaseRecord | null> {
+    const obj = this.state.viewObject();
+    return obj ? this.lease.served(obj, clock.now()) : null;
   }
 
   // ---- agent API ---------------------------------------------------------------------------

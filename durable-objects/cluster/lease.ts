@@ -7,6 +7,7 @@
 import type { Env } from "../../src/env.ts";
 import { findCondition, rfc3339, setCondition, type KubeObject } from "../../src/k8s/meta.ts";
 import { Conditions, DEFAULT_LEASE_DURATION_SECONDS, specOf, statusOf, writableStatusOf } from "../../src/kinds/managedcluster.ts";
+import type { ClusterLeaseRecord } from "../../src/kinds/lease.ts";
 import type { ClusterState } from "./state.ts";
 
 /** Default of LEASE_GRACE_MULTIPLIER (OCM's `LeaseDurationTimes`: 5). */
@@ -78,6 +79,17 @@ export function pingCheckDelayMs(leaseSeconds: number, graceMultiplier: number):
   return Math.min(leaseSeconds * 500, graceMultiplier * leaseSeconds * 100);
 }
 
+/**
+ * Whether the hub keeps a lease for ManagedCluster `obj`: it has been accepted at least once (it
+ * carries a HubAccepted condition, True, or False once denied), as OCM's hub lease controller
+ * creates the cluster's `managed-cluster-lease` when it is accepted and leaves it in place.
+ * {@link Lease.start} starts the stored lease then, so a list can tell from the D1 index which
+ * clusters have one (src/api/leases.ts).
+ */
+export function holdsLease(obj: KubeObject): boolean {
+  return findCondition(statusOf(obj).conditions, Conditions.HubAccepted) !== undefined;
+}
+
 /** Whether `obj` already shows its lease stopped ({@link leaseStopped}). */
 function markedStopped(obj: KubeObject): boolean {
   const available = findCondition(statusOf(obj).conditions, Conditions.Available);
@@ -128,9 +140,27 @@ export class Lease {
     this.state.write("lease", { renewMs: this.renewedMs(now), toldSeconds: seconds } satisfies LeaseRecord);
   }
 
+  /**
+   * The lease of `obj` as the API serves it (src/api/leases.ts, a `coordination.k8s.io` Lease), at
+   * `now` (epoch milliseconds), or null before the cluster was first accepted (no lease stored):
+   * the last renewal ({@link renewedMs}: the channel's last ping included, read from the runtime,
+   * so serving it writes nothing) and the interval the agent renews at, `obj`'s
+   * `spec.leaseDurationSeconds` (seconds; 60 when 0).
+   */
+  served(obj: KubeObject, now: number): ClusterLeaseRecord | null {
+    if (this.record() === null) return null;
+    return {
+      cluster: obj.metadata.name,
+      clusterUid: obj.metadata.uid,
+      clusterCreated: obj.metadata.creationTimestamp,
+      renewMs: this.renewedMs(now),
+      leaseDurationSeconds: specOf(obj).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS,
+    };
+  }
+
   /** Starts the lease of a newly accepted cluster (renewed at `now`, epoch milliseconds; one row written). */
   start(obj: KubeObject, now: number): void {
-    if (!findCondition(statusOf(obj).conditions, Conditions.HubAccepted) || this.record() !== null) return;
+    if (!holdsLease(obj) || this.record() !== null) return;
     this.state.write("lease", { renewMs: now, toldSeconds: specOf(obj).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS } satisfies LeaseRecord);
   }
 

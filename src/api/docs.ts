@@ -144,7 +144,14 @@ function kindSection(def: KindDefinition, doc: JsonSchema): string {
     ],
     ["scope", def.namespaced ? "Namespaced" : "Cluster"],
     ["subresources", def.hasStatus ? "<code>status</code>" : "none"],
-    ["writes", def.systemOwned ? "read-only (written by the hub)" : "create, update, patch (merge, apply), delete"],
+    [
+      "writes",
+      def.computed
+        ? "read-only, get and list (computed by the hub when read; no watch)"
+        : def.systemOwned
+          ? "read-only (written by the hub)"
+          : "create, update, patch (merge, apply), delete",
+    ],
   ];
   return (
     `<section class="kind" id="${anchor(name)}" data-search="${esc(`${def.kind} ${def.plural} ${def.shortNames.join(" ")} ${apiVersion}`.toLowerCase())}">` +

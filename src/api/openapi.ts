@@ -599,7 +599,10 @@ function kindPaths(def: KindDefinition): Record<string, JsonSchema> {
     required: true,
   };
   const writeParams = [P.fieldManager, P.fieldValidation];
-  const listParams = [P.labelSelector, P.fieldSelector, P.watch, P.resourceVersion, P.timeoutSeconds, P.allowWatchBookmarks];
+  // A computed kind (a cluster's Lease) is listed, never watched.
+  const listParams = def.computed
+    ? [P.labelSelector, P.fieldSelector, P.resourceVersion]
+    : [P.labelSelector, P.fieldSelector, P.watch, P.resourceVersion, P.timeoutSeconds, P.allowWatchBookmarks];
   const paths: Record<string, JsonSchema> = {};
 
   const collection = `${base}${def.namespaced ? "/namespaces/{namespace}" : ""}/${def.plural}`;
@@ -636,7 +639,7 @@ function kindPaths(def: KindDefinition): Record<string, JsonSchema> {
       "list",
       def.kind,
       opId("list", def, `${ns}${def.kind}`),
-      `list or watch objects of kind ${def.kind}`,
+      def.computed ? `list objects of kind ${def.kind} (not watched)` : `list or watch objects of kind ${def.kind}`,
       [...scope, ...listParams],
       okResponses(listRef, false),
     ),

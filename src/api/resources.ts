@@ -2,7 +2,9 @@
  * The generic Kubernetes resource endpoints, shared by every kind (after the apiserver's generic
  * registry): `/apis/{group}/{version}[/namespaces/{ns}]/{plural}[/{name}[/status]]` with get, list
  * (labelSelector, fieldSelector), create, update, merge patch, server-side apply and delete.
- * D1-stored kinds commit through the D1 store; ManagedCluster goes through its Durable Object.
+ * D1-stored kinds commit through the D1 store; ManagedCluster goes through its Durable Object; a
+ * computed kind (a cluster's Lease, `KindDefinition.computed`) is read through its reader
+ * (src/api/leases.ts) with the same selectors, paging and answer forms, and is never written.
  */
 import { Hono } from "hono";
 import { alreadyExists, ApiError, badRequest, methodNotAllowed, notFound } from "../k8s/errors.ts";
@@ -27,6 +29,8 @@ import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManagedClusterSetBindingKind } from "../kinds/placement.ts";
 import { ensureBuiltins } from "./builtins.ts";
 import { answerReview } from "./reviews.ts";
+import { clusterLeases, type ComputedReader } from "./leases.ts";
+import { LeaseKind } from "../kinds/lease.ts";
 import type { ApiContext, ApiEnv } from "./context.ts";
 import { ServiceAccountKind } from "../kinds/serviceaccount.ts";
 import { EventsV1EventKind } from "../kinds/event.ts";
@@ -56,6 +60,22 @@ interface Target {
   view?: { def: KindDefinition; visible: (obj: KubeObject) => boolean };
   /** A ServiceAccount's `token` subresource (POST only): a TokenRequest (src/auth/serviceaccounts.ts). */
   token?: boolean;
+}
+
+/** The reader of each computed kind (`KindDefinition.computed`). */
+const COMPUTED = new Map<KindDefinition, ComputedReader>([[LeaseKind, clusterLeases]]);
+
+/** The reader of computed kind `def`, or undefined for a stored kind. */
+function computedReader(def: KindDefinition): ComputedReader | undefined {
+  return def.computed ? COMPUTED.get(def) : undefined;
+}
+
+/**
+ * The 405 of a verb a computed kind does not serve, as kube-apiserver's `NewMethodNotSupported`
+ * (details: the group and resource). `message` is the kind's refusal.
+ */
+function notServed(def: KindDefinition, message: string): ApiError {
+  return new ApiError(405, "MethodNotAllowed", message, { group: def.group, kind: def.plural });
 }
 
 function present(def: KindDefinition, obj: KubeObject): KubeObject {
@@ -183,6 +203,10 @@ async function list(c: Ctx, t: Target): Promise<Response> {
     resourceVersion,
     continue: c.req.query("continue"),
   });
+  if (watching && t.def.computed) {
+    parseResourceVersion(resourceVersion);
+    throw notServed(t.def, t.def.computed.watchRefusal);
+  }
   if (watching) {
     return watchResponse(
       store(c.env),
@@ -206,13 +230,17 @@ async function list(c: Ctx, t: Target): Promise<Response> {
   const after = continueKey(c.req.query("continue"));
   // As the etcd3 store: a continued list carries its version in the token, not in resourceVersion.
   if (after && asked !== 0n) throw badRequest("specifying resource version is not allowed when using continue", "resourceVersion");
+  const computed = computedReader(t.def);
   // A list from a resourceVersion answers data at least that new (NotOlderThan; an Exact match,
   // or a legacy one with a limit, is served at the current version): a version the store has not
-  // reached gets kube-apiserver's 504 "Too large resource version" after a brief wait.
-  await awaitResourceVersion(store(c.env), asked, c.req.raw.signal);
+  // reached gets kube-apiserver's 504 "Too large resource version" after a brief wait. A computed
+  // kind's objects are read as they are now (its versions are not the D1 counter's).
+  if (!computed) await awaitResourceVersion(store(c.env), asked, c.req.raw.signal);
   // As the apiserver: remainingItemCount only when no selector filters the rows.
   const selected = Boolean(c.req.query("labelSelector") || c.req.query("fieldSelector"));
-  const page = await listPage(store(c.env), rows, namespace, { after, limit, filter, countRemaining: !selected && !visible, index });
+  const page = computed
+    ? await computed.list(c.env, namespace, { after, limit, filter })
+    : await listPage(store(c.env), rows, namespace, { after, limit, filter, countRemaining: !selected && !visible, index });
   const shown = page.items.map((o) => present(t.def, served(o)));
   const listMeta = {
     resourceVersion: page.resourceVersion,
@@ -266,10 +294,13 @@ function continueKey(continueParam: string | undefined): { namespace: string; na
 
 async function get(c: Ctx, t: Target): Promise<Response> {
   const ref = { group: t.def.group, plural: t.def.plural, name: t.name };
+  const asked = parseResourceVersion(c.req.query("resourceVersion"));
+  const computed = computedReader(t.def);
   // A get from a resourceVersion, as kube-apiserver's (watch cache `WaitUntilFreshAndGet`): the
   // object as it is now once the hub has reached that version, else 504 Too large resource version.
-  await awaitResourceVersion(store(c.env), parseResourceVersion(c.req.query("resourceVersion")), c.req.raw.signal);
-  const obj = await storeOf(c.env, t.def).get(t.namespace, t.name!);
+  // A computed object is always read as it is now (its versions are not the D1 counter's).
+  if (!computed) await awaitResourceVersion(store(c.env), asked, c.req.raw.signal);
+  const obj = computed ? await computed.get(c.env, t.namespace, t.name!) : await storeOf(c.env, t.def).get(t.namespace, t.name!);
   if (!obj) throw notFound(ref);
   return json(shape(c, t.def, obj, "object"));
 }
@@ -461,6 +492,7 @@ async function deleteCollection(c: Ctx, t: Target): Promise<Response> {
 function verbsOf(k: KindDefinition): string[] {
   if (k.createOnly) return ["create"];
   if (k.viewOf) return ["list", "watch"];
+  if (k.computed) return ["get", "list"];
   if (k.systemOwned) return ["get", "list", "watch"];
   const all = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
   return k === NamespaceKind ? all.filter((v) => v !== "deletecollection") : all;
@@ -504,6 +536,7 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
   if (t.finalize && method !== "PUT") throw methodNotAllowed(`${method} is not allowed on the finalize subresource`);
   if (t.def.createOnly) return review(c, t, method, warnings);
   if (t.def.viewOf && (method !== "GET" || t.name !== undefined)) throw methodNotAllowed("the server does not allow this method on the requested resource");
+  if (t.def.computed && method !== "GET") throw notServed(t.def, t.def.computed.refusal);
   if (t.token) {
     if (method !== "POST") throw methodNotAllowed(`${method} is not allowed on the token subresource`);
     const body = await decodeObjectBody(c, warnings, decodesProtobuf("authentication.k8s.io/v1", "TokenRequest"));

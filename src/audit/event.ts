@@ -14,6 +14,7 @@
  * the authorization filter's audit annotations `authorization.k8s.io/decision` and `.../reason`.
  */
 import type { Status } from "../k8s/errors.ts";
+import { microTime } from "../k8s/meta.ts";
 import { requestAttributes } from "../auth/requestinfo.ts";
 import { isNonResourceRequest, type RequestAttributes } from "../auth/rbac.ts";
 
@@ -121,10 +122,8 @@ export function isAudited(verb: string, code: number): boolean {
   return WRITE_VERBS.has(verb) || code === 401 || code === 403;
 }
 
-/** An epoch-milliseconds time as a Kubernetes MicroTime: `2026-11-26T11:50:00.123000Z`. */
-export function microTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
-}
+/** An epoch-milliseconds time as a Kubernetes MicroTime (src/k8s/meta.ts). */
+export { microTime };
 
 /**
  * The responseStatus message of a failed authentication, as kube-apiserver's failed-authentication

@@ -1022,6 +1022,8 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
     [
       { verbs: READ, apiGroups: [""], resources: ["events", "namespaces", "namespaces/status", "serviceaccounts"] },
       { verbs: READ, apiGroups: ["events.k8s.io"], resources: ["events"] },
+      // The clusters' leases (read-only, src/api/leases.ts).
+      { verbs: READ, apiGroups: ["coordination.k8s.io"], resources: ["leases"] },
       {
         verbs: READ,
         apiGroups: [OCM_CLUSTER],

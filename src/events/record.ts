@@ -18,7 +18,7 @@
  * `FLOTILLA_EVENT_TTL_SECONDS` after their last write (src/events/expiry.ts).
  */
 import { ApiError } from "../k8s/errors.ts";
-import type { KubeObject } from "../k8s/meta.ts";
+import { microTime, type KubeObject } from "../k8s/meta.ts";
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { EventKind, type ObjectReference } from "../kinds/event.ts";
 import { storeOf } from "../store/store.ts";
@@ -66,11 +66,6 @@ const FOLD_ATTEMPTS = 5;
 /** An RFC 3339 time with seconds (core/v1 `metav1.Time`), from epoch milliseconds. */
 function seconds(ms: number): string {
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
-}
-
-/** An RFC 3339 time with microseconds (`metav1.MicroTime`), from epoch milliseconds. */
-function micro(ms: number): string {
-  return new Date(ms).toISOString().replace(/Z$/, "000Z");
 }
 
 /** The reference to `obj` of kind `def` an Event is about. */
@@ -158,7 +153,7 @@ function newEvent(spec: EventSpec, namespace: string, message: string, now: numb
     lastTimestamp: seconds(now),
     count: 1,
     type: spec.type,
-    eventTime: micro(now),
+    eventTime: microTime(now),
     action: spec.action ?? spec.reason,
     reportingComponent: spec.reportingController,
     reportingInstance: HUB_INSTANCE,
@@ -195,7 +190,7 @@ export async function recordEvent(env: Env, spec: EventSpec, now = clock.now()):
         }
       }
       const count = (typeof repeat.count === "number" ? repeat.count : 1) + 1;
-      const folded: KubeObject = { ...repeat, count, lastTimestamp: seconds(now), series: { count, lastObservedTime: micro(now) } };
+      const folded: KubeObject = { ...repeat, count, lastTimestamp: seconds(now), series: { count, lastObservedTime: microTime(now) } };
       try {
         return (await events.write(namespace, repeat.metadata.name, { verb: "update", body: folded }, { known: repeat })).object;
       } catch (e) {
@@ -248,7 +243,7 @@ async function recordGroup(env: Env, specs: readonly EventSpec[], now: number): 
       continue;
     }
     const count = (typeof base.count === "number" ? base.count : 1) + 1;
-    const folded: KubeObject = { ...base, count, lastTimestamp: seconds(now), series: { count, lastObservedTime: micro(now) } };
+    const folded: KubeObject = { ...base, count, lastTimestamp: seconds(now), series: { count, lastObservedTime: microTime(now) } };
     if (planned) {
       planned.body = folded;
       planned.specs.push(spec);

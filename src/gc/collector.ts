@@ -53,10 +53,13 @@ function groupOf(apiVersion: string): string {
   return slash < 0 ? "" : apiVersion.slice(0, slash);
 }
 
-/** The served kind an owner reference names (by group and kind, any version), or undefined. */
+/**
+ * The stored kind an owner reference names (by group and kind, any version), or undefined (a
+ * computed kind, such as a cluster's Lease, has no rows to look the owner up in: left alone).
+ */
 function kindOf(ref: { apiVersion: string; kind: string }): KindDefinition | undefined {
   const group = groupOf(ref.apiVersion);
-  return KINDS.find((k) => k.group === group && k.kind === ref.kind);
+  return KINDS.find((k) => k.group === group && k.kind === ref.kind && !k.computed);
 }
 
 function finalizingWith(obj: KubeObject | null): boolean {

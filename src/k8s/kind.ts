@@ -113,6 +113,15 @@ export interface KindDefinition {
    * verbs `list` and `watch`.
    */
   viewOf?: KindDefinition;
+  /**
+   * Computed when read, never stored (a cluster's `coordination.k8s.io` Lease, from the lease
+   * record its Durable Object keeps: src/api/leases.ts): only get and list are served, through
+   * the generic list machinery with the kind's own reader instead of D1's rows; create, update,
+   * patch, delete and deletecollection are 405 MethodNotAllowed saying `refusal`, and so is
+   * watch (`watchRefusal`). Discovery lists the verbs `get` and `list`. It has no D1 rows, so
+   * the namespace controller and the garbage collector pass it by. Implies `systemOwned`.
+   */
+  computed?: { refusal: string; watchRefusal: string };
   printerColumns?: PrinterColumn[];
   /**
    * The printer columns are the whole Table, their own Name column included (kube-apiserver's

@@ -229,3 +229,11 @@ export function findCondition(conditions: Condition[] | undefined, type: string)
 export function rfc3339(ms: number): string {
   return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(".000Z", "Z");
 }
+
+/**
+ * An epoch-milliseconds time as Kubernetes serialises metav1.MicroTime: RFC 3339 in UTC with
+ * exactly six fractional digits (`2006-01-02T15:04:05.000000Z07:00`), e.g. `2026-11-26T11:50:00.123000Z`.
+ */
+export function microTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+}

@@ -18,6 +18,7 @@ import { ClusterProfileKind } from "./clusterprofile.ts";
 import { EventKind, EventsV1EventKind } from "./event.ts";
 import { ADDON_KINDS } from "./addon.ts";
 import { PlacementBindingKind, PolicyKind, PolicySetKind } from "./policy.ts";
+import { LeaseKind } from "./lease.ts";
 
 /** All served kinds. */
 export const KINDS: KindDefinition[] = [
@@ -51,6 +52,7 @@ export const KINDS: KindDefinition[] = [
   PolicyKind,
   PlacementBindingKind,
   PolicySetKind,
+  LeaseKind,
 ];
 
 /** Finds a kind by group, version and plural (or short name / singular, as kubectl may use). */

@@ -55,7 +55,7 @@ function qualified(def: KindDefinition): string {
 async function deleteContent(env: Env, namespace: string): Promise<Remaining> {
   const remaining: Remaining = { resources: [], finalizers: new Map() };
   let budget = DELETES_PER_RUN;
-  for (const def of KINDS.filter((k) => k.namespaced && !k.conversion)) {
+  for (const def of KINDS.filter((k) => k.namespaced && !k.conversion && !k.computed)) {
     const objects = storeOf(env, def);
     let after: { namespace: string; name: string } | undefined;
     do {

@@ -1,7 +1,7 @@
 /**
  * Kubernetes clients against a real hub served over HTTPS with its local CA: the real kubectl
- * binary, through a kubeconfig printed by `flotilla kubeconfig`, and @kubernetes/client-node as a
- * second client.
+ * binary, through a kubeconfig printed by `flotilla kubeconfig` (OCM's YAML, watches, a joining
+ * cluster's `managed-cluster-lease`), and @kubernetes/client-node as a second client.
  */
 import { execFile, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -212,6 +212,15 @@ describe("kubectl against the hub", () => {
     await kubectl("patch", "mcl", "joiner", "--type", "merge", "-p", '{"spec":{"hubAcceptsClient":true,"leaseDurationSeconds":1}}');
     const waited = await kubectl("wait", "--for=condition=ManagedClusterConditionAvailable", "mcl/joiner", "--timeout=60s");
     expect(waited).toContain("condition met");
+    // OCM's lease of the accepted cluster, as `kubectl get lease -n <cluster>` shows it on an OCM hub.
+    const leases = await kubectl("get", "lease", "-n", "joiner");
+    expect(leases).toMatch(/^NAME\s+HOLDER\s+AGE\n/);
+    expect(leases).toMatch(/\nmanaged-cluster-lease\s+managed-cluster-lease\s+\d+\w/);
+    expect(await kubectl("get", "lease", "-A", "-o", "name")).toContain("lease.coordination.k8s.io/managed-cluster-lease");
+    const renewed = await kubectl("get", "lease", "managed-cluster-lease", "-n", "joiner", "-o", "jsonpath={.spec.holderIdentity} {.spec.renewTime}");
+    expect(renewed).toMatch(/^managed-cluster-lease \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+    expect(Date.now() - Date.parse(renewed.split(" ")[1]!)).toBeLessThan(60_000);
+    expect(await kubectlFails("delete", "lease", "managed-cluster-lease", "-n", "joiner")).toContain("MethodNotAllowed");
     expect(await kubectl("delete", "mcl", "joiner")).toContain("deleted");
     expect(await kubectlFails("get", "mcl", "joiner")).toContain("NotFound");
   });

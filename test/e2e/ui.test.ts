@@ -2,7 +2,8 @@
  * The dashboard in a real browser: Debian's Chromium (`/usr/bin/chromium`, .ci/run installs it)
  * driven by playwright-core, on `wrangler dev` with agents on simulated member clusters. In one
  * page, never reloaded after sign-in: sign in with the admin token from the keyboard; the fleet
- * lists the three joined clusters Available; a SIGSTOPped agent turns Unknown on the open page
+ * lists the three joined clusters Available, each with its lease age (read for the rows on screen
+ * after the first paint); a SIGSTOPped agent turns Unknown on the open page, its lease late,
  * (lease 1 s, grace 5 x) and Available again once resumed; a fourth agent's registration appears
  * Pending and is accepted from the page; a taint added from the page keeps that cluster out of a
  * Placement, whose page says why; a progressive ManifestWorkReplicaSet's progress advances on its
@@ -100,10 +101,22 @@ describe("the dashboard in Chromium (wrangler dev + agents on simulated clusters
     await expect.poll(() => page.locator(".user").textContent(), { timeout: ON_PAGE_MS }).toBe("flotilla:admin");
   });
 
-  it("lists the three clusters Available in the fleet view", async () => {
+  it("lists the three clusters Available in the fleet view, with their lease ages", async () => {
     for (const c of ["c1", "c2", "c3"]) await stateOnPage(c, "Available").waitFor({ timeout: ON_PAGE_MS });
     const kube = await page.locator('tr[data-cluster="c1"] td').nth(2).textContent();
     expect(kube).toMatch(/^v1\./);
+    // The lease age: seconds since the agent last renewed (a 1 s lease, renewed by its pings).
+    for (const c of ["c1", "c2", "c3"]) {
+      const cell = page.locator(`tr[data-cluster="${c}"] td[data-lease="${c}"]`);
+      await expect.poll(() => cell.textContent(), { timeout: ON_PAGE_MS }).toMatch(/^\d+s$/);
+      expect(Number((await cell.textContent())!.slice(0, -1))).toBeLessThan(60);
+      expect(await cell.getAttribute("title")).toMatch(/^renewed \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+    }
+    // Read from each cluster's Lease, one GET per row on screen, never a list of the fleet's leases.
+    const reads = (await page.evaluate("performance.getEntriesByType('resource').map((e) => e.name)")) as string[];
+    const leaseReads = reads.filter((u) => u.includes("/apis/coordination.k8s.io/"));
+    expect(leaseReads.length).toBeGreaterThanOrEqual(3);
+    for (const u of leaseReads) expect(new URL(u).pathname).toMatch(/^\/apis\/coordination\.k8s\.io\/v1\/namespaces\/c\d\/leases\/managed-cluster-lease$/);
     await shoot("fleet");
   });
 
@@ -112,6 +125,9 @@ describe("the dashboard in Chromium (wrangler dev + agents on simulated clusters
     agents.get("c3")!.child.kill("SIGSTOP");
     try {
       await stateOnPage("c3", "Unknown").waitFor({ timeout: ON_PAGE_MS });
+      // Its lease, read again as its row changed, is past the grace (5 x 1 s); the others' are not.
+      await page.locator('td[data-lease="c3"][data-late="true"]').waitFor({ timeout: ON_PAGE_MS });
+      expect(await page.locator('td[data-lease="c1"]').getAttribute("data-late")).toBeNull();
       await shoot("fleet-unknown");
     } finally {
       agents.get("c3")!.child.kill("SIGCONT");
@@ -130,6 +146,8 @@ describe("the dashboard in Chromium (wrangler dev + agents on simulated clusters
     await page.locator('h1 [data-state="Available"]').waitFor({ timeout: ON_PAGE_MS });
     expect(cond((await admin(hub, "GET", `${MC}/c4`)).body, "HubAcceptedManagedCluster")?.status).toBe("True");
     await page.locator('[data-condition="ManagedClusterJoined"]').waitFor();
+    // Its lease: renewed seconds ago, at a MicroTime, with its duration.
+    await expect.poll(() => page.locator("[data-lease-renewed]").textContent(), { timeout: ON_PAGE_MS }).toMatch(/^\d+s ago \(\d{4}-.*\.\d{6}Z\)$/);
     await shoot("cluster");
     expect(loads).toBe(before);
   });
@@ -253,6 +271,8 @@ describe("the dashboard in Chromium (wrangler dev + agents on simulated clusters
       await viewer.getByRole("button", { name: "Sign in" }).click();
       await expect.poll(() => viewer.locator(".user").textContent(), { timeout: ON_PAGE_MS }).toBe("system:serviceaccount:apps:viewer");
       await viewer.locator('tr[data-cluster="c1"] [data-state="Available"]').waitFor({ timeout: ON_PAGE_MS });
+      // Its RBAC holds no leases: the lease column shows none rather than an error.
+      await expect.poll(() => viewer.locator('td[data-lease="c1"]').textContent(), { timeout: ON_PAGE_MS }).toBe("—");
       // Placements are not the viewer's to read: the page shows the hub's 403, not an empty list.
       await viewer.evaluate(`location.hash = "#/placements"`);
       await viewer.locator(".error", { hasText: "403 Forbidden" }).waitFor({ timeout: ON_PAGE_MS });
@@ -271,6 +291,7 @@ describe("the dashboard in Chromium (wrangler dev + agents on simulated clusters
     await phone.locator("#token").fill(hub.adminToken);
     await phone.getByRole("button", { name: "Sign in" }).click();
     await phone.locator('tr[data-cluster="c4"] [data-state="Available"]').waitFor({ timeout: ON_PAGE_MS });
+    await expect.poll(() => phone.locator('td[data-lease="c4"]').textContent(), { timeout: ON_PAGE_MS }).toMatch(/^\d+s$/);
     // The dark theme follows the system's preference: the page's background is dark.
     const bg = await phone.evaluate("getComputedStyle(document.body).backgroundColor");
     expect(bg).toBe("rgb(17, 22, 28)");

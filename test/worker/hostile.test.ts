@@ -416,7 +416,9 @@ for (const def of STORED) {
       reason: "BadRequest",
       field: "resourceVersion",
     });
-  for (const t of ["-1", "soon"])
+  // A computed kind (a cluster's Lease) serves no watch: its own case, below.
+  if (def.computed) add({ name: `${k}: watch (not served)`, method: "GET", path: `${coll}?watch=true`, status: 405, reason: "MethodNotAllowed" });
+  for (const t of def.computed ? [] : ["-1", "soon"])
     add({
       name: `${k}: watch with timeoutSeconds ${t}`,
       method: "GET",

@@ -1,12 +1,14 @@
 /**
  * The dashboard's pure logic: "why not selected" (src/ui/app/explain.ts) over the hub's
  * scheduling modules, each of OCM's filters in order (deleting, eligible cluster sets, predicates,
- * taints), then feasible but not chosen; and the fleet's counts read from `/metrics`
- * (src/ui/app/metrics.ts). Runs here because it imports the scheduler's modules.
+ * taints), then feasible but not chosen; the fleet's counts read from `/metrics`
+ * (src/ui/app/metrics.ts); a cluster's lease age from its served Lease (src/ui/app/format.ts).
+ * Runs here because it imports the scheduler's modules.
  */
 import { describe, expect, it } from "vitest";
 import { explain, type PlacementContext } from "../../src/ui/app/explain.ts";
 import { parseFleetMetrics } from "../../src/ui/app/metrics.ts";
+import { leaseAgeSeconds, leaseInfo, leaseLate } from "../../src/ui/app/format.ts";
 
 const SET = "cluster.open-cluster-management.io/clusterset";
 const cluster = (name: string, labels: Record<string, string>, extra: Record<string, unknown> = {}) => ({
@@ -81,5 +83,31 @@ describe("the fleet's counts from /metrics", () => {
 
   it("is null for a hub without the fleet's metrics", () => {
     expect(parseFleetMetrics("# nothing here\nprocess_start_time_seconds 1\n")).toBeNull();
+  });
+});
+
+describe("a cluster's lease age", () => {
+  const served = (renewTime: string | undefined, leaseDurationSeconds?: number) => ({
+    metadata: { name: "managed-cluster-lease", namespace: "c1" },
+    spec: { holderIdentity: "managed-cluster-lease", renewTime, leaseDurationSeconds },
+  });
+
+  it("is the time since the served renewTime (MicroTime); late when it was past 5 x the lease's duration at the read", () => {
+    const renewMs = Date.parse("2026-11-26T12:00:00.250Z");
+    const at = (s: number) => renewMs + s * 1000;
+    const lease = leaseInfo(served("2026-11-26T12:00:00.250000Z", 10), at(3))!;
+    expect(lease).toEqual({ renewMs, renewTime: "2026-11-26T12:00:00.250000Z", durationSeconds: 10, readMs: at(3) });
+    expect(leaseAgeSeconds(lease, at(42))).toBe(42);
+    expect(leaseAgeSeconds(lease, at(-1))).toBe(0);
+    // Read 3 s after the renewal: not late, however long ago that read was (a renewal since shows at the next read).
+    expect(leaseLate(lease)).toBe(false);
+    expect(leaseLate(leaseInfo(served("2026-11-26T12:00:00.250000Z", 10), at(49.9))!)).toBe(false);
+    expect(leaseLate(leaseInfo(served("2026-11-26T12:00:00.250000Z", 10), at(50))!)).toBe(true);
+  });
+
+  it("has no age without a renewTime, and counts OCM's default duration (60 s) when none is served", () => {
+    expect(leaseInfo(served(undefined), 0)).toBeNull();
+    expect(leaseInfo(served("soon"), 0)).toBeNull();
+    expect(leaseInfo(served("2026-11-26T12:00:00.000000Z"), 0)!.durationSeconds).toBe(60);
   });
 });

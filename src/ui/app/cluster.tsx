@@ -2,14 +2,16 @@
  * One cluster: its conditions, claims, labels, taints (add and remove, as `flotilla taint` edits
  * them: agent/admin/taints.ts), its ManifestWorks with their conditions and status feedback, its
  * events; accept or deny it (`spec.hubAcceptsClient`, OCM's hub side of the double opt-in, as
- * `flotilla accept`/`deny` and `clusteradm accept` do), and accept a registration's new key. The
- * cluster and its works are watched.
+ * `flotilla accept`/`deny` and `clusteradm accept` do), and accept a registration's new key; its
+ * lease (OCM's `managed-cluster-lease`: last renewal, age, duration), read every 15 s
+ * (src/ui/app/leases.ts). The cluster and its works are watched.
  */
 import { useState } from "preact/hooks";
 import { addTaints, parseTaintSpec, removeTaints, TAINT_EFFECTS } from "../../../agent/admin/taints.ts";
 import { ApiFailure, type Api, type KubeObject } from "./api.ts";
 import { EventList } from "./events.tsx";
-import { age, clusterState, CLUSTERSET_LABEL, COLO_ANNOTATION, condition, since, taintText, type Condition } from "./format.ts";
+import { age, clusterState, CLUSTERSET_LABEL, COLO_ANNOTATION, condition, leaseAgeSeconds, leaseLate, since, taintText, type Condition } from "./format.ts";
+import { useLease } from "./leases.ts";
 import { useLiveList, useLiveObject } from "./live.ts";
 import { Conditions, ErrorNote, StateBadge, useNow } from "./widgets.tsx";
 
@@ -182,6 +184,7 @@ export function ClusterView({ api, name }: { api: Api; name: string }) {
   const { obj: mc, error } = useLiveObject(api, MC_PATH, name);
   const nowMs = useNow(5000);
   const [notice, setNotice] = useState("");
+  const lease = useLease(api, name, mc?.metadata.resourceVersion);
   if (error) return <ErrorNote error={error} what={`Cluster ${name}`} />;
   if (!mc) return <p class="muted">Loading cluster {name}…</p>;
   const state = clusterState(mc);
@@ -239,8 +242,16 @@ export function ClusterView({ api, name }: { api: Api; name: string }) {
         <dd>{mc.metadata.annotations?.[COLO_ANNOTATION] ?? "—"}</dd>
         <dt>Available since</dt>
         <dd>{avail?.lastTransitionTime ? `${age(since(avail.lastTransitionTime, nowMs))} (${avail.lastTransitionTime})` : "—"}</dd>
+        <dt>Lease renewed</dt>
+        <dd data-lease-renewed={lease ? lease.renewTime : undefined} class={lease && leaseLate(lease) ? "late" : undefined}>
+          {lease === undefined
+            ? "…"
+            : lease === null
+              ? "no lease (the cluster was never accepted)"
+              : `${age(leaseAgeSeconds(lease, nowMs))} ago (${lease.renewTime})`}
+        </dd>
         <dt>Lease duration</dt>
-        <dd>{mc.spec?.leaseDurationSeconds ?? 60} s</dd>
+        <dd>{lease?.durationSeconds ?? mc.spec?.leaseDurationSeconds ?? 60} s</dd>
         <dt>Allocatable</dt>
         <dd>
           {Object.entries((mc.status?.allocatable ?? {}) as Record<string, string>)

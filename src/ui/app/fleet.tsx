@@ -1,12 +1,16 @@
 /**
  * The fleet view: ManagedClusters in pages of {@link PAGE} (watched, so availability changes show
- * at once), filtered by a label selector (server side) and a name search; counts by condition and
- * clusters by edge location from the hub's `/metrics` when it serves them (one request, whatever
- * the fleet's size), else over the clusters shown.
+ * at once), filtered by a label selector (server side) and a name search; each row's lease age
+ * (time since the agent last renewed its lease), read for the rows on screen only, after they are
+ * painted (src/ui/app/leases.ts); counts by condition and clusters by edge location from the
+ * hub's `/metrics` when it serves them (one request, whatever the fleet's size), else over the
+ * clusters shown.
  */
-import { useEffect, useMemo, useState } from "preact/hooks";
+import type { RefObject } from "preact";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Api, KubeObject } from "./api.ts";
-import { age, clusterState, CLUSTERSET_LABEL, COLO_ANNOTATION, condition, MC, since, taintText } from "./format.ts";
+import { age, clusterState, CLUSTERSET_LABEL, COLO_ANNOTATION, leaseAgeSeconds, leaseLate, taintText, type LeaseInfo } from "./format.ts";
+import { useLeases } from "./leases.ts";
 import { useLiveList } from "./live.ts";
 import { useNow, ErrorNote, StateBadge } from "./widgets.tsx";
 import { parseFleetMetrics, type FleetCounts } from "./metrics.ts";
@@ -62,10 +66,58 @@ function Tally({ title, counts, total, note }: { title: string; counts: Record<s
   );
 }
 
+/** How long the rows on screen must stay put before their leases are read, in milliseconds (a scroll passes by). */
+const SETTLE_MS = 300;
+
+/**
+ * The names of the rows of `body` (`tr[data-cluster]`) that are on screen, once they have stayed
+ * there for {@link SETTLE_MS}; observed again whenever `rows` changes.
+ */
+function useRowsOnScreen(body: RefObject<HTMLTableSectionElement | null>, rows: unknown): string[] {
+  const [names, setNames] = useState<string[]>([]);
+  useEffect(() => {
+    const tbody = body.current;
+    if (!tbody) return;
+    const visible = new Set<string>();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const observer = new IntersectionObserver((entries) => {
+      for (const e of entries) {
+        const name = (e.target as HTMLElement).dataset.cluster ?? "";
+        if (e.isIntersecting) visible.add(name);
+        else visible.delete(name);
+      }
+      clearTimeout(timer);
+      timer = setTimeout(() => setNames([...visible].sort()), SETTLE_MS);
+    });
+    for (const tr of tbody.querySelectorAll("tr[data-cluster]")) observer.observe(tr);
+    return () => {
+      observer.disconnect();
+      clearTimeout(timer);
+    };
+  }, [body, rows]);
+  return names;
+}
+
+/** A lease's age cell: time since the last renewal, marked late past OCM's grace; "…" until read, "—" without a lease. */
+function LeaseCell({ name, lease, nowMs }: { name: string; lease: LeaseInfo | null | undefined; nowMs: number }) {
+  if (lease === undefined)
+    return (
+      <td data-lease={name} aria-label="lease not read yet">
+        …
+      </td>
+    );
+  if (lease === null) return <td data-lease={name}>—</td>;
+  const late = leaseLate(lease);
+  return (
+    <td data-lease={name} data-late={late ? "true" : undefined} class={late ? "late" : undefined} title={`renewed ${lease.renewTime}`}>
+      {age(leaseAgeSeconds(lease, nowMs))}
+    </td>
+  );
+}
+
 /** One cluster's row. */
-function Row({ mc, nowMs, onAccept }: { mc: KubeObject; nowMs: number; onAccept: (name: string) => void }) {
+function Row({ mc, nowMs, lease, onAccept }: { mc: KubeObject; nowMs: number; lease: LeaseInfo | null | undefined; onAccept: (name: string) => void }) {
   const state = clusterState(mc);
-  const avail = condition(mc, MC.Available);
   const taints = (mc.spec?.taints ?? []) as { key: string; value?: string; effect: string }[];
   return (
     <tr data-cluster={mc.metadata.name}>
@@ -80,7 +132,7 @@ function Row({ mc, nowMs, onAccept }: { mc: KubeObject; nowMs: number; onAccept:
           </button>
         )}
       </td>
-      <td title={avail?.lastTransitionTime}>{avail ? age(since(avail.lastTransitionTime, nowMs)) : "—"}</td>
+      <LeaseCell name={mc.metadata.name} lease={lease} nowMs={nowMs} />
       <td>{mc.status?.version?.kubernetes ?? "—"}</td>
       <td>{mc.metadata.labels?.[CLUSTERSET_LABEL] ?? "default"}</td>
       <td>{taints.length ? taints.map((t) => <code key={taintText(t)}>{taintText(t)}</code>) : "—"}</td>
@@ -101,12 +153,18 @@ export function Fleet({ api }: { api: Api }) {
   const list = useLiveList(api, MC_PATH, { limit: PAGE, labelSelector: selector || undefined });
   const counts = useFleetCounts(api);
   const nowMs = useNow(5000);
+  const body = useRef<HTMLTableSectionElement>(null);
 
   const shown = useMemo(() => {
     const q = search.trim().toLowerCase();
     const items = q ? list.items.filter((mc) => mc.metadata.name.toLowerCase().includes(q)) : list.items;
     return found && !items.some((m) => m.metadata.name === found.metadata.name) ? [found, ...items] : items;
   }, [list.items, search, found]);
+  const onScreen = useRowsOnScreen(body, shown);
+  const leases = useLeases(
+    api,
+    onScreen.map((name) => ({ name, version: shown.find((mc) => mc.metadata.name === name)?.metadata.resourceVersion })),
+  );
 
   // A search that matches nothing loaded looks the exact name up (one GET), without listing more.
   useEffect(() => {
@@ -189,7 +247,9 @@ export function Fleet({ api }: { api: Api }) {
             <tr>
               <th scope="col">Name</th>
               <th scope="col">State</th>
-              <th scope="col">Since</th>
+              <th scope="col" title="Time since the cluster's agent last renewed its lease (heartbeat or ping)">
+                Lease
+              </th>
               <th scope="col">Kubernetes</th>
               <th scope="col">Cluster set</th>
               <th scope="col">Taints</th>
@@ -198,9 +258,9 @@ export function Fleet({ api }: { api: Api }) {
               <th scope="col">Edge</th>
             </tr>
           </thead>
-          <tbody>
+          <tbody ref={body}>
             {shown.map((mc) => (
-              <Row key={mc.metadata.name} mc={mc} nowMs={nowMs} onAccept={accept} />
+              <Row key={mc.metadata.name} mc={mc} nowMs={nowMs} lease={leases.get(mc.metadata.name)} onAccept={accept} />
             ))}
           </tbody>
         </table>

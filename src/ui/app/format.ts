@@ -86,3 +86,46 @@ export function eventCount(e: KubeObject): number {
 export function eventRegarding(e: KubeObject): { kind?: string; name?: string; namespace?: string } {
   return (e.regarding ?? e.involvedObject ?? {}) as { kind?: string; name?: string; namespace?: string };
 }
+
+/**
+ * A cluster's lease as the views show it: the last renewal (epoch milliseconds, and as served),
+ * its duration (seconds), and when the page read it (epoch milliseconds, the browser's clock).
+ */
+export interface LeaseInfo {
+  renewMs: number;
+  renewTime: string;
+  durationSeconds: number;
+  readMs: number;
+}
+
+/** The Lease's name in each cluster's namespace (OCM's). */
+const LEASE_NAME = "managed-cluster-lease";
+
+/** The URL of cluster `cluster`'s Lease (`coordination.k8s.io/v1`, served by the hub: src/api/leases.ts). */
+export function leasePath(cluster: string): string {
+  return `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(cluster)}/leases/${LEASE_NAME}`;
+}
+
+/** The {@link LeaseInfo} of a served Lease read at `readMs` (epoch milliseconds), or null when it carries no renewTime. */
+export function leaseInfo(lease: KubeObject, readMs: number): LeaseInfo | null {
+  const renewTime = lease.spec?.renewTime as string | undefined;
+  const renewMs = renewTime ? Date.parse(renewTime) : NaN;
+  if (!renewTime || !Number.isFinite(renewMs)) return null;
+  return { renewMs, renewTime, durationSeconds: Number(lease.spec?.leaseDurationSeconds) || 60, readMs };
+}
+
+/**
+ * Seconds from the lease's last renewal to `nowMs` (epoch milliseconds): the lease's age as far
+ * as the page knows (a renewal since the read shows at the next read).
+ */
+export function leaseAgeSeconds(lease: LeaseInfo, nowMs: number): number {
+  return Math.max(0, (nowMs - lease.renewMs) / 1000);
+}
+
+/**
+ * Whether the lease was past OCM's default grace (5 x its duration, after which the hub marks the
+ * cluster Available=Unknown) when the page read it: the page knows of no renewal since then.
+ */
+export function leaseLate(lease: LeaseInfo): boolean {
+  return leaseAgeSeconds(lease, lease.readMs) >= 5 * lease.durationSeconds;
+}

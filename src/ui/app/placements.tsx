@@ -80,11 +80,12 @@ function PlacementDetail({ api, namespace, name }: { api: Api; namespace: string
     [decisions.items],
   );
   const ctx: PlacementContext | null = useMemo(() => {
-    if (!placement) return null;
+    // Until the bindings and sets are read, every cluster would look outside the bound sets.
+    if (!placement || bindings.loading || sets.loading) return null;
     const setNames = new Set(sets.items.map((s) => s.metadata.name));
     const boundSets = bindings.items.map((b) => b.spec?.clusterSet as string).filter((s) => setNames.has(s));
     return { placement, boundSets, sets: sets.items, decided, nowMs };
-  }, [placement, bindings.items, sets.items, decided, nowMs]);
+  }, [placement, bindings.loading, bindings.items, sets.loading, sets.items, decided, nowMs]);
 
   useEffect(() => setLooked(null), [lookup]);
   if (error) return <ErrorNote error={error} what={`Placement ${namespace}/${name}`} />;
