@@ -5,10 +5,11 @@
  */
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runDurableObjectAlarm } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { call, condition, createNamespaces, createToken, MC, register, withClockAhead } from "./helpers.ts";
 import { idToken, serveIssuer } from "./oidc-users.ts";
-import { count, flushMetrics } from "../../src/metrics/recorder.ts";
+import { count, flushMetrics, type BatchCell } from "../../src/metrics/recorder.ts";
+import { FOLD_BATCHES, type MetricsObject } from "../../durable-objects/metrics.ts";
 import { COUNTED } from "../../src/metrics/families.ts";
 import { agentRoute, requestLabels } from "../../src/metrics/routes.ts";
 import { healthAnswer, ENDPOINT_CHECKS, HEALTH_CHECKS, runCheck } from "../../src/health/routes.ts";
@@ -255,5 +256,37 @@ describe("the recorder", () => {
     count(COUNTED.registrations, { code: 599 });
     expect(await flushMetrics(env)).toBe(true);
     expect(await stored()).toBe(2);
+  });
+});
+
+describe("the metrics object", () => {
+  it("appends a batch as one row and folds the batches into one row per series, the totals unchanged", async () => {
+    const stub = env.METRICS.getByName("metrics-fold-test");
+    const cells = (i: number): BatchCell[] => [
+      ["fold_test_total", '{code="200"}', [1]],
+      ["fold_test_total", `{code="${i % 2 ? "500" : "200"}x"}`, [2]],
+      ["fold_test_seconds", "{}", [1, 0, 1, 0.5, 1]],
+    ];
+    const rows = () =>
+      runInDurableObject(stub, (_o: MetricsObject, state) => ({
+        batches: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM batches").one().n,
+        series: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM series").one().n,
+      }));
+    const total = (family: string, labels: string) => async () => (await stub.series()).find((c) => c.family === family && c.labels === labels)?.values;
+    for (let i = 0; i < FOLD_BATCHES - 1; i++) await stub.add(cells(i));
+    // Not folded yet: one row per batch, the scrape adds them up.
+    expect(await rows()).toEqual({ batches: FOLD_BATCHES - 1, series: 0 });
+    expect(await total("fold_test_total", '{code="200"}')()).toEqual([FOLD_BATCHES - 1]);
+    await stub.add(cells(FOLD_BATCHES - 1));
+    // Folded: one row per series, no batch left, the same totals.
+    expect(await rows()).toEqual({ batches: 0, series: 4 });
+    expect(await total("fold_test_total", '{code="200"}')()).toEqual([FOLD_BATCHES]);
+    expect(await total("fold_test_total", '{code="500x"}')()).toEqual([FOLD_BATCHES]);
+    expect(await total("fold_test_seconds", "{}")()).toEqual([FOLD_BATCHES, 0, FOLD_BATCHES, FOLD_BATCHES / 2, FOLD_BATCHES]);
+    // After the fold, new batches add to the folded totals; malformed cells are left out.
+    await stub.add([...cells(0), ["fold_test_total", '{code="200"}', [Number.NaN]]] as BatchCell[]);
+    expect(await total("fold_test_total", '{code="200"}')()).toEqual([FOLD_BATCHES + 1]);
+    expect((await stub.series()).filter((c) => c.family === "fold_test_total" && c.labels === '{code="200"}')).toHaveLength(1);
+    expect(await rows()).toEqual({ batches: 1, series: 4 });
   });
 });
