@@ -7,11 +7,10 @@
  * OCM records, a token that authenticates with least privilege and dies with the add-on).
  */
 import { runDurableObjectAlarm } from "cloudflare:test";
-import { env, exports } from "cloudflare:workers";
-import { CHANNEL_SUBPROTOCOL } from "../../src/agent/channel-protocol.ts";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { AddonTokenAnswerSchema } from "../../src/agent/protocol.ts";
-import { call, condition, createToken, MC, register, withClockAhead, type AgentKeys } from "./helpers.ts";
+import { call, condition, createToken, dialChannel, MC, register, withClockAhead, type AgentKeys } from "./helpers.ts";
 import { waitFor } from "../wait.ts";
 
 const ADDON_API = "/apis/addon.open-cluster-management.io/v1alpha1";
@@ -278,16 +277,7 @@ describe("token-based add-on registration", () => {
 
 /** Dials the agent channel; returns the socket and the messages received. */
 async function dial(name: string, keys: AgentKeys): Promise<{ ws: WebSocket; messages: Record<string, unknown>[]; closed: () => boolean }> {
-  const res = await exports.default.fetch(`https://hub.test/agent/v1/clusters/${name}/connect`, {
-    headers: {
-      upgrade: "websocket",
-      connection: "Upgrade",
-      "sec-websocket-version": "13",
-      "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
-      "sec-websocket-protocol": CHANNEL_SUBPROTOCOL,
-      authorization: `Bearer ${await keys.sign(name)}`,
-    },
-  });
+  const res = await dialChannel(name, await keys.sign(name));
   expect(res.status).toBe(101);
   const ws = res.webSocket!;
   const messages: Record<string, unknown>[] = [];

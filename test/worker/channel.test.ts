@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ClusterObject } from "../../durable-objects/cluster.ts";
 import { CHANNEL_MAX_MESSAGE_BYTES, CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, CloseCodes } from "../../src/agent/channel-protocol.ts";
 import { clock } from "../../src/clock.ts";
-import { agentKeys, call, condition, createToken, MC, register, snapshot, type AgentKeys } from "./helpers.ts";
+import { agentKeys, call, channelHeaders, condition, createToken, MC, register, snapshot, type AgentKeys } from "./helpers.ts";
 import { waitFor } from "../wait.ts";
 
 const WORKS = (ns: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks`;
@@ -40,18 +40,9 @@ async function upgrade(name: string, headers: Record<string, string>, path = `/a
   return exports.default.fetch(`https://hub.test${path}`, { headers });
 }
 
-const wsHeaders = (token: string | null, protocol = CHANNEL_SUBPROTOCOL): Record<string, string> => ({
-  upgrade: "websocket",
-  connection: "Upgrade",
-  "sec-websocket-version": "13",
-  "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
-  "sec-websocket-protocol": protocol,
-  ...(token ? { authorization: `Bearer ${token}` } : {}),
-});
-
 /** Dials the channel as the agent does; fails the test unless the hub answers 101. */
 async function connect(name: string, keys: AgentKeys): Promise<Conn> {
-  const res = await upgrade(name, wsHeaders(await keys.sign(name)));
+  const res = await upgrade(name, channelHeaders(await keys.sign(name)));
   expect(res.status, res.status === 101 ? "" : await res.text()).toBe(101);
   expect(res.headers.get("sec-websocket-protocol")).toBe(CHANNEL_SUBPROTOCOL);
   const ws = res.webSocket!;
@@ -185,7 +176,7 @@ describe("the agent channel", () => {
     expect(plain.status).toBe(426);
     expect(plain.headers.get("upgrade")).toBe("websocket");
     expect((await plain.json<any>()).reason).toBe("UpgradeRequired");
-    const wrong = await upgrade("ch1", wsHeaders(token, "flotilla.agent.v0"));
+    const wrong = await upgrade("ch1", channelHeaders(token, "flotilla.agent.v0"));
     expect(wrong.status).toBe(400);
     expect((await wrong.json<any>()).details.causes[0].field).toBe("Sec-WebSocket-Protocol");
 
@@ -193,7 +184,7 @@ describe("the agent channel", () => {
     const idsBefore = (await listDurableObjectIds(env.CLUSTERS)).length;
     const stranger = await agentKeys();
     for (const t of [null, "not-a-jwt", await stranger.sign("nobody-here"), await stranger.sign("ch1", { tag: null })]) {
-      const r = await upgrade(t === null ? "ch1" : "nobody-here", wsHeaders(t));
+      const r = await upgrade(t === null ? "ch1" : "nobody-here", channelHeaders(t));
       expect(r.status).toBe(401);
       expect((await r.json<any>()).message).toBe("invalid agent credential");
     }
@@ -201,25 +192,25 @@ describe("the agent channel", () => {
     expect((await listDurableObjectIds(env.CLUSTERS)).length).toBe(idsBefore);
     // Another cluster's credential may not connect to this one.
     const other = await joined("ch1b");
-    const cross = await upgrade("ch1", wsHeaders(await other.sign("ch1b")));
+    const cross = await upgrade("ch1", channelHeaders(await other.sign("ch1b")));
     expect(cross.status).toBe(403);
   });
 
   it("a token without the key tag connects and is handed the tag; a replayed token is refused", async () => {
     const keys = await joined("ch2");
     const token = await keys.sign("ch2", { tag: null });
-    const res = await upgrade("ch2", wsHeaders(token));
+    const res = await upgrade("ch2", channelHeaders(token));
     expect(res.status).toBe(101);
     expect(res.headers.get("flotilla-key-tag")).toBe(keys.tag);
     res.webSocket!.accept();
     res.webSocket!.close(1000);
-    expect((await upgrade("ch2", wsHeaders(token))).status).toBe(401);
+    expect((await upgrade("ch2", channelHeaders(token))).status).toBe(401);
   });
 
   it("a pending or not accepted cluster may not connect (403)", async () => {
     const token = await createToken();
     const { keys } = await register(token, "ch3", "id-ch3");
-    const r = await upgrade("ch3", wsHeaders(await keys.sign("ch3")));
+    const r = await upgrade("ch3", channelHeaders(await keys.sign("ch3")));
     expect(r.status).toBe(403);
   });
 
@@ -468,7 +459,7 @@ describe("the agent channel", () => {
     next.tag = r.headers.get("flotilla-key-tag") ?? undefined;
     expect(await closedWith(conn)).toBe(CloseCodes.KeyRotated);
     // The retired key still answers HTTP during its grace, but holds no connection.
-    expect((await upgrade("ch10", wsHeaders(await keys.sign("ch10")))).status).toBe(403);
+    expect((await upgrade("ch10", channelHeaders(await keys.sign("ch10")))).status).toBe(403);
     const fresh = await connect("ch10", next);
     fresh.send({ type: "hello" });
     await fresh.next((m) => m.type === "welcome");

@@ -6,9 +6,8 @@
  */
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { CHANNEL_SUBPROTOCOL } from "../../src/agent/channel-protocol.ts";
 import { COLO_ANNOTATION } from "../../src/edge.ts";
-import { agentKeys, call, createToken, MC, register, type AgentKeys } from "./helpers.ts";
+import { agentKeys, call, createToken, dialChannel, MC, register, type AgentKeys } from "./helpers.ts";
 
 async function joined(name: string): Promise<AgentKeys> {
   const token = await createToken({ autoApprove: true });
@@ -61,25 +60,12 @@ describe("the edge location of a cluster's agent", () => {
 
   it("the channel's connect records it; a header the agent sends is not taken", async () => {
     const keys = await joined("edge-ws");
-    const headers = {
-      upgrade: "websocket",
-      connection: "Upgrade",
-      "sec-websocket-version": "13",
-      "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
-      "sec-websocket-protocol": CHANNEL_SUBPROTOCOL,
-      "x-flotilla-channel-colo": "EVIL",
-    };
-    const forged = await exports.default.fetch("https://hub.test/agent/v1/clusters/edge-ws/connect", {
-      headers: { ...headers, authorization: `Bearer ${await keys.sign("edge-ws")}` },
-    });
+    const forged = await dialChannel("edge-ws", await keys.sign("edge-ws"), { "x-flotilla-channel-colo": "EVIL" });
     expect(forged.status).toBe(101);
     forged.webSocket!.accept();
     forged.webSocket!.close(1000, "done");
     expect((await cluster("edge-ws")).metadata.annotations?.[COLO_ANNOTATION]).not.toBe("EVIL");
-    const res = await exports.default.fetch("https://hub.test/agent/v1/clusters/edge-ws/connect", {
-      headers: { ...headers, authorization: `Bearer ${await keys.sign("edge-ws")}` },
-      cf: { colo: "AMS" },
-    });
+    const res = await dialChannel("edge-ws", await keys.sign("edge-ws"), { "x-flotilla-channel-colo": "EVIL" }, { colo: "AMS" });
     expect(res.status).toBe(101);
     res.webSocket!.accept();
     expect((await cluster("edge-ws")).metadata.annotations?.[COLO_ANNOTATION]).toBe("AMS");

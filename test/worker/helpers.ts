@@ -4,6 +4,7 @@ import { env, exports } from "cloudflare:workers";
 import { SignJWT, calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from "jose";
 import { waitFor } from "../wait.ts";
 import { clock } from "../../src/clock.ts";
+import { CHANNEL_SUBPROTOCOL } from "../../src/agent/channel-protocol.ts";
 
 export const ADMIN = "test-admin-token";
 export const MC = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
@@ -193,4 +194,31 @@ export async function createNamespaces(...names: string[]): Promise<void> {
     if (r.status !== 201 && !(r.status === 409 && r.body?.reason === "AlreadyExists"))
       throw new Error(`creating namespace ${name}: ${r.status} ${JSON.stringify(r.body)}`);
   }
+}
+
+/**
+ * The headers of the agent channel's WebSocket upgrade (docs/agent-protocol.md "Channel"): the
+ * channel's subprotocol (or `protocol`) and, when given, the agent's bearer `token`.
+ */
+export function channelHeaders(token: string | null, protocol = CHANNEL_SUBPROTOCOL): Record<string, string> {
+  return {
+    upgrade: "websocket",
+    connection: "Upgrade",
+    "sec-websocket-version": "13",
+    "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+    "sec-websocket-protocol": protocol,
+    ...(token ? { authorization: `Bearer ${token}` } : {}),
+  };
+}
+
+/**
+ * Sends cluster `name`'s channel upgrade through the Worker as the agent does, with `token`
+ * (the agent's signed token) and `extra` headers; `cf` is the request's Cloudflare properties
+ * (e.g. `{ colo: "AMS" }`). Resolves the Worker's answer (101 with `webSocket` when accepted).
+ */
+export function dialChannel(name: string, token: string | null, extra: Record<string, string> = {}, cf?: Record<string, unknown>): Promise<Response> {
+  return exports.default.fetch(`https://hub.test/agent/v1/clusters/${name}/connect`, {
+    headers: { ...channelHeaders(token), ...extra },
+    ...(cf ? { cf } : {}),
+  });
 }

@@ -7,14 +7,14 @@
  * (MicroTime); writes and watch are 405; RBAC decides who reads.
  */
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ClusterObject } from "../../durable-objects/cluster.ts";
-import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL } from "../../src/agent/channel-protocol.ts";
+import { CHANNEL_PING, CHANNEL_PONG } from "../../src/agent/channel-protocol.ts";
 import { clock } from "../../src/clock.ts";
 import { microTime } from "../../src/k8s/meta.ts";
 import type { ClusterLeaseRecord } from "../../src/kinds/lease.ts";
-import { call, createToken, MC, register, type AgentKeys } from "./helpers.ts";
+import { call, createToken, dialChannel, MC, register, type AgentKeys } from "./helpers.ts";
 import { callAs, idToken, serveIssuer } from "./oidc-users.ts";
 import { waitFor } from "../wait.ts";
 
@@ -122,16 +122,7 @@ describe("a cluster's lease, read", () => {
 
   it("follows the channel's pings: renewTime is the last auto-answered ping's time, read without writing anything", async () => {
     const name = "lease-b";
-    const res = await exports.default.fetch(`https://hub.test/agent/v1/clusters/${name}/connect`, {
-      headers: {
-        upgrade: "websocket",
-        connection: "Upgrade",
-        "sec-websocket-version": "13",
-        "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
-        "sec-websocket-protocol": CHANNEL_SUBPROTOCOL,
-        authorization: `Bearer ${await keys.get(name)!.sign(name)}`,
-      },
-    });
+    const res = await dialChannel(name, await keys.get(name)!.sign(name));
     expect(res.status).toBe(101);
     const ws = res.webSocket!;
     const frames: string[] = [];

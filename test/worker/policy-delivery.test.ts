@@ -7,8 +7,7 @@
  */
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { call, createToken, register, type AgentKeys } from "./helpers.ts";
-import { CHANNEL_SUBPROTOCOL } from "../../src/agent/channel-protocol.ts";
+import { call, createToken, dialChannel, register, type AgentKeys } from "./helpers.ts";
 import { waitFor } from "../wait.ts";
 import { complianceStatus, POLICY_HISTORY_LIMIT } from "../../src/agent/policy-report.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
@@ -64,14 +63,7 @@ async function poll(name: string, keys: AgentKeys, etag?: string) {
 
 /** The agent's channel: the upgraded socket and the JSON messages received. */
 async function channel(name: string, keys: AgentKeys) {
-  const res = await exports.default.fetch(`https://hub.test/agent/v1/clusters/${name}/connect`, {
-    headers: {
-      upgrade: "websocket",
-      "sec-websocket-version": "13",
-      "sec-websocket-protocol": CHANNEL_SUBPROTOCOL,
-      authorization: `Bearer ${await keys.sign(name)}`,
-    },
-  });
+  const res = await dialChannel(name, await keys.sign(name));
   expect(res.status).toBe(101);
   const ws = res.webSocket!;
   const messages: Record<string, unknown>[] = [];
