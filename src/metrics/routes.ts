@@ -85,9 +85,9 @@ export function requestLabels(
   };
 }
 
-/** Seconds since `startMs` (epoch milliseconds). */
+/** Seconds since `startMs` (`performance.now()` milliseconds: elapsed time, not the injected clock a test may move). */
 function since(startMs: number): number {
-  return Math.max(0, Date.now() - startMs) / 1000;
+  return Math.max(0, performance.now() - startMs) / 1000;
 }
 
 /** Sends the isolate's batch after the response, when the request has a context to wait in (not so for a test calling the app directly). */
@@ -106,7 +106,7 @@ function flushAfter(c: { env: Env; readonly executionCtx: { waitUntil(p: Promise
  * request after it ran, with its response code; times it unless it is a WATCH or CONNECT.
  */
 export const countApiRequests: MiddlewareHandler<{ Bindings: Env; Variables: Partial<ApiEnv["Variables"]> }> = async (c, next) => {
-  const start = Date.now();
+  const start = performance.now();
   try {
     await next();
   } finally {
@@ -184,15 +184,15 @@ export const countWebhookDeliveries: MiddlewareHandler<{ Bindings: Env }> = asyn
  * @throws errors of D1 or of the metrics object
  */
 export async function scrape(env: Env): Promise<{ text: string; timing: string }> {
-  const t0 = Date.now();
+  const t0 = performance.now();
   await flushMetrics(env);
-  const timed = async <T>(p: Promise<T>): Promise<[T, number]> => [await p, Date.now() - t0];
+  const timed = async <T>(p: Promise<T>): Promise<[T, number]> => [await p, Math.round(performance.now() - t0)];
   const [[counted, objectMs], [gauges, d1Ms]] = await Promise.all([
     timed(env.METRICS ? env.METRICS.getByName(METRICS_OBJECT).series() : Promise.resolve([] as Cell[])),
     timed(fleetGauges(env.DB)),
   ]);
   const text = renderExposition(ALL_FAMILIES, [...(counted as Cell[]), ...gauges]);
-  return { text, timing: `counters;dur=${objectMs}, d1;dur=${d1Ms}, total;dur=${Date.now() - t0}` };
+  return { text, timing: `counters;dur=${objectMs}, d1;dur=${d1Ms}, total;dur=${Math.round(performance.now() - t0)}` };
 }
 
 /**
