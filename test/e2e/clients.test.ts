@@ -98,6 +98,7 @@ describe("the Python client (python3-kubernetes)", () => {
       "authorization.k8s.io",
       "cluster.open-cluster-management.io",
       "clusterview.open-cluster-management.io",
+      "coordination.k8s.io",
       "events.k8s.io",
       "flotilla.dev",
       "multicluster.x-k8s.io",
