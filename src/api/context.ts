@@ -3,8 +3,12 @@
  * Worker's bindings and the request's identity and authorization attributes, set by the
  * authentication and authorization middleware (src/auth/request.ts):
  *
- * - `user`: the authenticated user (Kubernetes `user.Info`, src/auth/rbac.ts `UserInfo`), set once
- *   authentication succeeded (a failed one throws `Unauthenticated`, a 401);
+ * - `user`: the user the request acts as (Kubernetes `user.Info`, src/auth/rbac.ts `UserInfo`):
+ *   the authenticated user, set once authentication succeeded (a failed one throws
+ *   `Unauthenticated`, a 401), then replaced by the impersonated user when the request
+ *   impersonates one (src/auth/impersonation.ts); every authorization and review uses it;
+ * - `authenticatedUser`: the user the credential proved, set with `user` and kept when `user`
+ *   becomes an impersonated one (the audit log records both);
  * - `attributes`: what the request asks (Kubernetes `authorizer.Attributes`, src/auth/rbac.ts
  *   `RequestAttributes`: verb, apiGroup, resource, subresource, namespace, name; or a path), as
  *   kube-apiserver's RequestInfo derives them (src/auth/requestinfo.ts), set before it is
@@ -17,6 +21,7 @@ import type { Env } from "../env.ts";
 /** The context variables of an API request (see the module comment). */
 export interface ApiVariables {
   user: UserInfo;
+  authenticatedUser: UserInfo;
   attributes: RequestAttributes;
 }
 

@@ -73,7 +73,10 @@ export interface AuditEvent {
   stage: "ResponseComplete";
   requestURI: string;
   verb: string;
+  /** The authenticated user (the caller, also when it impersonated another). */
   user: AuditUser;
+  /** The user the request acted as, when it impersonated one (kube-apiserver's `impersonatedUser`). */
+  impersonatedUser?: AuditUser;
   sourceIPs?: string[];
   userAgent?: string;
   objectRef?: AuditObjectReference;
@@ -156,6 +159,25 @@ export function responseStatusOf(
   return out;
 }
 
+/** A user as {@link buildAuditEvent} takes it (src/auth/rbac.ts `UserInfo`). */
+export interface AuditInputUser {
+  name: string;
+  uid?: string;
+  groups?: readonly string[];
+  extra?: Readonly<Record<string, readonly string[]>>;
+}
+
+/** `authenticationv1.UserInfo` of a user, empty fields left out. */
+function auditUser(u: AuditInputUser | undefined): AuditUser {
+  const user: AuditUser = {};
+  if (!u) return user;
+  user.username = u.name;
+  if (u.uid) user.uid = u.uid;
+  if (u.groups?.length) user.groups = [...u.groups];
+  if (u.extra && Object.keys(u.extra).length > 0) user.extra = Object.fromEntries(Object.entries(u.extra).map(([k, v]) => [k, [...v]]));
+  return user;
+}
+
 /** What {@link buildAuditEvent} records of one request. */
 export interface AuditInput {
   auditID: string;
@@ -163,7 +185,9 @@ export interface AuditInput {
   requestURI: string;
   info: RequestInfo;
   /** The authenticated user; absent (recorded as `{}`) when authentication failed or is unknown. */
-  user?: { name: string; uid?: string; groups?: readonly string[]; extra?: Readonly<Record<string, readonly string[]>> };
+  user?: AuditInputUser;
+  /** The user the request acted as when it impersonated one (src/auth/impersonation.ts); absent otherwise. */
+  impersonatedUser?: AuditInputUser;
   /** The client's address (src/auth/ratelimit.ts `sourceAddress`'s source: `CF-Connecting-IP`). */
   sourceIP?: string;
   userAgent?: string;
@@ -175,16 +199,13 @@ export interface AuditInput {
   annotations?: Record<string, string>;
 }
 
-/** Builds the Event of one request (level Metadata, stage ResponseComplete), empty fields left out. */
+/**
+ * Builds the Event of one request (level Metadata, stage ResponseComplete), empty fields left out:
+ * `user` the authenticated user, and `impersonatedUser` the one it acted as when it impersonated
+ * one (kube-apiserver's `audit.LogImpersonatedUser`).
+ */
 export function buildAuditEvent(input: AuditInput): AuditEvent {
-  const user: AuditUser = {};
-  if (input.user) {
-    user.username = input.user.name;
-    if (input.user.uid) user.uid = input.user.uid;
-    if (input.user.groups?.length) user.groups = [...input.user.groups];
-    if (input.user.extra && Object.keys(input.user.extra).length > 0)
-      user.extra = Object.fromEntries(Object.entries(input.user.extra).map(([k, v]) => [k, [...v]]));
-  }
+  const user = auditUser(input.user);
   // In the field order kube-apiserver writes an Event.
   return {
     kind: "Event",
@@ -195,6 +216,7 @@ export function buildAuditEvent(input: AuditInput): AuditEvent {
     requestURI: input.requestURI,
     verb: input.info.verb,
     user,
+    ...(input.impersonatedUser ? { impersonatedUser: auditUser(input.impersonatedUser) } : {}),
     ...(input.sourceIP ? { sourceIPs: [input.sourceIP] } : {}),
     ...(input.userAgent ? { userAgent: input.userAgent } : {}),
     ...(input.info.objectRef ? { objectRef: input.info.objectRef } : {}),

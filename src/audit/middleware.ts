@@ -6,8 +6,10 @@
  * after the response (`ctx.waitUntil`): the answer never waits on D1, and a failure to record is
  * logged (without the record) and never fails the request.
  *
- * What it reads of the request, after it ran: the Hono variables `user` (src/auth/rbac.ts
- * `UserInfo`, set by authentication) and `attributes` (`RequestAttributes`, set by authorization),
+ * What it reads of the request, after it ran: the Hono variables `authenticatedUser` and `user`
+ * (src/auth/rbac.ts `UserInfo`, set by authentication; `user` is the impersonated user when the
+ * request impersonated one, recorded as the event's `impersonatedUser` beside the authenticated
+ * `user`, as kube-apiserver does) and `attributes` (`RequestAttributes`, set by authorization),
  * the response's status, and `c.error` (the ApiError a handler threw: its Status becomes the
  * event's responseStatus; an `Unauthenticated` carries the authenticators' reasons, recorded as
  * the annotation {@link AUTHN_REASONS_ANNOTATION}). When `attributes` is absent the verb and
@@ -110,7 +112,9 @@ async function recordAfter(c: AuditContext, receivedAt: number): Promise<void> {
     const failure = c.error instanceof ApiError ? c.error : undefined;
     // Everything is read and built now: the request and response are not to be touched once
     // answered, and no header but what the record shows is kept.
-    const user = c.get("user");
+    const acting = c.get("user");
+    const user = c.get("authenticatedUser") ?? acting;
+    const impersonated = acting && acting !== user ? acting : undefined;
     const readsBack = (!failure && code >= 400) || (code < 300 && info.verb === "create" && !info.objectRef?.name);
     const body = readsBack ? await readBack(c.res.clone()) : undefined;
     let status: Pick<Status, "reason" | "message" | "details"> | undefined = failure?.toStatus();
@@ -138,7 +142,7 @@ async function recordAfter(c: AuditContext, receivedAt: number): Promise<void> {
       const who = code === 401 ? undefined : user;
       if (code === 403) annotations[DECISION_ANNOTATION] = "forbid";
       else if (who && code !== 401) annotations[DECISION_ANNOTATION] = "allow";
-      const event = buildAuditEvent({ ...input, user: who, annotations });
+      const event = buildAuditEvent({ ...input, user: who, impersonatedUser: who ? impersonated : undefined, annotations });
       await appendAuditEvent(c.env.DB, event, clock.now(), auditRetentionDays(c.env.FLOTILLA_AUDIT_RETENTION_DAYS));
     };
     c.executionCtx.waitUntil(

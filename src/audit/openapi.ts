@@ -22,6 +22,16 @@ export interface AuditOpenAPIRefs {
 
 const str = (description: string): JsonSchema => ({ type: "string", description });
 const strings = (description: string): JsonSchema => ({ type: "array", description, items: { type: "string" } });
+const userInfo = (description: string): JsonSchema => ({
+  type: "object",
+  description,
+  properties: {
+    username: str("The user's name."),
+    uid: str("The user's UID."),
+    groups: strings("The user's groups."),
+    extra: { type: "object", description: "Extra user information.", additionalProperties: { type: "array", items: { type: "string" } } },
+  },
+});
 
 /**
  * The AuditEvent and AuditEventList schemas and the collection's path item.
@@ -49,16 +59,8 @@ export function auditOpenAPI(r: AuditOpenAPIRefs): { schemas: Record<string, Jso
       verb: str(
         "The Kubernetes verb (create, update, patch, delete, deletecollection, get, list, watch), or the lower-cased method of a non-resource request.",
       ),
-      user: {
-        type: "object",
-        description: "The authenticated user; empty after a failed authentication.",
-        properties: {
-          username: str("The user's name."),
-          uid: str("The user's UID."),
-          groups: strings("The user's groups."),
-          extra: { type: "object", description: "Extra user information.", additionalProperties: { type: "array", items: { type: "string" } } },
-        },
-      },
+      user: userInfo("The authenticated user (the caller, also when it impersonated another); empty after a failed authentication."),
+      impersonatedUser: userInfo("The user the request acted as, when it impersonated one (Impersonate-User and the other Impersonate-* headers)."),
       sourceIPs: strings("The client's address (CF-Connecting-IP)."),
       userAgent: str("The User-Agent the client sent."),
       objectRef: {

@@ -10,7 +10,13 @@
  * `Unauthenticated`) and counts toward the failed-authentication limit (src/auth/ratelimit.ts);
  * the admin token is evaluated first and without I/O, so wrong tokens from its address never
  * lock the admin out. A valid agent credential is not a user: it gets 403 (agents use
- * `/agent/v1`).
+ * `/agent/v1`), impersonation headers or not: an agent has no RBAC identity to be granted
+ * `impersonate`.
+ *
+ * Impersonation (`Impersonate-User` and the rest, src/auth/impersonation.ts) follows
+ * authentication, as kube-apiserver's filter chain has it: the authenticated user must be allowed
+ * the `impersonate` checks, and the request is then authorized, served and reviewed as the
+ * impersonated user (the audit log records both).
  */
 import type { MiddlewareHandler } from "hono";
 import type { ApiEnv } from "../api/context.ts";
@@ -23,8 +29,9 @@ import { admitAgentToken, bearerToken } from "./credentials.ts";
 import { IssuerKeySet, oidcAuthenticator, parseOidcSettings } from "./oidc.ts";
 import { limitAuthFailures } from "./ratelimit.ts";
 import { serviceAccountAuthenticator } from "./serviceaccounts.ts";
-import { authorizeRequest } from "./rbac-store.ts";
+import { authorizeRequest, decide } from "./rbac-store.ts";
 import { requestAttributes } from "./requestinfo.ts";
+import { impersonate } from "./impersonation.ts";
 import type { UserInfo } from "./rbac.ts";
 
 /** The isolate's OIDC authenticator, with the settings it was made for (its issuer's keys cached with it). */
@@ -101,18 +108,35 @@ export async function authenticateRequest(env: Env, req: Request, token: string 
 }
 
 /**
- * The middleware of every Kubernetes API route: authenticates the request (sets `user`), derives
- * its attributes (sets `attributes`), runs `prepare` (the hub's built-in objects, the bootstrap
- * policy among them), and authorizes it with RBAC.
- * @throws ApiError 401, 403, 429 (see {@link authenticateRequest} and src/auth/rbac-store.ts)
+ * The user a request authenticated as `requestor` acts as, given its impersonation headers
+ * (src/auth/impersonation.ts `impersonate`, with the hub's authorizer: `system:masters`, then
+ * RBAC). `requestor` itself when the request impersonates no one. The bootstrap policy must
+ * exist (src/api/builtins.ts `ensureBuiltins`).
+ * @throws ApiError 400 (groups, extras or uid without a user), 403 (an `impersonate` check
+ *   denied); errors of D1
+ */
+export function impersonatedUser(env: Env, requestor: UserInfo, headers: Headers): Promise<UserInfo> {
+  return impersonate(requestor, headers, (user, attrs) => decide(env, user, attrs));
+}
+
+/**
+ * The middleware of every Kubernetes API route: authenticates the request (sets `user` and
+ * `authenticatedUser`), derives its attributes (sets `attributes`), runs `prepare` (the hub's
+ * built-in objects, the bootstrap policy among them), applies impersonation (sets `user` to the
+ * impersonated user, {@link impersonatedUser}), and authorizes it with RBAC as `user`.
+ * @throws ApiError 401, 403, 429 (see {@link authenticateRequest} and src/auth/rbac-store.ts);
+ *   400 and 403 of impersonation
  */
 export function apiAccess(prepare: (env: Env) => Promise<void>): MiddlewareHandler<ApiEnv> {
   return async (c, next) => {
-    const user = await authenticateRequest(c.env, c.req.raw, bearerToken(c));
-    c.set("user", user);
+    const authenticated = await authenticateRequest(c.env, c.req.raw, bearerToken(c));
+    c.set("authenticatedUser", authenticated);
+    c.set("user", authenticated);
     const attributes = requestAttributes(c.req.method, new URL(c.req.url));
     c.set("attributes", attributes);
     await prepare(c.env);
+    const user = await impersonatedUser(c.env, authenticated, c.req.raw.headers);
+    c.set("user", user);
     await authorizeRequest(c.env, user, attributes);
     await next();
   };
