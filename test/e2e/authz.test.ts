@@ -282,6 +282,46 @@ describe("OIDC users and RBAC with kubectl", () => {
     expect(forged.out).toContain("Unauthorized");
   });
 
+  it("kubectl --as: whoami, can-i and get answer as the impersonated user; impersonating needs the grant", async () => {
+    // The admin (system:masters) may impersonate anyone; the request is then the impersonated user's only.
+    const asBob = await ok(["auth", "whoami", "--as", "oidc:bob"]);
+    expect(asBob).toMatch(/Username\s+oidc:bob/);
+    expect(asBob).toMatch(/Groups\s+\[system:authenticated\]/);
+    expect(await ok(["auth", "whoami", "--as", "oidc:bob", "--as-group", "devs", "--as-uid", "u-1"])).toMatch(
+      /Username\s+oidc:bob\s+UID\s+u-1\s+Groups\s+\[devs system:authenticated\]/,
+    );
+    // bob views team-b: the attack run's SelfSubjectAccessReview answered "yes" here (as the admin).
+    const canI = await kubectl(["auth", "can-i", "create", "placements", "-n", "team-b", "--as", "oidc:bob"]);
+    expect([canI.code, canI.stdout.trim()]).toEqual([1, "no"]);
+    expect((await ok(["auth", "can-i", "list", "placements", "-n", "team-b", "--as", "oidc:bob"])).trim()).toBe("yes");
+    // team-a's placements are the group devs' to read: bob alone is refused, bob in devs reads them.
+    const alone = await kubectl(["get", "placements", "-n", "team-a", "--as", "oidc:bob"]);
+    expect(alone.code).toBe(1);
+    expect(alone.out).toContain(`User "oidc:bob" cannot list resource "placements" in API group "${OCM}" in the namespace "team-a"`);
+    expect((await kubectl(["get", "placements", "-n", "team-a", "--as", "oidc:bob", "--as-group", "devs"])).code).toBe(0);
+    // A user without the grant is refused with kube-apiserver's message (kubectl's whoami words a 403 its own way).
+    for (const args of [
+      ["auth", "can-i", "delete", "managedclusters", "--as", "flotilla:admin"],
+      ["get", "managedclusters", "--as", "flotilla:admin", "--as-group", "system:masters"],
+    ]) {
+      const r = await kubectl(args, tokens.bob);
+      expect(r.code, args.join(" ")).not.toBe(0);
+      expect(r.out).toContain(`users "flotilla:admin" is forbidden: User "oidc:bob" cannot impersonate resource "users" in API group "" at the cluster scope`);
+    }
+    const whoamiRefused = await kubectl(["auth", "whoami", "--as", "flotilla:admin"], tokens.bob);
+    expect(whoamiRefused.code).not.toBe(0);
+    expect(whoamiRefused.out).toContain("you do not have permission to call it");
+    // edit in team-a holds `impersonate` on team-a's ServiceAccounts (as Kubernetes' edit role).
+    const sa = await ok(["auth", "whoami", "--as", "system:serviceaccount:team-a:ci"], tokens.alice);
+    expect(sa).toMatch(/Username\s+system:serviceaccount:team-a:ci/);
+    expect(sa).toMatch(/Groups\s+\[system:serviceaccounts system:serviceaccounts:team-a system:authenticated\]/);
+    const otherNs = await kubectl(["get", "placements", "-n", "team-b", "--as", "system:serviceaccount:team-b:ci"], tokens.alice);
+    expect(otherNs.code).toBe(1);
+    expect(otherNs.out).toContain(
+      `serviceaccounts "ci" is forbidden: User "oidc:alice" cannot impersonate resource "serviceaccounts" in API group "" in the namespace "team-b"`,
+    );
+  });
+
   it(`kubectl auth can-i answers as kube-apiserver in ${MATRIX.length} cases`, async () => {
     expect(MATRIX.length).toBeGreaterThanOrEqual(40);
     const wrong: string[] = [];
