@@ -29,10 +29,10 @@ import { admitAgentToken, bearerToken } from "./credentials.ts";
 import { IssuerKeySet, oidcAuthenticator, parseOidcSettings } from "./oidc.ts";
 import { limitAuthFailures } from "./ratelimit.ts";
 import { serviceAccountAuthenticator } from "./serviceaccounts.ts";
-import { authorizeRequest, decide } from "./rbac-store.ts";
+import { authorizeRequest, isPrivileged, rbacAuthorizer } from "./rbac-store.ts";
 import { requestAttributes } from "./requestinfo.ts";
 import { impersonate } from "./impersonation.ts";
-import type { UserInfo } from "./rbac.ts";
+import type { RbacAuthorizer, UserInfo } from "./rbac.ts";
 
 /** The isolate's OIDC authenticator, with the settings it was made for (its issuer's keys cached with it). */
 let oidc: { key: string; authenticator: Authenticator | null } | null = null;
@@ -116,7 +116,11 @@ export async function authenticateRequest(env: Env, req: Request, token: string 
  *   denied); errors of D1
  */
 export function impersonatedUser(env: Env, requestor: UserInfo, headers: Headers): Promise<UserInfo> {
-  return impersonate(requestor, headers, (user, attrs) => decide(env, user, attrs));
+  // One read of the RBAC change counter for all the checks of one request (none for system:masters).
+  let rbac: Promise<RbacAuthorizer> | undefined;
+  return impersonate(requestor, headers, async (user, attrs) =>
+    isPrivileged(user) ? { allowed: true, reason: "" } : (await (rbac ??= rbacAuthorizer(env))).authorize(user, attrs),
+  );
 }
 
 /**
