@@ -2,8 +2,9 @@
  * Benchmark of a `/metrics` scrape (src/metrics/routes.ts): for each size in BENCH_SIZES (default
  * 2000) a fresh hub (`wrangler dev`, workerd, local D1) holds that many ManagedClusters (spread
  * over 12 edge locations, one in ten Available=Unknown), one ManifestWork per cluster (Applied and
- * Available), 100 Placements and 20 ManifestWorkReplicaSets, and the metrics object holds the
- * series of some API traffic; then BENCH_SCRAPES scrapes (default 50, after 5 to warm up) are
+ * Available), 100 Placements, 20 ManifestWorkReplicaSets, BENCH_POLICIES root Policies each
+ * replicated to every cluster and one ManagedClusterAddOn per cluster, and the metrics object
+ * holds the series of some API traffic; then BENCH_SCRAPES scrapes (default 50, after 5 to warm up) are
  * timed one after another from this process, as Prometheus scrapes.
  *
  * Prints a table: clusters, works, series shown, bytes, the scrape's p50, p99 and max seen from
@@ -15,6 +16,7 @@
  *
  *   BENCH_SIZES     cluster counts (default 2000)
  *   BENCH_SCRAPES   timed scrapes per size (default 50)
+ *   BENCH_POLICIES  root policies, each replicated to every cluster (default 5)
  */
 import { readdirSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -25,6 +27,7 @@ import { printTable } from "./table.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "2000").split(",").map(Number);
 const SCRAPES = Number(process.env.BENCH_SCRAPES ?? 50);
+const POLICIES = Number(process.env.BENCH_POLICIES ?? 5);
 const G = "cluster.open-cluster-management.io";
 const W = "work.open-cluster-management.io";
 const COLOS = ["FRA", "AMS", "LHR", "CDG", "IAD", "SJC", "ORD", "NRT", "SIN", "SYD", "GRU", "JNB"];
@@ -117,6 +120,38 @@ function seed(stateDir: string, n: number): { works: number } {
         summary: { total: n, applied: n, available: n - i, progressing: i, degraded: 0 },
         conditions: [cond("PlacementRolledOut", i % 2 ? "True" : "False", "Complete")],
       },
+    });
+  }
+  // Policies: each root in `default`, replicated into every cluster's namespace (one in ten
+  // NonCompliant); one add-on per cluster (one in ten not Available).
+  const P = "policy.open-cluster-management.io";
+  for (let j = 0; j < POLICIES; j++) {
+    const root = `pol-${j}`;
+    put(`${P}/policies`, {
+      apiVersion: `${P}/v1`,
+      kind: "Policy",
+      metadata: { name: root, namespace: "default" },
+      spec: { disabled: false, "policy-templates": [] },
+      status: { compliant: "NonCompliant" },
+    });
+    for (let i = 0; i < n; i++) {
+      const cluster = `seed-${String(i).padStart(6, "0")}`;
+      put(`${P}/policies`, {
+        apiVersion: `${P}/v1`,
+        kind: "Policy",
+        metadata: { name: `default.${root}`, namespace: cluster, labels: { [`${P}/root-policy`]: `default.${root}`, [`${P}/cluster-name`]: cluster } },
+        spec: { disabled: false, "policy-templates": [] },
+        status: { compliant: i % 10 ? "Compliant" : "NonCompliant" },
+      });
+    }
+  }
+  for (let i = 0; i < n; i++) {
+    put("addon.open-cluster-management.io/managedclusteraddons", {
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      kind: "ManagedClusterAddOn",
+      metadata: { name: "probe", namespace: `seed-${String(i).padStart(6, "0")}` },
+      spec: {},
+      status: { conditions: [cond("Available", i % 10 ? "True" : "False")] },
     });
   }
   db.prepare("INSERT INTO counters (id, value) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET value = excluded.value").run(rv);

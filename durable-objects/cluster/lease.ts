@@ -15,11 +15,30 @@ export const DEFAULT_LEASE_GRACE_MULTIPLIER = 5;
 
 /**
  * The cluster's lease (OCM's `managed-cluster-lease`): the last renewal, epoch milliseconds, and
- * the `leaseDurationSeconds` the agent was told then (seconds).
+ * the `leaseDurationSeconds` the agent was told then (seconds). When the agent was told a shorter
+ * interval than the one it renewed at (`spec.leaseDurationSeconds` lowered while its channel is
+ * open), `priorSeconds` is that longer interval and `toldAtMs` when it was told (epoch
+ * milliseconds): until a renewal after `toldAtMs` the lease counts the prior interval
+ * ({@link priorGraceSeconds}).
  */
 export interface LeaseRecord {
   renewMs: number;
   toldSeconds: number;
+  priorSeconds?: number;
+  toldAtMs?: number;
+}
+
+/**
+ * The interval (seconds) a lease still counts after the agent was told a shorter one: the prior
+ * interval of `record` until the agent renewed after it was told (a renewal, stored or the
+ * channel's last ping `lastPingMs` (epoch milliseconds), later than `toldAtMs`), else 0. So a
+ * lowered `leaseDurationSeconds` gives the agent one old lease of grace: it still renews at the
+ * old interval until it learns the new one, and its first renewal at the new interval is due
+ * within the old grace of its last renewal, not at once. Pure.
+ */
+export function priorGraceSeconds(record: LeaseRecord, lastPingMs: number | null): number {
+  if (!record.priorSeconds || record.toldAtMs === undefined) return 0;
+  return Math.max(record.renewMs, lastPingMs ?? -Infinity) > record.toldAtMs ? 0 : record.priorSeconds;
 }
 
 /** What the lease rule says at one moment: whether the lease expired, and when it does (epoch milliseconds). */
@@ -126,18 +145,34 @@ export class Lease {
     return Math.max(this.record()?.renewMs ?? now, this.lastPingMs() ?? -Infinity);
   }
 
+  /**
+   * The lease interval that counts for `obj` now, in seconds: {@link countedLeaseSeconds}, or the
+   * interval before a shortening while the agent has not renewed since it learnt it
+   * ({@link priorGraceSeconds}).
+   */
+  private seconds(obj: KubeObject): number {
+    const record = this.record();
+    const counted = countedLeaseSeconds(specOf(obj).leaseDurationSeconds, record?.toldSeconds);
+    return record ? Math.max(counted, priorGraceSeconds(record, this.lastPingMs())) : counted;
+  }
+
   /** The lease rule's verdict for `obj` at `now` (epoch milliseconds); a lease never renewed counts from `now`. */
   verdict(obj: KubeObject, now: number): LeaseVerdict {
-    return leaseRule(this.renewedMs(now), countedLeaseSeconds(specOf(obj).leaseDurationSeconds, this.record()?.toldSeconds), graceMultiplier(this.env), now);
+    return leaseRule(this.renewedMs(now), this.seconds(obj), graceMultiplier(this.env), now);
   }
 
   /**
    * Records that the agent was just told the lease interval `seconds` (a channel `lease` message,
    * as an HTTP heartbeat's answer tells it), keeping the last renewal ({@link renewedMs}) at `now`
-   * (epoch milliseconds; one row written).
+   * (epoch milliseconds; one row written). A shorter interval than the agent renewed at keeps
+   * that one counting until the agent's next renewal ({@link priorGraceSeconds}).
    */
   told(seconds: number, now: number): void {
-    this.state.write("lease", { renewMs: this.renewedMs(now), toldSeconds: seconds } satisfies LeaseRecord);
+    const record = this.record();
+    const before = record ? Math.max(record.toldSeconds, priorGraceSeconds(record, this.lastPingMs())) : 0;
+    const next: LeaseRecord = { renewMs: this.renewedMs(now), toldSeconds: seconds };
+    if (seconds < before) Object.assign(next, { priorSeconds: before, toldAtMs: now });
+    this.state.write("lease", next);
   }
 
   /**
@@ -186,7 +221,7 @@ export class Lease {
   pingsRenew(obj: KubeObject, now: number): boolean {
     const last = this.lastPingMs();
     if (last === null) return false;
-    return !leaseRule(last, countedLeaseSeconds(specOf(obj).leaseDurationSeconds, this.record()?.toldSeconds), graceMultiplier(this.env), now).expired;
+    return !leaseRule(last, this.seconds(obj), graceMultiplier(this.env), now).expired;
   }
 
   /**
@@ -201,7 +236,7 @@ export class Lease {
     if (expired && markedStopped(obj)) return null;
     const ping = this.lastPingMs();
     if (ping === null || ping < (this.record()?.renewMs ?? now)) return expiresAtMs;
-    return expiresAtMs + pingCheckDelayMs(countedLeaseSeconds(specOf(obj).leaseDurationSeconds, this.record()?.toldSeconds), graceMultiplier(this.env));
+    return expiresAtMs + pingCheckDelayMs(this.seconds(obj), graceMultiplier(this.env));
   }
 
   /**

@@ -48,6 +48,8 @@ const ComplianceType = z.enum([
   "Mustnothave",
   "mustnothave",
 ]);
+/** config-policy-controller's `metadataComplianceType` enum: musthave or mustonlyhave, in its spellings. */
+const MetadataComplianceType = z.enum(["MustHave", "Musthave", "musthave", "MustOnlyHave", "Mustonlyhave", "mustonlyhave"]);
 const NonEmpty = z.string().min(1);
 /** config-policy-controller's `EvaluationInterval` pattern: Go durations, `never` or `watch`. */
 const INTERVAL = /^(?:(?:(?:[0-9]+(?:.[0-9])?)(?:h|m|s|(?:ms)|(?:us)|(?:ns)))|never|watch)+$/;
@@ -64,10 +66,9 @@ const ObjectTemplateSchema = z.strictObject({
     if (typeof obj.kind !== "string" || !obj.kind) errors.push(fieldRequired("kind"));
     addFieldErrors(ctx, obj, errors);
   }),
-  metadataComplianceType: z
-    .string()
-    .superRefine((_v, ctx) => addFieldErrors(ctx, _v, [fieldForbidden("", `metadataComplianceType ${NOT_RUN}; metadata follows complianceType`)]))
-    .optional(),
+  // How the labels and annotations compare, whatever complianceType says (config-policy-controller's
+  // `MetadataComplianceType`: MustHave or MustOnlyHave; complianceType's when unset).
+  metadataComplianceType: MetadataComplianceType.optional(),
   recreateOption: onlyValues(z.enum(["None", "IfRequired", "Always"]), ["None"]).optional(),
   recordDiff: onlyValues(z.enum(["Log", "InStatus", "None"]), ["None"]).optional(),
   objectSelector: z
@@ -93,7 +94,7 @@ const NamespaceSelectorSchema = z
 
 /**
  * The ConfigurationPolicy a Policy embeds in `policy-templates[].objectDefinition`, limited to what
- * the hub's agent evaluates (issue 32 item 6): `object-templates` with `complianceType`,
+ * the hub's agent evaluates (issue 32 item 6): `object-templates` with `complianceType`, `metadataComplianceType`,
  * `remediationAction`, `namespaceSelector` include/exclude, `severity`, `evaluationInterval`.
  * Other fields of config-policy-controller's schema are refused with 422 naming them.
  */

@@ -1,9 +1,11 @@
 /**
  * Every metric family `/metrics` shows (docs/metrics.md lists them with their meaning). Names
  * follow kube-apiserver's (`apiserver_request_total`, `apiserver_request_duration_seconds`),
- * OCM's placement controller's (`scheduling_scheduling_duration_seconds`) and the OCM/ACM
- * state metrics' (`acm_managed_cluster_count`, `acm_manifestwork_count`) where such a metric
- * exists; the rest are `flotilla_*`.
+ * OCM's placement controller's (`scheduling_scheduling_duration_seconds`), OCM's governance
+ * policy propagator's (`policy_governance_info`) and the OCM/ACM state metrics'
+ * (`acm_managed_cluster_count`, `acm_manifestwork_count`,
+ * `acm_managed_cluster_addon_status_condition`) where such a metric exists; the rest are
+ * `flotilla_*`.
  *
  * Counters and histograms are events counted as they happen (src/metrics/recorder.ts) and kept by
  * the metrics object (durable-objects/metrics.ts), so they survive isolate restarts; gauges are
@@ -149,6 +151,18 @@ export const GAUGES = {
     type: "gauge",
     help: "1 when the ManifestWorkReplicaSet's PlacementRolledOut condition is True, else 0.",
     labels: ["namespace", "name"],
+  },
+  policyCompliance: {
+    name: "policy_governance_info",
+    type: "gauge",
+    help: "The compliance status of the named policy. 0 == Compliant. 1 == NonCompliant. -1 == Unknown/Pending",
+    labels: ["type", "policy", "policy_namespace", "cluster_namespace"],
+  },
+  addonAvailable: {
+    name: "acm_managed_cluster_addon_status_condition",
+    type: "gauge",
+    help: "Managed cluster add-on status condition",
+    labels: ["addon_name", "managed_cluster_name", "condition", "status"],
   },
 } as const satisfies Record<string, MetricFamily>;
 

@@ -14,6 +14,8 @@ import { resourceKey } from "../k8s/kind.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManifestWorkKind, ManifestWorkReplicaSetKind } from "../kinds/manifestwork.ts";
 import { PlacementKind } from "../kinds/placement.ts";
+import { PolicyKind, ROOT_POLICY_LABEL } from "../kinds/policy.ts";
+import { ManagedClusterAddOnKind } from "../kinds/addon.ts";
 import { COLO_ANNOTATION } from "../audit/event.ts";
 import { labelsPart, type Cell, type Labels, type MetricFamily } from "./exposition.ts";
 import { GAUGES } from "./families.ts";
@@ -54,6 +56,44 @@ const REPLICASETS = `SELECT o.namespace AS ns, o.name AS name, json_extract(o.bo
 
 const SETS = "SELECT name, clusters FROM clusterset_counts";
 
+/**
+ * Each Policy not disabled: its namespace, name, root-policy label (a replica's `<rootns>.<rootname>`)
+ * and `status.compliant`.
+ */
+const POLICIES = `SELECT o.namespace AS ns, o.name AS name,
+  json_extract(o.body, '$.metadata.labels."${ROOT_POLICY_LABEL}"') AS root,
+  json_extract(o.body, '$.status.compliant') AS c
+  FROM objects o WHERE o.resource = ?1 AND coalesce(json_extract(o.body, '$.spec.disabled'), 0) = 0`;
+
+/** Each ManagedClusterAddOn: its cluster (namespace), name and the status of its Available condition. */
+const ADDONS = `SELECT o.namespace AS ns, o.name AS name, ${conditionField("status", "Available")} AS s
+  FROM objects o WHERE o.resource = ?1`;
+
+/** The `status` label values of ACM's add-on condition series, one series each (1 the current one, 0 the others). */
+const ADDON_STATUSES = ["true", "false", "unknown"] as const;
+
+/**
+ * OCM's `policy_governance_info` value of a policy's `status.compliant` (its policymetrics
+ * controller): 0 Compliant, 1 NonCompliant, -1 Pending or not reported yet.
+ */
+export function complianceValue(compliant: unknown): number {
+  return compliant === "Compliant" ? 0 : compliant === "NonCompliant" ? 1 : -1;
+}
+
+/**
+ * The labels of a policy's `policy_governance_info` series, as OCM's policymetrics controller
+ * sets them: a root policy `type="root"`, its name and namespace and `cluster_namespace="<null>"`;
+ * a replica (it carries the root-policy label) `type="propagated"`, the root's name and namespace
+ * from its own name `<rootns>.<rootname>` and its cluster's namespace; null for a replica whose
+ * name has no `.` (OCM shows none for it).
+ */
+export function policyLabels(namespace: string, name: string, replica: boolean): Labels | null {
+  if (!replica) return { type: "root", policy: name, policy_namespace: namespace, cluster_namespace: "<null>" };
+  const dot = name.indexOf(".");
+  if (dot < 0) return null;
+  return { type: "propagated", policy: name.slice(dot + 1), policy_namespace: name.slice(0, dot), cluster_namespace: namespace };
+}
+
 function cell(family: MetricFamily, labels: Labels, value: number): Cell {
   return { family: family.name, labels: labelsPart(family.labels, labels), values: [value] };
 }
@@ -66,19 +106,23 @@ const num = (v: unknown): number => (typeof v === "number" ? v : Number(v) || 0)
  * The fleet's gauges, as cells (src/metrics/exposition.ts), from one D1 batch: managed clusters
  * (count; by condition and status; by edge location and availability; by cluster set),
  * placements by PlacementSatisfied, ManifestWorks (count; by condition and status), and each
- * ManifestWorkReplicaSet's rollout summary.
+ * ManifestWorkReplicaSet's rollout summary, each Policy's compliance (OCM's
+ * `policy_governance_info`, root and propagated; a disabled one shows none) and each
+ * ManagedClusterAddOn's Available condition (ACM's `acm_managed_cluster_addon_status_condition`).
  * @throws errors of D1
  */
 export async function fleetGauges(db: D1Database): Promise<Cell[]> {
   const clusters = resourceKey(ManagedClusterKind);
   const works = resourceKey(ManifestWorkKind);
-  const [clusterRows, sets, placements, workCount, worksByCondition, replicaSets] = await db.batch<Row>([
+  const [clusterRows, sets, placements, workCount, worksByCondition, replicaSets, policies, addons] = await db.batch<Row>([
     db.prepare(CLUSTERS).bind(clusters),
     db.prepare(SETS),
     db.prepare(PLACEMENTS).bind(resourceKey(PlacementKind)),
     db.prepare(WORK_COUNT).bind(works),
     db.prepare(BY_CONDITION).bind(works),
     db.prepare(REPLICASETS).bind(resourceKey(ManifestWorkReplicaSetKind)),
+    db.prepare(POLICIES).bind(resourceKey(PolicyKind)),
+    db.prepare(ADDONS).bind(resourceKey(ManagedClusterAddOnKind)),
   ]);
   const out: Cell[] = [];
   let clusterCount = 0;
@@ -119,6 +163,16 @@ export async function fleetGauges(db: D1Database): Promise<Cell[]> {
     const at = { namespace: str(r.ns), name: str(r.name) };
     for (const state of SUMMARY_STATES) out.push(cell(GAUGES.rolloutClusters, { ...at, state }, num(summary[state])));
     out.push(cell(GAUGES.rolloutComplete, at, r.rolled === "True" ? 1 : 0));
+  }
+  for (const r of policies!.results) {
+    const labels = policyLabels(str(r.ns), str(r.name), str(r.root) !== "");
+    if (labels) out.push(cell(GAUGES.policyCompliance, labels, complianceValue(r.c)));
+  }
+  for (const r of addons!.results) {
+    // ACM's clusterlifecycle-state-metrics: the Available condition's status in lower case, Unknown without one.
+    const current = (str(r.s) || "Unknown").toLowerCase();
+    const at = { addon_name: str(r.name), managed_cluster_name: str(r.ns), condition: "Available" };
+    for (const status of ADDON_STATUSES) out.push(cell(GAUGES.addonAvailable, { ...at, status }, status === current ? 1 : 0));
   }
   return out;
 }

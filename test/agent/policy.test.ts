@@ -100,12 +100,39 @@ describe("object template comparison (OCM's mergeSpecs / deeplyEquivalent)", () 
 
   it("mustonlyhave: the template's maps and lists replace the live ones at the keys it names", () => {
     const live = { data: { a: "1", b: "2" }, other: { x: 1 } };
-    const cmp = compareObject({ data: { a: "1" } }, live, "mustonlyhave");
+    const cmp = compareObject({ data: { a: "1" }, other: { x: 1 } }, live, "mustonlyhave");
     expect(cmp.mismatch).toBe(true);
     expect(cmp.updated).toEqual({ data: { a: "1" }, other: { x: 1 } });
-    expect(compareObject({ data: { b: "2", a: "1" } }, live, "mustonlyhave").mismatch).toBe(false);
+    expect(compareObject({ data: { b: "2", a: "1" }, other: { x: 1 } }, live, "mustonlyhave").mismatch).toBe(false);
     expect(merge([1, 2], [2, 3], "mustonlyhave")).toEqual([1, 2]);
     expect(merge([1], [2, 3], "musthave")).toEqual([1, 2, 3]);
+  });
+
+  it("mustonlyhave: a top-level key the template lacks is extra (OCM's handleKeys), but metadata, status and a ServiceAccount's secrets", () => {
+    // config-policy-controller test/e2e/case2_role_handling: a RoleBinding template without subjects.
+    const binding = {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: "pod-reader-e2e-binding", namespace: "default", uid: "u" },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "pod-reader-e2e" },
+      subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "Group", name: "system:authenticated:oauth" }],
+    };
+    const { subjects: _s, ...tmpl } = binding;
+    const cmp = compareObject(tmpl, binding, "mustonlyhave");
+    expect(cmp.mismatch).toBe(true);
+    expect(cmp.updated.subjects).toBeUndefined();
+    expect(cmp.updated.roleRef).toEqual(binding.roleRef);
+    // musthave leaves the live object's other keys alone.
+    expect(compareObject(tmpl, binding, "musthave").mismatch).toBe(false);
+    // metadataComplianceType does not turn the object's comparison into mustonlyhave.
+    expect(compareObject(tmpl, binding, "musthave", "mustonlyhave").mismatch).toBe(false);
+    expect(compareObject(binding, { ...binding, status: { x: 1 } }, "mustonlyhave").mismatch).toBe(false);
+    const sa = { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "sa" }, secrets: [{ name: "t" }], imagePullSecrets: [{ name: "p" }] };
+    expect(compareObject({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "sa" } }, sa, "mustonlyhave").mismatch).toBe(false);
+    expect(
+      compareObject({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "sa" } }, { ...sa, automountServiceAccountToken: false }, "mustonlyhave")
+        .mismatch,
+    ).toBe(true);
   });
 
   it("metadata compares labels and annotations only, with metadataComplianceType", () => {
@@ -214,6 +241,110 @@ describe("policy controller on a simulated cluster", () => {
     // The default interval (0 here) evaluates again: now found as specified, a new message.
     const [again] = await c.evaluate();
     expect(again!.report.templates[0]!.message).toBe("Compliant; notification - configmaps [only] found as specified in namespace default");
+  });
+
+  it("mustonlyhave RoleBinding without subjects: NonCompliant against one with subjects; enforce removes them (OCM's case2)", async () => {
+    // config-policy-controller test/e2e/case2_role_handling_test.go with its resources
+    // case2_rolebinding_create_enforce.yaml and case2_rolebinding_create_patch.yaml.
+    const { client, mapper } = await sim();
+    const RB = { group: "rbac.authorization.k8s.io", version: "v1", resource: "rolebindings" };
+    const binding = (subjects: boolean) => ({
+      complianceType: "mustonlyhave",
+      objectDefinition: {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "RoleBinding",
+        metadata: { name: "pod-reader-e2e-binding" },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "pod-reader-e2e" },
+        ...(subjects ? { subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "Group", name: "system:authenticated:oauth" }] } : {}),
+      },
+    });
+    const spec = (remediationAction: string, subjects: boolean) => ({
+      remediationAction,
+      namespaceSelector: { include: ["default"] },
+      "object-templates": [binding(subjects)],
+    });
+    const c = new PolicyController({ client, mapper }, 0);
+    c.setPolicies([policy("p.rb", spec("enforce", true))]);
+    expect((await c.evaluate())[0]!.report.templates[0]!.compliant).toBe("Compliant");
+    const ref = { ...RB, namespace: "default", name: "pod-reader-e2e-binding" };
+    expect((await client.get(ref)).subjects).toHaveLength(1);
+
+    c.setPolicies([policy("p.rb", spec("inform", false))]);
+    expect((await c.evaluate())[0]!.report.templates[0]).toMatchObject({
+      compliant: "NonCompliant",
+      message: "NonCompliant; violation - rolebindings [pod-reader-e2e-binding] found but not as specified in namespace default",
+    });
+    expect((await client.get(ref)).subjects).toHaveLength(1);
+
+    c.setPolicies([policy("p.rb", spec("enforce", false))]);
+    expect((await c.evaluate())[0]!.report.templates[0]).toMatchObject({
+      compliant: "Compliant",
+      message: "Compliant; notification - rolebindings [pod-reader-e2e-binding] was updated successfully in namespace default",
+    });
+    expect((await client.get(ref)).subjects).toBeUndefined();
+  });
+
+  it("mustonlyhave asks the API server with a dry-run update: what its defaults put back is found as specified", async () => {
+    // A Namespace's spec (finalizers) and a Secret's type are not in the templates; OCM's dry-run
+    // update shows the server keeps them, so the objects match (config-policy-controller
+    // checkAndUpdateResource, "A mismatch was detected but a dry run update didn't make any changes").
+    const { client, mapper } = await sim();
+    await client.create(NS, "", { apiVersion: "v1", kind: "Namespace", metadata: { name: "plain" } }, "test");
+    const SECRET = { group: "", version: "v1", resource: "secrets" };
+    await client.create(SECRET, "default", { apiVersion: "v1", kind: "Secret", metadata: { name: "s", namespace: "default" }, data: { k: "dg==" } }, "test");
+    const c = new PolicyController({ client, mapper }, 0);
+    c.setPolicies([
+      policy("p.dry", {
+        remediationAction: "inform",
+        "object-templates": [
+          nsTemplate("mustonlyhave", "plain"),
+          {
+            complianceType: "mustonlyhave",
+            objectDefinition: { apiVersion: "v1", kind: "Secret", metadata: { name: "s", namespace: "default" }, data: { k: "dg==" } },
+          },
+        ],
+      }),
+    ]);
+    const [r] = await c.evaluate();
+    expect(r!.report.templates[0]).toMatchObject({
+      compliant: "Compliant",
+      message: "Compliant; notification - namespaces [plain] found as specified; notification - secrets [s] found as specified in namespace default",
+    });
+  });
+
+  it("metadataComplianceType applies to labels and annotations whatever complianceType says (OCM's case9)", async () => {
+    // config-policy-controller test/e2e/case9_md_check_test.go: case9_multianno_ns_create.yaml,
+    // then case9_checkns-md-mh.yaml (Compliant) and case9_checkns-md-moh.yaml (NonCompliant).
+    const { client, mapper } = await sim();
+    const name = "case9-test-multi-annotation";
+    const tmpl = (complianceType: string, annotations: Record<string, string>, metadataComplianceType?: string) => ({
+      complianceType,
+      ...(metadataComplianceType ? { metadataComplianceType } : {}),
+      objectDefinition: { kind: "Namespace", apiVersion: "v1", metadata: { name, annotations } },
+    });
+    const spec = (remediationAction: string, t: Json) => ({
+      remediationAction,
+      namespaceSelector: { exclude: ["kube-*"], include: ["default"] },
+      "object-templates": [t],
+    });
+    const c = new PolicyController({ client, mapper }, 0);
+    c.setPolicies([policy("p.create", spec("enforce", tmpl("musthave", { test: "e2e", missing: "notintemplate" })))]);
+    expect((await c.evaluate())[0]!.report.templates[0]!.compliant).toBe("Compliant");
+
+    c.setPolicies([policy("p.mh", spec("inform", tmpl("mustonlyhave", { test: "e2e" }, "musthave")))]);
+    expect((await c.evaluate())[0]!.report.templates[0]).toMatchObject({
+      compliant: "Compliant",
+      message: `Compliant; notification - namespaces [${name}] found as specified`,
+    });
+    c.setPolicies([policy("p.moh", spec("inform", tmpl("musthave", { test: "e2e" }, "mustonlyhave")))]);
+    expect((await c.evaluate())[0]!.report.templates[0]).toMatchObject({
+      compliant: "NonCompliant",
+      message: `NonCompliant; violation - namespaces [${name}] found but not as specified`,
+    });
+    // Enforced, mustonlyhave metadata removes the annotation the template lacks (case9_ns_create.yaml).
+    c.setPolicies([policy("p.moh", spec("enforce", tmpl("musthave", { test: "e2e" }, "mustonlyhave")))]);
+    expect((await c.evaluate())[0]!.report.templates[0]!.compliant).toBe("Compliant");
+    expect(((await client.get({ ...NS, namespace: "", name })) as Json).metadata.annotations).toEqual({ test: "e2e" });
   });
 
   it("mustnothave: inform reports the object found; enforce deletes it; missing as expected after", async () => {

@@ -4,7 +4,8 @@
  * ManifestWorkReplicaSet through a Placement), the scrape is parsed by Prometheus' own text
  * parser (test/prometheus-parser.ts) and its figures are compared with what the API lists:
  * clusters per condition and status, works per condition and status, placements by
- * PlacementSatisfied and the replica set's summary; the counters (registrations, heartbeats,
+ * PlacementSatisfied and the replica set's summary, a Policy's compliance (root and the replica
+ * an agent evaluated) and an add-on's Available condition; the counters (registrations, heartbeats,
  * leases expired, scheduler runs, decisions written, API requests, webhook deliveries) show the
  * events, and are still there after the hub restarted. Health endpoints answer with their checks,
  * unauthenticated.
@@ -219,6 +220,63 @@ describe("/metrics agrees with the API (wrangler dev + 2 agent processes)", () =
         sampleSum(c, "flotilla_webhook_deliveries_total", { result: "refused", code: "404" }) === 1
       );
     });
+  });
+
+  it("after a policy and an add-on: their compliance and health as the API shows them", async () => {
+    const P = "/apis/policy.open-cluster-management.io/v1/namespaces/apps";
+    const gate = {
+      apiVersion: "policy.open-cluster-management.io/v1",
+      kind: "Policy",
+      metadata: { name: "gate" },
+      spec: {
+        disabled: false,
+        "policy-templates": [
+          {
+            objectDefinition: {
+              apiVersion: "policy.open-cluster-management.io/v1",
+              kind: "ConfigurationPolicy",
+              metadata: { name: "gate-ns" },
+              spec: {
+                remediationAction: "inform",
+                "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: "default" } } }],
+              },
+            },
+          },
+        ],
+      },
+    };
+    expect((await admin(hub, "POST", `${P}/policies`, gate)).status).toBe(201);
+    const pb = {
+      apiVersion: "policy.open-cluster-management.io/v1",
+      kind: "PlacementBinding",
+      metadata: { name: "gate" },
+      placementRef: { apiGroup: "cluster.open-cluster-management.io", kind: "Placement", name: "web" },
+      subjects: [{ apiGroup: "policy.open-cluster-management.io", kind: "Policy", name: "gate" }],
+    };
+    expect((await admin(hub, "POST", `${P}/placementbindings`, pb)).status).toBe(201);
+    await waitFor(
+      "m1's report gathered into the root",
+      async () => (await admin(hub, "GET", `${P}/policies/gate`)).body.status?.compliant === "Compliant",
+      60_000,
+    );
+    const MCA = "/apis/addon.open-cluster-management.io/v1alpha1/namespaces/m1/managedclusteraddons";
+    const addon = { apiVersion: "addon.open-cluster-management.io/v1alpha1", kind: "ManagedClusterAddOn", metadata: { name: "probe" }, spec: {} };
+    expect((await admin(hub, "POST", MCA, addon)).status).toBe(201);
+    const shown = (await admin(hub, "GET", `${MCA}/probe`)).body;
+    const available = String(cond(shown, "Available")?.status ?? "Unknown").toLowerCase();
+    const m = await scrape();
+    /** The values of the series of `name` with exactly `labels` (a missing series is no value, not 0). */
+    const values = (name: string, labels: Record<string, string>) =>
+      m
+        .flatMap((f) => f.samples)
+        .filter((x) => x.name === name && JSON.stringify(x.labels) === JSON.stringify(labels))
+        .map((x) => x.value);
+    expect(values("policy_governance_info", { type: "root", policy: "gate", policy_namespace: "apps", cluster_namespace: "<null>" })).toEqual([0]);
+    expect(values("policy_governance_info", { type: "propagated", policy: "gate", policy_namespace: "apps", cluster_namespace: "m1" })).toEqual([0]);
+    for (const status of ["true", "false", "unknown"])
+      expect(values("acm_managed_cluster_addon_status_condition", { addon_name: "probe", managed_cluster_name: "m1", condition: "Available", status })).toEqual(
+        [status === available ? 1 : 0],
+      );
   });
 
   it("keeps its counters across a restart of the hub (workerd and every isolate)", async () => {

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ClusterObject } from "../../durable-objects/cluster.ts";
 import { CHANNEL_MAX_MESSAGE_BYTES, CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, CloseCodes } from "../../src/agent/channel-protocol.ts";
 import { clock } from "../../src/clock.ts";
-import { agentKeys, call, channelHeaders, condition, createToken, MC, register, snapshot, type AgentKeys } from "./helpers.ts";
+import { agentKeys, call, channelHeaders, condition, createToken, MC, register, snapshot, withClockAhead, type AgentKeys } from "./helpers.ts";
 import { waitFor } from "../wait.ts";
 
 const WORKS = (ns: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks`;
@@ -383,6 +383,33 @@ describe("the agent channel", () => {
     conn.send({ type: "status", id: "z", status: { healthy: true } });
     expect(await conn.next((m) => m.id === "z")).toMatchObject({ leaseDurationSeconds: 7 });
     expect(conn.messages.filter((m) => m.type === "lease")).toHaveLength(1);
+  });
+
+  it("a shortened lease interval gives the agent one old lease of grace; from its next renewal the new one counts", async () => {
+    const keys = await joined("ch7d");
+    await call("PATCH", `${MC}/ch7d`, { spec: { leaseDurationSeconds: 4 } }, merge); // grace 5 x 4 s
+    const conn = await connect("ch7d", keys);
+    conn.send({ type: "status", id: "s0", status: { healthy: true } });
+    await conn.next((m) => m.id === "s0");
+    await ping(conn);
+    const stub = env.CLUSTERS.getByName("ch7d");
+    const from = conn.messages.length;
+    expect((await call("PATCH", `${MC}/ch7d`, { spec: { leaseDurationSeconds: 1 } }, merge)).status).toBe(200); // grace 5 x 1 s
+    expect(await conn.next((m) => m.type === "lease", from)).toEqual({ type: "lease", leaseDurationSeconds: 1 });
+    const available = async () => condition((await call("GET", `${MC}/ch7d`)).body, "ManagedClusterConditionAvailable");
+    // 6 s after the last ping by the hub's clock: past the new grace, within the old one.
+    await withClockAhead(6000, () => runDurableObjectAlarm(stub));
+    expect(await available()).toMatchObject({ status: "True" });
+    // The agent renews once it learnt the new interval (a ping after the lease message): the
+    // new grace counts from then on.
+    const toldAt = await runInDurableObject(
+      stub,
+      (_o, state) => JSON.parse(state.storage.sql.exec<{ v: string }>("SELECT v FROM state WHERE k = 'lease'").one().v).toldAtMs as number,
+    );
+    const pongAt = () => runInDurableObject(stub, (_o, state) => state.getWebSocketAutoResponseTimestamp(state.getWebSockets("agent")[0]!)!.getTime());
+    await waitFor("a ping after the lease message", async () => (await ping(conn), (await pongAt()) > toldAt), 5_000, 5);
+    await withClockAhead(6000, () => runDurableObjectAlarm(stub));
+    expect(await available()).toMatchObject({ status: "Unknown", reason: "ManagedClusterLeaseUpdateStopped" });
   });
 
   it("a report over the channel commits (ack with the resourceVersion); a stale uid gets 409, a missing work 404", async () => {

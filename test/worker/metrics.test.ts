@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { call, condition, createNamespaces, createToken, MC, register, withClockAhead } from "./helpers.ts";
 import { idToken, serveIssuer } from "./oidc-users.ts";
+import { waitFor } from "../wait.ts";
 import { count, flushMetrics, type BatchCell } from "../../src/metrics/recorder.ts";
 import { FOLD_BATCHES, type MetricsObject } from "../../durable-objects/metrics.ts";
 import { COUNTED } from "../../src/metrics/families.ts";
@@ -127,6 +128,111 @@ describe("/metrics", () => {
     expect(m.get('flotilla_managed_clusters_by_location{location="FRA",available="Unknown"}')).toBe(1);
     // The built-in sets' kept counts: global selects every cluster.
     expect(m.get('flotilla_managed_clusters_by_clusterset{clusterset="global"}')).toBe(list.length);
+  });
+});
+
+describe("policy compliance and add-on health", () => {
+  const P = "/apis/policy.open-cluster-management.io/v1/namespaces";
+  const NS = "metrics-gov";
+  const merge = { contentType: "application/merge-patch+json" };
+  const policy = (name: string, disabled = false) => ({
+    apiVersion: "policy.open-cluster-management.io/v1",
+    kind: "Policy",
+    metadata: { name },
+    spec: {
+      disabled,
+      "policy-templates": [
+        {
+          objectDefinition: {
+            apiVersion: "policy.open-cluster-management.io/v1",
+            kind: "ConfigurationPolicy",
+            metadata: { name: `${name}-ns` },
+            spec: {
+              remediationAction: "inform",
+              "object-templates": [{ complianceType: "musthave", objectDefinition: { apiVersion: "v1", kind: "Namespace", metadata: { name: "prod" } } }],
+            },
+          },
+        },
+      ],
+    },
+  });
+
+  it("shows each policy's compliance as OCM's policy_governance_info (root and propagated; 0, 1, -1; none when disabled)", async () => {
+    await createNamespaces(NS);
+    const G = "/apis/cluster.open-cluster-management.io";
+    const ok = async (method: string, url: string, body: unknown) => {
+      const r = await call(method, url, body);
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+    };
+    await ok("POST", `${G}/v1beta2/namespaces/${NS}/managedclustersetbindings`, {
+      apiVersion: "cluster.open-cluster-management.io/v1beta2",
+      kind: "ManagedClusterSetBinding",
+      metadata: { name: "default" },
+      spec: { clusterSet: "default" },
+    });
+    await ok("POST", MC, {
+      apiVersion: "cluster.open-cluster-management.io/v1",
+      kind: "ManagedCluster",
+      metadata: { name: "mp-1", labels: { gov: "metrics" } },
+      spec: { hubAcceptsClient: true },
+    });
+    const available = { type: "ManagedClusterConditionAvailable", status: "True", reason: "Test", message: "", lastTransitionTime: "2026-11-29T00:00:00Z" };
+    expect((await call("PATCH", `${MC}/mp-1/status`, { status: { conditions: [available] } }, merge)).status).toBe(200);
+    await ok("POST", `${G}/v1beta1/namespaces/${NS}/placements`, {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "Placement",
+      metadata: { name: "gov" },
+      spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels: { gov: "metrics" } } } }] },
+    });
+    for (const p of [policy("audit"), policy("idle"), policy("off", true)]) await ok("POST", `${P}/${NS}/policies`, p);
+    await ok("POST", `${P}/${NS}/placementbindings`, {
+      apiVersion: "policy.open-cluster-management.io/v1",
+      kind: "PlacementBinding",
+      metadata: { name: "audit" },
+      placementRef: { apiGroup: "cluster.open-cluster-management.io", kind: "Placement", name: "gov" },
+      subjects: [{ apiGroup: "policy.open-cluster-management.io", kind: "Policy", name: "audit" }],
+    });
+    await waitFor("the replica in mp-1", async () => (await call("GET", `${P}/mp-1/policies/${NS}.audit`)).status === 200);
+    const series = (type: string, name: string, cluster: string) =>
+      `policy_governance_info{type="${type}",policy="${name}",policy_namespace="${NS}",cluster_namespace="${cluster}"}`;
+    let m = samples((await scrape()).body as string);
+    expect(m.get(series("propagated", "audit", "mp-1"))).toBe(-1); // not reported yet
+    expect(m.get(series("root", "audit", "<null>"))).toBe(-1);
+    expect(m.get(series("root", "idle", "<null>"))).toBe(-1);
+    expect([...m.keys()].filter((k) => k.includes('policy="off"'))).toEqual([]);
+    // The agent's report, as its path writes it; the hub gathers it into the root.
+    expect((await call("PATCH", `${P}/mp-1/policies/${NS}.audit/status`, { status: { compliant: "NonCompliant" } }, merge)).status).toBe(200);
+    await waitFor("the root NonCompliant", async () => (await call("GET", `${P}/${NS}/policies/audit`)).body.status?.compliant === "NonCompliant");
+    m = samples((await scrape()).body as string);
+    expect(m.get(series("propagated", "audit", "mp-1"))).toBe(1);
+    expect(m.get(series("root", "audit", "<null>"))).toBe(1);
+    expect((await call("PATCH", `${P}/mp-1/policies/${NS}.audit/status`, { status: { compliant: "Compliant" } }, merge)).status).toBe(200);
+    await waitFor("the root Compliant", async () => (await call("GET", `${P}/${NS}/policies/audit`)).body.status?.compliant === "Compliant");
+    m = samples((await scrape()).body as string);
+    expect(m.get(series("propagated", "audit", "mp-1"))).toBe(0);
+    expect(m.get(series("root", "audit", "<null>"))).toBe(0);
+  });
+
+  it("shows each add-on's Available condition as ACM's acm_managed_cluster_addon_status_condition (unknown without one)", async () => {
+    const MCA = `/apis/addon.open-cluster-management.io/v1alpha1/namespaces/mp-1/managedclusteraddons`;
+    const created = await call("POST", MCA, {
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      kind: "ManagedClusterAddOn",
+      metadata: { name: "probe" },
+      spec: {},
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const key = (status: string) =>
+      `acm_managed_cluster_addon_status_condition{addon_name="probe",managed_cluster_name="mp-1",condition="Available",status="${status}"}`;
+    const states = (m: Map<string, number>) => ["true", "false", "unknown"].map((s) => m.get(key(s)));
+    const condition = (await call("GET", `${MCA}/probe`)).body.status?.conditions?.find((c: { type: string }) => c.type === "Available");
+    const want = (condition?.status ?? "Unknown").toLowerCase();
+    expect(states(samples((await scrape()).body as string))).toEqual(["true", "false", "unknown"].map((s) => (s === want ? 1 : 0)));
+    const available = { type: "Available", status: "False", reason: "ProbeUnavailable", message: "", lastTransitionTime: "2026-11-29T00:00:00Z" };
+    expect((await call("PATCH", `${MCA}/probe/status`, { status: { conditions: [available] } }, { contentType: "application/merge-patch+json" })).status).toBe(
+      200,
+    );
+    expect(states(samples((await scrape()).body as string))).toEqual([0, 1, 0]);
   });
 });
 

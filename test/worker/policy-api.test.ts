@@ -157,6 +157,17 @@ describe("bad input", () => {
     await refused(POLICIES, tmpl, 422, "spec.policy-templates[0].objectDefinition.spec.object-templates[0].objectDefinition.metadata.name");
   });
 
+  it("serves metadataComplianceType as config-policy-controller's enum (MustHave, MustOnlyHave), not MustNotHave", async () => {
+    const md = docPolicy("md-only");
+    md.spec["policy-templates"][0].objectDefinition.spec["object-templates"][0].metadataComplianceType = "MustOnlyHave";
+    expect((await call("POST", POLICIES, md)).status).toBe(201);
+    const stored = (await call("GET", `${POLICIES}/md-only`)).body;
+    expect(stored.spec["policy-templates"][0].objectDefinition.spec["object-templates"][0].metadataComplianceType).toBe("MustOnlyHave");
+    const not = docPolicy("md-not");
+    not.spec["policy-templates"][0].objectDefinition.spec["object-templates"][0].metadataComplianceType = "mustnothave";
+    await refused(POLICIES, not, 422, "spec.policy-templates[0].objectDefinition.spec.object-templates[0].metadataComplianceType");
+  });
+
   it("refuses a binding to a PlacementRule and an empty subject list", async () => {
     const base = {
       apiVersion: "policy.open-cluster-management.io/v1",

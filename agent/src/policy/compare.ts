@@ -10,7 +10,8 @@
  *   template item merged into it equals it, or when both carry the same `name`, as a Deployment's
  *   containers); so the template is a subset of the live object.
  * - `mustonlyhave`: at each key the template names, the template's value replaces the live one
- *   (maps and lists exactly as written: extra keys and items are removed on enforce).
+ *   (maps and lists exactly as written: extra keys and items are removed on enforce); a
+ *   top-level key the template does not name (but `metadata` and `status`) is extra too.
  * - `metadata` is compared on `labels` and `annotations` only (OCM's `formatMetadata`, without
  *   `kubectl.kubernetes.io/last-applied-configuration`), with `metadataComplianceType` when set.
  * - Equality ignores list order; a string that parses as a quantity equals the same quantity
@@ -193,7 +194,13 @@ export interface Comparison {
 
 /**
  * Compares the template `desired` with the live object `live` (OCM's `handleKeys`), key by key,
- * under `ctype` (`mustnothave` compares as `musthave`) and `metadataCtype` for `metadata`.
+ * under `ctype` (`mustnothave` compares as `musthave`) and `metadataCtype` for `metadata` (OCM's
+ * `metadataComplianceType`: `musthave` or `mustonlyhave` for the labels and annotations, whatever
+ * `ctype` is; `ctype` when undefined). Under `mustonlyhave` (`ctype`, not `metadataCtype`) a
+ * top-level key of `live` that `desired` lacks is a mismatch too, removed from `updated`, except
+ * `metadata`, `status` and a v1 ServiceAccount's `secrets` and `imagePullSecrets` (OCM's rule).
+ * A mismatch may still be one the API server would not write (its defaults): evaluate.ts asks it
+ * with a dry-run update, as OCM does.
  */
 export function compareObject(desired: Obj, live: Obj, ctype: ComplianceType, metadataCtype?: ComplianceType): Comparison {
   const updated: Obj = structuredClone(live);
@@ -221,6 +228,18 @@ export function compareObject(desired: Obj, live: Obj, ctype: ComplianceType, me
       const meta = isObj(updated.metadata) ? updated.metadata : (updated.metadata = {});
       for (const k of ["labels", "annotations"] as const) if (k in merged) (meta as Obj)[k] = merged[k];
     } else updated[key] = merged;
+  }
+  if (ctype === "mustonlyhave") {
+    // OCM's handleKeys: under mustonlyhave the live object's top-level keys the template does not
+    // name make it differ (an enforce removes them), but metadata, status and, on a v1
+    // ServiceAccount, the Kubernetes-managed secrets and imagePullSecrets.
+    const serviceAccount = live.kind === "ServiceAccount" && live.apiVersion === "v1";
+    for (const key of Object.keys(live)) {
+      if (key in desired || key === "metadata" || key === "status") continue;
+      if (serviceAccount && (key === "secrets" || key === "imagePullSecrets")) continue;
+      delete updated[key];
+      mismatch = true;
+    }
   }
   return { mismatch, updated };
 }

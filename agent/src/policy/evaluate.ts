@@ -4,18 +4,22 @@
  * controllers/): each object template is looked up in the namespaces it applies to, compared
  * (compare.ts) and, when the remediation is `enforce`, the cluster is changed: a missing
  * `musthave`/`mustonlyhave` object is created, a mismatched one updated (merged, or replaced at
- * the template's keys for mustonlyhave), a `mustnothave` object deleted. The result is OCM's:
+ * the template's keys for mustonlyhave) unless a dry-run update shows the API server would store
+ * it unchanged, a `mustnothave` object deleted. The result is OCM's:
  * Compliant or NonCompliant per object template, with its message in OCM's words
  * (`namespaces [foo] not found`, `configmaps [a] found as specified in namespace b`,
  * `namespaces [foo] was created successfully`), and the compliance event's message of the whole
  * policy (`NonCompliant; violation - namespaces [foo] not found`).
  */
-import { isNotFound, describeKubeError } from "../kube.ts";
+import { isNotFound, describeKubeError, KubeError } from "../kube.ts";
 import { fromLabelSelector, toString } from "../../../src/k8s/labels.ts";
 import type { DynamicClient, GroupVersionResource, ObjectRef } from "../work/dynamic.ts";
 import { NoKindMatchError, type RestMapper } from "../work/discovery.ts";
 import { isObj, type Obj } from "../work/types.ts";
 import { compareObject, type ComplianceType } from "./compare.ts";
+
+/** The annotation OCM leaves out of comparisons. */
+const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
 
 /** The field manager of what an enforce writes on the member cluster. */
 export const POLICY_FIELD_MANAGER = "config-policy-controller";
@@ -293,13 +297,87 @@ async function evaluateIn(
     ctx.observer?.note(ref, rvOf(created));
     return [{ namespace: ns, name, compliant: true, reason: CREATED }];
   }
+  return [await checkAndUpdate(ctx, ref, desired, live, ctype, metaCtype, enforce)];
+}
+
+/** OCM's message when a dry-run update is refused as invalid (an immutable field) in enforce. */
+function cannotUpdate(ref: ObjectRef): string {
+  return `${ref.resource} [${ref.name}]${ref.namespace ? ` in namespace ${ref.namespace}` : ""} cannot be updated, likely due to immutable fields not matching, you may set spec["object-templates"][].recreateOption to recreate the object`;
+}
+
+/**
+ * OCM's `checkAndUpdateResource` for an existing object `live`: compares it with the template
+ * (compare.ts); on a mismatch asks the API server with a dry-run update of the merged object
+ * whether it would change anything (its defaults may put back what mustonlyhave removes, such as
+ * a Secret's `type` or a Namespace's `spec`): when the answer equals `live` (managedFields,
+ * generation and the last-applied annotation left out) the object is found as specified.
+ * Otherwise inform reports it not as specified and enforce updates it. A dry run refused as
+ * invalid (422: an immutable field) is NonCompliant, with OCM's message in enforce; a conflict
+ * (409: the object changed meanwhile) reads it again, once.
+ * @throws KubeError what the dry run or the update throws otherwise
+ */
+async function checkAndUpdate(
+  ctx: EvaluationContext,
+  ref: ObjectRef,
+  desired: Obj,
+  live: Obj,
+  ctype: ComplianceType,
+  metaCtype: ComplianceType | undefined,
+  enforce: boolean,
+  retried = false,
+): Promise<ObjectEvent> {
+  const at = { namespace: ref.namespace, name: ref.name };
   const cmp = compareObject(desired, live, ctype, metaCtype);
-  if (cmp.typeError) return [{ namespace: ns, name, compliant: false, reason: "K8s update template error", message: cmp.typeError }];
-  if (!cmp.mismatch) return [{ namespace: ns, name, compliant: true, reason: FOUND }];
-  if (!enforce) return [{ namespace: ns, name, compliant: false, reason: NO_MATCH }];
+  if (cmp.typeError) return { ...at, compliant: false, reason: "K8s update template error", message: cmp.typeError };
+  if (!cmp.mismatch) return { ...at, compliant: true, reason: FOUND };
+  let dry: Obj;
+  try {
+    dry = await ctx.client.replace(ref, cmp.updated, POLICY_FIELD_MANAGER, { dryRun: true });
+  } catch (e) {
+    const code = e instanceof KubeError ? e.code : 0;
+    if (code === 409 && !retried) {
+      const again = await getOrNull(ctx.client, ref);
+      ctx.observer?.note(ref, rvOf(again));
+      if (again) return checkAndUpdate(ctx, ref, desired, again, ctype, metaCtype, enforce, true);
+    }
+    if (code === 422)
+      return enforce
+        ? { ...at, compliant: false, reason: "K8s update template error", message: cannotUpdate(ref) }
+        : { ...at, compliant: false, reason: NO_MATCH };
+    throw e;
+  }
+  if (canonical(forComparison(dry)) === canonical(forComparison(live))) return { ...at, compliant: true, reason: FOUND };
+  if (!enforce) return { ...at, compliant: false, reason: NO_MATCH };
   const updated = await ctx.client.replace(ref, cmp.updated, POLICY_FIELD_MANAGER);
   ctx.observer?.note(ref, rvOf(updated));
-  return [{ namespace: ns, name, compliant: true, reason: UPDATED }];
+  return { ...at, compliant: true, reason: UPDATED };
+}
+
+/** OCM's `removeFieldsForComparison`: `obj` without managedFields, generation and the last-applied annotation (nor empty annotations). */
+function forComparison(obj: Obj): Obj {
+  const out = structuredClone(obj);
+  if (!isObj(out.metadata)) return out;
+  const meta = out.metadata;
+  delete meta.managedFields;
+  delete meta.generation;
+  if (isObj(meta.annotations)) {
+    delete meta.annotations[LAST_APPLIED];
+    if (Object.keys(meta.annotations).length === 0) delete meta.annotations;
+  }
+  return out;
+}
+
+/** A JSON value's text with object keys sorted (list order kept): equal texts, deeply equal values. */
+function canonical(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) =>
+    isObj(x) && !Array.isArray(x)
+      ? Object.fromEntries(
+          Object.keys(x)
+            .sort()
+            .map((k) => [k, x[k]]),
+        )
+      : x,
+  );
 }
 
 /** `def` with `metadata.namespace` set to `ns` (left out for a cluster-scoped kind). */

@@ -102,9 +102,14 @@ export class DynamicClient {
     return this.request("POST", resourcePath(gvr, namespace), { body: obj, query: { fieldManager } });
   }
 
-  /** PUT (replace) an object; `obj.metadata.resourceVersion` makes it conditional. @throws KubeError 409 on a stale resourceVersion. */
-  replace(ref: ObjectRef, obj: Obj, fieldManager: string): Promise<Obj> {
-    return this.request("PUT", resourcePath(ref, ref.namespace, ref.name), { body: obj, query: { fieldManager } });
+  /**
+   * PUT (replace) an object; `obj.metadata.resourceVersion` makes it conditional. With `dryRun`
+   * (`?dryRun=All`) the API server validates, defaults and answers the object it would store,
+   * storing nothing.
+   * @throws KubeError 409 on a stale resourceVersion, 422 when the object is invalid (an immutable field changed)
+   */
+  replace(ref: ObjectRef, obj: Obj, fieldManager: string, opts: { dryRun?: boolean } = {}): Promise<Obj> {
+    return this.request("PUT", resourcePath(ref, ref.namespace, ref.name), { body: obj, query: { fieldManager, ...(opts.dryRun ? { dryRun: "All" } : {}) } });
   }
 
   /**
