@@ -1,7 +1,9 @@
 /**
  * What agent/Containerfile's runtime stage holds and runs, read from the file itself so that
- * `npm run bench:agent` and the image test run the agent exactly as the image does (there is
- * no container builder on the machines that run them).
+ * `npm run bench:agent` and the install tests run the agent exactly as the image does (there is
+ * no container builder on the machines that run them). They take the repository's bundle for the
+ * build stage's: test/agent/install.test.ts builds the image from its own context
+ * (scripts/image-build.ts) and checks that the two are the same, byte for byte.
  */
 import fs from "node:fs";
 import path from "node:path";

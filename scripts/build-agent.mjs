@@ -10,6 +10,10 @@
 // it builds only when one of them changed since (or there is no record): the node-side and crash suites run it before their
 // tests (test/agent-bundle.setup.ts), so a test never starts a bundle older than the sources,
 // e.g. after a merge or a checkout, when nothing ran `npm run build`.
+//
+// The files it reads under src/ (the hub modules the agent shares) must be those
+// agent/shared-modules.json declares, from which .dockerignore admits them to the image's build
+// context: the build fails when they differ.
 import { build } from "esbuild";
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -61,7 +65,7 @@ const outdir = path.join(root, "dist", "agent");
 /** `{ files: { <path from the repository root>: <SHA-256 hex> } }` of the last build's inputs and outputs. */
 const manifest = path.join(root, "dist", "agent-inputs.json");
 /** Files the build depends on beside esbuild's inputs. */
-const BUILD_FILES = ["scripts/build-agent.mjs", "node_modules/esbuild/package.json"];
+const BUILD_FILES = ["scripts/build-agent.mjs", "agent/shared-modules.json", "node_modules/esbuild/package.json"];
 const sha256 = (file) =>
   createHash("sha256")
     .update(readFileSync(path.join(root, file)))
@@ -111,6 +115,24 @@ const result = await build({
   banner: { js: 'import { createRequire as __flotillaCreateRequire } from "node:module"; const require = __flotillaCreateRequire(import.meta.url);' },
   logLevel: "warning",
 });
+// The hub modules the bundle read must be exactly those agent/shared-modules.json declares: the
+// image's build context (.dockerignore, written from that file) holds only those under src/.
+const declared = JSON.parse(readFileSync(path.join(root, "agent", "shared-modules.json"), "utf8")).modules;
+const read = Object.keys(result.metafile.inputs).filter((f) => f.startsWith("src/"));
+const undeclared = read.filter((f) => !declared.includes(f));
+const unused = declared.filter((f) => !read.includes(f));
+if (undeclared.length > 0 || unused.length > 0) {
+  rmSync(outdir, { recursive: true, force: true });
+  console.error(
+    [
+      "build-agent: agent/shared-modules.json does not match the hub modules the agent's bundle reads.",
+      ...undeclared.map((f) => `  read but not declared: ${f}`),
+      ...unused.map((f) => `  declared but not read: ${f}`),
+      "Fix the list, then run `npm run image:context` to write .dockerignore (the image's build context) from it.",
+    ].join("\n"),
+  );
+  process.exit(1);
+}
 // Inputs outside the file system (this script's `builtin-require:` and `lazy-builtin:` modules) are
 // made by the plugins above, which BUILD_FILES covers.
 const recorded = [

@@ -3,7 +3,7 @@
  *
  * ```
  * flotilla [--hub-url URL] [--token T] [--ca-file PEM] [--config FILE] <command>
- *   token create [--ttl 1h] [--auto-approve] [--description D] [--cluster-name C] [-o json|yaml]
+ *   token create [--ttl 1h] [--auto-approve] [--description D] [--cluster-name C] [--image I] [-o json|yaml]
  *   token list [-o json|yaml] | token delete ID...
  *   accept CLUSTER... [--clusters c1,c2] [--wait [--timeout 5m]]
  *   deny CLUSTER... [--clusters c1,c2] [--wait [--timeout 5m]]

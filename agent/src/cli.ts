@@ -337,7 +337,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps = {}): Promi
     .addOption(new Option("--cluster-name <name>", "ManagedCluster name (DNS-1123 label)").env("FLOTILLA_CLUSTER_NAME"))
     .addOption(new Option("--bootstrap-token <token>", "bootstrap token <id>.<secret>").env("FLOTILLA_BOOTSTRAP_TOKEN"))
     .addOption(new Option("--namespace <ns>", "namespace of the agent").default(DEFAULT_AGENT_NAMESPACE))
-    .option("--image <image>", "agent container image (default ghcr.io/flotilla-dev/flotilla-agent:<version>)")
+    .option("--image <image>", "agent container image (default flotilla-agent:<version>, built as docs/install.md says)")
     .option("--claim <name=value>", "extra cluster claim (repeatable)", collectClaim, [] as ClusterClaim[]);
   install.action((opts: { hubUrl?: string; clusterName?: string; bootstrapToken?: string; namespace: string; image?: string; claim: ClusterClaim[] }) => {
     if (!opts.hubUrl) usageError(install, "--hub-url (or FLOTILLA_HUB_URL) is required");

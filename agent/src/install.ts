@@ -37,8 +37,13 @@ import { isValidClaim } from "./status.ts";
 export const AGENT_NAME = "flotilla-agent";
 /** Name of the Secret carrying the agent's configuration (hub URL, cluster name, bootstrap token). */
 export const BOOTSTRAP_SECRET_NAME = "flotilla-bootstrap";
-/** Image repository of the agent; the tag is the package version (see {@link defaultAgentImage}). */
-export const AGENT_IMAGE_REPOSITORY = "ghcr.io/flotilla-dev/flotilla-agent";
+/**
+ * Image repository of the agent; the tag is the package version (see {@link defaultAgentImage}).
+ * No registry: it is the name docs/install.md builds the image under from agent/Containerfile
+ * (`docker build -f agent/Containerfile -t flotilla-agent:<version> .`), for clusters whose nodes
+ * have it loaded (kind, minikube, k3d); pushed to a registry, the image is named with `--image`.
+ */
+export const AGENT_IMAGE_REPOSITORY = "flotilla-agent";
 /** Numeric user and group the agent runs as (the image's `USER`). */
 export const AGENT_UID = 65532;
 /** Where the writable `emptyDir` is mounted; `TMPDIR` points here. */
@@ -107,7 +112,7 @@ export const AGENT_RESOURCES = {
 } as const;
 
 /**
- * The default image of the agent: `ghcr.io/flotilla-dev/flotilla-agent:<version>`.
+ * The default image of the agent: `flotilla-agent:<version>`, as docs/install.md builds it.
  *
  * @param version the package version (package.json `version`), e.g. `0.1.0`.
  * @returns the image reference.

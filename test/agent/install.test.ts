@@ -5,9 +5,16 @@
  * 3. an agent process started with exactly the configuration the applied Deployment carries
  *    (env resolved from the Secret and the downward API, the container's args) joins a real hub,
  *    and every request it makes to the member cluster, including a key rotation, is allowed by
- *    the rendered RBAC (checked by a small RBAC evaluator over a recording proxy).
+ *    the rendered RBAC (checked by a small RBAC evaluator over a recording proxy);
+ * 4. the image as a user builds it: agent/Containerfile built without a container runtime from
+ *    exactly the context .dockerignore admits (scripts/image-build.ts), whose agent joins the hub
+ *    (`--simulate`); the shared hub modules in that context are the declared set
+ *    agent/shared-modules.json;
+ * 5. the package as a user installs it (`npm run pack`): bundles and launchers, no tests, no
+ *    dependencies; installed into an empty folder, `flotilla --version` answers and
+ *    `flotilla-agent --simulate` joins the hub.
  */
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -17,6 +24,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { agentImage } from "../../scripts/agent-image.ts";
+import { agentDockerignore, buildImage, containerfiles, sharedModules, type ImageBuild } from "../../scripts/image-build.ts";
 import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { kubeconfigFor, startSimulatedCluster, type SimulatedCluster } from "../../agent/sim/index.ts";
 import { runCli } from "../../agent/src/cli.ts";
@@ -389,7 +397,7 @@ describe("install manifests: shapes", () => {
     const expected = renderInstallManifests({ ...base, namespace: "fleet", image: defaultAgentImage(pkgVersion), claims: [{ name: "tier", value: "gold" }] });
     expect(docs).toEqual(expected);
     expect(out).toBe(toMultiDocumentYaml(expected));
-    expect(byKind(docs, "Deployment").spec.template.spec.containers[0].image).toBe(`ghcr.io/flotilla-dev/flotilla-agent:${pkgVersion}`);
+    expect(byKind(docs, "Deployment").spec.template.spec.containers[0].image).toBe(`flotilla-agent:${pkgVersion}`);
 
     let err = "";
     const run = (args: string[]): Promise<number> =>
@@ -557,7 +565,52 @@ function agentProcess(args: string[], env: Record<string, string>): { exited: Pr
   };
 }
 
+/** Runs a program to its end; resolves with its exit code and output. */
+function runProgram(cmd: string, args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv }): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    child.once("error", reject);
+    child.once("exit", (code) => resolve({ code, out }));
+  });
+}
+
+/** Starts a long-running program (an agent); `stop()` sends SIGTERM and waits for its exit. */
+function startProgram(cmd: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv }): { output(): string; stop(): Promise<void> } {
+  const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+    await exited;
+  };
+  closers.push(stop);
+  return { output: () => out, stop };
+}
+
+/** Waits until ManagedCluster `name` is Joined and Available. */
+async function joined(hub: Hub, name: string, output: () => string): Promise<void> {
+  await waitFor(
+    `${name} Joined and Available (agent output: ${output().slice(-2000)})`,
+    async () => {
+      const r = await admin(hub, "GET", `${MC}/${name}`);
+      return r.status === 200 && cond(r.body, "ManagedClusterJoined")?.status === "True" && cond(r.body, "ManagedClusterConditionAvailable")?.status === "True";
+    },
+    60_000,
+  );
+}
+
 describe("the container image", () => {
+  it("the agent's shared hub modules are the declared set: the bundle reads exactly those from src/, and .dockerignore is written from them", () => {
+    const record = JSON.parse(fs.readFileSync(path.join(root, "dist", "agent-inputs.json"), "utf8")) as { files: Record<string, string> };
+    expect(Object.keys(record.files).filter((f) => f.startsWith("src/"))).toEqual(sharedModules());
+    expect(fs.readFileSync(path.join(root, ".dockerignore"), "utf8")).toBe(agentDockerignore());
+  });
+
   it("holds only the agent bundle: no TypeScript, no node_modules, no package.json; it runs from those files alone", async () => {
     const image = imageFiles();
     const files = filesUnder(image.app);
@@ -575,7 +628,7 @@ describe("the container image", () => {
   });
 });
 
-describe("install manifests: an agent with their configuration joins the hub", () => {
+describe("joining a real hub: an agent with the install manifests' configuration, the built image's, the installed package's", () => {
   let hub: Hub;
   beforeAll(async () => {
     hub = await startHub();
@@ -679,5 +732,109 @@ describe("install manifests: an agent with their configuration joins the hub", (
     expect(has("list", { apiGroup: "cluster.open-cluster-management.io", resource: "clusterclaims" })).toBe(true);
     expect(has("get", { path: "/version" })).toBe(true);
     expect(has("get", { path: "/livez" })).toBe(true);
+  });
+
+  it("each Containerfile builds from the context its ignore file admits, and the agent image's agent joins a hub (--simulate)", async () => {
+    expect(containerfiles()).toEqual(["agent/Containerfile"]);
+    let built: ImageBuild | undefined;
+    try {
+      built = await buildImage("agent/Containerfile", { tmpDir: tmp, runEnv: { npm_config_prefer_offline: "true" } });
+    } finally {
+      if (built) closers.push(async () => fs.rmSync(built!.dir, { recursive: true, force: true }));
+    }
+    // The context: the lock file, the agent, the bundler and the declared hub modules, nothing else.
+    expect(built.context.filter((f) => f.startsWith("src/"))).toEqual(sharedModules());
+    expect(built.context.filter((f) => !f.startsWith("src/") && !f.startsWith("agent/"))).toEqual([
+      "package-lock.json",
+      "package.json",
+      "scripts/build-agent.mjs",
+    ]);
+    expect(filesUnder(built.contextDir).sort()).toEqual(built.context);
+
+    // The image holds the bundle alone, and it is the bundle the repository builds (which the
+    // install tests and `npm run bench:agent` run as the image's, scripts/agent-image.ts).
+    const image = built.image;
+    const app = path.join(image.root, image.workdir);
+    const files = filesUnder(app);
+    expect(files).toContain("dist/agent/flotilla-agent.mjs");
+    expect(files.filter((f) => /\.(ts|tsx|mts|cts)$/.test(f) || f.includes("node_modules") || f.endsWith("package.json"))).toEqual([]);
+    for (const f of files.filter((f) => f.endsWith(".mjs"))) {
+      expect(fs.readFileSync(path.join(app, f)).equals(fs.readFileSync(path.join(root, f))), `${f} differs from the repository's build`).toBe(true);
+    }
+
+    // Its ENTRYPOINT and ENV, from its WORKDIR, with no more environment than PATH.
+    const token = await createBootstrapToken(hub, { autoApprove: true });
+    const [node, ...flags] = image.entrypoint!;
+    expect(node).toBe("node");
+    const agent = startProgram(
+      process.execPath,
+      [
+        ...flags,
+        "--simulate",
+        "--simulate-state",
+        path.join(tmp, "image-1.json"),
+        "--hub-url",
+        hub.url,
+        "--cluster-name",
+        "image-1",
+        "--bootstrap-token",
+        token,
+      ],
+      { cwd: app, env: { PATH: process.env.PATH ?? "", ...image.env } },
+    );
+    await joined(hub, "image-1", agent.output);
+    await agent.stop();
+  });
+
+  it("npm run pack: the bundles and launchers, no tests and no dependencies; installed into an empty folder, both programs run against a hub", async () => {
+    const packed = await runProgram("npm", ["run", "--silent", "pack"], { cwd: root });
+    expect(packed.code, packed.out).toBe(0);
+    const tarball = path.join(root, /dist\/flotilla-[^:\s]+\.tgz/.exec(packed.out)![0]);
+    const listing = spawnSync("tar", ["tzf", tarball], { encoding: "utf8" }).stdout.trim().split("\n").sort();
+    expect(listing).toContain("package/dist/agent/flotilla-agent.mjs");
+    expect(listing).toContain("package/dist/agent/flotilla.mjs");
+    expect(listing).toContain("package/agent/bin/flotilla.js");
+    expect(
+      listing.filter((f) => !/^package\/(dist\/agent\/.+\.mjs|agent\/bin\/flotilla(-agent)?\.js|package\.json|README\.md|THIRD_PARTY_LICENSES\.txt)$/.test(f)),
+    ).toEqual([]);
+    // The repository's own `npm pack` holds no tests either.
+    const rootPack = await runProgram("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: root });
+    expect(rootPack.code, rootPack.out).toBe(0);
+    const rootFiles = (JSON.parse(rootPack.out.slice(rootPack.out.indexOf("["))) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
+    expect(rootFiles.filter((f) => /^(test|bench|src|\.ci|scripts)\//.test(f) || f.endsWith(".ts"))).toEqual([]);
+
+    // Into an empty folder, from the tarball alone.
+    const dir = path.join(tmp, "installed");
+    fs.mkdirSync(dir);
+    fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ private: true }));
+    const install = await runProgram("npm", ["install", "--offline", "--no-audit", "--no-fund", tarball], { cwd: dir });
+    expect(install.code, install.out).toBe(0);
+    expect(fs.readdirSync(path.join(dir, "node_modules")).filter((n) => !n.startsWith("."))).toEqual(["flotilla"]);
+    const bin = (name: string) => path.join(dir, "node_modules", ".bin", name);
+    const env = { PATH: process.env.PATH ?? "", HOME: dir };
+
+    const version = await runProgram(bin("flotilla"), ["--version"], { cwd: dir, env });
+    expect(version).toEqual({ code: 0, out: `${pkgVersion}\n` });
+    const created = await runProgram(
+      bin("flotilla"),
+      ["token", "create", "--auto-approve", "--cluster-name", "package-1", "--hub-url", hub.url, "--token", hub.adminToken],
+      {
+        cwd: dir,
+        env,
+      },
+    );
+    expect(created.code, created.out).toBe(0);
+    expect(created.out).toContain(`--image flotilla-agent:${pkgVersion} | kubectl apply -f -`);
+    const token = /[a-z0-9]{6}\.[a-z0-9]{16}/.exec(created.out)![0];
+    const agent = startProgram(
+      bin("flotilla-agent"),
+      ["--simulate", "--simulate-state", path.join(tmp, "package-1.json"), "--hub-url", hub.url, "--cluster-name", "package-1", "--bootstrap-token", token],
+      { cwd: dir, env },
+    );
+    await joined(hub, "package-1", agent.output);
+    const get = await runProgram(bin("flotilla"), ["get", "clusters", "package-1", "--hub-url", hub.url, "--token", hub.adminToken], { cwd: dir, env });
+    expect(get.code, get.out).toBe(0);
+    expect(get.out).toMatch(/package-1\s+true/);
+    await agent.stop();
   });
 });

@@ -11,6 +11,9 @@ import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } fr
 import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { cond, MC, startAgent, stopAgent, type AgentProcess } from "../e2e/support.ts";
 import { flotilla } from "./support.ts";
+import pkg from "../../package.json" with { type: "json" };
+
+const pkgVersion = pkg.version;
 
 const TOKEN_RE = /[a-z0-9]{6}\.[a-z0-9]{16}/;
 
@@ -44,7 +47,9 @@ describe("flotilla: tokens, accept/deny, get clusters, taints (real hub and agen
       expect(r.code).toBe(0);
       const token = TOKEN_RE.exec(r.stdout)?.[0];
       expect(token).toBeDefined();
-      expect(r.stdout).toContain(`flotilla-agent install --hub-url ${hub.url} --cluster-name <CLUSTER_NAME> --bootstrap-token ${token} | kubectl apply -f -`);
+      expect(r.stdout).toContain(
+        `flotilla-agent install --hub-url ${hub.url} --cluster-name <CLUSTER_NAME> --bootstrap-token ${token} --image flotilla-agent:${pkgVersion} | kubectl apply -f -`,
+      );
       expect(r.stdout).toContain(`npx flotilla-agent --hub-url ${hub.url} --cluster-name <CLUSTER_NAME> --bootstrap-token ${token}`);
       expect(r.stdout).toContain("--simulate");
       expect(r.stdout).toMatch(/in 1h\); auto-approve: no/);
@@ -63,8 +68,11 @@ describe("flotilla: tokens, accept/deny, get clusters, taints (real hub and agen
       const y = await flotilla(["token", "create", "--ttl", "0", "-o", "yaml"], { hub });
       expect(y.code).toBe(0);
       expect(parseYaml(y.stdout).spec.ttlSeconds).toBe(0);
-      const named = await flotilla(["token", "create", "--auto-approve", "--cluster-name", "edge-1"], { hub });
+      const named = await flotilla(["token", "create", "--auto-approve", "--cluster-name", "edge-1", "--image", "registry.example.com/flotilla-agent:9"], {
+        hub,
+      });
       expect(named.stdout).toContain("--cluster-name edge-1 --bootstrap-token");
+      expect(named.stdout).toMatch(/--bootstrap-token \S+ --image registry\.example\.com\/flotilla-agent:9 \| kubectl apply -f -/);
       expect(named.stdout).toContain("accepted as it registers (auto-approve)");
     });
 

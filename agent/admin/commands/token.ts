@@ -4,6 +4,8 @@
  * its `join` command the same way); `delete` revokes tokens.
  */
 import { Command, InvalidArgumentError, Option } from "commander";
+import pkg from "../../../package.json" with { type: "json" };
+import { defaultAgentImage } from "../../src/install.ts";
 import type { CommandContext } from "../context.ts";
 import { OUTPUT_FORMATS, renderObject, renderTable, type OutputFormat } from "../output.ts";
 import { Paths, type KubeList, type KubeObject } from "../resources.ts";
@@ -15,6 +17,7 @@ interface TokenCreateOptions {
   autoApprove?: boolean;
   description?: string;
   clusterName?: string;
+  image?: string;
   output?: OutputFormat;
 }
 
@@ -40,8 +43,17 @@ function isLoopback(hubUrl: string): boolean {
  * @param clusterName the cluster name to put in the commands (a placeholder when undefined).
  * @param caFile the CA file the CLI trusts the hub with (a local HTTPS hub's), if any: the agent
  *   run directly must trust it too, through Node's `NODE_EXTRA_CA_CERTS`.
+ * @param image the agent's container image in the install command; default
+ *   `flotilla-agent:<version>`, the name docs/install.md builds it under.
  */
-export function joinInstructions(obj: KubeObject, token: string, hubUrl: string, clusterName: string | undefined, caFile?: string): string {
+export function joinInstructions(
+  obj: KubeObject,
+  token: string,
+  hubUrl: string,
+  clusterName: string | undefined,
+  caFile?: string,
+  image: string = defaultAgentImage(pkg.version),
+): string {
   const spec = (obj.spec ?? {}) as { ttlSeconds?: number; autoApprove?: boolean };
   const expires = (obj.status as { expirationTimestamp?: string } | undefined)?.expirationTimestamp;
   const name = clusterName ?? "<CLUSTER_NAME>";
@@ -51,8 +63,9 @@ export function joinInstructions(obj: KubeObject, token: string, hubUrl: string,
     `  expires: ${expires ? `${expires} (in ${formatSeconds(spec.ttlSeconds ?? 0)})` : "never"}; auto-approve: ${spec.autoApprove ? "yes" : "no"}`,
     `  The token is shown only now. Revoke it with: flotilla token delete ${obj.metadata.name}`,
     "",
-    "Install the agent into a member cluster (kubectl pointing at that cluster):",
-    `  flotilla-agent install ${flags} | kubectl apply -f -`,
+    "Install the agent into a member cluster (kubectl pointing at that cluster; the image is built from",
+    "agent/Containerfile and pushed or loaded as docs/install.md says; name another with --image):",
+    `  flotilla-agent install ${flags} --image ${image} | kubectl apply -f -`,
     "",
     "Or run the agent directly against the cluster of your kubeconfig (add --simulate to try it without a cluster):",
     `  ${caFile && hubUrl.startsWith("https:") ? `NODE_EXTRA_CA_CERTS=${caFile} ` : ""}npx flotilla-agent ${flags}`,
@@ -79,7 +92,7 @@ async function create(ctx: CommandContext, opts: TokenCreateOptions): Promise<vo
     return;
   }
   const token = (obj.status as { token?: string } | undefined)?.token ?? "";
-  ctx.out(joinInstructions(obj, token, ctx.config.hubUrl, opts.clusterName, ctx.config.caFile));
+  ctx.out(joinInstructions(obj, token, ctx.config.hubUrl, opts.clusterName, ctx.config.caFile, opts.image));
 }
 
 async function list(ctx: CommandContext, opts: { output?: OutputFormat }): Promise<void> {
@@ -123,8 +136,12 @@ export function registerToken(program: Command, context: (cmd: Command) => Comma
     .option("--auto-approve", "accept clusters that register with this token without `flotilla accept`")
     .option("--description <text>", "what the token is for")
     .option("--cluster-name <name>", "cluster name to put in the printed commands (default: a placeholder)")
+    .option("--image <image>", "agent container image to put in the printed install command (default flotilla-agent:<version>; docs/install.md builds it)")
     .addOption(new Option("-o, --output <format>", "print the BootstrapToken (with status.token) as json or yaml").choices(OUTPUT_FORMATS))
-    .addHelpText("after", "\nExamples:\n  flotilla token create --ttl 1h\n  flotilla token create --auto-approve --cluster-name edge-1 -o json")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  flotilla token create --ttl 1h\n  flotilla token create --auto-approve --cluster-name edge-1 -o json\n  flotilla token create --image registry.example.com/flotilla-agent:0.1.0",
+    )
     .action((opts: TokenCreateOptions, cmd: Command) => create(context(cmd), opts));
   token
     .command("list")
