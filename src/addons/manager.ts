@@ -16,6 +16,11 @@
  *   Available for `Customized`/`None` health, Progressing, RegistrationApplied when nothing is to
  *   register; healthCheck, relatedObjects, configReferences with lastAppliedConfig, namespace).
  *
+ * As OCM's manager, it acts only on ManagedClusterAddOns in a ManagedCluster's namespace: one in
+ * any other namespace gets no work and no status (its configs would be rendered where whoever
+ * created it reads them). A registered add-on's hub permissions follow the template resolved for
+ * it (src/addons/token-registration.ts `syncHubPermissions`), and go with it.
+ *
  * Triggers (src/addons/hooks.ts): writes of the add-on kinds and of add-on works' status, and
  * placement decision changes ({@link addonsForPlacements}, from the scheduler). Each run reads
  * only the objects of its add-on (by name) and the placements it names, never every cluster.
