@@ -16,6 +16,11 @@
  *   Available for `Customized`/`None` health, Progressing, RegistrationApplied when nothing is to
  *   register; healthCheck, relatedObjects, configReferences with lastAppliedConfig, namespace).
  *
+ * As OCM's manager, it acts only on ManagedClusterAddOns in a ManagedCluster's namespace: one in
+ * any other namespace gets no work and no status (its configs would be rendered where whoever
+ * created it reads them). A registered add-on's hub permissions follow the template resolved for
+ * it (src/addons/token-registration.ts `syncHubPermissions`), and go with it.
+ *
  * Triggers (src/addons/hooks.ts): writes of the add-on kinds and of add-on works' status, and
  * placement decision changes ({@link addonsForPlacements}, from the scheduler). Each run reads
  * only the objects of its add-on (by name) and the placements it names, never every cluster.
@@ -25,6 +30,7 @@ import { ApiError } from "../k8s/errors.ts";
 import { setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
 import { database, getObject, listObjects, listObjectsNamed } from "../k8s/store.ts";
 import { ADDON_GROUP, AddOnDeploymentConfigKind, AddOnTemplateKind, ClusterManagementAddOnKind, ManagedClusterAddOnKind } from "../kinds/addon.ts";
+import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
 import { sha256Hex } from "../kinds/bootstraptoken.ts";
@@ -35,6 +41,7 @@ import { computeRollout, type ClusterRolloutStatus, type DecisionGroup, type Rol
 import type { Env } from "../env.ts";
 import { SCHEDULER_NAME } from "../../durable-objects/scheduler.ts";
 import { availability, manifestApplied, type AddonCondition } from "./health.ts";
+import { syncHubPermissions, templateOf } from "./token-registration.ts";
 import {
   ADDON_NAME_LABEL,
   deployWorkName,
@@ -425,6 +432,18 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
     if (work && work.metadata.labels?.[ADDON_NAME_LABEL] === name && !work.metadata.deletionTimestamp) {
       await tryWrite(() => works.write(cluster, workName, { verb: "delete", preconditions: { uid: work!.metadata.uid } }));
     }
+    // Its hub permissions in other namespaces go with it (those in the cluster's go with their owner).
+    await syncHubPermissions(env, cluster, name, null, null);
+    return;
+  }
+  // OCM's manager acts only on ManagedClusterAddOns in a ManagedCluster's namespace (its
+  // controllers pass by one whose cluster is not found): one in any other namespace gets no work
+  // (whose rendering would show its configs to whoever reads that namespace) and no status, and a
+  // work rendered for it before is deleted.
+  if (!(await getObject(db, ManagedClusterKind, { namespace: "", name: cluster }))) {
+    const ours = work?.metadata.labels?.[ADDON_NAME_LABEL] === name && (work.metadata.ownerReferences ?? []).some((o) => o.uid === mca.metadata.uid);
+    if (work && ours && !work.metadata.deletionTimestamp)
+      await tryWrite(() => works.write(cluster, workName, { verb: "delete", preconditions: { uid: work!.metadata.uid } }));
     return;
   }
   const cma = await getObject(db, ClusterManagementAddOnKind, { namespace: "", name });
@@ -544,6 +563,11 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
     await tryWrite(() =>
       storeOf(env, ManagedClusterAddOnKind).write(cluster, name, { verb: "update", subresource: "status", body: { ...mca, status } }, { known: mca }),
     );
+  }
+  // A registered add-on's hub permissions follow the template resolved for it (src/addons/token-registration.ts).
+  if (status.kubeClientDriver === "token") {
+    const owner = { apiVersion: `${ADDON_GROUP}/v1alpha1`, kind: "ManagedClusterAddOn", name, uid: mca.metadata.uid! };
+    await syncHubPermissions(env, cluster, name, await templateOf(env, { ...mca, status }), owner, true);
   }
 }
 

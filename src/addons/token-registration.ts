@@ -12,13 +12,14 @@
  * - the ServiceAccount `<addon>-agent` (OCM's name and labels
  *   `addon.open-cluster-management.io/name`, `addon.open-cluster-management.io/token-infrastructure`);
  * - least privilege by default: a Role `open-cluster-management:<addon>:agent` that reads the
- *   add-on's own ManagedClusterAddOn and writes its status (resourceNames: the add-on only), bound
- *   to that ServiceAccount;
+ *   add-on's own ManagedClusterAddOn (resourceNames: the add-on only; no status write, as OCM's
+ *   add-on agents have none), bound to that ServiceAccount;
  * - the AddOnTemplate's `registration[].kubeClient.hubPermissions`, as OCM's template add-on binds
  *   them: `CurrentCluster` a RoleBinding `open-cluster-management:<addon>:clusterrole:agent` of the
  *   ClusterRole in the cluster's namespace, `SingleNamespace` a RoleBinding
  *   `open-cluster-management:<addon>:<role kind>:agent` in that namespace (not owned: another
- *   namespace, as OCM's);
+ *   namespace, as OCM's); they follow the template the add-on manager resolved (never one named by
+ *   status the add-on could write) and go when it no longer grants them ({@link syncHubPermissions});
  * and records it on the ManagedClusterAddOn's status as OCM does: the kubeClient registration's
  * subject `system:serviceaccount:<cluster>:<addon>-agent` and driver `token`
  * (`status.kubeClientDriver` in v1alpha1), conditions `TokenInfrastructureReady` ("ServiceAccount
@@ -38,7 +39,9 @@ import { ServiceAccountKind } from "../kinds/serviceaccount.ts";
 import { hubKeySource, issuerOf } from "../auth/serviceaccounts.ts";
 import { DEFAULT_TOKEN_EXPIRATION_SECONDS, issueServiceAccountToken } from "../auth/serviceaccount-token.ts";
 import { serviceAccountUsername } from "../auth/rbac.ts";
+import { database, listObjectsNamed } from "../k8s/store.ts";
 import { storeOf } from "../store/store.ts";
+import { templateBindings } from "../auth/addon-admission.ts";
 import type { Env } from "../env.ts";
 
 /** The signer of a kubeClient registration in ManagedClusterAddOn `v1alpha1` (OCM's `KubeAPIServerClientSignerName`). */
@@ -61,12 +64,6 @@ export function addonServiceAccountName(addon: string): string {
 export interface AddonToken {
   token: string;
   expirationTimestamp: string;
-}
-
-interface HubPermission {
-  type?: string;
-  currentCluster?: { clusterRoleName?: string };
-  singleNamespace?: { namespace?: string; roleRef?: { apiGroup?: string; kind?: string; name?: string } };
 }
 
 /**
@@ -114,15 +111,15 @@ export async function issueAddonToken(
     metadata: { name: saName, namespace: cluster, labels, ownerReferences: [owner] },
   });
   const roleName = `open-cluster-management:${addon}:agent`;
-  await ensure(env, RoleKind, cluster, roleName, {
+  const role = await ensure(env, RoleKind, cluster, roleName, {
     apiVersion: "rbac.authorization.k8s.io/v1",
     kind: "Role",
     metadata: { name: roleName, namespace: cluster, labels, ownerReferences: [owner] },
-    rules: [
-      { apiGroups: [ManagedClusterAddOnKind.group], resources: ["managedclusteraddons"], resourceNames: [addon], verbs: ["get", "list", "watch"] },
-      { apiGroups: [ManagedClusterAddOnKind.group], resources: ["managedclusteraddons/status"], resourceNames: [addon], verbs: ["get", "patch", "update"] },
-    ],
+    rules: agentRules(addon),
   });
+  // A Role made before its status write was taken away (issue 39) loses it now.
+  if (JSON.stringify(role.rules) !== JSON.stringify(agentRules(addon)))
+    await tryWrite(() => storeOf(env, RoleKind).write(cluster, roleName, { verb: "update", body: { ...role, rules: agentRules(addon) } }, { known: role }));
   const subjects = [{ kind: "User", apiGroup: "rbac.authorization.k8s.io", name: user }];
   await ensure(
     env,
@@ -131,26 +128,7 @@ export async function issueAddonToken(
     roleName,
     binding(roleName, cluster, { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: roleName }, subjects, labels, owner),
   );
-  for (const p of templateRegistrations(template).flatMap((r) => r.kubeClient?.hubPermissions ?? [])) {
-    if (p.type === "CurrentCluster" && p.currentCluster?.clusterRoleName) {
-      const name = `open-cluster-management:${addon}:clusterrole:agent`;
-      await ensure(
-        env,
-        RoleBindingKind,
-        cluster,
-        name,
-        binding(name, cluster, { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: p.currentCluster.clusterRoleName }, subjects, labels, owner),
-      );
-    } else if (p.type === "SingleNamespace" && p.singleNamespace?.namespace && p.singleNamespace.roleRef?.name) {
-      const roleRef = {
-        apiGroup: p.singleNamespace.roleRef.apiGroup || "rbac.authorization.k8s.io",
-        kind: p.singleNamespace.roleRef.kind || "Role",
-        name: p.singleNamespace.roleRef.name,
-      };
-      const name = `open-cluster-management:${addon}:${roleRef.kind.toLowerCase()}:agent`;
-      await ensure(env, RoleBindingKind, p.singleNamespace.namespace, name, binding(name, p.singleNamespace.namespace, roleRef, subjects, labels, null));
-    }
-  }
+  await syncHubPermissions(env, cluster, addon, template, owner);
   await recordRegistration(env, cluster, addon, user, `ServiceAccount ${cluster}/${saName} (UID: ${sa.metadata.uid}) is ready`, now);
 
   const issuer = issuerOf(env, origin || undefined);
@@ -167,6 +145,135 @@ export async function issueAddonToken(
     now,
   );
   return { token: issued.token, expirationTimestamp: issued.expirationTimestamp };
+}
+
+/**
+ * The add-on agent's own Role: read its ManagedClusterAddOn (nothing else, not its status: OCM's
+ * add-on agents get only what their template's `hubPermissions` grant; the status is the hub's
+ * and the cluster agent's to write, and its `configReferences` decide what the add-on is bound
+ * to, issue 39).
+ */
+function agentRules(addon: string): Record<string, unknown>[] {
+  return [{ apiGroups: [ManagedClusterAddOnKind.group], resources: ["managedclusteraddons"], resourceNames: [addon], verbs: ["get", "list", "watch"] }];
+}
+
+/** The annotation on an add-on's ServiceAccount recording the hub permissions last bound for it (JSON), so that a run that changes nothing reads nothing else. */
+export const HUB_PERMISSIONS_ANNOTATION = "addon.flotilla.dev/hub-permissions";
+
+/** A RoleBinding's name for a hub permission of `addon` (OCM's: `open-cluster-management:<addon>:<role kind>:agent`). */
+function permissionBindingName(addon: string, roleKind: string): string {
+  return `open-cluster-management:${addon}:${roleKind.toLowerCase()}:agent`;
+}
+
+type Subject = { kind?: string; apiGroup?: string; name?: string; namespace?: string };
+type RoleRef = { apiGroup: string; kind: string; name: string };
+
+/**
+ * Makes the RoleBindings of the add-on `addon`'s ServiceAccount in cluster `cluster` be exactly
+ * those `template`'s `hubPermissions` grant (OCM's template add-on binds them): a `CurrentCluster`
+ * ClusterRole bound in the cluster's namespace (the binding owned by the ManagedClusterAddOn,
+ * `owner`), a `SingleNamespace` role bound in its namespace (not owned: another namespace; one
+ * binding per namespace and role kind, shared by the add-on's ServiceAccounts of every cluster,
+ * each a subject of it). A binding the template no longer grants loses the ServiceAccount's subject
+ * and is deleted when it has none left, wherever it is; a `null` template (the add-on removed, or
+ * none resolved) takes every one away. Bindings of the same name not labelled as the add-on's
+ * token infrastructure are left alone. `cached`: skip the work when the ServiceAccount's
+ * {@link HUB_PERMISSIONS_ANNOTATION} already records the same grant (the manager's runs); the token
+ * request always checks every binding. Concurrent writers are retried on a fresh read.
+ * @throws errors of D1 or an unexpected write failure
+ */
+export async function syncHubPermissions(
+  env: Env,
+  cluster: string,
+  addon: string,
+  template: KubeObject | null,
+  owner: object | null,
+  cached = false,
+): Promise<void> {
+  const saName = addonServiceAccountName(addon);
+  const user = serviceAccountUsername(cluster, saName);
+  const mine = (s: Subject) => s.kind === "User" && s.name === user;
+  const wanted: { namespace: string; name: string; roleRef: RoleRef }[] = [];
+  for (const b of templateBindings(template, cluster)) {
+    const name = permissionBindingName(addon, b.roleRef.kind);
+    if (!wanted.some((w) => w.namespace === b.namespace && w.name === name)) wanted.push({ ...b, name });
+  }
+  const record = JSON.stringify(wanted);
+  const sas = storeOf(env, ServiceAccountKind);
+  const sa = await sas.get(cluster, saName);
+  if (cached && sa?.metadata.annotations?.[HUB_PERMISSIONS_ANNOTATION] === record) return;
+  const labels = { [ADDON_NAME_LABEL]: addon, [TOKEN_INFRASTRUCTURE_LABEL]: "true" };
+  const isOurs = (b: KubeObject) => b.metadata.labels?.[ADDON_NAME_LABEL] === addon && b.metadata.labels?.[TOKEN_INFRASTRUCTURE_LABEL] === "true";
+  const sameRef = (a: RoleRef, b: unknown) => {
+    const r = (b ?? {}) as Partial<RoleRef>;
+    return a.apiGroup === r.apiGroup && a.kind === r.kind && a.name === r.name;
+  };
+  const names = new Set([permissionBindingName(addon, "ClusterRole"), permissionBindingName(addon, "Role"), ...wanted.map((w) => w.name)]);
+  const db = database(env.DB);
+  const found = (await Promise.all([...names].map((n) => listObjectsNamed(db, RoleBindingKind, n)))).flat();
+  // Grants no longer wanted: the subject goes, and the binding with its last subject.
+  for (const b of found) {
+    if (!isOurs(b) || !((b.subjects as Subject[] | undefined) ?? []).some(mine)) continue;
+    const w = wanted.find((x) => x.namespace === b.metadata.namespace && x.name === b.metadata.name);
+    if (w && sameRef(w.roleRef, b.roleRef)) continue;
+    await editSubjects(env, b.metadata.namespace!, b.metadata.name, (subjects) => subjects.filter((s) => !mine(s)));
+  }
+  // Grants wanted: the binding made, or the subject added to it.
+  const subject = { kind: "User", apiGroup: "rbac.authorization.k8s.io", name: user };
+  const bindings = storeOf(env, RoleBindingKind);
+  for (const w of wanted) {
+    for (let attempt = 0; ; attempt++) {
+      const current = await bindings.get(w.namespace, w.name);
+      if (current && !current.metadata.deletionTimestamp && !isOurs(current)) break;
+      let r: KubeObject | null | "lost";
+      if (!current || current.metadata.deletionTimestamp) {
+        const own = w.namespace === cluster ? owner : null;
+        r = await tryWrite(() =>
+          bindings.write(w.namespace, w.name, { verb: "create", body: binding(w.name, w.namespace, w.roleRef, [subject], labels, own) }),
+        );
+      } else if (!sameRef(w.roleRef, current.roleRef)) {
+        // A RoleBinding's roleRef cannot change: the old one goes first.
+        await tryWrite(() => bindings.write(w.namespace, w.name, { verb: "delete", preconditions: { uid: current.metadata.uid } }));
+        if (attempt >= 4) break;
+        continue; // made anew on the next pass
+      } else if (!((current.subjects as Subject[] | undefined) ?? []).some(mine)) {
+        const next = { ...current, subjects: [...((current.subjects as Subject[] | undefined) ?? []), subject] };
+        r = await tryWrite(() => bindings.write(w.namespace, w.name, { verb: "update", body: next }, { known: current }));
+      } else break;
+      if (r !== "lost" || attempt >= 4) break;
+    }
+  }
+  if (sa && !sa.metadata.deletionTimestamp && sa.metadata.annotations?.[HUB_PERMISSIONS_ANNOTATION] !== record) {
+    const next = { ...sa, metadata: { ...sa.metadata, annotations: { ...(sa.metadata.annotations ?? {}), [HUB_PERMISSIONS_ANNOTATION]: record } } };
+    await tryWrite(() => sas.write(cluster, saName, { verb: "update", body: next }, { known: sa }));
+  }
+}
+
+/** Rewrites a RoleBinding's subjects by `edit` (deleted when none are left), on a fresh read after a lost race. */
+async function editSubjects(env: Env, namespace: string, name: string, edit: (subjects: Subject[]) => Subject[]): Promise<void> {
+  const bindings = storeOf(env, RoleBindingKind);
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const current = await bindings.get(namespace, name);
+    if (!current || current.metadata.deletionTimestamp) return;
+    const before = (current.subjects as Subject[] | undefined) ?? [];
+    const after = edit(before);
+    if (after.length === before.length) return;
+    const r =
+      after.length === 0
+        ? await tryWrite(() => bindings.write(namespace, name, { verb: "delete", preconditions: { uid: current.metadata.uid } }))
+        : await tryWrite(() => bindings.write(namespace, name, { verb: "update", body: { ...current, subjects: after } }, { known: current }));
+    if (r !== "lost") return;
+  }
+}
+
+/** A write whose lost race (409) or vanished object (404) is answered `lost`. */
+async function tryWrite(write: () => Promise<{ object: KubeObject | null }>): Promise<KubeObject | null | "lost"> {
+  try {
+    return (await write()).object;
+  } catch (e) {
+    if (e instanceof ApiError && (e.code === 409 || e.code === 404)) return "lost";
+    throw e;
+  }
 }
 
 function binding(
@@ -208,15 +315,20 @@ function registrationsOf(mca: KubeObject): { signerName?: string; subject?: { us
   return ((mca.status as { registrations?: unknown } | undefined)?.registrations as { signerName?: string }[] | undefined) ?? [];
 }
 
-function templateRegistrations(template: KubeObject | null): { type?: string; kubeClient?: { hubPermissions?: HubPermission[] } }[] {
+function templateRegistrations(template: KubeObject | null): { type?: string }[] {
   return ((template?.spec as { registration?: unknown } | undefined)?.registration as { type?: string }[] | undefined) ?? [];
 }
 
 /**
- * The AddOnTemplate the add-on uses: the one its `status.configReferences` name (the desired
- * config first), else its ClusterManagementAddOn's default AddOnTemplate; null when none.
+ * The AddOnTemplate the add-on uses, as OCM's template add-on reads it
+ * (`GetDesiredAddOnTemplate`): the desired config of its `status.configReferences`, which the
+ * add-on manager resolves from what the hub controls (the ClusterManagementAddOn's defaults and
+ * install strategy, the ManagedClusterAddOn's `spec.configs`, admitted against their writer:
+ * src/auth/addon-admission.ts) and rolls out, and which no one else writes (the add-on's own
+ * credential has no status write; any other writer outside `system:masters` has it kept as
+ * stored); else its ClusterManagementAddOn's default AddOnTemplate; null when none.
  */
-async function templateOf(env: Env, mca: KubeObject): Promise<KubeObject | null> {
+export async function templateOf(env: Env, mca: KubeObject): Promise<KubeObject | null> {
   type Ref = { group?: string; resource?: string; name?: string; desiredConfig?: { name?: string } | null; defaultConfig?: { name?: string } };
   const isTemplate = (r: Ref) => r.group === AddOnTemplateKind.group && r.resource === AddOnTemplateKind.plural;
   const refs = ((mca.status as { configReferences?: Ref[] } | undefined)?.configReferences ?? []).filter(isTemplate);

@@ -27,6 +27,8 @@ import {
   type RbacAuthor,
 } from "../kinds/rbac.ts";
 import { ManifestWorkKind, ManifestWorkReplicaSetKind } from "../kinds/manifestwork.ts";
+import { AddOnDeploymentConfigKind, AddOnTemplateKind, ManagedClusterAddOnKind, ManagedClusterAddOnV1beta1Kind } from "../kinds/addon.ts";
+import { ADDON_CONFIG_READER_EXTRA, type AddonConfigReader } from "./addon-admission.ts";
 import type { Env } from "../env.ts";
 import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
 import { storeOf } from "../store/store.ts";
@@ -108,15 +110,21 @@ export async function authorizeRequest(env: Env, user: UserInfo, attrs: RequestA
 
 /**
  * The extras an API write of kind `def` passes to the write path so that the checks needing its
- * author run: the RBAC kinds' escalation check (src/kinds/rbac.ts `checkEscalation`) and the
+ * author run: the RBAC kinds' escalation check (src/kinds/rbac.ts `checkEscalation`), the
  * ManifestWork and ManifestWorkReplicaSet executor admission (src/auth/executor.ts
- * `admitExecutor`). None for other kinds and for `system:masters`.
+ * `admitExecutor`) and the ManagedClusterAddOn config admission (src/auth/addon-admission.ts,
+ * with a reader of the templates its configs name). None for other kinds and for `system:masters`.
  * @throws errors of D1
  */
 export async function rbacWriteExtras(env: Env, def: KindDefinition, user: UserInfo): Promise<Record<string, unknown> | undefined> {
-  if (!(isRbacKind(def) || def === ManifestWorkKind || def === ManifestWorkReplicaSetKind) || isPrivileged(user)) return undefined;
+  const addon = def === ManagedClusterAddOnKind || def === ManagedClusterAddOnV1beta1Kind;
+  if (!(isRbacKind(def) || def === ManifestWorkKind || def === ManifestWorkReplicaSetKind || addon) || isPrivileged(user)) return undefined;
   const author: RbacAuthor = { user, authorizer: await rbacAuthorizer(env) };
-  return { [RBAC_AUTHOR_EXTRA]: author };
+  if (!addon) return { [RBAC_AUTHOR_EXTRA]: author };
+  // The ManagedClusterAddOn admission (src/auth/addon-admission.ts) reads the templates its configs name.
+  const read: AddonConfigReader = (resource, namespace, name) =>
+    storeOf(env, resource === "addontemplates" ? AddOnTemplateKind : AddOnDeploymentConfigKind).get(namespace, name);
+  return { [RBAC_AUTHOR_EXTRA]: author, [ADDON_CONFIG_READER_EXTRA]: read };
 }
 
 // ---------------------------------------------------------------------------

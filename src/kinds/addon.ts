@@ -16,9 +16,10 @@ import { z } from "zod";
 import type { StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { addFieldErrors, ConditionsSchema, ObjectMetaSchema, objectSchema, type KubeObject } from "../k8s/meta.ts";
-import { fieldForbidden, fieldNotSupported } from "../k8s/validation.ts";
+import { fieldForbidden, fieldNotSupported, fieldRequired, type FieldError } from "../k8s/validation.ts";
 import { tryParseQuantity } from "../k8s/quantity.ts";
 import { ManifestWorkSpecSchema, RolloutStrategySchema, validateWorkSpec } from "./manifestwork.ts";
+import { admitAddonWrite } from "../auth/addon-admission.ts";
 import { cmaToV1alpha1, cmaToV1beta1, mcaToV1alpha1, mcaToV1beta1, sameFields } from "../addons/conversion.ts";
 
 /** The add-on API group. */
@@ -46,9 +47,29 @@ function supportedConfig<T extends z.ZodObject>(schema: T) {
       addFieldErrors(ctx, v, [fieldNotSupported("resource", c.resource ?? "", SUPPORTED_CONFIG_RESOURCES)]);
   });
 }
-/** A list the CRD declares `x-kubernetes-list-type: map` (keys named in `keys`), as OCM's config lists. */
+/**
+ * A list the CRD declares `x-kubernetes-list-type: map` (keys named in `keys`), as OCM's config
+ * lists (`+listType=map`, e.g. `supportedConfigs` keyed by `group` and `resource`): a second item
+ * with the same keys is refused as kube-apiserver refuses it, `<list>[i]: Duplicate value:
+ * map[string]interface {}{"group":"…", "resource":"…"}` (a key left out counts as its CRD default,
+ * `""` for `group`).
+ */
 function mapList<T extends z.ZodType>(item: T, keys: string[]) {
-  return z.array(item).meta({ "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": keys });
+  return z
+    .array(item)
+    .meta({ "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": keys })
+    .superRefine((items, ctx) => {
+      const seen = new Set<string>();
+      const errors: FieldError[] = [];
+      items.forEach((v, i) => {
+        const o = (v ?? {}) as Record<string, unknown>;
+        const shown = [...keys].sort().map((k) => `${JSON.stringify(k)}:${JSON.stringify(o[k] ?? (k === "group" ? "" : null))}`);
+        const id = shown.join(", ");
+        if (seen.has(id)) errors.push({ field: `[${i}]`, reason: "FieldValueDuplicate", message: `Duplicate value: map[string]interface {}{${id}}` });
+        seen.add(id);
+      });
+      addFieldErrors(ctx, items, errors);
+    });
 }
 
 const ConfigReferent = { namespace: z.string().optional(), name: z.string().min(1) };
@@ -242,6 +263,8 @@ export const ManagedClusterAddOnKind: KindDefinition = {
     const spec = (obj.spec ??= {}) as { installNamespace?: string };
     spec.installNamespace ??= DEFAULT_INSTALL_NAMESPACE;
   },
+  // A config reference its writer could not follow is refused; the manager's configReferences stay its own.
+  finalize: (obj, old, ctx) => admitAddonWrite(obj, old, ctx),
   validate(obj): StatusCause[] {
     // OCM's hosted mode (the agent on another cluster than the one it manages) is not implemented.
     const hosting = `${ADDON_GROUP}/hosting-cluster-name`;
@@ -373,7 +396,7 @@ const RegistrationSpecSchema = z
               type: z.enum(["CurrentCluster", "SingleNamespace"]),
               currentCluster: z.strictObject({ clusterRoleName: z.string().min(1) }).optional(),
               singleNamespace: z
-                .strictObject({ namespace: z.string().min(1), roleRef: z.strictObject({ apiGroup: z.string(), kind: z.string(), name: z.string() }) })
+                .strictObject({ namespace: z.string(), roleRef: z.strictObject({ apiGroup: z.string(), kind: z.string(), name: z.string() }) })
                 .optional(),
             }),
           )
@@ -410,9 +433,47 @@ export const AddOnTemplateKind: KindDefinition = {
     return [
       ...validateWorkSpec(agentSpec as Record<string, unknown> | undefined, "spec.agentSpec"),
       ...unservedManifestMarks(agentSpec?.workload?.manifests ?? []),
+      ...hubPermissionErrors(obj),
     ];
   },
 };
+
+/**
+ * A hub permission's binding must say where it binds, as OCM's template add-on requires when it
+ * binds them (`pkg/addon/templateagent/registration.go`: "current cluster is required when the
+ * HubPermission type is CurrentCluster", "single namespace is required when the HubPermission type
+ * is SingleNamespace"): refused at admission (422 naming the field) rather than failing on every
+ * cluster later. A `SingleNamespace` binding needs a non-empty `singleNamespace.namespace` (a
+ * RoleBinding needs a namespace) and a `roleRef.name`; a `CurrentCluster` one a `clusterRoleName`.
+ */
+function hubPermissionErrors(obj: KubeObject): StatusCause[] {
+  type Permission = {
+    type?: string;
+    currentCluster?: { clusterRoleName?: string };
+    singleNamespace?: { namespace?: string; roleRef?: { kind?: string; name?: string } };
+  };
+  const registrations = (obj.spec as { registration?: { kubeClient?: { hubPermissions?: Permission[] } }[] } | undefined)?.registration ?? [];
+  const causes: StatusCause[] = [];
+  registrations.forEach((r, i) =>
+    (r.kubeClient?.hubPermissions ?? []).forEach((p, j) => {
+      const at = `spec.registration[${i}].kubeClient.hubPermissions[${j}]`;
+      if (p.type === "SingleNamespace") {
+        if (!p.singleNamespace)
+          causes.push(fieldRequired(`${at}.singleNamespace`, "single namespace is required when the HubPermission type is SingleNamespace"));
+        else {
+          if (!p.singleNamespace.namespace) causes.push(fieldRequired(`${at}.singleNamespace.namespace`, "the namespace the role is bound in"));
+          if (!p.singleNamespace.roleRef?.name) causes.push(fieldRequired(`${at}.singleNamespace.roleRef.name`));
+          const kind = p.singleNamespace.roleRef?.kind;
+          if (kind && kind !== "Role" && kind !== "ClusterRole")
+            causes.push(fieldNotSupported(`${at}.singleNamespace.roleRef.kind`, kind, ["Role", "ClusterRole"]));
+        }
+      } else if (p.type === "CurrentCluster" && !p.currentCluster) {
+        causes.push(fieldRequired(`${at}.currentCluster`, "current cluster is required when the HubPermission type is CurrentCluster"));
+      }
+    }),
+  );
+  return causes;
+}
 
 /**
  * OCM's add-on framework marks a template's manifest as a pre-delete hook (run when the add-on

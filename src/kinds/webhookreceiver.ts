@@ -14,6 +14,10 @@
  *   (`patch` an RFC 6902 array); string values may hold payload templates `{{ .a.b }}`
  *   (src/webhook/template.ts; in a JSON Patch, only in `value`).
  *
+ * A delivery writes the target as the receiver's own identity (src/webhook/receiver.ts
+ * `receiverUser`), so a replica set's executor it would set or change is admitted only when that
+ * identity may `execute-as` it (src/auth/executor.ts).
+ *
  * status (hub-owned, rewritten on every write): `webhookPath` `/hooks/<hex SHA-256 of a random
  * per-receiver token + namespace + name>` (Flux's scheme with a random token instead of the
  * Secret's, so rotating the Secret does not move the URL), chosen on create and kept across

@@ -36,6 +36,9 @@ import { decodeBase64, SecretKind } from "../kinds/secret.ts";
 import { HOOKS_PREFIX, WebhookReceiverKind, type WebhookReceiverSpec } from "../kinds/webhookreceiver.ts";
 import { readBodyBytes, statusResponse } from "../api/request.ts";
 import { storeOf } from "../store/store.ts";
+import { rbacAuthorizer } from "../auth/rbac-store.ts";
+import type { UserInfo } from "../auth/rbac.ts";
+import { RBAC_AUTHOR_EXTRA, type RbacAuthor } from "../kinds/rbac.ts";
 import { reschedule } from "../placement/triggers.ts";
 import { reevaluateReplicaSet } from "../work/replicaset.ts";
 import type { Env } from "../env.ts";
@@ -151,6 +154,16 @@ function targetKind(spec: WebhookReceiverSpec): KindDefinition {
   return spec.target.kind === "Placement" ? PlacementKind : ManifestWorkReplicaSetKind;
 }
 
+/**
+ * The identity a receiver acts as on its target: the user `system:webhookreceiver:<namespace>:<name>`
+ * (no groups). It holds no permission unless an admin binds one to it; a delivery that would set or
+ * change a ManifestWorkReplicaSet's executor needs `execute-as` for it, as a user's write does
+ * (a receiver must not run works as an identity its author could not).
+ */
+export function receiverUser(namespace: string, name: string): UserInfo {
+  return { name: `system:webhookreceiver:${namespace}:${name}`, groups: [] };
+}
+
 /** Turns the target write's refusal into the receiver's answer: 422 for what the patch made invalid or a missing target. */
 function targetError(e: unknown, def: KindDefinition, namespace: string, name: string): unknown {
   if (!(e instanceof ApiError)) return e;
@@ -161,14 +174,26 @@ function targetError(e: unknown, def: KindDefinition, namespace: string, name: s
 }
 
 /** Runs the receiver's action on its target. @throws ApiError 409 (still conflicting after retries), 422 */
-async function act(env: Env, namespace: string, spec: WebhookReceiverSpec, patch: unknown): Promise<{ object: KubeObject; changed: boolean }> {
+async function act(
+  env: Env,
+  namespace: string,
+  receiver: string,
+  spec: WebhookReceiverSpec,
+  patch: unknown,
+): Promise<{ object: KubeObject; changed: boolean }> {
   const def = targetKind(spec);
   const name = spec.target.name;
   const db = database(env.DB);
+  // The receiver writes as its own identity, so that what a write of the target admits only for
+  // a permitted user (a replica set's executor: src/auth/executor.ts) is checked for it too.
+  const extras =
+    def === ManifestWorkReplicaSetKind
+      ? { [RBAC_AUTHOR_EXTRA]: { user: receiverUser(namespace, receiver), authorizer: await rbacAuthorizer(env) } satisfies RbacAuthor }
+      : undefined;
   try {
     if (spec.action.type === "MergePatch") {
       const before = await getObject(db, def, { namespace, name });
-      const { object } = await storeOf(env, def).write(namespace, name, { verb: "patch", patchType: "merge", patch });
+      const { object } = await storeOf(env, def).write(namespace, name, { verb: "patch", patchType: "merge", patch }, { extras });
       return { object: object!, changed: object!.metadata.resourceVersion !== before?.metadata.resourceVersion };
     }
     if (spec.action.type === "JSONPatch") {
@@ -183,7 +208,7 @@ async function act(env: Env, namespace: string, spec: WebhookReceiverSpec, patch
           metadata: { ...(isJsonObject(r.value.metadata) ? r.value.metadata : {}), resourceVersion: current.metadata.resourceVersion },
         };
         try {
-          const { object } = await storeOf(env, def).write(namespace, name, { verb: "update", body });
+          const { object } = await storeOf(env, def).write(namespace, name, { verb: "update", body }, { extras });
           return { object: object!, changed: object!.metadata.resourceVersion !== current.metadata.resourceVersion };
         } catch (e) {
           if (e instanceof ApiError && e.reason === "Conflict" && attempt < 4) continue;
@@ -258,7 +283,7 @@ async function deliver(c: Ctx, receiver: KubeObject): Promise<Response> {
   }
   let outcome: { object: KubeObject; changed: boolean };
   try {
-    outcome = await act(c.env, namespace, spec, patch);
+    outcome = await act(c.env, namespace, receiver.metadata.name, spec, patch);
   } catch (e) {
     await releaseDelivery(c.env.DB, uid, deliveryId);
     throw e;

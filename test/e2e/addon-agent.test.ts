@@ -167,6 +167,42 @@ describe.each(["ws", "poll"])("add-on health and registration (wrangler dev, a r
     expect(agent.output()).toContain("delivered the hub credential of add-on obs");
     expect(agent.output()).not.toContain(token);
 
+    // Issue 39: the token cannot name a stronger template in its status (403); nothing is bound.
+    const victim = {
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      kind: "AddOnTemplate",
+      metadata: { name: "victim" },
+      spec: {
+        addonName: "victim",
+        agentSpec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "victim", namespace: "default" } }] } },
+        registration: [{ type: "KubeClient", kubeClient: { hubPermissions: [{ type: "CurrentCluster", currentCluster: { clusterRoleName: "admin" } }] } }],
+      },
+    };
+    expect((await admin(hub, "POST", `${ADDON_API}/addontemplates`, victim)).status).toBe(201);
+    const named = { status: { configReferences: [{ group: "addon.open-cluster-management.io", resource: "addontemplates", name: "victim" }] } };
+    const escalate = await hubFetch(
+      hub,
+      "PATCH",
+      `${MCA(cluster, "obs")}/status`,
+      { authorization: `Bearer ${token}`, "content-type": "application/merge-patch+json" },
+      JSON.stringify(named),
+    );
+    expect(escalate.status).toBe(403);
+    expect(
+      (await admin(hub, "GET", `/apis/rbac.authorization.k8s.io/v1/namespaces/${cluster}/rolebindings/open-cluster-management:obs:clusterrole:agent`)).status,
+    ).toBe(404);
+    // A ManagedClusterAddOn in a namespace that is no cluster's gets no deploy work (its configs are never rendered there).
+    expect((await admin(hub, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "team-e2e" } })).status).toBe(201);
+    const victimCma = {
+      ...cma,
+      metadata: { name: "victim" },
+      spec: { supportedConfigs: [{ group: "addon.open-cluster-management.io", resource: "addontemplates", defaultConfig: { name: "victim" } }] },
+    };
+    expect((await admin(hub, "POST", `${ADDON_API}/clustermanagementaddons`, victimCma)).status).toBe(201);
+    expect((await admin(hub, "POST", MCA("team-e2e"), { ...mca, metadata: { name: "victim" }, spec: {} })).status).toBe(201);
+    expect((await admin(hub, "GET", WORKS("team-e2e", "addon-victim-deploy-0"))).status).toBe(404);
+    expect((await admin(hub, "GET", MCA("team-e2e", "victim"))).body.status?.configReferences).toBeUndefined();
+
     // The add-on leaves the cluster: its work goes, and the agent deletes its Secret.
     expect((await admin(hub, "DELETE", WORKS(cluster, "obs-deploy"))).status).toBe(200);
     await waitFor("the Secret deleted", async () =>

@@ -308,6 +308,67 @@ describe("add-on API versions", () => {
       expect((await call("GET", url)).status).toBe(404);
   });
 
+  it("list-maps refuse duplicates as kube-apiserver does; a SingleNamespace hub permission needs its namespace", async () => {
+    const tpl = { group: "addon.open-cluster-management.io", resource: "addontemplates" };
+    const dup = await call("POST", CMA1, {
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      kind: "ClusterManagementAddOn",
+      metadata: { name: "dup" },
+      spec: {
+        supportedConfigs: [
+          { ...tpl, defaultConfig: { name: "a" } },
+          { ...tpl, defaultConfig: { name: "b" } },
+        ],
+      },
+    });
+    expect(dup.status).toBe(422);
+    expect(dup.body.details.causes).toEqual([
+      {
+        reason: "FieldValueDuplicate",
+        field: "spec.supportedConfigs[1]",
+        message: 'Duplicate value: map[string]interface {}{"group":"addon.open-cluster-management.io", "resource":"addontemplates"}',
+      },
+    ]);
+    const dupBeta = await call("POST", CMA2, {
+      apiVersion: "addon.open-cluster-management.io/v1beta1",
+      kind: "ClusterManagementAddOn",
+      metadata: { name: "dup" },
+      spec: {
+        defaultConfigs: [
+          { ...tpl, name: "a" },
+          { ...tpl, name: "b" },
+        ],
+      },
+    });
+    expect(dupBeta.status).toBe(422);
+    expect(dupBeta.body.details.causes[0].field).toBe("spec.defaultConfigs[1]");
+    const permission = (p: unknown) => ({
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      kind: "AddOnTemplate",
+      metadata: { name: "perm" },
+      spec: {
+        addonName: "perm",
+        agentSpec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "x", namespace: "default" } }] } },
+        registration: [{ type: "KubeClient", kubeClient: { hubPermissions: [p] } }],
+      },
+    });
+    const roleRef = { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "view" };
+    const missing = await call("POST", TEMPLATES, permission({ type: "SingleNamespace" }));
+    expect(missing.status).toBe(422);
+    expect(missing.body.details.causes).toEqual([
+      {
+        reason: "FieldValueRequired",
+        field: "spec.registration[0].kubeClient.hubPermissions[0].singleNamespace",
+        message: "Required value: single namespace is required when the HubPermission type is SingleNamespace",
+      },
+    ]);
+    const empty = await call("POST", TEMPLATES, permission({ type: "SingleNamespace", singleNamespace: { namespace: "", roleRef } }));
+    expect(empty.status).toBe(422);
+    expect(empty.body.details.causes[0].field).toBe("spec.registration[0].kubeClient.hubPermissions[0].singleNamespace.namespace");
+    for (const url of [`${CMA1}/dup`, `${TEMPLATES}/perm`]) expect((await call("GET", url)).status).toBe(404);
+    expect((await call("POST", TEMPLATES, permission({ type: "SingleNamespace", singleNamespace: { namespace: "team", roleRef } }))).status).toBe(201);
+  });
+
   it("server-side apply through v1beta1 creates and updates the stored v1alpha1 object", async () => {
     const yaml = [
       "apiVersion: addon.open-cluster-management.io/v1beta1",

@@ -309,6 +309,24 @@ describe("POST /hooks/{id}", () => {
     expect(same.body.changed).toBe(false);
   });
 
+  it("a delivery cannot give the MWRS an executor its receiver may not run as (403, nothing written)", async () => {
+    const executor = { subject: { type: "ServiceAccount", serviceAccount: { namespace: "kube-system", name: "{{ .sa }}" } } };
+    const merged = await receiver("apps", "exec-merge", spec({ type: "MergePatch", patch: { spec: { manifestWorkTemplate: { executor } } } }));
+    const jp = await receiver(
+      "apps",
+      "exec-json",
+      spec({ type: "JSONPatch", patch: [{ op: "add", path: "/spec/manifestWorkTemplate/executor", value: executor }] }),
+    );
+    const before = await snapshot();
+    for (const path of [merged, jp]) {
+      const r = await generic(path, { sa: "admin" });
+      expect(r.status, JSON.stringify(r.body)).toBe(403);
+      expect(r.body.message).toContain(`user "system:webhookreceiver:apps:exec-`);
+    }
+    expect(await snapshot()).toBe(before);
+    expect((await call("GET", `${MWRS("apps")}/web`)).body.spec.manifestWorkTemplate.executor).toBeUndefined();
+  });
+
   it("JSONPatch and MergePatch on a Placement: decisions follow before the delivery returns", async () => {
     expect(await decided("apps", "hooked")).toEqual(["w1"]);
     const jp = await receiver(
