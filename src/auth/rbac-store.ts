@@ -28,6 +28,8 @@ import {
 } from "../kinds/rbac.ts";
 import { ManifestWorkKind, ManifestWorkReplicaSetKind } from "../kinds/manifestwork.ts";
 import type { Env } from "../env.ts";
+import { featureEnabled } from "../features.ts";
+import { NIL_EXECUTOR_VALIDATING_EXTRA } from "./executor.ts";
 import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
 import { storeOf } from "../store/store.ts";
 import { store } from "../store/write.ts";
@@ -110,13 +112,15 @@ export async function authorizeRequest(env: Env, user: UserInfo, attrs: RequestA
  * The extras an API write of kind `def` passes to the write path so that the checks needing its
  * author run: the RBAC kinds' escalation check (src/kinds/rbac.ts `checkEscalation`) and the
  * ManifestWork and ManifestWorkReplicaSet executor admission (src/auth/executor.ts
- * `admitExecutor`). None for other kinds and for `system:masters`.
+ * `admitExecutor`, with the `NilExecutorValidating` gate when it is on). None for other kinds and
+ * for `system:masters`.
  * @throws errors of D1
  */
 export async function rbacWriteExtras(env: Env, def: KindDefinition, user: UserInfo): Promise<Record<string, unknown> | undefined> {
   if (!(isRbacKind(def) || def === ManifestWorkKind || def === ManifestWorkReplicaSetKind) || isPrivileged(user)) return undefined;
   const author: RbacAuthor = { user, authorizer: await rbacAuthorizer(env) };
-  return { [RBAC_AUTHOR_EXTRA]: author };
+  const nilExecutor = !isRbacKind(def) && featureEnabled(env, "NilExecutorValidating");
+  return { [RBAC_AUTHOR_EXTRA]: author, ...(nilExecutor ? { [NIL_EXECUTOR_VALIDATING_EXTRA]: true } : {}) };
 }
 
 // ---------------------------------------------------------------------------
