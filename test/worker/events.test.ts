@@ -323,6 +323,21 @@ describe("core v1 and events.k8s.io/v1 Events: the same objects", () => {
 });
 
 describe("the recorder", () => {
+  it("cuts a long message to kube-apiserver's 1,024 bytes of UTF-8, so that a multibyte one is stored", async () => {
+    await createNamespaces("longmsg");
+    const spec = {
+      regarding: { kind: "Placement", apiVersion: "cluster.open-cluster-management.io/v1beta1", name: "pl", namespace: "longmsg", uid: "u-pl" },
+      reason: "DecisionUpdate",
+      type: "Normal" as const,
+      message: "é".repeat(1000),
+      reportingController: "placement-controller",
+    };
+    const e = await recordEvent(hubEnv, spec, Date.parse("2026-11-26T12:00:00Z"));
+    const message = e!.message as string;
+    expect(new TextEncoder().encode(message).length).toBeLessThanOrEqual(1024);
+    expect(message.endsWith("é...")).toBe(true);
+  });
+
   it("folds a repeat into one Event whose count and lastTimestamp advance; another message is another Event", async () => {
     await createNamespaces("fold");
     const spec = {
