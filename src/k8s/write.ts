@@ -393,6 +393,11 @@ function patchObject(
     const fm = fieldManagerContext(def, ctx);
     if (!current) {
       if (req.subresource === "status") throw notFound(ref(def, key.name));
+      // kube-apiserver's patcher: an apply that names a uid creates nothing (409).
+      const appliedUid = (applied.metadata as JsonObject).uid;
+      if (typeof appliedUid === "string" && appliedUid !== "") {
+        throw conflict(ref(def, key.name), `uid mismatch: the provided object specified uid ${appliedUid}, and no existing object was found`);
+      }
       const made = serverSideApply({ current: undefined, applied: applied as KubeObject, manager: req.fieldManager, force: req.force === true, scope }, fm);
       return create(def, key, null, { ...body, metadata: { ...(isJsonObject(body.metadata) ? body.metadata : {}), name: key.name } }, ctx, {
         applied: made.metadata.managedFields,

@@ -168,6 +168,12 @@ describe("a write that changes or drops metadata.uid or metadata answers as kube
     const removed = await call("PATCH", path, [{ op: "remove", path: "/metadata/uid" }], json);
     expect(removed.status, JSON.stringify(removed.body)).toBe(200);
     expect(removed.body.metadata.uid).toBe(uid);
+    // A server-side apply that names a uid creates nothing where no object is (409, as kube-apiserver's patcher).
+    const apply = `apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: uid-new\n  uid: ${other}\nspec:\n  numberOfClusters: 1\n`;
+    const applied = await call("PATCH", `${PLACEMENTS("race")}/uid-new?fieldManager=test`, apply, { contentType: "application/apply-patch+yaml" });
+    expect(applied.status).toBe(409);
+    expect(applied.body.message).toContain(`uid mismatch: the provided object specified uid ${other}, and no existing object was found`);
+    expect((await call("GET", `${PLACEMENTS("race")}/uid-new`)).status).toBe(404);
   });
 });
 
