@@ -16,6 +16,7 @@
 //   FLOTILLA_LEAVE_TIMEOUT_SECONDS   how long a deleted cluster waits for its agent to leave (default 900)
 //   FLOTILLA_AUDIT_RETENTION_DAYS    days the audit log keeps a record (default 30)
 //   FLOTILLA_EVENT_TTL_SECONDS       seconds an Event is kept after its last write (default 3600)
+//   FLOTILLA_FEATURE_GATES           feature gates as OCM's --feature-gates (`NilExecutorValidating=true`)
 //   FLOTILLA_HTTPS=1             serve HTTPS with a certificate for 127.0.0.1 and localhost signed
 //                                by a local CA generated once into <state>/tls (ca.crt)
 //   FLOTILLA_OIDC_ISSUER_URL     trust ID tokens of this OpenID Connect issuer (https, or http on a
@@ -168,6 +169,7 @@ if (process.env.FLOTILLA_LEASE_GRACE_MULTIPLIER) vars.LEASE_GRACE_MULTIPLIER = p
 for (const k of OIDC_VARS) if (process.env[k]) vars[k] = process.env[k];
 if (process.env.FLOTILLA_AUDIT_RETENTION_DAYS) vars.FLOTILLA_AUDIT_RETENTION_DAYS = process.env.FLOTILLA_AUDIT_RETENTION_DAYS;
 if (process.env.FLOTILLA_EVENT_TTL_SECONDS) vars.FLOTILLA_EVENT_TTL_SECONDS = process.env.FLOTILLA_EVENT_TTL_SECONDS;
+if (process.env.FLOTILLA_FEATURE_GATES) vars.FLOTILLA_FEATURE_GATES = process.env.FLOTILLA_FEATURE_GATES;
 const envFile = path.join(stateDir, "hub.env");
 try {
   if (existsSync(envFile)) chmodSync(envFile, 0o600);

@@ -61,6 +61,11 @@ export interface Env extends OidcEnv {
    * `npm start` passes the same-named environment variable): a positive number, default 3600.
    */
   FLOTILLA_EVENT_TTL_SECONDS?: string;
+  /**
+   * Feature gates, as OCM's `--feature-gates` (src/features.ts): `<Gate>=<bool>,...`, e.g.
+   * `NilExecutorValidating=true`; `npm start` passes the same-named environment variable.
+   */
+  FLOTILLA_FEATURE_GATES?: string;
   /** Counts failed authentications per source address and per presented credential (src/auth/ratelimit.ts). */
   AUTH_FAILURES?: RateLimit;
 }

@@ -14,8 +14,11 @@
  *   name `system:serviceaccount:<sa namespace>:<sa name>` (OCM's SubjectAccessReview, exactly).
  *   Flotilla also accepts the same grant on resource `serviceaccounts` of that group (the wording
  *   of its issue 30); either is a deliberate, named grant. An update that keeps the executor as it
- *   was is not checked (OCM's rule); a work without executor is not checked (OCM's
- *   `NilExecutorValidating` gate, off by default). A ManifestWorkReplicaSet's
+ *   was is not checked (OCM's rule). A work without executor is not checked, unless the
+ *   `NilExecutorValidating` feature gate is on (OCM's, off by default; `FLOTILLA_FEATURE_GATES`,
+ *   src/features.ts): then it is checked as if it named the work agent's default identity, OCM's
+ *   `{namespace: "", name: "klusterlet-work-sa"}`, i.e. `execute-as` for the name
+ *   `system:serviceaccount::klusterlet-work-sa` (OCM's webhook, exactly). A ManifestWorkReplicaSet's
  *   `spec.manifestWorkTemplate.executor` is checked the same way in the replica set's namespace
  *   (OCM does not check it, which lets anyone who may write a replica set run as any
  *   ServiceAccount through the hub's controller; Flotilla closes that).
@@ -42,6 +45,19 @@ export const WORK_GROUP = "work.open-cluster-management.io";
 export const EXECUTE_AS_VERB = "execute-as";
 /** The only executor subject type OCM defines. */
 export const EXECUTOR_TYPE_SERVICE_ACCOUNT = "ServiceAccount";
+
+/**
+ * The key of `WriteContext.extras` that says the `NilExecutorValidating` gate is on for a write
+ * (src/auth/rbac-store.ts `rbacWriteExtras` sets it from the hub's settings).
+ */
+export const NIL_EXECUTOR_VALIDATING_EXTRA = "nilExecutorValidating";
+
+/**
+ * The identity a work without executor is checked as under `NilExecutorValidating`: OCM's webhook
+ * names the work agent's default ServiceAccount with an empty namespace
+ * (`system:serviceaccount::klusterlet-work-sa`).
+ */
+export const DEFAULT_EXECUTOR: ExecutorServiceAccount = { namespace: "", name: "klusterlet-work-sa" };
 
 /** An executor's ServiceAccount on the member cluster. */
 export interface ExecutorServiceAccount {
@@ -113,15 +129,18 @@ export function mayExecuteAs(author: RbacAuthor, namespace: string, sa: Executor
  * The executor admission of a write of a ManifestWork (`template: false`) or a
  * ManifestWorkReplicaSet (`template: true`), from `old` (null: create) to `obj` (see the module
  * comment). Nothing is checked without an author in `ctx.extras` (hub writers, `system:masters`),
- * for a deletion, or when the executor is absent or unchanged.
+ * for a deletion, or when the executor is unchanged; an absent executor is checked as
+ * {@link DEFAULT_EXECUTOR} when `ctx.extras` has {@link NIL_EXECUTOR_VALIDATING_EXTRA}, else not.
  * @throws ApiError 403 Forbidden worded as OCM's webhook
  */
 export function admitExecutor(obj: KubeObject, old: KubeObject | null, ctx: WriteContext, template: boolean): Promise<void> {
   const author = ctx.extras?.[RBAC_AUTHOR_EXTRA] as RbacAuthor | undefined;
   if (!author || obj.metadata.deletionTimestamp) return Promise.resolve();
   const specOf = (o: KubeObject | null): unknown => (template ? (isObj(o?.spec) ? o.spec.manifestWorkTemplate : undefined) : o?.spec);
-  const sa = executorServiceAccount(specOf(obj));
-  if (sa === null || (old && sameExecutor(executorServiceAccount(specOf(old)), sa))) return Promise.resolve();
+  const named = executorServiceAccount(specOf(obj));
+  if (old && sameExecutor(executorServiceAccount(specOf(old)), named)) return Promise.resolve();
+  const sa = named ?? (ctx.extras?.[NIL_EXECUTOR_VALIDATING_EXTRA] === true ? DEFAULT_EXECUTOR : null);
+  if (sa === null) return Promise.resolve();
   const namespace = obj.metadata.namespace ?? "";
   if (mayExecuteAs(author, namespace, sa)) return Promise.resolve();
   const [plural, kind] = template ? ["manifestworkreplicasets", "ManifestWorkReplicaSet"] : ["manifestworks", "Manifestwork"];

@@ -37,7 +37,7 @@ export type EventType = "Normal" | "Warning";
  *   for a namespaced object; `uid` when known, which `kubectl describe` selects on);
  * - `reason`: UpperCamelCase, OCM's or Kubernetes' name where one exists (`ManagedClusterJoined`);
  * - `type`: `Normal`, or `Warning` for what needs attention;
- * - `message`: for people, at most 1 KiB (longer is cut), never a secret or a payload;
+ * - `message`: for people, at most 1 KiB of UTF-8 (longer is cut), never a secret or a payload;
  * - `reportingController`: the controller that saw it, named as OCM's
  *   (`managed-cluster-controller`); also the Event's `source.component`;
  * - `action`: what was done (events.k8s.io's `action`), default the reason.
@@ -54,7 +54,7 @@ export interface EventSpec {
 /** The `reportingInstance` of the hub's Events (events.k8s.io requires one). */
 export const HUB_INSTANCE = "flotilla-hub";
 
-/** The longest message kept, in UTF-16 code units (events.k8s.io's note limit is 1 KiB). */
+/** The longest message kept, in bytes of UTF-8 (events.k8s.io's note limit is 1 KiB). */
 const MESSAGE_LIMIT = 1024;
 
 /** How many of a regarding object's newest Events are looked at to fold a repeat into. */
@@ -84,9 +84,22 @@ export function eventNamespace(ref: ObjectReference): string {
   return ref.namespace || "default";
 }
 
-/** The message of `spec` as stored: at most {@link MESSAGE_LIMIT} characters. */
+/**
+ * The message of `spec` as stored: at most {@link MESSAGE_LIMIT} bytes of UTF-8, what
+ * kube-apiserver's Event validation measures (`len(event.Message)`), cut on a character boundary.
+ */
 function messageOf(spec: EventSpec): string {
-  return spec.message.length > MESSAGE_LIMIT ? `${spec.message.slice(0, MESSAGE_LIMIT - 3)}...` : spec.message;
+  const encoder = new TextEncoder();
+  if (encoder.encode(spec.message).length <= MESSAGE_LIMIT) return spec.message;
+  let out = "";
+  let bytes = 0;
+  for (const ch of spec.message) {
+    const n = encoder.encode(ch).length;
+    if (bytes + n > MESSAGE_LIMIT - 3) break;
+    out += ch;
+    bytes += n;
+  }
+  return `${out}...`;
 }
 
 /** Whether stored Event `e` is a repeat of `spec` (same object, reason, type, controller, message). */

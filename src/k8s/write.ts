@@ -291,20 +291,34 @@ function update(
   subresource: "status" | undefined,
   ctx: WriteContext,
   managed?: ManagedFieldsRule,
+  put = false,
 ): WriteResult {
   const incoming = decode(def, body, key.name);
   const sent = (incoming.metadata as { managedFields?: unknown }).managedFields;
   if (!current) throw notFound(ref(def, key.name));
-  if (incoming.metadata.name && incoming.metadata.name !== key.name) {
+  // kube-apiserver's checkName: the object names itself (a PUT without metadata, a patch that
+  // removes it or its name, is refused), with the URL's name.
+  if (!incoming.metadata.name) throw badRequest(`the name of the object (${key.name} based on URL) was undeterminable: name must be provided`, "metadata.name");
+  if (incoming.metadata.name !== key.name) {
     throw badRequest(`the name of the object (${incoming.metadata.name}) does not match the name on the URL (${key.name})`, "metadata.name");
   }
   if (def.namespaced && incoming.metadata.namespace && incoming.metadata.namespace !== key.namespace) {
     throw badRequest("the namespace of the provided object does not match the namespace sent on the request", "metadata.namespace");
   }
+  // A PUT's metadata.uid is a precondition (rest.DefaultUpdatedObjectInfo's Preconditions, checked
+  // by the storage before anything else: 409); a patch that changes it fails ObjectMeta's update
+  // validation (422 field is immutable). An absent uid keeps the stored one.
+  const uid = incoming.metadata.uid;
+  const otherUid = !!uid && uid !== current.metadata.uid;
+  if (otherUid && put) checkPreconditions(def, key, current, { uid });
   const rv = incoming.metadata.resourceVersion;
   if (rv && rv !== current.metadata.resourceVersion) {
     throw conflict(ref(def, key.name), "the object has been modified; please apply your changes to the latest version and try again");
   }
+  if (otherUid)
+    throw invalid(ref(def, key.name), [
+      { field: "metadata.uid", message: `Invalid value: ${JSON.stringify(uid)}: field is immutable`, reason: "FieldValueInvalid" },
+    ]);
   let next: KubeObject;
   if (subresource === "status") {
     if (!def.hasStatus) throw notFound(ref(def, key.name));
@@ -379,6 +393,11 @@ function patchObject(
     const fm = fieldManagerContext(def, ctx);
     if (!current) {
       if (req.subresource === "status") throw notFound(ref(def, key.name));
+      // kube-apiserver's patcher: an apply that names a uid creates nothing (409).
+      const appliedUid = (applied.metadata as JsonObject).uid;
+      if (typeof appliedUid === "string" && appliedUid !== "") {
+        throw conflict(ref(def, key.name), `uid mismatch: the provided object specified uid ${appliedUid}, and no existing object was found`);
+      }
       const made = serverSideApply({ current: undefined, applied: applied as KubeObject, manager: req.fieldManager, force: req.force === true, scope }, fm);
       return create(def, key, null, { ...body, metadata: { ...(isJsonObject(body.metadata) ? body.metadata : {}), name: key.name } }, ctx, {
         applied: made.metadata.managedFields,
@@ -492,9 +511,11 @@ function remove(
 /**
  * Computes the result of `req` on `current` (null when the object does not exist).
  *
- * @throws ApiError 400 (malformed body, unknown fields, mismatched name/namespace/kind), 404
- * (update/patch/delete of a missing object), 409 (AlreadyExists, stale resourceVersion, failed
- * precondition), 422 (invalid values, missing fieldManager for apply).
+ * @throws ApiError 400 (malformed body, unknown fields, mismatched name/namespace/kind, an update
+ * or patch whose object has no name), 404 (update/patch/delete of a missing object), 409
+ * (AlreadyExists, stale resourceVersion, failed precondition, a PUT whose `metadata.uid` is not the
+ * stored object's), 422 (invalid values, a patch that changes `metadata.uid`, missing
+ * fieldManager for apply).
  */
 export function computeWrite(def: KindDefinition, key: ObjectKey, current: KubeObject | null, req: WriteRequest, ctx: WriteContext): WriteResult {
   switch (req.verb) {
@@ -502,7 +523,7 @@ export function computeWrite(def: KindDefinition, key: ObjectKey, current: KubeO
       return create(def, key, current, req.body, ctx, req.fieldManager ? { manager: req.fieldManager, sent: undefined } : undefined);
     case "update":
       if (current) checkPreconditions(def, key, current, req.preconditions);
-      return update(def, key, current, req.body, req.subresource, ctx, req.fieldManager ? { manager: req.fieldManager, sent: undefined } : undefined);
+      return update(def, key, current, req.body, req.subresource, ctx, req.fieldManager ? { manager: req.fieldManager, sent: undefined } : undefined, true);
     case "patch":
       return patchObject(def, key, current, req, ctx);
     case "delete":

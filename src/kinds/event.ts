@@ -21,20 +21,26 @@
  * instead. `kubectl get events` prints LAST SEEN, TYPE, REASON, OBJECT, MESSAGE (and with
  * `-o wide` SUBOBJECT, SOURCE, FIRST SEEN, COUNT, NAME), kube-apiserver's printer columns.
  *
- * Validation as kube-apiserver's `ValidateEventCreate`/`ValidateEventUpdate`: through core v1,
- * `involvedObject.namespace` must match the Event's namespace when set (cluster-scoped objects'
- * Events may live in any namespace); through events.k8s.io/v1 also `eventTime`,
- * `reportingController`, `reportingInstance`, `action` and `reason` are required, `type` is
- * `Normal` or `Warning`, `note` at most 1 KiB, `series` with a `count` of at least 2 and a
- * `lastObservedTime`. Events expire `FLOTILLA_EVENT_TTL_SECONDS` after their last write
+ * Validation as kube-apiserver's (`pkg/apis/core/validation/events.go`): every Event passes
+ * `legacyValidateEvent` (without `eventTime`, `involvedObject.namespace` is the Event's namespace,
+ * or empty for an Event in `default`; with `eventTime`, `reportingController`, `reportingInstance`,
+ * `action` and `reason` are required, at most 128 characters, the message at most 1,024); through
+ * events.k8s.io/v1 a create also needs `eventTime`, a `type` of `Normal` or `Warning`, the
+ * `deprecated*` fields unset and a valid `series`, and an update may change only the series (and
+ * metadata). Timestamps decode as metav1.Time (`firstTimestamp`, `lastTimestamp`) and MicroTime
+ * (`eventTime`, `series.lastObservedTime`, six fractional digits) do, stored in their canonical
+ * UTC form; a malformed one is 400 BadRequest (src/k8s/timestamps.ts). Events expire
+ * `FLOTILLA_EVENT_TTL_SECONDS` after their last write
  * (src/events/expiry.ts). The hub records its own with src/events/record.ts.
  */
 import { z } from "zod";
-import type { StatusCause } from "../k8s/errors.ts";
+import { badRequest, type StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition, PrinterColumn } from "../k8s/kind.ts";
 import { ObjectMetaSchema, type KubeObject } from "../k8s/meta.ts";
 import { humanDuration } from "../k8s/duration.ts";
 import { clock } from "../clock.ts";
+import { parseKubeTime } from "../k8s/timestamps.ts";
+import { fieldInvalid, fieldRequired, isQualifiedName, utf8Length } from "../k8s/validation.ts";
 
 /** core/v1 ObjectReference (an Event's `involvedObject`, `related`; events.k8s.io's `regarding`). */
 export const ObjectReferenceSchema = z.strictObject({
@@ -223,51 +229,145 @@ function v1Fields(e: KubeObject): Record<string, string> {
   return out;
 }
 
-/** `involvedObject.namespace` must be the Event's own when set (kube-apiserver's legacy Event validation). */
-function validateCore(e: KubeObject, field = "involvedObject"): StatusCause[] {
-  const ref = (e[field] ?? {}) as ObjectReference;
-  const ns = e.metadata.namespace ?? "";
-  if (ref.namespace && ref.namespace !== ns)
-    return [
-      { field: `${field}.namespace`, message: `Invalid value: ${JSON.stringify(ref.namespace)}: does not match event.namespace`, reason: "FieldValueInvalid" },
-    ];
-  return [];
-}
+/** kube-apiserver's limits on a legacy Event's fields once `eventTime` is set (pkg/apis/core/validation/events.go). */
+const REPORTING_INSTANCE_LENGTH_LIMIT = 128;
+const ACTION_LENGTH_LIMIT = 128;
+const REASON_LENGTH_LIMIT = 128;
 
-/** events.k8s.io/v1's stricter validation (`ValidateEventCreate` for that group version). */
-function validateV1(e: KubeObject, old: KubeObject | undefined): StatusCause[] {
-  const causes = validateCore(e, "regarding");
-  const required = (field: string) => {
-    if (!e[field]) causes.push({ field, message: "Required value", reason: "FieldValueRequired" });
-  };
-  if (!old) {
-    required("eventTime");
-    required("reportingController");
-    required("reportingInstance");
-    required("action");
-    required("reason");
-  }
-  if (e.type !== "Normal" && e.type !== "Warning")
-    causes.push({
-      field: "type",
-      message: `Unsupported value: ${JSON.stringify(e.type ?? "")}: supported values: "Normal", "Warning"`,
-      reason: "FieldValueNotSupported",
-    });
-  if (typeof e.note === "string" && new TextEncoder().encode(e.note).length > NOTE_LENGTH_LIMIT)
-    causes.push({ field: "note", message: `Too long: may not be more than ${NOTE_LENGTH_LIMIT} bytes`, reason: "FieldValueTooLong" });
-  const series = e.series as { count?: number; lastObservedTime?: string | null } | null | undefined;
-  if (series) {
-    if ((series.count ?? 0) < 2)
-      causes.push({ field: "series.count", message: `Invalid value: ${series.count ?? 0}: should be at least 2`, reason: "FieldValueInvalid" });
-    if (!series.lastObservedTime) causes.push({ field: "series.lastObservedTime", message: "Required value", reason: "FieldValueRequired" });
+/**
+ * kube-apiserver's `legacyValidateEvent`, over the stored (core v1) form, for every Event whatever
+ * the API it comes through. Without `eventTime` (an old-style Event): `involvedObject.namespace`
+ * must be the Event's namespace, or, when empty, the Event must live in `default` (an Event about
+ * a cluster-scoped object). With `eventTime`: an empty `involvedObject.namespace` needs the Event
+ * in `default` or `kube-system`; `reportingComponent` (events.k8s.io's `reportingController`) is
+ * required and a qualified name; `reportingInstance`, `action` and `reason` are required, each at
+ * most 128 characters; `message` (`note`) at most 1,024. Field paths are the core v1 names, as
+ * kube-apiserver reports them through both APIs.
+ */
+function legacyValidate(e: KubeObject): StatusCause[] {
+  const causes: StatusCause[] = [];
+  const ref = (e.involvedObject ?? {}) as ObjectReference;
+  const ns = e.metadata.namespace ?? "";
+  const ioNs = ref.namespace ?? "";
+  const mismatch = () => causes.push(fieldInvalid("involvedObject.namespace", ioNs, "does not match event.namespace"));
+  const str = (k: string) => (typeof e[k] === "string" ? (e[k] as string) : "");
+  if (!e.eventTime) {
+    if (ioNs === "" ? ns !== "" && ns !== "default" : ns !== ioNs) mismatch();
+  } else {
+    if (ioNs === "" && ns !== "default" && ns !== "kube-system") mismatch();
+    const controller = str("reportingComponent");
+    if (controller === "") causes.push(fieldRequired("reportingController"));
+    for (const m of isQualifiedName(controller)) causes.push(fieldInvalid("reportingController", controller, m));
+    const bounded = (field: string, value: string, limit: number, required = true) => {
+      if (required && value.length === 0) causes.push(fieldRequired(field));
+      if (utf8Length(value) > limit) causes.push(fieldInvalid(field, "", `can have at most ${limit} characters`));
+    };
+    bounded("reportingInstance", str("reportingInstance"), REPORTING_INSTANCE_LENGTH_LIMIT);
+    bounded("action", str("action"), ACTION_LENGTH_LIMIT);
+    bounded("reason", str("reason"), REASON_LENGTH_LIMIT);
+    bounded("message", str("message"), NOTE_LENGTH_LIMIT, false);
   }
   return causes;
 }
 
-/** Drops the fields a client sent as null (stored absent, as kube-apiserver's decoding leaves them). */
+/** kube-apiserver's `validateV1EventSeries`: a series counts at least 2 and has a `lastObservedTime`. */
+function validateSeries(e: KubeObject): StatusCause[] {
+  const series = e.series as { count?: number; lastObservedTime?: string | null } | null | undefined;
+  if (!series) return [];
+  const causes: StatusCause[] = [];
+  if ((series.count ?? 0) < 2) causes.push(fieldInvalid("series.count", "", "should be at least 2"));
+  if (!series.lastObservedTime) causes.push(fieldRequired("series.lastObservedTime"));
+  return causes;
+}
+
+/** The fields an update through events.k8s.io/v1 may not change (`ValidateEventUpdate`), in core v1 names. */
+const IMMUTABLE_V1 = [
+  "involvedObject",
+  "reason",
+  "message",
+  "source",
+  "firstTimestamp",
+  "lastTimestamp",
+  "count",
+  "type",
+  "eventTime",
+  "action",
+  "related",
+  "reportingComponent",
+  "reportingInstance",
+];
+
+/** The path kube-apiserver names a core v1 field by in its messages (reportingComponent is the internal ReportingController). */
+const pathOf = (k: string) => (k === "reportingComponent" ? "reportingController" : k);
+
+/**
+ * events.k8s.io/v1's strict validation on top of the legacy one (`ValidateEventCreate`,
+ * `ValidateEventUpdate` for that group version), over the core v1 form: on create `eventTime` is
+ * required, `type` is `Normal` or `Warning`, the deprecated fields (`firstTimestamp`,
+ * `lastTimestamp`, `count`, `source`: events.k8s.io's `deprecated*`) must be unset and a series
+ * is checked; on update a changed series is checked and every other field is immutable.
+ */
+function strictValidate(e: KubeObject, old: KubeObject | undefined): StatusCause[] {
+  if (old) {
+    const causes = canonicalJson(e.series) !== canonicalJson(old.series) ? validateSeries(e) : [];
+    for (const k of IMMUTABLE_V1) if (canonicalJson(e[k]) !== canonicalJson(old[k])) causes.push(fieldInvalid(pathOf(k), e[k] ?? "", "field is immutable"));
+    return causes;
+  }
+  const causes = validateSeries(e);
+  if (!e.eventTime) causes.push(fieldRequired("eventTime"));
+  if (e.type !== "Normal" && e.type !== "Warning") causes.push(fieldInvalid("type", "", `has invalid value: ${String(e.type ?? "")}`));
+  for (const k of ["firstTimestamp", "lastTimestamp"]) if (e[k]) causes.push(fieldInvalid(k, "", "needs to be unset"));
+  if (e.count) causes.push(fieldInvalid("count", "", "needs to be unset"));
+  const source = (e.source ?? {}) as { component?: string; host?: string };
+  if (source.component || source.host) causes.push(fieldInvalid("source", "", "needs to be unset"));
+  return causes;
+}
+
+/** JSON with object keys sorted (absent and null alike), for comparing fields. */
+function canonicalJson(v: unknown): string {
+  return (
+    JSON.stringify(v ?? null, (_k, x: unknown) =>
+      x && typeof x === "object" && !Array.isArray(x)
+        ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+        : x,
+    ) ?? "null"
+  );
+}
+
+/** The Time fields of the stored form, and the MicroTime ones (`series.lastObservedTime` is handled apart). */
+const TIME_FIELDS = ["firstTimestamp", "lastTimestamp", "deprecatedFirstTimestamp", "deprecatedLastTimestamp"];
+
+/**
+ * Decodes an Event's timestamps as kube-apiserver's JSON decoding does (src/k8s/timestamps.ts):
+ * `firstTimestamp`/`lastTimestamp` (`deprecated*` through events.k8s.io) as metav1.Time, `eventTime`
+ * and `series.lastObservedTime` as metav1.MicroTime, each rewritten in its canonical UTC form, the
+ * zero time and null dropped (stored absent). A string Go's parser refuses is 400 BadRequest
+ * `Event in version "v1" cannot be handled as a Event: parsing time ...`, as kube-apiserver's
+ * `transformDecodeError` answers, and nothing is stored.
+ * @throws ApiError 400
+ */
+function decodeTimes(e: KubeObject): void {
+  const put = (holder: Record<string, unknown>, k: string, micro: boolean, path: string) => {
+    const v = holder[k];
+    if (v === null) {
+      delete holder[k];
+      return;
+    }
+    if (typeof v !== "string") return; // the schema refuses it (422)
+    const parsed = parseKubeTime(v, micro);
+    if (!parsed.ok) throw badRequest(`Event in version "v1" cannot be handled as a Event: ${parsed.error}`, path);
+    if (parsed.value === null) delete holder[k];
+    else holder[k] = parsed.value;
+  };
+  for (const k of TIME_FIELDS) put(e, k, false, k);
+  put(e, "eventTime", true, "eventTime");
+  if (e.series && typeof e.series === "object") put(e.series as Record<string, unknown>, "lastObservedTime", true, "series.lastObservedTime");
+}
+
+/** Drops the fields a client sent as null (stored absent, as kube-apiserver's decoding leaves them) and decodes the timestamps. @throws ApiError 400 */
 function dropNulls(e: KubeObject): void {
-  for (const k of ["firstTimestamp", "lastTimestamp", "eventTime", "series", "related", "deprecatedFirstTimestamp", "deprecatedLastTimestamp"])
-    if (e[k] === null) delete e[k];
+  for (const k of ["series", "related"]) if (e[k] === null) delete e[k];
+  decodeTimes(e);
 }
 
 /** The core v1 Event kind: the stored form. */
@@ -287,7 +387,7 @@ export const EventKind: KindDefinition = {
   printsName: true,
   fieldSelectors: coreFields,
   defaults: dropNulls,
-  validate: (e) => validateCore(e),
+  validate: (e) => legacyValidate(e),
 };
 
 /** The events.k8s.io/v1 Event kind: the core v1 Events, converted (see the module doc). */
@@ -308,5 +408,8 @@ export const EventsV1EventKind: KindDefinition = {
   fieldSelectors: v1Fields,
   conversion: { storage: EventKind, toStorage: toCoreEvent, fromStorage: toEventsV1 },
   defaults: dropNulls,
-  validate: validateV1,
+  validate: (e, old) => {
+    const core = toCoreEvent(e);
+    return [...legacyValidate(core), ...strictValidate(core, old && toCoreEvent(old))];
+  },
 };

@@ -9,8 +9,9 @@
  *   of the root's status, alone ({@link recordReplicaCompliance});
  * - a PlacementBinding created, deleted or changed: the runs of the policies its subjects name,
  *   before and after (a PolicySet subject: the set's policies), and those sets' status;
- * - a PolicySet created, deleted or its policies changed: the runs of its policies, before and
- *   after, and its status;
+ * - a PolicySet created, deleted or its policies changed: the runs of the policies that joined
+ *   or left it (all of them on a create or delete; the others' placement is unchanged), and its
+ *   status;
  * - a PlacementDecision's decisions changed, a Placement created or deleted: the runs of the
  *   policies bound to that placement.
  *
@@ -26,11 +27,14 @@ import { reconcilePlacement, reconcileSubjects, recordReplicaCompliance } from "
 
 /**
  * What a change owes, in one namespace: the runs of root `policies` and of the policies of
- * `sets` (with those sets' status); the runs of the policies bound to `placement`; or the
- * compliance of the replica of `root` (`<ns>.<name>`) in `cluster`.
+ * `sets` (with those sets' status; a set's own change owes only the policies that joined or left
+ * it, `expandSets: false`); the runs of the policies bound to `placement`; or the compliance of
+ * the replica of `root` (`<ns>.<name>`) in `cluster`.
  */
 export type PolicyOwed =
-  { namespace: string; policies: string[]; sets: string[] } | { namespace: string; placement: string } | { root: string; cluster: string };
+  | { namespace: string; policies: string[]; sets: string[]; expandSets?: boolean }
+  | { namespace: string; placement: string }
+  | { root: string; cluster: string };
 
 interface Subject {
   apiGroup?: string;
@@ -86,7 +90,14 @@ export function planPolicy(change: Change): PolicyOwed | null {
   }
   if (def === PolicySetKind) {
     if (before && after && json(policiesOf(before)) === json(policiesOf(after))) return null;
-    return { namespace, policies: union(policiesOf(before), policiesOf(after)), sets: [name] };
+    // Only the policies that joined or left the set: what the set decides for the others is unchanged.
+    const was = new Set(policiesOf(before));
+    const is = new Set(policiesOf(after));
+    const moved = union(
+      [...is].filter((p) => !was.has(p)),
+      [...was].filter((p) => !is.has(p)),
+    );
+    return { namespace, policies: moved, sets: [name], expandSets: false };
   }
   if (def === PlacementDecisionKind) {
     const placement = (after ?? before)?.metadata.labels?.[PLACEMENT_LABEL];
@@ -114,7 +125,7 @@ export const policyHook: AfterCommitHook<PolicyOwed> = {
       await reconcilePlacement(env, owed.namespace, owed.placement);
       return;
     }
-    await reconcileSubjects(env, owed.namespace, owed.policies, owed.sets);
+    await reconcileSubjects(env, owed.namespace, owed.policies, owed.sets, owed.expandSets !== false);
     // A root's own write gets its status in the same request: the writer reads it back.
     return { rewrote: target.change?.def === PolicyKind || target.change?.def === PolicySetKind };
   },

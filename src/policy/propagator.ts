@@ -29,7 +29,7 @@
 import { ApiError } from "../k8s/errors.ts";
 import { CommitGroups } from "../k8s/group-commit.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { getObject, listObjects, listObjectsNamed } from "../k8s/store.ts";
+import { getObject, listObjects, listPage } from "../k8s/store.ts";
 import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
 import {
   ARGOCD_COMPARE_OPTIONS_ANNOTATION,
@@ -265,12 +265,19 @@ async function readNamespace(env: Env, namespace: string): Promise<NamespaceStat
  * Reconciles one root policy once: its replicas and its status. Returns false when a write lost
  * a race (the caller runs it again).
  */
-async function reconcileOnce(env: Env, namespace: string, name: string, state: NamespaceState): Promise<boolean> {
+async function reconcileOnce(
+  env: Env,
+  namespace: string,
+  name: string,
+  state: NamespaceState,
+  root: KubeObject | null,
+  replicas: KubeObject[],
+): Promise<boolean> {
   const db = database(env);
-  const root = await getObject(db, PolicyKind, { namespace, name });
   if (root && isReplica(root)) return true;
+  // Nothing placed and nothing to remove: nothing to read or write (most names of a long PolicySet).
+  if (!root && replicas.length === 0) return true;
   const replicaName = fullPolicyName(namespace, name);
-  const replicas = (await listObjectsNamed(db, PolicyKind, replicaName)).filter((p) => p.metadata.labels?.[ROOT_POLICY_LABEL] === replicaName);
   const live = root && !root.metadata.deletionTimestamp ? root : null;
   const decided = live
     ? decide(live, state.bindings, state.sets, state.placements, state.decisions)
@@ -327,13 +334,61 @@ async function reconcileOnce(env: Env, namespace: string, name: string, state: N
  * @throws when a run still loses write races after {@link MAX_ATTEMPTS}, or on a D1 or store failure
  */
 export async function reconcilePolicies(env: Env, namespace: string, names: Iterable<string>, sets: Iterable<string> = []): Promise<void> {
-  const pending = new Set(names);
+  const all = new Set(names);
+  const pending = new Set(all);
   for (let attempt = 0; pending.size > 0; attempt++) {
     if (attempt >= MAX_ATTEMPTS) throw new Error(`policy propagation in ${namespace}: ${[...pending].join(", ")} still racing after ${MAX_ATTEMPTS} attempts`);
-    const state = await readNamespace(env, namespace);
-    for (const name of [...pending]) if (await reconcileOnce(env, namespace, name, state)) pending.delete(name);
+    // Read once for all the names (a PolicySet may list thousands): the namespace's objects, the
+    // roots and the replicas, so that a run's reads do not grow one by one with its names.
+    const [state, roots, replicas] = await Promise.all([
+      readNamespace(env, namespace),
+      readRoots(env, namespace, pending),
+      readReplicas(env, namespace, pending),
+    ]);
+    for (const name of [...pending])
+      if (await reconcileOnce(env, namespace, name, state, roots.get(name) ?? null, replicas.get(name) ?? [])) pending.delete(name);
   }
-  await refreshPolicySets(env, namespace, new Set(names), new Set(sets));
+  await refreshPolicySets(env, namespace, all, new Set(sets));
+}
+
+/** Up to this many names, roots are read one by one (by key); beyond, the namespace's Policies are listed once. */
+const ROOTS_BY_KEY = 4;
+/** Label values one replica read binds (D1 binds at most 100 parameters to a statement). */
+const REPLICA_NAMES_PER_READ = 90;
+
+/** The Policies of `namespace` named in `names` (roots or not), by name: read by key for a few, one list for more. */
+async function readRoots(env: Env, namespace: string, names: Set<string>): Promise<Map<string, KubeObject>> {
+  const db = database(env);
+  const found =
+    names.size <= ROOTS_BY_KEY
+      ? (await Promise.all([...names].map((name) => getObject(db, PolicyKind, { namespace, name })))).filter((p): p is KubeObject => !!p)
+      : (await listObjects(db, PolicyKind, namespace)).items.filter((p) => names.has(p.metadata.name));
+  return new Map(found.map((p) => [p.metadata.name, p]));
+}
+
+/**
+ * The replicas of the roots `names` of `namespace`, by root name: read through the label index on
+ * {@link ROOT_POLICY_LABEL} (`<ns>.<name>`), up to {@link REPLICA_NAMES_PER_READ} roots a query, so
+ * that a read costs the replicas it finds, not a scan of every Policy.
+ */
+async function readReplicas(env: Env, namespace: string, names: Set<string>): Promise<Map<string, KubeObject[]>> {
+  const db = database(env);
+  const keys = [...names].map((n) => fullPolicyName(namespace, n));
+  const reads: Promise<KubeObject[]>[] = [];
+  for (let i = 0; i < keys.length; i += REPLICA_NAMES_PER_READ) {
+    const values = keys.slice(i, i + REPLICA_NAMES_PER_READ);
+    reads.push(listPage(db, PolicyKind, undefined, { index: { key: ROOT_POLICY_LABEL, values } }).then((p) => p.items));
+  }
+  const out = new Map<string, KubeObject[]>();
+  const prefix = `${namespace}.`;
+  for (const items of await Promise.all(reads))
+    for (const r of items) {
+      const label = r.metadata.labels?.[ROOT_POLICY_LABEL];
+      if (!label?.startsWith(prefix) || r.metadata.name !== label) continue;
+      const root = label.slice(prefix.length);
+      out.set(root, [...(out.get(root) ?? []), r]);
+    }
+  return out;
 }
 
 /**
@@ -364,11 +419,12 @@ export async function reconcilePlacement(env: Env, namespace: string, placement:
 
 /**
  * Reconciles the policies a binding's subjects name: its Policies, and the policies of its
- * PolicySets (read now), with those sets' status.
+ * PolicySets (read now; unless `expandSets` is false, for a set whose own change owes only the
+ * policies that joined or left it), with those sets' status.
  */
-export async function reconcileSubjects(env: Env, namespace: string, policies: string[], sets: string[]): Promise<void> {
+export async function reconcileSubjects(env: Env, namespace: string, policies: string[], sets: string[], expandSets = true): Promise<void> {
   const names = new Set(policies);
-  if (sets.length > 0) {
+  if (sets.length > 0 && expandSets) {
     const { items } = await listObjects(database(env), PolicySetKind, namespace);
     for (const s of items) if (sets.includes(s.metadata.name)) for (const p of setPolicies(s)) names.add(p);
   }

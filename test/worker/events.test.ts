@@ -118,16 +118,19 @@ describe("core v1 and events.k8s.io/v1 Events: the same objects", () => {
       type: "Warning",
     });
 
-    // A merge patch through events.k8s.io/v1 is stored for both.
-    const patched = await call(
-      "PATCH",
-      `${V1("evns")}/e2`,
-      { note: "checked again", series: { count: 3, lastObservedTime: "2026-11-26T10:02:00.000000Z" } },
-      merge,
-    );
+    // A merge patch through events.k8s.io/v1 is stored for both; there only the series may change.
+    const patched = await call("PATCH", `${V1("evns")}/e2`, { series: { count: 3, lastObservedTime: "2026-11-26T10:02:00.000000Z" } }, merge);
     expect(patched.status, JSON.stringify(patched.body)).toBe(200);
-    expect(patched.body).toMatchObject({ note: "checked again", series: { count: 3 } });
-    expect((await call("GET", `${CORE("evns")}/e2`)).body).toMatchObject({ message: "checked again", series: { count: 3 } });
+    expect(patched.body).toMatchObject({ note: "checked it", series: { count: 3 } });
+    expect((await call("GET", `${CORE("evns")}/e2`)).body).toMatchObject({ message: "checked it", series: { count: 3 } });
+    const renote = await call("PATCH", `${V1("evns")}/e2`, { note: "checked again" }, merge);
+    expect(renote.status).toBe(422);
+    expect(renote.body.details.causes).toEqual([
+      { field: "message", reason: "FieldValueInvalid", message: 'Invalid value: "checked again": field is immutable' },
+    ]);
+    // Through core v1 it may (kube-apiserver's legacy validation only).
+    const corePatched = await call("PATCH", `${CORE("evns")}/e2`, { message: "checked again" }, merge);
+    expect(corePatched.status, JSON.stringify(corePatched.body)).toBe(200);
     // A strategic merge patch too, as kube-apiserver takes for its built-in kinds.
     const strategic = await call(
       "PATCH",
@@ -158,11 +161,105 @@ describe("core v1 and events.k8s.io/v1 Events: the same objects", () => {
     });
     expect(bad.status).toBe(422);
     const fields = (bad.body.details.causes as { field: string }[]).map((c) => c.field).sort();
-    expect(fields).toEqual(["action", "eventTime", "reason", "reportingController", "reportingInstance", "type"]);
+    // Without eventTime the legacy rules apply: the regarding object's namespace, not the reporting fields.
+    expect(fields).toEqual(["eventTime", "involvedObject.namespace", "type"]);
     const wrongNs = await call("POST", CORE("evval"), coreEvent("y", { involvedObject: { kind: "Pod", name: "p", namespace: "other" } }));
     expect(wrongNs.status).toBe(422);
     expect(wrongNs.body.details.causes[0].field).toBe("involvedObject.namespace");
     expect((await call("GET", CORE("evval"))).body.items).toEqual([]);
+  });
+
+  it("validates timestamps and the eventTime rules as kube-apiserver's events.go: malformed times 400, nothing stored", async () => {
+    await createNamespaces("evtime");
+    const v1Event = (name: string, over: Record<string, unknown> = {}) => ({
+      apiVersion: "events.k8s.io/v1",
+      kind: "Event",
+      metadata: { name },
+      eventTime: "2026-11-26T10:00:00.000000Z",
+      reportingController: "example.com/ctl",
+      reportingInstance: "ctl-1",
+      action: "Check",
+      reason: "Checked",
+      regarding: { kind: "ConfigMap", name: "cm1", namespace: "evtime" },
+      type: "Normal",
+      ...over,
+    });
+    // Malformed RFC 3339 (Time) and MicroTime strings: 400 BadRequest, as kube-apiserver's decoder.
+    const bad: [string, unknown, string][] = [
+      [CORE("evtime"), coreEvent("t1", { involvedObject: { kind: "Pod", name: "p", namespace: "evtime" }, firstTimestamp: "yesterday" }), "firstTimestamp"],
+      [
+        CORE("evtime"),
+        coreEvent("t2", { involvedObject: { kind: "Pod", name: "p", namespace: "evtime" }, lastTimestamp: "2026-13-01T00:00:00Z" }),
+        "lastTimestamp",
+      ],
+      [
+        CORE("evtime"),
+        coreEvent("t3", { involvedObject: { kind: "Pod", name: "p", namespace: "evtime" }, lastTimestamp: "2026-02-30T00:00:00Z" }),
+        "lastTimestamp",
+      ],
+      [V1("evtime"), v1Event("t4", { eventTime: "2026-11-26T10:00:00Z" }), "eventTime"],
+      [V1("evtime"), v1Event("t5", { eventTime: "2026-11-26 10:00:00.000000Z" }), "eventTime"],
+      [V1("evtime"), v1Event("t6", { series: { count: 2, lastObservedTime: "2026-11-26T10:00:00.123Z" } }), "series.lastObservedTime"],
+      [V1("evtime"), v1Event("t7", { deprecatedFirstTimestamp: "2026-11-26T25:00:00Z" }), "firstTimestamp"],
+    ];
+    for (const [url, body, field] of bad) {
+      const r = await call("POST", url, body);
+      expect(r.status, `${field}: ${JSON.stringify(r.body)}`).toBe(400);
+      expect(r.body.reason).toBe("BadRequest");
+      expect(r.body.message).toMatch(/^Event in version "v1" cannot be handled as a Event: parsing time /);
+    }
+    expect((await call("GET", CORE("evtime"))).body.items).toEqual([]);
+
+    // Well-formed times are stored in kube's canonical form: UTC, Time to the second, MicroTime with six digits.
+    const ok = await call(
+      "POST",
+      CORE("evtime"),
+      coreEvent("t8", {
+        involvedObject: { kind: "Pod", name: "p", namespace: "evtime" },
+        firstTimestamp: "2026-11-26T11:00:00.75+01:00",
+        lastTimestamp: "0001-01-01T00:00:00Z",
+        eventTime: "2026-11-26T12:00:00.123456+02:00",
+        reportingComponent: "example.com/ctl",
+        reportingInstance: "ctl-1",
+        action: "Check",
+      }),
+    );
+    expect(ok.status, JSON.stringify(ok.body)).toBe(201);
+    expect(ok.body.firstTimestamp).toBe("2026-11-26T10:00:00Z");
+    expect(ok.body.lastTimestamp).toBeUndefined();
+    expect(ok.body.eventTime).toBe("2026-11-26T10:00:00.123456Z");
+
+    // With eventTime, the legacy rules need the reporting fields, bound their lengths, and an Event
+    // about a cluster-scoped object lives in default or kube-system.
+    const legacy = await call(
+      "POST",
+      CORE("evtime"),
+      coreEvent("t9", { involvedObject: { kind: "Node", name: "n1" }, eventTime: "2026-11-26T10:00:00.000000Z", reason: "x".repeat(129) }),
+    );
+    expect(legacy.status).toBe(422);
+    // (An empty reportingController is also not a qualified name: kube-apiserver says so too.)
+    expect([...new Set((legacy.body.details.causes as { field: string }[]).map((c) => c.field))].sort()).toEqual([
+      "action",
+      "involvedObject.namespace",
+      "reason",
+      "reportingController",
+      "reportingInstance",
+    ]);
+    // events.k8s.io/v1: the deprecated fields must be unset; a series needs a count of 2 and a lastObservedTime.
+    const strict = await call("POST", V1("evtime"), v1Event("t10", { deprecatedCount: 2, series: { count: 1 }, reportingInstance: "i".repeat(129) }));
+    expect(strict.status).toBe(422);
+    expect((strict.body.details.causes as { field: string }[]).map((c) => c.field).sort()).toEqual([
+      "count",
+      "reportingInstance",
+      "series.count",
+      "series.lastObservedTime",
+    ]);
+    // A JSON patch that breaks a time is refused as well; the stored Event is unchanged.
+    const patched = await call("PATCH", `${CORE("evtime")}/t8`, [{ op: "replace", path: "/eventTime", value: "not a time" }], {
+      contentType: "application/json-patch+json",
+    });
+    expect(patched.status).toBe(400);
+    expect((await call("GET", `${CORE("evtime")}/t8`)).body.eventTime).toBe("2026-11-26T10:00:00.123456Z");
   });
 
   it("lists across namespaces, selects by the fields kubectl uses, refuses others, and prints kubectl's columns", async () => {
@@ -226,6 +323,21 @@ describe("core v1 and events.k8s.io/v1 Events: the same objects", () => {
 });
 
 describe("the recorder", () => {
+  it("cuts a long message to kube-apiserver's 1,024 bytes of UTF-8, so that a multibyte one is stored", async () => {
+    await createNamespaces("longmsg");
+    const spec = {
+      regarding: { kind: "Placement", apiVersion: "cluster.open-cluster-management.io/v1beta1", name: "pl", namespace: "longmsg", uid: "u-pl" },
+      reason: "DecisionUpdate",
+      type: "Normal" as const,
+      message: "é".repeat(1000),
+      reportingController: "placement-controller",
+    };
+    const e = await recordEvent(hubEnv, spec, Date.parse("2026-11-26T12:00:00Z"));
+    const message = e!.message as string;
+    expect(new TextEncoder().encode(message).length).toBeLessThanOrEqual(1024);
+    expect(message.endsWith("é...")).toBe(true);
+  });
+
   it("folds a repeat into one Event whose count and lastTimestamp advance; another message is another Event", async () => {
     await createNamespaces("fold");
     const spec = {

@@ -3,9 +3,14 @@
  * OCM's `execute-as` check for OIDC users whose RBAC the admin grants, its update rule, the
  * replica set template, the executor's shape (422), and `system:masters` passing.
  */
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, createNamespaces, snapshot } from "./helpers.ts";
-import { callAs, serveIssuer } from "./oidc-users.ts";
+import { callAs, idToken, serveIssuer } from "./oidc-users.ts";
+import worker from "../../src/index.ts";
+import type { Env } from "../../src/env.ts";
+import { featureEnabled } from "../../src/features.ts";
 
 const W = "work.open-cluster-management.io";
 const RBAC = "/apis/rbac.authorization.k8s.io/v1";
@@ -142,5 +147,69 @@ describe("ManifestWork executor admission (OCM execute-as)", () => {
         JSON.stringify(causes),
       ).toBe(true);
     }
+  });
+});
+
+/** Calls the hub as `oidc:<sub>` with `FLOTILLA_FEATURE_GATES` set to `gates` (the Worker's handler, with its bindings and that var). */
+async function callWithGates(gates: string, sub: string, method: string, path: string, body: unknown) {
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(
+    new Request(`https://hub.test${path}`, {
+      method,
+      headers: { authorization: `Bearer ${await idToken(sub)}`, "content-type": method === "PATCH" ? merge : "application/json" },
+      body: JSON.stringify(body),
+    }),
+    { ...(env as unknown as Env), FLOTILLA_FEATURE_GATES: gates },
+    ctx,
+  );
+  const text = await res.text();
+  await waitOnExecutionContext(ctx);
+  return { status: res.status, body: JSON.parse(text) };
+}
+
+describe("the NilExecutorValidating feature gate (OCM's, off by default)", () => {
+  const ON = "NilExecutorValidating=true";
+  const mwrs = (name: string, exec?: unknown) => ({
+    apiVersion: `${W}/v1alpha1`,
+    kind: "ManifestWorkReplicaSet",
+    metadata: { name },
+    spec: { placementRefs: [{ name: "all" }], manifestWorkTemplate: work("x", exec).spec },
+  });
+
+  it("parses as --feature-gates does", () => {
+    expect(featureEnabled({}, "NilExecutorValidating")).toBe(false);
+    expect(featureEnabled({ FLOTILLA_FEATURE_GATES: "Other=true, NilExecutorValidating=True" }, "NilExecutorValidating")).toBe(true);
+    expect(featureEnabled({ FLOTILLA_FEATURE_GATES: "NilExecutorValidating=1,NilExecutorValidating=false" }, "NilExecutorValidating")).toBe(false);
+    expect(featureEnabled({ FLOTILLA_FEATURE_GATES: "NilExecutorValidating=yes" }, "NilExecutorValidating")).toBe(false);
+  });
+
+  it("off: a work or replica set without executor runs as the agent, unchecked; on: it needs execute-as on the agent's default identity", async () => {
+    // Off (the default): bob, who may write works but execute as no one, runs a work as the agent.
+    expect((await callWithGates("", "bob", "POST", WORKS("exec-c1"), work("nil-off"))).status).toBe(201);
+    expect((await callWithGates("", "bob", "POST", MWRS("exec-team"), mwrs("nil-off"))).status).toBe(201);
+    // On: the same is refused, worded as OCM's webhook with its default executor, and nothing is written.
+    expect((await call("POST", WORKS("exec-c1"), work("nil-drop", executor("apps", "deployer")))).status).toBe(201);
+    const before = await snapshot();
+    const refused = await callWithGates(ON, "bob", "POST", WORKS("exec-c1"), work("nil-on"));
+    expect(refused.status).toBe(403);
+    expect(refused.body.message).toBe(
+      `manifestworks.${W} "nil-on" is forbidden: user "oidc:bob" cannot manipulate the Manifestwork with executor /klusterlet-work-sa in namespace exec-c1`,
+    );
+    const refusedSet = await callWithGates(ON, "bob", "POST", MWRS("exec-team"), mwrs("nil-on"));
+    expect(refusedSet.status).toBe(403);
+    expect(refusedSet.body.message).toContain("cannot manipulate the ManifestWorkReplicaSet with executor /klusterlet-work-sa in namespace exec-team");
+    // Dropping a work's executor is a change of executor: checked too.
+    const dropped = await callWithGates(ON, "bob", "PATCH", `${WORKS("exec-c1")}/nil-drop`, { spec: { executor: null } });
+    expect(dropped.status).toBe(403);
+    expect(await snapshot()).toBe(before);
+    // An update that keeps the (absent) executor is not checked (OCM's rule).
+    expect((await callWithGates(ON, "bob", "PATCH", `${WORKS("exec-c1")}/nil-off`, { metadata: { labels: { a: "b" } } })).status).toBe(200);
+    // The grant OCM's webhook asks for lets it through.
+    await grant("bob", "exec-c1", "agent", [
+      { apiGroups: [W], resources: ["manifestworks"], verbs: ["execute-as"], resourceNames: ["system:serviceaccount::klusterlet-work-sa"] },
+    ]);
+    expect((await callWithGates(ON, "bob", "POST", WORKS("exec-c1"), work("nil-on"))).status).toBe(201);
+    // A named executor is checked as before; system:masters is never checked.
+    expect((await callWithGates(ON, "bob", "POST", WORKS("exec-c1"), work("nil-named", executor("apps", "deployer")))).status).toBe(403);
   });
 });

@@ -144,11 +144,11 @@ function validFields(def: KindDefinition, name: string): Json {
             reportingInstance: "h-1",
             action: "Test",
             reason: "Tested",
-            regarding: { kind: "Pod", name: "p" },
+            regarding: { kind: "Pod", name: "p", namespace: NS },
             note: "n",
             type: "Normal",
           }
-        : { involvedObject: { kind: "Pod", name: "p" }, reason: "Tested", message: "m", type: "Normal" };
+        : { involvedObject: { kind: "Pod", name: "p", namespace: NS }, reason: "Tested", message: "m", type: "Normal" };
     case "RoleBinding":
     case "ClusterRoleBinding":
       return { roleRef: { apiGroup: RBAC_GROUP, kind: "ClusterRole", name: "view" }, subjects: [{ kind: "User", apiGroup: RBAC_GROUP, name: "hostile" }] };

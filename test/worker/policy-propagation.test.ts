@@ -6,9 +6,13 @@
  * (written here through `/status`, as the agent path writes it) is gathered into the root's status
  * cluster by cluster; a PolicySet's status aggregates its policies.
  */
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../wait.ts";
-import { call, createNamespaces, MC, MCSET } from "./helpers.ts";
+import { ADMIN, call, createNamespaces, MC, MCSET } from "./helpers.ts";
+import worker from "../../src/index.ts";
+import type { Env } from "../../src/env.ts";
 
 const NS = "gov";
 const G = "/apis/cluster.open-cluster-management.io";
@@ -332,5 +336,88 @@ describe("PolicySet", () => {
     expect((await call("PATCH", `${SETS}/hardening`, { spec: { policies: ["set-b"] } }, merge)).status).toBe(200);
     expect(await replicas("set-a")).toEqual({});
     expect((await root("set-a")).status.placement).toBeUndefined();
+  });
+});
+
+/**
+ * The D1 statements one request runs (each statement of a batch counted), with its after-commit
+ * work: the request is served by the Worker's handler with a D1 binding that counts.
+ */
+async function counted(method: string, path: string, body: unknown, contentType = "application/json") {
+  let queries = 0;
+  const real = new WeakMap<object, D1PreparedStatement>();
+  const wrap = (st: D1PreparedStatement): D1PreparedStatement => {
+    const proxy = new Proxy(st, {
+      get(t, k) {
+        const v = Reflect.get(t, k) as unknown;
+        if (typeof v !== "function") return v;
+        if (k === "bind") return (...a: unknown[]) => wrap((v as (...x: unknown[]) => D1PreparedStatement).apply(t, a));
+        if (k === "first" || k === "all" || k === "run" || k === "raw")
+          return (...a: unknown[]) => {
+            queries++;
+            return (v as (...x: unknown[]) => unknown).apply(t, a);
+          };
+        return (v as (...x: unknown[]) => unknown).bind(t);
+      },
+    });
+    real.set(proxy, st);
+    return proxy;
+  };
+  const db = (env as unknown as Env).DB;
+  const DB = new Proxy(db, {
+    get(t, k) {
+      const v = Reflect.get(t, k) as unknown;
+      if (k === "prepare") return (q: string) => wrap(t.prepare(q));
+      if (k === "batch")
+        return (sts: D1PreparedStatement[]) => {
+          queries += sts.length;
+          return t.batch(sts.map((x) => real.get(x) ?? x));
+        };
+      return typeof v === "function" ? (v as (...x: unknown[]) => unknown).bind(t) : v;
+    },
+  });
+  const ctx = createExecutionContext();
+  const started = performance.now();
+  const res = await worker.fetch(
+    new Request(`https://hub.test${path}`, { method, headers: { authorization: `Bearer ${ADMIN}`, "content-type": contentType }, body: JSON.stringify(body) }),
+    { ...(env as unknown as Env), DB },
+    ctx,
+  );
+  const text = await res.text();
+  await waitOnExecutionContext(ctx);
+  return { status: res.status, body: JSON.parse(text), queries, ms: performance.now() - started };
+}
+
+describe("a PolicySet's reconcile stays within D1's 1,000 queries per invocation", () => {
+  it("a set naming 4,000 policies (most absent) is created within the budget; a change of one member costs what one member costs", async () => {
+    await create(POLICIES(NS), policy("big-a"));
+    await create(PBS, binding("bind-big", "dev", [{ kind: "PolicySet", name: "big" }]));
+    const names = ["big-a", ...Array.from({ length: 3_999 }, (_, i) => `absent-${i}`)];
+    const set = { apiVersion: "policy.open-cluster-management.io/v1beta1", kind: "PolicySet", metadata: { name: "big" }, spec: { policies: names } };
+    const made = await counted("POST", SETS, set);
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    console.log(`PolicySet of ${names.length} names created: ${made.queries} D1 queries, ${Math.round(made.ms)} ms`);
+    expect(made.queries).toBeLessThan(1_000);
+    // Placed through the set, its status gathered.
+    expect(Object.keys(await replicas("big-a"))).toEqual(["d1"]);
+    expect((await call("GET", `${SETS}/big`)).body.status.statusMessage).toMatch(
+      /^No status provided while awaiting policy status: big-a; Deleted policies: absent-0, /,
+    );
+
+    // One member more: only it is reconciled, whatever the length of the list.
+    await create(POLICIES(NS), policy("big-b"));
+    const grown = await counted("PATCH", `${SETS}/big`, { spec: { policies: [...names, "big-b"] } }, "application/merge-patch+json");
+    expect(grown.status, JSON.stringify(grown.body)).toBe(200);
+    console.log(`one member added to it: ${grown.queries} D1 queries, ${Math.round(grown.ms)} ms`);
+    expect(grown.queries).toBeLessThan(40);
+    expect(Object.keys(await replicas("big-b"))).toEqual(["d1"]);
+    // One member's compliance: its root's status and the set's, a constant number of queries.
+    const reported = await counted("PATCH", `${POLICIES("d1")}/${NS}.big-a/status`, { status: { compliant: "Compliant" } }, "application/merge-patch+json");
+    expect(reported.status, JSON.stringify(reported.body)).toBe(200);
+    console.log(`one member's compliance reported: ${reported.queries} D1 queries, ${Math.round(reported.ms)} ms`);
+    expect(reported.queries).toBeLessThan(40);
+    await waitFor("the set's status after big-a's compliance", async () =>
+      ((await call("GET", `${SETS}/big`)).body.status.statusMessage as string).startsWith("No status provided while awaiting policy status: big-b;"),
+    );
   });
 });

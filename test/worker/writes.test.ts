@@ -122,6 +122,61 @@ describe("writes without a precondition retry until they apply", () => {
   });
 });
 
+describe("a write that changes or drops metadata.uid or metadata answers as kube-apiserver", () => {
+  it("PUT with another uid 409 (a precondition), patch changing it 422, metadata or name dropped 400; nothing written", async () => {
+    const created = await call("POST", PLACEMENTS("race"), placement("uid"));
+    expect(created.status).toBe(201);
+    const path = `${PLACEMENTS("race")}/uid`;
+    const { uid, resourceVersion } = created.body.metadata;
+    const other = "00000000-0000-4000-8000-000000000000";
+    // A PUT's uid is a precondition: checked before the resourceVersion, and reported as such.
+    const put = await call("PUT", path, { ...created.body, metadata: { ...created.body.metadata, uid: other }, spec: { numberOfClusters: 2 } });
+    expect(put.status).toBe(409);
+    expect(put.body).toMatchObject({ reason: "Conflict" });
+    expect(put.body.message).toContain(`Precondition failed: UID in precondition: ${other}, UID in object meta: ${uid}`);
+    // A JSON or merge patch that changes it: metadata.uid is immutable.
+    const json = { contentType: "application/json-patch+json" };
+    for (const [patch, opts] of [
+      [[{ op: "replace", path: "/metadata/uid", value: other }], json],
+      [{ metadata: { uid: other } }, merge],
+    ] as const) {
+      const r = await call("PATCH", path, patch, opts);
+      expect(r.status, JSON.stringify(r.body)).toBe(422);
+      expect(r.body.details.causes).toEqual([{ field: "metadata.uid", reason: "FieldValueInvalid", message: `Invalid value: "${other}": field is immutable` }]);
+    }
+    // A JSON patch removing metadata (or its name), a merge patch nulling it, a PUT without it: the
+    // object has no name (kube-apiserver's checkName), 400.
+    const undeterminable = "the name of the object (uid based on URL) was undeterminable: name must be provided";
+    for (const [method, body, opts] of [
+      ["PATCH", [{ op: "remove", path: "/metadata" }], json],
+      ["PATCH", [{ op: "remove", path: "/metadata/name" }], json],
+      ["PATCH", { metadata: null }, merge],
+      ["PUT", { apiVersion: created.body.apiVersion, kind: "Placement", spec: { numberOfClusters: 3 } }, {}],
+    ] as const) {
+      const r = await call(method, path, body, opts);
+      expect(r.status, `${method} ${JSON.stringify(body)}: ${JSON.stringify(r.body)}`).toBe(400);
+      expect(r.body).toMatchObject({ reason: "BadRequest", message: undeterminable });
+    }
+    const stored = (await call("GET", path)).body;
+    expect(stored.metadata).toMatchObject({ uid, resourceVersion });
+    expect(stored.spec.numberOfClusters).toBe(1);
+    // Dropping only the uid keeps the stored one, as kube-apiserver's BeforeUpdate does.
+    const { uid: _u, ...meta } = stored.metadata;
+    const kept = await call("PUT", path, { ...stored, metadata: meta, spec: { numberOfClusters: 2 } });
+    expect(kept.status, JSON.stringify(kept.body)).toBe(200);
+    expect(kept.body.metadata.uid).toBe(uid);
+    const removed = await call("PATCH", path, [{ op: "remove", path: "/metadata/uid" }], json);
+    expect(removed.status, JSON.stringify(removed.body)).toBe(200);
+    expect(removed.body.metadata.uid).toBe(uid);
+    // A server-side apply that names a uid creates nothing where no object is (409, as kube-apiserver's patcher).
+    const apply = `apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata:\n  name: uid-new\n  uid: ${other}\nspec:\n  numberOfClusters: 1\n`;
+    const applied = await call("PATCH", `${PLACEMENTS("race")}/uid-new?fieldManager=test`, apply, { contentType: "application/apply-patch+yaml" });
+    expect(applied.status).toBe(409);
+    expect(applied.body.message).toContain(`uid mismatch: the provided object specified uid ${other}, and no existing object was found`);
+    expect((await call("GET", `${PLACEMENTS("race")}/uid-new`)).status).toBe(404);
+  });
+});
+
 describe("a write abandoned mid-commit leaves nothing behind (issue 27)", () => {
   it("later writes of the same object, from other requests, all apply", async () => {
     const SECRETS = "/api/v1/namespaces/abandoned/secrets";
