@@ -1,0 +1,39 @@
+/**
+ * The agent's report sequence (agent/src/report-sequence.ts, docs/agent-protocol.md "Report
+ * order"): it grows with each report, across a restart (a new clock) too, and a stale answer makes
+ * the newest report go once more with a sequence above the hub's.
+ */
+import { describe, expect, it } from "vitest";
+import { ReportSequence, sendInOrder } from "../../agent/src/report-sequence.ts";
+
+describe("report sequence", () => {
+  it("grows with each report, even within one millisecond, and a restarted agent starts above its previous process", () => {
+    let now = 1_800_000_000_000;
+    const first = new ReportSequence(() => now);
+    const a = first.next();
+    const b = first.next();
+    expect(a).toBe(now * 1000);
+    expect(b).toBe(a + 1);
+    for (let i = 0; i < 500; i++) first.next();
+    const lastOfFirst = first.next();
+    now += 1;
+    const restarted = new ReportSequence(() => now);
+    expect(restarted.next()).toBeGreaterThan(lastOfFirst);
+    expect(Number.isSafeInteger(restarted.next())).toBe(true);
+  });
+
+  it("a stale answer to the newest report sends it once more with a sequence above the one the hub holds", async () => {
+    const clock = new ReportSequence(() => 1_000);
+    const held = 5_000_000;
+    const sent: number[] = [];
+    const answer = await sendInOrder(async (sequence) => {
+      sent.push(sequence);
+      return sequence > held
+        ? { ok: true as const, value: { resourceVersion: "7" } }
+        : { ok: true as const, value: { resourceVersion: "", stale: true, sequence: held } };
+    }, clock);
+    expect(sent).toEqual([1_000_000, held + 1]);
+    expect(answer.value).toEqual({ resourceVersion: "7" });
+    expect(clock.next()).toBe(held + 2);
+  });
+});
