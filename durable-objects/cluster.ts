@@ -604,8 +604,23 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
     await this.connection.message(ws, message);
   }
 
-  override async webSocketClose(): Promise<void> {
-    // Nothing to do: the close handshake completes by itself, and the lease runs out without pings.
+  /**
+   * The agent closed its connection: the close is answered with the same code (1000 for one the
+   * client sent without a code), so the agent sees a clean close at once rather than 1006 once
+   * its wait runs out (RFC 6455 5.5.1: the endpoint that receives a Close frame sends one back).
+   * The lease then runs out without pings.
+   */
+  override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
+    // 1005, 1006 and 1015 are reported, never sent: answered with 1000.
+    for (const [c, r] of [[code, reason] as const, [1000, ""] as const]) {
+      try {
+        if (c === 1005 || c === 1006 || c === 1015) continue;
+        ws.close(c, r);
+        return;
+      } catch {
+        // A code the runtime does not send (then 1000), or already closed.
+      }
+    }
   }
 
   override async webSocketError(): Promise<void> {

@@ -555,4 +555,12 @@ describe("reports commit in the order sent (issue 39)", () => {
     expect(newer.body.stale).toBeUndefined();
     expect(await appliedMessage("ord2", "q")).toBe("newer");
   });
+
+  it("a close frame from the agent is answered with its code at once (not 1006)", async () => {
+    const keys = await joined("ord3");
+    const conn = await connect("ord3", keys);
+    conn.ws.close(1000, "agent stops");
+    await waitFor("the close to be answered", async () => conn.closed !== null, 3_000, 5);
+    expect(conn.closed!.code).toBe(1000);
+  });
 });
