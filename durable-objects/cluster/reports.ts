@@ -8,7 +8,11 @@
  * - a report that carries a `sequence` is committed only when it is greater than the sequence
  *   last committed for the same object and uid; an older or equal one (a copy sent again after a
  *   reconnect, an HTTP request that lingered) is acknowledged as stale, nothing written, with the
- *   sequence held, so an acknowledged status is never overwritten by an older one.
+ *   sequence held, so an acknowledged status is never overwritten by an older one;
+ * - a report whose turn comes while a newer one for the same object and uid already waits behind
+ *   it (sent later with a greater sequence, or both without one and received later) is
+ *   acknowledged without being written (resourceVersion ""): the newer one carries the newer
+ *   state, so reports pipelined for one object cost about two commits, not one each.
  *
  * The sequence committed is kept in the object's SQLite (`report_sequences`, one row per object
  * reported with a sequence, written after the commit succeeded, in the same queue turn: nothing
@@ -27,6 +31,8 @@ export type ReportOutcome = { stale: false; object: KubeObject | null } | { stal
 export class Reports {
   /** The tail of each object's queue, by key; removed once it is the last one and settled. */
   private readonly tails = new Map<string, Promise<unknown>>();
+  /** The reports queued for each key and not yet started, in arrival order. */
+  private readonly waiting = new Map<string, Waiting[]>();
 
   constructor(private readonly sql: SqlStorage) {}
 
@@ -40,7 +46,15 @@ export class Reports {
    */
   run(key: string, uid: string, sequence: number | undefined, commit: () => Promise<KubeObject | null>, forget = false): Promise<ReportOutcome> {
     const before = this.tails.get(key) ?? Promise.resolve();
+    const me: Waiting = { uid, sequence, forget };
+    const queued = this.waiting.get(key) ?? [];
+    queued.push(me);
+    this.waiting.set(key, queued);
     const run = before.then(async (): Promise<ReportOutcome> => {
+      // The queue runs in arrival order: this report is the first one waiting; what stays, came later.
+      queued.splice(0, queued.indexOf(me) + 1);
+      if (queued.length === 0 && this.waiting.get(key) === queued) this.waiting.delete(key);
+      if (queued.some((later) => supersedes(later, me))) return { stale: false, object: null };
       if (sequence !== undefined) {
         const held = this.held(key, uid);
         if (held !== null && held >= sequence) return { stale: true, sequence: held };
@@ -69,4 +83,18 @@ export class Reports {
     const row = this.sql.exec<{ uid: string; seq: number }>("SELECT uid, seq FROM report_sequences WHERE k = ?", key).toArray()[0];
     return row && row.uid === uid ? row.seq : null;
   }
+}
+
+/** A report waiting for its turn. */
+interface Waiting {
+  uid: string;
+  sequence: number | undefined;
+  forget: boolean;
+}
+
+/** Whether `later` (received after `report`) makes `report` needless: the same uid, newer by sequence, or both without one. */
+function supersedes(later: Waiting, report: Waiting): boolean {
+  if (later.uid !== report.uid || later.forget || report.forget) return false;
+  if (report.sequence === undefined) return later.sequence === undefined;
+  return later.sequence !== undefined && later.sequence > report.sequence;
 }

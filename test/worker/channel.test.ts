@@ -554,6 +554,13 @@ describe("reports commit in the order sent (issue 39)", () => {
     expect(newer.status).toBe(200);
     expect(newer.body.stale).toBeUndefined();
     expect(await appliedMessage("ord2", "q")).toBe("newer");
+
+    // Pipelined, a newer report followed by a late copy of an older one: the newer stays.
+    again.send({ type: "report", id: "x", work: "q", report: { uid, sequence: base + n + 5, status: applied("newest") } });
+    again.send({ type: "report", id: "y", work: "q", report: { uid, sequence: base + n + 1, status: applied("late copy") } });
+    expect(await again.next((m) => m.id === "x")).toMatchObject({ type: "ack" });
+    expect(await again.next((m) => m.id === "y")).toMatchObject({ type: "ack", stale: true, sequence: base + n + 5 });
+    expect(await appliedMessage("ord2", "q")).toBe("newest");
   });
 
   it("a close frame from the agent is answered with its code at once (not 1006)", async () => {
