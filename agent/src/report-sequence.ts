@@ -14,6 +14,8 @@
  */
 export class ReportSequence {
   private last = 0;
+  /** Whether the hub refused the field (a hub of before issue 39): reports then go without it. */
+  refused = false;
 
   constructor(private readonly nowMs: () => number = Date.now) {}
 
@@ -35,13 +37,20 @@ export const reportSequence = new ReportSequence();
 /**
  * Sends a report stamped with the next sequence (`send(sequence)`), and once more with a greater
  * one when the hub answers that it was stale although it is the newest this agent has (its clock
- * is behind the hub's record: a restart after the clock went back). Returns the last answer.
+ * is behind the hub's record: a restart after the clock went back). A hub of before issue 39
+ * refuses the field (400 `unknown field "sequence"`): the report goes again without it, and so do
+ * the process's later ones (`send(undefined)`). Returns the last answer.
  */
-export async function sendInOrder<T extends { ok: boolean; value?: { stale?: boolean; sequence?: number } }>(
-  send: (sequence: number) => Promise<T>,
+export async function sendInOrder<T extends { ok: boolean; value?: { stale?: boolean; sequence?: number }; error?: { status?: number; message: string } }>(
+  send: (sequence: number | undefined) => Promise<T>,
   clock: ReportSequence = reportSequence,
 ): Promise<T> {
+  if (clock.refused) return send(undefined);
   const first = await send(clock.next());
+  if (!first.ok && first.error?.status === 400 && first.error.message.includes('unknown field "sequence"')) {
+    clock.refused = true;
+    return send(undefined);
+  }
   if (!first.ok || !first.value?.stale) return first;
   clock.learn(first.value.sequence);
   return send(clock.next());

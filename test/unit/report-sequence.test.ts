@@ -6,6 +6,13 @@
 import { describe, expect, it } from "vitest";
 import { ReportSequence, sendInOrder } from "../../agent/src/report-sequence.ts";
 
+/** An answer as the transports give it (agent/src/hub-client.ts `HubResult`), reduced to what is read here. */
+interface Answer {
+  ok: boolean;
+  value?: { resourceVersion: string; stale?: boolean; sequence?: number };
+  error?: { status?: number; message: string };
+}
+
 describe("report sequence", () => {
   it("grows with each report, even within one millisecond, and a restarted agent starts above its previous process", () => {
     let now = 1_800_000_000_000;
@@ -25,15 +32,27 @@ describe("report sequence", () => {
   it("a stale answer to the newest report sends it once more with a sequence above the one the hub holds", async () => {
     const clock = new ReportSequence(() => 1_000);
     const held = 5_000_000;
-    const sent: number[] = [];
-    const answer = await sendInOrder(async (sequence) => {
+    const sent: (number | undefined)[] = [];
+    const answer = await sendInOrder(async (sequence): Promise<Answer> => {
       sent.push(sequence);
-      return sequence > held
-        ? { ok: true as const, value: { resourceVersion: "7" } }
-        : { ok: true as const, value: { resourceVersion: "", stale: true, sequence: held } };
+      return (sequence ?? 0) > held ? { ok: true, value: { resourceVersion: "7" } } : { ok: true, value: { resourceVersion: "", stale: true, sequence: held } };
     }, clock);
     expect(sent).toEqual([1_000_000, held + 1]);
     expect(answer.value).toEqual({ resourceVersion: "7" });
     expect(clock.next()).toBe(held + 2);
+  });
+
+  it("a hub that refuses the field (before issue 39) gets the report again without it, and the later ones too", async () => {
+    const clock = new ReportSequence(() => 1_000);
+    const sent: (number | undefined)[] = [];
+    const send = async (sequence: number | undefined): Promise<Answer> => {
+      sent.push(sequence);
+      return sequence === undefined
+        ? { ok: true, value: { resourceVersion: "3" } }
+        : { ok: false, error: { status: 400, message: 'strict decoding error: unknown field "sequence"' } };
+    };
+    expect((await sendInOrder(send, clock)).ok).toBe(true);
+    expect((await sendInOrder(send, clock)).ok).toBe(true);
+    expect(sent).toEqual([1_000_000, undefined, undefined]);
   });
 });

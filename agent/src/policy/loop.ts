@@ -105,7 +105,9 @@ export class PolicyLoop {
         if (signal.aborted) return;
         const key = `${r.policy}/${r.report.uid}`;
         if (dropped.has(key)) continue;
-        const res = await sendInOrder((sequence) => this.opts.transport.reportCompliance(r.policy, { ...r.report, sequence })).catch((e: unknown) => ({
+        const res = await sendInOrder((sequence) =>
+          this.opts.transport.reportCompliance(r.policy, { ...r.report, ...(sequence !== undefined ? { sequence } : {}) }),
+        ).catch((e: unknown) => ({
           ok: false as const,
           error: { kind: "unreachable" as const, message: e instanceof Error ? e.message : String(e), status: undefined },
         }));

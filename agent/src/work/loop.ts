@@ -273,7 +273,12 @@ export class WorkLoop {
       }
       // Stamped with a sequence, so a copy of it that reaches the hub late never overwrites a newer one.
       const res = await sendInOrder((sequence) =>
-        this.opts.transport.reportStatus(r.name, { uid: r.uid, sequence, status: { ...r.status }, ...(r.released ? { released: true as const } : {}) }),
+        this.opts.transport.reportStatus(r.name, {
+          uid: r.uid,
+          ...(sequence !== undefined ? { sequence } : {}),
+          status: { ...r.status },
+          ...(r.released ? { released: true as const } : {}),
+        }),
       );
       if (res.ok) {
         this.reported.set(r.name, { uid: r.uid, status: r.status, hash });
