@@ -53,6 +53,10 @@ import { Lease } from "./cluster/lease.ts";
 import { heldForLeave, Leave, LEAVE_TIMER, markLeaving } from "./cluster/leave.ts";
 import { WorksDelivery } from "./cluster/works.ts";
 import { AgentConnection, type ConnectionHost } from "./cluster/connection.ts";
+import { Reports, REPORTS_SCHEMA, type ReportOutcome } from "./cluster/reports.ts";
+import { reportWorkStatus } from "../src/agent/work-report.ts";
+import { reportPolicyCompliance } from "../src/agent/policy-report.ts";
+import type { PolicyComplianceReportRequest, WorkStatusReport } from "../src/agent/protocol.ts";
 import { CloseCodes } from "../src/agent/channel-protocol.ts";
 import { COUNTED } from "../src/metrics/families.ts";
 import { count, flushSoon } from "../src/metrics/recorder.ts";
@@ -89,6 +93,8 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
   private readonly leave: Leave;
   private readonly delivery: WorksDelivery;
   private readonly connection: AgentConnection;
+  /** The order of the agent's reports (cluster/reports.ts). */
+  private readonly reports: Reports;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -110,6 +116,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
     this.lease = new Lease(env, this.state, () => this.connection.lastPingMs());
     this.leave = new Leave(env, this);
     this.delivery = new WorksDelivery(env, this.state);
+    this.reports = new Reports(ctx.storage.sql);
     this.connection = new AgentConnection(ctx, env, this.connectionHost());
     // An object created before the timers table (an alarm set, no timers rows) gets its timers
     // from what it stores, so its lease and leave checks still fire.
@@ -126,7 +133,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
 
   /** Creates this object's tables (again after a deleteAll). */
   private createSchema(): void {
-    this.ctx.storage.sql.exec(STATE_SCHEMA + KEYS_SCHEMA);
+    this.ctx.storage.sql.exec(STATE_SCHEMA + KEYS_SCHEMA + REPORTS_SCHEMA);
     migrateState(this.ctx.storage.sql);
     this.timers.create();
   }
@@ -394,6 +401,45 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
     return { ok: true, value: answered.value, cost: answered.read ? { ...cost, d1Queries: cost.d1Queries + 1 } : cost };
   }
 
+  /**
+   * An agent's report that came over HTTP (`PUT .../works/{work}/status`, `PUT
+   * .../policies/{policy}/status`, src/agent/routes.ts), its credential already checked by
+   * {@link agent}: run in the order of the object's reports as the channel's are
+   * (cluster/reports.ts). `bytes` is a work report's size.
+   */
+  async report(
+    cluster: string,
+    report: { kind: "work"; name: string; body: WorkStatusReport; bytes: number } | { kind: "policy"; name: string; body: PolicyComplianceReportRequest },
+  ): Promise<Result<ReportOutcome>> {
+    try {
+      const value =
+        report.kind === "work"
+          ? await this.workReport(cluster, report.name, report.body, report.bytes)
+          : await this.complianceReport(cluster, report.name, report.body);
+      return { ok: true, value };
+    } catch (e) {
+      return errorResult(e);
+    }
+  }
+
+  /** A work status report (src/agent/work-report.ts), in the order of the work's reports. */
+  private workReport(cluster: string, work: string, report: WorkStatusReport, bytes: number): Promise<ReportOutcome> {
+    const waitUntil = (p: Promise<unknown>) => this.ctx.waitUntil(p);
+    return this.reports.run(
+      `work/${work}`,
+      report.uid,
+      report.sequence,
+      () => reportWorkStatus(this.env, cluster, work, report, bytes, waitUntil),
+      report.released === true,
+    );
+  }
+
+  /** A policy compliance report (src/agent/policy-report.ts), in the order of the policy's reports. */
+  private complianceReport(cluster: string, policy: string, report: PolicyComplianceReportRequest): Promise<ReportOutcome> {
+    const waitUntil = (p: Promise<unknown>) => this.ctx.waitUntil(p);
+    return this.reports.run(`policy/${policy}`, report.uid, report.sequence, () => reportPolicyCompliance(this.env, cluster, policy, report, waitUntil));
+  }
+
   private requireAccepted(current: KubeObject): void {
     if (!specOf(current).hubAcceptsClient) throw forbidden(`cluster ${current.metadata.name} is not accepted by the hub`);
   }
@@ -558,8 +604,23 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
     await this.connection.message(ws, message);
   }
 
-  override async webSocketClose(): Promise<void> {
-    // Nothing to do: the close handshake completes by itself, and the lease runs out without pings.
+  /**
+   * The agent closed its connection: the close is answered with the same code (1000 for one the
+   * client sent without a code), so the agent sees a clean close at once rather than 1006 once
+   * its wait runs out (RFC 6455 5.5.1: the endpoint that receives a Close frame sends one back).
+   * The lease then runs out without pings.
+   */
+  override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
+    // 1005, 1006 and 1015 are reported, never sent: answered with 1000.
+    for (const [c, r] of [[code, reason] as const, [1000, ""] as const]) {
+      try {
+        if (c === 1005 || c === 1006 || c === 1015) continue;
+        ws.close(c, r);
+        return;
+      } catch {
+        // A code the runtime does not send (then 1000), or already closed.
+      }
+    }
   }
 
   override async webSocketError(): Promise<void> {
@@ -588,6 +649,9 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
         return (await this.delivery.current(name))?.works ?? null;
       },
       left: (obj) => this.agentLeft(obj),
+      workReport: (cluster, work, report, bytes) => this.workReport(cluster, work, report, bytes),
+      complianceReport: (cluster, policy, report) => this.complianceReport(cluster, policy, report),
+      inOrder: (key, fn) => this.reports.run(key, "", undefined, async () => (await fn(), null)).then(() => undefined),
       recordTold: (seconds) => this.lease.told(seconds, clock.now()),
       leaseDurationSeconds: (obj) => specOf(obj).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS,
       accepted: (obj) => specOf(obj).hubAcceptsClient,

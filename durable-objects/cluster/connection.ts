@@ -22,8 +22,8 @@ import type { KubeObject } from "../../src/k8s/meta.ts";
 import { INVALID_AGENT_CREDENTIAL } from "../../src/auth/credentials.ts";
 import type { Heartbeat } from "../../src/agent/protocol.ts";
 import { decode } from "../../src/agent/routes.ts";
-import { reportWorkStatus } from "../../src/agent/work-report.ts";
-import { reportPolicyCompliance } from "../../src/agent/policy-report.ts";
+import type { PolicyComplianceReportRequest, WorkStatusReport } from "../../src/agent/protocol.ts";
+import type { ReportOutcome } from "./reports.ts";
 import { deliveredWorks } from "../../src/agent/delivered.ts";
 import { COUNTED } from "../../src/metrics/families.ts";
 import { count, flushSoon } from "../../src/metrics/recorder.ts";
@@ -123,6 +123,20 @@ export interface ConnectionHost {
   leaseDurationSeconds(current: KubeObject): number;
   /** Whether the hub accepts the cluster (`hubAcceptsClient`). */
   accepted(current: KubeObject): boolean;
+  /**
+   * Writes a work status report (src/agent/work-report.ts) in the order of the work's reports,
+   * stale when its sequence is not newer than the one committed (cluster/reports.ts).
+   * @throws ApiError what the report's write throws
+   */
+  workReport(cluster: string, work: string, report: WorkStatusReport, bytes: number): Promise<ReportOutcome>;
+  /**
+   * Writes a policy compliance report (src/agent/policy-report.ts) in the order of the policy's
+   * reports, stale as {@link workReport} is.
+   * @throws ApiError what the report's write throws
+   */
+  complianceReport(cluster: string, policy: string, report: PolicyComplianceReportRequest): Promise<ReportOutcome>;
+  /** Runs `fn` after every earlier call of the same `key` finished (the add-on status reports). */
+  inOrder(key: string, fn: () => Promise<void>): Promise<void>;
 }
 
 /** The UTF-8 length of `s` in bytes. */
@@ -260,19 +274,19 @@ export class AgentConnection {
         const report = decode(ChannelReportSchema, msg.report, "workstatuses");
         const current = this.requireCluster();
         if (!this.host.accepted(current)) throw forbidden(`cluster ${current.metadata.name} is not accepted by the hub`);
-        const stored = await reportWorkStatus(this.env, attachment.cluster, msg.work, report, bytes, (p) => this.ctx.waitUntil(p));
-        return { type: "ack", id: msg.id, resourceVersion: stored?.metadata.resourceVersion ?? "" };
+        return ackOf(msg.id, await this.host.workReport(attachment.cluster, msg.work, report, bytes));
       }
       case "compliance": {
         const report = decode(ChannelComplianceSchema, msg.report, "policystatuses");
         this.requireAccepted();
-        const stored = await reportPolicyCompliance(this.env, attachment.cluster, msg.policy, report, (p) => this.ctx.waitUntil(p));
-        return { type: "ack", id: msg.id, resourceVersion: stored.metadata.resourceVersion ?? "" };
+        return ackOf(msg.id, await this.host.complianceReport(attachment.cluster, msg.policy, report));
       }
       case "addon-status": {
         const body = decode(ChannelAddonStatusSchema, msg.status, "addonstatuses");
         this.requireAccepted();
-        await writeAddonAvailability(this.env, attachment.cluster, body, clock.now(), (p) => this.ctx.waitUntil(p));
+        await this.host.inOrder("addons", async () => {
+          await writeAddonAvailability(this.env, attachment.cluster, body, clock.now(), (p) => this.ctx.waitUntil(p));
+        });
         return { type: "ack", id: msg.id };
       }
       case "addon-token": {
@@ -408,6 +422,12 @@ export class AgentConnection {
     }
     if (told) this.host.recordTold(seconds);
   }
+}
+
+/** The `ack` of a report: the object's new resourceVersion, or `stale` with the sequence the hub holds. */
+function ackOf(id: string, outcome: ReportOutcome): HubMessage {
+  if (outcome.stale) return { type: "ack", id, resourceVersion: "", stale: true, sequence: outcome.sequence };
+  return { type: "ack", id, resourceVersion: outcome.object?.metadata.resourceVersion ?? "" };
 }
 
 function send(ws: WebSocket, message: HubMessage): void {

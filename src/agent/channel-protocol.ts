@@ -92,9 +92,20 @@ export type HubMessage =
   /**
    * A request done: `status` (with the lease interval, seconds), `report` and `compliance` (with
    * the object's new resourceVersion), `left`, `addon-status`, or `addon-token` (with the token
-   * and when it expires).
+   * and when it expires); a `report` or `compliance` whose sequence was not newer than the one last
+   * committed is acknowledged with `stale: true` and that `sequence`, nothing written
+   * (docs/agent-protocol.md "Report order").
    */
-  | { type: "ack"; id: string; resourceVersion?: string; leaseDurationSeconds?: number; token?: string; expirationTimestamp?: string }
+  | {
+      type: "ack";
+      id: string;
+      resourceVersion?: string;
+      leaseDurationSeconds?: number;
+      token?: string;
+      expirationTimestamp?: string;
+      stale?: boolean;
+      sequence?: number;
+    }
   /** A request refused: the Kubernetes Status the HTTP route would answer (400, 403, 404, 409, 422, ...). */
   | { type: "error"; id: string; status: Status };
 

@@ -102,18 +102,21 @@ export type WorksAnswer = z.infer<typeof WorksAnswerSchema>;
 
 /**
  * Answer 200 of PUT /agent/v1/clusters/{name}/works/{work}/status: the work's new
- * `resourceVersion` ("" when the report changed nothing the hub stores).
+ * `resourceVersion` ("" when the report changed nothing the hub stores); with `stale: true` and
+ * the `sequence` last committed when the report's sequence was not newer than it (nothing
+ * written: docs/agent-protocol.md "Report order").
  */
-export const WorkStatusAnswerSchema = z.object({ resourceVersion: z.string() });
+export const WorkStatusAnswerSchema = z.object({ resourceVersion: z.string(), stale: z.optional(z.boolean()), sequence: z.optional(z.number()) });
 
 /** A work status answer. */
 export type WorkStatusAnswer = z.infer<typeof WorkStatusAnswerSchema>;
 
 /**
  * Answer 200 of PUT /agent/v1/clusters/{name}/policies/{policy}/status (and the `ack` of a
- * `compliance` message): the replicated Policy's new `resourceVersion` ("" when nothing changed).
+ * `compliance` message): the replicated Policy's new `resourceVersion` ("" when nothing changed);
+ * `stale` and `sequence` as in {@link WorkStatusAnswerSchema}.
  */
-export const PolicyStatusAnswerSchema = z.object({ resourceVersion: z.string() });
+export const PolicyStatusAnswerSchema = z.object({ resourceVersion: z.string(), stale: z.optional(z.boolean()), sequence: z.optional(z.number()) });
 
 /** A policy status answer. */
 export type PolicyStatusAnswer = z.infer<typeof PolicyStatusAnswerSchema>;
@@ -134,6 +137,8 @@ export interface PolicyTemplateCompliance {
 /** A policy compliance report as the agent sends it. */
 export interface PolicyComplianceReport {
   uid: string;
+  /** The report's sequence (src/agent/protocol.ts `ReportSequenceSchema`). */
+  sequence?: number;
   templates: PolicyTemplateCompliance[];
 }
 
@@ -182,6 +187,8 @@ export const ChannelHubMessageSchema = z.discriminatedUnion("type", [
     leaseDurationSeconds: z.optional(leaseSeconds),
     token: z.optional(z.string()),
     expirationTimestamp: z.optional(z.string()),
+    stale: z.optional(z.boolean()),
+    sequence: z.optional(z.number()),
   }),
   z.object({
     type: z.literal("error"),

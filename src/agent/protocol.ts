@@ -113,8 +113,19 @@ export const MAX_WORKS_WAIT_SECONDS = 55;
  * goes (its `status` is not written). 409 when the work is not being deleted. A report without it
  * is what puts that finalizer on the work, once (src/work/deletion.ts).
  */
+/**
+ * A report's sequence (docs/agent-protocol.md "Report order"): a positive integer that the agent
+ * makes greater for each report it sends (the shipped agent: a hybrid clock, the larger of the
+ * last one plus 1 and the epoch milliseconds times 1,000). The hub commits a report only when its
+ * sequence is greater than the one last committed for the same object (work or policy) and uid,
+ * and acknowledges an older one as stale without writing it. Absent (an agent of before): the
+ * report is committed, in the order the hub received it.
+ */
+export const ReportSequenceSchema = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+
 export const WorkStatusReportSchema = z.strictObject({
   uid: z.string().min(1).max(128),
+  sequence: ReportSequenceSchema.optional(),
   status: z.record(z.string(), z.unknown()),
   released: z.literal(true).optional(),
 });
@@ -132,6 +143,7 @@ export const POLICY_COMPLIANCE_STATES = ["Compliant", "NonCompliant", "Pending"]
  */
 export const PolicyComplianceReportSchema = z.strictObject({
   uid: z.string().min(1).max(128),
+  sequence: ReportSequenceSchema.optional(),
   templates: z
     .array(
       z.strictObject({

@@ -9,8 +9,6 @@ import { ApiError, badRequest, conflict, invalid, unauthorized } from "../k8s/er
 import { resourceKey } from "../k8s/kind.ts";
 import { checkSchema, type KubeObject } from "../k8s/meta.ts";
 import { deliveredWorks } from "./delivered.ts";
-import { reportWorkStatus } from "./work-report.ts";
-import { reportPolicyCompliance } from "./policy-report.ts";
 import { splitDelivered } from "../work/namespace-works.ts";
 import { readDelivered } from "../../durable-objects/cluster/works.ts";
 import { database, getObject } from "../k8s/store.ts";
@@ -22,7 +20,8 @@ import { admitAgentToken, bearerToken, INVALID_AGENT_CREDENTIAL, safeEqual } fro
 import { keyTag, verifyProof } from "../auth/keys.ts";
 import { limitAuthFailures, type FailureLimit } from "../auth/ratelimit.ts";
 import { clock } from "../clock.ts";
-import type { AgentAction, Cost, RegistrationInfo, RegistrationOutcome, Result, WorksState } from "../../durable-objects/cluster.ts";
+import type { AgentAction, ClusterObject, Cost, RegistrationInfo, RegistrationOutcome, Result, WorksState } from "../../durable-objects/cluster.ts";
+import type { ReportOutcome } from "../../durable-objects/cluster/reports.ts";
 import type { Env } from "../env.ts";
 import { parseJson, readBody, retryAfter, statusResponse } from "../api/request.ts";
 import { writeAddonAvailability } from "../addons/agent-health.ts";
@@ -238,6 +237,23 @@ async function getWorks(c: Ctx): Promise<Response> {
 }
 
 /**
+ * Runs an agent's report in its cluster's object (`ClusterObject.report`), in the order of the
+ * object's reports, over the channel or HTTP alike (docs/agent-protocol.md "Report order").
+ * @throws ApiError what the report's write answers (404, 409, 400/422, 429)
+ */
+async function reportInOrder(c: Ctx, cluster: string, report: Parameters<ClusterObject["report"]>[1]): Promise<ReportOutcome> {
+  const res = (await c.env.CLUSTERS.getByName(cluster).report(cluster, report)) as Result<ReportOutcome>;
+  if (!res.ok) throw new ApiError(res.status.code, res.status.reason, res.status.message, res.status.details);
+  return res.value;
+}
+
+/** The answer to a report: the object's new resourceVersion, or `stale` with the sequence held. */
+function answerOf(outcome: ReportOutcome): WorkStatusAnswer {
+  if (outcome.stale) return { resourceVersion: "", stale: true, sequence: outcome.sequence };
+  return { resourceVersion: outcome.object?.metadata.resourceVersion ?? "" };
+}
+
+/**
  * PUT a work's status as the agent observed it: the agent's credential must be its cluster's and
  * the work must still be the one the agent saw (`uid`). Written through the status subresource
  * path, which validates the status like any status write (422 invalid values, 400 unknown
@@ -255,8 +271,10 @@ async function putWorkStatus(c: Ctx): Promise<Response> {
   const body = decode(WorkStatusReportSchema, parseJson(raw), "workstatuses");
   // Given the request's waitUntil, the report's commit may share a D1 batch with other reports'
   // (group commit), and its finished outbox row goes with theirs, just after.
-  const object = await reportWorkStatus(c.env, cluster, workName, body, raw.length, (p) => c.executionCtx.waitUntil(p));
-  return new Response(JSON.stringify({ resourceVersion: object?.metadata.resourceVersion ?? "" } satisfies WorkStatusAnswer), {
+  // Run by the cluster's object, in the order of the work's reports, as a channel report is
+  // (durable-objects/cluster/reports.ts: a report whose sequence is not newer is answered stale).
+  const outcome = await reportInOrder(c, cluster, { kind: "work", name: workName, body, bytes: raw.length });
+  return new Response(JSON.stringify(answerOf(outcome) satisfies WorkStatusAnswer), {
     status: 200,
     headers: costHeaders(res.cost, 0, res.keyTag),
   });
@@ -274,8 +292,8 @@ async function putPolicyStatus(c: Ctx): Promise<Response> {
   const res = await agentResult(c, { action: "report" });
   if (!res.ok) return new Response(JSON.stringify(res.status), { status: res.status.code, headers: costHeaders(res.cost) });
   const body = decode(PolicyComplianceReportSchema, parseJson(await readBody(c, AGENT_BODY_LIMIT)), "policystatuses");
-  const object = await reportPolicyCompliance(c.env, cluster, policy, body, (p) => c.executionCtx.waitUntil(p));
-  return new Response(JSON.stringify({ resourceVersion: object.metadata.resourceVersion ?? "" } satisfies PolicyStatusAnswer), {
+  const outcome = await reportInOrder(c, cluster, { kind: "policy", name: policy, body });
+  return new Response(JSON.stringify(answerOf(outcome) satisfies PolicyStatusAnswer), {
     status: 200,
     headers: costHeaders(res.cost, 0, res.keyTag),
   });

@@ -221,6 +221,8 @@ async function list(c: Ctx, t: Target): Promise<Response> {
         sendInitialEvents: sendInitialEvents === undefined ? undefined : queryFlag(sendInitialEvents),
         client: await clientOf(bearerToken(c) ?? ""),
         signal: c.req.raw.signal,
+        // A view's watch: a cluster that leaves the sets the user sees goes as DELETED (src/auth/clusterview.ts).
+        transitions: visible !== undefined,
       },
       (p) => c.executionCtx.waitUntil(p),
     );

@@ -34,7 +34,16 @@ import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { ApiError, badRequest, tooManyRequests } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { awaitResourceVersion, EVENT_RETENTION, eventLogStart, listPage, parseResourceVersion, readEvents, type StoreKey } from "../k8s/store.ts";
+import {
+  awaitResourceVersion,
+  EVENT_RETENTION,
+  eventLogStart,
+  listPage,
+  parseResourceVersion,
+  previousEventObject,
+  readEvents,
+  type StoreKey,
+} from "../k8s/store.ts";
 import { apiVersionOf } from "../k8s/kind.ts";
 import { clock } from "../clock.ts";
 import { MAX_WATCHES_PER_CLIENT } from "./watch-limits.ts";
@@ -171,6 +180,16 @@ export interface WatchOptions {
   client: string;
   /** The request's abort signal: it aborts when the client goes away, which ends the watch and frees its place at once. */
   signal?: AbortSignal;
+  /**
+   * Whether an object that stops passing the watch's filter is sent as DELETED and one that
+   * starts passing it as ADDED, as kube-apiserver's watch cache does for a selector
+   * (`cacheWatcher.convertToWatchEvent`): set for a view (OCM's clusterview: a cluster that
+   * leaves the sets the user sees goes from the user's watch). Whether the watcher was shown an
+   * object is known from the initial events, or else from the object's event before the change
+   * ({@link previousEventObject}); an object whose earlier state the log no longer holds counts
+   * as not shown (nothing about an object the user may not see is sent).
+   */
+  transitions?: boolean;
 }
 
 /**
@@ -289,6 +308,10 @@ export function watchResponse(
     await awaitResourceVersion(db, asked, opts.signal);
     const fromRv = asked === 0n ? undefined : Number(asked);
     let rv: number;
+    // With `transitions`: whether the watcher was last shown each object, by namespace/name;
+    // `listed`: every object the watcher was shown is in it (the initial events were sent).
+    const shown = new Map<string, boolean>();
+    let listed = false;
     if (fromRv === undefined && opts.sendInitialEvents === false) {
       // A watch-list without initial events and without a version starts from now.
       rv = (await readEvents(db, def, namespace, Number.MAX_SAFE_INTEGER, 1)).latest;
@@ -298,9 +321,13 @@ export function watchResponse(
       do {
         const page = await listPage(db, def, namespace, { after, limit: WATCH_LIST_PAGE, filter });
         listRv ??= page.resourceVersion;
-        for (const o of page.items) await send("ADDED", present(o));
+        for (const o of page.items) {
+          if (opts.transitions) shown.set(`${o.metadata.namespace ?? ""}/${o.metadata.name}`, true);
+          await send("ADDED", present(o));
+        }
         after = page.next;
       } while (after && !stream.gone);
+      listed = true;
       rv = Number(listRv);
       if (opts.sendInitialEvents) {
         await send("BOOKMARK", {
@@ -338,7 +365,22 @@ export function watchResponse(
       }
       for (const e of events) {
         rv = Number(e.object.metadata.resourceVersion);
-        if (filter(e.object)) await send(e.type, present(e.object));
+        if (!opts.transitions) {
+          if (filter(e.object)) await send(e.type, present(e.object));
+          continue;
+        }
+        const key = `${e.object.metadata.namespace ?? ""}/${e.object.metadata.name}`;
+        const passes = filter(e.object);
+        let before = shown.get(key);
+        if (before === undefined && !listed) {
+          const earlier = await previousEventObject(db, def, e.object.metadata.namespace ?? "", e.object.metadata.name, rv);
+          before = earlier !== null && filter(earlier);
+        }
+        shown.set(key, e.type !== "DELETED" && passes);
+        if (e.type === "DELETED") {
+          if (before || passes) await send("DELETED", present(e.object));
+        } else if (passes) await send(before ? e.type : "ADDED", present(e.object));
+        else if (before) await send("DELETED", present(e.object));
       }
       if (events.length > 0) continue;
       if (opts.allowWatchBookmarks && Date.now() - lastBookmark >= BOOKMARK_MS) {

@@ -4,7 +4,9 @@
  * all), and the ManagedClusters that belong to one of those sets (its ExclusiveClusterSetLabel or
  * LabelSelector, src/kinds/managedclusterset.ts `clusterInSet`). `system:masters` sees everything.
  * The sets are read once per request (one list of the sets, one RBAC check each against the
- * isolate's authorizer); a watch keeps the sets it found at its start.
+ * isolate's authorizer); a watch keeps the sets it found at its start, and sends a cluster that
+ * leaves them (its labels changed) as DELETED, one that enters them as ADDED (src/api/watch.ts
+ * `WatchOptions.transitions`).
  */
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";

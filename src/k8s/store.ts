@@ -757,6 +757,29 @@ export async function readEvents(
   };
 }
 
+/**
+ * The object `namespace`/`name` of kind `def` as its last event before `beforeRv` (exclusive)
+ * left it: its state just before that version, for a watch that must tell whether it showed the
+ * object then (src/api/watch.ts). Null when the log holds no earlier event of it (it was created
+ * later, or last changed before the log's start). One indexed read.
+ */
+export async function previousEventObject(
+  db: DrizzleD1Database,
+  def: KindDefinition,
+  namespace: string,
+  name: string,
+  beforeRv: number,
+): Promise<KubeObject | null> {
+  const [row] = await db
+    .select({ rv: events.resourceVersion, type: events.type, body: events.body })
+    .from(events)
+    .where(and(eq(events.resource, resourceKey(def)), eq(events.namespace, namespace), eq(events.name, name), lt(events.resourceVersion, beforeRv)))
+    .orderBy(sql`${events.resourceVersion} DESC`)
+    .limit(1);
+  if (!row || row.type === "DELETED") return null;
+  return readRow(db, def, { body: row.body, resourceVersion: row.rv });
+}
+
 /** Largest resourceVersion a request may name: apimachinery parses it as an unsigned 64-bit integer. */
 const MAX_RESOURCE_VERSION = (1n << 64n) - 1n;
 

@@ -188,8 +188,10 @@ describe("ws transport", () => {
     });
     const { t, works, calls, lines } = transportFor(server.url);
     await waitFor("the works", async () => works.length === 1);
-    const r = await t.reportStatus("a", { uid: "uid-a", status: {} });
+    const r = await t.reportStatus("a", { uid: "uid-a", sequence: 5, status: {} });
     expect(r).toEqual({ ok: true, status: 200, value: { resourceVersion: "7" } });
+    // The copy sent again carries the report's sequence: the hub answers it stale if the first one committed.
+    expect(server.received.filter((x) => x.msg.type === "report").map((x) => (x.msg.report as { sequence?: number }).sequence)).toEqual([5, 5]);
     // The log names what went again (the crash test reads it).
     expect(lines.filter((l) => /sending again 1 request\(s\) left without an answer by the previous connection .*requests="report a"/.test(l))).toHaveLength(1);
     expect(lines.filter((l) => /made while not connected/.test(l))).toEqual([]);

@@ -522,3 +522,79 @@ describe("the agent channel", () => {
     expect((await call("GET", `${MC}/ch12`)).status).toBe(404);
   });
 });
+
+describe("reports commit in the order sent (issue 39)", () => {
+  const applied = (message: string) => ({
+    conditions: [{ type: "Applied", status: "True", reason: "AppliedManifestWorkComplete", message, lastTransitionTime: "2026-11-26T00:00:00Z" }],
+  });
+  const appliedMessage = async (ns: string, name: string) => condition((await call("GET", `${WORKS(ns)}/${name}`)).body, "Applied")?.message;
+
+  it("reports pipelined on one socket for one work commit in arrival order: the last one sent is what stays", async () => {
+    const keys = await joined("ord1");
+    const uid = (await call("POST", WORKS("ord1"), work("p"))).body.metadata.uid;
+    const conn = await connect("ord1", keys);
+    // No sequence (an agent of before): arrival order alone decides.
+    const n = 60;
+    for (let i = 0; i < n; i++) conn.send({ type: "report", id: `p${i}`, work: "p", report: { uid, status: applied(`step ${i}`) } });
+    const acks = await Promise.all(Array.from({ length: n }, (_, i) => conn.next((m) => m.id === `p${i}`)));
+    expect(acks.map((a) => a.type)).toEqual(acks.map(() => "ack"));
+    expect(await appliedMessage("ord1", "p")).toBe(`step ${n - 1}`);
+  });
+
+  it("with sequences, pipelined reports keep the newest, and an older report re-sent after a reconnect (or over HTTP) is acknowledged as stale", async () => {
+    const keys = await joined("ord2");
+    const uid = (await call("POST", WORKS("ord2"), work("q"))).body.metadata.uid;
+    const conn = await connect("ord2", keys);
+    const base = 1_000_000;
+    const n = 40;
+    for (let i = 0; i < n; i++) conn.send({ type: "report", id: `q${i}`, work: "q", report: { uid, sequence: base + i, status: applied(`step ${i}`) } });
+    const acks = await Promise.all(Array.from({ length: n }, (_, i) => conn.next((m) => m.id === `q${i}`)));
+    expect(acks.map((a) => a.type)).toEqual(acks.map(() => "ack"));
+    expect(await appliedMessage("ord2", "q")).toBe(`step ${n - 1}`);
+    const rv = (await call("GET", `${WORKS("ord2")}/q`)).body.metadata.resourceVersion;
+
+    // The connection drops; the agent's copy of an older, unanswered report goes again on the new one.
+    conn.ws.close(1000, "reconnecting");
+    const again = await connect("ord2", keys);
+    again.send({ type: "report", id: "old", work: "q", report: { uid, sequence: base + 5, status: applied("step 5") } });
+    const stale = await again.next((m) => m.id === "old");
+    expect(stale).toMatchObject({ type: "ack", stale: true, sequence: base + n - 1 });
+    // The same over HTTP.
+    const put = await call(
+      "PUT",
+      "/agent/v1/clusters/ord2/works/q/status",
+      { uid, sequence: base + 3, status: applied("step 3") },
+      { token: await keys.sign("ord2") },
+    );
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    expect(put.body).toMatchObject({ stale: true, sequence: base + n - 1 });
+    expect(await appliedMessage("ord2", "q")).toBe(`step ${n - 1}`);
+    expect((await call("GET", `${WORKS("ord2")}/q`)).body.metadata.resourceVersion).toBe(rv);
+
+    // A newer one commits, over either transport.
+    const newer = await call(
+      "PUT",
+      "/agent/v1/clusters/ord2/works/q/status",
+      { uid, sequence: base + n, status: applied("newer") },
+      { token: await keys.sign("ord2") },
+    );
+    expect(newer.status).toBe(200);
+    expect(newer.body.stale).toBeUndefined();
+    expect(await appliedMessage("ord2", "q")).toBe("newer");
+
+    // Pipelined, a newer report followed by a late copy of an older one: the newer stays.
+    again.send({ type: "report", id: "x", work: "q", report: { uid, sequence: base + n + 5, status: applied("newest") } });
+    again.send({ type: "report", id: "y", work: "q", report: { uid, sequence: base + n + 1, status: applied("late copy") } });
+    expect(await again.next((m) => m.id === "x")).toMatchObject({ type: "ack" });
+    expect(await again.next((m) => m.id === "y")).toMatchObject({ type: "ack", stale: true, sequence: base + n + 5 });
+    expect(await appliedMessage("ord2", "q")).toBe("newest");
+  });
+
+  it("a close frame from the agent is answered with its code at once (not 1006)", async () => {
+    const keys = await joined("ord3");
+    const conn = await connect("ord3", keys);
+    conn.ws.close(1000, "agent stops");
+    await waitFor("the close to be answered", async () => conn.closed !== null, 3_000, 5);
+    expect(conn.closed!.code).toBe(1000);
+  });
+});

@@ -103,4 +103,31 @@ describe("cluster views", () => {
     expect(r.status).toBe(403);
     expect(r.body.message).toContain('cannot list resource "managedclusters" in API group "clusterview.open-cluster-management.io" at the cluster scope');
   });
+
+  it("a watch sends DELETED when a cluster leaves the user's sets and ADDED when one enters (issue 39)", async () => {
+    const token = await idToken("tara", ["team-a"]);
+    const list = await call("GET", `${CV}/managedclusters`, undefined, { token });
+    const rv = list.body.metadata.resourceVersion;
+    const relabel = async (name: string, set: string) =>
+      expect((await call("PATCH", `${MC}/${name}`, { metadata: { labels: { [CS]: set } } }, { contentType: "application/merge-patch+json" })).status).toBe(200);
+    // After the list the user watches from: cva2 leaves cv-a, cvb1 enters it, cvd (never seen) changes.
+    await relabel("cva2", "cv-b");
+    await relabel("cvb1", "cv-a");
+    expect((await call("PATCH", `${MC}/cvd`, { metadata: { labels: { x: "1" } } }, { contentType: "application/merge-patch+json" })).status).toBe(200);
+    try {
+      const res = await exports.default.fetch(`https://hub.test${CV}/managedclusters?watch=true&resourceVersion=${rv}&timeoutSeconds=1`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(res.status).toBe(200);
+      const events = (await res.text())
+        .trim()
+        .split("\n")
+        .filter((l) => l)
+        .map((l) => JSON.parse(l) as { type: string; object: { metadata: { name: string } } });
+      expect(events.map((e) => `${e.type} ${e.object.metadata.name}`)).toEqual(["DELETED cva2", "ADDED cvb1"]);
+    } finally {
+      await relabel("cva2", "cv-a");
+      await relabel("cvb1", "cv-b");
+    }
+  });
 });

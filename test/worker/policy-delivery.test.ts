@@ -273,6 +273,35 @@ describe("compliance reports", () => {
     conn.ws.close(1000, "test done");
   });
 
+  it("compliance reports pipelined over the channel keep the last one sent; an older one over HTTP is acknowledged stale (issue 39)", async () => {
+    const keys = await joined("pd6");
+    const uid = (await call("POST", POLICIES("pd6"), replicated("pd6"))).body.metadata.uid as string;
+    const conn = await channel("pd6", keys);
+    const states = ["NonCompliant", "Compliant"] as const;
+    const n = 20;
+    for (let i = 0; i < n; i++)
+      conn.send({
+        type: "compliance",
+        id: `p${i}`,
+        policy: "policies.ns-policy",
+        report: { ...report(uid, ["ns-a", states[i % 2]!, `state ${i}`]), sequence: 100 + i },
+      });
+    for (let i = 0; i < n; i++) expect((await conn.next((m) => m.id === `p${i}`)).type).toBe("ack");
+    const compliant = async () => (await call("GET", `${POLICIES("pd6")}/policies.ns-policy`)).body.status;
+    expect((await compliant()).details[0].history[0].message).toBe(`state ${n - 1}`);
+    expect((await compliant()).details[0].compliant).toBe(states[(n - 1) % 2]);
+    const old = await call(
+      "PUT",
+      "/agent/v1/clusters/pd6/policies/policies.ns-policy/status",
+      { ...report(uid, ["ns-a", "NonCompliant", "late copy"]), sequence: 105 },
+      { token: await keys.sign("pd6") },
+    );
+    expect(old.status).toBe(200);
+    expect(old.body).toMatchObject({ stale: true, sequence: 100 + n - 1 });
+    expect((await compliant()).details[0].history[0].message).toBe(`state ${n - 1}`);
+    conn.ws.close(1000, "test done");
+  });
+
   it("keeps at most 10 events per template, newest first", () => {
     const policy = {
       apiVersion: "policy.open-cluster-management.io/v1",

@@ -16,6 +16,7 @@ import { Backoff, Sleeper, type Random } from "../backoff.ts";
 import type { KubeConfig } from "../kube.ts";
 import { ConditionLog, type Logger } from "../log.ts";
 import type { AgentTransport } from "../transport/transport.ts";
+import { sendInOrder } from "../report-sequence.ts";
 import { DynamicClient } from "../work/dynamic.ts";
 import { RestMapper } from "../work/discovery.ts";
 import { LiveTracker } from "../work/tracker.ts";
@@ -104,7 +105,9 @@ export class PolicyLoop {
         if (signal.aborted) return;
         const key = `${r.policy}/${r.report.uid}`;
         if (dropped.has(key)) continue;
-        const res = await this.opts.transport.reportCompliance(r.policy, r.report).catch((e: unknown) => ({
+        const res = await sendInOrder((sequence) =>
+          this.opts.transport.reportCompliance(r.policy, { ...r.report, ...(sequence !== undefined ? { sequence } : {}) }),
+        ).catch((e: unknown) => ({
           ok: false as const,
           error: { kind: "unreachable" as const, message: e instanceof Error ? e.message : String(e), status: undefined },
         }));

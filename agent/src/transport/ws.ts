@@ -221,7 +221,11 @@ export class WsTransport implements AgentTransport {
     if (answer === "http") return this.poll.reportStatus(work, report);
     if ("kind" in answer) return { ok: false, error: answer };
     if (answer.type === "error") return { ok: false, error: failureFromStatus(answer.status) };
-    return { ok: true, status: 200, value: { resourceVersion: answer.resourceVersion ?? "" } };
+    return {
+      ok: true,
+      status: 200,
+      value: { resourceVersion: answer.resourceVersion ?? "", ...(answer.stale ? { stale: true, sequence: answer.sequence } : {}) },
+    };
   }
 
   async reportCompliance(policy: string, report: PolicyComplianceReport): Promise<HubResult<PolicyStatusAnswer>> {
@@ -231,7 +235,11 @@ export class WsTransport implements AgentTransport {
     if (answer === "http") return this.poll.reportCompliance(policy, report);
     if ("kind" in answer) return { ok: false, error: answer };
     if (answer.type === "error") return { ok: false, error: failureFromStatus(answer.status) };
-    return { ok: true, status: 200, value: { resourceVersion: answer.resourceVersion ?? "" } };
+    return {
+      ok: true,
+      status: 200,
+      value: { resourceVersion: answer.resourceVersion ?? "", ...(answer.stale ? { stale: true, sequence: answer.sequence } : {}) },
+    };
   }
 
   async left(): Promise<HubResult<LeftAnswer>> {

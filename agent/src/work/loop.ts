@@ -25,6 +25,7 @@ import { describeKubeError } from "../kube.ts";
 import { hubAbsent, type HubFailure } from "../hub-client.ts";
 import { ConditionLog, type Logger } from "../log.ts";
 import type { AgentTransport } from "../transport/transport.ts";
+import { sendInOrder } from "../report-sequence.ts";
 import type { WorkController, WorkReport } from "./controller.ts";
 import type { ManifestWork } from "./types.ts";
 
@@ -270,7 +271,15 @@ export class WorkLoop {
         last.status = r.status;
         continue;
       }
-      const res = await this.opts.transport.reportStatus(r.name, { uid: r.uid, status: { ...r.status }, ...(r.released ? { released: true as const } : {}) });
+      // Stamped with a sequence, so a copy of it that reaches the hub late never overwrites a newer one.
+      const res = await sendInOrder((sequence) =>
+        this.opts.transport.reportStatus(r.name, {
+          uid: r.uid,
+          ...(sequence !== undefined ? { sequence } : {}),
+          status: { ...r.status },
+          ...(r.released ? { released: true as const } : {}),
+        }),
+      );
       if (res.ok) {
         this.reported.set(r.name, { uid: r.uid, status: r.status, hash });
         this.reportCond.clear(this.fields());
