@@ -14,6 +14,8 @@ interface TokenCreateOptions {
   ttl?: number;
   autoApprove?: boolean;
   description?: string;
+  /** The token itself (`<id>.<secret>`) instead of a generated one (`spec.token`, write-only). */
+  token?: string;
   clusterName?: string;
   output?: OutputFormat;
 }
@@ -71,6 +73,7 @@ async function create(ctx: CommandContext, opts: TokenCreateOptions): Promise<vo
   const spec: Record<string, unknown> = { autoApprove: opts.autoApprove === true };
   if (opts.ttl !== undefined) spec.ttlSeconds = opts.ttl;
   if (opts.description !== undefined) spec.description = opts.description;
+  if (opts.token !== undefined) spec.token = opts.token;
   const obj = await ctx
     .client()
     .create<KubeObject>(Paths.bootstrapTokens(), { apiVersion: "flotilla.dev/v1alpha1", kind: "BootstrapToken", metadata: {}, spec });
@@ -122,6 +125,10 @@ export function registerToken(program: Command, context: (cmd: Command) => Comma
     .option("--ttl <duration>", "lifetime: seconds or 30m, 1h, 2d; 0 never expires (hub default 24h)", ttlArg)
     .option("--auto-approve", "accept clusters that register with this token without `flotilla accept`")
     .option("--description <text>", "what the token is for")
+    .option(
+      "--token <id.secret>",
+      "the token itself instead of a generated one, e.g. to re-create the token agents were installed with on a hub whose state was lost",
+    )
     .option("--cluster-name <name>", "cluster name to put in the printed commands (default: a placeholder)")
     .addOption(new Option("-o, --output <format>", "print the BootstrapToken (with status.token) as json or yaml").choices(OUTPUT_FORMATS))
     .addHelpText("after", "\nExamples:\n  flotilla token create --ttl 1h\n  flotilla token create --auto-approve --cluster-name edge-1 -o json")
