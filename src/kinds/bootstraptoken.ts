@@ -21,40 +21,21 @@ const ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";
 /** Default token lifetime in seconds (kubeadm's 24 h). `ttlSeconds: 0` means it never expires. */
 export const DEFAULT_TOKEN_TTL_SECONDS = 86400;
 
-const BootstrapTokenSchema = z
-  .strictObject({
-    apiVersion: z.string(),
-    kind: z.string(),
-    metadata: ObjectMetaSchema,
-    spec: z
-      .strictObject({
-        ttlSeconds: z
-          .number()
-          .int()
-          .min(0)
-          .max(31536000)
-          .optional()
-          .describe("Lifetime of the token in seconds from its creation (at most one year); 0: it never expires. Default 86400 (24 h, kubeadm's)."),
-        autoApprove: z
-          .boolean()
-          .optional()
-          .describe("Whether a cluster that registers with this token is accepted at once (hubAcceptsClient: true). Default false: the admin accepts it."),
-        description: z.string().max(1024).optional().describe("Free text for humans: what the token is for."),
-        token: z
-          .string()
-          .optional()
-          .describe(
-            "Write-only, create only: the token itself (<id>.<secret>, [a-z0-9]{6}.[a-z0-9]{16}) instead of a generated one, e.g. to re-create the token agents were installed with on a hub whose state was lost. Its ID is the object's name. The hub keeps only a hash: never stored or served.",
-          ),
-      })
-      .optional()
-      .describe("The token's settings; immutable after creation."),
-    status: z
-      .unknown()
-      .optional()
-      .describe("Set by the hub: expirationTimestamp (RFC 3339, absent for a token that never expires); token (<id>.<secret>) in the create response only."),
-  })
-  .describe("A bootstrap token an agent registers with (flotilla.dev/v1alpha1, after kubeadm's bootstrap tokens); deleting it revokes the token.");
+const BootstrapTokenSchema = z.strictObject({
+  apiVersion: z.string(),
+  kind: z.string(),
+  metadata: ObjectMetaSchema,
+  spec: z
+    .strictObject({
+      ttlSeconds: z.number().int().min(0).max(31536000).optional(),
+      autoApprove: z.boolean().optional(),
+      description: z.string().max(1024).optional(),
+      /** Write-only, on create only (the HTTP layer takes it out: {@link takeChosenToken}); documented in src/api/openapi.ts. */
+      token: z.string().optional(),
+    })
+    .optional(),
+  status: z.unknown().optional(),
+});
 
 /** Random `[a-z0-9]` string of `n` characters from the platform CSPRNG. */
 export function randomToken(n: number): string {
