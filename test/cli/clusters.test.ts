@@ -241,6 +241,26 @@ describe("flotilla: tokens, accept/deny, get clusters, taints (real hub and agen
       expect(await info(first)).toBe(401);
     });
 
+    it("accept --wait on a joined cluster whose agent re-registered with a new key fails at once, naming the key, never 'joined'", async () => {
+      // cli1 is Joined and Available; another agent registers it with a new key (as after the
+      // README's HTTPS section, run after the quick start): that key is held pending.
+      const mc = (await admin(hub, "GET", `${MC}/cli1`)).body;
+      const id = mc.status.clusterClaims.find((c: { name: string }) => c.name === "id.k8s.io").value as string;
+      const token = await createBootstrapToken(hub);
+      const key = await generateAgentKeyPair();
+      const r = await fetch(`${hub.url}/agent/v1/register`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ clusterName: "cli1", clusterId: id, publicKey: key.publicJwk, proof: await signProof("cli1", key, id) }),
+      });
+      expect(r.status).toBe(202);
+      const waited = await flotilla(["accept", "cli1", "--wait", "--timeout", "60s"], { hub });
+      expect(waited.code).toBe(1);
+      expect(waited.stdout).not.toContain("joined and is available");
+      expect(waited.stderr).toContain(`Error: cluster cli1 cannot join: its agent registered with a new key ${key.kid}`);
+      expect(waited.stderr).toContain(`Hint: if that key is your agent's (its log names it), run \`flotilla accept cli1 --key ${key.kid}\``);
+    });
+
     it("deny --wait revokes an accepted cluster; denying again says it is not accepted; unknown clusters fail", async () => {
       const r = await flotilla(["deny", "pending2", "--wait"], { hub });
       expect(r.code).toBe(0);
