@@ -542,7 +542,7 @@ class AgentRunner {
       this.recoverCond.set(
         "token-refused",
         `the hub refused bootstrap token ${tokenId} (from ${bootstrap.from}) too (401: ${e.message}). To bring the cluster back: re-create that token at the hub ` +
-          `(a BootstrapToken with spec.token set to its value; docs/agent-protocol.md "Recovery"), or create a new one and put it in Secret ${bootstrapRef} ` +
+          `(flotilla token create <its value>, a BootstrapToken with spec.token; docs/agent-protocol.md "Recovery"), or create a new one and put it in Secret ${bootstrapRef} ` +
           `(key bootstrap-token) or restart the agent with --bootstrap-token <token>. Retrying with backoff`,
         this.fields(),
       );

@@ -68,6 +68,19 @@ describe("flotilla: tokens, accept/deny, get clusters, taints (real hub and agen
       expect(named.stdout).toContain("accepted as it registers (auto-approve)");
     });
 
+    it("token create <token> re-creates a chosen token (a restored hub); a malformed one fails naming spec.token", async () => {
+      const chosen = "cli0ab.0123456789abcdef";
+      const r = await flotilla(["token", "create", chosen, "-o", "json"], { hub });
+      expect(r.code, r.stderr).toBe(0);
+      const obj = JSON.parse(r.stdout);
+      expect(obj.metadata.name).toBe("cli0ab");
+      expect(obj.status.token).toBe(chosen);
+      expect(obj.spec.token).toBeUndefined();
+      const bad = await flotilla(["token", "create", "nope"], { hub });
+      expect(bad.code).toBe(1);
+      expect(bad.stderr).toContain("spec.token");
+    });
+
     it("token list shows IDs, token delete revokes; an unknown ID fails with a hint", async () => {
       const created = JSON.parse((await flotilla(["token", "create", "--description", "to-revoke", "-o", "json"], { hub })).stdout);
       const id = created.metadata.name as string;

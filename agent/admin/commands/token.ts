@@ -125,14 +125,14 @@ export function registerToken(program: Command, context: (cmd: Command) => Comma
     .option("--ttl <duration>", "lifetime: seconds or 30m, 1h, 2d; 0 never expires (hub default 24h)", ttlArg)
     .option("--auto-approve", "accept clusters that register with this token without `flotilla accept`")
     .option("--description <text>", "what the token is for")
-    .option(
-      "--token <id.secret>",
-      "the token itself instead of a generated one, e.g. to re-create the token agents were installed with on a hub whose state was lost",
+    .argument(
+      "[token]",
+      "the token itself (<id>.<secret>) instead of a generated one, as `kubeadm token create <token>`: re-creates the token agents were installed with on a hub whose state was lost",
     )
     .option("--cluster-name <name>", "cluster name to put in the printed commands (default: a placeholder)")
     .addOption(new Option("-o, --output <format>", "print the BootstrapToken (with status.token) as json or yaml").choices(OUTPUT_FORMATS))
     .addHelpText("after", "\nExamples:\n  flotilla token create --ttl 1h\n  flotilla token create --auto-approve --cluster-name edge-1 -o json")
-    .action((opts: TokenCreateOptions, cmd: Command) => create(context(cmd), opts));
+    .action((token: string | undefined, opts: TokenCreateOptions, cmd: Command) => create(context(cmd), { ...opts, ...(token ? { token } : {}) }));
   token
     .command("list")
     .description("List bootstrap tokens (their IDs, never their secrets)")
