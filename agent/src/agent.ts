@@ -12,16 +12,21 @@
  * the agent ends on its own (state `left`).
  *
  * Failures never end the loop except the ones a human must fix (no credentials and no
- * bootstrap token; 409/401/422/403 on registration; a corrupt Secret). Each ongoing problem is
- * logged once when it starts and once when it ends.
+ * bootstrap token; 409/401/422/403 on the first registration; a corrupt Secret). Each ongoing
+ * problem is logged once when it starts and once when it ends. When the hub keeps refusing the
+ * stored credentials (its state was lost, the cluster deleted there), the agent registers again
+ * with its bootstrap token, as OCM's agent falls back to its bootstrap kubeconfig, or says what
+ * to do when it has none (docs/agent-protocol.md "Recovery").
  */
 import { Backoff, HUB_PROBE_PERIOD_MS, Sleeper, heartbeatDelayMs, sleepProbing, DEFAULT_LEASE_DURATION_SECONDS, type Random } from "./backoff.ts";
 import {
+  BOOTSTRAP_SECRET_NAME,
   CREDENTIALS_SECRET_NAME,
   CredentialsSecretError,
   DEFAULT_AGENT_NAMESPACE,
   deleteCredentials,
   generateAgentKeyPair,
+  loadBootstrapToken,
   loadCredentials,
   signAgentToken,
   signProof,
@@ -29,7 +34,7 @@ import {
   type AgentCredentials,
 } from "./credentials.ts";
 import type { ClusterClaim, HeartbeatAnswer, HeartbeatRequest, RotateKeyAnswer } from "../../src/agent/protocol.ts";
-import { hubAbsent, HubClient, type HubFailure, type HubResult } from "./hub-client.ts";
+import { definitiveRefusal, hubAbsent, HubClient, type HubFailure, type HubResult } from "./hub-client.ts";
 import { httpFetch, type HubFetch } from "./http-fetch.ts";
 import { getClusterIdentity, listClusterProperties } from "./identity.ts";
 import { describeKubeError, rawGet, type KubeConfig } from "./kube.ts";
@@ -80,6 +85,14 @@ export interface AgentTiming {
   requestTimeoutMs: number;
   /** Random source in [0, 1) for jitter; default `Math.random`. */
   random: Random;
+  /**
+   * Recovery (docs/agent-protocol.md "Recovery"): the hub's definitive refusals of the agent's
+   * credentials ({@link definitiveRefusal}) in a row, with no success between them, before it
+   * registers again with its bootstrap token; default 3.
+   */
+  refusalsBeforeRegistering: number;
+  /** ... and how long those refusals must have lasted since the first, in ms; default 10 000. */
+  refusedForMs: number;
 }
 
 const DEFAULT_TIMING: AgentTiming = {
@@ -91,6 +104,8 @@ const DEFAULT_TIMING: AgentTiming = {
   healthRecheckMs: 5_000,
   requestTimeoutMs: 15_000,
   random: Math.random,
+  refusalsBeforeRegistering: 3,
+  refusedForMs: 10_000,
 };
 
 /** Options of {@link startAgent}. */
@@ -99,7 +114,12 @@ export interface AgentOptions {
   hubUrl: string;
   /** ManagedCluster name (a DNS-1123 label). */
   clusterName: string;
-  /** Bootstrap token `<id>.<secret>`; needed only when the credentials Secret does not exist yet. */
+  /**
+   * Bootstrap token `<id>.<secret>`; needed when the credentials Secret does not exist yet, and
+   * used to register again when the hub refuses the stored credentials (its state was lost, the
+   * cluster was deleted there), unless the bootstrap Secret `flotilla-bootstrap` of the agent's
+   * namespace holds one then (that one wins: an admin may have put a new token there).
+   */
   bootstrapToken?: string;
   /** Client configuration of the member cluster. */
   kubeConfig: KubeConfig;
@@ -188,6 +208,12 @@ class AgentRunner {
   private readonly authCond: ConditionLog;
   private readonly kubeCond: ConditionLog;
   private readonly statusCond: ConditionLog;
+  /** Registering again after refused credentials: what stands in the way, logged once. */
+  private readonly recoverCond: ConditionLog;
+  /** The hub's definitive refusals of the credentials in a row, and when the first came (epoch ms). */
+  private refusals = { count: 0, sinceMs: 0 };
+  /** Set when the agent registered again: the heartbeat loop returns to waiting for acceptance. */
+  private registeredAgain = false;
   private readonly backoff: Backoff;
   private readonly health: HealthTracker;
   private readonly namespace: string;
@@ -209,6 +235,7 @@ class AgentRunner {
     this.authCond = new ConditionLog(this.log, "hub accepts the agent's credentials again");
     this.kubeCond = new ConditionLog(this.log, "member cluster API reachable again");
     this.statusCond = new ConditionLog(this.log, "cluster status fully readable again");
+    this.recoverCond = new ConditionLog(this.log, "registered again with the hub");
     this.backoff = new Backoff(this.timing.backoffBaseMs, this.timing.backoffCapMs, this.timing.random);
     this.health = new HealthTracker((opts.healthFailureThresholdSeconds ?? DEFAULT_HEALTH_FAILURE_THRESHOLD_SECONDS) * 1000);
     this.done = this.run().then(
@@ -378,17 +405,7 @@ class AgentRunner {
     this.current = "registering";
     const identity = await this.retryKube("reading the cluster ID", () => getClusterIdentity(this.opts.kubeConfig));
     if (!identity) return undefined;
-    let properties: ClusterClaim[] = [];
-    let clusterClaims: ClusterClaim[] = [];
-    try {
-      [properties, clusterClaims] = await Promise.all([listClusterProperties(this.opts.kubeConfig), listClusterClaims(this.opts.kubeConfig)]);
-    } catch {
-      // Claims are sent again with every heartbeat; registration does not wait for them.
-    }
-    const claims = buildClusterClaims(properties, this.opts.claims ?? [], this.opts.maxCustomClusterClaims ?? MAX_CUSTOM_CLUSTER_CLAIMS, {
-      generated: generatedClaims(identity.id, undefined, undefined),
-      clusterClaims,
-    });
+    const claims = await this.registrationClaims(identity.id);
     const key = await generateAgentKeyPair();
     this.backoff.reset();
     while (!this.aborted) {
@@ -433,6 +450,114 @@ class AgentRunner {
     return creds;
   }
 
+  /** The claims a registration carries (sent again with every heartbeat: a failed read sends none). */
+  private async registrationClaims(clusterId: string): Promise<ClusterClaim[]> {
+    let properties: ClusterClaim[] = [];
+    let clusterClaims: ClusterClaim[] = [];
+    try {
+      [properties, clusterClaims] = await Promise.all([listClusterProperties(this.opts.kubeConfig), listClusterClaims(this.opts.kubeConfig)]);
+    } catch {
+      // Claims are sent again with every heartbeat; registration does not wait for them.
+    }
+    return buildClusterClaims(properties, this.opts.claims ?? [], this.opts.maxCustomClusterClaims ?? MAX_CUSTOM_CLUSTER_CLAIMS, {
+      generated: generatedClaims(clusterId, undefined, undefined),
+      clusterClaims,
+    });
+  }
+
+  /**
+   * The bootstrap token to register again with: the one in the bootstrap Secret of the agent's
+   * namespace when it holds one (an admin may have put a new token there), else the one the agent
+   * was started with (`--bootstrap-token`, `FLOTILLA_BOOTSTRAP_TOKEN`).
+   */
+  private async currentBootstrapToken(): Promise<{ token: string; from: string } | undefined> {
+    const fromSecret = await loadBootstrapToken(this.opts.kubeConfig, this.namespace);
+    if (fromSecret) return { token: fromSecret, from: `Secret ${this.namespace}/${BOOTSTRAP_SECRET_NAME}` };
+    return this.opts.bootstrapToken ? { token: this.opts.bootstrapToken, from: "--bootstrap-token" } : undefined;
+  }
+
+  /**
+   * Registers again after the hub refused the agent's credentials definitively (docs/agent-protocol.md
+   * "Recovery"; OCM's registration agent falls back to its bootstrap kubeconfig when its hub
+   * kubeconfig no longer works, pkg/registration/spoke). It keeps its key and cluster ID: a hub
+   * that lost its state registers the cluster anew (201; pending acceptance unless the token
+   * auto-approves), and one that still knows the cluster with this key only confirms it (200),
+   * so a refusal that was not what it seemed changes nothing; a new key would instead be held
+   * pending at such a hub. Without a bootstrap token, or when the hub refuses it too, it logs
+   * exactly what to do (once) and the caller keeps retrying with backoff.
+   *
+   * @returns whether the hub took the registration.
+   */
+  private async registerAgain(refusal: HubFailure): Promise<boolean> {
+    const creds = this.creds;
+    if (!creds) return false;
+    const { clusterName } = this.opts;
+    const credsRef = `${this.namespace}/${CREDENTIALS_SECRET_NAME}`;
+    const bootstrapRef = `${this.namespace}/${BOOTSTRAP_SECRET_NAME}`;
+    const since = new Date(this.refusals.sinceMs).toISOString();
+    const bootstrap = await this.currentBootstrapToken();
+    if (this.aborted) return false;
+    if (!bootstrap) {
+      this.recoverCond.set(
+        "no-token",
+        `the hub has refused this cluster's credentials since ${since} (401: ${refusal.message}): its state was lost or reset, or the cluster was deleted there. ` +
+          `This agent has no bootstrap token to register again with. To bring the cluster back: create a bootstrap token at the hub (flotilla token create) ` +
+          `and put it in Secret ${bootstrapRef} (key bootstrap-token; the agent reads it at its next try, no restart), or restart the agent with --bootstrap-token <token>; ` +
+          `the agent keeps its key and cluster ID (Secret ${credsRef}), and the admin accepts the cluster again unless the token auto-approves. Retrying with backoff`,
+        this.fields(),
+      );
+      return false;
+    }
+    const tokenId = bootstrap.token.split(".")[0] ?? "";
+    if (this.recoverCond.active !== "registering") {
+      this.recoverCond.set(
+        "registering",
+        `the hub has refused this cluster's credentials since ${since} (401: ${refusal.message}): its state was lost or reset, or the cluster was deleted there; ` +
+          `registering again with bootstrap token ${tokenId} (from ${bootstrap.from}), same key and cluster ID`,
+        this.fields({ kid: creds.key.kid }),
+      );
+    }
+    const claims = await this.registrationClaims(creds.clusterId);
+    const proof = await signProof(clusterName, creds.key, creds.clusterId);
+    const r = await this.hub.register(bootstrap.token, { clusterName, clusterId: creds.clusterId, publicKey: creds.key.publicJwk, proof, claims });
+    if (this.aborted) return false;
+    if (r.ok) {
+      this.hubCond.clear(this.fields());
+      this.lease = r.value.leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS;
+      this.recoverCond.clear(this.fields({ kid: creds.key.kid, hubAcceptsClient: r.value.hubAcceptsClient, keyPending: r.value.keyPending }));
+      this.log.info(
+        r.value.keyPending
+          ? `the hub knows cluster ${clusterName} with another key: it holds this one until an admin accepts it (flotilla accept ${clusterName} --key ${creds.key.kid})`
+          : r.status === 201
+            ? r.value.hubAcceptsClient
+              ? "registered again with the hub; the bootstrap token auto-approved the cluster"
+              : `registered again with the hub; waiting for the admin to accept the cluster (flotilla accept ${clusterName})`
+            : "the hub confirmed this cluster's registration (same key)",
+        this.fields({ kid: creds.key.kid, hubAcceptsClient: r.value.hubAcceptsClient }),
+      );
+      return true;
+    }
+    const e = r.error;
+    if (e.kind === "unauthorized") {
+      this.recoverCond.set(
+        "token-refused",
+        `the hub refused bootstrap token ${tokenId} (from ${bootstrap.from}) too (401: ${e.message}). To bring the cluster back: re-create that token at the hub ` +
+          `(flotilla token create <its value>, a BootstrapToken with spec.token; docs/agent-protocol.md "Recovery"), or create a new one and put it in Secret ${bootstrapRef} ` +
+          `(key bootstrap-token) or restart the agent with --bootstrap-token <token>. Retrying with backoff`,
+        this.fields(),
+      );
+    } else if (e.kind === "conflict" || e.kind === "invalid" || e.kind === "forbidden") {
+      this.recoverCond.set(
+        `refused:${e.status ?? ""}`,
+        `the hub refused to register this cluster again (${e.status}): ${e.message}; retrying with backoff`,
+        this.fields(),
+      );
+    } else {
+      this.noteHubFailure(e);
+    }
+    return false;
+  }
+
   /** Logs a hub failure once per kind of failure; the caller sleeps. */
   private noteHubFailure(e: HubFailure): void {
     if (e.kind === "unreachable") {
@@ -464,7 +589,10 @@ class AgentRunner {
 
   /**
    * Handles a failed authenticated call other than a heartbeat 403: 401 reloads the Secret
-   * (another process may have rotated the key) and else backs off; anything else backs off.
+   * (another process may have rotated the key) and else backs off; once the hub's definitive
+   * refusals ({@link definitiveRefusal}) have come `refusalsBeforeRegistering` times in a row over
+   * at least `refusedForMs`, the agent registers again with its bootstrap token
+   * ({@link registerAgain}; then `registeredAgain` is set and the delay is 0). Anything else backs off.
    * @returns the delay (ms) before retrying.
    */
   private async onAuthenticatedFailure(e: HubFailure): Promise<number> {
@@ -485,10 +613,28 @@ class AgentRunner {
       this.authCond.set(
         String(e.status),
         e.kind === "unauthorized"
-          ? `hub rejected the agent's credentials (401): ${e.message}; the cluster may have been deleted at the hub; retrying with backoff`
+          ? `hub rejected the agent's credentials (401): ${e.message}; the hub's state may have been lost or the cluster deleted there; retrying with backoff, and registering again with the bootstrap token if the hub keeps refusing`
           : `hub refused the request (403): ${e.message}; retrying with backoff`,
         this.fields(),
       );
+      if (definitiveRefusal(e)) {
+        const now = Date.now();
+        if (this.refusals.count === 0) {
+          // A hub that answers again (after an outage that grew the backoff) is retried from 1 s.
+          this.refusals.sinceMs = now;
+          this.backoff.reset();
+        }
+        this.refusals.count++;
+        if (this.refusals.count >= this.timing.refusalsBeforeRegistering && now - this.refusals.sinceMs >= this.timing.refusedForMs) {
+          if (await this.registerAgain(e)) {
+            this.refusals.count = 0;
+            this.registeredAgain = true;
+            this.authCond.clear(this.fields());
+            this.backoff.reset();
+            return 0;
+          }
+        }
+      }
       return this.backoff.next();
     }
     this.noteHubFailure(e);
@@ -496,6 +642,7 @@ class AgentRunner {
   }
 
   private onHubSuccess(): void {
+    this.refusals.count = 0;
     this.hubCond.clear(this.fields());
     this.authCond.clear(this.fields());
     this.backoff.reset();
@@ -537,6 +684,10 @@ class AgentRunner {
         delay = this.timing.acceptancePollMs;
       } else {
         delay = await this.onAuthenticatedFailure(r.error);
+        if (this.registeredAgain) {
+          this.registeredAgain = false;
+          announced = false;
+        }
       }
       await this.backOff(delay, r.ok ? undefined : r.error);
     }
@@ -581,6 +732,11 @@ class AgentRunner {
         return true;
       } else {
         delay = await this.onAuthenticatedFailure(r.error);
+        // Registered again: the new registration waits for acceptance (or was auto-approved).
+        if (this.registeredAgain) {
+          this.registeredAgain = false;
+          return false;
+        }
       }
       await this.backOff(delay, r.ok ? undefined : r.error);
     }
@@ -673,7 +829,9 @@ class AgentRunner {
  *    token, a new ES256 key, the cluster ID and claims) and store the Secret after a 2xx;
  * 2. poll `GET /agent/v1/clusters/{name}` until `hubAcceptsClient`;
  * 3. heartbeat every `leaseDurationSeconds` (from the hub's last answer) + up to 25 % jitter;
- *    a 403 returns to step 2, a 401 reloads the Secret and retries with backoff;
+ *    a 403 returns to step 2, a 401 reloads the Secret and retries with backoff; the hub's own
+ *    401 three times in a row over 10 s registers again with the bootstrap token (the bootstrap
+ *    Secret's, else `bootstrapToken`), same key and cluster ID, and returns to step 2;
  * 4. an unreachable hub (network error, 5xx, 429) is retried with capped exponential backoff
  *    and full jitter, logging one line when it starts and one when it ends;
  * 5. the work agent (work/loop.ts): once accepted, takes the works its transport delivers (ws,

@@ -13,6 +13,13 @@ import { isConflict, isNotFound, type KubeConfig } from "./kube.ts";
 
 /** Name of the Secret holding the agent's hub credentials. */
 export const CREDENTIALS_SECRET_NAME = "flotilla-hub-credentials";
+/**
+ * Name of the Secret the install manifests create with the agent's configuration (`hub-url`,
+ * `cluster-name`, `bootstrap-token`). The agent reads its `bootstrap-token` again when the hub
+ * refuses its credentials ({@link loadBootstrapToken}), so a token put there later is used
+ * without a restart.
+ */
+export const BOOTSTRAP_SECRET_NAME = "flotilla-bootstrap";
 /** The agent's namespace when `--namespace` is not given. */
 export const DEFAULT_AGENT_NAMESPACE = "flotilla-agent";
 /** `aud` claim of every agent JWT. */
@@ -274,6 +281,27 @@ export async function storeCredentials(kc: KubeConfig, namespace: string, creds:
   const existing = await kc.json("GET", secretPath(namespace, CREDENTIALS_SECRET_NAME));
   const meta = existing.metadata as { resourceVersion?: string } | undefined;
   await kc.json("PUT", secretPath(namespace, CREDENTIALS_SECRET_NAME), { body: secretBody(namespace, creds, meta?.resourceVersion) });
+}
+
+/**
+ * The bootstrap token in the Secret `flotilla-bootstrap` of `namespace` (key `bootstrap-token`,
+ * in `data` or `stringData`), read when the hub refuses the agent's credentials: the Secret is
+ * where the install manifests put the token, and an admin may put a new one there.
+ *
+ * @param kc the member cluster's configuration.
+ * @param namespace the agent's namespace.
+ * @returns the token when the Secret exists and holds a token of kubeadm's form
+ *   (`[a-z0-9]{6}.[a-z0-9]{16}`); `undefined` when it does not, or cannot be read (404, 403, the
+ *   member cluster unreachable: the caller falls back to the token it was started with).
+ */
+export async function loadBootstrapToken(kc: KubeConfig, namespace: string): Promise<string | undefined> {
+  try {
+    const secret: { data?: Record<string, string>; stringData?: Record<string, string> } = await kc.json("GET", secretPath(namespace, BOOTSTRAP_SECRET_NAME));
+    const token = (decode(secret.data, "bootstrap-token") ?? secret.stringData?.["bootstrap-token"] ?? "").trim();
+    return /^[a-z0-9]{6}\.[a-z0-9]{16}$/.test(token) ? token : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -127,6 +127,18 @@ export function hubAbsent(e: HubFailure): boolean {
   return (e.status === 502 || e.status === 503 || e.status === 504) && e.reason === undefined;
 }
 
+/**
+ * Whether a failed call is the hub's own definitive refusal of the agent's credentials: a 401
+ * whose body is the hub's Kubernetes Status with reason `Unauthorized` (src/k8s/errors.ts
+ * `unauthorized`). A 401 from anything in between (a proxy, an edge, a gateway in front of a
+ * hub still starting) carries no such Status and does not count, nor does any other failure
+ * (network, 5xx, 429). The agent registers again with its bootstrap token only after several of
+ * these in a row (agent.ts, "Recovery" in docs/agent-protocol.md).
+ */
+export function definitiveRefusal(e: HubFailure): boolean {
+  return e.kind === "unauthorized" && e.status === 401 && e.reason === "Unauthorized";
+}
+
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }

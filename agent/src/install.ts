@@ -27,7 +27,7 @@
  * replaces that one ClusterRole with narrower rules; the agent's own roles stay as they are.
  */
 import { stringify } from "yaml";
-import { CREDENTIALS_SECRET_NAME, DEFAULT_AGENT_NAMESPACE } from "./credentials.ts";
+import { BOOTSTRAP_SECRET_NAME, CREDENTIALS_SECRET_NAME, DEFAULT_AGENT_NAMESPACE } from "./credentials.ts";
 import type { ClusterClaim } from "../../src/agent/protocol.ts";
 import { isDNS1123Label } from "../../src/k8s/validation.ts";
 import { CLUSTER_PROPERTY_GROUP, CLUSTER_PROPERTY_PLURAL } from "./identity.ts";
@@ -36,7 +36,7 @@ import { isValidClaim } from "./status.ts";
 /** Name of the ServiceAccount, Role, RoleBinding and Deployment. */
 export const AGENT_NAME = "flotilla-agent";
 /** Name of the Secret carrying the agent's configuration (hub URL, cluster name, bootstrap token). */
-export const BOOTSTRAP_SECRET_NAME = "flotilla-bootstrap";
+export { BOOTSTRAP_SECRET_NAME };
 /**
  * Image repository of the agent; the tag is the package version (see {@link defaultAgentImage}).
  * No registry: it is the name docs/install.md builds the image under from agent/Containerfile
@@ -169,8 +169,10 @@ export function clusterRules(namespace: string): PolicyRule[] {
  *   rotation reads and replaces it, leaving the hub deletes it. RBAC cannot limit `create` by
  *   name (the name is not known to the authorizer before the object exists), so `create` is a
  *   rule of its own without `resourceNames`; `get`, `update` and `delete` are limited to that
- *   one Secret. The agent never patches, lists or watches Secrets here, and never reads the
- *   bootstrap Secret (the kubelet injects it as environment variables);
+ *   one Secret. The agent never patches, lists or watches Secrets here. It reads (`get`) the
+ *   bootstrap Secret `flotilla-bootstrap` only when the hub refuses its credentials, to register
+ *   again with the token there (the kubelet injects it as environment variables at start, and an
+ *   admin may have put a new one there since);
  * - ConfigMaps: one AppliedManifestWork record per work (`flotilla-work-<work>`, listed by
  *   label at start, created, replaced and deleted with the work).
  *
@@ -180,6 +182,7 @@ export function namespaceRules(): PolicyRule[] {
   return [
     { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
     { apiGroups: [""], resources: ["secrets"], resourceNames: [CREDENTIALS_SECRET_NAME], verbs: ["get", "update", "delete"] },
+    { apiGroups: [""], resources: ["secrets"], resourceNames: [BOOTSTRAP_SECRET_NAME], verbs: ["get"] },
     { apiGroups: [""], resources: ["configmaps"], verbs: ["get", "list", "create", "update", "delete"] },
   ];
 }

@@ -239,7 +239,28 @@ const FIELD_DOCS: Record<string, string> = {
   "BootstrapToken.spec.ttlSeconds": "Lifetime of the token in seconds (default 86400, at most one year); 0 means it never expires.",
   "BootstrapToken.spec.autoApprove": "Whether a cluster registering with this token is accepted at once (hubAcceptsClient true).",
   "BootstrapToken.spec.description": "A free-form description (at most 1024 characters).",
+  "BootstrapToken.spec.token":
+    "Write-only, on create only: the token itself (<id>.<secret>, [a-z0-9]{6}.[a-z0-9]{16}) instead of a generated one, e.g. to re-create the token agents were installed with on a hub whose state was lost. Its ID becomes the object's name. The hub keeps only a hash: it is never stored or served.",
   "BootstrapToken.status": "Server-set: `token` (only in the create response) and `expirationTimestamp`.",
+  "WebhookReceiver.spec": "What a signed delivery to the receiver's webhookPath does (after Flux's Receiver).",
+  "WebhookReceiver.spec.type":
+    "generic: the signature is X-Signature-256 (sha256=<hex HMAC-SHA256 of the body>) and the delivery ID X-Delivery-Id; github: X-Hub-Signature-256 and X-GitHub-Delivery, and a ping event is answered 200 without acting.",
+  "WebhookReceiver.spec.secretRef": "The Secret, in the receiver's namespace, whose data.token is the HMAC key deliveries are signed with.",
+  "WebhookReceiver.spec.secretRef.name": "The Secret's name.",
+  "WebhookReceiver.spec.target":
+    "The object a delivery acts on, in the receiver's namespace: a ManifestWorkReplicaSet (work.open-cluster-management.io/v1alpha1) or a Placement (cluster.open-cluster-management.io/v1beta1).",
+  "WebhookReceiver.spec.target.apiVersion": "work.open-cluster-management.io/v1alpha1 or cluster.open-cluster-management.io/v1beta1.",
+  "WebhookReceiver.spec.target.kind": "ManifestWorkReplicaSet or Placement.",
+  "WebhookReceiver.spec.target.name": "The target's name.",
+  "WebhookReceiver.spec.action": "What a delivery does to the target.",
+  "WebhookReceiver.spec.action.type":
+    "Reevaluate: schedule the target again (no patch); MergePatch: apply patch as an RFC 7386 merge patch; JSONPatch: apply patch as an RFC 6902 JSON patch.",
+  "WebhookReceiver.spec.action.patch":
+    "The patch (MergePatch: a JSON object; JSONPatch: an array of operations). Its string values (in a JSON patch, only operations' value) may hold templates {{ .a.b }} filled from the delivery's JSON payload.",
+  "WebhookReceiver.status": "Set by the hub.",
+  "WebhookReceiver.status.webhookPath": "The receiver's unguessable path, /hooks/<sha256>, chosen on create and kept across updates: POST deliveries there.",
+  "WebhookReceiver.status.observedGeneration": "The generation the status was computed for.",
+  "WebhookReceiver.status.conditions": "Conditions: Ready (the Secret and the target exist and the spec is valid).",
 };
 
 function fieldDoc(kind: string, path: string[]): string | undefined {
@@ -289,6 +310,9 @@ function tidy(node: JsonSchema, kind: string, path: string[]): void {
     for (const [name, child] of Object.entries(node.properties)) {
       if (!isObj(child)) continue;
       const childPath = [...path, name];
+      // A field of any JSON value (zod's unknown: `{}`) is marked as kube marks free-form fields,
+      // so clients know it holds what it holds (kubectl explain fails on an empty schema).
+      if (Object.keys(child).length === 0 || (Object.keys(child).length === 1 && "description" in child)) child["x-kubernetes-preserve-unknown-fields"] = true;
       const doc = fieldDoc(kind, childPath);
       if (doc && child.description === undefined) child.description = doc;
       tidy(child, kind, childPath);

@@ -18,7 +18,7 @@ import { isDNS1123Label } from "../k8s/validation.ts";
 import { findKind, KINDS, servedGroups } from "../kinds/index.ts";
 import { FINALIZE_EXTRA, NamespaceKind } from "../kinds/namespace.ts";
 import { admitNamespace } from "../namespaces/lifecycle.ts";
-import { randomToken, sha256Hex } from "../kinds/bootstraptoken.ts";
+import { randomToken, sha256Hex, takeChosenToken } from "../kinds/bootstraptoken.ts";
 import { bearerToken } from "../auth/credentials.ts";
 import { apiAccess } from "../auth/request.ts";
 import { authorizeRequest, isPrivileged, rbacWriteExtras } from "../auth/rbac-store.ts";
@@ -359,7 +359,9 @@ async function writeValidated(c: Ctx, t: Target, req: WriteRequest): Promise<Res
     const meta = isJsonObject(req.body) && isJsonObject(req.body.metadata) ? req.body.metadata : {};
     name = typeof meta.name === "string" && meta.name ? meta.name : undefined;
     if (t.def === findKind("flotilla.dev", "v1alpha1", "bootstraptokens")) {
-      secret = randomToken(16);
+      // The admin's chosen token (spec.token, write-only) or a generated one; only its hash is kept.
+      secret = takeChosenToken(req.body) ?? randomToken(16);
+      if (isJsonObject(req.body) && isJsonObject(req.body.metadata) && typeof req.body.metadata.name === "string") name = req.body.metadata.name;
       extras = { secretHash: await sha256Hex(secret) };
     }
   }
@@ -402,6 +404,7 @@ async function admitOcm(c: Ctx, t: Target, req: WriteRequest, name: string | und
  * conditions) are absent or stale in the answer. @throws ApiError as the real write would
  */
 async function writeDryRun(c: Ctx, t: Target, req: WriteRequest): Promise<Response> {
+  if (req.verb === "create" && t.def === findKind("flotilla.dev", "v1alpha1", "bootstraptokens")) takeChosenToken(req.body);
   const meta = req.verb === "create" && isJsonObject(req.body) && isJsonObject(req.body.metadata) ? req.body.metadata : {};
   const name = req.verb === "create" ? (typeof meta.name === "string" ? meta.name : undefined) : t.name;
   const current = name ? await storeOf(c.env, t.def).get(t.namespace, name) : null;

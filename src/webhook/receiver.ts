@@ -104,10 +104,16 @@ async function signingKey(env: Env, namespace: string, secretName: string): Prom
   return key;
 }
 
-/** The JSON payload the templates read: the body, or GitHub's form-encoded `payload` field. @throws ApiError 400 */
+/**
+ * The JSON payload the templates read: the body whatever its content type, or GitHub's
+ * form-encoded `payload` field (a form-encoded body that is not itself a JSON object or array).
+ * `curl -d` sends `application/x-www-form-urlencoded` unless told otherwise, so a JSON body is
+ * read as JSON under that type too. @throws ApiError 400
+ */
 function parsePayload(c: Ctx, body: Uint8Array): unknown {
   let text = new TextDecoder().decode(body);
-  if ((c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase() === "application/x-www-form-urlencoded") {
+  const form = (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase() === "application/x-www-form-urlencoded";
+  if (form && !/^\s*[[{]/.test(text)) {
     text = new URLSearchParams(text).get("payload") ?? "";
   }
   try {

@@ -812,6 +812,81 @@ describe("agent loop", () => {
     await a.stop();
   });
 
+  it("a hub that keeps refusing the credentials (its state lost) gets the cluster registered again with the bootstrap token, same key and ID", async () => {
+    const { kc } = await sim();
+    const hub = await hubStub();
+    hub.state.accepted = true;
+    const { log, lines } = memoryLogger();
+    const timing = { ...FAST, refusedForMs: 150 };
+    const a = await agent({ hubUrl: hub.url, clusterName: "c1", bootstrapToken: TOKEN, kubeConfig: kc, logger: log, timing });
+    await until(() => a.state() === "heartbeating" && hub.requests.some((r) => r.path.endsWith("/heartbeat")), 10_000, "heartbeat");
+    const first = hub.requests.find((r) => r.path === "/agent/v1/register")!;
+
+    // The hub forgets everything: every call is its own 401 Status (reason Unauthorized).
+    hub.keys.clear();
+    hub.state.accepted = false;
+    await until(() => hub.requests.filter((r) => r.path === "/agent/v1/register").length === 2, 10_000, "a second registration");
+    const again = hub.requests.filter((r) => r.path === "/agent/v1/register")[1]!;
+    expect(again.body?.clusterId).toBe(first.body?.clusterId);
+    expect(again.body?.publicKey).toEqual(first.body?.publicKey);
+    await until(() => a.state() === "waiting-for-acceptance", 10_000, "waiting for acceptance again");
+    expect(count(lines, /refused this cluster's credentials since .*registering again with bootstrap token abcdef \(from --bootstrap-token\)/)).toBe(1);
+    expect(count(lines, /registered again with the hub; waiting for the admin to accept the cluster \(flotilla accept c1\)/)).toBe(1);
+    hub.state.accepted = true;
+    const from = hub.requests.length;
+    await until(() => a.state() === "heartbeating" && hub.requests.slice(from).some((r) => r.path.endsWith("/heartbeat")), 10_000, "heartbeating again");
+    expect(hub.requests.filter((r) => r.path === "/agent/v1/register")).toHaveLength(2);
+    await a.stop();
+  });
+
+  it("a 401 that is not the hub's Status never re-registers; without a bootstrap token the agent says what to do, then takes one from the bootstrap Secret", async () => {
+    const { kc } = await sim();
+    const mode = { proxy: false };
+    const hub = await hubStub((r) =>
+      mode.proxy && r.path !== "/agent/v1/register" ? { status: 401, json: "<html>401 Authorization Required</html>" } : undefined,
+    );
+    hub.state.accepted = true;
+    const { log, lines } = memoryLogger();
+    const timing = { ...FAST, refusedForMs: 50 };
+    const a = await agent({ hubUrl: hub.url, clusterName: "c1", bootstrapToken: TOKEN, kubeConfig: kc, logger: log, timing });
+    await until(() => a.state() === "heartbeating" && hub.requests.some((r) => r.path.endsWith("/heartbeat")), 10_000, "heartbeat");
+    // A proxy in front of the hub answers 401 without a Kubernetes Status: retried, never a registration.
+    mode.proxy = true;
+    let since = hub.requests.length;
+    await until(() => hub.requests.slice(since).filter((r) => r.path.endsWith("/heartbeat")).length >= 5, 10_000, "refused heartbeats");
+    expect(count(lines, /rejected the agent's credentials \(401\)/)).toBe(1);
+    expect(hub.requests.filter((r) => r.path === "/agent/v1/register")).toHaveLength(1);
+    mode.proxy = false;
+    await until(() => count(lines, /accepts the agent.s credentials again/) === 1, 10_000, "recovery");
+    await a.stop();
+
+    // Restarted without a token (its Secret holds its credentials), then the hub forgets it.
+    const b = await agent({ hubUrl: hub.url, clusterName: "c1", kubeConfig: kc, logger: log, timing });
+    since = hub.requests.length;
+    await until(() => hub.requests.slice(since).some((r) => r.path.endsWith("/heartbeat")), 10_000, "heartbeat after restart");
+    hub.keys.clear();
+    await until(() => count(lines, /has no bootstrap token to register again with/) === 1, 10_000, "the instructions");
+    const said = lines.find((l) => /has no bootstrap token/.test(l))!;
+    expect(said).toMatch(/flotilla token create/);
+    expect(said).toMatch(/Secret flotilla-agent\/flotilla-bootstrap \(key bootstrap-token/);
+    expect(said).toMatch(/--bootstrap-token/);
+    expect(hub.requests.filter((r) => r.path === "/agent/v1/register")).toHaveLength(1);
+    // The admin puts a token in the bootstrap Secret: the agent's next try registers with it.
+    await kc.json("POST", "/api/v1/namespaces/flotilla-agent/secrets", {
+      body: {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: "flotilla-bootstrap", namespace: "flotilla-agent" },
+        stringData: { "bootstrap-token": "zyxwvu.fedcba9876543210" },
+      },
+    });
+    await until(() => hub.requests.filter((r) => r.path === "/agent/v1/register").length === 2, 10_000, "registration with the Secret's token");
+    expect(count(lines, /registering again with bootstrap token zyxwvu \(from Secret flotilla-agent\/flotilla-bootstrap\)/)).toBe(1);
+    expect(lines.some((l) => l.includes("fedcba9876543210") || l.includes("0123456789abcdef"))).toBe(false);
+    await until(() => b.state() === "heartbeating", 10_000, "heartbeating again");
+    await b.stop();
+  });
+
   it("poll transport: an idle agent sends only heartbeats; works are fetched when the heartbeat's ETag changed, never held", async () => {
     const { kc } = await sim();
     const hub = await hubStub();

@@ -251,6 +251,7 @@ describe("install manifests: shapes", () => {
       rules: [
         { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
         { apiGroups: [""], resources: ["secrets"], resourceNames: [CREDENTIALS_SECRET_NAME], verbs: ["get", "update", "delete"] },
+        { apiGroups: [""], resources: ["secrets"], resourceNames: ["flotilla-bootstrap"], verbs: ["get"] },
         { apiGroups: [""], resources: ["configmaps"], verbs: ["get", "list", "create", "update", "delete"] },
       ],
     });
@@ -290,7 +291,9 @@ describe("install manifests: shapes", () => {
     expect(can(requestAttributes("GET", "/livez"))).toBe(true);
     expect(can(requestAttributes("GET", "/api/v1/namespaces/default"))).toBe(false);
     expect(can(requestAttributes("GET", "/api/v1/namespaces/fleet/secrets"))).toBe(false);
-    expect(can(requestAttributes("GET", `/api/v1/namespaces/fleet/secrets/${BOOTSTRAP_SECRET_NAME}`))).toBe(false);
+    // The bootstrap Secret is read only when the hub refuses the credentials (recovery); never written.
+    expect(can(requestAttributes("GET", `/api/v1/namespaces/fleet/secrets/${BOOTSTRAP_SECRET_NAME}`))).toBe(true);
+    expect(can(requestAttributes("PUT", `/api/v1/namespaces/fleet/secrets/${BOOTSTRAP_SECRET_NAME}`))).toBe(false);
     expect(can(requestAttributes("POST", "/api/v1/namespaces/default/secrets"))).toBe(false);
     expect(can(requestAttributes("GET", "/api/v1/nodes/sim-node-1"))).toBe(false);
     expect(can(requestAttributes("GET", "/readyz"))).toBe(false);

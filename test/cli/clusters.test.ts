@@ -76,6 +76,19 @@ describe("flotilla: tokens, accept/deny, get clusters, taints (real hub and agen
       expect(named.stdout).toContain("accepted as it registers (auto-approve)");
     });
 
+    it("token create <token> re-creates a chosen token (a restored hub); a malformed one fails naming spec.token", async () => {
+      const chosen = "cli0ab.0123456789abcdef";
+      const r = await flotilla(["token", "create", chosen, "-o", "json"], { hub });
+      expect(r.code, r.stderr).toBe(0);
+      const obj = JSON.parse(r.stdout);
+      expect(obj.metadata.name).toBe("cli0ab");
+      expect(obj.status.token).toBe(chosen);
+      expect(obj.spec.token).toBeUndefined();
+      const bad = await flotilla(["token", "create", "nope"], { hub });
+      expect(bad.code).toBe(1);
+      expect(bad.stderr).toContain("spec.token");
+    });
+
     it("token list shows IDs, token delete revokes; an unknown ID fails with a hint", async () => {
       const created = JSON.parse((await flotilla(["token", "create", "--description", "to-revoke", "-o", "json"], { hub })).stdout);
       const id = created.metadata.name as string;
@@ -247,6 +260,26 @@ describe("flotilla: tokens, accept/deny, get clusters, taints (real hub and agen
         (await fetch(`${hub.url}/agent/v1/clusters/rekey1`, { headers: { authorization: `Bearer ${await signAgentToken("rekey1", key)}` } })).status;
       expect(await info(second)).toBe(200);
       expect(await info(first)).toBe(401);
+    });
+
+    it("accept --wait on a joined cluster whose agent re-registered with a new key fails at once, naming the key, never 'joined'", async () => {
+      // cli1 is Joined and Available; another agent registers it with a new key (as after the
+      // README's HTTPS section, run after the quick start): that key is held pending.
+      const mc = (await admin(hub, "GET", `${MC}/cli1`)).body;
+      const id = mc.status.clusterClaims.find((c: { name: string }) => c.name === "id.k8s.io").value as string;
+      const token = await createBootstrapToken(hub);
+      const key = await generateAgentKeyPair();
+      const r = await fetch(`${hub.url}/agent/v1/register`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ clusterName: "cli1", clusterId: id, publicKey: key.publicJwk, proof: await signProof("cli1", key, id) }),
+      });
+      expect(r.status).toBe(202);
+      const waited = await flotilla(["accept", "cli1", "--wait", "--timeout", "60s"], { hub });
+      expect(waited.code).toBe(1);
+      expect(waited.stdout).not.toContain("joined and is available");
+      expect(waited.stderr).toContain(`Error: cluster cli1 cannot join: its agent registered with a new key ${key.kid}`);
+      expect(waited.stderr).toContain(`Hint: if that key is your agent's (its log names it), run \`flotilla accept cli1 --key ${key.kid}\``);
     });
 
     it("deny --wait revokes an accepted cluster; denying again says it is not accepted; unknown clusters fail", async () => {

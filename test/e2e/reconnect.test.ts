@@ -1,10 +1,18 @@
 /**
- * End to end: five agent processes (`flotilla-agent --simulate`, default backoff: 1 s doubling
+ * End to end, two scenarios of a hub that goes away.
+ *
+ * 1. Recovery (issue 40): two agents (ws and poll) run while the hub's state is wiped (a new
+ *    hub on the same port and admin token, an empty state folder). The admin re-creates the
+ *    bootstrap token the agents were started with (`spec.token`) and accepts the clusters; the
+ *    agents, neither restarted nor touched, register again with that token, keeping their key and
+ *    cluster ID, and their clusters are Available again.
+ * 2. End to end: five agent processes (`flotilla-agent --simulate`, default backoff: 1 s doubling
  * to a 60 s cap) lose their hub (`wrangler dev`) for longer than that cap, and the hub comes back
  * on the same port with the same state. Each agent must heartbeat again within 10 s of the hub's
  * return, however far its backoff had grown: a cheap `GET /livez` probe under the backoff ends it
  * as soon as the hub answers (issue 27; agent/src/backoff.ts `sleepProbing`).
  */
+import { randomBytes } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -28,14 +36,19 @@ function logTimes(output: string, from: number, re: RegExp): number[] {
   return times;
 }
 
+/** The hub of the file: the second scenario takes the one the first leaves running. */
+let hub: Hub | undefined;
+
+afterAll(async () => {
+  await hub?.stop();
+});
+
 describe("agents come back within 10 s of the hub's return, however long the outage", () => {
-  let hub: Hub | undefined;
   const agents: AgentProcess[] = [];
   const dir = mkdtempSync(path.join(tmpdir(), "flotilla-reconnect-"));
 
   afterAll(async () => {
     for (const a of agents) await stopAgent(a);
-    await hub?.stop();
   });
 
   it(`five agents heartbeat again within ${BACK_WITHIN_MS / 1000} s of a hub down for ${OUTAGE_MS / 1000} s`, { timeout: 360_000 }, async () => {
@@ -86,6 +99,70 @@ describe("agents come back within 10 s of the hub's return, however long the out
         async () => cond((await admin(hub!, "GET", `${MC}/${name}`)).body, "ManagedClusterConditionAvailable")?.status === "True",
         30_000,
       );
+    }
+  });
+});
+
+describe("a hub whose state is wiped while agents run gets every cluster back", () => {
+  const agents: AgentProcess[] = [];
+  const dir = mkdtempSync(path.join(tmpdir(), "flotilla-recovery-"));
+  const names = ["rv1", "rv2"];
+
+  afterAll(async () => {
+    for (const a of agents) await stopAgent(a);
+  });
+
+  it("the agents register again with their bootstrap token, and are Available after acceptance", { timeout: 240_000 }, async () => {
+    hub ??= await startHub();
+    const { url, adminToken } = hub;
+    const port = Number(new URL(url).port);
+    const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+    const pick = (n: number) => [...randomBytes(n)].map((b) => alphabet[b % alphabet.length]).join("");
+    const token = `${pick(6)}.${pick(16)}`;
+    expect(await createBootstrapToken(hub, { token })).toBe(token);
+    for (const [i, name] of names.entries()) {
+      const transport = i === 0 ? "ws" : "poll";
+      agents.push(
+        startAgent(hub, ["--cluster-name", name, "--bootstrap-token", token, "--transport", transport, "--simulate-state", path.join(dir, `${name}.json`)]),
+      );
+    }
+    const accept = async (name: string) => {
+      await waitFor(`${name} to be registered`, async () => (await admin(hub!, "GET", `${MC}/${name}`)).status === 200, 60_000);
+      // A short lease, so that the agents meet the wiped hub's refusals soon.
+      const r = await admin(hub!, "PATCH", `${MC}/${name}`, { spec: { hubAcceptsClient: true, leaseDurationSeconds: 5 } }, merge);
+      expect(r.status).toBe(200);
+    };
+    const available = (name: string) =>
+      waitFor(
+        `${name} to be Available`,
+        async () => cond((await admin(hub!, "GET", `${MC}/${name}`)).body, "ManagedClusterConditionAvailable")?.status === "True",
+        90_000,
+      );
+    for (const name of names) await accept(name);
+    for (const name of names) await available(name);
+    const ids = await Promise.all(
+      names.map(async (n) => (await admin(hub!, "GET", `${MC}/${n}`)).body.status.clusterClaims.find((c: { name: string }) => c.name === "id.k8s.io")?.value),
+    );
+    const marks = agents.map((a) => a.output().length);
+
+    // The hub's state is lost: a new hub on the same port and admin token, from an empty folder.
+    await hub.stop();
+    hub = await startHub({ port, adminToken });
+    const wiped = Date.now();
+    expect((await admin(hub, "GET", `${MC}/${names[0]}`)).status).toBe(404);
+    // The admin re-creates the token the agents were installed with; nothing is done on the members.
+    expect(await createBootstrapToken(hub, { token })).toBe(token);
+    for (const name of names) await accept(name);
+    for (const name of names) await available(name);
+    console.log(`recovery: every cluster Available ${Date.now() - wiped} ms after the wiped hub started`);
+    for (const [i, a] of agents.entries()) {
+      expect(a.child.exitCode, `${names[i]} still runs`).toBeNull();
+      expect(a.output().slice(marks[i])).toMatch(
+        new RegExp(`registering again with bootstrap token ${token.split(".")[0]} \\(from --bootstrap-token\\), same key and cluster ID`),
+      );
+      expect(a.output()).not.toContain(token.split(".")[1]);
+      const mc = (await admin(hub, "GET", `${MC}/${names[i]}`)).body;
+      expect(mc.status.clusterClaims.find((c: { name: string }) => c.name === "id.k8s.io")?.value).toBe(ids[i]);
     }
   });
 });

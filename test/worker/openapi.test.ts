@@ -117,6 +117,30 @@ describe("OpenAPI v3 group-version documents", () => {
     expect(flotilla.components.schemas["dev.flotilla.v1alpha1.BootstrapToken"]).toBeDefined();
   });
 
+  it("describes every field of Flotilla's own kinds; a free-form field (a webhook's patch) is marked as kube marks one, never an empty schema", async () => {
+    const doc = await gvDoc("flotilla.dev/v1alpha1");
+    const undescribed: string[] = [];
+    const empty: string[] = [];
+    const walk = (node: Json, at: string) => {
+      for (const [name, child] of Object.entries((node.properties ?? {}) as Record<string, Json>)) {
+        const p = `${at}.${name}`;
+        if (!child.description) undescribed.push(p);
+        if (Object.keys(child).filter((k) => k !== "description").length === 0) empty.push(p);
+        walk(child.type === "array" ? child.items : child, p);
+      }
+    };
+    for (const kind of ["WebhookReceiver", "BootstrapToken"]) {
+      const schema = doc.components.schemas[`dev.flotilla.v1alpha1.${kind}`];
+      for (const part of ["spec", "status"]) walk({ properties: { [part]: schema.properties[part] } }, kind);
+    }
+    expect(undescribed).toEqual([]);
+    expect(empty).toEqual([]);
+    const patch = field(doc.components.schemas["dev.flotilla.v1alpha1.WebhookReceiver"], "spec.action.patch");
+    expect(patch["x-kubernetes-preserve-unknown-fields"]).toBe(true);
+    expect(patch.description).toMatch(/merge patch|JSON object/i);
+    expect(field(doc.components.schemas["dev.flotilla.v1alpha1.BootstrapToken"], "spec.token").description).toMatch(/write-only/i);
+  });
+
   it("publishes the validation rules of the zod schemas: taint effect enum and required fields, placement weight bounds", async () => {
     const mc = (await gvDoc("cluster.open-cluster-management.io/v1")).components.schemas["io.open-cluster-management.cluster.v1.ManagedCluster"];
     const taints = field(mc, "spec.taints");

@@ -103,6 +103,42 @@ describe("registration (double opt-in)", () => {
     expect((await call("GET", `${MC}/exp1`)).status).toBe(404);
   });
 
+  it("the admin may choose the token (spec.token, write-only): agents installed with it register; never stored or served", async () => {
+    const BT = "/apis/flotilla.dev/v1alpha1/bootstraptokens";
+    const chosen = "rcvr01.abcdefghij012345";
+    const created = await call("POST", BT, { apiVersion: "flotilla.dev/v1alpha1", kind: "BootstrapToken", spec: { autoApprove: true, token: chosen } });
+    expect(created.status).toBe(201);
+    expect(created.body.metadata.name).toBe("rcvr01");
+    expect(created.body.status.token).toBe(chosen);
+    expect(created.body.spec.token).toBeUndefined();
+    const read = await call("GET", `${BT}/rcvr01`);
+    expect(JSON.stringify(read.body)).not.toContain("abcdefghij012345");
+    const { res } = await register(chosen, "chosen1", "id-chosen1");
+    expect(res.status).toBe(201);
+    expect(res.body.hubAcceptsClient).toBe(true);
+    // The same ID again is taken; a malformed token, or one naming another ID than the name, is 422.
+    expect((await call("POST", BT, { apiVersion: "flotilla.dev/v1alpha1", kind: "BootstrapToken", spec: { token: chosen } })).status).toBe(409);
+    const bad = await call("POST", BT, { apiVersion: "flotilla.dev/v1alpha1", kind: "BootstrapToken", spec: { token: "short.token" } });
+    expect(bad.status).toBe(422);
+    expect(bad.body.details.causes[0].field).toBe("spec.token");
+    const other = await call("POST", BT, {
+      apiVersion: "flotilla.dev/v1alpha1",
+      kind: "BootstrapToken",
+      metadata: { name: "other1" },
+      spec: { token: chosen },
+    });
+    expect(other.status).toBe(422);
+    // A dry run neither stores it nor echoes it into the spec.
+    const dry = await call("POST", `${BT}?dryRun=All`, {
+      apiVersion: "flotilla.dev/v1alpha1",
+      kind: "BootstrapToken",
+      spec: { token: "rcvr02.abcdefghij012345" },
+    });
+    expect(dry.status).toBe(201);
+    expect(dry.body.spec.token).toBeUndefined();
+    expect((await call("GET", `${BT}/rcvr02`)).status).toBe(404);
+  });
+
   it("enforces cluster ID uniqueness and lets a restart back in", async () => {
     const token = await createToken();
     const first = await register(token, "uniq1", "id-shared");

@@ -299,6 +299,21 @@ describe("POST /hooks/{id}", () => {
     expect((await call("GET", `${MWRS("apps")}/web`)).body.metadata.annotations["example.com/commit"]).toBe("def456");
   });
 
+  it("a JSON body is read as JSON whatever its content type (curl -d sends application/x-www-form-urlencoded)", async () => {
+    const body = JSON.stringify({ release: { tag: "1.29" } });
+    const res = await exports.default.fetch(`https://hub.test${releasePath}`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        "X-Delivery-Id": "d-curl",
+        "X-Signature-256": `sha256=${await hmacHex("s3cret", body)}`,
+      },
+      body,
+    });
+    expect(res.status, await res.clone().text()).toBe(200);
+    expect(await image()).toBe("nginx:1.29");
+  });
+
   it("MergePatch on an MWRS changes its spec", async () => {
     const path = await receiver("apps", "mwrs-merge", spec({ type: "MergePatch", patch: { spec: { cascadeDeletionPolicy: "{{ .policy }}" } } }));
     const r = await generic(path, { policy: "Foreground" });

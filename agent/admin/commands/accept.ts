@@ -2,14 +2,17 @@
  * `flotilla accept` and `flotilla deny`: the hub side of OCM's double opt-in. Both merge-patch
  * `spec.hubAcceptsClient` of ManagedClusters (as `clusteradm accept` does); `--wait` polls until
  * an accepted cluster is Joined and Available (waiting first for it to register, if needed), or
- * until a denied one is no longer HubAccepted. `accept --key <kid>` accepts the key a
+ * until a denied one is no longer HubAccepted. A cluster that was accepted before the command must
+ * also renew its lease after the command started (conditions a departed agent left behind are
+ * not a join), and a registration waiting with a new key fails the wait at once, naming the key
+ * to accept: its agent cannot join until an admin accepts it. `accept --key <kid>` accepts the key a
  * registration with a new key is waiting with (the annotation `flotilla.dev/pending-key-id`), as
  * OCM's admin approves a cluster's new CSR.
  */
 import { Command, InvalidArgumentError } from "commander";
 import { clusterNames, commaList, conditionStatus, getCluster, isJoinedAndAvailable, isNotFound, NO_SUCH_CLUSTER } from "../clusters.ts";
 import type { CommandContext } from "../context.ts";
-import { renderError, ReportedFailure } from "../errors.ts";
+import { CliError, renderError, ReportedFailure } from "../errors.ts";
 import { ClusterConditions, Paths, type KubeObject } from "../resources.ts";
 import { parseDuration } from "../time.ts";
 import { pollUntil } from "../wait.ts";
@@ -91,8 +94,33 @@ async function acceptKey(ctx: CommandContext, mc: KubeObject, kid: string): Prom
   ctx.out(`key ${kid} accepted: it is now cluster ${name}'s only key\n`);
 }
 
+/**
+ * The error of a wait that cannot end: a registration of cluster `name` waits with key `kid`, so
+ * the agent running it cannot join until an admin accepts the key (docs/agent-protocol.md, "A new
+ * key for a known cluster").
+ */
+function pendingKeyError(name: string, kid: string): CliError {
+  return new CliError(
+    `cluster ${name} cannot join: its agent registered with a new key ${kid}, which the hub holds until an admin accepts it`,
+    `if that key is your agent's (its log names it), run \`flotilla accept ${name} --key ${kid}\``,
+  );
+}
+
+/** `renewTime` of the cluster's Lease (`managed-cluster-lease` in its namespace) in epoch ms, or undefined (none yet). */
+async function leaseRenewedMs(ctx: CommandContext, name: string): Promise<number | undefined> {
+  try {
+    const lease = await ctx.client().get<KubeObject>(`/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(name)}/leases/managed-cluster-lease`);
+    const t = Date.parse(String((lease.spec as { renewTime?: string } | undefined)?.renewTime ?? ""));
+    return Number.isNaN(t) ? undefined : t;
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
 async function acceptOne(ctx: CommandContext, name: string, wait: WaitSettings | undefined, key?: string): Promise<void> {
   const client = ctx.client();
+  const startedMs = Date.now();
   const mc = await findCluster(ctx, name, wait);
   if (key) await acceptKey(ctx, mc, key);
   else if (mc.metadata.annotations?.[PENDING_KEY_ANNOTATION]) {
@@ -101,7 +129,8 @@ async function acceptOne(ctx: CommandContext, name: string, wait: WaitSettings |
       `cluster ${name}: a registration is waiting with a new key ${pending}; if it is your agent's (its log names its key), run \`flotilla accept ${name} --key ${pending}\`\n`,
     );
   }
-  if (mc.spec?.hubAcceptsClient === true) ctx.out(`cluster ${name} is already accepted\n`);
+  const alreadyAccepted = mc.spec?.hubAcceptsClient === true;
+  if (alreadyAccepted) ctx.out(`cluster ${name} is already accepted\n`);
   else {
     await client.mergePatch(Paths.managedClusters(name), { spec: { hubAcceptsClient: true } }, { hints: { notFound: NO_SUCH_CLUSTER } });
     ctx.out(`cluster ${name} accepted\n`);
@@ -114,10 +143,15 @@ async function acceptOne(ctx: CommandContext, name: string, wait: WaitSettings |
     timeoutHint: `is its agent running? the agent's log says why it has not joined; \`flotilla get clusters ${name}\` shows its state`,
     probe: async () => {
       const cur = await getCluster(client, name);
-      return {
-        done: isJoinedAndAvailable(cur),
-        state: `waiting for cluster ${name} to join (${Joined}=${conditionStatus(cur, Joined)}, ${Available}=${conditionStatus(cur, Available)})`,
-      };
+      const pending = cur.metadata.annotations?.[PENDING_KEY_ANNOTATION];
+      if (pending && pending !== key) throw pendingKeyError(name, pending);
+      const state = `waiting for cluster ${name} to join (${Joined}=${conditionStatus(cur, Joined)}, ${Available}=${conditionStatus(cur, Available)})`;
+      if (!isJoinedAndAvailable(cur)) return { done: false, state };
+      // Accepted before: its conditions may be a departed agent's; a renewal since we started is a live one.
+      if (!alreadyAccepted) return { done: true, state };
+      const renewed = await leaseRenewedMs(ctx, name);
+      const live = renewed !== undefined && renewed >= startedMs - 1000;
+      return { done: live, state: live ? state : `waiting for cluster ${name}'s agent to renew its lease` };
     },
   });
   ctx.out(`cluster ${name} joined and is available\n`);

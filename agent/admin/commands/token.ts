@@ -16,6 +16,8 @@ interface TokenCreateOptions {
   ttl?: number;
   autoApprove?: boolean;
   description?: string;
+  /** The token itself (`<id>.<secret>`) instead of a generated one (`spec.token`, write-only). */
+  token?: string;
   clusterName?: string;
   image?: string;
   output?: OutputFormat;
@@ -84,6 +86,7 @@ async function create(ctx: CommandContext, opts: TokenCreateOptions): Promise<vo
   const spec: Record<string, unknown> = { autoApprove: opts.autoApprove === true };
   if (opts.ttl !== undefined) spec.ttlSeconds = opts.ttl;
   if (opts.description !== undefined) spec.description = opts.description;
+  if (opts.token !== undefined) spec.token = opts.token;
   const obj = await ctx
     .client()
     .create<KubeObject>(Paths.bootstrapTokens(), { apiVersion: "flotilla.dev/v1alpha1", kind: "BootstrapToken", metadata: {}, spec });
@@ -135,6 +138,10 @@ export function registerToken(program: Command, context: (cmd: Command) => Comma
     .option("--ttl <duration>", "lifetime: seconds or 30m, 1h, 2d; 0 never expires (hub default 24h)", ttlArg)
     .option("--auto-approve", "accept clusters that register with this token without `flotilla accept`")
     .option("--description <text>", "what the token is for")
+    .argument(
+      "[token]",
+      "the token itself (<id>.<secret>) instead of a generated one, as `kubeadm token create <token>`: re-creates the token agents were installed with on a hub whose state was lost",
+    )
     .option("--cluster-name <name>", "cluster name to put in the printed commands (default: a placeholder)")
     .option("--image <image>", "agent container image to put in the printed install command (default flotilla-agent:<version>; docs/install.md builds it)")
     .addOption(new Option("-o, --output <format>", "print the BootstrapToken (with status.token) as json or yaml").choices(OUTPUT_FORMATS))
@@ -142,7 +149,7 @@ export function registerToken(program: Command, context: (cmd: Command) => Comma
       "after",
       "\nExamples:\n  flotilla token create --ttl 1h\n  flotilla token create --auto-approve --cluster-name edge-1 -o json\n  flotilla token create --image registry.example.com/flotilla-agent:0.1.0",
     )
-    .action((opts: TokenCreateOptions, cmd: Command) => create(context(cmd), opts));
+    .action((token: string | undefined, opts: TokenCreateOptions, cmd: Command) => create(context(cmd), { ...opts, ...(token ? { token } : {}) }));
   token
     .command("list")
     .description("List bootstrap tokens (their IDs, never their secrets)")
