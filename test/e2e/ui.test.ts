@@ -233,6 +233,36 @@ describe("the dashboard in Chromium (wrangler dev + agents on simulated clusters
     expect(loads).toBe(before);
   });
 
+  it("mid-rollout, shows the clusters still on the old template as to apply, with the hub's count", async () => {
+    const before = loads;
+    await go("#/replicasets/apps/rollout");
+    await page.locator('[data-progress="3/3"]').waitFor({ timeout: ON_PAGE_MS });
+    // A new template, one cluster at a time, each soaking an hour: c1 gets it and succeeds, c3 and
+    // c4 keep the old one (their works still Applied and Available, at their own generation).
+    const path = "/apis/work.open-cluster-management.io/v1alpha1/namespaces/apps/manifestworkreplicasets/rollout";
+    const configMap = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "web", namespace: "default" }, data: { greeting: "hola" } };
+    const patch = {
+      spec: {
+        placementRefs: [{ name: "web", rolloutStrategy: { type: "Progressive", progressive: { maxConcurrency: 1, minSuccessTime: "1h" } } }],
+        manifestWorkTemplate: { workload: { manifests: [configMap] } },
+      },
+    };
+    expect((await admin(hub, "PATCH", path, patch, merge)).status).toBe(200);
+    await waitFor("the hub to count 1 of 3 succeeded", async () =>
+      /^1 of 3 clusters succeeded/.test(cond((await admin(hub, "GET", path)).body, "PlacementRolledOut")?.message ?? ""),
+    );
+    // The page says what the hub's condition says, not "3 of 3", all green.
+    await page.locator('[data-progress="1/3"]').waitFor({ timeout: ON_PAGE_MS });
+    await expect
+      .poll(() => page.locator('[data-condition="PlacementRolledOut"] td.msg').textContent(), { timeout: ON_PAGE_MS })
+      .toMatch(/^1 of 3 clusters succeeded/);
+    expect(await page.locator('[data-cluster="c1"]').getAttribute("data-rollout")).toBe("Succeeded");
+    for (const c of ["c3", "c4"]) expect(await page.locator(`[data-cluster="${c}"]`).getAttribute("data-rollout")).toBe("ToApply");
+    expect(await page.getByRole("progressbar").getAttribute("aria-label")).toBe("1 of 3 clusters succeeded");
+    await shoot("rollout-mid");
+    expect(loads).toBe(before);
+  });
+
   it("signs in with a ServiceAccount token and shows what its RBAC lets it read", async () => {
     const RBAC = "/apis/rbac.authorization.k8s.io/v1";
     const rbac = { apiGroup: "rbac.authorization.k8s.io" };

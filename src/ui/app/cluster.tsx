@@ -13,7 +13,7 @@ import { EventList } from "./events.tsx";
 import { age, clusterState, CLUSTERSET_LABEL, COLO_ANNOTATION, condition, leaseAgeSeconds, leaseLate, since, taintText, type Condition } from "./format.ts";
 import { useLease } from "./leases.ts";
 import { useLiveList, useLiveObject } from "./live.ts";
-import { Conditions, ErrorNote, StateBadge, useNow } from "./widgets.tsx";
+import { ConditionBadge, Conditions, ErrorNote, StateBadge, useNow } from "./widgets.tsx";
 
 const MC_PATH = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
 const PENDING_KEY_ANNOTATION = "flotilla.dev/pending-key-id";
@@ -40,7 +40,7 @@ function Works({ api, cluster, nowMs }: { api: Api; cluster: string; nowMs: numb
               <strong>{w.metadata.name}</strong>{" "}
               {(["Applied", "Available", "Progressing", "Degraded"] as const).map((t) => {
                 const c = condition(w, t);
-                return c ? <StateBadge key={t} state={`${t}=${c.status}`} /> : null;
+                return c ? <ConditionBadge key={t} condition={c} label={`${t}=${c.status}`} /> : null;
               })}
             </summary>
             <Conditions conditions={w.status?.conditions} nowMs={nowMs} />
@@ -63,7 +63,7 @@ function Works({ api, cluster, nowMs }: { api: Api; cluster: string; nowMs: numb
                         </th>
                         <td>
                           {(m.conditions ?? []).map((c) => (
-                            <StateBadge key={c.type} state={`${c.type}=${c.status}`} />
+                            <ConditionBadge key={c.type} condition={c} label={`${c.type}=${c.status}`} />
                           ))}
                         </td>
                         <td>
@@ -240,7 +240,9 @@ export function ClusterView({ api, name }: { api: Api; name: string }) {
         <dd>{mc.metadata.labels?.[CLUSTERSET_LABEL] ?? "default"}</dd>
         <dt>Edge location</dt>
         <dd>{mc.metadata.annotations?.[COLO_ANNOTATION] ?? "—"}</dd>
-        <dt>Available since</dt>
+        <dt data-since={avail?.status ?? ""}>
+          {avail?.status === "False" ? "Unavailable since" : avail?.status === "Unknown" ? "Unknown since" : "Available since"}
+        </dt>
         <dd>{avail?.lastTransitionTime ? `${age(since(avail.lastTransitionTime, nowMs))} (${avail.lastTransitionTime})` : "—"}</dd>
         <dt>Lease renewed</dt>
         <dd data-lease-renewed={lease ? lease.renewTime : undefined} class={lease && leaseLate(lease) ? "late" : undefined}>

@@ -10,7 +10,7 @@ import { EventList } from "./events.tsx";
 import { explain, type PlacementContext } from "./explain.ts";
 import { condition } from "./format.ts";
 import { useLiveList, useLiveObject } from "./live.ts";
-import { Conditions, ErrorNote, StateBadge, useNow } from "./widgets.tsx";
+import { ConditionBadge, Conditions, ErrorNote, StateBadge, useNow } from "./widgets.tsx";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const MC_PATH = `${G}/v1/managedclusters`;
@@ -44,7 +44,7 @@ function PlacementList({ api }: { api: Api }) {
                   <th scope="row">
                     <a href={`#/placements/${encodeURIComponent(p.metadata.namespace!)}/${encodeURIComponent(p.metadata.name)}`}>{p.metadata.name}</a>
                   </th>
-                  <td>{sat ? <StateBadge state={sat.status} /> : "—"}</td>
+                  <td>{sat ? <ConditionBadge condition={sat} /> : "—"}</td>
                   <td class="num">{p.status?.numberOfSelectedClusters ?? 0}</td>
                   <td class="num">{p.spec?.numberOfClusters ?? "all"}</td>
                 </tr>
