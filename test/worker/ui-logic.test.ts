@@ -10,7 +10,7 @@
 import { describe, expect, it } from "vitest";
 import { explain, type PlacementContext } from "../../src/ui/app/explain.ts";
 import { parseFleetMetrics } from "../../src/ui/app/metrics.ts";
-import { conditionHealth, leaseAgeSeconds, leaseInfo, leaseLate } from "../../src/ui/app/format.ts";
+import { availabilitySince, conditionHealth, leaseAgeSeconds, leaseInfo, leaseLate } from "../../src/ui/app/format.ts";
 import { canonicalJson, classifyRollout, TEMPLATE_WRITTEN_ANNOTATION } from "../../src/work/rollout.ts";
 
 const SET = "cluster.open-cluster-management.io/clusterset";
@@ -129,6 +129,14 @@ describe("a condition's health follows its type's polarity", () => {
     expect(conditionHealth({ type: "ManagedClusterConditionAvailable", status: "False" })).toBe("bad");
     expect(conditionHealth({ type: "PlacementRolledOut", status: "False", reason: "Progressing" })).toBe("warn");
     expect(conditionHealth({ type: "ManagedClusterConditionAvailable", status: "Unknown" })).toBe("warn");
+  });
+});
+
+describe("a cluster's availability time", () => {
+  it("is labelled by the Available condition's status: Unknown since, not Available since", () => {
+    expect(availabilitySince("Unknown")).toBe("Unknown since");
+    expect(availabilitySince("False")).toBe("Unavailable since");
+    expect(availabilitySince("True")).toBe("Available since");
   });
 });
 

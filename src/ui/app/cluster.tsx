@@ -10,9 +10,22 @@ import { useState } from "preact/hooks";
 import { addTaints, parseTaintSpec, removeTaints, TAINT_EFFECTS } from "../../../agent/admin/taints.ts";
 import { ApiFailure, type Api, type KubeObject } from "./api.ts";
 import { EventList } from "./events.tsx";
-import { age, clusterState, CLUSTERSET_LABEL, COLO_ANNOTATION, condition, leaseAgeSeconds, leaseLate, since, taintText, type Condition } from "./format.ts";
+import {
+  age,
+  availabilitySince,
+  clusterState,
+  CLUSTERSET_LABEL,
+  COLO_ANNOTATION,
+  condition,
+  leaseAgeSeconds,
+  leaseLate,
+  since,
+  taintText,
+  type Condition,
+} from "./format.ts";
 import { useLease } from "./leases.ts";
-import { useLiveList, useLiveObject } from "./live.ts";
+import { useLiveList } from "./live.ts";
+import { isForbidden, useListOrView } from "./scope.tsx";
 import { ConditionBadge, Conditions, ErrorNote, StateBadge, useNow } from "./widgets.tsx";
 
 const MC_PATH = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
@@ -26,7 +39,7 @@ function Works({ api, cluster, nowMs }: { api: Api; cluster: string; nowMs: numb
   return (
     <section aria-labelledby="works-h">
       <h2 id="works-h">Works</h2>
-      <ErrorNote error={works.error} />
+      {isForbidden(works.error) ? <p class="muted">Your access does not include this cluster's ManifestWorks.</p> : <ErrorNote error={works.error} />}
       {!works.loading && works.items.length === 0 && <p class="muted">No ManifestWork on this cluster.</p>}
       {works.items.map((w) => {
         const manifests = (w.status?.resourceStatus?.manifests ?? []) as {
@@ -181,7 +194,9 @@ function TaintEditor({ api, mc }: { api: Api; mc: KubeObject }) {
 
 /** The cluster view (see the module comment). */
 export function ClusterView({ api, name }: { api: Api; name: string }) {
-  const { obj: mc, error } = useLiveObject(api, MC_PATH, name);
+  const viewed = useListOrView(api, MC_PATH, "/apis/clusterview.open-cluster-management.io/v1/managedclusters", { fieldSelector: `metadata.name=${name}` });
+  const mc = viewed.items.find((o) => o.metadata.name === name) ?? null;
+  const error = viewed.error ?? (!viewed.loading && !mc && viewed.viaView ? new Error(`cluster ${name} is not in a cluster set you may see`) : undefined);
   const nowMs = useNow(5000);
   const [notice, setNotice] = useState("");
   const lease = useLease(api, name, mc?.metadata.resourceVersion);
@@ -240,9 +255,7 @@ export function ClusterView({ api, name }: { api: Api; name: string }) {
         <dd>{mc.metadata.labels?.[CLUSTERSET_LABEL] ?? "default"}</dd>
         <dt>Edge location</dt>
         <dd>{mc.metadata.annotations?.[COLO_ANNOTATION] ?? "—"}</dd>
-        <dt data-since={avail?.status ?? ""}>
-          {avail?.status === "False" ? "Unavailable since" : avail?.status === "Unknown" ? "Unknown since" : "Available since"}
-        </dt>
+        <dt data-since={avail?.status ?? ""}>{availabilitySince(avail?.status)}</dt>
         <dd>{avail?.lastTransitionTime ? `${age(since(avail.lastTransitionTime, nowMs))} (${avail.lastTransitionTime})` : "—"}</dd>
         <dt>Lease renewed</dt>
         <dd data-lease-renewed={lease ? lease.renewTime : undefined} class={lease && leaseLate(lease) ? "late" : undefined}>

@@ -53,6 +53,15 @@ export function clusterState(mc: KubeObject): "Available" | "Unavailable" | "Unk
   return "Unknown";
 }
 
+/**
+ * The label of the time a cluster's availability last changed, by its
+ * `ManagedClusterConditionAvailable` status: "Available since" (True, or no condition yet),
+ * "Unavailable since" (False), "Unknown since" (Unknown: its lease ran out).
+ */
+export function availabilitySince(status: string | undefined): string {
+  return status === "False" ? "Unavailable since" : status === "Unknown" ? "Unknown since" : "Available since";
+}
+
 /** The `flotilla.dev/colo` annotation: the Cloudflare location the cluster's agent last reached. */
 export const COLO_ANNOTATION = "flotilla.dev/colo";
 /** OCM's exclusive cluster set label. */

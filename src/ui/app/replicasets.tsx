@@ -1,5 +1,5 @@
 /**
- * ManifestWorkReplicaSets: the list (all namespaces, in pages) with their summary, and one replica
+ * ManifestWorkReplicaSets: the list (the namespace picked in the header, or all namespaces; in pages) with their summary, and one replica
  * set's rollout: per placement and decision group, each cluster's rollout status as the hub's
  * controller classifies it, with the same function (src/work/rollout.ts `classifyRollout`): a
  * cluster whose work does not carry the current template is still to apply; the others are
@@ -12,6 +12,7 @@ import type { Api, KubeObject } from "./api.ts";
 import { EventList } from "./events.tsx";
 import { condition, type Condition } from "./format.ts";
 import { useLiveList, useLiveObject } from "./live.ts";
+import { isForbidden, scopedPath, useScope } from "./scope.tsx";
 import { ConditionBadge, Conditions, ErrorNote, StateBadge, useNow } from "./widgets.tsx";
 
 const MWRS = "/apis/work.open-cluster-management.io/v1alpha1";
@@ -32,10 +33,12 @@ function Summary({ s }: { s?: { total?: number; applied?: number; available?: nu
 }
 
 function ReplicaSetList({ api }: { api: Api }) {
-  const list = useLiveList(api, `${MWRS}/manifestworkreplicasets`, { limit: 100 });
+  const { namespace, clusterWide } = useScope();
+  const list = useLiveList(api, clusterWide === undefined ? null : scopedPath(MWRS, namespace, "manifestworkreplicasets"), { limit: 100 });
   return (
     <div class="view" data-view="replicasets">
       <h1>Rollouts</h1>
+      <p class="muted">{namespace ? `In namespace ${namespace}.` : "In all namespaces."}</p>
       <p class="muted">ManifestWorkReplicaSets: one template rolled out to the clusters of their placements.</p>
       <ErrorNote error={list.error} />
       {!list.loading && list.items.length === 0 && <p class="muted">No ManifestWorkReplicaSet.</p>}
@@ -193,25 +196,32 @@ function ReplicaSetDetail({ api, namespace, name }: { api: Api; namespace: strin
       <p>
         <Summary s={rs.status?.summary} />
       </p>
-      {refs.map((r) => (
-        <PlacementRollout
-          key={r.name}
-          api={api}
-          namespace={namespace}
-          placement={r.name}
-          strategy={r.rolloutStrategy}
-          works={byCluster}
-          templateJson={templateJson}
-          nowMs={nowMs}
-        />
-      ))}
+      {isForbidden(works.error) && (
+        <p class="muted" data-works-forbidden>
+          Your access does not include the clusters' ManifestWorks: the rollout as the hub counts it is in the conditions below.
+        </p>
+      )}
+      {!isForbidden(works.error) && <ErrorNote error={works.error} />}
+      {!works.error &&
+        refs.map((r) => (
+          <PlacementRollout
+            key={r.name}
+            api={api}
+            namespace={namespace}
+            placement={r.name}
+            strategy={r.rolloutStrategy}
+            works={byCluster}
+            templateJson={templateJson}
+            nowMs={nowMs}
+          />
+        ))}
       <section aria-labelledby="rc-h">
         <h2 id="rc-h">Conditions</h2>
         <Conditions conditions={rs.status?.conditions as Condition[]} nowMs={nowMs} />
       </section>
       <section aria-labelledby="rev-h">
         <h2 id="rev-h">Events</h2>
-        <EventList api={api} regarding={{ kind: "ManifestWorkReplicaSet", name }} fieldSelector={`regarding.namespace=${namespace}`} limit={50} />
+        <EventList api={api} regarding={{ kind: "ManifestWorkReplicaSet", name }} namespace={namespace} limit={50} />
       </section>
     </div>
   );
