@@ -384,7 +384,13 @@ describe("the dashboard in Chromium (wrangler dev + agents on simulated clusters
       // Its namespace, picked for it; its placement.
       expect(await dev.locator(".ns-picker select").inputValue()).toBe("team");
       await dev.evaluate(`location.hash = "#/placements"`);
-      await dev.locator('[data-view="placements"] a', { hasText: "blue-web" }).waitFor({ timeout: ON_PAGE_MS });
+      await dev.locator('[data-view="placements"] a', { hasText: "blue-web" }).click();
+      // Its placement's page: the set's clusters through the cluster view, c1 selected.
+      await dev.locator("[data-selected] li", { hasText: "c1" }).waitFor({ timeout: ON_PAGE_MS });
+      // Its cluster's page, through the cluster view too.
+      await dev.evaluate(`location.hash = "#/clusters/c1"`);
+      await dev.locator('[data-view="cluster"] h1', { hasText: "c1" }).waitFor({ timeout: ON_PAGE_MS });
+      expect(await dev.locator(".error").count()).toBe(0);
       await dev.evaluate(`location.hash = "#/replicasets"`);
       await dev.locator('[data-view="replicasets"]', { hasText: "No ManifestWorkReplicaSet." }).waitFor({ timeout: ON_PAGE_MS });
       await dev.evaluate(`location.hash = "#/events"`);
