@@ -53,7 +53,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { stripVTControlCharacters } from "node:util";
 import { processes } from "./proc.mjs";
-import { ensureLocalTls } from "./tls.mjs";
+import { ensureLocalTls, untrustedHandshakeFilter } from "./tls.mjs";
 
 /** Interval between two `/livez` probes, in milliseconds. */
 const PROBE_INTERVAL_MS = 2_000;
@@ -264,10 +264,24 @@ const restarts = [];
  */
 const PROBE_LINE = /^\[wrangler:info\] GET \/livez\/ping 200 OK\b/;
 
-/** Copies `from` to `to` line by line, without the supervisor's probe lines (matched without colours). */
+/**
+ * Under HTTPS, a client that does not trust the local CA (a browser's every visit) makes wrangler
+ * print a red error per connection: the first becomes one calm line naming the CA to trust, the
+ * others are dropped (scripts/tls.mjs `untrustedHandshakeFilter`); one filter for both streams.
+ */
+const handshakes = tls ? untrustedHandshakeFilter(tls.ca) : () => undefined;
+
+/**
+ * Copies `from` to `to` line by line, without the supervisor's probe lines and with untrusted
+ * handshakes told once (both matched without colours).
+ */
 function passOn(from, to) {
   createInterface({ input: from, crlfDelay: Infinity }).on("line", (line) => {
-    if (!PROBE_LINE.test(stripVTControlCharacters(line))) to.write(`${line}\n`);
+    const plain = stripVTControlCharacters(line);
+    if (PROBE_LINE.test(plain)) return;
+    const instead = handshakes(plain);
+    if (instead === null) return;
+    to.write(`${instead ?? line}\n`);
   });
 }
 

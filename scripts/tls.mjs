@@ -75,3 +75,45 @@ export async function ensureLocalTls(stateDir) {
   writeFileSync(files.cert, cert.toString("pem") + "\n");
   return files;
 }
+
+/**
+ * wrangler's (workerd's) line for a connection whose client refused the hub's certificate, once
+ * its colours are stripped: `✘ [ERROR] HTTP connection failed: TLS handshake failed: received
+ * fatal alert: UnknownCA` (a browser or tool that does not trust the local CA; Chromium sends
+ * `CertificateUnknown`, twice per visit), followed by two blank lines.
+ */
+const UNTRUSTED_HANDSHAKE =
+  /^(?:✘ )?\[ERROR\] HTTP connection failed: TLS handshake failed: received fatal alert: (UnknownCA|CertificateUnknown|BadCertificate)\s*$/;
+
+/**
+ * A filter of the hub's log lines for `FLOTILLA_HTTPS=1 npm start` (scripts/start.mjs): the first
+ * handshake a client failed because it does not trust the local CA becomes one calm line naming
+ * the CA file to trust (README.md, "The dashboard"); later ones, and the blank lines wrangler
+ * prints after each, are dropped. Every other line passes.
+ *
+ * @param caFile the local CA certificate's path (`<state>/tls/ca.crt`)
+ * @returns a function of one line without terminal colours: `undefined` to pass the line on as it
+ *   came, `null` to drop it, or a string to print instead
+ */
+export function untrustedHandshakeFilter(caFile) {
+  let told = false;
+  let blanks = 0;
+  return (line) => {
+    const m = UNTRUSTED_HANDSHAKE.exec(line.trim());
+    if (m) {
+      blanks = 2;
+      if (told) return null;
+      told = true;
+      return (
+        `flotilla: a client (a browser?) refused the hub's certificate (TLS alert ${m[1]}): it does not trust the local CA. ` +
+        `Trust ${caFile} (README.md, "The dashboard"); further refusals are not logged.`
+      );
+    }
+    if (blanks > 0 && line.trim() === "") {
+      blanks--;
+      return null;
+    }
+    blanks = 0;
+    return undefined;
+  };
+}

@@ -6,6 +6,8 @@
  *   scripts/build-ui.mjs from src/ui/app). Public: it holds no data; the page signs in with a bearer
  *   token the hub's authentication chain accepts and reads the Kubernetes API with it. Served with
  *   a Content-Security-Policy that lets it load only the hub's own scripts, styles and API.
+ * - `GET /favicon.ico`: the dashboard's icon, an SVG ({@link FAVICON_SVG}; the page names it with
+ *   `<link rel="icon">`, and browsers that ask for `/favicon.ico` on their own get it too).
  * - `GET /`: a browser (`Accept` naming `text/html`) is redirected to `/ui`; any other client gets
  *   what kube-apiserver answers at `/`: the `RootPaths` document `{"paths": [...]}` (every path the
  *   hub serves at the top, sorted), authenticated and authorized as the nonResourceURL `/`.
@@ -27,6 +29,10 @@ export const UI_ASSETS = "/ui/assets";
 export const UI_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
+/** The dashboard's icon: a small sail on a blue tile (SVG, served at `/favicon.ico`). */
+export const FAVICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="7" fill="#1f6feb"/><path d="M16 5v17H7z" fill="#fff"/><path d="M18 9l7 13h-7z" fill="#cfe3ff"/><path d="M5 24h22l-3 4H8z" fill="#fff"/></svg>
+`;
+
 const PAGE = `<!doctype html>
 <html lang="en">
 <head>
@@ -34,6 +40,7 @@ const PAGE = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
 <title>Flotilla</title>
+<link rel="icon" href="/favicon.ico" type="image/svg+xml">
 <link rel="stylesheet" href="${UI_ASSETS}/app.css">
 <link rel="modulepreload" href="${UI_ASSETS}/app.js">
 </head>
@@ -106,5 +113,12 @@ export function uiRoutes(): Hono<ApiEnv> {
   });
   app.get("/", apiAccess(ensureBuiltins), (c) => c.json({ paths: rootPaths() }));
   app.get("/ui", () => page());
+  app.get(
+    "/favicon.ico",
+    () =>
+      new Response(FAVICON_SVG, {
+        headers: { "content-type": "image/svg+xml", "cache-control": "public, max-age=86400", "x-content-type-options": "nosniff" },
+      }),
+  );
   return app;
 }

@@ -35,15 +35,11 @@ import { writeStoredMany, type ManyWrite } from "../store/write.ts";
 import { storeOf } from "../store/store.ts";
 import { CommitGroups } from "../k8s/group-commit.ts";
 import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";
-import { computeRollout, workRolloutStatus, type ClusterRolloutStatus, type DecisionGroup, type RolloutStrategy, type WorkCondition } from "./rollout.ts";
+import { canonicalJson, classifyRollout, TEMPLATE_WRITTEN_ANNOTATION, type DecisionGroup, type RolloutStrategy, type WorkCondition } from "./rollout.ts";
 
 /** The finalizer the controller keeps on a replica set until its works are deleted (OCM). */
 export const MWRS_FINALIZER = "work.open-cluster-management.io/manifest-work-cleanup";
-/**
- * Annotation on a generated work: when the controller last wrote the template's content to it
- * (RFC 3339 with milliseconds). progressDeadline counts from there.
- */
-export const TEMPLATE_WRITTEN_ANNOTATION = "work.flotilla.dev/template-written-at";
+export { TEMPLATE_WRITTEN_ANNOTATION };
 
 /** The value of {@link MWRS_LABEL} for a replica set: `<namespace>.<name>` (OCM). */
 export function replicaSetKey(namespace: string, name: string): string {
@@ -71,17 +67,8 @@ function parseKey(value: string | undefined): { namespace: string; name: string 
   return { namespace: value.slice(0, i), name: value.slice(i + 1) };
 }
 
-/** JSON with object keys sorted, so that equal contents compare equal. */
-function canonical(v: unknown): string {
-  return JSON.stringify(v, (_k, x: unknown) => {
-    if (x && typeof x === "object" && !Array.isArray(x)) {
-      const sorted: Record<string, unknown> = {};
-      for (const k of Object.keys(x as Record<string, unknown>).sort()) sorted[k] = (x as Record<string, unknown>)[k];
-      return sorted;
-    }
-    return x;
-  });
-}
+/** JSON with object keys sorted, so that equal contents compare equal (src/work/rollout.ts). */
+const canonical = canonicalJson;
 
 /**
  * A work's spec in {@link canonical} form, computed once per work object: the replica set
@@ -368,17 +355,10 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
     decidedTotal += decided.size;
     perPlacement.push({ name: ref.name, groups: groups.length, decided: decided.size, clusters });
 
-    const statuses: ClusterRolloutStatus[] = [];
-    for (const c of clusters) {
-      const w = works.get(c);
-      if (!w || specJson(w) !== templateJson) continue;
-      const written = Date.parse(w.metadata.annotations?.[TEMPLATE_WRITTEN_ANNOTATION] ?? w.metadata.creationTimestamp);
-      statuses.push(
-        workRolloutStatus(c, true, w.metadata.generation ?? 1, w.status?.conditions as WorkCondition[] | undefined, Number.isFinite(written) ? written : nowMs),
-      );
-    }
-    succeeded += statuses.filter((s) => s.status === "Succeeded").length;
-    const rollout = computeRollout(ref.rolloutStrategy, usable, statuses, nowMs);
+    // The same classification as the dashboard's rollout page (src/ui/app/replicasets.tsx).
+    const classified = classifyRollout(ref.rolloutStrategy, usable, works, templateJson, nowMs, (w) => specJson(w as KubeObject));
+    succeeded += classified.succeeded;
+    const rollout = classified.rollout;
     if (rollout.maxFailureBreach) breach = true;
     if (rollout.recheckAfterMs !== undefined) recheckAt = Math.min(recheckAt, nowMs + rollout.recheckAfterMs);
 

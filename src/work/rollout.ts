@@ -369,3 +369,85 @@ export function workRolloutStatus(
   }
   return { cluster, status: "Progressing", sinceMs: writtenMs };
 }
+
+/**
+ * Annotation on a ManifestWork a ManifestWorkReplicaSet generated: when the controller last wrote
+ * the template's content to it (RFC 3339 with milliseconds). progressDeadline counts from there.
+ */
+export const TEMPLATE_WRITTEN_ANNOTATION = "work.flotilla.dev/template-written-at";
+
+/** JSON with object keys sorted, so that equal contents compare equal (a work's spec against the template). */
+export function canonicalJson(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) => {
+    if (x && typeof x === "object" && !Array.isArray(x)) {
+      const sorted: Record<string, unknown> = {};
+      for (const k of Object.keys(x as Record<string, unknown>).sort()) sorted[k] = (x as Record<string, unknown>)[k];
+      return sorted;
+    }
+    return x;
+  });
+}
+
+/** A generated ManifestWork as the rollout reads it (the fields of a served ManifestWork). */
+export interface RolloutWork {
+  metadata: { generation?: number; creationTimestamp?: string; annotations?: Record<string, string> };
+  spec?: unknown;
+  status?: { conditions?: unknown };
+}
+
+/**
+ * How a ManifestWorkReplicaSet's clusters stand in one placementRef's rollout: {@link classifyRollout}.
+ * - `existing`: the statuses of the clusters whose work carries the template's current content
+ *   (what {@link computeRollout} reads);
+ * - `rollout`: the step {@link computeRollout} computes from them;
+ * - `state`: every decided cluster's status as a person reads it: ToApply (no work, or a work
+ *   with an older content), Progressing, Succeeded, Failed, or TimeOut (past progressDeadline);
+ * - `succeeded`: how many are Succeeded at the current content (the hub's PlacementRolledOut
+ *   message, "<succeeded> of <decided> clusters succeeded", adds these up over the placementRefs).
+ */
+export interface RolloutClassification {
+  existing: ClusterRolloutStatus[];
+  rollout: RolloutResult;
+  state: Map<string, RolloutStatus>;
+  succeeded: number;
+}
+
+/**
+ * Classifies the clusters of one placementRef of a ManifestWorkReplicaSet: the one function the
+ * hub's controller (src/work/replicaset.ts) and the dashboard's rollout page both use, so the two
+ * never disagree. A work is at the current content when its spec equals the template (compared
+ * as {@link canonicalJson}; `templateJson` is `canonicalJson(template ?? {})`); only such a work
+ * counts toward the rollout, through {@link workRolloutStatus} (its generation, conditions and
+ * {@link TEMPLATE_WRITTEN_ANNOTATION}, else its creationTimestamp, else `nowMs`); any other
+ * decided cluster is ToApply, as OCM's `clusterRolloutStatusFunc` says of a work whose spec
+ * differs from the template.
+ *
+ * @param groups the placement's decision groups (the clusters this ref owns)
+ * @param works the replica set's works by cluster (namespace)
+ * @param specJson a work's spec as canonical JSON (the hub passes a cached one)
+ * @throws Error when a duration in the strategy does not parse ({@link computeRollout})
+ */
+export function classifyRollout(
+  strategy: RolloutStrategy | undefined,
+  groups: DecisionGroup[],
+  works: ReadonlyMap<string, RolloutWork>,
+  templateJson: string,
+  nowMs: number,
+  specJson: (w: RolloutWork) => string = (w) => canonicalJson(w.spec ?? {}),
+): RolloutClassification {
+  const existing: ClusterRolloutStatus[] = [];
+  const clusters = [...new Set(groups.flatMap((g) => g.clusters))];
+  for (const c of clusters) {
+    const w = works.get(c);
+    if (!w || specJson(w) !== templateJson) continue;
+    const written = Date.parse(w.metadata.annotations?.[TEMPLATE_WRITTEN_ANNOTATION] ?? w.metadata.creationTimestamp ?? "");
+    existing.push(
+      workRolloutStatus(c, true, w.metadata.generation ?? 1, w.status?.conditions as WorkCondition[] | undefined, Number.isFinite(written) ? written : nowMs),
+    );
+  }
+  const rollout = computeRollout(strategy, groups, existing, nowMs);
+  const state = new Map<string, RolloutStatus>(clusters.map((c) => [c, "ToApply"]));
+  for (const s of existing) state.set(s.cluster, s.status);
+  for (const c of rollout.timedOut) state.set(c, "TimeOut");
+  return { existing, rollout, state, succeeded: existing.filter((s) => s.status === "Succeeded").length };
+}

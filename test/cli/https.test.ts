@@ -1,9 +1,13 @@
 /**
  * `flotilla` against an HTTPS hub (`FLOTILLA_HTTPS=1 npm start`, certificate signed by a local
  * CA): the CA from --ca-file or the local state folder, the TLS failure hint, http:// against
- * it, and a kubeconfig that embeds the CA.
+ * it, a kubeconfig that embeds the CA, and the hub's log telling once, calmly, of clients that do
+ * not trust the CA.
  */
 import { execFile } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { request } from "node:https";
+import { chromium } from "playwright-core";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -11,7 +15,20 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { startHub, type Hub } from "../../scripts/hub-process.ts";
+import { waitFor } from "../wait.ts";
 import { flotilla } from "./support.ts";
+
+/** A GET of `url` over HTTPS, trusting `ca` (none: Node's own roots): resolves the status, or the error's code. */
+function get(url: string, ca?: string): Promise<number | string> {
+  return new Promise((resolve) => {
+    const req = request(url, { ca }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode ?? 0));
+    });
+    req.on("error", (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+    req.end();
+  });
+}
 
 describe("flotilla against an HTTPS hub", () => {
   let hub: Hub;
@@ -85,5 +102,33 @@ describe("flotilla against an HTTPS hub", () => {
     const missing = await flotilla(["kubeconfig", "--ca-file", caFile, "--serviceaccount", "default/nobody"], { hub });
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('serviceaccounts "nobody" not found');
+  });
+
+  it("logs clients that do not trust the local CA once, calmly, with the CA file to trust", async () => {
+    // A browser that does not trust the CA, visiting twice (Chromium refuses in the handshake,
+    // with a TLS alert, as curl does; Node's clients check the certificate after it).
+    const browser = await chromium.launch({
+      executablePath: process.env.FLOTILLA_CHROMIUM ?? "/usr/bin/chromium",
+      args: ["--no-sandbox", "--disable-dev-shm-usage"],
+    });
+    try {
+      const page = await browser.newPage();
+      for (let i = 0; i < 2; i++) await expect(page.goto(`${hub.url}/ui`)).rejects.toThrow(/ERR_CERT_AUTHORITY_INVALID/);
+    } finally {
+      await browser.close();
+    }
+    // A request that verifies, logged after the refusals: the log has caught up with them.
+    const marker = `/tls-barrier/${randomUUID()}`;
+    expect(await get(`${hub.url}${marker}`, readFileSync(caFile, "utf8"))).toBe(404);
+    await waitFor("the marker request in the hub's log", async () => hub.output().includes(marker));
+    const told = hub
+      .output()
+      .split("\n")
+      .filter((l) => l.includes("refused the hub's certificate"));
+    expect(told).toHaveLength(1);
+    expect(told[0]).toContain(`Trust ${caFile}`);
+    expect(told[0]).not.toContain("ERROR");
+    // (The http:// request above fails its handshake otherwise: that error stays as it was.)
+    expect(hub.output()).not.toContain("TLS handshake failed: received fatal alert");
   });
 });

@@ -7,8 +7,11 @@
  * (lease 1 s, grace 5 x) and Available again once resumed; a fourth agent's registration appears
  * Pending and is accepted from the page; a taint added from the page keeps that cluster out of a
  * Placement, whose page says why; a progressive ManifestWorkReplicaSet's progress advances on its
- * page to every decided cluster; a ServiceAccount token signs in too, and sees what its RBAC
- * allows. Every view is screenshotted (into a temporary folder, or into
+ * page to every decided cluster, and mid-way through a new template's rollout the page counts
+ * what the hub's condition says ("1 of 3", the clusters on the old template to apply); a
+ * ServiceAccount token signs in too, and sees what its RBAC allows; a namespaced team (edit in
+ * its namespace, a cluster set it may get) sees its placements, rollouts, events and its set's
+ * clusters (the cluster view) without a 403. Every view is screenshotted (into a temporary folder, or into
  * `FLOTILLA_UI_SCREENSHOTS`, e.g. docs/ui, which README.md shows).
  */
 import { existsSync, mkdirSync, mkdtempSync, statSync } from "node:fs";
@@ -233,6 +236,36 @@ describe("the dashboard in Chromium (wrangler dev + agents on simulated clusters
     expect(loads).toBe(before);
   });
 
+  it("mid-rollout, shows the clusters still on the old template as to apply, with the hub's count", async () => {
+    const before = loads;
+    await go("#/replicasets/apps/rollout");
+    await page.locator('[data-progress="3/3"]').waitFor({ timeout: ON_PAGE_MS });
+    // A new template, one cluster at a time, each soaking an hour: c1 gets it and succeeds, c3 and
+    // c4 keep the old one (their works still Applied and Available, at their own generation).
+    const path = "/apis/work.open-cluster-management.io/v1alpha1/namespaces/apps/manifestworkreplicasets/rollout";
+    const configMap = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "web", namespace: "default" }, data: { greeting: "hola" } };
+    const patch = {
+      spec: {
+        placementRefs: [{ name: "web", rolloutStrategy: { type: "Progressive", progressive: { maxConcurrency: 1, minSuccessTime: "1h" } } }],
+        manifestWorkTemplate: { workload: { manifests: [configMap] } },
+      },
+    };
+    expect((await admin(hub, "PATCH", path, patch, merge)).status).toBe(200);
+    await waitFor("the hub to count 1 of 3 succeeded", async () =>
+      /^1 of 3 clusters succeeded/.test(cond((await admin(hub, "GET", path)).body, "PlacementRolledOut")?.message ?? ""),
+    );
+    // The page says what the hub's condition says, not "3 of 3", all green.
+    await page.locator('[data-progress="1/3"]').waitFor({ timeout: ON_PAGE_MS });
+    await expect
+      .poll(() => page.locator('[data-condition="PlacementRolledOut"] td.msg').textContent(), { timeout: ON_PAGE_MS })
+      .toMatch(/^1 of 3 clusters succeeded/);
+    expect(await page.locator('[data-cluster="c1"]').getAttribute("data-rollout")).toBe("Succeeded");
+    for (const c of ["c3", "c4"]) expect(await page.locator(`[data-cluster="${c}"]`).getAttribute("data-rollout")).toBe("ToApply");
+    expect(await page.getByRole("progressbar").getAttribute("aria-label")).toBe("1 of 3 clusters succeeded");
+    await shoot("rollout-mid");
+    expect(loads).toBe(before);
+  });
+
   it("signs in with a ServiceAccount token and shows what its RBAC lets it read", async () => {
     const RBAC = "/apis/rbac.authorization.k8s.io/v1";
     const rbac = { apiGroup: "rbac.authorization.k8s.io" };
@@ -281,10 +314,105 @@ describe("the dashboard in Chromium (wrangler dev + agents on simulated clusters
     }
   });
 
+  it("shows a namespaced team its namespace's placements, rollouts and events and its cluster set's clusters, with no 403", async () => {
+    const RBAC = "/apis/rbac.authorization.k8s.io/v1";
+    const rbac = { apiGroup: "rbac.authorization.k8s.io" };
+    const post = async (path: string, body: Record<string, unknown>) => expect((await admin(hub, "POST", path, body)).status).toBe(201);
+    // As OCM hands out access: edit in the team's namespace, bound to a cluster set the team may get.
+    await createNamespaces(hub, "team");
+    await post("/api/v1/namespaces/team/serviceaccounts", { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "dev" } });
+    await post(`${RBAC}/namespaces/team/rolebindings`, {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: "dev-edit" },
+      roleRef: { ...rbac, kind: "ClusterRole", name: "edit" },
+      subjects: [{ kind: "ServiceAccount", name: "dev", namespace: "team" }],
+    });
+    await post(`${RBAC}/clusterroles`, {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: "team-clusters" },
+      rules: [
+        { apiGroups: ["cluster.open-cluster-management.io"], resources: ["managedclustersets"], resourceNames: ["blue"], verbs: ["get"] },
+        { apiGroups: ["clusterview.open-cluster-management.io"], resources: ["managedclusters", "managedclustersets"], verbs: ["list", "watch"] },
+      ],
+    });
+    await post(`${RBAC}/clusterrolebindings`, {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: "team-clusters" },
+      roleRef: { ...rbac, kind: "ClusterRole", name: "team-clusters" },
+      subjects: [{ kind: "ServiceAccount", name: "dev", namespace: "team" }],
+    });
+    await post(`${G}/v1beta2/managedclustersets`, {
+      apiVersion: "cluster.open-cluster-management.io/v1beta2",
+      kind: "ManagedClusterSet",
+      metadata: { name: "blue" },
+      spec: { clusterSelector: { selectorType: "LabelSelector", labelSelector: { matchLabels: { team: "blue" } } } },
+    });
+    expect((await admin(hub, "PATCH", `${MC}/c1`, { metadata: { labels: { team: "blue" } } }, merge)).status).toBe(200);
+    await post(`${G}/v1beta2/namespaces/team/managedclustersetbindings`, {
+      apiVersion: "cluster.open-cluster-management.io/v1beta2",
+      kind: "ManagedClusterSetBinding",
+      metadata: { name: "blue" },
+      spec: { clusterSet: "blue" },
+    });
+    await post(`${G}/v1beta1/namespaces/team/placements`, {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "Placement",
+      metadata: { name: "blue-web" },
+      spec: { clusterSets: ["blue"] },
+    });
+    const tr = await admin(hub, "POST", "/api/v1/namespaces/team/serviceaccounts/dev/token", {
+      apiVersion: "authentication.k8s.io/v1",
+      kind: "TokenRequest",
+      spec: {},
+    });
+    expect(tr.status).toBe(201);
+    const dev = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const refused: string[] = [];
+    dev.on("response", (r) => r.status() === 403 && refused.push(new URL(r.url()).pathname));
+    try {
+      await dev.goto(`${hub.url}/ui`);
+      await dev.locator("#token").fill(tr.body.status.token);
+      await dev.getByRole("button", { name: "Sign in" }).click();
+      await expect.poll(() => dev.locator(".user").textContent(), { timeout: ON_PAGE_MS }).toBe("system:serviceaccount:team:dev");
+      // The fleet: the clusters of its set, through the cluster view.
+      await dev.locator('tr[data-cluster="c1"]').waitFor({ timeout: ON_PAGE_MS });
+      await dev.locator("[data-clusterview]").waitFor();
+      expect(await dev.locator("tr[data-cluster]").count()).toBe(1);
+      // Its namespace, picked for it; its placement.
+      expect(await dev.locator(".ns-picker select").inputValue()).toBe("team");
+      await dev.evaluate(`location.hash = "#/placements"`);
+      await dev.locator('[data-view="placements"] a', { hasText: "blue-web" }).click();
+      // Its placement's page: the set's clusters through the cluster view, c1 selected.
+      await dev.locator("[data-selected] li", { hasText: "c1" }).waitFor({ timeout: ON_PAGE_MS });
+      // Its cluster's page, through the cluster view too.
+      await dev.evaluate(`location.hash = "#/clusters/c1"`);
+      await dev.locator('[data-view="cluster"] h1', { hasText: "c1" }).waitFor({ timeout: ON_PAGE_MS });
+      expect(await dev.locator(".error").count()).toBe(0);
+      await dev.evaluate(`location.hash = "#/replicasets"`);
+      await dev.locator('[data-view="replicasets"]', { hasText: "No ManifestWorkReplicaSet." }).waitFor({ timeout: ON_PAGE_MS });
+      await dev.evaluate(`location.hash = "#/events"`);
+      await dev.locator('[data-view="events"]', { hasText: "In namespace team." }).waitFor({ timeout: ON_PAGE_MS });
+      await dev.locator('[data-view="events"] .events', { hasText: /No events\.|Last seen/ }).waitFor({ timeout: ON_PAGE_MS });
+      await shoot("team", dev);
+      expect(await dev.locator(".error").count()).toBe(0);
+      // What it was refused: the cluster-wide list of clusters (then read through the cluster view),
+      // and what the page reads quietly (the fleet's /metrics, other namespaces' leases); never a
+      // namespaced list of its own.
+      expect(refused).toContain("/apis/cluster.open-cluster-management.io/v1/managedclusters");
+      expect(refused.filter((p) => /placements|manifestworkreplicasets|events/.test(p))).toEqual([]);
+    } finally {
+      await dev.close();
+    }
+  });
+
   it("shows the events view, the fleet on a phone and in the dark theme", async () => {
     await go("#/events");
     await page.locator('[data-view="events"]').waitFor();
-    await page.waitForLoadState("networkidle").catch(() => undefined);
+    // Listed (a table or "No events."), not waiting for the network to go idle: the watch stays open.
+    await page.locator('[data-view="events"] .events', { hasText: /No events\.|Last seen/ }).waitFor({ timeout: ON_PAGE_MS });
     await shoot("events");
     const phone = await browser.newPage({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, colorScheme: "dark" });
     await phone.goto(`${hub.url}/ui`);

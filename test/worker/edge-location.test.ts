@@ -16,9 +16,9 @@ async function joined(name: string): Promise<AgentKeys> {
   return keys;
 }
 
-/** A heartbeat through the edge location `colo` (none: a request without `cf`). */
-async function heartbeat(name: string, keys: AgentKeys, colo?: string): Promise<number> {
-  const res = await exports.default.fetch(`https://hub.test/agent/v1/clusters/${name}/heartbeat`, {
+/** A heartbeat through the edge location `colo` (none: a request without `cf`), to the hub at `origin`. */
+async function heartbeat(name: string, keys: AgentKeys, colo?: string, origin = "https://hub.test"): Promise<number> {
+  const res = await exports.default.fetch(`${origin}/agent/v1/clusters/${name}/heartbeat`, {
     method: "POST",
     headers: { authorization: `Bearer ${await keys.sign(name)}`, "content-type": "application/json", "x-flotilla-channel-colo": "EVIL" },
     body: JSON.stringify({ healthy: true }),
@@ -46,6 +46,14 @@ describe("the edge location of a cluster's agent", () => {
     const moved = await cluster("edge-hb");
     expect(moved.metadata.annotations?.[COLO_ANNOTATION]).toBe("SJC");
     expect(Number(moved.metadata.resourceVersion)).toBeGreaterThan(Number(first.metadata.resourceVersion));
+  });
+
+  it("a local hub (wrangler dev: loopback or IP-literal host) records no canned location", async () => {
+    const keys = await joined("edge-local");
+    for (const origin of ["http://127.0.0.1:8787", "https://localhost:8787", "http://[::1]:8787", "http://192.168.1.20:8787"]) {
+      expect(await heartbeat("edge-local", keys, "DFW", origin)).toBe(200);
+      expect((await cluster("edge-local")).metadata.annotations?.[COLO_ANNOTATION]).toBeUndefined();
+    }
   });
 
   it("a heartbeat without a location leaves the recorded one", async () => {

@@ -2,13 +2,16 @@
  * The dashboard's pure logic: "why not selected" (src/ui/app/explain.ts) over the hub's
  * scheduling modules, each of OCM's filters in order (deleting, eligible cluster sets, predicates,
  * taints), then feasible but not chosen; the fleet's counts read from `/metrics`
- * (src/ui/app/metrics.ts); a cluster's lease age from its served Lease (src/ui/app/format.ts).
+ * (src/ui/app/metrics.ts); a cluster's lease age from its served Lease (src/ui/app/format.ts); a
+ * condition's badge by its type's polarity; a rollout's clusters classified as the hub does
+ * (src/work/rollout.ts `classifyRollout`, which the hub's controller and the rollout page share).
  * Runs here because it imports the scheduler's modules.
  */
 import { describe, expect, it } from "vitest";
 import { explain, type PlacementContext } from "../../src/ui/app/explain.ts";
 import { parseFleetMetrics } from "../../src/ui/app/metrics.ts";
-import { leaseAgeSeconds, leaseInfo, leaseLate } from "../../src/ui/app/format.ts";
+import { availabilitySince, conditionHealth, leaseAgeSeconds, leaseInfo, leaseLate } from "../../src/ui/app/format.ts";
+import { canonicalJson, classifyRollout, TEMPLATE_WRITTEN_ANNOTATION } from "../../src/work/rollout.ts";
 
 const SET = "cluster.open-cluster-management.io/clusterset";
 const cluster = (name: string, labels: Record<string, string>, extra: Record<string, unknown> = {}) => ({
@@ -109,5 +112,58 @@ describe("a cluster's lease age", () => {
     expect(leaseInfo(served(undefined), 0)).toBeNull();
     expect(leaseInfo(served("soon"), 0)).toBeNull();
     expect(leaseInfo(served("2026-11-26T12:00:00.000000Z"), 0)!.durationSeconds).toBe(60);
+  });
+});
+
+describe("a condition's health follows its type's polarity", () => {
+  it("is ok for a healthy False of a negative type, bad for its True", () => {
+    expect(conditionHealth({ type: "PlacementMisconfigured", status: "False" })).toBe("ok");
+    expect(conditionHealth({ type: "PlacementMisconfigured", status: "True" })).toBe("bad");
+    expect(conditionHealth({ type: "Degraded", status: "False" })).toBe("ok");
+    expect(conditionHealth({ type: "Progressing", status: "False" })).toBe("ok");
+    expect(conditionHealth({ type: "Progressing", status: "True" })).toBe("warn");
+  });
+
+  it("is ok for a positive type's True, bad for its False (a warning while in progress), a warning when Unknown", () => {
+    expect(conditionHealth({ type: "HubAcceptedManagedCluster", status: "True" })).toBe("ok");
+    expect(conditionHealth({ type: "ManagedClusterConditionAvailable", status: "False" })).toBe("bad");
+    expect(conditionHealth({ type: "PlacementRolledOut", status: "False", reason: "Progressing" })).toBe("warn");
+    expect(conditionHealth({ type: "ManagedClusterConditionAvailable", status: "Unknown" })).toBe("warn");
+  });
+});
+
+describe("a cluster's availability time", () => {
+  it("is labelled by the Available condition's status: Unknown since, not Available since", () => {
+    expect(availabilitySince("Unknown")).toBe("Unknown since");
+    expect(availabilitySince("False")).toBe("Unavailable since");
+    expect(availabilitySince("True")).toBe("Available since");
+  });
+});
+
+describe("a rollout's clusters, classified as the hub does", () => {
+  const template = { workload: { manifests: [{ kind: "ConfigMap", data: { v: "2" } }] } };
+  const nowMs = Date.parse("2026-11-26T12:00:00Z");
+  const at = (ms: number) => new Date(ms).toISOString();
+  const done = (generation: number) =>
+    ["Applied", "Available"].map((type) => ({ type, status: "True", observedGeneration: generation, lastTransitionTime: at(nowMs - 60_000) }));
+  const work = (spec: unknown, generation: number) => ({
+    metadata: { generation, annotations: { [TEMPLATE_WRITTEN_ANNOTATION]: at(nowMs - 120_000) } },
+    spec,
+    status: { conditions: done(generation) },
+  });
+
+  it("counts a work still on the old template as to apply, however healthy, and holds the rest back", () => {
+    const old = { workload: { manifests: [{ kind: "ConfigMap", data: { v: "1" } }] } };
+    const works = new Map([
+      ["a", work(template, 2)],
+      ["b", work(old, 1)],
+      ["c", work(old, 1)],
+    ]);
+    const strategy = { type: "Progressive" as const, progressive: { maxConcurrency: 1, minSuccessTime: "1h" } };
+    const r = classifyRollout(strategy, [{ index: 0, name: "", clusters: ["a", "b", "c"] }], works, canonicalJson(template), nowMs);
+    expect(Object.fromEntries(r.state)).toEqual({ a: "Succeeded", b: "ToApply", c: "ToApply" });
+    expect(r.succeeded).toBe(1);
+    // a soaks for an hour: nothing else gets the template yet.
+    expect(r.rollout.toApply).toEqual([]);
   });
 });

@@ -59,4 +59,12 @@ describe("/ and /ui", () => {
       expect(html).not.toMatch(/src="https?:|href="https?:/);
     }
   });
+
+  it("serves an icon at /favicon.ico, which the page names", async () => {
+    const res = await get("/favicon.ico");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("image/svg+xml");
+    expect(await res.text()).toMatch(/^<svg /);
+    expect(await (await get("/ui")).text()).toContain('<link rel="icon" href="/favicon.ico" type="image/svg+xml">');
+  });
 });

@@ -10,10 +10,23 @@ import { useState } from "preact/hooks";
 import { addTaints, parseTaintSpec, removeTaints, TAINT_EFFECTS } from "../../../agent/admin/taints.ts";
 import { ApiFailure, type Api, type KubeObject } from "./api.ts";
 import { EventList } from "./events.tsx";
-import { age, clusterState, CLUSTERSET_LABEL, COLO_ANNOTATION, condition, leaseAgeSeconds, leaseLate, since, taintText, type Condition } from "./format.ts";
+import {
+  age,
+  availabilitySince,
+  clusterState,
+  CLUSTERSET_LABEL,
+  COLO_ANNOTATION,
+  condition,
+  leaseAgeSeconds,
+  leaseLate,
+  since,
+  taintText,
+  type Condition,
+} from "./format.ts";
 import { useLease } from "./leases.ts";
-import { useLiveList, useLiveObject } from "./live.ts";
-import { Conditions, ErrorNote, StateBadge, useNow } from "./widgets.tsx";
+import { useLiveList } from "./live.ts";
+import { isForbidden, useListOrView } from "./scope.tsx";
+import { ConditionBadge, Conditions, ErrorNote, StateBadge, useNow } from "./widgets.tsx";
 
 const MC_PATH = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
 const PENDING_KEY_ANNOTATION = "flotilla.dev/pending-key-id";
@@ -26,7 +39,7 @@ function Works({ api, cluster, nowMs }: { api: Api; cluster: string; nowMs: numb
   return (
     <section aria-labelledby="works-h">
       <h2 id="works-h">Works</h2>
-      <ErrorNote error={works.error} />
+      {isForbidden(works.error) ? <p class="muted">Your access does not include this cluster's ManifestWorks.</p> : <ErrorNote error={works.error} />}
       {!works.loading && works.items.length === 0 && <p class="muted">No ManifestWork on this cluster.</p>}
       {works.items.map((w) => {
         const manifests = (w.status?.resourceStatus?.manifests ?? []) as {
@@ -40,7 +53,7 @@ function Works({ api, cluster, nowMs }: { api: Api; cluster: string; nowMs: numb
               <strong>{w.metadata.name}</strong>{" "}
               {(["Applied", "Available", "Progressing", "Degraded"] as const).map((t) => {
                 const c = condition(w, t);
-                return c ? <StateBadge key={t} state={`${t}=${c.status}`} /> : null;
+                return c ? <ConditionBadge key={t} condition={c} label={`${t}=${c.status}`} /> : null;
               })}
             </summary>
             <Conditions conditions={w.status?.conditions} nowMs={nowMs} />
@@ -63,7 +76,7 @@ function Works({ api, cluster, nowMs }: { api: Api; cluster: string; nowMs: numb
                         </th>
                         <td>
                           {(m.conditions ?? []).map((c) => (
-                            <StateBadge key={c.type} state={`${c.type}=${c.status}`} />
+                            <ConditionBadge key={c.type} condition={c} label={`${c.type}=${c.status}`} />
                           ))}
                         </td>
                         <td>
@@ -181,7 +194,9 @@ function TaintEditor({ api, mc }: { api: Api; mc: KubeObject }) {
 
 /** The cluster view (see the module comment). */
 export function ClusterView({ api, name }: { api: Api; name: string }) {
-  const { obj: mc, error } = useLiveObject(api, MC_PATH, name);
+  const viewed = useListOrView(api, MC_PATH, "/apis/clusterview.open-cluster-management.io/v1/managedclusters", { fieldSelector: `metadata.name=${name}` });
+  const mc = viewed.items.find((o) => o.metadata.name === name) ?? null;
+  const error = viewed.error ?? (!viewed.loading && !mc && viewed.viaView ? new Error(`cluster ${name} is not in a cluster set you may see`) : undefined);
   const nowMs = useNow(5000);
   const [notice, setNotice] = useState("");
   const lease = useLease(api, name, mc?.metadata.resourceVersion);
@@ -240,7 +255,7 @@ export function ClusterView({ api, name }: { api: Api; name: string }) {
         <dd>{mc.metadata.labels?.[CLUSTERSET_LABEL] ?? "default"}</dd>
         <dt>Edge location</dt>
         <dd>{mc.metadata.annotations?.[COLO_ANNOTATION] ?? "—"}</dd>
-        <dt>Available since</dt>
+        <dt data-since={avail?.status ?? ""}>{availabilitySince(avail?.status)}</dt>
         <dd>{avail?.lastTransitionTime ? `${age(since(avail.lastTransitionTime, nowMs))} (${avail.lastTransitionTime})` : "—"}</dd>
         <dt>Lease renewed</dt>
         <dd data-lease-renewed={lease ? lease.renewTime : undefined} class={lease && leaseLate(lease) ? "late" : undefined}>

@@ -1,6 +1,6 @@
 /**
  * Events (events.k8s.io/v1, the same objects as core v1 `events`), newest first, live: the events
- * view (filter by type, reason, kind and object name, server side with field selectors
+ * view (in the namespace picked in the header, or all namespaces; filter by type, reason, kind and object name, server side with field selectors
  * `type`, `reason`, `regarding.kind`, `regarding.name`, then a text filter over what is shown), and
  * {@link EventList}, an object's events in the cluster, placement and rollout views. A hub that does
  * not serve events yet (404) shows a note instead.
@@ -10,26 +10,33 @@ import type { Api, KubeObject } from "./api.ts";
 import { age, eventCount, eventRegarding, eventTime } from "./format.ts";
 import { isNotFound, useLiveList } from "./live.ts";
 import { ErrorNote, StateBadge, useNow } from "./widgets.tsx";
+import { isForbidden, scopedPath, useScope } from "./scope.tsx";
 
-const EVENTS = "/apis/events.k8s.io/v1/events";
+const EVENTS_API = "/apis/events.k8s.io/v1";
 const newestFirst = (a: KubeObject, b: KubeObject) => eventTime(b) - eventTime(a);
 
-/** Events about one object (by kind and name), or all events with the given field selector; newest first, live. */
+/**
+ * Events about one object (by kind and name), or all events with the given field selector, in
+ * `namespace` ("" or absent: all namespaces; an Event lives in its object's namespace, `default`
+ * for a cluster-scoped one); newest first, live.
+ */
 export function EventList({
   api,
   regarding,
+  namespace,
   fieldSelector,
   text,
   limit = 100,
 }: {
   api: Api;
   regarding?: { kind: string; name: string };
+  namespace?: string;
   fieldSelector?: string;
   text?: string;
   limit?: number;
 }) {
   const selector = [regarding ? `regarding.kind=${regarding.kind},regarding.name=${regarding.name}` : "", fieldSelector ?? ""].filter(Boolean).join(",");
-  const list = useLiveList(api, EVENTS, { limit, fieldSelector: selector || undefined }, { sort: newestFirst });
+  const list = useLiveList(api, scopedPath(EVENTS_API, namespace ?? "", "events"), { limit, fieldSelector: selector || undefined }, { sort: newestFirst });
   const nowMs = useNow(5000);
   const shown = useMemo(() => {
     const q = (text ?? "").trim().toLowerCase();
@@ -40,6 +47,7 @@ export function EventList({
     });
   }, [list.items, text]);
   if (isNotFound(list.error)) return <p class="muted">This hub does not serve Events yet (events.k8s.io/v1 answered 404).</p>;
+  if (isForbidden(list.error)) return <p class="muted">Your access does not include these events{namespace ? ` (namespace ${namespace})` : ""}.</p>;
   return (
     <div class="events">
       <ErrorNote error={list.error} />
@@ -92,6 +100,7 @@ export function EventList({
 
 /** The events view (see the module comment). */
 export function Events({ api }: { api: Api }) {
+  const { namespace, clusterWide } = useScope();
   const [type, setType] = useState("");
   const [reason, setReason] = useState("");
   const [kind, setKind] = useState("");
@@ -102,6 +111,7 @@ export function Events({ api }: { api: Api }) {
   return (
     <div class="view" data-view="events">
       <h1>Events</h1>
+      <p class="muted">{namespace ? `In namespace ${namespace}.` : "In all namespaces."}</p>
       <form
         class="filters"
         role="search"
@@ -132,7 +142,7 @@ export function Events({ api }: { api: Api }) {
           <input type="search" value={text} placeholder="object, message…" onInput={(e) => setText((e.target as HTMLInputElement).value)} />
         </label>
       </form>
-      <EventList api={api} fieldSelector={applied || undefined} text={text} />
+      {clusterWide !== undefined && <EventList api={api} namespace={namespace} fieldSelector={applied || undefined} text={text} />}
     </div>
   );
 }

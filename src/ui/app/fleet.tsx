@@ -1,5 +1,6 @@
 /**
- * The fleet view: ManagedClusters in pages of {@link PAGE} (watched, so availability changes show
+ * The fleet view: ManagedClusters (or, for a user who may not list them all, OCM's cluster view:
+ * the clusters of the cluster sets they may get) in pages of {@link PAGE} (watched, so availability changes show
  * at once), filtered by a label selector (server side) and a name search; each row's lease age
  * (time since the agent last renewed its lease), read for the rows on screen only, after they are
  * painted (src/ui/app/leases.ts); counts by condition and clusters by edge location from the
@@ -11,13 +12,15 @@ import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Api, KubeObject } from "./api.ts";
 import { age, clusterState, CLUSTERSET_LABEL, COLO_ANNOTATION, leaseAgeSeconds, leaseLate, taintText, type LeaseInfo } from "./format.ts";
 import { useLeases } from "./leases.ts";
-import { useLiveList } from "./live.ts";
+import { useListOrView } from "./scope.tsx";
 import { useNow, ErrorNote, StateBadge } from "./widgets.tsx";
 import { parseFleetMetrics, type FleetCounts } from "./metrics.ts";
 
 /** Clusters per page of the fleet list. */
 export const PAGE = 100;
 const MC_PATH = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
+/** OCM's cluster view: the clusters of the sets the user may get (for a user who may not list them all). */
+const VIEW_PATH = "/apis/clusterview.open-cluster-management.io/v1/managedclusters";
 
 function useFleetCounts(api: Api): FleetCounts | null {
   const [counts, setCounts] = useState<FleetCounts | null>(null);
@@ -150,7 +153,7 @@ export function Fleet({ api }: { api: Api }) {
   const [search, setSearch] = useState("");
   const [found, setFound] = useState<KubeObject | null>(null);
   const [notice, setNotice] = useState("");
-  const list = useLiveList(api, MC_PATH, { limit: PAGE, labelSelector: selector || undefined });
+  const list = useListOrView(api, MC_PATH, VIEW_PATH, { limit: PAGE, labelSelector: selector || undefined });
   const counts = useFleetCounts(api);
   const nowMs = useNow(5000);
   const body = useRef<HTMLTableSectionElement>(null);
@@ -203,6 +206,11 @@ export function Fleet({ api }: { api: Api }) {
   return (
     <div class="view" data-view="fleet">
       <h1>Fleet</h1>
+      {list.viaView && (
+        <p class="muted" data-clusterview>
+          The clusters of the cluster sets you may see (OCM's cluster view).
+        </p>
+      )}
       <div class="cards">
         <Tally
           title="Clusters by availability"

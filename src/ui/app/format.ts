@@ -53,6 +53,15 @@ export function clusterState(mc: KubeObject): "Available" | "Unavailable" | "Unk
   return "Unknown";
 }
 
+/**
+ * The label of the time a cluster's availability last changed, by its
+ * `ManagedClusterConditionAvailable` status: "Available since" (True, or no condition yet),
+ * "Unavailable since" (False), "Unknown since" (Unknown: its lease ran out).
+ */
+export function availabilitySince(status: string | undefined): string {
+  return status === "False" ? "Unavailable since" : status === "Unknown" ? "Unknown since" : "Available since";
+}
+
 /** The `flotilla.dev/colo` annotation: the Cloudflare location the cluster's agent last reached. */
 export const COLO_ANNOTATION = "flotilla.dev/colo";
 /** OCM's exclusive cluster set label. */
@@ -128,4 +137,54 @@ export function leaseAgeSeconds(lease: LeaseInfo, nowMs: number): number {
  */
 export function leaseLate(lease: LeaseInfo): boolean {
   return leaseAgeSeconds(lease, lease.readMs) >= 5 * lease.durationSeconds;
+}
+
+/** How a condition reads: healthy, a warning (in progress, unknown), or bad. */
+export type Health = "ok" | "warn" | "bad";
+
+/**
+ * The condition types of negative polarity, where `True` is the unhealthy state and `False` the
+ * healthy one, with how bad `True` is: OCM's (Placement `PlacementMisconfigured`, ManifestWork
+ * and add-on `Degraded` and `Progressing`, ManagedClusterSet `ClusterSetEmpty`, ManagedCluster
+ * `HubDeniedManagedCluster`, add-on `UnsupportedConfiguration`) and Kubernetes' (Node pressure,
+ * Namespace deletion, workload `ReplicaFailure`, `Stalled`, `Failed`). Every other type is of
+ * positive polarity (`True` is healthy: `Available`, `Applied`, `HubAcceptedManagedCluster`,
+ * `PlacementSatisfied`, ...). The one table every badge of the dashboard reads.
+ */
+export const NEGATIVE_CONDITIONS: Readonly<Record<string, Health>> = {
+  PlacementMisconfigured: "bad",
+  Degraded: "bad",
+  Progressing: "warn",
+  ClusterSetEmpty: "warn",
+  HubDeniedManagedCluster: "bad",
+  UnsupportedConfiguration: "bad",
+  MemoryPressure: "bad",
+  DiskPressure: "bad",
+  PIDPressure: "bad",
+  NetworkUnavailable: "bad",
+  NamespaceDeletionDiscoveryFailure: "bad",
+  NamespaceDeletionGroupVersionParsingFailure: "bad",
+  NamespaceDeletionContentFailure: "bad",
+  NamespaceContentRemaining: "warn",
+  NamespaceFinalizersRemaining: "warn",
+  ReplicaFailure: "bad",
+  Stalled: "bad",
+  Failed: "bad",
+};
+
+/** Reasons of a positive condition's `False` that mean "not yet", not "failed" (OCM's rollout and work conditions). */
+const IN_PROGRESS_REASONS = new Set(["Progressing", "Processing", "Pending"]);
+
+/**
+ * A condition's health by its type's polarity ({@link NEGATIVE_CONDITIONS}): `Unknown` (or any
+ * other status) is a warning; a negative type is ok when `False`, its table's health when `True`;
+ * a positive type is ok when `True`, bad when `False` (a warning when its reason says it is still
+ * in progress).
+ */
+export function conditionHealth(c: { type: string; status: string; reason?: string }): Health {
+  if (c.status !== "True" && c.status !== "False") return "warn";
+  const negative = NEGATIVE_CONDITIONS[c.type];
+  if (negative) return c.status === "True" ? negative : "ok";
+  if (c.status === "True") return "ok";
+  return c.reason && IN_PROGRESS_REASONS.has(c.reason) ? "warn" : "bad";
 }

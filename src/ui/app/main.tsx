@@ -2,7 +2,8 @@
  * The Flotilla dashboard (served at `/ui`): a Preact single-page app over the hub's own
  * Kubernetes API, signed in with a bearer token (the admin token, a ServiceAccount token, an OIDC
  * ID token: anything the hub's authentication chain accepts), kept for the browser tab only
- * (sessionStorage). Views, by URL fragment: `#/` the fleet, `#/clusters/<name>` a cluster,
+ * (sessionStorage). A user without cluster-wide rights picks a namespace in the header and sees
+ * the clusters of their cluster sets (src/ui/app/scope.tsx). Views, by URL fragment: `#/` the fleet, `#/clusters/<name>` a cluster,
  * `#/placements[/<ns>/<name>]`, `#/replicasets[/<ns>/<name>]`, `#/events`. Every view lists what
  * it shows in pages and watches it, so it updates live without a reload.
  */
@@ -14,6 +15,7 @@ import { Fleet } from "./fleet.tsx";
 import { ClusterView } from "./cluster.tsx";
 import { ReplicaSets } from "./replicasets.tsx";
 import { Events } from "./events.tsx";
+import { NamespacePicker, ScopeContext, useScopeState } from "./scope.tsx";
 import "./app.css";
 
 // The placement view bundles the hub's scheduling modules (src/scheduling): loaded when opened.
@@ -114,6 +116,7 @@ function Shell({ api, user, onSignOut }: { api: Api; user: string; onSignOut: ()
   const { view, args } = route(useHash());
   const where = `${view}/${args.join("/")}`;
   const section = view === "clusters" ? "" : view;
+  const scope = useScopeState(api, user);
   // After a navigation inside the app, the keyboard's focus moves to the new view (as a page load would).
   const first = useRef(true);
   useEffect(() => {
@@ -128,7 +131,7 @@ function Shell({ api, user, onSignOut }: { api: Api; user: string; onSignOut: ()
   else if (view === "events") body = <Events api={api} />;
   else body = <Fleet api={api} />;
   return (
-    <>
+    <ScopeContext.Provider value={scope}>
       <a class="skip" href="#main">
         Skip to content
       </a>
@@ -143,6 +146,7 @@ function Shell({ api, user, onSignOut }: { api: Api; user: string; onSignOut: ()
             </a>
           ))}
         </nav>
+        <NamespacePicker />
         <span class="user" title="Signed in as">
           {user}
         </span>
@@ -154,7 +158,7 @@ function Shell({ api, user, onSignOut }: { api: Api; user: string; onSignOut: ()
       <main id="main" tabIndex={-1}>
         <Suspense fallback={<p class="muted">Loading…</p>}>{body}</Suspense>
       </main>
-    </>
+    </ScopeContext.Provider>
   );
 }
 

@@ -1,5 +1,5 @@
 /**
- * Placements: the list (all namespaces, in pages), and one placement: its predicates,
+ * Placements: the list (the namespace picked in the header, or all namespaces; in pages), and one placement: its predicates,
  * tolerations, cluster sets and number of clusters, its conditions, the clusters its
  * PlacementDecisions select and its decision groups, why the clusters shown were not selected
  * (src/ui/app/explain.ts, with the hub's scheduling modules), and its events. Everything is watched.
@@ -10,18 +10,22 @@ import { EventList } from "./events.tsx";
 import { explain, type PlacementContext } from "./explain.ts";
 import { condition } from "./format.ts";
 import { useLiveList, useLiveObject } from "./live.ts";
-import { Conditions, ErrorNote, StateBadge, useNow } from "./widgets.tsx";
+import { scopedPath, useListOrView, useScope } from "./scope.tsx";
+import { ConditionBadge, Conditions, ErrorNote, StateBadge, useNow } from "./widgets.tsx";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const MC_PATH = `${G}/v1/managedclusters`;
+const VIEW = "/apis/clusterview.open-cluster-management.io/v1";
 /** Clusters whose verdict the placement view shows at once (the first page of the fleet). */
 const EXPLAINED = 100;
 
 function PlacementList({ api }: { api: Api }) {
-  const list = useLiveList(api, `${G}/v1beta1/placements`, { limit: 100 });
+  const { namespace, clusterWide } = useScope();
+  const list = useLiveList(api, clusterWide === undefined ? null : scopedPath(`${G}/v1beta1`, namespace, "placements"), { limit: 100 });
   return (
     <div class="view" data-view="placements">
       <h1>Placements</h1>
+      <p class="muted">{namespace ? `In namespace ${namespace}.` : "In all namespaces."}</p>
       <ErrorNote error={list.error} />
       {!list.loading && list.items.length === 0 && <p class="muted">No Placement.</p>}
       <div class="table-wrap">
@@ -44,7 +48,7 @@ function PlacementList({ api }: { api: Api }) {
                   <th scope="row">
                     <a href={`#/placements/${encodeURIComponent(p.metadata.namespace!)}/${encodeURIComponent(p.metadata.name)}`}>{p.metadata.name}</a>
                   </th>
-                  <td>{sat ? <StateBadge state={sat.status} /> : "—"}</td>
+                  <td>{sat ? <ConditionBadge condition={sat} /> : "—"}</td>
                   <td class="num">{p.status?.numberOfSelectedClusters ?? 0}</td>
                   <td class="num">{p.spec?.numberOfClusters ?? "all"}</td>
                 </tr>
@@ -69,8 +73,9 @@ function PlacementDetail({ api, namespace, name }: { api: Api; namespace: string
     labelSelector: `cluster.open-cluster-management.io/placement=${name}`,
   });
   const bindings = useLiveList(api, `${G}/v1beta2/namespaces/${ns}/managedclustersetbindings`, { limit: 500 });
-  const sets = useLiveList(api, `${G}/v1beta2/managedclustersets`, { limit: 500 });
-  const clusters = useLiveList(api, MC_PATH, { limit: EXPLAINED });
+  // A user who may not list every set or cluster sees those of the sets they may get (the cluster view).
+  const sets = useListOrView(api, `${G}/v1beta2/managedclustersets`, `${VIEW}/managedclustersets`, { limit: 500 });
+  const clusters = useListOrView(api, MC_PATH, `${VIEW}/managedclusters`, { limit: EXPLAINED });
   const [lookup, setLookup] = useState("");
   const [looked, setLooked] = useState<KubeObject | null | "missing">(null);
   const nowMs = useNow(10_000);
@@ -230,7 +235,7 @@ function PlacementDetail({ api, namespace, name }: { api: Api; namespace: string
       </section>
       <section aria-labelledby="pev-h">
         <h2 id="pev-h">Events</h2>
-        <EventList api={api} regarding={{ kind: "Placement", name }} fieldSelector={`regarding.namespace=${namespace}`} limit={50} />
+        <EventList api={api} regarding={{ kind: "Placement", name }} namespace={namespace} limit={50} />
       </section>
     </div>
   );

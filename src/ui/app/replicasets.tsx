@@ -1,30 +1,24 @@
 /**
- * ManifestWorkReplicaSets: the list (all namespaces, in pages) with their summary, and one replica
+ * ManifestWorkReplicaSets: the list (the namespace picked in the header, or all namespaces; in pages) with their summary, and one replica
  * set's rollout: per placement and decision group, each cluster's rollout status as the hub's
- * rollout engine classifies it (src/work/rollout.ts `workRolloutStatus`, `computeRollout` for the
- * clusters past `progressDeadline`): succeeded, progressing, failed, timed out, or still to apply.
+ * controller classifies it, with the same function (src/work/rollout.ts `classifyRollout`): a
+ * cluster whose work does not carry the current template is still to apply; the others are
+ * succeeded, progressing, failed or timed out (past `progressDeadline`).
  * The replica set, its placements' decisions and its works are watched.
  */
 import { useMemo } from "preact/hooks";
-import {
-  computeRollout,
-  workRolloutStatus,
-  type ClusterRolloutStatus,
-  type DecisionGroup,
-  type RolloutStatus,
-  type RolloutStrategy,
-} from "../../work/rollout.ts";
+import { canonicalJson, classifyRollout, type DecisionGroup, type RolloutStatus, type RolloutStrategy } from "../../work/rollout.ts";
 import type { Api, KubeObject } from "./api.ts";
 import { EventList } from "./events.tsx";
 import { condition, type Condition } from "./format.ts";
 import { useLiveList, useLiveObject } from "./live.ts";
-import { Conditions, ErrorNote, StateBadge, useNow } from "./widgets.tsx";
+import { isForbidden, scopedPath, useScope } from "./scope.tsx";
+import { ConditionBadge, Conditions, ErrorNote, StateBadge, useNow } from "./widgets.tsx";
 
 const MWRS = "/apis/work.open-cluster-management.io/v1alpha1";
 const WORKS = "/apis/work.open-cluster-management.io/v1/manifestworks";
 const G = "/apis/cluster.open-cluster-management.io/v1beta1";
 const MWRS_LABEL = "work.open-cluster-management.io/manifestworkreplicaset";
-const TEMPLATE_WRITTEN_ANNOTATION = "work.flotilla.dev/template-written-at";
 const GROUP_INDEX_LABEL = "cluster.open-cluster-management.io/decision-group-index";
 const GROUP_NAME_LABEL = "cluster.open-cluster-management.io/decision-group-name";
 
@@ -39,10 +33,12 @@ function Summary({ s }: { s?: { total?: number; applied?: number; available?: nu
 }
 
 function ReplicaSetList({ api }: { api: Api }) {
-  const list = useLiveList(api, `${MWRS}/manifestworkreplicasets`, { limit: 100 });
+  const { namespace, clusterWide } = useScope();
+  const list = useLiveList(api, clusterWide === undefined ? null : scopedPath(MWRS, namespace, "manifestworkreplicasets"), { limit: 100 });
   return (
     <div class="view" data-view="replicasets">
       <h1>Rollouts</h1>
+      <p class="muted">{namespace ? `In namespace ${namespace}.` : "In all namespaces."}</p>
       <p class="muted">ManifestWorkReplicaSets: one template rolled out to the clusters of their placements.</p>
       <ErrorNote error={list.error} />
       {!list.loading && list.items.length === 0 && <p class="muted">No ManifestWorkReplicaSet.</p>}
@@ -65,7 +61,7 @@ function ReplicaSetList({ api }: { api: Api }) {
                   <th scope="row">
                     <a href={`#/replicasets/${encodeURIComponent(r.metadata.namespace!)}/${encodeURIComponent(r.metadata.name)}`}>{r.metadata.name}</a>
                   </th>
-                  <td>{ro ? <StateBadge state={ro.reason ?? ro.status} /> : "—"}</td>
+                  <td>{ro ? <ConditionBadge condition={ro} label={ro.reason ?? ro.status} /> : "—"}</td>
                   <td>
                     <Summary s={r.status?.summary} />
                   </td>
@@ -104,6 +100,7 @@ function PlacementRollout({
   placement,
   strategy,
   works,
+  templateJson,
   nowMs,
 }: {
   api: Api;
@@ -111,29 +108,26 @@ function PlacementRollout({
   placement: string;
   strategy?: RolloutStrategy;
   works: Map<string, KubeObject>;
+  templateJson: string;
   nowMs: number;
 }) {
   const decisions = useLiveList(api, `${G}/namespaces/${encodeURIComponent(namespace)}/placementdecisions`, {
     labelSelector: `cluster.open-cluster-management.io/placement=${placement}`,
   });
   const groups = useMemo(() => groupsOf(decisions.items), [decisions.items]);
-  const statuses = new Map<string, ClusterRolloutStatus>();
-  for (const g of groups)
-    for (const c of g.clusters) {
-      const w = works.get(c);
-      const written = Date.parse(w?.metadata.annotations?.[TEMPLATE_WRITTEN_ANNOTATION] ?? w?.metadata.creationTimestamp ?? "") || nowMs;
-      statuses.set(c, workRolloutStatus(c, Boolean(w), w?.metadata.generation ?? 0, w?.status?.conditions as never, written));
-    }
-  let timedOut = new Set<string>();
+  // The hub's own classification (src/work/rollout.ts `classifyRollout`, which its controller
+  // runs): a work whose spec is not the current template is ToApply, whatever its conditions say.
+  let state = new Map<string, RolloutStatus>();
+  let succeeded = 0;
   try {
-    const existing = [...statuses.values()].filter((s) => s.status !== "ToApply");
-    timedOut = new Set(computeRollout(strategy, groups, existing, nowMs).timedOut);
+    const c = classifyRollout(strategy, groups, works, templateJson, nowMs);
+    state = c.state;
+    succeeded = c.succeeded;
   } catch {
     // An invalid strategy: the hub reports it on the replica set's conditions.
   }
-  const stateOf = (c: string): RolloutStatus => (timedOut.has(c) ? "TimeOut" : (statuses.get(c)?.status ?? "ToApply"));
+  const stateOf = (c: string): RolloutStatus => state.get(c) ?? "ToApply";
   const total = groups.reduce((n, g) => n + g.clusters.length, 0);
-  const succeeded = groups.reduce((n, g) => n + g.clusters.filter((c) => stateOf(c) === "Succeeded").length, 0);
   return (
     <section class="rollout" data-placement={placement} aria-label={`Placement ${placement}`}>
       <h2>
@@ -191,6 +185,8 @@ function ReplicaSetDetail({ api, namespace, name }: { api: Api; namespace: strin
   if (error) return <ErrorNote error={error} what={`ManifestWorkReplicaSet ${namespace}/${name}`} />;
   if (!rs) return <p class="muted">Loading {name}…</p>;
   const refs = (rs.spec?.placementRefs ?? []) as { name: string; rolloutStrategy?: RolloutStrategy }[];
+  // The spec a generated work carries at the current content (the ManifestWork kind defaults only `spec`).
+  const templateJson = canonicalJson(rs.spec?.manifestWorkTemplate ?? {});
   return (
     <div class="view" data-view="replicaset">
       <p class="crumbs">
@@ -200,16 +196,32 @@ function ReplicaSetDetail({ api, namespace, name }: { api: Api; namespace: strin
       <p>
         <Summary s={rs.status?.summary} />
       </p>
-      {refs.map((r) => (
-        <PlacementRollout key={r.name} api={api} namespace={namespace} placement={r.name} strategy={r.rolloutStrategy} works={byCluster} nowMs={nowMs} />
-      ))}
+      {isForbidden(works.error) && (
+        <p class="muted" data-works-forbidden>
+          Your access does not include the clusters' ManifestWorks: the rollout as the hub counts it is in the conditions below.
+        </p>
+      )}
+      {!isForbidden(works.error) && <ErrorNote error={works.error} />}
+      {!works.error &&
+        refs.map((r) => (
+          <PlacementRollout
+            key={r.name}
+            api={api}
+            namespace={namespace}
+            placement={r.name}
+            strategy={r.rolloutStrategy}
+            works={byCluster}
+            templateJson={templateJson}
+            nowMs={nowMs}
+          />
+        ))}
       <section aria-labelledby="rc-h">
         <h2 id="rc-h">Conditions</h2>
         <Conditions conditions={rs.status?.conditions as Condition[]} nowMs={nowMs} />
       </section>
       <section aria-labelledby="rev-h">
         <h2 id="rev-h">Events</h2>
-        <EventList api={api} regarding={{ kind: "ManifestWorkReplicaSet", name }} fieldSelector={`regarding.namespace=${namespace}`} limit={50} />
+        <EventList api={api} regarding={{ kind: "ManifestWorkReplicaSet", name }} namespace={namespace} limit={50} />
       </section>
     </div>
   );

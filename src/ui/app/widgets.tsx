@@ -1,7 +1,7 @@
 /** Shared pieces of the views: the clock, badges, conditions, errors. */
 import { useEffect, useState } from "preact/hooks";
 import { ApiFailure } from "./api.ts";
-import { age, since, type Condition } from "./format.ts";
+import { age, conditionHealth, since, type Condition } from "./format.ts";
 
 /** The current time (epoch ms), refreshed every `everyMs` so that ages move on screen. */
 export function useNow(everyMs: number): number {
@@ -22,9 +22,19 @@ export function StateBadge({ state }: { state: string }) {
   );
 }
 
-/** A condition's status as a badge: True/False/Unknown. */
-export function StatusBadge({ status }: { status: string }) {
-  return <StateBadge state={status} />;
+/**
+ * A condition's status as a badge, coloured by its health as the condition's polarity says
+ * (format.ts `conditionHealth`: `PlacementMisconfigured=False` is healthy); `label` is the word
+ * shown (the status by default). `data-state` carries the label, `data-health` ok/warn/bad.
+ */
+export function ConditionBadge({ condition, label }: { condition: { type: string; status: string; reason?: string }; label?: string }) {
+  const health = conditionHealth(condition);
+  const text = label ?? condition.status;
+  return (
+    <span class={`badge h-${health}`} data-state={text} data-health={health} title={`${condition.type}=${condition.status}`}>
+      {text}
+    </span>
+  );
 }
 
 /** A table of conditions with reasons, messages and transition ages. */
@@ -47,7 +57,7 @@ export function Conditions({ conditions, nowMs }: { conditions: Condition[] | un
             <tr key={c.type} data-condition={c.type}>
               <th scope="row">{c.type}</th>
               <td>
-                <StatusBadge status={c.status} />
+                <ConditionBadge condition={c} />
               </td>
               <td>{c.reason ?? ""}</td>
               <td class="msg">{c.message ?? ""}</td>
