@@ -298,7 +298,8 @@ export function ClusterView({ api, name }: { api: Api; name: string }) {
       <Works api={api} cluster={name} nowMs={nowMs} />
       <section aria-labelledby="events-h">
         <h2 id="events-h">Events</h2>
-        <EventList api={api} regarding={{ kind: "ManagedCluster", name }} limit={50} />
+        {/* A cluster-scoped object's Events live in `default` (src/events/record.ts), never a cluster-wide list. */}
+        <EventList api={api} regarding={{ kind: "ManagedCluster", name }} namespace="default" limit={50} />
       </section>
     </div>
   );
