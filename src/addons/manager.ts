@@ -26,7 +26,6 @@
  * only the objects of its add-on (by name) and the placements it names, never every cluster.
  */
 import { clock } from "../clock.ts";
-import { ApiError } from "../k8s/errors.ts";
 import { setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
 import { database, getObject, listObjects, listObjectsNamed } from "../k8s/store.ts";
 import { ADDON_GROUP, AddOnDeploymentConfigKind, AddOnTemplateKind, ClusterManagementAddOnKind, ManagedClusterAddOnKind } from "../kinds/addon.ts";
@@ -37,11 +36,11 @@ import { sha256Hex } from "../kinds/bootstraptoken.ts";
 import { PLACEMENT_LABEL } from "../scheduling/grouping.ts";
 import { storeOf } from "../store/store.ts";
 import { decisionGroups } from "../work/replicaset.ts";
-import { computeRollout, type ClusterRolloutStatus, type DecisionGroup, type RolloutStrategy } from "../work/rollout.ts";
+import { canonicalJson as canonical, computeRollout, type ClusterRolloutStatus, type DecisionGroup, type RolloutStrategy } from "../work/rollout.ts";
 import type { Env } from "../env.ts";
 import { SCHEDULER_NAME } from "../../durable-objects/scheduler.ts";
 import { availability, manifestApplied, type AddonCondition } from "./health.ts";
-import { syncHubPermissions, templateOf } from "./token-registration.ts";
+import { syncHubPermissions, templateOf, tryWrite } from "./token-registration.ts";
 import {
   ADDON_NAME_LABEL,
   deployWorkName,
@@ -81,18 +80,6 @@ interface CmaSpec {
 }
 
 const key = (c: { group?: string; resource: string }) => `${c.group ?? ""}/${c.resource}`;
-
-/** JSON with object keys sorted, so that equal contents compare (and hash) equal. */
-function canonical(v: unknown): string {
-  return JSON.stringify(v, (_k, x: unknown) => {
-    if (x && typeof x === "object" && !Array.isArray(x)) {
-      const sorted: Json = {};
-      for (const k of Object.keys(x as Json).sort()) sorted[k] = (x as Json)[k];
-      return sorted;
-    }
-    return x;
-  });
-}
 
 /** The OCM owner reference of an object (controller, blocking its owner's foreground deletion). */
 function ownerRef(obj: KubeObject) {
@@ -179,16 +166,6 @@ const sameDesired = (refs: ConfigReference[] | undefined, desired: DesiredConfig
 
 const allApplied = (refs: ConfigReference[] | undefined) =>
   (refs ?? []).every((r) => r.desiredConfig && canonical(r.desiredConfig) === canonical(r.lastAppliedConfig ?? null));
-
-/** Writes through the store; a lost race (409) or an object gone (404) is not an error: the next run sees the current state. */
-async function tryWrite(write: () => Promise<{ object: KubeObject | null }>): Promise<KubeObject | null | "lost"> {
-  try {
-    return (await write()).object;
-  } catch (e) {
-    if (e instanceof ApiError && (e.code === 409 || e.code === 404)) return "lost";
-    throw e;
-  }
-}
 
 /** The decided clusters of each placement strategy, in its decision groups. */
 async function decided(env: Env, strategies: PlacementStrategy[]): Promise<{ strategy: PlacementStrategy; groups: DecisionGroup[]; missing: boolean }[]> {

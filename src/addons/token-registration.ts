@@ -266,8 +266,13 @@ async function editSubjects(env: Env, namespace: string, name: string, edit: (su
   }
 }
 
-/** A write whose lost race (409) or vanished object (404) is answered `lost`. */
-async function tryWrite(write: () => Promise<{ object: KubeObject | null }>): Promise<KubeObject | null | "lost"> {
+/**
+ * Runs a write through the store; a lost race (409 Conflict) or an object gone (404 NotFound) is
+ * answered `lost`, not thrown: the caller's next run sees the current state.
+ * @returns the object as stored (null when deleted), or "lost"
+ * @throws any other ApiError of the write, and errors of D1
+ */
+export async function tryWrite(write: () => Promise<{ object: KubeObject | null }>): Promise<KubeObject | null | "lost"> {
   try {
     return (await write()).object;
   } catch (e) {

@@ -46,6 +46,7 @@ import {
 import { PLACEMENT_LABEL } from "../scheduling/index.ts";
 import type { Env } from "../env.ts";
 import { storeOf } from "../store/store.ts";
+import { canonicalJson as canonical } from "../work/rollout.ts";
 import { store as database, writeStoredMany, type ManyWrite } from "../store/write.ts";
 
 /** How many times a run is repeated after a lost write race before it gives up (and throws). */
@@ -173,18 +174,6 @@ export function replicaOf(root: KubeObject, cluster: string, enforce: boolean, c
   if (enforce && !isEnforce(spec.remediationAction)) spec.remediationAction = "enforce";
   const metadata = current ? { ...current.metadata, labels, annotations } : { name: replicaName, namespace: cluster, labels, annotations };
   return { apiVersion: `${POLICY_GROUP}/v1`, kind: "Policy", metadata, spec, ...(current?.status ? { status: current.status } : {}) } as KubeObject;
-}
-
-/** JSON with object keys sorted, so that equal contents compare equal. */
-function canonical(v: unknown): string {
-  return JSON.stringify(v, (_k, x: unknown) => {
-    if (x && typeof x === "object" && !Array.isArray(x)) {
-      const sorted: Record<string, unknown> = {};
-      for (const k of Object.keys(x as Record<string, unknown>).sort()) sorted[k] = (x as Record<string, unknown>)[k];
-      return sorted;
-    }
-    return x;
-  });
 }
 
 /** Whether a stored replica already says what `want` says (labels, annotations, spec: OCM's `equivalentReplicatedPolicies`). */
