@@ -5,7 +5,7 @@
  * returns. Runs are serialised and each applies the triggering writes first, so no placement's
  * decisions are computed from a state older than the last write. Triggers that arrive during a
  * run are merged into the next one. Every write of a run goes through the store's one write path
- * (src/store/write.ts `commitChange`: outbox row, after-commit hooks).
+ * (src/store/d1/write.ts `commitChange`: outbox row, after-commit hooks).
  *
  * The object keeps its own view of what scheduling reads (src/placement/view.ts), in memory:
  * built from D1 on its first run after it starts (the cold start), then updated from the changes
@@ -34,14 +34,14 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { clock } from "../src/clock.ts";
-import type { Database } from "../src/k8s/store.ts";
+import type { Database } from "../src/store/d1/objects.ts";
 import { d1Writer } from "../src/placement/controller.ts";
 import { mergeTriggers, type RunResult, type Trigger } from "../src/placement/plan.ts";
 import { catchUp, runOnView, type SchedulerView } from "../src/placement/view.ts";
 import { d1ChangeLog, loadView, refreshStale, resolveTrigger } from "../src/placement/view-d1.ts";
 import { replicaSetsForPlacements } from "../src/work/replicaset.ts";
 import { addonsForPlacements, runClusterManagementAddOn } from "../src/addons/manager.ts";
-import { finishCommit, store, type Committed } from "../src/store/write.ts";
+import { finishCommit, store, type Committed } from "../src/store/d1/write.ts";
 import { deferOutboxDelete, OUTBOX_GRACE_MS, sweepOutbox } from "../src/store/outbox.ts";
 import { Timers } from "./timers.ts";
 import { expireEvents } from "../src/events/expiry.ts";

@@ -1,4 +1,4 @@
--- The label index of lists (src/k8s/store.ts listPage): one row per (object, label key), kept
+-- The label index of lists (src/store/d1/objects.ts listPage): one row per (object, label key), kept
 -- in the same batch as every write that changes an object's labels, so that a labelSelector
 -- list reads the rows its selector names instead of every object of the kind.
 CREATE TABLE `labels` (

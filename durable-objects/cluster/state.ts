@@ -8,11 +8,11 @@ import { builder } from "../../src/db/compiled.ts";
 import { clusterIdentities } from "../../src/db/schema.ts";
 import type { Env } from "../../src/env.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
-import { database, getObject, guardedShape, type GuardedBinder } from "../../src/k8s/store.ts";
+import { database, getObject, guardedShape, type GuardedBinder } from "../../src/store/d1/objects.ts";
 import { LEGACY_CLUSTER_ID_ANNOTATION, ManagedClusterKind, reconcileManagedCluster } from "../../src/kinds/managedcluster.ts";
 import { schedulingHook } from "../../src/placement/triggers.ts";
 import { armSweep } from "../../src/store/outbox.ts";
-import { commitChange, finishCommit, type WriterMode } from "../../src/store/write.ts";
+import { commitChange, finishCommit, type WriterMode } from "../../src/store/d1/write.ts";
 import { clock } from "../../src/clock.ts";
 import type { Cost } from "./types.ts";
 
@@ -172,7 +172,7 @@ export class ClusterState {
    * Stores `next` as the cluster's object after running OCM's hub controllers on it, and commits
    * the D1 projection when it differs from `current`. Bumps `generation` when the spec changed.
    *
-   * The D1 commit (src/store/write.ts `commitChange`) is the commit point and D1 the authority
+   * The D1 commit (src/store/d1/write.ts `commitChange`) is the commit point and D1 the authority
    * for the object: a marker is stored here before it (the `object` row's `pending` column; a
    * `committing` row for a create) and removed once this object stored the result (the write of
    * the `object` row clears its `pending`: 2 rows written in all for an update), so an object
@@ -182,7 +182,7 @@ export class ClusterState {
    * commit's outbox row, run here once this object stored the result, and swept after a crash.
    * `mode` is "returns" for the agent's own writes and the lease controller's (registration,
    * heartbeat status, lease expiry, leave): they return once the scheduling they cause is queued,
-   * and the decisions follow (src/store/write.ts `WriterMode`); an admin's write waits for them.
+   * and the decisions follow (src/store/d1/write.ts `WriterMode`); an admin's write waits for them.
    * @returns the stored object, null after a removal
    * @throws ApiError 404, 409 when D1 refused the commit (this copy then agrees with D1 again)
    */

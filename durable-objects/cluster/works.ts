@@ -6,7 +6,7 @@
 import type { Env } from "../../src/env.ts";
 import { tooManyRequests, type Status } from "../../src/k8s/errors.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
-import { database, listObjects } from "../../src/k8s/store.ts";
+import { database, listObjects } from "../../src/store/d1/objects.ts";
 import { ManifestWorkKind } from "../../src/kinds/manifestwork.ts";
 import { PolicyKind, isReplicatedPolicy } from "../../src/kinds/policy.ts";
 import { NamespaceWorks, type WorkDelta } from "../../src/work/namespace-works.ts";

@@ -17,7 +17,7 @@
  */
 import { clock } from "../clock.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { database, listObjects, listObjectsNamed } from "../k8s/store.ts";
+import { database, listObjects, listObjectsNamed } from "../store/d1/objects.ts";
 import { ADDON_GROUP, ClusterManagementAddOnKind, ManagedClusterAddOnKind } from "../kinds/addon.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";

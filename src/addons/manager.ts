@@ -27,7 +27,7 @@
  */
 import { clock } from "../clock.ts";
 import { setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
-import { database, getObject, listObjects, listObjectsNamed } from "../k8s/store.ts";
+import { database, getObject, listObjects, listObjectsNamed } from "../store/d1/objects.ts";
 import { ADDON_GROUP, AddOnDeploymentConfigKind, AddOnTemplateKind, ClusterManagementAddOnKind, ManagedClusterAddOnKind } from "../kinds/addon.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";

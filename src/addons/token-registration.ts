@@ -39,7 +39,7 @@ import { ServiceAccountKind } from "../kinds/serviceaccount.ts";
 import { hubKeySource, issuerOf } from "../auth/serviceaccounts.ts";
 import { DEFAULT_TOKEN_EXPIRATION_SECONDS, issueServiceAccountToken } from "../auth/serviceaccount-token.ts";
 import { serviceAccountUsername } from "../auth/rbac.ts";
-import { database, listObjectsNamed } from "../k8s/store.ts";
+import { database, listObjectsNamed } from "../store/d1/objects.ts";
 import { storeOf } from "../store/store.ts";
 import { templateBindings } from "../auth/addon-admission.ts";
 import type { Env } from "../env.ts";

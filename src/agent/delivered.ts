@@ -4,7 +4,7 @@
  * D1 again: one D1 query less per report, the most frequent agent write during a rollout.
  *
  * A copy is only ever a guess of what is stored. The status write carries its resourceVersion as
- * a precondition (src/store/write.ts `known`), so a copy that is no longer the stored object (a
+ * a precondition (src/store/d1/write.ts `known`), so a copy that is no longer the stored object (a
  * status write from another isolate, the work deleted or created again) is refused by the commit,
  * and the caller makes the report again on a fresh read. Correctness never depends on it.
  *

@@ -11,7 +11,7 @@ import { checkSchema, type KubeObject } from "../k8s/meta.ts";
 import { deliveredWorks } from "./delivered.ts";
 import { splitDelivered } from "../work/namespace-works.ts";
 import { readDelivered } from "../../durable-objects/cluster/works.ts";
-import { database, getObject } from "../k8s/store.ts";
+import { database, getObject } from "../store/d1/objects.ts";
 import { MANIFEST_LIMIT_BYTES } from "../kinds/manifestwork.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { BootstrapTokenKind, parseToken, sha256Hex } from "../kinds/bootstraptoken.ts";

@@ -5,7 +5,7 @@
  */
 import { ApiError, conflict, notFound, tooManyRequests } from "../k8s/errors.ts";
 import type { Condition, KubeObject } from "../k8s/meta.ts";
-import { database, getObject } from "../k8s/store.ts";
+import { database, getObject } from "../store/d1/objects.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import { storeOf } from "../store/store.ts";
 import type { WaitUntil } from "../store/outbox.ts";
@@ -42,7 +42,7 @@ export async function reportWorkStatus(
   if (report.released) return released(env, cluster, workName, report.uid, waitUntil);
   // The report pins the work by its uid, not its resourceVersion: it is written as
   // GuaranteedUpdate writes, again on a fresh read while other writers (admin patches, other
-  // reports) commit first, the uid checked on each read (src/store/write.ts `writeStored`).
+  // reports) commit first, the uid checked on each read (src/store/d1/write.ts `writeStored`).
   const write = (current: KubeObject) => {
     const { resourceVersion: _rv, ...metadata } = current.metadata;
     const status = keepDeleting(current, report.status);

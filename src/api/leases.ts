@@ -30,12 +30,12 @@
  */
 import type { Env } from "../env.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { listPage, LIST_CHUNK_ROWS, type StoreKey } from "../k8s/store.ts";
+import { listPage, LIST_CHUNK_ROWS, type StoreKey } from "../store/d1/objects.ts";
 import { CLUSTER_LEASE_NAME, clusterLease, leaseSkeleton, type ClusterLeaseRecord } from "../kinds/lease.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { holdsLease } from "../../durable-objects/cluster/lease.ts";
 import { clock } from "../clock.ts";
-import { store } from "../store/write.ts";
+import { store } from "../store/d1/write.ts";
 
 /** Most clusters' objects one list of Leases across namespaces reads (one page). */
 export const LEASE_PAGE_CLUSTERS = LIST_CHUNK_ROWS;

@@ -12,7 +12,7 @@ import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { matches, parseSelector, SelectorParseError } from "../k8s/labels.ts";
 import { FieldSelectorError, matchesFields, parseFieldSelector, type FieldRequirement } from "../k8s/fields.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
-import { awaitResourceVersion, LIST_CHUNK_ROWS, listPage, parseResourceVersion, type LabelIndexRequirement } from "../k8s/store.ts";
+import { awaitResourceVersion, LIST_CHUNK_ROWS, listPage, parseResourceVersion, type LabelIndexRequirement } from "../store/d1/objects.ts";
 import { computeWrite, decode, type WriteRequest } from "../k8s/write.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { findKind, KINDS, servedGroups } from "../kinds/index.ts";
@@ -36,7 +36,7 @@ import { ServiceAccountKind } from "../kinds/serviceaccount.ts";
 import { EventsV1EventKind } from "../kinds/event.ts";
 import { createToken } from "../auth/serviceaccounts.ts";
 import { clock } from "../clock.ts";
-import { store } from "../store/write.ts";
+import { store } from "../store/d1/write.ts";
 import { AUDIT_DISCOVERY, AUDIT_GROUP, AUDIT_RESOURCE, AUDIT_VERSION, serveAuditEvents } from "../audit/routes.ts";
 import { storeOf } from "../store/store.ts";
 import { orphanWorkWarning } from "../work/orphan-warning.ts";
@@ -118,7 +118,7 @@ function resolve(group: string, version: string, encoded: string[]): Target {
 }
 
 /**
- * The requirement of a parsed label selector that the label index answers (src/k8s/store.ts
+ * The requirement of a parsed label selector that the label index answers (src/store/d1/objects.ts
  * `listPage`): its first `=`, `==` or `in` requirement (a set of values: the most selective kind),
  * else its first `exists`; undefined when it has none (only `!=`, `notin`, `!key`: a scan).
  */

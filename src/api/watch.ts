@@ -21,7 +21,7 @@
  * {@link WATCH_PLACE_GRACE_MS} after its timeout.
  *
  * A watch from a resourceVersion the hub has not reached yet waits up to 3 s for writes to reach
- * it (src/k8s/store.ts `awaitResourceVersion`), then sends one ERROR event with kube-apiserver's
+ * it (src/store/d1/objects.ts `awaitResourceVersion`), then sends one ERROR event with kube-apiserver's
  * 504 Timeout Status "Too large resource version" (cause ResourceVersionTooLarge, src/k8s/errors.ts
  * `tooLargeResourceVersion`) and ends: the answer of its watch cache to a watch-list from such a
  * version (cacher.go `waitUntilWatchCacheFreshAndForceAllEvents`, an ERROR event because the watch
@@ -43,7 +43,7 @@ import {
   previousEventObject,
   readEvents,
   type StoreKey,
-} from "../k8s/store.ts";
+} from "../store/d1/objects.ts";
 import { apiVersionOf } from "../k8s/kind.ts";
 import { clock } from "../clock.ts";
 import { MAX_WATCHES_PER_CLIENT } from "./watch-limits.ts";

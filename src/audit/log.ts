@@ -10,7 +10,7 @@
  * outbox row, and would audit the audit (kube-apiserver likewise hands its events to a log or
  * webhook backend, never to etcd). So a record is one INSERT run after the response
  * (`ctx.waitUntil`), with its own sequence (`seq`, the AuditEvents' resourceVersion), as the
- * `events` change log lives beside `objects` (src/k8s/store.ts).
+ * `events` change log lives beside `objects` (src/store/d1/objects.ts).
  *
  * Retention: each insert also deletes, in the same D1 batch, at most
  * {@link RETENTION_DELETE_BATCH} rows received before now minus `FLOTILLA_AUDIT_RETENTION_DAYS`

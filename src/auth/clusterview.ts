@@ -10,11 +10,11 @@
  */
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { listObjects } from "../k8s/store.ts";
+import { listObjects } from "../store/d1/objects.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { clusterInSet, ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
 import type { Env } from "../env.ts";
-import { store } from "../store/write.ts";
+import { store } from "../store/d1/write.ts";
 import { isPrivileged, rbacAuthorizer } from "./rbac-store.ts";
 import type { UserInfo } from "./rbac.ts";
 

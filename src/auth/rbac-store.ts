@@ -15,7 +15,7 @@
 import { ApiError } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { changeCounterValue, listObjects } from "../k8s/store.ts";
+import { changeCounterValue, listObjects } from "../store/d1/objects.ts";
 import {
   ClusterRoleBindingKind,
   ClusterRoleKind,
@@ -34,7 +34,7 @@ import { featureEnabled } from "../features.ts";
 import { NIL_EXECUTOR_VALIDATING_EXTRA } from "./executor.ts";
 import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
 import { storeOf } from "../store/store.ts";
-import { store } from "../store/write.ts";
+import { store } from "../store/d1/write.ts";
 import {
   aggregateClusterRoles,
   BOOTSTRAP_CLUSTER_ROLE_BINDINGS,

@@ -13,13 +13,13 @@
  * @module
  */
 import { rfc3339, setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
-import { getObject, listObjects } from "../k8s/store.ts";
+import { getObject, listObjects } from "../store/d1/objects.ts";
 import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { clusterInSet, ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
 import type { Change } from "../store/hooks.ts";
-import { store as database } from "../store/write.ts";
+import { store as database } from "../store/d1/write.ts";
 import { save } from "./controller.ts";
 import { readSetCount } from "./set-counts.ts";
 

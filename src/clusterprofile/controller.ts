@@ -23,7 +23,7 @@ import { ApiError } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { fromLabelSelector } from "../k8s/labels.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { getObject, listObjects, listObjectsNamed, listPage, type LabelIndexRequirement } from "../k8s/store.ts";
+import { getObject, listObjects, listObjectsNamed, listPage, type LabelIndexRequirement } from "../store/d1/objects.ts";
 import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
 import { CLUSTER_MANAGER_LABEL, CLUSTER_MANAGER_NAME, ClusterProfileKind, OCM_CLUSTER_NAME_LABEL } from "../kinds/clusterprofile.ts";
@@ -32,7 +32,7 @@ import { clusterInSet, ManagedClusterSetKind } from "../kinds/managedclusterset.
 import { NamespaceKind } from "../kinds/namespace.ts";
 import { ManagedClusterSetBindingKind } from "../kinds/placement.ts";
 import type { Change } from "../store/hooks.ts";
-import { commitChange, finishCommit, store as database } from "../store/write.ts";
+import { commitChange, finishCommit, store as database } from "../store/d1/write.ts";
 import { desiredProfile } from "./profile.ts";
 
 /** What a change owes the controller: one cluster, the namespaces bound to some sets, or namespaces. */

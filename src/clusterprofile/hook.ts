@@ -8,10 +8,10 @@
  * @module
  */
 import type { KubeObject } from "../k8s/meta.ts";
-import { listObjects } from "../k8s/store.ts";
+import { listObjects } from "../store/d1/objects.ts";
 import { ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
 import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
-import { store as database } from "../store/write.ts";
+import { store as database } from "../store/d1/write.ts";
 import { planSetStatus, runSetStatusWork, type SetStatusWork } from "./clusterset-status.ts";
 import { planProfiles, runProfileWork, type ProfileWork } from "./controller.ts";
 

@@ -106,7 +106,7 @@ export const outbox = sqliteTable("outbox", {
 /**
  * The owner index (src/gc/collector.ts): which objects (`resource`, `namespace`, `name`) name the
  * owner with UID `ownerUid` in their ownerReferences. Written in the batch of each write that
- * changes an object's references (src/store/write.ts), so an owner's dependents are one lookup.
+ * changes an object's references (src/store/d1/write.ts), so an owner's dependents are one lookup.
  */
 export const ownerReferences = sqliteTable(
   "owner_references",
@@ -120,9 +120,9 @@ export const ownerReferences = sqliteTable(
 );
 
 /**
- * The label index (src/k8s/store.ts `listPage`): an object's (`resource`, `namespace`, `name`)
+ * The label index (src/store/d1/objects.ts `listPage`): an object's (`resource`, `namespace`, `name`)
  * labels, one row per key. Written in the batch of each write that changes the object's labels
- * (src/store/write.ts), so a labelSelector list reads the rows its selector names.
+ * (src/store/d1/write.ts), so a labelSelector list reads the rows its selector names.
  */
 export const labels = sqliteTable(
   "labels",

@@ -10,7 +10,7 @@
  */
 import type { KubeObject } from "../k8s/meta.ts";
 import { EventKind } from "../kinds/event.ts";
-import { writeStoredMany } from "../store/write.ts";
+import { writeStoredMany } from "../store/d1/write.ts";
 import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
 

@@ -22,7 +22,7 @@ import { microTime, type KubeObject } from "../k8s/meta.ts";
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { EventKind, type ObjectReference } from "../kinds/event.ts";
 import { storeOf } from "../store/store.ts";
-import { writeStoredMany } from "../store/write.ts";
+import { writeStoredMany } from "../store/d1/write.ts";
 import { admitNamespace } from "../namespaces/lifecycle.ts";
 import { clock } from "../clock.ts";
 import { armEventExpiry } from "./expiry.ts";
@@ -221,7 +221,7 @@ export async function recordEvent(env: Env, spec: EventSpec, now = clock.now()):
  * Records `specs` (see {@link recordEvent}) at `now` (epoch milliseconds), as one change's
  * transitions usually come (a join: joined, available, a taint removed): the Events of one
  * regarding object are read once, folded among themselves and the stored ones, and written
- * together in one D1 batch (src/store/write.ts `writeStoredMany`); a write that lost a race with
+ * together in one D1 batch (src/store/d1/write.ts `writeStoredMany`); a write that lost a race with
  * another writer is recorded again on its own. An object whose namespace does not admit new
  * Events (gone or terminating) records none.
  * @throws errors of D1 (the caller's after-commit hook is then run again by the outbox sweep)

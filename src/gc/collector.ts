@@ -14,13 +14,13 @@
  * version), its name, the dependent's namespace (cluster-scoped owners: none) and its UID.
  * A reference to a kind the hub does not serve is left alone. It works across every kind the hub
  * serves, as an after-commit hook of the one write path (src/store/hooks.ts), and reads no more
- * than the changed object's dependents, through the owner index (src/k8s/store.ts
+ * than the changed object's dependents, through the owner index (src/store/d1/objects.ts
  * `dependentsOf`), never a scan of all objects.
  */
 import { registerAfterCommitHook } from "../store/hooks.ts";
-import { store } from "../store/write.ts";
+import { store } from "../store/d1/write.ts";
 import { storeOf } from "../store/store.ts";
-import { dependentsOf, getObject } from "../k8s/store.ts";
+import { dependentsOf, getObject } from "../store/d1/objects.ts";
 import { ApiError } from "../k8s/errors.ts";
 import { FOREGROUND_FINALIZER, ORPHAN_FINALIZER } from "../k8s/write.ts";
 import { KINDS } from "../kinds/index.ts";

@@ -95,7 +95,7 @@ export interface KindDefinition {
    * The id of a row of the `counters` table (above 1, the resourceVersion counter's) that every
    * committed write of this kind sets to its resourceVersion, in its own batch: readers that cache
    * a derived view of every object of the kind (the RBAC authorizer) compare it to see a change
-   * with one read by key (src/k8s/store.ts `changeCounterValue`).
+   * with one read by key (src/store/d1/objects.ts `changeCounterValue`).
    */
   changeCounter?: number;
   /**
@@ -164,7 +164,7 @@ export interface KindDefinition {
   finalize?(obj: KubeObject, old: KubeObject | null, ctx: WriteContext): Promise<void>;
   /**
    * Top-level fields stored encrypted at rest (kube-apiserver's EncryptionConfiguration
-   * `resources`), each sealed as a whole by the D1 store (src/k8s/store.ts); e.g. a Secret's `data`.
+   * `resources`), each sealed as a whole by the D1 store (src/store/d1/objects.ts); e.g. a Secret's `data`.
    */
   encryptedFields?: string[];
   /** Subresources created with a body of another kind (a ServiceAccount's `token`). */

@@ -21,13 +21,13 @@
 import { ApiError } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { rfc3339, setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
-import { LIST_CHUNK_ROWS, listPage } from "../k8s/store.ts";
+import { LIST_CHUNK_ROWS, listPage } from "../store/d1/objects.ts";
 import { KINDS } from "../kinds/index.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { FINALIZE_EXTRA, NAMESPACE_FINALIZER, NamespaceKind, namespaceFinalizers } from "../kinds/namespace.ts";
 import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
 import { storeOf } from "../store/store.ts";
-import { store } from "../store/write.ts";
+import { store } from "../store/d1/write.ts";
 import type { Env } from "../env.ts";
 import { clock } from "../clock.ts";
 

@@ -17,11 +17,11 @@
 import { ApiError, notFound } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { isJsonObject } from "../k8s/meta.ts";
-import { getObject } from "../k8s/store.ts";
+import { getObject } from "../store/d1/objects.ts";
 import type { WriteRequest } from "../k8s/write.ts";
 import { NamespaceKind, namespacePhase } from "../kinds/namespace.ts";
 import type { Env } from "../env.ts";
-import { store } from "../store/write.ts";
+import { store } from "../store/d1/write.ts";
 
 /** The Status cause type of a create refused in a terminating namespace (`v1.NamespaceTerminatingCause`). */
 export const NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating";

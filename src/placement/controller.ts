@@ -1,13 +1,13 @@
 /**
  * The placement controller's writer (the plan itself is src/placement/plan.ts): each object the
  * controller computed is committed only when it changed, with the resourceVersion it was read at
- * as the precondition, through the store's one write path (src/store/write.ts `commitChange`),
+ * as the precondition, through the store's one write path (src/store/d1/write.ts `commitChange`),
  * so every scheduler write owes what any writer's would (outbox row, after-commit hooks).
  */
 import { ApiError } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { commitChange, type Committed } from "../store/write.ts";
+import { commitChange, type Committed } from "../store/d1/write.ts";
 import type { Env } from "../env.ts";
 import type { SaveObject } from "./plan.ts";
 

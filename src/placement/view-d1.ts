@@ -9,7 +9,7 @@ import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { counters, events, objects } from "../db/schema.ts";
 import { resourceKey, type KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { EVENT_RETENTION, getObject } from "../k8s/store.ts";
+import { EVENT_RETENTION, getObject } from "../store/d1/objects.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
 import { AddOnPlacementScoreKind, ManagedClusterSetBindingKind, PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";

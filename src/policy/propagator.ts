@@ -27,9 +27,9 @@
  * run again, and a run that still fails throws, so that its outbox row is kept and swept later.
  */
 import { ApiError } from "../k8s/errors.ts";
-import { CommitGroups } from "../k8s/group-commit.ts";
+import { CommitGroups } from "../store/d1/group-commit.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { getObject, listObjects, listPage } from "../k8s/store.ts";
+import { getObject, listObjects, listPage } from "../store/d1/objects.ts";
 import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
 import {
   ARGOCD_COMPARE_OPTIONS_ANNOTATION,
@@ -47,7 +47,7 @@ import { PLACEMENT_LABEL } from "../scheduling/index.ts";
 import type { Env } from "../env.ts";
 import { storeOf } from "../store/store.ts";
 import { canonicalJson as canonical } from "../work/rollout.ts";
-import { store as database, writeStoredMany, type ManyWrite } from "../store/write.ts";
+import { store as database, writeStoredMany, type ManyWrite } from "../store/d1/write.ts";
 
 /** How many times a run is repeated after a lost write race before it gives up (and throws). */
 const MAX_ATTEMPTS = 8;
@@ -488,7 +488,7 @@ async function applyCompliance(env: Env, reports: ComplianceReport[]): Promise<v
  * Records a replica's compliance in its root's `status.status` item for `cluster` (and the
  * root's `compliant`), then refreshes the PolicySets holding the root: a report costs one read
  * and one write of its root, whatever the size of the fleet, and reports that arrive while one is
- * being written go together (group commit, src/k8s/group-commit.ts: a fleet turning compliant at
+ * being written go together (group commit, src/store/d1/group-commit.ts: a fleet turning compliant at
  * once costs a few writes of the root, not one each, nor a race between them). `replica` is the
  * replica as stored (undefined: read it; null: gone). A cluster the root does not list (not
  * decided, or before the root's first run) is left to the root's run.

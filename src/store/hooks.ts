@@ -2,12 +2,12 @@
  * After-commit hooks, registered by the features that need them (the placement scheduler, works
  * delivery, the replica set controller, a removed cluster's namespace), after kube-apiserver's
  * `registry.Store` AfterCreate/AfterUpdate/AfterDelete hooks and the informers controllers
- * watch. The write path (src/store/write.ts) knows no feature: for every commit it asks each
+ * watch. The write path (src/store/d1/write.ts) knows no feature: for every commit it asks each
  * registered hook what the change owes it (`plan`, pure), records that in the commit's outbox
  * row (src/store/outbox.ts), runs the hooks, and deletes the row once they all finished.
  */
 import type { KindDefinition } from "../k8s/kind.ts";
-import type { GuardedBinder } from "../k8s/store.ts";
+import type { GuardedBinder } from "./d1/objects.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import type { Env } from "../env.ts";
 
@@ -110,7 +110,7 @@ export function hookNamed(name: string): AfterCommitHook<unknown> | undefined {
  * Statements a feature adds to the atomic batch of each commit (besides the object, its event,
  * outbox row and indexes), for state that must change exactly with the object (a count kept by
  * +1/-1): `statements` is pure, decides from the change alone, and binds each statement with
- * `guarded` so that it takes effect only when the commit's precondition holds (src/k8s/store.ts
+ * `guarded` so that it takes effect only when the commit's precondition holds (src/store/d1/objects.ts
  * `guardedShape`). It returns none for a change that does not concern it, so such writes cost nothing more.
  */
 export interface CommitStatements {

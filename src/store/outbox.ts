@@ -1,6 +1,6 @@
 /**
  * The after-commit outbox (the transactional outbox pattern): a write that owes after-commit
- * work commits an outbox row in the same atomic D1 batch (src/k8s/store.ts `commitObject`), the
+ * work commits an outbox row in the same atomic D1 batch (src/store/d1/objects.ts `commitObject`), the
  * writer runs the hooks, and the row is deleted once they all finished. A row left behind (the
  * process crashed between the commit and the end of its hooks, or a hook failed) is found by a
  * sweep and run again, so no committed write stays unprocessed:
@@ -13,7 +13,7 @@
 import { and, asc, eq, gt, inArray, lt, lte, min, sql } from "drizzle-orm";
 import { bind, builder, compiled } from "../db/compiled.ts";
 import { outbox } from "../db/schema.ts";
-import { database } from "../k8s/store.ts";
+import { database } from "./d1/objects.ts";
 import type { Env } from "../env.ts";
 import { hookNamed, type Change, type HookTarget } from "./hooks.ts";
 import { clock } from "../clock.ts";

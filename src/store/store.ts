@@ -2,7 +2,7 @@
  * The one store every writer and reader of objects goes through (kube-apiserver's generic
  * `registry.Store`): `get`, `list` and `write` (create, update, patch, delete of the object or its
  * status: a `WriteRequest`) over a backend that the kind's definition chooses (`def.storage`):
- * - `d1`: the D1 store (src/store/write.ts `writeStored`: the kind's strategy, the commit with its
+ * - `d1`: the D1 store (src/store/d1/write.ts `writeStored`: the kind's strategy, the commit with its
  *   outbox row, the after-commit hooks);
  * - `cluster`: the cluster's Durable Object (durable-objects/cluster.ts), which serialises the
  *   writes of its ManagedCluster, runs OCM's hub controllers on them and holds the lease, and
@@ -11,12 +11,12 @@
 import { ApiError, badRequest, type Status } from "../k8s/errors.ts";
 import type { KindDefinition, VersionConversion } from "../k8s/kind.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
-import { getObject, listObjects, type ListResult } from "../k8s/store.ts";
+import { getObject, listObjects, type ListResult } from "./d1/objects.ts";
 import { computeWrite, generatedName, type WriteRequest } from "../k8s/write.ts";
 import type { Env } from "../env.ts";
 import type { Result } from "../../durable-objects/cluster/types.ts";
 import type { WaitUntil } from "./outbox.ts";
-import { store as database, writeStored, type WriterMode } from "./write.ts";
+import { store as database, writeStored, type WriterMode } from "./d1/write.ts";
 import { admitNamespace, admitsNamespace } from "../namespaces/lifecycle.ts";
 import type { ClusterTransition } from "../auth/ocm-admission.ts";
 import { clock } from "../clock.ts";
@@ -32,9 +32,9 @@ export interface WriteOutcome {
  * `extras` reach the kind's strategy (a BootstrapToken's secret hash); `known` is the object as
  * the caller just read it (its first attempt skips the read; a stale copy fails its
  * precondition); `waitUntil` lets the commit share a D1 batch with other small writes
- * (src/store/write.ts `writeStored`); `mode` `"returns"` (with `waitUntil`), for an agent's
+ * (src/store/d1/write.ts `writeStored`); `mode` `"returns"` (with `waitUntil`), for an agent's
  * write: it answers once committed, and its after-commit hooks run after, under `waitUntil`
- * (src/store/write.ts `WriterMode`).
+ * (src/store/d1/write.ts `WriterMode`).
  */
 export interface WriteOptions {
   extras?: Record<string, unknown>;

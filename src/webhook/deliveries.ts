@@ -15,7 +15,7 @@
  */
 import { and, eq, lt, sql } from "drizzle-orm";
 import { webhookDeliveries } from "../db/schema.ts";
-import { database } from "../k8s/store.ts";
+import { database } from "../store/d1/objects.ts";
 
 /** How long a delivery ID is remembered, in seconds (7 days). A replay older than this is accepted again. */
 export const DELIVERY_RETENTION_SECONDS = 7 * 24 * 3600;

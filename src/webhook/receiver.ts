@@ -29,7 +29,7 @@ import { resourceKey, type KindDefinition } from "../k8s/kind.ts";
 import { decodeJson } from "../k8s/decode.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
 import { keyringOf } from "../k8s/encryption.ts";
-import { database, getObject } from "../k8s/store.ts";
+import { database, getObject } from "../store/d1/objects.ts";
 import { ManifestWorkReplicaSetKind } from "../kinds/manifestwork.ts";
 import { PlacementKind } from "../kinds/placement.ts";
 import { decodeBase64, SecretKind } from "../kinds/secret.ts";

@@ -20,7 +20,7 @@
  */
 import { ApiError } from "../k8s/errors.ts";
 import { findCondition, rfc3339, setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
-import { database, getObject } from "../k8s/store.ts";
+import { database, getObject } from "../store/d1/objects.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";

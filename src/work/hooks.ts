@@ -4,7 +4,7 @@
  */
 import { ApiError } from "../k8s/errors.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { database, listObjects } from "../k8s/store.ts";
+import { database, listObjects } from "../store/d1/objects.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import { PolicyKind, isReplicatedPolicy } from "../kinds/policy.ts";

@@ -7,11 +7,11 @@
  * @module
  */
 import type { KindDefinition } from "../k8s/kind.ts";
-import { getObject } from "../k8s/store.ts";
+import { getObject } from "../store/d1/objects.ts";
 import type { Env } from "../env.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
-import { store as database } from "../store/write.ts";
+import { store as database } from "../store/d1/write.ts";
 
 /** The warning's text for a work in `namespace`. */
 export function orphanWorkMessage(namespace: string): string {

@@ -26,14 +26,14 @@
 import { ApiError } from "../k8s/errors.ts";
 import { resourceKey } from "../k8s/kind.ts";
 import { setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
-import { database, getObject, listObjects, listObjectsNamed } from "../k8s/store.ts";
+import { database, getObject, listObjects, listObjectsNamed } from "../store/d1/objects.ts";
 import { ManifestWorkKind, ManifestWorkReplicaSetKind, MWRS_LABEL, PLACEMENT_NAME_LABEL } from "../kinds/manifestwork.ts";
 import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
 import { DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL, PLACEMENT_LABEL } from "../scheduling/index.ts";
 import type { Env } from "../env.ts";
-import { writeStoredMany, type ManyWrite } from "../store/write.ts";
+import { writeStoredMany, type ManyWrite } from "../store/d1/write.ts";
 import { storeOf } from "../store/store.ts";
-import { CommitGroups } from "../k8s/group-commit.ts";
+import { CommitGroups } from "../store/d1/group-commit.ts";
 import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";
 import { canonicalJson, classifyRollout, TEMPLATE_WRITTEN_ANNOTATION, type DecisionGroup, type RolloutStrategy, type WorkCondition } from "./rollout.ts";
 
@@ -556,7 +556,7 @@ async function sendNotifications(env: Env, items: Notification[]): Promise<void[
  * Asks for a run shortly after (the object's alarm, at once) without waiting for it, handing over
  * the changed work as stored when the change carries it (`work`; null: the work was removed).
  * Notifications that come while one is in flight go together when it returns (group commit,
- * src/k8s/group-commit.ts): during a fleet's rollout, the reports of many clusters reach their
+ * src/store/d1/group-commit.ts): during a fleet's rollout, the reports of many clusters reach their
  * replica set's object in a few calls, not one each. Resolves once the object was told.
  * @throws when the object cannot be reached
  */

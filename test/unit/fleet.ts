@@ -47,7 +47,7 @@ export const clone = <T>(o: T): T => (o === undefined ? o : (JSON.parse(JSON.str
 
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-/** An in-memory store with the D1 index's commit rules (src/k8s/store.ts `commitObject`). */
+/** An in-memory store with the D1 index's commit rules (src/store/d1/objects.ts `commitObject`). */
 export class MemoryStore {
   counter = 0;
   private readonly kinds = new Map<string, Map<string, KubeObject>>();

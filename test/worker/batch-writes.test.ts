@@ -1,5 +1,5 @@
 /**
- * Many writes of a kind committed together (src/store/write.ts writeStoredMany, src/k8s/store.ts
+ * Many writes of a kind committed together (src/store/d1/write.ts writeStoredMany, src/store/d1/objects.ts
  * commitObjects): each on its own precondition, in D1 batches, with its hooks and indexes, and
  * crash-safe through the outbox as a single write is.
  */
@@ -7,10 +7,10 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/k8s/meta.ts";
-import { COMMIT_BATCH_ITEMS, commitObjects, database } from "../../src/k8s/store.ts";
+import { COMMIT_BATCH_ITEMS, commitObjects, database } from "../../src/store/d1/objects.ts";
 import { computeWrite } from "../../src/k8s/write.ts";
 import { ManifestWorkKind } from "../../src/kinds/manifestwork.ts";
-import { writeStoredMany } from "../../src/store/write.ts";
+import { writeStoredMany } from "../../src/store/d1/write.ts";
 import { call, MC } from "./helpers.ts";
 
 const WORKS = (ns: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks`;

@@ -11,7 +11,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { Env } from "../../src/env.ts";
 import { ManagedClusterKind } from "../../src/kinds/managedcluster.ts";
 import { ManagedClusterSetKind } from "../../src/kinds/managedclusterset.ts";
-import { writeStored, writeStoredMany } from "../../src/store/write.ts";
+import { writeStored, writeStoredMany } from "../../src/store/d1/write.ts";
 import { call, condition, MC, MCSET } from "./helpers.ts";
 
 const G = "cluster.open-cluster-management.io";
@@ -81,7 +81,7 @@ const clusterBody = (name: string, labels: Record<string, string>) => ({
 async function register(name: string, labels: Record<string, string> = {}): Promise<Ran[]> {
   const m = metered();
   await writeStored(m.env, ManagedClusterKind, "", name, { verb: "create", body: clusterBody(name, labels) });
-  // Left out: the watch log's pruning, which a commit adds now and then at random (src/k8s/store.ts).
+  // Left out: the watch log's pruning, which a commit adds now and then at random (src/store/d1/objects.ts).
   return m.ran.filter((r) => !/^delete from "events"/i.test(r.sql));
 }
 const ofCounts = (rs: Ran[]) => rs.filter((r) => r.sql.includes("clusterset_counts"));

@@ -8,7 +8,7 @@ import { and, eq, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { bind, builder, compile, compiled } from "../../src/db/compiled.ts";
 import { labels } from "../../src/db/schema.ts";
-import { database } from "../../src/k8s/store.ts";
+import { database } from "../../src/store/d1/objects.ts";
 
 const p = sql.placeholder;
 

@@ -5,10 +5,10 @@
  */
 import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { writeStored } from "../../src/store/write.ts";
+import { writeStored } from "../../src/store/d1/write.ts";
 import { keyringOf } from "../../src/k8s/encryption.ts";
 import { ApiError } from "../../src/k8s/errors.ts";
-import { database, getObject, needsRewrite } from "../../src/k8s/store.ts";
+import { database, getObject, needsRewrite } from "../../src/store/d1/objects.ts";
 import { SecretKind } from "../../src/kinds/secret.ts";
 import { call, createNamespaces } from "./helpers.ts";
 

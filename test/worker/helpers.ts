@@ -133,7 +133,7 @@ export async function snapshot(): Promise<string> {
 
 /**
  * Waits until the scheduler has run every trigger that agents' writes queued (a heartbeat's
- * status, a lease expiry: they do not wait for scheduling, src/store/write.ts `WriterMode`),
+ * status, a lease expiry: they do not wait for scheduling, src/store/d1/write.ts `WriterMode`),
  * running its alarm rather than waiting for it to fire: those it stored, and those whose outbox
  * rows it took over (`enqueueOwed`: the rows, not yet due, are gone once their run finished).
  * @throws Error when triggers are still queued after 10 000 milliseconds.

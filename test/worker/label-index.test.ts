@@ -5,7 +5,7 @@
 import { applyD1Migrations } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { database, listPage } from "../../src/k8s/store.ts";
+import { database, listPage } from "../../src/store/d1/objects.ts";
 import { ManagedClusterKind } from "../../src/kinds/managedcluster.ts";
 import { PlacementKind } from "../../src/kinds/placement.ts";
 import { call, createNamespaces, MC } from "./helpers.ts";

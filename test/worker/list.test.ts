@@ -1,6 +1,6 @@
 import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { awaitResourceVersion, database, FUTURE_RESOURCE_VERSION_WAIT_MS, LIST_CHUNK_ROWS, listPage } from "../../src/k8s/store.ts";
+import { awaitResourceVersion, database, FUTURE_RESOURCE_VERSION_WAIT_MS, LIST_CHUNK_ROWS, listPage } from "../../src/store/d1/objects.ts";
 import { clock } from "../../src/clock.ts";
 import { PlacementKind } from "../../src/kinds/placement.ts";
 import { call, createNamespaces, MC } from "./helpers.ts";

@@ -2,11 +2,11 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../../src/k8s/errors.ts";
 import type { KindDefinition } from "../../src/k8s/kind.ts";
-import { getObject } from "../../src/k8s/store.ts";
+import { getObject } from "../../src/store/d1/objects.ts";
 import { ManagedClusterKind } from "../../src/kinds/managedcluster.ts";
 import { ManagedClusterSetKind } from "../../src/kinds/managedclusterset.ts";
 import { storeOf } from "../../src/store/store.ts";
-import { store } from "../../src/store/write.ts";
+import { store } from "../../src/store/d1/write.ts";
 
 /** Whether `p` fails with an ApiError of `code`. */
 async function failsWith(p: Promise<unknown>, code: number): Promise<boolean> {

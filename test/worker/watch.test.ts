@@ -3,7 +3,7 @@ import { call, MC, silentD1 } from "./helpers.ts";
 import { env, exports } from "cloudflare:workers";
 import { WATCH_RETRY_AFTER_SECONDS, watchResponse } from "../../src/api/watch.ts";
 import { MAX_WATCHES_PER_CLIENT } from "../../src/api/watch-limits.ts";
-import { database } from "../../src/k8s/store.ts";
+import { database } from "../../src/store/d1/objects.ts";
 import { ManagedClusterKind } from "../../src/kinds/managedcluster.ts";
 import { clock } from "../../src/clock.ts";
 import { waitFor } from "../wait.ts";

@@ -6,10 +6,10 @@
  * (src/store/hooks.ts) in an outbox row of the same atomic batch (src/store/outbox.ts), runs
  * them, and deletes the row once they finished.
  */
-import { ApiError } from "../k8s/errors.ts";
-import { resourceKey, type KindDefinition } from "../k8s/kind.ts";
-import type { KubeObject } from "../k8s/meta.ts";
-import { keyringOf } from "../k8s/encryption.ts";
+import { ApiError } from "../../k8s/errors.ts";
+import { resourceKey, type KindDefinition } from "../../k8s/kind.ts";
+import type { KubeObject } from "../../k8s/meta.ts";
+import { keyringOf } from "../../k8s/encryption.ts";
 import {
   changeCounterShape,
   COMMIT_BATCH_ITEMS,
@@ -24,12 +24,12 @@ import {
   type CommitItem,
   type Database,
   type StoreKey,
-} from "../k8s/store.ts";
-import { computeWrite, settleDeletion, type WriteRequest } from "../k8s/write.ts";
-import type { Env } from "../env.ts";
-import { commitStatements, planHooks } from "./hooks.ts";
-import { deferOutboxDelete, deleteOutboxRows, OUTBOX_GRACE_MS, retryTime, runOwed, type OwedWork, type WaitUntil } from "./outbox.ts";
-import { clock } from "../clock.ts";
+} from "./objects.ts";
+import { computeWrite, settleDeletion, type WriteRequest } from "../../k8s/write.ts";
+import type { Env } from "../../env.ts";
+import { commitStatements, planHooks } from "../hooks.ts";
+import { deferOutboxDelete, deleteOutboxRows, OUTBOX_GRACE_MS, retryTime, runOwed, type OwedWork, type WaitUntil } from "../outbox.ts";
+import { clock } from "../../clock.ts";
 
 /**
  * The D1 store of a Worker environment, with the keys that seal and open encrypted fields
@@ -56,7 +56,7 @@ export interface Committed {
  * the registered hooks. Does not run the hooks: the caller runs {@link finishCommit} once it has
  * done what must precede them (a Durable Object stores its copy first). `now` is epoch
  * milliseconds; `extra` adds statements to the batch (see `CommitExtras`); `grouped`: the commit
- * may share a D1 batch with others (src/k8s/store.ts `commitObject`).
+ * may share a D1 batch with others (src/store/d1/objects.ts `commitObject`).
  * @throws ApiError 404, 409 (the precondition failed; nothing was written)
  */
 export async function commitChange(
@@ -184,7 +184,7 @@ function backoff(attempt: number): Promise<void> {
  * resourceVersion precondition still refuses it if it was stale (one D1 query less per write).
  * `waitUntil` (the request's, for frequent small writes from many requests: agents' status
  * reports): the commit may share a D1 batch with other such writes of the isolate
- * (src/k8s/group-commit.ts), and the finished outbox row is deleted just after, with others
+ * (src/store/d1/group-commit.ts), and the finished outbox row is deleted just after, with others
  * (see {@link finishCommit}). `mode` `"returns"` with `waitUntil` (an agent's write): the write
  * answers once committed, with the object as committed, and its hooks run after the answer under
  * `waitUntil` (their outbox row, committed in the same batch, keeps them owed until they

@@ -7,7 +7,7 @@
  *
  * The first write to wait leads its group: once the commit in flight has returned, it sends the
  * group from its own request, and the others of the group wait for that batch. Each write keeps
- * its own precondition in the batch (src/k8s/store.ts `commitObjects`), so one that lost its race
+ * its own precondition in the batch (src/store/d1/objects.ts `commitObjects`), so one that lost its race
  * changes nothing and the others still commit. A leader waits for the commit before it until
  * {@link GROUP_WAIT_LIMIT_MS} after that commit was sent, and a group takes writes for that long
  * at most: a commit or a group older than that may be a cancelled request's, and is not waited
@@ -23,7 +23,7 @@
  * warning, and its write, committed or not, was settled on its own.
  */
 
-import { clock } from "../clock.ts";
+import { clock } from "../../clock.ts";
 
 /** Longest a grouped write waits for a commit before it, or for its group's, in milliseconds. */
 export const GROUP_WAIT_LIMIT_MS = 10_000;

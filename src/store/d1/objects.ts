@@ -12,14 +12,14 @@
 import { and, eq, exists, inArray, lt, notExists, sql, type SQL } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
-import { counters, events, labels, objects, outbox, ownerReferences } from "../db/schema.ts";
-import { bind, builder, compiled, type CompiledStatement, type Renderable } from "../db/compiled.ts";
-import { EncryptionError, isSealed, Keyring } from "./encryption.ts";
+import { counters, events, labels, objects, outbox, ownerReferences } from "../../db/schema.ts";
+import { bind, builder, compiled, type CompiledStatement, type Renderable } from "../../db/compiled.ts";
+import { EncryptionError, isSealed, Keyring } from "../../k8s/encryption.ts";
 import { CommitGroups } from "./group-commit.ts";
-import { alreadyExists, ApiError, badRequest, conflict, notFound, tooLargeResourceVersion } from "./errors.ts";
-import { resourceKey, type KindDefinition } from "./kind.ts";
-import { clock } from "../clock.ts";
-import type { KubeObject } from "./meta.ts";
+import { alreadyExists, ApiError, badRequest, conflict, notFound, tooLargeResourceVersion } from "../../k8s/errors.ts";
+import { resourceKey, type KindDefinition } from "../../k8s/kind.ts";
+import { clock } from "../../clock.ts";
+import type { KubeObject } from "../../k8s/meta.ts";
 
 /** A (namespace, name) pair; namespace is "" for cluster-scoped kinds. */
 export interface StoreKey {
@@ -578,7 +578,7 @@ function outcomeOf(item: CommitItem, rows: ResultRows): CommitOutcome {
   return { ok: true, object: { ...item.next, metadata: withResourceVersion({ ...item.next.metadata }, rows[0]!.resource_version!) } };
 }
 
-/** The commit groups of each D1 binding (src/k8s/group-commit.ts), made on first use. */
+/** The commit groups of each D1 binding (src/store/d1/group-commit.ts), made on first use. */
 const groupsByBinding = new WeakMap<D1Database, CommitGroups<BuiltItem, ResultRows>>();
 
 function commitGroups(d1: D1Database): CommitGroups<BuiltItem, ResultRows> {
@@ -602,7 +602,7 @@ function commitGroups(d1: D1Database): CommitGroups<BuiltItem, ResultRows> {
  * event (a delete's with the row as it was stored) is written by the row's own statement's
  * trigger. `grouped`: the commit may
  * share its D1 batch with other grouped commits of this isolate that arrive while one is in
- * flight (src/k8s/group-commit.ts), for frequent small writes from many requests (agents' status
+ * flight (src/store/d1/group-commit.ts), for frequent small writes from many requests (agents' status
  * reports); the outcome is the same as alone.
  *
  * @throws ApiError 404, 409
