@@ -23,7 +23,7 @@ import { findCondition, rfc3339, setCondition, type Condition, type KubeObject }
 import { ManagedClusterAddOnKind } from "../kinds/addon.ts";
 import { Conditions as ClusterConditions, ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
-import { storeOf } from "../store/store.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 import { clock } from "../clock.ts";
 import type { WaitUntil } from "../store/outbox.ts";
 import type { Env } from "../env.ts";
@@ -62,7 +62,7 @@ async function writeAvailable(
   all: boolean,
   waitUntil?: WaitUntil,
 ): Promise<number> {
-  const store = storeOf(env, ManagedClusterAddOnKind);
+  const store = admittedStoreOf(env, ManagedClusterAddOnKind);
   let written = 0;
   for (const { name, available } of addons) {
     for (let attempt = 0; ; attempt++) {
@@ -114,10 +114,10 @@ export const addonClusterUnknownHook: AfterCommitHook<true> = {
       ? true
       : null,
   async run(env, _owed, target) {
-    const cluster = target.change?.after ?? (await storeOf(env, ManagedClusterKind).get("", target.name));
+    const cluster = target.change?.after ?? (await admittedStoreOf(env, ManagedClusterKind).get("", target.name));
     const available = findCondition((cluster?.status as { conditions?: Condition[] } | undefined)?.conditions, ClusterConditions.Available);
     if (!cluster || available?.status !== "Unknown") return;
-    const { items } = await storeOf(env, ManagedClusterAddOnKind).list(target.name);
+    const { items } = await admittedStoreOf(env, ManagedClusterAddOnKind).list(target.name);
     const addons = items.map((a) => ({
       name: a.metadata.name,
       available: { status: "Unknown" as const, reason: available.reason, message: available.message },

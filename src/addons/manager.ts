@@ -34,7 +34,7 @@ import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
 import { sha256Hex } from "../kinds/bootstraptoken.ts";
 import { PLACEMENT_LABEL } from "../scheduling/grouping.ts";
-import { storeOf } from "../store/store.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 import { decisionGroups } from "../work/replicaset.ts";
 import { canonicalJson as canonical, computeRollout, type ClusterRolloutStatus, type DecisionGroup, type RolloutStrategy } from "../work/rollout.ts";
 import type { Env } from "../env.ts";
@@ -258,7 +258,7 @@ async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean):
   const cma = await getObject(db, ClusterManagementAddOnKind, { namespace: "", name });
   const existing = await listObjectsNamed(db, ManagedClusterAddOnKind, name);
   const mcas = new Map(existing.map((m) => [m.metadata.namespace!, m]));
-  const store = storeOf(env, ManagedClusterAddOnKind);
+  const store = admittedStoreOf(env, ManagedClusterAddOnKind);
   if (!cma || cma.metadata.deletionTimestamp) {
     if (!cleanUp) return recheckAt;
     // Every ManagedClusterAddOn of the add-on goes with it (OCM owns them all by the ClusterManagementAddOn).
@@ -382,7 +382,7 @@ async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean):
   };
   if (canonical(status) !== canonical(cma.status ?? {})) {
     await tryWrite(() =>
-      storeOf(env, ClusterManagementAddOnKind).write("", name, { verb: "update", subresource: "status", body: { ...cma, status } }, { known: cma }),
+      admittedStoreOf(env, ClusterManagementAddOnKind).write("", name, { verb: "update", subresource: "status", body: { ...cma, status } }, { known: cma }),
     );
   }
   return recheckAt;
@@ -401,7 +401,7 @@ interface McaStatus {
  */
 export async function runManagedClusterAddOn(env: Env, cluster: string, name: string, nowMs: number): Promise<void> {
   const db = database(env.DB);
-  const works = storeOf(env, ManifestWorkKind);
+  const works = admittedStoreOf(env, ManifestWorkKind);
   const workName = deployWorkName(name);
   const mca = await getObject(db, ManagedClusterAddOnKind, { namespace: cluster, name });
   let work = await getObject(db, ManifestWorkKind, { namespace: cluster, name: workName });
@@ -538,7 +538,7 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
   ];
   if (canonical(status) !== canonical(mca.status ?? {})) {
     await tryWrite(() =>
-      storeOf(env, ManagedClusterAddOnKind).write(cluster, name, { verb: "update", subresource: "status", body: { ...mca, status } }, { known: mca }),
+      admittedStoreOf(env, ManagedClusterAddOnKind).write(cluster, name, { verb: "update", subresource: "status", body: { ...mca, status } }, { known: mca }),
     );
   }
   // A registered add-on's hub permissions follow the template resolved for it (src/addons/token-registration.ts).

@@ -40,7 +40,7 @@ import { hubKeySource, issuerOf } from "../auth/serviceaccounts.ts";
 import { DEFAULT_TOKEN_EXPIRATION_SECONDS, issueServiceAccountToken } from "../auth/serviceaccount-token.ts";
 import { serviceAccountUsername } from "../auth/rbac.ts";
 import { database, listObjectsNamed } from "../store/d1/objects.ts";
-import { storeOf } from "../store/store.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 import { templateBindings } from "../auth/addon-admission.ts";
 import type { Env } from "../env.ts";
 
@@ -82,7 +82,7 @@ export async function issueAddonToken(
   expirationSeconds: number | undefined,
   now: number,
 ): Promise<AddonToken> {
-  const mcas = storeOf(env, ManagedClusterAddOnKind);
+  const mcas = admittedStoreOf(env, ManagedClusterAddOnKind);
   const mca = await mcas.get(cluster, addon);
   const ref = { group: ManagedClusterAddOnKind.group, plural: ManagedClusterAddOnKind.plural, name: addon };
   if (!mca) throw notFound(ref);
@@ -119,7 +119,9 @@ export async function issueAddonToken(
   });
   // A Role made before its status write was taken away (issue 39) loses it now.
   if (JSON.stringify(role.rules) !== JSON.stringify(agentRules(addon)))
-    await tryWrite(() => storeOf(env, RoleKind).write(cluster, roleName, { verb: "update", body: { ...role, rules: agentRules(addon) } }, { known: role }));
+    await tryWrite(() =>
+      admittedStoreOf(env, RoleKind).write(cluster, roleName, { verb: "update", body: { ...role, rules: agentRules(addon) } }, { known: role }),
+    );
   const subjects = [{ kind: "User", apiGroup: "rbac.authorization.k8s.io", name: user }];
   await ensure(
     env,
@@ -199,7 +201,7 @@ export async function syncHubPermissions(
     if (!wanted.some((w) => w.namespace === b.namespace && w.name === name)) wanted.push({ ...b, name });
   }
   const record = JSON.stringify(wanted);
-  const sas = storeOf(env, ServiceAccountKind);
+  const sas = admittedStoreOf(env, ServiceAccountKind);
   const sa = await sas.get(cluster, saName);
   if (cached && sa?.metadata.annotations?.[HUB_PERMISSIONS_ANNOTATION] === record) return;
   const labels = { [ADDON_NAME_LABEL]: addon, [TOKEN_INFRASTRUCTURE_LABEL]: "true" };
@@ -220,7 +222,7 @@ export async function syncHubPermissions(
   }
   // Grants wanted: the binding made, or the subject added to it.
   const subject = { kind: "User", apiGroup: "rbac.authorization.k8s.io", name: user };
-  const bindings = storeOf(env, RoleBindingKind);
+  const bindings = admittedStoreOf(env, RoleBindingKind);
   for (const w of wanted) {
     for (let attempt = 0; ; attempt++) {
       const current = await bindings.get(w.namespace, w.name);
@@ -251,7 +253,7 @@ export async function syncHubPermissions(
 
 /** Rewrites a RoleBinding's subjects by `edit` (deleted when none are left), on a fresh read after a lost race. */
 async function editSubjects(env: Env, namespace: string, name: string, edit: (subjects: Subject[]) => Subject[]): Promise<void> {
-  const bindings = storeOf(env, RoleBindingKind);
+  const bindings = admittedStoreOf(env, RoleBindingKind);
   for (let attempt = 0; attempt < 5; attempt++) {
     const current = await bindings.get(namespace, name);
     if (!current || current.metadata.deletionTimestamp) return;
@@ -299,8 +301,14 @@ function binding(
 }
 
 /** The object at (namespace, name), created from `body` when missing (a create that lost a race reads the winner). */
-async function ensure(env: Env, def: Parameters<typeof storeOf>[1], namespace: string, name: string, body: Record<string, unknown>): Promise<KubeObject> {
-  const store = storeOf(env, def);
+async function ensure(
+  env: Env,
+  def: Parameters<typeof admittedStoreOf>[1],
+  namespace: string,
+  name: string,
+  body: Record<string, unknown>,
+): Promise<KubeObject> {
+  const store = admittedStoreOf(env, def);
   const found = await store.get(namespace, name);
   if (found && !found.metadata.deletionTimestamp) return found;
   try {
@@ -339,11 +347,11 @@ export async function templateOf(env: Env, mca: KubeObject): Promise<KubeObject 
   const refs = ((mca.status as { configReferences?: Ref[] } | undefined)?.configReferences ?? []).filter(isTemplate);
   let name = refs.map((r) => r.desiredConfig?.name || r.name).find(Boolean);
   if (!name) {
-    const cma = await storeOf(env, ClusterManagementAddOnKind).get("", mca.metadata.name);
+    const cma = await admittedStoreOf(env, ClusterManagementAddOnKind).get("", mca.metadata.name);
     const supported = ((cma?.spec as { supportedConfigs?: Ref[] } | undefined)?.supportedConfigs ?? []).filter(isTemplate);
     name = supported.map((r) => r.defaultConfig?.name).find(Boolean);
   }
-  return name ? storeOf(env, AddOnTemplateKind).get("", name) : null;
+  return name ? admittedStoreOf(env, AddOnTemplateKind).get("", name) : null;
 }
 
 /**
@@ -353,7 +361,7 @@ export async function templateOf(env: Env, mca: KubeObject): Promise<KubeObject 
  * that lost a race is made again on the object read anew.
  */
 async function recordRegistration(env: Env, cluster: string, addon: string, user: string, readyMessage: string, now: number): Promise<void> {
-  const store = storeOf(env, ManagedClusterAddOnKind);
+  const store = admittedStoreOf(env, ManagedClusterAddOnKind);
   for (let attempt = 0; ; attempt++) {
     const mca = await store.get(cluster, addon);
     if (!mca) return;

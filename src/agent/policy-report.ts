@@ -16,7 +16,7 @@
 import { ApiError, conflict, notFound, tooManyRequests } from "../k8s/errors.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { PolicyKind, isReplicatedPolicy } from "../kinds/policy.ts";
-import { storeOf } from "../store/store.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 import type { WaitUntil } from "../store/outbox.ts";
 import type { Env } from "../env.ts";
 import type { PolicyComplianceReportRequest } from "./protocol.ts";
@@ -103,7 +103,7 @@ export async function reportPolicyCompliance(
   waitUntil?: WaitUntil,
 ): Promise<KubeObject> {
   const ref = { group: PolicyKind.group, plural: PolicyKind.plural, kind: PolicyKind.kind, name: policyName };
-  const store = storeOf(env, PolicyKind);
+  const store = admittedStoreOf(env, PolicyKind);
   for (let attempt = 0; ; attempt++) {
     const current = await store.get(cluster, policyName);
     if (!current || !isReplicatedPolicy(current)) throw notFound(ref);

@@ -7,7 +7,7 @@ import { ApiError, conflict, notFound, tooManyRequests } from "../k8s/errors.ts"
 import type { Condition, KubeObject } from "../k8s/meta.ts";
 import { database, getObject } from "../store/d1/objects.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
-import { storeOf } from "../store/store.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 import type { WaitUntil } from "../store/outbox.ts";
 import type { Env } from "../env.ts";
 import { deliveredWorks } from "./delivered.ts";
@@ -46,7 +46,7 @@ export async function reportWorkStatus(
   const write = (current: KubeObject) => {
     const { resourceVersion: _rv, ...metadata } = current.metadata;
     const status = keepDeleting(current, report.status);
-    return storeOf(env, ManifestWorkKind).write(
+    return admittedStoreOf(env, ManifestWorkKind).write(
       cluster,
       workName,
       { verb: "update", subresource: "status", body: { ...current, metadata, status }, preconditions: { uid: report.uid } },

@@ -11,7 +11,7 @@ import { BUILTIN_CLUSTER_SETS, ManagedClusterSetKind } from "../kinds/managedclu
 import { BUILTIN_NAMESPACES } from "../kinds/namespace.ts";
 import { ensureNamespace } from "../namespaces/controller.ts";
 import { ensureBootstrapPolicy } from "../auth/rbac-store.ts";
-import { storeOf } from "../store/store.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 import type { Env } from "../env.ts";
 
 /** Whether a request of this isolate has found or created the built-in objects. */
@@ -28,7 +28,7 @@ let builtinsDone = false;
 export async function ensureBuiltins(env: Env): Promise<void> {
   if (builtinsDone) return;
   for (const ns of BUILTIN_NAMESPACES) await ensureNamespace(env, ns);
-  const sets = storeOf(env, ManagedClusterSetKind);
+  const sets = admittedStoreOf(env, ManagedClusterSetKind);
   for (const set of BUILTIN_CLUSTER_SETS) {
     if (await sets.get("", set.name)) continue;
     try {

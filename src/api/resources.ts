@@ -38,7 +38,7 @@ import { createToken } from "../auth/serviceaccounts.ts";
 import { clock } from "../clock.ts";
 import { store } from "../store/d1/write.ts";
 import { AUDIT_DISCOVERY, AUDIT_GROUP, AUDIT_RESOURCE, AUDIT_VERSION, serveAuditEvents } from "../audit/routes.ts";
-import { storeOf } from "../store/store.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 import { orphanWorkWarning } from "../work/orphan-warning.ts";
 import { toTable } from "../k8s/table.ts";
 import { mediaRanges, negotiate, partialObjectMetadata, partialObjectMetadataList, type Answering } from "./negotiate.ts";
@@ -302,7 +302,7 @@ async function get(c: Ctx, t: Target): Promise<Response> {
   // object as it is now once the hub has reached that version, else 504 Too large resource version.
   // A computed object is always read as it is now (its versions are not the D1 counter's).
   if (!computed) await awaitResourceVersion(store(c.env), asked, c.req.raw.signal);
-  const obj = computed ? await computed.get(c.env, t.namespace, t.name!) : await storeOf(c.env, t.def).get(t.namespace, t.name!);
+  const obj = computed ? await computed.get(c.env, t.namespace, t.name!) : await admittedStoreOf(c.env, t.def).get(t.namespace, t.name!);
   if (!obj) throw notFound(ref);
   return json(shape(c, t.def, obj, "object"));
 }
@@ -329,7 +329,7 @@ function shape(c: Ctx, def: KindDefinition, obj: KubeObject, answering: Answerin
  */
 async function authorizeCreateOnApply(c: Ctx, t: Target, req: WriteRequest): Promise<void> {
   if (req.verb !== "patch" || req.patchType !== "apply" || req.subresource || t.name === undefined || isPrivileged(c.var.user)) return;
-  if (await storeOf(c.env, t.def).get(t.namespace, t.name)) return;
+  if (await admittedStoreOf(c.env, t.def).get(t.namespace, t.name)) return;
   const attrs = c.var.attributes;
   if (isNonResourceRequest(attrs)) return;
   await authorizeRequest(c.env, c.var.user, { ...attrs, verb: "create" });
@@ -369,7 +369,7 @@ async function writeValidated(c: Ctx, t: Target, req: WriteRequest): Promise<Res
   const rbac = await rbacWriteExtras(c.env, t.def, c.var.user);
   if (rbac) extras = { ...extras, ...rbac };
   const admitted = await admitOcm(c, t, req, name);
-  const outcome = await storeOf(c.env, t.def).write(t.namespace, name, req, { extras, ...(admitted ? { admitted } : {}) });
+  const outcome = await admittedStoreOf(c.env, t.def).write(t.namespace, name, req, { extras, ...(admitted ? { admitted } : {}) });
   if (!outcome.object) {
     return json({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", details: { name, group: t.def.group, kind: t.def.plural } });
   }
@@ -389,7 +389,7 @@ async function admitOcm(c: Ctx, t: Target, req: WriteRequest, name: string | und
   if (req.verb === "delete" || isPrivileged(c.var.user)) return undefined;
   const cluster = t.def === ManagedClusterKind;
   if (!cluster && (t.def !== ManagedClusterSetBindingKind || (req.verb !== "create" && req.subresource))) return undefined;
-  const current = req.verb === "create" || !name ? null : await storeOf(c.env, t.def).get(t.namespace, name);
+  const current = req.verb === "create" || !name ? null : await admittedStoreOf(c.env, t.def).get(t.namespace, name);
   if (!cluster && current) return undefined;
   const { next } = computeWrite(t.def, { namespace: t.namespace, name }, current, req, { now: clock.now(), newUid: () => crypto.randomUUID() });
   if (cluster) return admitClusterWrite(c.env, c.var.user, name ?? next?.metadata.name ?? "", current, next);
@@ -407,7 +407,7 @@ async function writeDryRun(c: Ctx, t: Target, req: WriteRequest): Promise<Respon
   if (req.verb === "create" && t.def === findKind("flotilla.dev", "v1alpha1", "bootstraptokens")) takeChosenToken(req.body);
   const meta = req.verb === "create" && isJsonObject(req.body) && isJsonObject(req.body.metadata) ? req.body.metadata : {};
   const name = req.verb === "create" ? (typeof meta.name === "string" ? meta.name : undefined) : t.name;
-  const current = name ? await storeOf(c.env, t.def).get(t.namespace, name) : null;
+  const current = name ? await admittedStoreOf(c.env, t.def).get(t.namespace, name) : null;
   const ref = { group: t.def.group, plural: t.def.plural, name };
   // NamespaceLifecycle admits a dry run as a real write.
   await admitNamespace(c.env, t.def, t.namespace, name, req, () => Promise.resolve(current !== null));

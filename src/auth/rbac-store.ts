@@ -33,7 +33,7 @@ import type { Env } from "../env.ts";
 import { featureEnabled } from "../features.ts";
 import { NIL_EXECUTOR_VALIDATING_EXTRA } from "./executor.ts";
 import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
-import { storeOf } from "../store/store.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 import { store } from "../store/d1/write.ts";
 import {
   aggregateClusterRoles,
@@ -128,7 +128,7 @@ export async function rbacWriteExtras(env: Env, def: KindDefinition, user: UserI
   if (!addon) return extras;
   // The ManagedClusterAddOn admission (src/auth/addon-admission.ts) reads the templates its configs name.
   const read: AddonConfigReader = (resource, namespace, name) =>
-    storeOf(env, resource === "addontemplates" ? AddOnTemplateKind : AddOnDeploymentConfigKind).get(namespace, name);
+    admittedStoreOf(env, resource === "addontemplates" ? AddOnTemplateKind : AddOnDeploymentConfigKind).get(namespace, name);
   return { ...extras, [ADDON_CONFIG_READER_EXTRA]: read };
 }
 
@@ -148,7 +148,7 @@ function sameRules(a: readonly PolicyRule[], b: readonly PolicyRule[]): boolean 
  * @throws errors of D1
  */
 export async function aggregateStoredClusterRoles(env: Env): Promise<void> {
-  const roles = storeOf(env, ClusterRoleKind);
+  const roles = admittedStoreOf(env, ClusterRoleKind);
   const all = (await roles.list()).items as unknown as ClusterRole[];
   const agg = aggregateClusterRoles(all);
   if (agg.errors.some((e) => e.includes("did not settle"))) return;
@@ -224,8 +224,8 @@ async function tolerate(write: Promise<unknown>): Promise<void> {
  * @throws errors of D1
  */
 export async function ensureBootstrapPolicy(env: Env): Promise<void> {
-  const roles = storeOf(env, ClusterRoleKind);
-  const bindings = storeOf(env, ClusterRoleBindingKind);
+  const roles = admittedStoreOf(env, ClusterRoleKind);
+  const bindings = admittedStoreOf(env, ClusterRoleBindingKind);
   const [haveRoles, haveBindings] = await Promise.all([roles.list(), bindings.list()]);
   const roleByName = new Map(haveRoles.items.map((o) => [o.metadata.name, o]));
   const bindingByName = new Map(haveBindings.items.map((o) => [o.metadata.name, o]));

@@ -34,7 +34,7 @@ import { isJsonObject } from "../k8s/meta.ts";
 import { EncryptionError, keyringOf } from "../k8s/encryption.ts";
 import { resourceKey } from "../k8s/kind.ts";
 import { ServiceAccountKind } from "../kinds/serviceaccount.ts";
-import { storeOf } from "../store/store.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
 import { NamespaceKind } from "../kinds/namespace.ts";
 import { clock } from "../clock.ts";
@@ -169,7 +169,7 @@ export async function createToken(env: Env, requestUrl: string, namespace: strin
       },
     ]);
   }
-  const sa = await storeOf(env, ServiceAccountKind).get(namespace, name);
+  const sa = await admittedStoreOf(env, ServiceAccountKind).get(namespace, name);
   if (!sa) throw notFound({ group: "", plural: ServiceAccountKind.plural, name });
   const uid = sa.metadata.uid!;
   if (typeof meta.uid === "string" && meta.uid && meta.uid !== uid) {
@@ -282,7 +282,7 @@ export const defaultServiceAccountHook: AfterCommitHook<true> = {
       : null,
   async run(env, _owed, target) {
     const namespace = target.resource === resourceKey(NamespaceKind) ? target.name : target.namespace;
-    const accounts = storeOf(env, ServiceAccountKind);
+    const accounts = admittedStoreOf(env, ServiceAccountKind);
     if (await accounts.get(namespace, DEFAULT_SERVICE_ACCOUNT)) return;
     try {
       await accounts.write(namespace, DEFAULT_SERVICE_ACCOUNT, {

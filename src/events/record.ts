@@ -21,7 +21,7 @@ import { ApiError } from "../k8s/errors.ts";
 import { microTime, type KubeObject } from "../k8s/meta.ts";
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { EventKind, type ObjectReference } from "../kinds/event.ts";
-import { storeOf } from "../store/store.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 import { writeStoredMany } from "../store/d1/write.ts";
 import { admitNamespace } from "../namespaces/lifecycle.ts";
 import { clock } from "../clock.ts";
@@ -186,7 +186,7 @@ function newEvent(spec: EventSpec, namespace: string, message: string, now: numb
 export async function recordEvent(env: Env, spec: EventSpec, now = clock.now()): Promise<KubeObject | null> {
   const namespace = eventNamespace(spec.regarding);
   const message = messageOf(spec);
-  const events = storeOf(env, EventKind);
+  const events = admittedStoreOf(env, EventKind);
   try {
     for (let attempt = 1; ; attempt++) {
       const repeat = (await eventsNamed(env, namespace, spec.regarding.name)).find((e) => sameEvent(e, spec, message));

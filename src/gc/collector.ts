@@ -19,7 +19,7 @@
  */
 import { registerAfterCommitHook } from "../store/hooks.ts";
 import { store } from "../store/d1/write.ts";
-import { storeOf } from "../store/store.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 import { dependentsOf, getObject } from "../store/d1/objects.ts";
 import { ApiError } from "../k8s/errors.ts";
 import { FOREGROUND_FINALIZER, ORPHAN_FINALIZER } from "../k8s/write.ts";
@@ -81,7 +81,7 @@ async function ownerOf(env: Env, ref: OwnerReference, namespace: string): Promis
 /** Deletes `obj` (of kind `def`) with `policy`; gone meanwhile is fine. */
 async function deleteObject(env: Env, def: KindDefinition, obj: KubeObject, policy: "Background" | "Foreground"): Promise<void> {
   try {
-    await storeOf(env, def).write(obj.metadata.namespace ?? "", obj.metadata.name, {
+    await admittedStoreOf(env, def).write(obj.metadata.namespace ?? "", obj.metadata.name, {
       verb: "delete",
       preconditions: { uid: obj.metadata.uid },
       propagationPolicy: policy,
@@ -104,7 +104,7 @@ async function dropRefs(env: Env, def: KindDefinition, obj: KubeObject, uids: Se
     if (kept.length === refsOf(current).length) return;
     try {
       const patch = { metadata: { ownerReferences: kept.length > 0 ? kept : null, resourceVersion: current.metadata.resourceVersion } };
-      await storeOf(env, def).write(current.metadata.namespace ?? "", current.metadata.name, { verb: "patch", patchType: "merge", patch });
+      await admittedStoreOf(env, def).write(current.metadata.namespace ?? "", current.metadata.name, { verb: "patch", patchType: "merge", patch });
       return;
     } catch (e) {
       if (!(e instanceof ApiError) || (e.code !== 404 && e.code !== 409)) throw e;
@@ -119,7 +119,7 @@ async function dropRefs(env: Env, def: KindDefinition, obj: KubeObject, uids: Se
 async function dropFinalizer(env: Env, def: KindDefinition, obj: KubeObject, finalizer: string): Promise<void> {
   const finalizers = (obj.metadata.finalizers ?? []).filter((f) => f !== finalizer);
   try {
-    await storeOf(env, def).write(obj.metadata.namespace ?? "", obj.metadata.name, {
+    await admittedStoreOf(env, def).write(obj.metadata.namespace ?? "", obj.metadata.name, {
       verb: "patch",
       patchType: "merge",
       patch: { metadata: { finalizers: finalizers.length > 0 ? finalizers : null, resourceVersion: obj.metadata.resourceVersion } },

@@ -26,7 +26,7 @@ import { KINDS } from "../kinds/index.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { FINALIZE_EXTRA, NAMESPACE_FINALIZER, NamespaceKind, namespaceFinalizers } from "../kinds/namespace.ts";
 import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
-import { storeOf } from "../store/store.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 import { store } from "../store/d1/write.ts";
 import type { Env } from "../env.ts";
 import { clock } from "../clock.ts";
@@ -56,7 +56,7 @@ async function deleteContent(env: Env, namespace: string): Promise<Remaining> {
   const remaining: Remaining = { resources: [], finalizers: new Map() };
   let budget = DELETES_PER_RUN;
   for (const def of KINDS.filter((k) => k.namespaced && !k.conversion && !k.computed)) {
-    const objects = storeOf(env, def);
+    const objects = admittedStoreOf(env, def);
     let after: { namespace: string; name: string } | undefined;
     do {
       const page = await listPage(store(env), def, namespace, { after, limit: LIST_CHUNK_ROWS });
@@ -127,7 +127,7 @@ function remainingConditions(ns: KubeObject, remaining: Remaining, now: number):
  * @throws errors of D1
  */
 export async function finishNamespaceDeletion(env: Env, name: string): Promise<{ rewrote: boolean; remaining: boolean }> {
-  const namespaces = storeOf(env, NamespaceKind);
+  const namespaces = admittedStoreOf(env, NamespaceKind);
   const ns = await namespaces.get("", name);
   if (!ns || !ns.metadata.deletionTimestamp || !namespaceFinalizers(ns).includes(NAMESPACE_FINALIZER)) return { rewrote: false, remaining: false };
   const remaining = await deleteContent(env, name);
@@ -151,7 +151,7 @@ export async function finishNamespaceDeletion(env: Env, name: string): Promise<{
   }
   // The namespace of an accepted cluster that still exists comes back, as OCM's registration
   // controller applies it again at its next sync (after the deletion completed).
-  if (accepted(await storeOf(env, ManagedClusterKind).get("", name))) await ensureNamespace(env, name, { [CLUSTER_NAME_LABEL]: name });
+  if (accepted(await admittedStoreOf(env, ManagedClusterKind).get("", name))) await ensureNamespace(env, name, { [CLUSTER_NAME_LABEL]: name });
   return { rewrote: true, remaining: false };
 }
 
@@ -178,7 +178,7 @@ registerAfterCommitHook(namespaceDeletionHook);
  * @throws errors of D1, ApiError other than AlreadyExists
  */
 export async function ensureNamespace(env: Env, name: string, labels: Record<string, string> = {}): Promise<void> {
-  const namespaces = storeOf(env, NamespaceKind);
+  const namespaces = admittedStoreOf(env, NamespaceKind);
   if (await namespaces.get("", name)) return;
   try {
     await namespaces.write("", name, {

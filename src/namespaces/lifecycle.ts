@@ -7,8 +7,8 @@
  * cause `NamespaceTerminating`). Deletes, updates and cluster-scoped kinds pass. The immortal
  * namespaces' refusal is the Namespace kind's own (src/kinds/namespace.ts `validateDelete`).
  *
- * The store (src/store/store.ts `storeOf`) runs it before every create or apply of a namespaced
- * kind, whoever writes through it: one indexed D1 read of the namespace. Two controllers write
+ * Admission above the store (src/admission/store.ts `admittedStoreOf`) runs it before every create
+ * or apply of a namespaced kind, whoever writes through it: one indexed D1 read of the namespace. Two controllers write
  * below the store and are not admitted: the replica set controller's ManifestWorks (in cluster
  * namespaces, created with their clusters) and the scheduler's PlacementDecisions (in the
  * namespace of their Placement, admitted when it was created); what they create in a namespace
@@ -17,11 +17,10 @@
 import { ApiError, notFound } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { isJsonObject } from "../k8s/meta.ts";
-import { getObject } from "../store/d1/objects.ts";
 import type { WriteRequest } from "../k8s/write.ts";
 import { NamespaceKind, namespacePhase } from "../kinds/namespace.ts";
 import type { Env } from "../env.ts";
-import { store } from "../store/d1/write.ts";
+import { storeOf } from "../store/store.ts";
 
 /** The Status cause type of a create refused in a terminating namespace (`v1.NamespaceTerminatingCause`). */
 export const NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating";
@@ -74,7 +73,7 @@ export async function admitNamespace(
   exists: () => Promise<boolean>,
 ): Promise<void> {
   if (!admitsNamespace(def, req)) return;
-  const ns = await getObject(store(env), NamespaceKind, { namespace: "", name: namespace });
+  const ns = await storeOf(env, NamespaceKind).get("", namespace);
   if (!ns) throw notFound({ group: "", plural: NamespaceKind.plural, name: namespace });
   if (namespacePhase(ns) !== "Terminating" && !ns.metadata.deletionTimestamp) return;
   if (req.verb === "patch" && (await exists())) return;
@@ -92,7 +91,7 @@ export async function admitNamespace(
  *   forbidden: cluster namespace "<name>" is terminating`, as OCM's webhook words it
  */
 export async function admitAcceptance(env: Env, name: string): Promise<void> {
-  const ns = await getObject(store(env), NamespaceKind, { namespace: "", name });
+  const ns = await storeOf(env, NamespaceKind).get("", name);
   if (!ns || (namespacePhase(ns) !== "Terminating" && !ns.metadata.deletionTimestamp)) return;
   const group = "cluster.open-cluster-management.io";
   throw new ApiError(

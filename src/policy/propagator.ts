@@ -45,7 +45,7 @@ import {
 } from "../kinds/policy.ts";
 import { PLACEMENT_LABEL } from "../scheduling/index.ts";
 import type { Env } from "../env.ts";
-import { storeOf } from "../store/store.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 import { canonicalJson as canonical } from "../work/rollout.ts";
 import { store as database, writeStoredMany, type ManyWrite } from "../store/d1/write.ts";
 
@@ -307,7 +307,7 @@ async function reconcileOnce(
     const status = withCompliance((live.status ?? {}) as Record<string, unknown>, entries, decided.placements);
     if (canonical(status) !== canonical(live.status ?? {})) {
       const r = await racing(() =>
-        storeOf(env, PolicyKind).write(namespace, name, { verb: "update", subresource: "status", body: { ...live, status } }, { known: live }),
+        admittedStoreOf(env, PolicyKind).write(namespace, name, { verb: "update", subresource: "status", body: { ...live, status } }, { known: live }),
       );
       if (r === "lost") raced = true;
     }
@@ -470,7 +470,7 @@ async function applyCompliance(env: Env, reports: ComplianceReport[]): Promise<v
         if (!changed) return;
         const status = withCompliance((root.status ?? {}) as Record<string, unknown>, entries, undefined);
         const w = await racing(() =>
-          storeOf(env, PolicyKind).write(namespace, name, { verb: "update", subresource: "status", body: { ...root, status } }, { known: root }),
+          admittedStoreOf(env, PolicyKind).write(namespace, name, { verb: "update", subresource: "status", body: { ...root, status } }, { known: root }),
         );
         if (w === "lost") continue;
         if (!written.has(namespace)) written.set(namespace, new Set());
@@ -604,7 +604,12 @@ export async function refreshPolicySets(env: Env, namespace: string, policies: S
       const status = policySetStatus(set, byName, bindings.items, decisions.items);
       if (canonical(status) === canonical(set.status ?? {})) continue;
       const r = await racing(() =>
-        storeOf(env, PolicySetKind).write(namespace, set.metadata.name, { verb: "update", subresource: "status", body: { ...set, status } }, { known: set }),
+        admittedStoreOf(env, PolicySetKind).write(
+          namespace,
+          set.metadata.name,
+          { verb: "update", subresource: "status", body: { ...set, status } },
+          { known: set },
+        ),
       );
       if (r === "lost") raced = true;
     }

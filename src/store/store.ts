@@ -1,25 +1,39 @@
 /**
  * The one store every writer and reader of objects goes through (kube-apiserver's generic
- * `registry.Store`): `get`, `list` and `write` (create, update, patch, delete of the object or its
- * status: a `WriteRequest`) over a backend that the kind's definition chooses (`def.storage`):
- * - `d1`: the D1 store (src/store/d1/write.ts `writeStored`: the kind's strategy, the commit with its
- *   outbox row, the after-commit hooks);
- * - `cluster`: the cluster's Durable Object (durable-objects/cluster.ts), which serialises the
+ * `registry.Store`, `k8s.io/apiserver/pkg/registry/generic/registry/store.go`): `get`, `list`,
+ * pages, the event log and `write` (create, update, patch, delete of the object or its status: a
+ * `WriteRequest`), one at a time or many in batches, over a backend that the kind's definition
+ * chooses (`def.storage`), one folder per backend (as workers-oauth-provider's
+ * `src/storage/{backend}`):
+ * - `d1`: src/store/d1 (the D1 index: the kind's strategy, the commit with its outbox row, the
+ *   after-commit hooks);
+ * - `cluster`: src/store/cluster-object (the cluster's Durable Object, which serialises the
  *   writes of its ManagedCluster, runs OCM's hub controllers on them and holds the lease, and
- *   commits to D1 through the same write path. Lists read the D1 index it commits to.
+ *   commits to D1 through the same write path). Lists, pages and the event log read the D1 index
+ *   it commits to.
+ *
+ * Admission (NamespaceLifecycle, OCM's checks) sits above the store: src/admission/store.ts wraps
+ * the backends through {@link storeOf}'s `around`. Cross-kind reads and the commit below the
+ * backends (resourceVersions, the owner index, change counters, commit groups) are the
+ * {@link Storage} of src/store/storage.ts.
  */
-import { ApiError, badRequest, type Status } from "../k8s/errors.ts";
+import { ApiError } from "../k8s/errors.ts";
 import type { KindDefinition, VersionConversion } from "../k8s/kind.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
-import { getObject, listObjects, type ListResult } from "./d1/objects.ts";
-import { computeWrite, generatedName, type WriteRequest } from "../k8s/write.ts";
+import type { ListResult, Page, PageOptions, WatchEvent } from "./d1/objects.ts";
+import { computeWrite, type WriteRequest } from "../k8s/write.ts";
 import type { Env } from "../env.ts";
-import type { Result } from "../../durable-objects/cluster/types.ts";
 import type { WaitUntil } from "./outbox.ts";
-import { store as database, writeStored, type WriterMode } from "./d1/write.ts";
-import { admitNamespace, admitsNamespace } from "../namespaces/lifecycle.ts";
+import type { WriterMode } from "./d1/write.ts";
 import type { ClusterTransition } from "../auth/ocm-admission.ts";
 import { clock } from "../clock.ts";
+import { d1Backend } from "./d1/backend.ts";
+import { clusterObjectBackend } from "./cluster-object/backend.ts";
+import { writeOneByOne } from "./one-by-one.ts";
+
+export type { LabelIndexRequirement, ListResult, Page, PageOptions, StoreKey, WatchEvent } from "./d1/objects.ts";
+export { EVENT_RETENTION, FUTURE_RESOURCE_VERSION_POLL_MS, FUTURE_RESOURCE_VERSION_WAIT_MS, LIST_CHUNK_ROWS, parseResourceVersion } from "./d1/objects.ts";
+export type { WriterMode } from "./d1/write.ts";
 
 /** The outcome of a write: the object as stored (after a delete: as it was, or null once removed) and whether it was created. */
 export interface WriteOutcome {
@@ -28,7 +42,7 @@ export interface WriteOutcome {
 }
 
 /**
- * Options of {@link Store.write}, for the D1 backend (the cluster backend takes none):
+ * Options of {@link Store.write}, for the D1 backend (the cluster backend takes `admitted` only):
  * `extras` reach the kind's strategy (a BootstrapToken's secret hash); `known` is the object as
  * the caller just read it (its first attempt skips the read; a stale copy fails its
  * precondition); `waitUntil` lets the commit share a D1 batch with other small writes
@@ -49,14 +63,53 @@ export interface WriteOptions {
   admitted?: ClusterTransition;
 }
 
+/**
+ * One write of {@link Store.writeMany}: where, what, and the stored object as the caller read it
+ * (undefined: read it; null: known absent).
+ */
+export interface ManyWrite {
+  namespace: string;
+  name: string;
+  req: WriteRequest;
+  known?: KubeObject | null;
+}
+
+/** The outcome of one {@link ManyWrite}: the object as stored (null after a delete), or `lost` when another writer committed first. */
+export type ManyOutcome = KubeObject | null | "lost";
+
 /** The objects of one kind, wherever they are stored. */
 export interface Store {
   /** The kind this store serves. */
   readonly def: KindDefinition;
-  /** The object at (namespace, name) (namespace "" for a cluster-scoped kind), or null. */
+  /**
+   * The object at (namespace, name) (namespace "" for a cluster-scoped kind), or null, from the
+   * backend that owns it (the cluster backend asks the cluster's Durable Object).
+   */
   get(namespace: string, name: string): Promise<KubeObject | null>;
+  /**
+   * The object at (namespace, name) as last committed to the D1 index, or null: one indexed read,
+   * never a call to the Durable Object that owns it (what a controller, or that object itself,
+   * reads). The same as {@link get} for the D1 backend.
+   */
+  getCommitted(namespace: string, name: string): Promise<KubeObject | null>;
   /** Every object in `namespace` (undefined: all namespaces), sorted, with the collection's resourceVersion. */
   list(namespace?: string): Promise<ListResult>;
+  /**
+   * One page of the objects in `namespace` (undefined: all), in (namespace, name) order, from
+   * `opts.after`, filtered, through the label index when `opts.index` is given
+   * (src/store/d1/objects.ts `listPage`).
+   * @throws ApiError 500 when an encrypted field cannot be opened
+   */
+  listPage(namespace: string | undefined, opts?: PageOptions): Promise<Page>;
+  /** The objects named `name` in every namespace, sorted by namespace (one query: a replica set's works, a set's bindings). */
+  listNamed(name: string): Promise<KubeObject[]>;
+  /**
+   * The watch events of this kind after resourceVersion `afterRv` (exclusive), oldest first, at
+   * most `limit` (default 500), in `namespace` or all, with the counter's value (`latest`).
+   */
+  events(namespace: string | undefined, afterRv: number, limit?: number): Promise<{ events: WatchEvent[]; latest: number }>;
+  /** The object as its last event before `beforeRv` (exclusive) left it, or null (src/api/watch.ts). */
+  eventBefore(namespace: string, name: string, beforeRv: number): Promise<KubeObject | null>;
   /**
    * Runs one write (the kind's strategy, validation, the commit, its after-commit hooks).
    * `name` may be undefined or "" for a create whose body names the object or asks for a
@@ -64,82 +117,34 @@ export interface Store {
    * @throws ApiError (4xx) as the write's own answer: 400/422 bad input, 404, 409; nothing is written then
    */
   write(namespace: string, name: string | undefined, req: WriteRequest, opts?: WriteOptions): Promise<WriteOutcome>;
-}
-
-/** The D1 backend. */
-function d1Store(env: Env, def: KindDefinition): Store {
-  return {
-    def,
-    get: (namespace, name) => getObject(database(env), def, { namespace, name }),
-    list: (namespace) => listObjects(database(env), def, namespace),
-    write: (namespace, name, req, opts = {}) => writeStored(env, def, namespace, name ?? "", req, opts.extras, opts.known, opts.waitUntil, opts.mode),
-  };
-}
-
-/** A Status that crossed the Durable Object's RPC boundary, as the error it was. */
-function apiErrorOf(status: Status): ApiError {
-  return new ApiError(status.code, status.reason, status.message, status.details);
-}
-
-/**
- * The name a create addresses, which routes it to its object: the body's `metadata.name`, or one
- * made from its `generateName` (then written into the body).
- * @throws ApiError the answer the write itself gives a create without either
- */
-function nameOfCreate(def: KindDefinition, req: WriteRequest): string {
-  const meta = req.verb === "create" && isJsonObject(req.body) && isJsonObject(req.body.metadata) ? req.body.metadata : {};
-  if (typeof meta.name === "string" && meta.name) return meta.name;
-  if (req.verb === "create" && typeof meta.generateName === "string" && meta.generateName) {
-    const name = generatedName(meta.generateName);
-    (req.body as { metadata: Record<string, unknown> }).metadata = { ...meta, name };
-    return name;
-  }
-  // The same refusal the generic validation gives.
-  computeWrite(def, { namespace: "" }, null, req, { now: 0, newUid: () => "" });
-  throw badRequest("metadata.name is required", "metadata.name");
-}
-
-/** The cluster backend: each object in the Durable Object named by its name (CLUSTERS). */
-function clusterObjectStore(env: Env, def: KindDefinition): Store {
-  return {
-    def,
-    async get(_namespace, name) {
-      const res = (await env.CLUSTERS.getByName(name).get(name)) as Result<KubeObject>;
-      return res.ok ? res.value : null;
-    },
-    list: (namespace) => listObjects(database(env), def, namespace),
-    async write(_namespace, name, req, opts) {
-      const target = name || nameOfCreate(def, req);
-      const res = (await env.CLUSTERS.getByName(target).write(target, req, opts?.admitted)) as Result<WriteOutcome>;
-      if (!res.ok) throw apiErrorOf(res.status);
-      return res.value;
-    },
-  };
+  /**
+   * Runs many writes at once, for a controller that writes across a fleet (a replica set's works,
+   * a policy's replicas, Events): the D1 backend commits them in D1 batches, each with its own
+   * precondition, then runs their hooks (src/store/d1/write.ts `writeStoredMany`). No write is
+   * retried: one that lost a race answers `lost`, for the caller to compute again on a fresh read.
+   * Returns the outcomes in the order of `writes`.
+   * @throws ApiError (4xx) when a write is invalid (nothing of its batch is committed then)
+   */
+  writeMany(writes: ManyWrite[]): Promise<ManyOutcome[]>;
 }
 
 /** The backends, by `KindDefinition.storage`. */
 const BACKENDS: Record<KindDefinition["storage"], (env: Env, def: KindDefinition) => Store> = {
-  d1: d1Store,
-  cluster: clusterObjectStore,
+  d1: d1Backend,
+  cluster: clusterObjectBackend,
 };
 
 /**
- * The store of kind `def` in a Worker environment (its backend chosen by `def.storage`). Every
- * create (or apply) of a namespaced kind passes NamespaceLifecycle first
- * (src/namespaces/lifecycle.ts): its namespace must exist and not be terminating.
+ * The store of kind `def` in a Worker environment: its backend chosen by `def.storage`, and for
+ * a kind served from another kind's objects (`def.conversion`) the conversion around the storage
+ * kind's store. `around`, given, wraps the backend's store (for a converted kind, the storage
+ * kind's), as admission does (src/admission/store.ts `admittedStoreOf`, what routes and
+ * controllers write through); without it, the store admits nothing.
  */
-export function storeOf(env: Env, def: KindDefinition): Store {
-  if (def.conversion) return convertedStore(env, def, def.conversion);
+export function storeOf(env: Env, def: KindDefinition, around?: (store: Store) => Store): Store {
+  if (def.conversion) return convertedStore(def, def.conversion, storeOf(env, def.conversion.storage, around));
   const backend = BACKENDS[def.storage](env, def);
-  if (!def.namespaced) return backend;
-  return {
-    ...backend,
-    async write(namespace, name, req, opts) {
-      if (admitsNamespace(def, req))
-        await admitNamespace(env, def, namespace, name, req, async () => name !== undefined && name !== "" && (await backend.get(namespace, name)) !== null);
-      return backend.write(namespace, name, req, opts);
-    },
-  };
+  return around ? around(backend) : backend;
 }
 
 /** How many times a converted write is computed again when another writer committed first (without a precondition of its own). */
@@ -153,18 +158,29 @@ const CONVERTED_ATTEMPTS = 8;
  * managedFields under its apiVersion) and stored converted, as an update (of the same subresource)
  * with the read object's resourceVersion (computed again on a fresh read when another writer came
  * first and the request carries no resourceVersion of its own); a delete is the stored kind's.
+ * Many writes are written one by one (a conflict answers `lost`).
  * @throws ApiError as {@link Store.write}
  */
-function convertedStore(env: Env, def: KindDefinition, conv: VersionConversion): Store {
-  const stored = storeOf(env, conv.storage);
+function convertedStore(def: KindDefinition, conv: VersionConversion, stored: Store): Store {
   const out = (o: KubeObject | null) => (o ? conv.fromStorage(o) : null);
-  return {
+  const store: Store = {
     def,
     get: async (namespace, name) => out(await stored.get(namespace, name)),
+    getCommitted: async (namespace, name) => out(await stored.getCommitted(namespace, name)),
     async list(namespace) {
       const r = await stored.list(namespace);
       return { ...r, items: r.items.map((o) => conv.fromStorage(o)) };
     },
+    async listPage(namespace, opts) {
+      const r = await stored.listPage(namespace, opts && { ...opts, filter: opts.filter && ((o) => opts.filter!(conv.fromStorage(o))) });
+      return { ...r, items: r.items.map((o) => conv.fromStorage(o)) };
+    },
+    listNamed: async (name) => (await stored.listNamed(name)).map((o) => conv.fromStorage(o)),
+    async events(namespace, afterRv, limit) {
+      const r = await stored.events(namespace, afterRv, limit);
+      return { ...r, events: r.events.map((e) => ({ ...e, object: conv.fromStorage(e.object) })) };
+    },
+    eventBefore: async (namespace, name, beforeRv) => out(await stored.eventBefore(namespace, name, beforeRv)),
     async write(namespace, name, req, opts) {
       if (req.verb === "delete") {
         const r = await stored.write(namespace, name, req, opts);
@@ -197,5 +213,7 @@ function convertedStore(env: Env, def: KindDefinition, conv: VersionConversion):
         }
       }
     },
+    writeMany: (writes) => writeOneByOne(store, writes),
   };
+  return store;
 }

@@ -35,7 +35,7 @@ import { PlacementKind } from "../kinds/placement.ts";
 import { decodeBase64, SecretKind } from "../kinds/secret.ts";
 import { HOOKS_PREFIX, WebhookReceiverKind, type WebhookReceiverSpec } from "../kinds/webhookreceiver.ts";
 import { readBodyBytes, statusResponse } from "../api/request.ts";
-import { storeOf } from "../store/store.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 import { rbacAuthorizer } from "../auth/rbac-store.ts";
 import type { UserInfo } from "../auth/rbac.ts";
 import { RBAC_AUTHOR_EXTRA, type RbacAuthor } from "../kinds/rbac.ts";
@@ -199,7 +199,7 @@ async function act(
   try {
     if (spec.action.type === "MergePatch") {
       const before = await getObject(db, def, { namespace, name });
-      const { object } = await storeOf(env, def).write(namespace, name, { verb: "patch", patchType: "merge", patch }, { extras });
+      const { object } = await admittedStoreOf(env, def).write(namespace, name, { verb: "patch", patchType: "merge", patch }, { extras });
       return { object: object!, changed: object!.metadata.resourceVersion !== before?.metadata.resourceVersion };
     }
     if (spec.action.type === "JSONPatch") {
@@ -214,7 +214,7 @@ async function act(
           metadata: { ...(isJsonObject(r.value.metadata) ? r.value.metadata : {}), resourceVersion: current.metadata.resourceVersion },
         };
         try {
-          const { object } = await storeOf(env, def).write(namespace, name, { verb: "update", body }, { extras });
+          const { object } = await admittedStoreOf(env, def).write(namespace, name, { verb: "update", body }, { extras });
           return { object: object!, changed: object!.metadata.resourceVersion !== current.metadata.resourceVersion };
         } catch (e) {
           if (e instanceof ApiError && e.reason === "Conflict" && attempt < 4) continue;

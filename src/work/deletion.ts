@@ -24,7 +24,8 @@ import { database, getObject } from "../store/d1/objects.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
-import { storeOf, type WriteOptions } from "../store/store.ts";
+import { type WriteOptions } from "../store/store.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
 
@@ -51,7 +52,7 @@ export function holdsCleanupFinalizer(work: KubeObject | null | undefined): bool
  */
 async function writeFinalizers(env: Env, work: KubeObject, finalizers: string[], opts?: WriteOptions): Promise<KubeObject | null | undefined> {
   try {
-    const out = await storeOf(env, ManifestWorkKind).write(
+    const out = await admittedStoreOf(env, ManifestWorkKind).write(
       work.metadata.namespace ?? "",
       work.metadata.name,
       {
@@ -136,7 +137,7 @@ export const workDeletingHook: AfterCommitHook<true> = {
     if (!changed) return;
     try {
       // Pinned to the resourceVersion read: an agent's report or confirmation meanwhile wins.
-      await storeOf(env, ManifestWorkKind).write(target.namespace, target.name, {
+      await admittedStoreOf(env, ManifestWorkKind).write(target.namespace, target.name, {
         verb: "update",
         subresource: "status",
         body: { ...work, status: { ...status, conditions } },
@@ -210,7 +211,7 @@ export async function deleteExpiredWork(env: Env, namespace: string, name: strin
   if (due === null) return null;
   if (due > clock.now()) return due;
   try {
-    await storeOf(env, ManifestWorkKind).write(namespace, name, { verb: "delete", preconditions: { uid } });
+    await admittedStoreOf(env, ManifestWorkKind).write(namespace, name, { verb: "delete", preconditions: { uid } });
   } catch (e) {
     if (!(e instanceof ApiError && (e.code === 404 || e.code === 409))) throw e;
   }

@@ -11,7 +11,7 @@ import { PolicyKind, isReplicatedPolicy } from "../kinds/policy.ts";
 import { AddOnPlacementScoreKind } from "../kinds/placement.ts";
 import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";
 import { DELIVERED_POLICY_KIND, type WorkDelta } from "./namespace-works.ts";
-import { storeOf } from "../store/store.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 import { releaseCleanupFinalizer } from "./deletion.ts";
 
 /** A work as its agent receives it: everything but its status and resourceVersion. */
@@ -76,7 +76,7 @@ export const clusterNamespaceHook: AfterCommitHook<true> = {
       const { items } = await listObjects(db, def, target.name);
       for (const obj of items) {
         try {
-          const out = await storeOf(env, def).write(target.name, obj.metadata.name, { verb: "delete" });
+          const out = await admittedStoreOf(env, def).write(target.name, obj.metadata.name, { verb: "delete" });
           // The cluster is gone, its agent with it (its leave released what the works applied):
           // nobody is left to confirm a work's cleanup, so its finalizer goes (src/work/deletion.ts).
           if (def === ManifestWorkKind && out.object) await releaseCleanupFinalizer(env, out.object);

@@ -32,7 +32,7 @@ import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
 import { DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL, PLACEMENT_LABEL } from "../scheduling/index.ts";
 import type { Env } from "../env.ts";
 import { writeStoredMany, type ManyWrite } from "../store/d1/write.ts";
-import { storeOf } from "../store/store.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 import { CommitGroups } from "../store/d1/group-commit.ts";
 import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";
 import { canonicalJson, classifyRollout, TEMPLATE_WRITTEN_ANNOTATION, type DecisionGroup, type RolloutStrategy, type WorkCondition } from "./rollout.ts";
@@ -233,7 +233,7 @@ export function decisionGroups(placement: KubeObject | null, decisions: KubeObje
 async function deleteWork(env: Env, work: KubeObject, hooks: RunHooks): Promise<boolean> {
   hooks.deleting?.(work.metadata.namespace!);
   try {
-    await storeOf(env, ManifestWorkKind).write(
+    await admittedStoreOf(env, ManifestWorkKind).write(
       work.metadata.namespace!,
       work.metadata.name,
       { verb: "delete", preconditions: { uid: work.metadata.uid } },
@@ -262,7 +262,7 @@ async function finalize(env: Env, mwrs: KubeObject): Promise<RunOutcome> {
   const finalizers = (mwrs.metadata.finalizers ?? []).filter((f) => f !== MWRS_FINALIZER);
   if (finalizers.length === (mwrs.metadata.finalizers ?? []).length) return {};
   const body = { ...mwrs, metadata: { ...mwrs.metadata, finalizers } };
-  const r = await racing(() => storeOf(env, ManifestWorkReplicaSetKind).write(mwrs.metadata.namespace!, mwrs.metadata.name, { verb: "update", body }));
+  const r = await racing(() => admittedStoreOf(env, ManifestWorkReplicaSetKind).write(mwrs.metadata.namespace!, mwrs.metadata.name, { verb: "update", body }));
   if (r === "lost") return { rerun: true };
   return r ? {} : { gone: true };
 }
@@ -304,7 +304,7 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
 
   if (!(mwrs.metadata.finalizers ?? []).includes(MWRS_FINALIZER)) {
     const body = { ...mwrs, metadata: { ...mwrs.metadata, finalizers: [...(mwrs.metadata.finalizers ?? []), MWRS_FINALIZER] } };
-    const r = await racing(() => storeOf(env, ManifestWorkReplicaSetKind).write(namespace, name, { verb: "update", body }));
+    const r = await racing(() => admittedStoreOf(env, ManifestWorkReplicaSetKind).write(namespace, name, { verb: "update", body }));
     if (r === "lost" || !r) return { rerun: true };
     mwrs = r;
   }
@@ -477,7 +477,12 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
   const status = { ...(mwrs.status ?? {}), conditions, summary, placementSummary };
   if (canonical(status) !== canonical(mwrs.status ?? {})) {
     const r = await racing(() =>
-      storeOf(env, ManifestWorkReplicaSetKind).write(namespace, name, { verb: "update", subresource: "status", body: { ...mwrs, status } }, { known: mwrs }),
+      admittedStoreOf(env, ManifestWorkReplicaSetKind).write(
+        namespace,
+        name,
+        { verb: "update", subresource: "status", body: { ...mwrs, status } },
+        { known: mwrs },
+      ),
     );
     if (r === "lost") raced = true;
   }

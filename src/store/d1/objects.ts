@@ -14,7 +14,7 @@ import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
 import { counters, events, labels, objects, outbox, ownerReferences } from "../../db/schema.ts";
 import { bind, builder, compiled, type CompiledStatement, type Renderable } from "../../db/compiled.ts";
-import { EncryptionError, isSealed, Keyring } from "../../k8s/encryption.ts";
+import { EncryptionError, isSealed, Keyring, keyringOf } from "../../k8s/encryption.ts";
 import { CommitGroups } from "./group-commit.ts";
 import { alreadyExists, ApiError, badRequest, conflict, notFound, tooLargeResourceVersion } from "../../k8s/errors.ts";
 import { resourceKey, type KindDefinition } from "../../k8s/kind.ts";
@@ -133,6 +133,15 @@ export function database(d1: D1Database, keyring?: Keyring): Database {
   let db = handles.keyed.get(keyring);
   if (!db) handles.keyed.set(keyring, (db = Object.assign(drizzle(d1), { keyring })));
   return db;
+}
+
+/**
+ * The D1 index of a Worker environment (its `DB` binding), with the keyring that seals and opens
+ * encrypted fields (`FLOTILLA_ENCRYPTION_KEYS`, src/k8s/encryption.ts): the handle every reader and
+ * writer of the D1 backend uses. Made once per binding and keyring.
+ */
+export function d1Database(env: { DB: D1Database; FLOTILLA_ENCRYPTION_KEYS?: string }): Database {
+  return database(env.DB, keyringOf(env));
 }
 
 /** The handles {@link database} made, by D1 binding: without a keyring, and by keyring. */

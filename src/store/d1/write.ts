@@ -9,13 +9,12 @@
 import { ApiError } from "../../k8s/errors.ts";
 import { resourceKey, type KindDefinition } from "../../k8s/kind.ts";
 import type { KubeObject } from "../../k8s/meta.ts";
-import { keyringOf } from "../../k8s/encryption.ts";
 import {
   changeCounterShape,
   COMMIT_BATCH_ITEMS,
   commitObject,
   commitObjects,
-  database,
+  d1Database,
   getObject,
   labelIndexStatements,
   needsRewrite,
@@ -27,17 +26,10 @@ import {
 } from "./objects.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../../k8s/write.ts";
 import type { Env } from "../../env.ts";
+import type { ManyOutcome, ManyWrite } from "../store.ts";
 import { commitStatements, planHooks } from "../hooks.ts";
 import { deferOutboxDelete, deleteOutboxRows, OUTBOX_GRACE_MS, retryTime, runOwed, type OwedWork, type WaitUntil } from "../outbox.ts";
 import { clock } from "../../clock.ts";
-
-/**
- * The D1 store of a Worker environment, with the keys that seal and open encrypted fields
- * (Secret data, src/k8s/encryption.ts): every reader and writer of such a kind goes through it.
- */
-export function store(env: Env): Database {
-  return database(env.DB, keyringOf(env));
-}
 
 /**
  * A committed write: its kind, the object before it (null on create) and as stored (null after a
@@ -69,7 +61,7 @@ export async function commitChange(
   extra?: CommitExtras["extra"],
   grouped = false,
 ): Promise<Committed> {
-  const db = store(env);
+  const db = d1Database(env);
   const { item, owed } = prepareCommit(db, def, key, before, next, now, extra);
   const object = await commitObject(db, def, key, next, item.expectedRv, item.extras, grouped);
   return { def, before, object, owed };
@@ -216,7 +208,7 @@ export async function writeStored(
   }
   const { rewrote } = await finishCommit(env, committed, now, "waits", waitUntil);
   let object = committed.object;
-  if (rewrote && object) object = (await getObject(store(env), def, { namespace, name: object.metadata.name })) ?? object;
+  if (rewrote && object) object = (await getObject(d1Database(env), def, { namespace, name: object.metadata.name })) ?? object;
   // A delete answers with the object as it was (as the apiserver does).
   return { object: object ?? committed.before, created };
 }
@@ -235,7 +227,7 @@ async function commitWithRetries(
   known: KubeObject | undefined,
   grouped: boolean,
 ): Promise<{ committed: Committed; created: boolean; now: number } | { committed: null; unchanged: KubeObject | null; created: boolean }> {
-  const db = store(env);
+  const db = d1Database(env);
   for (let attempt = 0; ; attempt++) {
     const current = req.verb === "create" ? null : attempt === 0 && known ? known : await getObject(db, def, key);
     const now = clock.now();
@@ -259,14 +251,6 @@ async function commitWithRetries(
   }
 }
 
-/** One write of {@link writeStoredMany}: where, what, and the stored object as the caller read it (undefined: read it). */
-export interface ManyWrite {
-  namespace: string;
-  name: string;
-  req: WriteRequest;
-  known?: KubeObject | null;
-}
-
 /** After-commit hook runs {@link writeStoredMany} keeps in flight (each may call a Durable Object). */
 const HOOK_CONCURRENCY = 32;
 
@@ -282,8 +266,8 @@ const HOOK_CONCURRENCY = 32;
  * Returns, per write in order, the object as stored (null after a delete), or `lost`.
  * @throws ApiError (4xx) when a write is invalid (nothing of that batch is committed then), errors of D1
  */
-export async function writeStoredMany(env: Env, def: KindDefinition, writes: ManyWrite[]): Promise<(KubeObject | null | "lost")[]> {
-  const out: (KubeObject | null | "lost")[] = new Array(writes.length);
+export async function writeStoredMany(env: Env, def: KindDefinition, writes: ManyWrite[]): Promise<ManyOutcome[]> {
+  const out: ManyOutcome[] = new Array(writes.length);
   // Chunk by chunk: computing a chunk's writes is CPU work, its commit and hooks are I/O, so a
   // large fleet's writes never hold the isolate for long (its other requests run in between).
   for (let start = 0; start < writes.length; start += COMMIT_BATCH_ITEMS) {
@@ -293,8 +277,8 @@ export async function writeStoredMany(env: Env, def: KindDefinition, writes: Man
 }
 
 /** One chunk of {@link writeStoredMany}: `writes` are its items from `offset`; results go to `out`. */
-async function writeChunk(env: Env, def: KindDefinition, writes: ManyWrite[], offset: number, out: (KubeObject | null | "lost")[]): Promise<void> {
-  const db = store(env);
+async function writeChunk(env: Env, def: KindDefinition, writes: ManyWrite[], offset: number, out: ManyOutcome[]): Promise<void> {
+  const db = d1Database(env);
   const now = clock.now();
   const items: CommitItem[] = [];
   const pending: { index: number; before: KubeObject | null; owed: OwedWork | null }[] = [];
@@ -340,3 +324,7 @@ async function writeChunk(env: Env, def: KindDefinition, writes: ManyWrite[], of
   );
   await deleteOutboxRows(env, finished);
 }
+
+/** @deprecated the D1 handle of `env`: src/store/d1/objects.ts `d1Database` (kept until the call sites read through the Store). */
+export const store = d1Database;
+export type { ManyWrite } from "../store.ts";

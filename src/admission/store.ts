@@ -1,0 +1,40 @@
+/**
+ * Admission above the store, as kube-apiserver runs its admission chain in the handler before
+ * `registry.Store` (`k8s.io/apiserver/pkg/endpoints/handlers/create.go`), never inside storage:
+ * the store of a kind (src/store/store.ts `storeOf`) with NamespaceLifecycle before every create
+ * or apply of a namespaced kind (src/namespaces/lifecycle.ts). Routes and controllers read and
+ * write objects through {@link admittedStoreOf}; only writers that are admitted already (the
+ * cluster's Durable Object, the scheduler's commits) use the store's door directly.
+ */
+import type { KindDefinition } from "../k8s/kind.ts";
+import type { Env } from "../env.ts";
+import { storeOf, type Store } from "../store/store.ts";
+import { admitNamespace, admitsNamespace } from "../namespaces/lifecycle.ts";
+
+/**
+ * `store` with NamespaceLifecycle before its writes: a create (or apply) of a namespaced kind in
+ * a namespace that does not exist is refused with 404, in one being terminated with 403 (an apply
+ * that updates an existing object passes). Reads pass through.
+ * @throws ApiError from `write`, as src/namespaces/lifecycle.ts `admitNamespace`
+ */
+export function namespaceAdmitted(env: Env, store: Store): Store {
+  const def = store.def;
+  if (!def.namespaced) return store;
+  return {
+    ...store,
+    async write(namespace, name, req, opts) {
+      if (admitsNamespace(def, req))
+        await admitNamespace(env, def, namespace, name, req, async () => name !== undefined && name !== "" && (await store.get(namespace, name)) !== null);
+      return store.write(namespace, name, req, opts);
+    },
+  };
+}
+
+/**
+ * The store of kind `def` (its backend chosen by `def.storage`, converted for a kind served from
+ * another kind's objects) with admission before its writes (see the module comment): the door
+ * through which routes and controllers reach objects.
+ */
+export function admittedStoreOf(env: Env, def: KindDefinition): Store {
+  return storeOf(env, def, (store) => namespaceAdmitted(env, store));
+}

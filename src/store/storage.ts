@@ -1,0 +1,69 @@
+/**
+ * The store-level API beside the per-kind {@link Store}s (src/store/store.ts): what reads or
+ * writes across kinds, on the D1 index every backend commits to. The collection's
+ * resourceVersion and the wait for one ahead, the event log's start, the owner index, change
+ * counters, and the commit below the backends (a precomputed change committed with its outbox row,
+ * alone or in a commit group, then its after-commit hooks), which the scheduler, the cluster's
+ * Durable Object and the controllers that compute their own writes use.
+ */
+import type { KindDefinition } from "../k8s/kind.ts";
+import type { KubeObject } from "../k8s/meta.ts";
+import type { Env } from "../env.ts";
+import type { WaitUntil } from "./outbox.ts";
+import { awaitResourceVersion, changeCounterValue, d1Database, dependentsOf, eventLogStart, type CommitExtras, type StoreKey } from "./d1/objects.ts";
+import { commitChange, finishCommit, type Committed, type WriterMode } from "./d1/write.ts";
+
+export type { Committed } from "./d1/write.ts";
+export type { CommitExtras, GuardedBinder, GuardedShape } from "./d1/objects.ts";
+export { guardedShape } from "./d1/objects.ts";
+
+/** Options of {@link Storage.commit}. */
+export interface CommitOptions {
+  /** Statements committed with the object, under its precondition (`CommitExtras.extra`: e.g. a deleted cluster's identity row). */
+  extra?: CommitExtras["extra"];
+  /** The commit may share a D1 batch with other writes in flight (a commit group: src/store/d1/group-commit.ts). */
+  grouped?: boolean;
+}
+
+/** Reads and commits across kinds, on the D1 index (see the module comment). */
+export interface Storage {
+  /**
+   * Waits until the collection's resourceVersion reaches `rv` (a request's `resourceVersion`
+   * ahead of the hub's), up to `FUTURE_RESOURCE_VERSION_WAIT_MS`, and returns it.
+   * @throws ApiError 504 Timeout with cause `ResourceVersionTooLarge` when it does not
+   */
+  awaitResourceVersion(rv: bigint, signal?: AbortSignal): Promise<number>;
+  /** The oldest resourceVersion the event log replays from (a watch from below it gets 410 Expired). */
+  eventLogStart(): Promise<number>;
+  /** The objects whose ownerReferences name the owner with UID `uid` (the owner index), as `{resource: "<group>/<plural>", namespace, name}`. */
+  dependentsOf(uid: string): Promise<{ resource: string; namespace: string; name: string }[]>;
+  /** The value of change counter `counter` (`KindDefinition.changeCounter`): 0 until a write of such a kind moved it. */
+  changeCounter(counter: number): Promise<number>;
+  /**
+   * Commits `next` (null: delete) of kind `def` in place of `before` (null: create) with the
+   * resourceVersion precondition of `before`, and in the same atomic batch the outbox row of what
+   * the change owes the after-commit hooks; `now` is epoch milliseconds. Runs no hook: the caller
+   * runs {@link finish} once it has done what must precede them (src/store/d1/write.ts `commitChange`).
+   * @throws ApiError 404, 409 (the precondition failed; nothing was written)
+   */
+  commit(def: KindDefinition, key: StoreKey, before: KubeObject | null, next: KubeObject | null, now: number, opts?: CommitOptions): Promise<Committed>;
+  /**
+   * Runs the after-commit hooks a {@link commit} owes and deletes its outbox row (a failing hook is
+   * left to the sweep, never thrown); `mode` and `waitUntil` as src/store/d1/write.ts `finishCommit`.
+   * Returns whether a hook rewrote the written object.
+   */
+  finish(committed: Committed, now: number, mode?: WriterMode, waitUntil?: WaitUntil): Promise<{ rewrote: boolean }>;
+}
+
+/** The {@link Storage} of a Worker environment (its D1 index, with its keyring). */
+export function storageOf(env: Env): Storage {
+  const db = d1Database(env);
+  return {
+    awaitResourceVersion: (rv, signal) => awaitResourceVersion(db, rv, signal),
+    eventLogStart: () => eventLogStart(db),
+    dependentsOf: (uid) => dependentsOf(db, uid),
+    changeCounter: (counter) => changeCounterValue(db, counter),
+    commit: (def, key, before, next, now, opts = {}) => commitChange(env, def, key, before, next, now, opts.extra, opts.grouped),
+    finish: (committed, now, mode, waitUntil) => finishCommit(env, committed, now, mode, waitUntil),
+  };
+}
