@@ -10,11 +10,22 @@ import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import type { Env } from "../env.ts";
 import type { WaitUntil } from "./outbox.ts";
-import { awaitResourceVersion, changeCounterValue, d1Database, dependentsOf, eventLogStart, type CommitExtras, type StoreKey } from "./d1/objects.ts";
+import {
+  awaitResourceVersion,
+  changeCounterValue,
+  changedSince,
+  currentResourceVersion,
+  d1Database,
+  dependentsOf,
+  eventLogStart,
+  type ChangedObject,
+  type CommitExtras,
+  type StoreKey,
+} from "./d1/objects.ts";
 import { commitChange, finishCommit, type Committed, type WriterMode } from "./d1/write.ts";
 
 export type { Committed } from "./d1/write.ts";
-export type { CommitExtras, GuardedBinder, GuardedShape } from "./d1/objects.ts";
+export type { ChangedObject, CommitExtras, GuardedBinder, GuardedShape } from "./d1/objects.ts";
 export { guardedShape } from "./d1/objects.ts";
 
 /** Options of {@link Storage.commit}. */
@@ -27,6 +38,8 @@ export interface CommitOptions {
 
 /** Reads and commits across kinds, on the D1 index (see the module comment). */
 export interface Storage {
+  /** The collection's resourceVersion now (the counter every commit moves; one D1 read). */
+  resourceVersion(): Promise<number>;
   /**
    * Waits until the collection's resourceVersion reaches `rv` (a request's `resourceVersion`
    * ahead of the hub's), up to `FUTURE_RESOURCE_VERSION_WAIT_MS`, and returns it.
@@ -35,6 +48,12 @@ export interface Storage {
   awaitResourceVersion(rv: bigint, signal?: AbortSignal): Promise<number>;
   /** The oldest resourceVersion the event log replays from (a watch from below it gets 410 Expired). */
   eventLogStart(): Promise<number>;
+  /**
+   * The objects of the resources keyed `resources` (`<group>/<plural>`) changed after `afterRv`,
+   * each once with its latest version, and the counter's value `latest` (one batch): what a cache
+   * (the scheduler's view) reads to catch up. Before `latest - EVENT_RETENTION` the log may be pruned.
+   */
+  changedSince(resources: string[], afterRv: number): Promise<{ latest: number; changed: ChangedObject[] }>;
   /** The objects whose ownerReferences name the owner with UID `uid` (the owner index), as `{resource: "<group>/<plural>", namespace, name}`. */
   dependentsOf(uid: string): Promise<{ resource: string; namespace: string; name: string }[]>;
   /** The value of change counter `counter` (`KindDefinition.changeCounter`): 0 until a write of such a kind moved it. */
@@ -59,6 +78,8 @@ export interface Storage {
 export function storageOf(env: Env): Storage {
   const db = d1Database(env);
   return {
+    resourceVersion: () => currentResourceVersion(db),
+    changedSince: (resources, afterRv) => changedSince(db, resources, afterRv),
     awaitResourceVersion: (rv, signal) => awaitResourceVersion(db, rv, signal),
     eventLogStart: () => eventLogStart(db),
     dependentsOf: (uid) => dependentsOf(db, uid),

@@ -104,6 +104,11 @@ export interface Store {
   /** The objects named `name` in every namespace, sorted by namespace (one query: a replica set's works, a set's bindings). */
   listNamed(name: string): Promise<KubeObject[]>;
   /**
+   * The first object whose JSON field at `path` (an SQLite JSON path, e.g. `$.status.webhookPath`)
+   * equals `value`, or null: a scan of the kind's index rows, for kinds with few objects.
+   */
+  findByField(path: string, value: string): Promise<KubeObject | null>;
+  /**
    * The watch events of this kind after resourceVersion `afterRv` (exclusive), oldest first, at
    * most `limit` (default 500), in `namespace` or all, with the counter's value (`latest`).
    */
@@ -176,6 +181,7 @@ function convertedStore(def: KindDefinition, conv: VersionConversion, stored: St
       return { ...r, items: r.items.map((o) => conv.fromStorage(o)) };
     },
     listNamed: async (name) => (await stored.listNamed(name)).map((o) => conv.fromStorage(o)),
+    findByField: async (path, value) => out(await stored.findByField(path, value)),
     async events(namespace, afterRv, limit) {
       const r = await stored.events(namespace, afterRv, limit);
       return { ...r, events: r.events.map((e) => ({ ...e, object: conv.fromStorage(e.object) })) };

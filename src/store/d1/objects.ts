@@ -9,7 +9,7 @@
  * kube-apiserver's storage transformers do (src/k8s/encryption.ts); rows stored before encryption
  * are read as they are and sealed on their next write.
  */
-import { and, eq, exists, inArray, lt, notExists, sql, type SQL } from "drizzle-orm";
+import { and, eq, exists, gt, inArray, lt, max, notExists, sql, type SQL } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
 import { counters, events, labels, objects, outbox, ownerReferences } from "../../db/schema.ts";
@@ -343,6 +343,20 @@ export async function listObjectsNamed(db: DrizzleD1Database, def: KindDefinitio
     .where(and(eq(objects.resource, resourceKey(def)), eq(objects.name, name)))
     .orderBy(objects.namespace);
   return Promise.all(rows.map((r) => readRow(db, def, r)));
+}
+
+/**
+ * The first object of a kind whose JSON field at `path` (an SQLite JSON path, e.g.
+ * `$.status.webhookPath`) equals `value`, or null: one query over the kind's rows (no index on
+ * the field: for kinds with few objects, such as WebhookReceivers).
+ */
+export async function findByField(db: DrizzleD1Database, def: KindDefinition, path: string, value: string): Promise<KubeObject | null> {
+  const [row] = await db
+    .select({ body: objects.body, resourceVersion: objects.resourceVersion })
+    .from(objects)
+    .where(and(eq(objects.resource, resourceKey(def)), sql`json_extract(${objects.body}, ${path}) = ${value}`))
+    .limit(1);
+  return row ? readRow(db, def, row) : null;
 }
 
 /**
@@ -787,6 +801,35 @@ export async function previousEventObject(
     .limit(1);
   if (!row || row.type === "DELETED") return null;
   return readRow(db, def, { body: row.body, resourceVersion: row.rv });
+}
+
+/** An object the event log shows changed: its resource key (`<group>/<plural>`), namespace, name and latest resourceVersion. */
+export interface ChangedObject {
+  resource: string;
+  namespace: string;
+  name: string;
+  resourceVersion: number;
+}
+
+/**
+ * The objects of the resources keyed `resources` that changed after `afterRv` (exclusive), each
+ * once with its latest version there, and the counter's value (`latest`), read in one batch. Events
+ * older than `latest - EVENT_RETENTION` may have been pruned: a caller from before that must read
+ * everything again.
+ */
+export async function changedSince(db: DrizzleD1Database, resources: string[], afterRv: number): Promise<{ latest: number; changed: ChangedObject[] }> {
+  const [rows, counter] = await db.batch([
+    db
+      .select({ resource: events.resource, namespace: events.namespace, name: events.name, resourceVersion: max(events.resourceVersion) })
+      .from(events)
+      .where(and(inArray(events.resource, resources), gt(events.resourceVersion, afterRv)))
+      .groupBy(events.resource, events.namespace, events.name),
+    db.select({ value: counters.value }).from(counters).where(eq(counters.id, 1)),
+  ]);
+  return {
+    latest: counter[0]?.value ?? 0,
+    changed: rows.map((r) => ({ resource: r.resource, namespace: r.namespace, name: r.name, resourceVersion: r.resourceVersion ?? 0 })),
+  };
 }
 
 /** Largest resourceVersion a request may name: apimachinery parses it as an unsigned 64-bit integer. */
