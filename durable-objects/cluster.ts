@@ -38,7 +38,7 @@ import {
 import { clusterTransition, transitionCovered, type ClusterTransition } from "../src/auth/ocm-admission.ts";
 import { admitAcceptance } from "../src/namespaces/lifecycle.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../src/k8s/write.ts";
-import type { WriterMode } from "../src/store/d1/write.ts";
+import type { WriterMode } from "../src/store/store.ts";
 import type { WorkDelta } from "../src/work/namespace-works.ts";
 import { deleteExpiredWork, parseWorkTtlTimer, workTtlTimer } from "../src/work/deletion.ts";
 import type { Env } from "../src/env.ts";

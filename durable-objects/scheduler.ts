@@ -5,7 +5,7 @@
  * returns. Runs are serialised and each applies the triggering writes first, so no placement's
  * decisions are computed from a state older than the last write. Triggers that arrive during a
  * run are merged into the next one. Every write of a run goes through the store's one write path
- * (src/store/d1/write.ts `commitChange`: outbox row, after-commit hooks).
+ * (src/store/storage.ts `Storage.commit`: outbox row, after-commit hooks).
  *
  * The object keeps its own view of what scheduling reads (src/placement/view.ts), in memory:
  * built from D1 on its first run after it starts (the cold start), then updated from the changes
@@ -34,14 +34,13 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { clock } from "../src/clock.ts";
-import type { Database } from "../src/store/d1/objects.ts";
 import { d1Writer } from "../src/placement/controller.ts";
 import { mergeTriggers, type RunResult, type Trigger } from "../src/placement/plan.ts";
 import { catchUp, runOnView, type SchedulerView } from "../src/placement/view.ts";
 import { d1ChangeLog, loadView, refreshStale, resolveTrigger } from "../src/placement/view-d1.ts";
 import { replicaSetsForPlacements } from "../src/work/replicaset.ts";
 import { addonsForPlacements, runClusterManagementAddOn } from "../src/addons/manager.ts";
-import { finishCommit, store, type Committed } from "../src/store/d1/write.ts";
+import { storageOf, type Committed } from "../src/store/storage.ts";
 import { deferOutboxDelete, OUTBOX_GRACE_MS, sweepOutbox } from "../src/store/outbox.ts";
 import { Timers } from "./timers.ts";
 import { expireEvents } from "../src/events/expiry.ts";
@@ -160,11 +159,10 @@ export class SchedulerObject extends DurableObject<Env> {
     if (!pending) return this.last;
     let trigger = pending.trigger;
     const now = clock.now();
-    const db = store(this.env);
     // A clock that went back (syncedAt ahead of now) checks again too.
-    if (!this.view || now - this.syncedAt >= RESYNC_INTERVAL_MS || now < this.syncedAt) trigger = await this.sync(db, trigger, now);
+    if (!this.view || now - this.syncedAt >= RESYNC_INTERVAL_MS || now < this.syncedAt) trigger = await this.sync(trigger, now);
     const view = this.view!;
-    await resolveTrigger(db, view, trigger);
+    await resolveTrigger(this.env, view, trigger);
     const writer = d1Writer(this.env, now);
     let result: RunResult;
     // Counted for /metrics (src/metrics/recorder.ts): the run, its duration (elapsed, milliseconds of performance.now(), not the injected clock a test may move), the decisions it wrote.
@@ -186,7 +184,7 @@ export class SchedulerObject extends DurableObject<Env> {
       observe(COUNTED.schedulingDuration, { name: "placement_scheduling" }, (performance.now() - started) / 1000);
       if (decisions > 0) count(COUNTED.decisionsWritten, {}, decisions);
       flushSoon(this.env, (p) => this.ctx.waitUntil(p), 0);
-      await refreshStale(db, view);
+      await refreshStale(this.env, view);
     }
     const sql = this.ctx.storage.sql;
     for (const p of result.scheduled) {
@@ -205,14 +203,14 @@ export class SchedulerObject extends DurableObject<Env> {
     await Promise.all([
       replicaSetsForPlacements(this.env, placements),
       addonsForPlacements(this.env, placements, (name, at) => this.recheckAddonAt(name, at)),
-      ...owing.map((c) => finishCommit(this.env, c, now)),
+      ...owing.map((c) => storageOf(this.env).finish(c, now)),
     ]);
   }
 
   /** Builds the view (cold start), or checks it against D1 and adds what it missed to `trigger`. */
-  private async sync(db: Database, trigger: Trigger, now: number): Promise<Trigger> {
+  private async sync(trigger: Trigger, now: number): Promise<Trigger> {
     if (this.view) {
-      const caught = await catchUp(this.view, d1ChangeLog(db), this.watermark);
+      const caught = await catchUp(this.view, d1ChangeLog(this.env), this.watermark);
       if (caught) {
         this.watermark = caught.watermark;
         this.syncedAt = now;
@@ -220,7 +218,7 @@ export class SchedulerObject extends DurableObject<Env> {
       }
     }
     const rebuild = this.view !== null;
-    const loaded = await loadView(db);
+    const loaded = await loadView(this.env);
     this.view = loaded.view;
     this.watermark = loaded.watermark;
     this.syncedAt = now;

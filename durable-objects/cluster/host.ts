@@ -5,7 +5,7 @@
  * except through this.
  */
 import type { KubeObject } from "../../src/k8s/meta.ts";
-import type { WriterMode } from "../../src/store/d1/write.ts";
+import type { WriterMode } from "../../src/store/store.ts";
 import type { Timers } from "../timers.ts";
 import type { Cost } from "./types.ts";
 

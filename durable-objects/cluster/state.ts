@@ -8,11 +8,11 @@ import { builder } from "../../src/db/compiled.ts";
 import { clusterIdentities } from "../../src/db/schema.ts";
 import type { Env } from "../../src/env.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
-import { database, getObject, guardedShape, type GuardedBinder } from "../../src/store/d1/objects.ts";
+import { guardedShape, storageOf, type GuardedBinder } from "../../src/store/storage.ts";
+import { storeOf, type WriterMode } from "../../src/store/store.ts";
 import { LEGACY_CLUSTER_ID_ANNOTATION, ManagedClusterKind, reconcileManagedCluster } from "../../src/kinds/managedcluster.ts";
 import { schedulingHook } from "../../src/placement/triggers.ts";
 import { armSweep } from "../../src/store/outbox.ts";
-import { commitChange, finishCommit, type WriterMode } from "../../src/store/d1/write.ts";
 import { clock } from "../../src/clock.ts";
 import type { Cost } from "./types.ts";
 
@@ -172,7 +172,7 @@ export class ClusterState {
    * Stores `next` as the cluster's object after running OCM's hub controllers on it, and commits
    * the D1 projection when it differs from `current`. Bumps `generation` when the spec changed.
    *
-   * The D1 commit (src/store/d1/write.ts `commitChange`) is the commit point and D1 the authority
+   * The D1 commit (src/store/storage.ts `Storage.commit`) is the commit point and D1 the authority
    * for the object: a marker is stored here before it (the `object` row's `pending` column; a
    * `committing` row for a create) and removed once this object stored the result (the write of
    * the `object` row clears its `pending`: 2 rows written in all for an update), so an object
@@ -201,7 +201,7 @@ export class ClusterState {
     const removeIdentity = next ? undefined : (guarded: GuardedBinder) => [guarded(removeIdentityShape)];
     let committed;
     try {
-      committed = await commitChange(this.env, ManagedClusterKind, { namespace: "", name }, current, next, now, removeIdentity);
+      committed = await storageOf(this.env).commit(ManagedClusterKind, { namespace: "", name }, current, next, now, { extra: removeIdentity });
     } catch (e) {
       // Refused (this copy was stale: D1 has another row) or unknown (D1 may have committed):
       // either way D1 tells. If it cannot be read now, the marker stays for the next load.
@@ -220,7 +220,7 @@ export class ClusterState {
       this.host.cost.d1Queries += 1;
       if (committed.owed.hooks[schedulingHook.name] !== undefined) this.host.cost.schedulerRuns += 1;
     }
-    await finishCommit(this.env, committed, now, mode);
+    await storageOf(this.env).finish(committed, now, mode);
     return stored;
   }
 
@@ -236,7 +236,7 @@ export class ClusterState {
     const marker = this.marker();
     if (!marker) return;
     const mine = this.object();
-    const row = await getObject(database(this.env.DB), ManagedClusterKind, { namespace: "", name: marker.name });
+    const row = await storeOf(this.env, ManagedClusterKind).getCommitted("", marker.name);
     const now = clock.now();
     if (row && (!mine || Number(row.metadata.resourceVersion) > Number(mine.metadata.resourceVersion))) {
       console.warn(`cluster ${marker.name}: took resourceVersion ${row.metadata.resourceVersion} from D1 after an interrupted commit`);

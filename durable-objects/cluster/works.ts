@@ -6,7 +6,7 @@
 import type { Env } from "../../src/env.ts";
 import { tooManyRequests, type Status } from "../../src/k8s/errors.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
-import { database, listObjects } from "../../src/store/d1/objects.ts";
+import { storeOf } from "../../src/store/store.ts";
 import { ManifestWorkKind } from "../../src/kinds/manifestwork.ts";
 import { PolicyKind, isReplicatedPolicy } from "../../src/kinds/policy.ts";
 import { NamespaceWorks, type WorkDelta } from "../../src/work/namespace-works.ts";
@@ -143,8 +143,7 @@ export class WorksDelivery {
  * it is taken from the hook, src/work/namespace-works.ts).
  */
 export async function readDelivered(env: Env, name: string): Promise<{ items: KubeObject[]; resourceVersion: number }> {
-  const db = database(env.DB);
-  const [works, policies] = await Promise.all([listObjects(db, ManifestWorkKind, name), listObjects(db, PolicyKind, name)]);
+  const [works, policies] = await Promise.all([storeOf(env, ManifestWorkKind).list(name), storeOf(env, PolicyKind).list(name)]);
   return {
     items: [...works.items, ...policies.items.filter(isReplicatedPolicy)],
     resourceVersion: Math.min(Number(works.resourceVersion), Number(policies.resourceVersion)),

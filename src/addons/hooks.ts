@@ -17,13 +17,13 @@
  */
 import { clock } from "../clock.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { database, listObjects, listObjectsNamed } from "../store/d1/objects.ts";
 import { ADDON_GROUP, ClusterManagementAddOnKind, ManagedClusterAddOnKind } from "../kinds/addon.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";
 import type { Env } from "../env.ts";
 import { runClusterManagementAddOn, runManagedClusterAddOn } from "./manager.ts";
 import { ADDON_NAME_LABEL } from "./render.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 
 /** What a change owes the manager: the add-on runs to make. */
 interface AddonOwed {
@@ -72,11 +72,11 @@ export function planAddons(change: Change): AddonOwed | null {
 async function runAddons(env: Env, owed: AddonOwed): Promise<void> {
   const now = clock.now();
   if (owed.configs) {
-    const { items } = await listObjects(database(env.DB), ClusterManagementAddOnKind, "");
+    const { items } = await admittedStoreOf(env, ClusterManagementAddOnKind).list("");
     for (const c of items) {
       await runClusterManagementAddOn(env, c.metadata.name, now);
       // ManagedClusterAddOns no placement governs take a config's new content at once.
-      for (const m of await listObjectsNamed(database(env.DB), ManagedClusterAddOnKind, c.metadata.name))
+      for (const m of await admittedStoreOf(env, ManagedClusterAddOnKind).listNamed(c.metadata.name))
         await runManagedClusterAddOn(env, m.metadata.namespace!, c.metadata.name, now);
     }
     return;

@@ -27,7 +27,6 @@
  */
 import { clock } from "../clock.ts";
 import { setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
-import { database, getObject, listObjects, listObjectsNamed } from "../store/d1/objects.ts";
 import { ADDON_GROUP, AddOnDeploymentConfigKind, AddOnTemplateKind, ClusterManagementAddOnKind, ManagedClusterAddOnKind } from "../kinds/addon.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
@@ -109,9 +108,8 @@ export function resolveConfigs(cma: CmaSpec, placement: PlacementStrategy | unde
 /** Reads a config object (an AddOnTemplate or AddOnDeploymentConfig); null when absent or of another kind. */
 async function readConfig(env: Env, ref: ConfigRef): Promise<KubeObject | null> {
   if (ref.group !== ADDON_GROUP) return null;
-  const db = database(env.DB);
-  if (ref.resource === "addontemplates") return getObject(db, AddOnTemplateKind, { namespace: "", name: ref.name });
-  if (ref.resource === "addondeploymentconfigs") return getObject(db, AddOnDeploymentConfigKind, { namespace: ref.namespace ?? "", name: ref.name });
+  if (ref.resource === "addontemplates") return admittedStoreOf(env, AddOnTemplateKind).get("", ref.name);
+  if (ref.resource === "addondeploymentconfigs") return admittedStoreOf(env, AddOnDeploymentConfigKind).get(ref.namespace ?? "", ref.name);
   return null;
 }
 
@@ -169,12 +167,11 @@ const allApplied = (refs: ConfigReference[] | undefined) =>
 
 /** The decided clusters of each placement strategy, in its decision groups. */
 async function decided(env: Env, strategies: PlacementStrategy[]): Promise<{ strategy: PlacementStrategy; groups: DecisionGroup[]; missing: boolean }[]> {
-  const db = database(env.DB);
   const out: { strategy: PlacementStrategy; groups: DecisionGroup[]; missing: boolean }[] = [];
   for (const s of strategies) {
-    const placement = await getObject(db, PlacementKind, { namespace: s.namespace, name: s.name });
+    const placement = await admittedStoreOf(env, PlacementKind).get(s.namespace, s.name);
     const pds = placement
-      ? (await listObjects(db, PlacementDecisionKind, s.namespace)).items.filter((d) => d.metadata.labels?.[PLACEMENT_LABEL] === s.name)
+      ? (await admittedStoreOf(env, PlacementDecisionKind).list(s.namespace)).items.filter((d) => d.metadata.labels?.[PLACEMENT_LABEL] === s.name)
       : [];
     out.push({ strategy: s, groups: placement ? decisionGroups(placement, pds) : [], missing: !placement });
   }
@@ -254,9 +251,8 @@ const MAX_EXTRA_PASSES = 3;
 /** One pass of {@link runClusterManagementAddOn}. */
 async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean): Promise<number> {
   let recheckAt = Infinity;
-  const db = database(env.DB);
-  const cma = await getObject(db, ClusterManagementAddOnKind, { namespace: "", name });
-  const existing = await listObjectsNamed(db, ManagedClusterAddOnKind, name);
+  const cma = await admittedStoreOf(env, ClusterManagementAddOnKind).get("", name);
+  const existing = await admittedStoreOf(env, ManagedClusterAddOnKind).listNamed(name);
   const mcas = new Map(existing.map((m) => [m.metadata.namespace!, m]));
   const store = admittedStoreOf(env, ManagedClusterAddOnKind);
   if (!cma || cma.metadata.deletionTimestamp) {
@@ -400,11 +396,10 @@ interface McaStatus {
  * @throws errors of D1 or an unexpected write failure
  */
 export async function runManagedClusterAddOn(env: Env, cluster: string, name: string, nowMs: number): Promise<void> {
-  const db = database(env.DB);
   const works = admittedStoreOf(env, ManifestWorkKind);
   const workName = deployWorkName(name);
-  const mca = await getObject(db, ManagedClusterAddOnKind, { namespace: cluster, name });
-  let work = await getObject(db, ManifestWorkKind, { namespace: cluster, name: workName });
+  const mca = await admittedStoreOf(env, ManagedClusterAddOnKind).get(cluster, name);
+  let work = await admittedStoreOf(env, ManifestWorkKind).get(cluster, workName);
   if (!mca || mca.metadata.deletionTimestamp) {
     if (work && work.metadata.labels?.[ADDON_NAME_LABEL] === name && !work.metadata.deletionTimestamp) {
       await tryWrite(() => works.write(cluster, workName, { verb: "delete", preconditions: { uid: work!.metadata.uid } }));
@@ -417,13 +412,13 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
   // controllers pass by one whose cluster is not found): one in any other namespace gets no work
   // (whose rendering would show its configs to whoever reads that namespace) and no status, and a
   // work rendered for it before is deleted.
-  if (!(await getObject(db, ManagedClusterKind, { namespace: "", name: cluster }))) {
+  if (!(await admittedStoreOf(env, ManagedClusterKind).getCommitted("", cluster))) {
     const ours = work?.metadata.labels?.[ADDON_NAME_LABEL] === name && (work.metadata.ownerReferences ?? []).some((o) => o.uid === mca.metadata.uid);
     if (work && ours && !work.metadata.deletionTimestamp)
       await tryWrite(() => works.write(cluster, workName, { verb: "delete", preconditions: { uid: work!.metadata.uid } }));
     return;
   }
-  const cma = await getObject(db, ClusterManagementAddOnKind, { namespace: "", name });
+  const cma = await admittedStoreOf(env, ClusterManagementAddOnKind).get("", name);
   if (!cma) return;
   const spec = (cma.spec ?? {}) as CmaSpec;
   const status: McaStatus = structuredClone((mca.status ?? {}) as McaStatus);
@@ -450,9 +445,9 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
   const conditions = status.conditions ?? [];
   const set = (c: AddonCondition) => setCondition(conditions, c, at);
   const templateRef = desired.find((d) => d.group === ADDON_GROUP && d.resource === "addontemplates");
-  const template = templateRef ? await getObject(db, AddOnTemplateKind, { namespace: "", name: templateRef.name }) : null;
+  const template = templateRef ? await admittedStoreOf(env, AddOnTemplateKind).get("", templateRef.name) : null;
   const configRef = desired.find((d) => d.group === ADDON_GROUP && d.resource === "addondeploymentconfigs");
-  const adc = configRef ? await getObject(db, AddOnDeploymentConfigKind, { namespace: configRef.namespace ?? "", name: configRef.name }) : null;
+  const adc = configRef ? await admittedStoreOf(env, AddOnDeploymentConfigKind).get(configRef.namespace ?? "", configRef.name) : null;
   const installNamespace = (mca.spec as { installNamespace?: string } | undefined)?.installNamespace;
   const templateSpec = (template?.spec ?? {}) as { agentSpec?: Json; registration?: unknown[] };
   let mode: HealthCheckMode = "Lease";
@@ -558,7 +553,7 @@ export async function addonsForPlacements(env: Env, placements: string[], rechec
   if (placements.length === 0) return;
   const wanted = new Set(placements);
   try {
-    const { items } = await listObjects(database(env.DB), ClusterManagementAddOnKind, "");
+    const { items } = await admittedStoreOf(env, ClusterManagementAddOnKind).list("");
     const runs = items
       .filter((c) => ((c.spec as CmaSpec | undefined)?.installStrategy?.placements ?? []).some((p) => wanted.has(`${p.namespace}/${p.name}`)))
       .map((c) => runClusterManagementAddOn(env, c.metadata.name, clock.now(), true, recheck));

@@ -39,7 +39,6 @@ import { ServiceAccountKind } from "../kinds/serviceaccount.ts";
 import { hubKeySource, issuerOf } from "../auth/serviceaccounts.ts";
 import { DEFAULT_TOKEN_EXPIRATION_SECONDS, issueServiceAccountToken } from "../auth/serviceaccount-token.ts";
 import { serviceAccountUsername } from "../auth/rbac.ts";
-import { database, listObjectsNamed } from "../store/d1/objects.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { templateBindings } from "../auth/addon-admission.ts";
 import type { Env } from "../env.ts";
@@ -211,8 +210,7 @@ export async function syncHubPermissions(
     return a.apiGroup === r.apiGroup && a.kind === r.kind && a.name === r.name;
   };
   const names = new Set([permissionBindingName(addon, "ClusterRole"), permissionBindingName(addon, "Role"), ...wanted.map((w) => w.name)]);
-  const db = database(env.DB);
-  const found = (await Promise.all([...names].map((n) => listObjectsNamed(db, RoleBindingKind, n)))).flat();
+  const found = (await Promise.all([...names].map((n) => admittedStoreOf(env, RoleBindingKind).listNamed(n)))).flat();
   // Grants no longer wanted: the subject goes, and the binding with its last subject.
   for (const b of found) {
     if (!isOurs(b) || !((b.subjects as Subject[] | undefined) ?? []).some(mine)) continue;

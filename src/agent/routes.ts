@@ -11,7 +11,7 @@ import { checkSchema, type KubeObject } from "../k8s/meta.ts";
 import { deliveredWorks } from "./delivered.ts";
 import { splitDelivered } from "../work/namespace-works.ts";
 import { readDelivered } from "../../durable-objects/cluster/works.ts";
-import { database, getObject } from "../store/d1/objects.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 import { MANIFEST_LIMIT_BYTES } from "../kinds/manifestwork.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { BootstrapTokenKind, parseToken, sha256Hex } from "../kinds/bootstraptoken.ts";
@@ -87,7 +87,7 @@ async function checkBootstrapToken(c: Ctx, token: string | null, limit: FailureL
   const parsed = token ? parseToken(token) : null;
   if (!parsed) throw unauthorized("a bootstrap token of the form [a-z0-9]{6}.[a-z0-9]{16} is required");
   await limit.costly();
-  const obj = await getObject(database(c.env.DB), BootstrapTokenKind, { namespace: "", name: parsed.id });
+  const obj = await admittedStoreOf(c.env, BootstrapTokenKind).get("", parsed.id);
   const status = (obj?.status ?? {}) as { secretHash?: string; expirationTimestamp?: string };
   const ok = obj && status.secretHash && (await safeEqual(await sha256Hex(parsed.secret), status.secretHash));
   if (!ok) throw unauthorized("invalid bootstrap token");

@@ -5,7 +5,6 @@
  */
 import { ApiError, conflict, notFound, tooManyRequests } from "../k8s/errors.ts";
 import type { Condition, KubeObject } from "../k8s/meta.ts";
-import { database, getObject } from "../store/d1/objects.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import type { WaitUntil } from "../store/outbox.ts";
@@ -60,7 +59,7 @@ export async function reportWorkStatus(
   const seen = deliveredWorks.get(cluster, workName);
   let fresh: KubeObject | undefined;
   if (!seen || seen.metadata.uid !== report.uid || !(seen.metadata.deletionTimestamp || seen.metadata.finalizers?.includes(MANIFEST_WORK_CLEANUP_FINALIZER))) {
-    const current = await getObject(database(env.DB), ManifestWorkKind, { namespace: cluster, name: workName });
+    const current = await admittedStoreOf(env, ManifestWorkKind).get(cluster, workName);
     if (!current) throw notFound(ref);
     if (current.metadata.uid !== report.uid)
       throw conflict(ref, `the work's uid is ${current.metadata.uid}, not ${report.uid}: it was deleted and created again`);
@@ -94,7 +93,7 @@ export async function reportWorkStatus(
     }
   }
   if (object === undefined) {
-    const current = fresh ?? (await getObject(database(env.DB), ManifestWorkKind, { namespace: cluster, name: workName }));
+    const current = fresh ?? (await admittedStoreOf(env, ManifestWorkKind).get(cluster, workName));
     if (!current) throw notFound(ref);
     if (current.metadata.uid !== report.uid)
       throw conflict(ref, `the work's uid is ${current.metadata.uid}, not ${report.uid}: it was deleted and created again`);
@@ -128,7 +127,7 @@ async function released(env: Env, cluster: string, workName: string, uid: string
   const ref = { group: ManifestWorkKind.group, plural: ManifestWorkKind.plural, kind: ManifestWorkKind.kind, name: workName };
   deliveredWorks.forget(cluster, workName);
   for (let attempt = 0; ; attempt++) {
-    const current = await getObject(database(env.DB), ManifestWorkKind, { namespace: cluster, name: workName });
+    const current = await admittedStoreOf(env, ManifestWorkKind).get(cluster, workName);
     if (!current) throw notFound(ref);
     if (current.metadata.uid !== uid) throw conflict(ref, `the work's uid is ${current.metadata.uid}, not ${uid}: it was deleted and created again`);
     if (!current.metadata.deletionTimestamp) throw conflict(ref, "the work is not being deleted: nothing to confirm");

@@ -30,12 +30,12 @@
  */
 import type { Env } from "../env.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { listPage, LIST_CHUNK_ROWS, type StoreKey } from "../store/d1/objects.ts";
+import { LIST_CHUNK_ROWS, type StoreKey } from "../store/store.ts";
 import { CLUSTER_LEASE_NAME, clusterLease, leaseSkeleton, type ClusterLeaseRecord } from "../kinds/lease.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { holdsLease } from "../../durable-objects/cluster/lease.ts";
 import { clock } from "../clock.ts";
-import { store } from "../store/d1/write.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 
 /** Most clusters' objects one list of Leases across namespaces reads (one page). */
 export const LEASE_PAGE_CLUSTERS = LIST_CHUNK_ROWS;
@@ -116,7 +116,7 @@ export const clusterLeases: ComputedReader = {
     const limit = Math.min(opts.limit ?? LEASE_PAGE_CLUSTERS, LEASE_PAGE_CLUSTERS);
     // A key (X, name) continues after cluster X (the Lease of X is the only object in X).
     const after = opts.after ? { namespace: "", name: opts.after.namespace } : undefined;
-    const page = await listPage(store(env), ManagedClusterKind, "", {
+    const page = await admittedStoreOf(env, ManagedClusterKind).listPage("", {
       after,
       limit,
       filter: (mc) => holdsLease(mc) && opts.filter(leaseSkeleton(mc.metadata.name)),

@@ -12,7 +12,7 @@ import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { matches, parseSelector, SelectorParseError } from "../k8s/labels.ts";
 import { FieldSelectorError, matchesFields, parseFieldSelector, type FieldRequirement } from "../k8s/fields.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
-import { awaitResourceVersion, LIST_CHUNK_ROWS, listPage, parseResourceVersion, type LabelIndexRequirement } from "../store/d1/objects.ts";
+import { LIST_CHUNK_ROWS, parseResourceVersion, type LabelIndexRequirement } from "../store/store.ts";
 import { computeWrite, decode, type WriteRequest } from "../k8s/write.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { findKind, KINDS, servedGroups } from "../kinds/index.ts";
@@ -36,7 +36,7 @@ import { ServiceAccountKind } from "../kinds/serviceaccount.ts";
 import { EventsV1EventKind } from "../kinds/event.ts";
 import { createToken } from "../auth/serviceaccounts.ts";
 import { clock } from "../clock.ts";
-import { store } from "../store/d1/write.ts";
+import { storageOf } from "../store/storage.ts";
 import { AUDIT_DISCOVERY, AUDIT_GROUP, AUDIT_RESOURCE, AUDIT_VERSION, serveAuditEvents } from "../audit/routes.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { orphanWorkWarning } from "../work/orphan-warning.ts";
@@ -209,8 +209,8 @@ async function list(c: Ctx, t: Target): Promise<Response> {
   }
   if (watching) {
     return watchResponse(
-      store(c.env),
-      rows,
+      admittedStoreOf(c.env, rows),
+      storageOf(c.env),
       namespace,
       filter,
       (o) => shape(c, t.def, served(o), "watch"),
@@ -237,12 +237,12 @@ async function list(c: Ctx, t: Target): Promise<Response> {
   // or a legacy one with a limit, is served at the current version): a version the store has not
   // reached gets kube-apiserver's 504 "Too large resource version" after a brief wait. A computed
   // kind's objects are read as they are now (its versions are not the D1 counter's).
-  if (!computed) await awaitResourceVersion(store(c.env), asked, c.req.raw.signal);
+  if (!computed) await storageOf(c.env).awaitResourceVersion(asked, c.req.raw.signal);
   // As the apiserver: remainingItemCount only when no selector filters the rows.
   const selected = Boolean(c.req.query("labelSelector") || c.req.query("fieldSelector"));
   const page = computed
     ? await computed.list(c.env, namespace, { after, limit, filter })
-    : await listPage(store(c.env), rows, namespace, { after, limit, filter, countRemaining: !selected && !visible, index });
+    : await admittedStoreOf(c.env, rows).listPage(namespace, { after, limit, filter, countRemaining: !selected && !visible, index });
   const shown = page.items.map((o) => present(t.def, served(o)));
   const listMeta = {
     resourceVersion: page.resourceVersion,
@@ -301,7 +301,7 @@ async function get(c: Ctx, t: Target): Promise<Response> {
   // A get from a resourceVersion, as kube-apiserver's (watch cache `WaitUntilFreshAndGet`): the
   // object as it is now once the hub has reached that version, else 504 Too large resource version.
   // A computed object is always read as it is now (its versions are not the D1 counter's).
-  if (!computed) await awaitResourceVersion(store(c.env), asked, c.req.raw.signal);
+  if (!computed) await storageOf(c.env).awaitResourceVersion(asked, c.req.raw.signal);
   const obj = computed ? await computed.get(c.env, t.namespace, t.name!) : await admittedStoreOf(c.env, t.def).get(t.namespace, t.name!);
   if (!obj) throw notFound(ref);
   return json(shape(c, t.def, obj, "object"));
@@ -475,7 +475,7 @@ async function deleteCollection(c: Ctx, t: Target): Promise<Response> {
   let after: { namespace: string; name: string } | undefined;
   let resourceVersion: string;
   do {
-    const page = await listPage(store(c.env), conv?.storage ?? t.def, t.namespace, { after, limit: LIST_CHUNK_ROWS, filter, index });
+    const page = await admittedStoreOf(c.env, conv?.storage ?? t.def).listPage(t.namespace, { after, limit: LIST_CHUNK_ROWS, filter, index });
     resourceVersion = page.resourceVersion;
     for (let i = 0; i < page.items.length; i += DELETE_COLLECTION_CONCURRENCY) {
       const batch = page.items.slice(i, i + DELETE_COLLECTION_CONCURRENCY);

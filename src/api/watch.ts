@@ -21,7 +21,7 @@
  * {@link WATCH_PLACE_GRACE_MS} after its timeout.
  *
  * A watch from a resourceVersion the hub has not reached yet waits up to 3 s for writes to reach
- * it (src/store/d1/objects.ts `awaitResourceVersion`), then sends one ERROR event with kube-apiserver's
+ * it (src/store/storage.ts `awaitResourceVersion`), then sends one ERROR event with kube-apiserver's
  * 504 Timeout Status "Too large resource version" (cause ResourceVersionTooLarge, src/k8s/errors.ts
  * `tooLargeResourceVersion`) and ends: the answer of its watch cache to a watch-list from such a
  * version (cacher.go `waitUntilWatchCacheFreshAndForceAllEvents`, an ERROR event because the watch
@@ -30,20 +30,10 @@
  * that a client resuming from a version of another database (a hub reset under it) lists again
  * instead of waiting in silence.
  */
-import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { ApiError, badRequest, tooManyRequests } from "../k8s/errors.ts";
-import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import {
-  awaitResourceVersion,
-  EVENT_RETENTION,
-  eventLogStart,
-  listPage,
-  parseResourceVersion,
-  previousEventObject,
-  readEvents,
-  type StoreKey,
-} from "../store/d1/objects.ts";
+import { EVENT_RETENTION, parseResourceVersion, type Store, type StoreKey } from "../store/store.ts";
+import type { Storage } from "../store/storage.ts";
 import { apiVersionOf } from "../k8s/kind.ts";
 import { clock } from "../clock.ts";
 import { MAX_WATCHES_PER_CLIENT } from "./watch-limits.ts";
@@ -186,7 +176,7 @@ export interface WatchOptions {
    * (`cacheWatcher.convertToWatchEvent`): set for a view (OCM's clusterview: a cluster that
    * leaves the sets the user sees goes from the user's watch). Whether the watcher was shown an
    * object is known from the initial events, or else from the object's event before the change
-   * ({@link previousEventObject}); an object whose earlier state the log no longer holds counts
+   * (`Store.eventBefore`); an object whose earlier state the log no longer holds counts
    * as not shown (nothing about an object the user may not see is sent).
    */
   transitions?: boolean;
@@ -278,14 +268,15 @@ export class WatchStream {
  *   already holds {@link MAX_WATCHES_PER_CLIENT} watches.
  */
 export function watchResponse(
-  db: DrizzleD1Database,
-  def: KindDefinition,
+  store: Store,
+  storage: Storage,
   namespace: string | undefined,
   filter: (o: KubeObject) => boolean,
   present: (o: KubeObject) => unknown,
   opts: WatchOptions,
   waitUntil: (p: Promise<unknown>) => void,
 ): Response {
+  const def = store.def;
   const asked = parseResourceVersion(opts.resourceVersion);
   const timeout = opts.timeoutSeconds === undefined ? MAX_WATCH_SECONDS : Number(opts.timeoutSeconds);
   if (!Number.isFinite(timeout) || timeout < 0) throw badRequest(`invalid timeoutSeconds ${JSON.stringify(opts.timeoutSeconds)}`, "timeoutSeconds");
@@ -305,7 +296,7 @@ export function watchResponse(
     const deadline = clock.now() + Math.min(timeout, MAX_WATCH_SECONDS) * 1000;
     // A version the store has not reached: wait briefly for writes to reach it, else the ERROR
     // event kube-apiserver's watch cache sends (504 Timeout, ResourceVersionTooLarge).
-    await awaitResourceVersion(db, asked, opts.signal);
+    await storage.awaitResourceVersion(asked, opts.signal);
     const fromRv = asked === 0n ? undefined : Number(asked);
     let rv: number;
     // With `transitions`: whether the watcher was last shown each object, by namespace/name;
@@ -314,12 +305,12 @@ export function watchResponse(
     let listed = false;
     if (fromRv === undefined && opts.sendInitialEvents === false) {
       // A watch-list without initial events and without a version starts from now.
-      rv = (await readEvents(db, def, namespace, Number.MAX_SAFE_INTEGER, 1)).latest;
+      rv = (await store.events(namespace, Number.MAX_SAFE_INTEGER, 1)).latest;
     } else if (fromRv === undefined || opts.sendInitialEvents) {
       let after: StoreKey | undefined;
       let listRv: string | undefined;
       do {
-        const page = await listPage(db, def, namespace, { after, limit: WATCH_LIST_PAGE, filter });
+        const page = await store.listPage(namespace, { after, limit: WATCH_LIST_PAGE, filter });
         listRv ??= page.resourceVersion;
         for (const o of page.items) {
           if (opts.transitions) shown.set(`${o.metadata.namespace ?? ""}/${o.metadata.name}`, true);
@@ -340,7 +331,7 @@ export function watchResponse(
       rv = fromRv;
       // A log that no longer reaches back to the version asked for (pruned, or started after it,
       // as on a hub upgraded from before the log existed) cannot replay it: 410, so the client lists.
-      const start = await eventLogStart(db);
+      const start = await storage.eventLogStart();
       if (rv < start) {
         await send("ERROR", new ApiError(410, "Expired", `too old resource version: ${rv} (${start})`).toStatus());
         return;
@@ -348,9 +339,9 @@ export function watchResponse(
     }
     let lastBookmark = Date.now();
     for (;;) {
-      let batch: Awaited<ReturnType<typeof readEvents>>;
+      let batch: Awaited<ReturnType<Store["events"]>>;
       try {
-        batch = await readEvents(db, def, namespace, rv);
+        batch = await store.events(namespace, rv);
       } catch (e) {
         // An event sealed by a key dropped since (a rotation) cannot be replayed: too old, list again.
         if (!(e instanceof ApiError && e.reason === "InternalError")) throw e;
@@ -373,7 +364,7 @@ export function watchResponse(
         const passes = filter(e.object);
         let before = shown.get(key);
         if (before === undefined && !listed) {
-          const earlier = await previousEventObject(db, def, e.object.metadata.namespace ?? "", e.object.metadata.name, rv);
+          const earlier = await store.eventBefore(e.object.metadata.namespace ?? "", e.object.metadata.name, rv);
           before = earlier !== null && filter(earlier);
         }
         shown.set(key, e.type !== "DELETED" && passes);

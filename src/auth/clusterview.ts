@@ -10,17 +10,16 @@
  */
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { listObjects } from "../store/d1/objects.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { clusterInSet, ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
 import type { Env } from "../env.ts";
-import { store } from "../store/d1/write.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 import { isPrivileged, rbacAuthorizer } from "./rbac-store.ts";
 import type { UserInfo } from "./rbac.ts";
 
 /** The ManagedClusterSets `user` may get. @throws errors of D1 */
 export async function visibleClusterSets(env: Env, user: UserInfo): Promise<KubeObject[]> {
-  const sets = (await listObjects(store(env), ManagedClusterSetKind, "")).items;
+  const sets = (await admittedStoreOf(env, ManagedClusterSetKind).list("")).items;
   if (isPrivileged(user)) return sets;
   const authorizer = await rbacAuthorizer(env);
   return sets.filter(

@@ -15,7 +15,6 @@
 import { ApiError } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { changeCounterValue, listObjects } from "../store/d1/objects.ts";
 import {
   ClusterRoleBindingKind,
   ClusterRoleKind,
@@ -34,7 +33,7 @@ import { featureEnabled } from "../features.ts";
 import { NIL_EXECUTOR_VALIDATING_EXTRA } from "./executor.ts";
 import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
 import { admittedStoreOf } from "../admission/store.ts";
-import { store } from "../store/d1/write.ts";
+import { storageOf } from "../store/storage.ts";
 import {
   aggregateClusterRoles,
   BOOTSTRAP_CLUSTER_ROLE_BINDINGS,
@@ -69,11 +68,10 @@ export function isPrivileged(user: UserInfo): boolean {
  * @throws errors of D1
  */
 export async function rbacAuthorizer(env: Env): Promise<RbacAuthorizer> {
-  const db = store(env);
-  const counter = await changeCounterValue(db, RBAC_CHANGE_COUNTER);
+  const counter = await storageOf(env).changeCounter(RBAC_CHANGE_COUNTER);
   if (cached && cached.counter === counter) return cached.authorizer;
   const [roles, clusterRoles, roleBindings, clusterRoleBindings] = await Promise.all(
-    [RoleKind, ClusterRoleKind, RoleBindingKind, ClusterRoleBindingKind].map(async (def) => (await listObjects(db, def, undefined)).items),
+    [RoleKind, ClusterRoleKind, RoleBindingKind, ClusterRoleBindingKind].map(async (def) => (await admittedStoreOf(env, def).list()).items),
   );
   const authorizer = new RbacAuthorizer({
     roles: roles as unknown as Role[],

@@ -13,13 +13,12 @@
  * @module
  */
 import { rfc3339, setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
-import { getObject, listObjects } from "../store/d1/objects.ts";
 import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { clusterInSet, ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
 import type { Change } from "../store/hooks.ts";
-import { store as database } from "../store/d1/write.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 import { save } from "./controller.ts";
 import { readSetCount } from "./set-counts.ts";
 
@@ -62,7 +61,7 @@ export function planSetStatus(change: Change): SetStatusWork | null {
  */
 export async function syncSetStatus(env: Env, name: string, known?: KubeObject): Promise<void> {
   for (let attempt = 0; attempt < 5; attempt++) {
-    const set = attempt === 0 && known ? known : await getObject(database(env), ManagedClusterSetKind, { namespace: "", name });
+    const set = attempt === 0 && known ? known : await admittedStoreOf(env, ManagedClusterSetKind).get("", name);
     if (!set || set.metadata.deletionTimestamp) return;
     const n = await readSetCount(env, set);
     const status = structuredClone((set.status ?? {}) as { conditions?: Condition[] });
@@ -79,7 +78,7 @@ export async function runSetStatusWork(env: Env, owed: SetStatusWork, sets?: rea
   const known = new Map<string, KubeObject>();
   if (owed.cluster) {
     const { before, after } = owed.cluster;
-    for (const set of sets ?? (await listObjects(database(env), ManagedClusterSetKind, undefined)).items) {
+    for (const set of sets ?? (await admittedStoreOf(env, ManagedClusterSetKind).list()).items) {
       const was = before !== null && clusterInSet(set, before);
       const is = after !== null && clusterInSet(set, after);
       if (was !== is) {

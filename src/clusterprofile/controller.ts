@@ -23,7 +23,8 @@ import { ApiError } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { fromLabelSelector } from "../k8s/labels.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { getObject, listObjects, listObjectsNamed, listPage, type LabelIndexRequirement } from "../store/d1/objects.ts";
+import type { LabelIndexRequirement } from "../store/store.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
 import { CLUSTER_MANAGER_LABEL, CLUSTER_MANAGER_NAME, ClusterProfileKind, OCM_CLUSTER_NAME_LABEL } from "../kinds/clusterprofile.ts";
@@ -32,7 +33,7 @@ import { clusterInSet, ManagedClusterSetKind } from "../kinds/managedclusterset.
 import { NamespaceKind } from "../kinds/namespace.ts";
 import { ManagedClusterSetBindingKind } from "../kinds/placement.ts";
 import type { Change } from "../store/hooks.ts";
-import { commitChange, finishCommit, store as database } from "../store/d1/write.ts";
+import { storageOf } from "../store/storage.ts";
 import { desiredProfile } from "./profile.ts";
 
 /** What a change owes the controller: one cluster, the namespaces bound to some sets, or namespaces. */
@@ -81,7 +82,7 @@ function managed(p: KubeObject): boolean {
 
 /** Whether the namespace exists and is not terminating. */
 async function activeNamespace(env: Env, namespace: string): Promise<boolean> {
-  const ns = await getObject(database(env), NamespaceKind, { namespace: "", name: namespace });
+  const ns = await admittedStoreOf(env, NamespaceKind).get("", namespace);
   return ns !== null && !ns.metadata.deletionTimestamp;
 }
 
@@ -106,7 +107,7 @@ export async function clustersOfSet(env: Env, set: KubeObject): Promise<KubeObje
   const out: KubeObject[] = [];
   let after: { namespace: string; name: string } | undefined;
   do {
-    const page = await listPage(database(env), ManagedClusterKind, undefined, { after, limit: 500, filter, ...(index ? { index } : {}) });
+    const page = await admittedStoreOf(env, ManagedClusterKind).listPage(undefined, { after, limit: 500, filter, ...(index ? { index } : {}) });
     out.push(...page.items);
     after = page.next;
   } while (after);
@@ -131,8 +132,9 @@ export async function save(
   const now = clock.now();
   try {
     // Grouped: the profiles and set statuses one change writes share a D1 batch.
-    const committed = await commitChange(env, def, { namespace, name }, current, next, now, undefined, true);
-    await finishCommit(env, committed, now);
+    const storage = storageOf(env);
+    const committed = await storage.commit(def, { namespace, name }, current, next, now, { grouped: true });
+    await storage.finish(committed, now);
     return true;
   } catch (e) {
     if (e instanceof ApiError && (e.reason === "Conflict" || e.reason === "AlreadyExists" || e.reason === "NotFound")) return false;
@@ -146,7 +148,7 @@ const ATTEMPTS = 5;
 async function syncProfile(env: Env, namespace: string, name: string, cluster: KubeObject | null, known?: KubeObject | null): Promise<void> {
   let current = known;
   for (let i = 0; i < ATTEMPTS; i++) {
-    if (current === undefined || i > 0) current = await getObject(database(env), ClusterProfileKind, { namespace, name });
+    if (current === undefined || i > 0) current = await admittedStoreOf(env, ClusterProfileKind).get(namespace, name);
     if (current && !managed(current)) return;
     const next = cluster ? desiredProfile(cluster, namespace, current, clock.now()) : null;
     if (await save(env, ClusterProfileKind, namespace, name, current, next)) return;
@@ -159,7 +161,7 @@ async function namespacesOf(env: Env, cluster: KubeObject, sets: readonly KubeOb
   const out = new Set<string>();
   if (cluster.metadata.deletionTimestamp) return out;
   const holding = sets.filter((set) => clusterInSet(set, cluster.metadata.labels));
-  const bindings = await Promise.all(holding.map((set) => listObjectsNamed(database(env), ManagedClusterSetBindingKind, set.metadata.name)));
+  const bindings = await Promise.all(holding.map((set) => admittedStoreOf(env, ManagedClusterSetBindingKind).listNamed(set.metadata.name)));
   for (const [i, set] of holding.entries()) {
     for (const b of bindings[i]!) if ((b.spec as { clusterSet?: string } | undefined)?.clusterSet === set.metadata.name) out.add(b.metadata.namespace!);
   }
@@ -171,7 +173,7 @@ async function profilesOf(env: Env, name: string): Promise<Map<string, KubeObjec
   const existing = new Map<string, KubeObject>();
   let after: { namespace: string; name: string } | undefined;
   do {
-    const page = await listPage(database(env), ClusterProfileKind, undefined, {
+    const page = await admittedStoreOf(env, ClusterProfileKind).listPage(undefined, {
       after,
       limit: 500,
       index: { key: OCM_CLUSTER_NAME_LABEL, values: [name] },
@@ -189,8 +191,11 @@ async function profilesOf(env: Env, name: string): Promise<Map<string, KubeObjec
  */
 export async function reconcileCluster(env: Env, name: string, sets?: readonly KubeObject[]): Promise<void> {
   const [cluster, allSets, existing] = await Promise.all([
-    getObject(database(env), ManagedClusterKind, { namespace: "", name }),
-    sets ?? listObjects(database(env), ManagedClusterSetKind, undefined).then((r) => r.items),
+    admittedStoreOf(env, ManagedClusterKind).getCommitted("", name),
+    sets ??
+      admittedStoreOf(env, ManagedClusterSetKind)
+        .list()
+        .then((r) => r.items),
     profilesOf(env, name),
   ]);
   const desired = cluster ? await namespacesOf(env, cluster, allSets) : new Set<string>();
@@ -217,13 +222,15 @@ async function settleAll(work: Promise<void>[]): Promise<void> {
 /** Reconciles every profile of one namespace (OCM's lifecycle controller's sync). */
 export async function reconcileNamespace(env: Env, namespace: string): Promise<void> {
   if (!(await activeNamespace(env, namespace))) return;
-  const db = database(env);
-  const [bindings, profiles] = await Promise.all([listObjects(db, ManagedClusterSetBindingKind, namespace), listObjects(db, ClusterProfileKind, namespace)]);
+  const [bindings, profiles] = await Promise.all([
+    admittedStoreOf(env, ManagedClusterSetBindingKind).list(namespace),
+    admittedStoreOf(env, ClusterProfileKind).list(namespace),
+  ]);
   const desired = new Map<string, KubeObject>();
   const members = await Promise.all(
     bindings.items.map(async (b) => {
       const setName = (b.spec as { clusterSet?: string } | undefined)?.clusterSet ?? b.metadata.name;
-      const set = await getObject(db, ManagedClusterSetKind, { namespace: "", name: setName });
+      const set = await admittedStoreOf(env, ManagedClusterSetKind).get("", setName);
       return set ? clustersOfSet(env, set) : [];
     }),
   );
@@ -255,7 +262,7 @@ export async function runProfileWork(env: Env, owed: ProfileWork, sets?: readonl
     work.push(
       (async () => {
         const namespaces = new Set(owed.namespaces ?? []);
-        const bound = await Promise.all((owed.sets ?? []).map((set) => listObjectsNamed(database(env), ManagedClusterSetBindingKind, set)));
+        const bound = await Promise.all((owed.sets ?? []).map((set) => admittedStoreOf(env, ManagedClusterSetBindingKind).listNamed(set)));
         for (const list of bound) for (const b of list) namespaces.add(b.metadata.namespace!);
         for (const ns of [...namespaces].sort()) await reconcileNamespace(env, ns);
       })(),

@@ -8,10 +8,9 @@
  * @module
  */
 import type { KubeObject } from "../k8s/meta.ts";
-import { listObjects } from "../store/d1/objects.ts";
 import { ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
 import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
-import { store as database } from "../store/d1/write.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 import { planSetStatus, runSetStatusWork, type SetStatusWork } from "./clusterset-status.ts";
 import { planProfiles, runProfileWork, type ProfileWork } from "./controller.ts";
 
@@ -32,7 +31,7 @@ export const inventoryHook: AfterCommitHook<InventoryWork> = {
   },
   async run(env, owed) {
     let sets: KubeObject[] | undefined;
-    if (owed.profiles?.cluster !== undefined || owed.setStatus?.cluster) sets = (await listObjects(database(env), ManagedClusterSetKind, undefined)).items;
+    if (owed.profiles?.cluster !== undefined || owed.setStatus?.cluster) sets = (await admittedStoreOf(env, ManagedClusterSetKind).list()).items;
     const results = await Promise.allSettled([
       owed.profiles ? runProfileWork(env, owed.profiles, sets) : undefined,
       owed.setStatus ? runSetStatusWork(env, owed.setStatus, sets) : undefined,

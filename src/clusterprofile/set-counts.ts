@@ -29,7 +29,7 @@ import { bind, compiled, type Renderable } from "../db/compiled.ts";
 import { resourceKey } from "../k8s/kind.ts";
 import { fromLabelSelector } from "../k8s/labels.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { guardedShape, type GuardedBinder } from "../store/d1/objects.ts";
+import { guardedShape, type GuardedBinder } from "../store/storage.ts";
 import type { Env } from "../env.ts";
 import { CLUSTERSET_LABEL, ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManagedClusterSetKind } from "../kinds/managedclusterset.ts";

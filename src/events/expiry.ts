@@ -10,9 +10,9 @@
  */
 import type { KubeObject } from "../k8s/meta.ts";
 import { EventKind } from "../kinds/event.ts";
-import { writeStoredMany } from "../store/d1/write.ts";
 import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 
 /** kube-apiserver's `--event-ttl` default: one hour, in seconds. */
 export const DEFAULT_EVENT_TTL_SECONDS = 3600;
@@ -54,9 +54,7 @@ export async function expireEvents(env: Env, now = clock.now()): Promise<{ delet
   let deleted = 0;
   const stored = rows.filter((r) => r.body !== null);
   if (stored.length > 0) {
-    const out = await writeStoredMany(
-      env,
-      EventKind,
+    const out = await admittedStoreOf(env, EventKind).writeMany(
       stored.map((r) => {
         const known = JSON.parse(r.body!) as KubeObject;
         known.metadata.resourceVersion = String(r.resource_version);

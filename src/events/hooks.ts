@@ -44,7 +44,7 @@
 import { sql } from "drizzle-orm";
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 import type { Renderable } from "../db/compiled.ts";
-import { guardedShape, type GuardedBinder } from "../store/d1/objects.ts";
+import { guardedShape, type GuardedBinder } from "../store/storage.ts";
 import { apiVersionOf } from "../k8s/kind.ts";
 import { findCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
 import { EventKind } from "../kinds/event.ts";

@@ -22,7 +22,6 @@ import { microTime, type KubeObject } from "../k8s/meta.ts";
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { EventKind, type ObjectReference } from "../kinds/event.ts";
 import { admittedStoreOf } from "../admission/store.ts";
-import { writeStoredMany } from "../store/d1/write.ts";
 import { admitNamespace } from "../namespaces/lifecycle.ts";
 import { clock } from "../clock.ts";
 import { armEventExpiry } from "./expiry.ts";
@@ -270,9 +269,7 @@ async function recordGroup(env: Env, specs: readonly EventSpec[], now: number): 
       throw e;
     }
   }
-  const out = await writeStoredMany(
-    env,
-    EventKind,
+  const out = await admittedStoreOf(env, EventKind).writeMany(
     writes.map((w) =>
       w.known
         ? { namespace, name: w.known.metadata.name, req: { verb: "update" as const, body: w.body }, known: w.known }

@@ -14,13 +14,12 @@
  * version), its name, the dependent's namespace (cluster-scoped owners: none) and its UID.
  * A reference to a kind the hub does not serve is left alone. It works across every kind the hub
  * serves, as an after-commit hook of the one write path (src/store/hooks.ts), and reads no more
- * than the changed object's dependents, through the owner index (src/store/d1/objects.ts
+ * than the changed object's dependents, through the owner index (src/store/storage.ts
  * `dependentsOf`), never a scan of all objects.
  */
 import { registerAfterCommitHook } from "../store/hooks.ts";
-import { store } from "../store/d1/write.ts";
 import { admittedStoreOf } from "../admission/store.ts";
-import { dependentsOf, getObject } from "../store/d1/objects.ts";
+import { storageOf } from "../store/storage.ts";
 import { ApiError } from "../k8s/errors.ts";
 import { FOREGROUND_FINALIZER, ORPHAN_FINALIZER } from "../k8s/write.ts";
 import { KINDS } from "../kinds/index.ts";
@@ -74,7 +73,7 @@ function finalizingWith(obj: KubeObject | null): boolean {
 async function ownerOf(env: Env, ref: OwnerReference, namespace: string): Promise<KubeObject | null | undefined> {
   const def = kindOf(ref);
   if (!def) return undefined;
-  const obj = await getObject(store(env), def, { namespace: def.namespaced ? namespace : "", name: ref.name });
+  const obj = await admittedStoreOf(env, def).getCommitted(def.namespaced ? namespace : "", ref.name);
   return obj && obj.metadata.uid === ref.uid ? obj : null;
 }
 
@@ -109,7 +108,7 @@ async function dropRefs(env: Env, def: KindDefinition, obj: KubeObject, uids: Se
     } catch (e) {
       if (!(e instanceof ApiError) || (e.code !== 404 && e.code !== 409)) throw e;
       if (e.code === 404) return;
-      current = await getObject(store(env), def, { namespace: current.metadata.namespace ?? "", name: current.metadata.name });
+      current = await admittedStoreOf(env, def).getCommitted(current.metadata.namespace ?? "", current.metadata.name);
       if (current?.metadata.uid !== obj.metadata.uid) return;
     }
   }
@@ -134,10 +133,10 @@ async function dropFinalizer(env: Env, def: KindDefinition, obj: KubeObject, fin
 /** The dependents of the owner with UID `uid`, as stored now, with their kinds. */
 async function dependents(env: Env, uid: string): Promise<{ def: KindDefinition; obj: KubeObject }[]> {
   const out: { def: KindDefinition; obj: KubeObject }[] = [];
-  for (const d of await dependentsOf(store(env), uid)) {
+  for (const d of await storageOf(env).dependentsOf(uid)) {
     const def = KINDS.find((k) => `${k.group}/${k.plural}` === d.resource);
     if (!def) continue;
-    const obj = await getObject(store(env), def, { namespace: d.namespace, name: d.name });
+    const obj = await admittedStoreOf(env, def).getCommitted(d.namespace, d.name);
     if (obj && refsOf(obj).some((r) => r.uid === uid)) out.push({ def, obj });
   }
   return out;
@@ -229,7 +228,7 @@ registerAfterCommitHook<GcOwed>({
       }
       return;
     }
-    const current = await getObject(store(env), def, { namespace: owed.self.namespace, name: owed.self.name });
+    const current = await admittedStoreOf(env, def).getCommitted(owed.self.namespace, owed.self.name);
     if (!current || current.metadata.uid !== owed.self.uid) return;
     if (owed.finalizing && finalizingWith(current)) await finalize(env, def, current);
     if (owed.owners && !current.metadata.deletionTimestamp) await settleDependent(env, def, current);

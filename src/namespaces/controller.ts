@@ -21,13 +21,12 @@
 import { ApiError } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { rfc3339, setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
-import { LIST_CHUNK_ROWS, listPage } from "../store/d1/objects.ts";
 import { KINDS } from "../kinds/index.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { FINALIZE_EXTRA, NAMESPACE_FINALIZER, NamespaceKind, namespaceFinalizers } from "../kinds/namespace.ts";
 import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
 import { admittedStoreOf } from "../admission/store.ts";
-import { store } from "../store/d1/write.ts";
+import { LIST_CHUNK_ROWS } from "../store/store.ts";
 import type { Env } from "../env.ts";
 import { clock } from "../clock.ts";
 
@@ -59,7 +58,7 @@ async function deleteContent(env: Env, namespace: string): Promise<Remaining> {
     const objects = admittedStoreOf(env, def);
     let after: { namespace: string; name: string } | undefined;
     do {
-      const page = await listPage(store(env), def, namespace, { after, limit: LIST_CHUNK_ROWS });
+      const page = await objects.listPage(namespace, { after, limit: LIST_CHUNK_ROWS });
       const doomed = page.items.filter((o) => !o.metadata.deletionTimestamp).slice(0, Math.max(0, budget));
       budget -= doomed.length;
       for (let i = 0; i < doomed.length; i += DELETE_CONCURRENCY) {
@@ -75,7 +74,7 @@ async function deleteContent(env: Env, namespace: string): Promise<Remaining> {
       after = page.next;
     } while (after);
     // What is left of this kind (one bounded read): objects held by finalizers, or created meanwhile.
-    const rest = await listPage(store(env), def, namespace, { limit: LIST_CHUNK_ROWS });
+    const rest = await objects.listPage(namespace, { limit: LIST_CHUNK_ROWS });
     const left = rest.items.length + (rest.next ? 1 : 0);
     if (left > 0) {
       remaining.resources.push({ def, count: left });

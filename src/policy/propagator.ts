@@ -29,7 +29,6 @@
 import { ApiError } from "../k8s/errors.ts";
 import { CommitGroups } from "../store/d1/group-commit.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { getObject, listObjects, listPage } from "../store/d1/objects.ts";
 import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
 import {
   ARGOCD_COMPARE_OPTIONS_ANNOTATION,
@@ -47,7 +46,7 @@ import { PLACEMENT_LABEL } from "../scheduling/index.ts";
 import type { Env } from "../env.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { canonicalJson as canonical } from "../work/rollout.ts";
-import { store as database, writeStoredMany, type ManyWrite } from "../store/d1/write.ts";
+import type { ManyWrite } from "../store/store.ts";
 
 /** How many times a run is repeated after a lost write race before it gives up (and throws). */
 const MAX_ATTEMPTS = 8;
@@ -240,12 +239,11 @@ interface NamespaceState {
 
 /** Reads a namespace's {@link NamespaceState}. */
 async function readNamespace(env: Env, namespace: string): Promise<NamespaceState> {
-  const db = database(env);
   const [bindings, sets, placements, decisions] = await Promise.all([
-    listObjects(db, PlacementBindingKind, namespace),
-    listObjects(db, PolicySetKind, namespace),
-    listObjects(db, PlacementKind, namespace),
-    listObjects(db, PlacementDecisionKind, namespace),
+    admittedStoreOf(env, PlacementBindingKind).list(namespace),
+    admittedStoreOf(env, PolicySetKind).list(namespace),
+    admittedStoreOf(env, PlacementKind).list(namespace),
+    admittedStoreOf(env, PlacementDecisionKind).list(namespace),
   ]);
   return { bindings: bindings.items, sets: sets.items, placements: new Set(placements.items.map((p) => p.metadata.name)), decisions: decisions.items };
 }
@@ -262,7 +260,6 @@ async function reconcileOnce(
   root: KubeObject | null,
   replicas: KubeObject[],
 ): Promise<boolean> {
-  const db = database(env);
   if (root && isReplica(root)) return true;
   // Nothing placed and nothing to remove: nothing to read or write (most names of a long PolicySet).
   if (!root && replicas.length === 0) return true;
@@ -284,19 +281,17 @@ async function reconcileOnce(
     if (!current) writes.push({ namespace: cluster, name: replicaName, req: { verb: "create", body: want }, known: null });
     else if (!equivalent(current, want)) writes.push({ namespace: cluster, name: replicaName, req: { verb: "update", body: want }, known: current });
   }
-  const written = await writeStoredMany(env, PolicyKind, writes);
+  const written = await admittedStoreOf(env, PolicyKind).writeMany(writes);
   written.forEach((r, i) => {
     if (r === "lost" || !r) raced = true;
     else compliance.set(writes[i]!.namespace, (r.status as { compliant?: ComplianceState } | undefined)?.compliant);
   });
   const leaving = [...byCluster].filter(([cluster, r]) => !decided.clusters.has(cluster) && !r.metadata.deletionTimestamp);
-  const deleted = await writeStoredMany(
-    env,
-    PolicyKind,
+  const deleted = await admittedStoreOf(env, PolicyKind).writeMany(
     leaving.map(([cluster, r]) => ({ namespace: cluster, name: replicaName, req: { verb: "delete", preconditions: { uid: r.metadata.uid } }, known: r })),
   );
   for (const [i, r] of deleted.entries()) {
-    if (r === "lost" && (await getObject(db, PolicyKind, { namespace: leaving[i]![0], name: replicaName }))) raced = true;
+    if (r === "lost" && (await admittedStoreOf(env, PolicyKind).get(leaving[i]![0], replicaName))) raced = true;
   }
   const entries: ClusterCompliance[] = [...compliance].map(([cluster, compliant]) => ({
     clustername: cluster,
@@ -347,11 +342,10 @@ const REPLICA_NAMES_PER_READ = 90;
 
 /** The Policies of `namespace` named in `names` (roots or not), by name: read by key for a few, one list for more. */
 async function readRoots(env: Env, namespace: string, names: Set<string>): Promise<Map<string, KubeObject>> {
-  const db = database(env);
   const found =
     names.size <= ROOTS_BY_KEY
-      ? (await Promise.all([...names].map((name) => getObject(db, PolicyKind, { namespace, name })))).filter((p): p is KubeObject => !!p)
-      : (await listObjects(db, PolicyKind, namespace)).items.filter((p) => names.has(p.metadata.name));
+      ? (await Promise.all([...names].map((name) => admittedStoreOf(env, PolicyKind).get(namespace, name)))).filter((p): p is KubeObject => !!p)
+      : (await admittedStoreOf(env, PolicyKind).list(namespace)).items.filter((p) => names.has(p.metadata.name));
   return new Map(found.map((p) => [p.metadata.name, p]));
 }
 
@@ -361,12 +355,15 @@ async function readRoots(env: Env, namespace: string, names: Set<string>): Promi
  * that a read costs the replicas it finds, not a scan of every Policy.
  */
 async function readReplicas(env: Env, namespace: string, names: Set<string>): Promise<Map<string, KubeObject[]>> {
-  const db = database(env);
   const keys = [...names].map((n) => fullPolicyName(namespace, n));
   const reads: Promise<KubeObject[]>[] = [];
   for (let i = 0; i < keys.length; i += REPLICA_NAMES_PER_READ) {
     const values = keys.slice(i, i + REPLICA_NAMES_PER_READ);
-    reads.push(listPage(db, PolicyKind, undefined, { index: { key: ROOT_POLICY_LABEL, values } }).then((p) => p.items));
+    reads.push(
+      admittedStoreOf(env, PolicyKind)
+        .listPage(undefined, { index: { key: ROOT_POLICY_LABEL, values } })
+        .then((p) => p.items),
+    );
   }
   const out = new Map<string, KubeObject[]>();
   const prefix = `${namespace}.`;
@@ -386,10 +383,10 @@ async function readReplicas(env: Env, namespace: string, names: Set<string>): Pr
  */
 export async function reconcilePlacement(env: Env, namespace: string, placement: string): Promise<void> {
   // Most placements bind no policy: one read of the namespace's bindings says so.
-  const bindings = (await listObjects(database(env), PlacementBindingKind, namespace)).items.filter((o) => asBinding(o).placementRef?.name === placement);
+  const bindings = (await admittedStoreOf(env, PlacementBindingKind).list(namespace)).items.filter((o) => asBinding(o).placementRef?.name === placement);
   if (bindings.length === 0) return;
   const policySets = bindings.some((o) => (asBinding(o).subjects ?? []).some((s) => s.kind === "PolicySet"))
-    ? (await listObjects(database(env), PolicySetKind, namespace)).items
+    ? (await admittedStoreOf(env, PolicySetKind).list(namespace)).items
     : [];
   const names = new Set<string>();
   const sets = new Set<string>();
@@ -414,7 +411,7 @@ export async function reconcilePlacement(env: Env, namespace: string, placement:
 export async function reconcileSubjects(env: Env, namespace: string, policies: string[], sets: string[], expandSets = true): Promise<void> {
   const names = new Set(policies);
   if (sets.length > 0 && expandSets) {
-    const { items } = await listObjects(database(env), PolicySetKind, namespace);
+    const { items } = await admittedStoreOf(env, PolicySetKind).list(namespace);
     for (const s of items) if (sets.includes(s.metadata.name)) for (const p of setPolicies(s)) names.add(p);
   }
   await reconcilePolicies(env, namespace, names, sets);
@@ -442,7 +439,6 @@ const complianceGroups = new WeakMap<D1Database, CommitGroups<ComplianceReport, 
  *   reports are then sent again one by one: recording a compliance twice is harmless)
  */
 async function applyCompliance(env: Env, reports: ComplianceReport[]): Promise<void[]> {
-  const db = database(env);
   const byRoot = new Map<string, ComplianceReport[]>();
   for (const r of reports) {
     const key = `${r.namespace}/${r.name}`;
@@ -455,7 +451,7 @@ async function applyCompliance(env: Env, reports: ComplianceReport[]): Promise<v
     [...byRoot.values()].map(async (rs) => {
       const { namespace, name } = rs[0]!;
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-        const root = await getObject(db, PolicyKind, { namespace, name });
+        const root = await admittedStoreOf(env, PolicyKind).get(namespace, name);
         if (!root || isReplica(root) || root.metadata.deletionTimestamp) return;
         const entries = structuredClone((root.status as { status?: ClusterCompliance[] } | undefined)?.status ?? []);
         let changed = false;
@@ -497,7 +493,7 @@ async function applyCompliance(env: Env, reports: ComplianceReport[]): Promise<v
 export async function recordReplicaCompliance(env: Env, rootKey: string, cluster: string, replica: KubeObject | null | undefined): Promise<void> {
   const dot = rootKey.indexOf(".");
   if (dot <= 0 || dot === rootKey.length - 1) return;
-  const current = replica === undefined ? await getObject(database(env), PolicyKind, { namespace: cluster, name: rootKey }) : replica;
+  const current = replica === undefined ? await admittedStoreOf(env, PolicyKind).get(cluster, rootKey) : replica;
   const compliant = (current?.status as { compliant?: ComplianceState } | undefined)?.compliant;
   let groups = complianceGroups.get(env.DB);
   if (!groups) {
@@ -588,15 +584,14 @@ export function policySetStatus(set: KubeObject, policies: Map<string, KubeObjec
  * @throws when a set's status write still loses races after {@link MAX_ATTEMPTS}
  */
 export async function refreshPolicySets(env: Env, namespace: string, policies: Set<string>, sets: Set<string>): Promise<void> {
-  const db = database(env);
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const all = (await listObjects(db, PolicySetKind, namespace)).items;
+    const all = (await admittedStoreOf(env, PolicySetKind).list(namespace)).items;
     const concerned = all.filter((s) => sets.has(s.metadata.name) || setPolicies(s).some((p) => policies.has(p)));
     if (concerned.length === 0) return;
     const [roots, bindings, decisions] = await Promise.all([
-      listObjects(db, PolicyKind, namespace),
-      listObjects(db, PlacementBindingKind, namespace),
-      listObjects(db, PlacementDecisionKind, namespace),
+      admittedStoreOf(env, PolicyKind).list(namespace),
+      admittedStoreOf(env, PlacementBindingKind).list(namespace),
+      admittedStoreOf(env, PlacementDecisionKind).list(namespace),
     ]);
     const byName = new Map(roots.items.filter((p) => !isReplica(p)).map((p) => [p.metadata.name, p]));
     let raced = false;

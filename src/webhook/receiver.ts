@@ -22,14 +22,10 @@
  * namespace, name, resourceVersion}}`.
  */
 import { Hono, type Context } from "hono";
-import { and, eq, sql } from "drizzle-orm";
-import { objects } from "../db/schema.ts";
 import { ApiError, badRequest, methodNotAllowed, unauthorized, type StatusCause } from "../k8s/errors.ts";
-import { resourceKey, type KindDefinition } from "../k8s/kind.ts";
+import type { KindDefinition } from "../k8s/kind.ts";
 import { decodeJson } from "../k8s/decode.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
-import { keyringOf } from "../k8s/encryption.ts";
-import { database, getObject } from "../store/d1/objects.ts";
 import { ManifestWorkReplicaSetKind } from "../kinds/manifestwork.ts";
 import { PlacementKind } from "../kinds/placement.ts";
 import { decodeBase64, SecretKind } from "../kinds/secret.ts";
@@ -83,20 +79,13 @@ function unprocessable(message: string, causes?: StatusCause[]): ApiError {
 
 /** Finds the receiver whose `status.webhookPath` is `path` (one indexed scan of the receivers). */
 async function findReceiver(env: Env, path: string): Promise<KubeObject | null> {
-  const rows = await database(env.DB)
-    .select({ body: objects.body, resourceVersion: objects.resourceVersion })
-    .from(objects)
-    .where(and(eq(objects.resource, resourceKey(WebhookReceiverKind)), sql`json_extract(${objects.body}, '$.status.webhookPath') = ${path}`))
-    .limit(1);
-  if (!rows[0]) return null;
-  const obj = JSON.parse(rows[0].body) as KubeObject;
-  obj.metadata.resourceVersion = String(rows[0].resourceVersion);
-  return obj.metadata.deletionTimestamp ? null : obj;
+  const obj = await admittedStoreOf(env, WebhookReceiverKind).findByField("$.status.webhookPath", path);
+  return obj && !obj.metadata.deletionTimestamp ? obj : null;
 }
 
 /** The HMAC key: the receiver's Secret's `data.token`, decoded (opened with the hub's encryption keys). @throws ApiError 401, 500 when the Secret cannot be decrypted */
 async function signingKey(env: Env, namespace: string, secretName: string): Promise<Uint8Array> {
-  const secret = await getObject(database(env.DB, keyringOf(env)), SecretKind, { namespace, name: secretName });
+  const secret = await admittedStoreOf(env, SecretKind).get(namespace, secretName);
   if (!secret) throw unauthorized(`the signature cannot be verified: the receiver's Secret "${secretName}" was not found`);
   const token = isJsonObject(secret.data) ? secret.data.token : undefined;
   const key = typeof token === "string" ? decodeBase64(token) : null;
@@ -189,7 +178,7 @@ async function act(
 ): Promise<{ object: KubeObject; changed: boolean }> {
   const def = targetKind(spec);
   const name = spec.target.name;
-  const db = database(env.DB);
+  const store = admittedStoreOf(env, def);
   // The receiver writes as its own identity, so that what a write of the target admits only for
   // a permitted user (a replica set's executor: src/auth/executor.ts) is checked for it too.
   const extras =
@@ -198,13 +187,13 @@ async function act(
       : undefined;
   try {
     if (spec.action.type === "MergePatch") {
-      const before = await getObject(db, def, { namespace, name });
-      const { object } = await admittedStoreOf(env, def).write(namespace, name, { verb: "patch", patchType: "merge", patch }, { extras });
+      const before = await store.get(namespace, name);
+      const { object } = await store.write(namespace, name, { verb: "patch", patchType: "merge", patch }, { extras });
       return { object: object!, changed: object!.metadata.resourceVersion !== before?.metadata.resourceVersion };
     }
     if (spec.action.type === "JSONPatch") {
       for (let attempt = 0; ; attempt++) {
-        const current = await getObject(db, def, { namespace, name });
+        const current = await store.get(namespace, name);
         if (!current) throw unprocessable(`the target ${def.kind} "${namespace}/${name}" was not found`);
         const r = applyJsonPatch(current, patch as unknown[]);
         if (!r.ok) throw unprocessable(`cannot patch ${def.kind} "${namespace}/${name}": ${r.message}`);
@@ -214,7 +203,7 @@ async function act(
           metadata: { ...(isJsonObject(r.value.metadata) ? r.value.metadata : {}), resourceVersion: current.metadata.resourceVersion },
         };
         try {
-          const { object } = await admittedStoreOf(env, def).write(namespace, name, { verb: "update", body }, { extras });
+          const { object } = await store.write(namespace, name, { verb: "update", body }, { extras });
           return { object: object!, changed: object!.metadata.resourceVersion !== current.metadata.resourceVersion };
         } catch (e) {
           if (e instanceof ApiError && e.reason === "Conflict" && attempt < 4) continue;
@@ -222,11 +211,11 @@ async function act(
         }
       }
     }
-    const current = await getObject(db, def, { namespace, name });
+    const current = await store.get(namespace, name);
     if (!current) throw unprocessable(`the target ${def.kind} "${namespace}/${name}" was not found`);
     if (def === PlacementKind) await reschedule(env, { placements: [`${namespace}/${name}`] });
     else await reevaluateReplicaSet(env, namespace, name);
-    return { object: (await getObject(db, def, { namespace, name })) ?? current, changed: false };
+    return { object: (await store.get(namespace, name)) ?? current, changed: false };
   } catch (e) {
     throw targetError(e, def, namespace, name);
   }

@@ -20,7 +20,6 @@
  */
 import { ApiError } from "../k8s/errors.ts";
 import { findCondition, rfc3339, setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
-import { database, getObject } from "../store/d1/objects.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
@@ -114,10 +113,9 @@ export const workDeletingHook: AfterCommitHook<true> = {
       ? true
       : null,
   async run(env, _owed, target) {
-    const db = database(env.DB);
-    const work = await getObject(db, ManifestWorkKind, { namespace: target.namespace, name: target.name });
+    const work = await admittedStoreOf(env, ManifestWorkKind).get(target.namespace, target.name);
     if (!work || !work.metadata.deletionTimestamp || !holdsCleanupFinalizer(work)) return;
-    const cluster = await getObject(db, ManagedClusterKind, { namespace: "", name: target.namespace });
+    const cluster = await admittedStoreOf(env, ManagedClusterKind).getCommitted("", target.namespace);
     if (!cluster) {
       await releaseCleanupFinalizer(env, work);
       return;
@@ -205,7 +203,7 @@ registerAfterCommitHook(workTtlHook);
  * @throws ApiError for failures other than 404/409
  */
 export async function deleteExpiredWork(env: Env, namespace: string, name: string, uid: string): Promise<number | null> {
-  const work = await getObject(database(env.DB), ManifestWorkKind, { namespace, name });
+  const work = await admittedStoreOf(env, ManifestWorkKind).get(namespace, name);
   if (!work || work.metadata.uid !== uid) return null;
   const due = ttlDeadline(work);
   if (due === null) return null;

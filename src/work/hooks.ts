@@ -4,7 +4,6 @@
  */
 import { ApiError } from "../k8s/errors.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { database, listObjects } from "../store/d1/objects.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import { PolicyKind, isReplicatedPolicy } from "../kinds/policy.ts";
@@ -71,9 +70,8 @@ export const clusterNamespaceHook: AfterCommitHook<true> = {
   name: "cluster-namespace",
   plan: (change) => (change.def === ManagedClusterKind && change.before && !change.after ? true : null),
   async run(env, _owed, target) {
-    const db = database(env.DB);
     for (const def of [ManifestWorkKind, AddOnPlacementScoreKind]) {
-      const { items } = await listObjects(db, def, target.name);
+      const { items } = await admittedStoreOf(env, def).list(target.name);
       for (const obj of items) {
         try {
           const out = await admittedStoreOf(env, def).write(target.name, obj.metadata.name, { verb: "delete" });

@@ -7,11 +7,10 @@
  * @module
  */
 import type { KindDefinition } from "../k8s/kind.ts";
-import { getObject } from "../store/d1/objects.ts";
 import type { Env } from "../env.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
-import { store as database } from "../store/d1/write.ts";
+import { admittedStoreOf } from "../admission/store.ts";
 
 /** The warning's text for a work in `namespace`. */
 export function orphanWorkMessage(namespace: string): string {
@@ -25,6 +24,6 @@ export function orphanWorkMessage(namespace: string): string {
  */
 export async function orphanWorkWarning(env: Env, def: KindDefinition, namespace: string | undefined, status: number): Promise<string | undefined> {
   if (def !== ManifestWorkKind || status !== 201 || !namespace) return undefined;
-  const cluster = await getObject(database(env), ManagedClusterKind, { namespace: "", name: namespace });
+  const cluster = await admittedStoreOf(env, ManagedClusterKind).getCommitted("", namespace);
   return cluster ? undefined : orphanWorkMessage(namespace);
 }

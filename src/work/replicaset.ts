@@ -26,12 +26,11 @@
 import { ApiError } from "../k8s/errors.ts";
 import { resourceKey } from "../k8s/kind.ts";
 import { setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
-import { database, getObject, listObjects, listObjectsNamed } from "../store/d1/objects.ts";
 import { ManifestWorkKind, ManifestWorkReplicaSetKind, MWRS_LABEL, PLACEMENT_NAME_LABEL } from "../kinds/manifestwork.ts";
 import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
 import { DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL, PLACEMENT_LABEL } from "../scheduling/index.ts";
 import type { Env } from "../env.ts";
-import { writeStoredMany, type ManyWrite } from "../store/d1/write.ts";
+import { type ManyWrite } from "../store/store.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { CommitGroups } from "../store/d1/group-commit.ts";
 import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";
@@ -278,14 +277,13 @@ async function finalize(env: Env, mwrs: KubeObject): Promise<RunOutcome> {
  *   races are reported as `rerun`.
  */
 export async function runReplicaSet(env: Env, namespace: string, name: string, nowMs: number, hooks: RunHooks = {}): Promise<RunOutcome> {
-  const db = database(env.DB);
   const key = replicaSetKey(namespace, name);
   const workName = generatedWorkName(namespace, name);
-  let mwrs = await getObject(db, ManifestWorkReplicaSetKind, { namespace, name });
+  let mwrs = await admittedStoreOf(env, ManifestWorkReplicaSetKind).get(namespace, name);
   const cache = hooks.cache;
   let named = cache?.current(nowMs) ?? null;
   if (!named) {
-    named = await listObjectsNamed(db, ManifestWorkKind, workName);
+    named = await admittedStoreOf(env, ManifestWorkKind).listNamed(workName);
     cache?.fill(named, nowMs);
   }
   const ours = named.filter((w) => w.metadata.labels?.[MWRS_LABEL] === key);
@@ -298,7 +296,7 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
     if (raced) return { rerun: true };
     if (!mwrs) return ours.length === 0 ? { gone: true } : {};
     const foreground = (mwrs.spec as ReplicaSetSpec | undefined)?.cascadeDeletionPolicy === "Foreground";
-    if (foreground && (await listObjectsNamed(db, ManifestWorkKind, workName)).some((w) => w.metadata.labels?.[MWRS_LABEL] === key)) return {};
+    if (foreground && (await admittedStoreOf(env, ManifestWorkKind).listNamed(workName)).some((w) => w.metadata.labels?.[MWRS_LABEL] === key)) return {};
     return finalize(env, mwrs);
   }
 
@@ -322,7 +320,7 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
   const template = defaulted.spec ?? {};
   const templateJson = canonical(template);
   const now = new Date(nowMs).toISOString();
-  const allDecisions = (await listObjects(db, PlacementDecisionKind, namespace)).items;
+  const allDecisions = (await admittedStoreOf(env, PlacementDecisionKind).list(namespace)).items;
   const works = new Map(ours.map((w) => [w.metadata.namespace!, w]));
   const foreign = new Set(named.filter((w) => w.metadata.labels?.[MWRS_LABEL] !== key).map((w) => w.metadata.namespace!));
   const owner = new Map<string, string>();
@@ -339,7 +337,7 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
   let more = false;
 
   for (const ref of spec.placementRefs ?? []) {
-    const placement = await getObject(db, PlacementKind, { namespace, name: ref.name });
+    const placement = await admittedStoreOf(env, PlacementKind).get(namespace, ref.name);
     const pds = allDecisions.filter((d) => d.metadata.labels?.[PLACEMENT_LABEL] === ref.name);
     if (!placement || pds.length === 0) notFound.push(ref.name);
     if (!placement) placementMissing = true;
@@ -391,11 +389,7 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
       writes.length = budget;
     }
     budget -= writes.length;
-    const written = await writeStoredMany(
-      env,
-      ManifestWorkKind,
-      writes.map((x) => x.write),
-    );
+    const written = await admittedStoreOf(env, ManifestWorkKind).writeMany(writes.map((x) => x.write));
     written.forEach((r, i) => {
       if (r === "lost" || !r) raced = true;
       else {
@@ -416,14 +410,12 @@ export async function runReplicaSet(env: Env, namespace: string, name: string, n
     leaving.length = budget;
   }
   for (const [c] of leaving) hooks.deleting?.(c);
-  const deleted = await writeStoredMany(
-    env,
-    ManifestWorkKind,
+  const deleted = await admittedStoreOf(env, ManifestWorkKind).writeMany(
     leaving.map(([c, w]) => ({ namespace: c, name: w.metadata.name, req: { verb: "delete", preconditions: { uid: w.metadata.uid } }, known: w })),
   );
   for (const [i, r] of deleted.entries()) {
     const [c, w] = leaving[i]!;
-    if (r === "lost" && (await getObject(db, ManifestWorkKind, { namespace: c, name: w.metadata.name }))) raced = true;
+    if (r === "lost" && (await admittedStoreOf(env, ManifestWorkKind).get(c, w.metadata.name))) raced = true;
     // A work with finalizers stays, being deleted; one without is gone.
     if (r !== "lost" && r !== null && r.metadata.deletionTimestamp) cache?.apply(r);
     else cache?.remove(c);
@@ -649,10 +641,9 @@ export async function replicaSetsForPlacements(env: Env, placements: string[]): 
     if (!byNamespace.has(ns)) byNamespace.set(ns, new Set());
     byNamespace.get(ns)!.add(p.slice(i + 1));
   }
-  const db = database(env.DB);
   const runs: Promise<void>[] = [];
   for (const [ns, names] of byNamespace) {
-    const { items } = await listObjects(db, ManifestWorkReplicaSetKind, ns);
+    const { items } = await admittedStoreOf(env, ManifestWorkReplicaSetKind).list(ns);
     for (const m of items) {
       const refs = (m.spec as ReplicaSetSpec | undefined)?.placementRefs ?? [];
       if (refs.some((r) => names.has(r.name))) runs.push(reconcileNow(env, ns, m.metadata.name));

@@ -3,7 +3,8 @@ import { call, MC, silentD1 } from "./helpers.ts";
 import { env, exports } from "cloudflare:workers";
 import { WATCH_RETRY_AFTER_SECONDS, watchResponse } from "../../src/api/watch.ts";
 import { MAX_WATCHES_PER_CLIENT } from "../../src/api/watch-limits.ts";
-import { database } from "../../src/store/d1/objects.ts";
+import { storeOf } from "../../src/store/store.ts";
+import { storageOf } from "../../src/store/storage.ts";
 import { ManagedClusterKind } from "../../src/kinds/managedcluster.ts";
 import { clock } from "../../src/clock.ts";
 import { waitFor } from "../wait.ts";
@@ -85,8 +86,8 @@ describe("watch and tables", () => {
     // Watches whose requests are gone: their D1 reads never answer and their streams never end.
     const start = () =>
       watchResponse(
-        database(silentD1()),
-        ManagedClusterKind,
+        storeOf({ ...env, DB: silentD1() }, ManagedClusterKind),
+        storageOf({ ...env, DB: silentD1() }),
         undefined,
         () => true,
         (o) => o,
