@@ -17,7 +17,7 @@
  * The sequence committed is kept in the object's SQLite (`report_sequences`, one row per object
  * reported with a sequence, written after the commit succeeded, in the same queue turn: nothing
  * else for the object runs between the commit and the row). Reports for different objects still
- * run concurrently (their D1 commits may share a group commit batch, src/store/d1/group-commit.ts).
+ * run concurrently (their D1 commits may share a group commit batch, src/store/group-commit.ts).
  */
 import type { KubeObject } from "../../src/k8s/meta.ts";
 

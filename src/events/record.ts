@@ -118,17 +118,8 @@ function sameEvent(e: KubeObject, spec: EventSpec, message: string): boolean {
 }
 
 /** The newest stored Events whose names start with `<name>.` in `namespace` (a range of the primary key). */
-async function eventsNamed(env: Env, namespace: string, name: string): Promise<KubeObject[]> {
-  const rows = await env.DB.prepare(
-    "SELECT body, resource_version FROM objects WHERE resource = ? AND namespace = ? AND name > ? AND name < ? ORDER BY name DESC LIMIT ?",
-  )
-    .bind("/events", namespace, `${name}.`, `${name}/`, FOLD_WINDOW)
-    .all<{ body: string; resource_version: number }>();
-  return rows.results.map((r) => {
-    const obj = JSON.parse(r.body) as KubeObject;
-    obj.metadata.resourceVersion = String(r.resource_version);
-    return obj;
-  });
+function eventsNamed(env: Env, namespace: string, name: string): Promise<KubeObject[]> {
+  return admittedStoreOf(env, EventKind).listNameRange(namespace, `${name}.`, `${name}/`, FOLD_WINDOW);
 }
 
 /** The sub-millisecond part of the next Event name this isolate makes (so that names made in one millisecond keep their order). */

@@ -27,7 +27,7 @@
  * run again, and a run that still fails throws, so that its outbox row is kept and swept later.
  */
 import { ApiError } from "../k8s/errors.ts";
-import { CommitGroups } from "../store/d1/group-commit.ts";
+import { CommitGroups } from "../store/group-commit.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
 import {
@@ -484,7 +484,7 @@ async function applyCompliance(env: Env, reports: ComplianceReport[]): Promise<v
  * Records a replica's compliance in its root's `status.status` item for `cluster` (and the
  * root's `compliant`), then refreshes the PolicySets holding the root: a report costs one read
  * and one write of its root, whatever the size of the fleet, and reports that arrive while one is
- * being written go together (group commit, src/store/d1/group-commit.ts: a fleet turning compliant at
+ * being written go together (group commit, src/store/group-commit.ts: a fleet turning compliant at
  * once costs a few writes of the root, not one each, nor a race between them). `replica` is the
  * replica as stored (undefined: read it; null: gone). A cluster the root does not list (not
  * decided, or before the root's first run) is left to the root's run.

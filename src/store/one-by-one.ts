@@ -4,7 +4,8 @@ import type { ManyOutcome, ManyWrite, Store } from "./store.ts";
 
 /**
  * {@link Store.writeMany} for a store without batches: each write through `store.write` in turn,
- * a 409 Conflict answered `lost` (as a batch answers a lost precondition).
+ * a 409 (Conflict, or AlreadyExists for a create) answered `lost`, as a batch answers a lost
+ * precondition. `known` is not used: each write reads the object afresh.
  * @throws ApiError other refusals, as {@link Store.write}
  */
 export async function writeOneByOne(store: Store, writes: ManyWrite[]): Promise<ManyOutcome[]> {
@@ -14,7 +15,7 @@ export async function writeOneByOne(store: Store, writes: ManyWrite[]): Promise<
       const r = await store.write(w.namespace, w.name, w.req, w.known ? { known: w.known } : undefined);
       out.push(r.object);
     } catch (e) {
-      if (!(e instanceof ApiError && e.reason === "Conflict")) throw e;
+      if (!(e instanceof ApiError && e.code === 409)) throw e;
       out.push("lost");
     }
   }

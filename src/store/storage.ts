@@ -32,7 +32,7 @@ export { guardedShape } from "./d1/objects.ts";
 export interface CommitOptions {
   /** Statements committed with the object, under its precondition (`CommitExtras.extra`: e.g. a deleted cluster's identity row). */
   extra?: CommitExtras["extra"];
-  /** The commit may share a D1 batch with other writes in flight (a commit group: src/store/d1/group-commit.ts). */
+  /** The commit may share a D1 batch with other writes in flight (a commit group: src/store/group-commit.ts). */
   grouped?: boolean;
 }
 

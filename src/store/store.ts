@@ -109,6 +109,12 @@ export interface Store {
    */
   findByField(path: string, value: string): Promise<KubeObject | null>;
   /**
+   * The objects in `namespace` whose names fall strictly between `from` and `to`, newest name
+   * first (descending), at most `limit`: one range read of the key (an object's Events, named
+   * `<object>.<time>`).
+   */
+  listNameRange(namespace: string, from: string, to: string, limit: number): Promise<KubeObject[]>;
+  /**
    * The watch events of this kind after resourceVersion `afterRv` (exclusive), oldest first, at
    * most `limit` (default 500), in `namespace` or all, with the counter's value (`latest`).
    */
@@ -182,6 +188,7 @@ function convertedStore(def: KindDefinition, conv: VersionConversion, stored: St
     },
     listNamed: async (name) => (await stored.listNamed(name)).map((o) => conv.fromStorage(o)),
     findByField: async (path, value) => out(await stored.findByField(path, value)),
+    listNameRange: async (namespace, from, to, limit) => (await stored.listNameRange(namespace, from, to, limit)).map((o) => conv.fromStorage(o)),
     async events(namespace, afterRv, limit) {
       const r = await stored.events(namespace, afterRv, limit);
       return { ...r, events: r.events.map((e) => ({ ...e, object: conv.fromStorage(e.object) })) };

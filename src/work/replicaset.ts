@@ -32,7 +32,7 @@ import { DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL, PLACEMENT_LABEL 
 import type { Env } from "../env.ts";
 import { type ManyWrite } from "../store/store.ts";
 import { admittedStoreOf } from "../admission/store.ts";
-import { CommitGroups } from "../store/d1/group-commit.ts";
+import { CommitGroups } from "../store/group-commit.ts";
 import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";
 import { canonicalJson, classifyRollout, TEMPLATE_WRITTEN_ANNOTATION, type DecisionGroup, type RolloutStrategy, type WorkCondition } from "./rollout.ts";
 
@@ -553,7 +553,7 @@ async function sendNotifications(env: Env, items: Notification[]): Promise<void[
  * Asks for a run shortly after (the object's alarm, at once) without waiting for it, handing over
  * the changed work as stored when the change carries it (`work`; null: the work was removed).
  * Notifications that come while one is in flight go together when it returns (group commit,
- * src/store/d1/group-commit.ts): during a fleet's rollout, the reports of many clusters reach their
+ * src/store/group-commit.ts): during a fleet's rollout, the reports of many clusters reach their
  * replica set's object in a few calls, not one each. Resolves once the object was told.
  * @throws when the object cannot be reached
  */

@@ -1,10 +1,10 @@
 /**
- * Group commit (src/store/d1/group-commit.ts): a write to an idle store goes at once and alone; writes
+ * Group commit (src/store/group-commit.ts): a write to an idle store goes at once and alone; writes
  * that arrive while a commit is in flight go together once it returns, each answered with its own
  * output; a group whose commit fails, or that is not heard of in time, commits each write alone.
  */
 import { describe, expect, it, vi } from "vitest";
-import { CommitGroups } from "../../src/store/d1/group-commit.ts";
+import { CommitGroups } from "../../src/store/group-commit.ts";
 
 /** A commit function whose calls the test answers: each call is recorded with its items. */
 function controlled() {

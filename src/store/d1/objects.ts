@@ -15,7 +15,7 @@ import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
 import { counters, events, labels, objects, outbox, ownerReferences } from "../../db/schema.ts";
 import { bind, builder, compiled, type CompiledStatement, type Renderable } from "../../db/compiled.ts";
 import { EncryptionError, isSealed, Keyring, keyringOf } from "../../k8s/encryption.ts";
-import { CommitGroups } from "./group-commit.ts";
+import { CommitGroups } from "../group-commit.ts";
 import { alreadyExists, ApiError, badRequest, conflict, notFound, tooLargeResourceVersion } from "../../k8s/errors.ts";
 import { resourceKey, type KindDefinition } from "../../k8s/kind.ts";
 import { clock } from "../../clock.ts";
@@ -346,6 +346,31 @@ export async function listObjectsNamed(db: DrizzleD1Database, def: KindDefinitio
 }
 
 /**
+ * The objects of a kind in `namespace` whose names fall strictly between `from` and `to`, in
+ * descending name order, at most `limit` (one range read of the primary key; e.g. the Events of
+ * one object, named `<object>.<time>`, from `<object>.` to `<object>/`).
+ */
+export async function listNameRangeDesc(
+  db: DrizzleD1Database,
+  def: KindDefinition,
+  namespace: string,
+  from: string,
+  to: string,
+  limit: number,
+): Promise<KubeObject[]> {
+  const rows = await bind(d1Of(db), nameRangeShape(), { resource: resourceKey(def), namespace, from, to, limit }).all<RawRow>();
+  return Promise.all(rows.results.map((r) => readRow(db, def, { body: r.body, resourceVersion: r.resource_version })));
+}
+const nameRangeShape = compiled(() =>
+  builder
+    .select({ body: objects.body, resource_version: objects.resourceVersion })
+    .from(objects)
+    .where(and(eq(objects.resource, p("resource")), eq(objects.namespace, p("namespace")), gt(objects.name, p("from")), lt(objects.name, p("to"))))
+    .orderBy(sql`${objects.name} DESC`)
+    .limit(p("limit")),
+);
+
+/**
  * The first object of a kind whose JSON field at `path` (an SQLite JSON path, e.g.
  * `$.status.webhookPath`) equals `value`, or null: one query over the kind's rows (no index on
  * the field: for kinds with few objects, such as WebhookReceivers).
@@ -601,7 +626,7 @@ function outcomeOf(item: CommitItem, rows: ResultRows): CommitOutcome {
   return { ok: true, object: { ...item.next, metadata: withResourceVersion({ ...item.next.metadata }, rows[0]!.resource_version!) } };
 }
 
-/** The commit groups of each D1 binding (src/store/d1/group-commit.ts), made on first use. */
+/** The commit groups of each D1 binding (src/store/group-commit.ts), made on first use. */
 const groupsByBinding = new WeakMap<D1Database, CommitGroups<BuiltItem, ResultRows>>();
 
 function commitGroups(d1: D1Database): CommitGroups<BuiltItem, ResultRows> {
@@ -625,7 +650,7 @@ function commitGroups(d1: D1Database): CommitGroups<BuiltItem, ResultRows> {
  * event (a delete's with the row as it was stored) is written by the row's own statement's
  * trigger. `grouped`: the commit may
  * share its D1 batch with other grouped commits of this isolate that arrive while one is in
- * flight (src/store/d1/group-commit.ts), for frequent small writes from many requests (agents' status
+ * flight (src/store/group-commit.ts), for frequent small writes from many requests (agents' status
  * reports); the outcome is the same as alone.
  *
  * @throws ApiError 404, 409

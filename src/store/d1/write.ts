@@ -176,7 +176,7 @@ function backoff(attempt: number): Promise<void> {
  * resourceVersion precondition still refuses it if it was stale (one D1 query less per write).
  * `waitUntil` (the request's, for frequent small writes from many requests: agents' status
  * reports): the commit may share a D1 batch with other such writes of the isolate
- * (src/store/d1/group-commit.ts), and the finished outbox row is deleted just after, with others
+ * (src/store/group-commit.ts), and the finished outbox row is deleted just after, with others
  * (see {@link finishCommit}). `mode` `"returns"` with `waitUntil` (an agent's write): the write
  * answers once committed, with the object as committed, and its hooks run after the answer under
  * `waitUntil` (their outbox row, committed in the same batch, keeps them owed until they
@@ -324,7 +324,3 @@ async function writeChunk(env: Env, def: KindDefinition, writes: ManyWrite[], of
   );
   await deleteOutboxRows(env, finished);
 }
-
-/** @deprecated the D1 handle of `env`: src/store/d1/objects.ts `d1Database` (kept until the call sites read through the Store). */
-export const store = d1Database;
-export type { ManyWrite } from "../store.ts";

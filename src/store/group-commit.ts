@@ -23,7 +23,7 @@
  * warning, and its write, committed or not, was settled on its own.
  */
 
-import { clock } from "../../clock.ts";
+import { clock } from "../clock.ts";
 
 /** Longest a grouped write waits for a commit before it, or for its group's, in milliseconds. */
 export const GROUP_WAIT_LIMIT_MS = 10_000;
