@@ -3,12 +3,9 @@
  * a cache of parsed, frozen rows), and the commit that keeps the copy and the D1 index in step,
  * with its repair after a crash between the two.
  */
-import { and, eq, sql } from "drizzle-orm";
-import { builder } from "../../src/db/compiled.ts";
-import { clusterIdentities } from "../../src/db/schema.ts";
 import type { Env } from "../../src/env.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
-import { guardedShape, storageOf, type GuardedBinder } from "../../src/store/storage.ts";
+import { storageOf } from "../../src/store/storage.ts";
 import { storeOf, type WriterMode } from "../../src/store/store.ts";
 import { LEGACY_CLUSTER_ID_ANNOTATION, ManagedClusterKind, reconcileManagedCluster } from "../../src/kinds/managedcluster.ts";
 import { schedulingHook } from "../../src/placement/triggers.ts";
@@ -37,9 +34,6 @@ export function migrateState(sql: SqlStorage): void {
  * write of the stored object clears it in the same row.
  */
 const COMMITTING = "committing";
-
-/** Deletes the identity row of the cluster named by the commit's key, under its guard (a removal). */
-const removeIdentityShape = guardedShape((cond) => builder.delete(clusterIdentities).where(and(eq(clusterIdentities.name, sql.placeholder("name")), cond)));
 
 /** Freezes `value` and everything it holds (JSON data: objects and arrays). @returns value */
 function deepFreeze<T>(value: T): T {
@@ -198,10 +192,11 @@ export class ClusterState {
     const ownRow = this.mark(name);
     this.host.cost.d1Queries += 1;
     // A removed cluster's identity row goes in the same batch as its object.
-    const removeIdentity = next ? undefined : (guarded: GuardedBinder) => [guarded(removeIdentityShape)];
+    const storage = storageOf(this.env);
+    const removeIdentity = next ? undefined : storage.identities.removedWith;
     let committed;
     try {
-      committed = await storageOf(this.env).commit(ManagedClusterKind, { namespace: "", name }, current, next, now, { extra: removeIdentity });
+      committed = await storage.commit(ManagedClusterKind, { namespace: "", name }, current, next, now, { extra: removeIdentity });
     } catch (e) {
       // Refused (this copy was stale: D1 has another row) or unknown (D1 may have committed):
       // either way D1 tells. If it cannot be read now, the marker stays for the next load.

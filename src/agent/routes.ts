@@ -6,12 +6,12 @@
 import { Hono, type Context } from "hono";
 import type { z } from "zod";
 import { ApiError, badRequest, conflict, invalid, unauthorized } from "../k8s/errors.ts";
-import { resourceKey } from "../k8s/kind.ts";
 import { checkSchema, type KubeObject } from "../k8s/meta.ts";
 import { deliveredWorks } from "./delivered.ts";
 import { splitDelivered } from "../work/namespace-works.ts";
 import { readDelivered } from "../../durable-objects/cluster/works.ts";
 import { admittedStoreOf } from "../admission/store.ts";
+import { storageOf } from "../store/storage.ts";
 import { MANIFEST_LIMIT_BYTES } from "../kinds/manifestwork.ts";
 import { isDNS1123Label } from "../k8s/validation.ts";
 import { BootstrapTokenKind, parseToken, sha256Hex } from "../kinds/bootstraptoken.ts";
@@ -110,17 +110,13 @@ const REGISTRATION_STATUS = { created: 201, confirmed: 200, pending: 202 } as co
  * @throws ApiError 409
  */
 async function claimIdentity(c: Ctx, name: string, clusterId: string): Promise<void> {
-  const [, rows] = await c.env.DB.batch<{ name: string; cluster_id: string }>([
-    c.env.DB.prepare("INSERT INTO cluster_identities (name, cluster_id) VALUES (?, ?) ON CONFLICT DO NOTHING").bind(name, clusterId),
-    c.env.DB.prepare("SELECT name, cluster_id FROM cluster_identities WHERE name = ? OR cluster_id = ?").bind(name, clusterId),
-  ]);
-  const found = rows?.results ?? [];
-  if (found.some((r) => r.name === name && r.cluster_id === clusterId)) return;
-  const byId = found.find((r) => r.cluster_id === clusterId);
+  const found = await storageOf(c.env).identities.claim(name, clusterId);
+  if (found.some((r) => r.name === name && r.clusterId === clusterId)) return;
+  const byId = found.find((r) => r.clusterId === clusterId);
   const ref = { group: ManagedClusterKind.group, plural: ManagedClusterKind.plural, name };
   if (byId) throw conflict(ref, `cluster ID ${clusterId} is already registered as ManagedCluster "${byId.name}"`);
   const byName = found.find((r) => r.name === name);
-  throw conflict(ref, `the name ${name} is already registered by a cluster with another cluster ID (${byName?.cluster_id ?? "unknown"})`);
+  throw conflict(ref, `the name ${name} is already registered by a cluster with another cluster ID (${byName?.clusterId ?? "unknown"})`);
 }
 
 /** An agent call's outcome: the Durable Object's result and, for a token that lacked it, the key tag to hand the agent. */
@@ -361,11 +357,7 @@ export function agentRoutes(): Hono<{ Bindings: Env }> {
     })) as Result<{ outcome: RegistrationOutcome; info: RegistrationInfo }>;
     if (!res.ok) {
       // Release the identity claimed above unless a cluster of that name exists: no half write.
-      await c.env.DB.prepare(
-        "DELETE FROM cluster_identities WHERE name = ? AND cluster_id = ? AND NOT EXISTS (SELECT 1 FROM objects WHERE resource = ? AND namespace = '' AND name = ?)",
-      )
-        .bind(body.clusterName, body.clusterId, resourceKey(ManagedClusterKind), body.clusterName)
-        .run();
+      await storageOf(c.env).identities.release(body.clusterName, body.clusterId);
       return c.json(res.status, res.status.code as 400);
     }
     const tag = await keyTag(c.env, body.clusterName, kid);

@@ -8,6 +8,7 @@ import { decodeJwt, decodeProtectedHeader } from "jose";
 import { unauthorized } from "../k8s/errors.ts";
 import { KEY_TAG_HEADER_PARAM } from "../agent/protocol.ts";
 import type { Env } from "../env.ts";
+import { storageOf } from "../store/storage.ts";
 import { checkKeyTag } from "./keys.ts";
 import { safeEqual } from "./authn.ts";
 
@@ -81,7 +82,6 @@ export async function admitAgentToken(env: Env, token: string, beforeLookup?: ()
   const tag = header[KEY_TAG_HEADER_PARAM];
   if (typeof tag === "string" && (await checkKeyTag(env, cluster, kid, tag))) return { cluster, kid, tagged: true };
   await beforeLookup?.();
-  const row = await env.DB.prepare("SELECT 1 AS one FROM cluster_identities WHERE name = ?").bind(cluster).first();
-  if (!row) throw unauthorized(INVALID_AGENT_CREDENTIAL);
+  if (!(await storageOf(env).identities.has(cluster))) throw unauthorized(INVALID_AGENT_CREDENTIAL);
   return { cluster, kid, tagged: false };
 }

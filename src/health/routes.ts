@@ -26,6 +26,7 @@ import { Hono, type Context } from "hono";
 import { getTableConfig, type SQLiteTable } from "drizzle-orm/sqlite-core";
 import * as schema from "../db/schema.ts";
 import type { Env } from "../env.ts";
+import { storageOf } from "../store/storage.ts";
 import { SCHEDULER_NAME } from "../../durable-objects/scheduler.ts";
 
 /** How long one check may take before it fails, in milliseconds. */
@@ -65,22 +66,14 @@ export const HEALTH_CHECKS: Record<"ping" | "d1" | "migrations" | "scheduler", H
   d1: {
     name: "d1",
     async check(env) {
-      const row = await env.DB.prepare("SELECT 1 AS ok").first<{ ok: number }>();
-      if (row?.ok !== 1) throw new CheckFailed("D1 did not answer SELECT 1");
+      if (!(await storageOf(env).ping())) throw new CheckFailed("D1 did not answer SELECT 1");
     },
   },
   migrations: {
     name: "migrations",
     async check(env) {
       const want = schemaColumns();
-      // One batch, a statement per table (D1 refuses pragma_table_info joined to sqlite_master,
-      // and compound SELECTs of more than a few terms).
-      const tables = [...want.keys()];
-      const answers = await env.DB.batch<{ t: string; c: string }>(
-        tables.map((t) => env.DB.prepare("SELECT ?1 AS t, name AS c FROM pragma_table_info(?1)").bind(t)),
-      );
-      const rows = answers.flatMap((a) => a.results);
-      const have = new Set(rows.map((r) => `${r.t}.${r.c}`));
+      const have = await storageOf(env).columns([...want.keys()]);
       const missing: string[] = [];
       for (const [table, columns] of want) for (const c of columns) if (!have.has(`${table}.${c}`)) missing.push(`${table}.${c}`);
       if (missing.length > 0) throw new CheckFailed(`not migrated: missing ${missing.slice(0, 5).join(", ")}${missing.length > 5 ? ", ..." : ""}`);

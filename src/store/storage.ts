@@ -23,8 +23,10 @@ import {
   type StoreKey,
 } from "./d1/objects.ts";
 import { commitChange, finishCommit, type Committed, type WriterMode } from "./d1/write.ts";
+import { claimIdentity, hasIdentity, releaseIdentity, removeIdentityShape, type ClusterIdentity } from "./d1/identities.ts";
 
 export type { Committed } from "./d1/write.ts";
+export type { ClusterIdentity } from "./d1/identities.ts";
 export type { ChangedObject, CommitExtras, GuardedBinder, GuardedShape } from "./d1/objects.ts";
 export { guardedShape } from "./d1/objects.ts";
 
@@ -72,6 +74,23 @@ export interface Storage {
    * Returns whether a hook rewrote the written object.
    */
   finish(committed: Committed, now: number, mode?: WriterMode, waitUntil?: WaitUntil): Promise<{ rewrote: boolean }>;
+  /**
+   * The cluster identity index (a ManagedCluster's name and its agent's cluster ID, each unique;
+   * src/store/d1/identities.ts): `claim` takes the pair unless either is held and returns the
+   * pairs holding either; `has` tells whether a name holds one; `release` gives a pair back unless
+   * its ManagedCluster is stored; `removedWith` is the commit extra that removes a cluster's row
+   * with its deletion ({@link CommitOptions.extra}).
+   */
+  readonly identities: {
+    claim(name: string, clusterId: string): Promise<ClusterIdentity[]>;
+    has(name: string): Promise<boolean>;
+    release(name: string, clusterId: string): Promise<void>;
+    removedWith: NonNullable<CommitExtras["extra"]>;
+  };
+  /** Whether D1 answers (`SELECT 1`), for the health checks. @throws errors of D1 */
+  ping(): Promise<boolean>;
+  /** The columns each of `tables` has in D1, as `table.column` (one batch), for the migrations health check. @throws errors of D1 */
+  columns(tables: string[]): Promise<Set<string>>;
 }
 
 /** The {@link Storage} of a Worker environment (its D1 index, with its keyring). */
@@ -86,5 +105,22 @@ export function storageOf(env: Env): Storage {
     changeCounter: (counter) => changeCounterValue(db, counter),
     commit: (def, key, before, next, now, opts = {}) => commitChange(env, def, key, before, next, now, opts.extra, opts.grouped),
     finish: (committed, now, mode, waitUntil) => finishCommit(env, committed, now, mode, waitUntil),
+    identities: {
+      claim: (name, clusterId) => claimIdentity(env.DB, name, clusterId),
+      has: (name) => hasIdentity(env.DB, name),
+      release: (name, clusterId) => releaseIdentity(env.DB, name, clusterId),
+      removedWith: (guarded) => [guarded(removeIdentityShape)],
+    },
+    async ping() {
+      return (await env.DB.prepare("SELECT 1 AS ok").first<{ ok: number }>())?.ok === 1;
+    },
+    async columns(tables) {
+      // One batch, a statement per table (D1 refuses pragma_table_info joined to sqlite_master,
+      // and compound SELECTs of more than a few terms).
+      const answers = await env.DB.batch<{ t: string; c: string }>(
+        tables.map((t) => env.DB.prepare("SELECT ?1 AS t, name AS c FROM pragma_table_info(?1)").bind(t)),
+      );
+      return new Set(answers.flatMap((a) => a.results).map((r) => `${r.t}.${r.c}`));
+    },
   };
 }

@@ -196,3 +196,10 @@ describe("admission above the store", () => {
     await storeOf(env, PlacementKind).write("no-such-ns", "p", { verb: "delete" });
   });
 });
+
+describe("the Storage's cluster identities", () => {
+  it("the resource key they check is ManagedClusters'", async () => {
+    const { resourceKey } = await import("../../src/k8s/kind.ts");
+    expect(resourceKey(ManagedClusterKind)).toBe("cluster.open-cluster-management.io/managedclusters");
+  });
+});
