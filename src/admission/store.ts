@@ -14,7 +14,9 @@ import { admitNamespace, admitsNamespace } from "../namespaces/lifecycle.ts";
 /**
  * `store` with NamespaceLifecycle before its writes: a create (or apply) of a namespaced kind in
  * a namespace that does not exist is refused with 404, in one being terminated with 403 (an apply
- * that updates an existing object passes). Reads pass through.
+ * that updates an existing object passes). Reads pass through, and so do batched writes
+ * (`writeMany`: a controller's fleet writes, the replica set controller's works in cluster
+ * namespaces, as before admission left the store; the Events recorder admits its own).
  * @throws ApiError from `write`, as src/namespaces/lifecycle.ts `admitNamespace`
  */
 export function namespaceAdmitted(env: Env, store: Store): Store {

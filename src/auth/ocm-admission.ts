@@ -33,20 +33,15 @@ import { CLUSTERSET_LABEL } from "../kinds/managedcluster.ts";
 import type { Env } from "../env.ts";
 import { decide, isPrivileged } from "./rbac-store.ts";
 import type { UserInfo } from "./rbac.ts";
+import type { ClusterTransition } from "../store/store.ts";
 
 /** The API group of ManagedClusters, sets and bindings. */
 export const CLUSTER_GROUP = "cluster.open-cluster-management.io";
 /** The API group of the `managedclusters/accept` permission (OCM's registration webhook). */
 export const REGISTER_GROUP = "register.open-cluster-management.io";
 
-/**
- * What a ManagedCluster write changes of what OCM guards: its cluster set (`[from, to]`, `""` for
- * none; null when the label does not change) and whether it accepts the cluster.
- */
-export interface ClusterTransition {
-  clusterSet: [string, string] | null;
-  accepts: boolean;
-}
+/** What a ManagedCluster write changes of what OCM guards (declared with the store, which carries it to the cluster's object). */
+export type { ClusterTransition };
 
 function setOf(obj: KubeObject | null): string {
   return obj?.metadata.labels?.[CLUSTERSET_LABEL] ?? "";

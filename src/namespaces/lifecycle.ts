@@ -8,8 +8,9 @@
  * namespaces' refusal is the Namespace kind's own (src/kinds/namespace.ts `validateDelete`).
  *
  * Admission above the store (src/admission/store.ts `admittedStoreOf`) runs it before every create
- * or apply of a namespaced kind, whoever writes through it: one indexed D1 read of the namespace. Two controllers write
- * below the store and are not admitted: the replica set controller's ManifestWorks (in cluster
+ * or apply of a namespaced kind, whoever writes through it: one indexed D1 read of the namespace.
+ * Batched writes (`Store.writeMany`) and commits of precomputed changes (`Storage.commit`) are not
+ * admitted: the replica set controller's ManifestWorks (in cluster
  * namespaces, created with their clusters) and the scheduler's PlacementDecisions (in the
  * namespace of their Placement, admitted when it was created); what they create in a namespace
  * being deleted is deleted by the namespace controller's next pass (src/namespaces/controller.ts).

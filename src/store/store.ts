@@ -25,7 +25,6 @@ import { computeWrite, type WriteRequest } from "../k8s/write.ts";
 import type { Env } from "../env.ts";
 import type { WaitUntil } from "./outbox.ts";
 import type { WriterMode } from "./d1/write.ts";
-import type { ClusterTransition } from "../auth/ocm-admission.ts";
 import { clock } from "../clock.ts";
 import { d1Backend } from "./d1/backend.ts";
 import { clusterObjectBackend } from "./cluster-object/backend.ts";
@@ -34,6 +33,17 @@ import { writeOneByOne } from "./one-by-one.ts";
 export type { LabelIndexRequirement, ListResult, Page, PageOptions, StoreKey, WatchEvent } from "./d1/objects.ts";
 export { EVENT_RETENTION, FUTURE_RESOURCE_VERSION_POLL_MS, FUTURE_RESOURCE_VERSION_WAIT_MS, LIST_CHUNK_ROWS, parseResourceVersion } from "./d1/objects.ts";
 export type { WriterMode } from "./d1/write.ts";
+
+/**
+ * What a ManagedCluster write changes of what OCM guards (src/auth/ocm-admission.ts): its cluster
+ * set (`[from, to]`, `""` for none; null when the label does not change) and whether it accepts
+ * the cluster. The API admits one for the requesting user; the cluster backend carries it to the
+ * cluster's object, which refuses a write that would make another ({@link WriteOptions.admitted}).
+ */
+export interface ClusterTransition {
+  clusterSet: [string, string] | null;
+  accepts: boolean;
+}
 
 /** The outcome of a write: the object as stored (after a delete: as it was, or null once removed) and whether it was created. */
 export interface WriteOutcome {

@@ -9,9 +9,8 @@ import { ApiError, badRequest, type Status } from "../../k8s/errors.ts";
 import type { KindDefinition } from "../../k8s/kind.ts";
 import { isJsonObject, type KubeObject } from "../../k8s/meta.ts";
 import { computeWrite, generatedName, type WriteRequest } from "../../k8s/write.ts";
-import type { ClusterTransition } from "../../auth/ocm-admission.ts";
 import type { Env } from "../../env.ts";
-import type { Store, WriteOutcome } from "../store.ts";
+import type { ClusterTransition, Store, WriteOutcome } from "../store.ts";
 import { d1Backend } from "../d1/backend.ts";
 import { writeOneByOne } from "../one-by-one.ts";
 
