@@ -47,6 +47,7 @@ const counts = {
   refusals: new Map<number, number>(),
   deadConnections: 0,
   malformed: 0,
+  reportsAcked: 0,
 };
 const bump = <K>(m: Map<K, number>, k: K) => m.set(k, (m.get(k) ?? 0) + 1);
 
@@ -319,6 +320,7 @@ class SimAgent {
           this.joined = true;
           if (msg.leaseDurationSeconds) this.lease = msg.leaseDurationSeconds;
         } else {
+          counts.reportsAcked++;
           const g = Number(/^r(\d+)-/.exec(req.id)![1]);
           if (!this.reported.has(g)) this.reported.set(g, now());
         }
@@ -415,6 +417,7 @@ async function handle(cmd: FleetCommand): Promise<unknown> {
         refusals: mapOf(counts.refusals),
         deadConnections: counts.deadConnections,
         malformed: counts.malformed,
+        reportsAcked: counts.reportsAcked,
       };
     case "close": {
       stopping.abort();
