@@ -5,7 +5,10 @@
  * the Worker at most one send scheduled per isolate, {@link FLUSH_DELAY_MS} after the first
  * event, so an isolate under load sends one batch a second whatever its request rate, each cell
  * (family and labels) once; in a Durable Object after the event that counted (a lease expiry, a
- * channel message, a scheduler run), with whatever the isolate gathered meanwhile. The metrics object adds the batch to its stored totals, which
+ * channel message, a scheduler run), with whatever the isolate gathered meanwhile, unless a send
+ * is in flight: the events counted meanwhile go in one batch as soon as it finished, so 1,000
+ * channel reports in a burst cost a few sends, not 1,000 (each a call of the metrics object and a
+ * row). The metrics object adds the batch to its stored totals, which
  * therefore survive isolate restarts; what an isolate counted in the last second before it was
  * evicted may be lost (a counter then reads a little low, never high).
  *
@@ -29,12 +32,13 @@ export type BatchCell = [family: string, labels: string, values: number[]];
 /** This isolate's events not yet sent, by `family + labels`. */
 let pending = new Map<string, BatchCell>();
 /**
- * The send scheduled or in flight: its number, and when it last showed life (performance.now(),
- * milliseconds of elapsed time, not the injected clock a test may move).
+ * The send scheduled or in flight: its number, when it last showed life (performance.now(),
+ * milliseconds of elapsed time, not the injected clock a test may move), and `now`: a Durable
+ * Object's event asked for its batch at once, so the next send does not wait its delay.
  * A send whose request context ended (workerd then drops its timers and awaits, so its `finally`
  * never runs) stops showing life; after {@link STALE_SEND_MS} another one is scheduled.
  */
-let sending: { id: number; aliveMs: number } | null = null;
+let sending: { id: number; aliveMs: number; now: boolean } | null = null;
 let sends = 0;
 
 /** After how long without a sign of life a scheduled send counts as dropped, in milliseconds. */
@@ -89,28 +93,29 @@ export async function flushMetrics(env: Pick<Env, "METRICS">): Promise<boolean> 
 }
 
 /**
- * Schedules the send of this isolate's batch. With `delayMs` > 0 ({@link FLUSH_DELAY_MS} by
- * default, the Worker's requests), unless a send is already scheduled: `delayMs` after now, then
- * again while events keep coming. With 0 (a Durable Object's events: few, and an object should
- * keep no timer alive nor depend on another event's context), the batch is sent at once, after
- * the event's answer. `waitUntil` keeps the request's (or the object's) context alive for it.
- * Call it after counting; cheap when a send is scheduled.
+ * Schedules the send of this isolate's batch, unless a send is already scheduled or in flight
+ * (it takes this event's counts too). With `delayMs` > 0 ({@link FLUSH_DELAY_MS} by default, the
+ * Worker's requests): `delayMs` after now, then again while events keep coming. With 0 (a Durable
+ * Object's events: an object should keep no timer alive), the batch is sent at once, after the
+ * event's answer, and the events counted while it is in flight go in one batch right after it
+ * (a scheduled send's delay is cut short the same way). `waitUntil` keeps the request's (or the
+ * object's) context alive for it. Call it after counting; cheap when a send is scheduled.
  */
 export function flushSoon(env: Pick<Env, "METRICS">, waitUntil: (p: Promise<unknown>) => void, delayMs = FLUSH_DELAY_MS): void {
   if (pending.size === 0 || !env.METRICS) return;
-  if (delayMs <= 0) {
-    waitUntil(flushMetrics(env));
+  if (sending && performance.now() - sending.aliveMs < STALE_SEND_MS) {
+    if (delayMs <= 0) sending.now = true;
     return;
   }
-  if (sending && performance.now() - sending.aliveMs < STALE_SEND_MS) return;
-  const me = { id: ++sends, aliveMs: performance.now() };
+  const me = { id: ++sends, aliveMs: performance.now(), now: delayMs <= 0 };
   sending = me;
   waitUntil(
     (async () => {
       try {
         // Stops at a failed send: the batch waits for the next event's send.
         while (pending.size > 0) {
-          await new Promise((resolve) => setTimeout(resolve, delayMs));
+          if (!me.now) await new Promise((resolve) => setTimeout(resolve, delayMs));
+          me.now = false;
           me.aliveMs = performance.now();
           if (!(await flushMetrics(env))) break;
           me.aliveMs = performance.now();
