@@ -53,7 +53,7 @@ import { Lease } from "./cluster/lease.ts";
 import { heldForLeave, Leave, LEAVE_TIMER, markLeaving } from "./cluster/leave.ts";
 import { WorksDelivery } from "./cluster/works.ts";
 import { AgentConnection, type ConnectionHost } from "./cluster/connection.ts";
-import { Reports, REPORTS_SCHEMA, type ReportOutcome } from "./cluster/reports.ts";
+import { Reports, type ReportOutcome } from "./cluster/reports.ts";
 import { reportWorkStatus } from "../src/agent/work-report.ts";
 import { reportPolicyCompliance } from "../src/agent/policy-report.ts";
 import type { PolicyComplianceReportRequest, WorkStatusReport } from "../src/agent/protocol.ts";
@@ -133,7 +133,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
 
   /** Creates this object's tables (again after a deleteAll). */
   private createSchema(): void {
-    this.ctx.storage.sql.exec(STATE_SCHEMA + KEYS_SCHEMA + REPORTS_SCHEMA);
+    this.ctx.storage.sql.exec(STATE_SCHEMA + KEYS_SCHEMA);
     migrateState(this.ctx.storage.sql);
     this.timers.create();
   }
@@ -189,6 +189,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
     this.keys.clearCache();
     await this.timers.reset();
     await this.ctx.storage.deleteAll();
+    this.reports.reset();
     this.state.clear();
     this.delivery.invalidate();
     this.createSchema();
