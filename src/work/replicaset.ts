@@ -26,6 +26,7 @@
 import { ApiError } from "../k8s/errors.ts";
 import { resourceKey } from "../k8s/kind.ts";
 import { setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
+import { deepEqual } from "../k8s/fieldmanager.ts";
 import { database, getObject, listObjects, listObjectsNamed } from "../k8s/store.ts";
 import { ManifestWorkKind, ManifestWorkReplicaSetKind, MWRS_LABEL, PLACEMENT_NAME_LABEL } from "../kinds/manifestwork.ts";
 import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
@@ -164,11 +165,17 @@ export class WorksCache {
     this.filledAt = now;
   }
 
-  /** Takes a work as stored (kept only when newer than the copy held). */
+  /**
+   * Takes a work as stored (kept only when newer than the copy held). A work of the same uid and
+   * generation as the copy held has its spec (a ManifestWork's generation moves with its spec: an
+   * agent's status report keeps it), so the copy's {@link specJson} is carried over, not computed again.
+   */
   apply(work: KubeObject): void {
     if (!this.works) return;
     const held = this.works.get(work.metadata.namespace!);
     if (held && Number(held.metadata.resourceVersion) > Number(work.metadata.resourceVersion)) return;
+    const json = held && held.metadata.uid === work.metadata.uid && held.metadata.generation === work.metadata.generation ? specJsonOf.get(held) : undefined;
+    if (json !== undefined && !specJsonOf.has(work)) specJsonOf.set(work, json);
     this.works.set(work.metadata.namespace!, work);
   }
 
@@ -605,7 +612,7 @@ function planReplicaSet(change: Change): ReplicaSetOwed | null {
   if (def !== ManifestWorkKind) return null;
   const owner = parseKey((after ?? before)?.metadata.labels?.[MWRS_LABEL]);
   if (!owner) return null;
-  if (before && after && canonical(before.status ?? null) !== canonical(after.status ?? null)) return owner;
+  if (before && after && !deepEqual(before.status ?? null, after.status ?? null)) return owner;
   if (!after || (after.metadata.deletionTimestamp && !before?.metadata.deletionTimestamp)) return { ...owner, deletedWorkIn: namespace };
   return null;
 }
