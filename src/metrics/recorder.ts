@@ -5,7 +5,7 @@
  * the Worker at most one send scheduled per isolate, {@link FLUSH_DELAY_MS} after the first
  * event, so an isolate under load sends one batch a second whatever its request rate, each cell
  * (family and labels) once; in a Durable Object after the event that counted (a lease expiry, a
- * channel message, a scheduler run), with whatever the isolate gathered meanwhile, unless a send
+ * channel message, a scheduler run), with whatever the isolate gathered meanwhile, unless an object's send
  * is in flight: the events counted meanwhile go in one batch as soon as it finished, so 1,000
  * channel reports in a burst cost a few sends, not 1,000 (each a call of the metrics object and a
  * row). The metrics object adds the batch to its stored totals, which
@@ -32,14 +32,18 @@ export type BatchCell = [family: string, labels: string, values: number[]];
 /** This isolate's events not yet sent, by `family + labels`. */
 let pending = new Map<string, BatchCell>();
 /**
- * The send scheduled or in flight: its number, when it last showed life (performance.now(),
- * milliseconds of elapsed time, not the injected clock a test may move), and `now`: a Durable
- * Object's event asked for its batch at once, so the next send does not wait its delay.
+ * The Worker's send scheduled or in flight: its number, and when it last showed life
+ * (performance.now(), milliseconds of elapsed time, not the injected clock a test may move).
  * A send whose request context ended (workerd then drops its timers and awaits, so its `finally`
  * never runs) stops showing life; after {@link STALE_SEND_MS} another one is scheduled.
  */
-let sending: { id: number; aliveMs: number; now: boolean } | null = null;
+let sending: { id: number; aliveMs: number } | null = null;
 let sends = 0;
+/**
+ * A Durable Object's send in flight (sent at once, without a timer): when it last showed life,
+ * and `again`, set by the events counted meanwhile, whose batch it sends right after.
+ */
+let flushing: { aliveMs: number; again: boolean } | null = null;
 
 /** After how long without a sign of life a scheduled send counts as dropped, in milliseconds. */
 const STALE_SEND_MS = 10_000;
@@ -93,29 +97,49 @@ export async function flushMetrics(env: Pick<Env, "METRICS">): Promise<boolean> 
 }
 
 /**
- * Schedules the send of this isolate's batch, unless a send is already scheduled or in flight
- * (it takes this event's counts too). With `delayMs` > 0 ({@link FLUSH_DELAY_MS} by default, the
- * Worker's requests): `delayMs` after now, then again while events keep coming. With 0 (a Durable
- * Object's events: an object should keep no timer alive), the batch is sent at once, after the
- * event's answer, and the events counted while it is in flight go in one batch right after it
- * (a scheduled send's delay is cut short the same way). `waitUntil` keeps the request's (or the
- * object's) context alive for it. Call it after counting; cheap when a send is scheduled.
+ * Schedules the send of this isolate's batch. With `delayMs` > 0 ({@link FLUSH_DELAY_MS} by
+ * default, the Worker's requests), unless a send is already scheduled: `delayMs` after now, then
+ * again while events keep coming. With 0 (a Durable Object's events: an object should keep no
+ * timer alive nor wait on a request's context), the batch is sent at once, after the event's
+ * answer, unless an object's send is in flight: the events counted meanwhile then go in one batch
+ * right after it, so a burst of channel messages costs a few sends, not one each. `waitUntil`
+ * keeps the request's (or the object's) context alive for it. Call it after counting; cheap when
+ * a send is scheduled.
  */
 export function flushSoon(env: Pick<Env, "METRICS">, waitUntil: (p: Promise<unknown>) => void, delayMs = FLUSH_DELAY_MS): void {
   if (pending.size === 0 || !env.METRICS) return;
-  if (sending && performance.now() - sending.aliveMs < STALE_SEND_MS) {
-    if (delayMs <= 0) sending.now = true;
+  if (delayMs <= 0) {
+    if (flushing && performance.now() - flushing.aliveMs < STALE_SEND_MS) {
+      flushing.again = true;
+      return;
+    }
+    const me = { aliveMs: performance.now(), again: false };
+    flushing = me;
+    waitUntil(
+      (async () => {
+        try {
+          // Stops at a failed send: the batch waits for the next event's send.
+          do {
+            me.again = false;
+            me.aliveMs = performance.now();
+            if (!(await flushMetrics(env))) break;
+          } while (me.again && pending.size > 0);
+        } finally {
+          if (flushing === me) flushing = null;
+        }
+      })(),
+    );
     return;
   }
-  const me = { id: ++sends, aliveMs: performance.now(), now: delayMs <= 0 };
+  if (sending && performance.now() - sending.aliveMs < STALE_SEND_MS) return;
+  const me = { id: ++sends, aliveMs: performance.now() };
   sending = me;
   waitUntil(
     (async () => {
       try {
         // Stops at a failed send: the batch waits for the next event's send.
         while (pending.size > 0) {
-          if (!me.now) await new Promise((resolve) => setTimeout(resolve, delayMs));
-          me.now = false;
+          await new Promise((resolve) => setTimeout(resolve, delayMs));
           me.aliveMs = performance.now();
           if (!(await flushMetrics(env))) break;
           me.aliveMs = performance.now();
