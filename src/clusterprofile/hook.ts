@@ -10,7 +10,7 @@
 import type { KubeObject } from "../k8s/meta.ts";
 import { listObjects } from "../k8s/store.ts";
 import { ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
-import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
+import type { AfterCommitHook } from "../store/hooks.ts";
 import { store as database } from "../store/write.ts";
 import { planSetStatus, runSetStatusWork, type SetStatusWork } from "./clusterset-status.ts";
 import { planProfiles, runProfileWork, type ProfileWork } from "./controller.ts";
@@ -41,4 +41,3 @@ export const inventoryHook: AfterCommitHook<InventoryWork> = {
     if (failed) throw failed.reason;
   },
 };
-registerAfterCommitHook(inventoryHook);

@@ -23,7 +23,7 @@ import { findCondition, rfc3339, setCondition, type Condition, type KubeObject }
 import { database, getObject } from "../k8s/store.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
-import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
+import type { AfterCommitHook } from "../store/hooks.ts";
 import { storeOf, type WriteOptions } from "../store/store.ts";
 import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
@@ -149,7 +149,6 @@ export const workDeletingHook: AfterCommitHook<true> = {
     return { rewrote: true };
   },
 };
-registerAfterCommitHook(workDeletingHook);
 
 /**
  * When a work with `deleteOption.ttlSecondsAfterFinished` is to be deleted (epoch milliseconds):
@@ -194,7 +193,6 @@ export const workTtlHook: AfterCommitHook<TtlOwed> = {
     await env.CLUSTERS.getByName(target.namespace).workTtl(target.name, owed.uid, owed.due);
   },
 };
-registerAfterCommitHook(workTtlHook);
 
 /**
  * Deletes work `name` of namespace `namespace` when it is still the one of `uid` and its TTL
