@@ -448,7 +448,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
   /**
    * Records that the works in this cluster's namespace changed (a work created, deleted, or its
    * spec or metadata changed): a new works ETag, and every waiting long-poll answers at once.
-   * Called by the Worker after the change committed to D1 (src/work/hooks.ts), with the change
+   * Called by the Worker after the change committed to D1 (src/work/controller.ts), with the change
    * (`delta`, which the works a poll answers with take in) when the writer has it; without it
    * (an outbox sweep, the start of a leave), the next changed poll reads the works from D1. Does
    * nothing for a cluster that does not exist (its first poll gets a fresh ETag anyway). Not

@@ -1,7 +1,7 @@
 /**
  * SchedulerObject: the one Durable Object (named "scheduler") that runs the placement controller.
  * Writes that can change a placement's decisions run `reconcile` as their after-commit hook
- * (src/placement/triggers.ts) and wait for it, so decisions are computed before the write
+ * (src/placement/controller.ts) and wait for it, so decisions are computed before the write
  * returns. Runs are serialised and each applies the triggering writes first, so no placement's
  * decisions are computed from a state older than the last write. Triggers that arrive during a
  * run are merged into the next one. Every write of a run goes through the store's one write path
@@ -92,7 +92,7 @@ export class SchedulerObject extends DurableObject<Env> {
 
   /**
    * Accepts a writer's trigger together with its outbox row `outboxId` (the scheduling hook's
-   * only work, src/placement/triggers.ts), without waiting for its run and without storing it:
+   * only work, src/placement/controller.ts), without waiting for its run and without storing it:
    * the trigger runs from memory (merged with others into the next run), and the row is deleted
    * once that run finished (with other rows, `deferOutboxDelete`). The row is the trigger's durable
    * record: should this instance end before the run (a restart, an eviction), or the run fail,

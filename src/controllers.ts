@@ -33,17 +33,17 @@ import { defaultServiceAccountHook } from "./auth/serviceaccounts.ts";
 import { clusterRoleAggregationHook } from "./auth/rbac-store.ts";
 import { clusterNamespaceCreateHook, namespaceDeletionHook } from "./namespaces/controller.ts";
 import { addonClusterUnknownHook } from "./addons/agent-health.ts";
-import { schedulingHook } from "./placement/triggers.ts";
+import { schedulingHook } from "./placement/controller.ts";
 import { replicaSetHook } from "./work/replicaset.ts";
 import { deleteExpiredWork, workDeletingHook, workTtlHook } from "./work/deletion.ts";
-import { clusterNamespaceHook, worksDeliveryHook } from "./work/hooks.ts";
-import { garbageCollectorHook } from "./gc/collector.ts";
+import { clusterNamespaceHook, worksDeliveryHook } from "./work/controller.ts";
+import { garbageCollectorHook } from "./gc/controller.ts";
 import { setCountsStatements } from "./clusterprofile/set-counts.ts";
-import { inventoryHook } from "./clusterprofile/hook.ts";
-import { eventsHook, eventTtlCommitStatements } from "./events/hooks.ts";
+import { inventoryHook } from "./clusterprofile/controller.ts";
+import { eventsHook, eventTtlCommitStatements } from "./events/controller.ts";
 import { expireEvents } from "./events/expiry.ts";
-import { policyHook } from "./policy/hook.ts";
-import { addonHook } from "./addons/hooks.ts";
+import { policyHook } from "./policy/controller.ts";
+import { addonHook } from "./addons/controller.ts";
 import { runClusterManagementAddOn } from "./addons/manager.ts";
 
 /**

@@ -21,7 +21,7 @@
  * created it reads them). A registered add-on's hub permissions follow the template resolved for
  * it (src/addons/token-registration.ts `syncHubPermissions`), and go with it.
  *
- * Triggers (src/addons/hooks.ts): writes of the add-on kinds and of add-on works' status, and
+ * Triggers (src/addons/controller.ts): writes of the add-on kinds and of add-on works' status, and
  * placement decision changes ({@link addonsForPlacements}). Each run reads
  * only the objects of its add-on (by name) and the placements it names, never every cluster.
  */

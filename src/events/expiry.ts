@@ -2,7 +2,7 @@
  * Events expire `FLOTILLA_EVENT_TTL_SECONDS` after their last write, as kube-apiserver's Events
  * expire `--event-ttl` (default one hour) after theirs (etcd leases). Without a scan of all
  * Events: each Event's last write time is kept in `event_ttl` (migration 0012, written in the
- * batch of every write of it: src/events/hooks.ts), indexed by that time, and the scheduler
+ * batch of every write of it: src/events/controller.ts), indexed by that time, and the scheduler
  * object's `event-expiry` timer (the manifest, src/controllers.ts; armed when an Event is created)
  * deletes at most {@link EXPIRY_BATCH} of the oldest expired ones per run through the store (so
  * watchers see them DELETED), then arms itself at the next expiry, or not at all once no Event is

@@ -12,7 +12,7 @@
  *   `open-cluster-management.io/cluster-name=X`): created with the cluster, again when the
  *   cluster is accepted and its namespace is missing, and again once a deletion of the namespace
  *   of an accepted cluster completed. It is kept when the cluster is removed, as OCM keeps it
- *   (src/work/hooks.ts deletes the works it held). Accepting a cluster while its namespace is
+ *   (src/work/controller.ts deletes the works it held). Accepting a cluster while its namespace is
  *   terminating is refused (src/namespaces/lifecycle.ts `admitAcceptance`).
  *
  * Each reads only the namespace and the objects of that namespace (by the store's

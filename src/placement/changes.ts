@@ -2,7 +2,7 @@
  * What a committed write tells the placement scheduler (OCM's enqueue rules): which placements it
  * can affect, as a Trigger, with what the scheduler's view reads of the written object. Pure, so
  * that the unit tests and the bench import it outside the Worker; the after-commit hook that
- * runs these triggers is src/placement/triggers.ts.
+ * runs these triggers is src/placement/controller.ts.
  */
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";

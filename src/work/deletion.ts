@@ -11,7 +11,7 @@
  *   (a report with `released: true`, src/agent/protocol.ts), honouring `deleteOption`; then the
  *   hub drops the finalizer and the work goes. A work whose cluster does not exist (its namespace
  *   has no ManagedCluster: nobody is left to confirm) loses the finalizer at once; the works of a
- *   removed cluster lose it with the namespace's cleanup (src/work/hooks.ts), since the cluster's
+ *   removed cluster lose it with the namespace's cleanup (src/work/controller.ts), since the cluster's
  *   leave released everything (or the cluster is gone).
  * - `deleteOption.ttlSecondsAfterFinished`: a work whose `Complete` condition is True is deleted
  *   that many seconds after the condition's `lastTransitionTime` ({@link workTtlHook}): a timer of
