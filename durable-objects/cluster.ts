@@ -40,7 +40,8 @@ import { admitAcceptance } from "../src/namespaces/lifecycle.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../src/k8s/write.ts";
 import type { WriterMode } from "../src/store/write.ts";
 import type { WorkDelta } from "../src/work/namespace-works.ts";
-import { deleteExpiredWork, parseWorkTtlTimer, workTtlTimer } from "../src/work/deletion.ts";
+import { workTtlTimer } from "../src/work/deletion.ts";
+import { timersOf } from "../src/controllers.ts";
 import type { Env } from "../src/env.ts";
 import type { Heartbeat } from "../src/agent/protocol.ts";
 import { INVALID_AGENT_CREDENTIAL } from "../src/auth/credentials.ts";
@@ -448,7 +449,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
   /**
    * Records that the works in this cluster's namespace changed (a work created, deleted, or its
    * spec or metadata changed): a new works ETag, and every waiting long-poll answers at once.
-   * Called by the Worker after the change committed to D1 (src/work/hooks.ts), with the change
+   * Called by the Worker after the change committed to D1 (src/work/controller.ts), with the change
    * (`delta`, which the works a poll answers with take in) when the writer has it; without it
    * (an outbox sweep, the start of a leave), the next changed poll reads the works from D1. Does
    * nothing for a cluster that does not exist (its first poll gets a fresh ETag anyway). Not
@@ -572,15 +573,13 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
       this.keys.purgeReplays(now);
       const due = this.timers.due(now);
       if (due.includes(LEAVE_TIMER) && (await this.leave.fire(current, now))) return;
-      for (const purpose of due) {
-        if (purpose === LEAVE_TIMER) continue;
-        this.timers.cancel(purpose);
-        const ttl = parseWorkTtlTimer(purpose);
-        if (!ttl) continue;
-        // A completed work's TTL ran out; a deadline that moved later sets the timer again.
-        const later = await deleteExpiredWork(this.env, current.metadata.name, ttl.name, ttl.uid);
-        if (later !== null) this.timers.set(purpose, later);
-      }
+      // The other timers by the manifest's lookup (a completed work's TTL: src/controllers.ts).
+      await this.timers.runDue(
+        now,
+        timersOf("ClusterObject"),
+        { env: this.env, object: current.metadata.name, setTimer: async (purpose, at) => this.timers.setEarlier(purpose, at) },
+        [LEAVE_TIMER],
+      );
       const stopped = this.lease.check(current, now);
       if (stopped) {
         const stored = await this.commit(current, stopped, "returns");

@@ -10,7 +10,7 @@ import type { Env } from "../../src/env.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
 import { database, getObject, guardedShape, type GuardedBinder } from "../../src/k8s/store.ts";
 import { LEGACY_CLUSTER_ID_ANNOTATION, ManagedClusterKind, reconcileManagedCluster } from "../../src/kinds/managedcluster.ts";
-import { schedulingHook } from "../../src/placement/triggers.ts";
+import { schedulingHook } from "../../src/placement/controller.ts";
 import { armSweep } from "../../src/store/outbox.ts";
 import { commitChange, finishCommit, type WriterMode } from "../../src/store/write.ts";
 import { clock } from "../../src/clock.ts";

@@ -32,7 +32,7 @@ import { ADDON_CONFIG_READER_EXTRA, type AddonConfigReader } from "./addon-admis
 import type { Env } from "../env.ts";
 import { featureEnabled } from "../features.ts";
 import { NIL_EXECUTOR_VALIDATING_EXTRA } from "./executor.ts";
-import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
+import type { AfterCommitHook } from "../store/hooks.ts";
 import { storeOf } from "../store/store.ts";
 import { store } from "../store/write.ts";
 import {
@@ -179,7 +179,6 @@ export const clusterRoleAggregationHook: AfterCommitHook<true> = {
     await aggregateStoredClusterRoles(env);
   },
 };
-registerAfterCommitHook(clusterRoleAggregationHook);
 
 // ---------------------------------------------------------------------------
 // Bootstrap policy (kube-apiserver's RBAC bootstrap and reconciliation)

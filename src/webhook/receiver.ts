@@ -39,7 +39,7 @@ import { storeOf } from "../store/store.ts";
 import { rbacAuthorizer } from "../auth/rbac-store.ts";
 import type { UserInfo } from "../auth/rbac.ts";
 import { RBAC_AUTHOR_EXTRA, type RbacAuthor } from "../kinds/rbac.ts";
-import { reschedule } from "../placement/triggers.ts";
+import { reschedule } from "../placement/controller.ts";
 import { reevaluateReplicaSet } from "../work/replicaset.ts";
 import type { Env } from "../env.ts";
 import { claimDelivery, releaseDelivery } from "./deliveries.ts";

@@ -11,7 +11,7 @@
  *   (a report with `released: true`, src/agent/protocol.ts), honouring `deleteOption`; then the
  *   hub drops the finalizer and the work goes. A work whose cluster does not exist (its namespace
  *   has no ManagedCluster: nobody is left to confirm) loses the finalizer at once; the works of a
- *   removed cluster lose it with the namespace's cleanup (src/work/hooks.ts), since the cluster's
+ *   removed cluster lose it with the namespace's cleanup (src/work/controller.ts), since the cluster's
  *   leave released everything (or the cluster is gone).
  * - `deleteOption.ttlSecondsAfterFinished`: a work whose `Complete` condition is True is deleted
  *   that many seconds after the condition's `lastTransitionTime` ({@link workTtlHook}): a timer of
@@ -23,7 +23,7 @@ import { findCondition, rfc3339, setCondition, type Condition, type KubeObject }
 import { database, getObject } from "../k8s/store.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
-import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
+import type { AfterCommitHook } from "../store/hooks.ts";
 import { storeOf, type WriteOptions } from "../store/store.ts";
 import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
@@ -149,7 +149,6 @@ export const workDeletingHook: AfterCommitHook<true> = {
     return { rewrote: true };
   },
 };
-registerAfterCommitHook(workDeletingHook);
 
 /**
  * When a work with `deleteOption.ttlSecondsAfterFinished` is to be deleted (epoch milliseconds):
@@ -194,7 +193,6 @@ export const workTtlHook: AfterCommitHook<TtlOwed> = {
     await env.CLUSTERS.getByName(target.namespace).workTtl(target.name, owed.uid, owed.due);
   },
 };
-registerAfterCommitHook(workTtlHook);
 
 /**
  * Deletes work `name` of namespace `namespace` when it is still the one of `uid` and its TTL

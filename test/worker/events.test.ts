@@ -10,7 +10,7 @@ import { agentKeys, call, createNamespaces, createToken, MC, register, scheduled
 import { recordEvent, recordEvents } from "../../src/events/record.ts";
 import { armEventExpiry, DEFAULT_EVENT_TTL_SECONDS, expireEvents } from "../../src/events/expiry.ts";
 import type { Env } from "../../src/env.ts";
-import { eventsOf } from "../../src/events/hooks.ts";
+import { eventsOf } from "../../src/events/controller.ts";
 import { ManifestWorkKind, ManifestWorkReplicaSetKind } from "../../src/kinds/manifestwork.ts";
 import { ManagedClusterAddOnKind } from "../../src/kinds/addon.ts";
 import { PolicyKind } from "../../src/kinds/policy.ts";

@@ -9,7 +9,7 @@ import { ManagedClusterKind } from "../../src/kinds/managedcluster.ts";
 import { PlacementKind } from "../../src/kinds/placement.ts";
 import type { RunResult, Trigger } from "../../src/placement/plan.ts";
 import { clusterView } from "../../src/placement/reads.ts";
-import { schedulingHook } from "../../src/placement/triggers.ts";
+import { schedulingHook } from "../../src/placement/controller.ts";
 import { registerAfterCommitHook, type Change } from "../../src/store/hooks.ts";
 import { writeStored } from "../../src/store/write.ts";
 import type { Env } from "../../src/env.ts";

@@ -9,7 +9,7 @@ import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import { PolicyKind, isReplicatedPolicy } from "../kinds/policy.ts";
 import { AddOnPlacementScoreKind } from "../kinds/placement.ts";
-import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";
+import type { AfterCommitHook, Change } from "../store/hooks.ts";
 import { DELIVERED_POLICY_KIND, type WorkDelta } from "./namespace-works.ts";
 import { storeOf } from "../store/store.ts";
 import { releaseCleanupFinalizer } from "./deletion.ts";
@@ -58,7 +58,6 @@ export const worksDeliveryHook: AfterCommitHook<true> = {
     await env.CLUSTERS.getByName(target.namespace).worksChanged(workDelta(target.change));
   },
 };
-registerAfterCommitHook(worksDeliveryHook);
 
 /**
  * A removed ManagedCluster's namespace: its ManifestWorks and AddOnPlacementScores are deleted
@@ -87,4 +86,3 @@ export const clusterNamespaceHook: AfterCommitHook<true> = {
     }
   },
 };
-registerAfterCommitHook(clusterNamespaceHook);

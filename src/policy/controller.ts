@@ -12,17 +12,19 @@
  * - a PolicySet created, deleted or its policies changed: the runs of the policies that joined
  *   or left it (all of them on a create or delete; the others' placement is unchanged), and its
  *   status;
- * - a PlacementDecision's decisions changed, a Placement created or deleted: the runs of the
- *   policies bound to that placement.
+ * - a PlacementDecision's decisions changed (created, changed or deleted): the runs of the
+ *   policies bound to that placement. A Placement's own create or delete owes nothing: the
+ *   scheduler writes its first decision (every placement has one, empty or not), and its
+ *   decisions are deleted with it, so its policies run once, on the decision's change.
  *
  * The propagator's own writes (replicas' spec and metadata, the status of roots and sets) owe
  * nothing, so a run never calls for itself.
  */
 import type { KubeObject } from "../k8s/meta.ts";
-import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
+import { PlacementDecisionKind } from "../kinds/placement.ts";
 import { PlacementBindingKind, POLICY_GROUP, PolicyKind, PolicySetKind, ROOT_POLICY_LABEL } from "../kinds/policy.ts";
 import { PLACEMENT_LABEL } from "../scheduling/index.ts";
-import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";
+import type { AfterCommitHook, Change } from "../store/hooks.ts";
 import { reconcilePlacement, reconcileSubjects, recordReplicaCompliance } from "./propagator.ts";
 
 /**
@@ -104,9 +106,6 @@ export function planPolicy(change: Change): PolicyOwed | null {
     if (!placement || (before && after && json(before.status) === json(after.status))) return null;
     return { namespace, placement };
   }
-  if (def === PlacementKind) {
-    return !before || !after ? { namespace, placement: name } : null;
-  }
   return null;
 }
 
@@ -130,4 +129,3 @@ export const policyHook: AfterCommitHook<PolicyOwed> = {
     return { rewrote: target.change?.def === PolicyKind || target.change?.def === PolicySetKind };
   },
 };
-registerAfterCommitHook(policyHook);

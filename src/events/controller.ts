@@ -54,7 +54,7 @@ import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
 import { ManagedClusterAddOnKind } from "../kinds/addon.ts";
 import { isReplicatedPolicy, PolicyKind, ROOT_POLICY_LABEL } from "../kinds/policy.ts";
 import { PLACEMENT_LABEL } from "../scheduling/index.ts";
-import { registerAfterCommitHook, registerCommitStatements, type Change } from "../store/hooks.ts";
+import type { AfterCommitHook, Change, CommitStatements } from "../store/hooks.ts";
 import { clock } from "../clock.ts";
 import { HUB_INSTANCE, recordEvents, refOf, type EventSpec } from "./record.ts";
 import { armEventExpiry } from "./expiry.ts";
@@ -358,7 +358,8 @@ interface EventsOwed {
   arm?: boolean;
 }
 
-registerAfterCommitHook<EventsOwed>({
+/** The Events' after-commit hook: records the Events a change calls for, arms the expiry timer. */
+export const eventsHook: AfterCommitHook<EventsOwed> = {
   name: "events",
   plan(change) {
     // A client's Event arms the expiry timer here; the recorder's arm it themselves (src/events/record.ts).
@@ -371,7 +372,7 @@ registerAfterCommitHook<EventsOwed>({
     if (owed.record) await recordEvents(env, owed.record, owed.at);
     if (owed.arm) await armEventExpiry(env);
   },
-});
+};
 
 const p = sql.placeholder;
 const dialect = new SQLiteSyncDialect();
@@ -389,4 +390,5 @@ export function eventTtlStatements(change: Change, guarded: GuardedBinder): D1Pr
   if (change.def !== EventKind) return [];
   return [change.after ? guarded(writtenShape, { at: clock.now() }) : guarded(removedShape)];
 }
-registerCommitStatements({ name: "event-ttl", statements: eventTtlStatements });
+/** The Events' TTL commit statements (registered by the controller manifest, src/controllers.ts). */
+export const eventTtlCommitStatements: CommitStatements = { name: "event-ttl", statements: eventTtlStatements };

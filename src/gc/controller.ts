@@ -17,7 +17,7 @@
  * than the changed object's dependents, through the owner index (src/k8s/store.ts
  * `dependentsOf`), never a scan of all objects.
  */
-import { registerAfterCommitHook } from "../store/hooks.ts";
+import type { AfterCommitHook } from "../store/hooks.ts";
 import { store } from "../store/write.ts";
 import { storeOf } from "../store/store.ts";
 import { dependentsOf, getObject } from "../k8s/store.ts";
@@ -193,7 +193,7 @@ async function finalize(env: Env, def: KindDefinition, owner: KubeObject): Promi
 }
 
 /** The garbage collector's after-commit hook (see the module's documentation). */
-registerAfterCommitHook<GcOwed>({
+export const garbageCollectorHook: AfterCommitHook<GcOwed> = {
   name: "garbage-collector",
   plan(change) {
     const { def, namespace, name, before, after } = change;
@@ -234,7 +234,7 @@ registerAfterCommitHook<GcOwed>({
     if (owed.finalizing && finalizingWith(current)) await finalize(env, def, current);
     if (owed.owners && !current.metadata.deletionTimestamp) await settleDependent(env, def, current);
   },
-});
+};
 
 function sameJson(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);

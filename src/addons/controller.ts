@@ -12,7 +12,9 @@
  * - a work labelled `open-cluster-management.io/addon-name` whose status changed (the agent's
  *   report), or that was deleted: its ManagedClusterAddOn's run;
  * - an AddOnTemplate or AddOnDeploymentConfig created, changed or removed: the run of every
- *   ClusterManagementAddOn (a handful), whose runs roll the new content out.
+ *   ClusterManagementAddOn (a handful), whose runs roll the new content out;
+ * - a PlacementDecision whose decisions moved (src/placement/changes.ts `decisionsMoved`): the
+ *   runs of the ClusterManagementAddOns installed by its placement ({@link addonsForPlacements}).
  * The manager's own status writes of either add-on kind call for nothing else.
  */
 import { clock } from "../clock.ts";
@@ -20,9 +22,10 @@ import type { KubeObject } from "../k8s/meta.ts";
 import { database, listObjects, listObjectsNamed } from "../k8s/store.ts";
 import { ADDON_GROUP, ClusterManagementAddOnKind, ManagedClusterAddOnKind } from "../kinds/addon.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
-import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";
+import type { AfterCommitHook, Change } from "../store/hooks.ts";
 import type { Env } from "../env.ts";
-import { runClusterManagementAddOn, runManagedClusterAddOn } from "./manager.ts";
+import { decisionsMoved } from "../placement/changes.ts";
+import { addonsForPlacements, runClusterManagementAddOn, runManagedClusterAddOn } from "./manager.ts";
 import { ADDON_NAME_LABEL } from "./render.ts";
 
 /** What a change owes the manager: the add-on runs to make. */
@@ -32,6 +35,8 @@ interface AddonOwed {
   byAddon?: true;
   mca?: { namespace: string; name: string };
   configs?: true;
+  /** A placement (`<namespace>/<name>`) whose decisions moved: the add-ons it installs. */
+  placement?: string;
 }
 
 function specChanged(before: KubeObject | null, after: KubeObject | null): boolean {
@@ -50,6 +55,8 @@ const progressingOf = (o: KubeObject | null) =>
 /** The runs a committed change calls for (see the module comment), or null. */
 export function planAddons(change: Change): AddonOwed | null {
   const { def, namespace, name, before, after } = change;
+  const placement = decisionsMoved(change);
+  if (placement) return { placement };
   if (def.group === ADDON_GROUP) {
     if (def.kind === "ClusterManagementAddOn") return specChanged(before, after) ? { cma: name } : null;
     if (def.kind === "ManagedClusterAddOn") {
@@ -71,6 +78,7 @@ export function planAddons(change: Change): AddonOwed | null {
 /** Runs what {@link planAddons} owed. */
 async function runAddons(env: Env, owed: AddonOwed): Promise<void> {
   const now = clock.now();
+  if (owed.placement) return addonsForPlacements(env, [owed.placement]);
   if (owed.configs) {
     const { items } = await listObjects(database(env.DB), ClusterManagementAddOnKind, "");
     for (const c of items) {
@@ -95,4 +103,3 @@ export const addonHook: AfterCommitHook<AddonOwed> = {
     return { rewrote: target.resource.startsWith(`${ADDON_GROUP}/`) };
   },
 };
-registerAfterCommitHook(addonHook);
