@@ -6,7 +6,7 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, createNamespaces, snapshot } from "./helpers.ts";
+import { call, createNamespaces, snapshot, WORKS, MWRS } from "./helpers.ts";
 import { callAs, idToken, serveIssuer } from "./oidc-users.ts";
 import worker from "../../src/index.ts";
 import type { Env } from "../../src/env.ts";
@@ -14,8 +14,6 @@ import { featureEnabled } from "../../src/features.ts";
 
 const W = "work.open-cluster-management.io";
 const RBAC = "/apis/rbac.authorization.k8s.io/v1";
-const WORKS = (ns: string) => `/apis/${W}/v1/namespaces/${ns}/manifestworks`;
-const MWRS = (ns: string) => `/apis/${W}/v1alpha1/namespaces/${ns}/manifestworkreplicasets`;
 const merge = "application/merge-patch+json";
 
 let undo: () => void;
