@@ -20,8 +20,7 @@
 import { ApiError, forbidden, unauthorized } from "../../src/k8s/errors.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
 import { INVALID_AGENT_CREDENTIAL } from "../../src/auth/credentials.ts";
-import type { Heartbeat } from "../../src/agent/protocol.ts";
-import { decode } from "../../src/agent/routes.ts";
+import { decode, type Heartbeat } from "../../src/agent/protocol.ts";
 import type { PolicyComplianceReportRequest, WorkStatusReport } from "../../src/agent/protocol.ts";
 import type { ReportOutcome } from "./reports.ts";
 import { deliveredWorks } from "../../src/agent/delivered.ts";

@@ -12,8 +12,30 @@
  * a crash.
  */
 import * as z from "zod";
-import { addFieldErrors } from "../k8s/meta.ts";
+import { ApiError, invalid } from "../k8s/errors.ts";
+import { addFieldErrors, checkSchema } from "../k8s/meta.ts";
 import { isRfc3339DateTime, validateResourceList } from "../k8s/validation.ts";
+
+/**
+ * Decodes a request body (or a channel message's payload) with its schema, strictly, as
+ * kube-apiserver's strict decoding: the hub's routes (src/agent/routes.ts) and the cluster's
+ * channel (durable-objects/cluster/connection.ts) decode every agent request with it.
+ *
+ * @param what the plural the errors name (`workstatuses`, `heartbeats`, ...).
+ * @returns the parsed body, with the schema's defaults.
+ * @throws ApiError 400 `BadRequest` "strict decoding error" naming each unknown field; 422
+ *   `Invalid` with one cause per field that fails the schema.
+ */
+export function decode<T extends z.ZodType>(schema: T, body: unknown, what: string): z.infer<T> {
+  const check = checkSchema(schema, body);
+  if (check.unknownFields.length > 0) {
+    throw new ApiError(400, "BadRequest", `strict decoding error: ${check.unknownFields.map((f) => `unknown field "${f}"`).join(", ")}`, {
+      causes: check.unknownFields.map((f) => ({ reason: "FieldValueInvalid", message: "unknown field", field: f })),
+    });
+  }
+  if (check.causes.length > 0) throw invalid({ group: "flotilla.dev", plural: what, kind: what }, check.causes);
+  return schema.parse(body);
+}
 
 /** The `aud` every agent JWT carries. */
 export const AGENT_AUDIENCE = "flotilla";

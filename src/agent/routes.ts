@@ -4,10 +4,9 @@
  * straight to the cluster's Durable Object: the Worker touches no D1 on that path.
  */
 import { Hono, type Context } from "hono";
-import type { z } from "zod";
 import { ApiError, badRequest, conflict, invalid, unauthorized } from "../k8s/errors.ts";
 import { resourceKey } from "../k8s/kind.ts";
-import { checkSchema, type KubeObject } from "../k8s/meta.ts";
+import type { KubeObject } from "../k8s/meta.ts";
 import { deliveredWorks } from "./delivered.ts";
 import { splitDelivered } from "../work/namespace-works.ts";
 import { readDelivered } from "../../durable-objects/cluster/works.ts";
@@ -30,6 +29,7 @@ import { edgeLocation } from "../edge.ts";
 import {
   AddonStatusSchema,
   AddonTokenRequestSchema,
+  decode,
   HeartbeatSchema,
   KEY_TAG_RESPONSE_HEADER,
   LeftSchema,
@@ -64,17 +64,6 @@ export const AGENT_BODY_LIMIT = 256 * 1024;
  * authenticated and before the body is decoded.
  */
 export const WORK_STATUS_BODY_LIMIT = 2 * MANIFEST_LIMIT_BYTES;
-
-export function decode<T extends z.ZodType>(schema: T, body: unknown, what: string): z.infer<T> {
-  const check = checkSchema(schema, body);
-  if (check.unknownFields.length > 0) {
-    throw new ApiError(400, "BadRequest", `strict decoding error: ${check.unknownFields.map((f) => `unknown field "${f}"`).join(", ")}`, {
-      causes: check.unknownFields.map((f) => ({ reason: "FieldValueInvalid", message: "unknown field", field: f })),
-    });
-  }
-  if (check.causes.length > 0) throw invalid({ group: "flotilla.dev", plural: what, kind: what }, check.causes);
-  return schema.parse(body);
-}
 
 /**
  * Checks a bootstrap token (`<id>.<secret>`): the BootstrapToken object must exist, the secret's
