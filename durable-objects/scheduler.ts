@@ -50,9 +50,6 @@ import { COUNTED } from "../src/metrics/families.ts";
 import { count, flushSoon, observe } from "../src/metrics/recorder.ts";
 import type { Env } from "../src/env.ts";
 
-/** The name of the single scheduler object. */
-export const SCHEDULER_NAME = "scheduler";
-
 /** How often (milliseconds, at most once per run) the view is checked against D1's events log. */
 export const RESYNC_INTERVAL_MS = 10_000;
 

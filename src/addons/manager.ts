@@ -37,8 +37,7 @@ import { PLACEMENT_LABEL } from "../scheduling/grouping.ts";
 import { storeOf } from "../store/store.ts";
 import { decisionGroups } from "../work/replicaset.ts";
 import { canonicalJson as canonical, computeRollout, type ClusterRolloutStatus, type DecisionGroup, type RolloutStrategy } from "../work/rollout.ts";
-import type { Env } from "../env.ts";
-import { SCHEDULER_NAME } from "../../durable-objects/scheduler.ts";
+import { SCHEDULER_NAME, type Env } from "../env.ts";
 import { availability, manifestApplied, type AddonCondition } from "./health.ts";
 import { syncHubPermissions, templateOf, tryWrite } from "./token-registration.ts";
 import {
