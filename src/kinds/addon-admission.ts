@@ -36,7 +36,7 @@
 import { ApiError } from "../k8s/errors.ts";
 import type { WriteContext } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { RBAC_AUTHOR_EXTRA, type RbacAuthor } from "../kinds/rbac.ts";
+import { RBAC_AUTHOR_EXTRA, type RbacAuthor } from "./rbac.ts";
 
 /** The key of `WriteContext.extras` under which an API write of a ManagedClusterAddOn carries a reader of add-on configs. */
 export const ADDON_CONFIG_READER_EXTRA = "addonConfigReader";

@@ -1,11 +1,19 @@
 /**
- * Taint arguments of `flotilla taint` and the edits they make to a ManagedCluster's
- * `spec.taints` (pure). New or changed taints never carry `timeAdded` (the hub stamps it and
- * refuses a client-set one); untouched taints are kept exactly as they are.
+ * Taint arguments of `flotilla taint` and the dashboard's taint editor, and the edits they make
+ * to a ManagedCluster's `spec.taints` (pure, no imports: the CLI and the dashboard bundle it).
+ * New or changed taints never carry `timeAdded` (the hub stamps it and refuses a client-set one,
+ * ./managedcluster.ts `stampTaints`); untouched taints are kept exactly as they are.
  */
-import type { Taint } from "./resources.ts";
 
-/** The taint effects of OCM. */
+/** A ManagedCluster taint as a client reads and writes it; `timeAdded` is set by the hub only. */
+export interface Taint {
+  key: string;
+  value?: string;
+  effect: string;
+  timeAdded?: string | null;
+}
+
+/** The taint effects of OCM (`api:cluster/v1` `TaintEffect`). */
 export const TAINT_EFFECTS = ["NoSelect", "PreferNoSelect", "NoSelectIfNew"] as const;
 
 /** A taint to add: key, optional value, effect. */

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { CliError } from "../../agent/admin/errors.ts";
 import { renderTable } from "../../agent/admin/output.ts";
 import { createProgress } from "../../agent/admin/progress.ts";
-import { addTaints, parseTaintSelector, parseTaintSpec, removeTaints } from "../../agent/admin/taints.ts";
+import { addTaints, parseTaintSelector, parseTaintSpec, removeTaints } from "../../src/kinds/managedcluster-taints.ts";
 import { formatSeconds, parseDuration } from "../../agent/admin/time.ts";
 import { humanDuration as formatAge } from "../../src/k8s/duration.ts";
 import { pollUntil } from "../../agent/admin/wait.ts";

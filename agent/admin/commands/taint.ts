@@ -17,7 +17,7 @@ import {
   type TaintEdit,
   type TaintSelector,
   type TaintSpec,
-} from "../taints.ts";
+} from "../../../src/kinds/managedcluster-taints.ts";
 
 /** How many times a write that met a concurrent change (409 Conflict) is tried again. */
 export const CONFLICT_RETRIES = 5;
