@@ -60,7 +60,7 @@ const LAYERS = [
       "^src/cel/",
       "^src/(clock|features|edge|env)\\.ts$",
       PURE_AUTH,
-      "^src/agent/(protocol|protocol-answers|channel-protocol|channel-constants)\\.ts$",
+      "^src/agent-api/(protocol|protocol-answers|channel-protocol|channel-constants)\\.ts$",
     ],
   },
   {
@@ -86,7 +86,7 @@ const LAYERS = [
     path: [
       "^src/(placement|scheduling|work|addons|policy|gc|namespaces|events|clusterprofile)/",
       "^src/auth/",
-      "^src/agent/(work-report|policy-report|delivered)\\.ts$",
+      "^src/agent-api/(work-report|policy-report|delivered)\\.ts$",
       "^src/audit/(event|log)\\.ts$",
       "^src/metrics/(recorder|families|exposition|fleet)\\.ts$",
     ],
@@ -106,7 +106,7 @@ const LAYERS = [
     name: "routes",
     path: [
       "^src/api/",
-      "^src/agent/(routes|channel)\\.ts$",
+      "^src/agent-api/(routes|channel)\\.ts$",
       "^src/ui/routes\\.ts$",
       "^src/health/",
       "^src/metrics/routes\\.ts$",

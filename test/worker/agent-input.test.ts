@@ -7,7 +7,7 @@
  */
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { AGENT_BODY_LIMIT, WORK_STATUS_BODY_LIMIT } from "../../src/agent/routes.ts";
+import { AGENT_BODY_LIMIT, WORK_STATUS_BODY_LIMIT } from "../../src/agent-api/routes.ts";
 import { agentKeys, call, createToken, MC, register, type AgentKeys } from "./helpers.ts";
 
 const WORKS = (ns: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks`;

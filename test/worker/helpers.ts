@@ -4,7 +4,7 @@ import { env, exports } from "cloudflare:workers";
 import { SignJWT, calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from "jose";
 import { waitFor } from "../wait.ts";
 import { clock } from "../../src/clock.ts";
-import { CHANNEL_SUBPROTOCOL } from "../../src/agent/channel-protocol.ts";
+import { CHANNEL_SUBPROTOCOL } from "../../src/agent-api/channel-protocol.ts";
 
 export const ADMIN = "test-admin-token";
 export const MC = "/apis/cluster.open-cluster-management.io/v1/managedclusters";

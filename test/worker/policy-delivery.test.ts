@@ -9,7 +9,7 @@ import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, createToken, dialChannel, register, type AgentKeys } from "./helpers.ts";
 import { waitFor } from "../wait.ts";
-import { complianceStatus, POLICY_HISTORY_LIMIT } from "../../src/agent/policy-report.ts";
+import { complianceStatus, POLICY_HISTORY_LIMIT } from "../../src/agent-api/policy-report.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
 
 const POLICIES = (ns: string) => `/apis/policy.open-cluster-management.io/v1/namespaces/${ns}/policies`;

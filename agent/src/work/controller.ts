@@ -84,7 +84,7 @@ export interface WorkReport {
   status: ManifestWorkStatus;
   /**
    * The work is being deleted on the hub and everything it applied is released (deleted, or kept
-   * as its deleteOption orphans it): the report confirms it (src/agent/protocol.ts `released`).
+   * as its deleteOption orphans it): the report confirms it (src/agent-api/protocol.ts `released`).
    */
   released?: true;
 }

@@ -2,7 +2,7 @@
  * The agent protocol, defined once (docs/agent-protocol.md): its constants, the HTTP bodies in
  * both directions (what the agent sends and what the hub answers); the messages of the WebSocket
  * channel are in ./channel-protocol.ts (their constants in ./channel-constants.ts, the hub's
- * messages as the agent decodes them in ./protocol-answers.ts). The hub (src/agent/routes.ts, durable-objects/) decodes requests with
+ * messages as the agent decodes them in ./protocol-answers.ts). The hub (src/agent-api/routes.ts, durable-objects/) decodes requests with
  * these schemas; the agent (agent/src/hub-client.ts, bundled by esbuild) decodes answers with
  * them; the benchmarks (bench/) build their requests with these types.
  *
@@ -18,7 +18,7 @@ import { isRfc3339DateTime, validateResourceList } from "../k8s/validation.ts";
 
 /**
  * Decodes a request body (or a channel message's payload) with its schema, strictly, as
- * kube-apiserver's strict decoding: the hub's routes (src/agent/routes.ts) and the cluster's
+ * kube-apiserver's strict decoding: the hub's routes (src/agent-api/routes.ts) and the cluster's
  * channel (durable-objects/cluster/connection.ts) decode every agent request with it.
  *
  * @param what the plural the errors name (`workstatuses`, `heartbeats`, ...).

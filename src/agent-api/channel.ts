@@ -2,7 +2,7 @@
  * The Worker's side of the agent channel (docs/agent-protocol.md "Channel"):
  * `GET /agent/v1/clusters/{name}/connect`, a WebSocket upgrade with the subprotocol
  * {@link CHANNEL_SUBPROTOCOL}. The Worker checks the upgrade and admits the token as it admits
- * every agent request (src/agent/routes.ts `agentResult`: key tag, else a registered cluster; the
+ * every agent request (src/agent-api/routes.ts `agentResult`: key tag, else a registered cluster; the
  * failed-authentication limiter; the same 401 for every stranger, who reaches no Durable Object),
  * then hands the request to the cluster's object, which verifies the JWT and accepts the socket
  * (durable-objects/cluster/connection.ts).

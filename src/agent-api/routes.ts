@@ -157,7 +157,7 @@ function costHeaders(cost: Cost, extraD1Queries = 0, tag?: string): Record<strin
 }
 
 /**
- * The answer body of each agent action the cluster's object serves, as src/agent/protocol.ts
+ * The answer body of each agent action the cluster's object serves, as src/agent-api/protocol.ts
  * defines it (the object's results cross the RPC boundary untyped).
  */
 interface AgentAnswers {
@@ -217,7 +217,7 @@ async function getWorks(c: Ctx): Promise<Response> {
       void status;
       return rest;
     });
-  // A WorksAnswer (src/agent/protocol.ts); each work is a stored ManifestWork without its status,
+  // A WorksAnswer (src/agent-api/protocol.ts); each work is a stored ManifestWork without its status,
   // each policy a stored replicated Policy without its status (only when there are some).
   const head: Omit<WorksAnswer, "works" | "policies"> = { etag: state.etag, leaving: state.leaving };
   const body = JSON.stringify({ ...head, works: strip(split.works), ...(split.policies.length ? { policies: strip(split.policies) } : {}) });
@@ -270,7 +270,7 @@ async function putWorkStatus(c: Ctx): Promise<Response> {
 }
 
 /**
- * PUT a replicated Policy's compliance as the agent evaluated it (src/agent/policy-report.ts):
+ * PUT a replicated Policy's compliance as the agent evaluated it (src/agent-api/policy-report.ts):
  * authenticated first (a stranger's body is never read), the body read within
  * {@link AGENT_BODY_LIMIT} and decoded strictly.
  * @throws ApiError 404 (no such replicated Policy), 409 (uid differs), 400/422 (invalid report), 413

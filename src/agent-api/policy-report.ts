@@ -1,6 +1,6 @@
 /**
  * A replicated Policy's compliance as its cluster's agent reports it (`PUT
- * /agent/v1/clusters/{name}/policies/{policy}/status`, src/agent/routes.ts, or the channel's
+ * /agent/v1/clusters/{name}/policies/{policy}/status`, src/agent-api/routes.ts, or the channel's
  * `compliance` message, durable-objects/cluster/connection.ts): one write path for both.
  *
  * The status written is OCM's governance-policy-framework-addon's (its status sync,

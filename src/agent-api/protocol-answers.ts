@@ -1,6 +1,6 @@
 /**
  * The agent protocol's answers, hub -> agent (docs/agent-protocol.md): the bodies of the hub's
- * 2xx answers, which the agent decodes with these schemas. Part of src/agent/protocol.ts (which
+ * 2xx answers, which the agent decodes with these schemas. Part of src/agent-api/protocol.ts (which
  * re-exports everything here; import from there, except in the agent's run-time code): written
  * with zod/mini so that the agent, which imports only this module at run time, does not load
  * classic zod (see protocol.ts).
@@ -122,7 +122,7 @@ export const PolicyStatusAnswerSchema = z.object({ resourceVersion: z.string(), 
 export type PolicyStatusAnswer = z.infer<typeof PolicyStatusAnswerSchema>;
 
 /**
- * One template's compliance in a policy compliance report (src/agent/protocol.ts
+ * One template's compliance in a policy compliance report (src/agent-api/protocol.ts
  * `PolicyComplianceReportSchema`, which the hub decodes): declared here as a plain type so that
  * the agent's run-time code needs no classic zod.
  */
@@ -137,7 +137,7 @@ export interface PolicyTemplateCompliance {
 /** A policy compliance report as the agent sends it. */
 export interface PolicyComplianceReport {
   uid: string;
-  /** The report's sequence (src/agent/protocol.ts `ReportSequenceSchema`). */
+  /** The report's sequence (src/agent-api/protocol.ts `ReportSequenceSchema`). */
   sequence?: number;
   templates: PolicyTemplateCompliance[];
 }
@@ -169,7 +169,7 @@ export const AddonTokenAnswerSchema = z.object({
 export type AddonTokenAnswer = z.infer<typeof AddonTokenAnswerSchema>;
 
 /**
- * A message of the agent channel from the hub (src/agent/channel-protocol.ts `HubMessage`,
+ * A message of the agent channel from the hub (src/agent-api/channel-protocol.ts `HubMessage`,
  * docs/agent-protocol.md "Channel"), as the agent decodes it: tolerant of fields a newer hub adds,
  * every documented field checked. A `works` message's works are checked as a works answer's are.
  * The `error` message's `status` is a Kubernetes Status: its `code`, `reason` and `message` are

@@ -1,6 +1,6 @@
 /**
  * A work status report, as the agent sends it over HTTP (`PUT /agent/v1/clusters/{name}/works/{work}/status`,
- * src/agent/routes.ts) or over its channel (a `report` message, durable-objects/cluster/connection.ts):
+ * src/agent-api/routes.ts) or over its channel (a `report` message, durable-objects/cluster/connection.ts):
  * one write path for both, so both answer the same and the group commit batches both.
  */
 import { ApiError, conflict, notFound, tooManyRequests } from "../k8s/errors.ts";
@@ -23,7 +23,7 @@ import { holdForCleanup, MANIFEST_WORK_CLEANUP_FINALIZER, releaseCleanupFinalize
  * it; with `waitUntil` (the request's, or the Durable Object's), the commit may share a D1 batch
  * with other reports (group commit), and the report answers once committed: its after-commit
  * hooks (the replica set's notification) run after, under `waitUntil` (WriterMode `"returns"`). `rawBytes` is the report's size in bytes, for the cache of
- * delivered works (src/agent/delivered.ts). Returns the work as stored (null: nothing stored).
+ * delivered works (src/agent-api/delivered.ts). Returns the work as stored (null: nothing stored).
  *
  * The first report of a work puts OCM's cleanup finalizer on it (its agent holds it now); a report
  * with `released` confirms a deletion instead: the finalizer goes, and with it the work

@@ -1,9 +1,9 @@
 /**
  * The agent channel's constants (docs/agent-protocol.md "Channel"): its subprotocol, the
  * application ping and pong, its size limits and its close codes. Part of
- * src/agent/channel-protocol.ts (which re-exports everything here; import from there, except in
+ * src/agent-api/channel-protocol.ts (which re-exports everything here; import from there, except in
  * the agent's run-time code): kept free of zod so that the agent, which imports only this module
- * and src/agent/protocol-answers.ts at run time, does not load classic zod.
+ * and src/agent-api/protocol-answers.ts at run time, does not load classic zod.
  */
 
 /** The WebSocket subprotocol (`Sec-WebSocket-Protocol`) of this version of the channel. A later, incompatible version gets a new name. */
@@ -20,7 +20,7 @@ export const CHANNEL_PONG = "pong";
 
 /**
  * Largest frame an agent may send, in bytes (UTF-8 length of the text frame): a work status
- * report (1,000 KiB, src/agent/routes.ts `WORK_STATUS_BODY_LIMIT`) plus 24 KiB for its envelope.
+ * report (1,000 KiB, src/agent-api/routes.ts `WORK_STATUS_BODY_LIMIT`) plus 24 KiB for its envelope.
  * A larger frame closes the connection with 1009 (RFC 6455 "message too big").
  */
 export const CHANNEL_MAX_MESSAGE_BYTES = 1000 * 1024 + 24 * 1024;

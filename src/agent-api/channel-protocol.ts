@@ -4,8 +4,8 @@
  * accepted by the cluster's Durable Object with the WebSocket Hibernation API. Every frame is a
  * UTF-8 text frame holding one JSON object with a `type`, except the application ping
  * ({@link CHANNEL_PING}), which the runtime answers with {@link CHANNEL_PONG} without waking the
- * object. Shared by the hub (src/agent/channel.ts, durable-objects/cluster/connection.ts) and the
- * agent; the bodies reuse the HTTP protocol's schemas (src/agent/protocol.ts), so a status message
+ * object. Shared by the hub (src/agent-api/channel.ts, durable-objects/cluster/connection.ts) and the
+ * agent; the bodies reuse the HTTP protocol's schemas (src/agent-api/protocol.ts), so a status message
  * is validated exactly as a heartbeat is and a report as `PUT .../works/{work}/status` is.
  */
 import { z } from "zod";
@@ -23,7 +23,7 @@ const requestId = z.string().min(1).max(64);
 
 /** `hello`: first message after connecting: the works ETag the agent holds (none: it holds no works yet). */
 export const HelloMessageSchema = z.strictObject({ type: z.literal("hello"), worksEtag: z.string().max(128).optional() });
-/** `status`: the cluster's status when it changed: a heartbeat's body (src/agent/protocol.ts `HeartbeatSchema`). */
+/** `status`: the cluster's status when it changed: a heartbeat's body (src/agent-api/protocol.ts `HeartbeatSchema`). */
 export const StatusMessageSchema = z.strictObject({ type: z.literal("status"), id: requestId, status: z.unknown() });
 /** `report`: a work's status as the agent observed it: the body of `PUT .../works/{work}/status`, with the work's name. */
 export const ReportMessageSchema = z.strictObject({ type: z.literal("report"), id: requestId, work: z.string().min(1).max(253), report: z.unknown() });
@@ -42,7 +42,7 @@ export const AddonTokenMessageSchema = z.strictObject({
 
 /**
  * `compliance`: the compliance of the replicated Policy `policy` changed: the body of
- * `PUT .../policies/{policy}/status` (src/agent/protocol.ts `PolicyComplianceReportSchema`).
+ * `PUT .../policies/{policy}/status` (src/agent-api/protocol.ts `PolicyComplianceReportSchema`).
  */
 export const ComplianceMessageSchema = z.strictObject({
   type: z.literal("compliance"),
@@ -110,7 +110,7 @@ export type HubMessage =
   | { type: "error"; id: string; status: Status };
 
 /**
- * Every message the hub sends is one the agent's decoder (src/agent/protocol-answers.ts
+ * Every message the hub sends is one the agent's decoder (src/agent-api/protocol-answers.ts
  * `ChannelHubMessageSchema`, zod/mini) is written to accept: checked at compile time, field by
  * field except the works themselves, which are KubeObjects (the decoder checks their name, uid
  * and spec at run time).
