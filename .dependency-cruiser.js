@@ -122,12 +122,16 @@ const LAYERS = [
   },
 ];
 
-/** Modules outside every layer's `path` (the Worker's own; the bundles have their rules). */
+/** The Worker's modules (less the dashboard's, under DASHBOARD: the bundles have their own rules). */
 const WORKER = "^(src|durable-objects)/";
+/** The dashboard's modules. */
 const DASHBOARD = "^src/ui/app/";
 const inLayer = (layer) => ({ path: layer.path, ...(layer.pathNot ? { pathNot: layer.pathNot } : {}) });
 
-/** One rule per layer and higher layer: `<layer>-imports-<higher>`. */
+/**
+ * One rule per layer and higher layer, `<layer>-imports-<higher>`; src/env.ts's `import type` of
+ * the Durable Object classes is exempt (its value imports are refused by `env-declares-types-only`).
+ */
 const layerRules = LAYERS.flatMap((lower, i) =>
   LAYERS.slice(i + 1).map((higher) => ({
     name: `${lower.name}-imports-${higher.name}`,
