@@ -28,9 +28,9 @@ import WebSocket from "ws";
 import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../agent/src/credentials.ts";
 import { HubClient, hubAbsent, type HubFailure } from "../agent/src/hub-client.ts";
 import { DEFAULT_LEASE_DURATION_SECONDS, HUB_PROBE_PERIOD_MS, ReconnectBackoff, Sleeper, heartbeatDelayMs, sleepProbing } from "../agent/src/backoff.ts";
-import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, CloseCodes } from "../src/agent/channel-constants.ts";
-import { ChannelHubMessageSchema, type ChannelHubMessage } from "../src/agent/protocol-answers.ts";
-import type { HeartbeatRequest, WorkStatusReport } from "../src/agent/protocol.ts";
+import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, CloseCodes } from "../src/agent-api/channel-constants.ts";
+import { ChannelHubMessageSchema, type ChannelHubMessage } from "../src/agent-api/protocol-answers.ts";
+import type { HeartbeatRequest, WorkStatusReport } from "../src/agent-api/protocol.ts";
 import type { FleetCommand, FleetReply, AgentTimes } from "./channel-fleet.ts";
 
 /** The agent's defaults (agent/src/agent.ts `DEFAULT_TIMING`): backoff ceilings and a request's timeout, in milliseconds. */

@@ -21,7 +21,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { HeartbeatRequest } from "../src/agent/protocol.ts";
+import type { HeartbeatRequest } from "../src/agent-api/protocol.ts";
 import { descendants } from "../scripts/proc.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));

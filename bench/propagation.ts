@@ -45,7 +45,7 @@
  */
 import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../agent/src/credentials.ts";
 import { HubClient } from "../agent/src/hub-client.ts";
-import type { HeartbeatRequest, WorkStatusReport, WorksAnswer } from "../src/agent/protocol.ts";
+import type { HeartbeatRequest, WorkStatusReport, WorksAnswer } from "../src/agent-api/protocol.ts";
 import { admin, createBootstrapToken, createNamespaces, freePort, startHub, type Hub } from "../scripts/hub-process.ts";
 import { startNoopWorker } from "./noop/start.ts";
 import { startProfiling, type Profiling } from "./cpu-profile.ts";

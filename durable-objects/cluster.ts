@@ -43,7 +43,7 @@ import type { WorkDelta } from "../src/work/namespace-works.ts";
 import { workTtlTimer } from "../src/work/deletion.ts";
 import { timersOf } from "../src/controllers.ts";
 import type { Env } from "../src/env.ts";
-import type { Heartbeat } from "../src/agent/protocol.ts";
+import type { Heartbeat } from "../src/agent-api/protocol.ts";
 import { INVALID_AGENT_CREDENTIAL } from "../src/auth/credentials.ts";
 import { clock } from "../src/clock.ts";
 import { Timers } from "./timers.ts";
@@ -55,10 +55,10 @@ import { heldForLeave, Leave, LEAVE_TIMER, markLeaving } from "./cluster/leave.t
 import { WorksDelivery } from "./cluster/works.ts";
 import { AgentConnection, type ConnectionHost } from "./cluster/connection.ts";
 import { Reports, type ReportOutcome } from "./cluster/reports.ts";
-import { reportWorkStatus } from "../src/agent/work-report.ts";
-import { reportPolicyCompliance } from "../src/agent/policy-report.ts";
-import type { PolicyComplianceReportRequest, WorkStatusReport } from "../src/agent/protocol.ts";
-import { CloseCodes } from "../src/agent/channel-protocol.ts";
+import { reportWorkStatus } from "../src/agent-api/work-report.ts";
+import { reportPolicyCompliance } from "../src/agent-api/policy-report.ts";
+import type { PolicyComplianceReportRequest, WorkStatusReport } from "../src/agent-api/protocol.ts";
+import { CloseCodes } from "../src/agent-api/channel-protocol.ts";
 import { COUNTED } from "../src/metrics/families.ts";
 import { count, flushSoon } from "../src/metrics/recorder.ts";
 import {
@@ -334,7 +334,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
   /**
    * Whether an agent JWT verifies for this cluster as {@link agent} would verify it (signature,
    * claims, times, a `jti` not yet used), without using it up: the Worker asks before it reads
-   * the body of a request whose token carries no key tag (src/agent/routes.ts), then sends the
+   * the body of a request whose token carries no key tag (src/agent-api/routes.ts), then sends the
    * same token with the decoded body to {@link agent}. Read only; not queued behind other calls.
    */
   async authenticates(token: string, name: string): Promise<boolean> {
@@ -405,7 +405,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
 
   /**
    * An agent's report that came over HTTP (`PUT .../works/{work}/status`, `PUT
-   * .../policies/{policy}/status`, src/agent/routes.ts), its credential already checked by
+   * .../policies/{policy}/status`, src/agent-api/routes.ts), its credential already checked by
    * {@link agent}: run in the order of the object's reports as the channel's are
    * (cluster/reports.ts). `bytes` is a work report's size.
    */
@@ -424,7 +424,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
     }
   }
 
-  /** A work status report (src/agent/work-report.ts), in the order of the work's reports. */
+  /** A work status report (src/agent-api/work-report.ts), in the order of the work's reports. */
   private workReport(cluster: string, work: string, report: WorkStatusReport, bytes: number): Promise<ReportOutcome> {
     const waitUntil = (p: Promise<unknown>) => this.ctx.waitUntil(p);
     return this.reports.run(
@@ -436,7 +436,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
     );
   }
 
-  /** A policy compliance report (src/agent/policy-report.ts), in the order of the policy's reports. */
+  /** A policy compliance report (src/agent-api/policy-report.ts), in the order of the policy's reports. */
   private complianceReport(cluster: string, policy: string, report: PolicyComplianceReportRequest): Promise<ReportOutcome> {
     const waitUntil = (p: Promise<unknown>) => this.ctx.waitUntil(p);
     return this.reports.run(`policy/${policy}`, report.uid, report.sequence, () => reportPolicyCompliance(this.env, cluster, policy, report, waitUntil));
@@ -595,7 +595,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
 
   // ---- the agent's channel (durable-objects/cluster/connection.ts) -------------------------
 
-  /** The WebSocket upgrade of `GET /agent/v1/clusters/{name}/connect`, handed over by the Worker (src/agent/channel.ts). */
+  /** The WebSocket upgrade of `GET /agent/v1/clusters/{name}/connect`, handed over by the Worker (src/agent-api/channel.ts). */
   override async fetch(request: Request): Promise<Response> {
     return this.connection.accept(request);
   }

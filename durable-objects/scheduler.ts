@@ -44,14 +44,12 @@ import { d1ChangeLog, loadView, refreshStale, resolveTrigger } from "../src/plac
 import { finishCommit, store, type Committed } from "../src/store/write.ts";
 import { deferOutboxDelete, OUTBOX_GRACE_MS, OUTBOX_SWEEP_TIMER } from "../src/store/outbox.ts";
 import { timersOf } from "../src/controllers.ts";
-import { SCHEDULER_NAME } from "../src/timers.ts";
+import { SCHEDULER_NAME } from "../src/env.ts";
 import { Timers } from "./timers.ts";
 import { PlacementDecisionKind } from "../src/kinds/placement.ts";
 import { COUNTED } from "../src/metrics/families.ts";
 import { count, flushSoon, observe } from "../src/metrics/recorder.ts";
 import type { Env } from "../src/env.ts";
-
-export { SCHEDULER_NAME };
 
 /** How often (milliseconds, at most once per run) the view is checked against D1's events log. */
 export const RESYNC_INTERVAL_MS = 10_000;

@@ -10,10 +10,7 @@
  * A leaf module (it imports types only), so that features below the manifest can set a timer
  * without importing the objects that run it.
  */
-import type { Env } from "./env.ts";
-
-/** The name of the single scheduler object (`env.SCHEDULER`): the placement scheduler and the hub's cron. */
-export const SCHEDULER_NAME = "scheduler";
+import { SCHEDULER_NAME, type Env } from "./env.ts";
 
 /** What a timer's handler gets when its row is due. */
 export interface TimerContext {

@@ -27,7 +27,7 @@ import { storeOf } from "../store/store.ts";
 import { clock } from "../clock.ts";
 import type { WaitUntil } from "../store/outbox.ts";
 import type { Env } from "../env.ts";
-import type { AddonStatusSchema } from "../agent/protocol.ts";
+import type { AddonStatusSchema } from "../agent-api/protocol.ts";
 import type { z } from "zod";
 
 /** OCM's ManagedClusterAddOn condition type the lease check sets. */

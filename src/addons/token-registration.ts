@@ -41,7 +41,7 @@ import { DEFAULT_TOKEN_EXPIRATION_SECONDS, issueServiceAccountToken } from "../a
 import { serviceAccountUsername } from "../auth/rbac.ts";
 import { database, listObjectsNamed } from "../k8s/store.ts";
 import { storeOf } from "../store/store.ts";
-import { templateBindings } from "../auth/addon-admission.ts";
+import { templateBindings } from "../kinds/addon-admission.ts";
 import type { Env } from "../env.ts";
 
 /** The signer of a kubeClient registration in ManagedClusterAddOn `v1alpha1` (OCM's `KubeAPIServerClientSignerName`). */
@@ -329,7 +329,7 @@ function templateRegistrations(template: KubeObject | null): { type?: string }[]
  * (`GetDesiredAddOnTemplate`): the desired config of its `status.configReferences`, which the
  * add-on manager resolves from what the hub controls (the ClusterManagementAddOn's defaults and
  * install strategy, the ManagedClusterAddOn's `spec.configs`, admitted against their writer:
- * src/auth/addon-admission.ts) and rolls out, and which no one else writes (the add-on's own
+ * src/kinds/addon-admission.ts) and rolls out, and which no one else writes (the add-on's own
  * credential has no status write; any other writer outside `system:masters` has it kept as
  * stored); else its ClusterManagementAddOn's default AddOnTemplate; null when none.
  */

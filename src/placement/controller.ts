@@ -14,7 +14,7 @@ import type { KubeObject } from "../k8s/meta.ts";
 import { commitChange, type Committed } from "../store/write.ts";
 import type { Env } from "../env.ts";
 import type { AfterCommitHook } from "../store/hooks.ts";
-import { SCHEDULER_NAME } from "../timers.ts";
+import { SCHEDULER_NAME } from "../env.ts";
 import { triggerForChange } from "./changes.ts";
 import type { RunResult, SaveObject, Trigger } from "./plan.ts";
 

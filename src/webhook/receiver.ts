@@ -46,7 +46,7 @@ import { claimDelivery, releaseDelivery } from "./deliveries.ts";
 import { applyJsonPatch } from "../k8s/jsonpatch.ts";
 import { verifySignature } from "./signature.ts";
 import { recordEvent, refOf, type EventSpec } from "../events/record.ts";
-import { resolveTemplates, stringsOf, hasTemplate } from "./template.ts";
+import { resolveTemplates, stringsOf, hasTemplate } from "../kinds/webhook-template.ts";
 
 /** Largest delivery body accepted, in bytes (1 MiB; GitHub caps payloads at 25 MB, Flux reads them whole). */
 export const MAX_HOOK_BODY_BYTES = 1024 * 1024;
@@ -191,7 +191,7 @@ async function act(
   const name = spec.target.name;
   const db = database(env.DB);
   // The receiver writes as its own identity, so that what a write of the target admits only for
-  // a permitted user (a replica set's executor: src/auth/executor.ts) is checked for it too.
+  // a permitted user (a replica set's executor: src/kinds/manifestwork-executor.ts) is checked for it too.
   const extras =
     def === ManifestWorkReplicaSetKind
       ? { [RBAC_AUTHOR_EXTRA]: { user: receiverUser(namespace, receiver), authorizer: await rbacAuthorizer(env) } satisfies RbacAuthor }

@@ -4,11 +4,11 @@
  *
  * - The finalizer {@link MANIFEST_WORK_CLEANUP_FINALIZER} is put on a work once its agent holds it:
  *   OCM's agent adds it before applying; Flotilla's hub adds it at the agent's first status report
- *   of the work (src/agent/work-report.ts `reportWorkStatus`), so a work no agent ever saw is
+ *   of the work (src/agent-api/work-report.ts `reportWorkStatus`), so a work no agent ever saw is
  *   deleted at once, as in OCM.
  * - Deleting a work that carries it keeps the work, with a `Deleting` condition
  *   ({@link workDeletingHook}), until the agent reports that it removed what the work applied
- *   (a report with `released: true`, src/agent/protocol.ts), honouring `deleteOption`; then the
+ *   (a report with `released: true`, src/agent-api/protocol.ts), honouring `deleteOption`; then the
  *   hub drops the finalizer and the work goes. A work whose cluster does not exist (its namespace
  *   has no ManagedCluster: nobody is left to confirm) loses the finalizer at once; the works of a
  *   removed cluster lose it with the namespace's cleanup (src/work/controller.ts), since the cluster's

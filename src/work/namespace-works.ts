@@ -19,7 +19,7 @@
  *
  * A status write does not reach the picture (it is not a delivered change): a work's `status` and
  * `resourceVersion` here are those of its last delivered change, and a status report made on this
- * copy is refused by the commit's precondition and made again on a fresh read (src/agent/routes.ts).
+ * copy is refused by the commit's precondition and made again on a fresh read (src/agent-api/routes.ts).
  */
 import type { KubeObject } from "../k8s/meta.ts";
 

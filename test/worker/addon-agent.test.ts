@@ -9,7 +9,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { AddonTokenAnswerSchema } from "../../src/agent/protocol.ts";
+import { AddonTokenAnswerSchema } from "../../src/agent-api/protocol.ts";
 import { call, condition, dialChannel, MC, withClockAhead, type AgentKeys, joined, merge } from "./helpers.ts";
 import { waitFor } from "../wait.ts";
 

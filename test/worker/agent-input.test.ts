@@ -7,7 +7,7 @@
  */
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { AGENT_BODY_LIMIT, WORK_STATUS_BODY_LIMIT } from "../../src/agent/routes.ts";
+import { AGENT_BODY_LIMIT, WORK_STATUS_BODY_LIMIT } from "../../src/agent-api/routes.ts";
 import { agentKeys, call, MC, joined, WORKS } from "./helpers.ts";
 
 const REPORT = (cluster: string, work: string) => `/agent/v1/clusters/${cluster}/works/${work}/status`;

@@ -9,7 +9,7 @@ import { evictDurableObject, listDurableObjectIds, runDurableObjectAlarm, runInD
 import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { ClusterObject } from "../../durable-objects/cluster.ts";
-import { CHANNEL_MAX_MESSAGE_BYTES, CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, CloseCodes } from "../../src/agent/channel-protocol.ts";
+import { CHANNEL_MAX_MESSAGE_BYTES, CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, CloseCodes } from "../../src/agent-api/channel-protocol.ts";
 import { clock } from "../../src/clock.ts";
 import {
   agentKeys,

@@ -1,5 +1,5 @@
 /**
- * ManifestWork `spec.executor` admission (src/auth/executor.ts) over the API, inside workerd:
+ * ManifestWork `spec.executor` admission (src/kinds/manifestwork-executor.ts) over the API, inside workerd:
  * OCM's `execute-as` check for OIDC users whose RBAC the admin grants, its update rule, the
  * replica set template, the executor's shape (422), and `system:masters` passing.
  */

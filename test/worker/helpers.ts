@@ -8,7 +8,7 @@ import { expect } from "vitest";
 import { SignJWT, calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from "jose";
 import { waitFor } from "../wait.ts";
 import { clock } from "../../src/clock.ts";
-import { CHANNEL_SUBPROTOCOL } from "../../src/agent/channel-protocol.ts";
+import { CHANNEL_SUBPROTOCOL } from "../../src/agent-api/channel-protocol.ts";
 import { DECISIONS, MC, MERGE_PATCH } from "../kit/api.ts";
 
 export { BINDINGS, DECISIONS, MC, MERGE_PATCH, MWRS, PLACEMENTS, POLICIES, SECRETS, WORKS } from "../kit/api.ts";

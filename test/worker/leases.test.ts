@@ -10,7 +10,7 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ClusterObject } from "../../durable-objects/cluster.ts";
-import { CHANNEL_PING, CHANNEL_PONG } from "../../src/agent/channel-protocol.ts";
+import { CHANNEL_PING, CHANNEL_PONG } from "../../src/agent-api/channel-protocol.ts";
 import { clock } from "../../src/clock.ts";
 import { microTime } from "../../src/k8s/meta.ts";
 import type { ClusterLeaseRecord } from "../../src/kinds/lease.ts";

@@ -9,7 +9,7 @@ import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, dialChannel, type AgentKeys, joined, WORKS, POLICIES } from "./helpers.ts";
 import { waitFor } from "../wait.ts";
-import { complianceStatus, POLICY_HISTORY_LIMIT } from "../../src/agent/policy-report.ts";
+import { complianceStatus, POLICY_HISTORY_LIMIT } from "../../src/agent-api/policy-report.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
 
 /** A replicated Policy `<rootns>.<rootname>` in cluster `cluster`'s namespace, with OCM's labels and two ConfigurationPolicies. */

@@ -16,7 +16,7 @@ import {
   RotateKeyAnswerSchema,
   WorkStatusAnswerSchema,
   WorksAnswerSchema,
-} from "../../src/agent/protocol.ts";
+} from "../../src/agent-api/protocol.ts";
 import { waitFor } from "../wait.ts";
 
 const configMap = (name: string, data: Record<string, string> = { a: "1" }) => ({
@@ -369,7 +369,7 @@ describe("works delivery (agent protocol)", () => {
   });
 });
 
-describe("answers (src/agent/protocol.ts)", () => {
+describe("answers (src/agent-api/protocol.ts)", () => {
   it("every 2xx answer of the agent protocol is its schema's value, no field more or less", async () => {
     const token = await createToken();
     const { keys, res } = await register(token, "ans1", "id-ans1");
