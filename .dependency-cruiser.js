@@ -67,7 +67,9 @@ const LAYERS = [
     // The one door to storage: the Store and its backends, the write path, the outbox, the
     // after-commit hooks' registry, and the D1 schema.
     name: "store",
-    path: ["^src/store/", "^src/db/"],
+    // src/timers.ts is the timers' leaf API (a row names its handler in the controller manifest),
+    // which the outbox's sweep and the controllers use to set a timer.
+    path: ["^src/store/", "^src/db/", "^src/timers\\.ts$"],
   },
   {
     // The kinds: one KindDefinition (schema, defaults, validation, admission of a write) per
@@ -89,6 +91,9 @@ const LAYERS = [
       "^src/agent-api/(work-report|policy-report|delivered)\\.ts$",
       "^src/audit/(event|log)\\.ts$",
       "^src/metrics/(recorder|families|exposition|fleet)\\.ts$",
+      // The controller manifest (what wakes each controller, where it runs, its timers): it names
+      // the controllers, and the objects dispatch from it.
+      "^src/controllers\\.ts$",
     ],
     pathNot: [PURE_AUTH, "^src/auth/request\\.ts$"],
   },
