@@ -28,9 +28,9 @@ import WebSocket from "ws";
 import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../agent/src/credentials.ts";
 import { HubClient, hubAbsent, type HubFailure } from "../agent/src/hub-client.ts";
 import { DEFAULT_LEASE_DURATION_SECONDS, HUB_PROBE_PERIOD_MS, ReconnectBackoff, Sleeper, heartbeatDelayMs, sleepProbing } from "../agent/src/backoff.ts";
-import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, CloseCodes } from "../src/agent/channel-constants.ts";
-import { ChannelHubMessageSchema, type ChannelHubMessage } from "../src/agent/protocol-answers.ts";
-import type { HeartbeatRequest, WorkStatusReport } from "../src/agent/protocol.ts";
+import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, CloseCodes } from "../src/agent-api/channel-constants.ts";
+import { ChannelHubMessageSchema, type ChannelHubMessage } from "../src/agent-api/protocol-answers.ts";
+import type { HeartbeatRequest, WorkStatusReport } from "../src/agent-api/protocol.ts";
 import type { FleetCommand, FleetReply, AgentTimes } from "./channel-fleet.ts";
 
 /** The agent's defaults (agent/src/agent.ts `DEFAULT_TIMING`): backoff ceilings and a request's timeout, in milliseconds. */
@@ -47,6 +47,7 @@ const counts = {
   refusals: new Map<number, number>(),
   deadConnections: 0,
   malformed: 0,
+  reportsAcked: 0,
 };
 const bump = <K>(m: Map<K, number>, k: K) => m.set(k, (m.get(k) ?? 0) + 1);
 
@@ -319,6 +320,7 @@ class SimAgent {
           this.joined = true;
           if (msg.leaseDurationSeconds) this.lease = msg.leaseDurationSeconds;
         } else {
+          counts.reportsAcked++;
           const g = Number(/^r(\d+)-/.exec(req.id)![1]);
           if (!this.reported.has(g)) this.reported.set(g, now());
         }
@@ -415,6 +417,7 @@ async function handle(cmd: FleetCommand): Promise<unknown> {
         refusals: mapOf(counts.refusals),
         deadConnections: counts.deadConnections,
         malformed: counts.malformed,
+        reportsAcked: counts.reportsAcked,
       };
     case "close": {
       stopping.abort();

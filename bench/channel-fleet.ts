@@ -21,7 +21,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { HeartbeatRequest } from "../src/agent/protocol.ts";
+import type { HeartbeatRequest } from "../src/agent-api/protocol.ts";
 import { descendants } from "../scripts/proc.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -71,6 +71,8 @@ export interface FleetStats {
   deadConnections: number;
   /** Hub frames the agent's decoder refused. */
   malformed: number;
+  /** Work status reports the hub acknowledged (an `ack`, stale ones included; refusals are counted apart). */
+  reportsAcked: number;
 }
 
 /** Splits `names` into `processes` shares of nearly equal size. */
@@ -198,6 +200,7 @@ export class ChannelFleet {
       refusals: add("refusals"),
       deadConnections: parts.reduce((s, p) => s + p.deadConnections, 0),
       malformed: parts.reduce((s, p) => s + p.malformed, 0),
+      reportsAcked: parts.reduce((s, p) => s + p.reportsAcked, 0),
     };
   }
 

@@ -50,12 +50,12 @@ import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } fr
 import { HubClient } from "../agent/src/hub-client.ts";
 import { admin, createBootstrapToken, createNamespaces, startHub, workerdPids, type Hub } from "../scripts/hub-process.ts";
 import { procStat } from "../scripts/proc.mjs";
-import type { HeartbeatRequest, WorkStatusReport } from "../src/agent/protocol.ts";
+import type { HeartbeatRequest, WorkStatusReport } from "../src/agent-api/protocol.ts";
 import type { MeterCounts } from "./meter/counts.ts";
 import { printTable } from "./table.ts";
 import { addOnPath, manualAddOn, replicatedPolicy, templateAddOn } from "./objects.ts";
 import WebSocket from "ws";
-import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, type HubMessage } from "../src/agent/channel-protocol.ts";
+import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, type HubMessage } from "../src/agent-api/channel-protocol.ts";
 
 const CLUSTERS = Number(process.env.BENCH_CLUSTERS ?? 20);
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 10);
@@ -193,7 +193,7 @@ async function timed(fn: () => Promise<Response | { status: number }>, what: str
   return { ms, headers: res instanceof Response ? res.headers : undefined };
 }
 
-/** One agent-protocol request, signed as the agent signs it; `body` is a request of src/agent/protocol.ts. */
+/** One agent-protocol request, signed as the agent signs it; `body` is a request of src/agent-api/protocol.ts. */
 async function agentFetch(
   hub: Hub,
   a: Agent,

@@ -35,7 +35,7 @@ import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } fr
 import { HubClient } from "../agent/src/hub-client.ts";
 import { createBootstrapToken, startHub, type Hub } from "../scripts/hub-process.ts";
 import { descendants, procStat } from "../scripts/proc.mjs";
-import type { HeartbeatRequest } from "../src/agent/protocol.ts";
+import type { HeartbeatRequest } from "../src/agent-api/protocol.ts";
 import type { MeterCounts } from "./meter/counts.ts";
 import {
   ChannelFleet,

@@ -27,7 +27,10 @@
  * Worker of bench/noop (no credential check, no storage) in the same run, and the ratio of the
  * p99s, which tells how much of the figure is this 2-core machine's; and the cost of an idle poll
  * (a poll whose ETag still matches, `waitSeconds=0`): latency and the D1 queries the hub reports
- * in `x-flotilla-d1-queries`.
+ * in `x-flotilla-d1-queries`. Over the channel it also prints the CPU the hub's Worker workerd
+ * used from the update to the last acknowledgement (from /proc, whatever the machine's load) and
+ * that CPU per acknowledged report (ms/report), the figure to compare between builds: a cost
+ * added to every report or work write shows there first.
  *
  *   BENCH_TRANSPORT    `ws` (default) or `poll`
  *   BENCH_ROUTE        ws: `direct` (default) or `proxy` (see above)
@@ -42,7 +45,7 @@
  */
 import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../agent/src/credentials.ts";
 import { HubClient } from "../agent/src/hub-client.ts";
-import type { HeartbeatRequest, WorkStatusReport, WorksAnswer } from "../src/agent/protocol.ts";
+import type { HeartbeatRequest, WorkStatusReport, WorksAnswer } from "../src/agent-api/protocol.ts";
 import { admin, createBootstrapToken, createNamespaces, freePort, startHub, type Hub } from "../scripts/hub-process.ts";
 import { startNoopWorker } from "./noop/start.ts";
 import { startProfiling, type Profiling } from "./cpu-profile.ts";
@@ -558,6 +561,8 @@ interface WsSide {
   lat: number[];
   patchMs: number;
   fds: Descriptors;
+  /** The hub's side: its Worker's workerd CPU from the update to the last acknowledgement, per acknowledged report (ms). */
+  cpuMsPerReport?: number;
 }
 
 /** The hub's side over the channel: join, first template, the measured update. */
@@ -601,20 +606,23 @@ async function measureWsHub(fleet: ChannelFleet, size: number): Promise<WsSide> 
     await guarded(fleet.reported(1));
     checkNoRestart(hub);
     const profiling: Profiling | undefined = PROFILE ? await startProfiling(inspectorPort) : undefined;
+    const acked0 = (await fleet.stats()).reportsAcked;
     const cpu0 = cpuSeconds(target.worker);
     const t0 = epochNow();
     ok(await admin(hub, "PATCH", `${MWRS}/bench`, { spec: spec("v2") }, "application/merge-patch+json"), "update");
     const patchMs = epochNow() - t0;
     const times = await guarded(fleet.reported(2));
     const cpu = cpuSeconds(target.worker) - cpu0;
+    const acked = (await fleet.stats()).reportsAcked - acked0;
     await profiling?.stop(`${PROFILE}-${size}.cpuprofile`);
     const lat = doneAfter(times, t0);
     printWsTimeline(`fleet of ${size}, hub`, times, t0);
+    const msPerReport = (cpu * 1000) / acked;
     console.log(
-      `fleet of ${size}, hub: the Worker's workerd used ${cpu.toFixed(2)} s of CPU from the update to the last acknowledgement (load ${loadAverage()})`,
+      `fleet of ${size}, hub: the Worker's workerd used ${cpu.toFixed(2)} s of CPU from the update to the last acknowledgement (load ${loadAverage()}): ${msPerReport.toFixed(2)} ms per acknowledged report (${acked} reports)`,
     );
     checkNoRestart(hub);
-    return { lat, patchMs, fds: sampler.stop() };
+    return { lat, patchMs, fds: sampler.stop(), cpuMsPerReport: msPerReport };
   } catch (e) {
     const fds = sampler?.stop();
     const stats = await fleet.stats().catch(() => undefined);
@@ -702,6 +710,7 @@ async function measureWs(size: number): Promise<string[]> {
       `${p(noop, 50)} / ${p(noop, 99)} / ${noop ? secs(noop.lat.at(-1)!) : "-"}`,
       hub && noop ? (pct(hub.lat, 99) / pct(noop.lat, 99)).toFixed(1) : "-",
       hub ? fdText(hub.fds) : "-",
+      hub?.cpuMsPerReport !== undefined ? hub.cpuMsPerReport.toFixed(2) : "-",
     ];
   } finally {
     await fleet.stop();
@@ -718,7 +727,16 @@ if (TRANSPORT === "ws") {
   }
   printTable(
     "from one ManifestWorkReplicaSet update (rollout All) to each cluster's report of Applied acknowledged over its channel (local wrangler dev on this machine; seconds)",
-    ["clusters", "transport", "update ms", "hub p50 / p99 / max s", "no-op p50 / p99 / max s", "p99 ratio", "hub workerd descriptors, most"],
+    [
+      "clusters",
+      "transport",
+      "update ms",
+      "hub p50 / p99 / max s",
+      "no-op p50 / p99 / max s",
+      "p99 ratio",
+      "hub workerd descriptors, most",
+      "hub CPU ms/report",
+    ],
     rows,
   );
 } else if (TRANSPORT === "poll") {

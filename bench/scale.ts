@@ -41,7 +41,7 @@ import { SchedulerView } from "../src/placement/view.ts";
 import type { KubeObject } from "../src/k8s/meta.ts";
 import { printTable } from "./table.ts";
 import { pool } from "../scripts/pool.ts";
-import type { HeartbeatRequest } from "../src/agent/protocol.ts";
+import type { HeartbeatRequest } from "../src/agent-api/protocol.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "1000,10000,50000").split(",").map(Number);
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 20);

@@ -40,9 +40,10 @@ import { admitAcceptance } from "../src/namespaces/lifecycle.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../src/k8s/write.ts";
 import type { WriterMode } from "../src/store/store.ts";
 import type { WorkDelta } from "../src/work/namespace-works.ts";
-import { deleteExpiredWork, parseWorkTtlTimer, workTtlTimer } from "../src/work/deletion.ts";
+import { workTtlTimer } from "../src/work/deletion.ts";
+import { timersOf } from "../src/controllers.ts";
 import type { Env } from "../src/env.ts";
-import type { Heartbeat } from "../src/agent/protocol.ts";
+import type { Heartbeat } from "../src/agent-api/protocol.ts";
 import { INVALID_AGENT_CREDENTIAL } from "../src/auth/credentials.ts";
 import { clock } from "../src/clock.ts";
 import { Timers } from "./timers.ts";
@@ -53,11 +54,11 @@ import { Lease } from "./cluster/lease.ts";
 import { heldForLeave, Leave, LEAVE_TIMER, markLeaving } from "./cluster/leave.ts";
 import { WorksDelivery } from "./cluster/works.ts";
 import { AgentConnection, type ConnectionHost } from "./cluster/connection.ts";
-import { Reports, REPORTS_SCHEMA, type ReportOutcome } from "./cluster/reports.ts";
-import { reportWorkStatus } from "../src/agent/work-report.ts";
-import { reportPolicyCompliance } from "../src/agent/policy-report.ts";
-import type { PolicyComplianceReportRequest, WorkStatusReport } from "../src/agent/protocol.ts";
-import { CloseCodes } from "../src/agent/channel-protocol.ts";
+import { Reports, type ReportOutcome } from "./cluster/reports.ts";
+import { reportWorkStatus } from "../src/agent-api/work-report.ts";
+import { reportPolicyCompliance } from "../src/agent-api/policy-report.ts";
+import type { PolicyComplianceReportRequest, WorkStatusReport } from "../src/agent-api/protocol.ts";
+import { CloseCodes } from "../src/agent-api/channel-protocol.ts";
 import { COUNTED } from "../src/metrics/families.ts";
 import { count, flushSoon } from "../src/metrics/recorder.ts";
 import {
@@ -133,7 +134,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
 
   /** Creates this object's tables (again after a deleteAll). */
   private createSchema(): void {
-    this.ctx.storage.sql.exec(STATE_SCHEMA + KEYS_SCHEMA + REPORTS_SCHEMA);
+    this.ctx.storage.sql.exec(STATE_SCHEMA + KEYS_SCHEMA);
     migrateState(this.ctx.storage.sql);
     this.timers.create();
   }
@@ -189,6 +190,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
     this.keys.clearCache();
     await this.timers.reset();
     await this.ctx.storage.deleteAll();
+    this.reports.reset();
     this.state.clear();
     this.delivery.invalidate();
     this.createSchema();
@@ -332,7 +334,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
   /**
    * Whether an agent JWT verifies for this cluster as {@link agent} would verify it (signature,
    * claims, times, a `jti` not yet used), without using it up: the Worker asks before it reads
-   * the body of a request whose token carries no key tag (src/agent/routes.ts), then sends the
+   * the body of a request whose token carries no key tag (src/agent-api/routes.ts), then sends the
    * same token with the decoded body to {@link agent}. Read only; not queued behind other calls.
    */
   async authenticates(token: string, name: string): Promise<boolean> {
@@ -403,7 +405,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
 
   /**
    * An agent's report that came over HTTP (`PUT .../works/{work}/status`, `PUT
-   * .../policies/{policy}/status`, src/agent/routes.ts), its credential already checked by
+   * .../policies/{policy}/status`, src/agent-api/routes.ts), its credential already checked by
    * {@link agent}: run in the order of the object's reports as the channel's are
    * (cluster/reports.ts). `bytes` is a work report's size.
    */
@@ -422,7 +424,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
     }
   }
 
-  /** A work status report (src/agent/work-report.ts), in the order of the work's reports. */
+  /** A work status report (src/agent-api/work-report.ts), in the order of the work's reports. */
   private workReport(cluster: string, work: string, report: WorkStatusReport, bytes: number): Promise<ReportOutcome> {
     const waitUntil = (p: Promise<unknown>) => this.ctx.waitUntil(p);
     return this.reports.run(
@@ -434,7 +436,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
     );
   }
 
-  /** A policy compliance report (src/agent/policy-report.ts), in the order of the policy's reports. */
+  /** A policy compliance report (src/agent-api/policy-report.ts), in the order of the policy's reports. */
   private complianceReport(cluster: string, policy: string, report: PolicyComplianceReportRequest): Promise<ReportOutcome> {
     const waitUntil = (p: Promise<unknown>) => this.ctx.waitUntil(p);
     return this.reports.run(`policy/${policy}`, report.uid, report.sequence, () => reportPolicyCompliance(this.env, cluster, policy, report, waitUntil));
@@ -447,7 +449,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
   /**
    * Records that the works in this cluster's namespace changed (a work created, deleted, or its
    * spec or metadata changed): a new works ETag, and every waiting long-poll answers at once.
-   * Called by the Worker after the change committed to D1 (src/work/hooks.ts), with the change
+   * Called by the Worker after the change committed to D1 (src/work/controller.ts), with the change
    * (`delta`, which the works a poll answers with take in) when the writer has it; without it
    * (an outbox sweep, the start of a leave), the next changed poll reads the works from D1. Does
    * nothing for a cluster that does not exist (its first poll gets a fresh ETag anyway). Not
@@ -571,15 +573,13 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
       this.keys.purgeReplays(now);
       const due = this.timers.due(now);
       if (due.includes(LEAVE_TIMER) && (await this.leave.fire(current, now))) return;
-      for (const purpose of due) {
-        if (purpose === LEAVE_TIMER) continue;
-        this.timers.cancel(purpose);
-        const ttl = parseWorkTtlTimer(purpose);
-        if (!ttl) continue;
-        // A completed work's TTL ran out; a deadline that moved later sets the timer again.
-        const later = await deleteExpiredWork(this.env, current.metadata.name, ttl.name, ttl.uid);
-        if (later !== null) this.timers.set(purpose, later);
-      }
+      // The other timers by the manifest's lookup (a completed work's TTL: src/controllers.ts).
+      await this.timers.runDue(
+        now,
+        timersOf("ClusterObject"),
+        { env: this.env, object: current.metadata.name, setTimer: async (purpose, at) => this.timers.setEarlier(purpose, at) },
+        [LEAVE_TIMER],
+      );
       const stopped = this.lease.check(current, now);
       if (stopped) {
         const stored = await this.commit(current, stopped, "returns");
@@ -595,7 +595,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
 
   // ---- the agent's channel (durable-objects/cluster/connection.ts) -------------------------
 
-  /** The WebSocket upgrade of `GET /agent/v1/clusters/{name}/connect`, handed over by the Worker (src/agent/channel.ts). */
+  /** The WebSocket upgrade of `GET /agent/v1/clusters/{name}/connect`, handed over by the Worker (src/agent-api/channel.ts). */
   override async fetch(request: Request): Promise<Response> {
     return this.connection.accept(request);
   }

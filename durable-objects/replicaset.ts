@@ -13,15 +13,24 @@
  *   deletion the current run is making is ignored), and for work status reports, so that an
  *   agent's report returns at once and many clusters' reports coalesce into one run.
  *
- * Rollout timers (minSuccessTime soak ends, progressDeadline expiries) are this object's one
- * alarm, set at the earliest due time a run reports: the replica set runs again at that moment,
- * with no polling. A failed run is retried by the alarm with a backoff (1 s doubling to 5 min).
+ * Rollout timers (minSuccessTime soak ends, progressDeadline expiries), notifications and retries
+ * are this object's `replicaset` timer (a row of its timers table, durable-objects/timers.ts, as
+ * every object keeps its timers; the controller manifest, src/controllers.ts, names it), set at
+ * the earliest due time a run reports: the replica set runs again at that moment, with no
+ * polling. A failed run is retried by it with a backoff (1 s doubling to 5 min).
  */
 import { DurableObject } from "cloudflare:workers";
 import { clock } from "../src/clock.ts";
 import { runReplicaSet, WorksCache, type ReplicaSetChange, type RunOutcome } from "../src/work/replicaset.ts";
 import type { KubeObject } from "../src/k8s/meta.ts";
 import type { Env } from "../src/env.ts";
+import { timersOf } from "../src/controllers.ts";
+import { Timers } from "./timers.ts";
+
+/** The timer of the replica set's next run (the manifest's `replicaset` timer, run by this object itself). */
+const RUN_TIMER = "replicaset";
+/** The table of the replica set this object runs. */
+const TARGET_SCHEMA = "CREATE TABLE IF NOT EXISTS target (id INTEGER PRIMARY KEY CHECK (id = 1), namespace TEXT NOT NULL, name TEXT NOT NULL)";
 
 /** Immediate re-runs after lost write races before the object backs off to its alarm. */
 const MAX_IMMEDIATE_RERUNS = 3;
@@ -56,15 +65,16 @@ export class ReplicaSetObject extends DurableObject<Env> {
   /** The replica set's works as this object last knew them (src/work/replicaset.ts WorksCache). */
   private readonly works = new WorksCache();
   /**
-   * The alarm's time (epoch ms) as this object last set or read it (null: none); undefined until
-   * read. This object is its alarm's one owner, so a notification (one per work status report)
-   * reads no storage to learn it.
+   * The object's timers (its one alarm's owner; the rows are kept in memory once read, so a
+   * notification, one per work status report, reads no storage to learn the next run).
    */
-  private alarmAt: number | null | undefined;
+  private readonly timers: Timers;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS target (id INTEGER PRIMARY KEY CHECK (id = 1), namespace TEXT NOT NULL, name TEXT NOT NULL)");
+    ctx.storage.sql.exec(TARGET_SCHEMA);
+    this.timers = new Timers(ctx.storage, () => clock.now());
+    this.timers.create();
   }
 
   private remember(namespace: string, name: string): void {
@@ -121,24 +131,11 @@ export class ReplicaSetObject extends DurableObject<Env> {
     this.remember(namespace, name);
     this.notified = true;
     const due = Math.max(clock.now(), this.nextRunAt);
-    const at = await this.currentAlarm();
-    if (at === null || at > due) await this.setAlarm(due);
-  }
-
-  /** The alarm's time (epoch ms), or null: read once, then known ({@link alarmAt}). */
-  private async currentAlarm(): Promise<number | null> {
-    if (this.alarmAt === undefined) this.alarmAt = await this.ctx.storage.getAlarm();
-    return this.alarmAt;
-  }
-
-  private async setAlarm(at: number): Promise<void> {
-    this.alarmAt = at;
-    await this.ctx.storage.setAlarm(at);
-  }
-
-  private async deleteAlarm(): Promise<void> {
-    this.alarmAt = null;
-    await this.ctx.storage.deleteAlarm();
+    const at = this.timers.get(RUN_TIMER);
+    if (at === null || at > due) {
+      this.timers.set(RUN_TIMER, due);
+      await this.timers.nextAlarm();
+    }
   }
 
   private async runPending(): Promise<void> {
@@ -174,29 +171,43 @@ export class ReplicaSetObject extends DurableObject<Env> {
     }
     if (outcome.gone && !this.notified && !this.pending) {
       // Nothing of the replica set remains: forget it (a later trigger starts afresh).
-      await this.deleteAlarm();
+      await this.timers.reset();
       await this.ctx.storage.deleteAll();
       this.targetCache = null;
-      this.ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS target (id INTEGER PRIMARY KEY CHECK (id = 1), namespace TEXT NOT NULL, name TEXT NOT NULL)");
+      this.ctx.storage.sql.exec(TARGET_SCHEMA);
+      this.timers.create();
       return;
     }
     await this.armAlarm(this.notified ? Math.min(Math.max(clock.now(), this.nextRunAt), outcome.recheckAt ?? Infinity) : outcome.recheckAt);
   }
 
+  /** Sets the next run's timer at `at` (epoch ms; undefined: none) and the alarm with it. */
   private async armAlarm(at: number | undefined): Promise<void> {
-    if (at === undefined) {
-      if ((await this.currentAlarm()) !== null) await this.deleteAlarm();
-      return;
-    }
-    const current = await this.currentAlarm();
-    if (current !== at) await this.setAlarm(Math.max(at, clock.now()));
+    if (at === undefined) this.timers.cancel(RUN_TIMER);
+    else this.timers.set(RUN_TIMER, Math.max(at, clock.now()));
+    await this.timers.nextAlarm();
   }
 
-  /** A rollout timer, a notification or a retry: runs the replica set. */
+  /**
+   * The one alarm: a rollout timer, a notification or a retry (the `replicaset` timer) runs the
+   * replica set; any other due row runs by the manifest's lookup. An alarm set before the timers
+   * table (no row at all) runs the replica set too.
+   */
   override async alarm(): Promise<void> {
-    // A firing alarm is no longer set (the runtime retries it on its own should this throw).
-    this.alarmAt = null;
+    this.timers.fired();
+    const now = clock.now();
+    const run = this.timers.due(now).includes(RUN_TIMER) || this.timers.earliest() === null;
     const t = this.target();
-    if (t) await this.reconcile(t.namespace, t.name);
+    await this.timers.runDue(
+      now,
+      timersOf("ReplicaSetObject"),
+      { env: this.env, object: t ? `${t.namespace}/${t.name}` : "", setTimer: async (p, at) => this.timers.setEarlier(p, at) },
+      [RUN_TIMER],
+    );
+    if (run) {
+      this.timers.cancel(RUN_TIMER);
+      if (t) await this.reconcile(t.namespace, t.name);
+    }
+    await this.timers.nextAlarm();
   }
 }

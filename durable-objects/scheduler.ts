@@ -1,7 +1,7 @@
 /**
  * SchedulerObject: the one Durable Object (named "scheduler") that runs the placement controller.
  * Writes that can change a placement's decisions run `reconcile` as their after-commit hook
- * (src/placement/triggers.ts) and wait for it, so decisions are computed before the write
+ * (src/placement/controller.ts) and wait for it, so decisions are computed before the write
  * returns. Runs are serialised and each applies the triggering writes first, so no placement's
  * decisions are computed from a state older than the last write. Triggers that arrive during a
  * run are merged into the next one. Every write of a run goes through the store's one write path
@@ -19,17 +19,19 @@
  * longer reaches the watermark, or D1's counter is below it (a restore), the view is rebuilt and
  * every placement scheduled again, as OCM's informers resync.
  *
- * After a run, the ManifestWorkReplicaSets that refer to a placement whose decisions changed run
- * (src/work/replicaset.ts `replicaSetsForPlacements`) outside this object's queue, so the next
- * scheduling run does not wait for them; `reconcile` resolves once they finished too, so a write
+ * After a run, the after-commit hooks its own writes owe run outside this object's queue, so the
+ * next scheduling run does not wait for them: a PlacementDecision's change wakes its consumers
+ * (replica sets, add-ons, policies; the controller manifest, src/controllers.ts), as any write
+ * wakes the controllers that watch it. `reconcile` resolves once they finished too, so a write
  * that moves decisions returns after the works followed.
  *
- * One alarm, at the earliest of its timers (durable-objects/timers.ts, and the `requeue` table's rows): toleration expiry (OCM's
- * `tolerationSeconds` requeue; a placement is scheduled again at the moment a toleration
- * expires, not by polling), the after-commit outbox sweep (src/store/outbox.ts), set while
- * outbox rows are left to run again, and the triggers accepted by `enqueue` (stored in the
- * `pending_triggers` table until their run succeeded), for writers that must not wait for
- * scheduling. A writer's trigger whose outbox row the scheduling hook took over (`enqueueOwed`)
+ * One alarm, at the earliest of its timers (durable-objects/timers.ts, and the `requeue` table's
+ * rows): toleration expiry (OCM's `tolerationSeconds` requeue; a placement is scheduled again at
+ * the moment a toleration expires, not by polling), the triggers accepted by `enqueue` (stored in
+ * the `pending_triggers` table until their run succeeded), for writers that must not wait for
+ * scheduling, and the hub-wide timers the manifest places here (the outbox sweep, Events' expiry,
+ * add-ons' rollout rechecks: the manifest says why), run by a lookup of their names
+ * (`timersOf("SchedulerObject")`). A writer's trigger whose outbox row the scheduling hook took over (`enqueueOwed`)
  * is kept in memory instead: its row in D1 is its durable record, deleted once its run finished.
  */
 import { DurableObject } from "cloudflare:workers";
@@ -38,33 +40,22 @@ import { d1Writer } from "../src/placement/controller.ts";
 import { mergeTriggers, type RunResult, type Trigger } from "../src/placement/plan.ts";
 import { catchUp, runOnView, type SchedulerView } from "../src/placement/view.ts";
 import { d1ChangeLog, loadView, refreshStale, resolveTrigger } from "../src/placement/view-d1.ts";
-import { replicaSetsForPlacements } from "../src/work/replicaset.ts";
-import { addonsForPlacements, runClusterManagementAddOn } from "../src/addons/manager.ts";
 import { storageOf, type Committed } from "../src/store/storage.ts";
-import { deferOutboxDelete, OUTBOX_GRACE_MS, sweepOutbox } from "../src/store/outbox.ts";
+import { deferOutboxDelete, OUTBOX_GRACE_MS, OUTBOX_SWEEP_TIMER } from "../src/store/outbox.ts";
+import { timersOf } from "../src/controllers.ts";
+import { SCHEDULER_NAME } from "../src/env.ts";
 import { Timers } from "./timers.ts";
-import { expireEvents } from "../src/events/expiry.ts";
 import { PlacementDecisionKind } from "../src/kinds/placement.ts";
 import { COUNTED } from "../src/metrics/families.ts";
 import { count, flushSoon, observe } from "../src/metrics/recorder.ts";
 import type { Env } from "../src/env.ts";
 
-/** The name of the single scheduler object. */
-export const SCHEDULER_NAME = "scheduler";
-
 /** How often (milliseconds, at most once per run) the view is checked against D1's events log. */
 export const RESYNC_INTERVAL_MS = 10_000;
 
-/** The timer (row of the `timers` table) of the after-commit outbox sweep. */
-const SWEEP_TIMER = "outbox-sweep";
-/** The timer of Events' expiry (src/events/expiry.ts). */
-const EVENT_EXPIRY_TIMER = "event-expiry";
-/** Prefix of an add-on's rollout timer: `addon:<ClusterManagementAddOn name>` (src/addons/manager.ts). */
-const ADDON_TIMER_PREFIX = "addon:";
-
 /** The placement scheduler Durable Object. */
 export class SchedulerObject extends DurableObject<Env> {
-  private pending: { trigger: Trigger; followAll: boolean } | null = null;
+  private pending: Trigger | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private readonly timers: Timers;
 
@@ -98,7 +89,7 @@ export class SchedulerObject extends DurableObject<Env> {
 
   /**
    * Accepts a writer's trigger together with its outbox row `outboxId` (the scheduling hook's
-   * only work, src/placement/triggers.ts), without waiting for its run and without storing it:
+   * only work, src/placement/controller.ts), without waiting for its run and without storing it:
    * the trigger runs from memory (merged with others into the next run), and the row is deleted
    * once that run finished (with other rows, `deferOutboxDelete`). The row is the trigger's durable
    * record: should this instance end before the run (a restart, an eviction), or the run fail,
@@ -126,16 +117,12 @@ export class SchedulerObject extends DurableObject<Env> {
 
   /**
    * Schedules again the placements `trigger` can affect and resolves once a run that started
-   * after this call has finished, and the replica sets following its decision changes too
-   * (`followAll`: the replica sets of every placement the run scheduled or skipped, whether or
-   * not their decisions changed; used when a crashed write's trigger runs again). Returns that
-   * run's result (placements scheduled and skipped, writes, placements whose decisions changed,
-   * objects whose status it wrote).
+   * after this call has finished, and the hooks its writes owe too (the decisions' consumers).
+   * Returns that run's result (placements scheduled and skipped, writes, placements whose
+   * decisions changed, objects whose status it wrote).
    */
-  async reconcile(trigger: Trigger, followAll = false): Promise<RunResult> {
-    this.pending = this.pending
-      ? { trigger: mergeTriggers(this.pending.trigger, trigger), followAll: this.pending.followAll || followAll }
-      : { trigger, followAll };
+  async reconcile(trigger: Trigger): Promise<RunResult> {
+    this.pending = this.pending ? mergeTriggers(this.pending, trigger) : trigger;
     const run = this.queue.then(() => this.runPending());
     this.queue = run.catch(() => undefined);
     const { result, followUp } = await run;
@@ -154,10 +141,9 @@ export class SchedulerObject extends DurableObject<Env> {
   private syncedAt = -Infinity;
 
   private async runPending(): Promise<{ result: RunResult; followUp: Promise<void> }> {
-    const pending = this.pending;
+    let trigger = this.pending;
     this.pending = null;
-    if (!pending) return this.last;
-    let trigger = pending.trigger;
+    if (!trigger) return this.last;
     const now = clock.now();
     // A clock that went back (syncedAt ahead of now) checks again too.
     if (!this.view || now - this.syncedAt >= RESYNC_INTERVAL_MS || now < this.syncedAt) trigger = await this.sync(trigger, now);
@@ -193,18 +179,16 @@ export class SchedulerObject extends DurableObject<Env> {
       else sql.exec("INSERT INTO requeue (placement, due) VALUES (?, ?) ON CONFLICT (placement) DO UPDATE SET due = excluded.due", p, due);
     }
     await this.armAlarm();
-    const follow = pending.followAll ? [...result.scheduled, ...result.skipped] : result.decisionsChanged;
-    this.last = { result, followUp: this.followUp(follow, writer.owing, now) };
+    this.last = { result, followUp: this.followUp(writer.owing, now) };
     return this.last;
   }
 
-  /** What follows a run outside the queue: the replica sets of `placements`, and the after-commit work the run's own writes owe. */
-  private async followUp(placements: string[], owing: Committed[], now: number): Promise<void> {
-    await Promise.all([
-      replicaSetsForPlacements(this.env, placements),
-      addonsForPlacements(this.env, placements, (name, at) => this.recheckAddonAt(name, at)),
-      ...owing.map((c) => storageOf(this.env).finish(c, now)),
-    ]);
+  /**
+   * What follows a run outside the queue: the after-commit hooks the run's own writes owe (a
+   * PlacementDecision's consumers). A hook that fails is left to the outbox sweep.
+   */
+  private async followUp(owing: Committed[], now: number): Promise<void> {
+    await Promise.all(owing.map((c) => storageOf(this.env).finish(c, now)));
   }
 
   /** Builds the view (cold start), or checks it against D1 and adds what it missed to `trigger`. */
@@ -238,68 +222,34 @@ export class SchedulerObject extends DurableObject<Env> {
    * when outbox rows are left (src/store/outbox.ts `armSweep`).
    */
   async sweepOutboxAt(at: number): Promise<void> {
-    this.timers.setEarlier(SWEEP_TIMER, at);
-    await this.armAlarm();
+    await this.setTimer(OUTBOX_SWEEP_TIMER, at);
   }
 
   /**
-   * Sets the Events' expiry (src/events/expiry.ts) to run no later than `at` (epoch milliseconds);
-   * called when an Event is created.
+   * Sets this object's timer row `purpose` (a timer of the manifest, src/timers.ts: the outbox
+   * sweep, Events' expiry, `addon:<name>`) to fire no later than `at` (epoch milliseconds).
    */
-  async expireEventsAt(at: number): Promise<void> {
-    this.timers.setEarlier(EVENT_EXPIRY_TIMER, at);
+  async setTimer(purpose: string, at: number): Promise<void> {
+    this.timers.setEarlier(purpose, at);
     await this.armAlarm();
   }
 
   /**
-   * Runs the add-on `name`'s manager (src/addons/manager.ts) no later than `at` (epoch
-   * milliseconds): a rollout waiting on minSuccessTime or progressDeadline.
-   */
-  async recheckAddonAt(name: string, at: number): Promise<void> {
-    this.timers.setEarlier(`${ADDON_TIMER_PREFIX}${name}`, at);
-    await this.armAlarm();
-  }
-
-  /**
-   * Runs what is due: the add-ons' rollout timers, the Events' expiry (set again at the next expiry while Events are left), the outbox sweep (set again while rows are left), then, in one run, the
-   * placements whose toleration expired and the triggers `enqueue` stored. A requeue row and a
-   * stored trigger are removed only once that run succeeded (a requeue row of a placement that
-   * no longer exists too), so a crash during the run leaves them for the next alarm.
+   * Runs what is due: the timers' rows, each by its handler in the manifest (set again when its
+   * handler says so), then, in one run, the placements whose toleration expired and the triggers
+   * `enqueue` stored. A requeue row and a stored trigger are removed only once that run
+   * succeeded (a requeue row of a placement that no longer exists too), so a crash during the
+   * run leaves them for the next alarm.
    */
   override async alarm(): Promise<void> {
     this.timers.fired();
     const now = clock.now();
     const sql = this.ctx.storage.sql;
-    if (this.timers.due(now).includes(SWEEP_TIMER)) {
-      this.timers.cancel(SWEEP_TIMER);
-      try {
-        const { nextDue } = await sweepOutbox(this.env, now);
-        if (nextDue !== null) await this.sweepOutboxAt(nextDue);
-      } catch (e) {
-        console.error("outbox sweep failed; trying again in a minute", e);
-        await this.sweepOutboxAt(now + 60_000);
-      }
-    }
-    for (const timer of this.timers.due(now).filter((t) => t.startsWith(ADDON_TIMER_PREFIX))) {
-      this.timers.cancel(timer);
-      const name = timer.slice(ADDON_TIMER_PREFIX.length);
-      try {
-        await runClusterManagementAddOn(this.env, name, now, true, (n, at) => this.recheckAddonAt(n, at));
-      } catch (e) {
-        console.error(`add-on ${name}: rollout recheck failed; trying again in a minute`, e);
-        await this.recheckAddonAt(name, now + 60_000);
-      }
-    }
-    if (this.timers.due(now).includes(EVENT_EXPIRY_TIMER)) {
-      this.timers.cancel(EVENT_EXPIRY_TIMER);
-      try {
-        const { nextDue } = await expireEvents(this.env, now);
-        if (nextDue !== null) await this.expireEventsAt(nextDue);
-      } catch (e) {
-        console.error("event expiry failed; trying again in a minute", e);
-        await this.expireEventsAt(now + 60_000);
-      }
-    }
+    await this.timers.runDue(now, timersOf("SchedulerObject"), {
+      env: this.env,
+      object: SCHEDULER_NAME,
+      setTimer: async (purpose, at) => this.timers.setEarlier(purpose, at),
+    });
     const due = sql
       .exec<{ placement: string }>("SELECT placement FROM requeue WHERE due <= ?", now)
       .toArray()

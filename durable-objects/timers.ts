@@ -7,9 +7,15 @@
  * A due time the object derives from what it stores (rather than keeps in this table) joins as
  * `also` of {@link Timers.nextAlarm}.
  *
+ * The rows are named after the controller manifest's timers (src/timers.ts, src/controllers.ts);
+ * {@link Timers.runDue} looks each due row's name up in the manifest's handlers, as cloudflare/
+ * agents' alarm looks up a schedule's callback, so no object imports a feature to dispatch it.
+ *
  * The object is the table's only writer, so the rows are kept in memory once read; a write goes
- * to SQLite only when a row changes. Used by SchedulerObject and ClusterObject.
+ * to SQLite only when a row changes. Used by every object that has timers: SchedulerObject,
+ * ClusterObject and ReplicaSetObject.
  */
+import { parseTimer, TIMER_RETRY_MS, type TimerContext, type TimerHandler } from "../src/timers.ts";
 
 /** Creates the timers table (idempotent): `due` in epoch milliseconds, one row a purpose. */
 export const TIMERS_SCHEMA = "CREATE TABLE IF NOT EXISTS timers (purpose TEXT PRIMARY KEY, due INTEGER NOT NULL);";
@@ -102,6 +108,38 @@ export class Timers {
       .filter(([, due]) => due <= now)
       .sort((a, b) => a[1] - b[1])
       .map(([purpose]) => purpose);
+  }
+
+  /**
+   * Runs the rows due at `now` (epoch milliseconds), earliest first, each by its timer's handler
+   * in `handlers` (the manifest's `timersOf(object)`), except the rows named in `skip` (those the
+   * object runs itself): a row is removed before its handler runs and set again at the time the
+   * handler returns; a handler that throws is logged and its row set {@link TIMER_RETRY_MS} later.
+   * A row whose timer has no handler is logged and removed.
+   */
+  async runDue(
+    now: number,
+    handlers: Readonly<Record<string, TimerHandler>>,
+    ctx: Omit<TimerContext, "now" | "key">,
+    skip: readonly string[] = [],
+  ): Promise<void> {
+    for (const purpose of this.due(now)) {
+      if (skip.includes(purpose)) continue;
+      const { timer, key } = parseTimer(purpose);
+      const handler = handlers[timer];
+      this.cancel(purpose);
+      if (!handler) {
+        console.error(`timers: no handler for the timer ${purpose}; removed`);
+        continue;
+      }
+      try {
+        const again = await handler({ ...ctx, now, key });
+        if (typeof again === "number") this.setEarlier(purpose, again);
+      } catch (e) {
+        console.error(`timers: ${purpose} failed; trying again in a minute`, e);
+        this.setEarlier(purpose, now + TIMER_RETRY_MS);
+      }
+    }
   }
 
   /** The earliest due time of all timers (epoch milliseconds), or null when there is none. */

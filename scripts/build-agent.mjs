@@ -92,7 +92,7 @@ const result = await build({
   absWorkingDir: root,
   entryPoints: {
     "flotilla-agent": "agent/src/main.ts",
-    flotilla: "agent/admin/main.ts",
+    flotilla: "agent/cli/main.ts",
     "flotilla-sim": "agent/sim/main.ts",
   },
   outdir,

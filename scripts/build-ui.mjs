@@ -5,6 +5,10 @@
 // opened. Run by `npm run build`, by `npm start` (scripts/start.mjs) and by the test suites'
 // global setups; `--if-stale` builds only when a file it was built from changed (SHA-256 of every
 // input, as scripts/build-agent.mjs records them, in dist/ui-inputs.json).
+//
+// The files it reads from the hub's modules (src/ outside src/ui/app, agent/) must be those
+// src/ui/app/shared-modules.json declares: the build fails when they differ (`npm run lint` checks
+// the same declaration on the import graph, .dependency-cruiser.js).
 import { build } from "esbuild";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -14,7 +18,7 @@ import { fileURLToPath } from "node:url";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const outdir = path.join(root, "dist", "ui", "ui", "assets");
 const manifest = path.join(root, "dist", "ui-inputs.json");
-const BUILD_FILES = ["scripts/build-ui.mjs", "node_modules/esbuild/package.json"];
+const BUILD_FILES = ["scripts/build-ui.mjs", "src/ui/app/shared-modules.json", "node_modules/esbuild/package.json"];
 const sha256 = (file) =>
   createHash("sha256")
     .update(readFileSync(path.join(root, file)))
@@ -53,6 +57,22 @@ const result = await build({
   metafile: true,
   logLevel: "warning",
 });
+// The hub modules the bundle read must be exactly those src/ui/app/shared-modules.json declares.
+const declared = JSON.parse(readFileSync(path.join(root, "src", "ui", "app", "shared-modules.json"), "utf8")).modules;
+const read = Object.keys(result.metafile.inputs).filter((f) => /^(src|agent|durable-objects)\//.test(f) && !f.startsWith("src/ui/app/"));
+const undeclared = read.filter((f) => !declared.includes(f));
+const unused = declared.filter((f) => !read.includes(f));
+if (undeclared.length > 0 || unused.length > 0) {
+  rmSync(path.join(root, "dist", "ui"), { recursive: true, force: true });
+  console.error(
+    [
+      "build-ui: src/ui/app/shared-modules.json does not match the hub modules the dashboard's bundle reads.",
+      ...undeclared.map((f) => `  read but not declared: ${f}`),
+      ...unused.map((f) => `  declared but not read: ${f}`),
+    ].join("\n"),
+  );
+  process.exit(1);
+}
 const recorded = [
   ...Object.keys(result.metafile.inputs).filter((f) => existsSync(path.join(root, f))),
   ...BUILD_FILES,

@@ -9,13 +9,19 @@ import type { MetricsObject } from "../durable-objects/metrics.ts";
 import type { OidcEnv } from "./auth/oidc.ts";
 
 /**
+ * The name of the single scheduler object (`env.SCHEDULER.getByName(SCHEDULER_NAME)`). Here, with
+ * the binding, so that a controller that wakes the scheduler imports no Durable Object module.
+ */
+export const SCHEDULER_NAME = "scheduler";
+
+/**
  * Bindings and variables of the hub Worker; the `FLOTILLA_OIDC_*` settings of OIDC authentication
  * (kube-apiserver's `--oidc-*` flags) are {@link OidcEnv}'s.
  */
 export interface Env extends OidcEnv {
   DB: D1Database;
   CLUSTERS: DurableObjectNamespace<ClusterObject>;
-  /** The placement scheduler (one object, named "scheduler"). */
+  /** The placement scheduler (one object, named {@link SCHEDULER_NAME}). */
   SCHEDULER: DurableObjectNamespace<SchedulerObject>;
   /** The ManifestWorkReplicaSet controller (one object per replica set, named "<namespace>/<name>"). */
   REPLICASETS: DurableObjectNamespace<ReplicaSetObject>;

@@ -10,7 +10,7 @@
  * - `NilExecutorValidating` (default false, as OCM's hub work webhook): a ManifestWork (and here a
  *   ManifestWorkReplicaSet's template) without `spec.executor` is admitted as if it named the
  *   work agent's default ServiceAccount, so its author needs `execute-as` on
- *   `system:serviceaccount::klusterlet-work-sa` (src/auth/executor.ts).
+ *   `system:serviceaccount::klusterlet-work-sa` (src/kinds/manifestwork-executor.ts).
  */
 
 /** The gates the hub knows, with their defaults. */

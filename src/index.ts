@@ -10,22 +10,12 @@ import { openapiRoutes } from "./api/openapi.ts";
 import { docsRoutes } from "./api/docs.ts";
 import { uiRoutes } from "./ui/routes.ts";
 import { serviceAccountIssuerRoutes } from "./auth/serviceaccounts.ts";
-import { agentRoutes } from "./agent/routes.ts";
-import { channelRoutes } from "./agent/channel.ts";
+import { agentRoutes } from "./agent-api/routes.ts";
+import { channelRoutes } from "./agent-api/channel.ts";
 import { webhookRoutes } from "./webhook/receiver.ts";
 import type { Env } from "./env.ts";
 import { recoverAtStart } from "./store/outbox.ts";
-// The after-commit hooks (src/store/hooks.ts): each feature registers its own as it loads.
-import "./placement/triggers.ts";
-import "./work/hooks.ts";
-import "./work/deletion.ts";
-import "./work/replicaset.ts";
-import "./gc/collector.ts";
-import "./namespaces/controller.ts";
-import "./clusterprofile/hook.ts";
-import "./events/hooks.ts";
-import "./policy/hook.ts";
-import "./addons/hooks.ts";
+import { installControllers } from "./controllers.ts";
 import { clock } from "./clock.ts";
 import { auditRequests } from "./audit/middleware.ts";
 import { healthRoutes } from "./health/routes.ts";
@@ -99,6 +89,9 @@ export function createApp(): Hono<{ Bindings: Env }> {
   return app;
 }
 
+// The controllers' hooks, in the manifest's order (src/controllers.ts): the Worker and the Durable
+// Objects (one isolate per script) see the same ones.
+installControllers();
 const app = createApp();
 
 export default {

@@ -33,7 +33,7 @@ import {
   storeCredentials,
   type AgentCredentials,
 } from "./credentials.ts";
-import type { ClusterClaim, HeartbeatAnswer, HeartbeatRequest, RotateKeyAnswer } from "../../src/agent/protocol.ts";
+import type { ClusterClaim, HeartbeatAnswer, HeartbeatRequest, RotateKeyAnswer } from "../../src/agent-api/protocol.ts";
 import { definitiveRefusal, hubAbsent, HubClient, type HubFailure, type HubResult } from "./hub-client.ts";
 import { httpFetch, type HubFetch } from "./http-fetch.ts";
 import { getClusterIdentity, listClusterProperties } from "./identity.ts";
@@ -58,7 +58,7 @@ import { DEFAULT_TRANSPORT, type AgentTransport, type TransportName } from "./tr
 import { WsTransport } from "./transport/ws.ts";
 import { addonsOf, type AddonSpec } from "./addon/spec.ts";
 import type { AddonAgent } from "./addon/controller.ts";
-import type { DeliveredWork } from "../../src/agent/protocol-answers.ts";
+import type { DeliveredWork } from "../../src/agent-api/protocol-answers.ts";
 
 /** Where the agent is in its life cycle, as returned by {@link AgentHandle.state}. */
 export type AgentState = "starting" | "registering" | "waiting-for-acceptance" | "heartbeating" | "stopped" | "left" | "failed";

@@ -27,7 +27,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from "commander
 import pkg from "../../package.json" with { type: "json" };
 import { AgentFatalError, rotateKey, startAgent } from "./agent.ts";
 import { DEFAULT_AGENT_NAMESPACE } from "./credentials.ts";
-import type { ClusterClaim } from "../../src/agent/protocol.ts";
+import type { ClusterClaim } from "../../src/agent-api/protocol.ts";
 import { isDNS1123Label } from "../../src/k8s/validation.ts";
 import { defaultAgentImage, InstallOptionsError, renderInstallManifests, toMultiDocumentYaml } from "./install.ts";
 import type { KubeConfig } from "./kube.ts";

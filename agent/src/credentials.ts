@@ -8,7 +8,7 @@
  */
 import { createHash, createPrivateKey, generateKeyPairSync, randomUUID, sign, type KeyObject } from "node:crypto";
 import type { JWK } from "jose";
-import type { PublicJwk } from "../../src/agent/protocol.ts";
+import type { PublicJwk } from "../../src/agent-api/protocol.ts";
 import { isConflict, isNotFound, type KubeConfig } from "./kube.ts";
 
 /** Name of the Secret holding the agent's hub credentials. */
@@ -31,7 +31,7 @@ export const AGENT_TOKEN_TTL_SECONDS = 60;
 export interface AgentKeyPair {
   /** Private JWK (`kty: "EC"`, `crv: "P-256"`, with `d`); never leaves the member cluster. */
   privateJwk: JWK;
-  /** Public JWK (`kty`, `crv`, `x`, `y` only), as sent to the hub (src/agent/protocol.ts `PublicJwkSchema`). */
+  /** Public JWK (`kty`, `crv`, `x`, `y` only), as sent to the hub (src/agent-api/protocol.ts `PublicJwkSchema`). */
   publicJwk: PublicJwk;
   /** RFC 7638 SHA-256 thumbprint of the public JWK (base64url), used as the JWT `kid`. */
   kid: string;

@@ -5,7 +5,7 @@
  */
 import type { JWK } from "jose";
 import type * as z from "zod/mini";
-import type { AddonStatusRequest, AddonTokenRequest, HeartbeatRequest, RegisterRequest, WorkStatusReport } from "../../src/agent/protocol.ts";
+import type { AddonStatusRequest, AddonTokenRequest, HeartbeatRequest, RegisterRequest, WorkStatusReport } from "../../src/agent-api/protocol.ts";
 // The answer schemas' own module (zod/mini), not protocol.ts: the agent loads no classic zod.
 import {
   AddonStatusAnswerSchema,
@@ -27,7 +27,7 @@ import {
   type RotateKeyAnswer,
   type WorkStatusAnswer,
   type WorksAnswer,
-} from "../../src/agent/protocol-answers.ts";
+} from "../../src/agent-api/protocol-answers.ts";
 import { ecJwkThumbprint, jwsHeader } from "./credentials.ts";
 import { httpFetch, type HubFetch, type HubResponse } from "./http-fetch.ts";
 
@@ -45,7 +45,7 @@ export type WorksResponse = { changed: false; etag: string } | ({ changed: true 
  * - `conflict`: 409 (cluster ID or name taken);
  * - `invalid`: 400/422 (the hub rejected the body);
  * - `other`: any other status, or a 2xx answer that is not the documented JSON (the answer
- *   schemas of src/agent/protocol.ts: a malformed answer is reported as a failure, never thrown).
+ *   schemas of src/agent-api/protocol.ts: a malformed answer is reported as a failure, never thrown).
  */
 export type HubFailureKind = "unreachable" | "unauthorized" | "forbidden" | "conflict" | "invalid" | "other";
 
@@ -327,7 +327,7 @@ export class HubClient {
 
   /**
    * One hub call: sends `body` as JSON, decodes a 2xx answer with `answer` (an answer schema of
-   * src/agent/protocol.ts; a body it refuses is a failure of kind `other`) and an error answer as
+   * src/agent-api/protocol.ts; a body it refuses is a failure of kind `other`) and an error answer as
    * a Kubernetes Status. A 304, for a call that expects one (`notModified`, which is told), is
    * ok with no value. Never rejects.
    */

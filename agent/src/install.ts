@@ -28,7 +28,7 @@
  */
 import { stringify } from "yaml";
 import { BOOTSTRAP_SECRET_NAME, CREDENTIALS_SECRET_NAME, DEFAULT_AGENT_NAMESPACE } from "./credentials.ts";
-import type { ClusterClaim } from "../../src/agent/protocol.ts";
+import type { ClusterClaim } from "../../src/agent-api/protocol.ts";
 import { isDNS1123Label } from "../../src/k8s/validation.ts";
 import { CLUSTER_PROPERTY_GROUP, CLUSTER_PROPERTY_PLURAL } from "./identity.ts";
 import { isValidClaim } from "./status.ts";

@@ -14,7 +14,7 @@
  * - health: `GET /livez`, falling back to `/healthz` on 404 or 403; a failure is reported only
  *   once it has persisted for the failure threshold (20 s by default).
  */
-import type { ClusterClaim, HeartbeatRequest } from "../../src/agent/protocol.ts";
+import type { ClusterClaim, HeartbeatRequest } from "../../src/agent-api/protocol.ts";
 import { listClusterProperties } from "./identity.ts";
 import { describeKubeError, isNotFound, type KubeConfig, type RawResponse } from "./kube.ts";
 import { sumResourceLists } from "../../src/k8s/quantity.ts";

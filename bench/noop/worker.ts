@@ -30,9 +30,9 @@
  * the connected clusters are module variables that both read (the hub keeps them in storage).
  */
 import { DurableObject } from "cloudflare:workers";
-import type { HeartbeatAnswer, WorkStatusAnswer, WorksAnswer } from "../../src/agent/protocol.ts";
-import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL } from "../../src/agent/channel-constants.ts";
-import type { HubMessage } from "../../src/agent/channel-protocol.ts";
+import type { HeartbeatAnswer, WorkStatusAnswer, WorksAnswer } from "../../src/agent-api/protocol.ts";
+import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL } from "../../src/agent-api/channel-constants.ts";
+import type { HubMessage } from "../../src/agent-api/channel-protocol.ts";
 
 interface Env {
   NOOP_CLUSTERS: DurableObjectNamespace<NoopClusterObject>;

@@ -11,7 +11,7 @@
  *   period and nothing else.
  * - Status changes, work status reports and `left` arrive as messages with a request id and are
  *   answered with `ack` or `error` (a Kubernetes Status), through the same paths as the HTTP
- *   routes (the heartbeat's commit, src/agent/work-report.ts).
+ *   routes (the heartbeat's commit, src/agent-api/work-report.ts).
  * - Works are pushed when they change ({@link AgentConnection.pushWorks}).
  *
  * Nothing here is kept in memory between events: what a connection needs (its key ID) is in its
@@ -20,11 +20,10 @@
 import { ApiError, forbidden, unauthorized } from "../../src/k8s/errors.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
 import { INVALID_AGENT_CREDENTIAL } from "../../src/auth/credentials.ts";
-import type { Heartbeat } from "../../src/agent/protocol.ts";
-import { decode } from "../../src/agent/routes.ts";
-import type { PolicyComplianceReportRequest, WorkStatusReport } from "../../src/agent/protocol.ts";
+import { decode, type Heartbeat } from "../../src/agent-api/protocol.ts";
+import type { PolicyComplianceReportRequest, WorkStatusReport } from "../../src/agent-api/protocol.ts";
 import type { ReportOutcome } from "./reports.ts";
-import { deliveredWorks } from "../../src/agent/delivered.ts";
+import { deliveredWorks } from "../../src/agent-api/delivered.ts";
 import { COUNTED } from "../../src/metrics/families.ts";
 import { count, flushSoon } from "../../src/metrics/recorder.ts";
 import { splitDelivered } from "../../src/work/namespace-works.ts";
@@ -47,7 +46,7 @@ import {
   CloseCodes,
   type AgentMessage,
   type HubMessage,
-} from "../../src/agent/channel-protocol.ts";
+} from "../../src/agent-api/channel-protocol.ts";
 
 /** The request header by which the Worker tells the cluster's object which cluster the upgrade's token claims (its `sub`). */
 export const CHANNEL_CLUSTER_HEADER = "x-flotilla-channel-cluster";
@@ -124,13 +123,13 @@ export interface ConnectionHost {
   /** Whether the hub accepts the cluster (`hubAcceptsClient`). */
   accepted(current: KubeObject): boolean;
   /**
-   * Writes a work status report (src/agent/work-report.ts) in the order of the work's reports,
+   * Writes a work status report (src/agent-api/work-report.ts) in the order of the work's reports,
    * stale when its sequence is not newer than the one committed (cluster/reports.ts).
    * @throws ApiError what the report's write throws
    */
   workReport(cluster: string, work: string, report: WorkStatusReport, bytes: number): Promise<ReportOutcome>;
   /**
-   * Writes a policy compliance report (src/agent/policy-report.ts) in the order of the policy's
+   * Writes a policy compliance report (src/agent-api/policy-report.ts) in the order of the policy's
    * reports, stale as {@link workReport} is.
    * @throws ApiError what the report's write throws
    */
@@ -180,7 +179,7 @@ export class AgentConnection {
 
   /**
    * Accepts an agent's upgrade (the Worker checked the upgrade headers and admitted the token,
-   * src/agent/channel.ts): verifies its JWT, checks that it names this cluster (403), that the key
+   * src/agent-api/channel.ts): verifies its JWT, checks that it names this cluster (403), that the key
    * is neither pending (403) nor retired by a rotation (403: connect with the current key) and
    * that the hub accepts the cluster (403); then closes any earlier connection
    * ({@link CloseCodes.Replaced}), accepts the socket and renews the lease. Answers 101 with the

@@ -8,7 +8,7 @@ import { decodeProtectedHeader, importJWK, jwtVerify, type JWK } from "jose";
 import { invalid, unauthorized } from "../../src/k8s/errors.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
 import { ACCEPT_KEY_ANNOTATION, ManagedClusterKind, PENDING_KEY_ANNOTATION } from "../../src/kinds/managedcluster.ts";
-import { AGENT_AUDIENCE, CLOCK_SKEW_SECONDS } from "../../src/agent/protocol.ts";
+import { AGENT_AUDIENCE, CLOCK_SKEW_SECONDS } from "../../src/agent-api/protocol.ts";
 import { INVALID_AGENT_CREDENTIAL } from "../../src/auth/credentials.ts";
 import { checkTimes } from "../../src/auth/keys.ts";
 import type { ClusterHost } from "./host.ts";

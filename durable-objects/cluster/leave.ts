@@ -90,7 +90,7 @@ export class Leave {
    * ManagedClusterLeaveTimedOut; the DELETED watch event carries it), removes the ManagedCluster
    * (D1 row, identity, the object's storage; the scheduler drops it from every decision), then
    * the objects in the cluster's namespace (ManifestWorks, AddOnPlacementScores; the removal's
-   * after-commit hook, src/work/hooks.ts).
+   * after-commit hook, src/work/controller.ts).
    * @throws ApiError 404, 409 when D1 refused a commit
    */
   async finish(current: KubeObject, reason: string, message: string): Promise<void> {

@@ -16,12 +16,14 @@
  *
  * The sequence committed is kept in the object's SQLite (`report_sequences`, one row per object
  * reported with a sequence, written after the commit succeeded, in the same queue turn: nothing
- * else for the object runs between the commit and the row). Reports for different objects still
+ * else for the object runs between the commit and the row). The table is created at the first
+ * sequence to keep, not with the object's schema: an object whose agent never sent one (an older
+ * agent, the HTTP-only tools) never has it, and waking an object creates nothing. Reports for different objects still
  * run concurrently (their D1 commits may share a group commit batch, src/store/group-commit.ts).
  */
 import type { KubeObject } from "../../src/k8s/meta.ts";
 
-/** The table of the sequences committed (created with the object's schema, again after a deleteAll). */
+/** The table of the sequences committed (created at the first sequence to keep, again after a deleteAll). */
 export const REPORTS_SCHEMA = "CREATE TABLE IF NOT EXISTS report_sequences (k TEXT PRIMARY KEY, uid TEXT NOT NULL, seq INTEGER NOT NULL) WITHOUT ROWID;";
 
 /** What a report run here answers: the object as stored (null: nothing stored), or `stale` with the sequence held. */
@@ -33,8 +35,21 @@ export class Reports {
   private readonly tails = new Map<string, Promise<unknown>>();
   /** The reports queued for each key and not yet started, in arrival order. */
   private readonly waiting = new Map<string, Waiting[]>();
+  /** Whether `report_sequences` exists: undefined until first asked (one read of the schema). */
+  private exists: boolean | undefined;
 
   constructor(private readonly sql: SqlStorage) {}
+
+  /** The object's storage was emptied (`deleteAll`): the table is gone, and created again when needed. */
+  reset(): void {
+    this.exists = false;
+  }
+
+  /** Whether the table exists (read from the schema once per object instance). */
+  private hasTable(): boolean {
+    this.exists ??= this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'report_sequences'").toArray().length > 0;
+    return this.exists;
+  }
 
   /**
    * Runs `commit` for the report of object `key` (`work/<name>` or `policy/<name>`) of `uid` after
@@ -60,14 +75,20 @@ export class Reports {
         if (held !== null && held >= sequence) return { stale: true, sequence: held };
       }
       const object = await commit();
-      if (forget) this.sql.exec("DELETE FROM report_sequences WHERE k = ?", key);
-      else if (sequence !== undefined)
+      if (forget) {
+        if (this.hasTable()) this.sql.exec("DELETE FROM report_sequences WHERE k = ?", key);
+      } else if (sequence !== undefined) {
+        if (!this.hasTable()) {
+          this.sql.exec(REPORTS_SCHEMA);
+          this.exists = true;
+        }
         this.sql.exec(
           "INSERT INTO report_sequences (k, uid, seq) VALUES (?, ?, ?) ON CONFLICT(k) DO UPDATE SET uid = excluded.uid, seq = excluded.seq",
           key,
           uid,
           sequence,
         );
+      }
       return { stale: false, object };
     });
     const tail = run.catch(() => undefined);
@@ -80,6 +101,7 @@ export class Reports {
 
   /** The sequence last committed for `key` and `uid`, or null (none, or one of another uid: the object was replaced). */
   private held(key: string, uid: string): number | null {
+    if (!this.hasTable()) return null;
     const row = this.sql.exec<{ uid: string; seq: number }>("SELECT uid, seq FROM report_sequences WHERE k = ?", key).toArray()[0];
     return row && row.uid === uid ? row.seq : null;
   }

@@ -8,7 +8,7 @@ import type { KubeObject } from "../../src/k8s/meta.ts";
 import { storageOf } from "../../src/store/storage.ts";
 import { storeOf, type WriterMode } from "../../src/store/store.ts";
 import { LEGACY_CLUSTER_ID_ANNOTATION, ManagedClusterKind, reconcileManagedCluster } from "../../src/kinds/managedcluster.ts";
-import { schedulingHook } from "../../src/placement/triggers.ts";
+import { schedulingHook } from "../../src/placement/controller.ts";
 import { armSweep } from "../../src/store/outbox.ts";
 import { clock } from "../../src/clock.ts";
 import type { Cost } from "./types.ts";

@@ -1,11 +1,11 @@
 /**
- * The shapes that cross ClusterObject's RPC boundary (src/agent/routes.ts, src/api/resources.ts
+ * The shapes that cross ClusterObject's RPC boundary (src/agent-api/routes.ts, src/api/resources.ts
  * and the tests read them), and the storage cost each call reports.
  */
 import type { JWK } from "jose";
 import { ApiError, type Status } from "../../src/k8s/errors.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
-import type { ClusterInfo, Heartbeat } from "../../src/agent/protocol.ts";
+import type { ClusterInfo, Heartbeat } from "../../src/agent-api/protocol.ts";
 
 /** A result crossing the RPC boundary: a value, or a Kubernetes Status (errors as values). */
 export type Result<T> = { ok: true; value: T } | { ok: false; status: Status };
@@ -30,7 +30,7 @@ export type { WriteOutcome } from "../../src/store/store.ts";
 
 /**
  * What the agent learns about its registration (GET /agent/v1/clusters/{name}): the protocol's
- * `ClusterInfo` (src/agent/protocol.ts). `keyPending` is true while the key the agent
+ * `ClusterInfo` (src/agent-api/protocol.ts). `keyPending` is true while the key the agent
  * authenticated with (or registered) waits for an admin to accept it; such a key may only read this.
  */
 export type RegistrationInfo = ClusterInfo;

@@ -22,12 +22,12 @@ import { ApiError } from "../k8s/errors.ts";
 import { findCondition, rfc3339, setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
 import { ManagedClusterAddOnKind } from "../kinds/addon.ts";
 import { Conditions as ClusterConditions, ManagedClusterKind } from "../kinds/managedcluster.ts";
-import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
+import type { AfterCommitHook } from "../store/hooks.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { clock } from "../clock.ts";
 import type { WaitUntil } from "../store/outbox.ts";
 import type { Env } from "../env.ts";
-import type { AddonStatusSchema } from "../agent/protocol.ts";
+import type { AddonStatusSchema } from "../agent-api/protocol.ts";
 import type { z } from "zod";
 
 /** OCM's ManagedClusterAddOn condition type the lease check sets. */
@@ -125,4 +125,3 @@ export const addonClusterUnknownHook: AfterCommitHook<true> = {
     await writeAvailable(env, target.name, addons, clock.now(), true);
   },
 };
-registerAfterCommitHook(addonClusterUnknownHook);

@@ -21,8 +21,8 @@
  * created it reads them). A registered add-on's hub permissions follow the template resolved for
  * it (src/addons/token-registration.ts `syncHubPermissions`), and go with it.
  *
- * Triggers (src/addons/hooks.ts): writes of the add-on kinds and of add-on works' status, and
- * placement decision changes ({@link addonsForPlacements}, from the scheduler). Each run reads
+ * Triggers (src/addons/controller.ts): writes of the add-on kinds and of add-on works' status, and
+ * placement decision changes ({@link addonsForPlacements}). Each run reads
  * only the objects of its add-on (by name) and the placements it names, never every cluster.
  */
 import { clock } from "../clock.ts";
@@ -37,7 +37,7 @@ import { admittedStoreOf } from "../admission/store.ts";
 import { decisionGroups } from "../work/replicaset.ts";
 import { canonicalJson as canonical, computeRollout, type ClusterRolloutStatus, type DecisionGroup, type RolloutStrategy } from "../work/rollout.ts";
 import type { Env } from "../env.ts";
-import { SCHEDULER_NAME } from "../../durable-objects/scheduler.ts";
+import { setSchedulerTimer } from "../timers.ts";
 import { availability, manifestApplied, type AddonCondition } from "./health.ts";
 import { syncHubPermissions, templateOf, tryWrite } from "./token-registration.ts";
 import {
@@ -238,9 +238,9 @@ export async function runClusterManagementAddOn(
  */
 export type RecheckAddon = (name: string, at: number) => Promise<void>;
 
-/** The scheduler object's timer for an add-on's run (durable-objects/scheduler.ts `recheckAddonAt`). */
+/** The scheduler object's `addon:<name>` timer for an add-on's run (the manifest's `addon` timer, src/controllers.ts). */
 function schedulerRecheck(env: Env): RecheckAddon {
-  return (name, at) => env.SCHEDULER.getByName(SCHEDULER_NAME).recheckAddonAt(name, at);
+  return (name, at) => setSchedulerTimer(env, `addon:${name}`, at);
 }
 
 /** The add-ons whose run is in progress in this isolate, and whether another run was asked for meanwhile. */
@@ -545,7 +545,7 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
 
 /**
  * Runs the add-ons installed by any of `placements` (`<namespace>/<name>` keys whose decisions
- * changed) and waits for them. Called by the scheduler after a run, as for replica sets; reads
+ * changed) and waits for them: the add-on hook's run for a PlacementDecision's change, as for replica sets; reads
  * the ClusterManagementAddOns (one list, a handful of objects), never every cluster. Failures are
  * logged, never thrown.
  */

@@ -40,7 +40,7 @@ import { hubKeySource, issuerOf } from "../auth/serviceaccounts.ts";
 import { DEFAULT_TOKEN_EXPIRATION_SECONDS, issueServiceAccountToken } from "../auth/serviceaccount-token.ts";
 import { serviceAccountUsername } from "../auth/rbac.ts";
 import { admittedStoreOf } from "../admission/store.ts";
-import { templateBindings } from "../auth/addon-admission.ts";
+import { templateBindings } from "../kinds/addon-admission.ts";
 import type { Env } from "../env.ts";
 
 /** The signer of a kubeClient registration in ManagedClusterAddOn `v1alpha1` (OCM's `KubeAPIServerClientSignerName`). */
@@ -335,7 +335,7 @@ function templateRegistrations(template: KubeObject | null): { type?: string }[]
  * (`GetDesiredAddOnTemplate`): the desired config of its `status.configReferences`, which the
  * add-on manager resolves from what the hub controls (the ClusterManagementAddOn's defaults and
  * install strategy, the ManagedClusterAddOn's `spec.configs`, admitted against their writer:
- * src/auth/addon-admission.ts) and rolls out, and which no one else writes (the add-on's own
+ * src/kinds/addon-admission.ts) and rolls out, and which no one else writes (the add-on's own
  * credential has no status write; any other writer outside `system:masters` has it kept as
  * stored); else its ClusterManagementAddOn's default AddOnTemplate; null when none.
  */

@@ -4,8 +4,14 @@
  * auditevents` and generated clients see the fields of kube-apiserver's `audit.k8s.io/v1` Event
  * and the one path, GET (list, watch) of the collection.
  */
-import type { JsonSchema } from "../api/openapi.ts";
 import { AUDIT_GROUP, AUDIT_RESOURCE, AUDIT_VERSION } from "./routes.ts";
+
+/**
+ * A schema, parameter or path item of the document, as JSON: the same type as src/api/openapi.ts's
+ * `JsonSchema`, declared here because that module imports this one (no import cycle, not even of
+ * a type).
+ */
+type JsonSchema = { [key: string]: unknown };
 
 /** What the caller's document names the shared meta schemas, and how it references a schema. */
 export interface AuditOpenAPIRefs {

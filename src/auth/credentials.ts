@@ -6,7 +6,7 @@
 import type { Context } from "hono";
 import { decodeJwt, decodeProtectedHeader } from "jose";
 import { unauthorized } from "../k8s/errors.ts";
-import { KEY_TAG_HEADER_PARAM } from "../agent/protocol.ts";
+import { KEY_TAG_HEADER_PARAM } from "../agent-api/protocol.ts";
 import type { Env } from "../env.ts";
 import { storageOf } from "../store/storage.ts";
 import { checkKeyTag } from "./keys.ts";

@@ -7,7 +7,7 @@
  */
 import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, jwtVerify, type JWK } from "jose";
 import { badRequest, invalid } from "../k8s/errors.ts";
-import { CLOCK_SKEW_SECONDS, MAX_TOKEN_LIFETIME_SECONDS, REGISTRATION_AUDIENCE } from "../agent/protocol.ts";
+import { CLOCK_SKEW_SECONDS, MAX_TOKEN_LIFETIME_SECONDS, REGISTRATION_AUDIENCE } from "../agent-api/protocol.ts";
 import type { Env } from "../env.ts";
 
 const registrationRef = { group: "flotilla.dev", plural: "registrations", kind: "Registration" };

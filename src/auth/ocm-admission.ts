@@ -19,7 +19,7 @@
  * checked, and `system:masters` passes them as it passes RBAC (src/auth/rbac-store.ts `decide`).
  *
  * OCM's work webhook's check (a ManifestWork's `executor` needs `execute-as`) is
- * src/auth/executor.ts: it runs inside the D1 write, as the RBAC kinds' escalation check does,
+ * src/kinds/manifestwork-executor.ts: it runs inside the D1 write, as the RBAC kinds' escalation check does,
  * on the object as stored, so it needs no admitted transition.
  *
  * A ManagedCluster lives in its Durable Object, where its write is computed; the Worker computes

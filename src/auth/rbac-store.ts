@@ -27,11 +27,11 @@ import {
 } from "../kinds/rbac.ts";
 import { ManifestWorkKind, ManifestWorkReplicaSetKind } from "../kinds/manifestwork.ts";
 import { AddOnDeploymentConfigKind, AddOnTemplateKind, ManagedClusterAddOnKind, ManagedClusterAddOnV1beta1Kind } from "../kinds/addon.ts";
-import { ADDON_CONFIG_READER_EXTRA, type AddonConfigReader } from "./addon-admission.ts";
+import { ADDON_CONFIG_READER_EXTRA, type AddonConfigReader } from "../kinds/addon-admission.ts";
 import type { Env } from "../env.ts";
 import { featureEnabled } from "../features.ts";
-import { NIL_EXECUTOR_VALIDATING_EXTRA } from "./executor.ts";
-import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
+import { NIL_EXECUTOR_VALIDATING_EXTRA } from "../kinds/manifestwork-executor.ts";
+import type { AfterCommitHook } from "../store/hooks.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { storageOf } from "../store/storage.ts";
 import {
@@ -111,9 +111,9 @@ export async function authorizeRequest(env: Env, user: UserInfo, attrs: RequestA
 /**
  * The extras an API write of kind `def` passes to the write path so that the checks needing its
  * author run: the RBAC kinds' escalation check (src/kinds/rbac.ts `checkEscalation`), the
- * ManifestWork and ManifestWorkReplicaSet executor admission (src/auth/executor.ts
+ * ManifestWork and ManifestWorkReplicaSet executor admission (src/kinds/manifestwork-executor.ts
  * `admitExecutor`, with the `NilExecutorValidating` gate when it is on) and the ManagedClusterAddOn
- * config admission (src/auth/addon-admission.ts, with a reader of the templates its configs name).
+ * config admission (src/kinds/addon-admission.ts, with a reader of the templates its configs name).
  * None for other kinds and for `system:masters`.
  * @throws errors of D1
  */
@@ -124,7 +124,7 @@ export async function rbacWriteExtras(env: Env, def: KindDefinition, user: UserI
   const nilExecutor = !isRbacKind(def) && !addon && featureEnabled(env, "NilExecutorValidating");
   const extras: Record<string, unknown> = { [RBAC_AUTHOR_EXTRA]: author, ...(nilExecutor ? { [NIL_EXECUTOR_VALIDATING_EXTRA]: true } : {}) };
   if (!addon) return extras;
-  // The ManagedClusterAddOn admission (src/auth/addon-admission.ts) reads the templates its configs name.
+  // The ManagedClusterAddOn admission (src/kinds/addon-admission.ts) reads the templates its configs name.
   const read: AddonConfigReader = (resource, namespace, name) =>
     admittedStoreOf(env, resource === "addontemplates" ? AddOnTemplateKind : AddOnDeploymentConfigKind).get(namespace, name);
   return { ...extras, [ADDON_CONFIG_READER_EXTRA]: read };
@@ -177,7 +177,6 @@ export const clusterRoleAggregationHook: AfterCommitHook<true> = {
     await aggregateStoredClusterRoles(env);
   },
 };
-registerAfterCommitHook(clusterRoleAggregationHook);
 
 // ---------------------------------------------------------------------------
 // Bootstrap policy (kube-apiserver's RBAC bootstrap and reconciliation)

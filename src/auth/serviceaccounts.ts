@@ -35,7 +35,7 @@ import { EncryptionError, keyringOf } from "../k8s/encryption.ts";
 import { resourceKey } from "../k8s/kind.ts";
 import { ServiceAccountKind } from "../kinds/serviceaccount.ts";
 import { admittedStoreOf } from "../admission/store.ts";
-import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
+import type { AfterCommitHook } from "../store/hooks.ts";
 import { NamespaceKind } from "../kinds/namespace.ts";
 import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
@@ -296,4 +296,3 @@ export const defaultServiceAccountHook: AfterCommitHook<true> = {
     }
   },
 };
-registerAfterCommitHook(defaultServiceAccountHook);

@@ -5,7 +5,7 @@
  * when the set selects no cluster, else False with reason `ClustersSelected` and message
  * "<n> ManagedClusters selected" (clusters being deleted count, as in OCM).
  *
- * Kept up to date by an after-commit hook (src/clusterprofile/hook.ts): a set's own write (not
+ * Kept up to date by an after-commit hook (src/clusterprofile/controller.ts): a set's own write (not
  * its status) and a ManagedCluster created, deleted or relabelled (only for the sets it entered
  * or left) rewrite the condition from the set's count row (src/clusterprofile/set-counts.ts),
  * which the write's own batch already changed: one D1 row per set, whatever its size.
@@ -19,7 +19,7 @@ import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { clusterInSet, ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
 import type { Change } from "../store/hooks.ts";
 import { admittedStoreOf } from "../admission/store.ts";
-import { save } from "./controller.ts";
+import { save } from "./profiles.ts";
 import { readSetCount } from "./set-counts.ts";
 
 /** `ManagedClusterSetConditionEmpty`. */

@@ -33,7 +33,7 @@ import { guardedShape, type GuardedBinder } from "../store/storage.ts";
 import type { Env } from "../env.ts";
 import { CLUSTERSET_LABEL, ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
-import { registerCommitStatements, type Change } from "../store/hooks.ts";
+import type { CommitStatements, Change } from "../store/hooks.ts";
 
 /**
  * One requirement of a set as stored: `k` the label key, `o` the operator (`in`, `notin`,
@@ -169,7 +169,8 @@ export function setCountStatements(change: Change, guarded: GuardedBinder): D1Pr
   }
   return [];
 }
-registerCommitStatements({ name: "clusterset-counts", statements: setCountStatements });
+/** The set counts' commit statements (registered by the controller manifest, src/controllers.ts). */
+export const setCountsStatements: CommitStatements = { name: "clusterset-counts", statements: setCountStatements };
 
 /**
  * How many clusters `set` selects: its count row (one D1 row read). A row migration 0011 wrote

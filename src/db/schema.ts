@@ -104,7 +104,7 @@ export const outbox = sqliteTable("outbox", {
 });
 
 /**
- * The owner index (src/gc/collector.ts): which objects (`resource`, `namespace`, `name`) name the
+ * The owner index (src/gc/controller.ts): which objects (`resource`, `namespace`, `name`) name the
  * owner with UID `ownerUid` in their ownerReferences. Written in the batch of each write that
  * changes an object's references (src/store/d1/write.ts), so an owner's dependents are one lookup.
  */
@@ -165,7 +165,7 @@ export const clustersetCounts = sqliteTable("clusterset_counts", {
 
 /**
  * When each Event was last written (epoch milliseconds), in the same batch as every write of it
- * (src/events/hooks.ts), indexed so that the expiry (src/events/expiry.ts) reads the oldest
+ * (src/events/controller.ts), indexed so that the expiry (src/events/expiry.ts) reads the oldest
  * first, a bounded number at a time: kube-apiserver's `--event-ttl` without a scan of all Events.
  * Migration 0012.
  */

@@ -2,8 +2,8 @@
  * Events expire `FLOTILLA_EVENT_TTL_SECONDS` after their last write, as kube-apiserver's Events
  * expire `--event-ttl` (default one hour) after theirs (etcd leases). Without a scan of all
  * Events: each Event's last write time is kept in `event_ttl` (migration 0012, written in the
- * batch of every write of it: src/events/hooks.ts), indexed by that time, and the scheduler
- * object's `event-expiry` timer (durable-objects/scheduler.ts, armed when an Event is created)
+ * batch of every write of it: src/events/controller.ts), indexed by that time, and the scheduler
+ * object's `event-expiry` timer (the manifest, src/controllers.ts; armed when an Event is created)
  * deletes at most {@link EXPIRY_BATCH} of the oldest expired ones per run through the store (so
  * watchers see them DELETED), then arms itself at the next expiry, or not at all once no Event is
  * left. Times are epoch milliseconds from src/clock.ts, so a test moves them.
@@ -13,6 +13,10 @@ import { EventKind } from "../kinds/event.ts";
 import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
 import { admittedStoreOf } from "../admission/store.ts";
+import { setSchedulerTimer } from "../timers.ts";
+
+/** The scheduler object's timer of Events' expiry (the manifest's `event-expiry`, src/controllers.ts). */
+export const EVENT_EXPIRY_TIMER = "event-expiry";
 
 /** kube-apiserver's `--event-ttl` default: one hour, in seconds. */
 export const DEFAULT_EVENT_TTL_SECONDS = 3600;
@@ -87,6 +91,6 @@ export async function armEventExpiry(env: Env, opts: { now?: number; force?: boo
   if (!opts.force && armedDue !== null && armedDue > now) return;
   const at = await nextEventExpiry(env);
   if (at === null) return;
-  await env.SCHEDULER.getByName("scheduler").expireEventsAt(at);
+  await setSchedulerTimer(env, EVENT_EXPIRY_TIMER, at);
   armedDue = at;
 }

@@ -25,9 +25,8 @@
 import { Hono, type Context } from "hono";
 import { getTableConfig, type SQLiteTable } from "drizzle-orm/sqlite-core";
 import * as schema from "../db/schema.ts";
-import type { Env } from "../env.ts";
+import { SCHEDULER_NAME, type Env } from "../env.ts";
 import { storageOf } from "../store/storage.ts";
-import { SCHEDULER_NAME } from "../../durable-objects/scheduler.ts";
 
 /** How long one check may take before it fails, in milliseconds. */
 export const CHECK_TIMEOUT_MS = 5_000;

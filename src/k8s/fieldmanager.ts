@@ -82,7 +82,12 @@ export const FIELD_MANAGER_MAX_LENGTH = 128;
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
 
-function deepEqual(a: unknown, b: unknown): boolean {
+/**
+ * Whether two JSON values are equal as JSON (object keys in any order, object members whose value
+ * is undefined left out, as JSON.stringify leaves them), without serialising either: it stops at
+ * the first difference.
+ */
+export function deepEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((x, i) => deepEqual(x, b[i]));
   if (!isObj(a) || !isObj(b)) return false;

@@ -19,7 +19,7 @@ export const OwnerReferenceSchema = z.strictObject({
   blockOwnerDeletion: z.boolean().optional(),
 });
 
-/** metav1.OwnerReference: an owner of an object (garbage collection, src/gc/collector.ts). */
+/** metav1.OwnerReference: an owner of an object (garbage collection, src/gc/controller.ts). */
 export type OwnerReference = z.infer<typeof OwnerReferenceSchema>;
 
 /**

@@ -1,7 +1,7 @@
 /**
  * OCM's add-on API (`addon.open-cluster-management.io`), served in `v1alpha1` (the storage version,
  * as OCM's CRDs declare it) and `v1beta1` together, converted as OCM converts them
- * (src/addons/conversion.ts): ClusterManagementAddOn (cluster-scoped), ManagedClusterAddOn (in the
+ * (src/kinds/addon-conversion.ts): ClusterManagementAddOn (cluster-scoped), ManagedClusterAddOn (in the
  * cluster's namespace, named after its ClusterManagementAddOn), AddOnDeploymentConfig (namespaced)
  * and AddOnTemplate (cluster-scoped, v1alpha1 only). Schemas, defaults and printer columns follow
  * open-cluster-management-io/api `addon/v1alpha1` and `addon/v1beta1` (types and CRDs).
@@ -19,8 +19,8 @@ import { addFieldErrors, ConditionsSchema, ObjectMetaSchema, objectSchema, type 
 import { fieldForbidden, fieldNotSupported, fieldRequired, type FieldError } from "../k8s/validation.ts";
 import { tryParseQuantity } from "../k8s/quantity.ts";
 import { ManifestWorkSpecSchema, RolloutStrategySchema, validateWorkSpec } from "./manifestwork.ts";
-import { admitAddonWrite } from "../auth/addon-admission.ts";
-import { cmaToV1alpha1, cmaToV1beta1, mcaToV1alpha1, mcaToV1beta1, sameFields } from "../addons/conversion.ts";
+import { admitAddonWrite } from "./addon-admission.ts";
+import { cmaToV1alpha1, cmaToV1beta1, mcaToV1alpha1, mcaToV1beta1, sameFields } from "./addon-conversion.ts";
 
 /** The add-on API group. */
 export const ADDON_GROUP = "addon.open-cluster-management.io";

@@ -9,6 +9,7 @@ import type { KindDefinition, WriteContext } from "../k8s/kind.ts";
 import { addFieldErrors, ConditionsSchema, ObjectMetaSchema, rfc3339, setCondition, findCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
 import { isQualifiedName, validateResourceList } from "../k8s/validation.ts";
 import { decodeBase64 } from "./secret.ts";
+import { TAINT_EFFECTS } from "./managedcluster-taints.ts";
 
 /** Label naming a cluster's exclusive ManagedClusterSet. */
 export const CLUSTERSET_LABEL = "cluster.open-cluster-management.io/clusterset";
@@ -51,7 +52,7 @@ const resourceList = z.record(z.string(), quantity).superRefine((m, ctx) => addF
 export const TaintSchema = z.strictObject({
   key: z.string().min(1).max(316),
   value: z.string().max(1024).optional(),
-  effect: z.enum(["NoSelect", "PreferNoSelect", "NoSelectIfNew"]),
+  effect: z.enum(TAINT_EFFECTS),
   timeAdded: z.string().nullable().optional(),
 });
 

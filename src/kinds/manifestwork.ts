@@ -14,14 +14,14 @@ import type { KindDefinition } from "../k8s/kind.ts";
 import { addFieldErrors, ConditionsSchema, isJsonObject, objectSchema, type KubeObject } from "../k8s/meta.ts";
 import type { FieldError } from "../k8s/validation.ts";
 import { onlyEmpty } from "../k8s/unimplemented.ts";
-import { GO_DURATION } from "../work/rollout.ts";
-import { admitExecutor, validateExecutor } from "../auth/executor.ts";
+import { GO_DURATION } from "../k8s/duration.ts";
+import { admitExecutor, validateExecutor } from "./manifestwork-executor.ts";
 
 /** OCM's cap on the total size of a work's manifests, in bytes (500 KiB, `manifestLimit`). */
 export const MANIFEST_LIMIT_BYTES = 500 * 1024;
 
-/** OCM's labels of a generated ManifestWork (src/work/labels.ts; the agent copies them onto what it applies). */
-export { MWRS_LABEL, PLACEMENT_NAME_LABEL } from "../work/labels.ts";
+/** OCM's labels of a generated ManifestWork (src/kinds/manifestwork-labels.ts; the agent copies them onto what it applies). */
+export { MWRS_LABEL, PLACEMENT_NAME_LABEL } from "./manifestwork-labels.ts";
 
 /**
  * A list the CRD declares `x-kubernetes-list-type: map` keyed by one string field: a second item
@@ -251,7 +251,7 @@ export const ManifestWorkKind: KindDefinition = {
   validate(obj: KubeObject): StatusCause[] {
     return validateWorkSpec(obj.spec, "spec");
   },
-  // `spec.executor` admission: src/auth/executor.ts.
+  // `spec.executor` admission: src/kinds/manifestwork-executor.ts.
   finalize: (obj, old, ctx) => admitExecutor(obj, old, ctx, false),
 };
 
@@ -352,6 +352,6 @@ export const ManifestWorkReplicaSetKind: KindDefinition = {
     causes.push(...validateWorkSpec(spec.manifestWorkTemplate, "spec.manifestWorkTemplate"));
     return causes;
   },
-  // `spec.manifestWorkTemplate.executor` admission: src/auth/executor.ts.
+  // `spec.manifestWorkTemplate.executor` admission: src/kinds/manifestwork-executor.ts.
   finalize: (obj, old, ctx) => admitExecutor(obj, old, ctx, true),
 };

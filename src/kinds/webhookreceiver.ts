@@ -12,11 +12,11 @@
  *   (`cluster.open-cluster-management.io/v1beta1`) in the same namespace.
  * - `action`: `Reevaluate` (no patch), `MergePatch` (`patch` an RFC 7386 object) or `JSONPatch`
  *   (`patch` an RFC 6902 array); string values may hold payload templates `{{ .a.b }}`
- *   (src/webhook/template.ts; in a JSON Patch, only in `value`).
+ *   (src/kinds/webhook-template.ts; in a JSON Patch, only in `value`).
  *
  * A delivery writes the target as the receiver's own identity (src/webhook/receiver.ts
  * `receiverUser`), so a replica set's executor it would set or change is admitted only when that
- * identity may `execute-as` it (src/auth/executor.ts).
+ * identity may `execute-as` it (src/kinds/manifestwork-executor.ts).
  *
  * status (hub-owned, rewritten on every write): `webhookPath` `/hooks/<hex SHA-256 of a random
  * per-receiver token + namespace + name>` (Flux's scheme with a random token instead of the
@@ -29,7 +29,7 @@ import type { KindDefinition, WriteContext } from "../k8s/kind.ts";
 import { ConditionsSchema, isJsonObject, objectSchema, rfc3339, type Condition, type KubeObject } from "../k8s/meta.ts";
 import { isDNS1123Subdomain } from "../k8s/validation.ts";
 import { jsonPatchErrors } from "../k8s/jsonpatch.ts";
-import { stringsOf, templateError } from "../webhook/template.ts";
+import { stringsOf, templateError } from "./webhook-template.ts";
 import { sha256Hex } from "./bootstraptoken.ts";
 
 /** The kinds a receiver may target, by apiVersion and kind. */

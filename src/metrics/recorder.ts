@@ -5,7 +5,10 @@
  * the Worker at most one send scheduled per isolate, {@link FLUSH_DELAY_MS} after the first
  * event, so an isolate under load sends one batch a second whatever its request rate, each cell
  * (family and labels) once; in a Durable Object after the event that counted (a lease expiry, a
- * channel message, a scheduler run), with whatever the isolate gathered meanwhile. The metrics object adds the batch to its stored totals, which
+ * channel message, a scheduler run), with whatever the isolate gathered meanwhile, unless an object's send
+ * is in flight: the events counted meanwhile go in one batch as soon as it finished, so 1,000
+ * channel reports in a burst cost a few sends, not 1,000 (each a call of the metrics object and a
+ * row). The metrics object adds the batch to its stored totals, which
  * therefore survive isolate restarts; what an isolate counted in the last second before it was
  * evicted may be lost (a counter then reads a little low, never high).
  *
@@ -29,13 +32,18 @@ export type BatchCell = [family: string, labels: string, values: number[]];
 /** This isolate's events not yet sent, by `family + labels`. */
 let pending = new Map<string, BatchCell>();
 /**
- * The send scheduled or in flight: its number, and when it last showed life (performance.now(),
- * milliseconds of elapsed time, not the injected clock a test may move).
+ * The Worker's send scheduled or in flight: its number, and when it last showed life
+ * (performance.now(), milliseconds of elapsed time, not the injected clock a test may move).
  * A send whose request context ended (workerd then drops its timers and awaits, so its `finally`
  * never runs) stops showing life; after {@link STALE_SEND_MS} another one is scheduled.
  */
 let sending: { id: number; aliveMs: number } | null = null;
 let sends = 0;
+/**
+ * A Durable Object's send in flight (sent at once, without a timer): when it last showed life,
+ * and `again`, set by the events counted meanwhile, whose batch it sends right after.
+ */
+let flushing: { aliveMs: number; again: boolean } | null = null;
 
 /** After how long without a sign of life a scheduled send counts as dropped, in milliseconds. */
 const STALE_SEND_MS = 10_000;
@@ -91,15 +99,36 @@ export async function flushMetrics(env: Pick<Env, "METRICS">): Promise<boolean> 
 /**
  * Schedules the send of this isolate's batch. With `delayMs` > 0 ({@link FLUSH_DELAY_MS} by
  * default, the Worker's requests), unless a send is already scheduled: `delayMs` after now, then
- * again while events keep coming. With 0 (a Durable Object's events: few, and an object should
- * keep no timer alive nor depend on another event's context), the batch is sent at once, after
- * the event's answer. `waitUntil` keeps the request's (or the object's) context alive for it.
- * Call it after counting; cheap when a send is scheduled.
+ * again while events keep coming. With 0 (a Durable Object's events: an object should keep no
+ * timer alive nor wait on a request's context), the batch is sent at once, after the event's
+ * answer, unless an object's send is in flight: the events counted meanwhile then go in one batch
+ * right after it, so a burst of channel messages costs a few sends, not one each. `waitUntil`
+ * keeps the request's (or the object's) context alive for it. Call it after counting; cheap when
+ * a send is scheduled.
  */
 export function flushSoon(env: Pick<Env, "METRICS">, waitUntil: (p: Promise<unknown>) => void, delayMs = FLUSH_DELAY_MS): void {
   if (pending.size === 0 || !env.METRICS) return;
   if (delayMs <= 0) {
-    waitUntil(flushMetrics(env));
+    if (flushing && performance.now() - flushing.aliveMs < STALE_SEND_MS) {
+      flushing.again = true;
+      return;
+    }
+    const me = { aliveMs: performance.now(), again: false };
+    flushing = me;
+    waitUntil(
+      (async () => {
+        try {
+          // Stops at a failed send: the batch waits for the next event's send.
+          do {
+            me.again = false;
+            me.aliveMs = performance.now();
+            if (!(await flushMetrics(env))) break;
+          } while (me.again && pending.size > 0);
+        } finally {
+          if (flushing === me) flushing = null;
+        }
+      })(),
+    );
     return;
   }
   if (sending && performance.now() - sending.aliveMs < STALE_SEND_MS) return;

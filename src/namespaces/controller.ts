@@ -12,7 +12,7 @@
  *   `open-cluster-management.io/cluster-name=X`): created with the cluster, again when the
  *   cluster is accepted and its namespace is missing, and again once a deletion of the namespace
  *   of an accepted cluster completed. It is kept when the cluster is removed, as OCM keeps it
- *   (src/work/hooks.ts deletes the works it held). Accepting a cluster while its namespace is
+ *   (src/work/controller.ts deletes the works it held). Accepting a cluster while its namespace is
  *   terminating is refused (src/namespaces/lifecycle.ts `admitAcceptance`).
  *
  * Each reads only the namespace and the objects of that namespace (by the store's
@@ -24,7 +24,7 @@ import { rfc3339, setCondition, type Condition, type KubeObject } from "../k8s/m
 import { KINDS } from "../kinds/index.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { FINALIZE_EXTRA, NAMESPACE_FINALIZER, NamespaceKind, namespaceFinalizers } from "../kinds/namespace.ts";
-import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
+import type { AfterCommitHook } from "../store/hooks.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { LIST_CHUNK_ROWS } from "../store/store.ts";
 import type { Env } from "../env.ts";
@@ -169,7 +169,6 @@ export const namespaceDeletionHook: AfterCommitHook<true> = {
     return { rewrote, requeue: remaining };
   },
 };
-registerAfterCommitHook(namespaceDeletionHook);
 
 /**
  * Creates namespace `name` with `labels` when it does not exist (a namespace that exists, even
@@ -202,4 +201,3 @@ export const clusterNamespaceCreateHook: AfterCommitHook<true> = {
     await ensureNamespace(env, target.name, { [CLUSTER_NAME_LABEL]: target.name });
   },
 };
-registerAfterCommitHook(clusterNamespaceCreateHook);

@@ -2,13 +2,14 @@
  * What a committed write tells the placement scheduler (OCM's enqueue rules): which placements it
  * can affect, as a Trigger, with what the scheduler's view reads of the written object. Pure, so
  * that the unit tests and the bench import it outside the Worker; the after-commit hook that
- * runs these triggers is src/placement/triggers.ts.
+ * runs these triggers is src/placement/controller.ts.
  */
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { ManagedClusterKind, type ManagedClusterStatus } from "../kinds/managedcluster.ts";
 import { ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
-import { AddOnPlacementScoreKind, ManagedClusterSetBindingKind, PlacementKind } from "../kinds/placement.ts";
+import { AddOnPlacementScoreKind, ManagedClusterSetBindingKind, PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
+import { PLACEMENT_LABEL } from "../scheduling/grouping.ts";
 import type { ObjectChange, Trigger, ViewResource } from "./plan.ts";
 import { clusterView } from "./reads.ts";
 
@@ -103,4 +104,19 @@ export function triggerForChange(change: WrittenChange, withObjects = true): Tri
   if (def === ManagedClusterSetBindingKind) return statusOnly(change) ? null : { namespaces: [namespace], objects: written("managedclustersetbindings") };
   if (def === AddOnPlacementScoreKind) return { scores: [{ cluster: namespace, resourceName: name }], objects: written("addonplacementscores") };
   return null;
+}
+
+/**
+ * The placement whose decisions `change` moved, `<namespace>/<name>`: a PlacementDecision
+ * created, deleted, or its decisions (status) or labels (its decision group) changed; null for any
+ * other change. What the decisions' consumers (replica sets, add-ons installed by placements) wake
+ * on, as OCM's controllers watch the PlacementDecision informer.
+ */
+export function decisionsMoved(change: WrittenChange): string | null {
+  if (change.def !== PlacementDecisionKind) return null;
+  const { before, after } = change;
+  const placement = (after ?? before)?.metadata.labels?.[PLACEMENT_LABEL];
+  if (!placement) return null;
+  if (before && after && JSON.stringify([before.status, before.metadata.labels]) === JSON.stringify([after.status, after.metadata.labels])) return null;
+  return `${change.namespace}/${placement}`;
 }

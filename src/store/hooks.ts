@@ -1,6 +1,7 @@
 /**
- * After-commit hooks, registered by the features that need them (the placement scheduler, works
- * delivery, the replica set controller, a removed cluster's namespace), after kube-apiserver's
+ * After-commit hooks, the controllers' hooks that the controller manifest (src/controllers.ts)
+ * installs in its order (the placement scheduler, works delivery, the replica set controller, a
+ * removed cluster's namespace...), after kube-apiserver's
  * `registry.Store` AfterCreate/AfterUpdate/AfterDelete hooks and the informers controllers
  * watch. The write path (src/store/d1/write.ts) knows no feature: for every commit it asks each
  * registered hook what the change owes it (`plan`, pure), records that in the commit's outbox
@@ -83,8 +84,8 @@ export interface AfterCommitHook<Owed> {
 const registry = new Map<string, AfterCommitHook<unknown>>();
 
 /**
- * Registers `hook` (again under the same name: replaced). Features call this when their module
- * loads; src/index.ts imports them all, so Worker and Durable Objects see the same hooks.
+ * Registers `hook` (again under the same name: replaced in place). The manifest registers every
+ * hook ({@link installHooks}); a test may add one, or replace one with a spy.
  * Hooks run in the order they were first registered.
  */
 export function registerAfterCommitHook<Owed>(hook: AfterCommitHook<Owed>): void {
@@ -114,16 +115,20 @@ export function hookNamed(name: string): AfterCommitHook<unknown> | undefined {
  * `guardedShape`). It returns none for a change that does not concern it, so such writes cost nothing more.
  */
 export interface CommitStatements {
-  /** A stable name (registering again under it replaces the entry). */
+  /** A stable name. */
   readonly name: string;
   statements(change: Change, guarded: GuardedBinder): D1PreparedStatement[];
 }
 
 const commitStatementsRegistry = new Map<string, CommitStatements>();
 
-/** Registers `entry` (see {@link CommitStatements}); features call this when their module loads, as for hooks. */
-export function registerCommitStatements(entry: CommitStatements): void {
-  commitStatementsRegistry.set(entry.name, entry);
+/**
+ * Installs the hooks and commit statements of the controller manifest (src/controllers.ts `installControllers`), in
+ * their order: a hook already registered under a name keeps its place (so installing again changes nothing).
+ */
+export function installHooks(hooks: readonly AfterCommitHook<never>[], statements: readonly CommitStatements[]): void {
+  for (const hook of hooks) if (!registry.has(hook.name)) registry.set(hook.name, hook as AfterCommitHook<unknown>);
+  for (const entry of statements) if (!commitStatementsRegistry.has(entry.name)) commitStatementsRegistry.set(entry.name, entry);
 }
 
 /** The statements every registered {@link CommitStatements} adds to the commit of `change`. */

@@ -17,6 +17,10 @@ import { database } from "./d1/objects.ts";
 import type { Env } from "../env.ts";
 import { hookNamed, type Change, type HookTarget } from "./hooks.ts";
 import { clock } from "../clock.ts";
+import { setSchedulerTimer } from "../timers.ts";
+
+/** The scheduler object's timer of the periodic sweep (the manifest's `outbox-sweep`, src/controllers.ts). */
+export const OUTBOX_SWEEP_TIMER = "outbox-sweep";
 
 /** How long a writer owns the row of its own commit before a sweep may take it, in milliseconds. */
 export const OUTBOX_GRACE_MS = 60_000;
@@ -211,12 +215,12 @@ export async function sweepOutbox(env: Env, now: number, startedAt?: number): Pr
 }
 
 /**
- * Sets the periodic sweep (the scheduler object's alarm, named "scheduler") to run no later
+ * Sets the periodic sweep (the scheduler object's {@link OUTBOX_SWEEP_TIMER} timer) to run no later
  * than `at` (epoch milliseconds). Failures are logged: the next isolate's start sweeps anyway.
  */
 export async function armSweep(env: Env, at: number): Promise<void> {
   try {
-    await env.SCHEDULER.getByName("scheduler").sweepOutboxAt(at);
+    await setSchedulerTimer(env, OUTBOX_SWEEP_TIMER, at);
   } catch (e) {
     console.error("outbox: could not set the sweep", e);
   }

@@ -35,14 +35,14 @@ import { admittedStoreOf } from "../admission/store.ts";
 import { rbacAuthorizer } from "../auth/rbac-store.ts";
 import type { UserInfo } from "../auth/rbac.ts";
 import { RBAC_AUTHOR_EXTRA, type RbacAuthor } from "../kinds/rbac.ts";
-import { reschedule } from "../placement/triggers.ts";
+import { reschedule } from "../placement/controller.ts";
 import { reevaluateReplicaSet } from "../work/replicaset.ts";
 import type { Env } from "../env.ts";
 import { claimDelivery, releaseDelivery } from "./deliveries.ts";
 import { applyJsonPatch } from "../k8s/jsonpatch.ts";
 import { verifySignature } from "./signature.ts";
 import { recordEvent, refOf, type EventSpec } from "../events/record.ts";
-import { resolveTemplates, stringsOf, hasTemplate } from "./template.ts";
+import { resolveTemplates, stringsOf, hasTemplate } from "../kinds/webhook-template.ts";
 
 /** Largest delivery body accepted, in bytes (1 MiB; GitHub caps payloads at 25 MB, Flux reads them whole). */
 export const MAX_HOOK_BODY_BYTES = 1024 * 1024;
@@ -180,7 +180,7 @@ async function act(
   const name = spec.target.name;
   const store = admittedStoreOf(env, def);
   // The receiver writes as its own identity, so that what a write of the target admits only for
-  // a permitted user (a replica set's executor: src/auth/executor.ts) is checked for it too.
+  // a permitted user (a replica set's executor: src/kinds/manifestwork-executor.ts) is checked for it too.
   const extras =
     def === ManifestWorkReplicaSetKind
       ? { [RBAC_AUTHOR_EXTRA]: { user: receiverUser(namespace, receiver), authorizer: await rbacAuthorizer(env) } satisfies RbacAuthor }

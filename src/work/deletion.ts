@@ -4,14 +4,14 @@
  *
  * - The finalizer {@link MANIFEST_WORK_CLEANUP_FINALIZER} is put on a work once its agent holds it:
  *   OCM's agent adds it before applying; Flotilla's hub adds it at the agent's first status report
- *   of the work (src/agent/work-report.ts `reportWorkStatus`), so a work no agent ever saw is
+ *   of the work (src/agent-api/work-report.ts `reportWorkStatus`), so a work no agent ever saw is
  *   deleted at once, as in OCM.
  * - Deleting a work that carries it keeps the work, with a `Deleting` condition
  *   ({@link workDeletingHook}), until the agent reports that it removed what the work applied
- *   (a report with `released: true`, src/agent/protocol.ts), honouring `deleteOption`; then the
+ *   (a report with `released: true`, src/agent-api/protocol.ts), honouring `deleteOption`; then the
  *   hub drops the finalizer and the work goes. A work whose cluster does not exist (its namespace
  *   has no ManagedCluster: nobody is left to confirm) loses the finalizer at once; the works of a
- *   removed cluster lose it with the namespace's cleanup (src/work/hooks.ts), since the cluster's
+ *   removed cluster lose it with the namespace's cleanup (src/work/controller.ts), since the cluster's
  *   leave released everything (or the cluster is gone).
  * - `deleteOption.ttlSecondsAfterFinished`: a work whose `Complete` condition is True is deleted
  *   that many seconds after the condition's `lastTransitionTime` ({@link workTtlHook}): a timer of
@@ -22,7 +22,7 @@ import { ApiError } from "../k8s/errors.ts";
 import { findCondition, rfc3339, setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
-import { registerAfterCommitHook, type AfterCommitHook } from "../store/hooks.ts";
+import type { AfterCommitHook } from "../store/hooks.ts";
 import { type WriteOptions } from "../store/store.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { clock } from "../clock.ts";
@@ -148,7 +148,6 @@ export const workDeletingHook: AfterCommitHook<true> = {
     return { rewrote: true };
   },
 };
-registerAfterCommitHook(workDeletingHook);
 
 /**
  * When a work with `deleteOption.ttlSecondsAfterFinished` is to be deleted (epoch milliseconds):
@@ -193,7 +192,6 @@ export const workTtlHook: AfterCommitHook<TtlOwed> = {
     await env.CLUSTERS.getByName(target.namespace).workTtl(target.name, owed.uid, owed.due);
   },
 };
-registerAfterCommitHook(workTtlHook);
 
 /**
  * Deletes work `name` of namespace `namespace` when it is still the one of `uid` and its TTL

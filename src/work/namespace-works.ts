@@ -3,7 +3,7 @@
  * a works poll woken by a change is answered without reading D1 (docs/agent-protocol.md "Works").
  *
  * Filled once from D1 by the first poll that needs it, then kept by the changes the works delivery
- * hook (src/work/hooks.ts) hands over after each commit: the work as stored, with its
+ * hook (src/work/controller.ts) hands over after each commit: the work as stored, with its
  * resourceVersion, or its removal. Changes may arrive in any order, before, during and after a
  * fill, so each is kept only when it is newer than what is known of its work:
  * - the fill reads the works with the store's resourceVersion (the counter every commit bumps) in
@@ -19,7 +19,7 @@
  *
  * A status write does not reach the picture (it is not a delivered change): a work's `status` and
  * `resourceVersion` here are those of its last delivered change, and a status report made on this
- * copy is refused by the commit's precondition and made again on a fresh read (src/agent/routes.ts).
+ * copy is refused by the commit's precondition and made again on a fresh read (src/agent-api/routes.ts).
  */
 import type { KubeObject } from "../k8s/meta.ts";
 

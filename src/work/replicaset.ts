@@ -14,18 +14,20 @@
  * - a status report on one of its works (a status change of a work carrying the
  *   {@link MWRS_LABEL} label): a run shortly after (the object's alarm, at once; reports that
  *   arrive during a run coalesce into the next);
- * - a change of a placement's decisions: run before the scheduler's caller returns
- *   ({@link replicaSetsForPlacements}, called by durable-objects/scheduler.ts);
+ * - a change of a placement's decisions (a PlacementDecision's write): run before the
+ *   scheduler's caller returns ({@link replicaSetsForPlacements}, from the hook);
  * - the deletion of one of its works, the removal of the replica set object or of its finalizer
  *   by someone else: a run shortly after as well, never awaited, since the controller's own runs
  *   make such writes;
- * - rollout timers (minSuccessTime, progressDeadline): the object's alarm at the moment due.
+ * - rollout timers (minSuccessTime, progressDeadline): the object's `replicaset` timer at the
+ *   moment due (the controller manifest, src/controllers.ts).
  * The controller's own writes (works' spec and metadata, the replica set's status and
  * finalizer) trigger nothing, so a run never waits for a run of its own object.
  */
 import { ApiError } from "../k8s/errors.ts";
 import { resourceKey } from "../k8s/kind.ts";
 import { setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
+import { deepEqual } from "../k8s/fieldmanager.ts";
 import { ManifestWorkKind, ManifestWorkReplicaSetKind, MWRS_LABEL, PLACEMENT_NAME_LABEL } from "../kinds/manifestwork.ts";
 import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
 import { DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL, PLACEMENT_LABEL } from "../scheduling/index.ts";
@@ -33,8 +35,9 @@ import type { Env } from "../env.ts";
 import { type ManyWrite } from "../store/store.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { CommitGroups } from "../store/group-commit.ts";
-import { registerAfterCommitHook, type AfterCommitHook, type Change } from "../store/hooks.ts";
+import type { AfterCommitHook, Change } from "../store/hooks.ts";
 import { canonicalJson, classifyRollout, TEMPLATE_WRITTEN_ANNOTATION, type DecisionGroup, type RolloutStrategy, type WorkCondition } from "./rollout.ts";
+import { decisionsMoved } from "../placement/changes.ts";
 
 /** The finalizer the controller keeps on a replica set until its works are deleted (OCM). */
 export const MWRS_FINALIZER = "work.open-cluster-management.io/manifest-work-cleanup";
@@ -163,11 +166,17 @@ export class WorksCache {
     this.filledAt = now;
   }
 
-  /** Takes a work as stored (kept only when newer than the copy held). */
+  /**
+   * Takes a work as stored (kept only when newer than the copy held). A work of the same uid and
+   * generation as the copy held has its spec (a ManifestWork's generation moves with its spec: an
+   * agent's status report keeps it), so the copy's {@link specJson} is carried over, not computed again.
+   */
   apply(work: KubeObject): void {
     if (!this.works) return;
     const held = this.works.get(work.metadata.namespace!);
     if (held && Number(held.metadata.resourceVersion) > Number(work.metadata.resourceVersion)) return;
+    const json = held && held.metadata.uid === work.metadata.uid && held.metadata.generation === work.metadata.generation ? specJsonOf.get(held) : undefined;
+    if (json !== undefined && !specJsonOf.has(work)) specJsonOf.set(work, json);
     this.works.set(work.metadata.namespace!, work);
   }
 
@@ -566,13 +575,12 @@ async function reconcileSoon(env: Env, namespace: string, name: string, deletedW
   await groups.run({ namespace, name, change: { deletedWorkIn, work } });
 }
 
-/** What a write owes a replica set: its run now (awaited) or soon (its alarm), and the cluster whose work was deleted. */
-interface ReplicaSetOwed {
-  namespace: string;
-  name: string;
-  now?: true;
-  deletedWorkIn?: string;
-}
+/**
+ * What a write owes a replica set: its run now (awaited) or soon (its alarm), and the cluster
+ * whose work was deleted; or the runs, awaited, of the replica sets that refer to a placement whose
+ * decisions moved (`placement`, `<namespace>/<name>`).
+ */
+type ReplicaSetOwed = { namespace: string; name: string; now?: true; deletedWorkIn?: string } | { placement: string };
 
 /**
  * Which replica set run a committed write calls for:
@@ -584,12 +592,17 @@ interface ReplicaSetOwed {
  *   not awaited, so an agent's report returns at once and the reports of many clusters that
  *   arrive during a run coalesce into the next run);
  * - such a work deleted (or its deletion started): a run shortly after (not awaited: the
- *   controller itself deletes works).
+ *   controller itself deletes works);
+ * - a PlacementDecision whose decisions moved (src/placement/changes.ts `decisionsMoved`): the
+ *   runs of the replica sets that refer to its placement, awaited (as OCM's controller watches
+ *   the PlacementDecision informer).
  * Status-only writes of a replica set and spec or metadata writes of works are the
  * controller's own and call for nothing.
  */
 function planReplicaSet(change: Change): ReplicaSetOwed | null {
   const { def, namespace, name, before, after } = change;
+  const placement = decisionsMoved(change);
+  if (placement) return { placement };
   if (def === ManifestWorkReplicaSetKind) {
     if (!after) return { namespace, name };
     const started =
@@ -602,7 +615,7 @@ function planReplicaSet(change: Change): ReplicaSetOwed | null {
   if (def !== ManifestWorkKind) return null;
   const owner = parseKey((after ?? before)?.metadata.labels?.[MWRS_LABEL]);
   if (!owner) return null;
-  if (before && after && canonical(before.status ?? null) !== canonical(after.status ?? null)) return owner;
+  if (before && after && !deepEqual(before.status ?? null, after.status ?? null)) return owner;
   if (!after || (after.metadata.deletionTimestamp && !before?.metadata.deletionTimestamp)) return { ...owner, deletedWorkIn: namespace };
   return null;
 }
@@ -617,6 +630,7 @@ export const replicaSetHook: AfterCommitHook<ReplicaSetOwed> = {
   name: "replicasets",
   plan: planReplicaSet,
   async run(env, owed, target) {
+    if ("placement" in owed) return replicaSetsForPlacements(env, [owed.placement]);
     // A work's change run right after its commit carries the work as stored: the replica set's
     // object keeps it instead of reading every work back (a sweep's run has only the key).
     const work = target.change?.def === ManifestWorkKind ? target.change.after : undefined;
@@ -625,12 +639,12 @@ export const replicaSetHook: AfterCommitHook<ReplicaSetOwed> = {
     return { rewrote: target.resource === resourceKey(ManifestWorkReplicaSetKind) && target.namespace === owed.namespace && target.name === owed.name };
   },
 };
-registerAfterCommitHook(replicaSetHook);
 
 /**
  * Runs the replica sets that refer to any of `placements` (`<namespace>/<name>` keys whose
- * decisions changed) and waits for them. Called by the scheduler after a run, outside its
- * queue. Failures are logged, never thrown: the scheduler's caller must not fail for them.
+ * decisions changed) and waits for them: the hook's run for a PlacementDecision's change.
+ * A run's failure is logged, never thrown (the replica set's object retries it on its alarm).
+ * @throws errors of D1 (listing the replica sets): the outbox row keeps the run owed
  */
 export async function replicaSetsForPlacements(env: Env, placements: string[]): Promise<void> {
   if (placements.length === 0) return;

@@ -13,7 +13,7 @@ import type { KubeConfig } from "../../agent/src/kube.ts";
 import { kubeConfigFromYaml } from "../../agent/src/kubeconfig.ts";
 import { createLogger } from "../../agent/src/log.ts";
 import type { HubResult } from "../../agent/src/hub-client.ts";
-import type { AddonStatusRequest, AddonTokenRequest, DeliveredWork } from "../../src/agent/protocol.ts";
+import type { AddonStatusRequest, AddonTokenRequest, DeliveredWork } from "../../src/agent-api/protocol.ts";
 import { waitFor } from "../wait.ts";
 
 const cleanups: Array<() => Promise<void> | void> = [];

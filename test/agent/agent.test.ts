@@ -18,7 +18,15 @@ import { runCli } from "../../agent/src/cli.ts";
 import { CREDENTIALS_SECRET_NAME, generateAgentKeyPair, loadCredentials, signAgentToken, storeCredentials } from "../../agent/src/credentials.ts";
 import { hubAbsent, type HubResult, type WorksResponse } from "../../agent/src/hub-client.ts";
 import { PollTransport } from "../../agent/src/transport/poll.ts";
-import type { ClusterClaim, ClusterInfo, DeliveredWork, HeartbeatAnswer, HeartbeatRequest, WorkStatusAnswer, WorksAnswer } from "../../src/agent/protocol.ts";
+import type {
+  ClusterClaim,
+  ClusterInfo,
+  DeliveredWork,
+  HeartbeatAnswer,
+  HeartbeatRequest,
+  WorkStatusAnswer,
+  WorksAnswer,
+} from "../../src/agent-api/protocol.ts";
 import { getClusterIdentity } from "../../agent/src/identity.ts";
 import { rawGet, type KubeConfig } from "../../agent/src/kube.ts";
 import { kubeConfigFromYaml } from "../../agent/src/kubeconfig.ts";
@@ -90,7 +98,7 @@ interface StubWorks {
 }
 
 /**
- * A minimal hub speaking the agent protocol (its answers typed by src/agent/protocol.ts):
+ * A minimal hub speaking the agent protocol (its answers typed by src/agent-api/protocol.ts):
  * registration stores the public key, agent JWTs are verified with jose against it (401
  * otherwise), works are served with ETag (304 when `If-None-Match` matches; no long-poll), and
  * `answer` may override any reply.

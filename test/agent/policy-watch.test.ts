@@ -13,7 +13,7 @@ import { createLogger } from "../../agent/src/log.ts";
 import type { DeliveredPolicy } from "../../agent/src/policy/controller.ts";
 import { PolicyLoop } from "../../agent/src/policy/loop.ts";
 import { DynamicClient } from "../../agent/src/work/dynamic.ts";
-import type { PolicyComplianceReport } from "../../src/agent/protocol-answers.ts";
+import type { PolicyComplianceReport } from "../../src/agent-api/protocol-answers.ts";
 import { waitFor } from "../wait.ts";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -12,7 +12,7 @@ import { WebSocketServer, type WebSocket } from "ws";
 import type { HubResult } from "../../agent/src/hub-client.ts";
 import { createLogger } from "../../agent/src/log.ts";
 import { WsTransport } from "../../agent/src/transport/ws.ts";
-import type { DeliveredWork, HeartbeatAnswer, HeartbeatRequest } from "../../src/agent/protocol.ts";
+import type { DeliveredWork, HeartbeatAnswer, HeartbeatRequest } from "../../src/agent-api/protocol.ts";
 import { waitFor } from "../wait.ts";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -4,9 +4,9 @@
  * cluster's compliance, a cluster's replicated policies, errors with their hints.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { renderTable } from "../../agent/admin/output.ts";
-import { addonView, compliancePerCluster, policyView } from "../../agent/admin/views.ts";
-import type { KubeObject } from "../../agent/admin/resources.ts";
+import { renderTable } from "../../agent/cli/output.ts";
+import { addonView, compliancePerCluster, policyView } from "../../agent/cli/views.ts";
+import type { KubeObject } from "../../agent/cli/resources.ts";
 import { admin, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { flotilla } from "./support.ts";
 

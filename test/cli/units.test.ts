@@ -3,14 +3,14 @@
  * terminal and off it, and polling with a deadline.
  */
 import { describe, expect, it } from "vitest";
-import { CliError } from "../../agent/admin/errors.ts";
-import { renderTable } from "../../agent/admin/output.ts";
-import { createProgress } from "../../agent/admin/progress.ts";
-import { addTaints, parseTaintSelector, parseTaintSpec, removeTaints } from "../../agent/admin/taints.ts";
-import { formatSeconds, parseDuration } from "../../agent/admin/time.ts";
+import { CliError } from "../../agent/cli/errors.ts";
+import { renderTable } from "../../agent/cli/output.ts";
+import { createProgress } from "../../agent/cli/progress.ts";
+import { addTaints, parseTaintSelector, parseTaintSpec, removeTaints } from "../../src/kinds/managedcluster-taints.ts";
+import { formatSeconds, parseDuration } from "../../agent/cli/time.ts";
 import { humanDuration as formatAge } from "../../src/k8s/duration.ts";
-import { pollUntil } from "../../agent/admin/wait.ts";
-import { auditFieldSelector } from "../../agent/admin/commands/audit.ts";
+import { pollUntil } from "../../agent/cli/wait.ts";
+import { auditFieldSelector } from "../../agent/cli/commands/audit.ts";
 
 describe("durations and ages", () => {
   it("parses seconds and unit durations in seconds", () => {

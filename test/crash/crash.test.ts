@@ -26,13 +26,12 @@ import { DatabaseSync } from "node:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createBootstrapToken, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { descendants } from "../../scripts/proc.mjs";
-import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "../e2e/support.ts";
+import { cond, MC, merge, startAgent, stopAgent, waitFor, WORKS, type AgentProcess } from "../e2e/support.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const NS = "crash";
 const PLACEMENTS = `${G}/v1beta1/namespaces/${NS}/placements`;
 const DECISIONS = `${G}/v1beta1/namespaces/${NS}/placementdecisions`;
-const WORKS = (cluster: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks`;
 const CLUSTERS = ["k1", "k2", "k3"];
 /** Writes in the burst, how many are in flight at once, and how many answers come before the kill. */
 const BURST = Number(process.env.CRASH_BURST ?? 90);

@@ -9,20 +9,20 @@
  */
 import { execFile, spawn } from "node:child_process";
 import { createServer, type Server } from "node:http";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import {} from "node:fs";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
+import {} from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHub, type Hub } from "../../scripts/hub-process.ts";
-import { waitFor } from "./support.ts";
+import { waitFor, scratchDir } from "./support.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const dir = mkdtempSync(path.join(tmpdir(), "flotilla-authz-"));
+const { dir, file } = scratchDir("flotilla-authz-");
 
 let hub: Hub;
 let issuer: Server;
@@ -49,12 +49,6 @@ async function ok(args: string[], token?: string): Promise<string> {
   const r = await kubectl(args, token);
   if (r.code !== 0) throw new Error(`kubectl ${args.join(" ")}: ${r.out}`);
   return r.stdout;
-}
-
-function file(name: string, text: string): string {
-  const p = path.join(dir, name);
-  writeFileSync(p, text);
-  return p;
 }
 
 /** An ID token of the local issuer for `sub` (user `oidc:<sub>`) in `groups`, valid for an hour. */

@@ -6,8 +6,8 @@
  * informer is the reflector most Node controllers use.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readdirSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync, readdirSync } from "node:fs";
+import {} from "node:os";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
@@ -15,11 +15,11 @@ import { promisify } from "node:util";
 import { CustomObjectsApi, KubeConfig, makeInformer, Watch, type KubernetesObject } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createNamespaces, hubFetch, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { waitFor } from "./support.ts";
+import { waitFor, scratchDir } from "./support.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const dir = mkdtempSync(path.join(tmpdir(), "flotilla-clients-"));
+const { dir, file } = scratchDir("flotilla-clients-");
 const PYTHON = "/usr/bin/python3";
 const SCRIPT = path.join(root, "test/e2e/clients/python_client.py");
 const MC = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
@@ -39,12 +39,6 @@ async function python(scenario: string): Promise<Record<string, unknown>> {
 
 async function kubectl(...args: string[]): Promise<{ stdout: string; stderr: string }> {
   return run("kubectl", ["--kubeconfig", kubeconfig, ...args], { cwd: dir });
-}
-
-function file(name: string, text: string): string {
-  const p = path.join(dir, name);
-  writeFileSync(p, text);
-  return p;
 }
 
 async function restart(pruneEventLog: boolean): Promise<void> {

@@ -14,7 +14,7 @@ import { promisify } from "node:util";
 import { CustomObjectsApi, KubeConfig, makeInformer, type KubernetesObject } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { waitFor } from "./support.ts";
+import { waitFor, BINDINGS } from "./support.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -22,7 +22,6 @@ const dir = mkdtempSync(path.join(tmpdir(), "flotilla-inventory-"));
 const G = "cluster.open-cluster-management.io";
 const MC = `/apis/${G}/v1/managedclusters`;
 const MCSET = `/apis/${G}/v1beta2/managedclustersets`;
-const BINDINGS = (ns: string) => `/apis/${G}/v1beta2/namespaces/${ns}/managedclustersetbindings`;
 const NS = "kueue-system";
 
 /** What this test reads of a ClusterProfile through client-node. */

@@ -18,11 +18,10 @@ import { startSimulatedCluster, type SimulatedCluster } from "../../agent/sim/in
 import { DynamicClient } from "../../agent/src/work/dynamic.ts";
 import { kubeConfigFromYaml } from "../../agent/src/kubeconfig.ts";
 import { admin, createBootstrapToken, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess, WORKS } from "./support.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const MWRS = "/apis/work.open-cluster-management.io/v1alpha1/namespaces/batch/manifestworkreplicasets";
-const WORKS = (cluster: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks`;
 const MWRS_LABEL = "work.open-cluster-management.io/manifestworkreplicaset";
 const CLUSTERS = ["c1", "c2"];
 

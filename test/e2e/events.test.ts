@@ -6,18 +6,18 @@
  * Event is gone once FLOTILLA_EVENT_TTL_SECONDS passed after its last write.
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import {} from "node:fs";
+import {} from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { kubectlWith, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+import { kubectlWith, startAgent, stopAgent, waitFor, type AgentProcess, scratchDir } from "./support.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const dir = mkdtempSync(path.join(tmpdir(), "flotilla-events-"));
+const { dir, file } = scratchDir("flotilla-events-");
 /** Long enough for the scenario under load, short enough to watch the Events expire. */
 const TTL_SECONDS = 90;
 
@@ -26,12 +26,6 @@ let kubeconfig: string;
 let agent: AgentProcess | undefined;
 const state = path.join(dir, "ev1.json");
 const { kubectl } = kubectlWith(() => kubeconfig, dir);
-
-function file(name: string, text: string): string {
-  const p = path.join(dir, name);
-  writeFileSync(p, text);
-  return p;
-}
 
 const available = async () =>
   (await kubectl("get", "mcl", "ev1", "-o", 'jsonpath={.status.conditions[?(@.type=="ManagedClusterConditionAvailable")].status}')).trim();

@@ -4,31 +4,25 @@
  * cluster's `managed-cluster-lease`), and @kubernetes/client-node as a second client.
  */
 import { execFile, spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import {} from "node:fs";
+import {} from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { CustomObjectsApi, KubeConfig, Watch } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { kubectlWith, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+import { kubectlWith, startAgent, stopAgent, waitFor, type AgentProcess, scratchDir } from "./support.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const dir = mkdtempSync(path.join(tmpdir(), "flotilla-kubectl-"));
+const { dir, file } = scratchDir("flotilla-kubectl-");
 
 let hub: Hub;
 let kubeconfig: string;
 const agents: AgentProcess[] = [];
 
 const { kubectl, kubectlFails } = kubectlWith(() => kubeconfig, dir);
-
-function file(name: string, text: string): string {
-  const p = path.join(dir, name);
-  writeFileSync(p, text);
-  return p;
-}
 
 beforeAll(async () => {
   hub = await startHub({ https: true, graceMultiplier: 2 });

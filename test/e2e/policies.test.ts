@@ -14,12 +14,11 @@ import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createBootstrapToken, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { startSimulatedCluster, type SimulatedCluster } from "../../agent/sim/index.ts";
-import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess, POLICIES } from "./support.ts";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
-const POLICIES = (ns: string) => `/apis/policy.open-cluster-management.io/v1/namespaces/${ns}/policies`;
 const CLUSTERS = { p1: "ws", p2: "poll" } as const;
 const NAME = "policies.prod-namespace";
 

@@ -7,30 +7,24 @@
  * the decisions loses its replica, and the root's status lists the placement and each cluster.
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import {} from "node:fs";
+import {} from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { kubectlWith, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+import { kubectlWith, startAgent, stopAgent, waitFor, type AgentProcess, scratchDir } from "./support.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const dir = mkdtempSync(path.join(tmpdir(), "flotilla-policy-"));
+const { dir, file } = scratchDir("flotilla-policy-");
 const CLUSTERS = ["gov1", "gov2", "gov3"];
 
 let hub: Hub;
 let kubeconfig: string;
 const agents: AgentProcess[] = [];
 const { kubectl, kubectlFails } = kubectlWith(() => kubeconfig, dir);
-
-function file(name: string, text: string): string {
-  const p = path.join(dir, name);
-  writeFileSync(p, text);
-  return p;
-}
 
 /** The documentation's Policy, PlacementBinding and PolicySet, as printed there. */
 const DOC_EXAMPLES = `apiVersion: policy.open-cluster-management.io/v1

@@ -1,5 +1,10 @@
-/** Helpers for end-to-end tests: agent processes and polling. */
+/**
+ * The end-to-end tests' kit: agent processes, kubectl, scratch files and polling. API paths
+ * shared with the Worker tests are in ../kit/api.ts (re-exported here).
+ */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -41,6 +46,28 @@ export async function stopAgent(a: AgentProcess): Promise<void> {
 }
 
 export { waitFor } from "../wait.ts";
+export { BINDINGS, DECISIONS, MERGE_PATCH, MWRS, PLACEMENTS, POLICIES, SECRETS, WORKS } from "../kit/api.ts";
+
+/** A scratch folder of a test file and a writer of files in it. */
+export interface Scratch {
+  /** The folder: a fresh one under the system's temporary folder. */
+  dir: string;
+  /** Writes `text` to the file `name` in {@link dir} (replacing it) and returns the file's path. */
+  file(name: string, text: string): string;
+}
+
+/** A fresh scratch folder named `<prefix>XXXXXX` under the system's temporary folder (e.g. for kubeconfigs and manifests). */
+export function scratchDir(prefix: string): Scratch {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  return {
+    dir,
+    file(name, text) {
+      const p = path.join(dir, name);
+      writeFileSync(p, text);
+      return p;
+    },
+  };
+}
 
 /** A condition of an object's status by type. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -16,11 +16,10 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createBootstrapToken, createNamespaces, hubFetch, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { startSimulatedCluster, type SimulatedCluster } from "../../agent/sim/index.ts";
-import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess, WORKS } from "./support.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const MWRS = "/apis/work.open-cluster-management.io/v1alpha1/namespaces/apps/manifestworkreplicasets";
-const WORKS = (cluster: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks`;
 const MWRS_LABEL = "work.open-cluster-management.io/manifestworkreplicaset";
 const CLUSTERS = ["c1", "c2", "c3"];
 

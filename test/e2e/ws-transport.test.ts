@@ -15,9 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { descendants } from "../../scripts/proc.mjs";
 import { startCountingProxy, type CountingProxy } from "../../scripts/counting-proxy.ts";
-import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess, WORKS } from "./support.ts";
 
-const WORKS = (cluster: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks`;
 const AVAILABLE = "ManagedClusterConditionAvailable";
 
 const configMapWork = (name: string) => ({

@@ -1,11 +1,11 @@
 /**
- * The isolate's copy of the works each agent was handed (src/agent/delivered.ts): looked up by
+ * The isolate's copy of the works each agent was handed (src/agent-api/delivered.ts): looked up by
  * cluster and name, replaced by what a report stored, bounded by bytes per cluster and overall
  * (least recently delivered cluster out first).
  */
 import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/k8s/meta.ts";
-import { DeliveredWorks } from "../../src/agent/delivered.ts";
+import { DeliveredWorks } from "../../src/agent-api/delivered.ts";
 
 const work = (cluster: string, name: string, rv: number): KubeObject => ({
   apiVersion: "work.open-cluster-management.io/v1",

@@ -9,24 +9,12 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { AddonTokenAnswerSchema } from "../../src/agent/protocol.ts";
-import { call, condition, createToken, dialChannel, MC, register, withClockAhead, type AgentKeys } from "./helpers.ts";
+import { AddonTokenAnswerSchema } from "../../src/agent-api/protocol.ts";
+import { call, condition, dialChannel, MC, withClockAhead, type AgentKeys, joined, merge } from "./helpers.ts";
 import { waitFor } from "../wait.ts";
 
 const ADDON_API = "/apis/addon.open-cluster-management.io/v1alpha1";
 const MCAS = (ns: string) => `${ADDON_API}/namespaces/${ns}/managedclusteraddons`;
-const merge = { contentType: "application/merge-patch+json" };
-
-/** Registers and accepts a cluster (its namespace is created), sends one heartbeat; returns its keys. */
-async function joined(name: string): Promise<AgentKeys> {
-  const token = await createToken({ autoApprove: true });
-  const { keys, res } = await register(token, name, `id-${name}`);
-  expect(res.status).toBe(201);
-  const hb = await call("POST", `/agent/v1/clusters/${name}/heartbeat`, { healthy: true }, { token: await keys.sign(name) });
-  expect(hb.status).toBe(200);
-  await waitFor(`namespace ${name}`, async () => (await call("GET", `/api/v1/namespaces/${name}`)).status === 200, 10_000, 50);
-  return keys;
-}
 
 async function createAddon(cluster: string, name: string, status?: Record<string, unknown>): Promise<Record<string, unknown>> {
   const cma = await call("POST", `${ADDON_API}/clustermanagementaddons`, {
@@ -61,7 +49,7 @@ async function askToken(cluster: string, keys: AgentKeys, addon: string, body: u
 
 describe("add-on health reported by the agent", () => {
   it("writes Available as the agent derived it, only when it changed", async () => {
-    const keys = await joined("ah1");
+    const keys = await joined("ah1", { namespace: true });
     await createAddon("ah1", "obs");
     const notFound = available("Unknown", "ManagedClusterAddOnLeaseNotFound", "The status of obs add-on is unknown.");
     expect((await report("ah1", keys, { addons: [{ name: "obs", available: notFound }] })).status).toBe(200);
@@ -88,7 +76,7 @@ describe("add-on health reported by the agent", () => {
   });
 
   it("leaves a Customized add-on's health to the hub", async () => {
-    const keys = await joined("ah2");
+    const keys = await joined("ah2", { namespace: true });
     await createAddon("ah2", "custom", { healthCheck: { mode: "Customized" } });
     expect(
       (
@@ -101,7 +89,7 @@ describe("add-on health reported by the agent", () => {
   });
 
   it("refuses bad input with a 4xx Status and writes nothing; another cluster's credential is 403", async () => {
-    const keys = await joined("ah3");
+    const keys = await joined("ah3", { namespace: true });
     await createAddon("ah3", "obs");
     const before = (await call("GET", `${MCAS("ah3")}/obs`)).body.metadata.resourceVersion;
     const cases: [unknown, number, string][] = [
@@ -121,14 +109,14 @@ describe("add-on health reported by the agent", () => {
     expect((await call("POST", "/agent/v1/clusters/ah3/addons/obs/token", {}, { token: null })).status).toBe(401);
     const huge = await report("ah3", keys, { addons: [{ name: "obs", available: available("True", "R", "x".repeat(300 * 1024)) }] });
     expect(huge.status).toBe(413);
-    const other = await joined("ah3b");
+    const other = await joined("ah3b", { namespace: true });
     const r = await call("POST", "/agent/v1/clusters/ah3/addons/status", { addons: [] }, { token: await other.sign("ah3b") });
     expect(r.status).toBe(403);
     expect((await call("GET", `${MCAS("ah3")}/obs`)).body.metadata.resourceVersion).toBe(before);
   });
 
   it("sets every add-on Unknown with the cluster's reason when the cluster's lease runs out", async () => {
-    const keys = await joined("ah4");
+    const keys = await joined("ah4", { namespace: true });
     expect((await call("PATCH", `${MC}/ah4`, { spec: { leaseDurationSeconds: 1 } }, merge)).status).toBe(200);
     expect((await call("POST", "/agent/v1/clusters/ah4/heartbeat", { healthy: true }, { token: await keys.sign("ah4") })).status).toBe(200);
     await createAddon("ah4", "obs");
@@ -156,7 +144,7 @@ describe("add-on health reported by the agent", () => {
 
 describe("token-based add-on registration", () => {
   it("refuses an add-on that does not exist (404) or has no kubeClient registration (409), and a bad lifetime (422)", async () => {
-    const keys = await joined("tr1");
+    const keys = await joined("tr1", { namespace: true });
     expect((await askToken("tr1", keys, "nope")).status).toBe(404);
     await createAddon("tr1", "plain");
     const r = await askToken("tr1", keys, "plain");
@@ -168,7 +156,7 @@ describe("token-based add-on registration", () => {
   });
 
   it("creates the ServiceAccount, a least-privilege Role and the template's bindings, records OCM's status, and answers a token that works and dies with the add-on", async () => {
-    const keys = await joined("tr2");
+    const keys = await joined("tr2", { namespace: true });
     const tpl = await call("POST", `${ADDON_API}/addontemplates`, {
       apiVersion: "addon.open-cluster-management.io/v1alpha1",
       kind: "AddOnTemplate",
@@ -255,7 +243,7 @@ describe("token-based add-on registration", () => {
   });
 
   it("registers an add-on whose status declares a kubeClient registration (the add-on manager's)", async () => {
-    const keys = await joined("tr3");
+    const keys = await joined("tr3", { namespace: true });
     await createAddon("tr3", "reg", {
       registrations: [
         {
@@ -294,7 +282,7 @@ async function dial(name: string, keys: AgentKeys): Promise<{ ws: WebSocket; mes
 
 describe("add-on messages over the channel", () => {
   it("acknowledges addon-status, answers addon-token with a token, refuses with an error message; the connection stays", async () => {
-    const keys = await joined("ch1");
+    const keys = await joined("ch1", { namespace: true });
     await createAddon("ch1", "obs", { registrations: [{ signerName: "kubernetes.io/kube-apiserver-client" }] });
     await createAddon("ch1", "plain");
     const c = await dial("ch1", keys);

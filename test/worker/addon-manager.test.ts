@@ -5,29 +5,16 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { call, createNamespaces, MC, MCSET, withClockAhead } from "./helpers.ts";
+import { call, createNamespaces, MC, MCSET, withClockAhead, createCluster, merge } from "./helpers.ts";
 import { clock } from "../../src/clock.ts";
 import { waitFor as waitUntil } from "../wait.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const A = "/apis/addon.open-cluster-management.io";
 const W = "/apis/work.open-cluster-management.io";
-const merge = { contentType: "application/merge-patch+json" };
 const CS = "cluster.open-cluster-management.io/clusterset";
 const WORK = (cluster: string, name: string) => `${W}/v1/namespaces/${cluster}/manifestworks/${name}`;
 const MCA = (cluster: string, name: string) => `${A}/v1alpha1/namespaces/${cluster}/managedclusteraddons/${name}`;
-
-async function cluster(name: string, labels: Record<string, string>) {
-  const created = await call("POST", MC, {
-    apiVersion: "cluster.open-cluster-management.io/v1",
-    kind: "ManagedCluster",
-    metadata: { name, labels },
-    spec: { hubAcceptsClient: true },
-  });
-  expect(created.status).toBe(201);
-  const available = { type: "ManagedClusterConditionAvailable", status: "True", reason: "Test", message: "test", lastTransitionTime: "2026-01-01T00:00:00Z" };
-  expect((await call("PATCH", `${MC}/${name}/status`, { status: { conditions: [available] } }, merge)).status).toBe(200);
-}
 
 /** Waits (shared test/wait.ts) until `check` holds; fails after 8 s. */
 async function waitFor(check: () => Promise<boolean>, ms = 8000): Promise<void> {
@@ -67,8 +54,8 @@ beforeAll(async () => {
   expect(
     (await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "afleet" } })).status,
   ).toBe(201);
-  for (const c of ["a1", "a2"]) await cluster(c, { [CS]: "afleet", hello: "yes" });
-  await cluster("a3", { [CS]: "afleet", hello: "no" });
+  for (const c of ["a1", "a2"]) await createCluster(c, { [CS]: "afleet", hello: "yes" });
+  await createCluster("a3", { [CS]: "afleet", hello: "no" });
   await call("POST", `${G}/v1beta2/namespaces/addons-ns/managedclustersetbindings`, {
     apiVersion: "cluster.open-cluster-management.io/v1beta2",
     kind: "ManagedClusterSetBinding",
@@ -328,8 +315,8 @@ describe("template add-on installed by hand (installStrategy Manual)", () => {
 
 describe("config rollout by the placement's rolloutStrategy", () => {
   it("Progressive with maxConcurrency 1 moves one cluster at a time to a new template content", async () => {
-    await cluster("p1", { [CS]: "afleet", prog: "yes" });
-    await cluster("p2", { [CS]: "afleet", prog: "yes" });
+    await createCluster("p1", { [CS]: "afleet", prog: "yes" });
+    await createCluster("p2", { [CS]: "afleet", prog: "yes" });
     const p = await call("POST", `${G}/v1beta1/namespaces/addons-ns/placements`, {
       apiVersion: "cluster.open-cluster-management.io/v1beta1",
       kind: "Placement",
@@ -398,8 +385,8 @@ describe("config rollout by the placement's rolloutStrategy", () => {
   });
 
   it("minSuccessTime: the next cluster waits for it, and the scheduler's timer moves the rollout on when it is due", async () => {
-    await cluster("ms1", { [CS]: "afleet", minsucc: "yes" });
-    await cluster("ms2", { [CS]: "afleet", minsucc: "yes" });
+    await createCluster("ms1", { [CS]: "afleet", minsucc: "yes" });
+    await createCluster("ms2", { [CS]: "afleet", minsucc: "yes" });
     const p = await call("POST", `${G}/v1beta1/namespaces/addons-ns/placements`, {
       apiVersion: "cluster.open-cluster-management.io/v1beta1",
       kind: "Placement",

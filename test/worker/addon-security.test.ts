@@ -10,7 +10,7 @@
  *   ManagedCluster's namespace, and a config reference its writer could not follow is refused.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, createNamespaces, createToken, register, type AgentKeys } from "./helpers.ts";
+import { call, createNamespaces, type AgentKeys, joined } from "./helpers.ts";
 import { callAs, serveIssuer } from "./oidc-users.ts";
 import { waitFor } from "../wait.ts";
 
@@ -28,15 +28,6 @@ beforeAll(async () => {
   undo = await serveIssuer();
 });
 afterAll(() => undo());
-
-/** Registers and accepts a cluster (its namespace is created) and sends one heartbeat; returns its keys. */
-async function joined(name: string): Promise<AgentKeys> {
-  const { keys, res } = await register(await createToken({ autoApprove: true }), name, `id-${name}`);
-  expect(res.status).toBe(201);
-  expect((await call("POST", `/agent/v1/clusters/${name}/heartbeat`, { healthy: true }, { token: await keys.sign(name) })).status).toBe(200);
-  await waitFor(`namespace ${name}`, async () => (await call("GET", `/api/v1/namespaces/${name}`)).status === 200, 10_000, 50);
-  return keys;
-}
 
 async function askToken(cluster: string, keys: AgentKeys, addon: string): Promise<string> {
   const r = await call("POST", `/agent/v1/clusters/${cluster}/addons/${addon}/token`, {}, { token: await keys.sign(cluster) });
@@ -99,7 +90,7 @@ const subjectsOf = async (ns: string, name: string) => ((await call("GET", BINDI
 
 describe("an add-on's hub token cannot escalate itself (issue 39, 1)", () => {
   it("the token cannot write its status; configReferences stay the manager's; a new token binds only the resolved template's permissions", async () => {
-    const keys = await joined("esc1");
+    const keys = await joined("esc1", { namespace: true });
     await createNamespaces("esc-team-b");
     await template("esc-own", "esc", [currentCluster("view")]);
     await template("esc-victim", "other", [currentCluster("admin"), singleNamespace("esc-team-b", "admin")]);
@@ -147,8 +138,8 @@ describe("an add-on's hub token cannot escalate itself (issue 39, 1)", () => {
   });
 
   it("the bindings follow the resolved template: stale ones go (another cluster's subject stays), and all go with the add-on", async () => {
-    const k1 = await joined("mv1");
-    const k2 = await joined("mv2");
+    const k1 = await joined("mv1", { namespace: true });
+    const k2 = await joined("mv2", { namespace: true });
     await createNamespaces("mv-team-b", "mv-team-c");
     await template("mv-a", "mv", [currentCluster("view"), singleNamespace("mv-team-b", "view")]);
     await template("mv-b", "mv", [singleNamespace("mv-team-c", "view")]);
@@ -225,7 +216,7 @@ describe("no cross-namespace read through a ManagedClusterAddOn (issue 39, 2)", 
   });
 
   it("in a cluster's namespace, a config reference needs what following it would: reading it, and binding the template's hub permissions", async () => {
-    await joined("leak-c1");
+    await joined("leak-c1", { namespace: true });
     await createNamespaces("leak-team-z");
     await bindClusterRole("ed", "leak-c1", "edit");
     await create(`${RBAC}/clusterroles`, {

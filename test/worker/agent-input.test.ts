@@ -7,10 +7,9 @@
  */
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { AGENT_BODY_LIMIT, WORK_STATUS_BODY_LIMIT } from "../../src/agent/routes.ts";
-import { agentKeys, call, createToken, MC, register, type AgentKeys } from "./helpers.ts";
+import { AGENT_BODY_LIMIT, WORK_STATUS_BODY_LIMIT } from "../../src/agent-api/routes.ts";
+import { agentKeys, call, MC, joined, WORKS } from "./helpers.ts";
 
-const WORKS = (ns: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks`;
 const REPORT = (cluster: string, work: string) => `/agent/v1/clusters/${cluster}/works/${work}/status`;
 
 const work = (name: string) => ({
@@ -29,16 +28,6 @@ const cond = (type: string, extra: Record<string, unknown> = {}) => ({
   observedGeneration: 1,
   ...extra,
 });
-
-/** Registers and accepts a cluster and sends one heartbeat; returns its keys. */
-async function joined(name: string): Promise<AgentKeys> {
-  const token = await createToken({ autoApprove: true });
-  const { keys, res } = await register(token, name, `id-${name}`);
-  expect(res.status).toBe(201);
-  const hb = await call("POST", `/agent/v1/clusters/${name}/heartbeat`, { healthy: true }, { token: await keys.sign(name) });
-  expect(hb.status).toBe(200);
-  return keys;
-}
 
 /** A joined cluster with one work; returns the keys and the work's uid and resourceVersion. */
 async function withWork(cluster: string, name = "w") {

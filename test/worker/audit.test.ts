@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ADMIN, call, createNamespaces, createToken, register, withClockAhead } from "./helpers.ts";
+import { ADMIN, call, createNamespaces, createToken, register, withClockAhead, SECRETS } from "./helpers.ts";
 import { waitFor } from "../wait.ts";
 import { clock } from "../../src/clock.ts";
 import { isAudited, microTime, requestInfo } from "../../src/audit/event.ts";
@@ -15,7 +15,6 @@ import { Hono } from "hono";
 import { ApiError } from "../../src/k8s/errors.ts";
 
 const AUDIT = "/apis/flotilla.dev/v1alpha1/auditevents";
-const SECRETS = (ns: string) => `/api/v1/namespaces/${ns}/secrets`;
 const TABLE = { accept: "application/json;as=Table;v=v1;g=meta.k8s.io" };
 const DAY_MS = 86_400_000;
 const from = (ip: string, extra: Record<string, string> = {}) => ({ "cf-connecting-ip": ip, "user-agent": "audit-test/1.0", ...extra });

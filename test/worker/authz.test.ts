@@ -6,12 +6,11 @@
  */
 import { env, exports } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, createNamespaces, MC } from "./helpers.ts";
+import { call, createNamespaces, MC, PLACEMENTS } from "./helpers.ts";
 import { idToken, serveIssuer } from "./oidc-users.ts";
 import { ensureBootstrapPolicy } from "../../src/auth/rbac-store.ts";
 
 const RBAC = "/apis/rbac.authorization.k8s.io/v1";
-const PLACEMENTS = (ns: string) => `/apis/cluster.open-cluster-management.io/v1beta1/namespaces/${ns}/placements`;
 const OCM = "cluster.open-cluster-management.io";
 
 let undo: () => void;

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { agentKeys, call, createNamespaces, createToken, MC, MCSET, register, snapshot, TOKENS, type AgentKeys, type CallOptions } from "./helpers.ts";
+import { agentKeys, call, createNamespaces, createToken, MC, MCSET, register, snapshot, TOKENS, type AgentKeys, type CallOptions, merge } from "./helpers.ts";
 
 const mc = (metadata: Record<string, unknown>, spec: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) => ({
   apiVersion: "cluster.open-cluster-management.io/v1",
@@ -32,7 +32,6 @@ beforeAll(async () => {
   victim = { keys, token, rv: cur.body.metadata.resourceVersion, uid: cur.body.metadata.uid };
 });
 
-const merge = { contentType: "application/merge-patch+json" };
 const SECRETS = "/api/v1/namespaces/apps/secrets";
 const RECEIVERS = "/apis/flotilla.dev/v1alpha1/namespaces/apps/webhookreceivers";
 const receiver = (spec: Record<string, unknown>) => ({ apiVersion: "flotilla.dev/v1alpha1", kind: "WebhookReceiver", metadata: { name: "r1" }, spec });

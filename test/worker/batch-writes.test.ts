@@ -11,9 +11,8 @@ import { COMMIT_BATCH_ITEMS, commitObjects, database } from "../../src/store/d1/
 import { computeWrite } from "../../src/k8s/write.ts";
 import { ManifestWorkKind } from "../../src/kinds/manifestwork.ts";
 import { writeStoredMany } from "../../src/store/d1/write.ts";
-import { call, MC } from "./helpers.ts";
+import { call, MC, WORKS } from "./helpers.ts";
 
-const WORKS = (ns: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks`;
 const work = (name: string, data: string) => ({
   apiVersion: "work.open-cluster-management.io/v1",
   kind: "ManifestWork",

@@ -9,13 +9,25 @@ import { evictDurableObject, listDurableObjectIds, runDurableObjectAlarm, runInD
 import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { ClusterObject } from "../../durable-objects/cluster.ts";
-import { CHANNEL_MAX_MESSAGE_BYTES, CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, CloseCodes } from "../../src/agent/channel-protocol.ts";
+import { CHANNEL_MAX_MESSAGE_BYTES, CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, CloseCodes } from "../../src/agent-api/channel-protocol.ts";
 import { clock } from "../../src/clock.ts";
-import { agentKeys, call, channelHeaders, condition, createToken, MC, register, snapshot, withClockAhead, type AgentKeys } from "./helpers.ts";
+import {
+  agentKeys,
+  call,
+  channelHeaders,
+  condition,
+  createToken,
+  MC,
+  register,
+  snapshot,
+  withClockAhead,
+  type AgentKeys,
+  joined,
+  merge,
+  WORKS,
+} from "./helpers.ts";
 import { waitFor } from "../wait.ts";
 
-const WORKS = (ns: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks`;
-const merge = { contentType: "application/merge-patch+json" };
 const work = (name: string) => ({
   apiVersion: "work.open-cluster-management.io/v1",
   kind: "ManifestWork",
@@ -94,14 +106,6 @@ async function closedWith(conn: Conn): Promise<number> {
   return conn.closed!.code;
 }
 
-/** Registers and accepts a cluster (autoApprove); returns its keys. */
-async function joined(name: string): Promise<AgentKeys> {
-  const token = await createToken({ autoApprove: true });
-  const { keys, res } = await register(token, name, `id-${name}`);
-  expect(res.status).toBe(201);
-  return keys;
-}
-
 /** How many ClusterObjects were constructed: counted on the constructor's one call of `connectionHost`. */
 let constructions = 0;
 const proto = ClusterObject.prototype as unknown as { connectionHost: (...a: unknown[]) => unknown };
@@ -123,7 +127,7 @@ async function agentSocketCount(name: string): Promise<number> {
 
 describe("platform facts the channel stands on (workerd, @cloudflare/vitest-plugin 1.5.0)", () => {
   it("an upgrade through the Worker reaches the cluster object, which accepts it with acceptWebSocket", async () => {
-    const keys = await joined("fact1");
+    const keys = await joined("fact1", { heartbeat: false });
     const conn = await connect("fact1", keys);
     expect(await agentSocketCount("fact1")).toBe(1);
     conn.send({ type: "hello" });
@@ -131,7 +135,7 @@ describe("platform facts the channel stands on (workerd, @cloudflare/vitest-plug
   });
 
   it("a ping is answered by the auto-response without waking an evicted object, and its timestamp advances", async () => {
-    const keys = await joined("fact2");
+    const keys = await joined("fact2", { heartbeat: false });
     const conn = await connect("fact2", keys);
     const stub = env.CLUSTERS.getByName("fact2");
     const before = await runInDurableObject(stub, (_o, state) => state.getWebSockets("agent").map((ws) => state.getWebSocketAutoResponseTimestamp(ws)));
@@ -153,7 +157,7 @@ describe("platform facts the channel stands on (workerd, @cloudflare/vitest-plug
   });
 
   it("a message wakes an evicted object (its constructor runs again), the socket stays open, its attachment survives", async () => {
-    const keys = await joined("fact3");
+    const keys = await joined("fact3", { heartbeat: false });
     const conn = await connect("fact3", keys);
     const stub = env.CLUSTERS.getByName("fact3");
     await evictDurableObject(stub);
@@ -170,7 +174,7 @@ describe("platform facts the channel stands on (workerd, @cloudflare/vitest-plug
 
 describe("the agent channel", () => {
   it("refuses what is not an upgrade (426) or lacks the subprotocol (400); strangers get 401 and create nothing", async () => {
-    const keys = await joined("ch1");
+    const keys = await joined("ch1", { heartbeat: false });
     const token = await keys.sign("ch1");
     const plain = await upgrade("ch1", { authorization: `Bearer ${token}` });
     expect(plain.status).toBe(426);
@@ -191,13 +195,13 @@ describe("the agent channel", () => {
     expect(await snapshot()).toBe(before);
     expect((await listDurableObjectIds(env.CLUSTERS)).length).toBe(idsBefore);
     // Another cluster's credential may not connect to this one.
-    const other = await joined("ch1b");
+    const other = await joined("ch1b", { heartbeat: false });
     const cross = await upgrade("ch1", channelHeaders(await other.sign("ch1b")));
     expect(cross.status).toBe(403);
   });
 
   it("a token without the key tag connects and is handed the tag; a replayed token is refused", async () => {
-    const keys = await joined("ch2");
+    const keys = await joined("ch2", { heartbeat: false });
     const token = await keys.sign("ch2", { tag: null });
     const res = await upgrade("ch2", channelHeaders(token));
     expect(res.status).toBe(101);
@@ -215,7 +219,7 @@ describe("the agent channel", () => {
   });
 
   it("a second connection replaces the first (close 4000)", async () => {
-    const keys = await joined("ch4");
+    const keys = await joined("ch4", { heartbeat: false });
     const first = await connect("ch4", keys);
     const second = await connect("ch4", keys);
     expect(await closedWith(first)).toBe(CloseCodes.Replaced);
@@ -224,7 +228,7 @@ describe("the agent channel", () => {
   });
 
   it("pings renew the lease without waking the object; without them the lease runs out (Unknown)", async () => {
-    const keys = await joined("ch5");
+    const keys = await joined("ch5", { heartbeat: false });
     await call("PATCH", `${MC}/ch5`, { spec: { leaseDurationSeconds: 1 } }, merge);
     const conn = await connect("ch5", keys);
     conn.send({ type: "status", id: "s1", status: { healthy: true } });
@@ -263,7 +267,7 @@ describe("the agent channel", () => {
   });
 
   it("a status message commits as a heartbeat does and is acknowledged; a bad one gets the heartbeat's 422", async () => {
-    const keys = await joined("ch6");
+    const keys = await joined("ch6", { heartbeat: false });
     const conn = await connect("ch6", keys);
     conn.send({
       type: "status",
@@ -288,7 +292,7 @@ describe("the agent channel", () => {
   });
 
   it("a status change writes 2 rows in the cluster object and no lease row while the pings renew; once they let the lease expire, it renews", async () => {
-    const keys = await joined("ch6r");
+    const keys = await joined("ch6r", { heartbeat: false });
     await call("PATCH", `${MC}/ch6r`, { spec: { leaseDurationSeconds: 1 } }, merge);
     const conn = await connect("ch6r", keys);
     conn.send({ type: "status", id: "s0", status: { healthy: true } });
@@ -323,7 +327,7 @@ describe("the agent channel", () => {
   });
 
   it("pushes works: on hello when the agent's ETag differs, and at once when the admin creates, changes or deletes one", async () => {
-    const keys = await joined("ch7");
+    const keys = await joined("ch7", { heartbeat: false });
     expect((await call("POST", WORKS("ch7"), work("w0"))).status).toBe(201);
     const conn = await connect("ch7", keys);
     conn.send({ type: "hello" });
@@ -354,7 +358,7 @@ describe("the agent channel", () => {
   });
 
   it("a namespace of works too large to keep is announced with works-changed, read over HTTP", async () => {
-    const keys = await joined("ch7b");
+    const keys = await joined("ch7b", { heartbeat: false });
     const big = work("big");
     big.spec.workload.manifests[0]!.data = { a: "x".repeat(300 * 1024) };
     expect((await call("POST", WORKS("ch7b"), big)).status).toBe(201);
@@ -370,7 +374,7 @@ describe("the agent channel", () => {
   });
 
   it("a new lease interval is sent to the connected agent and counts from then", async () => {
-    const keys = await joined("ch7c");
+    const keys = await joined("ch7c", { heartbeat: false });
     const conn = await connect("ch7c", keys);
     expect((await call("PATCH", `${MC}/ch7c`, { spec: { leaseDurationSeconds: 7 } }, merge)).status).toBe(200);
     expect(await conn.next((m) => m.type === "lease")).toEqual({ type: "lease", leaseDurationSeconds: 7 });
@@ -386,7 +390,7 @@ describe("the agent channel", () => {
   });
 
   it("a shortened lease interval gives the agent one old lease of grace; from its next renewal the new one counts", async () => {
-    const keys = await joined("ch7d");
+    const keys = await joined("ch7d", { heartbeat: false });
     await call("PATCH", `${MC}/ch7d`, { spec: { leaseDurationSeconds: 4 } }, merge); // grace 5 x 4 s
     const conn = await connect("ch7d", keys);
     conn.send({ type: "status", id: "s0", status: { healthy: true } });
@@ -413,7 +417,7 @@ describe("the agent channel", () => {
   });
 
   it("a report over the channel commits (ack with the resourceVersion); a stale uid gets 409, a missing work 404", async () => {
-    const keys = await joined("ch8");
+    const keys = await joined("ch8", { heartbeat: false });
     const created = await call("POST", WORKS("ch8"), work("r1"));
     const uid = created.body.metadata.uid;
     const conn = await connect("ch8", keys);
@@ -442,7 +446,7 @@ describe("the agent channel", () => {
   });
 
   it("concurrent reports all commit and are acknowledged, each with its own resourceVersion", async () => {
-    const keys = await joined("ch8b");
+    const keys = await joined("ch8b", { heartbeat: false });
     const uids: string[] = [];
     for (let i = 0; i < 8; i++) uids.push((await call("POST", WORKS("ch8b"), work(`c${i}`))).body.metadata.uid);
     const conn = await connect("ch8b", keys);
@@ -457,7 +461,7 @@ describe("the agent channel", () => {
   });
 
   it("closes for a bad message (4005) and for one over the size limit (1009)", async () => {
-    const keys = await joined("ch9");
+    const keys = await joined("ch9", { heartbeat: false });
     const conn = await connect("ch9", keys);
     conn.send("{not json");
     expect(await closedWith(conn)).toBe(CloseCodes.BadMessage);
@@ -473,7 +477,7 @@ describe("the agent channel", () => {
   });
 
   it("a rotation closes the old key's connection (4001); the new key connects", async () => {
-    const keys = await joined("ch10");
+    const keys = await joined("ch10", { heartbeat: false });
     const conn = await connect("ch10", keys);
     const next = await agentKeys();
     const r = await call(
@@ -506,7 +510,7 @@ describe("the agent channel", () => {
   });
 
   it("left over the channel is acknowledged, then the leave's end closes the connection (4004)", async () => {
-    const keys = await joined("ch12");
+    const keys = await joined("ch12", { heartbeat: false });
     const conn = await connect("ch12", keys);
     conn.send({ type: "left", id: "early" });
     expect((await conn.next((m) => m.id === "early")).status).toMatchObject({ code: 409 });
@@ -530,7 +534,7 @@ describe("reports commit in the order sent (issue 39)", () => {
   const appliedMessage = async (ns: string, name: string) => condition((await call("GET", `${WORKS(ns)}/${name}`)).body, "Applied")?.message;
 
   it("reports pipelined on one socket for one work commit in arrival order: the last one sent is what stays", async () => {
-    const keys = await joined("ord1");
+    const keys = await joined("ord1", { heartbeat: false });
     const uid = (await call("POST", WORKS("ord1"), work("p"))).body.metadata.uid;
     const conn = await connect("ord1", keys);
     // No sequence (an agent of before): arrival order alone decides.
@@ -542,7 +546,7 @@ describe("reports commit in the order sent (issue 39)", () => {
   });
 
   it("with sequences, pipelined reports keep the newest, and an older report re-sent after a reconnect (or over HTTP) is acknowledged as stale", async () => {
-    const keys = await joined("ord2");
+    const keys = await joined("ord2", { heartbeat: false });
     const uid = (await call("POST", WORKS("ord2"), work("q"))).body.metadata.uid;
     const conn = await connect("ord2", keys);
     const base = 1_000_000;
@@ -591,7 +595,7 @@ describe("reports commit in the order sent (issue 39)", () => {
   });
 
   it("a close frame from the agent is answered with its code at once (not 1006)", async () => {
-    const keys = await joined("ord3");
+    const keys = await joined("ord3", { heartbeat: false });
     const conn = await connect("ord3", keys);
     conn.ws.close(1000, "agent stops");
     await waitFor("the close to be answered", async () => conn.closed !== null, 3_000, 5);

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/k8s/meta.ts";
 import { emptyCondition, planSetStatus } from "../../src/clusterprofile/clusterset-status.ts";
-import { planProfiles } from "../../src/clusterprofile/controller.ts";
+import { planProfiles } from "../../src/clusterprofile/profiles.ts";
 import { desiredProfile, propertiesOf } from "../../src/clusterprofile/profile.ts";
 import { ManagedClusterKind } from "../../src/kinds/managedcluster.ts";
 import { ManagedClusterSetKind } from "../../src/kinds/managedclusterset.ts";

@@ -2,14 +2,11 @@
 // place them, ManagedClusterSet's ClusterSetEmpty condition and printer columns, and the Warning a
 // ManifestWork gets in a namespace no ManagedCluster owns. Driven over HTTP inside workerd.
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, condition, createNamespaces, MC, MCSET } from "./helpers.ts";
+import { call, condition, createNamespaces, MC, MCSET, merge, WORKS, BINDINGS } from "./helpers.ts";
 
 const G = "cluster.open-cluster-management.io";
 const CS = `${G}/clusterset`;
 const PROFILES = (ns?: string) => `/apis/multicluster.x-k8s.io/v1alpha1${ns ? `/namespaces/${ns}` : ""}/clusterprofiles`;
-const BINDINGS = (ns: string) => `/apis/${G}/v1beta2/namespaces/${ns}/managedclustersetbindings`;
-const WORKS = (ns: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks`;
-const merge = { contentType: "application/merge-patch+json" };
 
 const cond = (type: string, status: string, reason = "Test", message = "test") => ({
   type,

@@ -12,11 +12,10 @@ import type { Env } from "../../src/env.ts";
 import { ManagedClusterKind } from "../../src/kinds/managedcluster.ts";
 import { ManagedClusterSetKind } from "../../src/kinds/managedclusterset.ts";
 import { writeStored, writeStoredMany } from "../../src/store/d1/write.ts";
-import { call, condition, MC, MCSET } from "./helpers.ts";
+import { call, condition, MC, MCSET, merge } from "./helpers.ts";
 
 const G = "cluster.open-cluster-management.io";
 const CS = `${G}/clusterset`;
-const merge = { contentType: "application/merge-patch+json" };
 
 /** A statement D1 ran, with its SQL and D1's rows read and written. */
 interface Ran {

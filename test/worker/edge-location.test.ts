@@ -7,14 +7,7 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { COLO_ANNOTATION } from "../../src/edge.ts";
-import { agentKeys, call, createToken, dialChannel, MC, register, type AgentKeys } from "./helpers.ts";
-
-async function joined(name: string): Promise<AgentKeys> {
-  const token = await createToken({ autoApprove: true });
-  const { keys, res } = await register(token, name, `id-${name}`, await agentKeys());
-  expect(res.status).toBe(201);
-  return keys;
-}
+import { call, dialChannel, MC, type AgentKeys, joined } from "./helpers.ts";
 
 /** A heartbeat through the edge location `colo` (none: a request without `cf`), to the hub at `origin`. */
 async function heartbeat(name: string, keys: AgentKeys, colo?: string, origin = "https://hub.test"): Promise<number> {
@@ -36,7 +29,7 @@ async function cluster(name: string) {
 
 describe("the edge location of a cluster's agent", () => {
   it("a heartbeat records it, again only when it changes", async () => {
-    const keys = await joined("edge-hb");
+    const keys = await joined("edge-hb", { heartbeat: false });
     expect(await heartbeat("edge-hb", keys, "FRA")).toBe(200);
     const first = await cluster("edge-hb");
     expect(first.metadata.annotations?.[COLO_ANNOTATION]).toBe("FRA");
@@ -49,7 +42,7 @@ describe("the edge location of a cluster's agent", () => {
   });
 
   it("a local hub (wrangler dev: loopback or IP-literal host) records no canned location", async () => {
-    const keys = await joined("edge-local");
+    const keys = await joined("edge-local", { heartbeat: false });
     for (const origin of ["http://127.0.0.1:8787", "https://localhost:8787", "http://[::1]:8787", "http://192.168.1.20:8787"]) {
       expect(await heartbeat("edge-local", keys, "DFW", origin)).toBe(200);
       expect((await cluster("edge-local")).metadata.annotations?.[COLO_ANNOTATION]).toBeUndefined();
@@ -57,7 +50,7 @@ describe("the edge location of a cluster's agent", () => {
   });
 
   it("a heartbeat without a location leaves the recorded one", async () => {
-    const keys = await joined("edge-none");
+    const keys = await joined("edge-none", { heartbeat: false });
     expect(await heartbeat("edge-none", keys, "NRT")).toBe(200);
     const before = await cluster("edge-none");
     expect(await heartbeat("edge-none", keys)).toBe(200);
@@ -67,7 +60,7 @@ describe("the edge location of a cluster's agent", () => {
   });
 
   it("the channel's connect records it; a header the agent sends is not taken", async () => {
-    const keys = await joined("edge-ws");
+    const keys = await joined("edge-ws", { heartbeat: false });
     const forged = await dialChannel("edge-ws", await keys.sign("edge-ws"), { "x-flotilla-channel-colo": "EVIL" });
     expect(forged.status).toBe(101);
     forged.webSocket!.accept();

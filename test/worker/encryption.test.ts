@@ -10,9 +10,8 @@ import { keyringOf } from "../../src/k8s/encryption.ts";
 import { ApiError } from "../../src/k8s/errors.ts";
 import { database, getObject, needsRewrite } from "../../src/store/d1/objects.ts";
 import { SecretKind } from "../../src/kinds/secret.ts";
-import { call, createNamespaces } from "./helpers.ts";
+import { call, createNamespaces, SECRETS } from "./helpers.ts";
 
-const SECRETS = (ns: string) => `/api/v1/namespaces/${ns}/secrets`;
 const PLAIN = "correct-horse-battery-staple";
 const PLAIN_B64 = btoa(PLAIN);
 const KEY_A = `a:${btoa("A".repeat(32))}`;

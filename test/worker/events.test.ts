@@ -6,11 +6,11 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { agentKeys, call, createNamespaces, createToken, MC, register, scheduled, withClockAhead } from "./helpers.ts";
+import { agentKeys, call, createNamespaces, createToken, MC, register, scheduled, withClockAhead, merge } from "./helpers.ts";
 import { recordEvent, recordEvents } from "../../src/events/record.ts";
 import { armEventExpiry, DEFAULT_EVENT_TTL_SECONDS, expireEvents } from "../../src/events/expiry.ts";
 import type { Env } from "../../src/env.ts";
-import { eventsOf } from "../../src/events/hooks.ts";
+import { eventsOf } from "../../src/events/controller.ts";
 import { ManifestWorkKind, ManifestWorkReplicaSetKind } from "../../src/kinds/manifestwork.ts";
 import { ManagedClusterAddOnKind } from "../../src/kinds/addon.ts";
 import { PolicyKind } from "../../src/kinds/policy.ts";
@@ -18,7 +18,6 @@ import type { KubeObject } from "../../src/k8s/meta.ts";
 
 const CORE = (ns: string) => `/api/v1/namespaces/${ns}/events`;
 const V1 = (ns: string) => `/apis/events.k8s.io/v1/namespaces/${ns}/events`;
-const merge = { contentType: "application/merge-patch+json" };
 const hubEnv = env as unknown as Env;
 
 const coreEvent = (name: string, over: Record<string, unknown> = {}) => ({

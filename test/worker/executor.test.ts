@@ -1,12 +1,12 @@
 /**
- * ManifestWork `spec.executor` admission (src/auth/executor.ts) over the API, inside workerd:
+ * ManifestWork `spec.executor` admission (src/kinds/manifestwork-executor.ts) over the API, inside workerd:
  * OCM's `execute-as` check for OIDC users whose RBAC the admin grants, its update rule, the
  * replica set template, the executor's shape (422), and `system:masters` passing.
  */
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, createNamespaces, snapshot } from "./helpers.ts";
+import { call, createNamespaces, snapshot, WORKS, MWRS } from "./helpers.ts";
 import { callAs, idToken, serveIssuer } from "./oidc-users.ts";
 import worker from "../../src/index.ts";
 import type { Env } from "../../src/env.ts";
@@ -14,8 +14,6 @@ import { featureEnabled } from "../../src/features.ts";
 
 const W = "work.open-cluster-management.io";
 const RBAC = "/apis/rbac.authorization.k8s.io/v1";
-const WORKS = (ns: string) => `/apis/${W}/v1/namespaces/${ns}/manifestworks`;
-const MWRS = (ns: string) => `/apis/${W}/v1alpha1/namespaces/${ns}/manifestworkreplicasets`;
 const merge = "application/merge-patch+json";
 
 let undo: () => void;

@@ -5,10 +5,9 @@
 import { applyD1Migrations } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, createNamespaces, MC, MCSET } from "./helpers.ts";
+import { call, createNamespaces, MC, MCSET, merge } from "./helpers.ts";
 
 const PL = (ns: string) => `/apis/cluster.open-cluster-management.io/v1beta1/namespaces/${ns}/placements`;
-const merge = { contentType: "application/merge-patch+json" };
 
 interface Ref {
   apiVersion: string;

@@ -1,13 +1,18 @@
-/** Helpers for Worker tests: HTTP calls into the hub inside workerd, agent keys, and what the hub stored. */
+/**
+ * The Worker tests' kit: HTTP calls into the hub inside workerd, agent keys, joined clusters,
+ * and what the hub stored. API paths shared with the Node suites are in ../kit/api.ts.
+ */
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
+import { expect } from "vitest";
 import { SignJWT, calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from "jose";
 import { waitFor } from "../wait.ts";
 import { clock } from "../../src/clock.ts";
-import { CHANNEL_SUBPROTOCOL } from "../../src/agent/channel-protocol.ts";
+import { CHANNEL_SUBPROTOCOL } from "../../src/agent-api/channel-protocol.ts";
+import { DECISIONS, MC, MERGE_PATCH } from "../kit/api.ts";
 
+export { BINDINGS, DECISIONS, MC, MERGE_PATCH, MWRS, PLACEMENTS, POLICIES, SECRETS, WORKS } from "../kit/api.ts";
 export const ADMIN = "test-admin-token";
-export const MC = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
 export const MCSET = "/apis/cluster.open-cluster-management.io/v1beta2/managedclustersets";
 export const TOKENS = "/apis/flotilla.dev/v1alpha1/bootstraptokens";
 
@@ -111,6 +116,73 @@ export async function register(token: string, clusterName: string, clusterId: st
   return { keys: k, res: r };
 }
 
+/** {@link call}'s options of a JSON merge patch (RFC 7386). */
+export const merge: CallOptions = { contentType: MERGE_PATCH };
+
+/** Options of {@link joined}. */
+export interface JoinOptions {
+  /** Send one heartbeat after registering (default true). */
+  heartbeat?: boolean;
+  /** Then wait until the cluster's namespace exists (default false; implies `heartbeat`). */
+  namespace?: boolean;
+}
+
+/**
+ * Registers cluster `name` (cluster ID `id-<name>`) with a fresh auto-approving bootstrap token,
+ * as its agent does, expecting 201; then, unless `heartbeat` is false, sends one healthy
+ * heartbeat, expecting 200; with `namespace`, waits (10 s at most) until the hub created the
+ * cluster's namespace.
+ * @returns the agent's keys (with the hub's key tag)
+ */
+export async function joined(name: string, opts: JoinOptions = {}): Promise<AgentKeys> {
+  const { keys, res } = await register(await createToken({ autoApprove: true }), name, `id-${name}`);
+  expect(res.status).toBe(201);
+  if (opts.heartbeat === false && !opts.namespace) return keys;
+  expect((await call("POST", `/agent/v1/clusters/${name}/heartbeat`, { healthy: true }, { token: await keys.sign(name) })).status).toBe(200);
+  if (opts.namespace) await waitFor(`namespace ${name}`, async () => (await call("GET", `/api/v1/namespaces/${name}`)).status === 200, 10_000, 50);
+  return keys;
+}
+
+/** OCM's Available condition of a ManagedCluster, status True (what the registration agent reports). */
+export const AVAILABLE = {
+  type: "ManagedClusterConditionAvailable",
+  status: "True",
+  reason: "Test",
+  message: "test",
+  lastTransitionTime: "2026-01-01T00:00:00Z",
+};
+
+/**
+ * Creates an accepted ManagedCluster `name` with `labels` over the admin API, then merges
+ * `status` into its status (default: Available True), as its agent's reports would; expects 201
+ * and 200.
+ */
+export async function createCluster(
+  name: string,
+  labels: Record<string, string> = {},
+  status: Record<string, unknown> = { conditions: [AVAILABLE] },
+): Promise<void> {
+  const created = await call("POST", MC, {
+    apiVersion: "cluster.open-cluster-management.io/v1",
+    kind: "ManagedCluster",
+    metadata: { name, labels },
+    spec: { hubAcceptsClient: true },
+  });
+  expect(created.status).toBe(201);
+  expect((await call("PATCH", `${MC}/${name}/status`, { status }, merge)).status).toBe(200);
+}
+
+/**
+ * The names of the clusters the PlacementDecisions of Placement `namespace/placement` list
+ * (by OCM's `cluster.open-cluster-management.io/placement` label), sorted; expects 200.
+ */
+export async function decided(namespace: string, placement: string): Promise<string[]> {
+  const r = await call("GET", `${DECISIONS(namespace)}?labelSelector=${encodeURIComponent(`cluster.open-cluster-management.io/placement=${placement}`)}`);
+  expect(r.status).toBe(200);
+  return r.body.items.flatMap((d: { status: { decisions: { clusterName: string }[] } }) => d.status.decisions.map((x) => x.clusterName)).sort();
+}
+
+/** The condition of `type` in an object's `status.conditions`, if any. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function condition(obj: any, type: string) {
   return (obj?.status?.conditions ?? []).find((c: { type: string }) => c.type === type);

@@ -11,7 +11,7 @@
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import type { z } from "zod";
-import { HeartbeatSchema, RegisterSchema, RotateKeySchema } from "../../src/agent/protocol.ts";
+import { HeartbeatSchema, RegisterSchema, RotateKeySchema } from "../../src/agent-api/protocol.ts";
 import { MAX_NESTING_DEPTH } from "../../src/k8s/decode.ts";
 import { apiVersionOf, type KindDefinition } from "../../src/k8s/kind.ts";
 import { KINDS } from "../../src/kinds/index.ts";

@@ -7,13 +7,12 @@
  */
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, createNamespaces, createToken, register } from "./helpers.ts";
+import { call, createNamespaces, createToken, register, PLACEMENTS } from "./helpers.ts";
 import { idToken, serveIssuer } from "./oidc-users.ts";
 import { waitFor } from "../wait.ts";
 
 const RBAC = "/apis/rbac.authorization.k8s.io/v1";
 const OCM = "cluster.open-cluster-management.io";
-const PLACEMENTS = (ns: string) => `/apis/${OCM}/v1beta1/namespaces/${ns}/placements`;
 const WHOAMI = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
 const SSAR = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
 const SSRR = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews";

@@ -8,10 +8,9 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { database, listPage } from "../../src/store/d1/objects.ts";
 import { ManagedClusterKind } from "../../src/kinds/managedcluster.ts";
 import { PlacementKind } from "../../src/kinds/placement.ts";
-import { call, createNamespaces, MC } from "./helpers.ts";
+import { call, createNamespaces, MC, merge } from "./helpers.ts";
 
 const PL = "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/idx/placements";
-const merge = { contentType: "application/merge-patch+json" };
 const names = (body: { items: { metadata: { name: string } }[] }) => body.items.map((o) => o.metadata.name);
 const indexed = async (name: string) =>
   (

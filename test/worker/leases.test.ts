@@ -10,18 +10,17 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ClusterObject } from "../../durable-objects/cluster.ts";
-import { CHANNEL_PING, CHANNEL_PONG } from "../../src/agent/channel-protocol.ts";
+import { CHANNEL_PING, CHANNEL_PONG } from "../../src/agent-api/channel-protocol.ts";
 import { clock } from "../../src/clock.ts";
 import { microTime } from "../../src/k8s/meta.ts";
 import type { ClusterLeaseRecord } from "../../src/kinds/lease.ts";
-import { call, createToken, dialChannel, MC, register, type AgentKeys } from "./helpers.ts";
+import { call, createToken, dialChannel, MC, register, type AgentKeys, merge } from "./helpers.ts";
 import { callAs, idToken, serveIssuer } from "./oidc-users.ts";
 import { waitFor } from "../wait.ts";
 
 const COORD = "/apis/coordination.k8s.io/v1";
 const LEASE = "managed-cluster-lease";
 const leaseOf = (ns: string) => `${COORD}/namespaces/${ns}/leases/${LEASE}`;
-const merge = { contentType: "application/merge-patch+json" };
 const MICRO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
 const TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
 

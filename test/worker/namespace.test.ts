@@ -6,14 +6,13 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { call, createNamespaces, createToken, MC, NAMESPACES, register, snapshot } from "./helpers.ts";
+import { call, createNamespaces, createToken, MC, NAMESPACES, register, snapshot, merge } from "./helpers.ts";
 import { waitFor } from "../wait.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const placements = (ns: string) => `${G}/v1beta1/namespaces/${ns}/placements`;
 const placement = (name: string) => ({ apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name }, spec: {} });
 const secret = (name: string) => ({ apiVersion: "v1", kind: "Secret", metadata: { name }, stringData: { a: "b" } });
-const merge = { contentType: "application/merge-patch+json" };
 
 describe("Namespace", () => {
   it("is served under /api/v1 with the ns short name, status and finalize subresources", async () => {

@@ -5,12 +5,11 @@
  */
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, createNamespaces, MC, snapshot } from "./helpers.ts";
+import { call, createNamespaces, MC, snapshot, BINDINGS } from "./helpers.ts";
 import { callAs, serveIssuer } from "./oidc-users.ts";
 
 const G = "cluster.open-cluster-management.io";
 const RBAC = "/apis/rbac.authorization.k8s.io/v1";
-const BINDINGS = (ns: string) => `/apis/${G}/v1beta2/namespaces/${ns}/managedclustersetbindings`;
 const CS = "cluster.open-cluster-management.io/clusterset";
 const merge = "application/merge-patch+json";
 

@@ -3,21 +3,11 @@
 // compile as Misconfigured, and runs a placement again when an AddOnPlacementScore its
 // `managedCluster.scores(...)` reads changes.
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, condition, createNamespaces, MC, MCSET } from "./helpers.ts";
+import { call, condition, createNamespaces, MC, MCSET, merge, decided } from "./helpers.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const PLACEMENTS = `${G}/v1beta1/namespaces/cel/placements`;
-const merge = { contentType: "application/merge-patch+json" };
 const scoreOf = (cluster: string) => `${G}/v1alpha1/namespaces/${cluster}/addonplacementscores`;
-
-async function decided(placement: string): Promise<string[]> {
-  const r = await call(
-    "GET",
-    `${G}/v1beta1/namespaces/cel/placementdecisions?labelSelector=${encodeURIComponent(`cluster.open-cluster-management.io/placement=${placement}`)}`,
-  );
-  expect(r.status).toBe(200);
-  return r.body.items.flatMap((d: { status: { decisions: { clusterName: string }[] } }) => d.status.decisions.map((x) => x.clusterName)).sort();
-}
 
 function placement(name: string, celExpressions: string[]) {
   return {
@@ -74,11 +64,11 @@ describe("celSelector in the scheduler", () => {
         )
       ).status,
     ).toBe(201);
-    expect(await decided("eu")).toEqual(["k2"]);
+    expect(await decided("cel", "eu")).toEqual(["k2"]);
     expect(
       (await call("POST", PLACEMENTS, placement("old", ['semver(managedCluster.status.version.kubernetes, true).isLessThan(semver("1.30.0"))']))).status,
     ).toBe(201);
-    expect(await decided("old")).toEqual(["k1"]);
+    expect(await decided("cel", "old")).toEqual(["k1"]);
   });
 
   it("an expression that does not compile: accepted, then Misconfigured with OCM's message", async () => {
@@ -86,7 +76,7 @@ describe("celSelector in the scheduler", () => {
     const p = (await call("GET", `${PLACEMENTS}/broken`)).body;
     expect(condition(p, "PlacementMisconfigured")).toMatchObject({ status: "True", reason: "Misconfigured" });
     expect(condition(p, "PlacementMisconfigured")?.message).toMatch(/^Predicate:compilation failed: ERROR: <input>:1:1: undeclared reference to 'invalid'/);
-    expect(await decided("broken")).toEqual([]);
+    expect(await decided("cel", "broken")).toEqual([]);
   });
 
   it("managedCluster.scores() reads AddOnPlacementScores, and a score write runs the placement again", async () => {
@@ -101,8 +91,8 @@ describe("celSelector in the scheduler", () => {
     expect((await call("POST", PLACEMENTS, placement("gpu", ["managedCluster.scores(\"gpu\").filter(s, s.name == 'free').all(e, e.value > 50)"]))).status).toBe(
       201,
     );
-    expect(await decided("gpu")).toEqual(["k1"]);
+    expect(await decided("cel", "gpu")).toEqual(["k1"]);
     await call("PATCH", `${scoreOf("k2")}/gpu/status`, { status: { scores: [{ name: "free", value: 80 }] } }, merge);
-    expect(await decided("gpu")).toEqual(["k1", "k2"]);
+    expect(await decided("cel", "gpu")).toEqual(["k1", "k2"]);
   });
 });

@@ -1,16 +1,10 @@
 // A Placement's spreadPolicy over HTTP: the CRD defaults are stored, and the scheduler spreads the
 // decisions over the topology label (OCM's spread-policy design, src/scheduling/spread.ts).
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, condition, createNamespaces, MC, MCSET } from "./helpers.ts";
+import { call, condition, createNamespaces, MC, MCSET, decided } from "./helpers.ts";
 
 const G = "cluster.open-cluster-management.io";
 const PLACEMENTS = `/apis/${G}/v1beta1/namespaces/spread/placements`;
-const DECISIONS = `/apis/${G}/v1beta1/namespaces/spread/placementdecisions`;
-
-async function decided(placement: string): Promise<string[]> {
-  const r = await call("GET", `${DECISIONS}?labelSelector=${encodeURIComponent(`${G}/placement=${placement}`)}`);
-  return r.body.items.flatMap((d: { status: { decisions: { clusterName: string }[] } }) => d.status.decisions.map((x) => x.clusterName)).sort();
-}
 
 beforeAll(async () => {
   await createNamespaces("spread");
@@ -60,13 +54,13 @@ describe("spreadPolicy", () => {
     expect(r.body.spec.spreadPolicy.spreadConstraints).toEqual([
       { topologyKey: "zone", topologyKeyType: "Label", maxSkew: 1, whenUnsatisfiable: "ScheduleAnyway" },
     ]);
-    expect(await decided("two")).toEqual(["a-1", "b-1"]);
+    expect(await decided("spread", "two")).toEqual(["a-1", "b-1"]);
   });
 
   it("DoNotSchedule with maxSkew 1 leaves a decision unscheduled rather than exceed the skew", async () => {
     expect((await call("POST", PLACEMENTS, placement("four", 4, { whenUnsatisfiable: "DoNotSchedule" }))).status).toBe(201);
     // Zone a at 2 against b at 1; Balance prefers a-2 and a-3, which "two" did not take.
-    expect(await decided("four")).toEqual(["a-2", "a-3", "b-1"]);
+    expect(await decided("spread", "four")).toEqual(["a-2", "a-3", "b-1"]);
     const p = (await call("GET", `${PLACEMENTS}/four`)).body;
     expect(condition(p, "PlacementSatisfied")).toMatchObject({
       status: "False",

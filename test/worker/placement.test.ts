@@ -9,20 +9,33 @@ import { ManagedClusterKind } from "../../src/kinds/managedcluster.ts";
 import { PlacementKind } from "../../src/kinds/placement.ts";
 import type { RunResult, Trigger } from "../../src/placement/plan.ts";
 import { clusterView } from "../../src/placement/reads.ts";
-import { schedulingHook } from "../../src/placement/triggers.ts";
+import { schedulingHook } from "../../src/placement/controller.ts";
 import { registerAfterCommitHook, type Change } from "../../src/store/hooks.ts";
 import { writeStored } from "../../src/store/d1/write.ts";
 import type { Env } from "../../src/env.ts";
 import { triggerForChange } from "../../src/placement/changes.ts";
 import { RESYNC_INTERVAL_MS } from "../../durable-objects/scheduler.ts";
-import { agentKeys, call, condition, createNamespaces, createToken, MC, MCSET, register, scheduled, withClockAhead } from "./helpers.ts";
+import {
+  agentKeys,
+  call,
+  condition,
+  createNamespaces,
+  createToken,
+  MC,
+  MCSET,
+  register,
+  scheduled,
+  withClockAhead,
+  merge,
+  PLACEMENTS,
+  DECISIONS,
+  BINDINGS,
+  createCluster,
+  decided,
+} from "./helpers.ts";
 import { waitFor } from "../wait.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
-const PLACEMENTS = (ns: string) => `${G}/v1beta1/namespaces/${ns}/placements`;
-const DECISIONS = (ns: string) => `${G}/v1beta1/namespaces/${ns}/placementdecisions`;
-const BINDINGS = (ns: string) => `${G}/v1beta2/namespaces/${ns}/managedclustersetbindings`;
-const merge = { contentType: "application/merge-patch+json" };
 
 const available = (status: "True" | "False" | "Unknown") => ({
   type: "ManagedClusterConditionAvailable",
@@ -32,28 +45,9 @@ const available = (status: "True" | "False" | "Unknown") => ({
   lastTransitionTime: "2026-01-01T00:00:00Z",
 });
 
-async function cluster(name: string, labels: Record<string, string>, memory: string) {
-  const created = await call("POST", MC, {
-    apiVersion: "cluster.open-cluster-management.io/v1",
-    kind: "ManagedCluster",
-    metadata: { name, labels },
-    spec: { hubAcceptsClient: true },
-  });
-  expect(created.status).toBe(201);
-  const st = await call(
-    "PATCH",
-    `${MC}/${name}/status`,
-    { status: { conditions: [available("True")], allocatable: { cpu: "4", memory }, capacity: { cpu: "4", memory: "64Gi" } } },
-    merge,
-  );
-  expect(st.status).toBe(200);
-}
-
-async function decided(ns: string, placement: string): Promise<string[]> {
-  const r = await call("GET", `${DECISIONS(ns)}?labelSelector=${encodeURIComponent(`cluster.open-cluster-management.io/placement=${placement}`)}`);
-  expect(r.status).toBe(200);
-  return r.body.items.flatMap((d: { status: { decisions: { clusterName: string }[] } }) => d.status.decisions.map((x) => x.clusterName)).sort();
-}
+/** An accepted, Available cluster with `memory` allocatable (of 64Gi) and 4 CPUs. */
+const cluster = (name: string, labels: Record<string, string>, memory: string) =>
+  createCluster(name, labels, { conditions: [available("True")], allocatable: { cpu: "4", memory }, capacity: { cpu: "4", memory: "64Gi" } });
 
 beforeAll(async () => {
   await createNamespaces("apps", "bulk");

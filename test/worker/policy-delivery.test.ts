@@ -7,13 +7,10 @@
  */
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { call, createToken, dialChannel, register, type AgentKeys } from "./helpers.ts";
+import { call, dialChannel, type AgentKeys, joined, WORKS, POLICIES } from "./helpers.ts";
 import { waitFor } from "../wait.ts";
-import { complianceStatus, POLICY_HISTORY_LIMIT } from "../../src/agent/policy-report.ts";
+import { complianceStatus, POLICY_HISTORY_LIMIT } from "../../src/agent-api/policy-report.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
-
-const POLICIES = (ns: string) => `/apis/policy.open-cluster-management.io/v1/namespaces/${ns}/policies`;
-const WORKS = (ns: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks`;
 
 /** A replicated Policy `<rootns>.<rootname>` in cluster `cluster`'s namespace, with OCM's labels and two ConfigurationPolicies. */
 const replicated = (cluster: string, root = "policies.ns-policy") => ({
@@ -44,14 +41,6 @@ const replicated = (cluster: string, root = "policies.ns-policy") => ({
     })),
   },
 });
-
-async function joined(name: string): Promise<AgentKeys> {
-  const token = await createToken({ autoApprove: true });
-  const { keys, res } = await register(token, name, `id-${name}`);
-  expect(res.status).toBe(201);
-  expect((await call("POST", `/agent/v1/clusters/${name}/heartbeat`, { healthy: true }, { token: await keys.sign(name) })).status).toBe(200);
-  return keys;
-}
 
 async function poll(name: string, keys: AgentKeys, etag?: string) {
   const headers: Record<string, string> = { authorization: `Bearer ${await keys.sign(name)}` };

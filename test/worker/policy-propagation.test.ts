@@ -10,35 +10,21 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../wait.ts";
-import { ADMIN, call, createNamespaces, MC, MCSET } from "./helpers.ts";
+import { ADMIN, call, createNamespaces, MC, MCSET, createCluster, merge, POLICIES } from "./helpers.ts";
 import worker from "../../src/index.ts";
 import type { Env } from "../../src/env.ts";
 
 const NS = "gov";
 const G = "/apis/cluster.open-cluster-management.io";
 const P = "/apis/policy.open-cluster-management.io";
-const POLICIES = (ns: string) => `${P}/v1/namespaces/${ns}/policies`;
 const PBS = `${P}/v1/namespaces/${NS}/placementbindings`;
 const SETS = `${P}/v1beta1/namespaces/${NS}/policysets`;
 const PLACEMENTS = `${G}/v1beta1/namespaces/${NS}/placements`;
-const merge = { contentType: "application/merge-patch+json" };
 const CS = "cluster.open-cluster-management.io/clusterset";
 const ROOT = "policy.open-cluster-management.io/root-policy";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
-
-async function cluster(name: string, labels: Record<string, string>) {
-  const created = await call("POST", MC, {
-    apiVersion: "cluster.open-cluster-management.io/v1",
-    kind: "ManagedCluster",
-    metadata: { name, labels },
-    spec: { hubAcceptsClient: true },
-  });
-  expect(created.status).toBe(201);
-  const available = { type: "ManagedClusterConditionAvailable", status: "True", reason: "Test", message: "test", lastTransitionTime: "2026-01-01T00:00:00Z" };
-  expect((await call("PATCH", `${MC}/${name}/status`, { status: { conditions: [available] } }, merge)).status).toBe(200);
-}
 
 async function placement(name: string, matchLabels: Record<string, string>) {
   const p = await call("POST", PLACEMENTS, {
@@ -139,8 +125,8 @@ beforeAll(async () => {
       })
     ).status,
   ).toBe(201);
-  for (const c of ["p1", "p2", "p3"]) await cluster(c, { [CS]: "fleet", env: "prod" });
-  await cluster("d1", { [CS]: "fleet", env: "dev" });
+  for (const c of ["p1", "p2", "p3"]) await createCluster(c, { [CS]: "fleet", env: "prod" });
+  await createCluster("d1", { [CS]: "fleet", env: "dev" });
   await placement("prod", { env: "prod" });
   await placement("dev", { env: "dev" });
 });

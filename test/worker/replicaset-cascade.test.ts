@@ -3,7 +3,7 @@
 // deletionTimestamp, until its works are gone. A work is kept here by a finalizer of the test's.
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, createNamespaces, MC, MCSET } from "./helpers.ts";
+import { call, createNamespaces, MC, MCSET, merge } from "./helpers.ts";
 import { waitFor } from "../wait.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
@@ -11,7 +11,6 @@ const W = "/apis/work.open-cluster-management.io";
 const NS = "cascade";
 const MWRS = `${W}/v1alpha1/namespaces/${NS}/manifestworkreplicasets`;
 const WORK = (name: string) => `${W}/v1/namespaces/k1/manifestworks/${NS}.${name}`;
-const merge = { contentType: "application/merge-patch+json" };
 const HOLD = "test.flotilla.dev/hold";
 
 /** Waits until `check` holds (test/wait.ts, 8 s at most). */

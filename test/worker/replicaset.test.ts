@@ -4,33 +4,16 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, condition, createNamespaces, MC, MCSET } from "./helpers.ts";
+import { call, condition, createNamespaces, MC, MCSET, createCluster, merge, MWRS, PLACEMENTS, BINDINGS } from "./helpers.ts";
 
-const G = "/apis/cluster.open-cluster-management.io";
 const W = "/apis/work.open-cluster-management.io";
-const PLACEMENTS = (ns: string) => `${G}/v1beta1/namespaces/${ns}/placements`;
-const BINDINGS = (ns: string) => `${G}/v1beta2/namespaces/${ns}/managedclustersetbindings`;
-const MWRS = (ns: string) => `${W}/v1alpha1/namespaces/${ns}/manifestworkreplicasets`;
 const WORK = (cluster: string, name: string) => `${W}/v1/namespaces/${cluster}/manifestworks/${name}`;
-const merge = { contentType: "application/merge-patch+json" };
 const CS = "cluster.open-cluster-management.io/clusterset";
 const MWRS_LABEL = "work.open-cluster-management.io/manifestworkreplicaset";
 const PLACEMENT_NAME_LABEL = "work.open-cluster-management.io/placementname";
 
 const configMap = (data: Record<string, string>) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "app", namespace: "default" }, data });
 const template = (data: Record<string, string> = { v: "1" }) => ({ workload: { manifests: [configMap(data)] } });
-
-async function cluster(name: string, labels: Record<string, string>) {
-  const created = await call("POST", MC, {
-    apiVersion: "cluster.open-cluster-management.io/v1",
-    kind: "ManagedCluster",
-    metadata: { name, labels },
-    spec: { hubAcceptsClient: true },
-  });
-  expect(created.status).toBe(201);
-  const available = { type: "ManagedClusterConditionAvailable", status: "True", reason: "Test", message: "test", lastTransitionTime: "2026-01-01T00:00:00Z" };
-  expect((await call("PATCH", `${MC}/${name}/status`, { status: { conditions: [available] } }, merge)).status).toBe(200);
-}
 
 async function placement(ns: string, name: string, matchLabels: Record<string, string>) {
   await call("POST", BINDINGS(ns), {
@@ -104,13 +87,13 @@ beforeAll(async () => {
   expect(
     (await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "fleet" } })).status,
   ).toBe(201);
-  for (const c of ["c1", "c2", "c3"]) await cluster(c, { [CS]: "fleet", app: "web" });
-  await cluster("c4", { [CS]: "fleet", app: "other" });
-  for (const c of ["r1", "r2", "r3"]) await cluster(c, { [CS]: "fleet", app: "roll" });
-  for (const c of ["s1", "s2", "s3"]) await cluster(c, { [CS]: "fleet", app: "slow" });
-  await cluster("g1", { [CS]: "fleet", app: "grp" });
-  await cluster("g2", { [CS]: "fleet", app: "grp", ring: "canary" });
-  await cluster("g3", { [CS]: "fleet", app: "grp" });
+  for (const c of ["c1", "c2", "c3"]) await createCluster(c, { [CS]: "fleet", app: "web" });
+  await createCluster("c4", { [CS]: "fleet", app: "other" });
+  for (const c of ["r1", "r2", "r3"]) await createCluster(c, { [CS]: "fleet", app: "roll" });
+  for (const c of ["s1", "s2", "s3"]) await createCluster(c, { [CS]: "fleet", app: "slow" });
+  await createCluster("g1", { [CS]: "fleet", app: "grp" });
+  await createCluster("g2", { [CS]: "fleet", app: "grp", ring: "canary" });
+  await createCluster("g3", { [CS]: "fleet", app: "grp" });
 });
 
 describe("ManifestWorkReplicaSet", () => {
@@ -303,13 +286,13 @@ describe("ManifestWorkReplicaSet", () => {
   });
 
   it("leaves alone a work of its name that someone else created where it is about to go", async () => {
-    await cluster("f1", { [CS]: "fleet", app: "foreign" });
+    await createCluster("f1", { [CS]: "fleet", app: "foreign" });
     await placement("apps", "foreign", { app: "foreign" });
     await createReplicaSet("apps", "foreign", [{ name: "foreign" }]);
     expect(Object.keys(await works("apps", "foreign"))).toEqual(["f1"]);
     // A work of the same name, not the replica set's, is written in f2 (no notice reaches the
     // replica set's object, whose copy of the works lacks it), then f2 joins the placement.
-    await cluster("f2", {});
+    await createCluster("f2", {});
     const mine = {
       apiVersion: "work.open-cluster-management.io/v1",
       kind: "ManifestWork",

@@ -1,9 +1,7 @@
 import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, createNamespaces } from "./helpers.ts";
+import { call, createNamespaces, merge, SECRETS } from "./helpers.ts";
 
-const SECRETS = (ns: string) => `/api/v1/namespaces/${ns}/secrets`;
-const merge = { contentType: "application/merge-patch+json" };
 const secret = (name: string, fields: Record<string, unknown> = {}, metadata: Record<string, unknown> = {}) => ({
   apiVersion: "v1",
   kind: "Secret",

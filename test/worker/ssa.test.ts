@@ -4,9 +4,8 @@
  * taking them over, fields an applier stops applying removed, default managers from the user agent.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, createNamespaces } from "./helpers.ts";
+import { call, createNamespaces, PLACEMENTS } from "./helpers.ts";
 
-const PLACEMENTS = (ns: string) => `/apis/cluster.open-cluster-management.io/v1beta1/namespaces/${ns}/placements`;
 const CLUSTERS = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
 const applyType = { contentType: "application/apply-patch+yaml" };
 const placement = (name: string, spec: Record<string, unknown>, labels?: Record<string, string>) => ({

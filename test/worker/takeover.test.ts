@@ -5,10 +5,9 @@ import { listDurableObjectIds } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { SignJWT, base64url, exportJWK, generateKeyPair } from "jose";
 import { beforeAll, describe, expect, it } from "vitest";
-import { agentKeys, call, createToken, MC, register, type AgentKeys } from "./helpers.ts";
+import { agentKeys, call, createToken, MC, register, type AgentKeys, merge } from "./helpers.ts";
 
 const HB = { healthy: true, clusterClaims: [{ name: "region", value: "eu" }] };
-const merge = { contentType: "application/merge-patch+json" };
 
 /** A request from its own source address, so one test's failures do not count against another's. */
 const from = (address: string, token: string | null) => ({ token, headers: { "cf-connecting-ip": address } });

@@ -7,7 +7,7 @@
 import { applyD1Migrations } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { call, condition, createNamespaces, MC, NAMESPACES, withClockAhead } from "./helpers.ts";
+import { call, condition, createNamespaces, MC, NAMESPACES, withClockAhead, merge } from "./helpers.ts";
 import { serviceAccountAuthenticator } from "../../src/auth/serviceaccounts.ts";
 import { clock } from "../../src/clock.ts";
 import type { Env } from "../../src/env.ts";
@@ -18,7 +18,6 @@ const G = "/apis/cluster.open-cluster-management.io";
 const PLACEMENTS = `${G}/v1beta1/namespaces/apps/placements`;
 const DECISIONS = `${G}/v1beta1/namespaces/apps/placementdecisions`;
 const WORKS = "/apis/work.open-cluster-management.io/v1/namespaces/up1/manifestworks";
-const merge = { contentType: "application/merge-patch+json" };
 /** The migrations this release adds (the previous release had every other one). */
 const NEW_MIGRATIONS = ["0003_outbox.sql", "0006_outbox_lean.sql"];
 

@@ -1,16 +1,9 @@
 import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, createNamespaces, MC, MCSET, snapshot } from "./helpers.ts";
+import { call, createNamespaces, MCSET, snapshot, createCluster, merge, MWRS, PLACEMENTS, BINDINGS, SECRETS, decided } from "./helpers.ts";
 import { waitFor } from "../wait.ts";
 
-const G = "/apis/cluster.open-cluster-management.io";
-const PLACEMENTS = (ns: string) => `${G}/v1beta1/namespaces/${ns}/placements`;
-const DECISIONS = (ns: string) => `${G}/v1beta1/namespaces/${ns}/placementdecisions`;
-const BINDINGS = (ns: string) => `${G}/v1beta2/namespaces/${ns}/managedclustersetbindings`;
-const MWRS = (ns: string) => `/apis/work.open-cluster-management.io/v1alpha1/namespaces/${ns}/manifestworkreplicasets`;
 const RECEIVERS = (ns: string) => `/apis/flotilla.dev/v1alpha1/namespaces/${ns}/webhookreceivers`;
-const SECRETS = (ns: string) => `/api/v1/namespaces/${ns}/secrets`;
-const merge = { contentType: "application/merge-patch+json" };
 const IMAGE = "/spec/manifestWorkTemplate/workload/manifests/0/spec/template/spec/containers/0/image";
 const MWRS_TARGET = { apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", name: "web" };
 const PLACEMENT_TARGET = { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", name: "hooked" };
@@ -52,11 +45,6 @@ async function image(ns = "apps", name = "web"): Promise<string> {
   return r.body.spec.manifestWorkTemplate.workload.manifests[0].spec.template.spec.containers[0].image;
 }
 
-async function decided(ns: string, placement: string): Promise<string[]> {
-  const r = await call("GET", `${DECISIONS(ns)}?labelSelector=${encodeURIComponent(`cluster.open-cluster-management.io/placement=${placement}`)}`);
-  return r.body.items.flatMap((d: Json) => d.status.decisions.map((x: Json) => x.clusterName)).sort();
-}
-
 function deployment(img: string) {
   return {
     apiVersion: "apps/v1",
@@ -69,21 +57,6 @@ function deployment(img: string) {
   };
 }
 
-async function cluster(name: string, labels: Record<string, string>) {
-  expect(
-    (
-      await call("POST", MC, {
-        apiVersion: "cluster.open-cluster-management.io/v1",
-        kind: "ManagedCluster",
-        metadata: { name, labels },
-        spec: { hubAcceptsClient: true },
-      })
-    ).status,
-  ).toBe(201);
-  const available = { type: "ManagedClusterConditionAvailable", status: "True", reason: "Test", message: "test", lastTransitionTime: "2026-01-01T00:00:00Z" };
-  expect((await call("PATCH", `${MC}/${name}/status`, { status: { conditions: [available] } }, merge)).status).toBe(200);
-}
-
 let releasePath = "";
 
 beforeAll(async () => {
@@ -94,9 +67,9 @@ beforeAll(async () => {
     (await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "hooks" } })).status,
   ).toBe(201);
   const cs = "cluster.open-cluster-management.io/clusterset";
-  await cluster("w1", { [cs]: "hooks", tier: "gold" });
-  await cluster("w2", { [cs]: "hooks", tier: "silver" });
-  await cluster("w3", { [cs]: "hooks", tier: "silver" });
+  await createCluster("w1", { [cs]: "hooks", tier: "gold" });
+  await createCluster("w2", { [cs]: "hooks", tier: "silver" });
+  await createCluster("w3", { [cs]: "hooks", tier: "silver" });
   expect(
     (
       await call("POST", BINDINGS("apps"), {

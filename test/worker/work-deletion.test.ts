@@ -8,11 +8,10 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { ClusterObject } from "../../durable-objects/cluster.ts";
-import { call, condition, createNamespaces, createToken, MC, register, withClockAhead, type AgentKeys } from "./helpers.ts";
+import { call, condition, createNamespaces, MC, withClockAhead, type AgentKeys, joined, WORKS } from "./helpers.ts";
 import { MANIFEST_WORK_CLEANUP_FINALIZER, workTtlTimer } from "../../src/work/deletion.ts";
 import { waitFor } from "../wait.ts";
 
-const WORKS = (ns: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks`;
 const work = (name: string, extra: Record<string, unknown> = {}) => ({
   apiVersion: "work.open-cluster-management.io/v1",
   kind: "ManifestWork",
@@ -24,14 +23,6 @@ const applied = (type = "Applied") => ({
     { type, status: "True", reason: "R", message: "m", lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"), observedGeneration: 1 },
   ],
 });
-
-/** Registers and accepts a cluster, sends one heartbeat; returns its keys. */
-async function joined(name: string): Promise<AgentKeys> {
-  const { keys, res } = await register(await createToken({ autoApprove: true }), name, `id-${name}`);
-  expect(res.status).toBe(201);
-  expect((await call("POST", `/agent/v1/clusters/${name}/heartbeat`, { healthy: true }, { token: await keys.sign(name) })).status).toBe(200);
-  return keys;
-}
 
 /** The agent's status report of work `name` in cluster `cluster`. */
 async function report(cluster: string, keys: AgentKeys, name: string, body: Record<string, unknown>) {

@@ -8,7 +8,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_LEAVE_TIMEOUT_SECONDS, MAX_WORKS_WAITERS, WORKS_RETRY_AFTER_SECONDS, type ClusterObject } from "../../durable-objects/cluster.ts";
-import { agentKeys, call, condition, createNamespaces, createToken, MC, register, withClockAhead, type AgentKeys } from "./helpers.ts";
+import { agentKeys, call, condition, createNamespaces, createToken, MC, register, withClockAhead, type AgentKeys, joined, merge, WORKS } from "./helpers.ts";
 import {
   ClusterInfoSchema,
   HeartbeatAnswerSchema,
@@ -16,11 +16,8 @@ import {
   RotateKeyAnswerSchema,
   WorkStatusAnswerSchema,
   WorksAnswerSchema,
-} from "../../src/agent/protocol.ts";
+} from "../../src/agent-api/protocol.ts";
 import { waitFor } from "../wait.ts";
-
-const WORKS = (ns: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks`;
-const merge = { contentType: "application/merge-patch+json" };
 
 const configMap = (name: string, data: Record<string, string> = { a: "1" }) => ({
   apiVersion: "v1",
@@ -34,16 +31,6 @@ const work = (name: string, manifests: unknown[] = [configMap(name)], extra: Rec
   metadata: { name },
   spec: { workload: { manifests }, ...extra },
 });
-
-/** Registers and accepts a cluster, sends one heartbeat; returns its keys. */
-async function joined(name: string): Promise<AgentKeys> {
-  const token = await createToken({ autoApprove: true });
-  const { keys, res } = await register(token, name, `id-${name}`);
-  expect(res.status).toBe(201);
-  const hb = await call("POST", `/agent/v1/clusters/${name}/heartbeat`, { healthy: true }, { token: await keys.sign(name) });
-  expect(hb.status).toBe(200);
-  return keys;
-}
 
 /** A works poll as the agent sends it. */
 async function poll(name: string, keys: AgentKeys, etag?: string, waitSeconds?: number, signer = name) {
@@ -382,7 +369,7 @@ describe("works delivery (agent protocol)", () => {
   });
 });
 
-describe("answers (src/agent/protocol.ts)", () => {
+describe("answers (src/agent-api/protocol.ts)", () => {
   it("every 2xx answer of the agent protocol is its schema's value, no field more or less", async () => {
     const token = await createToken();
     const { keys, res } = await register(token, "ans1", "id-ans1");

@@ -17,15 +17,10 @@ import { commitChange, writeStored } from "../../src/store/d1/write.ts";
 import { deferOutboxDelete } from "../../src/store/outbox.ts";
 import { ManifestWorkKind } from "../../src/kinds/manifestwork.ts";
 import { SecretKind } from "../../src/kinds/secret.ts";
-import { call, condition, createNamespaces, MC, silentD1 } from "./helpers.ts";
+import { call, condition, createNamespaces, MC, silentD1, merge, WORKS, PLACEMENTS, DECISIONS, BINDINGS } from "./helpers.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
-const PLACEMENTS = (ns: string) => `${G}/v1beta1/namespaces/${ns}/placements`;
-const DECISIONS = (ns: string) => `${G}/v1beta1/namespaces/${ns}/placementdecisions`;
-const BINDINGS = (ns: string) => `${G}/v1beta2/namespaces/${ns}/managedclustersetbindings`;
 const MCSET = `${G}/v1beta2/managedclustersets`;
-const WORKS = (ns: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${ns}/manifestworks`;
-const merge = { contentType: "application/merge-patch+json" };
 
 const placement = (name: string) => ({
   apiVersion: "cluster.open-cluster-management.io/v1beta1",

@@ -20,8 +20,8 @@
  *   logged.
  */
 import { readFileSync } from "node:fs";
-import type { AddonStatusAnswer, AddonTokenAnswer } from "../../../src/agent/protocol-answers.ts";
-import type { AddonStatusRequest, AddonTokenRequest } from "../../../src/agent/protocol.ts";
+import type { AddonStatusAnswer, AddonTokenAnswer } from "../../../src/agent-api/protocol-answers.ts";
+import type { AddonStatusRequest, AddonTokenRequest } from "../../../src/agent-api/protocol.ts";
 import { Sleeper, type Random } from "../backoff.ts";
 import type { HubResult } from "../hub-client.ts";
 import { describeKubeError, isConflict, isNotFound, type KubeConfig } from "../kube.ts";

@@ -9,7 +9,7 @@
  * (./controller.ts) is loaded with a dynamic `import()` only once a work names an add-on, so an
  * agent without add-ons pays none of its memory.
  */
-import type { DeliveredWork } from "../../../src/agent/protocol-answers.ts";
+import type { DeliveredWork } from "../../../src/agent-api/protocol-answers.ts";
 
 /** The work label that names the add-on a work deploys (OCM's). */
 export const ADDON_NAME_LABEL = "open-cluster-management.io/addon-name";

@@ -30,7 +30,7 @@
  *   evaluates ConfigurationPolicies only.
  */
 import { parseGoDuration } from "../../../src/k8s/duration.ts";
-import type { PolicyComplianceReport, PolicyTemplateCompliance } from "../../../src/agent/protocol-answers.ts";
+import type { PolicyComplianceReport, PolicyTemplateCompliance } from "../../../src/agent-api/protocol-answers.ts";
 import type { GroupVersionResource, ObjectRef } from "../work/dynamic.ts";
 import type { LiveTracker } from "../work/tracker.ts";
 import { isObj, type Obj } from "../work/types.ts";

@@ -18,7 +18,7 @@ import type {
   HeartbeatRequest,
   PolicyComplianceReport,
   WorkStatusReport,
-} from "../../../src/agent/protocol.ts";
+} from "../../../src/agent-api/protocol.ts";
 import type { AgentTransport, TransportEvents } from "./transport.ts";
 
 /** Options of {@link PollTransport}. */

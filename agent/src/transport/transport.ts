@@ -11,7 +11,7 @@
  *   waking anything, status sent only when it changed. When the upgrade is refused (a proxy that
  *   blocks WebSockets: a non-101 answer other than 401/403/429/5xx), it runs `poll` instead.
  *
- * The messages of both are defined once in src/agent/protocol.ts.
+ * The messages of both are defined once in src/agent-api/protocol.ts.
  */
 import type {
   AddonStatusAnswer,
@@ -27,7 +27,7 @@ import type {
   PolicyStatusAnswer,
   WorkStatusAnswer,
   WorkStatusReport,
-} from "../../../src/agent/protocol.ts";
+} from "../../../src/agent-api/protocol.ts";
 import type { HubResult } from "../hub-client.ts";
 
 /** The transports `--transport` names. */

@@ -17,7 +17,7 @@
  * - Reports and `left` are messages with ids, answered `ack` or `error` (the Kubernetes Status the
  *   HTTP route would answer, mapped to the same failure); requests without an answer when the
  *   connection closes are sent again on the next connection.
- * - Close codes (src/agent/channel-protocol.ts `CloseCodes`): 4001 (key rotated) dials again at
+ * - Close codes (src/agent-api/channel-protocol.ts `CloseCodes`): 4001 (key rotated) dials again at
  *   once with the current key; 4004 (left or removed) stops dialling and answers the requests
  *   waiting as a 401 would (the leave finishes); 4002 (key replaced) and 4003 (denied) dial again
  *   with backoff while the heartbeat loop, over HTTP meanwhile, meets the 401/403 it handles as
@@ -29,8 +29,8 @@
  *   the process's life.
  */
 import type WebSocket from "ws";
-import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, CloseCodes } from "../../../src/agent/channel-constants.ts";
-import { ChannelHubMessageSchema, type ChannelHubMessage } from "../../../src/agent/protocol-answers.ts";
+import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, CloseCodes } from "../../../src/agent-api/channel-constants.ts";
+import { ChannelHubMessageSchema, type ChannelHubMessage } from "../../../src/agent-api/protocol-answers.ts";
 import type {
   AddonStatusAnswer,
   AddonStatusRequest,
@@ -43,7 +43,7 @@ import type {
   PolicyStatusAnswer,
   WorkStatusAnswer,
   WorkStatusReport,
-} from "../../../src/agent/protocol.ts";
+} from "../../../src/agent-api/protocol.ts";
 import { HUB_PROBE_PERIOD_MS, ReconnectBackoff, Sleeper, sleepProbing, DEFAULT_LEASE_DURATION_SECONDS, type Random } from "../backoff.ts";
 import { failureFromStatus, hubAbsent, tlsHint, type HubClient, type HubFailure, type HubResult } from "../hub-client.ts";
 import { ConditionLog, type Logger } from "../log.ts";

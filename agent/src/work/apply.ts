@@ -23,7 +23,7 @@
  * `CreateOnly` re-creates a missing object only.
  *
  * Traceability: every write carries the work's trace labels and annotations
- * (`ApplyManifestInput.trace`, src/work/labels.ts), merged over the manifest's own. They are left
+ * (`ApplyManifestInput.trace`, src/kinds/manifestwork-labels.ts), merged over the manifest's own. They are left
  * out of the drift comparison, so an object two works apply is labelled by the last one to write
  * it rather than rewritten by each in turn.
  *

@@ -13,8 +13,7 @@
  * - `ConditionRuleInvalid`: Unknown, the rule's type is not WellKnownConditions or CEL.
  */
 import type { CelCompileError, CompiledCel } from "../../../src/cel/index.ts";
-import type { NewCondition } from "./conditions.ts";
-import type { ConditionRule, Obj } from "./types.ts";
+import type { ConditionRule, NewCondition, Obj } from "./types.ts";
 
 /** A rule-made manifest condition, before `observedGeneration` and `lastTransitionTime`. */
 export type RuleCondition = Omit<NewCondition, "observedGeneration">;

@@ -23,10 +23,7 @@
 import { aggregateRuleCondition, isRuleCondition, type RuleCondition } from "./condition-rules.ts";
 import type { FeedbackResult } from "./feedback.ts";
 import type { RolloutState } from "./rollout.ts";
-import type { Condition, FeedbackValue, ManifestCondition, ManifestWorkStatus, ResourceMeta } from "./types.ts";
-
-/** A condition before its `lastTransitionTime` is decided by {@link mergeConditions}. */
-export type NewCondition = Omit<Condition, "lastTransitionTime">;
+import type { Condition, FeedbackValue, ManifestCondition, ManifestWorkStatus, NewCondition, ResourceMeta } from "./types.ts";
 
 /** What the agent learnt about one manifest in one pass: the input of {@link manifestCondition}. */
 export interface ManifestOutcome {

@@ -17,7 +17,7 @@
  * 5. computes each work's status (conditions.ts).
  * A work with an `executor` is applied, read and deleted impersonating its ServiceAccount
  * (dynamic.ts `as`), so the member cluster's RBAC decides what it may do; every object a work
- * writes carries its trace labels and annotations (src/work/labels.ts).
+ * writes carries its trace labels and annotations (src/kinds/manifestwork-labels.ts).
  * The caller (agent.ts) runs passes serially: when the list changes and every status-sync period.
  */
 import { describeKubeError, type KubeConfig } from "../kube.ts";
@@ -40,7 +40,7 @@ import {
   type ManifestWorkSpec,
   type ManifestWorkStatus,
 } from "./types.ts";
-import { APPLIED_BY_WORK_ANNOTATION, APPLIED_BY_WORK_LABEL, MWRS_LABEL, PLACEMENT_NAME_LABEL } from "../../../src/work/labels.ts";
+import { APPLIED_BY_WORK_ANNOTATION, APPLIED_BY_WORK_LABEL, MWRS_LABEL, PLACEMENT_NAME_LABEL } from "../../../src/kinds/manifestwork-labels.ts";
 
 /** Options of {@link WorkController}. */
 export interface WorkControllerOptions {
@@ -84,7 +84,7 @@ export interface WorkReport {
   status: ManifestWorkStatus;
   /**
    * The work is being deleted on the hub and everything it applied is released (deleted, or kept
-   * as its deleteOption orphans it): the report confirms it (src/agent/protocol.ts `released`).
+   * as its deleteOption orphans it): the report confirms it (src/agent-api/protocol.ts `released`).
    */
   released?: true;
 }
@@ -115,7 +115,7 @@ function refKey(r: { group: string; resource: string; namespace: string; name: s
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 
 /**
- * The labels and annotations every object `work` applies carries (src/work/labels.ts): the work's
+ * The labels and annotations every object `work` applies carries (src/kinds/manifestwork-labels.ts): the work's
  * name (label when it is a valid label value; annotation `<namespace>/<name>` always) and the
  * replica set and placement labels the hub set on the work, when it has them.
  */

@@ -17,7 +17,7 @@
  *   calls `POST .../left`, deletes the credentials Secret, logs one line and ends with `"left"`.
  */
 import { createHash } from "node:crypto";
-import type { DeliveredPolicy, DeliveredWork, HeartbeatAnswer } from "../../../src/agent/protocol.ts";
+import type { DeliveredPolicy, DeliveredWork, HeartbeatAnswer } from "../../../src/agent-api/protocol.ts";
 import type { KubeConfig } from "../kube.ts";
 import type { PolicyLoop } from "../policy/loop.ts";
 import { Backoff, HUB_PROBE_PERIOD_MS, Sleeper, sleepProbing, type Random } from "../backoff.ts";

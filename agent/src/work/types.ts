@@ -27,6 +27,9 @@ export interface Condition {
   observedGeneration?: number;
 }
 
+/** A condition before its `lastTransitionTime` is decided (conditions.ts `mergeConditions`). */
+export type NewCondition = Omit<Condition, "lastTransitionTime">;
+
 /** `spec.deleteOption.selectivelyOrphans.orphaningRules[]`: a resource kept when its work lets go. */
 export interface OrphaningRule {
   /** API group ("" for the core group). */

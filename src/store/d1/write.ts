@@ -71,7 +71,7 @@ export async function commitChange(
  * What a write of `key` from `before` to `next` commits besides the object, at `now` (epoch ms):
  * the outbox row of what it owes the registered hooks, and the indexes' statements (labels for
  * labelSelector lists, owners for the garbage collector: none when neither changed), the statements
- * registered features add (src/store/hooks.ts `registerCommitStatements`), plus `extra`.
+ * controllers add (the manifest's `statements`, src/controllers.ts), plus `extra`.
  */
 function prepareCommit(
   db: Database,

@@ -1,13 +1,13 @@
 /**
  * One cluster: its conditions, claims, labels, taints (add and remove, as `flotilla taint` edits
- * them: agent/admin/taints.ts), its ManifestWorks with their conditions and status feedback, its
+ * them: src/kinds/managedcluster-taints.ts), its ManifestWorks with their conditions and status feedback, its
  * events; accept or deny it (`spec.hubAcceptsClient`, OCM's hub side of the double opt-in, as
  * `flotilla accept`/`deny` and `clusteradm accept` do), and accept a registration's new key; its
  * lease (OCM's `managed-cluster-lease`: last renewal, age, duration), read every 15 s
  * (src/ui/app/leases.ts). The cluster and its works are watched.
  */
 import { useState } from "preact/hooks";
-import { addTaints, parseTaintSpec, removeTaints, TAINT_EFFECTS } from "../../../agent/admin/taints.ts";
+import { addTaints, parseTaintSpec, removeTaints, TAINT_EFFECTS, type Taint } from "../../kinds/managedcluster-taints.ts";
 import { ApiFailure, type Api, type KubeObject } from "./api.ts";
 import { EventList } from "./events.tsx";
 import {
@@ -31,8 +31,6 @@ import { ConditionBadge, Conditions, ErrorNote, StateBadge, useNow } from "./wid
 const MC_PATH = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
 const PENDING_KEY_ANNOTATION = "flotilla.dev/pending-key-id";
 const ACCEPT_KEY_ANNOTATION = "flotilla.dev/accept-key-id";
-
-import type { Taint } from "../../../agent/admin/resources.ts";
 
 function Works({ api, cluster, nowMs }: { api: Api; cluster: string; nowMs: number }) {
   const works = useLiveList(api, `/apis/work.open-cluster-management.io/v1/namespaces/${encodeURIComponent(cluster)}/manifestworks`, { limit: 50 });

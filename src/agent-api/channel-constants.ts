@@ -1,0 +1,52 @@
+/**
+ * The agent channel's constants (docs/agent-protocol.md "Channel"): its subprotocol, the
+ * application ping and pong, its size limits and its close codes. Part of
+ * src/agent-api/channel-protocol.ts (which re-exports everything here; import from there, except in
+ * the agent's run-time code): kept free of zod so that the agent, which imports only this module
+ * and src/agent-api/protocol-answers.ts at run time, does not load classic zod.
+ */
+
+/** The WebSocket subprotocol (`Sec-WebSocket-Protocol`) of this version of the channel. A later, incompatible version gets a new name. */
+export const CHANNEL_SUBPROTOCOL = "flotilla.agent.v1";
+
+/**
+ * The application ping an agent sends every `leaseDurationSeconds` (a text frame). The hub's
+ * runtime answers it with {@link CHANNEL_PONG} without waking the cluster's object, and the time
+ * of that answer renews the lease (OCM's lease renewal; Cloudflare `setWebSocketAutoResponse`).
+ */
+export const CHANNEL_PING = "ping";
+/** The hub's answer to {@link CHANNEL_PING}. */
+export const CHANNEL_PONG = "pong";
+
+/**
+ * Largest frame an agent may send, in bytes (UTF-8 length of the text frame): a work status
+ * report (1,000 KiB, src/agent-api/routes.ts `WORK_STATUS_BODY_LIMIT`) plus 24 KiB for its envelope.
+ * A larger frame closes the connection with 1009 (RFC 6455 "message too big").
+ */
+export const CHANNEL_MAX_MESSAGE_BYTES = 1000 * 1024 + 24 * 1024;
+
+/**
+ * Largest `works` message the hub sends, in bytes: above it (a namespace with many or large works)
+ * the hub sends `works-changed` instead and the agent reads its works with
+ * `GET /agent/v1/clusters/{name}/works`, which has no such bound.
+ */
+export const CHANNEL_MAX_WORKS_MESSAGE_BYTES = 1024 * 1024;
+
+/**
+ * Close codes the hub uses (RFC 6455 section 7.4.2: 4000-4999 are the application's own). On
+ * each, the agent acts as it does on the matching HTTP answer.
+ */
+export const CloseCodes = {
+  /** A newer connection of the same cluster replaced this one: do not reconnect from this process. */
+  Replaced: 4000,
+  /** The key this connection authenticated with was replaced by a rotation: reconnect signing with the new key. */
+  KeyRotated: 4001,
+  /** An admin accepted another (pending) key for the cluster: this key stops (HTTP: 401); register again. */
+  KeyReplaced: 4002,
+  /** The hub no longer accepts the cluster (`hubAcceptsClient` false, HTTP: 403): poll the registration info until accepted. */
+  Denied: 4003,
+  /** The cluster left (the agent confirmed, or the leave timed out) or was removed (HTTP: 401): stop. */
+  Left: 4004,
+  /** The agent sent a frame that is not a channel message (not JSON, unknown `type`, no `id`): reconnect with a fixed agent. */
+  BadMessage: 4005,
+} as const;

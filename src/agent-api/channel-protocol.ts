@@ -1,0 +1,125 @@
+/**
+ * The agent channel's messages (docs/agent-protocol.md "Channel"): one WebSocket per cluster,
+ * `GET /agent/v1/clusters/{name}/connect` with the subprotocol {@link CHANNEL_SUBPROTOCOL},
+ * accepted by the cluster's Durable Object with the WebSocket Hibernation API. Every frame is a
+ * UTF-8 text frame holding one JSON object with a `type`, except the application ping
+ * ({@link CHANNEL_PING}), which the runtime answers with {@link CHANNEL_PONG} without waking the
+ * object. Shared by the hub (src/agent-api/channel.ts, durable-objects/cluster/connection.ts) and the
+ * agent; the bodies reuse the HTTP protocol's schemas (src/agent-api/protocol.ts), so a status message
+ * is validated exactly as a heartbeat is and a report as `PUT .../works/{work}/status` is.
+ */
+import { z } from "zod";
+import { AddonStatusSchema, AddonTokenRequestSchema, HeartbeatSchema, PolicyComplianceReportSchema, WorkStatusReportSchema } from "./protocol.ts";
+import type { KubeObject } from "../k8s/meta.ts";
+import type { Status } from "../k8s/errors.ts";
+import type { ChannelHubMessage } from "./protocol-answers.ts";
+
+// The constants (subprotocol, ping and pong, sizes, close codes) are defined in
+// ./channel-constants.ts, which loads no zod (the agent imports it at run time), and re-exported.
+export * from "./channel-constants.ts";
+
+/** Request id of a message the hub answers: chosen by the agent, echoed in the answer. */
+const requestId = z.string().min(1).max(64);
+
+/** `hello`: first message after connecting: the works ETag the agent holds (none: it holds no works yet). */
+export const HelloMessageSchema = z.strictObject({ type: z.literal("hello"), worksEtag: z.string().max(128).optional() });
+/** `status`: the cluster's status when it changed: a heartbeat's body (src/agent-api/protocol.ts `HeartbeatSchema`). */
+export const StatusMessageSchema = z.strictObject({ type: z.literal("status"), id: requestId, status: z.unknown() });
+/** `report`: a work's status as the agent observed it: the body of `PUT .../works/{work}/status`, with the work's name. */
+export const ReportMessageSchema = z.strictObject({ type: z.literal("report"), id: requestId, work: z.string().min(1).max(253), report: z.unknown() });
+/** `left`: the agent removed what the cluster's works applied and leaves (as `POST .../left`). */
+export const LeftMessageSchema = z.strictObject({ type: z.literal("left"), id: requestId });
+
+/** `addon-status`: the `Available` condition of add-ons whose health changed (the body of `POST .../addons/status`). */
+export const AddonStatusMessageSchema = z.strictObject({ type: z.literal("addon-status"), id: requestId, status: z.unknown() });
+/** `addon-token`: a token for add-on `addon`'s registration (the body of `POST .../addons/{addon}/token`). */
+export const AddonTokenMessageSchema = z.strictObject({
+  type: z.literal("addon-token"),
+  id: requestId,
+  addon: z.string().min(1).max(63),
+  request: z.unknown(),
+});
+
+/**
+ * `compliance`: the compliance of the replicated Policy `policy` changed: the body of
+ * `PUT .../policies/{policy}/status` (src/agent-api/protocol.ts `PolicyComplianceReportSchema`).
+ */
+export const ComplianceMessageSchema = z.strictObject({
+  type: z.literal("compliance"),
+  id: requestId,
+  policy: z.string().min(1).max(253),
+  report: z.unknown(),
+});
+
+/**
+ * A message from the agent, checked for its envelope only: its body (`status`, `report`) is
+ * validated as the matching HTTP body is, so a bad body is answered with a Status (400, 422)
+ * and the connection stays.
+ */
+export const AgentMessageSchema = z.discriminatedUnion("type", [
+  HelloMessageSchema,
+  StatusMessageSchema,
+  ReportMessageSchema,
+  LeftMessageSchema,
+  ComplianceMessageSchema,
+  AddonStatusMessageSchema,
+  AddonTokenMessageSchema,
+]);
+/** A message from the agent (envelope checked). */
+export type AgentMessage = z.infer<typeof AgentMessageSchema>;
+
+/** The schema of a `status` message's body (a heartbeat). */
+export const ChannelStatusSchema = HeartbeatSchema;
+/** The schema of a `report` message's body. */
+export const ChannelReportSchema = WorkStatusReportSchema;
+/** The schema of a `compliance` message's body. */
+export const ChannelComplianceSchema = PolicyComplianceReportSchema;
+/** The schema of an `addon-status` message's body. */
+export const ChannelAddonStatusSchema = AddonStatusSchema;
+/** The schema of an `addon-token` message's body. */
+export const ChannelAddonTokenSchema = AddonTokenRequestSchema;
+
+/** Messages from the hub. */
+export type HubMessage =
+  /** Answer to `hello`: the lease interval to ping at (seconds), the works ETag the hub holds and whether the cluster is leaving. */
+  | { type: "welcome"; leaseDurationSeconds: number; worksEtag: string; leaving: boolean }
+  /** The cluster's lease interval changed (an admin set `spec.leaseDurationSeconds`): ping at this interval from now on (seconds). */
+  | { type: "lease"; leaseDurationSeconds: number }
+  /** The namespace's works and replicated Policies (without status), when they differ from the agent's ETag, and at each change. */
+  | { type: "works"; etag: string; leaving: boolean; works: KubeObject[]; policies?: KubeObject[] }
+  /** The works changed but are too large to send (see {@link CHANNEL_MAX_WORKS_MESSAGE_BYTES}): read them over HTTP. */
+  | { type: "works-changed"; etag: string; leaving: boolean }
+  /**
+   * A request done: `status` (with the lease interval, seconds), `report` and `compliance` (with
+   * the object's new resourceVersion), `left`, `addon-status`, or `addon-token` (with the token
+   * and when it expires); a `report` or `compliance` whose sequence was not newer than the one last
+   * committed is acknowledged with `stale: true` and that `sequence`, nothing written
+   * (docs/agent-protocol.md "Report order").
+   */
+  | {
+      type: "ack";
+      id: string;
+      resourceVersion?: string;
+      leaseDurationSeconds?: number;
+      token?: string;
+      expirationTimestamp?: string;
+      stale?: boolean;
+      sequence?: number;
+    }
+  /** A request refused: the Kubernetes Status the HTTP route would answer (400, 403, 404, 409, 422, ...). */
+  | { type: "error"; id: string; status: Status };
+
+/**
+ * Every message the hub sends is one the agent's decoder (src/agent-api/protocol-answers.ts
+ * `ChannelHubMessageSchema`, zod/mini) is written to accept: checked at compile time, field by
+ * field except the works themselves, which are KubeObjects (the decoder checks their name, uid
+ * and spec at run time).
+ */
+type HubMessageShape<M> = M extends { works: unknown }
+  ? Omit<M, "works" | "policies"> & { works: unknown[]; policies?: unknown[] }
+  : M extends { status: Status }
+    ? Omit<M, "status"> & { status: { code: number; reason?: string; message?: string } }
+    : M;
+type DecodedShape<M> = M extends { works: unknown } ? Omit<M, "works" | "policies"> & { works: unknown[]; policies?: unknown[] } : M;
+export type HubMessagesDecodable = HubMessageShape<HubMessage> extends DecodedShape<ChannelHubMessage> ? true : never;
+true satisfies HubMessagesDecodable;

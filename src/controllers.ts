@@ -1,0 +1,249 @@
+/**
+ * The controller manifest: every controller of the hub, in one list, with what wakes it, where it
+ * runs, its after-commit hook (src/store/hooks.ts) and its named timers (src/timers.ts). It is the
+ * one place to read what a commit sets off and in which order: {@link installControllers}
+ * registers the hooks and commit statements in this list's order (the order hooks run in for a
+ * change that owes several), and the Durable Objects dispatch their alarms from {@link timersOf}.
+ * No feature registers anything when its module loads.
+ *
+ * After OCM's controllers, each of which declares beside itself what wakes it (e.g. the
+ * ManifestWorkReplicaSet controller, `WithInformersQueueKeysFunc(..., placeDecisionInformer)`):
+ * here "what wakes it" is its hook's `plan` (the kinds and changes it watches) or a timer.
+ *
+ * Where they run ({@link Isolate}): a hook runs right after its commit in the isolate that wrote
+ * (a person's request in the Worker; an agent's report in its cluster's object on the channel or
+ * in the Worker over HTTP; a controller's own writes in the object that made them), or, after a
+ * crash, in the outbox sweep (the scheduler object's alarm). A controller whose runs must be
+ * serialised hands its work to its object (`runsIn`): the placement scheduler, each replica set,
+ * a cluster's works delivery.
+ *
+ * Decision consumers (replica sets, add-ons installed by placements, policies) all wake on the
+ * PlacementDecision change, through their hooks, as every other controller wakes on its kinds.
+ *
+ * Why the scheduler object hosts more than scheduling: it is the hub's one singleton object, so
+ * it also holds the hub-wide timers (the outbox sweep, Events' expiry, add-ons' rollout
+ * rechecks). They are a few rows of its timers table, looked up here like any other; a second
+ * singleton object for them would add an object (and its wake-ups) to run three timers.
+ */
+import type { AfterCommitHook, CommitStatements } from "./store/hooks.ts";
+import { installHooks } from "./store/hooks.ts";
+import { sweepOutbox } from "./store/outbox.ts";
+import type { TimerHandler } from "./timers.ts";
+import { defaultServiceAccountHook } from "./auth/serviceaccounts.ts";
+import { clusterRoleAggregationHook } from "./auth/rbac-store.ts";
+import { clusterNamespaceCreateHook, namespaceDeletionHook } from "./namespaces/controller.ts";
+import { addonClusterUnknownHook } from "./addons/agent-health.ts";
+import { schedulingHook } from "./placement/controller.ts";
+import { replicaSetHook } from "./work/replicaset.ts";
+import { deleteExpiredWork, workDeletingHook, workTtlHook } from "./work/deletion.ts";
+import { clusterNamespaceHook, worksDeliveryHook } from "./work/controller.ts";
+import { garbageCollectorHook } from "./gc/controller.ts";
+import { setCountsStatements } from "./clusterprofile/set-counts.ts";
+import { inventoryHook } from "./clusterprofile/controller.ts";
+import { eventsHook, eventTtlCommitStatements } from "./events/controller.ts";
+import { expireEvents } from "./events/expiry.ts";
+import { policyHook } from "./policy/controller.ts";
+import { addonHook } from "./addons/controller.ts";
+import { runClusterManagementAddOn } from "./addons/manager.ts";
+
+/**
+ * Where a controller's reconcile runs: `writer` for the isolate whose commit owes it (see the
+ * module comment), or the Durable Object class it hands its work to.
+ */
+export type Isolate = "writer" | "ClusterObject" | "SchedulerObject" | "ReplicaSetObject";
+
+/** The Durable Object classes that hold timers. */
+export type TimerObject = "ClusterObject" | "SchedulerObject" | "ReplicaSetObject";
+
+/** A named timer of a controller: the rows of `object`'s timers table named `name` (src/timers.ts). */
+export interface TimerEntry {
+  name: string;
+  object: TimerObject;
+  /** Runs a due row; undefined when the object runs it itself (a replica set's run, a cluster's leave). */
+  run?: TimerHandler;
+}
+
+/** One controller of the manifest. */
+export interface Controller {
+  /** Its name (for a hook, the hook's name, which outbox rows store: never rename it). */
+  name: string;
+  /** What wakes it: the kinds and changes its hook's `plan` watches, or its timers. */
+  wakes: string;
+  /** Where its reconcile runs ({@link Isolate}). */
+  runsIn: Isolate;
+  /** Its after-commit hook. */
+  hook?: AfterCommitHook<never>;
+  /** Statements it adds to each commit's atomic batch (src/store/hooks.ts `CommitStatements`). */
+  statements?: CommitStatements;
+  /** Its named timers. */
+  timers?: TimerEntry[];
+}
+
+const hook = <T>(h: AfterCommitHook<T>) => h as unknown as AfterCommitHook<never>;
+
+/**
+ * The hub's controllers, in the order their hooks run for a change that owes several (the order
+ * the features' modules happened to register them in before this manifest, kept unchanged).
+ */
+export const CONTROLLERS: readonly Controller[] = [
+  {
+    name: defaultServiceAccountHook.name,
+    wakes: "a Namespace created; its `default` ServiceAccount deleted",
+    runsIn: "writer",
+    hook: hook(defaultServiceAccountHook),
+  },
+  {
+    name: clusterRoleAggregationHook.name,
+    wakes: "a ClusterRole created, changed or deleted (aggregationRule, labels)",
+    runsIn: "writer",
+    hook: hook(clusterRoleAggregationHook),
+  },
+  {
+    name: namespaceDeletionHook.name,
+    wakes: "a Namespace's deletion started (and each of its objects removed, while it is Terminating)",
+    runsIn: "writer",
+    hook: hook(namespaceDeletionHook),
+  },
+  {
+    name: clusterNamespaceCreateHook.name,
+    wakes: "a ManagedCluster created: its namespace",
+    runsIn: "writer",
+    hook: hook(clusterNamespaceCreateHook),
+  },
+  {
+    name: addonClusterUnknownHook.name,
+    wakes: "a ManagedCluster whose Available condition turned Unknown (a lease expiry)",
+    runsIn: "writer",
+    hook: hook(addonClusterUnknownHook),
+  },
+  {
+    name: schedulingHook.name,
+    wakes:
+      "Placements, ManagedClusters (labels, claims, taints, status), ManagedClusterSets and bindings, AddOnPlacementScores (src/placement/changes.ts); a toleration's expiry",
+    runsIn: "SchedulerObject",
+    hook: hook(schedulingHook),
+  },
+  {
+    name: replicaSetHook.name,
+    wakes: "a ManifestWorkReplicaSet written; its works' status or deletion; a PlacementDecision changed; its rollout timer",
+    runsIn: "ReplicaSetObject",
+    hook: hook(replicaSetHook),
+    timers: [{ name: "replicaset", object: "ReplicaSetObject" }],
+  },
+  {
+    name: workDeletingHook.name,
+    wakes: "a ManifestWork's deletion started",
+    runsIn: "writer",
+    hook: hook(workDeletingHook),
+  },
+  {
+    name: workTtlHook.name,
+    wakes: "a ManifestWork's ttlSecondsAfterFinished deadline appeared or moved; its timer",
+    runsIn: "writer",
+    hook: hook(workTtlHook),
+    timers: [
+      {
+        name: "work-ttl",
+        object: "ClusterObject",
+        run: async ({ env, object, key }) => {
+          const slash = key.indexOf("/");
+          if (slash <= 0) return null;
+          return deleteExpiredWork(env, object, key.slice(slash + 1), key.slice(0, slash));
+        },
+      },
+    ],
+  },
+  {
+    name: worksDeliveryHook.name,
+    wakes: "a ManifestWork or replicated Policy created, deleted or changed in what its agent receives",
+    runsIn: "ClusterObject",
+    hook: hook(worksDeliveryHook),
+  },
+  {
+    name: clusterNamespaceHook.name,
+    wakes: "a ManagedCluster removed: its namespace's works and scores",
+    runsIn: "writer",
+    hook: hook(clusterNamespaceHook),
+  },
+  {
+    name: garbageCollectorHook.name,
+    wakes: "an object with owners or dependents deleted (ownerReferences, foreground deletion)",
+    runsIn: "writer",
+    hook: hook(garbageCollectorHook),
+  },
+  {
+    name: setCountsStatements.name,
+    wakes: "every ManagedCluster write (its set's counts, in the commit's own batch)",
+    runsIn: "writer",
+    statements: setCountsStatements,
+  },
+  {
+    name: inventoryHook.name,
+    wakes: "ManagedClusters, ManagedClusterSets and bindings: the ClusterProfiles",
+    runsIn: "writer",
+    hook: hook(inventoryHook),
+  },
+  {
+    name: eventsHook.name,
+    wakes: "the changes that record an Event; an Event created (its TTL row in the commit's batch); the expiry timer",
+    runsIn: "writer",
+    hook: hook(eventsHook),
+    statements: eventTtlCommitStatements,
+    timers: [{ name: "event-expiry", object: "SchedulerObject", run: async ({ env, now }) => (await expireEvents(env, now)).nextDue }],
+  },
+  {
+    name: policyHook.name,
+    wakes: "root Policies, replicated Policies' compliance, PlacementBindings, PolicySets, a PlacementDecision changed",
+    runsIn: "writer",
+    hook: hook(policyHook),
+  },
+  {
+    name: addonHook.name,
+    wakes: "the add-on kinds, add-on works' status, a PlacementDecision changed; a rollout's recheck timer",
+    runsIn: "writer",
+    hook: hook(addonHook),
+    timers: [
+      {
+        name: "addon",
+        object: "SchedulerObject",
+        run: async ({ env, key, now, setTimer }) => {
+          await runClusterManagementAddOn(env, key, now, true, (name, at) => setTimer(`addon:${name}`, at));
+        },
+      },
+    ],
+  },
+  {
+    name: "outbox",
+    wakes: "outbox rows left unfinished (a crash, a failed hook): the sweep timer",
+    runsIn: "SchedulerObject",
+    timers: [{ name: "outbox-sweep", object: "SchedulerObject", run: async ({ env, now }) => (await sweepOutbox(env, now)).nextDue }],
+  },
+  {
+    name: "cluster-lease",
+    wakes: "a cluster's lease not renewed in time, its leave deadline (the cluster object's own timers)",
+    runsIn: "ClusterObject",
+    timers: [{ name: "leave", object: "ClusterObject" }],
+  },
+];
+
+/**
+ * Registers the manifest's hooks and commit statements with the store's write path, in the
+ * manifest's order (idempotent: again, the same registry). Called once by each entry point
+ * (src/index.ts) before it serves anything.
+ */
+export function installControllers(): void {
+  installHooks(
+    CONTROLLERS.flatMap((c) => (c.hook ? [c.hook] : [])),
+    CONTROLLERS.flatMap((c) => (c.statements ? [c.statements] : [])),
+  );
+}
+
+/**
+ * The timer handlers of `object`'s rows, by timer name (the lookup of its `alarm()`); a timer the
+ * object runs itself has no handler here.
+ */
+export function timersOf(object: TimerObject): Readonly<Record<string, TimerHandler>> {
+  const out: Record<string, TimerHandler> = {};
+  for (const c of CONTROLLERS) for (const t of c.timers ?? []) if (t.object === object && t.run) out[t.name] = t.run;
+  return out;
+}

@@ -1,0 +1,86 @@
+/**
+ * After-commit hooks of works (src/store/hooks.ts): delivery of ManifestWorks to their cluster's
+ * agent, and the removal of what a removed cluster's namespace held.
+ */
+import { ApiError } from "../k8s/errors.ts";
+import type { KubeObject } from "../k8s/meta.ts";
+import { ManagedClusterKind } from "../kinds/managedcluster.ts";
+import { ManifestWorkKind } from "../kinds/manifestwork.ts";
+import { PolicyKind, isReplicatedPolicy } from "../kinds/policy.ts";
+import { AddOnPlacementScoreKind } from "../kinds/placement.ts";
+import type { AfterCommitHook, Change } from "../store/hooks.ts";
+import { DELIVERED_POLICY_KIND, type WorkDelta } from "./namespace-works.ts";
+import { admittedStoreOf } from "../admission/store.ts";
+import { releaseCleanupFinalizer } from "./deletion.ts";
+
+/** A work as its agent receives it: everything but its status and resourceVersion. */
+function deliveredView(obj: KubeObject | null): string {
+  if (!obj) return "";
+  const { status: _status, metadata, ...rest } = obj;
+  const { resourceVersion: _rv, ...meta } = metadata;
+  return JSON.stringify([rest, meta]);
+}
+
+/** The delta a committed change of a work hands its cluster's object, or undefined without the change (a sweep). */
+function workDelta(change: Change | undefined): WorkDelta | undefined {
+  const stored = change?.after ?? change?.before;
+  if (!change || !stored) return undefined;
+  return {
+    name: change.name,
+    resourceVersion: Number(stored.metadata.resourceVersion),
+    work: change.after,
+    ...(change.def === PolicyKind ? { kind: DELIVERED_POLICY_KIND } : {}),
+  };
+}
+
+/** Whether a change is of what the works delivery carries: a ManifestWork, or a replicated Policy (issue 32). */
+function delivered(change: Change): boolean {
+  if (change.def === ManifestWorkKind) return true;
+  const obj = change.after ?? change.before;
+  return change.def === PolicyKind && obj !== null && isReplicatedPolicy(obj);
+}
+
+/**
+ * Works delivery: when a ManifestWork or a replicated Policy (the works delivery carries both,
+ * src/work/namespace-works.ts) was created, deleted, or changed anything its agent receives (spec
+ * or metadata; a status write, such as a compliance report, does not), tells the cluster's Durable Object (the
+ * namespace is the cluster's name) that its works changed, handing it the work as stored (or its
+ * removal) when the writer has it, for the works its polls answer with
+ * (src/work/namespace-works.ts). The object then changes its works ETag and wakes the agent's
+ * long-poll before the write's response is sent. Idempotent: run again, the agent fetches its
+ * works once more and finds nothing new.
+ */
+export const worksDeliveryHook: AfterCommitHook<true> = {
+  name: "works",
+  plan: (change) => (delivered(change) && deliveredView(change.before) !== deliveredView(change.after) ? true : null),
+  async run(env, _owed, target) {
+    await env.CLUSTERS.getByName(target.namespace).worksChanged(workDelta(target.change));
+  },
+};
+
+/**
+ * A removed ManagedCluster's namespace: its ManifestWorks and AddOnPlacementScores are deleted
+ * through the write path (so their own hooks run: the agent is told, replica sets follow), as
+ * OCM's registration controller cleans up a removed cluster's namespace; a work held by the
+ * cleanup finalizer loses it (no agent is left to confirm). Idempotent: run again,
+ * it finds nothing left (or what was created in the namespace since, when the cluster is gone).
+ */
+export const clusterNamespaceHook: AfterCommitHook<true> = {
+  name: "cluster-namespace",
+  plan: (change) => (change.def === ManagedClusterKind && change.before && !change.after ? true : null),
+  async run(env, _owed, target) {
+    for (const def of [ManifestWorkKind, AddOnPlacementScoreKind]) {
+      const { items } = await admittedStoreOf(env, def).list(target.name);
+      for (const obj of items) {
+        try {
+          const out = await admittedStoreOf(env, def).write(target.name, obj.metadata.name, { verb: "delete" });
+          // The cluster is gone, its agent with it (its leave released what the works applied):
+          // nobody is left to confirm a work's cleanup, so its finalizer goes (src/work/deletion.ts).
+          if (def === ManifestWorkKind && out.object) await releaseCleanupFinalizer(env, out.object);
+        } catch (e) {
+          if (!(e instanceof ApiError && e.reason === "NotFound")) throw e;
+        }
+      }
+    }
+  },
+};
