@@ -64,7 +64,7 @@ export const events = sqliteTable(
  * Delivery IDs a WebhookReceiver has acted on (`X-Delivery-Id`, `X-GitHub-Delivery`), for replay
  * protection: the primary key makes recording a delivery an atomic claim
  * (`INSERT ... ON CONFLICT DO NOTHING RETURNING`), so a delivery is acted on at most once.
- * `received_at` is epoch milliseconds; rows older than the retention (src/webhook/deliveries.ts,
+ * `received_at` is epoch milliseconds; rows older than the retention (src/store/d1/deliveries.ts,
  * `DELIVERY_RETENTION_SECONDS`) are pruned.
  */
 export const webhookDeliveries = sqliteTable(

@@ -15,7 +15,7 @@
  *
  * The checks ({@link HEALTH_CHECKS}): `ping` (the Worker answers), `d1` (the D1 database answers
  * a query), `migrations` (every table and column of the code's schema, src/db/schema.ts, exists:
- * the D1 migrations this code needs were applied), `scheduler` (the scheduler object answers).
+ * the D1 migrations this code needs were applied; src/store/d1/migrations.ts), `scheduler` (the scheduler object answers).
  * `/livez` runs `ping` and `d1` (as kube-apiserver's runs `etcd`: agents probe it while the hub is
  * away, so after a restart each of them calls it once, and it wakes no object); `/readyz` and
  * `/healthz` all four. Each check gives up after {@link CHECK_TIMEOUT_MS}.
@@ -23,8 +23,6 @@
  * @module
  */
 import { Hono, type Context } from "hono";
-import { getTableConfig, type SQLiteTable } from "drizzle-orm/sqlite-core";
-import * as schema from "../db/schema.ts";
 import { SCHEDULER_NAME, type Env } from "../env.ts";
 import { storageOf } from "../store/storage.ts";
 
@@ -40,25 +38,6 @@ export interface HealthCheck {
   check(env: Env): Promise<void>;
 }
 
-/** Every `table -> columns` the code's drizzle schema (src/db/schema.ts) declares. */
-function schemaColumns(): Map<string, string[]> {
-  const out = new Map<string, string[]>();
-  for (const value of Object.values(schema)) {
-    let config;
-    try {
-      config = getTableConfig(value as SQLiteTable);
-    } catch {
-      continue;
-    }
-    if (!config?.name || !Array.isArray(config.columns)) continue;
-    out.set(
-      config.name,
-      config.columns.map((c) => c.name),
-    );
-  }
-  return out;
-}
-
 /** The checks, by name (see the module comment). */
 export const HEALTH_CHECKS: Record<"ping" | "d1" | "migrations" | "scheduler", HealthCheck> = {
   ping: { name: "ping", check: async () => {} },
@@ -71,10 +50,7 @@ export const HEALTH_CHECKS: Record<"ping" | "d1" | "migrations" | "scheduler", H
   migrations: {
     name: "migrations",
     async check(env) {
-      const want = schemaColumns();
-      const have = await storageOf(env).columns([...want.keys()]);
-      const missing: string[] = [];
-      for (const [table, columns] of want) for (const c of columns) if (!have.has(`${table}.${c}`)) missing.push(`${table}.${c}`);
+      const missing = await storageOf(env).missingColumns();
       if (missing.length > 0) throw new CheckFailed(`not migrated: missing ${missing.slice(0, 5).join(", ")}${missing.length > 5 ? ", ..." : ""}`);
     },
   },

@@ -1,6 +1,6 @@
 /** Many writes of a store that has no batches of its own, one after another. */
 import { ApiError } from "../k8s/errors.ts";
-import type { ManyOutcome, ManyWrite, Store } from "./store.ts";
+import type { ManyOutcome, ManyWrite, Store } from "./types.ts";
 
 /**
  * {@link Store.writeMany} for a store without batches: each write through `store.write` in turn,

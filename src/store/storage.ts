@@ -22,7 +22,10 @@ import {
   type CommitExtras,
   type StoreKey,
 } from "./d1/objects.ts";
-import { commitChange, finishCommit, type Committed, type WriterMode } from "./d1/write.ts";
+import { commitChange, finishCommit, type Committed } from "./d1/write.ts";
+import type { WriterMode } from "./types.ts";
+import { claimDelivery, releaseDelivery } from "./d1/deliveries.ts";
+import { missingColumns } from "./d1/migrations.ts";
 import { claimIdentity, hasIdentity, releaseIdentity, removeIdentityShape, type ClusterIdentity } from "./d1/identities.ts";
 
 export type { Committed } from "./d1/write.ts";
@@ -89,8 +92,22 @@ export interface Storage {
   };
   /** Whether D1 answers (`SELECT 1`), for the health checks. @throws errors of D1 */
   ping(): Promise<boolean>;
-  /** The columns each of `tables` has in D1, as `table.column` (one batch), for the migrations health check. @throws errors of D1 */
-  columns(tables: string[]): Promise<Set<string>>;
+  /**
+   * The columns of the code's schema (src/db/schema.ts) that D1 lacks, as `table.column` (one
+   * batch; empty when migrated), for the migrations health check (src/store/d1/migrations.ts).
+   * @throws errors of D1
+   */
+  missingColumns(): Promise<string[]>;
+  /**
+   * The WebhookReceivers' delivery claims (replay protection, src/store/d1/deliveries.ts):
+   * `claim` takes (receiver uid, delivery ID) at `nowMs` (epoch milliseconds), pruning expired
+   * claims in the same batch, and answers false when the ID was claimed already; `release` gives
+   * a claim back after its action failed.
+   */
+  readonly deliveries: {
+    claim(receiverUid: string, deliveryId: string, nowMs: number): Promise<boolean>;
+    release(receiverUid: string, deliveryId: string): Promise<void>;
+  };
 }
 
 /** The {@link Storage} of a Worker environment (its D1 index, with its keyring). */
@@ -114,13 +131,10 @@ export function storageOf(env: Env): Storage {
     async ping() {
       return (await env.DB.prepare("SELECT 1 AS ok").first<{ ok: number }>())?.ok === 1;
     },
-    async columns(tables) {
-      // One batch, a statement per table (D1 refuses pragma_table_info joined to sqlite_master,
-      // and compound SELECTs of more than a few terms).
-      const answers = await env.DB.batch<{ t: string; c: string }>(
-        tables.map((t) => env.DB.prepare("SELECT ?1 AS t, name AS c FROM pragma_table_info(?1)").bind(t)),
-      );
-      return new Set(answers.flatMap((a) => a.results).map((r) => `${r.t}.${r.c}`));
+    missingColumns: () => missingColumns(env.DB),
+    deliveries: {
+      claim: (receiverUid, deliveryId, nowMs) => claimDelivery(env.DB, receiverUid, deliveryId, nowMs),
+      release: (receiverUid, deliveryId) => releaseDelivery(env.DB, receiverUid, deliveryId),
     },
   };
 }

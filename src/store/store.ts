@@ -20,11 +20,9 @@
 import { ApiError } from "../k8s/errors.ts";
 import type { KindDefinition, VersionConversion } from "../k8s/kind.ts";
 import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
-import type { ListResult, Page, PageOptions, WatchEvent } from "./d1/objects.ts";
-import { computeWrite, type WriteRequest } from "../k8s/write.ts";
+import { computeWrite } from "../k8s/write.ts";
 import type { Env } from "../env.ts";
-import type { WaitUntil } from "./outbox.ts";
-import type { WriterMode } from "./d1/write.ts";
+import type { Store } from "./types.ts";
 import { clock } from "../clock.ts";
 import { d1Backend } from "./d1/backend.ts";
 import { clusterObjectBackend } from "./cluster-object/backend.ts";
@@ -32,122 +30,7 @@ import { writeOneByOne } from "./one-by-one.ts";
 
 export type { LabelIndexRequirement, ListResult, Page, PageOptions, StoreKey, WatchEvent } from "./d1/objects.ts";
 export { EVENT_RETENTION, FUTURE_RESOURCE_VERSION_POLL_MS, FUTURE_RESOURCE_VERSION_WAIT_MS, LIST_CHUNK_ROWS, parseResourceVersion } from "./d1/objects.ts";
-export type { WriterMode } from "./d1/write.ts";
-
-/**
- * What a ManagedCluster write changes of what OCM guards (src/auth/ocm-admission.ts): its cluster
- * set (`[from, to]`, `""` for none; null when the label does not change) and whether it accepts
- * the cluster. The API admits one for the requesting user; the cluster backend carries it to the
- * cluster's object, which refuses a write that would make another ({@link WriteOptions.admitted}).
- */
-export interface ClusterTransition {
-  clusterSet: [string, string] | null;
-  accepts: boolean;
-}
-
-/** The outcome of a write: the object as stored (after a delete: as it was, or null once removed) and whether it was created. */
-export interface WriteOutcome {
-  object: KubeObject | null;
-  created: boolean;
-}
-
-/**
- * Options of {@link Store.write}, for the D1 backend (the cluster backend takes `admitted` only):
- * `extras` reach the kind's strategy (a BootstrapToken's secret hash); `known` is the object as
- * the caller just read it (its first attempt skips the read; a stale copy fails its
- * precondition); `waitUntil` lets the commit share a D1 batch with other small writes
- * (src/store/d1/write.ts `writeStored`); `mode` `"returns"` (with `waitUntil`), for an agent's
- * write: it answers once committed, and its after-commit hooks run after, under `waitUntil`
- * (src/store/d1/write.ts `WriterMode`).
- */
-export interface WriteOptions {
-  extras?: Record<string, unknown>;
-  known?: KubeObject;
-  waitUntil?: WaitUntil;
-  mode?: WriterMode;
-  /**
-   * The cluster backend's one option: the ManagedCluster transition the API admitted for the
-   * requesting user (src/auth/ocm-admission.ts); a write that would make another is refused with
-   * 409 Conflict. Absent for the hub's own writers.
-   */
-  admitted?: ClusterTransition;
-}
-
-/**
- * One write of {@link Store.writeMany}: where, what, and the stored object as the caller read it
- * (undefined: read it; null: known absent).
- */
-export interface ManyWrite {
-  namespace: string;
-  name: string;
-  req: WriteRequest;
-  known?: KubeObject | null;
-}
-
-/** The outcome of one {@link ManyWrite}: the object as stored (null after a delete), or `lost` when another writer committed first. */
-export type ManyOutcome = KubeObject | null | "lost";
-
-/** The objects of one kind, wherever they are stored. */
-export interface Store {
-  /** The kind this store serves. */
-  readonly def: KindDefinition;
-  /**
-   * The object at (namespace, name) (namespace "" for a cluster-scoped kind), or null, from the
-   * backend that owns it (the cluster backend asks the cluster's Durable Object).
-   */
-  get(namespace: string, name: string): Promise<KubeObject | null>;
-  /**
-   * The object at (namespace, name) as last committed to the D1 index, or null: one indexed read,
-   * never a call to the Durable Object that owns it (what a controller, or that object itself,
-   * reads). The same as {@link get} for the D1 backend.
-   */
-  getCommitted(namespace: string, name: string): Promise<KubeObject | null>;
-  /** Every object in `namespace` (undefined: all namespaces), sorted, with the collection's resourceVersion. */
-  list(namespace?: string): Promise<ListResult>;
-  /**
-   * One page of the objects in `namespace` (undefined: all), in (namespace, name) order, from
-   * `opts.after`, filtered, through the label index when `opts.index` is given
-   * (src/store/d1/objects.ts `listPage`).
-   * @throws ApiError 500 when an encrypted field cannot be opened
-   */
-  listPage(namespace: string | undefined, opts?: PageOptions): Promise<Page>;
-  /** The objects named `name` in every namespace, sorted by namespace (one query: a replica set's works, a set's bindings). */
-  listNamed(name: string): Promise<KubeObject[]>;
-  /**
-   * The first object whose JSON field at `path` (an SQLite JSON path, e.g. `$.status.webhookPath`)
-   * equals `value`, or null: a scan of the kind's index rows, for kinds with few objects.
-   */
-  findByField(path: string, value: string): Promise<KubeObject | null>;
-  /**
-   * The objects in `namespace` whose names fall strictly between `from` and `to`, newest name
-   * first (descending), at most `limit`: one range read of the key (an object's Events, named
-   * `<object>.<time>`).
-   */
-  listNameRange(namespace: string, from: string, to: string, limit: number): Promise<KubeObject[]>;
-  /**
-   * The watch events of this kind after resourceVersion `afterRv` (exclusive), oldest first, at
-   * most `limit` (default 500), in `namespace` or all, with the counter's value (`latest`).
-   */
-  events(namespace: string | undefined, afterRv: number, limit?: number): Promise<{ events: WatchEvent[]; latest: number }>;
-  /** The object as its last event before `beforeRv` (exclusive) left it, or null (src/api/watch.ts). */
-  eventBefore(namespace: string, name: string, beforeRv: number): Promise<KubeObject | null>;
-  /**
-   * Runs one write (the kind's strategy, validation, the commit, its after-commit hooks).
-   * `name` may be undefined or "" for a create whose body names the object or asks for a
-   * `generateName`.
-   * @throws ApiError (4xx) as the write's own answer: 400/422 bad input, 404, 409; nothing is written then
-   */
-  write(namespace: string, name: string | undefined, req: WriteRequest, opts?: WriteOptions): Promise<WriteOutcome>;
-  /**
-   * Runs many writes at once, for a controller that writes across a fleet (a replica set's works,
-   * a policy's replicas, Events): the D1 backend commits them in D1 batches, each with its own
-   * precondition, then runs their hooks (src/store/d1/write.ts `writeStoredMany`). No write is
-   * retried: one that lost a race answers `lost`, for the caller to compute again on a fresh read.
-   * Returns the outcomes in the order of `writes`.
-   * @throws ApiError (4xx) when a write is invalid (nothing of its batch is committed then)
-   */
-  writeMany(writes: ManyWrite[]): Promise<ManyOutcome[]>;
-}
+export type { ClusterTransition, ManyOutcome, ManyWrite, Store, WriteOptions, WriteOutcome, WriterMode } from "./types.ts";
 
 /** The backends, by `KindDefinition.storage`. */
 const BACKENDS: Record<KindDefinition["storage"], (env: Env, def: KindDefinition) => Store> = {

@@ -13,7 +13,7 @@
  * 5. The delivery ID header (`X-Delivery-Id` / `X-GitHub-Delivery`, 1-256 printable ASCII
  *    characters) is required (400); payload templates are resolved (400 when the payload is not
  *    JSON, 422 `payload has no .a.b` when a field is absent).
- * 6. The delivery is claimed (src/webhook/deliveries.ts); an ID already claimed is 409.
+ * 6. The delivery is claimed (src/store/d1/deliveries.ts, through the Storage); an ID already claimed is 409.
  * 7. The action runs through the store (src/store/store.ts: the target's validation, the scheduler, works
  *    delivery) or the re-evaluation; a target that is missing or would become invalid is 422 and
  *    the claim is released so the same delivery may be retried.
@@ -32,13 +32,13 @@ import { decodeBase64, SecretKind } from "../kinds/secret.ts";
 import { HOOKS_PREFIX, WebhookReceiverKind, type WebhookReceiverSpec } from "../kinds/webhookreceiver.ts";
 import { readBodyBytes, statusResponse } from "../api/request.ts";
 import { admittedStoreOf } from "../admission/store.ts";
+import { storageOf } from "../store/storage.ts";
 import { rbacAuthorizer } from "../auth/rbac-store.ts";
 import type { UserInfo } from "../auth/rbac.ts";
 import { RBAC_AUTHOR_EXTRA, type RbacAuthor } from "../kinds/rbac.ts";
 import { reschedule } from "../placement/controller.ts";
 import { reevaluateReplicaSet } from "../work/replicaset.ts";
 import type { Env } from "../env.ts";
-import { claimDelivery, releaseDelivery } from "./deliveries.ts";
 import { applyJsonPatch } from "../k8s/jsonpatch.ts";
 import { verifySignature } from "./signature.ts";
 import { recordEvent, refOf, type EventSpec } from "../events/record.ts";
@@ -269,7 +269,7 @@ async function deliver(c: Ctx, receiver: KubeObject): Promise<Response> {
   const deliveryId = deliveryIdOf(c, headers.delivery);
   const patch = spec.action.type === "Reevaluate" ? undefined : resolvedPatch(c, spec, body);
   const uid = receiver.metadata.uid;
-  if (!(await claimDelivery(c.env.DB, uid, deliveryId, Date.now()))) {
+  if (!(await storageOf(c.env).deliveries.claim(uid, deliveryId, Date.now()))) {
     throw new ApiError(409, "Conflict", `delivery ${JSON.stringify(deliveryId)} was already received by ${namespace}/${receiver.metadata.name} (replay)`, {
       name: receiver.metadata.name,
       group: WebhookReceiverKind.group,
@@ -280,7 +280,7 @@ async function deliver(c: Ctx, receiver: KubeObject): Promise<Response> {
   try {
     outcome = await act(c.env, namespace, receiver.metadata.name, spec, patch);
   } catch (e) {
-    await releaseDelivery(c.env.DB, uid, deliveryId);
+    await storageOf(c.env).deliveries.release(uid, deliveryId);
     throw e;
   }
   const t = spec.target;

@@ -10,7 +10,7 @@ import type { KindDefinition } from "../../k8s/kind.ts";
 import { isJsonObject, type KubeObject } from "../../k8s/meta.ts";
 import { computeWrite, generatedName, type WriteRequest } from "../../k8s/write.ts";
 import type { Env } from "../../env.ts";
-import type { ClusterTransition, Store, WriteOutcome } from "../store.ts";
+import type { ClusterTransition, Store, WriteOutcome } from "../types.ts";
 import { d1Backend } from "../d1/backend.ts";
 import { writeOneByOne } from "../one-by-one.ts";
 

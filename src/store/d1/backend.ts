@@ -5,7 +5,7 @@
  */
 import type { KindDefinition } from "../../k8s/kind.ts";
 import type { Env } from "../../env.ts";
-import type { Store } from "../store.ts";
+import type { Store } from "../types.ts";
 import { d1Database, findByField, getObject, listNameRangeDesc, listObjects, listObjectsNamed, listPage, previousEventObject, readEvents } from "./objects.ts";
 import { writeStored, writeStoredMany } from "./write.ts";
 

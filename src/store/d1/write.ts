@@ -26,7 +26,7 @@ import {
 } from "./objects.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../../k8s/write.ts";
 import type { Env } from "../../env.ts";
-import type { ManyOutcome, ManyWrite } from "../store.ts";
+import type { ManyOutcome, ManyWrite, WriterMode } from "../types.ts";
 import { commitStatements, planHooks } from "../hooks.ts";
 import { deferOutboxDelete, deleteOutboxRows, OUTBOX_GRACE_MS, retryTime, runOwed, type OwedWork, type WaitUntil } from "../outbox.ts";
 import { clock } from "../../clock.ts";
@@ -97,15 +97,6 @@ function prepareCommit(
   };
   return { item: { key, next, expectedRv: before ? Number(before.metadata.resourceVersion) : null, extras }, owed };
 }
-
-/**
- * Who is waiting on a write: `"waits"` (the default) for a person's, a webhook's or a
- * controller's write, which returns after the effects its hooks cause (a Placement's decisions)
- * are written; `"returns"` for an agent's write (a status report, a lease expiry), which returns
- * once its hooks' work is durably queued (the scheduler's pending triggers), so an agent never
- * waits on scheduling. README.md ("Which writes wait") lists them.
- */
-export type WriterMode = "waits" | "returns";
 
 /**
  * Runs the after-commit hooks a commit owes and deletes its outbox row; a hook that fails is

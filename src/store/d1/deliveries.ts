@@ -11,11 +11,13 @@
  * (at most once, rather than twice for a non-idempotent JSON Patch).
  *
  * Claims are kept `DELIVERY_RETENTION_SECONDS` (7 days, longer than GitHub's 3-day redelivery
- * window); older rows are deleted in the same batch as each new claim.
+ * window); older rows are deleted in the same batch as each new claim. The receiver
+ * (src/webhook/receiver.ts) claims and releases through the Storage (src/store/storage.ts
+ * `deliveries`).
  */
 import { and, eq, lt, sql } from "drizzle-orm";
-import { webhookDeliveries } from "../db/schema.ts";
-import { database } from "../store/d1/objects.ts";
+import { webhookDeliveries } from "../../db/schema.ts";
+import { database } from "./objects.ts";
 
 /** How long a delivery ID is remembered, in seconds (7 days). A replay older than this is accepted again. */
 export const DELIVERY_RETENTION_SECONDS = 7 * 24 * 3600;
@@ -24,6 +26,7 @@ export const DELIVERY_RETENTION_SECONDS = 7 * 24 * 3600;
  * Claims `deliveryId` for the receiver with uid `receiverUid` at `nowMs` (epoch milliseconds),
  * pruning claims older than the retention in the same atomic batch. Returns false when the ID was
  * already claimed (a replay).
+ * @throws errors of D1
  */
 export async function claimDelivery(d1: D1Database, receiverUid: string, deliveryId: string, nowMs: number): Promise<boolean> {
   const db = database(d1);
