@@ -23,13 +23,10 @@
  *
  * @module
  */
-import { sql, type SQL } from "drizzle-orm";
-import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
-import { bind, compiled, type Renderable } from "../db/compiled.ts";
 import { resourceKey } from "../k8s/kind.ts";
 import { fromLabelSelector } from "../k8s/labels.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { guardedShape, type GuardedBinder } from "../store/storage.ts";
+import { setCountShapes, storageOf, type GuardedBinder } from "../store/storage.ts";
 import type { Env } from "../env.ts";
 import { CLUSTERSET_LABEL, ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
@@ -81,62 +78,6 @@ export function setRequirements(set: KubeObject): SetRequirement[] {
   });
 }
 
-const p = sql.placeholder;
-const dialect = new SQLiteSyncDialect();
-/** A raw statement as something {@link compiled} renders. */
-const raw = (statement: SQL): Renderable => ({ toSQL: () => dialect.sqlToQuery(statement) });
-
-/**
- * A requirement `r` (a row of `json_each` over requirements) that the labels fail, given `has`,
- * which renders whether the labels hold `r`'s key (with one of its values, when asked).
- */
-const fails = (has: (withValue: boolean) => SQL) =>
-  sql`CASE json_extract(r.value, '$.o') WHEN 'in' THEN NOT ${has(true)} WHEN 'notin' THEN ${has(true)} WHEN 'exists' THEN NOT ${has(false)} WHEN '!' THEN ${has(false)} ELSE 1 END`;
-const valueIn = sql`l.value IN (SELECT v.value FROM json_each(r.value, '$.v') v)`;
-
-/** 1 when `labels` (JSON object text; NULL: no cluster) satisfy every requirement of the count row, else 0. */
-const memberJson = (labels: SQL) => {
-  const has = (withValue: boolean) =>
-    sql`EXISTS (SELECT 1 FROM json_each(${labels}) l WHERE l.key = json_extract(r.value, '$.k')${withValue ? sql` AND ${valueIn}` : sql``})`;
-  return sql`(${labels} IS NOT NULL AND NOT EXISTS (SELECT 1 FROM json_each(clusterset_counts.requirements) r WHERE ${fails(has)}))`;
-};
-
-/** A set's count, at placeholders `requirements` and `clusters` (the clusters' resource key); driven by `k`/`v` (an `In` requirement) when `driven`. */
-const countOf = (driven: boolean) => {
-  const name = driven ? sql`d.name` : sql`o.name`;
-  const has = (withValue: boolean) =>
-    sql`EXISTS (SELECT 1 FROM labels l WHERE l.resource = ${p("clusters")} AND l.namespace = '' AND l.name = ${name} AND l.key = json_extract(r.value, '$.k')${withValue ? sql` AND ${valueIn}` : sql``})`;
-  const all = sql`NOT EXISTS (SELECT 1 FROM json_each(${p("requirements")}) r WHERE ${fails(has)})`;
-  return driven
-    ? sql`(SELECT count(*) FROM labels d WHERE d.resource = ${p("clusters")} AND d.namespace = '' AND d.key = ${p("k")} AND d.value IN (SELECT value FROM json_each(${p("v")})) AND ${all})`
-    : sql`(SELECT count(*) FROM objects o WHERE o.resource = ${p("clusters")} AND o.namespace = '' AND ${all})`;
-};
-
-/** The cluster change's statement: every set's count moves where membership differs between placeholders `before` and `after`. */
-const moveShape = guardedShape((cond) => {
-  const was = memberJson(sql`${p("before")}`);
-  const is = memberJson(sql`${p("after")}`);
-  return raw(sql`UPDATE clusterset_counts SET clusters = clusters + ${is} - ${was} WHERE ${is} <> ${was} AND ${cond}`);
-});
-
-/**
- * A set's count row written anew (placeholders `name`: the set's, `requirements`, `clusters`, and
- * `k`/`v` when `driven`): `always` replaces a row there is, `recount` only a row marked `recount`.
- */
-const countStatement = (cond: SQL, driven: boolean, replace: "always" | "recount") =>
-  raw(
-    sql`INSERT INTO clusterset_counts (name, requirements, clusters, recount) SELECT ${p("name")}, ${p("requirements")}, ${countOf(driven)}, 0 WHERE ${cond} ON CONFLICT (name) DO UPDATE SET requirements = excluded.requirements, clusters = excluded.clusters, recount = 0${
-      replace === "recount" ? sql` WHERE clusterset_counts.recount = 1` : sql``
-    }`,
-  );
-const countShapes = {
-  driven: guardedShape((cond) => countStatement(cond, true, "always")),
-  all: guardedShape((cond) => countStatement(cond, false, "always")),
-};
-const ensureShapes = { driven: compiled(() => countStatement(sql`1`, true, "recount")), all: compiled(() => countStatement(sql`1`, false, "recount")) };
-const dropShape = guardedShape((cond) => raw(sql`DELETE FROM clusterset_counts WHERE name = ${p("name")} AND ${cond}`));
-const readShape = compiled(() => raw(sql`SELECT clusters, recount FROM clusterset_counts WHERE name = ${p("name")}`));
-
 const CLUSTERS = resourceKey(ManagedClusterKind);
 
 /** The values binding a count of `requirements`, and which shape (driven by its first `In` requirement, or over every cluster). */
@@ -158,14 +99,14 @@ export function setCountStatements(change: Change, guarded: GuardedBinder): D1Pr
     const was = before ? JSON.stringify(before.metadata.labels ?? {}) : null;
     const is = after ? JSON.stringify(after.metadata.labels ?? {}) : null;
     if (was === is) return [];
-    return [guarded(moveShape, { before: was, after: is })];
+    return [guarded(setCountShapes.move, { before: was, after: is })];
   }
   if (def === ManagedClusterSetKind) {
-    if (!after) return before ? [guarded(dropShape)] : [];
+    if (!after) return before ? [guarded(setCountShapes.drop)] : [];
     const requirements = setRequirements(after);
     if (before && JSON.stringify(setRequirements(before)) === JSON.stringify(requirements)) return [];
     const { driven, values } = countValues(requirements);
-    return [guarded(driven ? countShapes.driven : countShapes.all, values)];
+    return [guarded(driven ? setCountShapes.count.driven : setCountShapes.count.all, values)];
   }
   return [];
 }
@@ -180,11 +121,10 @@ export const setCountsStatements: CommitStatements = { name: "clusterset-counts"
  */
 export async function readSetCount(env: Env, set: KubeObject): Promise<number> {
   const name = set.metadata.name;
-  // `all`, not `first`: its result carries D1's meta (rows read), which test/worker/clusterset-counts.test.ts measures.
-  const read = async () => (await bind(env.DB, readShape(), { name }).all<{ clusters: number; recount: number }>()).results[0];
-  const row = await read();
+  const counts = storageOf(env).setCounts;
+  const row = await counts.read(name);
   if (row && row.recount === 0) return row.clusters;
   const { driven, values } = countValues(setRequirements(set));
-  await bind(env.DB, (driven ? ensureShapes.driven : ensureShapes.all)(), { ...values, name }).run();
-  return (await read())?.clusters ?? 0;
+  await counts.recount(name, driven, values);
+  return (await counts.read(name))?.clusters ?? 0;
 }

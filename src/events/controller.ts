@@ -41,10 +41,7 @@
  * recording but before deleting the row records them once more (a repeat: its count is one
  * higher), as client-go's recorder may send an Event twice.
  */
-import { sql } from "drizzle-orm";
-import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
-import type { Renderable } from "../db/compiled.ts";
-import { guardedShape, type GuardedBinder } from "../store/storage.ts";
+import { eventTtlShapes, type GuardedBinder } from "../store/storage.ts";
 import { apiVersionOf } from "../k8s/kind.ts";
 import { findCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
 import { EventKind } from "../kinds/event.ts";
@@ -374,21 +371,10 @@ export const eventsHook: AfterCommitHook<EventsOwed> = {
   },
 };
 
-const p = sql.placeholder;
-const dialect = new SQLiteSyncDialect();
-const raw = (statement: ReturnType<typeof sql>): Renderable => ({ toSQL: () => dialect.sqlToQuery(statement) });
-/** The Event's last write time (placeholder `at`, epoch ms), at the commit's key. */
-const writtenShape = guardedShape((cond) =>
-  raw(
-    sql`INSERT INTO event_ttl (namespace, name, written_at) SELECT ${p("namespace")}, ${p("name")}, ${p("at")} WHERE ${cond} ON CONFLICT (namespace, name) DO UPDATE SET written_at = excluded.written_at`,
-  ),
-);
-const removedShape = guardedShape((cond) => raw(sql`DELETE FROM event_ttl WHERE namespace = ${p("namespace")} AND name = ${p("name")} AND ${cond}`));
-
 /** The `event_ttl` statement of an Event's write (see the module doc); none for other kinds. */
 export function eventTtlStatements(change: Change, guarded: GuardedBinder): D1PreparedStatement[] {
   if (change.def !== EventKind) return [];
-  return [change.after ? guarded(writtenShape, { at: clock.now() }) : guarded(removedShape)];
+  return [change.after ? guarded(eventTtlShapes.written, { at: clock.now() }) : guarded(eventTtlShapes.removed)];
 }
 /** The Events' TTL commit statements (registered by the controller manifest, src/controllers.ts). */
 export const eventTtlCommitStatements: CommitStatements = { name: "event-ttl", statements: eventTtlStatements };

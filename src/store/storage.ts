@@ -26,12 +26,16 @@ import { commitChange, finishCommit, type Committed } from "./d1/write.ts";
 import type { WriterMode } from "./types.ts";
 import { claimDelivery, releaseDelivery } from "./d1/deliveries.ts";
 import { missingColumns } from "./d1/migrations.ts";
+import { readSetCountRow, recountSet, type SetCountRow } from "./d1/set-counts.ts";
 import { claimIdentity, hasIdentity, releaseIdentity, removeIdentityShape, type ClusterIdentity } from "./d1/identities.ts";
 
 export type { Committed } from "./d1/write.ts";
 export type { ClusterIdentity } from "./d1/identities.ts";
 export type { ChangedObject, CommitExtras, GuardedBinder, GuardedShape } from "./d1/objects.ts";
 export { guardedShape } from "./d1/objects.ts";
+export { eventTtlShapes } from "./d1/event-ttl.ts";
+export { setCountShapes } from "./d1/set-counts.ts";
+export type { SetCountRow } from "./d1/set-counts.ts";
 
 /** Options of {@link Storage.commit}. */
 export interface CommitOptions {
@@ -108,6 +112,15 @@ export interface Storage {
     claim(receiverUid: string, deliveryId: string, nowMs: number): Promise<boolean>;
     release(receiverUid: string, deliveryId: string): Promise<void>;
   };
+  /**
+   * The cluster sets' member counts (src/store/d1/set-counts.ts, bound by
+   * src/clusterprofile/set-counts.ts): `read` a set's count row (undefined when none); `recount`
+   * it (its placeholders' `values`) unless its row is there and not marked `recount`.
+   */
+  readonly setCounts: {
+    read(name: string): Promise<SetCountRow | undefined>;
+    recount(name: string, driven: boolean, values: Record<string, unknown>): Promise<void>;
+  };
 }
 
 /** The {@link Storage} of a Worker environment (its D1 index, with its keyring). */
@@ -135,6 +148,10 @@ export function storageOf(env: Env): Storage {
     deliveries: {
       claim: (receiverUid, deliveryId, nowMs) => claimDelivery(env.DB, receiverUid, deliveryId, nowMs),
       release: (receiverUid, deliveryId) => releaseDelivery(env.DB, receiverUid, deliveryId),
+    },
+    setCounts: {
+      read: (name) => readSetCountRow(env.DB, name),
+      recount: (name, driven, values) => recountSet(env.DB, name, driven, values),
     },
   };
 }
