@@ -4,12 +4,13 @@
  * an Applied work crosses N files").
  *
  * It starts a hub (`wrangler dev`, workerd, with its inspector) and one agent on a simulated
- * cluster, and turns on V8's precise coverage with call counts (the Chrome DevTools protocol's
- * `Profiler.startPreciseCoverage`) in the hub's isolate, where the Worker and its Durable Objects
- * run. A first walk (a placement and a ManifestWorkReplicaSet that follows it, to Applied) warms
- * every path up; the replica set of the measured walk is created before it. Coverage is taken and
- * discarded, then the measured Placement is created and the script polls the work (GET, every
- * 100 ms) until the agent's report made it Applied, and takes coverage again: a file counts when
+ * cluster, and sets a conditional breakpoint that never pauses at the start of every hub function
+ * of the Worker's bundle in the hub's isolate, where the Worker and its Durable Objects run (V8's
+ * precise coverage is not offered: workerd answers "Profiler is not enabled"); each condition
+ * records its function's file. A first walk (a placement and a ManifestWorkReplicaSet that follows it, to Applied) warms
+ * every path up; the replica set of the measured walk is created before it. The record is started
+ * afresh, then the measured Placement is created and the script polls the work (GET, every
+ * 100 ms) until the agent's report made it Applied, and reads what was recorded: a file counts when
  * one of its functions was called in between. Files are told apart by the module markers esbuild
  * writes into wrangler's bundle (`// src/placement/plan.ts`); only the hub's own (`src/`,
  * `durable-objects/`) count. The figure includes the files the poll itself runs (the request path
