@@ -43,6 +43,7 @@ import { applyJsonPatch } from "../k8s/jsonpatch.ts";
 import { verifySignature } from "./signature.ts";
 import { recordEvent, refOf, type EventSpec } from "../events/record.ts";
 import { resolveTemplates, stringsOf, hasTemplate } from "../kinds/webhook-template.ts";
+import { clock } from "../clock.ts";
 
 /** Largest delivery body accepted, in bytes (1 MiB; GitHub caps payloads at 25 MB, Flux reads them whole). */
 export const MAX_HOOK_BODY_BYTES = 1024 * 1024;
@@ -269,7 +270,7 @@ async function deliver(c: Ctx, receiver: KubeObject): Promise<Response> {
   const deliveryId = deliveryIdOf(c, headers.delivery);
   const patch = spec.action.type === "Reevaluate" ? undefined : resolvedPatch(c, spec, body);
   const uid = receiver.metadata.uid;
-  if (!(await storageOf(c.env).deliveries.claim(uid, deliveryId, Date.now()))) {
+  if (!(await storageOf(c.env).deliveries.claim(uid, deliveryId, clock.now()))) {
     throw new ApiError(409, "Conflict", `delivery ${JSON.stringify(deliveryId)} was already received by ${namespace}/${receiver.metadata.name} (replay)`, {
       name: receiver.metadata.name,
       group: WebhookReceiverKind.group,
