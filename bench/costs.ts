@@ -66,6 +66,8 @@ const ADDONS = ["observability", "logging", "backup"];
 const POLICY_COUNT = 10;
 /** `BENCH_IDLE_ONLY=1`: measure the idle cluster alone, on a hub with nothing else (no fleet, no other alarm). */
 const IDLE_ONLY = process.env.BENCH_IDLE_ONLY === "1";
+/** `BENCH_TRACE_SQL=1`: the hub tallies each statement, and each operation's costliest statements are printed. */
+const TRACE_SQL = process.env.BENCH_TRACE_SQL === "1";
 
 const G = "cluster.open-cluster-management.io";
 const MC = `/apis/${G}/v1/managedclusters`;
@@ -609,9 +611,33 @@ async function fleetOperations(hub: Hub, results: Measured[]): Promise<void> {
   for (const a of agents) a.channel?.ws.close(1000);
 }
 
+/** Prints an operation's 12 statements with the most rows read or written, per sample (`BENCH_TRACE_SQL=1`). */
+function printStatements(r: Measured): void {
+  const all = Object.entries(r.counts.statements ?? {}).sort(([, a], [, b]) => b.read + b.written + b.runs / 1000 - (a.read + a.written + a.runs / 1000));
+  const calls = all.filter(([k]) => k.startsWith("CALL ")).sort(([, a], [, b]) => b.runs - a.runs);
+  printTable(
+    `D1 calls of "${r.label}" (per sample)`,
+    ["call", "runs"],
+    calls.slice(0, 15).map(([k, t]) => [k.slice(0, 600), per(t.runs, r.samples)]),
+  );
+  printTable(
+    `Statements of "${r.label}" (per sample; the 12 with the most rows)`,
+    ["statement", "runs", "rows read", "rows written", "bound chars"],
+    all
+      .slice(0, 12)
+      .map(([sql, t]) => [
+        sql.replace(/\s+/g, " ").slice(0, 140),
+        per(t.runs, r.samples),
+        per(t.read, r.samples),
+        per(t.written, r.samples),
+        per(t.bytes, r.samples),
+      ]),
+  );
+}
+
 async function main(): Promise<void> {
   log("starting the metered hub (npm start with bench/meter/wrangler.toml) ...");
-  const hub = await startHub({ wranglerArgs: ["--config", "bench/meter/wrangler.toml"] });
+  const hub = await startHub({ wranglerArgs: ["--config", "bench/meter/wrangler.toml", ...(TRACE_SQL ? ["--var", "BENCH_TRACE_SQL:1"] : [])] });
   const results: Measured[] = [];
   let stopped = false;
   try {
@@ -682,6 +708,7 @@ async function main(): Promise<void> {
         per(r.headers.rows, r.samples),
       ]),
     );
+    if (TRACE_SQL) for (const r of results) printStatements(r);
     const storage = d1Storage(hub.stateDir);
     printTable("D1 objects by kind: JSON body bytes (local D1 at the end of the run)", ["resource", "rows", "avg body bytes", "max body bytes"], storage.kinds);
     printTable("D1 tables and indexes (dbstat)", ["table or index", "rows", "bytes (pages)", "payload bytes", "payload bytes / row"], storage.tables);

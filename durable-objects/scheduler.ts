@@ -188,7 +188,7 @@ export class SchedulerObject extends DurableObject<Env> {
    * PlacementDecision's consumers). A hook that fails is left to the outbox sweep.
    */
   private async followUp(owing: Committed[], now: number): Promise<void> {
-    await Promise.all(owing.map((c) => storageOf(this.env).finish(c, now)));
+    await storageOf(this.env).finishTogether(owing, now);
   }
 
   /** Builds the view (cold start), or checks it against D1 and adds what it missed to `trigger`. */

@@ -24,4 +24,9 @@ export interface MeterCounts {
   d1Statements: number;
   d1RowsRead: number;
   d1RowsWritten: number;
+  /**
+   * Per statement (D1 SQL text, or `do:<class>:` and the object's SQL text): runs, rows read and
+   * rows written and characters of the values bound to it (strings by length, others 8) since the last reset. Only with `BENCH_TRACE_SQL=1` in the hub's environment.
+   */
+  statements?: Record<string, { runs: number; read: number; written: number; bytes: number }>;
 }

@@ -52,29 +52,51 @@ const zero = (): MeterCounts => ({
   d1RowsWritten: 0,
 });
 let meter = zero();
+/** Whether to tally each statement (`BENCH_TRACE_SQL=1` among the hub's vars); set on the first request. */
+let traceSql = false;
 
-function addMeta(result: unknown): void {
+/** Adds one run of `sql` (as `key`) to the per-statement tally, when tracing. */
+function tally(key: string, read: number, written: number, bytes = 0): void {
+  if (!traceSql) return;
+  const all = (meter.statements ??= {});
+  const t = (all[key] ??= { runs: 0, read: 0, written: 0, bytes: 0 });
+  t.runs += 1;
+  t.read += read;
+  t.written += written;
+  t.bytes += bytes;
+}
+
+/** Characters of the string values bound to a statement (what it sends besides its SQL). */
+const boundBytes = (values: unknown[]) => values.reduce<number>((n, v) => n + (typeof v === "string" ? v.length : 8), 0);
+
+function addMeta(result: unknown, sql: string, bytes: number): void {
   const meta = (result as { meta?: { rows_read?: number; rows_written?: number } } | null)?.meta;
   meter.d1RowsRead += meta?.rows_read ?? 0;
   meter.d1RowsWritten += meta?.rows_written ?? 0;
+  tally(sql, meta?.rows_read ?? 0, meta?.rows_written ?? 0, bytes);
 }
 
 /** A D1 prepared statement that counts its runs and their `meta`. */
 class MeteredStatement {
   /** @param native the statement itself (what `batch` must be given). */
-  constructor(readonly native: D1PreparedStatement) {}
+  constructor(
+    readonly native: D1PreparedStatement,
+    readonly sql: string,
+    readonly bytes = 0,
+  ) {}
 
   bind(...values: unknown[]): MeteredStatement {
-    return new MeteredStatement(this.native.bind(...values));
+    return new MeteredStatement(this.native.bind(...values), this.sql, traceSql ? boundBytes(values) : 0);
   }
 
   private async counted<T>(run: () => Promise<T>): Promise<T> {
     meter.d1Calls += 1;
+    tally(`CALL ${this.sql.replace(/\s+/g, " ").slice(0, 400)}`, 0, 0);
     meter.d1Statements += 1;
     const t0 = Date.now();
     const result = await run();
     meter.d1Ms += Date.now() - t0;
-    addMeta(result);
+    addMeta(result, this.sql, this.bytes);
     return result;
   }
 
@@ -108,15 +130,17 @@ class MeteredStatement {
 /** A D1 binding whose statements and batches count what they cost. */
 function meteredD1(db: D1Database): D1Database {
   const metered = {
-    prepare: (query: string) => new MeteredStatement(db.prepare(query)),
+    prepare: (query: string) => new MeteredStatement(db.prepare(query), query),
     async batch<T = unknown>(statements: D1PreparedStatement[]): Promise<D1Result<T>[]> {
       meter.d1Calls += 1;
       meter.d1Statements += statements.length;
       const natives = (statements as unknown[]).map((s) => (s instanceof MeteredStatement ? s.native : s)) as D1PreparedStatement[];
+      const sqls = (statements as unknown[]).map((s) => (s instanceof MeteredStatement ? s : null));
+      tally(`CALL batch ${sqls.map((s) => s?.sql.replace(/\s+/g, " ").slice(0, 200) ?? "?").join(" + ")}`, 0, 0);
       const t0 = Date.now();
       const results = await db.batch<T>(natives);
       meter.d1Ms += Date.now() - t0;
-      for (const r of results) addMeta(r);
+      results.forEach((r, i) => addMeta(r, sqls[i]?.sql ?? "?", sqls[i]?.bytes ?? 0));
       return results;
     },
     async exec(query: string): Promise<D1ExecResult> {
@@ -194,7 +218,10 @@ function meterStorage(ctx: DurableObjectState, cls: ObjectClass): void {
       const cursor = exec(query, ...bindings);
       // Not the object's own write: the local runtime (miniflare) records an object's name in
       // `__miniflare_do_name` each time it constructs it; Cloudflare has no such table.
-      if (!query.includes("__miniflare_do_name")) meter.doRowsWritten[cls] += cursor.rowsWritten;
+      if (!query.includes("__miniflare_do_name")) {
+        meter.doRowsWritten[cls] += cursor.rowsWritten;
+        tally(`do:${cls}: ${query}`, cursor.rowsRead, cursor.rowsWritten, traceSql ? boundBytes(bindings) : 0);
+      }
       return cursor;
     },
   });
@@ -267,6 +294,7 @@ export class ReplicaSetObject extends HubReplicaSetObject {
 export default {
   fetch(req: Request, env: Env, ctx: ExecutionContext): Response | Promise<Response> {
     const url = new URL(req.url);
+    traceSql = (env as { BENCH_TRACE_SQL?: string }).BENCH_TRACE_SQL === "1";
     if (url.pathname === "/__meter") {
       if (req.method === "POST") meter = zero();
       return Response.json(meter);

@@ -21,7 +21,7 @@ import { clock } from "../clock.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { ADDON_GROUP, ClusterManagementAddOnKind, ManagedClusterAddOnKind } from "../kinds/addon.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
-import type { AfterCommitHook, Change } from "../store/hooks.ts";
+import type { AfterCommitHook, Change, HookTarget } from "../store/hooks.ts";
 import type { Env } from "../env.ts";
 import { decisionsMoved } from "../placement/changes.ts";
 import { addonsForPlacements, runClusterManagementAddOn, runManagedClusterAddOn } from "./manager.ts";
@@ -76,9 +76,9 @@ export function planAddons(change: Change): AddonOwed | null {
 }
 
 /** Runs what {@link planAddons} owed. */
-async function runAddons(env: Env, owed: AddonOwed): Promise<void> {
+async function runAddons(env: Env, owed: AddonOwed, target: HookTarget): Promise<void> {
   const now = clock.now();
-  if (owed.placement) return addonsForPlacements(env, [owed.placement]);
+  if (owed.placement) return addonsForPlacements(env, [owed.placement], undefined, target);
   if (owed.configs) {
     const { items } = await admittedStoreOf(env, ClusterManagementAddOnKind).list("");
     for (const c of items) {
@@ -98,7 +98,7 @@ export const addonHook: AfterCommitHook<AddonOwed> = {
   name: "addons",
   plan: planAddons,
   async run(env, owed, target) {
-    await runAddons(env, owed);
+    await runAddons(env, owed, target);
     // The manager writes the add-on objects' status: the writer reads its object back.
     return { rewrote: target.resource.startsWith(`${ADDON_GROUP}/`) };
   },

@@ -34,6 +34,7 @@ import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
 import { sha256Hex } from "../kinds/bootstraptoken.ts";
 import { PLACEMENT_LABEL } from "../scheduling/grouping.ts";
 import { admittedStoreOf } from "../admission/store.ts";
+import { sharedRead, type HookTarget } from "../store/hooks.ts";
 import { decisionGroups } from "../work/replicaset.ts";
 import { canonicalJson as canonical, computeRollout, type ClusterRolloutStatus, type DecisionGroup, type RolloutStrategy } from "../work/rollout.ts";
 import type { Env } from "../env.ts";
@@ -546,14 +547,15 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
 /**
  * Runs the add-ons installed by any of `placements` (`<namespace>/<name>` keys whose decisions
  * changed) and waits for them: the add-on hook's run for a PlacementDecision's change, as for replica sets; reads
- * the ClusterManagementAddOns (one list, a handful of objects), never every cluster. Failures are
+ * the ClusterManagementAddOns (one list, a handful of objects, shared with the other hook runs of
+ * `target`'s group: src/store/hooks.ts `sharedRead`), never every cluster. Failures are
  * logged, never thrown.
  */
-export async function addonsForPlacements(env: Env, placements: string[], recheck?: RecheckAddon): Promise<void> {
+export async function addonsForPlacements(env: Env, placements: string[], recheck?: RecheckAddon, target?: HookTarget): Promise<void> {
   if (placements.length === 0) return;
   const wanted = new Set(placements);
   try {
-    const { items } = await admittedStoreOf(env, ClusterManagementAddOnKind).list("");
+    const { items } = await sharedRead(target, "clustermanagementaddons", () => admittedStoreOf(env, ClusterManagementAddOnKind).list(""));
     const runs = items
       .filter((c) => ((c.spec as CmaSpec | undefined)?.installStrategy?.placements ?? []).some((p) => wanted.has(`${p.namespace}/${p.name}`)))
       .map((c) => runClusterManagementAddOn(env, c.metadata.name, clock.now(), true, recheck));

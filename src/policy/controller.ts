@@ -121,7 +121,7 @@ export const policyHook: AfterCommitHook<PolicyOwed> = {
       return;
     }
     if ("placement" in owed) {
-      await reconcilePlacement(env, owed.namespace, owed.placement);
+      await reconcilePlacement(env, owed.namespace, owed.placement, target);
       return;
     }
     await reconcileSubjects(env, owed.namespace, owed.policies, owed.sets, owed.expandSets !== false);

@@ -47,6 +47,7 @@ import type { Env } from "../env.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { canonicalJson as canonical } from "../work/rollout.ts";
 import type { ManyWrite } from "../store/store.ts";
+import { sharedRead, type HookTarget } from "../store/hooks.ts";
 
 /** How many times a run is repeated after a lost write race before it gives up (and throws). */
 const MAX_ATTEMPTS = 8;
@@ -380,10 +381,13 @@ async function readReplicas(env: Env, namespace: string, names: Set<string>): Pr
 /**
  * The root policies of `namespace` that the bindings on `placement` place (directly or through a
  * PolicySet), reconciled (a change of the placement's decisions, or of the Placement itself).
+ * `target`: the hook run it serves, whose group shares the bindings list.
  */
-export async function reconcilePlacement(env: Env, namespace: string, placement: string): Promise<void> {
-  // Most placements bind no policy: one read of the namespace's bindings says so.
-  const bindings = (await admittedStoreOf(env, PlacementBindingKind).list(namespace)).items.filter((o) => asBinding(o).placementRef?.name === placement);
+export async function reconcilePlacement(env: Env, namespace: string, placement: string, target?: HookTarget): Promise<void> {
+  // Most placements bind no policy: one read of the namespace's bindings (shared with the other
+  // hook runs of `target`'s group, src/store/hooks.ts `sharedRead`) says so.
+  const { items } = await sharedRead(target, `placementbindings/${namespace}`, () => admittedStoreOf(env, PlacementBindingKind).list(namespace));
+  const bindings = items.filter((o) => asBinding(o).placementRef?.name === placement);
   if (bindings.length === 0) return;
   const policySets = bindings.some((o) => (asBinding(o).subjects ?? []).some((s) => s.kind === "PolicySet"))
     ? (await admittedStoreOf(env, PolicySetKind).list(namespace)).items

@@ -50,6 +50,36 @@ export interface HookTarget {
   writerWaits: boolean;
   change?: Change;
   outbox?: { id: string; only: boolean };
+  /**
+   * Reads shared by the hooks of commits finished together ({@link SharedReads}), when the
+   * writer finishes several at once (the scheduler's decisions of one run).
+   */
+  reads?: SharedReads;
+}
+
+/**
+ * Lookups shared by the hook runs of commits finished together (`Storage.finishTogether`), by
+ * key (e.g. `manifestworkreplicasets/<namespace>`): ten PlacementDecisions written by one
+ * scheduler run owe each consumer a run, and each run's lookup of what refers to its placement
+ * reads the same list; with this, it is read once. A shared read started no earlier than the
+ * commits it serves (they committed before their hooks run), so it sees them, as a controller's
+ * informer cache does once its event arrived; it lives only as long as those runs.
+ */
+export type SharedReads = Map<string, Promise<unknown>>;
+
+/**
+ * `read()`, or the same read another hook run of `target`'s group already started under `key`
+ * ({@link SharedReads}); without a group, `read()` alone. A failed read fails each run that shares it.
+ */
+export function sharedRead<T>(target: HookTarget | undefined, key: string, read: () => Promise<T>): Promise<T> {
+  const reads = target?.reads;
+  if (!reads) return read();
+  let p = reads.get(key) as Promise<T> | undefined;
+  if (!p) {
+    p = read();
+    reads.set(key, p);
+  }
+  return p;
 }
 
 /**

@@ -15,7 +15,7 @@ import { bind, builder, compiled } from "../db/compiled.ts";
 import { outbox } from "../db/schema.ts";
 import { database } from "./d1/objects.ts";
 import type { Env } from "../env.ts";
-import { hookNamed, type Change, type HookTarget } from "./hooks.ts";
+import { hookNamed, type Change, type HookTarget, type SharedReads } from "./hooks.ts";
 import { clock } from "../clock.ts";
 import { setSchedulerTimer } from "../timers.ts";
 
@@ -52,6 +52,8 @@ export interface RunOwedOptions {
   writerWaits?: boolean;
   /** False leaves a finished row for the caller to delete with others ({@link deleteOutboxRows}); default true. */
   deleteWhenFinished?: boolean;
+  /** Reads shared with the hooks of commits finished together (`HookTarget.reads`). */
+  reads?: SharedReads;
 }
 
 /**
@@ -66,13 +68,13 @@ export interface RunOwedOptions {
  * the row was taken over (`tookRow`: the caller must not delete it either).
  */
 export async function runOwed(env: Env, work: OwedWork, opts: RunOwedOptions): Promise<{ rewrote: boolean; finished: boolean; tookRow: boolean }> {
-  const { recovering, retryAt, change, writerWaits = false, deleteWhenFinished = true } = opts;
+  const { recovering, retryAt, change, writerWaits = false, deleteWhenFinished = true, reads } = opts;
   let rewrote = false;
   let tookRow = false;
   const left: Record<string, unknown> = {};
   const names = Object.keys(work.hooks);
   const outboxRow = recovering ? undefined : { id: work.id, only: names.length === 1 };
-  const target: HookTarget = { resource: work.resource, namespace: work.namespace, name: work.name, recovering, writerWaits, change, outbox: outboxRow };
+  const target: HookTarget = { resource: work.resource, namespace: work.namespace, name: work.name, recovering, writerWaits, change, outbox: outboxRow, reads };
   for (const [name, owed] of Object.entries(work.hooks)) {
     const hook = hookNamed(name);
     if (!hook) {

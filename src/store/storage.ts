@@ -10,6 +10,7 @@ import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import type { Env } from "../env.ts";
 import type { WaitUntil } from "./outbox.ts";
+import type { SharedReads } from "./hooks.ts";
 import {
   awaitResourceVersion,
   changeCounterValue,
@@ -82,6 +83,12 @@ export interface Storage {
    */
   finish(committed: Committed, now: number, mode?: WriterMode, waitUntil?: WaitUntil): Promise<{ rewrote: boolean }>;
   /**
+   * {@link finish} of each of `committed` at once, their hooks sharing their lookups
+   * (src/store/hooks.ts `SharedReads`): the follow-up of commits made together, such as one
+   * scheduler run's PlacementDecisions, whose consumers each look up what refers to their placement.
+   */
+  finishTogether(committed: Committed[], now: number): Promise<void>;
+  /**
    * The cluster identity index (a ManagedCluster's name and its agent's cluster ID, each unique;
    * src/store/d1/identities.ts): `claim` takes the pair unless either is held and returns the
    * pairs holding either; `has` tells whether a name holds one; `release` gives a pair back unless
@@ -135,6 +142,10 @@ export function storageOf(env: Env): Storage {
     changeCounter: (counter) => changeCounterValue(db, counter),
     commit: (def, key, before, next, now, opts = {}) => commitChange(env, def, key, before, next, now, opts.extra, opts.grouped),
     finish: (committed, now, mode, waitUntil) => finishCommit(env, committed, now, mode, waitUntil),
+    async finishTogether(committed, now) {
+      const reads: SharedReads = new Map();
+      await Promise.all(committed.map((c) => finishCommit(env, c, now, "waits", undefined, reads)));
+    },
     identities: {
       claim: (name, clusterId) => claimIdentity(env.DB, name, clusterId),
       has: (name) => hasIdentity(env.DB, name),

@@ -35,7 +35,7 @@ import type { Env } from "../env.ts";
 import { type ManyWrite } from "../store/store.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { CommitGroups } from "../store/group-commit.ts";
-import type { AfterCommitHook, Change } from "../store/hooks.ts";
+import { sharedRead, type AfterCommitHook, type Change, type HookTarget } from "../store/hooks.ts";
 import { canonicalJson, classifyRollout, TEMPLATE_WRITTEN_ANNOTATION, type DecisionGroup, type RolloutStrategy, type WorkCondition } from "./rollout.ts";
 import { decisionsMoved } from "../placement/changes.ts";
 
@@ -630,7 +630,7 @@ export const replicaSetHook: AfterCommitHook<ReplicaSetOwed> = {
   name: "replicasets",
   plan: planReplicaSet,
   async run(env, owed, target) {
-    if ("placement" in owed) return replicaSetsForPlacements(env, [owed.placement]);
+    if ("placement" in owed) return replicaSetsForPlacements(env, [owed.placement], target);
     // A work's change run right after its commit carries the work as stored: the replica set's
     // object keeps it instead of reading every work back (a sweep's run has only the key).
     const work = target.change?.def === ManifestWorkKind ? target.change.after : undefined;
@@ -644,9 +644,11 @@ export const replicaSetHook: AfterCommitHook<ReplicaSetOwed> = {
  * Runs the replica sets that refer to any of `placements` (`<namespace>/<name>` keys whose
  * decisions changed) and waits for them: the hook's run for a PlacementDecision's change.
  * A run's failure is logged, never thrown (the replica set's object retries it on its alarm).
+ * The namespace's list of replica sets is shared with the other hook runs of `target`'s group
+ * (src/store/hooks.ts `sharedRead`).
  * @throws errors of D1 (listing the replica sets): the outbox row keeps the run owed
  */
-export async function replicaSetsForPlacements(env: Env, placements: string[]): Promise<void> {
+export async function replicaSetsForPlacements(env: Env, placements: string[], target?: HookTarget): Promise<void> {
   if (placements.length === 0) return;
   const byNamespace = new Map<string, Set<string>>();
   for (const p of placements) {
@@ -657,7 +659,7 @@ export async function replicaSetsForPlacements(env: Env, placements: string[]): 
   }
   const runs: Promise<void>[] = [];
   for (const [ns, names] of byNamespace) {
-    const { items } = await admittedStoreOf(env, ManifestWorkReplicaSetKind).list(ns);
+    const { items } = await sharedRead(target, `manifestworkreplicasets/${ns}`, () => admittedStoreOf(env, ManifestWorkReplicaSetKind).list(ns));
     for (const m of items) {
       const refs = (m.spec as ReplicaSetSpec | undefined)?.placementRefs ?? [];
       if (refs.some((r) => names.has(r.name))) runs.push(reconcileNow(env, ns, m.metadata.name));

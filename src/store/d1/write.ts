@@ -27,7 +27,7 @@ import {
 import { computeWrite, settleDeletion, type WriteRequest } from "../../k8s/write.ts";
 import type { Env } from "../../env.ts";
 import type { ManyOutcome, ManyWrite, WriterMode } from "../types.ts";
-import { commitStatements, planHooks } from "../hooks.ts";
+import { commitStatements, planHooks, type SharedReads } from "../hooks.ts";
 import { deferOutboxDelete, deleteOutboxRows, OUTBOX_GRACE_MS, retryTime, runOwed, type OwedWork, type WaitUntil } from "../outbox.ts";
 import { clock } from "../../clock.ts";
 
@@ -104,6 +104,7 @@ function prepareCommit(
  * milliseconds; `mode` says whether the writer waits for the hooks' effects ({@link WriterMode});
  * given `waitUntil` (the request's), the finished row is deleted just after instead, with other
  * writes' rows (`deferOutboxDelete`): one D1 query less for the most frequent writes, agents' reports.
+ * `reads`: the lookups its hooks share with those of commits finished together (`HookTarget.reads`).
  * Returns whether a hook rewrote the written object itself.
  */
 export async function finishCommit(
@@ -112,6 +113,7 @@ export async function finishCommit(
   now: number,
   mode: WriterMode = "waits",
   waitUntil?: WaitUntil,
+  reads?: SharedReads,
 ): Promise<{ rewrote: boolean }> {
   const { def, before, object, owed } = committed;
   if (!owed) return { rewrote: false };
@@ -122,6 +124,7 @@ export async function finishCommit(
     change,
     writerWaits: mode === "waits",
     deleteWhenFinished: !waitUntil,
+    reads,
   });
   if (finished && !tookRow && waitUntil) deferOutboxDelete(env, owed.id, waitUntil);
   return { rewrote };
