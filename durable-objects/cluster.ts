@@ -39,7 +39,7 @@ import { clusterTransition, transitionCovered, type ClusterTransition } from "..
 import { admitAcceptance } from "../src/namespaces/lifecycle.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../src/k8s/write.ts";
 import type { WriterMode } from "../src/store/store.ts";
-import type { WorkDelta } from "../src/work/namespace-works.ts";
+import { deltaOf, type WorkDelta, type WorkDeltaMessage } from "../src/work/namespace-works.ts";
 import { workTtlTimer } from "../src/work/deletion.ts";
 import { timersOf } from "../src/controllers.ts";
 import type { Env } from "../src/env.ts";
@@ -455,8 +455,8 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
    * nothing for a cluster that does not exist (its first poll gets a fresh ETag anyway). Not
    * queued behind other calls: one SQLite row written.
    */
-  async worksChanged(delta?: WorkDelta): Promise<void> {
-    this.worksMoved(this.state.viewObject() !== null, delta);
+  async worksChanged(delta?: WorkDeltaMessage): Promise<void> {
+    this.worksMoved(this.state.viewObject() !== null, delta && deltaOf(delta));
   }
 
   /**

@@ -356,6 +356,12 @@ function update(
     subresource === "status" && def.hasStatus ? "status" : "main",
     ctx,
   );
+  if (subresource === "status") {
+    // A status write keeps everything but the status and metadata (a copy of the stored object):
+    // the spec, and so the generation, stay; the write is a no-op when those two are unchanged.
+    const same = JSON.stringify(next.status) === JSON.stringify(current.status) && JSON.stringify(next.metadata) === JSON.stringify(current.metadata);
+    return { next: same ? current : next, created: false };
+  }
   if (specOf(next) !== specOf(current)) next.metadata.generation = (current.metadata.generation ?? 1) + 1;
   if (JSON.stringify(next) === JSON.stringify(current)) return { next: current, created: false };
   return { next, created: false };

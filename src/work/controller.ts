@@ -9,7 +9,7 @@ import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import { PolicyKind, isReplicatedPolicy } from "../kinds/policy.ts";
 import { AddOnPlacementScoreKind } from "../kinds/placement.ts";
 import type { AfterCommitHook, Change } from "../store/hooks.ts";
-import { DELIVERED_POLICY_KIND, type WorkDelta } from "./namespace-works.ts";
+import { DELIVERED_POLICY_KIND, deltaMessage, type WorkDelta } from "./namespace-works.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { releaseCleanupFinalizer } from "./deletion.ts";
 
@@ -54,7 +54,8 @@ export const worksDeliveryHook: AfterCommitHook<true> = {
   name: "works",
   plan: (change) => (delivered(change) && deliveredView(change.before) !== deliveredView(change.after) ? true : null),
   async run(env, _owed, target) {
-    await env.CLUSTERS.getByName(target.namespace).worksChanged(workDelta(target.change));
+    const delta = workDelta(target.change);
+    await env.CLUSTERS.getByName(target.namespace).worksChanged(delta && deltaMessage(delta));
   },
 };
 

@@ -264,16 +264,25 @@ export async function writeStoredMany(env: Env, def: KindDefinition, writes: Man
   const out: ManyOutcome[] = new Array(writes.length);
   // Chunk by chunk: computing a chunk's writes is CPU work, its commit and hooks are I/O, so a
   // large fleet's writes never hold the isolate for long (its other requests run in between).
-  for (let start = 0; start < writes.length; start += COMMIT_BATCH_ITEMS) {
-    await writeChunk(env, def, writes.slice(start, start + COMMIT_BATCH_ITEMS), start, out);
+  // A chunk is computed and committed while the hooks of the one before run (a pipeline of two:
+  // the chunks' objects differ, so their hooks owe nothing to one another's order).
+  let hooks: Promise<void> | null = null;
+  try {
+    for (let start = 0; start < writes.length; start += COMMIT_BATCH_ITEMS) {
+      const now = clock.now();
+      const committed = await commitChunk(env, def, writes.slice(start, start + COMMIT_BATCH_ITEMS), start, out, now);
+      await hooks;
+      hooks = finishChunk(env, def, committed, now);
+    }
+  } finally {
+    await hooks;
   }
   return out;
 }
 
-/** One chunk of {@link writeStoredMany}: `writes` are its items from `offset`; results go to `out`. */
-async function writeChunk(env: Env, def: KindDefinition, writes: ManyWrite[], offset: number, out: ManyOutcome[]): Promise<void> {
+/** One chunk of {@link writeStoredMany} computed and committed: `writes` are its items from `offset`; results go to `out`. */
+async function commitChunk(env: Env, def: KindDefinition, writes: ManyWrite[], offset: number, out: ManyOutcome[], now: number): Promise<Committed[]> {
   const db = d1Database(env);
-  const now = clock.now();
   const items: CommitItem[] = [];
   const pending: { index: number; before: KubeObject | null; owed: OwedWork | null }[] = [];
   for (const [i, w] of writes.entries()) {
@@ -303,6 +312,11 @@ async function writeChunk(env: Env, def: KindDefinition, writes: ManyWrite[], of
     out[p.index] = o.object ?? p.before;
     committed.push({ def, before: p.before, object: o.object, owed: p.owed });
   });
+  return committed;
+}
+
+/** Runs the hooks a committed chunk owes ({@link HOOK_CONCURRENCY} at a time) and deletes its finished outbox rows. Never throws. */
+async function finishChunk(env: Env, def: KindDefinition, committed: Committed[], now: number): Promise<void> {
   const finished: string[] = [];
   let next = 0;
   await Promise.all(
