@@ -30,6 +30,8 @@
  *   BENCH_IDLE_LEASE_SECONDS   lease of the idle agent (below; default 5)
  *   BENCH_IDLE_LEASES          leases the idle agent is measured over (default 12)
  *   BENCH_IDLE_ONLY=1          only the idle cluster, on a hub with nothing else
+ *   BENCH_TRACE_SQL=1          also each operation's D1 calls and costliest statements (D1's and the
+ *                              objects' SQLite: runs, rows read and written, characters bound)
  *
  * Last, the idle cluster (issue 32, "cost stays with change"): a real agent process (the bundled
  * `flotilla-agent --simulate`, ws transport, `--status-sync-interval` 10 s: its works synced every

@@ -102,3 +102,74 @@ describe("a Placement create runs each controller once per change", () => {
     expect([...runs.keys()].filter((k) => k.startsWith("schedule: ") && k.includes("/placements once/p "))).toHaveLength(1);
   });
 });
+
+// A scheduler run that moves several placements' decisions owes each decision consumer a run per
+// decision; the runs of one run's decisions share their lookups (src/store/hooks.ts
+// `SharedReads`), so the namespace's replica sets, bindings and ClusterManagementAddOns are read
+// once per scheduler run, not once per decision (bench:costs, "a change that moves 10
+// placements' decisions": 30 lists before).
+describe("the decision consumers of one scheduler run share their reads", () => {
+  it("hands the runs of three placements' decisions one read map, each list read once", async () => {
+    await createNamespaces("shared");
+    const set = { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "sharedset" } };
+    expect((await call("POST", MCSET, set)).status).toBe(201);
+    const cluster = {
+      apiVersion: "cluster.open-cluster-management.io/v1",
+      kind: "ManagedCluster",
+      metadata: { name: "shared-c1", labels: { [CS]: "sharedset" } },
+      spec: { hubAcceptsClient: true },
+    };
+    expect((await call("POST", MC, cluster)).status).toBe(201);
+    const available = { type: "ManagedClusterConditionAvailable", status: "True", reason: "Test", message: "test", lastTransitionTime: "2026-01-01T00:00:00Z" };
+    expect((await call("PATCH", `${MC}/shared-c1/status`, { status: { conditions: [available] } }, merge)).status).toBe(200);
+    expect(
+      (
+        await call("POST", `${G}/v1beta2/namespaces/shared/managedclustersetbindings`, {
+          apiVersion: "cluster.open-cluster-management.io/v1beta2",
+          kind: "ManagedClusterSetBinding",
+          metadata: { name: "sharedset" },
+          spec: { clusterSet: "sharedset" },
+        })
+      ).status,
+    ).toBe(201);
+    const selector = { labelSelector: { matchLabels: { tier: "gold" } } };
+    for (const name of ["a", "b", "c"])
+      expect(
+        (
+          await call("POST", `${G}/v1beta1/namespaces/shared/placements`, {
+            apiVersion: "cluster.open-cluster-management.io/v1beta1",
+            kind: "Placement",
+            metadata: { name },
+            spec: { clusterSets: ["sharedset"], predicates: [{ requiredClusterSelector: selector }] },
+          })
+        ).status,
+      ).toBe(201);
+    const seen: { hook: string; placement: string; reads: unknown }[] = [];
+    const originals: AfterCommitHook<unknown>[] = [];
+    for (const name of ["replicasets", "policy-propagator", "addons"]) {
+      const hook = hookNamed(name)!;
+      originals.push(hook);
+      registerAfterCommitHook<unknown>({
+        name,
+        plan: (change) => hook.plan(change),
+        run: (env, owed, target) => {
+          const placement = (owed as { placement?: string } | null)?.placement;
+          if (placement) seen.push({ hook: name, placement, reads: target.reads });
+          return hook.run(env, owed, target);
+        },
+      });
+    }
+    try {
+      // One label change moves the three placements' decisions (the cluster joins them all).
+      expect((await call("PATCH", `${MC}/shared-c1`, { metadata: { labels: { tier: "gold" } } }, merge)).status).toBe(200);
+      await expect.poll(() => seen.filter((s) => s.hook === "replicasets").length).toBe(3);
+    } finally {
+      originals.forEach((h) => registerAfterCommitHook(h));
+    }
+    const reads = seen[0]!.reads as Map<string, Promise<unknown>> | undefined;
+    expect(reads).toBeInstanceOf(Map);
+    expect(seen.every((s) => s.reads === reads)).toBe(true);
+    expect(new Set(seen.map((s) => `${s.hook} ${s.placement}`)).size).toBe(9);
+    expect([...reads!.keys()].sort()).toEqual(["clustermanagementaddons", "manifestworkreplicasets/shared", "placementbindings/shared"]);
+  });
+});
