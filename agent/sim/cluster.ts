@@ -25,9 +25,12 @@ import {
   clusterPropertyObject,
   desiredStatus,
   namespaceObject,
+  neverReady,
   nodeObject,
   normaliseData,
+  readyDelayOf,
   scheduleNode,
+  type Progress,
 } from "./controllers.ts";
 import { alreadyExists, ApiError, badRequest, conflict, forbidden, invalid, notFound, unsupportedMediaType } from "./errors.ts";
 import { jsonPatch, MERGE_KEYS, mergePatch, strategicMergePatch } from "./patch.ts";
@@ -102,12 +105,97 @@ export interface SeedOptions {
   clusterProperties: Record<string, string>;
 }
 
+/** How workloads come up in the simulated cluster (kwok's stages with a delay). */
+export interface ProgressOptions {
+  /**
+   * Milliseconds from the time the simulated controllers first see a workload's generation (or a
+   * Pod) until it is ready (Deployment, StatefulSet, DaemonSet, ReplicaSet replicas; a Job
+   * completes); default 0 (at once, as kwok's "fast" stages). An object's annotation
+   * `sim.flotilla.dev/ready-delay` overrides it.
+   */
+  readyDelayMs?: number;
+  /**
+   * The clock, epoch milliseconds; default `Date.now`. When given, the cluster sets no timers:
+   * the caller moves its clock and calls {@link Cluster.reconcile}. Without it, a timer runs the
+   * controllers when the next workload is due.
+   */
+  now?: () => number;
+}
+
 /** The simulated API server's semantics over a {@link Store}. All methods throw {@link ApiError} on failure. */
 export class Cluster {
   readonly registry: Registry;
+  private readonly readyDelayMs: number;
+  private readonly now: () => number;
+  private readonly autoTick: boolean;
+  /** When each object's current generation was first seen by the controllers (by uid). */
+  private readonly since = new Map<string, { generation: number; at: number }>();
+  /** The earliest time a pending workload becomes ready (collected during a sweep). */
+  private nextDue: number | undefined;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private timerAt: number | undefined;
+  private sweeps = 0;
 
-  constructor(readonly store: Store) {
+  constructor(
+    readonly store: Store,
+    opts: ProgressOptions = {},
+  ) {
     this.registry = new Registry(() => store.list("apiextensions.k8s.io", "customresourcedefinitions"));
+    this.readyDelayMs = Math.max(0, opts.readyDelayMs ?? 0);
+    this.now = opts.now ?? Date.now;
+    this.autoTick = opts.now === undefined;
+  }
+
+  /**
+   * Runs the controllers at the clock's current time: workloads whose delay has passed become
+   * ready (status written, watch events sent). With an injected clock, call it after moving the
+   * clock; otherwise timers call it.
+   */
+  reconcile(): void {
+    this.sweep();
+  }
+
+  /** Stops the readiness timer (the cluster is closing). */
+  stop(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = undefined;
+  }
+
+  /** Whether `obj` is ready at the clock's time (see {@link ProgressOptions}); notes when a pending one is due. */
+  private progress(obj: KubeObject): Progress {
+    const bad = neverReady(obj);
+    if (bad) return { ready: false, bad };
+    const now = this.now();
+    const gen = obj.metadata.generation ?? 0;
+    let s = this.since.get(obj.metadata.uid);
+    if (!s || s.generation !== gen) {
+      s = { generation: gen, at: now };
+      if (obj.metadata.uid) this.since.set(obj.metadata.uid, s);
+    }
+    const due = s.at + readyDelayOf(obj, this.readyDelayMs);
+    if (now >= due) return { ready: true, bad };
+    if (this.nextDue === undefined || due < this.nextDue) this.nextDue = due;
+    return { ready: false, bad };
+  }
+
+  /** Schedules the next sweep at the earliest due time seen (real clock only). */
+  private schedule(): void {
+    const due = this.nextDue;
+    this.nextDue = undefined;
+    if (!this.autoTick || due === undefined) return;
+    if (this.timer && this.timerAt !== undefined && this.timerAt <= due) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerAt = due;
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.timerAt = undefined;
+        this.sweep();
+      },
+      Math.max(0, due - this.now()) + 1,
+    );
+    this.timer.unref?.();
   }
 
   /** Creates the system namespaces, Nodes, the ClusterProperty and ClusterClaim CRDs and the given properties (first start only). */
@@ -551,7 +639,7 @@ export class Cluster {
         changed = true;
       }
     }
-    const st = desiredStatus(rt.group, rt.kind, obj, { nodes });
+    const st = desiredStatus(rt.group, rt.kind, obj, { nodes, progress: (o) => this.progress(o) });
     if (st) {
       const before = clone(obj);
       obj.status = st;
@@ -567,8 +655,14 @@ export class Cluster {
    */
   private sweep(): void {
     for (let round = 0; round < 100; round++) {
-      if (!this.sweepOnce()) return;
+      if (!this.sweepOnce()) break;
     }
+    // Now and then, forget the objects that are gone.
+    if (this.since.size > 0 && ++this.sweeps % 64 === 0) {
+      const uids = new Set(this.store.all().map((e) => e.object.metadata.uid));
+      for (const uid of this.since.keys()) if (!uids.has(uid)) this.since.delete(uid);
+    }
+    this.schedule();
   }
 
   private sweepOnce(): boolean {

@@ -11,7 +11,7 @@
  *   CRDs become Established, Pods are bound to a Node with `spec.unschedulable != true` and run.
  */
 import { randomUUID } from "node:crypto";
-import { isObj, nowRfc3339, type KubeObject, type Obj } from "./types.ts";
+import { deepEqual, isObj, nowRfc3339, type KubeObject, type Obj } from "./types.ts";
 
 /** Per-node capacity of a simulated Node (Kubernetes quantity strings). */
 export const NODE_CAPACITY = { cpu: "4", memory: "16Gi", pods: "110", "ephemeral-storage": "100Gi" };
@@ -243,62 +243,191 @@ function condition(type: string, status: string, reason: string, message: string
   return { type, status, lastTransitionTime: now, reason, message, ...extra };
 }
 
+/**
+ * Where a workload is in coming up, as the simulated cluster's clock sees it (kwok's stages with
+ * a delay): `ready` once the delay since its current generation was first seen has passed;
+ * `bad` (never ready) when {@link neverReady} says so.
+ */
+export interface Progress {
+  ready: boolean;
+  bad: boolean;
+}
+
 /** What the status controllers need to know about the rest of the cluster. */
 export interface ClusterView {
   /** All Node objects. */
   nodes: KubeObject[];
+  /** Whether a workload (or Pod) is ready yet; default: ready at once unless {@link neverReady}. */
+  progress?: (obj: KubeObject) => Progress;
+}
+
+/** Annotation on an object: never ready ("true"), as if its image could not be pulled. */
+export const NEVER_READY_ANNOTATION = "sim.flotilla.dev/never-ready";
+/** Annotation on an object: its own delay before ready, in milliseconds (overrides the cluster's `readyDelayMs`). */
+export const READY_DELAY_ANNOTATION = "sim.flotilla.dev/ready-delay";
+
+/** The pod specs of a workload, a Pod or a CronJob's job template. */
+function podSpecsOf(obj: KubeObject): Obj[] {
+  const spec: Obj = isObj(obj.spec) ? obj.spec : {};
+  const tmpl = (o: Obj): Obj | undefined => (isObj(o.template) && isObj(o.template.spec) ? o.template.spec : undefined);
+  const out: Obj[] = [];
+  if (obj.kind === "Pod") out.push(spec);
+  const t = tmpl(spec);
+  if (t) out.push(t);
+  if (isObj(spec.jobTemplate) && isObj(spec.jobTemplate.spec)) {
+    const j = tmpl(spec.jobTemplate.spec);
+    if (j) out.push(j);
+  }
+  return out;
+}
+
+/** Whether an image names a bad image: its tag is `bad` or starts with `bad` (`nginx:bad`, `app:bad-1.2`), which never pulls. */
+export function isBadImage(image: string): boolean {
+  const noDigest = image.replace(/@.*$/, "");
+  const colon = noDigest.lastIndexOf(":");
+  return colon > noDigest.lastIndexOf("/") && noDigest.slice(colon + 1).startsWith("bad");
+}
+
+/**
+ * Whether a workload, Pod or CronJob never becomes ready in the simulated cluster: annotation
+ * {@link NEVER_READY_ANNOTATION} `"true"`, or a container (or init container) image that
+ * {@link isBadImage} (its pods stay in `ImagePullBackOff`).
+ */
+export function neverReady(obj: KubeObject): boolean {
+  if (obj.metadata.annotations?.[NEVER_READY_ANNOTATION] === "true") return true;
+  return podSpecsOf(obj).some((ps) =>
+    ["containers", "initContainers"].some(
+      (f) => Array.isArray(ps[f]) && (ps[f] as unknown[]).some((c) => isObj(c) && typeof c.image === "string" && isBadImage(c.image)),
+    ),
+  );
+}
+
+/** The delay before `obj` is ready, in milliseconds: its {@link READY_DELAY_ANNOTATION} when a non-negative integer, else `fallback`. */
+export function readyDelayOf(obj: KubeObject, fallback: number): number {
+  const raw = obj.metadata.annotations?.[READY_DELAY_ANNOTATION];
+  return raw !== undefined && /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : fallback;
+}
+
+/** A short stable hash of a pod template, for ControllerRevision-like names (`<name>-<hash>`). */
+function templateHash(obj: KubeObject): string {
+  const spec: Obj = isObj(obj.spec) ? obj.spec : {};
+  const text = JSON.stringify(spec.template ?? {});
+  let h = 2166136261;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
+  return (h >>> 0).toString(16).padStart(8, "0").slice(0, 8);
+}
+
+/** `a` and `b` equal once condition and status timestamps are left out (so a status is not rewritten only for its times). */
+function sameIgnoringTimes(a: unknown, b: unknown): boolean {
+  const strip = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(strip);
+    if (!isObj(v)) return v;
+    const out: Obj = {};
+    for (const [k, x] of Object.entries(v)) if (!["lastTransitionTime", "lastUpdateTime", "startTime", "completionTime"].includes(k)) out[k] = strip(x);
+    return out;
+  };
+  return deepEqual(strip(a), strip(b));
 }
 
 /**
  * The status the simulated controllers would write for `obj` of `group`/`kind`, or undefined when
- * the current status is already what they would write (so no write is needed).
+ * the current status is already what they would write (so no write is needed). Workloads come up
+ * as kwok's stages bring them: at once the controller observes the new generation with its pods
+ * created and not ready; once {@link ClusterView.progress} says ready, every replica is ready,
+ * updated and available (a Job completes); a {@link neverReady} workload stays not ready.
  */
 export function desiredStatus(group: string, kind: string, obj: KubeObject, view: ClusterView): Obj | undefined {
   const status: Obj = isObj(obj.status) ? obj.status : {};
   const gen = obj.metadata.generation ?? 1;
-  const observed = status.observedGeneration;
   if (obj.metadata.deletionTimestamp) return undefined;
+  const progress = (): Progress => view.progress?.(obj) ?? { ready: !neverReady(obj), bad: neverReady(obj) };
+  const observed = status.observedGeneration;
+  // The controller writes a new generation's status at once (pending or, when ready already,
+  // done), and later turns its own pending status into done; a status someone else wrote for
+  // the current generation is left alone, as before.
+  const settle = (current: boolean, ready: () => boolean, pending: () => Obj, done: () => Obj): Obj | undefined => {
+    if (!current) return ready() ? done() : pending();
+    return ready() && sameIgnoringTimes(status, pending()) ? done() : undefined;
+  };
   if (group === "apps" && kind === "Deployment") {
-    if (observed === gen) return undefined;
     const n = replicasOf(obj);
-    return {
+    const rs = `ReplicaSet "${obj.metadata.name}-${templateHash(obj)}"`;
+    const shape = (r: number, conditions: Obj[]): Obj => ({
       observedGeneration: gen,
-      ...counters({ replicas: n, updatedReplicas: n, readyReplicas: n, availableReplicas: n }),
-      conditions: [
-        condition("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability.", { lastUpdateTime: nowRfc3339() }),
-        condition("Progressing", "True", "NewReplicaSetAvailable", `ReplicaSet "${obj.metadata.name}-sim" has successfully progressed.`, {
-          lastUpdateTime: nowRfc3339(),
-        }),
-      ],
-    };
+      ...counters({ replicas: n, updatedReplicas: n, readyReplicas: r, availableReplicas: r, unavailableReplicas: n - r }),
+      conditions,
+    });
+    const at = { lastUpdateTime: nowRfc3339() };
+    return settle(
+      observed === gen,
+      () => n === 0 || progress().ready,
+      () =>
+        shape(0, [
+          condition("Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability.", at),
+          condition("Progressing", "True", "ReplicaSetUpdated", `${rs} is progressing.`, at),
+        ]),
+      () =>
+        shape(n, [
+          condition("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability.", at),
+          condition("Progressing", "True", "NewReplicaSetAvailable", `${rs} has successfully progressed.`, at),
+        ]),
+    );
   }
   if (group === "apps" && (kind === "ReplicaSet" || kind === "StatefulSet")) {
-    if (observed === gen) return undefined;
     const n = replicasOf(obj);
-    const base = counters({ replicas: n, readyReplicas: n, availableReplicas: n });
-    if (kind === "ReplicaSet") return { observedGeneration: gen, ...base, ...counters({ fullyLabeledReplicas: n }) };
-    return { observedGeneration: gen, ...base, ...counters({ currentReplicas: n, updatedReplicas: n }), collisionCount: 0 };
+    const revision = `${obj.metadata.name}-${templateHash(obj)}`;
+    const shape = (r: number): Obj => {
+      const base = counters({ replicas: n, readyReplicas: r, availableReplicas: r });
+      if (kind === "ReplicaSet") return { observedGeneration: gen, ...base, ...counters({ fullyLabeledReplicas: n }) };
+      const previous = typeof status.currentRevision === "string" ? status.currentRevision : revision;
+      return {
+        observedGeneration: gen,
+        ...base,
+        ...counters({ currentReplicas: r === n ? n : 0, updatedReplicas: n }),
+        currentRevision: r === n ? revision : previous,
+        updateRevision: revision,
+        collisionCount: 0,
+      };
+    };
+    return settle(
+      observed === gen,
+      () => n === 0 || progress().ready,
+      () => shape(0),
+      () => shape(n),
+    );
   }
   if (group === "apps" && kind === "DaemonSet") {
     const n = view.nodes.length;
-    if (observed === gen && status.desiredNumberScheduled === n) return undefined;
-    return {
+    const shape = (r: number): Obj => ({
       observedGeneration: gen,
       currentNumberScheduled: n,
       desiredNumberScheduled: n,
       numberMisscheduled: 0,
-      numberReady: n,
+      numberReady: r,
       updatedNumberScheduled: n,
-      numberAvailable: n,
-    };
+      numberAvailable: r,
+      ...counters({ numberUnavailable: n - r }),
+    });
+    return settle(
+      observed === gen && status.desiredNumberScheduled === n,
+      () => n === 0 || progress().ready,
+      () => shape(0),
+      () => shape(n),
+    );
   }
   if (group === "batch" && kind === "Job") {
     const conds = Array.isArray(status.conditions) ? status.conditions : [];
     if (conds.some((c) => isObj(c) && c.type === "Complete")) return undefined;
     const now = nowRfc3339();
+    const startTime = typeof status.startTime === "string" ? status.startTime : now;
+    if (!progress().ready) {
+      const pending: Obj = { startTime, active: 1, ready: 0, terminating: 0, uncountedTerminatedPods: {} };
+      return sameIgnoringTimes(status, pending) ? undefined : pending;
+    }
+    const { active: _active, ...rest } = status;
     return {
-      ...status,
-      startTime: typeof status.startTime === "string" ? status.startTime : now,
+      ...rest,
+      startTime,
       completionTime: now,
       succeeded: 1,
       ready: 0,
@@ -340,6 +469,28 @@ export function desiredStatus(group: string, kind: string, obj: KubeObject, view
     }
     const now = nowRfc3339();
     const containers = Array.isArray(spec.containers) ? spec.containers.filter(isObj) : [];
+    const p = progress();
+    if (!p.ready) {
+      const reason = p.bad ? "ImagePullBackOff" : "ContainerCreating";
+      const want: Obj = {
+        phase: "Pending",
+        hostIP: "10.0.0.11",
+        conditions: [
+          { type: "PodScheduled", status: "True", lastTransitionTime: now },
+          { type: "Ready", status: "False", reason: "ContainersNotReady", lastTransitionTime: now },
+        ],
+        containerStatuses: containers.map((c) => ({
+          name: c.name,
+          image: c.image,
+          imageID: "",
+          ready: false,
+          started: false,
+          restartCount: 0,
+          state: { waiting: { reason, ...(p.bad ? { message: `Back-off pulling image ${JSON.stringify(c.image)}` } : {}) } },
+        })),
+      };
+      return sameIgnoringTimes(status, want) ? undefined : want;
+    }
     return {
       phase: "Running",
       hostIP: "10.0.0.11",

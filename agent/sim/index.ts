@@ -6,6 +6,10 @@
  * Module map: `store` (objects, resourceVersion, persistence), `resources` (types + discovery),
  * `cluster` (API semantics, GC), `ssa` (server-side apply), `patch`, `selectors`, `validation`,
  * `controllers` (seeding + status controllers), `table` (kubectl tables), `openapi`, `server` (HTTP).
+ *
+ * Workloads come up as kwok's stages bring them: a Deployment, StatefulSet, DaemonSet or
+ * ReplicaSet is observed at once with its replicas not ready, and ready `readyDelayMs` later (a
+ * Job completes, a Pod runs); a bad image (tag `bad...`) is never ready (controllers.ts).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
@@ -43,6 +47,19 @@ export interface SimulatedClusterOptions {
    * objects stored in the cluster (auth.ts). A request without credentials is the cluster admin.
    */
   users?: Record<string, UserInfo>;
+  /**
+   * Milliseconds until a workload's replicas are ready after the simulated controllers first see
+   * its generation (a Job completes, a Pod runs), as kwok's stages with a delay; default 0 (at
+   * once). Per object: annotation `sim.flotilla.dev/ready-delay` (milliseconds). A workload whose
+   * image tag starts with `bad` (`nginx:bad`) or annotated `sim.flotilla.dev/never-ready: "true"`
+   * is never ready.
+   */
+  readyDelayMs?: number;
+  /**
+   * The clock (epoch milliseconds) readiness is judged by; default `Date.now`. When given, no
+   * timer runs: move the clock, then call {@link SimulatedCluster.reconcile}.
+   */
+  now?: () => number;
 }
 
 /** A running simulated cluster. */
@@ -56,6 +73,8 @@ export interface SimulatedCluster {
   kubeconfigPath: string;
   /** The same kubeconfig as YAML text. */
   kubeconfigYaml: string;
+  /** Runs the simulated controllers now (workloads whose delay has passed become ready); for an injected clock. */
+  reconcile(): void;
   /** When false, `/livez`, `/healthz` and `/readyz` answer HTTP 500 (the API itself keeps working). */
   setHealthy(healthy: boolean): void;
   /** Stops listening, ends open watches and removes the kubeconfig temp dir. Resolves when the port is free. */
@@ -83,8 +102,13 @@ export function kubeconfigFor(url: string): string {
 export async function startSimulatedCluster(opts: SimulatedClusterOptions = {}): Promise<SimulatedCluster> {
   const kubernetesVersion = opts.kubernetesVersion ?? "v1.31.2";
   const store = new Store(opts.statePath);
-  const cluster = new Cluster(store);
+  const cluster = new Cluster(store, {
+    ...(opts.readyDelayMs !== undefined ? { readyDelayMs: opts.readyDelayMs } : {}),
+    ...(opts.now ? { now: opts.now } : {}),
+  });
   if (!store.loaded) cluster.seed({ kubernetesVersion, nodes: opts.nodes ?? 3, clusterProperties: opts.clusterProperties ?? {} });
+  // A restarted cluster's workloads that were still coming up get their delay (and timer) again.
+  else cluster.reconcile();
   let healthy = true;
   let address = "127.0.0.1:0";
   const auth = new SimAuth(cluster, opts.users);
@@ -108,11 +132,13 @@ export async function startSimulatedCluster(opts: SimulatedClusterOptions = {}):
     url,
     kubeconfigPath,
     kubeconfigYaml,
+    reconcile: () => cluster.reconcile(),
     setHealthy(h: boolean) {
       healthy = h;
     },
     close: () =>
       new Promise<void>((resolve) => {
+        cluster.stop();
         server.close(() => {
           rmSync(dir, { recursive: true, force: true });
           resolve();

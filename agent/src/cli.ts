@@ -46,6 +46,9 @@ export const EXIT_USAGE = 2;
 /** Exit code when the agent gives up. */
 export const EXIT_FAILURE = 1;
 
+/** Default of `--simulate-ready-delay`: the simulated cluster's workloads are ready this many milliseconds after a change (kwok-like). */
+export const DEFAULT_SIMULATE_READY_DELAY_MS = 100;
+
 function parseCount(value: string): number {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError("expected a whole number");
   return Number(value);
@@ -92,6 +95,8 @@ interface ClusterSourceOptions {
   simulate?: boolean;
   simulateState?: string;
   simulateNodes?: number;
+  /** `--simulate-ready-delay`: milliseconds until the simulated cluster's workloads are ready. */
+  simulateReadyDelay?: number;
 }
 
 /**
@@ -104,7 +109,11 @@ async function openCluster(opts: ClusterSourceOptions, clusterName: string): Pro
   fs.mkdirSync(path.dirname(statePath), { recursive: true });
   // Loaded only with --simulate, so a real deployment never loads the simulator.
   const { startSimulatedCluster } = await import("../sim/index.ts");
-  const sim = await startSimulatedCluster({ statePath, ...(opts.simulateNodes !== undefined ? { nodes: opts.simulateNodes } : {}) });
+  const sim = await startSimulatedCluster({
+    statePath,
+    readyDelayMs: opts.simulateReadyDelay ?? DEFAULT_SIMULATE_READY_DELAY_MS,
+    ...(opts.simulateNodes !== undefined ? { nodes: opts.simulateNodes } : {}),
+  });
   return { kubeConfig: kubeConfigFromYaml(sim.kubeconfigYaml), close: () => sim.close() };
 }
 
@@ -206,6 +215,11 @@ export async function runCli(argv: readonly string[], deps: CliDeps = {}): Promi
     .addOption(new Option("--bootstrap-token <token>", "bootstrap token <id>.<secret> (first registration only)").env("FLOTILLA_BOOTSTRAP_TOKEN"))
     .option("--claim <name=value>", "extra cluster claim (repeatable)", collectClaim, [] as ClusterClaim[])
     .option("--simulate-nodes <n>", "number of nodes of the simulated cluster", parseCount)
+    .option(
+      "--simulate-ready-delay <ms>",
+      `milliseconds until a workload of the simulated cluster is ready (default ${DEFAULT_SIMULATE_READY_DELAY_MS})`,
+      parseCount,
+    )
     .option(
       "--health-failure-threshold <seconds>",
       "seconds a kube-apiserver failure must persist before it is reported",
