@@ -27,6 +27,9 @@
  * out of the drift comparison, so an object two works apply is labelled by the last one to write
  * it rather than rewritten by each in turn.
  *
+ * KubeFleet: a work a KubeFleet placement rendered (annotation `kubernetes-fleet.io/apply-strategy`)
+ * is applied by fleet-apply.ts instead, as KubeFleet's work applier (docs/kubefleet-apply.md).
+ *
  * Identity: the client is the work's (the agent's own, or impersonating the work's executor,
  * controller.ts); a 403 of the member cluster is reported as any failed write or read, with the
  * API server's message.
@@ -35,6 +38,8 @@ import { describeKubeError, statusCodeOf } from "../kube.ts";
 import { NoKindMatchError, type RestMapper } from "./discovery.ts";
 import type { DynamicClient, ObjectRef } from "./dynamic.ts";
 import { evaluateConditionRules } from "./condition-rules.ts";
+import { applyFleetManifest } from "./fleet-apply.ts";
+import type { ApplyStrategy } from "./kubefleet.ts";
 import { collectFeedback } from "./feedback.ts";
 import { getPointer, pointers, setPointer } from "./jsonpath.ts";
 import type { ManifestOutcome } from "./conditions.ts";
@@ -56,6 +61,20 @@ export interface ManifestMemo {
    * has not changed since and the work's spec is the same.
    */
   cached?: Omit<ApplyManifestResult, "memo">;
+  /** KubeFleet works: when the manifest of this hash was first applied (epoch ms), the start of `unavailablePeriodSeconds`. */
+  appliedSince?: { hash: string; at: number };
+}
+
+/** How a work a KubeFleet placement rendered is applied (the work's annotations, kubefleet.ts). */
+export interface FleetApplyOptions {
+  /** The placement's applyStrategy. */
+  strategy: ApplyStrategy;
+  /** `unavailablePeriodSeconds` of its rollout. */
+  unavailablePeriodSeconds: number;
+  /** Whether the work holds the object of this uid (its record): KubeFleet's ownership. */
+  owns: (uid: string) => boolean;
+  /** The clock, epoch ms. */
+  now: number;
 }
 
 /** Input of {@link applyManifest}. */
@@ -84,6 +103,8 @@ export interface ApplyManifestInput {
   trace?: { labels: Record<string, string>; annotations: Record<string, string> };
   /** Set when the work may not be applied at all (an executor the agent cannot act as): the manifest fails with it. */
   refused?: string;
+  /** Set for a work a KubeFleet placement rendered: applied as KubeFleet's work applier does (fleet-apply.ts). */
+  fleet?: FleetApplyOptions;
 }
 
 /** Result of {@link applyManifest}. */
@@ -222,8 +243,13 @@ export async function applyManifest(client: DynamicClient, mapper: RestMapper, i
   const tracker = input.tracker;
   const cached = input.memo?.cached;
   const watch = config?.feedbackScrapeType === "Watch";
-  if (!input.specChanged && cached && tracker?.unchanged(ref)) return { ...cached, memo: input.memo ?? {}, watch };
+  // A cached result is reused while nothing changed, unless it waits for a time (an untrackable
+  // object of a KubeFleet work becomes available unavailablePeriodSeconds after it was applied).
+  const availableAt = cached?.outcome.fleet?.availableAt;
+  const waiting = availableAt !== undefined && availableAt > (input.fleet?.now ?? 0);
+  if (!input.specChanged && cached && !waiting && tracker?.unchanged(ref)) return { ...cached, memo: input.memo ?? {}, watch };
   const memo: ManifestMemo = { ...(input.memo?.hubValues ? { hubValues: input.memo.hubValues } : {}) };
+  if (input.fleet) return applyFleet(client, input, input.fleet, { ref, meta, desired, traced, kind, config, watch, memo });
 
   // Read the live object.
   tracker?.beginRead(ref);
@@ -321,4 +347,60 @@ export async function applyManifest(client: DynamicClient, mapper: RestMapper, i
     memo.cached = { outcome: kept, ...(applied ? { applied } : {}), strategy };
   }
   return { outcome, ...(applied ? { applied } : {}), strategy, memo, watch };
+}
+
+/** The KubeFleet branch of {@link applyManifest}: fleet-apply.ts, then the outcome in the shape the status needs. */
+async function applyFleet(
+  client: DynamicClient,
+  input: ApplyManifestInput,
+  fleet: FleetApplyOptions,
+  c: { ref: ObjectRef; meta: ResourceMeta; desired: Obj; traced: Obj; kind: string; config: ManifestConfig | undefined; watch: boolean; memo: ManifestMemo },
+): Promise<ApplyManifestResult> {
+  const tracker = input.tracker;
+  tracker?.beginRead(c.ref);
+  const r = await applyFleetManifest({
+    client,
+    ref: c.ref,
+    desired: c.desired,
+    traced: c.traced,
+    strategy: fleet.strategy,
+    fieldManager: c.config?.updateStrategy?.serverSideApply?.fieldManager || WORK_FIELD_MANAGER,
+    owns: fleet.owns,
+    readOnly: input.completed === true,
+    now: fleet.now,
+    unavailablePeriodSeconds: fleet.unavailablePeriodSeconds,
+    ...(input.memo?.appliedSince ? { appliedSince: input.memo.appliedSince } : {}),
+  });
+  const memo = c.memo;
+  if (r.appliedSince) memo.appliedSince = r.appliedSince;
+  const ok =
+    r.fleet.result === "Applied" || r.fleet.result === "AppliedWithFailedDriftDetection" || r.fleet.result === "NoDiffFound" || r.fleet.result === "FoundDiff";
+  const outcome: ManifestOutcome = {
+    meta: c.meta,
+    applied: ok ? { ok: true } : { ok: false, message: r.fleet.error ?? r.fleet.result },
+    live: r.live ? { state: "found", object: r.live } : r.readError !== undefined ? { state: "error", message: r.readError } : { state: "missing" },
+    feedback: undefined,
+    rollout: undefined,
+    fleet: r.fleet,
+  };
+  if (c.config?.feedbackRules?.length) {
+    outcome.feedback = r.live
+      ? collectFeedback(r.live, c.meta.group, c.meta.version, c.kind, c.config.feedbackRules)
+      : { values: [], errors: ["the resource is not on the cluster"] };
+  }
+  if (r.live && c.config?.conditionRules?.length)
+    outcome.rules = await evaluateConditionRules(r.live, c.meta.group, c.meta.version, c.kind, c.config.conditionRules);
+  let applied: AppliedResource | undefined;
+  if (r.live && r.held) {
+    outcome.rollout = rolloutState(c.meta.group, c.kind, r.live);
+    const uid = isObj(r.live.metadata) && typeof r.live.metadata.uid === "string" ? r.live.metadata.uid : "";
+    applied = { group: c.meta.group, version: c.meta.version, resource: c.meta.resource, namespace: c.meta.namespace, name: c.meta.name, uid };
+  }
+  const liveRv = isObj(r.live?.metadata) && typeof r.live.metadata.resourceVersion === "string" ? r.live.metadata.resourceVersion : undefined;
+  if (tracker && ok && r.readError === undefined) {
+    tracker.note(c.ref, liveRv);
+    const kept: ManifestOutcome = { ...outcome, live: outcome.live?.state === "found" ? { state: "found", object: {} } : outcome.live };
+    memo.cached = { outcome: kept, ...(applied ? { applied } : {}), strategy: "ServerSideApply" };
+  }
+  return { outcome, ...(applied ? { applied } : {}), strategy: "ServerSideApply", memo, watch: c.watch };
 }

@@ -19,9 +19,14 @@
  *   aggregate, reason `ConditionRulesAggregated` (condition-rules.ts `aggregateRuleCondition`);
  *   a rule-made `Progressing`, `Degraded` or `Complete` replaces the native one, so rollouts
  *   (which read the work's Progressing and Degraded) follow the rules as OCM's do.
+ * A KubeFleet placement's work reports KubeFleet's `Applied` and `Available` instead, per work and
+ * per manifest, with `Drifted`, `Diffed` and `DiffReported` ({@link fleetManifestConditions},
+ * {@link fleetWorkConditions}, docs/kubefleet-apply.md).
  */
 import { aggregateRuleCondition, isRuleCondition, type RuleCondition } from "./condition-rules.ts";
 import type { FeedbackResult } from "./feedback.ts";
+import type { FleetOutcome } from "./fleet-apply.ts";
+import type { PatchDetail } from "./kubefleet.ts";
 import type { RolloutState } from "./rollout.ts";
 import type { Condition, FeedbackValue, ManifestCondition, ManifestWorkStatus, NewCondition, ResourceMeta } from "./types.ts";
 
@@ -42,6 +47,8 @@ export interface ManifestOutcome {
   rollout: RolloutState | undefined;
   /** The conditions the manifest's `conditionRules` gave (condition-rules.ts); absent without rules or live object. */
   rules?: RuleCondition[];
+  /** Set for a manifest of a KubeFleet work: its conditions are KubeFleet's (see {@link fleetManifestConditions}). */
+  fleet?: FleetOutcome;
 }
 
 /** `meta.SetStatusCondition` on a list being built: replaces the condition of the same type, else appends. */
@@ -96,13 +103,17 @@ export function mergeConditions(previous: readonly Condition[] | undefined, next
 export function manifestCondition(o: ManifestOutcome, generation: number, previous: ManifestCondition | undefined, now: string): ManifestCondition {
   const g = { observedGeneration: generation };
   const conds: NewCondition[] = [];
-  conds.push(
-    o.applied.ok
-      ? { type: "Applied", status: "True", reason: "AppliedManifestComplete", message: "Apply manifest complete", ...g }
-      : { type: "Applied", status: "False", reason: "AppliedManifestFailed", message: o.applied.message, ...g },
-  );
+  if (o.fleet) conds.push(...fleetManifestConditions(o.fleet, Date.parse(now)));
+  else
+    conds.push(
+      o.applied.ok
+        ? { type: "Applied", status: "True", reason: "AppliedManifestComplete", message: "Apply manifest complete", ...g }
+        : { type: "Applied", status: "False", reason: "AppliedManifestFailed", message: o.applied.message, ...g },
+    );
   const live = o.live;
-  if (live === undefined) {
+  if (o.fleet) {
+    // KubeFleet's Available is in fleetManifestConditions.
+  } else if (live === undefined) {
     conds.push({ type: "Available", status: "Unknown", reason: "IncompleteResourceMeta", message: "Resource meta is incomplete", ...g });
   } else if (live.state === "missing") {
     conds.push({ type: "Available", status: "False", reason: "ResourceNotAvailable", message: "This resource is not available", ...g });
@@ -138,6 +149,164 @@ export function manifestCondition(o: ManifestOutcome, generation: number, previo
   return { resourceMeta: o.meta, statusFeedback: { values }, conditions: mergeConditions(previous?.conditions, conds, now) };
 }
 
+/**
+ * The details as a condition message: the JSON array of {@link PatchDetail}s, as many of the
+ * first ones as fit in {@link MAX_CONDITION_MESSAGE} characters (the hub parses it back, docs/kubefleet.md).
+ */
+export function detailsMessage(details: readonly PatchDetail[]): string {
+  let n = details.length;
+  let text = JSON.stringify(details);
+  while (text.length > MAX_CONDITION_MESSAGE && n > 0) text = JSON.stringify(details.slice(0, --n));
+  return text;
+}
+
+/** Whether a KubeFleet manifest counts as available at `nowMs` (KubeFleet's `isAppliedObjectAvailable`, untrackable ones after their period). */
+export function fleetAvailable(f: FleetOutcome, nowMs: number): boolean {
+  if (f.availability === "Available") return true;
+  return f.availability === "NotTrackable" && (f.availableAt === undefined || nowMs >= f.availableAt);
+}
+
+/**
+ * A KubeFleet manifest's conditions (kubefleet-dev/kubefleet `workapplier/status.go`
+ * `setManifestAppliedCondition`, `setManifestAvailableCondition`,
+ * `setManifestDiffReportedCondition`), each with the live object's generation as
+ * `observedGeneration`:
+ * - `Applied` (not in ReportDiff mode): True `Applied` / `AppliedWithFailedDriftDetection`, else
+ *   False with the result as reason (`FailedToTakeOver`, `NotTakenOver`, `FoundDrifts`,
+ *   `ManifestApplyFailed`, ...) and `Failed to apply the manifest (error: ...)`;
+ * - `Available` (only when applied): True `Available`; False `ManifestNotAvailableYet`; an
+ *   untrackable object Unknown `NotTrackable` until `unavailablePeriodSeconds` after it was applied,
+ *   then True `NotTrackable` (KubeFleet's agent reports it True at once and its hub waits; here the
+ *   agent waits, docs/kubefleet.md);
+ * - `DiffReported` (ReportDiff mode): True `FoundDiff` / `NoDiffFound`, False `FailedToReportDiff`;
+ * - `Drifted` True when drifts were found, `Diffed` True when differences were found (takeover
+ *   IfNoDiff, ReportDiff), the message the JSON array of `{path, valueInMember, valueInHub}`
+ *   (KubeFleet's `driftDetails.observedDrifts` / `diffDetails.observedDiffs`): the
+ *   condition's lastTransitionTime is the first time observed.
+ *
+ * @param nowMs the clock (epoch ms), for untrackable objects' period.
+ */
+export function fleetManifestConditions(f: FleetOutcome, nowMs: number): NewCondition[] {
+  const g = { observedGeneration: f.liveGeneration };
+  const out: NewCondition[] = [];
+  const applied = f.result === "Applied" || f.result === "AppliedWithFailedDriftDetection";
+  if (f.reportDiff) {
+    if (f.result === "FoundDiff" || f.result === "NoDiffFound" || f.result === "FoundDiffInDegradedMode") {
+      const found = f.result !== "NoDiffFound";
+      out.push({
+        type: "DiffReported",
+        status: "True",
+        reason: f.result,
+        message: found
+          ? "Diff has been found between the hub cluster and the member cluster"
+          : "No diff has been found between the hub cluster and the member cluster",
+        ...g,
+      });
+    } else {
+      out.push({
+        type: "DiffReported",
+        status: "False",
+        reason: f.result,
+        message: `Failed to report the diff between the hub cluster and the member cluster (error = ${f.error ?? f.result})`,
+        ...g,
+      });
+    }
+  } else if (f.result === "Applied") {
+    out.push({ type: "Applied", status: "True", reason: "Applied", message: "Manifest has been applied successfully", ...g });
+  } else if (f.result === "AppliedWithFailedDriftDetection") {
+    out.push({ type: "Applied", status: "True", reason: f.result, message: f.error ?? f.result, ...g });
+  } else {
+    out.push({ type: "Applied", status: "False", reason: f.result, message: `Failed to apply the manifest (error: ${f.error ?? f.result})`, ...g });
+  }
+  if (applied && f.availability !== undefined) {
+    if (f.availability === "Available") {
+      out.push({ type: "Available", status: "True", reason: "Available", message: "Manifest is available", ...g });
+    } else if (f.availability === "ManifestNotAvailableYet") {
+      out.push({ type: "Available", status: "False", reason: f.availability, message: "Manifest is not yet available; Fleet will check again later", ...g });
+    } else if (fleetAvailable(f, nowMs)) {
+      out.push({
+        type: "Available",
+        status: "True",
+        reason: "NotTrackable",
+        message: "Manifest's availability is not trackable; Fleet assumes that the applied manifest is available",
+        ...g,
+      });
+    } else {
+      out.push({
+        type: "Available",
+        status: "Unknown",
+        reason: "NotTrackable",
+        message: `Manifest's availability is not trackable; Fleet assumes that the applied manifest is available from ${nowRfc3339(new Date(f.availableAt ?? nowMs))} (unavailablePeriodSeconds after it was applied)`,
+        ...g,
+      });
+    }
+  }
+  if (f.drifts?.length) out.push({ type: "Drifted", status: "True", reason: "FoundDrifts", message: detailsMessage(f.drifts), ...g });
+  if (f.diffs?.length) out.push({ type: "Diffed", status: "True", reason: "FoundDiff", message: detailsMessage(f.diffs), ...g });
+  return out;
+}
+
+/**
+ * A KubeFleet work's `Applied`, `Available` and `DiffReported` conditions (kubefleet-dev/kubefleet
+ * `workapplier/status.go` `setWorkAppliedCondition`, `setWorkAvailableCondition`,
+ * `setWorkDiffReportedCondition`), observedGeneration the work's generation. A manifest without a
+ * KubeFleet outcome (its kind could not be mapped) counts as not applied.
+ */
+export function fleetWorkConditions(outcomes: readonly ManifestOutcome[], generation: number, nowMs: number): NewCondition[] {
+  const g = { observedGeneration: generation };
+  const n = outcomes.length;
+  const reportDiff = outcomes.some((o) => o.fleet?.reportDiff);
+  if (reportDiff) {
+    const reported = outcomes.filter((o) => o.fleet && ["FoundDiff", "NoDiffFound"].includes(o.fleet.result)).length;
+    return [
+      reported === n
+        ? { type: "DiffReported", status: "True", reason: "AllManifestsDiffReported", message: "All the specified manifests have reported diff", ...g }
+        : {
+            type: "DiffReported",
+            status: "False",
+            reason: "SomeManifestsHaveNotReportedDiff",
+            message: `Failed to report diff on all manifests (${reported} of ${n} manifests have reported diff)`,
+            ...g,
+          },
+    ];
+  }
+  const out: NewCondition[] = [];
+  const applied = outcomes.filter((o) => o.fleet && (o.fleet.result === "Applied" || o.fleet.result === "AppliedWithFailedDriftDetection"));
+  if (applied.length !== n) {
+    out.push({
+      type: "Applied",
+      status: "False",
+      reason: "SomeManifestsAreNotApplied",
+      message: `Failed to apply all manifests (${applied.length} of ${n} manifests are applied)`,
+      ...g,
+    });
+    return out;
+  }
+  out.push({ type: "Applied", status: "True", reason: "AllManifestsApplied", message: "All the specified manifests have been applied", ...g });
+  const available = applied.filter((o) => o.fleet && fleetAvailable(o.fleet, nowMs)).length;
+  const untrackable = applied.filter((o) => o.fleet?.availability === "NotTrackable").length;
+  if (available === n && untrackable === 0) {
+    out.push({ type: "Available", status: "True", reason: "AllManifestsAvailable", message: "All of the applied manifests are available", ...g });
+  } else if (available === n) {
+    out.push({
+      type: "Available",
+      status: "True",
+      reason: "WorkNotTrackable",
+      message: "Some of the applied manifests cannot be tracked for availability",
+      ...g,
+    });
+  } else {
+    out.push({
+      type: "Available",
+      status: "False",
+      reason: "SomeManifestsAreNotAvailable",
+      message: `Some manifests are not available (${available} of ${n} manifests are available)`,
+      ...g,
+    });
+  }
+  return out;
+}
+
 function label(meta: ResourceMeta): string {
   return `${meta.kind} ${meta.namespace ? `${meta.namespace}/` : ""}${meta.name}`;
 }
@@ -150,6 +319,8 @@ function label(meta: ResourceMeta): string {
  * @param generation the work's `metadata.generation`.
  * @param previous the status last computed for this work (for lastTransitionTime), if any.
  * @param now RFC 3339 timestamp for transitions; default the current time.
+ * @param fleet whether the work is a KubeFleet placement's: its Applied and Available are
+ *   KubeFleet's ({@link fleetWorkConditions}); default: whether any outcome is a KubeFleet one.
  * @returns the status to report.
  */
 export function workStatus(
@@ -157,6 +328,7 @@ export function workStatus(
   generation: number,
   previous: ManifestWorkStatus | undefined,
   now: string = nowRfc3339(),
+  fleet: boolean = outcomes.some((o) => o.fleet !== undefined),
 ): ManifestWorkStatus {
   const manifests = outcomes.map((o) =>
     manifestCondition(
@@ -169,21 +341,26 @@ export function workStatus(
   const g = { observedGeneration: generation };
   const conds: NewCondition[] = [];
   const failed = outcomes.filter((o) => !o.applied.ok);
-  conds.push(
-    failed.length === 0
-      ? { type: "Applied", status: "True", reason: "AppliedManifestWorkComplete", message: "Apply manifest work complete", ...g }
-      : {
-          type: "Applied",
-          status: "False",
-          reason: "AppliedManifestWorkFailed",
-          message: `Failed to apply manifest work: ${failed.length} of ${outcomes.length} manifests failed`,
-          ...g,
-        },
-  );
+  const fleetWork = fleet;
+  if (fleetWork) conds.push(...fleetWorkConditions(outcomes, generation, Date.parse(now)));
+  else
+    conds.push(
+      failed.length === 0
+        ? { type: "Applied", status: "True", reason: "AppliedManifestWorkComplete", message: "Apply manifest work complete", ...g }
+        : {
+            type: "Applied",
+            status: "False",
+            reason: "AppliedManifestWorkFailed",
+            message: `Failed to apply manifest work: ${failed.length} of ${outcomes.length} manifests failed`,
+            ...g,
+          },
+    );
   const avail = manifests.map((m) => m.conditions.find((c) => c.type === "Available")?.status ?? "Unknown");
   const notAvailable = avail.filter((s) => s === "False").length;
   const unknown = avail.filter((s) => s === "Unknown").length;
-  if (notAvailable > 0) {
+  if (fleetWork) {
+    // KubeFleet's Available is in fleetWorkConditions.
+  } else if (notAvailable > 0) {
     conds.push({
       type: "Available",
       status: "False",

@@ -28,6 +28,7 @@ import { releaseResources, type ReleaseResult } from "./cleanup.ts";
 import { nowRfc3339, workStatus, type ManifestOutcome } from "./conditions.ts";
 import { RestMapper } from "./discovery.ts";
 import { DynamicClient, type ObjectRef } from "./dynamic.ts";
+import { applyStrategyOf, unavailablePeriodOf } from "./kubefleet.ts";
 import { applyOrder } from "./order.ts";
 import { RecordStore, sortApplied, type WorkRecord } from "./record.ts";
 import { LiveTracker } from "./tracker.ts";
@@ -298,6 +299,19 @@ export class WorkController {
     const as = this.clientFor(work.spec);
     const client = as instanceof DynamicClient ? as : this.client;
     const trace = traceOf(work);
+    // A KubeFleet placement's work (docs/kubefleet.md): applied as KubeFleet's work applier, the
+    // objects this work's record holds being the ones Fleet owns.
+    const strategy = applyStrategyOf(work.metadata.annotations);
+    const heldUids = new Set((this.recorded.get(name)?.appliedResources ?? []).map((r) => r.uid));
+    const nowMs = this.now();
+    const fleet = strategy
+      ? {
+          strategy,
+          unavailablePeriodSeconds: unavailablePeriodOf(work.metadata.annotations),
+          owns: (uid: string) => uid !== "" && heldUids.has(uid),
+          now: nowMs,
+        }
+      : undefined;
     for (const i of applyOrder(manifests)) {
       const completed = workComplete || manifestComplete(i);
       const r = await applyManifest(client, this.mapper, {
@@ -311,6 +325,7 @@ export class WorkController {
         trace,
         ...(this.tracker ? { tracker: this.tracker } : {}),
         ...(as instanceof DynamicClient ? {} : { refused: as.error }),
+        ...(fleet ? { fleet } : {}),
       });
       if (r.outcome.meta.resource)
         workRefs.push({
@@ -323,7 +338,10 @@ export class WorkController {
       state.memos.set(i, r.memo);
       outcomes[i] = r.outcome;
       if (r.applied) applied.push(r.applied);
-      if (r.watch && r.outcome.meta.resource) watchKeys.push(refKey(r.outcome.meta));
+      // A KubeFleet workload not yet available is reported as soon as it changes (KubeFleet's
+      // work applier requeues such a work quickly), not only at the next status sync.
+      const pending = r.outcome.fleet?.availability === "ManifestNotAvailableYet";
+      if ((r.watch || pending) && r.outcome.meta.resource) watchKeys.push(refKey(r.outcome.meta));
       if (r.strategy === "ReadOnly") readOnly.push({ ...r.outcome.meta, uid: "" });
     }
     for (const k of [...state.memos.keys()]) if (k >= manifests.length) state.memos.delete(k);
@@ -374,7 +392,7 @@ export class WorkController {
       this.log.warn(`could not write the record of work ${name}: ${describeKubeError(e)}; retrying at the next sync`, { work: name });
     }
 
-    const status = workStatus(outcomes, generation, state.status, nowRfc3339());
+    const status = workStatus(outcomes, generation, state.status, nowRfc3339(new Date(nowMs)), fleet !== undefined);
     state.status = status;
     state.specKey = specKey;
     state.watchKeys = watchKeys;
@@ -388,7 +406,10 @@ export class WorkController {
     }
     const report: WorkReport = { name, uid: work.metadata.uid, status };
     const everyManifestCached = manifests.every((_, i) => state.memos.get(i)?.cached !== undefined);
-    if (this.tracker && saved && released.length === 0 && everyManifestCached && workRefs.length === manifests.length) state.quiet = { refs: workRefs, report };
+    // Not quiet while an untrackable object of a KubeFleet work waits for its unavailablePeriodSeconds.
+    const waiting = outcomes.some((o) => o.fleet?.availableAt !== undefined && o.fleet.availableAt > nowMs);
+    if (this.tracker && saved && released.length === 0 && everyManifestCached && !waiting && workRefs.length === manifests.length)
+      state.quiet = { refs: workRefs, report };
     return report;
   }
 

@@ -116,13 +116,30 @@ export class DynamicClient {
    * Server-side apply (`PATCH` with `application/apply-patch+yaml`; JSON is valid YAML): creates
    * the object when missing, else merges the fields `fieldManager` owns.
    *
+   * With `dryRun` (`?dryRun=All`) the answer is the object the server would store, nothing stored.
+   *
    * @throws KubeError 409 Conflict when another manager owns an applied field and `force` is false.
    */
-  apply(ref: ObjectRef, obj: Obj, fieldManager: string, force: boolean): Promise<Obj> {
+  apply(ref: ObjectRef, obj: Obj, fieldManager: string, force: boolean, opts: { dryRun?: boolean } = {}): Promise<Obj> {
     return this.request("PATCH", resourcePath(ref, ref.namespace, ref.name), {
       body: obj,
       contentType: "application/apply-patch+yaml",
-      query: { fieldManager, force: String(force) },
+      query: { fieldManager, force: String(force), ...(opts.dryRun ? { dryRun: "All" } : {}) },
+    });
+  }
+
+  /**
+   * A JSON merge patch (RFC 7386, `application/merge-patch+json`) of one object under
+   * `fieldManager`, as kubectl's client-side apply sends for kinds without a strategic-merge
+   * schema. A `metadata.resourceVersion` in the patch makes it conditional.
+   *
+   * @throws KubeError 404 when missing, 409 on a stale resourceVersion, 422 when the result is invalid.
+   */
+  mergePatch(ref: ObjectRef, patch: Obj, fieldManager: string): Promise<Obj> {
+    return this.request("PATCH", resourcePath(ref, ref.namespace, ref.name), {
+      body: patch,
+      contentType: "application/merge-patch+json",
+      query: { fieldManager },
     });
   }
 
