@@ -38,8 +38,7 @@ import { describeKubeError, statusCodeOf } from "../kube.ts";
 import { NoKindMatchError, type RestMapper } from "./discovery.ts";
 import type { DynamicClient, ObjectRef } from "./dynamic.ts";
 import { evaluateConditionRules } from "./condition-rules.ts";
-import { applyFleetManifest } from "./fleet-apply.ts";
-import type { ApplyStrategy } from "./kubefleet.ts";
+import type { ApplyStrategy } from "./kubefleet-strategy.ts";
 import { collectFeedback } from "./feedback.ts";
 import { getPointer, pointers, setPointer } from "./jsonpath.ts";
 import type { ManifestOutcome } from "./conditions.ts";
@@ -349,6 +348,8 @@ export async function applyManifest(client: DynamicClient, mapper: RestMapper, i
   return { outcome, ...(applied ? { applied } : {}), strategy, memo, watch };
 }
 
+let fleetApplier: Promise<typeof import("./fleet-apply.ts")> | undefined;
+
 /** The KubeFleet branch of {@link applyManifest}: fleet-apply.ts, then the outcome in the shape the status needs. */
 async function applyFleet(
   client: DynamicClient,
@@ -358,6 +359,8 @@ async function applyFleet(
 ): Promise<ApplyManifestResult> {
   const tracker = input.tracker;
   tracker?.beginRead(c.ref);
+  // Loaded when a KubeFleet work is first applied: an agent without one does not carry it.
+  const { applyFleetManifest } = await (fleetApplier ??= import("./fleet-apply.ts"));
   const r = await applyFleetManifest({
     client,
     ref: c.ref,

@@ -28,7 +28,7 @@ import { releaseResources, type ReleaseResult } from "./cleanup.ts";
 import { nowRfc3339, workStatus, type ManifestOutcome } from "./conditions.ts";
 import { RestMapper } from "./discovery.ts";
 import { DynamicClient, type ObjectRef } from "./dynamic.ts";
-import { applyStrategyOf, unavailablePeriodOf } from "./kubefleet.ts";
+import { applyStrategyOf, unavailablePeriodOf } from "./kubefleet-strategy.ts";
 import { applyOrder } from "./order.ts";
 import { RecordStore, sortApplied, type WorkRecord } from "./record.ts";
 import { LiveTracker } from "./tracker.ts";
