@@ -144,6 +144,20 @@ describe("the agent applies KubeFleet works as KubeFleet's work applier", () => 
     expect(await dyn.get(ref(JOB, "default", "once")).catch((e: Json) => e.code)).toBe(404);
   });
 
+  it("a workload not yet available is reported as soon as its watch sees it change, not at the next status sync", async () => {
+    const { kc, clock, advance } = await clockedSim(1000, (fn) => cleanups.push(fn));
+    const c = new WorkController({ kubeConfig: kc, namespace: AGENT_NS, logger: createLogger({ write: () => undefined }), watch: true, now: () => clock.now });
+    cleanups.push(() => c.close());
+    let signalled = 0;
+    c.onWatchedChange(() => (signalled += 1));
+    c.setWorks([fleetWork("watched", [deployment("web", "nginx:1.27")])]);
+    const s = statusOf(await c.sync(), "watched");
+    expect(cond(s.conditions, "Available")?.status).toBe("False");
+    advance(1000);
+    await expect.poll(() => signalled).toBeGreaterThan(0);
+    expect(cond(statusOf(await c.sync(), "watched").conditions, "Available")).toMatchObject({ status: "True", reason: "AllManifestsAvailable" });
+  });
+
   it("whenToTakeOver: Never leaves a pre-existing object alone (NotTakenOver) and never deletes it; Always takes it over", async () => {
     const { c, dyn } = await fleetSetup();
     await dyn.create(CM, "default", configMap("mine", { k: "theirs" }), "kubectl");
