@@ -5,7 +5,7 @@
  * ManagedCluster in its Durable Object). Reads, writes of every verb, preconditions, not found,
  * generation, the event log and batched writes answer alike, and every answer agrees with the D1
  * index. Dry run is not a Store operation (the API computes it without committing:
- * src/api/resources.ts `writeDryRun`), so it is not part of this contract.
+ * src/api/resource/write.ts `writeDryRun`), so it is not part of this contract.
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";

@@ -1,0 +1,200 @@
+/**
+ * The writes of the generic resource endpoints: create, update, patch and delete (dry run, the
+ * admission checks above the store), a review kind's create, and deletecollection.
+ */
+import { alreadyExists, badRequest, methodNotAllowed, notFound } from "../../k8s/errors.ts";
+import { apiVersionOf } from "../../k8s/kind.ts";
+import { isJsonObject, type KubeObject } from "../../k8s/meta.ts";
+import { LIST_CHUNK_ROWS } from "../../store/store.ts";
+import { computeWrite, decode, type WriteRequest } from "../../k8s/write.ts";
+import { findKind } from "../../kinds/index.ts";
+import { FINALIZE_EXTRA, NamespaceKind } from "../../kinds/namespace.ts";
+import { admitNamespace } from "../../namespaces/lifecycle.ts";
+import { randomToken, sha256Hex, takeChosenToken } from "../../kinds/bootstraptoken.ts";
+import { authorizeRequest, isPrivileged, rbacWriteExtras } from "../../auth/rbac-store.ts";
+import { isNonResourceRequest } from "../../auth/rbac.ts";
+import { admitBindingCreate, admitClusterWrite, type ClusterTransition } from "../../auth/ocm-admission.ts";
+import { ManagedClusterKind } from "../../kinds/managedcluster.ts";
+import { ManagedClusterSetBindingKind } from "../../kinds/placement.ts";
+import { answerReview } from "../reviews.ts";
+import { clock } from "../../clock.ts";
+import { admittedStoreOf } from "../../admission/store.ts";
+import { orphanWorkWarning } from "../../work/orphan-warning.ts";
+import { dropUnknownFields, fieldValidationOf, unknownFieldMessages, warningHeader } from "../fieldvalidation.ts";
+import { decodesProtobuf } from "../protobuf.ts";
+import { decodeDelete, decodeObjectBody } from "../request.ts";
+import { type Ctx, type Target } from "./target.ts";
+import { present, json, shape } from "./answer.ts";
+import { selectorOf } from "./selectors.ts";
+
+/**
+ * A server-side apply of an object that does not exist creates it: as kube-apiserver's patch
+ * handler, the user must then also be allowed to `create` it (the request was authorized as
+ * `patch`). `system:masters` is not checked (nothing is read).
+ * @throws ApiError 403 as kube-apiserver words it
+ */
+async function authorizeCreateOnApply(c: Ctx, t: Target, req: WriteRequest): Promise<void> {
+  if (req.verb !== "patch" || req.patchType !== "apply" || req.subresource || t.name === undefined || isPrivileged(c.var.user)) return;
+  if (await admittedStoreOf(c.env, t.def).get(t.namespace, t.name)) return;
+  const attrs = c.var.attributes;
+  if (isNonResourceRequest(attrs)) return;
+  await authorizeRequest(c.env, c.var.user, { ...attrs, verb: "create" });
+}
+
+/** Runs a decoded write; `warnings` (from decoding the body under `fieldValidation=Warn`) become `Warning` headers. */
+export async function write(c: Ctx, t: Target, req: WriteRequest, warnings: string[] = []): Promise<Response> {
+  if (t.def.systemOwned) throw methodNotAllowed(`${t.def.plural}.${t.def.group} are written by the hub's scheduler only`);
+  const mode = req.verb === "delete" ? "Strict" : fieldValidationOf(c);
+  const dropped = dropUnknownFields(t.def.schema, req, mode);
+  const dryRun = c.req.queries("dryRun") ?? [];
+  for (const v of dryRun) if (v !== "All") throw badRequest(`dryRun: Unsupported value: ${JSON.stringify(v)}: supported values: "All"`, "dryRun");
+  await authorizeCreateOnApply(c, t, req);
+  const response = dryRun.length > 0 ? await writeDryRun(c, t, req) : await writeValidated(c, t, req);
+  if (mode === "Warn") warnings.push(...unknownFieldMessages(dropped));
+  const orphan = await orphanWorkWarning(c.env, t.def, t.namespace, response.status);
+  if (orphan !== undefined) warnings.push(orphan);
+  for (const w of warnings) response.headers.append("Warning", warningHeader(w));
+  return response;
+}
+
+async function writeValidated(c: Ctx, t: Target, req: WriteRequest): Promise<Response> {
+  let name = t.name;
+  let extras: Record<string, unknown> | undefined;
+  let secret: string | undefined;
+  if (req.verb === "create") {
+    const meta = isJsonObject(req.body) && isJsonObject(req.body.metadata) ? req.body.metadata : {};
+    name = typeof meta.name === "string" && meta.name ? meta.name : undefined;
+    if (t.def === findKind("flotilla.dev", "v1alpha1", "bootstraptokens")) {
+      // The admin's chosen token (spec.token, write-only) or a generated one; only its hash is kept.
+      secret = takeChosenToken(req.body) ?? randomToken(16);
+      if (isJsonObject(req.body) && isJsonObject(req.body.metadata) && typeof req.body.metadata.name === "string") name = req.body.metadata.name;
+      extras = { secretHash: await sha256Hex(secret) };
+    }
+  }
+  if (t.finalize) extras = { [FINALIZE_EXTRA]: true };
+  const rbac = await rbacWriteExtras(c.env, t.def, c.var.user);
+  if (rbac) extras = { ...extras, ...rbac };
+  const admitted = await admitOcm(c, t, req, name);
+  const outcome = await admittedStoreOf(c.env, t.def).write(t.namespace, name, req, { extras, ...(admitted ? { admitted } : {}) });
+  if (!outcome.object) {
+    return json({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", details: { name, group: t.def.group, kind: t.def.plural } });
+  }
+  const out = structuredClone(outcome.object);
+  if (secret && outcome.created) out.status = { ...(out.status ?? {}), token: `${outcome.object.metadata.name}.${secret}` };
+  return json(shape(c, t.def, out, "object"), outcome.created ? 201 : 200);
+}
+
+/**
+ * OCM's multi-tenancy checks of an API write (src/auth/ocm-admission.ts), for a user outside
+ * `system:masters`: a ManagedCluster write is computed on the object as stored to learn what it
+ * changes, which is checked and answered (the cluster's object holds the write to it); the create
+ * of a ManagedClusterSetBinding needs the bind permission. Nothing for deletes or other kinds.
+ * @throws ApiError 403 as OCM's webhooks word it, the write's own 4xx; errors of the store
+ */
+async function admitOcm(c: Ctx, t: Target, req: WriteRequest, name: string | undefined): Promise<ClusterTransition | undefined> {
+  if (req.verb === "delete" || isPrivileged(c.var.user)) return undefined;
+  const cluster = t.def === ManagedClusterKind;
+  if (!cluster && (t.def !== ManagedClusterSetBindingKind || (req.verb !== "create" && req.subresource))) return undefined;
+  const current = req.verb === "create" || !name ? null : await admittedStoreOf(c.env, t.def).get(t.namespace, name);
+  if (!cluster && current) return undefined;
+  const { next } = computeWrite(t.def, { namespace: t.namespace, name }, current, req, { now: clock.now(), newUid: () => crypto.randomUUID() });
+  if (cluster) return admitClusterWrite(c.env, c.var.user, name ?? next?.metadata.name ?? "", current, next);
+  await admitBindingCreate(c.env, c.var.user, String((next?.spec as { clusterSet?: unknown } | undefined)?.clusterSet ?? ""));
+  return undefined;
+}
+
+/**
+ * `dryRun=All` (apiserver): the write is decoded, defaulted and validated exactly as a real one
+ * and the answer is the object that would be stored, but nothing is stored and nothing is
+ * triggered. Server-set fields computed at commit (resourceVersion, the hub controllers'
+ * conditions) are absent or stale in the answer. @throws ApiError as the real write would
+ */
+async function writeDryRun(c: Ctx, t: Target, req: WriteRequest): Promise<Response> {
+  if (req.verb === "create" && t.def === findKind("flotilla.dev", "v1alpha1", "bootstraptokens")) takeChosenToken(req.body);
+  const meta = req.verb === "create" && isJsonObject(req.body) && isJsonObject(req.body.metadata) ? req.body.metadata : {};
+  const name = req.verb === "create" ? (typeof meta.name === "string" ? meta.name : undefined) : t.name;
+  const current = name ? await admittedStoreOf(c.env, t.def).get(t.namespace, name) : null;
+  const ref = { group: t.def.group, plural: t.def.plural, name };
+  // NamespaceLifecycle admits a dry run as a real write.
+  await admitNamespace(c.env, t.def, t.namespace, name, req, () => Promise.resolve(current !== null));
+  if (req.verb === "create" && current) throw alreadyExists(ref);
+  // OCM's webhooks check a dry run as a real write.
+  await admitOcm(c, t, req, name);
+  const extras = {
+    ...(t.finalize
+      ? { [FINALIZE_EXTRA]: true }
+      : req.verb === "create" && t.def === findKind("flotilla.dev", "v1alpha1", "bootstraptokens")
+        ? { secretHash: "" }
+        : {}),
+    ...(await rbacWriteExtras(c.env, t.def, c.var.user)),
+  };
+  const ctx = { now: Date.now(), newUid: () => crypto.randomUUID(), extras };
+  const { next, created } = computeWrite(t.def, { namespace: t.namespace, name }, req.verb === "create" ? null : current, req, ctx);
+  if (next && next !== current && t.def.finalize) await t.def.finalize(next, req.verb === "create" ? null : current, ctx);
+  const shown = next ?? current;
+  if (!shown) throw notFound(ref);
+  return json(shape(c, t.def, shown, "object"), created ? 201 : 200);
+}
+
+/**
+ * A request on a review kind (`createOnly`, src/api/reviews.ts): a POST on the collection is
+ * decoded, checked against the kind's schema and answered; any other method is 405, as
+ * kube-apiserver's create-only resources answer.
+ * @throws ApiError 400 (undecodable or unknown fields), 405, 422
+ */
+export async function review(c: Ctx, t: Target, method: string, warnings: string[]): Promise<Response> {
+  if (method !== "POST" || t.name !== undefined) throw methodNotAllowed("the server does not allow this method on the requested resource");
+  const body = await decodeObjectBody(c, warnings, decodesProtobuf(apiVersionOf(t.def), t.def.kind));
+  const req: WriteRequest = { verb: "create", body };
+  const mode = fieldValidationOf(c);
+  const dropped = dropUnknownFields(t.def.schema, req, mode);
+  const response = await answerReview(c, t.def, decode(t.def, req.body, undefined) as unknown as Record<string, unknown>);
+  if (mode === "Warn") warnings.push(...unknownFieldMessages(dropped));
+  const orphan = await orphanWorkWarning(c.env, t.def, t.namespace, response.status);
+  if (orphan !== undefined) warnings.push(orphan);
+  for (const w of warnings) response.headers.append("Warning", warningHeader(w));
+  return response;
+}
+
+/** How many objects of a deletecollection are deleted at once. */
+const DELETE_COLLECTION_CONCURRENCY = 8;
+
+/**
+ * DELETE on a collection (kube-apiserver's `deletecollection`): deletes each object that a list
+ * with the request's `labelSelector` and `fieldSelector` selects, one by one as a DELETE of it
+ * would (DeleteOptions preconditions, `dryRun`, finalizers, an accepted cluster's leave, the
+ * after-commit hooks), and answers the list of those objects as their deletes left them (with
+ * `deletionTimestamp` while a finalizer holds one). An object gone meanwhile is skipped; the
+ * first other refusal is the answer. The path of a namespaced kind must name a namespace
+ * (kube-apiserver serves deletecollection on namespaced paths only).
+ * @throws ApiError 405 (system-owned kind, or all namespaces), 400 (bad selector or options)
+ */
+export async function deleteCollection(c: Ctx, t: Target): Promise<Response> {
+  if (t.def.namespaced && !t.namespace) throw methodNotAllowed("DELETE is not allowed on a collection across all namespaces");
+  if (t.def.systemOwned) throw methodNotAllowed(`${t.def.plural}.${t.def.group} are written by the hub's scheduler only`);
+  if (t.def === NamespaceKind) throw methodNotAllowed("DELETE is not allowed on the namespaces collection: delete each namespace");
+  const req = await decodeDelete(c);
+  const { filter: selects, index } = selectorOf(c, t.def);
+  const conv = t.def.conversion;
+  const filter = conv ? (o: KubeObject) => selects(conv.fromStorage(o)) : selects;
+  const deleted: KubeObject[] = [];
+  let after: { namespace: string; name: string } | undefined;
+  let resourceVersion: string;
+  do {
+    const page = await admittedStoreOf(c.env, conv?.storage ?? t.def).listPage(t.namespace, { after, limit: LIST_CHUNK_ROWS, filter, index });
+    resourceVersion = page.resourceVersion;
+    for (let i = 0; i < page.items.length; i += DELETE_COLLECTION_CONCURRENCY) {
+      const batch = page.items.slice(i, i + DELETE_COLLECTION_CONCURRENCY);
+      const answers = await Promise.all(batch.map((o) => write(c, { ...t, name: o.metadata.name }, req)));
+      for (const [j, res] of answers.entries()) {
+        if (res.status === 404) continue;
+        if (res.status >= 300) return res;
+        const body = (await res.json()) as KubeObject;
+        // A delete that removed the object at once answers a Status: the object is shown as listed.
+        deleted.push(body.kind === "Status" ? present(t.def, conv ? conv.fromStorage(batch[j]!) : batch[j]!) : body);
+      }
+    }
+    after = page.next;
+  } while (after);
+  return json({ apiVersion: apiVersionOf(t.def), kind: t.def.listKind, metadata: { resourceVersion }, items: deleted });
+}
