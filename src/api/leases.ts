@@ -31,7 +31,8 @@
 import type { Env } from "../env.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { LIST_CHUNK_ROWS, type StoreKey } from "../store/store.ts";
-import { CLUSTER_LEASE_NAME, clusterLease, leaseSkeleton, type ClusterLeaseRecord } from "../kinds/lease.ts";
+import { CLUSTER_LEASE_NAME, clusterLease, LeaseKind, leaseSkeleton, type ClusterLeaseRecord } from "../kinds/lease.ts";
+import type { KindDefinition } from "../k8s/kind.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { holdsLease } from "../../durable-objects/cluster/lease.ts";
 import { clock } from "../clock.ts";
@@ -127,3 +128,6 @@ export const clusterLeases: ComputedReader = {
     return { items, resourceVersion: listVersion(items), ...(next ? { next } : {}) };
   },
 };
+
+/** The reader of each computed kind (`KindDefinition.computed`), for the generic resource endpoints (src/api/resource/read.ts). */
+export const COMPUTED_READERS: ReadonlyMap<KindDefinition, ComputedReader> = new Map<KindDefinition, ComputedReader>([[LeaseKind, clusterLeases]]);

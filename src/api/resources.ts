@@ -8,23 +8,20 @@
  */
 import { Hono } from "hono";
 import { ApiError, methodNotAllowed } from "../k8s/errors.ts";
-import { apiVersionOf } from "../k8s/kind.ts";
+import { acceptsStrategicMergePatch, apiVersionOf } from "../k8s/kind.ts";
 import { servedGroups } from "../kinds/index.ts";
 import { apiAccess } from "../auth/request.ts";
-import { RBAC_GROUP } from "../auth/rbac.ts";
 import { ensureBuiltins } from "./builtins.ts";
 import type { ApiEnv } from "./context.ts";
-import { EventsV1EventKind } from "../kinds/event.ts";
-import { createToken } from "../auth/serviceaccounts.ts";
-import { clock } from "../clock.ts";
 import { AUDIT_GROUP, AUDIT_RESOURCE, AUDIT_VERSION, serveAuditEvents } from "../audit/routes.ts";
 import { negotiate } from "./negotiate.ts";
 import { decodesProtobuf } from "./protobuf.ts";
 import { decodeDelete, decodeObjectBody, decodePatch, fieldManagerOf, queryFlag, statusResponse } from "./request.ts";
 import { type Ctx, resolve } from "./resource/target.ts";
-import { notServed, json } from "./resource/answer.ts";
+import { notServed } from "./resource/answer.ts";
 import { list, get } from "./resource/read.ts";
 import { write, review, deleteCollection } from "./resource/write.ts";
+import { createSubresource } from "./resource/subresources.ts";
 import { resourceList, wantsAggregatedDiscovery, aggregatedDiscovery } from "./resource/discovery.ts";
 
 /** Serves one request on a resource path: `prefix` is what precedes the resource part (`/apis/{group}/{version}/`). */
@@ -38,14 +35,13 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
   const warnings: string[] = [];
   // As kube-apiserver, an answer the client cannot take is refused (406) before anything is done.
   negotiate(c.req.header("accept"), method === "GET" && t.name === undefined ? (queryFlag(c.req.query("watch")) ? "watch" : "list") : "object");
-  if (t.finalize && method !== "PUT") throw methodNotAllowed(`${method} is not allowed on the finalize subresource`);
+  if (t.update && method !== "PUT") throw methodNotAllowed(`${method} is not allowed on the ${t.update.name} subresource`);
   if (t.def.createOnly) return review(c, t, method, warnings);
   if (t.def.viewOf && (method !== "GET" || t.name !== undefined)) throw methodNotAllowed("the server does not allow this method on the requested resource");
   if (t.def.computed && method !== "GET") throw notServed(t.def, t.def.computed.refusal);
-  if (t.token) {
-    if (method !== "POST") throw methodNotAllowed(`${method} is not allowed on the token subresource`);
-    const body = await decodeObjectBody(c, warnings, decodesProtobuf("authentication.k8s.io/v1", "TokenRequest"));
-    return json(await createToken(c.env, c.req.url, t.namespace, t.name!, body, clock.now()), 201);
+  if (t.create) {
+    if (method !== "POST") throw methodNotAllowed(`${method} is not allowed on the ${t.create.name} subresource`);
+    return createSubresource(c, t, t.create, warnings);
   }
   if (method === "GET") return t.name === undefined ? list(c, t) : get(c, t);
   if (method === "POST") {
@@ -64,14 +60,7 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
       warnings,
     );
   }
-  // kube-apiserver takes strategic merge patches for its built-in kinds (core, RBAC, events.k8s.io), not for custom resources.
-  if (method === "PATCH")
-    return write(
-      c,
-      t,
-      await decodePatch(c, t.subresource, warnings, t.def.group === "" || t.def.group === RBAC_GROUP || t.def.group === EventsV1EventKind.group),
-      warnings,
-    );
+  if (method === "PATCH") return write(c, t, await decodePatch(c, t.subresource, warnings, acceptsStrategicMergePatch(t.def)), warnings);
   if (method === "DELETE") {
     if (t.subresource) throw methodNotAllowed("DELETE is not allowed on the status subresource");
     return write(c, t, await decodeDelete(c));

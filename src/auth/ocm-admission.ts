@@ -29,7 +29,10 @@
  */
 import { ApiError } from "../k8s/errors.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { CLUSTERSET_LABEL } from "../kinds/managedcluster.ts";
+import type { KindDefinition } from "../k8s/kind.ts";
+import { computeWrite, type WriteRequest } from "../k8s/write.ts";
+import { CLUSTERSET_LABEL, ManagedClusterKind } from "../kinds/managedcluster.ts";
+import { ManagedClusterSetBindingKind } from "../kinds/placement.ts";
 import type { Env } from "../env.ts";
 import { decide, isPrivileged } from "./rbac-store.ts";
 import type { UserInfo } from "./rbac.ts";
@@ -129,4 +132,35 @@ export async function admitBindingCreate(env: Env, user: UserInfo, clusterSet: s
       `user ${JSON.stringify(user.name)} is not allowed to bind cluster set ${JSON.stringify(clusterSet)}`,
     );
   }
+}
+
+/**
+ * OCM's multi-tenancy checks of an API write (`req` on object `name` of kind `def` in
+ * `namespace`; `name` undefined for a create that names none) by `user`, when not in
+ * `system:masters`, as OCM's validating webhooks pick the writes they check: a ManagedCluster
+ * write is computed on the object as stored (`current` reads it) to learn what it changes, which
+ * is checked and answered (the cluster's object holds the write to it: {@link ClusterTransition});
+ * the create of a ManagedClusterSetBinding needs the bind permission. Nothing for deletes or
+ * other kinds. `now` is epoch milliseconds.
+ * @throws ApiError 403 as OCM's webhooks word it, the write's own 4xx; errors of `current`
+ */
+export async function admitApiWrite(
+  env: Env,
+  user: UserInfo,
+  def: KindDefinition,
+  namespace: string,
+  name: string | undefined,
+  req: WriteRequest,
+  current: () => Promise<KubeObject | null>,
+  now: number,
+): Promise<ClusterTransition | undefined> {
+  if (req.verb === "delete" || isPrivileged(user)) return undefined;
+  const cluster = def === ManagedClusterKind;
+  if (!cluster && (def !== ManagedClusterSetBindingKind || (req.verb !== "create" && req.subresource))) return undefined;
+  const stored = req.verb === "create" || !name ? null : await current();
+  if (!cluster && stored) return undefined;
+  const { next } = computeWrite(def, { namespace, name }, stored, req, { now, newUid: () => crypto.randomUUID() });
+  if (cluster) return admitClusterWrite(env, user, name ?? next?.metadata.name ?? "", stored, next);
+  await admitBindingCreate(env, user, String((next?.spec as { clusterSet?: unknown } | undefined)?.clusterSet ?? ""));
+  return undefined;
 }

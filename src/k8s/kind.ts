@@ -48,6 +48,33 @@ export interface CreateSubresource {
   description: string;
 }
 
+/** A subresource written by a PUT of the whole object ({@link KindDefinition.updateSubresources}). */
+export interface UpdateSubresource {
+  /** The path segment after the object's name, e.g. `finalize`. */
+  name: string;
+  /** What the write carries in `WriteContext.extras` for the kind's strategy. */
+  extras: Record<string, unknown>;
+}
+
+/** What {@link KindDefinition.createSecret} answers for one create. */
+export interface CreatedSecret {
+  /** Carried in `WriteContext.extras` (e.g. `{ secretHash }`). */
+  extras: Record<string, unknown>;
+  /** Puts the secret into the create's answer (a copy of the object as stored), in place. */
+  reveal?(created: KubeObject): void;
+}
+
+/**
+ * Whether a PATCH of kind `def` may be a strategic merge patch: kube-apiserver takes them for its
+ * built-in kinds (the core group, RBAC, events.k8s.io), not for custom resources.
+ */
+export function acceptsStrategicMergePatch(def: KindDefinition): boolean {
+  return STRATEGIC_MERGE_GROUPS.has(def.group);
+}
+
+/** The groups of the built-in kinds the hub serves that take strategic merge patches. */
+const STRATEGIC_MERGE_GROUPS = new Set(["", "rbac.authorization.k8s.io", "events.k8s.io"]);
+
 /**
  * How a kind served from another kind's stored objects is converted, as kube-apiserver serves one
  * storage in several versions or groups (a CRD's `storage` version plus its conversion webhook, e.g.
@@ -169,6 +196,29 @@ export interface KindDefinition {
   encryptedFields?: string[];
   /** Subresources created with a body of another kind (a ServiceAccount's `token`). */
   createSubresources?: CreateSubresource[];
+  /**
+   * Subresources written by a PUT of the whole object, as kube-apiserver's `FinalizeREST` of a
+   * Namespace (`finalize`): the write is an update of the object whose `WriteContext.extras`
+   * carry `extras`, by which the kind's strategy changes only what the subresource owns. Any
+   * other method is 405; discovery lists the verb `update`.
+   */
+  updateSubresources?: UpdateSubresource[];
+  /**
+   * Set on a kind whose collection may not be deleted at once (a Namespace's, as
+   * kube-apiserver's): deletecollection is 405 MethodNotAllowed saying this, and discovery does
+   * not list the verb.
+   */
+  deleteCollectionRefusal?: string;
+  /**
+   * A secret the create of an object mints and the hub keeps only a digest of (a
+   * BootstrapToken's, kubeadm's `<id>.<secret>`), run on a create body before anything else:
+   * takes a secret the body chooses out of it, in place (it may set `metadata.name`), or mints
+   * one, and answers the `WriteContext.extras` the create carries (the digest) and what the
+   * create's answer reveals once (`reveal` mutates the answer, a copy of the object stored). A
+   * dry run (`dryRun`) takes the chosen secret out alike, mints nothing and reveals nothing.
+   * @throws ApiError 422 for a chosen secret that is not valid
+   */
+  createSecret?(body: unknown, dryRun: boolean): Promise<CreatedSecret>;
   /** Strips fields that are stored but never served (e.g. a token's hash). */
   present?(obj: KubeObject): KubeObject;
   /** Set on a kind served from another kind's stored objects ({@link VersionConversion}). */

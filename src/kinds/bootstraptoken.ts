@@ -85,9 +85,10 @@ export function parseToken(token: string): { id: string; secret: string } | null
 }
 
 /**
- * The BootstrapToken kind (stored in D1). On create the HTTP layer passes the generated secret and
- * its hash in `ctx.extras` (`secret`, `secretHash`); the stored status keeps the hash and
- * `expirationTimestamp` and is never served with the hash.
+ * The BootstrapToken kind (stored in D1). On create `createSecret` takes the admin's chosen
+ * secret out of the body or mints one, and passes its hash in `ctx.extras` (`secretHash`); the
+ * stored status keeps the hash and `expirationTimestamp` and is never served with the hash; the
+ * create's answer alone shows the token (`status.token`, `<id>.<secret>`).
  */
 export const BootstrapTokenKind: KindDefinition = {
   group: "flotilla.dev",
@@ -106,6 +107,20 @@ export const BootstrapTokenKind: KindDefinition = {
     { name: "Expires", type: "string", jsonPath: ".status.expirationTimestamp" },
     { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
   ],
+  async createSecret(body, dryRun) {
+    if (dryRun) {
+      takeChosenToken(body);
+      return { extras: { secretHash: "" } };
+    }
+    // The admin's chosen token (spec.token, write-only) or a generated one; only its hash is kept.
+    const secret = takeChosenToken(body) ?? randomToken(16);
+    return {
+      extras: { secretHash: await sha256Hex(secret) },
+      reveal(created) {
+        created.status = { ...(created.status ?? {}), token: `${created.metadata.name}.${secret}` };
+      },
+    };
+  },
   defaults(obj) {
     obj.spec ??= {};
     obj.spec.ttlSeconds ??= DEFAULT_TOKEN_TTL_SECONDS;

@@ -103,6 +103,9 @@ export const NamespaceKind: KindDefinition = {
   schema: NamespaceSchema,
   storage: "d1",
   nameIsLabel: true,
+  // kube-apiserver's FinalizeREST: a PUT that changes spec.finalizers alone.
+  updateSubresources: [{ name: "finalize", extras: { [FINALIZE_EXTRA]: true } }],
+  deleteCollectionRefusal: "DELETE is not allowed on the namespaces collection: delete each namespace",
   printerColumns: [
     { name: "Status", type: "string", jsonPath: ".status.phase" },
     { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },

@@ -2,19 +2,15 @@
 import { ApiError } from "../../k8s/errors.ts";
 import { type KindDefinition } from "../../k8s/kind.ts";
 import { type KubeObject } from "../../k8s/meta.ts";
-import { clusterLeases, type ComputedReader } from "../leases.ts";
-import { LeaseKind } from "../../kinds/lease.ts";
+import { COMPUTED_READERS, type ComputedReader } from "../leases.ts";
 import { clock } from "../../clock.ts";
 import { toTable } from "../../k8s/table.ts";
 import { negotiate, partialObjectMetadata, type Answering } from "../negotiate.ts";
 import { type Ctx } from "./target.ts";
 
-/** The reader of each computed kind (`KindDefinition.computed`). */
-const COMPUTED = new Map<KindDefinition, ComputedReader>([[LeaseKind, clusterLeases]]);
-
 /** The reader of computed kind `def`, or undefined for a stored kind. */
 export function computedReader(def: KindDefinition): ComputedReader | undefined {
-  return def.computed ? COMPUTED.get(def) : undefined;
+  return def.computed ? COMPUTED_READERS.get(def) : undefined;
 }
 
 /**

@@ -5,7 +5,6 @@
 import { ApiError } from "../../k8s/errors.ts";
 import { type KindDefinition } from "../../k8s/kind.ts";
 import { KINDS, servedGroups } from "../../kinds/index.ts";
-import { NamespaceKind } from "../../kinds/namespace.ts";
 import { AUDIT_DISCOVERY, AUDIT_GROUP, AUDIT_VERSION } from "../../audit/routes.ts";
 import { mediaRanges } from "../negotiate.ts";
 
@@ -16,7 +15,7 @@ function verbsOf(k: KindDefinition): string[] {
   if (k.computed) return ["get", "list"];
   if (k.systemOwned) return ["get", "list", "watch"];
   const all = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
-  return k === NamespaceKind ? all.filter((v) => v !== "deletecollection") : all;
+  return k.deleteCollectionRefusal !== undefined ? all.filter((v) => v !== "deletecollection") : all;
 }
 
 function discoveryResources(group: string, version: string) {
@@ -27,7 +26,13 @@ function discoveryResources(group: string, version: string) {
       const status = k.hasStatus
         ? [{ name: `${k.plural}/status`, singularName: "", namespaced: k.namespaced, kind: k.kind, verbs: ["get", "patch", "update"] }]
         : [];
-      const finalize = k === NamespaceKind ? [{ name: `${k.plural}/finalize`, singularName: "", namespaced: false, kind: k.kind, verbs: ["update"] }] : [];
+      const updated = (k.updateSubresources ?? []).map((s) => ({
+        name: `${k.plural}/${s.name}`,
+        singularName: "",
+        namespaced: k.namespaced,
+        kind: k.kind,
+        verbs: ["update"],
+      }));
       const created = (k.createSubresources ?? []).map((s) => ({
         name: `${k.plural}/${s.name}`,
         singularName: "",
@@ -37,7 +42,7 @@ function discoveryResources(group: string, version: string) {
         kind: s.kind,
         verbs: ["create"],
       }));
-      return [main, ...finalize, ...status, ...created];
+      return [main, ...updated, ...status, ...created];
     }),
     ...audit,
   ];
@@ -75,7 +80,7 @@ export function wantsAggregatedDiscovery(accept: string | undefined): string | n
 /** A kind's subresources in aggregated discovery: a Namespace's `finalize`, `status`, and those created with another kind (a ServiceAccount's `token`). */
 function subresourcesOf(k: KindDefinition, responseKind: { group: string; version: string; kind: string }) {
   const subresources = [
-    ...(k === NamespaceKind ? [{ subresource: "finalize", responseKind, verbs: ["update"] }] : []),
+    ...(k.updateSubresources ?? []).map((s) => ({ subresource: s.name, responseKind, verbs: ["update"] })),
     ...(k.hasStatus ? [{ subresource: "status", responseKind, verbs: ["get", "patch", "update"] }] : []),
     ...(k.createSubresources ?? []).map((s) => ({
       subresource: s.name,

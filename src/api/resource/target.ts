@@ -3,13 +3,11 @@
  * `/apis/{group}/{version}[/namespaces/{ns}]/{plural}[/{name}[/{subresource}]]` addresses.
  */
 import { ApiError, badRequest } from "../../k8s/errors.ts";
-import { type KindDefinition } from "../../k8s/kind.ts";
+import { type CreateSubresource, type KindDefinition, type UpdateSubresource } from "../../k8s/kind.ts";
 import { type KubeObject } from "../../k8s/meta.ts";
 import { isDNS1123Label } from "../../k8s/validation.ts";
 import { findKind } from "../../kinds/index.ts";
-import { NamespaceKind } from "../../kinds/namespace.ts";
 import type { ApiContext } from "../context.ts";
-import { ServiceAccountKind } from "../../kinds/serviceaccount.ts";
 import { decodePathSegment } from "../request.ts";
 
 /** The Hono context of an API request. */
@@ -21,12 +19,12 @@ export interface Target {
   namespace: string;
   name?: string;
   subresource?: "status";
-  /** A Namespace's `finalize` subresource (PUT only): the write changes `spec.finalizers` alone. */
-  finalize?: boolean;
+  /** A subresource written by a PUT of the object (`KindDefinition.updateSubresources`: a Namespace's `finalize`). */
+  update?: UpdateSubresource;
   /** A list or watch through a view (`KindDefinition.viewOf`): the view's kind, and what the user may see. */
   view?: { def: KindDefinition; visible: (obj: KubeObject) => boolean };
-  /** A ServiceAccount's `token` subresource (POST only): a TokenRequest (src/auth/serviceaccounts.ts). */
-  token?: boolean;
+  /** A subresource created with a body of another kind (`KindDefinition.createSubresources`: a ServiceAccount's `token`), POST only. */
+  create?: CreateSubresource;
 }
 
 /**
@@ -44,9 +42,11 @@ export function resolve(group: string, version: string, encoded: string[]): Targ
   }
   const [plural, name, sub, ...extra] = parts;
   const def = plural ? findKind(group, version, plural) : undefined;
-  if (def === NamespaceKind && sub === "finalize" && extra.length === 0) return { def, namespace, name, finalize: true };
-  if (def === ServiceAccountKind && sub === "token" && extra.length === 0 && namespace && isDNS1123Label(namespace).length === 0)
-    return { def, namespace, name, token: true };
+  const update = sub === undefined || extra.length > 0 ? undefined : def?.updateSubresources?.find((s) => s.name === sub);
+  if (def && update) return { def, namespace, name, update };
+  const create = sub === undefined || extra.length > 0 ? undefined : def?.createSubresources?.find((s) => s.name === sub);
+  if (def && create && (def.namespaced ? namespace !== "" && isDNS1123Label(namespace).length === 0 : namespace === ""))
+    return { def, namespace, name, create };
   if (!def || extra.length > 0 || (sub !== undefined && sub !== "status")) {
     throw new ApiError(404, "NotFound", "the server could not find the requested resource");
   }

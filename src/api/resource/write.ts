@@ -3,19 +3,14 @@
  * admission checks above the store), a review kind's create, and deletecollection.
  */
 import { alreadyExists, badRequest, methodNotAllowed, notFound } from "../../k8s/errors.ts";
-import { apiVersionOf } from "../../k8s/kind.ts";
+import { apiVersionOf, type CreatedSecret } from "../../k8s/kind.ts";
 import { isJsonObject, type KubeObject } from "../../k8s/meta.ts";
 import { LIST_CHUNK_ROWS } from "../../store/store.ts";
 import { computeWrite, decode, type WriteRequest } from "../../k8s/write.ts";
-import { findKind } from "../../kinds/index.ts";
-import { FINALIZE_EXTRA, NamespaceKind } from "../../kinds/namespace.ts";
 import { admitNamespace } from "../../namespaces/lifecycle.ts";
-import { randomToken, sha256Hex, takeChosenToken } from "../../kinds/bootstraptoken.ts";
 import { authorizeRequest, isPrivileged, rbacWriteExtras } from "../../auth/rbac-store.ts";
 import { isNonResourceRequest } from "../../auth/rbac.ts";
-import { admitBindingCreate, admitClusterWrite, type ClusterTransition } from "../../auth/ocm-admission.ts";
-import { ManagedClusterKind } from "../../kinds/managedcluster.ts";
-import { ManagedClusterSetBindingKind } from "../../kinds/placement.ts";
+import { admitApiWrite, type ClusterTransition } from "../../auth/ocm-admission.ts";
 import { answerReview } from "../reviews.ts";
 import { clock } from "../../clock.ts";
 import { admittedStoreOf } from "../../admission/store.ts";
@@ -57,21 +52,27 @@ export async function write(c: Ctx, t: Target, req: WriteRequest, warnings: stri
   return response;
 }
 
+/**
+ * A write stored: the kind's create secret (`KindDefinition.createSecret`), a subresource's
+ * extras, the RBAC kinds' extras and OCM's admission, then the store's write; answers the object
+ * (201 when created) or, for a delete that removed it at once, a Status.
+ * @throws ApiError as the store and the admission checks refuse
+ */
 async function writeValidated(c: Ctx, t: Target, req: WriteRequest): Promise<Response> {
   let name = t.name;
   let extras: Record<string, unknown> | undefined;
-  let secret: string | undefined;
+  let secret: CreatedSecret | undefined;
   if (req.verb === "create") {
     const meta = isJsonObject(req.body) && isJsonObject(req.body.metadata) ? req.body.metadata : {};
     name = typeof meta.name === "string" && meta.name ? meta.name : undefined;
-    if (t.def === findKind("flotilla.dev", "v1alpha1", "bootstraptokens")) {
-      // The admin's chosen token (spec.token, write-only) or a generated one; only its hash is kept.
-      secret = takeChosenToken(req.body) ?? randomToken(16);
+    if (t.def.createSecret) {
+      secret = await t.def.createSecret(req.body, false);
+      // The kind may have named the object (a BootstrapToken after its chosen token's ID).
       if (isJsonObject(req.body) && isJsonObject(req.body.metadata) && typeof req.body.metadata.name === "string") name = req.body.metadata.name;
-      extras = { secretHash: await sha256Hex(secret) };
+      extras = secret.extras;
     }
   }
-  if (t.finalize) extras = { [FINALIZE_EXTRA]: true };
+  if (t.update) extras = t.update.extras;
   const rbac = await rbacWriteExtras(c.env, t.def, c.var.user);
   if (rbac) extras = { ...extras, ...rbac };
   const admitted = await admitOcm(c, t, req, name);
@@ -80,27 +81,13 @@ async function writeValidated(c: Ctx, t: Target, req: WriteRequest): Promise<Res
     return json({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", details: { name, group: t.def.group, kind: t.def.plural } });
   }
   const out = structuredClone(outcome.object);
-  if (secret && outcome.created) out.status = { ...(out.status ?? {}), token: `${outcome.object.metadata.name}.${secret}` };
+  if (secret?.reveal && outcome.created) secret.reveal(out);
   return json(shape(c, t.def, out, "object"), outcome.created ? 201 : 200);
 }
 
-/**
- * OCM's multi-tenancy checks of an API write (src/auth/ocm-admission.ts), for a user outside
- * `system:masters`: a ManagedCluster write is computed on the object as stored to learn what it
- * changes, which is checked and answered (the cluster's object holds the write to it); the create
- * of a ManagedClusterSetBinding needs the bind permission. Nothing for deletes or other kinds.
- * @throws ApiError 403 as OCM's webhooks word it, the write's own 4xx; errors of the store
- */
-async function admitOcm(c: Ctx, t: Target, req: WriteRequest, name: string | undefined): Promise<ClusterTransition | undefined> {
-  if (req.verb === "delete" || isPrivileged(c.var.user)) return undefined;
-  const cluster = t.def === ManagedClusterKind;
-  if (!cluster && (t.def !== ManagedClusterSetBindingKind || (req.verb !== "create" && req.subresource))) return undefined;
-  const current = req.verb === "create" || !name ? null : await admittedStoreOf(c.env, t.def).get(t.namespace, name);
-  if (!cluster && current) return undefined;
-  const { next } = computeWrite(t.def, { namespace: t.namespace, name }, current, req, { now: clock.now(), newUid: () => crypto.randomUUID() });
-  if (cluster) return admitClusterWrite(c.env, c.var.user, name ?? next?.metadata.name ?? "", current, next);
-  await admitBindingCreate(c.env, c.var.user, String((next?.spec as { clusterSet?: unknown } | undefined)?.clusterSet ?? ""));
-  return undefined;
+/** OCM's checks of the write (src/auth/ocm-admission.ts `admitApiWrite`) on the object as stored. */
+function admitOcm(c: Ctx, t: Target, req: WriteRequest, name: string | undefined): Promise<ClusterTransition | undefined> {
+  return admitApiWrite(c.env, c.var.user, t.def, t.namespace, name, req, () => admittedStoreOf(c.env, t.def).get(t.namespace, name!), clock.now());
 }
 
 /**
@@ -110,7 +97,7 @@ async function admitOcm(c: Ctx, t: Target, req: WriteRequest, name: string | und
  * conditions) are absent or stale in the answer. @throws ApiError as the real write would
  */
 async function writeDryRun(c: Ctx, t: Target, req: WriteRequest): Promise<Response> {
-  if (req.verb === "create" && t.def === findKind("flotilla.dev", "v1alpha1", "bootstraptokens")) takeChosenToken(req.body);
+  const secret = req.verb === "create" && t.def.createSecret ? await t.def.createSecret(req.body, true) : undefined;
   const meta = req.verb === "create" && isJsonObject(req.body) && isJsonObject(req.body.metadata) ? req.body.metadata : {};
   const name = req.verb === "create" ? (typeof meta.name === "string" ? meta.name : undefined) : t.name;
   const current = name ? await admittedStoreOf(c.env, t.def).get(t.namespace, name) : null;
@@ -120,14 +107,7 @@ async function writeDryRun(c: Ctx, t: Target, req: WriteRequest): Promise<Respon
   if (req.verb === "create" && current) throw alreadyExists(ref);
   // OCM's webhooks check a dry run as a real write.
   await admitOcm(c, t, req, name);
-  const extras = {
-    ...(t.finalize
-      ? { [FINALIZE_EXTRA]: true }
-      : req.verb === "create" && t.def === findKind("flotilla.dev", "v1alpha1", "bootstraptokens")
-        ? { secretHash: "" }
-        : {}),
-    ...(await rbacWriteExtras(c.env, t.def, c.var.user)),
-  };
+  const extras = { ...(t.update ? t.update.extras : (secret?.extras ?? {})), ...(await rbacWriteExtras(c.env, t.def, c.var.user)) };
   const ctx = { now: Date.now(), newUid: () => crypto.randomUUID(), extras };
   const { next, created } = computeWrite(t.def, { namespace: t.namespace, name }, req.verb === "create" ? null : current, req, ctx);
   if (next && next !== current && t.def.finalize) await t.def.finalize(next, req.verb === "create" ? null : current, ctx);
@@ -172,7 +152,7 @@ const DELETE_COLLECTION_CONCURRENCY = 8;
 export async function deleteCollection(c: Ctx, t: Target): Promise<Response> {
   if (t.def.namespaced && !t.namespace) throw methodNotAllowed("DELETE is not allowed on a collection across all namespaces");
   if (t.def.systemOwned) throw methodNotAllowed(`${t.def.plural}.${t.def.group} are written by the hub's scheduler only`);
-  if (t.def === NamespaceKind) throw methodNotAllowed("DELETE is not allowed on the namespaces collection: delete each namespace");
+  if (t.def.deleteCollectionRefusal !== undefined) throw methodNotAllowed(t.def.deleteCollectionRefusal);
   const req = await decodeDelete(c);
   const { filter: selects, index } = selectorOf(c, t.def);
   const conv = t.def.conversion;
