@@ -14,7 +14,8 @@ import { KINDS } from "../kinds/index.ts";
 import { apiAccess } from "../auth/request.ts";
 import { ensureBuiltins } from "./builtins.ts";
 import type { ApiEnv } from "./context.ts";
-import { groupVersions, META_SCHEMAS, openAPIV3, schemaName, type JsonSchema } from "./openapi.ts";
+import { META_SCHEMAS, schemaName, type JsonSchema } from "./openapi/names.ts";
+import { groupVersions, openAPIV3 } from "./openapi/v3.ts";
 
 function esc(s: unknown): string {
   return String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);

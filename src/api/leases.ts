@@ -26,7 +26,7 @@
  *   so a get or list from a `resourceVersion` is answered at once with the current lease (which is
  *   never older than any version served before). `uid`: a name-based UUID of the cluster's uid,
  *   stable for the cluster's life.
- * - Writes and watch are 405 (src/api/resources.ts, the kind's `computed` refusals).
+ * - Writes and watch are 405 (src/api/resource/read.ts and write.ts, the kind's `computed` refusals).
  */
 import type { Env } from "../env.ts";
 import type { KubeObject } from "../k8s/meta.ts";
@@ -41,7 +41,7 @@ import { admittedStoreOf } from "../admission/store.ts";
 /** Most clusters' objects one list of Leases across namespaces reads (one page). */
 export const LEASE_PAGE_CLUSTERS = LIST_CHUNK_ROWS;
 
-/** What a list of a computed kind is asked for (src/api/resources.ts parses it as for every kind). */
+/** What a list of a computed kind is asked for (src/api/resource/read.ts parses it as for every kind). */
 export interface ComputedListOptions {
   /** Start after this (namespace, name) key, exclusive: where a `continue` token points. */
   after?: StoreKey;
@@ -59,7 +59,7 @@ export interface ComputedPage {
   remaining?: undefined;
 }
 
-/** How src/api/resources.ts reads a computed kind's objects (`KindDefinition.computed`). */
+/** How src/api/resource/read.ts reads a computed kind's objects (`KindDefinition.computed`). */
 export interface ComputedReader {
   /** The object at (namespace, name), or null. */
   get(env: Env, namespace: string, name: string): Promise<KubeObject | null>;

@@ -115,7 +115,7 @@ export type AuditSelector = { column: AuditCondition["column"] | "audit_id"; op:
  * `field!=value` on the fields of {@link FIELD_COLUMNS}, and `requestReceivedTimestamp>=TIME` /
  * `requestReceivedTimestamp<TIME` (TIME an RFC 3339 date-time, e.g. `2026-11-26T10:00:00Z`).
  * @throws ApiError 400 BadRequest (field `fieldSelector`) for an unsupported field or operator, or
- *   a time that does not parse, as src/api/resources.ts `selectorOf` answers an unsupported field
+ *   a time that does not parse, as src/api/resource/selectors.ts `selectorOf` answers an unsupported field
  */
 export function parseAuditFieldSelector(selector: string | undefined): AuditSelector {
   const out: AuditSelector = [];

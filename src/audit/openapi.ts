@@ -1,17 +1,11 @@
 /**
- * The OpenAPI 3.0 schemas and paths of AuditEvents (src/audit/routes.ts), which src/api/openapi.ts
+ * The OpenAPI 3.0 schemas and paths of AuditEvents (src/audit/routes.ts), which src/api/openapi/v3.ts
  * adds to `flotilla.dev/v1alpha1`'s document (and so to `/openapi/v2`): `kubectl explain
  * auditevents` and generated clients see the fields of kube-apiserver's `audit.k8s.io/v1` Event
  * and the one path, GET (list, watch) of the collection.
  */
+import type { JsonSchema } from "../api/openapi/names.ts";
 import { AUDIT_GROUP, AUDIT_RESOURCE, AUDIT_VERSION } from "./routes.ts";
-
-/**
- * A schema, parameter or path item of the document, as JSON: the same type as src/api/openapi.ts's
- * `JsonSchema`, declared here because that module imports this one (no import cycle, not even of
- * a type).
- */
-type JsonSchema = { [key: string]: unknown };
 
 /** What the caller's document names the shared meta schemas, and how it references a schema. */
 export interface AuditOpenAPIRefs {

@@ -30,7 +30,7 @@ const BootstrapTokenSchema = z.strictObject({
       ttlSeconds: z.number().int().min(0).max(31536000).optional(),
       autoApprove: z.boolean().optional(),
       description: z.string().max(1024).optional(),
-      /** Write-only, on create only (the HTTP layer takes it out: {@link takeChosenToken}); documented in src/api/openapi.ts. */
+      /** Write-only, on create only (`createSecret` takes it out: {@link takeChosenToken}); documented in src/api/openapi/descriptions.ts. */
       token: z.string().optional(),
     })
     .optional(),
@@ -134,7 +134,7 @@ export const BootstrapTokenKind: KindDefinition = {
       : [{ field: "metadata.name", message: `Invalid value: ${JSON.stringify(name)}: a bootstrap token ID must match [a-z0-9]{6}` }];
   },
   prepareForCreate(obj, ctx: WriteContext) {
-    // The HTTP layer took a chosen token out already (chosenToken); never store it.
+    // createSecret took a chosen token out already; never store it.
     if (obj.spec) delete obj.spec.token;
     if (!obj.metadata.name) obj.metadata.name = randomToken(6);
     delete obj.metadata.generateName;

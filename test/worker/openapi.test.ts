@@ -1,7 +1,7 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { KINDS } from "../../src/kinds/index.ts";
-import { groupVersionPath, schemaName } from "../../src/api/openapi.ts";
+import { groupVersionPath, schemaName } from "../../src/api/openapi/names.ts";
 import { ADMIN, call, MC } from "./helpers.ts";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
