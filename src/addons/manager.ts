@@ -36,11 +36,13 @@ import { PLACEMENT_LABEL } from "../scheduling/grouping.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { sharedRead, type HookTarget } from "../store/hooks.ts";
 import { decisionGroups } from "../work/replicaset.ts";
-import { canonicalJson as canonical, computeRollout, type ClusterRolloutStatus, type DecisionGroup, type RolloutStrategy } from "../work/rollout.ts";
+import { computeRollout, type ClusterRolloutStatus, type DecisionGroup, type RolloutStrategy } from "../work/rollout.ts";
+import { canonicalJson as canonical } from "../k8s/canonical-json.ts";
+import { racing } from "../k8s/racing.ts";
 import type { Env } from "../env.ts";
 import { setSchedulerTimer } from "../timers.ts";
 import { availability, manifestApplied, type AddonCondition } from "./health.ts";
-import { syncHubPermissions, templateOf, tryWrite } from "./token-registration.ts";
+import { syncHubPermissions, templateOf } from "./token-registration.ts";
 import {
   ADDON_NAME_LABEL,
   deployWorkName,
@@ -261,7 +263,7 @@ async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean):
     // Every ManagedClusterAddOn of the add-on goes with it (OCM owns them all by the ClusterManagementAddOn).
     for (const m of existing)
       if (!m.metadata.deletionTimestamp)
-        await tryWrite(() => store.write(m.metadata.namespace!, name, { verb: "delete", preconditions: { uid: m.metadata.uid } }));
+        await racing(() => store.write(m.metadata.namespace!, name, { verb: "delete", preconditions: { uid: m.metadata.uid } }));
     return recheckAt;
   }
   const spec = (cma.spec ?? {}) as CmaSpec;
@@ -282,7 +284,7 @@ async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean):
         metadata: { name, namespace: c, ownerReferences: [ownerRef(cma)] },
         spec: {},
       };
-      const r = await tryWrite(() => store.write(c, name, { verb: "create", body }));
+      const r = await racing(() => store.write(c, name, { verb: "create", body }));
       if (r && r !== "lost") mcas.set(c, r);
     }
     // Uninstall what this manager installed where no placement decides it any more. A missing
@@ -292,7 +294,7 @@ async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean):
     for (const [c, m] of missing ? [] : mcas) {
       if (owner.has(c) || m.metadata.deletionTimestamp) continue;
       if (!(m.metadata.ownerReferences ?? []).some((o) => o.uid === cma.metadata.uid)) continue;
-      await tryWrite(() => store.write(c, name, { verb: "delete", preconditions: { uid: m.metadata.uid } }));
+      await racing(() => store.write(c, name, { verb: "delete", preconditions: { uid: m.metadata.uid } }));
       mcas.delete(c);
     }
     // Configs, rolled out per placement by its strategy.
@@ -316,7 +318,7 @@ async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean):
           ...((m.status ?? {}) as Json),
           configReferences: configReferences(desired.get(c)!, (m.status as { configReferences?: ConfigReference[] } | undefined)?.configReferences),
         };
-        const r = await tryWrite(() => store.write(c, name, { verb: "update", subresource: "status", body: { ...m, status } }, { known: m }));
+        const r = await racing(() => store.write(c, name, { verb: "update", subresource: "status", body: { ...m, status } }, { known: m }));
         if (r && r !== "lost") {
           mcas.set(c, r);
           touched.add(c);
@@ -378,7 +380,7 @@ async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean):
     installProgressions: progressions,
   };
   if (canonical(status) !== canonical(cma.status ?? {})) {
-    await tryWrite(() =>
+    await racing(() =>
       admittedStoreOf(env, ClusterManagementAddOnKind).write("", name, { verb: "update", subresource: "status", body: { ...cma, status } }, { known: cma }),
     );
   }
@@ -403,7 +405,7 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
   let work = await admittedStoreOf(env, ManifestWorkKind).get(cluster, workName);
   if (!mca || mca.metadata.deletionTimestamp) {
     if (work && work.metadata.labels?.[ADDON_NAME_LABEL] === name && !work.metadata.deletionTimestamp) {
-      await tryWrite(() => works.write(cluster, workName, { verb: "delete", preconditions: { uid: work!.metadata.uid } }));
+      await racing(() => works.write(cluster, workName, { verb: "delete", preconditions: { uid: work!.metadata.uid } }));
     }
     // Its hub permissions in other namespaces go with it (those in the cluster's go with their owner).
     await syncHubPermissions(env, cluster, name, null, null);
@@ -416,7 +418,7 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
   if (!(await admittedStoreOf(env, ManagedClusterKind).getCommitted("", cluster))) {
     const ours = work?.metadata.labels?.[ADDON_NAME_LABEL] === name && (work.metadata.ownerReferences ?? []).some((o) => o.uid === mca.metadata.uid);
     if (work && ours && !work.metadata.deletionTimestamp)
-      await tryWrite(() => works.write(cluster, workName, { verb: "delete", preconditions: { uid: work!.metadata.uid } }));
+      await racing(() => works.write(cluster, workName, { verb: "delete", preconditions: { uid: work!.metadata.uid } }));
     return;
   }
   const cma = await admittedStoreOf(env, ClusterManagementAddOnKind).get("", name);
@@ -477,7 +479,7 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
             spec: body.spec,
           }
         : body;
-      const r = await tryWrite(() =>
+      const r = await racing(() =>
         works.write(cluster, workName, work ? { verb: "update", body: next } : { verb: "create", body: next }, work ? { known: work } : {}),
       );
       if (r && r !== "lost") work = r;
@@ -533,7 +535,7 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
     ...(template ? [{ group: ADDON_GROUP, resource: "addontemplates", name: template.metadata.name }] : []),
   ];
   if (canonical(status) !== canonical(mca.status ?? {})) {
-    await tryWrite(() =>
+    await racing(() =>
       admittedStoreOf(env, ManagedClusterAddOnKind).write(cluster, name, { verb: "update", subresource: "status", body: { ...mca, status } }, { known: mca }),
     );
   }

@@ -32,6 +32,7 @@
  * to the agent and written nowhere on the hub.
  */
 import { ApiError, conflict, notFound } from "../k8s/errors.ts";
+import { racing } from "../k8s/racing.ts";
 import { rfc3339, setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
 import { AddOnTemplateKind, ClusterManagementAddOnKind, ManagedClusterAddOnKind } from "../kinds/addon.ts";
 import { RoleBindingKind, RoleKind } from "../kinds/rbac.ts";
@@ -118,7 +119,7 @@ export async function issueAddonToken(
   });
   // A Role made before its status write was taken away (issue 39) loses it now.
   if (JSON.stringify(role.rules) !== JSON.stringify(agentRules(addon)))
-    await tryWrite(() =>
+    await racing(() =>
       admittedStoreOf(env, RoleKind).write(cluster, roleName, { verb: "update", body: { ...role, rules: agentRules(addon) } }, { known: role }),
     );
   const subjects = [{ kind: "User", apiGroup: "rbac.authorization.k8s.io", name: user }];
@@ -228,24 +229,22 @@ export async function syncHubPermissions(
       let r: KubeObject | null | "lost";
       if (!current || current.metadata.deletionTimestamp) {
         const own = w.namespace === cluster ? owner : null;
-        r = await tryWrite(() =>
-          bindings.write(w.namespace, w.name, { verb: "create", body: binding(w.name, w.namespace, w.roleRef, [subject], labels, own) }),
-        );
+        r = await racing(() => bindings.write(w.namespace, w.name, { verb: "create", body: binding(w.name, w.namespace, w.roleRef, [subject], labels, own) }));
       } else if (!sameRef(w.roleRef, current.roleRef)) {
         // A RoleBinding's roleRef cannot change: the old one goes first.
-        await tryWrite(() => bindings.write(w.namespace, w.name, { verb: "delete", preconditions: { uid: current.metadata.uid } }));
+        await racing(() => bindings.write(w.namespace, w.name, { verb: "delete", preconditions: { uid: current.metadata.uid } }));
         if (attempt >= 4) break;
         continue; // made anew on the next pass
       } else if (!((current.subjects as Subject[] | undefined) ?? []).some(mine)) {
         const next = { ...current, subjects: [...((current.subjects as Subject[] | undefined) ?? []), subject] };
-        r = await tryWrite(() => bindings.write(w.namespace, w.name, { verb: "update", body: next }, { known: current }));
+        r = await racing(() => bindings.write(w.namespace, w.name, { verb: "update", body: next }, { known: current }));
       } else break;
       if (r !== "lost" || attempt >= 4) break;
     }
   }
   if (sa && !sa.metadata.deletionTimestamp && sa.metadata.annotations?.[HUB_PERMISSIONS_ANNOTATION] !== record) {
     const next = { ...sa, metadata: { ...sa.metadata, annotations: { ...(sa.metadata.annotations ?? {}), [HUB_PERMISSIONS_ANNOTATION]: record } } };
-    await tryWrite(() => sas.write(cluster, saName, { verb: "update", body: next }, { known: sa }));
+    await racing(() => sas.write(cluster, saName, { verb: "update", body: next }, { known: sa }));
   }
 }
 
@@ -260,24 +259,9 @@ async function editSubjects(env: Env, namespace: string, name: string, edit: (su
     if (after.length === before.length) return;
     const r =
       after.length === 0
-        ? await tryWrite(() => bindings.write(namespace, name, { verb: "delete", preconditions: { uid: current.metadata.uid } }))
-        : await tryWrite(() => bindings.write(namespace, name, { verb: "update", body: { ...current, subjects: after } }, { known: current }));
+        ? await racing(() => bindings.write(namespace, name, { verb: "delete", preconditions: { uid: current.metadata.uid } }))
+        : await racing(() => bindings.write(namespace, name, { verb: "update", body: { ...current, subjects: after } }, { known: current }));
     if (r !== "lost") return;
-  }
-}
-
-/**
- * Runs a write through the store; a lost race (409 Conflict) or an object gone (404 NotFound) is
- * answered `lost`, not thrown: the caller's next run sees the current state.
- * @returns the object as stored (null when deleted), or "lost"
- * @throws any other ApiError of the write, and errors of D1
- */
-export async function tryWrite(write: () => Promise<{ object: KubeObject | null }>): Promise<KubeObject | null | "lost"> {
-  try {
-    return (await write()).object;
-  } catch (e) {
-    if (e instanceof ApiError && (e.code === 409 || e.code === 404)) return "lost";
-    throw e;
   }
 }
 

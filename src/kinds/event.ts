@@ -38,6 +38,7 @@ import { badRequest, type StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition, PrinterColumn } from "../k8s/kind.ts";
 import { ObjectMetaSchema, type KubeObject } from "../k8s/meta.ts";
 import { humanDuration } from "../k8s/duration.ts";
+import { canonicalJson } from "../k8s/canonical-json.ts";
 import { clock } from "../clock.ts";
 import { parseKubeTime } from "../k8s/timestamps.ts";
 import { fieldInvalid, fieldRequired, isQualifiedName, utf8Length } from "../k8s/validation.ts";
@@ -309,8 +310,9 @@ const pathOf = (k: string) => (k === "reportingComponent" ? "reportingController
  */
 function strictValidate(e: KubeObject, old: KubeObject | undefined): StatusCause[] {
   if (old) {
-    const causes = canonicalJson(e.series) !== canonicalJson(old.series) ? validateSeries(e) : [];
-    for (const k of IMMUTABLE_V1) if (canonicalJson(e[k]) !== canonicalJson(old[k])) causes.push(fieldInvalid(pathOf(k), e[k] ?? "", "field is immutable"));
+    const causes = canonicalJson(e.series ?? null) !== canonicalJson(old.series ?? null) ? validateSeries(e) : [];
+    for (const k of IMMUTABLE_V1)
+      if (canonicalJson(e[k] ?? null) !== canonicalJson(old[k] ?? null)) causes.push(fieldInvalid(pathOf(k), e[k] ?? "", "field is immutable"));
     return causes;
   }
   const causes = validateSeries(e);
@@ -321,17 +323,6 @@ function strictValidate(e: KubeObject, old: KubeObject | undefined): StatusCause
   const source = (e.source ?? {}) as { component?: string; host?: string };
   if (source.component || source.host) causes.push(fieldInvalid("source", "", "needs to be unset"));
   return causes;
-}
-
-/** JSON with object keys sorted (absent and null alike), for comparing fields. */
-function canonicalJson(v: unknown): string {
-  return (
-    JSON.stringify(v ?? null, (_k, x: unknown) =>
-      x && typeof x === "object" && !Array.isArray(x)
-        ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-        : x,
-    ) ?? "null"
-  );
 }
 
 /** The Time fields of the stored form, and the MicroTime ones (`series.lastObservedTime` is handled apart). */

@@ -26,7 +26,6 @@
  * see them like any other. Runs are idempotent and read the current state; a lost write race is
  * run again, and a run that still fails throws, so that its outbox row is kept and swept later.
  */
-import { ApiError } from "../k8s/errors.ts";
 import { CommitGroups } from "../store/group-commit.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { PlacementDecisionKind, PlacementKind } from "../kinds/placement.ts";
@@ -45,7 +44,8 @@ import {
 import { PLACEMENT_LABEL } from "../scheduling/index.ts";
 import type { Env } from "../env.ts";
 import { admittedStoreOf } from "../admission/store.ts";
-import { canonicalJson as canonical } from "../work/rollout.ts";
+import { canonicalJson as canonical } from "../k8s/canonical-json.ts";
+import { racing } from "../k8s/racing.ts";
 import type { ManyWrite } from "../store/store.ts";
 import { sharedRead, type HookTarget } from "../store/hooks.ts";
 
@@ -215,16 +215,6 @@ function withCompliance(status: Record<string, unknown>, entries: ClusterComplia
   if (compliant) next.compliant = compliant;
   else delete next.compliant;
   return next;
-}
-
-/** Runs a store write; a lost race (409 Conflict, 404 NotFound, 409 AlreadyExists) gives "lost" instead of throwing. */
-async function racing(write: () => Promise<{ object: KubeObject | null }>): Promise<KubeObject | null | "lost"> {
-  try {
-    return (await write()).object;
-  } catch (e) {
-    if (e instanceof ApiError && (e.reason === "Conflict" || e.reason === "AlreadyExists" || e.reason === "NotFound")) return "lost";
-    throw e;
-  }
 }
 
 /** True for a Policy that is a replica (labelled with its root), which is never propagated itself. */

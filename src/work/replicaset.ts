@@ -36,7 +36,9 @@ import { type ManyWrite } from "../store/store.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { CommitGroups } from "../store/group-commit.ts";
 import { sharedRead, type AfterCommitHook, type Change, type HookTarget } from "../store/hooks.ts";
-import { canonicalJson, classifyRollout, TEMPLATE_WRITTEN_ANNOTATION, type DecisionGroup, type RolloutStrategy, type WorkCondition } from "./rollout.ts";
+import { classifyRollout, TEMPLATE_WRITTEN_ANNOTATION, type DecisionGroup, type RolloutStrategy, type WorkCondition } from "./rollout.ts";
+import { canonicalJson } from "../k8s/canonical-json.ts";
+import { racing } from "../k8s/racing.ts";
 import { decisionsMoved } from "../placement/changes.ts";
 
 /** The finalizer the controller keeps on a replica set until its works are deleted (OCM). */
@@ -251,16 +253,6 @@ async function deleteWork(env: Env, work: KubeObject, hooks: RunHooks): Promise<
   } catch (e) {
     if (e instanceof ApiError && e.reason === "NotFound") return true;
     if (e instanceof ApiError && e.reason === "Conflict") return false;
-    throw e;
-  }
-}
-
-/** Runs a write; a lost race (409, or 404 for an update) gives null instead of throwing. */
-async function racing(write: () => Promise<{ object: KubeObject | null }>): Promise<KubeObject | null | "lost"> {
-  try {
-    return (await write()).object;
-  } catch (e) {
-    if (e instanceof ApiError && (e.reason === "Conflict" || e.reason === "AlreadyExists" || e.reason === "NotFound")) return "lost";
     throw e;
   }
 }

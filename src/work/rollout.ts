@@ -13,6 +13,7 @@
  *   [{ index: 0, name: "", clusters: ["a", "b"] }], [], Date.now());
  * // r.toApply = ["a"]
  */
+import { canonicalJson } from "../k8s/canonical-json.ts";
 import { GO_DURATION, parseGoDuration } from "../k8s/duration.ts";
 
 export { GO_DURATION };
@@ -375,18 +376,6 @@ export function workRolloutStatus(
  * the template's content to it (RFC 3339 with milliseconds). progressDeadline counts from there.
  */
 export const TEMPLATE_WRITTEN_ANNOTATION = "work.flotilla.dev/template-written-at";
-
-/** JSON with object keys sorted, so that equal contents compare equal (a work's spec against the template). */
-export function canonicalJson(v: unknown): string {
-  return JSON.stringify(v, (_k, x: unknown) => {
-    if (x && typeof x === "object" && !Array.isArray(x)) {
-      const sorted: Record<string, unknown> = {};
-      for (const k of Object.keys(x as Record<string, unknown>).sort()) sorted[k] = (x as Record<string, unknown>)[k];
-      return sorted;
-    }
-    return x;
-  });
-}
 
 /** A generated ManifestWork as the rollout reads it (the fields of a served ManifestWork). */
 export interface RolloutWork {

@@ -11,7 +11,8 @@ import { describe, expect, it } from "vitest";
 import { explain, type PlacementContext } from "../../src/ui/app/explain.ts";
 import { parseFleetMetrics } from "../../src/ui/app/metrics.ts";
 import { availabilitySince, conditionHealth, leaseAgeSeconds, leaseInfo, leaseLate } from "../../src/ui/app/format.ts";
-import { canonicalJson, classifyRollout, TEMPLATE_WRITTEN_ANNOTATION } from "../../src/work/rollout.ts";
+import { classifyRollout, TEMPLATE_WRITTEN_ANNOTATION } from "../../src/work/rollout.ts";
+import { canonicalJson } from "../../src/k8s/canonical-json.ts";
 
 const SET = "cluster.open-cluster-management.io/clusterset";
 const cluster = (name: string, labels: Record<string, string>, extra: Record<string, unknown> = {}) => ({

@@ -13,6 +13,7 @@
  */
 import { isNotFound, describeKubeError, KubeError } from "../kube.ts";
 import { fromLabelSelector, toString } from "../../../src/k8s/labels.ts";
+import { canonicalJson as canonical } from "../../../src/k8s/canonical-json.ts";
 import type { DynamicClient, GroupVersionResource, ObjectRef } from "../work/dynamic.ts";
 import { NoKindMatchError, type RestMapper } from "../work/discovery.ts";
 import { isObj, type Obj } from "../work/types.ts";
@@ -365,19 +366,6 @@ function forComparison(obj: Obj): Obj {
     if (Object.keys(meta.annotations).length === 0) delete meta.annotations;
   }
   return out;
-}
-
-/** A JSON value's text with object keys sorted (list order kept): equal texts, deeply equal values. */
-function canonical(v: unknown): string {
-  return JSON.stringify(v, (_k, x: unknown) =>
-    isObj(x) && !Array.isArray(x)
-      ? Object.fromEntries(
-          Object.keys(x)
-            .sort()
-            .map((k) => [k, x[k]]),
-        )
-      : x,
-  );
 }
 
 /** `def` with `metadata.namespace` set to `ns` (left out for a cluster-scoped kind). */

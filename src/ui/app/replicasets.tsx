@@ -7,7 +7,8 @@
  * The replica set, its placements' decisions and its works are watched.
  */
 import { useMemo } from "preact/hooks";
-import { canonicalJson, classifyRollout, type DecisionGroup, type RolloutStatus, type RolloutStrategy } from "../../work/rollout.ts";
+import { classifyRollout, type DecisionGroup, type RolloutStatus, type RolloutStrategy } from "../../work/rollout.ts";
+import { canonicalJson } from "../../k8s/canonical-json.ts";
 import type { Api, KubeObject } from "./api.ts";
 import { EventList } from "./events.tsx";
 import { condition, type Condition } from "./format.ts";
