@@ -33,6 +33,7 @@ import type { ApiEnv } from "../api/context.ts";
 import { bearerToken } from "../auth/credentials.ts";
 import { negotiate, partialObjectMetadataList } from "../api/negotiate.ts";
 import { queryFlag } from "../api/request.ts";
+import { rowObject } from "../k8s/table.ts";
 import { acquireWatch, checkWatchListOptions, clientOf, INITIAL_EVENTS_END, MAX_WATCH_SECONDS, WATCH_POLL_MS, WatchStream } from "../api/watch.ts";
 import type { AuditEvent } from "./event.ts";
 import { AUDIT_READ_CHUNK, parseAuditFieldSelector, readAuditEvents, type AuditRecord, type AuditSelector } from "./log.ts";
@@ -151,12 +152,7 @@ function auditTable(items: ServedAuditEvent[], listMeta: Record<string, unknown>
     columnDefinitions: COLUMNS,
     rows: items.map((o) => ({
       cells: cellsOf(o),
-      object:
-        includeObject === "None"
-          ? undefined
-          : includeObject === "Object"
-            ? o
-            : { kind: "PartialObjectMetadata", apiVersion: "meta.k8s.io/v1", metadata: o.metadata },
+      object: rowObject(o, includeObject),
     })),
   };
 }

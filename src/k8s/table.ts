@@ -72,12 +72,23 @@ export function tableOf(
     ],
     rows: items.map((o) => ({
       cells: [...(nameFirst ? [o.metadata.name] : []), ...columns.map((c) => cell(o, c, nowMs))],
-      object:
-        includeObject === "None"
-          ? undefined
-          : includeObject === "Object"
-            ? o
-            : { kind: "PartialObjectMetadata", apiVersion: "meta.k8s.io/v1", metadata: o.metadata },
+      object: rowObject(o, includeObject),
     })),
   };
+}
+
+/**
+ * The `object` of a Table row as `includeObject` asks (kube-apiserver's `IncludeObjectPolicy`):
+ * `None` nothing, `Object` the object itself, anything else (`Metadata`, the default) its
+ * PartialObjectMetadata.
+ */
+export function rowObject<T extends { metadata: unknown }>(
+  o: T,
+  includeObject: string | undefined,
+): T | { kind: string; apiVersion: string; metadata: T["metadata"] } | undefined {
+  return includeObject === "None"
+    ? undefined
+    : includeObject === "Object"
+      ? o
+      : { kind: "PartialObjectMetadata", apiVersion: "meta.k8s.io/v1", metadata: o.metadata };
 }

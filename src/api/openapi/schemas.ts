@@ -49,34 +49,35 @@ function toJsonSchema(schema: z.ZodType): JsonSchema {
 }
 
 /**
- * The OpenAPI 3.0 schema of one kind, derived from its zod schema: `metadata` becomes a reference
- * to ObjectMeta, apiVersion/kind carry the standard descriptions, and the schema carries
- * `x-kubernetes-group-version-kind: [{group, version, kind}]`.
+ * The OpenAPI 3.0 schema of an object of kind `kind` from its zod schema: `metadata` becomes a
+ * reference to ObjectMeta, apiVersion/kind carry the standard descriptions.
  */
-export function kindSchema(def: KindDefinition): JsonSchema {
-  const s = toJsonSchema(def.schema);
+function objectSchema(schema: z.ZodType, kind: string): JsonSchema {
+  const s = toJsonSchema(schema);
   delete s.$schema;
-  tidy(s, def.kind, []);
+  tidy(s, kind, []);
   const props = isObj(s.properties) ? s.properties : {};
   if ("apiVersion" in props) props.apiVersion = { type: "string", description: API_VERSION_DOC };
   if ("kind" in props) props.kind = { type: "string", description: KIND_DOC };
   if ("metadata" in props) props.metadata = refTo(META_SCHEMAS.ObjectMeta, METADATA_DOC);
+  return s;
+}
+
+/**
+ * The OpenAPI 3.0 schema of one kind, derived from its zod schema ({@link objectSchema}), carrying
+ * `x-kubernetes-group-version-kind: [{group, version, kind}]`.
+ */
+export function kindSchema(def: KindDefinition): JsonSchema {
+  const s = objectSchema(def.schema, def.kind);
   const description = s.description ?? KIND_DOCS[def.kind] ?? `${def.kind} (${def.group}/${def.version}).`;
   return { description, ...s, "x-kubernetes-group-version-kind": [gvk(def)] };
 }
 
 /** The schema of a kind a subresource takes and answers (a TokenRequest), as {@link kindSchema} makes a kind's. */
 export function subresourceSchema(sub: CreateSubresource): JsonSchema {
-  const s = toJsonSchema(sub.schema);
-  delete s.$schema;
-  tidy(s, sub.kind, []);
-  const props = isObj(s.properties) ? s.properties : {};
-  if ("apiVersion" in props) props.apiVersion = { type: "string", description: API_VERSION_DOC };
-  if ("kind" in props) props.kind = { type: "string", description: KIND_DOC };
-  if ("metadata" in props) props.metadata = refTo(META_SCHEMAS.ObjectMeta, METADATA_DOC);
   return {
     description: `${sub.kind} (${sub.group}/${sub.version}).`,
-    ...s,
+    ...objectSchema(sub.schema, sub.kind),
     "x-kubernetes-group-version-kind": [{ group: sub.group, version: sub.version, kind: sub.kind }],
   };
 }
