@@ -39,7 +39,7 @@ import { clusterTransition, transitionCovered, type ClusterTransition } from "..
 import { admitAcceptance } from "../src/namespaces/lifecycle.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../src/k8s/write.ts";
 import type { WriterMode } from "../src/store/store.ts";
-import { deltaOf, type WorkDelta, type WorkDeltaMessage } from "../src/work/namespace-works.ts";
+import { deltaOf, type DeliverableDelta, type DeliverableDeltaMessage } from "../src/work/namespace-deliverables.ts";
 import { workTtlTimer } from "../src/work/deletion.ts";
 import { timersOf } from "../src/controllers.ts";
 import type { Env } from "../src/env.ts";
@@ -178,7 +178,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
     this.lease.start(obj, now);
     this.connection.objectChanged(obj);
     if (previous && !previous.metadata.deletionTimestamp && obj.metadata.deletionTimestamp) {
-      this.worksMoved(true);
+      this.deliverablesMoved(true);
       this.leave.schedule(obj);
     }
     await this.nextAlarm("earlier");
@@ -447,16 +447,17 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
   }
 
   /**
-   * Records that the works in this cluster's namespace changed (a work created, deleted, or its
-   * spec or metadata changed): a new works ETag, and every waiting long-poll answers at once.
+   * Records that the deliverables in this cluster's namespace changed (a ManifestWork or a
+   * replicated Policy created, deleted, or its spec or metadata changed,
+   * src/work/namespace-deliverables.ts): a new works ETag, and every waiting long-poll answers at once.
    * Called by the Worker after the change committed to D1 (src/work/controller.ts), with the change
    * (`delta`, which the works a poll answers with take in) when the writer has it; without it
    * (an outbox sweep, the start of a leave), the next changed poll reads the works from D1. Does
    * nothing for a cluster that does not exist (its first poll gets a fresh ETag anyway). Not
    * queued behind other calls: one SQLite row written.
    */
-  async worksChanged(delta?: WorkDeltaMessage): Promise<void> {
-    this.worksMoved(this.state.viewObject() !== null, delta && deltaOf(delta));
+  async deliverablesChanged(delta?: DeliverableDeltaMessage): Promise<void> {
+    this.deliverablesMoved(this.state.viewObject() !== null, delta && deltaOf(delta));
   }
 
   /**
@@ -474,11 +475,11 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
   }
 
   /**
-   * A works change (see {@link worksChanged}; `exists`: the cluster exists): a new ETag, waiting
+   * A works change (see {@link deliverablesChanged}; `exists`: the cluster exists): a new ETag, waiting
    * long-polls answer, and the connected agent gets the works pushed, after this returns (a first
    * push may read the works from D1).
    */
-  private worksMoved(exists: boolean, delta?: WorkDelta): void {
+  private deliverablesMoved(exists: boolean, delta?: DeliverableDelta): void {
     this.delivery.changed(exists, delta);
     if (exists) this.ctx.waitUntil(this.connection.pushWorks().catch((e: unknown) => console.error("works push failed", e)));
   }

@@ -36,7 +36,7 @@ import { addonClusterUnknownHook } from "./addons/agent-health.ts";
 import { schedulingHook } from "./placement/controller.ts";
 import { replicaSetHook } from "./work/replicaset.ts";
 import { deleteExpiredWork, workDeletingHook, workTtlHook } from "./work/deletion.ts";
-import { clusterNamespaceHook, worksDeliveryHook } from "./work/controller.ts";
+import { clusterNamespaceHook, deliveryHook } from "./work/controller.ts";
 import { garbageCollectorHook } from "./gc/controller.ts";
 import { setCountsStatements } from "./clusterprofile/set-counts.ts";
 import { inventoryHook } from "./clusterprofile/controller.ts";
@@ -154,10 +154,10 @@ export const CONTROLLERS: readonly Controller[] = [
     ],
   },
   {
-    name: worksDeliveryHook.name,
+    name: deliveryHook.name,
     wakes: "a ManifestWork or replicated Policy created, deleted or changed in what its agent receives",
     runsIn: "ClusterObject",
-    hook: hook(worksDeliveryHook),
+    hook: hook(deliveryHook),
   },
   {
     name: clusterNamespaceHook.name,

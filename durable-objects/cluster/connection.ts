@@ -26,7 +26,7 @@ import type { ReportOutcome } from "./reports.ts";
 import { deliveredWorks } from "../../src/agent-api/delivered.ts";
 import { COUNTED } from "../../src/metrics/families.ts";
 import { count, flushSoon } from "../../src/metrics/recorder.ts";
-import { splitDelivered } from "../../src/work/namespace-works.ts";
+import { splitDelivered } from "../../src/work/namespace-deliverables.ts";
 import { writeAddonAvailability } from "../../src/addons/agent-health.ts";
 import { issueAddonToken } from "../../src/addons/token-registration.ts";
 import { clock } from "../../src/clock.ts";
@@ -104,7 +104,7 @@ export interface ConnectionHost {
   /** The works ETag and whether the cluster is leaving. */
   worksState(): { etag: string; leaving: boolean };
   /**
-   * The namespace's works as the object keeps them (src/work/namespace-works.ts), read from D1
+   * The namespace's works as the object keeps them (src/work/namespace-deliverables.ts), read from D1
    * when it has none yet; null when the namespace holds too many bytes of works to keep.
    */
   works(): Promise<KubeObject[] | null>;
@@ -332,7 +332,7 @@ export class AgentConnection {
   /**
    * Sends the connected agent the cluster's works after they changed (a work created, changed or
    * deleted, or a leave started): the works the object keeps, or `works-changed` when the
-   * namespace is too large for one message. Called from the object's `worksChanged`.
+   * namespace is too large for one message. Called from the object's `deliverablesChanged`.
    */
   async pushWorks(): Promise<void> {
     if (this.sockets().length > 0) await this.sendWorks(null);

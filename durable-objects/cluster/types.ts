@@ -70,7 +70,7 @@ export type AgentAction =
  * that changes whenever a work in the cluster's namespace is created, changes spec or metadata, or
  * is deleted), whether the cluster is leaving, and whether `etag` differs from the `If-None-Match`
  * the agent sent (when false the Worker answers 304 without reading D1). When it differs, `works`
- * are the namespace's works (src/work/namespace-works.ts), unless the namespace holds too many
+ * are the namespace's works (src/work/namespace-deliverables.ts), unless the namespace holds too many
  * bytes of them: the Worker reads them from D1 then.
  */
 export interface WorksState {

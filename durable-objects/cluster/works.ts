@@ -1,7 +1,7 @@
 /**
  * Works delivery of one cluster: the works ETag (a new one whenever a work in the cluster's
  * namespace changes, or a leave starts), the namespace's works kept in memory
- * (src/work/namespace-works.ts), and the agents' works long-polls waiting for a change.
+ * (src/work/namespace-deliverables.ts), and the agents' works long-polls waiting for a change.
  */
 import type { Env } from "../../src/env.ts";
 import { tooManyRequests, type Status } from "../../src/k8s/errors.ts";
@@ -9,7 +9,7 @@ import type { KubeObject } from "../../src/k8s/meta.ts";
 import { storeOf } from "../../src/store/store.ts";
 import { ManifestWorkKind } from "../../src/kinds/manifestwork.ts";
 import { PolicyKind, isReplicatedPolicy } from "../../src/kinds/policy.ts";
-import { NamespaceWorks, type WorkDelta } from "../../src/work/namespace-works.ts";
+import { NamespaceDeliverables, type DeliverableDelta } from "../../src/work/namespace-deliverables.ts";
 import { clock } from "../../src/clock.ts";
 import type { ClusterState } from "./state.ts";
 import { errorResult, type WorksState } from "./types.ts";
@@ -25,7 +25,7 @@ export const WORKS_RETRY_AFTER_SECONDS = 5;
 /** The works delivery of the host's cluster. */
 export class WorksDelivery {
   /** The works of the cluster's namespace, for works polls. */
-  private readonly works = new NamespaceWorks();
+  private readonly works = new NamespaceDeliverables();
   /** The long-polls waiting for a works change: each resolves when called. */
   readonly waiters = new Set<() => void>();
 
@@ -56,7 +56,7 @@ export class WorksDelivery {
    * cluster has an object: a cluster without one gets a fresh ETag at its first poll anyway), and
    * every waiting long-poll answers at once.
    */
-  changed(exists: boolean, delta?: WorkDelta): void {
+  changed(exists: boolean, delta?: DeliverableDelta): void {
     if (!exists) return this.works.invalidate();
     if (delta) this.works.apply(delta);
     else this.works.invalidate();
@@ -128,7 +128,7 @@ export class WorksDelivery {
 
   /**
    * The works and replicated Policies of cluster `name`'s namespace as kept here
-   * (src/work/namespace-works.ts; `splitDelivered` separates them), read from D1 when none are
+   * (src/work/namespace-deliverables.ts; `splitDelivered` separates them), read from D1 when none are
    * kept (`read` true then); null when the namespace holds too many bytes of them to keep (a poll
    * then reads them from D1 in the Worker, {@link readDelivered}).
    */
@@ -140,7 +140,7 @@ export class WorksDelivery {
 /**
  * The ManifestWorks and replicated Policies of cluster `name`'s namespace, from D1, with the
  * store's resourceVersion both reads reflect (the older of the two snapshots: a change newer than
- * it is taken from the hook, src/work/namespace-works.ts).
+ * it is taken from the hook, src/work/namespace-deliverables.ts).
  */
 export async function readDelivered(env: Env, name: string): Promise<{ items: KubeObject[]; resourceVersion: number }> {
   const [works, policies] = await Promise.all([storeOf(env, ManifestWorkKind).list(name), storeOf(env, PolicyKind).list(name)]);

@@ -45,7 +45,7 @@ export class DeliveredWorks {
    * Keeps `works`, the whole of what `cluster`'s namespace holds as a poll answered it, `bytes`
    * being the length of their JSON (the poll answer's). Replaces what was kept for the cluster,
    * but for a work this isolate stored since (same uid, higher resourceVersion: the answer's copy
-   * may predate a status write, src/work/namespace-works.ts); keeps nothing for the cluster when
+   * may predate a status write, src/work/namespace-deliverables.ts); keeps nothing for the cluster when
    * `bytes` is over the per-cluster bound. The objects must not be changed afterwards.
    */
   delivered(cluster: string, works: KubeObject[], bytes: number): void {

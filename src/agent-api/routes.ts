@@ -7,7 +7,7 @@ import { Hono, type Context } from "hono";
 import { ApiError, badRequest, conflict, invalid, unauthorized } from "../k8s/errors.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { deliveredWorks } from "./delivered.ts";
-import { splitDelivered } from "../work/namespace-works.ts";
+import { splitDelivered } from "../work/namespace-deliverables.ts";
 import { readDelivered } from "../../durable-objects/cluster/works.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { storageOf } from "../store/storage.ts";
@@ -186,7 +186,7 @@ function ifNoneMatch(c: Ctx): string | undefined {
 /**
  * GET works: the Durable Object answers an unchanged ETag alone (after waiting up to
  * `waitSeconds` for a change), and a changed one with the namespace's ManifestWorks as it knows
- * them (read from D1 once after it started, then kept by each change; src/work/namespace-works.ts).
+ * them (read from D1 once after it started, then kept by each change; src/work/namespace-deliverables.ts).
  * @throws ApiError 400 for a bad waitSeconds
  */
 async function getWorks(c: Ctx): Promise<Response> {

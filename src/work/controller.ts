@@ -1,6 +1,7 @@
 /**
- * After-commit hooks of works (src/store/hooks.ts): delivery of ManifestWorks to their cluster's
- * agent, and the removal of what a removed cluster's namespace held.
+ * After-commit hooks of delivery (src/store/hooks.ts): of the deliverables (ManifestWorks and
+ * replicated Policies, src/work/namespace-deliverables.ts) to their cluster's agent, and the
+ * removal of what a removed cluster's namespace held.
  */
 import { ApiError } from "../k8s/errors.ts";
 import type { KubeObject } from "../k8s/meta.ts";
@@ -9,11 +10,11 @@ import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import { PolicyKind, isReplicatedPolicy } from "../kinds/policy.ts";
 import { AddOnPlacementScoreKind } from "../kinds/placement.ts";
 import type { AfterCommitHook, Change } from "../store/hooks.ts";
-import { DELIVERED_POLICY_KIND, deltaMessage, type WorkDelta } from "./namespace-works.ts";
+import { DELIVERED_POLICY_KIND, deltaMessage, type DeliverableDelta } from "./namespace-deliverables.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { releaseCleanupFinalizer } from "./deletion.ts";
 
-/** A work as its agent receives it: everything but its status and resourceVersion. */
+/** A deliverable as its agent receives it: everything but its status and resourceVersion. */
 function deliveredView(obj: KubeObject | null): string {
   if (!obj) return "";
   const { status: _status, metadata, ...rest } = obj;
@@ -21,19 +22,19 @@ function deliveredView(obj: KubeObject | null): string {
   return JSON.stringify([rest, meta]);
 }
 
-/** The delta a committed change of a work hands its cluster's object, or undefined without the change (a sweep). */
-function workDelta(change: Change | undefined): WorkDelta | undefined {
+/** The delta a committed change of a deliverable hands its cluster's object, or undefined without the change (a sweep). */
+function deliverableDelta(change: Change | undefined): DeliverableDelta | undefined {
   const stored = change?.after ?? change?.before;
   if (!change || !stored) return undefined;
   return {
     name: change.name,
     resourceVersion: Number(stored.metadata.resourceVersion),
-    work: change.after,
+    object: change.after,
     ...(change.def === PolicyKind ? { kind: DELIVERED_POLICY_KIND } : {}),
   };
 }
 
-/** Whether a change is of what the works delivery carries: a ManifestWork, or a replicated Policy (issue 32). */
+/** Whether a change is of a deliverable: a ManifestWork, or a replicated Policy (issue 32). */
 function delivered(change: Change): boolean {
   if (change.def === ManifestWorkKind) return true;
   const obj = change.after ?? change.before;
@@ -41,21 +42,21 @@ function delivered(change: Change): boolean {
 }
 
 /**
- * Works delivery: when a ManifestWork or a replicated Policy (the works delivery carries both,
- * src/work/namespace-works.ts) was created, deleted, or changed anything its agent receives (spec
- * or metadata; a status write, such as a compliance report, does not), tells the cluster's Durable Object (the
- * namespace is the cluster's name) that its works changed, handing it the work as stored (or its
- * removal) when the writer has it, for the works its polls answer with
- * (src/work/namespace-works.ts). The object then changes its works ETag and wakes the agent's
- * long-poll before the write's response is sent. Idempotent: run again, the agent fetches its
- * works once more and finds nothing new.
+ * Delivery: when a deliverable (a ManifestWork or a replicated Policy,
+ * src/work/namespace-deliverables.ts) was created, deleted, or changed anything its agent
+ * receives (spec or metadata; a status write, such as a compliance report, does not), tells the
+ * cluster's Durable Object (the namespace is the cluster's name) that its deliverables changed,
+ * handing it the object as stored (or its removal) when the writer has it, for the works polls it
+ * answers. The object then changes its works ETag and wakes the agent's long-poll before the
+ * write's response is sent. Idempotent: run again, the agent fetches its works once more and
+ * finds nothing new. The hook keeps its name `works` (outbox rows name it).
  */
-export const worksDeliveryHook: AfterCommitHook<true> = {
+export const deliveryHook: AfterCommitHook<true> = {
   name: "works",
   plan: (change) => (delivered(change) && deliveredView(change.before) !== deliveredView(change.after) ? true : null),
   async run(env, _owed, target) {
-    const delta = workDelta(target.change);
-    await env.CLUSTERS.getByName(target.namespace).worksChanged(delta && deltaMessage(delta));
+    const delta = deliverableDelta(target.change);
+    await env.CLUSTERS.getByName(target.namespace).deliverablesChanged(delta && deltaMessage(delta));
   },
 };
 

@@ -261,7 +261,7 @@ describe("works delivery (agent protocol)", () => {
     expect(removed.body.works.map((w: { metadata: { name: string } }) => w.metadata.name)).toEqual(["w0"]);
 
     // A change without the work (as the outbox sweep runs the hook after a crash): read again.
-    await env.CLUSTERS.getByName("wd11").worksChanged();
+    await env.CLUSTERS.getByName("wd11").deliverablesChanged();
     const swept = await poll("wd11", keys, removed.body.etag);
     expect(swept.status).toBe(200);
     expect(d1(swept)).toBe("1");

@@ -1,12 +1,12 @@
 /**
- * The works a cluster's Durable Object keeps for its polls (src/work/namespace-works.ts): filled
+ * The works a cluster's Durable Object keeps for its polls (src/work/namespace-deliverables.ts): filled
  * by one read, then kept by delivered changes that arrive in any order, during a fill too; a
  * change without its object forgets everything, and a namespace over the byte bound is not kept.
  * Randomised: after any interleaving of changes and a fill, the picture equals the last state.
  */
 import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/k8s/meta.ts";
-import { NAMESPACE_WORKS_MAX_BYTES, NamespaceWorks, type WorkDelta, type WorksRead } from "../../src/work/namespace-works.ts";
+import { NAMESPACE_WORKS_MAX_BYTES, NamespaceDeliverables, type DeliverableDelta, type DeliverablesRead } from "../../src/work/namespace-deliverables.ts";
 
 const work = (name: string, rv: number, extra = ""): KubeObject => ({
   apiVersion: "work.open-cluster-management.io/v1",
@@ -14,18 +14,18 @@ const work = (name: string, rv: number, extra = ""): KubeObject => ({
   metadata: { name, namespace: "c1", uid: `u-${name}`, resourceVersion: String(rv), creationTimestamp: "2026-01-01T00:00:00Z" },
   spec: { note: extra },
 });
-const put = (w: KubeObject): WorkDelta => ({ name: w.metadata.name, resourceVersion: Number(w.metadata.resourceVersion), work: w });
-const removed = (name: string, rv: number): WorkDelta => ({ name, resourceVersion: rv, work: null });
+const put = (w: KubeObject): DeliverableDelta => ({ name: w.metadata.name, resourceVersion: Number(w.metadata.resourceVersion), object: w });
+const removed = (name: string, rv: number): DeliverableDelta => ({ name, resourceVersion: rv, object: null });
 /** A read of `items` at the store's resourceVersion `rv`. */
 const at =
   (rv: number, ...items: KubeObject[]) =>
-  async (): Promise<WorksRead> => ({ items, resourceVersion: rv });
+  async (): Promise<DeliverablesRead> => ({ items, resourceVersion: rv });
 const names = (r: { works: KubeObject[] } | null) => r?.works.map((w) => `${w.metadata.name}@${w.metadata.resourceVersion}`);
 
 /** A read that resolves when the test says, to interleave changes with a fill. */
-function deferredRead(): { read: () => Promise<WorksRead>; resolve: (items: KubeObject[], resourceVersion: number) => void; calls: () => number } {
+function deferredRead(): { read: () => Promise<DeliverablesRead>; resolve: (items: KubeObject[], resourceVersion: number) => void; calls: () => number } {
   let calls = 0;
-  let resolve!: (read: WorksRead) => void;
+  let resolve!: (read: DeliverablesRead) => void;
   return {
     read: () => {
       calls++;
@@ -36,9 +36,9 @@ function deferredRead(): { read: () => Promise<WorksRead>; resolve: (items: Kube
   };
 }
 
-describe("NamespaceWorks", () => {
+describe("NamespaceDeliverables", () => {
   it("reads once, then answers from the changes it is handed, sorted by name", async () => {
-    const p = new NamespaceWorks();
+    const p = new NamespaceDeliverables();
     p.apply(put(work("early", 1)));
     let reads = 0;
     const read = async () => (reads++, { items: [work("b", 2), work("a", 3)], resourceVersion: 3 });
@@ -53,7 +53,7 @@ describe("NamespaceWorks", () => {
   });
 
   it("keeps the newest version of each work whatever the order changes arrive in, a removal included", async () => {
-    const p = new NamespaceWorks();
+    const p = new NamespaceDeliverables();
     await p.current(0, at(3, work("a", 3)));
     p.apply(put(work("a", 7)));
     p.apply(put(work("a", 5)));
@@ -69,7 +69,7 @@ describe("NamespaceWorks", () => {
   it("drops a change the fill's snapshot already reflects, arriving before, during or after it", async () => {
     // w0 was updated (rv 5) and then removed (rv 6) before the read at 6: whenever the update's
     // change arrives, and even when the removal's came before the fill started, w0 stays gone.
-    const p = new NamespaceWorks();
+    const p = new NamespaceDeliverables();
     p.apply(removed("w0", 5));
     const d = deferredRead();
     const answer = p.current(0, d.read);
@@ -80,7 +80,7 @@ describe("NamespaceWorks", () => {
     p.apply(put(work("w2", 2)));
     expect(names(await p.current(0, at(0)))).toEqual(["w1@4", "w2@6"]);
     // An update during a fill that the snapshot shows removed is dropped too.
-    const q = new NamespaceWorks();
+    const q = new NamespaceDeliverables();
     const e = deferredRead();
     const second = q.current(0, e.read);
     q.apply(put(work("w0", 5)));
@@ -89,7 +89,7 @@ describe("NamespaceWorks", () => {
   });
 
   it("takes changes made during a fill, and the fill keeps none of what they replaced", async () => {
-    const p = new NamespaceWorks();
+    const p = new NamespaceDeliverables();
     const d = deferredRead();
     const first = p.current(0, d.read);
     const second = p.current(0, d.read);
@@ -103,7 +103,7 @@ describe("NamespaceWorks", () => {
   });
 
   it("forgets everything on a change without its object, and a fill under way then keeps nothing", async () => {
-    const p = new NamespaceWorks();
+    const p = new NamespaceDeliverables();
     await p.current(0, at(1, work("a", 1)));
     p.invalidate();
     expect(p.isComplete).toBe(false);
@@ -119,14 +119,14 @@ describe("NamespaceWorks", () => {
   });
 
   it("keeps nothing of a failed read, and reads again at the next call", async () => {
-    const p = new NamespaceWorks();
+    const p = new NamespaceDeliverables();
     await expect(p.current(0, async () => Promise.reject(new Error("D1 down")))).rejects.toThrow("D1 down");
     expect(p.isComplete).toBe(false);
     expect(names(await p.current(0, at(1, work("a", 1))))).toEqual(["a@1"]);
   });
 
   it("holds no namespace over its byte bound: answers null for a minute, then tries again", async () => {
-    const p = new NamespaceWorks();
+    const p = new NamespaceDeliverables();
     const big = [work("a", 1, "x".repeat(NAMESPACE_WORKS_MAX_BYTES))];
     expect(await p.current(0, at(1, ...big))).toBeNull();
     expect(p.isComplete).toBe(false);
@@ -145,7 +145,7 @@ describe("NamespaceWorks", () => {
     for (let round = 0; round < 1000; round++) {
       // The store: a history of commits with rising resourceVersions.
       const stored = new Map<string, KubeObject>();
-      const deltas: WorkDelta[] = [];
+      const deltas: DeliverableDelta[] = [];
       let rv = 0;
       const commit = () => {
         const name = `w${rand(6)}`;
@@ -161,7 +161,7 @@ describe("NamespaceWorks", () => {
         }
       };
       for (let i = rand(10); i > 0; i--) commit();
-      const p = new NamespaceWorks();
+      const p = new NamespaceDeliverables();
       // Hooks of the commits so far may arrive before, during or after the fill, in any order.
       const snapshot = [...stored.values()];
       const snapshotRv = rv;

@@ -1,9 +1,11 @@
 /**
- * The ManifestWorks of one cluster's namespace as the cluster's Durable Object knows them, so that
+ * The deliverables of one cluster's namespace as the cluster's Durable Object knows them, so that
  * a works poll woken by a change is answered without reading D1 (docs/agent-protocol.md "Works").
+ * A deliverable is an object the hub delivers to a cluster's agent: a ManifestWork, or a
+ * replicated Policy (issue 32); the protocol's works poll and `works` message carry both.
  *
- * Filled once from D1 by the first poll that needs it, then kept by the changes the works delivery
- * hook (src/work/controller.ts) hands over after each commit: the work as stored, with its
+ * Filled once from D1 by the first poll that needs it, then kept by the changes the delivery
+ * hook (src/work/controller.ts) hands over after each commit: the deliverable as stored, with its
  * resourceVersion, or its removal. Changes may arrive in any order, before, during and after a
  * fill, so each is kept only when it is newer than what is known of its work:
  * - the fill reads the works with the store's resourceVersion (the counter every commit bumps) in
@@ -38,41 +40,41 @@ export const LARGE_RETRY_MS = 60_000;
 export const NAMESPACE_WORKS_MAX_TOMBSTONES = 256;
 
 /**
- * One delivered change of a work (or, `kind` {@link DELIVERED_POLICY_KIND}, of a replicated
- * Policy): its name, the resourceVersion of the write (for a removal, the removed object's), and
- * the object as stored (null: removed).
+ * One delivered change of a deliverable: a ManifestWork, or (`kind` {@link DELIVERED_POLICY_KIND})
+ * a replicated Policy: its name, the resourceVersion of the write (for a removal, the removed
+ * object's), and the object as stored (null: removed).
  */
-export interface WorkDelta {
+export interface DeliverableDelta {
   name: string;
   resourceVersion: number;
-  work: KubeObject | null;
+  object: KubeObject | null;
   kind?: typeof DELIVERED_POLICY_KIND;
-  /** The JSON length of `work`, when known. */
+  /** The JSON length of `object`, when known. */
   bytes?: number;
 }
 
 /**
- * A {@link WorkDelta} as the works delivery sends it to the cluster's Durable Object (RPC): the
- * object as its JSON text (null: removed). Workers' RPC copies an object argument with V8's
+ * A {@link DeliverableDelta} as the delivery hook sends it to the cluster's Durable Object (RPC):
+ * the object as its JSON text (null: removed). Workers' RPC copies an object argument with V8's
  * structured clone, which costs the sender more than `JSON.stringify` and the object more than
  * `JSON.parse` (bench:propagation: about 0.15 ms of hub CPU less per delivered work at 1,000
  * clusters).
  */
-export interface WorkDeltaMessage {
+export interface DeliverableDeltaMessage {
   name: string;
   resourceVersion: number;
   json: string | null;
   kind?: typeof DELIVERED_POLICY_KIND;
 }
 
-/** `delta` as its {@link WorkDeltaMessage}. */
-export function deltaMessage({ work, bytes: _bytes, ...rest }: WorkDelta): WorkDeltaMessage {
-  return { ...rest, json: work ? JSON.stringify(work) : null };
+/** `delta` as its {@link DeliverableDeltaMessage}. */
+export function deltaMessage({ object, bytes: _bytes, ...rest }: DeliverableDelta): DeliverableDeltaMessage {
+  return { ...rest, json: object ? JSON.stringify(object) : null };
 }
 
-/** The {@link WorkDelta} a {@link WorkDeltaMessage} carries. */
-export function deltaOf({ json, ...rest }: WorkDeltaMessage): WorkDelta {
-  return { ...rest, work: json === null ? null : (JSON.parse(json) as KubeObject), bytes: json?.length ?? 0 };
+/** The {@link DeliverableDelta} a {@link DeliverableDeltaMessage} carries. */
+export function deltaOf({ json, ...rest }: DeliverableDeltaMessage): DeliverableDelta {
+  return { ...rest, object: json === null ? null : (JSON.parse(json) as KubeObject), bytes: json?.length ?? 0 };
 }
 
 /** The key of an object in the picture: works by name, Policies apart (a name has no `:`). */
@@ -88,21 +90,21 @@ export function splitDelivered(items: readonly KubeObject[]): { works: KubeObjec
   return { works, policies };
 }
 
-/** A fill's read: every work of the namespace, and the store's resourceVersion of that snapshot. */
-export interface WorksRead {
+/** A fill's read: every deliverable of the namespace, and the store's resourceVersion of that snapshot. */
+export interface DeliverablesRead {
   items: KubeObject[];
   resourceVersion: number;
 }
 
 interface Entry {
   rv: number;
-  /** The work as stored, null for a tombstone. */
-  work: KubeObject | null;
+  /** The object as stored, null for a tombstone. */
+  object: KubeObject | null;
   bytes: number;
 }
 
 /** See the module comment. One per cluster Durable Object. */
-export class NamespaceWorks {
+export class NamespaceDeliverables {
   /** Null: nothing held (changes are not kept until a fill starts). */
   private entries: Map<string, Entry> | null = null;
   private complete = false;
@@ -110,27 +112,27 @@ export class NamespaceWorks {
   private tombstones = 0;
   /** Bumped by {@link invalidate}: a fill that started before it keeps nothing. */
   private epoch = 0;
-  private filling: Promise<WorksRead> | null = null;
+  private filling: Promise<DeliverablesRead> | null = null;
   /** The store's resourceVersion when the fill read: stored versions up to it are in the picture. */
   private asOf = 0;
   /** Epoch milliseconds until which the namespace counts as too large to hold. */
   private largeUntil = 0;
 
-  /** Whether the picture holds every work of the namespace (for tests). */
+  /** Whether the picture holds every deliverable of the namespace (for tests). */
   get isComplete(): boolean {
     return this.complete;
   }
 
   /** Takes one delivered change (kept only when newer than what the name holds). */
-  apply(delta: WorkDelta): void {
+  apply(delta: DeliverableDelta): void {
     if (!this.entries) return;
-    if (delta.work && this.complete && delta.resourceVersion <= this.asOf) return;
+    if (delta.object && this.complete && delta.resourceVersion <= this.asOf) return;
     const key = keyOf(delta.kind, delta.name);
     const held = this.entries.get(key);
     // A removal carries the removed object's resourceVersion: at the same one, it is the later.
-    if (held && (held.rv > delta.resourceVersion || (held.rv === delta.resourceVersion && (delta.work || !held.work)))) return;
-    const bytes = delta.work ? (delta.bytes ?? JSON.stringify(delta.work).length) : 0;
-    this.set(key, { rv: delta.resourceVersion, work: delta.work, bytes }, held);
+    if (held && (held.rv > delta.resourceVersion || (held.rv === delta.resourceVersion && (delta.object || !held.object)))) return;
+    const bytes = delta.object ? (delta.bytes ?? JSON.stringify(delta.object).length) : 0;
+    this.set(key, { rv: delta.resourceVersion, object: delta.object, bytes }, held);
     if (this.bytes > NAMESPACE_WORKS_MAX_BYTES || this.tombstones > NAMESPACE_WORKS_MAX_TOMBSTONES) this.invalidate();
   }
 
@@ -152,7 +154,7 @@ export class NamespaceWorks {
    * (for {@link LARGE_RETRY_MS} after that was found, this reads nothing).
    * @throws what `read` throws (nothing is kept then)
    */
-  async current(now: number, read: () => Promise<WorksRead>): Promise<{ works: KubeObject[]; read: boolean } | null> {
+  async current(now: number, read: () => Promise<DeliverablesRead>): Promise<{ works: KubeObject[]; read: boolean } | null> {
     if (this.complete && this.entries) return { works: this.live(), read: false };
     if (now < this.largeUntil) return null;
     if (!this.filling) {
@@ -174,16 +176,16 @@ export class NamespaceWorks {
     return this.largeUntil > now ? null : { works: [...items].sort(byName), read: true };
   }
 
-  private fill({ items, resourceVersion }: WorksRead, now: number): void {
+  private fill({ items, resourceVersion }: DeliverablesRead, now: number): void {
     this.filling = null;
     this.asOf = resourceVersion;
     // A change that came during the read and is not newer than it: the read tells its work's state.
-    for (const [name, e] of this.entries!) if (e.work && e.rv <= resourceVersion) this.set(name, { rv: 0, work: null, bytes: 0 }, e, true);
+    for (const [name, e] of this.entries!) if (e.object && e.rv <= resourceVersion) this.set(name, { rv: 0, object: null, bytes: 0 }, e, true);
     for (const w of items) {
       const rv = Number(w.metadata.resourceVersion);
       const key = keyOf(w.kind, w.metadata.name);
       const held = this.entries!.get(key);
-      if (!held || held.rv < rv) this.set(key, { rv, work: w, bytes: JSON.stringify(w).length }, held);
+      if (!held || held.rv < rv) this.set(key, { rv, object: w, bytes: JSON.stringify(w).length }, held);
     }
     if (this.bytes > NAMESPACE_WORKS_MAX_BYTES) {
       this.invalidate();
@@ -196,14 +198,14 @@ export class NamespaceWorks {
   /** Sets (or, `drop`, deletes) the entry of `name`, which held `held`. */
   private set(name: string, entry: Entry, held: Entry | undefined, drop = false): void {
     this.bytes += (drop ? 0 : entry.bytes) - (held?.bytes ?? 0);
-    this.tombstones += (drop || entry.work ? 0 : 1) - (held && !held.work ? 1 : 0);
+    this.tombstones += (drop || entry.object ? 0 : 1) - (held && !held.object ? 1 : 0);
     if (drop) this.entries!.delete(name);
     else this.entries!.set(name, entry);
   }
 
   private live(): KubeObject[] {
     const works: KubeObject[] = [];
-    for (const e of this.entries!.values()) if (e.work) works.push(e.work);
+    for (const e of this.entries!.values()) if (e.object) works.push(e.object);
     return works.sort(byName);
   }
 }
