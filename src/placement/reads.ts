@@ -86,3 +86,15 @@ export function inCompiledSet(name: string, selector: LabelSelectorRequirementSe
   if (selector === null) return (labels?.[CLUSTERSET_LABEL] ?? "") === name;
   return selectsEverything(selector) || matches(selector, labels as Record<string, string> | undefined);
 }
+
+/** `<namespace>/<name>`: the key of a namespaced object in the view's maps. */
+export const objectKey = (namespace: string, name: string) => `${namespace}/${name}`;
+
+/** Orders objects by namespace, then name (code unit order, as Go's string comparison). */
+export const byNamespaceName = (a: KubeObject, b: KubeObject) =>
+  cmp(a.metadata.namespace ?? "", b.metadata.namespace ?? "") || cmp(a.metadata.name, b.metadata.name);
+
+/** Compares strings by code units: -1, 0 or 1. */
+export function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

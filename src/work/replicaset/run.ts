@@ -1,0 +1,134 @@
+/**
+ * One run of the ManifestWorkReplicaSet controller as its reconcilers share it, after OCM's
+ * `manifestworkreplicaset_controller.go` (`ManifestWorkReplicaSetReconcile`, `reconcileState`):
+ * what the run read once at its start (the replica set, the works named after it), the
+ * reconcilers' common shape (each returns the replica set for the next and whether to go on), and
+ * what the deploy step leaves the status step (OCM's deploy reconciler leaves it in the replica
+ * set's status).
+ */
+import type { Condition, KubeObject } from "../../k8s/meta.ts";
+import { ManifestWorkKind, ManifestWorkReplicaSetKind, MWRS_LABEL } from "../../kinds/manifestwork.ts";
+import type { Env } from "../../env.ts";
+import { admittedStoreOf } from "../../admission/store.ts";
+import type { RolloutStrategy } from "../rollout.ts";
+import { generatedWorkName, replicaSetKey } from "./names.ts";
+import type { WorksCache } from "./works-cache.ts";
+
+/** One `spec.placementRefs` entry of a ManifestWorkReplicaSet. */
+export interface PlacementRef {
+  name: string;
+  rolloutStrategy?: RolloutStrategy;
+}
+
+/** The ManifestWorkReplicaSet's spec, as the controller reads it. */
+export interface ReplicaSetSpec {
+  manifestWorkTemplate?: Record<string, unknown>;
+  placementRefs?: PlacementRef[];
+  cascadeDeletionPolicy?: "Background" | "Foreground";
+}
+
+/**
+ * The outcome of one run: `recheckAt` (epoch ms) when a rollout timer is due, `rerun` when a
+ * write lost a race and the run should be repeated at once, `gone` when the replica set no
+ * longer exists and nothing of it remains (its object may forget it).
+ */
+export interface RunOutcome {
+  recheckAt?: number;
+  rerun?: boolean;
+  gone?: boolean;
+  /** The run wrote as many works as one run may (src/work/replicaset/deploy.ts `MAX_WORK_WRITES_PER_RUN`): run again at once to go on. */
+  more?: boolean;
+}
+
+/** What the Durable Object learns from a run while it happens, and the works it already holds. */
+export interface RunHooks {
+  /** Called with a cluster's name before the run deletes its work there. */
+  deleting?(cluster: string): void;
+  /** The object's copy of the works named after the replica set, used instead of reading them all. */
+  cache?: WorksCache;
+}
+
+/**
+ * What the deploy step did, for the status step: the works as they now are, and the facts of the
+ * rollout the status reports. OCM's deploy reconciler writes the same into the replica set's
+ * status (summary total, placementsSummary, PlacementVerified, PlacementRolledOut).
+ */
+export interface Deployment {
+  /** The replica set's works after the step's writes, by cluster (a work being deleted included). */
+  works: Map<string, KubeObject>;
+  /** The template's spec (the ManifestWork kind's defaults applied) as canonical JSON. */
+  templateJson: string;
+  /** Per placementRef, in spec order: its decision groups, clusters decided, and the clusters whose work it owns. */
+  placements: { name: string; groups: number; decided: number; clusters: string[] }[];
+  /** The replica set's conditions with PlacementVerified and PlacementRolledOut set at this run. */
+  conditions: Condition[];
+  /** When a rollout timer is due (epoch ms), or Infinity. */
+  recheckAt: number;
+  /** A write lost a race: run again at once, reading every work back. */
+  raced: boolean;
+  /** The step stopped at the run's write budget: run again at once to go on. */
+  more: boolean;
+}
+
+/** One run of one replica set: what it read at its start, shared by its reconcilers. */
+export interface ReplicaSetRun {
+  readonly env: Env;
+  readonly namespace: string;
+  readonly name: string;
+  /** The run's time, epoch milliseconds. */
+  readonly nowMs: number;
+  readonly hooks: RunHooks;
+  /** The replica set's `MWRS_LABEL` value ({@link replicaSetKey}). */
+  readonly key: string;
+  /** The name of its works ({@link generatedWorkName}). */
+  readonly workName: string;
+  /** The replica set as stored at the run's start; null when it does not exist. */
+  readonly read: KubeObject | null;
+  /** The works of that name in every cluster namespace, whoever owns them. */
+  readonly named: KubeObject[];
+  /** Those of them labelled as this replica set's. */
+  readonly ours: KubeObject[];
+  /** Set by the deploy step for the status step. */
+  deployment?: Deployment;
+}
+
+/**
+ * A reconciler's answer, as OCM's `reconcile` returns (replica set, reconcileState): go on with
+ * the replica set as this step left it, or stop with the run's outcome.
+ */
+export type ReconcileResult = { state: "continue"; mwrs: KubeObject } | { state: "stop"; outcome: RunOutcome };
+
+/**
+ * One step of a run (OCM's `ManifestWorkReplicaSetReconcile`), given a replica set that exists
+ * and is not being deleted (the finalize step, first, stops the run otherwise).
+ */
+export interface ReplicaSetReconciler {
+  /** The step's name (OCM's reconciler without "Reconciler"). */
+  readonly name: string;
+  /**
+   * @throws errors of D1 or an unexpected write failure (the run fails; its object retries);
+   *   lost write races are answered in the outcome (`rerun`)
+   */
+  reconcile(run: ReplicaSetRun, mwrs: KubeObject): Promise<ReconcileResult>;
+}
+
+/**
+ * Starts a run at `nowMs` (epoch ms): reads the replica set, then the works named after it (from
+ * `hooks.cache` when it holds them, else from the store, filling the cache).
+ * @throws errors of D1
+ */
+export async function startRun(env: Env, namespace: string, name: string, nowMs: number, hooks: RunHooks): Promise<ReplicaSetRun> {
+  const key = replicaSetKey(namespace, name);
+  const workName = generatedWorkName(namespace, name);
+  const read = await admittedStoreOf(env, ManifestWorkReplicaSetKind).get(namespace, name);
+  const cache = hooks.cache;
+  let named = cache?.current(nowMs) ?? null;
+  if (!named) {
+    named = await admittedStoreOf(env, ManifestWorkKind).listNamed(workName);
+    cache?.fill(named, nowMs);
+  }
+  const ours = named.filter((w) => w.metadata.labels?.[MWRS_LABEL] === key);
+  return { env, namespace, name, nowMs, hooks, key, workName, read, named, ours };
+}
+
+export { racing } from "../../k8s/racing.ts";
