@@ -7,8 +7,9 @@
  */
 import { ManifestWorkReplicaSetKind } from "../../kinds/manifestwork.ts";
 import { admittedStoreOf } from "../../admission/store.ts";
+import { racing } from "../../k8s/racing.ts";
 import { MWRS_FINALIZER } from "./names.ts";
-import { racing, type ReplicaSetReconciler } from "./run.ts";
+import type { ReplicaSetReconciler } from "./run.ts";
 
 /**
  * The add-finalizer step: goes on at once when the finalizer is there, else writes it and goes on

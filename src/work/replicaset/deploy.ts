@@ -11,8 +11,8 @@ import { PlacementDecisionKind, PlacementKind } from "../../kinds/placement.ts";
 import { DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL, PLACEMENT_LABEL } from "../../scheduling/index.ts";
 import { type ManyWrite } from "../../store/store.ts";
 import { admittedStoreOf } from "../../admission/store.ts";
-import { classifyRollout, TEMPLATE_WRITTEN_ANNOTATION, type DecisionGroup } from "../rollout.ts";
 import { canonicalJson } from "../../k8s/canonical-json.ts";
+import { classifyRollout, TEMPLATE_WRITTEN_ANNOTATION, type DecisionGroup } from "../rollout.ts";
 import type { Deployment, ReplicaSetReconciler, ReplicaSetRun, ReplicaSetSpec } from "./run.ts";
 import { specJson } from "./works-cache.ts";
 

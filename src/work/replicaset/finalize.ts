@@ -10,8 +10,9 @@ import type { KubeObject } from "../../k8s/meta.ts";
 import { ManifestWorkKind, ManifestWorkReplicaSetKind, MWRS_LABEL } from "../../kinds/manifestwork.ts";
 import type { Env } from "../../env.ts";
 import { admittedStoreOf } from "../../admission/store.ts";
+import { racing } from "../../k8s/racing.ts";
 import { MWRS_FINALIZER } from "./names.ts";
-import { racing, type ReconcileResult, type ReplicaSetRun, type ReplicaSetSpec, type RunHooks, type RunOutcome } from "./run.ts";
+import { type ReconcileResult, type ReplicaSetRun, type ReplicaSetSpec, type RunHooks, type RunOutcome } from "./run.ts";
 
 /** Deletes a work (only the one read: uid precondition); a work already gone is fine. @returns false when it changed meanwhile */
 async function deleteWork(env: Env, work: KubeObject, hooks: RunHooks): Promise<boolean> {

@@ -130,5 +130,3 @@ export async function startRun(env: Env, namespace: string, name: string, nowMs:
   const ours = named.filter((w) => w.metadata.labels?.[MWRS_LABEL] === key);
   return { env, namespace, name, nowMs, hooks, key, workName, read, named, ours };
 }
-
-export { racing } from "../../k8s/racing.ts";

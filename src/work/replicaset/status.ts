@@ -8,9 +8,10 @@
 import { setCondition, type KubeObject } from "../../k8s/meta.ts";
 import { ManifestWorkReplicaSetKind } from "../../kinds/manifestwork.ts";
 import { admittedStoreOf } from "../../admission/store.ts";
-import type { WorkCondition } from "../rollout.ts";
+import { racing } from "../../k8s/racing.ts";
 import { canonicalJson } from "../../k8s/canonical-json.ts";
-import { racing, type ReplicaSetReconciler } from "./run.ts";
+import type { WorkCondition } from "../rollout.ts";
+import type { ReplicaSetReconciler } from "./run.ts";
 import { specJson } from "./works-cache.ts";
 
 /** OCM's ManifestWorkReplicaSetSummary (desiredTotal and updated are not populated, as in OCM). */

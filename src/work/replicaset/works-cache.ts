@@ -10,7 +10,7 @@ import { canonicalJson } from "../../k8s/canonical-json.ts";
 export const WORKS_RESYNC_MS = 60_000;
 
 /**
- * A work's spec in canonical form (object keys sorted: src/k8s/canonical-json.ts `canonicalJson`),
+ * A work's spec in canonical form (object keys sorted: src/k8s/canonical-json.ts),
  * computed once per work object: the replica set object keeps its works between runs
  * ({@link WorksCache}), so a run compares each with the template without serialising every work
  * again.
