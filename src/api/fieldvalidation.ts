@@ -42,6 +42,8 @@ function prune(schema: z.ZodType, doc: unknown): string[] {
         parent = isJsonObject(parent) || Array.isArray(parent) ? (parent as Record<PropertyKey, unknown>)[step as string] : undefined;
       if (!isJsonObject(parent)) continue;
       for (const k of issue.keys) {
+        // A strategic merge patch's directives (`$patch`, `$setElementOrder/containers`, ...) are no fields.
+        if (k.startsWith("$")) continue;
         if (k in parent) {
           delete parent[k];
           dropped.push(fieldPath([...issue.path, k]));

@@ -203,6 +203,26 @@ function secret(buf: Uint8Array): Json {
   return o;
 }
 
+/** core/v1 ConfigMap (`kubectl create configmap`): metadata 1, data 2 (map<string,string>), binaryData 3 (map<string,bytes>), immutable 4. */
+function configMap(buf: Uint8Array): Json {
+  const o: Json = {};
+  const data: Record<string, unknown> = {};
+  const binaryData: Record<string, unknown> = {};
+  for (const f of fields(buf)) {
+    if (f.n === 1) o.metadata = objectMeta(f.bytes!);
+    else if (f.n === 2) {
+      const [k, v] = entry(f, str);
+      data[k] = v;
+    } else if (f.n === 3) {
+      const [k, v] = entry(f, (x) => base64(x.bytes ?? new Uint8Array()));
+      binaryData[k] = v;
+    } else if (f.n === 4) o.immutable = f.varint !== 0n;
+  }
+  if (Object.keys(data).length > 0) o.data = data;
+  if (Object.keys(binaryData).length > 0) o.binaryData = binaryData;
+  return o;
+}
+
 /** The string fields of a message, by field number, into an object (empty strings dropped, as Go omits them). */
 function stringFields(buf: Uint8Array, names: Record<number, string>): Json {
   const o: Json = {};
@@ -445,6 +465,7 @@ const DECODERS: Record<string, (raw: Uint8Array) => Json> = {
   "v1/Event": coreEvent,
   "v1/Namespace": namespace,
   "v1/Secret": secret,
+  "v1/ConfigMap": configMap,
   "authorization.k8s.io/v1/SelfSubjectAccessReview": accessReview,
   "authorization.k8s.io/v1/SubjectAccessReview": accessReview,
   "authorization.k8s.io/v1/SelfSubjectRulesReview": rulesReview,

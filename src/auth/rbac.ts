@@ -1006,8 +1006,14 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
     [
       { verbs: READ, apiGroups: [""], resources: ["secrets"] },
       { verbs: ["impersonate"], apiGroups: [""], resources: ["serviceaccounts"] },
-      { verbs: WRITE, apiGroups: [""], resources: ["events", "secrets", "serviceaccounts"] },
+      { verbs: WRITE, apiGroups: [""], resources: ["configmaps", "events", "persistentvolumeclaims", "secrets", "serviceaccounts", "services"] },
       { verbs: WRITE, apiGroups: ["events.k8s.io"], resources: ["events"] },
+      // The built-in kinds stored as templates (src/kinds/builtin), as Kubernetes' edit role has them.
+      { verbs: WRITE, apiGroups: ["apps"], resources: ["daemonsets", "deployments", "statefulsets"] },
+      { verbs: WRITE, apiGroups: ["autoscaling"], resources: ["horizontalpodautoscalers"] },
+      { verbs: WRITE, apiGroups: ["batch"], resources: ["cronjobs", "jobs"] },
+      { verbs: WRITE, apiGroups: ["policy"], resources: ["poddisruptionbudgets"] },
+      { verbs: WRITE, apiGroups: ["networking.k8s.io"], resources: ["ingresses", "networkpolicies"] },
       { verbs: ["create"], apiGroups: [""], resources: ["serviceaccounts/token"] },
       { verbs: WRITE, apiGroups: [OCM_CLUSTER], resources: ["addonplacementscores", "managedclustersetbindings", "placements"] },
       { verbs: WRITE, apiGroups: [OCM_WORK], resources: ["manifestworkreplicasets", "manifestworks"] },
@@ -1020,7 +1026,33 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
   clusterRole(
     "system:aggregate-to-view",
     [
-      { verbs: READ, apiGroups: [""], resources: ["events", "namespaces", "namespaces/status", "serviceaccounts"] },
+      {
+        verbs: READ,
+        apiGroups: [""],
+        resources: [
+          "configmaps",
+          "events",
+          "limitranges",
+          "namespaces",
+          "namespaces/status",
+          "persistentvolumeclaims",
+          "persistentvolumeclaims/status",
+          "resourcequotas",
+          "resourcequotas/status",
+          "serviceaccounts",
+          "services",
+          "services/status",
+        ],
+      },
+      {
+        verbs: READ,
+        apiGroups: ["apps"],
+        resources: ["daemonsets", "daemonsets/status", "deployments", "deployments/status", "statefulsets", "statefulsets/status"],
+      },
+      { verbs: READ, apiGroups: ["autoscaling"], resources: ["horizontalpodautoscalers", "horizontalpodautoscalers/status"] },
+      { verbs: READ, apiGroups: ["batch"], resources: ["cronjobs", "cronjobs/status", "jobs", "jobs/status"] },
+      { verbs: READ, apiGroups: ["policy"], resources: ["poddisruptionbudgets", "poddisruptionbudgets/status"] },
+      { verbs: READ, apiGroups: ["networking.k8s.io"], resources: ["ingresses", "ingresses/status", "networkpolicies"] },
       { verbs: READ, apiGroups: ["events.k8s.io"], resources: ["events"] },
       // The clusters' leases (read-only, src/api/leases.ts).
       { verbs: READ, apiGroups: ["coordination.k8s.io"], resources: ["leases"] },

@@ -72,8 +72,11 @@ export function acceptsStrategicMergePatch(def: KindDefinition): boolean {
   return STRATEGIC_MERGE_GROUPS.has(def.group);
 }
 
-/** The groups of the built-in kinds the hub serves that take strategic merge patches. */
-const STRATEGIC_MERGE_GROUPS = new Set(["", "rbac.authorization.k8s.io", "events.k8s.io"]);
+/**
+ * The groups of the built-in kinds the hub serves that take strategic merge patches: core, RBAC,
+ * events.k8s.io, and those of the kinds stored as templates (src/kinds/builtin).
+ */
+const STRATEGIC_MERGE_GROUPS = new Set(["", "rbac.authorization.k8s.io", "events.k8s.io", "apps", "batch", "networking.k8s.io", "policy", "autoscaling"]);
 
 /**
  * How a kind served from another kind's stored objects is converted, as kube-apiserver serves one
@@ -105,6 +108,8 @@ export interface KindDefinition {
   plural: string;
   singular: string;
   shortNames: string[];
+  /** The categories discovery lists it in (`all`: `kubectl get all` shows it), as kube-apiserver's `CategoriesProvider`. */
+  categories?: string[];
   namespaced: boolean;
   /** True when the kind has a `/status` subresource (status changes only through it). */
   hasStatus: boolean;
@@ -113,6 +118,8 @@ export interface KindDefinition {
   storage: "d1" | "cluster";
   /** Names must be DNS-1123 labels (namespace-like kinds such as ManagedCluster) rather than subdomains. */
   nameIsLabel?: boolean;
+  /** Names must be DNS-1035 labels (a letter first), as a Service's (`ValidateServiceName`). */
+  nameIsDNS1035Label?: boolean;
   /**
    * Names need only be valid path segments (not `.` or `..`, no `/` or `%`), as Kubernetes'
    * RBAC kinds' (`system:discovery`): apimachinery's `path.IsValidPathSegmentName`.
@@ -219,6 +226,15 @@ export interface KindDefinition {
    * @throws ApiError 422 for a chosen secret that is not valid
    */
   createSecret?(body: unknown, dryRun: boolean): Promise<CreatedSecret>;
+  /**
+   * The kind's OpenAPI v3 schema as kube-apiserver publishes it, when it is not derived from
+   * `schema` (the built-in Kubernetes kinds, src/kinds/builtin: Kubernetes' own schemas, whose
+   * nested types are components such as `io.k8s.api.core.v1.PodSpec`): `schema` is the kind's
+   * (the hub adds `x-kubernetes-group-version-kind`), `components` the schemas it refers to by
+   * `#/components/schemas/<name>`, added to every document that documents the kind. Pure; may be
+   * called on every document build (cache inside).
+   */
+  openAPI?(): { schema: Record<string, unknown>; components: Record<string, Record<string, unknown>> };
   /** Strips fields that are stored but never served (e.g. a token's hash). */
   present?(obj: KubeObject): KubeObject;
   /** Set on a kind served from another kind's stored objects ({@link VersionConversion}). */

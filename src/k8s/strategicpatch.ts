@@ -7,8 +7,9 @@
  * `metadata.finalizers` (merge: a set of strings), `metadata.ownerReferences` (merge by `uid`) and
  * `status.conditions` (merge by `type`). It honours the directives kubectl writes:
  * `$setElementOrder/<list>` (the order of a merged list), `$deleteFromPrimitiveList/<list>`,
- * `$patch: delete|replace|merge` and `$retainKeys`. Other lists are replaced, as their Go fields
- * carry no strategy. Custom resources take no strategic merge patch (415), as in kube-apiserver.
+ * `$patch: delete|replace|merge` and `$retainKeys`. The built-in kinds stored as templates
+ * (src/kinds/builtin) name their merged lists in their schemas (`x-kubernetes-patch-merge-key`,
+ * from k8s.io/api's Go tags). Other lists are replaced, as their Go fields carry no strategy. Custom resources take no strategic merge patch (415), as in kube-apiserver.
  */
 import { badRequest } from "./errors.ts";
 import { isJsonObject, type JsonObject } from "./meta.ts";
@@ -24,7 +25,7 @@ const SET_ORDER = "$setElementOrder/";
 const DELETE_FROM = "$deleteFromPrimitiveList/";
 
 /** Merges the list `patch` into `current` by `key` (`""`: strings), in `order` when given. */
-function mergeList(current: unknown, patch: unknown[], key: string, order: unknown[] | undefined, path: string): unknown[] {
+function mergeList(current: unknown, patch: unknown[], key: string, order: unknown[] | undefined, path: string, mergeKeyOf?: MergeKeyOf): unknown[] {
   const out = Array.isArray(current) ? structuredClone(current) : [];
   const idOf = (x: unknown) => (key === "" ? x : isJsonObject(x) ? x[key] : undefined);
   for (const item of patch) {
@@ -33,7 +34,7 @@ function mergeList(current: unknown, patch: unknown[], key: string, order: unkno
     if (key !== "" && isJsonObject(item) && item.$patch === "delete") {
       if (at >= 0) out.splice(at, 1);
     } else if (at < 0) out.push(key === "" ? item : strip(item));
-    else if (key !== "") out[at] = merge(out[at], item, path);
+    else if (key !== "") out[at] = merge(out[at], item, path, mergeKeyOf);
   }
   if (!order) return out;
   const rank = (x: unknown) => {
@@ -55,7 +56,10 @@ function strip(v: unknown): unknown {
   return out;
 }
 
-function merge(target: unknown, patch: unknown, path: string): unknown {
+/** The merge key of the list at a dotted field path (no indices), from the kind's schema; undefined: not merged. */
+export type MergeKeyOf = (field: string) => string | undefined;
+
+function merge(target: unknown, patch: unknown, path: string, mergeKeyOf?: MergeKeyOf): unknown {
   if (!isJsonObject(patch)) return structuredClone(patch);
   if (patch.$patch === "replace") return strip(patch);
   if (patch.$patch === "delete") return undefined;
@@ -72,12 +76,12 @@ function merge(target: unknown, patch: unknown, path: string): unknown {
       delete out[k];
       continue;
     }
-    const key = MERGE_LISTS[field];
+    const key = MERGE_LISTS[field] ?? mergeKeyOf?.(field);
     if (Array.isArray(v) && key !== undefined) {
       const order = patch[`${SET_ORDER}${k}`];
-      out[k] = mergeList(out[k], v, key, Array.isArray(order) ? order : undefined, field);
+      out[k] = mergeList(out[k], v, key, Array.isArray(order) ? order : undefined, field, mergeKeyOf);
     } else if (isJsonObject(v)) {
-      const merged = merge(out[k], v, field);
+      const merged = merge(out[k], v, field, mergeKeyOf);
       if (merged === undefined) delete out[k];
       else out[k] = merged;
     } else out[k] = strip(v);
@@ -87,11 +91,14 @@ function merge(target: unknown, patch: unknown, path: string): unknown {
 }
 
 /**
- * Applies a strategic merge patch to `target` (a core kind's object) and returns the result
- * (inputs are not mutated). See the module comment.
+ * Applies a strategic merge patch to `target` (a built-in kind's object) and returns the result
+ * (inputs are not mutated). See the module comment. `keys` names the merge key of the lists the
+ * kind's schema marks `x-kubernetes-patch-merge-key` (a Deployment's containers by `name`, their
+ * ports by `containerPort`, ...: the Go tags `patchStrategy:"merge"`, `patchMergeKey`); the lists
+ * of the table above are merged whatever `keys` says.
  * @throws ApiError 400 when `patch` is not an object, or a merged list holds a non-object
  */
-export function strategicMergePatch(target: unknown, patch: unknown): unknown {
+export function strategicMergePatch(target: unknown, patch: unknown, keys?: MergeKeyOf): unknown {
   if (!isJsonObject(patch)) throw badRequest("the strategic merge patch must be a JSON object");
-  return merge(target, patch, "") ?? {};
+  return merge(target, patch, "", keys) ?? {};
 }

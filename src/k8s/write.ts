@@ -10,7 +10,7 @@ import { apiVersionOf, type KindDefinition, type WriteContext } from "./kind.ts"
 import { checkSchema, isJsonObject, rfc3339, type JsonObject, type KubeObject } from "./meta.ts";
 import { applyJsonPatch, jsonPatchErrors } from "./jsonpatch.ts";
 import { strategicMergePatch } from "./strategicpatch.ts";
-import { isDNS1123Label, isDNS1123Subdomain, pathSegmentNameErrors, validateAnnotations, validateLabels } from "./validation.ts";
+import { isDNS1035Label, isDNS1123Label, isDNS1123Subdomain, pathSegmentNameErrors, validateAnnotations, validateLabels } from "./validation.ts";
 import {
   DEDUCED,
   recordUpdate,
@@ -132,6 +132,72 @@ export function zodFieldType(schema: z.ZodType | undefined): FieldType {
   return result;
 }
 
+/** A zod node with its wrappers (optional, nullable, default, pipe, lazy) looked through, and their metadata merged. */
+function unwrap(schema: z.ZodType | undefined): { node: z.ZodType | undefined; meta: Record<string, unknown> } {
+  let meta: Record<string, unknown> = {};
+  let node = schema;
+  for (let i = 0; node && i < 16; i++) {
+    meta = { ...(z.globalRegistry.get(node) ?? {}), ...meta };
+    const d = defOf(node);
+    if (d.innerType) node = d.innerType;
+    else if (d.type === "pipe") node = d.in;
+    else if (d.type === "lazy" && d.getter) node = d.getter();
+    else break;
+  }
+  return { node, meta };
+}
+
+const mergeKeys = new WeakMap<z.ZodType, Map<string, string | undefined>>();
+
+/**
+ * The strategic merge patch key of the list at dotted field path `field` (array items add no
+ * segment: `spec.template.spec.containers.ports`) in a kind's schema: its
+ * `x-kubernetes-patch-merge-key` metadata (src/kinds/builtin/schema.ts), or undefined. Cached.
+ */
+export function patchMergeKey(schema: z.ZodType, field: string): string | undefined {
+  let cache = mergeKeys.get(schema);
+  if (!cache) mergeKeys.set(schema, (cache = new Map()));
+  if (cache.has(field)) return cache.get(field);
+  let at = unwrap(schema);
+  for (const seg of field.split(".")) {
+    if (at.node && defOf(at.node).type === "array") at = unwrap(defOf(at.node).element);
+    const d = at.node ? defOf(at.node) : {};
+    at = unwrap(d.shape?.[seg] ?? d.valueType);
+    if (!at.node) break;
+  }
+  const key = typeof at.meta["x-kubernetes-patch-merge-key"] === "string" ? at.meta["x-kubernetes-patch-merge-key"] : undefined;
+  cache.set(field, key);
+  return key;
+}
+
+/**
+ * Fills in, in place, the key fields that the items of `x-kubernetes-list-map-keys` lists omit
+ * and whose schema has a `default` (a container port's `protocol: TCP`), as structured-merge-diff
+ * defaults list map keys before server-side apply merges an applied configuration, so that an
+ * item applied without its protocol is the live item that has it, not a second one.
+ */
+export function defaultListMapKeys(schema: z.ZodType | undefined, value: unknown): void {
+  const at = unwrap(schema);
+  const d = at.node ? defOf(at.node) : {};
+  if (Array.isArray(value)) {
+    if (d.type !== "array") return;
+    const keys = at.meta["x-kubernetes-list-map-keys"];
+    const item = unwrap(d.element);
+    const shape = item.node ? defOf(item.node).shape : undefined;
+    for (const el of value) {
+      if (Array.isArray(keys) && shape && isJsonObject(el))
+        for (const k of keys as string[]) {
+          const dflt = el[k] === undefined ? unwrap(shape[k]).meta.default : undefined;
+          if (dflt !== undefined) el[k] = dflt;
+        }
+      defaultListMapKeys(d.element, el);
+    }
+  } else if (isJsonObject(value)) {
+    if (d.type === "object") for (const [k, v] of Object.entries(value)) defaultListMapKeys(d.shape?.[k], v);
+    else if (d.type === "record") for (const v of Object.values(value)) defaultListMapKeys(d.valueType, v);
+  }
+}
+
 /** The field manager's view of a kind's schema ({@link zodFieldType}). */
 export function fieldTypeOf(def: KindDefinition): FieldType {
   return zodFieldType(def.schema);
@@ -224,7 +290,14 @@ function validateMeta(def: KindDefinition, obj: KubeObject): StatusCause[] {
   if (!name) {
     causes.push({ field: "metadata.name", message: "Required value: name or generateName is required", reason: "FieldValueRequired" });
   } else {
-    for (const m of def.nameIsPathSegment ? pathSegmentNameErrors(name) : def.nameIsLabel ? isDNS1123Label(name) : isDNS1123Subdomain(name)) {
+    const errors = def.nameIsPathSegment
+      ? pathSegmentNameErrors(name)
+      : def.nameIsLabel
+        ? isDNS1123Label(name)
+        : def.nameIsDNS1035Label
+          ? isDNS1035Label(name)
+          : isDNS1123Subdomain(name);
+    for (const m of errors) {
       causes.push({ field: "metadata.name", message: `Invalid value: ${JSON.stringify(name)}: ${m}`, reason: "FieldValueInvalid" });
     }
   }
@@ -395,6 +468,7 @@ function patchObject(
     if (body.metadata != null && !isJsonObject(body.metadata)) decode(def, body, key.name);
     const applied = stripNulls(body) as JsonObject;
     if (!isJsonObject(applied.metadata)) applied.metadata = {};
+    defaultListMapKeys(def.schema, applied);
     const scope = req.subresource === "status" && def.hasStatus ? "status" : "main";
     const fm = fieldManagerContext(def, ctx);
     if (!current) {
@@ -421,7 +495,7 @@ function patchObject(
   const managed: ManagedFieldsRule = req.fieldManager ? { manager: req.fieldManager, sent: undefined } : undefined;
   if (req.patchType === "json") return update(def, key, current, jsonPatched(current, req.patch), req.subresource, ctx, managed);
   if (!isJsonObject(req.patch)) throw badRequest("the merge patch must be a JSON object");
-  const merged = req.patchType === "strategic" ? strategicMergePatch(current, req.patch) : mergePatch(current, req.patch);
+  const merged = req.patchType === "strategic" ? strategicMergePatch(current, req.patch, (f) => patchMergeKey(def.schema, f)) : mergePatch(current, req.patch);
   const patchRv = isJsonObject(req.patch.metadata) ? req.patch.metadata.resourceVersion : undefined;
   return update(def, key, current, patchRv === undefined ? withRv(merged, current) : merged, req.subresource, ctx, managed);
 }

@@ -19,6 +19,7 @@ import { EventKind, EventsV1EventKind } from "./event.ts";
 import { ADDON_KINDS } from "./addon.ts";
 import { PlacementBindingKind, PolicyKind, PolicySetKind } from "./policy.ts";
 import { LeaseKind } from "./lease.ts";
+import { BUILTIN_KINDS } from "./builtin/index.ts";
 
 /** All served kinds. */
 export const KINDS: KindDefinition[] = [
@@ -53,6 +54,7 @@ export const KINDS: KindDefinition[] = [
   PlacementBindingKind,
   PolicySetKind,
   LeaseKind,
+  ...BUILTIN_KINDS,
 ];
 
 /** Finds a kind by group, version and plural (or short name / singular, as kubectl may use). */

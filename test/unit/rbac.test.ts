@@ -891,7 +891,9 @@ describe("built-in ClusterRoles", () => {
   // Roles and RoleBindings are admin's only (as Kubernetes' aggregate-to-admin): tested below.
   for (const k of KINDS.filter((x) => x.namespaced && x.group !== RBAC_GROUP)) {
     const secret = k.group === "" && k.plural === "secrets";
-    it(`${k.kind}: view ${secret ? "may not read it" : "reads it"}, edit ${k.systemOwned ? "reads it" : "writes it"}, admin as edit, in team-a only`, () => {
+    // A namespace's quotas and limits are the cluster admin's to set (Kubernetes' edit and admin only read them).
+    const readOnly = k.systemOwned || (k.group === "" && (k.plural === "resourcequotas" || k.plural === "limitranges"));
+    it(`${k.kind}: view ${secret ? "may not read it" : "reads it"}, edit ${readOnly ? "reads it" : "writes it"}, admin as edit, in team-a only`, () => {
       const attrs = (verb: string, sub?: string, namespace = "team-a") => res(verb, k.plural, namespace, { group: k.group, sub, name: "x" });
       for (const verb of READ) {
         expect(rbac.authorize(as("view-user"), attrs(verb)).allowed).toBe(!secret);
@@ -902,8 +904,8 @@ describe("built-in ClusterRoles", () => {
       }
       for (const verb of WRITE) {
         expect(rbac.authorize(as("view-user"), attrs(verb)).allowed).toBe(false);
-        expect(rbac.authorize(as("edit-user"), attrs(verb)).allowed).toBe(!k.systemOwned);
-        expect(rbac.authorize(as("admin-user"), attrs(verb)).allowed).toBe(!k.systemOwned);
+        expect(rbac.authorize(as("edit-user"), attrs(verb)).allowed).toBe(!readOnly);
+        expect(rbac.authorize(as("admin-user"), attrs(verb)).allowed).toBe(!readOnly);
         // Status belongs to the system (agents, controllers), as Kubernetes' edit never writes /status.
         if (k.hasStatus) expect(rbac.authorize(as("admin-user"), attrs(verb, "status")).allowed).toBe(false);
       }

@@ -15,6 +15,8 @@ import { HeartbeatSchema, RegisterSchema, RotateKeySchema } from "../../src/agen
 import { MAX_NESTING_DEPTH } from "../../src/k8s/decode.ts";
 import { apiVersionOf, type KindDefinition } from "../../src/k8s/kind.ts";
 import { KINDS } from "../../src/kinds/index.ts";
+import { BUILTIN_GROUPS, BUILTIN_KINDS } from "../../src/kinds/builtin/index.ts";
+import { decodesProtobuf } from "../../src/api/protobuf.ts";
 import { agentKeys, call, createNamespaces, createToken, register, snapshot, type AgentKeys, type CallOptions } from "./helpers.ts";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -61,8 +63,8 @@ function kindName(def: KindDefinition): string {
 /** The kinds stored and served with the generic verbs (the review kinds are answered, not stored: their own cases below). */
 const STORED = KINDS.filter((k) => !k.createOnly && !k.viewOf && !aliasVersion(k));
 const RBAC_GROUP = "rbac.authorization.k8s.io";
-/** kube-apiserver takes strategic merge patches for its built-in kinds (core, RBAC, events.k8s.io). */
-const strategic = (def: KindDefinition) => def.group === "" || def.group === RBAC_GROUP || def.group === "events.k8s.io";
+/** kube-apiserver takes strategic merge patches for its built-in kinds (core, RBAC, events.k8s.io, apps, batch, ...). */
+const strategic = (def: KindDefinition) => def.group === "" || def.group === RBAC_GROUP || def.group === "events.k8s.io" || BUILTIN_GROUPS.has(def.group);
 const nsOf = (def: KindDefinition) => (def.kind === "ManifestWork" || def.kind === "AddOnPlacementScore" ? CLUSTER : NS);
 function collection(def: KindDefinition, namespace = nsOf(def)): string {
   const base = def.group ? `/apis/${def.group}/${def.version}` : `/api/${def.version}`;
@@ -97,11 +99,31 @@ const FIXTURE: Record<string, string> = {
   PolicySet: "hps",
   Event: "hev",
   "Event.events.k8s.io": "hev1",
+  // The built-in kinds stored as templates (src/kinds/builtin).
+  ConfigMap: "hcm",
+  Service: "hsvc",
+  PersistentVolumeClaim: "hpvc",
+  LimitRange: "hlimits",
+  ResourceQuota: "hquota",
+  Deployment: "hdeploy",
+  StatefulSet: "hsts",
+  DaemonSet: "hds",
+  Job: "hjob",
+  CronJob: "hcj",
+  Ingress: "hing",
+  NetworkPolicy: "hnetpol",
+  PodDisruptionBudget: "hpdb",
+  HorizontalPodAutoscaler: "hhpa",
 };
 const fixtureName = (def: KindDefinition) => FIXTURE[kindName(def)]!;
 const member = (def: KindDefinition) => `${collection(def)}/${fixtureName(def)}`;
 
 const configMap = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cm", namespace: "default" }, data: { a: "1" } };
+
+const POD_TEMPLATE = { metadata: { labels: { app: "h" } }, spec: { containers: [{ name: "c", image: "nginx:1.27" }] } };
+const JOB_POD_TEMPLATE = { spec: { restartPolicy: "Never", containers: [{ name: "c", image: "busybox:1.36" }] } };
+/** The built-in kinds stored as templates: their schemas are Kubernetes' (deep), so the derived cases go less deep. */
+const isBuiltinTemplate = (def: KindDefinition) => BUILTIN_KINDS.includes(def);
 
 /** The kind-specific part of a valid object (everything but apiVersion, kind and metadata). */
 function validFields(def: KindDefinition, name: string): Json {
@@ -178,6 +200,37 @@ function validFields(def: KindDefinition, name: string): Json {
       };
     case "PolicySet":
       return { spec: { policies: ["hplc"] } };
+    case "ConfigMap":
+      return { data: { a: "1" } };
+    case "Service":
+      return { spec: { selector: { app: "h" }, ports: [{ port: 80 }] } };
+    case "PersistentVolumeClaim":
+      return { spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } } };
+    case "LimitRange":
+      return { spec: { limits: [{ type: "Container", default: { cpu: "500m" } }] } };
+    case "ResourceQuota":
+      return { spec: { hard: { pods: "10" } } };
+    case "Deployment":
+    case "DaemonSet":
+      return { spec: { selector: { matchLabels: { app: "h" } }, template: POD_TEMPLATE } };
+    case "StatefulSet":
+      return { spec: { serviceName: "h", selector: { matchLabels: { app: "h" } }, template: POD_TEMPLATE } };
+    case "Job":
+      return { spec: { template: JOB_POD_TEMPLATE } };
+    case "CronJob":
+      return { spec: { schedule: "*/5 * * * *", jobTemplate: { spec: { template: JOB_POD_TEMPLATE } } } };
+    case "Ingress":
+      return {
+        spec: {
+          rules: [{ host: "h.example.com", http: { paths: [{ path: "/", pathType: "Prefix", backend: { service: { name: "h", port: { number: 80 } } } }] } }],
+        },
+      };
+    case "NetworkPolicy":
+      return { spec: { podSelector: { matchLabels: { app: "h" } }, policyTypes: ["Ingress"] } };
+    case "PodDisruptionBudget":
+      return { spec: { minAvailable: 1, selector: { matchLabels: { app: "h" } } } };
+    case "HorizontalPodAutoscaler":
+      return { spec: { scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "h" }, minReplicas: 1, maxReplicas: 3 } };
     default:
       return {};
   }
@@ -505,7 +558,7 @@ for (const def of STORED.filter((d) => !d.systemOwned)) {
   });
   create("a YAML body that is not YAML", undefined, 400, "BadRequest", undefined, { contentType: "application/yaml", raw: "metadata: [1, 2\n" });
   // The core kinds take Kubernetes' protobuf encoding (kubectl's typed clients send it): a body that is not it is 400.
-  if (def.group === "" || def.group === RBAC_GROUP)
+  if (decodesProtobuf(apiVersionOf(def), def.kind))
     create("a protobuf body without the envelope", "x", 400, "BadRequest", undefined, { contentType: "application/vnd.kubernetes.protobuf" });
   else create("a protobuf body", "x", 415, "UnsupportedMediaType", undefined, { contentType: "application/vnd.kubernetes.protobuf" });
   add({
@@ -817,7 +870,7 @@ for (const def of STORED.filter((d) => !d.systemOwned)) {
         field: section,
       });
     }
-    for (const { path, schema } of fieldsOf(sectionSchema, [section], 4)) {
+    for (const { path, schema } of fieldsOf(sectionSchema, [section], isBuiltinTemplate(def) ? 3 : 4)) {
       const field = fieldPathOf(path);
       wrongValues(schema).forEach(({ label, value }, i) => {
         add({
@@ -870,7 +923,7 @@ for (const def of STORED.filter((d) => !d.systemOwned)) {
   // The status subresource: every status field with wrong values, by update and by merge patch.
   const statusSchema = shapeOf(def).status;
   if (!def.hasStatus || !statusSchema) continue;
-  for (const { path, schema } of fieldsOf(statusSchema, ["status"], 3)) {
+  for (const { path, schema } of fieldsOf(statusSchema, ["status"], isBuiltinTemplate(def) ? 2 : 3)) {
     const field = fieldPathOf(path);
     wrongValues(schema).forEach(({ label, value }, i) => {
       add({
@@ -1863,6 +1916,7 @@ beforeAll(async () => {
     "PolicySet",
     "Event",
     "Event.events.k8s.io",
+    ...BUILTIN_KINDS.map((k) => k.kind),
   ]) {
     const def = byKind(kind);
     await must(call("POST", collection(def), valid(def, fixtureName(def))), 201);
@@ -1877,7 +1931,8 @@ beforeAll(async () => {
     const r = await call("GET", member(def));
     if (r.status === 200) currentObjects[kindName(def)] = r.body;
   }
-});
+  // Every kind's fixture, the built-in kinds' too: more than vitest's default 10 s on a loaded machine.
+}, 60_000);
 
 describe("hostile input: every case is a 4xx Status and writes nothing", () => {
   it("has at least 300 cases, across every kind, the agent API and the webhook endpoint", () => {

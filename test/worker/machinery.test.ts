@@ -367,6 +367,12 @@ describe("aggregated discovery (apidiscovery.k8s.io/v2)", () => {
           subresources: [{ subresource: "token", responseKind: { group: "authentication.k8s.io", version: "v1", kind: "TokenRequest" }, verbs: ["create"] }],
         }),
         expect.objectContaining({ resource: "events", scope: "Namespaced", shortNames: ["ev"], responseKind: { group: "", version: "v1", kind: "Event" } }),
+        // The built-in kinds stored as templates (src/kinds/builtin).
+        expect.objectContaining({ resource: "configmaps", scope: "Namespaced", shortNames: ["cm"] }),
+        expect.objectContaining({ resource: "services", scope: "Namespaced", shortNames: ["svc"], categories: ["all"] }),
+        expect.objectContaining({ resource: "persistentvolumeclaims", scope: "Namespaced", shortNames: ["pvc"] }),
+        expect.objectContaining({ resource: "limitranges", scope: "Namespaced", shortNames: ["limits"] }),
+        expect.objectContaining({ resource: "resourcequotas", scope: "Namespaced", shortNames: ["quota"] }),
       ],
     });
     expect((await call("GET", "/apis")).body.kind).toBe("APIGroupList");

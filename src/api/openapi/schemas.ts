@@ -68,6 +68,8 @@ function objectSchema(schema: z.ZodType, kind: string): JsonSchema {
  * `x-kubernetes-group-version-kind: [{group, version, kind}]`.
  */
 export function kindSchema(def: KindDefinition): JsonSchema {
+  const own = def.openAPI?.();
+  if (own) return { ...own.schema, "x-kubernetes-group-version-kind": [gvk(def)] };
   const s = objectSchema(def.schema, def.kind);
   const description = s.description ?? KIND_DOCS[def.kind] ?? `${def.kind} (${def.group}/${def.version}).`;
   return { description, ...s, "x-kubernetes-group-version-kind": [gvk(def)] };

@@ -22,6 +22,7 @@ export function openAPIV3(group: string, version: string): JsonSchema | null {
   const paths: Record<string, JsonSchema> = {};
   for (const def of defs) {
     schemas[schemaName(def.group, def.version, def.kind)] = kindSchema(def);
+    Object.assign(schemas, def.openAPI?.().components);
     if (!def.createOnly) schemas[schemaName(def.group, def.version, def.listKind)] = listSchema(def);
     for (const sub of def.createSubresources ?? []) schemas[schemaName(sub.group, sub.version, sub.kind)] = subresourceSchema(sub);
     Object.assign(paths, kindPaths(def));

@@ -22,7 +22,15 @@ function discoveryResources(group: string, version: string) {
   const audit = group === AUDIT_GROUP && version === AUDIT_VERSION ? [AUDIT_DISCOVERY] : [];
   return [
     ...KINDS.filter((k) => k.group === group && k.version === version).flatMap((k) => {
-      const main = { name: k.plural, singularName: k.singular, namespaced: k.namespaced, kind: k.kind, verbs: verbsOf(k), shortNames: k.shortNames };
+      const main = {
+        name: k.plural,
+        singularName: k.singular,
+        namespaced: k.namespaced,
+        kind: k.kind,
+        verbs: verbsOf(k),
+        shortNames: k.shortNames,
+        ...(k.categories ? { categories: k.categories } : {}),
+      };
       const status = k.hasStatus
         ? [{ name: `${k.plural}/status`, singularName: "", namespaced: k.namespaced, kind: k.kind, verbs: ["get", "patch", "update"] }]
         : [];
@@ -115,6 +123,7 @@ export function aggregatedDiscovery(core: boolean, version: string) {
               singularResource: k.singular,
               verbs: verbsOf(k),
               ...(k.shortNames?.length ? { shortNames: k.shortNames } : {}),
+              ...(k.categories ? { categories: k.categories } : {}),
               ...subresourcesOf(k, responseKind),
             };
           })
