@@ -31,7 +31,9 @@ const require = createRequire(import.meta.url);
 const { computeWrite } = require("../src/k8s/write.ts") as typeof import("../src/k8s/write.ts");
 const { checkSchema } = require("../src/k8s/meta.ts") as typeof import("../src/k8s/meta.ts");
 const { DeploymentKind } = require("../src/kinds/builtin/index.ts") as typeof import("../src/kinds/builtin/index.ts");
-const { openAPIV3 } = require("../src/api/openapi/v3.ts") as typeof import("../src/api/openapi/v3.ts");
+// Typed here, not by `typeof import`: the routes' module types reach the Worker's own types, which
+// this Node script's TypeScript program (agent/tsconfig.json) does not have.
+const { openAPIV3 } = require("../src/api/openapi/v3.ts") as { openAPIV3: (group: string, version: string) => unknown };
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");

@@ -22,7 +22,7 @@ import * as z from "zod";
 import { addFieldErrors, ObjectMetaSchema } from "../../k8s/meta.ts";
 import { parseQuantity } from "../../k8s/quantity.ts";
 import { fieldInvalid, fieldNotSupported } from "../../k8s/validation.ts";
-import vendored from "./k8s-schemas.json";
+import vendored from "./k8s-schemas.json" with { type: "json" };
 
 /** A vendored OpenAPI v3 schema node (see scripts/vendor-k8s-schemas.mjs). */
 export interface OpenApiNode {
