@@ -97,6 +97,10 @@ const FIXTURE: Record<string, string> = {
   PolicySet: "hps",
   Event: "hev",
   "Event.events.k8s.io": "hev1",
+  ClusterResourcePlacement: "hcrp",
+  ResourcePlacement: "hrp",
+  ClusterResourceEnvelope: "hcre",
+  ResourceEnvelope: "hre",
 };
 const fixtureName = (def: KindDefinition) => FIXTURE[kindName(def)]!;
 const member = (def: KindDefinition) => `${collection(def)}/${fixtureName(def)}`;
@@ -178,6 +182,19 @@ function validFields(def: KindDefinition, name: string): Json {
       };
     case "PolicySet":
       return { spec: { policies: ["hplc"] } };
+    // KubeFleet's placements, placing nowhere (PickFixed without names): the cases change nothing they select.
+    case "ClusterResourcePlacement":
+      return {
+        spec: {
+          resourceSelectors: [{ group: "", version: "v1", kind: "Namespace", name: "hns", selectionScope: "NamespaceOnly" }],
+          policy: { placementType: "PickFixed" },
+        },
+      };
+    case "ResourcePlacement":
+      return { spec: { resourceSelectors: [{ group: "", version: "v1", kind: "Secret", name: "hook" }], policy: { placementType: "PickFixed" } } };
+    case "ClusterResourceEnvelope":
+    case "ResourceEnvelope":
+      return { data: { cm: configMap } };
     default:
       return {};
   }
@@ -1863,6 +1880,10 @@ beforeAll(async () => {
     "PolicySet",
     "Event",
     "Event.events.k8s.io",
+    "ClusterResourceEnvelope",
+    "ResourceEnvelope",
+    "ClusterResourcePlacement",
+    "ResourcePlacement",
   ]) {
     const def = byKind(kind);
     await must(call("POST", collection(def), valid(def, fixtureName(def))), 201);
