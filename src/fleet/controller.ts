@@ -762,20 +762,21 @@ export type PlacementOwed =
 
 const isPlacementKind = (def: KindDefinition) => def.group === FLEET_GROUP && (def.kind === "ClusterResourcePlacement" || def.kind === "ResourcePlacement");
 
-/** The ManagedCluster fields scheduling reads: a change of any other (a heartbeat's) wakes no placement. */
+/**
+ * The ManagedCluster fields whose change wakes placements: its labels, taints (OCM's unavailable
+ * and unreachable taints follow its Available condition, in the same write), acceptance and
+ * deletion. An agent's status report that changes only its capacity, allocatable or claims wakes
+ * none (a placement reads them at its next run): such a report's outbox row stays the scheduler's
+ * alone to take over, and an agent's write never waits on a list of the placements.
+ */
 function schedulingView(mc: KubeObject | null): unknown {
   if (!mc) return null;
-  const status = (mc.status ?? {}) as { conditions?: { type: string; status: string }[]; capacity?: unknown; allocatable?: unknown; clusterClaims?: unknown };
   const spec = (mc.spec ?? {}) as { taints?: unknown; hubAcceptsClient?: unknown };
   return {
     labels: mc.metadata.labels ?? {},
     deleting: !!mc.metadata.deletionTimestamp,
     taints: ((spec.taints ?? []) as { key: string; value?: string; effect: string }[]).map((t) => [t.key, t.value ?? "", t.effect]),
     accepts: spec.hubAcceptsClient ?? null,
-    conditions: (status.conditions ?? []).map((c) => [c.type, c.status]).sort(),
-    capacity: status.capacity ?? null,
-    allocatable: status.allocatable ?? null,
-    claims: status.clusterClaims ?? null,
   };
 }
 
@@ -785,7 +786,7 @@ function schedulingView(mc: KubeObject | null): unknown {
  *   removed, or its finalizer removed by someone else: a run shortly after;
  * - a ManifestWork of a placement (its tracking label) whose status changed or that was deleted:
  *   its placement's run shortly after;
- * - a ManagedCluster whose scheduling view changed: the placements it may join or leave;
+ * - a ManagedCluster whose labels, taints, acceptance or deletion changed ({@link schedulingView}): the placements it may join or leave;
  * - any other object of a kind a placement may select: the placements whose selectors may match it
  *   (before or after the change).
  */
