@@ -19,7 +19,8 @@
  * placement's spec and current clusters, from that one cluster alone); a status report or deletion
  * of one of its works. The latter three are notifications: runs shortly after, coalesced.
  */
-import { ApiError } from "../k8s/errors.ts";
+import { canonicalJson as canonical } from "../k8s/canonical-json.ts";
+import { racing } from "../k8s/racing.ts";
 import { deepEqual } from "../k8s/fieldmanager.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { matchesLabelSelector, type LabelSelectorInput } from "../k8s/labels.ts";
@@ -105,18 +106,6 @@ export function bindingName(ref: PlacementRef, cluster: string): string {
 
 const stamp = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
 
-function canonical(v: unknown): string {
-  return JSON.stringify(v, (_k, x: unknown) =>
-    x && typeof x === "object" && !Array.isArray(x)
-      ? Object.fromEntries(
-          Object.keys(x as Record<string, unknown>)
-            .sort()
-            .map((k) => [k, (x as Record<string, unknown>)[k]]),
-        )
-      : x,
-  );
-}
-
 async function sha256(text: string): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
@@ -164,16 +153,6 @@ function manifestsOf(selected: readonly Selected[]): { manifests: Manifest[]; en
     }
   }
   return { manifests, envelopes };
-}
-
-/** Runs a write; a lost race answers "lost" instead of throwing. */
-async function racing(write: () => Promise<{ object: KubeObject | null }>): Promise<KubeObject | null | "lost"> {
-  try {
-    return (await write()).object;
-  } catch (e) {
-    if (e instanceof ApiError && (e.reason === "Conflict" || e.reason === "AlreadyExists" || e.reason === "NotFound")) return "lost";
-    throw e;
-  }
 }
 
 /** The objects of `def` (in the placement's namespace) a placement owns: read through the label index by its tracking label. */
