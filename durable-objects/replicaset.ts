@@ -1,6 +1,8 @@
 /**
  * ReplicaSetObject: one Durable Object per ManifestWorkReplicaSet, named `<namespace>/<name>`,
- * that runs its controller (src/work/replicaset.ts). Runs of one replica set are serialised
+ * that runs its controller (src/work/replicaset.ts), and one per KubeFleet placement, named
+ * `placement:<namespace>/<name>` (its target's namespace prefixed `placement:`), that runs the
+ * placement controller (src/fleet/controller.ts) alike. Runs of one replica set are serialised
  * here, and each reads the state after the write that triggered it: a trigger that arrives
  * during a run makes one more run after it (triggers coalesce, as in durable-objects/scheduler.ts).
  *
@@ -22,6 +24,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { clock } from "../src/clock.ts";
 import { runReplicaSet, WorksCache, type ReplicaSetChange, type RunOutcome } from "../src/work/replicaset.ts";
+import { placementTarget, runPlacement } from "../src/fleet/controller.ts";
 import type { KubeObject } from "../src/k8s/meta.ts";
 import type { Env } from "../src/env.ts";
 import { timersOf } from "../src/controllers.ts";
@@ -148,7 +151,12 @@ export class ReplicaSetObject extends DurableObject<Env> {
     this.running = true;
     const started = clock.now();
     try {
-      outcome = await runReplicaSet(this.env, t.namespace, t.name, clock.now(), { deleting: (c) => this.deleting.add(c), cache: this.works });
+      // A KubeFleet placement's object (named `placement:<namespace>/<name>`) runs the placement
+      // controller (src/fleet/controller.ts) with the same serialisation, coalescing and retries.
+      const placement = placementTarget(t.namespace, t.name);
+      outcome = placement
+        ? await runPlacement(this.env, placement, clock.now())
+        : await runReplicaSet(this.env, t.namespace, t.name, clock.now(), { deleting: (c) => this.deleting.add(c), cache: this.works });
       this.failures = 0;
     } catch (e) {
       console.error(`replica set ${t.namespace}/${t.name}: run failed`, e);

@@ -35,6 +35,7 @@ import { clusterNamespaceCreateHook, namespaceDeletionHook } from "./namespaces/
 import { addonClusterUnknownHook } from "./addons/agent-health.ts";
 import { schedulingHook } from "./placement/controller.ts";
 import { replicaSetHook } from "./work/replicaset.ts";
+import { placementHook } from "./fleet/controller.ts";
 import { deleteExpiredWork, workDeletingHook, workTtlHook } from "./work/deletion.ts";
 import { clusterNamespaceHook, deliveryHook } from "./work/controller.ts";
 import { garbageCollectorHook } from "./gc/controller.ts";
@@ -129,6 +130,13 @@ export const CONTROLLERS: readonly Controller[] = [
     runsIn: "ReplicaSetObject",
     hook: hook(replicaSetHook),
     timers: [{ name: "replicaset", object: "ReplicaSetObject" }],
+  },
+  {
+    name: placementHook.name,
+    wakes:
+      "a ClusterResourcePlacement or ResourcePlacement written; an object its selectors may select; a ManagedCluster it may gain or lose; its works' status or deletion",
+    runsIn: "ReplicaSetObject",
+    hook: hook(placementHook),
   },
   {
     name: workDeletingHook.name,

@@ -911,6 +911,7 @@ const FLOTILLA = "flotilla.dev";
 const CLUSTER_INVENTORY = "multicluster.x-k8s.io";
 const OCM_POLICY = "policy.open-cluster-management.io";
 const OCM_ADDON = "addon.open-cluster-management.io";
+const FLEET_PLACEMENT = "placement.kubernetes-fleet.io";
 
 /** Labels and annotations Kubernetes puts on its bootstrap policy objects. */
 function bootstrapMeta(name: string, labels: Record<string, string> = {}): RbacObjectMeta {
@@ -1020,6 +1021,8 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
       { verbs: WRITE, apiGroups: [FLOTILLA], resources: ["webhookreceivers"] },
       { verbs: WRITE, apiGroups: [OCM_POLICY], resources: ["placementbindings", "policies", "policysets"] },
       { verbs: WRITE, apiGroups: [OCM_ADDON], resources: ["addondeploymentconfigs", "managedclusteraddons"] },
+      // KubeFleet's namespaced placement and envelope (docs/kubefleet.md); its snapshots and bindings are the controller's.
+      { verbs: WRITE, apiGroups: [FLEET_PLACEMENT], resources: ["resourceenvelopes", "resourceplacements"] },
     ],
     { labels: { [AGGREGATE_TO_EDIT]: "true" } },
   ),
@@ -1079,6 +1082,22 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
         resources: ["placementbindings", "placementbindings/status", "policies", "policies/status", "policysets", "policysets/status"],
       },
       { verbs: READ, apiGroups: [OCM_ADDON], resources: ["addondeploymentconfigs", "managedclusteraddons", "managedclusteraddons/status"] },
+      // A namespace's user reads its ResourcePlacements' status (kubefleet#508) and what they made.
+      {
+        verbs: READ,
+        apiGroups: [FLEET_PLACEMENT],
+        resources: [
+          "resourcebindings",
+          "resourcebindings/status",
+          "resourceenvelopes",
+          "resourceplacements",
+          "resourceplacements/status",
+          "resourcesnapshots",
+          "resourcesnapshots/status",
+          "schedulingpolicysnapshots",
+          "schedulingpolicysnapshots/status",
+        ],
+      },
     ],
     { labels: { [AGGREGATE_TO_VIEW]: "true" } },
   ),

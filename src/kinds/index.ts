@@ -20,6 +20,13 @@ import { ADDON_KINDS } from "./addon.ts";
 import { PlacementBindingKind, PolicyKind, PolicySetKind } from "./policy.ts";
 import { LeaseKind } from "./lease.ts";
 import { BUILTIN_KINDS } from "./builtin/index.ts";
+import { FLEET_SYSTEM_KINDS, placementKinds } from "./fleet.ts";
+
+/**
+ * KubeFleet's ClusterResourcePlacement and ResourcePlacement (v1 first, the preferred version, then
+ * v1beta1, their storage), validated against the kinds {@link findKindByKind} finds when one is written.
+ */
+export const FLEET_PLACEMENT_KINDS = placementKinds((group, version, kind) => findKindByKind(group, version, kind));
 
 /** All served kinds. */
 export const KINDS: KindDefinition[] = [
@@ -55,11 +62,24 @@ export const KINDS: KindDefinition[] = [
   PolicySetKind,
   LeaseKind,
   ...BUILTIN_KINDS,
+  FLEET_PLACEMENT_KINDS.crpV1,
+  FLEET_PLACEMENT_KINDS.crp,
+  FLEET_PLACEMENT_KINDS.rpV1,
+  FLEET_PLACEMENT_KINDS.rp,
+  ...FLEET_SYSTEM_KINDS,
 ];
 
 /** Finds a kind by group, version and plural (or short name / singular, as kubectl may use). */
 export function findKind(group: string, version: string, resource: string): KindDefinition | undefined {
   return KINDS.find((k) => k.group === group && k.version === version && k.plural === resource);
+}
+
+/**
+ * Finds a served kind by API group, version and kind name (`apps`, `v1`, `Deployment`), as a
+ * REST mapper maps a GroupVersionKind: what a placement's resource selector names.
+ */
+export function findKindByKind(group: string, version: string, kind: string): KindDefinition | undefined {
+  return KINDS.find((k) => k.group === group && k.version === version && k.kind === kind);
 }
 
 /** The groups served, each with its versions, in a stable order. */

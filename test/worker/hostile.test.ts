@@ -114,6 +114,10 @@ const FIXTURE: Record<string, string> = {
   NetworkPolicy: "hnetpol",
   PodDisruptionBudget: "hpdb",
   HorizontalPodAutoscaler: "hhpa",
+  ClusterResourcePlacement: "hcrp",
+  ResourcePlacement: "hrp",
+  ClusterResourceEnvelope: "hcre",
+  ResourceEnvelope: "hre",
 };
 const fixtureName = (def: KindDefinition) => FIXTURE[kindName(def)]!;
 const member = (def: KindDefinition) => `${collection(def)}/${fixtureName(def)}`;
@@ -231,6 +235,19 @@ function validFields(def: KindDefinition, name: string): Json {
       return { spec: { minAvailable: 1, selector: { matchLabels: { app: "h" } } } };
     case "HorizontalPodAutoscaler":
       return { spec: { scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "h" }, minReplicas: 1, maxReplicas: 3 } };
+    // KubeFleet's placements, placing nowhere (PickFixed without names): the cases change nothing they select.
+    case "ClusterResourcePlacement":
+      return {
+        spec: {
+          resourceSelectors: [{ group: "", version: "v1", kind: "Namespace", name: "hns", selectionScope: "NamespaceOnly" }],
+          policy: { placementType: "PickFixed" },
+        },
+      };
+    case "ResourcePlacement":
+      return { spec: { resourceSelectors: [{ group: "", version: "v1", kind: "Secret", name: "hook" }], policy: { placementType: "PickFixed" } } };
+    case "ClusterResourceEnvelope":
+    case "ResourceEnvelope":
+      return { data: { cm: configMap } };
     default:
       return {};
   }
@@ -424,7 +441,9 @@ for (const def of STORED) {
     method: "POST",
     path: coll,
     body: valid(def, freshName()),
-    opts: { token: "not-the-admin-token" },
+    // A wrong token of its own per kind: failed authentications are also limited per credential
+    // (50 a minute), and the hub serves more kinds than that.
+    opts: { token: `not-the-admin-token-${k}` },
     status: 401,
     reason: "Unauthorized",
   });
@@ -1917,6 +1936,10 @@ beforeAll(async () => {
     "Event",
     "Event.events.k8s.io",
     ...BUILTIN_KINDS.map((k) => k.kind),
+    "ClusterResourceEnvelope",
+    "ResourceEnvelope",
+    "ClusterResourcePlacement",
+    "ResourcePlacement",
   ]) {
     const def = byKind(kind);
     await must(call("POST", collection(def), valid(def, fixtureName(def))), 201);

@@ -1,0 +1,947 @@
+/**
+ * The placement controller of KubeFleet's ClusterResourcePlacement and ResourcePlacement
+ * (docs/kubefleet.md), one run per placement, serialised in its Durable Object (the replica set
+ * object class, named `placement:<namespace>/<name>`: durable-objects/replicaset.ts). A run reads
+ * the placement, selects its resources (src/fleet/select.ts), keeps its resource and policy
+ * snapshots (a new index when the selection's hash or the policy changed; at most
+ * `revisionHistoryLimit` of each), schedules it onto the ManagedClusters (src/fleet/schedule.ts,
+ * only when the policy, the selection's first run or the clusters' membership calls for it),
+ * writes one binding per picked cluster, rolls the rendered works (src/fleet/render.ts) out over
+ * the clusters by KubeFleet's rolling update (src/fleet/rollout.ts), and writes the placement's
+ * status from the works' status the agents report (src/fleet/status.ts), recording KubeFleet's
+ * events when a condition turns True. Deleting the placement deletes its works and bindings
+ * (its snapshots go with it: their ownerReferences) before its finalizer goes.
+ *
+ * What wakes a placement ({@link placementHook}): its own write (created, spec changed, deletion
+ * started: run before the write returns); a change of an object its selectors may select (the
+ * placements are listed and matched against the object, never the fleet's objects); a
+ * ManagedCluster change that may add it a cluster or take one away (matched against each
+ * placement's spec and current clusters, from that one cluster alone); a status report or deletion
+ * of one of its works. The latter three are notifications: runs shortly after, coalesced.
+ */
+import { canonicalJson as canonical } from "../k8s/canonical-json.ts";
+import { racing } from "../k8s/racing.ts";
+import { deepEqual } from "../k8s/fieldmanager.ts";
+import type { KindDefinition } from "../k8s/kind.ts";
+import { matchesLabelSelector, type LabelSelectorInput } from "../k8s/labels.ts";
+import { setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
+import { KINDS, FLEET_PLACEMENT_KINDS, findKindByKind } from "../kinds/index.ts";
+import {
+  ClusterResourceBindingKind,
+  ClusterResourceSnapshotKind,
+  ClusterSchedulingPolicySnapshotKind,
+  ClusterResourceEnvelopeKind,
+  CRP_CLEANUP_FINALIZER,
+  FLEET_GROUP,
+  IS_LATEST_SNAPSHOT_LABEL,
+  NUMBER_OF_CLUSTERS_ANNOTATION,
+  NUMBER_OF_ENVELOPED_OBJECTS_ANNOTATION,
+  NUMBER_OF_RESOURCE_SNAPSHOTS_ANNOTATION,
+  PARENT_BINDING_LABEL,
+  PARENT_NAMESPACE_LABEL,
+  PARENT_SNAPSHOT_INDEX_LABEL,
+  PARENT_SNAPSHOT_NAME_ANNOTATION,
+  PLACEMENT_TRACKING_LABEL,
+  POLICY_INDEX_LABEL,
+  RESOURCE_HASH_ANNOTATION,
+  RESOURCE_INDEX_LABEL,
+  ResourceBindingKind,
+  ResourceEnvelopeKind,
+  ResourceSnapshotKind,
+  RP_CLEANUP_FINALIZER,
+  SchedulingPolicySnapshotKind,
+  CRP_GENERATION_ANNOTATION,
+  SUBINDEX_ANNOTATION,
+} from "../kinds/fleet.ts";
+import type { PlacementPolicy, PlacementSpec, ResourceSelectorTerm } from "../kinds/fleet-validation.ts";
+import { ManagedClusterKind } from "../kinds/managedcluster.ts";
+import { NamespaceKind } from "../kinds/namespace.ts";
+import { ManifestWorkKind } from "../kinds/manifestwork.ts";
+import type { Env } from "../env.ts";
+import { admittedStoreOf } from "../admission/store.ts";
+import type { AfterCommitHook, Change } from "../store/hooks.ts";
+import type { ManyWrite } from "../store/types.ts";
+import { recordEvents } from "../events/record.ts";
+import { identifierOf, isKindDisabled, selectResources, SelectionError, stripForDispatch, type Selected, type SelectionSource } from "./select.ts";
+import { memberClusterOf, schedulePlacement, termMatches, untoleratedTaint } from "./schedule.ts";
+import { guessPlural, renderWorks, workName, type Manifest, type RenderedWork } from "./render.ts";
+import { rolloutStep, type RolloutCluster } from "./rollout.ts";
+import { perClusterStatus, placementConditions, TRUE_EVENTS, CHAIN, type PerClusterStatus } from "./status.ts";
+import type { WorkCondition } from "../work/rollout.ts";
+
+/** A placement: `namespace` "" for a ClusterResourcePlacement. */
+export interface PlacementRef {
+  namespace: string;
+  name: string;
+}
+
+/** The outcome of a run: `rerun` when a write lost a race (run again at once), `gone` when nothing of the placement remains. */
+export interface PlacementRunOutcome {
+  rerun?: boolean;
+  gone?: boolean;
+}
+
+/** The kinds of a ClusterResourcePlacement's or a ResourcePlacement's objects. */
+function kindsOf(ref: PlacementRef) {
+  const cluster = ref.namespace === "";
+  return {
+    placement: cluster ? FLEET_PLACEMENT_KINDS.crp : FLEET_PLACEMENT_KINDS.rp,
+    resourceSnapshot: cluster ? ClusterResourceSnapshotKind : ResourceSnapshotKind,
+    policySnapshot: cluster ? ClusterSchedulingPolicySnapshotKind : SchedulingPolicySnapshotKind,
+    binding: cluster ? ClusterResourceBindingKind : ResourceBindingKind,
+    prefix: cluster ? "ClusterResourcePlacement" : "ResourcePlacement",
+    finalizer: cluster ? CRP_CLEANUP_FINALIZER : RP_CLEANUP_FINALIZER,
+  };
+}
+
+/** The tracking label's value and the works' base name: `<crp>`, or `<namespace>.<rp>` (KubeFleet's `WorkNameBaseFmt`). */
+export function trackingValue(ref: PlacementRef): string {
+  return ref.namespace ? `${ref.namespace}.${ref.name}` : ref.name;
+}
+
+/** The binding of a placement in a cluster: `<placement>-<cluster>` (KubeFleet adds a random suffix; Flotilla's is deterministic). */
+export function bindingName(ref: PlacementRef, cluster: string): string {
+  return `${ref.name}-${cluster}`;
+}
+
+const stamp = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+
+async function sha256(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** The selection source over the store: the served kinds and their objects. */
+function storeSource(env: Env): SelectionSource {
+  return {
+    kind: findKindByKind,
+    namespacedKinds: () => KINDS.filter((k) => k.namespaced && k.storage === "d1" && !k.conversion),
+    get: (def, ns, name) => admittedStoreOf(env, def).get(ns, name),
+    list: async (def, ns) => (await admittedStoreOf(env, def).list(ns)).items,
+  };
+}
+
+/** The objects a selection places: each as dispatched, envelopes opened (their `data` objects). */
+function manifestsOf(selected: readonly Selected[]): { manifests: Manifest[]; envelopes: number } {
+  const manifests: Manifest[] = [];
+  let envelopes = 0;
+  for (const s of selected) {
+    const isEnvelope = s.def.group === FLEET_GROUP && (s.def.kind === ClusterResourceEnvelopeKind.kind || s.def.kind === ResourceEnvelopeKind.kind);
+    if (!isEnvelope) {
+      manifests.push({ object: stripForDispatch(s.def, s.object), resource: s.def.plural });
+      continue;
+    }
+    envelopes++;
+    const data = ((s.object as unknown as { data?: Record<string, KubeObject> }).data ?? {}) as Record<string, KubeObject>;
+    for (const key of Object.keys(data).sort()) {
+      const inner = data[key]!;
+      if (!inner || typeof inner !== "object" || typeof inner.apiVersion !== "string" || typeof inner.kind !== "string") continue;
+      const [g, v] = inner.apiVersion.includes("/") ? inner.apiVersion.split("/") : ["", inner.apiVersion];
+      const def = findKindByKind(g ?? "", v ?? "", inner.kind);
+      const object = structuredClone(inner);
+      object.metadata ??= { name: key } as KubeObject["metadata"];
+      if (s.object.metadata.namespace && def?.namespaced !== false && !object.metadata.namespace) object.metadata.namespace = s.object.metadata.namespace;
+      manifests.push({
+        object,
+        resource: def?.plural ?? guessPlural(inner.kind),
+        envelope: {
+          name: s.object.metadata.name,
+          ...(s.object.metadata.namespace ? { namespace: s.object.metadata.namespace } : {}),
+          type: s.def.kind as "ClusterResourceEnvelope" | "ResourceEnvelope",
+        },
+      });
+    }
+  }
+  return { manifests, envelopes };
+}
+
+/** The objects of `def` (in the placement's namespace) a placement owns: read through the label index by its tracking label. */
+async function owned(env: Env, def: KindDefinition, ref: PlacementRef): Promise<KubeObject[]> {
+  const { items } = await admittedStoreOf(env, def).listPage(ref.namespace || undefined, {
+    index: { key: PLACEMENT_TRACKING_LABEL, values: [ref.name] },
+    filter: (o) => o.metadata.labels?.[PLACEMENT_TRACKING_LABEL] === ref.name,
+  });
+  return items;
+}
+
+/** The works of a placement, by cluster: every chunk (`<base>-work`, `<base>-1`, ...), one query per chunk name. */
+async function worksOf(env: Env, ref: PlacementRef): Promise<Map<string, KubeObject[]>> {
+  const base = trackingValue(ref);
+  const out = new Map<string, KubeObject[]>();
+  for (let i = 0; ; i++) {
+    const found = (await admittedStoreOf(env, ManifestWorkKind).listNamed(workName(base, i))).filter(
+      (w) => w.metadata.labels?.[PLACEMENT_TRACKING_LABEL] === base,
+    );
+    if (found.length === 0) break;
+    for (const w of found) out.set(w.metadata.namespace!, [...(out.get(w.metadata.namespace!) ?? []), w]);
+  }
+  return out;
+}
+
+/** At most this many bytes of selected objects (as JSON) go into one resource snapshot; more go into sub-snapshots. */
+export const SNAPSHOT_CHUNK_BYTES = 800 * 1024;
+
+/** The selected objects split into resource snapshots of at most {@link SNAPSHOT_CHUNK_BYTES} each (in order; at least one). */
+function snapshotChunks(objects: KubeObject[]): KubeObject[][] {
+  const chunks: KubeObject[][] = [[]];
+  let size = 0;
+  for (const o of objects) {
+    const bytes = JSON.stringify(o).length;
+    if (size + bytes > SNAPSHOT_CHUNK_BYTES && chunks[chunks.length - 1]!.length > 0) {
+      chunks.push([]);
+      size = 0;
+    }
+    chunks[chunks.length - 1]!.push(o);
+    size += bytes;
+  }
+  return chunks;
+}
+
+const indexOf = (o: KubeObject, label: string) => Number(o.metadata.labels?.[label] ?? "-1");
+
+/** What a new snapshot index holds: its master's spec and annotations, and its sub-snapshots' (a large selection). */
+interface SnapshotBody {
+  spec: Record<string, unknown>;
+  annotations: Record<string, string>;
+  subs?: { spec: Record<string, unknown>; annotations: Record<string, string> }[];
+}
+
+/**
+ * Keeps the latest snapshot of a kind (its master: the one `hashOf` answers for); makes a new
+ * index when `hash` differs, with its sub-snapshots `<name>-<index>-<j>` (KubeFleet's
+ * `ResourceSnapshotNameWithSubindexFmt`), moves the `is-latest-snapshot` label, and deletes the
+ * indexes past `limit` (the new one counts).
+ */
+async function ensureSnapshot(
+  env: Env,
+  def: KindDefinition,
+  ref: PlacementRef,
+  placement: KubeObject,
+  indexLabel: string,
+  name: (index: number) => string,
+  hash: string,
+  hashOf: (o: KubeObject) => string | undefined,
+  body: (index: number) => SnapshotBody,
+  limit: number,
+): Promise<{ snapshot: KubeObject; created: boolean; hadPrevious: boolean } | "lost"> {
+  const store = admittedStoreOf(env, def);
+  const everything = await owned(env, def, ref);
+  const all = everything.filter((o) => hashOf(o) !== undefined).sort((a, b) => indexOf(a, indexLabel) - indexOf(b, indexLabel));
+  const latest = all.filter((s) => s.metadata.labels?.[IS_LATEST_SNAPSHOT_LABEL] === "true").pop() ?? all[all.length - 1];
+  if (latest && hashOf(latest) === hash) return { snapshot: latest, created: false, hadPrevious: true };
+  const index = latest ? indexOf(latest, indexLabel) + 1 : 0;
+  const b = body(index);
+  const owner = {
+    apiVersion: `${FLEET_GROUP}/v1beta1`,
+    kind: kindsOf(ref).placement.kind,
+    name: placement.metadata.name,
+    uid: placement.metadata.uid!,
+    blockOwnerDeletion: true,
+  };
+  const create = (objectName: string, spec: Record<string, unknown>, labels: Record<string, string>, annotations: Record<string, string>) =>
+    racing(() =>
+      store.write(ref.namespace, objectName, {
+        verb: "create",
+        body: {
+          apiVersion: `${FLEET_GROUP}/v1beta1`,
+          kind: def.kind,
+          metadata: {
+            name: objectName,
+            ...(ref.namespace ? { namespace: ref.namespace } : {}),
+            labels: { [PLACEMENT_TRACKING_LABEL]: ref.name, [indexLabel]: String(index), ...labels },
+            annotations: { ...annotations, [CRP_GENERATION_ANNOTATION]: String(placement.metadata.generation ?? 1) },
+            ownerReferences: [owner],
+          },
+          spec,
+        },
+      }),
+    );
+  // The sub-snapshots first, so that a master (what readers look for) is never without them.
+  for (const [j, sub] of (b.subs ?? []).entries()) {
+    const r = await create(`${name(index)}-${j}`.replace(/-snapshot-(\d+)$/, "-$1"), sub.spec, {}, { ...sub.annotations, [SUBINDEX_ANNOTATION]: String(j) });
+    if (r === "lost" || r === null) return "lost";
+  }
+  const created = await create(name(index), b.spec, { [IS_LATEST_SNAPSHOT_LABEL]: "true" }, b.annotations);
+  if (created === "lost" || created === null) return "lost";
+  for (const old of all) {
+    if (old.metadata.labels?.[IS_LATEST_SNAPSHOT_LABEL] !== "true") continue;
+    const body2 = { ...old, metadata: { ...old.metadata, labels: { ...old.metadata.labels, [IS_LATEST_SNAPSHOT_LABEL]: "false" } } };
+    if ((await racing(() => store.write(ref.namespace, old.metadata.name, { verb: "update", body: body2 }, { known: old }))) === "lost") return "lost";
+  }
+  // revisionHistoryLimit: the oldest indexes go, masters and sub-snapshots.
+  const excess = all.length + 1 - limit;
+  const gone = new Set(all.slice(0, Math.max(0, excess)).map((o) => indexOf(o, indexLabel)));
+  for (const old of everything.filter((o) => gone.has(indexOf(o, indexLabel)))) {
+    await racing(() => store.write(ref.namespace, old.metadata.name, { verb: "delete", preconditions: { uid: old.metadata.uid } }));
+  }
+  return { snapshot: created, created: true, hadPrevious: all.length > 0 };
+}
+
+/** Sets `next` into `current` conditions (keeping transition times) and drops types not in `next`. */
+function mergeConditions(current: Condition[] | undefined, next: Omit<Condition, "lastTransitionTime">[], now: string): Condition[] {
+  const out = structuredClone(current ?? []).filter((c) => next.some((n) => n.type === c.type));
+  for (const n of next) setCondition(out, n, now);
+  return next.map((n) => out.find((c) => c.type === n.type)!);
+}
+
+/** Deletes the placement's works and bindings, then its finalizer. */
+async function cleanUp(env: Env, ref: PlacementRef, placement: KubeObject | null): Promise<PlacementRunOutcome> {
+  const k = kindsOf(ref);
+  const works = [...(await worksOf(env, ref)).values()].flat().filter((w) => !w.metadata.deletionTimestamp);
+  const results = await admittedStoreOf(env, ManifestWorkKind).writeMany(
+    works.map((w) => ({ namespace: w.metadata.namespace!, name: w.metadata.name, req: { verb: "delete", preconditions: { uid: w.metadata.uid } }, known: w })),
+  );
+  let raced = results.includes("lost");
+  const bindings = await owned(env, k.binding, ref);
+  for (const b of bindings) {
+    if ((await racing(() => admittedStoreOf(env, k.binding).write(ref.namespace, b.metadata.name, { verb: "delete" }))) === "lost") raced = true;
+  }
+  if (!placement) return raced ? { rerun: true } : { gone: true };
+  const finalizers = (placement.metadata.finalizers ?? []).filter((f) => f !== k.finalizer);
+  if (finalizers.length !== (placement.metadata.finalizers ?? []).length) {
+    const r = await racing(() =>
+      admittedStoreOf(env, k.placement).write(
+        ref.namespace,
+        ref.name,
+        { verb: "update", body: { ...placement, metadata: { ...placement.metadata, finalizers } } },
+        { known: placement },
+      ),
+    );
+    if (r === "lost") raced = true;
+  }
+  return raced ? { rerun: true } : {};
+}
+
+/**
+ * Reconciles one placement at `nowMs` (epoch ms). Idempotent: every run reads the current state.
+ * @throws errors of D1 or an unexpected write failure (the placement's object retries later);
+ *   lost write races are reported as `rerun`
+ */
+export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): Promise<PlacementRunOutcome> {
+  const k = kindsOf(ref);
+  const placementStore = admittedStoreOf(env, k.placement);
+  let placement = await placementStore.get(ref.namespace, ref.name);
+  if (!placement || placement.metadata.deletionTimestamp) return cleanUp(env, ref, placement);
+  if (!(placement.metadata.finalizers ?? []).includes(k.finalizer)) {
+    const body = { ...placement, metadata: { ...placement.metadata, finalizers: [...(placement.metadata.finalizers ?? []), k.finalizer] } };
+    const r = await racing(() => placementStore.write(ref.namespace, ref.name, { verb: "update", body }, { known: placement! }));
+    if (r === "lost" || r === null) return { rerun: true };
+    placement = r;
+  }
+  const spec = (placement.spec ?? {}) as PlacementSpec;
+  const generation = placement.metadata.generation ?? 1;
+  const now = stamp(nowMs);
+  const limit = spec.revisionHistoryLimit ?? 10;
+
+  // 1. Resources.
+  let selected: Selected[];
+  try {
+    selected = await selectResources(storeSource(env), ref, spec.resourceSelectors ?? []);
+  } catch (e) {
+    if (!(e instanceof SelectionError)) throw e;
+    const conditions = mergeConditions(
+      placement.status?.conditions as Condition[] | undefined,
+      [
+        {
+          type: `${k.prefix}Scheduled`,
+          status: "False",
+          reason: "InvalidResourceSelectors",
+          message: `The resource selectors are invalid: ${e.message}`,
+          observedGeneration: generation,
+        },
+      ],
+      now,
+    );
+    return writeStatus(env, ref, placement, { ...(placement.status ?? {}), conditions });
+  }
+  const { manifests, envelopes } = manifestsOf(selected);
+  const contents = selected.map((s) => stripForDispatch(s.def, s.object));
+  const resourceHash = await sha256(canonical(contents));
+  const base = trackingValue(ref);
+  const rs = await ensureSnapshot(
+    env,
+    k.resourceSnapshot,
+    ref,
+    placement,
+    RESOURCE_INDEX_LABEL,
+    (i) => `${ref.name}-${i}-snapshot`,
+    resourceHash,
+    (o) => o.metadata.annotations?.[RESOURCE_HASH_ANNOTATION],
+    () => {
+      const [first, ...rest] = snapshotChunks(contents);
+      return {
+        spec: { selectedResources: first ?? [] },
+        annotations: {
+          [RESOURCE_HASH_ANNOTATION]: resourceHash,
+          [NUMBER_OF_RESOURCE_SNAPSHOTS_ANNOTATION]: String(1 + rest.length),
+          [NUMBER_OF_ENVELOPED_OBJECTS_ANNOTATION]: String(envelopes),
+        },
+        subs: rest.map((chunk) => ({ spec: { selectedResources: chunk }, annotations: {} })),
+      };
+    },
+    limit,
+  );
+  if (rs === "lost") return { rerun: true };
+  const snapshot = rs.snapshot;
+  const resourceIndex = snapshot.metadata.labels![RESOURCE_INDEX_LABEL]!;
+
+  // 2. Policy.
+  const policy: PlacementPolicy = spec.policy ?? { placementType: "PickAll" };
+  const policyHash = await sha256(canonical(policy));
+  const ps = await ensureSnapshot(
+    env,
+    k.policySnapshot,
+    ref,
+    placement,
+    POLICY_INDEX_LABEL,
+    (i) => `${ref.name}-${i}`,
+    policyHash,
+    (o) => (o.spec as { policyHash?: string } | undefined)?.policyHash,
+    () => ({
+      spec: { policy, policyHash },
+      annotations: (policy.placementType === "PickN" ? { [NUMBER_OF_CLUSTERS_ANNOTATION]: String(policy.numberOfClusters ?? 0) } : {}) as Record<
+        string,
+        string
+      >,
+    }),
+    limit,
+  );
+  if (ps === "lost") return { rerun: true };
+  const policySnapshot = ps.snapshot;
+
+  // 3. Scheduling, onto the ManagedClusters.
+  const bindings = await owned(env, k.binding, ref);
+  const bindingOf = new Map(bindings.map((b) => [(b.spec as { targetCluster: string }).targetCluster, b]));
+  const current = new Set(
+    bindings.filter((b) => (b.spec as { state: string }).state !== "Unscheduled").map((b) => (b.spec as { targetCluster: string }).targetCluster),
+  );
+  const clusters = (await admittedStoreOf(env, ManagedClusterKind).list()).items.map(memberClusterOf);
+  const decision = schedulePlacement(policy, clusters, current, ps.created && ps.hadPrevious);
+  const picked = new Map(decision.selected.map((d) => [d.clusterName, d]));
+  const scheduledOk = policy.placementType === "PickAll" || decision.selected.length >= decision.desired;
+  const scheduledMessage = scheduledOk
+    ? `found all cluster needed as specified by the scheduling policy, found ${decision.selected.length} cluster(s)`
+    : `could not find all clusters needed as specified by the scheduling policy, found ${decision.selected.length} cluster(s) instead`;
+  let raced = false;
+  {
+    const status = {
+      observedCRPGeneration: generation,
+      conditions: mergeConditions(
+        policySnapshot.status?.conditions as Condition[] | undefined,
+        [
+          {
+            type: "Scheduled",
+            status: scheduledOk ? "True" : "False",
+            reason: scheduledOk ? "SchedulingPolicyFulfilled" : "SchedulingPolicyUnfulfilled",
+            message: scheduledMessage,
+            observedGeneration: generation,
+          },
+        ],
+        now,
+      ),
+      targetClusters: [...decision.selected, ...decision.notSelected].slice(0, 1000),
+    };
+    if (canonical(status) !== canonical(policySnapshot.status ?? {})) {
+      const r = await racing(() =>
+        admittedStoreOf(env, k.policySnapshot).write(
+          ref.namespace,
+          policySnapshot.metadata.name,
+          { verb: "update", subresource: "status", body: { ...policySnapshot, status } },
+          { known: policySnapshot },
+        ),
+      );
+      if (r === "lost") raced = true;
+    }
+  }
+
+  // 4. Rollout of the rendered works.
+  const rendered = renderWorks(base, manifests, spec.strategy);
+  const renderedJson = rendered.map((r) => canonical(r.spec));
+  const works = await worksOf(env, ref);
+  const gone = new Set(clusters.filter((c) => c.leaving).map((c) => c.name));
+  const known = new Set(clusters.map((c) => c.name));
+  const names = new Set([...picked.keys(), ...works.keys()]);
+  const rolloutClusters: RolloutCluster[] = [];
+  for (const c of names) {
+    const ws = works.get(c);
+    const first = ws?.find((w) => w.metadata.name === workName(base, 0)) ?? ws?.[0];
+    rolloutClusters.push({
+      name: c,
+      picked: picked.has(c),
+      ...(first
+        ? {
+            work: {
+              current: first.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL] === resourceIndex,
+              generation: first.metadata.generation ?? 1,
+              conditions: (first.status?.conditions ?? []) as WorkCondition[],
+            },
+          }
+        : {}),
+    });
+  }
+  const target = policy.placementType === "PickAll" ? decision.selected.length : decision.desired;
+  const step = rolloutStep(rolloutClusters, target, spec.strategy?.rollingUpdate);
+  const blocked = new Set(step.blocked);
+  const toRender = new Set([...step.add, ...step.update]);
+  // The apply strategy changes at once where the snapshot is current (KubeFleet's processApplyStrategyUpdates).
+  for (const c of rolloutClusters) {
+    if (!c.picked || !c.work?.current) continue;
+    const ws = works.get(c.name) ?? [];
+    const same =
+      ws.length === rendered.length &&
+      rendered.every((r, i) => {
+        const w = ws.find((x) => x.metadata.name === r.name);
+        return w && canonical(w.spec ?? {}) === renderedJson[i] && canonical(pickAnnotations(w, r)) === canonical(r.annotations);
+      });
+    if (!same) toRender.add(c.name);
+  }
+  const toRemove = new Set([...step.remove, ...[...works.keys()].filter((c) => !picked.has(c) && (gone.has(c) || !known.has(c)))]);
+  const writes: ManyWrite[] = [];
+  for (const c of toRender) {
+    const ws = works.get(c) ?? [];
+    rendered.forEach((r: RenderedWork, i) => {
+      const w = ws.find((x) => x.metadata.name === r.name);
+      if (w && w.metadata.deletionTimestamp) return;
+      if (
+        w &&
+        canonical(w.spec ?? {}) === renderedJson[i] &&
+        w.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL] === resourceIndex &&
+        canonical(pickAnnotations(w, r)) === canonical(r.annotations)
+      )
+        return;
+      const metadata = {
+        ...(w?.metadata ?? {}),
+        name: r.name,
+        namespace: c,
+        labels: {
+          ...(w?.metadata.labels ?? {}),
+          [PLACEMENT_TRACKING_LABEL]: base,
+          ...(ref.namespace ? { [PARENT_NAMESPACE_LABEL]: ref.namespace } : {}),
+          [PARENT_BINDING_LABEL]: bindingName(ref, c),
+          [PARENT_SNAPSHOT_INDEX_LABEL]: resourceIndex,
+        },
+        annotations: { ...(w?.metadata.annotations ?? {}), ...r.annotations, [PARENT_SNAPSHOT_NAME_ANNOTATION]: snapshot.metadata.name },
+      };
+      const body = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata, spec: structuredClone(r.spec) };
+      writes.push({ namespace: c, name: r.name, req: w ? { verb: "update", body } : { verb: "create", body }, known: w ?? null });
+    });
+    for (const w of ws) {
+      if (!rendered.some((r) => r.name === w.metadata.name) && !w.metadata.deletionTimestamp)
+        writes.push({ namespace: c, name: w.metadata.name, req: { verb: "delete", preconditions: { uid: w.metadata.uid } }, known: w });
+    }
+  }
+  for (const c of toRemove) {
+    for (const w of works.get(c) ?? []) {
+      if (!w.metadata.deletionTimestamp)
+        writes.push({ namespace: c, name: w.metadata.name, req: { verb: "delete", preconditions: { uid: w.metadata.uid } }, known: w });
+    }
+  }
+  const results = await admittedStoreOf(env, ManifestWorkKind).writeMany(writes);
+  results.forEach((r, i) => {
+    const wr = writes[i]!;
+    if (r === "lost") {
+      raced = true;
+      return;
+    }
+    const list = (works.get(wr.namespace) ?? []).filter((w) => w.metadata.name !== wr.name);
+    if (r) list.push(r);
+    works.set(wr.namespace, list);
+  });
+
+  // 5. Bindings, one per picked cluster (Unscheduled while its works are being removed).
+  const perCluster: PerClusterStatus[] = [];
+  const specWrites: ManyWrite[] = [];
+  const wantStatus = new Map<string, Record<string, unknown>>();
+  const stored = new Map<string, KubeObject>();
+  const policySnapshotName = policySnapshot.metadata.name;
+  for (const [cluster, d] of [...picked].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    const ws = (works.get(cluster) ?? []).filter((w) => !w.metadata.deletionTimestamp);
+    const isCurrent = ws.length > 0 && ws.every((w) => w.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL] === resourceIndex) && !blocked.has(cluster);
+    const pcs = perClusterStatus(
+      { cluster, reason: d.reason, works: isCurrent ? ws : [], current: blocked.has(cluster) ? false : rendered.length === 0 || isCurrent ? true : null },
+      generation,
+      resourceIndex,
+    );
+    perCluster.push(pcs);
+    const workIndex = ws[0]?.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL];
+    const bindingSpec = {
+      state: ws.length > 0 || rendered.length === 0 ? "Bound" : "Scheduled",
+      resourceSnapshotName: workIndex !== undefined ? `${ref.name}-${workIndex}-snapshot` : snapshot.metadata.name,
+      schedulingPolicySnapshotName: policySnapshotName,
+      targetCluster: cluster,
+      clusterDecision: d,
+      applyStrategy: spec.strategy?.applyStrategy ?? {},
+    };
+    const b = bindingOf.get(cluster);
+    const name = bindingName(ref, cluster);
+    wantStatus.set(name, {
+      ...(pcs.failedPlacements ? { failedPlacements: pcs.failedPlacements } : {}),
+      ...(pcs.driftedPlacements ? { driftedPlacements: pcs.driftedPlacements } : {}),
+      conditions: mergeConditions(
+        b?.status?.conditions as Condition[] | undefined,
+        pcs.conditions.filter((c) => c.type !== "Scheduled").map(withoutGeneration),
+        now,
+      ),
+    });
+    if (b && deepEqual(b.spec ?? null, bindingSpec)) stored.set(name, b);
+    else specWrites.push(bindingWrite(ref, k.binding, b, cluster, bindingSpec, placement));
+  }
+  for (const [cluster, b] of bindingOf) {
+    if (picked.has(cluster)) continue;
+    if ((works.get(cluster) ?? []).length > 0) {
+      const s = { ...(b.spec as Record<string, unknown>), state: "Unscheduled" };
+      if (!deepEqual(s, b.spec))
+        specWrites.push({ namespace: ref.namespace, name: b.metadata.name, req: { verb: "update", body: { ...b, spec: s } }, known: b });
+    } else {
+      specWrites.push({ namespace: ref.namespace, name: b.metadata.name, req: { verb: "delete", preconditions: { uid: b.metadata.uid } }, known: b });
+    }
+  }
+  const bindingStore = admittedStoreOf(env, k.binding);
+  for (const r of await bindingStore.writeMany(specWrites)) {
+    if (r === "lost") raced = true;
+    else if (r) stored.set(r.metadata.name, r);
+  }
+  const statusWrites: ManyWrite[] = [];
+  for (const [name, want] of wantStatus) {
+    const b = stored.get(name);
+    if (b && canonical(b.status ?? {}) !== canonical(want))
+      statusWrites.push({ namespace: ref.namespace, name, req: { verb: "update", subresource: "status", body: { ...b, status: want } }, known: b });
+  }
+  if ((await bindingStore.writeMany(statusWrites)).includes("lost")) raced = true;
+
+  // Unfilled PickN / PickFixed slots (KubeFleet reports one status per wanted cluster).
+  const unfilled: Record<string, unknown>[] = [];
+  if (policy.placementType !== "PickAll") {
+    const missing = Math.max(0, decision.desired - decision.selected.length);
+    const reasons = decision.notSelected.filter((d) => policy.placementType !== "PickFixed" || (policy.clusterNames ?? []).includes(d.clusterName));
+    const oldUnfilled = ((placement.status?.placementStatuses ?? []) as { clusterName?: string; conditions?: Condition[] }[]).filter((s) => !s.clusterName);
+    for (let i = 0; i < missing; i++) {
+      const why = policy.placementType === "PickFixed" ? reasons[i]?.reason : undefined;
+      const cond = { type: "Scheduled", status: "False" as const, reason: "ScheduleFailed", message: why ?? scheduledMessage, observedGeneration: generation };
+      unfilled.push({ conditions: mergeConditions(oldUnfilled[i]?.conditions, [cond], now) });
+    }
+  }
+
+  // 6. The placement's status.
+  const oldStatuses = new Map(
+    ((placement.status?.placementStatuses ?? []) as { clusterName?: string; conditions?: Condition[] }[]).map((s) => [s.clusterName ?? "", s.conditions]),
+  );
+  const placementStatuses = [
+    ...perCluster.map((p) => ({
+      clusterName: p.clusterName,
+      observedResourceIndex: p.observedResourceIndex,
+      ...(p.failedPlacements ? { failedPlacements: p.failedPlacements } : {}),
+      ...(p.driftedPlacements ? { driftedPlacements: p.driftedPlacements } : {}),
+      conditions: mergeConditions(oldStatuses.get(p.clusterName), p.conditions, now),
+    })),
+    ...unfilled,
+  ];
+  const oldConditions = placement.status?.conditions as Condition[] | undefined;
+  const conditions = mergeConditions(oldConditions, placementConditions(k.prefix, generation, { ok: scheduledOk, message: scheduledMessage }, perCluster), now);
+  const status = {
+    selectedResources: selected.map(identifierOf),
+    observedResourceIndex: resourceIndex,
+    placementStatuses,
+    conditions,
+  };
+  const outcome = await writeStatus(env, ref, placement, status);
+  // KubeFleet's events: a condition of the chain that turned True.
+  const turned = CHAIN.filter((t) => {
+    const type = `${k.prefix}${t}`;
+    return conditions.find((c) => c.type === type)?.status === "True" && oldConditions?.find((c) => c.type === type)?.status !== "True";
+  });
+  if (turned.length > 0 && !outcome.rerun) {
+    await recordEvents(
+      env,
+      turned.map((t) => ({
+        regarding: {
+          kind: k.placement.kind,
+          apiVersion: `${FLEET_GROUP}/v1beta1`,
+          name: ref.name,
+          ...(ref.namespace ? { namespace: ref.namespace } : {}),
+          uid: placement.metadata.uid,
+        },
+        reason: TRUE_EVENTS[t][0],
+        type: "Normal" as const,
+        message: TRUE_EVENTS[t][1],
+        reportingController: "placement-controller",
+      })),
+      nowMs,
+    ).catch((e: unknown) => console.error(`placement ${base}: could not record events`, e));
+  }
+  return raced || outcome.rerun ? { rerun: true } : {};
+}
+
+/** A condition without `observedGeneration` (a binding's conditions are not about the placement's generation). */
+function withoutGeneration(c: Omit<Condition, "lastTransitionTime">): Omit<Condition, "lastTransitionTime"> {
+  const out = { ...c };
+  delete out.observedGeneration;
+  return out;
+}
+
+function pickAnnotations(w: KubeObject, r: RenderedWork): Record<string, string> {
+  const a = w.metadata.annotations ?? {};
+  return Object.fromEntries(Object.keys(r.annotations).map((k) => [k, a[k] ?? ""]));
+}
+
+/** The write that makes a placement's binding in `cluster` say `spec` (created, or updated from `b`). */
+function bindingWrite(
+  ref: PlacementRef,
+  def: KindDefinition,
+  b: KubeObject | undefined,
+  cluster: string,
+  spec: Record<string, unknown>,
+  placement: KubeObject,
+): ManyWrite {
+  const name = bindingName(ref, cluster);
+  const body = {
+    apiVersion: `${FLEET_GROUP}/v1beta1`,
+    kind: def.kind,
+    metadata: {
+      ...(b?.metadata ?? {}),
+      name,
+      ...(ref.namespace ? { namespace: ref.namespace } : {}),
+      labels: { ...(b?.metadata.labels ?? {}), [PLACEMENT_TRACKING_LABEL]: ref.name },
+      ownerReferences: [
+        {
+          apiVersion: `${FLEET_GROUP}/v1beta1`,
+          kind: kindsOf(ref).placement.kind,
+          name: placement.metadata.name,
+          uid: placement.metadata.uid!,
+          blockOwnerDeletion: true,
+        },
+      ],
+    },
+    spec,
+  };
+  return { namespace: ref.namespace, name, req: b ? { verb: "update", body } : { verb: "create", body }, known: b ?? null };
+}
+
+async function writeStatus(env: Env, ref: PlacementRef, placement: KubeObject, status: Record<string, unknown>): Promise<PlacementRunOutcome> {
+  if (canonical(status) === canonical(placement.status ?? {})) return {};
+  const r = await racing(() =>
+    admittedStoreOf(env, kindsOf(ref).placement).write(
+      ref.namespace,
+      ref.name,
+      { verb: "update", subresource: "status", body: { ...placement, status } },
+      { known: placement },
+    ),
+  );
+  return r === "lost" ? { rerun: true } : {};
+}
+
+// ---------------------------------------------------------------------------------------------
+// What wakes a placement.
+
+/** What a change owes the placement controller. */
+export type PlacementOwed =
+  | { namespace: string; name: string; now?: true }
+  | { object: { group: string; kind: string; namespace: string; name: string; labels: (Record<string, string> | null)[] } }
+  | { cluster: string };
+
+const isPlacementKind = (def: KindDefinition) => def.group === FLEET_GROUP && (def.kind === "ClusterResourcePlacement" || def.kind === "ResourcePlacement");
+
+/**
+ * The ManagedCluster fields whose change wakes placements: its labels, taints (OCM's unavailable
+ * and unreachable taints follow its Available condition, in the same write), acceptance and
+ * deletion. An agent's status report that changes only its capacity, allocatable or claims wakes
+ * none (a placement reads them at its next run): such a report's outbox row stays the scheduler's
+ * alone to take over, and an agent's write never waits on a list of the placements.
+ */
+function schedulingView(mc: KubeObject | null): unknown {
+  if (!mc) return null;
+  const spec = (mc.spec ?? {}) as { taints?: unknown; hubAcceptsClient?: unknown };
+  return {
+    labels: mc.metadata.labels ?? {},
+    deleting: !!mc.metadata.deletionTimestamp,
+    taints: ((spec.taints ?? []) as { key: string; value?: string; effect: string }[]).map((t) => [t.key, t.value ?? "", t.effect]),
+    accepts: spec.hubAcceptsClient ?? null,
+  };
+}
+
+/**
+ * What a committed change owes placements:
+ * - a placement created, its spec changed (generation) or its deletion started: its run, awaited;
+ *   removed, or its finalizer removed by someone else: a run shortly after;
+ * - a ManifestWork of a placement (its tracking label) whose status changed or that was deleted:
+ *   its placement's run shortly after;
+ * - a ManagedCluster whose labels, taints, acceptance or deletion changed ({@link schedulingView}): the placements it may join or leave;
+ * - any other object of a kind a placement may select: the placements whose selectors may match it
+ *   (before or after the change).
+ */
+export function planPlacement(change: Change): PlacementOwed | null {
+  const { def, namespace, name, before, after } = change;
+  if (isPlacementKind(def)) {
+    if (!after) return { namespace, name };
+    const started =
+      !before || before.metadata.generation !== after.metadata.generation || (!before.metadata.deletionTimestamp && !!after.metadata.deletionTimestamp);
+    if (started) return { namespace, name, now: true };
+    const fin = namespace ? RP_CLEANUP_FINALIZER : CRP_CLEANUP_FINALIZER;
+    if ((before.metadata.finalizers ?? []).includes(fin) && !(after.metadata.finalizers ?? []).includes(fin)) return { namespace, name };
+    return null;
+  }
+  if (def === ManifestWorkKind) {
+    const w = after ?? before;
+    const tracking = w?.metadata.labels?.[PLACEMENT_TRACKING_LABEL];
+    if (!tracking) return null;
+    const ns = w?.metadata.labels?.[PARENT_NAMESPACE_LABEL] ?? "";
+    const placementName = ns && tracking.startsWith(`${ns}.`) ? tracking.slice(ns.length + 1) : tracking;
+    if (!after || (after.metadata.deletionTimestamp && !before?.metadata.deletionTimestamp)) return { namespace: ns, name: placementName };
+    if (before && !deepEqual(before.status ?? null, after.status ?? null)) return { namespace: ns, name: placementName };
+    return null;
+  }
+  if (def === ManagedClusterKind) {
+    return deepEqual(schedulingView(before), schedulingView(after)) ? null : { cluster: name };
+  }
+  if (isKindDisabled(def) || def.conversion) return null;
+  const labelsOf = (o: KubeObject | null) => (o ? (o.metadata.labels ?? {}) : null);
+  if (before && after && deepEqual(before.metadata.labels ?? {}, after.metadata.labels ?? {}) && deepEqual(stripped(before), stripped(after))) return null;
+  return { object: { group: def.group, kind: def.kind, namespace, name, labels: [labelsOf(before), labelsOf(after)] } };
+}
+
+/** An object without what never reaches a member cluster (a status-only change wakes no placement). */
+function stripped(o: KubeObject): unknown {
+  const { status: _s, metadata, ...rest } = o as KubeObject & { status?: unknown };
+  const { resourceVersion: _r, managedFields: _m, generation: _g, ...meta } = metadata as unknown as Record<string, unknown>;
+  return { ...rest, metadata: meta };
+}
+
+/**
+ * Whether `spec`'s selectors may select an object, before or after its change (`object.labels`:
+ * its labels before and after, null where absent). `namespaceLabels` are the labels of the
+ * object's namespace (for a Namespace selected by a label selector with its content); undefined:
+ * unknown, and such a selector is taken to match.
+ */
+export function mayMatch(
+  spec: PlacementSpec,
+  isCRP: boolean,
+  object: { group: string; kind: string; namespace: string; name: string; labels: (Record<string, string> | null)[] },
+  namespaceLabels?: Record<string, string>,
+): boolean {
+  const selectors: ResourceSelectorTerm[] = spec.resourceSelectors ?? [];
+  const labelMatch = (s: ResourceSelectorTerm) =>
+    s.name
+      ? s.name === object.name
+      : !s.labelSelector || object.labels.some((l) => l !== null && matchesLabelSelector(s.labelSelector as LabelSelectorInput, l));
+  const nwrs = selectors.find((s) => s.group === "" && s.kind === "Namespace" && s.selectionScope === "NamespaceWithResourceSelectors");
+  for (const s of selectors) {
+    const isNs = s.group === "" && s.kind === "Namespace";
+    if (s.group === object.group && s.kind === object.kind) {
+      if (!object.namespace && labelMatch(s)) return true;
+      if (object.namespace && (!isCRP || (nwrs && nwrs.name === object.namespace)) && labelMatch(s)) return true;
+    }
+    if (isCRP && isNs && object.namespace && (s.selectionScope ?? "NamespaceWithResources") === "NamespaceWithResources") {
+      if (s.name) {
+        if (s.name === object.namespace) return true;
+      } else if (!s.labelSelector || namespaceLabels === undefined || matchesLabelSelector(s.labelSelector as LabelSelectorInput, namespaceLabels)) return true;
+    }
+    if (
+      isCRP &&
+      isNs &&
+      object.kind === "Namespace" &&
+      object.group === "" &&
+      (s.selectionScope ?? "NamespaceWithResources") === "NamespaceWithResources" &&
+      labelMatch(s)
+    )
+      return true;
+  }
+  return false;
+}
+
+/** Whether a change of ManagedCluster `mc` (null: removed) may change a placement's clusters (from that one cluster alone). */
+export function clusterMayMatter(placement: KubeObject, clusterName: string, mc: KubeObject | null): boolean {
+  const spec = (placement.spec ?? {}) as PlacementSpec;
+  const policy: PlacementPolicy = spec.policy ?? { placementType: "PickAll" };
+  const has = ((placement.status?.placementStatuses ?? []) as { clusterName?: string }[]).some((s) => s.clusterName === clusterName);
+  if (!mc) return has;
+  const m = memberClusterOf(mc);
+  if (has) return m.leaving;
+  if (!m.eligible) return false;
+  if (policy.placementType === "PickFixed") return (policy.clusterNames ?? []).includes(clusterName);
+  const terms = policy.affinity?.clusterAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.clusterSelectorTerms ?? [];
+  if (terms.length > 0 && !terms.some((t) => termMatches(t, m))) return false;
+  if (untoleratedTaint(m, policy.tolerations)) return false;
+  if (policy.placementType === "PickN") {
+    const count = ((placement.status?.placementStatuses ?? []) as { clusterName?: string }[]).filter((s) => s.clusterName).length;
+    return count < (policy.numberOfClusters ?? 0);
+  }
+  return true;
+}
+
+/** The placements a change of one object or cluster may concern (they are listed; the fleet's objects are not). */
+async function placementsFor(env: Env, owed: Exclude<PlacementOwed, { namespace: string }>, mc: KubeObject | null | undefined): Promise<PlacementRef[]> {
+  const out: PlacementRef[] = [];
+  const crps = (await admittedStoreOf(env, FLEET_PLACEMENT_KINDS.crp).list()).items;
+  const ns = "object" in owed ? owed.object.namespace : undefined;
+  const rps = "object" in owed && !ns ? [] : (await admittedStoreOf(env, FLEET_PLACEMENT_KINDS.rp).list(ns)).items;
+  // The object's namespace's labels, read once when a placement selects namespaces by label.
+  let nsLabels: Promise<Record<string, string> | undefined> | undefined;
+  const namespaceLabels = () =>
+    (nsLabels ??= ns
+      ? admittedStoreOf(env, NamespaceKind)
+          .get("", ns)
+          .then((o) => o?.metadata.labels ?? {})
+      : Promise.resolve(undefined));
+  const byLabel = (p: KubeObject) =>
+    ((p.spec as PlacementSpec | undefined)?.resourceSelectors ?? []).some((s) => s.kind === "Namespace" && !s.name && s.labelSelector);
+  for (const p of [...crps, ...rps]) {
+    const isCRP = !p.metadata.namespace;
+    const hit =
+      "object" in owed
+        ? mayMatch((p.spec ?? {}) as PlacementSpec, isCRP, owed.object, byLabel(p) ? await namespaceLabels() : undefined)
+        : clusterMayMatter(p, owed.cluster, mc === undefined ? null : mc);
+    if (hit) out.push({ namespace: p.metadata.namespace ?? "", name: p.metadata.name });
+  }
+  return out;
+}
+
+/** The Durable Object of a placement: the replica set object class, named `placement:<namespace>/<name>`. */
+function stub(env: Env, ref: PlacementRef) {
+  return env.REPLICASETS.getByName(`placement:${ref.namespace}/${ref.name}`);
+}
+
+/** The prefix of a placement's target namespace in its object (a namespace never holds ':'). */
+export const PLACEMENT_TARGET_PREFIX = "placement:";
+
+async function reconcileNow(env: Env, ref: PlacementRef): Promise<void> {
+  try {
+    await stub(env, ref).reconcile(`${PLACEMENT_TARGET_PREFIX}${ref.namespace}`, ref.name);
+  } catch (e) {
+    console.error(`placement ${trackingValue(ref)}: could not run it; asking for a later run`, e);
+    await reconcileSoon(env, ref);
+  }
+}
+
+async function reconcileSoon(env: Env, ref: PlacementRef): Promise<void> {
+  await stub(env, ref).notifyMany(`${PLACEMENT_TARGET_PREFIX}${ref.namespace}`, ref.name, [{}]);
+}
+
+/**
+ * The placement controller's after-commit hook ({@link planPlacement}): runs the placement a
+ * write of it calls for before the write returns, and notifies the placements an object's, a
+ * cluster's or a work's change may concern. Idempotent: a run reads the current state.
+ */
+export const placementHook: AfterCommitHook<PlacementOwed> = {
+  name: "fleet-placements",
+  plan: planPlacement,
+  async run(env, owed, target) {
+    if ("namespace" in owed) {
+      const ref = { namespace: owed.namespace, name: owed.name };
+      if (!owed.now) return reconcileSoon(env, ref);
+      await reconcileNow(env, ref);
+      return {
+        rewrote: target.resource === `${FLEET_GROUP}/${kindsOf(ref).placement.plural}` && target.namespace === owed.namespace && target.name === owed.name,
+      };
+    }
+    const mc =
+      "cluster" in owed ? (target.change ? target.change.after : await admittedStoreOf(env, ManagedClusterKind).getCommitted("", owed.cluster)) : undefined;
+    const refs = await placementsFor(env, owed, mc);
+    const results = await Promise.allSettled(refs.map((r) => reconcileSoon(env, r)));
+    for (const r of results) if (r.status === "rejected") console.error("placement notification failed", r.reason);
+  },
+};
+
+/** Whether a replica set object's target namespace names a placement; the placement, or null. */
+export function placementTarget(namespace: string, name: string): PlacementRef | null {
+  return namespace.startsWith(PLACEMENT_TARGET_PREFIX) ? { namespace: namespace.slice(PLACEMENT_TARGET_PREFIX.length), name } : null;
+}
