@@ -88,14 +88,20 @@ describe("the Python client (python3-kubernetes)", () => {
     expect(got.gitVersion).toMatch(/^v1\.\d+\.\d+/);
     expect(got.groups).toEqual([
       "addon.open-cluster-management.io",
+      "apps",
       "authentication.k8s.io",
       "authorization.k8s.io",
+      "autoscaling",
+      "batch",
       "cluster.open-cluster-management.io",
       "clusterview.open-cluster-management.io",
       "coordination.k8s.io",
       "events.k8s.io",
       "flotilla.dev",
       "multicluster.x-k8s.io",
+      "networking.k8s.io",
+      "placement.kubernetes-fleet.io",
+      "policy",
       "policy.open-cluster-management.io",
       "rbac.authorization.k8s.io",
       "work.open-cluster-management.io",
@@ -204,15 +210,16 @@ describe("kubectl's less common paths", () => {
     );
     expect(denied).toContain("Error from server (MethodNotAllowed)");
     expect(denied).not.toContain("error validating");
-    const deploy = file(
-      "deploy.yaml",
-      "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec: {containers: [{name: c, image: nginx}]}\n",
+    const unserved = file(
+      "replicaset.yaml",
+      // apps/v1 is served (Deployments, StatefulSets, DaemonSets as templates); its ReplicaSets are not.
+      "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata:\n  name: d\nspec:\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec: {containers: [{name: c, image: nginx}]}\n",
     );
-    const unmapped = await kubectl("apply", "--cache-dir", cache, "-f", deploy).then(
+    const unmapped = await kubectl("apply", "--cache-dir", cache, "-f", unserved).then(
       () => "",
       (e: { stderr?: string }) => String(e.stderr),
     );
-    expect(unmapped).toContain('no matches for kind "Deployment" in version "apps/v1"');
+    expect(unmapped).toContain('no matches for kind "ReplicaSet" in version "apps/v1"');
     expect(unmapped).toContain("ensure CRDs are installed first");
     const explained = (await kubectl("explain", "placements.spec.numberOfClusters")).stdout;
     expect(explained).toMatch(/KIND:\s+Placement/);
