@@ -21,6 +21,7 @@
  * invents no status (a Deployment on the hub reads READY `0/3` until something writes its
  * status through `/status`).
  */
+import { clock } from "../../clock.ts";
 import type { StatusCause } from "../../k8s/errors.ts";
 import type { KindDefinition, PrinterColumn } from "../../k8s/kind.ts";
 import { isJsonObject, type JsonObject, type KubeObject } from "../../k8s/meta.ts";
@@ -556,7 +557,7 @@ function jobDuration(o: KubeObject): string {
   const start = Date.parse(String(statusOf(o).startTime ?? ""));
   const end = Date.parse(String(statusOf(o).completionTime ?? ""));
   if (Number.isNaN(start)) return "";
-  return humanDuration((Number.isNaN(end) ? Date.now() : end) - start);
+  return humanDuration((Number.isNaN(end) ? clock.now() : end) - start);
 }
 
 /** The COMPLETIONS column of `kubectl get jobs` (printJob). */
