@@ -5,7 +5,7 @@
 // works per cluster, status from the works' reports, a change rolled out under maxUnavailable,
 // deletion.
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { KindDefinition } from "../../src/k8s/kind.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
 import { KINDS, findKindByKind } from "../../src/kinds/index.ts";
@@ -534,13 +534,14 @@ async function report(cluster: string, name: string) {
   expect(r.status, JSON.stringify(r.body)).toBe(200);
 }
 
+/** Waits until `check` holds (vitest's `vi.waitFor`, polling), failing after `ms` milliseconds. */
 async function waitFor(check: () => Promise<boolean>, ms = 8000) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error("timed out");
+  await vi.waitFor(
+    async () => {
+      if (!(await check())) throw new Error("not yet");
+    },
+    { timeout: ms, interval: 100 },
+  );
 }
 
 describe("the placement controller", () => {

@@ -108,7 +108,7 @@ async function writeDryRun(c: Ctx, t: Target, req: WriteRequest): Promise<Respon
   // OCM's webhooks check a dry run as a real write.
   await admitOcm(c, t, req, name);
   const extras = { ...(t.update ? t.update.extras : (secret?.extras ?? {})), ...(await rbacWriteExtras(c.env, t.def, c.var.user)) };
-  const ctx = { now: Date.now(), newUid: () => crypto.randomUUID(), extras };
+  const ctx = { now: clock.now(), newUid: () => crypto.randomUUID(), extras };
   const { next, created } = computeWrite(t.def, { namespace: t.namespace, name }, req.verb === "create" ? null : current, req, ctx);
   if (next && next !== current && t.def.finalize) await t.def.finalize(next, req.verb === "create" ? null : current, ctx);
   const shown = next ?? current;
