@@ -96,6 +96,18 @@ export interface VersionConversion {
 }
 
 /**
+ * A `scale` subresource (a CRD version's `subresources.scale`, apiextensions' `ScaleREST`): the
+ * object is read and written as an `autoscaling/v1` Scale whose `spec.replicas` is the value at
+ * `specReplicasPath`, `status.replicas` the value at `statusReplicasPath` and `status.selector`
+ * the string at `labelSelectorPath` (simple JSON paths such as `.spec.replicas`).
+ */
+export interface ScaleSubresource {
+  specReplicasPath: string;
+  statusReplicasPath: string;
+  labelSelectorPath?: string;
+}
+
+/**
  * One served kind. `storage` says who writes its objects: `d1` for the generic D1 store,
  * `cluster` for the per-cluster Durable Object (ManagedCluster), which serialises them and
  * commits them to D1.
@@ -239,6 +251,15 @@ export interface KindDefinition {
   present?(obj: KubeObject): KubeObject;
   /** Set on a kind served from another kind's stored objects ({@link VersionConversion}). */
   conversion?: VersionConversion;
+  /** The categories discovery lists for the kind (`kubectl get all` reads `all`), as a CRD's `spec.names.categories`. */
+  categories?: string[];
+  /** The kind's `scale` subresource ({@link ScaleSubresource}), as a CRD version declares it. */
+  scale?: ScaleSubresource;
+  /**
+   * The kind's OpenAPI v3 schema as JSON, when it is not derived from `schema` (a custom
+   * resource's: its CRD version's `openAPIV3Schema`, which `kubectl explain` reads).
+   */
+  openApiSchema?: Record<string, unknown>;
 }
 
 /** `<group>/<version>` as it appears in `apiVersion`. */
