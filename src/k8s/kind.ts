@@ -66,10 +66,11 @@ export interface CreatedSecret {
 
 /**
  * Whether a PATCH of kind `def` may be a strategic merge patch: kube-apiserver takes them for its
- * built-in kinds (the core group, RBAC, events.k8s.io), not for custom resources.
+ * built-in kinds (the core group, RBAC, events.k8s.io), not for custom resources (a CRD's kind,
+ * `openApiSchema` set, whatever its group: 415 as apiextensions-apiserver answers).
  */
 export function acceptsStrategicMergePatch(def: KindDefinition): boolean {
-  return STRATEGIC_MERGE_GROUPS.has(def.group);
+  return !def.openApiSchema && STRATEGIC_MERGE_GROUPS.has(def.group);
 }
 
 /**
@@ -251,13 +252,13 @@ export interface KindDefinition {
   present?(obj: KubeObject): KubeObject;
   /** Set on a kind served from another kind's stored objects ({@link VersionConversion}). */
   conversion?: VersionConversion;
-  /** The categories discovery lists for the kind (`kubectl get all` reads `all`), as a CRD's `spec.names.categories`. */
-  categories?: string[];
   /** The kind's `scale` subresource ({@link ScaleSubresource}), as a CRD version declares it. */
   scale?: ScaleSubresource;
   /**
-   * The kind's OpenAPI v3 schema as JSON, when it is not derived from `schema` (a custom
-   * resource's: its CRD version's `openAPIV3Schema`, which `kubectl explain` reads).
+   * Set on a custom resource's kind only: its CRD version's structural `openAPIV3Schema` as JSON
+   * (no `$ref`s), which its OpenAPI v3 documents publish (`kubectl explain` reads it, with
+   * `apiVersion`, `kind` and `metadata` added) and by whose list types and map keys the field
+   * manager merges (`fieldTypeOf`). A built-in kind's published schema is {@link openAPI} instead.
    */
   openApiSchema?: Record<string, unknown>;
 }

@@ -26,17 +26,9 @@ import type { KindDefinition, PrinterColumn, VersionConversion, WriteContext } f
 import { isJsonObject, ObjectMetaSchema, rfc3339, type KubeObject } from "../k8s/meta.ts";
 import { evaluate } from "../k8s/jsonpath.ts";
 import { applyDefaults, schemaErrors, unknownFields, unknownSchemaKeys, valueErrors, type SchemaProps } from "../k8s/structural.ts";
-import {
-  fieldForbidden,
-  fieldInvalid,
-  fieldNotSupported,
-  fieldRequired,
-  isDNS1035Label,
-  isDNS1123Subdomain,
-  type FieldError,
-} from "../k8s/validation.ts";
+import { fieldForbidden, fieldInvalid, fieldNotSupported, fieldRequired, isDNS1035Label, isDNS1123Subdomain, type FieldError } from "../k8s/validation.ts";
 
-/** The `counters` row every CRD write sets to its resourceVersion (`KindDefinition.changeCounter`; src/kinds/index.ts `syncCustomKinds`). */
+/** The `counters` row every CRD write sets to its resourceVersion (`KindDefinition.changeCounter`; src/kinds/sync.ts `syncCustomKinds`). */
 export const CRD_CHANGE_COUNTER = 3;
 
 /** The finalizer that holds a deleted CRD until its custom resources are gone (apiextensions' `customresourcecleanup`). */
@@ -128,14 +120,14 @@ const VersionSchema = z.strictObject({
   storage: z.boolean(),
   deprecated: z.boolean().optional(),
   deprecationWarning: z.string().optional(),
-  schema: z.strictObject({ openAPIV3Schema: z.record(z.string(), z.unknown()).optional() }).nullable().optional(),
+  schema: z
+    .strictObject({ openAPIV3Schema: z.record(z.string(), z.unknown()).optional() })
+    .nullable()
+    .optional(),
   subresources: z
     .strictObject({
       status: z.strictObject({}).nullable().optional(),
-      scale: z
-        .strictObject({ specReplicasPath: z.string(), statusReplicasPath: z.string(), labelSelectorPath: z.string().optional() })
-        .nullable()
-        .optional(),
+      scale: z.strictObject({ specReplicasPath: z.string(), statusReplicasPath: z.string(), labelSelectorPath: z.string().optional() }).nullable().optional(),
     })
     .nullable()
     .optional(),
@@ -186,9 +178,12 @@ const CrdSchema = z
   })
   .superRefine((crd, ctx) => {
     // A JSONSchemaProps is strict: a key it does not have is an unknown field of the CRD.
-    crd.spec.versions.forEach((v, i) => {
-      const schema = v.schema?.openAPIV3Schema;
-      if (!schema) return;
+    // Defensive: zod runs refinements after some issues, on input that may not have the schema's shape.
+    const versions = isJsonObject(crd) && isJsonObject(crd.spec) ? (crd.spec as { versions?: unknown }).versions : undefined;
+    if (!Array.isArray(versions)) return;
+    versions.forEach((v: unknown, i) => {
+      const schema = isJsonObject(v) && isJsonObject(v.schema) ? v.schema.openAPIV3Schema : undefined;
+      if (!isJsonObject(schema)) return;
       for (const u of unknownSchemaKeys(schema, ["spec", "versions", i, "schema", "openAPIV3Schema"])) {
         ctx.addIssue({ code: "unrecognized_keys", keys: [u.key], path: u.path, input: crd });
       }
@@ -242,14 +237,15 @@ function namesErrors(n: CrdNames, path: string): FieldError[] {
 
 const COLUMN_TYPES = ["integer", "number", "string", "boolean", "date"];
 
-function versionErrors(v: CrdVersion, path: string, spec: CrdSpec): FieldError[] {
+function versionErrors(v: CrdVersion, path: string): FieldError[] {
   const errs: FieldError[] = [];
   if (!v.name) errs.push(fieldRequired(`${path}.name`, ""));
   else {
     const e = isDNS1035Label(v.name);
     if (e.length > 0) errs.push(fieldInvalid(`${path}.name`, v.name, e.join(",")));
   }
-  if (v.deprecationWarning !== undefined && !v.deprecated) errs.push(fieldInvalid(`${path}.deprecationWarning`, v.deprecationWarning, "can only be set for deprecated versions"));
+  if (v.deprecationWarning !== undefined && !v.deprecated)
+    errs.push(fieldInvalid(`${path}.deprecationWarning`, v.deprecationWarning, "can only be set for deprecated versions"));
   const schema = v.schema?.openAPIV3Schema;
   if (!schema) errs.push(fieldRequired(`${path}.schema.openAPIV3Schema`, "schemas are required"));
   else errs.push(...schemaErrors(schema, `${path}.schema.openAPIV3Schema`));
@@ -257,7 +253,8 @@ function versionErrors(v: CrdVersion, path: string, spec: CrdSpec): FieldError[]
   if (scale) {
     const sp = `${path}.subresources.scale`;
     if (!scale.specReplicasPath) errs.push(fieldRequired(`${sp}.specReplicasPath`, ""));
-    else if (!/^\.spec(\.[A-Za-z0-9_-]+)+$/.test(scale.specReplicasPath)) errs.push(fieldInvalid(`${sp}.specReplicasPath`, scale.specReplicasPath, "should be a json path under .spec"));
+    else if (!/^\.spec(\.[A-Za-z0-9_-]+)+$/.test(scale.specReplicasPath))
+      errs.push(fieldInvalid(`${sp}.specReplicasPath`, scale.specReplicasPath, "should be a json path under .spec"));
     if (!scale.statusReplicasPath) errs.push(fieldRequired(`${sp}.statusReplicasPath`, ""));
     else if (!/^\.status(\.[A-Za-z0-9_-]+)+$/.test(scale.statusReplicasPath))
       errs.push(fieldInvalid(`${sp}.statusReplicasPath`, scale.statusReplicasPath, "should be a json path under .status"));
@@ -280,9 +277,10 @@ function versionErrors(v: CrdVersion, path: string, spec: CrdSpec): FieldError[]
   });
   (v.selectableFields ?? []).forEach((f, i) => {
     if (!/^(\.[A-Za-z0-9_-]+)+$/.test(f.jsonPath) || f.jsonPath.startsWith(".metadata"))
-      errs.push(fieldInvalid(`${path}.selectableFields[${i}].jsonPath`, f.jsonPath, "must be a simple json path to a field of the resource other than metadata"));
+      errs.push(
+        fieldInvalid(`${path}.selectableFields[${i}].jsonPath`, f.jsonPath, "must be a simple json path to a field of the resource other than metadata"),
+      );
   });
-  void spec;
   return errs;
 }
 
@@ -317,11 +315,15 @@ function crdErrors(obj: KubeObject, old: KubeObject | undefined, builtins: reado
   spec.versions.forEach((v, i) => {
     if (seen.has(v.name)) errs.push(fieldInvalid(`spec.versions[${i}].name`, v.name, "must be unique"));
     seen.add(v.name);
-    errs.push(...versionErrors(v, `spec.versions[${i}]`, spec));
+    errs.push(...versionErrors(v, `spec.versions[${i}]`));
   });
   const storage = spec.versions.filter((v) => v.storage).length;
   if (spec.versions.length > 0 && storage !== 1)
-    errs.push({ field: "spec.versions", reason: "FieldValueInvalid", message: `Invalid value: ${storage}: must have exactly one version marked as storage version` });
+    errs.push({
+      field: "spec.versions",
+      reason: "FieldValueInvalid",
+      message: `Invalid value: ${storage}: must have exactly one version marked as storage version`,
+    });
   if (spec.versions.length > 0 && !spec.versions.some((v) => v.served))
     errs.push({ field: "spec.versions", reason: "FieldValueInvalid", message: "Invalid value: 0: must have at least one version served" });
   const strategy = spec.conversion?.strategy ?? "None";
@@ -330,7 +332,9 @@ function crdErrors(obj: KubeObject, old: KubeObject | undefined, builtins: reado
   if (spec.preserveUnknownFields === true)
     errs.push(fieldInvalid("spec.preserveUnknownFields", true, "cannot set to true, set x-kubernetes-preserve-unknown-fields to true in openAPIV3Schema"));
   if (spec.group && n.plural && builtins.some((k) => k.group === spec.group && k.plural === n.plural))
-    errs.push(fieldInvalid("spec.names.plural", n.plural, `the hub already serves ${n.plural} in group ${spec.group}: a CustomResourceDefinition may not shadow it`));
+    errs.push(
+      fieldInvalid("spec.names.plural", n.plural, `the hub already serves ${n.plural} in group ${spec.group}: a CustomResourceDefinition may not shadow it`),
+    );
   if (old) {
     const was = specOf(old);
     if (spec.group !== was.group) errs.push(fieldInvalid("spec.group", spec.group, "field is immutable"));
@@ -453,7 +457,11 @@ export function crdKind(context: () => CrdContext): KindDefinition {
     prepareForDelete(obj, ctx) {
       const status: CrdStatus = structuredClone(statusOf(obj));
       const conds = status.conditions ?? [];
-      setCrdCondition(conds, { type: "Terminating", status: "True", reason: "InstanceDeletionInProgress", message: "CustomResource deletion is in progress" }, rfc3339(ctx.now));
+      setCrdCondition(
+        conds,
+        { type: "Terminating", status: "True", reason: "InstanceDeletionInProgress", message: "CustomResource deletion is in progress" },
+        rfc3339(ctx.now),
+      );
       status.conditions = conds;
       obj.status = status as unknown as KubeObject["status"];
     },
@@ -509,7 +517,7 @@ function versionKind(crd: KubeObject, v: CrdVersion, storage: KindDefinition | u
     plural: names.plural,
     singular: names.singular!,
     shortNames: names.shortNames ?? [],
-    categories: names.categories ?? [],
+    ...(names.categories?.length ? { categories: names.categories } : {}),
     namespaced: spec.scope === "Namespaced",
     hasStatus: Boolean(v.subresources?.status !== undefined && v.subresources?.status !== null),
     schema: resourceSchema(schema),

@@ -7,7 +7,8 @@
  * (`pkg/apiserver/customresource_handler.go`, whose `crdInfo` cache is rebuilt when the CRD's
  * resourceVersion moves). **How kind lookup finds them** (the interface for the routes, RBAC,
  * watch, GC, the namespace controller and placements):
- * - {@link syncCustomKinds}`(env)` brings the isolate's cache up to date: one D1 read by key (the
+ * - `syncCustomKinds(env)` (src/kinds/sync.ts, apart so that this module reads no storage and
+ *   the Node programs and tests that list the kinds need none) brings the isolate's cache up to date: one D1 read by key (the
  *   `counters` row `CRD_CHANGE_COUNTER`, which every CRD write sets to its resourceVersion in its
  *   own batch: `KindDefinition.changeCounter`); only when it moved are the CRDs listed (one range
  *   read of the CRD kind) and the custom kinds rebuilt (a CRD whose resourceVersion did not move
@@ -27,10 +28,7 @@
  */
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import type { Env } from "../env.ts";
-import { storageOf } from "../store/storage.ts";
-import { storeOf } from "../store/store.ts";
-import { CRD_CHANGE_COUNTER, crdKind, customKindsOf } from "./crd.ts";
+import { crdKind, customKindsOf } from "./crd.ts";
 import { BootstrapTokenKind } from "./bootstraptoken.ts";
 import { ManagedClusterKind } from "./managedcluster.ts";
 import { ManagedClusterSetKind } from "./managedclusterset.ts";
@@ -107,7 +105,7 @@ export const KINDS: KindDefinition[] = [
 
 /**
  * Finds a kind by group, version and plural: one of {@link KINDS}, else a custom resource's kind
- * as of the isolate's last {@link syncCustomKinds}.
+ * as of the isolate's last `syncCustomKinds`.
  */
 export function findKind(group: string, version: string, resource: string): KindDefinition | undefined {
   return (
@@ -120,15 +118,20 @@ export function findKind(group: string, version: string, resource: string): Kind
  * Finds a served kind by API group, version and kind name (`apps`, `v1`, `Deployment`), as a
  * REST mapper maps a GroupVersionKind (an object's `apiVersion` and `kind`, what a placement's
  * resource selector names): one of {@link KINDS}, else a custom resource's kind as of the
- * isolate's last {@link syncCustomKinds}.
+ * isolate's last `syncCustomKinds` (src/kinds/sync.ts).
  */
 export function findKindByKind(group: string, version: string, kind: string): KindDefinition | undefined {
   return servedKinds().find((k) => k.group === group && k.version === version && k.kind === kind);
 }
 
-/** Every kind served: {@link KINDS}, then the custom kinds of the isolate's last {@link syncCustomKinds}. */
+/** Every kind served: {@link KINDS}, then the custom kinds of the isolate's last `syncCustomKinds`. */
 export function servedKinds(): readonly KindDefinition[] {
   return cache.kinds.length === 0 ? KINDS : [...KINDS, ...cache.kinds];
+}
+
+/** The CRD change counter the isolate's custom kinds were built at: a cache of documents derived from {@link servedKinds} (OpenAPI) rebuilds when it moves. */
+export function customKindsVersion(): number {
+  return cache.counter;
 }
 
 /** One CRD's kinds in the cache, by the resourceVersion they were built at. */
@@ -146,21 +149,12 @@ let cache: { counter: number; byCrd: Map<string, CacheEntry>; kinds: KindDefinit
 };
 
 /**
- * Brings the isolate's custom kinds up to date with the stored CRDs (see the module comment): one
- * D1 read by key when nothing changed, plus one list of the CRDs when something did.
- * @throws errors of D1
+ * Replaces the isolate's custom kinds with those of `crds`, as of CRD change counter `counter`
+ * (what src/kinds/sync.ts `syncCustomKinds` read); a call with a counter older than the cache's
+ * changes nothing (a request that read an older counter never replaces a newer cache).
  */
-export async function syncCustomKinds(env: Env): Promise<void> {
-  const counter = await storageOf(env).changeCounter(CRD_CHANGE_COUNTER);
-  if (counter === cache.counter) return;
-  const crds = (await storeOf(env, CustomResourceDefinitionKind).list()).items;
-  // A request that read an older counter never replaces a newer cache.
-  if (counter < cache.counter) return;
-  setCustomKinds(crds, counter);
-}
-
-/** Replaces the isolate's custom kinds with those of `crds`, as of CRD change counter `counter` (what {@link syncCustomKinds} read). */
 export function setCustomKinds(crds: readonly KubeObject[], counter: number): void {
+  if (counter < cache.counter) return;
   const byCrd = new Map<string, CacheEntry>();
   for (const crd of crds) {
     const rv = crd.metadata.resourceVersion ?? "";
