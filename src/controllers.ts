@@ -39,6 +39,7 @@ import { placementHook } from "./fleet/controller.ts";
 import { deleteExpiredWork, workDeletingHook, workTtlHook } from "./work/deletion.ts";
 import { clusterNamespaceHook, deliveryHook } from "./work/controller.ts";
 import { garbageCollectorHook } from "./gc/controller.ts";
+import { crdCleanupHook } from "./gc/crd-cleanup.ts";
 import { setCountsStatements } from "./clusterprofile/set-counts.ts";
 import { inventoryHook } from "./clusterprofile/controller.ts";
 import { eventsHook, eventTtlCommitStatements } from "./events/controller.ts";
@@ -172,6 +173,12 @@ export const CONTROLLERS: readonly Controller[] = [
     wakes: "a ManagedCluster removed: its namespace's works and scores",
     runsIn: "writer",
     hook: hook(clusterNamespaceHook),
+  },
+  {
+    name: crdCleanupHook.name,
+    wakes: "a CustomResourceDefinition's deletion started: its custom resources, then its finalizer",
+    runsIn: "writer",
+    hook: hook(crdCleanupHook),
   },
   {
     name: garbageCollectorHook.name,

@@ -5,6 +5,8 @@
  * OCM's hub does) and the RBAC bootstrap policy (src/auth/rbac-store.ts `ensureBootstrapPolicy`:
  * cluster-admin, admin, edit, view, system:discovery, ... and their bindings; missing ones
  * recreated, reconciled by their `rbac.authorization.kubernetes.io/autoupdate` annotation).
+ * Each request also brings the isolate's custom resources' kinds up to date (src/kinds/sync.ts
+ * `syncCustomKinds`: one D1 read by key unless a CRD changed).
  */
 import { ApiError } from "../k8s/errors.ts";
 import { BUILTIN_CLUSTER_SETS, ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
@@ -13,6 +15,7 @@ import { ensureNamespace } from "../namespaces/controller.ts";
 import { ensureBootstrapPolicy } from "../auth/rbac-store.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import type { Env } from "../env.ts";
+import { syncCustomKinds } from "../kinds/sync.ts";
 
 /** Whether a request of this isolate has found or created the built-in objects. */
 let builtinsDone = false;
@@ -23,10 +26,16 @@ let builtinsDone = false;
  * checks for itself (a create that loses the race gets AlreadyExists, which is fine): a request
  * never awaits another's promise, which workerd would cancel as hung had that request been
  * cancelled meanwhile (issue 27).
+ * Then syncs the custom kinds (every request).
  * @throws errors of D1 (the next request checks again)
  */
 export async function ensureBuiltins(env: Env): Promise<void> {
-  if (builtinsDone) return;
+  if (!builtinsDone) await makeBuiltins(env);
+  await syncCustomKinds(env);
+}
+
+/** Creates the built-in objects that are missing (see {@link ensureBuiltins}). */
+async function makeBuiltins(env: Env): Promise<void> {
   for (const ns of BUILTIN_NAMESPACES) await ensureNamespace(env, ns);
   const sets = admittedStoreOf(env, ManagedClusterSetKind);
   for (const set of BUILTIN_CLUSTER_SETS) {

@@ -10,7 +10,7 @@
  */
 import { Hono } from "hono";
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
-import { KINDS } from "../kinds/index.ts";
+import { servedKinds } from "../kinds/index.ts";
 import { apiAccess } from "../auth/request.ts";
 import { ensureBuiltins } from "./builtins.ts";
 import type { ApiEnv } from "./context.ts";
@@ -226,7 +226,7 @@ export function renderDocsPage(): string {
   for (const { group, version } of groupVersions()) {
     const doc = openAPIV3(group, version)!;
     nav += `<h4>${esc(group || "core")} <small>${esc(version)}</small></h4>`;
-    for (const def of KINDS.filter((k) => k.group === group && k.version === version)) {
+    for (const def of servedKinds().filter((k) => k.group === group && k.version === version)) {
       nav += `<a href="#${anchor(schemaName(group, version, def.kind))}">${esc(def.kind)}</a>`;
       body += kindSection(def, doc);
     }

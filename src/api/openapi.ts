@@ -27,8 +27,9 @@
  * The core Namespace's PATCH does not list `fieldValidation` (the hub honours it all the same):
  * kubectl's QueryParamVerifier, for a kind it finds no PATCH operation of (a read-only kind, a
  * kind the hub does not serve), asks whether the Namespace's lists it and, if so, lists
- * `customresourcedefinitions.apiextensions.k8s.io`, which the hub does not serve, and fails the
- * command; without it, kubectl validates such a kind itself, as before namespaces were served.
+ * `customresourcedefinitions.apiextensions.k8s.io`, which the hub did not serve when this was
+ * decided (it does now: docs/crds.md), and failed the command; without it, kubectl validates such
+ * a kind itself, as before namespaces were served.
  *
  * These endpoints, like `/docs`, are served WITHOUT authentication: they describe the API and hold
  * no data. (The kube-apiserver serves them to any authenticated user; the hub has no
@@ -44,6 +45,7 @@ import type { ApiEnv } from "./context.ts";
 import { groupVersionPath } from "./openapi/names.ts";
 import { groupVersions, openAPIV3 } from "./openapi/v3.ts";
 import { openAPIV2 } from "./openapi/v2.ts";
+import { customKindsVersion } from "../kinds/index.ts";
 
 interface Built {
   /** Serialized v3 document and its hash, by path (`apis/<group>/<version>` or `api/<version>`). */
@@ -66,6 +68,8 @@ function prefersProtobuf(accept: string | undefined): boolean {
 }
 
 let built: Promise<Built> | null = null;
+/** The custom kinds' version (src/kinds/index.ts `customKindsVersion`) `built` was made at: a CRD change rebuilds the documents. */
+let builtAt = 0;
 
 async function sha512Hex(s: string): Promise<string> {
   const d = await crypto.subtle.digest("SHA-512", new TextEncoder().encode(s));
@@ -77,6 +81,7 @@ async function sha512Hex(s: string): Promise<string> {
 
 /** Builds (once per isolate) every document and its hash. */
 function documents(): Promise<Built> {
+  if (builtAt !== customKindsVersion()) [built, builtAt] = [null, customKindsVersion()];
   built ??= (async () => {
     const v3 = new Map<string, { body: string; hash: string }>();
     for (const { group, version } of groupVersions()) {

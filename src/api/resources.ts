@@ -22,6 +22,7 @@ import { notServed } from "./resource/answer.ts";
 import { list, get } from "./resource/read.ts";
 import { write, review, deleteCollection } from "./resource/write.ts";
 import { createSubresource } from "./resource/subresources.ts";
+import { serveScale } from "./scale.ts";
 import { resourceList, wantsAggregatedDiscovery, aggregatedDiscovery } from "./resource/discovery.ts";
 
 /** Serves one request on a resource path: `prefix` is what precedes the resource part (`/apis/{group}/{version}/`). */
@@ -37,6 +38,7 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
   negotiate(c.req.header("accept"), method === "GET" && t.name === undefined ? (queryFlag(c.req.query("watch")) ? "watch" : "list") : "object");
   if (t.update && method !== "PUT") throw methodNotAllowed(`${method} is not allowed on the ${t.update.name} subresource`);
   if (t.def.createOnly) return review(c, t, method, warnings);
+  if (t.scale) return serveScale(c, t.def, t.namespace, t.name!);
   if (t.def.viewOf && (method !== "GET" || t.name !== undefined)) throw methodNotAllowed("the server does not allow this method on the requested resource");
   if (t.def.computed && method !== "GET") throw notServed(t.def, t.def.computed.refusal);
   if (t.create) {

@@ -142,6 +142,7 @@ let activeScores: ScoreLookup | undefined;
 let clusterEnvironment: Environment | undefined;
 let objectEnvironment: Environment | undefined;
 let messageEnvironment: Environment | undefined;
+let ruleEnvironment: Environment | undefined;
 
 function clusterEnv(): Environment {
   return (clusterEnvironment ??= withBaseLibraries(new Environment(OPTIONS))
@@ -171,6 +172,10 @@ function objectEnv(): Environment {
       const conds = (status as Record<string, unknown>).conditions;
       return Array.isArray(conds) && conds.length > 0;
     }));
+}
+
+function ruleEnv(): Environment {
+  return (ruleEnvironment ??= withBaseLibraries(new Environment(OPTIONS)).registerVariable("self", "dyn").registerVariable("oldSelf", "dyn"));
 }
 
 function messageEnv(): Environment {
@@ -263,6 +268,20 @@ export function compileObjectExpression(source: string): CompiledCel {
 /** Compiles a condition rule's `messageExpression` (variables `object` and `result`). @throws CelCompileError */
 export function compileMessageExpression(source: string): CompiledCel {
   return compile(messageEnv(), source);
+}
+
+/**
+ * Compiles a CustomResourceDefinition's `x-kubernetes-validations` rule (apiextensions'
+ * `pkg/apiserver/schema/cel`): variables `self` (the value the rule sits on) and `oldSelf` (its
+ * value before an update, for transition rules). @throws CelCompileError
+ */
+export function compileRuleExpression(source: string): CompiledCel {
+  return compile(ruleEnv(), source);
+}
+
+/** Compiles a `x-kubernetes-validations` rule's `messageExpression` (variables `self`, `oldSelf`). @throws CelCompileError */
+export function compileRuleMessageExpression(source: string): CompiledCel {
+  return compile(ruleEnv(), source);
 }
 
 /** JSON → CEL: integers become BigInt (CEL `int`), recursively; other values stay. */

@@ -25,7 +25,8 @@ import { deepEqual } from "../k8s/fieldmanager.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { matchesLabelSelector, type LabelSelectorInput } from "../k8s/labels.ts";
 import { setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
-import { KINDS, FLEET_PLACEMENT_KINDS, findKindByKind } from "../kinds/index.ts";
+import { FLEET_PLACEMENT_KINDS, findKindByKind, servedKinds } from "../kinds/index.ts";
+import { syncCustomKinds } from "../kinds/sync.ts";
 import {
   ClusterResourceBindingKind,
   ClusterResourceSnapshotKind,
@@ -111,11 +112,15 @@ async function sha256(text: string): Promise<string> {
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-/** The selection source over the store: the served kinds and their objects. */
+/**
+ * The selection source over the store: the served kinds (the hub's own and the custom resources'
+ * of its CustomResourceDefinitions, as of the isolate's last `syncCustomKinds`, which a run calls
+ * first) and their objects.
+ */
 function storeSource(env: Env): SelectionSource {
   return {
     kind: findKindByKind,
-    namespacedKinds: () => KINDS.filter((k) => k.namespaced && k.storage === "d1" && !k.conversion),
+    namespacedKinds: () => servedKinds().filter((k) => k.namespaced && k.storage === "d1" && !k.conversion),
     get: (def, ns, name) => admittedStoreOf(env, def).get(ns, name),
     list: async (def, ns) => (await admittedStoreOf(env, def).list(ns)).items,
   };
@@ -333,7 +338,9 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
   const now = stamp(nowMs);
   const limit = spec.revisionHistoryLimit ?? 10;
 
-  // 1. Resources.
+  // 1. Resources. A selector may name a CRD's custom resources and a namespace may hold them: the
+  // isolate's custom kinds are brought up to date first (src/kinds/sync.ts).
+  await syncCustomKinds(env);
   let selected: Selected[];
   try {
     selected = await selectResources(storeSource(env), ref, spec.resourceSelectors ?? []);

@@ -22,7 +22,8 @@ import { admittedStoreOf } from "../admission/store.ts";
 import { storageOf } from "../store/storage.ts";
 import { ApiError } from "../k8s/errors.ts";
 import { FOREGROUND_FINALIZER, ORPHAN_FINALIZER } from "../k8s/write.ts";
-import { KINDS } from "../kinds/index.ts";
+import { servedKinds } from "../kinds/index.ts";
+import { syncCustomKinds } from "../kinds/sync.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject, OwnerReference } from "../k8s/meta.ts";
 import type { Env } from "../env.ts";
@@ -58,7 +59,7 @@ function groupOf(apiVersion: string): string {
  */
 function kindOf(ref: { apiVersion: string; kind: string }): KindDefinition | undefined {
   const group = groupOf(ref.apiVersion);
-  return KINDS.find((k) => k.group === group && k.kind === ref.kind && !k.computed);
+  return servedKinds().find((k) => k.group === group && k.kind === ref.kind && !k.computed);
 }
 
 function finalizingWith(obj: KubeObject | null): boolean {
@@ -134,7 +135,7 @@ async function dropFinalizer(env: Env, def: KindDefinition, obj: KubeObject, fin
 async function dependents(env: Env, uid: string): Promise<{ def: KindDefinition; obj: KubeObject }[]> {
   const out: { def: KindDefinition; obj: KubeObject }[] = [];
   for (const d of await storageOf(env).dependentsOf(uid)) {
-    const def = KINDS.find((k) => `${k.group}/${k.plural}` === d.resource);
+    const def = servedKinds().find((k) => `${k.group}/${k.plural}` === d.resource);
     if (!def) continue;
     const obj = await admittedStoreOf(env, def).getCommitted(d.namespace, d.name);
     if (obj && refsOf(obj).some((r) => r.uid === uid)) out.push({ def, obj });
@@ -216,7 +217,9 @@ export const garbageCollectorHook: AfterCommitHook<GcOwed> = {
     return owes ? owed : null;
   },
   async run(env, owed) {
-    const def = KINDS.find((k) => k.group === owed.self.group && k.kind === owed.self.kind);
+    // Owners and dependents may be custom resources: this isolate's kinds are brought up to date first.
+    await syncCustomKinds(env);
+    const def = servedKinds().find((k) => k.group === owed.self.group && k.kind === owed.self.kind);
     if (!def) return;
     if (owed.removed) {
       for (const d of await dependents(env, owed.self.uid)) await settleDependent(env, d.def, d.obj);

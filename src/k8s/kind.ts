@@ -66,10 +66,11 @@ export interface CreatedSecret {
 
 /**
  * Whether a PATCH of kind `def` may be a strategic merge patch: kube-apiserver takes them for its
- * built-in kinds (the core group, RBAC, events.k8s.io), not for custom resources.
+ * built-in kinds (the core group, RBAC, events.k8s.io), not for custom resources (a CRD's kind,
+ * `openApiSchema` set, whatever its group: 415 as apiextensions-apiserver answers).
  */
 export function acceptsStrategicMergePatch(def: KindDefinition): boolean {
-  return STRATEGIC_MERGE_GROUPS.has(def.group);
+  return !def.openApiSchema && STRATEGIC_MERGE_GROUPS.has(def.group);
 }
 
 /**
@@ -93,6 +94,18 @@ export interface VersionConversion {
   storage: KindDefinition;
   toStorage(obj: KubeObject): KubeObject;
   fromStorage(obj: KubeObject): KubeObject;
+}
+
+/**
+ * A `scale` subresource (a CRD version's `subresources.scale`, apiextensions' `ScaleREST`): the
+ * object is read and written as an `autoscaling/v1` Scale whose `spec.replicas` is the value at
+ * `specReplicasPath`, `status.replicas` the value at `statusReplicasPath` and `status.selector`
+ * the string at `labelSelectorPath` (simple JSON paths such as `.spec.replicas`).
+ */
+export interface ScaleSubresource {
+  specReplicasPath: string;
+  statusReplicasPath: string;
+  labelSelectorPath?: string;
 }
 
 /**
@@ -239,6 +252,15 @@ export interface KindDefinition {
   present?(obj: KubeObject): KubeObject;
   /** Set on a kind served from another kind's stored objects ({@link VersionConversion}). */
   conversion?: VersionConversion;
+  /** The kind's `scale` subresource ({@link ScaleSubresource}), as a CRD version declares it. */
+  scale?: ScaleSubresource;
+  /**
+   * Set on a custom resource's kind only: its CRD version's structural `openAPIV3Schema` as JSON
+   * (no `$ref`s), which its OpenAPI v3 documents publish (`kubectl explain` reads it, with
+   * `apiVersion`, `kind` and `metadata` added) and by whose list types and map keys the field
+   * manager merges (`fieldTypeOf`). A built-in kind's published schema is {@link openAPI} instead.
+   */
+  openApiSchema?: Record<string, unknown>;
 }
 
 /** `<group>/<version>` as it appears in `apiVersion`. */

@@ -26,7 +26,13 @@ import { parseQuantity, QuantityError } from "./quantity.ts";
  * `Status.details.causes[].reason`.
  */
 export type FieldErrorReason =
-  "FieldValueInvalid" | "FieldValueRequired" | "FieldValueTooLong" | "FieldValueNotSupported" | "FieldValueDuplicate" | "FieldValueForbidden";
+  | "FieldValueInvalid"
+  | "FieldValueRequired"
+  | "FieldValueTooLong"
+  | "FieldValueTooMany"
+  | "FieldValueNotSupported"
+  | "FieldValueDuplicate"
+  | "FieldValueForbidden";
 
 /**
  * One validation problem, shaped like a `metav1.StatusCause`:
@@ -54,7 +60,7 @@ export type FieldErrorReason =
 export interface FieldError {
   field: string;
   message: string;
-  reason: "FieldValueInvalid" | "FieldValueRequired" | "FieldValueTooLong" | "FieldValueNotSupported" | "FieldValueDuplicate" | "FieldValueForbidden";
+  reason: FieldErrorReason;
 }
 
 /** Go's `%q`-ish rendering of a bad value (JSON string quoting for strings, Go-like for the rest). */

@@ -13,6 +13,7 @@ import { strategicMergePatch } from "./strategicpatch.ts";
 import { isDNS1035Label, isDNS1123Label, isDNS1123Subdomain, pathSegmentNameErrors, validateAnnotations, validateLabels } from "./validation.ts";
 import {
   DEDUCED,
+  objectType,
   recordUpdate,
   requestedManagedFields,
   schemaType,
@@ -198,9 +199,13 @@ export function defaultListMapKeys(schema: z.ZodType | undefined, value: unknown
   }
 }
 
-/** The field manager's view of a kind's schema ({@link zodFieldType}). */
+/**
+ * The field manager's view of a kind's schema: its OpenAPI schema when it has one (a custom
+ * resource's, from its CRD: list types and map keys as the CRD declares them), else
+ * {@link zodFieldType} of its zod schema.
+ */
 export function fieldTypeOf(def: KindDefinition): FieldType {
-  return zodFieldType(def.schema);
+  return def.openApiSchema ? objectType(schemaType(def.openApiSchema)) : zodFieldType(def.schema);
 }
 
 function fieldManagerContext(def: KindDefinition, ctx: WriteContext): FieldManagerContext {

@@ -21,7 +21,8 @@
 import { ApiError } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { rfc3339, setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
-import { KINDS } from "../kinds/index.ts";
+import { servedKinds } from "../kinds/index.ts";
+import { syncCustomKinds } from "../kinds/sync.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { FINALIZE_EXTRA, NAMESPACE_FINALIZER, NamespaceKind, namespaceFinalizers } from "../kinds/namespace.ts";
 import type { AfterCommitHook } from "../store/hooks.ts";
@@ -54,7 +55,11 @@ function qualified(def: KindDefinition): string {
 async function deleteContent(env: Env, namespace: string): Promise<Remaining> {
   const remaining: Remaining = { resources: [], finalizers: new Map() };
   let budget = DELETES_PER_RUN;
-  for (const def of KINDS.filter((k) => k.namespaced && !k.conversion && !k.computed)) {
+  // Custom resources are namespaced objects too: this isolate's custom kinds are brought up to date first.
+  await syncCustomKinds(env);
+  // Each stored kind once: a kind served from another's objects (a CRD's non-storage version) by its storage kind.
+  const stored = new Set(servedKinds().flatMap((k) => (k.namespaced && !k.computed ? [k.conversion?.storage ?? k] : [])));
+  for (const def of stored) {
     const objects = admittedStoreOf(env, def);
     let after: { namespace: string; name: string } | undefined;
     do {

@@ -702,6 +702,78 @@ describe("the placement controller", () => {
     expect((await call("GET", CRP(), undefined, as)).status).toBe(403);
   });
 
+  it("selects a CRD by name and a namespace with its custom resource, the CRD before the resource", async () => {
+    await createCluster("crd-a");
+    await createNamespaces("gadgets");
+    const crd = await call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
+      apiVersion: "apiextensions.k8s.io/v1",
+      kind: "CustomResourceDefinition",
+      metadata: { name: "gadgets.crp.example.com" },
+      spec: {
+        group: "crp.example.com",
+        names: { plural: "gadgets", singular: "gadget", kind: "Gadget", listKind: "GadgetList" },
+        scope: "Namespaced",
+        versions: [
+          {
+            name: "v1",
+            served: true,
+            storage: true,
+            schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", properties: { size: { type: "integer" } } } } } },
+          },
+        ],
+      },
+    });
+    expect(crd.status, JSON.stringify(crd.body)).toBe(201);
+    const gadget = await call("POST", "/apis/crp.example.com/v1/namespaces/gadgets/gadgets", {
+      apiVersion: "crp.example.com/v1",
+      kind: "Gadget",
+      metadata: { name: "g1" },
+      spec: { size: 3 },
+    });
+    expect(gadget.status, JSON.stringify(gadget.body)).toBe(201);
+    const r = await call("POST", CRP(), {
+      apiVersion: "placement.kubernetes-fleet.io/v1",
+      kind: "ClusterResourcePlacement",
+      metadata: { name: "gadgets" },
+      spec: {
+        resourceSelectors: [
+          { group: "", version: "v1", kind: "Namespace", name: "gadgets" },
+          { group: "apiextensions.k8s.io", version: "v1", kind: "CustomResourceDefinition", name: "gadgets.crp.example.com" },
+        ],
+        policy: { placementType: "PickFixed", clusterNames: ["crd-a"] },
+      },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+
+    // KubeFleet's apply order: the Namespace, the CRD, then the custom resource (a kind it does not know, last).
+    const works = await worksOf("gadgets");
+    expect(Object.keys(works)).toEqual(["crd-a"]);
+    const manifests = works["crd-a"].spec.workload.manifests as KubeObject[];
+    expect(manifests.map((m) => `${m.apiVersion}/${m.kind}/${m.metadata.name}`)).toEqual([
+      "v1/Namespace/gadgets",
+      "apiextensions.k8s.io/v1/CustomResourceDefinition/gadgets.crp.example.com",
+      "crp.example.com/v1/Gadget/g1",
+    ]);
+    const [, placedCrd, placedGadget] = manifests as (KubeObject & { spec: Record<string, unknown>; status?: unknown })[];
+    expect(placedCrd!.status).toBeUndefined();
+    expect(placedCrd!.metadata.uid).toBeUndefined();
+    expect(placedCrd!.spec.group).toBe("crp.example.com");
+    expect(placedGadget!.metadata).toMatchObject({ name: "g1", namespace: "gadgets" });
+    expect(placedGadget!.spec).toEqual({ size: 3 });
+    const crp = (await call("GET", CRP("gadgets"))).body;
+    expect(crp.status.selectedResources.map((s: { kind: string }) => s.kind)).toEqual(["Namespace", "CustomResourceDefinition", "Gadget"]);
+
+    // Once the work is Available, a change of the custom resource makes a new snapshot, rolled out into the work.
+    await report("crd-a", "gadgets-work");
+    await run("", "gadgets");
+    expect((await call("PATCH", "/apis/crp.example.com/v1/namespaces/gadgets/gadgets/g1", { spec: { size: 4 } }, merge)).status).toBe(200);
+    await run("", "gadgets");
+    expect((await call("GET", CRP("gadgets"))).body.status.observedResourceIndex).toBe("1");
+    const after = (await worksOf("gadgets"))["crd-a"];
+    expect(after.metadata.labels["kubernetes-fleet.io/parent-resource-snapshot-index"]).toBe("1");
+    expect(after.spec.workload.manifests[2].spec).toEqual({ size: 4 });
+  });
+
   it("a PickAll placement gains a cluster that joins later", async () => {
     await createNamespaces("joiners");
     const r = await call("POST", CRP(), {

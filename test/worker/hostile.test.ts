@@ -118,6 +118,7 @@ const FIXTURE: Record<string, string> = {
   ResourcePlacement: "hrp",
   ClusterResourceEnvelope: "hcre",
   ResourceEnvelope: "hre",
+  CustomResourceDefinition: "hcrds.hostile.example.com",
 };
 const fixtureName = (def: KindDefinition) => FIXTURE[kindName(def)]!;
 const member = (def: KindDefinition) => `${collection(def)}/${fixtureName(def)}`;
@@ -248,10 +249,36 @@ function validFields(def: KindDefinition, name: string): Json {
     case "ClusterResourceEnvelope":
     case "ResourceEnvelope":
       return { data: { cm: configMap } };
+    case "CustomResourceDefinition": {
+      // A CRD's name is <plural>.<group>: the plural and group come from the name.
+      const dot = name.indexOf(".");
+      const plural = dot > 0 ? name.slice(0, dot) : name || "hcrds";
+      const group = dot > 0 ? name.slice(dot + 1) : "hostile.example.com";
+      return {
+        spec: {
+          group,
+          names: { plural, kind: `K${plural}` },
+          scope: "Namespaced",
+          versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: CR_SCHEMA } }],
+        },
+      };
+    }
     default:
       return {};
   }
 }
+
+/** The schema of the fixture CRD's custom resources (`hcrds.hostile.example.com`). */
+const CR_SCHEMA = {
+  type: "object",
+  properties: {
+    spec: {
+      type: "object",
+      properties: { size: { type: "integer", minimum: 0 }, color: { type: "string", enum: ["red", "blue"] } },
+      "x-kubernetes-validations": [{ rule: "!has(self.size) || self.size < 100", message: "size must be below 100" }],
+    },
+  },
+};
 
 const valid = (def: KindDefinition, name: string): Json => ({ apiVersion: apiVersionOf(def), kind: def.kind, metadata: { name }, ...validFields(def, name) });
 
@@ -1338,6 +1365,129 @@ add({
 });
 
 // ---------------------------------------------------------------------------------------------
+// Custom resources (of the fixture CRD) and CRDs the hub refuses
+// ---------------------------------------------------------------------------------------------
+
+const CRS = `/apis/hostile.example.com/v1/namespaces/${NS}/hcrds`;
+const CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+const cr = (spec: unknown, extra: Json = {}) => ({ apiVersion: "hostile.example.com/v1", kind: "Khcrds", metadata: { name: freshName() }, spec, ...extra });
+const crCases: [string, string, string, unknown, CallOptions | undefined, number, string, string | undefined][] = [
+  ["a wrong type", "POST", CRS, cr({ size: "big" }), undefined, 422, "Invalid", "spec.size"],
+  ["a value outside its enum", "POST", CRS, cr({ color: "green" }), undefined, 422, "Invalid", "spec.color"],
+  ["a value below its minimum", "POST", CRS, cr({ size: -1 }), undefined, 422, "Invalid", "spec.size"],
+  ["a failed x-kubernetes-validations rule", "POST", CRS, cr({ size: 200 }), undefined, 422, "Invalid", "spec"],
+  ["an unknown field under Strict", "POST", CRS, cr({ size: 1, bogus: 1 }), undefined, 400, "BadRequest", "spec.bogus"],
+  ["an unknown top-level field", "POST", CRS, cr({ size: 1 }, { bogus: 1 }), undefined, 400, "BadRequest", "bogus"],
+  ["the wrong apiVersion", "POST", CRS, { ...cr({}), apiVersion: "hostile.example.com/v9" }, undefined, 400, "BadRequest", "apiVersion"],
+  ["the wrong kind", "POST", CRS, { ...cr({}), kind: "Other" }, undefined, 400, "BadRequest", "kind"],
+  ["spec as a string", "POST", CRS, cr("x"), undefined, 422, "Invalid", "spec"],
+  ["a merge patch with a wrong type", "PATCH", `${CRS}/hcr`, { spec: { size: "x" } }, { contentType: MERGE }, 422, "Invalid", "spec.size"],
+  ["a merge patch failing its rule", "PATCH", `${CRS}/hcr`, { spec: { size: 1000 } }, { contentType: MERGE }, 422, "Invalid", "spec"],
+  ["a status subresource it does not declare", "PUT", `${CRS}/hcr/status`, cr({}), undefined, 404, "NotFound", undefined],
+  ["a scale subresource it does not declare", "GET", `${CRS}/hcr/scale`, undefined, undefined, 404, "NotFound", undefined],
+  ["a version it does not serve", "POST", `/apis/hostile.example.com/v2/namespaces/${NS}/hcrds`, cr({}), undefined, 404, "NotFound", undefined],
+];
+for (const [label, method, path, body, opts, status, reason, field] of crCases)
+  add({ name: `custom resource: ${label}`, method, path, body, opts, status, reason, field });
+
+const crd = (name: string, spec: Json, metadata: Json = {}) => {
+  const base = valid(byKind("CustomResourceDefinition"), name);
+  return { ...base, metadata: { ...base.metadata, ...metadata }, spec: { ...base.spec, ...spec } };
+};
+const version = (schema: unknown, extra: Json = {}) => ({ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: schema }, ...extra });
+const crdCases: [string, unknown, number, string, string | undefined][] = [
+  ["conversion strategy Webhook", crd("hw1s.hostile.example.com", { conversion: { strategy: "Webhook" } }), 422, "Invalid", "spec.conversion.strategy"],
+  [
+    "a group and plural the hub serves",
+    crd("managedclusters.cluster.open-cluster-management.io", { names: { plural: "managedclusters", kind: "ManagedCluster" } }),
+    422,
+    "Invalid",
+    "spec.names.plural",
+  ],
+  [
+    "a schema that is not structural",
+    crd("hw2s.hostile.example.com", { versions: [version({ type: "object", properties: { spec: { properties: { a: { type: "string" } } } } })] }),
+    422,
+    "Invalid",
+    "spec.versions[0].schema.openAPIV3Schema.properties[spec].type",
+  ],
+  [
+    "a schema that is not an object at the root",
+    crd("hw3s.hostile.example.com", { versions: [version({ type: "string" })] }),
+    422,
+    "Invalid",
+    "spec.versions[0].schema.openAPIV3Schema.type",
+  ],
+  [
+    "no schema",
+    crd("hw4s.hostile.example.com", { versions: [{ name: "v1", served: true, storage: true }] }),
+    422,
+    "Invalid",
+    "spec.versions[0].schema.openAPIV3Schema",
+  ],
+  [
+    "two storage versions",
+    crd("hw5s.hostile.example.com", { versions: [version(CR_SCHEMA), version(CR_SCHEMA, { name: "v2" })] }),
+    422,
+    "Invalid",
+    "spec.versions",
+  ],
+  ["a name that is not plural.group", crd("other.hostile.example.com", { names: { plural: "hw6s", kind: "Hw6" } }), 422, "Invalid", "metadata.name"],
+  [
+    "a rule that does not compile",
+    crd("hw7s.hostile.example.com", { versions: [version({ type: "object", "x-kubernetes-validations": [{ rule: "self.a >" }] })] }),
+    422,
+    "Invalid",
+    "spec.versions[0].schema.openAPIV3Schema.x-kubernetes-validations[0].rule",
+  ],
+  [
+    "a pattern that backtracks exponentially",
+    crd("hw8s.hostile.example.com", { versions: [version({ type: "object", properties: { a: { type: "string", pattern: "^(a+)+$" } } })] }),
+    422,
+    "Invalid",
+    "spec.versions[0].schema.openAPIV3Schema.properties[a].pattern",
+  ],
+  ["an unknown key in a schema", crd("hw9s.hostile.example.com", { versions: [version({ type: "object", bogus: 1 })] }), 400, "BadRequest", undefined],
+  [
+    "a protected group without approval",
+    crd("hws.hostile.k8s.io", { group: "hostile.k8s.io", names: { plural: "hws", kind: "Hw" } }),
+    422,
+    "Invalid",
+    "metadata.annotations[api-approved.kubernetes.io]",
+  ],
+  ["a scope that is neither", crd("hw10s.hostile.example.com", { names: { plural: "hw10s", kind: "Hw10" }, scope: "Galaxy" }), 422, "Invalid", "spec.scope"],
+  ["a group without a dot", crd("hw11s.hostile", { group: "hostile", names: { plural: "hw11s", kind: "Hw11" } }), 422, "Invalid", "spec.group"],
+  [
+    "kind and listKind the same",
+    crd("hw12s.hostile.example.com", { names: { plural: "hw12s", kind: "Hw12", listKind: "Hw12" } }),
+    422,
+    "Invalid",
+    "spec.names.listKind",
+  ],
+  [
+    "a default that fails its schema",
+    crd("hw13s.hostile.example.com", {
+      names: { plural: "hw13s", kind: "Hw13" },
+      versions: [version({ type: "object", properties: { a: { type: "integer", default: "x" } } })],
+    }),
+    422,
+    "Invalid",
+    "spec.versions[0].schema.openAPIV3Schema.properties[a].default",
+  ],
+  [
+    "a printer column of an unknown type",
+    crd("hw14s.hostile.example.com", {
+      names: { plural: "hw14s", kind: "Hw14" },
+      versions: [version(CR_SCHEMA, { additionalPrinterColumns: [{ name: "X", type: "color", jsonPath: ".spec.color" }] })],
+    }),
+    422,
+    "Invalid",
+    "spec.versions[0].additionalPrinterColumns[0].type",
+  ],
+];
+for (const [label, body, status, reason, field] of crdCases) add({ name: `CRD: ${label}`, method: "POST", path: CRDS, body, status, reason, field });
+
+// ---------------------------------------------------------------------------------------------
 // The agent API
 // ---------------------------------------------------------------------------------------------
 
@@ -1940,10 +2090,12 @@ beforeAll(async () => {
     "ResourceEnvelope",
     "ClusterResourcePlacement",
     "ResourcePlacement",
+    "CustomResourceDefinition",
   ]) {
     const def = byKind(kind);
     await must(call("POST", collection(def), valid(def, fixtureName(def))), 201);
   }
+  await must(call("POST", CRS, { apiVersion: "hostile.example.com/v1", kind: "Khcrds", metadata: { name: "hcr" }, spec: { size: 1 } }), 201);
   const receiver = await must(call("GET", member(byKind("WebhookReceiver"))), 200);
   hookPath = receiver.status.webhookPath;
   // One accepted delivery, so that its ID is a replay afterwards.

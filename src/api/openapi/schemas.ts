@@ -68,11 +68,30 @@ function objectSchema(schema: z.ZodType, kind: string): JsonSchema {
  * `x-kubernetes-group-version-kind: [{group, version, kind}]`.
  */
 export function kindSchema(def: KindDefinition): JsonSchema {
+  if (def.openApiSchema) return customKindSchema(def, def.openApiSchema);
   const own = def.openAPI?.();
   if (own) return { ...own.schema, "x-kubernetes-group-version-kind": [gvk(def)] };
   const s = objectSchema(def.schema, def.kind);
   const description = s.description ?? KIND_DOCS[def.kind] ?? `${def.kind} (${def.group}/${def.version}).`;
   return { description, ...s, "x-kubernetes-group-version-kind": [gvk(def)] };
+}
+
+/**
+ * The OpenAPI 3.0 schema of a custom resource's kind: its CRD version's `openAPIV3Schema` as
+ * apiextensions-apiserver publishes it (`pkg/controller/openapi/builder`): `apiVersion`, `kind`
+ * and `metadata` (a reference to ObjectMeta) added, the group-version-kind set.
+ */
+function customKindSchema(def: KindDefinition, schema: Record<string, unknown>): JsonSchema {
+  const s = structuredClone(schema) as JsonSchema;
+  const props = isObj(s.properties) ? s.properties : {};
+  s.properties = {
+    ...props,
+    apiVersion: { type: "string", description: API_VERSION_DOC },
+    kind: { type: "string", description: KIND_DOC },
+    metadata: refTo(META_SCHEMAS.ObjectMeta, METADATA_DOC),
+  };
+  const description = typeof s.description === "string" ? s.description : `${def.kind} (${def.group}/${def.version}).`;
+  return { ...s, description, type: "object", "x-kubernetes-group-version-kind": [gvk(def)] };
 }
 
 /** The schema of a kind a subresource takes and answers (a TokenRequest), as {@link kindSchema} makes a kind's. */

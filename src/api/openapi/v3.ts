@@ -1,12 +1,12 @@
 /** The OpenAPI 3.0 document of one group-version (kube-apiserver's `/openapi/v3/apis/<g>/<v>`). */
-import { KINDS, servedGroups } from "../../kinds/index.ts";
+import { servedGroups, servedKinds } from "../../kinds/index.ts";
 import { auditOpenAPI } from "../../audit/openapi.ts";
 import { AUDIT_GROUP, AUDIT_VERSION } from "../../audit/routes.ts";
 import { type JsonSchema, META_SCHEMAS, refTo, schemaName } from "./names.ts";
 import { kindSchema, subresourceSchema, listSchema, metaSchemas } from "./schemas.ts";
 import { P, kindPaths } from "./paths.ts";
 
-/** Every served group-version, in KINDS order. */
+/** Every served group-version (custom resources' included), in KINDS order. */
 export function groupVersions(): { group: string; version: string }[] {
   return servedGroups().flatMap((g) => g.versions.map((version) => ({ group: g.group, version })));
 }
@@ -16,7 +16,7 @@ export function groupVersions(): { group: string; version: string }[] {
  * null when the hub serves no kind in it.
  */
 export function openAPIV3(group: string, version: string): JsonSchema | null {
-  const defs = KINDS.filter((k) => k.group === group && k.version === version);
+  const defs = servedKinds().filter((k) => k.group === group && k.version === version);
   if (defs.length === 0) return null;
   const schemas: Record<string, JsonSchema> = {};
   const paths: Record<string, JsonSchema> = {};

@@ -4,7 +4,7 @@
  */
 import { ApiError } from "../../k8s/errors.ts";
 import { type KindDefinition } from "../../k8s/kind.ts";
-import { KINDS, servedGroups } from "../../kinds/index.ts";
+import { servedGroups, servedKinds } from "../../kinds/index.ts";
 import { AUDIT_DISCOVERY, AUDIT_GROUP, AUDIT_VERSION } from "../../audit/routes.ts";
 import { mediaRanges } from "../negotiate.ts";
 
@@ -21,37 +21,52 @@ function verbsOf(k: KindDefinition): string[] {
 function discoveryResources(group: string, version: string) {
   const audit = group === AUDIT_GROUP && version === AUDIT_VERSION ? [AUDIT_DISCOVERY] : [];
   return [
-    ...KINDS.filter((k) => k.group === group && k.version === version).flatMap((k) => {
-      const main = {
-        name: k.plural,
-        singularName: k.singular,
-        namespaced: k.namespaced,
-        kind: k.kind,
-        verbs: verbsOf(k),
-        shortNames: k.shortNames,
-        ...(k.categories ? { categories: k.categories } : {}),
-      };
-      const status = k.hasStatus
-        ? [{ name: `${k.plural}/status`, singularName: "", namespaced: k.namespaced, kind: k.kind, verbs: ["get", "patch", "update"] }]
-        : [];
-      const updated = (k.updateSubresources ?? []).map((s) => ({
-        name: `${k.plural}/${s.name}`,
-        singularName: "",
-        namespaced: k.namespaced,
-        kind: k.kind,
-        verbs: ["update"],
-      }));
-      const created = (k.createSubresources ?? []).map((s) => ({
-        name: `${k.plural}/${s.name}`,
-        singularName: "",
-        namespaced: k.namespaced,
-        group: s.group,
-        version: s.version,
-        kind: s.kind,
-        verbs: ["create"],
-      }));
-      return [main, ...updated, ...status, ...created];
-    }),
+    ...servedKinds()
+      .filter((k) => k.group === group && k.version === version)
+      .flatMap((k) => {
+        const main = {
+          name: k.plural,
+          singularName: k.singular,
+          namespaced: k.namespaced,
+          kind: k.kind,
+          verbs: verbsOf(k),
+          shortNames: k.shortNames,
+          ...(k.categories ? { categories: k.categories } : {}),
+        };
+        const status = k.hasStatus
+          ? [{ name: `${k.plural}/status`, singularName: "", namespaced: k.namespaced, kind: k.kind, verbs: ["get", "patch", "update"] }]
+          : [];
+        const updated = (k.updateSubresources ?? []).map((s) => ({
+          name: `${k.plural}/${s.name}`,
+          singularName: "",
+          namespaced: k.namespaced,
+          kind: k.kind,
+          verbs: ["update"],
+        }));
+        const created = (k.createSubresources ?? []).map((s) => ({
+          name: `${k.plural}/${s.name}`,
+          singularName: "",
+          namespaced: k.namespaced,
+          group: s.group,
+          version: s.version,
+          kind: s.kind,
+          verbs: ["create"],
+        }));
+        const scale = k.scale
+          ? [
+              {
+                name: `${k.plural}/scale`,
+                singularName: "",
+                namespaced: k.namespaced,
+                group: "autoscaling",
+                version: "v1",
+                kind: "Scale",
+                verbs: ["get", "patch", "update"],
+              },
+            ]
+          : [];
+        return [main, ...updated, ...status, ...scale, ...created];
+      }),
     ...audit,
   ];
 }
@@ -85,11 +100,12 @@ export function wantsAggregatedDiscovery(accept: string | undefined): string | n
   return null;
 }
 
-/** A kind's subresources in aggregated discovery: a Namespace's `finalize`, `status`, and those created with another kind (a ServiceAccount's `token`). */
+/** A kind's subresources in aggregated discovery: a Namespace's `finalize`, `status`, a custom resource's `scale`, and those created with another kind (a ServiceAccount's `token`). */
 function subresourcesOf(k: KindDefinition, responseKind: { group: string; version: string; kind: string }) {
   const subresources = [
     ...(k.updateSubresources ?? []).map((s) => ({ subresource: s.name, responseKind, verbs: ["update"] })),
     ...(k.hasStatus ? [{ subresource: "status", responseKind, verbs: ["get", "patch", "update"] }] : []),
+    ...(k.scale ? [{ subresource: "scale", responseKind: { group: "autoscaling", version: "v1", kind: "Scale" }, verbs: ["get", "patch", "update"] }] : []),
     ...(k.createSubresources ?? []).map((s) => ({
       subresource: s.name,
       responseKind: { group: s.group, version: s.version, kind: s.kind },
@@ -113,7 +129,8 @@ export function aggregatedDiscovery(core: boolean, version: string) {
       versions: g.versions.map((v) => ({
         version: v,
         freshness: "Current",
-        resources: KINDS.filter((k) => k.group === g.group && k.version === v)
+        resources: servedKinds()
+          .filter((k) => k.group === g.group && k.version === v)
           .map((k) => {
             const responseKind = { group: g.group, version: v, kind: k.kind };
             return {

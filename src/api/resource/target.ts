@@ -25,6 +25,8 @@ export interface Target {
   view?: { def: KindDefinition; visible: (obj: KubeObject) => boolean };
   /** A subresource created with a body of another kind (`KindDefinition.createSubresources`: a ServiceAccount's `token`), POST only. */
   create?: CreateSubresource;
+  /** The `scale` subresource of a kind that has one (`KindDefinition.scale`, src/api/scale.ts). */
+  scale?: boolean;
 }
 
 /**
@@ -47,6 +49,8 @@ export function resolve(group: string, version: string, encoded: string[]): Targ
   const create = sub === undefined || extra.length > 0 ? undefined : def?.createSubresources?.find((s) => s.name === sub);
   if (def && create && (def.namespaced ? namespace !== "" && isDNS1123Label(namespace).length === 0 : namespace === ""))
     return { def, namespace, name, create };
+  if (def?.scale && sub === "scale" && name !== undefined && extra.length === 0 && def.namespaced === Boolean(namespace))
+    return { def, namespace, name, scale: true };
   if (!def || extra.length > 0 || (sub !== undefined && sub !== "status")) {
     throw new ApiError(404, "NotFound", "the server could not find the requested resource");
   }
