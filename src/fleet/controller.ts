@@ -64,7 +64,7 @@ import type { AfterCommitHook, Change } from "../store/hooks.ts";
 import type { ManyWrite } from "../store/types.ts";
 import { recordEvents } from "../events/record.ts";
 import { identifierOf, isKindDisabled, selectResources, SelectionError, stripForDispatch, type Selected, type SelectionSource } from "./select.ts";
-import { memberClusterOf, schedulePlacement, termMatches, untoleratedTaint } from "./schedule.ts";
+import { memberClusterOf, schedulePlacement, termMatches, untoleratedTaint, type ClusterDecision } from "./schedule.ts";
 import { guessPlural, renderWorks, workName, type Manifest, type RenderedWork } from "./render.ts";
 import { rolloutStep, type RolloutCluster } from "./rollout.ts";
 import { perClusterStatus, placementConditions, TRUE_EVENTS, CHAIN, type PerClusterStatus } from "./status.ts";
@@ -422,8 +422,13 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
   const current = new Set(
     bindings.filter((b) => (b.spec as { state: string }).state !== "Unscheduled").map((b) => (b.spec as { targetCluster: string }).targetCluster),
   );
-  const clusters = (await admittedStoreOf(env, ManagedClusterKind).list()).items.map(memberClusterOf);
-  const decision = schedulePlacement(policy, clusters, current, ps.created && ps.hadPrevious);
+  const clusters = (await admittedStoreOf(env, ManagedClusterKind).list()).items.map((mc) => memberClusterOf(mc, nowMs));
+  const storedDecisions = new Map(
+    bindings
+      .filter((b) => (b.spec as { clusterDecision?: unknown }).clusterDecision)
+      .map((b) => [(b.spec as { targetCluster: string }).targetCluster, (b.spec as { clusterDecision: ClusterDecision }).clusterDecision] as const),
+  );
+  const decision = schedulePlacement(policy, clusters, current, ps.created && ps.hadPrevious, storedDecisions);
   const picked = new Map(decision.selected.map((d) => [d.clusterName, d]));
   const scheduledOk = policy.placementType === "PickAll" || decision.selected.length >= decision.desired;
   const scheduledMessage = scheduledOk
@@ -616,15 +621,21 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
   }
   if ((await bindingStore.writeMany(statusWrites)).includes("lost")) raced = true;
 
-  // Unfilled PickN / PickFixed slots (KubeFleet reports one status per wanted cluster).
+  // Unfilled PickN / PickFixed slots: as KubeFleet (`calculateFailedToScheduleClusterCount`,
+  // `buildFailedToSchedulePerClusterPlacementStatuses`), one status per wanted cluster not picked,
+  // at most one per decision not selected, each with that decision's reason.
   const unfilled: Record<string, unknown>[] = [];
   if (policy.placementType !== "PickAll") {
-    const missing = Math.max(0, decision.desired - decision.selected.length);
-    const reasons = decision.notSelected.filter((d) => policy.placementType !== "PickFixed" || (policy.clusterNames ?? []).includes(d.clusterName));
+    const missing = Math.min(Math.max(0, decision.desired - decision.selected.length), decision.notSelected.length);
     const oldUnfilled = ((placement.status?.placementStatuses ?? []) as { clusterName?: string; conditions?: Condition[] }[]).filter((s) => !s.clusterName);
     for (let i = 0; i < missing; i++) {
-      const why = policy.placementType === "PickFixed" ? reasons[i]?.reason : undefined;
-      const cond = { type: "Scheduled", status: "False" as const, reason: "ScheduleFailed", message: why ?? scheduledMessage, observedGeneration: generation };
+      const cond = {
+        type: "Scheduled",
+        status: "False" as const,
+        reason: "ScheduleFailed",
+        message: decision.notSelected[i]!.reason,
+        observedGeneration: generation,
+      };
       unfilled.push({ conditions: mergeConditions(oldUnfilled[i]?.conditions, [cond], now) });
     }
   }
