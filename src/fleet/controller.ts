@@ -392,9 +392,13 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
   const snapshot = rs.snapshot;
   const resourceIndex = snapshot.metadata.labels![RESOURCE_INDEX_LABEL]!;
 
-  // 2. Policy.
+  // 2. Policy. As KubeFleet (`getOrCreateSchedulingPolicySnapshot`), numberOfClusters is not part
+  // of the policy's hash: changing it scales the placement on the latest snapshot (its
+  // number-of-clusters annotation), keeping the clusters it has, rather than making a new one.
   const policy: PlacementPolicy = spec.policy ?? { placementType: "PickAll" };
-  const policyHash = await sha256(canonical(policy));
+  const hashed: PlacementPolicy = { ...policy };
+  delete hashed.numberOfClusters;
+  const policyHash = await sha256(canonical(hashed));
   const ps = await ensureSnapshot(
     env,
     k.policySnapshot,
@@ -414,7 +418,22 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
     limit,
   );
   if (ps === "lost") return { rerun: true };
-  const policySnapshot = ps.snapshot;
+  let policySnapshot = ps.snapshot;
+  // KubeFleet's `ensureLatestPolicySnapshot`: the latest snapshot carries the placement's
+  // generation and, for PickN, its current numberOfClusters.
+  {
+    const annotations = { ...(policySnapshot.metadata.annotations ?? {}) };
+    annotations[CRP_GENERATION_ANNOTATION] = String(generation);
+    if (policy.placementType === "PickN" && policy.numberOfClusters !== undefined) annotations[NUMBER_OF_CLUSTERS_ANNOTATION] = String(policy.numberOfClusters);
+    if (!deepEqual(annotations, policySnapshot.metadata.annotations ?? {})) {
+      const body = { ...policySnapshot, metadata: { ...policySnapshot.metadata, annotations } };
+      const r = await racing(() =>
+        admittedStoreOf(env, k.policySnapshot).write(ref.namespace, policySnapshot.metadata.name, { verb: "update", body }, { known: policySnapshot }),
+      );
+      if (r === "lost" || r === null) return { rerun: true };
+      policySnapshot = r;
+    }
+  }
 
   // 3. Scheduling, onto the ManagedClusters.
   const bindings = await owned(env, k.binding, ref);
