@@ -346,17 +346,17 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
     selected = await selectResources(storeSource(env), ref, spec.resourceSelectors ?? []);
   } catch (e) {
     if (!(e instanceof SelectionError)) throw e;
-    const conditions = mergeConditions(
-      placement.status?.conditions as Condition[] | undefined,
-      [
-        {
-          type: `${k.prefix}Scheduled`,
-          status: "False",
-          reason: "InvalidResourceSelectors",
-          message: `The resource selectors are invalid: ${e.message}`,
-          observedGeneration: generation,
-        },
-      ],
+    // KubeFleet sets this one condition (`SetConditions`), leaving the others as they were.
+    const conditions = structuredClone((placement.status?.conditions ?? []) as Condition[]);
+    setCondition(
+      conditions,
+      {
+        type: `${k.prefix}Scheduled`,
+        status: "False",
+        reason: "InvalidResourceSelectors",
+        message: `The resource selectors are invalid: ${e.message}`,
+        observedGeneration: generation,
+      },
       now,
     );
     return writeStatus(env, ref, placement, { ...(placement.status ?? {}), conditions });
