@@ -64,7 +64,7 @@ import type { AfterCommitHook, Change } from "../store/hooks.ts";
 import type { ManyWrite } from "../store/types.ts";
 import { recordEvents } from "../events/record.ts";
 import { identifierOf, isKindDisabled, selectResources, SelectionError, stripForDispatch, type Selected, type SelectionSource } from "./select.ts";
-import { memberClusterOf, schedulePlacement, termMatches, untoleratedTaint } from "./schedule.ts";
+import { memberClusterOf, schedulePlacement, termMatches, untoleratedTaint, type ClusterDecision } from "./schedule.ts";
 import { guessPlural, renderWorks, workName, type Manifest, type RenderedWork } from "./render.ts";
 import { rolloutStep, type RolloutCluster } from "./rollout.ts";
 import { perClusterStatus, placementConditions, TRUE_EVENTS, CHAIN, type PerClusterStatus } from "./status.ts";
@@ -346,17 +346,17 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
     selected = await selectResources(storeSource(env), ref, spec.resourceSelectors ?? []);
   } catch (e) {
     if (!(e instanceof SelectionError)) throw e;
-    const conditions = mergeConditions(
-      placement.status?.conditions as Condition[] | undefined,
-      [
-        {
-          type: `${k.prefix}Scheduled`,
-          status: "False",
-          reason: "InvalidResourceSelectors",
-          message: `The resource selectors are invalid: ${e.message}`,
-          observedGeneration: generation,
-        },
-      ],
+    // KubeFleet sets this one condition (`SetConditions`), leaving the others as they were.
+    const conditions = structuredClone((placement.status?.conditions ?? []) as Condition[]);
+    setCondition(
+      conditions,
+      {
+        type: `${k.prefix}Scheduled`,
+        status: "False",
+        reason: "InvalidResourceSelectors",
+        message: `The resource selectors are invalid: ${e.message}`,
+        observedGeneration: generation,
+      },
       now,
     );
     return writeStatus(env, ref, placement, { ...(placement.status ?? {}), conditions });
@@ -392,9 +392,13 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
   const snapshot = rs.snapshot;
   const resourceIndex = snapshot.metadata.labels![RESOURCE_INDEX_LABEL]!;
 
-  // 2. Policy.
+  // 2. Policy. As KubeFleet (`getOrCreateSchedulingPolicySnapshot`), numberOfClusters is not part
+  // of the policy's hash: changing it scales the placement on the latest snapshot (its
+  // number-of-clusters annotation), keeping the clusters it has, rather than making a new one.
   const policy: PlacementPolicy = spec.policy ?? { placementType: "PickAll" };
-  const policyHash = await sha256(canonical(policy));
+  const hashed: PlacementPolicy = { ...policy };
+  delete hashed.numberOfClusters;
+  const policyHash = await sha256(canonical(hashed));
   const ps = await ensureSnapshot(
     env,
     k.policySnapshot,
@@ -414,7 +418,22 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
     limit,
   );
   if (ps === "lost") return { rerun: true };
-  const policySnapshot = ps.snapshot;
+  let policySnapshot = ps.snapshot;
+  // KubeFleet's `ensureLatestPolicySnapshot`: the latest snapshot carries the placement's
+  // generation and, for PickN, its current numberOfClusters.
+  {
+    const annotations = { ...(policySnapshot.metadata.annotations ?? {}) };
+    annotations[CRP_GENERATION_ANNOTATION] = String(generation);
+    if (policy.placementType === "PickN" && policy.numberOfClusters !== undefined) annotations[NUMBER_OF_CLUSTERS_ANNOTATION] = String(policy.numberOfClusters);
+    if (!deepEqual(annotations, policySnapshot.metadata.annotations ?? {})) {
+      const body = { ...policySnapshot, metadata: { ...policySnapshot.metadata, annotations } };
+      const r = await racing(() =>
+        admittedStoreOf(env, k.policySnapshot).write(ref.namespace, policySnapshot.metadata.name, { verb: "update", body }, { known: policySnapshot }),
+      );
+      if (r === "lost" || r === null) return { rerun: true };
+      policySnapshot = r;
+    }
+  }
 
   // 3. Scheduling, onto the ManagedClusters.
   const bindings = await owned(env, k.binding, ref);
@@ -422,8 +441,13 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
   const current = new Set(
     bindings.filter((b) => (b.spec as { state: string }).state !== "Unscheduled").map((b) => (b.spec as { targetCluster: string }).targetCluster),
   );
-  const clusters = (await admittedStoreOf(env, ManagedClusterKind).list()).items.map(memberClusterOf);
-  const decision = schedulePlacement(policy, clusters, current, ps.created && ps.hadPrevious);
+  const clusters = (await admittedStoreOf(env, ManagedClusterKind).list()).items.map((mc) => memberClusterOf(mc, nowMs));
+  const storedDecisions = new Map(
+    bindings
+      .filter((b) => (b.spec as { clusterDecision?: unknown }).clusterDecision)
+      .map((b) => [(b.spec as { targetCluster: string }).targetCluster, (b.spec as { clusterDecision: ClusterDecision }).clusterDecision] as const),
+  );
+  const decision = schedulePlacement(policy, clusters, current, ps.created && ps.hadPrevious, storedDecisions);
   const picked = new Map(decision.selected.map((d) => [d.clusterName, d]));
   const scheduledOk = policy.placementType === "PickAll" || decision.selected.length >= decision.desired;
   const scheduledMessage = scheduledOk
@@ -616,15 +640,21 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
   }
   if ((await bindingStore.writeMany(statusWrites)).includes("lost")) raced = true;
 
-  // Unfilled PickN / PickFixed slots (KubeFleet reports one status per wanted cluster).
+  // Unfilled PickN / PickFixed slots: as KubeFleet (`calculateFailedToScheduleClusterCount`,
+  // `buildFailedToSchedulePerClusterPlacementStatuses`), one status per wanted cluster not picked,
+  // at most one per decision not selected, each with that decision's reason.
   const unfilled: Record<string, unknown>[] = [];
   if (policy.placementType !== "PickAll") {
-    const missing = Math.max(0, decision.desired - decision.selected.length);
-    const reasons = decision.notSelected.filter((d) => policy.placementType !== "PickFixed" || (policy.clusterNames ?? []).includes(d.clusterName));
+    const missing = Math.min(Math.max(0, decision.desired - decision.selected.length), decision.notSelected.length);
     const oldUnfilled = ((placement.status?.placementStatuses ?? []) as { clusterName?: string; conditions?: Condition[] }[]).filter((s) => !s.clusterName);
     for (let i = 0; i < missing; i++) {
-      const why = policy.placementType === "PickFixed" ? reasons[i]?.reason : undefined;
-      const cond = { type: "Scheduled", status: "False" as const, reason: "ScheduleFailed", message: why ?? scheduledMessage, observedGeneration: generation };
+      const cond = {
+        type: "Scheduled",
+        status: "False" as const,
+        reason: "ScheduleFailed",
+        message: decision.notSelected[i]!.reason,
+        observedGeneration: generation,
+      };
       unfilled.push({ conditions: mergeConditions(oldUnfilled[i]?.conditions, [cond], now) });
     }
   }

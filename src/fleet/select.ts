@@ -42,10 +42,17 @@ export interface Selected {
   object: KubeObject;
 }
 
-/** A selection a user must fix (KubeFleet's `NewUserError`): reported in the placement's Scheduled condition, never thrown to the writer. */
+/** KubeFleet's `ErrUserError`: what its `NewUserError` puts before a user error's message. */
+export const USER_ERROR_PREFIX = "failed to process the request due to a client error: ";
+
+/**
+ * A selection a user must fix (KubeFleet's `NewUserError`, whose message it is:
+ * {@link USER_ERROR_PREFIX} and the error): reported in the placement's Scheduled condition,
+ * never thrown to the writer.
+ */
 export class SelectionError extends Error {
   constructor(message: string) {
-    super(message);
+    super(`${USER_ERROR_PREFIX}${message}`);
     this.name = "SelectionError";
   }
 }
@@ -278,7 +285,8 @@ export async function selectResources(src: SelectionSource, key: PlacementKey, s
 
   async function fetchResources(s: ResourceSelectorTerm, pk: PlacementKey): Promise<Selected[]> {
     const def = src.kind(s.group, s.version, s.kind);
-    const pkName = pk.namespace ? `${pk.namespace}/${pk.name}` : pk.name;
+    // KubeFleet prints the placement's key as `types.NamespacedName` does: `<namespace>/<name>`, `/<name>` for a CRP.
+    const pkName = `${pk.namespace}/${pk.name}`;
     if (!def)
       throw new SelectionError(
         `invalid placement ${pkName}, failed to get GVR of the selector: no matches for kind ${JSON.stringify(s.kind)} in version ${JSON.stringify(s.group ? `${s.group}/${s.version}` : s.version)}`,

@@ -22,8 +22,8 @@
  * and .wrangler/state). The hub's admin token is in `<state>/admin-token`, as `npm start` writes
  * it. What a script exports is exported to the next one. Background jobs (agents) keep running
  * until the end, then every process group the scripts started is stopped. What the README writes
- * in the clone (`.flotilla/sim/cluster{1,2}.json`, `*.kubeconfig`, `hello.yaml`) is moved aside
- * first and put back after.
+ * in the clone (`.flotilla/sim/cluster{1,2,3,4}.json`, `*.kubeconfig`, `hello.yaml`,
+ * `kubefleet-demo.yaml`) is moved aside first and put back after.
  */
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
@@ -85,7 +85,17 @@ describe("the README's examples run as written", () => {
   const home = mkdtempSync(path.join(tmpdir(), "flotilla-readme-home-"));
   const stateDir = mkdtempSync(path.join(tmpdir(), "flotilla-readme-state-"));
   // Only the README's own files: other test files' agents may use .flotilla/sim meanwhile.
-  const written = [".flotilla/sim/cluster1.json", ".flotilla/sim/cluster2.json", "hub.kubeconfig", "team-a.kubeconfig", "ci.kubeconfig", "hello.yaml"];
+  const written = [
+    ".flotilla/sim/cluster1.json",
+    ".flotilla/sim/cluster2.json",
+    ".flotilla/sim/cluster3.json",
+    ".flotilla/sim/cluster4.json",
+    "hub.kubeconfig",
+    "team-a.kubeconfig",
+    "ci.kubeconfig",
+    "hello.yaml",
+    "kubefleet-demo.yaml",
+  ];
   const aside = path.join(mkdtempSync(path.join(tmpdir(), "flotilla-readme-aside-")), "x");
 
   afterAll(async () => {

@@ -368,14 +368,25 @@ describe("scheduling (KubeFleet's scheduler on ManagedClusters)", () => {
   });
 
   it("PickN: topology spread DoNotSchedule keeps the skew", () => {
+    // KubeFleet's topology spread plugin: a cluster without the topology key is neither filtered
+    // nor scored by the constraint (score 0), one that adds to a domain scores -1; one pick per cycle.
     const zoned = [member("a", { zone: "1" }), member("b", { zone: "1" }), member("c", { zone: "2" }), member("d")];
-    const r = schedulePlacement(
-      { placementType: "PickN", numberOfClusters: 2, topologySpreadConstraints: [{ topologyKey: "zone", maxSkew: 1, whenUnsatisfiable: "DoNotSchedule" }] },
-      zoned,
-      new Set(),
-      false,
-    );
-    expect(picked(r).sort()).toEqual(["b", "c"]);
+    const spread = { placementType: "PickN" as const, topologySpreadConstraints: [{ topologyKey: "zone", maxSkew: 1, whenUnsatisfiable: "DoNotSchedule" }] };
+    expect(picked(schedulePlacement({ ...spread, numberOfClusters: 2 }, zoned, new Set(), false))).toEqual(["c", "d"]);
+    const r = schedulePlacement({ ...spread, numberOfClusters: 3 }, zoned, new Set(), false);
+    expect(picked(r)).toEqual(["b", "c", "d"]);
+    // With a in zone 1 already: zone 2 (c) lowers the skew (+1), d keeps it (0), b would make it 2.
+    const skewed = schedulePlacement({ ...spread, numberOfClusters: 2 }, zoned, new Set(["a"]), false);
+    expect(picked(skewed)).toEqual(["a", "c"]);
+    expect(skewed.notSelected).toEqual([
+      {
+        clusterName: "d",
+        selected: false,
+        clusterScore: { affinityScore: 0, priorityScore: 0 },
+        reason: 'Cluster "d" does not score high enough (affinity score: 0, topology spread score: 0)',
+      },
+      { clusterName: "b", selected: false, reason: 'ClusterUnschedulable, violated doNotSchedule topology spread constraint "zone" (max skew 1)' },
+    ]);
   });
 
   it("PickFixed: exactly the names, reporting those not found", () => {
