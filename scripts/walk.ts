@@ -3,27 +3,39 @@
  * before its work is Applied, measured at run time (issue 41: "the walk from a Placement create to
  * an Applied work crosses N files").
  *
- * It starts a hub (`wrangler dev`, workerd, with its inspector) and one agent on a simulated
- * cluster, and sets a conditional breakpoint that never pauses at the start of every hub function
- * of the Worker's bundle in the hub's isolate, where the Worker and its Durable Objects run (V8's
- * precise coverage is not offered: workerd answers "Profiler is not enabled"); each condition
- * records its function's file. A first walk (a placement and a ManifestWorkReplicaSet that follows it, to Applied) warms
- * every path up; the replica set of the measured walk is created before it. The record is started
- * afresh, then the measured Placement is created and the script polls the work (GET, every
- * 100 ms) until the agent's report made it Applied, and reads what was recorded: a file counts when
- * one of its functions was called in between. Files are told apart by the module markers esbuild
- * writes into wrangler's bundle (`// src/placement/plan.ts`); only the hub's own (`src/`,
- * `durable-objects/`) count. The figure includes the files the poll itself runs (the request path
- * of a GET); `WALK_LIST=1` prints the files.
+ * It builds the hub's Worker as `wrangler deploy` does (`--dry-run`), instruments the bundle
+ * (scripts/walk-instrument.ts: at the start of every function of the hub's own files, `src/` and
+ * `durable-objects/`, a call that records the function's file while a record is open), starts a hub
+ * on that bundle (`wrangler dev --no-bundle`, workerd, with its inspector) and one agent on a
+ * simulated cluster. The Worker and its Durable Objects run in one isolate, so one record sees
+ * them all; the inspector only opens and reads the record (`Runtime.evaluate`). A first walk (a
+ * placement and a ManifestWorkReplicaSet that follows it, to Applied) warms every path up; the
+ * replica set of the measured walk is created before it. The record is opened afresh, then the
+ * measured Placement is created and the script polls the work (GET, every 100 ms) until the
+ * agent's report made it Applied, and reads the record: a file counts when one of its functions
+ * was called in between. Files are told apart by the module markers esbuild writes into the
+ * bundle (`// src/placement/plan.ts`). The figure includes the files the poll itself runs (the
+ * request path of a GET); `WALK_LIST=1` prints the files.
  *
- * Run as `node --import tsx scripts/walk.ts`; the agent needs `npm run build` (done by `npm ci`).
+ * Why not breakpoints: V8's precise coverage is not offered (workerd answers "Profiler is not
+ * enabled"), and the earlier way, a conditional breakpoint that never pauses at the start of each
+ * of the ~2,500 functions (set through the inspector), broke workerd itself on old and new code
+ * alike: as soon as they were set, every event the isolate was handed failed in workerd's event
+ * dispatch (`rust/worker/ffi.rs`, `overloaded: Too many open files (os error 24)`, a million
+ * times in five minutes) and no request completed, the first one after them (the Placement
+ * create) included; neither the agent (no request of its in the log) nor the script's poll
+ * (never reached) looped. The inspector is kept here for `Runtime.evaluate` only.
+ *
+ * Run as `node --import tsx scripts/walk.ts` in the checkout to measure (it builds and runs that
+ * checkout's Worker; copy this file and scripts/walk-instrument.ts into an older checkout to
+ * measure it the same way); the agent needs `npm run build` (done by `npm ci`).
  */
-import { spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import ts from "typescript";
+import { instrumentBundle } from "./walk-instrument.ts";
 import { admin, createBootstrapToken, createNamespaces, freePort, startHub, type Hub } from "./hub-process.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -35,10 +47,9 @@ const NS = "walk";
 const CLUSTER = "walk1";
 const merge = "application/merge-patch+json";
 
-/** A connection to the inspector of the hub's isolate (the Chrome DevTools protocol). */
+/** A connection to the inspector of the hub's isolate (the Chrome DevTools protocol), for `Runtime.evaluate` only. */
 interface Inspector {
   send<T = unknown>(method: string, params?: Record<string, unknown>): Promise<T>;
-  scripts: Map<string, string>;
   /** The isolate's execution contexts (ids), as the inspector announced them. */
   contexts: number[];
   close(): void;
@@ -54,7 +65,6 @@ async function inspect(port: number): Promise<Inspector> {
   });
   let id = 0;
   const waiting = new Map<number, { resolve: (r: unknown) => void; reject: (e: Error) => void }>();
-  const scripts = new Map<string, string>();
   const contexts: number[] = [];
   ws.onmessage = (m) => {
     const msg = JSON.parse(String(m.data)) as {
@@ -62,9 +72,8 @@ async function inspect(port: number): Promise<Inspector> {
       result?: unknown;
       error?: { message: string };
       method?: string;
-      params?: { scriptId: string; url: string; context: { id: number } };
+      params?: { context: { id: number } };
     };
-    if (msg.method === "Debugger.scriptParsed") scripts.set(msg.params!.scriptId, msg.params!.url);
     if (msg.method === "Runtime.executionContextCreated") contexts.push(msg.params!.context.id);
     if (msg.id === undefined) return;
     const w = waiting.get(msg.id);
@@ -78,82 +87,41 @@ async function inspect(port: number): Promise<Inspector> {
         waiting.set(++id, { resolve: resolve as (r: unknown) => void, reject });
         ws.send(JSON.stringify({ id, method, params }));
       }),
-    scripts,
     contexts,
     close: () => ws.close(),
   };
 }
 
-/** The module of each offset of a bundle: esbuild's `// <path>` markers, in order. */
-function modulesOf(source: string): { start: number; file: string }[] {
-  const out: { start: number; file: string }[] = [];
-  for (const m of source.matchAll(/^\/\/ ((?:\.\.\/)*[\w@.\-/]+\.(?:ts|tsx|js|mjs|json))$/gm)) out.push({ start: m.index, file: m[1]! });
-  return out;
-}
-
-function fileAt(modules: { start: number; file: string }[], offset: number): string | null {
-  let lo = 0;
-  let hi = modules.length - 1;
-  let found: string | null = null;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    if (modules[mid]!.start <= offset) {
-      found = modules[mid]!.file;
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return found;
-}
-
-/** Where each function of the hub's files (src/, durable-objects/) starts in `source` (its body's first position), and its file. */
-function hubFunctions(source: string): { line: number; column: number; file: string }[] {
-  const modules = modulesOf(source);
-  const sf = ts.createSourceFile("bundle.js", source, ts.ScriptTarget.Latest, false, ts.ScriptKind.JS);
-  const out: { line: number; column: number; file: string }[] = [];
-  const visit = (node: ts.Node): void => {
-    if (ts.isFunctionLike(node) && "body" in node && node.body) {
-      const body = node.body as ts.Node;
-      const first = ts.isBlock(body) ? (body.statements[0] ?? body) : body;
-      const pos = first === body && ts.isBlock(body) ? body.getStart(sf) + 1 : first.getStart(sf);
-      const file = fileAt(modules, pos);
-      if (file && /^(src|durable-objects)\//.test(file)) {
-        const { line, character } = sf.getLineAndCharacterOfPosition(pos);
-        out.push({ line, column: character, file });
-      }
-    }
-    ts.forEachChild(node, visit);
-  };
-  visit(sf);
-  return out;
-}
-
 /**
- * Sets a breakpoint that never pauses at the start of every hub function of the Worker's bundle:
- * its condition adds the function's file to `globalThis.__walk` (while that set exists) and is
- * false. Returns the files by index.
+ * Builds the Worker's bundle as `wrangler deploy` does (esbuild; `--dry-run`: nothing is
+ * uploaded) into `dir`, instruments it ({@link instrumentBundle}) and writes it to
+ * `dir/walk.js`, with a wrangler configuration that runs it as it is (`dir/wrangler.toml`).
+ * Returns the configuration's path and the files by index.
+ * @throws Error when the build fails or writes more than the one module
  */
-async function instrument(inspector: Inspector): Promise<string[]> {
-  let best: { id: string; source: string } | null = null;
-  for (const id of inspector.scripts.keys()) {
-    const { scriptSource } = await inspector.send<{ scriptSource: string }>("Debugger.getScriptSource", { scriptId: id });
-    if (scriptSource.includes("// src/index.ts") && (!best || scriptSource.length > best.source.length)) best = { id, source: scriptSource };
-  }
-  if (!best) throw new Error("the Worker's bundle is not among the isolate's scripts");
-  const fns = hubFunctions(best.source);
-  const files = [...new Set(fns.map((f) => f.file))];
-  const index = new Map(files.map((f, i) => [f, i]));
-  await Promise.all(
-    fns.map((f) =>
-      inspector
-        .send("Debugger.setBreakpoint", {
-          location: { scriptId: best.id, lineNumber: f.line, columnNumber: f.column },
-          condition: `(globalThis.__walk && globalThis.__walk.add(${index.get(f.file)}), false)`,
-        })
-        .catch(() => undefined),
-    ),
-  );
-  console.log(`instrumented ${fns.length} functions of ${files.length} hub files`);
-  return files;
+function buildInstrumented(dir: string): { config: string; files: string[] } {
+  const wrangler = path.join(root, "node_modules", "wrangler", "bin", "wrangler.js");
+  const out = path.join(dir, "build");
+  const env: NodeJS.ProcessEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" };
+  // wrangler.toml's `[assets]` folder must exist for the build (npm start builds it too).
+  const ui = spawnSync(process.execPath, [path.join(root, "scripts", "build-ui.mjs"), "--if-stale"], { cwd: root, encoding: "utf8" });
+  if (ui.status !== 0) throw new Error(`building the dashboard (scripts/build-ui.mjs) failed:\n${ui.stdout}${ui.stderr}`);
+  const r = spawnSync(process.execPath, [wrangler, "deploy", "--dry-run", "--outdir", out], { cwd: root, env, encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`building the Worker (wrangler deploy --dry-run) failed:\n${r.stdout}${r.stderr}`);
+  const modules = readdirSync(out).filter((f) => !f.endsWith(".map") && f !== "README.md");
+  if (modules.length !== 1 || modules[0] !== "index.js") throw new Error(`the Worker's build holds other modules than index.js: ${modules.join(", ")}`);
+  const { source, files, functions } = instrumentBundle(readFileSync(path.join(out, "index.js"), "utf8"));
+  const bundle = path.join(dir, "walk.js");
+  writeFileSync(bundle, source);
+  console.log(`instrumented ${functions} functions of ${files.length} hub files`);
+  // The checkout's wrangler.toml (its bindings, Durable Objects, D1), its entry the instrumented
+  // bundle, taken as it is (`no_bundle`); its other paths made absolute, as the file moves.
+  const config = readFileSync(path.join(root, "wrangler.toml"), "utf8")
+    .replace(/^main = .*$/m, `main = ${JSON.stringify(bundle)}\nno_bundle = true`)
+    .replace(/^(directory|migrations_dir) = "(?:\.\/)?([^"]+)"$/gm, (_m, key: string, rel: string) => `${key} = ${JSON.stringify(path.join(root, rel))}`);
+  const configPath = path.join(dir, "wrangler.toml");
+  writeFileSync(configPath, config);
+  return { config: configPath, files };
 }
 
 /** The files whose functions ran since {@link startWalk}. */
@@ -207,14 +175,16 @@ const placement = (name: string) => ({
 });
 
 async function main(): Promise<void> {
-  const port = await freePort();
-  const hub = await startHub({ wranglerArgs: ["--inspector-port", String(port)] });
   const dir = mkdtempSync(path.join(tmpdir(), "flotilla-walk-"));
+  // A folder of its own: wrangler reloads the Worker when a file beside its entry changes (the agent's state file would).
+  const { config, files } = buildInstrumented(mkdtempSync(path.join(dir, "hub-")));
+  const port = await freePort();
+  // A loaded machine may take minutes to start a hub (the build above included).
+  const hub = await startHub({ wranglerArgs: ["--inspector-port", String(port), "--config", config], startTimeoutMs: 300_000 });
   let agent: ReturnType<typeof spawn> | undefined;
   const inspector = await inspect(port);
   try {
     await inspector.send("Runtime.enable");
-    await inspector.send("Debugger.enable");
 
     ok(
       await admin(hub, "POST", `${G}/v1beta2/managedclustersets`, {
@@ -271,7 +241,6 @@ async function main(): Promise<void> {
     // Let the replica set's first run (no placement yet) and any follow-up settle.
     await new Promise((r) => setTimeout(r, 2000));
 
-    const files = await instrument(inspector);
     await startWalk(inspector);
     const t0 = performance.now();
     ok(await admin(hub, "POST", `${G}/v1beta1/namespaces/${NS}/placements`, placement("measured")), "placement");

@@ -440,7 +440,11 @@ function update(
     const same = JSON.stringify(next.status) === JSON.stringify(current.status) && JSON.stringify(next.metadata) === JSON.stringify(current.metadata);
     return { next: same ? current : next, created: false };
   }
-  if (specOf(next) !== specOf(current)) next.metadata.generation = (current.metadata.generation ?? 1) + 1;
+  if (specOf(next) !== specOf(current)) {
+    // A new generation differs from the stored object already: no need to compare the whole.
+    next.metadata.generation = (current.metadata.generation ?? 1) + 1;
+    return { next, created: false };
+  }
   if (JSON.stringify(next) === JSON.stringify(current)) return { next: current, created: false };
   return { next, created: false };
 }

@@ -5,10 +5,11 @@
  * the Worker at most one send scheduled per isolate, {@link FLUSH_DELAY_MS} after the first
  * event, so an isolate under load sends one batch a second whatever its request rate, each cell
  * (family and labels) once; in a Durable Object after the event that counted (a lease expiry, a
- * channel message, a scheduler run), with whatever the isolate gathered meanwhile, unless an object's send
- * is in flight: the events counted meanwhile go in one batch as soon as it finished, so 1,000
- * channel reports in a burst cost a few sends, not 1,000 (each a call of the metrics object and a
- * row). The metrics object adds the batch to its stored totals, which
+ * channel message, a scheduler run), with whatever the isolate gathered meanwhile, unless an
+ * object's send is in flight or started less than {@link OBJECT_FLUSH_GAP_MS} ago: the events
+ * counted meanwhile go in one batch once it finished and the gap passed, so 1,000 channel reports
+ * in a burst cost a send every quarter second, not hundreds (each a call of the metrics object and
+ * a row). The metrics object adds the batch to its stored totals, which
  * therefore survive isolate restarts; what an isolate counted in the last second before it was
  * evicted may be lost (a counter then reads a little low, never high).
  *
@@ -47,6 +48,16 @@ let flushing: { aliveMs: number; again: boolean } | null = null;
 
 /** After how long without a sign of life a scheduled send counts as dropped, in milliseconds. */
 const STALE_SEND_MS = 10_000;
+
+/**
+ * In a Durable Object, the least time between the starts of two of this isolate's sends, in
+ * milliseconds: an event after a quiet spell is sent at once, but the events of a burst (a fleet's
+ * channel reports during a rollout) go in a send at most this often, not in one send per round
+ * trip of the one before (each a call of the metrics object and a row).
+ */
+export const OBJECT_FLUSH_GAP_MS = 250;
+/** When this isolate's last send from a Durable Object started (performance.now(), milliseconds); -Infinity: none yet. */
+let lastObjectSendMs = -Infinity;
 
 function add(family: string, labels: string, values: readonly number[]): void {
   const key = family + labels;
@@ -101,8 +112,10 @@ export async function flushMetrics(env: Pick<Env, "METRICS">): Promise<boolean> 
  * default, the Worker's requests), unless a send is already scheduled: `delayMs` after now, then
  * again while events keep coming. With 0 (a Durable Object's events: an object should keep no
  * timer alive nor wait on a request's context), the batch is sent at once, after the event's
- * answer, unless an object's send is in flight: the events counted meanwhile then go in one batch
- * right after it, so a burst of channel messages costs a few sends, not one each. `waitUntil`
+ * answer, unless an object's send is in flight or started less than {@link OBJECT_FLUSH_GAP_MS}
+ * ago: the events counted meanwhile then go in one batch once it finished and the gap passed (a
+ * wait of at most the gap, under `waitUntil`, while a burst lasts), so a burst of channel
+ * messages costs a send per gap, not one per round trip. `waitUntil`
  * keeps the request's (or the object's) context alive for it. Call it after counting; cheap when
  * a send is scheduled.
  */
@@ -120,8 +133,11 @@ export function flushSoon(env: Pick<Env, "METRICS">, waitUntil: (p: Promise<unkn
         try {
           // Stops at a failed send: the batch waits for the next event's send.
           do {
+            // Within the gap after the last send, the events wait for its end (one batch).
+            const wait = lastObjectSendMs + OBJECT_FLUSH_GAP_MS - performance.now();
+            if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
             me.again = false;
-            me.aliveMs = performance.now();
+            me.aliveMs = lastObjectSendMs = performance.now();
             if (!(await flushMetrics(env))) break;
           } while (me.again && pending.size > 0);
         } finally {

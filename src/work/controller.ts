@@ -22,6 +22,16 @@ function deliveredView(obj: KubeObject | null): string {
   return JSON.stringify([rest, meta]);
 }
 
+/**
+ * Whether a change alters what the agent receives ({@link deliveredView}). A new generation is
+ * such a change without serialising either side (the generation is part of the view): a replica
+ * set's rollout writes a fleet's works at once, each with a new spec.
+ */
+function deliveredViewChanged(before: KubeObject | null, after: KubeObject | null): boolean {
+  if (before && after && before.metadata.generation !== after.metadata.generation) return true;
+  return deliveredView(before) !== deliveredView(after);
+}
+
 /** The delta a committed change of a deliverable hands its cluster's object, or undefined without the change (a sweep). */
 function deliverableDelta(change: Change | undefined): DeliverableDelta | undefined {
   const stored = change?.after ?? change?.before;
@@ -53,7 +63,7 @@ function delivered(change: Change): boolean {
  */
 export const deliveryHook: AfterCommitHook<true> = {
   name: "works",
-  plan: (change) => (delivered(change) && deliveredView(change.before) !== deliveredView(change.after) ? true : null),
+  plan: (change) => (delivered(change) && deliveredViewChanged(change.before, change.after) ? true : null),
   async run(env, _owed, target) {
     const delta = deliverableDelta(target.change);
     await env.CLUSTERS.getByName(target.namespace).deliverablesChanged(delta && deltaMessage(delta));
