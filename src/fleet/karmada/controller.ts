@@ -31,6 +31,7 @@ import { setCondition, type Condition, type KubeObject } from "../../k8s/meta.ts
 import { racing } from "../../k8s/racing.ts";
 import { ApiError } from "../../k8s/errors.ts";
 import { findKindByKind } from "../../kinds/index.ts";
+import { syncCustomKinds } from "../../kinds/sync.ts";
 import {
   ClusterPropagationPolicyKind,
   CPP_FINALIZER,
@@ -307,6 +308,8 @@ function safeJson(s: string): unknown {
  *   write races are reported as `rerun`
  */
 export async function runKarmadaPolicy(env: Env, ref: PolicyRef, nowMs: number): Promise<KarmadaRunOutcome> {
+  // A selector (or a binding) may name a CRD's custom resources: the isolate's custom kinds are brought up to date first.
+  await syncCustomKinds(env);
   const pdef = policyKindOf(ref);
   const pstore = admittedStoreOf(env, pdef);
   let policy = await pstore.get(ref.namespace, ref.name);
