@@ -2,7 +2,8 @@
  * ReplicaSetObject: one Durable Object per ManifestWorkReplicaSet, named `<namespace>/<name>`,
  * that runs its controller (src/work/replicaset.ts), and one per KubeFleet placement, named
  * `placement:<namespace>/<name>` (its target's namespace prefixed `placement:`), that runs the
- * placement controller (src/fleet/controller.ts) alike. Runs of one replica set are serialised
+ * placement controller (src/fleet/controller.ts) alike, and one per Karmada propagation policy,
+ * named `karmada:<namespace>/<name>`, that runs src/fleet/karmada/controller.ts. Runs of one replica set are serialised
  * here, and each reads the state after the write that triggered it: a trigger that arrives
  * during a run makes one more run after it (triggers coalesce, as in durable-objects/scheduler.ts).
  *
@@ -25,6 +26,7 @@ import { DurableObject } from "cloudflare:workers";
 import { clock } from "../src/clock.ts";
 import { runReplicaSet, WorksCache, type ReplicaSetChange, type RunOutcome } from "../src/work/replicaset.ts";
 import { placementTarget, runPlacement } from "../src/fleet/controller.ts";
+import { karmadaTarget, runKarmadaPolicy } from "../src/fleet/karmada/controller.ts";
 import type { KubeObject } from "../src/k8s/meta.ts";
 import type { Env } from "../src/env.ts";
 import { timersOf } from "../src/controllers.ts";
@@ -153,10 +155,14 @@ export class ReplicaSetObject extends DurableObject<Env> {
     try {
       // A KubeFleet placement's object (named `placement:<namespace>/<name>`) runs the placement
       // controller (src/fleet/controller.ts) with the same serialisation, coalescing and retries.
+      // A Karmada policy's (named `karmada:<namespace>/<name>`) runs src/fleet/karmada/controller.ts alike.
       const placement = placementTarget(t.namespace, t.name);
+      const karmada = karmadaTarget(t.namespace, t.name);
       outcome = placement
         ? await runPlacement(this.env, placement, clock.now())
-        : await runReplicaSet(this.env, t.namespace, t.name, clock.now(), { deleting: (c) => this.deleting.add(c), cache: this.works });
+        : karmada
+          ? await runKarmadaPolicy(this.env, karmada, clock.now())
+          : await runReplicaSet(this.env, t.namespace, t.name, clock.now(), { deleting: (c) => this.deleting.add(c), cache: this.works });
       this.failures = 0;
     } catch (e) {
       console.error(`replica set ${t.namespace}/${t.name}: run failed`, e);

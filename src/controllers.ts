@@ -36,6 +36,7 @@ import { addonClusterUnknownHook } from "./addons/agent-health.ts";
 import { schedulingHook } from "./placement/controller.ts";
 import { replicaSetHook } from "./work/replicaset.ts";
 import { placementHook } from "./fleet/controller.ts";
+import { karmadaHook } from "./fleet/karmada/controller.ts";
 import { deleteExpiredWork, workDeletingHook, workTtlHook } from "./work/deletion.ts";
 import { clusterNamespaceHook, deliveryHook } from "./work/controller.ts";
 import { garbageCollectorHook } from "./gc/controller.ts";
@@ -138,6 +139,13 @@ export const CONTROLLERS: readonly Controller[] = [
       "a ClusterResourcePlacement or ResourcePlacement written; an object its selectors may select; a ManagedCluster it may gain or lose; its works' status or deletion",
     runsIn: "ReplicaSetObject",
     hook: hook(placementHook),
+  },
+  {
+    name: karmadaHook.name,
+    wakes:
+      "a PropagationPolicy or ClusterPropagationPolicy written; an object its selectors may select or its claim names; a ManagedCluster's labels, provider/region/zone, taints, acceptance or deletion; its works' status or deletion",
+    runsIn: "ReplicaSetObject",
+    hook: hook(karmadaHook),
   },
   {
     name: workDeletingHook.name,

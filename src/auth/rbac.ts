@@ -912,6 +912,8 @@ const CLUSTER_INVENTORY = "multicluster.x-k8s.io";
 const OCM_POLICY = "policy.open-cluster-management.io";
 const OCM_ADDON = "addon.open-cluster-management.io";
 const FLEET_PLACEMENT = "placement.kubernetes-fleet.io";
+const KARMADA_POLICY = "policy.karmada.io";
+const KARMADA_WORK = "work.karmada.io";
 
 /** Labels and annotations Kubernetes puts on its bootstrap policy objects. */
 function bootstrapMeta(name: string, labels: Record<string, string> = {}): RbacObjectMeta {
@@ -1023,6 +1025,8 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
       { verbs: WRITE, apiGroups: [OCM_ADDON], resources: ["addondeploymentconfigs", "managedclusteraddons"] },
       // KubeFleet's namespaced placement and envelope (docs/kubefleet.md); its snapshots and bindings are the controller's.
       { verbs: WRITE, apiGroups: [FLEET_PLACEMENT], resources: ["resourceenvelopes", "resourceplacements"] },
+      // Karmada's namespaced policy (docs/karmada.md); its ResourceBindings are the controller's.
+      { verbs: WRITE, apiGroups: [KARMADA_POLICY], resources: ["propagationpolicies"] },
     ],
     { labels: { [AGGREGATE_TO_EDIT]: "true" } },
   ),
@@ -1098,6 +1102,9 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
           "schedulingpolicysnapshots/status",
         ],
       },
+      // A namespace's user reads its PropagationPolicies and their ResourceBindings' status (docs/karmada.md).
+      { verbs: READ, apiGroups: [KARMADA_POLICY], resources: ["propagationpolicies"] },
+      { verbs: READ, apiGroups: [KARMADA_WORK], resources: ["resourcebindings", "resourcebindings/status"] },
     ],
     { labels: { [AGGREGATE_TO_VIEW]: "true" } },
   ),

@@ -75,6 +75,9 @@ const DISABLED_GROUPS = new Set([
   "cluster.kubernetes-fleet.io",
   "flotilla.dev",
   "multicluster.x-k8s.io",
+  // Karmada's policies and bindings (src/kinds/karmada.ts).
+  "policy.karmada.io",
+  "work.karmada.io",
 ]);
 
 /**

@@ -48,6 +48,7 @@ import { PlacementBindingKind, PolicyKind, PolicySetKind } from "./policy.ts";
 import { LeaseKind } from "./lease.ts";
 import { BUILTIN_KINDS } from "./builtin/index.ts";
 import { FLEET_SYSTEM_KINDS, placementKinds } from "./fleet.ts";
+import { KARMADA_KINDS } from "./karmada.ts";
 
 /**
  * KubeFleet's ClusterResourcePlacement and ResourcePlacement (v1 first, the preferred version, then
@@ -101,6 +102,7 @@ export const KINDS: KindDefinition[] = [
   FLEET_PLACEMENT_KINDS.rp,
   ...FLEET_SYSTEM_KINDS,
   CustomResourceDefinitionKind,
+  ...KARMADA_KINDS,
 ];
 
 /**

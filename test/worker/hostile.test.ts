@@ -58,7 +58,9 @@ const aliasVersion = (k: KindDefinition) => k.conversion !== undefined && k.conv
 const byKind = (kind: string) => KINDS.find((k) => kindName(k) === kind && !k.viewOf && !aliasVersion(k))!;
 /** A kind's name in the cases: its kind, with its group when another group serves the same kind (events.k8s.io's Event). */
 function kindName(def: KindDefinition): string {
-  return def.conversion ? `${def.kind}.${def.group}` : def.kind;
+  // Karmada's ResourceBinding and ClusterResourceBinding share KubeFleet's kind names: the later one is qualified by its group.
+  const first = KINDS.find((k) => k.kind === def.kind && !k.conversion && !k.viewOf);
+  return def.conversion || (first !== undefined && first !== def && !def.viewOf) ? `${def.kind}.${def.group}` : def.kind;
 }
 /** The kinds stored and served with the generic verbs (the review kinds are answered, not stored: their own cases below). */
 const STORED = KINDS.filter((k) => !k.createOnly && !k.viewOf && !aliasVersion(k));
@@ -119,6 +121,8 @@ const FIXTURE: Record<string, string> = {
   ClusterResourceEnvelope: "hcre",
   ResourceEnvelope: "hre",
   CustomResourceDefinition: "hcrds.hostile.example.com",
+  PropagationPolicy: "hpp",
+  ClusterPropagationPolicy: "hcpp",
 };
 const fixtureName = (def: KindDefinition) => FIXTURE[kindName(def)]!;
 const member = (def: KindDefinition) => `${collection(def)}/${fixtureName(def)}`;
@@ -263,6 +267,21 @@ function validFields(def: KindDefinition, name: string): Json {
         },
       };
     }
+    // Karmada's policies, selecting nothing that exists and placing nowhere: the cases change nothing.
+    case "PropagationPolicy":
+      return {
+        spec: {
+          resourceSelectors: [{ apiVersion: "v1", kind: "ConfigMap", name: "absent-for-hostile" }],
+          placement: { clusterAffinity: { clusterNames: ["nowhere"] } },
+        },
+      };
+    case "ClusterPropagationPolicy":
+      return {
+        spec: {
+          resourceSelectors: [{ apiVersion: "v1", kind: "Namespace", name: "absent-for-hostile" }],
+          placement: { clusterAffinity: { clusterNames: ["nowhere"] } },
+        },
+      };
     default:
       return {};
   }
@@ -1945,6 +1964,99 @@ for (const { path, schema } of fieldsOf(RegisterSchema, [], 3)) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Karmada's policies: what is not built, and Karmada's webhook checks (docs/karmada.md)
+// ---------------------------------------------------------------------------------------------
+
+for (const kind of ["PropagationPolicy", "ClusterPropagationPolicy"]) {
+  const sel = [{ apiVersion: "v1", kind: "ConfigMap", name: "absent-for-hostile", ...(kind === "PropagationPolicy" ? { namespace: NS } : {}) }];
+  const karmadaCases: [string, Json, string][] = [
+    ["replicaScheduling {} (Divided by default)", { placement: { replicaScheduling: {} } }, "spec.placement.replicaScheduling.replicaSchedulingType"],
+    [
+      "replicaScheduling Divided",
+      { placement: { replicaScheduling: { replicaSchedulingType: "Divided" } } },
+      "spec.placement.replicaScheduling.replicaSchedulingType",
+    ],
+    [
+      "static weights",
+      { placement: { replicaScheduling: { replicaSchedulingType: "Duplicated", weightPreference: { dynamicWeight: "AvailableReplicas" } } } },
+      "spec.placement.replicaScheduling.weightPreference",
+    ],
+    ["clusterAffinities", { placement: { clusterAffinities: [{ affinityName: "a" }] } }, "spec.placement.clusterAffinities"],
+    [
+      "spreadByField zone",
+      { placement: { spreadConstraints: [{ spreadByField: "cluster" }, { spreadByField: "zone" }] } },
+      "spec.placement.spreadConstraints[1].spreadByField",
+    ],
+    ["spreadByLabel", { placement: { spreadConstraints: [{ spreadByLabel: "rack" }] } }, "spec.placement.spreadConstraints[0].spreadByLabel"],
+    ["propagateDeps", { propagateDeps: true }, "spec.propagateDeps"],
+    ["association", { association: true }, "spec.association"],
+    ["failover", { failover: { application: { decisionConditions: { tolerationSeconds: 10 } } } }, "spec.failover"],
+    ["conflictResolution Overwrite", { conflictResolution: "Overwrite" }, "spec.conflictResolution"],
+    ["dependentOverrides", { dependentOverrides: ["o"] }, "spec.dependentOverrides"],
+    ["activationPreference Lazy", { activationPreference: "Lazy" }, "spec.activationPreference"],
+    ["suspension", { suspension: { dispatching: true } }, "spec.suspension"],
+    ["schedulePriority", { schedulePriority: { priorityClassSource: "KubePriorityClass", priorityClassName: "p" } }, "spec.schedulePriority"],
+    ["workloadAffinity", { placement: { workloadAffinity: { antiAffinity: { groupByLabelKey: "app" } } } }, "spec.placement.workloadAffinity"],
+    ["another scheduler", { schedulerName: "other" }, "spec.schedulerName"],
+    [
+      "a fieldSelector key other than provider/region/zone",
+      { placement: { clusterAffinity: { fieldSelector: { matchExpressions: [{ key: "os", operator: "In", values: ["linux"] }] } } } },
+      "spec.placement.clusterAffinity.fieldSelector",
+    ],
+    [
+      "a fieldSelector operator Exists",
+      { placement: { clusterAffinity: { fieldSelector: { matchExpressions: [{ key: "region", operator: "Exists" }] } } } },
+      "spec.placement.clusterAffinity.fieldSelector",
+    ],
+    [
+      "a toleration operator Gt",
+      { placement: { clusterTolerations: [{ key: "k", operator: "Gt", value: "1" }] } },
+      "spec.placement.clusterTolerations[0].operator",
+    ],
+    ["maxGroups below minGroups", { placement: { spreadConstraints: [{ maxGroups: 1, minGroups: 3 }] } }, "spec.placement.spreadConstraints[0]"],
+    [
+      "preemption Always with an unnamed selector",
+      { preemption: "Always", resourceSelectors: [{ apiVersion: "v1", kind: "ConfigMap", ...(kind === "PropagationPolicy" ? { namespace: NS } : {}) }] },
+      "spec.resourceSelectors[0].name",
+    ],
+  ];
+  if (kind === "PropagationPolicy")
+    karmadaCases.push([
+      "a selector of another namespace",
+      { resourceSelectors: [{ apiVersion: "v1", kind: "ConfigMap", namespace: "elsewhere" }] },
+      "spec.resourceSelectors[0].namespace",
+    ]);
+  for (const [label, spec, field] of karmadaCases) {
+    const def = byKind(kind);
+    add({
+      name: `${kind}: karmada ${label}`,
+      method: "POST",
+      path: collection(def),
+      body: () => {
+        const v = valid(def, freshName());
+        return { ...v, spec: { ...(v.spec as Json), resourceSelectors: sel, ...spec } };
+      },
+      status: 422,
+      reason: "Invalid",
+      field,
+    });
+  }
+  add({
+    name: `${kind}: karmada permanent-id label changed`,
+    method: "PATCH",
+    path: () => member(byKind(kind)),
+    body: {
+      metadata: {
+        labels: { [kind === "PropagationPolicy" ? "propagationpolicy.karmada.io/permanent-id" : "clusterpropagationpolicy.karmada.io/permanent-id"]: "mine" },
+      },
+    },
+    opts: { contentType: MERGE },
+    status: 422,
+    reason: "Invalid",
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
 // The webhook endpoint
 // ---------------------------------------------------------------------------------------------
 
@@ -2091,6 +2203,8 @@ beforeAll(async () => {
     "ClusterResourcePlacement",
     "ResourcePlacement",
     "CustomResourceDefinition",
+    "PropagationPolicy",
+    "ClusterPropagationPolicy",
   ]) {
     const def = byKind(kind);
     await must(call("POST", collection(def), valid(def, fixtureName(def))), 201);
