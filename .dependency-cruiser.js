@@ -86,7 +86,7 @@ const LAYERS = [
     // storage, the metrics' counting.
     name: "controllers",
     path: [
-      "^src/(placement|scheduling|work|addons|policy|gc|namespaces|events|clusterprofile|fleet)/",
+      "^src/(placement|scheduling|work|addons|policy|gc|namespaces|events|clusterprofile|fleet|overrides)/",
       // Admission above the store (src/admission/store.ts `admittedStoreOf`: NamespaceLifecycle
       // around each kind's store), which routes, controllers and objects write through.
       "^src/admission/",

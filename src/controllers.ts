@@ -37,6 +37,7 @@ import { schedulingHook } from "./placement/controller.ts";
 import { replicaSetHook } from "./work/replicaset.ts";
 import { placementHook } from "./fleet/controller.ts";
 import { karmadaHook } from "./fleet/karmada/controller.ts";
+import { overrideHook } from "./overrides/snapshots.ts";
 import { deleteExpiredWork, workDeletingHook, workTtlHook } from "./work/deletion.ts";
 import { clusterNamespaceHook, deliveryHook } from "./work/controller.ts";
 import { garbageCollectorHook } from "./gc/controller.ts";
@@ -146,6 +147,13 @@ export const CONTROLLERS: readonly Controller[] = [
       "a PropagationPolicy or ClusterPropagationPolicy written; an object its selectors may select or its claim names; a ManagedCluster's labels, provider/region/zone, taints, acceptance or deletion; its works' status or deletion",
     runsIn: "ReplicaSetObject",
     hook: hook(karmadaHook),
+  },
+  {
+    name: overrideHook.name,
+    wakes:
+      "a ClusterResourceOverride or ResourceOverride created, its spec changed, its deletion started or removed: its snapshots, then the placements it may concern",
+    runsIn: "writer",
+    hook: hook(overrideHook),
   },
   {
     name: workDeletingHook.name,

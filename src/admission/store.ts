@@ -2,7 +2,8 @@
  * Admission above the store, as kube-apiserver runs its admission chain in the handler before
  * `registry.Store` (`k8s.io/apiserver/pkg/endpoints/handlers/create.go`), never inside storage:
  * the store of a kind (src/store/store.ts `storeOf`) with NamespaceLifecycle before every create
- * or apply of a namespaced kind (src/namespaces/lifecycle.ts). Routes and controllers read and
+ * or apply of a namespaced kind (src/namespaces/lifecycle.ts), and KubeFleet's overrides' webhook
+ * checks against the other overrides ({@link overrideAdmitted}). Routes and controllers read and
  * write objects through {@link admittedStoreOf}; only writers that are admitted already (the
  * cluster's Durable Object, the scheduler's commits) use the store's door directly.
  */
@@ -10,6 +11,8 @@ import type { KindDefinition } from "../k8s/kind.ts";
 import type { Env } from "../env.ts";
 import { storeOf, type Store } from "../store/store.ts";
 import { admitNamespace, admitsNamespace } from "../namespaces/lifecycle.ts";
+import { FLEET_GROUP } from "../kinds/fleet.ts";
+import { OVERRIDE_SIBLINGS_EXTRA } from "../kinds/fleet-override.ts";
 
 /**
  * `store` with NamespaceLifecycle before its writes: a create (or apply) of a namespaced kind in
@@ -33,10 +36,31 @@ export function namespaceAdmitted(env: Env, store: Store): Store {
 }
 
 /**
+ * `store` of KubeFleet's ClusterResourceOverrides or ResourceOverrides with the other overrides
+ * listed before a create, update or patch of the object (not of a subresource), as KubeFleet's
+ * validating webhooks list them with an uncached client: they go in the write's extras
+ * (`OVERRIDE_SIBLINGS_EXTRA`), where the kind's last write step checks the object about to be
+ * stored against them (src/kinds/fleet-override.ts `overrideFinalize`: one override per selected
+ * object, at most 100). Other kinds' stores are returned as they are.
+ */
+export function overrideAdmitted(store: Store): Store {
+  const def = store.def;
+  if (def.group !== FLEET_GROUP || (def.kind !== "ClusterResourceOverride" && def.kind !== "ResourceOverride")) return store;
+  return {
+    ...store,
+    async write(namespace, name, req, opts) {
+      if (req.verb === "delete" || ((req.verb === "update" || req.verb === "patch") && req.subresource)) return store.write(namespace, name, req, opts);
+      const siblings = (await store.list(def.namespaced ? namespace : undefined)).items;
+      return store.write(namespace, name, req, { ...opts, extras: { ...opts?.extras, [OVERRIDE_SIBLINGS_EXTRA]: siblings } });
+    },
+  };
+}
+
+/**
  * The store of kind `def` (its backend chosen by `def.storage`, converted for a kind served from
  * another kind's objects) with admission before its writes (see the module comment): the door
  * through which routes and controllers reach objects.
  */
 export function admittedStoreOf(env: Env, def: KindDefinition): Store {
-  return storeOf(env, def, (store) => namespaceAdmitted(env, store));
+  return storeOf(env, def, (store) => namespaceAdmitted(env, overrideAdmitted(store)));
 }

@@ -1023,8 +1023,8 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
       { verbs: WRITE, apiGroups: [FLOTILLA], resources: ["webhookreceivers"] },
       { verbs: WRITE, apiGroups: [OCM_POLICY], resources: ["placementbindings", "policies", "policysets"] },
       { verbs: WRITE, apiGroups: [OCM_ADDON], resources: ["addondeploymentconfigs", "managedclusteraddons"] },
-      // KubeFleet's namespaced placement and envelope (docs/kubefleet.md); its snapshots and bindings are the controller's.
-      { verbs: WRITE, apiGroups: [FLEET_PLACEMENT], resources: ["resourceenvelopes", "resourceplacements"] },
+      // KubeFleet's namespaced placement, envelope and override (docs/kubefleet.md, docs/overrides.md); snapshots and bindings are the controller's.
+      { verbs: WRITE, apiGroups: [FLEET_PLACEMENT], resources: ["resourceenvelopes", "resourceoverrides", "resourceplacements"] },
       // Karmada's namespaced policy (docs/karmada.md); its ResourceBindings are the controller's.
       { verbs: WRITE, apiGroups: [KARMADA_POLICY], resources: ["propagationpolicies"] },
     ],
@@ -1094,6 +1094,8 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
           "resourcebindings",
           "resourcebindings/status",
           "resourceenvelopes",
+          "resourceoverrides",
+          "resourceoverridesnapshots",
           "resourceplacements",
           "resourceplacements/status",
           "resourcesnapshots",

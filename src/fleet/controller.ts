@@ -6,7 +6,8 @@
  * snapshots (a new index when the selection's hash or the policy changed; at most
  * `revisionHistoryLimit` of each), schedules it onto the ManagedClusters (src/fleet/schedule.ts,
  * only when the policy, the selection's first run or the clusters' membership calls for it),
- * writes one binding per picked cluster, rolls the rendered works (src/fleet/render.ts) out over
+ * writes one binding per picked cluster, rolls the rendered works (src/fleet/render.ts; each
+ * cluster's objects through its overrides, src/fleet/overrides.ts and docs/overrides.md) out over
  * the clusters by KubeFleet's rolling update (src/fleet/rollout.ts), and writes the placement's
  * status from the works' status the agents report (src/fleet/status.ts), recording KubeFleet's
  * events when a condition turns True. Deleting the placement deletes its works and bindings
@@ -16,8 +17,9 @@
  * started: run before the write returns); a change of an object its selectors may select (the
  * placements are listed and matched against the object, never the fleet's objects); a
  * ManagedCluster change that may add it a cluster or take one away (matched against each
- * placement's spec and current clusters, from that one cluster alone); a status report or deletion
- * of one of its works. The latter three are notifications: runs shortly after, coalesced.
+ * placement's spec and current clusters, from that one cluster alone), or relabels one it has
+ * (overrides read labels); a new override snapshot (src/overrides/snapshots.ts); a status report or deletion
+ * of one of its works. All but its own write are notifications: runs shortly after, coalesced.
  */
 import { canonicalJson as canonical } from "../k8s/canonical-json.ts";
 import { racing } from "../k8s/racing.ts";
@@ -64,8 +66,10 @@ import type { AfterCommitHook, Change } from "../store/hooks.ts";
 import type { ManyWrite } from "../store/types.ts";
 import { recordEvents } from "../events/record.ts";
 import { identifierOf, isKindDisabled, selectResources, SelectionError, stripForDispatch, type Selected, type SelectionSource } from "./select.ts";
-import { memberClusterOf, schedulePlacement, termMatches, untoleratedTaint, type ClusterDecision } from "./schedule.ts";
-import { guessPlural, renderWorks, workName, type Manifest, type RenderedWork } from "./render.ts";
+import { memberClusterOf, schedulePlacement, termMatches, untoleratedTaint, type ClusterDecision, type MemberCluster } from "./schedule.ts";
+import { guessPlural, workName, type Manifest, type RenderedWork } from "./render.ts";
+import { carriesRender, clusterRenderer, storedSpecJson, type ClusterRender } from "./overrides.ts";
+import { placementOverrides } from "./override-snapshots.ts";
 import { rolloutStep, type RolloutCluster } from "./rollout.ts";
 import { perClusterStatus, placementConditions, TRUE_EVENTS, CHAIN, type PerClusterStatus } from "./status.ts";
 import type { WorkCondition } from "../work/rollout.ts";
@@ -485,9 +489,15 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
     }
   }
 
-  // 4. Rollout of the rendered works.
-  const rendered = renderWorks(base, manifests, spec.strategy);
-  const renderedJson = rendered.map((r) => canonical(r.spec));
+  // 4. Rollout of the rendered works, each cluster's objects through its overrides (src/fleet/overrides.ts).
+  const renderFor = clusterRenderer(base, manifests, spec.strategy, await placementOverrides(env, ref, manifests));
+  const memberOf = new Map<string, MemberCluster>(clusters.map((c) => [c.name, c]));
+  const renders = new Map<string, ClusterRender>();
+  const renderOf = (c: string): ClusterRender => {
+    let r = renders.get(c);
+    if (!r) renders.set(c, (r = renderFor(memberOf.get(c) ?? { name: c, labels: {} })));
+    return r;
+  };
   const works = await worksOf(env, ref);
   const gone = new Set(clusters.filter((c) => c.leaving).map((c) => c.name));
   const known = new Set(clusters.map((c) => c.name));
@@ -496,13 +506,15 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
   for (const c of names) {
     const ws = works.get(c);
     const first = ws?.find((w) => w.metadata.name === workName(base, 0)) ?? ws?.[0];
+    // Current: the latest snapshot, and (picked) exactly the objects its overrides render for the cluster.
+    const current = first?.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL] === resourceIndex && (!picked.has(c) || carriesRender(base, ws!, renderOf(c)));
     rolloutClusters.push({
       name: c,
       picked: picked.has(c),
       ...(first
         ? {
             work: {
-              current: first.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL] === resourceIndex,
+              current,
               generation: first.metadata.generation ?? 1,
               conditions: (first.status?.conditions ?? []) as WorkCondition[],
             },
@@ -518,11 +530,12 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
   for (const c of rolloutClusters) {
     if (!c.picked || !c.work?.current) continue;
     const ws = works.get(c.name) ?? [];
+    const { works: rendered, specJson } = renderOf(c.name);
     const same =
       ws.length === rendered.length &&
       rendered.every((r, i) => {
         const w = ws.find((x) => x.metadata.name === r.name);
-        return w && canonical(w.spec ?? {}) === renderedJson[i] && canonical(pickAnnotations(w, r)) === canonical(r.annotations);
+        return w && storedSpecJson(w) === specJson[i] && canonical(pickAnnotations(w, r)) === canonical(r.annotations);
       });
     if (!same) toRender.add(c.name);
   }
@@ -530,12 +543,15 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
   const writes: ManyWrite[] = [];
   for (const c of toRender) {
     const ws = works.get(c) ?? [];
+    const { works: rendered, specJson: renderedJson, error } = renderOf(c);
+    // An override that failed for the cluster: its works stay as they are (never half-applied).
+    if (error !== undefined) continue;
     rendered.forEach((r: RenderedWork, i) => {
       const w = ws.find((x) => x.metadata.name === r.name);
       if (w && w.metadata.deletionTimestamp) return;
       if (
         w &&
-        canonical(w.spec ?? {}) === renderedJson[i] &&
+        storedSpecJson(w) === renderedJson[i] &&
         w.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL] === resourceIndex &&
         canonical(pickAnnotations(w, r)) === canonical(r.annotations)
       )
@@ -587,23 +603,45 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
   const policySnapshotName = policySnapshot.metadata.name;
   for (const [cluster, d] of [...picked].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     const ws = (works.get(cluster) ?? []).filter((w) => !w.metadata.deletionTimestamp);
-    const isCurrent = ws.length > 0 && ws.every((w) => w.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL] === resourceIndex) && !blocked.has(cluster);
+    const r = renderOf(cluster);
+    const failed = r.error !== undefined;
+    const isCurrent = ws.length > 0 && ws.every((w) => w.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL] === resourceIndex) && !blocked.has(cluster) && !failed;
+    const b = bindingOf.get(cluster);
+    // The override snapshots pinned in the binding: the latest where the cluster was rendered (or failed to be), the binding's own while held back.
+    const pinned = blocked.has(cluster)
+      ? {
+          clusterResourceOverrideSnapshots: (b?.spec as { clusterResourceOverrideSnapshots?: string[] } | undefined)?.clusterResourceOverrideSnapshots ?? [],
+          resourceOverrideSnapshots:
+            (b?.spec as { resourceOverrideSnapshots?: { name: string; namespace: string }[] } | undefined)?.resourceOverrideSnapshots ?? [],
+        }
+      : { clusterResourceOverrideSnapshots: r.clusterResourceOverrides, resourceOverrideSnapshots: r.resourceOverrides };
     const pcs = perClusterStatus(
-      { cluster, reason: d.reason, works: isCurrent ? ws : [], current: blocked.has(cluster) ? false : rendered.length === 0 || isCurrent ? true : null },
+      {
+        cluster,
+        reason: d.reason,
+        works: isCurrent ? ws : [],
+        current: blocked.has(cluster) ? false : (r.works.length === 0 && !failed) || isCurrent || failed ? true : null,
+        overrides: {
+          applied: pinned.clusterResourceOverrideSnapshots.length + pinned.resourceOverrideSnapshots.length > 0,
+          ...(failed ? { error: r.error } : {}),
+        },
+      },
       generation,
       resourceIndex,
     );
+    pcs.applicable = pinned;
     perCluster.push(pcs);
     const workIndex = ws[0]?.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL];
     const bindingSpec = {
-      state: ws.length > 0 || rendered.length === 0 ? "Bound" : "Scheduled",
+      state: ws.length > 0 || r.works.length === 0 ? "Bound" : "Scheduled",
       resourceSnapshotName: workIndex !== undefined ? `${ref.name}-${workIndex}-snapshot` : snapshot.metadata.name,
+      ...(pinned.resourceOverrideSnapshots.length ? { resourceOverrideSnapshots: pinned.resourceOverrideSnapshots } : {}),
+      ...(pinned.clusterResourceOverrideSnapshots.length ? { clusterResourceOverrideSnapshots: pinned.clusterResourceOverrideSnapshots } : {}),
       schedulingPolicySnapshotName: policySnapshotName,
       targetCluster: cluster,
       clusterDecision: d,
       applyStrategy: spec.strategy?.applyStrategy ?? {},
     };
-    const b = bindingOf.get(cluster);
     const name = bindingName(ref, cluster);
     wantStatus.set(name, {
       ...(pcs.failedPlacements ? { failedPlacements: pcs.failedPlacements } : {}),
@@ -667,6 +705,8 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
     ...perCluster.map((p) => ({
       clusterName: p.clusterName,
       observedResourceIndex: p.observedResourceIndex,
+      ...(p.applicable?.resourceOverrideSnapshots.length ? { applicableResourceOverrides: p.applicable.resourceOverrideSnapshots } : {}),
+      ...(p.applicable?.clusterResourceOverrideSnapshots.length ? { applicableClusterResourceOverrides: p.applicable.clusterResourceOverrideSnapshots } : {}),
       ...(p.failedPlacements ? { failedPlacements: p.failedPlacements } : {}),
       ...(p.driftedPlacements ? { driftedPlacements: p.driftedPlacements } : {}),
       conditions: mergeConditions(oldStatuses.get(p.clusterName), p.conditions, now),
@@ -774,7 +814,7 @@ async function writeStatus(env: Env, ref: PlacementRef, placement: KubeObject, s
 export type PlacementOwed =
   | { namespace: string; name: string; now?: true }
   | { object: { group: string; kind: string; namespace: string; name: string; labels: (Record<string, string> | null)[] } }
-  | { cluster: string };
+  | { cluster: string; relabeled?: true };
 
 const isPlacementKind = (def: KindDefinition) => def.group === FLEET_GROUP && (def.kind === "ClusterResourcePlacement" || def.kind === "ResourcePlacement");
 
@@ -828,7 +868,9 @@ export function planPlacement(change: Change): PlacementOwed | null {
     return null;
   }
   if (def === ManagedClusterKind) {
-    return deepEqual(schedulingView(before), schedulingView(after)) ? null : { cluster: name };
+    if (deepEqual(schedulingView(before), schedulingView(after))) return null;
+    // A label change re-renders the placements the cluster has (overrides select clusters and read labels by them).
+    return before && after && !deepEqual(before.metadata.labels ?? {}, after.metadata.labels ?? {}) ? { cluster: name, relabeled: true } : { cluster: name };
   }
   if (isKindDisabled(def) || def.conversion) return null;
   const labelsOf = (o: KubeObject | null) => (o ? (o.metadata.labels ?? {}) : null);
@@ -885,14 +927,17 @@ export function mayMatch(
   return false;
 }
 
-/** Whether a change of ManagedCluster `mc` (null: removed) may change a placement's clusters (from that one cluster alone). */
-export function clusterMayMatter(placement: KubeObject, clusterName: string, mc: KubeObject | null): boolean {
+/**
+ * Whether a change of ManagedCluster `mc` (null: removed) may change a placement's clusters (from
+ * that one cluster alone), or, `relabeled`, what its overrides render for a cluster it has.
+ */
+export function clusterMayMatter(placement: KubeObject, clusterName: string, mc: KubeObject | null, relabeled = false): boolean {
   const spec = (placement.spec ?? {}) as PlacementSpec;
   const policy: PlacementPolicy = spec.policy ?? { placementType: "PickAll" };
   const has = ((placement.status?.placementStatuses ?? []) as { clusterName?: string }[]).some((s) => s.clusterName === clusterName);
   if (!mc) return has;
   const m = memberClusterOf(mc);
-  if (has) return m.leaving;
+  if (has) return m.leaving || relabeled;
   if (!m.eligible) return false;
   if (policy.placementType === "PickFixed") return (policy.clusterNames ?? []).includes(clusterName);
   const terms = policy.affinity?.clusterAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.clusterSelectorTerms ?? [];
@@ -926,7 +971,7 @@ async function placementsFor(env: Env, owed: Exclude<PlacementOwed, { namespace:
     const hit =
       "object" in owed
         ? mayMatch((p.spec ?? {}) as PlacementSpec, isCRP, owed.object, byLabel(p) ? await namespaceLabels() : undefined)
-        : clusterMayMatter(p, owed.cluster, mc === undefined ? null : mc);
+        : clusterMayMatter(p, owed.cluster, mc === undefined ? null : mc, owed.relabeled === true);
     if (hit) out.push({ namespace: p.metadata.namespace ?? "", name: p.metadata.name });
   }
   return out;
@@ -947,6 +992,16 @@ async function reconcileNow(env: Env, ref: PlacementRef): Promise<void> {
     console.error(`placement ${trackingValue(ref)}: could not run it; asking for a later run`, e);
     await reconcileSoon(env, ref);
   }
+}
+
+/**
+ * Asks for a run of each placement of `refs` shortly after (notifications, coalesced in its
+ * object): what an override's change owes the placements it may concern (src/overrides/snapshots.ts).
+ * A failed notification is logged (the next change or report runs the placement).
+ */
+export async function notifyPlacements(env: Env, refs: readonly PlacementRef[]): Promise<void> {
+  const results = await Promise.allSettled(refs.map((r) => reconcileSoon(env, r)));
+  for (const r of results) if (r.status === "rejected") console.error("placement notification failed", r.reason);
 }
 
 async function reconcileSoon(env: Env, ref: PlacementRef): Promise<void> {

@@ -1,7 +1,9 @@
 /**
  * A placement's status as KubeFleet reports it (kubefleet-dev/kubefleet
  * `pkg/controllers/placement/placement_status.go`, `pkg/utils/condition`): per cluster the
- * conditions Scheduled, RolloutStarted, Overridden, WorkSynchronized, Applied and Available (each
+ * conditions Scheduled, RolloutStarted, Overridden (NoOverrideSpecified, OverriddenSucceeded, or
+ * OverriddenFailed with the override's error: `pkg/controllers/workgenerator/controller.go`),
+ * WorkSynchronized, Applied and Available (each
  * evaluated only once the one before is True; the first Unknown or False stops the chain),
  * `failedPlacements` and `driftedPlacements` from the works' per-manifest conditions the agents
  * report (docs/kubefleet.md "What the agent reports back"); and the placement's own conditions,
@@ -28,7 +30,7 @@ const PER_CLUSTER: Record<ChainType, Record<Status, [string, string]>> = {
   },
   Overridden: {
     True: ["NoOverrideSpecified", "No override rules are configured for the selected resources"],
-    False: ["OverriddenFailed", "Failed to override resources"],
+    False: ["OverriddenFailed", "Failed to apply the override rules on the resources: %s"],
     Unknown: ["OverriddenPending", "In the process of overriding the selected resources if there is any override defined"],
   },
   WorkSynchronized: {
@@ -55,6 +57,7 @@ const PLACEMENT_LEVEL: Record<ChainType, Record<Status, [string, (n: number) => 
     Unknown: ["RolloutStartedUnknown", (n) => `There are still ${n} cluster(s) in the process of deciding whether to roll out the latest resources or not`],
   },
   Overridden: {
+    // With overrides applied in some cluster: OVERRIDDEN_SUCCEEDED (KubeFleet's `setPlacementConditions`).
     True: ["NoOverrideSpecified", () => "No override rules are configured for the selected resources"],
     False: ["OverriddenFailed", (n) => `Failed to override resources in ${n} cluster(s)`],
     Unknown: [
@@ -79,6 +82,13 @@ const PLACEMENT_LEVEL: Record<ChainType, Record<Status, [string, (n: number) => 
   },
 };
 
+/** The Overridden condition True where overrides applied: per cluster (the binding's) and for the placement. */
+const OVERRIDDEN_SUCCEEDED = {
+  reason: "OverriddenSucceeded",
+  perCluster: "Successfully applied the override rules on the resources",
+  placement: (n: number) => `The selected resources are successfully overridden in ${n} cluster(s)`,
+};
+
 /** KubeFleet's event of a placement condition turning True (`EventReasonForTrue`, `EventMessageForTrue`). */
 export const TRUE_EVENTS: Record<ChainType, [string, string]> = {
   RolloutStarted: ["PlacementRolloutStarted", "Started rolling out the latest resources"],
@@ -97,6 +107,8 @@ export interface ClusterWorks {
   works: KubeObject[];
   /** Its works carry the latest snapshot and strategy (RolloutStarted True); false: blocked by the rollout; null: no decision yet. */
   current: boolean | null;
+  /** Its overrides (src/fleet/overrides.ts): whether any applies, and why they failed (Overridden False). */
+  overrides?: { applied: boolean; error?: string };
 }
 
 /** One cluster's `placementStatuses[]` entry. */
@@ -108,6 +120,10 @@ export interface PerClusterStatus {
   conditions: NewCondition[];
   /** The status of each chain type set (for the placement's summary). */
   chain: Partial<Record<ChainType, Status>>;
+  /** Overrides apply in the cluster (the placement's Overridden True says OverriddenSucceeded then). */
+  overridden?: boolean;
+  /** The override snapshots pinned in the cluster's binding (the status' `applicable*Overrides`), set by the controller. */
+  applicable?: { clusterResourceOverrideSnapshots: string[]; resourceOverrideSnapshots: { name: string; namespace: string }[] };
 }
 
 const condAt = (w: KubeObject, type: string): WorkCondition | undefined =>
@@ -181,7 +197,7 @@ export function perClusterStatus(c: ClusterWorks, generation: number, index: str
   const out: PerClusterStatus = { clusterName: c.cluster, observedResourceIndex: index, conditions, chain };
   const set = (type: ChainType, status: Status, what = "") => {
     const [reason, message] = PER_CLUSTER[type][status];
-    conditions.push({ type, status, reason, message: message.replace("%s", what), observedGeneration: generation });
+    conditions.push({ type, status, reason, message: message.replace("%s", () => what), observedGeneration: generation });
     chain[type] = status;
   };
   if (c.current === null) {
@@ -193,7 +209,21 @@ export function perClusterStatus(c: ClusterWorks, generation: number, index: str
     return out;
   }
   set("RolloutStarted", "True");
-  set("Overridden", "True");
+  if (c.overrides?.applied) out.overridden = true;
+  if (c.overrides?.error !== undefined) {
+    set("Overridden", "False", c.overrides.error);
+    return out;
+  }
+  if (c.overrides?.applied) {
+    conditions.push({
+      type: "Overridden",
+      status: "True",
+      reason: OVERRIDDEN_SUCCEEDED.reason,
+      message: OVERRIDDEN_SUCCEEDED.perCluster,
+      observedGeneration: generation,
+    });
+    chain.Overridden = "True";
+  } else set("Overridden", "True");
   if (c.works.length === 0) {
     set("WorkSynchronized", "Unknown");
     return out;
@@ -248,7 +278,15 @@ export function placementConditions(
     const status: Status = unknown > 0 ? "Unknown" : count("False") > 0 ? "False" : "True";
     const n = status === "Unknown" ? unknown : count(status);
     const [reason, message] = PLACEMENT_LEVEL[type][status];
-    out.push({ type: `${prefix}${type}`, status, reason, message: message(n), observedGeneration: generation });
+    if (type === "Overridden" && status === "True" && clusters.some((c) => c.overridden))
+      out.push({
+        type: `${prefix}${type}`,
+        status,
+        reason: OVERRIDDEN_SUCCEEDED.reason,
+        message: OVERRIDDEN_SUCCEEDED.placement(n),
+        observedGeneration: generation,
+      });
+    else out.push({ type: `${prefix}${type}`, status, reason, message: message(n), observedGeneration: generation });
     if (status !== "True") break;
   }
   return out;

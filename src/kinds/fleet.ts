@@ -65,7 +65,8 @@ export const RP_CLEANUP_FINALIZER = `${FLEET_PREFIX}rp-cleanup`;
 
 const IntOrPercent = z.union([z.number().int(), z.string().regex(/^((100|[0-9]{1,2})%|[0-9]+)$/, "must match ^((100|[0-9]{1,2})%|[0-9]+)$")]);
 
-const ResourceSelectorTermSchema = z.strictObject({
+/** KubeFleet's `ResourceSelectorTerm` (also a ClusterResourceOverride's selector). */
+export const ResourceSelectorTermSchema = z.strictObject({
   group: z.string().describe("Group name of the selected resource; the empty string for the core API group (e.g. namespaces)."),
   version: z.string().describe("Version of the selected resource."),
   kind: z.string().describe("Kind of the selected resource. A Namespace selects its content too, as `selectionScope` says (ClusterResourcePlacement only)."),
@@ -84,7 +85,8 @@ const PropertySelectorRequirementSchema = z.strictObject({
   values: z.array(z.string()),
 });
 
-const ClusterSelectorTermSchema = z.strictObject({
+/** KubeFleet's `ClusterSelectorTerm` (also an override rule's). */
+export const ClusterSelectorTermSchema = z.strictObject({
   labelSelector: LabelSelectorSchema.optional(),
   propertySelector: z.strictObject({ matchExpressions: z.array(PropertySelectorRequirementSchema) }).optional(),
   // Its sortOrder is checked by KubeFleet's webhook ("invalid property sort order ...").
@@ -364,7 +366,7 @@ export function placementKinds(lookup: KindLookup): PlacementKinds {
 }
 
 /** A kind written by the placement controller, read-only to users, in v1beta1 and v1 (same fields). */
-function systemKind(kind: string, plural: string, shortName: string, namespaced: boolean, spec: z.ZodType, status: z.ZodType, columns: PrinterColumn[]) {
+export function systemKind(kind: string, plural: string, shortName: string, namespaced: boolean, spec: z.ZodType, status: z.ZodType, columns: PrinterColumn[]) {
   const v1beta1: KindDefinition = {
     group: FLEET_GROUP,
     version: "v1beta1",

@@ -49,6 +49,7 @@ import { LeaseKind } from "./lease.ts";
 import { BUILTIN_KINDS } from "./builtin/index.ts";
 import { FLEET_SYSTEM_KINDS, placementKinds } from "./fleet.ts";
 import { KARMADA_KINDS } from "./karmada.ts";
+import { FLEET_OVERRIDE_KINDS } from "./fleet-override.ts";
 
 /**
  * KubeFleet's ClusterResourcePlacement and ResourcePlacement (v1 first, the preferred version, then
@@ -101,6 +102,7 @@ export const KINDS: KindDefinition[] = [
   FLEET_PLACEMENT_KINDS.rpV1,
   FLEET_PLACEMENT_KINDS.rp,
   ...FLEET_SYSTEM_KINDS,
+  ...FLEET_OVERRIDE_KINDS,
   CustomResourceDefinitionKind,
   ...KARMADA_KINDS,
 ];

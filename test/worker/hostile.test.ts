@@ -123,6 +123,8 @@ const FIXTURE: Record<string, string> = {
   CustomResourceDefinition: "hcrds.hostile.example.com",
   PropagationPolicy: "hpp",
   ClusterPropagationPolicy: "hcpp",
+  ClusterResourceOverride: "hcro",
+  ResourceOverride: "hro",
 };
 const fixtureName = (def: KindDefinition) => FIXTURE[kindName(def)]!;
 const member = (def: KindDefinition) => `${collection(def)}/${fixtureName(def)}`;
@@ -280,6 +282,25 @@ function validFields(def: KindDefinition, name: string): Json {
         spec: {
           resourceSelectors: [{ apiVersion: "v1", kind: "Namespace", name: "absent-for-hostile" }],
           placement: { clusterAffinity: { clusterNames: ["nowhere"] } },
+        },
+      };
+    // KubeFleet's overrides, each selecting an object of its own name (one override per object).
+    case "ClusterResourceOverride":
+      return {
+        spec: {
+          clusterResourceSelectors: [{ group: RBAC_GROUP, version: "v1", kind: "ClusterRole", name: `${name}-role` }],
+          policy: {
+            overrideRules: [{ clusterSelector: { clusterSelectorTerms: [] }, jsonPatchOverrides: [{ op: "add", path: "/metadata/labels/h", value: "h" }] }],
+          },
+        },
+      };
+    case "ResourceOverride":
+      return {
+        spec: {
+          resourceSelectors: [{ group: "apps", version: "v1", kind: "Deployment", name: `${name}-app` }],
+          policy: {
+            overrideRules: [{ clusterSelector: { clusterSelectorTerms: [] }, jsonPatchOverrides: [{ op: "add", path: "/metadata/labels/h", value: "h" }] }],
+          },
         },
       };
     default:
@@ -2205,6 +2226,8 @@ beforeAll(async () => {
     "CustomResourceDefinition",
     "PropagationPolicy",
     "ClusterPropagationPolicy",
+    "ClusterResourceOverride",
+    "ResourceOverride",
   ]) {
     const def = byKind(kind);
     await must(call("POST", collection(def), valid(def, fixtureName(def))), 201);

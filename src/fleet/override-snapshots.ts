@@ -1,0 +1,48 @@
+/**
+ * The overrides of a placement (docs/overrides.md): the latest ClusterResourceOverrideSnapshots
+ * and ResourceOverrideSnapshots (one query per kind, through the label index on
+ * `kubernetes-fleet.io/is-latest-snapshot`) that concern the placement's selected objects, as
+ * KubeFleet's `FetchAllMatchingOverridesForResourceSnapshot` picks them (src/overrides/kubefleet.ts),
+ * compiled for its clusters.
+ */
+import type { KubeObject } from "../k8s/meta.ts";
+import { IS_LATEST_SNAPSHOT_LABEL } from "../kinds/fleet.ts";
+import {
+  ClusterResourceOverrideSnapshotKind,
+  ResourceOverrideSnapshotKind,
+  type ClusterResourceOverrideSpec,
+  type ResourceOverrideSpec,
+} from "../kinds/fleet-override.ts";
+import type { Env } from "../env.ts";
+import { admittedStoreOf } from "../admission/store.ts";
+import { compileKubeFleetOverrides, overridesForPlacement, type KubeFleetOverrides, type PlacementKey } from "../overrides/kubefleet.ts";
+import type { Manifest } from "./render.ts";
+
+const latest = {
+  index: { key: IS_LATEST_SNAPSHOT_LABEL, values: ["true"] },
+  filter: (o: KubeObject) => o.metadata.labels?.[IS_LATEST_SNAPSHOT_LABEL] === "true",
+};
+
+/**
+ * The overrides of `placement` for its `manifests` (the selected objects, envelopes opened),
+ * compiled for its clusters.
+ * @throws errors of D1
+ */
+export async function placementOverrides(env: Env, placement: PlacementKey, manifests: readonly Manifest[]): Promise<KubeFleetOverrides> {
+  const objects = manifests.map((m) => m.object);
+  const namespaces = new Set(objects.map((o) => o.metadata.namespace).filter((n): n is string => !!n));
+  const [cros, ros] = await Promise.all([
+    admittedStoreOf(env, ClusterResourceOverrideSnapshotKind).listPage(undefined, latest),
+    namespaces.size > 0 ? admittedStoreOf(env, ResourceOverrideSnapshotKind).listPage(undefined, latest) : Promise.resolve({ items: [] as KubeObject[] }),
+  ]);
+  const specOf = <T>(o: KubeObject) => (o.spec as { overrideSpec: T }).overrideSpec;
+  const picked = overridesForPlacement(
+    placement,
+    objects,
+    cros.items.map((o) => ({ name: o.metadata.name, spec: specOf<ClusterResourceOverrideSpec>(o) })),
+    ros.items
+      .filter((o) => namespaces.has(o.metadata.namespace ?? ""))
+      .map((o) => ({ name: o.metadata.name, namespace: o.metadata.namespace!, spec: specOf<ResourceOverrideSpec>(o) })),
+  );
+  return compileKubeFleetOverrides(picked.cros, picked.ros);
+}

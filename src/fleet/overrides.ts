@@ -1,0 +1,101 @@
+/**
+ * A placement's works per cluster with KubeFleet's overrides applied (docs/overrides.md; the
+ * overrides read by src/fleet/override-snapshots.ts, compiled by src/overrides/kubefleet.ts): a
+ * renderer that gives each cluster its works (src/fleet/render.ts) from its overridden objects,
+ * all or nothing: when an override fails
+ * for one object, the cluster gets no new works and the failure (KubeFleet's message) for its
+ * `Overridden` condition. Clusters for which the overrides render the same (the same matched
+ * rules and variable values, or none) share one rendering, so a fleet of a thousand clusters
+ * renders each distinct outcome once. Pure.
+ */
+import { canonicalJson as canonical } from "../k8s/canonical-json.ts";
+import type { KubeObject } from "../k8s/meta.ts";
+import type { RolloutStrategy } from "../kinds/fleet-validation.ts";
+import type { OverrideCluster } from "../overrides/engine.ts";
+import type { KubeFleetOverrides } from "../overrides/kubefleet.ts";
+import { renderWorks, workName, type Manifest, type RenderedWork } from "./render.ts";
+
+/** One cluster's rendering: its works (none when every object is deleted there), or the override's failure. */
+export interface ClusterRender {
+  /** The works to place (empty on failure). */
+  works: RenderedWork[];
+  /** Canonical JSON of each work's spec (for comparison with the stored works). */
+  specJson: string[];
+  /** Canonical JSON of the cluster's objects, in order (what the works carry, whatever their chunks). */
+  manifestsJson: string;
+  /** The ClusterResourceOverrideSnapshots that apply to the cluster (KubeFleet's binding list). */
+  clusterResourceOverrides: string[];
+  /** The ResourceOverrideSnapshots that apply to the cluster. */
+  resourceOverrides: { name: string; namespace: string }[];
+  /** Why the overrides failed for the cluster (nothing is rendered then). */
+  error?: string;
+}
+
+/**
+ * The renderer of a placement's works per cluster (`base` as src/fleet/render.ts `renderWorks`):
+ * each cluster's objects through its overrides, then rendered; memoised by the overrides' key.
+ */
+export function clusterRenderer(
+  base: string,
+  manifests: readonly Manifest[],
+  strategy: RolloutStrategy | undefined,
+  overrides: KubeFleetOverrides,
+): (cluster: OverrideCluster) => ClusterRender {
+  const memo = new Map<string, ClusterRender>();
+  const render = (list: readonly Manifest[]) => {
+    const works = renderWorks(base, list, strategy);
+    return { works, specJson: works.map((w) => canonical(w.spec)), manifestsJson: canonical(list.map((m) => m.object)) };
+  };
+  return (cluster) => {
+    const co = overrides.forCluster(cluster);
+    const hit = memo.get(co.key);
+    if (hit) return hit;
+    let out: ClusterRender;
+    if (co.key === "") out = { ...render(manifests), clusterResourceOverrides: [], resourceOverrides: [] };
+    else {
+      const list: Manifest[] = [];
+      let error: string | undefined;
+      for (const m of manifests) {
+        const r = co.apply(m.object);
+        if (!r.ok) {
+          error = r.message;
+          break;
+        }
+        if (r.object) list.push(r.object === m.object ? m : { ...m, object: r.object });
+      }
+      const applicable = { clusterResourceOverrides: co.clusterResourceOverrides, resourceOverrides: co.resourceOverrides };
+      out = error !== undefined ? { works: [], specJson: [], manifestsJson: "", ...applicable, error } : { ...render(list), ...applicable };
+    }
+    memo.set(co.key, out);
+    return out;
+  };
+}
+
+const specJsonCache = new WeakMap<KubeObject, string>();
+
+/** Canonical JSON of a stored work's spec, computed once per object read (a run compares it more than once). */
+export function storedSpecJson(w: KubeObject): string {
+  let j = specJsonCache.get(w);
+  if (j === undefined) specJsonCache.set(w, (j = canonical(w.spec ?? {})));
+  return j;
+}
+
+/** The chunk index of a placement's work named `name` (`<base>-work` 0, `<base>-<i>` i), or -1. */
+function chunkOf(base: string, name: string): number {
+  if (name === workName(base, 0)) return 0;
+  const m = name.startsWith(`${base}-`) ? /^(\d+)$/.exec(name.slice(base.length + 1)) : null;
+  return m ? Number(m[1]) : -1;
+}
+
+/**
+ * Whether a cluster's stored works carry exactly the objects `r` renders (whatever their chunks
+ * and strategy): their specs equal (the quick check), or their manifests in chunk order.
+ */
+export function carriesRender(base: string, works: readonly KubeObject[], r: ClusterRender): boolean {
+  if (r.error !== undefined) return false;
+  if (works.length === r.works.length && r.works.every((rw, i) => works.some((w) => w.metadata.name === rw.name && storedSpecJson(w) === r.specJson[i])))
+    return true;
+  const ordered = [...works].sort((a, b) => chunkOf(base, a.metadata.name) - chunkOf(base, b.metadata.name));
+  const stored = ordered.flatMap((w) => ((w.spec as { workload?: { manifests?: unknown[] } } | undefined)?.workload?.manifests ?? []) as unknown[]);
+  return canonical(stored) === r.manifestsJson;
+}

@@ -1,0 +1,218 @@
+/**
+ * KubeFleet's overrides end to end (docs/overrides.md): real kubectl against a real hub
+ * (`wrangler dev`, HTTPS) with three simulated member clusters run by real agent processes, each
+ * labelled with a region and a size. One Deployment is placed on the three with a
+ * ResourceOverride (the image's registry per region, the replicas from
+ * `${MEMBER-CLUSTER-LABEL-KEY-size}`) and a ClusterResourceOverride (a label on the namespace and
+ * everything in it from `${MEMBER-CLUSTER-LABEL-KEY-region}`): each simulated cluster runs
+ * exactly its rendered object; changing the override for one region rolls out to that region's
+ * clusters only, the other's work untouched.
+ *
+ * (A ClusterResourceOverride selecting the namespace also patches the Namespace object itself,
+ * as KubeFleet's does, so the Deployment's image and replicas come from a ResourceOverride.)
+ */
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { kubectlWith, MC, merge, scratchDir, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+
+const run = promisify(execFile);
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const { dir, file } = scratchDir("flotilla-overrides-");
+const CRP = "/apis/placement.kubernetes-fleet.io/v1/clusterresourceplacements";
+const WORKS = "/apis/work.open-cluster-management.io/v1/manifestworks";
+const MEMBERS = [
+  ["ov-eu-1", "eu", "2"],
+  ["ov-us-1", "us", "3"],
+  ["ov-us-2", "us", "1"],
+] as const;
+
+let hub: Hub;
+let kubeconfig: string;
+const agents: AgentProcess[] = [];
+const { kubectl } = kubectlWith(() => kubeconfig, dir);
+
+beforeAll(async () => {
+  hub = await startHub({ https: true, graceMultiplier: 2 });
+  const { stdout } = await run(
+    process.execPath,
+    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
+    { cwd: root },
+  );
+  kubeconfig = file("kubeconfig", stdout);
+  const token = await createBootstrapToken(hub);
+  for (const [name, region, size] of MEMBERS) {
+    agents.push(startAgent(hub, ["--cluster-name", name, "--bootstrap-token", token, "--simulate-state", path.join(dir, `${name}.json`)]));
+    await waitFor(`${name} to register`, async () => (await admin(hub, "GET", `${MC}/${name}`)).status === 200);
+    expect((await admin(hub, "PATCH", `${MC}/${name}`, { metadata: { labels: { region, size } }, spec: { hubAcceptsClient: true } }, merge)).status).toBe(200);
+  }
+  await waitFor("the members Available", async () => {
+    const items = (await admin(hub, "GET", MC)).body.items as { status?: { conditions?: { type: string; status: string }[] } }[];
+    return items.filter((mc) => mc.status?.conditions?.some((c) => c.type === "ManagedClusterConditionAvailable" && c.status === "True")).length === 3;
+  });
+});
+
+afterAll(async () => {
+  for (const a of agents) await stopAgent(a);
+  await hub?.stop();
+});
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const crp = async (): Promise<any> => (await admin(hub, "GET", `${CRP}/regional`)).body;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const cond = (o: any, type: string) => (o?.status?.conditions ?? []).find((c: { type: string }) => c.type === type);
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const works = async (): Promise<Record<string, any>> =>
+  Object.fromEntries(
+    (
+      (await admin(hub, "GET", `${WORKS}?labelSelector=${encodeURIComponent("kubernetes-fleet.io/parent-CRP=regional")}`)).body.items as {
+        metadata: { namespace: string };
+      }[]
+    ).map((w) => [w.metadata.namespace, w]),
+  );
+
+/** What a simulated cluster runs: the object of `plural` (group `group`) named `name`, from its state file. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function running(cluster: string, group: string, plural: string, name: string): any {
+  try {
+    const state = JSON.parse(readFileSync(path.join(dir, `${cluster}.json`), "utf8")) as {
+      objects: { group: string; plural: string; object: { metadata: { name: string } } }[];
+    };
+    return state.objects.find((o) => o.group === group && o.plural === plural && o.object.metadata.name === name)?.object;
+  } catch {
+    return undefined;
+  }
+}
+const image = (d: { spec: { template: { spec: { containers: { image: string }[] } } } } | undefined) => d?.spec.template.spec.containers[0]?.image;
+
+const roYaml = (usRegistry: string) =>
+  [
+    "apiVersion: placement.kubernetes-fleet.io/v1",
+    "kind: ResourceOverride",
+    "metadata: {name: web, namespace: regional}",
+    "spec:",
+    "  placement: {name: regional}",
+    "  resourceSelectors: [{group: apps, version: v1, kind: Deployment, name: web}]",
+    "  policy:",
+    "    overrideRules:",
+    "    - clusterSelector: {clusterSelectorTerms: [{labelSelector: {matchLabels: {region: eu}}}]}",
+    "      jsonPatchOverrides: [{op: replace, path: /spec/template/spec/containers/0/image, value: 'eu.registry.example/web:1.0'}]",
+    "    - clusterSelector: {clusterSelectorTerms: [{labelSelector: {matchLabels: {region: us}}}]}",
+    `      jsonPatchOverrides: [{op: replace, path: /spec/template/spec/containers/0/image, value: '${usRegistry}/web:1.0'}]`,
+    "    - clusterSelector: {clusterSelectorTerms: []}",
+    "      jsonPatchOverrides: [{op: replace, path: /spec/replicas, value: '${MEMBER-CLUSTER-LABEL-KEY-size}'}]",
+    "",
+  ].join("\n");
+
+describe("KubeFleet overrides with kubectl, wrangler dev and agents", () => {
+  it("runs each cluster's rendered Deployment, and rolls an override change out to the affected clusters only", async () => {
+    const app = file(
+      "app.yaml",
+      [
+        "apiVersion: v1",
+        "kind: Namespace",
+        "metadata: {name: regional}",
+        "---",
+        "apiVersion: apps/v1",
+        "kind: Deployment",
+        "metadata: {name: web, namespace: regional, labels: {app: web}}",
+        "spec:",
+        "  replicas: 1",
+        "  selector: {matchLabels: {app: web}}",
+        "  template:",
+        "    metadata: {labels: {app: web}}",
+        "    spec: {containers: [{name: web, image: 'docker.io/library/web:1.0'}]}",
+        "",
+      ].join("\n"),
+    );
+    expect(await kubectl("apply", "-f", app)).toContain("deployment.apps/web created");
+    expect(await kubectl("apply", "-f", file("ro.yaml", roYaml("us.registry.example")))).toContain(
+      "resourceoverride.placement.kubernetes-fleet.io/web created",
+    );
+    const cro = file(
+      "cro.yaml",
+      [
+        "apiVersion: placement.kubernetes-fleet.io/v1",
+        "kind: ClusterResourceOverride",
+        "metadata: {name: regional-label}",
+        "spec:",
+        "  placement: {name: regional}",
+        "  clusterResourceSelectors: [{group: '', version: v1, kind: Namespace, name: regional}]",
+        "  policy:",
+        "    overrideRules:",
+        "    - clusterSelector: {clusterSelectorTerms: []}",
+        "      jsonPatchOverrides: [{op: add, path: /metadata/labels/fleet-region, value: '${MEMBER-CLUSTER-LABEL-KEY-region}'}]",
+        "",
+      ].join("\n"),
+    );
+    expect(await kubectl("apply", "-f", cro)).toContain("clusterresourceoverride.placement.kubernetes-fleet.io/regional-label created");
+    expect(await kubectl("get", "resourceoverridesnapshots", "-n", "regional", "-o", "name")).toContain("web-0");
+    const placement = file(
+      "crp.yaml",
+      [
+        "apiVersion: placement.kubernetes-fleet.io/v1",
+        "kind: ClusterResourcePlacement",
+        "metadata: {name: regional}",
+        "spec:",
+        "  resourceSelectors: [{group: '', version: v1, kind: Namespace, name: regional}]",
+        "  policy: {placementType: PickAll}",
+        "  strategy:",
+        "    rollingUpdate: {maxUnavailable: 1, unavailablePeriodSeconds: 1}",
+        "",
+      ].join("\n"),
+    );
+    expect(await kubectl("apply", "-f", placement)).toContain("clusterresourceplacement.placement.kubernetes-fleet.io/regional created");
+
+    const want = {
+      "ov-eu-1": ["eu.registry.example/web:1.0", 2],
+      "ov-us-1": ["us.registry.example/web:1.0", 3],
+      "ov-us-2": ["us.registry.example/web:1.0", 1],
+    } as Record<string, [string, number]>;
+    await waitFor(
+      "each cluster runs its rendered Deployment",
+      async () =>
+        MEMBERS.every(([c]) => {
+          const d = running(c, "apps", "deployments", "web");
+          return image(d) === want[c]![0] && d.spec.replicas === want[c]![1];
+        }),
+      60_000,
+    );
+    for (const [c, region] of MEMBERS) {
+      expect(running(c, "", "namespaces", "regional")?.metadata.labels?.["fleet-region"]).toBe(region);
+      expect(running(c, "apps", "deployments", "web")?.metadata.labels?.["fleet-region"]).toBe(region);
+    }
+    await waitFor("the placement Available", async () => cond(await crp(), "ClusterResourcePlacementAvailable")?.status === "True", 30_000);
+    const c = await crp();
+    expect(cond(c, "ClusterResourcePlacementOverridden")).toMatchObject({ status: "True", reason: "OverriddenSucceeded" });
+    expect(c.status.placementStatuses.map((s: { applicableResourceOverrides?: unknown }) => s.applicableResourceOverrides)).toEqual([
+      [{ name: "web-0", namespace: "regional" }],
+      [{ name: "web-0", namespace: "regional" }],
+      [{ name: "web-0", namespace: "regional" }],
+    ]);
+    const before = await works();
+
+    // Change the us registry: only the us clusters' works change; the eu cluster keeps its work and object.
+    expect(await kubectl("apply", "-f", file("ro2.yaml", roYaml("us-mirror.example")))).toContain("configured");
+    await waitFor(
+      "the us clusters run the mirror",
+      async () =>
+        image(running("ov-us-1", "apps", "deployments", "web")) === "us-mirror.example/web:1.0" &&
+        image(running("ov-us-2", "apps", "deployments", "web")) === "us-mirror.example/web:1.0",
+      60_000,
+    );
+    const after = await works();
+    expect(after["ov-eu-1"].metadata.generation).toBe(before["ov-eu-1"].metadata.generation);
+    expect(after["ov-eu-1"].metadata.resourceVersion).toBe(before["ov-eu-1"].metadata.resourceVersion);
+    expect(after["ov-us-1"].metadata.generation).toBe(before["ov-us-1"].metadata.generation + 1);
+    expect(image(running("ov-eu-1", "apps", "deployments", "web"))).toBe("eu.registry.example/web:1.0");
+    expect(running("ov-us-1", "apps", "deployments", "web").spec.replicas).toBe(3);
+    await waitFor("the placement Available again", async () => cond(await crp(), "ClusterResourcePlacementAvailable")?.status === "True", 30_000);
+
+    expect(await kubectl("delete", "crp", "regional")).toContain("deleted");
+    await waitFor("the works gone", async () => Object.keys(await works()).length === 0, 30_000);
+  });
+});
