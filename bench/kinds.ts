@@ -8,22 +8,47 @@
  *    its OpenAPI document in a fresh isolate.
  * 2. `kubectl apply -f` of BENCH_OBJECTS objects (default 500: Deployments, ConfigMaps and
  *    Services in equal parts, over 5 namespaces) to a hub served over HTTPS (`wrangler dev`,
- *    workerd, local D1), client-side apply (kubectl's default: a GET and a POST per object) and
- *    then `--server-side` (one PATCH per object), wall time from this process.
+ *    workerd, local D1), wall time from this process: client-side apply (kubectl's default: a GET
+ *    and a POST per object; kubectl GETs each object twice), the same again (nothing changed: a
+ *    GET per object), `--server-side` of as many new objects (one PATCH each), and `--server-side`
+ *    over the client-side-applied objects (kubectl migrates their managed fields: 4 PATCHes each).
  *
- *   BENCH_OBJECTS   objects applied (default 500)
- *   BENCH_SKIP_HUB  set: only the CPU figures
+ *   The same kubectl runs, step by step in the same minutes, against the benchmarks' no-op
+ *   Worker (bench/noop: `wrangler dev` with the same HTTPS setup, answering 404 to the GET, 201
+ *   echoing the POST, 200 echoing the PATCH, and the hub's own discovery and OpenAPI answers),
+ *   with the ratio hub/no-op: the floor of kubectl, wrangler dev and TLS on this machine. Each
+ *   run's CPU time per object, of the Worker's processes (`wrangler dev` and its workerd, read
+ *   from /proc; the hub's include `npm start`'s supervisor) and of kubectl: what the work costs,
+ *   which a loaded machine's wall time does not show.
+ *
+ *   BENCH_OBJECTS        objects applied (default 500)
+ *   BENCH_SKIP_HUB       set: only the CPU figures
+ *   BENCH_NO_NOOP        set: the hub only
+ *   BENCH_METER=1        the metered hub (bench/meter: the same Worker, counting): each run's
+ *                        Worker requests, D1 calls and Durable Object requests per object
+ *   BENCH_TRACE_SQL=1    with BENCH_METER=1: each run's D1 calls, by statement, per object
+ *   BENCH_REQUEST_TIMES=1  kubectl `-v=6`: its requests by method, their summed and median
+ *                        milliseconds as kubectl timed them
+ *   BENCH_CPU_PROFILE    a file prefix: writes `<prefix>-<run>.cpuprofile`, the hub isolate's CPU
+ *                        profile of each run (bench/cpu-profile.ts)
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { request as httpsRequest } from "node:https";
+import type { AddressInfo } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { createRequire } from "node:module";
 import { stringify } from "yaml";
-import { startHub } from "../scripts/hub-process.ts";
+import { admin, freePort, startHub, type Hub } from "../scripts/hub-process.ts";
 import { printTable } from "./table.ts";
+import { startNoopWorker } from "./noop/start.ts";
+import { startProfiling } from "./cpu-profile.ts";
+import { descendants, procStat } from "../scripts/proc.mjs";
+import type { MeterCounts } from "./meter/counts.ts";
 
 // The hub's modules in their CommonJS form (tsx's require hook): under Node's ESM loader the write
 // path's fast-json-patch (a CommonJS package) has no named exports, as it has in the Worker's bundle.
@@ -38,6 +63,11 @@ const { openAPIV3 } = require("../src/api/openapi/v3.ts") as { openAPIV3: (group
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const OBJECTS = Number(process.env.BENCH_OBJECTS ?? 500);
+const NOOP = !process.env.BENCH_NO_NOOP;
+const METER = process.env.BENCH_METER === "1";
+const REQUEST_TIMES = process.env.BENCH_REQUEST_TIMES === "1";
+const PROFILE = process.env.BENCH_CPU_PROFILE;
+const TRACE_SQL = METER && process.env.BENCH_TRACE_SQL === "1";
 const log = (msg: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`);
 
 const deployment = (name: string, ns?: string) => ({
@@ -96,12 +126,13 @@ function cpuFigures(): string[][] {
   ];
 }
 
-function manifests(n: number): string {
+/** `n` objects (Deployments, ConfigMaps, Services in turn) over 5 namespaces `<prefix>-0` to `<prefix>-4`, as one YAML stream. */
+function manifests(n: number, prefix: string): string {
   const docs: string[] = [];
   const namespaces = 5;
-  for (let i = 0; i < namespaces; i++) docs.push(stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name: `bench-${i}` } }));
+  for (let i = 0; i < namespaces; i++) docs.push(stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name: `${prefix}-${i}` } }));
   for (let i = 0; i < n; i++) {
-    const ns = `bench-${i % namespaces}`;
+    const ns = `${prefix}-${i % namespaces}`;
     const name = `app-${i}`;
     if (i % 3 === 0) docs.push(stringify(deployment(name, ns)));
     else if (i % 3 === 1)
@@ -121,34 +152,227 @@ function manifests(n: number): string {
   return docs.join("---\n");
 }
 
-async function applyFigures(): Promise<string[][]> {
-  const dir = mkdtempSync(path.join(tmpdir(), "flotilla-bench-kinds-"));
-  const hub = await startHub({ https: true });
-  try {
+/**
+ * One kubectl run of the benchmark: its label, kubectl's arguments after `--kubeconfig`, and
+ * whether it runs against the hub only (a run whose requests depend on what the hub answers).
+ */
+type Step = readonly [label: string, args: readonly string[], hubOnly?: boolean];
+
+/** A Worker kubectl is run against: its URL and what to do around each run. */
+interface Target {
+  name: string;
+  url: string;
+  /** The process its `wrangler dev` runs below (its CPU time is that process tree's). */
+  pid: number;
+  /** Called before and after each run (the meter's reset and reading; a CPU profile). */
+  around?: (step: number) => Promise<(() => Promise<string | undefined>) | undefined>;
+}
+
+/**
+ * A plain-HTTP server on 127.0.0.1 that forwards each request to `hub` over HTTPS (trusting its
+ * local CA) with the admin token, answering the hub's status, `Content-Type` and body as bytes:
+ * the no-op Worker's source of discovery and OpenAPI (bench/noop/worker.ts `BENCH_FORWARD_URL`).
+ */
+async function forwarder(hub: Hub): Promise<{ url: string; close(): void }> {
+  const ca = readFileSync(hub.caFile!);
+  const server = createServer((req, res) => {
+    const out = httpsRequest(
+      `${hub.url}${req.url}`,
+      { method: req.method, ca, headers: { accept: req.headers.accept ?? "*/*", authorization: `Bearer ${hub.adminToken}` } },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, { "content-type": answer.headers["content-type"] ?? "application/octet-stream" });
+        answer.pipe(res);
+      },
+    );
+    out.on("error", () => res.writeHead(502).end());
+    req.pipe(out);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
+}
+
+/**
+ * kubectl's own timing of each request (`-v=6`: `"Response" verb="GET" url=... status="200 OK"
+ * milliseconds=12`), summed by method: what the client waited for the server, of the run's
+ * wall time (the rest is kubectl's own work between requests).
+ */
+function requestTimes(stderr: string): { method: string; n: number; ms: number; median: number }[] {
+  const by = new Map<string, number[]>();
+  // client-go's line, structured (`"Response" verb="GET" ... milliseconds=12`) or not (`GET https://... 200 OK in 12 milliseconds`).
+  for (const m of stderr.matchAll(
+    /(?:"Response" verb="([A-Z]+)" url="[^"]*" status="[^"]*" milliseconds=(\d+))|(?:\] ([A-Z]+) https?:\/\/\S+ \d{3}[^\n]* in (\d+) milliseconds)/g,
+  )) {
+    const [method, ms] = m[1] ? [m[1], m[2]!] : [m[3]!, m[4]!];
+    const list = by.get(method) ?? [];
+    list.push(Number(ms));
+    by.set(method, list);
+  }
+  return [...by].map(([method, ms]) => {
+    const sorted = [...ms].sort((a, b) => a - b);
+    return { method, n: ms.length, ms: ms.reduce((a, b) => a + b, 0), median: sorted[Math.floor(sorted.length / 2)]! };
+  });
+}
+
+/**
+ * CPU time used so far, in milliseconds: by the process tree below `pid` (the Worker's `wrangler
+ * dev` and workerd processes), or with `pid` "children" by this process's children that have
+ * ended (Linux's cutime and cstime: each kubectl run once it has been waited for).
+ */
+function cpuMs(pid: number | "children"): number {
+  if (pid === "children") {
+    const stat = readFileSync("/proc/self/stat", "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(f[13]) + Number(f[14])) * 1000) / 100;
+  }
+  return [pid, ...descendants(pid)].reduce((sum, p) => sum + (procStat(p)?.cpuMs ?? 0), 0);
+}
+
+/**
+ * Runs each step with kubectl against each target in turn (the hub, then the no-op Worker, step
+ * by step, so that both see the machine's load of the same minute), returning per target and
+ * step the wall time in seconds, the objects kubectl reported and, with `BENCH_REQUEST_TIMES`,
+ * kubectl's own timing of its requests.
+ */
+async function runSteps(targets: Target[], caFile: string, token: string, file: string, dir: string, steps: readonly Step[]): Promise<string[][]> {
+  const kubeconfigs = new Map<Target, string>();
+  for (const t of targets) {
     const { stdout } = await run(
       process.execPath,
-      [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
+      [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", t.url, "--token", token, "--ca-file", caFile],
       { cwd: root },
     );
-    const kubeconfig = path.join(dir, "kubeconfig");
+    const kubeconfig = path.join(dir, `kubeconfig-${t.name}`);
     writeFileSync(kubeconfig, stdout);
+    kubeconfigs.set(t, kubeconfig);
+  }
+  const times = new Map<Target, number[]>(targets.map((t) => [t, []]));
+  const workerCpus = new Map<Target, number[]>(targets.map((t) => [t, []]));
+  const rows: string[][] = [];
+  for (const [i, [label, args, hubOnly]] of steps.entries()) {
+    const on = hubOnly ? targets.slice(0, 1) : targets;
+    for (const t of on) {
+      log(`${t.name}: ${label}: ${OBJECTS} objects, load ${loadavg()[0]!.toFixed(2)}`);
+      const after = await t.around?.(i);
+      const verbose = REQUEST_TIMES ? ["-v=6"] : [];
+      const [worker0, kubectl0] = [cpuMs(t.pid), cpuMs("children")];
+      const t0 = performance.now();
+      const { stdout: out, stderr } = await run("kubectl", ["--kubeconfig", kubeconfigs.get(t)!, ...verbose, ...args], {
+        cwd: dir,
+        maxBuffer: 64 * 1024 * 1024,
+      });
+      const s = (performance.now() - t0) / 1000;
+      const [workerCpu, kubectlCpu] = [cpuMs(t.pid) - worker0, cpuMs("children") - kubectl0];
+      times.get(t)!.push(s);
+      workerCpus.get(t)!.push(workerCpu);
+      const extra = (await after?.()) ?? "";
+      const objects = out.trim().split("\n").length - 5;
+      const requests = REQUEST_TIMES
+        ? requestTimes(stderr)
+            .map((r) => `${r.n} ${r.method} ${r.ms} ms (median ${r.median})`)
+            .join(", ")
+        : "";
+      rows.push([
+        label,
+        t.name,
+        String(objects),
+        `${s.toFixed(2)} s`,
+        `${((s * 1000) / OBJECTS).toFixed(1)} ms`,
+        `${(workerCpu / OBJECTS).toFixed(2)} ms`,
+        `${(kubectlCpu / OBJECTS).toFixed(2)} ms`,
+        [requests, extra].filter(Boolean).join("; "),
+      ]);
+    }
+    if (on.length === 2) {
+      const [a, b] = targets.map((t) => times.get(t)![i]!);
+      const [wa, wb] = targets.map((t) => workerCpus.get(t)![i]!);
+      rows.push([label, `ratio ${targets[0]!.name}/${targets[1]!.name}`, "", `${(a! / b!).toFixed(2)}`, "", `${(wa! / wb!).toFixed(2)}`, "", ""]);
+    }
+  }
+  return rows;
+}
+
+/**
+ * The D1 calls of the metered hub since the last reset, per object, most first, as table rows
+ * (`BENCH_TRACE_SQL=1`): batches are counted once as `CALL batch`, their statements beside.
+ */
+function traceRows(label: string, m: MeterCounts): string[][] {
+  return Object.entries(m.statements ?? {})
+    .filter(([k]) => k.startsWith("CALL "))
+    .sort(([, a], [, b]) => b.runs - a.runs)
+    .slice(0, 15)
+    .map(([k, t]) => [label, k.slice(5, 300), (t.runs / OBJECTS).toFixed(2)]);
+}
+
+/** The counts of the metered hub (bench/meter/worker.ts) per object, since the last reset. */
+function meterLine(m: MeterCounts): string {
+  const per = (n: number) => (n / OBJECTS).toFixed(2);
+  const objects = Object.values(m.doRequests).reduce((a, b) => a + b, 0);
+  return `per object: ${per(m.workerRequests)} Worker requests, ${per(m.d1Calls)} D1 calls (${per(m.d1Statements)} statements, ${(m.d1Ms / OBJECTS).toFixed(2)} ms), ${per(objects)} DO requests`;
+}
+
+async function applyFigures(): Promise<string[][]> {
+  const dir = mkdtempSync(path.join(tmpdir(), "flotilla-bench-kinds-"));
+  const inspectorPort = PROFILE ? await freePort() : 0;
+  const wranglerArgs = [
+    ...(METER ? ["--config", "bench/meter/wrangler.toml"] : []),
+    ...(TRACE_SQL ? ["--var", "BENCH_TRACE_SQL:1"] : []),
+    ...(PROFILE ? ["--inspector-port", String(inspectorPort)] : []),
+  ];
+  const hub = await startHub({ https: true, ...(wranglerArgs.length > 0 ? { wranglerArgs } : {}) });
+  const fwd = await forwarder(hub);
+  const tls = path.join(hub.stateDir, "tls");
+  const noop = NOOP
+    ? await startNoopWorker({
+        tls: { key: path.join(tls, "server.key"), cert: path.join(tls, "server.crt"), ca: hub.caFile! },
+        vars: { BENCH_FORWARD_URL: fwd.url },
+      })
+    : undefined;
+  try {
     const file = path.join(dir, "objects.yaml");
-    writeFileSync(file, manifests(OBJECTS));
-    const rows: string[][] = [];
-    for (const [label, args] of [
+    writeFileSync(file, manifests(OBJECTS, "bench"));
+    const fresh = path.join(dir, "objects-ssa.yaml");
+    writeFileSync(fresh, manifests(OBJECTS, "bench-ssa"));
+    const steps: Step[] = [
       ["kubectl apply -f (client-side: GET + POST each)", ["apply", "-f", file]],
       ["kubectl apply -f again, nothing changed (GET each)", ["apply", "-f", file]],
-      ["kubectl apply --server-side -f (one PATCH each)", ["apply", "--server-side", "--force-conflicts", "-f", file]],
-    ] as const) {
-      log(`${label}: ${OBJECTS} objects`);
-      const t0 = performance.now();
-      const { stdout: out } = await run("kubectl", ["--kubeconfig", kubeconfig, ...args], { cwd: dir, maxBuffer: 64 * 1024 * 1024 });
-      const s = (performance.now() - t0) / 1000;
-      const lines = out.trim().split("\n").length;
-      rows.push([label, String(lines - 5), `${s.toFixed(2)} s`, `${((s * 1000) / OBJECTS).toFixed(1)} ms`]);
-    }
+      ["kubectl apply --server-side -f, new objects (one PATCH each)", ["apply", "--server-side", "-f", fresh]],
+      // kubectl's first server-side apply of objects it applied client-side migrates their
+      // managed fields (kubectl apply.go: the apply, `saveLastApplyAnnotationIfNecessary`,
+      // `migrateToSSAIfNecessary`'s JSON patch, the apply again): 4 PATCHes each, against a
+      // kube-apiserver as against the hub. The no-op Worker keeps no managed fields: it would see one.
+      ["kubectl apply --server-side -f over the client-side objects (4 PATCHes each)", ["apply", "--server-side", "--force-conflicts", "-f", file], true],
+    ];
+    const traced: string[][] = [];
+    const hubTarget: Target = {
+      name: "hub",
+      url: hub.url,
+      pid: hub.pid,
+      around: async (step) => {
+        const meter = METER ? () => admin(hub, "POST", "/__meter") : undefined;
+        await meter?.();
+        const profiling = PROFILE ? await startProfiling(inspectorPort) : undefined;
+        return async () => {
+          await profiling?.stop(`${PROFILE}-${step + 1}.cpuprofile`);
+          if (!METER) return undefined;
+          const counts = (await admin(hub, "GET", "/__meter")).body as MeterCounts;
+          traced.push(...traceRows(steps[step]![0], counts));
+          return meterLine(counts);
+        };
+      },
+    };
+    const rows = await runSteps(
+      [hubTarget, ...(noop ? [{ name: "no-op Worker", url: noop.url, pid: noop.pid }] : [])],
+      hub.caFile!,
+      hub.adminToken,
+      file,
+      dir,
+      steps,
+    );
+    if (TRACE_SQL) printTable("D1 calls per object (the 15 most run per run)", ["run", "call", "per object"], traced);
     return rows;
   } finally {
+    await noop?.stop();
+    fwd.close();
     await hub.stop();
   }
 }
@@ -160,4 +384,8 @@ log(
 );
 printTable("Validating a Deployment (Node, per operation)", ["what", "CPU"], cpuFigures());
 if (!process.env.BENCH_SKIP_HUB)
-  printTable(`kubectl apply of ${OBJECTS} objects to the hub (wrangler dev, HTTPS)`, ["run", "objects", "wall time", "per object"], await applyFigures());
+  printTable(
+    `kubectl apply of ${OBJECTS} objects to the hub and to the no-op Worker (wrangler dev, HTTPS)`,
+    ["run", "Worker", "objects", "wall time", "per object", "Worker CPU per object", "kubectl CPU per object", "detail"],
+    await applyFigures(),
+  );

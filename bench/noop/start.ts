@@ -4,7 +4,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort } from "../../scripts/hub-process.ts";
+import { freePort, hubFetch } from "../../scripts/hub-process.ts";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "../..");
@@ -19,12 +19,25 @@ export interface NoopWorker {
   stop(): Promise<void>;
 }
 
+/** Options of {@link startNoopWorker}. */
+export interface NoopOptions {
+  /**
+   * Serve HTTPS with this key and certificate (PEM files), as `FLOTILLA_HTTPS=1` serves the hub
+   * (`wrangler dev --local-protocol https`); `ca` is the file of the CA that signed it.
+   */
+  tls?: { key: string; cert: string; ca: string };
+  /** Variables of the Worker (`wrangler dev --var`), e.g. `BENCH_FORWARD_URL`. */
+  vars?: Record<string, string>;
+}
+
 /**
  * Starts the no-op Worker under `wrangler dev` (local workerd, as the hub runs) and waits until
  * it answers. @throws Error when it does not answer within 90 000 milliseconds
  */
-export async function startNoopWorker(): Promise<NoopWorker> {
+export async function startNoopWorker(opts: NoopOptions = {}): Promise<NoopWorker> {
   const port = await freePort();
+  const tls = opts.tls ? ["--local-protocol", "https", "--https-key-path", opts.tls.key, "--https-cert-path", opts.tls.cert] : [];
+  const vars = Object.entries(opts.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   const wrangler = path.join(root, "node_modules/wrangler/bin/wrangler.js");
   const child: ChildProcess = spawn(
     process.execPath,
@@ -39,6 +52,8 @@ export async function startNoopWorker(): Promise<NoopWorker> {
       String(port),
       "--persist-to",
       mkdtempSync(path.join(tmpdir(), "flotilla-noop-")),
+      ...tls,
+      ...vars,
     ],
     {
       cwd: here,
@@ -50,12 +65,12 @@ export async function startNoopWorker(): Promise<NoopWorker> {
   let out = "";
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-  const url = `http://127.0.0.1:${port}`;
+  const url = `${opts.tls ? "https" : "http"}://127.0.0.1:${port}`;
   const deadline = Date.now() + 90_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`the no-op Worker exited:\n${out}`);
     try {
-      if ((await fetch(`${url}/agent/v1/clusters/x/heartbeat`, { method: "POST" })).status === 200) break;
+      if ((await hubFetch({ url, caFile: opts.tls?.ca }, "POST", "/agent/v1/clusters/x/heartbeat")).status === 200) break;
     } catch {
       // not up yet
     }

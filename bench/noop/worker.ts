@@ -26,6 +26,15 @@
  *
  * `GET /healthz`: 200 (what the benchmarks probe).
  *
+ * The Kubernetes API, as `kubectl apply -f` uses it (bench:kinds), with the least work: an
+ * object's GET answers what was last written to its path (200) or a NotFound Status (404); a
+ * POST to a collection keeps the body under `<collection>/<metadata.name>` and answers it (201);
+ * a PATCH (a server-side apply) keeps the body and answers it (200); nothing is validated,
+ * defaulted or merged. Any other GET (discovery, OpenAPI, `/version`) is answered from a copy of
+ * the hub's answer: the first request for a path and `Accept` is fetched from
+ * `BENCH_FORWARD_URL` (the benchmark's plain-HTTP forwarder to the hub, which adds the
+ * credential) and kept for the isolate's life, so that kubectl's discovery is the hub's.
+ *
  * In local workerd the Worker and its objects share one isolate: the generation and the names of
  * the connected clusters are module variables that both read (the hub keeps them in storage).
  */
@@ -36,6 +45,8 @@ import type { HubMessage } from "../../src/agent-api/channel-protocol.ts";
 
 interface Env {
   NOOP_CLUSTERS: DurableObjectNamespace<NoopClusterObject>;
+  /** The benchmark's forwarder to the hub, for discovery and OpenAPI (see the module comment); unset: 404. */
+  BENCH_FORWARD_URL?: string;
 }
 
 let generation = 1;
@@ -72,9 +83,69 @@ async function bump(env: Env): Promise<Response> {
   return json({ generation, told: names.length });
 }
 
+/** Objects written through the Kubernetes API, by path: their last body, as sent. */
+const kubeObjects = new Map<string, string>();
+/** The hub's answers to discovery and OpenAPI requests, by path, query and `Accept`. */
+const discovery = new Map<string, { status: number; body: ArrayBuffer; headers: [string, string][] }>();
+
+/**
+ * The path of an object under `/api/v1/` or `/apis/{group}/{version}/`, split into its collection
+ * and name (`namespaces/ns/configmaps` and `x`, `namespaces` and `ns`); null for a discovery path
+ * (`/api`, `/apis/apps/v1`) and for a collection.
+ */
+function objectPath(pathname: string): { collection: string; name?: string } | null {
+  const parts = pathname.split("/").filter((p) => p !== "");
+  const rest = parts[0] === "api" ? parts.slice(2) : parts[0] === "apis" ? parts.slice(3) : null;
+  if (!rest || rest.length === 0) return null;
+  const prefix = parts.slice(0, parts.length - rest.length).join("/");
+  // namespaces/{ns}/{plural}[/{name}] or {plural}[/{name}]
+  const namespaced = rest[0] === "namespaces" && rest.length >= 3;
+  const head = namespaced ? 3 : 1;
+  if (rest.length === head) return { collection: `/${prefix}/${rest.join("/")}` };
+  if (rest.length === head + 1) return { collection: `/${prefix}/${rest.slice(0, head).join("/")}`, name: rest[head]! };
+  return null;
+}
+
+/** kube-apiserver's NotFound Status, as kubectl reads it. */
+const notFound = (name: string) =>
+  json(
+    { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message: `"${name}" not found`, reason: "NotFound", details: { name }, code: 404 },
+    404,
+  );
+
+/** The Kubernetes API of the no-op Worker (see the module comment). */
+async function kube(req: Request, url: URL, env: Env): Promise<Response> {
+  const target = objectPath(url.pathname);
+  if (target && req.method === "GET" && target.name !== undefined) {
+    const body = kubeObjects.get(`${target.collection}/${target.name}`);
+    return body === undefined ? notFound(target.name) : new Response(body, { headers: { "content-type": "application/json" } });
+  }
+  if (target && req.method === "POST" && target.name === undefined) {
+    const body = await req.text();
+    const name = (JSON.parse(body) as { metadata?: { name?: string } }).metadata?.name ?? "";
+    kubeObjects.set(`${target.collection}/${name}`, body);
+    return new Response(body, { status: 201, headers: { "content-type": "application/json" } });
+  }
+  if (target && req.method === "PATCH" && target.name !== undefined) {
+    const body = await req.text();
+    kubeObjects.set(`${target.collection}/${target.name}`, body);
+    return new Response(body, { headers: { "content-type": "application/json" } });
+  }
+  if (req.method !== "GET" || !env.BENCH_FORWARD_URL) return json({ kind: "Status", code: 404 }, 404);
+  const key = `${url.pathname}${url.search} ${req.headers.get("accept") ?? ""}`;
+  let kept = discovery.get(key);
+  if (!kept) {
+    const res = await fetch(`${env.BENCH_FORWARD_URL}${url.pathname}${url.search}`, { headers: { accept: req.headers.get("accept") ?? "*/*" } });
+    kept = { status: res.status, body: await res.arrayBuffer(), headers: [...res.headers].filter(([k]) => /^(content-type|etag|cache-control)$/i.test(k)) };
+    discovery.set(key, kept);
+  }
+  return new Response(kept.body, { status: kept.status, headers: kept.headers });
+}
+
 export default {
   async fetch(req: Request, env: Env): Promise<Response> {
     const url = new URL(req.url);
+    if (/^\/(api|apis|openapi|version)(\/|$)/.test(url.pathname)) return kube(req, url, env);
     if (req.method === "POST" && url.pathname === "/bump") return bump(env);
     if (url.pathname === "/healthz") return new Response("ok");
     const c = /^\/agent\/v1\/clusters\/([^/]+)\/connect$/.exec(url.pathname);

@@ -20,6 +20,10 @@ import { OVERRIDE_SIBLINGS_EXTRA } from "../kinds/fleet-override.ts";
  * that updates an existing object passes). Reads pass through, and so do batched writes
  * (`writeMany`: a controller's fleet writes, the replica set controller's works in cluster
  * namespaces, as before admission left the store; the Events recorder admits its own).
+ *
+ * An apply to a D1-stored kind reads the object it applies to beside the namespace (at once: one
+ * D1 round trip for both, where the write would read it after) and hands it to the write as
+ * `known` (null when absent), whose commit precondition refuses it if it went stale meanwhile.
  * @throws ApiError from `write`, as src/namespaces/lifecycle.ts `admitNamespace`
  */
 export function namespaceAdmitted(env: Env, store: Store): Store {
@@ -28,9 +32,13 @@ export function namespaceAdmitted(env: Env, store: Store): Store {
   return {
     ...store,
     async write(namespace, name, req, opts) {
-      if (admitsNamespace(def, req))
-        await admitNamespace(env, def, namespace, name, req, async () => name !== undefined && name !== "" && (await store.get(namespace, name)) !== null);
-      return store.write(namespace, name, req, opts);
+      if (!admitsNamespace(def, req)) return store.write(namespace, name, req, opts);
+      const named = name !== undefined && name !== "";
+      const early = named && req.verb !== "create" && def.storage === "d1" && opts?.known === undefined ? store.get(namespace, name) : undefined;
+      // Observed now: a refusal below leaves it unawaited.
+      early?.catch(() => undefined);
+      await admitNamespace(env, def, namespace, name, req, async () => named && (await (early ?? store.get(namespace, name!))) !== null);
+      return store.write(namespace, name, req, early ? { ...opts, known: await early } : opts);
     },
   };
 }

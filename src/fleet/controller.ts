@@ -953,9 +953,18 @@ export function clusterMayMatter(placement: KubeObject, clusterName: string, mc:
 /** The placements a change of one object or cluster may concern (they are listed; the fleet's objects are not). */
 async function placementsFor(env: Env, owed: Exclude<PlacementOwed, { namespace: string }>, mc: KubeObject | null | undefined): Promise<PlacementRef[]> {
   const out: PlacementRef[] = [];
-  const crps = (await admittedStoreOf(env, FLEET_PLACEMENT_KINDS.crp).list()).items;
   const ns = "object" in owed ? owed.object.namespace : undefined;
-  const rps = "object" in owed && !ns ? [] : (await admittedStoreOf(env, FLEET_PLACEMENT_KINDS.rp).list(ns)).items;
+  // Both lists at once: one D1 round trip's wait, on every write of an object a placement may select.
+  const [crps, rps] = await Promise.all([
+    admittedStoreOf(env, FLEET_PLACEMENT_KINDS.crp)
+      .list()
+      .then((r) => r.items),
+    "object" in owed && !ns
+      ? []
+      : admittedStoreOf(env, FLEET_PLACEMENT_KINDS.rp)
+          .list(ns)
+          .then((r) => r.items),
+  ]);
   // The object's namespace's labels, read once when a placement selects namespaces by label.
   let nsLabels: Promise<Record<string, string> | undefined> | undefined;
   const namespaceLabels = () =>

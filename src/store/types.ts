@@ -39,15 +39,15 @@ export interface WriteOutcome {
 /**
  * Options of {@link Store.write}, for the D1 backend (the cluster backend takes `admitted` only):
  * `extras` reach the kind's strategy (a BootstrapToken's secret hash); `known` is the object as
- * the caller just read it (its first attempt skips the read; a stale copy fails its
- * precondition); `waitUntil` lets the commit share a D1 batch with other small writes
+ * the caller just read it, null when it read none there (its first attempt skips the read; a
+ * stale copy fails its precondition); `waitUntil` lets the commit share a D1 batch with other small writes
  * (src/store/d1/write.ts `writeStored`); `mode` `"returns"` (with `waitUntil`), for an agent's
  * write: it answers once committed, and its after-commit hooks run after, under `waitUntil`
  * (src/store/d1/write.ts `WriterMode`).
  */
 export interface WriteOptions {
   extras?: Record<string, unknown>;
-  known?: KubeObject;
+  known?: KubeObject | null;
   waitUntil?: WaitUntil;
   mode?: WriterMode;
   /**

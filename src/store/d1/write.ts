@@ -166,8 +166,9 @@ function backoff(attempt: number): Promise<void> {
  * replica set controller its finalizer), it is read again, so an update built from the answer
  * does not conflict with the write's own effects. Also whether the write created the object.
  * `known` is the stored object as the caller just read it (a controller that listed it, or a
- * route that checked it): the first attempt uses it instead of reading it again, and the commit's
- * resourceVersion precondition still refuses it if it was stale (one D1 query less per write).
+ * route that checked it), null when the caller found none: the first attempt uses it instead of
+ * reading it again, and the commit's precondition (the resourceVersion, or for an object known
+ * absent that no row exists) still refuses it if it was stale (one D1 query less per write).
  * `waitUntil` (the request's, for frequent small writes from many requests: agents' status
  * reports): the commit may share a D1 batch with other such writes of the isolate
  * (src/store/group-commit.ts), and the finished outbox row is deleted just after, with others
@@ -185,7 +186,7 @@ export async function writeStored(
   name: string,
   req: WriteRequest,
   extras?: Record<string, unknown>,
-  known?: KubeObject,
+  known?: KubeObject | null,
   waitUntil?: WaitUntil,
   mode: WriterMode = "waits",
 ): Promise<{ object: KubeObject | null; created: boolean }> {
@@ -218,12 +219,12 @@ async function commitWithRetries(
   key: { namespace: string; name: string },
   req: WriteRequest,
   extras: Record<string, unknown> | undefined,
-  known: KubeObject | undefined,
+  known: KubeObject | null | undefined,
   grouped: boolean,
 ): Promise<{ committed: Committed; created: boolean; now: number } | { committed: null; unchanged: KubeObject | null; created: boolean }> {
   const db = d1Database(env);
   for (let attempt = 0; ; attempt++) {
-    const current = req.verb === "create" ? null : attempt === 0 && known ? known : await getObject(db, def, key);
+    const current = req.verb === "create" ? null : attempt === 0 && known !== undefined ? known : await getObject(db, def, key);
     const now = clock.now();
     const ctx = { now, newUid: () => crypto.randomUUID(), extras };
     const { next, created } = computeWrite(def, key, current, req, ctx);
