@@ -12,6 +12,7 @@
  *   get works [NAME...] [-n CLUSTER | -A] [-o json|yaml]
  *   get addons [NAME...] [-n CLUSTER | -A] [-o json|yaml]
  *   get policies [NAME...] [-n NS | --cluster CLUSTER | -A] [-o json|yaml]
+ *   placement status NAME [-n NS] [-o json|yaml]
  *   taint add CLUSTER KEY[=VALUE]:EFFECT... | taint remove CLUSTER KEY[:EFFECT]...
  *   clusterset create NAME [--selector-type T] [--selector k=v] | set SET --clusters c1,c2 | bind SET -n NS
  *   kubeconfig [--context-name flotilla]
@@ -28,6 +29,7 @@ import { registerAudit } from "./commands/audit.ts";
 import { registerClusterSet } from "./commands/clusterset.ts";
 import { registerGet } from "./commands/get.ts";
 import { registerKubeconfig } from "./commands/kubeconfig.ts";
+import { registerPlacement } from "./commands/placement.ts";
 import { registerTaint } from "./commands/taint.ts";
 import { registerToken } from "./commands/token.ts";
 import { DEFAULT_HUB_URL } from "./config.ts";
@@ -72,6 +74,7 @@ export function buildProgram(io: Io): Command {
   registerTaint(program, context);
   registerClusterSet(program, context);
   registerKubeconfig(program, context);
+  registerPlacement(program, context);
   registerAudit(program, context);
   return program;
 }

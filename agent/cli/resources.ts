@@ -10,6 +10,7 @@ export interface Condition {
   reason?: string;
   message?: string;
   lastTransitionTime?: string;
+  observedGeneration?: number;
 }
 
 /** The metadata fields the CLI reads or writes. */
@@ -20,6 +21,7 @@ export interface ObjectMeta {
   annotations?: Record<string, string>;
   resourceVersion?: string;
   creationTimestamp?: string;
+  generation?: number;
 }
 
 /** Any object served by the hub. */
@@ -48,6 +50,7 @@ export interface Taint {
 }
 
 const CLUSTER_GROUP = "/apis/cluster.open-cluster-management.io";
+const FLEET_GROUP = "/apis/placement.kubernetes-fleet.io";
 
 /** Label naming a cluster's exclusive ManagedClusterSet. */
 export const CLUSTERSET_LABEL = "cluster.open-cluster-management.io/clusterset";
@@ -97,6 +100,10 @@ export const Paths = {
     namespaced("/apis/addon.open-cluster-management.io/v1beta1", "managedclusteraddons", namespace, name),
   /** Policies in `namespace` (all namespaces when undefined). */
   policies: (namespace: string | undefined, name?: string) => namespaced("/apis/policy.open-cluster-management.io/v1", "policies", namespace, name),
+  /** KubeFleet's ClusterResourcePlacements (cluster-scoped, `placement.kubernetes-fleet.io/v1`). */
+  clusterResourcePlacements: (name?: string) => `${FLEET_GROUP}/v1/clusterresourceplacements${name !== undefined ? `/${encode(name)}` : ""}`,
+  /** KubeFleet's ResourcePlacements in `namespace` (all namespaces when undefined). */
+  resourcePlacements: (namespace: string | undefined, name?: string) => namespaced(`${FLEET_GROUP}/v1`, "resourceplacements", namespace, name),
   /** BootstrapTokens (cluster-scoped). */
   bootstrapTokens: () => "/apis/flotilla.dev/v1alpha1/bootstraptokens",
   /** AuditEvents (cluster-scoped; list and watch only). */

@@ -71,7 +71,8 @@ import { guessPlural, workName, type Manifest, type RenderedWork } from "./rende
 import { carriesRender, clusterRenderer, storedSpecJson, type ClusterRender } from "./overrides.ts";
 import { placementOverrides } from "./override-snapshots.ts";
 import { rolloutStep, type RolloutCluster } from "./rollout.ts";
-import { perClusterStatus, placementConditions, TRUE_EVENTS, CHAIN, type PerClusterStatus } from "./status.ts";
+import { perClusterStatus, placementConditions, type PerClusterStatus } from "./status.ts";
+import { CLEANUP_FINALIZER_REMOVED, placementEvents, placementEventSpecs } from "./events.ts";
 import type { WorkCondition } from "../work/rollout.ts";
 
 /** A placement: `namespace` "" for a ClusterResourcePlacement. */
@@ -293,6 +294,11 @@ function mergeConditions(current: Condition[] | undefined, next: Omit<Condition,
   return next.map((n) => out.find((c) => c.type === n.type)!);
 }
 
+/** The placement as its Events name it (KubeFleet's recorder: the v1beta1 object). */
+function placementRef(k: ReturnType<typeof kindsOf>, ref: PlacementRef, placement: KubeObject) {
+  return { kind: k.placement.kind, apiVersion: `${FLEET_GROUP}/v1beta1`, name: ref.name, namespace: ref.namespace, uid: placement.metadata.uid };
+}
+
 /** Deletes the placement's works and bindings, then its finalizer. */
 async function cleanUp(env: Env, ref: PlacementRef, placement: KubeObject | null): Promise<PlacementRunOutcome> {
   const k = kindsOf(ref);
@@ -317,6 +323,10 @@ async function cleanUp(env: Env, ref: PlacementRef, placement: KubeObject | null
       ),
     );
     if (r === "lost") raced = true;
+    else
+      await recordEvents(env, placementEventSpecs(placementRef(k, ref, placement), [CLEANUP_FINALIZER_REMOVED])).catch((e: unknown) =>
+        console.error(`placement ${trackingValue(ref)}: could not record events`, e),
+      );
   }
   return raced ? { rerun: true } : {};
 }
@@ -722,29 +732,12 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
     conditions,
   };
   const outcome = await writeStatus(env, ref, placement, status);
-  // KubeFleet's events: a condition of the chain that turned True.
-  const turned = CHAIN.filter((t) => {
-    const type = `${k.prefix}${t}`;
-    return conditions.find((c) => c.type === type)?.status === "True" && oldConditions?.find((c) => c.type === type)?.status !== "True";
-  });
-  if (turned.length > 0 && !outcome.rerun) {
-    await recordEvents(
-      env,
-      turned.map((t) => ({
-        regarding: {
-          kind: k.placement.kind,
-          apiVersion: `${FLEET_GROUP}/v1beta1`,
-          name: ref.name,
-          ...(ref.namespace ? { namespace: ref.namespace } : {}),
-          uid: placement.metadata.uid,
-        },
-        reason: TRUE_EVENTS[t][0],
-        type: "Normal" as const,
-        message: TRUE_EVENTS[t][1],
-        reportingController: "placement-controller",
-      })),
-      nowMs,
-    ).catch((e: unknown) => console.error(`placement ${base}: could not record events`, e));
+  // KubeFleet's events: a condition of the chain that turned True at this generation, the rollout completed (src/fleet/events.ts).
+  const events = placementEvents(k.prefix, generation, oldConditions, conditions);
+  if (events.length > 0 && !outcome.rerun) {
+    await recordEvents(env, placementEventSpecs(placementRef(k, ref, placement), events), nowMs).catch((e: unknown) =>
+      console.error(`placement ${base}: could not record events`, e),
+    );
   }
   return raced || outcome.rerun ? { rerun: true } : {};
 }

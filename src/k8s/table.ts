@@ -1,7 +1,8 @@
 /**
  * `kubectl get` tables: the apiserver's `meta.k8s.io/v1` Table for a kind with printer columns
  * (a CRD's `additionalPrinterColumns`; apiextensions' table convertor): a Name column, then the
- * kind's columns. `date` columns are shown as ages ("5m", "3h"), as the apiserver renders them.
+ * kind's columns. `date` columns are shown as ages ("5m", "3h"), as the apiserver renders them;
+ * a number or boolean in a `string` column as its text, as apiextensions' table convertor prints it.
  */
 import { evaluate } from "./jsonpath.ts";
 import type { KindDefinition, PrinterColumn } from "./kind.ts";
@@ -31,7 +32,9 @@ function cell(obj: KubeObject, col: PrinterColumn, nowMs: number): unknown {
   }
   if (values.length > 1) return values.map((v) => (typeof v === "object" ? JSON.stringify(v) : String(v))).join(",");
   const v = values[0];
-  return typeof v === "object" && v !== null ? JSON.stringify(v) : v;
+  if (typeof v === "object" && v !== null) return JSON.stringify(v);
+  // apiextensions' table convertor prints a `string` column's value as text (a generation 2 is "2").
+  return col.type === "string" && (typeof v === "number" || typeof v === "boolean") ? String(v) : v;
 }
 
 /**

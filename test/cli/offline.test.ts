@@ -76,6 +76,7 @@ describe("flotilla without a hub", () => {
       ["clusterset", "set"],
       ["clusterset", "bind"],
       ["kubeconfig"],
+      ["placement", "status"],
     ];
     for (const c of commands) {
       const r = await flotilla([...c, "--help"]);

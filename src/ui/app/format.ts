@@ -172,8 +172,11 @@ export const NEGATIVE_CONDITIONS: Readonly<Record<string, Health>> = {
   Failed: "bad",
 };
 
-/** Reasons of a positive condition's `False` that mean "not yet", not "failed" (OCM's rollout and work conditions). */
-const IN_PROGRESS_REASONS = new Set(["Progressing", "Processing", "Pending"]);
+/**
+ * Reasons of a positive condition's `False` that mean "not yet", not "failed" (OCM's rollout and
+ * work conditions; KubeFleet's placement blocked by its rolling update or still writing works).
+ */
+const IN_PROGRESS_REASONS = new Set(["Progressing", "Processing", "Pending", "RolloutNotStartedYet", "WorkNotSynchronizedYet"]);
 
 /**
  * A condition's health by its type's polarity ({@link NEGATIVE_CONDITIONS}): `Unknown` (or any

@@ -4,7 +4,8 @@
  * ID token: anything the hub's authentication chain accepts), kept for the browser tab only
  * (sessionStorage). A user without cluster-wide rights picks a namespace in the header and sees
  * the clusters of their cluster sets (src/ui/app/scope.tsx). Views, by URL fragment: `#/` the fleet, `#/clusters/<name>` a cluster,
- * `#/placements[/<ns>/<name>]`, `#/replicasets[/<ns>/<name>]`, `#/events`. Every view lists what
+ * `#/placements[/<ns>/<name>]`, `#/resourceplacements[/<crp>|/<ns>/<rp>]` (KubeFleet's placements),
+ * `#/replicasets[/<ns>/<name>]`, `#/events`. Every view lists what
  * it shows in pages and watches it, so it updates live without a reload.
  */
 import { render } from "preact";
@@ -15,6 +16,7 @@ import { Fleet } from "./fleet.tsx";
 import { ClusterView } from "./cluster.tsx";
 import { ReplicaSets } from "./replicasets.tsx";
 import { Events } from "./events.tsx";
+import { ResourcePlacements } from "./resourceplacements.tsx";
 import { NamespacePicker, ScopeContext, useScopeState } from "./scope.tsx";
 import "./app.css";
 
@@ -108,6 +110,7 @@ function ThemeToggle() {
 const NAV = [
   ["", "Fleet"],
   ["placements", "Placements"],
+  ["resourceplacements", "Resource placements"],
   ["replicasets", "Rollouts"],
   ["events", "Events"],
 ] as const;
@@ -127,6 +130,7 @@ function Shell({ api, user, onSignOut }: { api: Api; user: string; onSignOut: ()
   // Keyed by what they show: another object is a new view, with nothing of the previous one's state.
   if (view === "clusters" && args[0]) body = <ClusterView key={where} api={api} name={args[0]} />;
   else if (view === "placements") body = <Placements key={where} api={api} namespace={args[0]} name={args[1]} />;
+  else if (view === "resourceplacements") body = <ResourcePlacements key={where} api={api} args={args} />;
   else if (view === "replicasets") body = <ReplicaSets key={where} api={api} namespace={args[0]} name={args[1]} />;
   else if (view === "events") body = <Events api={api} />;
   else body = <Fleet api={api} />;
