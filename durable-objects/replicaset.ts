@@ -54,10 +54,11 @@ const MAX_BACKOFF_MS = 300_000;
  */
 const NOTIFIED_RUN_SHARE = 0.1;
 /**
- * The share of {@link NOTIFIED_RUN_SHARE} for a KubeFleet placement whose rollout is waiting on
- * its clusters' reports (some picked clusters are held back by `maxUnavailable`): each report
- * of an updated cluster may let the next ones go, and KubeFleet's rollout controller moves on as
- * soon as a binding is ready, so its run is held back no longer than it took.
+ * The share of {@link NOTIFIED_RUN_SHARE} for a KubeFleet placement whose rollout waits on its
+ * clusters' reports (some picked clusters are held back by `maxUnavailable`, or their works'
+ * Applied and Available are not known yet): each report of an updated cluster may let the next
+ * ones go, and KubeFleet's rollout controller moves on as soon as a binding is ready, so its run
+ * is held back no longer than it took.
  */
 const ROLLOUT_RUN_SHARE = 0.5;
 
@@ -210,7 +211,7 @@ export class ReplicaSetObject extends DurableObject<Env> {
       const ended = clock.now();
       this.nextRunAt = ended + (ended - started) * (1 / NOTIFIED_RUN_SHARE - 1);
     }
-    if (outcome.rollingOut) this.nextRunAt = Math.min(this.nextRunAt, clock.now() + (clock.now() - started) * (1 / ROLLOUT_RUN_SHARE - 1));
+    if (outcome.awaitingReports) this.nextRunAt = Math.min(this.nextRunAt, clock.now() + (clock.now() - started) * (1 / ROLLOUT_RUN_SHARE - 1));
     // A run that stopped at its share of works goes on at once (a new invocation, its alarm).
     if (outcome.more) outcome.recheckAt = Math.min(outcome.recheckAt ?? Infinity, clock.now());
     if (outcome.rerun) {

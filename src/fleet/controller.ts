@@ -82,8 +82,12 @@ export interface PlacementRef {
 export interface PlacementRunOutcome {
   rerun?: boolean;
   gone?: boolean;
-  /** Picked clusters wait for the rolling update's budget: their works' reports may let them go (the next run is held back less). */
-  rollingOut?: boolean;
+  /**
+   * The rollout is under way: picked clusters wait for the rolling update's budget, or their works'
+   * Applied and Available are not known yet, so their reports move it on (the placement's object
+   * then holds its next run back less: durable-objects/replicaset.ts).
+   */
+  awaitingReports?: boolean;
 }
 
 /** The kinds of a ClusterResourcePlacement's or a ResourcePlacement's objects. */
@@ -738,7 +742,8 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
       nowMs,
     ).catch((e: unknown) => console.error(`placement ${base}: could not record events`, e));
   }
-  return { ...(raced || outcome.rerun ? { rerun: true } : {}), ...(step.blocked.length > 0 ? { rollingOut: true } : {}) };
+  const awaiting = step.blocked.length > 0 || perCluster.some((p) => p.chain.Available === undefined || p.chain.Available === "Unknown");
+  return { ...(raced || outcome.rerun ? { rerun: true } : {}), ...(awaiting ? { awaitingReports: true } : {}) };
 }
 
 /** Most work versions {@link specIs} remembers (past it, it starts afresh). */
