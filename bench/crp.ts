@@ -18,6 +18,7 @@
  *                     `<prefix>-<size>-change.cpuprofile`, the hub isolate's CPU profile of each
  *                     phase until its placement settled (bench/cpu-profile.ts)
  *   BENCH_TRACE_SQL=1 also each phase's D1 calls and costliest statements (as bench:costs)
+ *   BENCH_METER=0     the hub's own entry instead of the metered one (no counts: zeros)
  *
  * The hub runs the metered entry (bench/meter/worker.ts, as bench:costs): besides the latencies,
  * each phase prints what it cost from its write until the placement settled (its status reports
@@ -46,6 +47,7 @@ const NS = "crp-bench";
 const CRP = "/apis/placement.kubernetes-fleet.io/v1/clusterresourceplacements";
 const PROFILE = process.env.BENCH_CPU_PROFILE;
 const TRACE_SQL = process.env.BENCH_TRACE_SQL === "1";
+const METER = process.env.BENCH_METER !== "0";
 
 const epochNow = () => performance.timeOrigin + performance.now();
 const secs = (ms: number) => (ms / 1000).toFixed(2);
@@ -98,7 +100,23 @@ interface Side {
   costs: { create: Cost; change: Cost };
 }
 
+const NO_COUNTS: MeterCounts = {
+  workerRequests: 0,
+  doRequests: { cluster: 0, scheduler: 0, replicaset: 0, metrics: 0 },
+  doAlarms: { cluster: 0, scheduler: 0, replicaset: 0, metrics: 0 },
+  doRowsWritten: { cluster: 0, scheduler: 0, replicaset: 0, metrics: 0 },
+  doWakes: { cluster: 0, scheduler: 0, replicaset: 0, metrics: 0 },
+  doMessages: { cluster: 0, scheduler: 0, replicaset: 0, metrics: 0 },
+  doRpcMs: { cluster: 0, scheduler: 0, replicaset: 0, metrics: 0 },
+  d1Calls: 0,
+  d1Ms: 0,
+  d1Statements: 0,
+  d1RowsRead: 0,
+  d1RowsWritten: 0,
+};
+
 async function meter(hub: Hub, reset = false): Promise<MeterCounts> {
+  if (!METER) return NO_COUNTS;
   const res = await fetch(`${hub.url}/__meter`, { method: reset ? "POST" : "GET" });
   if (res.status !== 200) throw new Error(`the hub is not the metered one (bench/meter/worker.ts): /__meter answered ${res.status}`);
   return (await res.json()) as MeterCounts;
@@ -135,7 +153,7 @@ async function settle(hub: Hub, index: string, size: number): Promise<MeterCount
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
   let last = await meter(hub);
-  let quiet = 0;
+  let quiet = METER ? 0 : 6;
   while (quiet < 6 && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 250));
     const now = await meter(hub);
@@ -209,8 +227,7 @@ async function measureHub(fleet: ChannelFleet, size: number): Promise<Side> {
     // The metered entry's hub migrates a fresh D1 at its start: on a loaded machine that takes a while.
     startTimeoutMs: 300_000,
     wranglerArgs: [
-      "--config",
-      "bench/meter/wrangler.toml",
+      ...(METER ? ["--config", "bench/meter/wrangler.toml"] : []),
       ...(TRACE_SQL ? ["--var", "BENCH_TRACE_SQL:1"] : []),
       ...(PROFILE ? ["--inspector-port", String(inspectorPort)] : []),
     ],
