@@ -14,12 +14,28 @@
  *   BENCH_SIZES       fleet sizes, comma-separated (default "1000"); each size gets a fresh hub
  *   BENCH_OBJECTS     objects in the placed namespace besides the namespace (default 50)
  *   BENCH_HUB_LOG     a file prefix: `<prefix>-<size>.log` gets everything the hub printed
+ *   BENCH_CPU_PROFILE a file prefix: writes `<prefix>-<size>-create.cpuprofile` and
+ *                     `<prefix>-<size>-change.cpuprofile`, the hub isolate's CPU profile of each
+ *                     phase until its placement settled (bench/cpu-profile.ts)
+ *   BENCH_TRACE_SQL=1 also each phase's D1 calls and costliest statements (as bench:costs)
+ *   BENCH_METER=0     the hub's own entry instead of the metered one (no counts: zeros)
+ *
+ * The hub runs the metered entry (bench/meter/worker.ts, as bench:costs): besides the latencies,
+ * each phase prints what it cost from its write until the placement settled (its status reports
+ * the phase's resource index Available on every cluster and the meter stopped moving): D1 calls,
+ * rows read and written, Durable Object requests and alarms per class, and the CPU the hub's
+ * workerd used, per acknowledged report (from /proc, whatever the machine's load). The counts do
+ * not depend on the load: a change that re-renders only what changed costs the same D1 rows and
+ * object requests at 100 and 1,000 clusters, less the reports themselves.
  *
  * Run it only on an otherwise idle machine (its figures are this machine's).
  */
-import { admin, createBootstrapToken, createNamespaces, startHub, type Hub } from "../scripts/hub-process.ts";
+import { readFileSync } from "node:fs";
+import { admin, createBootstrapToken, createNamespaces, freePort, startHub, type Hub } from "../scripts/hub-process.ts";
 import { startNoopWorker } from "./noop/start.ts";
 import { ChannelFleet, entryUrl, hubProcesses, percentile as pct, type AgentTimes } from "./channel-fleet.ts";
+import { startProfiling, type Profiling } from "./cpu-profile.ts";
+import type { MeterCounts } from "./meter/counts.ts";
 import { printTable } from "./table.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "1000")
@@ -29,6 +45,9 @@ const SIZES = (process.env.BENCH_SIZES ?? "1000")
 const OBJECTS = Number(process.env.BENCH_OBJECTS ?? "50");
 const NS = "crp-bench";
 const CRP = "/apis/placement.kubernetes-fleet.io/v1/clusterresourceplacements";
+const PROFILE = process.env.BENCH_CPU_PROFILE;
+const TRACE_SQL = process.env.BENCH_TRACE_SQL === "1";
+const METER = process.env.BENCH_METER !== "0";
 
 const epochNow = () => performance.timeOrigin + performance.now();
 const secs = (ms: number) => (ms / 1000).toFixed(2);
@@ -62,13 +81,158 @@ async function storeObjects(hub: Hub): Promise<void> {
   }
 }
 
+/** What one phase (create, change) cost, from its write until the placement settled. */
+interface Cost {
+  counts: MeterCounts;
+  /** CPU seconds of the hub's workerd (the Worker, its objects and the local D1). */
+  cpu: number;
+  /** Reports the hub acknowledged meanwhile. */
+  acked: number;
+  /** Seconds from the write until the placement settled. */
+  settled: number;
+  /** The 1-minute load average at the end. */
+  load: string;
+}
+
 interface Side {
   create: number[];
   change: number[];
+  costs: { create: Cost; change: Cost };
+}
+
+const NO_COUNTS: MeterCounts = {
+  workerRequests: 0,
+  doRequests: { cluster: 0, scheduler: 0, replicaset: 0, metrics: 0 },
+  doAlarms: { cluster: 0, scheduler: 0, replicaset: 0, metrics: 0 },
+  doRowsWritten: { cluster: 0, scheduler: 0, replicaset: 0, metrics: 0 },
+  doWakes: { cluster: 0, scheduler: 0, replicaset: 0, metrics: 0 },
+  doMessages: { cluster: 0, scheduler: 0, replicaset: 0, metrics: 0 },
+  doRpcMs: { cluster: 0, scheduler: 0, replicaset: 0, metrics: 0 },
+  d1Calls: 0,
+  d1Ms: 0,
+  d1Statements: 0,
+  d1RowsRead: 0,
+  d1RowsWritten: 0,
+};
+
+async function meter(hub: Hub, reset = false): Promise<MeterCounts> {
+  if (!METER) return NO_COUNTS;
+  const res = await fetch(`${hub.url}/__meter`, { method: reset ? "POST" : "GET" });
+  if (res.status !== 200) throw new Error(`the hub is not the metered one (bench/meter/worker.ts): /__meter answered ${res.status}`);
+  return (await res.json()) as MeterCounts;
+}
+
+/**
+ * The CPU time process `pid` has used so far (user + system, seconds), from /proc/<pid>/stat
+ * (clock ticks of 1/100 s).
+ */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+const loadAverage = () => readFileSync("/proc/loadavg", "utf8").split(" ")[0]!;
+
+/**
+ * Waits until the placement reports resource index `index` Available on each of `size` clusters,
+ * then until the meter stops moving (no D1 call for 1.5 s): the runs its reports woke are done.
+ * @returns the meter then
+ * @throws Error after 600 s
+ */
+async function settle(hub: Hub, index: string, size: number): Promise<MeterCounts> {
+  const deadline = Date.now() + 600_000;
+  for (;;) {
+    const r = await admin(hub, "GET", `${CRP}/bench`);
+    const status = (r.body as { status?: { observedResourceIndex?: string; placementStatuses?: { conditions?: { type: string; status: string }[] }[] } })
+      .status;
+    const available = (status?.placementStatuses ?? []).filter((p) => p.conditions?.some((c) => c.type === "Available" && c.status === "True")).length;
+    if (status?.observedResourceIndex === index && available === size) break;
+    if (Date.now() > deadline) throw new Error(`the placement did not settle at index ${index}: ${available}/${size} clusters Available`);
+    // Not more often: at 1,000 clusters the placement is some 1.5 MB to read.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+  let last = await meter(hub);
+  let quiet = METER ? 0 : 6;
+  while (quiet < 6 && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const now = await meter(hub);
+    quiet = now.d1Calls === last.d1Calls ? quiet + 1 : 0;
+    last = now;
+  }
+  return last;
+}
+
+/** Runs one phase: `write` (timed from its start), then the reports of `generation`, then until the placement settled at `index`. */
+async function phase(
+  hub: Hub,
+  fleet: ChannelFleet,
+  worker: number,
+  profile: { port: number; file: string } | undefined,
+  size: number,
+  generation: number,
+  index: string,
+  write: () => Promise<void>,
+): Promise<{ times: number[]; cost: Cost }> {
+  await meter(hub, true);
+  const profiling: Profiling | undefined = profile ? await startProfiling(profile.port) : undefined;
+  const acked0 = (await fleet.stats()).reportsAcked;
+  const cpu0 = cpuSeconds(worker);
+  const t0 = epochNow();
+  await write();
+  const times = doneAfter(await fleet.reported(generation), t0);
+  const counts = await settle(hub, index, size);
+  const settled = (epochNow() - t0) / 1000;
+  const cpu = cpuSeconds(worker) - cpu0;
+  const acked = (await fleet.stats()).reportsAcked - acked0;
+  await profiling?.stop(profile!.file);
+  return { times, cost: { counts, cpu, acked, settled, load: loadAverage() } };
+}
+
+const sum = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a + b, 0);
+const perClass = (r: Record<string, number>) =>
+  Object.entries(r)
+    .filter(([, v]) => v > 0)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(", ") || "none";
+
+/** Prints one phase's costs (and with `BENCH_TRACE_SQL=1` its D1 calls and costliest statements). */
+function printCost(size: number, label: string, c: Cost): void {
+  const m = c.counts;
+  console.log(
+    `fleet of ${size}, ${label}: settled in ${c.settled.toFixed(2)} s; D1 ${m.d1Calls} calls, ${m.d1RowsRead} rows read, ${m.d1RowsWritten} rows written; ` +
+      `DO requests ${sum(m.doRequests)} (${perClass(m.doRequests)}), alarms ${sum(m.doAlarms)} (${perClass(m.doAlarms)}), ` +
+      `WebSocket messages ${sum(m.doMessages)}; the hub's workerd ${c.cpu.toFixed(2)} s of CPU, ${((c.cpu * 1000) / Math.max(1, c.acked)).toFixed(2)} ms per acknowledged report (${c.acked} reports; load ${c.load})`,
+  );
+  if (!TRACE_SQL) return;
+  const all = Object.entries(m.statements ?? {});
+  const calls = all.filter(([k]) => k.startsWith("CALL ")).sort(([, a], [, b]) => b.runs - a.runs);
+  printTable(
+    `D1 calls of the ${label} at ${size} clusters`,
+    ["call", "runs"],
+    calls.slice(0, 15).map(([k, t]) => [k.slice(0, 300), String(t.runs)]),
+  );
+  const rows = all.filter(([k]) => !k.startsWith("CALL ")).sort(([, a], [, b]) => b.read + b.written - (a.read + a.written));
+  printTable(
+    `Statements of the ${label} at ${size} clusters (the 12 with the most rows)`,
+    ["statement", "runs", "rows read", "rows written", "bound chars"],
+    rows.slice(0, 12).map(([sql, t]) => [sql.replace(/\s+/g, " ").slice(0, 140), String(t.runs), String(t.read), String(t.written), String(t.bytes)]),
+  );
 }
 
 async function measureHub(fleet: ChannelFleet, size: number): Promise<Side> {
-  const hub = await startHub({ graceMultiplier: 100, ...(process.env.BENCH_HUB_LOG ? { logFile: `${process.env.BENCH_HUB_LOG}-${size}.log` } : {}) });
+  const inspectorPort = PROFILE ? await freePort() : 0;
+  const hub = await startHub({
+    graceMultiplier: 100,
+    // The metered entry's hub migrates a fresh D1 at its start: on a loaded machine that takes a while.
+    startTimeoutMs: 300_000,
+    wranglerArgs: [
+      ...(METER ? ["--config", "bench/meter/wrangler.toml"] : []),
+      ...(TRACE_SQL ? ["--var", "BENCH_TRACE_SQL:1"] : []),
+      ...(PROFILE ? ["--inspector-port", String(inspectorPort)] : []),
+    ],
+    ...(process.env.BENCH_HUB_LOG ? { logFile: `${process.env.BENCH_HUB_LOG}-${size}.log` } : {}),
+  });
   try {
     const token = await createBootstrapToken(hub, { autoApprove: true });
     await fleet.register(hub.url, token);
@@ -76,23 +240,26 @@ async function measureHub(fleet: ChannelFleet, size: number): Promise<Side> {
     const procs = hubProcesses(hub.pid, hub.url);
     await fleet.connect(await entryUrl(procs.worker));
     console.log(`fleet of ${size}: connected; ${OBJECTS} objects stored in ${NS}`);
-    const t0 = epochNow();
-    ok(
-      await admin(hub, "POST", CRP, {
-        apiVersion: "placement.kubernetes-fleet.io/v1",
-        kind: "ClusterResourcePlacement",
-        metadata: { name: "bench" },
-        spec: { resourceSelectors: [{ group: "", version: "v1", kind: "Namespace", name: NS }], policy: { placementType: "PickAll" } },
-      }),
-      "placement",
+    const profile = (name: string) => (PROFILE ? { port: inspectorPort, file: `${PROFILE}-${size}-${name}.cpuprofile` } : undefined);
+    const create = await phase(hub, fleet, procs.worker, profile("create"), size, 1, "0", async () =>
+      ok(
+        await admin(hub, "POST", CRP, {
+          apiVersion: "placement.kubernetes-fleet.io/v1",
+          kind: "ClusterResourcePlacement",
+          metadata: { name: "bench" },
+          spec: { resourceSelectors: [{ group: "", version: "v1", kind: "Namespace", name: NS }], policy: { placementType: "PickAll" } },
+        }),
+        "placement",
+      ),
     );
-    const create = doneAfter(await fleet.reported(1), t0);
-    console.log(`fleet of ${size}, create: p50 ${secs(pct(create, 50))} s, p99 ${secs(pct(create, 99))} s, max ${secs(create.at(-1)!)} s`);
-    const t1 = epochNow();
-    ok(await admin(hub, "PATCH", `/api/v1/namespaces/${NS}/secrets/obj-0`, { stringData: { value: "changed" } }, "application/merge-patch+json"), "change");
-    const change = doneAfter(await fleet.reported(2), t1);
-    console.log(`fleet of ${size}, change: p50 ${secs(pct(change, 50))} s, p99 ${secs(pct(change, 99))} s, max ${secs(change.at(-1)!)} s`);
-    return { create, change };
+    console.log(`fleet of ${size}, create: p50 ${secs(pct(create.times, 50))} s, p99 ${secs(pct(create.times, 99))} s, max ${secs(create.times.at(-1)!)} s`);
+    printCost(size, "create", create.cost);
+    const change = await phase(hub, fleet, procs.worker, profile("change"), size, 2, "1", async () =>
+      ok(await admin(hub, "PATCH", `/api/v1/namespaces/${NS}/secrets/obj-0`, { stringData: { value: "changed" } }, "application/merge-patch+json"), "change"),
+    );
+    console.log(`fleet of ${size}, change: p50 ${secs(pct(change.times, 50))} s, p99 ${secs(pct(change.times, 99))} s, max ${secs(change.times.at(-1)!)} s`);
+    printCost(size, "change", change.cost);
+    return { create: create.times, change: change.times, costs: { create: create.cost, change: change.cost } };
   } finally {
     await fleet.disconnect().catch(() => undefined);
     await hub.stop();
@@ -115,6 +282,7 @@ async function measureNoop(fleet: ChannelFleet): Promise<number[]> {
 }
 
 const rows: string[][] = [];
+const costRows: string[][] = [];
 for (const size of SIZES) {
   const fleet = await ChannelFleet.start(Array.from({ length: size }, (_, i) => `crp-${String(i).padStart(5, "0")}`));
   try {
@@ -122,6 +290,18 @@ for (const size of SIZES) {
     const noop = await measureNoop(fleet);
     const p = (xs: number[]) => `${secs(pct(xs, 50))} / ${secs(pct(xs, 99))} / ${secs(xs.at(-1)!)}`;
     rows.push([String(size), String(OBJECTS + 1), p(hub.create), p(hub.change), p(noop)]);
+    for (const [label, c] of Object.entries(hub.costs))
+      costRows.push([
+        String(size),
+        label,
+        String(c.counts.d1Calls),
+        String(c.counts.d1RowsRead),
+        String(c.counts.d1RowsWritten),
+        String(sum(c.counts.doRequests)),
+        String(sum(c.counts.doAlarms)),
+        ((c.cpu * 1000) / Math.max(1, c.acked)).toFixed(2),
+        c.settled.toFixed(2),
+      ]);
   } finally {
     await fleet.stop();
   }
@@ -130,4 +310,9 @@ printTable(
   "one ClusterResourcePlacement (PickAll, a namespace with its objects) to each cluster's report acknowledged over its channel (local wrangler dev on this machine; seconds)",
   ["clusters", "objects", "create p50 / p99 / max s", "change of one object p50 / p99 / max s", "no-op p50 / p99 / max s"],
   rows,
+);
+printTable(
+  "what each phase cost on the hub, from its write until the placement settled (metered hub, bench/meter/worker.ts)",
+  ["clusters", "phase", "D1 calls", "D1 rows read", "D1 rows written", "DO requests", "DO alarms", "hub CPU ms / report", "settled s"],
+  costRows,
 );

@@ -15,6 +15,8 @@
  *   controller's own runs make too (work deletions), so a run never waits on itself (a
  *   deletion the current run is making is ignored), and for work status reports, so that an
  *   agent's report returns at once and many clusters' reports coalesce into one run.
+ * - `notifyPlacement` (not awaited): `notify` for a placement's object, with its works' changes
+ *   (kept between runs: src/fleet/works-cache.ts) and, for a selected object's change, a run at once.
  *
  * Rollout timers (minSuccessTime soak ends, progressDeadline expiries), notifications and retries
  * are this object's `replicaset` timer (a row of its timers table, durable-objects/timers.ts, as
@@ -25,7 +27,8 @@
 import { DurableObject } from "cloudflare:workers";
 import { clock } from "../src/clock.ts";
 import { runReplicaSet, WorksCache, type ReplicaSetChange, type RunOutcome } from "../src/work/replicaset.ts";
-import { placementTarget, runPlacement } from "../src/fleet/controller.ts";
+import { placementTarget, runPlacement, type PlacementRunOutcome } from "../src/fleet/controller.ts";
+import { PlacementWorksCache, type PlacementWorkChange } from "../src/fleet/works-cache.ts";
 import { karmadaTarget, runKarmadaPolicy } from "../src/fleet/karmada/controller.ts";
 import type { KubeObject } from "../src/k8s/meta.ts";
 import type { Env } from "../src/env.ts";
@@ -50,11 +53,21 @@ const MAX_BACKOFF_MS = 300_000;
  * 3,000 works). Runs that a write waits for (spec, decisions) are never held back.
  */
 const NOTIFIED_RUN_SHARE = 0.1;
+/**
+ * The share of {@link NOTIFIED_RUN_SHARE} for a KubeFleet placement whose rollout waits on its
+ * clusters' reports (some picked clusters are held back by `maxUnavailable`, or their works'
+ * Applied and Available are not known yet): each report of an updated cluster may let the next
+ * ones go, and KubeFleet's rollout controller moves on as soon as a binding is ready, so its run
+ * is held back no longer than it took.
+ */
+const ROLLOUT_RUN_SHARE = 0.5;
 
 /** The replica set controller's Durable Object. */
 export class ReplicaSetObject extends DurableObject<Env> {
   private pending = false;
   private notified = false;
+  /** A notification asked for a run at once, not after {@link NOTIFIED_RUN_SHARE} allows (a placement's selected object changed). */
+  private prompt = false;
   private running = false;
   private readonly deleting = new Set<string>();
   private queue: Promise<unknown> = Promise.resolve();
@@ -69,6 +82,8 @@ export class ReplicaSetObject extends DurableObject<Env> {
   private nextRunAt = 0;
   /** The replica set's works as this object last knew them (src/work/replicaset.ts WorksCache). */
   private readonly works = new WorksCache();
+  /** A placement's works as this object last knew them (src/fleet/works-cache.ts), for a placement's object. */
+  private readonly placementWorks = new PlacementWorksCache();
   /**
    * The object's timers (its one alarm's owner; the rows are kept in memory once read, so a
    * notification, one per work status report, reads no storage to learn the next run).
@@ -133,9 +148,30 @@ export class ReplicaSetObject extends DurableObject<Env> {
       if (!(this.running && deletedWorkIn !== undefined && this.deleting.has(deletedWorkIn))) wanted = true;
     }
     if (!wanted) return;
+    await this.ask(namespace, name, false);
+  }
+
+  /**
+   * {@link notifyMany} for a KubeFleet placement's object: the changes of its works (a status
+   * report's work as stored without its spec, a removal) are kept for its next run
+   * (src/fleet/works-cache.ts); a `prompt` change (a selected object or a cluster changed) sets the
+   * run at once, not after the object's share of time for runs that status reports ask for.
+   */
+  async notifyPlacement(namespace: string, name: string, changes: readonly PlacementWorkChange[]): Promise<void> {
+    let prompt = false;
+    for (const c of changes) {
+      this.placementWorks.take(c);
+      if (c.prompt) prompt = true;
+    }
+    await this.ask(namespace, name, prompt);
+  }
+
+  /** Sets the run's timer for a notification: now when `prompt`, else when {@link NOTIFIED_RUN_SHARE} allows. */
+  private async ask(namespace: string, name: string, prompt: boolean): Promise<void> {
     this.remember(namespace, name);
     this.notified = true;
-    const due = Math.max(clock.now(), this.nextRunAt);
+    if (prompt) this.prompt = true;
+    const due = prompt ? clock.now() : Math.max(clock.now(), this.nextRunAt);
     const at = this.timers.get(RUN_TIMER);
     if (at === null || at > due) {
       this.timers.set(RUN_TIMER, due);
@@ -147,9 +183,10 @@ export class ReplicaSetObject extends DurableObject<Env> {
     if (!this.pending) return;
     this.pending = false;
     this.notified = false;
+    this.prompt = false;
     const t = this.target();
     if (!t) return;
-    let outcome: RunOutcome;
+    let outcome: RunOutcome & PlacementRunOutcome;
     this.running = true;
     const started = clock.now();
     try {
@@ -159,7 +196,7 @@ export class ReplicaSetObject extends DurableObject<Env> {
       const placement = placementTarget(t.namespace, t.name);
       const karmada = karmadaTarget(t.namespace, t.name);
       outcome = placement
-        ? await runPlacement(this.env, placement, clock.now())
+        ? await runPlacement(this.env, placement, clock.now(), this.placementWorks)
         : karmada
           ? await runKarmadaPolicy(this.env, karmada, clock.now())
           : await runReplicaSet(this.env, t.namespace, t.name, clock.now(), { deleting: (c) => this.deleting.add(c), cache: this.works });
@@ -174,6 +211,7 @@ export class ReplicaSetObject extends DurableObject<Env> {
       const ended = clock.now();
       this.nextRunAt = ended + (ended - started) * (1 / NOTIFIED_RUN_SHARE - 1);
     }
+    if (outcome.awaitingReports) this.nextRunAt = Math.min(this.nextRunAt, clock.now() + (clock.now() - started) * (1 / ROLLOUT_RUN_SHARE - 1));
     // A run that stopped at its share of works goes on at once (a new invocation, its alarm).
     if (outcome.more) outcome.recheckAt = Math.min(outcome.recheckAt ?? Infinity, clock.now());
     if (outcome.rerun) {
@@ -187,12 +225,14 @@ export class ReplicaSetObject extends DurableObject<Env> {
       // Nothing of the replica set remains: forget it (a later trigger starts afresh).
       await this.timers.reset();
       await this.ctx.storage.deleteAll();
+      this.placementWorks.invalidate();
       this.targetCache = null;
       this.ctx.storage.sql.exec(TARGET_SCHEMA);
       this.timers.create();
       return;
     }
-    await this.armAlarm(this.notified ? Math.min(Math.max(clock.now(), this.nextRunAt), outcome.recheckAt ?? Infinity) : outcome.recheckAt);
+    const notifiedAt = this.prompt ? clock.now() : Math.max(clock.now(), this.nextRunAt);
+    await this.armAlarm(this.notified ? Math.min(notifiedAt, outcome.recheckAt ?? Infinity) : outcome.recheckAt);
   }
 
   /** Sets the next run's timer at `at` (epoch ms; undefined: none) and the alarm with it. */

@@ -63,12 +63,14 @@ import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import type { Env } from "../env.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import type { AfterCommitHook, Change } from "../store/hooks.ts";
+import { CommitGroups } from "../store/group-commit.ts";
+import { withoutSpec, type PlacementWorksCache, type PlacementWorkChange } from "./works-cache.ts";
 import type { ManyWrite } from "../store/types.ts";
 import { recordEvents } from "../events/record.ts";
 import { identifierOf, isKindDisabled, selectResources, SelectionError, stripForDispatch, type Selected, type SelectionSource } from "./select.ts";
 import { memberClusterOf, schedulePlacement, termMatches, untoleratedTaint, type ClusterDecision, type MemberCluster } from "./schedule.ts";
 import { guessPlural, workName, type Manifest, type RenderedWork } from "./render.ts";
-import { carriesRender, clusterRenderer, storedSpecJson, type ClusterRender } from "./overrides.ts";
+import { carriesRender, clusterRenderer, type ClusterRender } from "./overrides.ts";
 import { placementOverrides } from "./override-snapshots.ts";
 import { rolloutStep, type RolloutCluster } from "./rollout.ts";
 import { perClusterStatus, placementConditions, type PerClusterStatus } from "./status.ts";
@@ -85,6 +87,12 @@ export interface PlacementRef {
 export interface PlacementRunOutcome {
   rerun?: boolean;
   gone?: boolean;
+  /**
+   * The rollout is under way: picked clusters wait for the rolling update's budget, or their works'
+   * Applied and Available are not known yet, so their reports move it on (the placement's object
+   * then holds its next run back less: durable-objects/replicaset.ts).
+   */
+  awaitingReports?: boolean;
 }
 
 /** The kinds of a ClusterResourcePlacement's or a ResourcePlacement's objects. */
@@ -174,8 +182,28 @@ async function owned(env: Env, def: KindDefinition, ref: PlacementRef): Promise<
   return items;
 }
 
-/** The works of a placement, by cluster: every chunk (`<base>-work`, `<base>-1`, ...), one query per chunk name. */
-async function worksOf(env: Env, ref: PlacementRef): Promise<Map<string, KubeObject[]>> {
+/**
+ * The works of a placement, by cluster: every chunk (`<base>-work`, `<base>-1`, ...), one query
+ * per chunk name; from `cache` (the placement object's copy) when it holds them, else read and
+ * kept there (`nowMs`, epoch ms: when).
+ */
+async function worksOf(env: Env, ref: PlacementRef, cache?: PlacementWorksCache, nowMs = 0): Promise<Map<string, KubeObject[]>> {
+  const held = cache?.current(nowMs);
+  if (held) return held;
+  cache?.startFill();
+  let out: Map<string, KubeObject[]>;
+  try {
+    out = await readWorks(env, ref);
+  } catch (e) {
+    cache?.cancelFill();
+    throw e;
+  }
+  cache?.fill([...out.values()].flat(), nowMs);
+  return out;
+}
+
+/** The works of a placement read from the store, by cluster (see {@link worksOf}). */
+async function readWorks(env: Env, ref: PlacementRef): Promise<Map<string, KubeObject[]>> {
   const base = trackingValue(ref);
   const out = new Map<string, KubeObject[]>();
   for (let i = 0; ; i++) {
@@ -332,15 +360,19 @@ async function cleanUp(env: Env, ref: PlacementRef, placement: KubeObject | null
 }
 
 /**
- * Reconciles one placement at `nowMs` (epoch ms). Idempotent: every run reads the current state.
+ * Reconciles one placement at `nowMs` (epoch ms). Idempotent: every run reads the current state
+ * (its works from `cache`, the placement object's copy, when it holds them: src/fleet/works-cache.ts).
  * @throws errors of D1 or an unexpected write failure (the placement's object retries later);
  *   lost write races are reported as `rerun`
  */
-export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): Promise<PlacementRunOutcome> {
+export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, cache?: PlacementWorksCache): Promise<PlacementRunOutcome> {
   const k = kindsOf(ref);
   const placementStore = admittedStoreOf(env, k.placement);
   let placement = await placementStore.get(ref.namespace, ref.name);
-  if (!placement || placement.metadata.deletionTimestamp) return cleanUp(env, ref, placement);
+  if (!placement || placement.metadata.deletionTimestamp) {
+    cache?.invalidate();
+    return cleanUp(env, ref, placement);
+  }
   if (!(placement.metadata.finalizers ?? []).includes(k.finalizer)) {
     const body = { ...placement, metadata: { ...placement.metadata, finalizers: [...(placement.metadata.finalizers ?? []), k.finalizer] } };
     const r = await racing(() => placementStore.write(ref.namespace, ref.name, { verb: "update", body }, { known: placement! }));
@@ -508,7 +540,7 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
     if (!r) renders.set(c, (r = renderFor(memberOf.get(c) ?? { name: c, labels: {} })));
     return r;
   };
-  const works = await worksOf(env, ref);
+  const works = await worksOf(env, ref, cache, nowMs);
   const gone = new Set(clusters.filter((c) => c.leaving).map((c) => c.name));
   const known = new Set(clusters.map((c) => c.name));
   const names = new Set([...picked.keys(), ...works.keys()]);
@@ -545,7 +577,7 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
       ws.length === rendered.length &&
       rendered.every((r, i) => {
         const w = ws.find((x) => x.metadata.name === r.name);
-        return w && storedSpecJson(w) === specJson[i] && canonical(pickAnnotations(w, r)) === canonical(r.annotations);
+        return w && specIs(w, specJson[i]!) && canonical(pickAnnotations(w, r)) === canonical(r.annotations);
       });
     if (!same) toRender.add(c.name);
   }
@@ -561,7 +593,7 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
       if (w && w.metadata.deletionTimestamp) return;
       if (
         w &&
-        storedSpecJson(w) === renderedJson[i] &&
+        specIs(w, renderedJson[i]!) &&
         w.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL] === resourceIndex &&
         canonical(pickAnnotations(w, r)) === canonical(r.annotations)
       )
@@ -598,8 +630,12 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
     const wr = writes[i]!;
     if (r === "lost") {
       raced = true;
+      cache?.invalidate();
       return;
     }
+    // A delete answers the work as it was, or being deleted (finalizers): only the latter stays.
+    if (r && (wr.req.verb !== "delete" || r.metadata.deletionTimestamp)) cache?.apply(r);
+    else cache?.remove(wr.namespace, wr.name);
     const list = (works.get(wr.namespace) ?? []).filter((w) => w.metadata.name !== wr.name);
     if (r) list.push(r);
     works.set(wr.namespace, list);
@@ -739,7 +775,29 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number): 
       console.error(`placement ${base}: could not record events`, e),
     );
   }
-  return raced || outcome.rerun ? { rerun: true } : {};
+  const awaiting = step.blocked.length > 0 || perCluster.some((p) => p.chain.Available === undefined || p.chain.Available === "Unknown");
+  return { ...(raced || outcome.rerun ? { rerun: true } : {}), ...(awaiting ? { awaitingReports: true } : {}) };
+}
+
+/** Most work versions {@link specIs} remembers (past it, it starts afresh). */
+const SPEC_MEMO_MAX = 50_000;
+/** Work version (`<uid>/<generation>`) → the rendered spec (canonical JSON) its spec was found equal to. */
+const specMemo = new Map<string, string>();
+
+/**
+ * Whether work `w`'s spec is `json` (a rendered spec as canonical JSON), remembered per work
+ * version: a ManifestWork's generation moves with its spec, so a work whose uid and generation
+ * were found equal to the same rendered spec before is not serialised again. A placement's run
+ * compares every current cluster's works with the rendered ones, and each is some 30 KB for a
+ * namespace of 50 objects: without this, every run at 1,000 clusters serialised 30 MB.
+ */
+function specIs(w: KubeObject, json: string): boolean {
+  const key = `${w.metadata.uid}/${w.metadata.generation ?? 1}`;
+  if (specMemo.get(key) === json) return true;
+  if (canonical(w.spec ?? {}) !== json) return false;
+  if (specMemo.size >= SPEC_MEMO_MAX) specMemo.clear();
+  specMemo.set(key, json);
+  return true;
 }
 
 /** A condition without `observedGeneration` (a binding's conditions are not about the placement's generation). */
@@ -1006,8 +1064,65 @@ export async function notifyPlacements(env: Env, refs: readonly PlacementRef[]):
   for (const r of results) if (r.status === "rejected") console.error("placement notification failed", r.reason);
 }
 
-async function reconcileSoon(env: Env, ref: PlacementRef): Promise<void> {
-  await stub(env, ref).notifyMany(`${PLACEMENT_TARGET_PREFIX}${ref.namespace}`, ref.name, [{}]);
+/** Most notifications one group carries (one call per placement among them). */
+const NOTIFY_GROUP_MAX = 500;
+
+/** A notification on its way to a placement's object: which placement, and the change. */
+interface Notification {
+  ref: PlacementRef;
+  change: PlacementWorkChange;
+}
+
+/** The notification groups of each placement object namespace binding (one per isolate), made on first use. */
+const notifyGroups = new WeakMap<DurableObjectNamespace, CommitGroups<Notification, void>>();
+
+/**
+ * Sends a group of notifications: one `notifyPlacement` call per placement among them, in parallel.
+ * @throws when a call fails (the group's notifications are then sent again one by one: telling an
+ *   object twice of a change is harmless)
+ */
+async function sendNotifications(env: Env, items: Notification[]): Promise<void[]> {
+  const byTarget = new Map<string, Notification[]>();
+  for (const n of items) {
+    const key = `${n.ref.namespace}/${n.ref.name}`;
+    const xs = byTarget.get(key);
+    if (xs) xs.push(n);
+    else byTarget.set(key, [n]);
+  }
+  await Promise.all(
+    [...byTarget.values()].map((ns) =>
+      stub(env, ns[0]!.ref).notifyPlacement(
+        `${PLACEMENT_TARGET_PREFIX}${ns[0]!.ref.namespace}`,
+        ns[0]!.ref.name,
+        ns.map((n) => n.change),
+      ),
+    ),
+  );
+  return items.map(() => undefined);
+}
+
+/**
+ * Asks for a run of the placement shortly after (its object's alarm), without waiting for it,
+ * handing over what changed (`change`: the work as stored without its spec, a work removed, or
+ * nothing known; `prompt`: run at once). Notifications that come while one is in flight go
+ * together when it returns (group commit, src/store/group-commit.ts, as the replica sets' in
+ * src/work/replicaset.ts): during a rollout, the reports of many clusters reach the placement's
+ * object in a few calls, not one each.
+ * @throws when the object cannot be reached
+ */
+async function reconcileSoon(env: Env, ref: PlacementRef, change: PlacementWorkChange = {}): Promise<void> {
+  let groups = notifyGroups.get(env.REPLICASETS);
+  if (!groups) {
+    groups = new CommitGroups((items: Notification[]) => sendNotifications(env, items), NOTIFY_GROUP_MAX);
+    notifyGroups.set(env.REPLICASETS, groups);
+  }
+  await groups.run({ ref, change });
+}
+
+/** What a committed change of a placement's work hands its object ({@link PlacementWorkChange}); nothing for another change. */
+function workChangeOf(change: Change | undefined): PlacementWorkChange {
+  if (change?.def !== ManifestWorkKind) return {};
+  return change.after ? { work: withoutSpec(change.after) } : { removed: { namespace: change.namespace, name: change.name } };
 }
 
 /**
@@ -1021,7 +1136,7 @@ export const placementHook: AfterCommitHook<PlacementOwed> = {
   async run(env, owed, target) {
     if ("namespace" in owed) {
       const ref = { namespace: owed.namespace, name: owed.name };
-      if (!owed.now) return reconcileSoon(env, ref);
+      if (!owed.now) return reconcileSoon(env, ref, workChangeOf(target.change));
       await reconcileNow(env, ref);
       return {
         rewrote: target.resource === `${FLEET_GROUP}/${kindsOf(ref).placement.plural}` && target.namespace === owed.namespace && target.name === owed.name,
@@ -1030,7 +1145,7 @@ export const placementHook: AfterCommitHook<PlacementOwed> = {
     const mc =
       "cluster" in owed ? (target.change ? target.change.after : await admittedStoreOf(env, ManagedClusterKind).getCommitted("", owed.cluster)) : undefined;
     const refs = await placementsFor(env, owed, mc);
-    const results = await Promise.allSettled(refs.map((r) => reconcileSoon(env, r)));
+    const results = await Promise.allSettled(refs.map((r) => reconcileSoon(env, r, { prompt: true })));
     for (const r of results) if (r.status === "rejected") console.error("placement notification failed", r.reason);
   },
 };
