@@ -6,7 +6,8 @@
  * cluster-admin, admin, edit, view, system:discovery, ... and their bindings; missing ones
  * recreated, reconciled by their `rbac.authorization.kubernetes.io/autoupdate` annotation).
  * Each request also brings the isolate's custom resources' kinds up to date (src/kinds/sync.ts
- * `syncCustomKinds`: one D1 read by key unless a CRD changed).
+ * `refreshCustomKinds`: no read unless the isolate's last check is older than a few seconds or it
+ * wrote a CRD since).
  */
 import { ApiError } from "../k8s/errors.ts";
 import { BUILTIN_CLUSTER_SETS, ManagedClusterSetKind } from "../kinds/managedclusterset.ts";
@@ -15,7 +16,7 @@ import { ensureNamespace } from "../namespaces/controller.ts";
 import { ensureBootstrapPolicy } from "../auth/rbac-store.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import type { Env } from "../env.ts";
-import { syncCustomKinds } from "../kinds/sync.ts";
+import { refreshCustomKinds } from "../kinds/sync.ts";
 
 /** Whether a request of this isolate has found or created the built-in objects. */
 let builtinsDone = false;
@@ -26,12 +27,12 @@ let builtinsDone = false;
  * checks for itself (a create that loses the race gets AlreadyExists, which is fine): a request
  * never awaits another's promise, which workerd would cancel as hung had that request been
  * cancelled meanwhile (issue 27).
- * Then syncs the custom kinds (every request).
+ * Then refreshes the custom kinds (src/kinds/sync.ts `refreshCustomKinds`).
  * @throws errors of D1 (the next request checks again)
  */
 export async function ensureBuiltins(env: Env): Promise<void> {
   if (!builtinsDone) await makeBuiltins(env);
-  await syncCustomKinds(env);
+  await refreshCustomKinds(env);
 }
 
 /** Creates the built-in objects that are missing (see {@link ensureBuiltins}). */

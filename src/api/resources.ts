@@ -17,7 +17,8 @@ import { AUDIT_GROUP, AUDIT_RESOURCE, AUDIT_VERSION, serveAuditEvents } from "..
 import { negotiate } from "./negotiate.ts";
 import { decodesProtobuf } from "./protobuf.ts";
 import { decodeDelete, decodeObjectBody, decodePatch, fieldManagerOf, queryFlag, statusResponse } from "./request.ts";
-import { type Ctx, resolve } from "./resource/target.ts";
+import { type Ctx, type Target, resolve } from "./resource/target.ts";
+import { syncCustomKinds } from "../kinds/sync.ts";
 import { notServed } from "./resource/answer.ts";
 import { list, get } from "./resource/read.ts";
 import { write, review, deleteCollection } from "./resource/write.ts";
@@ -25,13 +26,38 @@ import { createSubresource } from "./resource/subresources.ts";
 import { serveScale } from "./scale.ts";
 import { resourceList, wantsAggregatedDiscovery, aggregatedDiscovery } from "./resource/discovery.ts";
 
+/**
+ * {@link resolve}, and when the path names nothing this isolate serves (404), once more after a
+ * check of the custom kinds (src/kinds/sync.ts `syncCustomKinds`) if that changed them: a CRD
+ * another isolate made or changed within the custom kinds' cache age is served at once.
+ * @throws ApiError as {@link resolve}; errors of D1
+ */
+async function resolveFresh(c: Ctx, group: string, version: string, rest: string[]): Promise<Target> {
+  try {
+    return resolve(group, version, rest);
+  } catch (e) {
+    if (!(e instanceof ApiError && e.code === 404) || !(await syncCustomKinds(c.env))) throw e;
+    return resolve(group, version, rest);
+  }
+}
+
+/** `resourceList` of a group-version, checked once more as {@link resolveFresh} when nothing is served there. */
+async function resourceListFresh(c: Ctx, group: string, version: string): Promise<ReturnType<typeof resourceList>> {
+  try {
+    return resourceList(group, version);
+  } catch (e) {
+    if (!(e instanceof ApiError && e.code === 404) || !(await syncCustomKinds(c.env))) throw e;
+    return resourceList(group, version);
+  }
+}
+
 /** Serves one request on a resource path: `prefix` is what precedes the resource part (`/apis/{group}/{version}/`). */
 async function serve(c: Ctx, group: string, version: string, prefix: string): Promise<Response> {
   const rest = new URL(c.req.url).pathname
     .slice(prefix.length)
     .split("/")
     .filter((s) => s !== "");
-  const t = resolve(group, version, rest);
+  const t = await resolveFresh(c, group, version, rest);
   const method = c.req.method;
   const warnings: string[] = [];
   // As kube-apiserver, an answer the client cannot take is refused (406) before anything is done.
@@ -125,7 +151,7 @@ export function resourceRoutes(): Hono<ApiEnv> {
     });
   });
 
-  app.get("/:group/:version", (c) => c.json(resourceList(c.req.param("group"), c.req.param("version"))));
+  app.get("/:group/:version", async (c) => c.json(await resourceListFresh(c, c.req.param("group"), c.req.param("version"))));
 
   // The audit log (src/audit): not a stored kind; list and watch only.
   app.all(`/${AUDIT_GROUP}/${AUDIT_VERSION}/${AUDIT_RESOURCE}`, (c) => serveAuditEvents(c, []));

@@ -23,7 +23,7 @@ import { storageOf } from "../store/storage.ts";
 import { ApiError } from "../k8s/errors.ts";
 import { FOREGROUND_FINALIZER, ORPHAN_FINALIZER } from "../k8s/write.ts";
 import { servedKinds } from "../kinds/index.ts";
-import { syncCustomKinds } from "../kinds/sync.ts";
+import { lookUpKind } from "../kinds/sync.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject, OwnerReference } from "../k8s/meta.ts";
 import type { Env } from "../env.ts";
@@ -57,9 +57,9 @@ function groupOf(apiVersion: string): string {
  * The stored kind an owner reference names (by group and kind, any version), or undefined (a
  * computed kind, such as a cluster's Lease, has no rows to look the owner up in: left alone).
  */
-function kindOf(ref: { apiVersion: string; kind: string }): KindDefinition | undefined {
+function kindOf(env: Env, ref: { apiVersion: string; kind: string }): Promise<KindDefinition | undefined> {
   const group = groupOf(ref.apiVersion);
-  return servedKinds().find((k) => k.group === group && k.kind === ref.kind && !k.computed);
+  return lookUpKind(env, () => servedKinds().find((k) => k.group === group && k.kind === ref.kind && !k.computed));
 }
 
 function finalizingWith(obj: KubeObject | null): boolean {
@@ -72,7 +72,7 @@ function finalizingWith(obj: KubeObject | null): boolean {
  * absent (none, or one with another UID), or undefined when its kind is not served (unknown).
  */
 async function ownerOf(env: Env, ref: OwnerReference, namespace: string): Promise<KubeObject | null | undefined> {
-  const def = kindOf(ref);
+  const def = await kindOf(env, ref);
   if (!def) return undefined;
   const obj = await admittedStoreOf(env, def).getCommitted(def.namespaced ? namespace : "", ref.name);
   return obj && obj.metadata.uid === ref.uid ? obj : null;
@@ -135,7 +135,7 @@ async function dropFinalizer(env: Env, def: KindDefinition, obj: KubeObject, fin
 async function dependents(env: Env, uid: string): Promise<{ def: KindDefinition; obj: KubeObject }[]> {
   const out: { def: KindDefinition; obj: KubeObject }[] = [];
   for (const d of await storageOf(env).dependentsOf(uid)) {
-    const def = servedKinds().find((k) => `${k.group}/${k.plural}` === d.resource);
+    const def = await lookUpKind(env, () => servedKinds().find((k) => `${k.group}/${k.plural}` === d.resource));
     if (!def) continue;
     const obj = await admittedStoreOf(env, def).getCommitted(d.namespace, d.name);
     if (obj && refsOf(obj).some((r) => r.uid === uid)) out.push({ def, obj });
@@ -217,16 +217,16 @@ export const garbageCollectorHook: AfterCommitHook<GcOwed> = {
     return owes ? owed : null;
   },
   async run(env, owed) {
-    // Owners and dependents may be custom resources: this isolate's kinds are brought up to date first.
-    await syncCustomKinds(env);
-    const def = servedKinds().find((k) => k.group === owed.self.group && k.kind === owed.self.kind);
+    // The object, its owners and its dependents may be custom resources: a kind this isolate does
+    // not know is looked up again after a check of the custom kinds (src/kinds/sync.ts `lookUpKind`).
+    const def = await lookUpKind(env, () => servedKinds().find((k) => k.group === owed.self.group && k.kind === owed.self.kind));
     if (!def) return;
     if (owed.removed) {
       for (const d of await dependents(env, owed.self.uid)) await settleDependent(env, d.def, d.obj);
       // A removed dependent may have been what held an owner in foreground deletion.
       for (const ref of owed.owners ?? []) {
         const owner = await ownerOf(env, ref, owed.self.namespace);
-        const ownerDef = kindOf(ref);
+        const ownerDef = await kindOf(env, ref);
         if (owner && ownerDef && finalizingWith(owner)) await finalize(env, ownerDef, owner);
       }
       return;

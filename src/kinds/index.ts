@@ -8,13 +8,14 @@
  * resourceVersion moves). **How kind lookup finds them** (the interface for the routes, RBAC,
  * watch, GC, the namespace controller and placements):
  * - `syncCustomKinds(env)` (src/kinds/sync.ts, apart so that this module reads no storage and
- *   the Node programs and tests that list the kinds need none) brings the isolate's cache up to date: one D1 read by key (the
- *   `counters` row `CRD_CHANGE_COUNTER`, which every CRD write sets to its resourceVersion in its
- *   own batch: `KindDefinition.changeCounter`); only when it moved are the CRDs listed (one range
- *   read of the CRD kind) and the custom kinds rebuilt (a CRD whose resourceVersion did not move
- *   keeps its definitions, so they stay `===` across refreshes). The API calls it once per
- *   request before it resolves a path; any other isolate (a Durable Object, the outbox sweep, a
- *   controller's hook) calls it before it looks a kind up.
+ *   the Node programs and tests that list the kinds need none) brings the isolate's cache up to
+ *   date: one D1 read by key (the `counters` row `CRD_CHANGE_COUNTER`, which every CRD write sets
+ *   to its resourceVersion in its own batch: `KindDefinition.changeCounter`); only when it moved
+ *   are the CRDs listed (one range read of the CRD kind) and the custom kinds rebuilt (a CRD whose
+ *   resourceVersion did not move keeps its definitions, so they stay `===` across refreshes). A
+ *   controller run calls it before it looks a kind up; an API request calls `refreshCustomKinds`,
+ *   which checks only every few seconds or after this isolate wrote a CRD, and at once when a path
+ *   names a kind the isolate does not know (src/kinds/sync.ts says what staleness that allows).
  * - {@link findKind}`(group, version, plural)` answers the hub's own kinds first, then the custom
  *   kinds of the isolate's last sync; {@link findKindByKind} the same by group, version and kind.
  * - {@link servedKinds}`()`: {@link KINDS} then the custom kinds, for what walks every kind

@@ -15,6 +15,7 @@ import {
   awaitResourceVersion,
   changeCounterValue,
   changedSince,
+  localChangeCommits,
   currentResourceVersion,
   d1Database,
   dependentsOf,
@@ -68,6 +69,12 @@ export interface Storage {
   dependentsOf(uid: string): Promise<{ resource: string; namespace: string; name: string }[]>;
   /** The value of change counter `counter` (`KindDefinition.changeCounter`): 0 until a write of such a kind moved it. */
   changeCounter(counter: number): Promise<number>;
+  /**
+   * How many writes of kinds with change counter `counter` this isolate has committed (or tried
+   * to) since it started: in memory, no read (src/store/d1/objects.ts `localChangeCommits`). A
+   * cache that reads {@link changeCounter} only now and then reads it at once when this moved.
+   */
+  localChangeCommits(counter: number): number;
   /**
    * Commits `next` (null: delete) of kind `def` in place of `before` (null: create) with the
    * resourceVersion precondition of `before`, and in the same atomic batch the outbox row of what
@@ -140,6 +147,7 @@ export function storageOf(env: Env): Storage {
     eventLogStart: () => eventLogStart(db),
     dependentsOf: (uid) => dependentsOf(db, uid),
     changeCounter: (counter) => changeCounterValue(db, counter),
+    localChangeCommits,
     commit: (def, key, before, next, now, opts = {}) => commitChange(env, def, key, before, next, now, opts.extra, opts.grouped),
     finish: (committed, now, mode, waitUntil) => finishCommit(env, committed, now, mode, waitUntil),
     async finishTogether(committed, now) {

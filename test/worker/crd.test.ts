@@ -9,6 +9,7 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
+import { clock } from "../../src/clock.ts";
 import { call, createNamespaces, merge } from "./helpers.ts";
 
 const CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
@@ -94,6 +95,88 @@ const widget = (name: string, spec: Record<string, unknown>, version = "v1") => 
 const causes = (body: any): string[] => (body.details?.causes ?? []).map((c: { field: string; message: string }) => `${c.field}: ${c.message}`);
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const cond = (obj: any, type: string) => obj.status?.conditions?.find((c: { type: string }) => c.type === type);
+
+describe("CustomResourceDefinition: how fresh an isolate's custom kinds are (src/kinds/sync.ts)", () => {
+  const T = Date.parse("2026-11-29T16:00:00Z");
+
+  /** Dry-runs the create of a CRD and commits the answer as another isolate would: its row and the CRD change counter, in one batch, not through this isolate's store. */
+  async function commitElsewhere(group: string, plural: string, kind: string): Promise<void> {
+    const body = {
+      apiVersion: "apiextensions.k8s.io/v1",
+      kind: "CustomResourceDefinition",
+      metadata: { name: `${plural}.${group}` },
+      spec: {
+        group,
+        scope: "Namespaced",
+        names: { plural, kind },
+        versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } } }],
+      },
+    };
+    const dry = await call("POST", `${CRDS}?dryRun=All`, body);
+    expect(dry.status, JSON.stringify(dry.body)).toBe(201);
+    const stored = { ...dry.body, metadata: { ...dry.body.metadata, uid: dry.body.metadata.uid ?? crypto.randomUUID() } };
+    delete stored.metadata.resourceVersion;
+    const rv = (await env.DB.prepare("SELECT value FROM counters WHERE id = 1").first<{ value: number }>())!.value + 1;
+    await env.DB.batch([
+      env.DB.prepare("INSERT INTO objects (resource, namespace, name, uid, resource_version, body) VALUES (?, '', ?, ?, ?, ?)").bind(
+        "apiextensions.k8s.io/customresourcedefinitions",
+        stored.metadata.name,
+        stored.metadata.uid,
+        rv,
+        JSON.stringify(stored),
+      ),
+      env.DB.prepare("INSERT INTO counters (id, value) VALUES (3, ?) ON CONFLICT (id) DO UPDATE SET value = excluded.value").bind(rv),
+    ]);
+  }
+
+  const groupsListed = async () => (await call("GET", "/apis")).body.groups.map((g: { name: string }) => g.name) as string[];
+
+  it("checks the CRD change counter only once its last check is 5 s old, or at once when a path names a kind it does not know", async () => {
+    const real = clock.now;
+    let now = T;
+    clock.now = () => now;
+    try {
+      await createNamespaces("fresh");
+      expect(await groupsListed()).not.toContain("a.fresh.example.com");
+
+      // Another isolate creates a CRD: within 5 s of this isolate's last check, discovery is served from its cache, without a read.
+      await commitElsewhere("a.fresh.example.com", "apples", "Apple");
+      now = T + 4_999;
+      expect(await groupsListed()).not.toContain("a.fresh.example.com");
+      // 5 s after it: checked, and listed.
+      now = T + 5_000;
+      expect(await groupsListed()).toContain("a.fresh.example.com");
+
+      // A group-version it does not serve yet, and a resource path it does not know, are checked at once.
+      await commitElsewhere("b.fresh.example.com", "bananas", "Banana");
+      expect((await call("GET", "/apis/b.fresh.example.com/v1")).status).toBe(200);
+      await commitElsewhere("c.fresh.example.com", "cherries", "Cherry");
+      const cherry = { apiVersion: "c.fresh.example.com/v1", kind: "Cherry", metadata: { name: "one" } };
+      expect((await call("POST", "/apis/c.fresh.example.com/v1/namespaces/fresh/cherries", cherry)).status).toBe(201);
+      // A path that names nothing still answers 404.
+      expect((await call("GET", "/apis/d.fresh.example.com/v1/namespaces/fresh/dates")).status).toBe(404);
+
+      // This isolate's own CRD write is seen by its next request, whatever the age.
+      const own = {
+        apiVersion: "apiextensions.k8s.io/v1",
+        kind: "CustomResourceDefinition",
+        metadata: { name: "elders.e.fresh.example.com" },
+        spec: {
+          group: "e.fresh.example.com",
+          scope: "Cluster",
+          names: { plural: "elders", kind: "Elder" },
+          versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object" } } }],
+        },
+      };
+      expect((await call("POST", CRDS, own)).status).toBe(201);
+      expect(await groupsListed()).toContain("e.fresh.example.com");
+    } finally {
+      clock.now = real;
+    }
+    for (const name of ["apples.a", "bananas.b", "cherries.c", "elders.e"])
+      expect((await call("DELETE", `${CRDS}/${name}.fresh.example.com`)).status).toBe(200);
+  });
+});
 
 describe("CustomResourceDefinition: lifecycle and custom resources", () => {
   beforeAll(async () => {

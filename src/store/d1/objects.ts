@@ -530,6 +530,24 @@ export const changeCounterShape = guardedShape((cond, rv) =>
     .onConflictDoUpdate({ target: counters.id, set: { value: sql`excluded.value` } }),
 );
 
+/** This isolate's commits of kinds with a change counter, by counter (`KindDefinition.changeCounter`): how many, in memory. */
+const localCounterCommits = new Map<number, number>();
+
+/** Counts one commit (or attempt) of kind `def` in this isolate when the kind has a change counter ({@link localChangeCommits}). */
+function noteLocalCommit(def: KindDefinition): void {
+  if (def.changeCounter !== undefined) localCounterCommits.set(def.changeCounter, (localCounterCommits.get(def.changeCounter) ?? 0) + 1);
+}
+
+/**
+ * How many writes of kinds with change counter `counter` this isolate has committed or tried to
+ * (each counted once its D1 batch settled, committed or not) since it started: a number held in
+ * memory, no read. A cache that checks the counter only now and then (src/kinds/sync.ts) checks
+ * it at once when this moved, so that the isolate sees its own writes.
+ */
+export function localChangeCommits(counter: number): number {
+  return localCounterCommits.get(counter) ?? 0;
+}
+
 /**
  * The value of change counter `counter` (`KindDefinition.changeCounter`): the resourceVersion of
  * the last write of a kind that bumps it, or 0 when none has. One D1 read by primary key.
@@ -591,7 +609,8 @@ export async function commitObjects(db: DrizzleD1Database, def: KindDefinition, 
   const out: CommitOutcome[] = [];
   for (let i = 0; i < items.length; i += COMMIT_BATCH_ITEMS) {
     const chunk = items.slice(i, i + COMMIT_BATCH_ITEMS);
-    const rows = await commitBuilt(d1, await Promise.all(chunk.map((item) => itemStatements(db, def, item))));
+    const built = await Promise.all(chunk.map((item) => itemStatements(db, def, item)));
+    const rows = await commitBuilt(d1, built).finally(() => noteLocalCommit(def));
     chunk.forEach((item, j) => out.push(outcomeOf(item, rows[j]!)));
   }
   return out;
@@ -638,6 +657,17 @@ function commitGroups(d1: D1Database): CommitGroups<BuiltItem, ResultRows> {
   return groups;
 }
 
+/** Commits `item` in a commit group of this isolate (src/store/group-commit.ts). */
+async function commitGrouped(db: DrizzleD1Database, def: KindDefinition, item: CommitItem): Promise<CommitOutcome> {
+  const built = await itemStatements(db, def, item);
+  return outcomeOf(
+    item,
+    await commitGroups(d1Of(db))
+      .run(built)
+      .finally(() => noteLocalCommit(def)),
+  );
+}
+
 /**
  * Commits a computed write with optimistic concurrency.
  *
@@ -666,7 +696,7 @@ export async function commitObject(
 ): Promise<KubeObject | null> {
   if (next === null && expectedRv === null) return null;
   const item: CommitItem = { key, next, expectedRv, extras };
-  const outcome = grouped ? outcomeOf(item, await commitGroups(d1Of(db)).run(await itemStatements(db, def, item))) : (await commitObjects(db, def, [item]))[0]!;
+  const outcome = grouped ? await commitGrouped(db, def, item) : (await commitObjects(db, def, [item]))[0]!;
   if (outcome.ok) return outcome.object;
   const objRef = { group: def.group, plural: def.plural, name: key.name };
   if (expectedRv === null) throw alreadyExists(objRef);
