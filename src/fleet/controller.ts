@@ -987,7 +987,8 @@ export function clusterMayMatter(placement: KubeObject, clusterName: string, mc:
   const policy: PlacementPolicy = spec.policy ?? { placementType: "PickAll" };
   const has = ((placement.status?.placementStatuses ?? []) as { clusterName?: string }[]).some((s) => s.clusterName === clusterName);
   if (!mc) return has;
-  const m = memberClusterOf(mc);
+  // Only whether it is eligible and where it is matter here, not the date in an ineligible cluster's reason.
+  const m = memberClusterOf(mc, 0);
   if (has) return m.leaving || relabeled;
   if (!m.eligible) return false;
   if (policy.placementType === "PickFixed") return (policy.clusterNames ?? []).includes(clusterName);

@@ -86,9 +86,9 @@ function ineligibleReasonOf(mc: KubeObject, nowMs: number): string | null {
 /**
  * A ManagedCluster as a KubeFleet member cluster (docs/kubefleet.md): labels plus the member
  * name label, properties from `status.capacity`, `status.allocatable` and `status.clusterClaims`;
- * `nowMs` (epoch ms, default now) dates an unhealthy cluster's reason.
+ * `nowMs` (epoch ms, from the injected clock) dates an unhealthy cluster's reason.
  */
-export function memberClusterOf(mc: KubeObject, nowMs: number = Date.now()): MemberCluster {
+export function memberClusterOf(mc: KubeObject, nowMs: number): MemberCluster {
   const status = (mc.status ?? {}) as {
     capacity?: Record<string, string>;
     allocatable?: Record<string, string>;

@@ -271,13 +271,16 @@ describe("scheduling (KubeFleet's scheduler on ManagedClusters)", () => {
   const fleet = [member("a", { env: "prod", zone: "1" }), member("b", { env: "prod", zone: "2" }), member("c", { env: "dev", zone: "1" })];
 
   it("maps a ManagedCluster's labels, properties and eligibility", () => {
-    const m = memberClusterOf({
-      apiVersion: "cluster.open-cluster-management.io/v1",
-      kind: "ManagedCluster",
-      metadata: { name: "x", labels: { env: "prod" }, uid: "u", resourceVersion: "1", creationTimestamp: "" },
-      spec: { hubAcceptsClient: true, taints: [{ key: "k", effect: "NoSelect" }] },
-      status: { capacity: { cpu: "8" }, allocatable: { cpu: "6", memory: "16Gi" }, clusterClaims: [{ name: "kubernetes-fleet.io/node-count", value: "3" }] },
-    });
+    const m = memberClusterOf(
+      {
+        apiVersion: "cluster.open-cluster-management.io/v1",
+        kind: "ManagedCluster",
+        metadata: { name: "x", labels: { env: "prod" }, uid: "u", resourceVersion: "1", creationTimestamp: "" },
+        spec: { hubAcceptsClient: true, taints: [{ key: "k", effect: "NoSelect" }] },
+        status: { capacity: { cpu: "8" }, allocatable: { cpu: "6", memory: "16Gi" }, clusterClaims: [{ name: "kubernetes-fleet.io/node-count", value: "3" }] },
+      },
+      0,
+    );
     expect(m.labels).toEqual({ env: "prod", "kubernetes-fleet.io/member-cluster-name": "x" });
     expect(m.properties).toMatchObject({
       "resources.kubernetes-fleet.io/total-cpu": "8",
