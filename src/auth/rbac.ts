@@ -1096,6 +1096,7 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
           "resourceenvelopes",
           "resourceoverrides",
           "resourceoverridesnapshots",
+          "resourceoverridesnapshots/status",
           "resourceplacements",
           "resourceplacements/status",
           "resourcesnapshots",

@@ -88,6 +88,7 @@ describe("the Python client (python3-kubernetes)", () => {
     expect(got.gitVersion).toMatch(/^v1\.\d+\.\d+/);
     expect(got.groups).toEqual([
       "addon.open-cluster-management.io",
+      "apiextensions.k8s.io",
       "apps",
       "authentication.k8s.io",
       "authorization.k8s.io",
@@ -102,8 +103,10 @@ describe("the Python client (python3-kubernetes)", () => {
       "networking.k8s.io",
       "placement.kubernetes-fleet.io",
       "policy",
+      "policy.karmada.io",
       "policy.open-cluster-management.io",
       "rbac.authorization.k8s.io",
+      "work.karmada.io",
       "work.open-cluster-management.io",
     ]);
     expect(got.core).toEqual(["v1"]);
