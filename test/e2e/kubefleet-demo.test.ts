@@ -94,7 +94,8 @@ const workReady = (w: Json) =>
 /**
  * Watches the hub's collection at `apiPath` (a query string included) from `resourceVersion`,
  * calling `onEvent` for each event, in the order the hub sends them; `stop()` ends it. A watch the
- * hub ends is resumed from the last resourceVersion seen; an ERROR event ends it (`error()` says it).
+ * hub ends is resumed from the last resourceVersion seen; an ERROR event, or a tenth connection
+ * failure in a row, ends it (`error()` says it).
  */
 function watch(
   apiPath: string,
@@ -104,6 +105,7 @@ function watch(
   let stopped = false;
   let error: string | null = null;
   let rv = resourceVersion;
+  let failures = 0;
   let current: ReturnType<typeof httpsRequest> | undefined;
   const open = () => {
     if (stopped) return;
@@ -132,8 +134,15 @@ function watch(
         res.on("end", open);
       },
     );
-    req.on("error", () => {
-      if (!stopped) setTimeout(open, 200);
+    req.on("response", () => {
+      failures = 0;
+    });
+    req.on("error", (e) => {
+      if (stopped) return;
+      if (++failures >= 10) {
+        error ??= `the watch failed to connect 10 times: ${String(e)}`;
+        stopped = true;
+      } else setImmediate(open);
     });
     req.end();
     current = req;
