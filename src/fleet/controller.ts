@@ -76,6 +76,7 @@ import { rolloutStep, type RolloutCluster } from "./rollout.ts";
 import { perClusterStatus, placementConditions, type PerClusterStatus } from "./status.ts";
 import { CLEANUP_FINALIZER_REMOVED, placementEvents, placementEventSpecs } from "./events.ts";
 import type { WorkCondition } from "../work/rollout.ts";
+import { ownChangeRun } from "./own-change.ts";
 
 /** A placement: `namespace` "" for a ClusterResourcePlacement. */
 export interface PlacementRef {
@@ -899,15 +900,7 @@ function schedulingView(mc: KubeObject | null): unknown {
  */
 export function planPlacement(change: Change): PlacementOwed | null {
   const { def, namespace, name, before, after } = change;
-  if (isPlacementKind(def)) {
-    if (!after) return { namespace, name };
-    const started =
-      !before || before.metadata.generation !== after.metadata.generation || (!before.metadata.deletionTimestamp && !!after.metadata.deletionTimestamp);
-    if (started) return { namespace, name, now: true };
-    const fin = namespace ? RP_CLEANUP_FINALIZER : CRP_CLEANUP_FINALIZER;
-    if ((before.metadata.finalizers ?? []).includes(fin) && !(after.metadata.finalizers ?? []).includes(fin)) return { namespace, name };
-    return null;
-  }
+  if (isPlacementKind(def)) return ownChangeRun(namespace, name, before, after, namespace ? RP_CLEANUP_FINALIZER : CRP_CLEANUP_FINALIZER);
   if (def === ManifestWorkKind) {
     const w = after ?? before;
     const tracking = w?.metadata.labels?.[PLACEMENT_TRACKING_LABEL];

@@ -70,6 +70,7 @@ import {
   type PolicyRef,
   type PolicyView,
 } from "./select.ts";
+import { ownChangeRun } from "../own-change.ts";
 
 export type { PolicyRef } from "./select.ts";
 
@@ -603,15 +604,7 @@ function stripped(o: KubeObject): unknown {
  */
 export function planKarmada(change: Change): KarmadaOwed | null {
   const { def, namespace, name, before, after } = change;
-  if (isPolicyKind(def)) {
-    if (!after) return { namespace, name };
-    const started =
-      !before || before.metadata.generation !== after.metadata.generation || (!before.metadata.deletionTimestamp && !!after.metadata.deletionTimestamp);
-    if (started) return { namespace, name, now: true };
-    const fin = namespace ? PP_FINALIZER : CPP_FINALIZER;
-    if ((before.metadata.finalizers ?? []).includes(fin) && !(after.metadata.finalizers ?? []).includes(fin)) return { namespace, name };
-    return null;
-  }
+  if (isPolicyKind(def)) return ownChangeRun(namespace, name, before, after, namespace ? PP_FINALIZER : CPP_FINALIZER);
   if (def === ManifestWorkKind) {
     const w = after ?? before;
     const a = w?.metadata.annotations ?? {};
