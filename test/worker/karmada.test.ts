@@ -398,7 +398,7 @@ async function waitFor(check: () => Promise<boolean>, ms = 8000) {
 }
 
 describe("the propagation policy controller", () => {
-  it("propagates a Deployment and a ConfigMap to the clusters its affinity picks, reports FullyApplied, and removes them with the policy", async () => {
+  it("propagates a Deployment and a ConfigMap to the clusters its affinity picks, reports FullyApplied, and keeps them when the policy goes until claimed or deleted", async () => {
     await createCluster("kar-a", { env: "prod" });
     await createCluster("kar-b", { env: "prod" });
     await createCluster("kar-c", { env: "dev" });
