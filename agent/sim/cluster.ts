@@ -13,7 +13,13 @@
  *   `propagationPolicy` Orphan/Foreground add the `orphan`/`foregroundDeletion` finalizers that the
  *   GC sweep then processes; Background (default) deletes dependents whose ownerReferences point
  *   at the deleted uid; dependents with some owners left only lose the dangling references;
- * - namespaces: deleting one deletes its content first; default/kube-system/kube-public → 403.
+ * - namespaces: deleting one deletes its content first; default/kube-system/kube-public → 403;
+ * - CustomResourceDefinitions: deleting one adds the finalizer
+ *   `customresourcecleanup.apiextensions.k8s.io` (apiextensions-apiserver's REST `Delete`; a CRD
+ *   may also carry it from its creator, e.g. a manifest copied from another cluster); while it is
+ *   being deleted its resources are still read and deleted but not created (405), the cleanup
+ *   (apiextensions' `crd_finalizer.go`) deletes every resource of it, each held by its own
+ *   finalizers, and removes the finalizer once none is left, so the CRD goes with its resources.
  */
 import { randomUUID } from "node:crypto";
 import { parse as parseYaml } from "yaml";
@@ -76,6 +82,14 @@ export interface DeleteResult {
 }
 
 const PROTECTED_NAMESPACES = ["default", "kube-system", "kube-public"];
+/** apiextensions-apiserver's finalizer holding a deleted CRD until its custom resources are gone. */
+const CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io";
+const isCrd = (group: string, plural: string) => group === "apiextensions.k8s.io" && plural === "customresourcedefinitions";
+
+/** 405 for a create of a resource whose CRD is being deleted (apiextensions' crdHandler: `NewMethodNotSupported`). */
+function refuseTerminating(rt: ResourceType): void {
+  if (rt.terminating) throw new ApiError(405, "MethodNotAllowed", `create is not supported on resources of kind "${rt.plural}.${rt.group}"`);
+}
 
 function refsOf(o: KubeObject): OwnerReference[] {
   return Array.isArray(o.metadata.ownerReferences) ? o.metadata.ownerReferences : [];
@@ -294,6 +308,7 @@ export class Cluster {
 
   /** POST: creates the object in `namespace`. 409 AlreadyExists, 404 missing namespace, 422 invalid. */
   create(rt: ResourceType, namespace: string, body: unknown, opts: WriteOptions): KubeObject {
+    refuseTerminating(rt);
     if (!isObj(body)) throw badRequest("the body of the request must be a JSON object");
     this.checkTypeAndIdentity(rt, body, namespace);
     const obj = clone(body) as KubeObject;
@@ -451,6 +466,7 @@ export class Cluster {
     if (!current) {
       if (scope === "status") throw notFound(rt, t.name);
       if (rv !== undefined && rv !== "") throw conflict(rt, t.name);
+      refuseTerminating(rt);
       const obj = serverSideApply({ current: undefined, applied: body, manager, force, scope }, ssaContext(rt));
       const managedFields = obj.metadata.managedFields;
       this.initMetadata(rt, obj, t.namespace);
@@ -594,6 +610,7 @@ export class Cluster {
     if (policy === "Orphan") fins = [...fins.filter((f) => f !== "foregroundDeletion" && f !== "orphan"), "orphan"];
     if (policy === "Foreground") fins = [...fins.filter((f) => f !== "foregroundDeletion" && f !== "orphan"), "foregroundDeletion"];
     if (policy === "Background") fins = fins.filter((f) => f !== "foregroundDeletion" && f !== "orphan");
+    if (isCrd(group, plural) && !fins.includes(CRD_CLEANUP_FINALIZER)) fins.push(CRD_CLEANUP_FINALIZER);
     const isNamespace = group === "" && plural === "namespaces";
     if (fins.length === 0 && !isNamespace) {
       return this.store.remove(group, plural, obj.metadata.namespace ?? "", obj.metadata.name) ?? obj;
@@ -605,6 +622,7 @@ export class Cluster {
     else delete next.metadata.finalizers;
     if (typeof next.metadata.generation === "number") next.metadata.generation += 1;
     if (isNamespace) next.status = { ...(isObj(next.status) ? next.status : {}), phase: "Terminating" };
+    if (isCrd(group, plural)) this.reconcileOne({ group, kind: "CustomResourceDefinition", statusSubresource: true }, next);
     return this.store.put(group, plural, next);
   }
 
@@ -707,6 +725,19 @@ export class Cluster {
               refsOf(d.object).some((r) => r.uid === o.metadata.uid && r.blockOwnerDeletion === true),
           );
           if (!blocking) fins = fins.filter((f) => f !== "foregroundDeletion");
+        }
+        if (isCrd(group, plural) && fins.includes(CRD_CLEANUP_FINALIZER)) {
+          // apiextensions' finalizer controller: delete every resource of the CRD, then let it go.
+          const spec = isObj(o.spec) ? o.spec : {};
+          const names = isObj(spec.names) ? spec.names : {};
+          const resources = this.store.all().filter((e) => e.group === spec.group && e.plural === names.plural);
+          for (const r of resources) {
+            if (r.object.metadata.deletionTimestamp) continue;
+            this.markOrRemove(r.group, r.plural, r.object, undefined);
+            changed = true;
+          }
+          const left = this.store.all().some((e) => e.group === spec.group && e.plural === names.plural);
+          if (!left) fins = fins.filter((f) => f !== CRD_CLEANUP_FINALIZER);
         }
         if (group === "" && plural === "namespaces") {
           const content = all.filter(

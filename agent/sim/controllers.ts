@@ -339,7 +339,7 @@ function sameIgnoringTimes(a: unknown, b: unknown): boolean {
 export function desiredStatus(group: string, kind: string, obj: KubeObject, view: ClusterView): Obj | undefined {
   const status: Obj = isObj(obj.status) ? obj.status : {};
   const gen = obj.metadata.generation ?? 1;
-  if (obj.metadata.deletionTimestamp) return undefined;
+  if (obj.metadata.deletionTimestamp && !(group === "apiextensions.k8s.io" && kind === "CustomResourceDefinition")) return undefined;
   const progress = (): Progress => view.progress?.(obj) ?? { ready: !neverReady(obj), bad: neverReady(obj) };
   const observed = status.observedGeneration;
   // The controller writes a new generation's status at once (pending or, when ready already,
@@ -450,7 +450,12 @@ export function desiredStatus(group: string, kind: string, obj: KubeObject, view
         condition("Established", "True", "InitialNamesAccepted", "the initial names have been accepted"),
       ],
     };
-    if (JSON.stringify(status.acceptedNames) === JSON.stringify(want.acceptedNames) && Array.isArray(status.conditions)) return undefined;
+    // Being deleted: apiextensions' finalizer controller says so while it deletes the resources.
+    const terminating = Boolean(obj.metadata.deletionTimestamp);
+    if (terminating) (want.conditions as Obj[]).push(condition("Terminating", "True", "InstanceDeletionInProgress", "CustomResource deletion is in progress"));
+    const hasTerminating = Array.isArray(status.conditions) && status.conditions.some((c) => isObj(c) && c.type === "Terminating");
+    if (JSON.stringify(status.acceptedNames) === JSON.stringify(want.acceptedNames) && Array.isArray(status.conditions) && hasTerminating === terminating)
+      return undefined;
     return want;
   }
   if (group === "" && kind === "Pod") {

@@ -29,6 +29,12 @@ export interface ResourceType {
   printerColumns?: Obj[];
   /** True for create-only review APIs (SubjectAccessReview, SelfSubjectReview, ...): answered, never stored. */
   review?: boolean;
+  /**
+   * True for the types of a CRD being deleted: still read, listed and deleted while the CRD's
+   * cleanup finalizer deletes its resources, but no longer created (apiextensions-apiserver's
+   * crdHandler refuses `create` on a Terminating CRD).
+   */
+  terminating?: boolean;
 }
 
 const VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
@@ -148,7 +154,7 @@ export function typesFromCrd(crd: KubeObject): ResourceType[] {
   const group = typeof spec.group === "string" ? spec.group : "";
   const kind = typeof names.kind === "string" ? names.kind : "";
   const plural = typeof names.plural === "string" ? names.plural : "";
-  if (!group || !kind || !plural || crd.metadata.deletionTimestamp) return [];
+  if (!group || !kind || !plural) return [];
   const versions = Array.isArray(spec.versions) ? spec.versions.filter(isObj) : [];
   return versions
     .filter((v) => v.served !== false && typeof v.name === "string")
@@ -170,6 +176,7 @@ export function typesFromCrd(crd: KubeObject): ResourceType[] {
       };
       if (isObj(schemaWrap.openAPIV3Schema)) rt.schema = schemaWrap.openAPIV3Schema;
       if (Array.isArray(v.additionalPrinterColumns)) rt.printerColumns = v.additionalPrinterColumns.filter(isObj);
+      if (crd.metadata.deletionTimestamp) rt.terminating = true;
       return rt;
     });
 }

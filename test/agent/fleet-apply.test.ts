@@ -144,6 +144,36 @@ describe("the agent applies KubeFleet works as KubeFleet's work applier", () => 
     expect(await dyn.get(ref(JOB, "default", "once")).catch((e: Json) => e.code)).toBe(404);
   });
 
+  it("an untrackable object is reported available at its period's end, on the status's whole-second clock, and the controller says when", async () => {
+    const { kc, clock, advance } = await clockedSim(1000, (fn) => cleanups.push(fn));
+    const c = new WorkController({ kubeConfig: kc, namespace: AGENT_NS, logger: createLogger({ write: () => undefined }), watch: true, now: () => clock.now });
+    cleanups.push(() => c.close());
+    advance(600); // mid-second: the status's timestamps (whole seconds) lag the clock
+    const job = {
+      apiVersion: "batch/v1",
+      kind: "Job",
+      metadata: { name: "later", namespace: "default" },
+      spec: { template: podTemplate("later", "busybox:1") },
+    };
+    c.setWorks([fleetWork("untracked", [job], {}, {}, 2)]);
+    let s = statusOf(await c.sync(), "untracked");
+    expect(cond(manifestConds(s, "later"), "Available")?.status).toBe("Unknown");
+    // Due at the first whole second at or after applied + 2 s (12:00:02.600 → 12:00:03).
+    expect(c.nextDueInMs()).toBe(2400);
+    advance(2100); // 12:00:02.700: past the period, but the status's clock says 12:00:02
+    s = statusOf(await c.sync(), "untracked");
+    expect(cond(manifestConds(s, "later"), "Available")?.status).toBe("Unknown");
+    expect(c.nextDueInMs()).toBe(300);
+    advance(300);
+    s = statusOf(await c.sync(), "untracked");
+    expect(cond(manifestConds(s, "later"), "Available")).toMatchObject({ status: "True", reason: "NotTrackable" });
+    expect(cond(s.conditions, "Available")).toMatchObject({ status: "True", reason: "WorkNotTrackable" });
+    expect(c.nextDueInMs()).toBeUndefined();
+    // And it stays so on the quiet passes that follow.
+    advance(10_000);
+    expect(cond(statusOf(await c.sync(), "untracked").conditions, "Available")?.status).toBe("True");
+  });
+
   it("a workload not yet available is reported as soon as its watch sees it change, not at the next status sync", async () => {
     const { kc, clock, advance } = await clockedSim(1000, (fn) => cleanups.push(fn));
     const c = new WorkController({ kubeConfig: kc, namespace: AGENT_NS, logger: createLogger({ write: () => undefined }), watch: true, now: () => clock.now });

@@ -748,6 +748,47 @@ describe("CustomResourceDefinitions", () => {
     expect((await http("GET", "/apis/example.com/v1/namespaces/default/widgets")).status).toBe(404);
     await apiError(objects.read(widget), 404);
   });
+
+  it("delete a CRD's resources before the CRD, as apiextensions' cleanup finalizer does, even when the CRD came with it", async () => {
+    const GADGETS = "/apis/gadgets.example.com/v1/namespaces/default/gadgets";
+    const CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.gadgets.example.com";
+    // A CRD copied from another cluster carries that cluster's cleanup finalizer (KubeFleet keeps finalizers).
+    const crd = {
+      apiVersion: "apiextensions.k8s.io/v1",
+      kind: "CustomResourceDefinition",
+      metadata: { name: "gadgets.gadgets.example.com", finalizers: ["customresourcecleanup.apiextensions.k8s.io"] },
+      spec: {
+        group: "gadgets.example.com",
+        scope: "Namespaced",
+        names: { plural: "gadgets", singular: "gadget", kind: "Gadget" },
+        versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } } }],
+      },
+    };
+    expect((await http("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", JSON.stringify(crd))).status).toBe(201);
+    const gadget = (name: string, extra: Record<string, unknown> = {}) =>
+      JSON.stringify({ apiVersion: "gadgets.example.com/v1", kind: "Gadget", metadata: { name, ...extra } });
+    expect((await http("POST", GADGETS, gadget("plain"))).status).toBe(201);
+    expect((await http("POST", GADGETS, gadget("held", { finalizers: ["example.com/hold"] }))).status).toBe(201);
+
+    // Deleting the CRD: the plain resource goes at once; the held one is being deleted and holds the CRD, Terminating.
+    expect((await http("DELETE", CRD)).status).toBe(200);
+    expect((await http("GET", `${GADGETS}/plain`)).status).toBe(404);
+    const held = await http("GET", `${GADGETS}/held`);
+    expect(held.status).toBe(200);
+    expect((held.json.metadata as { deletionTimestamp?: string }).deletionTimestamp).toBeTruthy();
+    const terminating = (await http("GET", CRD)).json as { metadata: { finalizers: string[] }; status: { conditions: { type: string; status: string }[] } };
+    expect(terminating.metadata.finalizers).toEqual(["customresourcecleanup.apiextensions.k8s.io"]);
+    expect(terminating.status.conditions.find((c) => c.type === "Terminating")?.status).toBe("True");
+    // No new resources of a Terminating CRD.
+    const refused = await http("POST", GADGETS, gadget("late"));
+    expect(refused.status).toBe(405);
+    expect(refused.json.message).toBe('create is not supported on resources of kind "gadgets.gadgets.example.com"');
+
+    // The last resource's finalizer removed: it goes, and the CRD with it.
+    expect((await http("PATCH", `${GADGETS}/held`, JSON.stringify({ metadata: { finalizers: null } }), "application/merge-patch+json")).status).toBe(200);
+    expect((await http("GET", `${GADGETS}/held`)).status).toBe(404);
+    expect((await http("GET", CRD)).status).toBe(404);
+  });
 });
 
 describe("kubectl", () => {

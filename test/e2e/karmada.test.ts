@@ -3,7 +3,9 @@
  * (`wrangler dev`, HTTPS) with three simulated member clusters, each run by a real agent process.
  * A Deployment and a ConfigMap are applied to the hub; a PropagationPolicy whose clusterAffinity
  * selects by label picks 2 of the 3 clusters; the objects appear on exactly those two (their
- * namespace with them); the ResourceBinding shows FullyApplied; deleting the policy removes them.
+ * namespace with them); the ResourceBinding shows FullyApplied; deleting the policy keeps them on
+ * the members, as Karmada does (its bindings and works stay, without the claim); deleting a
+ * template then removes it from the members, the other staying.
  */
 import { execFile } from "node:child_process";
 import path from "node:path";
@@ -75,7 +77,7 @@ async function onMember(kc: KubeConfig, p: string): Promise<number> {
 const cond = (o: any, type: string) => (o?.status?.conditions ?? []).find((c: { type: string }) => c.type === type);
 
 describe("a PropagationPolicy with kubectl, wrangler dev and agents", () => {
-  it("propagates a Deployment and a ConfigMap to 2 of 3 clusters by label, reports FullyApplied, removes them with the policy", async () => {
+  it("propagates a Deployment and a ConfigMap to 2 of 3 clusters by label, reports FullyApplied, keeps them when the policy goes", async () => {
     const app = file(
       "app.yaml",
       [
@@ -154,16 +156,47 @@ describe("a PropagationPolicy with kubectl, wrangler dev and agents", () => {
     const claimed = JSON.parse(await kubectl("get", "deployment", "nginx", "-n", "kdemo", "-o", "json"));
     expect(claimed.metadata.annotations["propagationpolicy.karmada.io/name"]).toBe("nginx");
 
-    // Deleting the policy removes the objects from the members, and the bindings.
-    const deleting = Date.now();
+    // Deleting the policy keeps the objects on the members (Karmada's handlePolicyDeletion clears
+    // the claims only); the binding stays, without the claim.
     expect(await kubectl("delete", "pp", "nginx", "-n", "kdemo")).toContain("deleted");
+    expect((await admin(hub, "GET", "/apis/policy.karmada.io/v1alpha1/namespaces/kdemo/propagationpolicies/nginx")).status).toBe(404);
+    await waitFor(
+      "the claim gone from the template",
+      async () =>
+        JSON.parse(await kubectl("get", "deployment", "nginx", "-n", "kdemo", "-o", "json")).metadata.annotations?.["propagationpolicy.karmada.io/name"] ===
+        undefined,
+    );
+    const released = (await admin(hub, "GET", `${RB}/nginx-deployment`)).body;
+    expect(released.metadata.annotations?.["propagationpolicy.karmada.io/name"]).toBeUndefined();
+    expect(released.spec.clusters.map((c: { name: string }) => c.name)).toEqual(["kmember-1", "kmember-2"]);
+    const works = (await admin(hub, "GET", "/apis/work.open-cluster-management.io/v1/manifestworks")).body.items as {
+      metadata: { name: string; namespace: string };
+    }[];
+    expect(
+      works
+        .filter((w) => w.metadata.name === "pp.kdemo.nginx-work")
+        .map((w) => w.metadata.namespace)
+        .sort(),
+    ).toEqual(["kmember-1", "kmember-2"]);
+    for (const m of [m1!, m2!]) {
+      expect(await onMember(m.kc, "/apis/apps/v1/namespaces/kdemo/deployments/nginx"), m.name).toBe(200);
+      expect(await onMember(m.kc, "/api/v1/namespaces/kdemo/configmaps/settings"), m.name).toBe(200);
+    }
+
+    // Deleting the Deployment template removes it from the members (its binding goes with it); the ConfigMap stays.
+    const deleting = Date.now();
+    expect(await kubectl("delete", "deployment", "nginx", "-n", "kdemo")).toContain("deleted");
     for (const m of [m1!, m2!])
       await waitFor(
         `the Deployment gone from ${m.name}`,
         async () => (await onMember(m.kc, "/apis/apps/v1/namespaces/kdemo/deployments/nginx")) === 404,
         30_000,
       );
-    console.info(`karmada e2e: kubectl apply of the policy to FullyApplied ${fullyApplied} ms; kubectl delete to the objects gone ${Date.now() - deleting} ms`);
+    console.info(
+      `karmada e2e: kubectl apply of the policy to FullyApplied ${fullyApplied} ms; kubectl delete of the template to it gone from the members ${Date.now() - deleting} ms`,
+    );
     expect((await admin(hub, "GET", `${RB}/nginx-deployment`)).status).toBe(404);
+    for (const m of [m1!, m2!]) expect(await onMember(m.kc, "/api/v1/namespaces/kdemo/configmaps/settings"), m.name).toBe(200);
+    expect((await admin(hub, "GET", `${RB}/settings-configmap`)).status).toBe(200);
   });
 });

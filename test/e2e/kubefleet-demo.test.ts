@@ -1,11 +1,14 @@
 /**
- * The KubeFleet demo of issue 42, end to end: the README's `kubefleet-demo.yaml` (a Namespace with
- * a ConfigMap, a Deployment and a Service, and a ClusterResourcePlacement PickN 2 of the clusters
- * labelled `fleet=demo`) applied with the real kubectl to a real hub (`wrangler dev`, HTTPS) with
- * three simulated member clusters, each run by a real agent process. It checks the member
- * clusters' own API, not only the hub's status:
+ * The KubeFleet demo of issue 42, end to end: the README's `kubefleet-demo-crd.yaml` (a
+ * CustomResourceDefinition, `widgets.demo.example.com`) and `kubefleet-demo.yaml` (a Namespace
+ * with a ConfigMap, a Deployment, a Service and one `Widget`, and a ClusterResourcePlacement PickN
+ * 2 of the clusters labelled `fleet=demo` selecting the CRD by a cluster-scoped selector and the
+ * namespace) applied with the real kubectl to a real hub (`wrangler dev`, HTTPS) with three
+ * simulated member clusters, each run by a real agent process. It checks the member clusters' own
+ * API, not only the hub's status:
  *
- * - the objects are on exactly 2 of the 3 clusters, the ones the placement reports;
+ * - the objects, the CRD and the custom resource included, are on exactly 2 of the 3 clusters, the
+ *   ones the placement reports;
  * - the placement is Applied and Available only once the agents saw the Deployments' replicas
  *   ready (the simulated clusters make them ready {@link READY_DELAY_MS} after a change, as kwok);
  * - an edit of the ConfigMap on the hub rolls out under `maxUnavailable: 1` of 2: replaying the
@@ -13,7 +16,9 @@
  *   more than one cluster's work out of date or not yet Available, and the second cluster is
  *   updated only after the first is Available again (KubeFleet's rollout controller,
  *   `pickBindingsToRoll`);
- * - deleting the placement removes the objects from the clusters.
+ * - deleting the placement removes the objects from the clusters, the CRD included (the agents
+ *   delete what the works applied, as KubeFleet's work applier does; the CRD's deletion takes its
+ *   custom resources with it, as kube-apiserver's does).
  */
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -43,11 +48,11 @@ const READY_DELAY_MS = 1500;
 const TARGET = 2;
 const MAX_UNAVAILABLE = 1;
 
-/** The README's `<!-- file: kubefleet-demo.yaml -->` block: the demo a reader runs, verbatim. */
-function demoYaml(): string {
+/** The README's `<!-- file: <name> -->` block: the demo a reader runs, verbatim. */
+function demoYaml(name: string): string {
   const lines = readFileSync(path.join(root, "README.md"), "utf8").split("\n");
-  const at = lines.findIndex((l) => l.trim() === "<!-- file: kubefleet-demo.yaml -->");
-  expect(at, "the README's kubefleet-demo.yaml block").toBeGreaterThan(0);
+  const at = lines.findIndex((l) => l.trim() === `<!-- file: ${name} -->`);
+  expect(at, `the README's ${name} block`).toBeGreaterThan(0);
   expect(lines[at + 1]).toBe("```yaml");
   const end = lines.indexOf("```", at + 2);
   return `${lines.slice(at + 2, end).join("\n")}\n`;
@@ -65,7 +70,11 @@ async function member(cluster: string, apiPath: string): Promise<{ status: numbe
   return { status: res.status, body: res.status === 200 ? await res.json() : null };
 }
 
+const CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.demo.example.com";
+const WIDGET_PATH = "/apis/demo.example.com/v1/namespaces/demo/widgets/web";
 const MEMBER_OBJECTS = [
+  CRD_PATH,
+  WIDGET_PATH,
   "/api/v1/namespaces/demo",
   "/api/v1/namespaces/demo/configmaps/web-config",
   "/apis/apps/v1/namespaces/demo/deployments/web",
@@ -190,14 +199,19 @@ afterAll(async () => {
 
 describe("the KubeFleet demo: kubectl, wrangler dev, agents on simulated clusters", () => {
   it("places the app on 2 of 3 clusters, Available once ready, rolls an edit out under maxUnavailable, removes it", { timeout: 300_000 }, async () => {
-    // 1. One YAML file: the app's objects and the placement.
+    // 1. The CRD's YAML, then the app's objects and the placement.
     const started = Date.now();
-    const applied = await kubectl("apply", "-f", file("kubefleet-demo.yaml", demoYaml()));
+    expect(await kubectl("apply", "-f", file("kubefleet-demo-crd.yaml", demoYaml("kubefleet-demo-crd.yaml")))).toContain(
+      "customresourcedefinition.apiextensions.k8s.io/widgets.demo.example.com created",
+    );
+    expect(await kubectl("wait", "crd/widgets.demo.example.com", "--for=condition=Established")).toContain("condition met");
+    const applied = await kubectl("apply", "-f", file("kubefleet-demo.yaml", demoYaml("kubefleet-demo.yaml")));
     for (const line of [
       "namespace/demo created",
       "configmap/web-config created",
       "deployment.apps/web created",
       "service/web created",
+      "widget.demo.example.com/web created",
       "clusterresourceplacement.placement.kubernetes-fleet.io/demo created",
     ])
       expect(applied).toContain(line);
@@ -215,8 +229,10 @@ describe("the KubeFleet demo: kubectl, wrangler dev, agents on simulated cluster
     expect(available.status.selectedResources.map((r: Json) => `${r.kind}/${r.name}`)).toEqual([
       "Namespace/demo",
       "ConfigMap/web-config",
+      "CustomResourceDefinition/widgets.demo.example.com",
       "Service/web",
       "Deployment/web",
+      "Widget/web",
     ]);
     const picked: string[] = available.status.placementStatuses.map((s: Json) => s.clusterName).sort();
     expect(picked).toHaveLength(TARGET);
@@ -285,12 +301,23 @@ describe("the KubeFleet demo: kubectl, wrangler dev, agents on simulated cluster
     expect((await holders())["/api/v1/namespaces/demo"]).toEqual(picked);
     expect(await kubectl("get", "clusterresourcesnapshots", "-l", "kubernetes-fleet.io/parent-CRP=demo", "-o", "name")).toContain("demo-1-snapshot");
 
-    // 5. Deleting the placement removes the objects from the clusters.
+    // 5. Deleting the placement removes the objects from the clusters, the CRD included; with the
+    //    CRD go its custom resources (listed across namespaces on each cluster's own API).
     expect(await kubectl("delete", "crp", "demo")).toContain("deleted");
     expect((await admin(hub, "GET", CRP)).status).toBe(404);
     await waitFor("the objects gone from the clusters", async () => Object.values(await holders()).every((cs) => cs.length === 0));
     await waitFor("the works gone", async () => (await works()).length === 0);
+    for (const c of CLUSTERS) {
+      const crds = (await member(c, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")).body.items as Json[];
+      expect(
+        crds.map((d) => d.metadata.name),
+        c,
+      ).not.toContain("widgets.demo.example.com");
+      expect((await member(c, "/apis/demo.example.com/v1/widgets")).status, c).toBe(404);
+    }
     // The hub keeps its templates.
     expect((await admin(hub, "GET", "/apis/apps/v1/namespaces/demo/deployments/web")).status).toBe(200);
+    expect((await admin(hub, "GET", CRD_PATH)).status).toBe(200);
+    expect((await admin(hub, "GET", WIDGET_PATH)).status).toBe(200);
   });
 });

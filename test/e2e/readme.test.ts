@@ -23,7 +23,7 @@
  * it. What a script exports is exported to the next one. Background jobs (agents) keep running
  * until the end, then every process group the scripts started is stopped. What the README writes
  * in the clone (`.flotilla/sim/cluster{1,2,3,4}.json`, `*.kubeconfig`, `hello.yaml`,
- * `kubefleet-demo.yaml`) is moved aside first and put back after.
+ * `kubefleet-demo-crd.yaml`, `kubefleet-demo.yaml`) is moved aside first and put back after.
  */
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
@@ -94,6 +94,7 @@ describe("the README's examples run as written", () => {
     "team-a.kubeconfig",
     "ci.kubeconfig",
     "hello.yaml",
+    "kubefleet-demo-crd.yaml",
     "kubefleet-demo.yaml",
   ];
   const aside = path.join(mkdtempSync(path.join(tmpdir(), "flotilla-readme-aside-")), "x");

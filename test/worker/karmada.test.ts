@@ -4,7 +4,8 @@
 // refused with 422 naming the field, the detector's claims (priority, preemption), the scheduler
 // (affinity by names, labels, fields and exclusions, tolerations, spread by cluster), and the
 // controller in workerd over the HTTP API: works per cluster, ResourceBindings with Karmada's
-// status, deletion.
+// status, deletion (Karmada keeps a deleted policy's bindings and works until the templates go or
+// another policy claims them).
 import { describe, expect, it, vi } from "vitest";
 import type { KindDefinition } from "../../src/k8s/kind.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
@@ -390,14 +391,14 @@ async function report(cluster: string, name: string) {
 async function waitFor(check: () => Promise<boolean>, ms = 8000) {
   await vi.waitFor(
     async () => {
-      if (!(await check())) throw new Error("not yet");
+      if (!(await check())) throw new Error(`not yet: ${check.toString().slice(0, 160)}`);
     },
     { timeout: ms, interval: 100 },
   );
 }
 
 describe("the propagation policy controller", () => {
-  it("propagates a Deployment and a ConfigMap to the clusters its affinity picks, reports FullyApplied, and removes them with the policy", async () => {
+  it("propagates a Deployment and a ConfigMap to the clusters its affinity picks, reports FullyApplied, and keeps them when the policy goes until claimed or deleted", async () => {
     await createCluster("kar-a", { env: "prod" });
     await createCluster("kar-b", { env: "prod" });
     await createCluster("kar-c", { env: "dev" });
@@ -484,14 +485,40 @@ describe("the propagation policy controller", () => {
     ).toBe(200);
     await waitFor(async () => Object.keys(await worksOf("pp.web.nginx")).join() === "kar-a");
 
-    // Deleting the policy removes its works and bindings and clears its claims.
+    // Deleting the policy keeps what it placed, as Karmada's detector (handlePolicyDeletion): the
+    // claim goes from the bindings and the templates; the bindings and the works stay.
     expect((await call("DELETE", PP("web", "nginx"))).status).toBe(200);
     await waitFor(async () => (await call("GET", PP("web", "nginx"))).status === 404);
-    expect(Object.keys(await worksOf("pp.web.nginx"))).toEqual([]);
-    expect((await call("GET", RB("web", "nginx-deployment"))).status).toBe(404);
+    const names = (w: { spec: { workload: { manifests: KubeObject[] } } }) => w.spec.workload.manifests.map((m) => `${m.kind}/${m.metadata.name}`);
+    let kept = await worksOf("pp.web.nginx");
+    expect(Object.keys(kept)).toEqual(["kar-a"]);
+    expect(names(kept["kar-a"])).toEqual(["Namespace/web", "ConfigMap/conf", "Deployment/nginx"]);
+    const released = (await call("GET", RB("web", "nginx-deployment"))).body;
+    expect(released.metadata.labels?.["propagationpolicy.karmada.io/permanent-id"]).toBeUndefined();
+    expect(released.metadata.annotations?.["propagationpolicy.karmada.io/name"]).toBeUndefined();
+    expect(released.spec.clusters).toEqual([{ name: "kar-a", replicas: 2 }]);
+    expect((await call("GET", RB("web", "conf-configmap"))).status).toBe(200);
     const after = (await call("GET", "/apis/apps/v1/namespaces/web/deployments/nginx")).body;
-    expect(after.metadata.labels["propagationpolicy.karmada.io/permanent-id"]).toBeUndefined();
-  });
+    expect(after.metadata.labels?.["propagationpolicy.karmada.io/permanent-id"]).toBeUndefined();
+    expect(after.metadata.annotations?.["propagationpolicy.karmada.io/name"]).toBeUndefined();
+
+    // Another policy claims the Deployment: its works carry it, the deleted policy's work drops it.
+    const next = await call("POST", PP("web"), pp("next", { resourceSelectors: [DEPLOY], placement: { clusterAffinity: { clusterNames: ["kar-c"] } } }));
+    expect(next.status, JSON.stringify(next.body)).toBe(201);
+    await waitFor(async () => (await worksOf("pp.web.next"))["kar-c"] !== undefined);
+    expect(names((await worksOf("pp.web.next"))["kar-c"])).toEqual(["Namespace/web", "Deployment/nginx"]);
+    await waitFor(async () => names((await worksOf("pp.web.nginx"))["kar-a"]).join() === "Namespace/web,ConfigMap/conf");
+    const claimed = (await call("GET", RB("web", "nginx-deployment"))).body;
+    expect(claimed.metadata.annotations["propagationpolicy.karmada.io/name"]).toBe("next");
+    expect(claimed.spec.clusters).toEqual([{ name: "kar-c", replicas: 2 }]);
+
+    // The ConfigMap template deleted: its binding goes with it (its owner), and the work, left with nothing, goes.
+    expect((await call("DELETE", "/api/v1/namespaces/web/configmaps/conf")).status).toBe(200);
+    await waitFor(async () => (await call("GET", RB("web", "conf-configmap"))).status === 404);
+    await waitFor(async () => Object.keys(await worksOf("pp.web.nginx")).length === 0, 25_000);
+    kept = await worksOf("pp.web.next");
+    expect(Object.keys(kept)).toEqual(["kar-c"]);
+  }, 60_000);
 
   it("renders preserveResourcesOnDeletion as an orphaning delete, and places nothing when no cluster fits (NoClusterFit)", async () => {
     await createCluster("kar-p", { keep: "yes" });
@@ -576,6 +603,38 @@ describe("the propagation policy controller", () => {
     await waitFor(async () => Object.keys(await worksOf("cpp.ns-claimed")).length === 0);
     expect((await call("GET", "/api/v1/namespaces/claimed")).body.metadata.annotations["clusterpropagationpolicy.karmada.io/name"]).toBe("ns-later");
     for (const name of ["ns-later", "ns-claimed"]) expect((await call("DELETE", CPP(name))).status).toBe(200);
-    await waitFor(async () => (await call("GET", `${WG}/clusterresourcebindings/claimed-namespace`)).status === 404);
+    await waitFor(async () => (await call("GET", CPP("ns-later"))).status === 404);
+    // Karmada keeps the binding and the works of a deleted policy's templates, without its claim.
+    const released = (await call("GET", `${WG}/clusterresourcebindings/claimed-namespace`)).body;
+    expect(released.metadata.annotations?.["clusterpropagationpolicy.karmada.io/name"]).toBeUndefined();
+    expect(released.spec.clusters).toEqual([{ name: "kar-x" }]);
+    expect(Object.keys(await worksOf("cpp.ns-later"))).toEqual(["kar-x"]);
+    expect((await call("GET", "/api/v1/namespaces/claimed")).body.metadata.annotations?.["clusterpropagationpolicy.karmada.io/name"]).toBeUndefined();
+  });
+
+  it("a released template's work honours preserveResourcesOnDeletion when the template goes", async () => {
+    await createCluster("kar-q", { keep: "released" });
+    await createNamespaces("rel");
+    const cm = (name: string) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name }, data: { a: "1" } });
+    for (const n of ["one", "two"]) expect((await call("POST", "/api/v1/namespaces/rel/configmaps", cm(n))).status).toBe(201);
+    const created = await call(
+      "POST",
+      PP("rel"),
+      pp("rel", {
+        resourceSelectors: [{ apiVersion: "v1", kind: "ConfigMap" }],
+        placement: { clusterAffinity: { clusterNames: ["kar-q"] } },
+        preserveResourcesOnDeletion: true,
+      }),
+    );
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const names = (w: { spec: { workload: { manifests: KubeObject[] } } }) => w.spec.workload.manifests.map((m) => `${m.kind}/${m.metadata.name}`);
+    expect(names((await worksOf("pp.rel.rel"))["kar-q"])).toEqual(["Namespace/rel", "ConfigMap/one", "ConfigMap/two"]);
+    expect((await call("DELETE", PP("rel", "rel"))).status).toBe(200);
+    await waitFor(async () => (await call("GET", PP("rel", "rel"))).status === 404);
+    // One template deleted: the work drops it and keeps its orphaning deleteOption (the agent leaves it on the member).
+    expect((await call("DELETE", "/api/v1/namespaces/rel/configmaps/one")).status).toBe(200);
+    await waitFor(async () => names((await worksOf("pp.rel.rel"))["kar-q"]).join() === "Namespace/rel,ConfigMap/two");
+    expect((await worksOf("pp.rel.rel"))["kar-q"].spec.deleteOption).toEqual({ propagationPolicy: "Orphan" });
+    expect((await call("GET", RB("rel", "two-configmap"))).body.spec.preserveResourcesOnDeletion).toBe(true);
   });
 });

@@ -103,6 +103,8 @@ interface WorkState {
    * the objects changed.
    */
   quiet?: { refs: ObjectRef[]; report: WorkReport };
+  /** When the earliest untrackable object of its last pass counts as available (epoch ms, rounded up to a whole second), if later than that pass. */
+  dueAt?: number;
   /** Keys ({@link refKey}) of the objects whose manifests ask for `feedbackScrapeType: Watch`. */
   watchKeys?: string[];
 }
@@ -407,7 +409,13 @@ export class WorkController {
     const report: WorkReport = { name, uid: work.metadata.uid, status };
     const everyManifestCached = manifests.every((_, i) => state.memos.get(i)?.cached !== undefined);
     // Not quiet while an untrackable object of a KubeFleet work waits for its unavailablePeriodSeconds.
-    const waiting = outcomes.some((o) => o.fleet?.availableAt !== undefined && o.fleet.availableAt > nowMs);
+    // Judged on the status's clock (whole seconds, as its timestamps): a pass within the second an
+    // object becomes available still reports it unavailable, so it waits for the next whole second.
+    const judgedAt = Date.parse(nowRfc3339(new Date(nowMs)));
+    const waits = outcomes.map((o) => o.fleet?.availableAt).filter((t): t is number => t !== undefined && t > judgedAt);
+    const waiting = waits.length > 0;
+    if (waiting) state.dueAt = Math.ceil(Math.min(...waits) / 1000) * 1000;
+    else delete state.dueAt;
     if (this.tracker && saved && released.length === 0 && everyManifestCached && !waiting && workRefs.length === manifests.length)
       state.quiet = { refs: workRefs, report };
     return report;
@@ -442,6 +450,18 @@ export class WorkController {
    *   failures (they are in the statuses).
    * @throws the client's error when records cannot be read before the first pass.
    */
+  /**
+   * How long until a status the last {@link sync} reported changes by time alone, in
+   * milliseconds from now: the earliest moment an untrackable object of a KubeFleet work counts
+   * as available (`unavailablePeriodSeconds` after it was applied); undefined when none waits.
+   * The sync loop runs the next pass then rather than a whole status-sync period later.
+   */
+  nextDueInMs(): number | undefined {
+    const now = this.now();
+    const due = Math.min(...[...this.states.values()].map((s) => s.dueAt ?? Infinity));
+    return due === Infinity ? undefined : Math.max(0, due - now);
+  }
+
   async sync(): Promise<WorkReport[]> {
     if (!this.initialised) await this.init();
     const reports: WorkReport[] = [];

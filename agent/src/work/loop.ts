@@ -248,7 +248,8 @@ export class WorkLoop {
       await this.report(reports);
       if (this.pending || this.leaving || this.watchedChange) continue;
       this.idle = true;
-      await this.syncSleeper.sleep(this.syncDelayMs());
+      // A status that changes by time alone (an untrackable object's unavailablePeriodSeconds) is reported when it does.
+      await this.syncSleeper.sleep(Math.min(this.syncDelayMs(), controller.nextDueInMs() ?? Infinity));
       this.idle = false;
     }
     return "stopped";

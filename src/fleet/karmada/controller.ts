@@ -20,8 +20,17 @@
  *    (`applied`, `appliedMessage`, `health`, `status` from the status feedback) and the
  *    conditions `Scheduled` and `FullyApplied`.
  *
- * Deleting the policy deletes its works and bindings and clears its claims (another policy may
- * then claim the templates) before its finalizer goes.
+ * Deleting the policy lets go of what it claimed as Karmada's detector does
+ * (`handlePolicyDeletion`, pkg/detector/detector.go): the claim labels and annotations are
+ * removed from each binding, then from its template (another policy may then claim it), and the
+ * finalizer goes; the bindings and works stay, so the objects stay on the member clusters. A
+ * released template's binding and its place in the works stay until another policy claims the
+ * template (that policy's works then carry it) or the template is deleted (the garbage collector
+ * deletes the binding, which the template owns; the works drop it, so the agents
+ * remove it unless the works say `preserveResourcesOnDeletion`); a work left with nothing goes.
+ * A released binding names the works still carrying its template
+ * ({@link RELEASED_WORKS_ANNOTATION}), so that a change of it runs the deleted policy's object,
+ * which keeps those works ({@link maintainReleased}).
  */
 import { canonicalJson as canonical } from "../../k8s/canonical-json.ts";
 import { deepEqual } from "../../k8s/fieldmanager.ts";
@@ -87,6 +96,21 @@ const idLabelOf = (ref: PolicyRef) => (ref.namespace ? PP_PERMANENT_ID_LABEL : C
 export function workBase(ref: PolicyRef): string {
   return ref.namespace ? `pp.${ref.namespace}.${ref.name}` : `cpp.${ref.name}`;
 }
+
+/** The policy whose {@link workBase} `base` is, or null (a namespace holds no '.'). */
+export function refOfWorkBase(base: string): PolicyRef | null {
+  if (base.startsWith("cpp.") && base.length > 4) return { namespace: "", name: base.slice(4) };
+  const rest = base.startsWith("pp.") ? base.slice(3) : "";
+  const dot = rest.indexOf(".");
+  return dot > 0 && dot < rest.length - 1 ? { namespace: rest.slice(0, dot), name: rest.slice(dot + 1) } : null;
+}
+
+/**
+ * Flotilla's annotation on a binding whose policy was deleted (Karmada keeps the binding, without
+ * its claim): the {@link workBase} of the deleted policy's works, which still carry its template.
+ * Removed when another policy claims the template.
+ */
+export const RELEASED_WORKS_ANNOTATION = "flotilla.dev/karmada-released-works";
 
 /** Karmada's `GenerateBindingName`: `<name>-<kind>`, lower case. */
 export function karmadaBindingName(kind: string, name: string): string {
@@ -198,14 +222,24 @@ async function writeClaim(env: Env, def: KindDefinition, obj: KubeObject, claime
   return r === null ? "lost" : r;
 }
 
-/** Deletes the policy's works and bindings, clears its claims, then removes its finalizer. */
+/**
+ * A policy deleted (being deleted, or gone): lets go of its claims as Karmada's
+ * `handlePolicyDeletion` does (each binding's claim labels and annotations removed, the binding
+ * marked with {@link RELEASED_WORKS_ANNOTATION}, then the template's claim removed), removes the
+ * finalizer, and once the policy is gone keeps its works ({@link maintainReleased}).
+ */
 async function cleanUp(env: Env, ref: PolicyRef, policy: KubeObject | null): Promise<KarmadaRunOutcome> {
-  const works = [...(await worksOf(env, ref)).values()].flat().filter((w) => !w.metadata.deletionTimestamp);
-  const results = await admittedStoreOf(env, ManifestWorkKind).writeMany(
-    works.map((w) => ({ namespace: w.metadata.namespace!, name: w.metadata.name, req: { verb: "delete", preconditions: { uid: w.metadata.uid } }, known: w })),
-  );
-  let raced = results.includes("lost");
+  let raced = false;
   for (const { def, binding } of await bindingsOf(env, ref)) {
+    const ns = binding.metadata.namespace ?? "";
+    const annotations = { ...without(binding.metadata.annotations, CLAIM_ANNOTATIONS), [RELEASED_WORKS_ANNOTATION]: workBase(ref) };
+    const labels = without(binding.metadata.labels, CLAIM_LABELS);
+    const metadata = { ...binding.metadata, labels, annotations };
+    if (Object.keys(labels).length === 0) delete (metadata as { labels?: unknown }).labels;
+    const r = await tolerant(`the release of ${def.kind} ${ns}/${binding.metadata.name}`, () =>
+      admittedStoreOf(env, def).write(ns, binding.metadata.name, { verb: "update", body: { ...binding, metadata } }, { known: binding }),
+    );
+    if (r === "lost") raced = true;
     const res = (binding.spec as { resource?: { apiVersion: string; kind: string; namespace?: string; name: string } } | undefined)?.resource;
     const tdef = res ? propagatableKind(res.apiVersion, res.kind) : undefined;
     const template = tdef && res ? await admittedStoreOf(env, tdef).get(res.namespace ?? "", res.name) : null;
@@ -213,29 +247,73 @@ async function cleanUp(env: Env, ref: PolicyRef, policy: KubeObject | null): Pro
     if (tdef && template && claim && claim.namespace === ref.namespace && claim.name === ref.name) {
       if ((await writeClaim(env, tdef, template, null)) === "lost") raced = true;
     }
-    const r = await racing(() =>
-      admittedStoreOf(env, def).write(binding.metadata.namespace ?? "", binding.metadata.name, {
-        verb: "delete",
-        preconditions: { uid: binding.metadata.uid },
-      }),
-    );
-    if (r === "lost") raced = true;
   }
-  if (!policy) return raced ? { rerun: true } : { gone: true };
-  const fin = ref.namespace ? PP_FINALIZER : CPP_FINALIZER;
-  const finalizers = (policy.metadata.finalizers ?? []).filter((f) => f !== fin);
-  if (!raced && finalizers.length !== (policy.metadata.finalizers ?? []).length) {
-    const r = await racing(() =>
-      admittedStoreOf(env, policyKindOf(ref)).write(
-        ref.namespace,
-        ref.name,
-        { verb: "update", body: { ...policy, metadata: { ...policy.metadata, finalizers } } },
-        { known: policy },
-      ),
-    );
-    if (r === "lost") raced = true;
+  if (policy) {
+    const fin = ref.namespace ? PP_FINALIZER : CPP_FINALIZER;
+    const finalizers = (policy.metadata.finalizers ?? []).filter((f) => f !== fin);
+    if (!raced && finalizers.length !== (policy.metadata.finalizers ?? []).length) {
+      const r = await racing(() =>
+        admittedStoreOf(env, policyKindOf(ref)).write(
+          ref.namespace,
+          ref.name,
+          { verb: "update", body: { ...policy, metadata: { ...policy.metadata, finalizers } } },
+          { known: policy },
+        ),
+      );
+      if (r === "lost") raced = true;
+    }
+    return raced ? { rerun: true } : {};
   }
-  return raced ? { rerun: true } : {};
+  return raced ? { rerun: true } : maintainReleased(env, ref);
+}
+
+/** `apiVersion/kind/namespace/name` of a template, a binding's `spec.resource` or a work's manifest. */
+const objectKey = (apiVersion: string, kind: string, namespace: string | undefined, name: string) => `${apiVersion}/${kind}/${namespace ?? ""}/${name}`;
+
+/**
+ * The works of a deleted policy, as Karmada keeps a released template's works: each keeps the
+ * manifests of the templates it released that still exist and no policy claims (their
+ * bindings still marked {@link RELEASED_WORKS_ANNOTATION} with its base), and the namespaces
+ * those live in; the rest are dropped (the agents remove them from the members, as their
+ * `deleteOption` says) and a work left with nothing is deleted. The manifests stay as they were
+ * rendered (no policy propagates a released template's changes). `gone` once no work is left.
+ */
+async function maintainReleased(env: Env, ref: PolicyRef): Promise<KarmadaRunOutcome> {
+  const works = [...(await worksOf(env, ref)).values()].flat().filter((w) => !w.metadata.deletionTimestamp);
+  if (works.length === 0) return { gone: true };
+  const base = workBase(ref);
+  const released: KubeObject[] = [];
+  for (const b of (await admittedStoreOf(env, KarmadaResourceBindingKind).list(ref.namespace || undefined)).items) released.push(b);
+  if (!ref.namespace) for (const b of (await admittedStoreOf(env, KarmadaClusterResourceBindingKind).list()).items) released.push(b);
+  const kept = new Set<string>();
+  const keptNamespaces = new Set<string>();
+  for (const b of released) {
+    if (b.metadata.annotations?.[RELEASED_WORKS_ANNOTATION] !== base || b.metadata.deletionTimestamp) continue;
+    const res = (b.spec as { resource?: { apiVersion: string; kind: string; namespace?: string; name: string } } | undefined)?.resource;
+    const tdef = res ? propagatableKind(res.apiVersion, res.kind) : undefined;
+    const template = tdef && res ? await admittedStoreOf(env, tdef).get(res.namespace ?? "", res.name) : null;
+    if (!res || !template || template.metadata.deletionTimestamp || claimOf(template) !== null) continue;
+    kept.add(objectKey(res.apiVersion, res.kind, res.namespace, res.name));
+    if (res.namespace) keptNamespaces.add(res.namespace);
+  }
+  const writes: ManyWrite[] = [];
+  for (const w of works) {
+    const manifests = ((w.spec as { workload?: { manifests?: KubeObject[] } } | undefined)?.workload?.manifests ?? []) as KubeObject[];
+    const keep = manifests.filter(
+      (m) =>
+        kept.has(objectKey(m.apiVersion, m.kind, m.metadata?.namespace, m.metadata?.name)) ||
+        (m.apiVersion === "v1" && m.kind === "Namespace" && keptNamespaces.has(m.metadata?.name)),
+    );
+    if (keep.length === manifests.length) continue;
+    const where = { namespace: w.metadata.namespace!, name: w.metadata.name, known: w };
+    if (keep.length === 0) writes.push({ ...where, req: { verb: "delete", preconditions: { uid: w.metadata.uid } } });
+    else {
+      const spec = w.spec as { workload: { manifests: KubeObject[] } };
+      writes.push({ ...where, req: { verb: "update", body: { ...w, spec: { ...spec, workload: { ...spec.workload, manifests: keep } } } } });
+    }
+  }
+  const results = await admittedStoreOf(env, ManifestWorkKind).writeMany(writes);
+  return results.includes("lost") ? { rerun: true } : {};
 }
 
 /** The live policies a claim is decided among: every PropagationPolicy (of `namespace`, when given) and every ClusterPropagationPolicy. */
@@ -496,7 +574,7 @@ export async function runKarmadaPolicy(env: Env, ref: PolicyRef, nowMs: number):
           name,
           ...(ns ? { namespace: ns } : {}),
           labels: { ...without(existing?.metadata.labels, CLAIM_LABELS), [idLabel]: me.id },
-          annotations: { ...without(existing?.metadata.annotations, CLAIM_ANNOTATIONS), ...claimAnnotations },
+          annotations: { ...without(existing?.metadata.annotations, [...CLAIM_ANNOTATIONS, RELEASED_WORKS_ANNOTATION]), ...claimAnnotations },
           ownerReferences: [
             { apiVersion: apiVersionOf(def), kind: def.kind, name: obj.metadata.name, uid: obj.metadata.uid, controller: true, blockOwnerDeletion: true },
           ],
@@ -619,8 +697,14 @@ export function planKarmada(change: Change): KarmadaOwed | null {
     return null;
   }
   if (def === ManagedClusterKind) return deepEqual(clusterView(before), clusterView(after)) ? null : { clusters: true };
-  if (def === KarmadaResourceBindingKind || def === KarmadaClusterResourceBindingKind || isKindDisabled(def) || def.conversion || def.storage !== "d1")
-    return null;
+  if (def === KarmadaResourceBindingKind || def === KarmadaClusterResourceBindingKind) {
+    // A released binding claimed by another policy, or deleted with its template: the deleted policy's works drop it.
+    const was = before?.metadata.annotations?.[RELEASED_WORKS_ANNOTATION];
+    const is = after && !after.metadata.deletionTimestamp ? after.metadata.annotations?.[RELEASED_WORKS_ANNOTATION] : undefined;
+    const ref = was && was !== is ? refOfWorkBase(was) : null;
+    return ref ? { namespace: ref.namespace, name: ref.name } : null;
+  }
+  if (isKindDisabled(def) || def.conversion || def.storage !== "d1") return null;
   if (before && after && deepEqual(before.metadata.labels ?? {}, after.metadata.labels ?? {}) && deepEqual(stripped(before), stripped(after))) return null;
   const claims = [claimOf(before), claimOf(after)].filter((c): c is PolicyRef => c !== null);
   return {
