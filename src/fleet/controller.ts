@@ -62,7 +62,7 @@ import { NamespaceKind } from "../kinds/namespace.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import type { Env } from "../env.ts";
 import { admittedStoreOf } from "../admission/store.ts";
-import type { AfterCommitHook, Change } from "../store/hooks.ts";
+import type { AfterCommitHook, Change, HookTarget } from "../store/hooks.ts";
 import { CommitGroups } from "../store/group-commit.ts";
 import { withoutSpec, type PlacementWorksCache, type PlacementWorkChange } from "./works-cache.ts";
 import type { ManyWrite } from "../store/types.ts";
@@ -77,6 +77,7 @@ import { perClusterStatus, placementConditions, type PerClusterStatus } from "./
 import { CLEANUP_FINALIZER_REMOVED, placementEvents, placementEventSpecs } from "./events.ts";
 import type { WorkCondition } from "../work/rollout.ts";
 import { ownChangeRun } from "./own-change.ts";
+import { inNamespace, placementLists } from "./placement-lists.ts";
 
 /** A placement: `namespace` "" for a ClusterResourcePlacement. */
 export interface PlacementRef {
@@ -996,20 +997,18 @@ export function clusterMayMatter(placement: KubeObject, clusterName: string, mc:
 }
 
 /** The placements a change of one object or cluster may concern (they are listed; the fleet's objects are not). */
-async function placementsFor(env: Env, owed: Exclude<PlacementOwed, { namespace: string }>, mc: KubeObject | null | undefined): Promise<PlacementRef[]> {
+async function placementsFor(
+  env: Env,
+  owed: Exclude<PlacementOwed, { namespace: string }>,
+  mc: KubeObject | null | undefined,
+  target?: HookTarget,
+): Promise<PlacementRef[]> {
   const out: PlacementRef[] = [];
   const ns = "object" in owed ? owed.object.namespace : undefined;
-  // Both lists at once: one D1 round trip's wait, on every write of an object a placement may select.
-  const [crps, rps] = await Promise.all([
-    admittedStoreOf(env, FLEET_PLACEMENT_KINDS.crp)
-      .list()
-      .then((r) => r.items),
-    "object" in owed && !ns
-      ? []
-      : admittedStoreOf(env, FLEET_PLACEMENT_KINDS.rp)
-          .list(ns)
-          .then((r) => r.items),
-  ]);
+  // The isolate's lists, checked by one read of the placements' change counter (src/fleet/placement-lists.ts).
+  const lists = await placementLists(env, target);
+  const crps = lists.crps;
+  const rps = "object" in owed && !ns ? [] : ns === undefined ? lists.rps : inNamespace(lists.rps, ns);
   // The object's namespace's labels, read once when a placement selects namespaces by label.
   let nsLabels: Promise<Record<string, string> | undefined> | undefined;
   const namespaceLabels = () =>
@@ -1138,7 +1137,7 @@ export const placementHook: AfterCommitHook<PlacementOwed> = {
     }
     const mc =
       "cluster" in owed ? (target.change ? target.change.after : await admittedStoreOf(env, ManagedClusterKind).getCommitted("", owed.cluster)) : undefined;
-    const refs = await placementsFor(env, owed, mc);
+    const refs = await placementsFor(env, owed, mc, target);
     const results = await Promise.allSettled(refs.map((r) => reconcileSoon(env, r, { prompt: true })));
     for (const r of results) if (r.status === "rejected") console.error("placement notification failed", r.reason);
   },

@@ -13,6 +13,8 @@ import { compareSelected, selectResources, SelectionError, stripForDispatch, typ
 import { memberClusterOf, schedulePlacement, type MemberCluster } from "../../src/fleet/schedule.ts";
 import { rolloutStep } from "../../src/fleet/rollout.ts";
 import { renderWorks } from "../../src/fleet/render.ts";
+import { placementListings, placementLists } from "../../src/fleet/placement-lists.ts";
+import { PLACEMENT_CHANGE_COUNTER } from "../../src/kinds/fleet.ts";
 import { call, condition, createCluster, createNamespaces, merge } from "./helpers.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -786,6 +788,44 @@ describe("the placement controller", () => {
     const after = (await worksOf("gadgets"))["crd-a"];
     expect(after.metadata.labels["kubernetes-fleet.io/parent-resource-snapshot-index"]).toBe("1");
     expect(after.spec.workload.manifests[2].spec).toEqual({ size: 4 });
+  });
+
+  it("an object's write reads the placements' lists again only after a placement changed, and notifies a new one", async () => {
+    await createNamespaces("plists");
+    const configMap = async (name: string) =>
+      expect(
+        (await call("POST", "/api/v1/namespaces/plists/configmaps", { apiVersion: "v1", kind: "ConfigMap", metadata: { name }, data: { k: "v" } })).status,
+      ).toBe(201);
+    await configMap("a");
+    const listed = placementListings();
+    // No placement changed: the lists the isolate read are used (one read of the change counter).
+    await configMap("b");
+    expect(placementListings()).toBe(listed);
+    const created = await call("POST", CRP(), {
+      apiVersion: "placement.kubernetes-fleet.io/v1",
+      kind: "ClusterResourcePlacement",
+      metadata: { name: "plists" },
+      spec: {
+        resourceSelectors: [{ group: "", version: "v1", kind: "Namespace", name: "plists" }],
+        policy: { placementType: "PickFixed", clusterNames: ["nowhere"] },
+      },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    // The placement's write moved the counter: the next object's write lists again, and finds it.
+    await configMap("c");
+    expect(placementListings()).toBe(listed + 1);
+    expect((await placementLists(env)).crps.map((p) => p.metadata.name)).toContain("plists");
+    await waitFor(async () =>
+      ((await call("GET", CRP("plists"))).body.status?.selectedResources ?? []).some(
+        (r: { kind: string; name: string }) => r.kind === "ConfigMap" && r.name === "c",
+      ),
+    );
+    // A placement written by another isolate moves the counter too: this isolate lists again.
+    await env.DB.prepare("UPDATE counters SET value = value + 1 WHERE id = ?").bind(PLACEMENT_CHANGE_COUNTER).run();
+    await configMap("d");
+    expect(placementListings()).toBe(listed + 2);
+    await configMap("e");
+    expect(placementListings()).toBe(listed + 2);
   });
 
   it("a PickAll placement gains a cluster that joins later", async () => {

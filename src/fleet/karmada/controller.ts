@@ -80,6 +80,7 @@ import {
   type PolicyView,
 } from "./select.ts";
 import { ownChangeRun } from "../own-change.ts";
+import { inNamespace, placementLists } from "../placement-lists.ts";
 
 export type { PolicyRef } from "./select.ts";
 
@@ -780,8 +781,11 @@ export const karmadaHook: AfterCommitHook<KarmadaOwed> = {
       return { rewrote: target.resource === `${KARMADA_POLICY_GROUP}/${plural}` && target.namespace === owed.namespace && target.name === owed.name };
     }
     const ns = "object" in owed ? owed.object.namespace || undefined : undefined;
-    const pps = (await admittedStoreOf(env, PropagationPolicyKind).list("object" in owed && owed.object.kind !== "Namespace" ? ns : undefined)).items;
-    const cpps = (await admittedStoreOf(env, ClusterPropagationPolicyKind).list()).items;
+    // The isolate's lists, checked by one read of the placements' change counter (src/fleet/placement-lists.ts).
+    const lists = await placementLists(env, target);
+    const ppNamespace = "object" in owed && owed.object.kind !== "Namespace" ? ns : undefined;
+    const pps = ppNamespace === undefined ? lists.pps : inNamespace(lists.pps, ppNamespace);
+    const cpps = lists.cpps;
     const refs = [...pps, ...cpps]
       .filter((p) => !("object" in owed) || mayConcern(p, owed.object))
       .map((p) => ({ namespace: p.metadata.namespace ?? "", name: p.metadata.name }));
