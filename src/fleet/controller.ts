@@ -44,6 +44,7 @@ import {
   PARENT_NAMESPACE_LABEL,
   PARENT_SNAPSHOT_INDEX_LABEL,
   PARENT_SNAPSHOT_NAME_ANNOTATION,
+  PLACEMENT_CHANGE_COUNTER,
   PLACEMENT_TRACKING_LABEL,
   POLICY_INDEX_LABEL,
   RESOURCE_HASH_ANNOTATION,
@@ -62,7 +63,7 @@ import { NamespaceKind } from "../kinds/namespace.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import type { Env } from "../env.ts";
 import { admittedStoreOf } from "../admission/store.ts";
-import type { AfterCommitHook, Change, HookTarget } from "../store/hooks.ts";
+import type { AfterCommitHook, Change, CounterAt, HookTarget } from "../store/hooks.ts";
 import { CommitGroups } from "../store/group-commit.ts";
 import { withoutSpec, type PlacementWorksCache, type PlacementWorkChange } from "./works-cache.ts";
 import type { ManyWrite } from "../store/types.ts";
@@ -77,7 +78,7 @@ import { perClusterStatus, placementConditions, type PerClusterStatus } from "./
 import { CLEANUP_FINALIZER_REMOVED, placementEvents, placementEventSpecs } from "./events.ts";
 import type { WorkCondition } from "../work/rollout.ts";
 import { ownChangeRun } from "./own-change.ts";
-import { inNamespace, placementLists } from "./placement-lists.ts";
+import { cachedPlacementLists, inNamespace, placementLists } from "./placement-lists.ts";
 
 /** A placement: `namespace` "" for a ClusterResourcePlacement. */
 export interface PlacementRef {
@@ -1030,6 +1031,22 @@ async function placementsFor(
   return out;
 }
 
+/**
+ * An object's change that no placement of the isolate's lists may concern (src/fleet/placement-lists.ts
+ * `cachedPlacementLists`, judged by {@link mayMatch} as {@link placementsFor} judges it, a
+ * namespace's labels taken to match): the placements' change counter and the value the lists were
+ * read at, under which the hook's run would notify nobody (`AfterCommitHook.quiet`). Null for
+ * other changes, or when a placement may concern it.
+ */
+export function quietPlacements(owed: PlacementOwed): CounterAt | null {
+  const cached = cachedPlacementLists();
+  if (!cached || !("object" in owed)) return null;
+  const ns = owed.object.namespace;
+  const candidates = ns ? [...cached.lists.crps, ...inNamespace(cached.lists.rps, ns)] : cached.lists.crps;
+  if (candidates.some((p) => mayMatch((p.spec ?? {}) as PlacementSpec, !p.metadata.namespace, owed.object, undefined))) return null;
+  return { counter: PLACEMENT_CHANGE_COUNTER, value: cached.counter };
+}
+
 /** The Durable Object of a placement: the replica set object class, named `placement:<namespace>/<name>`. */
 function stub(env: Env, ref: PlacementRef) {
   return env.REPLICASETS.getByName(`placement:${ref.namespace}/${ref.name}`);
@@ -1126,6 +1143,7 @@ function workChangeOf(change: Change | undefined): PlacementWorkChange {
 export const placementHook: AfterCommitHook<PlacementOwed> = {
   name: "fleet-placements",
   plan: planPlacement,
+  quiet: quietPlacements,
   async run(env, owed, target) {
     if ("namespace" in owed) {
       const ref = { namespace: owed.namespace, name: owed.name };

@@ -13,6 +13,12 @@
  * at. The hooks look after their write committed, so a placement committed before the write is
  * always seen; one committed after it selects the object in its own run (it reads the objects
  * after its commit). Nothing is stale: the cache only saves the lists while no placement changed.
+ *
+ * Before the commit, the hooks' `quiet` (src/store/hooks.ts `AfterCommitHook.quiet`) judges the
+ * write by the lists as the isolate holds them ({@link cachedPlacementLists}): when none of them may
+ * concern the object, the commit writes its outbox row only if the counter moved from the value
+ * they were read at, in its own atomic batch. Unmoved, nothing is owed (no outbox row, no read of
+ * the counter, no deletion of the row); moved, the hooks run as above and read the lists again.
  */
 import type { Env } from "../env.ts";
 import type { KubeObject } from "../k8s/meta.ts";
@@ -76,6 +82,15 @@ export async function placementLists(env: Env, target?: HookTarget): Promise<Pla
   // A look that read an older counter never replaces lists read at a newer one.
   if (!cached || cached.counter <= counter) cached = { counter, lists };
   return lists;
+}
+
+/**
+ * The isolate's lists and the change counter's value they were read at, as they are (no read):
+ * what the hooks' `quiet` plans judge a write by before its commit (src/store/hooks.ts
+ * `AfterCommitHook.quiet`); null before the first {@link placementLists}.
+ */
+export function cachedPlacementLists(): { counter: number; lists: PlacementLists } | null {
+  return cached;
 }
 
 /** The objects of `list` in namespace `namespace` (list order kept). */

@@ -14,6 +14,8 @@ import { memberClusterOf, schedulePlacement, type MemberCluster } from "../../sr
 import { rolloutStep } from "../../src/fleet/rollout.ts";
 import { renderWorks } from "../../src/fleet/render.ts";
 import { placementListings, placementLists } from "../../src/fleet/placement-lists.ts";
+import { placementHook, type PlacementOwed } from "../../src/fleet/controller.ts";
+import { registerAfterCommitHook } from "../../src/store/hooks.ts";
 import { PLACEMENT_CHANGE_COUNTER } from "../../src/kinds/fleet.ts";
 import { call, condition, createCluster, createNamespaces, merge } from "./helpers.ts";
 
@@ -826,6 +828,39 @@ describe("the placement controller", () => {
     expect(placementListings()).toBe(listed + 2);
     await configMap("e");
     expect(placementListings()).toBe(listed + 2);
+  });
+
+  it("an object no placement may concern owes no after-commit work while the placements stay as the isolate read them", async () => {
+    await createNamespaces("quiet");
+    const configMap = async (name: string) =>
+      expect(
+        (await call("POST", "/api/v1/namespaces/quiet/configmaps", { apiVersion: "v1", kind: "ConfigMap", metadata: { name }, data: { k: "v" } })).status,
+      ).toBe(201);
+    // The isolate holds the placements' lists once an object's write read them.
+    await configMap("q0");
+    const runs: string[] = [];
+    registerAfterCommitHook<PlacementOwed>({
+      ...placementHook,
+      run: (e, owed, target) => {
+        runs.push(target.name);
+        return placementHook.run(e, owed, target);
+      },
+    });
+    try {
+      const listed = placementListings();
+      // No placement selects the namespace: the commit wrote no outbox row, and no hook ran.
+      await configMap("q1");
+      expect(runs).toEqual([]);
+      // A placement written meanwhile (here: the counter moved as another isolate's write moves it): owed and run.
+      await env.DB.prepare("UPDATE counters SET value = value + 1 WHERE id = ?").bind(PLACEMENT_CHANGE_COUNTER).run();
+      await configMap("q2");
+      expect(runs).toEqual(["q2"]);
+      expect(placementListings()).toBe(listed + 1);
+      await configMap("q3");
+      expect(runs).toEqual(["q2"]);
+    } finally {
+      registerAfterCommitHook(placementHook);
+    }
   });
 
   it("a PickAll placement gains a cluster that joins later", async () => {

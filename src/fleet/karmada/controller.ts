@@ -63,7 +63,8 @@ import { ManifestWorkKind } from "../../kinds/manifestwork.ts";
 import { NamespaceKind } from "../../kinds/namespace.ts";
 import type { Env } from "../../env.ts";
 import { admittedStoreOf } from "../../admission/store.ts";
-import type { AfterCommitHook, Change } from "../../store/hooks.ts";
+import type { AfterCommitHook, Change, CounterAt } from "../../store/hooks.ts";
+import { PLACEMENT_CHANGE_COUNTER } from "../../kinds/fleet.ts";
 import type { ManyWrite } from "../../store/types.ts";
 import { compareSelected, isKindDisabled, shouldPropagate, stripForDispatch, type Selected } from "../select.ts";
 import { renderWorks, workName, type RenderedWork } from "../render.ts";
@@ -80,7 +81,7 @@ import {
   type PolicyView,
 } from "./select.ts";
 import { ownChangeRun } from "../own-change.ts";
-import { inNamespace, placementLists } from "../placement-lists.ts";
+import { cachedPlacementLists, inNamespace, placementLists } from "../placement-lists.ts";
 
 export type { PolicyRef } from "./select.ts";
 
@@ -720,6 +721,22 @@ export function planKarmada(change: Change): KarmadaOwed | null {
   };
 }
 
+/**
+ * An object's change that no policy of the isolate's lists may concern (src/fleet/placement-lists.ts
+ * `cachedPlacementLists`, judged by {@link mayConcern} over the policies the hook's run would look
+ * at) and that claims none: the placements' change counter and the value the lists were read at,
+ * under which the hook's run would notify nobody (`AfterCommitHook.quiet`). Null otherwise.
+ */
+export function quietPolicies(owed: KarmadaOwed): CounterAt | null {
+  const cached = cachedPlacementLists();
+  if (!cached || !("object" in owed) || owed.object.claims.length > 0) return null;
+  const ns = owed.object.namespace || undefined;
+  const ppNamespace = owed.object.kind !== "Namespace" ? ns : undefined;
+  const pps = ppNamespace === undefined ? cached.lists.pps : inNamespace(cached.lists.pps, ppNamespace);
+  if ([...pps, ...cached.lists.cpps].some((p) => mayConcern(p, owed.object))) return null;
+  return { counter: PLACEMENT_CHANGE_COUNTER, value: cached.counter };
+}
+
 /** Whether a policy's selectors may match the changed object (before or after), or its claim names the policy, or (a Namespace) the policy propagates in it. */
 function mayConcern(p: KubeObject, owed: Extract<KarmadaOwed, { object: unknown }>["object"]): boolean {
   const ref = { namespace: p.metadata.namespace ?? "", name: p.metadata.name };
@@ -772,6 +789,7 @@ export function karmadaTarget(namespace: string, name: string): PolicyRef | null
 export const karmadaHook: AfterCommitHook<KarmadaOwed> = {
   name: "karmada-policies",
   plan: planKarmada,
+  quiet: quietPolicies,
   async run(env, owed, target) {
     if ("namespace" in owed) {
       const ref = { namespace: owed.namespace, name: owed.name };
