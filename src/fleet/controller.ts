@@ -44,6 +44,7 @@ import {
   PARENT_NAMESPACE_LABEL,
   PARENT_SNAPSHOT_INDEX_LABEL,
   PARENT_SNAPSHOT_NAME_ANNOTATION,
+  PLACEMENT_CHANGE_COUNTER,
   PLACEMENT_TRACKING_LABEL,
   POLICY_INDEX_LABEL,
   RESOURCE_HASH_ANNOTATION,
@@ -62,7 +63,7 @@ import { NamespaceKind } from "../kinds/namespace.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import type { Env } from "../env.ts";
 import { admittedStoreOf } from "../admission/store.ts";
-import type { AfterCommitHook, Change } from "../store/hooks.ts";
+import type { AfterCommitHook, Change, CounterAt, HookTarget } from "../store/hooks.ts";
 import { CommitGroups } from "../store/group-commit.ts";
 import { withoutSpec, type PlacementWorksCache, type PlacementWorkChange } from "./works-cache.ts";
 import type { ManyWrite } from "../store/types.ts";
@@ -77,6 +78,7 @@ import { perClusterStatus, placementConditions, type PerClusterStatus } from "./
 import { CLEANUP_FINALIZER_REMOVED, placementEvents, placementEventSpecs } from "./events.ts";
 import type { WorkCondition } from "../work/rollout.ts";
 import { ownChangeRun } from "./own-change.ts";
+import { cachedPlacementLists, inNamespace, placementLists } from "./placement-lists.ts";
 
 /** A placement: `namespace` "" for a ClusterResourcePlacement. */
 export interface PlacementRef {
@@ -996,20 +998,18 @@ export function clusterMayMatter(placement: KubeObject, clusterName: string, mc:
 }
 
 /** The placements a change of one object or cluster may concern (they are listed; the fleet's objects are not). */
-async function placementsFor(env: Env, owed: Exclude<PlacementOwed, { namespace: string }>, mc: KubeObject | null | undefined): Promise<PlacementRef[]> {
+async function placementsFor(
+  env: Env,
+  owed: Exclude<PlacementOwed, { namespace: string }>,
+  mc: KubeObject | null | undefined,
+  target?: HookTarget,
+): Promise<PlacementRef[]> {
   const out: PlacementRef[] = [];
   const ns = "object" in owed ? owed.object.namespace : undefined;
-  // Both lists at once: one D1 round trip's wait, on every write of an object a placement may select.
-  const [crps, rps] = await Promise.all([
-    admittedStoreOf(env, FLEET_PLACEMENT_KINDS.crp)
-      .list()
-      .then((r) => r.items),
-    "object" in owed && !ns
-      ? []
-      : admittedStoreOf(env, FLEET_PLACEMENT_KINDS.rp)
-          .list(ns)
-          .then((r) => r.items),
-  ]);
+  // The isolate's lists, checked by one read of the placements' change counter (src/fleet/placement-lists.ts).
+  const lists = await placementLists(env, target);
+  const crps = lists.crps;
+  const rps = "object" in owed && !ns ? [] : ns === undefined ? lists.rps : inNamespace(lists.rps, ns);
   // The object's namespace's labels, read once when a placement selects namespaces by label.
   let nsLabels: Promise<Record<string, string> | undefined> | undefined;
   const namespaceLabels = () =>
@@ -1029,6 +1029,22 @@ async function placementsFor(env: Env, owed: Exclude<PlacementOwed, { namespace:
     if (hit) out.push({ namespace: p.metadata.namespace ?? "", name: p.metadata.name });
   }
   return out;
+}
+
+/**
+ * An object's change that no placement of the isolate's lists may concern (src/fleet/placement-lists.ts
+ * `cachedPlacementLists`, judged by {@link mayMatch} as {@link placementsFor} judges it, a
+ * namespace's labels taken to match): the placements' change counter and the value the lists were
+ * read at, under which the hook's run would notify nobody (`AfterCommitHook.quiet`). Null for
+ * other changes, or when a placement may concern it.
+ */
+export function quietPlacements(owed: PlacementOwed): CounterAt | null {
+  const cached = cachedPlacementLists();
+  if (!cached || !("object" in owed)) return null;
+  const ns = owed.object.namespace;
+  const candidates = ns ? [...cached.lists.crps, ...inNamespace(cached.lists.rps, ns)] : cached.lists.crps;
+  if (candidates.some((p) => mayMatch((p.spec ?? {}) as PlacementSpec, !p.metadata.namespace, owed.object, undefined))) return null;
+  return { counter: PLACEMENT_CHANGE_COUNTER, value: cached.counter };
 }
 
 /** The Durable Object of a placement: the replica set object class, named `placement:<namespace>/<name>`. */
@@ -1127,6 +1143,7 @@ function workChangeOf(change: Change | undefined): PlacementWorkChange {
 export const placementHook: AfterCommitHook<PlacementOwed> = {
   name: "fleet-placements",
   plan: planPlacement,
+  quiet: quietPlacements,
   async run(env, owed, target) {
     if ("namespace" in owed) {
       const ref = { namespace: owed.namespace, name: owed.name };
@@ -1138,7 +1155,7 @@ export const placementHook: AfterCommitHook<PlacementOwed> = {
     }
     const mc =
       "cluster" in owed ? (target.change ? target.change.after : await admittedStoreOf(env, ManagedClusterKind).getCommitted("", owed.cluster)) : undefined;
-    const refs = await placementsFor(env, owed, mc);
+    const refs = await placementsFor(env, owed, mc, target);
     const results = await Promise.allSettled(refs.map((r) => reconcileSoon(env, r, { prompt: true })));
     for (const r of results) if (r.status === "rejected") console.error("placement notification failed", r.reason);
   },

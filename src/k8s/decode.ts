@@ -114,6 +114,25 @@ export function decodeJson(text: string): Decoded {
   }
 }
 
+/**
+ * `text` decoded as JSON for {@link decodeYaml}, or undefined when it is not JSON (the YAML path
+ * then decodes it and words its errors). Too deep is refused as the YAML path refuses it.
+ * @throws ApiError 400 (too deep), 413 (over `maxJsonBytes`)
+ */
+function asJson(text: string, maxJsonBytes: number): Decoded | undefined {
+  const scan = scanJson(text);
+  if (scan.deep) throw tooDeep("YAML body");
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  // No aliases in JSON: its value is no larger than its text.
+  if (text.length > maxJsonBytes && measure(value, MAX_NESTING_DEPTH).bytes > maxJsonBytes) throw tooLarge(maxJsonBytes);
+  return { value, duplicates: scan.duplicates };
+}
+
 /** Nesting depth of a YAML concrete syntax tree (yaml's iterative `Parser`), without composing it. */
 function yamlTreeDepth(text: string): number {
   let max = 0;
@@ -207,10 +226,21 @@ function measure(value: unknown, maxDepth: number): { depth: number; bytes: numb
  * expanded) at most {@link MAX_NESTING_DEPTH} deep and `maxJsonBytes` (bytes of JSON) large. Duplicate keys are
  * returned, not refused (the last one wins): the caller applies its field validation directive.
  *
+ *
+ * A body that looks like JSON (its first non-space character `{`, as apimachinery's
+ * `util/yaml.ToJSON` tells JSON from YAML) and parses as JSON is decoded as JSON: the same value
+ * (JSON is YAML), found by the JSON scan and `JSON.parse` instead of the YAML composer, a tenth of
+ * its CPU. kubectl's server-side apply sends its objects so (`application/apply-patch+yaml` with a
+ * JSON body). One that does not parse as JSON (a YAML flow mapping such as `{a: b}`) is decoded as YAML.
+ *
  * @throws ApiError 400 BadRequest (empty, too deep, cyclic or not YAML), 413 (aliases expand past `maxJsonBytes`).
  */
 export function decodeYaml(text: string, maxJsonBytes: number): Decoded {
   if (text.trim() === "") throw badRequest("the request body is empty");
+  if (text.trimStart().startsWith("{")) {
+    const json = asJson(text, maxJsonBytes);
+    if (json) return json;
+  }
   if (yamlTreeDepth(text) > MAX_NESTING_DEPTH) throw tooDeep("YAML body");
   const doc = parseDocument(text, { uniqueKeys: false });
   if (doc.errors.length > 0) throw badRequest(`error decoding YAML: ${doc.errors[0]!.message}`);

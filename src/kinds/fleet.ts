@@ -24,6 +24,13 @@ import { validatePlacement, type KindLookup, type PlacementSpec } from "./fleet-
 
 /** The API group. */
 export const FLEET_GROUP = "placement.kubernetes-fleet.io";
+/**
+ * The `counters` row every write of a ClusterResourcePlacement, ResourcePlacement,
+ * PropagationPolicy or ClusterPropagationPolicy sets to its resourceVersion
+ * (`KindDefinition.changeCounter`): the freshness check of the isolate's lists of them that an
+ * object's write reads to find the placements it may concern (src/fleet/placement-lists.ts).
+ */
+export const PLACEMENT_CHANGE_COUNTER = 4;
 /** KubeFleet's label and annotation prefix. */
 export const FLEET_PREFIX = "kubernetes-fleet.io/";
 /** Label on snapshots, bindings and works: the placement's name (`<namespace>.<name>` for a ResourcePlacement's works). */
@@ -343,6 +350,7 @@ export function placementKinds(lookup: KindLookup): PlacementKinds {
     hasStatus: true,
     schema: objectSchema(placementSpecSchema(strategy), PlacementStatusSchema, true),
     storage: "d1",
+    changeCounter: PLACEMENT_CHANGE_COUNTER,
     printerColumns: placementColumns(namespaced ? "ResourcePlacement" : "ClusterResourcePlacement"),
     defaults(obj) {
       if (obj.spec && typeof obj.spec === "object") setPlacementDefaults(obj.spec as PlacementSpec);

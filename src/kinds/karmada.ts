@@ -23,6 +23,7 @@ import type { KindDefinition, PrinterColumn } from "../k8s/kind.ts";
 import { LabelSelectorSchema, validateLabelSelector, type LabelSelectorInput } from "../k8s/labels.ts";
 import { ConditionsSchema, ObjectMetaSchema, objectSchema, type KubeObject } from "../k8s/meta.ts";
 import { fieldForbidden, fieldInvalid, fieldNotSupported, fieldRequired, type FieldError } from "../k8s/validation.ts";
+import { PLACEMENT_CHANGE_COUNTER } from "./fleet.ts";
 
 /** The policy API group. */
 export const KARMADA_POLICY_GROUP = "policy.karmada.io";
@@ -325,6 +326,7 @@ function policyKind(kind: string, plural: string, shortName: string, namespaced:
     hasStatus: false,
     schema: z.strictObject({ apiVersion: z.string(), kind: z.string(), metadata: ObjectMetaSchema, spec: PropagationSpecSchema }).describe(description),
     storage: "d1",
+    changeCounter: PLACEMENT_CHANGE_COUNTER,
     printerColumns: POLICY_COLUMNS,
     defaults(obj) {
       if (obj.spec && typeof obj.spec === "object") setPropagationDefaults(obj.spec as PropagationSpec, namespaced ? obj.metadata.namespace : undefined);

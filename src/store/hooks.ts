@@ -109,6 +109,22 @@ export interface AfterCommitHook<Owed> {
   readonly name: string;
   plan(change: Change): Owed | null;
   run(env: Env, owed: Owed, target: HookTarget): Promise<HookOutcome | void>;
+  /**
+   * Optional: a change counter (`KindDefinition.changeCounter`) and its value under which
+   * `run(owed)` is known to do nothing, from what the writer's isolate holds (its lists of the
+   * placements, none of which may concern the change, read at that value); null when it cannot
+   * tell. When every hook a change owes answers the same ({@link quietUnless}), the commit writes
+   * its outbox row only if the counter is no longer at that value as its atomic batch commits
+   * (src/store/d1/objects.ts `CommitExtras.outbox.unless`): a commit that finds it there owes
+   * nothing, and the writer runs no hook; one that finds it moved owes the hooks as planned.
+   */
+  quiet?(owed: Owed): CounterAt | null;
+}
+
+/** A change counter (`KindDefinition.changeCounter`) and a value of it. */
+export interface CounterAt {
+  counter: number;
+  value: number;
 }
 
 const registry = new Map<string, AfterCommitHook<unknown>>();
@@ -130,6 +146,21 @@ export function planHooks(change: Change): Record<string, unknown> | null {
     if (value !== null) (owed ??= {})[hook.name] = value;
   }
   return owed;
+}
+
+/**
+ * The counter and value under which every hook of `owed` (hook name to its owed value, as
+ * {@link planHooks} answers) knows its run would do nothing (`AfterCommitHook.quiet`), when they
+ * all name the same; undefined otherwise (a hook that cannot tell, or two different counters).
+ */
+export function quietUnless(owed: Record<string, unknown>): CounterAt | undefined {
+  let at: CounterAt | undefined;
+  for (const [name, value] of Object.entries(owed)) {
+    const q = registry.get(name)?.quiet?.(value);
+    if (!q || (at && (at.counter !== q.counter || at.value !== q.value))) return undefined;
+    at = q;
+  }
+  return at;
 }
 
 /** The registered hook named `name`, or undefined (a row naming it is then kept, never dropped). */

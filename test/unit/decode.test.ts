@@ -80,6 +80,19 @@ describe("decodeYaml", () => {
     expect(d.value).toEqual({ metadata: { name: "b" }, spec: { items: [{ k: 2 }] } });
   });
 
+  it("decodes a JSON body (kubectl's server-side apply) as JSON, with the YAML path's value and duplicates", () => {
+    const text = JSON.stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a", labels: { x: "1" } }, data: { k: "v\u00e9", n: "1e3" } });
+    expect(decodeYaml(text).value).toEqual(JSON.parse(text));
+    expect(decodeYaml(`  ${text}\n`).value).toEqual(JSON.parse(text));
+    const d = decodeYaml('{"metadata":{"name":"a","name":"b"},"spec":{"items":[{"k":1,"k":2}]}}');
+    expect(d.duplicates).toEqual(["metadata.name", "spec.items[0].k"]);
+    expect(d.value).toEqual({ metadata: { name: "b" }, spec: { items: [{ k: 2 }] } });
+    // A YAML flow mapping is not JSON: decoded as YAML.
+    expect(decodeYaml("{a: b, c: [1, 2]}").value).toEqual({ a: "b", c: [1, 2] });
+    expect(refusal(() => decodeYaml(nestObjects(MAX_NESTING_DEPTH + 1))).message).toMatch(/exceeded max depth/);
+    expect(refusal(() => decodeYaml('{"a": "' + "x".repeat(2000) + '"}', 1000)).code).toBe(413);
+  });
+
   it("decodes JSON as YAML and refuses malformed YAML and several documents with 400", () => {
     expect(decodeYaml('{"a": [1, 2]}').value).toEqual({ a: [1, 2] });
     for (const text of ["a: [1, 2", "a: b: c", "---\na: 1\n---\nb: 2\n", ""]) expect(refusal(() => decodeYaml(text)).code).toBe(400);

@@ -13,6 +13,10 @@ import { compareSelected, selectResources, SelectionError, stripForDispatch, typ
 import { memberClusterOf, schedulePlacement, type MemberCluster } from "../../src/fleet/schedule.ts";
 import { rolloutStep } from "../../src/fleet/rollout.ts";
 import { renderWorks } from "../../src/fleet/render.ts";
+import { placementListings, placementLists } from "../../src/fleet/placement-lists.ts";
+import { placementHook, type PlacementOwed } from "../../src/fleet/controller.ts";
+import { registerAfterCommitHook } from "../../src/store/hooks.ts";
+import { PLACEMENT_CHANGE_COUNTER } from "../../src/kinds/fleet.ts";
 import { call, condition, createCluster, createNamespaces, merge } from "./helpers.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -786,6 +790,77 @@ describe("the placement controller", () => {
     const after = (await worksOf("gadgets"))["crd-a"];
     expect(after.metadata.labels["kubernetes-fleet.io/parent-resource-snapshot-index"]).toBe("1");
     expect(after.spec.workload.manifests[2].spec).toEqual({ size: 4 });
+  });
+
+  it("an object's write reads the placements' lists again only after a placement changed, and notifies a new one", async () => {
+    await createNamespaces("plists");
+    const configMap = async (name: string) =>
+      expect(
+        (await call("POST", "/api/v1/namespaces/plists/configmaps", { apiVersion: "v1", kind: "ConfigMap", metadata: { name }, data: { k: "v" } })).status,
+      ).toBe(201);
+    await configMap("a");
+    const listed = placementListings();
+    // No placement changed: the lists the isolate read are used (one read of the change counter).
+    await configMap("b");
+    expect(placementListings()).toBe(listed);
+    const created = await call("POST", CRP(), {
+      apiVersion: "placement.kubernetes-fleet.io/v1",
+      kind: "ClusterResourcePlacement",
+      metadata: { name: "plists" },
+      spec: {
+        resourceSelectors: [{ group: "", version: "v1", kind: "Namespace", name: "plists" }],
+        policy: { placementType: "PickFixed", clusterNames: ["nowhere"] },
+      },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    // The placement's write moved the counter: the next object's write lists again, and finds it.
+    await configMap("c");
+    expect(placementListings()).toBe(listed + 1);
+    expect((await placementLists(env)).crps.map((p) => p.metadata.name)).toContain("plists");
+    await waitFor(async () =>
+      ((await call("GET", CRP("plists"))).body.status?.selectedResources ?? []).some(
+        (r: { kind: string; name: string }) => r.kind === "ConfigMap" && r.name === "c",
+      ),
+    );
+    // A placement written by another isolate moves the counter too: this isolate lists again.
+    await env.DB.prepare("UPDATE counters SET value = value + 1 WHERE id = ?").bind(PLACEMENT_CHANGE_COUNTER).run();
+    await configMap("d");
+    expect(placementListings()).toBe(listed + 2);
+    await configMap("e");
+    expect(placementListings()).toBe(listed + 2);
+  });
+
+  it("an object no placement may concern owes no after-commit work while the placements stay as the isolate read them", async () => {
+    await createNamespaces("quiet");
+    const configMap = async (name: string) =>
+      expect(
+        (await call("POST", "/api/v1/namespaces/quiet/configmaps", { apiVersion: "v1", kind: "ConfigMap", metadata: { name }, data: { k: "v" } })).status,
+      ).toBe(201);
+    // The isolate holds the placements' lists once an object's write read them.
+    await configMap("q0");
+    const runs: string[] = [];
+    registerAfterCommitHook<PlacementOwed>({
+      ...placementHook,
+      run: (e, owed, target) => {
+        runs.push(target.name);
+        return placementHook.run(e, owed, target);
+      },
+    });
+    try {
+      const listed = placementListings();
+      // No placement selects the namespace: the commit wrote no outbox row, and no hook ran.
+      await configMap("q1");
+      expect(runs).toEqual([]);
+      // A placement written meanwhile (here: the counter moved as another isolate's write moves it): owed and run.
+      await env.DB.prepare("UPDATE counters SET value = value + 1 WHERE id = ?").bind(PLACEMENT_CHANGE_COUNTER).run();
+      await configMap("q2");
+      expect(runs).toEqual(["q2"]);
+      expect(placementListings()).toBe(listed + 1);
+      await configMap("q3");
+      expect(runs).toEqual(["q2"]);
+    } finally {
+      registerAfterCommitHook(placementHook);
+    }
   });
 
   it("a PickAll placement gains a cluster that joins later", async () => {

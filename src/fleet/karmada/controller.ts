@@ -63,7 +63,8 @@ import { ManifestWorkKind } from "../../kinds/manifestwork.ts";
 import { NamespaceKind } from "../../kinds/namespace.ts";
 import type { Env } from "../../env.ts";
 import { admittedStoreOf } from "../../admission/store.ts";
-import type { AfterCommitHook, Change } from "../../store/hooks.ts";
+import type { AfterCommitHook, Change, CounterAt } from "../../store/hooks.ts";
+import { PLACEMENT_CHANGE_COUNTER } from "../../kinds/fleet.ts";
 import type { ManyWrite } from "../../store/types.ts";
 import { compareSelected, isKindDisabled, shouldPropagate, stripForDispatch, type Selected } from "../select.ts";
 import { renderWorks, workName, type RenderedWork } from "../render.ts";
@@ -80,6 +81,7 @@ import {
   type PolicyView,
 } from "./select.ts";
 import { ownChangeRun } from "../own-change.ts";
+import { cachedPlacementLists, inNamespace, placementLists } from "../placement-lists.ts";
 
 export type { PolicyRef } from "./select.ts";
 
@@ -719,6 +721,22 @@ export function planKarmada(change: Change): KarmadaOwed | null {
   };
 }
 
+/**
+ * An object's change that no policy of the isolate's lists may concern (src/fleet/placement-lists.ts
+ * `cachedPlacementLists`, judged by {@link mayConcern} over the policies the hook's run would look
+ * at) and that claims none: the placements' change counter and the value the lists were read at,
+ * under which the hook's run would notify nobody (`AfterCommitHook.quiet`). Null otherwise.
+ */
+export function quietPolicies(owed: KarmadaOwed): CounterAt | null {
+  const cached = cachedPlacementLists();
+  if (!cached || !("object" in owed) || owed.object.claims.length > 0) return null;
+  const ns = owed.object.namespace || undefined;
+  const ppNamespace = owed.object.kind !== "Namespace" ? ns : undefined;
+  const pps = ppNamespace === undefined ? cached.lists.pps : inNamespace(cached.lists.pps, ppNamespace);
+  if ([...pps, ...cached.lists.cpps].some((p) => mayConcern(p, owed.object))) return null;
+  return { counter: PLACEMENT_CHANGE_COUNTER, value: cached.counter };
+}
+
 /** Whether a policy's selectors may match the changed object (before or after), or its claim names the policy, or (a Namespace) the policy propagates in it. */
 function mayConcern(p: KubeObject, owed: Extract<KarmadaOwed, { object: unknown }>["object"]): boolean {
   const ref = { namespace: p.metadata.namespace ?? "", name: p.metadata.name };
@@ -771,6 +789,7 @@ export function karmadaTarget(namespace: string, name: string): PolicyRef | null
 export const karmadaHook: AfterCommitHook<KarmadaOwed> = {
   name: "karmada-policies",
   plan: planKarmada,
+  quiet: quietPolicies,
   async run(env, owed, target) {
     if ("namespace" in owed) {
       const ref = { namespace: owed.namespace, name: owed.name };
@@ -780,8 +799,11 @@ export const karmadaHook: AfterCommitHook<KarmadaOwed> = {
       return { rewrote: target.resource === `${KARMADA_POLICY_GROUP}/${plural}` && target.namespace === owed.namespace && target.name === owed.name };
     }
     const ns = "object" in owed ? owed.object.namespace || undefined : undefined;
-    const pps = (await admittedStoreOf(env, PropagationPolicyKind).list("object" in owed && owed.object.kind !== "Namespace" ? ns : undefined)).items;
-    const cpps = (await admittedStoreOf(env, ClusterPropagationPolicyKind).list()).items;
+    // The isolate's lists, checked by one read of the placements' change counter (src/fleet/placement-lists.ts).
+    const lists = await placementLists(env, target);
+    const ppNamespace = "object" in owed && owed.object.kind !== "Namespace" ? ns : undefined;
+    const pps = ppNamespace === undefined ? lists.pps : inNamespace(lists.pps, ppNamespace);
+    const cpps = lists.cpps;
     const refs = [...pps, ...cpps]
       .filter((p) => !("object" in owed) || mayConcern(p, owed.object))
       .map((p) => ({ namespace: p.metadata.namespace ?? "", name: p.metadata.name }));

@@ -439,7 +439,13 @@ export type GuardedBinder = (shape: GuardedShape, values?: Readonly<Record<strin
  * effect only when the precondition holds ({@link guardedShape}).
  */
 export interface CommitExtras {
-  outbox?: { id: string; hooks: string; createdAt: number; dueAt: number };
+  /**
+   * The outbox row. With `unless`, it is written only when the `counters` row `unless.counter`
+   * (0 when absent) is not at `unless.value` as the batch commits: the owed hooks' runs were
+   * known to do nothing while it stays there (src/store/hooks.ts `AfterCommitHook.quiet`), so a
+   * commit that finds it there owes nothing ({@link CommitOutcome} `outboxSkipped`).
+   */
+  outbox?: { id: string; hooks: string; createdAt: number; dueAt: number; unless?: { counter: number; value: number } };
   extra?: (guarded: GuardedBinder) => D1PreparedStatement[];
 }
 
@@ -451,8 +457,12 @@ export interface CommitItem {
   extras?: CommitExtras;
 }
 
-/** The outcome of one item of {@link commitObjects}: the object as stored (null after a delete), or `lost` when its precondition failed. */
-export type CommitOutcome = { ok: true; object: KubeObject | null } | { ok: false; lost: true };
+/**
+ * The outcome of one item of {@link commitObjects}: the object as stored (null after a delete),
+ * and `outboxSkipped` when its outbox row was not written (its `unless` counter was at its
+ * value: nothing is owed); or `lost` when its precondition failed.
+ */
+export type CommitOutcome = { ok: true; object: KubeObject | null; outboxSkipped?: boolean } | { ok: false; lost: true };
 
 /** Items per D1 batch in {@link commitObjects} (each item is 1 to 5 statements: outbox row, indexes, object). */
 export const COMMIT_BATCH_ITEMS = 50;
@@ -480,6 +490,29 @@ const outboxShape = guardedShape((cond, rv) =>
       .from(counters)
       .where(and(eq(counters.id, 1), cond)),
   ),
+);
+/**
+ * A write's outbox row as {@link outboxShape}, written only while the `counters` row
+ * `unlessCounter` is not at `unlessValue` (`CommitExtras.outbox.unless`); it returns its id when written.
+ */
+const outboxUnlessShape = guardedShape((cond, rv) =>
+  builder
+    .insert(outbox)
+    .select(
+      builder
+        .select({
+          id: sql<string>`${p("id")}`.as("id"),
+          resourceVersion: sql<number>`${rv}`.as("resource_version"),
+          ...keySelection(),
+          hooks: sql<string>`${p("hooks")}`.as("hooks"),
+          createdAt: sql<number>`${p("createdAt")}`.as("created_at"),
+          dueAt: sql<number>`${p("dueAt")}`.as("due_at"),
+          attempts: sql<number>`0`.as("attempts"),
+        })
+        .from(counters)
+        .where(and(eq(counters.id, 1), cond, sql`coalesce((SELECT value FROM counters WHERE id = ${p("unlessCounter")}), 0) != ${p("unlessValue")}`)),
+    )
+    .returning({ id: outbox.id }),
 );
 /**
  * The object's own statements. Each takes the counter's next value as the row's resourceVersion;
@@ -573,26 +606,33 @@ const pruneShape = compiled(() => builder.delete(events).where(lt(events.resourc
  * statement will take effect, then that statement (which the triggers of
  * migrations/0010_write_triggers.sql follow with the counter and the watch event).
  */
-async function itemStatements(db: DrizzleD1Database, def: KindDefinition, item: CommitItem): Promise<{ statements: D1PreparedStatement[]; result: number }> {
+async function itemStatements(db: DrizzleD1Database, def: KindDefinition, item: CommitItem): Promise<BuiltItem> {
   const d1 = d1Of(db);
   const { key, next, expectedRv, extras = {} } = item;
   const keyValues = { resource: resourceKey(def), namespace: key.namespace, name: key.name, rv: expectedRv ?? -1 };
+  const owed = extras.outbox;
+  // The outbox row comes first: its index, when its result tells whether it was written.
+  const outboxAt = owed?.unless ? 0 : undefined;
   const dependents = (guard: Guard): D1PreparedStatement[] => {
     const guarded: GuardedBinder = (shape, values = {}) => bind(d1, shape[guard](), { ...keyValues, ...values });
-    const owed = extras.outbox;
-    return [...(owed ? [guarded(outboxShape, owed)] : []), ...(extras.extra?.(guarded) ?? [])];
+    const row = owed?.unless
+      ? guarded(outboxUnlessShape, { ...owed, unlessCounter: owed.unless.counter, unlessValue: owed.unless.value })
+      : owed
+        ? guarded(outboxShape, owed)
+        : undefined;
+    return [...(row ? [row] : []), ...(extras.extra?.(guarded) ?? [])];
   };
   if (next === null) {
     const before = dependents("current");
-    return { statements: [...before, bind(d1, deleteShape(), keyValues)], result: before.length };
+    return { statements: [...before, bind(d1, deleteShape(), keyValues)], result: before.length, outboxAt };
   }
   const body = await toBody(db, def, next);
   if (expectedRv === null) {
     const before = dependents("absent");
-    return { statements: [...before, bind(d1, insertShape(), { ...keyValues, uid: next.metadata.uid, body })], result: before.length };
+    return { statements: [...before, bind(d1, insertShape(), { ...keyValues, uid: next.metadata.uid, body })], result: before.length, outboxAt };
   }
   const before = dependents("current");
-  return { statements: [...before, bind(d1, updateShape(), { ...keyValues, body })], result: before.length };
+  return { statements: [...before, bind(d1, updateShape(), { ...keyValues, body })], result: before.length, outboxAt };
 }
 
 /**
@@ -616,10 +656,10 @@ export async function commitObjects(db: DrizzleD1Database, def: KindDefinition, 
   return out;
 }
 
-/** One item's statements, and the index among them of its precondition statement. */
-type BuiltItem = { statements: D1PreparedStatement[]; result: number };
-/** The rows an item's precondition statement returned (none: lost). */
-type ResultRows = { resource_version?: number }[];
+/** One item's statements, the index among them of its precondition statement, and of its outbox row's when that may not be written. */
+type BuiltItem = { statements: D1PreparedStatement[]; result: number; outboxAt?: number };
+/** The rows an item's precondition statement returned (none: lost), and whether its outbox row was left unwritten. */
+type ResultRows = { rows: { resource_version?: number }[]; outboxSkipped: boolean };
 
 /**
  * Commits the statements of `built` items in one atomic D1 batch (with, now and then, the watch
@@ -628,21 +668,22 @@ type ResultRows = { resource_version?: number }[];
  */
 async function commitBuilt(d1: D1Database, built: BuiltItem[]): Promise<ResultRows[]> {
   const statements: D1PreparedStatement[] = [];
-  const at: number[] = [];
+  const at: { result: number; outbox?: number }[] = [];
   for (const b of built) {
-    at.push(statements.length + b.result);
+    at.push({ result: statements.length + b.result, outbox: b.outboxAt === undefined ? undefined : statements.length + b.outboxAt });
     statements.push(...b.statements);
   }
   if (Math.random() < PRUNE_PROBABILITY * built.length) statements.push(bind(d1, pruneShape(), { retention: EVENT_RETENTION }));
   const results = await d1.batch<{ resource_version?: number }>(statements);
-  return at.map((i) => results[i]!.results);
+  return at.map((i) => ({ rows: results[i.result]!.results, outboxSkipped: i.outbox !== undefined && results[i.outbox]!.results.length === 0 }));
 }
 
 /** An item's outcome from the rows its precondition statement returned (none: lost). */
-function outcomeOf(item: CommitItem, rows: ResultRows): CommitOutcome {
+function outcomeOf(item: CommitItem, { rows, outboxSkipped }: ResultRows): CommitOutcome {
   if (rows.length === 0) return { ok: false, lost: true };
-  if (item.next === null) return { ok: true, object: null };
-  return { ok: true, object: { ...item.next, metadata: withResourceVersion({ ...item.next.metadata }, rows[0]!.resource_version!) } };
+  const skipped = outboxSkipped ? { outboxSkipped } : {};
+  if (item.next === null) return { ok: true, object: null, ...skipped };
+  return { ok: true, object: { ...item.next, metadata: withResourceVersion({ ...item.next.metadata }, rows[0]!.resource_version!) }, ...skipped };
 }
 
 /** The commit groups of each D1 binding (src/store/group-commit.ts), made on first use. */
@@ -694,10 +735,27 @@ export async function commitObject(
   extras: CommitExtras = {},
   grouped = false,
 ): Promise<KubeObject | null> {
-  if (next === null && expectedRv === null) return null;
+  return (await commitObjectOutcome(db, def, key, next, expectedRv, extras, grouped)).object;
+}
+
+/**
+ * {@link commitObject}, answering also `outboxSkipped`: the outbox row was not written (its
+ * `CommitExtras.outbox.unless` held), so the write owes nothing.
+ * @throws ApiError 404, 409
+ */
+export async function commitObjectOutcome(
+  db: DrizzleD1Database,
+  def: KindDefinition,
+  key: StoreKey,
+  next: KubeObject | null,
+  expectedRv: number | null,
+  extras: CommitExtras = {},
+  grouped = false,
+): Promise<{ object: KubeObject | null; outboxSkipped: boolean }> {
+  if (next === null && expectedRv === null) return { object: null, outboxSkipped: false };
   const item: CommitItem = { key, next, expectedRv, extras };
   const outcome = grouped ? await commitGrouped(db, def, item) : (await commitObjects(db, def, [item]))[0]!;
-  if (outcome.ok) return outcome.object;
+  if (outcome.ok) return { object: outcome.object, outboxSkipped: outcome.outboxSkipped === true };
   const objRef = { group: def.group, plural: def.plural, name: key.name };
   if (expectedRv === null) throw alreadyExists(objRef);
   throw (await getObject(db, def, key))

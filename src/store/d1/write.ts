@@ -12,7 +12,7 @@ import type { KubeObject } from "../../k8s/meta.ts";
 import {
   changeCounterShape,
   COMMIT_BATCH_ITEMS,
-  commitObject,
+  commitObjectOutcome,
   commitObjects,
   d1Database,
   getObject,
@@ -27,7 +27,7 @@ import {
 import { computeWrite, settleDeletion, type WriteRequest } from "../../k8s/write.ts";
 import type { Env } from "../../env.ts";
 import type { ManyOutcome, ManyWrite, WriterMode } from "../types.ts";
-import { commitStatements, planHooks, type SharedReads } from "../hooks.ts";
+import { commitStatements, planHooks, quietUnless, type SharedReads } from "../hooks.ts";
 import { deferOutboxDelete, deleteOutboxRows, OUTBOX_GRACE_MS, retryTime, runOwed, type OwedWork, type WaitUntil } from "../outbox.ts";
 import { clock } from "../../clock.ts";
 
@@ -63,13 +63,14 @@ export async function commitChange(
 ): Promise<Committed> {
   const db = d1Database(env);
   const { item, owed } = prepareCommit(db, def, key, before, next, now, extra);
-  const object = await commitObject(db, def, key, next, item.expectedRv, item.extras, grouped);
-  return { def, before, object, owed };
+  const { object, outboxSkipped } = await commitObjectOutcome(db, def, key, next, item.expectedRv, item.extras, grouped);
+  return { def, before, object, owed: outboxSkipped ? null : owed };
 }
 
 /**
  * What a write of `key` from `before` to `next` commits besides the object, at `now` (epoch ms):
- * the outbox row of what it owes the registered hooks, and the indexes' statements (labels for
+ * the outbox row of what it owes the registered hooks (written only while their `quiet` counter
+ * moved, when they all have one: src/store/hooks.ts `quietUnless`), and the indexes' statements (labels for
  * labelSelector lists, owners for the garbage collector: none when neither changed), the statements
  * controllers add (the manifest's `statements`, src/controllers.ts), plus `extra`.
  */
@@ -86,7 +87,7 @@ function prepareCommit(
   const hooks = planHooks(change);
   const owed = hooks ? { id: crypto.randomUUID(), resource: resourceKey(def), namespace: key.namespace, name: key.name, hooks } : null;
   const extras: CommitExtras = {
-    outbox: owed ? { id: owed.id, hooks: JSON.stringify(hooks), createdAt: now, dueAt: now + OUTBOX_GRACE_MS } : undefined,
+    outbox: owed ? { id: owed.id, hooks: JSON.stringify(hooks), createdAt: now, dueAt: now + OUTBOX_GRACE_MS, unless: quietUnless(owed.hooks) } : undefined,
     extra: (guarded) => [
       ...labelIndexStatements(before, next, guarded),
       ...ownerIndexStatements(before, next, guarded),
@@ -311,7 +312,7 @@ async function commitChunk(env: Env, def: KindDefinition, writes: ManyWrite[], o
       return;
     }
     out[p.index] = o.object ?? p.before;
-    committed.push({ def, before: p.before, object: o.object, owed: p.owed });
+    committed.push({ def, before: p.before, object: o.object, owed: o.outboxSkipped ? null : p.owed });
   });
   return committed;
 }
