@@ -47,9 +47,16 @@ export class PlacementWorksCache {
   private filledAt = 0;
   /** A full read under way: the changes that came meanwhile (applied on top of it), or stale (kept not at all). */
   private filling: { changes: PlacementWorkChange[]; stale: boolean } | null = null;
+  /**
+   * Reports of works not held yet, by key: a run's own writes are taken in once all of them
+   * committed, and the agents of the first clusters report before that. A run's write of the
+   * same work (uid and generation) takes the report on; one left over makes the next run read.
+   */
+  private unheld = new Map<string, KubeObject>();
 
   /** The works held, by cluster (namespace), or null when a run must read them (`now` epoch ms). */
   current(now: number): Map<string, KubeObject[]> | null {
+    if (this.unheld.size > 0) this.invalidate();
     if (!this.works || now - this.filledAt > PLACEMENT_WORKS_RESYNC_MS) return null;
     const out = new Map<string, KubeObject[]>();
     for (const w of this.works.values()) {
@@ -86,6 +93,7 @@ export class PlacementWorksCache {
       return;
     }
     this.works = new Map();
+    this.unheld.clear();
     for (const w of works) this.works.set(keyOf(w.metadata.namespace!, w.metadata.name), w);
     this.filledAt = now;
     for (const c of filling?.changes ?? []) this.take(c);
@@ -98,6 +106,12 @@ export class PlacementWorksCache {
     const held = this.works.get(key);
     if (held && Number(held.metadata.resourceVersion) > Number(work.metadata.resourceVersion)) return;
     this.works.set(key, work);
+    const report = this.unheld.get(key);
+    if (!report) return;
+    this.unheld.delete(key);
+    if (Number(report.metadata.resourceVersion) <= Number(work.metadata.resourceVersion)) return;
+    if (report.metadata.uid !== work.metadata.uid || report.metadata.generation !== work.metadata.generation) return this.invalidate();
+    this.works.set(key, { ...report, spec: work.spec } as KubeObject);
   }
 
   /** Drops a work (deleted). */
@@ -117,14 +131,20 @@ export class PlacementWorksCache {
     }
     const key = keyOf(w.metadata.namespace!, w.metadata.name);
     const held = this.works.get(key);
-    if (held && Number(held.metadata.resourceVersion) >= Number(w.metadata.resourceVersion)) return;
-    if (!held || held.metadata.uid !== w.metadata.uid || held.metadata.generation !== w.metadata.generation) return this.invalidate();
+    if (!held) {
+      const earlier = this.unheld.get(key);
+      if (!earlier || Number(earlier.metadata.resourceVersion) < Number(w.metadata.resourceVersion)) this.unheld.set(key, w);
+      return;
+    }
+    if (Number(held.metadata.resourceVersion) >= Number(w.metadata.resourceVersion)) return;
+    if (held.metadata.uid !== w.metadata.uid || held.metadata.generation !== w.metadata.generation) return this.invalidate();
     this.works.set(key, { ...w, spec: held.spec } as KubeObject);
   }
 
   /** Forgets everything: the next run reads the works again. */
   invalidate(): void {
     this.works = null;
+    this.unheld.clear();
     if (this.filling) this.filling.stale = true;
   }
 }
