@@ -489,7 +489,13 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
   const current = new Set(
     bindings.filter((b) => (b.spec as { state: string }).state !== "Unscheduled").map((b) => (b.spec as { targetCluster: string }).targetCluster),
   );
-  const clusters = (await admittedStoreOf(env, ManagedClusterKind).list()).items.map((mc) => memberClusterOf(mc, nowMs));
+  // The ManagedClusters as the run before read them while only status reports woke the placement (src/fleet/works-cache.ts).
+  let managedClusters = cache?.clustersHeld(nowMs);
+  if (!managedClusters) {
+    managedClusters = (await admittedStoreOf(env, ManagedClusterKind).list()).items;
+    cache?.keepClusters(managedClusters, nowMs);
+  }
+  const clusters = managedClusters.map((mc) => memberClusterOf(mc, nowMs));
   const storedDecisions = new Map(
     bindings
       .filter((b) => (b.spec as { clusterDecision?: unknown }).clusterDecision)

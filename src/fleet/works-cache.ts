@@ -21,6 +21,16 @@ import type { KubeObject } from "../k8s/meta.ts";
 export const PLACEMENT_WORKS_RESYNC_MS = 60_000;
 
 /**
+ * How long the ManagedClusters a run read serve the next runs that only status reports asked for,
+ * in milliseconds (the rollout's runs): a change of a cluster that may matter to a placement
+ * (labels, taints, acceptance, deletion: src/fleet/controller.ts `planPlacement`), of a selected
+ * object, or the placement's own write makes the next run read them again. What changes no
+ * placement at once (capacity, allocatable, claims) is read at most this late, as KubeFleet's
+ * scheduler reads the properties its informer last saw.
+ */
+export const PLACEMENT_CLUSTERS_RESYNC_MS = 10_000;
+
+/**
  * One change of a placement's work as the after-commit hook hands it to the placement's object:
  * `work` the work as stored without its spec (a status report), `removed` a work deleted; neither:
  * unknown (a sweep's run), and the next run reads every work. `prompt`: the run is due at once
@@ -53,6 +63,24 @@ export class PlacementWorksCache {
    * same work (uid and generation) takes the report on; one left over makes the next run read.
    */
   private unheld = new Map<string, KubeObject>();
+  /** The ManagedClusters the last run read, and when (epoch ms). */
+  private clusters: { items: KubeObject[]; at: number } | null = null;
+
+  /** The ManagedClusters a run read within {@link PLACEMENT_CLUSTERS_RESYNC_MS} before `now` (epoch ms), or null: read them. */
+  clustersHeld(now: number): KubeObject[] | null {
+    if (!this.clusters || now - this.clusters.at > PLACEMENT_CLUSTERS_RESYNC_MS || now < this.clusters.at) return null;
+    return this.clusters.items;
+  }
+
+  /** Keeps the ManagedClusters a run read at `now` (epoch ms) for the next runs. */
+  keepClusters(items: KubeObject[], now: number): void {
+    this.clusters = { items, at: now };
+  }
+
+  /** Forgets the ManagedClusters held: the next run reads them (a cluster, a selected object or the placement changed). */
+  forgetClusters(): void {
+    this.clusters = null;
+  }
 
   /** The works held, by cluster (namespace), or null when a run must read them (`now` epoch ms). */
   current(now: number): Map<string, KubeObject[]> | null {
@@ -121,6 +149,8 @@ export class PlacementWorksCache {
 
   /** Takes a change the hook handed over (see {@link PlacementWorkChange}). */
   take(change: PlacementWorkChange): void {
+    // Only a work's status report leaves the clusters held as they are.
+    if (!change.work) this.forgetClusters();
     this.filling?.changes.push(change);
     if (!this.works) return;
     if (change.removed) return this.remove(change.removed.namespace, change.removed.name);
@@ -145,6 +175,7 @@ export class PlacementWorksCache {
   invalidate(): void {
     this.works = null;
     this.unheld.clear();
+    this.clusters = null;
     if (this.filling) this.filling.stale = true;
   }
 }
