@@ -642,8 +642,11 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
       return;
     }
     // A delete answers the work as it was, or being deleted (finalizers): only the latter stays.
-    if (r && (wr.req.verb !== "delete" || r.metadata.deletionTimestamp)) cache?.apply(r);
-    else cache?.remove(wr.namespace, wr.name);
+    if (r && (wr.req.verb !== "delete" || r.metadata.deletionTimestamp)) {
+      cache?.apply(r);
+      // Its version's spec JSON, known from the rendering (its spec is the rendered one): a later read of it is not serialised again.
+      storedSpecJson(r);
+    } else cache?.remove(wr.namespace, wr.name);
     const list = (works.get(wr.namespace) ?? []).filter((w) => w.metadata.name !== wr.name);
     if (r) list.push(r);
     works.set(wr.namespace, list);

@@ -81,9 +81,20 @@ const specJsonCache = new WeakMap<object, string>();
 export function storedSpecJson(w: KubeObject): string {
   const spec = (w.spec ?? {}) as object;
   let j = specJsonCache.get(spec);
-  if (j === undefined) specJsonCache.set(spec, (j = canonical(spec)));
+  if (j !== undefined) return j;
+  // A work read again (a new object) whose version was seen: a ManifestWork's generation moves with its spec.
+  const version = `${w.metadata.uid}/${w.metadata.generation ?? 1}`;
+  j = versionJson.get(version) ?? canonical(spec);
+  specJsonCache.set(spec, j);
+  if (versionJson.size >= VERSION_JSON_MAX) versionJson.clear();
+  versionJson.set(version, j);
   return j;
 }
+
+/** Most work versions {@link storedSpecJson} remembers (past it, it starts afresh). */
+const VERSION_JSON_MAX = 50_000;
+/** Work version (`<uid>/<generation>`) → the canonical JSON of its spec (the strings are shared with the renderings'). */
+const versionJson = new Map<string, string>();
 
 /** Records `json` as the canonical JSON of `spec` (a rendered spec about to be written: its stored works share it). */
 export function knowSpecJson(spec: object, json: string): void {
