@@ -118,6 +118,8 @@ export class ReplicaSetObject extends DurableObject<Env> {
    */
   async reconcile(namespace: string, name: string): Promise<void> {
     this.remember(namespace, name);
+    // A placement's own write: its run reads the ManagedClusters afresh (src/fleet/works-cache.ts).
+    this.placementWorks.forgetClusters();
     this.pending = true;
     const run = this.queue.then(() => this.runPending());
     this.queue = run.catch(() => undefined);

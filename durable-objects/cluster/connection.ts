@@ -17,6 +17,7 @@
  * Nothing here is kept in memory between events: what a connection needs (its key ID) is in its
  * attachment (`serializeAttachment`), and the live connection is found with `ctx.getWebSockets`.
  */
+import { stringifyObject } from "../../src/k8s/frozen-json.ts";
 import { ApiError, forbidden, unauthorized } from "../../src/k8s/errors.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
 import { INVALID_AGENT_CREDENTIAL } from "../../src/auth/credentials.ts";
@@ -361,13 +362,16 @@ export class AgentConnection {
       const strip = (list: KubeObject[]) => list.map(({ status: _status, ...rest }) => rest as KubeObject);
       const works = strip(split.works);
       // `policies` only when there are some: a cluster without policies gets the message it always got.
-      message = JSON.stringify({
+      const body = {
         type: "works",
         etag,
         leaving,
         works,
         ...(split.policies.length ? { policies: strip(split.policies) } : {}),
-      } satisfies HubMessage);
+      } satisfies HubMessage;
+      // Each work's frozen spec (src/k8s/frozen-json.ts: as the delivery handed it over) is spliced in as its text.
+      const worksJson = `[${works.map((w) => stringifyObject(w as unknown as Record<string, unknown>)).join(",")}]`;
+      message = stringifyObject(body, { works: worksJson });
       if (message.length > CHANNEL_MAX_WORKS_MESSAGE_BYTES) message = null;
       else {
         const cluster = (sockets[0]!.deserializeAttachment() as ConnectionAttachment | null)?.cluster;

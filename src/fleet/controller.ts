@@ -71,7 +71,8 @@ import { recordEvents } from "../events/record.ts";
 import { identifierOf, isKindDisabled, selectResources, SelectionError, stripForDispatch, type Selected, type SelectionSource } from "./select.ts";
 import { memberClusterOf, schedulePlacement, termMatches, untoleratedTaint, type ClusterDecision, type MemberCluster } from "./schedule.ts";
 import { guessPlural, workName, type Manifest, type RenderedWork } from "./render.ts";
-import { carriesRender, clusterRenderer, type ClusterRender } from "./overrides.ts";
+import { carriesRender, clusterRenderer, knowSpecJson, storedSpecJson, type ClusterRender } from "./overrides.ts";
+import { freezeRendered } from "../k8s/frozen-json.ts";
 import { placementOverrides } from "./override-snapshots.ts";
 import { rolloutStep, type RolloutCluster } from "./rollout.ts";
 import { perClusterStatus, placementConditions, type PerClusterStatus } from "./status.ts";
@@ -490,7 +491,13 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
   const current = new Set(
     bindings.filter((b) => (b.spec as { state: string }).state !== "Unscheduled").map((b) => (b.spec as { targetCluster: string }).targetCluster),
   );
-  const clusters = (await admittedStoreOf(env, ManagedClusterKind).list()).items.map((mc) => memberClusterOf(mc, nowMs));
+  // The ManagedClusters as the run before read them while only status reports woke the placement (src/fleet/works-cache.ts).
+  let managedClusters = cache?.clustersHeld(nowMs);
+  if (!managedClusters) {
+    managedClusters = (await admittedStoreOf(env, ManagedClusterKind).list()).items;
+    cache?.keepClusters(managedClusters, nowMs);
+  }
+  const clusters = managedClusters.map((mc) => memberClusterOf(mc, nowMs));
   const storedDecisions = new Map(
     bindings
       .filter((b) => (b.spec as { clusterDecision?: unknown }).clusterDecision)
@@ -614,7 +621,7 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
         },
         annotations: { ...(w?.metadata.annotations ?? {}), ...r.annotations, [PARENT_SNAPSHOT_NAME_ANNOTATION]: snapshot.metadata.name },
       };
-      const body = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata, spec: structuredClone(r.spec) };
+      const body = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata, spec: frozenSpec(r, renderedJson[i]!) };
       writes.push({ namespace: c, name: r.name, req: w ? { verb: "update", body } : { verb: "create", body }, known: w ?? null });
     });
     for (const w of ws) {
@@ -637,8 +644,11 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
       return;
     }
     // A delete answers the work as it was, or being deleted (finalizers): only the latter stays.
-    if (r && (wr.req.verb !== "delete" || r.metadata.deletionTimestamp)) cache?.apply(r);
-    else cache?.remove(wr.namespace, wr.name);
+    if (r && (wr.req.verb !== "delete" || r.metadata.deletionTimestamp)) {
+      cache?.apply(r);
+      // Its version's spec JSON, known from the rendering (its spec is the rendered one): a later read of it is not serialised again.
+      storedSpecJson(r);
+    } else cache?.remove(wr.namespace, wr.name);
     const list = (works.get(wr.namespace) ?? []).filter((w) => w.metadata.name !== wr.name);
     if (r) list.push(r);
     works.set(wr.namespace, list);
@@ -782,6 +792,25 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
   return { ...(raced || outcome.rerun ? { rerun: true } : {}), ...(awaiting ? { awaitingReports: true } : {}) };
 }
 
+/** The frozen copy of each rendered work's spec that every cluster's work of a run shares. */
+const frozenSpecs = new WeakMap<RenderedWork, Record<string, unknown>>();
+
+/**
+ * The spec of rendered work `r` as the works carry it: one deep-frozen copy per rendering, whose
+ * JSON text the write path splices into each cluster's work (src/k8s/frozen-json.ts) and whose
+ * schema check and validation it makes once, so that a fleet's works are not each checked,
+ * copied and serialised (`json`: its canonical JSON, which the next runs compare).
+ */
+function frozenSpec(r: RenderedWork, json: string): Record<string, unknown> {
+  let spec = frozenSpecs.get(r);
+  if (!spec) {
+    spec = freezeRendered(structuredClone(r.spec));
+    knowSpecJson(spec, json);
+    frozenSpecs.set(r, spec);
+  }
+  return spec;
+}
+
 /** Most work versions {@link specIs} remembers (past it, it starts afresh). */
 const SPEC_MEMO_MAX = 50_000;
 /** Work version (`<uid>/<generation>`) → the rendered spec (canonical JSON) its spec was found equal to. */
@@ -797,7 +826,7 @@ const specMemo = new Map<string, string>();
 function specIs(w: KubeObject, json: string): boolean {
   const key = `${w.metadata.uid}/${w.metadata.generation ?? 1}`;
   if (specMemo.get(key) === json) return true;
-  if (canonical(w.spec ?? {}) !== json) return false;
+  if (storedSpecJson(w) !== json) return false;
   if (specMemo.size >= SPEC_MEMO_MAX) specMemo.clear();
   specMemo.set(key, json);
   return true;

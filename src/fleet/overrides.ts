@@ -71,13 +71,34 @@ export function clusterRenderer(
   };
 }
 
-const specJsonCache = new WeakMap<KubeObject, string>();
+/** Canonical JSON of a spec object (a stored work's, kept across the copies that share it). */
+const specJsonCache = new WeakMap<object, string>();
 
-/** Canonical JSON of a stored work's spec, computed once per object read (a run compares it more than once). */
+/**
+ * Canonical JSON of a stored work's spec, computed once per spec object (a run compares it more
+ * than once, and a work's status reports keep its spec object: src/fleet/works-cache.ts).
+ */
 export function storedSpecJson(w: KubeObject): string {
-  let j = specJsonCache.get(w);
-  if (j === undefined) specJsonCache.set(w, (j = canonical(w.spec ?? {})));
+  const spec = (w.spec ?? {}) as object;
+  let j = specJsonCache.get(spec);
+  if (j !== undefined) return j;
+  // A work read again (a new object) whose version was seen: a ManifestWork's generation moves with its spec.
+  const version = `${w.metadata.uid}/${w.metadata.generation ?? 1}`;
+  j = versionJson.get(version) ?? canonical(spec);
+  specJsonCache.set(spec, j);
+  if (versionJson.size >= VERSION_JSON_MAX) versionJson.clear();
+  versionJson.set(version, j);
   return j;
+}
+
+/** Most work versions {@link storedSpecJson} remembers (past it, it starts afresh). */
+const VERSION_JSON_MAX = 50_000;
+/** Work version (`<uid>/<generation>`) → the canonical JSON of its spec (the strings are shared with the renderings'). */
+const versionJson = new Map<string, string>();
+
+/** Records `json` as the canonical JSON of `spec` (a rendered spec about to be written: its stored works share it). */
+export function knowSpecJson(spec: object, json: string): void {
+  specJsonCache.set(spec, json);
 }
 
 /** The chunk index of a placement's work named `name` (`<base>-work` 0, `<base>-<i>` i), or -1. */

@@ -21,6 +21,16 @@ import type { KubeObject } from "../k8s/meta.ts";
 export const PLACEMENT_WORKS_RESYNC_MS = 60_000;
 
 /**
+ * How long the ManagedClusters a run read serve the next runs that only status reports asked for,
+ * in milliseconds (the rollout's runs): a change of a cluster that may matter to a placement
+ * (labels, taints, acceptance, deletion: src/fleet/controller.ts `planPlacement`), of a selected
+ * object, or the placement's own write makes the next run read them again. What changes no
+ * placement at once (capacity, allocatable, claims) is read at most this late, as KubeFleet's
+ * scheduler reads the properties its informer last saw.
+ */
+export const PLACEMENT_CLUSTERS_RESYNC_MS = 10_000;
+
+/**
  * One change of a placement's work as the after-commit hook hands it to the placement's object:
  * `work` the work as stored without its spec (a status report), `removed` a work deleted; neither:
  * unknown (a sweep's run), and the next run reads every work. `prompt`: the run is due at once
@@ -47,9 +57,34 @@ export class PlacementWorksCache {
   private filledAt = 0;
   /** A full read under way: the changes that came meanwhile (applied on top of it), or stale (kept not at all). */
   private filling: { changes: PlacementWorkChange[]; stale: boolean } | null = null;
+  /**
+   * Reports of works not held yet, by key: a run's own writes are taken in once all of them
+   * committed, and the agents of the first clusters report before that. A run's write of the
+   * same work (uid and generation) takes the report on; one left over makes the next run read.
+   */
+  private unheld = new Map<string, KubeObject>();
+  /** The ManagedClusters the last run read, and when (epoch ms). */
+  private clusters: { items: KubeObject[]; at: number } | null = null;
+
+  /** The ManagedClusters a run read within {@link PLACEMENT_CLUSTERS_RESYNC_MS} before `now` (epoch ms), or null: read them. */
+  clustersHeld(now: number): KubeObject[] | null {
+    if (!this.clusters || now - this.clusters.at > PLACEMENT_CLUSTERS_RESYNC_MS || now < this.clusters.at) return null;
+    return this.clusters.items;
+  }
+
+  /** Keeps the ManagedClusters a run read at `now` (epoch ms) for the next runs. */
+  keepClusters(items: KubeObject[], now: number): void {
+    this.clusters = { items, at: now };
+  }
+
+  /** Forgets the ManagedClusters held: the next run reads them (a cluster, a selected object or the placement changed). */
+  forgetClusters(): void {
+    this.clusters = null;
+  }
 
   /** The works held, by cluster (namespace), or null when a run must read them (`now` epoch ms). */
   current(now: number): Map<string, KubeObject[]> | null {
+    if (this.unheld.size > 0) this.invalidate();
     if (!this.works || now - this.filledAt > PLACEMENT_WORKS_RESYNC_MS) return null;
     const out = new Map<string, KubeObject[]>();
     for (const w of this.works.values()) {
@@ -86,6 +121,7 @@ export class PlacementWorksCache {
       return;
     }
     this.works = new Map();
+    this.unheld.clear();
     for (const w of works) this.works.set(keyOf(w.metadata.namespace!, w.metadata.name), w);
     this.filledAt = now;
     for (const c of filling?.changes ?? []) this.take(c);
@@ -98,6 +134,12 @@ export class PlacementWorksCache {
     const held = this.works.get(key);
     if (held && Number(held.metadata.resourceVersion) > Number(work.metadata.resourceVersion)) return;
     this.works.set(key, work);
+    const report = this.unheld.get(key);
+    if (!report) return;
+    this.unheld.delete(key);
+    if (Number(report.metadata.resourceVersion) <= Number(work.metadata.resourceVersion)) return;
+    if (report.metadata.uid !== work.metadata.uid || report.metadata.generation !== work.metadata.generation) return this.invalidate();
+    this.works.set(key, { ...report, spec: work.spec } as KubeObject);
   }
 
   /** Drops a work (deleted). */
@@ -107,6 +149,8 @@ export class PlacementWorksCache {
 
   /** Takes a change the hook handed over (see {@link PlacementWorkChange}). */
   take(change: PlacementWorkChange): void {
+    // Only a work's status report leaves the clusters held as they are.
+    if (!change.work) this.forgetClusters();
     this.filling?.changes.push(change);
     if (!this.works) return;
     if (change.removed) return this.remove(change.removed.namespace, change.removed.name);
@@ -117,14 +161,21 @@ export class PlacementWorksCache {
     }
     const key = keyOf(w.metadata.namespace!, w.metadata.name);
     const held = this.works.get(key);
-    if (held && Number(held.metadata.resourceVersion) >= Number(w.metadata.resourceVersion)) return;
-    if (!held || held.metadata.uid !== w.metadata.uid || held.metadata.generation !== w.metadata.generation) return this.invalidate();
+    if (!held) {
+      const earlier = this.unheld.get(key);
+      if (!earlier || Number(earlier.metadata.resourceVersion) < Number(w.metadata.resourceVersion)) this.unheld.set(key, w);
+      return;
+    }
+    if (Number(held.metadata.resourceVersion) >= Number(w.metadata.resourceVersion)) return;
+    if (held.metadata.uid !== w.metadata.uid || held.metadata.generation !== w.metadata.generation) return this.invalidate();
     this.works.set(key, { ...w, spec: held.spec } as KubeObject);
   }
 
   /** Forgets everything: the next run reads the works again. */
   invalidate(): void {
     this.works = null;
+    this.unheld.clear();
+    this.clusters = null;
     if (this.filling) this.filling.stale = true;
   }
 }

@@ -24,6 +24,7 @@ import {
 } from "./fieldmanager.ts";
 import * as z from "zod";
 import { generatedName } from "./names.ts";
+import { checkedBy, rememberChecked, stringifyObject } from "./frozen-json.ts";
 
 export { generatedName };
 
@@ -258,7 +259,7 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
  * (422 with the field paths). Exported for the review kinds, which are decoded but not written.
  * @throws ApiError 400, 422
  */
-export function decode(def: KindDefinition, body: unknown, nameHint: string | undefined): KubeObject {
+export function decode(def: KindDefinition, body: unknown, nameHint: string | undefined, stored?: KubeObject | null): KubeObject {
   if (!isJsonObject(body)) throw badRequest("the request body must be a JSON object");
   const expected = apiVersionOf(def);
   if (body.apiVersion !== undefined && body.apiVersion !== expected) {
@@ -274,7 +275,7 @@ export function decode(def: KindDefinition, body: unknown, nameHint: string | un
     kind: def.kind,
     metadata: isJsonObject(body.metadata) ? { ...body.metadata } : (body.metadata ?? {}),
   } as JsonObject;
-  const check = checkSchema(def.schema, obj);
+  const check = checkSchema(def.schema, trustedOmitted(def, obj, stored));
   const name = (obj.metadata as JsonObject).name;
   if (check.unknownFields.length > 0) {
     const list = check.unknownFields.map((f) => `unknown field "${f}"`).join(", ");
@@ -286,6 +287,7 @@ export function decode(def: KindDefinition, body: unknown, nameHint: string | un
     });
   }
   if (check.causes.length > 0) throw invalid(ref(def, typeof name === "string" ? name : nameHint), check.causes);
+  for (const k of TRUSTABLE) rememberChecked(obj[k], def.schema);
   return obj as unknown as KubeObject;
 }
 
@@ -311,9 +313,21 @@ function validateMeta(def: KindDefinition, obj: KubeObject): StatusCause[] {
   return causes;
 }
 
-function specOf(obj: KubeObject): string {
+function specOf(obj: KubeObject): Record<string, unknown> {
   const { metadata: _m, status: _s, apiVersion: _a, kind: _k, ...rest } = obj;
-  return JSON.stringify(rest);
+  return rest;
+}
+
+/**
+ * Whether `a` and `b` hold the same spec (everything but metadata, status, apiVersion and kind),
+ * as their JSON: a field the two share (a metadata write keeps the stored spec) is not serialised.
+ */
+function sameSpec(a: KubeObject, b: KubeObject): boolean {
+  const x = specOf(a);
+  const y = specOf(b);
+  const keys = Object.keys(x);
+  if (keys.length === Object.keys(y).length && keys.every((k, i) => k === Object.keys(y)[i] && x[k] === y[k])) return true;
+  return stringifyObject(x) === stringifyObject(y);
 }
 
 function cleanMeta(obj: KubeObject): void {
@@ -324,6 +338,42 @@ function cleanMeta(obj: KubeObject): void {
     if (v === null || (Array.isArray(v) && v.length === 0) || (isJsonObject(v) && Object.keys(v).length === 0)) delete m[k];
   }
   if (obj.status === null) delete obj.status;
+}
+
+/** The top-level fields whose check {@link trustedOmitted} may leave out. */
+const TRUSTABLE = ["spec", "status"] as const;
+/** Per kind schema: the {@link TRUSTABLE} fields it lets be absent (only those may be left out of a check). */
+const optionalFields = new WeakMap<object, Set<string>>();
+
+function omittable(def: KindDefinition): Set<string> {
+  let s = optionalFields.get(def.schema);
+  if (!s) {
+    const shape = (def.schema as unknown as { shape?: Record<string, z.ZodType> }).shape ?? {};
+    s = new Set(TRUSTABLE.filter((k) => shape[k]?.safeParse(undefined).success === true));
+    optionalFields.set(def.schema, s);
+  }
+  return s;
+}
+
+/**
+ * `obj` for its schema check without the top-level fields already known to pass it: the very
+ * value the stored object holds (`stored`, as the caller read it: a status write or a metadata
+ * patch built on the stored object carries its spec as it is), or a frozen rendered subtree that
+ * passed this schema before (src/k8s/frozen-json.ts: a controller's one spec for many objects).
+ * Such a field is checked when it was stored or first written, not again per write.
+ */
+function trustedOmitted(def: KindDefinition, obj: JsonObject, stored: KubeObject | null | undefined): JsonObject {
+  let out: JsonObject | undefined;
+  for (const k of TRUSTABLE) {
+    const v = obj[k];
+    if (v === undefined || v === null || typeof v !== "object") continue;
+    const same = stored != null && (stored as unknown as JsonObject)[k] === v;
+    if (!same && !checkedBy(v, def.schema)) continue;
+    if (!omittable(def).has(k)) continue;
+    out ??= { ...obj };
+    delete out[k];
+  }
+  return out ?? obj;
 }
 
 function finishValidation(def: KindDefinition, obj: KubeObject, old: KubeObject | undefined): void {
@@ -371,7 +421,7 @@ function update(
   managed?: ManagedFieldsRule,
   put = false,
 ): WriteResult {
-  const incoming = decode(def, body, key.name);
+  const incoming = decode(def, body, key.name, current);
   const sent = (incoming.metadata as { managedFields?: unknown }).managedFields;
   if (!current) throw notFound(ref(def, key.name));
   // kube-apiserver's checkName: the object names itself (a PUT without metadata, a patch that
@@ -400,7 +450,9 @@ function update(
   let next: KubeObject;
   if (subresource === "status") {
     if (!def.hasStatus) throw notFound(ref(def, key.name));
-    next = structuredClone(current);
+    // The stored object's other fields are shared, not copied (nothing changes them in place):
+    // a work's status report does not copy its 51 manifests.
+    next = { ...current, metadata: structuredClone(current.metadata) };
     if (incoming.status === undefined) delete next.status;
     else next.status = incoming.status;
   } else {
@@ -440,12 +492,18 @@ function update(
     const same = JSON.stringify(next.status) === JSON.stringify(current.status) && JSON.stringify(next.metadata) === JSON.stringify(current.metadata);
     return { next: same ? current : next, created: false };
   }
-  if (specOf(next) !== specOf(current)) {
+  if (!sameSpec(next, current)) {
     // A new generation differs from the stored object already: no need to compare the whole.
     next.metadata.generation = (current.metadata.generation ?? 1) + 1;
     return { next, created: false };
   }
-  if (JSON.stringify(next) === JSON.stringify(current)) return { next: current, created: false };
+  // The spec is the same (above): the rest decides whether anything changed.
+  const same =
+    next.apiVersion === current.apiVersion &&
+    next.kind === current.kind &&
+    JSON.stringify(next.metadata) === JSON.stringify(current.metadata) &&
+    JSON.stringify(next.status) === JSON.stringify(current.status);
+  if (same) return { next: current, created: false };
   return { next, created: false };
 }
 

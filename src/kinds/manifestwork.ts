@@ -16,6 +16,7 @@ import type { FieldError } from "../k8s/validation.ts";
 import { onlyEmpty } from "../k8s/unimplemented.ts";
 import { GO_DURATION } from "../k8s/duration.ts";
 import { admitExecutor, validateExecutor } from "./manifestwork-executor.ts";
+import { checkedBy, rememberChecked } from "../k8s/frozen-json.ts";
 
 /** OCM's cap on the total size of a work's manifests, in bytes (500 KiB, `manifestLimit`). */
 export const MANIFEST_LIMIT_BYTES = 500 * 1024;
@@ -248,8 +249,13 @@ export const ManifestWorkKind: KindDefinition = {
   defaults(obj) {
     obj.spec ??= {};
   },
-  validate(obj: KubeObject): StatusCause[] {
-    return validateWorkSpec(obj.spec, "spec");
+  validate(obj: KubeObject, old?: KubeObject): StatusCause[] {
+    // The stored spec itself (a status or metadata write), or a frozen rendered spec that passed
+    // before (src/k8s/frozen-json.ts): validated when it was first written.
+    if ((old && old.spec === obj.spec) || checkedBy(obj.spec, validateWorkSpec)) return [];
+    const causes = validateWorkSpec(obj.spec, "spec");
+    if (causes.length === 0) rememberChecked(obj.spec, validateWorkSpec);
+    return causes;
   },
   // `spec.executor` admission: src/kinds/manifestwork-executor.ts.
   finalize: (obj, old, ctx) => admitExecutor(obj, old, ctx, false),

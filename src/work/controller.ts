@@ -28,8 +28,18 @@ function deliveredView(obj: KubeObject | null): string {
  * set's rollout writes a fleet's works at once, each with a new spec.
  */
 function deliveredViewChanged(before: KubeObject | null, after: KubeObject | null): boolean {
-  if (before && after && before.metadata.generation !== after.metadata.generation) return true;
-  return deliveredView(before) !== deliveredView(after);
+  if (!before || !after) return before !== after;
+  if (before.metadata.generation !== after.metadata.generation) return true;
+  // Field by field, a value the two share (a status write keeps the stored spec) without serialising it.
+  const b = before as unknown as Record<string, unknown>;
+  const a = after as unknown as Record<string, unknown>;
+  const keys = Object.keys(b).filter((k) => k !== "status" && k !== "metadata");
+  const akeys = Object.keys(a).filter((k) => k !== "status" && k !== "metadata");
+  if (keys.length !== akeys.length || keys.some((k, i) => k !== akeys[i])) return deliveredView(before) !== deliveredView(after);
+  for (const k of keys) if (b[k] !== a[k] && JSON.stringify(b[k]) !== JSON.stringify(a[k])) return true;
+  const { resourceVersion: _b, ...bm } = before.metadata;
+  const { resourceVersion: _a, ...am } = after.metadata;
+  return JSON.stringify(bm) !== JSON.stringify(am);
 }
 
 /** The delta a committed change of a deliverable hands its cluster's object, or undefined without the change (a sweep). */

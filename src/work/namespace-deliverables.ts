@@ -24,6 +24,7 @@
  * copy is refused by the commit's precondition and made again on a fresh read (src/agent-api/routes.ts).
  */
 import type { KubeObject } from "../k8s/meta.ts";
+import { adoptFrozen, frozenJson, stringifyObject } from "../k8s/frozen-json.ts";
 
 /**
  * The kind of the other objects the works delivery carries (issue 32): the replicated Policies of
@@ -65,16 +66,30 @@ export interface DeliverableDeltaMessage {
   resourceVersion: number;
   json: string | null;
   kind?: typeof DELIVERED_POLICY_KIND;
+  /**
+   * The object's spec as its JSON text, when the writer held it as such (a frozen rendered spec,
+   * src/k8s/frozen-json.ts): `json` then has `"spec":null` in its place. The object keeps it as
+   * a frozen subtree with its text, so that what it serialises with it (the works it pushes, the
+   * status reports it writes) splices the text in rather than serialising the spec again.
+   */
+  specJson?: string;
 }
 
 /** `delta` as its {@link DeliverableDeltaMessage}. */
 export function deltaMessage({ object, bytes: _bytes, ...rest }: DeliverableDelta): DeliverableDeltaMessage {
-  return { ...rest, json: object ? JSON.stringify(object) : null };
+  if (!object) return { ...rest, json: null };
+  const specJson = frozenJson(object.spec);
+  if (specJson === undefined) return { ...rest, json: stringifyObject(object as unknown as Record<string, unknown>) };
+  return { ...rest, json: JSON.stringify({ ...object, spec: null }), specJson };
 }
 
 /** The {@link DeliverableDelta} a {@link DeliverableDeltaMessage} carries. */
-export function deltaOf({ json, ...rest }: DeliverableDeltaMessage): DeliverableDelta {
-  return { ...rest, object: json === null ? null : (JSON.parse(json) as KubeObject), bytes: json?.length ?? 0 };
+export function deltaOf({ json, specJson, ...rest }: DeliverableDeltaMessage): DeliverableDelta {
+  if (json === null) return { ...rest, object: null, bytes: 0 };
+  const object = JSON.parse(json) as KubeObject;
+  if (specJson === undefined) return { ...rest, object, bytes: json.length };
+  object.spec = adoptFrozen(JSON.parse(specJson) as Record<string, unknown>, specJson);
+  return { ...rest, object, bytes: json.length - 4 + specJson.length };
 }
 
 /** The key of an object in the picture: works by name, Policies apart (a name has no `:`). */

@@ -54,6 +54,21 @@ describe("a placement's works cache", () => {
     expect(c.current(0)).not.toBeNull();
   });
 
+  it("takes a report that came before the run's own write of the work on that write", () => {
+    const c = new PlacementWorksCache();
+    c.fill([], 0);
+    // The first clusters' agents report while the run still writes the fleet's works.
+    c.take({ work: withoutSpec(work("a", "crp-work", 5, 1, { conditions: [{ type: "Applied", status: "True" }] })) });
+    c.apply(work("a", "crp-work", 2));
+    const w = c.current(0)!.get("a")![0]!;
+    expect(w.metadata.resourceVersion).toBe("5");
+    expect(w.status).toEqual({ conditions: [{ type: "Applied", status: "True" }] });
+    expect(w.spec).toEqual(work("a", "crp-work", 1).spec);
+    // One no write of the run took on: the next run reads the works.
+    c.take({ work: withoutSpec(work("b", "crp-work", 6)) });
+    expect(c.current(0)).toBeNull();
+  });
+
   it("keeps the run's own writes and removals", () => {
     const c = new PlacementWorksCache();
     c.fill([work("a", "crp-work", 1), work("b", "crp-work", 2)], 0);

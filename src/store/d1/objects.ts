@@ -9,6 +9,7 @@
  * kube-apiserver's storage transformers do (src/k8s/encryption.ts); rows stored before encryption
  * are read as they are and sealed on their next write.
  */
+import { stringifyObject } from "../../k8s/frozen-json.ts";
 import { and, eq, exists, gt, inArray, lt, max, notExists, sql, type SQL } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
@@ -93,7 +94,8 @@ async function toBody(db: DrizzleD1Database, def: KindDefinition, obj: KubeObjec
       throw transformError(def, obj, "encrypt", e);
     }
   }
-  return JSON.stringify(stored);
+  // A frozen rendered spec's kept text is spliced in (src/k8s/frozen-json.ts), not serialised again.
+  return stringifyObject(stored);
 }
 
 /** Opens the encrypted fields of an object read from a row (in place). @throws ApiError 500 when they cannot be opened */

@@ -1,0 +1,91 @@
+/**
+ * Rendered subtrees that many objects share: a controller that writes the same spec into many
+ * objects (a KubeFleet placement's works: the same 51 manifests for each of 1,000 clusters,
+ * src/fleet/controller.ts) renders it once, deep-freezes it here and keeps its JSON text, so that
+ * the write path neither schema-checks, validates, serialises nor copies those bytes per object:
+ * {@link stringifyObject} splices the text into each object's JSON (the D1 row body, the delivery
+ * to the cluster's object), and the schema check and the kinds' validation remember a frozen
+ * subtree they passed ({@link rememberChecked}, {@link checkedBy}). A frozen subtree cannot change
+ * in place (a write to it throws), so what was checked and serialised once stays true.
+ */
+
+/** The JSON text of each frozen subtree. */
+const texts = new WeakMap<object, string>();
+/** The schemas (or validators: any key object) each frozen subtree passed. */
+const checked = new WeakMap<object, Set<object>>();
+
+function deepFreeze(value: unknown): void {
+  if (value === null || typeof value !== "object" || Object.isFrozen(value)) return;
+  Object.freeze(value);
+  for (const v of Object.values(value)) deepFreeze(v);
+}
+
+/**
+ * Deep-freezes `tree` (a JSON value: objects, arrays, strings, numbers, booleans, null) and keeps
+ * its JSON text (`JSON.stringify`, key order as built). Returns `tree`.
+ */
+export function freezeRendered<T extends object>(tree: T): T {
+  if (texts.has(tree)) return tree;
+  deepFreeze(tree);
+  texts.set(tree, JSON.stringify(tree));
+  return tree;
+}
+
+/**
+ * Deep-freezes `tree`, parsed from `text` (exactly: `JSON.parse(text)`), and keeps `text` as its
+ * JSON text: a subtree that came as text (a work's spec handed to a cluster's object) is spliced
+ * into what is serialised with it, as a rendered one is. Returns `tree`.
+ */
+export function adoptFrozen<T extends object>(tree: T, text: string): T {
+  if (texts.has(tree)) return tree;
+  deepFreeze(tree);
+  texts.set(tree, text);
+  return tree;
+}
+
+/** The JSON text of a subtree made by {@link freezeRendered}, or undefined for any other value. */
+export function frozenJson(value: unknown): string | undefined {
+  return value !== null && typeof value === "object" ? texts.get(value) : undefined;
+}
+
+/** Remembers that frozen subtree `value` passed `by` (a schema, a validator); nothing for another value. */
+export function rememberChecked(value: unknown, by: object): void {
+  if (frozenJson(value) === undefined) return;
+  let s = checked.get(value as object);
+  if (!s) checked.set(value as object, (s = new Set()));
+  s.add(by);
+}
+
+/** Whether `value` is a frozen subtree that passed `by` before ({@link rememberChecked}). */
+export function checkedBy(value: unknown, by: object): boolean {
+  return value !== null && typeof value === "object" && (checked.get(value)?.has(by) ?? false);
+}
+
+/** A marker no object's own string can hold (a random part per isolate, made at first use: not in the global scope). */
+let mark: string | undefined;
+
+/**
+ * `JSON.stringify(obj)` for an object whose top-level values may be frozen subtrees
+ * ({@link freezeRendered}): their kept text is spliced in at their place (a string copy, not a
+ * walk of the tree). The result is exactly what `JSON.stringify(obj)` gives. `raw` gives the JSON
+ * text of top-level keys the caller serialised itself (their values in `obj` are then ignored).
+ */
+export function stringifyObject(obj: Record<string, unknown>, raw?: Record<string, string>): string {
+  let copy: Record<string, unknown> | undefined;
+  let splices: [string, string][] | undefined;
+  for (const k of Object.keys(obj)) {
+    const text = raw?.[k] ?? frozenJson(obj[k]);
+    if (text === undefined) continue;
+    copy ??= { ...obj };
+    const marker = `${(mark ??= `\u0000frozen-json:${crypto.randomUUID()}:`)}${k}`;
+    copy[k] = marker;
+    (splices ??= []).push([JSON.stringify(marker), text]);
+  }
+  if (!copy) return JSON.stringify(obj);
+  let out = JSON.stringify(copy);
+  for (const [marker, text] of splices!) {
+    const at = out.indexOf(marker);
+    out = out.slice(0, at) + text + out.slice(at + marker.length);
+  }
+  return out;
+}

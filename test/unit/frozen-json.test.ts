@@ -1,0 +1,69 @@
+// Frozen rendered subtrees (src/k8s/frozen-json.ts): their JSON text is spliced into what is
+// serialised with them, exactly as JSON.stringify would write it; they cannot change in place; and
+// the write path checks them once (src/k8s/write.ts `decode`, the ManifestWork's validation).
+import { describe, expect, it } from "vitest";
+import { adoptFrozen, checkedBy, freezeRendered, frozenJson, stringifyObject } from "../../src/k8s/frozen-json.ts";
+import { computeWrite } from "../../src/k8s/write.ts";
+import { ManifestWorkKind } from "../../src/kinds/manifestwork.ts";
+import { deltaMessage, deltaOf } from "../../src/work/namespace-deliverables.ts";
+import type { KubeObject } from "../../src/k8s/meta.ts";
+
+const spec = () => ({
+  workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a", namespace: "ns" }, data: { k: 'v\u0000"x"' } }] },
+  manifestConfigs: [{ resourceIdentifier: { group: "", resource: "configmaps", name: "a", namespace: "ns" }, updateStrategy: { type: "Update" } }],
+});
+
+describe("frozen rendered subtrees", () => {
+  it("serialise as JSON.stringify does, their text spliced in, and cannot change in place", () => {
+    const s = freezeRendered(spec());
+    const obj = { apiVersion: "v1", kind: "K", metadata: { name: "n" }, spec: s, status: { x: [1, null, "s"] } };
+    expect(stringifyObject(obj)).toBe(JSON.stringify(obj));
+    expect(stringifyObject({ a: 1, b: null }, { b: "[1,2]" })).toBe('{"a":1,"b":[1,2]}');
+    expect(frozenJson(s)).toBe(JSON.stringify(spec()));
+    expect(frozenJson({})).toBeUndefined();
+    expect(() => (s.workload.manifests as unknown[]).push({})).toThrow(TypeError);
+    expect(() => ((s.workload.manifests[0]!.metadata as { name: string }).name = "b")).toThrow(TypeError);
+  });
+
+  it("are schema-checked and validated once by the write path; an invalid one is refused", () => {
+    const s = freezeRendered(spec());
+    const create = (name: string, sp: unknown) =>
+      computeWrite(
+        ManifestWorkKind,
+        { namespace: "c1", name },
+        null,
+        { verb: "create", body: { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata: { name }, spec: sp } },
+        { now: 0, newUid: () => `uid-${name}` },
+      ).next!;
+    const w = create("w1", s);
+    expect(w.spec).toBe(s);
+    expect(checkedBy(s, ManifestWorkKind.schema)).toBe(true);
+    expect(create("w2", s).spec).toBe(s);
+    const bad = freezeRendered({ workload: { manifests: [{ kind: "ConfigMap" }] }, unknownField: 1 });
+    expect(() => create("w3", bad)).toThrow();
+    expect(checkedBy(bad, ManifestWorkKind.schema)).toBe(false);
+  });
+
+  it("travel to the cluster's object as text and come out frozen with the same text", () => {
+    const s = freezeRendered(spec());
+    const work = {
+      apiVersion: "work.open-cluster-management.io/v1",
+      kind: "ManifestWork",
+      metadata: { name: "w", namespace: "c1" },
+      spec: s,
+    } as unknown as KubeObject;
+    const message = deltaMessage({ name: "w", resourceVersion: 3, object: work });
+    expect(message.specJson).toBe(JSON.stringify(spec()));
+    const delta = deltaOf(structuredClone(message));
+    expect(delta.object).toEqual(work);
+    expect(Object.keys(delta.object!)).toEqual(Object.keys(work));
+    expect(delta.bytes).toBe(JSON.stringify(work).length);
+    expect(frozenJson(delta.object!.spec)).toBe(JSON.stringify(spec()));
+    expect(stringifyObject(delta.object as unknown as Record<string, unknown>)).toBe(JSON.stringify(work));
+    const plain = deltaMessage({ name: "w", resourceVersion: 3, object: { ...work, spec: spec() } as unknown as KubeObject });
+    expect(plain.specJson).toBeUndefined();
+    expect(deltaOf(plain).object).toEqual(work);
+    const adopted = adoptFrozen({ a: 1 }, '{"a":1}');
+    expect(Object.isFrozen(adopted)).toBe(true);
+  });
+});
