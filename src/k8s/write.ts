@@ -400,9 +400,17 @@ function update(
   let next: KubeObject;
   if (subresource === "status") {
     if (!def.hasStatus) throw notFound(ref(def, key.name));
-    next = structuredClone(current);
-    if (incoming.status === undefined) delete next.status;
-    else next.status = incoming.status;
+    // A copy of the stored object with the sent status in place of its own (which is not
+    // copied: an agent's report would copy the status it replaces), the fields in their order.
+    const { status: _stored, ...rest } = current;
+    const copy = structuredClone(rest) as Record<string, unknown>;
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(current)) {
+      if (k !== "status") out[k] = copy[k];
+      else if (incoming.status !== undefined) out.status = incoming.status;
+    }
+    if (!("status" in current) && incoming.status !== undefined) out.status = incoming.status;
+    next = out as unknown as KubeObject;
   } else {
     next = incoming;
     next.metadata = {
