@@ -110,6 +110,8 @@ export function fieldPath(path: ReadonlyArray<PropertyKey>, prefix = ""): string
 export interface SchemaCheck {
   unknownFields: string[];
   causes: StatusCause[];
+  /** The schema's output when the value passed (no unknown field, no cause): what `schema.parse` returns, without parsing twice. */
+  value?: unknown;
 }
 
 /**
@@ -122,7 +124,7 @@ export function checkSchema(schema: z.ZodType, value: unknown): SchemaCheck {
   // without an input (or with undefined) is a missing field.
   const r = schema.safeParse(value, { reportInput: true });
   const out: SchemaCheck = { unknownFields: [], causes: [] };
-  if (r.success) return out;
+  if (r.success) return { ...out, value: r.data };
   for (const issue of r.error.issues) {
     if (issue.code === "unrecognized_keys") {
       for (const k of issue.keys) out.unknownFields.push(fieldPath([...issue.path, k]));

@@ -24,7 +24,7 @@ import {
 } from "./fieldmanager.ts";
 import * as z from "zod";
 import { generatedName } from "./names.ts";
-import { checkedBy, rememberChecked, stringifyObject } from "./frozen-json.ts";
+import { checkedBy, frozenJson, rememberChecked, stringifyObject } from "./frozen-json.ts";
 
 export { generatedName };
 
@@ -450,11 +450,21 @@ function update(
   let next: KubeObject;
   if (subresource === "status") {
     if (!def.hasStatus) throw notFound(ref(def, key.name));
-    // The stored object's other fields are shared, not copied (nothing changes them in place):
-    // a work's status report does not copy its 51 manifests.
-    next = { ...current, metadata: structuredClone(current.metadata) };
-    if (incoming.status === undefined) delete next.status;
-    else next.status = incoming.status;
+    // A copy of the stored object with the sent status in place of its own (which is not
+    // copied: an agent's report would copy the status it replaces), the fields in their order. A
+    // frozen rendered subtree (a placement's works share one spec, src/k8s/frozen-json.ts) is
+    // shared, not copied: it cannot change in place, so a work's status report does not copy its
+    // 51 manifests. Anything else is copied (a controller may change the result in place, as
+    // reconcileManagedCluster does a cluster's spec.taints).
+    const stored = current as unknown as Record<string, unknown>;
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(stored)) {
+      if (k === "status") {
+        if (incoming.status !== undefined) out.status = incoming.status;
+      } else out[k] = frozenJson(stored[k]) !== undefined ? stored[k] : structuredClone(stored[k]);
+    }
+    if (!("status" in stored) && incoming.status !== undefined) out.status = incoming.status;
+    next = out as unknown as KubeObject;
   } else {
     next = incoming;
     next.metadata = {

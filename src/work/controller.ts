@@ -28,18 +28,26 @@ function deliveredView(obj: KubeObject | null): string {
  * set's rollout writes a fleet's works at once, each with a new spec.
  */
 function deliveredViewChanged(before: KubeObject | null, after: KubeObject | null): boolean {
-  if (!before || !after) return before !== after;
+  if (!before || !after) return deliveredView(before) !== deliveredView(after);
   if (before.metadata.generation !== after.metadata.generation) return true;
-  // Field by field, a value the two share (a status write keeps the stored spec) without serialising it.
-  const b = before as unknown as Record<string, unknown>;
-  const a = after as unknown as Record<string, unknown>;
-  const keys = Object.keys(b).filter((k) => k !== "status" && k !== "metadata");
-  const akeys = Object.keys(a).filter((k) => k !== "status" && k !== "metadata");
-  if (keys.length !== akeys.length || keys.some((k, i) => k !== akeys[i])) return deliveredView(before) !== deliveredView(after);
-  for (const k of keys) if (b[k] !== a[k] && JSON.stringify(b[k]) !== JSON.stringify(a[k])) return true;
-  const { resourceVersion: _b, ...bm } = before.metadata;
-  const { resourceVersion: _a, ...am } = after.metadata;
-  return JSON.stringify(bm) !== JSON.stringify(am);
+  // The views compared field by field, the metadata first (an agent's report changes neither):
+  // two views' JSON is the same exactly when their fields are, in order, with the same JSON each.
+  const meta = (o: KubeObject) => o.metadata as unknown as Record<string, unknown>;
+  const top = (o: KubeObject) => o as unknown as Record<string, unknown>;
+  return !sameJsonFields(meta(before), meta(after), "resourceVersion") || !sameJsonFields(top(before), top(after), "status", "metadata");
+}
+
+/**
+ * Whether `JSON.stringify` gives `a` and `b` the same text once the fields `skip` are left out,
+ * without building either text whole: the fields JSON keeps (not undefined, a function or a
+ * symbol), in the same order, each with the same JSON (the same value needs no text).
+ */
+function sameJsonFields(a: Record<string, unknown>, b: Record<string, unknown>, ...skip: string[]): boolean {
+  const kept = (o: Record<string, unknown>) =>
+    Object.keys(o).filter((k) => !skip.includes(k) && o[k] !== undefined && typeof o[k] !== "function" && typeof o[k] !== "symbol");
+  const ka = kept(a);
+  const kb = kept(b);
+  return ka.length === kb.length && ka.every((k, i) => k === kb[i] && (a[k] === b[k] || JSON.stringify(a[k]) === JSON.stringify(b[k])));
 }
 
 /** The delta a committed change of a deliverable hands its cluster's object, or undefined without the change (a sweep). */
