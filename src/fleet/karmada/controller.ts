@@ -58,7 +58,8 @@ import {
   type PropagationSpec,
 } from "../../kinds/karmada.ts";
 import type { RolloutStrategy } from "../../kinds/fleet-validation.ts";
-import { ClusterOverridePolicyKind, OverridePolicyKind } from "../../kinds/karmada-override.ts";
+import { ClusterOverridePolicyKind, OverridePolicyKind, type OverrideSpec } from "../../kinds/karmada-override.ts";
+import { compileKarmadaOverrides, type KarmadaOverrides } from "../../overrides/karmada.ts";
 import { ManagedClusterKind } from "../../kinds/managedcluster.ts";
 import { ManifestWorkKind } from "../../kinds/manifestwork.ts";
 import { NamespaceKind } from "../../kinds/namespace.ts";
@@ -68,8 +69,8 @@ import type { AfterCommitHook, Change, CounterAt } from "../../store/hooks.ts";
 import { PLACEMENT_CHANGE_COUNTER } from "../../kinds/fleet.ts";
 import type { ManyWrite } from "../../store/types.ts";
 import { compareSelected, isKindDisabled, shouldPropagate, stripForDispatch, type Selected } from "../select.ts";
-import { workName, type RenderedWork } from "../render.ts";
-import { APPLIED_OVERRIDE_ANNOTATIONS, karmadaClusterRenderer, karmadaOverridesFor } from "./overrides.ts";
+import { workName, type Manifest, type RenderedWork } from "../render.ts";
+import { APPLIED_OVERRIDE_ANNOTATIONS, karmadaClusterRenderer } from "./overrides.ts";
 import { karmadaClusterOf, scheduleKarmada } from "./schedule.ts";
 import {
   apiVersionOf,
@@ -86,6 +87,27 @@ import { ownChangeRun } from "../own-change.ts";
 import { cachedPlacementLists, inNamespace, placementLists } from "../placement-lists.ts";
 
 export type { PolicyRef } from "./select.ts";
+
+/**
+ * The override policies that may concern `manifests`: every ClusterOverridePolicy and the
+ * OverridePolicies of their namespaces, compiled.
+ * @throws errors of D1
+ */
+export async function karmadaOverridesFor(env: Env, manifests: readonly Manifest[]): Promise<KarmadaOverrides> {
+  const namespaces = [...new Set(manifests.map((m) => m.object.metadata.namespace).filter((n): n is string => !!n))].sort();
+  const cops = (await admittedStoreOf(env, ClusterOverridePolicyKind).list()).items;
+  const ops: KubeObject[] = [];
+  for (const ns of namespaces) ops.push(...(await admittedStoreOf(env, OverridePolicyKind).list(ns)).items);
+  return compileKarmadaOverrides([
+    ...cops.map((o) => ({ kind: "ClusterOverridePolicy" as const, namespace: "", name: o.metadata.name, spec: (o.spec ?? {}) as OverrideSpec })),
+    ...ops.map((o) => ({
+      kind: "OverridePolicy" as const,
+      namespace: o.metadata.namespace ?? "",
+      name: o.metadata.name,
+      spec: (o.spec ?? {}) as OverrideSpec,
+    })),
+  ]);
+}
 
 /** The outcome of a run: `rerun` when a write lost a race (run again at once), `gone` when nothing of the policy remains. */
 export interface KarmadaRunOutcome {

@@ -1,50 +1,20 @@
 /**
  * Karmada's OverridePolicies and ClusterOverridePolicies where a propagation policy renders its
- * works (docs/overrides.md "Karmada"; the source is src/overrides/karmada.ts): the policies read
- * (every ClusterOverridePolicy, the OverridePolicies of the rendered objects' namespaces), and a
- * renderer that gives each cluster its works from its overridden objects, all or nothing: when a
- * policy fails for one object, the cluster gets no new works and the failure for its status.
- * Clusters whose matched rules are the same share one rendering.
+ * works (docs/overrides.md "Karmada"; the source is src/overrides/karmada.ts; the policies are
+ * read by src/fleet/karmada/controller.ts): a renderer that gives each cluster its works from its
+ * overridden objects, all or nothing: when a policy fails for one object, the cluster gets no new
+ * works and the failure for its status. Clusters whose matched rules are the same share one
+ * rendering. Pure.
  */
 import { canonicalJson as canonical } from "../../k8s/canonical-json.ts";
-import type { KubeObject } from "../../k8s/meta.ts";
 import type { RolloutStrategy } from "../../kinds/fleet-validation.ts";
-import {
-  APPLIED_CLUSTER_OVERRIDES_ANNOTATION,
-  APPLIED_OVERRIDES_ANNOTATION,
-  ClusterOverridePolicyKind,
-  OverridePolicyKind,
-  type OverrideSpec,
-} from "../../kinds/karmada-override.ts";
-import type { Env } from "../../env.ts";
-import { admittedStoreOf } from "../../admission/store.ts";
-import { appliedOverridesJson, compileKarmadaOverrides, type AppliedOverride, type KarmadaOverrides } from "../../overrides/karmada.ts";
+import { APPLIED_CLUSTER_OVERRIDES_ANNOTATION, APPLIED_OVERRIDES_ANNOTATION } from "../../kinds/karmada-override.ts";
+import { appliedOverridesJson, type AppliedOverride, type KarmadaOverrides } from "../../overrides/karmada.ts";
 import { renderWorks, type Manifest, type RenderedWork } from "../render.ts";
 import type { KarmadaCluster } from "./schedule.ts";
 
 /** The annotations Karmada's override manager records on a work (removed from a work when nothing applies any more). */
 export const APPLIED_OVERRIDE_ANNOTATIONS = [APPLIED_OVERRIDES_ANNOTATION, APPLIED_CLUSTER_OVERRIDES_ANNOTATION] as const;
-
-/**
- * The override policies that may concern `manifests`: every ClusterOverridePolicy and the
- * OverridePolicies of their namespaces, compiled.
- * @throws errors of D1
- */
-export async function karmadaOverridesFor(env: Env, manifests: readonly Manifest[]): Promise<KarmadaOverrides> {
-  const namespaces = [...new Set(manifests.map((m) => m.object.metadata.namespace).filter((n): n is string => !!n))].sort();
-  const cops = (await admittedStoreOf(env, ClusterOverridePolicyKind).list()).items;
-  const ops: KubeObject[] = [];
-  for (const ns of namespaces) ops.push(...(await admittedStoreOf(env, OverridePolicyKind).list(ns)).items);
-  return compileKarmadaOverrides([
-    ...cops.map((o) => ({ kind: "ClusterOverridePolicy" as const, namespace: "", name: o.metadata.name, spec: (o.spec ?? {}) as OverrideSpec })),
-    ...ops.map((o) => ({
-      kind: "OverridePolicy" as const,
-      namespace: o.metadata.namespace ?? "",
-      name: o.metadata.name,
-      spec: (o.spec ?? {}) as OverrideSpec,
-    })),
-  ]);
-}
 
 /** One cluster's rendering: its works with the applied-overrides annotations, or the policy's failure (no works then). */
 export interface KarmadaClusterRender {
