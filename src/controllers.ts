@@ -144,7 +144,7 @@ export const CONTROLLERS: readonly Controller[] = [
   {
     name: karmadaHook.name,
     wakes:
-      "a PropagationPolicy or ClusterPropagationPolicy written; an object its selectors may select or its claim names; a ManagedCluster's labels, provider/region/zone, taints, acceptance or deletion; its works' status or deletion",
+      "a PropagationPolicy or ClusterPropagationPolicy written; an object its selectors may select or its claim names; a ManagedCluster's labels, provider/region/zone, taints, acceptance or deletion; its works' status or deletion; an OverridePolicy or ClusterOverridePolicy whose spec changed",
     runsIn: "ReplicaSetObject",
     hook: hook(karmadaHook),
   },

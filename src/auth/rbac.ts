@@ -1025,8 +1025,8 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
       { verbs: WRITE, apiGroups: [OCM_ADDON], resources: ["addondeploymentconfigs", "managedclusteraddons"] },
       // KubeFleet's namespaced placement, envelope and override (docs/kubefleet.md, docs/overrides.md); snapshots and bindings are the controller's.
       { verbs: WRITE, apiGroups: [FLEET_PLACEMENT], resources: ["resourceenvelopes", "resourceoverrides", "resourceplacements"] },
-      // Karmada's namespaced policy (docs/karmada.md); its ResourceBindings are the controller's.
-      { verbs: WRITE, apiGroups: [KARMADA_POLICY], resources: ["propagationpolicies"] },
+      // Karmada's namespaced policies (docs/karmada.md, docs/overrides.md); its ResourceBindings are the controller's.
+      { verbs: WRITE, apiGroups: [KARMADA_POLICY], resources: ["overridepolicies", "propagationpolicies"] },
     ],
     { labels: { [AGGREGATE_TO_EDIT]: "true" } },
   ),
@@ -1105,8 +1105,8 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
           "schedulingpolicysnapshots/status",
         ],
       },
-      // A namespace's user reads its PropagationPolicies and their ResourceBindings' status (docs/karmada.md).
-      { verbs: READ, apiGroups: [KARMADA_POLICY], resources: ["propagationpolicies"] },
+      // A namespace's user reads its PropagationPolicies, OverridePolicies and the ResourceBindings' status (docs/karmada.md).
+      { verbs: READ, apiGroups: [KARMADA_POLICY], resources: ["overridepolicies", "propagationpolicies"] },
       { verbs: READ, apiGroups: [KARMADA_WORK], resources: ["resourcebindings", "resourcebindings/status"] },
     ],
     { labels: { [AGGREGATE_TO_VIEW]: "true" } },

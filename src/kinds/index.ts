@@ -50,6 +50,7 @@ import { LeaseKind } from "./lease.ts";
 import { BUILTIN_KINDS } from "./builtin/index.ts";
 import { FLEET_SYSTEM_KINDS, placementKinds } from "./fleet.ts";
 import { KARMADA_KINDS } from "./karmada.ts";
+import { KARMADA_OVERRIDE_KINDS } from "./karmada-override.ts";
 import { FLEET_OVERRIDE_KINDS } from "./fleet-override.ts";
 
 /**
@@ -106,6 +107,7 @@ export const KINDS: KindDefinition[] = [
   ...FLEET_OVERRIDE_KINDS,
   CustomResourceDefinitionKind,
   ...KARMADA_KINDS,
+  ...KARMADA_OVERRIDE_KINDS,
 ];
 
 /**

@@ -89,7 +89,8 @@ export type PropagationSpec = {
 
 const int32 = z.number().int().min(-2147483648).max(2147483647);
 
-const ResourceSelectorSchema = z.strictObject({
+/** A `ResourceSelector` (propagation and override policies). */
+export const ResourceSelectorSchema = z.strictObject({
   apiVersion: z.string().min(1).describe("The API version of the target resources."),
   kind: z.string().min(1).describe("The Kind of the target resources."),
   namespace: z.string().optional().describe("The namespace of the target resource (a PropagationPolicy's own, by default)."),
@@ -112,7 +113,8 @@ const ClusterAffinityFields = {
   clusterNames: z.array(z.string()).optional().describe("The clusters to select (all, when empty)."),
   exclude: z.array(z.string()).optional().describe("The clusters to ignore."),
 };
-const ClusterAffinitySchema = z.strictObject(ClusterAffinityFields);
+/** A `ClusterAffinity` (a placement's, and an override rule's `targetCluster`). */
+export const ClusterAffinitySchema = z.strictObject(ClusterAffinityFields);
 
 const TolerationSchema = z.strictObject({
   key: z.string().optional(),
@@ -294,7 +296,7 @@ export function validatePropagation(obj: KubeObject, old: KubeObject | undefined
     }
   }
   if (has(p.workloadAffinity)) errs.push(fieldForbidden("spec.placement.workloadAffinity", `workload affinity is ${NOT_BUILT}`));
-  if (has(spec.dependentOverrides)) errs.push(fieldForbidden("spec.dependentOverrides", `OverridePolicies are ${NOT_BUILT}`));
+  if (has(spec.dependentOverrides)) errs.push(fieldForbidden("spec.dependentOverrides", `waiting for OverridePolicies before propagating is ${NOT_BUILT}`));
   if ((spec.schedulerName ?? DEFAULT_SCHEDULER) !== DEFAULT_SCHEDULER)
     errs.push(fieldNotSupported("spec.schedulerName", spec.schedulerName, [DEFAULT_SCHEDULER]));
   if (has(spec.failover)) errs.push(fieldForbidden("spec.failover", `failover is ${NOT_BUILT}`));

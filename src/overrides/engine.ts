@@ -25,8 +25,10 @@
  * - **Identity**: a patch may not change the object's `apiVersion`, `kind`, `metadata.name` or
  *   `metadata.namespace` (what the agent's manifest configs and status name it by).
  *
- * Sources (KubeFleet's ClusterResourceOverride and ResourceOverride today: src/overrides/kubefleet.ts;
- * Karmada's policies, replica sets and add-ons later) turn their own API into
+ * Sources (KubeFleet's ClusterResourceOverride and ResourceOverride: src/overrides/kubefleet.ts;
+ * Karmada's OverridePolicy and ClusterOverridePolicy: src/overrides/karmada.ts, whose steps are
+ * built from the object as the steps before left it ({@link BuiltStep}); replica sets and add-ons
+ * later) turn their own API into
  * {@link OverrideStep}s per cluster and object and feed them here. Pure.
  */
 import { applyOperation, getValueByPointer, JsonPatchError, type Operation } from "fast-json-patch";
@@ -172,8 +174,31 @@ export function compileOperations(ops: readonly OverrideOperation[]): CompiledOp
   });
 }
 
-/** A step with compiled operations. */
-export type CompiledStep = { source: string; ops: readonly CompiledOperation[] } | { source: string; delete: true };
+/**
+ * A step whose operations depend on the object as the steps before it left it (Karmada's
+ * overriders read the current image, command, labels or field before they patch): `build` gets
+ * that object (read only) and returns literal operations (no variables are substituted in their
+ * values), or why it cannot.
+ */
+export type BuiltStep = { source: string; build: (doc: KubeObject) => { ops: OverrideOperation[] } | { error: string } };
+
+/** A step with compiled operations, or one built from the object ({@link BuiltStep}). */
+export type CompiledStep = { source: string; ops: readonly CompiledOperation[] } | { source: string; delete: true } | BuiltStep;
+
+/** Operations whose values are taken as they are (no variables). */
+function literalOperations(ops: readonly OverrideOperation[]): CompiledOperation[] {
+  return ops.map((o) => {
+    const text = (o.op === "add" || o.op === "replace" || o.op === "test") && o.value !== undefined ? JSON.stringify(o.value) : undefined;
+    return {
+      op: o.op,
+      path: o.path,
+      ...(o.from !== undefined ? { from: o.from } : {}),
+      ...(text !== undefined ? { text } : {}),
+      variables: false,
+      single: false,
+    };
+  });
+}
 
 const identity = (o: KubeObject) => [o.apiVersion, o.kind, o.metadata?.name, o.metadata?.namespace ?? ""].join("\u0000");
 
@@ -224,9 +249,15 @@ export function applyOverrideSteps(
   for (const step of steps) {
     if ("delete" in step) return { ok: true, object: null };
     const fail = (message: string): OverrideOutcome => ({ ok: false, source: step.source, message });
-    operations += step.ops.length;
+    let ops: readonly CompiledOperation[];
+    if ("build" in step) {
+      const built = step.build(doc ?? object);
+      if ("error" in built) return fail(built.error);
+      ops = literalOperations(built.ops);
+    } else ops = step.ops;
+    operations += ops.length;
     if (operations > limits.maxOperations) return fail(`too many JSON patch operations for one object: more than ${limits.maxOperations}`);
-    for (const [i, c] of step.ops.entries()) {
+    for (const [i, c] of ops.entries()) {
       let value: unknown;
       let valueLength = 0;
       if (c.text !== undefined) {

@@ -10,6 +10,11 @@
  *
  * (A ClusterResourceOverride selecting the namespace also patches the Namespace object itself,
  * as KubeFleet's does, so the Deployment's image and replicas come from a ResourceOverride.)
+ *
+ * Karmada's OverridePolicy applies where Karmada's propagation policies render (docs/overrides.md
+ * "Karmada"): a Deployment placed on the three by a PropagationPolicy gets an annotation on one
+ * cluster by name and a registry for the eu region; moving the annotation to another cluster
+ * writes the works of the two clusters concerned only.
  */
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -214,5 +219,110 @@ describe("KubeFleet overrides with kubectl, wrangler dev and agents", () => {
 
     expect(await kubectl("delete", "crp", "regional")).toContain("deleted");
     await waitFor("the works gone", async () => Object.keys(await works()).length === 0, 30_000);
+  });
+});
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const karmadaWorks = async (): Promise<Record<string, any>> =>
+  Object.fromEntries(
+    ((await admin(hub, "GET", WORKS)).body.items as { metadata: { name: string; namespace: string } }[])
+      .filter((w) => w.metadata.name === "pp.karmada-regional.web-work")
+      .map((w) => [w.metadata.namespace, w]),
+  );
+
+/** The Deployment `name` of `namespace` a simulated cluster runs. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function runningIn(cluster: string, namespace: string, name: string): any {
+  try {
+    const state = JSON.parse(readFileSync(path.join(dir, `${cluster}.json`), "utf8")) as {
+      objects: { group: string; plural: string; object: { metadata: { name: string; namespace?: string } } }[];
+    };
+    return state.objects.find(
+      (o) => o.group === "apps" && o.plural === "deployments" && o.object.metadata.name === name && o.object.metadata.namespace === namespace,
+    )?.object;
+  } catch {
+    return undefined;
+  }
+}
+
+const opYaml = (cluster: string) =>
+  [
+    "apiVersion: policy.karmada.io/v1alpha1",
+    "kind: OverridePolicy",
+    "metadata: {name: team, namespace: karmada-regional}",
+    "spec:",
+    "  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: web}]",
+    "  overrideRules:",
+    `  - targetCluster: {clusterNames: [${cluster}]}`,
+    "    overriders:",
+    "      annotationsOverrider: [{operator: add, value: {team: platform}}]",
+    "  - targetCluster: {labelSelector: {matchLabels: {region: eu}}}",
+    "    overriders:",
+    "      imageOverrider: [{component: Registry, operator: replace, value: eu.registry.example}]",
+    "",
+  ].join("\n");
+
+describe("Karmada's OverridePolicy with kubectl, wrangler dev and agents", () => {
+  it("runs each cluster's Deployment as its PropagationPolicy and OverridePolicy render it; a change reaches the affected clusters only", async () => {
+    const app = file(
+      "karmada-app.yaml",
+      [
+        "apiVersion: v1",
+        "kind: Namespace",
+        "metadata: {name: karmada-regional}",
+        "---",
+        "apiVersion: apps/v1",
+        "kind: Deployment",
+        "metadata: {name: web, namespace: karmada-regional, labels: {app: web}}",
+        "spec:",
+        "  replicas: 1",
+        "  selector: {matchLabels: {app: web}}",
+        "  template:",
+        "    metadata: {labels: {app: web}}",
+        "    spec: {containers: [{name: web, image: 'docker.io/library/web:1.0'}]}",
+        "",
+      ].join("\n"),
+    );
+    expect(await kubectl("apply", "-f", app)).toContain("deployment.apps/web created");
+    expect(await kubectl("apply", "-f", file("op.yaml", opYaml("ov-us-1")))).toContain("overridepolicy.policy.karmada.io/team created");
+    const pp = file(
+      "pp.yaml",
+      [
+        "apiVersion: policy.karmada.io/v1alpha1",
+        "kind: PropagationPolicy",
+        "metadata: {name: web, namespace: karmada-regional}",
+        "spec:",
+        "  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: web}]",
+        "  placement: {clusterAffinity: {clusterNames: [ov-eu-1, ov-us-1, ov-us-2]}}",
+        "",
+      ].join("\n"),
+    );
+    expect(await kubectl("apply", "-f", pp)).toContain("propagationpolicy.policy.karmada.io/web created");
+    const want = (annotated: string) =>
+      MEMBERS.every(([c, region]) => {
+        const d = runningIn(c, "karmada-regional", "web");
+        if (!d) return false;
+        const img = region === "eu" ? "eu.registry.example/library/web:1.0" : "docker.io/library/web:1.0";
+        return image(d) === img && (d.metadata.annotations?.team === "platform") === (c === annotated);
+      });
+    await waitFor("each cluster runs its rendered Deployment", async () => want("ov-us-1"), 60_000);
+    const before = await karmadaWorks();
+    expect(JSON.parse(before["ov-us-1"].metadata.annotations["policy.karmada.io/applied-overrides"])[0].policyName).toBe("team");
+    expect(before["ov-us-2"].metadata.annotations["policy.karmada.io/applied-overrides"]).toBeUndefined();
+
+    // The annotation moves to ov-us-2: the eu cluster's work is not written.
+    expect(await kubectl("apply", "-f", file("op2.yaml", opYaml("ov-us-2")))).toContain("configured");
+    await waitFor("the annotation moved", async () => want("ov-us-2"), 60_000);
+    const after = await karmadaWorks();
+    expect(after["ov-eu-1"].metadata.resourceVersion).toBe(before["ov-eu-1"].metadata.resourceVersion);
+    expect(after["ov-us-1"].metadata.generation).toBe(before["ov-us-1"].metadata.generation + 1);
+
+    // Deleting the policy leaves what it placed (as Karmada's, docs/karmada.md).
+    expect(await kubectl("delete", "pp", "web", "-n", "karmada-regional")).toContain("deleted");
+    await waitFor(
+      "the policy gone",
+      async () => (await admin(hub, "GET", "/apis/policy.karmada.io/v1alpha1/namespaces/karmada-regional/propagationpolicies/web")).status === 404,
+      30_000,
+    );
   });
 });

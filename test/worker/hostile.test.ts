@@ -125,6 +125,8 @@ const FIXTURE: Record<string, string> = {
   ClusterPropagationPolicy: "hcpp",
   ClusterResourceOverride: "hcro",
   ResourceOverride: "hro",
+  OverridePolicy: "hop",
+  ClusterOverridePolicy: "hcop",
 };
 const fixtureName = (def: KindDefinition) => FIXTURE[kindName(def)]!;
 const member = (def: KindDefinition) => `${collection(def)}/${fixtureName(def)}`;
@@ -301,6 +303,15 @@ function validFields(def: KindDefinition, name: string): Json {
           policy: {
             overrideRules: [{ clusterSelector: { clusterSelectorTerms: [] }, jsonPatchOverrides: [{ op: "add", path: "/metadata/labels/h", value: "h" }] }],
           },
+        },
+      };
+    // Karmada's override policies, each selecting an object of its own name that does not exist.
+    case "OverridePolicy":
+    case "ClusterOverridePolicy":
+      return {
+        spec: {
+          resourceSelectors: [{ apiVersion: "v1", kind: "ConfigMap", name: `${name}-absent`, ...(def.kind === "OverridePolicy" ? { namespace: NS } : {}) }],
+          overrideRules: [{ targetCluster: { clusterNames: ["nowhere"] }, overriders: { labelsOverrider: [{ operator: "add", value: { h: "h" } }] } }],
         },
       };
     default:
@@ -2228,6 +2239,8 @@ beforeAll(async () => {
     "ClusterPropagationPolicy",
     "ClusterResourceOverride",
     "ResourceOverride",
+    "OverridePolicy",
+    "ClusterOverridePolicy",
   ]) {
     const def = byKind(kind);
     await must(call("POST", collection(def), valid(def, fixtureName(def))), 201);

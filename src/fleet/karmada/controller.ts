@@ -58,6 +58,8 @@ import {
   type PropagationSpec,
 } from "../../kinds/karmada.ts";
 import type { RolloutStrategy } from "../../kinds/fleet-validation.ts";
+import { ClusterOverridePolicyKind, OverridePolicyKind, type OverrideSpec } from "../../kinds/karmada-override.ts";
+import { compileKarmadaOverrides, type KarmadaOverrides } from "../../overrides/karmada.ts";
 import { ManagedClusterKind } from "../../kinds/managedcluster.ts";
 import { ManifestWorkKind } from "../../kinds/manifestwork.ts";
 import { NamespaceKind } from "../../kinds/namespace.ts";
@@ -67,7 +69,8 @@ import type { AfterCommitHook, Change, CounterAt } from "../../store/hooks.ts";
 import { PLACEMENT_CHANGE_COUNTER } from "../../kinds/fleet.ts";
 import type { ManyWrite } from "../../store/types.ts";
 import { compareSelected, isKindDisabled, shouldPropagate, stripForDispatch, type Selected } from "../select.ts";
-import { renderWorks, workName, type RenderedWork } from "../render.ts";
+import { workName, type Manifest, type RenderedWork } from "../render.ts";
+import { APPLIED_OVERRIDE_ANNOTATIONS, karmadaClusterRenderer } from "./overrides.ts";
 import { karmadaClusterOf, scheduleKarmada } from "./schedule.ts";
 import {
   apiVersionOf,
@@ -84,6 +87,27 @@ import { ownChangeRun } from "../own-change.ts";
 import { cachedPlacementLists, inNamespace, placementLists } from "../placement-lists.ts";
 
 export type { PolicyRef } from "./select.ts";
+
+/**
+ * The override policies that may concern `manifests`: every ClusterOverridePolicy and the
+ * OverridePolicies of their namespaces, compiled.
+ * @throws errors of D1
+ */
+export async function karmadaOverridesFor(env: Env, manifests: readonly Manifest[]): Promise<KarmadaOverrides> {
+  const namespaces = [...new Set(manifests.map((m) => m.object.metadata.namespace).filter((n): n is string => !!n))].sort();
+  const cops = (await admittedStoreOf(env, ClusterOverridePolicyKind).list()).items;
+  const ops: KubeObject[] = [];
+  for (const ns of namespaces) ops.push(...(await admittedStoreOf(env, OverridePolicyKind).list(ns)).items);
+  return compileKarmadaOverrides([
+    ...cops.map((o) => ({ kind: "ClusterOverridePolicy" as const, namespace: "", name: o.metadata.name, spec: (o.spec ?? {}) as OverrideSpec })),
+    ...ops.map((o) => ({
+      kind: "OverridePolicy" as const,
+      namespace: o.metadata.namespace ?? "",
+      name: o.metadata.name,
+      spec: (o.spec ?? {}) as OverrideSpec,
+    })),
+  ]);
+}
 
 /** The outcome of a run: `rerun` when a write lost a race (run again at once), `gone` when nothing of the policy remains. */
 export interface KarmadaRunOutcome {
@@ -489,16 +513,26 @@ export async function runKarmadaPolicy(env: Env, ref: PolicyRef, nowMs: number):
     ...(spec.preserveResourcesOnDeletion ? { deleteStrategy: { propagationPolicy: "Abandon" } } : {}),
   };
   const base = workBase(ref);
-  const rendered = renderWorks(base, manifests, strategy);
+  // Each cluster's objects through Karmada's override policies (all or nothing per cluster).
+  const renderFor = karmadaClusterRenderer(base, manifests, strategy, await karmadaOverridesFor(env, manifests));
+  const byName = new Map(clusters.map((c) => [c.name, c]));
+  const overrideErrors = new Map<string, string>();
   const claimAnnotations = claimMetadata(me).annotations;
   const idLabel = idLabelOf(ref);
   const writes: ManyWrite[] = [];
   for (const c of picked) {
     const ws = works.get(c) ?? [];
+    const cluster = byName.get(c) ?? { name: c, labels: {}, zones: [], taints: [], leaving: false };
+    const { works: rendered, error } = renderFor(cluster);
+    if (error !== undefined) {
+      // A failed override: the cluster keeps the works it has, and its bindings say why.
+      overrideErrors.set(c, error);
+      continue;
+    }
     for (const r of rendered as RenderedWork[]) {
       const w = ws.find((x) => x.metadata.name === r.name);
       if (w?.metadata.deletionTimestamp) continue;
-      const annotations = { ...(w?.metadata.annotations ?? {}), ...r.annotations, ...claimAnnotations };
+      const annotations = { ...without(w?.metadata.annotations, APPLIED_OVERRIDE_ANNOTATIONS), ...r.annotations, ...claimAnnotations };
       const labels = { ...(w?.metadata.labels ?? {}), [idLabel]: me.id };
       if (
         w &&
@@ -597,14 +631,16 @@ export async function runKarmadaPolicy(env: Env, ref: PolicyRef, nowMs: number):
     // Status, as Karmada's scheduler and binding status controller write it.
     const oldStatus = (binding.status ?? {}) as { lastScheduledTime?: string; conditions?: Condition[] };
     const aggregatedStatus = targetClusters
-      .filter((c) => (works.get(c) ?? []).some((w) => !w.metadata.deletionTimestamp))
+      .filter((c) => overrideErrors.has(c) || (works.get(c) ?? []).some((w) => !w.metadata.deletionTimestamp))
       .map((c) =>
-        aggregatedItem(
-          c,
-          (works.get(c) ?? []).filter((w) => !w.metadata.deletionTimestamp),
-          def,
-          obj,
-        ),
+        overrideErrors.has(c)
+          ? { clusterName: c, applied: false, appliedMessage: `failed to apply override policies: ${overrideErrors.get(c)!}`, health: "Unknown" }
+          : aggregatedItem(
+              c,
+              (works.get(c) ?? []).filter((w) => !w.metadata.deletionTimestamp),
+              def,
+              obj,
+            ),
       );
     const fully = targetClusters.length > 0 && aggregatedStatus.length === targetClusters.length && aggregatedStatus.every((i) => i.applied === true);
     const clustersChanged = !old || !deepEqual((old.spec as { clusters?: unknown } | undefined)?.clusters ?? null, bspec.clusters);
@@ -657,7 +693,9 @@ export async function runKarmadaPolicy(env: Env, ref: PolicyRef, nowMs: number):
 export type KarmadaOwed =
   | { namespace: string; name: string; now?: true }
   | { object: { apiVersion: string; kind: string; namespace: string; name: string; labels: (Record<string, string> | null)[]; claims: PolicyRef[] } }
-  | { clusters: true };
+  | { clusters: true }
+  /** An override policy changed: the propagation policies of its namespace (null: every namespace) and every ClusterPropagationPolicy. */
+  | { overrides: string | null };
 
 const isPolicyKind = (def: KindDefinition) => def === PropagationPolicyKind || def === ClusterPropagationPolicyKind;
 
@@ -699,6 +737,9 @@ export function planKarmada(change: Change): KarmadaOwed | null {
     return null;
   }
   if (def === ManagedClusterKind) return deepEqual(clusterView(before), clusterView(after)) ? null : { clusters: true };
+  // An override policy's change: the propagation policies re-render (those of its namespace, and every cluster-wide one).
+  if (def === OverridePolicyKind || def === ClusterOverridePolicyKind)
+    return deepEqual(before?.spec ?? null, after?.spec ?? null) ? null : { overrides: namespace || null };
   if (def === KarmadaResourceBindingKind || def === KarmadaClusterResourceBindingKind) {
     // A released binding claimed by another policy, or deleted with its template: the deleted policy's works drop it.
     const was = before?.metadata.annotations?.[RELEASED_WORKS_ANNOTATION];
@@ -798,10 +839,10 @@ export const karmadaHook: AfterCommitHook<KarmadaOwed> = {
       const plural = policyKindOf(ref).plural;
       return { rewrote: target.resource === `${KARMADA_POLICY_GROUP}/${plural}` && target.namespace === owed.namespace && target.name === owed.name };
     }
-    const ns = "object" in owed ? owed.object.namespace || undefined : undefined;
+    const ns = "object" in owed ? owed.object.namespace || undefined : "overrides" in owed ? (owed.overrides ?? undefined) : undefined;
     // The isolate's lists, checked by one read of the placements' change counter (src/fleet/placement-lists.ts).
     const lists = await placementLists(env, target);
-    const ppNamespace = "object" in owed && owed.object.kind !== "Namespace" ? ns : undefined;
+    const ppNamespace = ("object" in owed && owed.object.kind !== "Namespace") || "overrides" in owed ? ns : undefined;
     const pps = ppNamespace === undefined ? lists.pps : inNamespace(lists.pps, ppNamespace);
     const cpps = lists.cpps;
     const refs = [...pps, ...cpps]
