@@ -116,7 +116,7 @@ function reviewAttributes(spec: Obj, namespace: string | undefined): RequestAttr
 function reviewResponse(ctx: ServerContext, rt: ResourceType, body: unknown, user: UserInfo, namespace: string | undefined): Obj {
   const req: Obj = isObj(body) ? body : {};
   const spec: Obj = isObj(req.spec) ? req.spec : {};
-  const info = (u: UserInfo) => ({ username: u.name, groups: [...(u.groups ?? [])], ...(u.uid ? { uid: u.uid } : {}) });
+  const info = (u: UserInfo) => ({ username: u.name, groups: [...(u.groups ?? [])], ...(u.uid ? { uid: u.uid } : {}), ...(u.extra ? { extra: u.extra } : {}) });
   const decide = (u: UserInfo): Obj => (ctx.auth.allowed(u, reviewAttributes(spec, namespace)) ? { allowed: true } : { allowed: false });
   const subject = (): UserInfo => ({
     name: typeof spec.user === "string" ? spec.user : "",
