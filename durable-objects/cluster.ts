@@ -75,6 +75,7 @@ import {
 } from "./cluster/types.ts";
 import { setEdgeLocation } from "../src/edge.ts";
 import type { ClusterLeaseRecord } from "../src/kinds/lease.ts";
+import { PROXY_REQUEST_HEADER, type ProxyRequest } from "./cluster/proxy.ts";
 
 export type { AgentAction, Cost, RegisterInput, RegistrationInfo, RegistrationOutcome, Result, WorksState, WriteOutcome } from "./cluster/types.ts";
 export type { LeaseRecord } from "./cluster/lease.ts";
@@ -598,6 +599,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
 
   /** The WebSocket upgrade of `GET /agent/v1/clusters/{name}/connect`, handed over by the Worker (src/agent-api/channel.ts). */
   override async fetch(request: Request): Promise<Response> {
+    if (request.headers.has(PROXY_REQUEST_HEADER)) return this.connection.proxyRequest((await request.json()) as ProxyRequest);
     return this.connection.accept(request);
   }
 
@@ -612,6 +614,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
    * The lease then runs out without pings.
    */
   override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
+    this.connection.closed(ws);
     // 1005, 1006 and 1015 are reported, never sent: answered with 1000.
     for (const [c, r] of [[code, reason] as const, [1000, ""] as const]) {
       try {
@@ -624,8 +627,9 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
     }
   }
 
-  override async webSocketError(): Promise<void> {
+  override async webSocketError(ws: WebSocket): Promise<void> {
     // As a close.
+    this.connection.closed(ws);
   }
 
   /** What the channel may do with this object. */

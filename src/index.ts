@@ -12,6 +12,7 @@ import { uiRoutes } from "./ui/routes.ts";
 import { serviceAccountIssuerRoutes } from "./auth/serviceaccounts.ts";
 import { agentRoutes } from "./agent-api/routes.ts";
 import { channelRoutes } from "./agent-api/channel.ts";
+import { proxyRoutes } from "./api/proxy.ts";
 import { webhookRoutes } from "./webhook/receiver.ts";
 import type { Env } from "./env.ts";
 import { recoverAtStart } from "./store/outbox.ts";
@@ -69,8 +70,12 @@ export function createApp(): Hono<{ Bindings: Env }> {
   // Outermost on the Kubernetes API: the audit log (src/audit) sees every answer, errors included.
   app.use("/api/*", auditRequests);
   app.use("/apis/*", auditRequests);
+  app.use("/clusters/*", auditRequests);
   // ServiceAccount issuer discovery (OIDC discovery document and JWKS), public as kube-apiserver's.
   app.route("/", serviceAccountIssuerRoutes());
+  // The proxy to each member cluster's API over its agent's channel (docs/proxy.md): before the
+  // YAML middleware, so that an answer passes as the member sent it.
+  app.route("/", proxyRoutes());
   // YAML out for the Kubernetes API when a client asks for it (`Accept: application/yaml`).
   app.use("/api/*", yamlResponses);
   app.use("/apis/*", yamlResponses);

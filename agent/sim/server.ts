@@ -14,6 +14,7 @@ import { openapiV3Doc, openapiV3Root } from "./openapi.ts";
 import { apiGroupDoc, apiGroupListDoc, apiResourceListDoc, apiVersionsDoc, groupVersion, type ResourceType } from "./resources.ts";
 import { parseFieldSelector, parseLabelSelector } from "./selectors.ts";
 import { toTable, wantsTable } from "./table.ts";
+import { serveLog } from "./logs.ts";
 import { isObj, type KubeObject, type Obj } from "./types.ts";
 
 /** What the HTTP layer needs besides the cluster. */
@@ -116,7 +117,7 @@ function reviewAttributes(spec: Obj, namespace: string | undefined): RequestAttr
 function reviewResponse(ctx: ServerContext, rt: ResourceType, body: unknown, user: UserInfo, namespace: string | undefined): Obj {
   const req: Obj = isObj(body) ? body : {};
   const spec: Obj = isObj(req.spec) ? req.spec : {};
-  const info = (u: UserInfo) => ({ username: u.name, groups: [...(u.groups ?? [])], ...(u.uid ? { uid: u.uid } : {}) });
+  const info = (u: UserInfo) => ({ username: u.name, groups: [...(u.groups ?? [])], ...(u.uid ? { uid: u.uid } : {}), ...(u.extra ? { extra: u.extra } : {}) });
   const decide = (u: UserInfo): Obj => (ctx.auth.allowed(u, reviewAttributes(spec, namespace)) ? { allowed: true } : { allowed: false });
   const subject = (): UserInfo => ({
     name: typeof spec.user === "string" ? spec.user : "",
@@ -196,7 +197,8 @@ function route(ctx: ServerContext, segs: string[]): Route | undefined {
   const subresource = rest[2];
   if (subresource === "status" && !rt.statusSubresource) return undefined;
   if (subresource === "scale" && !["Deployment", "StatefulSet", "ReplicaSet"].includes(rt.kind)) return undefined;
-  if (subresource !== undefined && subresource !== "status" && subresource !== "scale") return undefined;
+  if (subresource === "log" && rt.kind !== "Pod") return undefined;
+  if (subresource !== undefined && subresource !== "status" && subresource !== "scale" && subresource !== "log") return undefined;
   return { rt, namespace, name, subresource };
 }
 
@@ -312,6 +314,10 @@ async function serveResource(ctx: ServerContext, req: IncomingMessage, res: Serv
     throw methodNotAllowed();
   }
   const t: Target = { rt: r.rt, namespace: r.namespace ?? "", name: r.name };
+  if (r.subresource === "log") {
+    if (method !== "GET") throw methodNotAllowed();
+    return serveLog(req, res, cluster.get(t), q);
+  }
   if (r.subresource === "scale") {
     if (method === "GET") return sendJson(res, 200, cluster.getScale(t));
     if (method === "PUT" || method === "PATCH")

@@ -56,6 +56,7 @@ import { DEFAULT_STATUS_SYNC_INTERVAL_SECONDS, WorkLoop } from "./work/loop.ts";
 import { PollTransport } from "./transport/poll.ts";
 import { DEFAULT_TRANSPORT, type AgentTransport, type TransportName } from "./transport/transport.ts";
 import { WsTransport } from "./transport/ws.ts";
+import { ProxyServer } from "./proxy.ts";
 import { addonsOf, type AddonSpec } from "./addon/spec.ts";
 import type { AddonAgent } from "./addon/controller.ts";
 import type { DeliveredWork } from "../../src/agent-api/protocol-answers.ts";
@@ -309,7 +310,11 @@ class AgentRunner {
     };
     const transport =
       (this.opts.transport ?? DEFAULT_TRANSPORT) === "ws"
-        ? new WsTransport({ ...common, timing: { ...timing, requestTimeoutMs: this.timing.requestTimeoutMs } })
+        ? new WsTransport({
+            ...common,
+            timing: { ...timing, requestTimeoutMs: this.timing.requestTimeoutMs },
+            proxy: new ProxyServer(this.opts.kubeConfig, this.log),
+          })
         : new PollTransport({ ...common, timing });
     this.transport = transport;
     this.work = new WorkLoop({

@@ -7,6 +7,9 @@
  */
 import http from "node:http";
 
+/** Most sockets of the proxy's pool: the streams the hub allows at once (src/agent-api/channel-constants.ts `PROXY_MAX_STREAMS`), and room to spare. */
+const PROXY_POOL_SOCKETS = 40;
+
 /** Where the server is and how the connection is secured. */
 export interface KubeConnection {
   /** Base URL, e.g. `https://10.0.0.1:6443` (a path prefix is kept). */
@@ -45,7 +48,7 @@ export interface KubeAuth {
 export interface KubeRequestOptions {
   /** Query parameters. */
   query?: Record<string, string>;
-  /** Request body: a string is sent as is, anything else as JSON. */
+  /** Request body: a string or Buffer is sent as is, anything else as JSON. */
   body?: unknown;
   /** Content-Type of the body; default `application/json`. */
   contentType?: string;
@@ -112,6 +115,10 @@ function kubeError(status: number, body: string): KubeError {
 export class KubeConfig {
   private agent: http.Agent | undefined;
   private agentCert: Buffer | undefined;
+  private agentKey: Buffer | undefined;
+  /** The proxy's pool ({@link streamPool}) and the agent pool it was made beside (made anew when that one is). */
+  private streamAgent: http.Agent | undefined;
+  private streamAgentOf: http.Agent | undefined;
   private readonly isHttps: boolean;
   /** node:https, loaded on the first https request (TLS costs memory a plain-http server does not need). */
   private https: typeof import("node:https") | undefined;
@@ -141,12 +148,27 @@ export class KubeConfig {
     return this.agent;
   }
 
-  private makeAgent(cert: Buffer | undefined, key: Buffer | undefined): http.Agent {
+  /**
+   * The pool of the proxy's streams (proxy.ts): apart from the agent's own requests, so that
+   * long watches and log streams never queue the agent's work behind them, and with room for
+   * every stream the hub allows at once.
+   */
+  private async streamPool(): Promise<http.Agent> {
+    const own = await this.pool();
+    if (this.streamAgent && this.streamAgentOf === own) return this.streamAgent;
+    this.streamAgent?.destroy();
+    this.streamAgentOf = own;
+    this.streamAgent = this.makeAgent(this.agentCert, this.agentKey, PROXY_POOL_SOCKETS);
+    return this.streamAgent;
+  }
+
+  private makeAgent(cert: Buffer | undefined, key: Buffer | undefined, maxSockets = 16): http.Agent {
     this.agentCert = cert;
-    if (!this.isHttps || !this.https) return new http.Agent({ keepAlive: true, maxSockets: 16 });
+    this.agentKey = key;
+    if (!this.isHttps || !this.https) return new http.Agent({ keepAlive: true, maxSockets });
     return new this.https.Agent({
       keepAlive: true,
-      maxSockets: 16,
+      maxSockets,
       rejectUnauthorized: !this.conn.insecureSkipTlsVerify,
       ...(this.conn.ca ? { ca: this.conn.ca } : {}),
       ...(this.conn.tlsServerName ? { servername: this.conn.tlsServerName } : {}),
@@ -188,6 +210,7 @@ export class KubeConfig {
     opts: KubeRequestOptions,
     retried: boolean,
     onResponse: (res: http.IncomingMessage) => Promise<T>,
+    streams = false,
   ): Promise<T> {
     const headers: Record<string, string | string[]> = {
       accept: opts.accept ?? "application/json",
@@ -195,13 +218,13 @@ export class KubeConfig {
       ...opts.headers,
       ...(await this.headers(retried)),
     };
-    let payload: string | undefined;
+    let payload: string | Buffer | undefined;
     if (opts.body !== undefined) {
-      payload = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
+      payload = typeof opts.body === "string" || Buffer.isBuffer(opts.body) ? opts.body : JSON.stringify(opts.body);
       headers["content-type"] = opts.contentType ?? "application/json";
       headers["content-length"] = String(Buffer.byteLength(payload));
     }
-    const agent = await this.pool();
+    const agent = streams ? await this.streamPool() : await this.pool();
     const mod = this.isHttps && this.https ? this.https : http;
     const timeoutMs = opts.timeoutMs ?? 15_000;
     const result = await new Promise<{ res: http.IncomingMessage } | { value: T }>((resolve, reject) => {
@@ -219,7 +242,7 @@ export class KubeConfig {
     });
     if ("value" in result) return result.value;
     // 401 with an exec credential: run the plugin again and retry once (client-go does the same).
-    return this.send(method, path, opts, true, onResponse);
+    return this.send(method, path, opts, true, onResponse, streams);
   }
 
   /**
@@ -297,9 +320,31 @@ export class KubeConfig {
     });
   }
 
+  /**
+   * Sends one request and resolves with the answer as it starts, its body not read (the caller
+   * reads or destroys it): the proxy's streams (proxy.ts). `path` may carry a query. The timeout
+   * applies until the headers arrive; the body may then stream for as long as it lasts.
+   *
+   * @throws Error on network errors, timeouts and aborts.
+   */
+  open(method: string, path: string, opts: KubeRequestOptions = {}): Promise<http.IncomingMessage> {
+    return this.send(
+      method,
+      path,
+      opts,
+      false,
+      async (res) => {
+        res.socket.setTimeout(0);
+        return res;
+      },
+      true,
+    );
+  }
+
   /** Closes idle connections (the process can then exit). */
   close(): void {
     this.agent?.destroy();
+    this.streamAgent?.destroy();
   }
 }
 

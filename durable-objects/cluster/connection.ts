@@ -24,6 +24,7 @@ import { INVALID_AGENT_CREDENTIAL } from "../../src/auth/credentials.ts";
 import { decode, type Heartbeat } from "../../src/agent-api/protocol.ts";
 import type { PolicyComplianceReportRequest, WorkStatusReport } from "../../src/agent-api/protocol.ts";
 import type { ReportOutcome } from "./reports.ts";
+import { ProxyStreams, type ProxyRequest } from "./proxy.ts";
 import { deliveredWorks } from "../../src/agent-api/delivered.ts";
 import { COUNTED } from "../../src/metrics/families.ts";
 import { count, flushSoon } from "../../src/metrics/recorder.ts";
@@ -150,6 +151,8 @@ export class AgentConnection {
   private sending: Promise<void> = Promise.resolve();
   /** The `left` request whose answer goes out just before the leave closes the connection. */
   private leaving: { ws: WebSocket; id: string } | null = null;
+  /** The proxied requests to the member cluster's API on this channel (cluster/proxy.ts). */
+  private readonly proxy: ProxyStreams;
 
   constructor(
     private readonly ctx: DurableObjectState,
@@ -158,6 +161,24 @@ export class AgentConnection {
   ) {
     // Answered by the runtime without waking the object; the answer's time renews the lease.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(CHANNEL_PING, CHANNEL_PONG));
+    this.proxy = new ProxyStreams(
+      () => this.host.current()?.metadata.name ?? "",
+      () => this.sockets().at(-1),
+    );
+  }
+
+  /**
+   * Runs one proxied request to the member cluster's API over the agent's channel (docs/proxy.md;
+   * cluster/proxy.ts `ProxyStreams.handle`): the member's answer, streamed, or a Status (503 when
+   * no agent is connected, 429, 502, 504).
+   */
+  proxyRequest(req: ProxyRequest): Promise<Response> {
+    return this.proxy.handle(req);
+  }
+
+  /** The agent's connection `ws` closed: its proxied streams end. */
+  closed(ws: WebSocket): void {
+    this.proxy.closed(ws);
   }
 
   /** The open agent connections (normally one; a replaced one may still be closing). */
@@ -225,7 +246,11 @@ export class AgentConnection {
    * `error` carrying the Status the HTTP route would answer, and the connection stays.
    */
   async message(ws: WebSocket, data: string | ArrayBuffer): Promise<void> {
-    if (typeof data !== "string") return closeQuietly(ws, CloseCodes.BadMessage, "binary frames are not channel messages");
+    // Binary frames are the bodies of proxied streams (cluster/proxy.ts).
+    if (typeof data !== "string") {
+      if (!this.proxy.data(ws, data)) closeQuietly(ws, CloseCodes.BadMessage, "a binary frame too short to name a proxied stream");
+      return;
+    }
     if (data === CHANNEL_PING) return; // Answered by the runtime; seen here only if the pair was unset.
     const bytes = utf8Length(data);
     if (bytes > CHANNEL_MAX_MESSAGE_BYTES) return closeQuietly(ws, 1009, `a message may have at most ${CHANNEL_MAX_MESSAGE_BYTES} bytes`);
@@ -240,6 +265,7 @@ export class AgentConnection {
     const attachment = ws.deserializeAttachment() as ConnectionAttachment | null;
     if (!attachment) return closeQuietly(ws, CloseCodes.BadMessage, "unknown connection");
     if (parsed.type === "hello") return this.hello(ws, parsed.worksEtag);
+    if (parsed.type === "proxy-head" || parsed.type === "proxy-end") return this.proxy.message(ws, parsed);
     let code = 200;
     try {
       const answer = await this.request(ws, attachment, parsed, bytes);
@@ -261,7 +287,7 @@ export class AgentConnection {
   private async request(
     ws: WebSocket,
     attachment: ConnectionAttachment,
-    msg: Exclude<AgentMessage, { type: "hello" }>,
+    msg: Exclude<AgentMessage, { type: "hello" | "proxy-head" | "proxy-end" }>,
     bytes: number,
   ): Promise<HubMessage | null> {
     switch (msg.type) {
@@ -393,6 +419,7 @@ export class AgentConnection {
       if (keepKid !== undefined && attachment?.kid === keepKid) continue;
       if (this.leaving?.ws === ws) send(ws, { type: "ack", id: this.leaving.id });
       closeQuietly(ws, code, reason);
+      this.proxy.closed(ws);
     }
   }
 

@@ -50,3 +50,35 @@ export const CloseCodes = {
   /** The agent sent a frame that is not a channel message (not JSON, unknown `type`, no `id`): reconnect with a fixed agent. */
   BadMessage: 4005,
 } as const;
+
+/**
+ * The proxy's streams on the channel (docs/proxy.md "On the channel"): a request to a member
+ * cluster's API through the hub is one stream, numbered by the hub. The hub sends `proxy-open`
+ * (the request) and `proxy-credit` / `proxy-cancel`; the agent answers `proxy-head` (status and
+ * headers), then the body in binary frames, then `proxy-end`. A binary frame is the stream's
+ * number as 4 bytes big-endian, then at most {@link PROXY_FRAME_BYTES} bytes of its body.
+ */
+export const PROXY_STREAM_ID_BYTES = 4;
+/** Most body bytes in one binary frame of a proxied stream. */
+export const PROXY_FRAME_BYTES = 64 * 1024;
+/**
+ * A stream's credit window, in bytes: the agent sends at most this many body bytes the hub has
+ * not granted back with `proxy-credit` (granted as its client reads them), so a stream whose
+ * client reads slowly holds at most this much in the hub and stops its agent's reading.
+ */
+export const PROXY_WINDOW_BYTES = 256 * 1024;
+/**
+ * Most streams open at once per cluster: a further request is answered 429 with Retry-After. With
+ * {@link PROXY_WINDOW_BYTES} this bounds the bytes in flight per cluster (8 MiB).
+ */
+export const PROXY_MAX_STREAMS = 32;
+/** Largest request body the proxy carries, in bytes (kube-apiserver's own limit, 3 MiB). */
+export const PROXY_MAX_BODY_BYTES = 3 * 1024 * 1024;
+
+/** Writes a proxied stream's binary frame: its number (4 bytes big-endian) then `payload`. */
+export function proxyFrame(stream: number, payload: Uint8Array): Uint8Array {
+  const out = new Uint8Array(PROXY_STREAM_ID_BYTES + payload.byteLength);
+  new DataView(out.buffer).setUint32(0, stream >>> 0);
+  out.set(payload, PROXY_STREAM_ID_BYTES);
+  return out;
+}

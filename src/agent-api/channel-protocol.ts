@@ -51,6 +51,27 @@ export const ComplianceMessageSchema = z.strictObject({
   report: z.unknown(),
 });
 
+/** A proxied stream's number (src/agent-api/channel-constants.ts `PROXY_STREAM_ID_BYTES`): chosen by the hub. */
+const streamId = z.number().int().min(1).max(0xffffffff);
+/** HTTP headers as a proxied stream carries them: lower-case name to values. */
+const proxyHeaders = z.record(z.string().max(256), z.array(z.string().max(8192)).max(64));
+
+/**
+ * `proxy-head`: the member cluster's answer to a proxied request `stream` began (docs/proxy.md):
+ * its HTTP status and the headers the proxy passes on. Its body follows in binary frames.
+ */
+export const ProxyHeadMessageSchema = z.strictObject({
+  type: z.literal("proxy-head"),
+  stream: streamId,
+  status: z.number().int().min(100).max(599),
+  headers: proxyHeaders,
+});
+/**
+ * `proxy-end`: the proxied stream `stream` ended: its body is complete, or `error` says why the
+ * agent could not send it (the member cluster unreachable, a refused path).
+ */
+export const ProxyEndMessageSchema = z.strictObject({ type: z.literal("proxy-end"), stream: streamId, error: z.string().max(4096).optional() });
+
 /**
  * A message from the agent, checked for its envelope only: its body (`status`, `report`) is
  * validated as the matching HTTP body is, so a bad body is answered with a Status (400, 422)
@@ -64,9 +85,25 @@ export const AgentMessageSchema = z.discriminatedUnion("type", [
   ComplianceMessageSchema,
   AddonStatusMessageSchema,
   AddonTokenMessageSchema,
+  ProxyHeadMessageSchema,
+  ProxyEndMessageSchema,
 ]);
 /** A message from the agent (envelope checked). */
 export type AgentMessage = z.infer<typeof AgentMessageSchema>;
+/** The agent's messages of a proxied stream (no request id: the stream number says which). */
+export type ProxyAgentMessage = Extract<AgentMessage, { type: "proxy-head" | "proxy-end" }>;
+
+/**
+ * Who a proxied request acts as on the member cluster (docs/proxy.md "Who may do what"): the hub
+ * user the request was authorized as (after the hub's own impersonation), which the agent
+ * impersonates (`Impersonate-User`, `-Group`, `-Uid`, `-Extra-*`).
+ */
+export interface ProxyUser {
+  name: string;
+  groups: string[];
+  uid?: string;
+  extra?: Record<string, string[]>;
+}
 
 /** The schema of a `status` message's body (a heartbeat). */
 export const ChannelStatusSchema = HeartbeatSchema;
@@ -107,7 +144,27 @@ export type HubMessage =
       sequence?: number;
     }
   /** A request refused: the Kubernetes Status the HTTP route would answer (400, 403, 404, 409, 422, ...). */
-  | { type: "error"; id: string; status: Status };
+  | { type: "error"; id: string; status: Status }
+  /**
+   * A proxied request (docs/proxy.md): `method` on the member's `path` (absolute, checked by the
+   * hub: no `.` or `..` segment) with `query` (raw, without `?`), the headers the proxy passes,
+   * `body` (base64, at most `PROXY_MAX_BODY_BYTES` decoded), as `user` with the hub's name `hub`.
+   */
+  | {
+      type: "proxy-open";
+      stream: number;
+      method: string;
+      path: string;
+      query: string;
+      headers: Record<string, string[]>;
+      body?: string;
+      user: ProxyUser;
+      hub: string;
+    }
+  /** The hub's client read `bytes` more of stream `stream`'s body: the agent may send that many more. */
+  | { type: "proxy-credit"; stream: number; bytes: number }
+  /** The hub's client went away (or the stream broke a limit): the agent aborts its request. */
+  | { type: "proxy-cancel"; stream: number; reason: string };
 
 /**
  * Every message the hub sends is one the agent's decoder (src/agent-api/protocol-answers.ts

@@ -13,6 +13,8 @@ import * as z from "zod/mini";
 
 /** `leaseDurationSeconds` as the hub tells it: whole seconds >= 0 (0 means OCM's default, 60). */
 const leaseSeconds = z.int().check(z.minimum(0));
+/** A proxied stream's number (docs/proxy.md "On the channel"). */
+const proxyStream = z.int().check(z.minimum(1), z.maximum(0xffffffff));
 /** An opaque works ETag. */
 const etag = z.string().check(z.minLength(1), z.maxLength(256));
 
@@ -195,6 +197,24 @@ export const ChannelHubMessageSchema = z.discriminatedUnion("type", [
     id: z.string(),
     status: z.looseObject({ code: z.int(), reason: z.optional(z.string()), message: z.optional(z.string()) }),
   }),
+  z.object({
+    type: z.literal("proxy-open"),
+    stream: proxyStream,
+    method: z.string().check(z.minLength(1), z.maxLength(16)),
+    path: z.string().check(z.minLength(1), z.maxLength(8192)),
+    query: z.string().check(z.maxLength(16384)),
+    headers: z.record(z.string(), z.array(z.string())),
+    body: z.optional(z.string()),
+    user: z.object({
+      name: z.string(),
+      groups: z.array(z.string()),
+      uid: z.optional(z.string()),
+      extra: z.optional(z.record(z.string(), z.array(z.string()))),
+    }),
+    hub: z.string(),
+  }),
+  z.object({ type: z.literal("proxy-credit"), stream: proxyStream, bytes: z.int().check(z.minimum(0)) }),
+  z.object({ type: z.literal("proxy-cancel"), stream: proxyStream, reason: z.string() }),
 ]);
 
 /** A hub channel message, as the agent decodes it. */

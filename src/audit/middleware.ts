@@ -1,7 +1,7 @@
 /**
  * The audit middleware: outermost on `/api` and `/apis` (src/index.ts), it lets the request run,
  * answers every response with its `Audit-Id` header (kube-apiserver's), and records the requests
- * src/audit/event.ts `isAudited` selects (writes, 403s, 401s) as `audit.k8s.io/v1` Events at level
+ * src/audit/event.ts `isAudited` selects (writes, 403s, 401s; and every request through the proxy to a member cluster, src/api/proxy.ts) as `audit.k8s.io/v1` Events at level
  * Metadata. The record is built from what the request and its answer hold (no I/O) and stored
  * after the response (`ctx.waitUntil`): the answer never waits on D1, and a failure to record is
  * logged (without the record) and never fails the request.
@@ -108,7 +108,8 @@ async function recordAfter(c: AuditContext, receivedAt: number): Promise<void> {
     }
     const code = c.res.status;
     const info = infoOf(c);
-    if (!isAudited(info.verb, code)) return;
+    // Every request through the proxy to a member cluster is recorded (docs/proxy.md), reads too.
+    if (!isAudited(info.verb, code) && info.objectRef?.subresource !== "proxy") return;
     const failure = c.error instanceof ApiError ? c.error : undefined;
     // Everything is read and built now: the request and response are not to be touched once
     // answered, and no header but what the record shows is kept.

@@ -49,6 +49,7 @@ import { failureFromStatus, hubAbsent, tlsHint, type HubClient, type HubFailure,
 import { ConditionLog, type Logger } from "../log.ts";
 import { PollTransport } from "./poll.ts";
 import type { AgentTransport, TransportEvents } from "./transport.ts";
+import type { ProxyServer } from "../proxy.ts";
 
 /** Options of {@link WsTransport}. */
 export interface WsTransportOptions {
@@ -69,6 +70,11 @@ export interface WsTransportOptions {
   timing: { backoffBaseMs: number; backoffCapMs: number; hubProbeMs?: number; requestTimeoutMs: number; random: Random };
   /** Aborting it closes the connection and ends the loops. */
   signal: AbortSignal;
+  /**
+   * Serves the hub's proxied requests to the member cluster's API (../proxy.ts, docs/proxy.md);
+   * without it, each is answered `proxy-end` with an error.
+   */
+  proxy?: Pick<ProxyServer, "message" | "closed">;
 }
 
 /** How one dial ended. */
@@ -509,9 +515,20 @@ export class WsTransport implements AgentTransport {
           welcomed();
           return;
         }
+        if (msg.type === "proxy-open" || msg.type === "proxy-credit" || msg.type === "proxy-cancel") {
+          const send = (frame: string | Uint8Array): boolean => {
+            if (ws.readyState !== ws.OPEN) return false;
+            ws.send(frame);
+            return true;
+          };
+          if (this.opts.proxy) this.opts.proxy.message(msg, send);
+          else if (msg.type === "proxy-open") send(JSON.stringify({ type: "proxy-end", stream: msg.stream, error: "this agent does not serve the proxy" }));
+          return;
+        }
         this.onMessage(msg, schedulePings);
       });
       ws.on("close", (code, reason) => {
+        this.opts.proxy?.closed();
         if (this.socket === ws) this.socket = undefined;
         finish(
           opened
@@ -563,6 +580,10 @@ export class WsTransport implements AgentTransport {
         this.deliver(msg.etag, msg.works, msg.policies ?? [], true);
         if (msg.leaving) this.markLeaving();
         return;
+      case "proxy-open":
+      case "proxy-credit":
+      case "proxy-cancel":
+        return; // Handled as they arrive (dial).
       case "works-changed":
         // Too large for a message: the poll transport's fetch reads them over HTTP.
         this.poll.heartbeatAnswered({ leaseDurationSeconds: this.lease, worksEtag: msg.etag, leaving: msg.leaving });
