@@ -451,6 +451,13 @@ describe("a staged update run (KubeFleet's updaterun controller)", () => {
     ])
       expect(events).toContain(r);
 
+    // /metrics: KubeFleet's run status series, and the approval requests.
+    const metrics = (await call("GET", "/metrics")).body as string;
+    expect(metrics).toContain(
+      'fleet_workload_update_run_status_last_timestamp_seconds{name="two-run",state="Run",condition="Succeeded",status="True",reason="UpdateRunSucceeded",failureType="none"}',
+    );
+    expect(metrics).toMatch(/flotilla_update_run_approval_requests\{approved="true"\} [1-9]/);
+
     // A change of the objects: a new snapshot, rolled out by no one until a run.
     expect((await call("PATCH", "/api/v1/namespaces/two-app/configmaps/cfg", { data: { v: "2" } }, merge)).status).toBe(200);
     await placementRun("two");
