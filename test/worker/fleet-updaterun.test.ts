@@ -556,6 +556,13 @@ describe("a staged update run (KubeFleet's updaterun controller)", () => {
     const event = JSON.parse(row!.body);
     expect(event.user.username).toBeTruthy();
     expect(event.objectRef).toMatchObject({ resource: "clusterapprovalrequests", name: "bsa-run-before-all", subresource: "status" });
+
+    // Deleting the run deletes its approval requests, then the run (its finalizer).
+    expect((await call("GET", CSUR("bsa-run"))).body.metadata.finalizers).toEqual(["kubernetes-fleet.io/stagedupdaterun-finalizer"]);
+    expect((await call("DELETE", CSUR("bsa-run"))).status).toBe(200);
+    await runNow("bsa-run");
+    expect((await call("GET", CAR("bsa-run-before-all"))).status).toBe(404);
+    expect((await call("GET", CSUR("bsa-run"))).status).toBe(404);
   });
 
   it("never stalls when clusters join or leave mid-run (kubefleet#733)", async () => {

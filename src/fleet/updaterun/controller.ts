@@ -503,7 +503,8 @@ function walkClusters(w: Walk, st: StageUpdatingStatus, maxConcurrency: number, 
       continue;
     }
     if (!started) {
-      if (!inSync(binding, snapshotName)) w.effects.bind.push({ binding, cluster: c.clusterName });
+      const synced = inSync(binding, snapshotName);
+      if (!synced) w.effects.bind.push({ binding, cluster: c.clusterName });
       c.conditions = cond(
         c.conditions,
         { type: "Started", status: "True", reason: "ClusterUpdatingStarted", message: "Cluster update started", observedGeneration: w.generation },
@@ -514,6 +515,23 @@ function walkClusters(w: Walk, st: StageUpdatingStatus, maxConcurrency: number, 
         if (findCondition(st.conditions, "Progressing")?.status !== "True")
           w.effects.events.push({ reason: "StageUpdatingStarted", message: `Stage ${st.stageName} started updating its clusters` });
         stageCond(w, st, "Progressing", "True", "StageUpdatingStarted", "Clusters in the stage started updating");
+      }
+      // Already bound to the snapshot (a run that left it there, a rollback to where it is): its
+      // result counts at once (KubeFleet's `checkClusterUpdateResult` on a synced binding).
+      if (synced && bindingResult(binding) === "done") {
+        c.conditions = cond(
+          c.conditions,
+          {
+            type: "Succeeded",
+            status: "True",
+            reason: "ClusterUpdatingSucceeded",
+            message: "Cluster update completed successfully",
+            observedGeneration: w.generation,
+          },
+          w.now,
+        );
+        finished++;
+        updating--;
       }
       continue;
     }
