@@ -30,6 +30,8 @@ import { runReplicaSet, WorksCache, type ReplicaSetChange, type RunOutcome } fro
 import { placementTarget, runPlacement, type PlacementRunOutcome } from "../src/fleet/controller.ts";
 import { PlacementWorksCache, type PlacementWorkChange } from "../src/fleet/works-cache.ts";
 import { karmadaTarget, runKarmadaPolicy } from "../src/fleet/karmada/controller.ts";
+import { runUpdateRun, type UpdateRunOutcome } from "../src/fleet/updaterun/controller.ts";
+import { updateRunTarget } from "../src/fleet/updaterun/wake.ts";
 import type { KubeObject } from "../src/k8s/meta.ts";
 import type { Env } from "../src/env.ts";
 import { timersOf } from "../src/controllers.ts";
@@ -37,6 +39,8 @@ import { Timers } from "./timers.ts";
 
 /** The timer of the replica set's next run (the manifest's `replicaset` timer, run by this object itself). */
 const RUN_TIMER = "replicaset";
+/** A staged update run's TimedWait (the manifest's `updaterun-wait` timer): its end runs the run's controller. */
+const WAIT_TIMER = "updaterun-wait";
 /** The table of the replica set this object runs. */
 const TARGET_SCHEMA = "CREATE TABLE IF NOT EXISTS target (id INTEGER PRIMARY KEY CHECK (id = 1), namespace TEXT NOT NULL, name TEXT NOT NULL)";
 
@@ -168,6 +172,14 @@ export class ReplicaSetObject extends DurableObject<Env> {
     await this.ask(namespace, name, prompt);
   }
 
+  /**
+   * Asks for a run at once, without waiting for it (a staged update run's object: its run, its
+   * approval request or its placement's bindings changed: src/fleet/updaterun/wake.ts).
+   */
+  async wake(namespace: string, name: string): Promise<void> {
+    await this.ask(namespace, name, true);
+  }
+
   /** Sets the run's timer for a notification: now when `prompt`, else when {@link NOTIFIED_RUN_SHARE} allows. */
   private async ask(namespace: string, name: string, prompt: boolean): Promise<void> {
     this.remember(namespace, name);
@@ -188,20 +200,24 @@ export class ReplicaSetObject extends DurableObject<Env> {
     this.prompt = false;
     const t = this.target();
     if (!t) return;
-    let outcome: RunOutcome & PlacementRunOutcome;
+    let outcome: RunOutcome & PlacementRunOutcome & UpdateRunOutcome;
     this.running = true;
     const started = clock.now();
     try {
       // A KubeFleet placement's object (named `placement:<namespace>/<name>`) runs the placement
       // controller (src/fleet/controller.ts) with the same serialisation, coalescing and retries.
       // A Karmada policy's (named `karmada:<namespace>/<name>`) runs src/fleet/karmada/controller.ts alike.
+      // A staged update run's (named `updaterun:<namespace>/<name>`) runs src/fleet/updaterun/controller.ts.
       const placement = placementTarget(t.namespace, t.name);
       const karmada = karmadaTarget(t.namespace, t.name);
+      const updateRun = updateRunTarget(t.namespace, t.name);
       outcome = placement
         ? await runPlacement(this.env, placement, clock.now(), this.placementWorks)
-        : karmada
-          ? await runKarmadaPolicy(this.env, karmada, clock.now())
-          : await runReplicaSet(this.env, t.namespace, t.name, clock.now(), { deleting: (c) => this.deleting.add(c), cache: this.works });
+        : updateRun
+          ? await runUpdateRun(this.env, updateRun, clock.now())
+          : karmada
+            ? await runKarmadaPolicy(this.env, karmada, clock.now())
+            : await runReplicaSet(this.env, t.namespace, t.name, clock.now(), { deleting: (c) => this.deleting.add(c), cache: this.works });
       this.failures = 0;
     } catch (e) {
       console.error(`replica set ${t.namespace}/${t.name}: run failed`, e);
@@ -233,6 +249,9 @@ export class ReplicaSetObject extends DurableObject<Env> {
       this.timers.create();
       return;
     }
+    // A TimedWait's end is its own named timer (the run's timer may move before it).
+    if (outcome.waitUntil !== undefined) this.timers.set(WAIT_TIMER, outcome.waitUntil);
+    else this.timers.cancel(WAIT_TIMER);
     const notifiedAt = this.prompt ? clock.now() : Math.max(clock.now(), this.nextRunAt);
     await this.armAlarm(this.notified ? Math.min(notifiedAt, outcome.recheckAt ?? Infinity) : outcome.recheckAt);
   }
@@ -252,16 +271,18 @@ export class ReplicaSetObject extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     this.timers.fired();
     const now = clock.now();
-    const run = this.timers.due(now).includes(RUN_TIMER) || this.timers.earliest() === null;
+    const due = this.timers.due(now);
+    const run = due.includes(RUN_TIMER) || due.includes(WAIT_TIMER) || this.timers.earliest() === null;
     const t = this.target();
     await this.timers.runDue(
       now,
       timersOf("ReplicaSetObject"),
       { env: this.env, object: t ? `${t.namespace}/${t.name}` : "", setTimer: async (p, at) => this.timers.setEarlier(p, at) },
-      [RUN_TIMER],
+      [RUN_TIMER, WAIT_TIMER],
     );
     if (run) {
       this.timers.cancel(RUN_TIMER);
+      if (due.includes(WAIT_TIMER)) this.timers.cancel(WAIT_TIMER);
       if (t) await this.reconcile(t.namespace, t.name);
     }
     await this.timers.nextAlarm();

@@ -37,6 +37,7 @@ import { schedulingHook } from "./placement/controller.ts";
 import { replicaSetHook } from "./work/replicaset.ts";
 import { placementHook } from "./fleet/controller.ts";
 import { karmadaHook } from "./fleet/karmada/controller.ts";
+import { updateRunHook } from "./fleet/updaterun/hook.ts";
 import { overrideHook } from "./overrides/snapshots.ts";
 import { deleteExpiredWork, workDeletingHook, workTtlHook } from "./work/deletion.ts";
 import { clusterNamespaceHook, deliveryHook } from "./work/controller.ts";
@@ -140,6 +141,14 @@ export const CONTROLLERS: readonly Controller[] = [
       "a ClusterResourcePlacement or ResourcePlacement written; an object its selectors may select; a ManagedCluster it may gain or lose; its works' status or deletion",
     runsIn: "ReplicaSetObject",
     hook: hook(placementHook),
+  },
+  {
+    name: updateRunHook.name,
+    wakes:
+      "a ClusterStagedUpdateRun or StagedUpdateRun created, its spec (state) changed or its deletion started; an approval request's status changed; its placement's bindings (from the placement controller); its TimedWait's timer",
+    runsIn: "ReplicaSetObject",
+    hook: hook(updateRunHook),
+    timers: [{ name: "updaterun-wait", object: "ReplicaSetObject" }],
   },
   {
     name: karmadaHook.name,

@@ -13,6 +13,7 @@
  *   get addons [NAME...] [-n CLUSTER | -A] [-o json|yaml]
  *   get policies [NAME...] [-n NS | --cluster CLUSTER | -A] [-o json|yaml]
  *   placement status NAME [-n NS] [-o json|yaml]
+ *   approve RUN [--stage NAME] [-n NS]
  *   taint add CLUSTER KEY[=VALUE]:EFFECT... | taint remove CLUSTER KEY[:EFFECT]...
  *   clusterset create NAME [--selector-type T] [--selector k=v] | set SET --clusters c1,c2 | bind SET -n NS
  *   kubeconfig [--context-name flotilla]
@@ -25,6 +26,7 @@
 import { Command, CommanderError } from "commander";
 import pkg from "../../package.json" with { type: "json" };
 import { registerAccept } from "./commands/accept.ts";
+import { registerApprove } from "./commands/approve.ts";
 import { registerAudit } from "./commands/audit.ts";
 import { registerClusterSet } from "./commands/clusterset.ts";
 import { registerGet } from "./commands/get.ts";
@@ -75,6 +77,7 @@ export function buildProgram(io: Io): Command {
   registerClusterSet(program, context);
   registerKubeconfig(program, context);
   registerPlacement(program, context);
+  registerApprove(program, context);
   registerAudit(program, context);
   return program;
 }

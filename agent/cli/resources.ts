@@ -104,6 +104,16 @@ export const Paths = {
   clusterResourcePlacements: (name?: string) => `${FLEET_GROUP}/v1/clusterresourceplacements${name !== undefined ? `/${encode(name)}` : ""}`,
   /** KubeFleet's ResourcePlacements in `namespace` (all namespaces when undefined). */
   resourcePlacements: (namespace: string | undefined, name?: string) => namespaced(`${FLEET_GROUP}/v1`, "resourceplacements", namespace, name),
+  /** KubeFleet's ClusterStagedUpdateRuns (namespace undefined) or StagedUpdateRuns in `namespace`. */
+  updateRuns: (namespace: string | undefined, name?: string) =>
+    namespace === undefined
+      ? `${FLEET_GROUP}/v1/clusterstagedupdateruns${name !== undefined ? `/${encode(name)}` : ""}`
+      : namespaced(`${FLEET_GROUP}/v1`, "stagedupdateruns", namespace, name),
+  /** KubeFleet's ClusterApprovalRequests (namespace undefined) or ApprovalRequests in `namespace`. */
+  approvalRequests: (namespace: string | undefined, name?: string) =>
+    namespace === undefined
+      ? `${FLEET_GROUP}/v1/clusterapprovalrequests${name !== undefined ? `/${encode(name)}` : ""}`
+      : namespaced(`${FLEET_GROUP}/v1`, "approvalrequests", namespace, name),
   /** BootstrapTokens (cluster-scoped). */
   bootstrapTokens: () => "/apis/flotilla.dev/v1alpha1/bootstraptokens",
   /** AuditEvents (cluster-scoped; list and watch only). */

@@ -80,6 +80,8 @@ import { CLEANUP_FINALIZER_REMOVED, placementEvents, placementEventSpecs } from 
 import type { WorkCondition } from "../work/rollout.ts";
 import { ownChangeRun } from "./own-change.ts";
 import { cachedPlacementLists, inNamespace, placementLists } from "./placement-lists.ts";
+import { boundIndexes, externalStep, isExternal, resourceSnapshotName, snapshotSelection } from "./updaterun/gate.ts";
+import { wakeUpdateRuns } from "./updaterun/wake.ts";
 
 /** A placement: `namespace` "" for a ClusterResourcePlacement. */
 export interface PlacementRef {
@@ -487,6 +489,9 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
 
   // 3. Scheduling, onto the ManagedClusters.
   const bindings = await owned(env, k.binding, ref);
+  // External: rolled out only by staged update runs, which bind each cluster to an index (src/fleet/updaterun/gate.ts).
+  const external = isExternal(spec);
+  const bound = external ? boundIndexes(ref.name, bindings) : new Map<string, string>();
   const bindingOf = new Map(bindings.map((b) => [(b.spec as { targetCluster: string }).targetCluster, b]));
   const current = new Set(
     bindings.filter((b) => (b.spec as { state: string }).state !== "Unscheduled").map((b) => (b.spec as { targetCluster: string }).targetCluster),
@@ -543,11 +548,23 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
 
   // 4. Rollout of the rendered works, each cluster's objects through its overrides (src/fleet/overrides.ts).
   const renderFor = clusterRenderer(base, manifests, spec.strategy, await placementOverrides(env, ref, manifests));
+  // An External placement's clusters are rendered from the index a run bound them to (older ones read from their snapshots).
+  const renderers = new Map<string, typeof renderFor>([[resourceIndex, renderFor]]);
+  for (const i of new Set(bound.values())) {
+    if (renderers.has(i)) continue;
+    const sel = await snapshotSelection(env, k.resourceSnapshot, ref.namespace, ref.name, i);
+    if (!sel) continue;
+    const m = manifestsOf(sel).manifests;
+    renderers.set(i, clusterRenderer(base, m, spec.strategy, await placementOverrides(env, ref, m)));
+  }
+  for (const [c, i] of bound) if (!renderers.has(i)) bound.delete(c);
+  /** The index cluster `c` is rolled out to: the latest, or (External) the one a run bound it to. */
+  const indexFor = (c: string): string => (external ? (bound.get(c) ?? resourceIndex) : resourceIndex);
   const memberOf = new Map<string, MemberCluster>(clusters.map((c) => [c.name, c]));
   const renders = new Map<string, ClusterRender>();
   const renderOf = (c: string): ClusterRender => {
     let r = renders.get(c);
-    if (!r) renders.set(c, (r = renderFor(memberOf.get(c) ?? { name: c, labels: {} })));
+    if (!r) renders.set(c, (r = (renderers.get(indexFor(c)) ?? renderFor)(memberOf.get(c) ?? { name: c, labels: {} })));
     return r;
   };
   const works = await worksOf(env, ref, cache, nowMs);
@@ -559,7 +576,7 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
     const ws = works.get(c);
     const first = ws?.find((w) => w.metadata.name === workName(base, 0)) ?? ws?.[0];
     // Current: the latest snapshot, and (picked) exactly the objects its overrides render for the cluster.
-    const current = first?.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL] === resourceIndex && (!picked.has(c) || carriesRender(base, ws!, renderOf(c)));
+    const current = first?.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL] === indexFor(c) && (!picked.has(c) || carriesRender(base, ws!, renderOf(c)));
     rolloutClusters.push({
       name: c,
       picked: picked.has(c),
@@ -575,7 +592,7 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
     });
   }
   const target = policy.placementType === "PickAll" ? decision.selected.length : decision.desired;
-  const step = rolloutStep(rolloutClusters, target, spec.strategy?.rollingUpdate);
+  const step = external ? externalStep(rolloutClusters, bound) : rolloutStep(rolloutClusters, target, spec.strategy?.rollingUpdate);
   const blocked = new Set(step.blocked);
   const toRender = new Set([...step.add, ...step.update]);
   // The apply strategy changes at once where the snapshot is current (KubeFleet's processApplyStrategyUpdates).
@@ -604,7 +621,7 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
       if (
         w &&
         specIs(w, renderedJson[i]!) &&
-        w.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL] === resourceIndex &&
+        w.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL] === indexFor(c) &&
         canonical(pickAnnotations(w, r)) === canonical(r.annotations)
       )
         return;
@@ -617,9 +634,9 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
           [PLACEMENT_TRACKING_LABEL]: base,
           ...(ref.namespace ? { [PARENT_NAMESPACE_LABEL]: ref.namespace } : {}),
           [PARENT_BINDING_LABEL]: bindingName(ref, c),
-          [PARENT_SNAPSHOT_INDEX_LABEL]: resourceIndex,
+          [PARENT_SNAPSHOT_INDEX_LABEL]: indexFor(c),
         },
-        annotations: { ...(w?.metadata.annotations ?? {}), ...r.annotations, [PARENT_SNAPSHOT_NAME_ANNOTATION]: snapshot.metadata.name },
+        annotations: { ...(w?.metadata.annotations ?? {}), ...r.annotations, [PARENT_SNAPSHOT_NAME_ANNOTATION]: resourceSnapshotName(ref.name, indexFor(c)) },
       };
       const body = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata, spec: frozenSpec(r, renderedJson[i]!) };
       writes.push({ namespace: c, name: r.name, req: w ? { verb: "update", body } : { verb: "create", body }, known: w ?? null });
@@ -664,7 +681,8 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
     const ws = (works.get(cluster) ?? []).filter((w) => !w.metadata.deletionTimestamp);
     const r = renderOf(cluster);
     const failed = r.error !== undefined;
-    const isCurrent = ws.length > 0 && ws.every((w) => w.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL] === resourceIndex) && !blocked.has(cluster) && !failed;
+    const isCurrent =
+      ws.length > 0 && ws.every((w) => w.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL] === indexFor(cluster)) && !blocked.has(cluster) && !failed;
     const b = bindingOf.get(cluster);
     // The override snapshots pinned in the binding: the latest where the cluster was rendered (or failed to be), the binding's own while held back.
     const pinned = blocked.has(cluster)
@@ -686,14 +704,19 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
         },
       },
       generation,
-      resourceIndex,
+      indexFor(cluster),
     );
     pcs.applicable = pinned;
     perCluster.push(pcs);
     const workIndex = ws[0]?.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL];
+    // External: the state and snapshot are the run's (Scheduled until one binds the cluster).
     const bindingSpec = {
-      state: ws.length > 0 || r.works.length === 0 ? "Bound" : "Scheduled",
-      resourceSnapshotName: workIndex !== undefined ? `${ref.name}-${workIndex}-snapshot` : snapshot.metadata.name,
+      state: external ? (bound.has(cluster) ? "Bound" : "Scheduled") : ws.length > 0 || r.works.length === 0 ? "Bound" : "Scheduled",
+      resourceSnapshotName: external
+        ? resourceSnapshotName(ref.name, indexFor(cluster))
+        : workIndex !== undefined
+          ? `${ref.name}-${workIndex}-snapshot`
+          : snapshot.metadata.name,
       ...(pinned.resourceOverrideSnapshots.length ? { resourceOverrideSnapshots: pinned.resourceOverrideSnapshots } : {}),
       ...(pinned.clusterResourceOverrideSnapshots.length ? { clusterResourceOverrideSnapshots: pinned.clusterResourceOverrideSnapshots } : {}),
       schedulingPolicySnapshotName: policySnapshotName,
@@ -736,6 +759,8 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
       statusWrites.push({ namespace: ref.namespace, name, req: { verb: "update", subresource: "status", body: { ...b, status: want } }, known: b });
   }
   if ((await bindingStore.writeMany(statusWrites)).includes("lost")) raced = true;
+  // The runs of an External placement move on its bindings' changes (a cluster updated, removed).
+  if (external && specWrites.length + statusWrites.length > 0) await wakeUpdateRuns(env, ref);
 
   // Unfilled PickN / PickFixed slots: as KubeFleet (`calculateFailedToScheduleClusterCount`,
   // `buildFailedToSchedulePerClusterPlacementStatuses`), one status per wanted cluster not picked,
@@ -788,7 +813,7 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
       console.error(`placement ${base}: could not record events`, e),
     );
   }
-  const awaiting = step.blocked.length > 0 || perCluster.some((p) => p.chain.Available === undefined || p.chain.Available === "Unknown");
+  const awaiting = (!external && step.blocked.length > 0) || perCluster.some((p) => p.chain.Available === undefined || p.chain.Available === "Unknown");
   return { ...(raced || outcome.rerun ? { rerun: true } : {}), ...(awaiting ? { awaitingReports: true } : {}) };
 }
 

@@ -489,30 +489,14 @@ export function webhookRules(obj: KubeObject, old: KubeObject | undefined, clust
 }
 
 /**
- * What the hub does not build, refused with 422 naming the field (docs/ocm-compatibility.md's
- * rule): External rollouts (staged update runs).
- */
-export function notBuilt(spec: PlacementSpec): StatusCause[] {
-  if (spec.strategy?.type === "External")
-    return [
-      {
-        field: "spec.strategy.type",
-        reason: "FieldValueNotSupported",
-        message: 'Unsupported value: "External": supported values: "RollingUpdate" (External rollouts, staged update runs, are not built on this hub)',
-      },
-    ];
-  return [];
-}
-
-/**
  * The whole validation of a placement write: the CRD's CEL rules, and KubeFleet's webhook's (both,
  * so that a request refused by either says each reason; KubeFleet's apiserver would stop at the
- * first), and what is not built. A status or metadata write of a stored placement (its spec
+ * first). A status or metadata write of a stored placement (its spec
  * unchanged) or a write of one being deleted is not validated again, as KubeFleet's webhook lets
  * such an update through.
  */
 export function validatePlacement(obj: KubeObject, old: KubeObject | undefined, clusterScoped: boolean, lookup: KindLookup): StatusCause[] {
   if (old && (deepEqual(old.spec ?? null, obj.spec ?? null) || obj.metadata.deletionTimestamp)) return [];
   const spec = (obj.spec ?? {}) as PlacementSpec;
-  return [...celRules(spec, old?.spec as PlacementSpec | undefined, clusterScoped), ...webhookRules(obj, old, clusterScoped, lookup), ...notBuilt(spec)];
+  return [...celRules(spec, old?.spec as PlacementSpec | undefined, clusterScoped), ...webhookRules(obj, old, clusterScoped, lookup)];
 }

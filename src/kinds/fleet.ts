@@ -12,7 +12,7 @@
  * Schemas, defaults (KubeFleet's mutating webhook, `pkg/utils/defaulter` `SetPlacementDefaults`)
  * and printer columns follow KubeFleet's types and CRDs; validation is src/kinds/fleet-validation.ts.
  * Fields the hub does not implement are refused with 422 naming them (docs/ocm-compatibility.md's
- * rule, src/k8s/unimplemented.ts): `strategy.type: External`, `applyStrategy.type: ReportDiff`,
+ * rule, src/k8s/unimplemented.ts): `applyStrategy.type: ReportDiff`,
  * `reportBackStrategy.type: Mirror`, `statusReportingScope: NamespaceAccessible`.
  */
 import { z } from "zod";
@@ -158,7 +158,7 @@ const RollingUpdateSchema = z.strictObject({
 });
 
 const strategyFields = {
-  // KubeFleet's webhook says "unsupported rollout strategy type ..."; External is not built (src/kinds/fleet-validation.ts `notBuilt`).
+  // KubeFleet's webhook says "unsupported rollout strategy type ..."; External is rolled out by staged update runs (src/fleet/updaterun/).
   type: z.string().optional(),
   rollingUpdate: RollingUpdateSchema.optional(),
   applyStrategy: ApplyStrategySchema.optional(),

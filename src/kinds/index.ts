@@ -52,6 +52,7 @@ import { FLEET_SYSTEM_KINDS, placementKinds } from "./fleet.ts";
 import { KARMADA_KINDS } from "./karmada.ts";
 import { KARMADA_OVERRIDE_KINDS } from "./karmada-override.ts";
 import { FLEET_OVERRIDE_KINDS } from "./fleet-override.ts";
+import { FLEET_UPDATERUN_KINDS } from "./fleet-updaterun.ts";
 
 /**
  * KubeFleet's ClusterResourcePlacement and ResourcePlacement (v1 first, the preferred version, then
@@ -105,6 +106,7 @@ export const KINDS: KindDefinition[] = [
   FLEET_PLACEMENT_KINDS.rp,
   ...FLEET_SYSTEM_KINDS,
   ...FLEET_OVERRIDE_KINDS,
+  ...FLEET_UPDATERUN_KINDS,
   CustomResourceDefinitionKind,
   ...KARMADA_KINDS,
   ...KARMADA_OVERRIDE_KINDS,

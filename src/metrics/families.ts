@@ -158,6 +158,18 @@ export const GAUGES = {
     help: "The compliance status of the named policy. 0 == Compliant. 1 == NonCompliant. -1 == Unknown/Pending",
     labels: ["type", "policy", "policy_namespace", "cluster_namespace"],
   },
+  updateRunStatus: {
+    name: "fleet_workload_update_run_status_last_timestamp_seconds",
+    type: "gauge",
+    help: "Last update timestamp of update run status in seconds (KubeFleet's series: the run's Succeeded condition, else Progressing, else Initialized, at the run's generation).",
+    labels: ["namespace", "name", "state", "condition", "status", "reason", "failureType"],
+  },
+  approvalRequests: {
+    name: "flotilla_update_run_approval_requests",
+    type: "gauge",
+    help: "Approval requests of staged update runs (ClusterApprovalRequest and ApprovalRequest) by namespace (empty: cluster-scoped) and whether they are approved (true) or pending (false).",
+    labels: ["namespace", "approved"],
+  },
   addonAvailable: {
     name: "acm_managed_cluster_addon_status_condition",
     type: "gauge",

@@ -16,6 +16,7 @@ import { ManifestWorkKind, ManifestWorkReplicaSetKind } from "../kinds/manifestw
 import { PlacementKind } from "../kinds/placement.ts";
 import { PolicyKind, ROOT_POLICY_LABEL } from "../kinds/policy.ts";
 import { ManagedClusterAddOnKind } from "../kinds/addon.ts";
+import { ApprovalRequestKind, ClusterApprovalRequestKind, ClusterStagedUpdateRunKind, StagedUpdateRunKind } from "../kinds/fleet-updaterun.ts";
 import { COLO_ANNOTATION } from "../audit/event.ts";
 import { labelsPart, type Cell, type Labels, type MetricFamily } from "./exposition.ts";
 import { GAUGES } from "./families.ts";
@@ -69,6 +70,41 @@ const POLICIES = `SELECT o.namespace AS ns, o.name AS name,
 const ADDONS = `SELECT o.namespace AS ns, o.name AS name, ${conditionField("status", "Available")} AS s
   FROM objects o WHERE o.resource = ?1`;
 
+/** Each staged update run (cluster-scoped and namespaced): its namespace, name, generation, `spec.state` and conditions (JSON). */
+const UPDATE_RUNS = `SELECT o.namespace AS ns, o.name AS name, json_extract(o.body, '$.metadata.generation') AS gen,
+  json_extract(o.body, '$.spec.state') AS state, json_extract(o.body, '$.status.conditions') AS conds
+  FROM objects o WHERE o.resource IN (?1, ?2)`;
+
+/** Approval requests by namespace and by whether their Approved condition is True. */
+const APPROVALS = `SELECT o.namespace AS ns, coalesce(${conditionField("status", "Approved")}, '') = 'True' AS approved, count(*) AS n
+  FROM objects o WHERE o.resource IN (?1, ?2) GROUP BY ns, approved`;
+
+/**
+ * KubeFleet's `emitUpdateRunStatusMetric`: the labels and value (the condition's last transition,
+ * epoch seconds) of a run's `fleet_workload_update_run_status_last_timestamp_seconds` series, from
+ * its Succeeded condition, else Progressing, else Initialized, the first at the run's generation;
+ * null when none is.
+ */
+export function updateRunSeries(
+  namespace: string,
+  name: string,
+  generation: number,
+  state: string,
+  conditions: readonly { type: string; status: string; reason: string; observedGeneration?: number; lastTransitionTime: string }[],
+): { labels: Labels; value: number } | null {
+  for (const type of ["Succeeded", "Progressing", "Initialized"]) {
+    const c = conditions.find((x) => x.type === type);
+    if (!c || (c.observedGeneration !== undefined && c.observedGeneration !== generation)) continue;
+    const failed = c.status === "False" && (c.reason === "UpdateRunFailed" || c.reason === "UpdateRunInitializedFailed" || c.reason === "UpdateRunStuck");
+    const failureType = !failed ? "none" : c.reason === "UpdateRunStuck" ? "internal_error" : "user_error";
+    return {
+      labels: { namespace, name, state, condition: type, status: c.status, reason: c.reason, failureType },
+      value: Date.parse(c.lastTransitionTime) / 1000,
+    };
+  }
+  return null;
+}
+
 /** The `status` label values of ACM's add-on condition series, one series each (1 the current one, 0 the others). */
 const ADDON_STATUSES = ["true", "false", "unknown"] as const;
 
@@ -114,7 +150,7 @@ const num = (v: unknown): number => (typeof v === "number" ? v : Number(v) || 0)
 export async function fleetGauges(db: D1Database): Promise<Cell[]> {
   const clusters = resourceKey(ManagedClusterKind);
   const works = resourceKey(ManifestWorkKind);
-  const [clusterRows, sets, placements, workCount, worksByCondition, replicaSets, policies, addons] = await db.batch<Row>([
+  const [clusterRows, sets, placements, workCount, worksByCondition, replicaSets, policies, addons, runs, approvals] = await db.batch<Row>([
     db.prepare(CLUSTERS).bind(clusters),
     db.prepare(SETS),
     db.prepare(PLACEMENTS).bind(resourceKey(PlacementKind)),
@@ -123,6 +159,8 @@ export async function fleetGauges(db: D1Database): Promise<Cell[]> {
     db.prepare(REPLICASETS).bind(resourceKey(ManifestWorkReplicaSetKind)),
     db.prepare(POLICIES).bind(resourceKey(PolicyKind)),
     db.prepare(ADDONS).bind(resourceKey(ManagedClusterAddOnKind)),
+    db.prepare(UPDATE_RUNS).bind(resourceKey(ClusterStagedUpdateRunKind), resourceKey(StagedUpdateRunKind)),
+    db.prepare(APPROVALS).bind(resourceKey(ClusterApprovalRequestKind), resourceKey(ApprovalRequestKind)),
   ]);
   const out: Cell[] = [];
   let clusterCount = 0;
@@ -174,5 +212,16 @@ export async function fleetGauges(db: D1Database): Promise<Cell[]> {
     const at = { addon_name: str(r.name), managed_cluster_name: str(r.ns), condition: "Available" };
     for (const status of ADDON_STATUSES) out.push(cell(GAUGES.addonAvailable, { ...at, status }, status === current ? 1 : 0));
   }
+  for (const r of runs!.results) {
+    let conds: Parameters<typeof updateRunSeries>[4] = [];
+    try {
+      conds = (JSON.parse(str(r.conds) || "[]") as typeof conds | null) ?? [];
+    } catch {
+      conds = [];
+    }
+    const series = updateRunSeries(str(r.ns), str(r.name), num(r.gen) || 1, str(r.state) || "Initialize", conds);
+    if (series) out.push(cell(GAUGES.updateRunStatus, series.labels, series.value));
+  }
+  for (const r of approvals!.results) out.push(cell(GAUGES.approvalRequests, { namespace: str(r.ns), approved: num(r.approved) ? "true" : "false" }, num(r.n)));
   return out;
 }

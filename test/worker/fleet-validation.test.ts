@@ -231,7 +231,6 @@ describe("ClusterResourcePlacement validation (KubeFleet's validator cases)", ()
   it("refuses fields not built with 422 naming them, storing nothing", async () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ strategy: { applyStrategy: { type: "ReportDiff" } } }, "spec.strategy.applyStrategy.type"],
-      [{ strategy: { type: "External" } }, "spec.strategy.type"],
       [{ statusReportingScope: "NamespaceAccessible", resourceSelectors: [NS_SELECTOR] }, "spec.statusReportingScope"],
     ];
     for (const [spec, field] of cases) {

@@ -9,6 +9,7 @@
  * kind's zod schema (spec and top-level fields for create, update, merge patch and apply; status
  * for the status subresource), and from the agent protocol's schemas.
  */
+import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { z } from "zod";
 import { HeartbeatSchema, RegisterSchema, RotateKeySchema } from "../../src/agent-api/protocol.ts";
@@ -127,6 +128,12 @@ const FIXTURE: Record<string, string> = {
   ResourceOverride: "hro",
   OverridePolicy: "hop",
   ClusterOverridePolicy: "hcop",
+  ClusterStagedUpdateStrategy: "hcsus",
+  StagedUpdateStrategy: "hsus",
+  ClusterStagedUpdateRun: "hcsur",
+  StagedUpdateRun: "hsur",
+  ClusterApprovalRequest: "hcar",
+  ApprovalRequest: "har",
 };
 const fixtureName = (def: KindDefinition) => FIXTURE[kindName(def)]!;
 const member = (def: KindDefinition) => `${collection(def)}/${fixtureName(def)}`;
@@ -314,6 +321,18 @@ function validFields(def: KindDefinition, name: string): Json {
           overrideRules: [{ targetCluster: { clusterNames: ["nowhere"] }, overriders: { labelsOverrider: [{ operator: "add", value: { h: "h" } }] } }],
         },
       };
+    // KubeFleet's staged update runs: a strategy of one stage; a run of a placement that does not
+    // exist (its initialization fails once, before the cases: beforeAll waits for it); an approval
+    // request of a run that does not exist.
+    case "ClusterStagedUpdateStrategy":
+    case "StagedUpdateStrategy":
+      return { spec: { stages: [{ name: "one" }] } };
+    case "ClusterStagedUpdateRun":
+    case "StagedUpdateRun":
+      return { spec: { placementName: "absent-for-hostile", stagedRolloutStrategyName: "absent-for-hostile" } };
+    case "ClusterApprovalRequest":
+    case "ApprovalRequest":
+      return { spec: { parentStageRollout: "absent-for-hostile", targetStage: "one" } };
     default:
       return {};
   }
@@ -2241,9 +2260,26 @@ beforeAll(async () => {
     "ResourceOverride",
     "OverridePolicy",
     "ClusterOverridePolicy",
+    "ClusterStagedUpdateStrategy",
+    "StagedUpdateStrategy",
+    "ClusterStagedUpdateRun",
+    "StagedUpdateRun",
+    "ClusterApprovalRequest",
+    "ApprovalRequest",
   ]) {
     const def = byKind(kind);
     await must(call("POST", collection(def), valid(def, fixtureName(def))), 201);
+  }
+  // The runs' controller writes their status once (their placement does not exist): before the cases.
+  for (const kind of ["ClusterStagedUpdateRun", "StagedUpdateRun"]) {
+    const ns = byKind(kind).namespaced ? NS : "";
+    await env.REPLICASETS.getByName(`updaterun:${ns}/${FIXTURE[kind]}`).reconcile(`updaterun:${ns}`, FIXTURE[kind]!);
+    for (let i = 0; ; i++) {
+      const r = await call("GET", member(byKind(kind)));
+      if ((r.body?.status?.conditions ?? []).some((c: { type: string }) => c.type === "Initialized")) break;
+      if (i > 200) throw new Error(`fixture: ${kind} never initialized`);
+      await new Promise((res) => setTimeout(res, 25));
+    }
   }
   await must(call("POST", CRS, { apiVersion: "hostile.example.com/v1", kind: "Khcrds", metadata: { name: "hcr" }, spec: { size: 1 } }), 201);
   const receiver = await must(call("GET", member(byKind("WebhookReceiver"))), 200);
