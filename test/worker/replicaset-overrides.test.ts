@@ -215,6 +215,66 @@ describe("ResourceOverrides of a ManifestWorkReplicaSet", () => {
     expect((await works("ovroll", "app")).p3.metadata.resourceVersion).toBe(before.p3.metadata.resourceVersion);
   });
 
+  it("hostile overrides fail per cluster with nothing half-applied; a rule applies to the template, never again to its output", async () => {
+    await placement("ovrval", "hv", { app: "ovr" });
+    await createReplicaSet("ovrval", "hv", [{ name: "hv" }]);
+    await waitFor(async () => Object.keys(await works("ovrval", "hv")).length === 3);
+    const before = await works("ovrval", "hv");
+    const overridden = async (rules: unknown[], name = "hv") => {
+      const r = await call("POST", ROS("ovrval"), override("ovrval", name, "hv", rules));
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+      await env.REPLICASETS.getByName("ovrval/hv").reconcile("ovrval", "hv");
+    };
+    const cases: [unknown[], string][] = [
+      // A pointer past the containers (a good op after it must not stay applied).
+      [
+        [
+          rule(null, [
+            { op: "add", path: "/metadata/labels", value: { half: "applied" } },
+            { op: "replace", path: "/spec/template/spec/containers/7/image", value: "x" },
+          ]),
+        ],
+        "JSON patch operation 1 (replace /spec/template/spec/containers/7/image) failed: the path does not exist",
+      ],
+      // A variable of the reserved prefix that does not exist.
+      [[rule(null, [{ op: "add", path: "/metadata/labels", value: { r: "${MEMBER-CLUSTER-REGION}" } }])], "unknown variable ${MEMBER-CLUSTER-REGION}"],
+      // A value past the engine's limit of 256 KiB per object (20 operations of 14,000 bytes).
+      [
+        [
+          rule(
+            null,
+            Array.from({ length: 20 }, (_, i) => ({ op: "add", path: `/metadata/annotations`, value: { [`a${i}`]: "x".repeat(14_000) } })),
+          ),
+        ],
+        "the JSON patch values for one object exceed 262144 bytes",
+      ],
+    ];
+    for (const [i, [rules, message]] of cases.entries()) {
+      await overridden(rules, `hv-${i}`);
+      const m = await mwrs("ovrval", "hv");
+      expect(condition(m, "Overridden")).toMatchObject({ status: "False", reason: "OverriddenFailed" });
+      expect(condition(m, "Overridden").message).toContain("Failed to apply the override rules in 3 cluster(s)");
+      expect(condition(m, "Overridden").message).toContain(message);
+      const ws = await works("ovrval", "hv");
+      for (const c of ["eu1", "eu2", "us1"]) {
+        expect(ws[c].spec).toEqual(template());
+        expect(ws[c].metadata.resourceVersion).toBe(before[c].metadata.resourceVersion);
+      }
+      expect((await call("DELETE", `${ROS("ovrval")}/hv-${i}`)).status).toBe(200);
+    }
+    // An append to a list: each run renders from the template, so runs that follow add nothing more (no loop).
+    await overridden([rule(null, [{ op: "add", path: "/spec/template/spec/containers/-", value: { name: "sidecar", image: "proxy:1" } }])], "hv-append");
+    await waitFor(async () => deploymentIn((await works("ovrval", "hv")).eu1).spec.template.spec.containers.length === 2);
+    const once = await works("ovrval", "hv");
+    for (let i = 0; i < 3; i++) await env.REPLICASETS.getByName("ovrval/hv").reconcile("ovrval", "hv");
+    const again = await works("ovrval", "hv");
+    for (const c of ["eu1", "eu2", "us1"]) {
+      expect(deploymentIn(again[c]).spec.template.spec.containers.map((x: { name: string }) => x.name)).toEqual(["web", "sidecar"]);
+      expect(again[c].metadata.resourceVersion).toBe(once[c].metadata.resourceVersion);
+    }
+    expect(condition(await mwrs("ovrval", "hv"), "Overridden")).toMatchObject({ status: "True" });
+  });
+
   it("validates the scope: a ResourceOverride only, one per manifest of a replica set", async () => {
     const cro = await call("POST", `${FLEET}/clusterresourceoverrides`, {
       apiVersion: "placement.kubernetes-fleet.io/v1",
