@@ -72,6 +72,8 @@ describe("KubeFleet placements on the dashboard in Chromium (wrangler dev + agen
     // The override's line is marked in the rendered pane, and is not in the template.
     await panel.locator('[data-pane="rendered"] [data-changed="true"]', { hasText: `"where": "${cluster}"` }).waitFor({ timeout: ON_PAGE_MS });
     expect(await panel.locator('[data-pane="template"]').textContent()).not.toContain('"where"');
+    // Only that line: the one before it, which gained a comma, is not a change.
+    expect(await panel.locator('[data-pane="rendered"] [data-changed="true"]').count()).toBe(1);
   };
   /** A cluster's row on a placement's page, with the data attributes `attrs` (e.g. `[data-done="true"]`). */
   const row = (p: Page, cluster: string, attrs = "") => p.locator(`[data-view="resourceplacement"] tr[data-cluster="${cluster}"]${attrs}`);

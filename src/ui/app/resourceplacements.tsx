@@ -33,12 +33,15 @@ interface PlacementRender {
   error?: string;
 }
 
+/** A line of pretty JSON without its trailing comma (a line that became the last of its object is not a change). */
+const bare = (line: string) => (line.endsWith(",") ? line.slice(0, -1) : line);
+
 /** The lines of `objects` as pretty JSON, each marked when `against` (the other pane's lines) lacks it. */
 function paneLines(objects: unknown[], against: unknown[]): { text: string; changed: boolean }[] {
-  const others = new Set(JSON.stringify(against, null, 2).split("\n"));
+  const others = new Set(JSON.stringify(against, null, 2).split("\n").map(bare));
   return JSON.stringify(objects, null, 2)
     .split("\n")
-    .map((text) => ({ text, changed: !others.has(text) }));
+    .map((text) => ({ text, changed: !others.has(bare(text)) }));
 }
 
 /**
