@@ -130,7 +130,8 @@ export const CONTROLLERS: readonly Controller[] = [
   },
   {
     name: replicaSetHook.name,
-    wakes: "a ManifestWorkReplicaSet written; its works' status or deletion; a PlacementDecision changed; its rollout timer",
+    wakes:
+      "a ManifestWorkReplicaSet written; its works' status or deletion; a PlacementDecision changed; a ManagedCluster relabelled (replica sets an override names); its rollout timer",
     runsIn: "ReplicaSetObject",
     hook: hook(replicaSetHook),
     timers: [{ name: "replicaset", object: "ReplicaSetObject" }],

@@ -13,6 +13,7 @@
  *   get addons [NAME...] [-n CLUSTER | -A] [-o json|yaml]
  *   get policies [NAME...] [-n NS | --cluster CLUSTER | -A] [-o json|yaml]
  *   placement status NAME [-n NS] [-o json|yaml]
+ *   placement render NAME --cluster C [-n NS] [-o json|yaml]
  *   approve RUN [--stage NAME] [-n NS]
  *   taint add CLUSTER KEY[=VALUE]:EFFECT... | taint remove CLUSTER KEY[:EFFECT]...
  *   clusterset create NAME [--selector-type T] [--selector k=v] | set SET --clusters c1,c2 | bind SET -n NS

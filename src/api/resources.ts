@@ -24,6 +24,7 @@ import { list, get } from "./resource/read.ts";
 import { write, review, deleteCollection } from "./resource/write.ts";
 import { createSubresource } from "./resource/subresources.ts";
 import { serveScale } from "./scale.ts";
+import { servePlacementRender } from "./placement-render.ts";
 import { resourceList, wantsAggregatedDiscovery, aggregatedDiscovery } from "./resource/discovery.ts";
 
 /**
@@ -65,6 +66,7 @@ async function serve(c: Ctx, group: string, version: string, prefix: string): Pr
   if (t.update && method !== "PUT") throw methodNotAllowed(`${method} is not allowed on the ${t.update.name} subresource`);
   if (t.def.createOnly) return review(c, t, method, warnings);
   if (t.scale) return serveScale(c, t.def, t.namespace, t.name!);
+  if (t.render) return servePlacementRender(c, t);
   if (t.def.viewOf && (method !== "GET" || t.name !== undefined)) throw methodNotAllowed("the server does not allow this method on the requested resource");
   if (t.def.computed && method !== "GET") throw notServed(t.def, t.def.computed.refusal);
   if (t.create) {

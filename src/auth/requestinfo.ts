@@ -12,7 +12,10 @@
  *   and HEAD get, PUT update, PATCH patch, DELETE delete); a get without a name is `list`, or
  *   `watch` with `?watch=true`; a list or watch whose `fieldSelector` requires
  *   `metadata.name=X` carries name X; a delete without a name is `deletecollection`;
- * - the legacy `/watch/` path prefix (`/apis/{g}/{v}/watch/...`) is the verb `watch`.
+ * - the legacy `/watch/` path prefix (`/apis/{g}/{v}/watch/...`) is the verb `watch`;
+ * - Flotilla's one exception: the `render` subresource of a KubeFleet placement (a dry run,
+ *   src/api/placement-render.ts) is a read of the placement itself (no subresource), so that
+ *   whoever may read a placement may see what it renders.
  */
 import type { NonResourceAttributes, RequestAttributes, ResourceAttributes } from "./rbac.ts";
 
@@ -20,6 +23,10 @@ import type { NonResourceAttributes, RequestAttributes, ResourceAttributes } fro
 const API_PREFIXES = new Set(["api", "apis"]);
 /** The prefix without an API group (the core group). */
 const GROUPLESS_PREFIX = "api";
+/** The read-only subresource of a KubeFleet placement that is its dry run for one cluster (authorized as a read of the placement). */
+export const PLACEMENT_RENDER_SUBRESOURCE = "render";
+/** The resources that have it, in group `placement.kubernetes-fleet.io`. */
+const RENDERED_PLACEMENTS = new Set(["clusterresourceplacements", "resourceplacements"]);
 /** Subresources of a namespace addressed as `/namespaces/{ns}/{sub}`. */
 const NAMESPACE_SUBRESOURCES = new Set(["status", "finalize"]);
 
@@ -114,5 +121,13 @@ export function requestAttributes(method: string, url: URL): RequestAttributes {
     if (name !== undefined) attrs.name = name;
   }
   if (!attrs.name && attrs.verb === "delete") attrs.verb = "deletecollection";
+  if (
+    attrs.subresource === PLACEMENT_RENDER_SUBRESOURCE &&
+    attrs.verb === "get" &&
+    apiGroup === "placement.kubernetes-fleet.io" &&
+    RENDERED_PLACEMENTS.has(attrs.resource) &&
+    parts.length === 3
+  )
+    delete attrs.subresource;
   return attrs;
 }

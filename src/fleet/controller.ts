@@ -136,7 +136,7 @@ async function sha256(text: string): Promise<string> {
  * of its CustomResourceDefinitions, as of the isolate's last `syncCustomKinds`, which a run calls
  * first) and their objects.
  */
-function storeSource(env: Env): SelectionSource {
+export function storeSource(env: Env): SelectionSource {
   return {
     kind: findKindByKind,
     namespacedKinds: () => servedKinds().filter((k) => k.namespaced && k.storage === "d1" && !k.conversion),
@@ -146,7 +146,7 @@ function storeSource(env: Env): SelectionSource {
 }
 
 /** The objects a selection places: each as dispatched, envelopes opened (their `data` objects). */
-function manifestsOf(selected: readonly Selected[]): { manifests: Manifest[]; envelopes: number } {
+export function manifestsOf(selected: readonly Selected[]): { manifests: Manifest[]; envelopes: number } {
   const manifests: Manifest[] = [];
   let envelopes = 0;
   for (const s of selected) {

@@ -41,8 +41,14 @@ export const OVERRIDE_SIBLINGS_EXTRA = "fleetOverrideSiblings";
 /** KubeFleet's webhooks' limit: at most this many ClusterResourceOverrides, or ResourceOverrides per namespace. */
 export const MAX_OVERRIDES = 100;
 
+/**
+ * The `placement.scope` by which a ResourceOverride names a ManifestWorkReplicaSet of its
+ * namespace (Flotilla's extension of KubeFleet's Cluster/Namespaced; docs/overrides.md
+ * "ManifestWorkReplicaSets").
+ */
+export const REPLICA_SET_SCOPE = "ManifestWorkReplicaSet";
 /** A `PlacementRef` of an override. */
-export type OverridePlacementRef = { name: string; scope?: "Cluster" | "Namespaced" };
+export type OverridePlacementRef = { name: string; scope?: "Cluster" | "Namespaced" | typeof REPLICA_SET_SCOPE };
 /** A `JSONPatchOverride` (`value` is any JSON, absent for a remove). */
 export type JsonPatchOverride = { op: "add" | "remove" | "replace"; path: string; value?: unknown };
 /** An `OverrideRule`. `clusterSelector` absent: no cluster; with no terms: every cluster; terms are ORed. */
@@ -62,7 +68,12 @@ export type ResourceOverrideSpec = { placement?: OverridePlacementRef; resourceS
 
 const PlacementRefSchema = z.strictObject({
   name: z.string().describe("The name of the placement."),
-  scope: z.enum(["Cluster", "Namespaced"]).optional().describe("Cluster (a ClusterResourcePlacement, the default) or Namespaced (a ResourcePlacement)."),
+  scope: z
+    .enum(["Cluster", "Namespaced", REPLICA_SET_SCOPE])
+    .optional()
+    .describe(
+      "Cluster (a ClusterResourcePlacement, the default), Namespaced (a ResourcePlacement) or, for a ResourceOverride, ManifestWorkReplicaSet (one of its namespace; Flotilla's).",
+    ),
 });
 
 const JsonPatchOverrideSchema = z.strictObject({
@@ -247,15 +258,20 @@ function resourceSelectorErrors(selectors: OverrideResourceSelector[]): string[]
 
 /**
  * KubeFleet's `validateClusterResourceOverrideResourceLimit` / `validateResourceOverrideResourceLimit`:
- * a selector another override (of `siblings`, this one's stored self ignored) already has.
+ * a selector another override (of `siblings`, this one's stored self ignored) already has (for
+ * a ResourceOverride naming a ManifestWorkReplicaSet: another naming the same replica set).
  */
 export function overrideLimitErrors(obj: KubeObject, siblings: readonly KubeObject[], clusterScoped: boolean): string[] {
   const selectorsOf = (o: KubeObject): { key: string; text: string }[] => {
     const spec = (o.spec ?? {}) as Partial<ClusterResourceOverrideSpec & ResourceOverrideSpec>;
     return clusterScoped
       ? (spec.clusterResourceSelectors ?? []).map((s) => ({ key: goResourceSelectorTerm(s), text: goResourceSelectorTerm(s) }))
-      : (spec.resourceSelectors ?? []).map((s) => ({ key: goResourceSelector(s), text: goResourceSelector(s) }));
+      : (spec.resourceSelectors ?? []).map((s) => ({ key: `${replicaSetOf(spec)}${goResourceSelector(s)}`, text: goResourceSelector(s) }));
   };
+  // A ResourceOverride naming a ManifestWorkReplicaSet selects that replica set's manifests, not
+  // the namespace's objects: it conflicts only with another naming the same replica set.
+  const replicaSetOf = (spec: Partial<ResourceOverrideSpec>) =>
+    spec.placement?.scope === REPLICA_SET_SCOPE ? `${REPLICA_SET_SCOPE}/${spec.placement.name}:` : "";
   const owner = new Map<string, string>();
   for (const o of siblings) for (const s of selectorsOf(o)) owner.set(s.key, o.metadata.name);
   const out: string[] = [];
@@ -278,6 +294,11 @@ export function validateOverride(obj: KubeObject, old: KubeObject | undefined, c
   const causes: StatusCause[] = [];
   const rule = (field: string, message: string) => causes.push({ field, reason: "FieldValueInvalid", message: `Invalid value: "object": ${message}` });
   if (clusterScoped && spec.placement?.scope === "Namespaced") rule("", "clusterResourceOverride placement reference cannot be Namespaced scope");
+  if (clusterScoped && spec.placement?.scope === REPLICA_SET_SCOPE)
+    rule(
+      "",
+      "clusterResourceOverride placement reference cannot be ManifestWorkReplicaSet scope: a ManifestWorkReplicaSet is named by a ResourceOverride of its namespace",
+    );
   if (old) {
     const was = (old.spec as { placement?: unknown } | undefined)?.placement;
     if (!deepEqual(was ?? null, spec.placement ?? null)) rule("spec", "The placement field is immutable");

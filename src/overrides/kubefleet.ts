@@ -31,7 +31,7 @@
 import { fromLabelSelector, matches, type LabelSelectorRequirementSet } from "../k8s/labels.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import type { ClusterResourceOverrideSpec, OverridePlacementRef, OverrideRule, ResourceOverrideSpec } from "../kinds/fleet-override.ts";
-import { goLabelSelector } from "../kinds/fleet-override.ts";
+import { goLabelSelector, REPLICA_SET_SCOPE } from "../kinds/fleet-override.ts";
 import {
   applyOverrideSteps,
   compileOperations,
@@ -89,9 +89,14 @@ function roKeyOf(o: KubeObject): string | null {
 const croKeys = (s: CroSnapshot) => (s.spec.clusterResourceSelectors ?? []).map((x) => idKey(x.group, x.version, x.kind, "", x.name ?? ""));
 const roKeys = (s: RoSnapshot) => (s.spec.resourceSelectors ?? []).map((x) => idKey(x.group, x.version, x.kind, s.namespace, x.name));
 
-/** Whether an override's `placement` lets it apply to `placement` (KubeFleet compares placement keys: `<name>` or `<namespace>/<name>`). */
+/**
+ * Whether an override's `placement` lets it apply to `placement` (KubeFleet compares placement
+ * keys: `<name>` or `<namespace>/<name>`). One naming a ManifestWorkReplicaSet (scope
+ * {@link REPLICA_SET_SCOPE}) is for that replica set alone, never a placement.
+ */
 function forPlacement(ref: OverridePlacementRef | undefined, overrideNamespace: string, placement: PlacementKey): boolean {
   if (!ref) return true;
+  if (ref.scope === REPLICA_SET_SCOPE) return false;
   const key = placement.namespace ? `${placement.namespace}/${placement.name}` : placement.name;
   const want = ref.scope === "Namespaced" ? `${overrideNamespace}/${ref.name}` : ref.name;
   return want === key;
@@ -120,6 +125,30 @@ export function overridesForPlacement(
     cros: cros.filter((s) => forPlacement(s.spec.placement, "", placement) && croKeys(s).some((k) => croCandidates.has(k))),
     ros: ros.filter((s) => forPlacement(s.spec.placement, s.namespace, placement) && roKeys(s).some((k) => roCandidates.has(k))),
   };
+}
+
+/**
+ * The latest ResourceOverrideSnapshots of a namespace that name the ManifestWorkReplicaSet
+ * `name` of that namespace (`placement: {name, scope: ManifestWorkReplicaSet}`, docs/overrides.md
+ * "ManifestWorkReplicaSets") and select one of its template's `objects` (by group, version, kind
+ * and name, whatever namespace of the cluster the object names). Flotilla's own extension: KubeFleet
+ * has no replica sets.
+ */
+export function overridesForReplicaSet(namespace: string, name: string, objects: readonly KubeObject[], ros: readonly RoSnapshot[]): RoSnapshot[] {
+  const candidates = new Set(objects.map(anyNamespaceKeyOf));
+  return ros.filter(
+    (s) =>
+      s.namespace === namespace &&
+      s.spec.placement?.scope === REPLICA_SET_SCOPE &&
+      s.spec.placement.name === name &&
+      (s.spec.resourceSelectors ?? []).some((x) => candidates.has(idKey(x.group, x.version, x.kind, "*", x.name))),
+  );
+}
+
+/** The key a replica set's ResourceOverride selects `o` by: group, version, kind and name, any namespace. */
+function anyNamespaceKeyOf(o: KubeObject): string {
+  const [g, v] = gv(o);
+  return idKey(g, v, o.kind, "*", o.metadata.name);
 }
 
 /** A rule ready for many clusters: its selector terms parsed once, its operations compiled. */
@@ -206,9 +235,13 @@ const NONE: ClusterOverrides = { clusterResourceOverrides: [], resourceOverrides
 
 /**
  * Compiles the snapshots that concern a placement ({@link overridesForPlacement}) for its
- * clusters (see the module comment).
+ * clusters (see the module comment); with `replicaSet`, those of a ManifestWorkReplicaSet
+ * ({@link overridesForReplicaSet}: ResourceOverrides select objects in any namespace).
  */
-export function compileKubeFleetOverrides(cros: readonly CroSnapshot[], ros: readonly RoSnapshot[]): KubeFleetOverrides {
+export function compileKubeFleetOverrides(cros: readonly CroSnapshot[], ros: readonly RoSnapshot[], opts: { replicaSet?: boolean } = {}): KubeFleetOverrides {
+  // A replica set's ResourceOverrides select its manifests whatever their namespace (overridesForReplicaSet).
+  const roKeysOf = opts.replicaSet ? (s: RoSnapshot) => (s.spec.resourceSelectors ?? []).map((x) => idKey(x.group, x.version, x.kind, "*", x.name)) : roKeys;
+  const roKeyFor = opts.replicaSet ? anyNamespaceKeyOf : roKeyOf;
   const compiled: CompiledOverride[] = [
     ...[...cros]
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
@@ -225,7 +258,7 @@ export function compileKubeFleetOverrides(cros: readonly CroSnapshot[], ros: rea
         kind: "ResourceOverrideSnapshot" as const,
         name: s.name,
         namespace: s.namespace,
-        keys: new Set(roKeys(s)),
+        keys: new Set(roKeysOf(s)),
         rules: (s.spec.policy?.overrideRules ?? []).map(compileRule),
       })),
   ];
@@ -258,7 +291,7 @@ export function compileKubeFleetOverrides(cros: readonly CroSnapshot[], ros: rea
         key,
         apply(object) {
           const croKey = croKeyOf(object);
-          const roKey = roKeyOf(object);
+          const roKey = roKeyFor(object);
           const steps: CompiledStep[] = [];
           for (const { o, matched } of applicable) {
             if (!o.keys.has(o.kind === "ClusterResourceOverrideSnapshot" ? croKey : (roKey ?? ""))) continue;

@@ -13,7 +13,9 @@
  * `placement` names, or (KubeFleet waits for their next rollout; Flotilla does not) every
  * placement that selected an object the override (before or after the change) selects, or an
  * envelope. Their runs re-render the clusters the change touches and roll them out under each
- * placement's strategy (src/fleet/controller.ts).
+ * placement's strategy (src/fleet/controller.ts). A ResourceOverride naming a
+ * ManifestWorkReplicaSet (`placement.scope: ManifestWorkReplicaSet`) asks that replica set for a
+ * run instead, which does the same under its placementRefs' rollout strategies.
  *
  * Its hook runs in the writer, before the override's write answers (the snapshot exists when
  * `kubectl apply` returns); after a crash the outbox sweep runs it again (idempotent: each run
@@ -32,6 +34,7 @@ import {
   OVERRIDE_TRACKING_LABEL,
   ResourceOverrideKind,
   ResourceOverrideSnapshotKind,
+  REPLICA_SET_SCOPE,
   type ClusterResourceOverrideSpec,
   type ResourceOverrideSpec,
 } from "../kinds/fleet-override.ts";
@@ -40,6 +43,7 @@ import type { Env } from "../env.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import type { AfterCommitHook, Change } from "../store/hooks.ts";
 import { notifyPlacements, type PlacementRef } from "../fleet/controller.ts";
+import { reevaluateReplicaSet } from "../work/replicaset.ts";
 import { overridesForPlacement } from "./kubefleet.ts";
 
 /** KubeFleet's revision history limit of override snapshots. */
@@ -216,6 +220,21 @@ export async function placementsOfOverride(env: Env, namespace: string, name: st
   return out;
 }
 
+/**
+ * The ManifestWorkReplicaSets of `namespace` a ResourceOverride's `specs` name
+ * (`placement.scope: ManifestWorkReplicaSet`), each once: their runs re-render the clusters the
+ * change touches, under each replica set's rollout strategy (src/work/replicaset/overrides.ts).
+ */
+export function replicaSetsOfOverride(namespace: string, specs: readonly unknown[]): string[] {
+  if (!namespace) return [];
+  const names = new Set<string>();
+  for (const raw of specs) {
+    const placement = ((raw ?? {}) as AnySpec).placement;
+    if (placement?.scope === REPLICA_SET_SCOPE && placement.name) names.add(placement.name);
+  }
+  return [...names];
+}
+
 /** The override controller's after-commit hook ({@link planOverride}, {@link reconcileOverride}). */
 export const overrideHook: AfterCommitHook<OverrideOwed> = {
   name: "fleet-overrides",
@@ -224,7 +243,10 @@ export const overrideHook: AfterCommitHook<OverrideOwed> = {
     for (let attempt = 0; attempt < 5; attempt++) {
       const { rerun, changed } = await reconcileOverride(env, owed.namespace, owed.name);
       const specs = owed.before !== undefined && attempt === 0 ? [owed.before, ...changed] : changed;
-      if (changed.length > 0) await notifyPlacements(env, await placementsOfOverride(env, owed.namespace, owed.name, specs));
+      if (changed.length > 0) {
+        await notifyPlacements(env, await placementsOfOverride(env, owed.namespace, owed.name, specs));
+        for (const rs of replicaSetsOfOverride(owed.namespace, specs)) await reevaluateReplicaSet(env, owed.namespace, rs);
+      }
       if (!rerun) return;
     }
     throw new Error(`override ${owed.namespace ? `${owed.namespace}/` : ""}${owed.name}: kept losing races; the outbox sweep runs it again`);

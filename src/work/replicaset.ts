@@ -40,6 +40,7 @@ import { resourceKey } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { deepEqual } from "../k8s/fieldmanager.ts";
 import { ManifestWorkKind, ManifestWorkReplicaSetKind, MWRS_LABEL } from "../kinds/manifestwork.ts";
+import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import type { Env } from "../env.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { CommitGroups } from "../store/group-commit.ts";
@@ -51,6 +52,7 @@ import { finalizeReconciler } from "./replicaset/finalize.ts";
 import { MWRS_FINALIZER, parseReplicaSetKey } from "./replicaset/names.ts";
 import { startRun, type ReconcileResult, type ReplicaSetReconciler, type ReplicaSetSpec, type RunHooks, type RunOutcome } from "./replicaset/run.ts";
 import { statusReconciler } from "./replicaset/status.ts";
+import { replicaSetsWithOverrides } from "./replicaset/overrides.ts";
 
 export { TEMPLATE_WRITTEN_ANNOTATION } from "./rollout.ts";
 export { MWRS_FINALIZER, generatedWorkName, replicaSetKey } from "./replicaset/names.ts";
@@ -175,7 +177,7 @@ async function reconcileSoon(env: Env, namespace: string, name: string, deletedW
  * whose work was deleted; or the runs, awaited, of the replica sets that refer to a placement whose
  * decisions moved (`placement`, `<namespace>/<name>`).
  */
-type ReplicaSetOwed = { namespace: string; name: string; now?: true; deletedWorkIn?: string } | { placement: string };
+type ReplicaSetOwed = { namespace: string; name: string; now?: true; deletedWorkIn?: string } | { placement: string } | { relabeled: string };
 
 /**
  * Which replica set run a committed write calls for:
@@ -190,7 +192,10 @@ type ReplicaSetOwed = { namespace: string; name: string; now?: true; deletedWork
  *   controller itself deletes works);
  * - a PlacementDecision whose decisions moved (src/placement/changes.ts `decisionsMoved`): the
  *   runs of the replica sets that refer to its placement, awaited (as OCM's controller watches
- *   the PlacementDecision informer).
+ *   the PlacementDecision informer);
+ * - a ManagedCluster whose labels changed: runs shortly after of the replica sets a
+ *   ResourceOverride names (its rules select clusters and read variables by label:
+ *   src/work/replicaset/overrides.ts).
  * Status-only writes of a replica set and spec or metadata writes of works are the
  * controller's own and call for nothing.
  */
@@ -198,6 +203,7 @@ function planReplicaSet(change: Change): ReplicaSetOwed | null {
   const { def, namespace, name, before, after } = change;
   const placement = decisionsMoved(change);
   if (placement) return { placement };
+  if (def === ManagedClusterKind) return before && after && !deepEqual(before.metadata.labels ?? {}, after.metadata.labels ?? {}) ? { relabeled: name } : null;
   if (def === ManifestWorkReplicaSetKind) {
     if (!after) return { namespace, name };
     const started =
@@ -226,6 +232,10 @@ export const replicaSetHook: AfterCommitHook<ReplicaSetOwed> = {
   plan: planReplicaSet,
   async run(env, owed, target) {
     if ("placement" in owed) return replicaSetsForPlacements(env, [owed.placement], target);
+    if ("relabeled" in owed) {
+      for (const rs of await replicaSetsWithOverrides(env)) await reconcileSoon(env, rs.namespace, rs.name);
+      return;
+    }
     // A work's change run right after its commit carries the work as stored: the replica set's
     // object keeps it instead of reading every work back (a sweep's run has only the key).
     const work = target.change?.def === ManifestWorkKind ? target.change.after : undefined;

@@ -405,7 +405,8 @@ export interface RolloutClassification {
  * Classifies the clusters of one placementRef of a ManifestWorkReplicaSet: the one function the
  * hub's controller (src/work/replicaset.ts) and the dashboard's rollout page both use, so the two
  * never disagree. A work is at the current content when its spec equals the template (compared
- * as {@link canonicalJson}; `templateJson` is `canonicalJson(template ?? {})`); only such a work
+ * as {@link canonicalJson}; `templateJson` is `canonicalJson(template ?? {})`, or per cluster that
+ * cluster's template, its overrides applied: src/work/replicaset/overrides.ts); only such a work
  * counts toward the rollout, through {@link workRolloutStatus} (its generation, conditions and
  * {@link TEMPLATE_WRITTEN_ANNOTATION}, else its creationTimestamp, else `nowMs`); any other
  * decided cluster is ToApply, as OCM's `clusterRolloutStatusFunc` says of a work whose spec
@@ -420,15 +421,16 @@ export function classifyRollout(
   strategy: RolloutStrategy | undefined,
   groups: DecisionGroup[],
   works: ReadonlyMap<string, RolloutWork>,
-  templateJson: string,
+  templateJson: string | ((cluster: string) => string),
   nowMs: number,
   specJson: (w: RolloutWork) => string = (w) => canonicalJson(w.spec ?? {}),
 ): RolloutClassification {
   const existing: ClusterRolloutStatus[] = [];
   const clusters = [...new Set(groups.flatMap((g) => g.clusters))];
+  const wanted = typeof templateJson === "string" ? () => templateJson : templateJson;
   for (const c of clusters) {
     const w = works.get(c);
-    if (!w || specJson(w) !== templateJson) continue;
+    if (!w || specJson(w) !== wanted(c)) continue;
     const written = Date.parse(w.metadata.annotations?.[TEMPLATE_WRITTEN_ANNOTATION] ?? w.metadata.creationTimestamp ?? "");
     existing.push(
       workRolloutStatus(c, true, w.metadata.generation ?? 1, w.status?.conditions as WorkCondition[] | undefined, Number.isFinite(written) ? written : nowMs),

@@ -10,6 +10,9 @@
  * Then one agent is stopped (SIGSTOP) and the ConfigMap changed on the hub: on both open pages,
  * without a reload, the placement is mid-change (resource index 1, that cluster not done); the
  * agent resumed, both pages come to rest (every cluster done at index 1, Available True).
+ * A ResourceOverride adds each cluster's name to its menu: on both pages, the rendered panel shows
+ * for a chosen cluster the object it gets beside the template (the override's line marked, the
+ * snapshot applied named), at rest and mid-change (the new content rendered while c2 is not done).
  * Screenshots go to a temporary folder, or to `FLOTILLA_UI_SCREENSHOTS`.
  */
 import { mkdirSync, mkdtempSync, statSync } from "node:fs";
@@ -55,6 +58,23 @@ describe("KubeFleet placements on the dashboard in Chromium (wrangler dev + agen
     await p.getByRole("button", { name: "Sign in" }).click();
     await expect.poll(() => p.locator(".user").textContent(), { timeout: ON_PAGE_MS }).toBe(user);
   };
+  /**
+   * The rendered-for-a-cluster panel of a placement's page for `cluster` (chosen in its select):
+   * waits until the rendered pane holds `wants` (JSON lines) and the template pane `template`.
+   */
+  const rendered = async (p: Page, cluster: string, wants: string[], template: string) => {
+    await p.locator("[data-render-cluster]").selectOption(cluster);
+    const panel = p.locator(`[data-rendered="${cluster}"][data-render-state="rendered"]`);
+    await panel.waitFor({ timeout: ON_PAGE_MS });
+    expect(await panel.locator("[data-overrides-applied]").getAttribute("data-overrides-applied")).toBe("ResourceOverrideSnapshot shop/menu-0");
+    for (const w of wants) await panel.locator('[data-pane="rendered"]', { hasText: w }).waitFor({ timeout: ON_PAGE_MS });
+    await panel.locator('[data-pane="template"]', { hasText: template }).waitFor({ timeout: ON_PAGE_MS });
+    // The override's line is marked in the rendered pane, and is not in the template.
+    await panel.locator('[data-pane="rendered"] [data-changed="true"]', { hasText: `"where": "${cluster}"` }).waitFor({ timeout: ON_PAGE_MS });
+    expect(await panel.locator('[data-pane="template"]').textContent()).not.toContain('"where"');
+    // Only that line: the one before it, which gained a comma, is not a change.
+    expect(await panel.locator('[data-pane="rendered"] [data-changed="true"]').count()).toBe(1);
+  };
   /** A cluster's row on a placement's page, with the data attributes `attrs` (e.g. `[data-done="true"]`). */
   const row = (p: Page, cluster: string, attrs = "") => p.locator(`[data-view="resourceplacement"] tr[data-cluster="${cluster}"]${attrs}`);
 
@@ -86,6 +106,21 @@ describe("KubeFleet placements on the dashboard in Chromium (wrangler dev + agen
     await waitFor("the namespace placed", async () => {
       const crp = (await admin(hub, "GET", `${FLEET}/clusterresourceplacements/shop-namespace`)).body;
       return cond(crp, "ClusterResourcePlacementAvailable")?.status === "True";
+    });
+    // Each cluster's menu says where it is (a ResourceOverride for the ResourcePlacement): the page renders it per cluster.
+    await post(`${FLEET}/namespaces/shop/resourceoverrides`, {
+      apiVersion: "placement.kubernetes-fleet.io/v1",
+      kind: "ResourceOverride",
+      metadata: { name: "menu" },
+      spec: {
+        placement: { name: "menu", scope: "Namespaced" },
+        resourceSelectors: [{ group: "", version: "v1", kind: "ConfigMap", name: "menu" }],
+        policy: {
+          overrideRules: [
+            { clusterSelector: { clusterSelectorTerms: [] }, jsonPatchOverrides: [{ op: "add", path: "/data/where", value: "${MEMBER-CLUSTER-NAME}" }] },
+          ],
+        },
+      },
     });
     await post(`${FLEET}/namespaces/shop/resourceplacements`, {
       apiVersion: "placement.kubernetes-fleet.io/v1",
@@ -165,6 +200,8 @@ describe("KubeFleet placements on the dashboard in Chromium (wrangler dev + agen
     await page.locator('[data-condition="Available"] [data-state="True"]').waitFor();
     // KubeFleet's events, on the page.
     await page.locator('[data-view="resourceplacement"] .events tr[data-reason="PlacementRolloutCompleted"]').waitFor({ timeout: ON_PAGE_MS });
+    // Each cluster's rendered object beside the template, the override's line marked.
+    for (const c of ["c2", "c1"]) await rendered(page, c, [`"where": "${c}"`, '"soup": "tomato"'], '"soup": "tomato"');
     await shoot("resourceplacement", page);
   });
 
@@ -186,6 +223,8 @@ describe("KubeFleet placements on the dashboard in Chromium (wrangler dev + agen
     for (const c of ["c1", "c2"]) await row(dev, c, '[data-done="true"]').waitFor({ timeout: ON_PAGE_MS });
     expect(await dev.locator("[data-selected-resources] tbody tr").count()).toBe(1);
     await dev.locator('[data-view="resourceplacement"] .events tr[data-reason="PlacementRolloutCompleted"]').waitFor({ timeout: ON_PAGE_MS });
+    // What its placement renders, read as a read of the placement.
+    for (const c of ["c2", "c1"]) await rendered(dev, c, [`"where": "${c}"`, '"soup": "tomato"'], '"soup": "tomato"');
     await shoot("resourceplacement-namespaced", dev);
     // Refused: only the other namespace's placement; nothing of its own namespace.
     expect(refused.filter((p) => p.includes("/namespaces/shop/"))).toEqual([]);
@@ -203,6 +242,9 @@ describe("KubeFleet placements on the dashboard in Chromium (wrangler dev + agen
         await p.locator('[data-view="resourceplacement"][data-index="1"]').waitFor({ timeout: ON_PAGE_MS });
         await row(p, "c2", '[data-done="false"]').waitFor({ timeout: ON_PAGE_MS });
         expect(await p.locator('[data-view="resourceplacement"] h1 [data-state="True"]').count()).toBe(0);
+        // The panel follows: c2's rendering is the new one (what its agent will receive), while c2 is not done.
+        await rendered(p, "c2", ['"where": "c2"', '"soup": "leek"'], '"soup": "leek"');
+        await row(p, "c2", '[data-done="false"]').waitFor({ timeout: ON_PAGE_MS });
       }
       const rp = (await admin(hub, "GET", `${FLEET}/namespaces/shop/resourceplacements/menu`)).body;
       expect(rp.status.observedResourceIndex).toBe("1");
@@ -218,6 +260,7 @@ describe("KubeFleet placements on the dashboard in Chromium (wrangler dev + agen
         await row(p, c, '[data-done="true"][data-index="1"]').waitFor({ timeout: 90_000 });
       }
       await p.locator('[data-view="resourceplacement"] h1 [data-state="True"]').waitFor({ timeout: ON_PAGE_MS });
+      await rendered(p, "c1", ['"where": "c1"', '"soup": "leek"'], '"soup": "leek"');
     }
     await shoot("resourceplacement-rest", page);
     expect(loads).toEqual(before);

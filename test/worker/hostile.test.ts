@@ -1460,6 +1460,94 @@ const crCases: [string, string, string, unknown, CallOptions | undefined, number
 for (const [label, method, path, body, opts, status, reason, field] of crCases)
   add({ name: `custom resource: ${label}`, method, path, body, opts, status, reason, field });
 
+// A placement's dry run for one cluster (the `render` subresource, src/api/placement-render.ts) and
+// overrides naming a ManifestWorkReplicaSet (docs/overrides.md): 4xx, nothing written.
+const FLEET_V1 = "/apis/placement.kubernetes-fleet.io/v1";
+const renderCases: [string, string, string, unknown, number, string, string | undefined][] = [
+  ["render without a cluster", "GET", `${FLEET_V1}/clusterresourceplacements/hcrp/render`, undefined, 400, "BadRequest", "cluster"],
+  ["render with an empty cluster", "GET", `${FLEET_V1}/clusterresourceplacements/hcrp/render?cluster=`, undefined, 400, "BadRequest", "cluster"],
+  [
+    "render for a cluster that does not exist",
+    "GET",
+    `${FLEET_V1}/clusterresourceplacements/hcrp/render?cluster=absent`,
+    undefined,
+    404,
+    "NotFound",
+    undefined,
+  ],
+  [
+    "render for a cluster name that is no name",
+    "GET",
+    `${FLEET_V1}/clusterresourceplacements/hcrp/render?cluster=%00%2F..`,
+    undefined,
+    404,
+    "NotFound",
+    undefined,
+  ],
+  [
+    "render of a placement that does not exist",
+    "GET",
+    `${FLEET_V1}/clusterresourceplacements/absent/render?cluster=${CLUSTER}`,
+    undefined,
+    404,
+    "NotFound",
+    undefined,
+  ],
+  [
+    "render of a ResourcePlacement in another namespace",
+    "GET",
+    `${FLEET_V1}/namespaces/default/resourceplacements/hrp/render?cluster=${CLUSTER}`,
+    undefined,
+    404,
+    "NotFound",
+    undefined,
+  ],
+  ["render written with PUT", "PUT", `${FLEET_V1}/namespaces/${NS}/resourceplacements/hrp/render?cluster=${CLUSTER}`, {}, 405, "MethodNotAllowed", undefined],
+  ["render deleted", "DELETE", `${FLEET_V1}/clusterresourceplacements/hcrp/render?cluster=${CLUSTER}`, undefined, 405, "MethodNotAllowed", undefined],
+  ["render of a collection", "GET", `${FLEET_V1}/clusterresourceplacements/render`, undefined, 404, "NotFound", undefined],
+  ["render below render", "GET", `${FLEET_V1}/clusterresourceplacements/hcrp/render/x?cluster=${CLUSTER}`, undefined, 404, "NotFound", undefined],
+  [
+    "a ClusterResourceOverride naming a ManifestWorkReplicaSet",
+    "POST",
+    `${FLEET_V1}/clusterresourceoverrides`,
+    {
+      apiVersion: "placement.kubernetes-fleet.io/v1",
+      kind: "ClusterResourceOverride",
+      metadata: { name: "hcro-mwrs" },
+      spec: {
+        placement: { name: "web", scope: "ManifestWorkReplicaSet" },
+        clusterResourceSelectors: [{ group: "", version: "v1", kind: "Namespace", name: "hcro-mwrs-ns" }],
+        policy: {
+          overrideRules: [{ clusterSelector: { clusterSelectorTerms: [] }, jsonPatchOverrides: [{ op: "add", path: "/metadata/labels/h", value: "h" }] }],
+        },
+      },
+    },
+    422,
+    "Invalid",
+    undefined,
+  ],
+  [
+    "a ResourceOverride of a ManifestWorkReplicaSet with a status path",
+    "POST",
+    `${FLEET_V1}/namespaces/${NS}/resourceoverrides`,
+    {
+      apiVersion: "placement.kubernetes-fleet.io/v1",
+      kind: "ResourceOverride",
+      metadata: { name: "hro-mwrs" },
+      spec: {
+        placement: { name: "web", scope: "ManifestWorkReplicaSet" },
+        resourceSelectors: [{ group: "apps", version: "v1", kind: "Deployment", name: "web" }],
+        policy: { overrideRules: [{ clusterSelector: { clusterSelectorTerms: [] }, jsonPatchOverrides: [{ op: "add", path: "/status/x", value: "h" }] }] },
+      },
+    },
+    422,
+    "Invalid",
+    undefined,
+  ],
+];
+for (const [label, method, path, body, status, reason, field] of renderCases)
+  add({ name: `fleet: ${label}`, method, path, ...(body !== undefined ? { body } : {}), status, reason, field });
+
 const crd = (name: string, spec: Json, metadata: Json = {}) => {
   const base = valid(byKind("CustomResourceDefinition"), name);
   return { ...base, metadata: { ...base.metadata, ...metadata }, spec: { ...base.spec, ...spec } };

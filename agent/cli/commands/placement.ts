@@ -1,4 +1,8 @@
 /**
+ * `flotilla placement render NAME --cluster C [-n NS] [-o json|yaml]`: the placement's dry run for
+ * one cluster (the hub's `render` subresource, docs/overrides.md): the objects that cluster's agent
+ * would receive, its overrides applied, and which overrides applied (or why one fails there).
+ *
  * `flotilla placement status NAME [-n NS] [-o json|yaml]`: where a KubeFleet placement stands
  * (docs/kubefleet.md). Without `-n`, the ClusterResourcePlacement NAME; with `-n NS`, the
  * ResourcePlacement NAME in NS (what a namespace's user may read). Prints the placement's
@@ -86,8 +90,64 @@ async function status(ctx: CommandContext, name: string, opts: StatusOptions): P
   ctx.out(opts.output ? renderObject(summary, opts.output) : renderPlacementStatus(summary, ctx.now()));
 }
 
+/** A hub's dry run of a placement for one cluster (src/fleet/dry-run.ts `PlacementRender`, `flotilla.dev/v1alpha1`). */
+export interface PlacementRender {
+  apiVersion: string;
+  kind: "PlacementRender";
+  placement: { kind: string; namespace?: string; name: string };
+  cluster: string;
+  scheduled: boolean;
+  template: KubeObject[];
+  objects: KubeObject[];
+  works: { name: string; spec: Record<string, unknown> }[];
+  clusterResourceOverrides: string[];
+  resourceOverrides: { name: string; namespace: string }[];
+  error?: string;
+}
+
+interface RenderOptions {
+  namespace?: string;
+  cluster: string;
+  output?: OutputFormat;
+}
+
 /**
- * Adds `placement status` to `program`.
+ * The human-readable form of a dry run: a heading (the placement, the cluster, whether the
+ * placement has picked it), the override snapshots applied, then either the override's failure
+ * or the rendered objects as YAML documents, each preceded by a comment naming its work.
+ */
+export function renderPlacementRender(r: PlacementRender): string {
+  const where = r.placement.namespace ? `${r.placement.namespace}/${r.placement.name}` : r.placement.name;
+  let out = `${r.placement.kind} ${where} rendered for cluster ${r.cluster}${r.scheduled ? "" : " (not scheduled there: shown as it would be)"}\n`;
+  const applied = [
+    ...r.clusterResourceOverrides.map((n) => `ClusterResourceOverrideSnapshot ${n}`),
+    ...r.resourceOverrides.map((o) => `ResourceOverrideSnapshot ${o.namespace}/${o.name}`),
+  ];
+  out += `Overrides applied: ${applied.length > 0 ? applied.join(", ") : "none"}\n`;
+  if (r.error !== undefined) return `${out}Failed: ${r.error}\nNothing is rendered for the cluster; it keeps the works it had.\n`;
+  for (const w of r.works) {
+    const manifests = ((w.spec as { workload?: { manifests?: unknown[] } }).workload?.manifests ?? []) as unknown[];
+    for (const m of manifests) out += `---\n# work ${w.name}\n${renderObject(m, "yaml")}`;
+  }
+  if (r.works.length === 0) out += "No objects: every object is deleted there by an override.\n";
+  return out;
+}
+
+async function render(ctx: CommandContext, name: string, opts: RenderOptions): Promise<void> {
+  const namespaced = opts.namespace !== undefined;
+  const path = `${namespaced ? Paths.resourcePlacements(opts.namespace, name) : Paths.clusterResourcePlacements(name)}/render`;
+  const r = await ctx.client().get<PlacementRender>(path, {
+    query: { cluster: opts.cluster },
+    hints: {
+      notFound: `no such ${namespaced ? `ResourcePlacement ${name} in namespace ${opts.namespace}` : `ClusterResourcePlacement ${name}`}, or no ManagedCluster ${opts.cluster}; list them with \`kubectl get ${namespaced ? `rp -n ${opts.namespace}` : "crp"}\` and \`flotilla get clusters\``,
+      notServed: "this hub does not render placements for one cluster yet; update the hub to a version that does",
+    },
+  });
+  ctx.out(opts.output ? renderObject(r, opts.output) : renderPlacementRender(r));
+}
+
+/**
+ * Adds `placement status` and `placement render` to `program`.
  *
  * @param context builds the action's context from the command.
  */
@@ -109,4 +169,20 @@ export function registerPlacement(program: Command, context: (cmd: Command) => C
         "the first condition not True and its reason. A cluster of (none) is a PickN or PickFixed slot no cluster fills.",
     )
     .action((name: string, opts: StatusOptions, cmd: Command) => status(context(cmd), name, opts));
+  placement
+    .command("render")
+    .description("Show the objects a placement renders for one cluster, its overrides applied (a dry run: nothing is written)")
+    .argument("<name>", "the ClusterResourcePlacement (or, with -n, the ResourcePlacement)")
+    .requiredOption("--cluster <name>", "the ManagedCluster to render for")
+    .option("-n, --namespace <ns>", "the namespace of a ResourcePlacement (without it: a ClusterResourcePlacement)")
+    .addOption(
+      new Option("-o, --output <format>", "print the hub's whole answer (template, objects, works, overrides) as json or yaml").choices(OUTPUT_FORMATS),
+    )
+    .addHelpText(
+      "after",
+      "\nThe objects are exactly what the cluster's agent would receive in its works now (the hub renders them with the\n" +
+        "placement controller's own code); the override snapshots applied are listed, or why an override fails there.\n" +
+        "Reading it needs only a read (get) of the placement.",
+    )
+    .action((name: string, opts: RenderOptions, cmd: Command) => render(context(cmd), name, opts));
 }

@@ -9,6 +9,11 @@ import { isDNS1123Label } from "../../k8s/validation.ts";
 import { findKind } from "../../kinds/index.ts";
 import type { ApiContext } from "../context.ts";
 import { decodePathSegment } from "../request.ts";
+import { PLACEMENT_RENDER_SUBRESOURCE } from "../../auth/requestinfo.ts";
+
+/** Whether `def` is a KubeFleet ClusterResourcePlacement or ResourcePlacement (which have the `render` subresource). */
+const isFleetPlacement = (def: KindDefinition) =>
+  def.group === "placement.kubernetes-fleet.io" && (def.kind === "ClusterResourcePlacement" || def.kind === "ResourcePlacement");
 
 /** The Hono context of an API request. */
 export type Ctx = ApiContext;
@@ -27,6 +32,8 @@ export interface Target {
   create?: CreateSubresource;
   /** The `scale` subresource of a kind that has one (`KindDefinition.scale`, src/api/scale.ts). */
   scale?: boolean;
+  /** The `render` subresource of a KubeFleet placement (src/api/placement-render.ts). */
+  render?: boolean;
 }
 
 /**
@@ -51,6 +58,8 @@ export function resolve(group: string, version: string, encoded: string[]): Targ
     return { def, namespace, name, create };
   if (def?.scale && sub === "scale" && name !== undefined && extra.length === 0 && def.namespaced === Boolean(namespace))
     return { def, namespace, name, scale: true };
+  if (def && sub === PLACEMENT_RENDER_SUBRESOURCE && isFleetPlacement(def) && name !== undefined && extra.length === 0 && def.namespaced === Boolean(namespace))
+    return { def, namespace, name, render: true };
   if (!def || extra.length > 0 || (sub !== undefined && sub !== "status")) {
     throw new ApiError(404, "NotFound", "the server could not find the requested resource");
   }

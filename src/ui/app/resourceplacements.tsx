@@ -5,9 +5,12 @@
  * the objects it selected (`status.selectedResources`, in KubeFleet's apply order), one row per
  * cluster with its Scheduled, RolloutStarted, Applied and Available conditions, failed and drifted
  * objects and the resource index it is at (src/kinds/fleet-summary.ts), the failed and drifted
- * objects themselves, and its events. Everything is watched, so a rollout moves on the page.
+ * objects themselves, the objects it renders for a chosen cluster beside their template with the
+ * overrides applied (the hub's dry run, docs/overrides.md), and its events. Everything is watched,
+ * so a rollout moves on the page.
  * Routes: `#/resourceplacements`, `#/resourceplacements/<crp>`, `#/resourceplacements/<ns>/<rp>`.
  */
+import { useEffect, useState } from "preact/hooks";
 import type { Api, KubeObject } from "./api.ts";
 import { EventList } from "./events.tsx";
 import { condition } from "./format.ts";
@@ -18,6 +21,109 @@ import { apiVersionOf, clusterDone, placementSummary, type PerClusterPlacementSt
 
 const FLEET = "/apis/placement.kubernetes-fleet.io/v1";
 const CRPS = `${FLEET}/clusterresourceplacements`;
+
+/** The hub's dry run of a placement for one cluster (its `render` subresource: src/fleet/dry-run.ts `PlacementRender`). */
+interface PlacementRender {
+  cluster: string;
+  scheduled: boolean;
+  template: unknown[];
+  objects: unknown[];
+  clusterResourceOverrides: string[];
+  resourceOverrides: { name: string; namespace: string }[];
+  error?: string;
+}
+
+/** A line of pretty JSON without its trailing comma (a line that became the last of its object is not a change). */
+const bare = (line: string) => (line.endsWith(",") ? line.slice(0, -1) : line);
+
+/** The lines of `objects` as pretty JSON, each marked when `against` (the other pane's lines) lacks it. */
+function paneLines(objects: unknown[], against: unknown[]): { text: string; changed: boolean }[] {
+  const others = new Set(JSON.stringify(against, null, 2).split("\n").map(bare));
+  return JSON.stringify(objects, null, 2)
+    .split("\n")
+    .map((text) => ({ text, changed: !others.has(bare(text)) }));
+}
+
+/**
+ * For a cluster chosen among the placement's, the objects the placement renders for it beside
+ * its template (the hub's dry run, the `render` subresource: what the cluster's agent would
+ * receive), the lines the overrides changed marked, and the override snapshots applied or why
+ * one fails there. Read again whenever the placement changes (`version`, its resourceVersion:
+ * its status moves with every rollout step and override change), so the panes follow a rollout.
+ */
+function RenderedForCluster({ api, path, clusters, version }: { api: Api; path: string; clusters: string[]; version: string }) {
+  const [chosen, setChosen] = useState("");
+  const cluster = clusters.includes(chosen) ? chosen : (clusters[0] ?? "");
+  const [state, setState] = useState<{ r?: PlacementRender; error?: Error }>({});
+  useEffect(() => {
+    if (!cluster) return;
+    const ctl = new AbortController();
+    api.request<PlacementRender>("GET", `${path}/render?cluster=${encodeURIComponent(cluster)}`, undefined, undefined, ctl.signal).then(
+      (r) => setState({ r }),
+      (error: Error) => {
+        if (!ctl.signal.aborted) setState({ error });
+      },
+    );
+    return () => ctl.abort();
+  }, [api, path, cluster, version]);
+  if (clusters.length === 0) return <p class="muted">No cluster to render for yet.</p>;
+  const r = state.r?.cluster === cluster ? state.r : undefined;
+  const applied = r
+    ? [
+        ...r.clusterResourceOverrides.map((n) => `ClusterResourceOverrideSnapshot ${n}`),
+        ...r.resourceOverrides.map((o) => `ResourceOverrideSnapshot ${o.namespace}/${o.name}`),
+      ]
+    : [];
+  return (
+    <div data-rendered={cluster} data-render-state={r ? (r.error !== undefined ? "failed" : "rendered") : "loading"}>
+      <label>
+        Cluster{" "}
+        <select data-render-cluster value={cluster} onChange={(e) => setChosen((e.target as HTMLSelectElement).value)}>
+          {clusters.map((c) => (
+            <option key={c} value={c}>
+              {c}
+            </option>
+          ))}
+        </select>
+      </label>
+      <ErrorNote error={state.error} what={`Rendering for ${cluster}`} />
+      {r && (
+        <>
+          <p data-overrides-applied={applied.join(",")}>Overrides applied: {applied.length > 0 ? applied.join(", ") : "none"}</p>
+          {r.error !== undefined && (
+            <p class="error" role="alert" data-render-error>
+              {r.error} (nothing is rendered for {cluster}; it keeps the works it had)
+            </p>
+          )}
+          <div class="panes">
+            <section aria-label="Template">
+              <h3>Template</h3>
+              <pre class="code" data-pane="template">
+                {paneLines(r.template, r.error !== undefined ? r.template : r.objects).map((l, i) => (
+                  <span key={i} class={l.changed ? "changed" : undefined}>
+                    {l.text}
+                    {"\n"}
+                  </span>
+                ))}
+              </pre>
+            </section>
+            <section aria-label={`Rendered for ${cluster}`}>
+              <h3>Rendered for {cluster}</h3>
+              <pre class="code" data-pane="rendered">
+                {paneLines(r.objects, r.template).map((l, i) => (
+                  <span key={i} class={l.changed ? "changed" : undefined} data-changed={l.changed ? "true" : undefined}>
+                    {l.text}
+                    {"\n"}
+                  </span>
+                ))}
+              </pre>
+            </section>
+          </div>
+        </>
+      )}
+    </div>
+  );
+}
 
 /** The page of a placement: a ClusterResourcePlacement by name, a ResourcePlacement by namespace and name. */
 export function placementHref(p: KubeObject): string {
@@ -306,6 +412,15 @@ function PlacementDetail({ api, namespace, name }: { api: Api; namespace?: strin
             </ul>
           </>
         )}
+      </section>
+      <section aria-labelledby="rpr-h">
+        <h2 id="rpr-h">Rendered for a cluster</h2>
+        <RenderedForCluster
+          api={api}
+          path={`${collection}/${encodeURIComponent(name)}`}
+          clusters={placed.map((c) => c.cluster!).filter((c, i, all) => all.indexOf(c) === i)}
+          version={p.metadata.resourceVersion ?? ""}
+        />
       </section>
       <section aria-labelledby="rpev-h">
         <h2 id="rpev-h">Events</h2>

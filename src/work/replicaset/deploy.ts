@@ -15,6 +15,7 @@ import { canonicalJson } from "../../k8s/canonical-json.ts";
 import { classifyRollout, TEMPLATE_WRITTEN_ANNOTATION, type DecisionGroup } from "../rollout.ts";
 import type { Deployment, ReplicaSetReconciler, ReplicaSetRun, ReplicaSetSpec } from "./run.ts";
 import { specJson } from "./works-cache.ts";
+import { APPLIED_OVERRIDES_ANNOTATION, replicaSetTemplates, type ReplicaSetTemplates } from "./overrides.ts";
 
 /**
  * Most works one run writes: a run is one invocation (a request or an alarm), and on Cloudflare
@@ -81,32 +82,54 @@ function refWrites(
   clusters: string[],
   apply: Set<string>,
   works: Map<string, KubeObject>,
-  template: Record<string, unknown>,
+  templates: ReplicaSetTemplates,
   now: string,
 ): { cluster: string; write: ManyWrite }[] {
   const { key, workName } = run;
   const writes: { cluster: string; write: ManyWrite }[] = [];
   for (const c of clusters) {
     const w = works.get(c);
+    const t = templates.forCluster(c);
     const labels = { ...(w?.metadata.labels ?? {}), [MWRS_LABEL]: key, [PLACEMENT_NAME_LABEL]: ref };
-    if (apply.has(c)) {
+    // An override that failed for the cluster: its work stays as it is (never half-applied).
+    if (apply.has(c) && t.template) {
       const metadata = {
         ...(w?.metadata ?? {}),
         name: workName,
         namespace: c,
         labels,
-        annotations: { ...(w?.metadata.annotations ?? {}), [TEMPLATE_WRITTEN_ANNOTATION]: now },
+        annotations: withApplied({ ...(w?.metadata.annotations ?? {}), [TEMPLATE_WRITTEN_ANNOTATION]: now }, t.overrides),
       };
-      const body = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata, spec: structuredClone(template) };
+      const body = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata, spec: structuredClone(t.template) };
       writes.push({ cluster: c, write: { namespace: c, name: workName, req: w ? { verb: "update", body } : { verb: "create", body }, known: w ?? null } });
-    } else if (w && w.metadata.labels?.[PLACEMENT_NAME_LABEL] !== ref) {
+    } else if (w && !w.metadata.deletionTimestamp) {
+      // A work that moved to this ref is relabelled (its content follows the rollout); one that
+      // carries the cluster's template has its applied overrides' names brought up to date (a new
+      // snapshot that renders the same).
+      const named = !templates.empty || w.metadata.annotations?.[APPLIED_OVERRIDES_ANNOTATION] !== undefined;
+      const current = named && t.template !== undefined && specJson(w) === t.json;
+      const annotations = current ? withApplied({ ...(w.metadata.annotations ?? {}) }, t.overrides) : w.metadata.annotations;
+      const relabel = w.metadata.labels?.[PLACEMENT_NAME_LABEL] !== ref;
+      if (!relabel && canonicalJson(annotations ?? {}) === canonicalJson(w.metadata.annotations ?? {})) continue;
       writes.push({
         cluster: c,
-        write: { namespace: c, name: workName, req: { verb: "update", body: { ...w, metadata: { ...w.metadata, labels } } }, known: w },
+        write: {
+          namespace: c,
+          name: workName,
+          req: { verb: "update", body: { ...w, metadata: { ...w.metadata, labels, ...(annotations ? { annotations } : {}) } } },
+          known: w,
+        },
       });
     }
   }
   return writes;
+}
+
+/** `annotations` with {@link APPLIED_OVERRIDES_ANNOTATION} naming `overrides` (removed when none). */
+function withApplied(annotations: Record<string, string>, overrides: string[]): Record<string, string> {
+  if (overrides.length > 0) annotations[APPLIED_OVERRIDES_ANNOTATION] = overrides.join(",");
+  else delete annotations[APPLIED_OVERRIDES_ANNOTATION];
+  return annotations;
 }
 
 /**
@@ -188,6 +211,51 @@ function placementConditions(mwrs: KubeObject, placed: Placed, nowMs: number): C
   return conditions;
 }
 
+/** At most this many clusters' failures are named in the `Overridden` condition's message. */
+const FAILURES_NAMED = 10;
+
+/**
+ * Sets the replica set's `Overridden` condition (Flotilla's, after KubeFleet's placement
+ * condition of that name; docs/overrides.md) over the clusters it owns, at `nowMs` (epoch ms):
+ * True `OverriddenSucceeded` when the overrides naming it rendered every cluster, False
+ * `OverriddenFailed` naming the clusters where one failed (the first {@link FAILURES_NAMED}) and
+ * why; removed when no override names the replica set.
+ */
+function overriddenCondition(conditions: Condition[], templates: ReplicaSetTemplates, clusters: string[], nowMs: number): void {
+  if (templates.empty) {
+    const i = conditions.findIndex((c) => c.type === "Overridden");
+    if (i !== -1) conditions.splice(i, 1);
+    return;
+  }
+  const at = new Date(nowMs).toISOString().replace(/\.\d{3}Z$/, "Z");
+  const failed: string[] = [];
+  let applied = 0;
+  for (const c of [...clusters].sort()) {
+    const t = templates.forCluster(c);
+    if (t.error !== undefined) failed.push(`${c}: ${t.error}`);
+    else if (t.overrides.length > 0) applied++;
+  }
+  if (failed.length > 0) {
+    const more = failed.length > FAILURES_NAMED ? `; and ${failed.length - FAILURES_NAMED} more` : "";
+    setCondition(
+      conditions,
+      {
+        type: "Overridden",
+        status: "False",
+        reason: "OverriddenFailed",
+        message: `Failed to apply the override rules in ${failed.length} cluster(s): ${failed.slice(0, FAILURES_NAMED).join("; ")}${more}`,
+      },
+      at,
+    );
+  } else {
+    setCondition(
+      conditions,
+      { type: "Overridden", status: "True", reason: "OverriddenSucceeded", message: `The override rules are applied in ${applied} cluster(s)` },
+      at,
+    );
+  }
+}
+
 /**
  * The deploy step: for each placementRef in order, the clusters its decision groups name and
  * this replica set may own, classified by the ref's rollout; writes the works the rollout calls
@@ -204,6 +272,9 @@ export const deployReconciler: ReplicaSetReconciler = {
     const spec = (mwrs.spec ?? {}) as ReplicaSetSpec;
     const template = defaultedTemplate(spec);
     const templateJson = canonicalJson(template);
+    // Each cluster's template, the ResourceOverrides naming the replica set applied (src/work/replicaset/overrides.ts).
+    const templates = await replicaSetTemplates(env, namespace, run.name, template, templateJson);
+    const templateJsonOf = (c: string) => templates.forCluster(c).json;
     const now = new Date(nowMs).toISOString();
     const allDecisions = (await admittedStoreOf(env, PlacementDecisionKind).list(namespace)).items;
     const works = new Map(ours.map((w) => [w.metadata.namespace!, w]));
@@ -235,14 +306,14 @@ export const deployReconciler: ReplicaSetReconciler = {
       perPlacement.push({ name: ref.name, groups: groups.length, decided: decided.size, clusters });
 
       // The same classification as the dashboard's rollout page (src/ui/app/replicasets.tsx).
-      const classified = classifyRollout(ref.rolloutStrategy, usable, works, templateJson, nowMs, (w) => specJson(w as KubeObject));
+      const classified = classifyRollout(ref.rolloutStrategy, usable, works, templateJsonOf, nowMs, (w) => specJson(w as KubeObject));
       placed.succeeded += classified.succeeded;
       const rollout = classified.rollout;
       if (rollout.maxFailureBreach) placed.breach = true;
       if (rollout.recheckAfterMs !== undefined) recheckAt = Math.min(recheckAt, nowMs + rollout.recheckAfterMs);
 
       // The works of this ref's clusters are written together, in D1 batches (writeMany).
-      const writes = refWrites(run, ref.name, clusters, new Set(rollout.toApply), works, template, now);
+      const writes = refWrites(run, ref.name, clusters, new Set(rollout.toApply), works, templates, now);
       if (writes.length > budget) {
         more = true;
         writes.length = budget;
@@ -271,7 +342,8 @@ export const deployReconciler: ReplicaSetReconciler = {
     if (await deleteLeaving(run, leaving, works)) raced = true;
 
     const conditions = placementConditions(mwrs, placed, nowMs);
-    run.deployment = { works, templateJson, placements: perPlacement, conditions, recheckAt, raced, more };
+    overriddenCondition(conditions, templates, [...owner.keys()], nowMs);
+    run.deployment = { works, templateJson, templateJsonOf, placements: perPlacement, conditions, recheckAt, raced, more };
     return { state: "continue", mwrs };
   },
 };

@@ -58,6 +58,8 @@ export interface Deployment {
   works: Map<string, KubeObject>;
   /** The template's spec (the ManifestWork kind's defaults applied) as canonical JSON. */
   templateJson: string;
+  /** One cluster's template as canonical JSON: `templateJson` with the overrides naming the replica set applied ("" where they failed). */
+  templateJsonOf: (cluster: string) => string;
   /** Per placementRef, in spec order: its decision groups, clusters decided, and the clusters whose work it owns. */
   placements: { name: string; groups: number; decided: number; clusters: string[] }[];
   /** The replica set's conditions with PlacementVerified and PlacementRolledOut set at this run. */

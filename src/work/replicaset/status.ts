@@ -49,7 +49,7 @@ export const statusReconciler: ReplicaSetReconciler = {
   async reconcile(run, mwrs) {
     const deployment = run.deployment;
     if (!deployment) throw new Error("the status step runs after the deploy step");
-    const { works, templateJson, conditions, recheckAt, more } = deployment;
+    const { works, templateJsonOf, conditions, recheckAt, more } = deployment;
     let raced = deployment.raced;
     const summary = summarize([...works.values()]);
     const at = new Date(run.nowMs).toISOString().replace(/\.\d{3}Z$/, "Z");
@@ -62,7 +62,7 @@ export const statusReconciler: ReplicaSetReconciler = {
     }
     const placementSummary = deployment.placements.map((p) => {
       const placed = p.clusters.map((c) => works.get(c)).filter((w): w is KubeObject => w !== undefined);
-      const current = placed.filter((w) => specJson(w) === templateJson).length;
+      const current = placed.filter((w) => specJson(w) === templateJsonOf(w.metadata.namespace!)).length;
       return { name: p.name, availableDecisionGroups: `${p.groups} (${current} / ${p.decided} clusters applied)`, summary: summarize(placed) };
     });
     const status = { ...(mwrs.status ?? {}), conditions, summary, placementSummary };

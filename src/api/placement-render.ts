@@ -1,0 +1,30 @@
+/**
+ * The `render` subresource of a KubeFleet placement (Flotilla's; docs/overrides.md "Seeing the
+ * rendered objects"): `GET /apis/placement.kubernetes-fleet.io/{v1,v1beta1}/clusterresourceplacements/{name}/render?cluster=C`
+ * (a ResourcePlacement's under its namespace) answers a `flotilla.dev/v1alpha1` PlacementRender,
+ * the dry run of src/fleet/dry-run.ts: the objects cluster C's agent would receive, the template
+ * they come from and the overrides applied. Authorized as a read (`get`) of the placement itself
+ * (src/auth/requestinfo.ts): whoever may read the placement may see what it renders. Writes nothing.
+ */
+import { badRequest, methodNotAllowed, notFound } from "../k8s/errors.ts";
+import { clock } from "../clock.ts";
+import { dryRunPlacement } from "../fleet/dry-run.ts";
+import { json } from "./resource/answer.ts";
+import type { Ctx, Target } from "./resource/target.ts";
+
+/**
+ * Serves a request on the `render` subresource of placement `t`.
+ * @throws ApiError 405 (not a GET), 400 (no `cluster` query parameter), 404 (no such placement or ManagedCluster)
+ */
+export async function servePlacementRender(c: Ctx, t: Target): Promise<Response> {
+  if (c.req.method !== "GET") throw methodNotAllowed(`${c.req.method} is not allowed on the render subresource`);
+  const cluster = c.req.query("cluster");
+  if (!cluster) throw badRequest("the render subresource needs the query parameter cluster: the ManagedCluster to render for", "cluster");
+  const r = await dryRunPlacement(c.env, { namespace: t.namespace, name: t.name! }, cluster, clock.now());
+  if ("missing" in r) {
+    throw r.missing === "placement"
+      ? notFound({ group: t.def.group, plural: t.def.plural, name: t.name! })
+      : notFound({ group: "cluster.open-cluster-management.io", plural: "managedclusters", name: cluster });
+  }
+  return json(r);
+}
