@@ -1025,6 +1025,10 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
       { verbs: WRITE, apiGroups: [OCM_ADDON], resources: ["addondeploymentconfigs", "managedclusteraddons"] },
       // KubeFleet's namespaced placement, envelope and override (docs/kubefleet.md, docs/overrides.md); snapshots and bindings are the controller's.
       { verbs: WRITE, apiGroups: [FLEET_PLACEMENT], resources: ["resourceenvelopes", "resourceoverrides", "resourceplacements"] },
+      // KubeFleet's namespaced staged updates. Approving a stage writes an ApprovalRequest's status,
+      // which, as every status, edit does not write: the approver needs `approvalrequests/status`
+      // (docs/kubefleet.md "Staged update runs").
+      { verbs: WRITE, apiGroups: [FLEET_PLACEMENT], resources: ["approvalrequests", "stagedupdateruns", "stagedupdatestrategies"] },
       // Karmada's namespaced policies (docs/karmada.md, docs/overrides.md); its ResourceBindings are the controller's.
       { verbs: WRITE, apiGroups: [KARMADA_POLICY], resources: ["overridepolicies", "propagationpolicies"] },
     ],
@@ -1103,6 +1107,11 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
           "resourcesnapshots/status",
           "schedulingpolicysnapshots",
           "schedulingpolicysnapshots/status",
+          "approvalrequests",
+          "approvalrequests/status",
+          "stagedupdateruns",
+          "stagedupdateruns/status",
+          "stagedupdatestrategies",
         ],
       },
       // A namespace's user reads its PropagationPolicies, OverridePolicies and the ResourceBindings' status (docs/karmada.md).
