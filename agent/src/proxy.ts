@@ -97,6 +97,15 @@ export class ProxyServer {
     return this.streams.size;
   }
 
+  /**
+   * Whether stream `id` holds bytes of the member's answer that wait for the hub's credit (its
+   * credit spent, the member's answer paused): nothing more goes out on it until a grant.
+   */
+  waitingForCredit(id: number): boolean {
+    const s = this.streams.get(id);
+    return s !== undefined && s.credit === 0 && s.pending.length > 0;
+  }
+
   /** Handles a proxy message from the hub; `send` writes on the channel it came on. */
   message(msg: Extract<ChannelHubMessage, { type: "proxy-open" | "proxy-credit" | "proxy-cancel" }>, send: ChannelSend): void {
     switch (msg.type) {

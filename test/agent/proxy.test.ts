@@ -107,7 +107,8 @@ describe("the agent's proxy", () => {
     await waitFor("the window to be used", async () => s.body(7).length === PROXY_WINDOW_BYTES, 5000).catch((e: Error) => {
       throw new Error(`${e.message}: ${s.body(7).length} bytes, ${JSON.stringify(s.texts)}`);
     });
-    await new Promise((r) => setTimeout(r, 200));
+    // The member's answer goes on while the credit is spent: the stream holds it back.
+    await waitFor("the stream to wait for credit", async () => s.proxy.waitingForCredit(7));
     expect(s.body(7).length).toBe(PROXY_WINDOW_BYTES);
     s.proxy.message({ type: "proxy-credit", stream: 7, bytes: 100_000 }, s.send);
     await waitFor("the grant to be used", async () => s.body(7).length === PROXY_WINDOW_BYTES + 100_000);

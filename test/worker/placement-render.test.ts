@@ -3,7 +3,7 @@
 // over HTTP: the objects exactly as the cluster's works carry them (overrides applied), the
 // template beside them, the override snapshots applied; a failing override's message; the
 // 4xx answers; authorized as a read of the placement (a namespace viewer may, others may not).
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { call, createCluster, createNamespaces } from "./helpers.ts";
 
 const G = "/apis/placement.kubernetes-fleet.io";
@@ -25,13 +25,9 @@ const deployment = {
   },
 };
 
+/** Waits up to `ms` milliseconds for `check` to hold (vitest's `vi.waitFor`, polling every 100 ms). */
 async function waitFor(check: () => Promise<boolean>, ms = 8000) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  expect(await check()).toBe(true);
+  await vi.waitFor(async () => expect(await check()).toBe(true), { timeout: ms, interval: 100 });
 }
 
 beforeAll(async () => {

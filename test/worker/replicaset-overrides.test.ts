@@ -5,7 +5,7 @@
 // change re-renders only the clusters it touches, one at a time under a Progressive rollout;
 // the validation of the scope.
 import { env } from "cloudflare:workers";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { call, condition, createNamespaces, MCSET, createCluster, merge, MWRS, PLACEMENTS, BINDINGS } from "./helpers.ts";
 
 const W = "/apis/work.open-cluster-management.io";
@@ -96,13 +96,9 @@ async function succeeded(cluster: string, work: string) {
   await env.REPLICASETS.getByName(`${ns}/${name}`).reconcile(ns, name);
 }
 
+/** Waits up to `ms` milliseconds for `check` to hold (vitest's `vi.waitFor`, polling every 100 ms). */
 async function waitFor(check: () => Promise<boolean>, ms = 8000) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  expect(await check()).toBe(true);
+  await vi.waitFor(async () => expect(await check()).toBe(true), { timeout: ms, interval: 100 });
 }
 
 beforeAll(async () => {

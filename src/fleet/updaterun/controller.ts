@@ -447,6 +447,21 @@ function bindingResult(binding: KubeObject): "done" | "failed" | "pending" {
   return "pending";
 }
 
+/** Marks cluster `c` of the run's walk updated: `Succeeded` True, KubeFleet's reason and message. */
+function succeeded(w: Walk, c: ClusterUpdatingStatus): void {
+  c.conditions = cond(
+    c.conditions,
+    {
+      type: "Succeeded",
+      status: "True",
+      reason: "ClusterUpdatingSucceeded",
+      message: "Cluster update completed successfully",
+      observedGeneration: w.generation,
+    },
+    w.now,
+  );
+}
+
 function skipCluster(w: Walk, c: ClusterUpdatingStatus): void {
   const message = "The cluster is no longer picked by the placement; the run skips it";
   c.conditions = cond(c.conditions, { type: "Started", status: "True", reason: CLUSTER_SKIPPED_REASON, message, observedGeneration: w.generation }, w.now);
@@ -519,17 +534,7 @@ function walkClusters(w: Walk, st: StageUpdatingStatus, maxConcurrency: number, 
       // Already bound to the snapshot (a run that left it there, a rollback to where it is): its
       // result counts at once (KubeFleet's `checkClusterUpdateResult` on a synced binding).
       if (synced && bindingResult(binding) === "done") {
-        c.conditions = cond(
-          c.conditions,
-          {
-            type: "Succeeded",
-            status: "True",
-            reason: "ClusterUpdatingSucceeded",
-            message: "Cluster update completed successfully",
-            observedGeneration: w.generation,
-          },
-          w.now,
-        );
+        succeeded(w, c);
         finished++;
         updating--;
       }
@@ -546,17 +551,7 @@ function walkClusters(w: Walk, st: StageUpdatingStatus, maxConcurrency: number, 
     }
     const result = bindingResult(binding);
     if (result === "done") {
-      c.conditions = cond(
-        c.conditions,
-        {
-          type: "Succeeded",
-          status: "True",
-          reason: "ClusterUpdatingSucceeded",
-          message: "Cluster update completed successfully",
-          observedGeneration: w.generation,
-        },
-        w.now,
-      );
+      succeeded(w, c);
       finished++;
       updating--;
     } else if (result === "failed") {
