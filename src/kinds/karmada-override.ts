@@ -15,7 +15,14 @@ import type { KindDefinition, PrinterColumn } from "../k8s/kind.ts";
 import { validateLabelSelector, type LabelSelectorInput } from "../k8s/labels.ts";
 import { ObjectMetaSchema, type KubeObject } from "../k8s/meta.ts";
 import { fieldInvalid, fieldRequired, validateAnnotations, validateLabels, type FieldError } from "../k8s/validation.ts";
-import { ClusterAffinitySchema, KARMADA_POLICY_GROUP, ResourceSelectorSchema, type KarmadaClusterAffinity, type KarmadaResourceSelector } from "./karmada.ts";
+import {
+  ClusterAffinitySchema,
+  KARMADA_POLICY_GROUP,
+  ResourceSelectorSchema,
+  type KarmadaClusterAffinity,
+  type KarmadaResourceSelector,
+  validateResourceSelectors,
+} from "./karmada.ts";
 
 /** The annotation on a rendered work listing the OverridePolicies applied there (Karmada's `util.AppliedOverrides`). */
 export const APPLIED_OVERRIDES_ANNOTATION = "policy.karmada.io/applied-overrides";
@@ -193,17 +200,7 @@ export function validateOverridePolicy(obj: KubeObject, namespace: string): Stat
   // The deprecated rule is applied as one rule: its overriders are checked the same way (Karmada does not, so a bad one fails at render time there).
   if (spec.overrideRules === undefined && spec.overriders)
     errs.push(...validateRules([{ overriders: spec.overriders }], "spec").map((e) => ({ ...e, field: e.field.replace("spec.overrideRules[0].", "spec.") })));
-  (spec.resourceSelectors ?? []).forEach((s, i) => {
-    if (namespace && s.namespace !== namespace)
-      errs.push(
-        fieldInvalid(
-          `spec.resourceSelectors[${i}].namespace`,
-          s.namespace ?? "",
-          "namespace of resource selector must be the same as the namespace of the policy",
-        ),
-      );
-    if (!s.name && s.labelSelector) errs.push(...validateLabelSelector(s.labelSelector, `spec.resourceSelectors[${i}].labelSelector`));
-  });
+  errs.push(...validateResourceSelectors(spec.resourceSelectors ?? [], namespace));
   return errs;
 }
 

@@ -194,6 +194,28 @@ const has = (v: unknown) => v !== undefined && v !== null && !(Array.isArray(v) 
 const NOT_BUILT = "not implemented by this hub (docs/karmada.md)";
 
 /**
+ * Karmada's `validateResourceSelectors` for a policy of `namespace` ("" when cluster-scoped): a
+ * namespaced policy's selectors name its own namespace, and a selector without a name has a
+ * parsable label selector. Returns the field errors (none: an empty list). Source: karmada-io/karmada
+ * `pkg/util/validation/validation.go`.
+ */
+export function validateResourceSelectors(selectors: readonly KarmadaResourceSelector[], namespace: string): FieldError[] {
+  const errs: FieldError[] = [];
+  selectors.forEach((s, i) => {
+    if (namespace && s.namespace !== namespace)
+      errs.push(
+        fieldInvalid(
+          `spec.resourceSelectors[${i}].namespace`,
+          s.namespace ?? "",
+          "namespace of resource selector must be the same as the namespace of the policy",
+        ),
+      );
+    if (!s.name && s.labelSelector) errs.push(...validateLabelSelector(s.labelSelector, `spec.resourceSelectors[${i}].labelSelector`));
+  });
+  return errs;
+}
+
+/**
  * Karmada's `ValidatePropagationSpec` (`pkg/util/validation`), its webhooks' update checks, and
  * the refusal of what is not built. `namespace` is a PropagationPolicy's ("" for a
  * ClusterPropagationPolicy); `old` the stored policy on an update.
@@ -254,16 +276,8 @@ export function validatePropagation(obj: KubeObject, old: KubeObject | undefined
       errs.push(fieldNotSupported(`${at}.effect`, t.effect, ["NoSchedule", "PreferNoSchedule", "NoExecute"]));
   });
   // validateResourceSelectors (a PropagationPolicy's selectors name its own namespace).
+  errs.push(...validateResourceSelectors(spec.resourceSelectors ?? [], namespace));
   (spec.resourceSelectors ?? []).forEach((s, i) => {
-    if (namespace && s.namespace !== namespace)
-      errs.push(
-        fieldInvalid(
-          `spec.resourceSelectors[${i}].namespace`,
-          s.namespace ?? "",
-          "namespace of resource selector must be the same as the namespace of the policy",
-        ),
-      );
-    if (!s.name && s.labelSelector) errs.push(...validateLabelSelector(s.labelSelector, `spec.resourceSelectors[${i}].labelSelector`));
     if (spec.preemption === "Always" && !s.name)
       errs.push(
         fieldInvalid(
