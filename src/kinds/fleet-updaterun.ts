@@ -19,91 +19,13 @@ import { z } from "zod";
 import type { StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition, PrinterColumn } from "../k8s/kind.ts";
 import { LabelSelectorSchema } from "../k8s/labels.ts";
-import { ConditionsSchema, objectSchema, type Condition, type KubeObject } from "../k8s/meta.ts";
+import { ConditionsSchema, objectSchema, type KubeObject } from "../k8s/meta.ts";
 import { deepEqual } from "../k8s/fieldmanager.ts";
 import { FLEET_GROUP, FLEET_PREFIX } from "./fleet.ts";
+import type { StageConfig, UpdateRunSpec, UpdateStrategySpec } from "./fleet-updaterun-shapes.ts";
 
 /** The finalizer a run keeps until its approval requests are deleted (KubeFleet's `UpdateRunFinalizer`). */
 export const UPDATE_RUN_FINALIZER = `${FLEET_PREFIX}stagedupdaterun-finalizer`;
-/** Label on an approval request: its run (KubeFleet's `TargetUpdateRunLabel`). */
-export const TARGET_UPDATE_RUN_LABEL = `${FLEET_PREFIX}targetUpdateRun`;
-/** Label on an approval request: its stage (KubeFleet's `TargetUpdatingStageNameLabel`). */
-export const TARGET_STAGE_LABEL = `${FLEET_PREFIX}targetUpdatingStage`;
-/** Label on an approval request: `beforeStage` or `afterStage` (KubeFleet's `TaskTypeLabel`). */
-export const TASK_TYPE_LABEL = `${FLEET_PREFIX}taskType`;
-/** Label on an approval request: "true" (KubeFleet's `IsLatestUpdateRunApprovalLabel`). */
-export const IS_LATEST_APPROVAL_LABEL = `${FLEET_PREFIX}isLatestUpdateRunApproval`;
-
-/** A run's `spec.state`. */
-export type UpdateRunState = "Initialize" | "Run" | "Stop";
-
-/** A stage task (`StageTask`). `waitTime` is a Go duration string (`1h2m3.5s`). */
-export interface StageTask {
-  type: "TimedWait" | "Approval";
-  waitTime?: string;
-}
-
-/** A stage of a strategy (`StageConfig`). */
-export interface StageConfig {
-  name: string;
-  labelSelector?: z.infer<typeof LabelSelectorSchema>;
-  sortingLabelKey?: string;
-  maxConcurrency?: number | string;
-  afterStageTasks?: StageTask[];
-  beforeStageTasks?: StageTask[];
-}
-
-/** A strategy's spec (`UpdateStrategySpec`). */
-export interface UpdateStrategySpec {
-  stages: StageConfig[];
-}
-
-/** A run's spec (`UpdateRunSpec`). */
-export interface UpdateRunSpec {
-  placementName: string;
-  resourceSnapshotIndex?: string;
-  stagedRolloutStrategyName: string;
-  state?: UpdateRunState;
-}
-
-/** A cluster of a stage in a run's status (`ClusterUpdatingStatus`). */
-export interface ClusterUpdatingStatus {
-  clusterName: string;
-  resourceOverrideSnapshots?: { name: string; namespace?: string }[];
-  clusterResourceOverrideSnapshots?: string[];
-  conditions?: Condition[];
-}
-
-/** A stage task's status (`StageTaskStatus`). */
-export interface StageTaskStatus {
-  type: StageTask["type"];
-  approvalRequestName?: string;
-  conditions?: Condition[];
-}
-
-/** A stage in a run's status (`StageUpdatingStatus`). */
-export interface StageUpdatingStatus {
-  stageName: string;
-  clusters: ClusterUpdatingStatus[];
-  afterStageTaskStatus?: StageTaskStatus[];
-  beforeStageTaskStatus?: StageTaskStatus[];
-  startTime?: string;
-  endTime?: string;
-  conditions?: Condition[];
-}
-
-/** A run's status (`UpdateRunStatus`). */
-export interface UpdateRunStatus {
-  policySnapshotIndexUsed?: string;
-  policyObservedClusterCount?: number;
-  resourceSnapshotIndexUsed?: string;
-  appliedStrategy?: Record<string, unknown>;
-  stagedUpdateStrategySnapshot?: UpdateStrategySpec;
-  stagesStatus?: StageUpdatingStatus[];
-  deletionStageStatus?: StageUpdatingStatus;
-  conditions?: Condition[];
-}
-
 /** Go's duration syntax as KubeFleet's CRD admits it for `waitTime`. */
 const DURATION_PATTERN = /^(?:(?:0|[1-9][0-9]*)(\.[0-9]+)?(?:s|m|h))+$/;
 

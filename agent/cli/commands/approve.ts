@@ -8,11 +8,9 @@
 import type { Command } from "commander";
 import type { CommandContext } from "../context.ts";
 import { CliError } from "../errors.ts";
-import { Paths, conditionOf, type KubeObject } from "../resources.ts";
+import { Paths, type KubeObject } from "../resources.ts";
 import { MERGE_PATCH } from "../client.ts";
-
-/** The label on an approval request naming its run (KubeFleet's `TargetUpdateRunLabel`). */
-const TARGET_UPDATE_RUN_LABEL = "kubernetes-fleet.io/targetUpdateRun";
+import { approvalPatch, approvalSpec, pendingApprovals, TARGET_UPDATE_RUN_LABEL } from "../../../src/kinds/fleet-updaterun-shapes.ts";
 
 /** The caller's user name, as the hub authenticates it (a SelfSubjectReview); "" when it cannot say. */
 async function whoAmI(ctx: CommandContext): Promise<string> {
@@ -38,11 +36,10 @@ async function approve(ctx: CommandContext, run: string, opts: { stage?: string;
   const list = await client.get<{ items: KubeObject[] }>(Paths.approvalRequests(opts.namespace), {
     query: { labelSelector: `${TARGET_UPDATE_RUN_LABEL}=${run}` },
   });
-  const mine = list.items.filter((a) => (a.spec as { parentStageRollout?: string } | undefined)?.parentStageRollout === run);
-  const pending = mine.filter((a) => conditionOf(a, "Approved")?.status !== "True");
-  const candidates = opts.stage ? pending.filter((a) => (a.spec as { targetStage?: string }).targetStage === opts.stage) : pending;
+  const pending = pendingApprovals(list.items, run);
+  const candidates = opts.stage ? pending.filter((a) => approvalSpec(a).targetStage === opts.stage) : pending;
   if (candidates.length === 0) {
-    const stages = pending.map((a) => (a.spec as { targetStage?: string }).targetStage).join(", ");
+    const stages = pending.map((a) => approvalSpec(a).targetStage).join(", ");
     throw new CliError(
       `${scope} has no pending approval request${opts.stage ? ` for stage ${opts.stage}` : ""}`,
       pending.length > 0
@@ -53,26 +50,16 @@ async function approve(ctx: CommandContext, run: string, opts: { stage?: string;
   if (candidates.length > 1) {
     throw new CliError(
       `${scope} has ${candidates.length} pending approval requests`,
-      `name the stage with --stage (${candidates.map((a) => (a.spec as { targetStage?: string }).targetStage).join(", ")})`,
+      `name the stage with --stage (${candidates.map((a) => approvalSpec(a).targetStage).join(", ")})`,
     );
   }
   const request = candidates[0]!;
   const user = await whoAmI(ctx);
-  const now = new Date(ctx.now()).toISOString().replace(/\.\d{3}Z$/, "Z");
-  const approved = {
-    type: "Approved",
-    status: "True",
-    reason: "ApprovedWithFlotilla",
-    message: user ? `approved by ${user} with flotilla approve` : "approved with flotilla approve",
-    lastTransitionTime: now,
-    observedGeneration: request.metadata.generation ?? 1,
-  };
-  const others = (request.status?.conditions ?? []).filter((c) => c.type !== "Approved");
   await client.request("PATCH", `${Paths.approvalRequests(opts.namespace, request.metadata.name)}/status`, {
-    body: { status: { conditions: [...others, approved] } },
+    body: approvalPatch(request, { user, via: "flotilla approve", reason: "ApprovedWithFlotilla" }, ctx.now()),
     contentType: MERGE_PATCH,
   });
-  const stage = (request.spec as { targetStage?: string }).targetStage;
+  const stage = approvalSpec(request).targetStage;
   ctx.out(`approvalrequest ${request.metadata.name} approved (run ${run}, stage ${stage})\n`);
 }
 

@@ -58,13 +58,10 @@ import {
 import { FLEET_PLACEMENT_KINDS } from "../../kinds/index.ts";
 import { ManagedClusterKind } from "../../kinds/managedcluster.ts";
 import {
-  durationMs,
   IS_LATEST_APPROVAL_LABEL,
   TARGET_STAGE_LABEL,
   TARGET_UPDATE_RUN_LABEL,
   TASK_TYPE_LABEL,
-  UPDATE_RUN_FINALIZER,
-  updateRunKindsOf,
   type ClusterUpdatingStatus,
   type StageConfig,
   type StageTaskStatus,
@@ -72,7 +69,8 @@ import {
   type UpdateRunSpec,
   type UpdateRunStatus,
   type UpdateStrategySpec,
-} from "../../kinds/fleet-updaterun.ts";
+} from "../../kinds/fleet-updaterun-shapes.ts";
+import { durationMs, UPDATE_RUN_FINALIZER, updateRunKindsOf } from "../../kinds/fleet-updaterun.ts";
 import { scaledValue } from "../../kinds/fleet-validation.ts";
 import { resourceSnapshotName } from "./gate.ts";
 import type { UpdateRunRef } from "./wake.ts";

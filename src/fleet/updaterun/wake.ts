@@ -9,7 +9,8 @@
 import { admittedStoreOf } from "../../admission/store.ts";
 import type { Env } from "../../env.ts";
 import type { KubeObject } from "../../k8s/meta.ts";
-import { updateRunKindsOf, type UpdateRunSpec } from "../../kinds/fleet-updaterun.ts";
+import type { UpdateRunSpec } from "../../kinds/fleet-updaterun-shapes.ts";
+import { updateRunKindsOf } from "../../kinds/fleet-updaterun.ts";
 
 /** The prefix of a run's target namespace in its object (a namespace never holds ':'). */
 export const UPDATERUN_TARGET_PREFIX = "updaterun:";

@@ -5,7 +5,7 @@
  * (sessionStorage). A user without cluster-wide rights picks a namespace in the header and sees
  * the clusters of their cluster sets (src/ui/app/scope.tsx). Views, by URL fragment: `#/` the fleet, `#/clusters/<name>` a cluster,
  * `#/placements[/<ns>/<name>]`, `#/resourceplacements[/<crp>|/<ns>/<rp>]` (KubeFleet's placements),
- * `#/replicasets[/<ns>/<name>]`, `#/events`. Every view lists what
+ * `#/replicasets[/<ns>/<name>]`, `#/updateruns[/<run>|/<ns>/<run>]` (KubeFleet's staged update runs), `#/events`. Every view lists what
  * it shows in pages and watches it, so it updates live without a reload.
  */
 import { render } from "preact";
@@ -17,6 +17,7 @@ import { ClusterView } from "./cluster.tsx";
 import { ReplicaSets } from "./replicasets.tsx";
 import { Events } from "./events.tsx";
 import { ResourcePlacements } from "./resourceplacements.tsx";
+import { UpdateRuns } from "./updateruns.tsx";
 import { NamespacePicker, ScopeContext, useScopeState } from "./scope.tsx";
 import "./app.css";
 
@@ -112,6 +113,7 @@ const NAV = [
   ["placements", "Placements"],
   ["resourceplacements", "Resource placements"],
   ["replicasets", "Rollouts"],
+  ["updateruns", "Update runs"],
   ["events", "Events"],
 ] as const;
 
@@ -131,6 +133,7 @@ function Shell({ api, user, onSignOut }: { api: Api; user: string; onSignOut: ()
   if (view === "clusters" && args[0]) body = <ClusterView key={where} api={api} name={args[0]} />;
   else if (view === "placements") body = <Placements key={where} api={api} namespace={args[0]} name={args[1]} />;
   else if (view === "resourceplacements") body = <ResourcePlacements key={where} api={api} args={args} />;
+  else if (view === "updateruns") body = <UpdateRuns key={where} api={api} args={args} />;
   else if (view === "replicasets") body = <ReplicaSets key={where} api={api} namespace={args[0]} name={args[1]} />;
   else if (view === "events") body = <Events api={api} />;
   else body = <Fleet api={api} />;
