@@ -345,7 +345,8 @@ export const deployReconciler: ReplicaSetReconciler = {
       placed.succeeded += classified.succeeded;
       const rollout = classified.rollout;
       const failed = !abortedTime && rolloutFailed(ref.rolloutStrategy, clusters.length, classified);
-      if (rollout.maxFailureBreach || failed) placed.breach = true;
+      // An All rollout never stops: its failure only aborts (AbortAll) or says a deadline passed.
+      if (rollout.maxFailureBreach) placed.breach = true;
       if (failed && rollout.timedOut.length > 0) deadlineExceeded = true;
       if (failed && ref.rolloutStrategy?.failureStrategy === "AbortAll" && current && current !== history.hash) abortNow = true;
       if (rollout.recheckAfterMs !== undefined) recheckAt = Math.min(recheckAt, nowMs + rollout.recheckAfterMs);
