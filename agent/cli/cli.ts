@@ -15,6 +15,7 @@
  *   placement status NAME [-n NS] [-o json|yaml]
  *   placement render NAME --cluster C [-n NS] [-o json|yaml]
  *   approve RUN [--stage NAME] [-n NS]
+ *   replicaset history|undo NAME [-n NS] [--to-revision N]
  *   taint add CLUSTER KEY[=VALUE]:EFFECT... | taint remove CLUSTER KEY[:EFFECT]...
  *   clusterset create NAME [--selector-type T] [--selector k=v] | set SET --clusters c1,c2 | bind SET -n NS
  *   kubeconfig [--context-name flotilla]
@@ -33,6 +34,7 @@ import { registerClusterSet } from "./commands/clusterset.ts";
 import { registerGet } from "./commands/get.ts";
 import { registerKubeconfig } from "./commands/kubeconfig.ts";
 import { registerPlacement } from "./commands/placement.ts";
+import { registerReplicaSet } from "./commands/replicaset.ts";
 import { registerTaint } from "./commands/taint.ts";
 import { registerToken } from "./commands/token.ts";
 import { DEFAULT_HUB_URL } from "./config.ts";
@@ -79,6 +81,7 @@ export function buildProgram(io: Io): Command {
   registerKubeconfig(program, context);
   registerPlacement(program, context);
   registerApprove(program, context);
+  registerReplicaSet(program, context);
   registerAudit(program, context);
   return program;
 }

@@ -1058,7 +1058,8 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly ClusterRole[] = [
       {
         verbs: READ,
         apiGroups: ["apps"],
-        resources: ["daemonsets", "daemonsets/status", "deployments", "deployments/status", "statefulsets", "statefulsets/status"],
+        // controllerrevisions: a ManifestWorkReplicaSet's revision history (src/kinds/controllerrevision.ts).
+        resources: ["controllerrevisions", "daemonsets", "daemonsets/status", "deployments", "deployments/status", "statefulsets", "statefulsets/status"],
       },
       { verbs: READ, apiGroups: ["autoscaling"], resources: ["horizontalpodautoscalers", "horizontalpodautoscalers/status"] },
       { verbs: READ, apiGroups: ["batch"], resources: ["cronjobs", "cronjobs/status", "jobs", "jobs/status"] },

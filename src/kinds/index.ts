@@ -47,6 +47,7 @@ import { EventKind, EventsV1EventKind } from "./event.ts";
 import { ADDON_KINDS } from "./addon.ts";
 import { PlacementBindingKind, PolicyKind, PolicySetKind } from "./policy.ts";
 import { LeaseKind } from "./lease.ts";
+import { ControllerRevisionKind } from "./controllerrevision.ts";
 import { BUILTIN_KINDS } from "./builtin/index.ts";
 import { FLEET_SYSTEM_KINDS, placementKinds } from "./fleet.ts";
 import { KARMADA_KINDS } from "./karmada.ts";
@@ -100,6 +101,7 @@ export const KINDS: KindDefinition[] = [
   PolicySetKind,
   LeaseKind,
   ...BUILTIN_KINDS,
+  ControllerRevisionKind,
   FLEET_PLACEMENT_KINDS.crpV1,
   FLEET_PLACEMENT_KINDS.crp,
   FLEET_PLACEMENT_KINDS.rpV1,

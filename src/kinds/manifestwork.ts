@@ -300,11 +300,26 @@ export const ManifestWorkReplicaSetKind: KindDefinition = {
   schema: objectSchema(
     z.strictObject({
       manifestWorkTemplate: ManifestWorkSpecSchema.optional(),
-      placementRefs: z.array(z.strictObject({ name: z.string().min(1), rolloutStrategy: RolloutStrategySchema.optional() })).optional(),
+      placementRefs: z
+        .array(
+          z.strictObject({
+            name: z.string().min(1),
+            // OCM's rollback enhancement: `AbortAll` reverts every updated cluster when the rollout fails.
+            rolloutStrategy: RolloutStrategySchema.extend({ failureStrategy: z.enum(["AbortAll"]).nullable().optional() }).optional(),
+          }),
+        )
+        .optional(),
       cascadeDeletionPolicy: z.enum(["Background", "Foreground"]).optional(),
+      // OCM's rollback enhancement: how many revisions besides the current and update ones are kept (default 10).
+      revisionHistoryLimit: z.number().int().min(0).max(2147483647).nullable().optional(),
     }),
     z.strictObject({
       conditions: ConditionsSchema.optional(),
+      // OCM's rollback enhancement (src/work/replicaset/revisions.ts).
+      currentRevision: z.string().optional(),
+      updateRevision: z.string().optional(),
+      abortedTime: z.string().nullable().optional(),
+      collisionCount: z.number().int().min(0).optional(),
       summary: SummarySchema.optional(),
       placementSummary: z
         .array(z.strictObject({ name: z.string(), availableDecisionGroups: z.string().optional(), summary: SummarySchema.optional() }))

@@ -12,10 +12,11 @@ import { DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL, PLACEMENT_LABEL 
 import { type ManyWrite } from "../../store/store.ts";
 import { admittedStoreOf } from "../../admission/store.ts";
 import { canonicalJson } from "../../k8s/canonical-json.ts";
-import { classifyRollout, TEMPLATE_WRITTEN_ANNOTATION, type DecisionGroup } from "../rollout.ts";
-import type { Deployment, ReplicaSetReconciler, ReplicaSetRun, ReplicaSetSpec } from "./run.ts";
+import { classifyRollout, rolloutSize, TEMPLATE_WRITTEN_ANNOTATION, type DecisionGroup, type RolloutClassification } from "../rollout.ts";
+import type { Deployment, PlacementRef, ReplicaSetReconciler, ReplicaSetRun, ReplicaSetSpec } from "./run.ts";
 import { specJson } from "./works-cache.ts";
 import { APPLIED_OVERRIDES_ANNOTATION, replicaSetTemplates, type ReplicaSetTemplates } from "./overrides.ts";
+import { CONTROLLER_HASH_LABEL, defaultedTemplate, readRevision, revisionTemplate, syncHistory } from "./revisions.ts";
 
 /**
  * Most works one run writes: a run is one invocation (a request or an alarm), and on Cloudflare
@@ -59,22 +60,11 @@ export function decisionGroups(placement: KubeObject | null, decisions: KubeObje
   return [...groups.values()].sort((a, b) => a.index - b.index);
 }
 
-/** The spec a work stores for the template (the ManifestWork kind's defaults applied), so that defaults never make a written work look out of date. */
-function defaultedTemplate(spec: ReplicaSetSpec): Record<string, unknown> {
-  const defaulted = {
-    apiVersion: "",
-    kind: "",
-    metadata: { name: "", uid: "", resourceVersion: "", creationTimestamp: "" },
-    spec: structuredClone(spec.manifestWorkTemplate ?? {}),
-  } as KubeObject;
-  ManifestWorkKind.defaults?.(defaulted);
-  return defaulted.spec ?? {};
-}
-
 /**
  * The writes of one placementRef's clusters: the template to those the rollout applies now
  * (`apply`; created, or updated with `now`, ISO time, in {@link TEMPLATE_WRITTEN_ANNOTATION}),
  * and a relabel only to a work that moved to this ref from another (its content follows the rollout).
+ * A written work is labelled with `hash`, the revision it carries ({@link CONTROLLER_HASH_LABEL}).
  */
 function refWrites(
   run: ReplicaSetRun,
@@ -84,6 +74,7 @@ function refWrites(
   works: Map<string, KubeObject>,
   templates: ReplicaSetTemplates,
   now: string,
+  hash: string,
 ): { cluster: string; write: ManyWrite }[] {
   const { key, workName } = run;
   const writes: { cluster: string; write: ManyWrite }[] = [];
@@ -97,7 +88,8 @@ function refWrites(
         ...(w?.metadata ?? {}),
         name: workName,
         namespace: c,
-        labels,
+        // The revision the work carries (OCM's rollback enhancement).
+        labels: { ...labels, [CONTROLLER_HASH_LABEL]: hash },
         annotations: withApplied({ ...(w?.metadata.annotations ?? {}), [TEMPLATE_WRITTEN_ANNOTATION]: now }, t.overrides),
       };
       const body = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata, spec: structuredClone(t.template) };
@@ -257,6 +249,23 @@ function overriddenCondition(conditions: Condition[], templates: ReplicaSetTempl
 }
 
 /**
+ * Whether a placementRef's rollout failed, the condition of OCM's `failureStrategy: AbortAll`
+ * (the enhancement: more than maxFailures of the rollout's clusters failed or passed
+ * progressDeadline): the clusters at the update revision that are Failed (Degraded, or
+ * Applied=False) or TimeOut number more than the strategy's `maxFailures` (int or percent of the
+ * ref's clusters; default 0). For Progressive and ProgressivePerGroup this is when the rollout
+ * stops (`maxFailureBreach`); an All rollout, which never stops, fails by the same count.
+ */
+function rolloutFailed(strategy: PlacementRef["rolloutStrategy"], total: number, classified: RolloutClassification): boolean {
+  if (classified.rollout.maxFailureBreach) return true;
+  const type = strategy?.type ?? "All";
+  if (type !== "All") return false;
+  let failures = 0;
+  for (const s of classified.state.values()) if (s === "Failed" || s === "TimeOut") failures++;
+  return failures > rolloutSize(strategy?.all?.maxFailures, total, 0, true);
+}
+
+/**
  * The deploy step: for each placementRef in order, the clusters its decision groups name and
  * this replica set may own, classified by the ref's rollout; writes the works the rollout calls
  * for (at most {@link MAX_WORK_WRITES_PER_RUN} in a run; `more` past it), deletes those of
@@ -270,8 +279,28 @@ export const deployReconciler: ReplicaSetReconciler = {
     const { env, namespace, nowMs, hooks, key, workName, ours, named } = run;
     const cache = hooks.cache;
     const spec = (mwrs.spec ?? {}) as ReplicaSetSpec;
-    const template = defaultedTemplate(spec);
-    const templateJson = canonicalJson(template);
+    const updateTemplate = defaultedTemplate(spec.manifestWorkTemplate);
+    const updateJson = canonicalJson(updateTemplate);
+    // The revision history (src/work/replicaset/revisions.ts): the update revision's hash.
+    const history = await syncHistory(env, mwrs, updateJson);
+    if (history === "lost") {
+      hooks.cache?.invalidate();
+      return { state: "stop", outcome: { rerun: true } };
+    }
+    const status = (mwrs.status ?? {}) as { updateRevision?: string; currentRevision?: string; abortedTime?: string | null };
+    // An abort lasts until a new revision's rollout begins (the enhancement: abortedTime is then nil).
+    const abortedTime = status.abortedTime && status.updateRevision === history.hash ? status.abortedTime : undefined;
+    const current = status.currentRevision || undefined;
+    // An aborted rollout goes back to the current revision, every cluster at once (when there is one to go back to).
+    let revertTo: Record<string, unknown> | undefined;
+    if (abortedTime && current && current !== history.hash) {
+      const r = await readRevision(env, namespace, run.name, current);
+      const t = r ? revisionTemplate(r) : undefined;
+      if (t) revertTo = defaultedTemplate(t);
+    }
+    const template = revertTo ?? updateTemplate;
+    const templateJson = revertTo ? canonicalJson(revertTo) : updateJson;
+    const targetHash = revertTo ? current! : history.hash;
     // Each cluster's template, the ResourceOverrides naming the replica set applied (src/work/replicaset/overrides.ts).
     const templates = await replicaSetTemplates(env, namespace, run.name, template, templateJson);
     const templateJsonOf = (c: string) => templates.forCluster(c).json;
@@ -287,6 +316,9 @@ export const deployReconciler: ReplicaSetReconciler = {
     const perPlacement: Deployment["placements"] = [];
     let budget = MAX_WORK_WRITES_PER_RUN;
     let more = false;
+    // An AbortAll placementRef whose rollout failed at this run: nothing more of the update revision is written.
+    let abortNow = false;
+    let deadlineExceeded = false;
 
     for (const ref of spec.placementRefs ?? []) {
       const placement = await admittedStoreOf(env, PlacementKind).get(namespace, ref.name);
@@ -306,14 +338,22 @@ export const deployReconciler: ReplicaSetReconciler = {
       perPlacement.push({ name: ref.name, groups: groups.length, decided: decided.size, clusters });
 
       // The same classification as the dashboard's rollout page (src/ui/app/replicasets.tsx).
-      const classified = classifyRollout(ref.rolloutStrategy, usable, works, templateJsonOf, nowMs, (w) => specJson(w as KubeObject));
+      // Reverting (an aborted rollout): every cluster at once, as OCM's enhancement says; an
+      // aborted rollout without a revision to go back to writes nothing more.
+      const strategy = abortedTime ? { type: "All" as const } : ref.rolloutStrategy;
+      const classified = classifyRollout(strategy, usable, works, templateJsonOf, nowMs, (w) => specJson(w as KubeObject));
       placed.succeeded += classified.succeeded;
       const rollout = classified.rollout;
+      const failed = !abortedTime && rolloutFailed(ref.rolloutStrategy, clusters.length, classified);
+      // An All rollout never stops: its failure only aborts (AbortAll) or says a deadline passed.
       if (rollout.maxFailureBreach) placed.breach = true;
+      if (failed && rollout.timedOut.length > 0) deadlineExceeded = true;
+      if (failed && ref.rolloutStrategy?.failureStrategy === "AbortAll" && current && current !== history.hash) abortNow = true;
       if (rollout.recheckAfterMs !== undefined) recheckAt = Math.min(recheckAt, nowMs + rollout.recheckAfterMs);
+      if (abortNow || (abortedTime && !revertTo)) continue;
 
       // The works of this ref's clusters are written together, in D1 batches (writeMany).
-      const writes = refWrites(run, ref.name, clusters, new Set(rollout.toApply), works, templates, now);
+      const writes = refWrites(run, ref.name, clusters, new Set(rollout.toApply), works, templates, now, targetHash);
       if (writes.length > budget) {
         more = true;
         writes.length = budget;
@@ -334,7 +374,7 @@ export const deployReconciler: ReplicaSetReconciler = {
     // changed meanwhile is a rerun). A missing Placement (not one without decisions) keeps every
     // work, as OCM's deploy reconciler stops at PlacementDecisionNotFound: a Placement deleted by
     // mistake or not yet restored from a backup does not tear the workloads down.
-    const leaving = placementMissing ? [] : [...works].filter(([c, w]) => !owner.has(c) && !w.metadata.deletionTimestamp);
+    const leaving = placementMissing || abortNow ? [] : [...works].filter(([c, w]) => !owner.has(c) && !w.metadata.deletionTimestamp);
     if (leaving.length > budget) {
       more = true;
       leaving.length = budget;
@@ -343,7 +383,19 @@ export const deployReconciler: ReplicaSetReconciler = {
 
     const conditions = placementConditions(mwrs, placed, nowMs);
     overriddenCondition(conditions, templates, [...owner.keys()], nowMs);
-    run.deployment = { works, templateJson, templateJsonOf, placements: perPlacement, conditions, recheckAt, raced, more };
+    const revision = {
+      hash: history.hash,
+      collisionCount: history.collisionCount,
+      change: history.change,
+      current,
+      abortedTime,
+      reverting: !!revertTo,
+      abortNow,
+      deadlineExceeded,
+    };
+    run.deployment = { works, templateJson, templateJsonOf, placements: perPlacement, conditions, recheckAt, raced, more, revision };
+    // An abort found now is written first (the status step), then the next run reverts.
+    if (abortNow) run.deployment.raced = true;
     return { state: "continue", mwrs };
   },
 };

@@ -17,7 +17,8 @@ import type { WorksCache } from "./works-cache.ts";
 /** One `spec.placementRefs` entry of a ManifestWorkReplicaSet. */
 export interface PlacementRef {
   name: string;
-  rolloutStrategy?: RolloutStrategy;
+  /** The rollout strategy, with OCM's rollback enhancement's `failureStrategy` (`AbortAll`: revert every updated cluster when the rollout fails). */
+  rolloutStrategy?: RolloutStrategy & { failureStrategy?: "AbortAll" | null };
 }
 
 /** The ManifestWorkReplicaSet's spec, as the controller reads it. */
@@ -25,6 +26,27 @@ export interface ReplicaSetSpec {
   manifestWorkTemplate?: Record<string, unknown>;
   placementRefs?: PlacementRef[];
   cascadeDeletionPolicy?: "Background" | "Foreground";
+  /** Revisions kept besides the live ones (src/work/replicaset/revisions.ts; default 10). */
+  revisionHistoryLimit?: number | null;
+}
+
+/**
+ * Where the replica set's revisions stand at a run (OCM's rollback enhancement,
+ * src/work/replicaset/revisions.ts): the update revision's hash and collision count, whether it
+ * was created or found again at this run, the current revision (the last one rolled out
+ * everywhere), and the abort: when it began (an earlier run), whether the works are being
+ * reverted to the current revision, whether this run found the rollout failed with `AbortAll`
+ * (`abortNow`), or failed past progressDeadline without it (`deadlineExceeded`).
+ */
+export interface RevisionState {
+  hash: string;
+  collisionCount: number;
+  change: "created" | "found" | "unchanged";
+  current?: string;
+  abortedTime?: string;
+  reverting: boolean;
+  abortNow: boolean;
+  deadlineExceeded: boolean;
 }
 
 /**
@@ -70,6 +92,8 @@ export interface Deployment {
   raced: boolean;
   /** The step stopped at the run's write budget: run again at once to go on. */
   more: boolean;
+  /** The revisions and the abort. */
+  revision: RevisionState;
 }
 
 /** One run of one replica set: what it read at its start, shared by its reconcilers. */
