@@ -14,6 +14,7 @@
  *   get policies [NAME...] [-n NS | --cluster CLUSTER | -A] [-o json|yaml]
  *   placement status NAME [-n NS] [-o json|yaml]
  *   placement render NAME --cluster C [-n NS] [-o json|yaml]
+ *   replicaset render NAME -n NS --cluster C [-o json|yaml]
  *   approve RUN [--stage NAME] [-n NS]
  *   taint add CLUSTER KEY[=VALUE]:EFFECT... | taint remove CLUSTER KEY[:EFFECT]...
  *   clusterset create NAME [--selector-type T] [--selector k=v] | set SET --clusters c1,c2 | bind SET -n NS
@@ -32,7 +33,7 @@ import { registerAudit } from "./commands/audit.ts";
 import { registerClusterSet } from "./commands/clusterset.ts";
 import { registerGet } from "./commands/get.ts";
 import { registerKubeconfig } from "./commands/kubeconfig.ts";
-import { registerPlacement } from "./commands/placement.ts";
+import { registerPlacement, registerReplicaSet } from "./commands/placement.ts";
 import { registerTaint } from "./commands/taint.ts";
 import { registerToken } from "./commands/token.ts";
 import { DEFAULT_HUB_URL } from "./config.ts";
@@ -78,6 +79,7 @@ export function buildProgram(io: Io): Command {
   registerClusterSet(program, context);
   registerKubeconfig(program, context);
   registerPlacement(program, context);
+  registerReplicaSet(program, context);
   registerApprove(program, context);
   registerAudit(program, context);
   return program;

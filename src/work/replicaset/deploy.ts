@@ -60,7 +60,7 @@ export function decisionGroups(placement: KubeObject | null, decisions: KubeObje
 }
 
 /** The spec a work stores for the template (the ManifestWork kind's defaults applied), so that defaults never make a written work look out of date. */
-function defaultedTemplate(spec: ReplicaSetSpec): Record<string, unknown> {
+export function defaultedTemplate(spec: ReplicaSetSpec): Record<string, unknown> {
   const defaulted = {
     apiVersion: "",
     kind: "",
