@@ -240,7 +240,8 @@ export const CONTROLLERS: readonly Controller[] = [
   },
   {
     name: addonHook.name,
-    wakes: "the add-on kinds, add-on works' status, a PlacementDecision changed; a rollout's recheck timer",
+    wakes:
+      "the add-on kinds, add-on works' status, a PlacementDecision changed; a ManagedCluster relabelled (add-ons an override names); a rollout's recheck timer",
     runsIn: "writer",
     hook: hook(addonHook),
     timers: [

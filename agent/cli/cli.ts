@@ -16,6 +16,7 @@
  *   placement render NAME --cluster C [-n NS] [-o json|yaml]
  *   approve RUN [--stage NAME] [-n NS]
  *   replicaset history|undo NAME [-n NS] [--to-revision N]
+ *   replicaset render NAME -n NS --cluster C [-o json|yaml]
  *   taint add CLUSTER KEY[=VALUE]:EFFECT... | taint remove CLUSTER KEY[:EFFECT]...
  *   clusterset create NAME [--selector-type T] [--selector k=v] | set SET --clusters c1,c2 | bind SET -n NS
  *   kubeconfig [--context-name flotilla]
@@ -33,7 +34,7 @@ import { registerAudit } from "./commands/audit.ts";
 import { registerClusterSet } from "./commands/clusterset.ts";
 import { registerGet } from "./commands/get.ts";
 import { registerKubeconfig } from "./commands/kubeconfig.ts";
-import { registerPlacement } from "./commands/placement.ts";
+import { registerPlacement, registerReplicaSetRender } from "./commands/placement.ts";
 import { registerReplicaSet } from "./commands/replicaset.ts";
 import { registerTaint } from "./commands/taint.ts";
 import { registerToken } from "./commands/token.ts";
@@ -81,7 +82,7 @@ export function buildProgram(io: Io): Command {
   registerKubeconfig(program, context);
   registerPlacement(program, context);
   registerApprove(program, context);
-  registerReplicaSet(program, context);
+  registerReplicaSetRender(registerReplicaSet(program, context), context);
   registerAudit(program, context);
   return program;
 }

@@ -100,6 +100,9 @@ export const Paths = {
     namespaced("/apis/addon.open-cluster-management.io/v1beta1", "managedclusteraddons", namespace, name),
   /** Policies in `namespace` (all namespaces when undefined). */
   policies: (namespace: string | undefined, name?: string) => namespaced("/apis/policy.open-cluster-management.io/v1", "policies", namespace, name),
+  /** OCM's ManifestWorkReplicaSets in `namespace` (all namespaces when undefined), `work.open-cluster-management.io/v1alpha1`. */
+  manifestWorkReplicaSets: (namespace: string | undefined, name?: string) =>
+    namespaced("/apis/work.open-cluster-management.io/v1alpha1", "manifestworkreplicasets", namespace, name),
   /** KubeFleet's ClusterResourcePlacements (cluster-scoped, `placement.kubernetes-fleet.io/v1`). */
   clusterResourcePlacements: (name?: string) => `${FLEET_GROUP}/v1/clusterresourceplacements${name !== undefined ? `/${encode(name)}` : ""}`,
   /** KubeFleet's ResourcePlacements in `namespace` (all namespaces when undefined). */

@@ -13,6 +13,8 @@
  *   report), or that was deleted: its ManagedClusterAddOn's run;
  * - an AddOnTemplate or AddOnDeploymentConfig created, changed or removed: the run of every
  *   ClusterManagementAddOn (a handful), whose runs roll the new content out;
+ * - a ManagedCluster whose labels changed: the runs of the add-ons a ClusterResourceOverride names
+ *   (src/addons/overrides.ts: the cluster's rendering may change), for that cluster;
  * - a PlacementDecision whose decisions moved (src/placement/changes.ts `decisionsMoved`): the
  *   runs of the ClusterManagementAddOns installed by its placement ({@link addonsForPlacements}).
  * The manager's own status writes of either add-on kind call for nothing else.
@@ -24,7 +26,9 @@ import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import type { AfterCommitHook, Change, HookTarget } from "../store/hooks.ts";
 import type { Env } from "../env.ts";
 import { decisionsMoved } from "../placement/changes.ts";
-import { addonsForPlacements, runClusterManagementAddOn, runManagedClusterAddOn } from "./manager.ts";
+import { addonOverridesChanged, addonsForPlacements, runClusterManagementAddOn, runManagedClusterAddOn } from "./manager.ts";
+import { addonsWithOverrides } from "./overrides.ts";
+import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ADDON_NAME_LABEL } from "./render.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 
@@ -37,6 +41,8 @@ interface AddonOwed {
   configs?: true;
   /** A placement (`<namespace>/<name>`) whose decisions moved: the add-ons it installs. */
   placement?: string;
+  /** A ManagedCluster whose labels changed: the add-ons overrides name, in that cluster. */
+  relabeled?: string;
 }
 
 function specChanged(before: KubeObject | null, after: KubeObject | null): boolean {
@@ -67,6 +73,8 @@ export function planAddons(change: Change): AddonOwed | null {
       return specChanged(before, after) || JSON.stringify(before?.spec) !== JSON.stringify(after?.spec) ? { configs: true } : null;
     return null;
   }
+  if (def === ManagedClusterKind)
+    return before && after && JSON.stringify(before.metadata.labels ?? {}) !== JSON.stringify(after.metadata.labels ?? {}) ? { relabeled: name } : null;
   if (def !== ManifestWorkKind) return null;
   const addon = (after ?? before)?.metadata.labels?.[ADDON_NAME_LABEL];
   if (!addon) return null;
@@ -79,6 +87,10 @@ export function planAddons(change: Change): AddonOwed | null {
 async function runAddons(env: Env, owed: AddonOwed, target: HookTarget): Promise<void> {
   const now = clock.now();
   if (owed.placement) return addonsForPlacements(env, [owed.placement], undefined, target);
+  if (owed.relabeled) {
+    for (const addon of await addonsWithOverrides(env)) await addonOverridesChanged(env, addon, owed.relabeled);
+    return;
+  }
   if (owed.configs) {
     const { items } = await admittedStoreOf(env, ClusterManagementAddOnKind).list("");
     for (const c of items) {

@@ -43,6 +43,8 @@ import type { Env } from "../env.ts";
 import { setSchedulerTimer } from "../timers.ts";
 import { availability, manifestApplied, type AddonCondition } from "./health.ts";
 import { syncHubPermissions, templateOf } from "./token-registration.ts";
+import { addonOverrides, applyAddonOverrides, isOverrideConfig, type AddonOverrides } from "./overrides.ts";
+import { APPLIED_OVERRIDES_ANNOTATION } from "../work/replicaset/overrides.ts";
 import {
   ADDON_NAME_LABEL,
   deployWorkName,
@@ -146,10 +148,13 @@ function specHash(c: DesiredConfig) {
   return { ...(c.namespace ? { namespace: c.namespace } : {}), name: c.name, specHash: c.specHash };
 }
 
+/** What identifies a config reference across runs: its group/resource, and an override's name (several overrides share one group/resource). */
+const refKey = (c: { group?: string; resource: string; name: string }) => (isOverrideConfig(c) ? `${key(c)}/${c.name}` : key(c));
+
 /** `status.configReferences` for `desired`, keeping each config's `lastAppliedConfig`. */
 function configReferences(desired: DesiredConfig[], current: ConfigReference[] | undefined): ConfigReference[] {
   return desired.map((d) => {
-    const before = current?.find((c) => key(c) === key(d));
+    const before = current?.find((c) => refKey(c) === refKey(d));
     return {
       group: d.group,
       resource: d.resource,
@@ -163,7 +168,7 @@ function configReferences(desired: DesiredConfig[], current: ConfigReference[] |
 }
 
 const sameDesired = (refs: ConfigReference[] | undefined, desired: DesiredConfig[]) =>
-  canonical((refs ?? []).map((r) => ({ k: key(r), d: r.desiredConfig ?? null }))) === canonical(desired.map((d) => ({ k: key(d), d: specHash(d) })));
+  canonical((refs ?? []).map((r) => ({ k: refKey(r), d: r.desiredConfig ?? null }))) === canonical(desired.map((d) => ({ k: refKey(d), d: specHash(d) })));
 
 const allApplied = (refs: ConfigReference[] | undefined) =>
   (refs ?? []).every((r) => r.desiredConfig && canonical(r.desiredConfig) === canonical(r.lastAppliedConfig ?? null));
@@ -297,14 +302,18 @@ async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean):
       await racing(() => store.write(c, name, { verb: "delete", preconditions: { uid: m.metadata.uid } }));
       mcas.delete(c);
     }
-    // Configs, rolled out per placement by its strategy.
+    // Configs (and the overrides that apply to each cluster: src/addons/overrides.ts), rolled out per placement by its strategy.
+    const overrides = await addonOverrides(env, name);
     for (const p of placed) {
       const clusters = [...new Set(p.groups.flatMap((g) => g.clusters))].filter((c) => owner.get(c) === p.strategy && mcas.has(c));
       const desired = new Map<string, DesiredConfig[]>();
       const statuses: ClusterRolloutStatus[] = [];
       for (const c of clusters) {
         const m = mcas.get(c)!;
-        const d = await hashed(env, resolveConfigs(spec, p.strategy, (m.spec as { configs?: ConfigRef[] } | undefined)?.configs), hashes);
+        const d = [
+          ...(await hashed(env, resolveConfigs(spec, p.strategy, (m.spec as { configs?: ConfigRef[] } | undefined)?.configs), hashes)),
+          ...(await overrides.configsOf(c)),
+        ];
         desired.set(c, d);
         const s = addonRolloutStatus(c, m, d, nowMs);
         if (s) statuses.push(s);
@@ -327,7 +336,9 @@ async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean):
       const succeeded = statuses.filter((s) => s.status === "Succeeded").length;
       const failed = statuses.filter((s) => s.status === "Failed").length;
       const done = succeeded === clusters.length;
-      const sample = clusters.length > 0 ? desired.get(clusters[0]!)! : await hashed(env, resolveConfigs(spec, p.strategy, undefined), hashes);
+      const sample = (clusters.length > 0 ? desired.get(clusters[0]!)! : await hashed(env, resolveConfigs(spec, p.strategy, undefined), hashes)).filter(
+        (d) => !isOverrideConfig(d),
+      );
       const at = new Date(nowMs).toISOString().replace(/\.\d{3}Z$/, "Z");
       const conditions: Condition[] = [];
       setCondition(
@@ -387,6 +398,40 @@ async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean):
   return recheckAt;
 }
 
+/** `annotations` with {@link APPLIED_OVERRIDES_ANNOTATION} naming `snapshots` (removed when none). */
+function withApplied(annotations: Record<string, string>, snapshots: string[]): Record<string, string> {
+  if (snapshots.length > 0) annotations[APPLIED_OVERRIDES_ANNOTATION] = snapshots.join(",");
+  else delete annotations[APPLIED_OVERRIDES_ANNOTATION];
+  return annotations;
+}
+
+/**
+ * The overrides of `cluster` as a rendering's hook (src/addons/render.ts `override`): what it
+ * applied and, once the rendering ran, why it failed (the hook then leaves the manifests as they
+ * are, and the caller writes nothing: all or nothing).
+ */
+function overrideRendering(
+  overrides: AddonOverrides,
+  cluster: string,
+): { override?: (m: unknown[]) => unknown[]; applied: string[]; error: () => string | undefined } {
+  if (overrides.empty) return { applied: [], error: () => undefined };
+  const co = overrides.forCluster(cluster);
+  let failure: string | undefined;
+  return {
+    applied: co.clusterResourceOverrides,
+    error: () => failure,
+    override(manifests) {
+      const r = applyAddonOverrides(co, manifests);
+      if (r.error !== undefined) {
+        failure = r.error;
+        // The rendering goes on without the overrides; the caller writes nothing.
+        return manifests;
+      }
+      return r.manifests;
+    },
+  };
+}
+
 interface McaStatus {
   conditions?: Condition[];
   configReferences?: ConfigReference[];
@@ -427,9 +472,13 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
   const status: McaStatus = structuredClone((mca.status ?? {}) as McaStatus);
   const hashes = new Map<string, DesiredConfig | null>();
   const placements = spec.installStrategy?.type === "Placements";
+  const overrides = await addonOverrides(env, name, cluster);
   // Manual installs (and ManagedClusterAddOns no placement governs) take their configs at once.
   let desired: DesiredConfig[];
-  const current = await hashed(env, resolveConfigs(spec, undefined, (mca.spec as { configs?: ConfigRef[] } | undefined)?.configs), hashes);
+  const current = [
+    ...(await hashed(env, resolveConfigs(spec, undefined, (mca.spec as { configs?: ConfigRef[] } | undefined)?.configs), hashes)),
+    ...(await overrides.configsOf(cluster)),
+  ];
   if (!placements || !(mca.metadata.ownerReferences ?? []).some((o) => o.uid === cma.metadata.uid)) {
     desired = current;
     status.configReferences = configReferences(desired, status.configReferences);
@@ -457,23 +506,41 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
   if (desired.length > 0) set({ type: "Configured", status: "True", reason: "ConfigurationsConfigured", message: "Configurations configured" });
   if (template) {
     // The configs' content must be what the rollout chose: a config changed since waits for its turn.
-    const fresh = await hashed(env, desired, new Map());
+    // (The overrides' entries are as fresh as the cluster's overrides now: src/addons/overrides.ts.)
+    const fresh = [
+      ...(await hashed(
+        env,
+        desired.filter((d) => !isOverrideConfig(d)),
+        new Map(),
+      )),
+      ...(await overrides.configsOf(cluster)),
+    ];
     const upToDate = canonical(fresh.map(specHash)) === canonical(desired.map(specHash));
     const owner = { apiVersion: `${ADDON_GROUP}/v1alpha1`, kind: "ManagedClusterAddOn", name, uid: mca.metadata.uid };
-    const body = renderDeployWork({ addon: name, cluster, template: templateSpec, config: (adc?.spec ?? undefined) as never, installNamespace, owner });
+    const overridden = overrideRendering(overrides, cluster);
+    const body = renderDeployWork({
+      addon: name,
+      cluster,
+      template: templateSpec,
+      config: (adc?.spec ?? undefined) as never,
+      installNamespace,
+      owner,
+      override: overridden.override,
+    });
     mode = body.metadata.annotations![HEALTH_CHECK_MODE_ANNOTATION] as HealthCheckMode;
-    const differs =
-      !work ||
-      canonical(work.spec) !== canonical(body.spec) ||
-      canonical(work.metadata.annotations ?? {}) !== canonical({ ...(work.metadata.annotations ?? {}), ...body.metadata.annotations });
-    if (upToDate && differs && !work?.metadata.deletionTimestamp) {
+    const overrideError = overridden.error();
+    const annotations = withApplied({ ...(work?.metadata.annotations ?? {}), ...body.metadata.annotations }, overridden.applied);
+    if (!work) body.metadata.annotations = withApplied({ ...body.metadata.annotations }, overridden.applied);
+    const differs = !work || canonical(work.spec) !== canonical(body.spec) || canonical(work.metadata.annotations ?? {}) !== canonical(annotations);
+    // All or nothing: a cluster whose overrides fail keeps the work it had (or gets none).
+    if (upToDate && differs && overrideError === undefined && !work?.metadata.deletionTimestamp) {
       const next = work
         ? {
             ...work,
             metadata: {
               ...work.metadata,
               labels: { ...(work.metadata.labels ?? {}), ...body.metadata.labels },
-              annotations: { ...(work.metadata.annotations ?? {}), ...body.metadata.annotations },
+              annotations,
               ownerReferences: body.metadata.ownerReferences,
             },
             spec: body.spec,
@@ -497,13 +564,29 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
     const generation = work?.metadata.generation ?? 0;
     const workAt = (t: string) => workStatus.conditions?.find((c) => c.type === t && c.observedGeneration === generation)?.status;
     const refs = status.configReferences ?? [];
-    if (upToDate && work && workAt("Applied") === "True" && workAt("Available") === "True") {
+    if (upToDate && overrideError === undefined && work && workAt("Applied") === "True" && workAt("Available") === "True") {
       for (const r of refs) {
         r.lastAppliedConfig = r.desiredConfig ?? null;
         r.lastObservedGeneration = generation;
       }
     }
-    if (applied?.status === "False") set({ type: "Progressing", status: "False", reason: "Failed", message: applied.message });
+    // Overridden (KubeFleet's condition, per cluster): absent when no override names the add-on;
+    // said of the overrides the rollout chose for the cluster (until its turn, it keeps the last).
+    if (!overrides.empty && upToDate) {
+      if (overrideError !== undefined)
+        set({
+          type: "Overridden",
+          status: "False",
+          reason: "OverriddenFailed",
+          message: `Failed to apply the override rules on the resources: ${overrideError}`,
+        });
+      else if (overridden.applied.length > 0)
+        set({ type: "Overridden", status: "True", reason: "OverriddenSucceeded", message: "Successfully applied the override rules on the resources" });
+      else set({ type: "Overridden", status: "True", reason: "NoOverrideSpecified", message: "No override rules are configured for the selected resources" });
+    }
+    if (overrideError !== undefined && upToDate)
+      set({ type: "Progressing", status: "False", reason: "Failed", message: `Failed to apply the override rules on the resources: ${overrideError}` });
+    else if (applied?.status === "False") set({ type: "Progressing", status: "False", reason: "Failed", message: applied.message });
     else if (allApplied(refs)) set({ type: "Progressing", status: "False", reason: "Completed", message: "completed with no errors." });
     else set({ type: "Progressing", status: "True", reason: "Progressing", message: "progressing... work is not ready" });
     if ((templateSpec.registration ?? []).length === 0)
@@ -525,7 +608,7 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
     // (A placement's rollout that has not reached this cluster yet leaves it without desired configs: nothing to say then.)
     set({ type: "Progressing", status: "False", reason: "ConfigurationUnsupported", message: "no AddOnTemplate is configured for the add-on" });
   }
-  status.conditions = conditions;
+  status.conditions = overrides.empty ? conditions.filter((c) => c.type !== "Overridden") : conditions;
   status.healthCheck = { mode: mode === "None" ? "Customized" : mode };
   status.namespace = installNamespaceOf({ config: adc?.spec as never, installNamespace });
   status.addOnMeta = spec.addOnMeta ?? {};
@@ -544,6 +627,24 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
     const owner = { apiVersion: `${ADDON_GROUP}/v1alpha1`, kind: "ManagedClusterAddOn", name, uid: mca.metadata.uid! };
     await syncHubPermissions(env, cluster, name, await templateOf(env, { ...mca, status }), owner, true);
   }
+}
+
+/**
+ * Runs the add-on `name` for a change of the overrides that name it (a new snapshot, an
+ * override's deletion, a cluster's labels): its ClusterManagementAddOn's run, which rolls the
+ * clusters whose overrides changed out by its install strategy, then the runs of its
+ * ManagedClusterAddOns no placement governs (`cluster`: the one in that cluster only), which take
+ * them at once.
+ * @throws errors of D1 or an unexpected write failure
+ */
+export async function addonOverridesChanged(env: Env, name: string, cluster?: string): Promise<void> {
+  const now = clock.now();
+  await runClusterManagementAddOn(env, name, now);
+  const mcas =
+    cluster !== undefined
+      ? [await admittedStoreOf(env, ManagedClusterAddOnKind).get(cluster, name)].filter((m): m is KubeObject => !!m)
+      : await admittedStoreOf(env, ManagedClusterAddOnKind).listNamed(name);
+  for (const m of mcas) await runManagedClusterAddOn(env, m.metadata.namespace!, name, now);
 }
 
 /**

@@ -60,6 +60,12 @@ export interface RenderInput {
   installNamespace?: string;
   /** The owner of the work: the ManagedClusterAddOn (apiVersion, kind, name, uid). */
   owner: { apiVersion: string; kind: string; name: string; uid: string };
+  /**
+   * The cluster's overrides (src/addons/overrides.ts), applied to the agent's manifests once
+   * rendered and decorated, before the install namespace is added and the workloads probed: the
+   * new manifests, or it throws (the rendering fails as a whole).
+   */
+  override?: (manifests: unknown[]) => unknown[];
 }
 
 /** The install namespace of a rendering ({@link RenderInput}): the config's, else the add-on's, else OCM's default. */
@@ -225,6 +231,7 @@ export function probedWorkloads(manifests: Manifest[]): { resource: string; name
  * rule for each Deployment and DaemonSet (OCM's workload availability prober), with OCM's label
  * and the contract's annotations; health mode `Customized` when there are workloads to probe,
  * else `None`. The owner reference makes the work go with its ManagedClusterAddOn.
+ * @throws what `input.override` throws
  */
 export function renderDeployWork(input: RenderInput): KubeObject {
   const vars = variablesOf(input);
@@ -233,13 +240,14 @@ export function renderDeployWork(input: RenderInput): KubeObject {
     workload?: { manifests?: Manifest[] };
     manifestConfigs?: { resourceIdentifier: { group?: string; resource: string; name: string; namespace?: string }; feedbackRules?: unknown[] }[];
   } & Record<string, unknown>;
-  const manifests = spec.workload?.manifests ?? [];
+  let manifests = spec.workload?.manifests ?? [];
   const registers = vars.has("HUB_KUBECONFIG");
   for (const m of manifests) {
     place(m, input.config?.nodePlacement);
     applyContainerConfig(m, input.config);
     decorate(m, vars, input.addon, registers);
   }
+  if (input.override) manifests = input.override(manifests) as Manifest[];
   const addedNamespace = !manifests.some((m) => m.apiVersion === "v1" && m.kind === "Namespace" && m.metadata?.name === ns);
   if (addedNamespace) manifests.unshift({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
   spec.workload = { ...(spec.workload ?? {}), manifests };

@@ -5,22 +5,29 @@
  * the dry run of src/fleet/dry-run.ts: the objects cluster C's agent would receive, the template
  * they come from and the overrides applied. Authorized as a read (`get`) of the placement itself
  * (src/auth/requestinfo.ts): whoever may read the placement may see what it renders. Writes nothing.
+ * A ManifestWorkReplicaSet has the same subresource, in the same shape
+ * (`/apis/work.open-cluster-management.io/v1alpha1/namespaces/{ns}/manifestworkreplicasets/{name}/render?cluster=C`,
+ * src/work/replicaset/dry-run.ts).
  */
 import { badRequest, methodNotAllowed, notFound } from "../k8s/errors.ts";
 import { clock } from "../clock.ts";
 import { dryRunPlacement } from "../fleet/dry-run.ts";
+import { dryRunReplicaSet } from "../work/replicaset/dry-run.ts";
 import { json } from "./resource/answer.ts";
 import type { Ctx, Target } from "./resource/target.ts";
 
 /**
- * Serves a request on the `render` subresource of placement `t`.
+ * Serves a request on the `render` subresource of placement (or ManifestWorkReplicaSet) `t`.
  * @throws ApiError 405 (not a GET), 400 (no `cluster` query parameter), 404 (no such placement or ManagedCluster)
  */
 export async function servePlacementRender(c: Ctx, t: Target): Promise<Response> {
   if (c.req.method !== "GET") throw methodNotAllowed(`${c.req.method} is not allowed on the render subresource`);
   const cluster = c.req.query("cluster");
   if (!cluster) throw badRequest("the render subresource needs the query parameter cluster: the ManagedCluster to render for", "cluster");
-  const r = await dryRunPlacement(c.env, { namespace: t.namespace, name: t.name! }, cluster, clock.now());
+  const r =
+    t.def.kind === "ManifestWorkReplicaSet"
+      ? await dryRunReplicaSet(c.env, t.namespace, t.name!, cluster)
+      : await dryRunPlacement(c.env, { namespace: t.namespace, name: t.name! }, cluster, clock.now());
   if ("missing" in r) {
     throw r.missing === "placement"
       ? notFound({ group: t.def.group, plural: t.def.plural, name: t.name! })

@@ -13,9 +13,9 @@
  *   `watch` with `?watch=true`; a list or watch whose `fieldSelector` requires
  *   `metadata.name=X` carries name X; a delete without a name is `deletecollection`;
  * - the legacy `/watch/` path prefix (`/apis/{g}/{v}/watch/...`) is the verb `watch`;
- * - Flotilla's one exception: the `render` subresource of a KubeFleet placement (a dry run,
- *   src/api/placement-render.ts) is a read of the placement itself (no subresource), so that
- *   whoever may read a placement may see what it renders.
+ * - Flotilla's one exception: the `render` subresource of a KubeFleet placement or an OCM
+ *   ManifestWorkReplicaSet (a dry run, src/api/placement-render.ts) is a read of the placement
+ *   itself (no subresource), so that whoever may read a placement may see what it renders.
  */
 import type { NonResourceAttributes, RequestAttributes, ResourceAttributes } from "./rbac.ts";
 
@@ -23,10 +23,13 @@ import type { NonResourceAttributes, RequestAttributes, ResourceAttributes } fro
 const API_PREFIXES = new Set(["api", "apis"]);
 /** The prefix without an API group (the core group). */
 const GROUPLESS_PREFIX = "api";
-/** The read-only subresource of a KubeFleet placement that is its dry run for one cluster (authorized as a read of the placement). */
+/** The read-only subresource of a KubeFleet placement or a ManifestWorkReplicaSet that is its dry run for one cluster (authorized as a read of it). */
 export const PLACEMENT_RENDER_SUBRESOURCE = "render";
-/** The resources that have it, in group `placement.kubernetes-fleet.io`. */
-const RENDERED_PLACEMENTS = new Set(["clusterresourceplacements", "resourceplacements"]);
+/** The resources that have it, by API group: KubeFleet's placements and OCM's ManifestWorkReplicaSets. */
+const RENDERED_PLACEMENTS: Readonly<Record<string, ReadonlySet<string>>> = {
+  "placement.kubernetes-fleet.io": new Set(["clusterresourceplacements", "resourceplacements"]),
+  "work.open-cluster-management.io": new Set(["manifestworkreplicasets"]),
+};
 /** Subresources of a namespace addressed as `/namespaces/{ns}/{sub}`. */
 const NAMESPACE_SUBRESOURCES = new Set(["status", "finalize"]);
 
@@ -124,8 +127,7 @@ export function requestAttributes(method: string, url: URL): RequestAttributes {
   if (
     attrs.subresource === PLACEMENT_RENDER_SUBRESOURCE &&
     attrs.verb === "get" &&
-    apiGroup === "placement.kubernetes-fleet.io" &&
-    RENDERED_PLACEMENTS.has(attrs.resource) &&
+    RENDERED_PLACEMENTS[apiGroup]?.has(attrs.resource) === true &&
     parts.length === 3
   )
     delete attrs.subresource;

@@ -47,8 +47,13 @@ export const MAX_OVERRIDES = 100;
  * "ManifestWorkReplicaSets").
  */
 export const REPLICA_SET_SCOPE = "ManifestWorkReplicaSet";
+/**
+ * The `placement.scope` by which a ClusterResourceOverride names a template add-on, its
+ * ClusterManagementAddOn (Flotilla's extension; docs/overrides.md "Template add-ons").
+ */
+export const ADDON_SCOPE = "ClusterManagementAddOn";
 /** A `PlacementRef` of an override. */
-export type OverridePlacementRef = { name: string; scope?: "Cluster" | "Namespaced" | typeof REPLICA_SET_SCOPE };
+export type OverridePlacementRef = { name: string; scope?: "Cluster" | "Namespaced" | typeof REPLICA_SET_SCOPE | typeof ADDON_SCOPE };
 /** A `JSONPatchOverride` (`value` is any JSON, absent for a remove). */
 export type JsonPatchOverride = { op: "add" | "remove" | "replace"; path: string; value?: unknown };
 /** An `OverrideRule`. `clusterSelector` absent: no cluster; with no terms: every cluster; terms are ORed. */
@@ -69,10 +74,10 @@ export type ResourceOverrideSpec = { placement?: OverridePlacementRef; resourceS
 const PlacementRefSchema = z.strictObject({
   name: z.string().describe("The name of the placement."),
   scope: z
-    .enum(["Cluster", "Namespaced", REPLICA_SET_SCOPE])
+    .enum(["Cluster", "Namespaced", REPLICA_SET_SCOPE, ADDON_SCOPE])
     .optional()
     .describe(
-      "Cluster (a ClusterResourcePlacement, the default), Namespaced (a ResourcePlacement) or, for a ResourceOverride, ManifestWorkReplicaSet (one of its namespace; Flotilla's).",
+      "Cluster (a ClusterResourcePlacement, the default), Namespaced (a ResourcePlacement), for a ResourceOverride ManifestWorkReplicaSet (one of its namespace; Flotilla's), for a ClusterResourceOverride ClusterManagementAddOn (a template add-on; Flotilla's).",
     ),
 });
 
@@ -259,19 +264,21 @@ function resourceSelectorErrors(selectors: OverrideResourceSelector[]): string[]
 /**
  * KubeFleet's `validateClusterResourceOverrideResourceLimit` / `validateResourceOverrideResourceLimit`:
  * a selector another override (of `siblings`, this one's stored self ignored) already has (for
- * a ResourceOverride naming a ManifestWorkReplicaSet: another naming the same replica set).
+ * a ResourceOverride naming a ManifestWorkReplicaSet: another naming the same replica set; a
+ * ClusterResourceOverride naming a template add-on: another naming the same add-on).
  */
 export function overrideLimitErrors(obj: KubeObject, siblings: readonly KubeObject[], clusterScoped: boolean): string[] {
   const selectorsOf = (o: KubeObject): { key: string; text: string }[] => {
     const spec = (o.spec ?? {}) as Partial<ClusterResourceOverrideSpec & ResourceOverrideSpec>;
     return clusterScoped
-      ? (spec.clusterResourceSelectors ?? []).map((s) => ({ key: goResourceSelectorTerm(s), text: goResourceSelectorTerm(s) }))
+      ? (spec.clusterResourceSelectors ?? []).map((s) => ({ key: `${replicaSetOf(spec)}${goResourceSelectorTerm(s)}`, text: goResourceSelectorTerm(s) }))
       : (spec.resourceSelectors ?? []).map((s) => ({ key: `${replicaSetOf(spec)}${goResourceSelector(s)}`, text: goResourceSelector(s) }));
   };
   // A ResourceOverride naming a ManifestWorkReplicaSet selects that replica set's manifests, not
-  // the namespace's objects: it conflicts only with another naming the same replica set.
+  // the namespace's objects: it conflicts only with another naming the same replica set (and a
+  // ClusterResourceOverride naming an add-on only with another naming the same add-on).
   const replicaSetOf = (spec: Partial<ResourceOverrideSpec>) =>
-    spec.placement?.scope === REPLICA_SET_SCOPE ? `${REPLICA_SET_SCOPE}/${spec.placement.name}:` : "";
+    spec.placement?.scope === REPLICA_SET_SCOPE || spec.placement?.scope === ADDON_SCOPE ? `${spec.placement.scope}/${spec.placement.name}:` : "";
   const owner = new Map<string, string>();
   for (const o of siblings) for (const s of selectorsOf(o)) owner.set(s.key, o.metadata.name);
   const out: string[] = [];
@@ -298,6 +305,11 @@ export function validateOverride(obj: KubeObject, old: KubeObject | undefined, c
     rule(
       "",
       "clusterResourceOverride placement reference cannot be ManifestWorkReplicaSet scope: a ManifestWorkReplicaSet is named by a ResourceOverride of its namespace",
+    );
+  if (!clusterScoped && spec.placement?.scope === ADDON_SCOPE)
+    rule(
+      "",
+      "resourceOverride placement reference cannot be ClusterManagementAddOn scope: a template add-on is named by a ClusterResourceOverride (a ClusterManagementAddOn is cluster-scoped)",
     );
   if (old) {
     const was = (old.spec as { placement?: unknown } | undefined)?.placement;

@@ -143,7 +143,7 @@ function validateAffinity(a: KarmadaClusterAffinity | null | undefined, at: stri
 
 /** Karmada's `validateOverrideOperator`: add and replace need a value, remove has none. */
 function validateOperator(op: KarmadaOperator, value: unknown, at: string): FieldError[] {
-  if ((op === "add" || op === "replace") && value === undefined) return [fieldInvalid(at, "null", "value is required for add or replace operation")];
+  if ((op === "add" || op === "replace") && value === undefined) return [fieldInvalid(at, null, "value is required for add or replace operation")];
   if (op === "remove" && value !== undefined) return [fieldInvalid(at, JSON.stringify(value), "value is not allowed for remove operation")];
   return [];
 }

@@ -31,7 +31,7 @@
 import { fromLabelSelector, matches, type LabelSelectorRequirementSet } from "../k8s/labels.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import type { ClusterResourceOverrideSpec, OverridePlacementRef, OverrideRule, ResourceOverrideSpec } from "../kinds/fleet-override.ts";
-import { goLabelSelector, REPLICA_SET_SCOPE } from "../kinds/fleet-override.ts";
+import { ADDON_SCOPE, goLabelSelector, REPLICA_SET_SCOPE } from "../kinds/fleet-override.ts";
 import {
   applyOverrideSteps,
   compileOperations,
@@ -92,11 +92,11 @@ const roKeys = (s: RoSnapshot) => (s.spec.resourceSelectors ?? []).map((x) => id
 /**
  * Whether an override's `placement` lets it apply to `placement` (KubeFleet compares placement
  * keys: `<name>` or `<namespace>/<name>`). One naming a ManifestWorkReplicaSet (scope
- * {@link REPLICA_SET_SCOPE}) is for that replica set alone, never a placement.
+ * {@link REPLICA_SET_SCOPE}) or a template add-on ({@link ADDON_SCOPE}) is for it alone, never a placement.
  */
 function forPlacement(ref: OverridePlacementRef | undefined, overrideNamespace: string, placement: PlacementKey): boolean {
   if (!ref) return true;
-  if (ref.scope === REPLICA_SET_SCOPE) return false;
+  if (ref.scope === REPLICA_SET_SCOPE || ref.scope === ADDON_SCOPE) return false;
   const key = placement.namespace ? `${placement.namespace}/${placement.name}` : placement.name;
   const want = ref.scope === "Namespaced" ? `${overrideNamespace}/${ref.name}` : ref.name;
   return want === key;
@@ -145,6 +145,17 @@ export function overridesForReplicaSet(namespace: string, name: string, objects:
   );
 }
 
+/**
+ * The latest ClusterResourceOverrideSnapshots that name the template add-on `addon` (its
+ * ClusterManagementAddOn: `placement: {name, scope: ClusterManagementAddOn}`, docs/overrides.md
+ * "Template add-ons"). Their selectors pick the add-on's rendered manifests by group, version,
+ * kind and name, whatever namespace of the cluster the manifest names (compile them with
+ * `{ anyNamespace: true }`). Flotilla's own extension: KubeFleet has no add-ons.
+ */
+export function overridesForAddon(addon: string, cros: readonly CroSnapshot[]): CroSnapshot[] {
+  return cros.filter((s) => s.spec.placement?.scope === ADDON_SCOPE && s.spec.placement.name === addon);
+}
+
 /** The key a replica set's ResourceOverride selects `o` by: group, version, kind and name, any namespace. */
 function anyNamespaceKeyOf(o: KubeObject): string {
   const [g, v] = gv(o);
@@ -166,6 +177,20 @@ interface CompiledOverride {
   namespace: string;
   keys: Set<string>;
   rules: CompiledRule[];
+  /** The override's spec as JSON text, less its rules (its selectors and placement), and each rule's, for {@link ClusterOverrides.contentKeys}. */
+  text: () => { selectors: string; rules: string[] };
+}
+
+/** The JSON texts of a snapshot's spec for content keys, made once and only when asked. */
+function textsOf(spec: ClusterResourceOverrideSpec | ResourceOverrideSpec): () => { selectors: string; rules: string[] } {
+  let memo: { selectors: string; rules: string[] } | undefined;
+  return () => {
+    if (!memo) {
+      const { policy, ...rest } = spec;
+      memo = { selectors: JSON.stringify(rest), rules: (policy?.overrideRules ?? []).map((r) => JSON.stringify(r)) };
+    }
+    return memo;
+  };
 }
 
 function compileRule(rule: OverrideRule): CompiledRule {
@@ -219,6 +244,13 @@ export interface ClusterOverrides {
   resourceOverrides: { name: string; namespace: string }[];
   /** Equal for two clusters whose objects every override renders the same (matched rules and the variables' values). */
   key: string;
+  /**
+   * Per override applicable to the cluster (by snapshot name): a text equal for two renderings
+   * whatever the snapshot's name (its selectors, the rules that match the cluster, and the values
+   * of the variables those rules use), so that a new snapshot whose rules for the cluster did not
+   * change keeps it (a template add-on's rollout reruns only the clusters whose text changed).
+   */
+  contentKeys(): Map<string, string>;
   /** Applies the cluster's overrides to `object`: the copy to place (null: deleted there), or KubeFleet's error. */
   apply(object: KubeObject): OverrideOutcome;
 }
@@ -231,17 +263,33 @@ export interface KubeFleetOverrides {
   forCluster(cluster: OverrideCluster): ClusterOverrides;
 }
 
-const NONE: ClusterOverrides = { clusterResourceOverrides: [], resourceOverrides: [], key: "", apply: (object) => ({ ok: true, object }) };
+const NONE: ClusterOverrides = {
+  clusterResourceOverrides: [],
+  resourceOverrides: [],
+  key: "",
+  contentKeys: () => new Map(),
+  apply: (object) => ({ ok: true, object }),
+};
 
 /**
  * Compiles the snapshots that concern a placement ({@link overridesForPlacement}) for its
  * clusters (see the module comment); with `replicaSet`, those of a ManifestWorkReplicaSet
- * ({@link overridesForReplicaSet}: ResourceOverrides select objects in any namespace).
+ * ({@link overridesForReplicaSet}: ResourceOverrides select objects in any namespace); with
+ * `anyNamespace`, those of a template add-on ({@link overridesForAddon}: ClusterResourceOverrides
+ * select objects by group, version, kind and name in any namespace).
  */
-export function compileKubeFleetOverrides(cros: readonly CroSnapshot[], ros: readonly RoSnapshot[], opts: { replicaSet?: boolean } = {}): KubeFleetOverrides {
+export function compileKubeFleetOverrides(
+  cros: readonly CroSnapshot[],
+  ros: readonly RoSnapshot[],
+  opts: { replicaSet?: boolean; anyNamespace?: boolean } = {},
+): KubeFleetOverrides {
   // A replica set's ResourceOverrides select its manifests whatever their namespace (overridesForReplicaSet).
   const roKeysOf = opts.replicaSet ? (s: RoSnapshot) => (s.spec.resourceSelectors ?? []).map((x) => idKey(x.group, x.version, x.kind, "*", x.name)) : roKeys;
   const roKeyFor = opts.replicaSet ? anyNamespaceKeyOf : roKeyOf;
+  const croKeysOf = opts.anyNamespace
+    ? (s: CroSnapshot) => (s.spec.clusterResourceSelectors ?? []).map((x) => idKey(x.group, x.version, x.kind, "*", x.name ?? ""))
+    : croKeys;
+  const croKeyFor = opts.anyNamespace ? anyNamespaceKeyOf : croKeyOf;
   const compiled: CompiledOverride[] = [
     ...[...cros]
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
@@ -249,8 +297,9 @@ export function compileKubeFleetOverrides(cros: readonly CroSnapshot[], ros: rea
         kind: "ClusterResourceOverrideSnapshot" as const,
         name: s.name,
         namespace: "",
-        keys: new Set(croKeys(s)),
+        keys: new Set(croKeysOf(s)),
         rules: (s.spec.policy?.overrideRules ?? []).map(compileRule),
+        text: textsOf(s.spec),
       })),
     ...[...ros]
       .sort((a, b) => (a.namespace !== b.namespace ? (a.namespace < b.namespace ? -1 : 1) : a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
@@ -260,6 +309,7 @@ export function compileKubeFleetOverrides(cros: readonly CroSnapshot[], ros: rea
         namespace: s.namespace,
         keys: new Set(roKeysOf(s)),
         rules: (s.spec.policy?.overrideRules ?? []).map(compileRule),
+        text: textsOf(s.spec),
       })),
   ];
   if (compiled.length === 0) return { empty: true, forCluster: () => NONE };
@@ -289,8 +339,25 @@ export function compileKubeFleetOverrides(cros: readonly CroSnapshot[], ros: rea
         clusterResourceOverrides: applicable.filter((a) => a.o.kind === "ClusterResourceOverrideSnapshot").map((a) => a.o.name),
         resourceOverrides: applicable.filter((a) => a.o.kind === "ResourceOverrideSnapshot").map((a) => ({ name: a.o.name, namespace: a.o.namespace })),
         key,
+        contentKeys() {
+          const out = new Map<string, string>();
+          for (const { o, matched } of applicable) {
+            const t = o.text();
+            const rules = o.rules.flatMap((r, i) => (matched[i] === false ? [] : [[t.rules[i], matched[i] === true ? null : matched[i]]]));
+            const labels = new Set<string>();
+            let name = false;
+            o.rules.forEach((r, i) => {
+              if (matched[i] !== true) return;
+              name ||= r.variables.name;
+              for (const l of r.variables.labels) labels.add(l);
+            });
+            const vals = [...labels].sort().map((l) => [l, Object.prototype.hasOwnProperty.call(cluster.labels, l) ? cluster.labels[l] : null]);
+            out.set(o.name, JSON.stringify([t.selectors, rules, name ? cluster.name : null, vals]));
+          }
+          return out;
+        },
         apply(object) {
-          const croKey = croKeyOf(object);
+          const croKey = croKeyFor(object);
           const roKey = roKeyFor(object);
           const steps: CompiledStep[] = [];
           for (const { o, matched } of applicable) {

@@ -15,7 +15,9 @@
  * envelope. Their runs re-render the clusters the change touches and roll them out under each
  * placement's strategy (src/fleet/controller.ts). A ResourceOverride naming a
  * ManifestWorkReplicaSet (`placement.scope: ManifestWorkReplicaSet`) asks that replica set for a
- * run instead, which does the same under its placementRefs' rollout strategies.
+ * run instead, which does the same under its placementRefs' rollout strategies; a
+ * ClusterResourceOverride naming a template add-on (`scope: ClusterManagementAddOn`) runs that
+ * add-on (src/addons/overrides.ts), which rolls the clusters it touches out by its install strategy.
  *
  * Its hook runs in the writer, before the override's write answers (the snapshot exists when
  * `kubectl apply` returns); after a crash the outbox sweep runs it again (idempotent: each run
@@ -35,6 +37,7 @@ import {
   ResourceOverrideKind,
   ResourceOverrideSnapshotKind,
   REPLICA_SET_SCOPE,
+  ADDON_SCOPE,
   type ClusterResourceOverrideSpec,
   type ResourceOverrideSpec,
 } from "../kinds/fleet-override.ts";
@@ -44,6 +47,7 @@ import { admittedStoreOf } from "../admission/store.ts";
 import type { AfterCommitHook, Change } from "../store/hooks.ts";
 import { notifyPlacements, type PlacementRef } from "../fleet/controller.ts";
 import { reevaluateReplicaSet } from "../work/replicaset.ts";
+import { addonOverridesChanged } from "../addons/manager.ts";
 import { overridesForPlacement } from "./kubefleet.ts";
 
 /** KubeFleet's revision history limit of override snapshots. */
@@ -235,6 +239,20 @@ export function replicaSetsOfOverride(namespace: string, specs: readonly unknown
   return [...names];
 }
 
+/**
+ * The template add-ons a ClusterResourceOverride's `specs` name (`placement.scope:
+ * ClusterManagementAddOn`), each once (none for a ResourceOverride: `namespace` set).
+ */
+export function addonsOfOverride(namespace: string, specs: readonly unknown[]): string[] {
+  if (namespace) return [];
+  const names = new Set<string>();
+  for (const raw of specs) {
+    const placement = ((raw ?? {}) as AnySpec).placement;
+    if (placement?.scope === ADDON_SCOPE && placement.name) names.add(placement.name);
+  }
+  return [...names];
+}
+
 /** The override controller's after-commit hook ({@link planOverride}, {@link reconcileOverride}). */
 export const overrideHook: AfterCommitHook<OverrideOwed> = {
   name: "fleet-overrides",
@@ -246,6 +264,7 @@ export const overrideHook: AfterCommitHook<OverrideOwed> = {
       if (changed.length > 0) {
         await notifyPlacements(env, await placementsOfOverride(env, owed.namespace, owed.name, specs));
         for (const rs of replicaSetsOfOverride(owed.namespace, specs)) await reevaluateReplicaSet(env, owed.namespace, rs);
+        for (const addon of addonsOfOverride(owed.namespace, specs)) await addonOverridesChanged(env, addon);
       }
       if (!rerun) return;
     }

@@ -153,4 +153,57 @@ describe("flotilla placement render (real hub)", () => {
     expect(noCluster.code).toBe(2);
     expect(noCluster.stderr).toContain("--cluster");
   });
+
+  it("renders a ManifestWorkReplicaSet for one cluster (flotilla replicaset render)", async () => {
+    const W = "/apis/work.open-cluster-management.io/v1alpha1/namespaces/shop/manifestworkreplicasets";
+    const rs = await admin(hub, "POST", W, {
+      apiVersion: "work.open-cluster-management.io/v1alpha1",
+      kind: "ManifestWorkReplicaSet",
+      metadata: { name: "menu" },
+      spec: {
+        placementRefs: [{ name: "nowhere" }],
+        manifestWorkTemplate: {
+          workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "menu", namespace: "default" }, data: { soup: "tomato" } }] },
+        },
+      },
+    });
+    expect(rs.status, JSON.stringify(rs.body)).toBe(201);
+    const ro = await admin(hub, "POST", `${G}/namespaces/shop/resourceoverrides`, {
+      apiVersion: "placement.kubernetes-fleet.io/v1",
+      kind: "ResourceOverride",
+      metadata: { name: "rs-menu" },
+      spec: {
+        placement: { name: "menu", scope: "ManifestWorkReplicaSet" },
+        resourceSelectors: [{ group: "", version: "v1", kind: "ConfigMap", name: "menu" }],
+        policy: {
+          overrideRules: [
+            {
+              clusterSelector: { clusterSelectorTerms: [] },
+              jsonPatchOverrides: [{ op: "replace", path: "/data/soup", value: "${MEMBER-CLUSTER-NAME}-soup" }],
+            },
+          ],
+        },
+      },
+    });
+    expect(ro.status, JSON.stringify(ro.body)).toBe(201);
+    const r = await flotilla(["replicaset", "render", "menu", "-n", "shop", "--cluster", "r1"], { hub });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toBe(
+      "ManifestWorkReplicaSet shop/menu rendered for cluster r1 (not scheduled there: shown as it would be)\n" +
+        "Overrides applied: ResourceOverrideSnapshot shop/rs-menu-0\n" +
+        "---\n# work shop.menu\n" +
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: menu\n  namespace: default\ndata:\n  soup: r1-soup\n",
+    );
+    const j = await flotilla(["replicaset", "render", "menu", "-n", "shop", "--cluster", "r2", "-o", "json"], { hub });
+    expect(j.code, j.stderr).toBe(0);
+    expect(JSON.parse(j.stdout)).toMatchObject({
+      kind: "PlacementRender",
+      placement: { kind: "ManifestWorkReplicaSet", namespace: "shop", name: "menu" },
+      cluster: "r2",
+    });
+    const missing = await flotilla(["replicaset", "render", "nothing", "-n", "shop", "--cluster", "r1"], { hub });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("Hint: no ManifestWorkReplicaSet nothing in namespace shop");
+    expect((await flotilla(["replicaset", "render", "menu", "--cluster", "r1"], { hub })).code).toBe(2);
+  });
 });

@@ -13,6 +13,8 @@
  * A ResourceOverride adds each cluster's name to its menu: on both pages, the rendered panel shows
  * for a chosen cluster the object it gets beside the template (the override's line marked, the
  * snapshot applied named), at rest and mid-change (the new content rendered while c2 is not done).
+ * A ManifestWorkReplicaSet in `shop` with a ResourceOverride naming it: its page shows the same
+ * panel (its `render` subresource), to the admin and to the namespaced user.
  * Screenshots go to a temporary folder, or to `FLOTILLA_UI_SCREENSHOTS`.
  */
 import { mkdirSync, mkdtempSync, statSync } from "node:fs";
@@ -62,11 +64,11 @@ describe("KubeFleet placements on the dashboard in Chromium (wrangler dev + agen
    * The rendered-for-a-cluster panel of a placement's page for `cluster` (chosen in its select):
    * waits until the rendered pane holds `wants` (JSON lines) and the template pane `template`.
    */
-  const rendered = async (p: Page, cluster: string, wants: string[], template: string) => {
+  const rendered = async (p: Page, cluster: string, wants: string[], template: string, snapshot = "shop/menu-0") => {
     await p.locator("[data-render-cluster]").selectOption(cluster);
     const panel = p.locator(`[data-rendered="${cluster}"][data-render-state="rendered"]`);
     await panel.waitFor({ timeout: ON_PAGE_MS });
-    expect(await panel.locator("[data-overrides-applied]").getAttribute("data-overrides-applied")).toBe("ResourceOverrideSnapshot shop/menu-0");
+    expect(await panel.locator("[data-overrides-applied]").getAttribute("data-overrides-applied")).toBe(`ResourceOverrideSnapshot ${snapshot}`);
     for (const w of wants) await panel.locator('[data-pane="rendered"]', { hasText: w }).waitFor({ timeout: ON_PAGE_MS });
     await panel.locator('[data-pane="template"]', { hasText: template }).waitFor({ timeout: ON_PAGE_MS });
     // The override's line is marked in the rendered pane, and is not in the template.
@@ -264,6 +266,54 @@ describe("KubeFleet placements on the dashboard in Chromium (wrangler dev + agen
     }
     await shoot("resourceplacement-rest", page);
     expect(loads).toEqual(before);
+    expect(errors).toEqual([]);
+  });
+
+  it("shows what a ManifestWorkReplicaSet renders for a cluster, to the admin and to the namespace's viewer", async () => {
+    await post("/apis/cluster.open-cluster-management.io/v1beta2/namespaces/shop/managedclustersetbindings", {
+      apiVersion: "cluster.open-cluster-management.io/v1beta2",
+      kind: "ManagedClusterSetBinding",
+      metadata: { name: "global" },
+      spec: { clusterSet: "global" },
+    });
+    await post("/apis/cluster.open-cluster-management.io/v1beta1/namespaces/shop/placements", {
+      apiVersion: "cluster.open-cluster-management.io/v1beta1",
+      kind: "Placement",
+      metadata: { name: "specials" },
+      spec: {},
+    });
+    await post(`${FLEET}/namespaces/shop/resourceoverrides`, {
+      apiVersion: "placement.kubernetes-fleet.io/v1",
+      kind: "ResourceOverride",
+      metadata: { name: "specials" },
+      spec: {
+        placement: { name: "specials", scope: "ManifestWorkReplicaSet" },
+        resourceSelectors: [{ group: "", version: "v1", kind: "ConfigMap", name: "specials" }],
+        policy: {
+          overrideRules: [
+            { clusterSelector: { clusterSelectorTerms: [] }, jsonPatchOverrides: [{ op: "add", path: "/data/where", value: "${MEMBER-CLUSTER-NAME}" }] },
+          ],
+        },
+      },
+    });
+    await post("/apis/work.open-cluster-management.io/v1alpha1/namespaces/shop/manifestworkreplicasets", {
+      apiVersion: "work.open-cluster-management.io/v1alpha1",
+      kind: "ManifestWorkReplicaSet",
+      metadata: { name: "specials" },
+      spec: {
+        placementRefs: [{ name: "specials" }],
+        manifestWorkTemplate: {
+          workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "specials", namespace: "shop" }, data: { soup: "miso" } }] },
+        },
+      },
+    });
+    for (const p of [page, dev]) {
+      await p.evaluate(`location.hash = "#/replicasets/shop/specials"`);
+      await p.locator('[data-view="replicaset"] h1', { hasText: "specials" }).waitFor({ timeout: ON_PAGE_MS });
+      for (const c of ["c2", "c1"]) await rendered(p, c, [`"where": "${c}"`, '"soup": "miso"'], '"soup": "miso"', "shop/specials-0");
+    }
+    await shoot("replicaset-rendered", page);
+    await shoot("replicaset-rendered-namespaced", dev);
     expect(errors).toEqual([]);
   });
 });

@@ -1544,6 +1544,71 @@ const renderCases: [string, string, string, unknown, number, string, string | un
     "Invalid",
     undefined,
   ],
+  [
+    "a ResourceOverride naming a template add-on",
+    "POST",
+    `${FLEET_V1}/namespaces/${NS}/resourceoverrides`,
+    {
+      apiVersion: "placement.kubernetes-fleet.io/v1",
+      kind: "ResourceOverride",
+      metadata: { name: "hro-addon" },
+      spec: {
+        placement: { name: "hello", scope: "ClusterManagementAddOn" },
+        resourceSelectors: [{ group: "apps", version: "v1", kind: "Deployment", name: "hello-agent" }],
+        policy: {
+          overrideRules: [{ clusterSelector: { clusterSelectorTerms: [] }, jsonPatchOverrides: [{ op: "add", path: "/metadata/labels/h", value: "h" }] }],
+        },
+      },
+    },
+    422,
+    "Invalid",
+    undefined,
+  ],
+  [
+    "a ClusterResourceOverride of a template add-on with a kind path",
+    "POST",
+    `${FLEET_V1}/clusterresourceoverrides`,
+    {
+      apiVersion: "placement.kubernetes-fleet.io/v1",
+      kind: "ClusterResourceOverride",
+      metadata: { name: "hcro-addon" },
+      spec: {
+        placement: { name: "hello", scope: "ClusterManagementAddOn" },
+        clusterResourceSelectors: [{ group: "apps", version: "v1", kind: "Deployment", name: "hello-agent" }],
+        policy: { overrideRules: [{ clusterSelector: { clusterSelectorTerms: [] }, jsonPatchOverrides: [{ op: "replace", path: "/kind", value: "Pod" }] }] },
+      },
+    },
+    422,
+    "Invalid",
+    undefined,
+  ],
+  [
+    "render of a ManifestWorkReplicaSet without a cluster",
+    "GET",
+    `/apis/work.open-cluster-management.io/v1alpha1/namespaces/${NS}/manifestworkreplicasets/hmwrs/render`,
+    undefined,
+    400,
+    "BadRequest",
+    undefined,
+  ],
+  [
+    "render of a ManifestWorkReplicaSet written with PATCH",
+    "PATCH",
+    `/apis/work.open-cluster-management.io/v1alpha1/namespaces/${NS}/manifestworkreplicasets/hmwrs/render?cluster=${CLUSTER}`,
+    {},
+    405,
+    "MethodNotAllowed",
+    undefined,
+  ],
+  [
+    "render of a ManifestWork",
+    "GET",
+    `/apis/work.open-cluster-management.io/v1/namespaces/${CLUSTER}/manifestworks/hw/render?cluster=${CLUSTER}`,
+    undefined,
+    404,
+    "NotFound",
+    undefined,
+  ],
 ];
 for (const [label, method, path, body, status, reason, field] of renderCases)
   add({ name: `fleet: ${label}`, method, path, ...(body !== undefined ? { body } : {}), status, reason, field });

@@ -102,7 +102,7 @@ async function waitFor(check: () => Promise<boolean>, ms = 8000) {
 }
 
 beforeAll(async () => {
-  await createNamespaces("ovr", "ovroll", "ovrval");
+  await createNamespaces("ovr", "ovroll", "ovrval", "ovrrender", "ovrhidden");
   expect(
     (await call("POST", MCSET, { apiVersion: "cluster.open-cluster-management.io/v1beta2", kind: "ManagedClusterSet", metadata: { name: "fleet" } })).status,
   ).toBe(201);
@@ -304,5 +304,90 @@ describe("ResourceOverrides of a ManifestWorkReplicaSet", () => {
     const moved = await call("PUT", `${ROS("ovrval")}/one`, { ...one, spec: { ...one.spec, placement: { name: "web", scope: "Namespaced" } } });
     expect(moved.status).toBe(422);
     expect(moved.body.message).toContain("The placement field is immutable");
+  });
+});
+
+describe("the render subresource of a ManifestWorkReplicaSet (a dry run for one cluster)", () => {
+  const RENDER = (ns: string, name: string, cluster?: string) => `${MWRS(ns)}/${name}/render${cluster ? `?cluster=${cluster}` : ""}`;
+
+  it("answers each cluster's work exactly as written, the template, the overrides applied, or why they fail", async () => {
+    await placement("ovrrender", "web", { app: "ovr" });
+    await createReplicaSet("ovrrender", "web", [{ name: "web" }]);
+    const r = await call(
+      "POST",
+      ROS("ovrrender"),
+      override("ovrrender", "web", "web", [
+        rule({ region: "eu" }, [{ op: "replace", path: "/spec/template/spec/containers/0/image", value: "eu.registry.example/web:1" }]),
+        rule({ region: "eu" }, [{ op: "replace", path: "/spec/replicas", value: "${MEMBER-CLUSTER-LABEL-KEY-size}" }]),
+        rule({ "kubernetes-fleet.io/member-cluster-name": "eu2" }, [{ op: "replace", path: "/spec/paused/x", value: true }]),
+      ]),
+    );
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    await waitFor(async () => deploymentIn((await works("ovrrender", "web")).eu1)?.spec.replicas === 2);
+    const eu1 = await call("GET", RENDER("ovrrender", "web", "eu1"));
+    expect(eu1.status, JSON.stringify(eu1.body)).toBe(200);
+    expect(eu1.body).toMatchObject({
+      apiVersion: "flotilla.dev/v1alpha1",
+      kind: "PlacementRender",
+      placement: { kind: "ManifestWorkReplicaSet", namespace: "ovrrender", name: "web" },
+      cluster: "eu1",
+      scheduled: true,
+      clusterResourceOverrides: [],
+      resourceOverrides: [{ name: "web-0", namespace: "ovrrender" }],
+    });
+    expect(eu1.body.error).toBeUndefined();
+    // Exactly what the agent receives: the stored work's spec.
+    const work = (await call("GET", WORK("eu1", "ovrrender.web"))).body;
+    expect(eu1.body.works).toEqual([{ name: "ovrrender.web", spec: work.spec }]);
+    expect(eu1.body.objects).toEqual(work.spec.workload.manifests);
+    expect(deploymentIn({ spec: { workload: { manifests: eu1.body.template } } })).toEqual(deployment());
+    expect(work.metadata.annotations[APPLIED]).toBe("web-0");
+    // us1: no rule matches; eu2's path does not resolve: the override fails there, nothing rendered.
+    const us1 = (await call("GET", RENDER("ovrrender", "web", "us1"))).body;
+    expect(us1).toMatchObject({ scheduled: true, resourceOverrides: [] });
+    expect(us1.works[0].spec).toEqual((await call("GET", WORK("us1", "ovrrender.web"))).body.spec);
+    const eu2 = (await call("GET", RENDER("ovrrender", "web", "eu2"))).body;
+    expect(eu2.objects).toEqual([]);
+    expect(eu2.works).toEqual([]);
+    expect(eu2.error).toContain('ResourceOverrideSnapshot "web-0" failed to apply on Deployment "web" in namespace "default": ');
+    // p1 and p3 are not decided (app: ovroll): rendered as they would be, and said so (p1 has no size label).
+    const p1 = (await call("GET", RENDER("ovrrender", "web", "p1"))).body;
+    expect(p1).toMatchObject({ scheduled: false, resourceOverrides: [{ name: "web-0", namespace: "ovrrender" }] });
+    expect(p1.error).toContain("label key size not found on cluster p1");
+    const p3 = (await call("GET", RENDER("ovrrender", "web", "p3"))).body;
+    expect(p3).toMatchObject({ scheduled: false, resourceOverrides: [] });
+    expect(deploymentIn(p3.works[0])).toEqual(deployment());
+  });
+
+  it("answers 4xx for what it cannot render, and is authorized as a read of the replica set", async () => {
+    const none = await call("GET", RENDER("ovrrender", "web"));
+    expect(none.status).toBe(400);
+    expect(none.body.message).toContain("needs the query parameter cluster");
+    const unknown = await call("GET", RENDER("ovrrender", "web", "nowhere"));
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.message).toBe('managedclusters.cluster.open-cluster-management.io "nowhere" not found');
+    const missing = await call("GET", RENDER("ovrrender", "nothing", "eu1"));
+    expect(missing.status).toBe(404);
+    expect(missing.body.message).toBe('manifestworkreplicasets.work.open-cluster-management.io "nothing" not found');
+    expect((await call("POST", RENDER("ovrrender", "web", "eu1"), {})).status).toBe(405);
+    // Not a subresource of a ManifestWork.
+    expect((await call("GET", `${WORK("eu1", "ovrrender.web")}/render?cluster=eu1`)).status).toBe(404);
+    // A viewer of the namespace may; nobody else.
+    const rb = await call("POST", `/apis/rbac.authorization.k8s.io/v1/namespaces/ovrrender/rolebindings`, {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: "dana-view" },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "view" },
+      subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: "dana" }],
+    });
+    expect(rb.status, JSON.stringify(rb.body)).toBe(201);
+    const as = (user: string) => ({ headers: { "Impersonate-User": user } });
+    const dana = await call("GET", RENDER("ovrrender", "web", "eu1"), undefined, as("dana"));
+    expect(dana.status, JSON.stringify(dana.body)).toBe(200);
+    expect(deploymentIn({ spec: { workload: { manifests: dana.body.objects } } }).spec.replicas).toBe(2);
+    await createReplicaSet("ovrhidden", "web", [{ name: "none" }]);
+    const other = await call("GET", RENDER("ovrhidden", "web", "eu1"), undefined, as("dana"));
+    expect(other.status).toBe(403);
+    expect(other.body.message).toContain('cannot get resource "manifestworkreplicasets"');
   });
 });

@@ -3,6 +3,10 @@
  * one cluster (the hub's `render` subresource, docs/overrides.md): the objects that cluster's agent
  * would receive, its overrides applied, and which overrides applied (or why one fails there).
  *
+ * `flotilla replicaset render NAME -n NS --cluster C [-o json|yaml]`: the same dry run of a
+ * ManifestWorkReplicaSet (the `render` subresource of the replica set, in the same shape): the
+ * manifests its work in that cluster's namespace carries, its ResourceOverrides applied.
+ *
  * `flotilla placement status NAME [-n NS] [-o json|yaml]`: where a KubeFleet placement stands
  * (docs/kubefleet.md). Without `-n`, the ClusterResourcePlacement NAME; with `-n NS`, the
  * ResourcePlacement NAME in NS (what a namespace's user may read). Prints the placement's
@@ -144,6 +148,46 @@ async function render(ctx: CommandContext, name: string, opts: RenderOptions): P
     },
   });
   ctx.out(opts.output ? renderObject(r, opts.output) : renderPlacementRender(r));
+}
+
+interface ReplicaSetRenderOptions {
+  namespace: string;
+  cluster: string;
+  output?: OutputFormat;
+}
+
+async function renderReplicaSet(ctx: CommandContext, name: string, opts: ReplicaSetRenderOptions): Promise<void> {
+  const r = await ctx.client().get<PlacementRender>(`${Paths.manifestWorkReplicaSets(opts.namespace, name)}/render`, {
+    query: { cluster: opts.cluster },
+    hints: {
+      notFound: `no ManifestWorkReplicaSet ${name} in namespace ${opts.namespace}, or no ManagedCluster ${opts.cluster}; list them with \`kubectl get manifestworkreplicasets -n ${opts.namespace}\` and \`flotilla get clusters\``,
+      notServed: "this hub does not render replica sets for one cluster yet; update the hub to a version that does",
+    },
+  });
+  ctx.out(opts.output ? renderObject(r, opts.output) : renderPlacementRender(r));
+}
+
+/**
+ * Adds `render` to the `replicaset` command (agent/cli/commands/replicaset.ts).
+ *
+ * @param replicaset the `replicaset` command.
+ * @param context builds the action's context from the command.
+ */
+export function registerReplicaSetRender(replicaset: Command, context: (cmd: Command) => CommandContext): void {
+  replicaset
+    .command("render")
+    .description("Show the manifests a ManifestWorkReplicaSet renders for one cluster, its overrides applied (a dry run: nothing is written)")
+    .argument("<name>", "the ManifestWorkReplicaSet")
+    .requiredOption("-n, --namespace <ns>", "the replica set's namespace")
+    .requiredOption("--cluster <name>", "the ManagedCluster to render for")
+    .addOption(new Option("-o, --output <format>", "print the hub's whole answer (template, objects, work, overrides) as json or yaml").choices(OUTPUT_FORMATS))
+    .addHelpText(
+      "after",
+      "\nThe manifests are exactly what the replica set's work in the cluster's namespace would carry now (the hub renders\n" +
+        "them with the replica set controller's own code); the ResourceOverrideSnapshots applied are listed, or why one\n" +
+        "fails there. Reading it needs only a read (get) of the replica set.",
+    )
+    .action((name: string, opts: ReplicaSetRenderOptions, cmd: Command) => renderReplicaSet(context(cmd), name, opts));
 }
 
 /**

@@ -106,13 +106,15 @@ function parseRevision(value: string): number {
 /**
  * Adds `replicaset history` and `replicaset undo` to `program`.
  *
+ * @returns the `replicaset` command, for its other verbs (`render`, agent/cli/commands/placement.ts).
+ *
  * @param context builds the action's context from the command.
  */
-export function registerReplicaSet(program: Command, context: (cmd: Command) => CommandContext): void {
+export function registerReplicaSet(program: Command, context: (cmd: Command) => CommandContext): Command {
   const rs = program
     .command("replicaset")
     .alias("mwrs")
-    .description("A ManifestWorkReplicaSet's revision history and undo (as kubectl rollout history / undo)");
+    .description("A ManifestWorkReplicaSet's revision history and undo (as kubectl rollout history / undo), and what it renders for a cluster");
   rs.command("history")
     .description("List the revisions the hub keeps of a replica set's template (its ControllerRevisions)")
     .argument("<name>", "the replica set's name")
@@ -125,4 +127,5 @@ export function registerReplicaSet(program: Command, context: (cmd: Command) => 
     .option("--to-revision <n>", "the revision to roll back to (0: the previous one)", parseRevision, 0)
     .addHelpText("after", "\nExamples:\n  flotilla replicaset undo web -n apps\n  flotilla replicaset undo web -n apps --to-revision 3")
     .action((name: string, opts: { namespace: string; toRevision: number }, cmd: Command) => undo(context(cmd), name, opts));
+  return rs;
 }

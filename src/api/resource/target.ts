@@ -11,9 +11,10 @@ import type { ApiContext } from "../context.ts";
 import { decodePathSegment } from "../request.ts";
 import { PLACEMENT_RENDER_SUBRESOURCE } from "../../auth/requestinfo.ts";
 
-/** Whether `def` is a KubeFleet ClusterResourcePlacement or ResourcePlacement (which have the `render` subresource). */
+/** Whether `def` has the `render` subresource: a KubeFleet ClusterResourcePlacement or ResourcePlacement, or an OCM ManifestWorkReplicaSet. */
 const isFleetPlacement = (def: KindDefinition) =>
-  def.group === "placement.kubernetes-fleet.io" && (def.kind === "ClusterResourcePlacement" || def.kind === "ResourcePlacement");
+  (def.group === "placement.kubernetes-fleet.io" && (def.kind === "ClusterResourcePlacement" || def.kind === "ResourcePlacement")) ||
+  (def.group === "work.open-cluster-management.io" && def.kind === "ManifestWorkReplicaSet");
 
 /** The Hono context of an API request. */
 export type Ctx = ApiContext;
@@ -32,7 +33,7 @@ export interface Target {
   create?: CreateSubresource;
   /** The `scale` subresource of a kind that has one (`KindDefinition.scale`, src/api/scale.ts). */
   scale?: boolean;
-  /** The `render` subresource of a KubeFleet placement (src/api/placement-render.ts). */
+  /** The `render` subresource of a KubeFleet placement or a ManifestWorkReplicaSet (src/api/placement-render.ts). */
   render?: boolean;
 }
 

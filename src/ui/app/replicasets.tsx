@@ -4,6 +4,9 @@
  * controller classifies it, with the same function (src/work/rollout.ts `classifyRollout`): a
  * cluster whose work does not carry the current template is still to apply; the others are
  * succeeded, progressing, failed or timed out (past `progressDeadline`).
+ * Beside them, what it renders for a chosen cluster (its `render` subresource, docs/overrides.md:
+ * the manifests of that cluster's work, its ResourceOverrides applied, beside the template; the
+ * panel of src/ui/app/resourceplacements.tsx), for any cluster its placements decide.
  * The replica set, its placements' decisions and its works are watched.
  */
 import { useMemo } from "preact/hooks";
@@ -15,6 +18,7 @@ import { condition, type Condition } from "./format.ts";
 import { useLiveList, useLiveObject } from "./live.ts";
 import { isForbidden, scopedPath, useScope } from "./scope.tsx";
 import { ConditionBadge, Conditions, ErrorNote, StateBadge, useNow } from "./widgets.tsx";
+import { RenderedForCluster } from "./resourceplacements.tsx";
 
 const MWRS = "/apis/work.open-cluster-management.io/v1alpha1";
 const WORKS = "/apis/work.open-cluster-management.io/v1/manifestworks";
@@ -183,6 +187,16 @@ function ReplicaSetDetail({ api, namespace, name }: { api: Api; namespace: strin
   const works = useLiveList(api, WORKS, { labelSelector: `${MWRS_LABEL}=${namespace}.${name}`, limit: 500 });
   const nowMs = useNow(5000);
   const byCluster = useMemo(() => new Map(works.items.map((w) => [w.metadata.namespace!, w])), [works.items]);
+  // The clusters its placements decide (readable by a viewer of the namespace, who may not read the works).
+  const decisions = useLiveList(api, `${G}/namespaces/${encodeURIComponent(namespace)}/placementdecisions`, {});
+  const refNames = new Set(((rs?.spec?.placementRefs ?? []) as { name: string }[]).map((r) => r.name));
+  const decided = [
+    ...new Set(
+      decisions.items
+        .filter((d) => refNames.has(d.metadata.labels?.["cluster.open-cluster-management.io/placement"] ?? ""))
+        .flatMap((d) => ((d.status?.decisions ?? []) as { clusterName: string }[]).map((x) => x.clusterName)),
+    ),
+  ].sort();
   if (error) return <ErrorNote error={error} what={`ManifestWorkReplicaSet ${namespace}/${name}`} />;
   if (!rs) return <p class="muted">Loading {name}…</p>;
   const refs = (rs.spec?.placementRefs ?? []) as { name: string; rolloutStrategy?: RolloutStrategy }[];
@@ -216,6 +230,15 @@ function ReplicaSetDetail({ api, namespace, name }: { api: Api; namespace: strin
             nowMs={nowMs}
           />
         ))}
+      <section aria-labelledby="rsr-h">
+        <h2 id="rsr-h">Rendered for a cluster</h2>
+        <RenderedForCluster
+          api={api}
+          path={`${MWRS}/namespaces/${encodeURIComponent(namespace)}/manifestworkreplicasets/${encodeURIComponent(name)}`}
+          clusters={decided}
+          version={rs.metadata.resourceVersion ?? ""}
+        />
+      </section>
       <section aria-labelledby="rc-h">
         <h2 id="rc-h">Conditions</h2>
         <Conditions conditions={rs.status?.conditions as Condition[]} nowMs={nowMs} />

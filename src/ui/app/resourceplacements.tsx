@@ -45,13 +45,14 @@ function paneLines(objects: unknown[], against: unknown[]): { text: string; chan
 }
 
 /**
- * For a cluster chosen among the placement's, the objects the placement renders for it beside
+ * For a cluster chosen among the placement's (or a ManifestWorkReplicaSet's: the same
+ * subresource, src/ui/app/replicasets.tsx), the objects the placement renders for it beside
  * its template (the hub's dry run, the `render` subresource: what the cluster's agent would
  * receive), the lines the overrides changed marked, and the override snapshots applied or why
  * one fails there. Read again whenever the placement changes (`version`, its resourceVersion:
  * its status moves with every rollout step and override change), so the panes follow a rollout.
  */
-function RenderedForCluster({ api, path, clusters, version }: { api: Api; path: string; clusters: string[]; version: string }) {
+export function RenderedForCluster({ api, path, clusters, version }: { api: Api; path: string; clusters: string[]; version: string }) {
   const [chosen, setChosen] = useState("");
   const cluster = clusters.includes(chosen) ? chosen : (clusters[0] ?? "");
   const [state, setState] = useState<{ r?: PlacementRender; error?: Error }>({});

@@ -1,0 +1,134 @@
+/**
+ * KubeFleet's ClusterResourceOverrides on template add-ons (docs/overrides.md "Template add-ons"):
+ * a ClusterResourceOverride names a ClusterManagementAddOn by `placement: {name, scope:
+ * ClusterManagementAddOn}` and selects manifests of the add-on's rendered work
+ * (src/addons/render.ts) by group, version, kind and name, in any namespace; each cluster's
+ * manifests go through the one patch engine (src/overrides/kubefleet.ts, src/overrides/engine.ts),
+ * all or nothing per cluster.
+ *
+ * Rollout: the overrides that apply to a cluster are part of its desired configs, as OCM's
+ * add-on manager rolls configs out (src/addons/manager.ts): one `configReferences[]` entry per
+ * applicable override, group `placement.kubernetes-fleet.io`, resource
+ * `clusterresourceoverrides`, the override's name, and a spec hash of what the override does
+ * there (its selectors, the rules matching the cluster, the values of the variables they use).
+ * A change of an override changes the hash of the clusters it touches only, and those are rolled
+ * out by the add-on's install strategy (its placements' `rolloutStrategy`) like a changed config.
+ */
+import type { KubeObject } from "../k8s/meta.ts";
+import { FLEET_GROUP, IS_LATEST_SNAPSHOT_LABEL } from "../kinds/fleet.ts";
+import { ADDON_SCOPE, ClusterResourceOverrideSnapshotKind, OVERRIDE_TRACKING_LABEL, type ClusterResourceOverrideSpec } from "../kinds/fleet-override.ts";
+import { ManagedClusterKind } from "../kinds/managedcluster.ts";
+import { sha256Hex } from "../kinds/bootstraptoken.ts";
+import type { Env } from "../env.ts";
+import { admittedStoreOf } from "../admission/store.ts";
+import { MEMBER_CLUSTER_NAME_LABEL } from "../fleet/schedule.ts";
+import type { OverrideCluster } from "../overrides/engine.ts";
+import { compileKubeFleetOverrides, overridesForAddon, type ClusterOverrides, type KubeFleetOverrides } from "../overrides/kubefleet.ts";
+
+/** The group of an override's entry in an add-on's `configReferences` (KubeFleet's). */
+export const OVERRIDE_CONFIG_GROUP = FLEET_GROUP;
+/** The resource of an override's entry in an add-on's `configReferences`. */
+export const OVERRIDE_CONFIG_RESOURCE = "clusterresourceoverrides";
+
+/** An override's entry among a cluster's desired configs: its name and the hash of what it does there. */
+export interface OverrideConfig {
+  group: typeof OVERRIDE_CONFIG_GROUP;
+  resource: typeof OVERRIDE_CONFIG_RESOURCE;
+  name: string;
+  specHash: string;
+}
+
+/** Whether a config reference is an override's entry ({@link OverrideConfig}). */
+export const isOverrideConfig = (c: { group?: string; resource: string }): boolean =>
+  c.group === OVERRIDE_CONFIG_GROUP && c.resource === OVERRIDE_CONFIG_RESOURCE;
+
+/** The overrides of one add-on, compiled once for its clusters. */
+export interface AddonOverrides {
+  /** No ClusterResourceOverride names the add-on. */
+  readonly empty: boolean;
+  /** The overrides of one cluster (by name; a cluster the hub does not know has only its name label). */
+  forCluster(cluster: string): ClusterOverrides;
+  /** The desired-config entries of the overrides that apply to `cluster`, by override name. */
+  configsOf(cluster: string): Promise<OverrideConfig[]>;
+}
+
+/** A ManagedCluster as the overrides see it: its labels, plus `kubernetes-fleet.io/member-cluster-name`. */
+function overrideClusterOf(mc: KubeObject): OverrideCluster {
+  return { name: mc.metadata.name, labels: { ...(mc.metadata.labels ?? {}), [MEMBER_CLUSTER_NAME_LABEL]: mc.metadata.name } };
+}
+
+const latest = {
+  index: { key: IS_LATEST_SNAPSHOT_LABEL, values: ["true"] },
+  filter: (o: KubeObject) => o.metadata.labels?.[IS_LATEST_SNAPSHOT_LABEL] === "true",
+};
+
+/**
+ * The overrides of the add-on `addon`: one read of the latest ClusterResourceOverrideSnapshots,
+ * and, only when one names the add-on, of the ManagedClusters (`cluster`: that one alone).
+ * @throws errors of D1
+ */
+export async function addonOverrides(env: Env, addon: string, cluster?: string): Promise<AddonOverrides> {
+  const { items } = await admittedStoreOf(env, ClusterResourceOverrideSnapshotKind).listPage(undefined, latest);
+  const parent = new Map(items.map((o) => [o.metadata.name, o.metadata.labels?.[OVERRIDE_TRACKING_LABEL] ?? o.metadata.name]));
+  const cros = overridesForAddon(
+    addon,
+    items.map((o) => ({ name: o.metadata.name, spec: (o.spec as { overrideSpec: ClusterResourceOverrideSpec }).overrideSpec })),
+  );
+  const compiled: KubeFleetOverrides = compileKubeFleetOverrides(cros, [], { anyNamespace: true });
+  const clusters = new Map<string, OverrideCluster>();
+  if (!compiled.empty) {
+    const mcs =
+      cluster !== undefined
+        ? [await admittedStoreOf(env, ManagedClusterKind).get("", cluster)].filter((m): m is KubeObject => !!m)
+        : (await admittedStoreOf(env, ManagedClusterKind).list()).items;
+    for (const m of mcs) clusters.set(m.metadata.name, overrideClusterOf(m));
+  }
+  const forCluster = (name: string) => compiled.forCluster(clusters.get(name) ?? { name, labels: { [MEMBER_CLUSTER_NAME_LABEL]: name } });
+  return {
+    empty: compiled.empty,
+    forCluster,
+    async configsOf(name) {
+      if (compiled.empty) return [];
+      const out: OverrideConfig[] = [];
+      for (const [snapshot, text] of forCluster(name).contentKeys())
+        out.push({ group: OVERRIDE_CONFIG_GROUP, resource: OVERRIDE_CONFIG_RESOURCE, name: parent.get(snapshot) ?? snapshot, specHash: await sha256Hex(text) });
+      return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    },
+  };
+}
+
+/**
+ * The template add-ons the latest ClusterResourceOverrideSnapshots name, each once: those a
+ * cluster's new labels may render differently.
+ * @throws errors of D1
+ */
+export async function addonsWithOverrides(env: Env): Promise<string[]> {
+  const { items } = await admittedStoreOf(env, ClusterResourceOverrideSnapshotKind).listPage(undefined, latest);
+  const names = new Set<string>();
+  for (const o of items) {
+    const placement = (o.spec as { overrideSpec?: ClusterResourceOverrideSpec } | undefined)?.overrideSpec?.placement;
+    if (placement?.scope === ADDON_SCOPE) names.add(placement.name);
+  }
+  return [...names];
+}
+
+/** The outcome of a cluster's overrides on its rendered manifests: the new list, the snapshots applied, or KubeFleet's error. */
+export type AddonOverridden = { manifests: unknown[]; applied: string[]; error?: undefined } | { error: string; applied: string[] };
+
+/** Applies `overrides` (one cluster's) to `manifests` (a rendered work's), all or nothing. */
+export function applyAddonOverrides(overrides: ClusterOverrides, manifests: readonly unknown[]): AddonOverridden {
+  const applied = overrides.clusterResourceOverrides;
+  if (overrides.key === "") return { manifests: [...manifests], applied };
+  const out: unknown[] = [];
+  for (const m of manifests) {
+    const o = m as KubeObject;
+    if (!o || typeof o !== "object" || typeof o.metadata !== "object" || o.metadata === null) {
+      out.push(m);
+      continue;
+    }
+    const r = overrides.apply(o);
+    if (!r.ok) return { error: r.message, applied };
+    if (r.object) out.push(r.object);
+  }
+  return { manifests: out, applied };
+}
