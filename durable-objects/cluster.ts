@@ -455,7 +455,8 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
    * (`delta`, which the works a poll answers with take in) when the writer has it; without it
    * (an outbox sweep, the start of a leave), the next changed poll reads the works from D1. Does
    * nothing for a cluster that does not exist (its first poll gets a fresh ETag anyway). Not
-   * queued behind other calls: one SQLite row written.
+   * queued behind other calls: nothing written to the object's storage, unless a works poll
+   * handed out the ETag (cluster/works.ts: one row then).
    */
   async deliverablesChanged(delta?: DeliverableDeltaMessage): Promise<void> {
     this.deliverablesMoved(this.state.viewObject() !== null, delta && deltaOf(delta));

@@ -2,6 +2,15 @@
  * Works delivery of one cluster: the works ETag (a new one whenever a work in the cluster's
  * namespace changes, or a leave starts), the namespace's works kept in memory
  * (src/work/namespace-deliverables.ts), and the agents' works long-polls waiting for a change.
+ *
+ * The ETag lives in memory, and in the `worksEtag` row only once a works poll (the poll
+ * transport's `GET .../works`) handed it out: from then on each change writes the new one there
+ * (one row), so that a poll agent's ETag still matches after the object was evicted and its idle
+ * heartbeats fetch nothing. A cluster whose agent only uses the channel never has the row, and a
+ * works change writes nothing to the object's storage: an object loaded without the row makes a
+ * new ETag, which no agent holds, so an agent that says `hello` after an eviction gets the works
+ * again (the row, when there is one, is always current: a change rewrites it before any message
+ * carries the new ETag, so no older ETag can ever match newer works).
  */
 import type { Env } from "../../src/env.ts";
 import { tooManyRequests, type Status } from "../../src/k8s/errors.ts";
@@ -28,47 +37,75 @@ export class WorksDelivery {
   private readonly works = new NamespaceDeliverables();
   /** The long-polls waiting for a works change: each resolves when called. */
   readonly waiters = new Set<() => void>();
+  /** The works ETag; null until first asked in this object's life (then the row's, or a new one). */
+  private tag: string | null = null;
+  /** Whether the `worksEtag` row holds {@link tag} (a works poll handed it out). */
+  private stored = false;
 
   constructor(
     private readonly env: Env,
     private readonly state: ClusterState,
   ) {}
 
-  /** The works ETag, made (one row written) when the cluster has none yet. */
+  /**
+   * The works ETag: the `worksEtag` row's when there is one, else one made in memory (nothing
+   * written: see the module comment).
+   */
   etag(): string {
-    let etag = this.state.view<string>("worksEtag");
-    if (etag === null) {
-      etag = crypto.randomUUID();
+    if (this.tag === null) {
+      const row = this.state.view<string>("worksEtag");
+      this.tag = row ?? crypto.randomUUID();
+      this.stored = row !== null;
+    }
+    return this.tag;
+  }
+
+  /**
+   * The works ETag as a works poll hands it out: kept in the `worksEtag` row (one row written the
+   * first time), so that the poll agent's ETag outlives this object's eviction.
+   */
+  private pollEtag(): string {
+    const etag = this.etag();
+    if (!this.stored) {
       this.state.write("worksEtag", etag);
+      this.stored = true;
     }
     return etag;
   }
 
-  /** What a works poll with `ifNoneMatch` (the ETag the agent holds) learns of `obj`'s works, without them. */
+  /**
+   * What a works poll with `ifNoneMatch` (the ETag the agent holds) learns of `obj`'s works,
+   * without them; the ETag is kept in the `worksEtag` row from then on ({@link pollEtag}).
+   */
   stateOf(obj: KubeObject, ifNoneMatch: string | undefined): WorksState {
-    const etag = this.etag();
+    const etag = this.pollEtag();
     return { etag, leaving: Boolean(obj.metadata.deletionTimestamp), changed: ifNoneMatch !== etag };
   }
 
   /**
    * Records a works change: with `delta` the works kept in memory take it in, without it they
-   * are read from D1 at the next changed poll; a new ETag (one row written) when `exists` (the
-   * cluster has an object: a cluster without one gets a fresh ETag at its first poll anyway), and
-   * every waiting long-poll answers at once.
+   * are read from D1 at the next changed poll; a new ETag when `exists` (the cluster has an
+   * object: a cluster without one gets a fresh ETag at its first poll anyway), written to the
+   * `worksEtag` row only when a works poll handed out the one before (see the module comment),
+   * and every waiting long-poll answers at once.
    */
   changed(exists: boolean, delta?: DeliverableDelta): void {
     if (!exists) return this.works.invalidate();
     if (delta) this.works.apply(delta);
     else this.works.invalidate();
-    this.state.write("worksEtag", crypto.randomUUID());
+    this.etag();
+    this.tag = crypto.randomUUID();
+    if (this.stored) this.state.write("worksEtag", this.tag);
     const waiters = [...this.waiters];
     this.waiters.clear();
     for (const wake of waiters) wake();
   }
 
-  /** Forgets the works kept in memory (the cluster was removed). */
+  /** Forgets the works kept in memory and the ETag (the cluster was removed, its storage erased). */
   invalidate(): void {
     this.works.invalidate();
+    this.tag = null;
+    this.stored = false;
   }
 
   /**

@@ -70,11 +70,8 @@ describe("writeStoredMany", () => {
         metadata: { name },
         spec: { hubAcceptsClient: true },
       });
-    const etag = (name: string) =>
-      runInDurableObject(
-        env.CLUSTERS.getByName(name),
-        (_o, state) => state.storage.sql.exec<{ v: string }>("SELECT v FROM state WHERE k = 'worksEtag'").toArray()[0]?.v ?? null,
-      );
+    // The works ETag, kept in the object's memory (durable-objects/cluster/works.ts).
+    const etag = (name: string) => runInDurableObject(env.CLUSTERS.getByName(name), (o) => (o as unknown as { delivery: { etag(): string } }).delivery.etag());
     const before = await Promise.all(["bw-mc1", "bw-mc2"].map(etag));
     const written = await writeStoredMany(
       env,

@@ -357,6 +357,45 @@ describe("the agent channel", () => {
     expect(again.messages.filter((m) => m.type === "works")).toEqual([]);
   });
 
+  it("a works change writes nothing to the object; after its eviction, hello with the held ETag gets the works again, those made meanwhile included", async () => {
+    const keys = await joined("ch7e", { heartbeat: false });
+    expect((await call("POST", WORKS("ch7e"), work("w0"))).status).toBe(201);
+    const stub = env.CLUSTERS.getByName("ch7e");
+    const etagRow = () =>
+      runInDurableObject(stub, (_o, state) => state.storage.sql.exec<{ v: string }>("SELECT v FROM state WHERE k = 'worksEtag'").toArray()[0]?.v ?? null);
+    const conn = await connect("ch7e", keys);
+    conn.send({ type: "hello" });
+    await conn.next((m) => m.type === "works");
+    const from = conn.messages.length;
+    expect((await call("POST", WORKS("ch7e"), work("w1"))).status).toBe(201);
+    const pushed = await conn.next((m) => m.type === "works", from);
+    expect(pushed.works.map((w: any) => w.metadata.name)).toEqual(["w0", "w1"]);
+    // The channel's ETag lives in memory only (durable-objects/cluster/works.ts).
+    expect(await etagRow()).toBeNull();
+
+    // Evicted with no change since: the object makes another ETag, and the agent gets its works again.
+    await evictDurableObject(stub);
+    const back = await connect("ch7e", keys);
+    back.send({ type: "hello", worksEtag: pushed.etag });
+    const welcome = await back.next((m) => m.type === "welcome");
+    expect(welcome.worksEtag).not.toBe(pushed.etag);
+    const resent = await back.next((m) => m.type === "works");
+    expect(resent.etag).toBe(welcome.worksEtag);
+    expect(resent.works.map((w: any) => w.metadata.name)).toEqual(["w0", "w1"]);
+
+    // A change while the agent is away and the object is evicted after it: the agent converges.
+    back.ws.close(1000, "away");
+    await closedWith(back);
+    expect((await call("POST", WORKS("ch7e"), work("w2"))).status).toBe(201);
+    expect((await call("DELETE", `${WORKS("ch7e")}/w0`)).status).toBe(200);
+    await evictDurableObject(stub);
+    const again = await connect("ch7e", keys);
+    again.send({ type: "hello", worksEtag: resent.etag });
+    const latest = await again.next((m) => m.type === "works");
+    expect(latest.works.map((w: any) => w.metadata.name)).toEqual(["w1", "w2"]);
+    expect(await etagRow()).toBeNull();
+  });
+
   it("a namespace of works too large to keep is announced with works-changed, read over HTTP", async () => {
     const keys = await joined("ch7b", { heartbeat: false });
     const big = work("big");

@@ -4,7 +4,7 @@
  * ETag (an unchanged poll reads no D1), long-poll wake-up, status reports, credentials scoped to
  * their own cluster, and the leave flow (agent confirms, or the leave times out).
  */
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_LEAVE_TIMEOUT_SECONDS, MAX_WORKS_WAITERS, WORKS_RETRY_AFTER_SECONDS, type ClusterObject } from "../../durable-objects/cluster.ts";
@@ -166,6 +166,27 @@ describe("works delivery (agent protocol)", () => {
       ).status,
     ).toBe(200);
     expect((await poll("wd1", keys, deleted.body.etag)).body.works).toEqual([]);
+  });
+
+  it("a poll agent's ETag outlives the object's eviction: unchanged, 304 with no D1 query; changed before it, the new works", async () => {
+    const keys = await joined("wd1e");
+    const stub = env.CLUSTERS.getByName("wd1e");
+    const first = await poll("wd1e", keys);
+    expect(first.status).toBe(200);
+    await evictDurableObject(stub);
+    const hb = await call("POST", "/agent/v1/clusters/wd1e/heartbeat", { healthy: true }, { token: await keys.sign("wd1e") });
+    expect(hb.body.worksEtag).toBe(first.body.etag);
+    const idle = await poll("wd1e", keys, first.body.etag);
+    expect(idle.status).toBe(304);
+    expect(idle.headers.get("x-flotilla-d1-queries")).toBe("0");
+
+    expect((await call("POST", WORKS("wd1e"), work("w1"))).status).toBe(201);
+    await evictDurableObject(stub);
+    const changed = await poll("wd1e", keys, first.body.etag);
+    expect(changed.status).toBe(200);
+    expect(changed.body.works.map((w: { metadata: { name: string } }) => w.metadata.name)).toEqual(["w1"]);
+    await evictDurableObject(stub);
+    expect((await poll("wd1e", keys, changed.body.etag)).status).toBe(304);
   });
 
   it("a report on the work a poll delivered is written; a copy gone stale is never written over the stored work", async () => {
