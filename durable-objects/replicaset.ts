@@ -27,11 +27,11 @@
 import { DurableObject } from "cloudflare:workers";
 import { clock } from "../src/clock.ts";
 import { runReplicaSet, WorksCache, type ReplicaSetChange, type RunOutcome } from "../src/work/replicaset.ts";
-import { placementTarget, runPlacement, type PlacementRunOutcome } from "../src/fleet/controller.ts";
+import { PLACEMENT_TARGET_PREFIX, runPlacement, type PlacementRunOutcome } from "../src/fleet/controller.ts";
 import { PlacementWorksCache, type PlacementWorkChange } from "../src/fleet/works-cache.ts";
-import { karmadaTarget, runKarmadaPolicy } from "../src/fleet/karmada/controller.ts";
+import { KARMADA_TARGET_PREFIX, runKarmadaPolicy } from "../src/fleet/karmada/controller.ts";
 import { runUpdateRun, type UpdateRunOutcome } from "../src/fleet/updaterun/controller.ts";
-import { updateRunTarget } from "../src/fleet/updaterun/wake.ts";
+import { UPDATERUN_TARGET_PREFIX } from "../src/fleet/updaterun/wake.ts";
 import type { KubeObject } from "../src/k8s/meta.ts";
 import type { Env } from "../src/env.ts";
 import { timersOf } from "../src/controllers.ts";
@@ -86,8 +86,14 @@ export class ReplicaSetObject extends DurableObject<Env> {
   private nextRunAt = 0;
   /** The replica set's works as this object last knew them (src/work/replicaset.ts WorksCache). */
   private readonly works = new WorksCache();
-  /** A placement's works as this object last knew them (src/fleet/works-cache.ts), for a placement's object. */
-  private readonly placementWorks = new PlacementWorksCache();
+  /**
+   * A placement's works as this object last knew them (src/fleet/works-cache.ts): made by a
+   * placement's object on its first use (a replica set's or a policy's object never needs one).
+   */
+  private placementWorksCache: PlacementWorksCache | undefined;
+  private get placementWorks(): PlacementWorksCache {
+    return (this.placementWorksCache ??= new PlacementWorksCache());
+  }
   /**
    * The object's timers (its one alarm's owner; the rows are kept in memory once read, so a
    * notification, one per work status report, reads no storage to learn the next run).
@@ -123,7 +129,7 @@ export class ReplicaSetObject extends DurableObject<Env> {
   async reconcile(namespace: string, name: string): Promise<void> {
     this.remember(namespace, name);
     // A placement's own write: its run reads the ManagedClusters afresh (src/fleet/works-cache.ts).
-    this.placementWorks.forgetClusters();
+    this.placementWorksCache?.forgetClusters();
     this.pending = true;
     const run = this.queue.then(() => this.runPending());
     this.queue = run.catch(() => undefined);
@@ -204,20 +210,28 @@ export class ReplicaSetObject extends DurableObject<Env> {
     this.running = true;
     const started = clock.now();
     try {
-      // A KubeFleet placement's object (named `placement:<namespace>/<name>`) runs the placement
-      // controller (src/fleet/controller.ts) with the same serialisation, coalescing and retries.
-      // A Karmada policy's (named `karmada:<namespace>/<name>`) runs src/fleet/karmada/controller.ts alike.
-      // A staged update run's (named `updaterun:<namespace>/<name>`) runs src/fleet/updaterun/controller.ts.
-      const placement = placementTarget(t.namespace, t.name);
-      const karmada = karmadaTarget(t.namespace, t.name);
-      const updateRun = updateRunTarget(t.namespace, t.name);
-      outcome = placement
-        ? await runPlacement(this.env, placement, clock.now(), this.placementWorks)
-        : updateRun
-          ? await runUpdateRun(this.env, updateRun, clock.now())
-          : karmada
-            ? await runKarmadaPolicy(this.env, karmada, clock.now())
-            : await runReplicaSet(this.env, t.namespace, t.name, clock.now(), { deleting: (c) => this.deleting.add(c), cache: this.works });
+      // The controller is picked by the target's prefix (a namespace never holds ':'): a KubeFleet
+      // placement's object (named `placement:<namespace>/<name>`) runs the placement controller
+      // (src/fleet/controller.ts) with the same serialisation, coalescing and retries; a Karmada
+      // policy's (`karmada:<namespace>/<name>`) runs src/fleet/karmada/controller.ts alike; a staged
+      // update run's (`updaterun:<namespace>/<name>`) runs src/fleet/updaterun/controller.ts; a
+      // replica set's (`<namespace>/<name>`) runs src/work/replicaset.ts.
+      const colon = t.namespace.indexOf(":");
+      const prefix = colon < 0 ? "" : t.namespace.slice(0, colon + 1);
+      const ref = { namespace: t.namespace.slice(prefix.length), name: t.name };
+      switch (prefix) {
+        case PLACEMENT_TARGET_PREFIX:
+          outcome = await runPlacement(this.env, ref, clock.now(), this.placementWorks);
+          break;
+        case UPDATERUN_TARGET_PREFIX:
+          outcome = await runUpdateRun(this.env, ref, clock.now());
+          break;
+        case KARMADA_TARGET_PREFIX:
+          outcome = await runKarmadaPolicy(this.env, ref, clock.now());
+          break;
+        default:
+          outcome = await runReplicaSet(this.env, t.namespace, t.name, clock.now(), { deleting: (c) => this.deleting.add(c), cache: this.works });
+      }
       this.failures = 0;
     } catch (e) {
       console.error(`replica set ${t.namespace}/${t.name}: run failed`, e);
@@ -243,7 +257,7 @@ export class ReplicaSetObject extends DurableObject<Env> {
       // Nothing of the replica set remains: forget it (a later trigger starts afresh).
       await this.timers.reset();
       await this.ctx.storage.deleteAll();
-      this.placementWorks.invalidate();
+      this.placementWorksCache?.invalidate();
       this.targetCache = null;
       this.ctx.storage.sql.exec(TARGET_SCHEMA);
       this.timers.create();

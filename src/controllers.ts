@@ -25,7 +25,7 @@
  * rechecks). They are a few rows of its timers table, looked up here like any other; a second
  * singleton object for them would add an object (and its wake-ups) to run three timers.
  */
-import type { AfterCommitHook, CommitStatements } from "./store/hooks.ts";
+import type { AfterCommitHook, CommitStatements, KindName, Watch } from "./store/hooks.ts";
 import { installHooks } from "./store/hooks.ts";
 import { sweepOutbox } from "./store/outbox.ts";
 import type { TimerHandler } from "./timers.ts";
@@ -50,6 +50,32 @@ import { expireEvents } from "./events/expiry.ts";
 import { policyHook } from "./policy/controller.ts";
 import { addonHook } from "./addons/controller.ts";
 import { runClusterManagementAddOn } from "./addons/manager.ts";
+import { ADDON_NAME_LABEL } from "./addons/render.ts";
+import { isKindDisabled } from "./fleet/select.ts";
+import type { KindDefinition } from "./k8s/kind.ts";
+import { NamespaceKind } from "./kinds/namespace.ts";
+import { ServiceAccountKind } from "./kinds/serviceaccount.ts";
+import { ClusterRoleKind } from "./kinds/rbac.ts";
+import { ManagedClusterKind } from "./kinds/managedcluster.ts";
+import { ManagedClusterSetKind } from "./kinds/managedclusterset.ts";
+import { AddOnPlacementScoreKind, ManagedClusterSetBindingKind, PlacementDecisionKind, PlacementKind } from "./kinds/placement.ts";
+import { ManifestWorkKind, ManifestWorkReplicaSetKind } from "./kinds/manifestwork.ts";
+import { MWRS_LABEL } from "./kinds/manifestwork-labels.ts";
+import { CustomResourceDefinitionKind } from "./kinds/index.ts";
+import { EventKind } from "./kinds/event.ts";
+import { PlacementBindingKind, PolicyKind, PolicySetKind, ROOT_POLICY_LABEL } from "./kinds/policy.ts";
+import { AddOnDeploymentConfigKind, AddOnTemplateKind, ClusterManagementAddOnKind, ManagedClusterAddOnKind } from "./kinds/addon.ts";
+import { FLEET_GROUP, PLACEMENT_TRACKING_LABEL } from "./kinds/fleet.ts";
+import { ClusterResourceOverrideKind, ResourceOverrideKind } from "./kinds/fleet-override.ts";
+import {
+  ClusterPropagationPolicyKind,
+  CPP_PERMANENT_ID_LABEL,
+  KarmadaClusterResourceBindingKind,
+  KarmadaResourceBindingKind,
+  PP_PERMANENT_ID_LABEL,
+  PropagationPolicyKind,
+} from "./kinds/karmada.ts";
+import { ClusterOverridePolicyKind, OverridePolicyKind } from "./kinds/karmada-override.ts";
 
 /**
  * Where a controller's reconcile runs: `writer` for the isolate whose commit owes it (see the
@@ -72,8 +98,15 @@ export interface TimerEntry {
 export interface Controller {
   /** Its name (for a hook, the hook's name, which outbox rows store: never rename it). */
   name: string;
-  /** What wakes it: the kinds and changes its hook's `plan` watches, or its timers. */
+  /** What wakes it, in words: the kinds and changes its hook's `plan` watches, or its timers. */
   wakes: string;
+  /**
+   * What wakes its hook, as data (src/store/hooks.ts `Watch`): the write path calls the hook's
+   * `plan` only for the changes these match, by a lookup of the change's kind. With `hook`.
+   */
+  watches?: readonly Watch[];
+  /** The kinds whose commits its `statements` concern (the write path adds them to those only). With `statements`. */
+  kinds?: readonly KindName[];
   /** Where its reconcile runs ({@link Isolate}). */
   runsIn: Isolate;
   /** Its after-commit hook. */
@@ -85,6 +118,8 @@ export interface Controller {
 }
 
 const hook = <T>(h: AfterCommitHook<T>) => h as unknown as AfterCommitHook<never>;
+/** A KubeFleet kind by name (any of its versions). */
+const fleet = (kind: string): KindName => ({ group: FLEET_GROUP, kind });
 
 /**
  * The hub's controllers, in the order their hooks run for a change that owes several (the order
@@ -96,30 +131,38 @@ export const CONTROLLERS: readonly Controller[] = [
     wakes: "a Namespace created; its `default` ServiceAccount deleted",
     runsIn: "writer",
     hook: hook(defaultServiceAccountHook),
+    watches: [
+      { kinds: [NamespaceKind], changes: ["create"] },
+      { kinds: [ServiceAccountKind], changes: ["delete"] },
+    ],
   },
   {
     name: clusterRoleAggregationHook.name,
     wakes: "a ClusterRole created, changed or deleted (aggregationRule, labels)",
     runsIn: "writer",
     hook: hook(clusterRoleAggregationHook),
+    watches: [{ kinds: [ClusterRoleKind] }],
   },
   {
     name: namespaceDeletionHook.name,
     wakes: "a Namespace's deletion started (and each of its objects removed, while it is Terminating)",
     runsIn: "writer",
     hook: hook(namespaceDeletionHook),
+    watches: [{ kinds: [NamespaceKind], changes: ["update"] }],
   },
   {
     name: clusterNamespaceCreateHook.name,
     wakes: "a ManagedCluster created: its namespace",
     runsIn: "writer",
     hook: hook(clusterNamespaceCreateHook),
+    watches: [{ kinds: [ManagedClusterKind], changes: ["create", "update"] }],
   },
   {
     name: addonClusterUnknownHook.name,
     wakes: "a ManagedCluster whose Available condition turned Unknown (a lease expiry)",
     runsIn: "writer",
     hook: hook(addonClusterUnknownHook),
+    watches: [{ kinds: [ManagedClusterKind], changes: ["create", "update"] }],
   },
   {
     name: schedulingHook.name,
@@ -127,6 +170,7 @@ export const CONTROLLERS: readonly Controller[] = [
       "Placements, ManagedClusters (labels, claims, taints, status), ManagedClusterSets and bindings, AddOnPlacementScores (src/placement/changes.ts); a toleration's expiry",
     runsIn: "SchedulerObject",
     hook: hook(schedulingHook),
+    watches: [{ kinds: [PlacementKind, ManagedClusterKind, ManagedClusterSetKind, ManagedClusterSetBindingKind, AddOnPlacementScoreKind] }],
   },
   {
     name: replicaSetHook.name,
@@ -134,6 +178,11 @@ export const CONTROLLERS: readonly Controller[] = [
       "a ManifestWorkReplicaSet written; its works' status or deletion; a PlacementDecision changed; a ManagedCluster relabelled (replica sets an override names); its rollout timer",
     runsIn: "ReplicaSetObject",
     hook: hook(replicaSetHook),
+    watches: [
+      { kinds: [ManifestWorkReplicaSetKind, PlacementDecisionKind] },
+      { kinds: [ManifestWorkKind], labels: [MWRS_LABEL] },
+      { kinds: [ManagedClusterKind], changes: ["update"] },
+    ],
     timers: [{ name: "replicaset", object: "ReplicaSetObject" }],
   },
   {
@@ -142,6 +191,12 @@ export const CONTROLLERS: readonly Controller[] = [
       "a ClusterResourcePlacement or ResourcePlacement written; an object its selectors may select; a ManagedCluster it may gain or lose; its works' status or deletion",
     runsIn: "ReplicaSetObject",
     hook: hook(placementHook),
+    watches: [
+      { kinds: [fleet("ClusterResourcePlacement"), fleet("ResourcePlacement")] },
+      { kinds: [ManifestWorkKind], labels: [PLACEMENT_TRACKING_LABEL] },
+      { kinds: [ManagedClusterKind] },
+      { kinds: (def: KindDefinition) => !isKindDisabled(def) && !def.conversion },
+    ],
   },
   {
     name: updateRunHook.name,
@@ -149,6 +204,10 @@ export const CONTROLLERS: readonly Controller[] = [
       "a ClusterStagedUpdateRun or StagedUpdateRun created, its spec (state) changed or its deletion started; an approval request's status changed; its placement's bindings (from the placement controller); its TimedWait's timer",
     runsIn: "ReplicaSetObject",
     hook: hook(updateRunHook),
+    watches: [
+      { kinds: [fleet("ClusterStagedUpdateRun"), fleet("StagedUpdateRun")], changes: ["create", "update"] },
+      { kinds: [fleet("ClusterApprovalRequest"), fleet("ApprovalRequest")], changes: ["update"] },
+    ],
     timers: [{ name: "updaterun-wait", object: "ReplicaSetObject" }],
   },
   {
@@ -157,6 +216,12 @@ export const CONTROLLERS: readonly Controller[] = [
       "a PropagationPolicy or ClusterPropagationPolicy written; an object its selectors may select or its claim names; a ManagedCluster's labels, provider/region/zone, taints, acceptance or deletion; its works' status or deletion; an OverridePolicy or ClusterOverridePolicy whose spec changed",
     runsIn: "ReplicaSetObject",
     hook: hook(karmadaHook),
+    watches: [
+      { kinds: [PropagationPolicyKind, ClusterPropagationPolicyKind, OverridePolicyKind, ClusterOverridePolicyKind, ManagedClusterKind] },
+      { kinds: [ManifestWorkKind], labels: [PP_PERMANENT_ID_LABEL, CPP_PERMANENT_ID_LABEL] },
+      { kinds: [KarmadaResourceBindingKind, KarmadaClusterResourceBindingKind], changes: ["update", "delete"] },
+      { kinds: (def: KindDefinition) => !isKindDisabled(def) && !def.conversion && def.storage === "d1" },
+    ],
   },
   {
     name: overrideHook.name,
@@ -164,18 +229,21 @@ export const CONTROLLERS: readonly Controller[] = [
       "a ClusterResourceOverride or ResourceOverride created, its spec changed, its deletion started or removed: its snapshots, then the placements it may concern",
     runsIn: "writer",
     hook: hook(overrideHook),
+    watches: [{ kinds: [ClusterResourceOverrideKind, ResourceOverrideKind] }],
   },
   {
     name: workDeletingHook.name,
     wakes: "a ManifestWork's deletion started",
     runsIn: "writer",
     hook: hook(workDeletingHook),
+    watches: [{ kinds: [ManifestWorkKind], changes: ["update"] }],
   },
   {
     name: workTtlHook.name,
     wakes: "a ManifestWork's ttlSecondsAfterFinished deadline appeared or moved; its timer",
     runsIn: "writer",
     hook: hook(workTtlHook),
+    watches: [{ kinds: [ManifestWorkKind], changes: ["create", "update"] }],
     timers: [
       {
         name: "work-ttl",
@@ -193,43 +261,54 @@ export const CONTROLLERS: readonly Controller[] = [
     wakes: "a ManifestWork or replicated Policy created, deleted or changed in what its agent receives",
     runsIn: "ClusterObject",
     hook: hook(deliveryHook),
+    watches: [{ kinds: [ManifestWorkKind] }, { kinds: [PolicyKind], labels: [ROOT_POLICY_LABEL] }],
   },
   {
     name: clusterNamespaceHook.name,
     wakes: "a ManagedCluster removed: its namespace's works and scores",
     runsIn: "writer",
     hook: hook(clusterNamespaceHook),
+    watches: [{ kinds: [ManagedClusterKind], changes: ["delete"] }],
   },
   {
     name: crdCleanupHook.name,
     wakes: "a CustomResourceDefinition's deletion started: its custom resources, then its finalizer",
     runsIn: "writer",
     hook: hook(crdCleanupHook),
+    watches: [{ kinds: [CustomResourceDefinitionKind], changes: ["create", "update"] }],
   },
   {
     name: garbageCollectorHook.name,
     wakes: "an object with owners or dependents deleted (ownerReferences, foreground deletion)",
     runsIn: "writer",
     hook: hook(garbageCollectorHook),
+    watches: [{ kinds: "*" }],
   },
   {
     name: setCountsStatements.name,
-    wakes: "every ManagedCluster write (its set's counts, in the commit's own batch)",
+    wakes: "a ManagedCluster created, removed or relabelled; a ManagedClusterSet created, removed or reselecting (its counts, in the commit's own batch)",
     runsIn: "writer",
     statements: setCountsStatements,
+    kinds: [ManagedClusterKind, ManagedClusterSetKind],
   },
   {
     name: inventoryHook.name,
     wakes: "ManagedClusters, ManagedClusterSets and bindings: the ClusterProfiles",
     runsIn: "writer",
     hook: hook(inventoryHook),
+    watches: [{ kinds: [ManagedClusterKind, ManagedClusterSetKind, ManagedClusterSetBindingKind] }],
   },
   {
     name: eventsHook.name,
     wakes: "the changes that record an Event; an Event created (its TTL row in the commit's batch); the expiry timer",
     runsIn: "writer",
     hook: hook(eventsHook),
+    watches: [
+      { kinds: [ManagedClusterKind, PlacementDecisionKind, ManifestWorkKind, ManifestWorkReplicaSetKind, ManagedClusterAddOnKind, PolicyKind] },
+      { kinds: [EventKind], changes: ["create"] },
+    ],
     statements: eventTtlCommitStatements,
+    kinds: [EventKind],
     timers: [{ name: "event-expiry", object: "SchedulerObject", run: async ({ env, now }) => (await expireEvents(env, now)).nextDue }],
   },
   {
@@ -237,6 +316,7 @@ export const CONTROLLERS: readonly Controller[] = [
     wakes: "root Policies, replicated Policies' compliance, PlacementBindings, PolicySets, a PlacementDecision changed",
     runsIn: "writer",
     hook: hook(policyHook),
+    watches: [{ kinds: [PolicyKind, PlacementBindingKind, PolicySetKind, PlacementDecisionKind] }],
   },
   {
     name: addonHook.name,
@@ -244,6 +324,10 @@ export const CONTROLLERS: readonly Controller[] = [
       "the add-on kinds, add-on works' status, a PlacementDecision changed; a ManagedCluster relabelled (add-ons an override names); a rollout's recheck timer",
     runsIn: "writer",
     hook: hook(addonHook),
+    watches: [
+      { kinds: [ClusterManagementAddOnKind, ManagedClusterAddOnKind, AddOnTemplateKind, AddOnDeploymentConfigKind, PlacementDecisionKind] },
+      { kinds: [ManifestWorkKind], labels: [ADDON_NAME_LABEL] },
+    ],
     timers: [
       {
         name: "addon",
@@ -275,8 +359,8 @@ export const CONTROLLERS: readonly Controller[] = [
  */
 export function installControllers(): void {
   installHooks(
-    CONTROLLERS.flatMap((c) => (c.hook ? [c.hook] : [])),
-    CONTROLLERS.flatMap((c) => (c.statements ? [c.statements] : [])),
+    CONTROLLERS.flatMap((c) => (c.hook ? [{ hook: c.hook, watches: c.watches ?? [{ kinds: "*" as const }] }] : [])),
+    CONTROLLERS.flatMap((c) => (c.statements ? [{ statements: c.statements, kinds: c.kinds }] : [])),
   );
 }
 

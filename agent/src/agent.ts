@@ -70,7 +70,7 @@ export interface AgentTiming {
   acceptancePollMs: number;
   /** First backoff ceiling after a failure; default 1 000. */
   backoffBaseMs: number;
-  /** Largest backoff ceiling; default 60 000. */
+  /** Largest backoff ceiling; default 60 000 (`--backoff-cap`, {@link DEFAULT_BACKOFF_CAP_SECONDS}). */
   backoffCapMs: number;
   /**
    * While backing off from an absent hub (no answer, or a gateway's 502/503/504), how often
@@ -96,10 +96,13 @@ export interface AgentTiming {
   refusedForMs: number;
 }
 
+/** The backoff's default cap (`--backoff-cap`), in seconds: 60. */
+export const DEFAULT_BACKOFF_CAP_SECONDS = 60;
+
 const DEFAULT_TIMING: AgentTiming = {
   acceptancePollMs: 5_000,
   backoffBaseMs: 1_000,
-  backoffCapMs: 60_000,
+  backoffCapMs: DEFAULT_BACKOFF_CAP_SECONDS * 1000,
   hubProbeMs: HUB_PROBE_PERIOD_MS,
   healthCheckPeriodMs: 60_000,
   healthRecheckMs: 5_000,

@@ -25,7 +25,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import pkg from "../../package.json" with { type: "json" };
-import { AgentFatalError, rotateKey, startAgent } from "./agent.ts";
+import { AgentFatalError, DEFAULT_BACKOFF_CAP_SECONDS, rotateKey, startAgent } from "./agent.ts";
 import { DEFAULT_AGENT_NAMESPACE } from "./credentials.ts";
 import type { ClusterClaim } from "../../src/agent-api/protocol.ts";
 import { isDNS1123Label } from "../../src/k8s/validation.ts";
@@ -138,6 +138,7 @@ interface RunOptions extends ClusterSourceOptions {
   addonHealthCheckPeriod: number;
   addonTokenExpirationSeconds: number;
   appliedmanifestworkEvictionGracePeriod: number;
+  backoffCap: number;
   transport: TransportName;
   logFormat: LogFormat;
 }
@@ -252,6 +253,15 @@ export async function runCli(argv: readonly string[], deps: CliDeps = {}): Promi
     )
     .addOption(
       new Option(
+        "--backoff-cap <seconds>",
+        `largest wait between two attempts to reach a failing hub (the backoff: ${DEFAULT_BACKOFF_CAP_SECONDS / 60} min by default, full jitter from 1 s doubling); a cheap probe of the hub's /livez every ~3 s ends a wait as soon as the hub answers`,
+      )
+        .argParser(parsePositiveSeconds)
+        .env("FLOTILLA_BACKOFF_CAP")
+        .default(DEFAULT_BACKOFF_CAP_SECONDS),
+    )
+    .addOption(
+      new Option(
         "--transport <transport>",
         "how the agent talks to the hub once accepted: ws (one WebSocket: works pushed at once, pings renew the lease; falls back to poll when the upgrade is refused) or poll (HTTP heartbeats; works fetched when their ETag changes)",
       )
@@ -293,6 +303,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps = {}): Promi
       statusSyncIntervalSeconds: opts.statusSyncInterval,
       evictionGracePeriodMs: opts.appliedmanifestworkEvictionGracePeriod,
       transport: opts.transport,
+      timing: { backoffCapMs: opts.backoffCap * 1000 },
       addons: { syncIntervalMs: opts.addonHealthCheckPeriod * 1000, tokenExpirationSeconds: opts.addonTokenExpirationSeconds },
       logger: log,
       onStop: cluster.close,

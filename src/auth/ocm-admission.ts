@@ -135,6 +135,12 @@ export async function admitBindingCreate(env: Env, user: UserInfo, clusterSet: s
 }
 
 /**
+ * The kinds {@link admitApiWrite} checks (OCM's webhooks of ManagedClusters and
+ * ManagedClusterSetBindings): the route looks a write's kind up here and calls it for these only.
+ */
+export const OCM_ADMITTED_KINDS: ReadonlySet<KindDefinition> = new Set([ManagedClusterKind, ManagedClusterSetBindingKind]);
+
+/**
  * OCM's multi-tenancy checks of an API write (`req` on object `name` of kind `def` in
  * `namespace`; `name` undefined for a create that names none) by `user`, when not in
  * `system:masters`, as OCM's validating webhooks pick the writes they check: a ManagedCluster

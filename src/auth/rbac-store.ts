@@ -18,7 +18,7 @@ import type { KubeObject } from "../k8s/meta.ts";
 import {
   ClusterRoleBindingKind,
   ClusterRoleKind,
-  isRbacKind,
+  RBAC_KINDS,
   RBAC_AUTHOR_EXTRA,
   RBAC_CHANGE_COUNTER,
   RoleBindingKind,
@@ -119,9 +119,10 @@ export async function authorizeRequest(env: Env, user: UserInfo, attrs: RequestA
  */
 export async function rbacWriteExtras(env: Env, def: KindDefinition, user: UserInfo): Promise<Record<string, unknown> | undefined> {
   const addon = def === ManagedClusterAddOnKind || def === ManagedClusterAddOnV1beta1Kind;
-  if (!(isRbacKind(def) || def === ManifestWorkKind || def === ManifestWorkReplicaSetKind || addon) || isPrivileged(user)) return undefined;
+  const rbac = RBAC_KINDS.includes(def);
+  if (!(rbac || def === ManifestWorkKind || def === ManifestWorkReplicaSetKind || addon) || isPrivileged(user)) return undefined;
   const author: RbacAuthor = { user, authorizer: await rbacAuthorizer(env) };
-  const nilExecutor = !isRbacKind(def) && !addon && featureEnabled(env, "NilExecutorValidating");
+  const nilExecutor = !rbac && !addon && featureEnabled(env, "NilExecutorValidating");
   const extras: Record<string, unknown> = { [RBAC_AUTHOR_EXTRA]: author, ...(nilExecutor ? { [NIL_EXECUTOR_VALIDATING_EXTRA]: true } : {}) };
   if (!addon) return extras;
   // The ManagedClusterAddOn admission (src/kinds/addon-admission.ts) reads the templates its configs name.

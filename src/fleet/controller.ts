@@ -1214,8 +1214,3 @@ export const placementHook: AfterCommitHook<PlacementOwed> = {
     for (const r of results) if (r.status === "rejected") console.error("placement notification failed", r.reason);
   },
 };
-
-/** Whether a replica set object's target namespace names a placement; the placement, or null. */
-export function placementTarget(namespace: string, name: string): PlacementRef | null {
-  return namespace.startsWith(PLACEMENT_TARGET_PREFIX) ? { namespace: namespace.slice(PLACEMENT_TARGET_PREFIX.length), name } : null;
-}

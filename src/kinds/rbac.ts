@@ -202,11 +202,6 @@ export interface RbacAuthor {
   authorizer: RbacAuthorizer;
 }
 
-/** True for the four RBAC kinds. */
-export function isRbacKind(def: KindDefinition): boolean {
-  return def === RoleKind || def === ClusterRoleKind || def === RoleBindingKind || def === ClusterRoleBindingKind;
-}
-
 /** Kubernetes' IsOnlyMutatingGCFields: the update changes nothing but ownerReferences and finalizers. */
 function onlyGCFields(obj: KubeObject, old: KubeObject | null): boolean {
   if (!old) return false;

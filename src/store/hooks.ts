@@ -3,9 +3,10 @@
  * installs in its order (the placement scheduler, works delivery, the replica set controller, a
  * removed cluster's namespace...), after kube-apiserver's
  * `registry.Store` AfterCreate/AfterUpdate/AfterDelete hooks and the informers controllers
- * watch. The write path (src/store/d1/write.ts) knows no feature: for every commit it asks each
- * registered hook what the change owes it (`plan`, pure), records that in the commit's outbox
- * row (src/store/outbox.ts), runs the hooks, and deletes the row once they all finished.
+ * watch. The write path (src/store/d1/write.ts) knows no feature: for every commit it looks the
+ * change's kind up in the table of what each hook watches (the manifest's data, {@link Watch}),
+ * asks only those hooks what the change owes them (`plan`, pure), records that in the commit's
+ * outbox row (src/store/outbox.ts), runs the hooks, and deletes the row once they all finished.
  */
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { GuardedBinder } from "./d1/objects.ts";
@@ -127,21 +128,116 @@ export interface CounterAt {
   value: number;
 }
 
-const registry = new Map<string, AfterCommitHook<unknown>>();
-
-/**
- * Registers `hook` (again under the same name: replaced in place). The manifest registers every
- * hook ({@link installHooks}); a test may add one, or replace one with a spy.
- * Hooks run in the order they were first registered.
- */
-export function registerAfterCommitHook<Owed>(hook: AfterCommitHook<Owed>): void {
-  registry.set(hook.name, hook as AfterCommitHook<unknown>);
+/** A kind by its group and kind (a `KindDefinition` is one), any of its versions. */
+export interface KindName {
+  group: string;
+  kind: string;
 }
 
-/** What `change` owes each registered hook (hook name to its owed value), or null when nothing. */
+/** A change's type: the object created (no `before`), updated (both), or removed (no `after`). */
+export type ChangeType = "create" | "update" | "delete";
+
+/**
+ * What wakes a hook, as data (the controller manifest, src/controllers.ts, declares each hook's
+ * watches): the write path looks the change's kind up in a table built from them and calls only
+ * the `plan` of the hooks that watch it, as an informer delivers an event only to the handlers
+ * registered for its resource. A hook is owed nothing by a change none of its watches matches;
+ * its `plan` still decides for the changes they match (a watch may be wider, never narrower).
+ */
+export interface Watch {
+  /**
+   * The kinds (matched by group and kind, any version); `"*"` for every kind (the garbage
+   * collector: any object may have owners); or a rule over a kind's definition for an open set
+   * (KubeFleet's and Karmada's selectable kinds, CRDs' included), applied once per kind when its
+   * row of the table is built, never per change.
+   */
+  kinds: readonly KindName[] | "*" | ((def: KindDefinition) => boolean);
+  /** Only these changes; every change when absent. */
+  changes?: readonly ChangeType[];
+  /** Only objects (the one after the write, else before it) that carry one of these label keys. */
+  labels?: readonly string[];
+}
+
+/** A registered hook and its watches (none: it watches every change). */
+interface Registered {
+  hook: AfterCommitHook<unknown>;
+  watches?: readonly Watch[];
+}
+
+const registry = new Map<string, Registered>();
+
+/** A row of the kinds table: a registered hook and its watches that match one kind. */
+export interface Watcher {
+  hook: AfterCommitHook<unknown>;
+  /** Its watches of the kind; undefined: every change of it. */
+  watches?: readonly Watch[];
+}
+
+/** The table: per kind, the hooks that watch it, in registration order (rebuilt when a hook is registered). */
+let byKind = new WeakMap<KindDefinition, Watcher[]>();
+
+/**
+ * Registers `hook` with `watches` (see {@link Watch}; absent: every change). Again under the same
+ * name, it is replaced in place and keeps its watches unless new ones are given (a test's spy
+ * wrapping a manifest hook sees the changes the hook sees). The manifest registers every hook
+ * ({@link installHooks}); a test may add one, or replace one with a spy. Hooks run in the order
+ * they were first registered.
+ */
+export function registerAfterCommitHook<Owed>(hook: AfterCommitHook<Owed>, watches?: readonly Watch[]): void {
+  const had = registry.get(hook.name);
+  registry.set(hook.name, { hook: hook as AfterCommitHook<unknown>, watches: watches ?? had?.watches });
+  byKind = new WeakMap();
+}
+
+function watchesKind(w: Watch, def: KindDefinition): boolean {
+  if (w.kinds === "*") return true;
+  if (typeof w.kinds === "function") return w.kinds(def);
+  return w.kinds.some((k) => k.group === def.group && k.kind === def.kind);
+}
+
+/** The hooks that watch `def` (a lookup; built on the kind's first change). */
+export function watchersOf(def: KindDefinition): readonly Watcher[] {
+  let row = byKind.get(def);
+  if (!row) {
+    row = [];
+    for (const { hook, watches } of registry.values()) {
+      if (!watches) {
+        row.push({ hook });
+        continue;
+      }
+      const mine = watches.filter((w) => watchesKind(w, def));
+      if (mine.length > 0) row.push({ hook, watches: mine });
+    }
+    byKind.set(def, row);
+  }
+  return row;
+}
+
+function changeType(change: Change): ChangeType {
+  return !change.before ? "create" : !change.after ? "delete" : "update";
+}
+
+/** Whether one of `watches` (all of the change's kind) matches the change's type and labels. */
+function matches(watches: readonly Watch[], change: Change): boolean {
+  for (const w of watches) {
+    if (w.changes && !w.changes.includes(changeType(change))) continue;
+    if (w.labels) {
+      const labels = (change.after ?? change.before)?.metadata.labels;
+      if (!labels || !w.labels.some((l) => labels[l] !== undefined)) continue;
+    }
+    return true;
+  }
+  return false;
+}
+
+/**
+ * What `change` owes the hooks that watch it (hook name to its owed value), or null when nothing:
+ * the `plan` of each hook its kind's row lists whose watches match the change.
+ */
 export function planHooks(change: Change): Record<string, unknown> | null {
   let owed: Record<string, unknown> | null = null;
-  for (const hook of registry.values()) {
+  for (const { hook, watches } of watchersOf(change.def)) {
+    if (watches && !matches(watches, change)) continue;
     const value = hook.plan(change);
     if (value !== null) (owed ??= {})[hook.name] = value;
   }
@@ -156,7 +252,7 @@ export function planHooks(change: Change): Record<string, unknown> | null {
 export function quietUnless(owed: Record<string, unknown>): CounterAt | undefined {
   let at: CounterAt | undefined;
   for (const [name, value] of Object.entries(owed)) {
-    const q = registry.get(name)?.quiet?.(value);
+    const q = registry.get(name)?.hook.quiet?.(value);
     if (!q || (at && (at.counter !== q.counter || at.value !== q.value))) return undefined;
     at = q;
   }
@@ -165,7 +261,7 @@ export function quietUnless(owed: Record<string, unknown>): CounterAt | undefine
 
 /** The registered hook named `name`, or undefined (a row naming it is then kept, never dropped). */
 export function hookNamed(name: string): AfterCommitHook<unknown> | undefined {
-  return registry.get(name);
+  return registry.get(name)?.hook;
 }
 
 /**
@@ -181,20 +277,50 @@ export interface CommitStatements {
   statements(change: Change, guarded: GuardedBinder): D1PreparedStatement[];
 }
 
-const commitStatementsRegistry = new Map<string, CommitStatements>();
-
-/**
- * Installs the hooks and commit statements of the controller manifest (src/controllers.ts `installControllers`), in
- * their order: a hook already registered under a name keeps its place (so installing again changes nothing).
- */
-export function installHooks(hooks: readonly AfterCommitHook<never>[], statements: readonly CommitStatements[]): void {
-  for (const hook of hooks) if (!registry.has(hook.name)) registry.set(hook.name, hook as AfterCommitHook<unknown>);
-  for (const entry of statements) if (!commitStatementsRegistry.has(entry.name)) commitStatementsRegistry.set(entry.name, entry);
+/** A registered {@link CommitStatements} and the kinds it concerns (none: every kind). */
+interface RegisteredStatements {
+  entry: CommitStatements;
+  kinds?: readonly KindName[];
 }
 
-/** The statements every registered {@link CommitStatements} adds to the commit of `change`. */
+const commitStatementsRegistry = new Map<string, RegisteredStatements>();
+let statementsByKind = new WeakMap<KindDefinition, CommitStatements[]>();
+
+/** A hook of the manifest and its watches ({@link Watch}), as {@link installHooks} takes them. */
+export interface HookEntry {
+  hook: AfterCommitHook<never>;
+  watches: readonly Watch[];
+}
+
+/** Commit statements of the manifest and the kinds they concern (absent: every kind). */
+export interface StatementsEntry {
+  statements: CommitStatements;
+  kinds?: readonly KindName[];
+}
+
+/**
+ * Installs the hooks and commit statements of the controller manifest (src/controllers.ts
+ * `installControllers`), in their order, with what each watches: a hook already registered under
+ * a name keeps its place (so installing again changes nothing).
+ */
+export function installHooks(hooks: readonly HookEntry[], statements: readonly StatementsEntry[]): void {
+  for (const { hook, watches } of hooks) if (!registry.has(hook.name)) registry.set(hook.name, { hook: hook as AfterCommitHook<unknown>, watches });
+  for (const { statements: entry, kinds } of statements)
+    if (!commitStatementsRegistry.has(entry.name)) commitStatementsRegistry.set(entry.name, { entry, kinds });
+  byKind = new WeakMap();
+  statementsByKind = new WeakMap();
+}
+
+/** The statements the registered {@link CommitStatements} of `change`'s kind add to its commit (a lookup by kind). */
 export function commitStatements(change: Change, guarded: GuardedBinder): D1PreparedStatement[] {
+  let row = statementsByKind.get(change.def);
+  if (!row) {
+    row = [];
+    for (const { entry, kinds } of commitStatementsRegistry.values())
+      if (!kinds || kinds.some((k) => k.group === change.def.group && k.kind === change.def.kind)) row.push(entry);
+    statementsByKind.set(change.def, row);
+  }
   const out: D1PreparedStatement[] = [];
-  for (const entry of commitStatementsRegistry.values()) out.push(...entry.statements(change, guarded));
+  for (const entry of row) out.push(...entry.statements(change, guarded));
   return out;
 }

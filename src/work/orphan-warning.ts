@@ -17,6 +17,9 @@ export function orphanWorkMessage(namespace: string): string {
   return `no ManagedCluster named "${namespace}" exists: this ManifestWork will not be applied to any cluster until one does (a work's namespace names its cluster)`;
 }
 
+/** The kinds whose writes {@link orphanWorkWarning} concerns (the route looks a write's kind up here first). */
+export const ORPHAN_WARNED_KINDS: ReadonlySet<KindDefinition> = new Set([ManifestWorkKind]);
+
 /**
  * The warning for a write of `def` in `namespace` that answered `status`: the message when it
  * created a ManifestWork (201) and no ManagedCluster carries the namespace's name, else undefined.

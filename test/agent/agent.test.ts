@@ -1090,6 +1090,10 @@ describe("command line", () => {
     });
     expect(await run(["--hub-url", "http://h", "--cluster-name", "c1", "--log-format", "xml"])).toMatchObject({ code: 2 });
     expect(await run(["--hub-url", "http://h", "--cluster-name", "c1", "--health-failure-threshold", "-1"])).toMatchObject({ code: 2 });
+    expect(await run(["--hub-url", "http://h", "--cluster-name", "c1", "--backoff-cap", "0"])).toMatchObject({
+      code: 2,
+      errs: expect.stringMatching(/seconds > 0/),
+    });
     expect(await run(["--hub-url", "http://h", "--cluster-name", "c1", "--transport", "pigeon"])).toMatchObject({
       code: 2,
       errs: expect.stringMatching(/Allowed choices are poll, ws/),

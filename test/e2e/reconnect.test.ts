@@ -6,11 +6,12 @@
  *    bootstrap token the agents were started with (`spec.token`) and accepts the clusters; the
  *    agents, neither restarted nor touched, register again with that token, keeping their key and
  *    cluster ID, and their clusters are Available again.
- * 2. End to end: five agent processes (`flotilla-agent --simulate`, default backoff: 1 s doubling
- * to a 60 s cap) lose their hub (`wrangler dev`) for longer than that cap, and the hub comes back
- * on the same port with the same state. Each agent must heartbeat again within 10 s of the hub's
- * return, however far its backoff had grown: a cheap `GET /livez` probe under the backoff ends it
- * as soon as the hub answers (issue 27; agent/src/backoff.ts `sleepProbing`).
+ * 2. End to end: five agent processes (`flotilla-agent --simulate`, backoff 1 s doubling to a cap
+ *    of `--backoff-cap` 20 s, a third of the default 60 s so that the outage takes seconds, not
+ *    minutes) lose their hub (`wrangler dev`) for longer than that cap, and the hub comes back on
+ *    the same port with the same state. Each agent must heartbeat again within 10 s of the hub's
+ *    return, half the cap, however far its backoff had grown: a cheap `GET /livez` probe under the
+ *    backoff ends it as soon as the hub answers (issue 27; agent/src/backoff.ts `sleepProbing`).
  */
 import { randomBytes } from "node:crypto";
 import { mkdtempSync } from "node:fs";
@@ -20,8 +21,10 @@ import { afterAll, describe, expect, it } from "vitest";
 import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
 
-/** The hub's outage, in milliseconds: longer than the agents' 60 s backoff cap. */
-const OUTAGE_MS = 65_000;
+/** The agents' backoff cap (`--backoff-cap`), in seconds. */
+const BACKOFF_CAP_SECONDS = 20;
+/** The hub's outage, in milliseconds: longer than the agents' backoff cap. */
+const OUTAGE_MS = BACKOFF_CAP_SECONDS * 1000 + 5_000;
 /** How soon after the hub's return every agent must heartbeat again, in milliseconds. */
 const BACK_WITHIN_MS = 10_000;
 const NAMES = ["rc1", "rc2", "rc3", "rc4", "rc5"];
@@ -57,7 +60,18 @@ describe("agents come back within 10 s of the hub's return, however long the out
     const port = Number(new URL(url).port);
     const token = await createBootstrapToken(hub);
     for (const name of NAMES) {
-      agents.push(startAgent(hub, ["--cluster-name", name, "--bootstrap-token", token, "--simulate-state", path.join(dir, `${name}.json`)]));
+      agents.push(
+        startAgent(hub, [
+          "--cluster-name",
+          name,
+          "--bootstrap-token",
+          token,
+          "--backoff-cap",
+          String(BACKOFF_CAP_SECONDS),
+          "--simulate-state",
+          path.join(dir, `${name}.json`),
+        ]),
+      );
     }
     for (const [i, name] of NAMES.entries()) {
       await waitFor(`${name} to wait for acceptance`, async () => /accept/i.test(agents[i]!.output()), 60_000);

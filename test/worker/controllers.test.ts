@@ -4,8 +4,19 @@
 // policy propagator and replica sets wake on a placement's decisions), else the change it ran
 // for (the written object and what the change owed it).
 import { beforeAll, describe, expect, it } from "vitest";
-import { hookNamed, registerAfterCommitHook, type AfterCommitHook } from "../../src/store/hooks.ts";
+import { commitStatements, hookNamed, planHooks, registerAfterCommitHook, type AfterCommitHook, type Change } from "../../src/store/hooks.ts";
+import type { GuardedBinder } from "../../src/store/d1/objects.ts";
 import { CONTROLLERS } from "../../src/controllers.ts";
+import { apiVersionOf, type KindDefinition } from "../../src/k8s/kind.ts";
+import type { KubeObject } from "../../src/k8s/meta.ts";
+import { KINDS } from "../../src/kinds/index.ts";
+import { PlacementKind } from "../../src/kinds/placement.ts";
+import { MWRS_LABEL } from "../../src/kinds/manifestwork-labels.ts";
+import { PLACEMENT_TRACKING_LABEL } from "../../src/kinds/fleet.ts";
+import { PLACEMENT_LABEL } from "../../src/scheduling/grouping.ts";
+import { CPP_NAME_ANNOTATION, CPP_PERMANENT_ID_LABEL, PP_NAME_ANNOTATION, PP_NAMESPACE_ANNOTATION, PP_PERMANENT_ID_LABEL } from "../../src/kinds/karmada.ts";
+import { ADDON_NAME_LABEL } from "../../src/addons/render.ts";
+import { ROOT_POLICY_LABEL } from "../../src/kinds/policy.ts";
 import { call, createNamespaces, MC, MCSET } from "./helpers.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
@@ -171,5 +182,110 @@ describe("the decision consumers of one scheduler run share their reads", () => 
     expect(seen.every((s) => s.reads === reads)).toBe(true);
     expect(new Set(seen.map((s) => `${s.hook} ${s.placement}`)).size).toBe(9);
     expect([...reads!.keys()].sort()).toEqual(["clustermanagementaddons", "manifestworkreplicasets/shared", "placementbindings/shared"]);
+  });
+});
+
+// What wakes each hook is data in the manifest (`watches`, src/store/hooks.ts `Watch`): the write
+// path calls a hook's `plan` only for the changes its watches match, by a lookup of the change's
+// kind. The watches may be wider than the plan, never narrower: for sample changes of every kind
+// (created, relabelled, restatused, respecced, deletion started, removed; with and without the
+// labels the watches name), every hook whose plan owes something is one the table lists.
+describe("the manifest's watches", () => {
+  const LABELS = {
+    [MWRS_LABEL]: "ns.rs",
+    [PLACEMENT_TRACKING_LABEL]: "ns.crp",
+    [PLACEMENT_LABEL]: "p",
+    [PP_PERMANENT_ID_LABEL]: "id",
+    [CPP_PERMANENT_ID_LABEL]: "id",
+    [ADDON_NAME_LABEL]: "addon",
+    [ROOT_POLICY_LABEL]: "ns.policy",
+  };
+  const ANNOTATIONS = { [PP_NAME_ANNOTATION]: "pp", [PP_NAMESPACE_ANNOTATION]: "ns", [CPP_NAME_ANNOTATION]: "cpp" };
+
+  function samples(def: KindDefinition): Change[] {
+    const namespace = def.namespaced ? "ns" : "";
+    const out: Change[] = [];
+    for (const labels of [{}, LABELS, ...Object.entries(LABELS).map(([k, v]) => ({ [k]: v }))]) {
+      const base = {
+        apiVersion: apiVersionOf(def),
+        kind: def.kind,
+        metadata: {
+          name: "default",
+          ...(namespace ? { namespace } : {}),
+          uid: "u1",
+          generation: 1,
+          resourceVersion: "1",
+          labels,
+          annotations: ANNOTATIONS,
+          finalizers: ["kubernetes", "cluster.open-cluster-management.io/manifest-work-cleanup", "customresourcecleanup.apiextensions.k8s.io"],
+        },
+        spec: { hubAcceptsClient: true, parentStageRollout: "run" },
+        status: { conditions: [{ type: "ManagedClusterConditionAvailable", status: "Unknown" }], compliant: "NonCompliant" },
+      } as unknown as KubeObject;
+      const changed = (f: (o: KubeObject & Record<string, unknown>) => void) => {
+        const o = structuredClone(base) as KubeObject & Record<string, unknown>;
+        f(o);
+        return o;
+      };
+      const variants = [
+        changed((o) => (o.metadata.labels = { other: "x" })),
+        changed((o) => (o.status = { conditions: [{ type: "Complete", status: "True" }], compliant: "Compliant" })),
+        changed((o) => {
+          o.metadata.generation = 2;
+          o.spec = { other: true };
+        }),
+        changed((o) => (o.metadata.deletionTimestamp = "2026-01-01T00:00:00Z")),
+        changed((o) => (o.metadata.finalizers = [])),
+      ];
+      const c = (before: KubeObject | null, after: KubeObject | null): Change => ({ def, namespace, name: "default", before, after });
+      out.push(c(null, base), c(base, null));
+      for (const v of variants) out.push(c(base, v), c(v, base));
+    }
+    return out;
+  }
+
+  it("list, for every kind, each hook whose plan a sample change owes something", () => {
+    const missed: string[] = [];
+    let checked = 0;
+    for (const def of KINDS)
+      for (const change of samples(def)) {
+        const listed = Object.keys(planHooks(change) ?? {});
+        for (const c of CONTROLLERS) {
+          if (!c.hook) continue;
+          checked++;
+          if (c.hook.plan(change as never) !== null && !listed.includes(c.hook.name)) missed.push(`${c.hook.name}: ${def.group}/${def.kind}`);
+        }
+      }
+    expect(checked).toBeGreaterThan(1000);
+    expect([...new Set(missed)]).toEqual([]);
+  });
+
+  it("add, for every kind, the commit statements of each sample change that owes some", () => {
+    const guarded = ((shape: unknown, values: unknown) => ({ shape, values })) as unknown as GuardedBinder;
+    const missed: string[] = [];
+    for (const def of KINDS)
+      for (const change of samples(def)) {
+        const owed = CONTROLLERS.flatMap((c) => (c.statements ? c.statements.statements(change, guarded) : []));
+        if (commitStatements(change, guarded).length !== owed.length) missed.push(`${def.group}/${def.kind}`);
+      }
+    expect([...new Set(missed)]).toEqual([]);
+  });
+
+  it("call a Placement's write into the scheduling hook and the garbage collector alone", () => {
+    const planned: string[] = [];
+    const originals: AfterCommitHook<unknown>[] = [];
+    for (const c of CONTROLLERS) {
+      const hook = c.hook && hookNamed(c.hook.name);
+      if (!hook) continue;
+      originals.push(hook);
+      registerAfterCommitHook<unknown>({ name: hook.name, plan: (change) => (planned.push(hook.name), hook.plan(change)), run: hook.run });
+    }
+    try {
+      const placement = { apiVersion: "cluster.open-cluster-management.io/v1beta1", kind: "Placement", metadata: { name: "p", namespace: "ns" }, spec: {} };
+      planHooks({ def: PlacementKind, namespace: "ns", name: "p", before: null, after: placement as unknown as KubeObject });
+    } finally {
+      originals.forEach((h) => registerAfterCommitHook(h));
+    }
+    expect(planned).toEqual(["schedule", "garbage-collector"]);
   });
 });

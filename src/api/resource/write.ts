@@ -10,11 +10,11 @@ import { computeWrite, decode, type WriteRequest } from "../../k8s/write.ts";
 import { admitNamespace } from "../../namespaces/lifecycle.ts";
 import { authorizeRequest, isPrivileged, rbacWriteExtras } from "../../auth/rbac-store.ts";
 import { isNonResourceRequest } from "../../auth/rbac.ts";
-import { admitApiWrite, type ClusterTransition } from "../../auth/ocm-admission.ts";
+import { admitApiWrite, OCM_ADMITTED_KINDS, type ClusterTransition } from "../../auth/ocm-admission.ts";
 import { answerReview } from "../reviews.ts";
 import { clock } from "../../clock.ts";
 import { admittedStoreOf } from "../../admission/store.ts";
-import { orphanWorkWarning } from "../../work/orphan-warning.ts";
+import { ORPHAN_WARNED_KINDS, orphanWorkWarning } from "../../work/orphan-warning.ts";
 import { dropUnknownFields, fieldValidationOf, unknownFieldMessages, warningHeader } from "../fieldvalidation.ts";
 import { decodesProtobuf } from "../protobuf.ts";
 import { decodeDelete, decodeObjectBody } from "../request.ts";
@@ -46,7 +46,7 @@ export async function write(c: Ctx, t: Target, req: WriteRequest, warnings: stri
   await authorizeCreateOnApply(c, t, req);
   const response = dryRun.length > 0 ? await writeDryRun(c, t, req) : await writeValidated(c, t, req);
   if (mode === "Warn") warnings.push(...unknownFieldMessages(dropped));
-  const orphan = await orphanWorkWarning(c.env, t.def, t.namespace, response.status);
+  const orphan = ORPHAN_WARNED_KINDS.has(t.def) ? await orphanWorkWarning(c.env, t.def, t.namespace, response.status) : undefined;
   if (orphan !== undefined) warnings.push(orphan);
   for (const w of warnings) response.headers.append("Warning", warningHeader(w));
   return response;
@@ -85,8 +85,9 @@ async function writeValidated(c: Ctx, t: Target, req: WriteRequest): Promise<Res
   return json(shape(c, t.def, out, "object"), outcome.created ? 201 : 200);
 }
 
-/** OCM's checks of the write (src/auth/ocm-admission.ts `admitApiWrite`) on the object as stored. */
+/** OCM's checks of the write (src/auth/ocm-admission.ts `admitApiWrite`) on the object as stored, for the kinds they concern. */
 function admitOcm(c: Ctx, t: Target, req: WriteRequest, name: string | undefined): Promise<ClusterTransition | undefined> {
+  if (!OCM_ADMITTED_KINDS.has(t.def)) return Promise.resolve(undefined);
   return admitApiWrite(c.env, c.var.user, t.def, t.namespace, name, req, () => admittedStoreOf(c.env, t.def).get(t.namespace, name!), clock.now());
 }
 
@@ -130,7 +131,7 @@ export async function review(c: Ctx, t: Target, method: string, warnings: string
   const dropped = dropUnknownFields(t.def.schema, req, mode);
   const response = await answerReview(c, t.def, decode(t.def, req.body, undefined) as unknown as Record<string, unknown>);
   if (mode === "Warn") warnings.push(...unknownFieldMessages(dropped));
-  const orphan = await orphanWorkWarning(c.env, t.def, t.namespace, response.status);
+  const orphan = ORPHAN_WARNED_KINDS.has(t.def) ? await orphanWorkWarning(c.env, t.def, t.namespace, response.status) : undefined;
   if (orphan !== undefined) warnings.push(orphan);
   for (const w of warnings) response.headers.append("Warning", warningHeader(w));
   return response;

@@ -817,11 +817,6 @@ async function reconcileNow(env: Env, ref: PolicyRef): Promise<void> {
   }
 }
 
-/** Whether a replica set object's target namespace names a Karmada policy; the policy, or null. */
-export function karmadaTarget(namespace: string, name: string): PolicyRef | null {
-  return namespace.startsWith(KARMADA_TARGET_PREFIX) ? { namespace: namespace.slice(KARMADA_TARGET_PREFIX.length), name } : null;
-}
-
 /**
  * The Karmada policies' after-commit hook ({@link planKarmada}): runs the policy a write of it
  * calls for before the write returns, and notifies the policies an object's, a cluster's or a

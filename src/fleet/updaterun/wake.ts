@@ -21,11 +21,6 @@ export interface UpdateRunRef {
   name: string;
 }
 
-/** Whether a replica set object's target namespace names a run; the run, or null. */
-export function updateRunTarget(namespace: string, name: string): UpdateRunRef | null {
-  return namespace.startsWith(UPDATERUN_TARGET_PREFIX) ? { namespace: namespace.slice(UPDATERUN_TARGET_PREFIX.length), name } : null;
-}
-
 /**
  * Asks for a run of `ref`'s controller at once, without waiting for it.
  * @throws when the object cannot be reached
