@@ -326,6 +326,7 @@ export const CONTROLLERS: readonly Controller[] = [
     hook: hook(addonHook),
     watches: [
       { kinds: [ClusterManagementAddOnKind, ManagedClusterAddOnKind, AddOnTemplateKind, AddOnDeploymentConfigKind, PlacementDecisionKind] },
+      { kinds: [ManagedClusterKind], changes: ["update"] },
       { kinds: [ManifestWorkKind], labels: [ADDON_NAME_LABEL] },
     ],
     timers: [
