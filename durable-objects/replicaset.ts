@@ -32,6 +32,7 @@ import { PlacementWorksCache, type PlacementWorkChange } from "../src/fleet/work
 import { karmadaTarget, runKarmadaPolicy } from "../src/fleet/karmada/controller.ts";
 import { runUpdateRun, type UpdateRunOutcome } from "../src/fleet/updaterun/controller.ts";
 import { updateRunTarget } from "../src/fleet/updaterun/wake.ts";
+import { evictionTarget, runEvictions } from "../src/fleet/eviction.ts";
 import type { KubeObject } from "../src/k8s/meta.ts";
 import type { Env } from "../src/env.ts";
 import { timersOf } from "../src/controllers.ts";
@@ -211,13 +212,17 @@ export class ReplicaSetObject extends DurableObject<Env> {
       const placement = placementTarget(t.namespace, t.name);
       const karmada = karmadaTarget(t.namespace, t.name);
       const updateRun = updateRunTarget(t.namespace, t.name);
+      // A placement's evictions (named `eviction:/<placement>`) run src/fleet/eviction.ts, one at a time.
+      const evictions = evictionTarget(t.namespace, t.name);
       outcome = placement
         ? await runPlacement(this.env, placement, clock.now(), this.placementWorks)
-        : updateRun
-          ? await runUpdateRun(this.env, updateRun, clock.now())
-          : karmada
-            ? await runKarmadaPolicy(this.env, karmada, clock.now())
-            : await runReplicaSet(this.env, t.namespace, t.name, clock.now(), { deleting: (c) => this.deleting.add(c), cache: this.works });
+        : evictions !== null
+          ? await runEvictions(this.env, evictions, clock.now())
+          : updateRun
+            ? await runUpdateRun(this.env, updateRun, clock.now())
+            : karmada
+              ? await runKarmadaPolicy(this.env, karmada, clock.now())
+              : await runReplicaSet(this.env, t.namespace, t.name, clock.now(), { deleting: (c) => this.deleting.add(c), cache: this.works });
       this.failures = 0;
     } catch (e) {
       console.error(`replica set ${t.namespace}/${t.name}: run failed`, e);

@@ -38,6 +38,7 @@ import { replicaSetHook } from "./work/replicaset.ts";
 import { placementHook } from "./fleet/controller.ts";
 import { karmadaHook } from "./fleet/karmada/controller.ts";
 import { updateRunHook } from "./fleet/updaterun/hook.ts";
+import { evictionHook } from "./fleet/eviction.ts";
 import { overrideHook } from "./overrides/snapshots.ts";
 import { deleteExpiredWork, workDeletingHook, workTtlHook } from "./work/deletion.ts";
 import { clusterNamespaceHook, deliveryHook } from "./work/controller.ts";
@@ -150,6 +151,12 @@ export const CONTROLLERS: readonly Controller[] = [
     runsIn: "ReplicaSetObject",
     hook: hook(updateRunHook),
     timers: [{ name: "updaterun-wait", object: "ReplicaSetObject" }],
+  },
+  {
+    name: evictionHook.name,
+    wakes: "a ClusterResourcePlacementEviction created (its placement's evictions run in its `eviction:/<placement>` object, one at a time)",
+    runsIn: "ReplicaSetObject",
+    hook: hook(evictionHook),
   },
   {
     name: karmadaHook.name,
