@@ -15,6 +15,7 @@
  *   placement status NAME [-n NS] [-o json|yaml]
  *   placement render NAME --cluster C [-n NS] [-o json|yaml]
  *   approve RUN [--stage NAME] [-n NS]
+ *   drain CLUSTER [--timeout 5m] | uncordon CLUSTER
  *   taint add CLUSTER KEY[=VALUE]:EFFECT... | taint remove CLUSTER KEY[:EFFECT]...
  *   clusterset create NAME [--selector-type T] [--selector k=v] | set SET --clusters c1,c2 | bind SET -n NS
  *   kubeconfig [--context-name flotilla]
@@ -28,6 +29,7 @@ import { Command, CommanderError } from "commander";
 import pkg from "../../package.json" with { type: "json" };
 import { registerAccept } from "./commands/accept.ts";
 import { registerApprove } from "./commands/approve.ts";
+import { registerDrain } from "./commands/drain.ts";
 import { registerAudit } from "./commands/audit.ts";
 import { registerClusterSet } from "./commands/clusterset.ts";
 import { registerGet } from "./commands/get.ts";
@@ -79,6 +81,7 @@ export function buildProgram(io: Io): Command {
   registerKubeconfig(program, context);
   registerPlacement(program, context);
   registerApprove(program, context);
+  registerDrain(program, context);
   registerAudit(program, context);
   return program;
 }

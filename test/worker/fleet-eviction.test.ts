@@ -375,6 +375,16 @@ describe("evictions and budgets over HTTP", () => {
     const ev = await call("GET", `/api/v1/namespaces/default/events?fieldSelector=${encodeURIComponent("involvedObject.name=pickn-allowed")}`);
     expect(ev.status).toBe(200);
     expect(ev.body.items.map((e: { reason: string }) => e.reason)).toContain("ClusterResourcePlacementEvictionExecuted");
+    const refused = await call("GET", `/api/v1/namespaces/default/events?fieldSelector=${encodeURIComponent("involvedObject.name=pickn-blocked")}`);
+    expect(refused.body.items.map((e: { reason: string; type: string }) => `${e.type} ${e.reason}`)).toContain(
+      "Warning ClusterResourcePlacementEvictionNotExecuted",
+    );
+    // /metrics: KubeFleet's eviction series, and the evictions by outcome.
+    const metrics = (await call("GET", "/metrics")).body as string;
+    expect(metrics).toContain('fleet_workload_eviction_complete{name="pickn-allowed",isCompleted="true",isValid="true"}');
+    expect(metrics).toContain('fleet_workload_eviction_complete{name="pickn-blocked",isCompleted="true",isValid="true"}');
+    expect(metrics).toMatch(/flotilla_placement_evictions\{result="executed"\} [1-9]/);
+    expect(metrics).toMatch(/flotilla_placement_evictions\{result="refused"\} [1-9]/);
   });
 
   it("a PickAll placement's cluster without a taint is picked again (KubeFleet's e2e)", async () => {
@@ -393,5 +403,31 @@ describe("evictions and budgets over HTTP", () => {
     await placementRun("ev-pickall");
     expect(await worksOf("ev-pickall")).toEqual(["ev-a1", "ev-a2"]);
     expect((await bindingsOf("ev-pickall")).map((b) => (b.spec as { targetCluster: string }).targetCluster).sort()).toEqual(["ev-a1", "ev-a2"]);
+  });
+
+  it("RBAC: cluster-scoped, so only a cluster's admins write evictions and budgets; a namespace's edit and view roles do not", async () => {
+    await createNamespaces("ev-team");
+    const rb = await call("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/ev-team/rolebindings", {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: "alice-edit" },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "edit" },
+      subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: "alice" }],
+    });
+    expect(rb.status).toBe(201);
+    const asAlice = { headers: { "Impersonate-User": "alice" } };
+    const e = await call(
+      "POST",
+      CRPE(),
+      {
+        apiVersion: "placement.kubernetes-fleet.io/v1beta1",
+        kind: "ClusterResourcePlacementEviction",
+        metadata: { name: "alice" },
+        spec: { placementName: "x", clusterName: "y" },
+      },
+      asAlice,
+    );
+    expect(e.status).toBe(403);
+    expect((await call("GET", CRPDB(), undefined, asAlice)).status).toBe(403);
   });
 });
