@@ -5,13 +5,16 @@
  * only, budget minAvailable 1) share member m1. `flotilla drain m1` cordons it (KubeFleet's cordon
  * taint, NoSelect), evicts `app` (its budget allows one disruption: the placement is re-filled on
  * m3 and its objects leave m1) and refuses `pinned` (evicting it would leave none available),
- * saying so and exiting 1; `flotilla uncordon m1` removes the taint.
+ * saying so and exiting 1; `flotilla uncordon m1` removes the taint. The dashboard (Debian's
+ * Chromium driven by playwright-core, as test/e2e/ui.test.ts) lists the drain's evictions, decided,
+ * and the budgets on the placements' page.
  */
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { kubectlWith, MC, merge, scratchDir, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
@@ -152,4 +155,30 @@ describe("flotilla drain with kubectl, wrangler dev and agents", () => {
     expect(uncordoned.stdout).toBe("cluster m1 uncordoned\n");
     expect((await taints()).map((t) => t.key)).not.toContain("cordon-key");
   }, 240_000);
+
+  it("the dashboard lists the evictions, decided, and the budgets", async () => {
+    const browser = await chromium.launch({ executablePath: process.env.FLOTILLA_CHROMIUM ?? "/usr/bin/chromium" });
+    try {
+      const page = await (await browser.newContext({ ignoreHTTPSErrors: true })).newPage();
+      await page.goto(`${hub.url}/ui`);
+      await page.locator("#token").fill(hub.adminToken);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await page.locator(".user").waitFor({ timeout: 60_000 });
+      await page.goto(`${hub.url}/ui#/resourceplacements`);
+      const app = page.locator('tr[data-eviction^="drain-eviction-app-m1-"]').first();
+      await app.waitFor({ timeout: 60_000 });
+      expect(await app.locator("td").nth(0).textContent()).toBe("app");
+      expect(await app.locator("td").nth(1).textContent()).toBe("m1");
+      expect(await app.locator('[data-state="True"]').count()).toBe(2);
+      expect(await app.textContent()).toContain("Eviction is allowed by specified ClusterResourcePlacementDisruptionBudget");
+      const pinned = page.locator('tr[data-eviction^="drain-eviction-pinned-m1-"]').first();
+      expect(await pinned.locator('[data-state="False"]').count()).toBe(1);
+      expect(await pinned.textContent()).toContain(
+        "Eviction is blocked by specified ClusterResourcePlacementDisruptionBudget, availablePlacements: 1, totalPlacements: 1",
+      );
+      for (const b of ["app", "pinned"]) expect(await page.locator(`tr[data-budget="${b}"] td`).nth(1).textContent()).toBe("1");
+    } finally {
+      await browser.close();
+    }
+  }, 120_000);
 });
