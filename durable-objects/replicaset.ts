@@ -32,6 +32,7 @@ import { PlacementWorksCache, type PlacementWorkChange } from "../src/fleet/work
 import { KARMADA_TARGET_PREFIX, runKarmadaPolicy } from "../src/fleet/karmada/controller.ts";
 import { runUpdateRun, type UpdateRunOutcome } from "../src/fleet/updaterun/controller.ts";
 import { UPDATERUN_TARGET_PREFIX } from "../src/fleet/updaterun/wake.ts";
+import { EVICTION_TARGET_PREFIX, runEvictions } from "../src/fleet/eviction.ts";
 import type { KubeObject } from "../src/k8s/meta.ts";
 import type { Env } from "../src/env.ts";
 import { timersOf } from "../src/controllers.ts";
@@ -215,6 +216,7 @@ export class ReplicaSetObject extends DurableObject<Env> {
       // (src/fleet/controller.ts) with the same serialisation, coalescing and retries; a Karmada
       // policy's (`karmada:<namespace>/<name>`) runs src/fleet/karmada/controller.ts alike; a staged
       // update run's (`updaterun:<namespace>/<name>`) runs src/fleet/updaterun/controller.ts; a
+      // placement's evictions (`eviction:/<placement>`) run src/fleet/eviction.ts, one at a time; a
       // replica set's (`<namespace>/<name>`) runs src/work/replicaset.ts.
       const colon = t.namespace.indexOf(":");
       const prefix = colon < 0 ? "" : t.namespace.slice(0, colon + 1);
@@ -228,6 +230,9 @@ export class ReplicaSetObject extends DurableObject<Env> {
           break;
         case KARMADA_TARGET_PREFIX:
           outcome = await runKarmadaPolicy(this.env, ref, clock.now());
+          break;
+        case EVICTION_TARGET_PREFIX:
+          outcome = await runEvictions(this.env, t.name, clock.now());
           break;
         default:
           outcome = await runReplicaSet(this.env, t.namespace, t.name, clock.now(), { deleting: (c) => this.deleting.add(c), cache: this.works });

@@ -38,6 +38,7 @@ import { replicaSetHook } from "./work/replicaset.ts";
 import { placementHook } from "./fleet/controller.ts";
 import { karmadaHook } from "./fleet/karmada/controller.ts";
 import { updateRunHook } from "./fleet/updaterun/hook.ts";
+import { evictionHook } from "./fleet/eviction.ts";
 import { overrideHook } from "./overrides/snapshots.ts";
 import { deleteExpiredWork, workDeletingHook, workTtlHook } from "./work/deletion.ts";
 import { clusterNamespaceHook, deliveryHook } from "./work/controller.ts";
@@ -209,6 +210,13 @@ export const CONTROLLERS: readonly Controller[] = [
       { kinds: [fleet("ClusterApprovalRequest"), fleet("ApprovalRequest")], changes: ["update"] },
     ],
     timers: [{ name: "updaterun-wait", object: "ReplicaSetObject" }],
+  },
+  {
+    name: evictionHook.name,
+    wakes: "a ClusterResourcePlacementEviction created (its placement's evictions run in its `eviction:/<placement>` object, one at a time)",
+    runsIn: "ReplicaSetObject",
+    hook: hook(evictionHook),
+    watches: [{ kinds: [fleet("ClusterResourcePlacementEviction")], changes: ["create", "update"] }],
   },
   {
     name: karmadaHook.name,

@@ -117,6 +117,10 @@ export const Paths = {
     namespace === undefined
       ? `${FLEET_GROUP}/v1/clusterapprovalrequests${name !== undefined ? `/${encode(name)}` : ""}`
       : namespaced(`${FLEET_GROUP}/v1`, "approvalrequests", namespace, name),
+  /** KubeFleet's ClusterResourceBindings (cluster-scoped, `placement.kubernetes-fleet.io/v1beta1`). */
+  clusterResourceBindings: () => `${FLEET_GROUP}/v1beta1/clusterresourcebindings`,
+  /** KubeFleet's ClusterResourcePlacementEvictions (cluster-scoped, `placement.kubernetes-fleet.io/v1beta1`). */
+  evictions: (name?: string) => `${FLEET_GROUP}/v1beta1/clusterresourceplacementevictions${name !== undefined ? `/${encode(name)}` : ""}`,
   /** BootstrapTokens (cluster-scoped). */
   bootstrapTokens: () => "/apis/flotilla.dev/v1alpha1/bootstraptokens",
   /** AuditEvents (cluster-scoped; list and watch only). */

@@ -13,6 +13,7 @@ import { storeOf, type Store } from "../store/store.ts";
 import { admitNamespace, admitsNamespace } from "../namespaces/lifecycle.ts";
 import { FLEET_GROUP } from "../kinds/fleet.ts";
 import { OVERRIDE_SIBLINGS_EXTRA } from "../kinds/fleet-override.ts";
+import { evictionAdmitted } from "./fleet-eviction.ts";
 
 /**
  * `store` with NamespaceLifecycle before its writes: a create (or apply) of a namespaced kind in
@@ -70,5 +71,5 @@ export function overrideAdmitted(store: Store): Store {
  * through which routes and controllers reach objects.
  */
 export function admittedStoreOf(env: Env, def: KindDefinition): Store {
-  return storeOf(env, def, (store) => namespaceAdmitted(env, overrideAdmitted(store)));
+  return storeOf(env, def, (store) => namespaceAdmitted(env, evictionAdmitted(env, overrideAdmitted(store))));
 }

@@ -54,6 +54,7 @@ import { KARMADA_KINDS } from "./karmada.ts";
 import { KARMADA_OVERRIDE_KINDS } from "./karmada-override.ts";
 import { FLEET_OVERRIDE_KINDS } from "./fleet-override.ts";
 import { FLEET_UPDATERUN_KINDS } from "./fleet-updaterun.ts";
+import { FLEET_EVICTION_KINDS } from "./fleet-eviction.ts";
 
 /**
  * KubeFleet's ClusterResourcePlacement and ResourcePlacement (v1 first, the preferred version, then
@@ -109,6 +110,7 @@ export const KINDS: KindDefinition[] = [
   ...FLEET_SYSTEM_KINDS,
   ...FLEET_OVERRIDE_KINDS,
   ...FLEET_UPDATERUN_KINDS,
+  ...FLEET_EVICTION_KINDS,
   CustomResourceDefinitionKind,
   ...KARMADA_KINDS,
   ...KARMADA_OVERRIDE_KINDS,

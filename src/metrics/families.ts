@@ -170,6 +170,18 @@ export const GAUGES = {
     help: "Approval requests of staged update runs (ClusterApprovalRequest and ApprovalRequest) by namespace (empty: cluster-scoped) and whether they are approved (true) or pending (false).",
     labels: ["namespace", "approved"],
   },
+  evictionComplete: {
+    name: "fleet_workload_eviction_complete",
+    type: "gauge",
+    help: "Last update timestamp of eviction complete status in seconds (KubeFleet's series: one per decided ClusterResourcePlacementEviction, isValid its Valid condition).",
+    labels: ["name", "isCompleted", "isValid"],
+  },
+  evictions: {
+    name: "flotilla_placement_evictions",
+    type: "gauge",
+    help: "ClusterResourcePlacementEvictions by outcome: executed (Executed True), refused (Executed False: a disruption budget or nothing placed yet), invalid (Valid False) or pending.",
+    labels: ["result"],
+  },
   addonAvailable: {
     name: "acm_managed_cluster_addon_status_condition",
     type: "gauge",

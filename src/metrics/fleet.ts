@@ -17,6 +17,7 @@ import { PlacementKind } from "../kinds/placement.ts";
 import { PolicyKind, ROOT_POLICY_LABEL } from "../kinds/policy.ts";
 import { ManagedClusterAddOnKind } from "../kinds/addon.ts";
 import { ApprovalRequestKind, ClusterApprovalRequestKind, ClusterStagedUpdateRunKind, StagedUpdateRunKind } from "../kinds/fleet-updaterun.ts";
+import { ClusterResourcePlacementEvictionKind } from "../kinds/fleet-eviction.ts";
 import { COLO_ANNOTATION } from "../audit/event.ts";
 import { labelsPart, type Cell, type Labels, type MetricFamily } from "./exposition.ts";
 import { GAUGES } from "./families.ts";
@@ -78,6 +79,22 @@ const UPDATE_RUNS = `SELECT o.namespace AS ns, o.name AS name, json_extract(o.bo
 /** Approval requests by namespace and by whether their Approved condition is True. */
 const APPROVALS = `SELECT o.namespace AS ns, coalesce(${conditionField("status", "Approved")}, '') = 'True' AS approved, count(*) AS n
   FROM objects o WHERE o.resource IN (?1, ?2) GROUP BY ns, approved`;
+
+/** Each eviction: its name, its Valid and Executed conditions' status and the later of their transition times. */
+const EVICTIONS = `SELECT o.name AS name, ${conditionField("status", "Valid")} AS v, ${conditionField("status", "Executed")} AS x,
+  (SELECT max(json_extract(c.value, '$.lastTransitionTime')) FROM json_each(o.body, '$.status.conditions') c) AS t
+  FROM objects o WHERE o.resource = ?1`;
+
+/**
+ * An eviction's outcome (`flotilla_placement_evictions`) from its Valid (`v`) and Executed (`x`)
+ * conditions' status, and whether it is decided (KubeFleet's `IsEvictionInTerminalState`).
+ */
+export function evictionOutcome(v: string, x: string): { result: "executed" | "refused" | "invalid" | "pending"; decided: boolean } {
+  if (v === "False") return { result: "invalid", decided: true };
+  if (x === "True") return { result: "executed", decided: true };
+  if (x === "False") return { result: "refused", decided: true };
+  return { result: "pending", decided: false };
+}
 
 /**
  * KubeFleet's `emitUpdateRunStatusMetric`: the labels and value (the condition's last transition,
@@ -150,7 +167,7 @@ const num = (v: unknown): number => (typeof v === "number" ? v : Number(v) || 0)
 export async function fleetGauges(db: D1Database): Promise<Cell[]> {
   const clusters = resourceKey(ManagedClusterKind);
   const works = resourceKey(ManifestWorkKind);
-  const [clusterRows, sets, placements, workCount, worksByCondition, replicaSets, policies, addons, runs, approvals] = await db.batch<Row>([
+  const [clusterRows, sets, placements, workCount, worksByCondition, replicaSets, policies, addons, runs, approvals, evictions] = await db.batch<Row>([
     db.prepare(CLUSTERS).bind(clusters),
     db.prepare(SETS),
     db.prepare(PLACEMENTS).bind(resourceKey(PlacementKind)),
@@ -161,6 +178,7 @@ export async function fleetGauges(db: D1Database): Promise<Cell[]> {
     db.prepare(ADDONS).bind(resourceKey(ManagedClusterAddOnKind)),
     db.prepare(UPDATE_RUNS).bind(resourceKey(ClusterStagedUpdateRunKind), resourceKey(StagedUpdateRunKind)),
     db.prepare(APPROVALS).bind(resourceKey(ClusterApprovalRequestKind), resourceKey(ApprovalRequestKind)),
+    db.prepare(EVICTIONS).bind(resourceKey(ClusterResourcePlacementEvictionKind)),
   ]);
   const out: Cell[] = [];
   let clusterCount = 0;
@@ -223,5 +241,19 @@ export async function fleetGauges(db: D1Database): Promise<Cell[]> {
     if (series) out.push(cell(GAUGES.updateRunStatus, series.labels, series.value));
   }
   for (const r of approvals!.results) out.push(cell(GAUGES.approvalRequests, { namespace: str(r.ns), approved: num(r.approved) ? "true" : "false" }, num(r.n)));
+  const outcomes = new Map<string, number>([
+    ["executed", 0],
+    ["refused", 0],
+    ["invalid", 0],
+    ["pending", 0],
+  ]);
+  for (const r of evictions!.results) {
+    const { result, decided } = evictionOutcome(str(r.v), str(r.x));
+    outcomes.set(result, outcomes.get(result)! + 1);
+    const at = Date.parse(str(r.t));
+    if (decided && Number.isFinite(at))
+      out.push(cell(GAUGES.evictionComplete, { name: str(r.name), isCompleted: "true", isValid: result === "invalid" ? "false" : "true" }, at / 1000));
+  }
+  for (const [result, n] of outcomes) out.push(cell(GAUGES.evictions, { result }, n));
   return out;
 }

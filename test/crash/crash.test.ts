@@ -478,3 +478,126 @@ describe("kill -9 of workerd during a burst of writes, restart on the same state
     );
   }, 600_000);
 });
+
+/**
+ * kill -9 of workerd while a placement's evictions are being decided (issue 44, docs/kubefleet.md
+ * "Evictions, budgets, drain"), restart on the same state. A PickN placement on two of three
+ * clusters (budget minAvailable 1), both of its clusters cordoned, and an eviction for each created
+ * at once, workerd killed as soon as both creates are answered. After the restart every eviction
+ * is decided (none left pending: the after-commit hook's outbox row wakes the evictions again),
+ * each executed one's cluster has lost the placement's work and binding and runs none of its
+ * objects, each refused one's cluster keeps them, and the placement ends on two clusters (re-filled
+ * on the third): no cluster evicted twice or left half-evicted.
+ */
+describe("kill -9 of workerd during a placement's evictions, restart on the same state", () => {
+  let hub: Hub;
+  const agents: AgentProcess[] = [];
+  const dir = mkdtempSync(path.join(tmpdir(), "flotilla-crash-evict-"));
+  const members = ["v1", "v2", "v3"];
+  const F = "/apis/placement.kubernetes-fleet.io/v1beta1";
+  const works = async (): Promise<string[]> =>
+    (
+      (
+        await admin(
+          hub,
+          "GET",
+          `/apis/work.open-cluster-management.io/v1/manifestworks?labelSelector=${encodeURIComponent("kubernetes-fleet.io/parent-CRP=evc")}`,
+        )
+      ).body.items as Json[]
+    )
+      .filter((w) => !w.metadata.deletionTimestamp)
+      .map((w) => w.metadata.namespace as string)
+      .sort();
+  const runs = (cluster: string): boolean => {
+    try {
+      const state = JSON.parse(readFileSync(path.join(dir, `${cluster}.json`), "utf8")) as Json;
+      return (state.objects as Json[]).some((o) => o.plural === "configmaps" && o.object.metadata.namespace === "evc");
+    } catch {
+      return false;
+    }
+  };
+
+  beforeAll(async () => {
+    hub = await startHub();
+    const token = await createBootstrapToken(hub, { autoApprove: true });
+    for (const c of members) agents.push(startAgent(hub, ["--cluster-name", c, "--bootstrap-token", token, "--simulate-state", path.join(dir, `${c}.json`)]));
+    await waitFor(
+      "every cluster Available",
+      async () =>
+        ((await admin(hub, "GET", MC)).body.items as Json[]).filter((mc) => cond(mc, "ManagedClusterConditionAvailable")?.status === "True").length ===
+        members.length,
+      120_000,
+    );
+    await createNamespaces(hub, "evc");
+    const cm = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg" }, data: { v: "1" } };
+    expect((await admin(hub, "POST", "/api/v1/namespaces/evc/configmaps", cm)).status).toBe(201);
+    const crp = {
+      apiVersion: "placement.kubernetes-fleet.io/v1",
+      kind: "ClusterResourcePlacement",
+      metadata: { name: "evc" },
+      spec: { resourceSelectors: [{ group: "", version: "v1", kind: "Namespace", name: "evc" }], policy: { placementType: "PickN", numberOfClusters: 2 } },
+    };
+    expect((await admin(hub, "POST", "/apis/placement.kubernetes-fleet.io/v1/clusterresourceplacements", crp)).status).toBe(201);
+    const budget = {
+      apiVersion: `placement.kubernetes-fleet.io/v1beta1`,
+      kind: "ClusterResourcePlacementDisruptionBudget",
+      metadata: { name: "evc" },
+      spec: { minAvailable: 1 },
+    };
+    expect((await admin(hub, "POST", `${F}/clusterresourceplacementdisruptionbudgets`, budget)).status).toBe(201);
+    await waitFor(
+      "the placement on two clusters, Available",
+      async () => {
+        const items = (await admin(hub, "GET", `${F}/clusterresourcebindings`)).body.items as Json[];
+        return items.length === 2 && items.every((b) => cond(b, "Available")?.status === "True");
+      },
+      120_000,
+    );
+  }, 180_000);
+
+  afterAll(async () => {
+    for (const a of agents) await stopAgent(a);
+    await hub?.stop();
+  });
+
+  it("decides every eviction once, and each cluster is evicted wholly or not at all", async () => {
+    const placed = await works();
+    expect(placed).toHaveLength(2);
+    const spare = members.find((m) => !placed.includes(m))!;
+    for (const c of placed)
+      expect(
+        (await admin(hub, "PATCH", `${MC}/${c}`, { spec: { taints: [{ key: "cordon-key", value: "cordon-value", effect: "NoSelect" }] } }, merge)).status,
+      ).toBe(200);
+    const created = await Promise.all(
+      placed.map((c) =>
+        admin(hub, "POST", `${F}/clusterresourceplacementevictions`, {
+          apiVersion: "placement.kubernetes-fleet.io/v1beta1",
+          kind: "ClusterResourcePlacementEviction",
+          metadata: { name: `evict-${c}` },
+          spec: { placementName: "evc", clusterName: c },
+        }),
+      ),
+    );
+    for (const r of created) expect(r.status).toBe(201);
+    await killTree(hub);
+    hub = await startHub({ stateDir: hub.stateDir, port: Number(new URL(hub.url).port) });
+
+    const decided = async (): Promise<Json[]> => {
+      const items = (await admin(hub, "GET", `${F}/clusterresourceplacementevictions`)).body.items as Json[];
+      return items.filter((e) => cond(e, "Executed") !== undefined || cond(e, "Valid")?.status === "False");
+    };
+    await waitFor("both evictions decided", async () => (await decided()).length === 2, 120_000);
+    const evictions = await decided();
+    for (const e of evictions) expect(cond(e, "Valid")?.status, JSON.stringify(e.status)).toBe("True");
+    const executed = evictions.filter((e) => cond(e, "Executed")?.status === "True").map((e) => e.spec.clusterName as string);
+    const refused = evictions.filter((e) => cond(e, "Executed")?.status === "False").map((e) => e.spec.clusterName as string);
+    expect(executed.length).toBeGreaterThanOrEqual(1);
+    // The placement ends on two clusters: the refused ones and the spare it re-filled on.
+    await waitFor("the placement re-filled", async () => (await works()).join() === [...refused, spare].sort().join() && (await works()).length === 2, 120_000);
+    const bindings = ((await admin(hub, "GET", `${F}/clusterresourcebindings`)).body.items as Json[]).map((b) => b.spec.targetCluster as string).sort();
+    expect(bindings).toEqual([...refused, spare].sort());
+    await waitFor("the evicted clusters no longer run the placement's objects", async () => executed.every((c) => !runs(c)) && runs(spare), 120_000);
+    for (const c of refused) expect(runs(c)).toBe(true);
+    console.log(`crash test (evictions): executed on ${executed.join(", ")}; refused on ${refused.join(", ") || "none"}; re-filled on ${spare}`);
+  }, 600_000);
+});

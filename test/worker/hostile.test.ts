@@ -134,6 +134,8 @@ const FIXTURE: Record<string, string> = {
   StagedUpdateRun: "hsur",
   ClusterApprovalRequest: "hcar",
   ApprovalRequest: "har",
+  ClusterResourcePlacementEviction: "hcrpe",
+  ClusterResourcePlacementDisruptionBudget: "hcrpdb",
 };
 const fixtureName = (def: KindDefinition) => FIXTURE[kindName(def)]!;
 const member = (def: KindDefinition) => `${collection(def)}/${fixtureName(def)}`;
@@ -333,6 +335,12 @@ function validFields(def: KindDefinition, name: string): Json {
     case "ClusterApprovalRequest":
     case "ApprovalRequest":
       return { spec: { parentStageRollout: "absent-for-hostile", targetStage: "one" } };
+    // KubeFleet's evictions: one of a placement that does not exist (decided invalid once, before
+    // the cases: beforeAll waits for it); a budget of one that does not exist.
+    case "ClusterResourcePlacementEviction":
+      return { spec: { placementName: "absent-for-hostile", clusterName: "nowhere" } };
+    case "ClusterResourcePlacementDisruptionBudget":
+      return { spec: { minAvailable: 1 } };
     default:
       return {};
   }
@@ -1613,6 +1621,47 @@ const renderCases: [string, string, string, unknown, number, string, string | un
 for (const [label, method, path, body, status, reason, field] of renderCases)
   add({ name: `fleet: ${label}`, method, path, ...(body !== undefined ? { body } : {}), status, reason, field });
 
+// KubeFleet's evictions and budgets (docs/kubefleet.md "Evictions, budgets, drain"): the CRDs' rules
+// and the webhooks' checks, each a 422 naming the field; never a 5xx.
+const EVICTIONS = "/apis/placement.kubernetes-fleet.io/v1beta1/clusterresourceplacementevictions";
+const BUDGETS = "/apis/placement.kubernetes-fleet.io/v1beta1/clusterresourceplacementdisruptionbudgets";
+const eviction = (name: string, spec: Json) => ({
+  apiVersion: "placement.kubernetes-fleet.io/v1beta1",
+  kind: "ClusterResourcePlacementEviction",
+  metadata: { name },
+  spec,
+});
+const budget = (name: string, spec: Json) => ({
+  apiVersion: "placement.kubernetes-fleet.io/v1beta1",
+  kind: "ClusterResourcePlacementDisruptionBudget",
+  metadata: { name },
+  spec,
+});
+const evictionCases: [string, string, string, unknown, string | undefined][] = [
+  ["budget with both fields", "POST", BUDGETS, budget("hb1", { maxUnavailable: 1, minAvailable: 1 }), "spec"],
+  ["budget with a negative minAvailable", "POST", BUDGETS, budget("hb2", { minAvailable: -1 }), "spec.minAvailable"],
+  ["budget with maxUnavailable 101%", "POST", BUDGETS, budget("hb3", { maxUnavailable: "101%" }), "spec.maxUnavailable"],
+  ["budget with a number as a string", "POST", BUDGETS, budget("hb4", { maxUnavailable: "2" }), "spec.maxUnavailable"],
+  ["budget with a fraction", "POST", BUDGETS, budget("hb5", { minAvailable: 1.5 }), "spec.minAvailable"],
+  ["budget patched to both fields", "PATCH", `${BUDGETS}/hcrpdb`, { spec: { maxUnavailable: "10%" } }, "spec"],
+  ["eviction without clusterName", "POST", EVICTIONS, eviction("he1", { placementName: "x" }), "spec.clusterName"],
+  ["eviction with an overlong placementName", "POST", EVICTIONS, eviction("he2", { placementName: "p".repeat(256), clusterName: "c" }), "spec.placementName"],
+  ["eviction of a PickFixed placement (the webhook)", "POST", EVICTIONS, eviction("he3", { placementName: "hcrp", clusterName: "hv" }), "spec"],
+  ["eviction's clusterName changed", "PATCH", `${EVICTIONS}/hcrpe`, { spec: { clusterName: "elsewhere" } }, "spec.clusterName"],
+  ["eviction's placementName changed", "PATCH", `${EVICTIONS}/hcrpe`, { spec: { placementName: "other" } }, "spec.placementName"],
+];
+for (const [label, method, path, body, field] of evictionCases)
+  add({
+    name: `eviction: ${label}`,
+    method,
+    path,
+    body,
+    ...(method === "PATCH" ? { opts: { contentType: MERGE } } : {}),
+    status: 422,
+    reason: "Invalid",
+    field,
+  });
+
 const crd = (name: string, spec: Json, metadata: Json = {}) => {
   const base = valid(byKind("CustomResourceDefinition"), name);
   return { ...base, metadata: { ...base.metadata, ...metadata }, spec: { ...base.spec, ...spec } };
@@ -2419,6 +2468,8 @@ beforeAll(async () => {
     "StagedUpdateRun",
     "ClusterApprovalRequest",
     "ApprovalRequest",
+    "ClusterResourcePlacementEviction",
+    "ClusterResourcePlacementDisruptionBudget",
   ]) {
     const def = byKind(kind);
     await must(call("POST", collection(def), valid(def, fixtureName(def))), 201);
@@ -2433,6 +2484,14 @@ beforeAll(async () => {
       if (i > 200) throw new Error(`fixture: ${kind} never initialized`);
       await new Promise((res) => setTimeout(res, 25));
     }
+  }
+  // The eviction controller decides the fixture eviction once (its placement does not exist): before the cases.
+  await env.REPLICASETS.getByName("eviction:/absent-for-hostile").reconcile("eviction:", "absent-for-hostile");
+  for (let i = 0; ; i++) {
+    const r = await call("GET", member(byKind("ClusterResourcePlacementEviction")));
+    if ((r.body?.status?.conditions ?? []).some((c: { type: string }) => c.type === "Valid")) break;
+    if (i > 200) throw new Error("fixture: the eviction was never decided");
+    await new Promise((res) => setTimeout(res, 25));
   }
   await must(call("POST", CRS, { apiVersion: "hostile.example.com/v1", kind: "Khcrds", metadata: { name: "hcr" }, spec: { size: 1 } }), 201);
   const receiver = await must(call("GET", member(byKind("WebhookReceiver"))), 200);

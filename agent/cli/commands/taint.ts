@@ -40,7 +40,7 @@ function collect<T>(parse: (text: string) => T) {
  * @returns the edit and the cluster as the hub stored it (undefined when nothing changed).
  * @throws whatever `edit` throws; HubApiError (404 for an unknown cluster, 409 after {@link CONFLICT_RETRIES} conflicts).
  */
-async function editTaints(ctx: CommandContext, name: string, edit: (taints: Taint[]) => TaintEdit): Promise<{ result: TaintEdit; stored?: KubeObject }> {
+export async function editTaints(ctx: CommandContext, name: string, edit: (taints: Taint[]) => TaintEdit): Promise<{ result: TaintEdit; stored?: KubeObject }> {
   const client = ctx.client();
   for (let attempt = 0; ; attempt++) {
     const mc = await getCluster(client, name);

@@ -13,6 +13,7 @@
 import { useEffect, useState } from "preact/hooks";
 import type { Api, KubeObject } from "./api.ts";
 import { EventList } from "./events.tsx";
+import { EvictionsAndBudgets } from "./evictions.tsx";
 import { condition } from "./format.ts";
 import { useLiveList, useLiveObject } from "./live.ts";
 import { isForbidden, scopedPath, useScope } from "./scope.tsx";
@@ -233,6 +234,7 @@ function PlacementList({ api }: { api: Api }) {
           </button>
         )}
       </section>
+      <EvictionsAndBudgets api={api} clusterWide={clusterWide} />
     </div>
   );
 }
