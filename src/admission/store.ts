@@ -2,7 +2,8 @@
  * Admission above the store, as kube-apiserver runs its admission chain in the handler before
  * `registry.Store` (`k8s.io/apiserver/pkg/endpoints/handlers/create.go`), never inside storage:
  * the store of a kind (src/store/store.ts `storeOf`) with NamespaceLifecycle before every create
- * or apply of a namespaced kind (src/namespaces/lifecycle.ts), and KubeFleet's overrides' webhook
+ * or apply of a namespaced kind (src/namespaces/lifecycle.ts; the Namespaces' own store tells it
+ * what it reads and writes, {@link namespaceObserved}), and KubeFleet's overrides' webhook
  * checks against the other overrides ({@link overrideAdmitted}). Routes and controllers read and
  * write objects through {@link admittedStoreOf}; only writers that are admitted already (the
  * cluster's Durable Object, the scheduler's commits) use the store's door directly.
@@ -10,7 +11,9 @@
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { Env } from "../env.ts";
 import { storeOf, type Store } from "../store/store.ts";
-import { admitNamespace, admitsNamespace } from "../namespaces/lifecycle.ts";
+import { admitNamespace, admitsNamespace, forgetNamespace, sawNamespace } from "../namespaces/lifecycle.ts";
+import { NamespaceKind } from "../kinds/namespace.ts";
+import { isJsonObject } from "../k8s/meta.ts";
 import { FLEET_GROUP } from "../kinds/fleet.ts";
 import { OVERRIDE_SIBLINGS_EXTRA } from "../kinds/fleet-override.ts";
 import { evictionAdmitted } from "./fleet-eviction.ts";
@@ -66,10 +69,46 @@ export function overrideAdmitted(store: Store): Store {
 }
 
 /**
+ * `store` of Namespaces telling NamespaceLifecycle what it reads and writes
+ * (src/namespaces/lifecycle.ts `sawNamespace`, `forgetNamespace`): a namespace read Active spares
+ * the next create in it a read of its own for a moment; a write of a namespace forgets it before
+ * it starts and once it ended. Other kinds' stores are returned as they are.
+ */
+export function namespaceObserved(store: Store): Store {
+  const def = store.def;
+  if (def.group !== NamespaceKind.group || def.kind !== NamespaceKind.kind) return store;
+  return {
+    ...store,
+    async get(namespace, name) {
+      const ns = await store.get(namespace, name);
+      sawNamespace(name, ns);
+      return ns;
+    },
+    async write(namespace, name, req, opts) {
+      const named = name ?? (req.verb === "create" && isJsonObject(req.body) && isJsonObject(req.body.metadata) ? req.body.metadata.name : undefined);
+      if (typeof named === "string") forgetNamespace(named);
+      try {
+        return await store.write(namespace, name, req, opts);
+      } finally {
+        if (typeof named === "string") forgetNamespace(named);
+      }
+    },
+    async writeMany(writes) {
+      for (const w of writes) forgetNamespace(w.name);
+      try {
+        return await store.writeMany(writes);
+      } finally {
+        for (const w of writes) forgetNamespace(w.name);
+      }
+    },
+  };
+}
+
+/**
  * The store of kind `def` (its backend chosen by `def.storage`, converted for a kind served from
  * another kind's objects) with admission before its writes (see the module comment): the door
  * through which routes and controllers reach objects.
  */
 export function admittedStoreOf(env: Env, def: KindDefinition): Store {
-  return storeOf(env, def, (store) => namespaceAdmitted(env, evictionAdmitted(env, overrideAdmitted(store))));
+  return storeOf(env, def, (store) => namespaceObserved(namespaceAdmitted(env, evictionAdmitted(env, overrideAdmitted(store)))));
 }

@@ -12,7 +12,10 @@
  * - `attributes`: what the request asks (Kubernetes `authorizer.Attributes`, src/auth/rbac.ts
  *   `RequestAttributes`: verb, apiGroup, resource, subresource, namespace, name; or a path), as
  *   kube-apiserver's RequestInfo derives them (src/auth/requestinfo.ts), set before it is
- *   authorized (a denial throws the ApiError of `forbiddenError`, a 403).
+ *   authorized (a denial throws the ApiError of `forbiddenError`, a 403);
+ * - `createdName`: the name of the object a create made (set by the write once stored; a create
+ *   may name it by `generateName`), which the audit log records as its objectRef's name without
+ *   reading the answer back (src/audit/middleware.ts).
  */
 import type { Context } from "hono";
 import type { RequestAttributes, UserInfo } from "../auth/rbac.ts";
@@ -23,6 +26,7 @@ export interface ApiVariables {
   user: UserInfo;
   authenticatedUser: UserInfo;
   attributes: RequestAttributes;
+  createdName?: string;
 }
 
 /** The Hono environment of the API routes: bindings and {@link ApiVariables}. */

@@ -14,8 +14,11 @@
  *   carry `x-kubernetes-action` and `x-kubernetes-group-version-kind` as the apiserver's do.
  *   With `?hash=` equal to the current hash the response is `Cache-Control: public, immutable`;
  *   a stale hash is redirected (301) to the current URL, as kube-openapi does.
- * - `GET /openapi/v2`: the same schemas and paths as one Swagger 2.0 document (`definitions`).
- *   Served as JSON only; a client that accepts only the protobuf encoding gets 406.
+ * - `GET /openapi/v2`: the same schemas and paths as one Swagger 2.0 document (`definitions`),
+ *   as JSON or gnostic protobuf; a client that accepts neither gets 406. Built the first time a
+ *   client asks for it (not with the v3 documents, which kubectl needs first), and answered with an
+ *   ETag (SHA-512 of the bytes sent) and 304 to a matching `If-None-Match`, as kube-openapi's
+ *   handler does.
  *
  * What kubectl (1.27+) does with them: `kubectl explain` reads the v3 document of the resource's
  * group-version and finds the kind's schema by its `x-kubernetes-group-version-kind`;
@@ -42,17 +45,24 @@ import { ApiError } from "../k8s/errors.ts";
 import { apiAccess } from "../auth/request.ts";
 import { ensureBuiltins } from "./builtins.ts";
 import type { ApiEnv } from "./context.ts";
-import { groupVersionPath } from "./openapi/names.ts";
+import { groupVersionPath, type JsonSchema } from "./openapi/names.ts";
 import { groupVersions, openAPIV3 } from "./openapi/v3.ts";
 import { openAPIV2 } from "./openapi/v2.ts";
 import { customKindsVersion } from "../kinds/index.ts";
 
-interface Built {
-  /** Serialized v3 document and its hash, by path (`apis/<group>/<version>` or `api/<version>`). */
-  v3: Map<string, { body: string; hash: string }>;
-  v2: string;
-  /** The v2 document as gnostic protobuf, encoded the first time a client asks for it. */
-  v2Proto?: Uint8Array;
+/** The v3 documents of every served group-version: serialized, with their hashes, by path (`apis/<group>/<version>` or `api/<version>`). */
+type BuiltV3 = Map<string, { body: string; hash: string }>;
+
+/**
+ * The Swagger 2.0 document, built the first time a client asks for it (kubectl asks only when it
+ * needs a strategic merge patch's schema, or `--validate` without the v3 documents): its JSON and
+ * that JSON's ETag, and its gnostic protobuf with its own ETag, encoded the first time a client
+ * asks for that form.
+ */
+interface BuiltV2 {
+  json: string;
+  etag: string;
+  proto?: { bytes: Uint8Array; etag: string };
 }
 
 /** The media type of the Swagger 2.0 document as gnostic protobuf (what kubectl requests). */
@@ -67,33 +77,67 @@ function prefersProtobuf(accept: string | undefined): boolean {
   return false;
 }
 
-let built: Promise<Built> | null = null;
-/** The custom kinds' version (src/kinds/index.ts `customKindsVersion`) `built` was made at: a CRD change rebuilds the documents. */
+let builtV3: Promise<BuiltV3> | null = null;
+let builtV2: Promise<BuiltV2> | null = null;
+/** The custom kinds' version (src/kinds/index.ts `customKindsVersion`) the documents were made at: a CRD change rebuilds them. */
 let builtAt = 0;
 
-async function sha512Hex(s: string): Promise<string> {
-  const d = await crypto.subtle.digest("SHA-512", new TextEncoder().encode(s));
+async function sha512Hex(s: string | Uint8Array): Promise<string> {
+  const d = await crypto.subtle.digest("SHA-512", typeof s === "string" ? new TextEncoder().encode(s) : s);
   return [...new Uint8Array(d)]
     .map((b) => b.toString(16).padStart(2, "0"))
     .join("")
     .toUpperCase();
 }
 
-/** Builds (once per isolate) every document and its hash. */
-function documents(): Promise<Built> {
-  if (builtAt !== customKindsVersion()) [built, builtAt] = [null, customKindsVersion()];
-  built ??= (async () => {
-    const v3 = new Map<string, { body: string; hash: string }>();
+/** Drops the documents made before the custom kinds last changed. */
+function fresh(): void {
+  if (builtAt !== customKindsVersion()) [builtV3, builtV2, builtAt] = [null, null, customKindsVersion()];
+}
+
+/** Builds (once per isolate, and again after a CRD change) every v3 document and its hash. */
+function documents(): Promise<BuiltV3> {
+  fresh();
+  builtV3 ??= (async () => {
+    const v3: BuiltV3 = new Map();
     for (const { group, version } of groupVersions()) {
       const body = JSON.stringify(openAPIV3(group, version));
       v3.set(groupVersionPath(group, version), { body, hash: await sha512Hex(body) });
     }
-    return { v3, v2: JSON.stringify(openAPIV2()) };
+    return v3;
   })().catch((e) => {
-    built = null;
+    builtV3 = null;
     throw e;
   });
-  return built;
+  return builtV3;
+}
+
+/** Builds (once per isolate, and again after a CRD change; only when asked for) the v2 document. */
+function documentV2(): Promise<BuiltV2> {
+  fresh();
+  builtV2 ??= (async () => {
+    // From the v3 documents as served (built once), not built again.
+    const v3 = await documents();
+    const json = JSON.stringify(openAPIV2((group, version) => JSON.parse(v3.get(groupVersionPath(group, version))!.body) as JsonSchema));
+    return { json, etag: `"${await sha512Hex(json)}"` };
+  })().catch((e) => {
+    builtV2 = null;
+    throw e;
+  });
+  return builtV2;
+}
+
+/**
+ * `body` with its `etag`, or 304 Not Modified when the request's `If-None-Match` names that
+ * ETag (or `*`), as kube-openapi's handlers answer through Go's `http.ServeContent`.
+ */
+function withETag(c: Context, etag: string, body: () => Response): Response {
+  const match = c.req.header("if-none-match");
+  if (match !== undefined && match.split(",").some((t) => t.trim() === etag || t.trim() === "*" || t.trim() === `W/${etag}`))
+    return new Response(null, { status: 304, headers: { etag, "cache-control": "no-cache, private" } });
+  const res = body();
+  res.headers.set("etag", etag);
+  return res;
 }
 
 /**
@@ -104,7 +148,7 @@ function documents(): Promise<Built> {
 export async function openAPIV3Discovery(): Promise<{ paths: Record<string, { serverRelativeURL: string }> }> {
   const docs = await documents();
   const paths: Record<string, { serverRelativeURL: string }> = {};
-  for (const [gv, { hash }] of docs.v3) paths[gv] = { serverRelativeURL: `/openapi/v3/${gv}?hash=${hash}` };
+  for (const [gv, { hash }] of docs) paths[gv] = { serverRelativeURL: `/openapi/v3/${gv}?hash=${hash}` };
   return { paths };
 }
 
@@ -142,16 +186,25 @@ export function openapiRoutes(): Hono<ApiEnv> {
   const notAcceptable = () => new ApiError(406, "NotAcceptable", "only the following media types are accepted: application/json");
 
   app.get("/openapi/v2", async (c) => {
-    const docs = await documents();
     // kubectl asks for gnostic's protobuf (validation, explain); other clients for JSON.
     if (prefersProtobuf(c.req.header("accept"))) {
-      docs.v2Proto ??= encodeOpenAPIV2(JSON.parse(docs.v2) as Record<string, unknown>);
+      const doc = await documentV2();
+      if (!doc.proto) {
+        const bytes = encodeOpenAPIV2(JSON.parse(doc.json) as Record<string, unknown>);
+        doc.proto = { bytes, etag: `"${await sha512Hex(bytes)}"` };
+      }
+      const proto = doc.proto;
       // As kube-openapi's handler: the protobuf is sent as application/octet-stream (Go's MIME
       // parser, which client-go runs on the answer, refuses the requested type's "@").
-      return new Response(docs.v2Proto, { headers: { "content-type": "application/octet-stream", "cache-control": "no-cache, private" } });
+      return withETag(
+        c,
+        proto.etag,
+        () => new Response(proto.bytes, { headers: { "content-type": "application/octet-stream", "cache-control": "no-cache, private" } }),
+      );
     }
     if (!acceptsJson(c)) throw notAcceptable();
-    return jsonResponse(docs.v2, { "cache-control": "no-cache, private" });
+    const doc = await documentV2();
+    return withETag(c, doc.etag, () => jsonResponse(doc.json, { "cache-control": "no-cache, private" }));
   });
 
   app.get("/openapi/v3", async (c) => {
@@ -161,7 +214,7 @@ export function openapiRoutes(): Hono<ApiEnv> {
 
   const v3Document = async (c: Context, gv: string): Promise<Response> => {
     if (!acceptsJson(c)) throw notAcceptable();
-    const doc = (await documents()).v3.get(gv);
+    const doc = (await documents()).get(gv);
     if (!doc) throw notFound();
     const etag = `"${doc.hash}"`;
     const hash = c.req.query("hash");

@@ -9,8 +9,9 @@
  * What it reads of the request, after it ran: the Hono variables `authenticatedUser` and `user`
  * (src/auth/rbac.ts `UserInfo`, set by authentication; `user` is the impersonated user when the
  * request impersonated one, recorded as the event's `impersonatedUser` beside the authenticated
- * `user`, as kube-apiserver does) and `attributes` (`RequestAttributes`, set by authorization),
- * the response's status, and `c.error` (the ApiError a handler threw: its Status becomes the
+ * `user`, as kube-apiserver does), `attributes` (`RequestAttributes`, set by authorization) and
+ * `createdName` (a create's name, set by the write: one named by `generateName` is recorded under
+ * the name it got; without it a copy of the answer is read back), the response's status, and `c.error` (the ApiError a handler threw: its Status becomes the
  * event's responseStatus; an `Unauthenticated` carries the authenticators' reasons, recorded as
  * the annotation {@link AUTHN_REASONS_ANNOTATION}). When `attributes` is absent the verb and
  * objectRef come from the method and URL (`requestInfo`); a request without `user` (a failed
@@ -116,12 +117,14 @@ async function recordAfter(c: AuditContext, receivedAt: number): Promise<void> {
     const acting = c.get("user");
     const user = c.get("authenticatedUser") ?? acting;
     const impersonated = acting && acting !== user ? acting : undefined;
-    const readsBack = (!failure && code >= 400) || (code < 300 && info.verb === "create" && !info.objectRef?.name);
+    // A create's name, as the write set it (no copy of the answer read back).
+    const created = code < 300 ? c.get("createdName") : undefined;
+    const readsBack = (!failure && code >= 400) || (code < 300 && info.verb === "create" && !info.objectRef?.name && created === undefined);
     const body = readsBack ? await readBack(c.res.clone()) : undefined;
     let status: Pick<Status, "reason" | "message" | "details"> | undefined = failure?.toStatus();
     if (!status && body?.kind === "Status") status = body as unknown as Status;
     if (code < 300 && info.objectRef && !info.objectRef.name) {
-      const name = (body?.metadata as { name?: unknown } | undefined)?.name;
+      const name = created ?? (body?.metadata as { name?: unknown } | undefined)?.name;
       if (typeof name === "string") info.objectRef.name = name;
     }
     const url = new URL(c.req.url);

@@ -8,7 +8,14 @@
  * namespaces' refusal is the Namespace kind's own (src/kinds/namespace.ts `validateDelete`).
  *
  * Admission above the store (src/admission/store.ts `admittedStoreOf`) runs it before every create
- * or apply of a namespaced kind, whoever writes through it: one indexed D1 read of the namespace.
+ * or apply of a namespaced kind, whoever writes through it: one indexed D1 read of the namespace,
+ * unless this isolate read it Active within the last {@link NAMESPACE_SEEN_MS} (kube-apiserver's
+ * plugin reads its informer's cache, a live lookup only for a namespace it does not find; kubectl's
+ * client-side apply GETs the namespace just before each create, so that GET's read serves the
+ * create's check). Every write of a namespace through this isolate forgets it first, so a delete
+ * here is seen at once; one in another isolate within that time is seen after it, as an
+ * apiserver's informer sees another apiserver's, and what a create put in the namespace meanwhile
+ * is deleted by the namespace controller's next pass.
  * Batched writes (`Store.writeMany`) and commits of precomputed changes (`Storage.commit`) are not
  * admitted: the replica set controller's ManifestWorks (in cluster
  * namespaces, created with their clusters) and the scheduler's PlacementDecisions (in the
@@ -17,7 +24,7 @@
  */
 import { ApiError, notFound } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
-import { isJsonObject } from "../k8s/meta.ts";
+import { isJsonObject, type KubeObject } from "../k8s/meta.ts";
 import type { WriteRequest } from "../k8s/write.ts";
 import { NamespaceKind, namespacePhase } from "../kinds/namespace.ts";
 import type { Env } from "../env.ts";
@@ -60,6 +67,52 @@ export function namespaceTerminating(def: KindDefinition, namespace: string, nam
 }
 
 /**
+ * How long, in milliseconds of elapsed time, a namespace this isolate read Active admits creates
+ * without a read of its own (see the module comment).
+ */
+export const NAMESPACE_SEEN_MS = 1000;
+
+/** Most namespaces remembered at once (past it, the isolate starts afresh). */
+const NAMESPACE_SEEN_MAX = 1000;
+
+/** Namespaces this isolate read Active, and when (performance.now(), elapsed milliseconds). */
+const seenActive = new Map<string, number>();
+
+/** Whether namespace `ns` admits new content: neither Terminating nor being deleted. */
+function admitsContent(ns: KubeObject): boolean {
+  return namespacePhase(ns) !== "Terminating" && !ns.metadata.deletionTimestamp;
+}
+
+/**
+ * Remembers a read of namespace `name` (`ns` null: it does not exist) for NamespaceLifecycle's
+ * next check (see the module comment): an Active one is remembered for
+ * {@link NAMESPACE_SEEN_MS}, anything else forgotten. src/admission/store.ts calls it on each
+ * read of a namespace through the admitted store.
+ */
+export function sawNamespace(name: string, ns: KubeObject | null): void {
+  if (!ns || !admitsContent(ns)) {
+    seenActive.delete(name);
+    return;
+  }
+  if (seenActive.size >= NAMESPACE_SEEN_MAX) seenActive.clear();
+  seenActive.set(name, performance.now());
+}
+
+/** Forgets namespace `name` (a write of it is under way): the next check reads it. */
+export function forgetNamespace(name: string): void {
+  seenActive.delete(name);
+}
+
+/** Whether this isolate read namespace `name` Active within {@link NAMESPACE_SEEN_MS}. */
+function seenActiveRecently(name: string): boolean {
+  const at = seenActive.get(name);
+  if (at === undefined) return false;
+  if (performance.now() - at <= NAMESPACE_SEEN_MS) return true;
+  seenActive.delete(name);
+  return false;
+}
+
+/**
  * NamespaceLifecycle for one write of kind `def` in `namespace` (see the module comment).
  * `exists` tells, for an apply into a terminating namespace, whether the object exists (an
  * apply that updates is let through, one that would create is refused).
@@ -74,9 +127,11 @@ export async function admitNamespace(
   exists: () => Promise<boolean>,
 ): Promise<void> {
   if (!admitsNamespace(def, req)) return;
+  if (seenActiveRecently(namespace)) return;
   const ns = await storeOf(env, NamespaceKind).get("", namespace);
+  sawNamespace(namespace, ns);
   if (!ns) throw notFound({ group: "", plural: NamespaceKind.plural, name: namespace });
-  if (namespacePhase(ns) !== "Terminating" && !ns.metadata.deletionTimestamp) return;
+  if (admitsContent(ns)) return;
   if (req.verb === "patch" && (await exists())) return;
   throw namespaceTerminating(def, namespace, nameOf(req, name));
 }

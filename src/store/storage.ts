@@ -15,6 +15,7 @@ import {
   awaitResourceVersion,
   changeCounterValue,
   changedSince,
+  listNamespaceContent,
   localChangeCommits,
   currentResourceVersion,
   d1Database,
@@ -69,6 +70,12 @@ export interface Storage {
   dependentsOf(uid: string): Promise<{ resource: string; namespace: string; name: string }[]>;
   /** The value of change counter `counter` (`KindDefinition.changeCounter`): 0 until a write of such a kind moved it. */
   changeCounter(counter: number): Promise<number>;
+  /**
+   * The objects of each D1-stored kind of `defs` in namespace `namespace`, per kind in the order of
+   * `defs`, each sorted by name: one D1 round trip for all of them (a namespace's content, as a
+   * placement selects it).
+   */
+  namespaceContent(defs: readonly KindDefinition[], namespace: string): Promise<KubeObject[][]>;
   /**
    * How many writes of kinds with change counter `counter` this isolate has committed (or tried
    * to) since it started: in memory, no read (src/store/d1/objects.ts `localChangeCommits`). A
@@ -147,6 +154,7 @@ export function storageOf(env: Env): Storage {
     eventLogStart: () => eventLogStart(db),
     dependentsOf: (uid) => dependentsOf(db, uid),
     changeCounter: (counter) => changeCounterValue(db, counter),
+    namespaceContent: (defs, namespace) => listNamespaceContent(db, defs, namespace),
     localChangeCommits,
     commit: (def, key, before, next, now, opts = {}) => commitChange(env, def, key, before, next, now, opts.extra, opts.grouped),
     finish: (committed, now, mode, waitUntil) => finishCommit(env, committed, now, mode, waitUntil),

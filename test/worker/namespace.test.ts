@@ -160,6 +160,30 @@ describe("Namespace", () => {
     );
   });
 
+  it("a namespace read Active just before its delete refuses the next create at once (kubectl GETs the namespace before each create)", async () => {
+    await createNamespaces("seen");
+    // Read Active: the next create's admission is spared its own read of the namespace for a moment.
+    expect((await call("GET", `${NAMESPACES}/seen`)).body.status.phase).toBe("Active");
+    expect((await call("POST", placements("seen"), { ...placement("kept"), metadata: { name: "kept", finalizers: ["example.com/hold"] } })).status).toBe(201);
+    expect((await call("GET", `${NAMESPACES}/seen`)).status).toBe(200);
+    expect((await call("DELETE", `${NAMESPACES}/seen`)).status).toBe(200);
+    // The delete went through this isolate: what it remembered is forgotten, and the create is refused.
+    expect((await call("POST", placements("seen"), placement("late"))).status).toBe(403);
+    expect((await call("POST", "/api/v1/namespaces/seen/secrets", secret("late"))).status).toBe(403);
+    expect((await call("PATCH", `${placements("seen")}/kept`, { metadata: { finalizers: null } }, merge)).status).toBe(200);
+    const { sweepOutbox } = await import("../../src/store/outbox.ts");
+    await waitFor(
+      "namespace seen to go",
+      async () => {
+        await env.DB.prepare("UPDATE outbox SET due_at = 0").run();
+        await sweepOutbox(env, Date.now());
+        return (await call("GET", `${NAMESPACES}/seen`)).status === 404;
+      },
+      10_000,
+    );
+    expect((await call("POST", "/api/v1/namespaces/seen/secrets", secret("gone"))).status).toBe(404);
+  });
+
   it("a namespace whose replica set holds a finalizer goes once the replica set's works are gone, without further requests", async () => {
     await createNamespaces("rsns");
     const cluster = await call("POST", MC, {

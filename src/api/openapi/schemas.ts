@@ -49,10 +49,29 @@ function toJsonSchema(schema: z.ZodType): JsonSchema {
 }
 
 /**
+ * {@link objectSchema}'s answers as JSON text, by zod schema and kind: a schema several kinds or
+ * versions share (KubeFleet's v1 and v1beta1 kinds, the cluster views) is converted once per
+ * isolate, not once per group-version document (and again for `/openapi/v2`).
+ */
+const objectSchemas = new WeakMap<z.ZodType, Map<string, string>>();
+
+/**
  * The OpenAPI 3.0 schema of an object of kind `kind` from its zod schema: `metadata` becomes a
- * reference to ObjectMeta, apiVersion/kind carry the standard descriptions.
+ * reference to ObjectMeta, apiVersion/kind carry the standard descriptions. A fresh object at
+ * each call (the conversion itself is made once, {@link objectSchemas}).
  */
 function objectSchema(schema: z.ZodType, kind: string): JsonSchema {
+  let byKind = objectSchemas.get(schema);
+  const known = byKind?.get(kind);
+  if (known !== undefined) return JSON.parse(known) as JsonSchema;
+  const s = convertedObjectSchema(schema, kind);
+  if (!byKind) objectSchemas.set(schema, (byKind = new Map()));
+  byKind.set(kind, JSON.stringify(s));
+  return s;
+}
+
+/** {@link objectSchema}, converted afresh. */
+function convertedObjectSchema(schema: z.ZodType, kind: string): JsonSchema {
   const s = toJsonSchema(schema);
   delete s.$schema;
   tidy(s, kind, []);

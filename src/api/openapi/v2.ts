@@ -45,12 +45,17 @@ function toV2Operation(op: JsonSchema): JsonSchema {
   };
 }
 
-/** One Swagger 2.0 document for every served group-version (kube-apiserver's `/openapi/v2`). */
-export function openAPIV2(): JsonSchema {
+/**
+ * One Swagger 2.0 document for every served group-version (kube-apiserver's `/openapi/v2`),
+ * converted from each group-version's v3 document as `v3` gives it ({@link openAPIV3} by default;
+ * the routes pass the documents they built already, parsed from their JSON, rather than build
+ * them again). The v3 documents are read, never changed.
+ */
+export function openAPIV2(v3: (group: string, version: string) => JsonSchema = (g, v) => openAPIV3(g, v)!): JsonSchema {
   const definitions: Record<string, unknown> = {};
   const paths: Record<string, JsonSchema> = {};
   for (const { group, version } of groupVersions()) {
-    const doc = openAPIV3(group, version)!;
+    const doc = v3(group, version);
     const components = doc.components as { schemas: Record<string, JsonSchema> };
     for (const [name, s] of Object.entries(components.schemas)) {
       const prev = definitions[name] as JsonSchema | undefined;

@@ -80,6 +80,7 @@ async function writeValidated(c: Ctx, t: Target, req: WriteRequest): Promise<Res
   if (!outcome.object) {
     return json({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", details: { name, group: t.def.group, kind: t.def.plural } });
   }
+  if (outcome.created) c.set("createdName", outcome.object.metadata.name);
   const out = structuredClone(outcome.object);
   if (secret?.reveal && outcome.created) secret.reveal(out);
   return json(shape(c, t.def, out, "object"), outcome.created ? 201 : 200);

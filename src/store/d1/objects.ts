@@ -205,6 +205,22 @@ export async function listObjects(db: DrizzleD1Database, def: KindDefinition, na
   return { items: await Promise.all(items), resourceVersion: String((counter!.results[0] as { value: number } | undefined)?.value ?? 0) };
 }
 
+/**
+ * Lists the objects of each kind of `defs` in namespace `namespace`, in one D1 round trip (one
+ * statement per kind in a batch, which D1 runs as one transaction: a consistent snapshot): per
+ * kind (in the order of `defs`) its objects sorted by name, as {@link listObjects} lists one kind.
+ * What a namespace's content costs a placement's selection (src/fleet/select.ts): one call, not
+ * one per served kind.
+ */
+export async function listNamespaceContent(db: DrizzleD1Database, defs: readonly KindDefinition[], namespace: string): Promise<KubeObject[][]> {
+  if (defs.length === 0) return [];
+  const d1 = d1Of(db);
+  const found = await d1.batch<RawRow>(defs.map((def) => bind(d1, listShape(), { resource: resourceKey(def), namespace })));
+  return Promise.all(
+    defs.map((def, i) => Promise.all((found[i]!.results as RawRow[]).map((r) => readRow(db, def, { body: r.body, resourceVersion: r.resource_version })))),
+  );
+}
+
 /** Options of {@link listPage}. */
 export interface PageOptions {
   /** Start after this key (exclusive), in (namespace, name) order: where a `continue` token points. */
