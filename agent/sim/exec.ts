@@ -111,6 +111,12 @@ export function words(line: string): string[] {
   return out;
 }
 
+/**
+ * Stdin a process holds unread before its session stops reading the socket (a pipe's buffer, as
+ * the kubelet's: the client's writes then wait on TCP).
+ */
+export const STDIN_HIGH_WATER = 1024 * 1024;
+
 const SHELLS = new Set(["sh", "bash", "/bin/sh", "/bin/bash", "ash", "/bin/ash"]);
 
 /** One running process; see the module comment. */
@@ -137,9 +143,15 @@ export class SimProcess {
     private readonly tty: boolean,
   ) {}
 
+  /** Bytes on stdin not yet read by the process. */
+  buffered = 0;
+  /** Called when the process read its stdin down below {@link STDIN_HIGH_WATER} (the session resumes reading). */
+  onDrain: (() => void) | undefined;
+
   /** Bytes on stdin. */
   stdin(data: Buffer): void {
     this.chunks.push(data);
+    this.buffered += data.length;
     this.poke();
   }
 
@@ -172,7 +184,11 @@ export class SimProcess {
   private async read(): Promise<Buffer | null> {
     for (;;) {
       const c = this.chunks.shift();
-      if (c) return c;
+      if (c) {
+        this.buffered -= c.length;
+        if (this.buffered < STDIN_HIGH_WATER) this.onDrain?.();
+        return c;
+      }
       if (this.eof) return null;
       await new Promise<void>((r) => (this.wake = r));
     }

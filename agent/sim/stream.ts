@@ -25,7 +25,7 @@ import { WebSocketServer, type WebSocket } from "ws";
 import type { Cluster } from "./cluster.ts";
 import type { SimAuth } from "./auth.ts";
 import { ApiError, badRequest } from "./errors.ts";
-import { PodFiles, SimProcess } from "./exec.ts";
+import { PodFiles, SimProcess, STDIN_HIGH_WATER } from "./exec.ts";
 import { servePortForward } from "./portforward.ts";
 
 /** The remote command subprotocols served, best first. */
@@ -165,11 +165,17 @@ export class SimStreams {
       tty,
     );
     if (!wantStdin) proc.stdinEnd();
+    proc.onDrain = () => {
+      if (ws.isPaused) ws.resume();
+    };
     ws.on("message", (data: Buffer, isBinary) => {
       if (!isBinary || data.length === 0) return;
       const channel = data[0];
-      if (channel === 0 && wantStdin) proc.stdin(data.subarray(1));
-      else if (channel === 4) {
+      if (channel === 0 && wantStdin) {
+        proc.stdin(data.subarray(1));
+        // A process that does not read its stdin stops the socket's reading, as a full pipe would.
+        if (proc.buffered >= STDIN_HIGH_WATER) ws.pause();
+      } else if (channel === 4) {
         try {
           const size = JSON.parse(data.subarray(1).toString("utf8")) as { Width?: number; Height?: number };
           proc.resize(Number(size.Width ?? 80), Number(size.Height ?? 24));
@@ -192,7 +198,9 @@ export class SimStreams {
               details: { causes: [{ reason: "ExitCode", message: String(code) }] },
             };
       send(3, JSON.stringify(status));
-      if (ws.readyState === ws.OPEN) ws.close(1000);
+      // A socket whose reading stopped (stdin never read) cannot see the close's answer: ended outright.
+      if (ws.isPaused) ws.terminate();
+      else if (ws.readyState === ws.OPEN) ws.close(1000);
     });
   }
 }

@@ -163,10 +163,10 @@ export class SocketStream {
     } catch {
       return this.clientClosed("the client's WebSocket is closed");
     }
-    // The runtime's send does not wait for the client: granted back at once, in batches.
+    // The runtime's send does not wait for the client: granted back in batches, after the events
+    // already queued (the channel's other messages) had their turn.
     this.toGrant += size;
-    if (this.toGrant >= PROXY_WINDOW_BYTES / 4) this.grant();
-    else if (!this.grantScheduled) {
+    if (!this.grantScheduled) {
       this.grantScheduled = true;
       setTimeout(() => this.grant(), 0);
     }

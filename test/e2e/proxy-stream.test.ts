@@ -288,3 +288,99 @@ describe("exec, attach, cp and port-forward through the hub (kubectl 1.32 over W
     await waitFor("the member's stream closed", async () => (await memberStreams()).open === before.open);
   });
 });
+
+/** Creates a ManifestWork in m1's namespace and resolves how many ms it took to be Applied. */
+async function workApplied(name: string): Promise<number> {
+  const t0 = performance.now();
+  const work = {
+    apiVersion: "work.open-cluster-management.io/v1",
+    kind: "ManifestWork",
+    metadata: { name },
+    spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" }, data: { a: "1" } }] } },
+  };
+  expect((await admin(hub, "POST", "/apis/work.open-cluster-management.io/v1/namespaces/m1/manifestworks", work)).status).toBe(201);
+  await waitFor(
+    `the work ${name} Applied`,
+    async () =>
+      cond((await admin(hub, "GET", `/apis/work.open-cluster-management.io/v1/namespaces/m1/manifestworks/${name}`)).body, "Applied")?.status === "True",
+    20_000,
+    20,
+  );
+  return performance.now() - t0;
+}
+
+const EXEC = "/api/v1/namespaces/default/pods/shell/exec";
+
+describe("WebSocket streams under hostile use: the channel and the other streams go on", () => {
+  it("a new work reaches the agent within 1 s while an exec streams 50 MiB", async () => {
+    const MIB = 1024 * 1024;
+    const ws = await openSocket(`${EXEC}?command=head&command=-c&command=${50 * MIB}&command=/dev/zero&stdout=true`, ["v5.channel.k8s.io"]);
+    let got = 0;
+    ws.on("message", (d: Buffer) => {
+      if (d[0] === 1) got += d.length - 1;
+    });
+    const end = closed(ws);
+    await waitFor("the stream to start", async () => got > MIB);
+    const t1 = performance.now();
+    const ms = await workApplied("during-exec");
+    const streamed = got;
+    console.log(
+      `proxy-stream: a work reached Applied ${ms.toFixed(0)} ms after its create while an exec streamed (${(streamed / MIB).toFixed(1)} MiB by then)`,
+    );
+    expect(ms).toBeLessThan(1000);
+    expect(streamed).toBeLessThan(50 * MIB);
+    expect(await end).toBe(1000);
+    expect(got).toBe(50 * MIB);
+    console.log(`proxy-stream: exec carried 50 MiB in ${((performance.now() - t1) / 1000).toFixed(1)} s after the first MiB`);
+  });
+
+  it("an oversized message closes its stream with 1009; the channel goes on", async () => {
+    const before = await memberStreams();
+    const ws = await openSocket(`${EXEC}?command=cat&stdin=true&stdout=true`, ["v5.channel.k8s.io"]);
+    let echoed = "";
+    ws.on("message", (d: Buffer) => (echoed += d.subarray(1).toString()));
+    ws.send(Buffer.concat([Buffer.from([0]), Buffer.from("small\n")]));
+    await waitFor("the echo", async () => echoed.includes("small"));
+    ws.send(Buffer.concat([Buffer.from([0]), Buffer.alloc(100 * 1024, 0x61)]));
+    expect(await closed(ws)).toBe(1009);
+    await waitFor("the member's stream closed", async () => (await memberStreams()).open === before.open);
+    expect((await kubectl(m1, ["exec", "shell", "--", "echo", "still"])).out).toBe("still\n");
+  });
+
+  it("a flood of stdin the member does not read is closed with 1008 at the hub's bound; the channel goes on", async () => {
+    const before = await memberStreams();
+    // `sleep` never reads its stdin: the member stops reading the socket, as a full pipe would.
+    const ws = await openSocket(`${EXEC}?command=sleep&command=3&stdin=true&stdout=true`, ["v5.channel.k8s.io"]);
+    const end = closed(ws);
+    const chunk = Buffer.concat([Buffer.from([0]), Buffer.alloc(64 * 1024 - 1, 0x62)]);
+    let sent = 0;
+    while (ws.readyState === ws.OPEN && sent < 256 * 1024 * 1024) {
+      await new Promise<void>((r) => ws.send(chunk, () => r()));
+      sent += chunk.length;
+    }
+    expect(await end).toBe(1008);
+    console.log(`proxy-stream: a stdin flood was closed after the client wrote ${(sent / 1024 / 1024).toFixed(1)} MiB`);
+    // The member's process ends on its own (it never read, so it never saw the socket go).
+    await waitFor("the member's stream closed", async () => (await memberStreams()).open === before.open, 20_000);
+    expect((await kubectl(m1, ["get", "pod", "shell", "-o", "name"])).out).toBe("pod/shell\n");
+    expect(await workApplied("after-flood")).toBeLessThan(1000);
+  });
+
+  it("idle (slowloris) streams hold at most the cluster's 32 streams: beyond, 429; works still arrive; freed once closed", async () => {
+    const idle: WebSocket[] = [];
+    try {
+      for (let i = 0; i < 31; i++) idle.push(await openSocket(`${EXEC}?command=sleep&command=600&stdin=true&stdout=true`, ["v5.channel.k8s.io"]));
+      // (Reading the member's count is a proxied request too: looked at with one slot left.)
+      await waitFor("31 member streams", async () => (await memberStreams()).open >= 31);
+      idle.push(await openSocket(`${EXEC}?command=sleep&command=600&stdin=true&stdout=true`, ["v5.channel.k8s.io"]));
+      await expect(openSocket(`${EXEC}?command=echo&command=x&stdout=true`, ["v5.channel.k8s.io"])).rejects.toThrow("HTTP 429");
+      // One byte a second on one of them changes nothing.
+      idle[0]!.send(Buffer.from([0, 0x61]));
+      expect(await workApplied("during-idle")).toBeLessThan(1000);
+    } finally {
+      for (const ws of idle) ws.close();
+    }
+    await waitFor("the streams freed", async () => (await memberStreams()).open === 0);
+    expect((await kubectl(m1, ["exec", "shell", "--", "echo", "free"])).out).toBe("free\n");
+  });
+});
