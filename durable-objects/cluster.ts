@@ -600,7 +600,12 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
 
   /** The WebSocket upgrade of `GET /agent/v1/clusters/{name}/connect`, handed over by the Worker (src/agent-api/channel.ts). */
   override async fetch(request: Request): Promise<Response> {
-    if (request.headers.has(PROXY_REQUEST_HEADER)) return this.connection.proxyRequest((await request.json()) as ProxyRequest);
+    const proxied = request.headers.get(PROXY_REQUEST_HEADER);
+    if (proxied !== null) {
+      // A plain request's is its JSON body; an upgrade's (no body) is the header's value.
+      const req = (proxied === "1" ? await request.json() : JSON.parse(decodeURIComponent(proxied))) as ProxyRequest;
+      return this.connection.proxyRequest(req);
+    }
     return this.connection.accept(request);
   }
 

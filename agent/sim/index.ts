@@ -21,6 +21,7 @@ import { SimAuth, type UserInfo } from "./auth.ts";
 import { Cluster } from "./cluster.ts";
 import { createHandler } from "./server.ts";
 import { Store } from "./store.ts";
+import { SimStreams } from "./stream.ts";
 
 /** Options of {@link startSimulatedCluster}. */
 export interface SimulatedClusterOptions {
@@ -112,7 +113,12 @@ export async function startSimulatedCluster(opts: SimulatedClusterOptions = {}):
   let healthy = true;
   let address = "127.0.0.1:0";
   const auth = new SimAuth(cluster, opts.users);
-  const server: Server = createServer(createHandler({ cluster, auth, kubernetesVersion, healthy: () => healthy, address: () => address }));
+  const streams = new SimStreams(cluster, auth);
+  const server: Server = createServer(
+    createHandler({ cluster, auth, kubernetesVersion, healthy: () => healthy, address: () => address, streams: streams.stats }),
+  );
+  // exec, attach and port-forward over WebSocket (stream.ts).
+  server.on("upgrade", (req, socket, head) => streams.upgrade(req, socket, head));
   server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -139,6 +145,7 @@ export async function startSimulatedCluster(opts: SimulatedClusterOptions = {}):
     close: () =>
       new Promise<void>((resolve) => {
         cluster.stop();
+        streams.close();
         server.close(() => {
           rmSync(dir, { recursive: true, force: true });
           resolve();

@@ -27,6 +27,8 @@ export interface ServerContext {
   healthy: () => boolean;
   /** `host:port` this server is reachable at (for `/api` serverAddressByClientCIDRs). */
   address: () => string;
+  /** The exec, attach and port-forward streams served (stream.ts), answered at `GET /sim/streams`. */
+  streams?: { opened: number; open: number; requests: number };
 }
 
 /** Longest a watch stays open without `timeoutSeconds`, in seconds (kube-apiserver picks 30-60 min). */
@@ -388,6 +390,8 @@ export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: S
       });
     }
     if (path === "/api") return sendJson(res, 200, apiVersionsDoc(ctx.address()));
+    // The simulator's own: what its streams saw (tests look through the hub's proxy).
+    if (path === "/sim/streams" && ctx.streams) return sendJson(res, 200, ctx.streams);
     if (path === "/apis") return sendJson(res, 200, apiGroupListDoc(reg));
     if (segs[0] === "openapi") {
       if (segs[1] === "v3" && segs.length === 2) return sendJson(res, 200, openapiV3Root(reg, ctx.kubernetesVersion));

@@ -341,6 +341,59 @@ export class KubeConfig {
     );
   }
 
+  /**
+   * Opens a WebSocket to the server at `path` (with its query) offering `protocols`, with the
+   * kubeconfig's credentials and TLS settings and `headers` (the proxy's WebSocket streams:
+   * exec, attach, port-forward; proxy-socket.ts). Resolves once the request is sent: the caller
+   * listens for `open`, `unexpected-response` (the server refused the upgrade) and `error`;
+   * `protocol()` is the subprotocol the server chose, once open.
+   *
+   * The subprotocols are sent and read here rather than by `ws`, which accepts only RFC 7230
+   * tokens and so refuses port-forward's `SPDY/3.1+portforward.k8s.io` (a `/`): they go in the
+   * `Sec-WebSocket-Protocol` header, and the server's answer is taken off the response before
+   * `ws` reads it (its `finishRequest` hook).
+   */
+  async webSocket(
+    path: string,
+    protocols: string[],
+    headers: Record<string, string | string[]>,
+  ): Promise<{ ws: import("ws").WebSocket; protocol: () => string | undefined }> {
+    const { default: WebSocketClient } = await import("ws");
+    await this.pool();
+    const auth = await this.headers(false);
+    const url = (this.server + path).replace(/^http/, "ws");
+    const tls = this.isHttps
+      ? {
+          rejectUnauthorized: !this.conn.insecureSkipTlsVerify,
+          ...(this.conn.ca ? { ca: this.conn.ca } : {}),
+          ...(this.conn.tlsServerName ? { servername: this.conn.tlsServerName } : {}),
+          ...(this.agentCert && this.agentKey ? { cert: this.agentCert, key: this.agentKey } : {}),
+        }
+      : {};
+    let chosen: string | undefined;
+    const ws = new WebSocketClient(url, {
+      headers: {
+        "user-agent": "flotilla-agent",
+        ...headers,
+        ...auth,
+        ...(protocols.length ? { "sec-websocket-protocol": protocols.join(", ") } : {}),
+      } as Record<string, string>,
+      perMessageDeflate: false,
+      maxPayload: 1024 * 1024,
+      handshakeTimeout: 30_000,
+      finishRequest: (req) => {
+        req.prependListener("upgrade", (res: http.IncomingMessage) => {
+          const p = res.headers["sec-websocket-protocol"];
+          if (typeof p === "string") chosen = p;
+          delete res.headers["sec-websocket-protocol"];
+        });
+        req.end();
+      },
+      ...tls,
+    });
+    return { ws, protocol: () => chosen };
+  }
+
   /** Closes idle connections (the process can then exit). */
   close(): void {
     this.agent?.destroy();

@@ -23,6 +23,7 @@
 import type http from "node:http";
 import { PROXY_FRAME_BYTES, PROXY_MAX_STREAMS, PROXY_WINDOW_BYTES, proxyFrame } from "../../src/agent-api/channel-constants.ts";
 import type { ChannelHubMessage } from "../../src/agent-api/protocol-answers.ts";
+import { SocketStream, type ChannelSend } from "./proxy-socket.ts";
 import type { KubeConfig } from "./kube.ts";
 import type { Logger } from "./log.ts";
 
@@ -36,8 +37,7 @@ const HOP_HEADERS = new Set(["connection", "keep-alive", "transfer-encoding", "c
 
 type ProxyOpen = Extract<ChannelHubMessage, { type: "proxy-open" }>;
 
-/** Sends a frame on the channel (text: a JSON message; binary: a stream's body); false when it is not open. */
-export type ChannelSend = (frame: string | Uint8Array) => boolean;
+export type { ChannelSend } from "./proxy-socket.ts";
 
 interface Stream {
   abort: AbortController;
@@ -82,6 +82,8 @@ export function checkedPath(path: string, query: string): string | null {
 /** The proxied streams of one agent; see the module comment. */
 export class ProxyServer {
   private readonly streams = new Map<number, Stream>();
+  /** The WebSocket streams (exec, attach, port-forward: proxy-socket.ts). */
+  private readonly sockets = new Map<number, SocketStream>();
 
   /**
    * @param kc the member cluster's client
@@ -94,7 +96,7 @@ export class ProxyServer {
 
   /** How many streams are running. */
   get open(): number {
-    return this.streams.size;
+    return this.streams.size + this.sockets.size;
   }
 
   /**
@@ -108,9 +110,16 @@ export class ProxyServer {
 
   /** Handles a proxy message from the hub; `send` writes on the channel it came on. */
   message(msg: Extract<ChannelHubMessage, { type: "proxy-open" | "proxy-credit" | "proxy-cancel" }>, send: ChannelSend): void {
+    const socket = msg.type === "proxy-open" ? undefined : this.sockets.get(msg.stream);
+    if (socket) {
+      if (msg.type === "proxy-credit") socket.grant(msg.bytes);
+      else socket.cancel();
+      return;
+    }
     switch (msg.type) {
       case "proxy-open":
-        void this.run(msg, send);
+        if (msg.websocket) this.upgrade(msg, send);
+        else void this.run(msg, send);
         return;
       case "proxy-credit": {
         const s = this.streams.get(msg.stream);
@@ -129,8 +138,42 @@ export class ProxyServer {
     }
   }
 
+  /**
+   * Handles a binary frame from the hub (the stream's number, then a message for a WebSocket
+   * stream's member: proxy-socket.ts); a frame of no open stream is dropped.
+   */
+  data(frame: Buffer): void {
+    if (frame.length < 4) return;
+    this.sockets.get(frame.readUInt32BE(0))?.data(frame.subarray(4));
+  }
+
+  /** Opens a WebSocket stream to the member (proxy-socket.ts). */
+  private upgrade(msg: ProxyOpen, send: ChannelSend): void {
+    const id = msg.stream;
+    const end = (error: string) => send(JSON.stringify({ type: "proxy-end", stream: id, error }));
+    if (this.streams.has(id) || this.sockets.has(id)) return void end("stream number in use");
+    if (this.open >= PROXY_MAX_STREAMS) return void end(`the agent runs ${PROXY_MAX_STREAMS} proxied requests, the most allowed`);
+    const target = checkedPath(msg.path, msg.query);
+    if (target === null) return void end(`refused path ${JSON.stringify(msg.path.slice(0, 200))}: it would leave the cluster's API server`);
+    const s = new SocketStream(id, send, this.logger, () => this.sockets.delete(id));
+    this.sockets.set(id, s);
+    const protocols = (msg.headers["sec-websocket-protocol"] ?? [])
+      .flatMap((v) => v.split(","))
+      .map((p) => p.trim())
+      .filter((p) => p.length > 0);
+    const headers: Record<string, string | string[]> = {};
+    for (const [k, v] of Object.entries(msg.headers)) {
+      const key = k.toLowerCase();
+      if (PASSED_REQUEST_HEADERS.has(key)) headers[key] = v.length === 1 ? v[0]! : v;
+    }
+    Object.assign(headers, impersonationHeaders(msg.user, msg.hub));
+    void s.start(() => this.kc.webSocket(target, protocols, headers));
+  }
+
   /** The channel closed: every stream's member request is aborted. */
   closed(): void {
+    for (const s of [...this.sockets.values()]) s.cancel();
+    this.sockets.clear();
     for (const s of this.streams.values()) s.abort.abort(new Error("the channel closed"));
     this.streams.clear();
   }
@@ -138,8 +181,8 @@ export class ProxyServer {
   private async run(msg: ProxyOpen, send: ChannelSend): Promise<void> {
     const id = msg.stream;
     const end = (error?: string) => send(JSON.stringify({ type: "proxy-end", stream: id, ...(error !== undefined ? { error } : {}) }));
-    if (this.streams.has(id)) return void end("stream number in use");
-    if (this.streams.size >= PROXY_MAX_STREAMS) return void end(`the agent runs ${PROXY_MAX_STREAMS} proxied requests, the most allowed`);
+    if (this.streams.has(id) || this.sockets.has(id)) return void end("stream number in use");
+    if (this.open >= PROXY_MAX_STREAMS) return void end(`the agent runs ${PROXY_MAX_STREAMS} proxied requests, the most allowed`);
     const target = checkedPath(msg.path, msg.query);
     if (target === null) return void end(`refused path ${JSON.stringify(msg.path.slice(0, 200))}: it would leave the cluster's API server`);
     const s: Stream = { abort: new AbortController(), credit: PROXY_WINDOW_BYTES, pending: [] };

@@ -265,7 +265,7 @@ export class AgentConnection {
     const attachment = ws.deserializeAttachment() as ConnectionAttachment | null;
     if (!attachment) return closeQuietly(ws, CloseCodes.BadMessage, "unknown connection");
     if (parsed.type === "hello") return this.hello(ws, parsed.worksEtag);
-    if (parsed.type === "proxy-head" || parsed.type === "proxy-end") return this.proxy.message(ws, parsed);
+    if (parsed.type === "proxy-head" || parsed.type === "proxy-end" || parsed.type === "proxy-credit") return this.proxy.message(ws, parsed);
     let code = 200;
     try {
       const answer = await this.request(ws, attachment, parsed, bytes);
@@ -287,7 +287,7 @@ export class AgentConnection {
   private async request(
     ws: WebSocket,
     attachment: ConnectionAttachment,
-    msg: Exclude<AgentMessage, { type: "hello" | "proxy-head" | "proxy-end" }>,
+    msg: Exclude<AgentMessage, { type: "hello" | "proxy-head" | "proxy-end" | "proxy-credit" }>,
     bytes: number,
   ): Promise<HubMessage | null> {
     switch (msg.type) {

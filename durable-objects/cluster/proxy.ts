@@ -30,6 +30,7 @@ import {
   type ProxyAgentMessage,
   type ProxyUser,
 } from "../../src/agent-api/channel-protocol.ts";
+import { SocketStream } from "./proxy-socket.ts";
 
 /** How long the agent has to answer a proxied request's head, in milliseconds (then 504). */
 export const PROXY_HEAD_TIMEOUT_MS = 30_000;
@@ -64,9 +65,15 @@ export interface ProxyRequest {
   user: ProxyUser;
   /** The hub's name, passed to the member as the impersonation extra `flotilla.io/hub`. */
   hub: string;
+  /** A WebSocket upgrade (exec, attach, port-forward): see cluster/proxy-socket.ts. */
+  websocket?: boolean;
 }
 
-/** The request header by which the Worker marks a request to the cluster's object as a proxied one. */
+/**
+ * The request header by which the Worker marks a request to the cluster's object as a proxied
+ * one: `1` (the request is the JSON body), or for a WebSocket upgrade (a GET without a body) the
+ * request as URI-encoded JSON.
+ */
 export const PROXY_REQUEST_HEADER = "x-flotilla-proxy";
 
 /** One open stream. */
@@ -121,6 +128,8 @@ export function statusAnswer(e: ApiError, headers: Record<string, string> = {}):
 /** The proxied streams of one cluster's channel; see the module comment. */
 export class ProxyStreams {
   private readonly streams = new Map<number, Stream>();
+  /** The WebSocket streams (cluster/proxy-socket.ts), numbered from the same sequence. */
+  private readonly sockets = new Map<number, SocketStream>();
   private next = 1;
 
   /**
@@ -134,7 +143,7 @@ export class ProxyStreams {
 
   /** How many streams are open. */
   get open(): number {
-    return this.streams.size;
+    return this.streams.size + this.sockets.size;
   }
 
   /**
@@ -157,7 +166,7 @@ export class ProxyStreams {
         ),
       );
     }
-    if (this.streams.size >= PROXY_MAX_STREAMS) {
+    if (this.open >= PROXY_MAX_STREAMS) {
       return Promise.resolve(
         statusAnswer(
           new ApiError(429, "TooManyRequests", `cluster ${name} has ${PROXY_MAX_STREAMS} proxied requests open, the most allowed; try again later`),
@@ -168,6 +177,7 @@ export class ProxyStreams {
       );
     }
     const id = this.allocate();
+    if (req.websocket) return this.upgrade(id, ws, req);
     return new Promise<Response>((resolve) => {
       const s: Stream = {
         id,
@@ -202,17 +212,32 @@ export class ProxyStreams {
     });
   }
 
+  /** Opens a WebSocket stream (cluster/proxy-socket.ts): resolves to the 101 with the client's socket, or a Status. */
+  private upgrade(id: number, ws: WebSocket, req: ProxyRequest): Promise<Response> {
+    const name = this.cluster();
+    return new Promise<Response>((resolve) => {
+      const s = new SocketStream(id, ws, resolve, { cluster: () => name, done: (n) => this.sockets.delete(n) });
+      this.sockets.set(id, s);
+      s.timer = setTimeout(() => s.timedOut(PROXY_HEAD_TIMEOUT_MS), PROXY_HEAD_TIMEOUT_MS);
+      const open: HubMessage = { type: "proxy-open", stream: id, ...req, websocket: true };
+      if (!sendTo(ws, JSON.stringify(open))) s.closed();
+    });
+  }
+
   /** A stream number not in use (1 .. 2^32-1, wrapping). */
   private allocate(): number {
     for (;;) {
       const id = this.next;
       this.next = this.next >= 0xffffffff ? 1 : this.next + 1;
-      if (!this.streams.has(id)) return id;
+      if (!this.streams.has(id) && !this.sockets.has(id)) return id;
     }
   }
 
-  /** Handles `proxy-head` or `proxy-end` from the agent on `ws`. */
+  /** Handles `proxy-head`, `proxy-end` or `proxy-credit` from the agent on `ws`. */
   message(ws: WebSocket, msg: ProxyAgentMessage): void {
+    const socket = this.sockets.get(msg.stream);
+    if (socket && socket.ws === ws) return socket.message(msg);
+    if (msg.type === "proxy-credit") return; // Only WebSocket streams take the agent's credit.
     const s = this.streams.get(msg.stream);
     if (!s || s.ws !== ws) {
       // A stream this object does not know (ended, or from before a restart): nothing to do but
@@ -280,6 +305,11 @@ export class ProxyStreams {
   data(ws: WebSocket, frame: ArrayBuffer): boolean {
     if (frame.byteLength < PROXY_STREAM_ID_BYTES) return false;
     const id = new DataView(frame).getUint32(0);
+    const socket = this.sockets.get(id);
+    if (socket && socket.ws === ws) {
+      socket.data(new Uint8Array(frame, PROXY_STREAM_ID_BYTES));
+      return true;
+    }
     const s = this.streams.get(id);
     // A stream that ended or was cancelled (the agent was told): its late frames are dropped.
     if (!s || s.ws !== ws) return true;
@@ -301,6 +331,7 @@ export class ProxyStreams {
 
   /** The agent's channel `ws` closed: its streams end (an error for the client still reading). */
   closed(ws: WebSocket): void {
+    for (const socket of [...this.sockets.values()]) if (socket.ws === ws) socket.closed();
     for (const s of [...this.streams.values()]) {
       if (s.ws !== ws) continue;
       if (!s.headed) {

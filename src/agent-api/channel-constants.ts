@@ -75,6 +75,21 @@ export const PROXY_MAX_STREAMS = 32;
 /** Largest request body the proxy carries, in bytes (kube-apiserver's own limit, 3 MiB). */
 export const PROXY_MAX_BODY_BYTES = 3 * 1024 * 1024;
 
+/**
+ * A WebSocket stream's message kinds (docs/proxy.md "WebSocket streams"): each message of an
+ * upgraded stream is one binary frame each way, whose payload starts with one of these bytes
+ * (RFC 6455's opcodes) and then holds the message.
+ */
+export const PROXY_WS_TEXT = 1;
+/** See {@link PROXY_WS_TEXT}. */
+export const PROXY_WS_BINARY = 2;
+/**
+ * Most bytes of a WebSocket stream's client messages the hub holds beyond the agent's credit: a
+ * Worker cannot stop reading its client's WebSocket, so a client that sends faster than the
+ * member takes (a flood) has its stream closed (1008) past this bound.
+ */
+export const PROXY_WS_QUEUE_BYTES = 8 * 1024 * 1024;
+
 /** Writes a proxied stream's binary frame: its number (4 bytes big-endian) then `payload`. */
 export function proxyFrame(stream: number, payload: Uint8Array): Uint8Array {
   const out = new Uint8Array(PROXY_STREAM_ID_BYTES + payload.byteLength);

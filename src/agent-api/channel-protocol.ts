@@ -71,6 +71,16 @@ export const ProxyHeadMessageSchema = z.strictObject({
  * agent could not send it (the member cluster unreachable, a refused path).
  */
 export const ProxyEndMessageSchema = z.strictObject({ type: z.literal("proxy-end"), stream: streamId, error: z.string().max(4096).optional() });
+/**
+ * `proxy-credit` from the agent: on a WebSocket stream (exec, attach, port-forward), the agent
+ * wrote `bytes` more of what the hub relayed from its client to the member's WebSocket: the hub
+ * may send that many more (docs/proxy.md "WebSocket streams").
+ */
+export const ProxyAgentCreditMessageSchema = z.strictObject({
+  type: z.literal("proxy-credit"),
+  stream: streamId,
+  bytes: z.number().int().min(0).max(0xffffffff),
+});
 
 /**
  * A message from the agent, checked for its envelope only: its body (`status`, `report`) is
@@ -87,11 +97,12 @@ export const AgentMessageSchema = z.discriminatedUnion("type", [
   AddonTokenMessageSchema,
   ProxyHeadMessageSchema,
   ProxyEndMessageSchema,
+  ProxyAgentCreditMessageSchema,
 ]);
 /** A message from the agent (envelope checked). */
 export type AgentMessage = z.infer<typeof AgentMessageSchema>;
 /** The agent's messages of a proxied stream (no request id: the stream number says which). */
-export type ProxyAgentMessage = Extract<AgentMessage, { type: "proxy-head" | "proxy-end" }>;
+export type ProxyAgentMessage = Extract<AgentMessage, { type: "proxy-head" | "proxy-end" | "proxy-credit" }>;
 
 /**
  * Who a proxied request acts as on the member cluster (docs/proxy.md "Who may do what"): the hub
@@ -158,6 +169,13 @@ export type HubMessage =
       query: string;
       headers: Record<string, string[]>;
       body?: string;
+      /**
+       * A WebSocket upgrade (exec, attach, port-forward; docs/proxy.md "WebSocket streams"): the
+       * agent opens a WebSocket to the member offering the client's subprotocols
+       * (`headers["sec-websocket-protocol"]`), answers `proxy-head` 101 with the one chosen, then
+       * each message is one binary frame each way.
+       */
+      websocket?: boolean;
       user: ProxyUser;
       hub: string;
     }

@@ -205,6 +205,7 @@ export const ChannelHubMessageSchema = z.discriminatedUnion("type", [
     query: z.string().check(z.maxLength(16384)),
     headers: z.record(z.string(), z.array(z.string())),
     body: z.optional(z.string()),
+    websocket: z.optional(z.boolean()),
     user: z.object({
       name: z.string(),
       groups: z.array(z.string()),

@@ -43,6 +43,33 @@ export const HUB_EXTRA = "flotilla.io/hub";
 /** A DNS-1123 subdomain, as a ManagedCluster's name is. */
 const CLUSTER_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
+/**
+ * The kind of upgrade a request asks for: `websocket` (exec, attach, cp, port-forward over
+ * WebSocket, KEP-4006), `other` (SPDY/3.1, or anything else the hub cannot serve), or null.
+ */
+function upgradeOf(req: Request): "websocket" | "other" | null {
+  const upgrade = (req.headers.get("upgrade") ?? "").trim().toLowerCase();
+  if (!upgrade) return null;
+  return upgrade === "websocket" ? "websocket" : "other";
+}
+
+/**
+ * The answer to an upgrade the hub cannot serve (kubectl's SPDY/3.1, tried by kubectl before
+ * 1.30, by 1.30's port-forward, or when its WebSocket attempt failed): kube-apiserver answers an
+ * upgrade it cannot make with 400 `BadRequest` (apimachinery `pkg/util/httpstream/spdy`
+ * `responseUpgrader`, "unable to upgrade"); the message says what works instead.
+ */
+export function unsupportedUpgrade(upgrade: string): ApiError {
+  return badRequest(
+    `unable to upgrade: the hub serves exec, attach, cp and port-forward over WebSocket only, not ${JSON.stringify(upgrade.slice(0, 40))} ` +
+      "(Cloudflare Workers cannot serve SPDY): use kubectl 1.30 or newer for exec, attach and cp, 1.31 or newer for port-forward, " +
+      "without KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false or KUBECTL_PORT_FORWARD_WEBSOCKETS=false",
+  );
+}
+
+/** A Pod's streaming subresource (exec, attach, portforward), served only over a WebSocket upgrade. */
+const STREAMING_SUBRESOURCE = /^\/api\/v1\/namespaces\/[^/]+\/pods\/[^/]+\/(exec|attach|portforward)\/?$/;
+
 /** The RBAC verb of a proxied request's method (kube-apiserver's RequestInfo for a named subresource). */
 function verbOf(method: string): string {
   switch (method) {
@@ -120,7 +147,11 @@ async function bodyOf(req: Request): Promise<string | undefined> {
 async function proxy(c: Context<ApiEnv>, name: string, apiGroup: string, resource: string, prefix: string): Promise<Response> {
   const req = c.req.raw;
   const url = new URL(req.url);
-  const verb = verbOf(req.method);
+  const upgrade = upgradeOf(req);
+  // An upgrade (exec, attach, port-forward) writes to the member whatever its method: `create`, as
+  // kube-apiserver authorizes a WebSocket upgrade of pods/exec, attach and portforward
+  // (AuthorizePodWebsocketUpgradeCreatePermission, KEP-4006).
+  const verb = upgrade && req.method === "GET" ? "create" : verbOf(req.method);
   const attributes: ResourceAttributes = {
     verb,
     apiGroup,
@@ -141,15 +172,38 @@ async function proxy(c: Context<ApiEnv>, name: string, apiGroup: string, resourc
   if (!CLUSTER_NAME.test(name) || name.length > 253) throw badRequest(`${JSON.stringify(name)} is not a cluster name`);
   await authorizeRequest(c.env, user, attributes);
   const path = memberPath(url.pathname.slice(prefix.length));
+  // SPDY: its `Upgrade: SPDY/3.1` (which the runtime may drop as a hop-by-hop header), or a
+  // streaming subresource asked for without a WebSocket (kubectl's SPDY requests name their
+  // protocols in X-Stream-Protocol-Version).
+  if (upgrade === "other" || (!upgrade && (req.headers.has("x-stream-protocol-version") || STREAMING_SUBRESOURCE.test(path)))) {
+    throw unsupportedUpgrade(req.headers.get("upgrade") || "SPDY/3.1");
+  }
   const headers: Record<string, string[]> = {};
-  for (const [k, v] of req.headers) if (PASSED_REQUEST_HEADERS.has(k)) (headers[k] ??= []).push(v);
-  const body = await bodyOf(req);
+  for (const [k, v] of req.headers) if (PASSED_REQUEST_HEADERS.has(k) || (upgrade && k === "sec-websocket-protocol")) (headers[k] ??= []).push(v);
+  const body = upgrade ? undefined : await bodyOf(req);
   const as: ProxyUser = { name: user.name, groups: [...(user.groups ?? [])] };
   if (user.uid) as.uid = user.uid;
   if (user.extra && Object.keys(user.extra).length) as.extra = Object.fromEntries(Object.entries(user.extra).map(([k, v]) => [k, [...v]]));
-  const forwarded: ProxyRequest = { method: req.method, path, query: url.search.slice(1), headers, user: as, hub: url.host, ...(body ? { body } : {}) };
+  const forwarded: ProxyRequest = {
+    method: req.method,
+    path,
+    query: url.search.slice(1),
+    headers,
+    user: as,
+    hub: url.host,
+    ...(body ? { body } : {}),
+    ...(upgrade ? { websocket: true } : {}),
+  };
+  const target = `https://cluster/${encodeURIComponent(name)}/proxy`;
+  // An upgrade goes as one (a GET without a body, the request in a header): the object answers it
+  // with the client's WebSocket (durable-objects/cluster/proxy-socket.ts).
+  if (upgrade) {
+    return c.env.CLUSTERS.getByName(name).fetch(
+      new Request(target, { method: "GET", headers: { [PROXY_REQUEST_HEADER]: encodeURIComponent(JSON.stringify(forwarded)), upgrade: "websocket" } }),
+    );
+  }
   return c.env.CLUSTERS.getByName(name).fetch(
-    new Request(`https://cluster/${encodeURIComponent(name)}/proxy`, {
+    new Request(target, {
       method: "POST",
       headers: { [PROXY_REQUEST_HEADER]: "1", "content-type": "application/json" },
       body: JSON.stringify(forwarded),

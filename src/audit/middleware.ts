@@ -103,9 +103,13 @@ async function recordAfter(c: AuditContext, receivedAt: number): Promise<void> {
     try {
       c.res.headers.set(AUDIT_ID_HEADER, auditID);
     } catch {
-      // Immutable headers (a response passed through from elsewhere): answer a copy.
-      c.res = new Response(c.res.body, c.res);
-      c.res.headers.set(AUDIT_ID_HEADER, auditID);
+      // Immutable headers (a response passed through from elsewhere): answer a copy (a proxied
+      // WebSocket's 101 keeps its socket).
+      const headers = new Headers(c.res.headers);
+      headers.set(AUDIT_ID_HEADER, auditID);
+      c.res = c.res.webSocket
+        ? new Response(null, { status: 101, webSocket: c.res.webSocket, headers })
+        : new Response(c.res.body, { status: c.res.status, statusText: c.res.statusText, headers });
     }
     const code = c.res.status;
     const info = infoOf(c);

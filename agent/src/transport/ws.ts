@@ -74,7 +74,7 @@ export interface WsTransportOptions {
    * Serves the hub's proxied requests to the member cluster's API (../proxy.ts, docs/proxy.md);
    * without it, each is answered `proxy-end` with an error.
    */
-  proxy?: Pick<ProxyServer, "message" | "closed">;
+  proxy?: Pick<ProxyServer, "message" | "closed" | "data">;
 }
 
 /** How one dial ended. */
@@ -476,7 +476,11 @@ export class WsTransport implements AgentTransport {
         schedulePings();
       });
       ws.on("message", (data, isBinary) => {
-        if (isBinary) return;
+        if (isBinary) {
+          // A message for a proxied WebSocket stream's member (../proxy-socket.ts).
+          if (this.socket === ws) this.opts.proxy?.data(Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer));
+          return;
+        }
         const text = (Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer)).toString("utf8");
         if (text === CHANNEL_PONG) {
           awaitingPong = false;
