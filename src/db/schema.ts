@@ -3,12 +3,16 @@
  * commits; the per-cluster Durable Object serialises its ManagedCluster's writes and commits
  * them here before it keeps its own copy.
  */
+import { sql } from "drizzle-orm";
 import { sqliteTable, text, integer, primaryKey, uniqueIndex, index } from "drizzle-orm/sqlite-core";
 
 /**
  * Every served object, one row each. `resource` is `<group>/<plural>` (version-independent),
  * `namespace` is "" for cluster-scoped kinds. `body` is the object's JSON without
  * `metadata.resourceVersion`, which lives in `resource_version` (a value of the global counter).
+ * `spec_ref`, when set, names the row of {@link sharedSpecs} that holds the object's spec (its
+ * body then has `"spec":null` in the spec's place): a kind with `KindDefinition.sharedSpec`
+ * (ManifestWorks) whose spec is large (migration 0013).
  */
 export const objects = sqliteTable(
   "objects",
@@ -19,9 +23,29 @@ export const objects = sqliteTable(
     uid: text("uid").notNull(),
     resourceVersion: integer("resource_version").notNull(),
     body: text("body").notNull(),
+    specRef: text("spec_ref"),
   },
-  (t) => [primaryKey({ columns: [t.resource, t.namespace, t.name] })],
+  (t) => [
+    primaryKey({ columns: [t.resource, t.namespace, t.name] }),
+    index("objects_spec_ref")
+      .on(t.specRef)
+      .where(sql`spec_ref IS NOT NULL`),
+  ],
 );
+
+/**
+ * Specs stored once for the objects that share them (migration 0013; src/store/d1/objects.ts):
+ * `hash` is the SHA-256 (hex) of `body`, the spec's JSON text, and the `spec_ref` of the object
+ * rows and watch events that carry it. Written (if absent) in the batch of the first write that
+ * references it. `orphaned_at`: the resourceVersion at which a sweep found no object row
+ * referencing it (NULL while one does, or since one does again); the row goes once the event log
+ * was pruned past it, so no watch event refers to it any more.
+ */
+export const sharedSpecs = sqliteTable("shared_specs", {
+  hash: text("hash").primaryKey(),
+  body: text("body").notNull(),
+  orphanedAt: integer("orphaned_at"),
+});
 
 /** The global resourceVersion counter (one row, id 1), bumped by every write in the same batch. */
 export const counters = sqliteTable("counters", {
@@ -56,6 +80,8 @@ export const events = sqliteTable(
     name: text("name").notNull(),
     type: text("type").notNull(),
     body: text("body").notNull(),
+    /** The object row's `spec_ref` as the write left it (as it was, for DELETED). */
+    specRef: text("spec_ref"),
   },
   (t) => [index("events_resource").on(t.resource, t.resourceVersion)],
 );

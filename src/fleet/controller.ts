@@ -61,6 +61,7 @@ import type { PlacementPolicy, PlacementSpec, ResourceSelectorTerm } from "../ki
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { NamespaceKind } from "../kinds/namespace.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
+import { heldFromBirth } from "../work/deletion.ts";
 import type { Env } from "../env.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { storageOf } from "../store/storage.ts";
@@ -632,6 +633,8 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
         return;
       const metadata = {
         ...(w?.metadata ?? {}),
+        // Born held for its agent, as OCM's agent would hold it at its first sight (src/work/deletion.ts).
+        ...(w ? {} : { finalizers: heldFromBirth() }),
         name: r.name,
         namespace: c,
         labels: {

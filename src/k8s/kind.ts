@@ -214,6 +214,14 @@ export interface KindDefinition {
    * `resources`), each sealed as a whole by the D1 store (src/store/d1/objects.ts); e.g. a Secret's `data`.
    */
   encryptedFields?: string[];
+  /**
+   * The D1 store keeps a large `spec` (at least `SHARED_SPEC_MIN_CHARS` of JSON,
+   * src/store/d1/objects.ts) once for every object that has the same one, content-addressed by
+   * its SHA-256, and the object's row refers to it: a status write then rewrites the object
+   * without its spec. Reads give the object as written. Set for ManifestWorks, whose spec a
+   * placement renders alike for many clusters.
+   */
+  sharedSpec?: boolean;
   /** Subresources created with a body of another kind (a ServiceAccount's `token`). */
   createSubresources?: CreateSubresource[];
   /**

@@ -241,6 +241,8 @@ export const ManifestWorkKind: KindDefinition = {
   hasStatus: true,
   schema: objectSchema(ManifestWorkSpecSchema, ManifestWorkStatusSchema),
   storage: "d1",
+  // A placement's works carry the same manifests in every cluster: stored once (src/store/d1/objects.ts).
+  sharedSpec: true,
   printerColumns: [
     { name: "Applied", type: "string", jsonPath: '.status.conditions[?(@.type=="Applied")].status' },
     { name: "Available", type: "string", jsonPath: '.status.conditions[?(@.type=="Available")].status' },

@@ -3,9 +3,15 @@
  * OCM `pkg/work/spoke/controllers/finalizercontroller`, `pkg/work/hub/controllers/manifestworkgarbagecollection`):
  *
  * - The finalizer {@link MANIFEST_WORK_CLEANUP_FINALIZER} is put on a work once its agent holds it:
- *   OCM's agent adds it before applying; Flotilla's hub adds it at the agent's first status report
- *   of the work (src/agent-api/work-report.ts `reportWorkStatus`), so a work no agent ever saw is
- *   deleted at once, as in OCM.
+ *   OCM's agent adds it before applying (`AddFinalizerController`, which writes nothing when the
+ *   work has it); Flotilla's hub adds it at the agent's first status report of the work
+ *   (src/agent-api/work-report.ts `reportWorkStatus`), so a work a person created that no agent
+ *   ever saw is deleted at once, as in OCM. The works a hub controller makes for an agent (a
+ *   KubeFleet placement's, a Karmada policy's) carry it from their create ({@link heldFromBirth}):
+ *   the agent will hold them, and the finalizer's own write per work is saved. Deleting one its
+ *   agent never saw waits for the agent's confirmation as any held work does: the agent finds it
+ *   being deleted with nothing applied and confirms at once (OCM's ManifestWorkFinalizeController
+ *   drops the finalizer when no AppliedManifestWork is left).
  * - Deleting a work that carries it keeps the work, with a `Deleting` condition
  *   ({@link workDeletingHook}), until the agent reports that it removed what the work applied
  *   (a report with `released: true`, src/agent-api/protocol.ts), honouring `deleteOption`; then the
@@ -20,7 +26,7 @@
  */
 import { ApiError } from "../k8s/errors.ts";
 import { findCondition, rfc3339, setCondition, type Condition, type KubeObject } from "../k8s/meta.ts";
-import { ManagedClusterKind } from "../kinds/managedcluster.ts";
+import { Conditions, ManagedClusterKind } from "../kinds/managedcluster.ts";
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import type { AfterCommitHook } from "../store/hooks.ts";
 import { type WriteOptions } from "../store/store.ts";
@@ -36,6 +42,15 @@ export const WORK_DELETING_CONDITION = "Deleting";
 export const DELETING_RESOURCE_REMAINING = "ResourceRemaining";
 /** The timer purpose prefix of a work's TTL in its cluster's Durable Object: `work-ttl/<uid>/<name>`. */
 export const WORK_TTL_TIMER_PREFIX = "work-ttl/";
+
+/**
+ * The finalizers of a ManifestWork a hub controller creates for its cluster's agent: the cleanup
+ * finalizer, as the agent would add it at its first sight of the work (see the module comment). A
+ * new array each call (the caller's work owns it).
+ */
+export function heldFromBirth(): string[] {
+  return [MANIFEST_WORK_CLEANUP_FINALIZER];
+}
 
 /** Whether `work` carries the cleanup finalizer. */
 export function holdsCleanupFinalizer(work: KubeObject | null | undefined): boolean {
@@ -98,10 +113,21 @@ export async function releaseCleanupFinalizer(env: Env, work: KubeObject, opts?:
 }
 
 /**
+ * Whether an agent ever joined `cluster`: its ManagedCluster carries OCM's `ManagedClusterJoined`
+ * condition (set True by the agent's first heartbeat, False once it leaves; absent while no agent
+ * ever came). Without one, no agent has seen the cluster's works, so none holds them.
+ */
+function agentEverJoined(cluster: KubeObject): boolean {
+  return findCondition((cluster.status as { conditions?: Condition[] } | undefined)?.conditions ?? [], Conditions.Joined) !== undefined;
+}
+
+/**
  * A deletion started on a work its agent holds: the work shows `Deleting` (True, reason
- * `ResourceRemaining`) until its agent confirms; when its namespace has no ManagedCluster, nobody
- * will, and the finalizer is dropped at once (the work goes). Idempotent: run again, it finds the
- * condition set, or the work gone.
+ * `ResourceRemaining`) until its agent confirms; when its namespace has no ManagedCluster, or its
+ * cluster never had an agent join (a work born held, {@link heldFromBirth}, that no agent can have
+ * seen: OCM's agent would never have added the finalizer), nobody will, and the finalizer is
+ * dropped at once (the work goes). Idempotent: run again, it finds the condition set, or the work
+ * gone.
  */
 export const workDeletingHook: AfterCommitHook<true> = {
   name: "work-deleting",
@@ -116,7 +142,7 @@ export const workDeletingHook: AfterCommitHook<true> = {
     const work = await admittedStoreOf(env, ManifestWorkKind).get(target.namespace, target.name);
     if (!work || !work.metadata.deletionTimestamp || !holdsCleanupFinalizer(work)) return;
     const cluster = await admittedStoreOf(env, ManagedClusterKind).getCommitted("", target.namespace);
-    if (!cluster) {
+    if (!cluster || !agentEverJoined(cluster)) {
       await releaseCleanupFinalizer(env, work);
       return;
     }

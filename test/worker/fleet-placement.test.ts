@@ -17,7 +17,10 @@ import { placementListings, placementLists } from "../../src/fleet/placement-lis
 import { placementHook, type PlacementOwed } from "../../src/fleet/controller.ts";
 import { registerAfterCommitHook } from "../../src/store/hooks.ts";
 import { PLACEMENT_CHANGE_COUNTER } from "../../src/kinds/fleet.ts";
-import { call, condition, createCluster, createNamespaces, merge } from "./helpers.ts";
+import { call, condition, createCluster, createNamespaces, joined, merge } from "./helpers.ts";
+import { storeOf } from "../../src/store/store.ts";
+import { ManifestWorkKind } from "../../src/kinds/manifestwork.ts";
+import { MANIFEST_WORK_CLEANUP_FINALIZER } from "../../src/work/deletion.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Selection, on an in-memory source.
@@ -861,6 +864,49 @@ describe("the placement controller", () => {
     } finally {
       registerAfterCommitHook(placementHook);
     }
+  });
+
+  it("a placement's works are born held by OCM's cleanup finalizer: the agent's first report writes the status alone, and a delete waits for it", async () => {
+    const keys = await joined("held-a", { namespace: true });
+    await createNamespaces("held");
+    const created = await call("POST", CRP(), {
+      apiVersion: "placement.kubernetes-fleet.io/v1",
+      kind: "ClusterResourcePlacement",
+      metadata: { name: "held" },
+      spec: {
+        resourceSelectors: [{ group: "", version: "v1", kind: "Namespace", name: "held" }],
+        policy: { placementType: "PickFixed", clusterNames: ["held-a"] },
+      },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const work = (await call("GET", WORK("held-a", "held-work"))).body;
+    expect(work.metadata.finalizers).toEqual([MANIFEST_WORK_CLEANUP_FINALIZER]);
+    const uid = work.metadata.uid as string;
+    const at = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
+    const cond = (type: string) => ({ type, status: "True", observedGeneration: 1, reason: "Test", message: "", lastTransitionTime: at });
+    const reported = await call(
+      "PUT",
+      "/agent/v1/clusters/held-a/works/held-work/status",
+      { uid, status: { conditions: [cond("Applied"), cond("Available")] } },
+      { token: await keys.sign("held-a") },
+    );
+    expect(reported.status, JSON.stringify(reported.body)).toBe(200);
+    // Two writes of the work: its create and the report's status (no write of the finalizer between).
+    const events = (await storeOf(env, ManifestWorkKind).events("held-a", Number(work.metadata.resourceVersion) - 1)).events;
+    expect(events.filter((e) => e.object.metadata.name === "held-work").map((e) => e.type)).toEqual(["ADDED", "MODIFIED"]);
+    expect((await call("GET", WORK("held-a", "held-work"))).body.metadata.finalizers).toEqual([MANIFEST_WORK_CLEANUP_FINALIZER]);
+
+    // The placement goes; its work waits for the agent's confirmation (an agent joined the cluster).
+    expect((await call("DELETE", CRP("held"))).status).toBe(200);
+    await waitFor(async () => condition((await call("GET", WORK("held-a", "held-work"))).body, "Deleting")?.status === "True");
+    const released = await call(
+      "PUT",
+      "/agent/v1/clusters/held-a/works/held-work/status",
+      { uid, status: {}, released: true },
+      { token: await keys.sign("held-a") },
+    );
+    expect(released.status, JSON.stringify(released.body)).toBe(200);
+    expect((await call("GET", WORK("held-a", "held-work"))).status).toBe(404);
   });
 
   it("a PickAll placement gains a cluster that joins later", async () => {

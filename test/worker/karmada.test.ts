@@ -436,6 +436,8 @@ describe("the propagation policy controller", () => {
     expect(w.spec.workload.manifests[2].metadata.uid).toBeUndefined();
     expect(w.metadata.annotations).toMatchObject({ "propagationpolicy.karmada.io/namespace": "web", "propagationpolicy.karmada.io/name": "nginx" });
     expect(JSON.parse(w.metadata.annotations["kubernetes-fleet.io/apply-strategy"]).whenToTakeOver).toBe("Never");
+    // Born held by OCM's cleanup finalizer, as the agent would hold it (src/work/deletion.ts).
+    expect(w.metadata.finalizers).toEqual(["cluster.open-cluster-management.io/manifest-work-cleanup"]);
 
     // The templates carry the claim, as Karmada's detector writes it.
     const id = created.body.metadata.labels["propagationpolicy.karmada.io/permanent-id"];

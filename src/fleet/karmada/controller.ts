@@ -85,6 +85,7 @@ import {
 } from "./select.ts";
 import { ownChangeRun } from "../own-change.ts";
 import { cachedPlacementLists, inNamespace, placementLists } from "../placement-lists.ts";
+import { heldFromBirth } from "../../work/deletion.ts";
 
 export type { PolicyRef } from "./select.ts";
 
@@ -544,7 +545,8 @@ export async function runKarmadaPolicy(env: Env, ref: PolicyRef, nowMs: number):
       const body = {
         apiVersion: "work.open-cluster-management.io/v1",
         kind: "ManifestWork",
-        metadata: { ...(w?.metadata ?? {}), name: r.name, namespace: c, labels, annotations },
+        // Born held for its agent, as OCM's agent would hold it at its first sight (src/work/deletion.ts).
+        metadata: { ...(w?.metadata ?? {}), ...(w ? {} : { finalizers: heldFromBirth() }), name: r.name, namespace: c, labels, annotations },
         spec: structuredClone(r.spec),
       };
       writes.push({ namespace: c, name: r.name, req: w ? { verb: "update", body } : { verb: "create", body }, known: w ?? null });

@@ -9,11 +9,11 @@
  * kube-apiserver's storage transformers do (src/k8s/encryption.ts); rows stored before encryption
  * are read as they are and sealed on their next write.
  */
-import { stringifyObject } from "../../k8s/frozen-json.ts";
+import { frozenJson, stringifyObject } from "../../k8s/frozen-json.ts";
 import { and, eq, exists, gt, inArray, lt, max, notExists, sql, type SQL } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
-import { counters, events, labels, objects, outbox, ownerReferences } from "../../db/schema.ts";
+import { counters, events, labels, objects, outbox, ownerReferences, sharedSpecs } from "../../db/schema.ts";
 import { bind, builder, compiled, type CompiledStatement, type Renderable } from "../../db/compiled.ts";
 import { EncryptionError, isSealed, Keyring, keyringOf } from "../../k8s/encryption.ts";
 import { CommitGroups } from "../group-commit.ts";
@@ -34,10 +34,62 @@ export interface ListResult {
   resourceVersion: string;
 }
 
-function fromRow(row: { body: string; resourceVersion: number }): KubeObject {
+/**
+ * A row as read: its body, resourceVersion and, for an object whose spec is stored shared
+ * (`KindDefinition.sharedSpec`), the spec's key (`specRef`) and text (`spec`, read with the row).
+ */
+interface Row {
+  body: string;
+  resourceVersion: number;
+  specRef?: string | null;
+  spec?: string | null;
+}
+
+/**
+ * The object of a row: its body with the resourceVersion set and, when the row refers to a shared
+ * spec, that spec in the body's `"spec":null` (its place among the keys as written). `resource`
+ * (the kind's resource key), given for a row of `objects`, remembers the row's spec reference
+ * ({@link noteSpecRef}).
+ * @throws ApiError 500 when the row's shared spec is missing
+ */
+function fromRow(row: Row, resource?: string): KubeObject {
   const obj = JSON.parse(row.body) as KubeObject;
+  if (row.specRef) {
+    if (typeof row.spec !== "string")
+      throw new ApiError(
+        500,
+        "InternalError",
+        `Internal error occurred: the stored spec ${row.specRef} of ${obj.metadata?.namespace ?? ""}/${obj.metadata?.name} is missing`,
+      );
+    obj.spec = JSON.parse(row.spec);
+  }
+  if (resource !== undefined && (row.specRef || specRefs.size > 0))
+    noteSpecRef(resource, obj.metadata.namespace ?? "", obj.metadata.name, row.resourceVersion, row.specRef ?? null);
   obj.metadata = withResourceVersion(obj.metadata, row.resourceVersion);
   return obj;
+}
+
+/** Most row versions {@link noteSpecRef} remembers (past it, it starts afresh). */
+const SPEC_REFS_MAX = 50_000;
+/** `<resource> <namespace> <name> <resourceVersion>` of a row version → the shared spec its row refers to. */
+const specRefs = new Map<string, string>();
+const versionKey = (resource: string, namespace: string, name: string, rv: number) => `${resource}\u0000${namespace}\u0000${name}\u0000${rv}`;
+
+/**
+ * Remembers that the row of (`resource`, `namespace`, `name`) at resourceVersion `rv` refers to
+ * shared spec `ref` (read, or written by this isolate; null: a read found it refers to none): a
+ * write on that version that keeps the spec (a status report) neither writes the spec's row nor
+ * binds its text, since the row it replaces (its precondition, which checks the reference too)
+ * keeps the spec referenced, so no sweep can have taken it.
+ */
+function noteSpecRef(resource: string, namespace: string, name: string, rv: number, ref: string | null): void {
+  const key = versionKey(resource, namespace, name, rv);
+  if (ref === null) {
+    specRefs.delete(key);
+    return;
+  }
+  if (specRefs.size >= SPEC_REFS_MAX) specRefs.clear();
+  specRefs.set(key, ref);
 }
 
 /**
@@ -82,8 +134,54 @@ function transformError(def: KindDefinition, obj: KubeObject, verb: "encrypt" | 
   return new ApiError(500, "InternalError", `Internal error occurred: unable to ${verb} ${def.plural} "${name}": ${e.message}`);
 }
 
-/** The row body of an object: without `metadata.resourceVersion`, its encrypted fields sealed. @throws ApiError 500 when they cannot be sealed */
-async function toBody(db: DrizzleD1Database, def: KindDefinition, obj: KubeObject): Promise<string> {
+/**
+ * Least JSON length of a spec stored shared (`KindDefinition.sharedSpec`): a smaller one stays in
+ * the object's row, where rewriting it costs less than another row and its reference.
+ */
+export const SHARED_SPEC_MIN_CHARS = 2048;
+
+/** The SHA-256 of each frozen spec (src/k8s/frozen-json.ts: it cannot change), computed once. */
+const frozenHashes = new WeakMap<object, string>();
+
+async function sha256Hex(text: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+  let out = "";
+  for (const b of digest) out += b.toString(16).padStart(2, "0");
+  return out;
+}
+
+/** A spec stored shared: its key (the SHA-256 of its text, hex) and its JSON text. */
+interface SharedSpec {
+  hash: string;
+  text: string;
+}
+
+/**
+ * The row of an object: its body, and for a kind with `sharedSpec` the spec stored apart (null:
+ * the spec stays in the body, being small or absent; undefined for other kinds).
+ * @throws ApiError 500 when the encrypted fields cannot be sealed
+ */
+async function toRow(db: DrizzleD1Database, def: KindDefinition, obj: KubeObject): Promise<{ body: string; spec?: SharedSpec | null }> {
+  if (!def.sharedSpec) return { body: await toBody(db, def, obj) };
+  const spec = obj.spec;
+  if (spec === null || typeof spec !== "object") return { body: await toBody(db, def, obj), spec: null };
+  const frozen = frozenJson(spec);
+  const text = frozen ?? JSON.stringify(spec);
+  if (text.length < SHARED_SPEC_MIN_CHARS) return { body: await toBody(db, def, obj), spec: null };
+  let hash = frozen === undefined ? undefined : frozenHashes.get(spec);
+  if (hash === undefined) {
+    hash = await sha256Hex(text);
+    if (frozen !== undefined) frozenHashes.set(spec, hash);
+  }
+  return { body: await toBody(db, def, obj, { spec: "null" }), spec: { hash, text } };
+}
+
+/**
+ * The row body of an object: without `metadata.resourceVersion`, its encrypted fields sealed;
+ * `raw` the JSON text of top-level fields serialised already (`stringifyObject`).
+ * @throws ApiError 500 when they cannot be sealed
+ */
+async function toBody(db: DrizzleD1Database, def: KindDefinition, obj: KubeObject, raw?: Record<string, string>): Promise<string> {
   const { resourceVersion: _rv, ...meta } = obj.metadata;
   const stored: Record<string, unknown> = { ...obj, metadata: meta };
   for (const field of def.encryptedFields ?? []) {
@@ -95,7 +193,7 @@ async function toBody(db: DrizzleD1Database, def: KindDefinition, obj: KubeObjec
     }
   }
   // A frozen rendered spec's kept text is spliced in (src/k8s/frozen-json.ts), not serialised again.
-  return stringifyObject(stored);
+  return stringifyObject(stored, raw);
 }
 
 /** Opens the encrypted fields of an object read from a row (in place). @throws ApiError 500 when they cannot be opened */
@@ -118,8 +216,9 @@ async function openFields(db: DrizzleD1Database, def: KindDefinition, obj: KubeO
   return obj;
 }
 
-async function readRow(db: DrizzleD1Database, def: KindDefinition, row: { body: string; resourceVersion: number }): Promise<KubeObject> {
-  return openFields(db, def, fromRow(row));
+/** An object read from a row of `objects` (`event` false) or of the event log (true). */
+async function readRow(db: DrizzleD1Database, def: KindDefinition, row: Row, event = false): Promise<KubeObject> {
+  return openFields(db, def, fromRow(row, event ? undefined : resourceKey(def)));
 }
 
 /**
@@ -155,17 +254,28 @@ const counterValue = sql`(SELECT value FROM counters WHERE id = 1)`;
 /** The row of the object at placeholders resource, namespace and name. */
 const keyIs = (cols: { resource: SQLiteColumn; namespace: SQLiteColumn; name: SQLiteColumn }) =>
   and(eq(cols.resource, p("resource")), eq(cols.namespace, p("namespace")), eq(cols.name, p("name")));
-const getShape = compiled(() => builder.select({ body: objects.body, resource_version: objects.resourceVersion }).from(objects).where(keyIs(objects)).limit(1));
+/**
+ * The text of the shared spec a row of `objects` or `events` refers to (null when it refers to
+ * none), inside a select, as its column `spec` (written out in full: drizzle leaves the columns
+ * of a one-table select unqualified, which in a subquery would name the inner table's).
+ */
+const sharedSpecOf = (table: "objects" | "events") =>
+  sql<string | null>`(SELECT s."body" FROM "shared_specs" AS s WHERE s."hash" = ${sql.raw(`"${table}"."spec_ref"`)})`.as("spec");
+/** What a compiled read selects of an object's row. */
+const rowColumns = () => ({ body: objects.body, resource_version: objects.resourceVersion, spec_ref: objects.specRef, spec: sharedSpecOf("objects") });
+/** What a query read selects of an object's row (as {@link Row}). */
+const rowFields = () => ({ body: objects.body, resourceVersion: objects.resourceVersion, specRef: objects.specRef, spec: sharedSpecOf("objects") });
+const getShape = compiled(() => builder.select(rowColumns()).from(objects).where(keyIs(objects)).limit(1));
 const listShape = compiled(() =>
   builder
-    .select({ body: objects.body, resource_version: objects.resourceVersion })
+    .select(rowColumns())
     .from(objects)
     .where(and(eq(objects.resource, p("resource")), eq(objects.namespace, p("namespace"))))
     .orderBy(objects.namespace, objects.name),
 );
 const listAllShape = compiled(() =>
   builder
-    .select({ body: objects.body, resource_version: objects.resourceVersion })
+    .select(rowColumns())
     .from(objects)
     .where(eq(objects.resource, p("resource")))
     .orderBy(objects.namespace, objects.name),
@@ -176,7 +286,12 @@ const counterShape = compiled(() => builder.select({ value: counters.value }).fr
 interface RawRow {
   body: string;
   resource_version: number;
+  spec_ref: string | null;
+  spec: string | null;
 }
+
+/** A {@link RawRow} as {@link Row}. */
+const rowOf = (r: RawRow): Row => ({ body: r.body, resourceVersion: r.resource_version, specRef: r.spec_ref, spec: r.spec });
 
 /** The D1 binding under a drizzle handle (what compiled statements run on). */
 function d1Of(db: DrizzleD1Database): D1Database {
@@ -188,7 +303,7 @@ function d1Of(db: DrizzleD1Database): D1Database {
  */
 export async function getObject(db: DrizzleD1Database, def: KindDefinition, key: StoreKey): Promise<KubeObject | null> {
   const row = await bind(d1Of(db), getShape(), { resource: resourceKey(def), namespace: key.namespace, name: key.name }).first<RawRow>();
-  return row ? readRow(db, def, { body: row.body, resourceVersion: row.resource_version }) : null;
+  return row ? readRow(db, def, rowOf(row)) : null;
 }
 
 /**
@@ -201,7 +316,7 @@ export async function listObjects(db: DrizzleD1Database, def: KindDefinition, na
   const rows =
     namespace === undefined ? bind(d1, listAllShape(), { resource: resourceKey(def) }) : bind(d1, listShape(), { resource: resourceKey(def), namespace });
   const [found, counter] = await d1.batch<RawRow | { value: number }>([rows, bind(d1, counterShape(), {})]);
-  const items = (found!.results as RawRow[]).map((r) => readRow(db, def, { body: r.body, resourceVersion: r.resource_version }));
+  const items = (found!.results as RawRow[]).map((r) => readRow(db, def, rowOf(r)));
   return { items: await Promise.all(items), resourceVersion: String((counter!.results[0] as { value: number } | undefined)?.value ?? 0) };
 }
 
@@ -297,18 +412,13 @@ export async function listPage(db: DrizzleD1Database, def: KindDefinition, names
   const rowsAfter = (key: StoreKey | undefined, n: number) =>
     idx
       ? db
-          .select({ body: objects.body, resourceVersion: objects.resourceVersion })
+          .select(rowFields())
           .from(labels)
           .innerJoin(objects, and(eq(objects.resource, labels.resource), eq(objects.namespace, labels.namespace), eq(objects.name, labels.name)))
           .where(and(afterLabel(key), eq(labels.key, idx.key), idx.values ? inArray(labels.value, idx.values) : undefined))
           .orderBy(labels.namespace, labels.name)
           .limit(n)
-      : db
-          .select({ body: objects.body, resourceVersion: objects.resourceVersion })
-          .from(objects)
-          .where(after(key))
-          .orderBy(objects.namespace, objects.name)
-          .limit(n);
+      : db.select(rowFields()).from(objects).where(after(key)).orderBy(objects.namespace, objects.name).limit(n);
   const keyOf = (o: KubeObject): StoreKey => ({ namespace: o.metadata.namespace ?? "", name: o.metadata.name });
 
   const items: KubeObject[] = [];
@@ -317,7 +427,7 @@ export async function listPage(db: DrizzleD1Database, def: KindDefinition, names
   let rowsRead = 0;
   let resourceVersion: string | undefined;
   for (;;) {
-    let rows: { body: string; resourceVersion: number }[];
+    let rows: Row[];
     if (resourceVersion === undefined) {
       const [r, counter] = await db.batch([rowsAfter(cursor, chunk), db.select({ value: counters.value }).from(counters).where(eq(counters.id, 1))]);
       rows = r;
@@ -339,7 +449,7 @@ export async function listPage(db: DrizzleD1Database, def: KindDefinition, names
         }
         return { items, resourceVersion, next, remaining, rowsRead };
       }
-      const obj = fromRow(row);
+      const obj = fromRow(row, resourceKey(def));
       cursor = keyOf(obj);
       if (!opts.filter || opts.filter(obj)) items.push(await openFields(db, def, obj));
     }
@@ -356,7 +466,7 @@ export async function listPage(db: DrizzleD1Database, def: KindDefinition, names
  */
 export async function listObjectsNamed(db: DrizzleD1Database, def: KindDefinition, name: string): Promise<KubeObject[]> {
   const rows = await db
-    .select({ body: objects.body, resourceVersion: objects.resourceVersion })
+    .select(rowFields())
     .from(objects)
     .where(and(eq(objects.resource, resourceKey(def)), eq(objects.name, name)))
     .orderBy(objects.namespace);
@@ -377,11 +487,11 @@ export async function listNameRangeDesc(
   limit: number,
 ): Promise<KubeObject[]> {
   const rows = await bind(d1Of(db), nameRangeShape(), { resource: resourceKey(def), namespace, from, to, limit }).all<RawRow>();
-  return Promise.all(rows.results.map((r) => readRow(db, def, { body: r.body, resourceVersion: r.resource_version })));
+  return Promise.all(rows.results.map((r) => readRow(db, def, rowOf(r))));
 }
 const nameRangeShape = compiled(() =>
   builder
-    .select({ body: objects.body, resource_version: objects.resourceVersion })
+    .select(rowColumns())
     .from(objects)
     .where(and(eq(objects.resource, p("resource")), eq(objects.namespace, p("namespace")), gt(objects.name, p("from")), lt(objects.name, p("to"))))
     .orderBy(sql`${objects.name} DESC`)
@@ -395,7 +505,7 @@ const nameRangeShape = compiled(() =>
  */
 export async function findByField(db: DrizzleD1Database, def: KindDefinition, path: string, value: string): Promise<KubeObject | null> {
   const [row] = await db
-    .select({ body: objects.body, resourceVersion: objects.resourceVersion })
+    .select(rowFields())
     .from(objects)
     .where(and(eq(objects.resource, resourceKey(def)), sql`json_extract(${objects.body}, ${path}) = ${value}`))
     .limit(1);
@@ -553,6 +663,7 @@ const insertShape = compiled(() =>
       uid: sql`${p("uid")}`,
       resourceVersion: sql`${counterValue} + 1`,
       body: sql`${p("body")}`,
+      specRef: sql`${p("specRef")}`,
     })
     .onConflictDoNothing()
     .returning({ resourceVersion: objects.resourceVersion }),
@@ -563,6 +674,51 @@ const updateShape = compiled(() =>
     .set({ body: sql`${p("body")}`, resourceVersion: sql`${counterValue} + 1` })
     .where(and(keyIs(objects), eq(objects.resourceVersion, p("rv"))))
     .returning({ resourceVersion: objects.resourceVersion }),
+);
+/**
+ * {@link updateShape} for a row that refers to shared spec `specRef` and keeps it (the row's
+ * reference is checked too: a row that no longer refers to it is not written, as a stale version
+ * is not).
+ */
+const updateKeepSpecShape = compiled(() =>
+  builder
+    .update(objects)
+    .set({ body: sql`${p("body")}`, resourceVersion: sql`${counterValue} + 1` })
+    .where(and(keyIs(objects), eq(objects.resourceVersion, p("rv")), eq(objects.specRef, p("specRef"))))
+    .returning({ resourceVersion: objects.resourceVersion }),
+);
+/** {@link updateShape} that also sets the row's shared spec reference (its index entry moves only then). */
+const updateSpecShape = compiled(() =>
+  builder
+    .update(objects)
+    .set({ body: sql`${p("body")}`, specRef: sql`${p("specRef")}`, resourceVersion: sql`${counterValue} + 1` })
+    .where(and(keyIs(objects), eq(objects.resourceVersion, p("rv"))))
+    .returning({ resourceVersion: objects.resourceVersion }),
+);
+/**
+ * A shared spec's row, written unless there (then only marked referenced again, when a sweep had
+ * found it orphaned): the first statement of a batch that refers to it.
+ */
+const sharedSpecShape = compiled(() =>
+  builder
+    .insert(sharedSpecs)
+    .values({ hash: sql`${p("hash")}`, body: sql`${p("text")}` })
+    .onConflictDoUpdate({ target: sharedSpecs.hash, set: { orphanedAt: sql`NULL` }, setWhere: sql`${sharedSpecs.orphanedAt} IS NOT NULL` }),
+);
+/** Whether any object row refers to the shared spec of the row at hand, inside a statement on `shared_specs`. */
+const specReferenced = sql.raw(`EXISTS (SELECT 1 FROM "objects" AS o WHERE o."spec_ref" = "shared_specs"."hash")`);
+/** Drops the shared specs orphaned before the event log's start (placeholder `retention`): no object and no kept event refers to them. */
+const specSweepShape = compiled(() =>
+  builder
+    .delete(sharedSpecs)
+    .where(and(sql`${sharedSpecs.orphanedAt} IS NOT NULL`, lt(sharedSpecs.orphanedAt, sql`${counterValue} - ${p("retention")}`), sql`NOT ${specReferenced}`)),
+);
+/** Marks the shared specs no object row refers to, at the counter's value (what events may still refer to them: none newer). */
+const specMarkShape = compiled(() =>
+  builder
+    .update(sharedSpecs)
+    .set({ orphanedAt: counterValue })
+    .where(and(sql`${sharedSpecs.orphanedAt} IS NULL`, sql`NOT ${specReferenced}`)),
 );
 /**
  * A kind's change counter (`KindDefinition.changeCounter`): the `counters` row `counter` set to the
@@ -618,6 +774,26 @@ const counterByIdShape = compiled(() =>
 const pruneShape = compiled(() => builder.delete(events).where(lt(events.resourceVersion, sql`${counterValue} - ${p("retention")}`)));
 
 /**
+ * The event log's pruning (the events `retention` versions and more behind the counter go) and
+ * the shared specs' sweep after it: the specs orphaned before what the log keeps go, then the
+ * specs no object refers to any more are marked orphaned at the counter's value. Statements for
+ * the end of a commit's batch, now and then.
+ */
+function pruneStatements(d1: D1Database, retention: number): D1PreparedStatement[] {
+  return [bind(d1, pruneShape(), { retention }), bind(d1, specSweepShape(), { retention }), bind(d1, specMarkShape(), {})];
+}
+
+/**
+ * Prunes the event log to `retention` versions behind the counter and sweeps the shared specs
+ * ({@link pruneStatements}) in one batch, as commits do now and then.
+ * @throws errors of D1
+ */
+export async function pruneEventLog(db: DrizzleD1Database, retention = EVENT_RETENTION): Promise<void> {
+  const d1 = d1Of(db);
+  await d1.batch(pruneStatements(d1, retention));
+}
+
+/**
  * The statements of one item, and the index among them of the statement whose returned rows
  * tell whether the item's precondition held (one row: it did): first what must take effect with
  * the object (its outbox row and extra statements), under the guard that the object's own
@@ -644,13 +820,32 @@ async function itemStatements(db: DrizzleD1Database, def: KindDefinition, item: 
     const before = dependents("current");
     return { statements: [...before, bind(d1, deleteShape(), keyValues)], result: before.length, outboxAt };
   }
-  const body = await toBody(db, def, next);
+  const { body, spec } = await toRow(db, def, next);
+  const specRef = spec?.hash ?? null;
+  // The spec's row goes first in the batch ({@link commitBuilt}), unless the row this write
+  // replaces refers to it already (its precondition keeps it referenced meanwhile).
+  const written = spec ? { resource: keyValues.resource, namespace: key.namespace, name: key.name, hash: spec.hash } : undefined;
   if (expectedRv === null) {
     const before = dependents("absent");
-    return { statements: [...before, bind(d1, insertShape(), { ...keyValues, uid: next.metadata.uid, body })], result: before.length, outboxAt };
+    return {
+      statements: [...before, bind(d1, insertShape(), { ...keyValues, uid: next.metadata.uid, body, specRef })],
+      result: before.length,
+      outboxAt,
+      spec: spec ?? undefined,
+      written,
+    };
   }
   const before = dependents("current");
-  return { statements: [...before, bind(d1, updateShape(), { ...keyValues, body })], result: before.length, outboxAt };
+  if (spec === undefined) return { statements: [...before, bind(d1, updateShape(), { ...keyValues, body })], result: before.length, outboxAt };
+  if (spec && specRefs.get(versionKey(keyValues.resource, key.namespace, key.name, expectedRv)) === spec.hash)
+    return { statements: [...before, bind(d1, updateKeepSpecShape(), { ...keyValues, body, specRef })], result: before.length, outboxAt, written };
+  return {
+    statements: [...before, bind(d1, updateSpecShape(), { ...keyValues, body, specRef })],
+    result: before.length,
+    outboxAt,
+    spec: spec ?? undefined,
+    written,
+  };
 }
 
 /**
@@ -674,8 +869,18 @@ export async function commitObjects(db: DrizzleD1Database, def: KindDefinition, 
   return out;
 }
 
-/** One item's statements, the index among them of its precondition statement, and of its outbox row's when that may not be written. */
-type BuiltItem = { statements: D1PreparedStatement[]; result: number; outboxAt?: number };
+/**
+ * One item's statements, the index among them of its precondition statement, and of its outbox
+ * row's when that may not be written; `spec`, a shared spec whose row the batch must hold; and
+ * `written`, the shared spec the item's row refers to once committed ({@link noteSpecRef}).
+ */
+type BuiltItem = {
+  statements: D1PreparedStatement[];
+  result: number;
+  outboxAt?: number;
+  spec?: SharedSpec;
+  written?: { resource: string; namespace: string; name: string; hash: string };
+};
 /** The rows an item's precondition statement returned (none: lost), and whether its outbox row was left unwritten. */
 type ResultRows = { rows: { resource_version?: number }[]; outboxSkipped: boolean };
 
@@ -686,14 +891,27 @@ type ResultRows = { rows: { resource_version?: number }[]; outboxSkipped: boolea
  */
 async function commitBuilt(d1: D1Database, built: BuiltItem[]): Promise<ResultRows[]> {
   const statements: D1PreparedStatement[] = [];
+  // The shared specs the items refer to, each once, first: the batch's works of one rendering bind its text once.
+  const specs = new Set<string>();
+  for (const b of built) {
+    if (!b.spec || specs.has(b.spec.hash)) continue;
+    specs.add(b.spec.hash);
+    statements.push(bind(d1, sharedSpecShape(), { hash: b.spec.hash, text: b.spec.text }));
+  }
   const at: { result: number; outbox?: number }[] = [];
   for (const b of built) {
     at.push({ result: statements.length + b.result, outbox: b.outboxAt === undefined ? undefined : statements.length + b.outboxAt });
     statements.push(...b.statements);
   }
-  if (Math.random() < PRUNE_PROBABILITY * built.length) statements.push(bind(d1, pruneShape(), { retention: EVENT_RETENTION }));
+  if (Math.random() < PRUNE_PROBABILITY * built.length) statements.push(...pruneStatements(d1, EVENT_RETENTION));
   const results = await d1.batch<{ resource_version?: number }>(statements);
-  return at.map((i) => ({ rows: results[i.result]!.results, outboxSkipped: i.outbox !== undefined && results[i.outbox]!.results.length === 0 }));
+  return at.map((i, j) => {
+    const rows = results[i.result]!.results;
+    const w = built[j]!.written;
+    const rv = rows[0]?.resource_version;
+    if (w && rv !== undefined) noteSpecRef(w.resource, w.namespace, w.name, rv, w.hash);
+    return { rows, outboxSkipped: i.outbox !== undefined && results[i.outbox]!.results.length === 0 };
+  });
 }
 
 /** An item's outcome from the rows its precondition statement returned (none: lost). */
@@ -896,7 +1114,7 @@ export async function readEvents(
   if (namespace !== undefined) conds.push(eq(events.namespace, namespace));
   const [rows, counter] = await db.batch([
     db
-      .select({ rv: events.resourceVersion, type: events.type, body: events.body })
+      .select({ rv: events.resourceVersion, type: events.type, body: events.body, specRef: events.specRef, spec: sharedSpecOf("events") })
       .from(events)
       .where(and(...conds))
       .orderBy(events.resourceVersion)
@@ -905,7 +1123,10 @@ export async function readEvents(
   ]);
   return {
     events: await Promise.all(
-      rows.map(async (r) => ({ type: r.type as WatchEvent["type"], object: await readRow(db, def, { body: r.body, resourceVersion: r.rv }) })),
+      rows.map(async (r) => ({
+        type: r.type as WatchEvent["type"],
+        object: await readRow(db, def, { body: r.body, resourceVersion: r.rv, specRef: r.specRef, spec: r.spec }, true),
+      })),
     ),
     latest: counter[0]?.value ?? 0,
   };
@@ -925,13 +1146,13 @@ export async function previousEventObject(
   beforeRv: number,
 ): Promise<KubeObject | null> {
   const [row] = await db
-    .select({ rv: events.resourceVersion, type: events.type, body: events.body })
+    .select({ rv: events.resourceVersion, type: events.type, body: events.body, specRef: events.specRef, spec: sharedSpecOf("events") })
     .from(events)
     .where(and(eq(events.resource, resourceKey(def)), eq(events.namespace, namespace), eq(events.name, name), lt(events.resourceVersion, beforeRv)))
     .orderBy(sql`${events.resourceVersion} DESC`)
     .limit(1);
   if (!row || row.type === "DELETED") return null;
-  return readRow(db, def, { body: row.body, resourceVersion: row.rv });
+  return readRow(db, def, { body: row.body, resourceVersion: row.rv, specRef: row.specRef, spec: row.spec }, true);
 }
 
 /** An object the event log shows changed: its resource key (`<group>/<plural>`), namespace, name and latest resourceVersion. */
