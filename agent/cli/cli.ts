@@ -17,7 +17,8 @@
  *   approve RUN [--stage NAME] [-n NS]
  *   taint add CLUSTER KEY[=VALUE]:EFFECT... | taint remove CLUSTER KEY[:EFFECT]...
  *   clusterset create NAME [--selector-type T] [--selector k=v] | set SET --clusters c1,c2 | bind SET -n NS
- *   kubeconfig [--context-name flotilla]
+ *   kubeconfig [--context-name flotilla] | kubeconfig --cluster NAME... [--exec [COMMAND]]
+ *   credentials                       (exec credential plugin, client.authentication.k8s.io/v1)
  *   audit [--user U] [--verb V] [--resource R] [-n NS] [--since 1h] [--watch] [-o json|yaml]
  * ```
  *
@@ -29,6 +30,7 @@ import pkg from "../../package.json" with { type: "json" };
 import { registerAccept } from "./commands/accept.ts";
 import { registerApprove } from "./commands/approve.ts";
 import { registerAudit } from "./commands/audit.ts";
+import { registerCredentials } from "./commands/credentials.ts";
 import { registerClusterSet } from "./commands/clusterset.ts";
 import { registerGet } from "./commands/get.ts";
 import { registerKubeconfig } from "./commands/kubeconfig.ts";
@@ -77,6 +79,7 @@ export function buildProgram(io: Io): Command {
   registerTaint(program, context);
   registerClusterSet(program, context);
   registerKubeconfig(program, context);
+  registerCredentials(program, context, io.env);
   registerPlacement(program, context);
   registerApprove(program, context);
   registerAudit(program, context);
