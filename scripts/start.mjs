@@ -19,6 +19,10 @@
 //   FLOTILLA_FEATURE_GATES           feature gates as OCM's --feature-gates (`NilExecutorValidating=true`)
 //   FLOTILLA_HTTPS=1             serve HTTPS with a certificate for 127.0.0.1 and localhost signed
 //                                by a local CA generated once into <state>/tls (ca.crt)
+//   FLOTILLA_PUBLIC_URL          the hub's URL as clients reach it, advertised in ClusterProfiles
+//                                status.accessProviders (default http(s)://127.0.0.1:PORT); with
+//                                FLOTILLA_HTTPS=1 the local CA is advertised too
+//                                (FLOTILLA_PUBLIC_CA_DATA, base64 PEM, to advertise another CA)
 //   FLOTILLA_OIDC_ISSUER_URL     trust ID tokens of this OpenID Connect issuer (https, or http on a
 //                                loopback address); OIDC is off when unset. With it:
 //   FLOTILLA_OIDC_AUDIENCE       the client ID every token's `aud` must hold (required)
@@ -170,6 +174,10 @@ for (const k of OIDC_VARS) if (process.env[k]) vars[k] = process.env[k];
 if (process.env.FLOTILLA_AUDIT_RETENTION_DAYS) vars.FLOTILLA_AUDIT_RETENTION_DAYS = process.env.FLOTILLA_AUDIT_RETENTION_DAYS;
 if (process.env.FLOTILLA_EVENT_TTL_SECONDS) vars.FLOTILLA_EVENT_TTL_SECONDS = process.env.FLOTILLA_EVENT_TTL_SECONDS;
 if (process.env.FLOTILLA_FEATURE_GATES) vars.FLOTILLA_FEATURE_GATES = process.env.FLOTILLA_FEATURE_GATES;
+// What ClusterProfiles advertise in status.accessProviders (src/clusterprofile/profile.ts).
+vars.FLOTILLA_PUBLIC_URL = process.env.FLOTILLA_PUBLIC_URL || `${https ? "https" : "http"}://127.0.0.1:${port}`;
+const publicCa = process.env.FLOTILLA_PUBLIC_CA_DATA || (tls && !process.env.FLOTILLA_PUBLIC_URL ? readFileSync(tls.ca).toString("base64") : "");
+if (publicCa) vars.FLOTILLA_PUBLIC_CA_DATA = publicCa;
 const envFile = path.join(stateDir, "hub.env");
 try {
   if (existsSync(envFile)) chmodSync(envFile, 0o600);

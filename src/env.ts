@@ -48,6 +48,18 @@ export interface Env extends OidcEnv {
    * their default audience; when unset, the hub's URL as each request reached it.
    */
   FLOTILLA_SERVICE_ACCOUNT_ISSUER?: string;
+  /**
+   * The hub's URL as clients reach it (`https://hub.example.com`), which ClusterProfiles advertise
+   * in `status.accessProviders` (the proxy's prefix per cluster; src/clusterprofile/profile.ts);
+   * `npm start` sets it to its own URL. Unset: profiles advertise no access.
+   */
+  FLOTILLA_PUBLIC_URL?: string;
+  /**
+   * The CA (PEM, base64) that verifies the hub's TLS certificate, advertised with
+   * FLOTILLA_PUBLIC_URL as `certificate-authority-data`; `FLOTILLA_HTTPS=1 npm start` sets it to
+   * its local CA. Unset when a publicly trusted CA signs the hub's certificate.
+   */
+  FLOTILLA_PUBLIC_CA_DATA?: string;
   /** Grace multiplier: a lease not renewed for this many leaseDurationSeconds expires (OCM: 5). */
   LEASE_GRACE_MULTIPLIER?: string;
   /** How long a deleted cluster waits for its agent to confirm its leave, in seconds (default 900, KubeFleet's 15 minutes). */

@@ -20,7 +20,8 @@
  *   drain CLUSTER [--timeout 5m] | uncordon CLUSTER
  *   taint add CLUSTER KEY[=VALUE]:EFFECT... | taint remove CLUSTER KEY[:EFFECT]...
  *   clusterset create NAME [--selector-type T] [--selector k=v] | set SET --clusters c1,c2 | bind SET -n NS
- *   kubeconfig [--context-name flotilla]
+ *   kubeconfig [--context-name flotilla] | kubeconfig --cluster NAME... [--exec [COMMAND]]
+ *   credentials                       (exec credential plugin, client.authentication.k8s.io/v1)
  *   audit [--user U] [--verb V] [--resource R] [-n NS] [--since 1h] [--watch] [-o json|yaml]
  * ```
  *
@@ -33,6 +34,7 @@ import { registerAccept } from "./commands/accept.ts";
 import { registerApprove } from "./commands/approve.ts";
 import { registerDrain } from "./commands/drain.ts";
 import { registerAudit } from "./commands/audit.ts";
+import { registerCredentials } from "./commands/credentials.ts";
 import { registerClusterSet } from "./commands/clusterset.ts";
 import { registerGet } from "./commands/get.ts";
 import { registerKubeconfig } from "./commands/kubeconfig.ts";
@@ -82,6 +84,7 @@ export function buildProgram(io: Io): Command {
   registerTaint(program, context);
   registerClusterSet(program, context);
   registerKubeconfig(program, context);
+  registerCredentials(program, context, io.env);
   registerPlacement(program, context);
   registerApprove(program, context);
   registerReplicaSetRender(registerReplicaSet(program, context), context);

@@ -22,6 +22,49 @@ export const CLUSTER_ID_CLAIM = "id.k8s.io";
 /** The About API's ClusterProperty name of the cluster ID (KEP-2149). */
 export const CLUSTER_ID_PROPERTY = "cluster.clusterset.k8s.io";
 
+/**
+ * The name of the access provider the hub advertises in each profile's `status.accessProviders`
+ * (cluster-inventory-api `apis/v1alpha1` `AccessProvider.name`): a consumer's provider file
+ * (`pkg/access` `Config.Providers[].name`) names it to run `flotilla credentials` (docs/proxy.md).
+ */
+export const FLOTILLA_ACCESS_PROVIDER = "flotilla";
+
+/**
+ * How the hub is reached from outside, for the access it advertises: its URL (`https://hub:8787`,
+ * no trailing slash) and, when it serves its own TLS, its CA (PEM, base64: a kubeconfig's
+ * `certificate-authority-data`).
+ */
+export interface HubAccess {
+  url: string;
+  caData?: string;
+}
+
+/**
+ * The hub's {@link HubAccess} from its settings (`FLOTILLA_PUBLIC_URL`, `FLOTILLA_PUBLIC_CA_DATA`),
+ * or undefined when no public URL is set (the hub cannot know how it is reached, so it advertises
+ * no access). A trailing `/` of the URL is dropped; a URL that is not http(s) is ignored.
+ */
+export function hubAccessOf(env: { FLOTILLA_PUBLIC_URL?: string; FLOTILLA_PUBLIC_CA_DATA?: string }): HubAccess | undefined {
+  const raw = env.FLOTILLA_PUBLIC_URL?.trim();
+  if (!raw || !/^https?:\/\/[^/]/.test(raw)) return undefined;
+  const url = raw.replace(/\/+$/, "");
+  const caData = env.FLOTILLA_PUBLIC_CA_DATA?.trim();
+  return caData ? { url, caData } : { url };
+}
+
+/**
+ * The profile's `status.accessProviders` for cluster `name`: one provider,
+ * {@link FLOTILLA_ACCESS_PROVIDER}, whose `cluster` (a kubeconfig v1 `Cluster`, as the API's
+ * `AccessProvider.cluster`) has `server` = the hub's proxy prefix for the cluster
+ * (`<url>/clusters/<name>/proxy`, docs/proxy.md) and `certificate-authority-data` when the hub
+ * has its own CA.
+ */
+export function accessProvidersOf(name: string, hub: HubAccess): { name: string; cluster: Record<string, string> }[] {
+  const cluster: Record<string, string> = { server: `${hub.url}/clusters/${encodeURIComponent(name)}/proxy` };
+  if (hub.caData) cluster["certificate-authority-data"] = hub.caData;
+  return [{ name: FLOTILLA_ACCESS_PROVIDER, cluster }];
+}
+
 const JOINED = "ManagedClusterJoined";
 const AVAILABLE = "ManagedClusterConditionAvailable";
 
@@ -56,13 +99,15 @@ export function propertiesOf(claims: readonly { name: string; value: string }[] 
  * - status `version.kubernetes` from the cluster's, `properties` ({@link propertiesOf}),
  *   `ControlPlaneHealthy` from `ManagedClusterConditionAvailable` and `Joined` from
  *   `ManagedClusterJoined` (status, reason, message; `lastTransitionTime` moves when the status
- *   does, as meta.SetStatusCondition), each only once the cluster has that condition.
+ *   does, as meta.SetStatusCondition), each only once the cluster has that condition;
+ * - status `accessProviders` ({@link accessProvidersOf}) when `hub` is given (KEP-4322/KEP-5339).
  *
  * @param nowMs the time, epoch milliseconds (a new condition's lastTransitionTime).
+ * @param hub how the hub is reached, or undefined to advertise no access.
  * @returns a new object (the inputs are not changed); server fields (uid, resourceVersion) are the
  *   existing profile's, or blank for a create.
  */
-export function desiredProfile(cluster: KubeObject, namespace: string, existing: KubeObject | null, nowMs: number): KubeObject {
+export function desiredProfile(cluster: KubeObject, namespace: string, existing: KubeObject | null, nowMs: number, hub?: HubAccess): KubeObject {
   const name = cluster.metadata.name;
   const status = (cluster.status ?? {}) as ManagedClusterStatus;
   const labels = {
@@ -94,6 +139,7 @@ export function desiredProfile(cluster: KubeObject, namespace: string, existing:
       conditions,
       version: kubernetes ? { kubernetes } : {},
       ...(properties.length > 0 ? { properties } : {}),
+      ...(hub ? { accessProviders: accessProvidersOf(name, hub) } : {}),
     },
   };
   return next;

@@ -34,7 +34,7 @@ import { NamespaceKind } from "../kinds/namespace.ts";
 import { ManagedClusterSetBindingKind } from "../kinds/placement.ts";
 import type { Change } from "../store/hooks.ts";
 import { storageOf } from "../store/storage.ts";
-import { desiredProfile } from "./profile.ts";
+import { desiredProfile, hubAccessOf } from "./profile.ts";
 
 /** What a change owes the controller: one cluster, the namespaces bound to some sets, or namespaces. */
 export interface ProfileWork {
@@ -150,7 +150,7 @@ async function syncProfile(env: Env, namespace: string, name: string, cluster: K
   for (let i = 0; i < ATTEMPTS; i++) {
     if (current === undefined || i > 0) current = await admittedStoreOf(env, ClusterProfileKind).get(namespace, name);
     if (current && !managed(current)) return;
-    const next = cluster ? desiredProfile(cluster, namespace, current, clock.now()) : null;
+    const next = cluster ? desiredProfile(cluster, namespace, current, clock.now(), hubAccessOf(env)) : null;
     if (await save(env, ClusterProfileKind, namespace, name, current, next)) return;
   }
   throw new Error(`ClusterProfile ${namespace}/${name}: still conflicting after ${ATTEMPTS} attempts`);

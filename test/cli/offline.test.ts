@@ -129,6 +129,57 @@ describe("flotilla without a hub", () => {
       expect(half.stderr).toContain("needs both --oidc-issuer-url and --oidc-client-id");
     });
 
+    it("kubeconfig --cluster writes a context per member cluster on the hub's proxy prefix", async () => {
+      const r = await flotilla(["--hub-url", "http://hub.test:8787", "--token", "t0k", "kubeconfig", "--cluster", "m1", "m2,m3"]);
+      expect(r.code, r.stderr).toBe(0);
+      const kc = parseYaml(r.stdout) as {
+        clusters: { name: string; cluster: { server: string } }[];
+        users: unknown[];
+        contexts: { name: string; context: { cluster: string; user: string } }[];
+        "current-context": string;
+      };
+      expect(kc.clusters.map((c) => [c.name, c.cluster.server])).toEqual([
+        ["m1", "http://hub.test:8787/clusters/m1/proxy"],
+        ["m2", "http://hub.test:8787/clusters/m2/proxy"],
+        ["m3", "http://hub.test:8787/clusters/m3/proxy"],
+      ]);
+      expect(kc.contexts.map((c) => c.context)).toEqual(["m1", "m2", "m3"].map((c) => ({ cluster: c, user: "flotilla-admin" })));
+      expect(kc["current-context"]).toBe("m1");
+      expect(kc.users).toEqual([{ name: "flotilla-admin", user: { token: "t0k" } }]);
+      const exec = await flotilla(["--token", "t0k", "kubeconfig", "--cluster", "m1", "--exec", "/usr/local/bin/flotilla"]);
+      expect(exec.code, exec.stderr).toBe(0);
+      expect(exec.stdout).not.toContain("t0k");
+      expect((kubeconfigOf(exec.stdout).users[0]!.user as unknown as { exec: unknown }).exec).toEqual({
+        apiVersion: "client.authentication.k8s.io/v1",
+        command: "/usr/local/bin/flotilla",
+        args: ["credentials"],
+        interactiveMode: "Never",
+        provideClusterInfo: true,
+      });
+      const bad = await flotilla(["--token", "t", "kubeconfig", "--cluster", "../m1"]);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('--cluster "../m1" is not a cluster name');
+      const lone = await flotilla(["--token", "t", "kubeconfig", "--exec"]);
+      expect(lone.code).toBe(2);
+      expect(lone.stderr).toContain("--exec goes with --cluster");
+    });
+
+    it("credentials prints a v1 ExecCredential with the CLI's token, or says what is wrong", async () => {
+      const r = await flotilla(["--token", "opaque", "credentials"]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toEqual({ apiVersion: "client.authentication.k8s.io/v1", kind: "ExecCredential", status: { token: "opaque" } });
+      const jwt = ["e30", Buffer.from(JSON.stringify({ exp: 1893456000 })).toString("base64url"), "sig"].join(".");
+      const info = JSON.stringify({ apiVersion: "client.authentication.k8s.io/v1", kind: "ExecCredential", spec: { interactive: false } });
+      const j = await flotilla(["--token", jwt, "credentials"], { env: { KUBERNETES_EXEC_INFO: info } });
+      expect(JSON.parse(j.stdout)).toMatchObject({ status: { token: jwt, expirationTimestamp: "2030-01-01T00:00:00Z" } });
+      const notJson = await flotilla(["--token", "t", "credentials"], { env: { KUBERNETES_EXEC_INFO: "{" } });
+      expect(notJson.code).toBe(2);
+      expect(notJson.stderr).toContain("KUBERNETES_EXEC_INFO is not JSON");
+      const none = await flotilla(["credentials"]);
+      expect(none.code).toBe(2);
+      expect(none.stderr).toContain("no admin token");
+    });
+
     it("kubeconfig prints the config file's hub and token; env and flags win in turn", async () => {
       const file = await flotilla(["kubeconfig"], { env: { FLOTILLA_CONFIG: cfgFile } });
       expect(file.code, file.stderr).toBe(0);

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/k8s/meta.ts";
 import { emptyCondition, planSetStatus } from "../../src/clusterprofile/clusterset-status.ts";
 import { planProfiles } from "../../src/clusterprofile/profiles.ts";
-import { desiredProfile, propertiesOf } from "../../src/clusterprofile/profile.ts";
+import { desiredProfile, hubAccessOf, propertiesOf } from "../../src/clusterprofile/profile.ts";
 import { ManagedClusterKind } from "../../src/kinds/managedcluster.ts";
 import { ManagedClusterSetKind } from "../../src/kinds/managedclusterset.ts";
 import { ManagedClusterSetBindingKind, PlacementKind } from "../../src/kinds/placement.ts";
@@ -84,6 +84,21 @@ describe("desiredProfile", () => {
       ],
       version: { kubernetes: "v1.30.1" },
     });
+  });
+
+  it("advertises the hub's proxy for the cluster in status.accessProviders when the hub knows its URL", () => {
+    expect(hubAccessOf({})).toBeUndefined();
+    expect(hubAccessOf({ FLOTILLA_PUBLIC_URL: "ftp://x" })).toBeUndefined();
+    const hub = hubAccessOf({ FLOTILLA_PUBLIC_URL: "https://hub.example.com:8443/", FLOTILLA_PUBLIC_CA_DATA: "Q0E=" });
+    expect(hub).toEqual({ url: "https://hub.example.com:8443", caData: "Q0E=" });
+    const p = desiredProfile(cluster(), "ns", null, NOW, hub);
+    expect((p.status as { accessProviders?: unknown }).accessProviders).toEqual([
+      { name: "flotilla", cluster: { server: "https://hub.example.com:8443/clusters/c1/proxy", "certificate-authority-data": "Q0E=" } },
+    ]);
+    const plain = desiredProfile(cluster(), "ns", null, NOW, hubAccessOf({ FLOTILLA_PUBLIC_URL: "http://127.0.0.1:8787" }));
+    expect((plain.status as { accessProviders?: unknown }).accessProviders).toEqual([
+      { name: "flotilla", cluster: { server: "http://127.0.0.1:8787/clusters/c1/proxy" } },
+    ]);
   });
 
   it("a cluster without conditions gets none, and no set label value is the empty string", () => {

@@ -10,10 +10,14 @@
  *   with the admin token; `--duration`, default 1h), as `kubectl create token` does;
  * - any bearer token (`--user-token`; the global `--token` is the admin's), e.g. one
  *   `kubectl create token` printed.
+ * With `--cluster NAME...`, a context per member cluster instead, named after it, whose `server`
+ * is the hub's proxy prefix for that cluster (`<hub>/clusters/NAME/proxy`, docs/proxy.md), and
+ * whose user is the token, or with `--exec` the `flotilla credentials` exec plugin.
  * For an HTTPS hub with a known CA (flag, environment, config file, or the local hub's
  * `<state>/tls/ca.crt`), the CA is embedded as `certificate-authority-data`; TLS verification is
  * never turned off.
  */
+import path from "node:path";
 import { Command } from "commander";
 import { stringify as toYaml } from "yaml";
 import { readCaFile, requireToken, type ResolvedConfig } from "../config.ts";
@@ -31,6 +35,8 @@ interface KubeconfigOptions {
   serviceaccount?: string;
   duration?: string;
   userToken?: string;
+  cluster?: string[];
+  exec?: string | boolean;
 }
 
 /** A kubeconfig user entry's `user`: a bearer token, or an exec credential plugin. */
@@ -78,6 +84,62 @@ export function buildKubeconfig(
 }
 
 /**
+ * The user entry running `flotilla credentials` (the exec plugin, `client.authentication.k8s.io/v1`)
+ * with `command` (by default this CLI's own launcher, as it was run, or `flotilla` on the PATH).
+ * `interactiveMode: Never`: the plugin never prompts; the token it hands out is the CLI's
+ * (`FLOTILLA_ADMIN_TOKEN` or the config file, which kubectl passes on).
+ */
+export function credentialsExecUser(command: string = defaultCommand()): KubeconfigUser {
+  return { exec: { apiVersion: "client.authentication.k8s.io/v1", command, args: ["credentials"], interactiveMode: "Never", provideClusterInfo: true } };
+}
+
+/** This CLI's launcher (absolute), when it is one, else `flotilla`. */
+function defaultCommand(): string {
+  const self = process.argv[1];
+  return self && /flotilla(\.js)?$/.test(self) ? path.resolve(self) : "flotilla";
+}
+
+/**
+ * The proxy URL of member cluster `name`: the hub's URL + `/clusters/<name>/proxy` (docs/proxy.md).
+ */
+export function clusterProxyServer(hubUrl: string, name: string): string {
+  return `${hubUrl.replace(/\/+$/, "")}/clusters/${encodeURIComponent(name)}/proxy`;
+}
+
+/**
+ * A kubeconfig with one context per member cluster in `clusters`, each named after its cluster,
+ * whose server is {@link clusterProxyServer}, all sharing the user entry `userName`; the first is
+ * the current context.
+ *
+ * @throws CliError when the CA file cannot be read.
+ */
+export function buildClusterKubeconfig(
+  config: ResolvedConfig,
+  credential: string | KubeconfigUser,
+  clusters: readonly string[],
+  userName: string,
+): Record<string, unknown> {
+  const ca = config.hubUrl.startsWith("https:") ? readCaFile(config) : undefined;
+  const entry = (name: string) => {
+    const cluster: Record<string, string> = { server: clusterProxyServer(config.hubUrl, name) };
+    if (ca) cluster["certificate-authority-data"] = Buffer.from(ca).toString("base64");
+    return { name, cluster };
+  };
+  const user = typeof credential === "string" ? { token: credential } : credential;
+  return {
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: clusters.map(entry),
+    users: [{ name: userName, user }],
+    contexts: clusters.map((name) => ({ name, context: { cluster: name, user: userName } })),
+    "current-context": clusters[0],
+  };
+}
+
+/** A DNS-1123 subdomain (a ManagedCluster's name). */
+const CLUSTER_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/**
  * The user entry the options ask for, and its name (see the module comment).
  * @throws UsageError for options that do not go together or a malformed value; what the hub
  *   answers a TokenRequest with (a missing ServiceAccount: 404)
@@ -120,8 +182,24 @@ async function userOf(ctx: CommandContext, opts: KubeconfigOptions): Promise<{ u
 }
 
 async function run(ctx: CommandContext, opts: KubeconfigOptions): Promise<void> {
-  const { user, name } = await userOf(ctx, opts);
-  const doc = buildKubeconfig(ctx.config, user, opts.contextName, name);
+  let doc: Record<string, unknown>;
+  if (opts.cluster !== undefined) {
+    const clusters = [...new Set(opts.cluster.flatMap((c) => c.split(",")).map((c) => c.trim()))];
+    for (const c of clusters) if (c.length > 253 || !CLUSTER_NAME.test(c)) throw new UsageError(`--cluster ${JSON.stringify(c)} is not a cluster name`);
+    if (opts.exec !== undefined) {
+      if (opts.serviceaccount !== undefined || opts.userToken !== undefined || opts.oidcIssuerUrl !== undefined || opts.oidcClientId !== undefined) {
+        throw new UsageError("--exec hands out the CLI's own token: leave out --serviceaccount, --user-token and --oidc-*");
+      }
+      doc = buildClusterKubeconfig(ctx.config, credentialsExecUser(typeof opts.exec === "string" ? opts.exec : undefined), clusters, "flotilla-credentials");
+    } else {
+      const { user, name } = await userOf(ctx, opts);
+      doc = buildClusterKubeconfig(ctx.config, user, clusters, name);
+    }
+  } else {
+    if (opts.exec !== undefined) throw new UsageError("--exec goes with --cluster");
+    const { user, name } = await userOf(ctx, opts);
+    doc = buildKubeconfig(ctx.config, user, opts.contextName, name);
+  }
   ctx.out(toYaml(doc));
   if (ctx.config.hubUrl.startsWith("http:")) {
     ctx.warn(
@@ -150,11 +228,14 @@ export function registerKubeconfig(program: Command, context: (cmd: Command) => 
     .option("--serviceaccount <namespace/name>", "a token the hub issues now for this ServiceAccount (as kubectl create token)")
     .option("--duration <duration>", "the ServiceAccount token's lifetime (e.g. 10m, 24h; default 1h)")
     .option("--user-token <token>", "this bearer token (e.g. from kubectl create token)")
+    .option("--cluster <name...>", "a context per member cluster (named after it), reaching its API through the hub's proxy")
+    .option("--exec [command]", "with --cluster: authenticate with the `flotilla credentials` exec plugin (command: this CLI) instead of a token")
     .addHelpText(
       "after",
       "\nExamples:\n  flotilla kubeconfig > hub.kubeconfig && kubectl --kubeconfig hub.kubeconfig get managedclusters\n" +
         "  flotilla kubeconfig --oidc-issuer-url https://dex.example.com --oidc-client-id flotilla > alice.kubeconfig\n" +
-        "  flotilla kubeconfig --serviceaccount ci/deployer --duration 24h > ci.kubeconfig",
+        "  flotilla kubeconfig --serviceaccount ci/deployer --duration 24h > ci.kubeconfig\n" +
+        "  flotilla kubeconfig --cluster cluster1 cluster2 --exec > members.kubeconfig && kubectl --kubeconfig members.kubeconfig --context cluster2 get pods",
     )
     .action((opts: KubeconfigOptions, cmd: Command) => run(context(cmd), opts));
 }
