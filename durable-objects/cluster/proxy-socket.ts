@@ -23,6 +23,15 @@
  * Closing: the client closing (or going away) sends `proxy-cancel`, and the agent closes the
  * member's WebSocket; `proxy-end` from the agent closes the client's WebSocket (1000, or 1011 with
  * the error); the channel closing closes the client's WebSocket with 1011.
+ *
+ * Why the client's socket is accepted with `accept()`, not the Hibernation API
+ * (`ctx.acceptWebSocket`, which the agent's channel uses): a stream's state (its credit both
+ * ways, the client's queued messages, which channel stream it is) lives in this object's memory,
+ * and the agent keeps streaming the member's side meanwhile; an object that hibernated during an
+ * idle `exec` would come back without it and the session would break. So an open exec, attach,
+ * cp or port-forward keeps its cluster's object in memory (billed duration) until it closes;
+ * the object hibernates again once the last one closed, and a cluster no one proxies to costs
+ * nothing (docs/proxy.md, docs/scale.md).
  */
 import { ApiError } from "../../src/k8s/errors.ts";
 import {

@@ -18,6 +18,7 @@ import { condition } from "./format.ts";
 import { useLiveList, useLiveObject } from "./live.ts";
 import { isForbidden, scopedPath, useScope } from "./scope.tsx";
 import { ConditionBadge, Conditions, ErrorNote, StateBadge, useNow } from "./widgets.tsx";
+import { clock } from "../../clock.ts";
 import {
   approvalPatch,
   approvalSpec,
@@ -276,7 +277,7 @@ function PendingApprovals({ api, namespace, run }: { api: Api; namespace?: strin
       await api.request(
         "PATCH",
         `${collection}/${encodeURIComponent(request.metadata.name)}/status`,
-        approvalPatch(request, { user: who, via: "the Flotilla dashboard", reason: "ApprovedOnDashboard" }, Date.now()),
+        approvalPatch(request, { user: who, via: "the Flotilla dashboard", reason: "ApprovedOnDashboard" }, clock.now()),
         "application/merge-patch+json",
       );
     } catch (e) {
