@@ -14,9 +14,10 @@ import { useEffect, useState } from "preact/hooks";
 import type { Api, KubeObject } from "./api.ts";
 import { EventList } from "./events.tsx";
 import { EvictionsAndBudgets } from "./evictions.tsx";
+import { KindLists } from "./kind-lists.tsx";
 import { condition } from "./format.ts";
-import { useLiveList, useLiveObject } from "./live.ts";
-import { isForbidden, scopedPath, useScope } from "./scope.tsx";
+import { useLiveObject } from "./live.ts";
+import { useScope } from "./scope.tsx";
 import { ConditionBadge, Conditions, ErrorNote, useNow } from "./widgets.tsx";
 import { apiVersionOf, clusterDone, placementSummary, type PerClusterPlacementStatus } from "../../kinds/fleet-summary.ts";
 
@@ -193,47 +194,18 @@ function PlacementTable({ items, namespaced }: { items: KubeObject[]; namespaced
 }
 
 function PlacementList({ api }: { api: Api }) {
-  const { namespace, clusterWide } = useScope();
-  // ClusterResourcePlacements are cluster-scoped: listed for a user who may list across namespaces.
-  const crps = useLiveList(api, clusterWide ? CRPS : null, { limit: 100 });
-  const rps = useLiveList(api, clusterWide === undefined ? null : scopedPath(FLEET, namespace, "resourceplacements"), { limit: 100 });
+  const { clusterWide } = useScope();
   return (
     <div class="view" data-view="resourceplacements">
       <h1>Resource placements</h1>
       <p class="muted">KubeFleet's ClusterResourcePlacements and ResourcePlacements: which objects of the hub go to which clusters.</p>
-      <section aria-labelledby="crps-h">
-        <h2 id="crps-h">ClusterResourcePlacements</h2>
-        {clusterWide === false ? (
-          <p class="muted">Cluster-scoped: shown to users who may list across namespaces.</p>
-        ) : (
-          <>
-            <ErrorNote error={crps.error} />
-            {!crps.loading && !crps.error && crps.items.length === 0 && <p class="muted">No ClusterResourcePlacement.</p>}
-            {crps.items.length > 0 && <PlacementTable items={crps.items} namespaced={false} />}
-            {crps.hasMore && (
-              <button type="button" onClick={crps.more}>
-                More ClusterResourcePlacements
-              </button>
-            )}
-          </>
-        )}
-      </section>
-      <section aria-labelledby="rps-h">
-        <h2 id="rps-h">ResourcePlacements</h2>
-        <p class="muted">{namespace ? `In namespace ${namespace}.` : "In all namespaces."}</p>
-        {isForbidden(rps.error) ? (
-          <p class="muted">Your access does not include the ResourcePlacements{namespace ? ` of namespace ${namespace}` : ""}.</p>
-        ) : (
-          <ErrorNote error={rps.error} />
-        )}
-        {!rps.loading && !rps.error && rps.items.length === 0 && <p class="muted">No ResourcePlacement.</p>}
-        {rps.items.length > 0 && <PlacementTable items={rps.items} namespaced />}
-        {rps.hasMore && (
-          <button type="button" onClick={rps.more}>
-            More ResourcePlacements
-          </button>
-        )}
-      </section>
+      <KindLists
+        api={api}
+        base={FLEET}
+        cluster={{ kind: "ClusterResourcePlacement", resource: "clusterresourceplacements" }}
+        namespaced={{ kind: "ResourcePlacement", resource: "resourceplacements" }}
+        table={(items, namespaced) => <PlacementTable items={items} namespaced={namespaced} />}
+      />
       <EvictionsAndBudgets api={api} clusterWide={clusterWide} />
     </div>
   );

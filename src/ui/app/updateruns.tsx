@@ -16,7 +16,8 @@ import type { Api, KubeObject } from "./api.ts";
 import { EventList } from "./events.tsx";
 import { condition } from "./format.ts";
 import { useLiveList, useLiveObject } from "./live.ts";
-import { isForbidden, scopedPath, useScope } from "./scope.tsx";
+import { isForbidden } from "./scope.tsx";
+import { KindLists } from "./kind-lists.tsx";
 import { ConditionBadge, Conditions, ErrorNote, StateBadge, useNow } from "./widgets.tsx";
 import { clock } from "../../clock.ts";
 import {
@@ -129,46 +130,17 @@ function RunTable({ items, namespaced }: { items: KubeObject[]; namespaced: bool
 }
 
 function RunList({ api }: { api: Api }) {
-  const { namespace, clusterWide } = useScope();
-  const csurs = useLiveList(api, clusterWide ? CSURS : null, { limit: 100 });
-  const surs = useLiveList(api, clusterWide === undefined ? null : scopedPath(FLEET, namespace, "stagedupdateruns"), { limit: 100 });
   return (
     <div class="view" data-view="updateruns">
       <h1>Update runs</h1>
       <p class="muted">KubeFleet's staged update runs: a placement rolled out stage by stage, with waits and approvals between stages.</p>
-      <section aria-labelledby="csurs-h">
-        <h2 id="csurs-h">ClusterStagedUpdateRuns</h2>
-        {clusterWide === false ? (
-          <p class="muted">Cluster-scoped: shown to users who may list across namespaces.</p>
-        ) : (
-          <>
-            <ErrorNote error={csurs.error} />
-            {!csurs.loading && !csurs.error && csurs.items.length === 0 && <p class="muted">No ClusterStagedUpdateRun.</p>}
-            {csurs.items.length > 0 && <RunTable items={csurs.items} namespaced={false} />}
-            {csurs.hasMore && (
-              <button type="button" onClick={csurs.more}>
-                More ClusterStagedUpdateRuns
-              </button>
-            )}
-          </>
-        )}
-      </section>
-      <section aria-labelledby="surs-h">
-        <h2 id="surs-h">StagedUpdateRuns</h2>
-        <p class="muted">{namespace ? `In namespace ${namespace}.` : "In all namespaces."}</p>
-        {isForbidden(surs.error) ? (
-          <p class="muted">Your access does not include the StagedUpdateRuns{namespace ? ` of namespace ${namespace}` : ""}.</p>
-        ) : (
-          <ErrorNote error={surs.error} />
-        )}
-        {!surs.loading && !surs.error && surs.items.length === 0 && <p class="muted">No StagedUpdateRun.</p>}
-        {surs.items.length > 0 && <RunTable items={surs.items} namespaced />}
-        {surs.hasMore && (
-          <button type="button" onClick={surs.more}>
-            More StagedUpdateRuns
-          </button>
-        )}
-      </section>
+      <KindLists
+        api={api}
+        base={FLEET}
+        cluster={{ kind: "ClusterStagedUpdateRun", resource: "clusterstagedupdateruns" }}
+        namespaced={{ kind: "StagedUpdateRun", resource: "stagedupdateruns" }}
+        table={(items, namespaced) => <RunTable items={items} namespaced={namespaced} />}
+      />
     </div>
   );
 }
