@@ -45,11 +45,9 @@ export default tseslint.config(
   },
   {
     // Raw D1 (`env.DB`) only in the store (src/store, src/db): every read and write goes through
-    // the Store; the layer rules (.dependency-cruiser.js, `npm run lint:layers`) keep the imports.
-    // eslint-suppressions.json holds the files that still reach D1 directly, all of which the "One
-    // door to storage" change (branch h41-store) puts behind the Store: it must shrink to empty when
-    // that merges (ESLint fails on a suppression that no longer occurs: then run
-    // `npx eslint --prune-suppressions .`), and nothing may be added to it.
+    // the Store and its Storage (the audit log, the hub's secrets, the Events' expiry index and the
+    // fleet gauges' aggregates too: src/store/d1); the layer rules (.dependency-cruiser.js,
+    // `npm run lint:layers`) keep the imports. No file is exempt.
     files: ["src/**/*.ts", "durable-objects/**/*.ts"],
     ignores: ["src/store/**", "src/db/**"],
     rules: {

@@ -19,6 +19,8 @@
  * the table.
  */
 import { badRequest } from "../k8s/errors.ts";
+import type { Env } from "../env.ts";
+import { storageOf } from "../store/storage.ts";
 import type { AuditEvent } from "./event.ts";
 
 /** Days an audit record is kept when `FLOTILLA_AUDIT_RETENTION_DAYS` is unset or invalid. */
@@ -48,41 +50,27 @@ export function auditRetentionDays(value: string | undefined): number {
  * Appends `event` (a failed authentication only while fewer than
  * {@link AUTH_FAILURE_RECORDS_PER_MINUTE} were recorded in the minute before it) and deletes up to
  * {@link RETENTION_DELETE_BATCH} records received more than `retentionDays` days before `now`
- * (epoch milliseconds), in one D1 batch.
+ * (epoch milliseconds), in one D1 batch (src/store/d1/audit-log.ts).
  * @throws errors of D1 (the caller, src/audit/middleware.ts, logs them; a request never fails for them)
  */
-export async function appendAuditEvent(db: D1Database, event: AuditEvent, now: number, retentionDays: number): Promise<void> {
-  const receivedAt = Date.parse(event.requestReceivedTimestamp);
+export async function appendAuditEvent(env: Env, event: AuditEvent, now: number, retentionDays: number): Promise<void> {
   const ref = event.objectRef ?? {};
-  const values = [
-    event.auditID,
-    receivedAt,
-    event.user.username ?? "",
-    event.verb,
-    ref.resource ?? "",
-    ref.namespace ?? "",
-    event.responseStatus.code,
-    JSON.stringify(event),
-  ];
   // A failed authentication is anyone's to cause: at most AUTH_FAILURE_RECORDS_PER_MINUTE are
   // kept per minute, so strangers cannot grow the hub's storage at will (the rest are counted by
   // the failed-authentication limiter and answered all the same).
-  const insert =
-    event.responseStatus.code === 401
-      ? db
-          .prepare(
-            "INSERT INTO audit_events (audit_id, received_at, username, verb, resource, namespace, code, body) SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE (SELECT count(*) FROM audit_events WHERE received_at >= ? AND code = 401) < ?",
-          )
-          .bind(...values, receivedAt - 60_000, AUTH_FAILURE_RECORDS_PER_MINUTE)
-      : db
-          .prepare("INSERT INTO audit_events (audit_id, received_at, username, verb, resource, namespace, code, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-          .bind(...values);
-  await db.batch([
-    insert,
-    db
-      .prepare("DELETE FROM audit_events WHERE seq IN (SELECT seq FROM audit_events WHERE received_at < ? ORDER BY received_at LIMIT ?)")
-      .bind(now - retentionDays * DAY_MS, RETENTION_DELETE_BATCH),
-  ]);
+  await storageOf(env).auditLog.append(
+    {
+      auditId: event.auditID,
+      receivedAt: Date.parse(event.requestReceivedTimestamp),
+      username: event.user.username ?? "",
+      verb: event.verb,
+      resource: ref.resource ?? "",
+      namespace: ref.namespace ?? "",
+      code: event.responseStatus.code,
+      body: JSON.stringify(event),
+    },
+    { expiredBefore: now - retentionDays * DAY_MS, deleteBatch: RETENTION_DELETE_BATCH, unauthorizedPerMinute: AUTH_FAILURE_RECORDS_PER_MINUTE },
+  );
 }
 
 /** One condition of a field selector on the audit log, on a copied-out column. */
@@ -153,20 +141,12 @@ export interface AuditRecord {
  * @returns the records and `latest`, the highest sequence stored (0 for an empty log)
  * @throws errors of D1
  */
-export async function readAuditEvents(
-  db: D1Database,
-  selector: AuditSelector,
-  afterSeq: number,
-  limit: number,
-): Promise<{ records: AuditRecord[]; latest: number }> {
-  const where = ["seq > ?", ...selector.map((c) => `${c.column} ${c.op} ?`)];
-  const values = [afterSeq, ...selector.map((c) => c.value)];
-  const [rows, latest] = await db.batch<{ seq: number; body: string }>([
-    db.prepare(`SELECT seq, body FROM audit_events WHERE ${where.join(" AND ")} ORDER BY seq LIMIT ?`).bind(...values, limit),
-    db.prepare("SELECT coalesce(max(seq), 0) AS seq, '' AS body FROM audit_events"),
-  ]);
-  return {
-    records: rows!.results.map((r) => ({ seq: r.seq, event: JSON.parse(r.body) as AuditEvent })),
-    latest: latest!.results[0]?.seq ?? 0,
-  };
+export async function readAuditEvents(env: Env, selector: AuditSelector, afterSeq: number, limit: number): Promise<{ records: AuditRecord[]; latest: number }> {
+  const { rows, latest } = await storageOf(env).auditLog.read(selector, afterSeq, limit);
+  return { records: rows.map((r) => ({ seq: r.seq, event: JSON.parse(r.body) as AuditEvent })), latest };
+}
+
+/** The lowest sequence number the log keeps (0 for an empty log). @throws errors of D1 */
+export async function oldestAuditSeq(env: Env): Promise<number> {
+  return storageOf(env).auditLog.oldest();
 }

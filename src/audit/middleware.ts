@@ -151,7 +151,7 @@ async function recordAfter(c: AuditContext, receivedAt: number): Promise<void> {
       if (code === 403) annotations[DECISION_ANNOTATION] = "forbid";
       else if (who && code !== 401) annotations[DECISION_ANNOTATION] = "allow";
       const event = buildAuditEvent({ ...input, user: who, impersonatedUser: who ? impersonated : undefined, annotations });
-      await appendAuditEvent(c.env.DB, event, clock.now(), auditRetentionDays(c.env.FLOTILLA_AUDIT_RETENTION_DAYS));
+      await appendAuditEvent(c.env, event, clock.now(), auditRetentionDays(c.env.FLOTILLA_AUDIT_RETENTION_DAYS));
     };
     c.executionCtx.waitUntil(
       record().catch((e: unknown) => {

@@ -36,7 +36,7 @@ import { queryFlag } from "../api/request.ts";
 import { rowObject } from "../k8s/table.ts";
 import { acquireWatch, checkWatchListOptions, clientOf, INITIAL_EVENTS_END, MAX_WATCH_SECONDS, WATCH_POLL_MS, WatchStream } from "../api/watch.ts";
 import type { AuditEvent } from "./event.ts";
-import { AUDIT_READ_CHUNK, parseAuditFieldSelector, readAuditEvents, type AuditRecord, type AuditSelector } from "./log.ts";
+import { AUDIT_READ_CHUNK, oldestAuditSeq, parseAuditFieldSelector, readAuditEvents, type AuditRecord, type AuditSelector } from "./log.ts";
 
 /** The API group of AuditEvents. */
 export const AUDIT_GROUP = "flotilla.dev";
@@ -165,7 +165,7 @@ async function list(c: Ctx, selector: AuditSelector, labelsMatch: boolean): Prom
   let more = false;
   for (;;) {
     const want = limit === undefined ? AUDIT_READ_CHUNK : limit - items.length + 1;
-    const page = await readAuditEvents(c.env.DB, selector, after, want);
+    const page = await readAuditEvents(c.env, selector, after, want);
     latest = page.latest;
     if (!labelsMatch) break;
     for (const r of page.records) {
@@ -183,12 +183,6 @@ async function list(c: Ctx, selector: AuditSelector, labelsMatch: boolean): Prom
   if (form.kind === "table") return json(auditTable(items, listMeta, c.req.query("includeObject")));
   if (form.kind === "metadata") return json(partialObjectMetadataList(items as never, listMeta, form.version));
   return json({ apiVersion: API_VERSION, kind: "AuditEventList", metadata: listMeta, items });
-}
-
-/** The lowest sequence number the kept log holds (0 when empty). */
-async function oldestSeq(db: D1Database): Promise<number> {
-  const row = await db.prepare("SELECT coalesce(min(seq), 0) AS seq FROM audit_events").first<{ seq: number }>();
-  return row?.seq ?? 0;
 }
 
 function watch(c: Ctx, selector: AuditSelector, labelsMatch: boolean, client: string): Response {
@@ -211,9 +205,9 @@ function watch(c: Ctx, selector: AuditSelector, labelsMatch: boolean, client: st
     // Watch-list (sendInitialEvents=true): every kept record, then the initial-events-end BOOKMARK.
     let rv = initialEvents === true ? 0 : from;
     if (from === 0 && initialEvents === false) {
-      rv = (await readAuditEvents(c.env.DB, [], Number.MAX_SAFE_INTEGER, 1)).latest;
+      rv = (await readAuditEvents(c.env, [], Number.MAX_SAFE_INTEGER, 1)).latest;
     } else if (rv > 0) {
-      const oldest = await oldestSeq(c.env.DB);
+      const oldest = await oldestAuditSeq(c.env);
       if (oldest > 0 && from + 1 < oldest) {
         await send("ERROR", new ApiError(410, "Expired", `too old resource version: ${from} (${oldest - 1})`).toStatus());
         return;
@@ -221,7 +215,7 @@ function watch(c: Ctx, selector: AuditSelector, labelsMatch: boolean, client: st
     }
     let initial = rv === 0 && initialEvents !== false;
     for (;;) {
-      const page = await readAuditEvents(c.env.DB, selector, rv, AUDIT_READ_CHUNK);
+      const page = await readAuditEvents(c.env, selector, rv, AUDIT_READ_CHUNK);
       for (const r of page.records) {
         rv = r.seq;
         if (labelsMatch) await send("ADDED", shape(auditEventObject(r)));

@@ -35,6 +35,8 @@ import { EncryptionError, keyringOf } from "../k8s/encryption.ts";
 import { resourceKey } from "../k8s/kind.ts";
 import { ServiceAccountKind } from "../kinds/serviceaccount.ts";
 import { admittedStoreOf } from "../admission/store.ts";
+import { storeOf } from "../store/store.ts";
+import { storageOf } from "../store/storage.ts";
 import type { AfterCommitHook } from "../store/hooks.ts";
 import { NamespaceKind } from "../kinds/namespace.ts";
 import { clock } from "../clock.ts";
@@ -73,23 +75,21 @@ const loadedKeys = new Map<string, HubKeys>();
  */
 async function storedKeys(env: Env): Promise<HubKeys> {
   const ring = keyringOf(env);
-  const read = () => env.DB.prepare("SELECT value FROM hub_secrets WHERE name = ?").bind(SIGNING_KEY_ROW).first<{ value: string }>();
+  const secrets = storageOf(env).hubSecrets;
   try {
-    let row = await read();
-    if (!row) {
+    let value = await secrets.read(SIGNING_KEY_ROW);
+    if (value === undefined) {
       const sealed = await ring.seal(JSON.stringify({ keys: [await generateHubKey()] }), SIGNING_KEY_CONTEXT);
-      await env.DB.prepare("INSERT INTO hub_secrets (name, value, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING")
-        .bind(SIGNING_KEY_ROW, sealed, clock.now())
-        .run();
-      row = await read();
-      if (!row) throw new Error("the service account signing key was stored but cannot be read back");
+      await secrets.insert(SIGNING_KEY_ROW, sealed, clock.now());
+      value = await secrets.read(SIGNING_KEY_ROW);
+      if (value === undefined) throw new Error("the service account signing key was stored but cannot be read back");
     }
-    const opened = await ring.open(row.value, SIGNING_KEY_CONTEXT);
+    const opened = await ring.open(value, SIGNING_KEY_CONTEXT);
     if (opened.stale) {
       // Sealed by a key that is no longer the first (a rotation of FLOTILLA_ENCRYPTION_KEYS):
       // sealed again with the first one, so that the old key can be dropped (docs/encryption.md).
       const resealed = await ring.seal(opened.plaintext, SIGNING_KEY_CONTEXT);
-      await env.DB.prepare("UPDATE hub_secrets SET value = ? WHERE name = ? AND value = ?").bind(resealed, SIGNING_KEY_ROW, row.value).run();
+      await secrets.replace(SIGNING_KEY_ROW, resealed, value);
     }
     return await parseHubKeys(opened.plaintext);
   } catch (e) {
@@ -182,20 +182,17 @@ export async function createToken(env: Env, requestUrl: string, namespace: strin
 }
 
 /**
- * The ServiceAccount lookup of the authenticator: one primary-key read of the `objects` row's UID
- * and deletion time. A ServiceAccount whose deletion started more than 60 s before `now` (epoch
+ * The ServiceAccount lookup of the authenticator: one read by key of the ServiceAccount (its UID
+ * and deletion time). A ServiceAccount whose deletion started more than 60 s before `now` (epoch
  * milliseconds) counts as gone (kube-apiserver's `invalidIfDeletedBefore`).
  */
 function lookupIn(env: Env): ServiceAccountLookup {
   return async (namespace, name) => {
-    const row = await env.DB.prepare(
-      "SELECT uid, json_extract(body, '$.metadata.deletionTimestamp') AS deleted FROM objects WHERE resource = ? AND namespace = ? AND name = ?",
-    )
-      .bind(resourceKey(ServiceAccountKind), namespace, name)
-      .first<{ uid: string; deleted: string | null }>();
-    if (!row) return undefined;
-    if (row.deleted && Date.parse(row.deleted) < clock.now() - SERVICE_ACCOUNT_TOKEN_LEEWAY_SECONDS * 1000) return undefined;
-    return row.uid;
+    const sa = await storeOf(env, ServiceAccountKind).get(namespace, name);
+    if (!sa) return undefined;
+    const deleted = sa.metadata.deletionTimestamp;
+    if (deleted && Date.parse(deleted) < clock.now() - SERVICE_ACCOUNT_TOKEN_LEEWAY_SECONDS * 1000) return undefined;
+    return sa.metadata.uid;
   };
 }
 

@@ -10,6 +10,8 @@
  */
 import type { KubeObject } from "../k8s/meta.ts";
 import { EventKind } from "../kinds/event.ts";
+import { resourceKey } from "../k8s/kind.ts";
+import { storageOf } from "../store/storage.ts";
 import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
 import { admittedStoreOf } from "../admission/store.ts";
@@ -35,8 +37,8 @@ export function eventTtlSeconds(env: Pick<Env, "FLOTILLA_EVENT_TTL_SECONDS">): n
 
 /** When the oldest Event expires (epoch milliseconds), or null when there is none. One indexed read. */
 export async function nextEventExpiry(env: Env): Promise<number | null> {
-  const row = await env.DB.prepare("SELECT MIN(written_at) AS at FROM event_ttl").first<{ at: number | null }>();
-  return row?.at == null ? null : row.at + eventTtlSeconds(env) * 1000;
+  const at = await storageOf(env).eventTtl.oldest();
+  return at === null ? null : at + eventTtlSeconds(env) * 1000;
 }
 
 /**
@@ -48,20 +50,14 @@ export async function nextEventExpiry(env: Env): Promise<number | null> {
  */
 export async function expireEvents(env: Env, now = clock.now()): Promise<{ deleted: number; nextDue: number | null }> {
   const cutoff = now - eventTtlSeconds(env) * 1000;
-  const rows = (
-    await env.DB.prepare(
-      "SELECT t.namespace, t.name, o.body, o.resource_version FROM event_ttl t LEFT JOIN objects o ON o.resource = ? AND o.namespace = t.namespace AND o.name = t.name WHERE t.written_at <= ? ORDER BY t.written_at LIMIT ?",
-    )
-      .bind("/events", cutoff, EXPIRY_BATCH)
-      .all<{ namespace: string; name: string; body: string | null; resource_version: number | null }>()
-  ).results;
+  const rows = await storageOf(env).eventTtl.due(resourceKey(EventKind), cutoff, EXPIRY_BATCH);
   let deleted = 0;
   const stored = rows.filter((r) => r.body !== null);
   if (stored.length > 0) {
     const out = await admittedStoreOf(env, EventKind).writeMany(
       stored.map((r) => {
         const known = JSON.parse(r.body!) as KubeObject;
-        known.metadata.resourceVersion = String(r.resource_version);
+        known.metadata.resourceVersion = String(r.resourceVersion);
         return { namespace: r.namespace, name: r.name, req: { verb: "delete" as const }, known };
       }),
     );
@@ -69,8 +65,7 @@ export async function expireEvents(env: Env, now = clock.now()): Promise<{ delet
   }
   // A row whose Event is gone (none should be): dropped, so that it is not read again.
   const stray = rows.filter((r) => r.body === null);
-  if (stray.length > 0)
-    await env.DB.batch(stray.map((r) => env.DB.prepare("DELETE FROM event_ttl WHERE namespace = ? AND name = ?").bind(r.namespace, r.name)));
+  await storageOf(env).eventTtl.drop(stray);
   const next = await nextEventExpiry(env);
   return { deleted, nextDue: next === null ? null : rows.length === EXPIRY_BATCH ? now : next };
 }

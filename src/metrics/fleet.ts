@@ -1,6 +1,6 @@
 /**
  * The fleet's gauges (src/metrics/families.ts `GAUGES`), counted from D1 at each scrape in one
- * batch of aggregate queries (one round trip): each reads the rows of one kind by the `objects`
+ * batch of aggregate queries (one round trip; their SQL is the store's, src/store/d1/fleet-gauges.ts): each reads the rows of one kind by the `objects`
  * primary key's `resource` prefix and aggregates the conditions in SQL (`json_each`), parsing each
  * body once, so nothing but grouped counts leaves D1 and no object is parsed in the Worker. ManagedClusterSets' member
  * counts are the kept counts of `clusterset_counts` (src/clusterprofile/set-counts.ts).
@@ -19,6 +19,8 @@ import { ManagedClusterAddOnKind } from "../kinds/addon.ts";
 import { ApprovalRequestKind, ClusterApprovalRequestKind, ClusterStagedUpdateRunKind, StagedUpdateRunKind } from "../kinds/fleet-updaterun.ts";
 import { ClusterResourcePlacementEvictionKind } from "../kinds/fleet-eviction.ts";
 import { COLO_ANNOTATION } from "../audit/event.ts";
+import type { Env } from "../env.ts";
+import { storageOf } from "../store/storage.ts";
 import { labelsPart, type Cell, type Labels, type MetricFamily } from "./exposition.ts";
 import { GAUGES } from "./families.ts";
 
@@ -27,63 +29,6 @@ export const CLUSTER_COLO_ANNOTATION = COLO_ANNOTATION;
 
 /** The `summary` counts of a ManifestWorkReplicaSet's status shown per state. */
 const SUMMARY_STATES = ["total", "applied", "available", "progressing", "degraded"] as const;
-
-/** Counts per condition type and status over one kind's objects (the works'). */
-const BY_CONDITION = `SELECT json_extract(c.value, '$.type') AS t, json_extract(c.value, '$.status') AS s, count(*) AS n
-  FROM objects o, json_each(o.body, '$.status.conditions') c
-  WHERE o.resource = ?1 GROUP BY t, s`;
-
-/** A condition's field of the object `o` (the condition of type ?2), or null. */
-const conditionField = (field: "status" | "reason", type: string) =>
-  `(SELECT json_extract(c.value, '$.${field}') FROM json_each(o.body, '$.status.conditions') c WHERE json_extract(c.value, '$.type') = '${type}' LIMIT 1)`;
-
-/**
- * Clusters grouped by edge location and by the list of their conditions' `type` and `status`
- * (`type US status RS type US status ...`, unit and record separators): one parse of each body
- * gives the counts per location, per condition and the total.
- */
-const CLUSTERS = `SELECT loc, sig, count(*) AS n FROM (
-  SELECT json_extract(o.body, '$.metadata.annotations."${CLUSTER_COLO_ANNOTATION}"') AS loc,
-    (SELECT group_concat(json_extract(c.value, '$.type') || char(31) || json_extract(c.value, '$.status'), char(30)) FROM json_each(o.body, '$.status.conditions') c) AS sig
-  FROM objects o WHERE o.resource = ?1 AND o.namespace = '') GROUP BY loc, sig`;
-
-const PLACEMENTS = `SELECT ${conditionField("status", "PlacementSatisfied")} AS s, ${conditionField("reason", "PlacementSatisfied")} AS r, count(*) AS n
-  FROM objects o WHERE o.resource = ?1 GROUP BY s, r`;
-
-const WORK_COUNT = "SELECT count(*) AS n FROM objects WHERE resource = ?1";
-
-const REPLICASETS = `SELECT o.namespace AS ns, o.name AS name, json_extract(o.body, '$.status.summary') AS summary,
-  ${conditionField("status", "PlacementRolledOut")} AS rolled
-  FROM objects o WHERE o.resource = ?1`;
-
-const SETS = "SELECT name, clusters FROM clusterset_counts";
-
-/**
- * Each Policy not disabled: its namespace, name, root-policy label (a replica's `<rootns>.<rootname>`)
- * and `status.compliant`.
- */
-const POLICIES = `SELECT o.namespace AS ns, o.name AS name,
-  json_extract(o.body, '$.metadata.labels."${ROOT_POLICY_LABEL}"') AS root,
-  json_extract(o.body, '$.status.compliant') AS c
-  FROM objects o WHERE o.resource = ?1 AND coalesce(json_extract(o.body, '$.spec.disabled'), 0) = 0`;
-
-/** Each ManagedClusterAddOn: its cluster (namespace), name and the status of its Available condition. */
-const ADDONS = `SELECT o.namespace AS ns, o.name AS name, ${conditionField("status", "Available")} AS s
-  FROM objects o WHERE o.resource = ?1`;
-
-/** Each staged update run (cluster-scoped and namespaced): its namespace, name, generation, `spec.state` and conditions (JSON). */
-const UPDATE_RUNS = `SELECT o.namespace AS ns, o.name AS name, json_extract(o.body, '$.metadata.generation') AS gen,
-  json_extract(o.body, '$.spec.state') AS state, json_extract(o.body, '$.status.conditions') AS conds
-  FROM objects o WHERE o.resource IN (?1, ?2)`;
-
-/** Approval requests by namespace and by whether their Approved condition is True. */
-const APPROVALS = `SELECT o.namespace AS ns, coalesce(${conditionField("status", "Approved")}, '') = 'True' AS approved, count(*) AS n
-  FROM objects o WHERE o.resource IN (?1, ?2) GROUP BY ns, approved`;
-
-/** Each eviction: its name, its Valid and Executed conditions' status and the later of their transition times. */
-const EVICTIONS = `SELECT o.name AS name, ${conditionField("status", "Valid")} AS v, ${conditionField("status", "Executed")} AS x,
-  (SELECT max(json_extract(c.value, '$.lastTransitionTime')) FROM json_each(o.body, '$.status.conditions') c) AS t
-  FROM objects o WHERE o.resource = ?1`;
 
 /**
  * An eviction's outcome (`flotilla_placement_evictions`) from its Valid (`v`) and Executed (`x`)
@@ -151,7 +96,6 @@ function cell(family: MetricFamily, labels: Labels, value: number): Cell {
   return { family: family.name, labels: labelsPart(family.labels, labels), values: [value] };
 }
 
-type Row = Record<string, unknown>;
 const str = (v: unknown): string => (typeof v === "string" ? v : v === null || v === undefined ? "" : String(v));
 const num = (v: unknown): number => (typeof v === "number" ? v : Number(v) || 0);
 
@@ -164,27 +108,38 @@ const num = (v: unknown): number => (typeof v === "number" ? v : Number(v) || 0)
  * ManagedClusterAddOn's Available condition (ACM's `acm_managed_cluster_addon_status_condition`).
  * @throws errors of D1
  */
-export async function fleetGauges(db: D1Database): Promise<Cell[]> {
-  const clusters = resourceKey(ManagedClusterKind);
-  const works = resourceKey(ManifestWorkKind);
-  const [clusterRows, sets, placements, workCount, worksByCondition, replicaSets, policies, addons, runs, approvals, evictions] = await db.batch<Row>([
-    db.prepare(CLUSTERS).bind(clusters),
-    db.prepare(SETS),
-    db.prepare(PLACEMENTS).bind(resourceKey(PlacementKind)),
-    db.prepare(WORK_COUNT).bind(works),
-    db.prepare(BY_CONDITION).bind(works),
-    db.prepare(REPLICASETS).bind(resourceKey(ManifestWorkReplicaSetKind)),
-    db.prepare(POLICIES).bind(resourceKey(PolicyKind)),
-    db.prepare(ADDONS).bind(resourceKey(ManagedClusterAddOnKind)),
-    db.prepare(UPDATE_RUNS).bind(resourceKey(ClusterStagedUpdateRunKind), resourceKey(StagedUpdateRunKind)),
-    db.prepare(APPROVALS).bind(resourceKey(ClusterApprovalRequestKind), resourceKey(ApprovalRequestKind)),
-    db.prepare(EVICTIONS).bind(resourceKey(ClusterResourcePlacementEvictionKind)),
-  ]);
+export async function fleetGauges(env: Env): Promise<Cell[]> {
+  const rows = await storageOf(env).fleetGauges({
+    clusters: resourceKey(ManagedClusterKind),
+    placements: resourceKey(PlacementKind),
+    works: resourceKey(ManifestWorkKind),
+    replicaSets: resourceKey(ManifestWorkReplicaSetKind),
+    policies: resourceKey(PolicyKind),
+    addOns: resourceKey(ManagedClusterAddOnKind),
+    updateRuns: [resourceKey(ClusterStagedUpdateRunKind), resourceKey(StagedUpdateRunKind)],
+    approvals: [resourceKey(ClusterApprovalRequestKind), resourceKey(ApprovalRequestKind)],
+    evictions: resourceKey(ClusterResourcePlacementEvictionKind),
+    coloAnnotation: CLUSTER_COLO_ANNOTATION,
+    rootPolicyLabel: ROOT_POLICY_LABEL,
+  });
+  const {
+    clusters: clusterRows,
+    sets,
+    placements,
+    workCount,
+    worksByCondition,
+    replicaSets,
+    policies,
+    addOns: addons,
+    updateRuns: runs,
+    approvals,
+    evictions,
+  } = rows;
   const out: Cell[] = [];
   let clusterCount = 0;
   const byCondition = new Map<string, number>();
   const byLocation = new Map<string, number>();
-  for (const r of clusterRows!.results) {
+  for (const r of clusterRows) {
     const n = num(r.n);
     clusterCount += n;
     let available = "Unknown";
@@ -205,11 +160,11 @@ export async function fleetGauges(db: D1Database): Promise<Cell[]> {
     const [location, available] = at.split("\u001f");
     out.push(cell(GAUGES.clustersByLocation, { location, available }, n));
   }
-  for (const r of sets!.results) out.push(cell(GAUGES.clustersBySet, { clusterset: str(r.name) }, num(r.clusters)));
-  for (const r of placements!.results) out.push(cell(GAUGES.placementsBySatisfied, { status: str(r.s) || "Unknown", reason: str(r.r) }, num(r.n)));
-  out.push(cell(GAUGES.workCount, {}, num(workCount!.results[0]?.n)));
-  for (const r of worksByCondition!.results) out.push(cell(GAUGES.worksByCondition, { condition: str(r.t), status: str(r.s) }, num(r.n)));
-  for (const r of replicaSets!.results) {
+  for (const r of sets) out.push(cell(GAUGES.clustersBySet, { clusterset: str(r.name) }, num(r.clusters)));
+  for (const r of placements) out.push(cell(GAUGES.placementsBySatisfied, { status: str(r.s) || "Unknown", reason: str(r.r) }, num(r.n)));
+  out.push(cell(GAUGES.workCount, {}, num(workCount[0]?.n)));
+  for (const r of worksByCondition) out.push(cell(GAUGES.worksByCondition, { condition: str(r.t), status: str(r.s) }, num(r.n)));
+  for (const r of replicaSets) {
     let summary: Record<string, unknown>;
     try {
       summary = (JSON.parse(str(r.summary) || "{}") as Record<string, unknown> | null) ?? {};
@@ -220,17 +175,17 @@ export async function fleetGauges(db: D1Database): Promise<Cell[]> {
     for (const state of SUMMARY_STATES) out.push(cell(GAUGES.rolloutClusters, { ...at, state }, num(summary[state])));
     out.push(cell(GAUGES.rolloutComplete, at, r.rolled === "True" ? 1 : 0));
   }
-  for (const r of policies!.results) {
+  for (const r of policies) {
     const labels = policyLabels(str(r.ns), str(r.name), str(r.root) !== "");
     if (labels) out.push(cell(GAUGES.policyCompliance, labels, complianceValue(r.c)));
   }
-  for (const r of addons!.results) {
+  for (const r of addons) {
     // ACM's clusterlifecycle-state-metrics: the Available condition's status in lower case, Unknown without one.
     const current = (str(r.s) || "Unknown").toLowerCase();
     const at = { addon_name: str(r.name), managed_cluster_name: str(r.ns), condition: "Available" };
     for (const status of ADDON_STATUSES) out.push(cell(GAUGES.addonAvailable, { ...at, status }, status === current ? 1 : 0));
   }
-  for (const r of runs!.results) {
+  for (const r of runs) {
     let conds: Parameters<typeof updateRunSeries>[4] = [];
     try {
       conds = (JSON.parse(str(r.conds) || "[]") as typeof conds | null) ?? [];
@@ -240,14 +195,14 @@ export async function fleetGauges(db: D1Database): Promise<Cell[]> {
     const series = updateRunSeries(str(r.ns), str(r.name), num(r.gen) || 1, str(r.state) || "Initialize", conds);
     if (series) out.push(cell(GAUGES.updateRunStatus, series.labels, series.value));
   }
-  for (const r of approvals!.results) out.push(cell(GAUGES.approvalRequests, { namespace: str(r.ns), approved: num(r.approved) ? "true" : "false" }, num(r.n)));
+  for (const r of approvals) out.push(cell(GAUGES.approvalRequests, { namespace: str(r.ns), approved: num(r.approved) ? "true" : "false" }, num(r.n)));
   const outcomes = new Map<string, number>([
     ["executed", 0],
     ["refused", 0],
     ["invalid", 0],
     ["pending", 0],
   ]);
-  for (const r of evictions!.results) {
+  for (const r of evictions) {
     const { result, decided } = evictionOutcome(str(r.v), str(r.x));
     outcomes.set(result, outcomes.get(result)! + 1);
     const at = Date.parse(str(r.t));

@@ -189,7 +189,7 @@ export async function scrape(env: Env): Promise<{ text: string; timing: string }
   const timed = async <T>(p: Promise<T>): Promise<[T, number]> => [await p, Math.round(performance.now() - t0)];
   const [[counted, objectMs], [gauges, d1Ms]] = await Promise.all([
     timed(env.METRICS ? env.METRICS.getByName(METRICS_OBJECT).series() : Promise.resolve([] as Cell[])),
-    timed(fleetGauges(env.DB)),
+    timed(fleetGauges(env)),
   ]);
   const text = renderExposition(ALL_FAMILIES, [...(counted as Cell[]), ...gauges]);
   return { text, timing: `counters;dur=${objectMs}, d1;dur=${d1Ms}, total;dur=${Math.round(performance.now() - t0)}` };

@@ -43,6 +43,7 @@ import {
 } from "../kinds/policy.ts";
 import { PLACEMENT_LABEL } from "../scheduling/index.ts";
 import type { Env } from "../env.ts";
+import { storageKey } from "../store/storage.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { canonicalJson as canonical } from "../k8s/canonical-json.ts";
 import { racing } from "../k8s/racing.ts";
@@ -423,7 +424,7 @@ interface ComplianceReport {
 const COMPLIANCE_GROUP_MAX = 500;
 
 /** The report groups of each D1 binding (one per isolate), made on first use. */
-const complianceGroups = new WeakMap<D1Database, CommitGroups<ComplianceReport, void>>();
+const complianceGroups = new WeakMap<object, CommitGroups<ComplianceReport, void>>();
 
 /**
  * Writes a group of reports: per root, one read and (when anything changed) one status write
@@ -489,10 +490,10 @@ export async function recordReplicaCompliance(env: Env, rootKey: string, cluster
   if (dot <= 0 || dot === rootKey.length - 1) return;
   const current = replica === undefined ? await admittedStoreOf(env, PolicyKind).get(cluster, rootKey) : replica;
   const compliant = (current?.status as { compliant?: ComplianceState } | undefined)?.compliant;
-  let groups = complianceGroups.get(env.DB);
+  let groups = complianceGroups.get(storageKey(env));
   if (!groups) {
     groups = new CommitGroups((items: ComplianceReport[]) => applyCompliance(env, items), COMPLIANCE_GROUP_MAX);
-    complianceGroups.set(env.DB, groups);
+    complianceGroups.set(storageKey(env), groups);
   }
   await groups.run({ namespace: rootKey.slice(0, dot), name: rootKey.slice(dot + 1), cluster, compliant });
 }

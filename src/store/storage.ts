@@ -28,6 +28,10 @@ import {
 import { commitChange, finishCommit, type Committed } from "./d1/write.ts";
 import type { WriterMode } from "./types.ts";
 import { claimDelivery, releaseDelivery } from "./d1/deliveries.ts";
+import { appendAuditRow, oldestAuditSeq, readAuditRows, type AuditAppendLimits, type AuditColumnCondition, type AuditRow } from "./d1/audit-log.ts";
+import { dropEventTtlRows, dueEvents, oldestEventWrite, type DueEvent } from "./d1/event-ttl.ts";
+import { readFleetGaugeRows, type FleetGaugeKeys, type FleetGaugeRows } from "./d1/fleet-gauges.ts";
+import { insertHubSecret, readHubSecret, replaceHubSecret } from "./d1/hub-secrets.ts";
 import { missingColumns } from "./d1/migrations.ts";
 import { readSetCountRow, recountSet, type SetCountRow } from "./d1/set-counts.ts";
 import { claimIdentity, hasIdentity, releaseIdentity, removeIdentityShape, type ClusterIdentity } from "./d1/identities.ts";
@@ -39,6 +43,9 @@ export { guardedShape } from "./d1/objects.ts";
 export { eventTtlShapes } from "./d1/event-ttl.ts";
 export { setCountShapes } from "./d1/set-counts.ts";
 export type { SetCountRow } from "./d1/set-counts.ts";
+export type { AuditAppendLimits, AuditColumnCondition, AuditRow } from "./d1/audit-log.ts";
+export type { DueEvent } from "./d1/event-ttl.ts";
+export type { FleetGaugeKeys, FleetGaugeRows, GaugeRow } from "./d1/fleet-gauges.ts";
 
 /** Options of {@link Storage.commit}. */
 export interface CommitOptions {
@@ -142,6 +149,37 @@ export interface Storage {
     read(name: string): Promise<SetCountRow | undefined>;
     recount(name: string, driven: boolean, values: Record<string, unknown>): Promise<void>;
   };
+  /**
+   * The audit log beside the objects (src/store/d1/audit-log.ts; its policies in src/audit/log.ts):
+   * `append` a row with retention, `read` rows after a sequence number with the highest stored,
+   * `oldest` sequence kept (0: empty).
+   */
+  readonly auditLog: {
+    append(row: AuditRow, limits: AuditAppendLimits): Promise<void>;
+    read(conditions: readonly AuditColumnCondition[], afterSeq: number, limit: number): Promise<{ rows: { seq: number; body: string }[]; latest: number }>;
+    oldest(): Promise<number>;
+  };
+  /**
+   * The hub's own secrets (src/store/d1/hub-secrets.ts), sealed by their callers: `read` one,
+   * `insert` unless present (`nowMs` epoch milliseconds), `replace` one if it still has `expected`.
+   */
+  readonly hubSecrets: {
+    read(name: string): Promise<string | undefined>;
+    insert(name: string, value: string, nowMs: number): Promise<void>;
+    replace(name: string, value: string, expected: string): Promise<void>;
+  };
+  /**
+   * The Events' expiry index (`event_ttl`, src/store/d1/event-ttl.ts): the `oldest` last-write
+   * time (epoch milliseconds; null: no Event), the Events `due` at a cutoff (epoch milliseconds)
+   * with their stored rows, and `drop` rows whose Event is gone.
+   */
+  readonly eventTtl: {
+    oldest(): Promise<number | null>;
+    due(eventsResource: string, cutoff: number, limit: number): Promise<DueEvent[]>;
+    drop(keys: readonly { namespace: string; name: string }[]): Promise<void>;
+  };
+  /** The fleet gauges' aggregate rows in one D1 batch (src/store/d1/fleet-gauges.ts). @throws errors of D1 */
+  fleetGauges(keys: FleetGaugeKeys): Promise<FleetGaugeRows>;
 }
 
 /** The {@link Storage} of a Worker environment (its D1 index, with its keyring). */
@@ -180,5 +218,30 @@ export function storageOf(env: Env): Storage {
       read: (name) => readSetCountRow(env.DB, name),
       recount: (name, driven, values) => recountSet(env.DB, name, driven, values),
     },
+    auditLog: {
+      append: (row, limits) => appendAuditRow(env.DB, row, limits),
+      read: (conditions, afterSeq, limit) => readAuditRows(env.DB, conditions, afterSeq, limit),
+      oldest: () => oldestAuditSeq(env.DB),
+    },
+    hubSecrets: {
+      read: (name) => readHubSecret(env.DB, name),
+      insert: (name, value, nowMs) => insertHubSecret(env.DB, name, value, nowMs),
+      replace: (name, value, expected) => replaceHubSecret(env.DB, name, value, expected),
+    },
+    eventTtl: {
+      oldest: () => oldestEventWrite(env.DB),
+      due: (eventsResource, cutoff, limit) => dueEvents(env.DB, eventsResource, cutoff, limit),
+      drop: (keys) => dropEventTtlRows(env.DB, keys),
+    },
+    fleetGauges: (keys) => readFleetGaugeRows(env.DB, keys),
   };
+}
+
+/**
+ * An object that stands for `env`'s storage (its D1 binding), the same for every request an
+ * isolate serves while `env` objects may differ: the key of a per-storage cache or commit group
+ * (e.g. src/policy/propagator.ts's compliance groups).
+ */
+export function storageKey(env: Env): object {
+  return env.DB;
 }
