@@ -46,7 +46,8 @@ function declared(file) {
  * The layers, lowest first. `path` and `pathNot` are regular expressions over paths from the
  * repository root; a module is in the layer when it matches `path` and no `pathNot`.
  */
-const PURE_AUTH = "^src/auth/(rbac|rbac-schemas|authn|oidc|impersonation|requestinfo|serviceaccount-token)\\.ts$";
+const PURE_AUTH =
+  "^src/auth/(rbac|rbac-types|rbac-rules|rbac-aggregation|rbac-bootstrap|rbac-schemas|authn|oidc|impersonation|requestinfo|serviceaccount-token)\\.ts$";
 const LAYERS = [
   {
     // Kubernetes' machinery and the pure libraries: object metadata, errors, validation, labels,

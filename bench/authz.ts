@@ -15,22 +15,20 @@
  * Data comes from a fixed-seed LCG, so runs are comparable; timing is `process.hrtime.bigint()`
  * around each call.
  */
+import { BOOTSTRAP_CLUSTER_ROLE_BINDINGS, BOOTSTRAP_CLUSTER_ROLES } from "../src/auth/rbac-bootstrap.ts";
 import {
-  BOOTSTRAP_CLUSTER_ROLE_BINDINGS,
-  BOOTSTRAP_CLUSTER_ROLES,
   RBAC_GROUP,
-  RbacAuthorizer,
   serviceAccountGroups,
   serviceAccountUsername,
   type ClusterRole,
   type ClusterRoleBinding,
-  type RbacSnapshot,
   type RequestAttributes,
   type ResourceAttributes,
   type Role,
   type RoleBinding,
   type UserInfo,
-} from "../src/auth/rbac.ts";
+} from "../src/auth/rbac-types.ts";
+import { RbacAuthorizer, type RbacSnapshot } from "../src/auth/rbac.ts";
 import { printTable } from "./table.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "1000").split(",").map((s) => Number(s.trim()));

@@ -28,10 +28,7 @@
 import type { IncomingMessage } from "node:http";
 import {
   ALL_AUTHENTICATED,
-  BOOTSTRAP_CLUSTER_ROLE_BINDINGS,
-  BOOTSTRAP_CLUSTER_ROLES,
   forbiddenError,
-  RbacAuthorizer,
   SERVICE_ACCOUNT_USERNAME_PREFIX,
   serviceAccountGroups,
   SYSTEM_MASTERS,
@@ -41,7 +38,9 @@ import {
   type Role,
   type RoleBinding,
   type UserInfo,
-} from "../../src/auth/rbac.ts";
+} from "../../src/auth/rbac-types.ts";
+import { BOOTSTRAP_CLUSTER_ROLE_BINDINGS, BOOTSTRAP_CLUSTER_ROLES } from "../../src/auth/rbac-bootstrap.ts";
+import { RbacAuthorizer } from "../../src/auth/rbac.ts";
 import { ApiError, badRequest } from "./errors.ts";
 import type { Cluster } from "./cluster.ts";
 

@@ -7,7 +7,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { parse as parseYaml } from "yaml";
 import type { Cluster, DeleteOptions, Target } from "./cluster.ts";
-import { SYSTEM_MASTERS, type RequestAttributes } from "../../src/auth/rbac.ts";
+import { SYSTEM_MASTERS, type RequestAttributes } from "../../src/auth/rbac-types.ts";
 import type { SimAuth, UserInfo } from "./auth.ts";
 import { ApiError, badRequest, methodNotAllowed, pathNotFound } from "./errors.ts";
 import { openapiV3Doc, openapiV3Root } from "./openapi.ts";

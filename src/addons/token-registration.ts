@@ -39,7 +39,7 @@ import { RoleBindingKind, RoleKind } from "../kinds/rbac.ts";
 import { ServiceAccountKind } from "../kinds/serviceaccount.ts";
 import { hubKeySource, issuerOf } from "../auth/serviceaccounts.ts";
 import { DEFAULT_TOKEN_EXPIRATION_SECONDS, issueServiceAccountToken } from "../auth/serviceaccount-token.ts";
-import { serviceAccountUsername } from "../auth/rbac.ts";
+import { serviceAccountUsername } from "../auth/rbac-types.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { templateBindings } from "../kinds/addon-admission.ts";
 import type { Env } from "../env.ts";

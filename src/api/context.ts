@@ -18,7 +18,7 @@
  *   reading the answer back (src/audit/middleware.ts).
  */
 import type { Context } from "hono";
-import type { RequestAttributes, UserInfo } from "../auth/rbac.ts";
+import type { RequestAttributes, UserInfo } from "../auth/rbac-types.ts";
 import type { Env } from "../env.ts";
 
 /** The context variables of an API request (see the module comment). */

@@ -23,7 +23,7 @@ import { ApiError, badRequest } from "../k8s/errors.ts";
 import { bearerToken } from "../auth/credentials.ts";
 import { authenticateRequest, impersonatedUser } from "../auth/request.ts";
 import { authorizeRequest } from "../auth/rbac-store.ts";
-import type { ResourceAttributes } from "../auth/rbac.ts";
+import type { ResourceAttributes } from "../auth/rbac-types.ts";
 import { ensureBuiltins } from "./builtins.ts";
 import { statusResponse } from "./request.ts";
 import { PROXY_MAX_BODY_BYTES, type ProxyUser } from "../agent-api/channel-protocol.ts";

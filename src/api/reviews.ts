@@ -21,7 +21,7 @@ import { badRequest, invalid, type StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
 import { apiVersionOf } from "../k8s/kind.ts";
 import { decide, rbacAuthorizer } from "../auth/rbac-store.ts";
-import type { RequestAttributes, UserInfo } from "../auth/rbac.ts";
+import type { RequestAttributes, UserInfo } from "../auth/rbac-types.ts";
 import {
   NonResourceAttributesSchema,
   ResourceAttributesSchema,

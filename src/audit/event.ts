@@ -16,7 +16,7 @@
 import type { Status } from "../k8s/errors.ts";
 import { microTime } from "../k8s/meta.ts";
 import { requestAttributes } from "../auth/requestinfo.ts";
-import { isNonResourceRequest, type RequestAttributes } from "../auth/rbac.ts";
+import { isNonResourceRequest, type RequestAttributes } from "../auth/rbac-types.ts";
 
 /** The apiVersion of a stored event, `audit.k8s.io/v1`. */
 export const AUDIT_API_VERSION = "audit.k8s.io/v1";

@@ -17,9 +17,9 @@
  */
 import { decodeJwt, decodeProtectedHeader, type ProtectedHeaderParameters } from "jose";
 import { ApiError } from "../k8s/errors.ts";
-import { ALL_AUTHENTICATED, SYSTEM_MASTERS, type UserInfo } from "./rbac.ts";
+import { ALL_AUTHENTICATED, SYSTEM_MASTERS, type UserInfo } from "./rbac-types.ts";
 
-export type { UserInfo } from "./rbac.ts";
+export type { UserInfo } from "./rbac-types.ts";
 
 /** The user name of the admin token's holder. */
 export const ADMIN_USERNAME = "flotilla:admin";

@@ -15,7 +15,7 @@ import { clusterInSet, ManagedClusterSetKind } from "../kinds/managedclusterset.
 import type { Env } from "../env.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { isPrivileged, rbacAuthorizer } from "./rbac-store.ts";
-import type { UserInfo } from "./rbac.ts";
+import type { UserInfo } from "./rbac-types.ts";
 
 /** The ManagedClusterSets `user` may get. @throws errors of D1 */
 export async function visibleClusterSets(env: Env, user: UserInfo): Promise<KubeObject[]> {

@@ -47,7 +47,7 @@ import {
   type Decision,
   type ResourceAttributes,
   type UserInfo,
-} from "./rbac.ts";
+} from "./rbac-types.ts";
 
 /** The header naming the user to act as (Kubernetes `authenticationv1.ImpersonateUserHeader`). */
 export const IMPERSONATE_USER_HEADER = "Impersonate-User";

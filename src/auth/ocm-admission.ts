@@ -35,7 +35,7 @@ import { CLUSTERSET_LABEL, ManagedClusterKind } from "../kinds/managedcluster.ts
 import { ManagedClusterSetBindingKind } from "../kinds/placement.ts";
 import type { Env } from "../env.ts";
 import { decide, isPrivileged } from "./rbac-store.ts";
-import type { UserInfo } from "./rbac.ts";
+import type { UserInfo } from "./rbac-types.ts";
 import type { ClusterTransition } from "../store/store.ts";
 
 /** The API group of ManagedClusters, sets and bindings. */

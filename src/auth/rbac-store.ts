@@ -34,13 +34,11 @@ import { NIL_EXECUTOR_VALIDATING_EXTRA } from "../kinds/manifestwork-executor.ts
 import type { AfterCommitHook } from "../store/hooks.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { storageOf } from "../store/storage.ts";
+import { aggregateClusterRoles } from "./rbac-aggregation.ts";
+import { BOOTSTRAP_CLUSTER_ROLE_BINDINGS, BOOTSTRAP_CLUSTER_ROLES } from "./rbac-bootstrap.ts";
+import { coversRules } from "./rbac-rules.ts";
 import {
-  aggregateClusterRoles,
-  BOOTSTRAP_CLUSTER_ROLE_BINDINGS,
-  BOOTSTRAP_CLUSTER_ROLES,
-  coversRules,
   forbiddenError,
-  RbacAuthorizer,
   SYSTEM_MASTERS,
   type AggregationRule,
   type ClusterRole,
@@ -51,7 +49,8 @@ import {
   type Role,
   type RoleBinding,
   type UserInfo,
-} from "./rbac.ts";
+} from "./rbac-types.ts";
+import { RbacAuthorizer } from "./rbac.ts";
 
 /** The isolate's authorizer and the change counter's value it was built at. */
 let cached: { counter: number; authorizer: RbacAuthorizer } | null = null;

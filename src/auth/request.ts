@@ -32,7 +32,8 @@ import { serviceAccountAuthenticator } from "./serviceaccounts.ts";
 import { authorizeRequest, isPrivileged, rbacAuthorizer } from "./rbac-store.ts";
 import { requestAttributes } from "./requestinfo.ts";
 import { impersonate } from "./impersonation.ts";
-import type { RbacAuthorizer, UserInfo } from "./rbac.ts";
+import type { RbacAuthorizer } from "./rbac.ts";
+import type { UserInfo } from "./rbac-types.ts";
 
 /** The isolate's OIDC authenticator, with the settings it was made for (its issuer's keys cached with it). */
 let oidc: { key: string; authenticator: Authenticator | null } | null = null;

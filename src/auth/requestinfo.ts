@@ -17,7 +17,7 @@
  *   ManifestWorkReplicaSet (a dry run, src/api/placement-render.ts) is a read of the placement
  *   itself (no subresource), so that whoever may read a placement may see what it renders.
  */
-import type { NonResourceAttributes, RequestAttributes, ResourceAttributes } from "./rbac.ts";
+import type { NonResourceAttributes, RequestAttributes, ResourceAttributes } from "./rbac-types.ts";
 
 /** The path segments kube-apiserver's RequestInfo treats as API prefixes. */
 const API_PREFIXES = new Set(["api", "apis"]);

@@ -28,7 +28,7 @@ import { z } from "zod";
 import { invalid } from "../k8s/errors.ts";
 import { rfc3339 } from "../k8s/meta.ts";
 import { AuthenticationFailure, peekIssuer, type Authenticator, type UserInfo } from "./authn.ts";
-import { serviceAccountGroups, serviceAccountUsername } from "./rbac.ts";
+import { serviceAccountGroups, serviceAccountUsername } from "./rbac-types.ts";
 
 /** The only algorithm the hub signs ServiceAccount tokens with. */
 export const SERVICE_ACCOUNT_TOKEN_ALG = "ES256";

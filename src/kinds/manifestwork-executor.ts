@@ -37,7 +37,7 @@ import type { WriteContext } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { fieldInvalid, fieldNotSupported, fieldRequired, fieldTooLong, isDNS1123Subdomain } from "../k8s/validation.ts";
 import { RBAC_AUTHOR_EXTRA, type RbacAuthor } from "./rbac.ts";
-import { serviceAccountUsername } from "../auth/rbac.ts";
+import { serviceAccountUsername } from "../auth/rbac-types.ts";
 
 /** OCM's work API group. */
 export const WORK_GROUP = "work.open-cluster-management.io";

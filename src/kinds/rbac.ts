@@ -21,16 +21,8 @@ import { validateLabelSelector } from "../k8s/labels.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import { fieldInvalid, fieldNotSupported, fieldRequired, isDNS1123Subdomain, pathSegmentNameErrors, type FieldError } from "../k8s/validation.ts";
 import { ClusterRoleSchema, RoleBindingSchema, RoleSchema } from "../auth/rbac-schemas.ts";
-import {
-  RBAC_GROUP,
-  type AggregationRule,
-  type Decision,
-  type PolicyRule,
-  type RbacAuthorizer,
-  type RoleRef,
-  type Subject,
-  type UserInfo,
-} from "../auth/rbac.ts";
+import { RBAC_GROUP, type AggregationRule, type Decision, type PolicyRule, type RoleRef, type Subject, type UserInfo } from "../auth/rbac-types.ts";
+import { type RbacAuthorizer } from "../auth/rbac.ts";
 
 /**
  * The `counters` row every RBAC write sets to its resourceVersion (`KindDefinition.changeCounter`):

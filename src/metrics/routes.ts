@@ -24,7 +24,7 @@ import { Hono, type MiddlewareHandler } from "hono";
 import type { ApiEnv } from "../api/context.ts";
 import { ensureBuiltins } from "../api/builtins.ts";
 import { apiAccess } from "../auth/request.ts";
-import { isNonResourceRequest, type RequestAttributes } from "../auth/rbac.ts";
+import { isNonResourceRequest, type RequestAttributes } from "../auth/rbac-types.ts";
 import { requestAttributes } from "../auth/requestinfo.ts";
 import { KINDS } from "../kinds/index.ts";
 import type { Env } from "../env.ts";

@@ -34,7 +34,7 @@ import { readBodyBytes, statusResponse } from "../api/request.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { storageOf } from "../store/storage.ts";
 import { rbacAuthorizer } from "../auth/rbac-store.ts";
-import type { UserInfo } from "../auth/rbac.ts";
+import type { UserInfo } from "../auth/rbac-types.ts";
 import { RBAC_AUTHOR_EXTRA, type RbacAuthor } from "../kinds/rbac.ts";
 import { reschedule } from "../placement/controller.ts";
 import { reevaluateReplicaSet } from "../work/replicaset.ts";

@@ -40,8 +40,8 @@ import {
   type PolicyRule,
 } from "../../agent/src/install.ts";
 import { MC, cond, merge, waitFor } from "../e2e/support.ts";
+import { RbacAuthorizer } from "../../src/auth/rbac.ts";
 import {
-  RbacAuthorizer,
   serviceAccountGroups,
   serviceAccountUsername,
   type ClusterRole,
@@ -49,7 +49,7 @@ import {
   type RequestAttributes,
   type Role,
   type RoleBinding,
-} from "../../src/auth/rbac.ts";
+} from "../../src/auth/rbac-types.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const pkgVersion = (JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")) as { version: string }).version;

@@ -5,15 +5,9 @@
  * `edit` or `view`, whether bound in a namespace or cluster-wide.
  */
 import { describe, expect, it } from "vitest";
-import {
-  BOOTSTRAP_CLUSTER_ROLE_BINDINGS,
-  BOOTSTRAP_CLUSTER_ROLES,
-  RBAC_GROUP,
-  RbacAuthorizer,
-  SYSTEM_MASTERS,
-  type ClusterRoleBinding,
-  type RoleBinding,
-} from "../../src/auth/rbac.ts";
+import { BOOTSTRAP_CLUSTER_ROLE_BINDINGS, BOOTSTRAP_CLUSTER_ROLES } from "../../src/auth/rbac-bootstrap.ts";
+import { RBAC_GROUP, SYSTEM_MASTERS, type ClusterRoleBinding, type RoleBinding } from "../../src/auth/rbac-types.ts";
+import { RbacAuthorizer } from "../../src/auth/rbac.ts";
 
 const meta = (name: string, namespace?: string) => ({ name, ...(namespace ? { namespace } : {}) });
 const roleRef = (name: string) => ({ apiGroup: RBAC_GROUP, kind: "ClusterRole", name });

@@ -14,7 +14,7 @@ import {
   type ImpersonationAuthorizer,
 } from "../../src/auth/impersonation.ts";
 import { ApiError } from "../../src/k8s/errors.ts";
-import type { UserInfo } from "../../src/auth/rbac.ts";
+import type { UserInfo } from "../../src/auth/rbac-types.ts";
 
 /** Upstream's impersonateAuthorizer. */
 const authorize: ImpersonationAuthorizer = async (user, a) => {

@@ -11,17 +11,8 @@ import {
   AGGREGATE_TO_ADMIN,
   AGGREGATE_TO_EDIT,
   AGGREGATE_TO_VIEW,
-  BOOTSTRAP_CLUSTER_ROLE_BINDINGS,
-  BOOTSTRAP_CLUSTER_ROLES,
   RBAC_GROUP,
-  RbacAuthorizer,
-  aggregateClusterRoles,
-  breakdownRule,
-  compactRuleString,
-  coversRules,
   forbiddenError,
-  nonResourceURLCovers,
-  ruleAllows,
   serviceAccountGroups,
   serviceAccountUsername,
   type ClusterRole,
@@ -32,7 +23,11 @@ import {
   type RoleBinding,
   type Subject,
   type UserInfo,
-} from "../../src/auth/rbac.ts";
+} from "../../src/auth/rbac-types.ts";
+import { BOOTSTRAP_CLUSTER_ROLE_BINDINGS, BOOTSTRAP_CLUSTER_ROLES } from "../../src/auth/rbac-bootstrap.ts";
+import { RbacAuthorizer } from "../../src/auth/rbac.ts";
+import { aggregateClusterRoles } from "../../src/auth/rbac-aggregation.ts";
+import { breakdownRule, compactRuleString, coversRules, nonResourceURLCovers, ruleAllows } from "../../src/auth/rbac-rules.ts";
 import { ClusterRoleSchema, RoleBindingSchema } from "../../src/auth/rbac-schemas.ts";
 import { KINDS } from "../../src/kinds/index.ts";
 

@@ -7,7 +7,7 @@ import { isAudited, microTime, requestInfo } from "../../src/audit/event.ts";
 import { AUTH_FAILURE_RECORDS_PER_MINUTE } from "../../src/audit/log.ts";
 import { auditRequests, type AuditVariables } from "../../src/audit/middleware.ts";
 import { Unauthenticated } from "../../src/auth/authn.ts";
-import { forbiddenError, type ResourceAttributes } from "../../src/auth/rbac.ts";
+import { forbiddenError, type ResourceAttributes } from "../../src/auth/rbac-types.ts";
 import { statusResponse } from "../../src/api/request.ts";
 import type { Env } from "../../src/env.ts";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";

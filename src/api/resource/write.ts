@@ -9,7 +9,7 @@ import { LIST_CHUNK_ROWS } from "../../store/store.ts";
 import { computeWrite, decode, type WriteRequest } from "../../k8s/write.ts";
 import { admitNamespace } from "../../namespaces/lifecycle.ts";
 import { authorizeRequest, isPrivileged, rbacWriteExtras } from "../../auth/rbac-store.ts";
-import { isNonResourceRequest } from "../../auth/rbac.ts";
+import { isNonResourceRequest } from "../../auth/rbac-types.ts";
 import { admitApiWrite, OCM_ADMITTED_KINDS, type ClusterTransition } from "../../auth/ocm-admission.ts";
 import { answerReview } from "../reviews.ts";
 import { clock } from "../../clock.ts";
