@@ -3,7 +3,8 @@
 // API: each cluster's add-on work carries its rendered manifests and names the snapshots applied;
 // a failing override keeps that cluster's work and says why in the ManagedClusterAddOn's
 // `Overridden` condition; a change writes only the clusters it touches, one at a time under a
-// Progressive install strategy; a cluster's new labels re-render it; the validation of the scope.
+// Progressive install strategy; a cluster's new labels re-render it; the validation of the scope;
+// the add-on's dry run (its `render` subresource, src/addons/dry-run.ts); hostile overrides.
 import { describe, expect, it, beforeAll } from "vitest";
 import { call, condition, createCluster, createNamespaces, MC, MCSET, merge } from "./helpers.ts";
 import { waitFor as waitUntil } from "../wait.ts";
@@ -363,5 +364,41 @@ describe("the render subresource of a template add-on (a dry run for one cluster
     expect(cma.body.message).toContain('cannot get resource "clustermanagementaddons"');
     expect((await call("GET", `${MCA("ad2", "ovd")}/render`, undefined, as("dana"))).status).toBe(403);
     expect((await call("GET", `${CMA("ovd")}/render?cluster=ad1`, undefined, as("bob"))).status).toBe(403);
+  });
+
+  it("hostile overrides (a bad pointer, a huge value, an unknown variable) fail per cluster: nothing written, the render says why", async () => {
+    expect((await call("DELETE", `${CROS}/ovd-eu`)).status).toBe(200);
+    await waitFor(async () => condition(await mca("ad1", "ovd"), "Overridden") === undefined);
+    await waitFor(async () => agentIn(await work("ad1", "ovd")).spec.template.spec.containers[0].image === "quay.io/ovd:1");
+    const first = await work("ad1", "ovd");
+    const hostile: [string, unknown[], string][] = [
+      ["ovd-h-pointer", [{ op: "replace", path: "/spec/template/spec/containers/~9/image", value: "x" }], "/spec/template/spec/containers/~9/image"],
+      [
+        "ovd-h-huge",
+        [{ op: "add", path: "/metadata/annotations", value: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, "v".repeat(15_000)])) }],
+        "",
+      ],
+      ["ovd-h-variable", [{ op: "add", path: "/metadata/labels/where", value: "${MEMBER-CLUSTER-REGION}" }], "unknown variable ${MEMBER-CLUSTER-REGION}"],
+    ];
+    for (const [name, ops, why] of hostile) {
+      const r = await call("POST", CROS, override(name, "ovd", [rule(null, ops)]));
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+      const failed = `ClusterResourceOverrideSnapshot "${name}-0" failed to apply on Deployment "ovd-agent"`;
+      await waitFor(async () => (condition(await mca("ad1", "ovd"), "Overridden")?.message ?? "").includes(failed));
+      const m = await mca("ad1", "ovd");
+      expect(condition(m, "Overridden"), name).toMatchObject({ status: "False", reason: "OverriddenFailed" });
+      expect(condition(m, "Overridden").message, name).toContain(why);
+      expect(condition(m, "Progressing"), name).toMatchObject({ status: "False", reason: "Failed" });
+      // Nothing half-applied: the work is the one it had.
+      const w = await work("ad1", "ovd");
+      expect(w.metadata.resourceVersion, name).toBe(first.metadata.resourceVersion);
+      expect(w.spec, name).toEqual(first.spec);
+      const rendered = await call("GET", `${CMA("ovd")}/render?cluster=ad1`);
+      expect(rendered.status, name).toBe(200);
+      expect(rendered.body).toMatchObject({ objects: [], works: [], clusterResourceOverrides: [`${name}-0`] });
+      expect(rendered.body.error, name).toContain(failed);
+      expect((await call("DELETE", `${CROS}/${name}`)).status).toBe(200);
+      await waitFor(async () => condition(await mca("ad1", "ovd"), "Overridden") === undefined);
+    }
   });
 });
