@@ -17,6 +17,7 @@
  *   approve RUN [--stage NAME] [-n NS]
  *   replicaset history|undo NAME [-n NS] [--to-revision N]
  *   replicaset render NAME -n NS --cluster C [-o json|yaml]
+ *   addon render NAME --cluster C [-o json|yaml]
  *   drain CLUSTER [--timeout 5m] | uncordon CLUSTER
  *   taint add CLUSTER KEY[=VALUE]:EFFECT... | taint remove CLUSTER KEY[:EFFECT]...
  *   clusterset create NAME [--selector-type T] [--selector k=v] | set SET --clusters c1,c2 | bind SET -n NS
@@ -31,6 +32,7 @@
 import { Command, CommanderError } from "commander";
 import pkg from "../../package.json" with { type: "json" };
 import { registerAccept } from "./commands/accept.ts";
+import { registerAddon } from "./commands/addon.ts";
 import { registerApprove } from "./commands/approve.ts";
 import { registerDrain } from "./commands/drain.ts";
 import { registerAudit } from "./commands/audit.ts";
@@ -88,6 +90,7 @@ export function buildProgram(io: Io): Command {
   registerPlacement(program, context);
   registerApprove(program, context);
   registerReplicaSetRender(registerReplicaSet(program, context), context);
+  registerAddon(program, context);
   registerDrain(program, context);
   registerAudit(program, context);
   return program;

@@ -98,6 +98,9 @@ export const Paths = {
   /** ManagedClusterAddOns in a cluster's namespace (all namespaces when undefined), OCM's preferred version `v1beta1`. */
   managedClusterAddOns: (namespace: string | undefined, name?: string) =>
     namespaced("/apis/addon.open-cluster-management.io/v1beta1", "managedclusteraddons", namespace, name),
+  /** OCM's ClusterManagementAddOns (cluster-scoped, `addon.open-cluster-management.io/v1alpha1`). */
+  clusterManagementAddOns: (name?: string) =>
+    `/apis/addon.open-cluster-management.io/v1alpha1/clustermanagementaddons${name !== undefined ? `/${encode(name)}` : ""}`,
   /** Policies in `namespace` (all namespaces when undefined). */
   policies: (namespace: string | undefined, name?: string) => namespaced("/apis/policy.open-cluster-management.io/v1", "policies", namespace, name),
   /** OCM's ManifestWorkReplicaSets in `namespace` (all namespaces when undefined), `work.open-cluster-management.io/v1alpha1`. */

@@ -70,14 +70,16 @@ export interface DesiredConfig extends ConfigRef {
   specHash: string;
 }
 
-interface PlacementStrategy {
+/** One placement of a ClusterManagementAddOn's `installStrategy.placements[]`. */
+export interface PlacementStrategy {
   namespace: string;
   name: string;
   configs?: ConfigRef[];
   rolloutStrategy?: RolloutStrategy;
 }
 
-interface CmaSpec {
+/** The parts of a ClusterManagementAddOn's spec the manager reads. */
+export interface CmaSpec {
   supportedConfigs?: { group?: string; resource: string; defaultConfig?: { namespace?: string; name: string } | null }[];
   installStrategy?: { type?: string; placements?: PlacementStrategy[] };
   addOnMeta?: Json;
@@ -173,8 +175,11 @@ const sameDesired = (refs: ConfigReference[] | undefined, desired: DesiredConfig
 const allApplied = (refs: ConfigReference[] | undefined) =>
   (refs ?? []).every((r) => r.desiredConfig && canonical(r.desiredConfig) === canonical(r.lastAppliedConfig ?? null));
 
-/** The decided clusters of each placement strategy, in its decision groups. */
-async function decided(env: Env, strategies: PlacementStrategy[]): Promise<{ strategy: PlacementStrategy; groups: DecisionGroup[]; missing: boolean }[]> {
+/** The decided clusters of each placement strategy, in its decision groups (`missing`: its Placement does not exist). */
+export async function decided(
+  env: Env,
+  strategies: PlacementStrategy[],
+): Promise<{ strategy: PlacementStrategy; groups: DecisionGroup[]; missing: boolean }[]> {
   const out: { strategy: PlacementStrategy; groups: DecisionGroup[]; missing: boolean }[] = [];
   for (const s of strategies) {
     const placement = await admittedStoreOf(env, PlacementKind).get(s.namespace, s.name);
@@ -405,6 +410,54 @@ function withApplied(annotations: Record<string, string>, snapshots: string[]): 
   return annotations;
 }
 
+/** The AddOnTemplate and AddOnDeploymentConfig of a cluster's configs (`desired`), read; null when not configured or absent. */
+export async function configObjects(env: Env, desired: ConfigRef[]): Promise<{ templateRef?: ConfigRef; template: KubeObject | null; adc: KubeObject | null }> {
+  const templateRef = desired.find((d) => d.group === ADDON_GROUP && d.resource === "addontemplates");
+  const template = templateRef ? await admittedStoreOf(env, AddOnTemplateKind).get("", templateRef.name) : null;
+  const configRef = desired.find((d) => d.group === ADDON_GROUP && d.resource === "addondeploymentconfigs");
+  const adc = configRef ? await admittedStoreOf(env, AddOnDeploymentConfigKind).get(configRef.namespace ?? "", configRef.name) : null;
+  return { ...(templateRef ? { templateRef } : {}), template, adc };
+}
+
+/** What a template add-on renders for one cluster ({@link renderAddonWork}). */
+export interface AddonWorkRendering {
+  /** The deploy work (src/addons/render.ts `renderDeployWork`), the overrides applied; without them when they fail. */
+  body: KubeObject;
+  /** The ClusterResourceOverrideSnapshots that apply to the cluster, by name. */
+  applied: string[];
+  /** Why the overrides fail for the cluster (KubeFleet's message): then nothing is written there. */
+  error?: string;
+}
+
+/**
+ * Renders the template add-on `addon`'s deploy work for `cluster` from its AddOnTemplate and
+ * AddOnDeploymentConfig, the cluster's overrides applied all or nothing: the one rendering of the
+ * manager's run ({@link runManagedClusterAddOn}) and of the add-on's dry run (src/addons/dry-run.ts).
+ * Pure but for the overrides' own reads done before (`overrides`).
+ */
+export function renderAddonWork(input: {
+  addon: string;
+  cluster: string;
+  template: KubeObject | null;
+  adc: KubeObject | null;
+  installNamespace?: string;
+  owner: { apiVersion: string; kind: string; name: string; uid: string };
+  overrides: AddonOverrides;
+}): AddonWorkRendering {
+  const overridden = overrideRendering(input.overrides, input.cluster);
+  const body = renderDeployWork({
+    addon: input.addon,
+    cluster: input.cluster,
+    template: (input.template?.spec ?? {}) as { agentSpec?: Json; registration?: unknown[] },
+    config: (input.adc?.spec ?? undefined) as never,
+    installNamespace: input.installNamespace,
+    owner: input.owner,
+    override: overridden.override,
+  });
+  const error = overridden.error();
+  return { body, applied: overridden.applied, ...(error !== undefined ? { error } : {}) };
+}
+
 /**
  * The overrides of `cluster` as a rendering's hook (src/addons/render.ts `override`): what it
  * applied and, once the rendering ran, why it failed (the hook then leaves the manifests as they
@@ -496,10 +549,7 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
   const at = new Date(nowMs).toISOString().replace(/\.\d{3}Z$/, "Z");
   const conditions = status.conditions ?? [];
   const set = (c: AddonCondition) => setCondition(conditions, c, at);
-  const templateRef = desired.find((d) => d.group === ADDON_GROUP && d.resource === "addontemplates");
-  const template = templateRef ? await admittedStoreOf(env, AddOnTemplateKind).get("", templateRef.name) : null;
-  const configRef = desired.find((d) => d.group === ADDON_GROUP && d.resource === "addondeploymentconfigs");
-  const adc = configRef ? await admittedStoreOf(env, AddOnDeploymentConfigKind).get(configRef.namespace ?? "", configRef.name) : null;
+  const { templateRef, template, adc } = await configObjects(env, desired);
   const installNamespace = (mca.spec as { installNamespace?: string } | undefined)?.installNamespace;
   const templateSpec = (template?.spec ?? {}) as { agentSpec?: Json; registration?: unknown[] };
   let mode: HealthCheckMode = "Lease";
@@ -517,18 +567,10 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
     ];
     const upToDate = canonical(fresh.map(specHash)) === canonical(desired.map(specHash));
     const owner = { apiVersion: `${ADDON_GROUP}/v1alpha1`, kind: "ManagedClusterAddOn", name, uid: mca.metadata.uid };
-    const overridden = overrideRendering(overrides, cluster);
-    const body = renderDeployWork({
-      addon: name,
-      cluster,
-      template: templateSpec,
-      config: (adc?.spec ?? undefined) as never,
-      installNamespace,
-      owner,
-      override: overridden.override,
-    });
+    const overridden = renderAddonWork({ addon: name, cluster, template, adc, installNamespace, owner, overrides });
+    const body = overridden.body;
     mode = body.metadata.annotations![HEALTH_CHECK_MODE_ANNOTATION] as HealthCheckMode;
-    const overrideError = overridden.error();
+    const overrideError = overridden.error;
     const annotations = withApplied({ ...(work?.metadata.annotations ?? {}), ...body.metadata.annotations }, overridden.applied);
     if (!work) body.metadata.annotations = withApplied({ ...body.metadata.annotations }, overridden.applied);
     const differs = !work || canonical(work.spec) !== canonical(body.spec) || canonical(work.metadata.annotations ?? {}) !== canonical(annotations);

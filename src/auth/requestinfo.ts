@@ -13,9 +13,10 @@
  *   `watch` with `?watch=true`; a list or watch whose `fieldSelector` requires
  *   `metadata.name=X` carries name X; a delete without a name is `deletecollection`;
  * - the legacy `/watch/` path prefix (`/apis/{g}/{v}/watch/...`) is the verb `watch`;
- * - Flotilla's one exception: the `render` subresource of a KubeFleet placement or an OCM
- *   ManifestWorkReplicaSet (a dry run, src/api/placement-render.ts) is a read of the placement
- *   itself (no subresource), so that whoever may read a placement may see what it renders.
+ * - Flotilla's one exception: the `render` subresource of a KubeFleet placement, an OCM
+ *   ManifestWorkReplicaSet or a template add-on's ClusterManagementAddOn or ManagedClusterAddOn
+ *   (a dry run, src/api/placement-render.ts) is a read of the object itself (no subresource), so
+ *   that whoever may read a placement (or an add-on) may see what it renders.
  */
 import type { NonResourceAttributes, RequestAttributes, ResourceAttributes } from "./rbac-types.ts";
 
@@ -23,12 +24,13 @@ import type { NonResourceAttributes, RequestAttributes, ResourceAttributes } fro
 const API_PREFIXES = new Set(["api", "apis"]);
 /** The prefix without an API group (the core group). */
 const GROUPLESS_PREFIX = "api";
-/** The read-only subresource of a KubeFleet placement or a ManifestWorkReplicaSet that is its dry run for one cluster (authorized as a read of it). */
+/** The read-only subresource of a KubeFleet placement, a ManifestWorkReplicaSet or an add-on that is its dry run for one cluster (authorized as a read of it). */
 export const PLACEMENT_RENDER_SUBRESOURCE = "render";
-/** The resources that have it, by API group: KubeFleet's placements and OCM's ManifestWorkReplicaSets. */
+/** The resources that have it, by API group: KubeFleet's placements, OCM's ManifestWorkReplicaSets and add-ons. */
 const RENDERED_PLACEMENTS: Readonly<Record<string, ReadonlySet<string>>> = {
   "placement.kubernetes-fleet.io": new Set(["clusterresourceplacements", "resourceplacements"]),
   "work.open-cluster-management.io": new Set(["manifestworkreplicasets"]),
+  "addon.open-cluster-management.io": new Set(["clustermanagementaddons", "managedclusteraddons"]),
 };
 /** Subresources of a namespace addressed as `/namespaces/{ns}/{sub}`. */
 const NAMESPACE_SUBRESOURCES = new Set(["status", "finalize"]);

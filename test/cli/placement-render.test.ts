@@ -206,4 +206,67 @@ describe("flotilla placement render (real hub)", () => {
     expect(missing.stderr).toContain("Hint: no ManifestWorkReplicaSet nothing in namespace shop");
     expect((await flotilla(["replicaset", "render", "menu", "--cluster", "r1"], { hub })).code).toBe(2);
   });
+
+  it("renders a template add-on for one cluster (flotilla addon render)", async () => {
+    const A = "/apis/addon.open-cluster-management.io/v1alpha1";
+    const t = await admin(hub, "POST", `${A}/addontemplates`, {
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      kind: "AddOnTemplate",
+      metadata: { name: "greeter" },
+      spec: {
+        addonName: "greeter",
+        agentSpec: {
+          workload: {
+            manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "greeter", namespace: "{{INSTALL_NAMESPACE}}" }, data: { hello: "world" } }],
+          },
+        },
+      },
+    });
+    expect(t.status, JSON.stringify(t.body)).toBe(201);
+    const cma = await admin(hub, "POST", `${A}/clustermanagementaddons`, {
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      kind: "ClusterManagementAddOn",
+      metadata: { name: "greeter" },
+      spec: { supportedConfigs: [{ group: "addon.open-cluster-management.io", resource: "addontemplates", defaultConfig: { name: "greeter" } }] },
+    });
+    expect(cma.status, JSON.stringify(cma.body)).toBe(201);
+    const cro = await admin(hub, "POST", `${G}/clusterresourceoverrides`, {
+      apiVersion: "placement.kubernetes-fleet.io/v1",
+      kind: "ClusterResourceOverride",
+      metadata: { name: "greeter" },
+      spec: {
+        placement: { name: "greeter", scope: "ClusterManagementAddOn" },
+        clusterResourceSelectors: [{ group: "", version: "v1", kind: "ConfigMap", name: "greeter" }],
+        policy: {
+          overrideRules: [
+            { clusterSelector: { clusterSelectorTerms: [] }, jsonPatchOverrides: [{ op: "replace", path: "/data/hello", value: "${MEMBER-CLUSTER-NAME}" }] },
+          ],
+        },
+      },
+    });
+    expect(cro.status, JSON.stringify(cro.body)).toBe(201);
+    const r = await flotilla(["addon", "render", "greeter", "--cluster", "r1"], { hub });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toBe(
+      "ClusterManagementAddOn greeter rendered for cluster r1 (not scheduled there: shown as it would be)\n" +
+        "Overrides applied: ClusterResourceOverrideSnapshot greeter-0\n" +
+        "---\n# work addon-greeter-deploy-0\n" +
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: open-cluster-management-agent-addon\n" +
+        "---\n# work addon-greeter-deploy-0\n" +
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: greeter\n  namespace: open-cluster-management-agent-addon\ndata:\n  hello: r1\n",
+    );
+    const j = await flotilla(["addon", "render", "greeter", "--cluster", "r2", "-o", "json"], { hub });
+    expect(j.code, j.stderr).toBe(0);
+    const body = JSON.parse(j.stdout);
+    expect(body).toMatchObject({ kind: "PlacementRender", placement: { kind: "ClusterManagementAddOn", name: "greeter" }, cluster: "r2" });
+    expect(body.template[1].data).toEqual({ hello: "world" });
+    expect(body.objects[1].data).toEqual({ hello: "r2" });
+    const missing = await flotilla(["addon", "render", "nothing", "--cluster", "r1"], { hub });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("Hint: no ClusterManagementAddOn nothing");
+    const noCluster = await flotilla(["addon", "render", "greeter", "--cluster", "nowhere"], { hub });
+    expect(noCluster.code).toBe(1);
+    expect(noCluster.stderr).toContain("not found");
+    expect((await flotilla(["addon", "render", "greeter"], { hub })).code).toBe(2);
+  });
 });

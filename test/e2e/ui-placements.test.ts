@@ -15,6 +15,9 @@
  * snapshot applied named), at rest and mid-change (the new content rendered while c2 is not done).
  * A ManifestWorkReplicaSet in `shop` with a ResourceOverride naming it: its page shows the same
  * panel (its `render` subresource), to the admin and to the namespaced user.
+ * A template add-on installed on both clusters with a ClusterResourceOverride naming it: the add-on
+ * page (`#/addons/<name>`) lists its clusters and shows the same panel (the add-on's `render`
+ * subresource): the cluster's deploy work beside the template, the override's line marked.
  * Screenshots go to a temporary folder, or to `FLOTILLA_UI_SCREENSHOTS`.
  */
 import { mkdirSync, mkdtempSync, statSync } from "node:fs";
@@ -64,11 +67,11 @@ describe("KubeFleet placements on the dashboard in Chromium (wrangler dev + agen
    * The rendered-for-a-cluster panel of a placement's page for `cluster` (chosen in its select):
    * waits until the rendered pane holds `wants` (JSON lines) and the template pane `template`.
    */
-  const rendered = async (p: Page, cluster: string, wants: string[], template: string, snapshot = "shop/menu-0") => {
+  const rendered = async (p: Page, cluster: string, wants: string[], template: string, snapshot = "shop/menu-0", kind = "ResourceOverrideSnapshot") => {
     await p.locator("[data-render-cluster]").selectOption(cluster);
     const panel = p.locator(`[data-rendered="${cluster}"][data-render-state="rendered"]`);
     await panel.waitFor({ timeout: ON_PAGE_MS });
-    expect(await panel.locator("[data-overrides-applied]").getAttribute("data-overrides-applied")).toBe(`ResourceOverrideSnapshot ${snapshot}`);
+    expect(await panel.locator("[data-overrides-applied]").getAttribute("data-overrides-applied")).toBe(`${kind} ${snapshot}`);
     for (const w of wants) await panel.locator('[data-pane="rendered"]', { hasText: w }).waitFor({ timeout: ON_PAGE_MS });
     await panel.locator('[data-pane="template"]', { hasText: template }).waitFor({ timeout: ON_PAGE_MS });
     // The override's line is marked in the rendered pane, and is not in the template.
@@ -314,6 +317,60 @@ describe("KubeFleet placements on the dashboard in Chromium (wrangler dev + agen
     }
     await shoot("replicaset-rendered", page);
     await shoot("replicaset-rendered-namespaced", dev);
+    expect(errors).toEqual([]);
+  });
+
+  it("shows what a template add-on renders for a cluster, beside its template", async () => {
+    const A = "/apis/addon.open-cluster-management.io/v1alpha1";
+    await post(`${A}/addontemplates`, {
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      kind: "AddOnTemplate",
+      metadata: { name: "greeter" },
+      spec: {
+        addonName: "greeter",
+        agentSpec: {
+          workload: {
+            manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "greeter", namespace: "{{INSTALL_NAMESPACE}}" }, data: { hello: "world" } }],
+          },
+        },
+      },
+    });
+    await post(`${A}/clustermanagementaddons`, {
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      kind: "ClusterManagementAddOn",
+      metadata: { name: "greeter" },
+      spec: { supportedConfigs: [{ group: "addon.open-cluster-management.io", resource: "addontemplates", defaultConfig: { name: "greeter" } }] },
+    });
+    await post(`${FLEET}/clusterresourceoverrides`, {
+      apiVersion: "placement.kubernetes-fleet.io/v1",
+      kind: "ClusterResourceOverride",
+      metadata: { name: "greeter" },
+      spec: {
+        placement: { name: "greeter", scope: "ClusterManagementAddOn" },
+        clusterResourceSelectors: [{ group: "", version: "v1", kind: "ConfigMap", name: "greeter" }],
+        policy: {
+          overrideRules: [
+            { clusterSelector: { clusterSelectorTerms: [] }, jsonPatchOverrides: [{ op: "add", path: "/data/where", value: "${MEMBER-CLUSTER-NAME}" }] },
+          ],
+        },
+      },
+    });
+    for (const c of ["c1", "c2"])
+      await post(`${A}/namespaces/${c}/managedclusteraddons`, {
+        apiVersion: "addon.open-cluster-management.io/v1alpha1",
+        kind: "ManagedClusterAddOn",
+        metadata: { name: "greeter" },
+        spec: {},
+      });
+    await page.evaluate(`location.hash = "#/addons"`);
+    await page.locator('[data-view="addons"] a', { hasText: "greeter" }).click();
+    await page.locator('[data-view="addon"] h1', { hasText: "greeter" }).waitFor({ timeout: ON_PAGE_MS });
+    for (const c of ["c1", "c2"]) await page.locator(`[data-view="addon"] tr[data-addon-cluster="${c}"]`).waitFor({ timeout: ON_PAGE_MS });
+    for (const c of ["c2", "c1"])
+      await rendered(page, c, [`"where": "${c}"`, '"hello": "world"'], '"hello": "world"', "greeter-0", "ClusterResourceOverrideSnapshot");
+    // The Overridden condition the manager sets on each cluster's add-on shows in its row.
+    await page.locator('[data-view="addon"] tr[data-addon-cluster="c1"] [data-state="OverriddenSucceeded"]').waitFor({ timeout: ON_PAGE_MS });
+    await shoot("addon-rendered", page);
     expect(errors).toEqual([]);
   });
 });

@@ -3,7 +3,8 @@
 // API: each cluster's add-on work carries its rendered manifests and names the snapshots applied;
 // a failing override keeps that cluster's work and says why in the ManagedClusterAddOn's
 // `Overridden` condition; a change writes only the clusters it touches, one at a time under a
-// Progressive install strategy; a cluster's new labels re-render it; the validation of the scope.
+// Progressive install strategy; a cluster's new labels re-render it; the validation of the scope;
+// the add-on's dry run (its `render` subresource, src/addons/dry-run.ts); hostile overrides.
 import { describe, expect, it, beforeAll } from "vitest";
 import { call, condition, createCluster, createNamespaces, MC, MCSET, merge } from "./helpers.ts";
 import { waitFor as waitUntil } from "../wait.ts";
@@ -231,5 +232,173 @@ describe("ClusterResourceOverrides of a template add-on", () => {
     expect(moved.status).toBe(422);
     expect(moved.body.message).toContain("The placement field is immutable");
     for (const n of ["aov-one", "aov-three"]) expect((await call("DELETE", `${CROS}/${n}`)).status).toBe(200);
+  });
+});
+
+describe("the render subresource of a template add-on (a dry run for one cluster)", () => {
+  const CMA = (name: string, v = "v1alpha1") => `${A}/${v}/clustermanagementaddons/${name}`;
+  const RBAC = "/apis/rbac.authorization.k8s.io/v1";
+  const as = (user: string) => ({ headers: { "Impersonate-User": user } });
+
+  it("answers the work's manifests exactly as the manager writes them, beside the template, on the add-on and on its ManagedClusterAddOn", async () => {
+    await createCluster("ad1", { [CS]: "aofleet", "ao-ovd": "yes", region: "eu", size: "2" });
+    await createCluster("ad2", { [CS]: "aofleet", "ao-ovd": "yes", region: "eu" });
+    await createCluster("ad3", { [CS]: "aofleet", region: "eu", size: "5" });
+    await addon("ovd");
+    const r0 = await call(
+      "POST",
+      CROS,
+      override("ovd-eu", "ovd", [
+        rule({ region: "eu" }, [{ op: "replace", path: "/spec/template/spec/containers/0/image", value: "eu.registry.example/ovd:1" }]),
+        rule({ region: "eu" }, [{ op: "replace", path: "/spec/replicas", value: "${MEMBER-CLUSTER-LABEL-KEY-size}" }]),
+      ]),
+    );
+    expect(r0.status, JSON.stringify(r0.body)).toBe(201);
+    await waitFor(async () => agentIn(await work("ad1", "ovd"))?.spec.replicas === 2);
+    const stored = await work("ad1", "ovd");
+    const r = await call("GET", `${CMA("ovd")}/render?cluster=ad1`);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({
+      apiVersion: "flotilla.dev/v1alpha1",
+      kind: "PlacementRender",
+      placement: { kind: "ClusterManagementAddOn", name: "ovd" },
+      cluster: "ad1",
+      scheduled: true,
+      clusterResourceOverrides: ["ovd-eu-0"],
+      resourceOverrides: [],
+    });
+    expect(r.body.error).toBeUndefined();
+    // Exactly what the agent receives: the stored work's spec and manifests.
+    expect(r.body.works).toEqual([{ name: "addon-ovd-deploy-0", spec: stored.spec }]);
+    expect(r.body.objects).toEqual(stored.spec.workload.manifests);
+    expect(agentIn({ spec: { workload: { manifests: r.body.objects } } }).spec.template.spec.containers[0].image).toBe("eu.registry.example/ovd:1");
+    // The template: the same rendering without the overrides (the install namespace resolved).
+    const plain = agentIn({ spec: { workload: { manifests: r.body.template } } });
+    expect(plain).toMatchObject({ metadata: { namespace: "open-cluster-management-agent-addon" }, spec: { replicas: 1 } });
+    expect(plain.spec.template.spec.containers[0].image).toBe("quay.io/ovd:1");
+    // The v1beta1 path answers the same; the ManagedClusterAddOn's renders for its namespace's cluster.
+    expect((await call("GET", `${CMA("ovd", "v1beta1")}/render?cluster=ad1`)).body).toEqual(r.body);
+    for (const path of [
+      `${MCA("ad1", "ovd")}/render`,
+      `${MCA("ad1", "ovd")}/render?cluster=ad1`,
+      `${A}/v1beta1/namespaces/ad1/managedclusteraddons/ovd/render`,
+    ]) {
+      const m = await call("GET", path);
+      expect(m.status, JSON.stringify(m.body)).toBe(200);
+      expect(m.body).toEqual({ ...r.body, placement: { kind: "ManagedClusterAddOn", namespace: "ad1", name: "ovd" } });
+    }
+  });
+
+  it("says why the overrides fail for a cluster, and renders for a cluster without the add-on", async () => {
+    // ad2 has no size label: KubeFleet's message, nothing rendered, as its ManagedClusterAddOn says.
+    const b = await call("GET", `${CMA("ovd")}/render?cluster=ad2`);
+    expect(b.status).toBe(200);
+    expect(b.body).toMatchObject({ scheduled: true, objects: [], works: [], clusterResourceOverrides: ["ovd-eu-0"] });
+    expect(b.body.template.length).toBeGreaterThan(0);
+    expect(b.body.error).toBe(
+      'ClusterResourceOverrideSnapshot "ovd-eu-0" failed to apply on Deployment "ovd-agent" in namespace "open-cluster-management-agent-addon": label key size not found on cluster ad2',
+    );
+    await waitFor(async () => condition(await mca("ad2", "ovd"), "Overridden")?.status === "False");
+    expect(condition(await mca("ad2", "ovd"), "Overridden").message).toBe(`Failed to apply the override rules on the resources: ${b.body.error}`);
+    // ad3 is not decided: no ManagedClusterAddOn, rendered as it would be.
+    const c = await call("GET", `${CMA("ovd")}/render?cluster=ad3`);
+    expect(c.status).toBe(200);
+    expect(c.body).toMatchObject({ scheduled: false, clusterResourceOverrides: ["ovd-eu-0"] });
+    expect(agentIn({ spec: { workload: { manifests: c.body.objects } } }).spec.replicas).toBe(5);
+    expect((await call("GET", `${MCA("ad3", "ovd")}/render`)).status).toBe(404);
+    // An add-on without an AddOnTemplate renders nothing, and says so.
+    const none = await call("POST", `${A}/v1alpha1/clustermanagementaddons`, {
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      kind: "ClusterManagementAddOn",
+      metadata: { name: "ovd-none" },
+      spec: {},
+    });
+    expect(none.status).toBe(201);
+    const n = await call("GET", `${CMA("ovd-none")}/render?cluster=ad1`);
+    expect(n.status).toBe(200);
+    expect(n.body).toMatchObject({ objects: [], works: [], error: "no AddOnTemplate is configured for the add-on" });
+  });
+
+  it("answers 4xx for what it cannot render", async () => {
+    const none = await call("GET", `${CMA("ovd")}/render`);
+    expect(none.status).toBe(400);
+    expect(none.body.message).toContain("needs the query parameter cluster");
+    const unknown = await call("GET", `${CMA("ovd")}/render?cluster=nowhere`);
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.message).toBe('managedclusters.cluster.open-cluster-management.io "nowhere" not found');
+    const missing = await call("GET", `${CMA("nothing")}/render?cluster=ad1`);
+    expect(missing.status).toBe(404);
+    expect(missing.body.message).toBe('clustermanagementaddons.addon.open-cluster-management.io "nothing" not found');
+    const other = await call("GET", `${MCA("ad1", "ovd")}/render?cluster=ad2`);
+    expect(other.status).toBe(400);
+    expect(other.body.message).toContain("renders for the cluster of its namespace only");
+    expect((await call("POST", `${CMA("ovd")}/render?cluster=ad1`, {})).status).toBe(405);
+    // Not a subresource of the add-on's other kinds.
+    expect((await call("GET", `${A}/v1alpha1/addontemplates/ovd/render?cluster=ad1`)).status).toBe(404);
+  });
+
+  it("is authorized as a read of the add-on (or of its ManagedClusterAddOn)", async () => {
+    const role = await call("POST", `${RBAC}/clusterroles`, {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: "ovd-addon-reader" },
+      rules: [{ apiGroups: ["addon.open-cluster-management.io"], resources: ["clustermanagementaddons", "managedclusteraddons"], verbs: ["get"] }],
+    });
+    expect(role.status, JSON.stringify(role.body)).toBe(201);
+    const binding = (kind: "ClusterRoleBinding" | "RoleBinding", user: string) => ({
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind,
+      metadata: { name: `ovd-${user}` },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "ovd-addon-reader" },
+      subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: user }],
+    });
+    expect((await call("POST", `${RBAC}/clusterrolebindings`, binding("ClusterRoleBinding", "carol"))).status).toBe(201);
+    expect((await call("POST", `${RBAC}/namespaces/ad1/rolebindings`, binding("RoleBinding", "dana"))).status).toBe(201);
+    const carol = await call("GET", `${CMA("ovd")}/render?cluster=ad1`, undefined, as("carol"));
+    expect(carol.status, JSON.stringify(carol.body)).toBe(200);
+    expect(carol.body.clusterResourceOverrides).toEqual(["ovd-eu-0"]);
+    // dana reads the add-on of ad1's namespace only.
+    expect((await call("GET", `${MCA("ad1", "ovd")}/render`, undefined, as("dana"))).status).toBe(200);
+    const cma = await call("GET", `${CMA("ovd")}/render?cluster=ad1`, undefined, as("dana"));
+    expect(cma.status).toBe(403);
+    expect(cma.body.message).toContain('cannot get resource "clustermanagementaddons"');
+    expect((await call("GET", `${MCA("ad2", "ovd")}/render`, undefined, as("dana"))).status).toBe(403);
+    expect((await call("GET", `${CMA("ovd")}/render?cluster=ad1`, undefined, as("bob"))).status).toBe(403);
+  });
+
+  it("hostile overrides (a bad pointer, a huge value, an unknown variable) fail per cluster: nothing written, the render says why", async () => {
+    expect((await call("DELETE", `${CROS}/ovd-eu`)).status).toBe(200);
+    await waitFor(async () => condition(await mca("ad1", "ovd"), "Overridden") === undefined);
+    await waitFor(async () => agentIn(await work("ad1", "ovd")).spec.template.spec.containers[0].image === "quay.io/ovd:1");
+    const first = await work("ad1", "ovd");
+    const hostile: [string, unknown[], string][] = [
+      ["ovd-h-pointer", [{ op: "replace", path: "/spec/template/spec/containers/~9/image", value: "x" }], "/spec/template/spec/containers/~9/image"],
+      [
+        "ovd-h-huge",
+        [{ op: "add", path: "/metadata/annotations", value: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, "v".repeat(15_000)])) }],
+        "",
+      ],
+      ["ovd-h-variable", [{ op: "add", path: "/metadata/labels/where", value: "${MEMBER-CLUSTER-REGION}" }], "unknown variable ${MEMBER-CLUSTER-REGION}"],
+    ];
+    for (const [name, ops, why] of hostile) {
+      const r = await call("POST", CROS, override(name, "ovd", [rule(null, ops)]));
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+      const failed = `ClusterResourceOverrideSnapshot "${name}-0" failed to apply on Deployment "ovd-agent"`;
+      await waitFor(async () => (condition(await mca("ad1", "ovd"), "Overridden")?.message ?? "").includes(failed));
+      const m = await mca("ad1", "ovd");
+      expect(condition(m, "Overridden"), name).toMatchObject({ status: "False", reason: "OverriddenFailed" });
+      expect(condition(m, "Overridden").message, name).toContain(why);
+      expect(condition(m, "Progressing"), name).toMatchObject({ status: "False", reason: "Failed" });
+      // Nothing half-applied: the work is the one it had.
+      const w = await work("ad1", "ovd");
+      expect(w.metadata.resourceVersion, name).toBe(first.metadata.resourceVersion);
+      expect(w.spec, name).toEqual(first.spec);
+      const rendered = await call("GET", `${CMA("ovd")}/render?cluster=ad1`);
+      expect(rendered.status, name).toBe(200);
+      expect(rendered.body).toMatchObject({ objects: [], works: [], clusterResourceOverrides: [`${name}-0`] });
+      expect(rendered.body.error, name).toContain(failed);
+      expect((await call("DELETE", `${CROS}/${name}`)).status).toBe(200);
+      await waitFor(async () => condition(await mca("ad1", "ovd"), "Overridden") === undefined);
+    }
   });
 });

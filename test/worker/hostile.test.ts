@@ -1471,6 +1471,7 @@ for (const [label, method, path, body, opts, status, reason, field] of crCases)
 // A placement's dry run for one cluster (the `render` subresource, src/api/placement-render.ts) and
 // overrides naming a ManifestWorkReplicaSet (docs/overrides.md): 4xx, nothing written.
 const FLEET_V1 = "/apis/placement.kubernetes-fleet.io/v1";
+const ADDON_V1A1 = "/apis/addon.open-cluster-management.io/v1alpha1";
 const renderCases: [string, string, string, unknown, number, string, string | undefined][] = [
   ["render without a cluster", "GET", `${FLEET_V1}/clusterresourceplacements/hcrp/render`, undefined, 400, "BadRequest", "cluster"],
   ["render with an empty cluster", "GET", `${FLEET_V1}/clusterresourceplacements/hcrp/render?cluster=`, undefined, 400, "BadRequest", "cluster"],
@@ -1514,6 +1515,53 @@ const renderCases: [string, string, string, unknown, number, string, string | un
   ["render deleted", "DELETE", `${FLEET_V1}/clusterresourceplacements/hcrp/render?cluster=${CLUSTER}`, undefined, 405, "MethodNotAllowed", undefined],
   ["render of a collection", "GET", `${FLEET_V1}/clusterresourceplacements/render`, undefined, 404, "NotFound", undefined],
   ["render below render", "GET", `${FLEET_V1}/clusterresourceplacements/hcrp/render/x?cluster=${CLUSTER}`, undefined, 404, "NotFound", undefined],
+  // A template add-on's dry run (src/addons/dry-run.ts): the same answers.
+  ["an add-on's render without a cluster", "GET", `${ADDON_V1A1}/clustermanagementaddons/hcma/render`, undefined, 400, "BadRequest", "cluster"],
+  [
+    "an add-on's render for a cluster name that is no name",
+    "GET",
+    `${ADDON_V1A1}/clustermanagementaddons/hcma/render?cluster=%00%2F..`,
+    undefined,
+    404,
+    "NotFound",
+    undefined,
+  ],
+  [
+    "render of an add-on that does not exist",
+    "GET",
+    `${ADDON_V1A1}/clustermanagementaddons/absent/render?cluster=${CLUSTER}`,
+    undefined,
+    404,
+    "NotFound",
+    undefined,
+  ],
+  [
+    "a ManagedClusterAddOn's render for another cluster",
+    "GET",
+    `${ADDON_V1A1}/namespaces/${CLUSTER}/managedclusteraddons/hmca/render?cluster=other`,
+    undefined,
+    400,
+    "BadRequest",
+    "cluster",
+  ],
+  [
+    "a ManagedClusterAddOn's render in a namespace that is no name",
+    "GET",
+    `${ADDON_V1A1}/namespaces/%00/managedclusteraddons/hmca/render`,
+    undefined,
+    404,
+    "NotFound",
+    undefined,
+  ],
+  [
+    "an add-on's render written with PUT",
+    "PUT",
+    `${ADDON_V1A1}/clustermanagementaddons/hcma/render?cluster=${CLUSTER}`,
+    {},
+    405,
+    "MethodNotAllowed",
+    undefined,
+  ],
   [
     "a ClusterResourceOverride naming a ManifestWorkReplicaSet",
     "POST",

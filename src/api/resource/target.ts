@@ -11,10 +11,15 @@ import type { ApiContext } from "../context.ts";
 import { decodePathSegment } from "../request.ts";
 import { PLACEMENT_RENDER_SUBRESOURCE } from "../../auth/requestinfo.ts";
 
-/** Whether `def` has the `render` subresource: a KubeFleet ClusterResourcePlacement or ResourcePlacement, or an OCM ManifestWorkReplicaSet. */
+/**
+ * Whether `def` has the `render` subresource: a KubeFleet ClusterResourcePlacement or
+ * ResourcePlacement, an OCM ManifestWorkReplicaSet, or a template add-on's ClusterManagementAddOn
+ * or ManagedClusterAddOn.
+ */
 const isFleetPlacement = (def: KindDefinition) =>
   (def.group === "placement.kubernetes-fleet.io" && (def.kind === "ClusterResourcePlacement" || def.kind === "ResourcePlacement")) ||
-  (def.group === "work.open-cluster-management.io" && def.kind === "ManifestWorkReplicaSet");
+  (def.group === "work.open-cluster-management.io" && def.kind === "ManifestWorkReplicaSet") ||
+  (def.group === "addon.open-cluster-management.io" && (def.kind === "ClusterManagementAddOn" || def.kind === "ManagedClusterAddOn"));
 
 /** The Hono context of an API request. */
 export type Ctx = ApiContext;
@@ -33,7 +38,7 @@ export interface Target {
   create?: CreateSubresource;
   /** The `scale` subresource of a kind that has one (`KindDefinition.scale`, src/api/scale.ts). */
   scale?: boolean;
-  /** The `render` subresource of a KubeFleet placement or a ManifestWorkReplicaSet (src/api/placement-render.ts). */
+  /** The `render` subresource of a KubeFleet placement, a ManifestWorkReplicaSet or an add-on (src/api/placement-render.ts). */
   render?: boolean;
 }
 

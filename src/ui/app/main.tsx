@@ -5,7 +5,7 @@
  * (sessionStorage). A user without cluster-wide rights picks a namespace in the header and sees
  * the clusters of their cluster sets (src/ui/app/scope.tsx). Views, by URL fragment: `#/` the fleet, `#/clusters/<name>` a cluster,
  * `#/placements[/<ns>/<name>]`, `#/resourceplacements[/<crp>|/<ns>/<rp>]` (KubeFleet's placements),
- * `#/replicasets[/<ns>/<name>]`, `#/updateruns[/<run>|/<ns>/<run>]` (KubeFleet's staged update runs), `#/events`. Every view lists what
+ * `#/replicasets[/<ns>/<name>]`, `#/addons[/<name>]` (template add-ons), `#/updateruns[/<run>|/<ns>/<run>]` (KubeFleet's staged update runs), `#/events`. Every view lists what
  * it shows in pages and watches it, so it updates live without a reload.
  */
 import { render } from "preact";
@@ -15,6 +15,7 @@ import { Api, ApiFailure } from "./api.ts";
 import { Fleet } from "./fleet.tsx";
 import { ClusterView } from "./cluster.tsx";
 import { ReplicaSets } from "./replicasets.tsx";
+import { Addons } from "./addons.tsx";
 import { Events } from "./events.tsx";
 import { ResourcePlacements } from "./resourceplacements.tsx";
 import { UpdateRuns } from "./updateruns.tsx";
@@ -114,6 +115,7 @@ const NAV = [
   ["resourceplacements", "Resource placements"],
   ["replicasets", "Rollouts"],
   ["updateruns", "Update runs"],
+  ["addons", "Add-ons"],
   ["events", "Events"],
 ] as const;
 
@@ -135,6 +137,7 @@ function Shell({ api, user, onSignOut }: { api: Api; user: string; onSignOut: ()
   else if (view === "resourceplacements") body = <ResourcePlacements key={where} api={api} args={args} />;
   else if (view === "updateruns") body = <UpdateRuns key={where} api={api} args={args} />;
   else if (view === "replicasets") body = <ReplicaSets key={where} api={api} namespace={args[0]} name={args[1]} />;
+  else if (view === "addons") body = <Addons key={where} api={api} name={args[0]} />;
   else if (view === "events") body = <Events api={api} />;
   else body = <Fleet api={api} />;
   return (
