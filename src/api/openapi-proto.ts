@@ -16,16 +16,14 @@ const VARINT = 0;
 const FIXED64 = 1;
 const BYTES = 2;
 
-/** The one-byte varints 0..127, shared (a part is never written to once pushed). */
-const SMALL_VARINTS = Array.from({ length: 0x80 }, (_, i) => Uint8Array.of(i));
-
 /**
- * A protobuf message being written: fields in the order given (proto3 defaults skipped). An
- * embedded message is kept as it is (its size known once it is complete, when it is added) and
- * the bytes are copied once, into the outermost message's buffer, by {@link Message.encode}.
+ * A protobuf message being written: fields in the order given (proto3 defaults skipped). Its
+ * parts are single bytes (tags, varints), byte strings, and embedded messages kept as they are
+ * (each complete, with its size known, when it is added); the bytes are copied once, into the
+ * outermost message's buffer, by {@link Message.encode}.
  */
 class Message {
-  private readonly parts: (Uint8Array | Message)[] = [];
+  private readonly parts: (number | Uint8Array | Message)[] = [];
   /** The encoded size of the parts so far, in bytes. */
   size = 0;
   private static readonly text = new TextEncoder();
@@ -36,30 +34,25 @@ class Message {
   }
 
   private varint(n: number): void {
-    const t = Math.trunc(n);
-    // Lengths, tags and most ints: a non-negative integer below 2^31, in plain number arithmetic.
-    if (t >= 0 && t < 0x80000000) {
-      if (t < 0x80) {
-        this.push(SMALL_VARINTS[t]!);
-        return;
-      }
-      const out: number[] = [];
-      let v = t;
+    let v = Math.trunc(n);
+    // Lengths, tags and most ints: a non-negative integer below 2^31, a byte at a time.
+    if (v >= 0 && v < 0x80000000) {
       while (v >= 0x80) {
-        out.push((v & 0x7f) | 0x80);
+        this.parts.push((v & 0x7f) | 0x80);
+        this.size++;
         v >>>= 7;
       }
-      out.push(v);
-      this.push(Uint8Array.from(out));
+      this.parts.push(v);
+      this.size++;
       return;
     }
     const out: number[] = [];
-    let v = BigInt.asUintN(64, BigInt(t));
-    while (v >= 0x80n) {
-      out.push(Number(v & 0x7fn) | 0x80);
-      v >>= 7n;
+    let big = BigInt.asUintN(64, BigInt(v));
+    while (big >= 0x80n) {
+      out.push(Number(big & 0x7fn) | 0x80);
+      big >>= 7n;
     }
-    out.push(Number(v));
+    out.push(Number(big));
     this.push(Uint8Array.from(out));
   }
 
@@ -133,7 +126,8 @@ class Message {
   /** Writes the encoded message into `out` at `at`; returns the offset after it. */
   private write(out: Uint8Array, at: number): number {
     for (const p of this.parts) {
-      if (p instanceof Message) at = p.write(out, at);
+      if (typeof p === "number") out[at++] = p;
+      else if (p instanceof Message) at = p.write(out, at);
       else {
         out.set(p, at);
         at += p.length;
