@@ -16,20 +16,44 @@ const VARINT = 0;
 const FIXED64 = 1;
 const BYTES = 2;
 
-/** A protobuf message being written: fields in the order given (proto3 defaults skipped). */
+/**
+ * A protobuf message being written: fields in the order given (proto3 defaults skipped). Its
+ * parts are single bytes (tags, varints), byte strings, and embedded messages kept as they are
+ * (each complete, with its size known, when it is added); the bytes are copied once, into the
+ * outermost message's buffer, by {@link Message.encode}.
+ */
 class Message {
-  private readonly parts: Uint8Array[] = [];
+  private readonly parts: (number | Uint8Array | Message)[] = [];
+  /** The encoded size of the parts so far, in bytes. */
+  size = 0;
   private static readonly text = new TextEncoder();
 
+  private push(part: Uint8Array): void {
+    this.parts.push(part);
+    this.size += part.length;
+  }
+
   private varint(n: number): void {
-    const out: number[] = [];
-    let v = BigInt.asUintN(64, BigInt(Math.trunc(n)));
-    while (v >= 0x80n) {
-      out.push(Number(v & 0x7fn) | 0x80);
-      v >>= 7n;
+    let v = Math.trunc(n);
+    // Lengths, tags and most ints: a non-negative integer below 2^31, a byte at a time.
+    if (v >= 0 && v < 0x80000000) {
+      while (v >= 0x80) {
+        this.parts.push((v & 0x7f) | 0x80);
+        this.size++;
+        v >>>= 7;
+      }
+      this.parts.push(v);
+      this.size++;
+      return;
     }
-    out.push(Number(v));
-    this.parts.push(Uint8Array.from(out));
+    const out: number[] = [];
+    let big = BigInt.asUintN(64, BigInt(v));
+    while (big >= 0x80n) {
+      out.push(Number(big & 0x7fn) | 0x80);
+      big >>= 7n;
+    }
+    out.push(Number(big));
+    this.push(Uint8Array.from(out));
   }
 
   private tag(field: number, wire: number): void {
@@ -70,57 +94,81 @@ class Message {
     this.tag(field, FIXED64);
     const b = new Uint8Array(8);
     new DataView(b.buffer).setFloat64(0, n, true);
-    this.parts.push(b);
+    this.push(b);
     return this;
   }
 
-  /** An embedded message field (written even when empty: its presence matters in a oneof). */
+  /** An embedded message field, complete (written even when empty: its presence matters in a oneof). */
   message(field: number, m: Message | undefined): this {
     if (!m) return this;
-    return this.raw(field, m.encode());
+    this.tag(field, BYTES);
+    this.varint(m.size);
+    this.parts.push(m);
+    this.size += m.size;
+    return this;
   }
 
-  private raw(field: number, data: Uint8Array): this {
+  /** A length-delimited field of bytes encoded already (an embedded message's). */
+  raw(field: number, data: Uint8Array): this {
     this.tag(field, BYTES);
     this.varint(data.length);
-    this.parts.push(data);
+    this.push(data);
     return this;
   }
 
   /** The encoded message. */
   encode(): Uint8Array {
-    const size = this.parts.reduce((n, p) => n + p.length, 0);
-    const out = new Uint8Array(size);
-    let at = 0;
-    for (const p of this.parts) {
-      out.set(p, at);
-      at += p.length;
-    }
+    const out = new Uint8Array(this.size);
+    this.write(out, 0);
     return out;
+  }
+
+  /** Writes the encoded message into `out` at `at`; returns the offset after it. */
+  private write(out: Uint8Array, at: number): number {
+    for (const p of this.parts) {
+      if (typeof p === "number") out[at++] = p;
+      else if (p instanceof Message) at = p.write(out, at);
+      else {
+        out.set(p, at);
+        at += p.length;
+      }
+    }
+    return at;
   }
 }
 
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 
-/** gnostic `Any`: the YAML text of a JSON value (field 2). */
-function any(value: unknown): Message {
-  return new Message().string(2, yamlText(value));
+/**
+ * The encoded gnostic `Any`s of one document's encoding, by the JSON of their value: a document
+ * repeats few distinct values (`x-kubernetes-list-type: atomic`, the same group-version-kinds,
+ * defaults) many times, and their YAML text is the costly part of the encoding.
+ */
+type AnyCache = Map<string, Uint8Array>;
+let anyCache: AnyCache = new Map();
+
+/** gnostic `Any`: the YAML text of a JSON value (field 2), encoded. */
+function any(value: unknown): Uint8Array {
+  const key = JSON.stringify(value) ?? "undefined";
+  let bytes = anyCache.get(key);
+  if (!bytes) anyCache.set(key, (bytes = new Message().string(2, yamlText(value)).encode()));
+  return bytes;
 }
 
 /** The `x-` keys of a JSON object as repeated gnostic `NamedAny` (name 1, value 2) in `field`. */
 function vendorExtensions(m: Message, field: number, obj: Json): Message {
-  for (const [k, v] of Object.entries(obj)) if (k.startsWith("x-")) m.message(field, new Message().string(1, k).message(2, any(v)));
+  for (const [k, v] of Object.entries(obj)) if (k.startsWith("x-")) m.message(field, new Message().string(1, k).raw(2, any(v)));
   return m;
 }
 
 /** gnostic `Schema` from a Swagger 2.0 schema object. */
 function schema(s: Json): Message {
   const m = new Message().string(1, s.$ref).string(2, s.format).string(3, s.title).string(4, s.description);
-  if (s.default !== undefined) m.message(5, any(s.default));
+  if (s.default !== undefined) m.raw(5, any(s.default));
   m.double(6, s.multipleOf).double(7, s.maximum).bool(8, s.exclusiveMaximum).double(9, s.minimum).bool(10, s.exclusiveMinimum);
   m.int(11, s.maxLength).int(12, s.minLength).string(13, s.pattern).int(14, s.maxItems).int(15, s.minItems).bool(16, s.uniqueItems);
   m.int(17, s.maxProperties).int(18, s.minProperties).strings(19, s.required);
-  if (Array.isArray(s.enum)) for (const e of s.enum) m.message(20, any(e));
+  if (Array.isArray(s.enum)) for (const e of s.enum) m.raw(20, any(e));
   if (s.additionalProperties !== undefined) {
     const ap = new Message();
     if (isObject(s.additionalProperties)) ap.message(1, schema(s.additionalProperties));
@@ -140,7 +188,7 @@ function schema(s: Json): Message {
     m.message(25, props);
   }
   m.string(26, s.discriminator).bool(27, s.readOnly);
-  if (s.example !== undefined) m.message(30, any(s.example));
+  if (s.example !== undefined) m.raw(30, any(s.example));
   return vendorExtensions(m, 31, s);
 }
 
@@ -160,9 +208,9 @@ function parameter(p: Json): Message {
     const sub = new Message().bool(1, p.required).string(2, p.in).string(3, p.description).string(4, p.name);
     if (query) sub.bool(5, p.allowEmptyValue);
     sub.string(base, p.type).string(base + 1, p.format);
-    if (p.default !== undefined) sub.message(base + 4, any(p.default));
+    if (p.default !== undefined) sub.raw(base + 4, any(p.default));
     sub.bool(base + 14, p.uniqueItems);
-    if (Array.isArray(p.enum)) for (const e of p.enum) sub.message(base + 15, any(e));
+    if (Array.isArray(p.enum)) for (const e of p.enum) sub.raw(base + 15, any(e));
     vendorExtensions(sub, base + 17, p);
     const which = query ? 3 : p.in === "path" ? 4 : p.in === "header" ? 1 : 2;
     param = new Message().message(2, new Message().message(which, sub));
@@ -210,6 +258,16 @@ const VERBS: [string, number][] = [
  * security definitions and requirements, and every `x-` vendor extension.
  */
 export function encodeOpenAPIV2(doc: Json): Uint8Array {
+  anyCache = new Map();
+  try {
+    return encodeDocument(doc);
+  } finally {
+    anyCache = new Map();
+  }
+}
+
+/** {@link encodeOpenAPIV2}'s document, with the `Any` cache set up. */
+function encodeDocument(doc: Json): Uint8Array {
   const m = new Message().string(1, doc.swagger);
   if (isObject(doc.info))
     m.message(2, vendorExtensions(new Message().string(1, doc.info.title).string(2, doc.info.version).string(3, doc.info.description), 7, doc.info));
