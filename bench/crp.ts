@@ -252,7 +252,9 @@ async function measureHub(fleet: ChannelFleet, size: number): Promise<Side> {
         "placement",
       ),
     );
-    console.log(`fleet of ${size}, create: p50 ${secs(pct(create.times, 50))} s, p99 ${secs(pct(create.times, 99))} s, max ${secs(create.times.at(-1)!)} s`);
+    console.log(
+      `fleet of ${size}, create: first ${secs(create.times[0]!)} s, p50 ${secs(pct(create.times, 50))} s, p99 ${secs(pct(create.times, 99))} s, max ${secs(create.times.at(-1)!)} s`,
+    );
     printCost(size, "create", create.cost);
     const change = await phase(hub, fleet, procs.worker, profile("change"), size, 2, "1", async () =>
       ok(await admin(hub, "PATCH", `/api/v1/namespaces/${NS}/secrets/obj-0`, { stringData: { value: "changed" } }, "application/merge-patch+json"), "change"),

@@ -743,7 +743,8 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
       ),
     });
     if (b && deepEqual(b.spec ?? null, bindingSpec)) stored.set(name, b);
-    else specWrites.push(bindingWrite(ref, k.binding, b, cluster, bindingSpec, placement));
+    // A new binding is created with its status (one commit, not a create and a status write).
+    else specWrites.push(bindingWrite(ref, k.binding, b, cluster, bindingSpec, placement, b ? undefined : wantStatus.get(name)));
   }
   for (const [cluster, b] of bindingOf) {
     if (picked.has(cluster)) continue;
@@ -877,7 +878,11 @@ function pickAnnotations(w: KubeObject, r: RenderedWork): Record<string, string>
   return Object.fromEntries(Object.keys(r.annotations).map((k) => [k, a[k] ?? ""]));
 }
 
-/** The write that makes a placement's binding in `cluster` say `spec` (created, or updated from `b`). */
+/**
+ * The write that makes a placement's binding in `cluster` say `spec` (created, or updated from
+ * `b`); a create given `status` carries it (`withStatus`: the binding is born with the status
+ * the run computed for it, where a create and a status write would take two commits).
+ */
 function bindingWrite(
   ref: PlacementRef,
   def: KindDefinition,
@@ -885,6 +890,7 @@ function bindingWrite(
   cluster: string,
   spec: Record<string, unknown>,
   placement: KubeObject,
+  status?: Record<string, unknown>,
 ): ManyWrite {
   const name = bindingName(ref, cluster);
   const body = {
@@ -906,8 +912,14 @@ function bindingWrite(
       ],
     },
     spec,
+    ...(!b && status ? { status } : {}),
   };
-  return { namespace: ref.namespace, name, req: b ? { verb: "update", body } : { verb: "create", body }, known: b ?? null };
+  return {
+    namespace: ref.namespace,
+    name,
+    req: b ? { verb: "update", body } : { verb: "create", body, ...(status ? { withStatus: true as const } : {}) },
+    known: b ?? null,
+  };
 }
 
 async function writeStatus(env: Env, ref: PlacementRef, placement: KubeObject, status: Record<string, unknown>): Promise<PlacementRunOutcome> {

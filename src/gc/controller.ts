@@ -17,7 +17,7 @@
  * than the changed object's dependents, through the owner index (src/store/storage.ts
  * `dependentsOf`), never a scan of all objects.
  */
-import type { AfterCommitHook } from "../store/hooks.ts";
+import { sharedRead, type AfterCommitHook, type HookTarget } from "../store/hooks.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import { storageOf } from "../store/storage.ts";
 import { ApiError } from "../k8s/errors.ts";
@@ -192,6 +192,21 @@ async function finalize(env: Env, def: KindDefinition, owner: KubeObject): Promi
   }
 }
 
+/**
+ * Whether every owner of `refs` (a dependent's in `namespace`) exists, or is of a kind the hub
+ * does not serve: the dependent then has nothing to settle ({@link settleDependent} acts only on
+ * an absent owner), and is not read. Each owner is read once for the commits finished together
+ * (`target.reads`): a placement's chunk of bindings, all owned by the placement, reads it once.
+ */
+async function ownersPresent(env: Env, refs: OwnerReference[], namespace: string, target: HookTarget): Promise<boolean> {
+  for (const ref of refs) {
+    if (typeof ref?.uid !== "string") continue;
+    const key = `gc-owner/${ref.apiVersion}/${ref.kind}/${namespace}/${ref.name}/${ref.uid}`;
+    if ((await sharedRead(target, key, () => ownerOf(env, ref, namespace))) === null) return false;
+  }
+  return true;
+}
+
 /** The garbage collector's after-commit hook (see the module's documentation). */
 export const garbageCollectorHook: AfterCommitHook<GcOwed> = {
   name: "garbage-collector",
@@ -216,7 +231,7 @@ export const garbageCollectorHook: AfterCommitHook<GcOwed> = {
     }
     return owes ? owed : null;
   },
-  async run(env, owed) {
+  async run(env, owed, target) {
     // The object, its owners and its dependents may be custom resources: a kind this isolate does
     // not know is looked up again after a check of the custom kinds (src/kinds/sync.ts `lookUpKind`).
     const def = await lookUpKind(env, () => servedKinds().find((k) => k.group === owed.self.group && k.kind === owed.self.kind));
@@ -231,6 +246,7 @@ export const garbageCollectorHook: AfterCommitHook<GcOwed> = {
       }
       return;
     }
+    if (owed.owners && !owed.finalizing && (await ownersPresent(env, owed.owners, owed.self.namespace, target))) return;
     const current = await admittedStoreOf(env, def).getCommitted(owed.self.namespace, owed.self.name);
     if (!current || current.metadata.uid !== owed.self.uid) return;
     if (owed.finalizing && finalizingWith(current)) await finalize(env, def, current);

@@ -317,9 +317,15 @@ async function commitChunk(env: Env, def: KindDefinition, writes: ManyWrite[], o
   return committed;
 }
 
-/** Runs the hooks a committed chunk owes ({@link HOOK_CONCURRENCY} at a time) and deletes its finished outbox rows. Never throws. */
+/**
+ * Runs the hooks a committed chunk owes ({@link HOOK_CONCURRENCY} at a time) and deletes its
+ * finished outbox rows. The hooks share their lookups ({@link SharedReads}): a controller's chunk
+ * of dependents of one owner (a placement's bindings) has the owner read once, not once each.
+ * Never throws.
+ */
 async function finishChunk(env: Env, def: KindDefinition, committed: Committed[], now: number): Promise<void> {
   const finished: string[] = [];
+  const reads: SharedReads = new Map();
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(HOOK_CONCURRENCY, committed.length) }, async () => {
@@ -327,7 +333,7 @@ async function finishChunk(env: Env, def: KindDefinition, committed: Committed[]
         const c = committed[next++]!;
         if (!c.owed) continue;
         const change = { def, namespace: c.owed.namespace, name: c.owed.name, before: c.before, after: c.object };
-        const r = await runOwed(env, c.owed, { recovering: false, retryAt: retryTime(now), change, writerWaits: true, deleteWhenFinished: false });
+        const r = await runOwed(env, c.owed, { recovering: false, retryAt: retryTime(now), change, writerWaits: true, deleteWhenFinished: false, reads });
         if (r.finished && !r.tookRow) finished.push(c.owed.id);
       }
     }),
