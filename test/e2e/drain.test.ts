@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { admin, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { joinMembers, kubectlWith, MC, merge, scratchDir, stopAll, waitFor, writeAdminKubeconfig, type AgentProcess, type Member } from "./support.ts";
 
 const run = promisify(execFile);
@@ -34,10 +34,9 @@ const { kubectl } = kubectlWith(() => kubeconfig, dir);
 beforeAll(async () => {
   hub = await startHub({ https: true, graceMultiplier: 2 });
   kubeconfig = await writeAdminKubeconfig(hub, dir);
-  const token = await createBootstrapToken(hub);
   // m3 joins the app's clusters later, so that the app starts on m1 and m2.
   const members = MEMBERS.map((name): Member => ({ name, labels: name === "m3" ? {} : { fleet: "drain" } }));
-  await joinMembers(hub, members, { token, stateDir: dir, agents });
+  await joinMembers(hub, members, { stateDir: dir, agents });
 }, 120_000);
 
 afterAll(() => stopAll(agents, hub));

@@ -8,7 +8,7 @@
  * template then removes it from the members, the other staying.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { admin, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { startSimulatedCluster, type SimulatedCluster } from "../../agent/sim/index.ts";
 import { kubeConfigFromYaml } from "../../agent/src/kubeconfig.ts";
 import type { KubeConfig } from "../../agent/src/kube.ts";
@@ -26,7 +26,6 @@ const { kubectl } = kubectlWith(() => kubeconfig, dir);
 beforeAll(async () => {
   hub = await startHub({ https: true, graceMultiplier: 2 });
   kubeconfig = await writeAdminKubeconfig(hub, dir);
-  const token = await createBootstrapToken(hub);
   const members: Member[] = [];
   for (const [name, env] of [
     ["kmember-1", "prod"],
@@ -37,7 +36,7 @@ beforeAll(async () => {
     sims.push({ name, sim, kc: kubeConfigFromYaml(sim.kubeconfigYaml) });
     members.push({ name, labels: { env }, args: ["--kubeconfig", sim.kubeconfigPath, "--status-sync-interval", "0.5"], simulate: false });
   }
-  await joinMembers(hub, members, { token, agents });
+  await joinMembers(hub, members, { agents });
 }, 120_000);
 
 afterAll(async () => {

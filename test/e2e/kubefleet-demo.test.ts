@@ -26,7 +26,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSimulatedCluster, type SimulatedCluster } from "../../agent/sim/index.ts";
-import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { admin, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { joinMembers, type Member, cond, kubectlWith, scratchDir, stopAgent, waitFor, type AgentProcess, writeAdminKubeconfig } from "./support.ts";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -166,14 +166,13 @@ function watch(
 beforeAll(async () => {
   hub = await startHub({ https: true, graceMultiplier: 2 });
   kubeconfig = await writeAdminKubeconfig(hub, dir);
-  const token = await createBootstrapToken(hub);
   const members: Member[] = [];
   for (const name of CLUSTERS) {
     const sim = await startSimulatedCluster({ statePath: path.join(dir, `${name}.json`), readyDelayMs: READY_DELAY_MS });
     sims.set(name, sim);
     members.push({ name, labels: { fleet: "demo" }, args: ["--kubeconfig", sim.kubeconfigPath], simulate: false });
   }
-  await joinMembers(hub, members, { token, agents });
+  await joinMembers(hub, members, { agents });
 }, 180_000);
 
 afterAll(async () => {

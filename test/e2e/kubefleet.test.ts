@@ -7,7 +7,7 @@
  * Deployments, the demo places a Namespace, a Secret and a Role.)
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { admin, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { joinMembers, kubectlWith, scratchDir, stopAll, waitFor, writeAdminKubeconfig, type AgentProcess } from "./support.ts";
 
 const { dir, file } = scratchDir("flotilla-kubefleet-");
@@ -23,13 +23,12 @@ beforeAll(async () => {
   // HTTPS with the hub's local CA, as kubectl.test.ts: kubectl sends no bearer token to a plain-HTTP server.
   hub = await startHub({ https: true, graceMultiplier: 2 });
   kubeconfig = await writeAdminKubeconfig(hub, dir);
-  const token = await createBootstrapToken(hub);
   const members = [
     ["member-1", "prod"],
     ["member-2", "prod"],
     ["member-3", "dev"],
   ].map(([name, env]) => ({ name: name!, labels: { env: env! } }));
-  await joinMembers(hub, members, { token, stateDir: dir, agents });
+  await joinMembers(hub, members, { stateDir: dir, agents });
 });
 
 afterAll(() => stopAll(agents, hub));

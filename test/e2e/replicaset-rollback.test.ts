@@ -11,7 +11,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { admin, createBootstrapToken, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { admin, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { flotilla } from "../cli/support.ts";
 import { joinMembers, kubectlWith, scratchDir, stopAll, waitFor, writeAdminKubeconfig, type AgentProcess } from "./support.ts";
 
@@ -28,12 +28,11 @@ const { kubectl } = kubectlWith(() => kubeconfig, dir);
 beforeAll(async () => {
   hub = await startHub({ https: true, graceMultiplier: 2 });
   kubeconfig = await writeAdminKubeconfig(hub, dir);
-  const token = await createBootstrapToken(hub);
   const labels = { fleet: "rb", "cluster.open-cluster-management.io/clusterset": "rb" };
   await joinMembers(
     hub,
     MEMBERS.map((name) => ({ name, labels })),
-    { token, stateDir: dir, agents },
+    { stateDir: dir, agents },
   );
   await createNamespaces(hub, "rb");
 }, 120_000);

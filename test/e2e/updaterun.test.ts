@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { admin, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { joinMembers, kubectlWith, scratchDir, stopAll, waitFor, writeAdminKubeconfig, type AgentProcess } from "./support.ts";
 
 const { dir, file } = scratchDir("flotilla-updaterun-");
@@ -30,11 +30,10 @@ const { kubectl } = kubectlWith(() => kubeconfig, dir);
 beforeAll(async () => {
   hub = await startHub({ https: true, graceMultiplier: 2 });
   kubeconfig = await writeAdminKubeconfig(hub, dir);
-  const token = await createBootstrapToken(hub);
   await joinMembers(
     hub,
     MEMBERS.map(([name, labels]) => ({ name, labels: { ...labels, fleet: "runs" } })),
-    { token, stateDir: dir, agents },
+    { stateDir: dir, agents },
   );
 }, 120_000);
 

@@ -6,10 +6,12 @@
  */
 import path from "node:path";
 import { expect } from "vitest";
-import { admin, type Hub } from "../../scripts/hub-process.ts";
+import { admin, createBootstrapToken, type Hub } from "../../scripts/hub-process.ts";
 import { waitFor } from "../wait.ts";
 import { startAgent, stopAgent, type AgentProcess } from "./agents.ts";
 import { MC, MERGE_PATCH } from "./api.ts";
+
+const AVAILABLE = "ManagedClusterConditionAvailable";
 
 /** One member cluster a test joins to its hub. */
 export interface Member {
@@ -30,8 +32,12 @@ export interface Member {
 
 /** Where {@link joinMembers} starts its agents, and with which token. */
 export interface JoinOptions {
-  /** A bootstrap token's secret (`createBootstrapToken`). */
-  token: string;
+  /**
+   * A bootstrap token's secret (`createBootstrapToken`). Default: a new token with `autoApprove`,
+   * so that an agent is accepted as it registers and does not wait for its next acceptance poll
+   * (5 s, agent/src/agent.ts `acceptancePollMs`); the admin's acceptance patch then sets the labels.
+   */
+  token?: string;
   /** The folder of the simulated clusters' state files (for members without {@link Member.args}). */
   stateDir?: string;
   /** The list the agents are pushed to as they start, so that `afterAll` stops them even when joining fails. */
@@ -39,19 +45,25 @@ export interface JoinOptions {
 }
 
 /**
- * Joins `members` to `hub`: starts their agents all at once, then, for each as soon as its
- * ManagedCluster exists, accepts it with its labels (the PATCH must answer 200), and waits until
- * `members.length` ManagedClusters are Available ({@link waitAvailable}).
+ * Joins `members` to `hub`: starts their agents all at once (with {@link JoinOptions.token}), then,
+ * for each as soon as its ManagedCluster exists, accepts it with its labels (the PATCH must answer
+ * 200), and waits until every one of them is `ManagedClusterConditionAvailable=True`.
  * @throws Error (or a failed expectation) when an agent does not register, an acceptance is refused
  *   or the members do not turn Available within 60 s each.
  */
 export async function joinMembers(hub: Hub, members: readonly Member[], opts: JoinOptions): Promise<void> {
+  const token = opts.token ?? (await createBootstrapToken(hub, { autoApprove: true }));
   for (const m of members) {
     const args = m.args ?? ["--simulate-state", path.join(opts.stateDir ?? ".", `${m.name}.json`)];
-    opts.agents.push(startAgent(hub, ["--cluster-name", m.name, "--bootstrap-token", opts.token, ...args], m.simulate ?? true));
+    opts.agents.push(startAgent(hub, ["--cluster-name", m.name, "--bootstrap-token", token, ...args], m.simulate ?? true));
   }
   await Promise.all(members.map((m) => accept(hub, m)));
-  await waitAvailable(hub, members.length);
+  const names = new Set(members.map((m) => m.name));
+  await waitFor("the members Available", async () => {
+    const items = (await admin(hub, "GET", MC)).body.items as { metadata: { name: string }; status?: { conditions?: { type: string; status: string }[] } }[];
+    const available = items.filter((mc) => names.has(mc.metadata.name) && mc.status?.conditions?.some((c) => c.type === AVAILABLE && c.status === "True"));
+    return available.length === names.size;
+  });
 }
 
 /**
@@ -72,7 +84,7 @@ export async function accept(hub: Hub, m: Pick<Member, "name" | "labels" | "spec
 export async function waitAvailable(hub: Hub, count: number, listPath = MC): Promise<void> {
   await waitFor("the members Available", async () => {
     const items = (await admin(hub, "GET", listPath)).body.items as { status?: { conditions?: { type: string; status: string }[] } }[];
-    return items.filter((mc) => mc.status?.conditions?.some((c) => c.type === "ManagedClusterConditionAvailable" && c.status === "True")).length === count;
+    return items.filter((mc) => mc.status?.conditions?.some((c) => c.type === AVAILABLE && c.status === "True")).length === count;
   });
 }
 
