@@ -1,7 +1,8 @@
 /**
  * The end-to-end tests' kit: kubectl, scratch files and polling, and (re-exported) the pieces of
  * ../kit/ they share with the CLI, agent and crash tests: API paths (api.ts), agent processes
- * (agents.ts), member clusters joined to a hub (members.ts) and the admin kubeconfig (kubeconfig.ts).
+ * (agents.ts), member clusters joined to a hub (members.ts), cluster sets (clustersets.ts) and the
+ * admin kubeconfig (kubeconfig.ts).
  */
 import { execFile } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -18,6 +19,7 @@ export { startAgent, stopAgent, type AgentProcess } from "../kit/agents.ts";
 export { waitFor } from "../wait.ts";
 export { accept, createAvailableCluster, joinMembers, stopAll, waitAvailable, type Member } from "../kit/members.ts";
 export { adminKubeconfigYaml, writeAdminKubeconfig } from "../kit/kubeconfig.ts";
+export { bindClusterSet, createClusterSet } from "../kit/clustersets.ts";
 export { BINDINGS, DECISIONS, MERGE_PATCH, MWRS, PLACEMENTS, POLICIES, SECRETS, WORKS } from "../kit/api.ts";
 
 /** A scratch folder of a test file and a writer of files in it. */

@@ -16,7 +16,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createBootstrapToken, createNamespaces, hubFetch, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { startSimulatedCluster, type SimulatedCluster } from "../../agent/sim/index.ts";
-import { accept, waitAvailable, cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess, WORKS } from "./support.ts";
+import { bindClusterSet, accept, waitAvailable, cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess, WORKS } from "./support.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const MWRS = "/apis/work.open-cluster-management.io/v1alpha1/namespaces/apps/manifestworkreplicasets";
@@ -131,13 +131,7 @@ describe("works reach clusters (wrangler dev + 3 agent processes on simulated cl
   it("applies, feeds back, rolls out, takes webhooks, moves off taints, leaves clean and orphans", async () => {
     // --- A placement of two clusters and a replica set: objects on the decided clusters only.
     await createNamespaces(hub, "apps");
-    const binding = {
-      apiVersion: "cluster.open-cluster-management.io/v1beta2",
-      kind: "ManagedClusterSetBinding",
-      metadata: { name: "default" },
-      spec: { clusterSet: "default" },
-    };
-    expect((await admin(hub, "POST", `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, binding)).status).toBe(201);
+    await bindClusterSet(hub, "apps", "default");
     const placement = {
       apiVersion: "cluster.open-cluster-management.io/v1beta1",
       kind: "Placement",
