@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { admin, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { MC, merge, waitFor } from "../e2e/support.ts";
+import { createAvailableCluster, waitFor } from "../e2e/support.ts";
 import { flotilla } from "./support.ts";
 
 const G = "/apis/placement.kubernetes-fleet.io/v1";
@@ -25,22 +25,7 @@ describe("flotilla placement render (real hub)", () => {
       ["r2", { region: "us" }],
       ["r3", {}],
     ] as const) {
-      const r = await admin(hub, "POST", MC, {
-        apiVersion: "cluster.open-cluster-management.io/v1",
-        kind: "ManagedCluster",
-        metadata: { name, labels },
-        spec: { hubAcceptsClient: true },
-      });
-      expect(r.status).toBe(201);
-      // Available, as its agent's heartbeat would say (a cluster not Available is tainted, and not picked).
-      const available = {
-        type: "ManagedClusterConditionAvailable",
-        status: "True",
-        reason: "ManagedClusterAvailable",
-        message: "test",
-        lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"),
-      };
-      expect((await admin(hub, "PATCH", `${MC}/${name}/status`, { status: { conditions: [available] } }, merge)).status).toBe(200);
+      await createAvailableCluster(hub, name, labels);
     }
     await createNamespaces(hub, "shop");
     const cm = await admin(hub, "POST", "/api/v1/namespaces/shop/configmaps", {

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { MC, merge, waitFor } from "../e2e/support.ts";
+import { createAvailableCluster, waitFor } from "../e2e/support.ts";
 import { flotilla } from "./support.ts";
 
 const G = "/apis/placement.kubernetes-fleet.io/v1";
@@ -16,21 +16,7 @@ describe("flotilla approve (real hub)", () => {
 
   beforeAll(async () => {
     hub = await startHub();
-    const r = await admin(hub, "POST", MC, {
-      apiVersion: "cluster.open-cluster-management.io/v1",
-      kind: "ManagedCluster",
-      metadata: { name: "a1", labels: { env: "prod" } },
-      spec: { hubAcceptsClient: true },
-    });
-    expect(r.status).toBe(201);
-    const available = {
-      type: "ManagedClusterConditionAvailable",
-      status: "True",
-      reason: "ManagedClusterAvailable",
-      message: "test",
-      lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"),
-    };
-    expect((await admin(hub, "PATCH", `${MC}/a1/status`, { status: { conditions: [available] } }, merge)).status).toBe(200);
+    await createAvailableCluster(hub, "a1", { env: "prod" });
     await createNamespaces(hub, "shop");
     const crp = await admin(hub, "POST", `${G}/clusterresourceplacements`, {
       apiVersion: "placement.kubernetes-fleet.io/v1",

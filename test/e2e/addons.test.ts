@@ -9,20 +9,15 @@
  * follows a decision change; deleting the ClusterManagementAddOn removes it from every cluster
  * (the Deployment annotated `deletion-orphan` stays, as OCM documents).
  */
-import { execFile } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { AppsV1Api, CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { startSimulatedCluster, type SimulatedCluster } from "../../agent/sim/index.ts";
-import { cond, kubectlWith, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+import { accept, waitAvailable, kubectlWith, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess, writeAdminKubeconfig } from "./support.ts";
 
-const run = promisify(execFile);
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const CLUSTERS = ["c1", "c2", "c3"];
 const A = "/apis/addon.open-cluster-management.io";
 
@@ -180,13 +175,7 @@ describe("a template add-on rolled out by a Placement (wrangler dev, kubectl, 3 
 
   beforeAll(async () => {
     hub = await startHub({ https: true });
-    const { stdout } = await run(
-      process.execPath,
-      [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
-      { cwd: root },
-    );
-    kubeconfig = path.join(dir, "kubeconfig");
-    writeFileSync(kubeconfig, stdout);
+    kubeconfig = await writeAdminKubeconfig(hub, dir);
     const token = await createBootstrapToken(hub);
     for (const c of CLUSTERS) {
       sims.set(c, await startSimulatedCluster({ statePath: path.join(dir, `${c}.json`) }));
@@ -195,17 +184,8 @@ describe("a template add-on rolled out by a Placement (wrangler dev, kubectl, 3 
         startAgent(hub, ["--cluster-name", c, "--bootstrap-token", token, "--kubeconfig", sims.get(c)!.kubeconfigPath, "--status-sync-interval", "1"], false),
       );
     }
-    for (const c of CLUSTERS) {
-      await waitFor(`${c} to register`, async () => (await admin(hub, "GET", `${MC}/${c}`)).status === 200);
-      const labels = { hello: c === "c3" ? "no" : "yes" };
-      expect((await admin(hub, "PATCH", `${MC}/${c}`, { metadata: { labels }, spec: { hubAcceptsClient: true, leaseDurationSeconds: 1 } }, merge)).status).toBe(
-        200,
-      );
-    }
-    await waitFor("all clusters Available", async () => {
-      const items = (await admin(hub, "GET", MC)).body.items as { status?: unknown }[];
-      return items.filter((mc) => cond(mc, "ManagedClusterConditionAvailable")?.status === "True").length === 3;
-    });
+    await Promise.all(CLUSTERS.map((c) => accept(hub, { name: c, labels: { hello: c === "c3" ? "no" : "yes" }, spec: { leaseDurationSeconds: 1 } })));
+    await waitAvailable(hub, 3);
   }, 120_000);
 
   afterAll(async () => {

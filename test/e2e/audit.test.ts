@@ -6,7 +6,7 @@
  * value anywhere, and the three events with their fields.
  */
 import { execFile, spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -15,7 +15,7 @@ import { promisify } from "node:util";
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createBootstrapToken, createNamespaces, hubFetch, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { waitFor } from "./support.ts";
+import { waitFor, writeAdminKubeconfig } from "./support.ts";
 import { cleanEnv } from "../cli/support.ts";
 
 const run = promisify(execFile);
@@ -81,13 +81,7 @@ async function agentCredential(cluster: string): Promise<string> {
 beforeAll(async () => {
   // HTTPS with the local CA: kubectl sends a bearer token over TLS only.
   hub = await startHub({ https: true });
-  const { stdout } = await run(
-    process.execPath,
-    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
-    { cwd: root },
-  );
-  kubeconfig = path.join(dir, "kubeconfig");
-  writeFileSync(kubeconfig, stdout);
+  kubeconfig = await writeAdminKubeconfig(hub, dir);
   await createNamespaces(hub, "audit-e2e");
 });
 

@@ -13,15 +13,13 @@ import {} from "node:fs";
 import type { AddressInfo } from "node:net";
 import {} from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHub, type Hub } from "../../scripts/hub-process.ts";
-import { waitFor, scratchDir } from "./support.ts";
+import { waitFor, scratchDir, writeAdminKubeconfig } from "./support.ts";
 
 const run = promisify(execFile);
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const { dir, file } = scratchDir("flotilla-authz-");
 
 let hub: Hub;
@@ -247,12 +245,7 @@ beforeAll(async () => {
     https: true,
     env: { FLOTILLA_OIDC_ISSUER_URL: issuerUrl, FLOTILLA_OIDC_AUDIENCE: "flotilla", FLOTILLA_OIDC_USERNAME_PREFIX: "oidc:" },
   });
-  const { stdout } = await run(
-    process.execPath,
-    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
-    { cwd: root },
-  );
-  kubeconfig = file("kubeconfig", stdout);
+  kubeconfig = await writeAdminKubeconfig(hub, dir);
   for (const [name, u] of Object.entries(USERS)) tokens[name] = await idToken(u.sub, u.groups);
   await ok(["apply", "-f", file("policy.yaml", POLICY)]);
 });

@@ -15,7 +15,7 @@ import { promisify } from "node:util";
 import { CustomObjectsApi, KubeConfig, makeInformer, Watch, type KubernetesObject } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createNamespaces, hubFetch, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { waitFor, scratchDir } from "./support.ts";
+import { waitFor, scratchDir, writeAdminKubeconfig } from "./support.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -70,12 +70,7 @@ const FUTURE_LISTS = [
 
 beforeAll(async () => {
   hub = await startHub({ https: true, expectedServerErrors: FUTURE_LISTS });
-  const { stdout } = await run(
-    process.execPath,
-    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
-    { cwd: root },
-  );
-  kubeconfig = file("kubeconfig", stdout);
+  kubeconfig = await writeAdminKubeconfig(hub, dir);
 });
 
 afterAll(async () => {

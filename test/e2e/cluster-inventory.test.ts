@@ -9,15 +9,13 @@ import { execFile } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { CustomObjectsApi, KubeConfig, makeInformer, type KubernetesObject } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { waitFor, BINDINGS } from "./support.ts";
+import { waitFor, BINDINGS, writeAdminKubeconfig } from "./support.ts";
 
 const run = promisify(execFile);
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const dir = mkdtempSync(path.join(tmpdir(), "flotilla-inventory-"));
 const G = "cluster.open-cluster-management.io";
 const MC = `/apis/${G}/v1/managedclusters`;
@@ -66,13 +64,7 @@ async function setAvailable(name: string, status: string): Promise<void> {
 
 beforeAll(async () => {
   hub = await startHub({ https: true });
-  const { stdout } = await run(
-    process.execPath,
-    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
-    { cwd: root },
-  );
-  kubeconfig = path.join(dir, "kubeconfig");
-  writeFileSync(kubeconfig, stdout);
+  kubeconfig = await writeAdminKubeconfig(hub, dir);
   await createNamespaces(hub, NS, "nowhere");
   expect((await admin(hub, "POST", MCSET, { apiVersion: `${G}/v1beta2`, kind: "ManagedClusterSet", metadata: { name: "gpu" } })).status).toBe(201);
   await cluster("gpu-1", "gpu", "True");

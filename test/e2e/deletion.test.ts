@@ -9,7 +9,7 @@ import { admin, createBootstrapToken, createNamespaces, startHub, type Hub } fro
 import { startSimulatedCluster, type SimulatedCluster } from "../../agent/sim/index.ts";
 import { kubeConfigFromYaml } from "../../agent/src/kubeconfig.ts";
 import type { KubeConfig } from "../../agent/src/kube.ts";
-import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+import { bindClusterSet, createClusterSet, cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const WORKS = "/apis/work.open-cluster-management.io/v1/namespaces/claims1/manifestworks";
@@ -82,26 +82,9 @@ describe("claims and deletion as OCM (wrangler dev + an agent process on a simul
       "product.open-cluster-management.io",
     ]);
 
-    expect(
-      (
-        await admin(hub, "POST", `${G}/v1beta2/managedclustersets`, {
-          apiVersion: "cluster.open-cluster-management.io/v1beta2",
-          kind: "ManagedClusterSet",
-          metadata: { name: "fleet" },
-        })
-      ).status,
-    ).toBe(201);
+    await createClusterSet(hub, "fleet");
     await createNamespaces(hub, "apps");
-    expect(
-      (
-        await admin(hub, "POST", `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, {
-          apiVersion: "cluster.open-cluster-management.io/v1beta2",
-          kind: "ManagedClusterSetBinding",
-          metadata: { name: "fleet" },
-          spec: { clusterSet: "fleet" },
-        })
-      ).status,
-    ).toBe(201);
+    await bindClusterSet(hub, "apps", "fleet");
     const placement = (name: string, values: string[]) => ({
       apiVersion: "cluster.open-cluster-management.io/v1beta1",
       kind: "Placement",

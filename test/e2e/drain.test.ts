@@ -16,8 +16,8 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { kubectlWith, MC, merge, scratchDir, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+import { admin, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { joinMembers, kubectlWith, MC, merge, scratchDir, stopAll, waitFor, writeAdminKubeconfig, type AgentProcess, type Member } from "./support.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -33,30 +33,13 @@ const { kubectl } = kubectlWith(() => kubeconfig, dir);
 
 beforeAll(async () => {
   hub = await startHub({ https: true, graceMultiplier: 2 });
-  const { stdout } = await run(
-    process.execPath,
-    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
-    { cwd: root },
-  );
-  kubeconfig = file("kubeconfig", stdout);
-  const token = await createBootstrapToken(hub);
-  for (const name of MEMBERS) {
-    agents.push(startAgent(hub, ["--cluster-name", name, "--bootstrap-token", token, "--simulate-state", path.join(dir, `${name}.json`)]));
-    await waitFor(`${name} to register`, async () => (await admin(hub, "GET", `${MC}/${name}`)).status === 200);
-    // m3 joins the app's clusters later, so that the app starts on m1 and m2.
-    const labels = name === "m3" ? {} : { fleet: "drain" };
-    expect((await admin(hub, "PATCH", `${MC}/${name}`, { metadata: { labels }, spec: { hubAcceptsClient: true } }, merge)).status).toBe(200);
-  }
-  await waitFor("the members Available", async () => {
-    const items = (await admin(hub, "GET", MC)).body.items as { status?: { conditions?: { type: string; status: string }[] } }[];
-    return items.filter((mc) => mc.status?.conditions?.some((c) => c.type === "ManagedClusterConditionAvailable" && c.status === "True")).length === 3;
-  });
+  kubeconfig = await writeAdminKubeconfig(hub, dir);
+  // m3 joins the app's clusters later, so that the app starts on m1 and m2.
+  const members = MEMBERS.map((name): Member => ({ name, labels: name === "m3" ? {} : { fleet: "drain" } }));
+  await joinMembers(hub, members, { stateDir: dir, agents });
 }, 120_000);
 
-afterAll(async () => {
-  for (const a of agents) await stopAgent(a);
-  await hub?.stop();
-});
+afterAll(() => stopAll(agents, hub));
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const get = async (p: string): Promise<any> => (await admin(hub, "GET", p)).body;

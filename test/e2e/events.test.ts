@@ -9,18 +9,13 @@
  * FLOTILLA_EVENT_TTL_SECONDS): long enough for a lease cycle to fold a repeat into its Event,
  * short enough to watch it expire in seconds; the first hub's TTL covers its whole scenario.
  */
-import { execFile } from "node:child_process";
 import {} from "node:fs";
 import {} from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { kubectlWith, startAgent, stopAgent, waitFor, type AgentProcess, scratchDir } from "./support.ts";
+import { kubectlWith, startAgent, stopAgent, waitFor, type AgentProcess, scratchDir, writeAdminKubeconfig } from "./support.ts";
 
-const run = promisify(execFile);
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const { dir, file } = scratchDir("flotilla-events-");
 /** The first hub's Events' TTL: long enough for its scenario under load. */
 const TTL_SECONDS = 600;
@@ -65,12 +60,7 @@ beforeAll(async () => {
     startHub({ https: true, graceMultiplier: 2, env: { FLOTILLA_EVENT_TTL_SECONDS: String(TTL_SECONDS) } }),
     startHub({ graceMultiplier: 2, env: { FLOTILLA_EVENT_TTL_SECONDS: String(EXPIRY_TTL_SECONDS) } }),
   ]);
-  const { stdout } = await run(
-    process.execPath,
-    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
-    { cwd: root },
-  );
-  kubeconfig = file("kubeconfig", stdout);
+  kubeconfig = await writeAdminKubeconfig(hub, dir);
 });
 
 afterAll(async () => {

@@ -7,19 +7,13 @@
  * the members, as Karmada does (its bindings and works stay, without the claim); deleting a
  * template then removes it from the members, the other staying.
  */
-import { execFile } from "node:child_process";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { admin, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { startSimulatedCluster, type SimulatedCluster } from "../../agent/sim/index.ts";
 import { kubeConfigFromYaml } from "../../agent/src/kubeconfig.ts";
 import type { KubeConfig } from "../../agent/src/kube.ts";
-import { kubectlWith, MC, merge, scratchDir, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+import { joinMembers, type Member, kubectlWith, scratchDir, stopAgent, waitFor, type AgentProcess, writeAdminKubeconfig } from "./support.ts";
 
-const run = promisify(execFile);
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const { dir, file } = scratchDir("flotilla-karmada-");
 const RB = "/apis/work.karmada.io/v1alpha2/namespaces/kdemo/resourcebindings";
 
@@ -31,13 +25,8 @@ const { kubectl } = kubectlWith(() => kubeconfig, dir);
 
 beforeAll(async () => {
   hub = await startHub({ https: true, graceMultiplier: 2 });
-  const { stdout } = await run(
-    process.execPath,
-    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
-    { cwd: root },
-  );
-  kubeconfig = file("kubeconfig", stdout);
-  const token = await createBootstrapToken(hub);
+  kubeconfig = await writeAdminKubeconfig(hub, dir);
+  const members: Member[] = [];
   for (const [name, env] of [
     ["kmember-1", "prod"],
     ["kmember-2", "prod"],
@@ -45,16 +34,9 @@ beforeAll(async () => {
   ] as const) {
     const sim = await startSimulatedCluster({ readyDelayMs: 200 });
     sims.push({ name, sim, kc: kubeConfigFromYaml(sim.kubeconfigYaml) });
-    agents.push(
-      startAgent(hub, ["--cluster-name", name, "--bootstrap-token", token, "--kubeconfig", sim.kubeconfigPath, "--status-sync-interval", "0.5"], false),
-    );
-    await waitFor(`${name} to register`, async () => (await admin(hub, "GET", `${MC}/${name}`)).status === 200);
-    expect((await admin(hub, "PATCH", `${MC}/${name}`, { metadata: { labels: { env } }, spec: { hubAcceptsClient: true } }, merge)).status).toBe(200);
+    members.push({ name, labels: { env }, args: ["--kubeconfig", sim.kubeconfigPath, "--status-sync-interval", "0.5"], simulate: false });
   }
-  await waitFor("the members Available", async () => {
-    const items = (await admin(hub, "GET", MC)).body.items as { status?: { conditions?: { type: string; status: string }[] } }[];
-    return items.filter((mc) => mc.status?.conditions?.some((c) => c.type === "ManagedClusterConditionAvailable" && c.status === "True")).length === 3;
-  });
+  await joinMembers(hub, members, { agents });
 }, 120_000);
 
 afterAll(async () => {

@@ -7,15 +7,12 @@
  */
 import { execFile } from "node:child_process";
 import { chmodSync } from "node:fs";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHub, type Hub } from "../../scripts/hub-process.ts";
-import { kubectlWith, scratchDir } from "./support.ts";
+import { kubectlWith, scratchDir, writeAdminKubeconfig } from "./support.ts";
 
 const run = promisify(execFile);
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const { dir, file } = scratchDir("flotilla-kubectl-crd-");
 
 let hub: Hub;
@@ -96,12 +93,7 @@ spec:
 
 beforeAll(async () => {
   hub = await startHub({ https: true, graceMultiplier: 2 });
-  const { stdout } = await run(
-    process.execPath,
-    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
-    { cwd: root },
-  );
-  kubeconfig = file("kubeconfig", stdout);
+  kubeconfig = await writeAdminKubeconfig(hub, dir);
 });
 
 afterAll(async () => {

@@ -3,19 +3,15 @@
  * binary, through a kubeconfig printed by `flotilla kubeconfig` (OCM's YAML, watches, a joining
  * cluster's `managed-cluster-lease`), and @kubernetes/client-node as a second client.
  */
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import {} from "node:fs";
 import {} from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { CustomObjectsApi, KubeConfig, Watch } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { kubectlWith, startAgent, stopAgent, waitFor, type AgentProcess, scratchDir } from "./support.ts";
+import { adminKubeconfigYaml, kubectlWith, startAgent, stopAgent, waitFor, type AgentProcess, scratchDir } from "./support.ts";
 
-const run = promisify(execFile);
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const { dir, file } = scratchDir("flotilla-kubectl-");
 
 let hub: Hub;
@@ -26,11 +22,7 @@ const { kubectl, kubectlFails } = kubectlWith(() => kubeconfig, dir);
 
 beforeAll(async () => {
   hub = await startHub({ https: true, graceMultiplier: 2 });
-  const { stdout } = await run(
-    process.execPath,
-    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
-    { cwd: root },
-  );
+  const stdout = await adminKubeconfigYaml(hub);
   expect(stdout).toContain("certificate-authority-data");
   expect(stdout).not.toContain("insecure-skip-tls-verify");
   kubeconfig = file("kubeconfig", stdout);

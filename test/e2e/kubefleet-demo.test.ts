@@ -20,21 +20,18 @@
  *   delete what the works applied, as KubeFleet's work applier does; the CRD's deletion takes its
  *   custom resources with it, as kube-apiserver's does).
  */
-import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { request as httpsRequest } from "node:https";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSimulatedCluster, type SimulatedCluster } from "../../agent/sim/index.ts";
-import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { cond, kubectlWith, MC, merge, scratchDir, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+import { admin, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { joinMembers, type Member, cond, kubectlWith, scratchDir, stopAgent, waitFor, type AgentProcess, writeAdminKubeconfig } from "./support.ts";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
-const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const { dir, file } = scratchDir("flotilla-kubefleet-demo-");
 const CRP = "/apis/placement.kubernetes-fleet.io/v1/clusterresourceplacements/demo";
@@ -168,27 +165,14 @@ function watch(
 
 beforeAll(async () => {
   hub = await startHub({ https: true, graceMultiplier: 2 });
-  const { stdout } = await run(
-    process.execPath,
-    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
-    { cwd: root },
-  );
-  kubeconfig = file("kubeconfig", stdout);
-  const token = await createBootstrapToken(hub);
+  kubeconfig = await writeAdminKubeconfig(hub, dir);
+  const members: Member[] = [];
   for (const name of CLUSTERS) {
     const sim = await startSimulatedCluster({ statePath: path.join(dir, `${name}.json`), readyDelayMs: READY_DELAY_MS });
     sims.set(name, sim);
-    agents.push(startAgent(hub, ["--cluster-name", name, "--bootstrap-token", token, "--kubeconfig", sim.kubeconfigPath], false));
+    members.push({ name, labels: { fleet: "demo" }, args: ["--kubeconfig", sim.kubeconfigPath], simulate: false });
   }
-  for (const name of CLUSTERS) {
-    await waitFor(`${name} to register`, async () => (await admin(hub, "GET", `${MC}/${name}`)).status === 200);
-    const accepted = await admin(hub, "PATCH", `${MC}/${name}`, { metadata: { labels: { fleet: "demo" } }, spec: { hubAcceptsClient: true } }, merge);
-    expect(accepted.status).toBe(200);
-  }
-  await waitFor("the members Available", async () => {
-    const items = (await admin(hub, "GET", MC)).body.items as Json[];
-    return items.filter((mc) => cond(mc, "ManagedClusterConditionAvailable")?.status === "True").length === CLUSTERS.length;
-  });
+  await joinMembers(hub, members, { agents });
 }, 180_000);
 
 afterAll(async () => {

@@ -6,16 +6,10 @@
  * rolls out under maxUnavailable; deleting the placement removes the works. (Until the hub stores
  * Deployments, the demo places a Namespace, a Secret and a Role.)
  */
-import { execFile } from "node:child_process";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { kubectlWith, MC, merge, scratchDir, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+import { admin, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { joinMembers, kubectlWith, scratchDir, stopAll, waitFor, writeAdminKubeconfig, type AgentProcess } from "./support.ts";
 
-const run = promisify(execFile);
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const { dir, file } = scratchDir("flotilla-kubefleet-");
 const CRP = "/apis/placement.kubernetes-fleet.io/v1/clusterresourceplacements";
 const WORKS = "/apis/work.open-cluster-management.io/v1/manifestworks";
@@ -28,32 +22,16 @@ const { kubectl } = kubectlWith(() => kubeconfig, dir);
 beforeAll(async () => {
   // HTTPS with the hub's local CA, as kubectl.test.ts: kubectl sends no bearer token to a plain-HTTP server.
   hub = await startHub({ https: true, graceMultiplier: 2 });
-  const { stdout } = await run(
-    process.execPath,
-    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
-    { cwd: root },
-  );
-  kubeconfig = file("kubeconfig", stdout);
-  const token = await createBootstrapToken(hub);
-  for (const [name, env] of [
+  kubeconfig = await writeAdminKubeconfig(hub, dir);
+  const members = [
     ["member-1", "prod"],
     ["member-2", "prod"],
     ["member-3", "dev"],
-  ]) {
-    agents.push(startAgent(hub, ["--cluster-name", name!, "--bootstrap-token", token, "--simulate-state", path.join(dir, `${name}.json`)]));
-    await waitFor(`${name} to register`, async () => (await admin(hub, "GET", `${MC}/${name}`)).status === 200);
-    expect((await admin(hub, "PATCH", `${MC}/${name}`, { metadata: { labels: { env } }, spec: { hubAcceptsClient: true } }, merge)).status).toBe(200);
-  }
-  await waitFor("the members Available", async () => {
-    const items = (await admin(hub, "GET", MC)).body.items as { status?: { conditions?: { type: string; status: string }[] } }[];
-    return items.filter((mc) => mc.status?.conditions?.some((c) => c.type === "ManagedClusterConditionAvailable" && c.status === "True")).length === 3;
-  });
+  ].map(([name, env]) => ({ name: name!, labels: { env: env! } }));
+  await joinMembers(hub, members, { stateDir: dir, agents });
 });
 
-afterAll(async () => {
-  for (const a of agents) await stopAgent(a);
-  await hub?.stop();
-});
+afterAll(() => stopAll(agents, hub));
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const crp = async (): Promise<any> => (await admin(hub, "GET", `${CRP}/demo`)).body;

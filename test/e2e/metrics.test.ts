@@ -16,7 +16,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createBootstrapToken, createNamespaces, hubFetch, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { parsePrometheus, sampleSum, type ParsedFamily } from "../prometheus-parser.ts";
-import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+import { bindClusterSet, cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const W = "/apis/work.open-cluster-management.io";
@@ -162,13 +162,7 @@ describe("/metrics agrees with the API (wrangler dev + 2 agent processes)", () =
 
   it("after a rollout: works per condition, placements and the replica set's progress as the API shows them", async () => {
     await createNamespaces(hub, "apps");
-    const binding = {
-      apiVersion: "cluster.open-cluster-management.io/v1beta2",
-      kind: "ManagedClusterSetBinding",
-      metadata: { name: "default" },
-      spec: { clusterSet: "default" },
-    };
-    expect((await admin(hub, "POST", `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, binding)).status).toBe(201);
+    await bindClusterSet(hub, "apps", "default");
     const placement = {
       apiVersion: "cluster.open-cluster-management.io/v1beta1",
       kind: "Placement",

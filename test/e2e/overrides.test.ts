@@ -16,17 +16,12 @@
  * cluster by name and a registry for the eu region; moving the annotation to another cluster
  * writes the works of the two clusters concerned only.
  */
-import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { kubectlWith, MC, merge, scratchDir, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+import { admin, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { joinMembers, kubectlWith, scratchDir, stopAll, waitFor, writeAdminKubeconfig, type AgentProcess } from "./support.ts";
 
-const run = promisify(execFile);
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const { dir, file } = scratchDir("flotilla-overrides-");
 const CRP = "/apis/placement.kubernetes-fleet.io/v1/clusterresourceplacements";
 const WORKS = "/apis/work.open-cluster-management.io/v1/manifestworks";
@@ -43,28 +38,15 @@ const { kubectl } = kubectlWith(() => kubeconfig, dir);
 
 beforeAll(async () => {
   hub = await startHub({ https: true, graceMultiplier: 2 });
-  const { stdout } = await run(
-    process.execPath,
-    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
-    { cwd: root },
+  kubeconfig = await writeAdminKubeconfig(hub, dir);
+  await joinMembers(
+    hub,
+    MEMBERS.map(([name, region, size]) => ({ name, labels: { region, size } })),
+    { stateDir: dir, agents },
   );
-  kubeconfig = file("kubeconfig", stdout);
-  const token = await createBootstrapToken(hub);
-  for (const [name, region, size] of MEMBERS) {
-    agents.push(startAgent(hub, ["--cluster-name", name, "--bootstrap-token", token, "--simulate-state", path.join(dir, `${name}.json`)]));
-    await waitFor(`${name} to register`, async () => (await admin(hub, "GET", `${MC}/${name}`)).status === 200);
-    expect((await admin(hub, "PATCH", `${MC}/${name}`, { metadata: { labels: { region, size } }, spec: { hubAcceptsClient: true } }, merge)).status).toBe(200);
-  }
-  await waitFor("the members Available", async () => {
-    const items = (await admin(hub, "GET", MC)).body.items as { status?: { conditions?: { type: string; status: string }[] } }[];
-    return items.filter((mc) => mc.status?.conditions?.some((c) => c.type === "ManagedClusterConditionAvailable" && c.status === "True")).length === 3;
-  });
 });
 
-afterAll(async () => {
-  for (const a of agents) await stopAgent(a);
-  await hub?.stop();
-});
+afterAll(() => stopAll(agents, hub));
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const crp = async (): Promise<any> => (await admin(hub, "GET", `${CRP}/regional`)).body;

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createBootstrapToken, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+import { bindClusterSet, createClusterSet, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const SET_LABEL = "cluster.open-cluster-management.io/clusterset";
@@ -38,26 +38,9 @@ describe("placement decisions follow the fleet (wrangler dev + agent processes)"
   });
 
   it("schedules, moves work off a tainted cluster and off a cluster whose lease expired", async () => {
-    expect(
-      (
-        await admin(hub, "POST", `${G}/v1beta2/managedclustersets`, {
-          apiVersion: "cluster.open-cluster-management.io/v1beta2",
-          kind: "ManagedClusterSet",
-          metadata: { name: "fleet" },
-        })
-      ).status,
-    ).toBe(201);
+    await createClusterSet(hub, "fleet");
     await createNamespaces(hub, "apps");
-    expect(
-      (
-        await admin(hub, "POST", `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, {
-          apiVersion: "cluster.open-cluster-management.io/v1beta2",
-          kind: "ManagedClusterSetBinding",
-          metadata: { name: "fleet" },
-          spec: { clusterSet: "fleet" },
-        })
-      ).status,
-    ).toBe(201);
+    await bindClusterSet(hub, "apps", "fleet");
 
     // A cluster created by the admin, its status written through the status subresource.
     expect(

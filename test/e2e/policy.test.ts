@@ -6,18 +6,13 @@
  * clusters' namespaces as OCM's propagator does, kubectl prints OCM's columns, a cluster leaving
  * the decisions loses its replica, and the root's status lists the placement and each cluster.
  */
-import { execFile } from "node:child_process";
 import {} from "node:fs";
 import {} from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { kubectlWith, startAgent, stopAgent, waitFor, type AgentProcess, scratchDir } from "./support.ts";
+import { kubectlWith, startAgent, stopAgent, waitFor, type AgentProcess, scratchDir, writeAdminKubeconfig } from "./support.ts";
 
-const run = promisify(execFile);
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const { dir, file } = scratchDir("flotilla-policy-");
 const CLUSTERS = ["gov1", "gov2", "gov3"];
 
@@ -86,12 +81,7 @@ spec:
 
 beforeAll(async () => {
   hub = await startHub({ https: true });
-  const { stdout } = await run(
-    process.execPath,
-    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
-    { cwd: root },
-  );
-  kubeconfig = file("kubeconfig", stdout);
+  kubeconfig = await writeAdminKubeconfig(hub, dir);
   const token = await createBootstrapToken(hub, { autoApprove: true });
   for (const c of CLUSTERS)
     agents.push(

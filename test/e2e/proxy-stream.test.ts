@@ -10,20 +10,16 @@
  * member does not read, idle streams holding every slot; the channel's works still arrive within
  * 1 s while an exec streams.
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { admin, createBootstrapToken, hubFetch, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { cond, MC, merge, scratchDir, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+import { adminKubeconfigYaml, cond, MC, merge, scratchDir, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
 
-const run = promisify(execFile);
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const { dir, file } = scratchDir("flotilla-proxy-stream-");
 const AVAILABLE = "ManagedClusterConditionAvailable";
 const PREFIX = "/clusters/m1/proxy";
@@ -102,12 +98,7 @@ const pod = (name: string) =>
 beforeAll(async () => {
   hub = await startHub({ https: true });
   const token = await createBootstrapToken(hub);
-  const { stdout } = await run(
-    process.execPath,
-    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
-    { cwd: root },
-  );
-  hubConfig = stdout;
+  hubConfig = await adminKubeconfigYaml(hub);
   const agent = startAgent(hub, ["--cluster-name", "m1", "--bootstrap-token", token, "--simulate-state", path.join(dir, "m1.json")]);
   agents.push(agent);
   await waitFor("m1 to register", async () => (await admin(hub, "GET", `${MC}/m1`)).status === 200);

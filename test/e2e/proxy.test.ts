@@ -12,14 +12,12 @@
 import { execFile, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createBootstrapToken, hubFetch, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { cond, MC, merge, scratchDir, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+import { adminKubeconfigYaml, cond, MC, merge, scratchDir, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
 
 const run = promisify(execFile);
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const { dir, file } = scratchDir("flotilla-proxy-");
 const AVAILABLE = "ManagedClusterConditionAvailable";
 
@@ -54,12 +52,7 @@ beforeAll(async () => {
     expectedServerErrors: [{ path: /^\/clusters\/offline\/proxy\//, status: 503, why: "a cluster without a connected agent answers 503" }],
   });
   const token = await createBootstrapToken(hub);
-  const { stdout } = await run(
-    process.execPath,
-    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
-    { cwd: root },
-  );
-  hubConfig = stdout;
+  hubConfig = await adminKubeconfigYaml(hub);
   const agent = startAgent(hub, ["--cluster-name", "m1", "--bootstrap-token", token, "--simulate-state", path.join(dir, "m1.json")]);
   agents.push(agent);
   await waitFor("m1 to register", async () => (await admin(hub, "GET", `${MC}/m1`)).status === 200);

@@ -8,18 +8,13 @@
  * simulated clusters themselves; `kubectl get controllerrevisions` lists the history and
  * `flotilla replicaset undo` sets the older template back.
  */
-import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { admin, createBootstrapToken, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { admin, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { flotilla } from "../cli/support.ts";
-import { kubectlWith, MC, merge, scratchDir, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+import { joinMembers, kubectlWith, scratchDir, stopAll, waitFor, writeAdminKubeconfig, type AgentProcess } from "./support.ts";
 
-const run = promisify(execFile);
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const { dir, file } = scratchDir("flotilla-rollback-");
 const MEMBERS = ["rb-1", "rb-2", "rb-3"];
 const MWRS = "/apis/work.open-cluster-management.io/v1alpha1/namespaces/rb/manifestworkreplicasets";
@@ -32,30 +27,17 @@ const { kubectl } = kubectlWith(() => kubeconfig, dir);
 
 beforeAll(async () => {
   hub = await startHub({ https: true, graceMultiplier: 2 });
-  const { stdout } = await run(
-    process.execPath,
-    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
-    { cwd: root },
+  kubeconfig = await writeAdminKubeconfig(hub, dir);
+  const labels = { fleet: "rb", "cluster.open-cluster-management.io/clusterset": "rb" };
+  await joinMembers(
+    hub,
+    MEMBERS.map((name) => ({ name, labels })),
+    { stateDir: dir, agents },
   );
-  kubeconfig = file("kubeconfig", stdout);
-  const token = await createBootstrapToken(hub);
-  for (const name of MEMBERS) {
-    agents.push(startAgent(hub, ["--cluster-name", name, "--bootstrap-token", token, "--simulate-state", path.join(dir, `${name}.json`)]));
-    await waitFor(`${name} to register`, async () => (await admin(hub, "GET", `${MC}/${name}`)).status === 200);
-    const labels = { fleet: "rb", "cluster.open-cluster-management.io/clusterset": "rb" };
-    expect((await admin(hub, "PATCH", `${MC}/${name}`, { metadata: { labels }, spec: { hubAcceptsClient: true } }, merge)).status).toBe(200);
-  }
-  await waitFor("the members Available", async () => {
-    const items = (await admin(hub, "GET", MC)).body.items as { status?: { conditions?: { type: string; status: string }[] } }[];
-    return items.filter((mc) => mc.status?.conditions?.some((c) => c.type === "ManagedClusterConditionAvailable" && c.status === "True")).length === 3;
-  });
   await createNamespaces(hub, "rb");
 }, 120_000);
 
-afterAll(async () => {
-  for (const a of agents) await stopAgent(a);
-  await hub?.stop();
-});
+afterAll(() => stopAll(agents, hub));
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const get = async (p: string): Promise<any> => (await admin(hub, "GET", p)).body;

@@ -6,18 +6,16 @@
  * after the hub restarted on the same state (the generated signing key is kept).
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { createLocalJWKSet, decodeJwt, jwtVerify, type JSONWebKeySet } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hubFetch, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { kubectlWith } from "./support.ts";
+import { kubectlWith, writeAdminKubeconfig } from "./support.ts";
 
 const run = promisify(execFile);
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const dir = mkdtempSync(path.join(tmpdir(), "flotilla-sa-"));
 
 let hub: Hub;
@@ -33,13 +31,7 @@ async function publicDoc(apiPath: string): Promise<{ status: number; body: Recor
 
 beforeAll(async () => {
   hub = await startHub({ https: true });
-  const { stdout } = await run(
-    process.execPath,
-    [path.join(root, "agent/bin/flotilla.js"), "kubeconfig", "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!],
-    { cwd: root },
-  );
-  kubeconfig = path.join(dir, "kubeconfig");
-  writeFileSync(kubeconfig, stdout);
+  kubeconfig = await writeAdminKubeconfig(hub, dir);
 });
 
 afterAll(async () => {

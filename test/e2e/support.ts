@@ -1,51 +1,25 @@
 /**
- * The end-to-end tests' kit: agent processes, kubectl, scratch files and polling. API paths
- * shared with the Worker tests are in ../kit/api.ts (re-exported here).
+ * The end-to-end tests' kit: kubectl, scratch files and polling, and (re-exported) the pieces of
+ * ../kit/ they share with the CLI, agent and crash tests: API paths (api.ts), agent processes
+ * (agents.ts), member clusters joined to a hub (members.ts), cluster sets (clustersets.ts) and the
+ * admin kubeconfig (kubeconfig.ts).
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import type { Hub } from "../../scripts/hub-process.ts";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-export const MC = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
-export const merge = "application/merge-patch+json";
+/** The collection path of ManagedClusters (../kit/api.ts `MC`). */
+export { MC } from "../kit/api.ts";
+/** The content type of a JSON merge patch (../kit/api.ts `MERGE_PATCH`). */
+export { MERGE_PATCH as merge } from "../kit/api.ts";
 
-/** A running `flotilla-agent` process, its output so far, and its exit. */
-export interface AgentProcess {
-  child: ChildProcess;
-  output(): string;
-  exited: Promise<number | null>;
-}
-
-/**
- * Starts `flotilla-agent --simulate` against `hub` with extra CLI arguments (without `--simulate`
- * when `simulate` is false: the arguments then name the member cluster, e.g. `--kubeconfig`). For
- * an HTTPS hub the hub's local CA is trusted through NODE_EXTRA_CA_CERTS.
- */
-export function startAgent(hub: Pick<Hub, "url" | "caFile">, args: string[], simulate = true): AgentProcess {
-  const child = spawn(process.execPath, [path.join(root, "agent/bin/flotilla-agent.js"), "--hub-url", hub.url, ...(simulate ? ["--simulate"] : []), ...args], {
-    cwd: root,
-    env: { ...process.env, FLOTILLA_BOOTSTRAP_TOKEN: "", ...(hub.caFile ? { NODE_EXTRA_CA_CERTS: hub.caFile } : {}) },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  return { child, output: () => out, exited };
-}
-
-/** Stops an agent with SIGTERM and waits for it to exit. */
-export async function stopAgent(a: AgentProcess): Promise<void> {
-  if (a.child.exitCode === null) a.child.kill("SIGTERM");
-  await a.exited;
-}
-
+export { startAgent, stopAgent, type AgentProcess } from "../kit/agents.ts";
 export { waitFor } from "../wait.ts";
+export { accept, createAvailableCluster, joinMembers, stopAll, waitAvailable, type Member } from "../kit/members.ts";
+export { adminKubeconfigYaml, writeAdminKubeconfig } from "../kit/kubeconfig.ts";
+export { bindClusterSet, createClusterSet } from "../kit/clustersets.ts";
 export { BINDINGS, DECISIONS, MERGE_PATCH, MWRS, PLACEMENTS, POLICIES, SECRETS, WORKS } from "../kit/api.ts";
 
 /** A scratch folder of a test file and a writer of files in it. */

@@ -20,11 +20,12 @@
  * subresource): the cluster's deploy work beside the template, the override's line marked.
  * Screenshots go to a temporary folder, or to `FLOTILLA_UI_SCREENSHOTS`.
  */
-import { mkdirSync, mkdtempSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { screenshot, signIn as dashboardSignIn } from "../kit/dashboard.ts";
 import { admin, createBootstrapToken, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
 
@@ -48,21 +49,12 @@ describe("KubeFleet placements on the dashboard in Chromium (wrangler dev + agen
   const errors: string[] = [];
   const refused: string[] = [];
 
-  const shoot = async (name: string, p: Page) => {
-    const file = path.join(shots, `${name}.png`);
-    await p.screenshot({ path: file, fullPage: true });
-    expect(statSync(file).size).toBeGreaterThan(5_000);
-  };
+  const shoot = (name: string, p: Page) => screenshot(shots, name, p);
   const post = async (p: string, body: Record<string, unknown>) => {
     const r = await admin(hub, "POST", p, body);
     expect(r.status, JSON.stringify(r.body)).toBe(201);
   };
-  const signIn = async (p: Page, token: string, user: string) => {
-    await p.goto(`${hub.url}/ui`);
-    await p.locator("#token").fill(token);
-    await p.getByRole("button", { name: "Sign in" }).click();
-    await expect.poll(() => p.locator(".user").textContent(), { timeout: ON_PAGE_MS }).toBe(user);
-  };
+  const signIn = (p: Page, token: string, user: string) => dashboardSignIn(p, hub.url, token, user, ON_PAGE_MS);
   /**
    * The rendered-for-a-cluster panel of a placement's page for `cluster` (chosen in its select):
    * waits until the rendered pane holds `wants` (JSON lines) and the template pane `template`.

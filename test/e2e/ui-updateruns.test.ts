@@ -12,13 +12,14 @@
  * the approval request's condition names dev. The list view shows the run to the admin and dev.
  * Screenshots go to a temporary folder, or to `FLOTILLA_UI_SCREENSHOTS`.
  */
-import { mkdirSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { admin, createBootstrapToken, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess } from "./support.ts";
+import { screenshot, signIn as dashboardSignIn } from "../kit/dashboard.ts";
+import { admin, createNamespaces, startHub, type Hub } from "../../scripts/hub-process.ts";
+import { joinMembers, cond, stopAgent, waitFor, type AgentProcess } from "./support.ts";
 
 /** Debian's Chromium (package `chromium`), as test/e2e/ui.test.ts. */
 const CHROMIUM = process.env.FLOTILLA_CHROMIUM ?? "/usr/bin/chromium";
@@ -37,21 +38,12 @@ describe("staged update runs on the dashboard in Chromium (wrangler dev + agents
   const shots = process.env.FLOTILLA_UI_SCREENSHOTS ? path.resolve(process.env.FLOTILLA_UI_SCREENSHOTS) : path.join(dir, "shots");
   const errors: string[] = [];
 
-  const shoot = async (name: string, p: Page) => {
-    const file = path.join(shots, `${name}.png`);
-    await p.screenshot({ path: file, fullPage: true });
-    expect(statSync(file).size).toBeGreaterThan(5_000);
-  };
+  const shoot = (name: string, p: Page) => screenshot(shots, name, p);
   const post = async (p: string, body: Record<string, unknown>) => {
     const r = await admin(hub, "POST", p, body);
     expect(r.status, JSON.stringify(r.body)).toBe(201);
   };
-  const signIn = async (p: Page, token: string, user: string) => {
-    await p.goto(`${hub.url}/ui`);
-    await p.locator("#token").fill(token);
-    await p.getByRole("button", { name: "Sign in" }).click();
-    await expect.poll(() => p.locator(".user").textContent(), { timeout: ON_PAGE_MS }).toBe(user);
-  };
+  const signIn = (p: Page, token: string, user: string) => dashboardSignIn(p, hub.url, token, user, ON_PAGE_MS);
   /** A namespaced ServiceAccount in `team` bound to `view`, with a token. */
   const user = async (name: string) => {
     await post("/api/v1/namespaces/team/serviceaccounts", { apiVersion: "v1", kind: "ServiceAccount", metadata: { name } });
@@ -86,19 +78,11 @@ describe("staged update runs on the dashboard in Chromium (wrangler dev + agents
   beforeAll(async () => {
     mkdirSync(shots, { recursive: true });
     hub = await startHub();
-    const token = await createBootstrapToken(hub);
-    for (const [c, tier] of [
+    const members = [
       ["canary-1", "canary"],
       ["prod-1", "prod"],
-    ] as const) {
-      agents.push(startAgent(hub, ["--cluster-name", c, "--bootstrap-token", token, "--simulate-state", path.join(dir, `${c}.json`)]));
-      await waitFor(`${c} to register`, async () => (await admin(hub, "GET", `${MC}/${c}`)).status === 200);
-      expect((await admin(hub, "PATCH", `${MC}/${c}`, { metadata: { labels: { tier } }, spec: { hubAcceptsClient: true } }, merge)).status).toBe(200);
-    }
-    await waitFor("both clusters Available", async () => {
-      const items = (await admin(hub, "GET", MC)).body.items as unknown[];
-      return items.filter((mc) => cond(mc, "ManagedClusterConditionAvailable")?.status === "True").length === 2;
-    });
+    ].map(([name, tier]) => ({ name: name!, labels: { tier: tier! } }));
+    await joinMembers(hub, members, { stateDir: dir, agents });
 
     // The namespace on both clusters, then its ConfigMap by an External ResourcePlacement.
     await createNamespaces(hub, "team");

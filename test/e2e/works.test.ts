@@ -16,7 +16,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, createBootstrapToken, createNamespaces, hubFetch, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { startSimulatedCluster, type SimulatedCluster } from "../../agent/sim/index.ts";
-import { cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess, WORKS } from "./support.ts";
+import { bindClusterSet, accept, waitAvailable, cond, MC, merge, startAgent, stopAgent, waitFor, type AgentProcess, WORKS } from "./support.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const MWRS = "/apis/work.open-cluster-management.io/v1alpha1/namespaces/apps/manifestworkreplicasets";
@@ -117,18 +117,9 @@ describe("works reach clusters (wrangler dev + 3 agent processes on simulated cl
       sims.set(c, await startSimulatedCluster({ statePath: path.join(dir, `${c}.json`) }));
       agents.set(c, startAgentOn(c, token));
     }
-    for (const c of CLUSTERS) {
-      await waitFor(`${c} to register`, async () => (await admin(hub, "GET", `${MC}/${c}`)).status === 200);
-      // A 1 s lease: the agents' poll transport learns of a works change at its next heartbeat.
-      expect(
-        (await admin(hub, "PATCH", `${MC}/${c}`, { metadata: { labels: { tier: "web" } }, spec: { hubAcceptsClient: true, leaseDurationSeconds: 1 } }, merge))
-          .status,
-      ).toBe(200);
-    }
-    await waitFor("all clusters Available", async () => {
-      const items = (await admin(hub, "GET", `${MC}?labelSelector=tier%3Dweb`)).body.items as Json[];
-      return items.filter((mc) => cond(mc, "ManagedClusterConditionAvailable")?.status === "True").length === 3;
-    });
+    // A 1 s lease: the agents' poll transport learns of a works change at its next heartbeat.
+    await Promise.all(CLUSTERS.map((c) => accept(hub, { name: c, labels: { tier: "web" }, spec: { leaseDurationSeconds: 1 } })));
+    await waitAvailable(hub, 3, `${MC}?labelSelector=tier%3Dweb`);
   }, 120_000);
 
   afterAll(async () => {
@@ -140,13 +131,7 @@ describe("works reach clusters (wrangler dev + 3 agent processes on simulated cl
   it("applies, feeds back, rolls out, takes webhooks, moves off taints, leaves clean and orphans", async () => {
     // --- A placement of two clusters and a replica set: objects on the decided clusters only.
     await createNamespaces(hub, "apps");
-    const binding = {
-      apiVersion: "cluster.open-cluster-management.io/v1beta2",
-      kind: "ManagedClusterSetBinding",
-      metadata: { name: "default" },
-      spec: { clusterSet: "default" },
-    };
-    expect((await admin(hub, "POST", `${G}/v1beta2/namespaces/apps/managedclustersetbindings`, binding)).status).toBe(201);
+    await bindClusterSet(hub, "apps", "default");
     const placement = {
       apiVersion: "cluster.open-cluster-management.io/v1beta1",
       kind: "Placement",

@@ -26,6 +26,12 @@ const configMapWork = (name: string) => ({
   spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" }, data: { a: "1" } }] } },
 });
 
+/**
+ * The HTTPS hub of the last describe, started beside the first describe's hub so that their
+ * start-ups overlap (one hub start-up less on the file's clock); it idles until its describe runs.
+ */
+let wssHub: Promise<Hub> | undefined;
+
 describe("the agent's ws transport (wrangler dev + agent processes)", () => {
   let hub: Hub;
   let token: string;
@@ -34,6 +40,9 @@ describe("the agent's ws transport (wrangler dev + agent processes)", () => {
   const proxies: CountingProxy[] = [];
 
   beforeAll(async () => {
+    wssHub = startHub({ https: true });
+    // Awaited (and its failure reported) by its own describe.
+    wssHub.catch(() => undefined);
     hub = await startHub();
     token = await createBootstrapToken(hub);
   }, 120_000);
@@ -171,7 +180,7 @@ describe("the agent's ws transport to an HTTPS hub (wss:)", () => {
   let hub: Hub;
   let agent: AgentProcess | undefined;
   beforeAll(async () => {
-    hub = await startHub({ https: true });
+    hub = await (wssHub ?? startHub({ https: true }));
   }, 120_000);
   afterAll(async () => {
     if (agent) await stopAgent(agent);

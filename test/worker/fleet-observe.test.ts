@@ -8,7 +8,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { Condition } from "../../src/k8s/meta.ts";
 import { placementEvents } from "../../src/fleet/events.ts";
-import { call, condition, createCluster, createNamespaces, merge } from "./helpers.ts";
+import { call, condition, createCluster, createNamespaces, merge, reportApplied as report } from "./helpers.ts";
 
 const G = "/apis/placement.kubernetes-fleet.io";
 const CRP = (name = "") => `${G}/v1/clusterresourceplacements${name ? `/${name}` : ""}`;
@@ -64,16 +64,6 @@ describe("placementEvents (KubeFleet's handleUpdate)", () => {
 /** Runs a placement's controller now (its object's run; what its alarm does shortly after a notification). */
 async function run(namespace: string, name: string) {
   await env.REPLICASETS.getByName(`placement:${namespace}/${name}`).reconcile(`placement:${namespace}`, name);
-}
-
-/** Reports a work Applied and Available at its generation, as its agent would. */
-async function report(cluster: string, name: string) {
-  const w = (await call("GET", WORK(cluster, name))).body;
-  const gen = w.metadata.generation;
-  const at = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
-  const c = (type: string) => ({ type, status: "True", observedGeneration: gen, reason: "Test", message: "", lastTransitionTime: at });
-  const r = await call("PATCH", `${WORK(cluster, name)}/status`, { status: { conditions: [c("Applied"), c("Available")] } }, merge);
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
 }
 
 /** The Events about a placement: reason → count (core v1 `count`), in `namespace`. */

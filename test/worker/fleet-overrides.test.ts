@@ -9,7 +9,7 @@ import { describe, expect, it, vi } from "vitest";
 import type { KubeObject } from "../../src/k8s/meta.ts";
 import type { OverrideOperation } from "../../src/overrides/engine.ts";
 import { compileKubeFleetOverrides, overridesForPlacement, type CroSnapshot, type RoSnapshot } from "../../src/overrides/kubefleet.ts";
-import { call, condition, createCluster, createNamespaces, merge } from "./helpers.ts";
+import { call, condition, createCluster, createNamespaces, merge, reportApplied as report, fleetWorksOf as worksOf } from "./helpers.ts";
 
 // ---------------------------------------------------------------------------------------------
 // The KubeFleet source, after KubeFleet's TestApplyOverrides_* cases.
@@ -215,9 +215,6 @@ const G = "/apis/placement.kubernetes-fleet.io";
 const CROS = (name = "", v = "v1") => `${G}/${v}/clusterresourceoverrides${name ? `/${name}` : ""}`;
 const ROS = (ns: string, name = "") => `${G}/v1/namespaces/${ns}/resourceoverrides${name ? `/${name}` : ""}`;
 const CRP = (name = "") => `${G}/v1/clusterresourceplacements${name ? `/${name}` : ""}`;
-const WORKS = "/apis/work.open-cluster-management.io/v1/manifestworks";
-const WORK = (cluster: string, name: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks/${name}`;
-const TRACKING = "kubernetes-fleet.io/parent-CRP";
 const patchOp = (op: string, path: string, value?: unknown) => ({ op, path, ...(value !== undefined ? { value } : {}) });
 const allClusters = { clusterSelector: { clusterSelectorTerms: [] } };
 const validRules = [{ ...allClusters, jsonPatchOverrides: [patchOp("add", "/metadata/labels/new-label", "new-value")] }];
@@ -420,23 +417,6 @@ describe("validation as KubeFleet's webhooks and CRDs", () => {
 /** Runs a placement's controller now (its object's run; what its alarm does shortly after a notification). */
 async function run(name: string) {
   await env.REPLICASETS.getByName(`placement:/${name}`).reconcile("placement:", name);
-}
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function worksOf(tracking: string): Promise<Record<string, any>> {
-  const r = await call("GET", `${WORKS}?labelSelector=${encodeURIComponent(`${TRACKING}=${tracking}`)}`);
-  expect(r.status).toBe(200);
-  return Object.fromEntries(r.body.items.map((w: { metadata: { namespace: string } }) => [w.metadata.namespace, w]));
-}
-
-/** Reports a work Applied and Available at its generation, as its agent would. */
-async function report(cluster: string, name: string) {
-  const w = (await call("GET", WORK(cluster, name))).body;
-  const gen = w.metadata.generation;
-  const at = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
-  const cond = (type: string) => ({ type, status: "True", observedGeneration: gen, reason: "Test", message: "", lastTransitionTime: at });
-  const r = await call("PATCH", `${WORK(cluster, name)}/status`, { status: { conditions: [cond("Applied"), cond("Available")] } }, merge);
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -17,7 +17,7 @@ import { placementListings, placementLists } from "../../src/fleet/placement-lis
 import { placementHook, type PlacementOwed } from "../../src/fleet/controller.ts";
 import { registerAfterCommitHook } from "../../src/store/hooks.ts";
 import { PLACEMENT_CHANGE_COUNTER } from "../../src/kinds/fleet.ts";
-import { call, condition, createCluster, createNamespaces, joined, merge } from "./helpers.ts";
+import { call, condition, createCluster, createNamespaces, joined, merge, reportApplied as report, fleetWorksOf as worksOf } from "./helpers.ts";
 import { storeOf } from "../../src/store/store.ts";
 import { ManifestWorkKind } from "../../src/kinds/manifestwork.ts";
 import { MANIFEST_WORK_CLEANUP_FINALIZER } from "../../src/work/deletion.ts";
@@ -529,30 +529,12 @@ describe("rendered works", () => {
 const G = "/apis/placement.kubernetes-fleet.io";
 const CRP = (name = "") => `${G}/v1/clusterresourceplacements${name ? `/${name}` : ""}`;
 const RP = (ns: string, name = "") => `${G}/v1/namespaces/${ns}/resourceplacements${name ? `/${name}` : ""}`;
-const WORKS = "/apis/work.open-cluster-management.io/v1/manifestworks";
 const WORK = (cluster: string, name: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks/${name}`;
 const TRACKING = "kubernetes-fleet.io/parent-CRP";
 
 /** Runs a placement's controller now (its object's run; what its alarm does shortly after a notification). */
 async function run(namespace: string, name: string) {
   await env.REPLICASETS.getByName(`placement:${namespace}/${name}`).reconcile(`placement:${namespace}`, name);
-}
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function worksOf(tracking: string): Promise<Record<string, any>> {
-  const r = await call("GET", `${WORKS}?labelSelector=${encodeURIComponent(`${TRACKING}=${tracking}`)}`);
-  expect(r.status).toBe(200);
-  return Object.fromEntries(r.body.items.map((w: { metadata: { namespace: string } }) => [w.metadata.namespace, w]));
-}
-
-/** Reports a work Applied and Available at its generation, as its agent would. */
-async function report(cluster: string, name: string) {
-  const w = (await call("GET", WORK(cluster, name))).body;
-  const gen = w.metadata.generation;
-  const at = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
-  const cond = (type: string) => ({ type, status: "True", observedGeneration: gen, reason: "Test", message: "", lastTransitionTime: at });
-  const r = await call("PATCH", `${WORK(cluster, name)}/status`, { status: { conditions: [cond("Applied"), cond("Available")] } }, merge);
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
 }
 
 /** Waits until `check` holds (vitest's `vi.waitFor`, polling), failing after `ms` milliseconds. */

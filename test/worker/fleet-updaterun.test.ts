@@ -8,7 +8,7 @@ import { env } from "cloudflare:workers";
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/k8s/meta.ts";
-import { call, condition, createCluster, createNamespaces, merge, withClockAhead } from "./helpers.ts";
+import { call, condition, createCluster, createNamespaces, merge, withClockAhead, reportApplied as report, fleetWorksOf as worksOf } from "./helpers.ts";
 
 const G = "/apis/placement.kubernetes-fleet.io";
 const CRP = (name = "") => `${G}/v1/clusterresourceplacements${name ? `/${name}` : ""}`;
@@ -17,7 +17,6 @@ const CSUR = (name = "") => `${G}/v1/clusterstagedupdateruns${name ? `/${name}` 
 const CAR = (name = "") => `${G}/v1/clusterapprovalrequests${name ? `/${name}` : ""}`;
 const SUR = (ns: string, name = "") => `${G}/v1beta1/namespaces/${ns}/stagedupdateruns${name ? `/${name}` : ""}`;
 const SUS = (ns: string, name = "") => `${G}/v1beta1/namespaces/${ns}/stagedupdatestrategies${name ? `/${name}` : ""}`;
-const WORKS = "/apis/work.open-cluster-management.io/v1/manifestworks";
 const WORK = (cluster: string, name: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks/${name}`;
 const TRACKING = "kubernetes-fleet.io/parent-CRP";
 const INDEX = "kubernetes-fleet.io/parent-resource-snapshot-index";
@@ -32,26 +31,9 @@ async function runNow(name: string) {
   await env.REPLICASETS.getByName(`updaterun:/${name}`).reconcile("updaterun:", name);
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function worksOf(tracking: string): Promise<Record<string, any>> {
-  const r = await call("GET", `${WORKS}?labelSelector=${encodeURIComponent(`${TRACKING}=${tracking}`)}`);
-  expect(r.status).toBe(200);
-  return Object.fromEntries(r.body.items.map((w: { metadata: { namespace: string } }) => [w.metadata.namespace, w]));
-}
-
 async function indexes(tracking: string): Promise<Record<string, string>> {
   const ws = await worksOf(tracking);
   return Object.fromEntries(Object.entries(ws).map(([c, w]) => [c, w.metadata.labels[INDEX]]));
-}
-
-/** Reports a work Applied and Available at its generation, as its agent would. */
-async function report(cluster: string, name: string) {
-  const w = (await call("GET", WORK(cluster, name))).body;
-  const gen = w.metadata.generation;
-  const at = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
-  const cond = (type: string) => ({ type, status: "True", observedGeneration: gen, reason: "Test", message: "", lastTransitionTime: at });
-  const r = await call("PATCH", `${WORK(cluster, name)}/status`, { status: { conditions: [cond("Applied"), cond("Available")] } }, merge);
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
 }
 
 /** Reports every work of `tracking` Applied and Available, then runs the placement and the run. */

@@ -9,7 +9,7 @@ import { SignJWT, calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK }
 import { waitFor } from "../wait.ts";
 import { clock } from "../../src/clock.ts";
 import { CHANNEL_SUBPROTOCOL } from "../../src/agent-api/channel-protocol.ts";
-import { DECISIONS, MC, MERGE_PATCH } from "../kit/api.ts";
+import { BINDINGS, DECISIONS, MC, MERGE_PATCH, PLACEMENTS, WORKS } from "../kit/api.ts";
 
 export { BINDINGS, DECISIONS, MC, MERGE_PATCH, MWRS, PLACEMENTS, POLICIES, SECRETS, WORKS } from "../kit/api.ts";
 export const ADMIN = "test-admin-token";
@@ -180,6 +180,55 @@ export async function decided(namespace: string, placement: string): Promise<str
   const r = await call("GET", `${DECISIONS(namespace)}?labelSelector=${encodeURIComponent(`cluster.open-cluster-management.io/placement=${placement}`)}`);
   expect(r.status).toBe(200);
   return r.body.items.flatMap((d: { status: { decisions: { clusterName: string }[] } }) => d.status.decisions.map((x) => x.clusterName)).sort();
+}
+
+/**
+ * Binds ManagedClusterSet `fleet` to namespace `ns` (a ManagedClusterSetBinding named `fleet`; one
+ * that exists already is fine) and creates Placement `ns/name` selecting the clusters with labels
+ * `matchLabels` (OCM's `requiredClusterSelector`); expects the Placement's create to answer 201.
+ */
+export async function placeByLabels(ns: string, name: string, matchLabels: Record<string, string>): Promise<void> {
+  await call("POST", BINDINGS(ns), {
+    apiVersion: "cluster.open-cluster-management.io/v1beta2",
+    kind: "ManagedClusterSetBinding",
+    metadata: { name: "fleet" },
+    spec: { clusterSet: "fleet" },
+  });
+  const p = await call("POST", PLACEMENTS(ns), {
+    apiVersion: "cluster.open-cluster-management.io/v1beta1",
+    kind: "Placement",
+    metadata: { name },
+    spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels } } }] },
+  });
+  expect(p.status).toBe(201);
+}
+
+/**
+ * Reports ManifestWork `cluster/name` Applied and Available (status True, reason `Test`) at its
+ * current generation, as its agent would (a merge patch of its status); expects 200.
+ */
+export async function reportApplied(cluster: string, name: string): Promise<void> {
+  const path = `${WORKS(cluster)}/${name}`;
+  const w = (await call("GET", path)).body;
+  const gen = w.metadata.generation;
+  const at = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
+  const cond = (type: string) => ({ type, status: "True", observedGeneration: gen, reason: "Test", message: "", lastTransitionTime: at });
+  const r = await call("PATCH", `${path}/status`, { status: { conditions: [cond("Applied"), cond("Available")] } }, { contentType: MERGE_PATCH });
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+}
+
+/**
+ * The ManifestWorks a KubeFleet placement made, in every cluster namespace, by cluster: those
+ * labelled `kubernetes-fleet.io/parent-CRP=<tracking>` (the placement's tracking name); expects 200.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function fleetWorksOf(tracking: string): Promise<Record<string, any>> {
+  const r = await call(
+    "GET",
+    `/apis/work.open-cluster-management.io/v1/manifestworks?labelSelector=${encodeURIComponent(`kubernetes-fleet.io/parent-CRP=${tracking}`)}`,
+  );
+  expect(r.status).toBe(200);
+  return Object.fromEntries(r.body.items.map((w: { metadata: { namespace: string } }) => [w.metadata.namespace, w]));
 }
 
 /** The condition of `type` in an object's `status.conditions`, if any. */

@@ -6,7 +6,7 @@
 // the validation of the scope.
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it, vi } from "vitest";
-import { call, condition, createNamespaces, MCSET, createCluster, merge, MWRS, PLACEMENTS, BINDINGS } from "./helpers.ts";
+import { call, condition, createNamespaces, MCSET, createCluster, merge, MWRS, placeByLabels as placement } from "./helpers.ts";
 
 const W = "/apis/work.open-cluster-management.io";
 const WORK = (cluster: string, name: string) => `${W}/v1/namespaces/${cluster}/manifestworks/${name}`;
@@ -24,22 +24,6 @@ const deployment = (image = "web:1") => ({
 });
 const configMap = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "web", namespace: "default" }, data: { a: "1" } };
 const template = () => ({ workload: { manifests: [deployment(), configMap] } });
-
-async function placement(ns: string, name: string, matchLabels: Record<string, string>) {
-  await call("POST", BINDINGS(ns), {
-    apiVersion: "cluster.open-cluster-management.io/v1beta2",
-    kind: "ManagedClusterSetBinding",
-    metadata: { name: "fleet" },
-    spec: { clusterSet: "fleet" },
-  });
-  const p = await call("POST", PLACEMENTS(ns), {
-    apiVersion: "cluster.open-cluster-management.io/v1beta1",
-    kind: "Placement",
-    metadata: { name },
-    spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels } } }] },
-  });
-  expect(p.status).toBe(201);
-}
 
 async function createReplicaSet(ns: string, name: string, placementRefs: unknown[]) {
   const r = await call("POST", MWRS(ns), {

@@ -8,7 +8,7 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, condition, createNamespaces, MCSET, createCluster, merge, MWRS, PLACEMENTS, BINDINGS } from "./helpers.ts";
+import { call, condition, createNamespaces, MCSET, createCluster, merge, MWRS, placeByLabels as placement } from "./helpers.ts";
 
 const W = "/apis/work.open-cluster-management.io";
 const WORK = (cluster: string, name: string) => `${W}/v1/namespaces/${cluster}/manifestworks/${name}`;
@@ -19,22 +19,6 @@ const HASH_LABEL = "work.open-cluster-management.io/controller-hash";
 
 const configMap = (data: Record<string, string>) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "app", namespace: "default" }, data });
 const template = (v: string) => ({ workload: { manifests: [configMap({ v })] } });
-
-async function placement(ns: string, name: string, matchLabels: Record<string, string>) {
-  await call("POST", BINDINGS(ns), {
-    apiVersion: "cluster.open-cluster-management.io/v1beta2",
-    kind: "ManagedClusterSetBinding",
-    metadata: { name: "fleet" },
-    spec: { clusterSet: "fleet" },
-  });
-  const p = await call("POST", PLACEMENTS(ns), {
-    apiVersion: "cluster.open-cluster-management.io/v1beta1",
-    kind: "Placement",
-    metadata: { name },
-    spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels } } }] },
-  });
-  expect(p.status).toBe(201);
-}
 
 async function createReplicaSet(ns: string, name: string, spec: Record<string, unknown>) {
   const r = await call("POST", MWRS(ns), { apiVersion: "work.open-cluster-management.io/v1alpha1", kind: "ManifestWorkReplicaSet", metadata: { name }, spec });

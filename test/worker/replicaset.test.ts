@@ -4,7 +4,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, condition, createNamespaces, MC, MCSET, createCluster, merge, MWRS, PLACEMENTS, BINDINGS } from "./helpers.ts";
+import { call, condition, createNamespaces, MC, MCSET, createCluster, merge, MWRS, PLACEMENTS, BINDINGS, placeByLabels as placement } from "./helpers.ts";
 
 const W = "/apis/work.open-cluster-management.io";
 const WORK = (cluster: string, name: string) => `${W}/v1/namespaces/${cluster}/manifestworks/${name}`;
@@ -14,22 +14,6 @@ const PLACEMENT_NAME_LABEL = "work.open-cluster-management.io/placementname";
 
 const configMap = (data: Record<string, string>) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "app", namespace: "default" }, data });
 const template = (data: Record<string, string> = { v: "1" }) => ({ workload: { manifests: [configMap(data)] } });
-
-async function placement(ns: string, name: string, matchLabels: Record<string, string>) {
-  await call("POST", BINDINGS(ns), {
-    apiVersion: "cluster.open-cluster-management.io/v1beta2",
-    kind: "ManagedClusterSetBinding",
-    metadata: { name: "fleet" },
-    spec: { clusterSet: "fleet" },
-  });
-  const p = await call("POST", PLACEMENTS(ns), {
-    apiVersion: "cluster.open-cluster-management.io/v1beta1",
-    kind: "Placement",
-    metadata: { name },
-    spec: { predicates: [{ requiredClusterSelector: { labelSelector: { matchLabels } } }] },
-  });
-  expect(p.status).toBe(201);
-}
 
 async function createReplicaSet(ns: string, name: string, placementRefs: unknown[], tmpl: unknown = template()) {
   const r = await call("POST", MWRS(ns), {
