@@ -315,6 +315,17 @@ describe("evictions and budgets over HTTP", () => {
     });
     expect(r.status).toBe(422);
     expect(JSON.stringify(r.body)).toContain("cluster resource placement policy type PickFixed is not supported");
+    // A server-side apply that would create it is checked as the create is.
+    const applied = JSON.stringify({
+      apiVersion: "placement.kubernetes-fleet.io/v1beta1",
+      kind: "ClusterResourcePlacementEviction",
+      metadata: { name: "fixed-ssa" },
+      spec: { placementName: "ev-fixed", clusterName: "ev-f1" },
+    });
+    const ssa = await call("PATCH", `${CRPE("fixed-ssa")}?fieldManager=kubectl`, applied, { contentType: "application/apply-patch+yaml" });
+    expect(ssa.status, JSON.stringify(ssa.body)).toBe(422);
+    expect(JSON.stringify(ssa.body)).toContain("cluster resource placement policy type PickFixed is not supported");
+    expect((await call("GET", CRPE("fixed-ssa"))).status).toBe(404);
     await placement("ev-all", "ev-all-ns", { placementType: "PickAll" });
     const mu = await budgetPost("ev-all", { maxUnavailable: 1 });
     expect(mu.status).toBe(422);
