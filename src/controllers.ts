@@ -22,7 +22,7 @@
  *
  * Why the scheduler object hosts more than scheduling: it is the hub's one singleton object, so
  * it also holds the hub-wide timers (the outbox sweep, Events' expiry, add-ons' rollout
- * rechecks). They are a few rows of its timers table, looked up here like any other; a second
+ * rechecks, and a tainted cluster's automatic-eviction deadline, a row per such cluster). They are a few rows of its timers table, looked up here like any other; a second
  * singleton object for them would add an object (and its wake-ups) to run three timers.
  */
 import type { AfterCommitHook, CommitStatements, KindName, Watch } from "./store/hooks.ts";
