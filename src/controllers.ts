@@ -222,7 +222,7 @@ export const CONTROLLERS: readonly Controller[] = [
   {
     name: unreachableEvictionHook.name,
     wakes:
-      "a ManagedCluster's hub taint (unreachable, unavailable) added, removed or re-stamped: its timer, at once; then at its PickN placements' toleration deadlines and a refused eviction's retry (src/fleet/eviction-unreachable.ts)",
+      "a ManagedCluster's hub taint (unreachable, unavailable) added or re-stamped: its timer, at once; then at its PickN placements' toleration deadlines and a refused eviction's retry (src/fleet/eviction-unreachable.ts)",
     runsIn: "SchedulerObject",
     hook: hook(unreachableEvictionHook),
     watches: [{ kinds: [ManagedClusterKind], changes: ["update"] }],

@@ -718,7 +718,7 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
     );
     pcs.applicable = pinned;
     // An automatic eviction the budget refused (src/fleet/eviction-unreachable.ts).
-    const evicted = evictionBlockedCondition(b, generation);
+    const evicted = evictionBlockedCondition(b, generation, () => clusters.find((m) => m.name === cluster)?.taints ?? []);
     if (evicted) pcs.conditions.push(evicted);
     perCluster.push(pcs);
     const workIndex = ws[0]?.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL];

@@ -20,7 +20,7 @@
  * allow it later); the refusal shows on the placement as the cluster's `Evicted` False condition
  * (the binding's {@link EVICTION_BLOCKED_ANNOTATION}, which the placement's run reads).
  *
- * What wakes it: a ManagedCluster update that adds or removes one of those taints
+ * What wakes it: a ManagedCluster update that adds (or re-stamps) one of those taints
  * ({@link unreachableEvictionHook}) sets the scheduler object's `unreachable-eviction:<cluster>`
  * timer (the controller manifest, src/controllers.ts) to now; the timer's run
  * ({@link checkUnreachableCluster}) reads that cluster and its bindings (the label index,
@@ -66,15 +66,17 @@ const taintId = (t: FleetTaint) => `${t.key}@${t.timeAdded ?? ""}`;
 
 /**
  * What a committed change owes the automatic path: the name of a ManagedCluster (updated, not
- * created: a new cluster has no bindings) whose hub taints were added, removed or re-stamped; null
- * for any other change.
+ * created: a new cluster has no bindings) that gained a hub taint (or one re-stamped); null for
+ * any other change. A taint's removal owes nothing: a cluster joining (its first Available True
+ * removes the `unreachable` taint its creation added) costs no run, a refusal's mark is hidden by
+ * the placement's run while the cluster has no hub taint ({@link evictionBlockedCondition}) and
+ * taken off by the cluster's next run (its retry).
  */
 export function planUnreachableEviction(change: Change): string | null {
   const { def, before, after } = change;
   if (def.group !== ManagedClusterKind.group || def.kind !== ManagedClusterKind.kind || !before || !after) return null;
-  const a = hubTaints(before).map(taintId).sort().join(",");
-  const b = hubTaints(after).map(taintId).sort().join(",");
-  return a === b ? null : after.metadata.name;
+  const had = new Set(hubTaints(before).map(taintId));
+  return hubTaints(after).some((t) => !had.has(taintId(t))) ? after.metadata.name : null;
 }
 
 /** The automatic path's after-commit hook ({@link planUnreachableEviction}): the cluster's timer, now. */
@@ -150,14 +152,16 @@ export async function markBinding(env: Env, binding: KubeObject, value: string |
 /**
  * The cluster's `Evicted` condition in a placement's status, from its binding's
  * {@link EVICTION_BLOCKED_ANNOTATION} (an automatic eviction the budget refused), at the
- * placement's `generation`; null when there is none.
+ * placement's `generation`, while the cluster (`taintsOf` its taints, read only for a marked
+ * binding) still carries a hub taint; null when there is none.
  */
 export function evictionBlockedCondition(
   binding: KubeObject | undefined,
   generation: number,
+  taintsOf: () => readonly FleetTaint[],
 ): { type: string; status: "False"; reason: string; message: string; observedGeneration: number } | null {
   const raw = binding?.metadata.annotations?.[EVICTION_BLOCKED_ANNOTATION];
-  if (!raw) return null;
+  if (!raw || !taintsOf().some((t) => HUB_TAINTS.includes(t.key) && t.effect === "NoSelect")) return null;
   try {
     const { reason, message } = JSON.parse(raw) as { reason?: unknown; message?: unknown };
     if (typeof reason !== "string" || typeof message !== "string") return null;
@@ -198,6 +202,8 @@ export async function checkUnreachableCluster(env: Env, cluster: string, nowMs: 
       continue;
     }
     if (due.at > nowMs) {
+      // A new taint, not due yet: a mark of an earlier one goes.
+      if (await markBinding(env, binding, null)) wake.add(placement);
       next = Math.min(next, due.at);
       continue;
     }
