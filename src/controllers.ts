@@ -22,7 +22,7 @@
  *
  * Why the scheduler object hosts more than scheduling: it is the hub's one singleton object, so
  * it also holds the hub-wide timers (the outbox sweep, Events' expiry, add-ons' rollout
- * rechecks). They are a few rows of its timers table, looked up here like any other; a second
+ * rechecks, and a tainted cluster's automatic-eviction deadline, a row per such cluster). They are a few rows of its timers table, looked up here like any other; a second
  * singleton object for them would add an object (and its wake-ups) to run three timers.
  */
 import type { AfterCommitHook, CommitStatements, KindName, Watch } from "./store/hooks.ts";
@@ -39,6 +39,7 @@ import { placementHook } from "./fleet/controller.ts";
 import { karmadaHook } from "./fleet/karmada/controller.ts";
 import { updateRunHook } from "./fleet/updaterun/hook.ts";
 import { evictionHook } from "./fleet/eviction.ts";
+import { checkUnreachableCluster, UNREACHABLE_EVICTION_TIMER, unreachableEvictionHook } from "./fleet/eviction-unreachable.ts";
 import { overrideHook } from "./overrides/snapshots.ts";
 import { deleteExpiredWork, workDeletingHook, workTtlHook } from "./work/deletion.ts";
 import { clusterNamespaceHook, deliveryHook } from "./work/controller.ts";
@@ -217,6 +218,21 @@ export const CONTROLLERS: readonly Controller[] = [
     runsIn: "ReplicaSetObject",
     hook: hook(evictionHook),
     watches: [{ kinds: [fleet("ClusterResourcePlacementEviction")], changes: ["create", "update"] }],
+  },
+  {
+    name: unreachableEvictionHook.name,
+    wakes:
+      "a ManagedCluster's hub taint (unreachable, unavailable) added or re-stamped: its timer, at once; then at its PickN placements' toleration deadlines and a refused eviction's retry (src/fleet/eviction-unreachable.ts)",
+    runsIn: "SchedulerObject",
+    hook: hook(unreachableEvictionHook),
+    watches: [{ kinds: [ManagedClusterKind], changes: ["update"] }],
+    timers: [
+      {
+        name: UNREACHABLE_EVICTION_TIMER,
+        object: "SchedulerObject",
+        run: async ({ env, key, now }) => checkUnreachableCluster(env, key, now),
+      },
+    ],
   },
   {
     name: karmadaHook.name,

@@ -21,8 +21,10 @@ function placementNameOf(kind: string, name: string | undefined, written: unknow
 
 /**
  * `store` of ClusterResourcePlacementEvictions or ClusterResourcePlacementDisruptionBudgets with
- * the named placement read before a create (an eviction) or a create, update or patch (a budget)
- * of the object, not of a subresource. Other kinds' stores are returned as they are.
+ * the named placement read before a create (an eviction: a POST, or a server-side apply, which
+ * creates the object when it does not exist; the kind's check runs on the create only) or a
+ * create, update or patch (a budget) of the object, not of a subresource. Other kinds' stores are
+ * returned as they are.
  */
 export function evictionAdmitted(env: Env, store: Store): Store {
   const def = store.def;
@@ -31,7 +33,9 @@ export function evictionAdmitted(env: Env, store: Store): Store {
   return {
     ...store,
     async write(namespace, name, req, opts) {
-      if (req.verb === "delete" || (req.verb !== "create" && (req.subresource || eviction))) return store.write(namespace, name, req, opts);
+      // A server-side apply may create an eviction (kube-apiserver runs the create's admission then).
+      const apply = req.verb === "patch" && req.patchType === "apply";
+      if (req.verb === "delete" || (req.verb !== "create" && (req.subresource || (eviction && !apply)))) return store.write(namespace, name, req, opts);
       const written = req.verb === "patch" ? req.patch : req.body;
       const placementName = placementNameOf(def.kind, name, written);
       if (!placementName) return store.write(namespace, name, req, opts);

@@ -84,6 +84,8 @@ import { ownChangeRun } from "./own-change.ts";
 import { cachedPlacementLists, inNamespace, placementLists } from "./placement-lists.ts";
 import { boundIndexes, externalStep, isExternal, resourceSnapshotName, snapshotSelection } from "./updaterun/gate.ts";
 import { wakeUpdateRuns } from "./updaterun/wake.ts";
+import { TARGET_CLUSTER_LABEL } from "../kinds/fleet-eviction.ts";
+import { evictionBlockedCondition } from "./eviction-unreachable.ts";
 
 /** A placement: `namespace` "" for a ClusterResourcePlacement. */
 export interface PlacementRef {
@@ -715,6 +717,9 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
       indexFor(cluster),
     );
     pcs.applicable = pinned;
+    // An automatic eviction the budget refused (src/fleet/eviction-unreachable.ts).
+    const evicted = evictionBlockedCondition(b, generation, () => clusters.find((m) => m.name === cluster)?.taints ?? []);
+    if (evicted) pcs.conditions.push(evicted);
     perCluster.push(pcs);
     const workIndex = ws[0]?.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL];
     // External: the state and snapshot are the run's (Scheduled until one binds the cluster).
@@ -742,7 +747,7 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
         now,
       ),
     });
-    if (b && deepEqual(b.spec ?? null, bindingSpec)) stored.set(name, b);
+    if (b && deepEqual(b.spec ?? null, bindingSpec) && b.metadata.labels?.[TARGET_CLUSTER_LABEL] === cluster) stored.set(name, b);
     // A new binding is created with its status (one commit, not a create and a status write).
     else specWrites.push(bindingWrite(ref, k.binding, b, cluster, bindingSpec, placement, b ? undefined : wantStatus.get(name)));
   }
@@ -900,7 +905,7 @@ function bindingWrite(
       ...(b?.metadata ?? {}),
       name,
       ...(ref.namespace ? { namespace: ref.namespace } : {}),
-      labels: { ...(b?.metadata.labels ?? {}), [PLACEMENT_TRACKING_LABEL]: ref.name },
+      labels: { ...(b?.metadata.labels ?? {}), [PLACEMENT_TRACKING_LABEL]: ref.name, [TARGET_CLUSTER_LABEL]: cluster },
       ownerReferences: [
         {
           apiVersion: `${FLEET_GROUP}/v1beta1`,

@@ -28,6 +28,8 @@ import { racing } from "../k8s/racing.ts";
 import type { AfterCommitHook, Change } from "../store/hooks.ts";
 import { ClusterResourceBindingKind, FLEET_GROUP, PLACEMENT_TRACKING_LABEL } from "../kinds/fleet.ts";
 import {
+  AUTOMATIC_EVICTION_LABEL,
+  EVICTION_CAUSE_ANNOTATION,
   ClusterResourcePlacementDisruptionBudgetKind,
   ClusterResourcePlacementEvictionKind,
   EVICTION_EXECUTED,
@@ -40,6 +42,7 @@ import {
 } from "../kinds/fleet-eviction.ts";
 import { FLEET_PLACEMENT_KINDS } from "../kinds/index.ts";
 import { decideEviction, type EvictedPlacement, type EvictionDecision } from "./eviction-decide.ts";
+import { markBinding, refusalMark } from "./eviction-unreachable.ts";
 
 /** The prefix of an eviction object's target namespace (a namespace never holds ':'). */
 export const EVICTION_TARGET_PREFIX = "eviction:";
@@ -119,7 +122,8 @@ export async function runEvictions(env: Env, placement: string, nowMs: number): 
     .sort(byAge);
   if (pending.length === 0) return { gone: true };
   const now = stamp(nowMs);
-  const crp = (await admittedStoreOf(env, FLEET_PLACEMENT_KINDS.crp).get("", placement)) as EvictedPlacement | null;
+  const crpObj = await admittedStoreOf(env, FLEET_PLACEMENT_KINDS.crp).get("", placement);
+  const crp = crpObj as EvictedPlacement | null;
   const budgetObj = await admittedStoreOf(env, ClusterResourcePlacementDisruptionBudgetKind).get("", placement);
   const budget = budgetObj ? ((budgetObj.spec ?? {}) as PlacementDisruptionBudgetSpec) : null;
   const bindingStore = admittedStoreOf(env, ClusterResourceBindingKind);
@@ -134,6 +138,7 @@ export async function runEvictions(env: Env, placement: string, nowMs: number): 
   const events: EventSpec[] = [];
   let raced = false;
   let removed = false;
+  let marked = false;
   for (const eviction of pending) {
     const cluster = (eviction.spec as unknown as PlacementEvictionSpec).clusterName;
     let decision = decideEviction(crp, bindings, cluster, budget);
@@ -185,6 +190,27 @@ export async function runEvictions(env: Env, placement: string, nowMs: number): 
       }
     }
     const reason = !decision.valid ? EvictionReasons.invalid : decision.executed ? EvictionReasons.executed : EvictionReasons.notExecuted;
+    const automatic = eviction.metadata.labels?.[AUTOMATIC_EVICTION_LABEL] !== undefined;
+    const cause = eviction.metadata.annotations?.[EVICTION_CAUSE_ANNOTATION];
+    // An automatic eviction refused: the placement's status shows it on the cluster (src/fleet/eviction-unreachable.ts).
+    if (automatic && decision.valid && !decision.executed) {
+      const target = bindings.find((b) => (b.spec as { targetCluster?: string } | undefined)?.targetCluster === cluster);
+      if (target && (await markBinding(env, target, refusalMark(eviction, reason, decision.message)))) marked = true;
+    }
+    // The placement's Event (Flotilla's: KubeFleet's eviction controller records none), for a valid eviction.
+    if (decision.valid && crpObj)
+      events.push({
+        regarding: {
+          kind: FLEET_PLACEMENT_KINDS.crp.kind,
+          apiVersion: `${FLEET_GROUP}/v1beta1`,
+          name: placement,
+          ...(crpObj.metadata.uid ? { uid: crpObj.metadata.uid } : {}),
+        },
+        reason,
+        type: decision.executed ? "Normal" : "Warning",
+        message: `${automatic ? `Automatic eviction (${cause ?? "hub taint"})` : "Eviction"} ${eviction.metadata.name} of cluster ${cluster}: ${decision.message}`,
+        reportingController: EVICTION_CONTROLLER,
+      });
     events.push({
       regarding: {
         kind: ClusterResourcePlacementEvictionKind.kind,
@@ -199,7 +225,7 @@ export async function runEvictions(env: Env, placement: string, nowMs: number): 
     });
   }
   // The placement runs now: it removes the evicted clusters' works and schedules again.
-  if (removed) await env.REPLICASETS.getByName(`placement:/${placement}`).reconcile("placement:", placement);
+  if (removed || marked) await env.REPLICASETS.getByName(`placement:/${placement}`).reconcile("placement:", placement);
   if (events.length > 0) await recordEvents(env, events).catch((e: unknown) => console.error(`evictions of ${placement}: could not record events`, e));
   return raced ? { rerun: true } : {};
 }

@@ -32,13 +32,24 @@ export interface MemberCluster {
   labels: Record<string, string>;
   /** Property name → quantity string (docs/kubefleet.md's mapping). */
   properties: Record<string, string>;
-  taints: { key: string; value?: string; effect: string }[];
+  /** Its taints; `timeAdded` (RFC 3339, stamped by the hub) dates a toleration's `tolerationSeconds`. */
+  taints: FleetTaint[];
+  /** When it was read (epoch ms, the injected clock): a toleration with `tolerationSeconds` tolerates a taint until `timeAdded` plus that. */
+  observedAt?: number;
   /** May get new placements: accepted by the hub, not being deleted, not known unavailable (ManagedClusterConditionAvailable not False). */
   eligible: boolean;
   /** Why it is not eligible, in KubeFleet's words (its `ClusterEligibilityChecker.IsEligible` reasons); absent when eligible. */
   ineligibleReason?: string;
   /** Being deleted, or no longer accepted (`hubAcceptsClient` not true): loses its placements. */
   leaving: boolean;
+}
+
+/** A ManagedCluster's taint as the scheduler reads it. */
+export interface FleetTaint {
+  key: string;
+  value?: string;
+  effect: string;
+  timeAdded?: string | null;
 }
 
 /** One cluster's decision (a policy snapshot's `targetClusters[]`, a binding's `clusterDecision`). */
@@ -101,7 +112,7 @@ export function memberClusterOf(mc: KubeObject, nowMs: number): MemberCluster {
     properties[`resources.kubernetes-fleet.io/allocatable-${r}`] = String(q);
     properties[`resources.kubernetes-fleet.io/available-${r}`] = String(q);
   }
-  const spec = (mc.spec ?? {}) as { hubAcceptsClient?: boolean; taints?: { key: string; value?: string; effect: string }[] };
+  const spec = (mc.spec ?? {}) as { hubAcceptsClient?: boolean; taints?: FleetTaint[] };
   const leaving = !!mc.metadata.deletionTimestamp || spec.hubAcceptsClient !== true;
   const available = conditionStatus(mc, "ManagedClusterConditionAvailable");
   const eligible = !leaving && available !== "False";
@@ -111,6 +122,7 @@ export function memberClusterOf(mc: KubeObject, nowMs: number): MemberCluster {
     labels: { ...(mc.metadata.labels ?? {}), [MEMBER_CLUSTER_NAME_LABEL]: mc.metadata.name },
     properties,
     taints: spec.taints ?? [],
+    observedAt: nowMs,
     eligible,
     ...(why ? { ineligibleReason: why } : {}),
     leaving,
@@ -118,16 +130,41 @@ export function memberClusterOf(mc: KubeObject, nowMs: number): MemberCluster {
 }
 
 /** KubeFleet's `canTolerationTolerateTaint`; Flotilla's taints of effect NoSelect and NoSelectIfNew are KubeFleet's NoSchedule. */
-function tolerates(taint: { key: string; value?: string; effect: string }, t: FleetToleration): boolean {
+export function tolerationMatches(taint: FleetTaint, t: FleetToleration): boolean {
   const effect = taint.effect === "NoSelect" || taint.effect === "NoSelectIfNew" ? "NoSchedule" : taint.effect;
   const effectOk = !t.effect || t.effect === effect;
   if ((t.operator ?? "Equal") === "Exists") return (!t.key || t.key === taint.key) && effectOk;
   return t.key === taint.key && (t.value ?? "") === (taint.value ?? "") && effectOk;
 }
 
-/** The first taint (NoSelect or NoSelectIfNew) none of `tolerations` tolerates, or undefined. */
+/**
+ * Until when toleration `t` tolerates `taint` (epoch ms; `Infinity` for good), or null when it
+ * does not match: Flotilla's `tolerationSeconds`, as OCM's (`plugins/tainttoleration`
+ * `isTolerated`), tolerates a matching taint until its `timeAdded` plus that many seconds (a taint
+ * without `timeAdded` counts from Go's zero time, so at once, as OCM's).
+ */
+export function toleratedUntil(taint: FleetTaint, t: FleetToleration): number | null {
+  if (!tolerationMatches(taint, t)) return null;
+  if (t.tolerationSeconds === undefined || t.tolerationSeconds === null) return Infinity;
+  const added = taint.timeAdded ? Date.parse(taint.timeAdded) : Number.NaN;
+  return (Number.isNaN(added) ? -62135596800000 : added) + t.tolerationSeconds * 1000;
+}
+
+/**
+ * The first taint (NoSelect or NoSelectIfNew) none of `tolerations` tolerates, or undefined; with
+ * `tolerationSeconds` the first toleration that matches decides, and only until it expires (at the
+ * cluster's `observedAt`).
+ */
 export function untoleratedTaint(c: MemberCluster, tolerations: FleetToleration[] | undefined) {
-  return c.taints.find((taint) => taint.effect !== "PreferNoSelect" && !(tolerations ?? []).some((t) => tolerates(taint, t)));
+  const now = c.observedAt ?? 0;
+  return c.taints.find((taint) => {
+    if (taint.effect === "PreferNoSelect") return false;
+    for (const t of tolerations ?? []) {
+      const until = toleratedUntil(taint, t);
+      if (until !== null) return now >= until;
+    }
+    return true;
+  });
 }
 
 /** Whether `c` matches one cluster selector term (its label selector and each property requirement). */

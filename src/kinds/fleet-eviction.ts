@@ -32,6 +32,24 @@ export interface PlacementDisruptionBudgetSpec {
   minAvailable?: number | string;
 }
 
+/**
+ * Label on a ClusterResourceBinding: the cluster it targets (its `spec.targetCluster`), so that a
+ * cluster's bindings are read through the label index (Flotilla's; KubeFleet lists every binding).
+ */
+export const TARGET_CLUSTER_LABEL = "flotilla.dev/target-cluster";
+/**
+ * Label on an eviction the hub made itself (the automatic path, src/fleet/eviction-unreachable.ts):
+ * the key's last segment of the taint that made it (`unreachable`, `unavailable`).
+ */
+export const AUTOMATIC_EVICTION_LABEL = "flotilla.dev/automatic-eviction";
+/** Annotation on an automatic eviction: why, in words (the taint, since when, the toleration's seconds). */
+export const EVICTION_CAUSE_ANNOTATION = "flotilla.dev/eviction-cause";
+/**
+ * Annotation on a ClusterResourceBinding an automatic eviction was refused for: the refusal as
+ * JSON `{reason, message}`, which the placement's run shows as the cluster's `Evicted` condition.
+ */
+export const EVICTION_BLOCKED_ANNOTATION = "flotilla.dev/eviction-blocked";
+
 /** An eviction's condition types (`PlacementEvictionConditionType`). */
 export const EVICTION_VALID = "Valid";
 /** See {@link EVICTION_VALID}. */

@@ -27,12 +27,17 @@ export type ResourceSelectorTerm = {
   selectionScope?: "NamespaceOnly" | "NamespaceWithResources" | "NamespaceWithResourceSelectors";
 };
 
-/** A `Toleration` (KubeFleet: key, operator Equal/Exists, value, effect NoSchedule). */
+/**
+ * A `Toleration` (KubeFleet: key, operator Equal/Exists, value, effect NoSchedule), with
+ * Flotilla's `tolerationSeconds` (OCM's: how long after the taint's `timeAdded` it tolerates it;
+ * docs/kubefleet.md "Evictions, budgets, drain").
+ */
 export type FleetToleration = {
   key?: string;
   operator?: string;
   value?: string;
   effect?: string;
+  tolerationSeconds?: number | null;
 };
 
 /** A `PropertySelectorRequirement`. */

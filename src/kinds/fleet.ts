@@ -134,6 +134,9 @@ const PlacementPolicySchema = z.strictObject({
         operator: z.enum(["Equal", "Exists"]).optional(),
         value: z.string().optional(),
         effect: z.enum(["NoSchedule"]).optional(),
+        // Flotilla's, OCM's semantics: the automatic eviction of a PickN placement from a cluster
+        // unreachable past it (docs/kubefleet.md "Evictions, budgets, drain").
+        tolerationSeconds: z.number().int().optional(),
       }),
     )
     .max(100)

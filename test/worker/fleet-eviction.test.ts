@@ -315,6 +315,17 @@ describe("evictions and budgets over HTTP", () => {
     });
     expect(r.status).toBe(422);
     expect(JSON.stringify(r.body)).toContain("cluster resource placement policy type PickFixed is not supported");
+    // A server-side apply that would create it is checked as the create is.
+    const applied = JSON.stringify({
+      apiVersion: "placement.kubernetes-fleet.io/v1beta1",
+      kind: "ClusterResourcePlacementEviction",
+      metadata: { name: "fixed-ssa" },
+      spec: { placementName: "ev-fixed", clusterName: "ev-f1" },
+    });
+    const ssa = await call("PATCH", `${CRPE("fixed-ssa")}?fieldManager=kubectl`, applied, { contentType: "application/apply-patch+yaml" });
+    expect(ssa.status, JSON.stringify(ssa.body)).toBe(422);
+    expect(JSON.stringify(ssa.body)).toContain("cluster resource placement policy type PickFixed is not supported");
+    expect((await call("GET", CRPE("fixed-ssa"))).status).toBe(404);
     await placement("ev-all", "ev-all-ns", { placementType: "PickAll" });
     const mu = await budgetPost("ev-all", { maxUnavailable: 1 });
     expect(mu.status).toBe(422);
@@ -379,6 +390,14 @@ describe("evictions and budgets over HTTP", () => {
     expect(refused.body.items.map((e: { reason: string; type: string }) => `${e.type} ${e.reason}`)).toContain(
       "Warning ClusterResourcePlacementEvictionNotExecuted",
     );
+    // The placement's Events (Flotilla's: KubeFleet's controller records none) for the refused and the executed eviction.
+    const onPlacement = await call(
+      "GET",
+      `/api/v1/namespaces/default/events?fieldSelector=${encodeURIComponent("involvedObject.kind=ClusterResourcePlacement,involvedObject.name=ev-pickn")}`,
+    );
+    const lines = onPlacement.body.items.map((e: { type: string; reason: string; message: string }) => `${e.type} ${e.reason}: ${e.message}`);
+    expect(lines).toContain(`Warning ClusterResourcePlacementEvictionNotExecuted: Eviction pickn-blocked of cluster ${victim}: ${M.blockedPDB(2, 2)}`);
+    expect(lines).toContain(`Normal ClusterResourcePlacementEvictionExecuted: Eviction pickn-allowed of cluster ${victim}: ${M.allowedPDB(2, 2)}`);
     // /metrics: KubeFleet's eviction series, and the evictions by outcome.
     const metrics = (await call("GET", "/metrics")).body as string;
     expect(metrics).toContain('fleet_workload_eviction_complete{name="pickn-allowed",isCompleted="true",isValid="true"}');
