@@ -17,6 +17,7 @@ import { onlyEmpty } from "../k8s/unimplemented.ts";
 import { GO_DURATION } from "../k8s/duration.ts";
 import { admitExecutor, validateExecutor } from "./manifestwork-executor.ts";
 import { checkedBy, rememberChecked } from "../k8s/frozen-json.ts";
+import { deepEqual } from "../k8s/fieldmanager.ts";
 
 /** OCM's cap on the total size of a work's manifests, in bytes (500 KiB, `manifestLimit`). */
 export const MANIFEST_LIMIT_BYTES = 500 * 1024;
@@ -252,9 +253,11 @@ export const ManifestWorkKind: KindDefinition = {
     obj.spec ??= {};
   },
   validate(obj: KubeObject, old?: KubeObject): StatusCause[] {
-    // The stored spec itself (a status or metadata write), or a frozen rendered spec that passed
-    // before (src/k8s/frozen-json.ts): validated when it was first written.
-    if ((old && old.spec === obj.spec) || checkedBy(obj.spec, validateWorkSpec)) return [];
+    // The stored spec itself or a copy of it (a status or metadata write: the status subresource
+    // copies the stored spec), or a frozen rendered spec that passed before
+    // (src/k8s/frozen-json.ts): validated when it was first written. Comparing is cheaper than
+    // validating again (an agent's status report, the most frequent write of a work).
+    if ((old && (old.spec === obj.spec || deepEqual(old.spec, obj.spec))) || checkedBy(obj.spec, validateWorkSpec)) return [];
     const causes = validateWorkSpec(obj.spec, "spec");
     if (causes.length === 0) rememberChecked(obj.spec, validateWorkSpec);
     return causes;

@@ -142,3 +142,82 @@ export class CommitGroups<I, O> {
     return tail;
   }
 }
+
+/**
+ * Group sends whose callers do not wait for them: as {@link CommitGroups}, items that arrive while
+ * a send is in flight go together in the next one, but only the item that starts a group (its
+ * leader) waits, for the send before (until {@link GROUP_WAIT_LIMIT_MS} after it started) and then
+ * for its group's; the others return at once. For work whose durable record is elsewhere (an
+ * outbox row the send deletes once done): a lost group (its leader's request cancelled, or its
+ * send failed) leaves the records, and whoever keeps them (the outbox sweep) does the work again.
+ * No waiter holds a timer of its own (a joined item waits on nothing), which is what a
+ * {@link CommitGroups} waiter costs per item.
+ */
+export class SendGroups<I> {
+  /** The last send started, and when (epoch ms), until it settles: the next group's leader waits for it. */
+  private tail: { p: Promise<unknown>; since: number } | null = null;
+  /** The group still taking items, and when it was started (epoch ms). */
+  private waiting: { items: I[]; since: number } | null = null;
+  /** Sends made so far, and items they carried (for tests and benchmarks). */
+  readonly counts = { calls: 0, items: 0 };
+
+  constructor(
+    private readonly send: (items: I[]) => Promise<void>,
+    private readonly maxItems: number,
+    private readonly waitLimitMs = GROUP_WAIT_LIMIT_MS,
+  ) {}
+
+  /**
+   * Adds `item` to the group taking items and answers null (another caller sends it), or starts a
+   * group and answers the promise of its send, which the caller must await (it resolves once the
+   * group was sent, and rejects with what the send threw).
+   */
+  add(item: I): Promise<void> | null {
+    const now = clock.now();
+    const joined = this.waiting;
+    if (joined && now - joined.since < this.waitLimitMs && joined.items.length < this.maxItems) {
+      joined.items.push(item);
+      return null;
+    }
+    const group = { items: [item], since: now };
+    const before = this.tail;
+    if (!before || now - before.since >= this.waitLimitMs) return this.start(group.items);
+    this.waiting = group;
+    return this.lead(group, before, now);
+  }
+
+  private async lead(group: { items: I[] }, before: { p: Promise<unknown>; since: number }, now: number): Promise<void> {
+    const started = this.track();
+    await settledWithin(before.p, before.since + this.waitLimitMs - now);
+    if (this.waiting === group) this.waiting = null;
+    started.since = clock.now();
+    await this.sendNow(group.items, started);
+  }
+
+  private start(items: I[]): Promise<void> {
+    return this.sendNow(items, this.track());
+  }
+
+  /** Sends `items`, resolving the record `tail` (made by {@link track}) once settled. */
+  private async sendNow(items: I[], tail: { p: Promise<unknown>; since: number; settle?: () => void }): Promise<void> {
+    this.counts.calls++;
+    this.counts.items += items.length;
+    try {
+      await this.send(items);
+    } finally {
+      tail.settle?.();
+    }
+  }
+
+  /** A record of the send about to start (or be waited for), the one the next group's leader waits for until it settles. */
+  private track(): { p: Promise<unknown>; since: number; settle?: () => void } {
+    let settle!: () => void;
+    const p = new Promise<void>((resolve) => (settle = resolve));
+    const tail = { p, since: clock.now(), settle };
+    this.tail = tail;
+    void p.then(() => {
+      if (this.tail === tail) this.tail = null;
+    });
+    return tail;
+  }
+}

@@ -43,7 +43,9 @@ import { ManifestWorkKind, ManifestWorkReplicaSetKind, MWRS_LABEL } from "../kin
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import type { Env } from "../env.ts";
 import { admittedStoreOf } from "../admission/store.ts";
-import { CommitGroups } from "../store/group-commit.ts";
+import { CommitGroups, SendGroups } from "../store/group-commit.ts";
+import { armSweep, deleteOutboxRows, OUTBOX_GRACE_MS } from "../store/outbox.ts";
+import { clock } from "../clock.ts";
 import { sharedRead, type AfterCommitHook, type Change, type HookTarget } from "../store/hooks.ts";
 import { decisionsMoved } from "../placement/changes.ts";
 import { addFinalizerReconciler } from "./replicaset/add-finalizer.ts";
@@ -172,6 +174,53 @@ async function reconcileSoon(env: Env, namespace: string, name: string, deletedW
   await groups.run({ namespace, name, change: { deletedWorkIn, work } });
 }
 
+/** A notification whose writer's outbox row the hook took over: the row is deleted once it was sent. */
+interface TakenNotification extends Notification {
+  outboxId: string;
+}
+
+/** The taken-over notification groups of each replica set namespace binding (one per isolate), made on first use. */
+const takenGroups = new WeakMap<DurableObjectNamespace, SendGroups<TakenNotification>>();
+/** Whether this isolate has set the outbox sweep for the rows its notifications took over. */
+let takenSweepSet = false;
+
+/**
+ * Sends a group of taken-over notifications ({@link sendNotifications}), then deletes their
+ * outbox rows in one statement.
+ * @throws when a notification could not be sent (the rows stay: the sweep sends them again)
+ */
+async function sendTaken(env: Env, items: TakenNotification[]): Promise<void> {
+  await sendNotifications(env, items);
+  await deleteOutboxRows(
+    env,
+    items.map((n) => n.outboxId),
+  );
+}
+
+/**
+ * {@link reconcileSoon} for an agent's status report whose outbox row has this hook as its only
+ * one (the writer does not wait for its effects): the notification joins this isolate's next
+ * group without waiting for it, as the scheduling hook hands its trigger over
+ * (src/placement/controller.ts), and the group's send deletes the rows of the notifications it
+ * carried. Only the notification that starts a group waits, for the group before it and its
+ * own group's send; the rest of a fleet's reports during a rollout cost a push each, not a wait
+ * with a timer. A group lost (its leader's request cancelled, or its send failed) leaves its
+ * rows to the outbox sweep, which the first such group of an isolate sets for when they are due.
+ * @throws what the group's send threw, for the group's leader
+ */
+async function takeOver(env: Env, namespace: string, name: string, outboxId: string, work: KubeObject | null | undefined): Promise<void> {
+  let groups = takenGroups.get(env.REPLICASETS);
+  if (!groups) {
+    groups = new SendGroups((items: TakenNotification[]) => sendTaken(env, items), NOTIFY_GROUP_MAX);
+    takenGroups.set(env.REPLICASETS, groups);
+  }
+  if (!takenSweepSet) {
+    takenSweepSet = true;
+    await armSweep(env, clock.now() + OUTBOX_GRACE_MS);
+  }
+  await groups.add({ namespace, name, change: { work }, outboxId });
+}
+
 /**
  * What a write owes a replica set: its run now (awaited) or soon (its alarm), and the cluster
  * whose work was deleted; or the runs, awaited, of the replica sets that refer to a placement whose
@@ -239,6 +288,10 @@ export const replicaSetHook: AfterCommitHook<ReplicaSetOwed> = {
     // A work's change run right after its commit carries the work as stored: the replica set's
     // object keeps it instead of reading every work back (a sweep's run has only the key).
     const work = target.change?.def === ManifestWorkKind ? target.change.after : undefined;
+    if (!owed.now && owed.deletedWorkIn === undefined && target.outbox?.only && !target.writerWaits && !target.recovering) {
+      await takeOver(env, owed.namespace, owed.name, target.outbox.id, work);
+      return { tookRow: true };
+    }
     if (!owed.now) return reconcileSoon(env, owed.namespace, owed.name, owed.deletedWorkIn, work);
     await reconcileNow(env, owed.namespace, owed.name);
     return { rewrote: target.resource === resourceKey(ManifestWorkReplicaSetKind) && target.namespace === owed.namespace && target.name === owed.name };

@@ -4,7 +4,7 @@
  * output; a group whose commit fails, or that is not heard of in time, commits each write alone.
  */
 import { describe, expect, it, vi } from "vitest";
-import { CommitGroups } from "../../src/store/group-commit.ts";
+import { CommitGroups, SendGroups } from "../../src/store/group-commit.ts";
 
 /** A commit function whose calls the test answers: each call is recorded with its items. */
 function controlled() {
@@ -144,6 +144,81 @@ describe("CommitGroups", () => {
       expect(calls.map((c) => c.items)).toEqual([["stuck"], ["b"], ["c"]]);
       calls[2]!.answer();
       expect(await late).toBe("ok:c");
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
+
+/** A send function whose calls the test settles: each call is recorded with its items. */
+function controlledSends() {
+  const calls: { items: string[]; answer: () => void; fail: () => void }[] = [];
+  const send = (items: string[]) =>
+    new Promise<void>((resolve, reject) => {
+      calls.push({ items: [...items], answer: () => resolve(), fail: () => reject(new Error("send failed")) });
+    });
+  return { calls, send };
+}
+
+describe("SendGroups", () => {
+  it("sends an item at once when nothing is in flight; only a group's first item waits, for its group's send", async () => {
+    const { calls, send } = controlledSends();
+    const g = new SendGroups(send, 50);
+    const first = g.add("a");
+    expect(first).not.toBeNull();
+    expect(calls.map((c) => c.items)).toEqual([["a"]]);
+    // Items arriving meanwhile: the first leads the next group, the others return at once.
+    const leader = g.add("b");
+    expect(leader).not.toBeNull();
+    expect(g.add("c")).toBeNull();
+    expect(g.add("d")).toBeNull();
+    let led = false;
+    void leader!.then(() => (led = true));
+    await tick();
+    expect(calls.map((c) => c.items)).toEqual([["a"]]);
+    calls[0]!.answer();
+    await first;
+    await tick();
+    expect(calls.map((c) => c.items)).toEqual([["a"], ["b", "c", "d"]]);
+    expect(led).toBe(false);
+    calls[1]!.answer();
+    await leader;
+    expect(g.counts).toEqual({ calls: 2, items: 4 });
+    // Idle again: the next item goes at once.
+    const e = g.add("e");
+    expect(calls.map((c) => c.items)).toHaveLength(3);
+    calls[2]!.answer();
+    await e;
+  });
+
+  it("starts the next group when the waiting one is full, and a failed send fails only its leader", async () => {
+    const { calls, send } = controlledSends();
+    const g = new SendGroups(send, 2);
+    const adds = ["a", "b", "c", "d", "e"].map((i) => g.add(i));
+    expect(adds.map((p) => p !== null)).toEqual([true, true, false, true, false]);
+    calls[0]!.fail();
+    await expect(adds[0]).rejects.toThrow("send failed");
+    await tick();
+    expect(calls.map((c) => c.items)).toEqual([["a"], ["b", "c"]]);
+    calls[1]!.answer();
+    await adds[1];
+    await tick();
+    expect(calls.map((c) => c.items)).toEqual([["a"], ["b", "c"], ["d", "e"]]);
+    calls[2]!.answer();
+    await adds[3];
+  });
+
+  it("does not wait for a send in flight longer than the limit", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      const { calls, send } = controlledSends();
+      const g = new SendGroups(send, 50, 1_000);
+      void g.add("a");
+      vi.setSystemTime(Date.now() + 1_000);
+      const b = g.add("b");
+      expect(calls.map((c) => c.items)).toEqual([["a"], ["b"]]);
+      calls[1]!.answer();
+      await b;
     } finally {
       vi.useRealTimers();
     }

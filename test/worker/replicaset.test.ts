@@ -4,6 +4,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
+import { reportWorkStatus } from "../../src/agent-api/work-report.ts";
 import { call, condition, createNamespaces, MC, MCSET, createCluster, merge, MWRS, PLACEMENTS, BINDINGS, placeByLabels as placement } from "./helpers.ts";
 
 const W = "/apis/work.open-cluster-management.io";
@@ -131,6 +132,28 @@ describe("ManifestWorkReplicaSet", () => {
     expect((await mwrs("apps", "web")).status.summary).toEqual({ total: 3, applied: 3, available: 3, progressing: 3, degraded: 0 });
     for (const c of ["c1", "c2", "c3"]) await report(c, "apps.web", "succeeded");
     expect(condition(await mwrs("apps", "web"), "PlacementRolledOut")).toMatchObject({ status: "True", reason: "Complete" });
+  });
+
+  it("agents' reports at once reach the summary; the notifications that took their outbox rows delete them", async () => {
+    const gen = (await call("GET", WORK("c1", "apps.web"))).body.metadata.generation;
+    const conditions = [cond("Applied", "True", gen), cond("Available", "True", gen), cond("Progressing", "True", gen)];
+    // As the channel's report does (durable-objects/cluster.ts): the write answers once committed,
+    // its hooks run under waitUntil; the replica set's notification takes the row over.
+    const later: Promise<unknown>[] = [];
+    const waitUntil = (p: Promise<unknown>) => void later.push(p);
+    await Promise.all(
+      ["c1", "c2", "c3"].map(async (c) => {
+        const uid = (await call("GET", WORK(c, "apps.web"))).body.metadata.uid;
+        await reportWorkStatus(env, c, "apps.web", { uid, status: { conditions } }, 0, waitUntil);
+      }),
+    );
+    await Promise.all(later);
+    await waitFor(async () => (await mwrs("apps", "web")).status.summary.progressing === 3);
+    const left = async () =>
+      (await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox WHERE name = 'apps.web' AND resource LIKE '%manifestworks'").first<{ n: number }>())!.n;
+    await waitFor(async () => (await left()) === 0);
+    for (const c of ["c1", "c2", "c3"]) await report(c, "apps.web", "succeeded");
+    expect((await mwrs("apps", "web")).status.summary.progressing).toBe(0);
   });
 
   it("follows decision changes: a tainted cluster loses its work, a newly selected one gets it", async () => {
