@@ -285,6 +285,8 @@ async function measureNoop(fleet: ChannelFleet): Promise<number[]> {
 
 const rows: string[][] = [];
 const costRows: string[][] = [];
+/** Each size's phase costs, for the split into a part per cluster and a fixed part ({@link printSplit}). */
+const measured: { size: number; label: string; counts: MeterCounts }[] = [];
 for (const size of SIZES) {
   const fleet = await ChannelFleet.start(Array.from({ length: size }, (_, i) => `crp-${String(i).padStart(5, "0")}`));
   try {
@@ -292,6 +294,7 @@ for (const size of SIZES) {
     const noop = await measureNoop(fleet);
     const p = (xs: number[]) => `${secs(pct(xs, 50))} / ${secs(pct(xs, 99))} / ${secs(xs.at(-1)!)}`;
     rows.push([String(size), String(OBJECTS + 1), p(hub.create), p(hub.change), p(noop)]);
+    for (const [label, c] of Object.entries(hub.costs)) measured.push({ size, label, counts: c.counts });
     for (const [label, c] of Object.entries(hub.costs))
       costRows.push([
         String(size),
@@ -299,7 +302,7 @@ for (const size of SIZES) {
         String(c.counts.d1Calls),
         String(c.counts.d1RowsRead),
         String(c.counts.d1RowsWritten),
-        String(sum(c.counts.doRequests)),
+        `${sum(c.counts.doRequests)} (${c.counts.doRequests.cluster} / ${sum(c.counts.doRequests) - c.counts.doRequests.cluster})`,
         String(sum(c.counts.doAlarms)),
         ((c.cpu * 1000) / Math.max(1, c.acked)).toFixed(2),
         c.settled.toFixed(2),
@@ -315,6 +318,42 @@ printTable(
 );
 printTable(
   "what each phase cost on the hub, from its write until the placement settled (metered hub, bench/meter/worker.ts)",
-  ["clusters", "phase", "D1 calls", "D1 rows read", "D1 rows written", "DO requests", "DO alarms", "hub CPU ms / report", "settled s"],
+  ["clusters", "phase", "D1 calls", "D1 rows read", "D1 rows written", "DO requests (clusters' / others)", "DO alarms", "hub CPU ms / report", "settled s"],
   costRows,
 );
+printSplit();
+
+/**
+ * Each phase's counts split into a part per cluster and a fixed part, fitted through the smallest
+ * and the largest fleet of the run (cost = fixed + per cluster x clusters): what a change costs
+ * per cluster (its work's write, its binding's status, the push to its object) and what it costs
+ * the placement once (its runs' reads, its snapshot, its status). A flat change has a fixed part
+ * the same whatever the sizes fitted. Printed only when the run measured two sizes or more.
+ */
+function printSplit(): void {
+  const sizes = [...new Set(measured.map((m) => m.size))].sort((a, b) => a - b);
+  if (sizes.length < 2) return;
+  const [small, large] = [sizes[0]!, sizes.at(-1)!];
+  const out: string[][] = [];
+  for (const label of ["create", "change"]) {
+    const a = measured.find((m) => m.size === small && m.label === label)?.counts;
+    const b = measured.find((m) => m.size === large && m.label === label)?.counts;
+    if (!a || !b) continue;
+    const metrics: [string, (c: MeterCounts) => number][] = [
+      ["D1 calls", (c) => c.d1Calls],
+      ["D1 rows read", (c) => c.d1RowsRead],
+      ["D1 rows written", (c) => c.d1RowsWritten],
+      ["DO requests to clusters' objects", (c) => c.doRequests.cluster],
+      ["DO requests to other objects", (c) => sum(c.doRequests) - c.doRequests.cluster],
+    ];
+    for (const [name, f] of metrics) {
+      const per = (f(b) - f(a)) / (large - small);
+      out.push([label, name, String(f(a)), String(f(b)), per.toFixed(2), (f(a) - per * small).toFixed(0)]);
+    }
+  }
+  printTable(
+    `each phase's cost split into a part per cluster and a fixed part (fitted through ${small} and ${large} clusters)`,
+    ["phase", "count", `at ${small}`, `at ${large}`, "per cluster", "fixed"],
+    out,
+  );
+}

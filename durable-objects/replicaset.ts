@@ -128,9 +128,18 @@ export class ReplicaSetObject extends DurableObject<Env> {
    * has finished. Never rejects for a failed run (the alarm retries it).
    */
   async reconcile(namespace: string, name: string): Promise<void> {
-    this.remember(namespace, name);
     // A placement's own write: its run reads the ManagedClusters afresh (src/fleet/works-cache.ts).
     this.placementWorksCache?.forgetClusters();
+    await this.runAfter(namespace, name);
+  }
+
+  /**
+   * Runs and resolves once a run that started after this call has finished: {@link reconcile}
+   * without its forgetting (the alarm's run, which a notification or timer asked for, keeps
+   * what the placement's object holds).
+   */
+  private async runAfter(namespace: string, name: string): Promise<void> {
+    this.remember(namespace, name);
     this.pending = true;
     const run = this.queue.then(() => this.runPending());
     this.queue = run.catch(() => undefined);
@@ -302,7 +311,7 @@ export class ReplicaSetObject extends DurableObject<Env> {
     if (run) {
       this.timers.cancel(RUN_TIMER);
       if (due.includes(WAIT_TIMER)) this.timers.cancel(WAIT_TIMER);
-      if (t) await this.reconcile(t.namespace, t.name);
+      if (t) await this.runAfter(t.namespace, t.name);
     }
     await this.timers.nextAlarm();
   }

@@ -373,31 +373,28 @@ async function cleanUp(env: Env, ref: PlacementRef, placement: KubeObject | null
   return raced ? { rerun: true } : {};
 }
 
+/** What a run reads before it schedules: its selection, and its resource and policy snapshots (made when they changed). */
+interface Prelude {
+  selected: Selected[];
+  manifests: Manifest[];
+  snapshot: KubeObject;
+  policySnapshot: KubeObject;
+  /** A new policy snapshot replaced an earlier one in this run (the scheduler starts afresh). */
+  policyReplaced: boolean;
+}
+
 /**
- * Reconciles one placement at `nowMs` (epoch ms). Idempotent: every run reads the current state
- * (its works from `cache`, the placement object's copy, when it holds them: src/fleet/works-cache.ts).
- * @throws errors of D1 or an unexpected write failure (the placement's object retries later);
- *   lost write races are reported as `rerun`
+ * Steps 1 and 2 of a run ({@link runPlacement}): the placement's resources selected and its
+ * resource and policy snapshots kept; `outcome` when the run ends there (invalid selectors, a
+ * lost write race).
  */
-export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, cache?: PlacementWorksCache): Promise<PlacementRunOutcome> {
+async function readPrelude(env: Env, ref: PlacementRef, placement: KubeObject, nowMs: number): Promise<Prelude | { outcome: PlacementRunOutcome }> {
   const k = kindsOf(ref);
-  const placementStore = admittedStoreOf(env, k.placement);
-  let placement = await placementStore.get(ref.namespace, ref.name);
-  if (!placement || placement.metadata.deletionTimestamp) {
-    cache?.invalidate();
-    return cleanUp(env, ref, placement);
-  }
-  if (!(placement.metadata.finalizers ?? []).includes(k.finalizer)) {
-    const body = { ...placement, metadata: { ...placement.metadata, finalizers: [...(placement.metadata.finalizers ?? []), k.finalizer] } };
-    const r = await racing(() => placementStore.write(ref.namespace, ref.name, { verb: "update", body }, { known: placement! }));
-    if (r === "lost" || r === null) return { rerun: true };
-    placement = r;
-  }
   const spec = (placement.spec ?? {}) as PlacementSpec;
   const generation = placement.metadata.generation ?? 1;
   const now = stamp(nowMs);
   const limit = spec.revisionHistoryLimit ?? 10;
-
+  const policy: PlacementPolicy = spec.policy ?? { placementType: "PickAll" };
   // 1. Resources. A selector may name a CRD's custom resources and a namespace may hold them: the
   // isolate's custom kinds are brought up to date first (src/kinds/sync.ts).
   await syncCustomKinds(env);
@@ -419,12 +416,11 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
       },
       now,
     );
-    return writeStatus(env, ref, placement, { ...(placement.status ?? {}), conditions });
+    return { outcome: await writeStatus(env, ref, placement, { ...(placement.status ?? {}), conditions }) };
   }
   const { manifests, envelopes } = manifestsOf(selected);
   const contents = selected.map((s) => stripForDispatch(s.def, s.object));
   const resourceHash = await sha256(canonical(contents));
-  const base = trackingValue(ref);
   const rs = await ensureSnapshot(
     env,
     k.resourceSnapshot,
@@ -448,14 +444,12 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
     },
     limit,
   );
-  if (rs === "lost") return { rerun: true };
+  if (rs === "lost") return { outcome: { rerun: true } };
   const snapshot = rs.snapshot;
-  const resourceIndex = snapshot.metadata.labels![RESOURCE_INDEX_LABEL]!;
 
   // 2. Policy. As KubeFleet (`getOrCreateSchedulingPolicySnapshot`), numberOfClusters is not part
   // of the policy's hash: changing it scales the placement on the latest snapshot (its
   // number-of-clusters annotation), keeping the clusters it has, rather than making a new one.
-  const policy: PlacementPolicy = spec.policy ?? { placementType: "PickAll" };
   const hashed: PlacementPolicy = { ...policy };
   delete hashed.numberOfClusters;
   const policyHash = await sha256(canonical(hashed));
@@ -477,7 +471,7 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
     }),
     limit,
   );
-  if (ps === "lost") return { rerun: true };
+  if (ps === "lost") return { outcome: { rerun: true } };
   let policySnapshot = ps.snapshot;
   // KubeFleet's `ensureLatestPolicySnapshot`: the latest snapshot carries the placement's
   // generation and, for PickN, its current numberOfClusters.
@@ -490,15 +484,89 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
       const r = await racing(() =>
         admittedStoreOf(env, k.policySnapshot).write(ref.namespace, policySnapshot.metadata.name, { verb: "update", body }, { known: policySnapshot }),
       );
-      if (r === "lost" || r === null) return { rerun: true };
+      if (r === "lost" || r === null) return { outcome: { rerun: true } };
       policySnapshot = r;
     }
   }
 
-  // 3. Scheduling, onto the ManagedClusters.
-  const bindings = await owned(env, k.binding, ref);
+  return { selected, manifests, snapshot, policySnapshot, policyReplaced: ps.created && ps.hadPrevious };
+}
+
+/** What a run keeps for the next runs that only its works' status reports ask for (see {@link runPlacement}). */
+interface HeldRun extends Omit<Prelude, "policyReplaced"> {
+  /** The placement's resourceVersion after the run (its status write, or as read): a run of another version reads everything. */
+  placementVersion: string | undefined;
+  /** When it was read (epoch ms): kept at most `PLACEMENT_WORKS_RESYNC_MS` from then. */
+  at: number;
+  /** The bindings by name, as the runs wrote them. */
+  bindings: Map<string, KubeObject>;
+  renderFor: ReturnType<typeof clusterRenderer>;
+  renders: Map<string, ClusterRender>;
+  /** Each picked cluster's status as the last run folded it, by cluster. */
+  folds: Map<string, ClusterFold>;
+}
+
+/**
+ * One cluster's share of the placement's status, kept between runs: what it was computed from
+ * (`key`: its works' versions, rollout state, decision and overrides; `bindingVersion`: its
+ * binding's resourceVersion after the run), its status (`pcs`) and its `placementStatuses` entry.
+ * A run whose inputs for the cluster are the same reuses them: a report of one cluster makes the
+ * run compute, compare and write that cluster's status, not every cluster's.
+ */
+interface ClusterFold {
+  key: string;
+  bindingVersion: string | undefined;
+  pcs: PerClusterStatus;
+  entry: Record<string, unknown>;
+}
+
+/**
+ * Reconciles one placement at `nowMs` (epoch ms). Idempotent: every run reads the current state
+ * (its works from `cache`, the placement object's copy, when it holds them: src/fleet/works-cache.ts).
+ * @throws errors of D1 or an unexpected write failure (the placement's object retries later);
+ *   lost write races are reported as `rerun`
+ */
+export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, cache?: PlacementWorksCache): Promise<PlacementRunOutcome> {
+  const k = kindsOf(ref);
+  const placementStore = admittedStoreOf(env, k.placement);
+  let placement = await placementStore.get(ref.namespace, ref.name);
+  if (!placement || placement.metadata.deletionTimestamp) {
+    cache?.invalidate();
+    return cleanUp(env, ref, placement);
+  }
+  if (!(placement.metadata.finalizers ?? []).includes(k.finalizer)) {
+    const body = { ...placement, metadata: { ...placement.metadata, finalizers: [...(placement.metadata.finalizers ?? []), k.finalizer] } };
+    const r = await racing(() => placementStore.write(ref.namespace, ref.name, { verb: "update", body }, { known: placement! }));
+    if (r === "lost" || r === null) return { rerun: true };
+    placement = r;
+  }
+  const spec = (placement.spec ?? {}) as PlacementSpec;
+  const generation = placement.metadata.generation ?? 1;
+  const now = stamp(nowMs);
   // External: rolled out only by staged update runs, which bind each cluster to an index (src/fleet/updaterun/gate.ts).
   const external = isExternal(spec);
+  // What the last run kept, when only its works' status reports came since (src/fleet/works-cache.ts):
+  // its selection, snapshots, overrides and bindings are as it left them, so this run reads none of them.
+  const epoch = cache?.runEpoch() ?? 0;
+  const heldRun = external ? null : cache?.heldRun<HeldRun>(nowMs);
+  const held = heldRun && heldRun.placementVersion === placement.metadata.resourceVersion ? heldRun : null;
+  const policy: PlacementPolicy = spec.policy ?? { placementType: "PickAll" };
+  const base = trackingValue(ref);
+  let pre: Prelude;
+  if (held) pre = { ...held, policyReplaced: false };
+  else {
+    const r = await readPrelude(env, ref, placement, nowMs);
+    if ("outcome" in r) return r.outcome;
+    pre = r;
+  }
+  const { selected, manifests, snapshot } = pre;
+  let policySnapshot = pre.policySnapshot;
+  const resourceIndex = snapshot.metadata.labels![RESOURCE_INDEX_LABEL]!;
+
+  // 3. Scheduling, onto the ManagedClusters.
+  // The bindings by name (as the last run left them, or read through the label index).
+  const heldBindings = held ? held.bindings : new Map((await owned(env, k.binding, ref)).map((b) => [b.metadata.name, b]));
+  const bindings = [...heldBindings.values()];
   const bound = external ? boundIndexes(ref.name, bindings) : new Map<string, string>();
   const bindingOf = new Map(bindings.map((b) => [(b.spec as { targetCluster: string }).targetCluster, b]));
   const current = new Set(
@@ -516,7 +584,7 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
       .filter((b) => (b.spec as { clusterDecision?: unknown }).clusterDecision)
       .map((b) => [(b.spec as { targetCluster: string }).targetCluster, (b.spec as { clusterDecision: ClusterDecision }).clusterDecision] as const),
   );
-  const decision = schedulePlacement(policy, clusters, current, ps.created && ps.hadPrevious, storedDecisions);
+  const decision = schedulePlacement(policy, clusters, current, pre.policyReplaced, storedDecisions);
   const picked = new Map(decision.selected.map((d) => [d.clusterName, d]));
   const scheduledOk = policy.placementType === "PickAll" || decision.selected.length >= decision.desired;
   const scheduledMessage = scheduledOk
@@ -551,11 +619,12 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
         ),
       );
       if (r === "lost") raced = true;
+      else if (r) policySnapshot = r;
     }
   }
 
   // 4. Rollout of the rendered works, each cluster's objects through its overrides (src/fleet/overrides.ts).
-  const renderFor = clusterRenderer(base, manifests, spec.strategy, await placementOverrides(env, ref, manifests));
+  const renderFor = held ? held.renderFor : clusterRenderer(base, manifests, spec.strategy, await placementOverrides(env, ref, manifests));
   // An External placement's clusters are rendered from the index a run bound them to (older ones read from their snapshots).
   const renderers = new Map<string, typeof renderFor>([[resourceIndex, renderFor]]);
   for (const i of new Set(bound.values())) {
@@ -569,7 +638,7 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
   /** The index cluster `c` is rolled out to: the latest, or (External) the one a run bound it to. */
   const indexFor = (c: string): string => (external ? (bound.get(c) ?? resourceIndex) : resourceIndex);
   const memberOf = new Map<string, MemberCluster>(clusters.map((c) => [c.name, c]));
-  const renders = new Map<string, ClusterRender>();
+  const renders = held ? held.renders : new Map<string, ClusterRender>();
   const renderOf = (c: string): ClusterRender => {
     let r = renders.get(c);
     if (!r) renders.set(c, (r = (renderers.get(indexFor(c)) ?? renderFor)(memberOf.get(c) ?? { name: c, labels: {} })));
@@ -687,13 +756,24 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
   const wantStatus = new Map<string, Record<string, unknown>>();
   const stored = new Map<string, KubeObject>();
   const policySnapshotName = policySnapshot.metadata.name;
+  // Each picked cluster's share of the status: kept from the last run where its inputs are the same (see ClusterFold).
+  const folds = new Map<string, ClusterFold>();
+  /** The clusters whose status this run computed (the others' came from `held.folds`). */
+  const refolded = new Map<string, { key: string; pcs: PerClusterStatus }>();
   for (const [cluster, d] of [...picked].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     const ws = (works.get(cluster) ?? []).filter((w) => !w.metadata.deletionTimestamp);
+    const b = bindingOf.get(cluster);
+    const key = `${generation}|${indexFor(cluster)}|${blocked.has(cluster)}|${ws.map((w) => `${w.metadata.uid}/${w.metadata.resourceVersion}`).join(",")}|${JSON.stringify(d)}`;
+    const kept = held?.folds.get(cluster);
+    if (kept && kept.key === key && b && kept.bindingVersion === b.metadata.resourceVersion) {
+      perCluster.push(kept.pcs);
+      folds.set(cluster, kept);
+      continue;
+    }
     const r = renderOf(cluster);
     const failed = r.error !== undefined;
     const isCurrent =
       ws.length > 0 && ws.every((w) => w.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL] === indexFor(cluster)) && !blocked.has(cluster) && !failed;
-    const b = bindingOf.get(cluster);
     // The override snapshots pinned in the binding: the latest where the cluster was rendered (or failed to be), the binding's own while held back.
     const pinned = blocked.has(cluster)
       ? {
@@ -721,6 +801,7 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
     const evicted = evictionBlockedCondition(b, generation, () => clusters.find((m) => m.name === cluster)?.taints ?? []);
     if (evicted) pcs.conditions.push(evicted);
     perCluster.push(pcs);
+    refolded.set(cluster, { key, pcs });
     const workIndex = ws[0]?.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL];
     // External: the state and snapshot are the run's (Scheduled until one binds the cluster).
     const bindingSpec = {
@@ -762,17 +843,24 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
     }
   }
   const bindingStore = admittedStoreOf(env, k.binding);
-  for (const r of await bindingStore.writeMany(specWrites)) {
-    if (r === "lost") raced = true;
-    else if (r) stored.set(r.metadata.name, r);
-  }
+  /** Takes the bindings' writes into `heldBindings` (what the next report-driven run starts from); a lost race ends the run's keeping. */
+  const tookBindings = (ws: ManyWrite[], results: (KubeObject | null | "lost")[]) =>
+    results.forEach((r, i) => {
+      const wr = ws[i]!;
+      if (r === "lost") raced = true;
+      else if (r && (wr.req.verb !== "delete" || r.metadata.deletionTimestamp)) heldBindings.set(wr.name, r);
+      else heldBindings.delete(wr.name);
+    });
+  const specResults = await bindingStore.writeMany(specWrites);
+  tookBindings(specWrites, specResults);
+  for (const r of specResults) if (r && r !== "lost") stored.set(r.metadata.name, r);
   const statusWrites: ManyWrite[] = [];
   for (const [name, want] of wantStatus) {
     const b = stored.get(name);
     if (b && canonical(b.status ?? {}) !== canonical(want))
       statusWrites.push({ namespace: ref.namespace, name, req: { verb: "update", subresource: "status", body: { ...b, status: want } }, known: b });
   }
-  if ((await bindingStore.writeMany(statusWrites)).includes("lost")) raced = true;
+  tookBindings(statusWrites, await bindingStore.writeMany(statusWrites));
   // The runs of an External placement move on its bindings' changes (a cluster updated, removed).
   if (external && specWrites.length + statusWrites.length > 0) await wakeUpdateRuns(env, ref);
 
@@ -799,16 +887,31 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
   const oldStatuses = new Map(
     ((placement.status?.placementStatuses ?? []) as { clusterName?: string; conditions?: Condition[] }[]).map((s) => [s.clusterName ?? "", s.conditions]),
   );
+  // A run of what the last one kept compares only the entries it computed again (the others are as it wrote them).
+  let entriesMoved = false;
+  const oldEntries = held ? new Map(((placement.status?.placementStatuses ?? []) as Record<string, unknown>[]).map((s) => [s.clusterName, s])) : undefined;
   const placementStatuses = [
-    ...perCluster.map((p) => ({
-      clusterName: p.clusterName,
-      observedResourceIndex: p.observedResourceIndex,
-      ...(p.applicable?.resourceOverrideSnapshots.length ? { applicableResourceOverrides: p.applicable.resourceOverrideSnapshots } : {}),
-      ...(p.applicable?.clusterResourceOverrideSnapshots.length ? { applicableClusterResourceOverrides: p.applicable.clusterResourceOverrideSnapshots } : {}),
-      ...(p.failedPlacements ? { failedPlacements: p.failedPlacements } : {}),
-      ...(p.driftedPlacements ? { driftedPlacements: p.driftedPlacements } : {}),
-      conditions: mergeConditions(oldStatuses.get(p.clusterName), p.conditions, now),
-    })),
+    ...perCluster.map((p) => {
+      const kept = folds.get(p.clusterName);
+      if (kept) return kept.entry;
+      const entry = {
+        clusterName: p.clusterName,
+        observedResourceIndex: p.observedResourceIndex,
+        ...(p.applicable?.resourceOverrideSnapshots.length ? { applicableResourceOverrides: p.applicable.resourceOverrideSnapshots } : {}),
+        ...(p.applicable?.clusterResourceOverrideSnapshots.length ? { applicableClusterResourceOverrides: p.applicable.clusterResourceOverrideSnapshots } : {}),
+        ...(p.failedPlacements ? { failedPlacements: p.failedPlacements } : {}),
+        ...(p.driftedPlacements ? { driftedPlacements: p.driftedPlacements } : {}),
+        conditions: mergeConditions(oldStatuses.get(p.clusterName), p.conditions, now),
+      };
+      const f = refolded.get(p.clusterName)!;
+      const name = bindingName(ref, p.clusterName);
+      folds.set(p.clusterName, { key: f.key, pcs: f.pcs, entry, bindingVersion: heldBindings.get(name)?.metadata.resourceVersion });
+      if (oldEntries && !entriesMoved) {
+        const old = oldEntries.get(p.clusterName);
+        if (!old || canonical(old) !== canonical(entry)) entriesMoved = true;
+      }
+      return entry;
+    }),
     ...unfilled,
   ];
   const oldConditions = placement.status?.conditions as Condition[] | undefined;
@@ -819,7 +922,33 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
     placementStatuses,
     conditions,
   };
-  const outcome = await writeStatus(env, ref, placement, status);
+  // What changed, for a run of what the last one kept: the clusters it computed again, the order of
+  // the entries, the unfilled slots and the placement's conditions (never the whole status serialised).
+  const moved = held
+    ? entriesMoved ||
+      placementStatusesShape(placement.status?.placementStatuses) !== placementStatusesShape(placementStatuses) ||
+      canonical(((placement.status?.placementStatuses ?? []) as { clusterName?: string }[]).filter((s) => !s.clusterName)) !== canonical(unfilled) ||
+      canonical(placement.status?.conditions ?? null) !== canonical(conditions) ||
+      placement.status?.observedResourceIndex !== resourceIndex ||
+      canonical(placement.status?.selectedResources ?? null) !== canonical(status.selectedResources)
+    : undefined;
+  const { outcome, written } = await writeStatusOf(env, ref, placement, status, moved);
+  if (cache && !external && !raced && !outcome.rerun) {
+    const at = held?.at ?? nowMs;
+    const keep: HeldRun = {
+      placementVersion: (written ?? placement).metadata.resourceVersion,
+      at,
+      selected,
+      manifests,
+      snapshot,
+      policySnapshot,
+      bindings: heldBindings,
+      renderFor,
+      renders,
+      folds,
+    };
+    cache.keepRun(keep, epoch, at);
+  }
   // KubeFleet's events: a condition of the chain that turned True at this generation, the rollout completed (src/fleet/events.ts).
   const events = placementEvents(k.prefix, generation, oldConditions, conditions);
   if (events.length > 0 && !outcome.rerun) {
@@ -928,7 +1057,27 @@ function bindingWrite(
 }
 
 async function writeStatus(env: Env, ref: PlacementRef, placement: KubeObject, status: Record<string, unknown>): Promise<PlacementRunOutcome> {
-  if (canonical(status) === canonical(placement.status ?? {})) return {};
+  return (await writeStatusOf(env, ref, placement, status)).outcome;
+}
+
+/** The clusters of a `placementStatuses` in order, as one string (unfilled slots as ""). */
+function placementStatusesShape(statuses: unknown): string {
+  return ((statuses ?? []) as { clusterName?: string }[]).map((s) => s.clusterName ?? "").join("\n");
+}
+
+/**
+ * Writes the placement's status when it differs from the stored one: `moved` says whether it does
+ * (known from what the run computed again), else the two are compared whole.
+ * @returns the outcome, and the placement as written (none when nothing was)
+ */
+async function writeStatusOf(
+  env: Env,
+  ref: PlacementRef,
+  placement: KubeObject,
+  status: Record<string, unknown>,
+  moved?: boolean,
+): Promise<{ outcome: PlacementRunOutcome; written?: KubeObject }> {
+  if (moved === false || (moved === undefined && canonical(status) === canonical(placement.status ?? {}))) return { outcome: {} };
   const r = await racing(() =>
     admittedStoreOf(env, kindsOf(ref).placement).write(
       ref.namespace,
@@ -937,7 +1086,7 @@ async function writeStatus(env: Env, ref: PlacementRef, placement: KubeObject, s
       { known: placement },
     ),
   );
-  return r === "lost" ? { rerun: true } : {};
+  return r === "lost" ? { outcome: { rerun: true } } : r ? { outcome: {}, written: r } : { outcome: {} };
 }
 
 // ---------------------------------------------------------------------------------------------

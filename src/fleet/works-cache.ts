@@ -65,6 +65,46 @@ export class PlacementWorksCache {
   private unheld = new Map<string, KubeObject>();
   /** The ManagedClusters the last run read, and when (epoch ms). */
   private clusters: { items: KubeObject[]; at: number } | null = null;
+  /**
+   * Moves with every change but a work's status report (a selected object, a cluster, an
+   * override, the placement's own write, an update run's or an eviction's notification, a lost
+   * race): what a run kept ({@link keepRun}) serves the next runs only while it has not moved.
+   */
+  private epoch = 0;
+  /** What the last run kept for the next report-driven runs, at which {@link epoch} and when (epoch ms). */
+  private run: { value: unknown; epoch: number; at: number } | null = null;
+
+  /** The change epoch a run starts at (hand it to {@link keepRun}). */
+  runEpoch(): number {
+    return this.epoch;
+  }
+
+  /**
+   * What a run kept for the next ones (src/fleet/controller.ts: the selection, snapshots,
+   * overrides, bindings and per-cluster status of a placement), or null: nothing but status
+   * reports of its works may have come since, within {@link PLACEMENT_WORKS_RESYNC_MS} of `now`
+   * (epoch ms), or the run reads everything again.
+   */
+  heldRun<T>(now: number): T | null {
+    const r = this.run;
+    if (!r || r.epoch !== this.epoch || now - r.at > PLACEMENT_WORKS_RESYNC_MS || now < r.at) return null;
+    return r.value as T;
+  }
+
+  /**
+   * Keeps `value` for the next report-driven runs, read at `epoch` ({@link runEpoch} at the run's
+   * start) and `now` (epoch ms, when it was read); kept not at all when a change came meanwhile.
+   * A run that reuses what was kept passes the time it was first read, so it expires as read.
+   */
+  keepRun(value: unknown, epoch: number, now: number): void {
+    this.run = epoch === this.epoch ? { value, epoch, at: now } : null;
+  }
+
+  /** Forgets what runs kept: the next run reads everything. */
+  forgetRun(): void {
+    this.epoch++;
+    this.run = null;
+  }
 
   /** The ManagedClusters a run read within {@link PLACEMENT_CLUSTERS_RESYNC_MS} before `now` (epoch ms), or null: read them. */
   clustersHeld(now: number): KubeObject[] | null {
@@ -80,6 +120,7 @@ export class PlacementWorksCache {
   /** Forgets the ManagedClusters held: the next run reads them (a cluster, a selected object or the placement changed). */
   forgetClusters(): void {
     this.clusters = null;
+    this.forgetRun();
   }
 
   /** The works held, by cluster (namespace), or null when a run must read them (`now` epoch ms). */
@@ -167,6 +208,12 @@ export class PlacementWorksCache {
       return;
     }
     if (Number(held.metadata.resourceVersion) >= Number(w.metadata.resourceVersion)) return;
+    // A report of the generation a run is writing, before the run took its write in: kept until it does ({@link apply}).
+    if (held.metadata.uid === w.metadata.uid && (w.metadata.generation ?? 1) > (held.metadata.generation ?? 1)) {
+      const earlier = this.unheld.get(key);
+      if (!earlier || Number(earlier.metadata.resourceVersion) < Number(w.metadata.resourceVersion)) this.unheld.set(key, w);
+      return;
+    }
     if (held.metadata.uid !== w.metadata.uid || held.metadata.generation !== w.metadata.generation) return this.invalidate();
     this.works.set(key, { ...w, spec: held.spec } as KubeObject);
   }
@@ -176,6 +223,7 @@ export class PlacementWorksCache {
     this.works = null;
     this.unheld.clear();
     this.clusters = null;
+    this.forgetRun();
     if (this.filling) this.filling.stale = true;
   }
 }

@@ -103,4 +103,39 @@ describe("a placement's works cache during a full read", () => {
     c.take({ work: withoutSpec(work("a", "crp-work", 5)) });
     expect(c.current(0)).toBeNull();
   });
+
+  it("keeps what a run kept for the next runs only while status reports alone came, and not past the resync", () => {
+    const c = new PlacementWorksCache();
+    c.fill([work("a", "crp-work", 1)], 0);
+    const epoch = c.runEpoch();
+    c.keepRun({ run: 1 }, epoch, 0);
+    c.take({ work: withoutSpec(work("a", "crp-work", 5, 1)) });
+    expect(c.heldRun(10)).toEqual({ run: 1 });
+    expect(c.heldRun(PLACEMENT_WORKS_RESYNC_MS + 1)).toBeNull();
+    // A selected object's change, a cluster's, the placement's own write: the next run reads everything.
+    for (const forget of [() => c.take({ prompt: true }), () => c.forgetClusters(), () => c.take({ removed: { namespace: "a", name: "crp-work" } })]) {
+      c.keepRun({ run: 2 }, c.runEpoch(), 0);
+      expect(c.heldRun(0)).toEqual({ run: 2 });
+      forget();
+      expect(c.heldRun(0)).toBeNull();
+    }
+    // A change during the run: what it read is not kept.
+    const during = c.runEpoch();
+    c.take({ prompt: true });
+    c.keepRun({ run: 3 }, during, 0);
+    expect(c.heldRun(0)).toBeNull();
+  });
+
+  it("takes a report of the generation a run is writing on that write, without reading the works again", () => {
+    const c = new PlacementWorksCache();
+    c.fill([work("a", "crp-work", 1)], 0);
+    // The agent reports generation 2 before the run took its write of generation 2 in.
+    c.take({ work: withoutSpec(work("a", "crp-work", 7, 2, { conditions: [{ type: "Applied", status: "True" }] })) });
+    c.apply(work("a", "crp-work", 6, 2));
+    const w = c.current(0)!.get("a")![0]!;
+    expect(w.metadata.resourceVersion).toBe("7");
+    expect(w.metadata.generation).toBe(2);
+    expect(w.status).toEqual({ conditions: [{ type: "Applied", status: "True" }] });
+    expect(w.spec).toEqual(work("a", "crp-work", 6, 2).spec);
+  });
 });

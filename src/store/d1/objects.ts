@@ -1032,6 +1032,9 @@ export function ownerIndexStatements(before: KubeObject | null, after: KubeObjec
 }
 
 const labelsDeleteShape = guardedShape((cond) => builder.delete(labels).where(and(keyIs(labels), cond)));
+const labelsDeleteKeysShape = guardedShape((cond) =>
+  builder.delete(labels).where(and(keyIs(labels), sql`${labels.key} IN (SELECT value FROM json_each(${p("keys")}))`, cond)),
+);
 const labelsInsertShape = guardedShape((cond) =>
   builder.insert(labels).select(
     builder
@@ -1049,14 +1052,23 @@ const labelsInsertShape = guardedShape((cond) =>
  * The statements that keep the label index (`labels`) in step with a write of an object from
  * `before` to `after` (null: absent), bound under the write's guard: none when its labels are the
  * same, so writes that leave labels alone (status reports, the scheduler's decisions) cost
- * nothing more; otherwise the object's rows are replaced, by one statement that reads the new
- * labels from their JSON.
+ * nothing more; an update touches only the rows of the keys it removed or changed (a placement's
+ * work moving to a new snapshot index rewrites that one label's row, not its five); otherwise the
+ * object's rows are replaced, by one statement that reads the new labels from their JSON.
  */
 export function labelIndexStatements(before: KubeObject | null, after: KubeObject | null, guarded: GuardedBinder): D1PreparedStatement[] {
   const was = before?.metadata.labels ?? {};
   const now = after?.metadata.labels ?? {};
   if (before && after && JSON.stringify(was) === JSON.stringify(now)) return [];
   if (!before && Object.keys(now).length === 0) return [];
+  if (before && after) {
+    const gone = Object.keys(was).filter((k) => !Object.hasOwn(now, k) || now[k] !== was[k]);
+    const set = Object.fromEntries(Object.entries(now).filter(([k, v]) => !Object.hasOwn(was, k) || was[k] !== v));
+    const out: D1PreparedStatement[] = [];
+    if (gone.length > 0) out.push(guarded(labelsDeleteKeysShape, { keys: JSON.stringify(gone) }));
+    if (Object.keys(set).length > 0) out.push(guarded(labelsInsertShape, { labels: JSON.stringify(set) }));
+    return out;
+  }
   const out = [guarded(labelsDeleteShape)];
   if (after && Object.keys(now).length > 0) out.push(guarded(labelsInsertShape, { labels: JSON.stringify(now) }));
   return out;
