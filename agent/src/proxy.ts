@@ -21,7 +21,7 @@
  * absolute, or would leave the cluster's API server, is refused before any request.
  */
 import type http from "node:http";
-import { PROXY_FRAME_BYTES, PROXY_MAX_STREAMS, PROXY_WINDOW_BYTES, proxyFrame } from "../../src/agent-api/channel-constants.ts";
+import { PROXY_FRAME_BYTES, PROXY_INLINE_BYTES, PROXY_MAX_STREAMS, PROXY_WINDOW_BYTES, proxyFrame } from "../../src/agent-api/channel-constants.ts";
 import type { ChannelHubMessage } from "../../src/agent-api/protocol-answers.ts";
 import { SocketStream, type ChannelSend } from "./proxy-socket.ts";
 import type { KubeConfig } from "./kube.ts";
@@ -77,6 +77,21 @@ export function checkedPath(path: string, query: string): string | null {
     if (seg === "." || seg === ".." || /[\\\0/]/.test(seg)) return null;
   }
   return query ? `${path}?${query}` : path;
+}
+
+/**
+ * The body of `res` when the whole of it already arrived with its head (`complete`: the HTTP
+ * parser saw the message's end in what the socket gave it) and is at most `PROXY_INLINE_BYTES`:
+ * read out of the response's buffer at once, and the response drained so that its socket goes
+ * back to the pool. Undefined otherwise (a stream, or a large answer): nothing is read. No timer:
+ * a watch or `logs -f`, never complete, has its head sent as it came.
+ */
+export function wholeBody(res: http.IncomingMessage): Buffer | undefined {
+  if (!res.complete || res.readableLength > PROXY_INLINE_BYTES) return undefined;
+  const chunks: Buffer[] = [];
+  for (let c = res.read() as Buffer | null; c !== null; c = res.read() as Buffer | null) chunks.push(c);
+  res.resume();
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
 }
 
 /** The proxied streams of one agent; see the module comment. */
@@ -209,6 +224,14 @@ export class ProxyServer {
       }
       const out: Record<string, string[]> = {};
       for (const [k, v] of Object.entries(res.headersDistinct)) if (v && !HOP_HEADERS.has(k)) out[k] = v;
+      const whole = msg.inline ? wholeBody(res) : undefined;
+      if (whole) {
+        // The whole answer in one message (see PROXY_INLINE_BYTES): one event of the hub's object.
+        this.streams.delete(id);
+        const body = whole.length > 0 ? { body: whole.toString("base64") } : {};
+        send(JSON.stringify({ type: "proxy-head", stream: id, status: res.statusCode ?? 502, headers: out, ...body, end: true }));
+        return;
+      }
       send(JSON.stringify({ type: "proxy-head", stream: id, status: res.statusCode ?? 502, headers: out }));
       await this.pipe(id, s, res, send);
       if (this.streams.delete(id)) end();
