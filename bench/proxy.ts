@@ -127,7 +127,18 @@ async function main(): Promise<void> {
   const flags = image.entrypoint.slice(1, -1);
   const agent = spawn(
     process.execPath,
-    [...flags, path.join(root, "dist/agent/flotilla-agent.mjs"), "--hub-url", hub.url, "--cluster-name", "bench1", "--bootstrap-token", token, "--kubeconfig", sim.kubeconfig],
+    [
+      ...flags,
+      path.join(root, "dist/agent/flotilla-agent.mjs"),
+      "--hub-url",
+      hub.url,
+      "--cluster-name",
+      "bench1",
+      "--bootstrap-token",
+      token,
+      "--kubeconfig",
+      sim.kubeconfig,
+    ],
     { cwd: root, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...image.env, FLOTILLA_BOOTSTRAP_TOKEN: "" } },
   );
   const pid = agent.pid!;
@@ -254,6 +265,7 @@ async function main(): Promise<void> {
       spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "during-load", namespace: "default" }, data: { a: "1" } }] } },
     };
     const tw = performance.now();
+    const createdAt = Date.now();
     const created = await admin(hub, "POST", "/apis/work.open-cluster-management.io/v1/namespaces/bench1/manifestworks", work);
     if (created.status !== 201) throw new Error(`the work: ${created.status}`);
     let applied = NaN;
@@ -266,6 +278,9 @@ async function main(): Promise<void> {
       await sleep(20);
     }
     const streamedAtWork = streamed;
+    // When the agent had it: its log line (ISO time) "applying work work=during-load".
+    const seen = /^(\S+) INFO applying work work=during-load/m.exec(out)?.[1];
+    const reached = seen ? Date.parse(seen) - createdAt : NaN;
     const total = await stream;
     await Promise.all(getters);
     const loadWall = performance.now() - t0;
@@ -286,7 +301,7 @@ async function main(): Promise<void> {
       ],
     );
     console.log(
-      `a new ManifestWork reached Applied ${applied.toFixed(0)} ms after its create during that load (${(streamedAtWork / MIB).toFixed(1)} MiB streamed by then); VmHWM ${memory(pid).hwm.toFixed(1)} MiB`,
+      `a new ManifestWork reached the agent ${reached.toFixed(0)} ms and Applied ${applied.toFixed(0)} ms after its create during that load (${(streamedAtWork / MIB).toFixed(1)} MiB streamed by then); VmHWM ${memory(pid).hwm.toFixed(1)} MiB`,
     );
 
     // 100 concurrent lists of 500 ConfigMaps through the proxy.
@@ -314,7 +329,9 @@ async function main(): Promise<void> {
             await sleep(Number(res.headers.get("retry-after") ?? "1") * 1000);
             continue;
           }
-          const body = (await res.json()) as { items?: unknown[] };
+          const text = await res.text();
+          if (res.status !== 200) console.log(`a list answered ${res.status}: ${text.slice(0, 300)}`);
+          const body = (res.status === 200 ? JSON.parse(text) : {}) as { items?: unknown[] };
           return { status: res.status, items: body.items?.length ?? 0 };
         }
       }),
@@ -327,6 +344,7 @@ async function main(): Promise<void> {
       [[`${complete}/${LISTS}`, String(retried), (wall / 1000).toFixed(1)]],
     );
   } finally {
+    if (process.env.BENCH_AGENT_LOG) fs.writeFileSync(process.env.BENCH_AGENT_LOG, out);
     agent.kill("SIGTERM");
     sim.child.kill("SIGTERM");
     await hub.stop();
