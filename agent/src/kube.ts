@@ -104,6 +104,9 @@ function kubeError(status: number, body: string): KubeError {
   return new KubeError(status, message, parsed);
 }
 
+/** The methods a request may be sent again for when its kept-alive socket was found closed (RFC 9110 9.2.2). */
+const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);
+
 /**
  * Connection settings and the transport of one member cluster. Requests share one keep-alive
  * agent (at most 16 sockets).
@@ -211,6 +214,7 @@ export class KubeConfig {
     retried: boolean,
     onResponse: (res: http.IncomingMessage) => Promise<T>,
     streams = false,
+    resent = false,
   ): Promise<T> {
     const headers: Record<string, string | string[]> = {
       accept: opts.accept ?? "application/json",
@@ -227,7 +231,7 @@ export class KubeConfig {
     const agent = streams ? await this.streamPool() : await this.pool();
     const mod = this.isHttps && this.https ? this.https : http;
     const timeoutMs = opts.timeoutMs ?? 15_000;
-    const result = await new Promise<{ res: http.IncomingMessage } | { value: T }>((resolve, reject) => {
+    const result = await new Promise<{ res: http.IncomingMessage } | { value: T } | { resend: true }>((resolve, reject) => {
       const req = mod.request(this.url(path, opts.query), { method, headers, agent, ...(opts.signal ? { signal: opts.signal } : {}) }, (res) => {
         if (res.statusCode === 401 && this.auth.exec && !retried) {
           res.resume();
@@ -237,9 +241,17 @@ export class KubeConfig {
         onResponse(res).then((value) => resolve({ value }), reject);
       });
       req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer from ${this.server} within ${timeoutMs} ms`)));
-      req.on("error", reject);
+      req.on("error", (e: NodeJS.ErrnoException) => {
+        // A kept-alive socket the server closed as it was reused (its idle timeout and ours
+        // crossed): the request never reached the server, so an idempotent one goes again once,
+        // on a new socket (Node's documented pattern: `request.reusedSocket`).
+        if (req.reusedSocket && !resent && IDEMPOTENT.has(method) && (e.code === "ECONNRESET" || e.message === "socket hang up") && !opts.signal?.aborted) {
+          resolve({ resend: true });
+        } else reject(e);
+      });
       req.end(payload);
     });
+    if ("resend" in result) return this.send(method, path, opts, retried, onResponse, streams, true);
     if ("value" in result) return result.value;
     // 401 with an exec credential: run the plugin again and retry once (client-go does the same).
     return this.send(method, path, opts, true, onResponse, streams);

@@ -21,7 +21,7 @@
  * absolute, or would leave the cluster's API server, is refused before any request.
  */
 import type http from "node:http";
-import { PROXY_FRAME_BYTES, PROXY_MAX_STREAMS, PROXY_WINDOW_BYTES, proxyFrame } from "../../src/agent-api/channel-constants.ts";
+import { PROXY_FRAME_BYTES, PROXY_INLINE_BYTES, PROXY_MAX_STREAMS, PROXY_WINDOW_BYTES, proxyFrame } from "../../src/agent-api/channel-constants.ts";
 import type { ChannelHubMessage } from "../../src/agent-api/protocol-answers.ts";
 import { SocketStream, type ChannelSend } from "./proxy-socket.ts";
 import type { KubeConfig } from "./kube.ts";
@@ -43,8 +43,10 @@ interface Stream {
   abort: AbortController;
   /** Bytes the hub allows to be sent. */
   credit: number;
-  /** Body bytes read from the member and not yet sent (over the credit). */
+  /** Body bytes read from the member and not yet sent (over the credit): at most the rest of one read. */
   pending: Buffer[];
+  /** The member's answer, once its head came (its body waits in it for credit). */
+  res?: http.IncomingMessage;
   /** Sends what the credit allows (set while the body streams). */
   flush?: () => void;
 }
@@ -79,6 +81,21 @@ export function checkedPath(path: string, query: string): string | null {
   return query ? `${path}?${query}` : path;
 }
 
+/**
+ * The body of `res` when the whole of it already arrived with its head (`complete`: the HTTP
+ * parser saw the message's end in what the socket gave it) and is at most `PROXY_INLINE_BYTES`:
+ * read out of the response's buffer at once, and the response drained so that its socket goes
+ * back to the pool. Undefined otherwise (a stream, or a large answer): nothing is read. No timer:
+ * a watch or `logs -f`, never complete, has its head sent as it came.
+ */
+export function wholeBody(res: http.IncomingMessage): Buffer | undefined {
+  if (!res.complete || res.readableLength > PROXY_INLINE_BYTES) return undefined;
+  const chunks: Buffer[] = [];
+  for (let c = res.read() as Buffer | null; c !== null; c = res.read() as Buffer | null) chunks.push(c);
+  res.resume();
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+}
+
 /** The proxied streams of one agent; see the module comment. */
 export class ProxyServer {
   private readonly streams = new Map<number, Stream>();
@@ -105,7 +122,7 @@ export class ProxyServer {
    */
   waitingForCredit(id: number): boolean {
     const s = this.streams.get(id);
-    return s !== undefined && s.credit === 0 && s.pending.length > 0;
+    return s !== undefined && s.credit === 0 && (s.pending.length > 0 || (s.res?.readableLength ?? 0) > 0);
   }
 
   /** Handles a proxy message from the hub; `send` writes on the channel it came on. */
@@ -209,7 +226,16 @@ export class ProxyServer {
       }
       const out: Record<string, string[]> = {};
       for (const [k, v] of Object.entries(res.headersDistinct)) if (v && !HOP_HEADERS.has(k)) out[k] = v;
+      const whole = msg.inline ? wholeBody(res) : undefined;
+      if (whole) {
+        // The whole answer in one message (see PROXY_INLINE_BYTES): one event of the hub's object.
+        this.streams.delete(id);
+        const body = whole.length > 0 ? { body: whole.toString("base64") } : {};
+        send(JSON.stringify({ type: "proxy-head", stream: id, status: res.statusCode ?? 502, headers: out, ...body, end: true }));
+        return;
+      }
       send(JSON.stringify({ type: "proxy-head", stream: id, status: res.statusCode ?? 502, headers: out }));
+      s.res = res;
       await this.pipe(id, s, res, send);
       if (this.streams.delete(id)) end();
     } catch (e) {
@@ -243,25 +269,35 @@ export class ProxyServer {
         finish();
       };
       s.abort.signal.addEventListener("abort", onAbort, { once: true });
+      // Read in paused mode: what the socket gave since the last read comes out of `res` as one
+      // buffer, so a frame carries as much as the credit and PROXY_FRAME_BYTES allow (a stream
+      // read chunk by chunk made a frame of each socket read, about 22 KiB: 46 frames, so 46
+      // billed messages into the hub's object, per MiB). What the credit does not cover stays in
+      // `res`, whose full buffer stops reading the member's socket.
       s.flush = () => {
-        while (s.pending.length > 0 && s.credit > 0) {
-          const head = s.pending[0]!;
+        while (s.credit > 0) {
+          const head = s.pending.shift() ?? (res.read() as Buffer | null);
+          if (head === null) break;
           const n = Math.min(head.length, PROXY_FRAME_BYTES, s.credit);
           if (!send(proxyFrame(id, head.subarray(0, n)))) {
             res.destroy();
             return finish(new Error("the channel closed"));
           }
           s.credit -= n;
-          if (n === head.length) s.pending.shift();
-          else s.pending[0] = head.subarray(n);
+          if (n < head.length) s.pending.unshift(head.subarray(n));
         }
-        if (s.pending.length > 0) res.pause();
-        else if (ended) finish();
-        else if (res.isPaused()) res.resume();
+        if (ended && s.pending.length === 0) finish();
       };
-      res.on("data", (chunk: Buffer) => {
-        s.pending.push(chunk);
-        s.flush?.();
+      // Flushed after the event loop's current turn: the reads the socket gave in this turn go
+      // out together (no timer: nothing waits for data that has not arrived).
+      let scheduled = false;
+      res.on("readable", () => {
+        if (scheduled) return;
+        scheduled = true;
+        setImmediate(() => {
+          scheduled = false;
+          s.flush?.();
+        });
       });
       res.on("end", () => {
         ended = true;

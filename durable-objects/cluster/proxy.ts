@@ -204,7 +204,7 @@ export class ProxyStreams {
           ),
         );
       }, PROXY_HEAD_TIMEOUT_MS);
-      const open: HubMessage = { type: "proxy-open", stream: id, ...req };
+      const open: HubMessage = { type: "proxy-open", stream: id, ...req, inline: true };
       if (!sendTo(ws, JSON.stringify(open))) {
         this.drop(s);
         resolve(statusAnswer(new ApiError(503, "ServiceUnavailable", `cluster ${name}'s agent channel closed`)));
@@ -247,6 +247,7 @@ export class ProxyStreams {
     }
     if (msg.type === "proxy-head") {
       if (s.headed) return this.fail(s, "the agent sent a second head");
+      if (msg.body !== undefined && !msg.end) return this.fail(s, "a head with a body but no end");
       s.headed = true;
       clearTimeout(s.timer);
       // `identity`: a compressed stream (a watch, `logs -f`) would be held back until its buffer fills.
@@ -254,6 +255,23 @@ export class ProxyStreams {
       for (const [k, values] of Object.entries(msg.headers)) {
         if (!PASSED_RESPONSE_HEADERS.has(k.toLowerCase())) continue;
         for (const v of values) headers.append(k, v);
+      }
+      const nullBody = msg.status === 204 || msg.status === 304 || msg.status < 200;
+      if (msg.end) {
+        // The whole answer in one message (`inline`): no body stream, no credit, nothing to cancel.
+        this.drop(s);
+        s.end = {};
+        let body: Uint8Array | null = null;
+        if (!nullBody && msg.body) {
+          try {
+            body = Uint8Array.from(atob(msg.body), (c) => c.charCodeAt(0));
+          } catch {
+            s.answered(statusAnswer(new ApiError(502, "BadGateway", `the agent of cluster ${this.cluster()} sent a body that is not base64`)));
+            return;
+          }
+        }
+        s.answered(new Response(nullBody ? null : (body ?? new Uint8Array(0)), { status: msg.status, headers }));
+        return;
       }
       const body = new ReadableStream<Uint8Array>(
         {
@@ -274,7 +292,6 @@ export class ProxyStreams {
       if (s.watch && (headers.get("content-type") ?? "").startsWith("application/json")) {
         s.keepalive = setInterval(() => this.keepalive(s), PROXY_KEEPALIVE_MS);
       }
-      const nullBody = msg.status === 204 || msg.status === 304 || msg.status < 200;
       if (nullBody) this.cancel(s, "no body");
       s.answered(new Response(nullBody ? null : body, { status: msg.status, headers }));
       return;

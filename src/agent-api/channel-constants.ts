@@ -72,6 +72,13 @@ export const PROXY_WINDOW_BYTES = 256 * 1024;
  * {@link PROXY_WINDOW_BYTES} this bounds the bytes in flight per cluster (8 MiB).
  */
 export const PROXY_MAX_STREAMS = 32;
+/**
+ * Most body bytes of an answer the agent may send inline, in its `proxy-head` (base64 `body`,
+ * `end: true`), when the hub's `proxy-open` says `inline: true` and the member's whole answer had
+ * arrived by the time its head did (a `get` or a small list): one channel message, so one event
+ * of the cluster's object, where a head, a frame and an end are three.
+ */
+export const PROXY_INLINE_BYTES = 64 * 1024;
 /** Largest request body the proxy carries, in bytes (kube-apiserver's own limit, 3 MiB). */
 export const PROXY_MAX_BODY_BYTES = 3 * 1024 * 1024;
 

@@ -13,6 +13,7 @@ import { AddonStatusSchema, AddonTokenRequestSchema, HeartbeatSchema, PolicyComp
 import type { KubeObject } from "../k8s/meta.ts";
 import type { Status } from "../k8s/errors.ts";
 import type { ChannelHubMessage } from "./protocol-answers.ts";
+import { PROXY_INLINE_BYTES } from "./channel-constants.ts";
 
 // The constants (subprotocol, ping and pong, sizes, close codes) are defined in
 // ./channel-constants.ts, which loads no zod (the agent imports it at run time), and re-exported.
@@ -58,13 +59,21 @@ const proxyHeaders = z.record(z.string().max(256), z.array(z.string().max(8192))
 
 /**
  * `proxy-head`: the member cluster's answer to a proxied request `stream` began (docs/proxy.md):
- * its HTTP status and the headers the proxy passes on. Its body follows in binary frames.
+ * its HTTP status and the headers the proxy passes on. Its body follows in binary frames, then
+ * `proxy-end`; or, when the hub's `proxy-open` said `inline: true` and the whole answer was at
+ * hand, `end: true` says the answer is complete here, its body (at most `PROXY_INLINE_BYTES`,
+ * base64) in `body`.
  */
 export const ProxyHeadMessageSchema = z.strictObject({
   type: z.literal("proxy-head"),
   stream: streamId,
   status: z.number().int().min(100).max(599),
   headers: proxyHeaders,
+  body: z
+    .string()
+    .max(Math.ceil(PROXY_INLINE_BYTES / 3) * 4)
+    .optional(),
+  end: z.literal(true).optional(),
 });
 /**
  * `proxy-end`: the proxied stream `stream` ended: its body is complete, or `error` says why the
@@ -176,6 +185,11 @@ export type HubMessage =
        * each message is one binary frame each way.
        */
       websocket?: boolean;
+      /**
+       * The hub takes a complete small answer inline: a `proxy-head` with `end: true` and its
+       * body (at most `PROXY_INLINE_BYTES`). An agent that does not know it ignores it.
+       */
+      inline?: boolean;
       user: ProxyUser;
       hub: string;
     }

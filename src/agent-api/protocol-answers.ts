@@ -206,6 +206,7 @@ export const ChannelHubMessageSchema = z.discriminatedUnion("type", [
     headers: z.record(z.string(), z.array(z.string())),
     body: z.optional(z.string()),
     websocket: z.optional(z.boolean()),
+    inline: z.optional(z.boolean()),
     user: z.object({
       name: z.string(),
       groups: z.array(z.string()),

@@ -118,6 +118,29 @@ describe("the agent's proxy", () => {
     expect(s.texts.some((m) => m.type === "proxy-end" && m.stream === 7)).toBe(false);
   });
 
+  it("answers a complete small answer inline in its head when the hub allows it, a stream as frames", async () => {
+    const s = server();
+    const open = (stream: number, path: string, query = "") =>
+      s.proxy.message({ type: "proxy-open", stream, method: "GET", path, query, headers: {}, user: admin, hub: "h", inline: true }, s.send);
+    open(11, "/api/v1/namespaces/default");
+    const head = await waitFor("the inline head", async () => s.texts.find((m) => m.type === "proxy-head" && m.stream === 11));
+    expect(head).toMatchObject({ status: 200, end: true });
+    expect(JSON.parse(Buffer.from(head.body, "base64").toString()).metadata.name).toBe("default");
+    expect(s.body(11).length).toBe(0);
+    expect(s.texts.some((m) => m.type === "proxy-end" && m.stream === 11)).toBe(false);
+    expect(s.proxy.open).toBe(0);
+    // A 404 too (its Status inline); a watch is never complete at its head: frames, as without `inline`.
+    open(12, "/api/v1/namespaces/nope");
+    expect(await waitFor("the 404", async () => s.texts.find((m) => m.type === "proxy-head" && m.stream === 12))).toMatchObject({ status: 404, end: true });
+    open(13, "/api/v1/namespaces/default/configmaps", "watch=true");
+    const watchHead = await waitFor("the watch's head", async () => s.texts.find((m) => m.type === "proxy-head" && m.stream === 13));
+    expect(watchHead.end).toBeUndefined();
+    expect(watchHead.body).toBeUndefined();
+    expect(s.proxy.open).toBe(1);
+    s.proxy.message({ type: "proxy-cancel", stream: 13, reason: "done" }, s.send);
+    await waitFor("the watch to go", async () => s.proxy.open === 0);
+  });
+
   it("refuses a path that would leave the member's API before any request", async () => {
     const s = server();
     for (const [i, p] of ["/api/../../etc", "//evil/x", "/http:%2F%2Fevil", "relative", "/api/%2e%2e/x"].entries()) {

@@ -91,6 +91,32 @@ describe("the proxy over the agent's channel", () => {
     expect(res.headers.get("content-type")).toBe("application/json");
     expect(res.headers.get("set-cookie")).toBeNull();
     expect(await res.json()).toEqual({ kind: "NamespaceList", items: [] });
+
+    // The whole answer inline (`inline: true` in the open): one head with `end` and the body.
+    expect(open.inline).toBe(true);
+    const pending2 = get("/clusters/px2/proxy/api/v1/namespaces/default");
+    const open2 = await agent.next((m) => m.type === "proxy-open" && m.path === "/api/v1/namespaces/default");
+    const inline = JSON.stringify({ kind: "Namespace", metadata: { name: "default" } });
+    agent.send({ type: "proxy-head", stream: open2.stream, status: 200, headers: { "content-type": ["application/json"] }, body: btoa(inline), end: true });
+    const res2 = await pending2;
+    expect(res2.status).toBe(200);
+    expect(await res2.text()).toBe(inline);
+    // A late frame or end of that stream is dropped; a body without `end` breaks the stream (502).
+    agent.ws.send(proxyFrame(open2.stream, new TextEncoder().encode("late")));
+    agent.send({ type: "proxy-end", stream: open2.stream });
+    const pending3 = get("/clusters/px2/proxy/api/v1/namespaces/kube-system");
+    const open3 = await agent.next((m) => m.type === "proxy-open" && m.path === "/api/v1/namespaces/kube-system");
+    agent.send({ type: "proxy-head", stream: open3.stream, status: 200, headers: {}, body: btoa("x") });
+    expect((await pending3).status).toBe(502);
+    expect((await agent.next((m) => m.type === "proxy-cancel" && m.stream === open3.stream)).reason).toContain("no end");
+    // An empty inline answer and a 204 carry no body.
+    const pending4 = get("/clusters/px2/proxy/api/v1/namespaces/empty");
+    const open4 = await agent.next((m) => m.type === "proxy-open" && m.path === "/api/v1/namespaces/empty");
+    agent.send({ type: "proxy-head", stream: open4.stream, status: 204, headers: {}, end: true });
+    const res4 = await pending4;
+    expect(res4.status).toBe(204);
+    expect(await res4.text()).toBe("");
+    expect(agent.closed).toBeNull();
   });
 
   it("grants credit as the client reads; a stream over its credit or with an oversized frame is cancelled, the channel goes on", async () => {
