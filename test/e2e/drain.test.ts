@@ -19,7 +19,19 @@ import { promisify } from "node:util";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { joinMembers, kubectlWith, MC, merge, scratchDir, stopAll, waitFor, writeAdminKubeconfig, type AgentProcess, type Member } from "./support.ts";
+import {
+  joinMembers,
+  kubectlWith,
+  MC,
+  merge,
+  scratchDir,
+  stopAgent,
+  stopAll,
+  waitFor,
+  writeAdminKubeconfig,
+  type AgentProcess,
+  type Member,
+} from "./support.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
