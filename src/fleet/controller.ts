@@ -829,8 +829,7 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
       ),
     });
     if (b && deepEqual(b.spec ?? null, bindingSpec) && b.metadata.labels?.[TARGET_CLUSTER_LABEL] === cluster) stored.set(name, b);
-    // A new binding is created with its status (one commit, not a create and a status write).
-    else specWrites.push(bindingWrite(ref, k.binding, b, cluster, bindingSpec, placement, b ? undefined : wantStatus.get(name)));
+    else specWrites.push(bindingWrite(ref, k.binding, b, cluster, bindingSpec, placement));
   }
   for (const [cluster, b] of bindingOf) {
     if (picked.has(cluster)) continue;
@@ -1012,11 +1011,7 @@ function pickAnnotations(w: KubeObject, r: RenderedWork): Record<string, string>
   return Object.fromEntries(Object.keys(r.annotations).map((k) => [k, a[k] ?? ""]));
 }
 
-/**
- * The write that makes a placement's binding in `cluster` say `spec` (created, or updated from
- * `b`); a create given `status` carries it (`withStatus`: the binding is born with the status
- * the run computed for it, where a create and a status write would take two commits).
- */
+/** The write that makes a placement's binding in `cluster` say `spec` (created, or updated from `b`). */
 function bindingWrite(
   ref: PlacementRef,
   def: KindDefinition,
@@ -1024,7 +1019,6 @@ function bindingWrite(
   cluster: string,
   spec: Record<string, unknown>,
   placement: KubeObject,
-  status?: Record<string, unknown>,
 ): ManyWrite {
   const name = bindingName(ref, cluster);
   const body = {
@@ -1046,14 +1040,8 @@ function bindingWrite(
       ],
     },
     spec,
-    ...(!b && status ? { status } : {}),
   };
-  return {
-    namespace: ref.namespace,
-    name,
-    req: b ? { verb: "update", body } : { verb: "create", body, ...(status ? { withStatus: true as const } : {}) },
-    known: b ?? null,
-  };
+  return { namespace: ref.namespace, name, req: b ? { verb: "update", body } : { verb: "create", body }, known: b ?? null };
 }
 
 async function writeStatus(env: Env, ref: PlacementRef, placement: KubeObject, status: Record<string, unknown>): Promise<PlacementRunOutcome> {
