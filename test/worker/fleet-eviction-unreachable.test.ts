@@ -9,64 +9,30 @@ import type { KubeObject } from "../../src/k8s/meta.ts";
 import { SCHEDULER_NAME } from "../../src/env.ts";
 import { AUTOMATIC_EVICTION_RETRY_MS, checkUnreachableCluster } from "../../src/fleet/eviction-unreachable.ts";
 import { EvictionMessages as M, EVICTION_BLOCKED_ANNOTATION } from "../../src/kinds/fleet-eviction.ts";
-import { AVAILABLE, call, condition, createCluster, createNamespaces, MC, merge } from "./helpers.ts";
+import {
+  AVAILABLE,
+  call,
+  condition,
+  createCluster,
+  MC,
+  merge,
+  createFleetPlacement,
+  fleetBindingsOf as bindingsOf,
+  fleetPlacementRun as placementRun,
+  fleetWorkClusters as worksOf,
+  reportFleetApplied as reportAll,
+} from "./helpers.ts";
 
 const G = "/apis/placement.kubernetes-fleet.io/v1beta1";
 const CRP = (name = "") => `/apis/placement.kubernetes-fleet.io/v1/clusterresourceplacements${name ? `/${name}` : ""}`;
 const CRPE = (name = "") => `${G}/clusterresourceplacementevictions${name ? `/${name}` : ""}`;
 const CRPDB = `${G}/clusterresourceplacementdisruptionbudgets`;
-const CRB = `${G}/clusterresourcebindings`;
-const WORKS = "/apis/work.open-cluster-management.io/v1/manifestworks";
-const WORK = (cluster: string, name: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks/${name}`;
-const TRACKING = "kubernetes-fleet.io/parent-CRP";
 const UNREACHABLE = "cluster.open-cluster-management.io/unreachable";
-const at = "2026-01-01T00:00:00Z";
 
 async function evictionRun(placement: string) {
   await env.REPLICASETS.getByName(`eviction:/${placement}`).reconcile("eviction:", placement);
 }
-async function placementRun(name: string) {
-  await env.REPLICASETS.getByName(`placement:/${name}`).reconcile("placement:", name);
-}
-async function placement(name: string, policy: Record<string, unknown>) {
-  const ns = `${name}-ns`;
-  await createNamespaces(ns);
-  expect(
-    (await call("POST", `/api/v1/namespaces/${ns}/configmaps`, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg" }, data: { v: "1" } })).status,
-  ).toBe(201);
-  const r = await call("POST", CRP(), {
-    apiVersion: "placement.kubernetes-fleet.io/v1",
-    kind: "ClusterResourcePlacement",
-    metadata: { name },
-    spec: { resourceSelectors: [{ group: "", version: "v1", kind: "Namespace", name: ns }], policy },
-  });
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  await placementRun(name);
-}
-async function worksOf(tracking: string): Promise<string[]> {
-  const r = await call("GET", `${WORKS}?labelSelector=${encodeURIComponent(`${TRACKING}=${tracking}`)}`);
-  expect(r.status).toBe(200);
-  return r.body.items
-    .filter((w: KubeObject) => !w.metadata.deletionTimestamp)
-    .map((w: KubeObject) => w.metadata.namespace)
-    .sort();
-}
-async function bindingsOf(tracking: string): Promise<KubeObject[]> {
-  const r = await call("GET", `${CRB}?labelSelector=${encodeURIComponent(`${TRACKING}=${tracking}`)}`);
-  expect(r.status).toBe(200);
-  return r.body.items;
-}
-/** Reports every work of `tracking` Applied and Available, as agents would, and runs the placement. */
-async function reportAll(tracking: string) {
-  for (const c of await worksOf(tracking)) {
-    const w = (await call("GET", WORK(c, `${tracking}-work`))).body;
-    const cond = (type: string) => ({ type, status: "True", observedGeneration: w.metadata.generation, reason: "Test", message: "", lastTransitionTime: at });
-    expect((await call("PATCH", `${WORK(c, `${tracking}-work`)}/status`, { status: { conditions: [cond("Applied"), cond("Available")] } }, merge)).status).toBe(
-      200,
-    );
-  }
-  await placementRun(tracking);
-}
+const placement = (name: string, policy: Record<string, unknown>) => createFleetPlacement(name, `${name}-ns`, policy);
 /** Sets the cluster's Available condition (Unknown: OCM's lease controller's; the hub adds or removes its unreachable taint). */
 async function setAvailable(cluster: string, status: "True" | "Unknown") {
   const conditions = [status === "True" ? AVAILABLE : { ...AVAILABLE, status: "Unknown", reason: "ManagedClusterLeaseUpdateStopped", message: "stopped" }];

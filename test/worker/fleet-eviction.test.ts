@@ -17,15 +17,23 @@ import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/k8s/meta.ts";
 import { decideEviction, evictionAllowed } from "../../src/fleet/eviction-decide.ts";
 import { EvictionMessages as M } from "../../src/kinds/fleet-eviction.ts";
-import { call, condition, createCluster, createNamespaces, MC, merge } from "./helpers.ts";
+import {
+  call,
+  condition,
+  createCluster,
+  createNamespaces,
+  MC,
+  merge,
+  createFleetPlacement,
+  fleetBindingsOf as bindingsOf,
+  fleetPlacementRun as placementRun,
+  fleetWorkClusters as worksOf,
+  reportFleetApplied as reportAll,
+} from "./helpers.ts";
 
 const G = "/apis/placement.kubernetes-fleet.io/v1beta1";
-const CRP = (name = "") => `/apis/placement.kubernetes-fleet.io/v1/clusterresourceplacements${name ? `/${name}` : ""}`;
 const CRPE = (name = "") => `${G}/clusterresourceplacementevictions${name ? `/${name}` : ""}`;
 const CRPDB = (name = "") => `${G}/clusterresourceplacementdisruptionbudgets${name ? `/${name}` : ""}`;
-const CRB = `${G}/clusterresourcebindings`;
-const WORKS = "/apis/work.open-cluster-management.io/v1/manifestworks";
-const WORK = (cluster: string, name: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks/${name}`;
 const TRACKING = "kubernetes-fleet.io/parent-CRP";
 
 // ---- the decision, as KubeFleet's unit tests drive it ----
@@ -201,9 +209,6 @@ describe("KubeFleet's validateEviction and executeEviction (TestValidateEviction
 async function evictionRun(placement: string) {
   await env.REPLICASETS.getByName(`eviction:/${placement}`).reconcile("eviction:", placement);
 }
-async function placementRun(name: string) {
-  await env.REPLICASETS.getByName(`placement:/${name}`).reconcile("placement:", name);
-}
 async function evict(name: string, placementName: string, clusterName: string) {
   const r = await call("POST", CRPE(), {
     apiVersion: "placement.kubernetes-fleet.io/v1beta1",
@@ -220,45 +225,7 @@ async function evict(name: string, placementName: string, clusterName: string) {
 const budgetPost = (name: string, spec: Record<string, unknown>) =>
   call("POST", CRPDB(), { apiVersion: "placement.kubernetes-fleet.io/v1beta1", kind: "ClusterResourcePlacementDisruptionBudget", metadata: { name }, spec });
 
-async function placement(name: string, ns: string, policy: Record<string, unknown>) {
-  await createNamespaces(ns);
-  expect(
-    (await call("POST", `/api/v1/namespaces/${ns}/configmaps`, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg" }, data: { v: "1" } })).status,
-  ).toBe(201);
-  const r = await call("POST", CRP(), {
-    apiVersion: "placement.kubernetes-fleet.io/v1",
-    kind: "ClusterResourcePlacement",
-    metadata: { name },
-    spec: { resourceSelectors: [{ group: "", version: "v1", kind: "Namespace", name: ns }], policy },
-  });
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  await placementRun(name);
-}
-
-async function worksOf(tracking: string): Promise<string[]> {
-  const r = await call("GET", `${WORKS}?labelSelector=${encodeURIComponent(`${TRACKING}=${tracking}`)}`);
-  expect(r.status).toBe(200);
-  return r.body.items
-    .filter((w: KubeObject) => !w.metadata.deletionTimestamp)
-    .map((w: KubeObject) => w.metadata.namespace)
-    .sort();
-}
-async function bindingsOf(tracking: string): Promise<KubeObject[]> {
-  const r = await call("GET", `${CRB}?labelSelector=${encodeURIComponent(`${TRACKING}=${tracking}`)}`);
-  expect(r.status).toBe(200);
-  return r.body.items;
-}
-/** Reports every work of `tracking` Applied and Available, as agents would, and runs the placement. */
-async function reportAll(tracking: string) {
-  for (const c of await worksOf(tracking)) {
-    const w = (await call("GET", WORK(c, `${tracking}-work`))).body;
-    const cond = (type: string) => ({ type, status: "True", observedGeneration: w.metadata.generation, reason: "Test", message: "", lastTransitionTime: at });
-    expect((await call("PATCH", `${WORK(c, `${tracking}-work`)}/status`, { status: { conditions: [cond("Applied"), cond("Available")] } }, merge)).status).toBe(
-      200,
-    );
-  }
-  await placementRun(tracking);
-}
+const placement = createFleetPlacement;
 
 describe("evictions and budgets over HTTP", () => {
   it("the CRDs' rules: both fields, their patterns, immutable eviction fields", async () => {

@@ -343,3 +343,55 @@ export function dialChannel(name: string, token: string | null, extra: Record<st
     ...(cf ? { cf } : {}),
   });
 }
+
+/** The KubeFleet placement label on what a ClusterResourcePlacement made (its bindings, works). */
+const FLEET_TRACKING = "kubernetes-fleet.io/parent-CRP";
+
+/** Runs ClusterResourcePlacement `name`'s reconcile in its object (`placement:/<name>`) and waits for it. */
+export async function fleetPlacementRun(name: string): Promise<void> {
+  await env.REPLICASETS.getByName(`placement:/${name}`).reconcile("placement:", name);
+}
+
+/**
+ * Creates namespace `ns` with a ConfigMap `cfg`, and ClusterResourcePlacement `name` selecting it
+ * with `policy` (KubeFleet's v1); runs the placement once. Expects 201s.
+ */
+export async function createFleetPlacement(name: string, ns: string, policy: Record<string, unknown>): Promise<void> {
+  await createNamespaces(ns);
+  expect(
+    (await call("POST", `/api/v1/namespaces/${ns}/configmaps`, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg" }, data: { v: "1" } })).status,
+  ).toBe(201);
+  const r = await call("POST", "/apis/placement.kubernetes-fleet.io/v1/clusterresourceplacements", {
+    apiVersion: "placement.kubernetes-fleet.io/v1",
+    kind: "ClusterResourcePlacement",
+    metadata: { name },
+    spec: { resourceSelectors: [{ group: "", version: "v1", kind: "Namespace", name: ns }], policy },
+  });
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  await fleetPlacementRun(name);
+}
+
+/** The clusters (namespaces) holding a live work of placement `tracking`, sorted; expects 200. */
+export async function fleetWorkClusters(tracking: string): Promise<string[]> {
+  return Object.values(await fleetWorksOf(tracking))
+    .filter((w) => !w.metadata.deletionTimestamp)
+    .map((w) => w.metadata.namespace as string)
+    .sort();
+}
+
+/** The ClusterResourceBindings of placement `tracking`; expects 200. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function fleetBindingsOf(tracking: string): Promise<Record<string, any>[]> {
+  const r = await call(
+    "GET",
+    `/apis/placement.kubernetes-fleet.io/v1beta1/clusterresourcebindings?labelSelector=${encodeURIComponent(`${FLEET_TRACKING}=${tracking}`)}`,
+  );
+  expect(r.status).toBe(200);
+  return r.body.items;
+}
+
+/** Reports every live work of placement `tracking` Applied and Available ({@link reportApplied}), as agents would, and runs the placement. */
+export async function reportFleetApplied(tracking: string): Promise<void> {
+  for (const c of await fleetWorkClusters(tracking)) await reportApplied(c, `${tracking}-work`);
+  await fleetPlacementRun(tracking);
+}
