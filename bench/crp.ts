@@ -19,6 +19,7 @@
  *                     phase until its placement settled (bench/cpu-profile.ts)
  *   BENCH_TRACE_SQL=1 also each phase's D1 calls and costliest statements (as bench:costs)
  *   BENCH_METER=0     the hub's own entry instead of the metered one (no counts: zeros)
+ *   BENCH_CHANGE=0    the create phase alone (no change phase)
  *
  * The hub runs the metered entry (bench/meter/worker.ts, as bench:costs): besides the latencies,
  * each phase prints what it cost from its write until the placement settled (its status reports
@@ -48,6 +49,7 @@ const CRP = "/apis/placement.kubernetes-fleet.io/v1/clusterresourceplacements";
 const PROFILE = process.env.BENCH_CPU_PROFILE;
 const TRACE_SQL = process.env.BENCH_TRACE_SQL === "1";
 const METER = process.env.BENCH_METER !== "0";
+const CHANGE = process.env.BENCH_CHANGE !== "0";
 
 const epochNow = () => performance.timeOrigin + performance.now();
 const secs = (ms: number) => (ms / 1000).toFixed(2);
@@ -97,7 +99,7 @@ interface Cost {
 interface Side {
   create: number[];
   change: number[];
-  costs: { create: Cost; change: Cost };
+  costs: { create: Cost; change?: Cost };
 }
 
 const NO_COUNTS: MeterCounts = {
@@ -256,6 +258,7 @@ async function measureHub(fleet: ChannelFleet, size: number): Promise<Side> {
       `fleet of ${size}, create: first ${secs(create.times[0]!)} s, p50 ${secs(pct(create.times, 50))} s, p99 ${secs(pct(create.times, 99))} s, max ${secs(create.times.at(-1)!)} s`,
     );
     printCost(size, "create", create.cost);
+    if (!CHANGE) return { create: create.times, change: [0], costs: { create: create.cost } };
     const change = await phase(hub, fleet, procs.worker, profile("change"), size, 2, "1", async () =>
       ok(await admin(hub, "PATCH", `/api/v1/namespaces/${NS}/secrets/obj-0`, { stringData: { value: "changed" } }, "application/merge-patch+json"), "change"),
     );
