@@ -459,7 +459,8 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
    * handed out the ETag (cluster/works.ts: one row then).
    */
   async deliverablesChanged(delta?: DeliverableDeltaMessage): Promise<void> {
-    this.deliverablesMoved(this.state.viewObject() !== null, delta && deltaOf(delta));
+    // Parsed only when the works held take it in (a cold object reads its namespace whole at the push).
+    this.deliverablesMoved(this.state.viewObject() !== null, delta && (this.delivery.takesChanges() ? deltaOf(delta) : null));
   }
 
   /**
@@ -481,7 +482,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
    * long-polls answer, and the connected agent gets the works pushed, after this returns (a first
    * push may read the works from D1).
    */
-  private deliverablesMoved(exists: boolean, delta?: DeliverableDelta): void {
+  private deliverablesMoved(exists: boolean, delta?: DeliverableDelta | null): void {
     this.delivery.changed(exists, delta);
     if (exists) this.ctx.waitUntil(this.connection.pushWorks().catch((e: unknown) => console.error("works push failed", e)));
   }

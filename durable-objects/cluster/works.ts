@@ -84,21 +84,27 @@ export class WorksDelivery {
 
   /**
    * Records a works change: with `delta` the works kept in memory take it in, without it they
-   * are read from D1 at the next changed poll; a new ETag when `exists` (the cluster has an
+   * are read from D1 at the next changed poll (`null`: the change is known, and nothing is held
+   * to take it in: {@link takesChanges}); a new ETag when `exists` (the cluster has an
    * object: a cluster without one gets a fresh ETag at its first poll anyway), written to the
    * `worksEtag` row only when a works poll handed out the one before (see the module comment),
    * and every waiting long-poll answers at once.
    */
-  changed(exists: boolean, delta?: DeliverableDelta): void {
+  changed(exists: boolean, delta?: DeliverableDelta | null): void {
     if (!exists) return this.works.invalidate();
     if (delta) this.works.apply(delta);
-    else this.works.invalidate();
+    else if (delta === undefined) this.works.invalidate();
     this.etag();
     this.tag = crypto.randomUUID();
     if (this.stored) this.state.write("worksEtag", this.tag);
     const waiters = [...this.waiters];
     this.waiters.clear();
     for (const wake of waiters) wake();
+  }
+
+  /** Whether a works change handed over would be taken in (works are held, or being read): else it need not be parsed. */
+  takesChanges(): boolean {
+    return this.works.takesChanges;
   }
 
   /** Forgets the works kept in memory and the ETag (the cluster was removed, its storage erased). */

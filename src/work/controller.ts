@@ -14,21 +14,16 @@ import { DELIVERED_POLICY_KIND, deltaMessage, type DeliverableDelta } from "./na
 import { admittedStoreOf } from "../admission/store.ts";
 import { releaseCleanupFinalizer } from "./deletion.ts";
 
-/** A deliverable as its agent receives it: everything but its status and resourceVersion. */
-function deliveredView(obj: KubeObject | null): string {
-  if (!obj) return "";
-  const { status: _status, metadata, ...rest } = obj;
-  const { resourceVersion: _rv, ...meta } = metadata;
-  return JSON.stringify([rest, meta]);
-}
-
 /**
- * Whether a change alters what the agent receives ({@link deliveredView}). A new generation is
- * such a change without serialising either side (the generation is part of the view): a replica
- * set's rollout writes a fleet's works at once, each with a new spec.
+ * Whether a change alters what the agent receives: the deliverable but its status and
+ * resourceVersion (its view). A new generation is such a change without serialising either side
+ * (the generation is part of the view): a replica set's rollout writes a fleet's works at once,
+ * each with a new spec.
  */
 function deliveredViewChanged(before: KubeObject | null, after: KubeObject | null): boolean {
-  if (!before || !after) return deliveredView(before) !== deliveredView(after);
+  // Created or removed: the view changed, and neither side is serialised (a placement's create
+  // writes a fleet's works, each with a 30 KB spec).
+  if (!before || !after) return before !== after;
   if (before.metadata.generation !== after.metadata.generation) return true;
   // The views compared field by field, the metadata first (an agent's report changes neither):
   // two views' JSON is the same exactly when their fields are, in order, with the same JSON each.
