@@ -24,7 +24,7 @@
  * copy is refused by the commit's precondition and made again on a fresh read (src/agent-api/routes.ts).
  */
 import type { KubeObject } from "../k8s/meta.ts";
-import { adoptFrozen, frozenJson, stringifyObject } from "../k8s/frozen-json.ts";
+import { adoptFrozen, freezeRendered, frozenJson, stringifyObject } from "../k8s/frozen-json.ts";
 
 /**
  * The kind of the other objects the works delivery carries (issue 32): the replicated Policies of
@@ -209,7 +209,7 @@ export class NamespaceDeliverables {
       const rv = Number(w.metadata.resourceVersion);
       const key = keyOf(w.kind, w.metadata.name);
       const held = this.entries!.get(key);
-      if (!held || held.rv < rv) this.set(key, { rv, object: w, bytes: JSON.stringify(w).length }, held);
+      if (!held || held.rv < rv) this.set(key, { rv, object: w, bytes: stringifyObject(withFrozenSpec(w) as unknown as Record<string, unknown>).length }, held);
     }
     if (this.bytes > NAMESPACE_WORKS_MAX_BYTES) {
       this.invalidate();
@@ -232,6 +232,18 @@ export class NamespaceDeliverables {
     for (const e of this.entries!.values()) if (e.object) works.push(e.object);
     return works.sort(byName);
   }
+}
+
+/**
+ * A ManifestWork read from D1 with its spec deep-frozen, its JSON text kept (src/k8s/frozen-json.ts),
+ * as a delivered change's spec is kept ({@link deltaOf}): it is serialised once here, then spliced
+ * into what carries it (its size here, the works pushed to the agent) and shared, not copied, by
+ * its agent's status writes (src/k8s/write.ts). A placement's works carry some 30 KB each.
+ */
+function withFrozenSpec(w: KubeObject): KubeObject {
+  const spec = (w as KubeObject & { spec?: unknown }).spec;
+  if (w.kind === "ManifestWork" && spec !== null && typeof spec === "object" && frozenJson(spec) === undefined) freezeRendered(spec);
+  return w;
 }
 
 function byName(a: KubeObject, b: KubeObject): number {
