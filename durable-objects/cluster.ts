@@ -618,10 +618,10 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
    * The agent closed its connection: the close is answered with the same code (1000 for one the
    * client sent without a code), so the agent sees a clean close at once rather than 1006 once
    * its wait runs out (RFC 6455 5.5.1: the endpoint that receives a Close frame sends one back).
-   * The lease then runs out without pings.
+   * The lease then runs out without pings, counted from the connection's last ping.
    */
   override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
-    this.connection.closed(ws);
+    await this.connectionClosed(ws);
     // 1005, 1006 and 1015 are reported, never sent: answered with 1000.
     for (const [c, r] of [[code, reason] as const, [1000, ""] as const]) {
       try {
@@ -636,7 +636,18 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
 
   override async webSocketError(ws: WebSocket): Promise<void> {
     // As a close.
+    await this.connectionClosed(ws);
+  }
+
+  /**
+   * An agent connection `ws` closed (or failed): its proxied streams end, and its last answered
+   * ping, which the runtime forgets with the socket, is kept as the lease's renewal
+   * (cluster/lease.ts `Lease.connectionClosed`); the lease check is then due no later than that
+   * renewal plus the grace.
+   */
+  private async connectionClosed(ws: WebSocket): Promise<void> {
     this.connection.closed(ws);
+    if (this.lease.connectionClosed(this.ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? null)) await this.nextAlarm("earlier");
   }
 
   /** What the channel may do with this object. */

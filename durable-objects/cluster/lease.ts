@@ -200,6 +200,22 @@ export class Lease {
   }
 
   /**
+   * Keeps the renewal of an agent connection that closed: `pingMs`, its last answered ping (epoch
+   * milliseconds, the runtime's `getWebSocketAutoResponseTimestamp`, which goes with the socket),
+   * becomes the stored renewal when later than it (one row written). Without it the lease would
+   * count from an older renewal, and an agent that renewed after being told a shortened interval
+   * would get the old interval's grace again ({@link priorGraceSeconds}: the evidence of that
+   * renewal gone), so a stopped agent's cluster would stay Available for up to the old grace.
+   * @returns whether the row was written (the lease check may then be due earlier)
+   */
+  connectionClosed(pingMs: number | null): boolean {
+    const record = this.record();
+    if (!record || pingMs === null || pingMs <= record.renewMs) return false;
+    this.state.write("lease", { ...record, renewMs: pingMs } satisfies LeaseRecord);
+    return true;
+  }
+
+  /**
    * Renews the lease at `now` (epoch milliseconds; one row written), recording the interval the
    * agent is told (`current`'s spec). @returns the new record
    */

@@ -1,13 +1,15 @@
 /**
  * KubeFleet's drain end to end: real kubectl and `flotilla drain` against a real hub (`wrangler
- * dev`) with three simulated member clusters run by real agent processes. A PickN placement `app`
+ * dev`) with four simulated member clusters run by real agent processes. A PickN placement `app`
  * (2 clusters, budget minAvailable 1) and a PickN placement `pinned` (1 cluster, the drained one
  * only, budget minAvailable 1) share member m1. `flotilla drain m1` cordons it (KubeFleet's cordon
  * taint, NoSelect), evicts `app` (its budget allows one disruption: the placement is re-filled on
  * m3 and its objects leave m1) and refuses `pinned` (evicting it would leave none available),
- * saying so and exiting 1; `flotilla uncordon m1` removes the taint. (The automatic path, a
- * cluster unreachable past a placement's toleration, is tested in
- * test/worker/fleet-eviction-unreachable.test.ts with the injected clock.) The dashboard (Debian's
+ * saying so and exiting 1; `flotilla uncordon m1` removes the taint. The automatic path: two PickN
+ * placements tolerating the hub's unreachable taint for 0 s run on member m4 (its lease lowered
+ * to 1 s while its agent is connected); once m4's agent stops and its lease expires, `auto` (no
+ * budget) leaves m4 for m2, and `held` (budget minAvailable 1) stays, its status (m4's `Evicted`
+ * False condition) and Events saying why. The dashboard (Debian's
  * Chromium driven by playwright-core, as test/e2e/ui.test.ts) lists the drain's evictions, decided,
  * and the budgets on the placements' page.
  */
@@ -19,14 +21,26 @@ import { promisify } from "node:util";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { joinMembers, kubectlWith, MC, merge, scratchDir, stopAll, waitFor, writeAdminKubeconfig, type AgentProcess, type Member } from "./support.ts";
+import {
+  joinMembers,
+  kubectlWith,
+  MC,
+  merge,
+  scratchDir,
+  stopAgent,
+  stopAll,
+  waitFor,
+  writeAdminKubeconfig,
+  type AgentProcess,
+  type Member,
+} from "./support.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const { dir, file } = scratchDir("flotilla-drain-");
 const G = "/apis/placement.kubernetes-fleet.io/v1beta1";
 const WORKS = "/apis/work.open-cluster-management.io/v1/manifestworks";
-const MEMBERS = ["m1", "m2", "m3"];
+const MEMBERS = ["m1", "m2", "m3", "m4"];
 
 let hub: Hub;
 let kubeconfig: string;
@@ -36,13 +50,15 @@ const { kubectl } = kubectlWith(() => kubeconfig, dir);
 beforeAll(async () => {
   hub = await startHub({ https: true, graceMultiplier: 2 });
   kubeconfig = await writeAdminKubeconfig(hub, dir);
-  // m3 joins the app's clusters later, so that the app starts on m1 and m2.
-  const members = MEMBERS.map((name): Member => ({
-    name,
-    labels: name === "m3" ? {} : name === "m4" ? { auto: "1" } : { fleet: "drain" },
-    ...(name === "m4" ? { spec: { leaseDurationSeconds: 1 } } : {}),
-  }));
+  // m3 joins the app's clusters later, so that the app starts on m1 and m2; m4 is the automatic path's.
+  const members = MEMBERS.map((name): Member => ({ name, labels: name === "m3" ? {} : name === "m4" ? { auto: "1" } : { fleet: "drain" } }));
   await joinMembers(hub, members, { stateDir: dir, agents });
+  // m4's lease is lowered to 1 s once its agent is connected over the channel (a `lease` message
+  // tells it): the hub counts the old interval until the agent's next ping, which it must keep
+  // when the connection closes (test/worker/channel.test.ts "a closed connection's last ping").
+  const m4 = agents[MEMBERS.indexOf("m4")]!;
+  await waitFor("m4's channel connected", async () => m4.output().includes("connected to the hub over WebSocket"), 60_000);
+  expect((await admin(hub, "PATCH", `${MC}/m4`, { spec: { leaseDurationSeconds: 1 } }, merge)).status).toBe(200);
 }, 120_000);
 
 afterAll(() => stopAll(agents, hub));
@@ -72,6 +88,8 @@ function runs(cluster: string, ns: string, name: string): boolean {
     return false;
   }
 }
+/** `text` as a regular expression that matches it literally. */
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 const flotilla = (...args: string[]) =>
   run(process.execPath, [path.join(root, "agent/bin/flotilla.js"), ...args, "--hub-url", hub.url, "--token", hub.adminToken, "--ca-file", hub.caFile!], {
     cwd: root,
@@ -144,6 +162,83 @@ describe("flotilla drain with kubectl, wrangler dev and agents", () => {
     expect(uncordoned.stdout).toBe("cluster m1 uncordoned\n");
     expect((await taints()).map((t) => t.key)).not.toContain("cordon-key");
   }, 240_000);
+
+  it("the automatic path: a stopped agent's cluster, unreachable past the toleration, is left as far as each budget allows", async () => {
+    const tolerating = (name: string, budget: boolean) => {
+      const yaml = placementYaml(name, 1, "auto: '1'").replace(
+        "    numberOfClusters: 1",
+        "    numberOfClusters: 1\n    tolerations: [{key: cluster.open-cluster-management.io/unreachable, operator: Exists, tolerationSeconds: 0}]",
+      );
+      return budget ? yaml : `${yaml.split("\n---\napiVersion: placement.kubernetes-fleet.io/v1beta1")[0]!}\n`;
+    };
+    // `auto` has no budget; `held`'s (minAvailable 1) allows no disruption of its one cluster.
+    await kubectl("apply", "-f", file("auto.yaml", tolerating("auto", false)));
+    await kubectl("apply", "-f", file("held.yaml", tolerating("held", true)));
+    for (const p of ["auto", "held"])
+      await waitFor(`${p} on m4, Available`, async () => (await worksOn(p)).join() === "m4" && (await allAvailable(p, 1)), 60_000);
+    expect((await admin(hub, "PATCH", `${MC}/m2`, { metadata: { labels: { auto: "1" } } }, merge)).status).toBe(200);
+    // m4's agent stops; with its 1 s lease the hub marks it unreachable (Available Unknown, the taint) within seconds.
+    await stopAgent(agents[MEMBERS.indexOf("m4")]!);
+    await waitFor(
+      "the automatic evictions decided: auto's executed, held's refused",
+      async () => {
+        const listed = await kubectl("get", "clusterresourceplacementevictions");
+        return /unreachable-eviction-auto-m4-[0-9a-f]{8}\s+True\s+True/.test(listed) && /unreachable-eviction-held-m4-[0-9a-f]{8}\s+True\s+False/.test(listed);
+      },
+      60_000,
+    );
+    const taint = ((await get(`${MC}/m4`)).spec.taints as { key: string; timeAdded: string }[]).find(
+      (t) => t.key === "cluster.open-cluster-management.io/unreachable",
+    )!;
+    const cause = `cluster m4 unreachable (taint cluster.open-cluster-management.io/unreachable:NoSelect since ${taint.timeAdded}) past the placement's toleration of 0s`;
+    // Its work on m4 stays, being deleted, until an agent confirms; the binding moves and m2 runs it.
+    const boundTo = async (p: string) =>
+      (
+        (await get(`${G}/clusterresourcebindings?labelSelector=${encodeURIComponent(`kubernetes-fleet.io/parent-CRP=${p}`)}`)).items as {
+          spec: { targetCluster: string };
+        }[]
+      ).map((b) => b.spec.targetCluster);
+    await waitFor("auto bound to m2", async () => (await boundTo("auto")).join() === "m2", 60_000);
+    await waitFor("m2 runs auto", async () => runs("m2", "auto", "cfg"), 60_000);
+    // held stays on m4: its status says why on the cluster (Evicted False), and so do its Events.
+    type Status = { clusterName: string; conditions?: { type: string; status: string; reason: string; message: string }[] };
+    const evicted = async () =>
+      ((await get(`/apis/placement.kubernetes-fleet.io/v1/clusterresourceplacements/held`)).status?.placementStatuses as Status[] | undefined)
+        ?.find((s) => s.clusterName === "m4")
+        ?.conditions?.find((c) => c.type === "Evicted");
+    const refusal = await waitFor("held's refusal in its status", evicted, 60_000);
+    expect(refusal).toMatchObject({ status: "False", reason: "ClusterResourcePlacementEvictionNotExecuted" });
+    expect(refusal.message).toMatch(
+      new RegExp(
+        `^${escape(cause)}: Eviction is blocked by specified ClusterResourcePlacementDisruptionBudget, availablePlacements: [01], totalPlacements: 1$`,
+      ),
+    );
+    expect(await boundTo("held")).toEqual(["m4"]);
+    const events = async (p: string) =>
+      (
+        (
+          await get(
+            `/api/v1/namespaces/default/events?fieldSelector=${encodeURIComponent(`involvedObject.kind=ClusterResourcePlacement,involvedObject.name=${p}`)}`,
+          )
+        ).items as { type: string; reason: string; message: string }[]
+      ).map((e) => `${e.type} ${e.reason}: ${e.message}`);
+    expect(await events("auto")).toContainEqual(
+      expect.stringMatching(
+        new RegExp(
+          `^Normal ClusterResourcePlacementEvictionExecuted: Automatic eviction \\(${escape(cause)}\\) unreachable-eviction-auto-m4-[0-9a-f]{8} of cluster m4: Eviction is allowed, no ClusterResourcePlacementDisruptionBudget specified$`,
+        ),
+      ),
+    );
+    expect(await events("held")).toContainEqual(
+      expect.stringMatching(
+        new RegExp(
+          `^Warning ClusterResourcePlacementEvictionNotExecuted: Automatic eviction \\(${escape(cause)}\\) unreachable-eviction-held-m4-[0-9a-f]{8} of cluster m4: Eviction is blocked by specified ClusterResourcePlacementDisruptionBudget`,
+        ),
+      ),
+    );
+    expect(await kubectl("describe", "clusterresourceplacement", "auto")).toContain("ClusterResourcePlacementEvictionExecuted");
+    expect(await kubectl("describe", "clusterresourceplacement", "held")).toContain("ClusterResourcePlacementEvictionNotExecuted");
+  }, 120_000);
 
   it("the dashboard lists the evictions, decided, and the budgets", async () => {
     const browser = await chromium.launch({ executablePath: process.env.FLOTILLA_CHROMIUM ?? "/usr/bin/chromium" });

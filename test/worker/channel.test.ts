@@ -455,6 +455,38 @@ describe("the agent channel", () => {
     expect(await available()).toMatchObject({ status: "Unknown", reason: "ManagedClusterLeaseUpdateStopped" });
   });
 
+  it("a closed connection's last ping stays the renewal: a shortened lease the agent renewed at runs out by the new interval", async () => {
+    // The agent connected at the default interval (60 s); lowered to 1 s while it is connected.
+    const keys = await joined("ch7f", { heartbeat: false });
+    const conn = await connect("ch7f", keys);
+    conn.send({ type: "status", id: "s0", status: { healthy: true } });
+    await conn.next((m) => m.id === "s0");
+    const stub = env.CLUSTERS.getByName("ch7f");
+    const from = conn.messages.length;
+    expect((await call("PATCH", `${MC}/ch7f`, { spec: { leaseDurationSeconds: 1 } }, merge)).status).toBe(200); // grace 5 x 1 s, was 5 x 60 s
+    expect(await conn.next((m) => m.type === "lease", from)).toEqual({ type: "lease", leaseDurationSeconds: 1 });
+    const toldAt = await runInDurableObject(
+      stub,
+      (_o, state) => JSON.parse(state.storage.sql.exec<{ v: string }>("SELECT v FROM state WHERE k = 'lease'").one().v).toldAtMs as number,
+    );
+    const pongAt = () => runInDurableObject(stub, (_o, state) => state.getWebSocketAutoResponseTimestamp(state.getWebSockets("agent")[0]!)!.getTime());
+    await waitFor("a ping after the lease message", async () => (await ping(conn), (await pongAt()) > toldAt), 5_000, 5);
+    const lastPong = await pongAt();
+    // The agent stops: its connection closes, and the runtime forgets the socket's last pong.
+    conn.ws.close(1000, "agent stopping");
+    await closedWith(conn);
+    await waitFor("the hub's socket gone", async () => (await agentSocketCount("ch7f")) === 0, 5_000, 5);
+    const lease = await runInDurableObject(stub, (_o, state) =>
+      JSON.parse(state.storage.sql.exec<{ v: string }>("SELECT v FROM state WHERE k = 'lease'").one().v),
+    );
+    expect(lease.renewMs).toBe(lastPong);
+    // 6 s later by the hub's clock: past the new grace (5 s) from that pong, within the old one (300 s).
+    expect(await runInDurableObject(stub, (_o, state) => state.storage.getAlarm())).toBe(lastPong + 5000);
+    await withClockAhead(6000, () => runDurableObjectAlarm(stub));
+    const available = condition((await call("GET", `${MC}/ch7f`)).body, "ManagedClusterConditionAvailable");
+    expect(available).toMatchObject({ status: "Unknown", reason: "ManagedClusterLeaseUpdateStopped" });
+  });
+
   it("a report over the channel commits (ack with the resourceVersion); a stale uid gets 409, a missing work 404", async () => {
     const keys = await joined("ch8", { heartbeat: false });
     const created = await call("POST", WORKS("ch8"), work("r1"));
