@@ -42,6 +42,16 @@
  *   BENCH_TIMELINE     set: also prints when the polls were answered and the reports written (percentiles)
  *   BENCH_CPU_PROFILE  a file prefix: writes `<prefix>-<size>.cpuprofile`, the hub isolate's CPU
  *                      profile from the update until every cluster reported (bench/cpu-profile.ts)
+ *   BENCH_METER        set: ws: the hub runs its metered entry (bench/meter/worker.ts) and the bench
+ *                      prints, per acknowledged report, the D1 calls, rows and statements and the
+ *                      Durable Object requests and messages from the update until the hub is quiet
+ *                      (no D1 call for 1.5 s after the last report); the meter's wrapping costs CPU,
+ *                      so compare the CPU figures of unmetered runs only
+ *   BENCH_TRACE_SQL=1  with BENCH_METER: also the statements run most per report (D1's and the objects')
+ *   BENCH_SETTLE=0     ws: the update is made as soon as generation 1 was acknowledged everywhere; by
+ *                      default it waits until the hub's workerd is idle (under 20 ms of CPU in a
+ *                      second), so that the figures are the update's, not those of the work that
+ *                      generation 1's reports set off after their acknowledgements (their Events)
  */
 import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../agent/src/credentials.ts";
 import { HubClient } from "../agent/src/hub-client.ts";
@@ -64,6 +74,7 @@ import {
   type Descriptors,
 } from "./channel-fleet.ts";
 import { printTable } from "./table.ts";
+import type { MeterCounts } from "./meter/counts.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "100,1000")
   .split(",")
@@ -565,12 +576,81 @@ interface WsSide {
   cpuMsPerReport?: number;
 }
 
+const METER = Boolean(process.env.BENCH_METER);
+/** Whether the update waits for the hub to settle after generation 1 (`BENCH_SETTLE=0`: it does not). */
+const SETTLE = process.env.BENCH_SETTLE !== "0";
+
+/**
+ * Waits until process `pid` (the hub's Worker workerd) used less than 20 ms of CPU in the last
+ * second (at most 60 s), and answers how long that took (ms): the work set off before is done.
+ */
+async function cpuSettled(pid: number): Promise<number> {
+  const start = Date.now();
+  let last = cpuSeconds(pid);
+  while (Date.now() - start < 60_000) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const now = cpuSeconds(pid);
+    if (now - last < 0.02) break;
+    last = now;
+  }
+  return Date.now() - start;
+}
+const TRACE_SQL = process.env.BENCH_TRACE_SQL === "1";
+
+/** The metered hub's counts (`BENCH_METER`), zeroed first with `reset`. */
+async function meter(hub: Hub, reset = false): Promise<MeterCounts> {
+  const res = await fetch(`${hub.url}/__meter`, { method: reset ? "POST" : "GET" });
+  if (res.status !== 200) throw new Error(`the hub is not the metered one (bench/meter/worker.ts): /__meter answered ${res.status}`);
+  return (await res.json()) as MeterCounts;
+}
+
+/** The meter once it stopped moving (no D1 call for 1.5 s, at most 60 s): the work the reports set off is done. */
+async function quietMeter(hub: Hub): Promise<MeterCounts> {
+  const deadline = Date.now() + 60_000;
+  let last = await meter(hub);
+  for (let quiet = 0; quiet < 6 && Date.now() < deadline;) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const now = await meter(hub);
+    quiet = now.d1Calls === last.d1Calls ? quiet + 1 : 0;
+    last = now;
+  }
+  return last;
+}
+
+/** Prints the meter's counts per acknowledged report (`BENCH_METER`), and with `BENCH_TRACE_SQL=1` the statements run most. */
+function printMeter(size: number, m: MeterCounts, acked: number): void {
+  const per = (n: number) => (n / Math.max(1, acked)).toFixed(2);
+  const sum = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a + b, 0);
+  const classes = (r: Record<string, number>) =>
+    Object.entries(r)
+      .filter(([, v]) => v > 0)
+      .map(([k, v]) => `${k} ${per(v)}`)
+      .join(", ") || "none";
+  console.log(
+    `fleet of ${size}, hub meter per acknowledged report (${acked}): D1 ${per(m.d1Calls)} calls, ${per(m.d1Statements)} statements, ` +
+      `${per(m.d1RowsRead)} rows read, ${per(m.d1RowsWritten)} rows written; DO requests ${per(sum(m.doRequests))} (${classes(m.doRequests)}), ` +
+      `alarms ${per(sum(m.doAlarms))}, WebSocket messages ${per(sum(m.doMessages))}, DO rows written ${per(sum(m.doRowsWritten))} (${classes(m.doRowsWritten)})`,
+  );
+  if (!TRACE_SQL || !m.statements) return;
+  const rows = Object.entries(m.statements)
+    .sort(([, a], [, b]) => b.runs - a.runs)
+    .slice(0, 25)
+    .map(([sql, t]) => [sql.replace(/\s+/g, " ").slice(0, Number(process.env.BENCH_TRACE_WIDTH ?? 160)), per(t.runs), per(t.read), per(t.written)]);
+  printTable(`statements per acknowledged report at ${size} clusters (the 25 run most)`, ["statement", "runs", "rows read", "rows written"], rows);
+}
+
 /** The hub's side over the channel: join, first template, the measured update. */
 async function measureWsHub(fleet: ChannelFleet, size: number): Promise<WsSide> {
   const inspectorPort = PROFILE ? await freePort() : 0;
+  const wranglerArgs = [
+    ...(METER ? ["--config", "bench/meter/wrangler.toml"] : []),
+    ...(METER && TRACE_SQL ? ["--var", "BENCH_TRACE_SQL:1"] : []),
+    ...(PROFILE ? ["--inspector-port", String(inspectorPort)] : []),
+  ];
   const hub = await startHub({
     graceMultiplier: 100,
-    ...(PROFILE ? { wranglerArgs: ["--inspector-port", String(inspectorPort)] } : {}),
+    ...(wranglerArgs.length > 0 ? { wranglerArgs } : {}),
+    ...(METER ? { startTimeoutMs: 300_000 } : {}),
     ...(process.env.BENCH_HUB_LOG ? { logFile: `${process.env.BENCH_HUB_LOG}-${size}.log` } : {}),
   });
   const watch = { done: false };
@@ -605,6 +685,18 @@ async function measureWsHub(fleet: ChannelFleet, size: number): Promise<WsSide> 
     );
     await guarded(fleet.reported(1));
     checkNoRestart(hub);
+    const acked1 = METER ? await meter(hub) : undefined;
+    // Generation 1's reports set off work that runs after their acknowledgements (their Events,
+    // the replica set's runs): the update is measured once that is done, not on top of it.
+    const settledMs = SETTLE ? await cpuSettled(target.worker) : 0;
+    if (acked1) {
+      const settled = await quietMeter(hub);
+      console.log(
+        `fleet of ${size}, hub: after generation 1's last acknowledgement, before the update: ${settled.d1Calls - acked1.d1Calls} D1 calls, ${settled.d1Statements - acked1.d1Statements} statements`,
+      );
+      await meter(hub, true);
+    }
+    if (SETTLE) console.log(`fleet of ${size}, hub: settled ${(settledMs / 1000).toFixed(1)} s after generation 1's last acknowledgement`);
     const profiling: Profiling | undefined = PROFILE ? await startProfiling(inspectorPort) : undefined;
     const acked0 = (await fleet.stats()).reportsAcked;
     const cpu0 = cpuSeconds(target.worker);
@@ -621,6 +713,7 @@ async function measureWsHub(fleet: ChannelFleet, size: number): Promise<WsSide> 
     console.log(
       `fleet of ${size}, hub: the Worker's workerd used ${cpu.toFixed(2)} s of CPU from the update to the last acknowledgement (load ${loadAverage()}): ${msPerReport.toFixed(2)} ms per acknowledged report (${acked} reports)`,
     );
+    if (METER) printMeter(size, await quietMeter(hub), acked);
     checkNoRestart(hub);
     return { lat, patchMs, fds: sampler.stop(), cpuMsPerReport: msPerReport };
   } catch (e) {
