@@ -22,11 +22,13 @@ import {
   type CommitExtras,
   type CommitItem,
   type Database,
+  type GuardedBinder,
   type StoreKey,
 } from "./objects.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../../k8s/write.ts";
 import type { Env } from "../../env.ts";
-import type { ManyOutcome, ManyWrite, WriterMode } from "../types.ts";
+import type { CommitAudit, ManyOutcome, ManyWrite, WriteOutcome, WriterMode } from "../types.ts";
+import { auditRowStatements } from "./audit-log.ts";
 import { commitStatements, planHooks, quietUnless, type SharedReads } from "../hooks.ts";
 import { deferOutboxDelete, deleteOutboxRows, OUTBOX_GRACE_MS, retryTime, runOwed, type OwedWork, type WaitUntil } from "../outbox.ts";
 import { clock } from "../../clock.ts";
@@ -177,7 +179,8 @@ function backoff(attempt: number): Promise<void> {
  * answers once committed, with the object as committed, and its hooks run after the answer under
  * `waitUntil` (their outbox row, committed in the same batch, keeps them owed until they
  * finished: a crash meanwhile leaves them to the sweep), so an agent's acknowledgement waits for
- * no other object.
+ * no other object. `audit`: the request's audit record, committed in the write's own batch (marked
+ * `committed` then; a write that commits nothing records nothing).
  * @throws ApiError (4xx) for a bad request, a conflict or a missing object; nothing is written then.
  */
 export async function writeStored(
@@ -190,10 +193,12 @@ export async function writeStored(
   known?: KubeObject | null,
   waitUntil?: WaitUntil,
   mode: WriterMode = "waits",
-): Promise<{ object: KubeObject | null; created: boolean }> {
-  const outcome = await commitWithRetries(env, def, { namespace, name }, req, extras, known, waitUntil !== undefined);
+  audit?: CommitAudit,
+): Promise<WriteOutcome> {
+  const outcome = await commitWithRetries(env, def, { namespace, name }, req, extras, known, waitUntil !== undefined, audit);
   if (!outcome.committed) return { object: outcome.unchanged, created: outcome.created };
   const { committed, created, now } = outcome;
+  if (audit) audit.committed = created ? 201 : 200;
   if (mode === "returns" && waitUntil) {
     waitUntil(
       finishCommit(env, committed, now, "returns", waitUntil).catch((e: unknown) =>
@@ -222,6 +227,7 @@ async function commitWithRetries(
   extras: Record<string, unknown> | undefined,
   known: KubeObject | null | undefined,
   grouped: boolean,
+  audit?: CommitAudit,
 ): Promise<{ committed: Committed; created: boolean; now: number } | { committed: null; unchanged: KubeObject | null; created: boolean }> {
   const db = d1Database(env);
   for (let attempt = 0; ; attempt++) {
@@ -235,8 +241,9 @@ async function commitWithRetries(
     if (next && def.finalize) await def.finalize(next, current, ctx);
     const settled = settleDeletion(next, def);
     const storeKey = { namespace: key.namespace, name: (settled ?? next ?? current)!.metadata.name };
+    const record = audit && ((guarded: GuardedBinder) => auditRowStatements(guarded, audit.row(storeKey.name, created ? 201 : 200), audit.limits));
     try {
-      return { committed: await commitChange(env, def, storeKey, current, settled, now, undefined, grouped), created, now };
+      return { committed: await commitChange(env, def, storeKey, current, settled, now, record, grouped), created, now };
     } catch (e) {
       if (e instanceof ApiError && e.reason === "Conflict" && req.verb !== "create" && attempt + 1 < MAX_ATTEMPTS) {
         await backoff(attempt);
