@@ -198,7 +198,7 @@ export async function writeStored(
   const outcome = await commitWithRetries(env, def, { namespace, name }, req, extras, known, waitUntil !== undefined, audit);
   if (!outcome.committed) return { object: outcome.unchanged, created: outcome.created };
   const { committed, created, now } = outcome;
-  if (audit) audit.committed = created ? 201 : 200;
+  if (audit && outcome.audited) audit.committed = created ? 201 : 200;
   if (mode === "returns" && waitUntil) {
     waitUntil(
       finishCommit(env, committed, now, "returns", waitUntil).catch((e: unknown) =>
@@ -228,7 +228,7 @@ async function commitWithRetries(
   known: KubeObject | null | undefined,
   grouped: boolean,
   audit?: CommitAudit,
-): Promise<{ committed: Committed; created: boolean; now: number } | { committed: null; unchanged: KubeObject | null; created: boolean }> {
+): Promise<{ committed: Committed; created: boolean; now: number; audited: boolean } | { committed: null; unchanged: KubeObject | null; created: boolean }> {
   const db = d1Database(env);
   for (let attempt = 0; ; attempt++) {
     const current = req.verb === "create" ? null : attempt === 0 && known !== undefined ? known : await getObject(db, def, key);
@@ -241,10 +241,18 @@ async function commitWithRetries(
     if (next && def.finalize) await def.finalize(next, current, ctx);
     const settled = settleDeletion(next, def);
     const storeKey = { namespace: key.namespace, name: (settled ?? next ?? current)!.metadata.name };
-    const record = audit && ((guarded: GuardedBinder) => auditRowStatements(guarded, audit.row(storeKey.name, created ? 201 : 200), audit.limits));
+    const auditing = audit;
+    const record = auditing && ((guarded: GuardedBinder) => auditRowStatements(guarded, auditing.row(storeKey.name, created ? 201 : 200), auditing.limits));
     try {
-      return { committed: await commitChange(env, def, storeKey, current, settled, now, record, grouped), created, now };
+      return { committed: await commitChange(env, def, storeKey, current, settled, now, record, grouped), created, now, audited: record !== undefined };
     } catch (e) {
+      // A database the audit log's migration has not reached yet: the write commits without its
+      // record, which the audit middleware then tries to store on its own (and logs its failure).
+      if (record && missingAuditTable(e)) {
+        audit = undefined;
+        attempt--;
+        continue;
+      }
       if (e instanceof ApiError && e.reason === "Conflict" && req.verb !== "create" && attempt + 1 < MAX_ATTEMPTS) {
         await backoff(attempt);
         continue;
@@ -252,6 +260,11 @@ async function commitWithRetries(
       throw e;
     }
   }
+}
+
+/** Whether `e` is D1's refusal of a statement on the audit log's table where it does not exist (migrations/0009 not applied). */
+function missingAuditTable(e: unknown): boolean {
+  return e instanceof Error && /no such table: audit_events/.test(`${e.message} ${e.cause instanceof Error ? e.cause.message : ""}`);
 }
 
 /** After-commit hook runs {@link writeStoredMany} keeps in flight (each may call a Durable Object). */
