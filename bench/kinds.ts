@@ -24,6 +24,8 @@
  *   BENCH_OBJECTS        objects applied (default 500)
  *   BENCH_SKIP_HUB       set: only the CPU figures
  *   BENCH_NO_NOOP        set: the hub only
+ *   BENCH_STEPS          the kubectl runs to make, by number (1 to 4, comma-separated; default all):
+ *                        `1` only the client-side apply, when iterating on it
  *   BENCH_METER=1        the metered hub (bench/meter: the same Worker, counting): each run's
  *                        Worker requests, D1 calls and Durable Object requests per object
  *   BENCH_TRACE_SQL=1    with BENCH_METER=1: each run's D1 calls, by statement, per object
@@ -67,6 +69,7 @@ const NOOP = !process.env.BENCH_NO_NOOP;
 const METER = process.env.BENCH_METER === "1";
 const REQUEST_TIMES = process.env.BENCH_REQUEST_TIMES === "1";
 const PROFILE = process.env.BENCH_CPU_PROFILE;
+const STEPS = process.env.BENCH_STEPS ? new Set(process.env.BENCH_STEPS.split(",").map((s) => Number(s.trim()))) : undefined;
 const TRACE_SQL = METER && process.env.BENCH_TRACE_SQL === "1";
 const log = (msg: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`);
 
@@ -249,6 +252,7 @@ async function runSteps(targets: Target[], caFile: string, token: string, file: 
   const workerCpus = new Map<Target, number[]>(targets.map((t) => [t, []]));
   const rows: string[][] = [];
   for (const [i, [label, args, hubOnly]] of steps.entries()) {
+    if (STEPS && !STEPS.has(i + 1)) continue;
     const on = hubOnly ? targets.slice(0, 1) : targets;
     for (const t of on) {
       log(`${t.name}: ${label}: ${OBJECTS} objects, load ${loadavg()[0]!.toFixed(2)}`);
@@ -283,8 +287,8 @@ async function runSteps(targets: Target[], caFile: string, token: string, file: 
       ]);
     }
     if (on.length === 2) {
-      const [a, b] = targets.map((t) => times.get(t)![i]!);
-      const [wa, wb] = targets.map((t) => workerCpus.get(t)![i]!);
+      const [a, b] = targets.map((t) => times.get(t)!.at(-1)!);
+      const [wa, wb] = targets.map((t) => workerCpus.get(t)!.at(-1)!);
       rows.push([label, `ratio ${targets[0]!.name}/${targets[1]!.name}`, "", `${(a! / b!).toFixed(2)}`, "", `${(wa! / wb!).toFixed(2)}`, "", ""]);
     }
   }

@@ -15,11 +15,22 @@
  *   authorized (a denial throws the ApiError of `forbiddenError`, a 403);
  * - `createdName`: the name of the object a create made (set by the write once stored; a create
  *   may name it by `generateName`), which the audit log records as its objectRef's name without
- *   reading the answer back (src/audit/middleware.ts).
+ *   reading the answer back (src/audit/middleware.ts);
+ * - `audit`: the request's audit record as a write may commit it in its own D1 batch (set by the
+ *   audit middleware, src/audit/middleware.ts; {@link PendingAudit}).
  */
 import type { Context } from "hono";
 import type { RequestAttributes, UserInfo } from "../auth/rbac-types.ts";
 import type { Env } from "../env.ts";
+import type { CommitAudit } from "../store/types.ts";
+
+/**
+ * The audit record of a request's write, which the write hands to the store
+ * (src/store/types.ts `CommitAudit`, `WriteOptions.audit`) so that the record commits with it;
+ * once the store marked it `committed` (the HTTP code it was recorded with), the audit
+ * middleware stores nothing more, unless the answer's code differs.
+ */
+export type PendingAudit = CommitAudit;
 
 /** The context variables of an API request (see the module comment). */
 export interface ApiVariables {
@@ -27,6 +38,7 @@ export interface ApiVariables {
   authenticatedUser: UserInfo;
   attributes: RequestAttributes;
   createdName?: string;
+  audit?: PendingAudit;
 }
 
 /** The Hono environment of the API routes: bindings and {@link ApiVariables}. */

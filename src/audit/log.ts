@@ -8,7 +8,8 @@
  * fail, delay or re-enter the request it records. Going through the store would give each
  * recorded write a second write on the global resourceVersion counter, an `events` row and an
  * outbox row, and would audit the audit (kube-apiserver likewise hands its events to a log or
- * webhook backend, never to etcd). So a record is one INSERT run after the response
+ * webhook backend, never to etcd). So a record is one INSERT, in the batch of the write it records
+ * when that write commits (src/store/types.ts `CommitAudit`), else run after the response
  * (`ctx.waitUntil`), with its own sequence (`seq`, the AuditEvents' resourceVersion), as the
  * `events` change log lives beside `objects` (src/store/d1/objects.ts).
  *
@@ -20,7 +21,7 @@
  */
 import { badRequest } from "../k8s/errors.ts";
 import type { Env } from "../env.ts";
-import { storageOf } from "../store/storage.ts";
+import { storageOf, type AuditAppendLimits, type AuditRow } from "../store/storage.ts";
 import type { AuditEvent } from "./event.ts";
 
 /** Days an audit record is kept when `FLOTILLA_AUDIT_RETENTION_DAYS` is unset or invalid. */
@@ -54,23 +55,44 @@ export function auditRetentionDays(value: string | undefined): number {
  * @throws errors of D1 (the caller, src/audit/middleware.ts, logs them; a request never fails for them)
  */
 export async function appendAuditEvent(env: Env, event: AuditEvent, now: number, retentionDays: number): Promise<void> {
-  const ref = event.objectRef ?? {};
   // A failed authentication is anyone's to cause: at most AUTH_FAILURE_RECORDS_PER_MINUTE are
   // kept per minute, so strangers cannot grow the hub's storage at will (the rest are counted by
   // the failed-authentication limiter and answered all the same).
-  await storageOf(env).auditLog.append(
-    {
-      auditId: event.auditID,
-      receivedAt: Date.parse(event.requestReceivedTimestamp),
-      username: event.user.username ?? "",
-      verb: event.verb,
-      resource: ref.resource ?? "",
-      namespace: ref.namespace ?? "",
-      code: event.responseStatus.code,
-      body: JSON.stringify(event),
-    },
-    { expiredBefore: now - retentionDays * DAY_MS, deleteBatch: RETENTION_DELETE_BATCH, unauthorizedPerMinute: AUTH_FAILURE_RECORDS_PER_MINUTE },
-  );
+  await storageOf(env).auditLog.append(auditRowOf(event), auditLimits(now, retentionDays));
+}
+
+/** The stored row of `event`: its Event as JSON and the columns field selectors read, copied out. */
+export function auditRowOf(event: AuditEvent): AuditRow {
+  const ref = event.objectRef ?? {};
+  return {
+    auditId: event.auditID,
+    receivedAt: Date.parse(event.requestReceivedTimestamp),
+    username: event.user.username ?? "",
+    verb: event.verb,
+    resource: ref.resource ?? "",
+    namespace: ref.namespace ?? "",
+    code: event.responseStatus.code,
+    body: JSON.stringify(event),
+  };
+}
+
+/**
+ * How an append at `now` (epoch milliseconds) bounds the log: the records older than
+ * `retentionDays` go, {@link RETENTION_DELETE_BATCH} at most; failed authentications are kept
+ * under {@link AUTH_FAILURE_RECORDS_PER_MINUTE}.
+ */
+export function auditLimits(now: number, retentionDays: number): AuditAppendLimits {
+  return { expiredBefore: now - retentionDays * DAY_MS, deleteBatch: RETENTION_DELETE_BATCH, unauthorizedPerMinute: AUTH_FAILURE_RECORDS_PER_MINUTE };
+}
+
+/**
+ * Replaces the stored record of `event`'s audit ID with `event`: a write whose record was
+ * committed with it (src/store/types.ts `CommitAudit`) but whose answer turned out otherwise after
+ * the commit (a failure of what follows it) is recorded as answered.
+ * @throws errors of D1 (the caller logs them)
+ */
+export async function replaceAuditEvent(env: Env, event: AuditEvent): Promise<void> {
+  await storageOf(env).auditLog.replace(auditRowOf(event));
 }
 
 /** One condition of a field selector on the audit log, on a copied-out column. */

@@ -2,9 +2,12 @@
  * The audit middleware: outermost on `/api` and `/apis` (src/index.ts), it lets the request run,
  * answers every response with its `Audit-Id` header (kube-apiserver's), and records the requests
  * src/audit/event.ts `isAudited` selects (writes, 403s, 401s; and every request through the proxy to a member cluster, src/api/proxy.ts) as `audit.k8s.io/v1` Events at level
- * Metadata. The record is built from what the request and its answer hold (no I/O) and stored
- * after the response (`ctx.waitUntil`): the answer never waits on D1, and a failure to record is
- * logged (without the record) and never fails the request.
+ * Metadata. The record is built from what the request and its answer hold (no I/O). A write of
+ * one object that commits stores it in its own D1 batch (the route hands the store the request's
+ * `audit` variable, src/api/context.ts `PendingAudit`, src/store/types.ts `CommitAudit`): no D1
+ * call of its own, and the record commits exactly when the write does. Any other audited request's
+ * record is stored after the response (`ctx.waitUntil`): the answer never waits on D1 for it, and
+ * a failure to record is logged (without the record) and never fails the request.
  *
  * What it reads of the request, after it ran: the Hono variables `authenticatedUser` and `user`
  * (src/auth/rbac.ts `UserInfo`, set by authentication; `user` is the impersonated user when the
@@ -22,7 +25,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { ApiError, type Status } from "../k8s/errors.ts";
 import { Unauthenticated } from "../auth/authn.ts";
-import type { ApiVariables } from "../api/context.ts";
+import type { ApiVariables, PendingAudit } from "../api/context.ts";
 import { clock } from "../clock.ts";
 import type { Env } from "../env.ts";
 import {
@@ -35,9 +38,10 @@ import {
   isAudited,
   requestInfo,
   responseStatusOf,
+  type AuditEvent,
   type RequestInfo,
 } from "./event.ts";
-import { appendAuditEvent, auditRetentionDays } from "./log.ts";
+import { appendAuditEvent, auditLimits, auditRetentionDays, auditRowOf, replaceAuditEvent } from "./log.ts";
 import { edgeLocation } from "../edge.ts";
 
 /**
@@ -85,19 +89,79 @@ async function readBack(res: Response): Promise<Record<string, unknown> | undefi
  */
 export const auditRequests: MiddlewareHandler<{ Bindings: Env; Variables: AuditVariables }> = async (c, next) => {
   const receivedAt = clock.now();
+  const auditID = crypto.randomUUID();
+  c.set("audit", pendingAudit(c, auditID, receivedAt));
   await next();
-  await recordAfter(c, receivedAt);
+  await recordAfter(c, auditID, receivedAt);
 };
 
+/** What {@link auditEventOf} records of a request besides what its context holds. */
+interface Outcome {
+  auditID: string;
+  /** Epoch milliseconds. */
+  receivedAt: number;
+  /** Epoch milliseconds. */
+  completedAt: number;
+  /** The answer's HTTP code. */
+  code: number;
+  /** The answer's Status, for a failure. */
+  status?: Pick<Status, "reason" | "message" | "details">;
+  /** A create's name, when the path names none. */
+  name?: string;
+  /** The authenticators' reasons of a failed authentication. */
+  authnReasons?: readonly string[];
+}
+
+/** The audit Event of the request of `c` with outcome `o` (no I/O). */
+function auditEventOf(c: AuditContext, o: Outcome): AuditEvent {
+  const info = infoOf(c);
+  const acting = c.get("user");
+  const user = c.get("authenticatedUser") ?? acting;
+  const impersonated = acting && acting !== user ? acting : undefined;
+  if (o.code < 300 && info.objectRef && !info.objectRef.name && o.name !== undefined) info.objectRef.name = o.name;
+  const url = new URL(c.req.url);
+  const annotations: Record<string, string> = {};
+  const colo = edgeLocation(c.req.raw);
+  if (colo) annotations[COLO_ANNOTATION] = colo;
+  if (o.authnReasons && o.authnReasons.length > 0) annotations[AUTHN_REASONS_ANNOTATION] = o.authnReasons.join("; ");
+  const who = o.code === 401 ? undefined : user;
+  if (o.code === 403) annotations[DECISION_ANNOTATION] = "forbid";
+  else if (who) annotations[DECISION_ANNOTATION] = "allow";
+  return buildAuditEvent({
+    auditID: o.auditID,
+    requestURI: url.pathname + url.search,
+    info,
+    sourceIP: c.req.header("cf-connecting-ip")?.trim(),
+    userAgent: c.req.header("user-agent"),
+    responseStatus: responseStatusOf(o.code, o.status, c.req.header("authorization")),
+    receivedAt: o.receivedAt,
+    completedAt: o.completedAt,
+    user: who,
+    impersonatedUser: who ? impersonated : undefined,
+    annotations,
+  });
+}
+
 /**
- * Sets the response's `Audit-Id` and, when the request is audited, stores its
- * record after the response (`waitUntil`). The one thing read before the response goes out is,
- * for a create or a failure without its error at hand, the small JSON body the handler already
- * built in memory (a copy; no I/O), so that the record never waits on the client reading its
- * answer. Never throws.
+ * The request's audit record as its write commits it (src/api/context.ts `PendingAudit`): built
+ * when the commit is prepared, with the object's name and the code the write answers on success,
+ * stamped then (the answer follows the commit with no further I/O).
  */
-async function recordAfter(c: AuditContext, receivedAt: number): Promise<void> {
-  const auditID = crypto.randomUUID();
+function pendingAudit(c: AuditContext, auditID: string, receivedAt: number): PendingAudit {
+  return {
+    row: (name, code) => auditRowOf(auditEventOf(c, { auditID, receivedAt, completedAt: clock.now(), code, name })),
+    limits: auditLimits(clock.now(), auditRetentionDays(c.env.FLOTILLA_AUDIT_RETENTION_DAYS)),
+  };
+}
+
+/**
+ * Sets the response's `Audit-Id` and, when the request is audited and its write did not commit
+ * its record already with the code answered, stores its record after the response
+ * (`waitUntil`). The one thing read before the response goes out is, for a create or a failure
+ * without its error at hand, the small JSON body the handler already built in memory (a copy; no
+ * I/O), so that the record never waits on the client reading its answer. Never throws.
+ */
+async function recordAfter(c: AuditContext, auditID: string, receivedAt: number): Promise<void> {
   const completedAt = clock.now();
   try {
     try {
@@ -112,49 +176,37 @@ async function recordAfter(c: AuditContext, receivedAt: number): Promise<void> {
         : new Response(c.res.body, { status: c.res.status, statusText: c.res.statusText, headers });
     }
     const code = c.res.status;
+    const committed = c.get("audit")?.committed;
+    // Committed with the write, as answered: nothing more to store.
+    if (committed === code) return;
     const info = infoOf(c);
     // Every request through the proxy to a member cluster is recorded (docs/proxy.md), reads too.
     if (!isAudited(info.verb, code) && info.objectRef?.subresource !== "proxy") return;
     const failure = c.error instanceof ApiError ? c.error : undefined;
     // Everything is read and built now: the request and response are not to be touched once
     // answered, and no header but what the record shows is kept.
-    const acting = c.get("user");
-    const user = c.get("authenticatedUser") ?? acting;
-    const impersonated = acting && acting !== user ? acting : undefined;
     // A create's name, as the write set it (no copy of the answer read back).
     const created = code < 300 ? c.get("createdName") : undefined;
     const readsBack = (!failure && code >= 400) || (code < 300 && info.verb === "create" && !info.objectRef?.name && created === undefined);
     const body = readsBack ? await readBack(c.res.clone()) : undefined;
     let status: Pick<Status, "reason" | "message" | "details"> | undefined = failure?.toStatus();
     if (!status && body?.kind === "Status") status = body as unknown as Status;
-    if (code < 300 && info.objectRef && !info.objectRef.name) {
-      const name = created ?? (body?.metadata as { name?: unknown } | undefined)?.name;
-      if (typeof name === "string") info.objectRef.name = name;
-    }
-    const url = new URL(c.req.url);
-    const input = {
+    const bodyName = (body?.metadata as { name?: unknown } | undefined)?.name;
+    const event = auditEventOf(c, {
       auditID,
-      requestURI: url.pathname + url.search,
-      info,
-      sourceIP: c.req.header("cf-connecting-ip")?.trim(),
-      userAgent: c.req.header("user-agent"),
-      responseStatus: responseStatusOf(code, status, c.req.header("authorization")),
       receivedAt,
       completedAt,
-    };
-    const colo = edgeLocation(c.req.raw);
-    const annotations: Record<string, string> = {};
-    if (colo) annotations[COLO_ANNOTATION] = colo;
-    if (failure instanceof Unauthenticated && failure.reasons.length > 0) annotations[AUTHN_REASONS_ANNOTATION] = failure.reasons.join("; ");
-    const record = async () => {
-      const who = code === 401 ? undefined : user;
-      if (code === 403) annotations[DECISION_ANNOTATION] = "forbid";
-      else if (who && code !== 401) annotations[DECISION_ANNOTATION] = "allow";
-      const event = buildAuditEvent({ ...input, user: who, impersonatedUser: who ? impersonated : undefined, annotations });
-      await appendAuditEvent(c.env, event, clock.now(), auditRetentionDays(c.env.FLOTILLA_AUDIT_RETENTION_DAYS));
+      code,
+      status,
+      name: created ?? (typeof bodyName === "string" ? bodyName : undefined),
+      authnReasons: failure instanceof Unauthenticated ? failure.reasons : undefined,
+    });
+    const store = async () => {
+      if (committed !== undefined) await replaceAuditEvent(c.env, event);
+      else await appendAuditEvent(c.env, event, clock.now(), auditRetentionDays(c.env.FLOTILLA_AUDIT_RETENTION_DAYS));
     };
     c.executionCtx.waitUntil(
-      record().catch((e: unknown) => {
+      store().catch((e: unknown) => {
         // The error's message only: never the event (it names the user) nor the request.
         console.error("audit: a record was not stored:", e instanceof Error ? e.message : String(e));
       }),

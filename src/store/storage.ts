@@ -28,7 +28,15 @@ import {
 import { commitChange, finishCommit, type Committed } from "./d1/write.ts";
 import type { WriterMode } from "./types.ts";
 import { claimDelivery, releaseDelivery } from "./d1/deliveries.ts";
-import { appendAuditRow, oldestAuditSeq, readAuditRows, type AuditAppendLimits, type AuditColumnCondition, type AuditRow } from "./d1/audit-log.ts";
+import {
+  appendAuditRow,
+  oldestAuditSeq,
+  readAuditRows,
+  replaceAuditRow,
+  type AuditAppendLimits,
+  type AuditColumnCondition,
+  type AuditRow,
+} from "./d1/audit-log.ts";
 import { dropEventTtlRows, dueEvents, oldestEventWrite, type DueEvent } from "./d1/event-ttl.ts";
 import { readFleetGaugeRows, type FleetGaugeKeys, type FleetGaugeRows } from "./d1/fleet-gauges.ts";
 import { insertHubSecret, readHubSecret, replaceHubSecret } from "./d1/hub-secrets.ts";
@@ -152,10 +160,11 @@ export interface Storage {
   /**
    * The audit log beside the objects (src/store/d1/audit-log.ts; its policies in src/audit/log.ts):
    * `append` a row with retention, `read` rows after a sequence number with the highest stored,
-   * `oldest` sequence kept (0: empty).
+   * `oldest` sequence kept (0: empty), `replace` the code and body of the row of `row.auditId`.
    */
   readonly auditLog: {
     append(row: AuditRow, limits: AuditAppendLimits): Promise<void>;
+    replace(row: AuditRow): Promise<void>;
     read(conditions: readonly AuditColumnCondition[], afterSeq: number, limit: number): Promise<{ rows: { seq: number; body: string }[]; latest: number }>;
     oldest(): Promise<number>;
   };
@@ -220,6 +229,7 @@ export function storageOf(env: Env): Storage {
     },
     auditLog: {
       append: (row, limits) => appendAuditRow(env.DB, row, limits),
+      replace: (row) => replaceAuditRow(env.DB, row),
       read: (conditions, afterSeq, limit) => readAuditRows(env.DB, conditions, afterSeq, limit),
       oldest: () => oldestAuditSeq(env.DB),
     },

@@ -9,6 +9,7 @@ import type { KubeObject } from "../k8s/meta.ts";
 import type { WriteRequest } from "../k8s/write.ts";
 import type { ListResult, Page, PageOptions, WatchEvent } from "./d1/objects.ts";
 import type { WaitUntil } from "./outbox.ts";
+import type { AuditAppendLimits, AuditRow } from "./d1/audit-log.ts";
 
 /**
  * Who is waiting on a write: `"waits"` (the default) for a person's, a webhook's or a
@@ -37,6 +38,21 @@ export interface WriteOutcome {
 }
 
 /**
+ * The audit record of an API request's write (src/audit/middleware.ts), which the D1 backend
+ * stores in the write's own atomic batch, under its precondition: the record is committed exactly
+ * when the write is, with no D1 call of its own. `row(name, code)` is the record of the write of
+ * the object named `name` answered with HTTP `code` (201 when the write created the object, else
+ * 200), built when the commit is prepared; `limits` the log's retention (src/audit/log.ts). The
+ * backend sets `committed` to that code once the batch committed (the answer may yet differ: a
+ * failure after the commit), and leaves it unset when it committed nothing or keeps no record.
+ */
+export interface CommitAudit {
+  row(name: string, code: number): AuditRow;
+  limits: AuditAppendLimits;
+  committed?: number;
+}
+
+/**
  * Options of {@link Store.write}, for the D1 backend (the cluster backend takes `admitted` only):
  * `extras` reach the kind's strategy (a BootstrapToken's secret hash); `known` is the object as
  * the caller just read it, null when it read none there (its first attempt skips the read; a
@@ -50,6 +66,12 @@ export interface WriteOptions {
   known?: KubeObject | null;
   waitUntil?: WaitUntil;
   mode?: WriterMode;
+  /**
+   * The API request's audit record, committed with the write by the D1 backend ({@link CommitAudit},
+   * which it marks `committed` then). The cluster backend and a write that commits nothing leave
+   * it to the caller.
+   */
+  audit?: CommitAudit;
   /**
    * The cluster backend's one option: the ManagedCluster transition the API admitted for the
    * requesting user (src/auth/ocm-admission.ts); a write that would make another is refused with

@@ -243,6 +243,37 @@ describe("audit log: recording", () => {
     expect(await recorded(all.headers.get("audit-id"))).toMatchObject({ verb: "deletecollection", objectRef: { resource: "secrets", namespace: "audit-b" } });
   });
 
+  it("commits a write's record with the write: there with the answer, once; a lost create recorded with its 409", async () => {
+    const rowsOf = async (auditID: string | null) =>
+      (await env.DB.prepare("SELECT code, body FROM audit_events WHERE audit_id = ?").bind(auditID).all<{ code: number; body: string }>()).results;
+    const created = await call("POST", SECRETS("audit-a"), { apiVersion: "v1", kind: "Secret", metadata: { generateName: "batch-" } });
+    expect(created.status).toBe(201);
+    const name = (created.body as { metadata: { name: string } }).metadata.name;
+    // In the write's own batch: stored before the answer went out, under the name the create made.
+    const [row] = await rowsOf(created.headers.get("audit-id"));
+    expect(row?.code).toBe(201);
+    expect(JSON.parse(row!.body)).toMatchObject({
+      auditID: created.headers.get("audit-id"),
+      verb: "create",
+      objectRef: { resource: "secrets", namespace: "audit-a", name, apiVersion: "v1" },
+      responseStatus: { metadata: {}, code: 201 },
+      annotations: { "authorization.k8s.io/decision": "allow" },
+    });
+    const patched = await call("PATCH", `${SECRETS("audit-a")}/${name}`, { metadata: { labels: { a: "b" } } }, { contentType: "application/merge-patch+json" });
+    expect(patched.status).toBe(200);
+    expect((await rowsOf(patched.headers.get("audit-id"))).map((r) => r.code)).toEqual([200]);
+
+    // Two creates of one name at once: one commits (its record with it), the other is refused and recorded after its answer.
+    const body = { apiVersion: "v1", kind: "Secret", metadata: { name: "batch-race" } };
+    const both = await Promise.all([call("POST", SECRETS("audit-a"), body), call("POST", SECRETS("audit-a"), body)]);
+    expect(both.map((r) => r.status).sort()).toEqual([201, 409]);
+    const lost = both.find((r) => r.status === 409)!;
+    expect(await recorded(lost.headers.get("audit-id"))).toMatchObject({ verb: "create", responseStatus: { reason: "AlreadyExists", code: 409 } });
+    // Each request recorded once, with its own answer's code (a later record shows the earlier ones' stores are done).
+    await auditedWrite("audit-a", "batch-after");
+    for (const r of [created, patched, ...both]) expect((await rowsOf(r.headers.get("audit-id"))).map((x) => x.code)).toEqual([r.status]);
+  });
+
   it("records failed authentications (401) with no user and kube-apiserver's message, never the token", async () => {
     const bad = await call("GET", "/apis/cluster.open-cluster-management.io/v1/managedclusters", undefined, {
       token: "not-the-admin-token-5f3a",

@@ -52,6 +52,9 @@ export async function write(c: Ctx, t: Target, req: WriteRequest, warnings: stri
   return response;
 }
 
+/** The verbs of a request whose one write commits the request's audit record with it (src/store/types.ts `CommitAudit`). */
+const AUDITED_WITH_COMMIT: ReadonlySet<string> = new Set(["create", "update", "patch", "delete"]);
+
 /**
  * A write stored: the kind's create secret (`KindDefinition.createSecret`), a subresource's
  * extras, the RBAC kinds' extras and OCM's admission, then the store's write; answers the object
@@ -76,13 +79,18 @@ async function writeValidated(c: Ctx, t: Target, req: WriteRequest): Promise<Res
   const rbac = await rbacWriteExtras(c.env, t.def, c.var.user);
   if (rbac) extras = { ...extras, ...rbac };
   const admitted = await admitOcm(c, t, req, name);
-  const outcome = await admittedStoreOf(c.env, t.def).write(t.namespace, name, req, { extras, ...(admitted ? { admitted } : {}) });
+  // The request's audit record commits with its write (one D1 call for both), unless the request
+  // writes several objects (deletecollection), whose record the audit middleware stores.
+  const audit = c.var.audit && AUDITED_WITH_COMMIT.has(c.var.attributes.verb) ? c.var.audit : undefined;
+  const outcome = await admittedStoreOf(c.env, t.def).write(t.namespace, name, req, { extras, ...(admitted ? { admitted } : {}), ...(audit ? { audit } : {}) });
   if (!outcome.object) {
     return json({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", details: { name, group: t.def.group, kind: t.def.plural } });
   }
   if (outcome.created) c.set("createdName", outcome.object.metadata.name);
-  const out = structuredClone(outcome.object);
-  if (secret?.reveal && outcome.created) secret.reveal(out);
+  // A copy only for the kind that reveals a secret in its answer (the stored object stays as stored).
+  const reveal = secret?.reveal && outcome.created ? secret.reveal : undefined;
+  const out = reveal ? structuredClone(outcome.object) : outcome.object;
+  reveal?.(out);
   return json(shape(c, t.def, out, "object"), outcome.created ? 201 : 200);
 }
 

@@ -5,6 +5,11 @@
  * authentications) are src/audit/log.ts's; this module only speaks SQL.
  */
 
+import { sql, type SQL } from "drizzle-orm";
+import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
+import type { Renderable } from "../../db/compiled.ts";
+import { guardedShape, type GuardedBinder } from "./objects.ts";
+
 /** One audit record as stored: the columns a field selector reads, and the Event's JSON (`body`). */
 export interface AuditRow {
   auditId: string;
@@ -38,8 +43,58 @@ export interface AuditColumnCondition {
 }
 
 const COLUMNS = "audit_id, received_at, username, verb, resource, namespace, code, body";
+const p = sql.placeholder;
+const dialect = new SQLiteSyncDialect();
+const raw = (statement: SQL): Renderable => ({ toSQL: () => dialect.sqlToQuery(statement) });
 const ALLOWED_COLUMNS = new Set<AuditColumnCondition["column"]>(["audit_id", "username", "verb", "resource", "namespace", "received_at"]);
 const ALLOWED_OPS = new Set<AuditColumnCondition["op"]>(["=", "!=", ">=", "<"]);
+
+/**
+ * A write's audit row inserted in the write's own batch, under its guard (a {@link guardedShape}):
+ * the record is stored exactly when the write commits.
+ */
+const auditInsertShape = guardedShape((cond) =>
+  raw(
+    sql`INSERT INTO audit_events (${sql.raw(COLUMNS)}) SELECT ${p("auditId")}, ${p("auditReceivedAt")}, ${p("auditUsername")}, ${p("auditVerb")}, ${p("auditResource")}, ${p("auditNamespace")}, ${p("auditCode")}, ${p("auditBody")} WHERE ${cond}`,
+  ),
+);
+/** The retention delete of {@link appendAuditRow}, under a write's guard. */
+const auditExpiryShape = guardedShape((cond) =>
+  raw(
+    sql`DELETE FROM audit_events WHERE seq IN (SELECT seq FROM audit_events WHERE received_at < ${p("auditExpiredBefore")} ORDER BY received_at LIMIT ${p("auditDeleteBatch")}) AND ${cond}`,
+  ),
+);
+
+/**
+ * The statements that store `row` (never a 401's: those are bounded per minute, and no write
+ * commits for them) with the retention of `limits`, as {@link appendAuditRow} does, for a commit's
+ * own batch (`CommitExtras.extra`): bound by the commit's `guarded`, they take effect only when
+ * the write does, so a write and its audit record commit together or not at all.
+ */
+export function auditRowStatements(guarded: GuardedBinder, row: AuditRow, limits: AuditAppendLimits): D1PreparedStatement[] {
+  return [
+    guarded(auditInsertShape, {
+      auditId: row.auditId,
+      auditReceivedAt: row.receivedAt,
+      auditUsername: row.username,
+      auditVerb: row.verb,
+      auditResource: row.resource,
+      auditNamespace: row.namespace,
+      auditCode: row.code,
+      auditBody: row.body,
+    }),
+    guarded(auditExpiryShape, { auditExpiredBefore: limits.expiredBefore, auditDeleteBatch: limits.deleteBatch }),
+  ];
+}
+
+/**
+ * Replaces the code and body of the row of audit ID `auditId` (a write recorded in its own batch
+ * whose answer turned out otherwise after its commit).
+ * @throws errors of D1
+ */
+export async function replaceAuditRow(d1: D1Database, row: AuditRow): Promise<void> {
+  await d1.prepare("UPDATE audit_events SET code = ?, body = ? WHERE audit_id = ?").bind(row.code, row.body, row.auditId).run();
+}
 
 /**
  * Inserts `row` (a 401 only under `limits.unauthorizedPerMinute`) and deletes up to

@@ -24,7 +24,8 @@ export function d1Backend(env: Env, def: KindDefinition): Store {
     listNameRange: (namespace, from, to, limit) => listNameRangeDesc(db, def, namespace, from, to, limit),
     events: (namespace, afterRv, limit) => readEvents(db, def, namespace, afterRv, limit),
     eventBefore: (namespace, name, beforeRv) => previousEventObject(db, def, namespace, name, beforeRv),
-    write: (namespace, name, req, opts = {}) => writeStored(env, def, namespace, name ?? "", req, opts.extras, opts.known, opts.waitUntil, opts.mode),
+    write: (namespace, name, req, opts = {}) =>
+      writeStored(env, def, namespace, name ?? "", req, opts.extras, opts.known, opts.waitUntil, opts.mode, opts.audit),
     writeMany: (writes) => writeStoredMany(env, def, writes),
   };
 }

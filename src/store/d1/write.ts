@@ -22,11 +22,13 @@ import {
   type CommitExtras,
   type CommitItem,
   type Database,
+  type GuardedBinder,
   type StoreKey,
 } from "./objects.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../../k8s/write.ts";
 import type { Env } from "../../env.ts";
-import type { ManyOutcome, ManyWrite, WriterMode } from "../types.ts";
+import type { CommitAudit, ManyOutcome, ManyWrite, WriteOutcome, WriterMode } from "../types.ts";
+import { auditRowStatements } from "./audit-log.ts";
 import { commitStatements, planHooks, quietUnless, type SharedReads } from "../hooks.ts";
 import { deferOutboxDelete, deleteOutboxRows, OUTBOX_GRACE_MS, retryTime, runOwed, type OwedWork, type WaitUntil } from "../outbox.ts";
 import { clock } from "../../clock.ts";
@@ -177,7 +179,8 @@ function backoff(attempt: number): Promise<void> {
  * answers once committed, with the object as committed, and its hooks run after the answer under
  * `waitUntil` (their outbox row, committed in the same batch, keeps them owed until they
  * finished: a crash meanwhile leaves them to the sweep), so an agent's acknowledgement waits for
- * no other object.
+ * no other object. `audit`: the request's audit record, committed in the write's own batch (marked
+ * `committed` then; a write that commits nothing records nothing).
  * @throws ApiError (4xx) for a bad request, a conflict or a missing object; nothing is written then.
  */
 export async function writeStored(
@@ -190,10 +193,12 @@ export async function writeStored(
   known?: KubeObject | null,
   waitUntil?: WaitUntil,
   mode: WriterMode = "waits",
-): Promise<{ object: KubeObject | null; created: boolean }> {
-  const outcome = await commitWithRetries(env, def, { namespace, name }, req, extras, known, waitUntil !== undefined);
+  audit?: CommitAudit,
+): Promise<WriteOutcome> {
+  const outcome = await commitWithRetries(env, def, { namespace, name }, req, extras, known, waitUntil !== undefined, audit);
   if (!outcome.committed) return { object: outcome.unchanged, created: outcome.created };
   const { committed, created, now } = outcome;
+  if (audit && outcome.audited) audit.committed = created ? 201 : 200;
   if (mode === "returns" && waitUntil) {
     waitUntil(
       finishCommit(env, committed, now, "returns", waitUntil).catch((e: unknown) =>
@@ -222,7 +227,8 @@ async function commitWithRetries(
   extras: Record<string, unknown> | undefined,
   known: KubeObject | null | undefined,
   grouped: boolean,
-): Promise<{ committed: Committed; created: boolean; now: number } | { committed: null; unchanged: KubeObject | null; created: boolean }> {
+  audit?: CommitAudit,
+): Promise<{ committed: Committed; created: boolean; now: number; audited: boolean } | { committed: null; unchanged: KubeObject | null; created: boolean }> {
   const db = d1Database(env);
   for (let attempt = 0; ; attempt++) {
     const current = req.verb === "create" ? null : attempt === 0 && known !== undefined ? known : await getObject(db, def, key);
@@ -235,9 +241,18 @@ async function commitWithRetries(
     if (next && def.finalize) await def.finalize(next, current, ctx);
     const settled = settleDeletion(next, def);
     const storeKey = { namespace: key.namespace, name: (settled ?? next ?? current)!.metadata.name };
+    const auditing = audit;
+    const record = auditing && ((guarded: GuardedBinder) => auditRowStatements(guarded, auditing.row(storeKey.name, created ? 201 : 200), auditing.limits));
     try {
-      return { committed: await commitChange(env, def, storeKey, current, settled, now, undefined, grouped), created, now };
+      return { committed: await commitChange(env, def, storeKey, current, settled, now, record, grouped), created, now, audited: record !== undefined };
     } catch (e) {
+      // A database the audit log's migration has not reached yet: the write commits without its
+      // record, which the audit middleware then tries to store on its own (and logs its failure).
+      if (record && missingAuditTable(e)) {
+        audit = undefined;
+        attempt--;
+        continue;
+      }
       if (e instanceof ApiError && e.reason === "Conflict" && req.verb !== "create" && attempt + 1 < MAX_ATTEMPTS) {
         await backoff(attempt);
         continue;
@@ -245,6 +260,11 @@ async function commitWithRetries(
       throw e;
     }
   }
+}
+
+/** Whether `e` is D1's refusal of a statement on the audit log's table where it does not exist (migrations/0009 not applied). */
+function missingAuditTable(e: unknown): boolean {
+  return e instanceof Error && /no such table: audit_events/.test(`${e.message} ${e.cause instanceof Error ? e.cause.message : ""}`);
 }
 
 /** After-commit hook runs {@link writeStoredMany} keeps in flight (each may call a Durable Object). */
