@@ -28,13 +28,22 @@
  *   BENCH_SIZES        fleet sizes (default 1000,10000,50000)
  *   BENCH_AGENTS       agents registered normally per size (default 20)
  *   BENCH_PLACEMENTS   placements of the label-change test (default 1000)
+ *   BENCH_CPU_PROFILE  a file prefix: writes `<prefix>-<size>-cold.cpuprofile`, the hub isolate's
+ *                      CPU profile across the scheduler's cold start (`npm run profile:top`)
+ *   BENCH_COLD_ONLY=1  stop each size after the cold start (its figure only, for profiling it)
+ *   BENCH_METER=1      run the metered hub (bench/meter/worker.ts) and print the cold start's
+ *                      counts (D1 calls, statements, rows; DO requests; workerd CPU ms) until they
+ *                      settle; with BENCH_TRACE_SQL=1 also its costliest statements
  */
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../agent/src/credentials.ts";
 import { HubClient } from "../agent/src/hub-client.ts";
-import { admin, createBootstrapToken, createNamespaces, startHub, workerdPids, type Hub } from "../scripts/hub-process.ts";
+import { admin, createBootstrapToken, createNamespaces, freePort, startHub, workerdPids, type Hub } from "../scripts/hub-process.ts";
+import { startProfiling } from "./cpu-profile.ts";
+import type { MeterCounts } from "./meter/counts.ts";
+import { procStat } from "../scripts/proc.mjs";
 import { CLUSTERSET_LABEL } from "../src/kinds/managedcluster.ts";
 import { clusterView } from "../src/placement/reads.ts";
 import { SchedulerView } from "../src/placement/view.ts";
@@ -46,6 +55,38 @@ import type { HeartbeatRequest } from "../src/agent-api/protocol.ts";
 const SIZES = (process.env.BENCH_SIZES ?? "1000,10000,50000").split(",").map(Number);
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 20);
 const PLACEMENTS = Number(process.env.BENCH_PLACEMENTS ?? 1000);
+const PROFILE = process.env.BENCH_CPU_PROFILE;
+const COLD_ONLY = process.env.BENCH_COLD_ONLY === "1";
+const METER = process.env.BENCH_METER === "1";
+/** A ManagedClusterSet that holds no cluster: its binding wakes the scheduler, and writes no ClusterProfile. */
+const EMPTY_SET = "bench-empty";
+const TRACE_SQL = METER && process.env.BENCH_TRACE_SQL === "1";
+/** The hub's options of the metered run (the same D1 database as the plain hub's configuration). */
+const METER_ARGS = METER ? ["--config", "bench/meter/wrangler.toml", ...(TRACE_SQL ? ["--var", "BENCH_TRACE_SQL:1"] : [])] : [];
+
+/** The metered hub's counts (`reset`: and zeroes them). */
+async function meter(hub: Hub, reset = false): Promise<MeterCounts> {
+  const res = await fetch(`${hub.url}/__meter`, { method: reset ? "POST" : "GET" });
+  if (res.status !== 200) throw new Error(`the hub is not the metered one (bench/meter/worker.ts): /__meter answered ${res.status}`);
+  return (await res.json()) as MeterCounts;
+}
+
+/** The meter once it stopped moving (three equal readings 150 ms apart), so follow-ups are counted. */
+async function settled(hub: Hub): Promise<MeterCounts> {
+  let last = JSON.stringify(await meter(hub));
+  for (let i = 0, same = 0; i < 400 && same < 3; i++) {
+    await new Promise((r) => setTimeout(r, 150));
+    const now = JSON.stringify(await meter(hub));
+    same = now === last ? same + 1 : 0;
+    last = now;
+  }
+  return JSON.parse(last) as MeterCounts;
+}
+
+/** CPU time (user + system) of the hub's workerd processes so far, in milliseconds. */
+function workerdCpuMs(hub: Hub): number {
+  return workerdPids(hub).reduce((ms, pid) => ms + (procStat(pid)?.cpuMs ?? 0), 0);
+}
 const G = "cluster.open-cluster-management.io";
 const MC = `/apis/${G}/v1/managedclusters`;
 const PL = (ns: string) => `/apis/${G}/v1beta1/namespaces/${ns}/placements`;
@@ -176,6 +217,43 @@ function workerdRssMiB(hub: Hub): number {
   return kib / 1024;
 }
 
+/** Prints the cold start's counts (`BENCH_METER=1`), and its costliest statements with `BENCH_TRACE_SQL=1`. */
+function printMeter(n: number, name: string, m: MeterCounts, cpuMs: number): void {
+  const sum = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a + b, 0);
+  log(
+    `size ${n}, ${name}: D1 calls ${m.d1Calls}, statements ${m.d1Statements}, rows read ${m.d1RowsRead}, written ${m.d1RowsWritten}; ` +
+      `D1 ms ${m.d1Ms.toFixed(0)}; DO requests ${sum(m.doRequests)} ${JSON.stringify(m.doRequests)}, scheduler RPC ms ${(m.doRpcMs.scheduler ?? 0).toFixed(0)}; ` +
+      `workerd CPU ${cpuMs.toFixed(0)} ms`,
+  );
+  if (!m.statements) return;
+  const rows = Object.entries(m.statements).sort(([, a], [, b]) => b.read + b.written - (a.read + a.written));
+  printTable(
+    `Statements of ${name} at ${n} clusters (the 15 with the most rows)`,
+    ["statement", "runs", "rows read", "rows written"],
+    rows.slice(0, 15).map(([sql, x]) => [sql.replace(/\s+/g, " ").slice(0, 150), String(x.runs), String(x.read), String(x.written)]),
+  );
+}
+
+/**
+ * Runs one measured write of the cold-start phase and returns its time (ms); with
+ * `BENCH_CPU_PROFILE`, the hub isolate's CPU profile across it (`<prefix>-<size>-<name>.cpuprofile`),
+ * with `BENCH_METER=1` its counts once they settled.
+ */
+async function coldPhase(hub: Hub, n: number, name: string, inspectorPort: number, write: () => Promise<unknown>): Promise<{ ms: number }> {
+  if (METER) {
+    await settled(hub);
+    await meter(hub, true);
+  }
+  const profiling = PROFILE ? await startProfiling(inspectorPort) : undefined;
+  const cpu0 = workerdCpuMs(hub);
+  const t = performance.now();
+  await write();
+  const took = performance.now() - t;
+  await profiling?.stop(`${PROFILE}-${n}-${name}.cpuprofile`);
+  if (METER) printMeter(n, name, await settled(hub), workerdCpuMs(hub) - cpu0);
+  return { ms: took };
+}
+
 /** The cluster names a placement's decisions hold now. */
 async function decided(hub: Hub, ns: string, name: string): Promise<string[]> {
   const r = await must(hub, "GET", `${PD(ns)}?labelSelector=${encodeURIComponent(`${G}/placement=${name}`)}`);
@@ -220,40 +298,67 @@ async function until(what: string, since: number, probe: () => Promise<boolean>,
 
 async function measure(n: number): Promise<string[]> {
   log(`size ${n}: starting a hub to create its database`);
-  let hub = await startHub({ startTimeoutMs: 180_000 });
+  let hub = await startHub({ startTimeoutMs: 180_000, ...(METER ? { wranglerArgs: METER_ARGS } : {}) });
   const { stateDir, adminToken } = hub;
   const port = Number(new URL(hub.url).port);
+  // Before the fleet is seeded: the namespaces, the hub's built-in objects (the `default` and
+  // `global` ManagedClusterSets, made on the first API request) and an empty set. Made after the
+  // seeding instead, the built-in sets' creation would be the scheduler's first run (its cold
+  // start) and nothing would measure it.
+  await createNamespaces(hub, ...NAMESPACES);
+  await must(hub, "POST", `/apis/${G}/v1beta2/managedclustersets`, {
+    apiVersion: `${G}/v1beta2`,
+    kind: "ManagedClusterSet",
+    metadata: { name: EMPTY_SET },
+    spec: { clusterSelector: { selectorType: "ExclusiveClusterSetLabel" } },
+  });
   await hub.stop();
   let t = performance.now();
   seed(stateDir, n);
   log(`size ${n}: seeded ${n} ManagedClusters in ${((performance.now() - t) / 1000).toFixed(1)} s`);
   const inProcessHeap = await viewHeapMiB(stateDir);
-  hub = await startHub({ stateDir, port, adminToken, startTimeoutMs: 180_000 });
+  const inspectorPort = PROFILE ? await freePort() : 0;
+  hub = await startHub({
+    stateDir,
+    port,
+    adminToken,
+    startTimeoutMs: 180_000,
+    ...(PROFILE || METER ? { wranglerArgs: [...METER_ARGS, ...(PROFILE ? ["--inspector-port", String(inspectorPort)] : [])] } : {}),
+  });
   try {
-    // The scheduler's cold start: its first run (the first binding's write) builds the view of
-    // the whole fleet from D1.
     await must(hub, "GET", "/version");
-    const rssBefore = workerdRssMiB(hub);
-    let rssPeak = rssBefore;
-    const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, workerdRssMiB(hub))), 50);
-    await createNamespaces(hub, ...NAMESPACES);
-    const bind = (ns: string) =>
+    // The isolate's first API request (it checks the built-in objects, which exist) is not measured.
+    await must(hub, "GET", `/api/v1/namespaces/${NAMESPACES[0]}`);
+    const bind = (ns: string, set: string) =>
       must(hub, "POST", `/apis/${G}/v1beta2/namespaces/${ns}/managedclustersetbindings`, {
         apiVersion: `${G}/v1beta2`,
         kind: "ManagedClusterSetBinding",
-        metadata: { name: "default" },
-        spec: { clusterSet: "default" },
+        metadata: { name: set },
+        spec: { clusterSet: set },
       });
-    t = performance.now();
-    await bind(NAMESPACES[0]!);
-    const coldMs = performance.now() - t;
-    for (const ns of NAMESPACES.slice(1)) await bind(ns);
+    const rssBefore = workerdRssMiB(hub);
+    let rssPeak = rssBefore;
+    const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, workerdRssMiB(hub))), 50);
+    // The scheduler's cold start: its first run (the first binding's write) builds the view of
+    // the whole fleet from D1. The binding is to a set without clusters, so that its namespace
+    // gets no ClusterProfile (src/clusterprofile/profiles.ts) and the write's time is the
+    // scheduler's.
+    const cold = await coldPhase(hub, n, "cold", inspectorPort, () => bind(NAMESPACES[0]!, EMPTY_SET));
     clearInterval(sampler);
     rssPeak = Math.max(rssPeak, workerdRssMiB(hub));
     const rssAfter = workerdRssMiB(hub);
+    // The first binding of the `default` set, which holds the fleet: the scheduler's view is
+    // built, and the cluster inventory writes a ClusterProfile of every cluster in the namespace
+    // (OCM's ClusterProfile lifecycle controller), one D1 row each.
+    const profiles = await coldPhase(hub, n, "profiles", inspectorPort, () => bind(NAMESPACES[0]!, "default"));
+    const coldMs = cold.ms;
     log(
-      `size ${n}: scheduler cold start ${coldMs.toFixed(0)} ms, workerd RSS ${rssBefore.toFixed(0)} -> ${rssAfter.toFixed(0)} MiB (peak ${rssPeak.toFixed(0)})`,
+      `size ${n}: scheduler cold start ${coldMs.toFixed(0)} ms, workerd RSS ${rssBefore.toFixed(0)} -> ${rssAfter.toFixed(0)} MiB (peak ${rssPeak.toFixed(0)}); ` +
+        `the default set's binding (${n} ClusterProfiles) ${profiles.ms.toFixed(0)} ms`,
     );
+    const coldCells = [`${ms(coldMs)}`, ms(profiles.ms), `+${(rssAfter - rssBefore).toFixed(0)} (peak ${rssPeak.toFixed(0)})`];
+    if (COLD_ONLY) return [n.toLocaleString("en-US"), "-", "-", "-", "-", "-", "-", "-", ...coldCells, inProcessHeap.toFixed(1)];
+    for (const ns of NAMESPACES.slice(1)) await bind(ns, "default");
 
     // Agents registered as agents register, then joined by their first heartbeat.
     const token = await createBootstrapToken(hub, { autoApprove: true });
@@ -389,7 +494,7 @@ async function measure(n: number): Promise<string[]> {
       `${ms(q(labelChanges, 0.5))} / ${ms(Math.max(...labelChanges))}`,
       `${count}: ${ms(q(selected, 0.5))} / ${ms(q(selected, 0.99))}`,
       `${pages}: ${ms(q(chunks, 0.5))} / ${ms(q(chunks, 0.99))}`,
-      `${ms(coldMs)}`,
+      ...coldCells.slice(0, 2),
       `+${(rssAfter - rssBefore).toFixed(0)} (peak ${rssPeak.toFixed(0)}, end ${rssEnd.toFixed(0)})`,
       inProcessHeap.toFixed(1),
     ];
@@ -413,6 +518,7 @@ async function main(): Promise<void> {
       "labelSelector list (items: p50 / p99)",
       "limit=500 pages (pages: p50 / p99)",
       "scheduler cold start ms",
+      "default set's first binding ms (ClusterProfiles)",
       "workerd RSS MiB across it",
       "view heap MiB (in process)",
     ],

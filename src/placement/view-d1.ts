@@ -6,7 +6,7 @@
  */
 import { resourceKey, type KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { EVENT_RETENTION } from "../store/store.ts";
+import { EVENT_RETENTION, LIST_CHUNK_ROWS } from "../store/store.ts";
 import { storageOf } from "../store/storage.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import type { Env } from "../env.ts";
@@ -17,8 +17,12 @@ import type { Trigger } from "./plan.ts";
 import { clusterView } from "./reads.ts";
 import { SchedulerView, type ChangeLog, type FollowedResource, type ViewSource } from "./view.ts";
 
-/** Rows per page of a cold-start read. */
-const PAGE_SIZE = 1000;
+/**
+ * Objects per page of a cold-start read: one less than the rows a list query reads at most
+ * (src/store/d1/objects.ts `listPage`), so that each page is one query, its last row telling
+ * whether more remain (a page of 1,000 took three: 500, 500 and 1 rows).
+ */
+const PAGE_SIZE = LIST_CHUNK_ROWS - 1;
 
 const KINDS: Record<FollowedResource, KindDefinition> = {
   managedclusters: ManagedClusterKind,

@@ -265,6 +265,14 @@ const sharedSpecOf = (table: "objects" | "events") =>
 const rowColumns = () => ({ body: objects.body, resource_version: objects.resourceVersion, spec_ref: objects.specRef, spec: sharedSpecOf("objects") });
 /** What a query read selects of an object's row (as {@link Row}). */
 const rowFields = () => ({ body: objects.body, resourceVersion: objects.resourceVersion, specRef: objects.specRef, spec: sharedSpecOf("objects") });
+/**
+ * What a query read selects of the row of a kind that stores no shared spec (its `spec_ref` is
+ * always null): the body and the resourceVersion, without the shared spec's lookup, which a
+ * list of 10,000 ManagedClusters ran (and decoded) per row.
+ */
+const plainRowFields = () => ({ body: objects.body, resourceVersion: objects.resourceVersion });
+/** {@link rowFields}, or {@link plainRowFields} for a kind without shared specs. */
+const rowFieldsOf = (def: KindDefinition) => (def.sharedSpec ? rowFields() : plainRowFields());
 const getShape = compiled(() => builder.select(rowColumns()).from(objects).where(keyIs(objects)).limit(1));
 const listShape = compiled(() =>
   builder
@@ -409,16 +417,17 @@ export async function listPage(db: DrizzleD1Database, def: KindDefinition, names
   const after = keyed(objects);
   const idx = opts.index;
   const afterLabel = keyed(labels);
+  const fields = rowFieldsOf(def);
   const rowsAfter = (key: StoreKey | undefined, n: number) =>
     idx
       ? db
-          .select(rowFields())
+          .select(fields)
           .from(labels)
           .innerJoin(objects, and(eq(objects.resource, labels.resource), eq(objects.namespace, labels.namespace), eq(objects.name, labels.name)))
           .where(and(afterLabel(key), eq(labels.key, idx.key), idx.values ? inArray(labels.value, idx.values) : undefined))
           .orderBy(labels.namespace, labels.name)
           .limit(n)
-      : db.select(rowFields()).from(objects).where(after(key)).orderBy(objects.namespace, objects.name).limit(n);
+      : db.select(fields).from(objects).where(after(key)).orderBy(objects.namespace, objects.name).limit(n);
   const keyOf = (o: KubeObject): StoreKey => ({ namespace: o.metadata.namespace ?? "", name: o.metadata.name });
 
   const items: KubeObject[] = [];
