@@ -64,6 +64,12 @@ export type KarmadaOverrideOutcome =
 export interface KarmadaClusterOverrides {
   /** Equal for two clusters for which every policy renders every object the same (the same matched rules). */
   key: string;
+  /**
+   * Per policy with a rule matching the cluster (by `<kind>/<namespace>/<name>`): a text equal for
+   * two renderings (its selectors and the rules matching the cluster), for a template add-on's
+   * rollout of a change (src/addons/overrides.ts).
+   */
+  contentKeys(): Map<string, string>;
   /** Applies the cluster's policies to `object` (not changed). */
   apply(object: KubeObject): KarmadaOverrideOutcome;
 }
@@ -78,9 +84,9 @@ export interface KarmadaOverrides {
 // ---------------------------------------------------------------------------------------------
 // Resource selection (pkg/util/selector.go).
 
-/** `ImplicitPriority`: mismatch 0, all 1, label selector 2, name 3. */
-function selectorPriority(o: KubeObject, s: KarmadaResourceSelector): number {
-  if (o.apiVersion !== s.apiVersion || o.kind !== s.kind || (s.namespace && (o.metadata.namespace ?? "") !== s.namespace)) return 0;
+/** `ImplicitPriority`: mismatch 0, all 1, label selector 2, name 3 (`ns`: the namespace `o` is judged in). */
+function selectorPriority(o: KubeObject, ns: string, s: KarmadaResourceSelector): number {
+  if (o.apiVersion !== s.apiVersion || o.kind !== s.kind || (s.namespace && ns !== s.namespace)) return 0;
   if (s.name) return s.name === o.metadata.name ? 3 : 0;
   if (!s.labelSelector) return 1;
   try {
@@ -91,11 +97,28 @@ function selectorPriority(o: KubeObject, s: KarmadaResourceSelector): number {
 }
 
 /** `ResourceMatchSelectorsPriority`, with no selectors matching all (`PriorityMatchAll`). */
-function policyPriority(o: KubeObject, selectors: readonly KarmadaResourceSelector[]): number {
+function policyPriority(o: KubeObject, ns: string, selectors: readonly KarmadaResourceSelector[]): number {
   if (selectors.length === 0) return 1;
   let best = 0;
-  for (const s of selectors) best = Math.max(best, selectorPriority(o, s));
+  for (const s of selectors) best = Math.max(best, selectorPriority(o, ns, s));
   return best;
+}
+
+/**
+ * The policies of `policies` that select one of `objects` (Karmada's `ResourceMatchSelectors`; an
+ * OverridePolicy only objects of its namespace, `namespaceOf` as {@link KarmadaCompileOptions}):
+ * those a renderer of these objects compiles (a renderer with none has no Karmada policy).
+ */
+export function policiesSelecting(
+  policies: readonly KarmadaPolicy[],
+  objects: readonly KubeObject[],
+  namespaceOf: (o: KubeObject) => string = (o) => o.metadata.namespace ?? "",
+): KarmadaPolicy[] {
+  if (policies.length === 0) return [];
+  const judged = objects.map((o) => ({ o, ns: namespaceOf(o) }));
+  return policies.filter((p) =>
+    judged.some(({ o, ns }) => (p.kind === "ClusterOverridePolicy" || p.namespace === ns) && policyPriority(o, ns, p.spec?.resourceSelectors ?? []) > 0),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -318,16 +341,32 @@ function ruleMatches(affinity: CompiledPolicy["rules"][number]["targetCluster"],
 
 const byName = (a: CompiledPolicy, b: CompiledPolicy) => (a.p.name < b.p.name ? -1 : a.p.name > b.p.name ? 1 : 0);
 
+/** How a renderer's objects are judged by the policies' selectors. */
+export interface KarmadaCompileOptions {
+  /**
+   * The namespace an object is in for the policies (which OverridePolicies may select it, and a
+   * selector's `namespace`): by default its own. A ManifestWorkReplicaSet's manifests are objects
+   * of the replica set's namespace (the hub namespace that holds them), whatever member namespace
+   * they name (docs/overrides.md).
+   */
+  namespaceOf?: (o: KubeObject) => string;
+}
+
 /**
  * Compiles `policies` (every ClusterOverridePolicy and the OverridePolicies of the namespaces
- * concerned) for the clusters a Karmada policy renders for (see the module comment).
+ * concerned) for the clusters a renderer renders for (see the module comment): Karmada's
+ * propagation policies, KubeFleet's placements, ManifestWorkReplicaSets and template add-ons.
  */
-export function compileKarmadaOverrides(policies: readonly KarmadaPolicy[]): KarmadaOverrides {
+export function compileKarmadaOverrides(policies: readonly KarmadaPolicy[], opts: KarmadaCompileOptions = {}): KarmadaOverrides {
+  const namespaceOf = opts.namespaceOf ?? ((o: KubeObject) => o.metadata.namespace ?? "");
   const compiled = policies.map(compilePolicy);
   const cops = compiled.filter((c) => c.p.kind === "ClusterOverridePolicy").sort(byName);
   const ops = compiled.filter((c) => c.p.kind === "OverridePolicy").sort(byName);
   if (compiled.length === 0)
-    return { empty: true, forCluster: () => ({ key: "", apply: (object) => ({ ok: true, object, clusterOverrides: [], overrides: [] }) }) };
+    return {
+      empty: true,
+      forCluster: () => ({ key: "", contentKeys: () => new Map(), apply: (object) => ({ ok: true, object, clusterOverrides: [], overrides: [] }) }),
+    };
   return {
     empty: false,
     forCluster(cluster) {
@@ -341,15 +380,23 @@ export function compileKarmadaOverrides(policies: readonly KarmadaPolicy[]): Kar
       }
       return {
         key: JSON.stringify(keyParts),
+        contentKeys() {
+          const out = new Map<string, string>();
+          for (const [c, idx] of matched) {
+            const rules = idx.map((i) => ({ targetCluster: c.rules[i]!.targetCluster, overriders: c.rules[i]!.overriders }));
+            out.set(`${c.p.kind}/${c.p.namespace}/${c.p.name}`, JSON.stringify([c.p.spec?.resourceSelectors ?? [], rules]));
+          }
+          return out;
+        },
         apply(object) {
+          const ns = namespaceOf(object);
           const selected = (list: CompiledPolicy[]) =>
             list
               .filter((c) => matched.has(c))
-              .map((c) => ({ c, priority: policyPriority(object, c.p.spec?.resourceSelectors ?? []) }))
+              .map((c) => ({ c, priority: policyPriority(object, ns, c.p.spec?.resourceSelectors ?? []) }))
               .filter((x) => x.priority > 0)
               .sort((a, b) => a.priority - b.priority || byName(a.c, b.c))
               .map((x) => x.c);
-          const ns = object.metadata.namespace ?? "";
           const groups = [selected(cops), ns ? selected(ops.filter((c) => c.p.namespace === ns)) : []];
           const steps: CompiledStep[] = [];
           const applied: AppliedOverride[][] = [[], []];
