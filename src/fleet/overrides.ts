@@ -23,13 +23,15 @@ import type { MemberCluster } from "./schedule.ts";
 /** The annotations Karmada's override manager records on a work (removed from a work when nothing applies any more). */
 export const APPLIED_OVERRIDE_ANNOTATIONS = [APPLIED_OVERRIDES_ANNOTATION, APPLIED_CLUSTER_OVERRIDES_ANNOTATION] as const;
 
-/** Unique items (a rule applied to several objects is listed once), in first-seen order. */
+/** Unique items (a rule applied to several objects is listed once: the same policy and rule), in first-seen order. */
 export function uniqueApplied(items: readonly AppliedOverride[]): AppliedOverride[] {
-  const seen = new Set<string>();
+  if (items.length < 2) return [...items];
+  const seen = new Map<object, Set<string>>();
   return items.filter((i) => {
-    const k = canonical(i);
-    if (seen.has(k)) return false;
-    seen.add(k);
+    let names = seen.get(i.overriders);
+    if (!names) seen.set(i.overriders, (names = new Set()));
+    if (names.has(i.policyName)) return false;
+    names.add(i.policyName);
     return true;
   });
 }

@@ -111,7 +111,8 @@ export function combineOverrides(kubefleet: KubeFleetOverrides, karmada: Karmada
           const first = kf.key === "" ? { ok: true as const, object } : kf.apply(object);
           if (!first.ok) return { ok: false, message: first.message };
           if (first.object === null || !karmadaApplies) return { ok: true, object: first.object, clusterOverrides: [], overrides: [] };
-          const second = kr!.apply(first.object);
+          // KubeFleet's output, when it applied something, is a copy of this call's own: patched in place.
+          const second = kr!.apply(first.object, first.object !== object);
           if (!second.ok) return second;
           return { ok: true, object: second.object, clusterOverrides: second.clusterOverrides, overrides: second.overrides };
         },

@@ -25,7 +25,7 @@
  */
 import { applyPatch, getValueByPointer, type Operation } from "fast-json-patch";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
-import { matchesLabelSelector } from "../k8s/labels.ts";
+import { fromLabelSelector, matches, matchesLabelSelector } from "../k8s/labels.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import type { KarmadaResourceSelector } from "../kinds/karmada.ts";
 import type {
@@ -70,8 +70,8 @@ export interface KarmadaClusterOverrides {
    * rollout of a change (src/addons/overrides.ts).
    */
   contentKeys(): Map<string, string>;
-  /** Applies the cluster's policies to `object` (not changed). */
-  apply(object: KubeObject): KarmadaOverrideOutcome;
+  /** Applies the cluster's policies to `object` (not changed, unless `owned`: the caller's own copy, patched in place). */
+  apply(object: KubeObject, owned?: boolean): KarmadaOverrideOutcome;
 }
 
 /** The policies compiled once for every cluster. */
@@ -311,7 +311,35 @@ function stepsOf(o: Overriders, source: string): CompiledStep[] {
 interface CompiledPolicy {
   p: KarmadaPolicy;
   source: string;
-  rules: { targetCluster: NonNullable<OverrideSpec["targetCluster"]> | null; overriders: Overriders; steps: CompiledStep[] }[];
+  rules: {
+    targetCluster: NonNullable<OverrideSpec["targetCluster"]> | null;
+    overriders: Overriders;
+    steps: CompiledStep[];
+    /** Whether the rule's `targetCluster` matches a cluster (its label selector parsed once). */
+    matches: (cluster: KarmadaCluster) => boolean;
+  }[];
+}
+
+/** `targetCluster` as a matcher: Karmada's `util.ClusterMatches`, the label selector parsed once (an invalid one matches no cluster). */
+function compileTarget(affinity: NonNullable<OverrideSpec["targetCluster"]> | null): (cluster: KarmadaCluster) => boolean {
+  if (!affinity) return () => true;
+  const { labelSelector, ...rest } = affinity;
+  let set: ReturnType<typeof fromLabelSelector> | null = null;
+  if (labelSelector) {
+    try {
+      set = fromLabelSelector(labelSelector);
+    } catch {
+      return () => false;
+    }
+  }
+  return (cluster) => {
+    if (set && !matches(set, cluster.labels)) return false;
+    try {
+      return clusterMatches(cluster, rest);
+    } catch {
+      return false;
+    }
+  };
 }
 
 /** `Name` for a ClusterOverridePolicy, `namespace/name` for an OverridePolicy (Karmada's events). */
@@ -326,17 +354,13 @@ function compilePolicy(p: KarmadaPolicy): CompiledPolicy {
   return {
     p,
     source,
-    rules: rules.map((r) => ({ targetCluster: r.targetCluster ?? null, overriders: r.overriders ?? {}, steps: stepsOf(r.overriders ?? {}, source) })),
+    rules: rules.map((r) => ({
+      targetCluster: r.targetCluster ?? null,
+      overriders: r.overriders ?? {},
+      steps: stepsOf(r.overriders ?? {}, source),
+      matches: compileTarget(r.targetCluster ?? null),
+    })),
   };
-}
-
-function ruleMatches(affinity: CompiledPolicy["rules"][number]["targetCluster"], cluster: KarmadaCluster): boolean {
-  if (!affinity) return true;
-  try {
-    return clusterMatches(cluster, affinity);
-  } catch {
-    return false;
-  }
 }
 
 const byName = (a: CompiledPolicy, b: CompiledPolicy) => (a.p.name < b.p.name ? -1 : a.p.name > b.p.name ? 1 : 0);
@@ -373,7 +397,7 @@ export function compileKarmadaOverrides(policies: readonly KarmadaPolicy[], opts
       const matched = new Map<CompiledPolicy, number[]>();
       const keyParts: unknown[] = [];
       for (const c of [...cops, ...ops]) {
-        const idx = c.rules.flatMap((r, i) => (ruleMatches(r.targetCluster, cluster) ? [i] : []));
+        const idx = c.rules.flatMap((r, i) => (r.matches(cluster) ? [i] : []));
         if (idx.length === 0) continue;
         matched.set(c, idx);
         keyParts.push([c.p.kind, c.p.namespace, c.p.name, idx]);
@@ -388,7 +412,7 @@ export function compileKarmadaOverrides(policies: readonly KarmadaPolicy[], opts
           }
           return out;
         },
-        apply(object) {
+        apply(object, owned = false) {
           const ns = namespaceOf(object);
           const selected = (list: CompiledPolicy[]) =>
             list
@@ -409,9 +433,9 @@ export function compileKarmadaOverrides(policies: readonly KarmadaPolicy[], opts
               }
           });
           if (applied[0]!.length === 0 && applied[1]!.length === 0) return { ok: true, object, clusterOverrides: [], overrides: [] };
-          const out = applyOverrideSteps(object, steps, cluster);
-          if (!out.ok)
-            return { ok: false, message: `${out.source} failed to apply on ${formatOverrideTarget(object)} for cluster ${cluster.name}: ${out.message}` };
+          const target = formatOverrideTarget(object);
+          const out = applyOverrideSteps(object, steps, cluster, undefined, owned);
+          if (!out.ok) return { ok: false, message: `${out.source} failed to apply on ${target} for cluster ${cluster.name}: ${out.message}` };
           return { ok: true, object: out.object ?? object, clusterOverrides: applied[0]!, overrides: applied[1]! };
         },
       };
