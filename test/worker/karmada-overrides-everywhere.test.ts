@@ -306,6 +306,24 @@ describe("Karmada's override policies on a ManifestWorkReplicaSet", () => {
         .map(([c]) => c),
     ).toEqual(["kr2"]);
 
+    // A ClusterOverridePolicy failing on kr3: its work stays, the replica set's Overridden condition says why.
+    const kr3 = (await replicaSetWorks("kevrs", "web")).kr3.metadata.resourceVersion;
+    await created(
+      COPS(),
+      cop("kevrs-broken", {
+        resourceSelectors: [{ ...DEPLOYMENT, name: "web", namespace: "kevrs" }],
+        overrideRules: [{ targetCluster: { clusterNames: ["kr3"] }, overriders: { plaintext: [{ path: "/spec/nope/x", operator: "add", value: 1 }] } }],
+      }),
+    );
+    const overridden = async () => (await call("GET", `${MWRS("kevrs")}/web`)).body.status.conditions.find((c: { type: string }) => c.type === "Overridden");
+    await vi.waitFor(async () => expect(await overridden()).toMatchObject({ status: "False", reason: "OverriddenFailed" }), { timeout: 8000, interval: 100 });
+    expect((await overridden()).message).toContain(
+      'kr3: ClusterOverridePolicy "kevrs-broken" failed to apply on Deployment "web" in namespace "default" for cluster kr3',
+    );
+    expect((await replicaSetWorks("kevrs", "web")).kr3.metadata.resourceVersion).toBe(kr3);
+    expect((await call("DELETE", COPS("kevrs-broken"))).status).toBe(200);
+    await vi.waitFor(async () => expect(await overridden()).toMatchObject({ status: "True" }), { timeout: 8000, interval: 100 });
+
     // Deleted: the template (with KubeFleet's override) again.
     expect((await call("DELETE", OPS("kevrs", "mirror"))).status).toBe(200);
     await vi.waitFor(async () => expect(image((await replicaSetWorks("kevrs", "web")).kr2)).toBe("fleet.example/web:2"), { timeout: 8000, interval: 100 });
