@@ -8,6 +8,8 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import type { KubeObject } from "../../src/k8s/meta.ts";
+import { karmadaPolicyListings, readKarmadaPolicies } from "../../src/overrides/karmada-policies.ts";
+import { OVERRIDE_POLICY_CHANGE_COUNTER } from "../../src/kinds/karmada-override.ts";
 import { call, createCluster, createNamespaces, MCSET, merge, MWRS, placeByLabels, reportApplied as report, fleetWorksOf as worksOf } from "./helpers.ts";
 
 const FLEET = "/apis/placement.kubernetes-fleet.io/v1";
@@ -414,5 +416,29 @@ describe("Karmada's ClusterOverridePolicies on a template add-on", () => {
     for (const c of ["kr1", "kr2"]) expect((await call("GET", WORK(c))).body.metadata.resourceVersion).toBe(versions[c]);
     expect((await call("DELETE", COPS("kevhello-tag"))).status).toBe(200);
     await vi.waitFor(async () => expect(await agentImage("kr3")).toBe("quay.io/kevhello:1"), { timeout: 8000, interval: 100 });
+  });
+});
+
+describe("the isolate's lists of Karmada's override policies", () => {
+  it("are listed again only when the change counter moved, and a committed policy is always seen", async () => {
+    await createNamespaces("oplists");
+    const names = async () => (await readKarmadaPolicies(env, new Set(["oplists"]))).map((p) => `${p.namespace}/${p.name}`);
+    const before = await names();
+    const listed = karmadaPolicyListings();
+    // No policy changed: the lists the isolate read are used (one read of the change counter).
+    expect(await names()).toEqual(before);
+    expect(karmadaPolicyListings()).toBe(listed);
+    await created(OPS("oplists"), op("oplists", "fresh", { overrideRules: [{ overriders: { labelsOverrider: [{ operator: "add", value: { a: "b" } }] } }] }));
+    // The policy's write moved the counter in its own batch: the next read lists again and finds it.
+    expect(await names()).toContain("oplists/fresh");
+    expect(karmadaPolicyListings()).toBe(listed + 1);
+    expect((await readKarmadaPolicies(env, new Set(["elsewhere"]), false)).map((p) => p.name)).not.toContain("fresh");
+    expect(karmadaPolicyListings()).toBe(listed + 1);
+    // A policy written by another isolate moves the counter too: this isolate lists again.
+    await env.DB.prepare("UPDATE counters SET value = value + 1 WHERE id = ?").bind(OVERRIDE_POLICY_CHANGE_COUNTER).run();
+    await names();
+    expect(karmadaPolicyListings()).toBe(listed + 2);
+    await names();
+    expect(karmadaPolicyListings()).toBe(listed + 2);
   });
 });
