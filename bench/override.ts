@@ -16,6 +16,11 @@
  *    cluster an update candidate of the rolling update) and the works the controller writes for
  *    them: the work rows written.
  *
+ * 3. **both sources**: the same ResourceOverride, then a Karmada OverridePolicy of 20 rules (a tag
+ *    per zone, an annotation per size class, a label everywhere) on the same object, as the
+ *    placement controller applies them (src/overrides/combined.ts), and a change of the policy's
+ *    zone-0 rule: the clusters and work rows it touches.
+ *
  *   BENCH_CLUSTERS  clusters (default 1000)
  *   BENCH_RUNS      runs of the render measure (default 7)
  */
@@ -27,6 +32,8 @@ import { printTable } from "./table.ts";
 // fast-json-patch is a CommonJS package, whose named exports Node's ESM loader does not see.
 const require = createRequire(import.meta.url);
 const { compileKubeFleetOverrides } = require("../src/overrides/kubefleet.ts") as typeof import("../src/overrides/kubefleet.ts");
+const { compileKarmadaOverrides } = require("../src/overrides/karmada.ts") as typeof import("../src/overrides/karmada.ts");
+const { combineOverrides } = require("../src/overrides/combined.ts") as typeof import("../src/overrides/combined.ts");
 const { carriesRender, clusterRenderer } = require("../src/fleet/overrides.ts") as typeof import("../src/fleet/overrides.ts");
 
 const CLUSTERS = Number(process.env.BENCH_CLUSTERS ?? 1000);
@@ -103,9 +110,33 @@ const ro = (zone0Registry: string, perClusterName: boolean) => ({
 
 const manifests = [{ object: deployment as never, resource: "deployments" }];
 
-function renderFleet(perClusterName: boolean, zone0Registry = "registry-0.example") {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const overrides = compileKubeFleetOverrides([], [ro(zone0Registry, perClusterName) as any]);
+/** Karmada's OverridePolicy of 20 rules on the same Deployment: a tag per zone (10), an annotation per size (9), a label everywhere. */
+const karmadaPolicy = (zone0Tag: string) => ({
+  kind: "OverridePolicy" as const,
+  namespace: "app",
+  name: "web",
+  spec: {
+    resourceSelectors: [{ apiVersion: "apps/v1", kind: "Deployment", name: "web" }],
+    overrideRules: [
+      ...Array.from({ length: 10 }, (_, z) => ({
+        targetCluster: { labelSelector: { matchLabels: { zone: `z${z}` } } },
+        overriders: { imageOverrider: [{ component: "Tag" as const, operator: "replace" as const, value: z === 0 ? zone0Tag : `1.${z}` }] },
+      })),
+      ...Array.from({ length: 9 }, (_, i) => ({
+        targetCluster: { labelSelector: { matchLabels: { size: String(i + 1) } } },
+        overriders: { annotationsOverrider: [{ operator: "add" as const, value: { "example.com/karmada-size": `k${i + 1}` } }] },
+      })),
+      { overriders: { labelsOverrider: [{ operator: "add" as const, value: { "example.com/by": "karmada" } }] } },
+    ],
+  },
+});
+
+function renderFleet(perClusterName: boolean, zone0Registry = "registry-0.example", karmada?: { zone0Tag: string }) {
+  const overrides = combineOverrides(
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    compileKubeFleetOverrides([], [ro(zone0Registry, perClusterName) as any]),
+    compileKarmadaOverrides(karmada ? [karmadaPolicy(karmada.zone0Tag)] : []),
+  );
   const renderFor = clusterRenderer("web", manifests, undefined, overrides);
   return new Map(clusters.map((c) => [c.name, renderFor(c)]));
 }
@@ -141,6 +172,20 @@ function main() {
   });
   const workRows = touched.reduce((n, c) => n + renders.get(c)!.works.length, 0);
 
+  // Both sources: the ResourceOverride, then an OverridePolicy of 20 rules (docs/overrides.md "One order everywhere").
+  const both: number[] = [];
+  for (let i = 0; i < RUNS; i++) both.push(cpuMs(() => renderFleet(true, "registry-0.example", { zone0Tag: "1.0" })));
+  const bothRenders = renderFleet(true, "registry-0.example", { zone0Tag: "1.0" });
+  const bothSample = JSON.parse(bothRenders.get(clusters[0]!.name)!.manifestsJson)[0];
+  const bothStored = new Map([...bothRenders].map(([c, r]) => [c, r.works.map((w) => ({ metadata: { name: w.name }, spec: w.spec }))]));
+  let bothTouched: string[] = [];
+  const bothChangeMs = cpuMs(() => {
+    const after = renderFleet(true, "registry-0.example", { zone0Tag: "1.0-mirror" });
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    bothTouched = clusters.filter((c) => !carriesRender("web", bothStored.get(c.name) as any, after.get(c.name)!)).map((c) => c.name);
+  });
+  const bothRows = bothTouched.reduce((n, c) => n + bothRenders.get(c)!.works.length, 0);
+
   printTable(
     "Per-cluster overrides (bench:override)",
     ["measure", "figure"],
@@ -155,6 +200,11 @@ function main() {
       [`zone-0 rule changed: clusters whose works change (of ${CLUSTERS})`, String(touched.length)],
       ["work rows written for the change", String(workRows)],
       ["CPU of the change's render and comparison", `${changeMs.toFixed(1)} ms`],
+      [`with an OverridePolicy of 20 rules after it (both sources, every cluster distinct; CPU, median of ${RUNS})`, `${median(both).toFixed(1)} ms`],
+      ["cluster 0's rendered image (both)", String(bothSample.spec.template.spec.containers[0].image)],
+      [`the OverridePolicy's zone-0 rule changed: clusters whose works change (of ${CLUSTERS})`, String(bothTouched.length)],
+      ["work rows written for that change", String(bothRows)],
+      ["CPU of that change's render and comparison", `${bothChangeMs.toFixed(1)} ms`],
       ["load average (1 min) on this machine", loadavg()[0]!.toFixed(1)],
     ],
   );

@@ -41,6 +41,7 @@ import { updateRunHook } from "./fleet/updaterun/hook.ts";
 import { evictionHook } from "./fleet/eviction.ts";
 import { checkUnreachableCluster, UNREACHABLE_EVICTION_TIMER, unreachableEvictionHook } from "./fleet/eviction-unreachable.ts";
 import { overrideHook } from "./overrides/snapshots.ts";
+import { karmadaPolicyHook } from "./overrides/karmada-changes.ts";
 import { deleteExpiredWork, workDeletingHook, workTtlHook } from "./work/deletion.ts";
 import { clusterNamespaceHook, deliveryHook } from "./work/controller.ts";
 import { garbageCollectorHook } from "./gc/controller.ts";
@@ -254,6 +255,14 @@ export const CONTROLLERS: readonly Controller[] = [
     runsIn: "writer",
     hook: hook(overrideHook),
     watches: [{ kinds: [ClusterResourceOverrideKind, ResourceOverrideKind] }],
+  },
+  {
+    name: karmadaPolicyHook.name,
+    wakes:
+      "an OverridePolicy or ClusterOverridePolicy created, its spec changed or removed: the KubeFleet placements, ManifestWorkReplicaSets and (a ClusterOverridePolicy) template add-ons it may concern",
+    runsIn: "writer",
+    hook: hook(karmadaPolicyHook),
+    watches: [{ kinds: [OverridePolicyKind, ClusterOverridePolicyKind] }],
   },
   {
     name: workDeletingHook.name,

@@ -17,6 +17,8 @@ import { ADDON_GROUP, ClusterManagementAddOnKind, ManagedClusterAddOnKind } from
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
 import type { Env } from "../env.ts";
 import { admittedStoreOf } from "../admission/store.ts";
+import { APPLIED_CLUSTER_OVERRIDES_ANNOTATION } from "../kinds/karmada-override.ts";
+import type { AppliedOverride } from "../overrides/karmada.ts";
 import { PLACEMENT_RENDER_API_VERSION, PLACEMENT_RENDER_KIND, type PlacementRender } from "../fleet/dry-run.ts";
 import { configObjects, decided, renderAddonWork, resolveConfigs, type CmaSpec, type ConfigRef, type PlacementStrategy } from "./manager.ts";
 import { addonOverrides } from "./overrides.ts";
@@ -58,6 +60,8 @@ export async function dryRunAddon(
     works: [],
     clusterResourceOverrides: [],
     resourceOverrides: [],
+    appliedClusterOverrides: [],
+    appliedOverrides: [],
   };
   if (!cma) return { ...base, error: `the ClusterManagementAddOn ${name} does not exist: nothing is rendered for the add-on` };
   const spec = (cma.spec ?? {}) as CmaSpec;
@@ -80,7 +84,13 @@ export async function dryRunAddon(
   };
   const rendered = renderAddonWork({ ...input, overrides });
   const plain = overrides.empty ? rendered : renderAddonWork({ ...input, overrides: { ...overrides, empty: true } });
-  const out = { ...base, template: manifestsOf(plain.body.spec as Record<string, unknown>), clusterResourceOverrides: rendered.applied };
+  const cop = rendered.karmada[APPLIED_CLUSTER_OVERRIDES_ANNOTATION];
+  const out = {
+    ...base,
+    template: manifestsOf(plain.body.spec as Record<string, unknown>),
+    clusterResourceOverrides: rendered.applied,
+    appliedClusterOverrides: cop ? (JSON.parse(cop) as AppliedOverride[]) : [],
+  };
   if (rendered.error !== undefined) return { ...out, error: rendered.error };
   const workSpec = rendered.body.spec as Record<string, unknown>;
   return { ...out, objects: manifestsOf(workSpec), works: [{ name: deployWorkName(name), spec: workSpec }] };

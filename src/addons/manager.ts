@@ -45,6 +45,7 @@ import { availability, manifestApplied, type AddonCondition } from "./health.ts"
 import { syncHubPermissions, templateOf } from "./token-registration.ts";
 import { addonOverrides, applyAddonOverrides, isOverrideConfig, type AddonOverrides } from "./overrides.ts";
 import { APPLIED_OVERRIDES_ANNOTATION } from "../work/replicaset/overrides.ts";
+import { APPLIED_OVERRIDE_ANNOTATIONS } from "../fleet/overrides.ts";
 import {
   ADDON_NAME_LABEL,
   deployWorkName,
@@ -404,10 +405,12 @@ async function runOnce(env: Env, name: string, nowMs: number, cleanUp: boolean):
 }
 
 /** `annotations` with {@link APPLIED_OVERRIDES_ANNOTATION} naming `snapshots` (removed when none). */
-function withApplied(annotations: Record<string, string>, snapshots: string[]): Record<string, string> {
+function withApplied(annotations: Record<string, string>, snapshots: string[], karmada: Record<string, string> = {}): Record<string, string> {
   if (snapshots.length > 0) annotations[APPLIED_OVERRIDES_ANNOTATION] = snapshots.join(",");
   else delete annotations[APPLIED_OVERRIDES_ANNOTATION];
-  return annotations;
+  // Karmada's applied-overrides annotations: the rendering's alone.
+  for (const k of APPLIED_OVERRIDE_ANNOTATIONS) delete annotations[k];
+  return Object.assign(annotations, karmada);
 }
 
 /** The AddOnTemplate and AddOnDeploymentConfig of a cluster's configs (`desired`), read; null when not configured or absent. */
@@ -425,6 +428,8 @@ export interface AddonWorkRendering {
   body: KubeObject;
   /** The ClusterResourceOverrideSnapshots that apply to the cluster, by name. */
   applied: string[];
+  /** Karmada's applied-overrides annotations of what its ClusterOverridePolicies applied (empty: none). */
+  karmada: Record<string, string>;
   /** Why the overrides fail for the cluster (KubeFleet's message): then nothing is written there. */
   error?: string;
 }
@@ -455,7 +460,7 @@ export function renderAddonWork(input: {
     override: overridden.override,
   });
   const error = overridden.error();
-  return { body, applied: overridden.applied, ...(error !== undefined ? { error } : {}) };
+  return { body, applied: overridden.applied, karmada: overridden.karmada(), ...(error !== undefined ? { error } : {}) };
 }
 
 /**
@@ -466,12 +471,14 @@ export function renderAddonWork(input: {
 function overrideRendering(
   overrides: AddonOverrides,
   cluster: string,
-): { override?: (m: unknown[]) => unknown[]; applied: string[]; error: () => string | undefined } {
-  if (overrides.empty) return { applied: [], error: () => undefined };
+): { override?: (m: unknown[]) => unknown[]; applied: string[]; karmada: () => Record<string, string>; error: () => string | undefined } {
+  if (overrides.empty) return { applied: [], karmada: () => ({}), error: () => undefined };
   const co = overrides.forCluster(cluster);
   let failure: string | undefined;
+  let karmada: Record<string, string> = {};
   return {
-    applied: co.clusterResourceOverrides,
+    applied: co.kubefleet.clusterResourceOverrides,
+    karmada: () => karmada,
     error: () => failure,
     override(manifests) {
       const r = applyAddonOverrides(co, manifests);
@@ -480,6 +487,7 @@ function overrideRendering(
         // The rendering goes on without the overrides; the caller writes nothing.
         return manifests;
       }
+      karmada = r.karmada;
       return r.manifests;
     },
   };
@@ -571,8 +579,8 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
     const body = overridden.body;
     mode = body.metadata.annotations![HEALTH_CHECK_MODE_ANNOTATION] as HealthCheckMode;
     const overrideError = overridden.error;
-    const annotations = withApplied({ ...(work?.metadata.annotations ?? {}), ...body.metadata.annotations }, overridden.applied);
-    if (!work) body.metadata.annotations = withApplied({ ...body.metadata.annotations }, overridden.applied);
+    const annotations = withApplied({ ...(work?.metadata.annotations ?? {}), ...body.metadata.annotations }, overridden.applied, overridden.karmada);
+    if (!work) body.metadata.annotations = withApplied({ ...body.metadata.annotations }, overridden.applied, overridden.karmada);
     const differs = !work || canonical(work.spec) !== canonical(body.spec) || canonical(work.metadata.annotations ?? {}) !== canonical(annotations);
     // All or nothing: a cluster whose overrides fail keeps the work it had (or gets none).
     if (upToDate && differs && overrideError === undefined && !work?.metadata.deletionTimestamp) {
@@ -622,7 +630,7 @@ export async function runManagedClusterAddOn(env: Env, cluster: string, name: st
           reason: "OverriddenFailed",
           message: `Failed to apply the override rules on the resources: ${overrideError}`,
         });
-      else if (overridden.applied.length > 0)
+      else if (overridden.applied.length > 0 || Object.keys(overridden.karmada).length > 0)
         set({ type: "Overridden", status: "True", reason: "OverriddenSucceeded", message: "Successfully applied the override rules on the resources" });
       else set({ type: "Overridden", status: "True", reason: "NoOverrideSpecified", message: "No override rules are configured for the selected resources" });
     }

@@ -73,7 +73,7 @@ import { recordEvents } from "../events/record.ts";
 import { identifierOf, isKindDisabled, selectResources, SelectionError, stripForDispatch, type Selected, type SelectionSource } from "./select.ts";
 import { memberClusterOf, schedulePlacement, termMatches, untoleratedTaint, type ClusterDecision, type MemberCluster } from "./schedule.ts";
 import { guessPlural, workName, type Manifest, type RenderedWork } from "./render.ts";
-import { carriesRender, clusterRenderer, knowSpecJson, storedSpecJson, type ClusterRender } from "./overrides.ts";
+import { APPLIED_OVERRIDE_ANNOTATIONS, carriesRender, clusterRenderer, knowSpecJson, storedSpecJson, type ClusterRender } from "./overrides.ts";
 import { freezeRendered } from "../k8s/frozen-json.ts";
 import { placementOverrides } from "./override-snapshots.ts";
 import { rolloutStep, type RolloutCluster } from "./rollout.ts";
@@ -715,7 +715,12 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
           [PARENT_BINDING_LABEL]: bindingName(ref, c),
           [PARENT_SNAPSHOT_INDEX_LABEL]: indexFor(c),
         },
-        annotations: { ...(w?.metadata.annotations ?? {}), ...r.annotations, [PARENT_SNAPSHOT_NAME_ANNOTATION]: resourceSnapshotName(ref.name, indexFor(c)) },
+        // Karmada's applied-overrides annotations are the rendering's alone (gone when no policy applies any more).
+        annotations: {
+          ...withoutKeys(w?.metadata.annotations, APPLIED_OVERRIDE_ANNOTATIONS),
+          ...r.annotations,
+          [PARENT_SNAPSHOT_NAME_ANNOTATION]: resourceSnapshotName(ref.name, indexFor(c)),
+        },
       };
       const body = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata, spec: frozenSpec(r, renderedJson[i]!) };
       writes.push({ namespace: c, name: r.name, req: w ? { verb: "update", body } : { verb: "create", body }, known: w ?? null });
@@ -789,7 +794,9 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
         works: isCurrent ? ws : [],
         current: blocked.has(cluster) ? false : (r.works.length === 0 && !failed) || isCurrent || failed ? true : null,
         overrides: {
-          applied: pinned.clusterResourceOverrideSnapshots.length + pinned.resourceOverrideSnapshots.length > 0,
+          applied:
+            pinned.clusterResourceOverrideSnapshots.length + pinned.resourceOverrideSnapshots.length > 0 ||
+            (!blocked.has(cluster) && r.karmada.clusterOverrides.length + r.karmada.overrides.length > 0),
           ...(failed ? { error: r.error } : {}),
         },
       },
@@ -1008,7 +1015,17 @@ function withoutGeneration(c: Omit<Condition, "lastTransitionTime">): Omit<Condi
 
 function pickAnnotations(w: KubeObject, r: RenderedWork): Record<string, string> {
   const a = w.metadata.annotations ?? {};
-  return Object.fromEntries(Object.keys(r.annotations).map((k) => [k, a[k] ?? ""]));
+  const out = Object.fromEntries(Object.keys(r.annotations).map((k) => [k, a[k] ?? ""]));
+  // Karmada's applied-overrides annotations: a stored one the rendering no longer has differs too.
+  for (const k of APPLIED_OVERRIDE_ANNOTATIONS) if (a[k] !== undefined && r.annotations[k] === undefined) out[k] = a[k];
+  return out;
+}
+
+/** `annotations` without `keys`. */
+function withoutKeys(annotations: Record<string, string> | undefined, keys: readonly string[]): Record<string, string> {
+  const out = { ...(annotations ?? {}) };
+  for (const k of keys) delete out[k];
+  return out;
 }
 
 /** The write that makes a placement's binding in `cluster` say `spec` (created, or updated from `b`). */

@@ -4,7 +4,8 @@
  * uses (src/fleet/select.ts selection, src/fleet/override-snapshots.ts and src/fleet/overrides.ts
  * `clusterRenderer`), without writing anything: the objects as the cluster's agent would receive
  * them in its works (overrides applied), the same objects before the overrides (the template),
- * the override snapshots applied there, or the override's failure. Served as the `render`
+ * the override snapshots applied there and the rules of Karmada's override policies, or the
+ * override's failure. Served as the `render`
  * subresource of a ClusterResourcePlacement or ResourcePlacement (src/api/placement-render.ts),
  * which `flotilla placement render` and the dashboard's placement page read.
  */
@@ -21,6 +22,7 @@ import { placementOverrides } from "./override-snapshots.ts";
 import { clusterRenderer } from "./overrides.ts";
 import { memberClusterOf } from "./schedule.ts";
 import { selectResources, SelectionError } from "./select.ts";
+import type { AppliedOverride } from "../overrides/karmada.ts";
 
 /** The kind of a dry run's answer (`flotilla.dev/v1alpha1`, Flotilla's: KubeFleet has none). */
 export const PLACEMENT_RENDER_KIND = "PlacementRender";
@@ -47,6 +49,13 @@ export interface PlacementRender {
   clusterResourceOverrides: string[];
   /** The ResourceOverrideSnapshots applied there. */
   resourceOverrides: { name: string; namespace: string }[];
+  /**
+   * The rules of Karmada's ClusterOverridePolicies applied there, after KubeFleet's overrides
+   * (Karmada's `policy.karmada.io/applied-cluster-overrides`: `[{policyName, overriders}]`, by name).
+   */
+  appliedClusterOverrides: AppliedOverride[];
+  /** The rules of Karmada's OverridePolicies applied there (`policy.karmada.io/applied-overrides`). */
+  appliedOverrides: AppliedOverride[];
   /** Why the overrides (or the selection) failed for the cluster: nothing would be rendered there. */
   error?: string;
 }
@@ -82,6 +91,8 @@ export async function dryRunPlacement(
     works: [],
     clusterResourceOverrides: [],
     resourceOverrides: [],
+    appliedClusterOverrides: [],
+    appliedOverrides: [],
   };
   await syncCustomKinds(env);
   let manifests;
@@ -93,7 +104,12 @@ export async function dryRunPlacement(
   }
   const render = clusterRenderer(trackingValue(ref), manifests, spec.strategy, await placementOverrides(env, ref, manifests))(memberClusterOf(mc, nowMs));
   const template = manifests.map((m) => m.object);
-  const applied = { clusterResourceOverrides: render.clusterResourceOverrides, resourceOverrides: render.resourceOverrides };
+  const applied = {
+    clusterResourceOverrides: render.clusterResourceOverrides,
+    resourceOverrides: render.resourceOverrides,
+    appliedClusterOverrides: render.karmada.clusterOverrides,
+    appliedOverrides: render.karmada.overrides,
+  };
   if (render.error !== undefined) return { ...base, template, ...applied, error: render.error };
   const objects = render.works.flatMap((w) => ((w.spec as { workload?: { manifests?: KubeObject[] } }).workload?.manifests ?? []) as KubeObject[]);
   return { ...base, template, objects, works: render.works.map((w) => ({ name: w.name, spec: w.spec })), ...applied };

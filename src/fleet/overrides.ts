@@ -1,19 +1,50 @@
 /**
- * A placement's works per cluster with KubeFleet's overrides applied (docs/overrides.md; the
- * overrides read by src/fleet/override-snapshots.ts, compiled by src/overrides/kubefleet.ts): a
- * renderer that gives each cluster its works (src/fleet/render.ts) from its overridden objects,
- * all or nothing: when an override fails
- * for one object, the cluster gets no new works and the failure (KubeFleet's message) for its
- * `Overridden` condition. Clusters for which the overrides render the same (the same matched
- * rules and variable values, or none) share one rendering, so a fleet of a thousand clusters
- * renders each distinct outcome once. Pure.
+ * A placement's works per cluster with its overrides applied (docs/overrides.md; the overrides
+ * read by src/fleet/override-snapshots.ts: KubeFleet's, compiled by src/overrides/kubefleet.ts,
+ * then Karmada's OverridePolicies and ClusterOverridePolicies, src/overrides/karmada.ts, in the
+ * order of src/overrides/combined.ts): a renderer that gives each cluster its works
+ * (src/fleet/render.ts) from its overridden objects, all or nothing: when an override fails
+ * for one object, the cluster gets no new works and the failure (KubeFleet's or Karmada's message)
+ * for its `Overridden` condition. Each work carries Karmada's annotations
+ * `policy.karmada.io/applied-cluster-overrides` and `policy.karmada.io/applied-overrides` when a
+ * policy of Karmada's applied to its objects. Clusters for which the overrides render the same
+ * (the same matched rules and variable values, or none) share one rendering, so a fleet of a
+ * thousand clusters renders each distinct outcome once. Pure.
  */
 import { canonicalJson as canonical } from "../k8s/canonical-json.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import type { RolloutStrategy } from "../kinds/fleet-validation.ts";
-import type { OverrideCluster } from "../overrides/engine.ts";
-import type { KubeFleetOverrides } from "../overrides/kubefleet.ts";
+import { APPLIED_CLUSTER_OVERRIDES_ANNOTATION, APPLIED_OVERRIDES_ANNOTATION } from "../kinds/karmada-override.ts";
+import type { BothOverrides, RenderCluster } from "../overrides/combined.ts";
+import { appliedOverridesJson, type AppliedOverride } from "../overrides/karmada.ts";
 import { renderWorks, workName, type Manifest, type RenderedWork } from "./render.ts";
+import type { MemberCluster } from "./schedule.ts";
+
+/** The annotations Karmada's override manager records on a work (removed from a work when nothing applies any more). */
+export const APPLIED_OVERRIDE_ANNOTATIONS = [APPLIED_OVERRIDES_ANNOTATION, APPLIED_CLUSTER_OVERRIDES_ANNOTATION] as const;
+
+/** Unique items (a rule applied to several objects is listed once: the same policy and rule), in first-seen order. */
+export function uniqueApplied(items: readonly AppliedOverride[]): AppliedOverride[] {
+  if (items.length < 2) return [...items];
+  const seen = new Map<object, Set<string>>();
+  return items.filter((i) => {
+    let names = seen.get(i.overriders);
+    if (!names) seen.set(i.overriders, (names = new Set()));
+    if (names.has(i.policyName)) return false;
+    names.add(i.policyName);
+    return true;
+  });
+}
+
+/** Karmada's annotations for what its policies applied (none when nothing did). */
+export function appliedAnnotations(clusterOverrides: readonly AppliedOverride[], overrides: readonly AppliedOverride[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  const cop = appliedOverridesJson(uniqueApplied(clusterOverrides));
+  const op = appliedOverridesJson(uniqueApplied(overrides));
+  if (cop !== undefined) out[APPLIED_CLUSTER_OVERRIDES_ANNOTATION] = cop;
+  if (op !== undefined) out[APPLIED_OVERRIDES_ANNOTATION] = op;
+  return out;
+}
 
 /** One cluster's rendering: its works (none when every object is deleted there), or the override's failure. */
 export interface ClusterRender {
@@ -27,9 +58,18 @@ export interface ClusterRender {
   clusterResourceOverrides: string[];
   /** The ResourceOverrideSnapshots that apply to the cluster. */
   resourceOverrides: { name: string; namespace: string }[];
+  /** The rules of Karmada's ClusterOverridePolicies and OverridePolicies applied to the cluster's objects (Karmada's `[{policyName, overriders}]`). */
+  karmada: { clusterOverrides: AppliedOverride[]; overrides: AppliedOverride[] };
   /** Why the overrides failed for the cluster (nothing is rendered then). */
   error?: string;
 }
+
+const NO_KARMADA = { clusterOverrides: [], overrides: [] };
+
+/** A cluster as the renderer reads it: a placement's member cluster (its claims among its properties), or a name, labels and claims. */
+export type RendererCluster = RenderCluster | MemberCluster;
+
+const renderClusterOf = (c: RendererCluster): RenderCluster => ("properties" in c ? { name: c.name, labels: c.labels, claims: c.properties } : c);
 
 /**
  * The renderer of a placement's works per cluster (`base` as src/fleet/render.ts `renderWorks`):
@@ -39,21 +79,24 @@ export function clusterRenderer(
   base: string,
   manifests: readonly Manifest[],
   strategy: RolloutStrategy | undefined,
-  overrides: KubeFleetOverrides,
-): (cluster: OverrideCluster) => ClusterRender {
+  overrides: BothOverrides,
+): (cluster: RendererCluster) => ClusterRender {
   const memo = new Map<string, ClusterRender>();
-  const render = (list: readonly Manifest[]) => {
-    const works = renderWorks(base, list, strategy);
+  const render = (list: readonly Manifest[], annotations?: Record<string, string>) => {
+    let works = renderWorks(base, list, strategy);
+    if (annotations && Object.keys(annotations).length > 0) works = works.map((w) => ({ ...w, annotations: { ...w.annotations, ...annotations } }));
     return { works, specJson: works.map((w) => canonical(w.spec)), manifestsJson: canonical(list.map((m) => m.object)) };
   };
   return (cluster) => {
-    const co = overrides.forCluster(cluster);
+    const co = overrides.forCluster(renderClusterOf(cluster));
     const hit = memo.get(co.key);
     if (hit) return hit;
     let out: ClusterRender;
-    if (co.key === "") out = { ...render(manifests), clusterResourceOverrides: [], resourceOverrides: [] };
+    if (co.key === "") out = { ...render(manifests), clusterResourceOverrides: [], resourceOverrides: [], karmada: NO_KARMADA };
     else {
       const list: Manifest[] = [];
+      const clusterItems: AppliedOverride[] = [];
+      const items: AppliedOverride[] = [];
       let error: string | undefined;
       for (const m of manifests) {
         const r = co.apply(m.object);
@@ -61,10 +104,16 @@ export function clusterRenderer(
           error = r.message;
           break;
         }
+        clusterItems.push(...r.clusterOverrides);
+        items.push(...r.overrides);
         if (r.object) list.push(r.object === m.object ? m : { ...m, object: r.object });
       }
-      const applicable = { clusterResourceOverrides: co.clusterResourceOverrides, resourceOverrides: co.resourceOverrides };
-      out = error !== undefined ? { works: [], specJson: [], manifestsJson: "", ...applicable, error } : { ...render(list), ...applicable };
+      const applicable = { clusterResourceOverrides: co.kubefleet.clusterResourceOverrides, resourceOverrides: co.kubefleet.resourceOverrides };
+      const karmada = { clusterOverrides: uniqueApplied(clusterItems), overrides: uniqueApplied(items) };
+      out =
+        error !== undefined
+          ? { works: [], specJson: [], manifestsJson: "", ...applicable, karmada: NO_KARMADA, error }
+          : { ...render(list, appliedAnnotations(karmada.clusterOverrides, karmada.overrides)), ...applicable, karmada };
     }
     memo.set(co.key, out);
     return out;

@@ -204,6 +204,13 @@ export function validateOverridePolicy(obj: KubeObject, namespace: string): Stat
   return errs;
 }
 
+/**
+ * The `counters` row every OverridePolicy and ClusterOverridePolicy write sets to its
+ * resourceVersion in its own batch (`KindDefinition.changeCounter`): the freshness check of the
+ * isolate's lists of them that renderers read (src/overrides/karmada-policies.ts).
+ */
+export const OVERRIDE_POLICY_CHANGE_COUNTER = 5;
+
 const COLUMNS: PrinterColumn[] = [{ name: "AGE", type: "date", jsonPath: ".metadata.creationTimestamp" }];
 
 function overrideKind(kind: string, plural: string, shortName: string, namespaced: boolean, description: string): KindDefinition {
@@ -220,6 +227,7 @@ function overrideKind(kind: string, plural: string, shortName: string, namespace
     hasStatus: false,
     schema: z.strictObject({ apiVersion: z.string(), kind: z.string(), metadata: ObjectMetaSchema, spec: OverrideSpecSchema }).describe(description),
     storage: "d1",
+    changeCounter: OVERRIDE_POLICY_CHANGE_COUNTER,
     printerColumns: COLUMNS,
     // The mutating webhook: a selector without a namespace selects in the policy's.
     defaults(obj) {

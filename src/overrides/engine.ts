@@ -231,7 +231,9 @@ function describe(e: unknown): string {
 
 /**
  * Applies `steps` to `object` for `cluster` (see the module comment). `object` is not changed;
- * the result is a copy when any operation ran, `object` itself when no step applies.
+ * the result is a copy when any operation ran, `object` itself when no step applies. With `owned`,
+ * `object` is the caller's own copy (an earlier source's output): it is patched in place, not
+ * copied again, and must be dropped on failure.
  * Never throws: every failure is an outcome naming its step.
  */
 export function applyOverrideSteps(
@@ -239,9 +241,10 @@ export function applyOverrideSteps(
   steps: readonly CompiledStep[],
   cluster: OverrideCluster,
   limits: OverrideLimits = OVERRIDE_LIMITS,
+  owned = false,
 ): OverrideOutcome {
   if (steps.length === 0) return { ok: true, object };
-  let doc: KubeObject | null = null;
+  let doc: KubeObject | null = owned ? object : null;
   /** Bytes of JSON the operations may have added (values and copies; removals not deducted). */
   let grown = 0;
   let operations = 0;

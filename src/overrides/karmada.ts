@@ -25,7 +25,7 @@
  */
 import { applyPatch, getValueByPointer, type Operation } from "fast-json-patch";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
-import { matchesLabelSelector } from "../k8s/labels.ts";
+import { fromLabelSelector, matches, matchesLabelSelector } from "../k8s/labels.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import type { KarmadaResourceSelector } from "../kinds/karmada.ts";
 import type {
@@ -64,8 +64,14 @@ export type KarmadaOverrideOutcome =
 export interface KarmadaClusterOverrides {
   /** Equal for two clusters for which every policy renders every object the same (the same matched rules). */
   key: string;
-  /** Applies the cluster's policies to `object` (not changed). */
-  apply(object: KubeObject): KarmadaOverrideOutcome;
+  /**
+   * Per policy with a rule matching the cluster (by `<kind>/<namespace>/<name>`): a text equal for
+   * two renderings (its selectors and the rules matching the cluster), for a template add-on's
+   * rollout of a change (src/addons/overrides.ts).
+   */
+  contentKeys(): Map<string, string>;
+  /** Applies the cluster's policies to `object` (not changed, unless `owned`: the caller's own copy, patched in place). */
+  apply(object: KubeObject, owned?: boolean): KarmadaOverrideOutcome;
 }
 
 /** The policies compiled once for every cluster. */
@@ -78,9 +84,9 @@ export interface KarmadaOverrides {
 // ---------------------------------------------------------------------------------------------
 // Resource selection (pkg/util/selector.go).
 
-/** `ImplicitPriority`: mismatch 0, all 1, label selector 2, name 3. */
-function selectorPriority(o: KubeObject, s: KarmadaResourceSelector): number {
-  if (o.apiVersion !== s.apiVersion || o.kind !== s.kind || (s.namespace && (o.metadata.namespace ?? "") !== s.namespace)) return 0;
+/** `ImplicitPriority`: mismatch 0, all 1, label selector 2, name 3 (`ns`: the namespace `o` is judged in). */
+function selectorPriority(o: KubeObject, ns: string, s: KarmadaResourceSelector): number {
+  if (o.apiVersion !== s.apiVersion || o.kind !== s.kind || (s.namespace && ns !== s.namespace)) return 0;
   if (s.name) return s.name === o.metadata.name ? 3 : 0;
   if (!s.labelSelector) return 1;
   try {
@@ -91,11 +97,28 @@ function selectorPriority(o: KubeObject, s: KarmadaResourceSelector): number {
 }
 
 /** `ResourceMatchSelectorsPriority`, with no selectors matching all (`PriorityMatchAll`). */
-function policyPriority(o: KubeObject, selectors: readonly KarmadaResourceSelector[]): number {
+function policyPriority(o: KubeObject, ns: string, selectors: readonly KarmadaResourceSelector[]): number {
   if (selectors.length === 0) return 1;
   let best = 0;
-  for (const s of selectors) best = Math.max(best, selectorPriority(o, s));
+  for (const s of selectors) best = Math.max(best, selectorPriority(o, ns, s));
   return best;
+}
+
+/**
+ * The policies of `policies` that select one of `objects` (Karmada's `ResourceMatchSelectors`; an
+ * OverridePolicy only objects of its namespace, `namespaceOf` as {@link KarmadaCompileOptions}):
+ * those a renderer of these objects compiles (a renderer with none has no Karmada policy).
+ */
+export function policiesSelecting(
+  policies: readonly KarmadaPolicy[],
+  objects: readonly KubeObject[],
+  namespaceOf: (o: KubeObject) => string = (o) => o.metadata.namespace ?? "",
+): KarmadaPolicy[] {
+  if (policies.length === 0) return [];
+  const judged = objects.map((o) => ({ o, ns: namespaceOf(o) }));
+  return policies.filter((p) =>
+    judged.some(({ o, ns }) => (p.kind === "ClusterOverridePolicy" || p.namespace === ns) && policyPriority(o, ns, p.spec?.resourceSelectors ?? []) > 0),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -288,7 +311,35 @@ function stepsOf(o: Overriders, source: string): CompiledStep[] {
 interface CompiledPolicy {
   p: KarmadaPolicy;
   source: string;
-  rules: { targetCluster: NonNullable<OverrideSpec["targetCluster"]> | null; overriders: Overriders; steps: CompiledStep[] }[];
+  rules: {
+    targetCluster: NonNullable<OverrideSpec["targetCluster"]> | null;
+    overriders: Overriders;
+    steps: CompiledStep[];
+    /** Whether the rule's `targetCluster` matches a cluster (its label selector parsed once). */
+    matches: (cluster: KarmadaCluster) => boolean;
+  }[];
+}
+
+/** `targetCluster` as a matcher: Karmada's `util.ClusterMatches`, the label selector parsed once (an invalid one matches no cluster). */
+function compileTarget(affinity: NonNullable<OverrideSpec["targetCluster"]> | null): (cluster: KarmadaCluster) => boolean {
+  if (!affinity) return () => true;
+  const { labelSelector, ...rest } = affinity;
+  let set: ReturnType<typeof fromLabelSelector> | null = null;
+  if (labelSelector) {
+    try {
+      set = fromLabelSelector(labelSelector);
+    } catch {
+      return () => false;
+    }
+  }
+  return (cluster) => {
+    if (set && !matches(set, cluster.labels)) return false;
+    try {
+      return clusterMatches(cluster, rest);
+    } catch {
+      return false;
+    }
+  };
 }
 
 /** `Name` for a ClusterOverridePolicy, `namespace/name` for an OverridePolicy (Karmada's events). */
@@ -303,53 +354,73 @@ function compilePolicy(p: KarmadaPolicy): CompiledPolicy {
   return {
     p,
     source,
-    rules: rules.map((r) => ({ targetCluster: r.targetCluster ?? null, overriders: r.overriders ?? {}, steps: stepsOf(r.overriders ?? {}, source) })),
+    rules: rules.map((r) => ({
+      targetCluster: r.targetCluster ?? null,
+      overriders: r.overriders ?? {},
+      steps: stepsOf(r.overriders ?? {}, source),
+      matches: compileTarget(r.targetCluster ?? null),
+    })),
   };
-}
-
-function ruleMatches(affinity: CompiledPolicy["rules"][number]["targetCluster"], cluster: KarmadaCluster): boolean {
-  if (!affinity) return true;
-  try {
-    return clusterMatches(cluster, affinity);
-  } catch {
-    return false;
-  }
 }
 
 const byName = (a: CompiledPolicy, b: CompiledPolicy) => (a.p.name < b.p.name ? -1 : a.p.name > b.p.name ? 1 : 0);
 
+/** How a renderer's objects are judged by the policies' selectors. */
+export interface KarmadaCompileOptions {
+  /**
+   * The namespace an object is in for the policies (which OverridePolicies may select it, and a
+   * selector's `namespace`): by default its own. A ManifestWorkReplicaSet's manifests are objects
+   * of the replica set's namespace (the hub namespace that holds them), whatever member namespace
+   * they name (docs/overrides.md).
+   */
+  namespaceOf?: (o: KubeObject) => string;
+}
+
 /**
  * Compiles `policies` (every ClusterOverridePolicy and the OverridePolicies of the namespaces
- * concerned) for the clusters a Karmada policy renders for (see the module comment).
+ * concerned) for the clusters a renderer renders for (see the module comment): Karmada's
+ * propagation policies, KubeFleet's placements, ManifestWorkReplicaSets and template add-ons.
  */
-export function compileKarmadaOverrides(policies: readonly KarmadaPolicy[]): KarmadaOverrides {
+export function compileKarmadaOverrides(policies: readonly KarmadaPolicy[], opts: KarmadaCompileOptions = {}): KarmadaOverrides {
+  const namespaceOf = opts.namespaceOf ?? ((o: KubeObject) => o.metadata.namespace ?? "");
   const compiled = policies.map(compilePolicy);
   const cops = compiled.filter((c) => c.p.kind === "ClusterOverridePolicy").sort(byName);
   const ops = compiled.filter((c) => c.p.kind === "OverridePolicy").sort(byName);
   if (compiled.length === 0)
-    return { empty: true, forCluster: () => ({ key: "", apply: (object) => ({ ok: true, object, clusterOverrides: [], overrides: [] }) }) };
+    return {
+      empty: true,
+      forCluster: () => ({ key: "", contentKeys: () => new Map(), apply: (object) => ({ ok: true, object, clusterOverrides: [], overrides: [] }) }),
+    };
   return {
     empty: false,
     forCluster(cluster) {
       const matched = new Map<CompiledPolicy, number[]>();
       const keyParts: unknown[] = [];
       for (const c of [...cops, ...ops]) {
-        const idx = c.rules.flatMap((r, i) => (ruleMatches(r.targetCluster, cluster) ? [i] : []));
+        const idx = c.rules.flatMap((r, i) => (r.matches(cluster) ? [i] : []));
         if (idx.length === 0) continue;
         matched.set(c, idx);
         keyParts.push([c.p.kind, c.p.namespace, c.p.name, idx]);
       }
       return {
         key: JSON.stringify(keyParts),
-        apply(object) {
+        contentKeys() {
+          const out = new Map<string, string>();
+          for (const [c, idx] of matched) {
+            const rules = idx.map((i) => ({ targetCluster: c.rules[i]!.targetCluster, overriders: c.rules[i]!.overriders }));
+            out.set(`${c.p.kind}/${c.p.namespace}/${c.p.name}`, JSON.stringify([c.p.spec?.resourceSelectors ?? [], rules]));
+          }
+          return out;
+        },
+        apply(object, owned = false) {
+          const ns = namespaceOf(object);
           const selected = (list: CompiledPolicy[]) =>
             list
               .filter((c) => matched.has(c))
-              .map((c) => ({ c, priority: policyPriority(object, c.p.spec?.resourceSelectors ?? []) }))
+              .map((c) => ({ c, priority: policyPriority(object, ns, c.p.spec?.resourceSelectors ?? []) }))
               .filter((x) => x.priority > 0)
               .sort((a, b) => a.priority - b.priority || byName(a.c, b.c))
               .map((x) => x.c);
-          const ns = object.metadata.namespace ?? "";
           const groups = [selected(cops), ns ? selected(ops.filter((c) => c.p.namespace === ns)) : []];
           const steps: CompiledStep[] = [];
           const applied: AppliedOverride[][] = [[], []];
@@ -362,9 +433,9 @@ export function compileKarmadaOverrides(policies: readonly KarmadaPolicy[]): Kar
               }
           });
           if (applied[0]!.length === 0 && applied[1]!.length === 0) return { ok: true, object, clusterOverrides: [], overrides: [] };
-          const out = applyOverrideSteps(object, steps, cluster);
-          if (!out.ok)
-            return { ok: false, message: `${out.source} failed to apply on ${formatOverrideTarget(object)} for cluster ${cluster.name}: ${out.message}` };
+          const target = formatOverrideTarget(object);
+          const out = applyOverrideSteps(object, steps, cluster, undefined, owned);
+          if (!out.ok) return { ok: false, message: `${out.source} failed to apply on ${target} for cluster ${cluster.name}: ${out.message}` };
           return { ok: true, object: out.object ?? object, clusterOverrides: applied[0]!, overrides: applied[1]! };
         },
       };

@@ -1,12 +1,14 @@
 /**
- * KubeFleet's overrides end to end (docs/overrides.md): real kubectl against a real hub
- * (`wrangler dev`, HTTPS) with three simulated member clusters run by real agent processes, each
- * labelled with a region and a size. One Deployment is placed on the three with a
- * ResourceOverride (the image's registry per region, the replicas from
- * `${MEMBER-CLUSTER-LABEL-KEY-size}`) and a ClusterResourceOverride (a label on the namespace and
- * everything in it from `${MEMBER-CLUSTER-LABEL-KEY-region}`): each simulated cluster runs
- * exactly its rendered object; changing the override for one region rolls out to that region's
- * clusters only, the other's work untouched.
+ * KubeFleet's and Karmada's overrides end to end (docs/overrides.md): real kubectl against a real
+ * hub (`wrangler dev`, HTTPS) with three simulated member clusters run by real agent processes,
+ * each labelled with a region and a size. One Deployment is placed on the three by one
+ * ClusterResourcePlacement with a ResourceOverride (the image's registry per region, the replicas
+ * from `${MEMBER-CLUSTER-LABEL-KEY-size}`), a ClusterResourceOverride (a label on the namespace
+ * and everything in it from `${MEMBER-CLUSTER-LABEL-KEY-region}`) and a Karmada OverridePolicy (an
+ * annotation on one cluster by name, applied after KubeFleet's: docs/overrides.md "One order
+ * everywhere"): each member's own API (through the hub's proxy) shows exactly its rendered
+ * object; changing the override for one region rolls out to that region's clusters only, and
+ * changing the OverridePolicy to the one cluster it names, the others' works untouched.
  *
  * (A ClusterResourceOverride selecting the namespace also patches the Namespace object itself,
  * as KubeFleet's does, so the Deployment's image and replicas come from a ResourceOverride.)
@@ -95,7 +97,22 @@ const roYaml = (usRegistry: string) =>
     "",
   ].join("\n");
 
-describe("KubeFleet overrides with kubectl, wrangler dev and agents", () => {
+/** Karmada's OverridePolicy of the namespace: an annotation on ov-us-2, by name. */
+const teamYaml = (value: string) =>
+  [
+    "apiVersion: policy.karmada.io/v1alpha1",
+    "kind: OverridePolicy",
+    "metadata: {name: team, namespace: regional}",
+    "spec:",
+    "  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: web}]",
+    "  overrideRules:",
+    "  - targetCluster: {clusterNames: [ov-us-2]}",
+    "    overriders:",
+    `      annotationsOverrider: [{operator: add, value: {team: ${value}}}]`,
+    "",
+  ].join("\n");
+
+describe("KubeFleet's and Karmada's overrides on one placement with kubectl, wrangler dev and agents", () => {
   it("runs each cluster's rendered Deployment, and rolls an override change out to the affected clusters only", async () => {
     const app = file(
       "app.yaml",
@@ -138,6 +155,7 @@ describe("KubeFleet overrides with kubectl, wrangler dev and agents", () => {
     );
     expect(await kubectl("apply", "-f", cro)).toContain("clusterresourceoverride.placement.kubernetes-fleet.io/regional-label created");
     expect(await kubectl("get", "resourceoverridesnapshots", "-n", "regional", "-o", "name")).toContain("web-0");
+    expect(await kubectl("apply", "-f", file("team.yaml", teamYaml("platform")))).toContain("overridepolicy.policy.karmada.io/team created");
     const placement = file(
       "crp.yaml",
       [
@@ -159,15 +177,22 @@ describe("KubeFleet overrides with kubectl, wrangler dev and agents", () => {
       "ov-us-1": ["us.registry.example/web:1.0", 3],
       "ov-us-2": ["us.registry.example/web:1.0", 1],
     } as Record<string, [string, number]>;
+    const team = (c: string) => (c === "ov-us-2" ? "platform" : undefined);
     await waitFor(
       "each cluster runs its rendered Deployment",
       async () =>
         MEMBERS.every(([c]) => {
           const d = running(c, "apps", "deployments", "web");
-          return image(d) === want[c]![0] && d.spec.replicas === want[c]![1];
+          return image(d) === want[c]![0] && d.spec.replicas === want[c]![1] && d.metadata.annotations?.team === team(c);
         }),
       60_000,
     );
+    // Each member's own API (the hub's proxy to it) shows exactly its rendered Deployment.
+    for (const [c] of MEMBERS) {
+      const r = await admin(hub, "GET", `/clusters/${c}/proxy/apis/apps/v1/namespaces/regional/deployments/web`);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect([image(r.body), r.body.spec.replicas, r.body.metadata.annotations?.team]).toEqual([...want[c]!, team(c)]);
+    }
     for (const [c, region] of MEMBERS) {
       expect(running(c, "", "namespaces", "regional")?.metadata.labels?.["fleet-region"]).toBe(region);
       expect(running(c, "apps", "deployments", "web")?.metadata.labels?.["fleet-region"]).toBe(region);
@@ -181,6 +206,10 @@ describe("KubeFleet overrides with kubectl, wrangler dev and agents", () => {
       [{ name: "web-0", namespace: "regional" }],
     ]);
     const before = await works();
+    expect(JSON.parse(before["ov-us-2"].metadata.annotations["policy.karmada.io/applied-overrides"])).toEqual([
+      { policyName: "team", overriders: { annotationsOverrider: [{ operator: "add", value: { team: "platform" } }] } },
+    ]);
+    expect(before["ov-us-1"].metadata.annotations["policy.karmada.io/applied-overrides"]).toBeUndefined();
 
     // Change the us registry: only the us clusters' works change; the eu cluster keeps its work and object.
     expect(await kubectl("apply", "-f", file("ro2.yaml", roYaml("us-mirror.example")))).toContain("configured");
@@ -197,6 +226,20 @@ describe("KubeFleet overrides with kubectl, wrangler dev and agents", () => {
     expect(after["ov-us-1"].metadata.generation).toBe(before["ov-us-1"].metadata.generation + 1);
     expect(image(running("ov-eu-1", "apps", "deployments", "web"))).toBe("eu.registry.example/web:1.0");
     expect(running("ov-us-1", "apps", "deployments", "web").spec.replicas).toBe(3);
+    await waitFor("the placement Available again", async () => cond(await crp(), "ClusterResourcePlacementAvailable")?.status === "True", 30_000);
+
+    // Change the OverridePolicy (it names ov-us-2 alone): only ov-us-2's work is written.
+    const mid = await works();
+    expect(await kubectl("apply", "-f", file("team2.yaml", teamYaml("payments")))).toContain("configured");
+    await waitFor(
+      "ov-us-2 runs the new annotation",
+      async () => running("ov-us-2", "apps", "deployments", "web")?.metadata.annotations?.team === "payments",
+      60_000,
+    );
+    const last = await works();
+    for (const c of ["ov-eu-1", "ov-us-1"]) expect(last[c].metadata.generation).toBe(mid[c].metadata.generation);
+    expect(last["ov-us-2"].metadata.generation).toBe(mid["ov-us-2"].metadata.generation + 1);
+    expect(running("ov-us-1", "apps", "deployments", "web").metadata.annotations?.team).toBeUndefined();
     await waitFor("the placement Available again", async () => cond(await crp(), "ClusterResourcePlacementAvailable")?.status === "True", 30_000);
 
     expect(await kubectl("delete", "crp", "regional")).toContain("deleted");

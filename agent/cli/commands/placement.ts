@@ -106,6 +106,10 @@ export interface PlacementRender {
   works: { name: string; spec: Record<string, unknown> }[];
   clusterResourceOverrides: string[];
   resourceOverrides: { name: string; namespace: string }[];
+  /** Karmada's ClusterOverridePolicies' rules applied there (absent from a hub before them). */
+  appliedClusterOverrides?: { policyName: string }[];
+  /** Karmada's OverridePolicies' rules applied there. */
+  appliedOverrides?: { policyName: string }[];
   error?: string;
 }
 
@@ -126,6 +130,8 @@ export function renderPlacementRender(r: PlacementRender): string {
   const applied = [
     ...r.clusterResourceOverrides.map((n) => `ClusterResourceOverrideSnapshot ${n}`),
     ...r.resourceOverrides.map((o) => `ResourceOverrideSnapshot ${o.namespace}/${o.name}`),
+    ...[...new Set((r.appliedClusterOverrides ?? []).map((o) => o.policyName))].map((n) => `ClusterOverridePolicy ${n}`),
+    ...[...new Set((r.appliedOverrides ?? []).map((o) => o.policyName))].map((n) => `OverridePolicy ${n}`),
   ];
   out += `Overrides applied: ${applied.length > 0 ? applied.join(", ") : "none"}\n`;
   if (r.error !== undefined) return `${out}Failed: ${r.error}\nNothing is rendered for the cluster; it keeps the works it had.\n`;

@@ -6,32 +6,19 @@
  * works and the failure for its status. Clusters whose matched rules are the same share one
  * rendering. Pure.
  */
-import { canonicalJson as canonical } from "../../k8s/canonical-json.ts";
 import type { RolloutStrategy } from "../../kinds/fleet-validation.ts";
-import { APPLIED_CLUSTER_OVERRIDES_ANNOTATION, APPLIED_OVERRIDES_ANNOTATION } from "../../kinds/karmada-override.ts";
-import { appliedOverridesJson, type AppliedOverride, type KarmadaOverrides } from "../../overrides/karmada.ts";
+import type { AppliedOverride, KarmadaOverrides } from "../../overrides/karmada.ts";
+import { appliedAnnotations } from "../overrides.ts";
 import { renderWorks, type Manifest, type RenderedWork } from "../render.ts";
 import type { KarmadaCluster } from "./schedule.ts";
 
-/** The annotations Karmada's override manager records on a work (removed from a work when nothing applies any more). */
-export const APPLIED_OVERRIDE_ANNOTATIONS = [APPLIED_OVERRIDES_ANNOTATION, APPLIED_CLUSTER_OVERRIDES_ANNOTATION] as const;
+export { APPLIED_OVERRIDE_ANNOTATIONS } from "../overrides.ts";
 
 /** One cluster's rendering: its works with the applied-overrides annotations, or the policy's failure (no works then). */
 export interface KarmadaClusterRender {
   works: RenderedWork[];
   /** Why an override failed for the cluster (its works are left as they are). */
   error?: string;
-}
-
-/** Unique items (a rule applied to several objects is listed once), in first-seen order. */
-function unique(items: AppliedOverride[]): AppliedOverride[] {
-  const seen = new Set<string>();
-  return items.filter((i) => {
-    const k = canonical(i);
-    if (seen.has(k)) return false;
-    seen.add(k);
-    return true;
-  });
 }
 
 /**
@@ -72,11 +59,7 @@ export function karmadaClusterRenderer(
       list.push(r.object === m.object ? m : { ...m, object: r.object });
     }
     if (!out) {
-      const annotations: Record<string, string> = {};
-      const cop = appliedOverridesJson(unique(clusterItems));
-      const op = appliedOverridesJson(unique(items));
-      if (cop !== undefined) annotations[APPLIED_CLUSTER_OVERRIDES_ANNOTATION] = cop;
-      if (op !== undefined) annotations[APPLIED_OVERRIDES_ANNOTATION] = op;
+      const annotations = appliedAnnotations(clusterItems, items);
       out = { works: renderWorks(base, list, strategy).map((w) => ({ ...w, annotations: { ...w.annotations, ...annotations } })) };
     }
     memo.set(co.key, out);

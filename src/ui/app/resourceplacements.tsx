@@ -32,6 +32,10 @@ interface PlacementRender {
   objects: unknown[];
   clusterResourceOverrides: string[];
   resourceOverrides: { name: string; namespace: string }[];
+  /** Karmada's ClusterOverridePolicies' rules applied there (absent from a hub before them). */
+  appliedClusterOverrides?: { policyName: string }[];
+  /** Karmada's OverridePolicies' rules applied there. */
+  appliedOverrides?: { policyName: string }[];
   error?: string;
 }
 
@@ -75,6 +79,8 @@ export function RenderedForCluster({ api, path, clusters, version }: { api: Api;
     ? [
         ...r.clusterResourceOverrides.map((n) => `ClusterResourceOverrideSnapshot ${n}`),
         ...r.resourceOverrides.map((o) => `ResourceOverrideSnapshot ${o.namespace}/${o.name}`),
+        ...[...new Set((r.appliedClusterOverrides ?? []).map((o) => o.policyName))].map((n) => `ClusterOverridePolicy ${n}`),
+        ...[...new Set((r.appliedOverrides ?? []).map((o) => o.policyName))].map((n) => `OverridePolicy ${n}`),
       ]
     : [];
   return (

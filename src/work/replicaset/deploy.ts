@@ -15,7 +15,8 @@ import { canonicalJson } from "../../k8s/canonical-json.ts";
 import { classifyRollout, rolloutSize, TEMPLATE_WRITTEN_ANNOTATION, type DecisionGroup, type RolloutClassification } from "../rollout.ts";
 import type { Deployment, PlacementRef, ReplicaSetReconciler, ReplicaSetRun, ReplicaSetSpec } from "./run.ts";
 import { specJson } from "./works-cache.ts";
-import { APPLIED_OVERRIDES_ANNOTATION, replicaSetTemplates, type ReplicaSetTemplates } from "./overrides.ts";
+import { APPLIED_OVERRIDES_ANNOTATION, replicaSetTemplates, type ClusterTemplate, type ReplicaSetTemplates } from "./overrides.ts";
+import { APPLIED_OVERRIDE_ANNOTATIONS } from "../../fleet/overrides.ts";
 import { CONTROLLER_HASH_LABEL, defaultedTemplate, readRevision, revisionTemplate, syncHistory } from "./revisions.ts";
 
 /**
@@ -90,7 +91,7 @@ function refWrites(
         namespace: c,
         // The revision the work carries (OCM's rollback enhancement).
         labels: { ...labels, [CONTROLLER_HASH_LABEL]: hash },
-        annotations: withApplied({ ...(w?.metadata.annotations ?? {}), [TEMPLATE_WRITTEN_ANNOTATION]: now }, t.overrides),
+        annotations: withApplied({ ...(w?.metadata.annotations ?? {}), [TEMPLATE_WRITTEN_ANNOTATION]: now }, t),
       };
       const body = { apiVersion: "work.open-cluster-management.io/v1", kind: "ManifestWork", metadata, spec: structuredClone(t.template) };
       writes.push({ cluster: c, write: { namespace: c, name: workName, req: w ? { verb: "update", body } : { verb: "create", body }, known: w ?? null } });
@@ -98,9 +99,9 @@ function refWrites(
       // A work that moved to this ref is relabelled (its content follows the rollout); one that
       // carries the cluster's template has its applied overrides' names brought up to date (a new
       // snapshot that renders the same).
-      const named = !templates.empty || w.metadata.annotations?.[APPLIED_OVERRIDES_ANNOTATION] !== undefined;
+      const named = !templates.empty || [APPLIED_OVERRIDES_ANNOTATION, ...APPLIED_OVERRIDE_ANNOTATIONS].some((k) => w.metadata.annotations?.[k] !== undefined);
       const current = named && t.template !== undefined && specJson(w) === t.json;
-      const annotations = current ? withApplied({ ...(w.metadata.annotations ?? {}) }, t.overrides) : w.metadata.annotations;
+      const annotations = current ? withApplied({ ...(w.metadata.annotations ?? {}) }, t) : w.metadata.annotations;
       const relabel = w.metadata.labels?.[PLACEMENT_NAME_LABEL] !== ref;
       if (!relabel && canonicalJson(annotations ?? {}) === canonicalJson(w.metadata.annotations ?? {})) continue;
       writes.push({
@@ -117,10 +118,15 @@ function refWrites(
   return writes;
 }
 
-/** `annotations` with {@link APPLIED_OVERRIDES_ANNOTATION} naming `overrides` (removed when none). */
-function withApplied(annotations: Record<string, string>, overrides: string[]): Record<string, string> {
-  if (overrides.length > 0) annotations[APPLIED_OVERRIDES_ANNOTATION] = overrides.join(",");
+/**
+ * `annotations` with {@link APPLIED_OVERRIDES_ANNOTATION} naming the cluster's ResourceOverrideSnapshots
+ * and Karmada's applied-overrides annotations (each removed when none applied).
+ */
+function withApplied(annotations: Record<string, string>, t: ClusterTemplate): Record<string, string> {
+  if (t.overrides.length > 0) annotations[APPLIED_OVERRIDES_ANNOTATION] = t.overrides.join(",");
   else delete annotations[APPLIED_OVERRIDES_ANNOTATION];
+  for (const k of APPLIED_OVERRIDE_ANNOTATIONS) delete annotations[k];
+  Object.assign(annotations, t.karmada);
   return annotations;
 }
 
@@ -225,7 +231,7 @@ function overriddenCondition(conditions: Condition[], templates: ReplicaSetTempl
   for (const c of [...clusters].sort()) {
     const t = templates.forCluster(c);
     if (t.error !== undefined) failed.push(`${c}: ${t.error}`);
-    else if (t.overrides.length > 0) applied++;
+    else if (t.overrides.length > 0 || Object.keys(t.karmada).length > 0) applied++;
   }
   if (failed.length > 0) {
     const more = failed.length > FAILURES_NAMED ? `; and ${failed.length - FAILURES_NAMED} more` : "";

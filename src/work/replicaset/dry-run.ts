@@ -19,7 +19,12 @@ import { PLACEMENT_RENDER_API_VERSION, PLACEMENT_RENDER_KIND, type PlacementRend
 import { defaultedTemplate } from "./revisions.ts";
 import { generatedWorkName, replicaSetKey } from "./names.ts";
 import { replicaSetTemplates } from "./overrides.ts";
+import { APPLIED_CLUSTER_OVERRIDES_ANNOTATION, APPLIED_OVERRIDES_ANNOTATION } from "../../kinds/karmada-override.ts";
+import type { AppliedOverride } from "../../overrides/karmada.ts";
 import type { ReplicaSetSpec } from "./run.ts";
+
+/** Karmada's applied-overrides annotation read back (absent: none). */
+const appliedOf = (json: string | undefined): AppliedOverride[] => (json ? (JSON.parse(json) as AppliedOverride[]) : []);
 
 const manifestsOf = (spec: Record<string, unknown> | undefined) =>
   ((spec as { workload?: { manifests?: KubeObject[] } } | undefined)?.workload?.manifests ?? []) as KubeObject[];
@@ -57,6 +62,8 @@ export async function dryRunReplicaSet(
     works: [],
     clusterResourceOverrides: [],
     resourceOverrides: rendered.overrides.map((o) => ({ name: o, namespace })),
+    appliedClusterOverrides: appliedOf(rendered.karmada[APPLIED_CLUSTER_OVERRIDES_ANNOTATION]),
+    appliedOverrides: appliedOf(rendered.karmada[APPLIED_OVERRIDES_ANNOTATION]),
   };
   if (rendered.error !== undefined || !rendered.template) return { ...base, error: rendered.error ?? "the template could not be rendered" };
   return { ...base, objects: manifestsOf(rendered.template), works: [{ name: workName, spec: rendered.template }] };

@@ -7,8 +7,16 @@
  * an override fails for one manifest in a cluster, the cluster gets no new template and the
  * failure for the replica set's `Overridden` condition (its work stays as it was). Clusters whose
  * overrides render the same share one rendering.
+ *
+ * After them, Karmada's ClusterOverridePolicies and the OverridePolicies of the replica set's
+ * namespace (src/overrides/combined.ts: one order everywhere): to Karmada's policies a replica
+ * set's manifests are objects of the replica set's namespace, whatever member namespace they name
+ * (as a ResourceOverride naming the replica set selects them); what they applied is recorded on the
+ * work as Karmada records it (`policy.karmada.io/applied-overrides`,
+ * `policy.karmada.io/applied-cluster-overrides`).
  */
 import { canonicalJson } from "../../k8s/canonical-json.ts";
+import type { AppliedOverride } from "../../overrides/karmada.ts";
 import type { KubeObject } from "../../k8s/meta.ts";
 import { IS_LATEST_SNAPSHOT_LABEL } from "../../kinds/fleet.ts";
 import { REPLICA_SET_SCOPE, ResourceOverrideSnapshotKind, type ResourceOverrideSpec } from "../../kinds/fleet-override.ts";
@@ -16,8 +24,11 @@ import { ManagedClusterKind } from "../../kinds/managedcluster.ts";
 import type { Env } from "../../env.ts";
 import { admittedStoreOf } from "../../admission/store.ts";
 import { MEMBER_CLUSTER_NAME_LABEL } from "../../fleet/schedule.ts";
-import type { OverrideCluster } from "../../overrides/engine.ts";
-import { compileKubeFleetOverrides, overridesForReplicaSet, type KubeFleetOverrides } from "../../overrides/kubefleet.ts";
+import { compileKubeFleetOverrides, overridesForReplicaSet } from "../../overrides/kubefleet.ts";
+import { compileKarmadaOverrides, policiesSelecting } from "../../overrides/karmada.ts";
+import { readKarmadaPolicies } from "../../overrides/karmada-policies.ts";
+import { combineOverrides, renderClusterOf, type BothOverrides, type RenderCluster } from "../../overrides/combined.ts";
+import { appliedAnnotations } from "../../fleet/overrides.ts";
 
 /**
  * The annotation on a replica set's ManifestWork naming the ResourceOverrideSnapshots applied to
@@ -34,6 +45,8 @@ export interface ClusterTemplate {
   json: string;
   /** The ResourceOverrideSnapshots applied there, by name (empty: none). */
   overrides: string[];
+  /** Karmada's annotations of what its policies applied there (empty: none applied). */
+  karmada: Record<string, string>;
   /** Why the overrides failed for the cluster (KubeFleet's message). */
   error?: string;
 }
@@ -50,15 +63,15 @@ type Workload = { workload?: { manifests?: unknown[] } };
 
 /**
  * The templates of `template` (the defaulted spec of the replica set `namespace`/`name`) per
- * cluster, for `overrides` and the clusters' labels `clusters` (by name).
+ * cluster, for `overrides` and the clusters' labels and claims `clusters` (by name).
  */
 export function templatesFor(
   template: Record<string, unknown>,
   templateJson: string,
-  overrides: KubeFleetOverrides,
-  clusters: ReadonlyMap<string, OverrideCluster>,
+  overrides: BothOverrides,
+  clusters: ReadonlyMap<string, RenderCluster>,
 ): ReplicaSetTemplates {
-  const plain: ClusterTemplate = { template, json: templateJson, overrides: [] };
+  const plain: ClusterTemplate = { template, json: templateJson, overrides: [], karmada: {} };
   if (overrides.empty) return { empty: true, forCluster: () => plain };
   const manifests = ((template as Workload).workload?.manifests ?? []) as KubeObject[];
   const memo = new Map<string, ClusterTemplate>();
@@ -69,8 +82,10 @@ export function templatesFor(
       if (co.key === "") return plain;
       const hit = memo.get(co.key);
       if (hit) return hit;
-      const names = co.resourceOverrides.map((r) => r.name);
+      const names = co.kubefleet.resourceOverrides.map((r) => r.name);
       const list: KubeObject[] = [];
+      const clusterItems: AppliedOverride[] = [];
+      const items: AppliedOverride[] = [];
       let out: ClusterTemplate | undefined;
       for (const m of manifests) {
         // A manifest that is not an object (refused by the kind's validation) passes as it is.
@@ -80,24 +95,21 @@ export function templatesFor(
         }
         const r = co.apply(m);
         if (!r.ok) {
-          out = { json: "", overrides: names, error: r.message };
+          out = { json: "", overrides: names, karmada: {}, error: r.message };
           break;
         }
+        clusterItems.push(...r.clusterOverrides);
+        items.push(...r.overrides);
         if (r.object) list.push(r.object);
       }
       if (!out) {
         const t = { ...template, workload: { ...((template as Workload).workload ?? {}), manifests: list } };
-        out = { template: t, json: canonicalJson(t), overrides: names };
+        out = { template: t, json: canonicalJson(t), overrides: names, karmada: appliedAnnotations(clusterItems, items) };
       }
       memo.set(co.key, out);
       return out;
     },
   };
-}
-
-/** A ManagedCluster as the overrides see it: its labels, plus `kubernetes-fleet.io/member-cluster-name` (src/fleet/schedule.ts). */
-function overrideClusterOf(mc: KubeObject): OverrideCluster {
-  return { name: mc.metadata.name, labels: { ...(mc.metadata.labels ?? {}), [MEMBER_CLUSTER_NAME_LABEL]: mc.metadata.name } };
 }
 
 const latest = {
@@ -137,15 +149,24 @@ export async function replicaSetTemplates(
   const manifests = ((template as Workload).workload?.manifests ?? []).filter(
     (m): m is KubeObject => !!m && typeof m === "object" && typeof (m as KubeObject).metadata === "object" && (m as KubeObject).metadata !== null,
   );
-  const { items } = await admittedStoreOf(env, ResourceOverrideSnapshotKind).listPage(namespace, latest);
+  const [{ items }, policies] = await Promise.all([
+    admittedStoreOf(env, ResourceOverrideSnapshotKind).listPage(namespace, latest),
+    manifests.length > 0 ? readKarmadaPolicies(env, new Set([namespace])) : Promise.resolve([]),
+  ]);
   const ros = overridesForReplicaSet(
     namespace,
     name,
     manifests,
     items.map((o) => ({ name: o.metadata.name, namespace: o.metadata.namespace ?? "", spec: (o.spec as { overrideSpec: ResourceOverrideSpec }).overrideSpec })),
   );
-  const overrides = compileKubeFleetOverrides([], ros, { replicaSet: true });
+  const overrides = combineOverrides(
+    compileKubeFleetOverrides([], ros, { replicaSet: true }),
+    compileKarmadaOverrides(
+      policiesSelecting(policies, manifests, () => namespace),
+      { namespaceOf: () => namespace },
+    ),
+  );
   if (overrides.empty) return templatesFor(template, templateJson, overrides, new Map());
-  const clusters = (await admittedStoreOf(env, ManagedClusterKind).list()).items.map(overrideClusterOf);
+  const clusters = (await admittedStoreOf(env, ManagedClusterKind).list()).items.map(renderClusterOf);
   return templatesFor(template, templateJson, overrides, new Map(clusters.map((c) => [c.name, c])));
 }
