@@ -50,10 +50,10 @@ import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../agent/src/credentials.ts";
 import { HubClient } from "../agent/src/hub-client.ts";
-import { admin, createBootstrapToken, createNamespaces, startHub, workerdPids, type Hub } from "../scripts/hub-process.ts";
-import { procStat } from "../scripts/proc.mjs";
+import { admin, createBootstrapToken, createNamespaces, startHub, type Hub } from "../scripts/hub-process.ts";
 import type { HeartbeatRequest, WorkStatusReport } from "../src/agent-api/protocol.ts";
 import type { MeterCounts } from "./meter/counts.ts";
+import { meter, settledMeter as settle, workerdCpuMs } from "./meter/client.ts";
 import { printTable } from "./table.ts";
 import { addOnPath, manualAddOn, replicatedPolicy, templateAddOn } from "./objects.ts";
 import WebSocket from "ws";
@@ -143,30 +143,6 @@ interface Measured {
   latencies: number[];
   /** What the hub's cost headers said (agent calls), summed: the cluster object's own count. */
   headers: { d1: number; rows: number };
-}
-
-async function meter(hub: Hub, reset = false): Promise<MeterCounts> {
-  const res = await fetch(`${hub.url}/__meter`, { method: reset ? "POST" : "GET" });
-  if (res.status !== 200) throw new Error(`the hub is not the metered one (bench/meter/worker.ts): /__meter answered ${res.status}`);
-  return (await res.json()) as MeterCounts;
-}
-
-/** Waits until the meter stops moving (three equal readings 150 ms apart), so alarms and follow-ups are counted. */
-async function settle(hub: Hub): Promise<MeterCounts> {
-  let last = JSON.stringify(await meter(hub));
-  let same = 0;
-  for (let i = 0; i < 200 && same < 3; i++) {
-    await new Promise((r) => setTimeout(r, 150));
-    const now = JSON.stringify(await meter(hub));
-    same = now === last ? same + 1 : 0;
-    last = now;
-  }
-  return JSON.parse(last) as MeterCounts;
-}
-
-/** CPU time (user + system) of the hub's workerd processes so far, in milliseconds (Linux /proc). */
-function workerdCpuMs(hub: Hub): number {
-  return workerdPids(hub).reduce((ms, pid) => ms + (procStat(pid)?.cpuMs ?? 0), 0);
 }
 
 /** Runs `op` for samples 0..n-1 one after another and measures them together. `op` returns its latency in ms and, for agent calls, the hub's cost headers. */

@@ -37,6 +37,7 @@ import { createBootstrapToken, startHub, type Hub } from "../scripts/hub-process
 import { descendants, procStat } from "../scripts/proc.mjs";
 import type { HeartbeatRequest } from "../src/agent-api/protocol.ts";
 import type { MeterCounts } from "./meter/counts.ts";
+import { meter } from "./meter/client.ts";
 import {
   ChannelFleet,
   describeStats,
@@ -181,12 +182,6 @@ const METERED = ["--config", "bench/meter/wrangler.toml"];
 const epochNow = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (msg: string) => console.log(`${new Date().toISOString().slice(11, 19)} ${msg}`);
-
-async function meter(hub: Hub, reset = false): Promise<MeterCounts> {
-  const res = await fetch(`${hub.url}/__meter`, { method: reset ? "POST" : "GET" });
-  if (res.status !== 200) throw new Error(`the hub is not the metered one (bench/meter/worker.ts): /__meter answered ${res.status}`);
-  return (await res.json()) as MeterCounts;
-}
 
 /** CPU time (user + system) in milliseconds of `pid`, and of every process of the hub (`npm start` and below). */
 function cpuMs(hub: Hub, pid: number): { worker: number; all: number } {

@@ -75,6 +75,7 @@ import {
 } from "./channel-fleet.ts";
 import { printTable } from "./table.ts";
 import type { MeterCounts } from "./meter/counts.ts";
+import { meter } from "./meter/client.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "100,1000")
   .split(",")
@@ -596,13 +597,6 @@ async function cpuSettled(pid: number): Promise<number> {
   return Date.now() - start;
 }
 const TRACE_SQL = process.env.BENCH_TRACE_SQL === "1";
-
-/** The metered hub's counts (`BENCH_METER`), zeroed first with `reset`. */
-async function meter(hub: Hub, reset = false): Promise<MeterCounts> {
-  const res = await fetch(`${hub.url}/__meter`, { method: reset ? "POST" : "GET" });
-  if (res.status !== 200) throw new Error(`the hub is not the metered one (bench/meter/worker.ts): /__meter answered ${res.status}`);
-  return (await res.json()) as MeterCounts;
-}
 
 /** The meter once it stopped moving (no D1 call for 1.5 s, at most 60 s): the work the reports set off is done. */
 async function quietMeter(hub: Hub): Promise<MeterCounts> {

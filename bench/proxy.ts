@@ -31,7 +31,7 @@ import { fileURLToPath } from "node:url";
 import { admin, createBootstrapToken, startHub, workerdPids, type Hub } from "../scripts/hub-process.ts";
 import { agentImage } from "../scripts/agent-image.ts";
 import { procStat } from "../scripts/proc.mjs";
-import type { MeterCounts } from "./meter/counts.ts";
+import { meter, settledMeter as settle } from "./meter/client.ts";
 import { startSim } from "./sim-process.ts";
 import { printTable } from "./table.ts";
 
@@ -80,24 +80,6 @@ function sampleRss(pid: number): { stop: () => { peak: number; last: number; sam
       return { peak, last, samples };
     },
   };
-}
-
-async function meter(hub: Hub, reset = false): Promise<MeterCounts> {
-  const res = await fetch(`${hub.url}/__meter`, { method: reset ? "POST" : "GET" });
-  if (res.status !== 200) throw new Error(`the hub is not the metered one (bench/meter/worker.ts): /__meter answered ${res.status}`);
-  return (await res.json()) as MeterCounts;
-}
-
-/** Waits until the meter stops moving (three equal readings 150 ms apart): audit writes and follow-ups counted. */
-async function settle(hub: Hub): Promise<MeterCounts> {
-  let last = JSON.stringify(await meter(hub));
-  for (let i = 0, same = 0; i < 200 && same < 3; i++) {
-    await sleep(150);
-    const now = JSON.stringify(await meter(hub));
-    same = now === last ? same + 1 : 0;
-    last = now;
-  }
-  return JSON.parse(last) as MeterCounts;
 }
 
 const workerdCpuMs = (hub: Hub) => workerdPids(hub).reduce((ms, pid) => ms + (procStat(pid)?.cpuMs ?? 0), 0);

@@ -43,7 +43,7 @@ import { HubClient } from "../agent/src/hub-client.ts";
 import { admin, createBootstrapToken, createNamespaces, freePort, startHub, workerdPids, type Hub } from "../scripts/hub-process.ts";
 import { startProfiling } from "./cpu-profile.ts";
 import type { MeterCounts } from "./meter/counts.ts";
-import { procStat } from "../scripts/proc.mjs";
+import { meter, settledMeter, workerdCpuMs } from "./meter/client.ts";
 import { CLUSTERSET_LABEL } from "../src/kinds/managedcluster.ts";
 import { clusterView } from "../src/placement/reads.ts";
 import { SchedulerView } from "../src/placement/view.ts";
@@ -64,29 +64,6 @@ const TRACE_SQL = METER && process.env.BENCH_TRACE_SQL === "1";
 /** The hub's options of the metered run (the same D1 database as the plain hub's configuration). */
 const METER_ARGS = METER ? ["--config", "bench/meter/wrangler.toml", ...(TRACE_SQL ? ["--var", "BENCH_TRACE_SQL:1"] : [])] : [];
 
-/** The metered hub's counts (`reset`: and zeroes them). */
-async function meter(hub: Hub, reset = false): Promise<MeterCounts> {
-  const res = await fetch(`${hub.url}/__meter`, { method: reset ? "POST" : "GET" });
-  if (res.status !== 200) throw new Error(`the hub is not the metered one (bench/meter/worker.ts): /__meter answered ${res.status}`);
-  return (await res.json()) as MeterCounts;
-}
-
-/** The meter once it stopped moving (three equal readings 150 ms apart), so follow-ups are counted. */
-async function settled(hub: Hub): Promise<MeterCounts> {
-  let last = JSON.stringify(await meter(hub));
-  for (let i = 0, same = 0; i < 400 && same < 3; i++) {
-    await new Promise((r) => setTimeout(r, 150));
-    const now = JSON.stringify(await meter(hub));
-    same = now === last ? same + 1 : 0;
-    last = now;
-  }
-  return JSON.parse(last) as MeterCounts;
-}
-
-/** CPU time (user + system) of the hub's workerd processes so far, in milliseconds. */
-function workerdCpuMs(hub: Hub): number {
-  return workerdPids(hub).reduce((ms, pid) => ms + (procStat(pid)?.cpuMs ?? 0), 0);
-}
 const G = "cluster.open-cluster-management.io";
 const MC = `/apis/${G}/v1/managedclusters`;
 const PL = (ns: string) => `/apis/${G}/v1beta1/namespaces/${ns}/placements`;
@@ -241,7 +218,7 @@ function printMeter(n: number, name: string, m: MeterCounts, cpuMs: number): voi
  */
 async function coldPhase(hub: Hub, n: number, name: string, inspectorPort: number, write: () => Promise<unknown>): Promise<{ ms: number }> {
   if (METER) {
-    await settled(hub);
+    await settledMeter(hub, 400);
     await meter(hub, true);
   }
   const profiling = PROFILE ? await startProfiling(inspectorPort) : undefined;
@@ -250,7 +227,7 @@ async function coldPhase(hub: Hub, n: number, name: string, inspectorPort: numbe
   await write();
   const took = performance.now() - t;
   await profiling?.stop(`${PROFILE}-${n}-${name}.cpuprofile`);
-  if (METER) printMeter(n, name, await settled(hub), workerdCpuMs(hub) - cpu0);
+  if (METER) printMeter(n, name, await settledMeter(hub, 400), workerdCpuMs(hub) - cpu0);
   return { ms: took };
 }
 
