@@ -16,7 +16,8 @@
  *   next heartbeat (the agent's `heartbeatDelayMs`: the lease plus up to 25 %), as the agent does;
  * - answers each `works` message carrying a work generation it has not reported with a `report`
  *   (Applied, Available True and Progressing False at that generation, as an agent that applied
- *   it), and records when the works arrived and when the hub acknowledged the report;
+ *   it), and records when the works arrived and when the hub acknowledged the report, by
+ *   generation and by work name (an agent may hold several works: a placement's and a replica set's);
  * - reconnects with the agent's {@link ReconnectBackoff} (full jitter), probing `GET /livez`
  *   while the hub is absent ({@link sleepProbing}), as the transport does; requests left without
  *   an answer go again on the next connection.
@@ -70,9 +71,12 @@ class SimAgent {
   joined = false;
   /** When the last `welcome` arrived (epoch ms). */
   welcomedAt = 0;
-  /** Work generation → when works carrying it arrived, and when its report was acknowledged (epoch ms). */
+  /** Work generation → when works carrying it arrived, and when its report was acknowledged (epoch ms), whichever work it was. */
   readonly woken = new Map<number, number>();
   readonly reported = new Map<number, number>();
+  /** The same per work name: work → generation → epoch ms (when one agent holds several works). */
+  readonly wokenWork = new Map<string, Map<number, number>>();
+  readonly reportedWork = new Map<string, Map<number, number>>();
   /** Generations reported or being reported, by work name. */
   private readonly sentGeneration = new Map<string, number>();
   private readonly pending = new Map<string, Request>();
@@ -278,6 +282,8 @@ class SimAgent {
         for (const w of msg.works) {
           const g = Number(w.metadata.generation);
           if (!this.woken.has(g)) this.woken.set(g, at);
+          const wokenOf = mapIn(this.wokenWork, w.metadata.name);
+          if (!wokenOf.has(g)) wokenOf.set(g, at);
           if ((this.sentGeneration.get(w.metadata.name) ?? 0) >= g) continue;
           this.sentGeneration.set(w.metadata.name, g);
           const stamp = new Date().toISOString().replace(/\.\d+Z$/, "Z");
@@ -322,7 +328,10 @@ class SimAgent {
         } else {
           counts.reportsAcked++;
           const g = Number(/^r(\d+)-/.exec(req.id)![1]);
-          if (!this.reported.has(g)) this.reported.set(g, now());
+          const at = now();
+          if (!this.reported.has(g)) this.reported.set(g, at);
+          const reportedOf = mapIn(this.reportedWork, req.work);
+          if (!reportedOf.has(g)) reportedOf.set(g, at);
         }
         return;
       }
@@ -330,6 +339,13 @@ class SimAgent {
         return;
     }
   }
+}
+
+/** The inner map of `outer` under `key`, made empty when absent. */
+function mapIn(outer: Map<string, Map<number, number>>, key: string): Map<number, number> {
+  let inner = outer.get(key);
+  if (!inner) outer.set(key, (inner = new Map()));
+  return inner;
 }
 
 let agents: SimAgent[] = [];
@@ -376,6 +392,8 @@ async function handle(cmd: FleetCommand): Promise<unknown> {
         a.joined = false;
         a.woken.clear();
         a.reported.clear();
+        a.wokenWork.clear();
+        a.reportedWork.clear();
       }
       loops = [];
       // The first dials go a few at a time, as a fleet's agents start; each waits for its welcome
@@ -394,12 +412,19 @@ async function handle(cmd: FleetCommand): Promise<unknown> {
       target = cmd.url;
       return {};
     case "reported": {
+      // Any work's generation, or (`work`) that one work's.
+      const reported = (a: SimAgent) => (cmd.work === undefined ? a.reported : a.reportedWork.get(cmd.work));
+      const woken = (a: SimAgent) => (cmd.work === undefined ? a.woken : a.wokenWork.get(cmd.work));
+      const what = cmd.work === undefined ? "" : ` of work ${cmd.work}`;
       await until(
-        () => agents.every((a) => a.reported.has(cmd.generation)),
+        () => agents.every((a) => reported(a)?.has(cmd.generation)),
         cmd.timeoutMs,
-        () => `${agents.filter((a) => a.reported.has(cmd.generation)).length}/${agents.length} agents of this process reported generation ${cmd.generation}`,
+        () =>
+          `${agents.filter((a) => reported(a)?.has(cmd.generation)).length}/${agents.length} agents of this process reported generation ${cmd.generation}${what}`,
       );
-      return { times: agents.map((a) => ({ woken: a.woken.get(cmd.generation) ?? NaN, done: a.reported.get(cmd.generation)! }) satisfies AgentTimes) };
+      return {
+        times: agents.map((a) => ({ woken: woken(a)?.get(cmd.generation) ?? NaN, done: reported(a)!.get(cmd.generation)! }) satisfies AgentTimes),
+      };
     }
     case "connected": {
       await until(

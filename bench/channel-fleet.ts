@@ -39,8 +39,8 @@ export type FleetCommand =
   | { cmd: "connect"; url: string; concurrency: number; timeoutMs: number }
   /** Dials `url` from now on (a restarted Worker's new address). */
   | { cmd: "target"; url: string }
-  /** Answers once every agent had its report of `generation` acknowledged: the times. */
-  | { cmd: "reported"; generation: number; timeoutMs: number }
+  /** Answers once every agent had its report of `generation` acknowledged (of work `work` only, when given): the times. */
+  | { cmd: "reported"; generation: number; timeoutMs: number; work?: string }
   /** Answers once every agent is connected on a connection welcomed at or after `since` (epoch ms): the welcome times. */
   | { cmd: "connected"; since: number; timeoutMs: number }
   /** The counts of this process (see {@link FleetStats}). */
@@ -169,12 +169,16 @@ export class ChannelFleet {
   }
 
   /**
-   * Waits until every agent's report of work generation `generation` was acknowledged.
+   * Waits until every agent's report of work generation `generation` was acknowledged: of any
+   * work, or with `work` of the work of that name only (an agent holding several works, whose
+   * generations count apart: a placement's work at generation 2 beside a replica set's at 1).
    * @returns per agent, when the works arrived and when the report was acknowledged (epoch ms)
    * @throws Error naming how many had not after `timeoutMs` milliseconds
    */
-  async reported(generation: number, timeoutMs = 600_000): Promise<AgentTimes[]> {
-    return (await this.all<{ times: AgentTimes[] }>({ cmd: "reported", generation, timeoutMs })).flatMap((r) => r.times);
+  async reported(generation: number, timeoutMs = 600_000, work?: string): Promise<AgentTimes[]> {
+    return (await this.all<{ times: AgentTimes[] }>({ cmd: "reported", generation, timeoutMs, ...(work === undefined ? {} : { work }) })).flatMap(
+      (r) => r.times,
+    );
   }
 
   /**
