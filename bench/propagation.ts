@@ -56,7 +56,8 @@
 import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../agent/src/credentials.ts";
 import { HubClient } from "../agent/src/hub-client.ts";
 import type { HeartbeatRequest, WorkStatusReport, WorksAnswer } from "../src/agent-api/protocol.ts";
-import { admin, createBootstrapToken, createNamespaces, freePort, startHub, type Hub } from "../scripts/hub-process.ts";
+import { admin, createBootstrapToken, freePort, startHub, type Hub } from "../scripts/hub-process.ts";
+import { ok, placeEveryCluster } from "./ocm-placement.ts";
 import { startNoopWorker } from "./noop/start.ts";
 import { startProfiling, type Profiling } from "./cpu-profile.ts";
 import { Agent as HttpAgent, request as httpRequest } from "node:http";
@@ -81,7 +82,6 @@ const SIZES = (process.env.BENCH_SIZES ?? "100,1000")
   .split(",")
   .map((s) => Number(s.trim()))
   .filter((n) => n > 0);
-const G = "/apis/cluster.open-cluster-management.io";
 const MWRS = "/apis/work.open-cluster-management.io/v1alpha1/namespaces/bench/manifestworkreplicasets";
 
 interface BenchAgent {
@@ -94,34 +94,6 @@ interface BenchAgent {
   reported: Map<string, { generation: number; at: number }>;
   /** When a poll answer first carried each work generation (performance.now() milliseconds). */
   woken?: Map<number, number>;
-}
-
-/** Throws unless `r` answered 2xx, naming `what`. */
-function ok(r: { status: number; body: unknown }, what: string): void {
-  if (r.status >= 300) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
-}
-
-/** The bench namespace, bound to the `default` set, with Placement `all` selecting every cluster. */
-async function placeEveryCluster(hub: Hub): Promise<void> {
-  await createNamespaces(hub, "bench");
-  ok(
-    await admin(hub, "POST", `${G}/v1beta2/namespaces/bench/managedclustersetbindings`, {
-      apiVersion: "cluster.open-cluster-management.io/v1beta2",
-      kind: "ManagedClusterSetBinding",
-      metadata: { name: "default" },
-      spec: { clusterSet: "default" },
-    }),
-    "binding",
-  );
-  ok(
-    await admin(hub, "POST", `${G}/v1beta1/namespaces/bench/placements`, {
-      apiVersion: "cluster.open-cluster-management.io/v1beta1",
-      kind: "Placement",
-      metadata: { name: "all" },
-      spec: {},
-    }),
-    "placement",
-  );
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -442,7 +414,7 @@ async function measure(size: number): Promise<string[]> {
       }),
     );
     checkNoRestart(hub);
-    await placeEveryCluster(hub);
+    await placeEveryCluster(hub, "bench");
     // The agents start 16 at a time, each with a first works poll: on this one machine, 10,000
     // cluster objects loading their storage at once would queue requests for minutes, past their
     // tokens' lifetime (a real fleet's objects load on many machines, as its agents start).
@@ -657,7 +629,7 @@ async function measureWsHub(fleet: ChannelFleet, size: number): Promise<WsSide> 
     await fleet.register(hub.url, token);
     console.log(`fleet of ${size}: ${size} agents registered in ${((performance.now() - t) / 1000).toFixed(1)} s`);
     checkNoRestart(hub);
-    await placeEveryCluster(hub);
+    await placeEveryCluster(hub, "bench");
     const target = await dialTarget(hub.pid, hub.url);
     limit = descriptorLimit(target.worker);
     sampler = sampleDescriptors(target.worker);
