@@ -8,22 +8,32 @@
  * - **change**: from one PATCH of one selected object to each cluster's report of the new work
  *   generation acknowledged (the placement's default rolling update: 25% of the clusters
  *   unavailable at once, so the change walks the fleet in four steps or more);
+ * - **mwrs**: after those, on the same hub and agents, from one OCM ManifestWorkReplicaSet create
+ *   carrying the same objects (the namespace and its 50, taken from the placement's rendered work)
+ *   to each cluster's report of its work acknowledged; it is placed by a Placement of every cluster
+ *   in its own namespace (`mwrs-bench`, bound to the `default` set as bench/propagation.ts does),
+ *   made and decided before the create (so, unlike the CRP's create, no scheduling is timed),
+ *   rollout `All` (OCM's default, written out: the CRP's create also goes to every cluster at once).
+ *   Each agent then holds both works (the placement's `bench-work`, at generation 2 after the
+ *   change, and the replica set's `mwrs-bench.bench`), and every push carries both;
  * and the same agents against the no-op Worker (bench/noop: one work pushed to every cluster and
  * acknowledged at once) in the same run, as bench/propagation.ts does for a ManifestWorkReplicaSet.
  *
  *   BENCH_SIZES       fleet sizes, comma-separated (default "1000"); each size gets a fresh hub
  *   BENCH_OBJECTS     objects in the placed namespace besides the namespace (default 50)
  *   BENCH_HUB_LOG     a file prefix: `<prefix>-<size>.log` gets everything the hub printed
- *   BENCH_CPU_PROFILE a file prefix: writes `<prefix>-<size>-create.cpuprofile` and
- *                     `<prefix>-<size>-change.cpuprofile`, the hub isolate's CPU profile of each
- *                     phase until its placement settled (bench/cpu-profile.ts)
+ *   BENCH_CPU_PROFILE a file prefix: writes `<prefix>-<size>-create.cpuprofile`,
+ *                     `<prefix>-<size>-change.cpuprofile` and `<prefix>-<size>-mwrs.cpuprofile`,
+ *                     the hub isolate's CPU profile of each phase until it settled (bench/cpu-profile.ts)
  *   BENCH_TRACE_SQL=1 also each phase's D1 calls and costliest statements (as bench:costs)
  *   BENCH_METER=0     the hub's own entry instead of the metered one (no counts: zeros)
- *   BENCH_CHANGE=0    the create phase alone (no change phase)
+ *   BENCH_CHANGE=0    no change phase
+ *   BENCH_MWRS=0      no ManifestWorkReplicaSet phase
  *
  * The hub runs the metered entry (bench/meter/worker.ts, as bench:costs): besides the latencies,
- * each phase prints what it cost from its write until the placement settled (its status reports
- * the phase's resource index Available on every cluster and the meter stopped moving): D1 calls,
+ * each phase prints what it cost from its write until it settled (the placement's status reports
+ * the phase's resource index Available on every cluster, or the replica set's summary every work
+ * Available, and the meter stopped moving): D1 calls,
  * rows read and written, Durable Object requests and alarms per class, and the CPU the hub's
  * workerd used, per acknowledged report (from /proc, whatever the machine's load). The counts do
  * not depend on the load: a change that re-renders only what changed costs the same D1 rows and
@@ -33,6 +43,8 @@
  */
 import { readFileSync } from "node:fs";
 import { admin, createBootstrapToken, createNamespaces, freePort, startHub, type Hub } from "../scripts/hub-process.ts";
+import { meter as readMeter } from "./meter/client.ts";
+import { ok, placeEveryCluster, selectedClusters } from "./ocm-placement.ts";
 import { startNoopWorker } from "./noop/start.ts";
 import { ChannelFleet, entryUrl, hubProcesses, percentile as pct, type AgentTimes } from "./channel-fleet.ts";
 import { startProfiling, type Profiling } from "./cpu-profile.ts";
@@ -50,14 +62,16 @@ const PROFILE = process.env.BENCH_CPU_PROFILE;
 const TRACE_SQL = process.env.BENCH_TRACE_SQL === "1";
 const METER = process.env.BENCH_METER !== "0";
 const CHANGE = process.env.BENCH_CHANGE !== "0";
+const MWRS = process.env.BENCH_MWRS !== "0";
+/** The ManifestWorkReplicaSet phase's namespace: its Placement `all` and its replica set `bench`. */
+const MWRS_NS = "mwrs-bench";
+/** The name of the replica set's work in each cluster's namespace (OCM's `<namespace>.<name>`). */
+const MWRS_WORK = `${MWRS_NS}.bench`;
+const MWRS_PATH = `/apis/work.open-cluster-management.io/v1alpha1/namespaces/${MWRS_NS}/manifestworkreplicasets`;
 
 const epochNow = () => performance.timeOrigin + performance.now();
 const secs = (ms: number) => (ms / 1000).toFixed(2);
 const doneAfter = (times: AgentTimes[], t0: number) => times.map((t) => t.done - t0).sort((a, b) => a - b);
-
-function ok(r: { status: number; body: unknown }, what: string): void {
-  if (r.status >= 300) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
-}
 
 /** The namespace's objects: Secrets, Roles and ServiceAccounts in turn (the kinds every hub serves). */
 async function storeObjects(hub: Hub): Promise<void> {
@@ -83,14 +97,14 @@ async function storeObjects(hub: Hub): Promise<void> {
   }
 }
 
-/** What one phase (create, change) cost, from its write until the placement settled. */
+/** What one phase (create, change, mwrs) cost, from its write until it settled. */
 interface Cost {
   counts: MeterCounts;
   /** CPU seconds of the hub's workerd (the Worker, its objects and the local D1). */
   cpu: number;
   /** Reports the hub acknowledged meanwhile. */
   acked: number;
-  /** Seconds from the write until the placement settled. */
+  /** Seconds from the write until it settled. */
   settled: number;
   /** The 1-minute load average at the end. */
   load: string;
@@ -98,8 +112,9 @@ interface Cost {
 
 interface Side {
   create: number[];
-  change: number[];
-  costs: { create: Cost; change?: Cost };
+  change: number[] | undefined;
+  mwrs: number[] | undefined;
+  costs: { create: Cost; change?: Cost; mwrs?: Cost };
 }
 
 const NO_COUNTS: MeterCounts = {
@@ -117,12 +132,8 @@ const NO_COUNTS: MeterCounts = {
   d1RowsWritten: 0,
 };
 
-async function meter(hub: Hub, reset = false): Promise<MeterCounts> {
-  if (!METER) return NO_COUNTS;
-  const res = await fetch(`${hub.url}/__meter`, { method: reset ? "POST" : "GET" });
-  if (res.status !== 200) throw new Error(`the hub is not the metered one (bench/meter/worker.ts): /__meter answered ${res.status}`);
-  return (await res.json()) as MeterCounts;
-}
+/** The metered hub's counts (bench/meter/client.ts), zeros with `BENCH_METER=0`. */
+const meter = (hub: Hub, reset = false): Promise<MeterCounts> => (METER ? readMeter(hub, reset) : Promise.resolve(NO_COUNTS));
 
 /**
  * The CPU time process `pid` has used so far (user + system, seconds), from /proc/<pid>/stat
@@ -137,21 +148,58 @@ function cpuSeconds(pid: number): number {
 const loadAverage = () => readFileSync("/proc/loadavg", "utf8").split(" ")[0]!;
 
 /**
- * Waits until the placement reports resource index `index` Available on each of `size` clusters,
- * then until the meter stops moving (no D1 call for 1.5 s): the runs its reports woke are done.
- * @returns the meter then
- * @throws Error after 600 s
+ * What keeps a phase from having settled: undefined once it has, else a description (for the
+ * timeout's error).
  */
-async function settle(hub: Hub, index: string, size: number): Promise<MeterCounts> {
-  const deadline = Date.now() + 600_000;
-  for (;;) {
+type Pending = () => Promise<string | undefined>;
+
+/** Pending until the placement reports resource index `index` Available on each of `size` clusters. */
+const placementAt =
+  (hub: Hub, index: string, size: number): Pending =>
+  async () => {
     const r = await admin(hub, "GET", `${CRP}/bench`);
     const status = (r.body as { status?: { observedResourceIndex?: string; placementStatuses?: { conditions?: { type: string; status: string }[] }[] } })
       .status;
     const available = (status?.placementStatuses ?? []).filter((p) => p.conditions?.some((c) => c.type === "Available" && c.status === "True")).length;
-    if (status?.observedResourceIndex === index && available === size) break;
-    if (Date.now() > deadline) throw new Error(`the placement did not settle at index ${index}: ${available}/${size} clusters Available`);
-    // Not more often: at 1,000 clusters the placement is some 1.5 MB to read.
+    return status?.observedResourceIndex === index && available === size
+      ? undefined
+      : `the placement did not settle at index ${index}: ${available}/${size} clusters Available`;
+  };
+
+/**
+ * Pending until the replica set's summary counts `size` works, each Available, and its
+ * ManifestworkApplied condition is True (OCM's status reconciler: every work Available, none
+ * progressing or degraded).
+ */
+const replicaSetAvailable =
+  (hub: Hub, size: number): Pending =>
+  async () => {
+    const r = await admin(hub, "GET", `${MWRS_PATH}/bench`);
+    const status = (
+      r.body as {
+        status?: { summary?: { total?: number; available?: number }; conditions?: { type: string; status: string; reason?: string; message?: string }[] };
+      }
+    ).status;
+    const applied = status?.conditions?.some((c) => c.type === "ManifestworkApplied" && c.status === "True") ?? false;
+    const conditions = (status?.conditions ?? []).map((c) => `${c.type}=${c.status} (${c.reason ?? ""}: ${c.message ?? ""})`).join("; ");
+    return status?.summary?.total === size && status.summary.available === size && applied
+      ? undefined
+      : `the replica set did not settle: ${status?.summary?.available ?? 0}/${status?.summary?.total ?? 0} works Available of ${size}; ${conditions || "no condition"}`;
+  };
+
+/**
+ * Waits until `pending` answers undefined (asked every second: at 1,000 clusters the placement is
+ * some 1.5 MB to read), then until the meter stops moving (no D1 call for 1.5 s): the runs its
+ * reports woke are done.
+ * @returns the meter then
+ * @throws Error with `pending`'s description after 600 s
+ */
+async function settle(hub: Hub, pending: Pending): Promise<MeterCounts> {
+  const deadline = Date.now() + 600_000;
+  for (;;) {
+    const left = await pending();
+    if (left === undefined) break;
+    if (Date.now() > deadline) throw new Error(left);
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
   let last = await meter(hub);
@@ -165,15 +213,16 @@ async function settle(hub: Hub, index: string, size: number): Promise<MeterCount
   return last;
 }
 
-/** Runs one phase: `write` (timed from its start), then the reports of `generation`, then until the placement settled at `index`. */
+/**
+ * Runs one phase: `write` (timed from its start), then the reports of `generation` (of work `work`
+ * only, when given), then until it settled (`pending`, {@link settle}).
+ */
 async function phase(
   hub: Hub,
   fleet: ChannelFleet,
   worker: number,
   profile: { port: number; file: string } | undefined,
-  size: number,
-  generation: number,
-  index: string,
+  wait: { generation: number; work?: string; pending: Pending },
   write: () => Promise<void>,
 ): Promise<{ times: number[]; cost: Cost }> {
   await meter(hub, true);
@@ -182,8 +231,13 @@ async function phase(
   const cpu0 = cpuSeconds(worker);
   const t0 = epochNow();
   await write();
-  const times = doneAfter(await fleet.reported(generation), t0);
-  const counts = await settle(hub, index, size);
+  const reports = await fleet.reported(wait.generation, undefined, wait.work).catch(async (e: unknown) => {
+    // Why they did not come, as far as the hub's status tells.
+    const left = await wait.pending().catch((why: unknown) => String(why));
+    throw new Error(`${e instanceof Error ? e.message : String(e)}; ${left ?? "settled"}`, { cause: e });
+  });
+  const times = doneAfter(reports, t0);
+  const counts = await settle(hub, wait.pending);
   const settled = (epochNow() - t0) / 1000;
   const cpu = cpuSeconds(worker) - cpu0;
   const acked = (await fleet.stats()).reportsAcked - acked0;
@@ -222,6 +276,37 @@ function printCost(size: number, label: string, c: Cost): void {
   );
 }
 
+/** The name of the fleet's `i`th cluster. */
+const clusterName = (i: number) => `crp-${String(i).padStart(5, "0")}`;
+
+/** What a stored object carries that a rendered manifest does not (KubeFleet dispatches none of it). */
+const STORED_ONLY = ["uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "selfLink"] as const;
+
+/**
+ * The objects the placement `bench` placed on `cluster`, as its works there carry them (their
+ * `spec.workload.manifests`, the works `bench-work`, `bench-1`, ... in order: KubeFleet's names,
+ * src/fleet/render.ts), without status and the metadata only a stored object has (none is
+ * expected there; taken off in case).
+ * @throws Error when the cluster holds no such work
+ */
+async function renderedManifests(hub: Hub, cluster: string): Promise<Record<string, unknown>[]> {
+  const r = await admin(hub, "GET", `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks`);
+  ok(r, "works");
+  const chunk = (name: string) => (name === "bench-work" ? 0 : /^bench-(\d+)$/.test(name) ? Number(name.slice(6)) : -1);
+  const works = (r.body as { items: { metadata: { name: string }; spec: { workload?: { manifests?: Record<string, unknown>[] } } }[] }).items
+    .filter((w) => chunk(w.metadata.name) >= 0)
+    .sort((a, b) => chunk(a.metadata.name) - chunk(b.metadata.name));
+  if (works.length === 0) throw new Error(`${cluster} holds no work of the placement`);
+  return works.flatMap((w) =>
+    (w.spec.workload?.manifests ?? []).map((m) => {
+      const { status: _status, ...rest } = structuredClone(m);
+      const metadata = { ...(rest.metadata as Record<string, unknown>) };
+      for (const k of STORED_ONLY) delete metadata[k];
+      return { ...rest, metadata };
+    }),
+  );
+}
+
 async function measureHub(fleet: ChannelFleet, size: number): Promise<Side> {
   const inspectorPort = PROFILE ? await freePort() : 0;
   const hub = await startHub({
@@ -243,7 +328,7 @@ async function measureHub(fleet: ChannelFleet, size: number): Promise<Side> {
     await fleet.connect(await entryUrl(procs.worker));
     console.log(`fleet of ${size}: connected; ${OBJECTS} objects stored in ${NS}`);
     const profile = (name: string) => (PROFILE ? { port: inspectorPort, file: `${PROFILE}-${size}-${name}.cpuprofile` } : undefined);
-    const create = await phase(hub, fleet, procs.worker, profile("create"), size, 1, "0", async () =>
+    const create = await phase(hub, fleet, procs.worker, profile("create"), { generation: 1, pending: placementAt(hub, "0", size) }, async () =>
       ok(
         await admin(hub, "POST", CRP, {
           apiVersion: "placement.kubernetes-fleet.io/v1",
@@ -258,13 +343,49 @@ async function measureHub(fleet: ChannelFleet, size: number): Promise<Side> {
       `fleet of ${size}, create: first ${secs(create.times[0]!)} s, p50 ${secs(pct(create.times, 50))} s, p99 ${secs(pct(create.times, 99))} s, max ${secs(create.times.at(-1)!)} s`,
     );
     printCost(size, "create", create.cost);
-    if (!CHANGE) return { create: create.times, change: [0], costs: { create: create.cost } };
-    const change = await phase(hub, fleet, procs.worker, profile("change"), size, 2, "1", async () =>
-      ok(await admin(hub, "PATCH", `/api/v1/namespaces/${NS}/secrets/obj-0`, { stringData: { value: "changed" } }, "application/merge-patch+json"), "change"),
-    );
-    console.log(`fleet of ${size}, change: p50 ${secs(pct(change.times, 50))} s, p99 ${secs(pct(change.times, 99))} s, max ${secs(change.times.at(-1)!)} s`);
-    printCost(size, "change", change.cost);
-    return { create: create.times, change: change.times, costs: { create: create.cost, change: change.cost } };
+    const side: Side = { create: create.times, change: undefined, mwrs: undefined, costs: { create: create.cost } };
+    if (CHANGE) {
+      const change = await phase(hub, fleet, procs.worker, profile("change"), { generation: 2, pending: placementAt(hub, "1", size) }, async () =>
+        ok(await admin(hub, "PATCH", `/api/v1/namespaces/${NS}/secrets/obj-0`, { stringData: { value: "changed" } }, "application/merge-patch+json"), "change"),
+      );
+      console.log(`fleet of ${size}, change: p50 ${secs(pct(change.times, 50))} s, p99 ${secs(pct(change.times, 99))} s, max ${secs(change.times.at(-1)!)} s`);
+      printCost(size, "change", change.cost);
+      side.change = change.times;
+      side.costs.change = change.cost;
+    }
+    if (MWRS) {
+      // The same objects as the placement's works carry them, read from the first cluster's.
+      const manifests = await renderedManifests(hub, clusterName(0));
+      await placeEveryCluster(hub, MWRS_NS);
+      await settle(hub, async () => {
+        const n = await selectedClusters(hub, MWRS_NS);
+        return n === size ? undefined : `the Placement selected ${n}/${size} clusters`;
+      });
+      const mwrs = await phase(
+        hub,
+        fleet,
+        procs.worker,
+        profile("mwrs"),
+        { generation: 1, work: MWRS_WORK, pending: replicaSetAvailable(hub, size) },
+        async () =>
+          ok(
+            await admin(hub, "POST", MWRS_PATH, {
+              apiVersion: "work.open-cluster-management.io/v1alpha1",
+              kind: "ManifestWorkReplicaSet",
+              metadata: { name: "bench" },
+              spec: { placementRefs: [{ name: "all", rolloutStrategy: { type: "All" } }], manifestWorkTemplate: { workload: { manifests } } },
+            }),
+            "replica set",
+          ),
+      );
+      console.log(
+        `fleet of ${size}, mwrs create (${manifests.length} manifests): first ${secs(mwrs.times[0]!)} s, p50 ${secs(pct(mwrs.times, 50))} s, p99 ${secs(pct(mwrs.times, 99))} s, max ${secs(mwrs.times.at(-1)!)} s`,
+      );
+      printCost(size, "mwrs create", mwrs.cost);
+      side.mwrs = mwrs.times;
+      side.costs.mwrs = mwrs.cost;
+    }
+    return side;
   } finally {
     await fleet.disconnect().catch(() => undefined);
     await hub.stop();
@@ -291,12 +412,12 @@ const costRows: string[][] = [];
 /** Each size's phase costs, for the split into a part per cluster and a fixed part ({@link printSplit}). */
 const measured: { size: number; label: string; counts: MeterCounts }[] = [];
 for (const size of SIZES) {
-  const fleet = await ChannelFleet.start(Array.from({ length: size }, (_, i) => `crp-${String(i).padStart(5, "0")}`));
+  const fleet = await ChannelFleet.start(Array.from({ length: size }, (_, i) => clusterName(i)));
   try {
     const hub = await measureHub(fleet, size);
     const noop = await measureNoop(fleet);
-    const p = (xs: number[]) => `${secs(pct(xs, 50))} / ${secs(pct(xs, 99))} / ${secs(xs.at(-1)!)}`;
-    rows.push([String(size), String(OBJECTS + 1), p(hub.create), p(hub.change), p(noop)]);
+    const p = (xs: number[] | undefined) => (xs ? `${secs(pct(xs, 50))} / ${secs(pct(xs, 99))} / ${secs(xs.at(-1)!)}` : "-");
+    rows.push([String(size), String(OBJECTS + 1), p(hub.create), p(hub.change), p(hub.mwrs), p(noop)]);
     for (const [label, c] of Object.entries(hub.costs)) measured.push({ size, label, counts: c.counts });
     for (const [label, c] of Object.entries(hub.costs))
       costRows.push([
@@ -315,12 +436,12 @@ for (const size of SIZES) {
   }
 }
 printTable(
-  "one ClusterResourcePlacement (PickAll, a namespace with its objects) to each cluster's report acknowledged over its channel (local wrangler dev on this machine; seconds)",
-  ["clusters", "objects", "create p50 / p99 / max s", "change of one object p50 / p99 / max s", "no-op p50 / p99 / max s"],
+  "one ClusterResourcePlacement (PickAll, a namespace with its objects), then one ManifestWorkReplicaSet of the same objects (rollout All), to each cluster's report acknowledged over its channel (local wrangler dev on this machine; seconds)",
+  ["clusters", "objects", "create p50 / p99 / max s", "change of one object p50 / p99 / max s", "MWRS create p50 / p99 / max s", "no-op p50 / p99 / max s"],
   rows,
 );
 printTable(
-  "what each phase cost on the hub, from its write until the placement settled (metered hub, bench/meter/worker.ts)",
+  "what each phase cost on the hub, from its write until it settled (metered hub, bench/meter/worker.ts)",
   ["clusters", "phase", "D1 calls", "D1 rows read", "D1 rows written", "DO requests (clusters' / others)", "DO alarms", "hub CPU ms / report", "settled s"],
   costRows,
 );
@@ -338,7 +459,7 @@ function printSplit(): void {
   if (sizes.length < 2) return;
   const [small, large] = [sizes[0]!, sizes.at(-1)!];
   const out: string[][] = [];
-  for (const label of ["create", "change"]) {
+  for (const label of ["create", "change", "mwrs"]) {
     const a = measured.find((m) => m.size === small && m.label === label)?.counts;
     const b = measured.find((m) => m.size === large && m.label === label)?.counts;
     if (!a || !b) continue;
