@@ -8,8 +8,8 @@
  *    its OpenAPI document in a fresh isolate.
  * 2. `kubectl apply -f` of BENCH_OBJECTS objects (default 500: Deployments, ConfigMaps and
  *    Services in equal parts, over 5 namespaces) to a hub served over HTTPS (`wrangler dev`,
- *    workerd, local D1), wall time from this process: client-side apply (kubectl's default: a GET
- *    and a POST per object; kubectl GETs each object twice), the same again (nothing changed: a
+ *    workerd, local D1), wall time from this process: client-side apply (kubectl's default: per
+ *    object a GET of it, a GET of its namespace and a POST), the same again (nothing changed: a
  *    GET per object), `--server-side` of as many new objects (one PATCH each), and `--server-side`
  *    over the client-side-applied objects (kubectl migrates their managed fields: 4 PATCHes each).
  *
