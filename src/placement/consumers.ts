@@ -1,14 +1,14 @@
 /**
- * Whether a placement's decisions have a consumer that names it: the interest check the controller
- * manifest (src/controllers.ts) puts before the add-on manager's and the policy propagator's runs
- * for a PlacementDecision. OCM's consumers do the same in their informers' event handlers: the
- * add-on manager's `enqueueByPlacement` and the propagator's `placementDecisionMapper` queue only
- * the ClusterManagementAddOns and PlacementBindings whose `placementRef` names the decision's
- * placement; a decision no one names queues nothing. Here the two hooks still plan on every
- * decision that moved (src/placement/changes.ts `decisionsMoved`), and before their run this
- * check answers from the isolate's index of the placements named, so that a decision no
- * ClusterManagementAddOn's `installStrategy.placements` and no PlacementBinding's `placementRef`
- * names runs neither controller (nor its list reads).
+ * What a PlacementDecision's change wakes in the add-on manager and the policy propagator, and
+ * the interest check before it: their hooks for a decision (the controller manifest,
+ * src/controllers.ts, lists them beside the controllers' own hooks). OCM's consumers do the same
+ * in their informers' event handlers: the add-on manager's `enqueueByPlacement` and the
+ * propagator's `placementDecisionMapper` queue only the ClusterManagementAddOns and
+ * PlacementBindings that name the decision's placement; a decision no one names queues nothing.
+ * Here each hook plans on a decision that moved, and before its run the check answers from the
+ * isolate's index of the placements named, so that a decision no ClusterManagementAddOn's
+ * `installStrategy.placements` and no PlacementBinding's `placementRef` names runs neither
+ * controller (nor its list reads).
  *
  * Freshness, as the placement lists' (src/fleet/placement-lists.ts): every write of either kind
  * sets the `counters` row {@link PLACEMENT_REFERENCE_CHANGE_COUNTER} to its resourceVersion in the
@@ -25,7 +25,11 @@ import type { KindDefinition } from "../k8s/kind.ts";
 import { sharedRead, type AfterCommitHook, type HookTarget } from "../store/hooks.ts";
 import { storageOf } from "../store/storage.ts";
 import { admittedStoreOf } from "../admission/store.ts";
-import { PLACEMENT_REFERENCE_CHANGE_COUNTER } from "../kinds/placement.ts";
+import { PLACEMENT_REFERENCE_CHANGE_COUNTER, PlacementDecisionKind } from "../kinds/placement.ts";
+import { PLACEMENT_LABEL } from "../scheduling/grouping.ts";
+import { addonsForPlacements } from "../addons/manager.ts";
+import { reconcilePlacement } from "../policy/propagator.ts";
+import { decisionsMoved } from "./changes.ts";
 import { ClusterManagementAddOnKind } from "../kinds/addon.ts";
 import { PlacementBindingKind } from "../kinds/policy.ts";
 
@@ -86,22 +90,51 @@ export async function placementNamed(env: Env, referrer: PlacementReferrer, plac
   return (await index(env, counter))[referrer].has(placement);
 }
 
-/**
- * `hook`, whose run for a PlacementDecision (`placementOf(owed)`, `<namespace>/<name>`; undefined
- * for its other runs) is made only when an object of kind `referrer` names that placement
- * ({@link placementNamed}); its name, plan and other runs are `hook`'s. For the manifest.
- */
-export function whenPlacementNamed<Owed>(
-  hook: AfterCommitHook<Owed>,
-  referrer: PlacementReferrer,
-  placementOf: (owed: Owed) => string | undefined,
-): AfterCommitHook<Owed> {
-  return {
-    ...hook,
-    async run(env, owed, target) {
-      const placement = placementOf(owed);
-      if (placement !== undefined && !(await placementNamed(env, referrer, placement, target))) return;
-      return hook.run(env, owed, target);
-    },
-  };
+/** What a PlacementDecision's change owes a consumer: its placement, `<namespace>/<name>`. */
+export interface DecisionOwed {
+  placement: string;
 }
+
+/**
+ * The add-on manager's wake-up by a PlacementDecision (OCM's `enqueueByPlacement`): a decision
+ * whose decisions moved ({@link decisionsMoved}) owes a run of the ClusterManagementAddOns
+ * installed by its placement (src/addons/manager.ts `addonsForPlacements`), made only when one
+ * names it ({@link placementNamed}). The manager's other changes are its own hook's
+ * (src/addons/controller.ts).
+ */
+export const addonDecisionHook: AfterCommitHook<DecisionOwed> = {
+  name: "addons-decision",
+  plan(change) {
+    const placement = decisionsMoved(change);
+    return placement ? { placement } : null;
+  },
+  async run(env, owed, target) {
+    if (!(await placementNamed(env, "ClusterManagementAddOn", owed.placement, target))) return;
+    await addonsForPlacements(env, [owed.placement], undefined, target);
+  },
+};
+
+/**
+ * The policy propagator's wake-up by a PlacementDecision (OCM's `placementDecisionMapper`): a
+ * decision created, deleted or whose decisions (status) changed owes the runs of the policies
+ * bound to its placement (src/policy/propagator.ts `reconcilePlacement`), made only when a
+ * PlacementBinding names it ({@link placementNamed}). A Placement's own create or delete owes
+ * nothing: the scheduler writes its first decision (every placement has one, empty or not), and
+ * its decisions are deleted with it, so its policies run once, on the decision's change. The
+ * propagator's other changes are its own hook's (src/policy/controller.ts).
+ */
+export const policyDecisionHook: AfterCommitHook<DecisionOwed> = {
+  name: "policy-decision",
+  plan(change) {
+    if (change.def !== PlacementDecisionKind) return null;
+    const { before, after } = change;
+    const placement = (after ?? before)?.metadata.labels?.[PLACEMENT_LABEL];
+    if (!placement || (before && after && JSON.stringify(before.status ?? null) === JSON.stringify(after.status ?? null))) return null;
+    return { placement: `${change.namespace}/${placement}` };
+  },
+  async run(env, owed, target) {
+    if (!(await placementNamed(env, "PlacementBinding", owed.placement, target))) return;
+    const slash = owed.placement.indexOf("/");
+    await reconcilePlacement(env, owed.placement.slice(0, slash), owed.placement.slice(slash + 1), target);
+  },
+};

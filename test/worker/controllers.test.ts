@@ -110,7 +110,8 @@ describe("a Placement create runs each controller once per change", () => {
     }
     const twice = [...runs].filter(([, n]) => n > 1);
     expect(twice, JSON.stringify([...runs], null, 1)).toEqual([]);
-    expect(runs.get("policy-propagator: placement once/p")).toBe(1);
+    expect(runs.get("policy-decision: placement once/p")).toBe(1);
+    expect(runs.get("addons-decision: placement once/p")).toBe(1);
     expect(runs.get("replicasets: placement once/p")).toBe(1);
     expect([...runs.keys()].filter((k) => k.startsWith("schedule: ") && k.includes("/placements once/p "))).toHaveLength(1);
   });
@@ -161,7 +162,7 @@ describe("the decision consumers of one scheduler run share their reads", () => 
       ).toBe(201);
     const seen: { hook: string; placement: string; reads: unknown }[] = [];
     const originals: AfterCommitHook<unknown>[] = [];
-    for (const name of ["replicasets", "policy-propagator", "addons"]) {
+    for (const name of ["replicasets", "policy-decision", "addons-decision"]) {
       const hook = hookNamed(name)!;
       originals.push(hook);
       registerAfterCommitHook<unknown>({
