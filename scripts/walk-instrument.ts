@@ -45,7 +45,8 @@ export function isHubFile(file: string): boolean {
 /**
  * Instruments the Worker's bundle `source` (esbuild's, with its `// src/...` module markers): at
  * the start of every function of the hub's files ({@link isHubFile}), a call that adds the
- * function's file (its index in `files`) to `globalThis.__walk` while that Set exists:
+ * function's file (its index in `files`) to `globalThis.__walk` and counts the call in
+ * `globalThis.__walkHits` while that Set exists:
  * `WALK_HIT(i);` first in a block body, `(WALK_HIT(i), <expression>)` around an arrow's
  * expression body; the recording function is declared first. Nothing else changes.
  * Returns the instrumented source, the files by index and how many functions were instrumented.
@@ -78,7 +79,8 @@ export function instrumentBundle(source: string): { source: string; files: strin
   visit(sf);
   // Stable: at one position, an enclosing function's text stays before its nested one's.
   inserts.sort((a, b) => a.pos - b.pos);
-  const parts = [`function ${WALK_HIT}(i) { const w = globalThis.__walk; if (w !== undefined) w.add(i); }\n`];
+  // `__walkHits` counts the calls while a record is open: the walk's quiet test (scripts/walk.ts) reads it.
+  const parts = [`function ${WALK_HIT}(i) { const w = globalThis.__walk; if (w !== undefined) { w.add(i); globalThis.__walkHits++; } }\n`];
   let at = 0;
   for (const { pos, text } of inserts) {
     parts.push(source.slice(at, pos), text);

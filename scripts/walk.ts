@@ -11,11 +11,18 @@
  * them all; the inspector only opens and reads the record (`Runtime.evaluate`). A first walk (a
  * placement and a ManifestWorkReplicaSet that follows it, to Applied) warms every path up; the
  * replica set of the measured walk is created before it. The record is opened afresh, then the
- * measured Placement is created and the script polls the work (GET, every 100 ms) until the
- * agent's report made it Applied, and reads the record: a file counts when one of its functions
- * was called in between. Files are told apart by the module markers esbuild writes into the
- * bundle (`// src/placement/plan.ts`). The figure includes the files the poll itself runs (the
- * request path of a GET); `WALK_LIST=1` prints the files.
+ * measured Placement is created; the script waits, without running hub code, until the simulated
+ * cluster holds the work's ConfigMap (the agent's state file) and the hub then calls none of its
+ * functions for 3 s (the agent's report and what it sets off handled, read as the record's call
+ * count through the inspector), reads the record, closes it, and only then checks with a GET that
+ * the work is Applied (failing the run if not): a file counts when one of its functions was called
+ * in between, so the figure is the walk's alone. Files are told apart by the module markers
+ * esbuild writes into the bundle (`// src/placement/plan.ts`). For comparison it also measures
+ * the earlier way (until 2026-11-30): a second Placement's walk with the script's poll of the work
+ * (GET, every 100 ms) inside the record until Applied, which counts the files of the poll's own
+ * request path too. While the records are open, `npm start`'s supervisor (which probes
+ * `/livez/ping` every 2 s, the one caller of the hub besides the walk) is paused, in both ways.
+ * `WALK_LIST=1` prints the files (`*`: not run by one GET of the work).
  *
  * Why not breakpoints: V8's precise coverage is not offered (workerd answers "Profiler is not
  * enabled"), and the earlier way, a conditional breakpoint that never pauses at the start of each
@@ -46,6 +53,8 @@ const SET_LABEL = "cluster.open-cluster-management.io/clusterset";
 const NS = "walk";
 const CLUSTER = "walk1";
 const merge = "application/merge-patch+json";
+/** How long the hub must call none of its functions before the walk counts as over, in milliseconds. */
+const QUIET_MS = 3000;
 
 /** A connection to the inspector of the hub's isolate (the Chrome DevTools protocol), for `Runtime.evaluate` only. */
 interface Inspector {
@@ -134,8 +143,63 @@ async function filesCalled(inspector: Inspector, files: string[]): Promise<Set<s
   return new Set((JSON.parse(r.result.value) as number[]).map((i) => files[i]!));
 }
 
+/**
+ * Pauses (SIGSTOP) or resumes (SIGCONT) `npm start`'s supervisor, `node scripts/start.mjs`, whose
+ * probe of the hub (`GET /livez/ping` every 2 s) would run the health route's files in a record;
+ * only that process is paused, not wrangler nor workerd (a paused probe in flight may count as one
+ * failure, of the 3 in a row that restart the hub).
+ */
+function supervisor(hub: Hub, paused: boolean): void {
+  process.kill(hub.pid, paused ? "SIGSTOP" : "SIGCONT");
+}
+
+/** Opens a record afresh: an empty set of files and a call count of 0. */
 async function startWalk(inspector: Inspector): Promise<void> {
-  await inspector.send("Runtime.evaluate", { expression: "globalThis.__walk = new Set(); 0", contextId: inspector.contexts.at(-1) });
+  await inspector.send("Runtime.evaluate", { expression: "globalThis.__walk = new Set(); globalThis.__walkHits = 0; 0", contextId: inspector.contexts.at(-1) });
+}
+
+/** Closes the record: the hub's calls are no longer recorded (what it recorded is read before). */
+async function stopWalk(inspector: Inspector): Promise<void> {
+  await inspector.send("Runtime.evaluate", { expression: "globalThis.__walk = undefined; 0", contextId: inspector.contexts.at(-1) });
+}
+
+/** How many calls of the hub's functions the open record counted (reading it runs no hub code). */
+async function hits(inspector: Inspector): Promise<number> {
+  const r = await inspector.send<{ result: { value: number } }>("Runtime.evaluate", {
+    expression: "globalThis.__walkHits ?? 0",
+    returnByValue: true,
+    contextId: inspector.contexts.at(-1),
+  });
+  return r.result.value;
+}
+
+/**
+ * Waits until the hub has called none of its functions for `quietMs` milliseconds (its call count
+ * unchanged), reading only the record through the inspector.
+ */
+async function hubQuiet(inspector: Inspector, quietMs: number, timeoutMs = 120_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  let last = await hits(inspector);
+  let since = Date.now();
+  while (Date.now() - since < quietMs) {
+    if (Date.now() > end) throw new Error(`the hub did not fall quiet for ${quietMs} ms within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+    const n = await hits(inspector);
+    if (n !== last) {
+      last = n;
+      since = Date.now();
+    }
+  }
+}
+
+/** Whether the simulated cluster's state file (the agent's side, read without the hub) holds the ConfigMap `name` of the walk's work. */
+function simulatedHolds(statePath: string, name: string): boolean {
+  try {
+    const state = JSON.parse(readFileSync(statePath, "utf8")) as { objects: { plural: string; object: { metadata: { name: string; namespace?: string } } }[] };
+    return state.objects.some((o) => o.plural === "configmaps" && o.object.metadata.name === name && o.object.metadata.namespace === "default");
+  } catch {
+    return false; // not written yet
+  }
 }
 
 function ok(r: { status: number; body: unknown }, what: string): void {
@@ -182,6 +246,7 @@ async function main(): Promise<void> {
   // A loaded machine may take minutes to start a hub (the build above included).
   const hub = await startHub({ wranglerArgs: ["--inspector-port", String(port), "--config", config], startTimeoutMs: 300_000 });
   let agent: ReturnType<typeof spawn> | undefined;
+  const statePath = path.join(dir, `${CLUSTER}.json`);
   const inspector = await inspect(port);
   try {
     await inspector.send("Runtime.enable");
@@ -213,7 +278,7 @@ async function main(): Promise<void> {
         hub.url,
         "--simulate",
         "--simulate-state",
-        path.join(dir, `${CLUSTER}.json`),
+        statePath,
         "--cluster-name",
         CLUSTER,
         "--bootstrap-token",
@@ -238,34 +303,60 @@ async function main(): Promise<void> {
     ok(await admin(hub, "POST", `${G}/v1beta1/namespaces/${NS}/placements`, placement("warm")), "warm-up placement");
     await until("the warm-up work Applied", () => applied(hub, `${NS}.warm`));
     ok(await admin(hub, "POST", `${W}/v1alpha1/namespaces/${NS}/manifestworkreplicasets`, replicaSet("measured")), "replica set");
-    // Let the replica set's first run (no placement yet) and any follow-up settle.
+    ok(await admin(hub, "POST", `${W}/v1alpha1/namespaces/${NS}/manifestworkreplicasets`, replicaSet("polled")), "replica set (polled)");
+    // Let the replica sets' first runs (no placement yet) and any follow-up settle.
     await new Promise((r) => setTimeout(r, 2000));
 
+    // The records below are the walk's alone: the supervisor's probe is paused while they are open.
+    supervisor(hub, true);
+    // The walk, its end seen without running hub code in the record: the simulated cluster holds
+    // the work's ConfigMap (its state file), then the hub falls quiet (the agent's report and what
+    // it sets off handled); the work's Applied is checked once the record is closed.
     await startWalk(inspector);
     const t0 = performance.now();
     ok(await admin(hub, "POST", `${G}/v1beta1/namespaces/${NS}/placements`, placement("measured")), "placement");
-    await until("the measured work Applied", () => applied(hub, `${NS}.measured`));
+    await until("the simulated cluster to hold the measured work's ConfigMap", async () => simulatedHolds(statePath, "measured"));
+    await hubQuiet(inspector, QUIET_MS);
     const ms = performance.now() - t0;
     const walk = await filesCalled(inspector, files);
+    await stopWalk(inspector);
+    if (!(await applied(hub, `${NS}.measured`))) throw new Error(`the measured work was not Applied after the hub was quiet for ${QUIET_MS} ms: run again`);
+
+    // The earlier way, for comparison: the same walk with the script's poll of the work (GET,
+    // every 100 ms) inside the record until the work is Applied.
+    await startWalk(inspector);
+    const t1 = performance.now();
+    ok(await admin(hub, "POST", `${G}/v1beta1/namespaces/${NS}/placements`, placement("polled")), "placement (polled)");
+    await until("the polled work Applied", () => applied(hub, `${NS}.polled`));
+    const polledMs = performance.now() - t1;
+    const polled = await filesCalled(inspector, files);
 
     // For reference: what one GET of the work (the poll) runs alone.
     await startWalk(inspector);
-    await applied(hub, `${NS}.measured`);
+    await applied(hub, `${NS}.polled`);
     const poll = await filesCalled(inspector, files);
+    await stopWalk(inspector);
+    supervisor(hub, false);
 
     const byFolder = new Map<string, number>();
     for (const f of walk) {
       const folder = f.split("/").slice(0, -1).join("/");
       byFolder.set(folder, (byFolder.get(folder) ?? 0) + 1);
     }
-    console.log(`walk from a Placement create to its work Applied: ${walk.size} hub files (src/, durable-objects/), ${Math.round(ms)} ms`);
-    console.log(`  of which ${[...walk].filter((f) => !poll.has(f)).length} are not run by the poll (one GET of the work runs ${poll.size})`);
+    console.log(`walk from a Placement create to its work Applied and the hub quiet: ${walk.size} hub files (src/, durable-objects/), ${Math.round(ms)} ms`);
+    console.log(`  of which ${[...walk].filter((f) => poll.has(f)).length} are also run by one GET of the work (which runs ${poll.size})`);
     console.log(
       `  by folder: ${[...byFolder]
         .sort()
         .map(([k, n]) => `${k} ${n}`)
         .join(", ")}`,
     );
+    console.log(`the earlier way, the script's poll of the work inside the record: ${polled.size} hub files, ${Math.round(polledMs)} ms`);
+    console.log(`  of which ${[...polled].filter((f) => !poll.has(f)).length} are not run by the poll`);
+    const onlyPolled = [...polled].filter((f) => !walk.has(f)).sort();
+    const onlyQuiet = [...walk].filter((f) => !polled.has(f)).sort();
+    console.log(`  in the polled record only: ${onlyPolled.join(", ") || "none"}`);
+    console.log(`  in the quiet record only: ${onlyQuiet.join(", ") || "none"}`);
     if (process.env.WALK_LIST) for (const f of [...walk].sort()) console.log(`  ${poll.has(f) ? " " : "*"} ${f}`);
   } catch (e) {
     console.error(`the hub failed; its output: ${hub.logFile}`);
@@ -273,6 +364,7 @@ async function main(): Promise<void> {
   } finally {
     inspector.close();
     agent?.kill("SIGTERM");
+    supervisor(hub, false);
     await hub.stop();
   }
 }

@@ -18,7 +18,11 @@
  * a cluster's works delivery.
  *
  * Decision consumers (replica sets, add-ons installed by placements, policies) all wake on the
- * PlacementDecision change, through their hooks, as every other controller wakes on its kinds.
+ * PlacementDecision change, through their hooks, as every other controller wakes on its kinds;
+ * the add-on manager and the policy propagator by hooks of their own for it, run only when an
+ * object of theirs names the decision's placement (src/placement/consumers.ts, an index kept by
+ * a change counter),
+ * as OCM's queue only the add-ons and bindings a decision's placement maps to.
  *
  * Why the scheduler object hosts more than scheduling: it is the hub's one singleton object, so
  * it also holds the hub-wide timers (the outbox sweep, Events' expiry, add-ons' rollout
@@ -34,6 +38,7 @@ import { clusterRoleAggregationHook } from "./auth/rbac-store.ts";
 import { clusterNamespaceCreateHook, namespaceDeletionHook } from "./namespaces/controller.ts";
 import { addonClusterUnknownHook } from "./addons/agent-health.ts";
 import { schedulingHook } from "./placement/controller.ts";
+import { addonDecisionHook, policyDecisionHook } from "./placement/consumers.ts";
 import { replicaSetHook } from "./work/replicaset.ts";
 import { placementHook } from "./fleet/controller.ts";
 import { karmadaHook } from "./fleet/karmada/controller.ts";
@@ -346,19 +351,25 @@ export const CONTROLLERS: readonly Controller[] = [
   },
   {
     name: policyHook.name,
-    wakes: "root Policies, replicated Policies' compliance, PlacementBindings, PolicySets, a PlacementDecision changed",
+    wakes: "root Policies, replicated Policies' compliance, PlacementBindings, PolicySets",
     runsIn: "writer",
     hook: hook(policyHook),
-    watches: [{ kinds: [PolicyKind, PlacementBindingKind, PolicySetKind, PlacementDecisionKind] }],
+    watches: [{ kinds: [PolicyKind, PlacementBindingKind, PolicySetKind] }],
+  },
+  {
+    name: policyDecisionHook.name,
+    wakes: "the policy propagator, for a PlacementDecision changed whose placement a PlacementBinding names (src/placement/consumers.ts)",
+    runsIn: "writer",
+    hook: hook(policyDecisionHook),
+    watches: [{ kinds: [PlacementDecisionKind] }],
   },
   {
     name: addonHook.name,
-    wakes:
-      "the add-on kinds, add-on works' status, a PlacementDecision changed; a ManagedCluster relabelled (add-ons an override names); a rollout's recheck timer",
+    wakes: "the add-on kinds, add-on works' status; a ManagedCluster relabelled (add-ons an override names); a rollout's recheck timer",
     runsIn: "writer",
     hook: hook(addonHook),
     watches: [
-      { kinds: [ClusterManagementAddOnKind, ManagedClusterAddOnKind, AddOnTemplateKind, AddOnDeploymentConfigKind, PlacementDecisionKind] },
+      { kinds: [ClusterManagementAddOnKind, ManagedClusterAddOnKind, AddOnTemplateKind, AddOnDeploymentConfigKind] },
       { kinds: [ManagedClusterKind], changes: ["update"] },
       { kinds: [ManifestWorkKind], labels: [ADDON_NAME_LABEL] },
     ],
@@ -371,6 +382,13 @@ export const CONTROLLERS: readonly Controller[] = [
         },
       },
     ],
+  },
+  {
+    name: addonDecisionHook.name,
+    wakes: "the add-on manager, for a PlacementDecision changed whose placement a ClusterManagementAddOn's installStrategy names (src/placement/consumers.ts)",
+    runsIn: "writer",
+    hook: hook(addonDecisionHook),
+    watches: [{ kinds: [PlacementDecisionKind] }],
   },
   {
     name: "outbox",

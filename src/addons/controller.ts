@@ -15,9 +15,9 @@
  *   ClusterManagementAddOn (a handful), whose runs roll the new content out;
  * - a ManagedCluster whose labels changed: the runs of the add-ons a ClusterResourceOverride names
  *   (src/addons/overrides.ts: the cluster's rendering may change), for that cluster;
- * - a PlacementDecision whose decisions moved (src/placement/changes.ts `decisionsMoved`): the
- *   runs of the ClusterManagementAddOns installed by its placement ({@link addonsForPlacements}).
- * The manager's own status writes of either add-on kind call for nothing else.
+ * A PlacementDecision whose decisions moved wakes the manager through its own hook
+ * (src/placement/consumers.ts `addonDecisionHook`: the runs of the ClusterManagementAddOns
+ * installed by its placement, when one names it). The manager's own status writes of either add-on kind call for nothing else.
  */
 import { clock } from "../clock.ts";
 import type { KubeObject } from "../k8s/meta.ts";
@@ -25,7 +25,6 @@ import { ADDON_GROUP, ClusterManagementAddOnKind, ManagedClusterAddOnKind } from
 import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import type { AfterCommitHook, Change, HookTarget } from "../store/hooks.ts";
 import type { Env } from "../env.ts";
-import { decisionsMoved } from "../placement/changes.ts";
 import { addonOverridesChanged, addonsForPlacements, runClusterManagementAddOn, runManagedClusterAddOn } from "./manager.ts";
 import { addonsWithOverrides } from "./overrides.ts";
 import { ManagedClusterKind } from "../kinds/managedcluster.ts";
@@ -39,7 +38,11 @@ interface AddonOwed {
   byAddon?: true;
   mca?: { namespace: string; name: string };
   configs?: true;
-  /** A placement (`<namespace>/<name>`) whose decisions moved: the add-ons it installs. */
+  /**
+   * A placement (`<namespace>/<name>`) whose decisions moved: the add-ons it installs. Planned
+   * before the decision's own hook (src/placement/consumers.ts `addonDecisionHook`); still run
+   * for an outbox row written then.
+   */
   placement?: string;
   /** A ManagedCluster whose labels changed: the add-ons overrides name, in that cluster. */
   relabeled?: string;
@@ -61,8 +64,6 @@ const progressingOf = (o: KubeObject | null) =>
 /** The runs a committed change calls for (see the module comment), or null. */
 export function planAddons(change: Change): AddonOwed | null {
   const { def, namespace, name, before, after } = change;
-  const placement = decisionsMoved(change);
-  if (placement) return { placement };
   if (def.group === ADDON_GROUP) {
     if (def.kind === "ClusterManagementAddOn") return specChanged(before, after) ? { cma: name } : null;
     if (def.kind === "ManagedClusterAddOn") {

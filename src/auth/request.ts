@@ -70,10 +70,15 @@ function oidcFor(env: Env): Authenticator | null {
  * The hub's chain of token authenticators, in the order they are tried (Kubernetes' union
  * authenticator): the admin token (user `flotilla:admin`, group `system:masters`), the hub's
  * own ServiceAccount tokens (src/auth/serviceaccounts.ts: `system:serviceaccount:NS:NAME`), then
- * OIDC when `FLOTILLA_OIDC_ISSUER_URL` is set.
+ * OIDC when `FLOTILLA_OIDC_ISSUER_URL` is set. The ServiceAccount authenticator is made when a
+ * token reaches it (the admin token, answered first, never does).
  */
 export function authenticatorsFor(env: Env): Authenticator[] {
-  const chain: Authenticator[] = [adminAuthenticator(env.FLOTILLA_ADMIN_TOKEN), serviceAccountAuthenticator(env)];
+  let serviceAccounts: Authenticator | undefined;
+  const chain: Authenticator[] = [
+    adminAuthenticator(env.FLOTILLA_ADMIN_TOKEN),
+    (token, now) => (serviceAccounts ??= serviceAccountAuthenticator(env))(token, now),
+  ];
   const o = oidcFor(env);
   if (o) chain.push(o);
   return chain;

@@ -20,6 +20,7 @@ import { fieldForbidden, fieldNotSupported, fieldRequired, type FieldError } fro
 import { tryParseQuantity } from "../k8s/quantity.ts";
 import { ManifestWorkSpecSchema, RolloutStrategySchema, validateWorkSpec } from "./manifestwork.ts";
 import { admitAddonWrite } from "./addon-admission.ts";
+import { PLACEMENT_REFERENCE_CHANGE_COUNTER } from "./placement.ts";
 import { cmaToV1alpha1, cmaToV1beta1, mcaToV1alpha1, mcaToV1beta1, sameFields } from "./addon-conversion.ts";
 
 /** The add-on API group. */
@@ -164,6 +165,7 @@ export const ClusterManagementAddOnKind: KindDefinition = {
   hasStatus: true,
   schema: CmaV1alpha1Schema,
   storage: "d1",
+  changeCounter: PLACEMENT_REFERENCE_CHANGE_COUNTER,
   printerColumns: [
     { name: "DISPLAY NAME", type: "string", jsonPath: ".spec.addOnMeta.displayName" },
     { name: "CRD NAME", type: "string", jsonPath: ".spec.addOnConfiguration.crdName" },

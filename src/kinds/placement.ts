@@ -121,6 +121,14 @@ const PlacementStatusSchema = z.strictObject({
   lastScoreUpdateTime: z.string().nullable().optional(),
 });
 
+/**
+ * The `counters` row every ClusterManagementAddOn and PlacementBinding write sets to its
+ * resourceVersion in its own batch (`KindDefinition.changeCounter`): the freshness check of the
+ * isolate's index of the placements they name (src/placement/consumers.ts), which decides
+ * whether a PlacementDecision's change runs the add-on manager and the policy propagator.
+ */
+export const PLACEMENT_REFERENCE_CHANGE_COUNTER = 6;
+
 /** The Placement kind (stored in D1; status written by the scheduler). */
 export const PlacementKind: KindDefinition = {
   group: "cluster.open-cluster-management.io",

@@ -19,6 +19,7 @@ import { addFieldErrors, isJsonObject, objectSchema, ObjectMetaSchema, type Kube
 import { onlyEmpty, onlyValues } from "../k8s/unimplemented.ts";
 import { LabelSelectorSchema, validateLabelSelector } from "../k8s/labels.ts";
 import { fieldForbidden, fieldRequired, type FieldError } from "../k8s/validation.ts";
+import { PLACEMENT_REFERENCE_CHANGE_COUNTER } from "./placement.ts";
 
 /** The API group of the policy kinds. */
 export const POLICY_GROUP = "policy.open-cluster-management.io";
@@ -330,6 +331,7 @@ export const PlacementBindingKind: KindDefinition = {
     status: z.strictObject({}).nullable().optional(),
   }),
   storage: "d1",
+  changeCounter: PLACEMENT_REFERENCE_CHANGE_COUNTER,
 };
 
 /** `PolicySet.spec` (v1beta1). */

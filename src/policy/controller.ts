@@ -12,18 +12,16 @@
  * - a PolicySet created, deleted or its policies changed: the runs of the policies that joined
  *   or left it (all of them on a create or delete; the others' placement is unchanged), and its
  *   status;
- * - a PlacementDecision's decisions changed (created, changed or deleted): the runs of the
- *   policies bound to that placement. A Placement's own create or delete owes nothing: the
- *   scheduler writes its first decision (every placement has one, empty or not), and its
- *   decisions are deleted with it, so its policies run once, on the decision's change.
+ * - a PlacementDecision's decisions changed (created, changed or deleted) wakes the propagator
+ *   through its own hook (src/placement/consumers.ts `policyDecisionHook`: the runs of the
+ *   policies bound to that placement, when a PlacementBinding names it); its owed value
+ *   `{ namespace, placement }` is still run here for an outbox row written before.
  *
  * The propagator's own writes (replicas' spec and metadata, the status of roots and sets) owe
  * nothing, so a run never calls for itself.
  */
 import type { KubeObject } from "../k8s/meta.ts";
-import { PlacementDecisionKind } from "../kinds/placement.ts";
 import { PlacementBindingKind, POLICY_GROUP, PolicyKind, PolicySetKind, ROOT_POLICY_LABEL } from "../kinds/policy.ts";
-import { PLACEMENT_LABEL } from "../scheduling/index.ts";
 import type { AfterCommitHook, Change } from "../store/hooks.ts";
 import { reconcilePlacement, reconcileSubjects, recordReplicaCompliance } from "./propagator.ts";
 
@@ -100,11 +98,6 @@ export function planPolicy(change: Change): PolicyOwed | null {
       [...was].filter((p) => !is.has(p)),
     );
     return { namespace, policies: moved, sets: [name], expandSets: false };
-  }
-  if (def === PlacementDecisionKind) {
-    const placement = (after ?? before)?.metadata.labels?.[PLACEMENT_LABEL];
-    if (!placement || (before && after && json(before.status) === json(after.status))) return null;
-    return { namespace, placement };
   }
   return null;
 }

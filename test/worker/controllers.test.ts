@@ -18,6 +18,8 @@ import { CPP_NAME_ANNOTATION, CPP_PERMANENT_ID_LABEL, PP_NAME_ANNOTATION, PP_NAM
 import { ADDON_NAME_LABEL } from "../../src/addons/render.ts";
 import { ROOT_POLICY_LABEL } from "../../src/kinds/policy.ts";
 import { call, createNamespaces, MC, MCSET } from "./helpers.ts";
+import { env } from "cloudflare:test";
+import { placementNamed, placementReferenceListings } from "../../src/placement/consumers.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const W = "/apis/work.open-cluster-management.io";
@@ -108,7 +110,8 @@ describe("a Placement create runs each controller once per change", () => {
     }
     const twice = [...runs].filter(([, n]) => n > 1);
     expect(twice, JSON.stringify([...runs], null, 1)).toEqual([]);
-    expect(runs.get("policy-propagator: placement once/p")).toBe(1);
+    expect(runs.get("policy-decision: placement once/p")).toBe(1);
+    expect(runs.get("addons-decision: placement once/p")).toBe(1);
     expect(runs.get("replicasets: placement once/p")).toBe(1);
     expect([...runs.keys()].filter((k) => k.startsWith("schedule: ") && k.includes("/placements once/p "))).toHaveLength(1);
   });
@@ -116,9 +119,11 @@ describe("a Placement create runs each controller once per change", () => {
 
 // A scheduler run that moves several placements' decisions owes each decision consumer a run per
 // decision; the runs of one run's decisions share their lookups (src/store/hooks.ts
-// `SharedReads`), so the namespace's replica sets, bindings and ClusterManagementAddOns are read
-// once per scheduler run, not once per decision (bench:costs, "a change that moves 10
-// placements' decisions": 30 lists before).
+// `SharedReads`), so the namespace's replica sets are read once per scheduler run, not once per
+// decision (bench:costs, "a change that moves 10 placements' decisions": 30 lists before), and
+// so is the change counter of the placements' index (src/placement/consumers.ts): no
+// ClusterManagementAddOn or PlacementBinding names these placements, so neither the add-on
+// manager nor the propagator runs, and neither lists its kind (before: one list of each).
 describe("the decision consumers of one scheduler run share their reads", () => {
   it("hands the runs of three placements' decisions one read map, each list read once", async () => {
     await createNamespaces("shared");
@@ -157,7 +162,7 @@ describe("the decision consumers of one scheduler run share their reads", () => 
       ).toBe(201);
     const seen: { hook: string; placement: string; reads: unknown }[] = [];
     const originals: AfterCommitHook<unknown>[] = [];
-    for (const name of ["replicasets", "policy-propagator", "addons"]) {
+    for (const name of ["replicasets", "policy-decision", "addons-decision"]) {
       const hook = hookNamed(name)!;
       originals.push(hook);
       registerAfterCommitHook<unknown>({
@@ -181,7 +186,46 @@ describe("the decision consumers of one scheduler run share their reads", () => 
     expect(reads).toBeInstanceOf(Map);
     expect(seen.every((s) => s.reads === reads)).toBe(true);
     expect(new Set(seen.map((s) => `${s.hook} ${s.placement}`)).size).toBe(9);
-    expect([...reads!.keys()].sort()).toEqual(["clustermanagementaddons", "manifestworkreplicasets/shared", "placementbindings/shared"]);
+    expect([...reads!.keys()].sort()).toEqual(["counter/placement-references", "manifestworkreplicasets/shared"]);
+  });
+});
+
+// The add-on manager and the policy propagator run for a PlacementDecision only when a
+// ClusterManagementAddOn's installStrategy or a PlacementBinding's placementRef names its placement
+// (src/placement/consumers.ts): the isolate's index of the named placements, rebuilt when the
+// change counter of either kind moved, so an add-on or a binding written since is always seen.
+describe("the decision consumers' interest check", () => {
+  it("answers from the index while neither kind changed, and sees a new add-on or binding at once", async () => {
+    await createNamespaces("named");
+    expect(await placementNamed(env, "PlacementBinding", "named/p")).toBe(false);
+    expect(await placementNamed(env, "ClusterManagementAddOn", "named/p")).toBe(false);
+    const listed = placementReferenceListings();
+    expect(await placementNamed(env, "PlacementBinding", "named/p")).toBe(false);
+    expect(placementReferenceListings()).toBe(listed);
+
+    const binding = {
+      apiVersion: "policy.open-cluster-management.io/v1",
+      kind: "PlacementBinding",
+      metadata: { name: "b" },
+      placementRef: { apiGroup: "cluster.open-cluster-management.io", kind: "Placement", name: "p" },
+      subjects: [{ apiGroup: "policy.open-cluster-management.io", kind: "Policy", name: "pol" }],
+    };
+    expect((await call("POST", "/apis/policy.open-cluster-management.io/v1/namespaces/named/placementbindings", binding)).status).toBe(201);
+    expect(await placementNamed(env, "PlacementBinding", "named/p")).toBe(true);
+    expect(await placementNamed(env, "PlacementBinding", "named/q")).toBe(false);
+    expect(await placementNamed(env, "ClusterManagementAddOn", "named/p")).toBe(false);
+    expect(placementReferenceListings()).toBe(listed + 1);
+
+    const addon = {
+      apiVersion: "addon.open-cluster-management.io/v1alpha1",
+      kind: "ClusterManagementAddOn",
+      metadata: { name: "named-addon" },
+      spec: { installStrategy: { type: "Placements", placements: [{ namespace: "named", name: "q", rolloutStrategy: { type: "All" } }] } },
+    };
+    expect((await call("POST", "/apis/addon.open-cluster-management.io/v1alpha1/clustermanagementaddons", addon)).status).toBe(201);
+    expect(await placementNamed(env, "ClusterManagementAddOn", "named/q")).toBe(true);
+    expect(await placementNamed(env, "ClusterManagementAddOn", "named/p")).toBe(false);
+    expect(placementReferenceListings()).toBe(listed + 2);
   });
 });
 

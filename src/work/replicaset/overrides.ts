@@ -61,6 +61,12 @@ export interface ReplicaSetTemplates {
 
 type Workload = { workload?: { manifests?: unknown[] } };
 
+/** The templates of a replica set no override names: `template` as it is for every cluster. */
+function asItIs(template: Record<string, unknown>, templateJson: string): ReplicaSetTemplates {
+  const plain: ClusterTemplate = { template, json: templateJson, overrides: [], karmada: {} };
+  return { empty: true, forCluster: () => plain };
+}
+
 /**
  * The templates of `template` (the defaulted spec of the replica set `namespace`/`name`) per
  * cluster, for `overrides` and the clusters' labels and claims `clusters` (by name).
@@ -71,8 +77,8 @@ export function templatesFor(
   overrides: BothOverrides,
   clusters: ReadonlyMap<string, RenderCluster>,
 ): ReplicaSetTemplates {
+  if (overrides.empty) return asItIs(template, templateJson);
   const plain: ClusterTemplate = { template, json: templateJson, overrides: [], karmada: {} };
-  if (overrides.empty) return { empty: true, forCluster: () => plain };
   const manifests = ((template as Workload).workload?.manifests ?? []) as KubeObject[];
   const memo = new Map<string, ClusterTemplate>();
   return {
@@ -153,6 +159,8 @@ export async function replicaSetTemplates(
     admittedStoreOf(env, ResourceOverrideSnapshotKind).listPage(namespace, latest),
     manifests.length > 0 ? readKarmadaPolicies(env, new Set([namespace])) : Promise.resolve([]),
   ]);
+  // No ResourceOverride snapshot in the namespace and no Karmada policy: nothing to compile.
+  if (items.length === 0 && policies.length === 0) return asItIs(template, templateJson);
   const ros = overridesForReplicaSet(
     namespace,
     name,
