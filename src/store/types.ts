@@ -94,6 +94,14 @@ export interface ManyWrite {
 /** The outcome of one {@link ManyWrite}: the object as stored (null after a delete), or `lost` when another writer committed first. */
 export type ManyOutcome = KubeObject | null | "lost";
 
+/** A range of names in one namespace, for {@link Store.listNameRanges}: names strictly between `from` and `to`, at most `limit`. */
+export interface NameRange {
+  namespace: string;
+  from: string;
+  to: string;
+  limit: number;
+}
+
 /** The objects of one kind, wherever they are stored. */
 export interface Store {
   /** The kind this store serves. */
@@ -131,6 +139,11 @@ export interface Store {
    * `<object>.<time>`).
    */
   listNameRange(namespace: string, from: string, to: string, limit: number): Promise<KubeObject[]>;
+  /**
+   * {@link listNameRange} for several ranges at once (the D1 backend: one D1 call for all):
+   * per range, in the order given, its objects newest name first.
+   */
+  listNameRanges(ranges: readonly NameRange[]): Promise<KubeObject[][]>;
   /**
    * The watch events of this kind after resourceVersion `afterRv` (exclusive), oldest first, at
    * most `limit` (default 500), in `namespace` or all, with the counter's value (`latest`).
