@@ -22,7 +22,7 @@ import { microTime, type KubeObject } from "../k8s/meta.ts";
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { EventKind, type ObjectReference } from "../kinds/event.ts";
 import { admittedStoreOf } from "../admission/store.ts";
-import { admitNamespace } from "../namespaces/lifecycle.ts";
+import { admitNamespaces } from "../namespaces/lifecycle.ts";
 import { clock } from "../clock.ts";
 import { armEventExpiry } from "./expiry.ts";
 import { CommitGroups } from "../store/group-commit.ts";
@@ -236,8 +236,8 @@ function togetherOf(env: Env): CommitGroups<Pending, true> {
  * reads the Events of every regarding object it concerns in one D1 call (one range read of the
  * primary key per object, batched: `Store.listNameRanges`), folds each spec among them and the
  * ones planned before it (the same object, reason, type, controller and message: count + 1,
- * lastTimestamp and series at the latest of their times), checks NamespaceLifecycle once per
- * namespace that gets a new Event, and writes them all through `Store.writeMany` (50 to a D1
+ * lastTimestamp and series at the latest of their times), checks NamespaceLifecycle for the
+ * namespaces that get a new Event (those not read within a second, in one D1 call), and writes them all through `Store.writeMany` (50 to a D1
  * batch, each with its own precondition: a fold committed on a stale read is refused, never
  * written over a newer count, and recorded again on its own on a fresh read). An object whose
  * namespace does not admit new Events (gone or terminating) gets no new one.
@@ -319,17 +319,11 @@ async function recordAll(env: Env, entries: readonly Timed[]): Promise<void> {
     }
     writes.push(...mine);
   });
-  // NamespaceLifecycle, once per namespace that gets a new Event (updates of stored Events pass).
-  const refused = new Set<string>();
-  await Promise.all(
-    [...new Set(writes.filter((w) => w.known === null).map((w) => w.namespace))].map(async (namespace) => {
-      try {
-        await admitNamespace(env, EventKind, namespace, undefined, { verb: "create", body: {} }, () => Promise.resolve(false));
-      } catch (e) {
-        if (e instanceof ApiError && (e.code === 403 || e.code === 404)) refused.add(namespace);
-        else throw e;
-      }
-    }),
+  // NamespaceLifecycle for the namespaces that get a new Event, read together (updates of stored Events pass).
+  const refused = await admitNamespaces(
+    env,
+    EventKind,
+    writes.filter((w) => w.known === null).map((w) => w.namespace),
   );
   const admitted = writes.filter((w) => w.known !== null || !refused.has(w.namespace));
   const out = await store.writeMany(

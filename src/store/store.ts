@@ -71,6 +71,7 @@ function convertedStore(def: KindDefinition, conv: VersionConversion, stored: St
     def,
     get: async (namespace, name) => out(await stored.get(namespace, name)),
     getCommitted: async (namespace, name) => out(await stored.getCommitted(namespace, name)),
+    getMany: async (keys) => (await stored.getMany(keys)).map(out),
     async list(namespace) {
       const r = await stored.list(namespace);
       return { ...r, items: r.items.map((o) => conv.fromStorage(o)) };

@@ -117,6 +117,11 @@ export interface Store {
    * reads). The same as {@link get} for the D1 backend.
    */
   getCommitted(namespace: string, name: string): Promise<KubeObject | null>;
+  /**
+   * The objects at `keys` (namespace "" for a cluster-scoped kind), per key in order, or null: the
+   * D1 backend reads them in one D1 call; the cluster backend asks each object.
+   */
+  getMany(keys: readonly { namespace: string; name: string }[]): Promise<(KubeObject | null)[]>;
   /** Every object in `namespace` (undefined: all namespaces), sorted, with the collection's resourceVersion. */
   list(namespace?: string): Promise<ListResult>;
   /**

@@ -315,6 +315,19 @@ export async function getObject(db: DrizzleD1Database, def: KindDefinition, key:
 }
 
 /**
+ * Reads several objects of a kind at once, in one D1 call (a batch of the reads): per key in
+ * order, the object or null.
+ */
+export async function getObjects(db: DrizzleD1Database, def: KindDefinition, keys: readonly StoreKey[]): Promise<(KubeObject | null)[]> {
+  if (keys.length === 0) return [];
+  if (keys.length === 1) return [await getObject(db, def, keys[0]!)];
+  const d1 = d1Of(db);
+  const resource = resourceKey(def);
+  const results = await d1.batch<RawRow>(keys.map((k) => bind(d1, getShape(), { resource, namespace: k.namespace, name: k.name })));
+  return Promise.all(results.map((r) => (r.results[0] ? readRow(db, def, rowOf(r.results[0])) : null)));
+}
+
+/**
  * Lists the objects of a kind, in one namespace or (namespace undefined) all of them, sorted by
  * namespace then name (as etcd's key order gives), with the collection resourceVersion read in the
  * same batch.
