@@ -482,6 +482,39 @@ describe("the recorder, for many changes at once", () => {
   });
 });
 
+describe("the recorder, when its flush fails", () => {
+  it("rejects every caller of the flush (their hooks keep their outbox rows for the sweep), and a later flush records them", async () => {
+    await createNamespaces("together-fail");
+    const spec = (name: string) => ({
+      regarding: { kind: "ManifestWork", name, namespace: "together-fail", uid: `uid-${name}` },
+      reason: "ManifestWorkApplied",
+      type: "Normal" as const,
+      message: `ManifestWork ${name} applied on cluster together-fail`,
+      reportingController: "work-agent",
+    });
+    const failing = new Proxy(hubEnv.DB, {
+      get: (target, p) =>
+        p === "prepare" || p === "batch"
+          ? () => {
+              throw new Error("D1 unavailable");
+            }
+          : Reflect.get(target, p),
+    });
+    const broken = { ...hubEnv, DB: failing };
+    const outcomes = await Promise.allSettled(["f1", "f2", "f3"].map((n) => recordEvents(broken, [spec(n)])));
+    expect(outcomes.map((o) => o.status)).toEqual(["rejected", "rejected", "rejected"]);
+    expect((await call("GET", CORE("together-fail"))).body.items).toEqual([]);
+    // What the sweep does with the rows kept: the Events are recorded, once each.
+    await Promise.all(["f1", "f2", "f3"].map((n) => recordEvents(hubEnv, [spec(n)])));
+    const items = (await call("GET", CORE("together-fail"))).body.items as { involvedObject: { name: string }; count: number }[];
+    expect(items.map((e) => [e.involvedObject.name, e.count]).sort()).toEqual([
+      ["f1", 1],
+      ["f2", 1],
+      ["f3", 1],
+    ]);
+  });
+});
+
 describe("the Events the hub records", () => {
   it("a cluster's registration, acceptance, join, lease expiry and recovery, in order, the recovery folded; an idle heartbeat records nothing", async () => {
     const token = await createToken();
