@@ -22,9 +22,11 @@ import { microTime, type KubeObject } from "../k8s/meta.ts";
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { EventKind, type ObjectReference } from "../kinds/event.ts";
 import { admittedStoreOf } from "../admission/store.ts";
-import { admitNamespace } from "../namespaces/lifecycle.ts";
+import { admitNamespaces } from "../namespaces/lifecycle.ts";
 import { clock } from "../clock.ts";
 import { armEventExpiry } from "./expiry.ts";
+import { CommitGroups } from "../store/group-commit.ts";
+import { commitGroupsOf } from "../store/commit-groups-of.ts";
 import type { Env } from "../env.ts";
 
 /** An Event's type (core/v1 `EventTypeNormal`, `EventTypeWarning`). */
@@ -207,67 +209,131 @@ export async function recordEvent(env: Env, spec: EventSpec, now = clock.now()):
   }
 }
 
+/** Most callers' Events one flush of {@link recordEvents} takes (their fold lookups are one D1 call). */
+export const TOGETHER_MAX_CALLS = 100;
+
+/** One caller's Events waiting to be recorded with others': its environment, what, and when (epoch milliseconds). */
+interface Pending {
+  env: Env;
+  specs: readonly EventSpec[];
+  now: number;
+}
+
+/** The name of the isolate's groups of Events recorded together (one per D1 database: src/store/group-commit.ts `commitGroupsOf`). */
+const TOGETHER = "events";
+
+/** This isolate's groups of Events recorded together for the database of `env`. */
+function togetherOf(env: Env): CommitGroups<Pending, true> {
+  return commitGroupsOf(env, TOGETHER, () => new CommitGroups<Pending, true>(flushTogether, TOGETHER_MAX_CALLS));
+}
+
 /**
- * Records `specs` (see {@link recordEvent}) at `now` (epoch milliseconds), as one change's
- * transitions usually come (a join: joined, available, a taint removed): the Events of one
- * regarding object are read once, folded among themselves and the stored ones, and written
- * together in one D1 batch (src/store/d1/write.ts `writeStoredMany`); a write that lost a race with
- * another writer is recorded again on its own. An object whose namespace does not admit new
- * Events (gone or terminating) records none.
+ * Records `specs` (see {@link recordEvent}) at `now` (epoch milliseconds), together with the
+ * Events other callers of this isolate record meanwhile (an agent's reports arriving together,
+ * across clusters: each report's commit owes its `ManifestWorkApplied`), as group commit does
+ * (src/store/group-commit.ts): a call that finds no flush in flight goes at once; calls that
+ * arrive while one is in flight go in the next, up to {@link TOGETHER_MAX_CALLS} callers. One flush
+ * reads the Events of every regarding object it concerns in one D1 call (one range read of the
+ * primary key per object, batched: `Store.listNameRanges`), folds each spec among them and the
+ * ones planned before it (the same object, reason, type, controller and message: count + 1,
+ * lastTimestamp and series at the latest of their times), checks NamespaceLifecycle for the
+ * namespaces that get a new Event (those not read within a second, in one D1 call), and writes them all through `Store.writeMany` (50 to a D1
+ * batch, each with its own precondition: a fold committed on a stale read is refused, never
+ * written over a newer count, and recorded again on its own on a fresh read). An object whose
+ * namespace does not admit new Events (gone or terminating) gets no new one.
+ *
+ * Resolves once this caller's Events are committed, so an after-commit hook that calls it keeps
+ * its outbox row until then: an isolate that dies before the flush leaves the row, and the sweep
+ * records the Events again (src/events/controller.ts). A flush that fails as a whole is made again
+ * for each caller alone, and a caller whose own flush fails gets its error.
  * @throws errors of D1 (the caller's after-commit hook is then run again by the outbox sweep)
  */
 export async function recordEvents(env: Env, specs: readonly EventSpec[], now = clock.now()): Promise<void> {
-  const groups = new Map<string, EventSpec[]>();
-  for (const spec of specs) {
-    const key = `${eventNamespace(spec.regarding)}/${spec.regarding.name}`;
-    groups.set(key, [...(groups.get(key) ?? []), spec]);
-  }
-  for (const group of groups.values()) {
-    if (group.length === 1) {
-      await recordEvent(env, group[0]!, now);
-      continue;
-    }
-    await recordGroup(env, group, now);
-  }
+  if (specs.length === 0) return;
+  await togetherOf(env).run({ env, specs, now });
 }
 
-/** {@link recordEvents} for the specs of one regarding object. */
-async function recordGroup(env: Env, specs: readonly EventSpec[], now: number): Promise<void> {
-  const namespace = eventNamespace(specs[0]!.regarding);
-  const stored = await eventsNamed(env, namespace, specs[0]!.regarding.name);
-  /** Per Event to write: the stored one it folds into (null: a new one), what is written, which specs made it. */
-  const writes: { known: KubeObject | null; body: KubeObject; specs: EventSpec[] }[] = [];
-  for (const spec of specs) {
-    const message = messageOf(spec);
-    const planned = writes.find((w) => sameEvent(w.body, spec, message));
-    const base = planned?.body ?? stored.find((e) => sameEvent(e, spec, message));
-    if (!base) {
-      writes.push({ known: null, body: newEvent(spec, namespace, message, now), specs: [spec] });
-      continue;
-    }
-    const count = (typeof base.count === "number" ? base.count : 1) + 1;
-    const folded: KubeObject = { ...base, count, lastTimestamp: seconds(now), series: { count, lastObservedTime: microTime(now) } };
-    if (planned) {
-      planned.body = folded;
-      planned.specs.push(spec);
-    } else writes.push({ known: base, body: folded, specs: [spec] });
+/** The flushes of {@link recordEvents} made so far in this isolate for the database of `env`, and the callers they carried (for tests and benchmarks). */
+export function recordedTogether(env: Env): { calls: number; items: number } {
+  return togetherOf(env).counts;
+}
+
+/** One flush of {@link recordEvents}: the specs of `items`, recorded together. */
+async function flushTogether(items: Pending[]): Promise<true[]> {
+  await recordAll(
+    items[0]!.env,
+    items.flatMap((i) => i.specs.map((spec) => ({ spec, now: i.now }))),
+  );
+  return items.map(() => true);
+}
+
+/** A spec to record and its time (epoch milliseconds). */
+interface Timed {
+  spec: EventSpec;
+  now: number;
+}
+
+/** An Event to write: the stored one it folds into (null: a new one), its namespace, what is written, its time (epoch ms), which specs made it. */
+interface PlannedWrite {
+  namespace: string;
+  known: KubeObject | null;
+  body: KubeObject;
+  at: number;
+  made: Timed[];
+}
+
+/** `base` folded once more at `now` (epoch milliseconds): count + 1, lastTimestamp and series now. */
+function foldedOnce(base: KubeObject, now: number): KubeObject {
+  const count = (typeof base.count === "number" ? base.count : 1) + 1;
+  return { ...base, count, lastTimestamp: seconds(now), series: { count, lastObservedTime: microTime(now) } };
+}
+
+/** {@link recordEvents}' flush: `entries` read, folded and written together (see there). */
+async function recordAll(env: Env, entries: readonly Timed[]): Promise<void> {
+  const objects = new Map<string, { namespace: string; name: string; entries: Timed[] }>();
+  for (const e of entries) {
+    const namespace = eventNamespace(e.spec.regarding);
+    const key = `${namespace}/${e.spec.regarding.name}`;
+    const o = objects.get(key);
+    if (o) o.entries.push(e);
+    else objects.set(key, { namespace, name: e.spec.regarding.name, entries: [e] });
   }
-  if (writes.some((w) => w.known === null)) {
-    try {
-      await admitNamespace(env, EventKind, namespace, undefined, { verb: "create", body: {} }, () => Promise.resolve(false));
-    } catch (e) {
-      if (e instanceof ApiError && (e.code === 403 || e.code === 404)) return;
-      throw e;
+  const store = admittedStoreOf(env, EventKind);
+  const list = [...objects.values()];
+  const stored = await store.listNameRanges(list.map((o) => ({ namespace: o.namespace, from: `${o.name}.`, to: `${o.name}/`, limit: FOLD_WINDOW })));
+  const writes: PlannedWrite[] = [];
+  list.forEach((o, i) => {
+    const mine: PlannedWrite[] = [];
+    for (const e of o.entries) {
+      const message = messageOf(e.spec);
+      const planned = mine.find((w) => sameEvent(w.body, e.spec, message));
+      if (planned) {
+        planned.at = Math.max(planned.at, e.now);
+        planned.body = foldedOnce(planned.body, planned.at);
+        planned.made.push(e);
+        continue;
+      }
+      const repeat = stored[i]!.find((ev) => sameEvent(ev, e.spec, message));
+      if (repeat) mine.push({ namespace: o.namespace, known: repeat, body: foldedOnce(repeat, e.now), at: e.now, made: [e] });
+      else mine.push({ namespace: o.namespace, known: null, body: newEvent(e.spec, o.namespace, message, e.now), at: e.now, made: [e] });
     }
-  }
-  const out = await admittedStoreOf(env, EventKind).writeMany(
-    writes.map((w) =>
+    writes.push(...mine);
+  });
+  // NamespaceLifecycle for the namespaces that get a new Event, read together (updates of stored Events pass).
+  const refused = await admitNamespaces(
+    env,
+    EventKind,
+    writes.filter((w) => w.known === null).map((w) => w.namespace),
+  );
+  const admitted = writes.filter((w) => w.known !== null || !refused.has(w.namespace));
+  const out = await store.writeMany(
+    admitted.map((w) =>
       w.known
-        ? { namespace, name: w.known.metadata.name, req: { verb: "update" as const, body: w.body }, known: w.known }
-        : { namespace, name: w.body.metadata.name, req: { verb: "create" as const, body: w.body }, known: null },
+        ? { namespace: w.namespace, name: w.known.metadata.name, req: { verb: "update" as const, body: w.body }, known: w.known }
+        : { namespace: w.namespace, name: w.body.metadata.name, req: { verb: "create" as const, body: w.body }, known: null },
     ),
   );
-  if (writes.some((w, i) => w.known === null && out[i] !== "lost")) await armEventExpiry(env);
-  // Lost a race (another writer folded into the same Event first): each of its specs on its own.
-  for (const [i, w] of writes.entries()) if (out[i] === "lost") for (const spec of w.specs) await recordEvent(env, spec, now);
+  if (admitted.some((w, i) => w.known === null && out[i] !== "lost")) await armEventExpiry(env);
+  // Lost a race (another writer folded into the same Event first, or took its name): each of its specs on its own.
+  for (const [i, w] of admitted.entries()) if (out[i] === "lost") for (const e of w.made) await recordEvent(env, e.spec, e.now);
 }

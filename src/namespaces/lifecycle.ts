@@ -137,6 +137,29 @@ export async function admitNamespace(
 }
 
 /**
+ * NamespaceLifecycle for creates of kind `def` in each of `namespaces` at once (a recorder's
+ * Events in many clusters' namespaces: src/events/record.ts): the namespaces this isolate did not
+ * read Active within {@link NAMESPACE_SEEN_MS} are read together, in one D1 call. Returns the
+ * namespaces that refuse new content, each with its refusal (404 NotFound: no such namespace;
+ * 403 Forbidden: terminating), as {@link admitNamespace} throws it for one.
+ * @throws errors of D1
+ */
+export async function admitNamespaces(env: Env, def: KindDefinition, namespaces: Iterable<string>): Promise<Map<string, ApiError>> {
+  const refused = new Map<string, ApiError>();
+  if (!def.namespaced) return refused;
+  const unseen = [...new Set(namespaces)].filter((n) => !seenActiveRecently(n));
+  if (unseen.length === 0) return refused;
+  const read = await storeOf(env, NamespaceKind).getMany(unseen.map((name) => ({ namespace: "", name })));
+  unseen.forEach((namespace, i) => {
+    const ns = read[i] ?? null;
+    sawNamespace(namespace, ns);
+    if (!ns) refused.set(namespace, notFound({ group: "", plural: NamespaceKind.plural, name: namespace }));
+    else if (!admitsContent(ns)) refused.set(namespace, namespaceTerminating(def, namespace, ""));
+  });
+  return refused;
+}
+
+/**
  * OCM's check on accepting a cluster (`pkg/registration/webhook/v1/managedcluster_validating.go`,
  * `validateAcceptByClusterNamespace`): setting `hubAcceptsClient: true` on ManagedCluster `name`
  * (at create, or changing it from false) is refused while the cluster's namespace is being

@@ -71,6 +71,7 @@ function convertedStore(def: KindDefinition, conv: VersionConversion, stored: St
     def,
     get: async (namespace, name) => out(await stored.get(namespace, name)),
     getCommitted: async (namespace, name) => out(await stored.getCommitted(namespace, name)),
+    getMany: async (keys) => (await stored.getMany(keys)).map(out),
     async list(namespace) {
       const r = await stored.list(namespace);
       return { ...r, items: r.items.map((o) => conv.fromStorage(o)) };
@@ -82,6 +83,7 @@ function convertedStore(def: KindDefinition, conv: VersionConversion, stored: St
     listNamed: async (name) => (await stored.listNamed(name)).map((o) => conv.fromStorage(o)),
     findByField: async (path, value) => out(await stored.findByField(path, value)),
     listNameRange: async (namespace, from, to, limit) => (await stored.listNameRange(namespace, from, to, limit)).map((o) => conv.fromStorage(o)),
+    listNameRanges: async (ranges) => (await stored.listNameRanges(ranges)).map((list) => list.map((o) => conv.fromStorage(o))),
     async events(namespace, afterRv, limit) {
       const r = await stored.events(namespace, afterRv, limit);
       return { ...r, events: r.events.map((e) => ({ ...e, object: conv.fromStorage(e.object) })) };

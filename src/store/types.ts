@@ -94,6 +94,14 @@ export interface ManyWrite {
 /** The outcome of one {@link ManyWrite}: the object as stored (null after a delete), or `lost` when another writer committed first. */
 export type ManyOutcome = KubeObject | null | "lost";
 
+/** A range of names in one namespace, for {@link Store.listNameRanges}: names strictly between `from` and `to`, at most `limit`. */
+export interface NameRange {
+  namespace: string;
+  from: string;
+  to: string;
+  limit: number;
+}
+
 /** The objects of one kind, wherever they are stored. */
 export interface Store {
   /** The kind this store serves. */
@@ -109,6 +117,11 @@ export interface Store {
    * reads). The same as {@link get} for the D1 backend.
    */
   getCommitted(namespace: string, name: string): Promise<KubeObject | null>;
+  /**
+   * The objects at `keys` (namespace "" for a cluster-scoped kind), per key in order, or null: the
+   * D1 backend reads them in one D1 call; the cluster backend asks each object.
+   */
+  getMany(keys: readonly { namespace: string; name: string }[]): Promise<(KubeObject | null)[]>;
   /** Every object in `namespace` (undefined: all namespaces), sorted, with the collection's resourceVersion. */
   list(namespace?: string): Promise<ListResult>;
   /**
@@ -131,6 +144,11 @@ export interface Store {
    * `<object>.<time>`).
    */
   listNameRange(namespace: string, from: string, to: string, limit: number): Promise<KubeObject[]>;
+  /**
+   * {@link listNameRange} for several ranges at once (the D1 backend: one D1 call for all):
+   * per range, in the order given, its objects newest name first.
+   */
+  listNameRanges(ranges: readonly NameRange[]): Promise<KubeObject[][]>;
   /**
    * The watch events of this kind after resourceVersion `afterRv` (exclusive), oldest first, at
    * most `limit` (default 500), in `namespace` or all, with the counter's value (`latest`).

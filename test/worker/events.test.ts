@@ -407,6 +407,114 @@ describe("the recorder, for one change's transitions", () => {
   });
 });
 
+/**
+ * `env` with a D1 binding that counts its calls: a batch is one, and so is each statement run on
+ * its own (`all`, `run`, `first`, `raw`); `sql` keeps each call's first statement.
+ */
+function countingD1(): { env: Env; calls: string[] } {
+  const calls: string[] = [];
+  const inner = hubEnv.DB;
+  const targets = new WeakMap<object, D1PreparedStatement>();
+  const wrap = (stmt: D1PreparedStatement, sql: string): D1PreparedStatement => {
+    const proxy = new Proxy(stmt, {
+      get(target, key) {
+        if (key === "bind") return (...args: unknown[]) => wrap(target.bind(...args), sql);
+        if (key === "all" || key === "run" || key === "first" || key === "raw")
+          return (...args: unknown[]) => {
+            calls.push(sql);
+            return (target[key] as (...a: unknown[]) => unknown)(...args);
+          };
+        const v = Reflect.get(target, key, target) as unknown;
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    targets.set(proxy, stmt);
+    return proxy;
+  };
+  const DB = new Proxy(inner, {
+    get(target, key) {
+      if (key === "prepare") return (sql: string) => wrap(target.prepare(sql), sql);
+      if (key === "batch")
+        return (statements: D1PreparedStatement[]) => {
+          calls.push(`batch of ${statements.length}`);
+          return target.batch(statements.map((s) => targets.get(s) ?? s));
+        };
+      const v = Reflect.get(target, key, target) as unknown;
+      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  return { env: { ...hubEnv, DB }, calls };
+}
+
+describe("the recorder, for many changes at once", () => {
+  it("records the Events of calls that arrive together in one fold lookup and one batch, folding as one call would", async () => {
+    await createNamespaces("together-a", "together-b");
+    const spec = (ns: string, name: string) => ({
+      regarding: { kind: "ManifestWork", name, namespace: ns, uid: `uid-${name}` },
+      reason: "ManifestWorkApplied",
+      type: "Normal" as const,
+      message: `ManifestWork ${name} applied on cluster ${ns}`,
+      reportingController: "work-agent",
+    });
+    // One stored already, to fold into.
+    await recordEvent(hubEnv, spec("together-a", "w0"));
+    const { env: metered, calls } = countingD1();
+    // 40 reports' Events at once, across two namespaces: w0 twice more (folds into the stored
+    // one), w1 twice (a new one, then folded into it), 36 others once.
+    const specs = [spec("together-a", "w0"), spec("together-a", "w0"), spec("together-b", "w1"), spec("together-b", "w1")];
+    for (let i = 2; i < 38; i++) specs.push(spec(i % 2 ? "together-a" : "together-b", `w${i}`));
+    await Promise.all(specs.map((s) => recordEvents(metered, [s])));
+    const counts = new Map<string, number>();
+    for (const ns of ["together-a", "together-b"])
+      for (const e of (await call("GET", CORE(ns))).body.items as { involvedObject: { name: string }; count: number; reason: string }[]) {
+        expect(e.reason).toBe("ManifestWorkApplied");
+        expect(counts.has(e.involvedObject.name), e.involvedObject.name).toBe(false);
+        counts.set(e.involvedObject.name, e.count);
+      }
+    expect(counts.get("w0")).toBe(3);
+    expect(counts.get("w1")).toBe(2);
+    expect(counts.size).toBe(38);
+    for (let i = 2; i < 38; i++) expect(counts.get(`w${i}`)).toBe(1);
+    // One at a time, each call read and wrote on its own (2 D1 calls each, 80): the first goes at
+    // once, the 39 that arrived meanwhile in one flush (its fold lookup, the namespace checks,
+    // one batch of writes).
+    expect(calls.length, calls.join("\n")).toBeLessThanOrEqual(10);
+  });
+});
+
+describe("the recorder, when its flush fails", () => {
+  it("rejects every caller of the flush (their hooks keep their outbox rows for the sweep), and a later flush records them", async () => {
+    await createNamespaces("together-fail");
+    const spec = (name: string) => ({
+      regarding: { kind: "ManifestWork", name, namespace: "together-fail", uid: `uid-${name}` },
+      reason: "ManifestWorkApplied",
+      type: "Normal" as const,
+      message: `ManifestWork ${name} applied on cluster together-fail`,
+      reportingController: "work-agent",
+    });
+    const failing = new Proxy(hubEnv.DB, {
+      get: (target, p) =>
+        p === "prepare" || p === "batch"
+          ? () => {
+              throw new Error("D1 unavailable");
+            }
+          : Reflect.get(target, p),
+    });
+    const broken = { ...hubEnv, DB: failing };
+    const outcomes = await Promise.allSettled(["f1", "f2", "f3"].map((n) => recordEvents(broken, [spec(n)])));
+    expect(outcomes.map((o) => o.status)).toEqual(["rejected", "rejected", "rejected"]);
+    expect((await call("GET", CORE("together-fail"))).body.items).toEqual([]);
+    // What the sweep does with the rows kept: the Events are recorded, once each.
+    await Promise.all(["f1", "f2", "f3"].map((n) => recordEvents(hubEnv, [spec(n)])));
+    const items = (await call("GET", CORE("together-fail"))).body.items as { involvedObject: { name: string }; count: number }[];
+    expect(items.map((e) => [e.involvedObject.name, e.count]).sort()).toEqual([
+      ["f1", 1],
+      ["f2", 1],
+      ["f3", 1],
+    ]);
+  });
+});
+
 describe("the Events the hub records", () => {
   it("a cluster's registration, acceptance, join, lease expiry and recovery, in order, the recovery folded; an idle heartbeat records nothing", async () => {
     const token = await createToken();

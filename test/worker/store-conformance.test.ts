@@ -88,6 +88,19 @@ for (const { backend, def, spec, changed, namespace: ns = "" } of backends) {
       expect(listed.items.map((o) => o.metadata.name)).toContain(n);
       expect(Number(listed.resourceVersion)).toBeGreaterThanOrEqual(Number(got!.metadata.resourceVersion));
       expect((await s.listNamed(n)).map((o) => o.metadata.name)).toEqual([n]);
+      // Several at once, in the order asked, null for one that is absent.
+      expect(
+        await s.getMany([
+          { namespace: ns, name: n },
+          { namespace: ns, name: `${n}-none` },
+          { namespace: ns, name: n },
+        ]),
+      ).toEqual([got, null, got]);
+      const ranges = await s.listNameRanges([
+        { namespace: ns, from: n.slice(0, -1), to: `${n}0`, limit: 5 },
+        { namespace: ns, from: `${n}-none`, to: `${n}-none0`, limit: 5 },
+      ]);
+      expect(ranges.map((r) => r.map((o) => o.metadata.name))).toEqual([[n], []]);
       // Pages of one, from the object's key: it is the first, and the one before it leads to it.
       const page = await s.listPage(undefined, { limit: 1, after: { namespace: ns, name: `${n.slice(0, -1)}` } });
       expect(page.items.map((o) => o.metadata.name)).toEqual([n]);

@@ -59,6 +59,7 @@ export function clusterObjectBackend(env: Env, def: KindDefinition): Store {
       const res = await stub(name).get(name);
       return res.ok ? res.value : null;
     },
+    getMany: (keys) => Promise.all(keys.map((k) => store.get(k.namespace, k.name))),
     async write(_namespace, name, req, opts) {
       const target = name || nameOfCreate(def, req);
       const res = await stub(target).write(target, req, opts?.admitted);

@@ -6,7 +6,19 @@
 import type { KindDefinition } from "../../k8s/kind.ts";
 import type { Env } from "../../env.ts";
 import type { Store } from "../types.ts";
-import { d1Database, findByField, getObject, listNameRangeDesc, listObjects, listObjectsNamed, listPage, previousEventObject, readEvents } from "./objects.ts";
+import {
+  d1Database,
+  findByField,
+  getObject,
+  getObjects,
+  listNameRangeDesc,
+  listNameRangesDesc,
+  listObjects,
+  listObjectsNamed,
+  listPage,
+  previousEventObject,
+  readEvents,
+} from "./objects.ts";
 import { writeStored, writeStoredMany } from "./write.ts";
 
 /** The store of kind `def` on the D1 index of `env` (with its keyring, for kinds with encrypted fields). */
@@ -17,11 +29,13 @@ export function d1Backend(env: Env, def: KindDefinition): Store {
     def,
     get,
     getCommitted: get,
+    getMany: (keys) => getObjects(db, def, keys),
     list: (namespace) => listObjects(db, def, namespace),
     listPage: (namespace, opts) => listPage(db, def, namespace, opts),
     listNamed: (name) => listObjectsNamed(db, def, name),
     findByField: (path, value) => findByField(db, def, path, value),
     listNameRange: (namespace, from, to, limit) => listNameRangeDesc(db, def, namespace, from, to, limit),
+    listNameRanges: (ranges) => listNameRangesDesc(db, def, ranges),
     events: (namespace, afterRv, limit) => readEvents(db, def, namespace, afterRv, limit),
     eventBefore: (namespace, name, beforeRv) => previousEventObject(db, def, namespace, name, beforeRv),
     write: (namespace, name, req, opts = {}) =>
