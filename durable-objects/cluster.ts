@@ -48,7 +48,7 @@ import { INVALID_AGENT_CREDENTIAL } from "../src/auth/credentials.ts";
 import { clock } from "../src/clock.ts";
 import { Timers } from "./timers.ts";
 import type { ClusterHost } from "./cluster/host.ts";
-import { ClusterState, migrateState, STATE_SCHEMA } from "./cluster/state.ts";
+import { ClusterState, migrateState, STATE_SCHEMA, stateCurrent } from "./cluster/state.ts";
 import { Keys, KEYS_SCHEMA } from "./cluster/keys.ts";
 import { Lease } from "./cluster/lease.ts";
 import { heldForLeave, Leave, LEAVE_TIMER, markLeaving } from "./cluster/leave.ts";
@@ -82,6 +82,14 @@ export type { LeaseRecord } from "./cluster/lease.ts";
 export { DEFAULT_LEAVE_TIMEOUT_SECONDS, LEAVE_FINALIZER } from "./cluster/leave.ts";
 export { ROTATION_OVERLAP_MS } from "./cluster/keys.ts";
 export { MAX_WORKS_WAITERS, WORKS_RETRY_AFTER_SECONDS } from "./cluster/works.ts";
+
+/**
+ * The tables {@link ClusterObject}'s schema makes (`state`, the keys' three, `timers`): a wake
+ * reads which exist in one statement and creates or migrates them only when one is missing or
+ * older than the code (a cold object woken by a works delivery ran some eight statements to
+ * find its schema as it was).
+ */
+export const CLUSTER_TABLES = ["state", "keys", "pending_key", "seen_jti", "timers"] as const;
 
 /** The per-cluster Durable Object. */
 export class ClusterObject extends DurableObject<Env> implements ClusterHost {
@@ -122,8 +130,17 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
     this.connection = new AgentConnection(ctx, env, this.connectionHost());
     // An object created before the timers table (an alarm set, no timers rows) gets its timers
     // from what it stores, so its lease and leave checks still fire.
-    const before = !this.timers.exists();
-    this.createSchema();
+    // One read of the schema at a wake: the statements that make or migrate it run only when a table is missing or old.
+    const tables = new Map(
+      ctx.storage.sql
+        .exec<{ name: string; sql: string }>(
+          `SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name IN (${CLUSTER_TABLES.map((t) => `'${t}'`).join(", ")})`,
+        )
+        .toArray()
+        .map((r) => [r.name, r.sql]),
+    );
+    const before = !tables.has("timers");
+    if (CLUSTER_TABLES.some((t) => !tables.has(t)) || !stateCurrent(tables.get("state")!)) this.createSchema();
     if (before) this.seedTimers();
     if (this.state.interrupted() || before) {
       void ctx.blockConcurrencyWhile(async () => {
@@ -133,7 +150,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
     }
   }
 
-  /** Creates this object's tables (again after a deleteAll). */
+  /** Creates this object's tables, {@link CLUSTER_TABLES} (again after a deleteAll), and brings an older `state` table up to date. */
   private createSchema(): void {
     this.ctx.storage.sql.exec(STATE_SCHEMA + KEYS_SCHEMA);
     migrateState(this.ctx.storage.sql);

@@ -25,7 +25,12 @@ export const STATE_SCHEMA = "CREATE TABLE IF NOT EXISTS state (k TEXT PRIMARY KE
  */
 export function migrateState(sql: SqlStorage): void {
   const table = sql.exec<{ sql: string }>("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'state'").toArray()[0];
-  if (table && !/\bpending\b/.test(table.sql)) sql.exec("ALTER TABLE state ADD COLUMN pending TEXT");
+  if (table && !stateCurrent(table.sql)) sql.exec("ALTER TABLE state ADD COLUMN pending TEXT");
+}
+
+/** Whether the `state` table's `CREATE` statement (its `sqlite_master.sql`) has the `pending` column ({@link migrateState}). */
+export function stateCurrent(createSql: string): boolean {
+  return /\bpending\b/.test(createSql);
 }
 
 /**

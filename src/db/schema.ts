@@ -133,6 +133,8 @@ export const outbox = sqliteTable("outbox", {
  * The owner index (src/gc/controller.ts): which objects (`resource`, `namespace`, `name`) name the
  * owner with UID `ownerUid` in their ownerReferences. Written in the batch of each write that
  * changes an object's references (src/store/d1/write.ts), so an owner's dependents are one lookup.
+ * The table is WITHOUT ROWID (migrations/0014_index_tables_lean.sql): its primary key is the
+ * table, so a reference costs 2 rows written (the table, `owner_references_dependent`), not 3.
  */
 export const ownerReferences = sqliteTable(
   "owner_references",
@@ -149,6 +151,8 @@ export const ownerReferences = sqliteTable(
  * The label index (src/store/d1/objects.ts `listPage`): an object's (`resource`, `namespace`, `name`)
  * labels, one row per key. Written in the batch of each write that changes the object's labels
  * (src/store/d1/write.ts), so a labelSelector list reads the rows its selector names.
+ * The table is WITHOUT ROWID (migrations/0014_index_tables_lean.sql): its primary key is the
+ * table, so a label costs 2 rows written (the table, `labels_selector`), not 3.
  */
 export const labels = sqliteTable(
   "labels",

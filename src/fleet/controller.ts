@@ -836,7 +836,8 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
       ),
     });
     if (b && deepEqual(b.spec ?? null, bindingSpec) && b.metadata.labels?.[TARGET_CLUSTER_LABEL] === cluster) stored.set(name, b);
-    else specWrites.push(bindingWrite(ref, k.binding, b, cluster, bindingSpec, placement));
+    // A new binding is created with its status (one commit, not a create and a status write).
+    else specWrites.push(bindingWrite(ref, k.binding, b, cluster, bindingSpec, placement, b ? undefined : wantStatus.get(name)));
   }
   for (const [cluster, b] of bindingOf) {
     if (picked.has(cluster)) continue;
@@ -1028,7 +1029,12 @@ function withoutKeys(annotations: Record<string, string> | undefined, keys: read
   return out;
 }
 
-/** The write that makes a placement's binding in `cluster` say `spec` (created, or updated from `b`). */
+/**
+ * The write that makes a placement's binding in `cluster` say `spec` (created, or updated from
+ * `b`); a create given `status` carries it (`withStatus`: the binding is born with the status
+ * the run computed for it, as KubeFleet's rollout controller and work generator leave it after
+ * its create, where a create and a status write would take two commits).
+ */
 function bindingWrite(
   ref: PlacementRef,
   def: KindDefinition,
@@ -1036,6 +1042,7 @@ function bindingWrite(
   cluster: string,
   spec: Record<string, unknown>,
   placement: KubeObject,
+  status?: Record<string, unknown>,
 ): ManyWrite {
   const name = bindingName(ref, cluster);
   const body = {
@@ -1057,8 +1064,14 @@ function bindingWrite(
       ],
     },
     spec,
+    ...(!b && status ? { status } : {}),
   };
-  return { namespace: ref.namespace, name, req: b ? { verb: "update", body } : { verb: "create", body }, known: b ?? null };
+  return {
+    namespace: ref.namespace,
+    name,
+    req: b ? { verb: "update", body } : { verb: "create", body, ...(status ? { withStatus: true as const } : {}) },
+    known: b ?? null,
+  };
 }
 
 async function writeStatus(env: Env, ref: PlacementRef, placement: KubeObject, status: Record<string, unknown>): Promise<PlacementRunOutcome> {

@@ -46,9 +46,13 @@ export interface Preconditions {
  * `fieldManager` on a create, update or non-apply patch records the write in `metadata.managedFields`
  * under that manager (the HTTP layer defaults it from the user agent, as kube-apiserver does); a
  * write without one (the hub's own controllers) keeps the object's managedFields as they are.
+ * A create's `withStatus` keeps the body's status, where the status subresource has a create
+ * drop it: a controller's create of an object whose status it writes at once (a placement's
+ * binding), as its create and then its status write would leave it, in one commit. The HTTP
+ * layer never sets it.
  */
 export type WriteRequest =
-  | { verb: "create"; body: unknown; fieldManager?: string }
+  | { verb: "create"; body: unknown; fieldManager?: string; withStatus?: true }
   | { verb: "update"; body: unknown; subresource?: "status"; preconditions?: Preconditions; fieldManager?: string }
   | { verb: "patch"; patchType: "merge" | "strategic" | "json" | "apply"; patch: unknown; fieldManager?: string; force?: boolean; subresource?: "status" }
   | { verb: "delete"; preconditions?: Preconditions; propagationPolicy?: DeletePropagation };
@@ -381,7 +385,15 @@ function finishValidation(def: KindDefinition, obj: KubeObject, old: KubeObject 
   if (causes.length > 0) throw invalid(ref(def, obj.metadata.name), causes);
 }
 
-function create(def: KindDefinition, key: ObjectKey, current: KubeObject | null, body: unknown, ctx: WriteContext, managed?: ManagedFieldsRule): WriteResult {
+function create(
+  def: KindDefinition,
+  key: ObjectKey,
+  current: KubeObject | null,
+  body: unknown,
+  ctx: WriteContext,
+  managed?: ManagedFieldsRule,
+  withStatus = false,
+): WriteResult {
   const obj = decode(def, body, key.name);
   const meta = obj.metadata;
   if (meta.resourceVersion) throw badRequest("resourceVersion should not be set on objects to be created", "metadata.resourceVersion");
@@ -398,7 +410,7 @@ function create(def: KindDefinition, key: ObjectKey, current: KubeObject | null,
     delete meta.namespace;
   }
   if (current) throw alreadyExists(ref(def, meta.name));
-  if (def.hasStatus) delete obj.status;
+  if (def.hasStatus && !withStatus) delete obj.status;
   def.defaults?.(obj);
   def.prepareForCreate?.(obj, ctx);
   finishValidation(def, obj, undefined);
@@ -677,7 +689,7 @@ function remove(
 export function computeWrite(def: KindDefinition, key: ObjectKey, current: KubeObject | null, req: WriteRequest, ctx: WriteContext): WriteResult {
   switch (req.verb) {
     case "create":
-      return create(def, key, current, req.body, ctx, req.fieldManager ? { manager: req.fieldManager, sent: undefined } : undefined);
+      return create(def, key, current, req.body, ctx, req.fieldManager ? { manager: req.fieldManager, sent: undefined } : undefined, req.withStatus === true);
     case "update":
       if (current) checkPreconditions(def, key, current, req.preconditions);
       return update(def, key, current, req.body, req.subresource, ctx, req.fieldManager ? { manager: req.fieldManager, sent: undefined } : undefined, true);

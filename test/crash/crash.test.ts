@@ -592,6 +592,7 @@ describe("kill -9 of workerd during a placement's evictions, restart on the same
     const executed = evictions.filter((e) => cond(e, "Executed")?.status === "True").map((e) => e.spec.clusterName as string);
     const refused = evictions.filter((e) => cond(e, "Executed")?.status === "False").map((e) => e.spec.clusterName as string);
     expect(executed.length).toBeGreaterThanOrEqual(1);
+    console.log(`crash test (evictions): decided: executed on ${executed.join(", ")}; refused on ${refused.join(", ") || "none"}; spare ${spare}`);
     // The placement ends on two clusters: the refused ones and the spare it re-filled on.
     await waitFor("the placement re-filled", async () => (await works()).join() === [...refused, spare].sort().join() && (await works()).length === 2, 120_000);
     const bindings = ((await admin(hub, "GET", `${F}/clusterresourcebindings`)).body.items as Json[]).map((b) => b.spec.targetCluster as string).sort();

@@ -3,6 +3,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { countedLeaseSeconds, leaseRule, pingCheckDelayMs } from "../../durable-objects/cluster/lease.ts";
 import { Timers } from "../../durable-objects/timers.ts";
+import { ClusterObject } from "../../durable-objects/cluster.ts";
+import type { Env } from "../../src/env.ts";
 import { call, condition, createToken, MC, register, withClockAhead } from "./helpers.ts";
 
 describe("the lease rule (OCM's hub lease controller)", () => {
@@ -150,5 +152,41 @@ describe("a cluster object created before its timers table", () => {
     await evictDurableObject(stub);
     expect(await withClockAhead(900_000 + 1_000, () => runDurableObjectAlarm(stub))).toBe(true);
     expect((await call("GET", `${MC}/pre-leave`)).status).toBe(404);
+  });
+});
+
+describe("a cluster object's wake", () => {
+  /** Runs `fn` with `state`'s SQL `exec` calls counted into `calls` (the object's storage is one SqlStorage). */
+  const counting = <T>(state: DurableObjectState, calls: string[], fn: () => T): T => {
+    const sql = state.storage.sql;
+    const exec = sql.exec;
+    sql.exec = ((query: string, ...b: unknown[]) => (calls.push(query), exec.call(sql, query, ...b))) as typeof sql.exec;
+    try {
+      return fn();
+    } finally {
+      sql.exec = exec;
+    }
+  };
+
+  it("reads its schema in one statement when it is current, and makes what is missing or old", async () => {
+    const token = await createToken({ autoApprove: true });
+    await register(token, "wake-schema", "id-wake-schema");
+    const stub = env.CLUSTERS.getByName("wake-schema");
+    await runInDurableObject(stub, (_o, state) => {
+      const calls: string[] = [];
+      counting(state, calls, () => new ClusterObject(state, env as unknown as Env));
+      // The schema read and the check for a commit in flight: nothing created, altered or read again
+      // (it ran the table check, the creates, the state table's migration check and the timers' create).
+      expect(calls).toHaveLength(2);
+      expect(calls[0]).toContain("sqlite_master");
+      // A table missing (an object older than it): made at the wake, the rest kept.
+      state.storage.sql.exec("DROP TABLE seen_jti");
+      calls.length = 0;
+      counting(state, calls, () => new ClusterObject(state, env as unknown as Env));
+      expect(calls.length).toBeGreaterThan(2);
+      expect(state.storage.sql.exec("SELECT name FROM sqlite_master WHERE name = 'seen_jti'").toArray()).toHaveLength(1);
+    });
+    // The object still answers as before.
+    expect((await call("GET", `${MC}/wake-schema`)).status).toBe(200);
   });
 });

@@ -20,6 +20,7 @@ import { PLACEMENT_CHANGE_COUNTER } from "../../src/kinds/fleet.ts";
 import { call, condition, createCluster, createNamespaces, joined, merge, reportApplied as report, fleetWorksOf as worksOf } from "./helpers.ts";
 import { storeOf } from "../../src/store/store.ts";
 import { ManifestWorkKind } from "../../src/kinds/manifestwork.ts";
+import { ClusterResourceBindingKind } from "../../src/kinds/fleet.ts";
 import { MANIFEST_WORK_CLEANUP_FINALIZER } from "../../src/work/deletion.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -889,6 +890,31 @@ describe("the placement controller", () => {
     );
     expect(released.status, JSON.stringify(released.body)).toBe(200);
     expect((await call("GET", WORK("held-a", "held-work"))).status).toBe(404);
+  });
+
+  it("a placement's new binding is created with its status: one commit, no status write after it", async () => {
+    await createCluster("born-a");
+    await createNamespaces("born");
+    const created = await call("POST", CRP(), {
+      apiVersion: "placement.kubernetes-fleet.io/v1",
+      kind: "ClusterResourcePlacement",
+      metadata: { name: "born" },
+      spec: {
+        resourceSelectors: [{ group: "", version: "v1", kind: "Namespace", name: "born" }],
+        policy: { placementType: "PickFixed", clusterNames: ["born-a"] },
+      },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    await worksOf("born");
+    const binding = (await call("GET", `${G}/v1/clusterresourcebindings/born-born-a`)).body;
+    // As KubeFleet's rollout controller and work generator leave it: rolled out, its work synchronized.
+    expect(condition(binding, "RolloutStarted")?.status).toBe("True");
+    expect(condition(binding, "WorkSynchronized")?.status).toBe("True");
+    // One write of the binding: its create carried that status (it took a create and a status write).
+    const events = (await storeOf(env, ClusterResourceBindingKind).events(undefined, 0)).events;
+    const mine = events.filter((e) => e.object.metadata.name === "born-born-a");
+    expect(mine.map((e) => e.type)).toEqual(["ADDED"]);
+    expect(mine[0]!.object.status).toEqual(binding.status);
   });
 
   it("a PickAll placement gains a cluster that joins later", async () => {

@@ -423,4 +423,60 @@ describe("upgrade from the previous release's database", () => {
     expect((await call("GET", events)).body.items).toEqual([]);
     expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM event_ttl WHERE namespace = 'evup'").first<{ n: number }>())!.n).toBe(0);
   });
+
+  it("keeps an upgraded hub's label and owner indexes, each row then costing 2 rows written where it cost 3", async () => {
+    await createNamespaces("lean");
+    const secrets = "/api/v1/namespaces/lean/secrets";
+    const owner = await call("POST", secrets, { apiVersion: "v1", kind: "Secret", metadata: { name: "owner", labels: { tier: "gold" } } });
+    expect(owner.status).toBe(201);
+    const ownerRef = { apiVersion: "v1", kind: "Secret", name: "owner", uid: owner.body.metadata.uid };
+    const dep = { apiVersion: "v1", kind: "Secret", metadata: { name: "dep", labels: { tier: "gold", app: "a" }, ownerReferences: [ownerRef] } };
+    expect((await call("POST", secrets, dep)).status).toBe(201);
+    const labelRows = async () =>
+      (await env.DB.prepare("SELECT resource, namespace, name, key, value FROM labels ORDER BY resource, namespace, name, key").all()).results;
+    const ownerRows = async () =>
+      (await env.DB.prepare("SELECT owner_uid, resource, namespace, name FROM owner_references ORDER BY owner_uid, resource, namespace, name").all()).results;
+    const fresh = { labels: await labelRows(), owners: await ownerRows() };
+    const gold = `${secrets}?labelSelector=tier%3Dgold`;
+    const before = (await call("GET", gold)).body.items;
+    expect(before.map((o: { metadata: { name: string } }) => o.metadata.name)).toEqual(["dep", "owner"]);
+    // The previous release's schema: both tables with a rowid (migrations 0004 and 0005), their rows kept.
+    await env.DB.batch([
+      env.DB.prepare("ALTER TABLE labels RENAME TO labels_prev"),
+      env.DB.prepare(
+        "CREATE TABLE labels (resource text NOT NULL, namespace text NOT NULL, name text NOT NULL, key text NOT NULL, value text NOT NULL, PRIMARY KEY(resource, namespace, name, key))",
+      ),
+      env.DB.prepare("INSERT INTO labels SELECT * FROM labels_prev"),
+      env.DB.prepare("DROP TABLE labels_prev"),
+      env.DB.prepare("CREATE INDEX labels_selector ON labels (resource, key, value, namespace, name)"),
+      env.DB.prepare("ALTER TABLE owner_references RENAME TO owner_references_prev"),
+      env.DB.prepare(
+        "CREATE TABLE owner_references (owner_uid text NOT NULL, resource text NOT NULL, namespace text NOT NULL, name text NOT NULL, PRIMARY KEY(owner_uid, resource, namespace, name))",
+      ),
+      env.DB.prepare("INSERT INTO owner_references SELECT * FROM owner_references_prev"),
+      env.DB.prepare("DROP TABLE owner_references_prev"),
+      env.DB.prepare("CREATE INDEX owner_references_dependent ON owner_references (resource, namespace, name)"),
+    ]);
+    await env.DB.prepare("DELETE FROM d1_migrations WHERE name = ?").bind("0014_index_tables_lean.sql").run();
+    /** Rows written by one label row's and one owner reference's insert (then deleted again). */
+    const costs = async () => {
+      const label = await env.DB.prepare("INSERT INTO labels VALUES ('/probe', 'lean', 'p', 'k', 'v')").run();
+      const ref = await env.DB.prepare("INSERT INTO owner_references VALUES ('probe-uid', '/probe', 'lean', 'p')").run();
+      await env.DB.batch([
+        env.DB.prepare("DELETE FROM labels WHERE resource = '/probe'"),
+        env.DB.prepare("DELETE FROM owner_references WHERE resource = '/probe'"),
+      ]);
+      return { label: label.meta.rows_written, ref: ref.meta.rows_written };
+    };
+    expect(await costs()).toEqual({ label: 3, ref: 3 });
+
+    await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
+    expect({ labels: await labelRows(), owners: await ownerRows() }).toEqual(fresh);
+    for (const t of ["labels", "owner_references"]) expect(JSON.stringify(await schemaOf(t))).toContain("WITHOUT ROWID");
+    expect(await costs()).toEqual({ label: 2, ref: 2 });
+    // The indexes answer as before: the selector list, and the owner's delete collecting its dependent.
+    expect((await call("GET", gold)).body.items).toEqual(before);
+    expect((await call("DELETE", `${secrets}/owner`)).status).toBe(200);
+    await waitFor("the dependent collected", async () => (await call("GET", `${secrets}/dep`)).status === 404);
+  });
 });
