@@ -34,6 +34,7 @@ import { descendants, procStat } from "../scripts/proc.mjs";
 import { startProfiling } from "./cpu-profile.ts";
 import { startNoopWorker } from "./noop/start.ts";
 import { printTable } from "./table.ts";
+import { benchDeployment } from "./deployment.ts";
 
 const N = Number(process.env.BENCH_REQUESTS ?? 300);
 const WARM_UP = 40;
@@ -94,32 +95,6 @@ const configMap = (name: string) => {
   return { ...applied, metadata: { ...applied.metadata, annotations: { "kubectl.kubernetes.io/last-applied-configuration": `${JSON.stringify(applied)}\n` } } };
 };
 
-/** A Deployment as bench/kinds.ts applies it. */
-const deployment = (name: string) => ({
-  apiVersion: "apps/v1",
-  kind: "Deployment",
-  metadata: { name, namespace: NAMESPACE, labels: { app: name } },
-  spec: {
-    replicas: 3,
-    selector: { matchLabels: { app: name } },
-    template: {
-      metadata: { labels: { app: name } },
-      spec: {
-        containers: [
-          {
-            name: "web",
-            image: "nginx:1.27",
-            ports: [{ containerPort: 80, name: "http" }],
-            env: [{ name: "MODE", value: "production" }],
-            resources: { requests: { cpu: "100m", memory: "64Mi" }, limits: { cpu: "500m", memory: "256Mi" } },
-            readinessProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 5 },
-          },
-        ],
-      },
-    },
-  },
-});
-
 const CREATE = "fieldManager=kubectl-client-side-apply&fieldValidation=Strict";
 
 /** The request kinds: a key (of profile files), a label and the request of index `i` (each name new, so that a POST creates). */
@@ -130,7 +105,7 @@ const KINDS: [key: string, label: string, send: (go: ReturnType<typeof client>, 
   [
     "post-deployment",
     "POST of a Deployment (201)",
-    (go, i) => go("POST", `/apis/apps/v1/namespaces/${NAMESPACE}/deployments?${CREATE}`, deployment(`web-${i}`)),
+    (go, i) => go("POST", `/apis/apps/v1/namespaces/${NAMESPACE}/deployments?${CREATE}`, benchDeployment(`web-${i}`, NAMESPACE)),
   ],
 ];
 

@@ -51,6 +51,7 @@ import { startNoopWorker } from "./noop/start.ts";
 import { startProfiling } from "./cpu-profile.ts";
 import { descendants, procStat } from "../scripts/proc.mjs";
 import type { MeterCounts } from "./meter/counts.ts";
+import { benchDeployment } from "./deployment.ts";
 
 // The hub's modules in their CommonJS form (tsx's require hook): under Node's ESM loader the write
 // path's fast-json-patch (a CommonJS package) has no named exports, as it has in the Worker's bundle.
@@ -73,34 +74,6 @@ const STEPS = process.env.BENCH_STEPS ? new Set(process.env.BENCH_STEPS.split(",
 const TRACE_SQL = METER && process.env.BENCH_TRACE_SQL === "1";
 const log = (msg: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`);
 
-const deployment = (name: string, ns?: string) => ({
-  apiVersion: "apps/v1",
-  kind: "Deployment",
-  metadata: { name, ...(ns ? { namespace: ns } : {}), labels: { app: name } },
-  spec: {
-    replicas: 3,
-    selector: { matchLabels: { app: name } },
-    template: {
-      metadata: { labels: { app: name } },
-      spec: {
-        containers: [
-          {
-            name: "web",
-            image: "nginx:1.27",
-            ports: [{ containerPort: 80, name: "http" }],
-            env: [
-              { name: "MODE", value: "production" },
-              { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
-            ],
-            resources: { requests: { cpu: "100m", memory: "64Mi" }, limits: { cpu: "500m", memory: "256Mi" } },
-            readinessProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 5 },
-          },
-        ],
-      },
-    },
-  },
-});
-
 function timePerOp(n: number, fn: (i: number) => void): number {
   for (let i = 0; i < Math.min(200, n); i++) fn(i);
   const t0 = process.hrtime.bigint();
@@ -115,7 +88,7 @@ function cpuFigures(): string[][] {
   const t1 = performance.now();
   const doc = JSON.stringify(openAPIV3("apps", "v1"));
   const openapi = performance.now() - t1;
-  const body = deployment("web");
+  const body = benchDeployment("web");
   const ctx = { now: Date.parse("2026-11-29T00:00:00Z"), newUid: () => "00000000-0000-4000-8000-000000000000" };
   const create = timePerOp(5000, () =>
     computeWrite(DeploymentKind, { namespace: "bench", name: "web" }, null, { verb: "create", body: structuredClone(body), fieldManager: "kubectl" }, ctx),
@@ -137,7 +110,7 @@ function manifests(n: number, prefix: string): string {
   for (let i = 0; i < n; i++) {
     const ns = `${prefix}-${i % namespaces}`;
     const name = `app-${i}`;
-    if (i % 3 === 0) docs.push(stringify(deployment(name, ns)));
+    if (i % 3 === 0) docs.push(stringify(benchDeployment(name, ns)));
     else if (i % 3 === 1)
       docs.push(
         stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: ns }, data: { "app.properties": `index=${i}\nmode=production\n` } }),
