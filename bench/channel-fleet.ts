@@ -374,6 +374,17 @@ export function sampleDescriptors(pid: number | undefined, periodMs = 500): { st
  * proxy, which holds two descriptors per WebSocket (its client's and its own to the Worker) and
  * so cannot relay more than about 9,990 of them here; production has no such proxy. wrangler
  * picks the port anew at each start.
+ *
+ * The process listens on three sockets: the Worker's (`--socket-addr=entry=...`), the DevTools
+ * inspector's (`--inspector-addr`) and, since wrangler enables its dev registry, workerd's debug
+ * port (`--debug-port`), a Cap'n Proto RPC server. An HTTP request sent to the debug port is read
+ * as a Cap'n Proto frame whose segment table claims some 63 billion words, and workerd logs
+ * "RPC connection broken ...; incoming RPC message exceeds size limit" (capnp's 8 Mi-word
+ * traversal limit) and closes that connection: harmless to the hub, but it reads like a failure
+ * of the hub's own RPC. So the sockets are probed in the order workerd opened them (ascending
+ * descriptor: the Worker's socket first, the debug port last, opened once every configured
+ * socket listens), and the probe stops at the first socket that answers HTTP at all: the debug
+ * port is dialled only when neither the Worker's socket nor the inspector's answers.
  * @throws Error when no listening socket of the process answers
  */
 export async function entryUrl(workerPid: number, probePath = "/healthz", timeoutMs = 60_000): Promise<string> {
@@ -389,30 +400,48 @@ export async function entryUrl(workerPid: number, probePath = "/healthz", timeou
   }
 }
 
-async function findEntry(workerPid: number, probePath: string): Promise<string> {
-  const inodes = new Set<string>();
-  for (const fd of readdirSync(`/proc/${workerPid}/fd`)) {
+/**
+ * The ports process `pid` listens on (TCP over IPv4, from /proc/<pid>/net/tcp and its
+ * descriptors), in the order of their descriptors (ascending: the order it opened them, as Linux
+ * hands out the lowest free descriptor).
+ */
+export function listeningPorts(pid: number): number[] {
+  const fdOf = new Map<string, number>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
     try {
-      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${workerPid}/fd/${fd}`));
-      if (m) inodes.add(m[1]!);
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) fdOf.set(m[1]!, Number(fd));
     } catch {
       // closed meanwhile
     }
   }
-  const ports: number[] = [];
-  for (const line of readFileSync(`/proc/${workerPid}/net/tcp`, "utf8").split("\n").slice(1)) {
+  const ports: { port: number; fd: number }[] = [];
+  for (const line of readFileSync(`/proc/${pid}/net/tcp`, "utf8").split("\n").slice(1)) {
     const f = line.trim().split(/\s+/);
     // local address, state 0A (LISTEN), inode
-    if (f[3] === "0A" && inodes.has(f[9]!)) ports.push(parseInt(f[1]!.split(":")[1]!, 16));
+    const fd = fdOf.get(f[9] ?? "");
+    if (f[3] === "0A" && fd !== undefined) ports.push({ port: parseInt(f[1]!.split(":")[1]!, 16), fd });
   }
+  return ports.sort((a, b) => a.fd - b.fd).map((p) => p.port);
+}
+
+async function findEntry(workerPid: number, probePath: string): Promise<string> {
+  const ports = listeningPorts(workerPid);
   for (const port of ports) {
+    let status: number;
     try {
       const res = await fetch(`http://127.0.0.1:${port}${probePath}`, { signal: AbortSignal.timeout(3000) });
       await res.arrayBuffer();
-      if (res.status === 200) return `http://127.0.0.1:${port}`;
+      status = res.status;
     } catch {
-      // the inspector, or another socket
+      continue; // not listening yet, or not answering in time
     }
+    if (status === 200) return `http://127.0.0.1:${port}`;
+    // An HTTP answer but not the Worker's (the inspector's, or the Worker not ready): the sockets
+    // after it are not the Worker's; try again later rather than dial the debug port.
+    throw new Error(
+      `the first socket of workerd ${workerPid} that answered HTTP (port ${port}) answered ${probePath} with ${status} (ports ${ports.join(", ")})`,
+    );
   }
   throw new Error(`no listening socket of workerd ${workerPid} answered ${probePath} (ports ${ports.join(", ")})`);
 }
