@@ -24,6 +24,41 @@ export function procStat(pid) {
   return { pid: Number(pid), ppid: Number(f[1]), pgrp: Number(f[2]), cpuMs: ((Number(f[11]) + Number(f[12])) * 1000) / USER_HZ };
 }
 
+/**
+ * What the threads of process `pid` asked of the CPU so far, from Linux's
+ * /proc/<pid>/task/<tid>/schedstat (the scheduler's own accounting, in nanoseconds):
+ * `{ runMs, waitMs }`, the milliseconds its threads ran on a CPU and the milliseconds they were
+ * runnable but waited on a run queue for one, summed over its threads; null when it has ended or
+ * the kernel keeps no such figures (not Linux, or a kernel without CONFIG_SCHED_INFO).
+ * A thread that has work but is starved by the machine's other processes (a load above the
+ * cores) shows in `waitMs`, not in `runMs`; a thread blocked on I/O or idle shows in neither.
+ */
+export function schedStat(pid) {
+  let tasks;
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return null;
+  }
+  let runNs = 0;
+  let waitNs = 0;
+  let read = 0;
+  for (const tid of tasks) {
+    let text;
+    try {
+      text = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8");
+    } catch {
+      continue; // the thread ended meanwhile, or no schedstat
+    }
+    const [run, wait] = text.trim().split(" ").map(Number);
+    if (!Number.isFinite(run) || !Number.isFinite(wait)) continue;
+    runNs += run;
+    waitNs += wait;
+    read++;
+  }
+  return read === 0 ? null : { runMs: runNs / 1e6, waitMs: waitNs / 1e6 };
+}
+
 /** Every process {@link procStat} can read (an empty list where /proc is absent). */
 export function processes() {
   let entries;

@@ -38,9 +38,12 @@
 //
 // Supervision: once the hub answered, `/livez/ping` (the Worker answers; the other /livez checks
 // are D1's and the scheduler's, src/health/routes.ts) is probed every PROBE_INTERVAL_MS with a
-// PROBE_TIMEOUT_MS timeout. A probe that timed out while wrangler's processes kept working (at
-// least BUSY_SHARE of a core, read from Linux's /proc) is a hub under load, not a dead one: it
-// does not count. After PROBE_FAILURES consecutive failures (workerd crashed and
+// PROBE_TIMEOUT_MS timeout. A probe that timed out while wrangler's processes kept working (they
+// ran on a CPU, or were runnable and waited on a run queue for one, at least BUSY_SHARE of the
+// probe's time, read from Linux's /proc) is a hub under load, not a dead one: it does not count.
+// The wait counts as work: on a machine loaded beyond its cores, a busy workerd gets only its
+// share of a core (an eighth at a load of 16 on 2 cores), and was stopped as dead mid-request
+// when only its run time counted. After PROBE_FAILURES consecutive failures (workerd crashed and
 // wrangler's own restart left the hub hanging, as it does when the entry workerd dies), or when
 // wrangler exits by itself, wrangler and its workerd processes are stopped and wrangler is started
 // again on the same state folder, after a backoff (1 s, doubling, at most 30 s). More than
@@ -56,7 +59,7 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { stripVTControlCharacters } from "node:util";
-import { processes } from "./proc.mjs";
+import { processes, schedStat } from "./proc.mjs";
 import { ensureLocalTls, untrustedHandshakeFilter } from "./tls.mjs";
 
 /** Interval between two `/livez` probes, in milliseconds. */
@@ -65,7 +68,10 @@ const PROBE_INTERVAL_MS = 2_000;
 const PROBE_TIMEOUT_MS = 3_000;
 /** Consecutive failed probes after which the hub counts as dead. */
 const PROBE_FAILURES = 3;
-/** Share of one core wrangler's processes must have used during a timed-out probe for it to count as busy, not dead. */
+/**
+ * Share of the probe's time wrangler's processes must have run or waited runnable for a CPU
+ * (summed over their threads) during a timed-out probe for it to count as busy, not dead.
+ */
 const BUSY_SHARE = 0.25;
 /** How long a (re)started wrangler may take to answer its first probe, in milliseconds. */
 const START_TIMEOUT_MS = 180_000;
@@ -251,12 +257,27 @@ function probe() {
 }
 
 /**
- * CPU time in milliseconds the processes of wrangler's process group (wrangler and its workerd
- * processes) have used so far, from Linux's /proc; null where /proc cannot tell (another OS).
+ * What the processes of wrangler's process group (wrangler and its workerd processes) asked of the
+ * CPU so far, in milliseconds: `runMs` the time their threads ran, `waitMs` the time they were
+ * runnable but waited on a run queue (null where the kernel keeps no such figure: then `runMs` is
+ * /proc/<pid>/stat's CPU time), from Linux's /proc; null where /proc cannot tell (another OS).
  */
-function groupCpuMs(proc) {
+function groupDemand(proc) {
   const group = processes().filter((p) => p.pgrp === proc.pid);
-  return group.length === 0 ? null : group.reduce((ms, p) => ms + p.cpuMs, 0);
+  if (group.length === 0) return null;
+  let runMs = 0;
+  let waitMs = 0;
+  for (const p of group) {
+    const sched = schedStat(p.pid);
+    if (sched === null || waitMs === null) {
+      runMs += p.cpuMs;
+      waitMs = null;
+    } else {
+      runMs += sched.runMs;
+      waitMs += sched.waitMs;
+    }
+  }
+  return { runMs, waitMs };
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -348,20 +369,29 @@ async function runUntilDead(proc) {
   const ended = () => ({ reason: `wrangler exited (${exited.signal ?? `code ${exited.code}`})`, exited: up ? null : exited });
   for (;;) {
     if (exited) return ended();
-    const cpuBefore = up ? groupCpuMs(proc) : null;
+    const before = up ? groupDemand(proc) : null;
     const startedAt = Date.now();
     const outcome = await probe();
     if (stopping) return null;
     if (exited) return ended();
-    const cpuAfter = cpuBefore === null ? null : groupCpuMs(proc);
-    const busy = outcome === "timeout" && cpuAfter !== null && cpuAfter - cpuBefore >= BUSY_SHARE * (Date.now() - startedAt);
+    const after = before === null ? null : groupDemand(proc);
+    const elapsed = Date.now() - startedAt;
+    const ran = after === null ? 0 : after.runMs - before.runMs;
+    const waited = after === null || after.waitMs === null || before.waitMs === null ? 0 : after.waitMs - before.waitMs;
+    const busy = outcome === "timeout" && after !== null && ran + waited >= BUSY_SHARE * elapsed;
+    const spent = `wrangler's processes ran ${Math.round(ran)} ms and waited ${Math.round(waited)} ms for a CPU in the probe's ${elapsed} ms`;
     if (outcome === "ok") {
+      if (!up) process.stderr.write(`flotilla: the hub answers; /livez/ping probed every ${PROBE_INTERVAL_MS / 1000} s from now on\n`);
       up = true;
       failures = 0;
     } else if (busy) {
-      // Working through a backlog: not dead, but not known to be alive either.
+      // Working through a backlog, or starved by the machine's load: not dead, but not known to
+      // be alive either.
+      process.stderr.write(
+        `flotilla: /livez/ping did not answer within ${PROBE_TIMEOUT_MS / 1000} s, but the hub is busy (${spent}): not counted as a failure\n`,
+      );
     } else if (up && ++failures >= PROBE_FAILURES) {
-      return { reason: `the hub did not answer /livez ${PROBE_FAILURES} times in a row`, exited: null };
+      return { reason: `the hub did not answer /livez ${PROBE_FAILURES} times in a row (the last time, ${spent})`, exited: null };
     } else if (!up && Date.now() > startDeadline) {
       return { reason: `the hub did not answer /livez within ${START_TIMEOUT_MS / 1000} seconds of starting`, exited: null };
     }
