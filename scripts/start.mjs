@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Runs the Flotilla hub locally: applies the D1 migrations to the local database, then starts
+// Runs the Flotilla hub locally: applies the D1 migrations to the local database (those it does
+// not record yet: scripts/d1-migrations.mjs), then starts
 // `wrangler dev` (workerd) on 127.0.0.1 and keeps it alive. Contract (../shared/reference/contract.md):
 //   PORT                         port to listen on (default 8787)
 //   FLOTILLA_STATE_DIR           where state persists (default .wrangler/state)
@@ -59,6 +60,7 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { stripVTControlCharacters } from "node:util";
+import { allMigrationsApplied } from "./d1-migrations.mjs";
 import { processes, schedStat } from "./proc.mjs";
 import { ensureLocalTls, untrustedHandshakeFilter } from "./tls.mjs";
 
@@ -144,15 +146,19 @@ if (ui.status !== 0) {
   process.exit(1);
 }
 
-const migrate = spawnSync(process.execPath, [wrangler, "d1", "migrations", "apply", "DB", "--local", "--persist-to", stateDir], {
-  cwd: root,
-  env,
-  encoding: "utf8",
-});
-if (migrate.status !== 0) {
-  process.stderr.write(migrate.stdout + migrate.stderr);
-  process.stderr.write("flotilla: applying the D1 migrations failed\n");
-  process.exit(1);
+// A state folder whose database records every migration (a restart, a copy of a migrated one)
+// skips wrangler's own check, which would apply nothing: scripts/d1-migrations.mjs.
+if (!(await allMigrationsApplied(stateDir, path.join(root, "migrations")))) {
+  const migrate = spawnSync(process.execPath, [wrangler, "d1", "migrations", "apply", "DB", "--local", "--persist-to", stateDir], {
+    cwd: root,
+    env,
+    encoding: "utf8",
+  });
+  if (migrate.status !== 0) {
+    process.stderr.write(migrate.stdout + migrate.stderr);
+    process.stderr.write("flotilla: applying the D1 migrations failed\n");
+    process.exit(1);
+  }
 }
 
 const https = process.env.FLOTILLA_HTTPS === "1" || process.env.FLOTILLA_HTTPS === "true";

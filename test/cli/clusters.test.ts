@@ -9,7 +9,7 @@ import { parse as parseYaml } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateAgentKeyPair, signAgentToken, signProof, type AgentKeyPair } from "../../agent/src/credentials.ts";
 import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
-import { cond, MC, startAgent, stopAgent, type AgentProcess } from "../e2e/support.ts";
+import { cond, MC, startAgent, stopAgent, waitFor, type AgentProcess } from "../e2e/support.ts";
 import { flotilla } from "./support.ts";
 import pkg from "../../package.json" with { type: "json" };
 
@@ -133,9 +133,10 @@ describe("flotilla: tokens, accept/deny, get clusters, taints (real hub and agen
   describe("accept and deny", () => {
     it("accept --wait waits for an agent to register, accepts it, and waits until it is Joined and Available", async () => {
       const token = JSON.parse((await flotilla(["token", "create", "-o", "json"], { hub })).stdout).status.token as string;
-      const waiting = flotilla(["accept", "cli1", "--wait", "--timeout", "90s"], { hub });
-      // The agent starts after the CLI began waiting for the cluster to register.
-      await new Promise((r) => setTimeout(r, 1500));
+      let said = "";
+      const waiting = flotilla(["accept", "cli1", "--wait", "--timeout", "90s"], { hub, onStderr: (s) => (said = s) });
+      // The agent starts after the CLI began waiting for the cluster to register (it says so).
+      await waitFor("the CLI to wait for cli1 to register", async () => said.includes("waiting for cluster cli1 to register"));
       agents.push(startAgent(hub, ["--cluster-name", "cli1", "--bootstrap-token", token, "--simulate-state", path.join(dir, "cli1.json")]));
       const r = await waiting;
       expect(r.code, r.stderr).toBe(0);

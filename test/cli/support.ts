@@ -25,6 +25,8 @@ export interface RunOptions {
   env?: Record<string, string>;
   /** Kill the CLI after this many milliseconds (default 120 000). */
   timeoutMs?: number;
+  /** Called with the whole stderr so far each time the CLI writes to it (to wait on what it says while it runs). */
+  onStderr?: (stderr: string) => void;
 }
 
 /** A temporary folder for the tests' config files and state. */
@@ -48,14 +50,17 @@ export function flotilla(args: string[], opts: RunOptions = {}): Promise<CliRun>
     env: cleanEnv({ ...hubEnv, ...opts.env }),
     stdio: ["ignore", "pipe", "pipe"],
   });
-  return collect(child, opts.timeoutMs ?? 120_000);
+  return collect(child, opts.timeoutMs ?? 120_000, opts.onStderr);
 }
 
-function collect(child: ChildProcess, timeoutMs: number): Promise<CliRun> {
+function collect(child: ChildProcess, timeoutMs: number, onStderr?: (stderr: string) => void): Promise<CliRun> {
   let stdout = "";
   let stderr = "";
   child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
-  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => {
+    stderr += d.toString();
+    onStderr?.(stderr);
+  });
   const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
   return new Promise((resolve) =>
     child.once("close", (code) => {

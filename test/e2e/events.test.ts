@@ -12,7 +12,7 @@
 import {} from "node:fs";
 import {} from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, it } from "vitest";
 import { admin, createBootstrapToken, startHub, type Hub } from "../../scripts/hub-process.ts";
 import { kubectlWith, startAgent, stopAgent, waitFor, type AgentProcess, scratchDir, writeAdminKubeconfig } from "./support.ts";
 
@@ -69,8 +69,12 @@ afterAll(async () => {
   await Promise.all([hub?.stop(), expiryHub?.stop()]);
 }, 120_000);
 
-describe("Events through kubectl", () => {
-  it("get events -A and describe mcl show the join, lease expiries and recoveries in order, folded; events --for shows a placement's decisions", async () => {
+// The two scenarios run side by side (`describe.concurrent`), each on its own hub and cluster (ev1,
+// ev2): the expiry's wait for its TTL overlaps the first scenario's lease cycles.
+describe.concurrent("Events through kubectl", () => {
+  it("get events -A and describe mcl show the join, lease expiries and recoveries in order, folded; events --for shows a placement's decisions", async ({
+    expect,
+  }) => {
     await kubectl(
       "apply",
       "-f",
@@ -188,7 +192,7 @@ describe("Events through kubectl", () => {
     expect(placementEvents).not.toMatch(/ManagedCluster/);
   }, 600_000);
 
-  it("every Event is gone one TTL after its last write (a folded repeat's included), not before", async () => {
+  it("every Event is gone one TTL after its last write (a folded repeat's included), not before", async ({ expect }) => {
     const EV = "/api/v1/events";
     const MCL = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
     const state2 = path.join(dir, "ev2.json");

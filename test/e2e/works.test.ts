@@ -292,12 +292,19 @@ describe("works reach clusters (wrangler dev + 3 agent processes on simulated cl
       90_000,
     );
     await setTaint(tainted, []);
+    const otherAgent = agents.get(other!)!;
+    const mark = otherAgent.output().length;
     await setTaint(other!, [{ key: "example.com/maintenance", effect: "NoSelect" }]);
     await waitFor(`decisions to be ${tainted} only`, async () => JSON.stringify(await decisions()) === JSON.stringify([tainted]));
     await waitFor(`${other}'s work to be deleted`, async () => (await workOf(other!)) === undefined);
     await waitFor(`the objects back on ${tainted}`, async () => (await imageOn(tainted)) === "nginx:1.27");
-    // The agent on `other` has seen its work go; the orphaned objects stay.
-    await new Promise((r) => setTimeout(r, 3000));
+    // The agent on `other` has seen its work go (its log says what it let go of, agent/src/work/
+    // controller.ts `logRelease`: waited for, not slept on); the orphaned objects stay.
+    const released = await waitFor(
+      `${other}'s agent to release its work`,
+      async () => /work \S+ deleted on the hub: deleted \d+, orphaned \d+/.exec(otherAgent.output().slice(mark)) ?? undefined,
+    );
+    expect(released[0]).toMatch(/deleted 0, orphaned [1-9]/);
     expect(await imageOn(other!)).toBe("nginx:1.27");
     expect(await configMapOn(other!)).toBe(true);
   }, 600_000);
