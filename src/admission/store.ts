@@ -8,15 +8,18 @@
  * write objects through {@link admittedStoreOf}; only writers that are admitted already (the
  * cluster's Durable Object, the scheduler's commits) use the store's door directly.
  */
-import type { KindDefinition } from "../k8s/kind.ts";
+import { resourceKey, type KindDefinition } from "../k8s/kind.ts";
 import type { Env } from "../env.ts";
 import { storeOf, type Store } from "../store/store.ts";
-import { admitNamespace, admitsNamespace, forgetNamespace, sawNamespace } from "../namespaces/lifecycle.ts";
+import { admitNamespace, admitsNamespace, forgetNamespace, namespaceRefusal, sawNamespace } from "../namespaces/lifecycle.ts";
 import { NamespaceKind } from "../kinds/namespace.ts";
 import { isJsonObject } from "../k8s/meta.ts";
 import { FLEET_GROUP } from "../kinds/fleet.ts";
 import { OVERRIDE_SIBLINGS_EXTRA } from "../kinds/fleet-override.ts";
 import { evictionAdmitted } from "./fleet-eviction.ts";
+
+/** The resource key of the Namespaces' rows, for a create's namespace precondition. */
+const NAMESPACES = resourceKey(NamespaceKind);
 
 /**
  * `store` with NamespaceLifecycle before its writes: a create (or apply) of a namespaced kind in
@@ -25,6 +28,10 @@ import { evictionAdmitted } from "./fleet-eviction.ts";
  * (`writeMany`: a controller's fleet writes, the replica set controller's works in cluster
  * namespaces, as before admission left the store; the Events recorder admits its own).
  *
+ * A create of a D1-stored kind reads nothing first: the namespace's check is a precondition of
+ * the create's own commit batch (src/store/types.ts `NamespaceAdmission`; one D1 call, not two,
+ * and exact: no other isolate's delete of the namespace slips between a check and the commit),
+ * and its refusal is read only when the commit was refused.
  * An apply to a D1-stored kind reads the object it applies to beside the namespace (at once: one
  * D1 round trip for both, where the write would read it after) and hands it to the write as
  * `known` (null when absent), whose commit precondition refuses it if it went stale meanwhile.
@@ -37,6 +44,12 @@ export function namespaceAdmitted(env: Env, store: Store): Store {
     ...store,
     async write(namespace, name, req, opts) {
       if (!admitsNamespace(def, req)) return store.write(namespace, name, req, opts);
+      // A create of a D1-stored kind: the namespace's check is a precondition of its commit.
+      if (req.verb === "create" && def.storage === "d1")
+        return store.write(namespace, name, req, {
+          ...opts,
+          namespaceAdmission: { resource: NAMESPACES, refusal: () => namespaceRefusal(env, def, namespace, name, req) },
+        });
       const named = name !== undefined && name !== "";
       const early = named && req.verb !== "create" && def.storage === "d1" && opts?.known === undefined ? store.get(namespace, name) : undefined;
       // Observed now: a refusal below leaves it unawaited.

@@ -7,12 +7,14 @@
  * cause `NamespaceTerminating`). Deletes, updates and cluster-scoped kinds pass. The immortal
  * namespaces' refusal is the Namespace kind's own (src/kinds/namespace.ts `validateDelete`).
  *
- * Admission above the store (src/admission/store.ts `admittedStoreOf`) runs it before every create
- * or apply of a namespaced kind, whoever writes through it: one indexed D1 read of the namespace,
+ * Admission above the store (src/admission/store.ts `admittedStoreOf`) runs it for every create
+ * or apply of a namespaced kind, whoever writes through it. A create of a D1-stored kind checks
+ * the namespace in its own commit batch (src/store/types.ts `NamespaceAdmission`: its row exists,
+ * not Terminating, no deletionTimestamp; {@link namespaceRefusal} is read only when the commit was
+ * refused), so no read precedes it and no delete slips between the check and the commit. An
+ * apply (and a dry run) reads the namespace: one indexed D1 read,
  * unless this isolate read it Active within the last {@link NAMESPACE_SEEN_MS} (kube-apiserver's
- * plugin reads its informer's cache, a live lookup only for a namespace it does not find; kubectl's
- * client-side apply GETs the namespace just before each create, so that GET's read serves the
- * create's check). Every write of a namespace through this isolate forgets it first, so a delete
+ * plugin reads its informer's cache, a live lookup only for a namespace it does not find). Every write of a namespace through this isolate forgets it first, so a delete
  * here is seen at once; one in another isolate within that time is seen after it, as an
  * apiserver's informer sees another apiserver's, and what a create put in the namespace meanwhile
  * is deleted by the namespace controller's next pass.
@@ -134,6 +136,27 @@ export async function admitNamespace(
   if (admitsContent(ns)) return;
   if (req.verb === "patch" && (await exists())) return;
   throw namespaceTerminating(def, namespace, nameOf(req, name));
+}
+
+/**
+ * NamespaceLifecycle's refusal of a create of kind `def` named `name` in `namespace`, read now
+ * (one indexed D1 read): 404 NotFound when the namespace does not exist, 403 Forbidden when it is
+ * terminating, null when it admits new content. What the D1 store asks for when a create whose
+ * namespace check was a precondition of its commit was refused (src/admission/store.ts,
+ * src/store/types.ts `NamespaceAdmission`).
+ * @throws errors of D1
+ */
+export async function namespaceRefusal(
+  env: Env,
+  def: KindDefinition,
+  namespace: string,
+  name: string | undefined,
+  req: WriteRequest,
+): Promise<ApiError | null> {
+  const ns = await storeOf(env, NamespaceKind).get("", namespace);
+  sawNamespace(namespace, ns);
+  if (!ns) return notFound({ group: "", plural: NamespaceKind.plural, name: namespace });
+  return admitsContent(ns) ? null : namespaceTerminating(def, namespace, nameOf(req, name));
 }
 
 /**

@@ -7,7 +7,9 @@
 import type { KindDefinition } from "../k8s/kind.ts";
 import type { KubeObject } from "../k8s/meta.ts";
 import type { WriteRequest } from "../k8s/write.ts";
-import type { ListResult, Page, PageOptions, WatchEvent } from "./d1/objects.ts";
+import type { ListResult, NamespaceAdmission, Page, PageOptions, WatchEvent } from "./d1/objects.ts";
+
+export type { NamespaceAdmission };
 import type { WaitUntil } from "./outbox.ts";
 import type { AuditAppendLimits, AuditRow } from "./d1/audit-log.ts";
 
@@ -78,6 +80,12 @@ export interface WriteOptions {
    * 409 Conflict. Absent for the hub's own writers.
    */
   admitted?: ClusterTransition;
+  /**
+   * The D1 backend's NamespaceLifecycle for a create (src/admission/store.ts): the create commits
+   * only while its namespace admits new content, a precondition of its own batch, instead of a
+   * read before it ({@link NamespaceAdmission}). Ignored by writes other than a create.
+   */
+  namespaceAdmission?: NamespaceAdmission;
 }
 
 /**

@@ -185,6 +185,72 @@ describe("updates", () => {
     });
   });
 
+  it("a create records what the general update path records against nothing (its one-walk path)", () => {
+    const created = (o: Record<string, unknown>, scope: "main" | "status", c: FieldManagerContext, base?: unknown) => {
+      const fast = structuredClone(o) as ManagedObject;
+      recordUpdate(undefined, fast, base, "kubectl-create", scope, c);
+      // The same object updated from one with nothing tracked: the general path's diff and encoding.
+      const general = structuredClone(o) as ManagedObject;
+      recordUpdate({ apiVersion: String(o.apiVersion), metadata: {} }, general, [], "kubectl-create", scope, c);
+      expect(JSON.stringify(fast.metadata.managedFields)).toBe(JSON.stringify(general.metadata.managedFields));
+      return fast.metadata.managedFields as ManagedFieldsEntry[] | undefined;
+    };
+    const meta = {
+      name: "n",
+      namespace: "ns",
+      uid: "u",
+      labels: { b: "2", a: "1" },
+      annotations: {},
+      finalizers: ["x/y", "x/y", "a/b"],
+      ownerReferences: [{ uid: "2", kind: "K" }, { uid: "1", kind: "K" }, { kind: "no uid" }],
+    };
+    const cases: Record<string, unknown>[] = [
+      { apiVersion: "x.io/v1", kind: "T", metadata: meta, spec: { replicas: 3, tags: ["b", "a", "b"], args: ["x"], selector: { k: "v" } } },
+      {
+        apiVersion: "x.io/v1",
+        kind: "T",
+        metadata: { name: "n" },
+        spec: {
+          ports: [{ port: 80, protocol: "TCP", name: "p" }, { port: 80, protocol: "TCP" }, { protocol: "UDP", port: 53 }, "odd"],
+          tags: [{ o: 1 }, 2, null],
+        },
+        status: { conditions: [{ type: "Ready", status: "True" }] },
+        extra: { empty: {}, list: [], nothing: null, deep: { z: 1, a: { "b.c": true } } },
+      },
+      { apiVersion: "x.io/v1", kind: "T", metadata: { name: "n", labels: {} }, spec: {} },
+      { apiVersion: "x.io/v1", kind: "T", metadata: { name: "n" } },
+      { apiVersion: "x.io/v1", kind: "T", metadata: { name: "n" }, spec: { "a\u0000b": 1, b: 2 } },
+    ];
+    for (const o of cases)
+      for (const scope of ["main", "status"] as const)
+        for (const c of [ctx(), { ...ctx(), statusSubresource: false }, { ...ctx(), type: fieldNameType({ ports: ["port"] }) }, ctx("")]) created(o, scope, c);
+    expect(created(cases[0]!, "main", ctx())).toEqual([
+      {
+        manager: "kubectl-create",
+        operation: "Update",
+        apiVersion: "x.io/v1",
+        time: "2026-11-26T15:00:00Z",
+        fieldsType: "FieldsV1",
+        fieldsV1: {
+          "f:metadata": {
+            "f:annotations": {},
+            "f:finalizers": { ".": {}, 'v:"a/b"': {}, 'v:"x/y"': {} },
+            "f:labels": { ".": {}, "f:a": {}, "f:b": {} },
+            "f:ownerReferences": {
+              ".": {},
+              'k:{"uid":"1"}': { ".": {}, "f:kind": {}, "f:uid": {} },
+              'k:{"uid":"2"}': { ".": {}, "f:kind": {}, "f:uid": {} },
+              "k:{}": { ".": {}, "f:kind": {} },
+            },
+          },
+          "f:spec": { ".": {}, "f:args": {}, "f:replicas": {}, "f:selector": {}, "f:tags": { ".": {}, 'v:"a"': {}, 'v:"b"': {} } },
+        },
+      },
+    ]);
+    // Nothing tracked: no entry; managedFields the client sent are recorded as the general path does.
+    expect(created(cases[3]!, "main", ctx())).toBeUndefined();
+  });
+
   it("cap Update managers at ten, folding the oldest into ancient-changes", () => {
     let o = obj({});
     for (let i = 0; i < 12; i++) {

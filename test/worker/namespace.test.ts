@@ -8,6 +8,11 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, createNamespaces, createToken, MC, NAMESPACES, register, snapshot, merge } from "./helpers.ts";
 import { waitFor } from "../wait.ts";
+import { resourceKey } from "../../src/k8s/kind.ts";
+import { NamespaceKind } from "../../src/kinds/namespace.ts";
+import { SecretKind } from "../../src/kinds/secret.ts";
+import { admittedStoreOf } from "../../src/admission/store.ts";
+import type { Env } from "../../src/env.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const placements = (ns: string) => `${G}/v1beta1/namespaces/${ns}/placements`;
@@ -184,6 +189,53 @@ describe("Namespace", () => {
     expect((await call("POST", "/api/v1/namespaces/seen/secrets", secret("gone"))).status).toBe(404);
   });
 
+  it("a create checks its namespace in its own commit: another isolate's delete just after a read Active is seen at once", async () => {
+    await createNamespaces("racing");
+    // Read Active here (kubectl's GET before each create), then deleted by another isolate: its
+    // row changed in D1 behind this isolate's back.
+    expect((await call("GET", `${NAMESPACES}/racing`)).body.status.phase).toBe("Active");
+    await env.DB.prepare(
+      "UPDATE objects SET body = json_set(body, '$.status.phase', 'Terminating', '$.metadata.deletionTimestamp', '2026-11-30T00:00:00Z') WHERE resource = ? AND namespace = '' AND name = 'racing'",
+    )
+      .bind(resourceKey(NamespaceKind))
+      .run();
+    let before = await snapshot();
+    const refused = await call("POST", "/api/v1/namespaces/racing/secrets", secret("late"));
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({
+      reason: "Forbidden",
+      message: 'secrets "late" is forbidden: unable to create new content in namespace racing because it is being terminated',
+      details: { causes: [{ reason: "NamespaceTerminating", field: "metadata.namespace" }] },
+    });
+    expect(await snapshot()).toBe(before);
+    // Gone altogether: the namespace's NotFound, and nothing written either.
+    expect((await call("GET", `${NAMESPACES}/racing`)).status).toBe(200);
+    await env.DB.prepare("DELETE FROM objects WHERE resource = ? AND namespace = '' AND name = 'racing'").bind(resourceKey(NamespaceKind)).run();
+    before = await snapshot();
+    const gone = await call("POST", placements("racing"), placement("late"));
+    expect(gone.status).toBe(404);
+    expect(gone.body).toMatchObject({ reason: "NotFound", message: 'namespaces "racing" not found', details: { name: "racing", kind: "namespaces" } });
+    expect(await snapshot()).toBe(before);
+  });
+
+  it("a create reads nothing before its commit; the namespace's refusal comes before the object's own errors", async () => {
+    await createNamespaces("counted");
+    const { env: counting, calls } = countingD1();
+    const store = admittedStoreOf(counting, SecretKind);
+    await store.write("counted", undefined, { verb: "create", body: secret("one") });
+    // The commit's batch is the create's first D1 call: no read of the namespace before it.
+    expect(calls[0]).toMatch(/^batch of /);
+    // A duplicate in an active namespace is AlreadyExists; an invalid object in a missing
+    // namespace gets the namespace's NotFound, as kube-apiserver's admission runs before validation.
+    await expect(store.write("counted", undefined, { verb: "create", body: secret("one") })).rejects.toMatchObject({ code: 409, reason: "AlreadyExists" });
+    const invalid = secret("Not_Valid");
+    await expect(store.write("nowhere-counted", undefined, { verb: "create", body: invalid })).rejects.toMatchObject({
+      code: 404,
+      message: 'namespaces "nowhere-counted" not found',
+    });
+    await expect(store.write("counted", undefined, { verb: "create", body: invalid })).rejects.toMatchObject({ code: 422 });
+  });
+
   it("a namespace whose replica set holds a finalizer goes once the replica set's works are gone, without further requests", async () => {
     await createNamespaces("rsns");
     const cluster = await call("POST", MC, {
@@ -349,3 +401,38 @@ describe("Namespace", () => {
     expect((await call("GET", `${NAMESPACES}/fin2/finalize`)).status).toBe(405);
   });
 });
+
+/** `env` with a D1 binding that records its calls: a batch as `batch of N`, a statement run on its own as its SQL. */
+function countingD1(): { env: Env; calls: string[] } {
+  const calls: string[] = [];
+  const targets = new WeakMap<object, D1PreparedStatement>();
+  const wrap = (stmt: D1PreparedStatement, sql: string): D1PreparedStatement => {
+    const proxy = new Proxy(stmt, {
+      get(target, key) {
+        if (key === "bind") return (...args: unknown[]) => wrap(target.bind(...args), sql);
+        if (key === "all" || key === "run" || key === "first" || key === "raw")
+          return (...args: unknown[]) => {
+            calls.push(sql);
+            return (target[key] as (...a: unknown[]) => unknown)(...args);
+          };
+        const v = Reflect.get(target, key, target) as unknown;
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    targets.set(proxy, stmt);
+    return proxy;
+  };
+  const DB = new Proxy(env.DB, {
+    get(target, key) {
+      if (key === "prepare") return (sql: string) => wrap(target.prepare(sql), sql);
+      if (key === "batch")
+        return (statements: D1PreparedStatement[]) => {
+          calls.push(`batch of ${statements.length}`);
+          return target.batch(statements.map((s) => targets.get(s) ?? s));
+        };
+      const v = Reflect.get(target, key, target) as unknown;
+      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  return { env: { ...(env as Env), DB }, calls };
+}

@@ -39,7 +39,7 @@ export function d1Backend(env: Env, def: KindDefinition): Store {
     events: (namespace, afterRv, limit) => readEvents(db, def, namespace, afterRv, limit),
     eventBefore: (namespace, name, beforeRv) => previousEventObject(db, def, namespace, name, beforeRv),
     write: (namespace, name, req, opts = {}) =>
-      writeStored(env, def, namespace, name ?? "", req, opts.extras, opts.known, opts.waitUntil, opts.mode, opts.audit),
+      writeStored(env, def, namespace, name ?? "", req, opts.extras, opts.known, opts.waitUntil, opts.mode, opts.audit, opts.namespaceAdmission),
     writeMany: (writes) => writeStoredMany(env, def, writes),
   };
 }

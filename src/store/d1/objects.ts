@@ -558,9 +558,27 @@ export async function findByField(db: DrizzleD1Database, def: KindDefinition, pa
  * take effect with the object's own (its outbox row, indexes, change counters), which run just
  * before it in the same batch: `current`, the row still carries the expected version (`rv`;
  * before an update or a delete); `absent`, no row has the key (before a create, whose insert then
- * takes effect). Both read the placeholders `resource`, `namespace`, `name` (and `rv`).
+ * takes effect); `admitted`, `absent` and the object's namespace admits new content
+ * ({@link namespaceAdmits}: a create with `CommitItem.namespaceAdmission`). All read the
+ * placeholders `resource`, `namespace`, `name` (and `rv`; `admitted` also `namespaceResource`).
  */
-export type Guard = "current" | "absent";
+export type Guard = "current" | "absent" | "admitted";
+
+/**
+ * Whether the namespace of the commit's key (placeholder `namespace`) admits new content, inside
+ * a statement: its row (resource key at placeholder `namespaceResource`, cluster-scoped) exists,
+ * its `status.phase` is not `Terminating` (absent: Active) and it has no
+ * `metadata.deletionTimestamp`, as kube-apiserver's NamespaceLifecycle admits a create
+ * (src/namespaces/lifecycle.ts): the namespace's check as a precondition of the create's own batch.
+ */
+const namespaceAdmits = sql`EXISTS (SELECT 1 FROM "objects" AS "ns" WHERE "ns"."resource" = ${p("namespaceResource")} AND "ns"."namespace" = '' AND "ns"."name" = ${p("namespace")} AND coalesce(json_extract("ns"."body", '$.status.phase'), 'Active') != 'Terminating' AND coalesce(json_extract("ns"."body", '$.metadata.deletionTimestamp'), '') = '')`;
+
+const absentCondition = notExists(
+  builder
+    .select({ one: sql`1` })
+    .from(objects)
+    .where(keyIs(objects)),
+);
 
 const guardConditions: Record<Guard, SQL> = {
   current: exists(
@@ -569,12 +587,8 @@ const guardConditions: Record<Guard, SQL> = {
       .from(objects)
       .where(and(keyIs(objects), eq(objects.resourceVersion, p("rv")))),
   ),
-  absent: notExists(
-    builder
-      .select({ one: sql`1` })
-      .from(objects)
-      .where(keyIs(objects)),
-  ),
+  absent: absentCondition,
+  admitted: and(absentCondition, namespaceAdmits)!,
 };
 
 /**
@@ -594,7 +608,11 @@ export type GuardedShape = Record<Guard, () => CompiledStatement>;
  * {@link GuardedBinder}: the commit's key placeholders plus the statement's own.
  */
 export function guardedShape(build: (cond: SQL, rv: SQL) => Renderable): GuardedShape {
-  return { current: compiled(() => build(guardConditions.current, writeVersion)), absent: compiled(() => build(guardConditions.absent, writeVersion)) };
+  return {
+    current: compiled(() => build(guardConditions.current, writeVersion)),
+    absent: compiled(() => build(guardConditions.absent, writeVersion)),
+    admitted: compiled(() => build(guardConditions.admitted, writeVersion)),
+  };
 }
 
 /** Binds a {@link GuardedShape} under one commit's guard, with the commit's key and `values` (placeholder name to value). */
@@ -618,12 +636,37 @@ export interface CommitExtras {
   extra?: (guarded: GuardedBinder) => D1PreparedStatement[];
 }
 
+/**
+ * NamespaceLifecycle's check of a create as a precondition of its commit: the namespace's row
+ * exists, is not `Terminating` and has no `deletionTimestamp` when the batch commits
+ * ({@link namespaceAdmits}), so no read precedes the create and no other
+ * isolate's delete of the namespace can slip between a check and the commit.
+ */
+export interface NamespaceAdmission {
+  /** The resource key (src/k8s/kind.ts `resourceKey`) of the Namespaces' rows. */
+  resource: string;
+  /**
+   * Called when the create's commit was refused: the namespace's refusal (404 NotFound, 403
+   * Forbidden with the `NamespaceTerminating` cause) when it refuses new content now, else null
+   * (the object exists: 409 AlreadyExists).
+   * @throws errors of D1
+   */
+  refusal: () => Promise<ApiError | null>;
+}
+
 /** One write of a {@link commitObjects} call: see {@link commitObject} for its fields. */
 export interface CommitItem {
   key: StoreKey;
   next: KubeObject | null;
   expectedRv: number | null;
   extras?: CommitExtras;
+  /**
+   * For a create (`expectedRv` null): the resource key of the Namespaces' rows; the create then
+   * also requires its namespace to admit new content ({@link namespaceAdmits}), checked in the
+   * commit's own batch (its outbox row, indexes and extras under the same guard, `admitted`).
+   * Absent: no namespace check.
+   */
+  namespaceAdmission?: string;
 }
 
 /**
@@ -706,6 +749,25 @@ const insertShape = compiled(() =>
       body: sql`${p("body")}`,
       specRef: sql`${p("specRef")}`,
     })
+    .onConflictDoNothing()
+    .returning({ resourceVersion: objects.resourceVersion }),
+);
+/** {@link insertShape} only while the object's namespace admits new content ({@link namespaceAdmits}, placeholder `namespaceResource`). */
+const insertAdmittedShape = compiled(() =>
+  builder
+    .insert(objects)
+    .select(
+      builder
+        .select({
+          ...keySelection(),
+          uid: sql<string>`${p("uid")}`.as("uid"),
+          resourceVersion: sql<number>`${counterValue} + 1`.as("resource_version"),
+          body: sql<string>`${p("body")}`.as("body"),
+          specRef: sql<string | null>`${p("specRef")}`.as("spec_ref"),
+        })
+        .from(counters)
+        .where(and(eq(counters.id, 1), namespaceAdmits)),
+    )
     .onConflictDoNothing()
     .returning({ resourceVersion: objects.resourceVersion }),
 );
@@ -844,7 +906,8 @@ export async function pruneEventLog(db: DrizzleD1Database, retention = EVENT_RET
 async function itemStatements(db: DrizzleD1Database, def: KindDefinition, item: CommitItem): Promise<BuiltItem> {
   const d1 = d1Of(db);
   const { key, next, expectedRv, extras = {} } = item;
-  const keyValues = { resource: resourceKey(def), namespace: key.namespace, name: key.name, rv: expectedRv ?? -1 };
+  const admission = expectedRv === null && next !== null ? item.namespaceAdmission : undefined;
+  const keyValues = { resource: resourceKey(def), namespace: key.namespace, name: key.name, rv: expectedRv ?? -1, namespaceResource: admission ?? "" };
   const owed = extras.outbox;
   // The outbox row comes first: its index, when its result tells whether it was written.
   const outboxAt = owed?.unless ? 0 : undefined;
@@ -867,9 +930,10 @@ async function itemStatements(db: DrizzleD1Database, def: KindDefinition, item: 
   // replaces refers to it already (its precondition keeps it referenced meanwhile).
   const written = spec ? { resource: keyValues.resource, namespace: key.namespace, name: key.name, hash: spec.hash } : undefined;
   if (expectedRv === null) {
-    const before = dependents("absent");
+    const before = dependents(admission === undefined ? "absent" : "admitted");
+    const insert = admission === undefined ? insertShape() : insertAdmittedShape();
     return {
-      statements: [...before, bind(d1, insertShape(), { ...keyValues, uid: next.metadata.uid, body, specRef })],
+      statements: [...before, bind(d1, insert, { ...keyValues, uid: next.metadata.uid, body, specRef })],
       result: before.length,
       outboxAt,
       spec: spec ?? undefined,
@@ -1017,8 +1081,10 @@ export async function commitObject(
 
 /**
  * {@link commitObject}, answering also `outboxSkipped`: the outbox row was not written (its
- * `CommitExtras.outbox.unless` held), so the write owes nothing.
- * @throws ApiError 404, 409
+ * `CommitExtras.outbox.unless` held), so the write owes nothing. `admission`, for a create: its
+ * namespace must admit new content as the batch commits (`CommitItem.namespaceAdmission`); when
+ * the create was refused, its `refusal` is thrown if it gives one.
+ * @throws ApiError 404, 409; `admission`'s refusal (404, 403)
  */
 export async function commitObjectOutcome(
   db: DrizzleD1Database,
@@ -1028,12 +1094,16 @@ export async function commitObjectOutcome(
   expectedRv: number | null,
   extras: CommitExtras = {},
   grouped = false,
+  admission?: NamespaceAdmission,
 ): Promise<{ object: KubeObject | null; outboxSkipped: boolean }> {
   if (next === null && expectedRv === null) return { object: null, outboxSkipped: false };
-  const item: CommitItem = { key, next, expectedRv, extras };
+  const item: CommitItem = { key, next, expectedRv, extras, ...(admission && expectedRv === null ? { namespaceAdmission: admission.resource } : {}) };
   const outcome = grouped ? await commitGrouped(db, def, item) : (await commitObjects(db, def, [item]))[0]!;
   if (outcome.ok) return { object: outcome.object, outboxSkipped: outcome.outboxSkipped === true };
   const objRef = { group: def.group, plural: def.plural, name: key.name };
+  // As kube-apiserver, whose admission runs before storage: the namespace's refusal first.
+  const refusal = item.namespaceAdmission !== undefined ? await admission!.refusal() : null;
+  if (refusal) throw refusal;
   if (expectedRv === null) throw alreadyExists(objRef);
   throw (await getObject(db, def, key))
     ? conflict(objRef, "the object has been modified; please apply your changes to the latest version and try again")

@@ -27,7 +27,7 @@ import {
 } from "./objects.ts";
 import { computeWrite, settleDeletion, type WriteRequest } from "../../k8s/write.ts";
 import type { Env } from "../../env.ts";
-import type { CommitAudit, ManyOutcome, ManyWrite, WriteOutcome, WriterMode } from "../types.ts";
+import type { CommitAudit, ManyOutcome, ManyWrite, NamespaceAdmission, WriteOutcome, WriterMode } from "../types.ts";
 import { auditRowStatements } from "./audit-log.ts";
 import { commitStatements, planHooks, quietUnless, type SharedReads } from "../hooks.ts";
 import { deferOutboxDelete, deleteOutboxRows, OUTBOX_GRACE_MS, retryTime, runOwed, type OwedWork, type WaitUntil } from "../outbox.ts";
@@ -50,8 +50,9 @@ export interface Committed {
  * the registered hooks. Does not run the hooks: the caller runs {@link finishCommit} once it has
  * done what must precede them (a Durable Object stores its copy first). `now` is epoch
  * milliseconds; `extra` adds statements to the batch (see `CommitExtras`); `grouped`: the commit
- * may share a D1 batch with others (src/store/d1/objects.ts `commitObject`).
- * @throws ApiError 404, 409 (the precondition failed; nothing was written)
+ * may share a D1 batch with others (src/store/d1/objects.ts `commitObject`); `admission`, for a
+ * create: its namespace must admit new content as the batch commits (`NamespaceAdmission`).
+ * @throws ApiError 404, 409 (the precondition failed; nothing was written); `admission`'s refusal
  */
 export async function commitChange(
   env: Env,
@@ -62,10 +63,11 @@ export async function commitChange(
   now: number,
   extra?: CommitExtras["extra"],
   grouped = false,
+  admission?: NamespaceAdmission,
 ): Promise<Committed> {
   const db = d1Database(env);
   const { item, owed } = prepareCommit(db, def, key, before, next, now, extra);
-  const { object, outboxSkipped } = await commitObjectOutcome(db, def, key, next, item.expectedRv, item.extras, grouped);
+  const { object, outboxSkipped } = await commitObjectOutcome(db, def, key, next, item.expectedRv, item.extras, grouped, admission);
   return { def, before, object, owed: outboxSkipped ? null : owed };
 }
 
@@ -180,8 +182,11 @@ function backoff(attempt: number): Promise<void> {
  * `waitUntil` (their outbox row, committed in the same batch, keeps them owed until they
  * finished: a crash meanwhile leaves them to the sweep), so an agent's acknowledgement waits for
  * no other object. `audit`: the request's audit record, committed in the write's own batch (marked
- * `committed` then; a write that commits nothing records nothing).
- * @throws ApiError (4xx) for a bad request, a conflict or a missing object; nothing is written then.
+ * `committed` then; a write that commits nothing records nothing). `admission`: a write that
+ * creates the object commits only while its namespace admits new content (NamespaceLifecycle as
+ * a precondition of the commit's batch, src/store/types.ts `NamespaceAdmission`).
+ * @throws ApiError (4xx) for a bad request, a conflict or a missing object, `admission`'s
+ *   refusal; nothing is written then.
  */
 export async function writeStored(
   env: Env,
@@ -194,8 +199,9 @@ export async function writeStored(
   waitUntil?: WaitUntil,
   mode: WriterMode = "waits",
   audit?: CommitAudit,
+  admission?: NamespaceAdmission,
 ): Promise<WriteOutcome> {
-  const outcome = await commitWithRetries(env, def, { namespace, name }, req, extras, known, waitUntil !== undefined, audit);
+  const outcome = await commitWithRetries(env, def, { namespace, name }, req, extras, known, waitUntil !== undefined, audit, admission);
   if (!outcome.committed) return { object: outcome.unchanged, created: outcome.created };
   const { committed, created, now } = outcome;
   if (audit && outcome.audited) audit.committed = created ? 201 : 200;
@@ -228,23 +234,37 @@ async function commitWithRetries(
   known: KubeObject | null | undefined,
   grouped: boolean,
   audit?: CommitAudit,
+  admission?: NamespaceAdmission,
 ): Promise<{ committed: Committed; created: boolean; now: number; audited: boolean } | { committed: null; unchanged: KubeObject | null; created: boolean }> {
   const db = d1Database(env);
   for (let attempt = 0; ; attempt++) {
     const current = req.verb === "create" ? null : attempt === 0 && known !== undefined ? known : await getObject(db, def, key);
     const now = clock.now();
     const ctx = { now, newUid: () => crypto.randomUUID(), extras };
-    const { next, created } = computeWrite(def, key, current, req, ctx);
-    // A row sealed under an older key (or not at all) is written again even when nothing changed,
-    // as the apiserver rewrites stale objects on update (src/k8s/encryption.ts).
-    if (next === current && !(current && needsRewrite(current))) return { committed: null, unchanged: current, created };
-    if (next && def.finalize) await def.finalize(next, current, ctx);
+    let computed: ReturnType<typeof computeWrite>;
+    try {
+      computed = computeWrite(def, key, current, req, ctx);
+      // A row sealed under an older key (or not at all) is written again even when nothing changed,
+      // as the apiserver rewrites stale objects on update (src/k8s/encryption.ts).
+      if (computed.next === current && !(current && needsRewrite(current))) return { committed: null, unchanged: current, created: computed.created };
+      if (computed.next && def.finalize) await def.finalize(computed.next, current, ctx);
+    } catch (e) {
+      // NamespaceLifecycle runs before the strategy's validation in kube-apiserver: its refusal first.
+      throw (current === null && admission && e instanceof ApiError && (await admission.refusal())) || e;
+    }
+    const { next, created } = computed;
     const settled = settleDeletion(next, def);
     const storeKey = { namespace: key.namespace, name: (settled ?? next ?? current)!.metadata.name };
     const auditing = audit;
     const record = auditing && ((guarded: GuardedBinder) => auditRowStatements(guarded, auditing.row(storeKey.name, created ? 201 : 200), auditing.limits));
     try {
-      return { committed: await commitChange(env, def, storeKey, current, settled, now, record, grouped), created, now, audited: record !== undefined };
+      const admitting = created ? admission : undefined;
+      return {
+        committed: await commitChange(env, def, storeKey, current, settled, now, record, grouped, admitting),
+        created,
+        now,
+        audited: record !== undefined,
+      };
     } catch (e) {
       // A database the audit log's migration has not reached yet: the write commits without its
       // record, which the audit middleware then tries to store on its own (and logs its failure).
