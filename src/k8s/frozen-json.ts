@@ -21,6 +21,8 @@ const spans = new WeakMap<object, FieldSpans>();
 export type FieldSpans = [key: string, start: number, end: number][];
 /** The schemas (or validators: any key object) each frozen subtree passed. */
 const checked = new WeakMap<object, Set<object>>();
+/** The trees deep-frozen by {@link freezeTree}, whose text is not kept. */
+const trees = new WeakSet<object>();
 
 function deepFreeze(value: unknown): void {
   if (value === null || typeof value !== "object" || Object.isFrozen(value)) return;
@@ -116,9 +118,24 @@ export function frozenJson(value: unknown): string | undefined {
   return value !== null && typeof value === "object" ? texts.get(value) : undefined;
 }
 
-/** Remembers that frozen subtree `value` passed `by` (a schema, a validator); nothing for another value. */
+/**
+ * Deep-freezes `tree` (a JSON value) without keeping its text: a value a controller writes again
+ * and again unchanged (a placement's `placementStatuses` entry of a cluster whose state did not
+ * move), so that the write path may remember it passed a schema ({@link rememberChecked}) and
+ * not check it again. Returns `tree`.
+ */
+export function freezeTree<T extends object>(tree: T): T {
+  deepFreeze(tree);
+  trees.add(tree);
+  return tree;
+}
+
+/**
+ * Remembers that frozen subtree `value` ({@link freezeRendered}, {@link lazyFrozen},
+ * {@link freezeTree}) passed `by` (a schema, a validator); nothing for another value.
+ */
 export function rememberChecked(value: unknown, by: object): void {
-  if (frozenJson(value) === undefined) return;
+  if (frozenJson(value) === undefined && !(value !== null && typeof value === "object" && trees.has(value))) return;
   let s = checked.get(value as object);
   if (!s) checked.set(value as object, (s = new Set()));
   s.add(by);

@@ -2,11 +2,14 @@
 // serialised with them, exactly as JSON.stringify would write it; they cannot change in place; and
 // the write path checks them once (src/k8s/write.ts `decode`, the ManifestWork's validation).
 import { describe, expect, it, vi } from "vitest";
-import { adoptFrozen, checkedBy, fieldSpans, freezeRendered, frozenJson, lazyFrozen, stringifyObject } from "../../src/k8s/frozen-json.ts";
+import { z } from "zod";
+import { adoptFrozen, checkedBy, fieldSpans, freezeRendered, freezeTree, frozenJson, lazyFrozen, stringifyObject } from "../../src/k8s/frozen-json.ts";
 import { computeWrite } from "../../src/k8s/write.ts";
 import { ManifestWorkKind } from "../../src/kinds/manifestwork.ts";
 import { deltaMessage, deltaOf } from "../../src/work/namespace-deliverables.ts";
-import type { KubeObject } from "../../src/k8s/meta.ts";
+import { objectSchema, type KubeObject } from "../../src/k8s/meta.ts";
+import type { KindDefinition } from "../../src/k8s/kind.ts";
+import { ApiError } from "../../src/k8s/errors.ts";
 
 const spec = () => ({
   workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a", namespace: "ns" }, data: { k: 'v\u0000"x"' } }] },
@@ -129,5 +132,63 @@ describe("frozen rendered subtrees", () => {
     expect(Object.isFrozen(object.spec)).toBe(true);
     expect(() => ((object.spec as Record<string, unknown>).workload = {})).toThrow(TypeError);
     expect(() => ((object.spec as ReturnType<typeof spec>).workload.manifests as unknown[]).push({})).toThrow(TypeError);
+  });
+
+  it("a status list's frozen items are checked once; a new or unfrozen one each time, a refusal names its index", () => {
+    let checks = 0;
+    const Item = z.strictObject({ name: z.string(), n: z.number().int() }).refine(() => ++checks > 0);
+    const def = {
+      group: "test.dev",
+      version: "v1",
+      kind: "Thing",
+      listKind: "ThingList",
+      plural: "things",
+      singular: "thing",
+      shortNames: [],
+      namespaced: true,
+      hasStatus: true,
+      schema: objectSchema(z.strictObject({}), z.strictObject({ items: z.array(Item).optional() })),
+      storage: "d1",
+      statusItemLists: ["items"],
+    } as KindDefinition;
+    const stored = {
+      apiVersion: "test.dev/v1",
+      kind: "Thing",
+      metadata: { name: "t", namespace: "ns", uid: "u", resourceVersion: "1", creationTimestamp: "2026-11-30T00:00:00Z" },
+    } as unknown as KubeObject;
+    const writeStatus = (items: unknown[]) =>
+      computeWrite(
+        def,
+        { namespace: "ns", name: "t" },
+        stored,
+        { verb: "update", subresource: "status", body: { ...stored, status: { items } } },
+        { now: 0, newUid: () => "" },
+      ).next!;
+    const a = freezeTree({ name: "a", n: 1 });
+    const b = freezeTree({ name: "b", n: 2 });
+    const plain = { name: "p", n: 3 };
+    writeStatus([a, b, plain]);
+    expect(checks).toBe(3);
+    expect(checkedBy(a, def.schema)).toBe(true);
+    expect(checkedBy(plain, def.schema)).toBe(false);
+    // a and b passed and cannot have changed: only the unfrozen item and the new one are checked.
+    const c = freezeTree({ name: "c", n: 4 });
+    const next = writeStatus([a, b, plain, c]);
+    expect(checks).toBe(5);
+    expect((next.status as { items: unknown[] }).items).toEqual([a, b, plain, c]);
+    // A bad new item is refused as a check of the whole list refuses it: its own index.
+    const bad = freezeTree({ name: "d", n: 1.5 });
+    let err: unknown;
+    try {
+      writeStatus([a, b, bad]);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ApiError);
+    expect((err as ApiError).code).toBe(422);
+    expect(JSON.stringify((err as ApiError).details?.causes)).toContain("status.items[2].n");
+    expect(checkedBy(bad, def.schema)).toBe(false);
+    const unknown = freezeTree({ name: "e", n: 1, extra: true });
+    expect(() => writeStatus([a, unknown])).toThrow(/unknown field "status.items\[1\].extra"/);
   });
 });
