@@ -16,6 +16,11 @@
  * messages; `--under reportWorkStatus`, a work status report): the cost of one path, by file.
  * Functions are named `<name> <file>` (no line: lines move between builds, names rarely do).
  *
+ * Each sample weighs the time to the next one, at most `--cap-ms` (default 5 ms): a sample taken
+ * before the isolate went unsampled (workerd does not sample an isolate it has left) would carry
+ * the whole pause, up to a second, and pass for work. The time over the cap is printed as "gaps"
+ * and left out of every table (scripts/profile-summary.ts). `--cap-ms 0` counts no cap.
+ *
  * The bundle's lines are mapped to source files with `<profile>.modules.json`, which
  * bench/cpu-profile.ts writes beside each profile; without it the rows name the bundle
  * (`index.js`). Frames of workerd's own code have no file: `(native)` (e.g. `JSON.parse`, `URL`),
@@ -25,108 +30,14 @@
 import { existsSync, readFileSync } from "node:fs";
 import { basename } from "node:path";
 import { parseArgs } from "node:util";
-
-/** A node of a V8 `.cpuprofile` (the Chrome DevTools protocol's `Profiler.ProfileNode`). */
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; scriptId: string; url: string; lineNumber: number; columnNumber: number };
-  children?: number[];
-}
-
-/** A V8 `.cpuprofile` (`Profiler.Profile`): times in microseconds. */
-interface Profile {
-  nodes: ProfileNode[];
-  startTime: number;
-  endTime: number;
-  samples: number[];
-  timeDeltas: number[];
-}
-
-/** One profile's times (microseconds) by row name, for each table. */
-interface Summary {
-  name: string;
-  /** All sampled time, and the busy part of it (without `(idle)`). */
-  totalUs: number;
-  busyUs: number;
-  samples: number;
-  files: Map<string, number>;
-  functions: Map<string, number>;
-  inclusive: Map<string, number>;
-}
-
-/** Frames that are the runtime's, not a script's: counted under their own name. */
-const SPECIAL = new Set(["(idle)", "(program)", "(garbage collector)", "(root)"]);
-
-/** The source file of bundle line `line` of script `scriptId`, from the module map (or undefined). */
-function fileOf(modules: Record<string, [number, string][]>, scriptId: string, line: number): string | undefined {
-  const starts = modules[scriptId];
-  if (!starts || starts.length === 0) return undefined;
-  let lo = 0;
-  let hi = starts.length - 1;
-  if (line < starts[0]![0]) return "(bundle prelude)";
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (starts[mid]![0] <= line) lo = mid;
-    else hi = mid - 1;
-  }
-  return starts[lo]![1];
-}
+import { DEFAULT_CAP_US, summarize, type ModuleStarts, type Profile, type Summary } from "./profile-summary.ts";
 
 /** Reads a profile and its module map (when written beside it) and sums its samples' time. */
-function summarize(file: string, under?: string): Summary {
+function summarizeFile(file: string, capUs: number, under?: string): Summary {
   const profile = JSON.parse(readFileSync(file, "utf8")) as Profile;
   const mapFile = `${file}.modules.json`;
-  const modules = existsSync(mapFile) ? (JSON.parse(readFileSync(mapFile, "utf8")) as Record<string, [number, string][]>) : {};
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  const parent = new Map<number, number>();
-  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  const where = new Map<number, { file: string; fn: string; name: string }>();
-  for (const n of profile.nodes) {
-    const f = n.callFrame;
-    let fileName: string;
-    if (SPECIAL.has(f.functionName)) fileName = f.functionName;
-    else if (f.url === "") fileName = "(native)";
-    else if (f.url.endsWith(".js")) fileName = fileOf(modules, f.scriptId, f.lineNumber) ?? f.url;
-    else fileName = f.url;
-    const fn = SPECIAL.has(f.functionName) ? f.functionName : `${f.functionName || "(anonymous)"} ${fileName}`;
-    where.set(n.id, { file: fileName, fn, name: f.functionName });
-  }
-  const s: Summary = {
-    name: basename(file),
-    totalUs: 0,
-    busyUs: 0,
-    samples: profile.samples.length,
-    files: new Map(),
-    functions: new Map(),
-    inclusive: new Map(),
-  };
-  const onStack = (id: number, fn: string) => {
-    for (let n: number | undefined = id; n !== undefined; n = parent.get(n)) {
-      const w = where.get(n)!;
-      if (w.name === fn || w.fn === fn) return true;
-    }
-    return false;
-  };
-  const add = (m: Map<string, number>, k: string, us: number) => m.set(k, (m.get(k) ?? 0) + us);
-  // Sample i lasts until sample i+1 (Chrome DevTools' attribution); the last one gets the mean.
-  const meanUs = (profile.endTime - profile.startTime) / Math.max(1, profile.samples.length);
-  profile.samples.forEach((id, i) => {
-    const us = profile.timeDeltas[i + 1] ?? meanUs;
-    const w = where.get(id)!;
-    if (under !== undefined && !onStack(id, under)) return;
-    s.totalUs += us;
-    if (w.file !== "(idle)") s.busyUs += us;
-    add(s.files, w.file, us);
-    add(s.functions, w.fn, us);
-    const seen = new Set<string>();
-    for (let n: number | undefined = id; n !== undefined; n = parent.get(n)) {
-      const fn = where.get(n)!.fn;
-      if (byId.get(n)!.callFrame.functionName === "(root)" || seen.has(fn)) continue;
-      seen.add(fn);
-      add(s.inclusive, fn, us);
-    }
-  });
-  return s;
+  const modules = existsSync(mapFile) ? (JSON.parse(readFileSync(mapFile, "utf8")) as ModuleStarts) : {};
+  return summarize(basename(file), profile, modules, { capUs, under });
 }
 
 /** Prints one table: the top `top` rows of `pick` over the profiles (ordered by the last profile's figure). */
@@ -151,23 +62,40 @@ function printTable(title: string, summaries: Summary[], pick: (s: Summary) => M
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { top: { type: "string", default: "25" }, per: { type: "string" }, only: { type: "string" }, match: { type: "string" }, under: { type: "string" } },
+  options: {
+    top: { type: "string", default: "25" },
+    per: { type: "string" },
+    only: { type: "string" },
+    match: { type: "string" },
+    under: { type: "string" },
+    "cap-ms": { type: "string", default: String(DEFAULT_CAP_US / 1000) },
+  },
 });
 if (positionals.length === 0) {
   console.error(
-    "usage: npm run profile:top -- <a.cpuprofile> [<b.cpuprofile> ...] [--top N] [--per N[,N...]] [--only files|functions|inclusive] [--match text] [--under function]",
+    "usage: npm run profile:top -- <a.cpuprofile> [<b.cpuprofile> ...] [--top N] [--per N[,N...]] [--only files|functions|inclusive] [--match text] [--under function] [--cap-ms ms]",
   );
   process.exit(2);
 }
-const summaries = positionals.map((p) => summarize(p, values.under));
+const capMs = Number(values["cap-ms"]);
+if (!(capMs >= 0)) {
+  console.error(`--cap-ms: not a number of milliseconds: ${values["cap-ms"]}`);
+  process.exit(2);
+}
+const capUs = capMs === 0 ? Infinity : capMs * 1000;
+const summaries = positionals.map((p) => summarizeFile(p, capUs, values.under));
 const perList = (values.per ?? "1").split(",").map(Number);
 const per = summaries.map((_, i) => perList[i] ?? perList[0]!);
 const top = Number(values.top);
 for (const [i, s] of summaries.entries()) {
   const idle = s.files.get("(idle)") ?? 0;
   const mapped = existsSync(`${positionals[i]}.modules.json`) ? "" : " (no .modules.json: bundle lines only)";
+  const cap = capUs === Infinity ? "no cap" : `each sample at most ${capMs} ms`;
   console.log(
-    `${s.name}${values.under ? ` under ${values.under}` : ""}: ${(s.totalUs / 1000).toFixed(0)} ms sampled (${s.samples} samples), busy ${(s.busyUs / 1000).toFixed(0)} ms, idle ${(idle / 1000).toFixed(0)} ms${per[i] !== 1 ? `; busy ${(s.busyUs / per[i]!).toFixed(0)} µs per unit (${per[i]})` : ""}${mapped}`,
+    `${s.name}${values.under ? ` under ${values.under}` : ""}: ${(s.totalUs / 1000).toFixed(0)} ms sampled (${s.samples} samples, ${cap}), busy ${(s.busyUs / 1000).toFixed(0)} ms, idle ${(idle / 1000).toFixed(0)} ms${per[i] !== 1 ? `; busy ${(s.busyUs / per[i]!).toFixed(0)} µs per unit (${per[i]})` : ""}${mapped}`,
+  );
+  console.log(
+    `  gaps left out: ${(s.gapsUs / 1000).toFixed(0)} ms over ${s.gapSamples} samples (${(s.busyGapsUs / 1000).toFixed(0)} ms of it after a busy sample, which an uncapped sum counts as work)`,
   );
 }
 if (!values.only || values.only === "files") printTable("Self time by file", summaries, (s) => s.files, top, per, values.match);

@@ -74,7 +74,7 @@ import { identifierOf, isKindDisabled, selectResources, SelectionError, stripFor
 import { memberClusterOf, schedulePlacement, termMatches, untoleratedTaint, type ClusterDecision, type MemberCluster } from "./schedule.ts";
 import { guessPlural, workName, type Manifest, type RenderedWork } from "./render.ts";
 import { APPLIED_OVERRIDE_ANNOTATIONS, carriesRender, clusterRenderer, knowSpecJson, storedSpecJson, type ClusterRender } from "./overrides.ts";
-import { freezeRendered } from "../k8s/frozen-json.ts";
+import { freezeRendered, freezeTree } from "../k8s/frozen-json.ts";
 import { placementOverrides } from "./override-snapshots.ts";
 import { rolloutStep, type RolloutCluster } from "./rollout.ts";
 import { perClusterStatus, placementConditions, type PerClusterStatus } from "./status.ts";
@@ -901,7 +901,7 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
     ...perCluster.map((p) => {
       const kept = folds.get(p.clusterName);
       if (kept) return kept.entry;
-      const entry = {
+      const built = {
         clusterName: p.clusterName,
         observedResourceIndex: p.observedResourceIndex,
         ...(p.applicable?.resourceOverrideSnapshots.length ? { applicableResourceOverrides: p.applicable.resourceOverrideSnapshots } : {}),
@@ -910,6 +910,10 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
         ...(p.driftedPlacements ? { driftedPlacements: p.driftedPlacements } : {}),
         conditions: mergeConditions(oldStatuses.get(p.clusterName), p.conditions, now),
       };
+      // A frozen copy (its lists are shared with the run's renders and bindings): the next runs
+      // write it again while the cluster's state does not move, and the write path checks it
+      // against the schema once (src/k8s/write.ts `trustedOmitted`).
+      const entry = freezeTree(structuredClone(built));
       const f = refolded.get(p.clusterName)!;
       const name = bindingName(ref, p.clusterName);
       folds.set(p.clusterName, { key: f.key, pcs: f.pcs, entry, bindingVersion: heldBindings.get(name)?.metadata.resourceVersion });

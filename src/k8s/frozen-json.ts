@@ -11,8 +11,18 @@
 
 /** The JSON text of each frozen subtree. */
 const texts = new WeakMap<object, string>();
+/** Where each top-level field's value lies in its frozen object's JSON text ({@link FieldSpans}). */
+const spans = new WeakMap<object, FieldSpans>();
+
+/**
+ * The places of a frozen object's top-level fields in its JSON text, in the text's order: for
+ * each field its key and the value's text as `[start, end)` (UTF-16 offsets, as `String.slice`).
+ */
+export type FieldSpans = [key: string, start: number, end: number][];
 /** The schemas (or validators: any key object) each frozen subtree passed. */
 const checked = new WeakMap<object, Set<object>>();
+/** The trees deep-frozen by {@link freezeTree}, whose text is not kept. */
+const trees = new WeakSet<object>();
 
 function deepFreeze(value: unknown): void {
   if (value === null || typeof value !== "object" || Object.isFrozen(value)) return;
@@ -27,7 +37,67 @@ function deepFreeze(value: unknown): void {
 export function freezeRendered<T extends object>(tree: T): T {
   if (texts.has(tree)) return tree;
   deepFreeze(tree);
-  texts.set(tree, JSON.stringify(tree));
+  texts.set(tree, Array.isArray(tree) ? JSON.stringify(tree) : textWithSpans(tree as Record<string, unknown>));
+  return tree;
+}
+
+/**
+ * `JSON.stringify(obj)` (a JSON object), built field by field so that each top-level value's
+ * place in the text is known: kept as the object's {@link FieldSpans}. The same text, at the same
+ * cost (one serialisation of each value).
+ */
+function textWithSpans(obj: Record<string, unknown>): string {
+  const fields: FieldSpans = [];
+  let out = "{";
+  for (const k of Object.keys(obj)) {
+    const v = JSON.stringify(obj[k]);
+    // JSON.stringify leaves out what has no JSON (undefined, a function, a symbol).
+    if (v === undefined) continue;
+    if (fields.length > 0) out += ",";
+    out += `${JSON.stringify(k)}:`;
+    fields.push([k, out.length, out.length + v.length]);
+    out += v;
+  }
+  out += "}";
+  spans.set(obj, fields);
+  return out;
+}
+
+/** The {@link FieldSpans} of a frozen object made by {@link freezeRendered} or {@link lazyFrozen}, or undefined. */
+export function fieldSpans(value: unknown): FieldSpans | undefined {
+  return value !== null && typeof value === "object" ? spans.get(value) : undefined;
+}
+
+/**
+ * A frozen object known by its JSON text `text` (an object's, exactly) and its top-level fields'
+ * places in it (`fields`, as {@link fieldSpans} gives them on the side that serialised it), whose
+ * fields' values are parsed only when first read: each field is a getter that parses its slice
+ * of the text once and deep-freezes it. It serialises as `text` ({@link stringifyObject} splices
+ * it; `JSON.stringify`, `structuredClone` and a Workers RPC read the getters and give the same
+ * JSON), it cannot change (frozen; the fields have no setters), and a reader sees the same values
+ * as in `JSON.parse(text)`. For a work's 30 KB spec handed to a cluster's object, which the object
+ * keeps, pushes to its agent and carries into the agent's status writes without reading it.
+ */
+export function lazyFrozen(text: string, fields: FieldSpans): Record<string, unknown> {
+  const tree: Record<string, unknown> = {};
+  for (const [key, start, end] of fields) {
+    let parsed = false;
+    let value: unknown;
+    Object.defineProperty(tree, key, {
+      enumerable: true,
+      get() {
+        if (!parsed) {
+          value = JSON.parse(text.slice(start, end));
+          deepFreeze(value);
+          parsed = true;
+        }
+        return value;
+      },
+    });
+  }
+  Object.freeze(tree);
+  texts.set(tree, text);
+  spans.set(tree, fields);
   return tree;
 }
 
@@ -48,9 +118,24 @@ export function frozenJson(value: unknown): string | undefined {
   return value !== null && typeof value === "object" ? texts.get(value) : undefined;
 }
 
-/** Remembers that frozen subtree `value` passed `by` (a schema, a validator); nothing for another value. */
+/**
+ * Deep-freezes `tree` (a JSON value) without keeping its text: a value a controller writes again
+ * and again unchanged (a placement's `placementStatuses` entry of a cluster whose state did not
+ * move), so that the write path may remember it passed a schema ({@link rememberChecked}) and
+ * not check it again. Returns `tree`.
+ */
+export function freezeTree<T extends object>(tree: T): T {
+  deepFreeze(tree);
+  trees.add(tree);
+  return tree;
+}
+
+/**
+ * Remembers that frozen subtree `value` ({@link freezeRendered}, {@link lazyFrozen},
+ * {@link freezeTree}) passed `by` (a schema, a validator); nothing for another value.
+ */
 export function rememberChecked(value: unknown, by: object): void {
-  if (frozenJson(value) === undefined) return;
+  if (frozenJson(value) === undefined && !(value !== null && typeof value === "object" && trees.has(value))) return;
   let s = checked.get(value as object);
   if (!s) checked.set(value as object, (s = new Set()));
   s.add(by);

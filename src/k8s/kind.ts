@@ -126,6 +126,13 @@ export interface KindDefinition {
   namespaced: boolean;
   /** True when the kind has a `/status` subresource (status changes only through it). */
   hasStatus: boolean;
+  /**
+   * Lists of `status` whose items the schema checks one by one, with no bound or rule across them
+   * (a placement's `placementStatuses`): an item that is a frozen tree which passed the schema
+   * before (src/k8s/frozen-json.ts `freezeTree`, `rememberChecked`) is not checked again, as the
+   * write path does not check a frozen rendered spec again (src/k8s/write.ts `trustedOmitted`).
+   */
+  statusItemLists?: readonly string[];
   /** The whole object as a client may send it (strict: unknown fields are reported). */
   schema: z.ZodType;
   storage: "d1" | "cluster";

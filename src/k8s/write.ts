@@ -279,7 +279,11 @@ export function decode(def: KindDefinition, body: unknown, nameHint: string | un
     kind: def.kind,
     metadata: isJsonObject(body.metadata) ? { ...body.metadata } : (body.metadata ?? {}),
   } as JsonObject;
-  const check = checkSchema(def.schema, trustedOmitted(def, obj, stored));
+  const trusted = trustedOmitted(def, obj, stored);
+  let check = checkSchema(def.schema, trusted.value);
+  // A refusal names the fields as a check of the whole object does: checked again with every item.
+  if (trusted.itemsLeftOut && (check.unknownFields.length > 0 || check.causes.length > 0))
+    check = checkSchema(def.schema, trustedOmitted(def, obj, stored, false).value);
   const name = (obj.metadata as JsonObject).name;
   if (check.unknownFields.length > 0) {
     const list = check.unknownFields.map((f) => `unknown field "${f}"`).join(", ");
@@ -292,6 +296,7 @@ export function decode(def: KindDefinition, body: unknown, nameHint: string | un
   }
   if (check.causes.length > 0) throw invalid(ref(def, typeof name === "string" ? name : nameHint), check.causes);
   for (const k of TRUSTABLE) rememberChecked(obj[k], def.schema);
+  if (trusted.value.status !== undefined) for (const item of statusItems(def, obj)) rememberChecked(item, def.schema);
   return obj as unknown as KubeObject;
 }
 
@@ -364,9 +369,17 @@ function omittable(def: KindDefinition): Set<string> {
  * value the stored object holds (`stored`, as the caller read it: a status write or a metadata
  * patch built on the stored object carries its spec as it is), or a frozen rendered subtree that
  * passed this schema before (src/k8s/frozen-json.ts: a controller's one spec for many objects).
- * Such a field is checked when it was stored or first written, not again per write.
+ * Such a field is checked when it was stored or first written, not again per write. So is an
+ * item of a list the kind names in `statusItemLists` that is a frozen tree which passed the
+ * schema before (`items` false: every item is kept, for a refusal's causes); `itemsLeftOut` says
+ * whether any was left out.
  */
-function trustedOmitted(def: KindDefinition, obj: JsonObject, stored: KubeObject | null | undefined): JsonObject {
+function trustedOmitted(
+  def: KindDefinition,
+  obj: JsonObject,
+  stored: KubeObject | null | undefined,
+  items = true,
+): { value: JsonObject; itemsLeftOut: boolean } {
   let out: JsonObject | undefined;
   for (const k of TRUSTABLE) {
     const v = obj[k];
@@ -377,7 +390,29 @@ function trustedOmitted(def: KindDefinition, obj: JsonObject, stored: KubeObject
     out ??= { ...obj };
     delete out[k];
   }
-  return out ?? obj;
+  // The items of the kind's status lists that passed this schema before, frozen since (a
+  // placement's entries of the clusters whose state did not move): the others are checked.
+  let itemsLeftOut = false;
+  const status = (out ?? obj).status;
+  if (items && def.statusItemLists && isJsonObject(status)) {
+    let trimmed: JsonObject | undefined;
+    for (const list of def.statusItemLists) {
+      const v = status[list];
+      if (!Array.isArray(v) || !v.some((item) => checkedBy(item, def.schema))) continue;
+      trimmed ??= { ...status };
+      trimmed[list] = v.filter((item) => !checkedBy(item, def.schema));
+      itemsLeftOut = true;
+    }
+    if (trimmed) out = { ...(out ?? obj), status: trimmed };
+  }
+  return { value: out ?? obj, itemsLeftOut };
+}
+
+/** The items of `obj`'s status lists that {@link KindDefinition.statusItemLists} names. */
+function statusItems(def: KindDefinition, obj: JsonObject): unknown[] {
+  const status = obj.status;
+  if (!def.statusItemLists || !isJsonObject(status)) return [];
+  return def.statusItemLists.flatMap((list) => (Array.isArray(status[list]) ? (status[list] as unknown[]) : []));
 }
 
 function finishValidation(def: KindDefinition, obj: KubeObject, old: KubeObject | undefined): void {

@@ -352,6 +352,8 @@ export function placementKinds(lookup: KindLookup): PlacementKinds {
     namespaced,
     hasStatus: true,
     schema: objectSchema(placementSpecSchema(strategy), PlacementStatusSchema, true),
+    // Each entry is checked alone (no bound or rule across them): the controller's unchanged entries are not checked again.
+    statusItemLists: ["placementStatuses"],
     storage: "d1",
     changeCounter: PLACEMENT_CHANGE_COUNTER,
     printerColumns: placementColumns(namespaced ? "ResourcePlacement" : "ClusterResourcePlacement"),

@@ -24,7 +24,7 @@
  * copy is refused by the commit's precondition and made again on a fresh read (src/agent-api/routes.ts).
  */
 import type { KubeObject } from "../k8s/meta.ts";
-import { adoptFrozen, freezeRendered, frozenJson, stringifyObject } from "../k8s/frozen-json.ts";
+import { adoptFrozen, fieldSpans, freezeRendered, frozenJson, lazyFrozen, stringifyObject, type FieldSpans } from "../k8s/frozen-json.ts";
 
 /**
  * The kind of the other objects the works delivery carries (issue 32): the replicated Policies of
@@ -73,6 +73,13 @@ export interface DeliverableDeltaMessage {
    * status reports it writes) splices the text in rather than serialising the spec again.
    */
   specJson?: string;
+  /**
+   * Where the spec's top-level fields lie in `specJson` (src/k8s/frozen-json.ts `fieldSpans`),
+   * when the writer knew: the object then keeps the spec unparsed (`lazyFrozen`), each field
+   * parsed only if something reads it (a work's `deleteOption`; the push, the agent's status
+   * writes and the picture's size only need the text).
+   */
+  specFields?: FieldSpans;
 }
 
 /** `delta` as its {@link DeliverableDeltaMessage}. */
@@ -80,15 +87,17 @@ export function deltaMessage({ object, bytes: _bytes, ...rest }: DeliverableDelt
   if (!object) return { ...rest, json: null };
   const specJson = frozenJson(object.spec);
   if (specJson === undefined) return { ...rest, json: stringifyObject(object as unknown as Record<string, unknown>) };
-  return { ...rest, json: JSON.stringify({ ...object, spec: null }), specJson };
+  const specFields = fieldSpans(object.spec);
+  return { ...rest, json: JSON.stringify({ ...object, spec: null }), specJson, ...(specFields ? { specFields } : {}) };
 }
 
 /** The {@link DeliverableDelta} a {@link DeliverableDeltaMessage} carries. */
-export function deltaOf({ json, specJson, ...rest }: DeliverableDeltaMessage): DeliverableDelta {
+export function deltaOf({ json, specJson, specFields, ...rest }: DeliverableDeltaMessage): DeliverableDelta {
   if (json === null) return { ...rest, object: null, bytes: 0 };
   const object = JSON.parse(json) as KubeObject;
   if (specJson === undefined) return { ...rest, object, bytes: json.length };
-  object.spec = adoptFrozen(JSON.parse(specJson) as Record<string, unknown>, specJson);
+  // The spec's text is not parsed when its fields' places came with it: nothing here reads them.
+  object.spec = specFields ? lazyFrozen(specJson, specFields) : adoptFrozen(JSON.parse(specJson) as Record<string, unknown>, specJson);
   return { ...rest, object, bytes: json.length - 4 + specJson.length };
 }
 
