@@ -24,7 +24,9 @@
  * D1 with the least a store must do: a GET is one read of the object's row by key, a POST one
  * statement inserting the object's row (the body as sent) guarded by its namespace's existence;
  * its figures are what any hub that stores the objects spends on this machine, and its D1 calls
- * per request are printed.
+ * per request are printed (2026-11-30, load 8-14: the floor's workerd 1.7-2.1 ms per GET and
+ * 2.5-2.8 ms per Deployment POST, the hub's 3.8-4.8 and 6.4-7.1 ms, the no-op's 0.8-1.1 ms;
+ * docs/scale.md "The platform floor").
  *
  *   BENCH_REQUESTS     requests of each kind (default 300)
  *   BENCH_NO_NOOP      set: the hub only (neither the no-op Worker nor the floor)

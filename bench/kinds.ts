@@ -20,7 +20,11 @@
  *   against the **platform floor** (the no-op Worker with `BENCH_FLOOR=1`, bench/noop/floor.ts: a
  *   GET is one D1 read of the object's row by key, a POST one D1 statement inserting the object's
  *   row as sent, guarded by its namespace's existence, a PATCH the same as an upsert), with the
- *   ratio hub/floor: what any hub that stores the objects must spend on this machine. Each
+ *   ratio hub/floor: what any hub that stores the objects must spend on this machine (client-side
+ *   apply of 500, 2026-11-30, load 7-11: floor 21.3 and 23.9 s, 16.5-20.5 ms of Worker CPU per
+ *   object, 3.02 D1 calls; hub 31.2 and 55.4 s, 31.7-33.0 ms; no-op 14.5 and 12.1 s, 9.6-13.2
+ *   ms; at idle the floor would take about 7.7-10.4 s: the 10 s bar is at this machine's edge,
+ *   docs/scale.md "The platform floor"). Each
  *   run's CPU time per object, of the Worker's processes (`wrangler dev` and its workerd, read
  *   from /proc; the hub's include `npm start`'s supervisor) and of kubectl: what the work costs,
  *   which a loaded machine's wall time does not show.
