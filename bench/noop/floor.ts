@@ -20,7 +20,8 @@
  * - at the agent's `report`: one D1 write of the work's status (the row's body with the report's
  *   status, by key), grouped with the concurrent reports of the isolate as the hub groups them
  *   (src/store/group-commit.ts `CommitGroups`, at most {@link BATCH_ITEMS} to a batch), then the
- *   `ack`.
+ *   `ack`. An object that hibernated since its delivery (it then holds nothing in memory, as the
+ *   hub's) reads the work's row by key first (one D1 call more).
  * No credential is checked, no watch event, label index, outbox, binding, placement status or
  * Event is written: what a simpler hub could skip or fold is left out, so the floor is a lower
  * bound of any design that stores one work per cluster and acknowledges its status once stored.
@@ -116,6 +117,8 @@ export interface FloorDelivery {
   resourceVersion: number;
   json: string;
   specJson: string;
+  /** The row's body carries the spec (`inlineSpec`): a status write rewrites it with the spec. */
+  inline: boolean;
 }
 
 async function sha256Hex(text: string): Promise<string> {
@@ -157,7 +160,14 @@ async function createWorks(env: FloorEnv, clusters: string[]): Promise<Response>
     await inFlight;
     inFlight = pool(rows, HOOK_CONCURRENCY, async (r) => {
       counts.doRequests++;
-      await env.FLOOR_CLUSTERS.getByName(r.cluster).deliver({ namespace: r.cluster, name, resourceVersion: r.rv, json: r.json, specJson: t.specJson });
+      await env.FLOOR_CLUSTERS.getByName(r.cluster).deliver({
+        namespace: r.cluster,
+        name,
+        resourceVersion: r.rv,
+        json: r.json,
+        specJson: t.specJson,
+        inline: t.inlineSpec,
+      });
     });
   }
   await inFlight;
@@ -250,6 +260,7 @@ export async function floorKube(req: Request, url: URL, env: FloorEnv): Promise<
         .run(),
     ).meta.changes;
   } catch (e) {
+    counts.d1Calls++; // a call all the same, refused by the key
     if (/UNIQUE|constraint/i.test(String(e))) return status(409, "AlreadyExists", `"${name}" already exists`, name);
     throw e;
   }
@@ -311,10 +322,12 @@ export class FloorClusterObject extends DurableObject<FloorEnv> {
     for (const ws of this.ctx.getWebSockets()) send(ws, msg);
   }
 
-  override async fetch(): Promise<Response> {
+  override async fetch(req: Request): Promise<Response> {
     for (const old of this.ctx.getWebSockets()) old.close(4000, "replaced");
     const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
     this.ctx.acceptWebSocket(server);
+    // The cluster's name, kept with the socket: it outlives the object's hibernation.
+    server.serializeAttachment({ cluster: decodeURIComponent(/\/clusters\/([^/]+)\/connect$/.exec(new URL(req.url).pathname)?.[1] ?? "") });
     return new Response(null, { status: 101, webSocket: client, headers: { "sec-websocket-protocol": CHANNEL_SUBPROTOCOL } });
   }
 
@@ -328,14 +341,27 @@ export class FloorClusterObject extends DurableObject<FloorEnv> {
     } else if (msg.type === "status") {
       send(ws, { type: "ack", id: msg.id!, leaseDurationSeconds: 60 });
     } else if (msg.type === "report") {
-      if (!w || msg.work !== w.name)
+      // The work's row body: as handed over, or read by key when the object hibernated since
+      // (it lost what it held in memory, as the hub's object does, which reads D1 then too).
+      const namespace = w?.namespace ?? (ws.deserializeAttachment() as { cluster: string }).cluster;
+      const stored =
+        w && msg.work === w.name
+          ? w.inline
+            ? `${w.json.slice(0, -1)},"spec":${w.specJson}}`
+            : w.json
+          : counted(
+              await this.env.FLOOR_DB.prepare(`SELECT body FROM ${OBJECTS_TABLE} WHERE resource = ? AND namespace = ? AND name = ?`)
+                .bind(WORKS, namespace, msg.work ?? "")
+                .all<{ body: string }>(),
+            ).results[0]?.body;
+      if (stored === undefined)
         return send(
           ws,
           `{"type":"error","id":${JSON.stringify(msg.id)},"status":{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,"message":"no such work"}}`,
         );
-      const body = `${w.json.slice(0, -1)},"status":${JSON.stringify(msg.report?.status ?? {})}}`;
-      await statusWrites(this.env.FLOOR_DB).run({ namespace: w.namespace, name: w.name, body });
-      send(ws, { type: "ack", id: msg.id!, resourceVersion: String(w.resourceVersion + 1) });
+      const body = `${stored.slice(0, -1)},"status":${JSON.stringify(msg.report?.status ?? {})}}`;
+      await statusWrites(this.env.FLOOR_DB).run({ namespace, name: msg.work!, body });
+      send(ws, { type: "ack", id: msg.id!, resourceVersion: String((w?.resourceVersion ?? 0) + 1) });
     }
   }
 }
