@@ -33,7 +33,8 @@
  * 1,000 clusters (2026-11-30, load 11-15, two runs): the floor 41-43 D1 calls, 2,002 rows
  * written, 1.6-2.2 ms of workerd CPU per report, p99 8.2-13.9 s; the hub 2,471-2,487 calls,
  * 50,164-50,412 rows, 9.7-9.8 ms, p99 32-33 s; the no-op 1.1-1.2 ms, p99 6.9-7.9 s (at load 7,
- * with the spec in every row: floor p99 2.83 s, hub 20.40 s, no-op 0.33 s). From the
+ * with the spec in every row: floor p99 2.83 s, hub 20.40 s, no-op 0.33 s; at load 4.4: floor
+ * p99 1.73 s and 0.66 ms, hub 7.88 s and 7.34 ms, no-op 0.38 s). From the
  * idle hub's 3.84 ms and 3.26 s, the floor's p99 idle is about 0.8-1.4 s: the 2 s bar is within
  * this machine's reach (docs/scale.md, "The platform floor").
  *
