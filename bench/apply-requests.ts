@@ -19,17 +19,25 @@
  *   not count as the isolate's work (they still inflate it: compare figures of one run).
  *
  * The no-op Worker (bench/noop, same TLS setup) answers the GETs 404 and the POSTs 201 echoing the
- * body: its figures are what `wrangler dev` and HTTPS cost on this machine.
+ * body: its figures are what `wrangler dev` and HTTPS cost on this machine. The platform floor
+ * (the no-op Worker with `BENCH_FLOOR=1`, bench/noop/floor.ts) answers the same requests from its
+ * D1 with the least a store must do: a GET is one read of the object's row by key, a POST one
+ * statement inserting the object's row (the body as sent) guarded by its namespace's existence;
+ * its figures are what any hub that stores the objects spends on this machine, and its D1 calls
+ * per request are printed (2026-11-30, load 8-14: the floor's workerd 1.7-2.1 ms per GET and
+ * 2.5-2.8 ms per Deployment POST, the hub's 3.8-4.8 and 6.4-7.1 ms, the no-op's 0.8-1.1 ms;
+ * docs/scale.md "The platform floor").
  *
  *   BENCH_REQUESTS     requests of each kind (default 300)
- *   BENCH_NO_NOOP      set: the hub only
+ *   BENCH_NO_NOOP      set: the hub only (neither the no-op Worker nor the floor)
+ *   BENCH_NO_FLOOR     set: no platform floor
  *   BENCH_CPU_PROFILE  a file prefix: the hub isolate's CPU profile of each kind
  */
 import { readFileSync } from "node:fs";
 import { Agent, request } from "node:https";
 import { loadavg } from "node:os";
 import path from "node:path";
-import { freePort, startHub } from "../scripts/hub-process.ts";
+import { freePort, hubFetch, startHub } from "../scripts/hub-process.ts";
 import { descendants, procStat } from "../scripts/proc.mjs";
 import { startProfiling } from "./cpu-profile.ts";
 import { startNoopWorker } from "./noop/start.ts";
@@ -39,6 +47,7 @@ import { benchDeployment } from "./deployment.ts";
 const N = Number(process.env.BENCH_REQUESTS ?? 300);
 const WARM_UP = 40;
 const NOOP = !process.env.BENCH_NO_NOOP;
+const FLOOR = NOOP && !process.env.BENCH_NO_FLOOR;
 const PROFILE = process.env.BENCH_CPU_PROFILE;
 const NAMESPACE = "bench-apply";
 const log = (msg: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`);
@@ -109,18 +118,30 @@ const KINDS: [key: string, label: string, send: (go: ReturnType<typeof client>, 
   ],
 ];
 
-/** Runs every request kind against one Worker (`pid` its wrangler process), returning the table's rows. */
-async function measure(worker: string, go: ReturnType<typeof client>, pid: number, inspectorPort?: number): Promise<string[][]> {
+/**
+ * Runs every request kind against one Worker (`pid` its wrangler process), returning the table's
+ * rows. `d1Calls`: reads the Worker's own count of D1 calls (the floor's), answering it at the
+ * row's end per request.
+ */
+async function measure(
+  worker: string,
+  go: ReturnType<typeof client>,
+  pid: number,
+  inspectorPort?: number,
+  d1Calls?: () => Promise<number>,
+): Promise<string[][]> {
   for (let i = 0; i < WARM_UP; i++) for (const [, , send] of KINDS) await send(go, 1_000_000 + i);
   const rows: string[][] = [];
   for (const [key, label, send] of KINDS) {
     log(`${worker}: ${N} × ${label}, load ${loadavg()[0]!.toFixed(2)}`);
     const load = loadavg()[0]!;
     const profiling = inspectorPort ? await startProfiling(inspectorPort) : undefined;
+    const calls0 = await d1Calls?.();
     const before = cpuByProcess(pid);
     const latencies: number[] = [];
     for (let i = 0; i < N; i++) latencies.push(await send(go, i));
     const after = cpuByProcess(pid);
+    const calls = calls0 === undefined ? "" : (((await d1Calls!()) - calls0) / N).toFixed(2);
     let busy = "";
     if (profiling) {
       const file = `${PROFILE}-${key}.cpuprofile`;
@@ -134,6 +155,7 @@ async function measure(worker: string, go: ReturnType<typeof client>, pid: numbe
       `${latencies[N >> 1]!.toFixed(1)} ms`,
       ...PROCESSES.map(([name]) => (after.has(name) ? `${(((after.get(name) ?? 0) - (before.get(name) ?? 0)) / N).toFixed(2)} ms` : "")),
       busy,
+      calls,
       load.toFixed(1),
     ]);
   }
@@ -158,19 +180,29 @@ function isolateBusyUs(file: string): number {
 const inspectorPort = PROFILE ? await freePort() : undefined;
 const hub = await startHub({ https: true, ...(inspectorPort ? { wranglerArgs: ["--inspector-port", String(inspectorPort)] } : {}) });
 const tls = path.join(hub.stateDir, "tls");
-const noop = NOOP ? await startNoopWorker({ tls: { key: path.join(tls, "server.key"), cert: path.join(tls, "server.crt"), ca: hub.caFile! } }) : undefined;
+const tlsFiles = { key: path.join(tls, "server.key"), cert: path.join(tls, "server.crt"), ca: hub.caFile! };
+const noop = NOOP ? await startNoopWorker({ tls: tlsFiles }) : undefined;
+const floor = FLOOR ? await startNoopWorker({ tls: tlsFiles, vars: { BENCH_FLOOR: "1" } }) : undefined;
 try {
   const ca = readFileSync(hub.caFile!);
+  const namespace = { apiVersion: "v1", kind: "Namespace", metadata: { name: NAMESPACE } };
   const hubClient = client(hub.url, ca, hub.adminToken);
-  await hubClient("POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: NAMESPACE } });
+  await hubClient("POST", "/api/v1/namespaces", namespace);
   const rows = await measure("hub", hubClient, hub.pid, inspectorPort);
+  if (floor) {
+    const floorClient = client(floor.url, ca, hub.adminToken);
+    await floorClient("POST", "/api/v1/namespaces", namespace);
+    const d1Calls = async () => (JSON.parse((await hubFetch({ url: floor.url, caFile: hub.caFile }, "GET", "/__floor")).text) as { d1Calls: number }).d1Calls;
+    rows.push(...(await measure("floor", floorClient, floor.pid, undefined, d1Calls)));
+  }
   if (noop) rows.push(...(await measure("no-op Worker", client(noop.url, ca, hub.adminToken), noop.pid)));
   printTable(
     `The requests of a client-side kubectl apply, ${N} of each kind in a row: median latency and CPU per request`,
-    ["request", "Worker", "median", ...PROCESSES.map(([name]) => name), "hub isolate busy", "load"],
+    ["request", "Worker", "median", ...PROCESSES.map(([name]) => name), "hub isolate busy", "floor's D1 calls", "load"],
     rows,
   );
 } finally {
+  await floor?.stop();
   await noop?.stop();
   await hub.stop();
 }

@@ -112,6 +112,15 @@ class SimAgent {
     }
   }
 
+  /**
+   * Forgets what it reported to a previous target (a fresh start on another Worker: the floor is
+   * handed the placement's work at the generation the hub's agents already reported).
+   */
+  forgetReports(): void {
+    this.sentGeneration.clear();
+    this.pending.clear();
+  }
+
   /** Starts the connect loop (ends when the fleet stops). */
   run(): Promise<void> {
     this.sleeper = new Sleeper(stopping.signal);
@@ -394,6 +403,7 @@ async function handle(cmd: FleetCommand): Promise<unknown> {
         a.reported.clear();
         a.wokenWork.clear();
         a.reportedWork.clear();
+        a.forgetReports();
       }
       loops = [];
       // The first dials go a few at a time, as a fleet's agents start; each waits for its welcome

@@ -19,6 +19,25 @@
  * and the same agents against the no-op Worker (bench/noop: one work pushed to every cluster and
  * acknowledged at once) in the same run, as bench/propagation.ts does for a ManifestWorkReplicaSet.
  *
+ * Between the two, the same agents against the **platform floor** (bench/noop/floor.ts, the no-op
+ * Worker with `BENCH_FLOOR=1`): the least any hub storing one ManifestWork per cluster must do
+ * for the create's result, with the hub's own platform calls, timed the same way (from its
+ * create request to each cluster's report acknowledged). It is handed the placement's real work
+ * (cluster `crp-00000`'s, as the hub created it, read after the hub's create) and, per cluster,
+ * writes it to its D1 (the spec's text once per batch and the row's body without it, as the hub
+ * stores a shared spec; 50 rows to a batch), calls the cluster's Durable Object once with the
+ * work's text, which pushes it on the agent's WebSocket, and at the agent's report writes the
+ * work's status to D1 (grouped per isolate, as the hub groups concurrent writes) before the ack.
+ * Its D1 calls and rows, object requests and workerd CPU per report are printed beside the hub's:
+ * what the hub does beyond the floor is the hub's, what the floor costs is this machine's. At
+ * 1,000 clusters (2026-11-30, load 11-15, two runs): the floor 41-43 D1 calls, 2,002 rows
+ * written, 1.6-2.2 ms of workerd CPU per report, p99 8.2-13.9 s; the hub 2,471-2,487 calls,
+ * 50,164-50,412 rows, 9.7-9.8 ms, p99 32-33 s; the no-op 1.1-1.2 ms, p99 6.9-7.9 s (at load 7,
+ * with the spec in every row: floor p99 2.83 s, hub 20.40 s, no-op 0.33 s; at load 4.4: floor
+ * p99 1.73 s and 0.66 ms, hub 7.88 s and 7.34 ms, no-op 0.38 s). From the
+ * idle hub's 3.84 ms and 3.26 s, the floor's p99 idle is about 0.8-1.4 s: the 2 s bar is within
+ * this machine's reach (docs/scale.md, "The platform floor").
+ *
  *   BENCH_SIZES       fleet sizes, comma-separated (default "1000"); each size gets a fresh hub
  *   BENCH_OBJECTS     objects in the placed namespace besides the namespace (default 50)
  *   BENCH_HUB_LOG     a file prefix: `<prefix>-<size>.log` gets everything the hub printed
@@ -29,6 +48,9 @@
  *   BENCH_METER=0     the hub's own entry instead of the metered one (no counts: zeros)
  *   BENCH_CHANGE=0    no change phase
  *   BENCH_MWRS=0      no ManifestWorkReplicaSet phase
+ *   BENCH_FLOOR=0     no platform floor
+ *   BENCH_FLOOR_INLINE=1  the floor stores the spec's text in every work's row (30 KB each) rather
+ *                     than once per batch (what a hub without shared specs would store)
  *
  * The hub runs the metered entry (bench/meter/worker.ts, as bench:costs): besides the latencies,
  * each phase prints what it cost from its write until it settled (the placement's status reports
@@ -46,7 +68,7 @@ import { admin, createBootstrapToken, createNamespaces, freePort, startHub, type
 import { meter as readMeter } from "./meter/client.ts";
 import { ok, placeEveryCluster, selectedClusters } from "./ocm-placement.ts";
 import { startNoopWorker } from "./noop/start.ts";
-import { ChannelFleet, entryUrl, hubProcesses, percentile as pct, type AgentTimes } from "./channel-fleet.ts";
+import { ChannelFleet, describeStats, entryUrl, hubProcesses, percentile as pct, type AgentTimes } from "./channel-fleet.ts";
 import { startProfiling, type Profiling } from "./cpu-profile.ts";
 import type { MeterCounts } from "./meter/counts.ts";
 import { printTable } from "./table.ts";
@@ -63,6 +85,8 @@ const TRACE_SQL = process.env.BENCH_TRACE_SQL === "1";
 const METER = process.env.BENCH_METER !== "0";
 const CHANGE = process.env.BENCH_CHANGE !== "0";
 const MWRS = process.env.BENCH_MWRS !== "0";
+const FLOOR = process.env.BENCH_FLOOR !== "0";
+const FLOOR_INLINE = process.env.BENCH_FLOOR_INLINE === "1";
 /** The ManifestWorkReplicaSet phase's namespace: its Placement `all` and its replica set `bench`. */
 const MWRS_NS = "mwrs-bench";
 /** The name of the replica set's work in each cluster's namespace (OCM's `<namespace>.<name>`). */
@@ -111,6 +135,8 @@ interface Cost {
 }
 
 interface Side {
+  /** The placement's work on the first cluster as the create made it (generation 1, without status): the floor's. */
+  work: Record<string, unknown>;
   create: number[];
   change: number[] | undefined;
   mwrs: number[] | undefined;
@@ -343,7 +369,8 @@ async function measureHub(fleet: ChannelFleet, size: number): Promise<Side> {
       `fleet of ${size}, create: first ${secs(create.times[0]!)} s, p50 ${secs(pct(create.times, 50))} s, p99 ${secs(pct(create.times, 99))} s, max ${secs(create.times.at(-1)!)} s`,
     );
     printCost(size, "create", create.cost);
-    const side: Side = { create: create.times, change: undefined, mwrs: undefined, costs: { create: create.cost } };
+    const work = await createdWork(hub, clusterName(0));
+    const side: Side = { work, create: create.times, change: undefined, mwrs: undefined, costs: { create: create.cost } };
     if (CHANGE) {
       const change = await phase(hub, fleet, procs.worker, profile("change"), { generation: 2, pending: placementAt(hub, "1", size) }, async () =>
         ok(await admin(hub, "PATCH", `/api/v1/namespaces/${NS}/secrets/obj-0`, { stringData: { value: "changed" } }, "application/merge-patch+json"), "change"),
@@ -392,15 +419,87 @@ async function measureHub(fleet: ChannelFleet, size: number): Promise<Side> {
   }
 }
 
-async function measureNoop(fleet: ChannelFleet): Promise<number[]> {
+/**
+ * The placement's work `bench-work` on `cluster` as its create made it: the stored object (metadata
+ * as the hub wrote it, the rendered spec), without the status the agent's report added.
+ * @throws Error when the work is absent or not at generation 1 (the change ran before)
+ */
+async function createdWork(hub: Hub, cluster: string): Promise<Record<string, unknown>> {
+  const r = await admin(hub, "GET", `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks/bench-work`);
+  ok(r, "the placement's work");
+  const { status: _status, ...work } = r.body as Record<string, unknown> & { metadata: { generation?: number } };
+  if (work.metadata.generation !== 1) throw new Error(`the work is at generation ${work.metadata.generation}, not its create's`);
+  return work;
+}
+
+/** The floor's counts (bench/noop/floor.ts `FloorCounts`). */
+interface FloorCounts {
+  d1Calls: number;
+  d1RowsRead: number;
+  d1RowsWritten: number;
+  doRequests: number;
+}
+
+/** A Worker's create: report times, and its workerd's CPU per acknowledged report. */
+interface Measured {
+  times: number[];
+  cpu: number;
+  acked: number;
+  load: string;
+  counts?: FloorCounts;
+}
+
+/**
+ * The platform floor's create (bench/noop/floor.ts): the fleet connected to the no-op Worker with
+ * `BENCH_FLOOR=1`, handed `work`, then timed from its create request to each cluster's report of
+ * the work's generation acknowledged.
+ */
+async function measureFloor(fleet: ChannelFleet, work: Record<string, unknown>): Promise<Measured> {
+  const floor = await startNoopWorker({ vars: { BENCH_FLOOR: "1" } });
+  try {
+    const procs = hubProcesses(floor.pid, floor.url);
+    await fleet.connect(await entryUrl(procs.worker));
+    const post = async (path: string, body?: unknown) => {
+      const r = await fetch(`${floor.url}${path}`, { method: "POST", ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+      if (!r.ok) throw new Error(`floor ${path}: ${r.status} ${await r.text()}`);
+      return r.json();
+    };
+    await post("/floor/setup", { work, specJson: JSON.stringify(work.spec), inlineSpec: FLOOR_INLINE });
+    await post("/__floor");
+    const acked0 = (await fleet.stats()).reportsAcked;
+    const cpu0 = cpuSeconds(procs.worker);
+    const t0 = epochNow();
+    await post("/floor/create");
+    const reports = await fleet.reported(Number((work.metadata as { generation: number }).generation), 120_000).catch(async (e: unknown) => {
+      throw new Error(`the floor: ${e instanceof Error ? e.message : String(e)}; ${describeStats(await fleet.stats())}\n${floor.output().slice(-2000)}`, {
+        cause: e,
+      });
+    });
+    const times = doneAfter(reports, t0);
+    const cpu = cpuSeconds(procs.worker) - cpu0;
+    const acked = (await fleet.stats()).reportsAcked - acked0;
+    const counts = (await (await fetch(`${floor.url}/__floor`)).json()) as FloorCounts;
+    return { times, cpu, acked, load: loadAverage(), counts };
+  } finally {
+    await fleet.disconnect().catch(() => undefined);
+    await floor.stop();
+  }
+}
+
+async function measureNoop(fleet: ChannelFleet): Promise<Measured> {
   const noop = await startNoopWorker();
   try {
     const procs = hubProcesses(noop.pid, noop.url);
     await fleet.connect(await entryUrl(procs.worker));
     await fleet.reported(1);
+    const acked0 = (await fleet.stats()).reportsAcked;
+    const cpu0 = cpuSeconds(procs.worker);
     const t0 = epochNow();
     await (await fetch(`${noop.url}/bump`, { method: "POST" })).arrayBuffer();
-    return doneAfter(await fleet.reported(2), t0);
+    const times = doneAfter(await fleet.reported(2), t0);
+    const cpu = cpuSeconds(procs.worker) - cpu0;
+    const acked = (await fleet.stats()).reportsAcked - acked0;
+    return { times, cpu, acked, load: loadAverage() };
   } finally {
     await fleet.disconnect().catch(() => undefined);
     await noop.stop();
@@ -415,9 +514,32 @@ for (const size of SIZES) {
   const fleet = await ChannelFleet.start(Array.from({ length: size }, (_, i) => clusterName(i)));
   try {
     const hub = await measureHub(fleet, size);
+    const floor = FLOOR ? await measureFloor(fleet, hub.work) : undefined;
+    if (floor) {
+      const c = floor.counts!;
+      console.log(
+        `fleet of ${size}, floor create${FLOOR_INLINE ? " (spec inline)" : ""}: first ${secs(floor.times[0]!)} s, p50 ${secs(pct(floor.times, 50))} s, p99 ${secs(pct(floor.times, 99))} s, max ${secs(floor.times.at(-1)!)} s; ` +
+          `D1 ${c.d1Calls} calls, ${c.d1RowsRead} rows read, ${c.d1RowsWritten} rows written; DO requests ${c.doRequests}; its workerd ${floor.cpu.toFixed(2)} s of CPU, ` +
+          `${((floor.cpu * 1000) / Math.max(1, floor.acked)).toFixed(2)} ms per acknowledged report (${floor.acked} reports; load ${floor.load})`,
+      );
+    }
     const noop = await measureNoop(fleet);
+    console.log(
+      `fleet of ${size}, no-op: p50 ${secs(pct(noop.times, 50))} s, p99 ${secs(pct(noop.times, 99))} s; its workerd ${((noop.cpu * 1000) / Math.max(1, noop.acked)).toFixed(2)} ms of CPU per acknowledged report (load ${noop.load})`,
+    );
     const p = (xs: number[] | undefined) => (xs ? `${secs(pct(xs, 50))} / ${secs(pct(xs, 99))} / ${secs(xs.at(-1)!)}` : "-");
-    rows.push([String(size), String(OBJECTS + 1), p(hub.create), p(hub.change), p(hub.mwrs), p(noop)]);
+    const ratio = (a: number[], b: number[] | undefined) => (b ? (pct(a, 99) / pct(b, 99)).toFixed(2) : "-");
+    rows.push([
+      String(size),
+      String(OBJECTS + 1),
+      p(hub.create),
+      p(hub.change),
+      p(hub.mwrs),
+      p(floor?.times),
+      p(noop.times),
+      ratio(hub.create, floor?.times),
+      ratio(hub.create, noop.times),
+    ]);
     for (const [label, c] of Object.entries(hub.costs)) measured.push({ size, label, counts: c.counts });
     for (const [label, c] of Object.entries(hub.costs))
       costRows.push([
@@ -431,18 +553,46 @@ for (const size of SIZES) {
         ((c.cpu * 1000) / Math.max(1, c.acked)).toFixed(2),
         c.settled.toFixed(2),
       ]);
+    for (const [label, m] of [
+      [`floor create${FLOOR_INLINE ? " (spec inline)" : ""}`, floor],
+      ["no-op", noop],
+    ] as const) {
+      if (!m) continue;
+      const c = m.counts;
+      costRows.push([
+        String(size),
+        label,
+        c ? String(c.d1Calls) : "0",
+        c ? String(c.d1RowsRead) : "0",
+        c ? String(c.d1RowsWritten) : "0",
+        c ? `${c.doRequests} (${c.doRequests} / 0)` : "0",
+        "0",
+        ((m.cpu * 1000) / Math.max(1, m.acked)).toFixed(2),
+        "",
+      ]);
+    }
   } finally {
     await fleet.stop();
   }
 }
 printTable(
   "one ClusterResourcePlacement (PickAll, a namespace with its objects), then one ManifestWorkReplicaSet of the same objects (rollout All), to each cluster's report acknowledged over its channel (local wrangler dev on this machine; seconds)",
-  ["clusters", "objects", "create p50 / p99 / max s", "change of one object p50 / p99 / max s", "MWRS create p50 / p99 / max s", "no-op p50 / p99 / max s"],
+  [
+    "clusters",
+    "objects",
+    "create p50 / p99 / max s",
+    "change of one object p50 / p99 / max s",
+    "MWRS create p50 / p99 / max s",
+    "floor create p50 / p99 / max s",
+    "no-op p50 / p99 / max s",
+    "create p99 hub / floor",
+    "create p99 hub / no-op",
+  ],
   rows,
 );
 printTable(
-  "what each phase cost on the hub, from its write until it settled (metered hub, bench/meter/worker.ts)",
-  ["clusters", "phase", "D1 calls", "D1 rows read", "D1 rows written", "DO requests (clusters' / others)", "DO alarms", "hub CPU ms / report", "settled s"],
+  "what each phase cost on the hub, from its write until it settled (metered hub, bench/meter/worker.ts), and the floor's and the no-op's create (their own counts; CPU of their workerd)",
+  ["clusters", "phase", "D1 calls", "D1 rows read", "D1 rows written", "DO requests (clusters' / others)", "DO alarms", "workerd CPU ms / report", "settled s"],
   costRows,
 );
 printSplit();

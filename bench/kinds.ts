@@ -16,14 +16,23 @@
  *   The same kubectl runs, step by step in the same minutes, against the benchmarks' no-op
  *   Worker (bench/noop: `wrangler dev` with the same HTTPS setup, answering 404 to the GET, 201
  *   echoing the POST, 200 echoing the PATCH, and the hub's own discovery and OpenAPI answers),
- *   with the ratio hub/no-op: the floor of kubectl, wrangler dev and TLS on this machine. Each
+ *   with the ratio hub/no-op: the floor of kubectl, wrangler dev and TLS on this machine; and
+ *   against the **platform floor** (the no-op Worker with `BENCH_FLOOR=1`, bench/noop/floor.ts: a
+ *   GET is one D1 read of the object's row by key, a POST one D1 statement inserting the object's
+ *   row as sent, guarded by its namespace's existence, a PATCH the same as an upsert), with the
+ *   ratio hub/floor: what any hub that stores the objects must spend on this machine (client-side
+ *   apply of 500, 2026-11-30, load 7-11: floor 21.3 and 23.9 s, 16.5-20.5 ms of Worker CPU per
+ *   object, 3.02 D1 calls; hub 31.2 and 55.4 s, 31.7-33.0 ms; no-op 14.5 and 12.1 s, 9.6-13.2
+ *   ms; at idle the floor would take about 7.7-10.4 s: the 10 s bar is at this machine's edge,
+ *   docs/scale.md "The platform floor"). Each
  *   run's CPU time per object, of the Worker's processes (`wrangler dev` and its workerd, read
  *   from /proc; the hub's include `npm start`'s supervisor) and of kubectl: what the work costs,
  *   which a loaded machine's wall time does not show.
  *
  *   BENCH_OBJECTS        objects applied (default 500)
  *   BENCH_SKIP_HUB       set: only the CPU figures
- *   BENCH_NO_NOOP        set: the hub only
+ *   BENCH_NO_NOOP        set: the hub only (neither the no-op Worker nor the floor)
+ *   BENCH_NO_FLOOR       set: no platform floor
  *   BENCH_STEPS          the kubectl runs to make, by number (1 to 4, comma-separated; default all):
  *                        `1` only the client-side apply, when iterating on it
  *   BENCH_METER=1        the metered hub (bench/meter: the same Worker, counting): each run's
@@ -45,7 +54,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { createRequire } from "node:module";
 import { stringify } from "yaml";
-import { admin, freePort, startHub, type Hub } from "../scripts/hub-process.ts";
+import { admin, freePort, hubFetch, startHub, type Hub } from "../scripts/hub-process.ts";
 import { printTable } from "./table.ts";
 import { startNoopWorker } from "./noop/start.ts";
 import { startProfiling } from "./cpu-profile.ts";
@@ -67,6 +76,7 @@ const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const OBJECTS = Number(process.env.BENCH_OBJECTS ?? 500);
 const NOOP = !process.env.BENCH_NO_NOOP;
+const FLOOR = NOOP && !process.env.BENCH_NO_FLOOR;
 const METER = process.env.BENCH_METER === "1";
 const REQUEST_TIMES = process.env.BENCH_REQUEST_TIMES === "1";
 const PROFILE = process.env.BENCH_CPU_PROFILE;
@@ -204,8 +214,8 @@ function cpuMs(pid: number | "children"): number {
 }
 
 /**
- * Runs each step with kubectl against each target in turn (the hub, then the no-op Worker, step
- * by step, so that both see the machine's load of the same minute), returning per target and
+ * Runs each step with kubectl against each target in turn (the hub, then the floor and the no-op
+ * Worker, step by step, so that all see the machine's load of the same minute), returning per target and
  * step the wall time in seconds, the objects kubectl reported and, with `BENCH_REQUEST_TIMES`,
  * kubectl's own timing of its requests.
  */
@@ -259,10 +269,10 @@ async function runSteps(targets: Target[], caFile: string, token: string, file: 
         [requests, extra].filter(Boolean).join("; "),
       ]);
     }
-    if (on.length === 2) {
-      const [a, b] = targets.map((t) => times.get(t)!.at(-1)!);
-      const [wa, wb] = targets.map((t) => workerCpus.get(t)!.at(-1)!);
-      rows.push([label, `ratio ${targets[0]!.name}/${targets[1]!.name}`, "", `${(a! / b!).toFixed(2)}`, "", `${(wa! / wb!).toFixed(2)}`, "", ""]);
+    for (const other of on.slice(1)) {
+      const [a, b] = [targets[0]!, other].map((t) => times.get(t)!.at(-1)!);
+      const [wa, wb] = [targets[0]!, other].map((t) => workerCpus.get(t)!.at(-1)!);
+      rows.push([label, `ratio ${targets[0]!.name}/${other.name}`, "", `${(a! / b!).toFixed(2)}`, "", `${(wa! / wb!).toFixed(2)}`, "", ""]);
     }
   }
   return rows;
@@ -304,6 +314,12 @@ async function applyFigures(): Promise<string[][]> {
         vars: { BENCH_FORWARD_URL: fwd.url },
       })
     : undefined;
+  const floor = FLOOR
+    ? await startNoopWorker({
+        tls: { key: path.join(tls, "server.key"), cert: path.join(tls, "server.crt"), ca: hub.caFile! },
+        vars: { BENCH_FORWARD_URL: fwd.url, BENCH_FLOOR: "1" },
+      })
+    : undefined;
   try {
     const file = path.join(dir, "objects.yaml");
     writeFileSync(file, manifests(OBJECTS, "bench"));
@@ -338,8 +354,23 @@ async function applyFigures(): Promise<string[][]> {
         };
       },
     };
+    const floorTarget: Target | undefined = floor && {
+      name: "floor",
+      url: floor.url,
+      pid: floor.pid,
+      // The floor's own counts (bench/noop/floor.ts): its D1 calls and rows per object.
+      around: async () => {
+        const counts = (method: string) => hubFetch({ url: floor.url, caFile: hub.caFile }, method, "/__floor");
+        await counts("POST");
+        return async () => {
+          const c = JSON.parse((await counts("GET")).text) as { d1Calls: number; d1RowsRead: number; d1RowsWritten: number };
+          const per = (n: number) => (n / OBJECTS).toFixed(2);
+          return `per object: ${per(c.d1Calls)} D1 calls, ${per(c.d1RowsRead)} rows read, ${per(c.d1RowsWritten)} rows written`;
+        };
+      },
+    };
     const rows = await runSteps(
-      [hubTarget, ...(noop ? [{ name: "no-op Worker", url: noop.url, pid: noop.pid }] : [])],
+      [hubTarget, ...(floorTarget ? [floorTarget] : []), ...(noop ? [{ name: "no-op Worker", url: noop.url, pid: noop.pid }] : [])],
       hub.caFile!,
       hub.adminToken,
       file,
@@ -349,6 +380,7 @@ async function applyFigures(): Promise<string[][]> {
     if (TRACE_SQL) printTable("D1 calls per object (the 15 most run per run)", ["run", "call", "per object"], traced);
     return rows;
   } finally {
+    await floor?.stop();
     await noop?.stop();
     fwd.close();
     await hub.stop();
@@ -363,7 +395,7 @@ log(
 printTable("Validating a Deployment (Node, per operation)", ["what", "CPU"], cpuFigures());
 if (!process.env.BENCH_SKIP_HUB)
   printTable(
-    `kubectl apply of ${OBJECTS} objects to the hub and to the no-op Worker (wrangler dev, HTTPS)`,
+    `kubectl apply of ${OBJECTS} objects to the hub, the platform floor and the no-op Worker (wrangler dev, HTTPS)`,
     ["run", "Worker", "objects", "wall time", "per object", "Worker CPU per object", "kubectl CPU per object", "detail"],
     await applyFigures(),
   );

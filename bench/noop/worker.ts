@@ -35,6 +35,11 @@
  * `BENCH_FORWARD_URL` (the benchmark's plain-HTTP forwarder to the hub, which adds the
  * credential) and kept for the isolate's life, so that kubectl's discovery is the hub's.
  *
+ * With the variable `BENCH_FLOOR=1` it is the platform floor instead (bench/noop/floor.ts): the
+ * channel goes to a {@link FloorClusterObject} per cluster, which stores what it must, and the
+ * Kubernetes API's object requests are answered from its D1; `/bump` and the HTTP agent routes
+ * stay the no-op's.
+ *
  * In local workerd the Worker and its objects share one isolate: the generation and the names of
  * the connected clusters are module variables that both read (the hub keeps them in storage).
  */
@@ -42,9 +47,14 @@ import { DurableObject } from "cloudflare:workers";
 import type { HeartbeatAnswer, WorkStatusAnswer, WorksAnswer } from "../../src/agent-api/protocol.ts";
 import { CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL } from "../../src/agent-api/channel-constants.ts";
 import type { HubMessage } from "../../src/agent-api/channel-protocol.ts";
+import { FloorClusterObject, floorKube, floorRoutes, type FloorEnv } from "./floor.ts";
 
-interface Env {
+export { FloorClusterObject };
+
+interface Env extends FloorEnv {
   NOOP_CLUSTERS: DurableObjectNamespace<NoopClusterObject>;
+  /** "1": the platform floor (bench/noop/floor.ts) answers the channel and the Kubernetes API's objects. */
+  BENCH_FLOOR?: string;
   /** The benchmark's forwarder to the hub, for discovery and OpenAPI (see the module comment); unset: 404. */
   BENCH_FORWARD_URL?: string;
 }
@@ -115,6 +125,10 @@ const notFound = (name: string) =>
 
 /** The Kubernetes API of the no-op Worker (see the module comment). */
 async function kube(req: Request, url: URL, env: Env): Promise<Response> {
+  if (env.BENCH_FLOOR === "1") {
+    const answer = await floorKube(req, url, env);
+    if (answer) return answer;
+  }
   const target = objectPath(url.pathname);
   if (target && req.method === "GET" && target.name !== undefined) {
     const body = kubeObjects.get(`${target.collection}/${target.name}`);
@@ -147,12 +161,16 @@ export default {
     const url = new URL(req.url);
     if (/^\/(api|apis|openapi|version)(\/|$)/.test(url.pathname)) return kube(req, url, env);
     if (req.method === "POST" && url.pathname === "/bump") return bump(env);
+    if (env.BENCH_FLOOR === "1") {
+      const answer = await floorRoutes(req, url, env, () => [...connected]);
+      if (answer) return answer;
+    }
     if (url.pathname === "/healthz") return new Response("ok");
     const c = /^\/agent\/v1\/clusters\/([^/]+)\/connect$/.exec(url.pathname);
     if (c) {
       if (req.headers.get("upgrade")?.toLowerCase() !== "websocket") return json({ kind: "Status", code: 426 }, 426);
       connected.add(c[1]!);
-      return env.NOOP_CLUSTERS.getByName(c[1]!).fetch(req);
+      return (env.BENCH_FLOOR === "1" ? env.FLOOR_CLUSTERS : env.NOOP_CLUSTERS).getByName(c[1]!).fetch(req);
     }
     const m = /^\/agent\/v1\/clusters\/([^/]+)\/(heartbeat|works)(?:\/([^/]+)\/status)?$/.exec(url.pathname);
     if (!m) return json({ kind: "Status", code: 404 }, 404);
