@@ -6,7 +6,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { agentKeys, call, createNamespaces, createToken, MC, register, scheduled, withClockAhead, merge } from "./helpers.ts";
+import { agentKeys, call, countingD1, createNamespaces, createToken, MC, register, scheduled, withClockAhead, merge } from "./helpers.ts";
 import { recordEvent, recordEvents } from "../../src/events/record.ts";
 import { armEventExpiry, DEFAULT_EVENT_TTL_SECONDS, expireEvents } from "../../src/events/expiry.ts";
 import type { Env } from "../../src/env.ts";
@@ -406,45 +406,6 @@ describe("the recorder, for one change's transitions", () => {
     expect((await call("GET", CORE("nowhere"))).body.items).toEqual([]);
   });
 });
-
-/**
- * `env` with a D1 binding that counts its calls: a batch is one, and so is each statement run on
- * its own (`all`, `run`, `first`, `raw`); `sql` keeps each call's first statement.
- */
-function countingD1(): { env: Env; calls: string[] } {
-  const calls: string[] = [];
-  const inner = hubEnv.DB;
-  const targets = new WeakMap<object, D1PreparedStatement>();
-  const wrap = (stmt: D1PreparedStatement, sql: string): D1PreparedStatement => {
-    const proxy = new Proxy(stmt, {
-      get(target, key) {
-        if (key === "bind") return (...args: unknown[]) => wrap(target.bind(...args), sql);
-        if (key === "all" || key === "run" || key === "first" || key === "raw")
-          return (...args: unknown[]) => {
-            calls.push(sql);
-            return (target[key] as (...a: unknown[]) => unknown)(...args);
-          };
-        const v = Reflect.get(target, key, target) as unknown;
-        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
-    });
-    targets.set(proxy, stmt);
-    return proxy;
-  };
-  const DB = new Proxy(inner, {
-    get(target, key) {
-      if (key === "prepare") return (sql: string) => wrap(target.prepare(sql), sql);
-      if (key === "batch")
-        return (statements: D1PreparedStatement[]) => {
-          calls.push(`batch of ${statements.length}`);
-          return target.batch(statements.map((s) => targets.get(s) ?? s));
-        };
-      const v = Reflect.get(target, key, target) as unknown;
-      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  });
-  return { env: { ...hubEnv, DB }, calls };
-}
 
 describe("the recorder, for many changes at once", () => {
   it("records the Events of calls that arrive together in one fold lookup and one batch, folding as one call would", async () => {

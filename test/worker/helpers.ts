@@ -10,6 +10,7 @@ import { waitFor } from "../wait.ts";
 import { clock } from "../../src/clock.ts";
 import { CHANNEL_SUBPROTOCOL } from "../../src/agent-api/channel-protocol.ts";
 import { BINDINGS, DECISIONS, MC, MERGE_PATCH, PLACEMENTS, WORKS } from "../kit/api.ts";
+import type { Env } from "../../src/env.ts";
 
 export { BINDINGS, DECISIONS, MC, MERGE_PATCH, MWRS, PLACEMENTS, POLICIES, SECRETS, WORKS } from "../kit/api.ts";
 export const ADMIN = "test-admin-token";
@@ -394,4 +395,44 @@ export async function fleetBindingsOf(tracking: string): Promise<Record<string, 
 export async function reportFleetApplied(tracking: string): Promise<void> {
   for (const c of await fleetWorkClusters(tracking)) await reportApplied(c, `${tracking}-work`);
   await fleetPlacementRun(tracking);
+}
+
+/**
+ * The hub's `env` with a D1 binding that records its calls (the calls go through to the real
+ * local D1): a batch is one call, recorded as `batch of N`; so is each statement run on its own
+ * (`all`, `run`, `first`, `raw`), recorded as its SQL. For tests that count a path's D1 calls.
+ */
+export function countingD1(): { env: Env; calls: string[] } {
+  const calls: string[] = [];
+  const inner = (env as unknown as Env).DB;
+  const targets = new WeakMap<object, D1PreparedStatement>();
+  const wrap = (stmt: D1PreparedStatement, sql: string): D1PreparedStatement => {
+    const proxy = new Proxy(stmt, {
+      get(target, key) {
+        if (key === "bind") return (...args: unknown[]) => wrap(target.bind(...args), sql);
+        if (key === "all" || key === "run" || key === "first" || key === "raw")
+          return (...args: unknown[]) => {
+            calls.push(sql);
+            return (target[key] as (...a: unknown[]) => unknown)(...args);
+          };
+        const v = Reflect.get(target, key, target) as unknown;
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    targets.set(proxy, stmt);
+    return proxy;
+  };
+  const DB = new Proxy(inner, {
+    get(target, key) {
+      if (key === "prepare") return (sql: string) => wrap(target.prepare(sql), sql);
+      if (key === "batch")
+        return (statements: D1PreparedStatement[]) => {
+          calls.push(`batch of ${statements.length}`);
+          return target.batch(statements.map((s) => targets.get(s) ?? s));
+        };
+      const v = Reflect.get(target, key, target) as unknown;
+      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  return { env: { ...(env as unknown as Env), DB }, calls };
 }

@@ -6,13 +6,12 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { call, createNamespaces, createToken, MC, NAMESPACES, register, snapshot, merge } from "./helpers.ts";
+import { call, countingD1, createNamespaces, createToken, MC, NAMESPACES, register, snapshot, merge } from "./helpers.ts";
 import { waitFor } from "../wait.ts";
 import { resourceKey } from "../../src/k8s/kind.ts";
 import { NamespaceKind } from "../../src/kinds/namespace.ts";
 import { SecretKind } from "../../src/kinds/secret.ts";
 import { admittedStoreOf } from "../../src/admission/store.ts";
-import type { Env } from "../../src/env.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const placements = (ns: string) => `${G}/v1beta1/namespaces/${ns}/placements`;
@@ -401,38 +400,3 @@ describe("Namespace", () => {
     expect((await call("GET", `${NAMESPACES}/fin2/finalize`)).status).toBe(405);
   });
 });
-
-/** `env` with a D1 binding that records its calls: a batch as `batch of N`, a statement run on its own as its SQL. */
-function countingD1(): { env: Env; calls: string[] } {
-  const calls: string[] = [];
-  const targets = new WeakMap<object, D1PreparedStatement>();
-  const wrap = (stmt: D1PreparedStatement, sql: string): D1PreparedStatement => {
-    const proxy = new Proxy(stmt, {
-      get(target, key) {
-        if (key === "bind") return (...args: unknown[]) => wrap(target.bind(...args), sql);
-        if (key === "all" || key === "run" || key === "first" || key === "raw")
-          return (...args: unknown[]) => {
-            calls.push(sql);
-            return (target[key] as (...a: unknown[]) => unknown)(...args);
-          };
-        const v = Reflect.get(target, key, target) as unknown;
-        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
-    });
-    targets.set(proxy, stmt);
-    return proxy;
-  };
-  const DB = new Proxy(env.DB, {
-    get(target, key) {
-      if (key === "prepare") return (sql: string) => wrap(target.prepare(sql), sql);
-      if (key === "batch")
-        return (statements: D1PreparedStatement[]) => {
-          calls.push(`batch of ${statements.length}`);
-          return target.batch(statements.map((s) => targets.get(s) ?? s));
-        };
-      const v = Reflect.get(target, key, target) as unknown;
-      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  });
-  return { env: { ...(env as Env), DB }, calls };
-}
