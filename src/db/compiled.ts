@@ -12,6 +12,7 @@
  */
 import { is, Param, Placeholder } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
+import { d1Limits } from "../store/d1/limits.ts";
 
 /** A drizzle handle with no database behind it: it only renders the statements compiled here. */
 export const builder = drizzle({} as D1Database);
@@ -60,9 +61,14 @@ export function compiled(build: () => Renderable): () => CompiledStatement {
 
 /**
  * A D1 prepared statement for `statement` with `values` bound by placeholder name.
- * @throws Error when a placeholder has no value in `values` (undefined; null binds SQL NULL)
+ * @throws Error when a placeholder has no value in `values` (undefined; null binds SQL NULL), or
+ *   when the statement has more bound parameters or longer text than D1 runs (100, 100,000 bytes:
+ *   src/store/d1/limits.ts; the local D1 would run the longer text, production D1 would not)
  */
 export function bind(d1: D1Database, statement: CompiledStatement, values: Readonly<Record<string, unknown>>): D1PreparedStatement {
+  const limits = d1Limits();
+  if (statement.slots.length > limits.boundParameters || statement.sql.length > limits.statementBytes)
+    throw new Error(`bind: ${statement.slots.length} parameters and ${statement.sql.length} bytes of SQL pass D1's limits: ${statement.sql.slice(0, 200)}`);
   const args = statement.slots.map((s) => {
     if (!("name" in s)) return s.value;
     const v = values[s.name];

@@ -24,13 +24,39 @@ export const objects = sqliteTable(
     resourceVersion: integer("resource_version").notNull(),
     body: text("body").notNull(),
     specRef: text("spec_ref"),
+    /**
+     * Set when the body is too large for one D1 row (migration 0015): the key of its pieces in
+     * `body_chunks`, `body` then holds the object's stub (src/store/d1/objects.ts `storedBody`).
+     */
+    bodyRef: text("body_ref"),
   },
   (t) => [
     primaryKey({ columns: [t.resource, t.namespace, t.name] }),
     index("objects_spec_ref")
       .on(t.specRef)
       .where(sql`spec_ref IS NOT NULL`),
+    index("objects_body_ref")
+      .on(t.bodyRef)
+      .where(sql`body_ref IS NOT NULL`),
   ],
+);
+
+/**
+ * Bodies too large for one D1 row (over 2 MB, D1's limit: src/store/d1/limits.ts), kept in pieces
+ * of at most a row each (migration 0015): `hash` is the SHA-256 (hex) of the whole body, the
+ * `body_ref` of the object rows and watch events that carry it; `seq` orders its pieces (from 0).
+ * `orphaned_at`, as for shared specs: the resourceVersion at which a sweep found no object row
+ * referring to the body (NULL while one does); it goes once the event log no longer reaches back.
+ */
+export const bodyChunks = sqliteTable(
+  "body_chunks",
+  {
+    hash: text("hash").notNull(),
+    seq: integer("seq").notNull(),
+    body: text("body").notNull(),
+    orphanedAt: integer("orphaned_at"),
+  },
+  (t) => [primaryKey({ columns: [t.hash, t.seq] })],
 );
 
 /**
@@ -82,6 +108,8 @@ export const events = sqliteTable(
     body: text("body").notNull(),
     /** The object row's `spec_ref` as the write left it (as it was, for DELETED). */
     specRef: text("spec_ref"),
+    /** The object row's `body_ref` as the write left it (as it was, for DELETED). */
+    bodyRef: text("body_ref"),
   },
   (t) => [index("events_resource").on(t.resource, t.resourceVersion)],
 );

@@ -32,6 +32,8 @@ type Settled<O> = { outs: O[] } | { failed: true };
 
 interface Group<I, O> {
   items: I[];
+  /** The items' sizes in all ({@link GroupBudget}). */
+  bytes: number;
   /** When the group was started (epoch ms): it takes writes for {@link GROUP_WAIT_LIMIT_MS} at most. */
   since: number;
   done: Promise<Settled<O>>;
@@ -56,9 +58,19 @@ async function settledWithin(p: Promise<unknown>, ms: number): Promise<boolean> 
 }
 
 /**
+ * A budget of bytes per group, besides its count of items: `sizeOf(item)` is an item's size and
+ * `maxBytes()` the most a group's items may add up to (an item alone may exceed it: it goes alone).
+ */
+export interface GroupBudget<I> {
+  sizeOf(item: I): number;
+  maxBytes(): number;
+}
+
+/**
  * Groups the items of concurrent callers of {@link run} into calls of `commit` (see the module
  * comment): `commit(items)` must answer one output per item, in order, or throw when nothing of
- * the call took effect. At most `maxItems` items go in one call; a caller that finds the waiting
+ * the call took effect. At most `maxItems` items go in one call, and with a `budget` at most its
+ * bytes (a group that an item would take past them takes no more); a caller that finds the waiting
  * group full starts the next one, which waits for that group's commit (one commit in flight at a
  * time, but for writes that go alone after a failure or a wait past the limit).
  */
@@ -77,6 +89,7 @@ export class CommitGroups<I, O> {
     private readonly commit: (items: I[]) => Promise<O[]>,
     private readonly maxItems: number,
     private readonly waitLimitMs = GROUP_WAIT_LIMIT_MS,
+    private readonly budget?: GroupBudget<I>,
   ) {}
 
   /**
@@ -89,8 +102,10 @@ export class CommitGroups<I, O> {
     // while it waited): it takes no more.
     if (this.waiting && now - this.waiting.since >= this.waitLimitMs) this.waiting = null;
     const joined = this.waiting;
-    if (joined && joined.items.length < this.maxItems) {
+    const size = this.budget ? this.budget.sizeOf(item) : 0;
+    if (joined && joined.items.length < this.maxItems && (!this.budget || joined.bytes + size <= this.budget.maxBytes())) {
       const index = joined.items.push(item) - 1;
+      joined.bytes += size;
       let settled: Settled<O> | undefined;
       void joined.done.then((s) => (settled = s));
       // Its leader may wait out the limit for the commit before, then its group's commit.
@@ -101,7 +116,7 @@ export class CommitGroups<I, O> {
     // A commit in flight for longer than the limit is not waited for (its request may be gone).
     if (!before || now - before.since >= this.waitLimitMs) return this.alone(item);
     let settle!: (s: Settled<O>) => void;
-    const group: Group<I, O> = { items: [item], since: now, done: new Promise((resolve) => (settle = resolve)), settle };
+    const group: Group<I, O> = { items: [item], bytes: size, since: now, done: new Promise((resolve) => (settle = resolve)), settle };
     this.waiting = group;
     const tail = this.track(group.done, now);
     await settledWithin(before.p, before.since + this.waitLimitMs - now);

@@ -73,6 +73,22 @@ describe("CommitGroups", () => {
     expect(await f).toBe("ok:f");
   });
 
+  it("with a budget of bytes, starts the next group when an item would take the waiting one past it", async () => {
+    const { calls, commit } = controlled();
+    // Items' sizes are their lengths; at most 5 bytes to a group (an item over it goes alone).
+    const g = new CommitGroups(commit, 50, undefined, { sizeOf: (i: string) => i.length, maxBytes: () => 5 });
+    const all = ["a", "bb", "ccc", "dd", "eeeeeee", "f"].map((i) => g.run(i));
+    await tick();
+    expect(calls.map((c) => c.items)).toEqual([["a"]]);
+    for (let n = 0; n < 4; n++) {
+      calls[n]!.answer();
+      await tick();
+    }
+    expect(calls.map((c) => c.items)).toEqual([["a"], ["bb", "ccc"], ["dd"], ["eeeeeee"], ["f"]]);
+    calls[4]!.answer();
+    expect(await Promise.all(all)).toEqual(["ok:a", "ok:bb", "ok:ccc", "ok:dd", "ok:eeeeeee", "ok:f"]);
+  });
+
   it("commits each write of a group alone when the group's commit fails; a write alone gets its error", async () => {
     const { calls, commit } = controlled();
     const g = new CommitGroups(commit, 50);

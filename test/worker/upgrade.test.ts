@@ -13,6 +13,9 @@ import { clock } from "../../src/clock.ts";
 import type { Env } from "../../src/env.ts";
 import { waitFor } from "../wait.ts";
 import { DEFAULT_EVENT_TTL_SECONDS, expireEvents } from "../../src/events/expiry.ts";
+import { setD1Limits } from "../../src/store/d1/limits.ts";
+import { database, readEvents } from "../../src/store/d1/objects.ts";
+import { findKindByKind } from "../../src/kinds/index.ts";
 
 const G = "/apis/cluster.open-cluster-management.io";
 const PLACEMENTS = `${G}/v1beta1/namespaces/apps/placements`;
@@ -478,5 +481,49 @@ describe("upgrade from the previous release's database", () => {
     expect((await call("GET", gold)).body.items).toEqual(before);
     expect((await call("DELETE", `${secrets}/owner`)).status).toBe(200);
     await waitFor("the dependent collected", async () => (await call("GET", `${secrets}/dep`)).status === 404);
+  });
+  it("gives an upgraded hub the pieces of large bodies: its rows and watch log read as before, then a body too large for a row is kept in pieces", async () => {
+    await createNamespaces("up-big");
+    const cms = "/api/v1/namespaces/up-big/configmaps";
+    const cm = (name: string, v: string) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name }, data: { v } });
+    const kept = await call("POST", cms, cm("kept", "1"));
+    expect(kept.status).toBe(201);
+    expect((await call("POST", cms, cm("gone", "2"))).status).toBe(201);
+    expect((await call("DELETE", `${cms}/gone`)).status).toBe(200);
+    const before = (await call("GET", cms)).body;
+    const configMaps = findKindByKind("", "v1", "ConfigMap")!;
+    const watched = async (rv: string) => (await readEvents(database(env.DB), configMaps, "up-big", Number(rv))).events;
+    const firstRv = String(Number(kept.body.metadata.resourceVersion) - 1);
+    const log = await watched(firstRv);
+    expect(log.map((e) => e.type)).toEqual(["ADDED", "ADDED", "DELETED"]);
+    // The previous release's schema (migration 0013's triggers, no body_ref, no body_chunks), its rows kept.
+    await env.DB.batch([
+      env.DB.prepare("DROP TRIGGER objects_added"),
+      env.DB.prepare("DROP TRIGGER objects_modified"),
+      env.DB.prepare("DROP TRIGGER objects_deleted"),
+      env.DB.prepare("DROP INDEX objects_body_ref"),
+      env.DB.prepare("ALTER TABLE objects DROP COLUMN body_ref"),
+      env.DB.prepare("ALTER TABLE events DROP COLUMN body_ref"),
+      env.DB.prepare("DROP TABLE body_chunks"),
+      ...env.TEST_MIGRATIONS.find((m) => m.name === "0013_shared_specs.sql")!
+        .queries.filter((q) => q.includes("CREATE TRIGGER"))
+        .map((q) => env.DB.prepare(q)),
+    ]);
+    await env.DB.prepare("DELETE FROM d1_migrations WHERE name = ?").bind("0015_body_chunks.sql").run();
+    expect(await schemaOf("body_chunks")).toEqual([]);
+
+    await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
+    expect((await call("GET", cms)).body).toEqual(before);
+    expect(await watched(firstRv)).toEqual(log);
+    // Writes go on: a small one as before, a large one (small limits) in pieces, both read whole.
+    setD1Limits({ rowBytes: 24 * 1024 });
+    try {
+      const big = "x".repeat(50_000);
+      expect((await call("PUT", `${cms}/kept`, { ...before.items[0], data: { v: big } })).status).toBe(200);
+      expect((await call("GET", `${cms}/kept`)).body.data).toEqual({ v: big });
+      expect((await env.DB.prepare("SELECT count(*) AS n FROM body_chunks").first<{ n: number }>())!.n).toBeGreaterThan(1);
+    } finally {
+      setD1Limits(undefined);
+    }
   });
 });

@@ -13,11 +13,12 @@ import { frozenJson, stringifyObject } from "../../k8s/frozen-json.ts";
 import { and, eq, exists, gt, inArray, lt, max, notExists, sql, type SQL } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
-import { counters, events, labels, objects, outbox, ownerReferences, sharedSpecs } from "../../db/schema.ts";
+import { bodyChunks, counters, events, labels, objects, outbox, ownerReferences, sharedSpecs } from "../../db/schema.ts";
 import { bind, builder, compiled, type CompiledStatement, type Renderable } from "../../db/compiled.ts";
 import { EncryptionError, isSealed, Keyring, keyringOf } from "../../k8s/encryption.ts";
 import { CommitGroups } from "../group-commit.ts";
 import { alreadyExists, ApiError, badRequest, conflict, notFound, tooLargeResourceVersion } from "../../k8s/errors.ts";
+import { d1Limits, splitUtf8, utf8Bytes, utf8BytesAtMost } from "./limits.ts";
 import { resourceKey, type KindDefinition } from "../../k8s/kind.ts";
 import { clock } from "../../clock.ts";
 import type { KubeObject } from "../../k8s/meta.ts";
@@ -43,6 +44,12 @@ interface Row {
   resourceVersion: number;
   specRef?: string | null;
   spec?: string | null;
+  /**
+   * For a body too large for one D1 row: the key of its pieces in `body_chunks` (then `body` is
+   * the row's stub until {@link withBodies} puts the whole body back). Null or absent: `body` is
+   * the whole body.
+   */
+  bodyRef?: string | null;
 }
 
 /**
@@ -216,9 +223,92 @@ async function openFields(db: DrizzleD1Database, def: KindDefinition, obj: KubeO
   return obj;
 }
 
+/**
+ * Room left in a D1 row for its columns besides the body (the key, uid, references), in bytes: a
+ * body stays in its row while it is at most `rowBytes` less this ({@link D1Limits}).
+ */
+const ROW_RESERVE_BYTES = 8 * 1024;
+/** Longest JSON text of a field the stub of a large object keeps ({@link stubOf}), in UTF-16 units. */
+const STUB_FIELD_MAX_CHARS = 4 * 1024;
+
+/** The pieces of `body_chunks` in order of one body, by its key (placeholder `hash`). */
+const chunksShape = compiled(() =>
+  builder
+    .select({ body: bodyChunks.body })
+    .from(bodyChunks)
+    .where(eq(bodyChunks.hash, p("hash")))
+    .orderBy(bodyChunks.seq),
+);
+
+/**
+ * `row` with its whole body: the pieces its `bodyRef` names, read from `body_chunks` in order and
+ * joined (one D1 read; only rows of bodies too large for one row have a `bodyRef`).
+ * @throws ApiError 500 when the pieces are missing
+ */
+async function withWholeBody(db: DrizzleD1Database, row: Row): Promise<Row> {
+  const { results } = await bind(d1Of(db), chunksShape(), { hash: row.bodyRef }).all<{ body: string }>();
+  if (results.length === 0) throw new ApiError(500, "InternalError", `Internal error occurred: the stored body ${row.bodyRef} is missing`);
+  return { ...row, body: results.map((r) => r.body).join(""), bodyRef: null };
+}
+
+/**
+ * The row body kept in place of a body too large for one row: the object's top-level fields, and
+ * of each top-level object (`metadata`, `spec`, `status`) the fields whose JSON is short (at most
+ * {@link STUB_FIELD_MAX_CHARS}), so the SQL that reads a field of the row in place (the
+ * namespace check's `metadata.deletionTimestamp`, the fleet gauges' `status.conditions`) reads
+ * what the object holds; a KubeFleet placement's per-cluster `status.placementStatuses` is left
+ * out. Never read as the object: a read takes the whole body from its pieces.
+ */
+function stubOf(obj: KubeObject): string {
+  const short = (v: unknown) => {
+    const text = JSON.stringify(v);
+    return text === undefined || text.length <= STUB_FIELD_MAX_CHARS;
+  };
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(obj)) {
+    if (v !== null && typeof v === "object" && !Array.isArray(v))
+      out[k] = Object.fromEntries(Object.entries(v as Record<string, unknown>).filter(([, f]) => short(f)));
+    else if (short(v)) out[k] = v;
+  }
+  return JSON.stringify(out);
+}
+
+/** A body kept in pieces ({@link storedBody}): its key (SHA-256 of the body, hex) and its pieces in order. */
+interface BodyChunks {
+  hash: string;
+  pieces: string[];
+  /** The pieces' UTF-8 bytes in all. */
+  bytes: number;
+}
+
+/**
+ * What the row of `obj` stores for its row body `body` (JSON, UTF-8 `bytes` long at most): the
+ * body itself when it fits a D1 row with its other columns, else the object's stub
+ * ({@link stubOf}) and the body in pieces of at most a row each, written to `body_chunks` in the
+ * write's batch (content-addressed by the body's SHA-256, as shared specs are).
+ * @throws ApiError 413 RequestEntityTooLarge when the body exceeds the largest object the store
+ *   keeps ({@link D1Limits.objectBytes})
+ */
+async function storedBody(def: KindDefinition, obj: KubeObject, body: string): Promise<{ body: string; chunks?: BodyChunks }> {
+  const limits = d1Limits();
+  const inline = limits.rowBytes - ROW_RESERVE_BYTES;
+  if (body.length * 3 <= inline) return { body };
+  const bytes = utf8Bytes(body);
+  if (bytes > limits.objectBytes) {
+    const name = obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata.name;
+    throw new ApiError(
+      413,
+      "RequestEntityTooLarge",
+      `Request entity too large: ${def.plural} "${name}" would be stored as ${bytes} bytes; limit is ${limits.objectBytes} bytes`,
+    );
+  }
+  if (bytes <= inline) return { body };
+  return { body: stubOf(obj), chunks: { hash: await sha256Hex(body), pieces: splitUtf8(body, inline), bytes } };
+}
+
 /** An object read from a row of `objects` (`event` false) or of the event log (true). */
 async function readRow(db: DrizzleD1Database, def: KindDefinition, row: Row, event = false): Promise<KubeObject> {
-  return openFields(db, def, fromRow(row, event ? undefined : resourceKey(def)));
+  return openFields(db, def, fromRow(row.bodyRef ? await withWholeBody(db, row) : row, event ? undefined : resourceKey(def)));
 }
 
 /**
@@ -262,15 +352,27 @@ const keyIs = (cols: { resource: SQLiteColumn; namespace: SQLiteColumn; name: SQ
 const sharedSpecOf = (table: "objects" | "events") =>
   sql<string | null>`(SELECT s."body" FROM "shared_specs" AS s WHERE s."hash" = ${sql.raw(`"${table}"."spec_ref"`)})`.as("spec");
 /** What a compiled read selects of an object's row. */
-const rowColumns = () => ({ body: objects.body, resource_version: objects.resourceVersion, spec_ref: objects.specRef, spec: sharedSpecOf("objects") });
+const rowColumns = () => ({
+  body: objects.body,
+  resource_version: objects.resourceVersion,
+  spec_ref: objects.specRef,
+  spec: sharedSpecOf("objects"),
+  body_ref: objects.bodyRef,
+});
 /** What a query read selects of an object's row (as {@link Row}). */
-const rowFields = () => ({ body: objects.body, resourceVersion: objects.resourceVersion, specRef: objects.specRef, spec: sharedSpecOf("objects") });
+const rowFields = () => ({
+  body: objects.body,
+  resourceVersion: objects.resourceVersion,
+  specRef: objects.specRef,
+  spec: sharedSpecOf("objects"),
+  bodyRef: objects.bodyRef,
+});
 /**
  * What a query read selects of the row of a kind that stores no shared spec (its `spec_ref` is
  * always null): the body and the resourceVersion, without the shared spec's lookup, which a
  * list of 10,000 ManagedClusters ran (and decoded) per row.
  */
-const plainRowFields = () => ({ body: objects.body, resourceVersion: objects.resourceVersion });
+const plainRowFields = () => ({ body: objects.body, resourceVersion: objects.resourceVersion, bodyRef: objects.bodyRef });
 /** {@link rowFields}, or {@link plainRowFields} for a kind without shared specs. */
 const rowFieldsOf = (def: KindDefinition) => (def.sharedSpec ? rowFields() : plainRowFields());
 const getShape = compiled(() => builder.select(rowColumns()).from(objects).where(keyIs(objects)).limit(1));
@@ -296,10 +398,11 @@ interface RawRow {
   resource_version: number;
   spec_ref: string | null;
   spec: string | null;
+  body_ref: string | null;
 }
 
 /** A {@link RawRow} as {@link Row}. */
-const rowOf = (r: RawRow): Row => ({ body: r.body, resourceVersion: r.resource_version, specRef: r.spec_ref, spec: r.spec });
+const rowOf = (r: RawRow): Row => ({ body: r.body, resourceVersion: r.resource_version, specRef: r.spec_ref, spec: r.spec, bodyRef: r.body_ref });
 
 /** The D1 binding under a drizzle handle (what compiled statements run on). */
 function d1Of(db: DrizzleD1Database): D1Database {
@@ -353,7 +456,9 @@ export async function listNamespaceContent(db: DrizzleD1Database, defs: readonly
   const d1 = d1Of(db);
   const found = await d1.batch<RawRow>(defs.map((def) => bind(d1, listShape(), { resource: resourceKey(def), namespace })));
   return Promise.all(
-    defs.map((def, i) => Promise.all((found[i]!.results as RawRow[]).map((r) => readRow(db, def, { body: r.body, resourceVersion: r.resource_version })))),
+    defs.map((def, i) =>
+      Promise.all((found[i]!.results as RawRow[]).map((r) => readRow(db, def, { body: r.body, resourceVersion: r.resource_version, bodyRef: r.body_ref }))),
+    ),
   );
 }
 
@@ -471,7 +576,7 @@ export async function listPage(db: DrizzleD1Database, def: KindDefinition, names
         }
         return { items, resourceVersion, next, remaining, rowsRead };
       }
-      const obj = fromRow(row, resourceKey(def));
+      const obj = fromRow(row.bodyRef ? await withWholeBody(db, row) : row, resourceKey(def));
       cursor = keyOf(obj);
       if (!opts.filter || opts.filter(obj)) items.push(await openFields(db, def, obj));
     }
@@ -748,6 +853,7 @@ const insertShape = compiled(() =>
       resourceVersion: sql`${counterValue} + 1`,
       body: sql`${p("body")}`,
       specRef: sql`${p("specRef")}`,
+      bodyRef: sql`${p("bodyRef")}`,
     })
     .onConflictDoNothing()
     .returning({ resourceVersion: objects.resourceVersion }),
@@ -764,6 +870,7 @@ const insertAdmittedShape = compiled(() =>
           resourceVersion: sql<number>`${counterValue} + 1`.as("resource_version"),
           body: sql<string>`${p("body")}`.as("body"),
           specRef: sql<string | null>`${p("specRef")}`.as("spec_ref"),
+          bodyRef: sql<string | null>`${p("bodyRef")}`.as("body_ref"),
         })
         .from(counters)
         .where(and(eq(counters.id, 1), namespaceAdmits)),
@@ -774,7 +881,7 @@ const insertAdmittedShape = compiled(() =>
 const updateShape = compiled(() =>
   builder
     .update(objects)
-    .set({ body: sql`${p("body")}`, resourceVersion: sql`${counterValue} + 1` })
+    .set({ body: sql`${p("body")}`, bodyRef: sql`${p("bodyRef")}`, resourceVersion: sql`${counterValue} + 1` })
     .where(and(keyIs(objects), eq(objects.resourceVersion, p("rv"))))
     .returning({ resourceVersion: objects.resourceVersion }),
 );
@@ -786,7 +893,7 @@ const updateShape = compiled(() =>
 const updateKeepSpecShape = compiled(() =>
   builder
     .update(objects)
-    .set({ body: sql`${p("body")}`, resourceVersion: sql`${counterValue} + 1` })
+    .set({ body: sql`${p("body")}`, bodyRef: sql`${p("bodyRef")}`, resourceVersion: sql`${counterValue} + 1` })
     .where(and(keyIs(objects), eq(objects.resourceVersion, p("rv")), eq(objects.specRef, p("specRef"))))
     .returning({ resourceVersion: objects.resourceVersion }),
 );
@@ -794,7 +901,7 @@ const updateKeepSpecShape = compiled(() =>
 const updateSpecShape = compiled(() =>
   builder
     .update(objects)
-    .set({ body: sql`${p("body")}`, specRef: sql`${p("specRef")}`, resourceVersion: sql`${counterValue} + 1` })
+    .set({ body: sql`${p("body")}`, specRef: sql`${p("specRef")}`, bodyRef: sql`${p("bodyRef")}`, resourceVersion: sql`${counterValue} + 1` })
     .where(and(keyIs(objects), eq(objects.resourceVersion, p("rv"))))
     .returning({ resourceVersion: objects.resourceVersion }),
 );
@@ -807,6 +914,32 @@ const sharedSpecShape = compiled(() =>
     .insert(sharedSpecs)
     .values({ hash: sql`${p("hash")}`, body: sql`${p("text")}` })
     .onConflictDoUpdate({ target: sharedSpecs.hash, set: { orphanedAt: sql`NULL` }, setWhere: sql`${sharedSpecs.orphanedAt} IS NOT NULL` }),
+);
+/**
+ * One piece of a body kept in pieces (`body_chunks`), written unless there (then only marked
+ * referenced again, when a sweep had found it orphaned), before the statement of the object it
+ * belongs to.
+ */
+const bodyChunkShape = compiled(() =>
+  builder
+    .insert(bodyChunks)
+    .values({ hash: sql`${p("hash")}`, seq: sql`${p("seq")}`, body: sql`${p("text")}` })
+    .onConflictDoUpdate({ target: [bodyChunks.hash, bodyChunks.seq], set: { orphanedAt: sql`NULL` }, setWhere: sql`${bodyChunks.orphanedAt} IS NOT NULL` }),
+);
+/** Whether any object row refers to the body of the piece at hand, inside a statement on `body_chunks`. */
+const bodyReferenced = sql.raw(`EXISTS (SELECT 1 FROM "objects" AS o WHERE o."body_ref" = "body_chunks"."hash")`);
+/** Drops the pieces of bodies orphaned before the event log's start (placeholder `retention`), as {@link specSweepShape}. */
+const chunkSweepShape = compiled(() =>
+  builder
+    .delete(bodyChunks)
+    .where(and(sql`${bodyChunks.orphanedAt} IS NOT NULL`, lt(bodyChunks.orphanedAt, sql`${counterValue} - ${p("retention")}`), sql`NOT ${bodyReferenced}`)),
+);
+/** Marks the pieces of bodies no object row refers to, at the counter's value, as {@link specMarkShape}. */
+const chunkMarkShape = compiled(() =>
+  builder
+    .update(bodyChunks)
+    .set({ orphanedAt: counterValue })
+    .where(and(sql`${bodyChunks.orphanedAt} IS NULL`, sql`NOT ${bodyReferenced}`)),
 );
 /** Whether any object row refers to the shared spec of the row at hand, inside a statement on `shared_specs`. */
 const specReferenced = sql.raw(`EXISTS (SELECT 1 FROM "objects" AS o WHERE o."spec_ref" = "shared_specs"."hash")`);
@@ -879,11 +1012,17 @@ const pruneShape = compiled(() => builder.delete(events).where(lt(events.resourc
 /**
  * The event log's pruning (the events `retention` versions and more behind the counter go) and
  * the shared specs' sweep after it: the specs orphaned before what the log keeps go, then the
- * specs no object refers to any more are marked orphaned at the counter's value. Statements for
- * the end of a commit's batch, now and then.
+ * specs no object refers to any more are marked orphaned at the counter's value; the pieces of
+ * large bodies likewise. Statements for the end of a commit's batch, now and then.
  */
 function pruneStatements(d1: D1Database, retention: number): D1PreparedStatement[] {
-  return [bind(d1, pruneShape(), { retention }), bind(d1, specSweepShape(), { retention }), bind(d1, specMarkShape(), {})];
+  return [
+    bind(d1, pruneShape(), { retention }),
+    bind(d1, specSweepShape(), { retention }),
+    bind(d1, specMarkShape(), {}),
+    bind(d1, chunkSweepShape(), { retention }),
+    bind(d1, chunkMarkShape(), {}),
+  ];
 }
 
 /**
@@ -922,35 +1061,43 @@ async function itemStatements(db: DrizzleD1Database, def: KindDefinition, item: 
   };
   if (next === null) {
     const before = dependents("current");
-    return { statements: [...before, bind(d1, deleteShape(), keyValues)], result: before.length, outboxAt };
+    return { statements: [...before, bind(d1, deleteShape(), keyValues)], result: before.length, outboxAt, bytes: STATEMENT_BYTES * (before.length + 1) };
   }
-  const { body, spec } = await toRow(db, def, next);
+  const row = await toRow(db, def, next);
+  const { spec } = row;
+  const { body, chunks } = await storedBody(def, next, row.body);
+  const bodyRef = chunks?.hash ?? null;
   const specRef = spec?.hash ?? null;
   // The spec's row goes first in the batch ({@link commitBuilt}), unless the row this write
   // replaces refers to it already (its precondition keeps it referenced meanwhile).
   const written = spec ? { resource: keyValues.resource, namespace: key.namespace, name: key.name, hash: spec.hash } : undefined;
+  // The body's pieces, when it is too large for its row, go just before the item's statements.
+  const pieces = chunks ? chunks.pieces.map((text, seq) => bind(d1, bodyChunkShape(), { hash: chunks.hash, seq, text })) : [];
+  const sized = (statements: D1PreparedStatement[], result: number, rest: Omit<BuiltItem, "statements" | "result" | "bytes">): BuiltItem => ({
+    statements: [...pieces, ...statements],
+    result: pieces.length + result,
+    ...rest,
+    outboxAt: rest.outboxAt === undefined ? undefined : pieces.length + rest.outboxAt,
+    bytes: STATEMENT_BYTES * (pieces.length + statements.length) + (chunks ? chunks.bytes : 0) + utf8BytesAtMost(body),
+  });
   if (expectedRv === null) {
     const before = dependents(admission === undefined ? "absent" : "admitted");
     const insert = admission === undefined ? insertShape() : insertAdmittedShape();
-    return {
-      statements: [...before, bind(d1, insert, { ...keyValues, uid: next.metadata.uid, body, specRef })],
-      result: before.length,
+    return sized([...before, bind(d1, insert, { ...keyValues, uid: next.metadata.uid, body, specRef, bodyRef })], before.length, {
       outboxAt,
       spec: spec ?? undefined,
       written,
-    };
+    });
   }
   const before = dependents("current");
-  if (spec === undefined) return { statements: [...before, bind(d1, updateShape(), { ...keyValues, body })], result: before.length, outboxAt };
+  if (spec === undefined) return sized([...before, bind(d1, updateShape(), { ...keyValues, body, bodyRef })], before.length, { outboxAt });
   if (spec && specRefs.get(versionKey(keyValues.resource, key.namespace, key.name, expectedRv)) === spec.hash)
-    return { statements: [...before, bind(d1, updateKeepSpecShape(), { ...keyValues, body, specRef })], result: before.length, outboxAt, written };
-  return {
-    statements: [...before, bind(d1, updateSpecShape(), { ...keyValues, body, specRef })],
-    result: before.length,
+    return sized([...before, bind(d1, updateKeepSpecShape(), { ...keyValues, body, specRef, bodyRef })], before.length, { outboxAt, written });
+  return sized([...before, bind(d1, updateSpecShape(), { ...keyValues, body, specRef, bodyRef })], before.length, {
     outboxAt,
     spec: spec ?? undefined,
     written,
-  };
+  });
 }
 
 /**
@@ -968,10 +1115,49 @@ export async function commitObjects(db: DrizzleD1Database, def: KindDefinition, 
   for (let i = 0; i < items.length; i += COMMIT_BATCH_ITEMS) {
     const chunk = items.slice(i, i + COMMIT_BATCH_ITEMS);
     const built = await Promise.all(chunk.map((item) => itemStatements(db, def, item)));
-    const rows = await commitBuilt(d1, built).finally(() => noteLocalCommit(def));
-    chunk.forEach((item, j) => out.push(outcomeOf(item, rows[j]!)));
+    // Fewer items to a batch when their bytes would pass the batch's budget (large works).
+    let at = 0;
+    for (const size of batchSizes(built)) {
+      const rows = await commitBuilt(d1, built.slice(at, at + size)).finally(() => noteLocalCommit(def));
+      for (let j = 0; j < size; j++) out.push(outcomeOf(chunk[at + j]!, rows[j]!));
+      at += size;
+    }
   }
   return out;
+}
+
+/**
+ * Allowance for a statement's text, its bound values other than bodies and specs (keys, hooks,
+ * labels) and its encoding in a batch, in bytes: what {@link BuiltItem.bytes} counts per statement.
+ */
+const STATEMENT_BYTES = 2048;
+
+/**
+ * How the built items go to D1 batches, in order: the number of items of each batch, each batch
+ * within D1's budget of bytes ({@link D1Limits.batchBytes}: an item's {@link BuiltItem.bytes},
+ * and a shared spec's text once per batch). An item alone over the budget cannot occur: an object
+ * past {@link D1Limits.objectBytes} is refused before it is built.
+ */
+function batchSizes(built: readonly Pick<BuiltItem, "bytes" | "spec">[]): number[] {
+  const budget = d1Limits().batchBytes;
+  const sizes: number[] = [];
+  let count = 0;
+  let bytes = 0;
+  let specs = new Set<string>();
+  for (const b of built) {
+    const specBytes = b.spec && !specs.has(b.spec.hash) ? utf8BytesAtMost(b.spec.text) + STATEMENT_BYTES : 0;
+    if (count > 0 && bytes + b.bytes + specBytes > budget) {
+      sizes.push(count);
+      count = 0;
+      bytes = 0;
+      specs = new Set();
+    }
+    count++;
+    bytes += b.bytes + (b.spec && !specs.has(b.spec.hash) ? utf8BytesAtMost(b.spec.text) + STATEMENT_BYTES : 0);
+    if (b.spec) specs.add(b.spec.hash);
+  }
+  if (count > 0) sizes.push(count);
+  return sizes;
 }
 
 /**
@@ -982,6 +1168,8 @@ export async function commitObjects(db: DrizzleD1Database, def: KindDefinition, 
 type BuiltItem = {
   statements: D1PreparedStatement[];
   result: number;
+  /** What the statements bind, in bytes at most (bodies, pieces; {@link STATEMENT_BYTES} per statement), less a shared spec's text. */
+  bytes: number;
   outboxAt?: number;
   spec?: SharedSpec;
   written?: { resource: string; namespace: string; name: string; hash: string };
@@ -1033,7 +1221,11 @@ const groupsByBinding = new WeakMap<D1Database, CommitGroups<BuiltItem, ResultRo
 function commitGroups(d1: D1Database): CommitGroups<BuiltItem, ResultRows> {
   let groups = groupsByBinding.get(d1);
   if (!groups) {
-    groups = new CommitGroups((items: BuiltItem[]) => commitBuilt(d1, items), COMMIT_BATCH_ITEMS);
+    groups = new CommitGroups((items: BuiltItem[]) => commitBuilt(d1, items), COMMIT_BATCH_ITEMS, undefined, {
+      // A group of large writes is cut at D1's budget of bytes, as {@link batchSizes} cuts a batch.
+      sizeOf: (b) => b.bytes + (b.spec ? utf8BytesAtMost(b.spec.text) + STATEMENT_BYTES : 0),
+      maxBytes: () => d1Limits().batchBytes,
+    });
     groupsByBinding.set(d1, groups);
   }
   return groups;
@@ -1237,7 +1429,14 @@ export async function readEvents(
   if (namespace !== undefined) conds.push(eq(events.namespace, namespace));
   const [rows, counter] = await db.batch([
     db
-      .select({ rv: events.resourceVersion, type: events.type, body: events.body, specRef: events.specRef, spec: sharedSpecOf("events") })
+      .select({
+        rv: events.resourceVersion,
+        type: events.type,
+        body: events.body,
+        specRef: events.specRef,
+        spec: sharedSpecOf("events"),
+        bodyRef: events.bodyRef,
+      })
       .from(events)
       .where(and(...conds))
       .orderBy(events.resourceVersion)
@@ -1248,7 +1447,7 @@ export async function readEvents(
     events: await Promise.all(
       rows.map(async (r) => ({
         type: r.type as WatchEvent["type"],
-        object: await readRow(db, def, { body: r.body, resourceVersion: r.rv, specRef: r.specRef, spec: r.spec }, true),
+        object: await readRow(db, def, { body: r.body, resourceVersion: r.rv, specRef: r.specRef, spec: r.spec, bodyRef: r.bodyRef }, true),
       })),
     ),
     latest: counter[0]?.value ?? 0,
@@ -1269,13 +1468,20 @@ export async function previousEventObject(
   beforeRv: number,
 ): Promise<KubeObject | null> {
   const [row] = await db
-    .select({ rv: events.resourceVersion, type: events.type, body: events.body, specRef: events.specRef, spec: sharedSpecOf("events") })
+    .select({
+      rv: events.resourceVersion,
+      type: events.type,
+      body: events.body,
+      specRef: events.specRef,
+      spec: sharedSpecOf("events"),
+      bodyRef: events.bodyRef,
+    })
     .from(events)
     .where(and(eq(events.resource, resourceKey(def)), eq(events.namespace, namespace), eq(events.name, name), lt(events.resourceVersion, beforeRv)))
     .orderBy(sql`${events.resourceVersion} DESC`)
     .limit(1);
   if (!row || row.type === "DELETED") return null;
-  return readRow(db, def, { body: row.body, resourceVersion: row.rv, specRef: row.specRef, spec: row.spec }, true);
+  return readRow(db, def, { body: row.body, resourceVersion: row.rv, specRef: row.specRef, spec: row.spec, bodyRef: row.bodyRef }, true);
 }
 
 /** An object the event log shows changed: its resource key (`<group>/<plural>`), namespace, name and latest resourceVersion. */
