@@ -462,6 +462,18 @@ export async function listNamespaceContent(db: DrizzleD1Database, defs: readonly
   );
 }
 
+/**
+ * Most values a label requirement's `in` binds one by one; past it they are bound as one JSON
+ * array (`json_each`), so that a selector of many values stays within D1's 100 bound parameters
+ * per statement ({@link D1Limits.boundParameters}) where it answered 500.
+ */
+const IN_LIST_MAX = 50;
+
+/** A label index row's value among `values`, inside a statement (see {@link IN_LIST_MAX}). */
+function valueIn(values: readonly string[]): SQL {
+  return values.length <= IN_LIST_MAX ? inArray(labels.value, [...values]) : sql`${labels.value} IN (SELECT value FROM json_each(${JSON.stringify(values)}))`;
+}
+
 /** Options of {@link listPage}. */
 export interface PageOptions {
   /** Start after this key (exclusive), in (namespace, name) order: where a `continue` token points. */
@@ -542,7 +554,7 @@ export async function listPage(db: DrizzleD1Database, def: KindDefinition, names
           .select(fields)
           .from(labels)
           .innerJoin(objects, and(eq(objects.resource, labels.resource), eq(objects.namespace, labels.namespace), eq(objects.name, labels.name)))
-          .where(and(afterLabel(key), eq(labels.key, idx.key), idx.values ? inArray(labels.value, idx.values) : undefined))
+          .where(and(afterLabel(key), eq(labels.key, idx.key), idx.values ? valueIn(idx.values) : undefined))
           .orderBy(labels.namespace, labels.name)
           .limit(n)
       : db.select(fields).from(objects).where(after(key)).orderBy(objects.namespace, objects.name).limit(n);
