@@ -172,7 +172,7 @@ describe("a KubeFleet placement's status at D1's real row limit", () => {
     }>())!;
     expect(row.ref).not.toBeNull();
     expect(row.stub).toBeLessThan(100_000);
-    // 2.3 MB in pieces of at most a row (less the room for the row's other columns): two.
+    // 2.76 MB in pieces of at most a row (less the room for the row's other columns): two.
     const stored = await env.DB.prepare("SELECT count(*) AS n, max(length(CAST(body AS BLOB))) AS largest FROM body_chunks WHERE hash = ?")
       .bind(row.ref)
       .first<{ n: number; largest: number }>();
