@@ -197,7 +197,8 @@ export const clustersetCounts = sqliteTable("clusterset_counts", {
  * When each Event was last written (epoch milliseconds), in the same batch as every write of it
  * (src/events/controller.ts), indexed so that the expiry (src/events/expiry.ts) reads the oldest
  * first, a bounded number at a time: kube-apiserver's `--event-ttl` without a scan of all Events.
- * Migration 0012.
+ * Migration 0012; WITHOUT ROWID since migrations/0015_event_ttl_lean.sql (its primary key is the
+ * table, so a row costs 2 rows written, the table and `event_ttl_written_at`, not 3).
  */
 export const eventTtl = sqliteTable(
   "event_ttl",
