@@ -47,7 +47,11 @@ export const sharedSpecs = sqliteTable("shared_specs", {
   orphanedAt: integer("orphaned_at"),
 });
 
-/** The global resourceVersion counter (one row, id 1), bumped by every write in the same batch. */
+/**
+ * The global resourceVersion counter (row id 1; the other rows are kinds' change counters): moved
+ * to the newest watch event once at the end of each commit batch, whose writes take the watch
+ * log's next versions (migrations/0016_counter_per_batch.sql, src/store/d1/objects.ts `logHead`).
+ */
 export const counters = sqliteTable("counters", {
   id: integer("id").primaryKey(),
   value: integer("value").notNull(),

@@ -9,7 +9,7 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { ClusterObject } from "../../durable-objects/cluster.ts";
 import { ClusterState, migrateState } from "../../durable-objects/cluster/state.ts";
-import { database, getObject } from "../../src/store/d1/objects.ts";
+import { commitObjects, database, getObject } from "../../src/store/d1/objects.ts";
 import { computeWrite } from "../../src/k8s/write.ts";
 import { ManagedClusterKind } from "../../src/kinds/managedcluster.ts";
 import { PlacementKind } from "../../src/kinds/placement.ts";
@@ -393,6 +393,54 @@ describe("crash recovery", () => {
     ).run();
     const del = await env.DB.prepare("DELETE FROM outbox WHERE id = 'probe'").run();
     expect([ins.meta.rows_written, del.meta.rows_written]).toEqual([1, 1]);
+  });
+
+  it("a batch of writes moves the resourceVersion counter once: each write its own version and watch event, the counter at the last", async () => {
+    await createNamespaces("perbatch");
+    const written: number[] = [];
+    // D1 with each batch's rows written per statement recorded.
+    const d1 = new Proxy(env.DB, {
+      get(target, key) {
+        if (key === "batch")
+          return async (statements: D1PreparedStatement[]) => {
+            const results = await target.batch(statements);
+            written.push(...results.map((r) => r.meta.rows_written ?? 0));
+            return results;
+          };
+        const v = Reflect.get(target, key, target) as unknown;
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const counter = async () => (await env.DB.prepare("SELECT value FROM counters WHERE id = 1").first<{ value: number }>())!.value;
+    const start = await counter();
+    const secret = (name: string) => ({ apiVersion: "v1", kind: "Secret", metadata: { name, namespace: "perbatch" }, data: {} });
+    const items = ["a", "b", "c", "d"].map((name) => ({
+      key: { namespace: "perbatch", name },
+      next: computeWrite(
+        SecretKind,
+        { namespace: "perbatch", name },
+        null,
+        { verb: "create", body: secret(name) },
+        { now: Date.now(), newUid: () => crypto.randomUUID() },
+      ).next!,
+      expectedRv: null,
+    }));
+    const outcomes = await commitObjects(database(d1), SecretKind, items);
+    const versions = outcomes.map((o) => (o.ok ? Number(o.object!.metadata.resourceVersion) : NaN));
+    expect(versions).toEqual([start + 1, start + 2, start + 3, start + 4]);
+    expect(await counter()).toBe(start + 4);
+    const logged = await env.DB.prepare("SELECT resource_version AS rv, name, type FROM events WHERE resource_version > ? ORDER BY resource_version")
+      .bind(start)
+      .all();
+    expect(logged.results).toEqual(["a", "b", "c", "d"].map((name, i) => ({ rv: start + 1 + i, name, type: "ADDED" })));
+    // Each create writes its row, its primary-key entry, its event and the event's index entry
+    // (4 rows); the counter row is written once, by the batch's last statement (before: 5 per create).
+    expect(written.reduce((a, b) => a + b, 0)).toBe(4 * 4 + 1);
+    expect(written.at(-1)).toBe(1);
+    // A list answers the counter's version, and a write after the batch goes on from it.
+    expect(Number((await call("GET", "/api/v1/namespaces/perbatch/secrets")).body.metadata.resourceVersion)).toBe(start + 4);
+    const after = await call("POST", "/api/v1/namespaces/perbatch/secrets", secret("e"));
+    expect(Number(after.body.metadata.resourceVersion)).toBe(start + 5);
   });
 
   it("a state table from before the marker column gets it, its rows kept", async () => {
