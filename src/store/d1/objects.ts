@@ -1163,13 +1163,16 @@ const ownerInsertShape = guardedShape((cond) =>
  * The statements that keep the owner index (`owner_references`) in step with a write of an object
  * from `before` to `after` (null: absent), bound under the write's guard (so the index changes
  * only with the object): none when its owner UIDs are the same, so writes that leave
- * ownerReferences alone cost nothing more.
+ * ownerReferences alone cost nothing more; a create only inserts its rows.
  */
 export function ownerIndexStatements(before: KubeObject | null, after: KubeObject | null, guarded: GuardedBinder): D1PreparedStatement[] {
   const was = ownerUids(before);
   const now = ownerUids(after);
   if (was.length === now.length && was.every((u, i) => u === now[i])) return [];
-  return [guarded(ownersDeleteShape), ...now.map((ownerUid) => guarded(ownerInsertShape, { ownerUid }))];
+  const inserts = now.map((ownerUid) => guarded(ownerInsertShape, { ownerUid }));
+  // A create (guard: no row has the key) has no index rows to replace: every delete of an object
+  // removes its rows in its own batch, so no row outlives its object.
+  return before ? [guarded(ownersDeleteShape), ...inserts] : inserts;
 }
 
 const labelsDeleteShape = guardedShape((cond) => builder.delete(labels).where(and(keyIs(labels), cond)));
@@ -1194,14 +1197,17 @@ const labelsInsertShape = guardedShape((cond) =>
  * `before` to `after` (null: absent), bound under the write's guard: none when its labels are the
  * same, so writes that leave labels alone (status reports, the scheduler's decisions) cost
  * nothing more; an update touches only the rows of the keys it removed or changed (a placement's
- * work moving to a new snapshot index rewrites that one label's row, not its five); otherwise the
- * object's rows are replaced, by one statement that reads the new labels from their JSON.
+ * work moving to a new snapshot index rewrites that one label's row, not its five); a create
+ * inserts its rows, by one statement that reads the labels from their JSON; a delete removes them.
  */
 export function labelIndexStatements(before: KubeObject | null, after: KubeObject | null, guarded: GuardedBinder): D1PreparedStatement[] {
   const was = before?.metadata.labels ?? {};
   const now = after?.metadata.labels ?? {};
   if (before && after && JSON.stringify(was) === JSON.stringify(now)) return [];
   if (!before && Object.keys(now).length === 0) return [];
+  // A create (guard: no row has the key) has no rows to replace: every delete of an object removes
+  // its rows in its own batch ({@link labelsDeleteShape} below), so no row outlives its object.
+  if (!before) return [guarded(labelsInsertShape, { labels: JSON.stringify(now) })];
   if (before && after) {
     const gone = Object.keys(was).filter((k) => !Object.hasOwn(now, k) || now[k] !== was[k]);
     const set = Object.fromEntries(Object.entries(now).filter(([k, v]) => !Object.hasOwn(was, k) || was[k] !== v));
