@@ -73,7 +73,11 @@ export const sharedSpecs = sqliteTable("shared_specs", {
   orphanedAt: integer("orphaned_at"),
 });
 
-/** The global resourceVersion counter (one row, id 1), bumped by every write in the same batch. */
+/**
+ * The global resourceVersion counter (row id 1; the other rows are kinds' change counters): moved
+ * to the newest watch event once at the end of each commit batch, whose writes take the watch
+ * log's next versions (migrations/0017_counter_per_batch.sql, src/store/d1/objects.ts `logHead`).
+ */
 export const counters = sqliteTable("counters", {
   id: integer("id").primaryKey(),
   value: integer("value").notNull(),
@@ -225,7 +229,8 @@ export const clustersetCounts = sqliteTable("clusterset_counts", {
  * When each Event was last written (epoch milliseconds), in the same batch as every write of it
  * (src/events/controller.ts), indexed so that the expiry (src/events/expiry.ts) reads the oldest
  * first, a bounded number at a time: kube-apiserver's `--event-ttl` without a scan of all Events.
- * Migration 0012.
+ * Migration 0012; WITHOUT ROWID since migrations/0016_event_ttl_lean.sql (its primary key is the
+ * table, so a row costs 2 rows written, the table and `event_ttl_written_at`, not 3).
  */
 export const eventTtl = sqliteTable(
   "event_ttl",

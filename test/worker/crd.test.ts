@@ -99,7 +99,7 @@ const cond = (obj: any, type: string) => obj.status?.conditions?.find((c: { type
 describe("CustomResourceDefinition: how fresh an isolate's custom kinds are (src/kinds/sync.ts)", () => {
   const T = Date.parse("2026-11-29T16:00:00Z");
 
-  /** Dry-runs the create of a CRD and commits the answer as another isolate would: its row and the CRD change counter, in one batch, not through this isolate's store. */
+  /** Dry-runs the create of a CRD and commits the answer as another isolate would: its row, the CRD change counter and the resourceVersion counter (moved once per batch, migrations/0016), in one batch, not through this isolate's store. */
   async function commitElsewhere(group: string, plural: string, kind: string): Promise<void> {
     const body = {
       apiVersion: "apiextensions.k8s.io/v1",
@@ -126,6 +126,7 @@ describe("CustomResourceDefinition: how fresh an isolate's custom kinds are (src
         JSON.stringify(stored),
       ),
       env.DB.prepare("INSERT INTO counters (id, value) VALUES (3, ?) ON CONFLICT (id) DO UPDATE SET value = excluded.value").bind(rv),
+      env.DB.prepare("UPDATE counters SET value = ? WHERE id = 1").bind(rv),
     ]);
   }
 

@@ -427,6 +427,50 @@ describe("upgrade from the previous release's database", () => {
     expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM event_ttl WHERE namespace = 'evup'").first<{ n: number }>())!.n).toBe(0);
   });
 
+  it("keeps an upgraded hub's Events' expiry rows, each then costing 2 rows written where it cost 3", async () => {
+    await createNamespaces("ttllean");
+    const events = "/api/v1/namespaces/ttllean/events";
+    const event = (name: string) => ({
+      apiVersion: "v1",
+      kind: "Event",
+      metadata: { name },
+      involvedObject: { kind: "Pod", name: "p", namespace: "ttllean" },
+      reason: "R",
+      message: "m",
+      type: "Normal",
+    });
+    expect((await call("POST", events, event("kept"))).status).toBe(201);
+    const ttlRows = async () => (await env.DB.prepare("SELECT namespace, name, written_at FROM event_ttl ORDER BY namespace, name").all()).results;
+    const fresh = await ttlRows();
+    expect(fresh).toContainEqual(expect.objectContaining({ namespace: "ttllean", name: "kept" }));
+    // The previous release's schema: event_ttl with a rowid (migration 0012), its rows kept.
+    await env.DB.batch([
+      env.DB.prepare("ALTER TABLE event_ttl RENAME TO event_ttl_prev"),
+      env.DB.prepare("CREATE TABLE event_ttl (namespace text NOT NULL, name text NOT NULL, written_at integer NOT NULL, PRIMARY KEY (namespace, name))"),
+      env.DB.prepare("INSERT INTO event_ttl SELECT * FROM event_ttl_prev"),
+      env.DB.prepare("DROP TABLE event_ttl_prev"),
+      env.DB.prepare("CREATE INDEX event_ttl_written_at ON event_ttl (written_at)"),
+    ]);
+    await env.DB.prepare("DELETE FROM d1_migrations WHERE name = ?").bind("0016_event_ttl_lean.sql").run();
+    /** Rows written by one expiry row's insert (then deleted again). */
+    const cost = async () => {
+      const row = await env.DB.prepare("INSERT INTO event_ttl VALUES ('probe', 'p', 1)").run();
+      await env.DB.prepare("DELETE FROM event_ttl WHERE namespace = 'probe'").run();
+      return row.meta.rows_written;
+    };
+    expect(await cost()).toBe(3);
+
+    await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
+    expect(await ttlRows()).toEqual(fresh);
+    expect(JSON.stringify(await schemaOf("event_ttl"))).toContain("WITHOUT ROWID");
+    expect(await cost()).toBe(2);
+    // The expiry reads and drops them as before: past one TTL the Events go, with their rows.
+    expect((await call("POST", events, event("new"))).status).toBe(201);
+    await withClockAhead((DEFAULT_EVENT_TTL_SECONDS + 60) * 1000, () => expireEvents(env as unknown as Env));
+    expect((await call("GET", events)).body.items).toEqual([]);
+    expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM event_ttl WHERE namespace = 'ttllean'").first<{ n: number }>())!.n).toBe(0);
+  });
+
   it("keeps an upgraded hub's label and owner indexes, each row then costing 2 rows written where it cost 3", async () => {
     await createNamespaces("lean");
     const secrets = "/api/v1/namespaces/lean/secrets";

@@ -9,7 +9,7 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { ClusterObject } from "../../durable-objects/cluster.ts";
 import { ClusterState, migrateState } from "../../durable-objects/cluster/state.ts";
-import { database, getObject } from "../../src/store/d1/objects.ts";
+import { commitObjects, database, dependentsOf, getObject, labelIndexStatements, ownerIndexStatements } from "../../src/store/d1/objects.ts";
 import { computeWrite } from "../../src/k8s/write.ts";
 import { ManagedClusterKind } from "../../src/kinds/managedcluster.ts";
 import { PlacementKind } from "../../src/kinds/placement.ts";
@@ -393,6 +393,130 @@ describe("crash recovery", () => {
     ).run();
     const del = await env.DB.prepare("DELETE FROM outbox WHERE id = 'probe'").run();
     expect([ins.meta.rows_written, del.meta.rows_written]).toEqual([1, 1]);
+  });
+
+  it("a batch of writes moves the resourceVersion counter once: each write its own version and watch event, the counter at the last", async () => {
+    await createNamespaces("perbatch");
+    const written: number[] = [];
+    // D1 with each batch's rows written per statement recorded.
+    const d1 = new Proxy(env.DB, {
+      get(target, key) {
+        if (key === "batch")
+          return async (statements: D1PreparedStatement[]) => {
+            const results = await target.batch(statements);
+            written.push(...results.map((r) => r.meta.rows_written ?? 0));
+            return results;
+          };
+        const v = Reflect.get(target, key, target) as unknown;
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const counter = async () => (await env.DB.prepare("SELECT value FROM counters WHERE id = 1").first<{ value: number }>())!.value;
+    const start = await counter();
+    const secret = (name: string) => ({ apiVersion: "v1", kind: "Secret", metadata: { name, namespace: "perbatch" }, data: {} });
+    const items = ["a", "b", "c", "d"].map((name) => ({
+      key: { namespace: "perbatch", name },
+      next: computeWrite(
+        SecretKind,
+        { namespace: "perbatch", name },
+        null,
+        { verb: "create", body: secret(name) },
+        { now: Date.now(), newUid: () => crypto.randomUUID() },
+      ).next!,
+      expectedRv: null,
+    }));
+    const outcomes = await commitObjects(database(d1), SecretKind, items);
+    const versions = outcomes.map((o) => (o.ok ? Number(o.object!.metadata.resourceVersion) : NaN));
+    expect(versions).toEqual([start + 1, start + 2, start + 3, start + 4]);
+    expect(await counter()).toBe(start + 4);
+    const logged = await env.DB.prepare("SELECT resource_version AS rv, name, type FROM events WHERE resource_version > ? ORDER BY resource_version")
+      .bind(start)
+      .all();
+    expect(logged.results).toEqual(["a", "b", "c", "d"].map((name, i) => ({ rv: start + 1 + i, name, type: "ADDED" })));
+    // Each create writes its row, its primary-key entry, its event and the event's index entry
+    // (4 rows); the counter row is written once, by the batch's last statement (before: 5 per create).
+    expect(written.reduce((a, b) => a + b, 0)).toBe(4 * 4 + 1);
+    expect(written.at(-1)).toBe(1);
+    // A list answers the counter's version, and a write after the batch goes on from it.
+    expect(Number((await call("GET", "/api/v1/namespaces/perbatch/secrets")).body.metadata.resourceVersion)).toBe(start + 4);
+    const after = await call("POST", "/api/v1/namespaces/perbatch/secrets", secret("e"));
+    expect(Number(after.body.metadata.resourceVersion)).toBe(start + 5);
+  });
+
+  it("a create inserts its label and owner index rows without first deleting any: no statement on rows that cannot exist", async () => {
+    await createNamespaces("createidx");
+    const ran: string[] = [];
+    // D1 whose batches record the SQL of each statement.
+    const sqlOf = new WeakMap<object, string>();
+    const d1 = new Proxy(env.DB, {
+      get(target, key) {
+        if (key === "prepare")
+          return (text: string) => {
+            const stmt = target.prepare(text);
+            return new Proxy(stmt, {
+              get(t, k) {
+                if (k === "bind")
+                  return (...args: unknown[]) => {
+                    const bound = t.bind(...args);
+                    sqlOf.set(bound, text);
+                    return bound;
+                  };
+                const v = Reflect.get(t, k, t) as unknown;
+                return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+              },
+            });
+          };
+        if (key === "batch")
+          return (statements: D1PreparedStatement[]) => {
+            ran.push(...statements.map((st) => sqlOf.get(st) ?? "?"));
+            return target.batch(statements);
+          };
+        const v = Reflect.get(target, key, target) as unknown;
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const ownerUid = crypto.randomUUID();
+    const body = {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: {
+        name: "dep",
+        namespace: "createidx",
+        labels: { tier: "gold", app: "a" },
+        ownerReferences: [{ apiVersion: "v1", kind: "Secret", name: "o", uid: ownerUid }],
+      },
+      data: {},
+    };
+    const next = computeWrite(
+      SecretKind,
+      { namespace: "createidx", name: "dep" },
+      null,
+      { verb: "create", body },
+      { now: Date.now(), newUid: () => crypto.randomUUID() },
+    ).next!;
+    const [outcome] = await commitObjects(database(d1), SecretKind, [
+      {
+        key: { namespace: "createidx", name: "dep" },
+        next,
+        expectedRv: null,
+        extras: { extra: (guarded) => [...labelIndexStatements(null, next, guarded), ...ownerIndexStatements(null, next, guarded)] },
+      },
+    ]);
+    expect(outcome!.ok).toBe(true);
+    expect(ran.filter((q) => /^delete/i.test(q))).toEqual([]);
+    expect(ran.filter((q) => /^insert into "labels"/i.test(q))).toHaveLength(1);
+    expect(ran.filter((q) => /^insert into "owner_references"/i.test(q))).toHaveLength(1);
+    // The indexes answer for it: the label selector's list and the owner's dependents.
+    const gold = (await call("GET", "/api/v1/namespaces/createidx/secrets?labelSelector=tier%3Dgold,app%3Da")).body.items;
+    expect(gold.map((o: { metadata: { name: string } }) => o.metadata.name)).toEqual(["dep"]);
+    expect(await dependentsOf(database(env.DB), ownerUid)).toEqual([{ resource: "/secrets", namespace: "createidx", name: "dep" }]);
+    // Its delete removes them, and a create of the same name after it starts clean.
+    expect((await call("DELETE", "/api/v1/namespaces/createidx/secrets/dep")).status).toBe(200);
+    expect(await dependentsOf(database(env.DB), ownerUid)).toEqual([]);
+    const again = await call("POST", "/api/v1/namespaces/createidx/secrets", { ...body, metadata: { name: "dep", labels: { tier: "gold" } } });
+    expect(again.status).toBe(201);
+    expect((await call("GET", "/api/v1/namespaces/createidx/secrets?labelSelector=app%3Da")).body.items).toEqual([]);
+    expect((await call("GET", "/api/v1/namespaces/createidx/secrets?labelSelector=tier%3Dgold")).body.items).toHaveLength(1);
   });
 
   it("a state table from before the marker column gets it, its rows kept", async () => {

@@ -1,7 +1,8 @@
 /**
  * The D1 index: objects stored as JSON rows keyed by (resource, namespace, name), with a global
- * resourceVersion counter moved on by every write's own statement (its triggers, which also log
- * the watch event: migrations/0010_write_triggers.sql) in the same atomic `batch()`. Optimistic
+ * resourceVersion: every write's own statement takes the watch log's next version (its triggers
+ * log the watch event: migrations/0010_write_triggers.sql, 0017_counter_per_batch.sql) and the
+ * counter row follows once at the end of the same atomic `batch()`. Optimistic
  * concurrency is a `WHERE resource_version = ?` on the row, so two writers never both win.
  *
  * The fields a kind lists in `encryptedFields` (a Secret's `data`) are sealed with the handle's
@@ -339,8 +340,20 @@ export function d1Database(env: { DB: D1Database; FLOTILLA_ENCRYPTION_KEYS?: str
 const databases = new WeakMap<D1Database, { plain?: Database; keyed: WeakMap<Keyring, Database> }>();
 
 const p = sql.placeholder;
-/** The resourceVersion counter's current value, inside a statement. */
+/**
+ * The resourceVersion counter's value as of the end of the last committed batch, inside a
+ * statement: what readers outside a commit read (a commit's batch sets it once, at its end,
+ * {@link counterCatchUpShape}).
+ */
 const counterValue = sql`(SELECT value FROM counters WHERE id = 1)`;
+/**
+ * The head of the watch log inside a commit's batch: the greater of the counter and the newest
+ * event (a read by the events' primary key), so each write of a batch takes the next version
+ * while the counter row is written once, at the batch's end (migrations/0017_counter_per_batch.sql;
+ * before, each write's trigger wrote it). A row written by hand with its version and the counter
+ * moved to it (a seeded fleet, bench/scale.ts) counts through the counter.
+ */
+const logHead = sql`(SELECT max(c.value, coalesce((SELECT max(e.resource_version) FROM events AS e), 0)) FROM counters AS c WHERE c.id = 1)`;
 /** The row of the object at placeholders resource, namespace and name. */
 const keyIs = (cols: { resource: SQLiteColumn; namespace: SQLiteColumn; name: SQLiteColumn }) =>
   and(eq(cols.resource, p("resource")), eq(cols.namespace, p("namespace")), eq(cols.name, p("name")));
@@ -710,10 +723,10 @@ const guardConditions: Record<Guard, SQL> = {
 
 /**
  * The resourceVersion of the write a guarded statement goes with, inside that statement: the
- * counter's next value (the object's own statement, which runs after, takes it and moves the
- * counter on: see migrations/0010_write_triggers.sql).
+ * log's next version (the object's own statement, which runs after, takes it and its trigger logs
+ * the event at it: see migrations/0017_counter_per_batch.sql).
  */
-const writeVersion = sql`(${counterValue} + 1)`;
+const writeVersion = sql`(${logHead} + 1)`;
 
 /** A statement shape that ends in a commit's {@link Guard} condition: compiled once per guard. */
 export type GuardedShape = Record<Guard, () => CompiledStatement>;
@@ -844,9 +857,10 @@ const outboxUnlessShape = guardedShape((cond, rv) =>
     .returning({ id: outbox.id }),
 );
 /**
- * The object's own statements. Each takes the counter's next value as the row's resourceVersion;
- * the triggers of migrations/0010_write_triggers.sql then move the counter on and write the
- * watch event (the row as written; as it was, for a delete) in the same statement.
+ * The object's own statements. Each takes the watch log's next version ({@link logHead}) as the
+ * row's resourceVersion; the triggers of migrations/0017_counter_per_batch.sql then write the
+ * watch event (the row as written; as it was, for a delete) in the same statement, and the batch
+ * moves the counter once at its end ({@link counterCatchUpShape}).
  */
 const deleteShape = compiled(() =>
   builder
@@ -862,7 +876,7 @@ const insertShape = compiled(() =>
       namespace: sql`${p("namespace")}`,
       name: sql`${p("name")}`,
       uid: sql`${p("uid")}`,
-      resourceVersion: sql`${counterValue} + 1`,
+      resourceVersion: sql`${logHead} + 1`,
       body: sql`${p("body")}`,
       specRef: sql`${p("specRef")}`,
       bodyRef: sql`${p("bodyRef")}`,
@@ -879,7 +893,7 @@ const insertAdmittedShape = compiled(() =>
         .select({
           ...keySelection(),
           uid: sql<string>`${p("uid")}`.as("uid"),
-          resourceVersion: sql<number>`${counterValue} + 1`.as("resource_version"),
+          resourceVersion: sql<number>`${logHead} + 1`.as("resource_version"),
           body: sql<string>`${p("body")}`.as("body"),
           specRef: sql<string | null>`${p("specRef")}`.as("spec_ref"),
           bodyRef: sql<string | null>`${p("bodyRef")}`.as("body_ref"),
@@ -893,7 +907,7 @@ const insertAdmittedShape = compiled(() =>
 const updateShape = compiled(() =>
   builder
     .update(objects)
-    .set({ body: sql`${p("body")}`, bodyRef: sql`${p("bodyRef")}`, resourceVersion: sql`${counterValue} + 1` })
+    .set({ body: sql`${p("body")}`, bodyRef: sql`${p("bodyRef")}`, resourceVersion: sql`${logHead} + 1` })
     .where(and(keyIs(objects), eq(objects.resourceVersion, p("rv"))))
     .returning({ resourceVersion: objects.resourceVersion }),
 );
@@ -905,7 +919,7 @@ const updateShape = compiled(() =>
 const updateKeepSpecShape = compiled(() =>
   builder
     .update(objects)
-    .set({ body: sql`${p("body")}`, bodyRef: sql`${p("bodyRef")}`, resourceVersion: sql`${counterValue} + 1` })
+    .set({ body: sql`${p("body")}`, bodyRef: sql`${p("bodyRef")}`, resourceVersion: sql`${logHead} + 1` })
     .where(and(keyIs(objects), eq(objects.resourceVersion, p("rv")), eq(objects.specRef, p("specRef"))))
     .returning({ resourceVersion: objects.resourceVersion }),
 );
@@ -913,7 +927,7 @@ const updateKeepSpecShape = compiled(() =>
 const updateSpecShape = compiled(() =>
   builder
     .update(objects)
-    .set({ body: sql`${p("body")}`, specRef: sql`${p("specRef")}`, bodyRef: sql`${p("bodyRef")}`, resourceVersion: sql`${counterValue} + 1` })
+    .set({ body: sql`${p("body")}`, specRef: sql`${p("specRef")}`, bodyRef: sql`${p("bodyRef")}`, resourceVersion: sql`${logHead} + 1` })
     .where(and(keyIs(objects), eq(objects.resourceVersion, p("rv"))))
     .returning({ resourceVersion: objects.resourceVersion }),
 );
@@ -1019,6 +1033,19 @@ const counterByIdShape = compiled(() =>
     .where(eq(counters.id, p("id"))),
 );
 
+/**
+ * The counter moved to the newest event, once at the end of a commit's batch (a row written only
+ * when the batch logged a write): the batch's writes took their versions from {@link logHead},
+ * so readers outside it (lists, watches, `currentResourceVersion`) read the counter as they did
+ * when each write's trigger moved it.
+ */
+const counterCatchUpShape = compiled(() =>
+  builder
+    .update(counters)
+    .set({ value: sql`(SELECT max(e.resource_version) FROM events AS e)` })
+    .where(and(eq(counters.id, 1), sql`${counters.value} < (SELECT max(e.resource_version) FROM events AS e)`)),
+);
+
 const pruneShape = compiled(() => builder.delete(events).where(lt(events.resourceVersion, sql`${counterValue} - ${p("retention")}`)));
 
 /**
@@ -1052,7 +1079,8 @@ export async function pruneEventLog(db: DrizzleD1Database, retention = EVENT_RET
  * tell whether the item's precondition held (one row: it did): first what must take effect with
  * the object (its outbox row and extra statements), under the guard that the object's own
  * statement will take effect, then that statement (which the triggers of
- * migrations/0010_write_triggers.sql follow with the counter and the watch event).
+ * migrations/0017_counter_per_batch.sql follow with the watch event; the batch moves the counter
+ * once, at its end).
  */
 async function itemStatements(db: DrizzleD1Database, def: KindDefinition, item: CommitItem): Promise<BuiltItem> {
   const d1 = d1Of(db);
@@ -1208,6 +1236,8 @@ async function commitBuilt(d1: D1Database, built: BuiltItem[]): Promise<ResultRo
     at.push({ result: statements.length + b.result, outbox: b.outboxAt === undefined ? undefined : statements.length + b.outboxAt });
     statements.push(...b.statements);
   }
+  // The counter once per batch, before the pruning (which reads it).
+  statements.push(bind(d1, counterCatchUpShape(), {}));
   if (Math.random() < PRUNE_PROBABILITY * built.length) statements.push(...pruneStatements(d1, EVENT_RETENTION));
   const results = await d1.batch<{ resource_version?: number }>(statements);
   return at.map((i, j) => {
@@ -1337,13 +1367,16 @@ const ownerInsertShape = guardedShape((cond) =>
  * The statements that keep the owner index (`owner_references`) in step with a write of an object
  * from `before` to `after` (null: absent), bound under the write's guard (so the index changes
  * only with the object): none when its owner UIDs are the same, so writes that leave
- * ownerReferences alone cost nothing more.
+ * ownerReferences alone cost nothing more; a create only inserts its rows.
  */
 export function ownerIndexStatements(before: KubeObject | null, after: KubeObject | null, guarded: GuardedBinder): D1PreparedStatement[] {
   const was = ownerUids(before);
   const now = ownerUids(after);
   if (was.length === now.length && was.every((u, i) => u === now[i])) return [];
-  return [guarded(ownersDeleteShape), ...now.map((ownerUid) => guarded(ownerInsertShape, { ownerUid }))];
+  const inserts = now.map((ownerUid) => guarded(ownerInsertShape, { ownerUid }));
+  // A create (guard: no row has the key) has no index rows to replace: every delete of an object
+  // removes its rows in its own batch, so no row outlives its object.
+  return before ? [guarded(ownersDeleteShape), ...inserts] : inserts;
 }
 
 const labelsDeleteShape = guardedShape((cond) => builder.delete(labels).where(and(keyIs(labels), cond)));
@@ -1368,14 +1401,17 @@ const labelsInsertShape = guardedShape((cond) =>
  * `before` to `after` (null: absent), bound under the write's guard: none when its labels are the
  * same, so writes that leave labels alone (status reports, the scheduler's decisions) cost
  * nothing more; an update touches only the rows of the keys it removed or changed (a placement's
- * work moving to a new snapshot index rewrites that one label's row, not its five); otherwise the
- * object's rows are replaced, by one statement that reads the new labels from their JSON.
+ * work moving to a new snapshot index rewrites that one label's row, not its five); a create
+ * inserts its rows, by one statement that reads the labels from their JSON; a delete removes them.
  */
 export function labelIndexStatements(before: KubeObject | null, after: KubeObject | null, guarded: GuardedBinder): D1PreparedStatement[] {
   const was = before?.metadata.labels ?? {};
   const now = after?.metadata.labels ?? {};
   if (before && after && JSON.stringify(was) === JSON.stringify(now)) return [];
   if (!before && Object.keys(now).length === 0) return [];
+  // A create (guard: no row has the key) has no rows to replace: every delete of an object removes
+  // its rows in its own batch ({@link labelsDeleteShape} below), so no row outlives its object.
+  if (!before) return [guarded(labelsInsertShape, { labels: JSON.stringify(now) })];
   if (before && after) {
     const gone = Object.keys(was).filter((k) => !Object.hasOwn(now, k) || now[k] !== was[k]);
     const set = Object.fromEntries(Object.entries(now).filter(([k, v]) => !Object.hasOwn(was, k) || was[k] !== v));
