@@ -84,8 +84,16 @@ export function queryFlag(value: string | undefined): boolean {
 
 /** A JSON response carrying a Kubernetes Status for `err` (with `Retry-After` when the Status gives `details.retryAfterSeconds`). */
 export function statusResponse(err: ApiError): Response {
-  const status = err.toStatus();
-  return new Response(JSON.stringify(status), { status: err.code, headers: { "content-type": "application/json", ...retryAfter(status) } });
+  return statusAnswer(err.toStatus());
+}
+
+/**
+ * The answer of a failure's Status (src/k8s/errors.ts `Status`), as {@link statusResponse} answers
+ * an ApiError: its JSON, HTTP status `status.code`, and `Retry-After` when the Status has
+ * `details.retryAfterSeconds`. For a failure answered without throwing (a get of an absent object).
+ */
+export function statusAnswer(status: Status): Response {
+  return new Response(JSON.stringify(status), { status: status.code, headers: { "content-type": "application/json", ...retryAfter(status) } });
 }
 
 /** The `Retry-After` header of a Status, in seconds, as the apiserver sets it from `details.retryAfterSeconds`; empty when it has none. */
