@@ -54,11 +54,12 @@ export function decodePathSegment(segment: string): string {
  * Checks a request's target before anything routes or parses it: at most
  * {@link MAX_REQUEST_TARGET_BYTES} long (414), and every percent-escape of the path and of the
  * query well-formed UTF-8 (400; Go's HTTP server answers a malformed escape with a bare 400).
+ * `url` is the request's URL, as text or parsed (src/k8s/request-url.ts `requestUrl`).
  *
  * @throws ApiError 400, 414
  */
-export function checkRequestTarget(url: string): void {
-  const u = new URL(url);
+export function checkRequestTarget(url: string | URL): void {
+  const u = typeof url === "string" ? new URL(url) : url;
   const target = u.pathname.length + u.search.length;
   if (target > MAX_REQUEST_TARGET_BYTES) throw uriTooLong(target, MAX_REQUEST_TARGET_BYTES);
   for (const segment of u.pathname.split("/")) decodePathSegment(segment);
