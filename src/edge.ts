@@ -7,6 +7,7 @@
  * on a loopback or IP-literal host (a local hub: Cloudflare's edge always serves a host name) has
  * no edge location.
  */
+import { requestUrl } from "./k8s/request-url.ts";
 
 /** The annotation holding an edge location: on audit events (the request's) and ManagedClusters (where the agent last reached the hub). */
 export const COLO_ANNOTATION = "flotilla.dev/colo";
@@ -23,7 +24,7 @@ export function isLocalHost(hostname: string): boolean {
  * or a local hub's canned one (a request to a {@link isLocalHost} host: `wrangler dev`).
  */
 export function edgeLocation(req: Request): string | undefined {
-  if (isLocalHost(new URL(req.url).hostname)) return undefined;
+  if (isLocalHost(requestUrl(req).hostname)) return undefined;
   const colo = (req as { cf?: { colo?: unknown } }).cf?.colo;
   return typeof colo === "string" && /^[A-Z0-9]{2,8}$/.test(colo) ? colo : undefined;
 }

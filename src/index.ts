@@ -21,6 +21,7 @@ import { clock } from "./clock.ts";
 import { auditRequests } from "./audit/middleware.ts";
 import { healthRoutes } from "./health/routes.ts";
 import { countAgentRequests, countApiRequests, countWebhookDeliveries, metricsRoutes } from "./metrics/routes.ts";
+import { requestUrl } from "./k8s/request-url.ts";
 
 export { ClusterObject } from "../durable-objects/cluster.ts";
 export { SchedulerObject } from "../durable-objects/scheduler.ts";
@@ -50,7 +51,7 @@ export function createApp(): Hono<{ Bindings: Env }> {
   const app = new Hono<{ Bindings: Env }>({ strict: false });
   // Every path (API, agent, webhooks): an overlong target or a malformed escape is refused before routing.
   app.use("*", async (c, next) => {
-    checkRequestTarget(c.req.url);
+    checkRequestTarget(requestUrl(c.req.raw));
     await next();
   });
   // Health (kube-apiserver's /livez, /readyz, /healthz with their checks), unauthenticated.

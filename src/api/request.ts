@@ -54,11 +54,12 @@ export function decodePathSegment(segment: string): string {
  * Checks a request's target before anything routes or parses it: at most
  * {@link MAX_REQUEST_TARGET_BYTES} long (414), and every percent-escape of the path and of the
  * query well-formed UTF-8 (400; Go's HTTP server answers a malformed escape with a bare 400).
+ * `url` is the request's URL, as text or parsed (src/k8s/request-url.ts `requestUrl`).
  *
  * @throws ApiError 400, 414
  */
-export function checkRequestTarget(url: string): void {
-  const u = new URL(url);
+export function checkRequestTarget(url: string | URL): void {
+  const u = typeof url === "string" ? new URL(url) : url;
   const target = u.pathname.length + u.search.length;
   if (target > MAX_REQUEST_TARGET_BYTES) throw uriTooLong(target, MAX_REQUEST_TARGET_BYTES);
   for (const segment of u.pathname.split("/")) decodePathSegment(segment);
@@ -84,8 +85,16 @@ export function queryFlag(value: string | undefined): boolean {
 
 /** A JSON response carrying a Kubernetes Status for `err` (with `Retry-After` when the Status gives `details.retryAfterSeconds`). */
 export function statusResponse(err: ApiError): Response {
-  const status = err.toStatus();
-  return new Response(JSON.stringify(status), { status: err.code, headers: { "content-type": "application/json", ...retryAfter(status) } });
+  return statusAnswer(err.toStatus());
+}
+
+/**
+ * The answer of a failure's Status (src/k8s/errors.ts `Status`), as {@link statusResponse} answers
+ * an ApiError: its JSON, HTTP status `status.code`, and `Retry-After` when the Status has
+ * `details.retryAfterSeconds`. For a failure answered without throwing (a get of an absent object).
+ */
+export function statusAnswer(status: Status): Response {
+  return new Response(JSON.stringify(status), { status: status.code, headers: { "content-type": "application/json", ...retryAfter(status) } });
 }
 
 /** The `Retry-After` header of a Status, in seconds, as the apiserver sets it from `details.retryAfterSeconds`; empty when it has none. */

@@ -26,6 +26,7 @@ import { createSubresource } from "./resource/subresources.ts";
 import { serveScale } from "./scale.ts";
 import { servePlacementRender } from "./placement-render.ts";
 import { resourceList, wantsAggregatedDiscovery, aggregatedDiscovery } from "./resource/discovery.ts";
+import { requestUrl } from "../k8s/request-url.ts";
 
 /**
  * {@link resolve}, and when the path names nothing this isolate serves (404), once more after a
@@ -54,8 +55,8 @@ async function resourceListFresh(c: Ctx, group: string, version: string): Promis
 
 /** Serves one request on a resource path: `prefix` is what precedes the resource part (`/apis/{group}/{version}/`). */
 async function serve(c: Ctx, group: string, version: string, prefix: string): Promise<Response> {
-  const rest = new URL(c.req.url).pathname
-    .slice(prefix.length)
+  const rest = requestUrl(c.req.raw)
+    .pathname.slice(prefix.length)
     .split("/")
     .filter((s) => s !== "");
   const t = await resolveFresh(c, group, version, rest);

@@ -43,6 +43,7 @@ import {
 } from "./event.ts";
 import { appendAuditEvent, auditLimits, auditRetentionDays, auditRowOf, replaceAuditEvent } from "./log.ts";
 import { edgeLocation } from "../edge.ts";
+import { requestUrl } from "../k8s/request-url.ts";
 
 /**
  * The Hono variables the audit reads (src/api/context.ts): absent when the request failed before
@@ -119,7 +120,7 @@ function auditEventOf(c: AuditContext, o: Outcome): AuditEvent {
   const user = c.get("authenticatedUser") ?? acting;
   const impersonated = acting && acting !== user ? acting : undefined;
   if (o.code < 300 && info.objectRef && !info.objectRef.name && o.name !== undefined) info.objectRef.name = o.name;
-  const url = new URL(c.req.url);
+  const url = requestUrl(c.req.raw);
   const annotations: Record<string, string> = {};
   const colo = edgeLocation(c.req.raw);
   if (colo) annotations[COLO_ANNOTATION] = colo;

@@ -34,6 +34,7 @@ import { requestAttributes } from "./requestinfo.ts";
 import { impersonate } from "./impersonation.ts";
 import type { RbacAuthorizer } from "./rbac.ts";
 import type { UserInfo } from "./rbac-types.ts";
+import { requestUrl } from "../k8s/request-url.ts";
 
 /** The isolate's OIDC authenticator, with the settings it was made for (its issuer's keys cached with it). */
 let oidc: { key: string; authenticator: Authenticator | null } | null = null;
@@ -142,7 +143,7 @@ export function apiAccess(prepare: (env: Env) => Promise<void>): MiddlewareHandl
     const authenticated = await authenticateRequest(c.env, c.req.raw, bearerToken(c));
     c.set("authenticatedUser", authenticated);
     c.set("user", authenticated);
-    const attributes = requestAttributes(c.req.method, new URL(c.req.url));
+    const attributes = requestAttributes(c.req.method, requestUrl(c.req.raw));
     c.set("attributes", attributes);
     await prepare(c.env);
     const user = await impersonatedUser(c.env, authenticated, c.req.raw.headers);

@@ -77,11 +77,27 @@ function qualified(ref: ObjectRef): string {
 
 /** 404 NotFound: `<plural>.<group> "<name>" not found`. */
 export function notFound(ref: ObjectRef): ApiError {
-  return new ApiError(404, "NotFound", `${qualified(ref)} "${ref.name ?? ""}" not found`, {
-    name: ref.name,
-    group: ref.group,
-    kind: ref.plural,
-  });
+  const status = notFoundStatus(ref);
+  return new ApiError(status.code, status.reason, status.message, status.details);
+}
+
+/**
+ * The Status of {@link notFound} (the same fields, in the same order), without making an Error:
+ * what a get of an absent object answers. A `kubectl apply` of a new object starts with that get
+ * (issue 42), and making an Error is not free where an inspector has the runtime capture each
+ * Error's stack (`wrangler dev`: about 0.15 ms per Error in the hub's CPU profile).
+ */
+export function notFoundStatus(ref: ObjectRef): Status {
+  return {
+    kind: "Status",
+    apiVersion: "v1",
+    metadata: {},
+    status: "Failure",
+    message: `${qualified(ref)} "${ref.name ?? ""}" not found`,
+    reason: "NotFound",
+    code: 404,
+    details: { name: ref.name, group: ref.group, kind: ref.plural },
+  };
 }
 
 /** 409 AlreadyExists: `<plural>.<group> "<name>" already exists`. */

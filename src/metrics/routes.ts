@@ -32,6 +32,7 @@ import { EXPOSITION_CONTENT_TYPE, renderExposition, type Cell } from "./expositi
 import { ALL_FAMILIES, COUNTED } from "./families.ts";
 import { fleetGauges } from "./fleet.ts";
 import { count, flushMetrics, flushSoon, METRICS_OBJECT, observe } from "./recorder.ts";
+import { requestUrl } from "../k8s/request-url.ts";
 
 /** `group/version/plural` of every served kind: the resources whose requests are labelled by resource. */
 const SERVED = new Set(KINDS.map((k) => `${k.group}/${k.version}/${k.plural}`));
@@ -112,7 +113,7 @@ export const countApiRequests: MiddlewareHandler<{ Bindings: Env; Variables: Par
   } finally {
     try {
       const code = c.res.status;
-      const labels = requestLabels(c.req.method, new URL(c.req.url), c.req.header("content-type"), c.get("attributes"), code);
+      const labels = requestLabels(c.req.method, requestUrl(c.req.raw), c.req.header("content-type"), c.get("attributes"), code);
       count(COUNTED.apiRequests, { ...labels, code });
       if (labels.verb !== "WATCH" && labels.verb !== "CONNECT") observe(COUNTED.apiRequestDuration, labels, since(start));
       flushAfter(c);
@@ -145,7 +146,7 @@ export const countAgentRequests: MiddlewareHandler<{ Bindings: Env }> = async (c
   } finally {
     try {
       const code = c.res.status;
-      const route = agentRoute(new URL(c.req.url).pathname);
+      const route = agentRoute(requestUrl(c.req.raw).pathname);
       count(COUNTED.agentRequests, { route, transport: route === "connect" ? "channel" : "http", code });
       if (route === "heartbeat") count(COUNTED.heartbeats, { transport: "http", code });
       if (route === "register") count(COUNTED.registrations, { code });

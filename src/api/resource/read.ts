@@ -1,5 +1,5 @@
 /** The reads of the generic resource endpoints: get, and list or watch with paging (`limit`, `continue`). */
-import { badRequest, notFound } from "../../k8s/errors.ts";
+import { badRequest, notFoundStatus } from "../../k8s/errors.ts";
 import { apiVersionOf } from "../../k8s/kind.ts";
 import { type KubeObject } from "../../k8s/meta.ts";
 import { parseResourceVersion } from "../../store/store.ts";
@@ -11,7 +11,7 @@ import { admittedStoreOf } from "../../admission/store.ts";
 import { toTable } from "../../k8s/table.ts";
 import { negotiate, partialObjectMetadataList } from "../negotiate.ts";
 import { checkWatchListOptions, clientOf, watchResponse } from "../watch.ts";
-import { queryFlag } from "../request.ts";
+import { queryFlag, statusAnswer } from "../request.ts";
 import { type Ctx, type Target } from "./target.ts";
 import { computedReader, notServed, present, json, shape } from "./answer.ts";
 import { selectorOf } from "./selectors.ts";
@@ -146,6 +146,8 @@ export async function get(c: Ctx, t: Target): Promise<Response> {
   // A computed object is always read as it is now (its versions are not the D1 counter's).
   if (!computed) await storageOf(c.env).awaitResourceVersion(asked, c.req.raw.signal);
   const obj = computed ? await computed.get(c.env, t.namespace, t.name!) : await admittedStoreOf(c.env, t.def).get(t.namespace, t.name!);
-  if (!obj) throw notFound(ref);
+  // Answered, not thrown: no Error is made for the first request of every `kubectl apply` of a new
+  // object (src/k8s/errors.ts `notFoundStatus`).
+  if (!obj) return statusAnswer(notFoundStatus(ref));
   return json(shape(c, t.def, obj, "object"));
 }
