@@ -48,7 +48,7 @@ import { INVALID_AGENT_CREDENTIAL } from "../src/auth/credentials.ts";
 import { clock } from "../src/clock.ts";
 import { Timers } from "./timers.ts";
 import type { ClusterHost } from "./cluster/host.ts";
-import { ClusterState, migrateState, STATE_SCHEMA, stateCurrent } from "./cluster/state.ts";
+import { ClusterState, migrateState, readAtWake, STATE_SCHEMA, stateCurrent } from "./cluster/state.ts";
 import { Keys, KEYS_SCHEMA } from "./cluster/keys.ts";
 import { Lease } from "./cluster/lease.ts";
 import { heldForLeave, Leave, LEAVE_TIMER, markLeaving } from "./cluster/leave.ts";
@@ -130,19 +130,15 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
     this.connection = new AgentConnection(ctx, env, this.connectionHost());
     // An object created before the timers table (an alarm set, no timers rows) gets its timers
     // from what it stores, so its lease and leave checks still fire.
-    // One read of the schema at a wake: the statements that make or migrate it run only when a table is missing or old.
-    const tables = new Map(
-      ctx.storage.sql
-        .exec<{ name: string; sql: string }>(
-          `SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name IN (${CLUSTER_TABLES.map((t) => `'${t}'`).join(", ")})`,
-        )
-        .toArray()
-        .map((r) => [r.name, r.sql]),
-    );
+    // One statement at a wake reads the schema, the ManagedCluster and the marker of a commit in
+    // flight (cluster/state.ts `readAtWake`): the statements that make or migrate the schema run
+    // only when a table is missing or old.
+    const { tables, rows } = readAtWake(ctx.storage.sql, CLUSTER_TABLES);
+    const interrupted = rows ? this.state.woke(rows) : null;
     const before = !tables.has("timers");
     if (CLUSTER_TABLES.some((t) => !tables.has(t)) || !stateCurrent(tables.get("state")!)) this.createSchema();
     if (before) this.seedTimers();
-    if (this.state.interrupted() || before) {
+    if ((interrupted ?? this.state.interrupted()) || before) {
       void ctx.blockConcurrencyWhile(async () => {
         await this.state.repairFromIndex();
         await this.nextAlarm("earlier");

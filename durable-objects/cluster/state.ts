@@ -34,6 +34,60 @@ export function stateCurrent(createSql: string): boolean {
 }
 
 /**
+ * What a cluster object reads at its wake ({@link readAtWake}): the `CREATE` statement of each of
+ * its tables present, by name, and, read in the same statement, the `state` rows `object` (the
+ * ManagedCluster's JSON and its commit marker, `pending`) and `committing` by key; `rows` is null
+ * when that statement could not run (the `state` table is missing or older than the code), and
+ * the tables were then read alone.
+ */
+export interface WakeRead {
+  tables: Map<string, string>;
+  rows: Map<string, { v: string; pending: string | null }> | null;
+}
+
+/**
+ * Reads what a cluster object needs at its wake in one statement ({@link WakeRead}): its tables
+ * `names` from `sqlite_master`, and the `state` rows that say whether a commit was interrupted
+ * and hold the ManagedCluster, which nearly every wake reads next (a delivered change, a channel
+ * message, an alarm). A wake ran two statements before, and a third at its first read of the
+ * ManagedCluster; each statement of a cold object's first moments costs it about 0.1 to 0.2 ms
+ * (a fleet woken by a rollout: docs/scale.md "The slow run in five or six"). When the `state`
+ * table is missing or older than the code (no `pending` column), that statement fails to
+ * prepare and the tables are read alone (`rows` null): the caller then makes the schema and reads
+ * the marker itself.
+ */
+export function readAtWake(sql: SqlStorage, names: readonly string[]): WakeRead {
+  const list = names.map((t) => `'${t}'`).join(", ");
+  const schema = `SELECT 'table' AS kind, name AS k, sql AS v, NULL AS pending FROM sqlite_master WHERE type = 'table' AND name IN (${list})`;
+  let read: { kind: string; k: string; v: string; pending: string | null }[];
+  try {
+    read = sql
+      .exec<{ kind: string; k: string; v: string; pending: string | null }>(
+        `${schema} UNION ALL SELECT 'row', k, v, pending FROM state WHERE k IN ('object', '${COMMITTING}')`,
+      )
+      .toArray();
+  } catch {
+    return {
+      tables: new Map(
+        sql
+          .exec<{ k: string; v: string }>(schema)
+          .toArray()
+          .map((r) => [r.k, r.v]),
+      ),
+      rows: null,
+    };
+  }
+  const tables = new Map<string, string>();
+  const rows = new Map<string, { v: string; pending: string | null }>();
+  for (const r of read) {
+    if (r.kind === "table") tables.set(r.k, r.v);
+    else rows.set(r.k, { v: r.v, pending: r.pending });
+  }
+  // The statement ran, so the `state` table exists; one older than the code could not have.
+  return { tables, rows };
+}
+
+/**
  * The `state` row that marks a D1 commit in flight ({ name }) while the object has no `object`
  * row yet (a create); otherwise the marker is the `object` row's `pending` column, so that the
  * write of the stored object clears it in the same row.
@@ -80,6 +134,11 @@ export interface StateHost {
 export class ClusterState {
   /** Parsed, frozen `state` rows (see {@link view}). */
   private readonly cache = new Map<string, unknown>();
+  /**
+   * `state` rows' JSON as the wake read them (null: no such row), until this object writes or
+   * deletes them (it is the table's only writer): {@link read} parses them without a query.
+   */
+  private readonly raw = new Map<string, string | null>();
 
   constructor(
     private readonly env: Env,
@@ -88,8 +147,19 @@ export class ClusterState {
 
   /** A `state` row's value (null when absent), parsed afresh: the caller may change it. */
   read<T>(k: string): T | null {
-    const row = this.host.exec("SELECT v FROM state WHERE k = ?", k)[0];
-    return row ? (JSON.parse(row.v as string) as T) : null;
+    const text = this.raw.has(k) ? this.raw.get(k)! : ((this.host.exec("SELECT v FROM state WHERE k = ?", k)[0]?.v as string | undefined) ?? null);
+    return text === null ? null : (JSON.parse(text) as T);
+  }
+
+  /**
+   * Takes in the `state` rows the wake read ({@link readAtWake}): the ManagedCluster's row is kept
+   * for {@link read}, so the wake's first read of it runs no statement.
+   * @returns whether a commit was interrupted (its marker is there: see {@link repairFromIndex})
+   */
+  woke(rows: ReadonlyMap<string, { v: string; pending: string | null }>): boolean {
+    const object = rows.get("object");
+    this.raw.set("object", object?.v ?? null);
+    return rows.has(COMMITTING) || (object !== undefined && object.pending !== null);
   }
 
   /**
@@ -108,6 +178,7 @@ export class ClusterState {
   /** Writes a `state` row, clearing its commit marker (one row written). */
   write(k: string, v: unknown): void {
     this.cache.delete(k);
+    this.raw.delete(k);
     this.host.exec("INSERT INTO state (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v, pending = NULL", k, JSON.stringify(v));
     // A plain value (the works ETag) is kept as written; an object is read again when needed,
     // since the caller may still change the one it passed.
@@ -117,12 +188,14 @@ export class ClusterState {
   /** Deletes a `state` row. */
   delete(k: string): void {
     this.cache.delete(k);
+    this.raw.delete(k);
     this.host.exec("DELETE FROM state WHERE k = ?", k);
   }
 
   /** Forgets every cached row (after the object's storage was erased). */
   clear(): void {
     this.cache.clear();
+    this.raw.clear();
   }
 
   /** The cluster's ManagedCluster (a copy the caller may change), or null. */

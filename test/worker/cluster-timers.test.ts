@@ -168,17 +168,23 @@ describe("a cluster object's wake", () => {
     }
   };
 
-  it("reads its schema in one statement when it is current, and makes what is missing or old", async () => {
+  it("reads its schema, its ManagedCluster and a commit's marker in one statement, and makes what is missing or old", async () => {
     const token = await createToken({ autoApprove: true });
     await register(token, "wake-schema", "id-wake-schema");
     const stub = env.CLUSTERS.getByName("wake-schema");
-    await runInDurableObject(stub, (_o, state) => {
+    await runInDurableObject(stub, async (_o, state) => {
       const calls: string[] = [];
-      counting(state, calls, () => new ClusterObject(state, env as unknown as Env));
-      // The schema read and the check for a commit in flight: nothing created, altered or read again
-      // (it ran the table check, the creates, the state table's migration check and the timers' create).
-      expect(calls).toHaveLength(2);
+      const woken = counting(state, calls, () => new ClusterObject(state, env as unknown as Env));
+      // One statement: the schema, the ManagedCluster's row and the check for a commit in flight;
+      // nothing created, altered or read again (it ran the table check, the creates, the state
+      // table's migration check and the timers' create; then the marker's read, then the
+      // ManagedCluster's at its first use).
+      expect(calls).toHaveLength(1);
       expect(calls[0]).toContain("sqlite_master");
+      calls.length = 0;
+      const got = await counting(state, calls, () => woken.get("wake-schema"));
+      expect(got.ok && got.value.metadata.name).toBe("wake-schema");
+      expect(calls).toEqual([]);
       // A table missing (an object older than it): made at the wake, the rest kept.
       state.storage.sql.exec("DROP TABLE seen_jti");
       calls.length = 0;
