@@ -395,7 +395,9 @@ describe("a PolicySet's reconcile stays within D1's 1,000 queries per invocation
     const grown = await counted("PATCH", `${SETS}/big`, { spec: { policies: [...names, "big-b"] } }, "application/merge-patch+json");
     expect(grown.status, JSON.stringify(grown.body)).toBe(200);
     console.log(`one member added to it: ${grown.queries} D1 queries, ${Math.round(grown.ms)} ms`);
-    expect(grown.queries).toBeLessThan(40);
+    // A constant, whatever the list's length: 36 statements until each commit batch ended with
+    // the counter's one catch-up statement (migrations/0017_counter_per_batch.sql), 40 since.
+    expect(grown.queries).toBeLessThan(50);
     expect(Object.keys(await replicas("big-b"))).toEqual(["d1"]);
     // One member's compliance: its root's status and the set's, a constant number of queries.
     const reported = await counted("PATCH", `${POLICIES("d1")}/${NS}.big-a/status`, { status: { compliant: "Compliant" } }, "application/merge-patch+json");
