@@ -952,36 +952,33 @@ const bodyChunkShape = compiled(() =>
     .values({ hash: sql`${p("hash")}`, seq: sql`${p("seq")}`, body: sql`${p("text")}` })
     .onConflictDoUpdate({ target: [bodyChunks.hash, bodyChunks.seq], set: { orphanedAt: sql`NULL` }, setWhere: sql`${bodyChunks.orphanedAt} IS NOT NULL` }),
 );
-/** Whether any object row refers to the body of the piece at hand, inside a statement on `body_chunks`. */
-const bodyReferenced = sql.raw(`EXISTS (SELECT 1 FROM "objects" AS o WHERE o."body_ref" = "body_chunks"."hash")`);
-/** Drops the pieces of bodies orphaned before the event log's start (placeholder `retention`), as {@link specSweepShape}. */
-const chunkSweepShape = compiled(() =>
-  builder
-    .delete(bodyChunks)
-    .where(and(sql`${bodyChunks.orphanedAt} IS NOT NULL`, lt(bodyChunks.orphanedAt, sql`${counterValue} - ${p("retention")}`), sql`NOT ${bodyReferenced}`)),
-);
-/** Marks the pieces of bodies no object row refers to, at the counter's value, as {@link specMarkShape}. */
-const chunkMarkShape = compiled(() =>
-  builder
-    .update(bodyChunks)
-    .set({ orphanedAt: counterValue })
-    .where(and(sql`${bodyChunks.orphanedAt} IS NULL`, sql`NOT ${bodyReferenced}`)),
-);
-/** Whether any object row refers to the shared spec of the row at hand, inside a statement on `shared_specs`. */
-const specReferenced = sql.raw(`EXISTS (SELECT 1 FROM "objects" AS o WHERE o."spec_ref" = "shared_specs"."hash")`);
-/** Drops the shared specs orphaned before the event log's start (placeholder `retention`): no object and no kept event refers to them. */
-const specSweepShape = compiled(() =>
-  builder
-    .delete(sharedSpecs)
-    .where(and(sql`${sharedSpecs.orphanedAt} IS NOT NULL`, lt(sharedSpecs.orphanedAt, sql`${counterValue} - ${p("retention")}`), sql`NOT ${specReferenced}`)),
-);
-/** Marks the shared specs no object row refers to, at the counter's value (what events may still refer to them: none newer). */
-const specMarkShape = compiled(() =>
-  builder
-    .update(sharedSpecs)
-    .set({ orphanedAt: counterValue })
-    .where(and(sql`${sharedSpecs.orphanedAt} IS NULL`, sql`NOT ${specReferenced}`)),
-);
+/**
+ * The two statements that keep a content-addressed side table (`shared_specs`, `body_chunks`:
+ * rows keyed by `hash`, which object rows name in their column `ref`) in step with the objects:
+ * `sweep` drops the rows orphaned before the event log's start (placeholder `retention`: no object
+ * and no kept event refers to them), `mark` marks the rows no object row refers to, at the
+ * counter's value (what events may still refer to them: none newer).
+ */
+function orphanShapes(table: typeof sharedSpecs | typeof bodyChunks, name: "shared_specs" | "body_chunks", ref: "spec_ref" | "body_ref") {
+  const referenced = sql.raw(`EXISTS (SELECT 1 FROM "objects" AS o WHERE o."${ref}" = "${name}"."hash")`);
+  return {
+    sweep: compiled(() =>
+      builder
+        .delete(table as typeof sharedSpecs)
+        .where(and(sql`${table.orphanedAt} IS NOT NULL`, lt(table.orphanedAt, sql`${counterValue} - ${p("retention")}`), sql`NOT ${referenced}`)),
+    ),
+    mark: compiled(() =>
+      builder
+        .update(table as typeof sharedSpecs)
+        .set({ orphanedAt: counterValue })
+        .where(and(sql`${table.orphanedAt} IS NULL`, sql`NOT ${referenced}`)),
+    ),
+  };
+}
+/** The shared specs' sweep and mark ({@link orphanShapes}). */
+const specOrphans = orphanShapes(sharedSpecs, "shared_specs", "spec_ref");
+/** The body pieces' sweep and mark ({@link orphanShapes}), as the shared specs'. */
+const chunkOrphans = orphanShapes(bodyChunks, "body_chunks", "body_ref");
 /**
  * A kind's change counter (`KindDefinition.changeCounter`): the `counters` row `counter` set to the
  * write's resourceVersion, under the commit's guard, so a reader learns with one read by key
@@ -1057,10 +1054,10 @@ const pruneShape = compiled(() => builder.delete(events).where(lt(events.resourc
 function pruneStatements(d1: D1Database, retention: number): D1PreparedStatement[] {
   return [
     bind(d1, pruneShape(), { retention }),
-    bind(d1, specSweepShape(), { retention }),
-    bind(d1, specMarkShape(), {}),
-    bind(d1, chunkSweepShape(), { retention }),
-    bind(d1, chunkMarkShape(), {}),
+    bind(d1, specOrphans.sweep(), { retention }),
+    bind(d1, specOrphans.mark(), {}),
+    bind(d1, chunkOrphans.sweep(), { retention }),
+    bind(d1, chunkOrphans.mark(), {}),
   ];
 }
 
