@@ -23,13 +23,12 @@ function placementNameOf(kind: string, name: string | undefined, written: unknow
  * `store` of ClusterResourcePlacementEvictions or ClusterResourcePlacementDisruptionBudgets with
  * the named placement read before a create (an eviction: a POST, or a server-side apply, which
  * creates the object when it does not exist; the kind's check runs on the create only) or a
- * create, update or patch (a budget) of the object, not of a subresource. Other kinds' stores are
- * returned as they are.
+ * create, update or patch (a budget) of the object, not of a subresource. For those two kinds only:
+ * src/admission/store.ts `admittedStoreOf` chooses the admission of each kind once.
  */
 export function evictionAdmitted(env: Env, store: Store): Store {
   const def = store.def;
   const eviction = def.kind === "ClusterResourcePlacementEviction";
-  if (def.group !== FLEET_GROUP || (!eviction && def.kind !== "ClusterResourcePlacementDisruptionBudget")) return store;
   return {
     ...store,
     async write(namespace, name, req, opts) {

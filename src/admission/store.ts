@@ -35,11 +35,11 @@ const NAMESPACES = resourceKey(NamespaceKind);
  * An apply to a D1-stored kind reads the object it applies to beside the namespace (at once: one
  * D1 round trip for both, where the write would read it after) and hands it to the write as
  * `known` (null when absent), whose commit precondition refuses it if it went stale meanwhile.
+ * For namespaced kinds only ({@link admissionOf}).
  * @throws ApiError from `write`, as src/namespaces/lifecycle.ts `admitNamespace`
  */
-export function namespaceAdmitted(env: Env, store: Store): Store {
+function namespaceAdmitted(env: Env, store: Store): Store {
   const def = store.def;
-  if (!def.namespaced) return store;
   return {
     ...store,
     async write(namespace, name, req, opts) {
@@ -66,11 +66,10 @@ export function namespaceAdmitted(env: Env, store: Store): Store {
  * validating webhooks list them with an uncached client: they go in the write's extras
  * (`OVERRIDE_SIBLINGS_EXTRA`), where the kind's last write step checks the object about to be
  * stored against them (src/kinds/fleet-override.ts `overrideFinalize`: one override per selected
- * object, at most 100). Other kinds' stores are returned as they are.
+ * object, at most 100). For those two kinds only ({@link admissionOf}).
  */
-export function overrideAdmitted(store: Store): Store {
+function overrideAdmitted(store: Store): Store {
   const def = store.def;
-  if (def.group !== FLEET_GROUP || (def.kind !== "ClusterResourceOverride" && def.kind !== "ResourceOverride")) return store;
   return {
     ...store,
     async write(namespace, name, req, opts) {
@@ -85,11 +84,9 @@ export function overrideAdmitted(store: Store): Store {
  * `store` of Namespaces telling NamespaceLifecycle what it reads and writes
  * (src/namespaces/lifecycle.ts `sawNamespace`, `forgetNamespace`): a namespace read Active spares
  * the next create in it a read of its own for a moment; a write of a namespace forgets it before
- * it starts and once it ended. Other kinds' stores are returned as they are.
+ * it starts and once it ended. For the Namespace kind only ({@link admissionOf}).
  */
-export function namespaceObserved(store: Store): Store {
-  const def = store.def;
-  if (def.group !== NamespaceKind.group || def.kind !== NamespaceKind.kind) return store;
+function namespaceObserved(store: Store): Store {
   return {
     ...store,
     async get(namespace, name) {
@@ -123,5 +120,32 @@ export function namespaceObserved(store: Store): Store {
  * through which routes and controllers reach objects.
  */
 export function admittedStoreOf(env: Env, def: KindDefinition): Store {
-  return storeOf(env, def, (store) => namespaceObserved(namespaceAdmitted(env, evictionAdmitted(env, overrideAdmitted(store)))));
+  return storeOf(env, def, (store) => admissionOf(store.def).reduce((admitted, wrap) => wrap(env, admitted), store));
+}
+
+/** One step of admission: `store` with a check before its writes (or an observation of them). */
+type Admission = (env: Env, store: Store) => Store;
+
+/** The admission of each stored kind, innermost first, chosen once per kind ({@link admissionOf}). */
+const admissions = new WeakMap<KindDefinition, readonly Admission[]>();
+
+/**
+ * The admission steps the writes of stored kind `def` go through, innermost first (see the
+ * module comment): KubeFleet's overrides' or evictions' webhook checks, NamespaceLifecycle for a
+ * namespaced kind, the Namespaces' own observation. Chosen by the kind once per isolate (a
+ * kind's definition never changes), so a kind that has none of a step's concerns (most) never
+ * enters it: a store of a core or OCM kind is wrapped in NamespaceLifecycle alone.
+ */
+function admissionOf(def: KindDefinition): readonly Admission[] {
+  let steps = admissions.get(def);
+  if (steps) return steps;
+  const fleet = def.group === FLEET_GROUP;
+  steps = [
+    ...(fleet && (def.kind === "ClusterResourceOverride" || def.kind === "ResourceOverride") ? [(_env: Env, s: Store) => overrideAdmitted(s)] : []),
+    ...(fleet && (def.kind === "ClusterResourcePlacementEviction" || def.kind === "ClusterResourcePlacementDisruptionBudget") ? [evictionAdmitted] : []),
+    ...(def.namespaced ? [namespaceAdmitted] : []),
+    ...(def.group === NamespaceKind.group && def.kind === NamespaceKind.kind ? [(_env: Env, s: Store) => namespaceObserved(s)] : []),
+  ];
+  admissions.set(def, steps);
+  return steps;
 }

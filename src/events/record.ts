@@ -25,8 +25,7 @@ import { admittedStoreOf } from "../admission/store.ts";
 import { admitNamespaces } from "../namespaces/lifecycle.ts";
 import { clock } from "../clock.ts";
 import { armEventExpiry } from "./expiry.ts";
-import { CommitGroups } from "../store/group-commit.ts";
-import { commitGroupsOf } from "../store/commit-groups-of.ts";
+import { CommitGroups, commitGroupsOf } from "../store/group-commit.ts";
 import type { Env } from "../env.ts";
 
 /** An Event's type (core/v1 `EventTypeNormal`, `EventTypeWarning`). */

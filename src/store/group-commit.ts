@@ -57,6 +57,37 @@ async function settledWithin(p: Promise<unknown>, ms: number): Promise<boolean> 
   }
 }
 
+/** The isolate's groups made by {@link groupsOfDatabase}, by D1 database and name. */
+const perDatabase = new WeakMap<object, Map<string, CommitGroups<unknown, unknown>>>();
+
+/**
+ * The isolate's {@link CommitGroups} named `name` for the D1 database `d1` (its binding, a
+ * `D1Database`; typed `object` so that this module needs no Workers types), made by `make` on
+ * first use: the store's commits (src/store/d1/objects.ts) and each feature that groups its own
+ * writes per database ({@link commitGroupsOf}) get theirs here. A test's other binding gets groups
+ * of its own.
+ */
+export function groupsOfDatabase<I, O>(d1: object, name: string, make: () => CommitGroups<I, O>): CommitGroups<I, O> {
+  let byName = perDatabase.get(d1);
+  if (!byName) perDatabase.set(d1, (byName = new Map()));
+  let groups = byName.get(name) as CommitGroups<I, O> | undefined;
+  if (!groups) {
+    groups = make();
+    byName.set(name, groups as CommitGroups<unknown, unknown>);
+  }
+  return groups;
+}
+
+/**
+ * {@link groupsOfDatabase} for a feature above the store that groups its own writes per D1
+ * database, as the store's commits are grouped (the Events recorder, src/events/record.ts),
+ * without holding the binding itself: the groups named `name` for the database of `env` (the
+ * Worker's `Env`, whose `DB` is the binding).
+ */
+export function commitGroupsOf<I, O>(env: { readonly DB: object }, name: string, make: () => CommitGroups<I, O>): CommitGroups<I, O> {
+  return groupsOfDatabase(env.DB, name, make);
+}
+
 /**
  * A budget of bytes per group, besides its count of items: `sizeOf(item)` is an item's size and
  * `maxBytes()` the most a group's items may add up to (an item alone may exceed it: it goes alone).

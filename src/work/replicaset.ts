@@ -33,7 +33,8 @@
  * - `deploy.ts` (deployReconciler): the works the placements' decisions and the rollout call for,
  *   the PlacementVerified and PlacementRolledOut conditions;
  * - `status.ts` (statusReconciler): the summaries and ManifestworkApplied, the status written.
- * `run.ts` has their shared shape and what a run reads at its start; `works-cache.ts` the
+ * `run.ts` has their shared shape (what a run reads at its start, {@link startRun}, as OCM's
+ * `sync` reads it before its reconcilers); `works-cache.ts` the
  * object's copy of the works; `names.ts` the finalizer, label value and work name.
  */
 import { resourceKey } from "../k8s/kind.ts";
@@ -51,8 +52,8 @@ import { decisionsMoved } from "../placement/changes.ts";
 import { addFinalizerReconciler } from "./replicaset/add-finalizer.ts";
 import { deployReconciler } from "./replicaset/deploy.ts";
 import { finalizeReconciler } from "./replicaset/finalize.ts";
-import { MWRS_FINALIZER, parseReplicaSetKey } from "./replicaset/names.ts";
-import { startRun, type ReconcileResult, type ReplicaSetReconciler, type ReplicaSetSpec, type RunHooks, type RunOutcome } from "./replicaset/run.ts";
+import { generatedWorkName, MWRS_FINALIZER, parseReplicaSetKey, replicaSetKey } from "./replicaset/names.ts";
+import type { ReconcileResult, ReplicaSetReconciler, ReplicaSetRun, ReplicaSetSpec, RunHooks, RunOutcome } from "./replicaset/run.ts";
 import { statusReconciler } from "./replicaset/status.ts";
 import { replicaSetsWithOverrides } from "./replicaset/overrides.ts";
 
@@ -68,6 +69,25 @@ export type { RunHooks, RunOutcome } from "./replicaset/run.ts";
  * deleted, and goes on or stops the run; the last one's outcome is the run's.
  */
 const RECONCILERS: readonly ReplicaSetReconciler[] = [addFinalizerReconciler, deployReconciler, statusReconciler];
+
+/**
+ * Starts a run at `nowMs` (epoch ms): reads the replica set, then the works named after it (from
+ * `hooks.cache` when it holds them, else from the store, filling the cache).
+ * @throws errors of D1
+ */
+async function startRun(env: Env, namespace: string, name: string, nowMs: number, hooks: RunHooks): Promise<ReplicaSetRun> {
+  const key = replicaSetKey(namespace, name);
+  const workName = generatedWorkName(namespace, name);
+  const read = await admittedStoreOf(env, ManifestWorkReplicaSetKind).get(namespace, name);
+  const cache = hooks.cache;
+  let named = cache?.current(nowMs) ?? null;
+  if (!named) {
+    named = await admittedStoreOf(env, ManifestWorkKind).listNamed(workName);
+    cache?.fill(named, nowMs);
+  }
+  const ours = named.filter((w) => w.metadata.labels?.[MWRS_LABEL] === key);
+  return { env, namespace, name, nowMs, hooks, key, workName, read, named, ours };
+}
 
 /**
  * Reconciles one replica set at `nowMs` (epoch ms), as OCM's controller `sync` does: reads it and

@@ -17,7 +17,7 @@ import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
 import { bodyChunks, counters, events, labels, objects, outbox, ownerReferences, sharedSpecs } from "../../db/schema.ts";
 import { bind, builder, compiled, type CompiledStatement, type Renderable } from "../../db/compiled.ts";
 import { EncryptionError, isSealed, Keyring, keyringOf } from "../../k8s/encryption.ts";
-import { CommitGroups } from "../group-commit.ts";
+import { CommitGroups, groupsOfDatabase } from "../group-commit.ts";
 import { alreadyExists, ApiError, badRequest, conflict, notFound, tooLargeResourceVersion } from "../../k8s/errors.ts";
 import { d1Limits, splitUtf8, utf8Bytes, utf8BytesAtMost } from "./limits.ts";
 import { resourceKey, type KindDefinition } from "../../k8s/kind.ts";
@@ -1254,20 +1254,18 @@ function outcomeOf(item: CommitItem, { rows, outboxSkipped }: ResultRows): Commi
   return { ok: true, object: { ...item.next, metadata: withResourceVersion({ ...item.next.metadata }, rows[0]!.resource_version!) }, ...skipped };
 }
 
-/** The commit groups of each D1 binding (src/store/group-commit.ts), made on first use. */
-const groupsByBinding = new WeakMap<D1Database, CommitGroups<BuiltItem, ResultRows>>();
-
+/** The commit groups of each D1 binding (src/store/group-commit.ts `groupsOfDatabase`), made on first use. */
 function commitGroups(d1: D1Database): CommitGroups<BuiltItem, ResultRows> {
-  let groups = groupsByBinding.get(d1);
-  if (!groups) {
-    groups = new CommitGroups((items: BuiltItem[]) => commitBuilt(d1, items), COMMIT_BATCH_ITEMS, undefined, {
-      // A group of large writes is cut at D1's budget of bytes, as {@link batchSizes} cuts a batch.
-      sizeOf: (b) => b.bytes + (b.spec ? utf8BytesAtMost(b.spec.text) + STATEMENT_BYTES : 0),
-      maxBytes: () => d1Limits().batchBytes,
-    });
-    groupsByBinding.set(d1, groups);
-  }
-  return groups;
+  return groupsOfDatabase(
+    d1,
+    "objects",
+    () =>
+      new CommitGroups((items: BuiltItem[]) => commitBuilt(d1, items), COMMIT_BATCH_ITEMS, undefined, {
+        // A group of large writes is cut at D1's budget of bytes, as {@link batchSizes} cuts a batch.
+        sizeOf: (b) => b.bytes + (b.spec ? utf8BytesAtMost(b.spec.text) + STATEMENT_BYTES : 0),
+        maxBytes: () => d1Limits().batchBytes,
+      }),
+  );
 }
 
 /** Commits `item` in a commit group of this isolate (src/store/group-commit.ts). */

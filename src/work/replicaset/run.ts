@@ -1,17 +1,15 @@
 /**
  * One run of the ManifestWorkReplicaSet controller as its reconcilers share it, after OCM's
  * `manifestworkreplicaset_controller.go` (`ManifestWorkReplicaSetReconcile`, `reconcileState`):
- * what the run read once at its start (the replica set, the works named after it), the
+ * what the run read once at its start (the replica set, the works named after it; read by
+ * src/work/replicaset.ts `startRun`, as OCM's `sync` reads them before its reconcilers), the
  * reconcilers' common shape (each returns the replica set for the next and whether to go on), and
  * what the deploy step leaves the status step (OCM's deploy reconciler leaves it in the replica
- * set's status).
+ * set's status). Types only.
  */
 import type { Condition, KubeObject } from "../../k8s/meta.ts";
-import { ManifestWorkKind, ManifestWorkReplicaSetKind, MWRS_LABEL } from "../../kinds/manifestwork.ts";
 import type { Env } from "../../env.ts";
-import { admittedStoreOf } from "../../admission/store.ts";
 import type { RolloutStrategy } from "../rollout.ts";
-import { generatedWorkName, replicaSetKey } from "./names.ts";
 import type { WorksCache } from "./works-cache.ts";
 
 /** One `spec.placementRefs` entry of a ManifestWorkReplicaSet. */
@@ -104,9 +102,9 @@ export interface ReplicaSetRun {
   /** The run's time, epoch milliseconds. */
   readonly nowMs: number;
   readonly hooks: RunHooks;
-  /** The replica set's `MWRS_LABEL` value ({@link replicaSetKey}). */
+  /** The replica set's `MWRS_LABEL` value (`replicaSetKey`, src/work/replicaset/names.ts). */
   readonly key: string;
-  /** The name of its works ({@link generatedWorkName}). */
+  /** The name of its works (`generatedWorkName`, src/work/replicaset/names.ts). */
   readonly workName: string;
   /** The replica set as stored at the run's start; null when it does not exist. */
   readonly read: KubeObject | null;
@@ -136,23 +134,4 @@ export interface ReplicaSetReconciler {
    *   lost write races are answered in the outcome (`rerun`)
    */
   reconcile(run: ReplicaSetRun, mwrs: KubeObject): Promise<ReconcileResult>;
-}
-
-/**
- * Starts a run at `nowMs` (epoch ms): reads the replica set, then the works named after it (from
- * `hooks.cache` when it holds them, else from the store, filling the cache).
- * @throws errors of D1
- */
-export async function startRun(env: Env, namespace: string, name: string, nowMs: number, hooks: RunHooks): Promise<ReplicaSetRun> {
-  const key = replicaSetKey(namespace, name);
-  const workName = generatedWorkName(namespace, name);
-  const read = await admittedStoreOf(env, ManifestWorkReplicaSetKind).get(namespace, name);
-  const cache = hooks.cache;
-  let named = cache?.current(nowMs) ?? null;
-  if (!named) {
-    named = await admittedStoreOf(env, ManifestWorkKind).listNamed(workName);
-    cache?.fill(named, nowMs);
-  }
-  const ours = named.filter((w) => w.metadata.labels?.[MWRS_LABEL] === key);
-  return { env, namespace, name, nowMs, hooks, key, workName, read, named, ours };
 }
