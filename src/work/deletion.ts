@@ -7,8 +7,7 @@
  *   work has it); Flotilla's hub adds it at the agent's first status report of the work
  *   (src/agent-api/work-report.ts `reportWorkStatus`), so a work a person created that no agent
  *   ever saw is deleted at once, as in OCM. The works a hub controller makes for an agent (a
- *   ManifestWorkReplicaSet's, a KubeFleet placement's, a Karmada policy's) carry it from their
- *   create ({@link heldFromBirth}):
+ *   KubeFleet placement's, a Karmada policy's) carry it from their create ({@link heldFromBirth}):
  *   the agent will hold them, and the finalizer's own write per work is saved. Deleting one its
  *   agent never saw waits for the agent's confirmation as any held work does: the agent finds it
  *   being deleted with nothing applied and confirms at once (OCM's ManifestWorkFinalizeController

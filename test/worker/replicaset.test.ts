@@ -5,9 +5,6 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { reportWorkStatus } from "../../src/agent-api/work-report.ts";
-import { ManifestWorkKind } from "../../src/kinds/manifestwork.ts";
-import { storeOf } from "../../src/store/store.ts";
-import { MANIFEST_WORK_CLEANUP_FINALIZER } from "../../src/work/deletion.ts";
 import { call, condition, createNamespaces, MC, MCSET, createCluster, merge, MWRS, PLACEMENTS, BINDINGS, placeByLabels as placement } from "./helpers.ts";
 
 const W = "/apis/work.open-cluster-management.io";
@@ -105,19 +102,6 @@ describe("ManifestWorkReplicaSet", () => {
     expect(condition(m, "PlacementVerified")).toMatchObject({ status: "True", reason: "AsExpected" });
     expect(condition(m, "PlacementRolledOut")).toMatchObject({ status: "False", reason: "Progressing" });
     expect(condition(m, "ManifestworkApplied")).toMatchObject({ status: "False", reason: "NotAsExpected" });
-  });
-
-  it("its works are born held by OCM's cleanup finalizer: an agent's first report writes the status alone", async () => {
-    const work = (await call("GET", WORK("c1", "apps.web"))).body;
-    expect(work.metadata.finalizers).toEqual([MANIFEST_WORK_CLEANUP_FINALIZER]);
-    const later: Promise<unknown>[] = [];
-    const conditions = [cond("Applied", "True", work.metadata.generation)];
-    await reportWorkStatus(env, "c1", "apps.web", { uid: work.metadata.uid, status: { conditions } }, 0, (p) => void later.push(p));
-    await Promise.all(later);
-    // One write of the work since its create: the report's status (no write of the finalizer before it).
-    const events = (await storeOf(env, ManifestWorkKind).events("c1", Number(work.metadata.resourceVersion))).events;
-    expect(events.filter((e) => e.object.metadata.name === "apps.web").map((e) => e.type)).toEqual(["MODIFIED"]);
-    expect((await call("GET", WORK("c1", "apps.web"))).body.metadata.finalizers).toEqual([MANIFEST_WORK_CLEANUP_FINALIZER]);
   });
 
   it("status reports on the works update the summary and conditions", async () => {

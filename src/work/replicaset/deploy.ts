@@ -15,7 +15,6 @@ import { canonicalJson } from "../../k8s/canonical-json.ts";
 import { classifyRollout, rolloutSize, TEMPLATE_WRITTEN_ANNOTATION, type DecisionGroup, type RolloutClassification } from "../rollout.ts";
 import type { Deployment, PlacementRef, ReplicaSetReconciler, ReplicaSetRun, ReplicaSetSpec } from "./run.ts";
 import { specJson } from "./works-cache.ts";
-import { heldFromBirth } from "../deletion.ts";
 import { APPLIED_OVERRIDES_ANNOTATION, replicaSetTemplates, type ClusterTemplate, type ReplicaSetTemplates } from "./overrides.ts";
 import { APPLIED_OVERRIDE_ANNOTATIONS } from "../../fleet/overrides.ts";
 import { CONTROLLER_HASH_LABEL, defaultedTemplate, readRevision, revisionTemplate, syncHistory } from "./revisions.ts";
@@ -88,9 +87,6 @@ function refWrites(
     if (apply.has(c) && t.template) {
       const metadata = {
         ...(w?.metadata ?? {}),
-        // Born held for its agent, as OCM's agent would hold it at its first sight
-        // (src/work/deletion.ts): its first report then writes its status alone.
-        ...(w ? {} : { finalizers: heldFromBirth() }),
         name: workName,
         namespace: c,
         // The revision the work carries (OCM's rollback enhancement).
