@@ -87,6 +87,13 @@ const CHANGE = process.env.BENCH_CHANGE !== "0";
 const MWRS = process.env.BENCH_MWRS !== "0";
 const FLOOR = process.env.BENCH_FLOOR !== "0";
 const FLOOR_INLINE = process.env.BENCH_FLOOR_INLINE === "1";
+const FLOOR_COLD = FLOOR && process.env.BENCH_FLOOR_COLD !== "0";
+/**
+ * Milliseconds the floor's cluster objects are left without an event before its cold create:
+ * workerd evicts an object 10 s after its last event (`server.c++` `handleShutdown`), plus a
+ * margin for its timer on a loaded machine.
+ */
+const FLOOR_IDLE_MS = Number(process.env.BENCH_FLOOR_IDLE_S ?? "12") * 1000;
 /** The ManifestWorkReplicaSet phase's namespace: its Placement `all` and its replica set `bench`. */
 const MWRS_NS = "mwrs-bench";
 /** The name of the replica set's work in each cluster's namespace (OCM's `<namespace>.<name>`). */
@@ -284,7 +291,7 @@ function printCost(size: number, label: string, c: Cost): void {
   console.log(
     `fleet of ${size}, ${label}: settled in ${c.settled.toFixed(2)} s; D1 ${m.d1Calls} calls, ${m.d1RowsRead} rows read, ${m.d1RowsWritten} rows written; ` +
       `DO requests ${sum(m.doRequests)} (${perClass(m.doRequests)}), alarms ${sum(m.doAlarms)} (${perClass(m.doAlarms)}), ` +
-      `WebSocket messages ${sum(m.doMessages)}; the hub's workerd ${c.cpu.toFixed(2)} s of CPU, ${((c.cpu * 1000) / Math.max(1, c.acked)).toFixed(2)} ms per acknowledged report (${c.acked} reports; load ${c.load})`,
+      `WebSocket messages ${sum(m.doMessages)}; cluster objects constructed ${m.doWakes.cluster} (cold; of ${size}); the hub's workerd ${c.cpu.toFixed(2)} s of CPU, ${((c.cpu * 1000) / Math.max(1, c.acked)).toFixed(2)} ms per acknowledged report (${c.acked} reports; load ${c.load})`,
   );
   if (!TRACE_SQL) return;
   const all = Object.entries(m.statements ?? {});
@@ -351,8 +358,11 @@ async function measureHub(fleet: ChannelFleet, size: number): Promise<Side> {
     await fleet.register(hub.url, token);
     await storeObjects(hub);
     const procs = hubProcesses(hub.pid, hub.url);
+    const connecting = epochNow();
     await fleet.connect(await entryUrl(procs.worker));
-    console.log(`fleet of ${size}: connected; ${OBJECTS} objects stored in ${NS}`);
+    // The create follows at once: an object whose last event (its agent's hello and status) is
+    // more than 10 s old by then was evicted (workerd), and its create's call wakes it.
+    console.log(`fleet of ${size}: connected in ${secs(epochNow() - connecting)} s (after ${OBJECTS} objects stored in ${NS})`);
     const profile = (name: string) => (PROFILE ? { port: inspectorPort, file: `${PROFILE}-${size}-${name}.cpuprofile` } : undefined);
     const create = await phase(hub, fleet, procs.worker, profile("create"), { generation: 1, pending: placementAt(hub, "0", size) }, async () =>
       ok(
@@ -432,12 +442,16 @@ async function createdWork(hub: Hub, cluster: string): Promise<Record<string, un
   return work;
 }
 
-/** The floor's counts (bench/noop/floor.ts `FloorCounts`). */
+/** The floor's counts (bench/noop/floor.ts `FloorCounts`, and `idleMs`). */
 interface FloorCounts {
   d1Calls: number;
   d1RowsRead: number;
   d1RowsWritten: number;
   doRequests: number;
+  /** Cluster objects constructed (a first load or a wake after eviction: cold ones). */
+  constructions: number;
+  /** Milliseconds since the last event of a cluster object ended (0 while one runs, -1 before any). */
+  idleMs: number;
 }
 
 /** A Worker's create: report times, and its workerd's CPU per acknowledged report. */
@@ -447,14 +461,22 @@ interface Measured {
   acked: number;
   load: string;
   counts?: FloorCounts;
+  /** The floor's cold create: seconds its objects were left idle before it (none for a warm one). */
+  idled?: number;
 }
 
 /**
  * The platform floor's create (bench/noop/floor.ts): the fleet connected to the no-op Worker with
  * `BENCH_FLOOR=1`, handed `work`, then timed from its create request to each cluster's report of
- * the work's generation acknowledged.
+ * the work's generation acknowledged. Warm: the create follows the connect at once (the objects
+ * the connect woke last are in memory; at 1,000 clusters the first ones may not be). `cold`: the
+ * objects are first left without an event for {@link FLOOR_IDLE_MS} (the floor's `idleMs`), so
+ * workerd evicted them and the create's call into each builds it again, as the hub's create meets
+ * its objects; the count of constructions during the create says whether they were (the fleet's
+ * size when all were cold).
+ * @throws Error when the objects were not left idle within 180 000 milliseconds
  */
-async function measureFloor(fleet: ChannelFleet, work: Record<string, unknown>): Promise<Measured> {
+async function measureFloor(fleet: ChannelFleet, work: Record<string, unknown>, cold = false): Promise<Measured> {
   const floor = await startNoopWorker({ vars: { BENCH_FLOOR: "1" } });
   try {
     const procs = hubProcesses(floor.pid, floor.url);
@@ -465,6 +487,19 @@ async function measureFloor(fleet: ChannelFleet, work: Record<string, unknown>):
       return r.json();
     };
     await post("/floor/setup", { work, specJson: JSON.stringify(work.spec), inlineSpec: FLOOR_INLINE });
+    const floorCounts = async () => (await (await fetch(`${floor.url}/__floor`)).json()) as FloorCounts;
+    let idled: number | undefined;
+    if (cold) {
+      const since = epochNow();
+      const deadline = Date.now() + 180_000;
+      for (;;) {
+        const idle = (await floorCounts()).idleMs;
+        if (idle >= FLOOR_IDLE_MS) break;
+        if (Date.now() > deadline) throw new Error(`the floor's cluster objects were not left idle for ${FLOOR_IDLE_MS} ms (idle ${idle} ms)`);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      idled = (epochNow() - since) / 1000;
+    }
     await post("/__floor");
     const acked0 = (await fleet.stats()).reportsAcked;
     const cpu0 = cpuSeconds(procs.worker);
@@ -478,8 +513,8 @@ async function measureFloor(fleet: ChannelFleet, work: Record<string, unknown>):
     const times = doneAfter(reports, t0);
     const cpu = cpuSeconds(procs.worker) - cpu0;
     const acked = (await fleet.stats()).reportsAcked - acked0;
-    const counts = (await (await fetch(`${floor.url}/__floor`)).json()) as FloorCounts;
-    return { times, cpu, acked, load: loadAverage(), counts };
+    const counts = await floorCounts();
+    return { times, cpu, acked, load: loadAverage(), counts, ...(idled === undefined ? {} : { idled }) };
   } finally {
     await fleet.disconnect().catch(() => undefined);
     await floor.stop();
@@ -514,21 +549,40 @@ for (const size of SIZES) {
   const fleet = await ChannelFleet.start(Array.from({ length: size }, (_, i) => clusterName(i)));
   try {
     const hub = await measureHub(fleet, size);
-    const floor = FLOOR ? await measureFloor(fleet, hub.work) : undefined;
-    if (floor) {
+    const inline = FLOOR_INLINE ? " (spec inline)" : "";
+    const printFloor = (label: string, floor: Measured) => {
       const c = floor.counts!;
       console.log(
-        `fleet of ${size}, floor create${FLOOR_INLINE ? " (spec inline)" : ""}: first ${secs(floor.times[0]!)} s, p50 ${secs(pct(floor.times, 50))} s, p99 ${secs(pct(floor.times, 99))} s, max ${secs(floor.times.at(-1)!)} s; ` +
-          `D1 ${c.d1Calls} calls, ${c.d1RowsRead} rows read, ${c.d1RowsWritten} rows written; DO requests ${c.doRequests}; its workerd ${floor.cpu.toFixed(2)} s of CPU, ` +
+        `fleet of ${size}, ${label}${inline}: first ${secs(floor.times[0]!)} s, p50 ${secs(pct(floor.times, 50))} s, p99 ${secs(pct(floor.times, 99))} s, max ${secs(floor.times.at(-1)!)} s; ` +
+          `D1 ${c.d1Calls} calls, ${c.d1RowsRead} rows read, ${c.d1RowsWritten} rows written; DO requests ${c.doRequests}; ` +
+          `cluster objects constructed ${c.constructions} (cold; of ${size}${floor.idled === undefined ? "" : `, after ${floor.idled.toFixed(1)} s idle`}); its workerd ${floor.cpu.toFixed(2)} s of CPU, ` +
           `${((floor.cpu * 1000) / Math.max(1, floor.acked)).toFixed(2)} ms per acknowledged report (${floor.acked} reports; load ${floor.load})`,
       );
-    }
+    };
+    const floor = FLOOR ? await measureFloor(fleet, hub.work) : undefined;
+    if (floor) printFloor("floor create warm", floor);
+    const floorCold = FLOOR_COLD ? await measureFloor(fleet, hub.work, true) : undefined;
+    if (floorCold) printFloor("floor create cold", floorCold);
+    if (floorCold && floorCold.counts!.constructions < size)
+      console.log(
+        `fleet of ${size}: WARNING the floor's cold create found ${size - floorCold.counts!.constructions} of ${size} cluster objects in memory (not evicted): its figure is not all cold`,
+      );
     const noop = await measureNoop(fleet);
     console.log(
       `fleet of ${size}, no-op: p50 ${secs(pct(noop.times, 50))} s, p99 ${secs(pct(noop.times, 99))} s; its workerd ${((noop.cpu * 1000) / Math.max(1, noop.acked)).toFixed(2)} ms of CPU per acknowledged report (load ${noop.load})`,
     );
     const p = (xs: number[] | undefined) => (xs ? `${secs(pct(xs, 50))} / ${secs(pct(xs, 99))} / ${secs(xs.at(-1)!)}` : "-");
     const ratio = (a: number[], b: number[] | undefined) => (b ? (pct(a, 99) / pct(b, 99)).toFixed(2) : "-");
+    const p99 = (label: string, xs: number[] | undefined, constructed: number | undefined) =>
+      xs ? [`${label} ${secs(pct(xs, 99))} s (${constructed ?? "?"} of ${size} objects cold)`] : [];
+    // The hub's create beside the floor's both ways: the hub's objects are as users meet them.
+    console.log(
+      `fleet of ${size}, create p99: ${[
+        ...p99("hub", hub.create, hub.costs.create.counts.doWakes.cluster),
+        ...p99("floor warm", floor?.times, floor?.counts?.constructions),
+        ...p99("floor cold", floorCold?.times, floorCold?.counts?.constructions),
+      ].join(", ")}; hub / floor warm ${ratio(hub.create, floor?.times)}, hub / floor cold ${ratio(hub.create, floorCold?.times)}`,
+    );
     rows.push([
       String(size),
       String(OBJECTS + 1),
@@ -536,8 +590,10 @@ for (const size of SIZES) {
       p(hub.change),
       p(hub.mwrs),
       p(floor?.times),
+      p(floorCold?.times),
       p(noop.times),
       ratio(hub.create, floor?.times),
+      ratio(hub.create, floorCold?.times),
       ratio(hub.create, noop.times),
     ]);
     for (const [label, c] of Object.entries(hub.costs)) measured.push({ size, label, counts: c.counts });
@@ -550,11 +606,13 @@ for (const size of SIZES) {
         String(c.counts.d1RowsWritten),
         `${sum(c.counts.doRequests)} (${c.counts.doRequests.cluster} / ${sum(c.counts.doRequests) - c.counts.doRequests.cluster})`,
         String(sum(c.counts.doAlarms)),
+        String(c.counts.doWakes.cluster),
         ((c.cpu * 1000) / Math.max(1, c.acked)).toFixed(2),
         c.settled.toFixed(2),
       ]);
     for (const [label, m] of [
-      [`floor create${FLOOR_INLINE ? " (spec inline)" : ""}`, floor],
+      [`floor create warm${inline}`, floor],
+      [`floor create cold${inline}`, floorCold],
       ["no-op", noop],
     ] as const) {
       if (!m) continue;
@@ -567,6 +625,7 @@ for (const size of SIZES) {
         c ? String(c.d1RowsWritten) : "0",
         c ? `${c.doRequests} (${c.doRequests} / 0)` : "0",
         "0",
+        c ? String(c.constructions) : "-",
         ((m.cpu * 1000) / Math.max(1, m.acked)).toFixed(2),
         "",
       ]);
@@ -583,16 +642,29 @@ printTable(
     "create p50 / p99 / max s",
     "change of one object p50 / p99 / max s",
     "MWRS create p50 / p99 / max s",
-    "floor create p50 / p99 / max s",
+    "floor create warm p50 / p99 / max s",
+    "floor create cold p50 / p99 / max s",
     "no-op p50 / p99 / max s",
-    "create p99 hub / floor",
+    "create p99 hub / floor warm",
+    "create p99 hub / floor cold",
     "create p99 hub / no-op",
   ],
   rows,
 );
 printTable(
   "what each phase cost on the hub, from its write until it settled (metered hub, bench/meter/worker.ts), and the floor's and the no-op's create (their own counts; CPU of their workerd)",
-  ["clusters", "phase", "D1 calls", "D1 rows read", "D1 rows written", "DO requests (clusters' / others)", "DO alarms", "workerd CPU ms / report", "settled s"],
+  [
+    "clusters",
+    "phase",
+    "D1 calls",
+    "D1 rows read",
+    "D1 rows written",
+    "DO requests (clusters' / others)",
+    "DO alarms",
+    "cluster objects constructed (cold)",
+    "workerd CPU ms / report",
+    "settled s",
+  ],
   costRows,
 );
 printSplit();
