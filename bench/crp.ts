@@ -36,7 +36,26 @@
  * with the spec in every row: floor p99 2.83 s, hub 20.40 s, no-op 0.33 s; at load 4.4: floor
  * p99 1.73 s and 0.66 ms, hub 7.88 s and 7.34 ms, no-op 0.38 s). From the
  * idle hub's 3.84 ms and 3.26 s, the floor's p99 idle is about 0.8-1.4 s: the 2 s bar is within
- * this machine's reach (docs/scale.md, "The platform floor").
+ * this machine's reach with warm objects (docs/scale.md, "The platform floor").
+ *
+ * **Cold objects.** workerd evicts a Durable Object 10 s after its last event (the channel's
+ * pings are answered without waking it), and a call into an evicted SQLite-backed object builds
+ * it inside the call. The hub's create follows its fleet's connect at once, so its objects are
+ * cold as far as the connect took longer than 10 s (at 1,000 clusters: 362 cold after a 17.8 s
+ * connect at load 5, 984 after 62 s at load 9); a long-connected fleet's are all cold. The floor is
+ * therefore timed twice: **warm** (its create at once after its connect, as before) and **cold**
+ * (its objects left 12 s without an event first, `BENCH_FLOOR_IDLE_S`), and every phase prints the
+ * cluster objects constructed during it (the hub's from the meter's `doWakes`, the floor's its own
+ * count: the fleet's size when all were cold), then the hub's create p99 beside both floors with
+ * the ratios. `BENCH_HUB_COLD=1` leaves the hub's objects idle as long before its create (all cold,
+ * as users meet them; printed as such); without it the hub's create is timed as before. At 1,000
+ * clusters (2026-11-30, 15:38-16:27 UTC, load 5-11, six runs): the floor cold 1.87-1.94 ms of
+ * workerd CPU per report (2.18-2.96 at load 8.5-10) against 0.60-0.63 ms fully warm (the wake:
+ * about 1.3 ms per object), p99 2.25 and 2.47 s at load 5-6, 3.1-12.1 s at load 6-10; the hub all
+ * cold 10.07-11.44 ms, p99 24.9-35.9 s (2.1-8.2 times the floor cold in the same runs). From the
+ * floor's idle p99 of 0.69 s for 0.64 ms per report, the floor cold would take
+ * about 2.0-2.1 s idle: with every object cold **the 2 s bar is at the edge of this machine for
+ * any hub**, the floor alone at it (docs/scale.md, "The platform floor", cold objects).
  *
  *   BENCH_SIZES       fleet sizes, comma-separated (default "1000"); each size gets a fresh hub
  *   BENCH_OBJECTS     objects in the placed namespace besides the namespace (default 50)
@@ -49,6 +68,9 @@
  *   BENCH_CHANGE=0    no change phase
  *   BENCH_MWRS=0      no ManifestWorkReplicaSet phase
  *   BENCH_FLOOR=0     no platform floor
+ *   BENCH_FLOOR_COLD=0  no cold floor (its objects left idle until workerd evicted them)
+ *   BENCH_FLOOR_IDLE_S  seconds without an event before a cold create (default 12: workerd's 10 and a margin)
+ *   BENCH_HUB_COLD=1  the hub's create too after its cluster objects were left idle as long (all cold)
  *   BENCH_FLOOR_INLINE=1  the floor stores the spec's text in every work's row (30 KB each) rather
  *                     than once per batch (what a hub without shared specs would store)
  *
@@ -94,6 +116,8 @@ const FLOOR_COLD = FLOOR && process.env.BENCH_FLOOR_COLD !== "0";
  * margin for its timer on a loaded machine.
  */
 const FLOOR_IDLE_MS = Number(process.env.BENCH_FLOOR_IDLE_S ?? "12") * 1000;
+/** The hub's create after its cluster objects were left idle as long (every one cold, as a long-connected fleet's). */
+const HUB_COLD = METER && process.env.BENCH_HUB_COLD === "1";
 /** The ManifestWorkReplicaSet phase's namespace: its Placement `all` and its replica set `bench`. */
 const MWRS_NS = "mwrs-bench";
 /** The name of the replica set's work in each cluster's namespace (OCM's `<namespace>.<name>`). */
@@ -247,6 +271,28 @@ async function settle(hub: Hub, pending: Pending): Promise<MeterCounts> {
 }
 
 /**
+ * Waits until no cluster object of the metered hub had an event (an RPC, a WebSocket message, an
+ * alarm, a construction: the meter's cluster counts unchanged) for {@link FLOOR_IDLE_MS}, so that
+ * workerd evicted them all (`BENCH_HUB_COLD=1`).
+ * @returns the seconds waited
+ * @throws Error when they were not left idle within 180 000 milliseconds
+ */
+async function idleClusterObjects(hub: Hub): Promise<number> {
+  const since = Date.now();
+  const events = (m: MeterCounts) => JSON.stringify([m.doRequests.cluster, m.doMessages.cluster, m.doAlarms.cluster, m.doWakes.cluster]);
+  let last = events(await meter(hub));
+  let quietSince = Date.now();
+  while (Date.now() - quietSince < FLOOR_IDLE_MS) {
+    if (Date.now() - since > 180_000) throw new Error(`the hub's cluster objects were not left idle for ${FLOOR_IDLE_MS} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const now = events(await meter(hub));
+    if (now !== last) quietSince = Date.now();
+    last = now;
+  }
+  return (Date.now() - since) / 1000;
+}
+
+/**
  * Runs one phase: `write` (timed from its start), then the reports of `generation` (of work `work`
  * only, when given), then until it settled (`pending`, {@link settle}).
  */
@@ -363,6 +409,7 @@ async function measureHub(fleet: ChannelFleet, size: number): Promise<Side> {
     // The create follows at once: an object whose last event (its agent's hello and status) is
     // more than 10 s old by then was evicted (workerd), and its create's call wakes it.
     console.log(`fleet of ${size}: connected in ${secs(epochNow() - connecting)} s (after ${OBJECTS} objects stored in ${NS})`);
+    if (HUB_COLD) console.log(`fleet of ${size}: the hub's cluster objects left idle ${(await idleClusterObjects(hub)).toFixed(1)} s before the create`);
     const profile = (name: string) => (PROFILE ? { port: inspectorPort, file: `${PROFILE}-${size}-${name}.cpuprofile` } : undefined);
     const create = await phase(hub, fleet, procs.worker, profile("create"), { generation: 1, pending: placementAt(hub, "0", size) }, async () =>
       ok(
@@ -578,7 +625,7 @@ for (const size of SIZES) {
     // The hub's create beside the floor's both ways: the hub's objects are as users meet them.
     console.log(
       `fleet of ${size}, create p99: ${[
-        ...p99("hub", hub.create, hub.costs.create.counts.doWakes.cluster),
+        ...p99(HUB_COLD ? "hub (left idle first: BENCH_HUB_COLD=1)" : "hub", hub.create, hub.costs.create.counts.doWakes.cluster),
         ...p99("floor warm", floor?.times, floor?.counts?.constructions),
         ...p99("floor cold", floorCold?.times, floorCold?.counts?.constructions),
       ].join(", ")}; hub / floor warm ${ratio(hub.create, floor?.times)}, hub / floor cold ${ratio(hub.create, floorCold?.times)}`,
