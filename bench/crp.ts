@@ -36,7 +36,26 @@
  * with the spec in every row: floor p99 2.83 s, hub 20.40 s, no-op 0.33 s; at load 4.4: floor
  * p99 1.73 s and 0.66 ms, hub 7.88 s and 7.34 ms, no-op 0.38 s). From the
  * idle hub's 3.84 ms and 3.26 s, the floor's p99 idle is about 0.8-1.4 s: the 2 s bar is within
- * this machine's reach (docs/scale.md, "The platform floor").
+ * this machine's reach with warm objects (docs/scale.md, "The platform floor").
+ *
+ * **Cold objects.** workerd evicts a Durable Object 10 s after its last event (the channel's
+ * pings are answered without waking it), and a call into an evicted SQLite-backed object builds
+ * it inside the call. The hub's create follows its fleet's connect at once, so its objects are
+ * cold as far as the connect took longer than 10 s (at 1,000 clusters: 362 cold after a 17.8 s
+ * connect at load 5, 984 after 62 s at load 9); a long-connected fleet's are all cold. The floor is
+ * therefore timed twice: **warm** (its create at once after its connect, as before) and **cold**
+ * (its objects left 12 s without an event first, `BENCH_FLOOR_IDLE_S`), and every phase prints the
+ * cluster objects constructed during it (the hub's from the meter's `doWakes`, the floor's its own
+ * count: the fleet's size when all were cold), then the hub's create p99 beside both floors with
+ * the ratios. `BENCH_HUB_COLD=1` leaves the hub's objects idle as long before its create (all cold,
+ * as users meet them; printed as such); without it the hub's create is timed as before. At 1,000
+ * clusters (2026-11-30, 15:38-16:27 UTC, load 5-11, six runs): the floor cold 1.87-1.94 ms of
+ * workerd CPU per report (2.18-2.96 at load 8.5-10) against 0.60-0.63 ms fully warm (the wake:
+ * about 1.3 ms per object), p99 2.25 and 2.47 s at load 5-6, 3.1-12.1 s at load 6-10; the hub all
+ * cold 10.07-11.44 ms, p99 24.9-35.9 s (2.1-8.2 times the floor cold in the same runs). From the
+ * floor's idle p99 of 0.69 s for 0.64 ms per report, the floor cold would take
+ * about 2.0-2.1 s idle: with every object cold **the 2 s bar is at the edge of this machine for
+ * any hub**, the floor alone at it (docs/scale.md, "The platform floor", cold objects).
  *
  *   BENCH_SIZES       fleet sizes, comma-separated (default "1000"); each size gets a fresh hub
  *   BENCH_OBJECTS     objects in the placed namespace besides the namespace (default 50)
@@ -49,6 +68,9 @@
  *   BENCH_CHANGE=0    no change phase
  *   BENCH_MWRS=0      no ManifestWorkReplicaSet phase
  *   BENCH_FLOOR=0     no platform floor
+ *   BENCH_FLOOR_COLD=0  no cold floor (its objects left idle until workerd evicted them)
+ *   BENCH_FLOOR_IDLE_S  seconds without an event before a cold create (default 12: workerd's 10 and a margin)
+ *   BENCH_HUB_COLD=1  the hub's create too after its cluster objects were left idle as long (all cold)
  *   BENCH_FLOOR_INLINE=1  the floor stores the spec's text in every work's row (30 KB each) rather
  *                     than once per batch (what a hub without shared specs would store)
  *
@@ -87,6 +109,15 @@ const CHANGE = process.env.BENCH_CHANGE !== "0";
 const MWRS = process.env.BENCH_MWRS !== "0";
 const FLOOR = process.env.BENCH_FLOOR !== "0";
 const FLOOR_INLINE = process.env.BENCH_FLOOR_INLINE === "1";
+const FLOOR_COLD = FLOOR && process.env.BENCH_FLOOR_COLD !== "0";
+/**
+ * Milliseconds the floor's cluster objects are left without an event before its cold create:
+ * workerd evicts an object 10 s after its last event (`server.c++` `handleShutdown`), plus a
+ * margin for its timer on a loaded machine.
+ */
+const FLOOR_IDLE_MS = Number(process.env.BENCH_FLOOR_IDLE_S ?? "12") * 1000;
+/** The hub's create after its cluster objects were left idle as long (every one cold, as a long-connected fleet's). */
+const HUB_COLD = METER && process.env.BENCH_HUB_COLD === "1";
 /** The ManifestWorkReplicaSet phase's namespace: its Placement `all` and its replica set `bench`. */
 const MWRS_NS = "mwrs-bench";
 /** The name of the replica set's work in each cluster's namespace (OCM's `<namespace>.<name>`). */
@@ -240,6 +271,28 @@ async function settle(hub: Hub, pending: Pending): Promise<MeterCounts> {
 }
 
 /**
+ * Waits until no cluster object of the metered hub had an event (an RPC, a WebSocket message, an
+ * alarm, a construction: the meter's cluster counts unchanged) for {@link FLOOR_IDLE_MS}, so that
+ * workerd evicted them all (`BENCH_HUB_COLD=1`).
+ * @returns the seconds waited
+ * @throws Error when they were not left idle within 180 000 milliseconds
+ */
+async function idleClusterObjects(hub: Hub): Promise<number> {
+  const since = Date.now();
+  const events = (m: MeterCounts) => JSON.stringify([m.doRequests.cluster, m.doMessages.cluster, m.doAlarms.cluster, m.doWakes.cluster]);
+  let last = events(await meter(hub));
+  let quietSince = Date.now();
+  while (Date.now() - quietSince < FLOOR_IDLE_MS) {
+    if (Date.now() - since > 180_000) throw new Error(`the hub's cluster objects were not left idle for ${FLOOR_IDLE_MS} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const now = events(await meter(hub));
+    if (now !== last) quietSince = Date.now();
+    last = now;
+  }
+  return (Date.now() - since) / 1000;
+}
+
+/**
  * Runs one phase: `write` (timed from its start), then the reports of `generation` (of work `work`
  * only, when given), then until it settled (`pending`, {@link settle}).
  */
@@ -284,7 +337,7 @@ function printCost(size: number, label: string, c: Cost): void {
   console.log(
     `fleet of ${size}, ${label}: settled in ${c.settled.toFixed(2)} s; D1 ${m.d1Calls} calls, ${m.d1RowsRead} rows read, ${m.d1RowsWritten} rows written; ` +
       `DO requests ${sum(m.doRequests)} (${perClass(m.doRequests)}), alarms ${sum(m.doAlarms)} (${perClass(m.doAlarms)}), ` +
-      `WebSocket messages ${sum(m.doMessages)}; the hub's workerd ${c.cpu.toFixed(2)} s of CPU, ${((c.cpu * 1000) / Math.max(1, c.acked)).toFixed(2)} ms per acknowledged report (${c.acked} reports; load ${c.load})`,
+      `WebSocket messages ${sum(m.doMessages)}; cluster objects constructed ${m.doWakes.cluster} (cold; of ${size}); the hub's workerd ${c.cpu.toFixed(2)} s of CPU, ${((c.cpu * 1000) / Math.max(1, c.acked)).toFixed(2)} ms per acknowledged report (${c.acked} reports; load ${c.load})`,
   );
   if (!TRACE_SQL) return;
   const all = Object.entries(m.statements ?? {});
@@ -351,8 +404,12 @@ async function measureHub(fleet: ChannelFleet, size: number): Promise<Side> {
     await fleet.register(hub.url, token);
     await storeObjects(hub);
     const procs = hubProcesses(hub.pid, hub.url);
+    const connecting = epochNow();
     await fleet.connect(await entryUrl(procs.worker));
-    console.log(`fleet of ${size}: connected; ${OBJECTS} objects stored in ${NS}`);
+    // The create follows at once: an object whose last event (its agent's hello and status) is
+    // more than 10 s old by then was evicted (workerd), and its create's call wakes it.
+    console.log(`fleet of ${size}: connected in ${secs(epochNow() - connecting)} s (after ${OBJECTS} objects stored in ${NS})`);
+    if (HUB_COLD) console.log(`fleet of ${size}: the hub's cluster objects left idle ${(await idleClusterObjects(hub)).toFixed(1)} s before the create`);
     const profile = (name: string) => (PROFILE ? { port: inspectorPort, file: `${PROFILE}-${size}-${name}.cpuprofile` } : undefined);
     const create = await phase(hub, fleet, procs.worker, profile("create"), { generation: 1, pending: placementAt(hub, "0", size) }, async () =>
       ok(
@@ -432,12 +489,16 @@ async function createdWork(hub: Hub, cluster: string): Promise<Record<string, un
   return work;
 }
 
-/** The floor's counts (bench/noop/floor.ts `FloorCounts`). */
+/** The floor's counts (bench/noop/floor.ts `FloorCounts`, and `idleMs`). */
 interface FloorCounts {
   d1Calls: number;
   d1RowsRead: number;
   d1RowsWritten: number;
   doRequests: number;
+  /** Cluster objects constructed (a first load or a wake after eviction: cold ones). */
+  constructions: number;
+  /** Milliseconds since the last event of a cluster object ended (0 while one runs, -1 before any). */
+  idleMs: number;
 }
 
 /** A Worker's create: report times, and its workerd's CPU per acknowledged report. */
@@ -447,14 +508,22 @@ interface Measured {
   acked: number;
   load: string;
   counts?: FloorCounts;
+  /** The floor's cold create: seconds its objects were left idle before it (none for a warm one). */
+  idled?: number;
 }
 
 /**
  * The platform floor's create (bench/noop/floor.ts): the fleet connected to the no-op Worker with
  * `BENCH_FLOOR=1`, handed `work`, then timed from its create request to each cluster's report of
- * the work's generation acknowledged.
+ * the work's generation acknowledged. Warm: the create follows the connect at once (the objects
+ * the connect woke last are in memory; at 1,000 clusters the first ones may not be). `cold`: the
+ * objects are first left without an event for {@link FLOOR_IDLE_MS} (the floor's `idleMs`), so
+ * workerd evicted them and the create's call into each builds it again, as the hub's create meets
+ * its objects; the count of constructions during the create says whether they were (the fleet's
+ * size when all were cold).
+ * @throws Error when the objects were not left idle within 180 000 milliseconds
  */
-async function measureFloor(fleet: ChannelFleet, work: Record<string, unknown>): Promise<Measured> {
+async function measureFloor(fleet: ChannelFleet, work: Record<string, unknown>, cold = false): Promise<Measured> {
   const floor = await startNoopWorker({ vars: { BENCH_FLOOR: "1" } });
   try {
     const procs = hubProcesses(floor.pid, floor.url);
@@ -465,6 +534,19 @@ async function measureFloor(fleet: ChannelFleet, work: Record<string, unknown>):
       return r.json();
     };
     await post("/floor/setup", { work, specJson: JSON.stringify(work.spec), inlineSpec: FLOOR_INLINE });
+    const floorCounts = async () => (await (await fetch(`${floor.url}/__floor`)).json()) as FloorCounts;
+    let idled: number | undefined;
+    if (cold) {
+      const since = epochNow();
+      const deadline = Date.now() + 180_000;
+      for (;;) {
+        const idle = (await floorCounts()).idleMs;
+        if (idle >= FLOOR_IDLE_MS) break;
+        if (Date.now() > deadline) throw new Error(`the floor's cluster objects were not left idle for ${FLOOR_IDLE_MS} ms (idle ${idle} ms)`);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      idled = (epochNow() - since) / 1000;
+    }
     await post("/__floor");
     const acked0 = (await fleet.stats()).reportsAcked;
     const cpu0 = cpuSeconds(procs.worker);
@@ -478,8 +560,8 @@ async function measureFloor(fleet: ChannelFleet, work: Record<string, unknown>):
     const times = doneAfter(reports, t0);
     const cpu = cpuSeconds(procs.worker) - cpu0;
     const acked = (await fleet.stats()).reportsAcked - acked0;
-    const counts = (await (await fetch(`${floor.url}/__floor`)).json()) as FloorCounts;
-    return { times, cpu, acked, load: loadAverage(), counts };
+    const counts = await floorCounts();
+    return { times, cpu, acked, load: loadAverage(), counts, ...(idled === undefined ? {} : { idled }) };
   } finally {
     await fleet.disconnect().catch(() => undefined);
     await floor.stop();
@@ -514,21 +596,40 @@ for (const size of SIZES) {
   const fleet = await ChannelFleet.start(Array.from({ length: size }, (_, i) => clusterName(i)));
   try {
     const hub = await measureHub(fleet, size);
-    const floor = FLOOR ? await measureFloor(fleet, hub.work) : undefined;
-    if (floor) {
+    const inline = FLOOR_INLINE ? " (spec inline)" : "";
+    const printFloor = (label: string, floor: Measured) => {
       const c = floor.counts!;
       console.log(
-        `fleet of ${size}, floor create${FLOOR_INLINE ? " (spec inline)" : ""}: first ${secs(floor.times[0]!)} s, p50 ${secs(pct(floor.times, 50))} s, p99 ${secs(pct(floor.times, 99))} s, max ${secs(floor.times.at(-1)!)} s; ` +
-          `D1 ${c.d1Calls} calls, ${c.d1RowsRead} rows read, ${c.d1RowsWritten} rows written; DO requests ${c.doRequests}; its workerd ${floor.cpu.toFixed(2)} s of CPU, ` +
+        `fleet of ${size}, ${label}${inline}: first ${secs(floor.times[0]!)} s, p50 ${secs(pct(floor.times, 50))} s, p99 ${secs(pct(floor.times, 99))} s, max ${secs(floor.times.at(-1)!)} s; ` +
+          `D1 ${c.d1Calls} calls, ${c.d1RowsRead} rows read, ${c.d1RowsWritten} rows written; DO requests ${c.doRequests}; ` +
+          `cluster objects constructed ${c.constructions} (cold; of ${size}${floor.idled === undefined ? "" : `, after ${floor.idled.toFixed(1)} s idle`}); its workerd ${floor.cpu.toFixed(2)} s of CPU, ` +
           `${((floor.cpu * 1000) / Math.max(1, floor.acked)).toFixed(2)} ms per acknowledged report (${floor.acked} reports; load ${floor.load})`,
       );
-    }
+    };
+    const floor = FLOOR ? await measureFloor(fleet, hub.work) : undefined;
+    if (floor) printFloor("floor create warm", floor);
+    const floorCold = FLOOR_COLD ? await measureFloor(fleet, hub.work, true) : undefined;
+    if (floorCold) printFloor("floor create cold", floorCold);
+    if (floorCold && floorCold.counts!.constructions < size)
+      console.log(
+        `fleet of ${size}: WARNING the floor's cold create found ${size - floorCold.counts!.constructions} of ${size} cluster objects in memory (not evicted): its figure is not all cold`,
+      );
     const noop = await measureNoop(fleet);
     console.log(
       `fleet of ${size}, no-op: p50 ${secs(pct(noop.times, 50))} s, p99 ${secs(pct(noop.times, 99))} s; its workerd ${((noop.cpu * 1000) / Math.max(1, noop.acked)).toFixed(2)} ms of CPU per acknowledged report (load ${noop.load})`,
     );
     const p = (xs: number[] | undefined) => (xs ? `${secs(pct(xs, 50))} / ${secs(pct(xs, 99))} / ${secs(xs.at(-1)!)}` : "-");
     const ratio = (a: number[], b: number[] | undefined) => (b ? (pct(a, 99) / pct(b, 99)).toFixed(2) : "-");
+    const p99 = (label: string, xs: number[] | undefined, constructed: number | undefined) =>
+      xs ? [`${label} ${secs(pct(xs, 99))} s (${constructed ?? "?"} of ${size} objects cold)`] : [];
+    // The hub's create beside the floor's both ways: the hub's objects are as users meet them.
+    console.log(
+      `fleet of ${size}, create p99: ${[
+        ...p99(HUB_COLD ? "hub (left idle first: BENCH_HUB_COLD=1)" : "hub", hub.create, hub.costs.create.counts.doWakes.cluster),
+        ...p99("floor warm", floor?.times, floor?.counts?.constructions),
+        ...p99("floor cold", floorCold?.times, floorCold?.counts?.constructions),
+      ].join(", ")}; hub / floor warm ${ratio(hub.create, floor?.times)}, hub / floor cold ${ratio(hub.create, floorCold?.times)}`,
+    );
     rows.push([
       String(size),
       String(OBJECTS + 1),
@@ -536,8 +637,10 @@ for (const size of SIZES) {
       p(hub.change),
       p(hub.mwrs),
       p(floor?.times),
+      p(floorCold?.times),
       p(noop.times),
       ratio(hub.create, floor?.times),
+      ratio(hub.create, floorCold?.times),
       ratio(hub.create, noop.times),
     ]);
     for (const [label, c] of Object.entries(hub.costs)) measured.push({ size, label, counts: c.counts });
@@ -550,11 +653,13 @@ for (const size of SIZES) {
         String(c.counts.d1RowsWritten),
         `${sum(c.counts.doRequests)} (${c.counts.doRequests.cluster} / ${sum(c.counts.doRequests) - c.counts.doRequests.cluster})`,
         String(sum(c.counts.doAlarms)),
+        String(c.counts.doWakes.cluster),
         ((c.cpu * 1000) / Math.max(1, c.acked)).toFixed(2),
         c.settled.toFixed(2),
       ]);
     for (const [label, m] of [
-      [`floor create${FLOOR_INLINE ? " (spec inline)" : ""}`, floor],
+      [`floor create warm${inline}`, floor],
+      [`floor create cold${inline}`, floorCold],
       ["no-op", noop],
     ] as const) {
       if (!m) continue;
@@ -567,6 +672,7 @@ for (const size of SIZES) {
         c ? String(c.d1RowsWritten) : "0",
         c ? `${c.doRequests} (${c.doRequests} / 0)` : "0",
         "0",
+        c ? String(c.constructions) : "-",
         ((m.cpu * 1000) / Math.max(1, m.acked)).toFixed(2),
         "",
       ]);
@@ -583,16 +689,29 @@ printTable(
     "create p50 / p99 / max s",
     "change of one object p50 / p99 / max s",
     "MWRS create p50 / p99 / max s",
-    "floor create p50 / p99 / max s",
+    "floor create warm p50 / p99 / max s",
+    "floor create cold p50 / p99 / max s",
     "no-op p50 / p99 / max s",
-    "create p99 hub / floor",
+    "create p99 hub / floor warm",
+    "create p99 hub / floor cold",
     "create p99 hub / no-op",
   ],
   rows,
 );
 printTable(
   "what each phase cost on the hub, from its write until it settled (metered hub, bench/meter/worker.ts), and the floor's and the no-op's create (their own counts; CPU of their workerd)",
-  ["clusters", "phase", "D1 calls", "D1 rows read", "D1 rows written", "DO requests (clusters' / others)", "DO alarms", "workerd CPU ms / report", "settled s"],
+  [
+    "clusters",
+    "phase",
+    "D1 calls",
+    "D1 rows read",
+    "D1 rows written",
+    "DO requests (clusters' / others)",
+    "DO alarms",
+    "cluster objects constructed (cold)",
+    "workerd CPU ms / report",
+    "settled s",
+  ],
   costRows,
 );
 printSplit();

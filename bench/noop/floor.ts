@@ -33,8 +33,13 @@
  * upsert. Nothing is validated, defaulted or versioned.
  *
  * Counts (`GET /__floor`, `POST /__floor` sets them to zero): D1 calls (a batch is one), rows
- * read and written (D1's `meta`), and RPCs to the cluster objects. In local workerd the Worker and
- * its objects share one isolate, so module variables see them all (as bench/meter/worker.ts).
+ * read and written (D1's `meta`), RPCs to the cluster objects, and constructions of the cluster
+ * objects (a first load, or a wake after workerd evicted the object: its hibernation, 10 s after
+ * its last event, workerd `server.c++` `handleShutdown`), so that a create says whether its
+ * objects were cold. `GET /__floor` also answers `idleMs`, the milliseconds since the last event
+ * of any cluster object ended (0 while one runs; -1 before the first): bench:crp waits for it to
+ * pass workerd's 10 s before the floor's cold create. In local workerd the Worker and its objects
+ * share one isolate, so module variables see them all (as bench/meter/worker.ts).
  */
 import { DurableObject } from "cloudflare:workers";
 import { CommitGroups } from "../../src/store/group-commit.ts";
@@ -67,9 +72,31 @@ export interface FloorCounts {
   d1RowsWritten: number;
   /** RPCs to the cluster objects. */
   doRequests: number;
+  /** Cluster objects constructed: a first load, or a wake after eviction (a cold object). */
+  constructions: number;
 }
 
-let counts: FloorCounts = { d1Calls: 0, d1RowsRead: 0, d1RowsWritten: 0, doRequests: 0 };
+const zero = (): FloorCounts => ({ d1Calls: 0, d1RowsRead: 0, d1RowsWritten: 0, doRequests: 0, constructions: 0 });
+let counts: FloorCounts = zero();
+
+/** Cluster objects' events running now (a constructor, an RPC, a fetch, a WebSocket message). */
+let activeEvents = 0;
+/** When the last cluster object's event ended (epoch milliseconds; workerd's clock, which moves on I/O); 0 before any. */
+let lastEventEnd = 0;
+
+/** Runs one event of a cluster object, keeping {@link activeEvents} and {@link lastEventEnd}. */
+async function objectEvent<T>(fn: () => Promise<T>): Promise<T> {
+  activeEvents++;
+  try {
+    return await fn();
+  } finally {
+    activeEvents--;
+    lastEventEnd = Date.now();
+  }
+}
+
+/** Milliseconds since the last cluster object's event ended: 0 while one runs, -1 before the first. */
+const idleMs = () => (activeEvents > 0 ? 0 : lastEventEnd === 0 ? -1 : Date.now() - lastEventEnd);
 
 /** Adds a D1 call's results (one call: a statement or a batch) to {@link counts}. */
 function counted<T extends D1Result | D1Result[]>(result: T): T {
@@ -276,8 +303,8 @@ export async function floorKube(req: Request, url: URL, env: FloorEnv): Promise<
  */
 export async function floorRoutes(req: Request, url: URL, env: FloorEnv, clusters: () => string[]): Promise<Response | null> {
   if (url.pathname === "/__floor") {
-    if (req.method === "POST") counts = { d1Calls: 0, d1RowsRead: 0, d1RowsWritten: 0, doRequests: 0 };
-    return json(counts);
+    if (req.method === "POST") counts = zero();
+    return json({ ...counts, idleMs: idleMs() });
   }
   if (req.method !== "POST") return null;
   if (url.pathname === "/floor/setup") {
@@ -307,6 +334,8 @@ export class FloorClusterObject extends DurableObject<FloorEnv> {
 
   constructor(ctx: DurableObjectState, env: FloorEnv) {
     super(ctx, env);
+    counts.constructions++;
+    lastEventEnd = Date.now();
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(CHANNEL_PING, CHANNEL_PONG));
   }
 
@@ -316,13 +345,24 @@ export class FloorClusterObject extends DurableObject<FloorEnv> {
   }
 
   /** The delivery hook's call: keeps the work and pushes it to the connected agent. */
-  async deliver(d: FloorDelivery): Promise<void> {
-    this.work = d;
-    const msg = this.worksMessage(d);
-    for (const ws of this.ctx.getWebSockets()) send(ws, msg);
+  deliver(d: FloorDelivery): Promise<void> {
+    return objectEvent(async () => {
+      this.work = d;
+      const msg = this.worksMessage(d);
+      for (const ws of this.ctx.getWebSockets()) send(ws, msg);
+    });
   }
 
-  override async fetch(req: Request): Promise<Response> {
+  override fetch(req: Request): Promise<Response> {
+    return objectEvent(() => this.accept(req));
+  }
+
+  override webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): Promise<void> {
+    return objectEvent(() => this.message(ws, data));
+  }
+
+  /** The agent's connect: its WebSocket accepted (hibernatable), an older one of the cluster's closed. */
+  private async accept(req: Request): Promise<Response> {
     for (const old of this.ctx.getWebSockets()) old.close(4000, "replaced");
     const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
     this.ctx.acceptWebSocket(server);
@@ -331,7 +371,8 @@ export class FloorClusterObject extends DurableObject<FloorEnv> {
     return new Response(null, { status: 101, webSocket: client, headers: { "sec-websocket-protocol": CHANNEL_SUBPROTOCOL } });
   }
 
-  override async webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): Promise<void> {
+  /** One message of the agent: `hello` (welcome, and the work if it holds an older one), `status` (ack), `report` (its status written, then the ack). */
+  private async message(ws: WebSocket, data: string | ArrayBuffer): Promise<void> {
     if (typeof data !== "string") return;
     const msg = JSON.parse(data) as { type: string; id?: string; worksEtag?: string; work?: string; report?: { status?: unknown } };
     const w = this.work;

@@ -13,6 +13,8 @@ interface Counts {
   d1RowsRead: number;
   d1RowsWritten: number;
   doRequests: number;
+  constructions: number;
+  idleMs: number;
 }
 
 describe("the platform floor", () => {
@@ -80,6 +82,39 @@ describe("the platform floor", () => {
       expect(c.d1Calls).toBeGreaterThanOrEqual(2);
       expect(c.d1Calls).toBeLessThanOrEqual(4);
       expect(c.d1RowsWritten).toBeGreaterThanOrEqual(6);
+      // The objects the connect built were in memory: none was built again for the create.
+      expect(c.constructions).toBe(0);
+    } finally {
+      await fleet.stop();
+    }
+  });
+
+  it("counts the cluster objects built again after workerd evicted them (a cold create)", async () => {
+    const fleet = await ChannelFleet.start(["cold-a", "cold-b"]);
+    try {
+      await counts(true);
+      await fleet.connect(await entryUrl(hubProcesses(floor.pid, floor.url).worker));
+      // The connect built each cluster's object once.
+      expect((await counts()).constructions).toBe(2);
+      const spec = { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "x", namespace: "default" }, data: { k: "v" } }] } };
+      const work = {
+        apiVersion: "work.open-cluster-management.io/v1",
+        kind: "ManifestWork",
+        metadata: { name: "cold-work", namespace: "cold-a", uid: "u-2", generation: 1 },
+        spec,
+      };
+      expect((await call("POST", "/floor/setup", { work, specJson: JSON.stringify(spec) })).status).toBe(200);
+      // workerd evicts an object 10 s after its last event (its pings are answered without it):
+      // the floor tells how long its objects have had none.
+      await expect.poll(async () => (await counts()).idleMs, { timeout: 60_000, interval: 500 }).toBeGreaterThanOrEqual(11_000);
+      await counts(true);
+      // The create goes to every cluster that ever connected to this Worker (the test before's too).
+      const created = (await call("POST", "/floor/create")).body as { clusters: number };
+      expect(await fleet.reported(1, 60_000, "cold-work")).toHaveLength(2);
+      const c = await counts();
+      // Each object was built again by the create's call into it, then took its agent's report.
+      expect(c.doRequests).toBe(created.clusters);
+      expect(c.constructions).toBe(created.clusters);
     } finally {
       await fleet.stop();
     }
