@@ -27,7 +27,13 @@
  *   docs/scale.md "The platform floor"). Each
  *   run's CPU time per object, of the Worker's processes (`wrangler dev` and its workerd, read
  *   from /proc; the hub's include `npm start`'s supervisor) and of kubectl: what the work costs,
- *   which a loaded machine's wall time does not show.
+ *   which a loaded machine's wall time does not show, and the two summed (kubectl's apply is
+ *   sequential, a request then its answer, so on an idle machine its wall time follows the CPU of
+ *   kubectl and the Worker's processes together), with the 1-minute load average at the run's
+ *   start. After each step, per other Worker, a row of the ratios hub/floor and hub/no-op of each
+ *   figure (wall time, with the hub's excess per object in milliseconds; the Worker's CPU;
+ *   kubectl's; both together): kubectl's own CPU is the same work against every Worker, so the
+ *   sum's ratio is the part of the hub's time that is the hub's.
  *
  *   BENCH_OBJECTS        objects applied (default 500)
  *   BENCH_SKIP_HUB       set: only the CPU figures
@@ -233,12 +239,14 @@ async function runSteps(targets: Target[], caFile: string, token: string, file: 
   }
   const times = new Map<Target, number[]>(targets.map((t) => [t, []]));
   const workerCpus = new Map<Target, number[]>(targets.map((t) => [t, []]));
+  const kubectlCpus = new Map<Target, number[]>(targets.map((t) => [t, []]));
   const rows: string[][] = [];
   for (const [i, [label, args, hubOnly]] of steps.entries()) {
     if (STEPS && !STEPS.has(i + 1)) continue;
     const on = hubOnly ? targets.slice(0, 1) : targets;
     for (const t of on) {
-      log(`${t.name}: ${label}: ${OBJECTS} objects, load ${loadavg()[0]!.toFixed(2)}`);
+      const load = loadavg()[0]!;
+      log(`${t.name}: ${label}: ${OBJECTS} objects, load ${load.toFixed(2)}`);
       const after = await t.around?.(i);
       const verbose = REQUEST_TIMES ? ["-v=6"] : [];
       const [worker0, kubectl0] = [cpuMs(t.pid), cpuMs("children")];
@@ -251,6 +259,7 @@ async function runSteps(targets: Target[], caFile: string, token: string, file: 
       const [workerCpu, kubectlCpu] = [cpuMs(t.pid) - worker0, cpuMs("children") - kubectl0];
       times.get(t)!.push(s);
       workerCpus.get(t)!.push(workerCpu);
+      kubectlCpus.get(t)!.push(kubectlCpu);
       const extra = (await after?.()) ?? "";
       const objects = out.trim().split("\n").length - 5;
       const requests = REQUEST_TIMES
@@ -266,13 +275,29 @@ async function runSteps(targets: Target[], caFile: string, token: string, file: 
         `${((s * 1000) / OBJECTS).toFixed(1)} ms`,
         `${(workerCpu / OBJECTS).toFixed(2)} ms`,
         `${(kubectlCpu / OBJECTS).toFixed(2)} ms`,
+        `${((workerCpu + kubectlCpu) / OBJECTS).toFixed(2)} ms`,
+        load.toFixed(1),
         [requests, extra].filter(Boolean).join("; "),
       ]);
     }
+    // Each other Worker beside the hub, in the same minutes: the ratio of each figure (wall time,
+    // the Worker's CPU, kubectl's, both together), and the hub's excess per object.
     for (const other of on.slice(1)) {
-      const [a, b] = [targets[0]!, other].map((t) => times.get(t)!.at(-1)!);
-      const [wa, wb] = [targets[0]!, other].map((t) => workerCpus.get(t)!.at(-1)!);
-      rows.push([label, `ratio ${targets[0]!.name}/${other.name}`, "", `${(a! / b!).toFixed(2)}`, "", `${(wa! / wb!).toFixed(2)}`, "", ""]);
+      const last = (m: Map<Target, number[]>) => [m.get(targets[0]!)!.at(-1)!, m.get(other)!.at(-1)!] as const;
+      const [[a, b], [wa, wb], [ka, kb]] = [last(times), last(workerCpus), last(kubectlCpus)];
+      const ratio = (x: number, y: number) => (x / y).toFixed(2);
+      rows.push([
+        label,
+        `ratio ${targets[0]!.name}/${other.name}`,
+        "",
+        ratio(a, b),
+        `+${(((a - b) * 1000) / OBJECTS).toFixed(1)} ms`,
+        ratio(wa, wb),
+        ratio(ka, kb),
+        ratio(wa + ka, wb + kb),
+        "",
+        "",
+      ]);
     }
   }
   return rows;
@@ -396,6 +421,6 @@ printTable("Validating a Deployment (Node, per operation)", ["what", "CPU"], cpu
 if (!process.env.BENCH_SKIP_HUB)
   printTable(
     `kubectl apply of ${OBJECTS} objects to the hub, the platform floor and the no-op Worker (wrangler dev, HTTPS)`,
-    ["run", "Worker", "objects", "wall time", "per object", "Worker CPU per object", "kubectl CPU per object", "detail"],
+    ["run", "Worker", "objects", "wall time", "per object", "Worker CPU per object", "kubectl CPU per object", "both", "load", "detail"],
     await applyFigures(),
   );

@@ -209,7 +209,8 @@ function wantedForm(accept: string | undefined): string | null {
  */
 export async function yamlResponses(c: Context, next: () => Promise<void>): Promise<void> {
   await next();
-  if (queryFlag(c.req.query("watch")) || wantedForm(c.req.header("accept")) !== "yaml") return;
+  // The Accept header first: a JSON client's answer (nearly every request) never parses the query.
+  if (wantedForm(c.req.header("accept")) !== "yaml" || queryFlag(c.req.query("watch"))) return;
   const type = c.res.headers.get("content-type") ?? "";
   if (!type.startsWith("application/json")) return;
   const body: unknown = await c.res.json();

@@ -43,6 +43,7 @@ import {
 } from "./event.ts";
 import { appendAuditEvent, auditLimits, auditRetentionDays, auditRowOf, replaceAuditEvent } from "./log.ts";
 import { edgeLocation } from "../edge.ts";
+import { isNonResourceRequest } from "../auth/rbac-types.ts";
 import { requestUrl } from "../k8s/request-url.ts";
 
 /**
@@ -180,8 +181,12 @@ async function recordAfter(c: AuditContext, auditID: string, receivedAt: number)
     const committed = c.get("audit")?.committed;
     // Committed with the write, as answered: nothing more to store.
     if (committed === code) return;
-    const info = infoOf(c);
     // Every request through the proxy to a member cluster is recorded (docs/proxy.md), reads too.
+    // A read that authorization let through (nearly every request) is decided from its
+    // attributes as set, without building the record's request info.
+    const attrs = c.get("attributes");
+    if (attrs && !isAudited(attrs.verb, code) && (isNonResourceRequest(attrs) || attrs.subresource !== "proxy")) return;
+    const info = infoOf(c);
     if (!isAudited(info.verb, code) && info.objectRef?.subresource !== "proxy") return;
     const failure = c.error instanceof ApiError ? c.error : undefined;
     // Everything is read and built now: the request and response are not to be touched once

@@ -167,11 +167,12 @@ export function impersonationRequests(headers: Headers): ImpersonationItem[] {
     others = true;
     items.push({ kind: "Group", attributes: attrs("", "groups", group), text: `group ${JSON.stringify(group)}` });
   }
-  for (const [name, value] of headers) {
+  // The names alone (the Fetch API's are lower case already); a value is read only for an extra.
+  for (const name of headers.keys()) {
     const lower = name.toLowerCase();
     if (!lower.startsWith(EXTRA_PREFIX)) continue;
     const key = unescapeExtraKey(lower.slice(EXTRA_PREFIX.length));
-    for (const v of listValues(value)) {
+    for (const v of listValues(headers.get(name))) {
       others = true;
       items.push({
         kind: "UserExtra",

@@ -227,9 +227,21 @@ export function findCondition(conditions: Condition[] | undefined, type: string)
   return conditions?.find((c) => c.type === type);
 }
 
-/** RFC 3339 time with second precision, as Kubernetes serialises metav1.Time. */
+/** The second (epoch seconds) {@link rfc3339} last formatted, and its text. */
+let lastSecond: { s: number; text: string } = { s: NaN, text: "" };
+
+/**
+ * RFC 3339 time with second precision, as Kubernetes serialises metav1.Time, of an
+ * epoch-milliseconds time. The last second's text is kept: a write stamps the same second
+ * several times (creationTimestamp, its managedFields entry, conditions).
+ * @throws RangeError for a time that is not a valid date (as `Date.prototype.toISOString`)
+ */
 export function rfc3339(ms: number): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(".000Z", "Z");
+  const s = Math.floor(ms / 1000);
+  if (s === lastSecond.s) return lastSecond.text;
+  const text = new Date(s * 1000).toISOString().replace(".000Z", "Z");
+  lastSecond = { s, text };
+  return text;
 }
 
 /**
@@ -237,5 +249,6 @@ export function rfc3339(ms: number): string {
  * exactly six fractional digits (`2006-01-02T15:04:05.000000Z07:00`), e.g. `2026-11-26T11:50:00.123000Z`.
  */
 export function microTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+  // toISOString ends in `.sssZ`: three more digits before the Z.
+  return `${new Date(ms).toISOString().slice(0, -1)}000Z`;
 }

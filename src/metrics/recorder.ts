@@ -19,7 +19,7 @@
  * @module
  */
 import type { Env } from "../env.ts";
-import { addValues, labelsPart, observation, type Labels, type MetricFamily } from "./exposition.ts";
+import { addValues, labelsPart, observation, withLabel, type Labels, type MetricFamily } from "./exposition.ts";
 
 /** How long the first event of a batch waits before the batch is sent, in milliseconds. */
 export const FLUSH_DELAY_MS = 1000;
@@ -80,6 +80,25 @@ export function count(family: MetricFamily & { type: "counter" }, labels: Labels
  */
 export function observe(family: MetricFamily & { type: "histogram" }, labels: Labels, value: number): void {
   add(family.name, labelsPart(family.labels, labels), observation(family, value));
+}
+
+/**
+ * {@link count} and {@link observe} of one request with the histogram's label part built once:
+ * `labels` is the {@link labelsPart} of `histogram`'s labels, and `counter`'s labels are the
+ * histogram's with `last` after them (kube-apiserver's `apiserver_request_total` and
+ * `apiserver_request_duration_seconds`: the same labels, and `code`). Adds 1 to the counter with
+ * `last` = `value` and, when `seconds` is given, observes it in the histogram.
+ */
+export function countAndObserve(
+  counter: MetricFamily & { type: "counter" },
+  histogram: MetricFamily & { type: "histogram" },
+  labels: Labels,
+  last: [name: string, value: string],
+  seconds: number | undefined,
+): void {
+  const part = labelsPart(histogram.labels, labels);
+  add(counter.name, last[1] === "" ? part : withLabel(part, last[0], last[1]), [1]);
+  if (seconds !== undefined) add(histogram.name, part, observation(histogram, seconds));
 }
 
 /** Takes this isolate's batch (leaving it empty). */

@@ -31,7 +31,7 @@ import type { Env } from "../env.ts";
 import { EXPOSITION_CONTENT_TYPE, renderExposition, type Cell } from "./exposition.ts";
 import { ALL_FAMILIES, COUNTED } from "./families.ts";
 import { fleetGauges } from "./fleet.ts";
-import { count, flushMetrics, flushSoon, METRICS_OBJECT, observe } from "./recorder.ts";
+import { count, countAndObserve, flushMetrics, flushSoon, METRICS_OBJECT } from "./recorder.ts";
 import { requestUrl } from "../k8s/request-url.ts";
 
 /** `group/version/plural` of every served kind: the resources whose requests are labelled by resource. */
@@ -114,8 +114,9 @@ export const countApiRequests: MiddlewareHandler<{ Bindings: Env; Variables: Par
     try {
       const code = c.res.status;
       const labels = requestLabels(c.req.method, requestUrl(c.req.raw), c.req.header("content-type"), c.get("attributes"), code);
-      count(COUNTED.apiRequests, { ...labels, code });
-      if (labels.verb !== "WATCH" && labels.verb !== "CONNECT") observe(COUNTED.apiRequestDuration, labels, since(start));
+      // apiserver_request_total's labels are the duration's and `code`: their label part is built once.
+      const seconds = labels.verb !== "WATCH" && labels.verb !== "CONNECT" ? since(start) : undefined;
+      countAndObserve(COUNTED.apiRequests, COUNTED.apiRequestDuration, labels, ["code", String(code)], seconds);
       flushAfter(c);
     } catch (e) {
       console.error("metrics: a request was not counted:", e instanceof Error ? e.message : String(e));

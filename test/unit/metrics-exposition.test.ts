@@ -4,7 +4,7 @@
  * counters and gauges of every family /metrics shows.
  */
 import { describe, expect, it } from "vitest";
-import { addValues, labelsPart, observation, renderExposition, type Cell } from "../../src/metrics/exposition.ts";
+import { addValues, escapeLabelValue, labelsPart, observation, renderExposition, type Cell } from "../../src/metrics/exposition.ts";
 import { ALL_FAMILIES, COUNTED, GAUGES } from "../../src/metrics/families.ts";
 import { parsePrometheus, sampleSum } from "../prometheus-parser.ts";
 
@@ -81,5 +81,10 @@ describe("text exposition format 0.0.4", () => {
       if (f.type === "counter") expect(f.name).toMatch(/_total$/);
       if (f.type === "histogram") expect(f.buckets!.length).toBeGreaterThan(0);
     }
+  });
+
+  it("escapes a label value only where it must, as the three replacements did", () => {
+    const plain = (v: string) => v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+    for (const v of ["", "GET", "apps", 'a "q"', "back\\slash", "line\nfeed", 'all \\ " \n of them', "\\\\"]) expect(escapeLabelValue(v)).toBe(plain(v));
   });
 });

@@ -130,6 +130,30 @@ describe("audit log: the identity contract (c.var.user, c.var.attributes, Unauth
     });
   });
 
+  it("decides a read from the attributes set: not recorded, unless through the proxy or denied", async () => {
+    const a = new Hono<{ Bindings: Env; Variables: AuditVariables }>();
+    a.use("/apis/*", auditRequests);
+    a.use("/apis/*", async (c, next) => {
+      const subresource = c.req.query("sub");
+      c.set("user", alice);
+      c.set("attributes", { ...attrs, verb: "get", name: "p1", ...(subresource ? { subresource } : {}) });
+      await next();
+    });
+    a.get("/apis/*", (c) => (c.req.query("deny") ? statusResponse(forbiddenError(alice, { ...attrs, verb: "get", name: "p1" })) : c.json({ ok: true })));
+    /** The request's record once its `waitUntil` work finished (null: none was stored). */
+    const get = async (query: string) => {
+      const ctx = createExecutionContext();
+      const res = await a.fetch(new Request(`https://hub.test${path}/p1?${query}`), env, ctx);
+      await waitOnExecutionContext(ctx);
+      const row = await env.DB.prepare("SELECT body FROM audit_events WHERE audit_id = ?").bind(res.headers.get("audit-id")).first<{ body: string }>();
+      return row && JSON.parse(row.body);
+    };
+    expect(await get("")).toBeNull();
+    expect(await get("sub=status")).toBeNull();
+    expect(await get("sub=proxy")).toMatchObject({ verb: "get", objectRef: { subresource: "proxy", name: "p1" }, responseStatus: { code: 200 } });
+    expect(await get("deny=1")).toMatchObject({ verb: "get", responseStatus: { code: 403 }, annotations: { "authorization.k8s.io/decision": "forbid" } });
+  });
+
   it("records a forbiddenError as a denied request by that user, with its Status", async () => {
     const e = await app((c) => {
       c.set("user", alice);

@@ -191,6 +191,16 @@ describe("YAML request and response bodies", () => {
     expect((await yamlCall("GET", `${PL}/y1`, undefined, "application/json;q=0.5, application/yaml")).headers.get("content-type")).toBe("application/yaml");
   });
 
+  it("streams a watch as JSON lines when Accept lists YAML first", async () => {
+    const res = await yamlCall("GET", `${PL}?watch=true`, undefined, "application/yaml, application/json");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+    const reader = res.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    await reader.cancel();
+    expect(JSON.parse(first.split("\n")[0]!)).toMatchObject({ type: "ADDED", object: { kind: "Placement", metadata: { name: "y1" } } });
+  });
+
   it("replaces from a YAML body; an error comes back as a YAML Status", async () => {
     const current = await call("GET", `${PL}/y1`);
     const updated = await yamlCall(

@@ -4,7 +4,8 @@
  * `OBJECT_FLUSH_GAP_MS`, each counted once.
  */
 import { describe, expect, it } from "vitest";
-import { count, flushSoon, OBJECT_FLUSH_GAP_MS, type BatchCell } from "../../src/metrics/recorder.ts";
+import { count, countAndObserve, flushSoon, observe, OBJECT_FLUSH_GAP_MS, takeBatch, type BatchCell } from "../../src/metrics/recorder.ts";
+import { COUNTED } from "../../src/metrics/families.ts";
 import type { MetricFamily } from "../../src/metrics/exposition.ts";
 import type { Env } from "../../src/env.ts";
 
@@ -43,5 +44,26 @@ describe("metrics sends from an object", () => {
     expect(adds.length - 1).toBeGreaterThanOrEqual(2);
     const total = adds.flat().reduce((sum, [family, , values]) => sum + (family === FAMILY.name ? values[0]! : 0), 0);
     expect(total).toBe(61);
+  });
+});
+
+describe("an API request's cells", () => {
+  it("counts a request and its duration with one label part: the same cells as count and observe", () => {
+    const cases = [
+      { verb: "GET", dry_run: "", group: "", version: "v1", resource: "configmaps", subresource: "", scope: "resource", component: "apiserver" },
+      { verb: "LIST", dry_run: "All", group: "apps", version: "v1", resource: "deployments", subresource: "", scope: "namespace", component: "apiserver" },
+      { verb: "WATCH", dry_run: "", group: "", version: "", resource: "", subresource: "", scope: "", component: "apiserver" },
+      { verb: 'odd "verb"\n', dry_run: "", group: "a\\b", version: "", resource: "", subresource: "status", scope: "cluster", component: "apiserver" },
+    ];
+    for (const [i, labels] of cases.entries()) {
+      const code = [200, 404, 201, 500][i]!;
+      const seconds = i === 2 ? undefined : 0.0042 * (i + 1);
+      takeBatch();
+      count(COUNTED.apiRequests, { ...labels, code });
+      if (seconds !== undefined) observe(COUNTED.apiRequestDuration, labels, seconds);
+      const separate = takeBatch();
+      countAndObserve(COUNTED.apiRequests, COUNTED.apiRequestDuration, labels, ["code", String(code)], seconds);
+      expect(takeBatch()).toEqual(separate);
+    }
   });
 });
