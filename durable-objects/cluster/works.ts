@@ -20,7 +20,7 @@ import { ManifestWorkKind } from "../../src/kinds/manifestwork.ts";
 import { PolicyKind, isReplicatedPolicy } from "../../src/kinds/policy.ts";
 import { NamespaceDeliverables, type DeliverableDelta } from "../../src/work/namespace-deliverables.ts";
 import { clock } from "../../src/clock.ts";
-import type { ClusterState } from "./state.ts";
+import { WORKS_ETAG, type ClusterState } from "./state.ts";
 import { errorResult, type WorksState } from "./types.ts";
 
 /**
@@ -53,7 +53,7 @@ export class WorksDelivery {
    */
   etag(): string {
     if (this.tag === null) {
-      const row = this.state.view<string>("worksEtag");
+      const row = this.state.view<string>(WORKS_ETAG);
       this.tag = row ?? crypto.randomUUID();
       this.stored = row !== null;
     }
@@ -67,7 +67,7 @@ export class WorksDelivery {
   private pollEtag(): string {
     const etag = this.etag();
     if (!this.stored) {
-      this.state.write("worksEtag", etag);
+      this.state.write(WORKS_ETAG, etag);
       this.stored = true;
     }
     return etag;
@@ -96,7 +96,7 @@ export class WorksDelivery {
     else if (delta === undefined) this.works.invalidate();
     this.etag();
     this.tag = crypto.randomUUID();
-    if (this.stored) this.state.write("worksEtag", this.tag);
+    if (this.stored) this.state.write(WORKS_ETAG, this.tag);
     const waiters = [...this.waiters];
     this.waiters.clear();
     for (const wake of waiters) wake();
