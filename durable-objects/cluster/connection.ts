@@ -106,7 +106,10 @@ export interface ConnectionAttachment {
  * connections, and their attachments with them.
  */
 export class AttachmentPicture implements KeptPicture {
-  /** The text kept in this object's life (null: none), undefined until this life kept, forgot or read it. */
+  /**
+   * The text kept in this object's life (null: none on any connection), undefined until this
+   * life kept, forgot or read it.
+   */
   private kept: string | null | undefined;
 
   /** @param sockets the cluster's open agent connections */
@@ -135,7 +138,11 @@ export class AttachmentPicture implements KeptPicture {
     let text: string | undefined;
     for (const ws of this.sockets()) {
       const works = (ws.deserializeAttachment() as ConnectionAttachment | null)?.works;
-      if (works === undefined || (text !== undefined && works !== text)) return (this.kept = null);
+      if (works === undefined || (text !== undefined && works !== text)) {
+        // Connections that disagree keep nothing from now on (none may outlive the others with its own).
+        this.put(null);
+        return null;
+      }
       text = works;
     }
     return (this.kept = text ?? null);
@@ -143,18 +150,22 @@ export class AttachmentPicture implements KeptPicture {
 
   /** Sets `works` (null: none) in every connection's attachment. @returns whether every one took it */
   private put(works: string | null): boolean {
+    // Nothing kept, as this life knows: nothing to forget.
+    if (works === null && this.kept === null) return true;
     this.kept = works;
     let ok = true;
     for (const ws of this.sockets()) {
       try {
-        const held = ws.deserializeAttachment() as ConnectionAttachment | null;
+        // A fresh copy: set in place.
+        const attachment = ws.deserializeAttachment() as ConnectionAttachment | null;
         // A connection without an attachment is not the channel's yet: it keeps nothing.
-        if (!held || (works === null && held.works === undefined)) {
+        if (!attachment || (works === null && attachment.works === undefined)) {
           ok &&= works === null;
           continue;
         }
-        const { works: _old, ...attachment } = held;
-        ws.serializeAttachment((works === null ? attachment : { ...attachment, works }) satisfies ConnectionAttachment);
+        if (works === null) delete attachment.works;
+        else attachment.works = works;
+        ws.serializeAttachment(attachment);
       } catch {
         ok = false;
       }
@@ -494,7 +505,8 @@ export class AgentConnection {
       message = stringifyObject(body, { works: worksJson });
       if (message.length > CHANNEL_MAX_WORKS_MESSAGE_BYTES) message = null;
       else {
-        const cluster = (sockets[0]!.deserializeAttachment() as ConnectionAttachment | null)?.cluster;
+        // The cluster's name as its connections' attachments say (accept checked they agree), without deserialising one.
+        const cluster = this.host.current()?.metadata.name;
         if (cluster) deliveredWorks.delivered(cluster, split.works, message.length);
       }
     }

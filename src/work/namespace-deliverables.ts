@@ -234,11 +234,19 @@ export class NamespaceDeliverables {
     this.kept?.clear();
   }
 
-  /** Keeps what the complete picture holds ({@link KeptPicture}). */
+  /**
+   * Keeps what the complete picture holds ({@link KeptPicture}); forgets instead a picture of two
+   * live deliverables or more, which no later life could take up ({@link restore}: one change
+   * covers one live entry at most), so a namespace of many works keeps nothing.
+   */
   private keep(): void {
     if (!this.kept || !this.entries) return;
     const entries: KeptEntry[] = [];
-    for (const [key, e] of this.entries) entries.push(e.object ? [key, e.rv] : [key, e.rv, 1]);
+    let live = 0;
+    for (const [key, e] of this.entries) {
+      if (e.object && ++live > 1) return this.forgetKept();
+      entries.push(e.object ? [key, e.rv] : [key, e.rv, 1]);
+    }
     this.keptEntries = { asOf: this.asOf, entries };
     this.kept.save(this.keptEntries);
   }

@@ -139,13 +139,15 @@ describe("NamespaceDeliverables", () => {
     q.apply(put(work("b", 4)));
     expect(kept.text()).toBeUndefined();
     expect(new NamespaceDeliverables(kept).takesChange({ key: "a", resourceVersion: 5, removed: false })).toBe(false);
-    // The fill keeps what it and the change hold.
+    // The fill keeps what it and the change hold, unless no later life could take it up.
     d.resolve([work("a", 2)], 3);
     expect(names(await answer)).toEqual(["a@2", "b@4"]);
+    expect(kept.text()).toBeUndefined(); // two live works: no one change could be their only news
+    q.apply(removed("a", 2));
     expect(kept.load()).toEqual({
       asOf: 3,
       entries: expect.arrayContaining([
-        ["a", 2],
+        ["a", 2, 1],
         ["b", 4],
       ]),
     });
