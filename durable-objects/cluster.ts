@@ -10,7 +10,8 @@
  * - cluster/keys.ts: keys, rotation, the pending key, JWT verification and the replay cache;
  * - cluster/lease.ts: the lease rule (pure) and the lease's storage and timer;
  * - cluster/leave.ts: the leave finalizer, deadline and end;
- * - cluster/works.ts: the works ETag, the works kept in memory, the long-poll waiters;
+ * - cluster/works.ts: the works ETag, the works kept in memory (and what they are, across
+ *   hibernation, with the agent's socket), the long-poll waiters;
  * - cluster/connection.ts: the agent's channel, a hibernatable WebSocket (docs/agent-protocol.md
  *   "Channel"): pings renew the lease without waking the object, works are pushed as they change.
  * One alarm owner (durable-objects/timers.ts `Timers`): the `timers` table holds the `leave`
@@ -125,9 +126,9 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
     this.keys = new Keys(this);
     this.lease = new Lease(env, this.state, () => this.connection.lastPingMs());
     this.leave = new Leave(env, this);
-    this.delivery = new WorksDelivery(env, this.state);
     this.reports = new Reports(ctx.storage.sql);
     this.connection = new AgentConnection(ctx, env, this.connectionHost());
+    this.delivery = new WorksDelivery(env, this.state, this.connection.picture);
     // An object created before the timers table (an alarm set, no timers rows) gets its timers
     // from what it stores, so its lease and leave checks still fire.
     // One statement at a wake reads the schema, the ManagedCluster and the marker of a commit in
@@ -469,11 +470,14 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
    * (an outbox sweep, the start of a leave), the next changed poll reads the works from D1. Does
    * nothing for a cluster that does not exist (its first poll gets a fresh ETag anyway). Not
    * queued behind other calls: nothing written to the object's storage, unless a works poll
-   * handed out the ETag (cluster/works.ts: one row then).
+   * handed out the ETag (cluster/works.ts: one row then). An object woken by the call (it
+   * hibernated) takes the change into what its agent's socket kept of the works
+   * (cluster/connection.ts `AttachmentPicture`), when that proves the change is the namespace's
+   * only news, rather than reading them from D1 at the push.
    */
   async deliverablesChanged(delta?: DeliverableDeltaMessage): Promise<void> {
-    // Parsed only when the works held take it in (a cold object reads its namespace whole at the push).
-    this.deliverablesMoved(this.state.viewObject() !== null, delta && (this.delivery.takesChanges() ? deltaOf(delta) : null));
+    // Parsed only when the works held (or kept with the socket) take it in; else the push reads the namespace whole.
+    this.deliverablesMoved(this.state.viewObject() !== null, delta && (this.delivery.takesChange(delta) ? deltaOf(delta) : null));
   }
 
   /**

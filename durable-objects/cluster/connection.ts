@@ -16,6 +16,11 @@
  *
  * Nothing here is kept in memory between events: what a connection needs (its key ID) is in its
  * attachment (`serializeAttachment`), and the live connection is found with `ctx.getWebSockets`.
+ * The attachment also keeps what the object's picture of its namespace's works holds
+ * ({@link AttachmentPicture}), so that an object woken by a delivered change pushes it without
+ * reading D1 (src/work/namespace-deliverables.ts): the runtime holds it in memory with the
+ * hibernated socket ("keeps a copy of value in memory (not on disk) to survive hibernation",
+ * Cloudflare's WebSocket Hibernation API), so keeping it writes nothing to storage.
  */
 import { stringifyObject } from "../../src/k8s/frozen-json.ts";
 import { ApiError, forbidden, unauthorized } from "../../src/k8s/errors.ts";
@@ -28,7 +33,7 @@ import { ProxyStreams, type ProxyRequest } from "./proxy.ts";
 import { deliveredWorks } from "../../src/agent-api/delivered.ts";
 import { COUNTED } from "../../src/metrics/families.ts";
 import { count, flushSoon } from "../../src/metrics/recorder.ts";
-import { splitDelivered } from "../../src/work/namespace-deliverables.ts";
+import { splitDelivered, type KeptEntries, type KeptPicture } from "../../src/work/namespace-deliverables.ts";
 import { writeAddonAvailability } from "../../src/addons/agent-health.ts";
 import { issueAddonToken } from "../../src/addons/token-registration.ts";
 import { clock } from "../../src/clock.ts";
@@ -60,7 +65,16 @@ export const CHANNEL_COLO_HEADER = "x-flotilla-channel-colo";
 /** The tag every agent connection is accepted with (`ctx.getWebSockets(AGENT_TAG)`). */
 const AGENT_TAG = "agent";
 
-/** What a connection keeps across hibernation (its attachment, well under the 16 KiB allowed). */
+/**
+ * Most UTF-16 code units of the works picture's JSON text a connection's attachment keeps
+ * ({@link AttachmentPicture}); a larger picture is not kept. The runtime refuses an attachment
+ * over 16 KiB as V8 serialises it (workerd src/workerd/api/web-socket.h `MAX_ATTACHMENT_SIZE`,
+ * `1024 * 16`); the picture's text is ASCII (names are DNS labels: one byte a character), and the
+ * rest of the attachment some 300 bytes. About 400 works of 20-character names.
+ */
+export const ATTACHMENT_WORKS_MAX_CHARS = 12 * 1024;
+
+/** What a connection keeps across hibernation (its attachment, under the 16 KiB allowed: {@link ATTACHMENT_WORKS_MAX_CHARS}). */
 export interface ConnectionAttachment {
   /** The cluster's name. */
   cluster: string;
@@ -72,6 +86,92 @@ export interface ConnectionAttachment {
   toldSeconds: number;
   /** The hub's origin as the agent reached it (the issuer of the add-on tokens it asks for). */
   origin?: string;
+  /**
+   * What the object's picture of its namespace's works holds (src/work/namespace-deliverables.ts
+   * `KeptEntries` as JSON), the same on every agent connection of the cluster; absent when none is
+   * kept ({@link AttachmentPicture}).
+   */
+  works?: string;
+}
+
+/**
+ * The works picture's kept entries (src/work/namespace-deliverables.ts `KeptPicture`) in the
+ * attachments of the cluster's agent connections (`works`), so that they outlive the object's
+ * hibernation without a write to its storage. Each one is kept on every open connection: a load
+ * takes them only when every connection holds the same text (none when there is no connection:
+ * a poll agent's cluster keeps nothing, and its woken object reads D1 as before). A picture over
+ * {@link ATTACHMENT_WORKS_MAX_CHARS}, or one an attachment refused, is forgotten on every
+ * connection instead. A connection accepted later is given what is kept
+ * ({@link AttachmentPicture.text}), so a reconnect keeps the picture; a cluster's removal closes its
+ * connections, and their attachments with them.
+ */
+export class AttachmentPicture implements KeptPicture {
+  /**
+   * The text kept in this object's life (null: none on any connection), undefined until this
+   * life kept, forgot or read it.
+   */
+  private kept: string | null | undefined;
+
+  /** @param sockets the cluster's open agent connections */
+  constructor(private readonly sockets: () => WebSocket[]) {}
+
+  load(): KeptEntries | null {
+    const text = this.text();
+    return text === null ? null : (JSON.parse(text) as KeptEntries);
+  }
+
+  save(kept: KeptEntries): void {
+    const text = JSON.stringify(kept);
+    if (text.length > ATTACHMENT_WORKS_MAX_CHARS || !this.put(text)) this.clear();
+  }
+
+  clear(): void {
+    this.put(null);
+  }
+
+  /**
+   * The kept entries' JSON text, or null: what this life kept, else what the open connections
+   * hold alike.
+   */
+  text(): string | null {
+    if (this.kept !== undefined) return this.kept;
+    let text: string | undefined;
+    for (const ws of this.sockets()) {
+      const works = (ws.deserializeAttachment() as ConnectionAttachment | null)?.works;
+      if (works === undefined || (text !== undefined && works !== text)) {
+        // Connections that disagree keep nothing from now on (none may outlive the others with its own).
+        this.put(null);
+        return null;
+      }
+      text = works;
+    }
+    return (this.kept = text ?? null);
+  }
+
+  /** Sets `works` (null: none) in every connection's attachment. @returns whether every one took it */
+  private put(works: string | null): boolean {
+    // Nothing kept, as this life knows: nothing to forget.
+    if (works === null && this.kept === null) return true;
+    this.kept = works;
+    let ok = true;
+    for (const ws of this.sockets()) {
+      try {
+        // A fresh copy: set in place.
+        const attachment = ws.deserializeAttachment() as ConnectionAttachment | null;
+        // A connection without an attachment is not the channel's yet: it keeps nothing.
+        if (!attachment || (works === null && attachment.works === undefined)) {
+          ok &&= works === null;
+          continue;
+        }
+        if (works === null) delete attachment.works;
+        else attachment.works = works;
+        ws.serializeAttachment(attachment);
+      } catch {
+        ok = false;
+      }
+    }
+    return ok;
+  }
 }
 
 /**
@@ -153,6 +253,8 @@ export class AgentConnection {
   private leaving: { ws: WebSocket; id: string } | null = null;
   /** The proxied requests to the member cluster's API on this channel (cluster/proxy.ts). */
   private readonly proxy: ProxyStreams;
+  /** Where the works picture is kept across hibernation: the connections' attachments. */
+  readonly picture = new AttachmentPicture(() => this.sockets());
 
   constructor(
     private readonly ctx: DurableObjectState,
@@ -221,6 +323,8 @@ export class AgentConnection {
         if (pending) throw forbidden(`the key ${kid} of cluster ${name} waits for an admin to accept it (flotilla accept ${name} --key ${kid})`);
         if (retired) throw forbidden(`the key ${kid} of cluster ${name} was replaced by a rotation; connect with the cluster's current key`);
         await this.host.renew(current, now, request.headers.get(CHANNEL_COLO_HEADER) || undefined);
+        // What the earlier connections keep of the works picture, read before they are closed.
+        const works = this.picture.text();
         for (const old of this.sockets()) closeQuietly(old, CloseCodes.Replaced, "replaced by a newer connection of this cluster");
         const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
         this.ctx.acceptWebSocket(server, [AGENT_TAG]);
@@ -230,6 +334,7 @@ export class AgentConnection {
           connectedMs: now,
           toldSeconds: this.host.leaseDurationSeconds(current),
           origin: new URL(request.url).origin,
+          ...(works === null ? {} : { works }),
         } satisfies ConnectionAttachment);
         return new Response(null, { status: 101, webSocket: client, headers: { "sec-websocket-protocol": CHANNEL_SUBPROTOCOL } });
       });
@@ -400,7 +505,8 @@ export class AgentConnection {
       message = stringifyObject(body, { works: worksJson });
       if (message.length > CHANNEL_MAX_WORKS_MESSAGE_BYTES) message = null;
       else {
-        const cluster = (sockets[0]!.deserializeAttachment() as ConnectionAttachment | null)?.cluster;
+        // The cluster's name as its connections' attachments say (accept checked they agree), without deserialising one.
+        const cluster = this.host.current()?.metadata.name;
         if (cluster) deliveredWorks.delivered(cluster, split.works, message.length);
       }
     }

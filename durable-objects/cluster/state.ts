@@ -36,7 +36,8 @@ export function stateCurrent(createSql: string): boolean {
 /**
  * What a cluster object reads at its wake ({@link readAtWake}): the `CREATE` statement of each of
  * its tables present, by name, and, read in the same statement, the `state` rows `object` (the
- * ManagedCluster's JSON and its commit marker, `pending`) and `committing` by key; `rows` is null
+ * ManagedCluster's JSON and its commit marker, `pending`), `committing` and `worksEtag` (a poll
+ * agent's works ETag, durable-objects/cluster/works.ts) by key; `rows` is null
  * when that statement could not run (the `state` table is missing or older than the code), and
  * the tables were then read alone.
  */
@@ -49,7 +50,9 @@ export interface WakeRead {
  * Reads what a cluster object needs at its wake in one statement ({@link WakeRead}): its tables
  * `names` from `sqlite_master`, and the `state` rows that say whether a commit was interrupted
  * and hold the ManagedCluster, which nearly every wake reads next (a delivered change, a channel
- * message, an alarm). A wake ran two statements before, and a third at its first read of the
+ * message, an alarm), and the works ETag's row, which a wake by a delivered change (its push) or
+ * a status message (its answer) reads next: absent for a channel agent, whose ETag lives in memory,
+ * it cost such a wake a statement of its own. A wake ran two statements before, and a third at its first read of the
  * ManagedCluster; each statement of a cold object's first moments costs it about 0.1 to 0.2 ms
  * (a fleet woken by a rollout: docs/scale.md "The slow run in five or six"). When the `state`
  * table is missing or older than the code (no `pending` column), that statement fails to
@@ -63,7 +66,7 @@ export function readAtWake(sql: SqlStorage, names: readonly string[]): WakeRead 
   try {
     read = sql
       .exec<{ kind: string; k: string; v: string; pending: string | null }>(
-        `${schema} UNION ALL SELECT 'row', k, v, pending FROM state WHERE k IN ('object', '${COMMITTING}')`,
+        `${schema} UNION ALL SELECT 'row', k, v, pending FROM state WHERE k IN ('object', '${COMMITTING}', '${WORKS_ETAG}')`,
       )
       .toArray();
   } catch {
@@ -93,6 +96,9 @@ export function readAtWake(sql: SqlStorage, names: readonly string[]): WakeRead 
  * write of the stored object clears it in the same row.
  */
 const COMMITTING = "committing";
+
+/** The `state` row of the works ETag a works poll handed out (durable-objects/cluster/works.ts), read at the wake. */
+export const WORKS_ETAG = "worksEtag";
 
 /** Freezes `value` and everything it holds (JSON data: objects and arrays). @returns value */
 function deepFreeze<T>(value: T): T {
@@ -152,13 +158,15 @@ export class ClusterState {
   }
 
   /**
-   * Takes in the `state` rows the wake read ({@link readAtWake}): the ManagedCluster's row is kept
-   * for {@link read}, so the wake's first read of it runs no statement.
+   * Takes in the `state` rows the wake read ({@link readAtWake}): the ManagedCluster's row and the
+   * works ETag's (null: absent) are kept for {@link read}, so the wake's first read of either runs
+   * no statement.
    * @returns whether a commit was interrupted (its marker is there: see {@link repairFromIndex})
    */
   woke(rows: ReadonlyMap<string, { v: string; pending: string | null }>): boolean {
     const object = rows.get("object");
     this.raw.set("object", object?.v ?? null);
+    this.raw.set(WORKS_ETAG, rows.get(WORKS_ETAG)?.v ?? null);
     return rows.has(COMMITTING) || (object !== undefined && object.pending !== null);
   }
 

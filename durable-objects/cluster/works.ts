@@ -11,6 +11,13 @@
  * new ETag, which no agent holds, so an agent that says `hello` after an eviction gets the works
  * again (the row, when there is one, is always current: a change rewrites it before any message
  * carries the new ETag, so no older ETag can ever match newer works).
+ *
+ * What the works kept in memory hold, while complete, is also kept with the agent's hibernated
+ * WebSocket (its attachment, in memory: cluster/connection.ts `AttachmentPicture`; each
+ * deliverable's name, resourceVersion and whether it was removed), so that an object woken from
+ * hibernation by a change it can prove is the namespace's only news pushes the works without
+ * reading them from D1 (src/work/namespace-deliverables.ts). Nothing of it is written to the
+ * object's storage: a works change on a channel cluster still writes no row.
  */
 import type { Env } from "../../src/env.ts";
 import { tooManyRequests, type Status } from "../../src/k8s/errors.ts";
@@ -18,9 +25,9 @@ import type { KubeObject } from "../../src/k8s/meta.ts";
 import { storeOf } from "../../src/store/store.ts";
 import { ManifestWorkKind } from "../../src/kinds/manifestwork.ts";
 import { PolicyKind, isReplicatedPolicy } from "../../src/kinds/policy.ts";
-import { NamespaceDeliverables, type DeliverableDelta } from "../../src/work/namespace-deliverables.ts";
+import { keyOf, NamespaceDeliverables, type DeliverableDelta, type DeliverableDeltaMessage, type KeptPicture } from "../../src/work/namespace-deliverables.ts";
 import { clock } from "../../src/clock.ts";
-import type { ClusterState } from "./state.ts";
+import { WORKS_ETAG, type ClusterState } from "./state.ts";
 import { errorResult, type WorksState } from "./types.ts";
 
 /**
@@ -33,8 +40,8 @@ export const WORKS_RETRY_AFTER_SECONDS = 5;
 
 /** The works delivery of the host's cluster. */
 export class WorksDelivery {
-  /** The works of the cluster's namespace, for works polls. */
-  private readonly works = new NamespaceDeliverables();
+  /** The works of the cluster's namespace, for works polls and pushes; kept across hibernation in `kept`. */
+  private readonly works: NamespaceDeliverables;
   /** The long-polls waiting for a works change: each resolves when called. */
   readonly waiters = new Set<() => void>();
   /** The works ETag; null until first asked in this object's life (then the row's, or a new one). */
@@ -42,10 +49,17 @@ export class WorksDelivery {
   /** Whether the `worksEtag` row holds {@link tag} (a works poll handed it out). */
   private stored = false;
 
+  /**
+   * @param kept where what the works held are is kept across the object's hibernation (the agent
+   *   connections' attachments)
+   */
   constructor(
     private readonly env: Env,
     private readonly state: ClusterState,
-  ) {}
+    kept?: KeptPicture,
+  ) {
+    this.works = new NamespaceDeliverables(kept);
+  }
 
   /**
    * The works ETag: the `worksEtag` row's when there is one, else one made in memory (nothing
@@ -53,7 +67,7 @@ export class WorksDelivery {
    */
   etag(): string {
     if (this.tag === null) {
-      const row = this.state.view<string>("worksEtag");
+      const row = this.state.view<string>(WORKS_ETAG);
       this.tag = row ?? crypto.randomUUID();
       this.stored = row !== null;
     }
@@ -67,7 +81,7 @@ export class WorksDelivery {
   private pollEtag(): string {
     const etag = this.etag();
     if (!this.stored) {
-      this.state.write("worksEtag", etag);
+      this.state.write(WORKS_ETAG, etag);
       this.stored = true;
     }
     return etag;
@@ -85,7 +99,7 @@ export class WorksDelivery {
   /**
    * Records a works change: with `delta` the works kept in memory take it in, without it they
    * are read from D1 at the next changed poll (`null`: the change is known, and nothing is held
-   * to take it in: {@link takesChanges}); a new ETag when `exists` (the cluster has an
+   * to take it in: {@link takesChange}); a new ETag when `exists` (the cluster has an
    * object: a cluster without one gets a fresh ETag at its first poll anyway), written to the
    * `worksEtag` row only when a works poll handed out the one before (see the module comment),
    * and every waiting long-poll answers at once.
@@ -96,15 +110,18 @@ export class WorksDelivery {
     else if (delta === undefined) this.works.invalidate();
     this.etag();
     this.tag = crypto.randomUUID();
-    if (this.stored) this.state.write("worksEtag", this.tag);
+    if (this.stored) this.state.write(WORKS_ETAG, this.tag);
     const waiters = [...this.waiters];
     this.waiters.clear();
     for (const wake of waiters) wake();
   }
 
-  /** Whether a works change handed over would be taken in (works are held, or being read): else it need not be parsed. */
-  takesChanges(): boolean {
-    return this.works.takesChanges;
+  /**
+   * Whether works change `m` would be taken in (works are held, or being read, or the kept entries
+   * prove them with it: src/work/namespace-deliverables.ts): else it need not be parsed.
+   */
+  takesChange(m: DeliverableDeltaMessage): boolean {
+    return this.works.takesChange({ key: keyOf(m.kind, m.name), resourceVersion: m.resourceVersion, removed: m.json === null });
   }
 
   /** Forgets the works kept in memory and the ETag (the cluster was removed, its storage erased). */

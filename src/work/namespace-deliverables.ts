@@ -14,11 +14,29 @@
  * - a removal carries the removed object's resourceVersion (its own commit's is not known to the
  *   writer): it is kept as a tombstone at that version, which it wins at, so the removed version
  *   does not come back; a work created again has a higher one. A change that comes without the object (an outbox sweep
- * after a crash or a failed hook run) forgets everything: the next poll reads D1 again. So does
- * this object's eviction, since the picture lives in memory only. As an informer's cache, it is
- * only as current as the changes it was told of; the works ETag, changed after each, is what
- * makes an agent poll.
+ * after a crash or a failed hook run) forgets everything: the next poll reads D1 again. As an
+ * informer's cache, it is only as current as the changes it was told of; the works ETag, changed
+ * after each, is what makes an agent poll.
  *
+ * What a complete picture holds is also kept outside the object's memory, without the objects
+ * ({@link KeptPicture}: the fill's resourceVersion and each entry's key, resourceVersion and
+ * whether it is a removal; kept at each change the picture takes, forgotten with it). The
+ * cluster's object keeps it in its agent's WebSocket attachment (durable-objects/cluster/connection.ts
+ * `AttachmentPicture`), which the runtime holds with the hibernated socket, in memory: nothing is
+ * written to storage. So it outlives the object's hibernation: an object woken by a delivered
+ * change that it can prove is the namespace's only news — every deliverable the kept entries say
+ * is there is the change's own, and the change is newer — takes up the picture from them and the
+ * change, rather than reading the namespace from D1 at its push (a hibernated cluster object
+ * woken by a placement's work, issue 42); so does a push or poll when the kept entries hold no
+ * deliverable. Otherwise the kept entries are forgotten and the push reads D1 as before. They are
+ * exactly what the picture in memory would have held had the object not been evicted: every
+ * delivered change reaches the object (waking it) and is kept before anything is pushed; a change
+ * without its object, a namespace over its bound, a fill that fails and the cluster's removal
+ * forget them; a fill replaces them, and none are held while one is under way (a life that finds
+ * kept entries it cannot take up forgets them before it reads). So the rules above hold across
+ * a hibernation as within one life. Where nothing can be kept (no socket, a poll agent, a picture
+ * over the attachment's bound) nothing is, and a woken object reads D1 as it always did.
+
  * A status write does not reach the picture (it is not a delivered change): a work's `status` and
  * `resourceVersion` here are those of its last delivered change, and a status report made on this
  * copy is refused by the commit's precondition and made again on a fresh read (src/agent-api/routes.ts).
@@ -101,8 +119,41 @@ export function deltaOf({ json, specJson, specFields, ...rest }: DeliverableDelt
   return { ...rest, object, bytes: json.length - 4 + specJson.length };
 }
 
+/** One kept entry ({@link KeptEntries}): its key in the picture ({@link keyOf}), its resourceVersion, and 1 when it is a removal. */
+export type KeptEntry = [key: string, resourceVersion: number, removed?: 1];
+
+/** What a cluster's object keeps of a complete picture: the store's resourceVersion its fill read at, and its entries without their objects. */
+export interface KeptEntries {
+  asOf: number;
+  entries: KeptEntry[];
+}
+
+/**
+ * Where a cluster's object keeps what its complete picture holds across its hibernation (the
+ * module comment; durable-objects/cluster/connection.ts keeps it in the agent connections'
+ * WebSocket attachments, in memory). Synchronous; no call throws.
+ */
+export interface KeptPicture {
+  /** What is kept, or null when nothing is. */
+  load(): KeptEntries | null;
+  /**
+   * Keeps `kept` in place of what was kept; where it cannot be kept whole (no place, over a
+   * bound), what was kept is forgotten instead, so that {@link load} never returns older entries.
+   */
+  save(kept: KeptEntries): void;
+  /** Forgets what is kept. */
+  clear(): void;
+}
+
+/** A delivered change as the kept entries judge it: its key in the picture, its resourceVersion, whether it is a removal. */
+export interface ChangeKey {
+  key: string;
+  resourceVersion: number;
+  removed: boolean;
+}
+
 /** The key of an object in the picture: works by name, Policies apart (a name has no `:`). */
-function keyOf(kind: string | undefined, name: string): string {
+export function keyOf(kind: string | undefined, name: string): string {
   return kind === DELIVERED_POLICY_KIND ? `policy:${name}` : name;
 }
 
@@ -127,7 +178,10 @@ interface Entry {
   bytes: number;
 }
 
-/** See the module comment. One per cluster Durable Object. */
+/**
+ * See the module comment. One per cluster Durable Object, given where it keeps its picture
+ * across the object's hibernation (none: in memory only).
+ */
 export class NamespaceDeliverables {
   /** Null: nothing held (changes are not kept until a fill starts). */
   private entries: Map<string, Entry> | null = null;
@@ -141,6 +195,61 @@ export class NamespaceDeliverables {
   private asOf = 0;
   /** Epoch milliseconds until which the namespace counts as too large to hold. */
   private largeUntil = 0;
+  /** What {@link kept} holds, as loaded in this life (undefined: not loaded yet; null: nothing). */
+  private keptEntries: KeptEntries | null | undefined;
+
+  /** @param kept where what a complete picture holds is kept across the object's hibernation (none: memory only) */
+  constructor(private readonly kept?: KeptPicture) {}
+
+  /**
+   * Takes up a complete picture from the kept entries when none is held and they prove it
+   * (the module comment): each deliverable they say is there is `change`'s own, and the change
+   * wins over it; without a change, when they say none is there. Else the kept entries are
+   * forgotten: with a change, it is not taken, so they no longer tell the namespace; without
+   * one, a fill follows, during which nothing may be kept that its changes do not reach.
+   */
+  private restore(change?: ChangeKey): void {
+    if (this.entries || !this.kept) return;
+    if (this.keptEntries === undefined) this.keptEntries = this.kept.load();
+    const kept = this.keptEntries;
+    if (!kept) return;
+    const covered = kept.entries.every(([key, rv, removed]) => {
+      if (removed) return true;
+      if (!change || key !== change.key) return false;
+      // The change wins over the live entry as `apply` would let it (a removal at the same version wins).
+      if (!change.removed && change.resourceVersion <= kept.asOf) return false;
+      return change.resourceVersion > rv || (change.resourceVersion === rv && change.removed);
+    });
+    if (!covered) return this.forgetKept();
+    this.entries = new Map();
+    this.asOf = kept.asOf;
+    // The removals; the one live entry there may be is the change's own, which the change replaces.
+    for (const [key, rv, removed] of kept.entries) if (removed) this.set(key, { rv, object: null, bytes: 0 }, undefined);
+    this.complete = true;
+  }
+
+  /** Forgets the kept entries. */
+  private forgetKept(): void {
+    this.keptEntries = null;
+    this.kept?.clear();
+  }
+
+  /**
+   * Keeps what the complete picture holds ({@link KeptPicture}); forgets instead a picture of two
+   * live deliverables or more, which no later life could take up ({@link restore}: one change
+   * covers one live entry at most), so a namespace of many works keeps nothing.
+   */
+  private keep(): void {
+    if (!this.kept || !this.entries) return;
+    const entries: KeptEntry[] = [];
+    let live = 0;
+    for (const [key, e] of this.entries) {
+      if (e.object && ++live > 1) return this.forgetKept();
+      entries.push(e.object ? [key, e.rv] : [key, e.rv, 1]);
+    }
+    this.keptEntries = { asOf: this.asOf, entries };
+    this.kept.save(this.keptEntries);
+  }
 
   /** Whether the picture holds every deliverable of the namespace (for tests). */
   get isComplete(): boolean {
@@ -148,16 +257,18 @@ export class NamespaceDeliverables {
   }
 
   /**
-   * Whether a delivered change would be taken ({@link apply}): a picture is held or being read.
-   * When not, the next {@link current} reads the namespace whole, so the change's message need
-   * not even be parsed (a cold cluster object handed a fleet's 30 KB work).
+   * Whether delivered change `change` would be taken ({@link apply}): a picture is held or being
+   * read, or the kept entries prove one with it (then taken up). When not, the next
+   * {@link current} reads the namespace whole, so the change's message need not even be parsed.
    */
-  get takesChanges(): boolean {
+  takesChange(change: ChangeKey): boolean {
+    this.restore(change);
     return this.entries !== null;
   }
 
   /** Takes one delivered change (kept only when newer than what the name holds). */
   apply(delta: DeliverableDelta): void {
+    this.restore({ key: keyOf(delta.kind, delta.name), resourceVersion: delta.resourceVersion, removed: !delta.object });
     if (!this.entries) return;
     if (delta.object && this.complete && delta.resourceVersion <= this.asOf) return;
     const key = keyOf(delta.kind, delta.name);
@@ -169,7 +280,10 @@ export class NamespaceDeliverables {
     if (this.bytes > NAMESPACE_WORKS_MAX_BYTES || this.tombstones > NAMESPACE_WORKS_MAX_TOMBSTONES) this.invalidate();
   }
 
-  /** Forgets everything (a change whose object is unknown): the next {@link current} reads again. */
+  /**
+   * Forgets everything (a change whose object is unknown), the kept picture too: the next
+   * {@link current} reads again.
+   */
   invalidate(): void {
     this.entries = null;
     this.complete = false;
@@ -177,6 +291,7 @@ export class NamespaceDeliverables {
     this.tombstones = 0;
     this.epoch++;
     this.filling = null;
+    this.forgetKept();
   }
 
   /**
@@ -188,6 +303,7 @@ export class NamespaceDeliverables {
    * @throws what `read` throws (nothing is kept then)
    */
   async current(now: number, read: () => Promise<DeliverablesRead>): Promise<{ works: KubeObject[]; read: boolean } | null> {
+    this.restore();
     if (this.complete && this.entries) return { works: this.live(), read: false };
     if (now < this.largeUntil) return null;
     if (!this.filling) {
@@ -226,14 +342,19 @@ export class NamespaceDeliverables {
       return;
     }
     this.complete = true;
+    this.keep();
   }
 
-  /** Sets (or, `drop`, deletes) the entry of `name`, which held `held`. */
+  /**
+   * Sets (or, `drop`, deletes) the entry of `name`, which held `held`; written through to the
+   * kept picture when the picture is complete (a fill keeps its picture whole when it completes).
+   */
   private set(name: string, entry: Entry, held: Entry | undefined, drop = false): void {
     this.bytes += (drop ? 0 : entry.bytes) - (held?.bytes ?? 0);
     this.tombstones += (drop || entry.object ? 0 : 1) - (held && !held.object ? 1 : 0);
     if (drop) this.entries!.delete(name);
     else this.entries!.set(name, entry);
+    if (this.complete) this.keep();
   }
 
   private live(): KubeObject[] {

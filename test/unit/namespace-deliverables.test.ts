@@ -6,7 +6,14 @@
  */
 import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/k8s/meta.ts";
-import { NAMESPACE_WORKS_MAX_BYTES, NamespaceDeliverables, type DeliverableDelta, type DeliverablesRead } from "../../src/work/namespace-deliverables.ts";
+import {
+  NAMESPACE_WORKS_MAX_BYTES,
+  NamespaceDeliverables,
+  type DeliverableDelta,
+  type DeliverablesRead,
+  type KeptEntries,
+  type KeptPicture,
+} from "../../src/work/namespace-deliverables.ts";
 
 const work = (name: string, rv: number, extra = ""): KubeObject => ({
   apiVersion: "work.open-cluster-management.io/v1",
@@ -36,7 +43,116 @@ function deferredRead(): { read: () => Promise<DeliverablesRead>; resolve: (item
   };
 }
 
+/** Kept entries in memory, copied as storage copies them. */
+function memoryPicture(): KeptPicture & { text: () => string | undefined } {
+  let row: string | undefined;
+  return {
+    text: () => row,
+    load: () => (row === undefined ? null : (JSON.parse(row) as KeptEntries)),
+    save: (kept) => void (row = JSON.stringify(kept)),
+    clear: () => void (row = undefined),
+  };
+}
+
+/** A read that fails the test: the picture must answer without one. */
+const noRead = async (): Promise<DeliverablesRead> => {
+  throw new Error("read D1");
+};
+
 describe("NamespaceDeliverables", () => {
+  it("keeps what a complete picture holds across the object's hibernation: a woken object takes the namespace's only news without a read", async () => {
+    const kept = memoryPicture();
+    const p = new NamespaceDeliverables(kept);
+    p.apply(put(work("early", 1))); // nothing held, nothing kept
+    expect(kept.text()).toBeUndefined();
+    expect(names(await p.current(0, at(3)))).toEqual([]);
+    expect(kept.load()).toEqual({ asOf: 3, entries: [] });
+    // Evicted, then woken by a new work: the namespace held nothing else, so no read.
+    const q = new NamespaceDeliverables(kept);
+    expect(q.takesChange({ key: "a", resourceVersion: 4, removed: false })).toBe(true);
+    q.apply(put(work("a", 4)));
+    expect(await q.current(0, noRead)).toMatchObject({ read: false });
+    expect(kept.load()).toEqual({ asOf: 3, entries: [["a", 4]] });
+    // Evicted, woken by the update of its only work: no read.
+    const r = new NamespaceDeliverables(kept);
+    r.apply(put(work("a", 6)));
+    expect(names(await r.current(0, noRead))).toEqual(["a@6"]);
+    // A change older than what was kept of its work does not prove the work: forgotten, read.
+    const s2 = new NamespaceDeliverables(kept);
+    expect(s2.takesChange({ key: "a", resourceVersion: 5, removed: false })).toBe(false);
+    expect(kept.text()).toBeUndefined();
+    expect(names(await s2.current(0, at(7, work("a", 6), work("b", 7))))).toEqual(["a@6", "b@7"]);
+    // Another work is there: a change of one of them is not the only news.
+    const t = new NamespaceDeliverables(kept);
+    t.apply(put(work("c", 8)));
+    expect(t.isComplete).toBe(false);
+    expect(kept.text()).toBeUndefined();
+    expect(names(await t.current(0, at(8, work("a", 6), work("b", 7), work("c", 8))))).toEqual(["a@6", "b@7", "c@8"]);
+    t.apply(removed("b", 7));
+    t.apply(removed("c", 8));
+    // Its only work's removal, at the removed version: taken without a read.
+    const u = new NamespaceDeliverables(kept);
+    u.apply(removed("a", 6));
+    expect(names(await u.current(0, noRead))).toEqual([]);
+    // Nothing live kept: a push or poll answers without a read; an older change stays removed.
+    const v = new NamespaceDeliverables(kept);
+    expect(names(await v.current(0, noRead))).toEqual([]);
+    const w = new NamespaceDeliverables(kept);
+    w.apply(put(work("b", 5)));
+    expect(names(await w.current(0, noRead))).toEqual([]);
+    // A change without its object forgets what was kept.
+    w.invalidate();
+    expect(kept.text()).toBeUndefined();
+    expect(new NamespaceDeliverables(kept).takesChange({ key: "x", resourceVersion: 99, removed: false })).toBe(false);
+    // Grown past its bound: forgotten, kept entries too.
+    const x = new NamespaceDeliverables(kept);
+    await x.current(0, at(9));
+    x.apply(put(work("d", 10, "y".repeat(NAMESPACE_WORKS_MAX_BYTES))));
+    expect(kept.text()).toBeUndefined();
+  });
+
+  it("keeps nothing while a fill is under way, nor after one invalidated during it", async () => {
+    const kept = memoryPicture();
+    const p = new NamespaceDeliverables(kept);
+    const d = deferredRead();
+    const answer = p.current(0, d.read);
+    p.apply(put(work("a", 4)));
+    expect(kept.text()).toBeUndefined();
+    p.invalidate();
+    d.resolve([work("a", 3)], 3);
+    await answer;
+    expect(kept.text()).toBeUndefined();
+    expect(new NamespaceDeliverables(kept).takesChange({ key: "b", resourceVersion: 9, removed: false })).toBe(false);
+  });
+
+  it("a life that cannot take up the kept entries forgets them before its fill reads, so a change during the fill is never missing from what is kept", async () => {
+    const kept = memoryPicture();
+    const p = new NamespaceDeliverables(kept);
+    expect(names(await p.current(0, at(3, work("a", 2))))).toEqual(["a@2"]);
+    expect(kept.load()).toEqual({ asOf: 3, entries: [["a", 2]] });
+    // A new life's push or poll: a live work is kept, whose object is not, so it reads.
+    const q = new NamespaceDeliverables(kept);
+    const d = deferredRead();
+    const answer = q.current(0, d.read);
+    expect(kept.text()).toBeUndefined();
+    // A change during the read, then the life ends before its fill (nothing kept to mislead the next one).
+    q.apply(put(work("b", 4)));
+    expect(kept.text()).toBeUndefined();
+    expect(new NamespaceDeliverables(kept).takesChange({ key: "a", resourceVersion: 5, removed: false })).toBe(false);
+    // The fill keeps what it and the change hold, unless no later life could take it up.
+    d.resolve([work("a", 2)], 3);
+    expect(names(await answer)).toEqual(["a@2", "b@4"]);
+    expect(kept.text()).toBeUndefined(); // two live works: no one change could be their only news
+    q.apply(removed("a", 2));
+    expect(kept.load()).toEqual({
+      asOf: 3,
+      entries: expect.arrayContaining([
+        ["a", 2, 1],
+        ["b", 4],
+      ]),
+    });
+  });
+
   it("reads once, then answers from the changes it is handed, sorted by name", async () => {
     const p = new NamespaceDeliverables();
     p.apply(put(work("early", 1)));
@@ -161,14 +277,22 @@ describe("NamespaceDeliverables", () => {
         }
       };
       for (let i = rand(10); i > 0; i--) commit();
-      const p = new NamespaceDeliverables();
+      const kept = memoryPicture();
+      let p = new NamespaceDeliverables(kept);
+      // The object may be evicted (a new life over what it kept) whenever no read is under way.
+      const maybeEvict = () => {
+        if (rand(3) === 0) p = new NamespaceDeliverables(kept);
+      };
       // Hooks of the commits so far may arrive before, during or after the fill, in any order.
       const snapshot = [...stored.values()];
       const snapshotRv = rv;
       const early = deltas.splice(0, deltas.length).sort(() => rand(3) - 1);
       const d = deferredRead();
       const cut = rand(early.length + 1);
-      for (const delta of early.slice(0, cut)) p.apply(delta);
+      for (const delta of early.slice(0, cut)) {
+        p.apply(delta);
+        maybeEvict();
+      }
       const answer = p.current(0, d.read);
       for (let i = rand(5); i > 0; i--) commit();
       const late = [...early.slice(cut), ...deltas.splice(0, deltas.length)].sort(() => rand(3) - 1);
@@ -176,9 +300,21 @@ describe("NamespaceDeliverables", () => {
       for (const delta of late.slice(0, during)) p.apply(delta);
       d.resolve(snapshot, snapshotRv);
       await answer;
-      for (const delta of late.slice(during)) p.apply(delta);
+      maybeEvict();
+      for (const delta of late.slice(during)) {
+        p.apply(delta);
+        maybeEvict();
+      }
       const expected = [...stored.values()].map((w) => `${w.metadata.name}@${w.metadata.resourceVersion}`).sort();
-      expect(names(await p.current(0, at(0))), `round ${round}`).toEqual(expected);
+      // A picture that forgot (an eviction whose change did not prove it) reads the store as it is now.
+      const now = at(rv, ...stored.values());
+      expect(names(await p.current(0, now)), `round ${round}`).toEqual(expected);
+      // And a later life, woken by a push or a new work's change, too.
+      expect(names(await new NamespaceDeliverables(kept).current(0, now)), `round ${round}, kept`).toEqual(expected);
+      const woken = new NamespaceDeliverables(kept);
+      const next = work("w9", rv + 1);
+      woken.apply(put(next));
+      expect(names(await woken.current(0, at(rv + 1, ...stored.values(), next))), `round ${round}, woken`).toEqual([...expected, `w9@${rv + 1}`].sort());
     }
   });
 });

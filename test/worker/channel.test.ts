@@ -9,6 +9,9 @@ import { evictDurableObject, listDurableObjectIds, runDurableObjectAlarm, runInD
 import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { ClusterObject } from "../../durable-objects/cluster.ts";
+import { ATTACHMENT_WORKS_MAX_CHARS, AttachmentPicture, type ConnectionAttachment } from "../../durable-objects/cluster/connection.ts";
+import { WorksDelivery } from "../../durable-objects/cluster/works.ts";
+import type { KeptEntries } from "../../src/work/namespace-deliverables.ts";
 import { CHANNEL_MAX_MESSAGE_BYTES, CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, CloseCodes } from "../../src/agent-api/channel-protocol.ts";
 import { clock } from "../../src/clock.ts";
 import {
@@ -113,6 +116,16 @@ const realHost = proto.connectionHost;
 proto.connectionHost = function (this: unknown, ...a: unknown[]) {
   constructions++;
   return realHost.apply(this, a);
+};
+
+/** How many times each cluster's object read its namespace's works from D1 (`WorksDelivery.current` answered `read`). */
+const worksReads = new Map<string, number>();
+const worksProto = WorksDelivery.prototype as unknown as { current: (name: string) => Promise<{ read: boolean } | null> };
+const realCurrent = worksProto.current;
+worksProto.current = async function (this: unknown, name: string) {
+  const answer = await realCurrent.call(this, name);
+  if (answer?.read) worksReads.set(name, (worksReads.get(name) ?? 0) + 1);
+  return answer;
 };
 
 async function ping(conn: Conn): Promise<void> {
@@ -394,6 +407,156 @@ describe("the agent channel", () => {
     const latest = await again.next((m) => m.type === "works");
     expect(latest.works.map((w: any) => w.metadata.name)).toEqual(["w1", "w2"]);
     expect(await etagRow()).toBeNull();
+  });
+
+  it("a woken object pushes the change that is its namespace's only news from what its socket kept, without reading D1; a warm change writes no row", async () => {
+    const keys = await joined("chk1", { heartbeat: false });
+    const stub = env.CLUSTERS.getByName("chk1");
+    const takeCost = () => runInDurableObject(stub, (o) => (o as unknown as { takeCost(): { rowsWritten: number; d1Queries: number } }).takeCost());
+    const stateRows = () => runInDurableObject(stub, (_o, state) => state.storage.sql.exec("SELECT k, v, pending FROM state ORDER BY k").toArray());
+    const kept = () =>
+      runInDurableObject(stub, (_o, state) => {
+        const works = (state.getWebSockets("agent")[0]!.deserializeAttachment() as ConnectionAttachment).works;
+        return works === undefined ? null : (JSON.parse(works) as KeptEntries);
+      });
+    const reads = () => worksReads.get("chk1") ?? 0;
+    const pushed = async (write: () => Promise<{ status: number }>) => {
+      const from = conn.messages.length;
+      expect((await write()).status).toBeLessThan(300);
+      const m = await conn.next((x) => x.type === "works", from);
+      return { names: m.works.map((w: any) => w.metadata.name), works: m.works, etag: m.etag };
+    };
+    const conn = await connect("chk1", keys);
+    conn.send({ type: "hello" });
+    expect((await conn.next((m) => m.type === "works")).works).toEqual([]);
+    expect(reads()).toBe(1); // the first push reads the namespace (empty)
+
+    // Warm: the new work is pushed from memory, and nothing is written to the object's storage.
+    await takeCost();
+    const rows = await stateRows();
+    expect((await pushed(() => call("POST", WORKS("chk1"), work("w0")))).names).toEqual(["w0"]);
+    expect(await takeCost()).toMatchObject({ rowsWritten: 0, d1Queries: 0 });
+    expect(await stateRows()).toEqual(rows);
+    expect(reads()).toBe(1);
+
+    // Hibernated, woken by the update of its only work: pushed without a read, nothing written.
+    await evictDurableObject(stub);
+    const built = constructions;
+    const patch = {
+      spec: { workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "w0", namespace: "default" }, data: { a: "2" } }] } },
+    };
+    const updated = await pushed(() => call("PATCH", `${WORKS("chk1")}/w0`, patch, merge));
+    expect(constructions).toBe(built + 1);
+    expect(updated.names).toEqual(["w0"]);
+    expect(updated.works[0].spec.workload.manifests[0].data).toEqual({ a: "2" });
+    expect(reads()).toBe(1);
+    expect(await stateRows()).toEqual(rows);
+    // Kept with the socket, in memory: the work's name and resourceVersion.
+    expect((await kept())!.entries).toEqual([["w0", Number(updated.works[0].metadata.resourceVersion)]]);
+
+    // Hibernated, woken by a second work: not the only news (w0's object was not kept), so D1 is read.
+    await evictDurableObject(stub);
+    expect((await pushed(() => call("POST", WORKS("chk1"), work("w1")))).names).toEqual(["w0", "w1"]);
+    expect(reads()).toBe(2);
+
+    // w1 removed (warm), then, hibernated, the removal of the only work left: no read, and w1 does not come back.
+    expect((await pushed(() => call("DELETE", `${WORKS("chk1")}/w1`))).names).toEqual(["w0"]);
+    await evictDurableObject(stub);
+    expect((await pushed(() => call("DELETE", `${WORKS("chk1")}/w0`))).names).toEqual([]);
+    expect(reads()).toBe(2);
+    // Hibernated, woken by a new work of the now empty namespace: no read.
+    await evictDurableObject(stub);
+    expect((await pushed(() => call("POST", WORKS("chk1"), work("w2")))).names).toEqual(["w2"]);
+    expect(reads()).toBe(2);
+
+    // The outbox sweep's change without its work, on a hibernated object: what was kept is forgotten, the push reads D1.
+    await evictDurableObject(stub);
+    const from = conn.messages.length;
+    await stub.deliverablesChanged();
+    expect((await conn.next((m) => m.type === "works", from)).works.map((w: any) => w.metadata.name)).toEqual(["w2"]);
+    expect(reads()).toBe(3);
+    expect(await stateRows()).toEqual(rows);
+  });
+
+  it("a reconnect keeps what the earlier connection kept of the works; a poll agent's object keeps nothing and reads D1", async () => {
+    const keys = await joined("chk2", { heartbeat: false });
+    const stub = env.CLUSTERS.getByName("chk2");
+    const reads = () => worksReads.get("chk2") ?? 0;
+    const conn = await connect("chk2", keys);
+    conn.send({ type: "hello" });
+    expect((await conn.next((m) => m.type === "works")).works).toEqual([]);
+    expect(reads()).toBe(1);
+    // Hibernated, then the agent reconnects (the new connection replaces the old one) and the object hibernates again.
+    await evictDurableObject(stub);
+    const again = await connect("chk2", keys);
+    expect(await closedWith(conn)).toBe(CloseCodes.Replaced);
+    await evictDurableObject(stub);
+    again.send({ type: "hello" });
+    expect((await again.next((m) => m.type === "works")).works).toEqual([]);
+    await evictDurableObject(stub);
+    const from = again.messages.length;
+    expect((await call("POST", WORKS("chk2"), work("w0"))).status).toBe(201);
+    expect((await again.next((m) => m.type === "works", from)).works.map((w: any) => w.metadata.name)).toEqual(["w0"]);
+    expect(reads()).toBe(1);
+
+    // Without a connection nothing is kept: the agent gone, a woken object reads D1 for a poll.
+    again.ws.close(1000, "away");
+    await closedWith(again);
+    await evictDurableObject(stub);
+    expect((await call("POST", WORKS("chk2"), work("w1"))).status).toBe(201);
+    const polled = await exports.default.fetch("https://hub.test/agent/v1/clusters/chk2/works", {
+      headers: { authorization: `Bearer ${await keys.sign("chk2")}` },
+    });
+    expect(polled.status).toBe(200);
+    expect(polled.headers.get("x-flotilla-d1-queries")).toBe("1");
+    expect(((await polled.json()) as any).works.map((w: any) => w.metadata.name)).toEqual(["w0", "w1"]);
+  });
+
+  it("the works picture is kept alike on every connection, or on none: not over its bound, not where connections differ, not without one", () => {
+    const socket = (cluster: string) => {
+      const ws = Object.values(new WebSocketPair())[1] as WebSocket;
+      ws.serializeAttachment({ cluster, kid: "k", connectedMs: 1, toldSeconds: 60, origin: "https://hub.test" } satisfies ConnectionAttachment);
+      return ws;
+    };
+    const sockets = [socket("a"), socket("a")];
+    const picture = new AttachmentPicture(() => sockets);
+    expect(picture.load()).toBeNull();
+    const small: KeptEntries = {
+      asOf: 3,
+      entries: [
+        ["w0", 2],
+        ["w1", 3, 1],
+      ],
+    };
+    picture.save(small);
+    for (const ws of sockets)
+      expect(ws.deserializeAttachment()).toEqual({
+        cluster: "a",
+        kid: "k",
+        connectedMs: 1,
+        toldSeconds: 60,
+        origin: "https://hub.test",
+        works: JSON.stringify(small),
+      });
+    expect(new AttachmentPicture(() => sockets).load()).toEqual(small);
+    // As large as it may be: the runtime takes it (its 16 KiB bound holds).
+    const entries = (n: number, len: number) => Array.from({ length: n }, (_, i) => [`${i}-${"x".repeat(len)}`, 100_000 + i] as [string, number]);
+    const atBound: KeptEntries = { asOf: 100_000, entries: entries(Math.floor((ATTACHMENT_WORKS_MAX_CHARS - 30) / 270), 253) };
+    expect(JSON.stringify(atBound).length).toBeLessThanOrEqual(ATTACHMENT_WORKS_MAX_CHARS);
+    picture.save(atBound);
+    expect(new AttachmentPicture(() => sockets).load()).toEqual(atBound);
+    // Over it: nothing is kept, on any connection.
+    picture.save({ asOf: 100_000, entries: entries(Math.ceil(ATTACHMENT_WORKS_MAX_CHARS / 260), 253) });
+    for (const ws of sockets) expect((ws.deserializeAttachment() as ConnectionAttachment).works).toBeUndefined();
+    expect(new AttachmentPicture(() => sockets).load()).toBeNull();
+    // Connections that differ (one kept nothing) give nothing; nor does no connection.
+    picture.save(small);
+    const other = socket("a");
+    expect(new AttachmentPicture(() => [...sockets, other]).load()).toBeNull();
+    expect(new AttachmentPicture(() => []).load()).toBeNull();
+    picture.clear();
+    for (const ws of sockets)
+      expect(ws.deserializeAttachment()).toEqual({ cluster: "a", kid: "k", connectedMs: 1, toldSeconds: 60, origin: "https://hub.test" });
   });
 
   it("a namespace of works too large to keep is announced with works-changed, read over HTTP", async () => {

@@ -195,4 +195,26 @@ describe("a cluster object's wake", () => {
     // The object still answers as before.
     expect((await call("GET", `${MC}/wake-schema`)).status).toBe(200);
   });
+
+  it("reads the works ETag's row in the wake's statement: the first push or status answer of a woken object runs no statement for it", async () => {
+    const token = await createToken({ autoApprove: true });
+    await register(token, "wake-etag", "id-wake-etag");
+    const stub = env.CLUSTERS.getByName("wake-etag");
+    await runInDurableObject(stub, async (_o, state) => {
+      const calls: string[] = [];
+      const etagOf = (o: ClusterObject) => (o as unknown as { delivery: { etag(): string } }).delivery.etag();
+      // A channel agent's cluster: no row, so a new ETag, made without a statement.
+      const woken = counting(state, calls, () => new ClusterObject(state, env as unknown as Env));
+      expect(calls).toHaveLength(1);
+      const made = counting(state, calls, () => etagOf(woken));
+      expect(made).toMatch(/^[0-9a-f-]{36}$/);
+      expect(calls).toHaveLength(1);
+      // A poll agent's: the row handed out, read at the wake, is the ETag.
+      state.storage.sql.exec("INSERT INTO state (k, v) VALUES ('worksEtag', ?)", JSON.stringify("etag-1"));
+      calls.length = 0;
+      const again = counting(state, calls, () => new ClusterObject(state, env as unknown as Env));
+      expect(counting(state, calls, () => etagOf(again))).toBe("etag-1");
+      expect(calls).toHaveLength(1);
+    });
+  });
 });
