@@ -33,8 +33,8 @@
  * - `deploy.ts` (deployReconciler): the works the placements' decisions and the rollout call for,
  *   the PlacementVerified and PlacementRolledOut conditions;
  * - `status.ts` (statusReconciler): the summaries and ManifestworkApplied, the status written.
- * `run.ts` has their shared shape (what a run reads at its start, {@link startRun}, as OCM's
- * `sync` reads it before its reconcilers); `works-cache.ts` the
+ * `run.ts` has their shared shape; what a run reads at its start is {@link startRun} here (as
+ * OCM's `sync` reads it before its reconcilers); `works-cache.ts` the
  * object's copy of the works; `names.ts` the finalizer, label value and work name.
  */
 import { resourceKey } from "../k8s/kind.ts";
