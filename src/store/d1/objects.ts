@@ -1472,14 +1472,7 @@ export async function readEvents(
   if (namespace !== undefined) conds.push(eq(events.namespace, namespace));
   const [rows, counter] = await db.batch([
     db
-      .select({
-        rv: events.resourceVersion,
-        type: events.type,
-        body: events.body,
-        specRef: events.specRef,
-        spec: sharedSpecOf("events"),
-        bodyRef: events.bodyRef,
-      })
+      .select(eventRowColumns())
       .from(events)
       .where(and(...conds))
       .orderBy(events.resourceVersion)
@@ -1498,6 +1491,21 @@ export async function readEvents(
 }
 
 /**
+ * The columns a read of watch events selects: each event's resourceVersion, type, body and what
+ * puts a stored body back whole (its shared spec, its body pieces' reference), for `readRow`.
+ */
+function eventRowColumns() {
+  return {
+    rv: events.resourceVersion,
+    type: events.type,
+    body: events.body,
+    specRef: events.specRef,
+    spec: sharedSpecOf("events"),
+    bodyRef: events.bodyRef,
+  };
+}
+
+/**
  * The object `namespace`/`name` of kind `def` as its last event before `beforeRv` (exclusive)
  * left it: its state just before that version, for a watch that must tell whether it showed the
  * object then (src/api/watch.ts). Null when the log holds no earlier event of it (it was created
@@ -1511,14 +1519,7 @@ export async function previousEventObject(
   beforeRv: number,
 ): Promise<KubeObject | null> {
   const [row] = await db
-    .select({
-      rv: events.resourceVersion,
-      type: events.type,
-      body: events.body,
-      specRef: events.specRef,
-      spec: sharedSpecOf("events"),
-      bodyRef: events.bodyRef,
-    })
+    .select(eventRowColumns())
     .from(events)
     .where(and(eq(events.resource, resourceKey(def)), eq(events.namespace, namespace), eq(events.name, name), lt(events.resourceVersion, beforeRv)))
     .orderBy(sql`${events.resourceVersion} DESC`)
