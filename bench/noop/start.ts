@@ -28,6 +28,11 @@ export interface NoopOptions {
   tls?: { key: string; cert: string; ca: string };
   /** Variables of the Worker (`wrangler dev --var`), e.g. `BENCH_FORWARD_URL`. */
   vars?: Record<string, string>;
+  /**
+   * Whether wrangler prints a line per request, as `npm start` with `FLOTILLA_LOG_REQUESTS=1`
+   * runs the hub; default false (`--log-level warn`), as `npm start` runs it by default.
+   */
+  logRequests?: boolean;
 }
 
 /**
@@ -54,6 +59,7 @@ export async function startNoopWorker(opts: NoopOptions = {}): Promise<NoopWorke
       mkdtempSync(path.join(tmpdir(), "flotilla-noop-")),
       ...tls,
       ...vars,
+      ...(opts.logRequests ? [] : ["--log-level", "warn"]),
     ],
     {
       cwd: here,
