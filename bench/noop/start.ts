@@ -30,7 +30,8 @@ export interface NoopOptions {
   vars?: Record<string, string>;
   /**
    * Whether wrangler prints a line per request, as `npm start` with `FLOTILLA_LOG_REQUESTS=1`
-   * runs the hub; default false (`--log-level warn`), as `npm start` runs it by default.
+   * and startHub (scripts/hub-process.ts) run the hub; default true. false: `--log-level warn`,
+   * as `npm start` runs the hub by default (bench:kinds, bench:apply-requests).
    */
   logRequests?: boolean;
 }
@@ -59,7 +60,7 @@ export async function startNoopWorker(opts: NoopOptions = {}): Promise<NoopWorke
       mkdtempSync(path.join(tmpdir(), "flotilla-noop-")),
       ...tls,
       ...vars,
-      ...(opts.logRequests ? [] : ["--log-level", "warn"]),
+      ...((opts.logRequests ?? true) ? [] : ["--log-level", "warn"]),
     ],
     {
       cwd: here,
