@@ -32,6 +32,8 @@
  *   BENCH_NO_NOOP      set: the hub only (neither the no-op Worker nor the floor)
  *   BENCH_NO_FLOOR     set: no platform floor
  *   BENCH_CPU_PROFILE  a file prefix: the hub isolate's CPU profile of each kind
+ *   BENCH_LOG_REQUESTS=1  every Worker prints a line per request (`npm start` with
+ *                      `FLOTILLA_LOG_REQUESTS=1`); default none, as `npm start` runs the hub
  */
 import { readFileSync } from "node:fs";
 import { Agent, request } from "node:https";
@@ -49,6 +51,7 @@ const WARM_UP = 40;
 const NOOP = !process.env.BENCH_NO_NOOP;
 const FLOOR = NOOP && !process.env.BENCH_NO_FLOOR;
 const PROFILE = process.env.BENCH_CPU_PROFILE;
+const LOG_REQUESTS = process.env.BENCH_LOG_REQUESTS === "1";
 const NAMESPACE = "bench-apply";
 const log = (msg: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`);
 
@@ -178,11 +181,11 @@ function isolateBusyUs(file: string): number {
 }
 
 const inspectorPort = PROFILE ? await freePort() : undefined;
-const hub = await startHub({ https: true, ...(inspectorPort ? { wranglerArgs: ["--inspector-port", String(inspectorPort)] } : {}) });
+const hub = await startHub({ https: true, logRequests: LOG_REQUESTS, ...(inspectorPort ? { wranglerArgs: ["--inspector-port", String(inspectorPort)] } : {}) });
 const tls = path.join(hub.stateDir, "tls");
 const tlsFiles = { key: path.join(tls, "server.key"), cert: path.join(tls, "server.crt"), ca: hub.caFile! };
-const noop = NOOP ? await startNoopWorker({ tls: tlsFiles }) : undefined;
-const floor = FLOOR ? await startNoopWorker({ tls: tlsFiles, vars: { BENCH_FLOOR: "1" } }) : undefined;
+const noop = NOOP ? await startNoopWorker({ logRequests: LOG_REQUESTS, tls: tlsFiles }) : undefined;
+const floor = FLOOR ? await startNoopWorker({ logRequests: LOG_REQUESTS, tls: tlsFiles, vars: { BENCH_FLOOR: "1" } }) : undefined;
 try {
   const ca = readFileSync(hub.caFile!);
   const namespace = { apiVersion: "v1", kind: "Namespace", metadata: { name: NAMESPACE } };

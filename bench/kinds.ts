@@ -48,6 +48,8 @@
  *                        milliseconds as kubectl timed them
  *   BENCH_CPU_PROFILE    a file prefix: writes `<prefix>-<run>.cpuprofile`, the hub isolate's CPU
  *                        profile of each run (bench/cpu-profile.ts)
+ *   BENCH_LOG_REQUESTS=1 every Worker prints a line per request (`npm start` with
+ *                        `FLOTILLA_LOG_REQUESTS=1`); default none, as `npm start` runs the hub
  */
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -86,6 +88,7 @@ const FLOOR = NOOP && !process.env.BENCH_NO_FLOOR;
 const METER = process.env.BENCH_METER === "1";
 const REQUEST_TIMES = process.env.BENCH_REQUEST_TIMES === "1";
 const PROFILE = process.env.BENCH_CPU_PROFILE;
+const LOG_REQUESTS = process.env.BENCH_LOG_REQUESTS === "1";
 const STEPS = process.env.BENCH_STEPS ? new Set(process.env.BENCH_STEPS.split(",").map((s) => Number(s.trim()))) : undefined;
 const TRACE_SQL = METER && process.env.BENCH_TRACE_SQL === "1";
 const log = (msg: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`);
@@ -330,17 +333,19 @@ async function applyFigures(): Promise<string[][]> {
     ...(TRACE_SQL ? ["--var", "BENCH_TRACE_SQL:1"] : []),
     ...(PROFILE ? ["--inspector-port", String(inspectorPort)] : []),
   ];
-  const hub = await startHub({ https: true, ...(wranglerArgs.length > 0 ? { wranglerArgs } : {}) });
+  const hub = await startHub({ https: true, logRequests: LOG_REQUESTS, ...(wranglerArgs.length > 0 ? { wranglerArgs } : {}) });
   const fwd = await forwarder(hub);
   const tls = path.join(hub.stateDir, "tls");
   const noop = NOOP
     ? await startNoopWorker({
+        logRequests: LOG_REQUESTS,
         tls: { key: path.join(tls, "server.key"), cert: path.join(tls, "server.crt"), ca: hub.caFile! },
         vars: { BENCH_FORWARD_URL: fwd.url },
       })
     : undefined;
   const floor = FLOOR
     ? await startNoopWorker({
+        logRequests: LOG_REQUESTS,
         tls: { key: path.join(tls, "server.key"), cert: path.join(tls, "server.crt"), ca: hub.caFile! },
         vars: { BENCH_FORWARD_URL: fwd.url, BENCH_FLOOR: "1" },
       })

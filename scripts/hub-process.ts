@@ -35,6 +35,13 @@ export interface HubOptions {
   port?: number;
   /** Admin token (default: a fresh random one); a restarted hub keeps its clients' by taking its predecessor's. */
   adminToken?: string;
+  /**
+   * Whether the hub prints a line per request (`FLOTILLA_LOG_REQUESTS=1`), default true: the
+   * server-error check ({@link serverErrorsIn}) and `stop`'s wait for the last answers' lines read
+   * them. false: the hub as `npm start` runs by default (no request lines: a benchmark of the
+   * hub as users run it); 5xx answers are then not seen, only hung-code cancellations.
+   */
+  logRequests?: boolean;
   /** Extra environment of `npm start` (e.g. the `FLOTILLA_OIDC_*` settings). */
   env?: Record<string, string>;
   /** Extra arguments of `wrangler dev` (`npm start` passes them on), e.g. `--config` of another entry. */
@@ -348,6 +355,9 @@ async function startHubOn(port: number, stateDir: string, adminToken: string, op
   if (opts.graceMultiplier !== undefined) env.FLOTILLA_LEASE_GRACE_MULTIPLIER = String(opts.graceMultiplier);
   if (opts.leaveTimeoutSeconds !== undefined) env.FLOTILLA_LEAVE_TIMEOUT_SECONDS = String(opts.leaveTimeoutSeconds);
   if (opts.https) env.FLOTILLA_HTTPS = "1";
+  const logRequests = opts.logRequests ?? true;
+  if (logRequests) env.FLOTILLA_LOG_REQUESTS = "1";
+  else delete env.FLOTILLA_LOG_REQUESTS;
   Object.assign(env, opts.env ?? {});
   const child = spawn(process.execPath, [path.join(root, "scripts", "start.mjs"), ...(opts.wranglerArgs ?? [])], {
     cwd: root,
@@ -397,7 +407,7 @@ async function startHubOn(port: number, stateDir: string, adminToken: string, op
   }
   let stopping: Promise<void> | undefined;
   const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) await logBarrier({ url, caFile }, () => out, 5000);
+    if (logRequests && child.exitCode === null && child.signalCode === null) await logBarrier({ url, caFile }, () => out, 5000);
     await stopProcess(child);
     const bad = errors.filter((e) => !e.expected);
     if (bad.length > 0) process.stderr.write(`hub ${url}: ${countByKind(bad)} in its log (${logFile})\n`);

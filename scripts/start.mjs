@@ -18,6 +18,9 @@
 //   FLOTILLA_AUDIT_RETENTION_DAYS    days the audit log keeps a record (default 30)
 //   FLOTILLA_EVENT_TTL_SECONDS       seconds an Event is kept after its last write (default 3600)
 //   FLOTILLA_FEATURE_GATES           feature gates as OCM's --feature-gates (`NilExecutorValidating=true`)
+//   FLOTILLA_LOG_REQUESTS=1      print a line per request answered (wrangler's request log:
+//                                `[wrangler:info] GET /api/v1/namespaces 200 OK (3ms)`); unset, the
+//                                hub prints warnings and errors only (its own, wrangler's, workerd's)
 //   FLOTILLA_HTTPS=1             serve HTTPS with a certificate for 127.0.0.1 and localhost signed
 //                                by a local CA generated once into <state>/tls (ca.crt)
 //   FLOTILLA_PUBLIC_URL          the hub's URL as clients reach it, advertised in ClusterProfiles
@@ -205,6 +208,20 @@ try {
   process.exit(1);
 }
 
+/**
+ * Whether wrangler prints a line per request (`FLOTILLA_LOG_REQUESTS=1`; default: no). Its request
+ * log is an HTTP request per answer from wrangler's proxy workerd to wrangler's Node process,
+ * which prints it, and the line copied again here: about 1.5 ms of the machine's CPU per request,
+ * a third of a GET's CPU in all (docs/scale.md "`kubectl apply` of ordinary objects"). Without
+ * it wrangler runs at `--log-level warn`: the Worker logs only warnings and errors (console.warn,
+ * console.error; nothing of the hub's logs below that), and wrangler's and workerd's own warnings
+ * and errors still show. kube-apiserver, likewise, logs each request only at a raised verbosity
+ * (its httplog, `-v=3`). A `--log-level` among the extra arguments, or `WRANGLER_LOG`, decides instead.
+ */
+const logRequests = process.env.FLOTILLA_LOG_REQUESTS === "1" || process.env.FLOTILLA_LOG_REQUESTS === "true";
+const logLevelGiven = process.env.WRANGLER_LOG !== undefined || process.argv.slice(2).some((a) => a === "--log-level" || a.startsWith("--log-level="));
+const logArgs = logRequests || logLevelGiven ? [] : ["--log-level", "warn"];
+
 const args = [
   wrangler,
   "dev",
@@ -218,6 +235,7 @@ const args = [
   envFile,
   "--show-interactive-dev-session=false",
   ...tlsArgs,
+  ...logArgs,
   ...process.argv.slice(2),
 ];
 const url = `${https ? "https" : "http"}://127.0.0.1:${port}`;

@@ -28,6 +28,12 @@ export interface NoopOptions {
   tls?: { key: string; cert: string; ca: string };
   /** Variables of the Worker (`wrangler dev --var`), e.g. `BENCH_FORWARD_URL`. */
   vars?: Record<string, string>;
+  /**
+   * Whether wrangler prints a line per request, as `npm start` with `FLOTILLA_LOG_REQUESTS=1`
+   * and startHub (scripts/hub-process.ts) run the hub; default true. false: `--log-level warn`,
+   * as `npm start` runs the hub by default (bench:kinds, bench:apply-requests).
+   */
+  logRequests?: boolean;
 }
 
 /**
@@ -54,6 +60,7 @@ export async function startNoopWorker(opts: NoopOptions = {}): Promise<NoopWorke
       mkdtempSync(path.join(tmpdir(), "flotilla-noop-")),
       ...tls,
       ...vars,
+      ...((opts.logRequests ?? true) ? [] : ["--log-level", "warn"]),
     ],
     {
       cwd: here,

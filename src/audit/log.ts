@@ -13,11 +13,16 @@
  * (`ctx.waitUntil`), with its own sequence (`seq`, the AuditEvents' resourceVersion), as the
  * `events` change log lives beside `objects` (src/store/d1/objects.ts).
  *
- * Retention: each insert also deletes, in the same D1 batch, at most
+ * Retention: an insert also deletes, in the same D1 batch, at most
  * {@link RETENTION_DELETE_BATCH} rows received before now minus `FLOTILLA_AUDIT_RETENTION_DAYS`
- * (default {@link DEFAULT_AUDIT_RETENTION_DAYS}), found through the `received_at` index: expired
- * rows go on write, at the pace rows come in, with no timer, no per-heartbeat cost and no scan of
- * the table.
+ * (default {@link DEFAULT_AUDIT_RETENTION_DAYS}), found through the `received_at` index, when it
+ * is the isolate's first in {@link AUDIT_EXPIRY_INTERVAL_MS} or its
+ * {@link AUDIT_EXPIRY_EVERY_APPENDS}th since its last such delete ({@link auditLimits}): expired
+ * rows go on write, at least twice as fast as the isolate's rows come in, with no timer, no
+ * per-heartbeat cost and no scan of the table, and a burst of writes (a `kubectl apply` of
+ * hundreds of objects) pays the delete once in 50 records, not with each. The retention is our
+ * own policy (kube-apiserver's log backend rotates files by `--audit-log-maxage`), not an
+ * upstream field's.
  */
 import { badRequest } from "../k8s/errors.ts";
 import type { Env } from "../env.ts";
@@ -28,6 +33,14 @@ import type { AuditEvent } from "./event.ts";
 export const DEFAULT_AUDIT_RETENTION_DAYS = 30;
 /** Most expired rows one insert deletes (the `received_at` index finds them; no scan). */
 export const RETENTION_DELETE_BATCH = 100;
+/** An isolate's append deletes expired rows when its last such delete is this many milliseconds old (a minute) or more. */
+export const AUDIT_EXPIRY_INTERVAL_MS = 60_000;
+/**
+ * An isolate's append deletes expired rows when it is this many appends after its last such
+ * delete, however soon: with {@link RETENTION_DELETE_BATCH} (100) a delete, an isolate can delete
+ * twice as many expired rows as it appends.
+ */
+export const AUDIT_EXPIRY_EVERY_APPENDS = 50;
 /**
  * Most failed authentications (401) recorded in any minute (by the time they were received):
  * anyone may cause one, so their records are bounded (about 86,000 a day at most).
@@ -49,7 +62,8 @@ export function auditRetentionDays(value: string | undefined): number {
 
 /**
  * Appends `event` (a failed authentication only while fewer than
- * {@link AUTH_FAILURE_RECORDS_PER_MINUTE} were recorded in the minute before it) and deletes up to
+ * {@link AUTH_FAILURE_RECORDS_PER_MINUTE} were recorded in the minute before it) and, when
+ * {@link auditLimits} says the isolate's delete is due, deletes up to
  * {@link RETENTION_DELETE_BATCH} records received more than `retentionDays` days before `now`
  * (epoch milliseconds), in one D1 batch (src/store/d1/audit-log.ts).
  * @throws errors of D1 (the caller, src/audit/middleware.ts, logs them; a request never fails for them)
@@ -76,13 +90,27 @@ export function auditRowOf(event: AuditEvent): AuditRow {
   };
 }
 
+/** When this isolate's append last deleted expired records (epoch milliseconds; none yet: undefined), and its appends since. */
+const expiry: { lastAt: number | undefined; appendsSince: number } = { lastAt: undefined, appendsSince: 0 };
+
 /**
- * How an append at `now` (epoch milliseconds) bounds the log: the records older than
- * `retentionDays` go, {@link RETENTION_DELETE_BATCH} at most; failed authentications are kept
- * under {@link AUTH_FAILURE_RECORDS_PER_MINUTE}.
+ * How an append at `now` (epoch milliseconds, the injected clock) bounds the log: failed
+ * authentications are kept under {@link AUTH_FAILURE_RECORDS_PER_MINUTE}; and when the isolate's
+ * retention delete is due, `expiredBefore` (the records older than `retentionDays` go,
+ * {@link RETENTION_DELETE_BATCH} at most). It is due at the isolate's first append, then at the
+ * first append {@link AUDIT_EXPIRY_INTERVAL_MS} or more after the last delete (or before it: a
+ * clock set back) and at the {@link AUDIT_EXPIRY_EVERY_APPENDS}th append since it. Each call
+ * counts as an append (call it once per record to be written); a delete decided for a write
+ * that then does not commit is not made up for before the next one due.
  */
 export function auditLimits(now: number, retentionDays: number): AuditAppendLimits {
-  return { expiredBefore: now - retentionDays * DAY_MS, deleteBatch: RETENTION_DELETE_BATCH, unauthorizedPerMinute: AUTH_FAILURE_RECORDS_PER_MINUTE };
+  const limits: AuditAppendLimits = { deleteBatch: RETENTION_DELETE_BATCH, unauthorizedPerMinute: AUTH_FAILURE_RECORDS_PER_MINUTE };
+  expiry.appendsSince++;
+  const last = expiry.lastAt;
+  if (last !== undefined && now >= last && now - last < AUDIT_EXPIRY_INTERVAL_MS && expiry.appendsSince < AUDIT_EXPIRY_EVERY_APPENDS) return limits;
+  expiry.lastAt = now;
+  expiry.appendsSince = 0;
+  return { ...limits, expiredBefore: now - retentionDays * DAY_MS };
 }
 
 /**

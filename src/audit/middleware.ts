@@ -147,12 +147,16 @@ function auditEventOf(c: AuditContext, o: Outcome): AuditEvent {
 /**
  * The request's audit record as its write commits it (src/api/context.ts `PendingAudit`): built
  * when the commit is prepared, with the object's name and the code the write answers on success,
- * stamped then (the answer follows the commit with no further I/O).
+ * stamped then (the answer follows the commit with no further I/O); its retention `limits` are
+ * decided then too (read once per commit prepared: a request that commits nothing, a read, counts
+ * as no append of the isolate's, src/audit/log.ts `auditLimits`).
  */
 function pendingAudit(c: AuditContext, auditID: string, receivedAt: number): PendingAudit {
   return {
     row: (name, code) => auditRowOf(auditEventOf(c, { auditID, receivedAt, completedAt: clock.now(), code, name })),
-    limits: auditLimits(clock.now(), auditRetentionDays(c.env.FLOTILLA_AUDIT_RETENTION_DAYS)),
+    get limits() {
+      return auditLimits(clock.now(), auditRetentionDays(c.env.FLOTILLA_AUDIT_RETENTION_DAYS));
+    },
   };
 }
 

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { hubFetch, startHub, takeStartedHubs, unexpectedServerErrorReport } from "../../scripts/hub-process.ts";
+import { waitFor } from "../wait.ts";
 
 describe("the hub log check", () => {
   it("finds 5xx answers and hung-code cancellations, and passes only the declared ones", async () => {
@@ -43,5 +44,46 @@ describe("the hub log check", () => {
     // This hub failed on purpose: it is taken out of the file's check (test/hub-log.setup.ts).
     expect(takeStartedHubs()).toEqual([hub]);
     expect(unexpectedServerErrorReport([])).toBeNull();
+  });
+
+  it("has no line per request unless FLOTILLA_LOG_REQUESTS=1; the Worker's warnings and errors and hung code show all the same", async () => {
+    // `npm start` as run by default: wrangler at --log-level warn (scripts/start.mjs).
+    const hub = await startHub({ wranglerArgs: ["--config", "test/e2e/faulty/wrangler.toml"], logRequests: false });
+    try {
+      expect((await hubFetch(hub, "GET", "/fail/404")).status).toBe(404);
+      expect((await hubFetch(hub, "GET", "/fail/500")).status).toBe(500);
+      expect((await hubFetch(hub, "GET", "/say/quiet")).status).toBe(200);
+      expect((await hubFetch(hub, "GET", "/hang")).status).toBe(500);
+      await waitFor(
+        "the Worker's error and the hung-code cancellation in the log",
+        async () => hub.output().includes("error:quiet") && hub.serverErrors().some((e) => e.kind === "hung"),
+      );
+      // The answers are a round trip back: a request line, had there been one, was printed by now.
+      expect((await hubFetch(hub, "GET", "/say/last")).status).toBe(200);
+      await waitFor("the last request's error in the log", async () => hub.output().includes("error:last"));
+    } finally {
+      await hub.stop();
+    }
+    const output = hub.output();
+    expect(output).toContain("warn:quiet");
+    expect(output).toContain("error:quiet");
+    expect(output).not.toContain("log:quiet");
+    expect(output).not.toMatch(/\[wrangler:[a-z]+\] (GET|POST) \//);
+    expect(output).not.toContain("/fail/404");
+    expect(hub.serverErrors().map((e) => e.kind)).toEqual(["hung"]);
+    expect(takeStartedHubs()).toEqual([hub]);
+
+    // With FLOTILLA_LOG_REQUESTS=1 (startHub's default), each answer has its line, the Worker's console.log too.
+    const logged = await startHub({ wranglerArgs: ["--config", "test/e2e/faulty/wrangler.toml"] });
+    try {
+      expect((await hubFetch(logged, "GET", "/fail/404")).status).toBe(404);
+      expect((await hubFetch(logged, "GET", "/say/loud")).status).toBe(200);
+    } finally {
+      await logged.stop();
+    }
+    expect(logged.output()).toMatch(/\[wrangler:info\] GET \/fail\/404 404 Not Found/);
+    expect(logged.output()).toContain("log:loud");
+    expect(logged.serverErrors()).toEqual([]);
+    expect(takeStartedHubs()).toEqual([logged]);
   });
 });

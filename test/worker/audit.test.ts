@@ -4,7 +4,7 @@ import { ADMIN, call, createNamespaces, createToken, register, withClockAhead, S
 import { waitFor } from "../wait.ts";
 import { clock } from "../../src/clock.ts";
 import { isAudited, microTime, requestInfo } from "../../src/audit/event.ts";
-import { AUTH_FAILURE_RECORDS_PER_MINUTE } from "../../src/audit/log.ts";
+import { AUDIT_EXPIRY_EVERY_APPENDS, AUTH_FAILURE_RECORDS_PER_MINUTE } from "../../src/audit/log.ts";
 import { auditRequests, type AuditVariables } from "../../src/audit/middleware.ts";
 import { Unauthenticated } from "../../src/auth/authn.ts";
 import { forbiddenError, type ResourceAttributes } from "../../src/auth/rbac-types.ts";
@@ -388,7 +388,7 @@ describe("audit log: recording", () => {
     expect(await env.DB.prepare("SELECT count(*) AS n FROM audit_events WHERE audit_id = ?").bind(readID).first("n")).toBe(0);
   });
 
-  it("keeps records FLOTILLA_AUDIT_RETENTION_DAYS (30) days: an insert deletes the expired ones", async () => {
+  it("keeps records FLOTILLA_AUDIT_RETENTION_DAYS (30) days: an insert a minute or more after the last delete deletes the expired ones", async () => {
     const old = await auditedWrite("audit-b", "old");
     const at29 = await withClockAhead(29 * DAY_MS, () => auditedWrite("audit-b", "day29"));
     // 29 days on, the first record is within its 30 days.
@@ -396,6 +396,36 @@ describe("audit log: recording", () => {
     await withClockAhead(31 * DAY_MS, () => auditedWrite("audit-b", "day31"));
     expect(await env.DB.prepare("SELECT count(*) AS n FROM audit_events WHERE audit_id = ?").bind(old).first("n")).toBe(0);
     expect(await env.DB.prepare("SELECT count(*) AS n FROM audit_events WHERE audit_id = ?").bind(at29).first("n")).toBe(1);
+  });
+
+  it(`deletes expired records at most once a minute per isolate, or at every ${AUDIT_EXPIRY_EVERY_APPENDS}th record since`, async () => {
+    const probe = async (id: string) => {
+      // An expired record, older than any other (received at the epoch's first millisecond): the next delete takes it first.
+      await env.DB.prepare(
+        "INSERT INTO audit_events (audit_id, received_at, username, verb, resource, namespace, code, body) VALUES (?, 1, '', 'create', '', '', 201, '{}')",
+      )
+        .bind(id)
+        .run();
+      return async () => (await env.DB.prepare("SELECT count(*) AS n FROM audit_events WHERE audit_id = ?").bind(id).first("n")) === 1;
+    };
+    const later = 200 * DAY_MS;
+    // A write long after any other: the isolate's delete is due (it deletes whatever expired).
+    await withClockAhead(later, () => auditedWrite("audit-b", "minute-0"));
+    const first = await probe("expired-probe-1");
+    // 10 s on: not due; the expired record stays.
+    await withClockAhead(later + 10_000, () => auditedWrite("audit-b", "minute-0-10s"));
+    expect(await first()).toBe(true);
+    // A minute on: due again.
+    await withClockAhead(later + 61_000, () => auditedWrite("audit-b", "minute-1"));
+    expect(await first()).toBe(false);
+    // Within the same minute, the delete is due again at the AUDIT_EXPIRY_EVERY_APPENDSth record since.
+    const second = await probe("expired-probe-2");
+    await withClockAhead(later + 62_000, async () => {
+      for (let i = 1; i < AUDIT_EXPIRY_EVERY_APPENDS; i++) await auditedWrite("audit-b", `burst-${i}`);
+    });
+    expect(await second()).toBe(true);
+    await withClockAhead(later + 63_000, () => auditedWrite("audit-b", `burst-${AUDIT_EXPIRY_EVERY_APPENDS}`));
+    expect(await second()).toBe(false);
   });
 });
 

@@ -27,8 +27,11 @@ export interface AuditRow {
 
 /** How one append bounds the log (src/audit/log.ts sets them). */
 export interface AuditAppendLimits {
-  /** Rows received before this time (epoch milliseconds) are expired: up to `deleteBatch` of them go with the insert. */
-  expiredBefore: number;
+  /**
+   * Rows received before this time (epoch milliseconds) are expired: up to `deleteBatch` of them
+   * go with the insert. Absent: the insert deletes nothing (src/audit/log.ts `auditLimits` decides when).
+   */
+  expiredBefore?: number;
   /** Most expired rows one append deletes (the `received_at` index finds them; no scan). */
   deleteBatch: number;
   /** For a row with code 401: inserted only while fewer 401 rows were received in the 60 s (60,000 ms) before it. */
@@ -67,24 +70,24 @@ const auditExpiryShape = guardedShape((cond) =>
 
 /**
  * The statements that store `row` (never a 401's: those are bounded per minute, and no write
- * commits for them) with the retention of `limits`, as {@link appendAuditRow} does, for a commit's
- * own batch (`CommitExtras.extra`): bound by the commit's `guarded`, they take effect only when
- * the write does, so a write and its audit record commit together or not at all.
+ * commits for them) with the retention of `limits` (the delete only with `expiredBefore`), as
+ * {@link appendAuditRow} does, for a commit's own batch (`CommitExtras.extra`): bound by the
+ * commit's `guarded`, they take effect only when the write does, so a write and its audit record
+ * commit together or not at all.
  */
 export function auditRowStatements(guarded: GuardedBinder, row: AuditRow, limits: AuditAppendLimits): D1PreparedStatement[] {
-  return [
-    guarded(auditInsertShape, {
-      auditId: row.auditId,
-      auditReceivedAt: row.receivedAt,
-      auditUsername: row.username,
-      auditVerb: row.verb,
-      auditResource: row.resource,
-      auditNamespace: row.namespace,
-      auditCode: row.code,
-      auditBody: row.body,
-    }),
-    guarded(auditExpiryShape, { auditExpiredBefore: limits.expiredBefore, auditDeleteBatch: limits.deleteBatch }),
-  ];
+  const insert = guarded(auditInsertShape, {
+    auditId: row.auditId,
+    auditReceivedAt: row.receivedAt,
+    auditUsername: row.username,
+    auditVerb: row.verb,
+    auditResource: row.resource,
+    auditNamespace: row.namespace,
+    auditCode: row.code,
+    auditBody: row.body,
+  });
+  if (limits.expiredBefore === undefined) return [insert];
+  return [insert, guarded(auditExpiryShape, { auditExpiredBefore: limits.expiredBefore, auditDeleteBatch: limits.deleteBatch })];
 }
 
 /**
@@ -97,8 +100,8 @@ export async function replaceAuditRow(d1: D1Database, row: AuditRow): Promise<vo
 }
 
 /**
- * Inserts `row` (a 401 only under `limits.unauthorizedPerMinute`) and deletes up to
- * `limits.deleteBatch` expired rows, in one D1 batch.
+ * Inserts `row` (a 401 only under `limits.unauthorizedPerMinute`) and, given
+ * `limits.expiredBefore`, deletes up to `limits.deleteBatch` expired rows, in one D1 batch.
  * @throws errors of D1
  */
 export async function appendAuditRow(d1: D1Database, row: AuditRow, limits: AuditAppendLimits): Promise<void> {
@@ -111,6 +114,10 @@ export async function appendAuditRow(d1: D1Database, row: AuditRow, limits: Audi
           )
           .bind(...values, row.receivedAt - 60_000, limits.unauthorizedPerMinute)
       : d1.prepare(`INSERT INTO audit_events (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`).bind(...values);
+  if (limits.expiredBefore === undefined) {
+    await insert.run();
+    return;
+  }
   await d1.batch([
     insert,
     d1
