@@ -68,15 +68,31 @@ function formOf(r: MediaRange, answering: Answering): Form | null {
   return null;
 }
 
+/** The most `Accept` headers {@link negotiate} remembers the answer of (past it, it starts afresh). */
+const NEGOTIATED_MAX = 64;
+/** `<answering> <Accept>` → the form negotiated: the few headers clients send, each parsed once per isolate, not up to three times per request. */
+const negotiated = new Map<string, Readonly<Form>>();
+const JSON_FORM: Readonly<Form> = Object.freeze({ kind: "json" });
+
 /**
- * The form of the answer to a request with this `Accept` header (absent or empty: JSON).
+ * The form of the answer to a request with this `Accept` header (absent or empty: JSON). The
+ * answer is shared between calls (frozen): remembered per header and `answering`, up to
+ * {@link NEGOTIATED_MAX} headers.
  * @throws ApiError 406 NotAcceptable when no media range of the header can be served
  */
-export function negotiate(accept: string | undefined, answering: Answering): Form {
-  if (!accept || accept.trim() === "") return { kind: "json" };
+export function negotiate(accept: string | undefined, answering: Answering): Readonly<Form> {
+  if (!accept) return JSON_FORM;
+  const key = `${answering} ${accept}`;
+  const hit = negotiated.get(key);
+  if (hit) return hit;
+  if (accept.trim() === "") return JSON_FORM;
   for (const r of mediaRanges(accept)) {
     const form = formOf(r, answering);
-    if (form) return form;
+    if (form) {
+      if (negotiated.size >= NEGOTIATED_MAX) negotiated.clear();
+      negotiated.set(key, Object.freeze(form));
+      return form;
+    }
   }
   throw new ApiError(
     406,

@@ -65,7 +65,8 @@ export function requestLabels(
 ): RequestLabels {
   const attrs = attributes ?? requestAttributes(method, url);
   const upper = method.toUpperCase() === "HEAD" ? "GET" : method.toUpperCase();
-  const dryRun = [...new Set(url.searchParams.getAll("dryRun"))].sort().join(",");
+  // No query (every GET kubectl apply makes): no dryRun, and no URLSearchParams made to say so.
+  const dryRun = url.search === "" ? "" : [...new Set(url.searchParams.getAll("dryRun"))].sort().join(",");
   const base = { dry_run: dryRun, component: "apiserver" };
   if (isNonResourceRequest(attrs)) return { ...base, verb: upper, group: "", version: "", resource: "", subresource: "", scope: "" };
   let verb = upper;
