@@ -57,6 +57,7 @@ import { WorksDelivery } from "./cluster/works.ts";
 import { AgentConnection, type ConnectionHost } from "./cluster/connection.ts";
 import { Reports, type ReportOutcome } from "./cluster/reports.ts";
 import { reportWorkStatus } from "../src/agent-api/work-report.ts";
+import { DELIVERED_WORKS_MAX_CLUSTER_BYTES, DeliveredWorks, workCopies } from "../src/agent-api/delivered.ts";
 import { reportPolicyCompliance } from "../src/agent-api/policy-report.ts";
 import type { PolicyComplianceReportRequest, WorkStatusReport } from "../src/agent-api/protocol.ts";
 import { CloseCodes } from "../src/agent-api/channel-protocol.ts";
@@ -106,6 +107,12 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
   private readonly connection: AgentConnection;
   /** The order of the agent's reports (cluster/reports.ts). */
   private readonly reports: Reports;
+  /**
+   * The works last pushed on the agent's channel, which its reports write on (no read of the
+   * work from D1), then the isolate's copies (src/agent-api/delivered.ts `workCopies`).
+   */
+  private readonly pushedWorks = new DeliveredWorks(DELIVERED_WORKS_MAX_CLUSTER_BYTES, DELIVERED_WORKS_MAX_CLUSTER_BYTES);
+  private readonly workCopies = workCopies(this.pushedWorks);
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -446,7 +453,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
       `work/${work}`,
       report.uid,
       report.sequence,
-      () => reportWorkStatus(this.env, cluster, work, report, bytes, waitUntil),
+      () => reportWorkStatus(this.env, cluster, work, report, bytes, waitUntil, this.workCopies),
       report.released === true,
     );
   }
@@ -692,6 +699,7 @@ export class ClusterObject extends DurableObject<Env> implements ClusterHost {
       workReport: (cluster, work, report, bytes) => this.workReport(cluster, work, report, bytes),
       complianceReport: (cluster, policy, report) => this.complianceReport(cluster, policy, report),
       inOrder: (key, fn) => this.reports.run(key, "", undefined, async () => (await fn(), null)).then(() => undefined),
+      pushed: (cluster, works, bytes) => this.pushedWorks.delivered(cluster, works, bytes),
       recordTold: (seconds) => this.lease.told(seconds, clock.now()),
       leaseDurationSeconds: (obj) => specOf(obj).leaseDurationSeconds || DEFAULT_LEASE_DURATION_SECONDS,
       accepted: (obj) => specOf(obj).hubAcceptsClient,

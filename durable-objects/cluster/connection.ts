@@ -30,7 +30,6 @@ import { decode, type Heartbeat } from "../../src/agent-api/protocol.ts";
 import type { PolicyComplianceReportRequest, WorkStatusReport } from "../../src/agent-api/protocol.ts";
 import type { ReportOutcome } from "./reports.ts";
 import { ProxyStreams, type ProxyRequest } from "./proxy.ts";
-import { deliveredWorks } from "../../src/agent-api/delivered.ts";
 import { COUNTED } from "../../src/metrics/families.ts";
 import { count, flushSoon } from "../../src/metrics/recorder.ts";
 import { splitDelivered, type KeptEntries, type KeptPicture } from "../../src/work/namespace-deliverables.ts";
@@ -238,6 +237,11 @@ export interface ConnectionHost {
   complianceReport(cluster: string, policy: string, report: PolicyComplianceReportRequest): Promise<ReportOutcome>;
   /** Runs `fn` after every earlier call of the same `key` finished (the add-on status reports). */
   inOrder(key: string, fn: () => Promise<void>): Promise<void>;
+  /**
+   * Keeps `works`, the works of `cluster`'s namespace just pushed to its agent in a message of
+   * `bytes` characters, for the agent's reports to write on (src/agent-api/delivered.ts `workCopies`).
+   */
+  pushed(cluster: string, works: KubeObject[], bytes: number): void;
 }
 
 /** The UTF-8 length of `s` in bytes. */
@@ -507,7 +511,7 @@ export class AgentConnection {
       else {
         // The cluster's name as its connections' attachments say (accept checked they agree), without deserialising one.
         const cluster = this.host.current()?.metadata.name;
-        if (cluster) deliveredWorks.delivered(cluster, split.works, message.length);
+        if (cluster) this.host.pushed(cluster, split.works, message.length);
       }
     }
     message ??= JSON.stringify({ type: "works-changed", etag, leaving } satisfies HubMessage);

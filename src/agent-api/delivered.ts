@@ -102,3 +102,32 @@ export class DeliveredWorks {
 
 /** This isolate's delivered works. */
 export const deliveredWorks = new DeliveredWorks();
+
+/** Where a work status report finds the copy of its work to write on, and records what it stored (src/agent-api/work-report.ts). */
+export type WorkCopies = Pick<DeliveredWorks, "get" | "stored" | "forget">;
+
+/**
+ * The copies a cluster's object keeps of the works it last pushed on its agent's channel (`own`:
+ * durable-objects/cluster/connection.ts), in front of the isolate's {@link deliveredWorks} (what
+ * a works poll answered, src/agent-api/routes.ts). A report looks its work up in `own` first; what
+ * it stored or found stale is recorded in both.
+ *
+ * The object already holds those works (its namespace's picture, src/work/namespace-deliverables.ts),
+ * so `own` costs it a map of references, and it goes with the object. The isolate's copies are
+ * bounded overall ({@link DELIVERED_WORKS_MAX_BYTES}, 8 MiB): at 1,000 clusters of a 30 KB work
+ * each, the channel's pushes evicted most clusters' copies before their reports came, and each such
+ * report read its work, the 30 KB spec with it, from D1 again.
+ */
+export function workCopies(own: DeliveredWorks, shared: DeliveredWorks = deliveredWorks): WorkCopies {
+  return {
+    get: (cluster, name) => own.get(cluster, name) ?? shared.get(cluster, name),
+    stored: (cluster, work, grownBy) => {
+      own.stored(cluster, work, grownBy);
+      shared.stored(cluster, work, grownBy);
+    },
+    forget: (cluster, name) => {
+      own.forget(cluster, name);
+      shared.forget(cluster, name);
+    },
+  };
+}

@@ -9,7 +9,7 @@ import { ManifestWorkKind } from "../kinds/manifestwork.ts";
 import { admittedStoreOf } from "../admission/store.ts";
 import type { WaitUntil } from "../store/outbox.ts";
 import type { Env } from "../env.ts";
-import { deliveredWorks } from "./delivered.ts";
+import { deliveredWorks, type WorkCopies } from "./delivered.ts";
 import { computeWrite } from "../k8s/write.ts";
 import { clock } from "../clock.ts";
 import { holdForCleanup, MANIFEST_WORK_CLEANUP_FINALIZER, releaseCleanupFinalizer, WORK_DELETING_CONDITION } from "../work/deletion.ts";
@@ -27,6 +27,9 @@ import { holdForCleanup, MANIFEST_WORK_CLEANUP_FINALIZER, releaseCleanupFinalize
  * The first report of a work puts OCM's cleanup finalizer on it (its agent holds it now); a report
  * with `released` confirms a deletion instead: the finalizer goes, and with it the work
  * (src/work/deletion.ts).
+ *
+ * `copies` is where the copy of the work to write on is looked up (the cluster object's pushes,
+ * then the isolate's, src/agent-api/delivered.ts `workCopies`; by default the isolate's alone).
  * @throws ApiError 404 (no such work), 409 (uid differs; `released` for a work not being deleted), 400/422 (invalid status)
  */
 export async function reportWorkStatus(
@@ -36,9 +39,10 @@ export async function reportWorkStatus(
   report: { uid: string; status: Record<string, unknown>; released?: true },
   rawBytes: number,
   waitUntil: WaitUntil,
+  copies: WorkCopies = deliveredWorks,
 ): Promise<KubeObject | null> {
   const ref = { group: ManifestWorkKind.group, plural: ManifestWorkKind.plural, kind: ManifestWorkKind.kind, name: workName };
-  if (report.released) return released(env, cluster, workName, report.uid, waitUntil);
+  if (report.released) return released(env, cluster, workName, report.uid, waitUntil, copies);
   // The report pins the work by its uid, not its resourceVersion: it is written as
   // GuaranteedUpdate writes, again on a fresh read while other writers (admin patches, other
   // reports) commit first, the uid checked on each read (src/store/d1/write.ts `writeStored`).
@@ -56,7 +60,7 @@ export async function reportWorkStatus(
   // The agent holds a work once it reports it: the first report puts OCM's cleanup finalizer on
   // the work before its status (src/work/deletion.ts), so a deletion the status may cause (a
   // TTL of 0 after Complete) already waits for the agent's confirmation.
-  const seen = deliveredWorks.get(cluster, workName);
+  const seen = copies.get(cluster, workName);
   let fresh: KubeObject | undefined;
   if (!seen || seen.metadata.uid !== report.uid || !(seen.metadata.deletionTimestamp || seen.metadata.finalizers?.includes(MANIFEST_WORK_CLEANUP_FINALIZER))) {
     const current = await admittedStoreOf(env, ManifestWorkKind).get(cluster, workName);
@@ -89,7 +93,7 @@ export async function reportWorkStatus(
       if (written !== delivered) object = written;
     } catch (e) {
       if (!(e instanceof ApiError && (e.code === 409 || e.code === 404))) throw e;
-      deliveredWorks.forget(cluster, workName);
+      copies.forget(cluster, workName);
     }
   }
   if (object === undefined) {
@@ -99,7 +103,7 @@ export async function reportWorkStatus(
       throw conflict(ref, `the work's uid is ${current.metadata.uid}, not ${report.uid}: it was deleted and created again`);
     object = (await write(current)).object;
   }
-  if (object) deliveredWorks.stored(cluster, object, rawBytes);
+  if (object) copies.stored(cluster, object, rawBytes);
   return object;
 }
 
@@ -123,9 +127,9 @@ function keepDeleting(current: KubeObject, status: Record<string, unknown>): Rec
  * @throws ApiError 404 (no such work), 409 (uid differs, or the work is not being deleted), 429
  *   (other writers won 5 times: the agent confirms again later)
  */
-async function released(env: Env, cluster: string, workName: string, uid: string, waitUntil: WaitUntil): Promise<KubeObject | null> {
+async function released(env: Env, cluster: string, workName: string, uid: string, waitUntil: WaitUntil, copies: WorkCopies): Promise<KubeObject | null> {
   const ref = { group: ManifestWorkKind.group, plural: ManifestWorkKind.plural, kind: ManifestWorkKind.kind, name: workName };
-  deliveredWorks.forget(cluster, workName);
+  copies.forget(cluster, workName);
   for (let attempt = 0; ; attempt++) {
     const current = await admittedStoreOf(env, ManifestWorkKind).get(cluster, workName);
     if (!current) throw notFound(ref);

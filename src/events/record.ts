@@ -18,7 +18,7 @@
  * `FLOTILLA_EVENT_TTL_SECONDS` after their last write (src/events/expiry.ts).
  */
 import { ApiError } from "../k8s/errors.ts";
-import { microTime, type KubeObject } from "../k8s/meta.ts";
+import { microTime, rfc3339, type KubeObject } from "../k8s/meta.ts";
 import { apiVersionOf, type KindDefinition } from "../k8s/kind.ts";
 import { EventKind, type ObjectReference } from "../kinds/event.ts";
 import { admittedStoreOf } from "../admission/store.ts";
@@ -65,7 +65,8 @@ const FOLD_ATTEMPTS = 5;
 
 /** An RFC 3339 time with seconds (core/v1 `metav1.Time`), from epoch milliseconds. */
 function seconds(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+  // src/k8s/meta.ts keeps the last second's text: a flush's Events share it.
+  return rfc3339(ms);
 }
 
 /** The reference to `obj` of kind `def` an Event is about. */
@@ -89,6 +90,8 @@ export function eventNamespace(ref: ObjectReference): string {
  * kube-apiserver's Event validation measures (`len(event.Message)`), cut on a character boundary.
  */
 function messageOf(spec: EventSpec): string {
+  // A UTF-16 code unit is at most 3 bytes of UTF-8: a message this short fits, unencoded.
+  if (spec.message.length * 3 <= MESSAGE_LIMIT) return spec.message;
   const encoder = new TextEncoder();
   if (encoder.encode(spec.message).length <= MESSAGE_LIMIT) return spec.message;
   let out = "";

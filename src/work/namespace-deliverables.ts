@@ -109,13 +109,31 @@ export function deltaMessage({ object, bytes: _bytes, ...rest }: DeliverableDelt
   return { ...rest, json: JSON.stringify({ ...object, spec: null }), specJson, ...(specFields ? { specFields } : {}) };
 }
 
+/**
+ * The spec {@link deltaOf} last made in this isolate, with its text: a delta that carries the same
+ * text gets the same frozen spec. A placement's create hands its one rendered spec to every
+ * cluster's object, each call a copy of its text; the objects an isolate holds then share one
+ * spec, so what is kept per spec is made once (its SHA-256, which each agent's status write keys
+ * the shared spec's row by: src/store/d1/objects.ts `toRow`; its schema check; its fields parsed),
+ * and each object holds a reference, not its own 30 KB copy. Only the last one is kept.
+ */
+let lastSpec: { text: string; value: Record<string, unknown> } | null = null;
+
+/** The frozen spec of text `specJson` (with its fields' places `specFields`, when known), shared with the last delta of the same text. */
+function sharedSpec(specJson: string, specFields: FieldSpans | undefined): Record<string, unknown> {
+  if (lastSpec?.text === specJson) return lastSpec.value;
+  // The spec's text is not parsed when its fields' places came with it: nothing here reads them.
+  const value = specFields ? lazyFrozen(specJson, specFields) : adoptFrozen(JSON.parse(specJson) as Record<string, unknown>, specJson);
+  lastSpec = { text: specJson, value };
+  return value;
+}
+
 /** The {@link DeliverableDelta} a {@link DeliverableDeltaMessage} carries. */
 export function deltaOf({ json, specJson, specFields, ...rest }: DeliverableDeltaMessage): DeliverableDelta {
   if (json === null) return { ...rest, object: null, bytes: 0 };
   const object = JSON.parse(json) as KubeObject;
   if (specJson === undefined) return { ...rest, object, bytes: json.length };
-  // The spec's text is not parsed when its fields' places came with it: nothing here reads them.
-  object.spec = specFields ? lazyFrozen(specJson, specFields) : adoptFrozen(JSON.parse(specJson) as Record<string, unknown>, specJson);
+  object.spec = sharedSpec(specJson, specFields);
   return { ...rest, object, bytes: json.length - 4 + specJson.length };
 }
 

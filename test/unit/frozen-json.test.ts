@@ -11,10 +11,11 @@ import { objectSchema, type KubeObject } from "../../src/k8s/meta.ts";
 import type { KindDefinition } from "../../src/k8s/kind.ts";
 import { ApiError } from "../../src/k8s/errors.ts";
 
-const spec = () => ({
+const specOf = () => ({
   workload: { manifests: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a", namespace: "ns" }, data: { k: 'v\u0000"x"' } }] },
   manifestConfigs: [{ resourceIdentifier: { group: "", resource: "configmaps", name: "a", namespace: "ns" }, updateStrategy: { type: "Update" } }],
 });
+const spec = specOf;
 
 describe("frozen rendered subtrees", () => {
   it("serialise as JSON.stringify does, their text spliced in, and cannot change in place", () => {
@@ -70,6 +71,29 @@ describe("frozen rendered subtrees", () => {
     expect(Object.isFrozen(adopted)).toBe(true);
   });
 
+  it("handed to several objects as the same text, are one frozen spec: its hash and checks made once", () => {
+    const s = freezeRendered({ ...spec(), deleteOption: { propagationPolicy: "Orphan" } });
+    const work = (cluster: string) =>
+      ({
+        apiVersion: "work.open-cluster-management.io/v1",
+        kind: "ManifestWork",
+        metadata: { name: "w", namespace: cluster, uid: `u-${cluster}`, resourceVersion: "3", generation: 1, creationTimestamp: "2026-11-30T00:00:00Z" },
+        spec: s,
+      }) as unknown as KubeObject;
+    // Each object's call copies the message (Workers RPC): the texts are equal, not the same string.
+    const a = deltaOf(structuredClone(deltaMessage({ name: "w", resourceVersion: 3, object: work("c1") }))).object!;
+    const b = deltaOf(structuredClone(deltaMessage({ name: "w", resourceVersion: 3, object: work("c2") }))).object!;
+    expect(b.spec).toBe(a.spec);
+    expect(b).toEqual(work("c2"));
+    expect(a).toEqual(work("c1"));
+    // Another text is a spec of its own.
+    const other = freezeRendered({ ...spec(), deleteOption: { propagationPolicy: "Foreground" } });
+    const c = deltaOf(structuredClone(deltaMessage({ name: "w", resourceVersion: 4, object: { ...work("c3"), spec: other } }))).object!;
+    expect(c.spec).not.toBe(a.spec);
+    expect(frozenJson(c.spec)).toBe(JSON.stringify(other));
+    expect((c.spec as { deleteOption: unknown }).deleteOption).toEqual({ propagationPolicy: "Foreground" });
+  });
+
   it("know where each top-level field lies in their text", () => {
     // An own `__proto__` field (as JSON.parse makes one), a value JSON leaves out, an escaped character.
     const tree = JSON.parse('{"a":1,"__proto__":{"x":"\\u2028\\""}}') as Record<string, unknown>;
@@ -88,6 +112,8 @@ describe("frozen rendered subtrees", () => {
   });
 
   it("reach the cluster's object unparsed: a field is parsed when first read, and only that one", () => {
+    // A text no earlier test handed over: the objects of an isolate share a delivered spec by its text (below).
+    const spec = () => ({ ...specOf(), manifestConfigs: [{ ...specOf().manifestConfigs[0]!, updateStrategy: { type: "ServerSideApply" } }] });
     const s = freezeRendered(spec());
     const work = {
       apiVersion: "work.open-cluster-management.io/v1",

@@ -14,6 +14,8 @@ import { WorksDelivery } from "../../durable-objects/cluster/works.ts";
 import type { KeptEntries } from "../../src/work/namespace-deliverables.ts";
 import { CHANNEL_MAX_MESSAGE_BYTES, CHANNEL_PING, CHANNEL_PONG, CHANNEL_SUBPROTOCOL, CloseCodes } from "../../src/agent-api/channel-protocol.ts";
 import { clock } from "../../src/clock.ts";
+import { deliveredWorks } from "../../src/agent-api/delivered.ts";
+import { MANIFEST_WORK_CLEANUP_FINALIZER } from "../../src/work/deletion.ts";
 import {
   agentKeys,
   call,
@@ -127,6 +129,43 @@ worksProto.current = async function (this: unknown, name: string) {
   if (answer?.read) worksReads.set(name, (worksReads.get(name) ?? 0) + 1);
   return answer;
 };
+
+/**
+ * Counts the D1 statements of this isolate that read a row of `objects` named `name` (the D1
+ * binding's statements, `first`, `all`, `raw` and `batch`), until `stop`.
+ */
+function countObjectReads(name: string): { readonly count: number; stop(): void } {
+  const stmtProto = Object.getPrototypeOf(env.DB.prepare("SELECT 1")) as Record<string, (...a: unknown[]) => unknown>;
+  const dbProto = Object.getPrototypeOf(env.DB) as Record<string, (...a: unknown[]) => unknown>;
+  const reads = (s: unknown) => {
+    const { statement, params } = s as { statement?: string; params?: unknown[] };
+    return /^\s*select/i.test(statement ?? "") && /from "objects"/.test(statement ?? "") && (params ?? []).includes(name);
+  };
+  let count = 0;
+  const saved: [Record<string, (...a: unknown[]) => unknown>, string, (...a: unknown[]) => unknown][] = [];
+  for (const m of ["first", "all", "raw", "run"]) {
+    const real = stmtProto[m]!;
+    saved.push([stmtProto, m, real]);
+    stmtProto[m] = function (this: unknown, ...a: unknown[]) {
+      if (reads(this)) count++;
+      return real.apply(this, a);
+    };
+  }
+  const realBatch = dbProto.batch!;
+  saved.push([dbProto, "batch", realBatch]);
+  dbProto.batch = function (this: unknown, ...a: unknown[]) {
+    count += (a[0] as unknown[]).filter(reads).length;
+    return realBatch.apply(this, a);
+  };
+  return {
+    get count() {
+      return count;
+    },
+    stop: () => {
+      for (const [proto, m, real] of saved) proto[m] = real;
+    },
+  };
+}
 
 async function ping(conn: Conn): Promise<void> {
   const from = conn.frames.length;
@@ -677,6 +716,38 @@ describe("the agent channel", () => {
     expect((await conn.next((m) => m.id === "s")).status).toMatchObject({ code: 409, reason: "Conflict" });
     conn.send({ type: "report", id: "t", work: "gone", report: { uid, status } });
     expect((await conn.next((m) => m.id === "t")).status).toMatchObject({ code: 404, reason: "NotFound" });
+  });
+
+  it("a report writes on the work its object pushed, without reading it from D1, though the isolate's copies dropped it", async () => {
+    const keys = await joined("ch8r", { heartbeat: false });
+    const conn = await connect("ch8r", keys);
+    conn.send({ type: "hello" });
+    await conn.next((m) => m.type === "works");
+    // Held by the agent's cleanup finalizer from its create, as a placement's works are.
+    const body = { ...work("pw"), metadata: { name: "pw", finalizers: [MANIFEST_WORK_CLEANUP_FINALIZER] } };
+    const from = conn.messages.length;
+    const uid = (await call("POST", WORKS("ch8r"), body)).body.metadata.uid;
+    await conn.next((m) => m.type === "works" && m.works.length === 1, from);
+    // The isolate's copies are bounded overall: at 1,000 clusters the other clusters' pushes evict this one's.
+    deliveredWorks.forget("ch8r", "pw");
+    const reads = countObjectReads("pw");
+    try {
+      const report = async (id: string, reason: string) => {
+        const status = { conditions: [{ type: "Applied", status: "True", reason, message: "done", lastTransitionTime: "2026-11-26T00:00:00Z" }] };
+        conn.send({ type: "report", id, work: "pw", report: { uid, status } });
+        const ack = await conn.next((m) => m.id === id);
+        expect(ack.type, JSON.stringify(ack)).toBe("ack");
+        return ack.resourceVersion as string;
+      };
+      await report("p1", "First");
+      const rv = await report("p2", "Second");
+      expect(reads.count).toBe(0);
+      const stored = (await call("GET", `${WORKS("ch8r")}/pw`)).body;
+      expect(stored.metadata.resourceVersion).toBe(rv);
+      expect(condition(stored, "Applied")).toMatchObject({ status: "True", reason: "Second" });
+    } finally {
+      reads.stop();
+    }
   });
 
   it("concurrent reports all commit and are acknowledged, each with its own resourceVersion", async () => {
