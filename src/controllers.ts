@@ -196,11 +196,12 @@ export const CONTROLLERS: readonly Controller[] = [
   {
     name: placementHook.name,
     wakes:
-      "a ClusterResourcePlacement or ResourcePlacement written; an object its selectors may select; a ManagedCluster it may gain or lose; its works' status or deletion",
+      "a ClusterResourcePlacement or ResourcePlacement written; an object its selectors may select; a ManagedCluster it may gain or lose; its works' status or deletion; one of its evictions decided",
     runsIn: "ReplicaSetObject",
     hook: hook(placementHook),
     watches: [
       { kinds: [fleet("ClusterResourcePlacement"), fleet("ResourcePlacement")] },
+      { kinds: [fleet("ClusterResourcePlacementEviction")], changes: ["update"] },
       { kinds: [ManifestWorkKind], labels: [PLACEMENT_TRACKING_LABEL] },
       { kinds: [ManagedClusterKind] },
       { kinds: (def: KindDefinition) => !isKindDisabled(def) && !def.conversion },

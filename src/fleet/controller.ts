@@ -84,7 +84,7 @@ import { ownChangeRun } from "./own-change.ts";
 import { cachedPlacementLists, inNamespace, placementLists } from "./placement-lists.ts";
 import { boundIndexes, externalStep, isExternal, resourceSnapshotName, snapshotSelection } from "./updaterun/gate.ts";
 import { wakeUpdateRuns } from "./updaterun/wake.ts";
-import { TARGET_CLUSTER_LABEL } from "../kinds/fleet-eviction.ts";
+import { ClusterResourcePlacementEvictionKind, EVICTION_EXECUTED, TARGET_CLUSTER_LABEL, type PlacementEvictionSpec } from "../kinds/fleet-eviction.ts";
 import { evictionBlockedCondition } from "./eviction-unreachable.ts";
 
 /** A placement: `namespace` "" for a ClusterResourcePlacement. */
@@ -1116,9 +1116,12 @@ async function writeStatusOf(
 
 /** What a change owes the placement controller. */
 export type PlacementOwed =
-  | { namespace: string; name: string; now?: true }
+  | { namespace: string; name: string; now?: true; prompt?: true }
   | { object: { group: string; kind: string; namespace: string; name: string; labels: (Record<string, string> | null)[] } }
   | { cluster: string; relabeled?: true };
+
+/** Whether an eviction carries its Executed condition (decided, executed or refused). */
+const executedSet = (e: KubeObject) => ((e.status?.conditions ?? []) as Condition[]).some((c) => c.type === EVICTION_EXECUTED);
 
 const isPlacementKind = (def: KindDefinition) => def.group === FLEET_GROUP && (def.kind === "ClusterResourcePlacement" || def.kind === "ResourcePlacement");
 
@@ -1162,6 +1165,13 @@ export function planPlacement(change: Change): PlacementOwed | null {
     if (!after || (after.metadata.deletionTimestamp && !before?.metadata.deletionTimestamp)) return { namespace: ns, name: placementName };
     if (before && !deepEqual(before.status ?? null, after.status ?? null)) return { namespace: ns, name: placementName };
     return null;
+  }
+  if (def.group === FLEET_GROUP && def.kind === ClusterResourcePlacementEvictionKind.kind) {
+    // An eviction decided (its Executed condition set, in the write after its binding's deletion
+    // or refusal mark): the placement runs at once, owed by that commit, so a crash before the run
+    // does not lose it (src/fleet/eviction.ts).
+    const placementName = (after?.spec as PlacementEvictionSpec | undefined)?.placementName;
+    return placementName && after && executedSet(after) && !(before && executedSet(before)) ? { namespace: "", name: placementName, prompt: true } : null;
   }
   if (def === ManagedClusterKind) {
     if (deepEqual(schedulingView(before), schedulingView(after))) return null;
@@ -1397,7 +1407,7 @@ export const placementHook: AfterCommitHook<PlacementOwed> = {
   async run(env, owed, target) {
     if ("namespace" in owed) {
       const ref = { namespace: owed.namespace, name: owed.name };
-      if (!owed.now) return reconcileSoon(env, ref, workChangeOf(target.change));
+      if (!owed.now) return reconcileSoon(env, ref, owed.prompt ? { prompt: true } : workChangeOf(target.change));
       await reconcileNow(env, ref);
       return {
         rewrote: target.resource === `${FLEET_GROUP}/${kindsOf(ref).placement.plural}` && target.namespace === owed.namespace && target.name === owed.name,

@@ -2,8 +2,9 @@
  * The eviction controller (kubefleet-dev/kubefleet `pkg/controllers/clusterresourceplacementeviction`;
  * docs/kubefleet.md "Evictions, budgets, drain"): a ClusterResourcePlacementEviction is decided
  * once (src/fleet/eviction-decide.ts) and, when executed, its placement's binding for the cluster
- * is deleted; the placement's next run (asked for at once) then treats the cluster as one it does
- * not have: it removes the works there, and its scheduler picks the cluster again only if it
+ * is deleted; the placement's next run (asked for at once by the commit recording the decision)
+ * then treats the cluster as one it does not have: it removes the works there, and its scheduler
+ * picks the cluster again only if it
  * passes the filters (a cordoned cluster's NoSelect taint keeps it out; a PickN placement is
  * re-filled on another cluster).
  *
@@ -16,7 +17,9 @@
  * Crash safety: an eviction that deletes a binding first records `Valid` True (a status write),
  * then deletes the binding, then records `Executed`. A run after a crash between the last two
  * finds a valid eviction whose binding is gone and records it executed (KubeFleet's "placement
- * ... being removed" message) instead of invalid: the cluster's objects go once.
+ * ... being removed" message) instead of invalid: the cluster's objects go once. The commit that
+ * records `Executed` owes the placement its run (src/fleet/controller.ts `planPlacement`, an
+ * outbox row in the same batch), so a crash after it does not lose the run either.
  */
 import { admittedStoreOf } from "../admission/store.ts";
 import type { Env } from "../env.ts";
@@ -137,8 +140,6 @@ export async function runEvictions(env: Env, placement: string, nowMs: number): 
     : [];
   const events: EventSpec[] = [];
   let raced = false;
-  let removed = false;
-  let marked = false;
   for (const eviction of pending) {
     const cluster = (eviction.spec as unknown as PlacementEvictionSpec).clusterName;
     let decision = decideEviction(crp, bindings, cluster, budget);
@@ -177,7 +178,15 @@ export async function runEvictions(env: Env, placement: string, nowMs: number): 
         continue;
       }
       bindings = bindings.filter((b) => b.metadata.name !== target.metadata.name);
-      removed = true;
+    }
+    const reason = !decision.valid ? EvictionReasons.invalid : decision.executed ? EvictionReasons.executed : EvictionReasons.notExecuted;
+    const automatic = eviction.metadata.labels?.[AUTOMATIC_EVICTION_LABEL] !== undefined;
+    const cause = eviction.metadata.annotations?.[EVICTION_CAUSE_ANNOTATION];
+    // An automatic eviction refused: the placement's status shows it on the cluster (src/fleet/eviction-unreachable.ts),
+    // marked before the decision is recorded, whose commit owes the placement its run.
+    if (automatic && decision.valid && !decision.executed) {
+      const target = bindings.find((b) => (b.spec as { targetCluster?: string } | undefined)?.targetCluster === cluster);
+      if (target) await markBinding(env, target, refusalMark(eviction, reason, decision.message));
     }
     const status = statusAfter(current, decision, now, true);
     if (canonical(status) !== canonical(current.status ?? {})) {
@@ -188,14 +197,6 @@ export async function runEvictions(env: Env, placement: string, nowMs: number): 
         raced = true;
         continue;
       }
-    }
-    const reason = !decision.valid ? EvictionReasons.invalid : decision.executed ? EvictionReasons.executed : EvictionReasons.notExecuted;
-    const automatic = eviction.metadata.labels?.[AUTOMATIC_EVICTION_LABEL] !== undefined;
-    const cause = eviction.metadata.annotations?.[EVICTION_CAUSE_ANNOTATION];
-    // An automatic eviction refused: the placement's status shows it on the cluster (src/fleet/eviction-unreachable.ts).
-    if (automatic && decision.valid && !decision.executed) {
-      const target = bindings.find((b) => (b.spec as { targetCluster?: string } | undefined)?.targetCluster === cluster);
-      if (target && (await markBinding(env, target, refusalMark(eviction, reason, decision.message)))) marked = true;
     }
     // The placement's Event (Flotilla's: KubeFleet's eviction controller records none), for a valid eviction.
     if (decision.valid && crpObj)
@@ -224,8 +225,6 @@ export async function runEvictions(env: Env, placement: string, nowMs: number): 
       reportingController: EVICTION_CONTROLLER,
     });
   }
-  // The placement runs now: it removes the evicted clusters' works and schedules again.
-  if (removed || marked) await env.REPLICASETS.getByName(`placement:/${placement}`).reconcile("placement:", placement);
   if (events.length > 0) await recordEvents(env, events).catch((e: unknown) => console.error(`evictions of ${placement}: could not record events`, e));
   return raced ? { rerun: true } : {};
 }

@@ -12,8 +12,11 @@
 //   reported works: a PickN placement's eviction blocked by its budget, then allowed, its cluster
 //   tainted so the placement is re-filled elsewhere; a PickAll placement's cluster picked again when
 //   not tainted.
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { ReplicaSetObject } from "../../durable-objects/replicaset.ts";
+import { sweepOutbox } from "../../src/store/outbox.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
 import { decideEviction, evictionAllowed } from "../../src/fleet/eviction-decide.ts";
 import { EvictionMessages as M } from "../../src/kinds/fleet-eviction.ts";
@@ -371,6 +374,63 @@ describe("evictions and budgets over HTTP", () => {
     expect(metrics).toContain('fleet_workload_eviction_complete{name="pickn-blocked",isCompleted="true",isValid="true"}');
     expect(metrics).toMatch(/flotilla_placement_evictions\{result="executed"\} [1-9]/);
     expect(metrics).toMatch(/flotilla_placement_evictions\{result="refused"\} [1-9]/);
+  });
+
+  it("the run an executed eviction owes its placement is in the decision's commit: lost with its object, the outbox sweep runs it", async () => {
+    for (const c of ["ev-k1", "ev-k2", "ev-k3"]) await createCluster(c, { evk: "1" });
+    const policy = {
+      placementType: "PickN",
+      numberOfClusters: 2,
+      affinity: {
+        clusterAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { clusterSelectorTerms: [{ labelSelector: { matchLabels: { evk: "1" } } }] } },
+      },
+    };
+    await placement("ev-lost", "ev-lost-ns", policy);
+    const first = await worksOf("ev-lost");
+    expect(first).toHaveLength(2);
+    await reportAll("ev-lost");
+    const victim = first[0]!;
+    expect(
+      (await call("PATCH", `${MC}/${victim}`, { spec: { taints: [{ key: "cordon-key", value: "cordon-value", effect: "NoSelect" }] } }, merge)).status,
+    ).toBe(200);
+    await placementRun("ev-lost");
+    // The placement's object cannot be reached while the eviction is decided (as when workerd is
+    // killed between the eviction's commit and the placement's run).
+    const proto = ReplicaSetObject.prototype as unknown as Record<
+      "reconcile" | "notifyPlacement",
+      (this: unknown, ns: string, ...rest: unknown[]) => Promise<void>
+    >;
+    const real = { reconcile: proto.reconcile, notifyPlacement: proto.notifyPlacement };
+    let refused = 0;
+    for (const m of ["reconcile", "notifyPlacement"] as const)
+      proto[m] = function (this: unknown, ns: string, ...rest: unknown[]) {
+        if (ns === "placement:") {
+          refused++;
+          throw new Error("simulated crash: the placement's object is gone");
+        }
+        return real[m].call(this, ns, ...rest);
+      };
+    try {
+      await call("POST", CRPE(), {
+        apiVersion: "placement.kubernetes-fleet.io/v1beta1",
+        kind: "ClusterResourcePlacementEviction",
+        metadata: { name: "lost-run" },
+        spec: { placementName: "ev-lost", clusterName: victim },
+      });
+      await evictionRun("ev-lost").catch(() => undefined);
+    } finally {
+      Object.assign(proto, real);
+    }
+    expect(refused).toBeGreaterThan(0);
+    expect(condition((await call("GET", CRPE("lost-run"))).body, "Executed")).toMatchObject({ status: "True", message: M.allowedNoPDB });
+    expect(await worksOf("ev-lost")).toEqual(first);
+    // The sweep after the restart runs the decision's outbox row: the placement runs, leaves the cluster and is re-filled.
+    await env.DB.prepare("UPDATE outbox SET due_at = 0").run();
+    await sweepOutbox(env, Date.now());
+    await runDurableObjectAlarm(env.REPLICASETS.getByName("placement:/ev-lost"));
+    const now = await worksOf("ev-lost");
+    expect(now).not.toContain(victim);
+    expect(now).toHaveLength(2);
   });
 
   it("a PickAll placement's cluster without a taint is picked again (KubeFleet's e2e)", async () => {
