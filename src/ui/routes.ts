@@ -29,12 +29,11 @@ export const UI_ASSETS = "/ui/assets";
 /**
  * The `Cache-Control` of a dashboard file. Workers static assets send
  * `public, max-age=0, must-revalidate` (workers-shared asset-worker `CACHE_CONTROL_BROWSER`): the
- * browser keeps the file and asks again with `If-None-Match` each time; so do `app.js`, `app.css`
- * and the source maps here, whose names stay while their content changes. A code-split chunk's name
- * carries its content's hash (scripts/build-ui.mjs `chunkNames: "chunks/[name]-[hash]"`, esbuild's
- * 8 characters of base32): a new content is a new name, so it is kept a year and never asked again
- * (`immutable`, RFC 8246). Its source map is not: its name follows the chunk's, its content the
- * sources' comments too.
+ * browser keeps the file and asks again with `If-None-Match` each time; so do `app.js` and
+ * `app.css` here, whose names stay while their content changes. A code-split chunk's name carries
+ * its content's hash (scripts/build-ui.mjs `chunkNames: "chunks/[name]-[hash]"`, esbuild's 8
+ * characters of base32): a new content is a new name, so it is kept a year and never asked again
+ * (`immutable`, RFC 8246).
  *
  * @param path the file's path under `/ui/assets/`, e.g. `chunks/placements-KRURIJ6J.js`
  * @example assetCacheControl("app.js") // "public, max-age=0, must-revalidate"
