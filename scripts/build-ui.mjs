@@ -1,9 +1,10 @@
 // Bundles the dashboard (src/ui/app, Preact + TypeScript) with esbuild into dist/ui/assets/, and
-// writes those files as one ES module, dist/ui/files.js (with its types, dist/ui/files.d.ts), which
-// the Worker imports (src/ui/routes.ts serves them at /ui/assets/*, with the page at /ui): the
-// dashboard's files are part of the Worker's bundle, nothing comes from a CDN or from Workers static
-// assets (each request under `wrangler dev` passed two more isolates with `[assets]`: docs/scale.md
-// "kubectl apply"). Code split: the fleet view loads first, the placement view (which bundles the
+// writes those files (less the source maps) as ES modules: each file's text in dist/ui/files/<n>.js,
+// and their index dist/ui/files.js (with its types, dist/ui/files.d.ts), which the Worker imports
+// (src/ui/routes.ts serves them at /ui/assets/*, with the page at /ui): the dashboard's files are
+// part of the Worker's bundle, nothing comes from a CDN or from Workers static assets (each
+// request under `wrangler dev` passed two more isolates with `[assets]`: docs/scale.md "kubectl
+// apply"). Code split: the fleet view loads first, the placement view (which bundles the
 // hub's scheduling modules) when opened. Run by `npm ci` (`prepare`: `npm run typecheck`, the
 // lint and the Worker's tests need the module), `npm run build`, `npm start` (scripts/start.mjs),
 // `npm run typecheck` and the test suites' global setups; `--if-stale` builds only when a file it

@@ -43,7 +43,7 @@ export function assetCacheControl(path: string): string {
 }
 
 /** Each file's UTF-8 bytes, encoded at its first request in this isolate. */
-const encoded = new Map<string, Uint8Array>();
+const encoded = new WeakMap<DashboardFile, Uint8Array>();
 
 /**
  * Whether an `If-None-Match` header names `etag` (the strong form `"<etag>"` or the weak
@@ -67,6 +67,7 @@ function noneMatch(header: string | undefined, etag: string): boolean {
  * page's. Undefined when no file has the path (the caller answers 404): the path is looked up as a
  * key of the build's files, never resolved against a directory, so `..` reaches nothing.
  *
+ * @param request the request (its method, `If-None-Match`, `Authorization` and `Range` are read)
  * @param path the file's path under `/ui/assets/`, percent-decoded (`app.js`, `chunks/x-HASH.js`)
  * @param files the dashboard's files (default: those built into the Worker, dist/ui/files.js)
  */
@@ -78,10 +79,10 @@ export function serveDashboardFile(request: Request, path: string, files: Readon
   const headers = new Headers({ etag: `"${file.etag}"`, "content-type": file.type, "x-content-type-options": "nosniff" });
   if (!request.headers.has("authorization") && !request.headers.has("range")) headers.set("cache-control", assetCacheControl(path));
   if (noneMatch(request.headers.get("if-none-match") ?? undefined, file.etag)) return new Response(null, { status: 304, headers });
-  let bytes = encoded.get(path);
+  let bytes = encoded.get(file);
   if (!bytes) {
     bytes = new TextEncoder().encode(file.body);
-    encoded.set(path, bytes);
+    encoded.set(file, bytes);
   }
   headers.set("content-length", String(bytes.byteLength));
   return new Response(method === "HEAD" ? null : bytes, { headers });
