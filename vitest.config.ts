@@ -26,6 +26,8 @@ export default defineConfig(async () => ({
   test: {
     include: ["test/worker/**/*.test.ts"],
     setupFiles: ["./test/worker/apply-migrations.ts"],
+    // The dashboard's files are a module of the Worker (dist/ui/files.js): built when stale.
+    globalSetup: ["./test/ui-build.setup.ts"],
     testTimeout: 30_000,
   },
 }));

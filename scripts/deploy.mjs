@@ -1,15 +1,15 @@
 // `npm run deploy [-- --env NAME] [-- --dry-run]`: deploys the hub to Cloudflare from a clean clone
 // (after `npm ci`), with nothing of the operator's in the tracked files:
 //
-//   1. builds what the Worker serves beside its code: the dashboard (scripts/build-ui.mjs writes
-//      dist/ui, wrangler.toml's [assets] directory); wrangler bundles the Worker itself;
+//   1. builds the dashboard (scripts/build-ui.mjs writes dist/ui/files.js, a module the Worker
+//      imports: its files are part of the Worker's bundle); wrangler bundles the Worker itself;
 //   2. writes the configuration of environment NAME (default `production`) to
 //      dist/deploy/NAME/wrangler.json: wrangler.toml with the operator's settings (below);
 //   3. applies the D1 migrations to that environment's database (`wrangler d1 migrations apply
 //      --remote`): migrations go first, so the code deployed next finds the schema it needs;
 //   4. `wrangler deploy` of that configuration.
 //
-// With --dry-run it does 1, 2 and `wrangler deploy --dry-run` (bundles the Worker and its assets
+// With --dry-run it does 1, 2 and `wrangler deploy --dry-run` (bundles the Worker, the dashboard's files in it,
 // and checks the configuration, offline, with no Cloudflare account) and nothing remote; CI runs
 // it so (test/e2e/deploy.test.ts).
 //
@@ -90,7 +90,6 @@ const config = {
   main: rebase(rawConfig.main),
   workers_dev: workersDev,
   vars: { ...(rawConfig.vars ?? {}), ...vars },
-  assets: { ...rawConfig.assets, directory: rebase(rawConfig.assets.directory) },
   // wrangler.toml's database_id names the local database (npm start, the tests); deployed, the
   // database is the operator's: by id when pinned, else found by name.
   d1_databases: [

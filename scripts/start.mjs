@@ -142,7 +142,8 @@ Object.assign(env, {
   CLOUDFLARE_CF_FETCH_ENABLED: "false",
 });
 
-// The dashboard's assets (dist/ui, wrangler.toml `[assets]`), built again when their sources changed.
+// The dashboard's files (dist/ui/files.js, a module of the Worker: src/ui/routes.ts), built again
+// when their sources changed, before wrangler bundles the Worker.
 const ui = spawnSync(process.execPath, [path.join(root, "scripts", "build-ui.mjs"), "--if-stale"], { cwd: root, stdio: "inherit" });
 if (ui.status !== 0) {
   console.error("building the dashboard (scripts/build-ui.mjs) failed");

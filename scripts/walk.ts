@@ -112,7 +112,7 @@ function buildInstrumented(dir: string): { config: string; files: string[] } {
   const wrangler = path.join(root, "node_modules", "wrangler", "bin", "wrangler.js");
   const out = path.join(dir, "build");
   const env: NodeJS.ProcessEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" };
-  // wrangler.toml's `[assets]` folder must exist for the build (npm start builds it too).
+  // The dashboard's files (dist/ui/files.js) are a module of the Worker: built first (npm start too).
   const ui = spawnSync(process.execPath, [path.join(root, "scripts", "build-ui.mjs"), "--if-stale"], { cwd: root, encoding: "utf8" });
   if (ui.status !== 0) throw new Error(`building the dashboard (scripts/build-ui.mjs) failed:\n${ui.stdout}${ui.stderr}`);
   const r = spawnSync(process.execPath, [wrangler, "deploy", "--dry-run", "--outdir", out], { cwd: root, env, encoding: "utf8" });

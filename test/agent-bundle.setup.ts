@@ -15,8 +15,8 @@ import { fileURLToPath } from "node:url";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
 /**
- * Builds dist/agent when it is older than its sources, and the dashboard's assets (dist/ui, which
- * the hubs the tests start serve) likewise, once before any hub starts (`npm start` builds them
+ * Builds dist/agent when it is older than its sources, and the dashboard's files (dist/ui/files.js,
+ * a module of the Worker the tests' hubs run) likewise, once before any hub starts (`npm start` builds them
  * too, but hubs started at once would each build).
  */
 export default function setup(): void {

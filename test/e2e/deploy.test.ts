@@ -2,7 +2,7 @@
  * Deploying from a clean clone (issue 40): after `npm ci`, `npm run deploy` (scripts/deploy.mjs)
  * builds what the Worker serves and deploys; its `--dry-run`, which needs no Cloudflare account
  * and no network, runs here on the files a clone holds: it builds the dashboard and bundles the
- * Worker with its assets, with the operator's settings taken from an untracked file and nothing
+ * Worker with the dashboard's files in it (no Workers static assets), with the operator's settings taken from an untracked file and nothing
  * written to the tracked ones.
  */
 import { spawn, spawnSync } from "node:child_process";
@@ -41,7 +41,7 @@ function runToEnd(cmd: string, args: string[], opts: { cwd: string; env?: NodeJS
 }
 
 describe("npm run deploy -- --dry-run from a clean clone", () => {
-  it("builds the dashboard, bundles the Worker with its assets, and takes the operator's settings from an untracked file", async () => {
+  it("builds the dashboard, bundles the Worker with its files, and takes the operator's settings from an untracked file", async () => {
     // A clone: the files git would check out (tracked, and new ones not ignored), and the
     // repository's node_modules standing for `npm ci`'s.
     const clone = path.join(tmp, "clone");
@@ -64,14 +64,21 @@ describe("npm run deploy -- --dry-run from a clean clone", () => {
     const env = { ...process.env, CLOUDFLARE_API_TOKEN: "", CLOUDFLARE_ACCOUNT_ID: "", WRANGLER_SEND_METRICS: "false" };
     const r = await runToEnd("npm", ["run", "deploy", "--", "--env", "staging", "--dry-run"], { cwd: clone, env });
     expect(r.code, r.out).toBe(0);
-    expect(r.out).toMatch(/Read \d+ files from the assets directory/);
+    // No `[assets]`: wrangler reads no assets directory, the files are modules of the bundle.
+    expect(r.out).not.toMatch(/files from the assets directory/);
     expect(r.out).toContain("--dry-run: exiting now.");
     expect(r.out).toContain("env.DB (flotilla-staging)");
     expect(r.out).toContain("env.FLOTILLA_OIDC_ISSUER_URL");
 
-    // The dashboard was built into the assets directory, and the Worker's bundle serves it.
-    expect(filesUnder(path.join(clone, "dist", "ui")).some((f) => /^ui\/assets\/.+\.js$/.test(f))).toBe(true);
-    expect(fs.existsSync(path.join(clone, "dist", "deploy", "staging", "bundle", "index.js"))).toBe(true);
+    // The dashboard was built (dist/ui/assets, and the module dist/ui/files.js), and the Worker's
+    // bundle holds its files: the script and its ETag as the generated module has them.
+    expect(filesUnder(path.join(clone, "dist", "ui")).some((f) => /^assets\/.+\.js$/.test(f))).toBe(true);
+    const bundle = fs.readFileSync(path.join(clone, "dist", "deploy", "staging", "bundle", "index.js"), "utf8");
+    const appEtag = /"app\.js": \{ type: "text\/javascript; charset=utf-8", etag: "([0-9a-f]{32})"/.exec(
+      fs.readFileSync(path.join(clone, "dist", "ui", "files.js"), "utf8"),
+    )?.[1];
+    expect(appEtag).toBeDefined();
+    expect(bundle).toContain(`etag: "${appEtag}"`);
     const config = JSON.parse(fs.readFileSync(path.join(clone, "dist", "deploy", "staging", "wrangler.json"), "utf8"));
     expect(config).toMatchObject({
       name: "flotilla-staging",
