@@ -989,9 +989,9 @@ export function nextTurn(): Promise<void> {
  * cluster's work was pushed and the run's bindings and status were written (bench:crp at 1,000
  * clusters: nothing acknowledged for 1.6 s on the idle machine). Each turn lets the reports that
  * came meanwhile run first; the writes and their order are the same. (Made here, not in
- * `writeMany` for every writer: there the turns raised a replica set update's hub CPU per report,
- * bench:propagation 1.43-1.34 -> 1.61-1.80 ms. Each batch's commit waits for the hooks of the one
- * before, where the store overlaps them.) Returns
+ * `writeMany` for every writer: there a replica set update's hub CPU per report was 1.61-1.80 ms
+ * against main's 1.34-1.59, bench:propagation, docs/scale.md. Each batch's commit waits for the
+ * hooks of the one before, where the store overlaps them.) Returns
  * {@link Store.writeMany}'s outcomes, in order.
  * @throws what {@link Store.writeMany} throws (the batches before it stay committed, as before)
  */
