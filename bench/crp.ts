@@ -303,7 +303,7 @@ async function phase(
   profile: { port: number; file: string } | undefined,
   wait: { generation: number; work?: string; pending: Pending },
   write: () => Promise<void>,
-): Promise<{ times: number[]; cost: Cost }> {
+): Promise<{ times: number[]; arrived: number[]; cost: Cost }> {
   await meter(hub, true);
   const profiling: Profiling | undefined = profile ? await startProfiling(profile.port) : undefined;
   const acked0 = (await fleet.stats()).reportsAcked;
@@ -316,12 +316,13 @@ async function phase(
     throw new Error(`${e instanceof Error ? e.message : String(e)}; ${left ?? "settled"}`, { cause: e });
   });
   const times = doneAfter(reports, t0);
+  const arrived = reports.map((t) => t.woken - t0).sort((a, b) => a - b);
   const counts = await settle(hub, wait.pending);
   const settled = (epochNow() - t0) / 1000;
   const cpu = cpuSeconds(worker) - cpu0;
   const acked = (await fleet.stats()).reportsAcked - acked0;
   await profiling?.stop(profile!.file);
-  return { times, cost: { counts, cpu, acked, settled, load: loadAverage() } };
+  return { times, arrived, cost: { counts, cpu, acked, settled, load: loadAverage() } };
 }
 
 const sum = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a + b, 0);
@@ -423,7 +424,8 @@ async function measureHub(fleet: ChannelFleet, size: number): Promise<Side> {
       ),
     );
     console.log(
-      `fleet of ${size}, create: first ${secs(create.times[0]!)} s, p50 ${secs(pct(create.times, 50))} s, p99 ${secs(pct(create.times, 99))} s, max ${secs(create.times.at(-1)!)} s`,
+      `fleet of ${size}, create: first ${secs(create.times[0]!)} s, p50 ${secs(pct(create.times, 50))} s, p99 ${secs(pct(create.times, 99))} s, max ${secs(create.times.at(-1)!)} s` +
+        ` (the work reached the agents: first ${secs(create.arrived[0]!)} s, p50 ${secs(pct(create.arrived, 50))} s, p99 ${secs(pct(create.arrived, 99))} s)`,
     );
     printCost(size, "create", create.cost);
     const work = await createdWork(hub, clusterName(0));

@@ -68,7 +68,7 @@ import { storageOf } from "../store/storage.ts";
 import type { AfterCommitHook, Change, CounterAt, HookTarget } from "../store/hooks.ts";
 import { CommitGroups } from "../store/group-commit.ts";
 import { withoutSpec, type PlacementWorksCache, type PlacementWorkChange } from "./works-cache.ts";
-import type { ManyWrite } from "../store/types.ts";
+import type { ManyOutcome, ManyWrite, Store } from "../store/types.ts";
 import { recordEvents } from "../events/record.ts";
 import { identifierOf, isKindDisabled, selectResources, SelectionError, stripForDispatch, type Selected, type SelectionSource } from "./select.ts";
 import { memberClusterOf, schedulePlacement, termMatches, untoleratedTaint, type ClusterDecision, type MemberCluster } from "./schedule.ts";
@@ -736,7 +736,7 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
         writes.push({ namespace: c, name: w.metadata.name, req: { verb: "delete", preconditions: { uid: w.metadata.uid } }, known: w });
     }
   }
-  const results = await admittedStoreOf(env, ManifestWorkKind).writeMany(writes);
+  const results = await writeInTurns(admittedStoreOf(env, ManifestWorkKind), writes);
   results.forEach((r, i) => {
     const wr = writes[i]!;
     if (r === "lost") {
@@ -858,7 +858,7 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
       else if (r && (wr.req.verb !== "delete" || r.metadata.deletionTimestamp)) heldBindings.set(wr.name, r);
       else heldBindings.delete(wr.name);
     });
-  const specResults = await bindingStore.writeMany(specWrites);
+  const specResults = await writeInTurns(bindingStore, specWrites);
   tookBindings(specWrites, specResults);
   for (const r of specResults) if (r && r !== "lost") stored.set(r.metadata.name, r);
   const statusWrites: ManyWrite[] = [];
@@ -867,7 +867,7 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
     if (b && canonical(b.status ?? {}) !== canonical(want))
       statusWrites.push({ namespace: ref.namespace, name, req: { verb: "update", subresource: "status", body: { ...b, status: want } }, known: b });
   }
-  tookBindings(statusWrites, await bindingStore.writeMany(statusWrites));
+  tookBindings(statusWrites, await writeInTurns(bindingStore, statusWrites));
   // The runs of an External placement move on its bindings' changes (a cluster updated, removed).
   if (external && specWrites.length + statusWrites.length > 0) await wakeUpdateRuns(env, ref);
 
@@ -969,6 +969,39 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
   }
   const awaiting = (!external && step.blocked.length > 0) || perCluster.some((p) => p.chain.Available === undefined || p.chain.Available === "Unknown");
   return { ...(raced || outcome.rerun ? { rerun: true } : {}), ...(awaiting ? { awaitingReports: true } : {}) };
+}
+
+/** Writes a placement's run makes per turn of the event loop: one D1 batch (src/store/d1/objects.ts `COMMIT_BATCH_ITEMS`). */
+export const WRITES_PER_TURN = 50;
+
+/** Resolves on a later turn of the event loop, after the I/O that arrived meanwhile (a timer, not a microtask). */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}
+
+/**
+ * Writes a run's works or bindings through `store`, {@link WRITES_PER_TURN} at a time, each batch
+ * committed and its after-commit hooks run (for works: the clusters' objects push them to their
+ * agents) before the next, with a turn of the event loop after each batch. A fleet's writes are
+ * a long chain of in-memory work in one isolate (D1 commits, the calls into the clusters'
+ * objects), and workerd reads its sockets only when nothing is runnable: without the turns, no
+ * agent's report of a work pushed early was read, let alone acknowledged, before the last
+ * cluster's work was pushed and the run's bindings and status were written (bench:crp at 1,000
+ * clusters: nothing acknowledged for 1.6 s on the idle machine). Each turn lets the reports that
+ * came meanwhile run first; the writes and their order are the same. (Made here, not in
+ * `writeMany` for every writer: there a replica set update's hub CPU per report was 1.61-1.80 ms
+ * against main's 1.34-1.59, bench:propagation, docs/scale.md. Each batch's commit waits for the
+ * hooks of the one before, where the store overlaps them.) Returns
+ * {@link Store.writeMany}'s outcomes, in order.
+ * @throws what {@link Store.writeMany} throws (the batches before it stay committed, as before)
+ */
+export async function writeInTurns(store: Pick<Store, "writeMany">, writes: ManyWrite[]): Promise<ManyOutcome[]> {
+  const results: ManyOutcome[] = [];
+  for (let i = 0; i < writes.length; i += WRITES_PER_TURN) {
+    results.push(...(await store.writeMany(writes.slice(i, i + WRITES_PER_TURN))));
+    await nextTurn();
+  }
+  return results;
 }
 
 /** The frozen copy of each rendered work's spec that every cluster's work of a run shares. */

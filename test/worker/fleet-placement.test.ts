@@ -14,7 +14,8 @@ import { memberClusterOf, schedulePlacement, type MemberCluster } from "../../sr
 import { rolloutStep } from "../../src/fleet/rollout.ts";
 import { renderWorks } from "../../src/fleet/render.ts";
 import { placementListings, placementLists } from "../../src/fleet/placement-lists.ts";
-import { placementHook, type PlacementOwed } from "../../src/fleet/controller.ts";
+import { placementHook, writeInTurns, WRITES_PER_TURN, type PlacementOwed } from "../../src/fleet/controller.ts";
+import type { ManyWrite } from "../../src/store/types.ts";
 import { registerAfterCommitHook } from "../../src/store/hooks.ts";
 import { PLACEMENT_CHANGE_COUNTER } from "../../src/kinds/fleet.ts";
 import { call, condition, createCluster, createNamespaces, joined, merge, reportApplied as report, fleetWorksOf as worksOf } from "./helpers.ts";
@@ -915,6 +916,45 @@ describe("the placement controller", () => {
     const mine = events.filter((e) => e.object.metadata.name === "born-born-a");
     expect(mine.map((e) => e.type)).toEqual(["ADDED"]);
     expect(mine[0]!.object.status).toEqual(binding.status);
+  });
+
+  it("a placement's run writes a batch at a time, with a turn of the event loop after each (writeInTurns)", async () => {
+    // A timer set before the writes stands in for an agent's report reaching the isolate: workerd
+    // runs a timer (and reads a socket) only once nothing else is runnable, so it fires between
+    // batches only where the writer lets the event loop turn. Before, a run's works were one
+    // writeMany, one chain of in-memory work: no timer fired, and no agent's report was read,
+    // until every cluster's work was pushed and the bindings and status written.
+    const batches: { names: string[]; ticks: number }[] = [];
+    let ticks = 0;
+    let ticking = true;
+    const tick = () => {
+      ticks++;
+      if (ticking) setTimeout(tick, 0);
+    };
+    setTimeout(tick, 0);
+    const store = {
+      writeMany: async (writes: ManyWrite[]) => {
+        batches.push({ names: writes.map((w) => w.name), ticks });
+        return writes.map(() => null);
+      },
+    };
+    const writes: ManyWrite[] = Array.from({ length: 2 * WRITES_PER_TURN + 3 }, (_, i) => ({
+      namespace: "c",
+      name: `w${i}`,
+      req: { verb: "delete" },
+      known: null,
+    }));
+    const out = await writeInTurns(store, writes);
+    const after = ticks;
+    ticking = false;
+    // Every write once, in order, WRITES_PER_TURN to a batch; one outcome each.
+    expect(batches.map((b) => b.names.length)).toEqual([WRITES_PER_TURN, WRITES_PER_TURN, 3]);
+    expect(batches.flatMap((b) => b.names)).toEqual(writes.map((w) => w.name));
+    expect(out).toHaveLength(writes.length);
+    // The timer ran before each batch after the first, and after the last.
+    expect(batches[1]!.ticks).toBeGreaterThan(batches[0]!.ticks);
+    expect(batches[2]!.ticks).toBeGreaterThan(batches[1]!.ticks);
+    expect(after).toBeGreaterThan(batches[2]!.ticks);
   });
 
   it("a PickAll placement gains a cluster that joins later", async () => {
