@@ -1153,6 +1153,15 @@ export type PlacementOwed =
   | { object: { group: string; kind: string; namespace: string; name: string; labels: (Record<string, string> | null)[] } }
   | { cluster: string; relabeled?: true };
 
+/** The clusters of a staged update run's stages whose `Started` condition is True (KubeFleet's `stagesStatus[].clusters[]`). */
+function startedClusters(run: KubeObject): Set<string> {
+  const stages = (run.status as { stagesStatus?: { clusters?: { clusterName: string; conditions?: Condition[] }[] }[] } | undefined)?.stagesStatus ?? [];
+  const out = new Set<string>();
+  for (const st of stages)
+    for (const c of st.clusters ?? []) if (c.conditions?.some((x) => x.type === "Started" && x.status === "True")) out.add(c.clusterName);
+  return out;
+}
+
 /** Whether an eviction carries its Executed condition (decided, executed or refused). */
 const executedSet = (e: KubeObject) => ((e.status?.conditions ?? []) as Condition[]).some((c) => c.type === EVICTION_EXECUTED);
 
@@ -1198,6 +1207,15 @@ export function planPlacement(change: Change): PlacementOwed | null {
     if (!after || (after.metadata.deletionTimestamp && !before?.metadata.deletionTimestamp)) return { namespace: ns, name: placementName };
     if (before && !deepEqual(before.status ?? null, after.status ?? null)) return { namespace: ns, name: placementName };
     return null;
+  }
+  if (def.group === FLEET_GROUP && (def.kind === "ClusterStagedUpdateRun" || def.kind === "StagedUpdateRun")) {
+    // A staged update run's cluster started (in the status write after its binding was bound to
+    // the run's snapshot): the placement renders that cluster's works now, owed by that commit, so
+    // a crash before the run does not leave the cluster bound without them (src/fleet/updaterun).
+    const placementName = (after?.spec as { placementName?: string } | undefined)?.placementName;
+    if (!placementName || !after) return null;
+    const before_ = before ? startedClusters(before) : new Set<string>();
+    return [...startedClusters(after)].some((c) => !before_.has(c)) ? { namespace, name: placementName, now: true } : null;
   }
   if (def.group === FLEET_GROUP && def.kind === ClusterResourcePlacementEvictionKind.kind) {
     // An eviction decided (its Executed condition set, in the write after its binding's deletion

@@ -7,7 +7,9 @@
 import { env } from "cloudflare:workers";
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { ReplicaSetObject } from "../../durable-objects/replicaset.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
+import { sweepOutbox } from "../../src/store/outbox.ts";
 import { call, condition, createCluster, createNamespaces, merge, withClockAhead, reportApplied as report, fleetWorksOf as worksOf } from "./helpers.ts";
 
 const G = "/apis/placement.kubernetes-fleet.io";
@@ -495,6 +497,43 @@ describe("a staged update run (KubeFleet's updaterun controller)", () => {
     run = await getRun("stp-run");
     expect(clusterCond(run, "prod", "stp-p2", "Succeeded")).toMatchObject({ status: "True" });
     expect(condition(run, "Progressing")).toMatchObject({ status: "True" });
+  });
+
+  it("the placement's run a started cluster owes is in the run's commit: lost with its object, the outbox sweep renders the cluster's works", async () => {
+    await fleetOf("stl");
+    await externalPlacement("stl", "stl-app", "stl");
+    await placementRun("stl");
+    await strategy("stl-s", "stl", 1, []);
+    await createRun("stl-run", "stl", "stl-s", { state: "Run" });
+    // The placement's object cannot be reached while the canary starts (as when workerd is killed
+    // between the run's commits and the placement's run).
+    const proto = ReplicaSetObject.prototype as unknown as Record<
+      "reconcile" | "notifyPlacement",
+      (this: unknown, ns: string, ...rest: unknown[]) => Promise<void>
+    >;
+    const real = { reconcile: proto.reconcile, notifyPlacement: proto.notifyPlacement };
+    let refused = 0;
+    for (const m of ["reconcile", "notifyPlacement"] as const)
+      proto[m] = function (this: unknown, ns: string, ...rest: unknown[]) {
+        if (ns === "placement:") {
+          refused++;
+          throw new Error("simulated crash: the placement's object is gone");
+        }
+        return real[m].call(this, ns, ...rest);
+      };
+    try {
+      await runNow("stl-run");
+    } finally {
+      Object.assign(proto, real);
+    }
+    expect(refused).toBeGreaterThan(0);
+    expect(await indexes("stl")).toEqual({});
+    // After the restart: the run's object runs again, then the outbox sweep.
+    await runNow("stl-run");
+    expect(clusterCond(await getRun("stl-run"), "canary", "stl-c1", "Started")).toMatchObject({ status: "True" });
+    await env.DB.prepare("UPDATE outbox SET due_at = 0").run();
+    await sweepOutbox(env, Date.now());
+    expect(Object.keys(await indexes("stl"))).toEqual(["stl-c1"]);
   });
 
   it("a before-stage approval holds the stage; kubectl's approval moves it at once (the approval's hook wakes the run)", async () => {

@@ -262,8 +262,8 @@ async function finish(
       })),
     );
     if (results.includes("lost")) raced = true;
-    // The placement renders the bound clusters' works now (its object serialises its runs).
-    await env.REPLICASETS.getByName(`placement:${ref.namespace}/${spec.placementName}`).reconcile(`placement:${ref.namespace}`, spec.placementName);
+    // The placement renders the bound clusters' works when the status below records them started:
+    // that commit owes it the run (src/fleet/controller.ts `planPlacement`), which runs before the write returns.
   }
   if (canonical(status) !== canonical(run.status ?? {})) {
     const r = await racing(() =>
