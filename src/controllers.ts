@@ -196,13 +196,14 @@ export const CONTROLLERS: readonly Controller[] = [
   {
     name: placementHook.name,
     wakes:
-      "a ClusterResourcePlacement or ResourcePlacement written; an object its selectors may select; a ManagedCluster it may gain or lose; its works' status or deletion; one of its evictions decided; a cluster of one of its staged update runs started",
+      "a ClusterResourcePlacement or ResourcePlacement written; an object its selectors may select; a ManagedCluster it may gain or lose; its works' status or deletion; one of its evictions decided; a cluster of one of its staged update runs started; an automatic eviction's refusal marked on one of its bindings or taken off",
     runsIn: "ReplicaSetObject",
     hook: hook(placementHook),
     watches: [
       { kinds: [fleet("ClusterResourcePlacement"), fleet("ResourcePlacement")] },
       { kinds: [fleet("ClusterResourcePlacementEviction")], changes: ["update"] },
       { kinds: [fleet("ClusterStagedUpdateRun"), fleet("StagedUpdateRun")], changes: ["update"] },
+      { kinds: [fleet("ClusterResourceBinding")], changes: ["update"] },
       { kinds: [ManifestWorkKind], labels: [PLACEMENT_TRACKING_LABEL] },
       { kinds: [ManagedClusterKind] },
       { kinds: (def: KindDefinition) => !isKindDisabled(def) && !def.conversion },

@@ -84,7 +84,13 @@ import { ownChangeRun } from "./own-change.ts";
 import { cachedPlacementLists, inNamespace, placementLists } from "./placement-lists.ts";
 import { boundIndexes, externalStep, isExternal, resourceSnapshotName, snapshotSelection } from "./updaterun/gate.ts";
 import { wakeUpdateRuns } from "./updaterun/wake.ts";
-import { ClusterResourcePlacementEvictionKind, EVICTION_EXECUTED, TARGET_CLUSTER_LABEL, type PlacementEvictionSpec } from "../kinds/fleet-eviction.ts";
+import {
+  ClusterResourcePlacementEvictionKind,
+  EVICTION_BLOCKED_ANNOTATION,
+  EVICTION_EXECUTED,
+  TARGET_CLUSTER_LABEL,
+  type PlacementEvictionSpec,
+} from "../kinds/fleet-eviction.ts";
 import { evictionBlockedCondition } from "./eviction-unreachable.ts";
 
 /** A placement: `namespace` "" for a ClusterResourcePlacement. */
@@ -1216,6 +1222,13 @@ export function planPlacement(change: Change): PlacementOwed | null {
     if (!placementName || !after) return null;
     const before_ = before ? startedClusters(before) : new Set<string>();
     return [...startedClusters(after)].some((c) => !before_.has(c)) ? { namespace, name: placementName, now: true } : null;
+  }
+  if (def.group === FLEET_GROUP && def.kind === ClusterResourceBindingKind.kind) {
+    // An automatic eviction's refusal put on the binding or taken off (src/fleet/eviction-unreachable.ts
+    // `markBinding`, the only writer of the annotation): the placement's status shows it, at once.
+    const mark = (o: KubeObject | null) => o?.metadata.annotations?.[EVICTION_BLOCKED_ANNOTATION] ?? null;
+    const placementName = (after ?? before)?.metadata.labels?.[PLACEMENT_TRACKING_LABEL];
+    return placementName && after && mark(before) !== mark(after) ? { namespace: "", name: placementName, prompt: true } : null;
   }
   if (def.group === FLEET_GROUP && def.kind === ClusterResourcePlacementEvictionKind.kind) {
     // An eviction decided (its Executed condition set, in the write after its binding's deletion

@@ -18,7 +18,8 @@
  * as any other: budget honoured, KubeFleet's conditions, Events, metrics and crash safety. A refused
  * one is made again every {@link AUTOMATIC_EVICTION_RETRY_MS} while the taint stays (a budget may
  * allow it later); the refusal shows on the placement as the cluster's `Evicted` False condition
- * (the binding's {@link EVICTION_BLOCKED_ANNOTATION}, which the placement's run reads).
+ * (the binding's {@link EVICTION_BLOCKED_ANNOTATION}, which the placement's run reads; the commit
+ * that changes it owes the placement a run: src/fleet/controller.ts `planPlacement`).
  *
  * What wakes it: a ManagedCluster update that adds (or re-stamps) one of those taints
  * ({@link unreachableEvictionHook}) sets the scheduler object's `unreachable-eviction:<cluster>`
@@ -190,7 +191,6 @@ export async function checkUnreachableCluster(env: Env, cluster: string, nowMs: 
   ).items.filter((b) => !b.metadata.deletionTimestamp);
   const evictions = admittedStoreOf(env, ClusterResourcePlacementEvictionKind);
   const placements = admittedStoreOf(env, FLEET_PLACEMENT_KINDS.crp);
-  const wake = new Set<string>();
   let next = Infinity;
   for (const binding of bindings) {
     const placement = binding.metadata.labels?.[PLACEMENT_TRACKING_LABEL];
@@ -198,12 +198,12 @@ export async function checkUnreachableCluster(env: Env, cluster: string, nowMs: 
     const crp = taints.length > 0 ? await placements.get("", placement) : null;
     const due = crp && !crp.metadata.deletionTimestamp ? evictionDeadline((crp.spec as { policy?: PlacementPolicy } | undefined)?.policy, taints) : null;
     if (!due) {
-      if (await markBinding(env, binding, null)) wake.add(placement);
+      await markBinding(env, binding, null);
       continue;
     }
     if (due.at > nowMs) {
       // A new taint, not due yet: a mark of an earlier one goes.
-      if (await markBinding(env, binding, null)) wake.add(placement);
+      await markBinding(env, binding, null);
       next = Math.min(next, due.at);
       continue;
     }
@@ -214,7 +214,7 @@ export async function checkUnreachableCluster(env: Env, cluster: string, nowMs: 
     if (existing && (executed?.status === "True" || valid?.status === "False")) continue;
     if (existing && executed?.status === "False") {
       // Refused: shown on the placement, and tried again once the retry is due.
-      if (await markBinding(env, binding, refusalMark(existing, executed.reason, executed.message))) wake.add(placement);
+      await markBinding(env, binding, refusalMark(existing, executed.reason, executed.message));
       const retryAt = Date.parse(executed.lastTransitionTime ?? "") + AUTOMATIC_EVICTION_RETRY_MS;
       if (Number.isFinite(retryAt) && retryAt > nowMs) {
         next = Math.min(next, retryAt);
@@ -241,7 +241,5 @@ export async function checkUnreachableCluster(env: Env, cluster: string, nowMs: 
     );
     next = Math.min(next, nowMs + AUTOMATIC_EVICTION_RETRY_MS);
   }
-  // The placements whose cluster's refusal appeared or went: their status shows it.
-  for (const p of wake) await env.REPLICASETS.getByName(`placement:/${p}`).wake("placement:", p);
   return next === Infinity ? null : next;
 }

@@ -8,6 +8,8 @@ import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/k8s/meta.ts";
 import { SCHEDULER_NAME } from "../../src/env.ts";
 import { AUTOMATIC_EVICTION_RETRY_MS, checkUnreachableCluster } from "../../src/fleet/eviction-unreachable.ts";
+import { planPlacement } from "../../src/fleet/controller.ts";
+import { ClusterResourceBindingKind } from "../../src/kinds/fleet.ts";
 import { EvictionMessages as M, EVICTION_BLOCKED_ANNOTATION } from "../../src/kinds/fleet-eviction.ts";
 import {
   AVAILABLE,
@@ -153,6 +155,21 @@ describe("the automatic path: a cluster unreachable past a placement's toleratio
     await placementRun("ur-blocked");
     expect(await worksOf("ur-blocked")).not.toContain(victim);
     expect(await worksOf("ur-blocked")).toHaveLength(2);
+  });
+
+  it("a refusal's mark put on a binding or taken off owes its placement a prompt run (the commit's outbox row); a status write does not", () => {
+    const binding = (annotations: Record<string, string>, status: Record<string, unknown> = {}): KubeObject => ({
+      apiVersion: "placement.kubernetes-fleet.io/v1beta1",
+      kind: "ClusterResourceBinding",
+      metadata: { name: "p-m1-abc", labels: { "kubernetes-fleet.io/parent-CRP": "p" }, annotations },
+      spec: { state: "Bound", targetCluster: "m1" },
+      status,
+    });
+    const change = (before: KubeObject, after: KubeObject) => ({ def: ClusterResourceBindingKind, namespace: "", name: "p-m1-abc", before, after });
+    const marked = binding({ [EVICTION_BLOCKED_ANNOTATION]: '{"reason":"r","message":"m"}' });
+    expect(planPlacement(change(binding({}), marked))).toEqual({ namespace: "", name: "p", prompt: true });
+    expect(planPlacement(change(marked, binding({})))).toEqual({ namespace: "", name: "p", prompt: true });
+    expect(planPlacement(change(binding({}), binding({}, { conditions: [AVAILABLE] })))).toBeNull();
   });
 
   it("a taint removed before the deadline moves nothing; the deadline is a timer, not a scan", async () => {
