@@ -1220,8 +1220,8 @@ export function planPlacement(change: Change): PlacementOwed | null {
     // a crash before the run does not leave the cluster bound without them (src/fleet/updaterun).
     const placementName = (after?.spec as { placementName?: string } | undefined)?.placementName;
     if (!placementName || !after) return null;
-    const before_ = before ? startedClusters(before) : new Set<string>();
-    return [...startedClusters(after)].some((c) => !before_.has(c)) ? { namespace, name: placementName, now: true } : null;
+    const startedBefore = before ? startedClusters(before) : new Set<string>();
+    return [...startedClusters(after)].some((c) => !startedBefore.has(c)) ? { namespace, name: placementName, now: true } : null;
   }
   if (def.group === FLEET_GROUP && def.kind === ClusterResourceBindingKind.kind) {
     // An automatic eviction's refusal put on the binding or taken off (src/fleet/eviction-unreachable.ts

@@ -4,9 +4,8 @@
  * once (src/fleet/eviction-decide.ts) and, when executed, its placement's binding for the cluster
  * is deleted; the placement's next run (asked for at once by the commit recording the decision)
  * then treats the cluster as one it does not have: it removes the works there, and its scheduler
- * picks the cluster again only if it
- * passes the filters (a cordoned cluster's NoSelect taint keeps it out; a PickN placement is
- * re-filled on another cluster).
+ * picks the cluster again only if it passes the filters (a cordoned cluster's NoSelect taint keeps
+ * it out; a PickN placement is re-filled on another cluster).
  *
  * Where it runs: KubeFleet reconciles evictions one at a time (`MaxConcurrentReconciles: 1`), so
  * two never both pass a budget. Here the evictions of one placement are serialised in one Durable
