@@ -161,7 +161,14 @@ describe("the automatic path: a cluster unreachable past a placement's toleratio
     const binding = (annotations: Record<string, string>, status: Record<string, unknown> = {}): KubeObject => ({
       apiVersion: "placement.kubernetes-fleet.io/v1beta1",
       kind: "ClusterResourceBinding",
-      metadata: { name: "p-m1-abc", labels: { "kubernetes-fleet.io/parent-CRP": "p" }, annotations },
+      metadata: {
+        name: "p-m1-abc",
+        uid: "u1",
+        resourceVersion: "1",
+        creationTimestamp: "2026-01-01T00:00:00Z",
+        labels: { "kubernetes-fleet.io/parent-CRP": "p" },
+        annotations,
+      },
       spec: { state: "Bound", targetCluster: "m1" },
       status,
     });
