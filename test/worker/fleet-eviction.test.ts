@@ -15,7 +15,6 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { ReplicaSetObject } from "../../durable-objects/replicaset.ts";
 import { sweepOutbox } from "../../src/store/outbox.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
 import { decideEviction, evictionAllowed } from "../../src/fleet/eviction-decide.ts";
@@ -32,6 +31,7 @@ import {
   fleetPlacementRun as placementRun,
   fleetWorkClusters as worksOf,
   reportFleetApplied as reportAll,
+  withPlacementObjectsGone,
 } from "./helpers.ts";
 
 const G = "/apis/placement.kubernetes-fleet.io/v1beta1";
@@ -396,21 +396,7 @@ describe("evictions and budgets over HTTP", () => {
     await placementRun("ev-lost");
     // The placement's object cannot be reached while the eviction is decided (as when workerd is
     // killed between the eviction's commit and the placement's run).
-    const proto = ReplicaSetObject.prototype as unknown as Record<
-      "reconcile" | "notifyPlacement",
-      (this: unknown, ns: string, ...rest: unknown[]) => Promise<void>
-    >;
-    const real = { reconcile: proto.reconcile, notifyPlacement: proto.notifyPlacement };
-    let refused = 0;
-    for (const m of ["reconcile", "notifyPlacement"] as const)
-      proto[m] = function (this: unknown, ns: string, ...rest: unknown[]) {
-        if (ns === "placement:") {
-          refused++;
-          throw new Error("simulated crash: the placement's object is gone");
-        }
-        return real[m].call(this, ns, ...rest);
-      };
-    try {
+    const refused = await withPlacementObjectsGone(async () => {
       await call("POST", CRPE(), {
         apiVersion: "placement.kubernetes-fleet.io/v1beta1",
         kind: "ClusterResourcePlacementEviction",
@@ -418,9 +404,7 @@ describe("evictions and budgets over HTTP", () => {
         spec: { placementName: "ev-lost", clusterName: victim },
       });
       await evictionRun("ev-lost").catch(() => undefined);
-    } finally {
-      Object.assign(proto, real);
-    }
+    });
     expect(refused).toBeGreaterThan(0);
     expect(condition((await call("GET", CRPE("lost-run"))).body, "Executed")).toMatchObject({ status: "True", message: M.allowedNoPDB });
     expect(await worksOf("ev-lost")).toEqual(first);

@@ -7,10 +7,19 @@
 import { env } from "cloudflare:workers";
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { ReplicaSetObject } from "../../durable-objects/replicaset.ts";
 import type { KubeObject } from "../../src/k8s/meta.ts";
 import { sweepOutbox } from "../../src/store/outbox.ts";
-import { call, condition, createCluster, createNamespaces, merge, withClockAhead, reportApplied as report, fleetWorksOf as worksOf } from "./helpers.ts";
+import {
+  call,
+  condition,
+  createCluster,
+  createNamespaces,
+  merge,
+  withClockAhead,
+  reportApplied as report,
+  fleetWorksOf as worksOf,
+  withPlacementObjectsGone,
+} from "./helpers.ts";
 
 const G = "/apis/placement.kubernetes-fleet.io";
 const CRP = (name = "") => `${G}/v1/clusterresourceplacements${name ? `/${name}` : ""}`;
@@ -507,25 +516,9 @@ describe("a staged update run (KubeFleet's updaterun controller)", () => {
     await createRun("stl-run", "stl", "stl-s", { state: "Run" });
     // The placement's object cannot be reached while the canary starts (as when workerd is killed
     // between the run's commits and the placement's run).
-    const proto = ReplicaSetObject.prototype as unknown as Record<
-      "reconcile" | "notifyPlacement",
-      (this: unknown, ns: string, ...rest: unknown[]) => Promise<void>
-    >;
-    const real = { reconcile: proto.reconcile, notifyPlacement: proto.notifyPlacement };
-    let refused = 0;
-    for (const m of ["reconcile", "notifyPlacement"] as const)
-      proto[m] = function (this: unknown, ns: string, ...rest: unknown[]) {
-        if (ns === "placement:") {
-          refused++;
-          throw new Error("simulated crash: the placement's object is gone");
-        }
-        return real[m].call(this, ns, ...rest);
-      };
-    try {
+    const refused = await withPlacementObjectsGone(async () => {
       await runNow("stl-run");
-    } finally {
-      Object.assign(proto, real);
-    }
+    });
     expect(refused).toBeGreaterThan(0);
     expect(await indexes("stl")).toEqual({});
     // After the restart: the run's object runs again, then the outbox sweep.

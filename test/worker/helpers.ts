@@ -11,6 +11,7 @@ import { clock } from "../../src/clock.ts";
 import { CHANNEL_SUBPROTOCOL } from "../../src/agent-api/channel-protocol.ts";
 import { BINDINGS, DECISIONS, MC, MERGE_PATCH, PLACEMENTS, WORKS } from "../kit/api.ts";
 import type { Env } from "../../src/env.ts";
+import { ReplicaSetObject } from "../../durable-objects/replicaset.ts";
 
 export { BINDINGS, DECISIONS, MC, MERGE_PATCH, MWRS, PLACEMENTS, POLICIES, SECRETS, WORKS } from "../kit/api.ts";
 export const ADMIN = "test-admin-token";
@@ -349,6 +350,34 @@ export function dialChannel(name: string, token: string | null, extra: Record<st
 const FLEET_TRACKING = "kubernetes-fleet.io/parent-CRP";
 
 /** Runs ClusterResourcePlacement `name`'s reconcile in its object (`placement:/<name>`) and waits for it. */
+/**
+ * Runs `fn` while every KubeFleet placement's object refuses its runs and notifications (its
+ * `reconcile` and `notifyPlacement` throw for the `placement:` targets), as when workerd is killed
+ * between a commit and the placement's run; restores them after. Returns how many calls were refused.
+ */
+export async function withPlacementObjectsGone(fn: () => Promise<unknown>): Promise<number> {
+  const proto = ReplicaSetObject.prototype as unknown as Record<
+    "reconcile" | "notifyPlacement",
+    (this: unknown, ns: string, ...rest: unknown[]) => Promise<void>
+  >;
+  const real = { reconcile: proto.reconcile, notifyPlacement: proto.notifyPlacement };
+  let refused = 0;
+  for (const m of ["reconcile", "notifyPlacement"] as const)
+    proto[m] = function (this: unknown, ns: string, ...rest: unknown[]) {
+      if (ns === "placement:") {
+        refused++;
+        throw new Error("simulated crash: the placement's object is gone");
+      }
+      return real[m].call(this, ns, ...rest);
+    };
+  try {
+    await fn();
+  } finally {
+    Object.assign(proto, real);
+  }
+  return refused;
+}
+
 export async function fleetPlacementRun(name: string): Promise<void> {
   await env.REPLICASETS.getByName(`placement:/${name}`).reconcile("placement:", name);
 }
