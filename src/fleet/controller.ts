@@ -1153,7 +1153,12 @@ async function writeStatusOf(
 // ---------------------------------------------------------------------------------------------
 // What wakes a placement.
 
-/** What a change owes the placement controller. */
+/**
+ * What a change owes the placement controller: a run of one placement (`now`: before the write
+ * returns, its own write or a staged update run's started cluster; `prompt`: at once, without the
+ * writer waiting, an eviction decided or a binding's refusal mark changed; neither: a notification,
+ * run within the object's share of time), an object its selectors may select, or a cluster.
+ */
 export type PlacementOwed =
   | { namespace: string; name: string; now?: true; prompt?: true }
   | { object: { group: string; kind: string; namespace: string; name: string; labels: (Record<string, string> | null)[] } }
