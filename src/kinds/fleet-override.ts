@@ -25,9 +25,17 @@ import { z } from "zod";
 import { invalid, type StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition, PrinterColumn, WriteContext } from "../k8s/kind.ts";
 import { deepEqual } from "../k8s/fieldmanager.ts";
-import type { LabelSelectorInput } from "../k8s/labels.ts";
 import { objectSchema, type KubeObject } from "../k8s/meta.ts";
-import { aggregate, labelSelectorAsSelectorError, type ClusterSelectorTerm, type ResourceSelectorTerm } from "./fleet-validation.ts";
+import {
+  aggregate,
+  goLabelSelector,
+  goResourceSelectorTerm,
+  labelSelectorAsSelectorError,
+  type ClusterSelectorTerm,
+  type ResourceSelectorTerm,
+} from "./fleet-validation.ts";
+
+export { goLabelSelector, goResourceSelectorTerm } from "./fleet-validation.ts";
 import { ClusterSelectorTermSchema, FLEET_GROUP, FLEET_PREFIX, ResourceSelectorTermSchema, systemKind } from "./fleet.ts";
 
 /** Label on an override snapshot: the override it snapshots (KubeFleet's `OverrideTrackingLabel`). */
@@ -133,24 +141,6 @@ export function setOverrideDefaults(spec: Partial<ClusterResourceOverrideSpec & 
 
 // ---------------------------------------------------------------------------------------------
 // Go's formatting, as KubeFleet's messages print its types (`%+v`, `%s`).
-
-/** gogo-protobuf's `(*metav1.LabelSelector).String()`, as `%+v` prints a selector. */
-export function goLabelSelector(sel: LabelSelectorInput | null | undefined): string {
-  if (!sel) return "nil";
-  const labels = Object.keys(sel.matchLabels ?? {})
-    .sort()
-    .map((k) => `${k}: ${sel.matchLabels![k]},`)
-    .join("");
-  const exprs = (sel.matchExpressions ?? [])
-    .map((e) => `LabelSelectorRequirement{Key:${e.key},Operator:${e.operator},Values:[${(e.values ?? []).join(" ")}],},`)
-    .join("");
-  return `&LabelSelector{MatchLabels:map[string]string{${labels}},MatchExpressions:[]LabelSelectorRequirement{${exprs}},}`;
-}
-
-/** `%+v` of a `ResourceSelectorTerm`. */
-export function goResourceSelectorTerm(s: ResourceSelectorTerm): string {
-  return `{Group:${s.group ?? ""} Version:${s.version ?? ""} Kind:${s.kind ?? ""} Name:${s.name ?? ""} LabelSelector:${goLabelSelector(s.labelSelector)} SelectionScope:${s.selectionScope ?? ""}}`;
-}
 
 /** `%+v` of a ResourceOverride's `ResourceSelector`. */
 export function goResourceSelector(s: OverrideResourceSelector): string {

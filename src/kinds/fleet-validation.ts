@@ -11,7 +11,7 @@ import type { KindDefinition } from "../k8s/kind.ts";
 import { deepEqual } from "../k8s/fieldmanager.ts";
 import type { LabelSelectorInput } from "../k8s/labels.ts";
 import type { KubeObject } from "../k8s/meta.ts";
-import { tryParseQuantity } from "../k8s/quantity.ts";
+import { formatQuantity, parseQuantityExact, tryParseQuantity, type Quantity } from "../k8s/quantity.ts";
 import { isDNS1123Subdomain, isQualifiedName, isValidLabelValue } from "../k8s/validation.ts";
 
 /** Finds a served kind by API group, version and kind name (e.g. `apps`, `v1`, `Deployment`), or undefined. */
@@ -114,6 +114,24 @@ export function gvkString(s: { group: string; version: string; kind: string }): 
   return `${s.group}/${s.version}, Kind=${s.kind}`;
 }
 
+/** gogo-protobuf's `(*metav1.LabelSelector).String()`, as `%+v` prints a selector. */
+export function goLabelSelector(sel: LabelSelectorInput | null | undefined): string {
+  if (!sel) return "nil";
+  const labels = Object.keys(sel.matchLabels ?? {})
+    .sort()
+    .map((k) => `${k}: ${sel.matchLabels![k]},`)
+    .join("");
+  const exprs = (sel.matchExpressions ?? [])
+    .map((e) => `LabelSelectorRequirement{Key:${e.key},Operator:${e.operator},Values:[${(e.values ?? []).join(" ")}],},`)
+    .join("");
+  return `&LabelSelector{MatchLabels:map[string]string{${labels}},MatchExpressions:[]LabelSelectorRequirement{${exprs}},}`;
+}
+
+/** `%+v` of a `ResourceSelectorTerm`. */
+export function goResourceSelectorTerm(s: ResourceSelectorTerm): string {
+  return `{Group:${s.group ?? ""} Version:${s.version ?? ""} Kind:${s.kind ?? ""} Name:${s.name ?? ""} LabelSelector:${goLabelSelector(s.labelSelector)} SelectionScope:${s.selectionScope ?? ""}}`;
+}
+
 /**
  * The CRD's CEL rules (x-kubernetes-validations) on `spec`, with the messages the CRD declares,
  * as `Invalid value: "object": <message>` causes at the rule's field. `old` is the stored object
@@ -162,24 +180,36 @@ export function celRules(spec: PlacementSpec, old: PlacementSpec | undefined, cl
 
 const SELECTOR_OPERATORS: Record<string, string> = { In: "in", NotIn: "notin", Exists: "exists", DoesNotExist: "!" };
 
+/** Go's `%#v` of a `[]string` (nil when empty, as `LabelSelectorAsSelector` copies an expression's values with `append([]string(nil), ...)`). */
+function goStrings(values: readonly string[]): string {
+  return values.length === 0 ? "[]string(nil)" : `[]string{${values.map((v) => JSON.stringify(v)).join(", ")}}`;
+}
+
 /**
- * The error apimachinery's `metav1.LabelSelectorAsSelector` returns for a selector (its
- * `labels.NewRequirement` messages), or null: what KubeFleet's `validateLabelSelector` wraps.
+ * The error apimachinery's `metav1.LabelSelectorAsSelector` returns for a selector, or null: what
+ * KubeFleet's `validateLabelSelector` wraps. As apimachinery's, it stops at the first requirement
+ * in error (matchLabels first, in key order; then matchExpressions) and gives every error of that
+ * requirement (`labels.NewRequirement`'s field errors, aggregated: `values: Invalid value:
+ * []string(nil): for 'in', 'notin' operators, values set can't be empty`), or an unknown
+ * operator's `"Near" is not a valid label selector operator`.
  */
 export function labelSelectorAsSelectorError(sel: LabelSelectorInput): string | null {
   const requirement = (key: string, op: string, values: readonly string[]): string | null => {
+    const errs: string[] = [];
     const keyErrs = isQualifiedName(key);
-    if (keyErrs.length) return `key: Invalid value: ${JSON.stringify(key)}: ${keyErrs.join("; ")}`;
-    if ((op === "in" || op === "notin") && values.length === 0) return "for 'in', 'notin' operators, values set can't be empty";
-    if ((op === "exists" || op === "!") && values.length !== 0) return "values set must be empty for exists and does not exist";
+    if (keyErrs.length) errs.push(`key: Invalid value: ${JSON.stringify(key)}: ${keyErrs.join("; ")}`);
+    if ((op === "in" || op === "notin") && values.length === 0)
+      errs.push(`values: Invalid value: ${goStrings(values)}: for 'in', 'notin' operators, values set can't be empty`);
+    if ((op === "exists" || op === "!") && values.length !== 0)
+      errs.push(`values: Invalid value: ${goStrings(values)}: values set must be empty for exists and does not exist`);
     for (const [i, v] of values.entries()) {
-      const errs = isValidLabelValue(v);
-      if (errs.length) return `values[${i}]: Invalid value: ${JSON.stringify(v)}: ${errs.join("; ")}`;
+      const valueErrs = isValidLabelValue(v);
+      if (valueErrs.length) errs.push(`values[${i}][${key}]: Invalid value: ${JSON.stringify(v)}: ${valueErrs.join("; ")}`);
     }
-    return null;
+    return errs.length ? aggregate(errs) : null;
   };
-  for (const [k, v] of Object.entries(sel.matchLabels ?? {})) {
-    const e = requirement(k, "=", [v]);
+  for (const k of Object.keys(sel.matchLabels ?? {}).sort()) {
+    const e = requirement(k, "=", [sel.matchLabels![k]!]);
     if (e) return e;
   }
   for (const expr of sel.matchExpressions ?? []) {
@@ -194,7 +224,7 @@ export function labelSelectorAsSelectorError(sel: LabelSelectorInput): string | 
 function labelSelectorError(sel: LabelSelectorInput | undefined, parent: string): string | null {
   if (!sel) return null;
   const err = labelSelectorAsSelectorError(sel);
-  return err ? `the labelSelector in ${parent} ${JSON.stringify(sel)} is invalid: ${err}` : null;
+  return err ? `the labelSelector in ${parent} ${goLabelSelector(sel)} is invalid: ${err}` : null;
 }
 
 /** KubeFleet's `validateTolerations`. */
@@ -276,23 +306,41 @@ function operatorError(op: string, values: string[]): string | null {
   return null;
 }
 
+/** A bound of KubeFleet's `requirementBounds`: the value (exact, in nano-units), its canonical text (`Quantity.String()`), strictness. */
 interface Bound {
-  q: number;
+  q: bigint;
   text: string;
   strict: boolean;
 }
 
+/** `resource.ParseQuantity` then `Quantity.String()`: the exact value and its canonical text (`1000m` is `1`, `2.5` is `2500m`), or undefined. */
+function exactQuantity(text: string): { q: bigint; text: string } | undefined {
+  let parsed: Quantity;
+  try {
+    parsed = parseQuantityExact(text);
+  } catch {
+    return undefined;
+  }
+  return { q: parsed.nanos, text: formatQuantity(parsed.nanos, parsed.format) };
+}
+
+/**
+ * KubeFleet's `validateRequirementsConsistency` of the requirements on one property: two Eq
+ * values, an Eq and a Ne of one value, bounds excluding every value, an Eq outside the bounds.
+ * Compares quantities exactly (`Quantity.Cmp`) and prints them canonically (`Quantity.String()`),
+ * as KubeFleet's messages do; malformed requirements are skipped (their own error says why).
+ */
 function consistencyError(reqs: PropertyRequirement[]): string | null {
   if (reqs.length < 2) return null;
   let lower: Bound | null = null;
   let upper: Bound | null = null;
-  let eq: { q: number; text: string } | null = null;
-  const ne: number[] = [];
+  let eq: { q: bigint; text: string } | null = null;
+  const ne: bigint[] = [];
   for (const r of reqs) {
     if (!OPERATORS.includes(r.operator) || (r.values ?? []).length !== 1) continue;
-    const text = r.values[0]!;
-    const q = tryParseQuantity(text);
-    if (q === undefined) continue;
+    const parsed = exactQuantity(r.values[0]!);
+    if (parsed === undefined) continue;
+    const { q, text } = parsed;
     switch (r.operator) {
       case "Gt":
       case "Ge": {
@@ -468,7 +516,7 @@ export function webhookRules(obj: KubeObject, old: KubeObject | undefined, clust
   for (const [i, s] of selectors.entries()) {
     const field = `spec.resourceSelectors[${i}]`;
     if (s.labelSelector) {
-      if (s.name) add(field, `the labelSelector and name fields are mutually exclusive in selector ${JSON.stringify(s)}`);
+      if (s.name) add(field, `the labelSelector and name fields are mutually exclusive in selector ${goResourceSelectorTerm(s)}`);
       const l = labelSelectorError(s.labelSelector, "resource selector");
       if (l) add(`${field}.labelSelector`, l);
     }
