@@ -542,14 +542,26 @@ export function webhookRules(obj: KubeObject, old: KubeObject | undefined, clust
 }
 
 /**
- * The whole validation of a placement write: the CRD's CEL rules, and KubeFleet's webhook's (both,
- * so that a request refused by either says each reason; KubeFleet's apiserver would stop at the
- * first). A status or metadata write of a stored placement (its spec
- * unchanged) or a write of one being deleted is not validated again, as KubeFleet's webhook lets
- * such an update through.
+ * The whole validation of a placement write: the CRD's CEL rules, and KubeFleet's webhook's
+ * (`HandlePlacementValidation`; both, so that a request refused by either says each reason;
+ * KubeFleet's apiserver would stop at the first). On an update, as KubeFleet's webhook: a stored
+ * object its rules refuse (one stored before a rule came) may only be written on its way out
+ * (the new object has a deletionTimestamp), else the update is refused with "deny update on old
+ * invalid v1beta1 CRP with DeletionTimestamp not set ..."; a stored valid object is held to
+ * every rule, deleting or not. A status or metadata write of a stored placement (its spec
+ * unchanged) is not validated again: the spec it carries was.
  */
 export function validatePlacement(obj: KubeObject, old: KubeObject | undefined, clusterScoped: boolean, lookup: KindLookup): StatusCause[] {
-  if (old && (deepEqual(old.spec ?? null, obj.spec ?? null) || obj.metadata.deletionTimestamp)) return [];
+  if (old && deepEqual(old.spec ?? null, obj.spec ?? null)) return [];
   const spec = (obj.spec ?? {}) as PlacementSpec;
-  return [...celRules(spec, old?.spec as PlacementSpec | undefined, clusterScoped), ...webhookRules(obj, old, clusterScoped, lookup)];
+  const cel = celRules(spec, old?.spec as PlacementSpec | undefined, clusterScoped);
+  if (old) {
+    const oldErrors = webhookRules(old, undefined, clusterScoped, lookup);
+    if (oldErrors.length > 0) {
+      if (obj.metadata.deletionTimestamp) return cel;
+      const message = `deny update on old invalid v1beta1 ${clusterScoped ? "CRP" : "RP"} with DeletionTimestamp not set ${aggregate(oldErrors.map((c) => c.message))}`;
+      return [...cel, { field: "spec", reason: "FieldValueInvalid", message }];
+    }
+  }
+  return [...cel, ...webhookRules(obj, old, clusterScoped, lookup)];
 }
