@@ -260,8 +260,13 @@ const PlacementStatusSchema = z.strictObject({
   conditions: ConditionsSchema.optional(),
 });
 
-/** KubeFleet's `SetPlacementDefaults` (its mutating webhook), on a stored spec (mutates). */
+/**
+ * KubeFleet's `SetPlacementDefaults` (its mutating webhook), on a stored spec (mutates), and the
+ * CRD's own default of each resource selector's `selectionScope` (`NamespaceWithResources`,
+ * `+kubebuilder:default`, set by the apiserver on every selector, whatever its kind).
+ */
 export function setPlacementDefaults(spec: PlacementSpec): void {
+  for (const s of spec.resourceSelectors ?? []) if (s !== null && typeof s === "object") s.selectionScope ??= "NamespaceWithResources";
   spec.policy ??= { placementType: "PickAll" };
   spec.policy.placementType ??= "PickAll";
   for (const t of spec.policy.topologySpreadConstraints ?? []) {

@@ -78,7 +78,7 @@ describe("TestValidateClusterResourcePlacement (placement_test.go)", () => {
       "invalid Resource Selector with name & label selector",
       { resourceSelectors: [{ ...CLUSTER_ROLE, labelSelector: { matchLabels: { "test-key": "test-value" } } }] },
       [
-        "the labelSelector and name fields are mutually exclusive in selector {Group:rbac.authorization.k8s.io Version:v1 Kind:ClusterRole Name:test-cluster-role LabelSelector:&LabelSelector{MatchLabels:map[string]string{test-key: test-value,},MatchExpressions:[]LabelSelectorRequirement{},} SelectionScope:}",
+        "the labelSelector and name fields are mutually exclusive in selector {Group:rbac.authorization.k8s.io Version:v1 Kind:ClusterRole Name:test-cluster-role LabelSelector:&LabelSelector{MatchLabels:map[string]string{test-key: test-value,},MatchExpressions:[]LabelSelectorRequirement{},} SelectionScope:NamespaceWithResources}",
         "spec.resourceSelectors[0]",
       ],
     ],
@@ -173,6 +173,16 @@ describe("TestValidateClusterResourcePlacement_RolloutStrategy (placement_test.g
     ],
   ];
   for (const [name, strategy, want] of cases) it(name, () => runCreate(CRPS, crp({ strategy }), want));
+
+  it("the CRD defaults every resource selector's selectionScope to NamespaceWithResources", async () => {
+    const r = await call(
+      "POST",
+      CRPS,
+      crp({ resourceSelectors: [CLUSTER_ROLE, { group: "", version: "v1", kind: "Namespace", name: "n", selectionScope: "NamespaceOnly" }] }),
+    );
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    expect(r.body.spec.resourceSelectors.map((s: { selectionScope?: string }) => s.selectionScope)).toEqual(["NamespaceWithResources", "NamespaceOnly"]);
+  });
 
   it("valid rollout strategy - External: KubeFleet's defaulter adds no rollingUpdate to it", async () => {
     const r = await call("POST", CRPS, crp({ strategy: { type: "External" } }));
