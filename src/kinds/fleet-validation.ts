@@ -306,23 +306,45 @@ function operatorError(op: string, values: string[]): string | null {
   return null;
 }
 
-/** A bound of KubeFleet's `requirementBounds`: the value (exact, in nano-units), its canonical text (`Quantity.String()`), strictness. */
-interface Bound {
+/** A parsed requirement value: exact (nano-units) with its canonical text. */
+interface ExactQuantity {
   q: bigint;
-  text: string;
+  readonly text: string;
+}
+
+/** A bound of KubeFleet's `requirementBounds`: its value and strictness (Gt, Lt). */
+interface Bound {
+  v: ExactQuantity;
   strict: boolean;
 }
 
-/** `resource.ParseQuantity` then `Quantity.String()`: the exact value and its canonical text (`1000m` is `1`, `2.5` is `2500m`), or undefined. */
-function exactQuantity(text: string): { q: bigint; text: string } | undefined {
-  let parsed: Quantity;
-  try {
-    parsed = parseQuantityExact(text);
-  } catch {
-    return undefined;
+/**
+ * `resource.ParseQuantity`: the exact value (nano-units) and its canonical text
+ * (`Quantity.String()`: `1000m` is `1`, `2.5` is `2500m`; written only for a message), or undefined.
+ */
+function exactQuantity(text: string): ExactQuantity | undefined {
+  let parsed = EXACT_CACHE.get(text);
+  if (parsed === undefined) {
+    try {
+      parsed = parseQuantityExact(text);
+    } catch {
+      parsed = null;
+    }
+    if (EXACT_CACHE.size >= 1024) EXACT_CACHE.clear();
+    EXACT_CACHE.set(text, parsed);
   }
-  return { q: parsed.nanos, text: formatQuantity(parsed.nanos, parsed.format) };
+  if (parsed === null) return undefined;
+  const { nanos, format } = parsed;
+  return {
+    q: nanos,
+    get text() {
+      return formatQuantity(nanos, format);
+    },
+  };
 }
+
+/** Parsed requirement values by text (null: not a quantity); bounded, as placements repeat a few values. */
+const EXACT_CACHE = new Map<string, Quantity | null>();
 
 /**
  * KubeFleet's `validateRequirementsConsistency` of the requirements on one property: two Eq
@@ -334,42 +356,41 @@ function consistencyError(reqs: PropertyRequirement[]): string | null {
   if (reqs.length < 2) return null;
   let lower: Bound | null = null;
   let upper: Bound | null = null;
-  let eq: { q: bigint; text: string } | null = null;
+  let eq: ExactQuantity | null = null;
   const ne: bigint[] = [];
   for (const r of reqs) {
     if (!OPERATORS.includes(r.operator) || (r.values ?? []).length !== 1) continue;
-    const parsed = exactQuantity(r.values[0]!);
-    if (parsed === undefined) continue;
-    const { q, text } = parsed;
+    const v = exactQuantity(r.values[0]!);
+    if (v === undefined) continue;
     switch (r.operator) {
       case "Gt":
       case "Ge": {
-        const b = { q, text, strict: r.operator === "Gt" };
-        if (!lower || b.q > lower.q || (b.q === lower.q && b.strict && !lower.strict)) lower = b;
+        const b = { v, strict: r.operator === "Gt" };
+        if (!lower || v.q > lower.v.q || (v.q === lower.v.q && b.strict && !lower.strict)) lower = b;
         break;
       }
       case "Lt":
       case "Le": {
-        const b = { q, text, strict: r.operator === "Lt" };
-        if (!upper || b.q < upper.q || (b.q === upper.q && b.strict && !upper.strict)) upper = b;
+        const b = { v, strict: r.operator === "Lt" };
+        if (!upper || v.q < upper.v.q || (v.q === upper.v.q && b.strict && !upper.strict)) upper = b;
         break;
       }
       case "Eq":
-        if (eq && eq.q !== q) return `conflicting Eq values ${eq.text} and ${text}`;
-        eq = { q, text };
+        if (eq && eq.q !== v.q) return `conflicting Eq values ${eq.text} and ${v.text}`;
+        eq = v;
         break;
       case "Ne":
-        ne.push(q);
+        ne.push(v.q);
         break;
     }
   }
   if (eq && ne.includes(eq.q)) return `conflicting Eq and Ne on same value ${eq.text}`;
   const lo = lower as Bound | null;
   const up = upper as Bound | null;
-  if (lo && up && (lo.q > up.q || (lo.q === up.q && (lo.strict || up.strict))))
-    return `lower bound (${lo.text}) and upper bound (${up.text}) exclude all values`;
-  if (eq && lo && (eq.q < lo.q || (eq.q === lo.q && lo.strict))) return `eq value ${eq.text} violates lower bound ${lo.text}`;
-  if (eq && up && (eq.q > up.q || (eq.q === up.q && up.strict))) return `eq value ${eq.text} violates upper bound ${up.text}`;
+  if (lo && up && (lo.v.q > up.v.q || (lo.v.q === up.v.q && (lo.strict || up.strict))))
+    return `lower bound (${lo.v.text}) and upper bound (${up.v.text}) exclude all values`;
+  if (eq && lo && (eq.q < lo.v.q || (eq.q === lo.v.q && lo.strict))) return `eq value ${eq.text} violates lower bound ${lo.v.text}`;
+  if (eq && up && (eq.q > up.v.q || (eq.q === up.v.q && up.strict))) return `eq value ${eq.text} violates upper bound ${up.v.text}`;
   return null;
 }
 
