@@ -21,7 +21,7 @@
  * (overrides read labels); a new override snapshot (src/overrides/snapshots.ts); a status report or deletion
  * of one of its works. All but its own write are notifications: runs shortly after, coalesced.
  */
-import { canonicalJson as canonical } from "../k8s/canonical-json.ts";
+import { canonicalJson as canonical, goJson } from "../k8s/canonical-json.ts";
 import { racing } from "../k8s/racing.ts";
 import { deepEqual } from "../k8s/fieldmanager.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
@@ -294,6 +294,8 @@ async function ensureSnapshot(
     kind: kindsOf(ref).placement.kind,
     name: placement.metadata.name,
     uid: placement.metadata.uid!,
+    // controllerutil.SetControllerReference, as KubeFleet makes its snapshots.
+    controller: true,
     blockOwnerDeletion: true,
   };
   const create = (objectName: string, spec: Record<string, unknown>, labels: Record<string, string>, annotations: Record<string, string>) =>
@@ -307,7 +309,7 @@ async function ensureSnapshot(
             name: objectName,
             ...(ref.namespace ? { namespace: ref.namespace } : {}),
             labels: { [PLACEMENT_TRACKING_LABEL]: ref.name, [indexLabel]: String(index), ...labels },
-            annotations: { ...annotations, [CRP_GENERATION_ANNOTATION]: String(placement.metadata.generation ?? 1) },
+            annotations,
             ownerReferences: [owner],
           },
           spec,
@@ -426,7 +428,8 @@ async function readPrelude(env: Env, ref: PlacementRef, placement: KubeObject, n
   }
   const { manifests, envelopes } = manifestsOf(selected);
   const contents = selected.map((s) => stripForDispatch(s.def, s.object));
-  const resourceHash = await sha256(canonical(contents));
+  // KubeFleet's `resource.HashOf(resourceSnapshotSpec)`: the SHA-256 of the spec as Go writes it.
+  const resourceHash = await sha256(goJson({ selectedResources: contents }));
   const rs = await ensureSnapshot(
     env,
     k.resourceSnapshot,
@@ -470,10 +473,11 @@ async function readPrelude(env: Env, ref: PlacementRef, placement: KubeObject, n
     (o) => (o.spec as { policyHash?: string } | undefined)?.policyHash,
     () => ({
       spec: { policy, policyHash },
-      annotations: (policy.placementType === "PickN" ? { [NUMBER_OF_CLUSTERS_ANNOTATION]: String(policy.numberOfClusters ?? 0) } : {}) as Record<
-        string,
-        string
-      >,
+      // The placement's generation on the policy snapshot only (KubeFleet's resource snapshots carry none).
+      annotations: {
+        [CRP_GENERATION_ANNOTATION]: String(generation),
+        ...(policy.placementType === "PickN" ? { [NUMBER_OF_CLUSTERS_ANNOTATION]: String(policy.numberOfClusters ?? 0) } : {}),
+      },
     }),
     limit,
   );
