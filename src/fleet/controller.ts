@@ -171,9 +171,13 @@ export function manifestsOf(selected: readonly Selected[]): { manifests: Manifes
     }
     envelopes++;
     const data = ((s.object as unknown as { data?: Record<string, KubeObject> }).data ?? {}) as Record<string, KubeObject>;
-    for (const key of Object.keys(data).sort()) {
-      const inner = data[key]!;
-      if (!inner || typeof inner !== "object" || typeof inner.apiVersion !== "string" || typeof inner.kind !== "string") continue;
+    // KubeFleet's `extractManifestsFromEnvelopeCR` order: by each object's JSON as the apiserver
+    // stores it (Go's encoding/json), greatest first.
+    const inners = Object.entries(data)
+      .filter(([, inner]) => inner && typeof inner === "object" && typeof inner.apiVersion === "string" && typeof inner.kind === "string")
+      .map(([key, inner]) => ({ key, inner, json: goJson(inner) }))
+      .sort((a, b) => (a.json < b.json ? 1 : a.json > b.json ? -1 : 0));
+    for (const { key, inner } of inners) {
       const [g, v] = inner.apiVersion.includes("/") ? inner.apiVersion.split("/") : ["", inner.apiVersion];
       const def = findKindByKind(g ?? "", v ?? "", inner.kind);
       const object = structuredClone(inner);

@@ -471,3 +471,59 @@ describe("resource snapshots (resource_snapshot_resolver.go)", () => {
     ]);
   });
 });
+
+describe("envelopes (TestExtractManifestsFromEnvelopeCR)", () => {
+  it("an envelope's objects go into the work as written, ordered by their JSON (greatest first); the snapshot holds the envelope", async () => {
+    // "envelope with multiple resources should have the right order", "valid ResourceEnvelope with
+    // one resource", "valid ClusterResourceEnvelope with one resource".
+    await createCluster("sel-env-a", { case: "sel-env" });
+    await createNamespaces("sel-env");
+    await create("/apis/placement.kubernetes-fleet.io/v1beta1/namespaces/sel-env/resourceenvelopes", {
+      apiVersion: "placement.kubernetes-fleet.io/v1beta1",
+      kind: "ResourceEnvelope",
+      metadata: { name: "multi-resource-envelope" },
+      data: {
+        resource1: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "test-cm1", namespace: "sel-env" }, data: { key1: "value1" } },
+        resource2: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "test-cm2", namespace: "sel-env" }, data: { key2: "value2" } },
+      },
+    });
+    await create("/apis/placement.kubernetes-fleet.io/v1beta1/clusterresourceenvelopes", {
+      apiVersion: "placement.kubernetes-fleet.io/v1beta1",
+      kind: "ClusterResourceEnvelope",
+      metadata: { name: "sel-env-cluster" },
+      data: {
+        clusterrole1: {
+          apiVersion: "rbac.authorization.k8s.io/v1",
+          kind: "ClusterRole",
+          metadata: { name: "test-role" },
+          rules: [{ apiGroups: [""], resources: ["pods"], verbs: ["get", "list"] }],
+        },
+      },
+    });
+    const p = await crp(
+      "sel-env",
+      [
+        { ...NS, name: "sel-env" },
+        { group: "placement.kubernetes-fleet.io", version: "v1beta1", kind: "ClusterResourceEnvelope", name: "sel-env-cluster" },
+      ],
+      { placementType: "PickFixed", clusterNames: ["sel-env-a"] },
+    );
+    expect(selected(p)).toEqual(["Namespace//sel-env", "ClusterResourceEnvelope//sel-env-cluster", "ResourceEnvelope/sel-env/multi-resource-envelope"]);
+    const snap = (await call("GET", CRS("sel-env-0-snapshot"))).body;
+    expect(snap.metadata.annotations["kubernetes-fleet.io/number-of-enveloped-object"]).toBe("2");
+    expect(ids(snap.spec.selectedResources)).toEqual(selected(p));
+    const work = (await call("GET", WORKS("sel-env-a", "sel-env-work"))).body;
+    expect(ids(work.spec.workload.manifests)).toEqual([
+      "Namespace//sel-env",
+      "ClusterRole//test-role",
+      "ConfigMap/sel-env/test-cm2",
+      "ConfigMap/sel-env/test-cm1",
+    ]);
+    expect(work.spec.workload.manifests[2]).toEqual({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "test-cm2", namespace: "sel-env" },
+      data: { key2: "value2" },
+    });
+  });
+});
