@@ -527,3 +527,96 @@ describe("envelopes (TestExtractManifestsFromEnvelopeCR)", () => {
     });
   });
 });
+
+describe("envelopes KubeFleet's work generator refuses (TestExtractManifestsFromEnvelopeCR)", () => {
+  const ENV = "/apis/placement.kubernetes-fleet.io/v1beta1";
+  const cm = (name: string, namespace?: string) => ({
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name, ...(namespace ? { namespace } : {}) },
+    data: { key: "value" },
+  });
+
+  it("an object of another namespace, a cluster-scoped one in a ResourceEnvelope, a namespaced one in a ClusterResourceEnvelope: no work, WorkSynchronized False", async () => {
+    // "ResourceEnvelope with manifest in a different namespace", "ResourceEnvelope containing a
+    // cluster-scoped resource", "ClusterResourceEnvelope with namespaced resource", "ResourceEnvelope
+    // with mixed namespaced resources". KubeFleet's work generator stops at the envelope (a user
+    // error): the binding's WorkSynchronized is False, reason SyncWorkFailed, message
+    // "Failed to synchronize the work to the latest: <its error>", copied into the placement's status.
+    await createCluster("sel-envbad-a", { case: "sel-envbad" });
+    await createNamespaces("sel-envbad");
+    const cases: [string, string, Record<string, unknown>, string][] = [
+      [
+        "other-ns",
+        "resourceenvelopes",
+        { resource1: cm("test-cm", "other-namespace") },
+        "a namespaced object resource1 (other-namespace/test-cm) in has been wrapped in a resource envelope from another namespace (sel-envbad/other-ns)",
+      ],
+      [
+        "cluster-scoped",
+        "resourceenvelopes",
+        {
+          resource1: {
+            apiVersion: "rbac.authorization.k8s.io/v1",
+            kind: "ClusterRole",
+            metadata: { name: "test-role" },
+            rules: [{ apiGroups: [""], resources: ["pods"], verbs: ["get", "list"] }],
+          },
+        },
+        "a cluster scope object resource1 (test-role) has been wrapped in a resource envelope sel-envbad/cluster-scoped",
+      ],
+      [
+        "mixed",
+        "resourceenvelopes",
+        { resource1: cm("test-cm1", "sel-envbad"), resource2: cm("test-cm2", "other-namespace") },
+        "a namespaced object resource2 (other-namespace/test-cm2) in has been wrapped in a resource envelope from another namespace (sel-envbad/mixed)",
+      ],
+      [
+        "sel-envbad-namespaced",
+        "clusterresourceenvelopes",
+        { resource1: cm("test-cm", "sel-envbad") },
+        "a namespaced object resource1 (sel-envbad/test-cm) has been wrapped in a cluster resource envelope sel-envbad-namespaced",
+      ],
+    ];
+    for (const [name, plural, data, message] of cases) {
+      const cluster = plural === "clusterresourceenvelopes";
+      await create(cluster ? `${ENV}/${plural}` : `${ENV}/namespaces/sel-envbad/${plural}`, {
+        apiVersion: "placement.kubernetes-fleet.io/v1beta1",
+        kind: cluster ? "ClusterResourceEnvelope" : "ResourceEnvelope",
+        metadata: { name },
+        data,
+      });
+      const placement = `sel-envbad-${name.replace(/^sel-envbad-/, "")}`;
+      const p = await crp(
+        placement,
+        cluster
+          ? [{ group: "placement.kubernetes-fleet.io", version: "v1beta1", kind: "ClusterResourceEnvelope", name }]
+          : [
+              { ...NS, name: "sel-envbad", selectionScope: "NamespaceWithResourceSelectors" },
+              { group: "placement.kubernetes-fleet.io", version: "v1beta1", kind: "ResourceEnvelope", name },
+            ],
+        { placementType: "PickFixed", clusterNames: ["sel-envbad-a"] },
+      );
+      // Selected and snapshotted as any selection; no work for the cluster.
+      expect(
+        selected(p).some((s) => s.includes("Envelope")),
+        placement,
+      ).toBe(true);
+      expect((await call("GET", WORKS("sel-envbad-a", `${placement}-work`))).status, placement).toBe(404);
+      const status = p.status.placementStatuses.find((s: Json) => s.clusterName === "sel-envbad-a");
+      expect(
+        status.conditions.find((c: Json) => c.type === "WorkSynchronized"),
+        placement,
+      ).toMatchObject({
+        status: "False",
+        reason: "SyncWorkFailed",
+        message: `Failed to synchronize the work to the latest: ${message}`,
+      });
+      expect(condition(p, "ClusterResourcePlacementWorkSynchronized"), placement).toMatchObject({ status: "False", reason: "WorkNotSynchronizedYet" });
+      const bindings = (
+        await call("GET", `${G}/v1beta1/clusterresourcebindings?labelSelector=${encodeURIComponent(`kubernetes-fleet.io/parent-CRP=${placement}`)}`)
+      ).body.items;
+      expect(condition(bindings[0], "WorkSynchronized"), placement).toMatchObject({ status: "False", reason: "SyncWorkFailed" });
+    }
+  });
+});
