@@ -148,6 +148,12 @@ describe("selection (TestGatherSelectedResource)", () => {
       { ...NS, name: "sel-test-ns" },
     ]);
     expect(selected(byName)).toEqual(["Namespace//sel-test-ns", "ClusterRole//test-cluster-role"]);
+    // "should return empty result when informer manager returns not found error for cluster scoped
+    // placement": a namespace (with its content) that does not exist selects nothing, no error.
+    const missing = await crp("sel-missing", [{ ...NS, name: "sel-not-there" }]);
+    expect(selected(missing)).toEqual([]);
+    expect(condition(missing, "ClusterResourcePlacementScheduled")).toMatchObject({ status: "True" });
+    expect((await call("GET", CRS("sel-missing-0-snapshot"))).body.spec).toEqual({ selectedResources: [] });
   });
 
   it("namespaces by label with their content, leaving a deleting namespace, deleting objects and kube-root-ca.crt; NamespaceOnly lists the namespaces alone", async () => {
