@@ -21,7 +21,7 @@
  * (overrides read labels); a new override snapshot (src/overrides/snapshots.ts); a status report or deletion
  * of one of its works. All but its own write are notifications: runs shortly after, coalesced.
  */
-import { canonicalJson as canonical } from "../k8s/canonical-json.ts";
+import { canonicalJson as canonical, goJson } from "../k8s/canonical-json.ts";
 import { racing } from "../k8s/racing.ts";
 import { deepEqual } from "../k8s/fieldmanager.ts";
 import type { KindDefinition } from "../k8s/kind.ts";
@@ -159,10 +159,18 @@ export function storeSource(env: Env): SelectionSource {
   };
 }
 
-/** The objects a selection places: each as dispatched, envelopes opened (their `data` objects). */
-export function manifestsOf(selected: readonly Selected[]): { manifests: Manifest[]; envelopes: number } {
+/**
+ * The objects a selection places: each as dispatched, envelopes opened (their `data` objects).
+ * `error` is KubeFleet's `extractManifestsFromEnvelopeCR` refusal of the first envelope (in the
+ * selection's order; its objects by key) wrapping an object it may not carry: one with a
+ * namespace in a ClusterResourceEnvelope, one without in a ResourceEnvelope, or one of another
+ * namespace (its messages). A placement's clusters get no works for such a selection, and report
+ * WorkSynchronized False with the message (src/fleet/status.ts).
+ */
+export function manifestsOf(selected: readonly Selected[]): { manifests: Manifest[]; envelopes: number; error?: string } {
   const manifests: Manifest[] = [];
   let envelopes = 0;
+  let error: string | undefined;
   for (const s of selected) {
     const isEnvelope = s.def.group === FLEET_GROUP && (s.def.kind === ClusterResourceEnvelopeKind.kind || s.def.kind === ResourceEnvelopeKind.kind);
     if (!isEnvelope) {
@@ -171,14 +179,18 @@ export function manifestsOf(selected: readonly Selected[]): { manifests: Manifes
     }
     envelopes++;
     const data = ((s.object as unknown as { data?: Record<string, KubeObject> }).data ?? {}) as Record<string, KubeObject>;
-    for (const key of Object.keys(data).sort()) {
-      const inner = data[key]!;
-      if (!inner || typeof inner !== "object" || typeof inner.apiVersion !== "string" || typeof inner.kind !== "string") continue;
+    error ??= envelopeError(s, data);
+    // KubeFleet's `extractManifestsFromEnvelopeCR` order: by each object's JSON as the apiserver
+    // stores it (Go's encoding/json), greatest first.
+    const inners = Object.entries(data)
+      .filter(([, inner]) => inner && typeof inner === "object" && typeof inner.apiVersion === "string" && typeof inner.kind === "string")
+      .map(([key, inner]) => ({ key, inner, json: goJson(inner) }))
+      .sort((a, b) => (a.json < b.json ? 1 : a.json > b.json ? -1 : 0));
+    for (const { key, inner } of inners) {
       const [g, v] = inner.apiVersion.includes("/") ? inner.apiVersion.split("/") : ["", inner.apiVersion];
       const def = findKindByKind(g ?? "", v ?? "", inner.kind);
       const object = structuredClone(inner);
       object.metadata ??= { name: key } as KubeObject["metadata"];
-      if (s.object.metadata.namespace && def?.namespaced !== false && !object.metadata.namespace) object.metadata.namespace = s.object.metadata.namespace;
       manifests.push({
         object,
         resource: def?.plural ?? guessPlural(inner.kind),
@@ -190,7 +202,29 @@ export function manifestsOf(selected: readonly Selected[]): { manifests: Manifes
       });
     }
   }
-  return { manifests, envelopes };
+  return { manifests, envelopes, ...(error !== undefined ? { error } : {}) };
+}
+
+/**
+ * KubeFleet's `extractManifestsFromEnvelopeCR` checks of one envelope's `data` (keys in order),
+ * with its messages: the first refusal, or undefined. It reads each object's `metadata.namespace`
+ * as written, not its kind's scope (as KubeFleet does).
+ */
+function envelopeError(envelope: Selected, data: Record<string, KubeObject>): string | undefined {
+  const ens = envelope.object.metadata.namespace ?? "";
+  // klog.KObj / klog.KRef: `namespace/name`, or `name` without a namespace.
+  const ref = (ns: string, name: string) => (ns ? `${ns}/${name}` : name);
+  const envRef = ref(ens, envelope.object.metadata.name);
+  const cluster = envelope.def.kind === ClusterResourceEnvelopeKind.kind;
+  for (const key of Object.keys(data).sort()) {
+    const meta = (data[key] as Partial<KubeObject> | undefined)?.metadata;
+    const ns = typeof meta?.namespace === "string" ? meta.namespace : "";
+    const resRef = ref(ns, typeof meta?.name === "string" ? meta.name : "");
+    if (cluster && ns !== "") return `a namespaced object ${key} (${resRef}) has been wrapped in a cluster resource envelope ${envRef}`;
+    if (!cluster && ns === "") return `a cluster scope object ${key} (${resRef}) has been wrapped in a resource envelope ${envRef}`;
+    if (ns !== ens) return `a namespaced object ${key} (${resRef}) in has been wrapped in a resource envelope from another namespace (${envRef})`;
+  }
+  return undefined;
 }
 
 /** The objects of `def` (in the placement's namespace) a placement owns: read through the label index by its tracking label. */
@@ -294,6 +328,8 @@ async function ensureSnapshot(
     kind: kindsOf(ref).placement.kind,
     name: placement.metadata.name,
     uid: placement.metadata.uid!,
+    // controllerutil.SetControllerReference, as KubeFleet makes its snapshots.
+    controller: true,
     blockOwnerDeletion: true,
   };
   const create = (objectName: string, spec: Record<string, unknown>, labels: Record<string, string>, annotations: Record<string, string>) =>
@@ -307,7 +343,7 @@ async function ensureSnapshot(
             name: objectName,
             ...(ref.namespace ? { namespace: ref.namespace } : {}),
             labels: { [PLACEMENT_TRACKING_LABEL]: ref.name, [indexLabel]: String(index), ...labels },
-            annotations: { ...annotations, [CRP_GENERATION_ANNOTATION]: String(placement.metadata.generation ?? 1) },
+            annotations,
             ownerReferences: [owner],
           },
           spec,
@@ -383,6 +419,8 @@ async function cleanUp(env: Env, ref: PlacementRef, placement: KubeObject | null
 interface Prelude {
   selected: Selected[];
   manifests: Manifest[];
+  /** Why the selection's envelopes cannot be placed (see {@link manifestsOf}), if they cannot. */
+  envelopeError?: string;
   snapshot: KubeObject;
   policySnapshot: KubeObject;
   /** A new policy snapshot replaced an earlier one in this run (the scheduler starts afresh). */
@@ -424,9 +462,10 @@ async function readPrelude(env: Env, ref: PlacementRef, placement: KubeObject, n
     );
     return { outcome: await writeStatus(env, ref, placement, { ...(placement.status ?? {}), conditions }) };
   }
-  const { manifests, envelopes } = manifestsOf(selected);
+  const { manifests, envelopes, error: envelopeError } = manifestsOf(selected);
   const contents = selected.map((s) => stripForDispatch(s.def, s.object));
-  const resourceHash = await sha256(canonical(contents));
+  // KubeFleet's `resource.HashOf(resourceSnapshotSpec)`: the SHA-256 of the spec as Go writes it.
+  const resourceHash = await sha256(goJson({ selectedResources: contents }));
   const rs = await ensureSnapshot(
     env,
     k.resourceSnapshot,
@@ -470,10 +509,11 @@ async function readPrelude(env: Env, ref: PlacementRef, placement: KubeObject, n
     (o) => (o.spec as { policyHash?: string } | undefined)?.policyHash,
     () => ({
       spec: { policy, policyHash },
-      annotations: (policy.placementType === "PickN" ? { [NUMBER_OF_CLUSTERS_ANNOTATION]: String(policy.numberOfClusters ?? 0) } : {}) as Record<
-        string,
-        string
-      >,
+      // The placement's generation on the policy snapshot only (KubeFleet's resource snapshots carry none).
+      annotations: {
+        [CRP_GENERATION_ANNOTATION]: String(generation),
+        ...(policy.placementType === "PickN" ? { [NUMBER_OF_CLUSTERS_ANNOTATION]: String(policy.numberOfClusters ?? 0) } : {}),
+      },
     }),
     limit,
   );
@@ -495,7 +535,14 @@ async function readPrelude(env: Env, ref: PlacementRef, placement: KubeObject, n
     }
   }
 
-  return { selected, manifests, snapshot, policySnapshot, policyReplaced: ps.created && ps.hadPrevious };
+  return {
+    selected,
+    manifests,
+    ...(envelopeError !== undefined ? { envelopeError } : {}),
+    snapshot,
+    policySnapshot,
+    policyReplaced: ps.created && ps.hadPrevious,
+  };
 }
 
 /** What a run keeps for the next runs that only its works' status reports ask for (see {@link runPlacement}). */
@@ -630,15 +677,15 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
   }
 
   // 4. Rollout of the rendered works, each cluster's objects through its overrides (src/fleet/overrides.ts).
-  const renderFor = held ? held.renderFor : clusterRenderer(base, manifests, spec.strategy, await placementOverrides(env, ref, manifests));
+  const renderFor = held ? held.renderFor : clusterRenderer(base, manifests, spec.strategy, await placementOverrides(env, ref, manifests), pre.envelopeError);
   // An External placement's clusters are rendered from the index a run bound them to (older ones read from their snapshots).
   const renderers = new Map<string, typeof renderFor>([[resourceIndex, renderFor]]);
   for (const i of new Set(bound.values())) {
     if (renderers.has(i)) continue;
     const sel = await snapshotSelection(env, k.resourceSnapshot, ref.namespace, ref.name, i);
     if (!sel) continue;
-    const m = manifestsOf(sel).manifests;
-    renderers.set(i, clusterRenderer(base, m, spec.strategy, await placementOverrides(env, ref, m)));
+    const { manifests: m, error: envelopeError } = manifestsOf(sel);
+    renderers.set(i, clusterRenderer(base, m, spec.strategy, await placementOverrides(env, ref, m), envelopeError));
   }
   for (const [c, i] of bound) if (!renderers.has(i)) bound.delete(c);
   /** The index cluster `c` is rolled out to: the latest, or (External) the one a run bound it to. */
@@ -695,9 +742,9 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
   const writes: ManyWrite[] = [];
   for (const c of toRender) {
     const ws = works.get(c) ?? [];
-    const { works: rendered, specJson: renderedJson, error } = renderOf(c);
-    // An override that failed for the cluster: its works stay as they are (never half-applied).
-    if (error !== undefined) continue;
+    const { works: rendered, specJson: renderedJson, error, syncError } = renderOf(c);
+    // An override that failed for the cluster, or envelopes that cannot be placed: its works stay as they are (never half-applied).
+    if (error !== undefined || syncError !== undefined) continue;
     rendered.forEach((r: RenderedWork, i) => {
       const w = ws.find((x) => x.metadata.name === r.name);
       if (w && w.metadata.deletionTimestamp) return;
@@ -782,7 +829,7 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
       continue;
     }
     const r = renderOf(cluster);
-    const failed = r.error !== undefined;
+    const failed = r.error !== undefined || r.syncError !== undefined;
     const isCurrent =
       ws.length > 0 && ws.every((w) => w.metadata.labels?.[PARENT_SNAPSHOT_INDEX_LABEL] === indexFor(cluster)) && !blocked.has(cluster) && !failed;
     // The override snapshots pinned in the binding: the latest where the cluster was rendered (or failed to be), the binding's own while held back.
@@ -803,8 +850,9 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
           applied:
             pinned.clusterResourceOverrideSnapshots.length + pinned.resourceOverrideSnapshots.length > 0 ||
             (!blocked.has(cluster) && r.karmada.clusterOverrides.length + r.karmada.overrides.length > 0),
-          ...(failed ? { error: r.error } : {}),
+          ...(r.error !== undefined ? { error: r.error } : {}),
         },
+        ...(r.syncError !== undefined ? { syncError: r.syncError } : {}),
       },
       generation,
       indexFor(cluster),
@@ -957,6 +1005,7 @@ export async function runPlacement(env: Env, ref: PlacementRef, nowMs: number, c
       at,
       selected,
       manifests,
+      ...(pre.envelopeError !== undefined ? { envelopeError: pre.envelopeError } : {}),
       snapshot,
       policySnapshot,
       bindings: heldBindings,

@@ -95,14 +95,21 @@ export async function dryRunPlacement(
     appliedOverrides: [],
   };
   await syncCustomKinds(env);
-  let manifests;
+  let opened;
   try {
-    manifests = manifestsOf(await selectResources(storeSource(env), ref, spec.resourceSelectors ?? [])).manifests;
+    opened = manifestsOf(await selectResources(storeSource(env), ref, spec.resourceSelectors ?? []));
   } catch (e) {
     if (!(e instanceof SelectionError)) throw e;
     return { ...base, error: `The resource selectors are invalid: ${e.message}` };
   }
-  const render = clusterRenderer(trackingValue(ref), manifests, spec.strategy, await placementOverrides(env, ref, manifests))(memberClusterOf(mc, nowMs));
+  const manifests = opened.manifests;
+  const render = clusterRenderer(
+    trackingValue(ref),
+    manifests,
+    spec.strategy,
+    await placementOverrides(env, ref, manifests),
+    opened.error,
+  )(memberClusterOf(mc, nowMs));
   const template = manifests.map((m) => m.object);
   const applied = {
     clusterResourceOverrides: render.clusterResourceOverrides,
@@ -111,6 +118,7 @@ export async function dryRunPlacement(
     appliedOverrides: render.karmada.overrides,
   };
   if (render.error !== undefined) return { ...base, template, ...applied, error: render.error };
+  if (render.syncError !== undefined) return { ...base, template, ...applied, error: render.syncError };
   const objects = render.works.flatMap((w) => ((w.spec as { workload?: { manifests?: KubeObject[] } }).workload?.manifests ?? []) as KubeObject[]);
   return { ...base, template, objects, works: render.works.map((w) => ({ name: w.name, spec: w.spec })), ...applied };
 }

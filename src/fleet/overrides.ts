@@ -62,6 +62,11 @@ export interface ClusterRender {
   karmada: { clusterOverrides: AppliedOverride[]; overrides: AppliedOverride[] };
   /** Why the overrides failed for the cluster (nothing is rendered then). */
   error?: string;
+  /**
+   * Why the works cannot be synchronized (nothing is rendered then): KubeFleet's work generator's
+   * refusal of an envelope (src/fleet/controller.ts `manifestsOf`), reported as WorkSynchronized False.
+   */
+  syncError?: string;
 }
 
 const NO_KARMADA = { clusterOverrides: [], overrides: [] };
@@ -74,12 +79,15 @@ const renderClusterOf = (c: RendererCluster): RenderCluster => ("properties" in 
 /**
  * The renderer of a placement's works per cluster (`base` as src/fleet/render.ts `renderWorks`):
  * each cluster's objects through its overrides, then rendered; memoised by the overrides' key.
+ * `syncError` (the selection's envelopes cannot be placed) renders no works for any cluster whose
+ * overrides did not fail first: its {@link ClusterRender.syncError}.
  */
 export function clusterRenderer(
   base: string,
   manifests: readonly Manifest[],
   strategy: RolloutStrategy | undefined,
   overrides: BothOverrides,
+  syncError?: string,
 ): (cluster: RendererCluster) => ClusterRender {
   const memo = new Map<string, ClusterRender>();
   const render = (list: readonly Manifest[], annotations?: Record<string, string>) => {
@@ -115,6 +123,7 @@ export function clusterRenderer(
           ? { works: [], specJson: [], manifestsJson: "", ...applicable, karmada: NO_KARMADA, error }
           : { ...render(list, appliedAnnotations(karmada.clusterOverrides, karmada.overrides)), ...applicable, karmada };
     }
+    if (syncError !== undefined && out.error === undefined) out = { ...out, works: [], specJson: [], manifestsJson: "", syncError };
     memo.set(co.key, out);
     return out;
   };
@@ -162,7 +171,7 @@ function chunkOf(base: string, name: string): number {
  * and strategy): their specs equal (the quick check), or their manifests in chunk order.
  */
 export function carriesRender(base: string, works: readonly KubeObject[], r: ClusterRender): boolean {
-  if (r.error !== undefined) return false;
+  if (r.error !== undefined || r.syncError !== undefined) return false;
   if (works.length === r.works.length && r.works.every((rw, i) => works.some((w) => w.metadata.name === rw.name && storedSpecJson(w) === r.specJson[i])))
     return true;
   const ordered = [...works].sort((a, b) => chunkOf(base, a.metadata.name) - chunkOf(base, b.metadata.name));

@@ -35,7 +35,8 @@ const PER_CLUSTER: Record<ChainType, Record<Status, [string, string]>> = {
   },
   WorkSynchronized: {
     True: ["AllWorkSynced", "All of the works are synchronized to the latest"],
-    False: ["SyncWorkFailed", "Failed to synchronize the works"],
+    // The work generator's message (pkg/controllers/workgenerator/controller.go), its error after it.
+    False: ["SyncWorkFailed", "Failed to synchronize the work to the latest: %s"],
     Unknown: ["WorkSynchronizedUnknown", "In the process of creating or updating the work object(s) in the hub cluster"],
   },
   Applied: {
@@ -109,6 +110,8 @@ export interface ClusterWorks {
   current: boolean | null;
   /** Its overrides (src/fleet/overrides.ts): whether any applies, and why they failed (Overridden False). */
   overrides?: { applied: boolean; error?: string };
+  /** Why its works cannot be synchronized (an envelope KubeFleet's work generator refuses): WorkSynchronized False with it. */
+  syncError?: string;
 }
 
 /** One cluster's `placementStatuses[]` entry. */
@@ -224,6 +227,10 @@ export function perClusterStatus(c: ClusterWorks, generation: number, index: str
     });
     chain.Overridden = "True";
   } else set("Overridden", "True");
+  if (c.syncError !== undefined) {
+    set("WorkSynchronized", "False", c.syncError);
+    return out;
+  }
   if (c.works.length === 0) {
     set("WorkSynchronized", "Unknown");
     return out;
