@@ -94,10 +94,25 @@ function matchZones(op: string, values: string[], zones: string[]): boolean {
   return false;
 }
 
-/** Karmada's `util.ClusterMatches`: exclude, label selector, field selector, cluster names. */
+/** The operators apimachinery's `NodeSelectorRequirementsAsSelector` knows; any other fails the whole field selector. */
+const NODE_SELECTOR_OPERATORS = new Set(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]);
+
+/**
+ * Karmada's `util.ClusterMatches`: exclude, label selector, field selector, cluster names. A label
+ * selector that does not parse, or a provider/region expression of an unknown operator, matches no
+ * cluster, as Karmada's conversions fail there (its webhooks refuse such operators, but do not
+ * check label selectors).
+ */
 export function clusterMatches(c: KarmadaCluster, affinity: NonNullable<KarmadaPlacement["clusterAffinity"]>): boolean {
   if ((affinity.exclude ?? []).includes(c.name)) return false;
-  if (affinity.labelSelector && !matchesLabelSelector(affinity.labelSelector, c.labels)) return false;
+  if (affinity.labelSelector) {
+    try {
+      if (!matchesLabelSelector(affinity.labelSelector, c.labels)) return false;
+    } catch {
+      return false;
+    }
+  }
+  for (const e of affinity.fieldSelector?.matchExpressions ?? []) if (e.key !== "zone" && !NODE_SELECTOR_OPERATORS.has(e.operator)) return false;
   for (const e of affinity.fieldSelector?.matchExpressions ?? []) {
     const values = e.values ?? [];
     if (e.key === "zone") {
