@@ -3,7 +3,7 @@
 // Karmada client would and judged by Karmada's semantics. The cases Flotilla got wrong are marked
 // "failed before" (with what it did); the others are representative ones no test drove over HTTP.
 import { describe, expect, it, vi } from "vitest";
-import { call, createCluster, createNamespaces, merge, AVAILABLE } from "./helpers.ts";
+import { call, condition, createCluster, createNamespaces, merge, AVAILABLE } from "./helpers.ts";
 
 const PG = "/apis/policy.karmada.io/v1alpha1";
 const WG = "/apis/work.karmada.io/v1alpha2";
@@ -11,6 +11,7 @@ const PP = (ns: string, name = "") => `${PG}/namespaces/${ns}/propagationpolicie
 const CPP = (name = "") => `${PG}/clusterpropagationpolicies${name ? `/${name}` : ""}`;
 const OP = (ns: string) => `${PG}/namespaces/${ns}/overridepolicies`;
 const RB = (ns: string, name: string) => `${WG}/namespaces/${ns}/resourcebindings/${name}`;
+const MC = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
 const CM = (ns: string) => `/api/v1/namespaces/${ns}/configmaps`;
 
 const pp = (name: string, spec: Record<string, unknown>) => ({ apiVersion: "policy.karmada.io/v1alpha1", kind: "PropagationPolicy", metadata: { name }, spec });
@@ -292,5 +293,51 @@ describe("Karmada's selection and scheduling, over HTTP", () => {
     expect(await claimer("c1")).toBe("label-2");
     expect(await claimer("c2")).toBe("name-c2");
     expect(await claimer("c3")).toBe("a-name-3");
+  });
+
+  // pkg/scheduler/core/spreadconstraint select_clusters_by_cluster.go: needCnt = min(feasible,
+  // maxGroups), so a cluster spread constraint without maxGroups selects none, and
+  // core/common.go AssignReplicas fails "no clusters available to schedule" (Scheduled False,
+  // SchedulerError, pkg/scheduler/helper.go getConditionByError). Failed before: Scheduled True
+  // with no cluster.
+  it("a spread constraint without maxGroups schedules nowhere, failing as Karmada's scheduler", async () => {
+    await createCluster("kc-spread", { spread: "yes" });
+    await createNamespaces("kc-sp");
+    const rb = await placed("kc-sp", "nomax", {
+      clusterAffinity: { clusterNames: ["kc-spread"] },
+      spreadConstraints: [{ spreadByField: "cluster", minGroups: 1 }],
+    });
+    expect(condition(rb, "Scheduled")).toMatchObject({
+      status: "False",
+      reason: "SchedulerError",
+      message: "failed to assign replicas: no clusters available to schedule",
+    });
+    const ok = await placed("kc-sp", "max1", {
+      clusterAffinity: { clusterNames: ["kc-spread"] },
+      spreadConstraints: [{ spreadByField: "cluster", maxGroups: 1 }],
+    });
+    expect(condition(ok, "Scheduled")).toMatchObject({ status: "True" });
+    expect(ok.spec.clusters.map((c: { name: string }) => c.name)).toEqual(["kc-spread"]);
+  });
+
+  // k8s.io/api core/v1 Toleration.ToleratesTaint, as Karmada's TaintToleration filter calls it
+  // (pkg/scheduler/framework/plugins/tainttoleration): an unknown operator tolerates nothing.
+  // Failed before: read as Equal, so it tolerated a taint of the same key and value.
+  it("TaintToleration: a toleration of an unknown operator tolerates nothing; Equal compares values", async () => {
+    await createCluster("kc-taint", { taint: "yes" });
+    expect((await call("PATCH", `${MC}/kc-taint`, { spec: { taints: [{ key: "dedicated", value: "gpu", effect: "NoSelect" }] } }, merge)).status).toBe(200);
+    await createNamespaces("kc-tt");
+    const on = { clusterAffinity: { clusterNames: ["kc-taint"] } };
+    const unknown = await placed("kc-tt", "unknown", { ...on, clusterTolerations: [{ key: "dedicated", operator: "Sometimes", value: "gpu" }] });
+    expect(condition(unknown, "Scheduled")).toMatchObject({ status: "False", reason: "NoClusterFit" });
+    expect(condition(unknown, "Scheduled").message).toContain("cluster(s) had untolerated taint {dedicated=gpu:NoSelect}");
+    const equal = await placed("kc-tt", "equal", { ...on, clusterTolerations: [{ key: "dedicated", operator: "Equal", value: "gpu" }] });
+    expect(equal.spec.clusters.map((c: { name: string }) => c.name)).toEqual(["kc-taint"]);
+    // No key: ToleratesTaint compares a key only when set, and Equal the values (Karmada does not
+    // validate tolerations as a Pod's are). Failed before: tolerated nothing.
+    const keyless = await placed("kc-tt", "keyless", { ...on, clusterTolerations: [{ operator: "Equal", value: "gpu" }] });
+    expect(keyless.spec.clusters.map((c: { name: string }) => c.name)).toEqual(["kc-taint"]);
+    const other = await placed("kc-tt", "other", { ...on, clusterTolerations: [{ key: "dedicated", value: "cpu" }] });
+    expect(condition(other, "Scheduled")).toMatchObject({ status: "False", reason: "NoClusterFit" });
   });
 });
