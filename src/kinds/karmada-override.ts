@@ -12,7 +12,6 @@
 import { z } from "zod";
 import type { StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition, PrinterColumn } from "../k8s/kind.ts";
-import { validateLabelSelector, type LabelSelectorInput } from "../k8s/labels.ts";
 import { ObjectMetaSchema, type KubeObject } from "../k8s/meta.ts";
 import { fieldInvalid, fieldRequired, validateAnnotations, validateLabels, type FieldError } from "../k8s/validation.ts";
 import {
@@ -95,8 +94,9 @@ const OverridersSchema = z.strictObject({
     .array(z.strictObject({ containerName: z.string(), operator: z.enum(["add", "remove"]), value: z.array(z.string()).optional() }))
     .optional(),
   argsOverrider: z.array(z.strictObject({ containerName: z.string(), operator: z.enum(["add", "remove"]), value: z.array(z.string()).optional() })).optional(),
-  labelsOverrider: z.array(z.strictObject({ operator: Operator, value: z.record(z.string(), z.string()).optional() })).optional(),
-  annotationsOverrider: z.array(z.strictObject({ operator: Operator, value: z.record(z.string(), z.string()).optional() })).optional(),
+  // `value` is required, as the CRD has it (`required: [operator, value]`).
+  labelsOverrider: z.array(z.strictObject({ operator: Operator, value: z.record(z.string(), z.string()) })).optional(),
+  annotationsOverrider: z.array(z.strictObject({ operator: Operator, value: z.record(z.string(), z.string()) })).optional(),
   fieldOverrider: z
     .array(z.strictObject({ fieldPath: z.string(), json: z.array(SubPatchSchema).optional(), yaml: z.array(SubPatchSchema).optional() }))
     .optional()
@@ -124,7 +124,10 @@ function emptyOverrides(o: Overriders | undefined): boolean {
   return ![o.plaintext, o.imageOverrider, o.commandOverrider, o.argsOverrider, o.labelsOverrider, o.annotationsOverrider].some((l) => (l ?? []).length > 0);
 }
 
-/** Karmada's `ValidateClusterAffinity` (its field selector's keys and operators), plus a valid label selector. */
+/**
+ * Karmada's `ValidateClusterAffinity`: its field selector's keys and operators. The label selector
+ * is not checked, as in Karmada: one that does not parse matches no cluster (`util.ClusterMatches`).
+ */
 function validateAffinity(a: KarmadaClusterAffinity | null | undefined, at: string): FieldError[] {
   if (!a) return [];
   const errs: FieldError[] = [];
@@ -137,7 +140,6 @@ function validateAffinity(a: KarmadaClusterAffinity | null | undefined, at: stri
       break;
     }
   }
-  if (a.labelSelector) errs.push(...validateLabelSelector(a.labelSelector as LabelSelectorInput, `${at}.labelSelector`));
   return errs;
 }
 

@@ -20,7 +20,7 @@
 import { z } from "zod";
 import type { StatusCause } from "../k8s/errors.ts";
 import type { KindDefinition, PrinterColumn } from "../k8s/kind.ts";
-import { LabelSelectorSchema, validateLabelSelector, type LabelSelectorInput } from "../k8s/labels.ts";
+import { LabelSelectorSchema, type LabelSelectorInput } from "../k8s/labels.ts";
 import { ConditionsSchema, ObjectMetaSchema, objectSchema, type KubeObject } from "../k8s/meta.ts";
 import { fieldForbidden, fieldInvalid, fieldNotSupported, fieldRequired, type FieldError } from "../k8s/validation.ts";
 import { PLACEMENT_CHANGE_COUNTER } from "./fleet.ts";
@@ -170,9 +170,20 @@ const PropagationSpecSchema = z.strictObject({
   schedulePriority: z.record(z.string(), z.unknown()).optional(),
 });
 
-/** Karmada's `SetDefaultSpreadConstraints` and the CRD's defaults, on a stored spec (mutates). `namespace`: a PropagationPolicy's. */
+/** The apiVersion and kind of the multi-cluster services API's ServiceImport (Karmada's `util.ServiceImportKind`, `mcsv1alpha1.GroupVersion`). */
+export const SERVICE_IMPORT = { apiVersion: "multicluster.x-k8s.io/v1alpha1", kind: "ServiceImport" } as const;
+
+/**
+ * Karmada's mutating webhooks' defaults and the CRD's, on a stored spec (mutates): a selector's
+ * namespace (`namespace`: a PropagationPolicy's), `SetDefaultSpreadConstraints`,
+ * `propagateDeps: true` when a selector names a ServiceImport (`helper.ContainsServiceImport`;
+ * then refused by {@link validatePropagation}, dependencies not being built),
+ * `SetReplicaDivisionPreferenceWeighted`, and the CRD's `default:`s. Source: karmada-io/karmada
+ * `pkg/webhook/propagationpolicy/mutating.go`, `pkg/util/helper/policy.go`.
+ */
 export function setPropagationDefaults(spec: PropagationSpec, namespace: string | undefined): void {
   if (namespace) for (const s of spec.resourceSelectors ?? []) if (s && typeof s === "object" && !s.namespace) s.namespace = namespace;
+  if ((spec.resourceSelectors ?? []).some((s) => s?.kind === SERVICE_IMPORT.kind && s.apiVersion === SERVICE_IMPORT.apiVersion)) spec.propagateDeps = true;
   spec.placement ??= {};
   for (const c of spec.placement.spreadConstraints ?? []) {
     if (!c || typeof c !== "object") continue;
@@ -195,8 +206,9 @@ const NOT_BUILT = "not implemented by this hub (docs/karmada.md)";
 
 /**
  * Karmada's `validateResourceSelectors` for a policy of `namespace` ("" when cluster-scoped): a
- * namespaced policy's selectors name its own namespace, and a selector without a name has a
- * parsable label selector. Returns the field errors (none: an empty list). Source: karmada-io/karmada
+ * namespaced policy's selectors name its own namespace. Returns the field errors (none: an empty
+ * list). A label selector is not checked, as in Karmada: one that does not parse matches no
+ * resource (`util.ResourceSelectorPriority`). Source: karmada-io/karmada
  * `pkg/util/validation/validation.go`.
  */
 export function validateResourceSelectors(selectors: readonly KarmadaResourceSelector[], namespace: string): FieldError[] {
@@ -210,7 +222,6 @@ export function validateResourceSelectors(selectors: readonly KarmadaResourceSel
           "namespace of resource selector must be the same as the namespace of the policy",
         ),
       );
-    if (!s.name && s.labelSelector) errs.push(...validateLabelSelector(s.labelSelector, `spec.resourceSelectors[${i}].labelSelector`));
   });
   return errs;
 }
@@ -234,7 +245,8 @@ export function validatePropagation(obj: KubeObject, old: KubeObject | undefined
   }
   // ValidatePlacement.
   const p = spec.placement ?? {};
-  if (has(p.clusterAffinity) && has(p.clusterAffinities))
+  // Both set (an empty list of affinities too: Karmada compares the pointer and the slice with nil).
+  if (p.clusterAffinity != null && p.clusterAffinities != null)
     errs.push(fieldInvalid("spec.placement", "object", "clusterAffinities cannot co-exist with clusterAffinity"));
   const fs = p.clusterAffinity?.fieldSelector;
   for (const e of fs?.matchExpressions ?? []) {
@@ -246,8 +258,8 @@ export function validatePropagation(obj: KubeObject, old: KubeObject | undefined
       break;
     }
   }
-  if (p.clusterAffinity?.labelSelector) errs.push(...validateLabelSelector(p.clusterAffinity.labelSelector, "spec.placement.clusterAffinity.labelSelector"));
   const seenFields = new Set<string>();
+  const reported = new Set<string>();
   (p.spreadConstraints ?? []).forEach((c, i) => {
     const at = `spec.placement.spreadConstraints[${i}]`;
     if (c.spreadByField && c.spreadByLabel) errs.push(fieldInvalid(at, "object", "spreadByLabel should not co-exist with spreadByField"));
@@ -256,8 +268,11 @@ export function validatePropagation(obj: KubeObject, old: KubeObject | undefined
     if ((c.maxGroups ?? 0) > 0 && (c.maxGroups ?? 0) < (c.minGroups ?? 0))
       errs.push(fieldInvalid(at, "object", "maxGroups lower than minGroups is not allowed"));
     if (c.spreadByField) {
-      if (seenFields.has(c.spreadByField))
+      // Once per field, however many times it is repeated (Karmada's error mark).
+      if (seenFields.has(c.spreadByField) && !reported.has(c.spreadByField)) {
         errs.push(fieldInvalid("spec.placement.spreadConstraints", "array", `multiple ${c.spreadByField} spread constraints are not allowed`));
+        reported.add(c.spreadByField);
+      }
       seenFields.add(c.spreadByField);
     }
   });
@@ -269,11 +284,11 @@ export function validatePropagation(obj: KubeObject, old: KubeObject | undefined
         "the cluster spread constraint must be enabled in one of the constraints in case of SpreadByField is enabled",
       ),
     );
+  // validateClusterTolerations: only the comparison operators are refused; any other operator or
+  // effect is accepted and tolerates nothing it does not match (corev1 `ToleratesTaint`).
   (p.clusterTolerations ?? []).forEach((t, i) => {
-    const at = `spec.placement.clusterTolerations[${i}]`;
-    if (t.operator && !["Exists", "Equal"].includes(t.operator)) errs.push(fieldNotSupported(`${at}.operator`, t.operator, ["", "Exists", "Equal"]));
-    if (t.effect && !["NoSchedule", "PreferNoSchedule", "NoExecute"].includes(t.effect))
-      errs.push(fieldNotSupported(`${at}.effect`, t.effect, ["NoSchedule", "PreferNoSchedule", "NoExecute"]));
+    if (t.operator === "Lt" || t.operator === "Gt")
+      errs.push(fieldNotSupported(`spec.placement.clusterTolerations[${i}].operator`, t.operator, ["", "Exists", "Equal"]));
   });
   // validateResourceSelectors (a PropagationPolicy's selectors name its own namespace).
   errs.push(...validateResourceSelectors(spec.resourceSelectors ?? [], namespace));

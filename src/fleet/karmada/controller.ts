@@ -794,7 +794,12 @@ function mayConcern(p: KubeObject, owed: Extract<KarmadaOwed, { object: unknown 
     if (s.apiVersion !== owed.apiVersion || s.kind !== owed.kind) return false;
     if (s.namespace && s.namespace !== owed.namespace) return false;
     if (s.name) return s.name === owed.name;
-    return !s.labelSelector || owed.labels.some((l) => l !== null && matchesLabelSelector(s.labelSelector, l));
+    if (!s.labelSelector) return true;
+    try {
+      return owed.labels.some((l) => l !== null && matchesLabelSelector(s.labelSelector, l));
+    } catch {
+      return false; // a label selector that does not parse matches nothing (Karmada's ResourceSelectorPriority)
+    }
   });
 }
 

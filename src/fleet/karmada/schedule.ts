@@ -19,8 +19,9 @@
  * - No cluster fits: Karmada's FitError, `0/<n> clusters are available: <count> <reason>, ...`.
  * - `spreadConstraints` with `spreadByField: cluster`: fewer feasible clusters than `minGroups`
  *   fails; otherwise the `maxGroups` best scored are picked (ClusterLocality scores a cluster
- *   the policy already has 100, the others 0; ties by name, ascending). Without a constraint,
- *   every feasible cluster is picked (Duplicated).
+ *   the policy already has 100, the others 0; ties by name, ascending); none picked (no
+ *   `maxGroups`) fails as Karmada's `AssignReplicas`. Without a constraint, every feasible
+ *   cluster is picked (Duplicated).
  */
 import { matchesLabelSelector } from "../../k8s/labels.ts";
 import type { KubeObject } from "../../k8s/meta.ts";
@@ -78,13 +79,24 @@ export interface KarmadaSchedule {
 
 const asNoSchedule = (effect: string) => (effect === "NoSelect" || effect === "NoSelectIfNew" ? "NoSchedule" : effect);
 
-/** corev1's `Toleration.ToleratesTaint` on a Flotilla taint (its NoSelect effects read as NoSchedule). */
+/**
+ * corev1's `Toleration.ToleratesTaint` (comparison operators off, as Karmada's TaintToleration
+ * filter calls it) on a Flotilla taint, its NoSelect effects read as NoSchedule: an effect and a
+ * key, when set, must equal the taint's; `Exists` tolerates, `Equal` (or no operator) compares the
+ * values, any other operator tolerates nothing.
+ */
 export function toleratesTaint(t: KarmadaToleration, taint: { key: string; value?: string; effect: string }): boolean {
   if (t.effect && t.effect !== asNoSchedule(taint.effect)) return false;
   if (t.key && t.key !== taint.key) return false;
-  if (t.operator === "Exists") return true;
-  if (!t.key) return false;
-  return (t.value ?? "") === (taint.value ?? "");
+  switch (t.operator ?? "") {
+    case "":
+    case "Equal":
+      return (t.value ?? "") === (taint.value ?? "");
+    case "Exists":
+      return true;
+    default:
+      return false;
+  }
 }
 
 /** Karmada's `matchZones` (In: any zone listed; NotIn: none listed). */
@@ -94,10 +106,25 @@ function matchZones(op: string, values: string[], zones: string[]): boolean {
   return false;
 }
 
-/** Karmada's `util.ClusterMatches`: exclude, label selector, field selector, cluster names. */
+/** The operators apimachinery's `NodeSelectorRequirementsAsSelector` knows; any other fails the whole field selector. */
+const NODE_SELECTOR_OPERATORS = new Set(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]);
+
+/**
+ * Karmada's `util.ClusterMatches`: exclude, label selector, field selector, cluster names. A label
+ * selector that does not parse, or a provider/region expression of an unknown operator, matches no
+ * cluster, as Karmada's conversions fail there (its webhooks refuse such operators, but do not
+ * check label selectors).
+ */
 export function clusterMatches(c: KarmadaCluster, affinity: NonNullable<KarmadaPlacement["clusterAffinity"]>): boolean {
   if ((affinity.exclude ?? []).includes(c.name)) return false;
-  if (affinity.labelSelector && !matchesLabelSelector(affinity.labelSelector, c.labels)) return false;
+  if (affinity.labelSelector) {
+    try {
+      if (!matchesLabelSelector(affinity.labelSelector, c.labels)) return false;
+    } catch {
+      return false;
+    }
+  }
+  for (const e of affinity.fieldSelector?.matchExpressions ?? []) if (e.key !== "zone" && !NODE_SELECTOR_OPERATORS.has(e.operator)) return false;
   for (const e of affinity.fieldSelector?.matchExpressions ?? []) {
     const values = e.values ?? [];
     if (e.key === "zone") {
@@ -158,6 +185,9 @@ export function scheduleKarmada(placement: KarmadaPlacement, clusters: readonly 
         error: { reason: "SchedulerError", message: "failed to select clusters: the number of feasible clusters is less than spreadConstraint.MinGroups" },
       };
     picked = sorted.slice(0, Math.min(sorted.length, spread.maxGroups ?? 0));
+    // `maxGroups` 0 (not set) picks none: Karmada's AssignReplicas then fails.
+    if (picked.length === 0)
+      return { clusters: [], error: { reason: "SchedulerError", message: "failed to assign replicas: no clusters available to schedule" } };
   }
   return { clusters: picked.map((c) => c.name).sort() };
 }

@@ -50,13 +50,17 @@ export interface PolicyView {
 /** `apps/v1`, or `v1` for the core group: the apiVersion a selector names a kind's objects by. */
 export const apiVersionOf = (def: { group: string; version: string }) => (def.group ? `${def.group}/${def.version}` : def.version);
 
-/** Karmada's `ResourceSelectorPriority`: 0 no match, 1 all, 2 by label selector, 3 by name. */
+/** Karmada's `ResourceSelectorPriority`: 0 no match, 1 all, 2 by label selector, 3 by name (a label selector that does not parse: 0). */
 export function selectorPriority(def: KindDefinition, obj: KubeObject, s: KarmadaResourceSelector): number {
   if (s.apiVersion !== apiVersionOf(def) || s.kind !== def.kind) return 0;
   if (s.namespace && (obj.metadata.namespace ?? "") !== s.namespace) return 0;
   if (s.name) return s.name === obj.metadata.name ? 3 : 0;
   if (!s.labelSelector) return 1;
-  return matchesLabelSelector(s.labelSelector, obj.metadata.labels ?? {}) ? 2 : 0;
+  try {
+    return matchesLabelSelector(s.labelSelector, obj.metadata.labels ?? {}) ? 2 : 0;
+  } catch {
+    return 0;
+  }
 }
 
 /** The highest priority among a policy's selectors for `obj` (0: it does not match); a PropagationPolicy only matches objects of its namespace. */
