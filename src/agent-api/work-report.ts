@@ -62,23 +62,33 @@ export async function reportWorkStatus(
   // TTL of 0 after Complete) already waits for the agent's confirmation.
   const seen = copies.get(cluster, workName);
   let fresh: KubeObject | undefined;
+  /** `current` held for cleanup (the finalizer put on it first, when it lacks it); undefined when it changed meanwhile (nothing written). */
+  const hold = async (current: KubeObject): Promise<KubeObject | undefined> => {
+    if (current.metadata.deletionTimestamp || current.metadata.finalizers?.includes(MANIFEST_WORK_CLEANUP_FINALIZER)) return current;
+    // A report that would be refused (400, 422) holds nothing either: no half write.
+    const { resourceVersion: _rv, ...metadata } = current.metadata;
+    computeWrite(
+      ManifestWorkKind,
+      { namespace: cluster, name: workName },
+      current,
+      { verb: "update", subresource: "status", body: { ...current, metadata, status: report.status } },
+      { now: clock.now(), newUid: () => "" },
+    );
+    return holdForCleanup(env, current, { waitUntil, mode: "returns" });
+  };
   if (!seen || seen.metadata.uid !== report.uid || !(seen.metadata.deletionTimestamp || seen.metadata.finalizers?.includes(MANIFEST_WORK_CLEANUP_FINALIZER))) {
-    const current = await admittedStoreOf(env, ManifestWorkKind).get(cluster, workName);
-    if (!current) throw notFound(ref);
-    if (current.metadata.uid !== report.uid)
-      throw conflict(ref, `the work's uid is ${current.metadata.uid}, not ${report.uid}: it was deleted and created again`);
-    if (!current.metadata.deletionTimestamp && !current.metadata.finalizers?.includes(MANIFEST_WORK_CLEANUP_FINALIZER)) {
-      // A report that would be refused (400, 422) holds nothing either: no half write.
-      const { resourceVersion: _rv, ...metadata } = current.metadata;
-      computeWrite(
-        ManifestWorkKind,
-        { namespace: cluster, name: workName },
-        current,
-        { verb: "update", subresource: "status", body: { ...current, metadata, status: report.status } },
-        { now: clock.now(), newUid: () => "" },
-      );
-      fresh = await holdForCleanup(env, current, { waitUntil, mode: "returns" });
-    } else fresh = current;
+    // The work as its agent was pushed it (a replica set's, at its first report): the finalizer's
+    // write is pinned to that copy's resourceVersion, so it reads nothing from D1 when the copy is
+    // current, and writes nothing when it is stale (the work is then read fresh).
+    if (seen?.metadata.uid === report.uid) fresh = await hold(seen);
+    if (!fresh) {
+      const current = await admittedStoreOf(env, ManifestWorkKind).get(cluster, workName);
+      if (!current) throw notFound(ref);
+      if (current.metadata.uid !== report.uid)
+        throw conflict(ref, `the work's uid is ${current.metadata.uid}, not ${report.uid}: it was deleted and created again`);
+      // Changed again meanwhile: the status is written on a fresh read, the agent's next report adds the finalizer.
+      fresh = (await hold(current)) ?? current;
+    }
   }
   // The work as the last poll delivered it, when this isolate answered that poll: the first
   // attempt commits on it with its resourceVersion as the commit's precondition, so a stale copy

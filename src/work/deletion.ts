@@ -59,7 +59,8 @@ export function holdsCleanupFinalizer(work: KubeObject | null | undefined): bool
 
 /**
  * Writes `work`'s finalizers as `finalizers` (a merge patch pinned to the work's resourceVersion,
- * so a stale copy changes nothing). Returns the work as stored (null: it went, its last
+ * so a stale copy changes nothing; computed on `work` itself, so a current copy is not read again
+ * from D1 first: a stale one fails the commit's precondition, then the pin). Returns the work as stored (null: it went, its last
  * finalizer removed), or undefined when the work changed meanwhile or is gone (404, 409): the
  * caller's next pass sees the fresh work.
  * @throws ApiError for other failures
@@ -74,7 +75,7 @@ async function writeFinalizers(env: Env, work: KubeObject, finalizers: string[],
         patchType: "merge",
         patch: { metadata: { finalizers: finalizers.length > 0 ? finalizers : null, resourceVersion: work.metadata.resourceVersion } },
       },
-      opts,
+      { known: work, ...opts },
     );
     return out.object;
   } catch (e) {
@@ -86,14 +87,16 @@ async function writeFinalizers(env: Env, work: KubeObject, finalizers: string[],
 /**
  * Puts the cleanup finalizer on `work` (as stored, with its resourceVersion) when its agent
  * reported it and it has none and is not being deleted (OCM's agent `AddFinalizerController`).
- * A work changed meanwhile is left alone: the agent's next report adds it.
- * @returns the work as stored after the write, or `work` when nothing was written
+ * `work` may be a copy (the work as its agent was pushed it): no D1 read when it is current. A
+ * work changed meanwhile (a stale copy) or gone is left alone.
+ * @returns the work as stored after the write, `work` when it needs none, or undefined when the
+ *   work changed meanwhile or is gone (nothing written: the caller reads it fresh)
  * @throws ApiError for failures other than 404/409
  */
-export async function holdForCleanup(env: Env, work: KubeObject, opts?: WriteOptions): Promise<KubeObject> {
+export async function holdForCleanup(env: Env, work: KubeObject, opts?: WriteOptions): Promise<KubeObject | undefined> {
   if (work.metadata.deletionTimestamp || holdsCleanupFinalizer(work)) return work;
   const written = await writeFinalizers(env, work, [...(work.metadata.finalizers ?? []), MANIFEST_WORK_CLEANUP_FINALIZER], opts);
-  return written ?? work;
+  return written ?? undefined;
 }
 
 /**

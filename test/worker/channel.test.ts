@@ -750,6 +750,41 @@ describe("the agent channel", () => {
     }
   });
 
+  it("the first report of a work without the cleanup finalizer (a replica set's) puts it on the pushed work without reading it from D1, and the update is pushed", async () => {
+    const keys = await joined("ch8f", { heartbeat: false });
+    const conn = await connect("ch8f", keys);
+    conn.send({ type: "hello" });
+    await conn.next((m) => m.type === "works");
+    let from = conn.messages.length;
+    const uid = (await call("POST", WORKS("ch8f"), work("rw"))).body.metadata.uid;
+    const created = (await conn.next((m) => m.type === "works" && m.works.length === 1, from)).works[0];
+    expect(created.metadata.finalizers).toBeUndefined();
+    deliveredWorks.forget("ch8f", "rw");
+    const reads = countObjectReads("rw");
+    try {
+      const report = async (id: string, reason: string) => {
+        const status = { conditions: [{ type: "Applied", status: "True", reason, message: "done", lastTransitionTime: "2026-11-26T00:00:00Z" }] };
+        conn.send({ type: "report", id, work: "rw", report: { uid, status } });
+        const ack = await conn.next((m) => m.id === id);
+        expect(ack.type, JSON.stringify(ack)).toBe("ack");
+        return ack.resourceVersion as string;
+      };
+      from = conn.messages.length;
+      await report("f1", "First");
+      // The finalizer's update reaches the agent (OCM's agent adds it at its first sight of the work).
+      const held = (await conn.next((m) => m.type === "works" && m.works[0]?.metadata.finalizers, from)).works[0];
+      expect(held.metadata.finalizers).toEqual([MANIFEST_WORK_CLEANUP_FINALIZER]);
+      const rv = await report("f2", "Second");
+      expect(reads.count).toBe(0);
+      const stored = (await call("GET", `${WORKS("ch8f")}/rw`)).body;
+      expect(stored.metadata.finalizers).toEqual([MANIFEST_WORK_CLEANUP_FINALIZER]);
+      expect(stored.metadata.resourceVersion).toBe(rv);
+      expect(condition(stored, "Applied")).toMatchObject({ status: "True", reason: "Second" });
+    } finally {
+      reads.stop();
+    }
+  });
+
   it("concurrent reports all commit and are acknowledged, each with its own resourceVersion", async () => {
     const keys = await joined("ch8b", { heartbeat: false });
     const uids: string[] = [];
