@@ -6,16 +6,13 @@
 // (PickN scores and tie-breaks, topology spread, required affinity, taints, eligibility,
 // up- and downscaling on one policy snapshot), `pickfixed_integration_test.go`, and the
 // placement controller's status for clusters it could not schedule (`placement_status.go`).
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { AVAILABLE, call, condition, createCluster, createNamespaces, merge } from "./helpers.ts";
+import { CRP, FLEET_API, fleetPlacements, runPlacementNow, selectedOf } from "./fleet-kit.ts";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
-const G = "/apis/placement.kubernetes-fleet.io";
-const CRP = (name = "") => `${G}/v1/clusterresourceplacements${name ? `/${name}` : ""}`;
-const RP = (ns: string, name = "") => `${G}/v1/namespaces/${ns}/resourceplacements${name ? `/${name}` : ""}`;
 const WORKS = "/apis/work.open-cluster-management.io/v1/manifestworks";
 const MC = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
 
@@ -34,37 +31,9 @@ const inPool = (pool: string) => ({
   clusterAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { clusterSelectorTerms: [{ labelSelector: { matchLabels: { pool } } }] } },
 });
 
-/** Creates a ClusterResourcePlacement (its first run is part of the write) and returns it as stored after that run. */
-async function crp(name: string, resourceSelectors: unknown[], policy: unknown = NOWHERE, extra: Record<string, unknown> = {}): Promise<Json> {
-  const r = await call("POST", CRP(), {
-    apiVersion: "placement.kubernetes-fleet.io/v1",
-    kind: "ClusterResourcePlacement",
-    metadata: { name },
-    spec: { resourceSelectors, policy, ...extra },
-  });
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return (await call("GET", CRP(name))).body;
-}
-
-/** Creates a ResourcePlacement in `ns` and returns it after its first run. */
-async function rp(ns: string, name: string, resourceSelectors: unknown[], policy: unknown = NOWHERE): Promise<Json> {
-  const r = await call("POST", RP(ns), {
-    apiVersion: "placement.kubernetes-fleet.io/v1",
-    kind: "ResourcePlacement",
-    metadata: { name },
-    spec: { resourceSelectors, policy },
-  });
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return (await call("GET", RP(ns, name))).body;
-}
-
-/** Runs a placement's controller now (what its object does shortly after a notification). */
-async function run(namespace: string, name: string) {
-  await env.REPLICASETS.getByName(`placement:${namespace}/${name}`).reconcile(`placement:${namespace}`, name);
-}
-
-/** `Kind/namespace/name` of each selected resource, in the order of `status.selectedResources`. */
-const selected = (p: Json): string[] => (p.status?.selectedResources ?? []).map((r: Json) => `${r.kind}/${r.namespace ?? ""}/${r.name}`);
+const { crp, rp } = fleetPlacements(NOWHERE);
+const run = runPlacementNow;
+const selected = selectedOf;
 /** The clusters a placement's status lists (scheduled ones), sorted. */
 const placedOn = (p: Json): string[] =>
   (p.status?.placementStatuses ?? [])
@@ -204,7 +173,7 @@ describe("resource selection over HTTP (KubeFleet's resource_selector_resolver_t
       `Ingress/${ns}/web`,
     ]);
     // The snapshot holds the same objects, in the same order.
-    const snap = (await call("GET", `${G}/v1beta1/clusterresourcesnapshots/kf-order-0-snapshot`)).body;
+    const snap = (await call("GET", `${FLEET_API}/v1beta1/clusterresourcesnapshots/kf-order-0-snapshot`)).body;
     expect(snap.spec.selectedResources.map((o: Json) => `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`)).toEqual(selected(p));
   });
 
@@ -223,7 +192,7 @@ describe("resource selection over HTTP (KubeFleet's resource_selector_resolver_t
     await create("apps/v1", "deployments", ns, deployment("web", {}, { annotations: { "deployment.kubernetes.io/revision": "3" } }));
     await create("batch/v1", "jobs", ns, { metadata: { name: "once" }, spec: { template: JOB_POD } });
     await crp("kf-strip", [{ group: "", version: "v1", kind: "Namespace", name: ns }]);
-    const snap = (await call("GET", `${G}/v1beta1/clusterresourcesnapshots/kf-strip-0-snapshot`)).body;
+    const snap = (await call("GET", `${FLEET_API}/v1beta1/clusterresourcesnapshots/kf-strip-0-snapshot`)).body;
     const byKind = Object.fromEntries(snap.spec.selectedResources.map((o: Json) => [o.kind, o]));
     for (const o of snap.spec.selectedResources) {
       for (const k of ["uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "ownerReferences", "selfLink", "deletionTimestamp"])
@@ -304,9 +273,9 @@ describe("resource selection over HTTP (KubeFleet's resource_selector_resolver_t
     );
     expect(dup.status.selectedResources).toBeUndefined();
     // No snapshot, no binding, no work for a selection that failed.
-    expect((await call("GET", `${G}/v1beta1/namespaces/${ns}/resourcesnapshots`)).body.items.filter((s: Json) => s.metadata.name.startsWith("dup-"))).toEqual(
-      [],
-    );
+    expect(
+      (await call("GET", `${FLEET_API}/v1beta1/namespaces/${ns}/resourcesnapshots`)).body.items.filter((s: Json) => s.metadata.name.startsWith("dup-")),
+    ).toEqual([]);
 
     const reservedNs = await crp("kf-reserved", [{ group: "", version: "v1", kind: "Namespace", name: "kube-system" }]);
     expect(invalid(reservedNs, "ClusterResourcePlacement")).toBe(
@@ -367,7 +336,7 @@ describe("scheduling over HTTP (KubeFleet's scheduler framework, plugins and int
   /** The policy snapshot's `targetClusters`, as `name:selected:reason`. */
   const targets = async (name: string): Promise<Json[]> => {
     const snaps = (
-      await call("GET", `${G}/v1beta1/clusterschedulingpolicysnapshots?labelSelector=${encodeURIComponent(`kubernetes-fleet.io/parent-CRP=${name}`)}`)
+      await call("GET", `${FLEET_API}/v1beta1/clusterschedulingpolicysnapshots?labelSelector=${encodeURIComponent(`kubernetes-fleet.io/parent-CRP=${name}`)}`)
     ).body.items;
     const latest = snaps.find((s: Json) => s.metadata.labels["kubernetes-fleet.io/is-latest-snapshot"] === "true");
     return latest.status.targetClusters;
@@ -443,8 +412,8 @@ describe("scheduling over HTTP (KubeFleet's scheduler framework, plugins and int
     let now = (await call("GET", CRP("kf-s"))).body;
     expect(placedOn(now)).toEqual(["kf-s-b", "kf-s-c", "kf-s-d"]);
     const snaps = async () =>
-      (await call("GET", `${G}/v1beta1/clusterschedulingpolicysnapshots?labelSelector=${encodeURIComponent("kubernetes-fleet.io/parent-CRP=kf-s")}`)).body
-        .items;
+      (await call("GET", `${FLEET_API}/v1beta1/clusterschedulingpolicysnapshots?labelSelector=${encodeURIComponent("kubernetes-fleet.io/parent-CRP=kf-s")}`))
+        .body.items;
     let s = await snaps();
     expect(s.map((x: Json) => x.metadata.name)).toEqual(["kf-s-0"]);
     expect(s[0].metadata.annotations["kubernetes-fleet.io/number-of-clusters"]).toBe("3");

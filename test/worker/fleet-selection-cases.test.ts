@@ -8,17 +8,14 @@
 // `pkg/utils/controller/resource_snapshot_resolver_test.go` (GetOrCreateResourceSnapshot,
 // BuildMasterResourceSnapshot, deleteRedundantResourceSnapshots). The cases
 // test/worker/fleet-kubefleet-cases.test.ts already drives are not repeated here.
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, condition, createCluster, createNamespaces, merge } from "./helpers.ts";
+import { CRP, FLEET_API, fleetPlacements, RP, runPlacementNow, selectedOf } from "./fleet-kit.ts";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
-const G = "/apis/placement.kubernetes-fleet.io";
-const CRP = (name = "") => `${G}/v1/clusterresourceplacements${name ? `/${name}` : ""}`;
-const RP = (ns: string, name = "") => `${G}/v1/namespaces/${ns}/resourceplacements${name ? `/${name}` : ""}`;
-const CRS = (name = "") => `${G}/v1beta1/clusterresourcesnapshots${name ? `/${name}` : ""}`;
+const CRS = (name = "") => `${FLEET_API}/v1beta1/clusterresourcesnapshots${name ? `/${name}` : ""}`;
 const WORKS = (cluster: string, name = "") => `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks${name ? `/${name}` : ""}`;
 const NS = { group: "", version: "v1", kind: "Namespace" };
 const CLUSTER_ROLE = { group: "rbac.authorization.k8s.io", version: "v1", kind: "ClusterRole" };
@@ -35,37 +32,9 @@ const NOWHERE = {
   },
 };
 
-/** Creates a ClusterResourcePlacement (its first run is part of the write) and returns it as stored after that run. */
-async function crp(name: string, resourceSelectors: unknown[], policy: unknown = NOWHERE, extra: Record<string, unknown> = {}): Promise<Json> {
-  const r = await call("POST", CRP(), {
-    apiVersion: "placement.kubernetes-fleet.io/v1",
-    kind: "ClusterResourcePlacement",
-    metadata: { name },
-    spec: { resourceSelectors, policy, ...extra },
-  });
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return (await call("GET", CRP(name))).body;
-}
-
-/** Creates a ResourcePlacement in `ns` and returns it after its first run. */
-async function rp(ns: string, name: string, resourceSelectors: unknown[], policy: unknown = NOWHERE): Promise<Json> {
-  const r = await call("POST", RP(ns), {
-    apiVersion: "placement.kubernetes-fleet.io/v1",
-    kind: "ResourcePlacement",
-    metadata: { name },
-    spec: { resourceSelectors, policy },
-  });
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return (await call("GET", RP(ns, name))).body;
-}
-
-/** Runs a placement's controller now (what its object does shortly after a notification). */
-async function run(namespace: string, name: string) {
-  await env.REPLICASETS.getByName(`placement:${namespace}/${name}`).reconcile(`placement:${namespace}`, name);
-}
-
-/** `Kind/namespace/name` of each selected resource, in the order of `status.selectedResources`. */
-const selected = (p: Json): string[] => (p.status?.selectedResources ?? []).map((r: Json) => `${r.kind}/${r.namespace ?? ""}/${r.name}`);
+const { crp, rp } = fleetPlacements(NOWHERE);
+const run = runPlacementNow;
+const selected = selectedOf;
 /** `Kind/namespace/name` of each object of a list (a snapshot's `selectedResources`, a work's manifests). */
 const ids = (objs: Json[]): string[] => objs.map((o: Json) => `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`);
 
@@ -620,7 +589,7 @@ describe("envelopes KubeFleet's work generator refuses (TestExtractManifestsFrom
       });
       expect(condition(p, "ClusterResourcePlacementWorkSynchronized"), placement).toMatchObject({ status: "False", reason: "WorkNotSynchronizedYet" });
       const bindings = (
-        await call("GET", `${G}/v1beta1/clusterresourcebindings?labelSelector=${encodeURIComponent(`kubernetes-fleet.io/parent-CRP=${placement}`)}`)
+        await call("GET", `${FLEET_API}/v1beta1/clusterresourcebindings?labelSelector=${encodeURIComponent(`kubernetes-fleet.io/parent-CRP=${placement}`)}`)
       ).body.items;
       expect(condition(bindings[0], "WorkSynchronized"), placement).toMatchObject({ status: "False", reason: "SyncWorkFailed" });
     }
