@@ -4,24 +4,13 @@
 // "failed before" (with what it did); the others are representative ones no test drove over HTTP.
 import { describe, expect, it, vi } from "vitest";
 import { call, condition, createCluster, createNamespaces, merge, AVAILABLE } from "./helpers.ts";
+import { CPP, cpp, DEPLOY, PG, PP, pp, WG } from "./karmada-kit.ts";
 
-const PG = "/apis/policy.karmada.io/v1alpha1";
-const WG = "/apis/work.karmada.io/v1alpha2";
-const PP = (ns: string, name = "") => `${PG}/namespaces/${ns}/propagationpolicies${name ? `/${name}` : ""}`;
-const CPP = (name = "") => `${PG}/clusterpropagationpolicies${name ? `/${name}` : ""}`;
 const OP = (ns: string) => `${PG}/namespaces/${ns}/overridepolicies`;
 const RB = (ns: string, name: string) => `${WG}/namespaces/${ns}/resourcebindings/${name}`;
 const MC = "/apis/cluster.open-cluster-management.io/v1/managedclusters";
 const CM = (ns: string) => `/api/v1/namespaces/${ns}/configmaps`;
 
-const pp = (name: string, spec: Record<string, unknown>) => ({ apiVersion: "policy.karmada.io/v1alpha1", kind: "PropagationPolicy", metadata: { name }, spec });
-const cpp = (name: string, spec: Record<string, unknown>) => ({
-  apiVersion: "policy.karmada.io/v1alpha1",
-  kind: "ClusterPropagationPolicy",
-  metadata: { name },
-  spec,
-});
-const DEPLOY = { apiVersion: "apps/v1", kind: "Deployment", name: "nginx" };
 const SERVICE_IMPORT = { apiVersion: "multicluster.x-k8s.io/v1alpha1", kind: "ServiceImport" };
 
 async function configMap(ns: string, name: string, labels: Record<string, string> = {}) {

@@ -14,28 +14,11 @@ import { scheduleKarmada, type KarmadaCluster } from "../../src/fleet/karmada/sc
 import { claimerOf, type PolicyView } from "../../src/fleet/karmada/select.ts";
 import type { PropagationSpec } from "../../src/kinds/karmada.ts";
 import { call, condition, createCluster, createNamespaces, merge } from "./helpers.ts";
+import { CPP, cpp, DEPLOY, PP, pp, WG } from "./karmada-kit.ts";
 
-const PG = "/apis/policy.karmada.io/v1alpha1";
-const WG = "/apis/work.karmada.io/v1alpha2";
-const PP = (ns: string, name = "") => `${PG}/namespaces/${ns}/propagationpolicies${name ? `/${name}` : ""}`;
-const CPP = (name = "") => `${PG}/clusterpropagationpolicies${name ? `/${name}` : ""}`;
 const RB = (ns: string, name = "") => `${WG}/namespaces/${ns}/resourcebindings${name ? `/${name}` : ""}`;
 const WORKS = "/apis/work.open-cluster-management.io/v1/manifestworks";
 const WORK = (cluster: string, name: string) => `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks/${name}`;
-
-const pp = (name: string, spec: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
-  apiVersion: "policy.karmada.io/v1alpha1",
-  kind: "PropagationPolicy",
-  metadata: { name, ...extra },
-  spec,
-});
-const cpp = (name: string, spec: Record<string, unknown>) => ({
-  apiVersion: "policy.karmada.io/v1alpha1",
-  kind: "ClusterPropagationPolicy",
-  metadata: { name },
-  spec,
-});
-const DEPLOY = { apiVersion: "apps/v1", kind: "Deployment", name: "nginx" };
 
 // ---------------------------------------------------------------------------------------------
 // Validation and defaulting (Karmada's webhooks).
